@@ -1,0 +1,29 @@
+"""bio_mrc: extractive QA with a BIO tagging head and a start/end span head on one encoder."""
+
+from importlib import import_module
+from typing import Any
+
+__version__ = "0.1.0"
+
+# Heavy pieces load on first use, so `from bio_mrc import BIOHead` pulls in no training code.
+_LAZY = {
+    "BIOHead": "bio_mrc.heads",
+    "SpanHead": "bio_mrc.heads",
+    "Head": "bio_mrc.heads",
+    "BioMrcConfig": "bio_mrc.model",
+    "BioMrcForQuestionAnswering": "bio_mrc.model",
+    "Example": "bio_mrc.types",
+    "Prediction": "bio_mrc.types",
+    "AnswerSpan": "bio_mrc.types",
+    "tag_scores": "bio_mrc.metrics.tags",
+    "AnswerExtractor": "bio_mrc.extract",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'bio_mrc' has no attribute {name!r}")
+
+
+__all__ = [*_LAZY, "__version__"]

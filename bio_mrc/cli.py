@@ -1,0 +1,137 @@
+"""``bio-mrc``: a thin command line over the library. Each command parses, calls, prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from .decoding.postprocess import DECODINGS, DecodeConfig
+from .model import HEAD_CHOICES
+from .training.train import TrainConfig
+
+
+def _add_train_options(parser: argparse.ArgumentParser) -> None:
+    defaults = TrainConfig()
+    parser.add_argument("--encoder", default=defaults.encoder, help="encoder folder or Hugging Face id (default: the embedded all-MiniLM-L6-v2)")
+    parser.add_argument("--heads", choices=HEAD_CHOICES, default=defaults.heads)
+    parser.add_argument("--span-loss-weight", type=float, default=defaults.span_loss_weight)
+    parser.add_argument("--bio-loss-weight", type=float, default=defaults.bio_loss_weight)
+    parser.add_argument("--bio-targets", choices=("soft", "one-hot"), default=defaults.bio_targets)
+    parser.add_argument("--span-targets", choices=("soft", "one-hot"), default=defaults.span_targets)
+    parser.add_argument("--epochs", type=float, default=defaults.epochs)
+    parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
+    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    parser.add_argument("--max-seq-length", type=int, default=defaults.max_seq_length)
+    parser.add_argument("--doc-stride", type=int, default=defaults.doc_stride, help="tokens of overlap between windows")
+    parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+
+
+def _train_config(args: argparse.Namespace) -> TrainConfig:
+    names = TrainConfig().to_dict().keys()
+    return TrainConfig(**{name: getattr(args, name) for name in names})
+
+
+def _add_decode_options(parser: argparse.ArgumentParser) -> None:
+    defaults = DecodeConfig()
+    parser.add_argument("--n-best", type=int, default=defaults.n_best)
+    parser.add_argument("--max-answer-length", type=int, default=defaults.max_answer_length, help="in tokens")
+    parser.add_argument("--bio-scheme", choices=("lenient", "strict", "viterbi"), default=defaults.bio_scheme)
+    parser.add_argument("--bio-score", choices=("mean", "product", "logsum"), default=defaults.bio_score)
+    parser.add_argument("--bio-min-score", type=float, default=defaults.bio_min_score)
+
+
+def _decode_config(args: argparse.Namespace, require_answer: bool = True) -> DecodeConfig:
+    return DecodeConfig(args.n_best, args.max_answer_length, args.bio_scheme, args.bio_score, args.bio_min_score, require_answer)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from .data.squad import load_squad
+    from .training.train import train_model
+
+    data = load_squad(args.train, limit=args.limit)
+    print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
+    result = train_model(data.examples, _train_config(args), args.output_dir)
+    print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
+                      "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from .data.squad import load_squad
+    from .predict import TrainedModel, decode_with_thresholds, write_prediction_files
+
+    data = load_squad(args.data, limit=args.limit)
+    trained = TrainedModel.load(args.model)
+    if args.decoding not in trained.decodings:
+        raise SystemExit(f"error: decoding {args.decoding!r} needs heads this model lacks (it has {trained.model.config.heads})")
+    started = time.perf_counter()
+    outputs = trained.windows(data.examples, batch_size=args.batch_size)
+    config = _decode_config(args, require_answer=not data.is_v2)
+    predictions = decode_with_thresholds(outputs, data.examples, args.decoding, config, trained.thresholds)
+    paths = write_prediction_files(predictions, args.output)
+    print(json.dumps({"questions": len(predictions), "seconds": round(time.perf_counter() - started, 1),
+                      **{k: str(v) for k, v in paths.items()}}, indent=2))
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    predictions = json.loads(Path(args.predictions).read_text(encoding="utf-8"))
+    if args.metric == "multispan":
+        from .data.multispanqa import load_multispanqa, multispan_gold_texts
+        from .metrics.multispan import multispan_metrics
+
+        gold = multispan_gold_texts(load_multispanqa(args.data))
+        print(json.dumps(multispan_metrics(gold, predictions), indent=2))
+        return 0
+    from .data.squad import load_squad
+    from .metrics.squad import squad_metrics
+
+    data = load_squad(args.data)
+    na_probs = json.loads(Path(args.na_probs).read_text()) if args.na_probs else None
+    version = "2.0" if (data.is_v2 or na_probs is not None) else "1.1"
+    print(json.dumps(squad_metrics(data.gold_texts(), predictions, version, na_probs), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bio-mrc", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="fine-tune a model on SQuAD-format data")
+    train.add_argument("--train", required=True, help="SQuAD-format JSON")
+    train.add_argument("--limit", type=int, help="first N questions of the file")
+    train.add_argument("--output-dir", required=True)
+    _add_train_options(train)
+    train.set_defaults(func=cmd_train)
+
+    predict = sub.add_parser("predict", help="write official-format predictions (+ n-best and na_prob files)")
+    predict.add_argument("--model", required=True)
+    predict.add_argument("--data", required=True)
+    predict.add_argument("--limit", type=int)
+    predict.add_argument("--decoding", choices=DECODINGS, default="span")
+    predict.add_argument("--output", required=True)
+    predict.add_argument("--batch-size", type=int, default=64)
+    _add_decode_options(predict)
+    predict.set_defaults(func=cmd_predict)
+
+    evaluate = sub.add_parser("evaluate", help="official SQuAD v1.1/v2.0 or MultiSpanQA metrics")
+    evaluate.add_argument("--data", required=True)
+    evaluate.add_argument("--predictions", required=True)
+    evaluate.add_argument("--na-probs")
+    evaluate.add_argument("--metric", choices=("squad", "multispan"), default="squad")
+    evaluate.set_defaults(func=cmd_evaluate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""Reproducible splits that never separate questions of one article."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Sequence
+
+import numpy as np
+from sklearn.model_selection import GroupShuffleSplit, KFold
+
+from ..types import Example
+
+
+def split_by_article(
+    examples: Sequence[Example], fractions: Sequence[float], seed: int = 0
+) -> list[list[Example]]:
+    """Split into ``len(fractions)`` parts by article title (never by question).
+
+    Questions of one article share paragraphs, so a question-level split leaks
+    contexts between train and test. Fractions are of articles, drawn with
+    scikit-learn's ``GroupShuffleSplit`` in turn; the result is fixed by ``seed``.
+    """
+    if not np.isclose(sum(fractions), 1.0):
+        raise ValueError(f"fractions must sum to 1, got {list(fractions)}")
+    groups = np.array([ex.title or ex.context for ex in examples])
+    remaining = np.arange(len(examples))
+    parts: list[list[Example]] = []
+    left = 1.0
+    for fraction in fractions[:-1]:
+        share = fraction / left
+        if len(np.unique(groups[remaining])) < 2:
+            raise ValueError("not enough articles to split")
+        splitter = GroupShuffleSplit(n_splits=1, test_size=1.0 - share, random_state=seed)
+        taken, rest = next(splitter.split(remaining, groups=groups[remaining]))
+        parts.append([examples[i] for i in sorted(remaining[taken])])
+        remaining = remaining[rest]
+        left -= fraction
+    parts.append([examples[i] for i in sorted(remaining)])
+    return parts
+
+
+def kfold_by_question(examples: Sequence[Example], k: int = 5, seed: int = 0) -> list[tuple[list[Example], list[Example]]]:
+    """``k`` (train, test) folds over questions, shuffled with ``seed``."""
+    folds = KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(len(examples)))
+    return [([examples[i] for i in tr], [examples[i] for i in te]) for tr, te in folds]
+
+
+def question_set_hash(examples: Sequence[Example]) -> str:
+    """A short fingerprint of the evaluated question ids, in order, for reports."""
+    return hashlib.sha256("\n".join(ex.id for ex in examples).encode()).hexdigest()[:16]

@@ -1,0 +1,1 @@
+"""Pure decoders: arrays in, spans out. No I/O, no torch."""

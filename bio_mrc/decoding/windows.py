@@ -1,0 +1,114 @@
+"""Per-window model outputs, and merging windows back into one token sequence per example.
+
+This is the single place of the maximum-context rule and of tokens -> characters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+
+@dataclass
+class WindowOutputs:
+    """Model outputs of all windows, padded to one length ``L``.
+
+    ``offsets`` (F, L, 2) are character offsets of paragraph tokens and -1
+    elsewhere; ``mask`` (F, L) marks paragraph tokens; ``example_index`` (F,)
+    says which example each window belongs to. Logit arrays are ``None`` for a
+    head the model does not have.
+    """
+
+    example_index: np.ndarray
+    offsets: np.ndarray
+    mask: np.ndarray
+    start_logits: np.ndarray | None = None
+    end_logits: np.ndarray | None = None
+    bio_logits: np.ndarray | None = None
+
+    @property
+    def bio_log_probs(self) -> np.ndarray:
+        if self.bio_logits is None:
+            raise ValueError("this model has no BIO head")
+        logits = self.bio_logits.astype(np.float64)
+        return logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
+
+    def select(self, windows: np.ndarray) -> "WindowOutputs":
+        """The outputs of a subset of windows (e.g. those of some examples)."""
+        pick = lambda a: None if a is None else a[windows]  # noqa: E731
+        return WindowOutputs(
+            self.example_index[windows], self.offsets[windows], self.mask[windows],
+            pick(self.start_logits), pick(self.end_logits), pick(self.bio_logits),
+        )
+
+
+def max_context_scores(mask: np.ndarray) -> np.ndarray:
+    """How much context each paragraph token has in its window (BERT's rule).
+
+    ``min(left, right) + 0.01 * window_length``, where left/right count the
+    window's paragraph tokens on each side; ``-inf`` off the paragraph.
+    """
+    positions = np.arange(mask.shape[1])
+    has = mask.any(axis=1)
+    first = np.where(has, mask.argmax(axis=1), 0)
+    last = np.where(has, mask.shape[1] - 1 - mask[:, ::-1].argmax(axis=1), -1)
+    left = positions[None, :] - first[:, None]
+    right = last[:, None] - positions[None, :]
+    score = np.minimum(left, right) + 0.01 * mask.sum(axis=1, keepdims=True)
+    return np.where(mask, score, -np.inf)
+
+
+@dataclass
+class MergedTokens:
+    """One token sequence per example, padded to ``T``: the union of its windows' paragraph tokens.
+
+    Each token's values come from the window where it has the most context.
+    ``values`` has shape (E, T, ...); ``offsets`` (E, T, 2); ``mask`` (E, T).
+    """
+
+    values: np.ndarray
+    offsets: np.ndarray
+    mask: np.ndarray
+
+
+def merge_windows(outputs: WindowOutputs, values: np.ndarray, n_examples: int) -> MergedTokens:
+    """Merge per-window, per-token ``values`` (F, L, ...) into per-example token sequences.
+
+    Tokens are identified by their character offsets, so the same token seen in
+    two overlapping windows is one token. Examples without windows get an empty row.
+    """
+    f_idx, p_idx = np.nonzero(outputs.mask)
+    ex = outputs.example_index[f_idx]
+    char_start = outputs.offsets[f_idx, p_idx, 0]
+    char_end = outputs.offsets[f_idx, p_idx, 1]
+    context = max_context_scores(outputs.mask)[f_idx, p_idx]
+    # Best-context window first within each (example, token); keep the first.
+    order = np.lexsort((-context, char_end, char_start, ex))
+    ex, char_start, char_end = ex[order], char_start[order], char_end[order]
+    keep = np.ones(len(order), dtype=bool)
+    keep[1:] = (ex[1:] != ex[:-1]) | (char_start[1:] != char_start[:-1]) | (char_end[1:] != char_end[:-1])
+    order, ex = order[keep], ex[keep]
+    counts = np.bincount(ex, minlength=n_examples)
+    width = max(int(counts.max(initial=0)), 1)
+    group_start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    slot = np.arange(len(ex)) - group_start[ex]
+
+    picked = values[f_idx[order], p_idx[order]]
+    merged = np.zeros((n_examples, width, *values.shape[2:]), dtype=values.dtype)
+    merged[ex, slot] = picked
+    offsets = np.full((n_examples, width, 2), -1, dtype=np.int64)
+    offsets[ex, slot, 0], offsets[ex, slot, 1] = char_start[keep], char_end[keep]
+    mask = np.zeros((n_examples, width), dtype=bool)
+    mask[ex, slot] = True
+    return MergedTokens(merged, offsets, mask)
+
+
+def char_span(offsets: np.ndarray, row: int, start: int, end: int) -> tuple[int, int]:
+    """Character span of tokens ``start..end`` (inclusive) of one row of ``offsets``."""
+    return int(offsets[row, start, 0]), int(offsets[row, end, 1])
+
+
+def texts_of(contexts: Sequence[str], rows: np.ndarray, char_starts: np.ndarray, char_ends: np.ndarray) -> list[str]:
+    return [contexts[r][s:e] for r, s, e in zip(rows.tolist(), char_starts.tolist(), char_ends.tolist())]

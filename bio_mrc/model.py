@@ -1,0 +1,143 @@
+"""``BioMrcForQuestionAnswering``: any ``AutoModel`` encoder with a span head, a BIO head, or both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedModel
+from transformers.configuration_utils import SubConfigSpec
+from transformers.utils import ModelOutput
+
+from .heads import HEADS, BIOHead, SpanHead
+
+HEAD_CHOICES = ("span", "bio", "span+bio")
+
+
+class BioMrcConfig(PreTrainedConfig):
+    """Configuration is data: which heads, how their losses are weighted, tuned thresholds.
+
+    ``no_answer_thresholds`` maps a decoding name (``"span"``, ``"bio"``,
+    ``"joint"``) to the threshold tuned on a dev split (see
+    :mod:`bio_mrc.decoding.no_answer`); it is saved with the model so that
+    ``predict``, ``compare`` and ``AnswerExtractor`` apply the same value.
+    """
+
+    model_type = "bio_mrc"
+    sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
+
+    encoder: PreTrainedConfig | dict | None = None
+    heads: str = "span+bio"
+    span_loss_weight: float = 1.0
+    bio_loss_weight: float = 1.0
+    bio_loss_reduction: str = "mean"
+    head_dropout: float = 0.1
+    no_answer_thresholds: dict | None = None
+
+    @property
+    def head_names(self) -> list[str]:
+        if self.heads not in HEAD_CHOICES:
+            raise ValueError(f"heads must be one of {HEAD_CHOICES}, got {self.heads!r}")
+        return self.heads.split("+")
+
+
+@dataclass
+class BioMrcOutput(ModelOutput):
+    loss: torch.Tensor | None = None
+    span_loss: torch.Tensor | None = None
+    bio_loss: torch.Tensor | None = None
+    start_logits: torch.Tensor | None = None
+    end_logits: torch.Tensor | None = None
+    bio_logits: torch.Tensor | None = None
+
+
+class BioMrcForQuestionAnswering(PreTrainedModel):
+    """Encoder + heads. ``forward`` computes the weighted loss when labels are given.
+
+    Labels: ``start_positions``/``end_positions`` (integers or distributions over
+    positions) for the span head; ``bio_targets`` ((batch, seq, 3) distributions or
+    (batch, seq) integer tags) plus ``paragraph_mask`` for the BIO head.
+    """
+
+    config_class = BioMrcConfig
+    base_model_prefix = "encoder"
+    supports_gradient_checkpointing = True
+
+    def __init__(self, config: BioMrcConfig) -> None:
+        super().__init__(config)
+        self.encoder = _encoder_from_config(config.encoder)
+        hidden = config.encoder.hidden_size
+        names = config.head_names
+        self.span_head = SpanHead(hidden, config.head_dropout) if "span" in names else None
+        self.bio_head = BIOHead(hidden, config.head_dropout, config.bio_loss_reduction) if "bio" in names else None
+        self.post_init()
+
+    # Plain init for the heads; the encoder's own modules keep their pretrained weights.
+    def _init_weights(self, module: torch.nn.Module) -> None:
+        if isinstance(module, torch.nn.Linear):
+            std = getattr(self.config.encoder, "initializer_range", 0.02)
+            module.weight.data.normal_(0.0, std)
+            if module.bias is not None:
+                module.bias.data.zero_()
+        elif hasattr(self.encoder, "_init_weights") and module is not self:
+            self.encoder._init_weights(module)
+
+    @classmethod
+    def from_encoder(cls, encoder_name_or_path: str, **config_kwargs: Any) -> "BioMrcForQuestionAnswering":
+        """Fresh heads on a pretrained encoder (a local folder or a hub id)."""
+        encoder = AutoModel.from_pretrained(encoder_name_or_path)
+        config = BioMrcConfig(encoder=encoder.config.to_dict(), **config_kwargs)
+        model = cls(config)
+        missing, unexpected = model.encoder.load_state_dict(encoder.state_dict(), strict=False)
+        if [k for k in missing if "pooler" not in k] or [k for k in unexpected if "pooler" not in k]:
+            raise ValueError(f"encoder weights of {encoder_name_or_path} do not fit: {missing[:5]} {unexpected[:5]}")
+        return model
+
+    @property
+    def heads(self) -> dict[str, torch.nn.Module]:
+        return {name: head for name, head in (("span", self.span_head), ("bio", self.bio_head)) if head is not None}
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        paragraph_mask: torch.Tensor | None = None,
+        start_positions: torch.Tensor | None = None,
+        end_positions: torch.Tensor | None = None,
+        bio_targets: torch.Tensor | None = None,
+        **_: Any,
+    ) -> BioMrcOutput:
+        encoder_inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            encoder_inputs["token_type_ids"] = token_type_ids
+        hidden = self.encoder(**encoder_inputs).last_hidden_state
+        logits: dict[str, torch.Tensor] = {}
+        for head in self.heads.values():
+            logits.update(head(hidden))
+
+        output = BioMrcOutput(**logits)
+        losses = []
+        if self.span_head is not None and start_positions is not None and end_positions is not None:
+            output.span_loss = self.span_head.loss(logits, start_positions, end_positions, attention_mask)
+            losses.append(self.config.span_loss_weight * output.span_loss)
+        if self.bio_head is not None and bio_targets is not None:
+            if paragraph_mask is None:
+                raise ValueError("bio_targets need a paragraph_mask saying which tokens are paragraph tokens")
+            output.bio_loss = self.bio_head.loss(logits, bio_targets, paragraph_mask)
+            losses.append(self.config.bio_loss_weight * output.bio_loss)
+        if losses:
+            output.loss = torch.stack(losses).sum()
+        return output
+
+
+def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:
+    """BERT-like encoders build a pooler we never use; skip it where the class allows."""
+    try:
+        return AutoModel.from_config(encoder_config, add_pooling_layer=False)
+    except TypeError:
+        return AutoModel.from_config(encoder_config)
+
+
+__all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "HEADS"]

@@ -1,0 +1,50 @@
+"""Dynamic padding for windows of different lengths."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "paragraph_mask")
+TARGETS = ("start_positions", "end_positions", "bio_targets")
+
+
+@dataclass
+class WindowCollator:
+    """Pads every per-token field to the longest window of the batch.
+
+    Input ids pad with the tokenizer's pad id; masks and soft targets pad with
+    0, so padded positions never carry probability mass or loss. Other columns
+    (offsets, example indices) are dropped: they are for decoding, not the model.
+    """
+
+    pad_token_id: int = 0
+    pad_to_multiple_of: int | None = 8
+
+    def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        length = max(len(f["input_ids"]) for f in features)
+        if self.pad_to_multiple_of:
+            length = -(-length // self.pad_to_multiple_of) * self.pad_to_multiple_of
+        batch: dict[str, torch.Tensor] = {}
+        for key in (*MODEL_INPUTS, *TARGETS):
+            if key not in features[0]:
+                continue
+            values = [f[key] for f in features]
+            if key in ("start_positions", "end_positions") and not isinstance(values[0], list):
+                batch[key] = torch.tensor(values, dtype=torch.long)
+                continue
+            fill = self.pad_token_id if key == "input_ids" else 0
+            dtype = torch.float32 if key == "bio_targets" or isinstance(values[0][0], float) else torch.long
+            padded = [self._pad(torch.as_tensor(v, dtype=dtype), length, fill) for v in values]
+            batch[key] = torch.stack(padded)
+        return batch
+
+    @staticmethod
+    def _pad(tensor: torch.Tensor, length: int, fill: float) -> torch.Tensor:
+        missing = length - tensor.shape[0]
+        if missing <= 0:
+            return tensor
+        pad = torch.full((missing, *tensor.shape[1:]), fill, dtype=tensor.dtype)
+        return torch.cat([tensor, pad])

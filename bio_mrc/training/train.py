@@ -1,0 +1,135 @@
+"""Fine-tuning with transformers' ``Trainer`` (runs unchanged under ``torchrun``/``accelerate``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Sequence
+
+from transformers import AutoTokenizer, Trainer, TrainingArguments, set_seed
+
+from ..encoders import resolve_encoder
+from ..features.windows import FeatureConfig, build_features
+from ..model import BioMrcForQuestionAnswering
+from ..types import Example
+from .collator import WindowCollator
+
+RUN_FILE = "bio_mrc_run.json"
+
+
+@dataclass
+class TrainConfig:
+    """Everything that decides a trained model: saved beside it and in reports."""
+
+    encoder: str = "default"
+    heads: str = "span+bio"
+    span_loss_weight: float = 1.0
+    bio_loss_weight: float = 1.0
+    bio_targets: str = "soft"
+    span_targets: str = "one-hot"
+    max_seq_length: int = 384
+    doc_stride: int = 128
+    max_query_length: int = 64
+    epochs: float = 1.0
+    learning_rate: float = 1e-4
+    batch_size: int = 16
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    seed: int = 42
+
+    @property
+    def features(self) -> FeatureConfig:
+        return FeatureConfig(
+            self.max_seq_length, self.doc_stride, self.max_query_length, self.bio_targets, self.span_targets
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown training options: {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**data)
+
+
+@dataclass
+class TrainResult:
+    model_dir: Path
+    seconds: float
+    n_examples: int
+    n_windows: int
+    final_loss: float | None
+
+
+def train_model(
+    examples: Sequence[Example],
+    config: TrainConfig,
+    output_dir: str | Path,
+    save_checkpoints: bool = True,
+    progress: bool = True,
+) -> TrainResult:
+    """Train a fresh model on ``examples`` and save it (with its tokenizer and config) in ``output_dir``."""
+    output_dir = Path(output_dir)
+    set_seed(config.seed)
+    encoder = resolve_encoder(config.encoder)
+    tokenizer = AutoTokenizer.from_pretrained(encoder, use_fast=True)
+    model = BioMrcForQuestionAnswering.from_encoder(
+        encoder,
+        heads=config.heads,
+        span_loss_weight=config.span_loss_weight,
+        bio_loss_weight=config.bio_loss_weight,
+    )
+    started = time.perf_counter()
+    features = build_features(examples, tokenizer, config.features, desc="training windows")
+    features = features.remove_columns(["offset_mapping", "example_index"])
+    args = TrainingArguments(
+        output_dir=str(output_dir / "checkpoints"),
+        num_train_epochs=config.epochs,
+        learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.batch_size,
+        warmup_steps=config.warmup_ratio,
+        weight_decay=config.weight_decay,
+        lr_scheduler_type="linear",
+        seed=config.seed,
+        logging_steps=25,
+        save_strategy="steps" if save_checkpoints else "no",
+        save_steps=500,
+        save_total_limit=1,
+        report_to="none",
+        remove_unused_columns=False,
+        train_sampling_strategy="group_by_length",
+        disable_tqdm=not progress,
+        dataloader_num_workers=0,
+    )
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=features,
+        data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
+    )
+    outcome = trainer.train()
+    seconds = time.perf_counter() - started
+    trainer.save_model(str(output_dir))
+    tokenizer.save_pretrained(str(output_dir))
+    result = TrainResult(output_dir, seconds, len(examples), len(features), outcome.training_loss)
+    record = {
+        "train": config.to_dict(),
+        "encoder_path": encoder,
+        "seconds": seconds,
+        "n_examples": len(examples),
+        "n_windows": len(features),
+        "final_loss": outcome.training_loss,
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    (output_dir / RUN_FILE).write_text(json.dumps(record, indent=2))
+    return result
+
+
+def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:
+    path = Path(model_dir) / RUN_FILE
+    return json.loads(path.read_text()) if path.exists() else None

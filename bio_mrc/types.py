@@ -1,0 +1,101 @@
+"""The one data model every dataset maps into, and every decoder maps out of.
+
+An :class:`Example` holds a question, its context and the *alternative* gold
+answers. Each alternative is a tuple of one or more character spans
+``(start, end)`` (end exclusive) into ``context``:
+
+* SQuAD: one alternative per annotator, each with one span;
+* MultiSpanQA: one alternative with several spans;
+* unanswerable: ``answers == ()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+CharSpan = tuple[int, int]
+Alternative = tuple[CharSpan, ...]
+
+# Tag ids of the BIO head, in the order of its output units.
+TAG_B, TAG_I, TAG_O = 0, 1, 2
+TAG_NAMES = ("B", "I", "O")
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    question: str
+    context: str
+    answers: tuple[Alternative, ...] = ()
+    title: str = ""
+
+    @property
+    def is_answerable(self) -> bool:
+        return len(self.answers) > 0
+
+    def answer_texts(self) -> list[list[str]]:
+        """Texts of every span of every alternative."""
+        return [[self.context[s:e] for s, e in alt] for alt in self.answers]
+
+    def to_record(self) -> dict[str, Any]:
+        """A flat record for ``datasets.Dataset`` (Arrow has no tuples)."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "question": self.question,
+            "context": self.context,
+            "answer_starts": [[s for s, _ in alt] for alt in self.answers],
+            "answer_ends": [[e for _, e in alt] for alt in self.answers],
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "Example":
+        answers = tuple(
+            tuple(zip(starts, ends)) for starts, ends in zip(record["answer_starts"], record["answer_ends"])
+        )
+        return cls(record["id"], record["question"], record["context"], answers, record.get("title", ""))
+
+
+@dataclass(frozen=True)
+class AnswerSpan:
+    """One predicted span: its text, character offsets into the context and a score."""
+
+    text: str
+    start: int
+    end: int
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "start": self.start, "end": self.end, "score": float(self.score)}
+
+
+@dataclass
+class Prediction:
+    """What a decoder says about one example.
+
+    ``spans`` are sorted best first. ``no_answer_score`` is ``None`` when the
+    decoding has no notion of "no answer"; otherwise higher means more likely
+    unanswerable, and ``abstain`` says whether the tuned threshold fired.
+    """
+
+    id: str
+    spans: list[AnswerSpan] = field(default_factory=list)
+    no_answer_score: float | None = None
+    abstain: bool = False
+
+    @property
+    def answer(self) -> str:
+        """The SQuAD answer: the best single span, or "" when abstaining or empty."""
+        if self.abstain or not self.spans:
+            return ""
+        return self.spans[0].text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "answer": self.answer,
+            "abstain": self.abstain,
+            "no_answer_score": None if self.no_answer_score is None else float(self.no_answer_score),
+            "spans": [s.to_dict() for s in self.spans],
+        }

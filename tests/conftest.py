@@ -1,0 +1,64 @@
+"""Shared fixtures: a tiny random BERT with a real WordPiece fast tokenizer, and data paths."""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SAMPLE_V1 = FIXTURES / "sample_squad_v1.json"
+
+
+def shared_data_dir() -> Path:
+    """``$BIO_MRC_DATA`` or the ``shared/data`` folder beside the repository."""
+    return Path(os.environ.get("BIO_MRC_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def require_data(relative: str) -> Path:
+    path = shared_data_dir() / relative
+    if not path.exists():
+        pytest.skip(f"real data not available: {path}")
+    return path
+
+
+def _vocabulary() -> list[str]:
+    words = set(re.findall(r"\w+", SAMPLE_V1.read_text(encoding="utf-8").lower()))
+    chars = set(string.ascii_lowercase + string.digits + "éüïç")
+    pieces = sorted(words) + sorted(chars) + ["##" + c for c in sorted(chars)] + list(string.punctuation) + ["—", "“", "”"]
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(pieces)]
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2-layer, H=32 random BERT saved with its tokenizer: loadable like any encoder."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(_vocabulary())}, do_lower_case=True)
+    tokenizer.save_pretrained(str(folder))
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=128,
+    )
+    BertModel(config).save_pretrained(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tiny_encoder_dir: Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(tiny_encoder_dir), use_fast=True)
+
+
+@pytest.fixture(scope="session")
+def sample_v1():
+    from bio_mrc.data.squad import load_squad
+
+    return load_squad(SAMPLE_V1)

@@ -1,0 +1,107 @@
+"""Windows and targets: every label maps back to the exact answer characters."""
+
+import numpy as np
+import pytest
+
+from bio_mrc.features.windows import FeatureConfig, build_features, check_tokenizer, truncate_questions
+from bio_mrc.types import TAG_B, TAG_I, TAG_O, Example
+
+SMALL = FeatureConfig(max_seq_length=40, doc_stride=12, max_query_length=10)
+
+
+def rows(features):
+    return [features[i] for i in range(len(features))]
+
+
+def test_span_targets_map_back_to_answer_text(sample_v1, tiny_tokenizer):
+    features = build_features(sample_v1.examples, tiny_tokenizer, FeatureConfig(SMALL.max_seq_length, SMALL.doc_stride, SMALL.max_query_length, "one-hot", "one-hot"))
+    assert len(features) > len(sample_v1.examples)  # long contexts span several windows
+    seen_answer = set()
+    for row in rows(features):
+        example = sample_v1.examples[row["example_index"]]
+        start, end = row["start_positions"], row["end_positions"]
+        if start == 0:
+            assert end == 0
+            continue
+        offsets = row["offset_mapping"]
+        s, e = example.answers[0][0]
+        assert example.context[offsets[start][0]: offsets[end][1]] == example.context[s:e]
+        seen_answer.add(example.id)
+    assert seen_answer == {ex.id for ex in sample_v1.examples}
+
+
+def test_bio_one_hot_tags_cover_answer_tokens(sample_v1, tiny_tokenizer):
+    config = FeatureConfig(64, 16, 16, "one-hot", "one-hot")
+    for row in rows(build_features(sample_v1.examples, tiny_tokenizer, config)):
+        example = sample_v1.examples[row["example_index"]]
+        targets = np.asarray(row["bio_targets"])
+        mask = np.asarray(row["paragraph_mask"], bool)
+        assert np.all(targets[~mask] == 0)  # question, special and padding tokens carry nothing
+        assert np.allclose(targets[mask].sum(-1), 1)
+        tags = targets.argmax(-1)
+        if row["start_positions"] > 0:
+            s, e = row["start_positions"], row["end_positions"]
+            assert tags[s] == TAG_B and np.all(tags[s + 1 : e + 1] == TAG_I)
+            assert np.sum(tags[mask] != TAG_O) == e - s + 1
+
+
+def test_soft_bio_targets_average_annotators(tiny_tokenizer):
+    context = "the normans came from normandy in france ."
+    # Three annotators: "normandy in france" (B I I), "france" (B) and "normandy" (B).
+    example = Example("x", "where from ?", context, (((22, 40),), ((34, 40),), ((22, 30),)))
+    row = build_features([example], tiny_tokenizer, FeatureConfig(64, 16, 16, "soft", "one-hot"))[0]
+    offsets = np.asarray(row["offset_mapping"])
+    targets = np.asarray(row["bio_targets"])
+    by_word = {context[s:e]: targets[i] for i, (s, e) in enumerate(offsets) if s >= 0}
+    np.testing.assert_allclose(by_word["normandy"], [2 / 3, 0, 1 / 3], atol=1e-6)
+    np.testing.assert_allclose(by_word["in"], [0, 1 / 3, 2 / 3], atol=1e-6)
+    np.testing.assert_allclose(by_word["france"], [1 / 3, 1 / 3, 1 / 3], atol=1e-6)
+    np.testing.assert_allclose(by_word["from"], [0, 0, 1], atol=1e-6)
+
+
+def test_soft_span_targets_are_distributions(sample_v1, tiny_tokenizer):
+    config = FeatureConfig(64, 16, 16, "soft", "soft")
+    for row in rows(build_features(sample_v1.examples, tiny_tokenizer, config)):
+        for key in ("start_positions", "end_positions"):
+            assert sum(row[key]) == pytest.approx(1.0)
+
+
+def test_unanswerable_windows_get_cls_and_all_o(tiny_tokenizer):
+    example = Example("u", "who?", "nobody knows the answer here .", ())
+    row = build_features([example], tiny_tokenizer, SMALL)[0]
+    assert row["start_positions"] == row["end_positions"] == 0
+    mask = np.asarray(row["paragraph_mask"], bool)
+    assert np.all(np.asarray(row["bio_targets"])[mask].argmax(-1) == TAG_O)
+
+
+def test_answer_split_across_windows_starts_with_i_in_the_later_window(tiny_tokenizer):
+    words = "zero one two three four five six seven eight nine".split() * 3
+    context = " ".join(words)
+    start = context.index("seven eight nine zero one")
+    example = Example("w", "which?", context, (((start, start + len("seven eight nine zero one")),),))
+    features = rows(build_features([example], tiny_tokenizer, FeatureConfig(16, 4, 4, "one-hot", "one-hot")))
+    tag_runs = [np.asarray(r["bio_targets"]).argmax(-1)[np.asarray(r["paragraph_mask"], bool)] for r in features]
+    # Some window holds the start (B) and some later window only the tail (I without B).
+    assert any(TAG_B in t for t in tag_runs)
+    assert any(TAG_I in t and TAG_B not in t for t in tag_runs)
+    assert all(r["start_positions"] == 0 for r, t in zip(features, tag_runs) if TAG_B not in t)
+
+
+def test_question_truncation_keeps_a_character_prefix(tiny_tokenizer):
+    question = "isaac newton formulated the laws of motion and universal gravitation"
+    (cut,) = truncate_questions([question], tiny_tokenizer, 3)
+    assert cut == "isaac newton formulated"
+    assert truncate_questions(["who?"], tiny_tokenizer, 3) == ["who?"]
+
+
+def test_a_tokenizer_without_offsets_is_refused(tiny_encoder_dir):
+    class SlowTokenizer:
+        is_fast = False
+
+    with pytest.raises(TypeError, match="not a fast tokenizer"):
+        check_tokenizer(SlowTokenizer())
+
+
+def test_stride_that_cannot_advance_is_refused():
+    with pytest.raises(ValueError, match="doc_stride"):
+        FeatureConfig(max_seq_length=64, doc_stride=60, max_query_length=16)

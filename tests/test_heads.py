@@ -1,0 +1,109 @@
+"""The heads' arithmetic, pinned with numbers computed by hand."""
+
+import math
+
+import pytest
+import torch
+
+from bio_mrc import BIOHead, SpanHead
+from bio_mrc.types import TAG_B, TAG_I, TAG_O
+
+
+def bio_logits(*rows):
+    return {"bio_logits": torch.tensor([rows], dtype=torch.float32)}
+
+
+def test_three_annotators_soft_target():
+    # Annotators said B, B and O for one token: t = (2/3, 0, 1/3).
+    # Logits (ln 2, 0, 0) give p = (1/2, 1/4, 1/4), so
+    # L = -(2/3 ln 1/2 + 1/3 ln 1/4) = 2/3 ln 2 + 2/3 ln 2 = 4/3 ln 2.
+    tags = torch.tensor([TAG_B, TAG_B, TAG_O])
+    target = torch.nn.functional.one_hot(tags, 3).float().mean(0)
+    assert torch.allclose(target, torch.tensor([2 / 3, 0.0, 1 / 3]))
+    head = BIOHead(4)
+    loss = head.loss(bio_logits([math.log(2), 0.0, 0.0]), target.view(1, 1, 3), torch.ones(1, 1))
+    assert loss.item() == pytest.approx(4 / 3 * math.log(2), rel=1e-6)
+
+
+def test_one_hot_soft_targets_equal_integer_tags():
+    torch.manual_seed(0)
+    logits = {"bio_logits": torch.randn(2, 5, 3)}
+    tags = torch.randint(0, 3, (2, 5))
+    mask = torch.tensor([[0, 1, 1, 1, 0], [0, 0, 1, 1, 1]])
+    head = BIOHead(4)
+    soft = head.loss(logits, torch.nn.functional.one_hot(tags, 3).float(), mask)
+    hard = head.loss(logits, tags, mask)
+    # -Σ_i log p_{i,r(i)} per example, averaged over the batch.
+    log_p = torch.log_softmax(logits["bio_logits"], -1).gather(-1, tags.unsqueeze(-1)).squeeze(-1)
+    expected = -(log_p * mask).sum(-1).mean()
+    assert soft.item() == pytest.approx(hard.item(), rel=1e-6)
+    assert hard.item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+def test_masked_tokens_never_contribute():
+    torch.manual_seed(1)
+    logits = torch.randn(1, 6, 3, requires_grad=True)
+    targets = torch.softmax(torch.randn(1, 6, 3), -1)
+    mask = torch.tensor([[0, 0, 1, 1, 0, 0]])
+    head = BIOHead(4)
+    loss = head.loss({"bio_logits": logits}, targets, mask)
+    loss.backward()
+    assert torch.all(logits.grad[0, [0, 1, 4, 5]] == 0)
+    # Changing masked logits and targets changes nothing.
+    other_logits = logits.detach().clone()
+    other_logits[0, [0, 1, 4, 5]] = 100.0
+    other_targets = targets.clone()
+    other_targets[0, [0, 1, 4, 5]] = torch.tensor([1.0, 0.0, 0.0])
+    assert head.loss({"bio_logits": other_logits}, other_targets, mask).item() == pytest.approx(loss.item())
+
+
+def test_bio_reductions():
+    logits = bio_logits([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+    logits = {"bio_logits": logits["bio_logits"].repeat(2, 1, 1)}  # two examples, two tokens each
+    tags = torch.full((2, 2), TAG_I)
+    mask = torch.tensor([[1, 1], [1, 0]])
+    ln3 = math.log(3)
+    assert BIOHead(4, reduction="sum").loss(logits, tags, mask).item() == pytest.approx(3 * ln3)
+    assert BIOHead(4, reduction="mean").loss(logits, tags, mask).item() == pytest.approx(1.5 * ln3)
+    assert BIOHead(4, reduction="token_mean").loss(logits, tags, mask).item() == pytest.approx(ln3)
+    with pytest.raises(ValueError, match="reduction"):
+        BIOHead(4, reduction="max")
+
+
+def test_span_loss_small_tensor():
+    # start logits (0, ln 3, 0): softmax (1/5, 3/5, 1/5), gold 1 -> ln(5/3)
+    # end logits (ln 4, 0, 0):   softmax (4/6, 1/6, 1/6), gold 2 -> ln 6
+    # loss = (ln(5/3) + ln 6) / 2 = ln(10) / 2
+    logits = {"start_logits": torch.tensor([[0.0, math.log(3), 0.0]]), "end_logits": torch.tensor([[math.log(4), 0.0, 0.0]])}
+    loss = SpanHead(4).loss(logits, torch.tensor([1]), torch.tensor([2]))
+    assert loss.item() == pytest.approx(math.log(10) / 2, rel=1e-6)
+
+
+def test_span_loss_ignores_padding_and_accepts_soft_targets():
+    logits = {"start_logits": torch.tensor([[0.0, math.log(3), 0.0, 50.0]]), "end_logits": torch.tensor([[math.log(4), 0.0, 0.0, 50.0]])}
+    attention = torch.tensor([[1, 1, 1, 0]])
+    hard = SpanHead(4).loss(logits, torch.tensor([1]), torch.tensor([2]), attention)
+    assert hard.item() == pytest.approx(math.log(10) / 2, rel=1e-6)
+    # Two annotators, starts 1 and 2: -(1/2 ln 3/5 + 1/2 ln 1/5); one end at 2: ln 6.
+    soft_start = torch.tensor([[0.0, 0.5, 0.5, 0.0]])
+    soft_end = torch.tensor([[0.0, 0.0, 1.0, 0.0]])
+    soft = SpanHead(4).loss(logits, soft_start, soft_end, attention)
+    expected = (-(0.5 * math.log(3 / 5) + 0.5 * math.log(1 / 5)) + math.log(6)) / 2
+    assert soft.item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_heads_map_hidden_states_to_logits():
+    hidden = torch.randn(2, 7, 16)
+    assert BIOHead(16)(hidden)["bio_logits"].shape == (2, 7, 3)
+    out = SpanHead(16)(hidden)
+    assert out["start_logits"].shape == out["end_logits"].shape == (2, 7)
+
+
+def test_heads_import_without_training_code():
+    import subprocess
+    import sys
+
+    code = "import sys; from bio_mrc import BIOHead, SpanHead; BIOHead; SpanHead; " \
+           "bad = [m for m in sys.modules if m.startswith(('bio_mrc.training', 'datasets', 'transformers'))]; print(bad)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

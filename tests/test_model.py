@@ -1,0 +1,83 @@
+"""The PreTrainedModel wrapper: typed outputs, losses, save/load round trip."""
+
+import pytest
+import torch
+
+from bio_mrc.model import BioMrcConfig, BioMrcForQuestionAnswering
+
+
+def batch(seq=9):
+    torch.manual_seed(0)
+    ids = torch.randint(5, 50, (2, seq))
+    paragraph = torch.zeros(2, seq, dtype=torch.long)
+    paragraph[:, 4:8] = 1
+    tags = torch.full((2, seq), 2)
+    tags[0, 5], tags[0, 6] = 0, 1
+    return {
+        "input_ids": ids,
+        "attention_mask": torch.ones(2, seq, dtype=torch.long),
+        "paragraph_mask": paragraph,
+        "start_positions": torch.tensor([5, 0]),
+        "end_positions": torch.tensor([6, 0]),
+        "bio_targets": torch.nn.functional.one_hot(tags, 3).float(),
+    }
+
+
+@pytest.mark.parametrize("heads", ["span", "bio", "span+bio"])
+def test_forward_outputs_and_loss(tiny_encoder_dir, heads):
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads=heads, bio_loss_weight=0.5)
+    out = model(**batch())
+    assert (out.start_logits is not None) == ("span" in heads)
+    assert (out.bio_logits is not None) == ("bio" in heads)
+    expected = torch.tensor(0.0)
+    if "span" in heads:
+        expected += out.span_loss
+    if "bio" in heads:
+        expected += 0.5 * out.bio_loss
+    assert out.loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    out.loss.backward()
+    # No labels, no loss.
+    inputs = {k: v for k, v in batch().items() if k in ("input_ids", "attention_mask")}
+    assert model(**inputs).loss is None
+
+
+def test_encoder_weights_are_the_pretrained_ones(tiny_encoder_dir):
+    from transformers import AutoModel
+
+    encoder = AutoModel.from_pretrained(str(tiny_encoder_dir))
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir))
+    for name, value in model.encoder.state_dict().items():
+        assert torch.equal(value, encoder.state_dict()[name]), name
+
+
+def test_save_and_load_round_trip(tiny_encoder_dir, tmp_path):
+    from transformers import AutoTokenizer
+
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio")
+    model.config.no_answer_thresholds = {"span": -1.25}
+    model.save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(tmp_path)
+    loaded = BioMrcForQuestionAnswering.from_pretrained(tmp_path)
+    assert loaded.config.heads == "span+bio"
+    assert loaded.config.no_answer_thresholds == {"span": -1.25}
+    assert model.state_dict().keys() == loaded.state_dict().keys()
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, loaded.state_dict()[name]), name
+    model.eval(), loaded.eval()
+    inputs = {k: v for k, v in batch().items() if k in ("input_ids", "attention_mask")}
+    assert torch.equal(model(**inputs).bio_logits, loaded(**inputs).bio_logits)
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    assert tokenizer("Isaac Newton")["input_ids"] == AutoTokenizer.from_pretrained(str(tiny_encoder_dir))("Isaac Newton")["input_ids"]
+
+
+def test_bad_head_choice_is_named():
+    with pytest.raises(ValueError, match="heads must be one of"):
+        BioMrcConfig(heads="crf").head_names
+
+
+def test_bio_targets_need_a_paragraph_mask(tiny_encoder_dir):
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="bio")
+    data = batch()
+    data.pop("paragraph_mask")
+    with pytest.raises(ValueError, match="paragraph_mask"):
+        model(**data)
