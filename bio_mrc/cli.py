@@ -98,6 +98,43 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def default_data_dir() -> Path:
+    """``$BIO_MRC_DATA``, else ``../shared/data`` beside the working directory."""
+    import os
+
+    return Path(os.environ.get("BIO_MRC_DATA", Path.cwd().parent / "shared" / "data"))
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .harness.compare import compare
+    from .harness.config import load_config
+    from .harness.report import console_table
+
+    config = load_config(args.config).with_overrides(seeds=args.seeds, encoder=args.encoder)
+    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    if not data_dir.exists():
+        raise SystemExit(f"error: data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
+    output_dir = Path(args.output_dir or Path("runs") / config.name)
+    results, summary = compare(config, data_dir, output_dir)
+    print(console_table(results, summary))
+    print(f"\nreport: {output_dir / 'report.md'} (also report.json and PNG plots there)")
+    return 0
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from .extract import AnswerExtractor
+
+    context = Path(args.context_file).read_text(encoding="utf-8") if args.context_file else args.context
+    if context is None:
+        raise SystemExit("error: give --context-file or --context")
+    extractor = AnswerExtractor.from_pretrained(
+        args.model, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args, False),
+        min_span_probability=args.min_span_probability,
+    )
+    print(json.dumps(extractor(args.question, context).to_dict(), ensure_ascii=False, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bio-mrc", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -125,12 +162,35 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--na-probs")
     evaluate.add_argument("--metric", choices=("squad", "multispan"), default="squad")
     evaluate.set_defaults(func=cmd_evaluate)
+    compare = sub.add_parser("compare", help="train/reuse runs, evaluate every decoding on the same questions, write a report")
+    compare.add_argument("--config", default="quick", help="a JSON config (see benchmarks/ablations/) or a preset: quick, full, v2-quick")
+    compare.add_argument("--data-dir", help="folder with squad-v1.1/, squad-v2.0/ (default: $BIO_MRC_DATA or ../shared/data)")
+    compare.add_argument("--output-dir", help="default: runs/<config name>")
+    compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")
+    compare.add_argument("--encoder", help="override every run's encoder")
+    compare.set_defaults(func=cmd_compare)
+    extract = sub.add_parser("extract", help="answer one question about a text")
+    extract.add_argument("--model", required=True)
+    extract.add_argument("--question", required=True)
+    extract.add_argument("--context-file")
+    extract.add_argument("--context")
+    extract.add_argument("--decoding", choices=("auto", *DECODINGS), default="auto")
+    extract.add_argument("--multi-span", action="store_true", help="return every answer span, not only the best")
+    extract.add_argument("--min-span-probability", type=float, default=0.1, help="span decoding with --multi-span")
+    _add_decode_options(extract)
+    extract.set_defaults(func=cmd_extract)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .data.errors import DataFormatError
+
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (DataFormatError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Sequence
 
+import torch
 from transformers import AutoTokenizer, Trainer, TrainingArguments, set_seed
 
 from ..encoders import resolve_encoder
@@ -105,6 +106,7 @@ def train_model(
         train_sampling_strategy="group_by_length",
         disable_tqdm=not progress,
         dataloader_num_workers=0,
+        dataloader_pin_memory=torch.cuda.is_available(),
     )
     trainer = Trainer(
         model=model,

@@ -1,0 +1,93 @@
+"""``AnswerExtractor``: question + context in, answer spans out (the QA pipeline transformers removed)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence, overload
+
+from .decoding.multispan import nbest_multi_span
+from .decoding.postprocess import DecodeConfig
+from .predict import TrainedModel, decode_with_thresholds
+from .types import Example, Prediction
+
+
+class AnswerExtractor:
+    """Extract one or several answer spans from contexts of any length.
+
+    >>> extractor = AnswerExtractor.from_pretrained("runs/quick/models/joint-seed42-…")
+    >>> extractor("Who wrote it?", "It was written by Ada Lovelace.").answer
+    'Ada Lovelace'
+
+    Each result is a :class:`~bio_mrc.types.Prediction`: ``spans`` (text,
+    character ``start``/``end`` into the context, ``score``), best first;
+    ``no_answer_score`` where the decoding has one; ``abstain`` when the
+    no-answer threshold saved with the model fired. Long contexts are split
+    into stride windows and merged back.
+
+    ``decoding``: ``"span"``, ``"bio"``, ``"joint"`` or ``"auto"`` (BIO for
+    multi-span when the model has a BIO head, else joint, else whichever head
+    exists). ``multi_span=False`` returns the single best span; ``True``
+    returns every BIO span, or for span decoding the non-overlapping n-best
+    spans with probability ≥ ``min_span_probability``.
+    """
+
+    def __init__(
+        self,
+        trained: TrainedModel,
+        decoding: str = "auto",
+        multi_span: bool = False,
+        decode_config: DecodeConfig | None = None,
+        min_span_probability: float = 0.1,
+        batch_size: int = 32,
+    ) -> None:
+        self.trained = trained
+        self.decoding = decoding
+        self.multi_span = multi_span
+        self.decode_config = decode_config or DecodeConfig()
+        self.min_span_probability = min_span_probability
+        self.batch_size = batch_size
+
+    @classmethod
+    def from_pretrained(cls, model_dir: str | Path, **kwargs) -> "AnswerExtractor":
+        return cls(TrainedModel.load(model_dir), **kwargs)
+
+    def _choose_decoding(self, decoding: str, multi_span: bool) -> str:
+        available = self.trained.decodings
+        if decoding == "auto":
+            preferred = ("bio", "joint", "span") if multi_span else ("joint", "span", "bio")
+            decoding = next(d for d in preferred if d in available)
+        if decoding not in available:
+            raise ValueError(f"decoding {decoding!r} needs heads this model lacks; it offers {available}")
+        return decoding
+
+    @overload
+    def __call__(self, question: str, context: str, **options) -> Prediction: ...
+    @overload
+    def __call__(self, question: Sequence[str], context: Sequence[str], **options) -> list[Prediction]: ...
+
+    def __call__(self, question, context, multi_span: bool | None = None, decoding: str | None = None, require_answer: bool = False):
+        single = isinstance(question, str)
+        questions = [question] if single else list(question)
+        contexts = [context] if isinstance(context, str) else list(context)
+        if len(contexts) == 1 and len(questions) > 1:
+            contexts = contexts * len(questions)
+        if len(questions) != len(contexts):
+            raise ValueError(f"got {len(questions)} questions but {len(contexts)} contexts")
+        for i, (q, c) in enumerate(zip(questions, contexts)):
+            if not isinstance(c, str) or not c.strip():
+                raise ValueError(f"context {i} is empty")
+            if not isinstance(q, str) or not q.strip():
+                raise ValueError(f"question {i} is empty")
+        multi_span = self.multi_span if multi_span is None else multi_span
+        decoding = self._choose_decoding(decoding or self.decoding, multi_span)
+        examples = [Example(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))]
+        outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
+        config = replace(self.decode_config, require_answer=require_answer)
+        predictions = decode_with_thresholds(outputs, examples, decoding, config, self.trained.thresholds)
+        if multi_span and decoding != "bio":
+            predictions = nbest_multi_span(predictions, self.min_span_probability)
+        elif not multi_span:
+            for p in predictions:
+                p.spans = p.spans[:1]
+        return predictions[0] if single else predictions

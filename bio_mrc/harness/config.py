@@ -1,0 +1,146 @@
+"""A comparison is data: which data, which runs, which decodings, which seeds.
+
+Config files are JSON (see ``benchmarks/ablations/`` and the presets in
+``bio_mrc/harness/presets/``)::
+
+    {
+      "name": "quick",
+      "train": {"path": "squad-v1.1/train.json", "limit": 1500},
+      "eval":  {"path": "squad-v1.1/dev.json", "limit": 500},
+      "tune":  null,
+      "defaults": {"max_seq_length": 256, "doc_stride": 96, ...},   # TrainConfig fields
+      "runs": [{"name": "joint", "heads": "span+bio"}, ...],         # overrides of the defaults
+      "decode": {"n_best": 20, "max_answer_length": 30},             # DecodeConfig fields
+      "seeds": [42]
+    }
+
+A data entry is ``{"path", "limit"?}`` (a fixed prefix of the file) or
+``{"path", "split": {"fractions": [...], "part": i, "seed": s}}`` (a part of an
+article-level split of the file). Paths are relative to the data directory
+unless absolute. The same entry always yields the same questions, so splits are
+never re-drawn between runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..decoding.postprocess import DecodeConfig
+from ..training.train import TrainConfig
+
+PRESETS = ("quick", "full", "v2-quick")
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    path: str
+    limit: int | None = None
+    split: dict[str, Any] | None = None
+    unanswerable_ratio: float = 0.0  # v1.1 training data: add this many made-up unanswerable questions per question
+
+    def describe(self) -> str:
+        text = self.path
+        if self.limit:
+            text += f" (first {self.limit} questions)"
+        if self.split:
+            text += f" (article split {self.split['fractions']}, part {self.split['part']}, seed {self.split.get('seed', 0)})"
+        if self.unanswerable_ratio:
+            text += f" (+{self.unanswerable_ratio:g} unanswerable per question)"
+        return text
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    name: str
+    train: TrainConfig
+
+
+@dataclass
+class CompareConfig:
+    name: str
+    train: DataSpec
+    eval: DataSpec
+    runs: list[RunSpec]
+    tune: DataSpec | None = None
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    seeds: list[int] = field(default_factory=lambda: [42])
+    description: str = ""
+
+    def with_overrides(self, seeds: list[int] | None = None, encoder: str | None = None) -> "CompareConfig":
+        runs = self.runs
+        if encoder:
+            runs = [RunSpec(r.name, replace(r.train, encoder=encoder)) for r in runs]
+        return replace(self, runs=runs, seeds=seeds or self.seeds)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "train": asdict(self.train),
+            "eval": asdict(self.eval),
+            "tune": asdict(self.tune) if self.tune else None,
+            "runs": [{"name": r.name, **r.train.to_dict()} for r in self.runs],
+            "decode": asdict(self.decode),
+            "seeds": self.seeds,
+        }
+
+
+def _data_spec(raw: dict[str, Any] | None, what: str) -> DataSpec | None:
+    if raw is None:
+        return None
+    unknown = set(raw) - {f.name for f in fields(DataSpec)}
+    if unknown or "path" not in raw:
+        raise ValueError(f"'{what}' needs a 'path' and may have limit/split/unanswerable_ratio; got {sorted(raw)}")
+    return DataSpec(**raw)
+
+
+def parse_config(raw: dict[str, Any]) -> CompareConfig:
+    """Validate a config dict; unknown keys are errors, so typos never pass silently."""
+    allowed = {"name", "description", "train", "eval", "tune", "defaults", "runs", "decode", "seeds"}
+    if unknown := set(raw) - allowed:
+        raise ValueError(f"unknown config keys {sorted(unknown)}; allowed: {sorted(allowed)}")
+    if not raw.get("runs"):
+        raise ValueError("a comparison needs at least one entry in 'runs'")
+    defaults = raw.get("defaults", {})
+    runs = []
+    for entry in raw["runs"]:
+        entry = dict(entry)
+        name = entry.pop("name", None)
+        if not name:
+            raise ValueError(f"every run needs a 'name': {entry}")
+        runs.append(RunSpec(name, TrainConfig.from_dict({**defaults, **entry})))
+    if len({r.name for r in runs}) != len(runs):
+        raise ValueError("run names must be unique")
+    decode_raw = raw.get("decode", {})
+    if unknown := set(decode_raw) - {f.name for f in fields(DecodeConfig)}:
+        raise ValueError(f"unknown decode options {sorted(unknown)}")
+    return CompareConfig(
+        name=raw.get("name", "comparison"),
+        description=raw.get("description", ""),
+        train=_data_spec(raw["train"], "train"),
+        eval=_data_spec(raw["eval"], "eval"),
+        tune=_data_spec(raw.get("tune"), "tune"),
+        runs=runs,
+        decode=DecodeConfig(**decode_raw),
+        seeds=list(raw.get("seeds", [42])),
+    )
+
+
+def load_config(path_or_preset: str | Path) -> CompareConfig:
+    """A JSON config file, or the name of a shipped preset (``quick``, ``full``, ``v2-quick``)."""
+    if str(path_or_preset) in PRESETS:
+        text = resources.files("bio_mrc.harness.presets").joinpath(f"{path_or_preset}.json").read_text()
+    else:
+        path = Path(path_or_preset)
+        if not path.exists():
+            raise FileNotFoundError(f"no config file {path} (presets: {', '.join(PRESETS)})")
+        text = path.read_text()
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path_or_preset}: not valid JSON: {err}") from None
+    return parse_config(raw)

@@ -1,0 +1,74 @@
+"""Banded span search and window merging against brute force and hand-made cases."""
+
+import numpy as np
+import pytest
+
+from bio_mrc.decoding.spans import band_cumulative, best_spans, null_scores
+from bio_mrc.decoding.windows import WindowOutputs, max_context_scores, merge_windows
+
+
+def brute_force(start, end, mask, max_len, extra=None):
+    best = []
+    for i in range(len(start)):
+        for j in range(i, min(len(start), i + max_len)):
+            if mask[i] and mask[j]:
+                score = start[i] + end[j] + (0 if extra is None else extra[i : j + 1].sum())
+                best.append((score, i, j))
+    return sorted(best, key=lambda t: -t[0])
+
+
+def test_hand_made_best_span():
+    start = np.array([[9.0, 1.0, 5.0, 0.0, 0.0]])
+    end = np.array([[9.0, 4.0, 0.0, 1.0, 3.0]])
+    mask = np.array([[False, True, True, True, True]])  # position 0 is [CLS], never a span
+    top = best_spans(start, end, mask, max_answer_length=3, n_best=2)
+    # (2,4) = 8, then (2,3) = 6; (1,4) = 4 is too long (4 tokens > 3) and (0,0) = 18 is off the paragraph.
+    assert list(zip(top.start[0], top.end[0], top.score[0])) == [(2, 4, 8.0), (2, 3, 6.0)]
+    assert null_scores(start, end)[0] == 18.0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_band_matches_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n, length, max_len = 3, rng.integers(1, 14), int(rng.integers(1, 6))
+    start, end, extra = rng.normal(size=(3, n, length))
+    mask = rng.random((n, length)) < 0.7
+    top = best_spans(start, end, mask, max_len, n_best=5, extra_token_scores=extra)
+    for row in range(n):
+        expected = brute_force(start[row], end[row], mask[row], max_len, np.where(mask[row], extra[row], 0))[:5]
+        got = [(s, i, j) for s, i, j in zip(top.score[row], top.start[row], top.end[row]) if i >= 0]
+        assert len(got) == len(expected)
+        np.testing.assert_allclose([g[0] for g in got], [e[0] for e in expected])
+        assert [(g[1], g[2]) for g in got] == [(e[1], e[2]) for e in expected]
+
+
+def test_band_cumulative_is_a_span_sum():
+    values = np.arange(1.0, 6.0)[None]
+    band = band_cumulative(values, 3)
+    assert band[0, 1, 2] == 2 + 3 + 4
+    assert band[0, 4, 0] == 5
+
+
+def test_max_context_prefers_the_window_centre():
+    mask = np.array([[False, True, True, True, True, True, False]])
+    scores = max_context_scores(mask)[0]
+    assert np.argmax(scores) == 3  # two tokens on each side
+    assert np.isinf(scores[0]) and np.isinf(scores[6])
+
+
+def test_merge_takes_each_token_from_its_best_window():
+    # Example 0 has tokens at chars 0,2,4,6,8 seen by two overlapping windows.
+    offsets = np.full((2, 5, 2), -1)
+    offsets[0, 1:5] = [[0, 1], [2, 3], [4, 5], [6, 7]]
+    offsets[1, 1:4] = [[4, 5], [6, 7], [8, 9]]
+    mask = offsets[..., 0] >= 0
+    values = np.zeros((2, 5))
+    values[0, 1:5] = [10, 11, 12, 13]
+    values[1, 1:4] = [22, 23, 24]
+    outputs = WindowOutputs(np.array([0, 0]), offsets, mask)
+    merged = merge_windows(outputs, values, n_examples=2)
+    np.testing.assert_array_equal(merged.offsets[0, :, 0], [0, 2, 4, 6, 8])
+    # char 4 is central in window 1 (1 token each side) but not in window 0 (2 left, 1 right -> 1 each, longer window wins);
+    # char 6 is at window 0's edge (score 0.04) and central in window 1 (score 1.03).
+    np.testing.assert_array_equal(merged.values[0], [10, 11, 12, 23, 24])
+    assert not merged.mask[1].any()  # an example with no window gets an empty row

@@ -1,0 +1,65 @@
+"""End to end on the tiny encoder: train -> predict (each decoding) -> official evaluation, via the CLI."""
+
+import json
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.data.squad import load_squad
+
+from .conftest import SAMPLE_V1
+
+WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+
+
+@pytest.fixture(scope="module")
+def trained_dir(tiny_encoder_dir, tmp_path_factory):
+    """A tiny joint model overfitted on the sample: it must learn to answer its own training questions."""
+    out = tmp_path_factory.mktemp("model")
+    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--heads", "span+bio", "--epochs", "60", "--learning-rate", "3e-3", "--batch-size", "4", *WINDOW_ARGS])
+    assert code == 0
+    return out
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_predict_and_evaluate_every_decoding(trained_dir, tmp_path, capsys, decoding):
+    predictions = tmp_path / "preds.json"
+    assert main(["predict", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--decoding", decoding,
+                 "--output", str(predictions)]) == 0
+    answers = json.loads(predictions.read_text())
+    data = load_squad(SAMPLE_V1)
+    assert set(answers) == {ex.id for ex in data.examples}
+
+    # Every span in the n-best file maps back to the exact substring of its context.
+    nbest = json.loads(predictions.with_suffix(".nbest.json").read_text())
+    contexts = {ex.id: ex.context for ex in data.examples}
+    for qid, entry in nbest.items():
+        assert entry["spans"], qid
+        for span in entry["spans"]:
+            assert contexts[qid][span["start"]: span["end"]] == span["text"]
+        assert entry["answer"] == entry["spans"][0]["text"] == answers[qid]
+
+    capsys.readouterr()
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions)]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert set(scores) == {"exact_match", "f1"}
+    # Overfitted on these very questions: a pipeline that mislabels or mis-decodes cannot get here.
+    assert scores["f1"] >= 75.0, scores
+
+
+def test_predict_refuses_a_decoding_the_model_cannot_do(tiny_encoder_dir, tmp_path):
+    out = tmp_path / "span-model"
+    main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+          "--heads", "span", "--epochs", "1", *WINDOW_ARGS])
+    with pytest.raises(SystemExit, match="needs heads"):
+        main(["predict", "--model", str(out), "--data", str(SAMPLE_V1), "--decoding", "bio", "--output", str(tmp_path / "p.json")])
+
+
+def test_bad_data_file_is_a_clear_error(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"data": [{"title": "t", "paragraphs": [{"context": "abc", "qas": [{"id": "q1", "question": "?", '
+                   '"answers": [{"text": "zzz", "answer_start": 0}]}]}]}]}')
+    assert main(["evaluate", "--data", str(bad), "--predictions", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "q1" in err and "not in the context" in err
