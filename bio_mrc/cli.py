@@ -67,15 +67,20 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     data = load_squad(args.data, limit=args.limit)
     trained = TrainedModel.load(args.model)
-    if args.decoding not in trained.decodings:
-        raise SystemExit(f"error: decoding {args.decoding!r} needs heads this model lacks (it has {trained.model.config.heads})")
+    missing = [d for d in args.decoding if d not in trained.decodings]
+    if missing:
+        raise SystemExit(f"error: decoding {missing} needs heads this model lacks (it has {trained.model.config.heads})")
     started = time.perf_counter()
     outputs = trained.windows(data.examples, batch_size=args.batch_size)
+    report: dict[str, object] = {"questions": len(data.examples), "inference_seconds": round(time.perf_counter() - started, 1)}
     config = _decode_config(args, require_answer=not data.is_v2)
-    predictions = decode_with_thresholds(outputs, data.examples, args.decoding, config, trained.thresholds)
-    paths = write_prediction_files(predictions, args.output)
-    print(json.dumps({"questions": len(predictions), "seconds": round(time.perf_counter() - started, 1),
-                      **{k: str(v) for k, v in paths.items()}}, indent=2))
+    output = Path(args.output)
+    for decoding in args.decoding:
+        # One decoding writes to --output itself; several write PREDS.<decoding>.json each, from one forward pass.
+        path = output if len(args.decoding) == 1 else output.with_suffix(f".{decoding}{output.suffix}")
+        predictions = decode_with_thresholds(outputs, data.examples, decoding, config, trained.thresholds)
+        report[decoding] = {k: str(v) for k, v in write_prediction_files(predictions, path).items()}
+    print(json.dumps(report, indent=2))
     return 0
 
 
@@ -150,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--model", required=True)
     predict.add_argument("--data", required=True)
     predict.add_argument("--limit", type=int)
-    predict.add_argument("--decoding", choices=DECODINGS, default="span")
+    predict.add_argument("--decoding", choices=DECODINGS, nargs="+", default=["span"], help="one or several")
     predict.add_argument("--output", required=True)
     predict.add_argument("--batch-size", type=int, default=64)
     _add_decode_options(predict)

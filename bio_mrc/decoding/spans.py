@@ -1,7 +1,8 @@
 """Start/end span search: ``max_{j≥i} s_i + e_j`` with ``j - i < max_answer_length``.
 
-Pure numpy. The search is a band of width ``max_answer_length`` over
-``s_i + e_{i+k}`` (never a full L×L matrix, never a Python loop over pairs).
+Pure numpy. The search scores a band of width ``max_answer_length`` over
+``s_i + e_{i+k}`` for the few starts that can hold an n-best span (never a
+full L×L matrix, never a Python loop over pairs).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 NEG_INF = -np.inf
 
@@ -27,47 +27,15 @@ class SpanCandidates:
     end: np.ndarray
 
 
-def band_scores(start_logits: np.ndarray, end_logits: np.ndarray, mask: np.ndarray, max_answer_length: int) -> np.ndarray:
-    """``band[n, i, k] = s[n, i] + e[n, i + k]`` for ``0 ≤ k < max_answer_length``; ``-inf`` where invalid.
-
-    A span is valid when both ends are masked-in (paragraph) tokens of the same window.
-    """
-    n, length = start_logits.shape
-    width = max(1, min(max_answer_length, length))
-    s = np.where(mask, start_logits, NEG_INF).astype(np.float64)
-    e = np.where(mask, end_logits, NEG_INF).astype(np.float64)
-    e_padded = np.concatenate([e, np.full((n, width - 1), NEG_INF)], axis=1)
-    return s[:, :, None] + sliding_window_view(e_padded, width, axis=1)
-
-
-def band_cumulative(values: np.ndarray, max_answer_length: int) -> np.ndarray:
-    """``out[n, i, k] = Σ_{t=i}^{i+k} values[n, t]`` in the band layout of :func:`band_scores`.
-
-    Used to add a per-token score (e.g. the BIO head's log-likelihood ratio) to every span.
-    """
+def sliding_max(values: np.ndarray, width: int) -> np.ndarray:
+    """``out[n, i] = max(values[n, i : i + width])`` (clipped at the end), in O(log width) array passes."""
     n, length = values.shape
-    width = max(1, min(max_answer_length, length))
-    csum = np.concatenate([np.zeros((n, 1)), np.cumsum(values, axis=1, dtype=np.float64)], axis=1)
-    csum_padded = np.concatenate([csum, np.repeat(csum[:, -1:], width - 1, axis=1)], axis=1)
-    return sliding_window_view(csum_padded[:, 1:], width, axis=1) - csum[:, :-1, None]
-
-
-def top_spans(band: np.ndarray, n_best: int) -> SpanCandidates:
-    """The ``n_best`` highest band entries of each window, best first."""
-    n, length, width = band.shape
-    flat = band.reshape(n, -1)
-    k = min(n_best, flat.shape[1])
-    part = np.argpartition(-flat, k - 1, axis=1)[:, :k]
-    order = np.argsort(-np.take_along_axis(flat, part, axis=1), axis=1, kind="stable")
-    idx = np.take_along_axis(part, order, axis=1)
-    score = np.take_along_axis(flat, idx, axis=1)
-    start, offset = np.divmod(idx, width)
-    valid = np.isfinite(score)
-    return SpanCandidates(
-        score=np.where(valid, score, NEG_INF),
-        start=np.where(valid, start, -1),
-        end=np.where(valid, start + offset, -1),
-    )
+    padded = np.concatenate([values, np.full((n, width), NEG_INF)], axis=1)
+    span = 1
+    while span * 2 <= width:  # padded[:, i] becomes the max of a run of 2*span values
+        np.maximum(padded[:, :-span], padded[:, span:], out=padded[:, :-span])
+        span *= 2
+    return np.maximum(padded[:, :length], padded[:, width - span : width - span + length])
 
 
 def best_spans(
@@ -78,11 +46,42 @@ def best_spans(
     n_best: int = 20,
     extra_token_scores: np.ndarray | None = None,
 ) -> SpanCandidates:
-    """n-best spans of every window by ``s_i + e_j`` (plus ``Σ_{t=i..j} extra_t`` when given)."""
-    band = band_scores(start_logits, end_logits, mask, max_answer_length)
+    """n-best spans of every window by ``s_i + e_j`` (plus ``Σ_{t=i..j} extra_t`` when given).
+
+    A span is valid when both ends are masked-in (paragraph) tokens and
+    ``j - i < max_answer_length``. Exact and pruned: a span starting at ``i``
+    scores at most ``best_i = s_i + max_{k<width} e_{i+k}``, so the n-best spans
+    all start among the ``n_best`` starts with the highest ``best_i``; only
+    their band of ``max_answer_length`` ends is scored. Extra token scores
+    fold into the ends through cumulative sums:
+    ``Σ_{t=i..j} x_t = C_j - C_{i-1}``, so ``s'_i = s_i - C_{i-1}``, ``e'_j = e_j + C_j``.
+    """
+    s = np.where(mask, start_logits, NEG_INF).astype(np.float64)
+    e = np.where(mask, end_logits, NEG_INF).astype(np.float64)
     if extra_token_scores is not None:
-        band = band + band_cumulative(np.where(mask, extra_token_scores, 0.0), max_answer_length)
-    return top_spans(band, n_best)
+        extra = np.where(mask, extra_token_scores, 0.0).astype(np.float64)
+        inclusive = np.cumsum(extra, axis=1)
+        s, e = s - (inclusive - extra), e + inclusive
+    n, length = s.shape
+    width = max(1, min(max_answer_length, length))
+    per_start = s + sliding_max(e, width)
+    k = min(n_best, length)
+    starts = np.argpartition(-per_start, k - 1, axis=1)[:, :k]  # (n, k)
+    e_padded = np.concatenate([e, np.full((n, width - 1), NEG_INF)], axis=1)
+    ends = starts[:, :, None] + np.arange(width)  # (n, k, width)
+    rows = np.arange(n)[:, None, None]
+    band = (np.take_along_axis(s, starts, axis=1)[:, :, None] + e_padded[rows, ends]).reshape(n, -1)
+    top = min(n_best, band.shape[1])
+    part = np.argpartition(-band, top - 1, axis=1)[:, :top]
+    part = np.take_along_axis(part, np.argsort(-np.take_along_axis(band, part, axis=1), axis=1, kind="stable"), axis=1)
+    score = np.take_along_axis(band, part, axis=1)
+    start = np.take_along_axis(starts, part // width, axis=1)
+    valid = np.isfinite(score)
+    return SpanCandidates(
+        score=np.where(valid, score, NEG_INF),
+        start=np.where(valid, start, -1),
+        end=np.where(valid, start + part % width, -1),
+    )
 
 
 def null_scores(start_logits: np.ndarray, end_logits: np.ndarray) -> np.ndarray:

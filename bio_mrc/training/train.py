@@ -39,6 +39,7 @@ class TrainConfig:
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
     seed: int = 42
+    init_from: str | None = None  # a trained bio_mrc model to continue from (e.g. SQuAD -> MultiSpanQA)
 
     @property
     def features(self) -> FeatureConfig:
@@ -77,14 +78,16 @@ def train_model(
     """Train a fresh model on ``examples`` and save it (with its tokenizer and config) in ``output_dir``."""
     output_dir = Path(output_dir)
     set_seed(config.seed)
-    encoder = resolve_encoder(config.encoder)
+    heads_and_weights = {
+        "heads": config.heads, "span_loss_weight": config.span_loss_weight, "bio_loss_weight": config.bio_loss_weight,
+    }
+    if config.init_from:
+        encoder = config.init_from
+        model = BioMrcForQuestionAnswering.from_pretrained(encoder, **heads_and_weights)
+    else:
+        encoder = resolve_encoder(config.encoder)
+        model = BioMrcForQuestionAnswering.from_encoder(encoder, **heads_and_weights)
     tokenizer = AutoTokenizer.from_pretrained(encoder, use_fast=True)
-    model = BioMrcForQuestionAnswering.from_encoder(
-        encoder,
-        heads=config.heads,
-        span_loss_weight=config.span_loss_weight,
-        bio_loss_weight=config.bio_loss_weight,
-    )
     started = time.perf_counter()
     features = build_features(examples, tokenizer, config.features, desc="training windows")
     features = features.remove_columns(["offset_mapping", "example_index"])

@@ -1,0 +1,53 @@
+"""AnswerExtractor and the span head's n-best multi-span baseline."""
+
+import pytest
+
+from bio_mrc.decoding.multispan import nbest_multi_span
+from bio_mrc.extract import AnswerExtractor
+from bio_mrc.types import AnswerSpan, Prediction
+
+from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
+
+
+def test_nbest_multi_span_keeps_probable_non_overlapping_spans():
+    # scores 2, 2, 1.9, -5 -> softmax ~ (0.35, 0.35, 0.31, 0.0003)
+    spans = [AnswerSpan("a b", 0, 3, 2.0), AnswerSpan("b", 2, 3, 2.0), AnswerSpan("c", 4, 5, 1.9), AnswerSpan("d", 6, 7, -5.0)]
+    (out,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.1)
+    assert [s.text for s in out.spans] == ["a b", "c"]  # "b" overlaps "a b"; "d" is improbable
+    assert out.spans[0].score == pytest.approx(0.3554, abs=1e-3)
+    (empty,) = nbest_multi_span([Prediction("q", [])])
+    assert empty.spans == []
+
+
+def test_extractor_single_and_batched(trained_dir):  # noqa: F811
+    extractor = AnswerExtractor.from_pretrained(trained_dir)
+    context = "Isaac Newton formulated the laws of motion and universal gravitation in 1687."
+    one = extractor("Who formulated the laws of motion?", context)
+    assert len(one.spans) == 1
+    span = one.spans[0]
+    assert context[span.start: span.end] == span.text == one.answer
+    many = extractor(["Who formulated the laws of motion?", "When were the laws published?"], context)
+    assert len(many) == 2 and many[0].answer == one.answer
+
+
+@pytest.mark.parametrize("decoding", ["bio", "span", "joint"])
+def test_extractor_multi_span_on_a_long_context(trained_dir, decoding):  # noqa: F811
+    # Longer than one window (48 tokens): stride windows are merged back into character offsets.
+    context = " ".join(["The Normans were famed for their martial spirit."] * 8)
+    extractor = AnswerExtractor.from_pretrained(trained_dir, multi_span=True, decoding=decoding)
+    result = extractor("What were the Normans famed for?", context, require_answer=True)
+    assert result.spans
+    for span in result.spans:
+        assert context[span.start: span.end] == span.text
+    starts = sorted((s.start, s.end) for s in result.spans)
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(starts, starts[1:]))  # no overlaps
+
+
+def test_extractor_rejects_bad_input(trained_dir):  # noqa: F811
+    extractor = AnswerExtractor.from_pretrained(trained_dir)
+    with pytest.raises(ValueError, match="context 0 is empty"):
+        extractor("Who?", "   ")
+    with pytest.raises(ValueError, match="2 questions but 3 contexts"):
+        extractor(["a?", "b?"], ["x", "y", "z"])
+    with pytest.raises(ValueError, match="offers"):
+        AnswerExtractor(extractor.trained, decoding="crf")("Who?", "Newton.")
