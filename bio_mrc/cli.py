@@ -28,7 +28,10 @@ def _add_train_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-seq-length", type=int, default=defaults.max_seq_length)
     parser.add_argument("--doc-stride", type=int, default=defaults.doc_stride, help="tokens of overlap between windows")
     parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length)
+    parser.add_argument("--warmup-ratio", type=float, default=defaults.warmup_ratio)
+    parser.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--init-from", help="continue from a trained bio_mrc model instead of a bare encoder")
 
 
 def _train_config(args: argparse.Namespace) -> TrainConfig:

@@ -31,7 +31,8 @@ class BioMrcConfig(PreTrainedConfig):
     heads: str = "span+bio"
     span_loss_weight: float = 1.0
     bio_loss_weight: float = 1.0
-    bio_loss_reduction: str = "mean"
+    bio_loss_reduction: str = "token_mean"
+    bio_prior: list | None = None  # initial B/I/O bias as log prior; None = uniform
     head_dropout: float = 0.1
     no_answer_thresholds: dict | None = None
 
@@ -70,8 +71,13 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         hidden = config.encoder.hidden_size
         names = config.head_names
         self.span_head = SpanHead(hidden, config.head_dropout) if "span" in names else None
-        self.bio_head = BIOHead(hidden, config.head_dropout, config.bio_loss_reduction) if "bio" in names else None
+        self.bio_head = (
+            BIOHead(hidden, config.head_dropout, config.bio_loss_reduction, tuple(config.bio_prior) if config.bio_prior else None)
+            if "bio" in names else None
+        )
         self.post_init()
+        if self.bio_head is not None:
+            self.bio_head.reset_bias()  # post_init zeroed it; loaded checkpoints overwrite it anyway
 
     # Plain init for the heads; the encoder's own modules keep their pretrained weights.
     def _init_weights(self, module: torch.nn.Module) -> None:

@@ -23,7 +23,7 @@ def tune_no_answer_threshold(predictions: Sequence[Prediction], gold: Mapping[st
     ids = [p.id for p in predictions]
     answers = {p.id: (p.spans[0].text if p.spans else "") for p in predictions}
     _, f1 = per_question_scores(gold, answers, ids, "2.0")
-    has_answer = {qid: any(a.strip() for a in gold[qid]) for qid in ids}
+    has_answer = {qid: bool(gold[qid]) for qid in ids}  # the official rule: any listed answer
     na_probs = {p.id: no_answer_probability(p.no_answer_score) for p in predictions}
     best_f1, prob_threshold = find_best_threshold(answers, dict(zip(ids, (f1 / 100).tolist())), na_probs, has_answer)
     if prob_threshold <= 0.0:

@@ -10,11 +10,11 @@ from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a 
 
 
 def test_nbest_multi_span_keeps_probable_non_overlapping_spans():
-    # scores 2, 2, 1.9, -5 -> softmax ~ (0.35, 0.35, 0.31, 0.0003)
+    # scores 2, 2, 1.9, -5: e^2 = 7.389, e^1.9 = 6.686, e^-5 = 0.0067, sum 21.471 -> (0.3441, 0.3441, 0.3114, 0.0003)
     spans = [AnswerSpan("a b", 0, 3, 2.0), AnswerSpan("b", 2, 3, 2.0), AnswerSpan("c", 4, 5, 1.9), AnswerSpan("d", 6, 7, -5.0)]
     (out,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.1)
     assert [s.text for s in out.spans] == ["a b", "c"]  # "b" overlaps "a b"; "d" is improbable
-    assert out.spans[0].score == pytest.approx(0.3554, abs=1e-3)
+    assert out.spans[0].score == pytest.approx(7.389 / 21.471, abs=1e-3)
     (empty,) = nbest_multi_span([Prediction("q", [])])
     assert empty.spans == []
 

@@ -30,7 +30,7 @@ def test_one_hot_soft_targets_equal_integer_tags():
     logits = {"bio_logits": torch.randn(2, 5, 3)}
     tags = torch.randint(0, 3, (2, 5))
     mask = torch.tensor([[0, 1, 1, 1, 0], [0, 0, 1, 1, 1]])
-    head = BIOHead(4)
+    head = BIOHead(4, reduction="mean")
     soft = head.loss(logits, torch.nn.functional.one_hot(tags, 3).float(), mask)
     hard = head.loss(logits, tags, mask)
     # -Σ_i log p_{i,r(i)} per example, averaged over the batch.
@@ -90,6 +90,13 @@ def test_span_loss_ignores_padding_and_accepts_soft_targets():
     soft = SpanHead(4).loss(logits, soft_start, soft_end, attention)
     expected = (-(0.5 * math.log(3 / 5) + 0.5 * math.log(1 / 5)) + math.log(6)) / 2
     assert soft.item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_prior_initialises_the_bias():
+    head = BIOHead(4, prior=(0.01, 0.02, 0.97))
+    probs = torch.softmax(head(torch.zeros(1, 1, 4))["bio_logits"], -1)
+    assert probs[0, 0].tolist() == pytest.approx([0.01, 0.02, 0.97], rel=1e-5)
+    assert torch.all(BIOHead(4).classifier.bias == 0)
 
 
 def test_heads_map_hidden_states_to_logits():

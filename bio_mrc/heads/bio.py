@@ -15,23 +15,41 @@ class BIOHead(Head):
     of an example (``mask``), where ``t_i`` is a gold distribution over B/I/O
     (soft, e.g. the average of several annotators' tags) or an integer tag
     (then ``L = -Σ_i log p_{i,r(i)}``). ``reduction`` says how examples are
-    combined: ``"mean"`` (default) averages the per-example sums over the
-    batch; ``"sum"`` adds them; ``"token_mean"`` divides the total by the number
-    of masked tokens. Question tokens, special tokens and padding must be
-    masked out and never contribute.
+    combined: ``"token_mean"`` (default) divides the total over the batch by
+    the number of masked tokens, which keeps it on the scale of the span loss
+    whatever the paragraph length; ``"mean"`` averages the per-example sums
+    over the batch; ``"sum"`` adds them. Question tokens, special tokens and
+    padding must be masked out and never contribute.
+
+    ``prior`` initialises the bias to ``log prior`` so training starts from the
+    tag frequencies (most tokens are O) instead of a uniform guess, whose large
+    early O-token gradients would otherwise reshape the encoder first.
     """
 
     output_names = ("bio_logits",)
     label_names = ("bio_targets",)
     reductions = ("mean", "sum", "token_mean")
 
-    def __init__(self, hidden_size: int, dropout: float = 0.0, reduction: str = "mean") -> None:
+    def __init__(
+        self, hidden_size: int, dropout: float = 0.0, reduction: str = "token_mean", prior: tuple[float, float, float] | None = None
+    ) -> None:
         super().__init__()
         if reduction not in self.reductions:
             raise ValueError(f"reduction must be one of {self.reductions}, got {reduction!r}")
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(hidden_size, 3)
         self.reduction = reduction
+        self.prior = prior
+        self.reset_bias()
+
+    def reset_bias(self) -> None:
+        """Bias = log prior (zero, i.e. uniform, without a prior)."""
+        with torch.no_grad():
+            if self.prior is None:
+                self.classifier.bias.zero_()
+            else:
+                prior = torch.tensor(self.prior, dtype=torch.float32)
+                self.classifier.bias.copy_(torch.log(prior / prior.sum()))
 
     def forward(self, hidden_states: torch.Tensor) -> dict[str, torch.Tensor]:
         return {"bio_logits": self.classifier(self.dropout(hidden_states))}

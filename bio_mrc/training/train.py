@@ -30,6 +30,8 @@ class TrainConfig:
     bio_loss_weight: float = 1.0
     bio_targets: str = "soft"
     span_targets: str = "one-hot"
+    bio_loss_reduction: str = "token_mean"
+    bio_prior: tuple[float, float, float] | None = (0.01, 0.02, 0.97)  # about SQuAD's tag frequencies
     max_seq_length: int = 384
     doc_stride: int = 128
     max_query_length: int = 64
@@ -48,7 +50,8 @@ class TrainConfig:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config."""
+        return json.loads(json.dumps(asdict(self)))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
@@ -56,6 +59,8 @@ class TrainConfig:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown training options: {sorted(unknown)}; known: {sorted(known)}")
+        if data.get("bio_prior") is not None:
+            data = {**data, "bio_prior": tuple(data["bio_prior"])}
         return cls(**data)
 
 
@@ -80,6 +85,7 @@ def train_model(
     set_seed(config.seed)
     heads_and_weights = {
         "heads": config.heads, "span_loss_weight": config.span_loss_weight, "bio_loss_weight": config.bio_loss_weight,
+        "bio_loss_reduction": config.bio_loss_reduction, "bio_prior": list(config.bio_prior) if config.bio_prior else None,
     }
     if config.init_from:
         encoder = config.init_from

@@ -1,0 +1,209 @@
+"""The official SQuAD v1.1 and v2.0 evaluation, as pure functions.
+
+Same arithmetic, in the same order, as ``evaluate-v1.1.py`` and
+``evaluate-v2.0.py``, so the numbers agree to the last digit. Gold is
+``{question id: [answer texts]}`` (one text per annotator; an empty list for an
+unanswerable question) and predictions are ``{question id: answer text}``.
+Sums run in the iteration order of ``gold`` (the dataset order, as in the
+official scripts).
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import string
+from typing import Mapping, Sequence
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCTUATION = frozenset(string.punctuation)
+
+
+def normalize_answer(s: str) -> str:
+    """Lower-case, drop ASCII punctuation, then the articles a/an/the, then squash white space.
+
+    The package's only answer normalisation: every metric uses it.
+    """
+    s = "".join(ch for ch in s.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", s).split())
+
+
+def _token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
+    """Token-overlap F1 as both official scripts compute it (0 when nothing is shared)."""
+    common = collections.Counter(pred_tokens) & collections.Counter(gold_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0.0
+    precision = num_same / len(pred_tokens)
+    recall = num_same / len(gold_tokens)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def exact_match_score(prediction: str, ground_truth: str) -> bool:
+    """v1.1 exact match of the normalised texts."""
+    return normalize_answer(prediction) == normalize_answer(ground_truth)
+
+
+def f1_score(prediction: str, ground_truth: str) -> float:
+    """v1.1 token F1: 0 when no token is shared, hence also when either side is empty."""
+    return _token_f1(normalize_answer(prediction).split(), normalize_answer(ground_truth).split())
+
+
+def compute_exact_v2(gold: str, prediction: str) -> int:
+    """v2.0 exact match, 0 or 1 (argument order of the official script: gold first)."""
+    return int(normalize_answer(gold) == normalize_answer(prediction))
+
+
+def compute_f1_v2(gold: str, prediction: str) -> float:
+    """v2.0 token F1: when either side has no tokens, 1.0 if both have none, else 0.0."""
+    gold_tokens = normalize_answer(gold).split()
+    pred_tokens = normalize_answer(prediction).split()
+    if not gold_tokens or not pred_tokens:
+        return float(gold_tokens == pred_tokens)
+    return _token_f1(pred_tokens, gold_tokens)
+
+
+def _require_questions(gold: Mapping[str, Sequence[str]]) -> None:
+    if not gold:
+        raise ValueError("no gold questions to score")
+
+
+def squad_v1_metrics(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str]) -> dict[str, float]:
+    """``{"exact_match", "f1"}`` in percent, as ``evaluate-v1.1.py``.
+
+    Each question scores its best match over the gold alternatives; a question
+    with no prediction scores 0 and still counts in the total.
+    """
+    _require_questions(gold)
+    exact = f1 = 0.0
+    for qid, truths in gold.items():
+        if not truths:
+            raise ValueError(f"question {qid!r} has no gold answer; SQuAD v1.1 needs at least one")
+        if qid not in predictions:
+            continue
+        prediction = predictions[qid]
+        exact += max(exact_match_score(prediction, t) for t in truths)
+        f1 += max(f1_score(prediction, t) for t in truths)
+    total = len(gold)
+    return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
+
+
+def _v2_raw_scores(
+    gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str]
+) -> tuple[dict[str, int], dict[str, float]]:
+    """Per-question exact and F1 before any threshold (official ``get_raw_scores``)."""
+    exact: dict[str, int] = {}
+    f1: dict[str, float] = {}
+    for qid, truths in gold.items():
+        answers = [t for t in truths if normalize_answer(t)] or [""]  # only "" is right when unanswerable
+        exact[qid] = max(compute_exact_v2(a, predictions[qid]) for a in answers)
+        f1[qid] = max(compute_f1_v2(a, predictions[qid]) for a in answers)
+    return exact, f1
+
+
+def _missing(ids: Sequence[str], mapping: Mapping[str, object], what: str) -> None:
+    missing = [qid for qid in ids if qid not in mapping]
+    if missing:
+        shown = ", ".join(repr(qid) for qid in missing[:5])
+        more = ", ..." if len(missing) > 5 else ""
+        raise ValueError(f"{len(missing)} of {len(ids)} questions have no {what}: {shown}{more}")
+
+
+def _apply_no_answer_threshold(
+    scores: Mapping[str, float], na_probs: Mapping[str, float], has_answer: Mapping[str, bool], threshold: float
+) -> dict[str, float]:
+    """Where ``na_prob > threshold`` the model abstains: 1 for an unanswerable question, else 0."""
+    return {qid: (float(not has_answer[qid]) if na_probs[qid] > threshold else s) for qid, s in scores.items()}
+
+
+def _eval_dict(exact: Mapping[str, float], f1: Mapping[str, float], ids: Sequence[str]) -> dict[str, float]:
+    total = len(ids)
+    return {
+        "exact": 100.0 * sum(exact[k] for k in ids) / total,
+        "f1": 100.0 * sum(f1[k] for k in ids) / total,
+        "total": total,
+    }
+
+
+def find_best_threshold(
+    predictions: Mapping[str, str],
+    raw_scores: Mapping[str, float],
+    na_probs: Mapping[str, float],
+    has_answer: Mapping[str, bool],
+) -> tuple[float, float]:
+    """The official ``find_best_thresh``; returns ``(best score in percent, threshold)``.
+
+    Starts from "abstain everywhere" (score = the number of unanswerable
+    questions in ``has_answer``), walks the questions by increasing ``na_prob``
+    (a stable sort, so ties keep ``na_probs`` order; ids not in ``raw_scores``
+    are skipped) answering one more each step, and keeps the first strictly
+    best score. Answering an unanswerable question costs 1 whenever its raw
+    prediction text is non-empty, even if it normalises to nothing.
+    """
+    score = best = float(sum(1 for k in has_answer if not has_answer[k]))
+    threshold = 0.0
+    for qid in sorted(na_probs, key=lambda k: na_probs[k]):
+        if qid not in raw_scores:
+            continue
+        if has_answer[qid]:
+            score += raw_scores[qid]
+        elif predictions[qid]:
+            score -= 1
+        if score > best:
+            best, threshold = score, na_probs[qid]
+    return 100.0 * best / len(raw_scores), threshold
+
+
+def squad_v2_metrics(
+    gold: Mapping[str, Sequence[str]],
+    predictions: Mapping[str, str],
+    na_probs: Mapping[str, float] | None = None,
+    na_prob_thresh: float = 1.0,
+) -> dict[str, float]:
+    """The ``evaluate-v2.0.py`` numbers, keys in its order.
+
+    ``exact, f1, total``; ``HasAns_*`` / ``NoAns_*`` where that subset is
+    non-empty; with ``na_probs`` also ``best_exact(_thresh), best_f1(_thresh)``.
+    A question counts as answerable when its gold list is non-empty (as the
+    official ``make_qid_to_has_ans``), though it is scored against ``""`` when
+    every listed text normalises to nothing. Every gold id needs a prediction
+    (and a no-answer probability, when ``na_probs`` is given): else ValueError.
+    """
+    _require_questions(gold)
+    ids = list(gold)
+    _missing(ids, predictions, "prediction")
+    probs = {qid: 0.0 for qid in predictions} if na_probs is None else na_probs
+    _missing(ids, probs, "no-answer probability")
+    has_answer = {qid: bool(truths) for qid, truths in gold.items()}
+    exact_raw, f1_raw = _v2_raw_scores(gold, predictions)
+    exact = _apply_no_answer_threshold(exact_raw, probs, has_answer, na_prob_thresh)
+    f1 = _apply_no_answer_threshold(f1_raw, probs, has_answer, na_prob_thresh)
+    result = _eval_dict(exact, f1, ids)
+    for prefix, wanted in (("HasAns", True), ("NoAns", False)):
+        subset = [qid for qid in ids if has_answer[qid] == wanted]
+        if subset:
+            result.update({f"{prefix}_{k}": v for k, v in _eval_dict(exact, f1, subset).items()})
+    if na_probs is not None:
+        best_exact, exact_thresh = find_best_threshold(predictions, exact_raw, na_probs, has_answer)
+        best_f1, f1_thresh = find_best_threshold(predictions, f1_raw, na_probs, has_answer)
+        result.update(
+            {"best_exact": best_exact, "best_exact_thresh": exact_thresh, "best_f1": best_f1, "best_f1_thresh": f1_thresh}
+        )
+    return result
+
+
+def squad_metrics(
+    gold: Mapping[str, Sequence[str]],
+    predictions: Mapping[str, str],
+    version: str,
+    na_probs: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """Dispatch on ``version``: "1.1" (``na_probs`` must be None) or "2.0"."""
+    version = version.removeprefix("v")
+    if version == "1.1":
+        if na_probs is not None:
+            raise ValueError("no-answer probabilities need SQuAD 2.0 scoring")
+        return squad_v1_metrics(gold, predictions)
+    if version == "2.0":
+        return squad_v2_metrics(gold, predictions, na_probs)
+    raise ValueError(f"unknown SQuAD version {version!r}; expected '1.1' or '2.0'")
