@@ -28,6 +28,10 @@ def _add_train_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-seq-length", type=int, default=defaults.max_seq_length)
     parser.add_argument("--doc-stride", type=int, default=defaults.doc_stride, help="tokens of overlap between windows")
     parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length)
+    parser.add_argument("--bio-loss-reduction", choices=("token_mean", "mean", "sum"), default=defaults.bio_loss_reduction,
+                        help="token_mean: averaged over paragraph tokens; mean: per-example sums averaged; sum")
+    parser.add_argument("--bio-prior", type=float, nargs=3, default=defaults.bio_prior, metavar=("B", "I", "O"),
+                        help="initial tag probabilities of the BIO head (its bias is log prior)")
     parser.add_argument("--warmup-ratio", type=float, default=defaults.warmup_ratio)
     parser.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
     parser.add_argument("--seed", type=int, default=defaults.seed)
@@ -36,7 +40,9 @@ def _add_train_options(parser: argparse.ArgumentParser) -> None:
 
 def _train_config(args: argparse.Namespace) -> TrainConfig:
     names = TrainConfig().to_dict().keys()
-    return TrainConfig(**{name: getattr(args, name) for name in names})
+    values = {name: getattr(args, name) for name in names}
+    values["bio_prior"] = tuple(values["bio_prior"]) if values["bio_prior"] else None
+    return TrainConfig(**values)
 
 
 def _add_decode_options(parser: argparse.ArgumentParser) -> None:

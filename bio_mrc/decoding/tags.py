@@ -1,21 +1,26 @@
 """BIO tag probabilities of a batch of token sequences -> spans. Pure numpy.
 
-Inputs are padded batches: ``probs`` (N, L, 3) over tags B, I, O and ``mask``
-(N, L) marking real paragraph tokens; masked-out positions count as O and
-break spans. Spans are token index pairs with an *inclusive* end.
+Inputs are padded batches: ``probs`` (N, L, 3) over tags B, I, O (ids
+``TAG_B``, ``TAG_I``, ``TAG_O``) and ``mask`` (N, L) marking real paragraph
+tokens. Masked-out positions are read as O: they never belong to a span and
+they break spans. Spans are token index pairs with an *inclusive* end.
 
 Schemes:
 
-* ``lenient``: seqeval's default reading. B starts a span, I continues one,
-  and an I after O (or at the start) also starts a span.
-* ``strict``: IOB2. An I that does not continue a B…I run is dropped, with the
-  I's that follow it.
+* ``lenient``: seqeval's default reading (``get_entities``). B starts a span, I
+  continues one, and an I after O (or at the start, or after a masked
+  position) also starts a span.
+* ``strict``: IOB2 (``seqeval.scheme.IOB2``). A span is B followed by I's; an I
+  that does not continue a B…I run is dropped, with the I's that follow it.
 * ``viterbi``: the most probable tag sequence in which no span starts with I
-  (O→I and start→I are forbidden), scored by the tag log-probabilities alone.
+  (O→I and start→I are forbidden; masked positions are O), scored by the tag
+  log-probabilities alone (no learned transitions).
 
-Span scores: ``mean`` (default) is the mean probability of the tags the span
-was given (B on its first token, I on the rest), length-neutral and in [0, 1];
-``product`` multiplies them; ``logsum`` adds their logs (the path score).
+Span scores use the probabilities of the tags the span *as a chunk* carries:
+B on its first token and I on the others, even when a lenient span was tagged
+I on its first token. ``mean`` (default) is their mean, length-neutral and in
+[0, 1]; ``product`` multiplies them; ``logsum`` adds their logs (the path
+score). Probabilities are clipped at 1e-12 before a log.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ _EPS = 1e-12
 
 @dataclass(frozen=True)
 class TagSpans:
-    """K spans as flat arrays, sorted by (row, start); ``end`` inclusive."""
+    """K spans as flat arrays, sorted by (row, start); ``end`` is inclusive."""
 
     row: np.ndarray
     start: np.ndarray
@@ -44,83 +49,111 @@ class TagSpans:
         return len(self.row)
 
     def take(self, index: np.ndarray) -> "TagSpans":
+        """The spans at ``index`` (an integer index array or a boolean mask)."""
         return TagSpans(self.row[index], self.start[index], self.end[index], self.score[index])
 
     def for_row(self, row: int) -> list[tuple[int, int, float]]:
+        """``(start, end, score)`` of the spans of one row, by start."""
         pick = self.row == row
         return list(zip(self.start[pick].tolist(), self.end[pick].tolist(), self.score[pick].tolist()))
 
 
+def group_by_row(spans: TagSpans, n_rows: int) -> list[list[tuple[int, int, float]]]:
+    """``(start, end, score)`` of every span, one list per row (empty for rows without spans)."""
+    order = np.lexsort((spans.start, spans.row))
+    triples = list(zip(spans.start[order].tolist(), spans.end[order].tolist(), spans.score[order].tolist()))
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(spans.row, minlength=n_rows))]).tolist()
+    return [triples[bounds[i] : bounds[i + 1]] for i in range(n_rows)]
+
+
+def _shift(values: np.ndarray, step: int, fill: int) -> np.ndarray:
+    """``values`` moved ``step`` positions right (+1) or left (-1) along axis 1, filled with ``fill``."""
+    pad = np.full((values.shape[0], 1), fill, dtype=values.dtype)
+    return np.concatenate([pad, values[:, :-1]] if step > 0 else [values[:, 1:], pad], axis=1)
+
+
 def tags_to_spans(tags: np.ndarray, mask: np.ndarray, scheme: str = "lenient") -> TagSpans:
-    """Integer tags (N, L) -> spans under ``lenient`` or ``strict`` reading (scores are nan)."""
+    """Integer tags (N, L) -> spans under the ``lenient`` or ``strict`` reading (scores are nan).
+
+    Masked positions are read as O. A run starts at every B and, in either
+    scheme, at an I whose previous tag is O; it ends at a non-O tag whose next
+    tag is not I. ``strict`` then drops the runs that start with I.
+    """
     if scheme not in ("lenient", "strict"):
         raise ValueError(f"scheme must be 'lenient' or 'strict', got {scheme!r}")
-    t = np.where(mask, tags, TAG_O)
-    previous = np.concatenate([np.full((t.shape[0], 1), TAG_O), t[:, :-1]], axis=1)
-    following = np.concatenate([t[:, 1:], np.full((t.shape[0], 1), TAG_O)], axis=1)
-    # A run of non-O tokens is broken by each B; it ends where the next tag is not I.
-    run_start = (t == TAG_B) | ((t == TAG_I) & (previous == TAG_O))
-    run_end = (t != TAG_O) & (following != TAG_I)
+    t = np.where(np.asarray(mask, dtype=bool), tags, TAG_O).astype(np.int64)
+    run_start = (t == TAG_B) | ((t == TAG_I) & (_shift(t, 1, TAG_O) == TAG_O))
+    run_end = (t != TAG_O) & (_shift(t, -1, TAG_O) != TAG_I)
     rows, starts = np.nonzero(run_start)
-    ends = np.nonzero(run_end)[1]  # row-major order pairs each run's start with its end
+    ends = np.nonzero(run_end)[1]  # one end per run, in the same row-major order as the starts
     if scheme == "strict":
         keep = t[rows, starts] == TAG_B
         rows, starts, ends = rows[keep], starts[keep], ends[keep]
-    return TagSpans(rows, starts, ends, np.full(len(rows), np.nan))
+    return TagSpans(rows.astype(np.int64), starts.astype(np.int64), ends.astype(np.int64), np.full(len(rows), np.nan))
 
 
 def viterbi_tags(log_probs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Best tag sequence (N, L) with no span starting in I; masked positions are O."""
+    """Most probable tags (N, L) with no span starting in I; masked positions are forced O.
+
+    The path score is the sum of the tags' log-probabilities. I may only follow
+    B or I, so I is forbidden at the first position and after O or a masked
+    position. Ties go to the lower tag id (B, then I, then O).
+    """
     n, length, _ = log_probs.shape
+    mask = np.asarray(mask, dtype=bool)
+    if length == 0:
+        return np.zeros((n, 0), dtype=np.int64)
     emit = np.where(mask[..., None], log_probs, np.array([-np.inf, -np.inf, 0.0]))
     back = np.zeros((n, length, 3), dtype=np.int8)
-    score = emit[:, 0] + np.array([0.0, -np.inf, 0.0])  # nothing to continue before the first token
+    rows = np.arange(n)
+    score = emit[:, 0] + np.array([0.0, -np.inf, 0.0])  # no span to continue before the first token
     for t in range(1, length):
-        best_any = score.argmax(axis=1)                           # B and O may follow anything
+        best_any = score.argmax(axis=1)  # B and O may follow anything
         best_inside = np.where(score[:, TAG_B] >= score[:, TAG_I], TAG_B, TAG_I)  # I only after B or I
         back[:, t, TAG_B] = back[:, t, TAG_O] = best_any
         back[:, t, TAG_I] = best_inside
-        rows = np.arange(n)
         score = np.stack([score[rows, best_any], score[rows, best_inside], score[rows, best_any]], axis=1) + emit[:, t]
     tags = np.empty((n, length), dtype=np.int64)
     tags[:, -1] = score.argmax(axis=1)
     for t in range(length - 1, 0, -1):
-        tags[:, t - 1] = back[np.arange(n), t, tags[:, t]]
+        tags[:, t - 1] = back[rows, t, tags[:, t]]
     return np.where(mask, tags, TAG_O)
 
 
 def score_spans(probs: np.ndarray, spans: TagSpans, method: str = "mean") -> TagSpans:
-    """Score every span from the probabilities of its tags (see the module docstring)."""
+    """Score every span from P(B) of its first token and P(I) of the others.
+
+    ``mean``: their mean; ``product``: their product; ``logsum``: the sum of
+    their logs. The tokens of all spans are gathered into one flat array and
+    summed per span with ``np.add.reduceat``; positions outside spans
+    (padding included) are never read.
+    """
     if method not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {method!r}")
-    if method == "mean":
-        inside = probs[..., TAG_I]
-        first = probs[spans.row, spans.start, TAG_B]
-    else:
-        inside = np.log(np.maximum(probs[..., TAG_I], _EPS))
-        first = np.log(np.maximum(probs[spans.row, spans.start, TAG_B], _EPS))
-    cumulative = np.concatenate([np.zeros((inside.shape[0], 1)), np.cumsum(inside, axis=1)], axis=1)
-    rest = cumulative[spans.row, spans.end + 1] - cumulative[spans.row, spans.start + 1]
-    total = first + rest
-    if method == "mean":
-        score = total / (spans.end - spans.start + 1)
-    elif method == "product":
-        score = np.exp(total)
-    else:
-        score = total
+    if len(spans) == 0:
+        return TagSpans(spans.row, spans.start, spans.end, np.zeros(0))
+    lengths = spans.end - spans.start + 1
+    first = np.concatenate([[0], np.cumsum(lengths)[:-1]])  # offset of each span in the flat array
+    position = np.repeat(spans.start - first, lengths) + np.arange(lengths.sum())
+    rows = np.repeat(spans.row, lengths)
+    tag = np.full(len(position), TAG_I)
+    tag[first] = TAG_B
+    values = probs[rows, position, tag].astype(np.float64)
+    if method != "mean":
+        values = np.log(np.maximum(values, _EPS))
+    total = np.add.reduceat(values, first)
+    score = total / lengths if method == "mean" else np.exp(total) if method == "product" else total
     return TagSpans(spans.row, spans.start, spans.end, score)
 
 
 def _fallback_spans(probs: np.ndarray, mask: np.ndarray, rows: np.ndarray, max_span_length: int) -> TagSpans:
-    """For rows without a span: the most probable B, extended right while P(I) > P(O)."""
-    p_b = np.where(mask[rows], probs[rows, :, TAG_B], -1.0)
-    start = p_b.argmax(axis=1)
-    steps = np.arange(1, max_span_length)
-    positions = start[:, None] + steps
-    inside = positions < mask.shape[1]
+    """For ``rows`` (each with a real token): the most probable B, extended right while P(I) > P(O)."""
+    start = np.where(mask[rows], probs[rows, :, TAG_B], -np.inf).argmax(axis=1)
+    positions = start[:, None] + np.arange(1, max_span_length)
     clipped = np.minimum(positions, mask.shape[1] - 1)
-    cont = inside & mask[rows[:, None], clipped] & (probs[rows[:, None], clipped, TAG_I] > probs[rows[:, None], clipped, TAG_O])
-    extra = np.cumprod(cont, axis=1).sum(axis=1) if len(steps) else np.zeros(len(rows), dtype=np.int64)
+    r = rows[:, None]
+    goes_on = (positions < mask.shape[1]) & mask[r, clipped] & (probs[r, clipped, TAG_I] > probs[r, clipped, TAG_O])
+    extra = np.cumprod(goes_on, axis=1).sum(axis=1).astype(np.int64)
     return TagSpans(rows, start, start + extra, np.full(len(rows), np.nan))
 
 
@@ -133,17 +166,27 @@ def decode_bio(
     require_span: bool = False,
     max_span_length: int | None = None,
 ) -> TagSpans:
-    """Tag probabilities -> scored spans.
+    """Tag probabilities (N, L, 3) -> scored spans, sorted by (row, start).
 
-    Argmax tags (or Viterbi) are read as spans, spans longer than
-    ``max_span_length`` are truncated to their first ``max_span_length``
-    tokens, spans scoring below ``min_score`` are dropped, and with
-    ``require_span`` a row left without a span (but with paragraph tokens) gets
-    the fallback span: its most probable B, extended while P(I) > P(O).
+    1. Tags are the argmax per token (``lenient``/``strict``) or the Viterbi
+       path (``viterbi``), read as spans (see the module docstring).
+    2. A span longer than ``max_span_length`` is *truncated* to its first
+       ``max_span_length`` tokens (its B is kept), then scored.
+    3. Spans whose score is under ``min_score`` are dropped. ``min_score`` is
+       a probability for every method: with ``logsum`` a span is kept when
+       ``exp(score) >= min_score``, so the default 0 keeps every span.
+    4. With ``require_span``, every row left without a span that has at least
+       one real token gets the fallback span: the real token of highest P(B),
+       extended right while P(I) > P(O) (over real tokens, up to
+       ``max_span_length`` tokens), scored the same way and kept whatever
+       its score. Rows without real tokens never get a span.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-    mask = mask.astype(bool)
+    if max_span_length is not None and max_span_length < 1:
+        raise ValueError(f"max_span_length must be at least 1, got {max_span_length}")
+    probs = np.asarray(probs, dtype=np.float64)
+    mask = np.asarray(mask, dtype=bool)
     if scheme == "viterbi":
         spans = tags_to_spans(viterbi_tags(np.log(np.maximum(probs, _EPS)), mask), mask, "strict")
     else:
@@ -151,22 +194,29 @@ def decode_bio(
     if max_span_length is not None:
         spans = TagSpans(spans.row, spans.start, np.minimum(spans.end, spans.start + max_span_length - 1), spans.score)
     spans = score_spans(probs, spans, score)
-    spans = spans.take(np.flatnonzero(spans.score >= min_score))
+    threshold = min_score
+    if score == "logsum":
+        threshold = np.log(min_score) if min_score > 0 else -np.inf
+    spans = spans.take(np.flatnonzero(spans.score >= threshold))
     if require_span:
         missing = np.flatnonzero(mask.any(axis=1) & (np.bincount(spans.row, minlength=len(mask)) == 0))
         if len(missing):
             extra = score_spans(probs, _fallback_spans(probs, mask, missing, max_span_length or mask.shape[1]), score)
-            merged = TagSpans(*(np.concatenate([a, b]) for a, b in zip(
-                (spans.row, spans.start, spans.end, spans.score), (extra.row, extra.start, extra.end, extra.score))))
+            fields = zip((spans.row, spans.start, spans.end, spans.score), (extra.row, extra.start, extra.end, extra.score))
+            merged = TagSpans(*(np.concatenate([a, b]) for a, b in fields))
             spans = merged.take(np.lexsort((merged.start, merged.row)))
     return spans
 
 
 def best_span_per_row(spans: TagSpans, n_rows: int) -> np.ndarray:
-    """Index into ``spans`` of each row's highest-scoring span, or -1."""
-    best = np.full(n_rows, -1)
-    order = np.lexsort((-spans.score, spans.row))
+    """Index into ``spans`` of each row's highest-scoring span, or -1 for a row without spans.
+
+    Ties go to the span listed first (the earliest start); nan scores lose to any number.
+    """
+    best = np.full(n_rows, -1, dtype=np.int64)
+    order = np.lexsort((np.arange(len(spans)), -spans.score, spans.row))
+    rows = spans.row[order]
     first = np.ones(len(order), dtype=bool)
-    first[1:] = spans.row[order][1:] != spans.row[order][:-1]
-    best[spans.row[order][first]] = order[first]
+    first[1:] = rows[1:] != rows[:-1]
+    best[rows[first]] = order[first]
     return best

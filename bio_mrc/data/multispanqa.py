@@ -1,0 +1,139 @@
+"""MultiSpanQA (original word-token layout) into the package's data model.
+
+A record is ``{"id", "question": [words], "context": [words], "label": [B/I/O
+per context word], "num_span"?, "type"?, "structure"?}``. The context words are
+joined with single spaces (so a span's text is its words joined by spaces,
+exactly the gold text of the official evaluation), and every tagged word span
+becomes a character span of that string. All spans of a question form ONE
+alternative, in context order; a question without spans is unanswerable.
+
+The official data is IOB2. An I that follows O (or starts the context) is read
+as starting a span, like seqeval's default and the official evaluation; such
+spans are counted and logged as a warning, never dropped or fixed silently.
+``num_span``, ``type`` and ``structure`` are not used.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ..metrics.tags import PREFIX_IDS, chunk_bounds
+from ..types import TAG_B, Example
+from .errors import DataFormatError
+
+logger = logging.getLogger(__name__)
+
+REQUIRED_KEYS = ("id", "question", "context", "label")
+
+
+def detokenize(words: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    """``(" ".join(words), [(start, end) of each word])``, ends exclusive."""
+    offsets, position = [], 0
+    for word in words:
+        offsets.append((position, position + len(word)))
+        position += len(word) + 1
+    return " ".join(words), offsets
+
+
+def label_spans(labels: Sequence[str], record: str = "", source: str = "") -> tuple[list[tuple[int, int]], int]:
+    """Word spans ``(first, last + 1)`` of B/I/O labels and how many of them start with an I."""
+    ids = np.array([PREFIX_IDS[tag] if tag in ("B", "I", "O") else -1 for tag in labels], dtype=np.int64)
+    bad = np.flatnonzero(ids < 0)
+    if bad.size:
+        i = int(bad[0])
+        raise DataFormatError(f"label {labels[i]!r} at word {i} is not one of B, I, O", record, source)
+    starts, ends = chunk_bounds(ids)  # seqeval's default reading
+    orphans = int(np.count_nonzero(ids[starts] != TAG_B))
+    return list(zip(starts.tolist(), ends.tolist())), orphans
+
+
+def _words(record: dict[str, Any], key: str, qid: str, source: str) -> list[str]:
+    words = record[key]
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise DataFormatError(f"'{key}' must be a list of word strings", qid, source)
+    if not words:
+        raise DataFormatError(f"'{key}' is empty", qid, source)
+    return words
+
+
+def parse_record(record: Any, source: str = "") -> tuple[Example, int]:
+    """One record -> ``(Example, number of spans that start with I)``; bad input raises DataFormatError."""
+    if not isinstance(record, dict):
+        raise DataFormatError(f"expected a record object, got {type(record).__name__}", source=source)
+    qid = record.get("id")
+    missing = [key for key in REQUIRED_KEYS if key not in record]
+    if missing:
+        raise DataFormatError(f"missing key(s) {missing}", str(qid) if qid is not None else None, source)
+    if not isinstance(qid, str) or not qid:
+        raise DataFormatError(f"'id' must be a non-empty string, got {qid!r}", source=source)
+    question = _words(record, "question", qid, source)
+    context = _words(record, "context", qid, source)
+    labels = record["label"]
+    if not isinstance(labels, list) or len(labels) != len(context):
+        got = len(labels) if isinstance(labels, list) else type(labels).__name__
+        raise DataFormatError(f"'label' must have one tag per context word: {got} tags for {len(context)} words", qid, source)
+    spans, orphans = label_spans(labels, qid, source)
+    text, offsets = detokenize(context)
+    chars = tuple((offsets[first][0], offsets[last - 1][1]) for first, last in spans)
+    answers = (chars,) if chars else ()
+    return Example(qid, " ".join(question), text, answers), orphans
+
+
+def parse_multispanqa(raw: Any, source: str = "") -> list[Example]:
+    """Validate an already-parsed MultiSpanQA object (see :func:`load_multispanqa`)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
+        raise DataFormatError("expected an object with a 'data' list (MultiSpanQA layout)", source=source)
+    examples: list[Example] = []
+    seen: set[str] = set()
+    orphan_ids: list[str] = []
+    for record in raw["data"]:
+        example, orphans = parse_record(record, source)
+        if example.id in seen:
+            raise DataFormatError("duplicate question id", example.id, source)
+        seen.add(example.id)
+        orphan_ids += [example.id] * orphans
+        examples.append(example)
+    if orphan_ids:
+        logger.warning(
+            "%d span(s) in %s start with I after O (not IOB2); read as span starts, e.g. in %s",
+            len(orphan_ids), source or "the input", sorted(set(orphan_ids))[:5],
+        )
+    return examples
+
+
+def load_multispanqa(path: str | Path) -> list[Example]:
+    """Read a MultiSpanQA JSON file: one :class:`Example` per question, in file order.
+
+    Raises :class:`DataFormatError` (a ``ValueError``) naming the file and the
+    record for a missing key, a label list whose length differs from the
+    context's, a tag other than B/I/O, an empty question or context, or a
+    repeated id. Spans that start with an I are kept and logged as a warning.
+    """
+    source = str(path)
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataFormatError("file not found", source=source) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise DataFormatError(f"not valid UTF-8 JSON: {err}", source=source) from None
+    return parse_multispanqa(raw, source)
+
+
+def multispan_gold_texts(examples: Iterable[Example]) -> dict[str, list[str]]:
+    """``{id: [text of each gold span]}``, the gold of :func:`bio_mrc.metrics.multispan.multispan_metrics`.
+
+    An unanswerable example maps to ``[]``. MultiSpanQA has one alternative per
+    question; an example with several (e.g. SQuAD's annotators) raises ``ValueError``.
+    """
+    gold: dict[str, list[str]] = {}
+    for example in examples:
+        alternatives = example.answer_texts()
+        if len(alternatives) > 1:
+            raise ValueError(f"example {example.id!r} has {len(alternatives)} alternative answers; MultiSpanQA gold has one")
+        gold[example.id] = alternatives[0] if alternatives else []
+    return gold

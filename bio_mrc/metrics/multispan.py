@@ -1,0 +1,102 @@
+"""MultiSpanQA's official metrics (Li et al., NAACL 2022), as one pure function.
+
+Same arithmetic as ``multi_span_evaluate`` in the official ``src/eval_script.py``
+of github.com/haonan-li/MultiSpanQA; only the key names differ (the script says
+``exact_match_*``/``em_*`` and ``overlap_*``, here ``em_*`` and ``pm_*``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Mapping, Sequence
+
+from .squad import normalize_answer
+
+
+def _normalized_set(texts: Sequence[str], qid: str, side: str) -> set[str]:
+    if isinstance(texts, str):  # a bare string would be read as a list of characters
+        raise ValueError(f"{side} for question {qid!r} must be a list of span texts, got a string")
+    return {normalize_answer(t) for t in texts}
+
+
+def _longest_common_substring(gold: str, pred: str) -> int:
+    # The official script's exact call (autojunk included), so long spans score as there.
+    return difflib.SequenceMatcher(None, gold, pred).find_longest_match(0, len(gold), 0, len(pred)).size
+
+
+def partial_match(gold: set[str], pred: set[str]) -> tuple[float, float]:
+    """One question's partial-match credit ``(precision credit, recall credit)``.
+
+    Each predicted span earns the best ``LCS / len(prediction)`` over the gold
+    spans and each gold span the best ``LCS / len(gold)`` over the predictions,
+    LCS being the longest common substring in characters of the normalised texts.
+    """
+    no_prediction = not pred or pred == {""}
+    if not gold:
+        return (1.0, 1.0) if no_prediction else (0.0, 0.0)
+    if no_prediction:
+        return 0.0, 0.0
+    golds, preds = sorted(gold), sorted(pred)
+    common = [[_longest_common_substring(g, p) for p in preds] for g in golds]
+    p_credit = sum(max(row[j] / len(p) if row[j] else 0.0 for row in common) for j, p in enumerate(preds))
+    r_credit = sum(max(c / len(g) if c else 0.0 for c in row) for g, row in zip(golds, common))
+    return p_credit, r_credit
+
+
+def _prf(correct_p: float, correct_r: float, n_pred: int, n_gold: int) -> tuple[float, float, float]:
+    p = correct_p / n_pred if n_pred > 0 else 0.0
+    r = correct_r / n_gold if n_gold > 0 else 0.0
+    f = 2 * p * r / (p + r) if p + r > 0 else 0.0
+    return 100 * p, 100 * r, 100 * f
+
+
+def multispan_metrics(gold: Mapping[str, Sequence[str]], predictions: Mapping[str, Sequence[str]]) -> dict[str, float]:
+    """``em_precision, em_recall, em_f1, pm_precision, pm_recall, pm_f1`` in percent (0..100).
+
+    ``gold`` and ``predictions`` map every question id to a list of span
+    texts; both must hold exactly the same ids (the official script asserts
+    this), otherwise ``ValueError`` lists the missing and extra ids.
+
+    Each list is normalised with :func:`normalize_answer` and made a *set*, so
+    duplicates (also texts equal only after normalisation) count once, and
+    a prediction ``""`` stays in the set as a span of its own. Over all
+    questions, micro-averaged:
+
+    * ``n_gold = sum(max(|gold set|, 1))``, ``n_pred = sum(max(|pred set|, 1))``:
+      an empty list still counts as one span in the denominator.
+    * EM: ``correct = sum(|gold set & pred set|)``, plus 1 for a question whose
+      gold and prediction are both empty lists. ``precision = correct / n_pred``,
+      ``recall = correct / n_gold``.
+    * PM: per question, each predicted span earns ``max over gold spans of
+      LCS / len(pred)`` and each gold span ``max over predicted spans of LCS /
+      len(gold)``, LCS being the length in characters of the longest common
+      substring (``difflib.SequenceMatcher.find_longest_match`` as in the official
+      script, whose autojunk heuristic ignores very frequent characters of a
+      prediction of 200+ characters). ``precision = sum of prediction credits /
+      n_pred``, ``recall = sum of gold credits / n_gold``. A question with no
+      gold spans scores (1, 1) when the prediction is empty or ``{""}`` and
+      (0, 0) otherwise; an empty or ``{""}`` prediction for a question with
+      gold spans scores (0, 0).
+    * ``f1 = 2 p r / (p + r)``, 0 when ``p + r == 0``; any zero denominator gives 0.
+    """
+    missing = sorted(set(gold) - set(predictions))
+    extra = sorted(set(predictions) - set(gold))
+    if missing or extra:
+        raise ValueError(
+            f"predictions must cover exactly the gold question ids: {len(missing)} missing "
+            f"(e.g. {missing[:5]}), {len(extra)} not in gold (e.g. {extra[:5]})"
+        )
+    n_gold = n_pred = em_correct = 0
+    pm_p = pm_r = 0.0
+    for qid, gold_texts in gold.items():
+        g = _normalized_set(gold_texts, qid, "gold")
+        p = _normalized_set(predictions[qid], qid, "prediction")
+        n_gold += max(len(g), 1)
+        n_pred += max(len(p), 1)
+        em_correct += 1 if not g and not p else len(g & p)
+        credit_p, credit_r = partial_match(g, p)
+        pm_p += credit_p
+        pm_r += credit_r
+    em = _prf(em_correct, em_correct, n_pred, n_gold)
+    pm = _prf(pm_p, pm_r, n_pred, n_gold)
+    return dict(zip(("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1"), (*em, *pm)))

@@ -1,0 +1,162 @@
+"""Entity-level tag scores: hand-computed cases and a cross-check against seqeval."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from bio_mrc.metrics.tags import chunk_bounds, chunk_counts, tag_scores
+from bio_mrc.types import TAG_B, TAG_I, TAG_O
+
+B, I, O = TAG_B, TAG_I, TAG_O
+
+
+def scores(precision: float, recall: float, f1: float) -> dict[str, float]:
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def test_tag_ids_follow_the_package_constants():
+    assert (TAG_B, TAG_I, TAG_O) == (0, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("strict", "starts", "ends"),
+    [(False, [0, 2, 5, 7], [2, 3, 7, 8]), (True, [0, 5], [2, 7])],
+)
+def test_chunk_bounds_never_cross_sequences(strict, starts, ends):
+    # sequences: [B I] [I O] [] [O B I] [I]
+    tags = np.array([B, I, I, O, O, B, I, I])
+    got = chunk_bounds(tags, lengths=[2, 2, 0, 3, 1], strict=strict)
+    assert got[0].tolist() == starts and got[1].tolist() == ends
+
+
+def test_chunk_bounds_splits_on_type_change():
+    tags = np.array([B, I, I, I])
+    types = np.array([0, 0, 1, 1])
+    assert [a.tolist() for a in chunk_bounds(tags, types=types)] == [[0, 2], [2, 4]]
+    assert [a.tolist() for a in chunk_bounds(tags, types=types, strict=True)] == [[0], [2]]
+    assert [a.tolist() for a in chunk_bounds(np.array([], dtype=int))] == [[], []]
+
+
+def test_seqeval_docstring_example():
+    gold = [["O", "O", "B-MISC", "I-MISC", "B-MISC", "O", "O"], ["B-PER", "I-PER", "O"]]
+    pred = [["O", "O", "B-MISC", "I-MISC", "B-MISC", "I-MISC", "O"], ["B-PER", "I-PER", "O"]]
+    # gold MISC[2,4) MISC[4,5) PER[0,2); pred MISC[2,4) MISC[4,6) PER[0,2): 2 of 3 match
+    for strict in (False, True):
+        assert tag_scores(gold, pred, strict) == pytest.approx(scores(2 / 3, 2 / 3, 2 / 3), abs=1e-15)
+
+
+def test_i_after_o_starts_a_chunk_only_in_default_mode():
+    gold, pred = [["O", "B", "I", "O"]], [["O", "I", "I", "O"]]
+    assert tag_scores(gold, pred) == scores(1.0, 1.0, 1.0)
+    assert tag_scores(gold, pred, strict=True) == scores(0.0, 0.0, 0.0)  # pred has no chunk at all
+
+
+def test_mixed_untyped_sequences():
+    gold = [["B", "I", "O", "B"], ["I", "O"]]
+    pred = [["B", "O", "O", "B"], ["I", "I"]]
+    # default: gold [0,2) [3,4) | [0,1); pred [0,1) [3,4) | [0,2): only [3,4) matches
+    assert tag_scores(gold, pred) == pytest.approx(scores(1 / 3, 1 / 3, 1 / 3), abs=1e-15)
+    # strict: gold [0,2) [3,4); pred [0,1) [3,4)
+    assert tag_scores(gold, pred, strict=True) == scores(0.5, 0.5, 0.5)
+    assert chunk_counts(gold, pred) == (1, 3, 3)
+
+
+def test_type_change_inside_a_run():
+    gold = [["B-PER", "I-LOC", "I-LOC"]]  # default: PER[0,1) LOC[1,3); strict: PER[0,1) only
+    pred = [["B-PER", "B-LOC", "I-LOC"]]  # both modes: PER[0,1) LOC[1,3)
+    assert tag_scores(gold, pred) == scores(1.0, 1.0, 1.0)
+    assert tag_scores(gold, pred, strict=True) == pytest.approx(scores(0.5, 1.0, 2 / 3), abs=1e-15)
+
+
+def test_same_span_different_type_is_wrong():
+    assert tag_scores([["B-PER", "I-PER"]], [["B-LOC", "I-LOC"]]) == scores(0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("gold", [[], [[]], [["O", "O"]]])
+def test_zero_divisions_give_zero_silently(gold):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tag_scores(gold, gold) == scores(0.0, 0.0, 0.0)
+        assert tag_scores(gold, gold, strict=True) == scores(0.0, 0.0, 0.0)
+
+
+def test_no_predictions_gives_zero_precision():
+    assert tag_scores([["B", "O"]], [["O", "O"]]) == scores(0.0, 0.0, 0.0)
+    assert tag_scores([["O", "O"]], [["B", "O"]]) == scores(0.0, 0.0, 0.0)
+
+
+def test_mismatched_lengths_name_the_sequence():
+    with pytest.raises(ValueError, match="sequence 1"):
+        tag_scores([["O"], ["B", "I"]], [["O"], ["B"]])
+    with pytest.raises(ValueError, match="2 sequences"):
+        tag_scores([["O"], ["O"]], [["O"]])
+
+
+@pytest.mark.parametrize("bad", ["E-PER", "S", "", "x"])
+def test_unknown_prefixes_are_rejected(bad):
+    with pytest.raises(ValueError, match="not a B/I/O tag"):
+        tag_scores([["O", bad]], [["O", "O"]])
+
+
+@pytest.mark.parametrize("bad", [None, ["B"]])
+def test_non_string_tags_are_rejected(bad):
+    with pytest.raises(ValueError, match="B/I/O tag|must be strings"):
+        tag_scores([["O", bad]], [["O", "O"]])
+
+
+def test_tags_of_several_characters_far_into_the_input():
+    # Bare single-character tags take a faster path; a typed tag after the first 10,000 must still count.
+    gold = [["O"] * 10_001 + ["B-PER", "I-PER"]]
+    pred = [["O"] * 10_001 + ["B-PER", "I-LOC"]]  # PER[10001,10002) and LOC[10002,10003) in default mode
+    assert tag_scores(gold, pred) == pytest.approx(scores(0.0, 0.0, 0.0))
+    assert chunk_counts(gold, gold) == (1, 1, 1)
+    # lengths that add up although the tags are not one character each
+    with pytest.raises(ValueError, match="tag '' is not"):
+        tag_scores([["", "BI"]], [["O", "O"]])
+
+
+VOCABULARIES = {
+    "untyped": ["B", "I", "O"],
+    "typed": ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"],
+    # untyped and typed mixed, odd names that the two seqeval modes parse differently
+    "mixed": ["O", "B", "I", "B-PER", "I-PER", "I-LOC", "B-MISC-X", "I-MISC-X", "B--MISC", "I-MISC-", "O-PER"],
+}
+
+
+def random_sets(vocabulary: list[str], count: int, seed: int):
+    rng = np.random.default_rng(seed)
+    weights = np.ones(len(vocabulary))
+    weights[vocabulary.index("O")] = 3.0  # mostly O, as in real tagging
+    weights /= weights.sum()
+    for _ in range(count):
+        lengths = rng.integers(0, 12, size=int(rng.integers(1, 9)))
+        lengths[rng.random(lengths.size) < 0.15] = 1
+        gold = [list(rng.choice(vocabulary, size=n, p=weights)) for n in lengths]
+        if rng.random() < 0.3:  # near-miss predictions: gold with a few tags changed
+            pred = [[t if rng.random() > 0.2 else str(rng.choice(vocabulary)) for t in seq] for seq in gold]
+        else:
+            pred = [list(rng.choice(vocabulary, size=n, p=weights)) for n in lengths]
+        yield [[str(t) for t in s] for s in gold], [[str(t) for t in s] for s in pred]
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["default", "strict"])
+@pytest.mark.parametrize("vocabulary", list(VOCABULARIES), ids=list(VOCABULARIES))
+def test_equals_seqeval_on_random_sets(vocabulary, strict):
+    seqeval = pytest.importorskip("seqeval.metrics")
+    from seqeval.scheme import IOB2
+
+    kwargs = {"mode": "strict", "scheme": IOB2} if strict else {}
+    for gold, pred in random_sets(VOCABULARIES[vocabulary], count=500, seed=10 * list(VOCABULARIES).index(vocabulary) + strict):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # seqeval warns on zero divisions and odd tag names
+            expected = {
+                "precision": seqeval.precision_score(gold, pred, **kwargs),
+                "recall": seqeval.recall_score(gold, pred, **kwargs),
+                "f1": seqeval.f1_score(gold, pred, **kwargs),
+            }
+        got = tag_scores(gold, pred, strict=strict)
+        for key, value in expected.items():
+            assert abs(got[key] - float(value)) <= 1e-12, (key, gold, pred, got, expected)
