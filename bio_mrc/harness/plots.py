@@ -1,0 +1,101 @@
+"""PNG figures for the comparison report (matplotlib Agg, imported lazily)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+__all__ = ["plot_breakdown", "plot_threshold_curve"]
+
+_DPI = 120
+
+
+def _new_figure(figsize: tuple[float, float]) -> Any:
+    """A pyplot-free Figure on an Agg canvas (no global state, no display)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=_DPI, format="png", bbox_inches="tight")
+    return out
+
+
+def plot_breakdown(
+    breakdown_for_one_axis: Mapping[str, Mapping[str, Mapping[str, float]]],
+    title: str,
+    xlabel: str,
+    path: str | Path,
+) -> Path:
+    """Mean F1 per group, one marked line per decoding, light bars of n per group.
+
+    Input is ``{decoding: {group: {"n": ..., "mean": ...}}}`` (one axis of
+    :func:`bio_mrc.harness.stats.breakdown`); groups are plotted in the order of
+    first appearance. Returns the PNG path.
+    """
+    if not breakdown_for_one_axis:
+        raise ValueError("nothing to plot")
+    groups: list[str] = []
+    counts: dict[str, float] = {}
+    for cells in breakdown_for_one_axis.values():
+        for label, cell in cells.items():
+            if label not in counts:
+                groups.append(label)
+                counts[label] = float(cell["n"])
+    if not groups:
+        raise ValueError("breakdown has no groups")
+    x = np.arange(len(groups))
+
+    fig = _new_figure((max(6.0, 0.9 * len(groups) + 3.0), 4.2))
+    ax = fig.add_subplot(1, 1, 1)
+    bars = ax.twinx()
+    bars.bar(x, [counts[g] for g in groups], width=0.6, color="0.85", label="n")
+    bars.set_ylabel("questions (n)", color="0.45")
+    bars.tick_params(axis="y", colors="0.45")
+    ax.set_zorder(bars.get_zorder() + 1)  # lines above the bars
+    ax.patch.set_visible(False)
+
+    for name, cells in breakdown_for_one_axis.items():
+        y = [float(cells[g]["mean"]) if g in cells else np.nan for g in groups]
+        ax.plot(x, y, marker="o", label=name)
+    ax.set_xticks(x)
+    ax.set_xticklabels(groups)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("mean F1")
+    ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return _save(fig, path)
+
+
+def plot_threshold_curve(
+    thresholds: np.ndarray, f1: np.ndarray, best: float, title: str, path: str | Path
+) -> Path:
+    """F1 as a function of the no-answer threshold, the chosen ``best`` threshold marked."""
+    t = np.asarray(thresholds, dtype=np.float64).ravel()
+    y = np.asarray(f1, dtype=np.float64).ravel()
+    if t.shape != y.shape or t.size == 0:
+        raise ValueError(f"thresholds and f1 must be non-empty and equal in length: {t.shape} vs {y.shape}")
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    best_f1 = float(np.interp(best, t, y))
+
+    fig = _new_figure((6.0, 4.0))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(t, y, color="C0", label="F1")
+    ax.axvline(best, color="C3", linestyle="--", linewidth=1.0)
+    ax.plot([best], [best_f1], marker="o", color="C3", label=f"chosen {best:.3g} (F1 {best_f1:.2f})")
+    ax.set_xlabel("no-answer threshold")
+    ax.set_ylabel("F1")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return _save(fig, path)

@@ -1,0 +1,253 @@
+"""Pure statistics for the comparison report.
+
+Every per-question score array handled here is aligned to one fixed list of
+questions: index ``q`` is the same question in every array. All functions are
+pure and numpy-vectorised.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "BootstrapResult",
+    "DEFAULT_MAX_CHUNK_ELEMENTS",
+    "QUESTION_WORDS",
+    "agreement",
+    "bin_labels",
+    "breakdown",
+    "format_mean_sd",
+    "group_order",
+    "length_bins",
+    "mean_sd",
+    "paired_bootstrap",
+    "question_word",
+]
+
+#: Resample index matrices larger than this many elements are drawn in row chunks.
+DEFAULT_MAX_CHUNK_ELEMENTS = 20_000_000
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Outcome of a paired bootstrap of ``mean(a) - mean(b)`` over questions."""
+
+    mean_a: float
+    mean_b: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    significant: bool
+    n_questions: int
+    n_resamples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable dict of the fields."""
+        return asdict(self)
+
+
+def _as_scores(x: Any, name: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values")
+    return arr
+
+
+def paired_bootstrap(
+    scores_a: np.ndarray,
+    scores_b: np.ndarray,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    *,
+    max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
+) -> BootstrapResult:
+    """Paired bootstrap over questions of ``mean(a) - mean(b)``.
+
+    Each resample draws ``n`` question indices with replacement; the SAME
+    indices are applied to both arrays (that is the pairing), so the resampled
+    statistic is the mean of the per-question differences ``a[q] - b[q]``.
+
+    * CI: percentile interval of the resampled diffs at ``confidence``.
+    * p_value: two-sided bootstrap p,
+      ``min(1, 2 * min(frac(d* <= 0), frac(d* >= 0)))`` over resampled diffs
+      ``d*``; 0.0 means "below 1 / n_resamples".
+    * significant: the CI excludes 0 (``ci_low > 0 or ci_high < 0``).
+
+    Indices are ``floor(u * n)`` with ``u`` uniform doubles from
+    ``np.random.default_rng(seed)``; each double consumes exactly one draw of the
+    bit stream, so drawing the ``(n_resamples, n)`` matrix in row chunks (done
+    when ``n_resamples * n > max_chunk_elements``) gives bit-identical results
+    to drawing it at once.
+    """
+    a = _as_scores(scores_a, "scores_a")
+    b = _as_scores(scores_b, "scores_b")
+    if a.shape != b.shape:
+        raise ValueError(f"score arrays differ in length: {a.shape[0]} vs {b.shape[0]}")
+    n = a.shape[0]
+    if n == 0:
+        raise ValueError("score arrays are empty")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be >= 1")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must lie strictly between 0 and 1")
+    if max_chunk_elements < 1:
+        raise ValueError("max_chunk_elements must be >= 1")
+
+    d = a - b
+    rng = np.random.default_rng(seed)
+    rows = max(1, min(n_resamples, max_chunk_elements // n))
+    resampled = np.empty(n_resamples, dtype=np.float64)
+    for start in range(0, n_resamples, rows):  # loop over chunks only
+        k = min(rows, n_resamples - start)
+        idx = (rng.random((k, n)) * n).astype(np.intp)
+        np.minimum(idx, n - 1, out=idx)  # guard against u * n rounding up to n
+        resampled[start:start + k] = d[idx].mean(axis=1)
+
+    alpha = 1.0 - confidence
+    ci_low, ci_high = np.percentile(resampled, [100.0 * alpha / 2.0, 100.0 * (1.0 - alpha / 2.0)])
+    p = min(1.0, 2.0 * min(float(np.mean(resampled <= 0.0)), float(np.mean(resampled >= 0.0))))
+    return BootstrapResult(
+        mean_a=float(a.mean()),
+        mean_b=float(b.mean()),
+        diff=float(d.mean()),
+        ci_low=float(ci_low),
+        ci_high=float(ci_high),
+        p_value=float(p),
+        significant=bool(ci_low > 0.0 or ci_high < 0.0),
+        n_questions=int(n),
+        n_resamples=int(n_resamples),
+    )
+
+
+def agreement(answers_a: Sequence[str], answers_b: Sequence[str], normalize: Callable[[str], str]) -> float:
+    """Fraction of questions whose normalised answers are equal."""
+    if len(answers_a) != len(answers_b):
+        raise ValueError(f"answer lists differ in length: {len(answers_a)} vs {len(answers_b)}")
+    if len(answers_a) == 0:
+        raise ValueError("answer lists are empty")
+    same = np.fromiter(
+        (normalize(x) == normalize(y) for x, y in zip(answers_a, answers_b)), dtype=bool, count=len(answers_a)
+    )
+    return float(same.mean())
+
+
+QUESTION_WORDS: tuple[str, ...] = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how", "other")
+_WH_RE = re.compile(r"\b(" + "|".join(w for w in QUESTION_WORDS if w != "other") + r")\b")
+
+
+def question_word(question: str) -> str:
+    """The first wh-word (by position) of the lowercased question, whole words only.
+
+    "In what year ..." -> "what"; "How many/much ..." -> "how"; none -> "other".
+    The literal word "other" in a question is not a match.
+    """
+    m = _WH_RE.search(question.lower())
+    return m.group(1) if m else "other"
+
+
+def bin_labels(edges: Sequence[int]) -> list[str]:
+    """Ordered labels of the bins defined by ``edges`` (see :func:`length_bins`)."""
+    e = [int(x) for x in edges]
+    if not e:
+        raise ValueError("edges must not be empty")
+    if any(lo >= hi for lo, hi in zip(e, e[1:])):
+        raise ValueError(f"edges must be strictly increasing: {e}")
+    labels = [f"<{e[0]}"]
+    for lo, hi in zip(e, e[1:]):
+        labels.append(str(lo) if hi - 1 == lo else f"{lo}-{hi - 1}")
+    labels.append(f"{e[-1]}+")
+    return labels
+
+
+def length_bins(values: np.ndarray, edges: Sequence[int]) -> np.ndarray:
+    """String bin label for each value; ``edges`` are the inclusive lower bounds.
+
+    Bin ``i`` holds ``edges[i] <= v < edges[i+1]`` and is labelled ``"lo"`` when it
+    holds one integer, else ``"lo-hi"`` (inclusive); the last bin is ``"last+"``
+    and values below ``edges[0]`` get ``"<first"``. E.g. edges ``(1, 2, 3, 5, 9)``
+    give ``"<1", "1", "2", "3-4", "5-8", "9+"``.
+    """
+    labels = np.asarray(bin_labels(edges), dtype=object)
+    v = np.asarray(values)
+    pos = np.searchsorted(np.asarray(edges, dtype=np.float64), v.astype(np.float64), side="right")
+    return labels[pos].astype(str)
+
+
+_BIN_RE = re.compile(r"^(?:<(-?\d+)|(-?\d+)(?:-(-?\d+))?|(-?\d+)\+)$")
+
+
+def _bin_key(label: str) -> float | None:
+    m = _BIN_RE.match(label)
+    if m is None:
+        return None
+    below, lo, _, plus = m.groups()
+    if below is not None:
+        return int(below) - 0.5
+    return float(lo if lo is not None else plus)
+
+
+def group_order(labels: Sequence[str]) -> list[str]:
+    """Distinct labels in report order.
+
+    Length-bin labels (all of the form ``"<k"``, ``"k"``, ``"a-b"``, ``"k+"``) are
+    ordered by their lower bound; anything else alphabetically with ``"other"`` last.
+    """
+    distinct = sorted({str(x) for x in labels})
+    keys = [_bin_key(x) for x in distinct]
+    if distinct and all(k is not None for k in keys):
+        return [x for _, x in sorted(zip(keys, distinct))]
+    return sorted(distinct, key=lambda x: (x == "other", x))
+
+
+def breakdown(
+    scores: Mapping[str, np.ndarray], groups: np.ndarray, order: Sequence[str] | None = None
+) -> dict[str, dict[str, dict]]:
+    """Per decoding and group: ``{"n": count, "mean": mean score}``.
+
+    ``groups`` holds one label per question. Groups appear in ``order`` when
+    given (labels absent from ``groups`` are skipped), else :func:`group_order`.
+    """
+    g = np.asarray(groups).astype(str)
+    if g.ndim != 1:
+        raise ValueError("groups must be one-dimensional")
+    uniq, inverse = np.unique(g, return_inverse=True)
+    counts = np.bincount(inverse, minlength=len(uniq))
+    present = set(uniq.tolist())
+    ordered = [x for x in order if x in present] if order is not None else group_order(uniq.tolist())
+    missing = present.difference(ordered)
+    if missing:
+        raise ValueError(f"order lacks group labels: {sorted(missing)}")
+    pos = {label: i for i, label in enumerate(uniq.tolist())}
+    out: dict[str, dict[str, dict]] = {}
+    for name, s in scores.items():
+        arr = _as_scores(s, f"scores[{name!r}]")
+        if arr.shape != g.shape:
+            raise ValueError(f"scores[{name!r}] has {arr.shape[0]} values for {g.shape[0]} groups")
+        means = np.bincount(inverse, weights=arr, minlength=len(uniq)) / np.maximum(counts, 1)
+        out[name] = {lab: {"n": int(counts[pos[lab]]), "mean": float(means[pos[lab]])} for lab in ordered}
+    return out
+
+
+def mean_sd(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1; 0.0 for a single value)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if v.size == 0:
+        raise ValueError("mean_sd of no values")
+    sd = float(v.std(ddof=1)) if v.size > 1 else 0.0
+    return float(v.mean()), sd
+
+
+def format_mean_sd(values: Sequence[float], digits: int = 2) -> str:
+    """``"46.51 ± 0.84"`` for several values, ``"46.51"`` for one."""
+    m, sd = mean_sd(values)
+    if len(np.asarray(values).ravel()) == 1:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} ± {sd:.{digits}f}"

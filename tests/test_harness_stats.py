@@ -1,0 +1,246 @@
+"""Statistics and plots of the comparison report."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bio_mrc.harness.plots import plot_breakdown, plot_threshold_curve
+from bio_mrc.harness.stats import (
+    QUESTION_WORDS,
+    BootstrapResult,
+    agreement,
+    bin_labels,
+    breakdown,
+    format_mean_sd,
+    group_order,
+    length_bins,
+    mean_sd,
+    paired_bootstrap,
+    question_word,
+)
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def noisy_scores(n=500, seed=0):
+    """Integer-valued F1-like scores in 0..100 with a wide spread."""
+    return np.random.default_rng(seed).integers(0, 101, n).astype(float)
+
+
+# ---------------------------------------------------------------- bootstrap
+
+
+def test_identical_arrays_give_zero_diff_not_significant():
+    a = noisy_scores()
+    r = paired_bootstrap(a, a.copy(), n_resamples=300)
+    assert (r.diff, r.ci_low, r.ci_high) == (0.0, 0.0, 0.0)
+    assert r.p_value == 1.0
+    assert not r.significant
+    assert r.mean_a == r.mean_b == pytest.approx(a.mean())
+    assert (r.n_questions, r.n_resamples) == (500, 300)
+
+
+def test_constant_shift_gives_degenerate_ci_only_when_paired():
+    # Scores spread over 0..100, so an UNPAIRED bootstrap would give a CI many points wide;
+    # pairing makes every resampled diff exactly 5.
+    a = noisy_scores()
+    b = a - 5.0
+    r = paired_bootstrap(a, b, n_resamples=500)
+    assert r.diff == 5.0
+    assert (r.ci_low, r.ci_high) == (5.0, 5.0)
+    assert r.significant
+    assert r.p_value == 0.0
+    assert paired_bootstrap(b, a, n_resamples=500).diff == -5.0
+
+
+def test_shuffling_b_breaks_pairing():
+    rng = np.random.default_rng(1)
+    a = rng.uniform(0, 100, 400)
+    b = a - 1.0 + rng.normal(0, 1.0, 400)
+    paired = paired_bootstrap(a, b, n_resamples=1000, seed=3)
+    shuffled = paired_bootstrap(a, rng.permutation(b), n_resamples=1000, seed=3)
+    assert shuffled.diff == pytest.approx(paired.diff)  # same means...
+    assert paired.significant and paired.ci_low > 0
+    # ...but the per-question differences are no longer matched: far wider CI, no significance.
+    assert (shuffled.ci_high - shuffled.ci_low) > 10 * (paired.ci_high - paired.ci_low)
+    assert not shuffled.significant
+    assert shuffled.p_value > paired.p_value
+
+
+def test_seed_reproducibility():
+    a, b = noisy_scores(seed=1), noisy_scores(seed=2)
+    assert paired_bootstrap(a, b, seed=7) == paired_bootstrap(a, b, seed=7)
+    assert paired_bootstrap(a, b, seed=7) != paired_bootstrap(a, b, seed=8)
+
+
+def test_ci_covers_true_diff_and_p_value_tracks_effect():
+    rng = np.random.default_rng(42)
+    n = 2000
+    b = rng.uniform(0, 100, n)
+    a = b + 3.0 + rng.normal(0, 20, n)  # true mean difference 3
+    r = paired_bootstrap(a, b, n_resamples=2000, seed=0)
+    assert r.ci_low < 3.0 < r.ci_high
+    assert r.ci_low < r.diff < r.ci_high
+    assert r.diff == pytest.approx(r.mean_a - r.mean_b)
+    # analytic standard error of the mean paired difference is ~20/sqrt(2000) ~ 0.45
+    assert (r.ci_high - r.ci_low) == pytest.approx(2 * 1.96 * 20 / np.sqrt(n), rel=0.15)
+    assert r.significant and r.p_value < 0.01
+    # no true effect (fixed seeds, so deterministic): not significant, large p
+    null = paired_bootstrap(b + rng.normal(0, 20, n), b, n_resamples=2000, seed=0)
+    assert null.ci_low < 0.0 < null.ci_high
+    assert not null.significant and null.p_value > 0.05
+    wider = paired_bootstrap(a, b, n_resamples=2000, confidence=0.99, seed=0)
+    assert wider.ci_low < r.ci_low and wider.ci_high > r.ci_high
+
+
+@pytest.mark.parametrize("max_chunk_elements", [1, 7 * 123, 7 * 123 + 5, 10**9])
+def test_chunked_equals_unchunked(max_chunk_elements):
+    a, b = noisy_scores(123, seed=4), noisy_scores(123, seed=5)
+    whole = paired_bootstrap(a, b, n_resamples=250, seed=11)
+    chunked = paired_bootstrap(a, b, n_resamples=250, seed=11, max_chunk_elements=max_chunk_elements)
+    assert chunked == whole
+
+
+def test_bootstrap_validation_and_to_dict():
+    with pytest.raises(ValueError):
+        paired_bootstrap(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError):
+        paired_bootstrap(np.array([]), np.array([]))
+    with pytest.raises(ValueError):
+        paired_bootstrap(np.ones(3), np.ones(3), confidence=1.0)
+    with pytest.raises(ValueError):
+        paired_bootstrap(np.array([1.0, np.nan]), np.ones(2))
+    r = paired_bootstrap([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], n_resamples=50)
+    d = json.loads(json.dumps(r.to_dict()))
+    assert set(d) == {f for f in BootstrapResult.__dataclass_fields__}
+    assert d["diff"] == 1.0 and d["n_questions"] == 3 and isinstance(d["significant"], bool)
+
+
+# ---------------------------------------------------------------- agreement / question words
+
+
+def test_agreement_uses_normaliser():
+    norm = lambda s: " ".join(s.lower().replace("the ", "").split())  # noqa: E731
+    a = ["The Beatles", "1969", "Paris", ""]
+    b = ["beatles", "1970", "paris ", ""]
+    assert agreement(a, b, norm) == 0.75
+    assert agreement(a, b, lambda s: s) == 0.25
+    with pytest.raises(ValueError):
+        agreement(a, b[:2], norm)
+
+
+@pytest.mark.parametrize(
+    "question, word",
+    [
+        ("In what year did the war end?", "what"),
+        ("How many moons does Mars have?", "how"),
+        ("How much did it cost?", "how"),
+        ("Name the capital of France.", "other"),
+        ("Name the other city.", "other"),
+        ("WHO wrote Hamlet?", "who"),
+        ("To whom was it addressed?", "whom"),
+        ("Whose idea was it?", "whose"),
+        ("Which of these came first, and what followed?", "which"),
+        ("Somewhat whimsical wherever however", "other"),  # substrings are not whole words
+        ("The city where he was born?", "where"),
+        ("Why?", "why"),
+        ("When's the deadline?", "when"),
+    ],
+)
+def test_question_word(question, word):
+    assert question_word(question) == word
+    assert word in QUESTION_WORDS
+
+
+# ---------------------------------------------------------------- bins / breakdown
+
+
+def test_length_bins_labels():
+    edges = (1, 2, 3, 5, 9)
+    assert bin_labels(edges) == ["<1", "1", "2", "3-4", "5-8", "9+"]
+    values = np.array([0, 1, 2, 3, 4, 5, 8, 9, 40])
+    assert length_bins(values, edges).tolist() == ["<1", "1", "2", "3-4", "3-4", "5-8", "5-8", "9+", "9+"]
+    assert length_bins(np.array([0, 99, 100, 250, 256, 1000]), (0, 100, 256)).tolist() == [
+        "0-99", "0-99", "100-255", "100-255", "256+", "256+"]
+    with pytest.raises(ValueError):
+        bin_labels((3, 2))
+
+
+def test_group_order():
+    assert group_order(["9+", "3-4", "1", "<1", "5-8", "2", "1"]) == ["<1", "1", "2", "3-4", "5-8", "9+"]
+    assert group_order(["other", "who", "how", "what", "how"]) == ["how", "what", "who", "other"]
+
+
+def test_breakdown_counts_and_means():
+    groups = np.array(["1", "3-4", "1", "9+", "3-4", "3-4"])
+    scores = {
+        "greedy": np.array([100.0, 50.0, 0.0, 20.0, 40.0, 60.0]),
+        "viterbi": np.array([80.0, 0.0, 40.0, 10.0, 0.0, 30.0]),
+    }
+    out = breakdown(scores, groups)
+    assert list(out) == ["greedy", "viterbi"]
+    assert list(out["greedy"]) == ["1", "3-4", "9+"]
+    assert out["greedy"] == {
+        "1": {"n": 2, "mean": 50.0},
+        "3-4": {"n": 3, "mean": 50.0},
+        "9+": {"n": 1, "mean": 20.0},
+    }
+    assert out["viterbi"] == {
+        "1": {"n": 2, "mean": 60.0},
+        "3-4": {"n": 3, "mean": 10.0},
+        "9+": {"n": 1, "mean": 10.0},
+    }
+    words = np.array(["what", "other", "how", "what"])
+    by_word = breakdown({"x": np.array([10.0, 20.0, 30.0, 50.0])}, words)
+    assert list(by_word["x"]) == ["how", "what", "other"]
+    assert by_word["x"]["what"] == {"n": 2, "mean": 30.0}
+    explicit = breakdown({"x": np.array([10.0, 20.0, 30.0, 50.0])}, words, order=["other", "what", "how", "who"])
+    assert list(explicit["x"]) == ["other", "what", "how"]
+    with pytest.raises(ValueError):
+        breakdown({"x": np.ones(3)}, words)
+
+
+def test_mean_sd_and_format():
+    assert mean_sd([46.51]) == (46.51, 0.0)
+    m, sd = mean_sd([1.0, 2.0, 3.0, 4.0])
+    assert m == 2.5 and sd == pytest.approx(np.sqrt(5 / 3))  # ddof=1, not sqrt(5/4)
+    assert format_mean_sd([46.51]) == "46.51"
+    assert format_mean_sd([46.0, 47.0, 46.5]) == "46.50 ± 0.50"
+    assert format_mean_sd([1.0, 2.0], digits=1) == "1.5 ± 0.7"
+    with pytest.raises(ValueError):
+        mean_sd([])
+
+
+# ---------------------------------------------------------------- plots
+
+
+def test_plot_breakdown_writes_png(tmp_path):
+    bd = breakdown(
+        {"greedy": np.array([100.0, 50.0, 0.0, 20.0]), "viterbi": np.array([80.0, 0.0, 40.0, 10.0])},
+        length_bins(np.array([1, 3, 1, 12]), (1, 2, 3, 5, 9)),
+    )
+    out = plot_breakdown(bd, "F1 against answer length", "answer length (words)", tmp_path / "sub" / "ans.png")
+    assert out == tmp_path / "sub" / "ans.png"
+    data = out.read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 1000
+    with pytest.raises(ValueError):
+        plot_breakdown({}, "t", "x", tmp_path / "empty.png")
+
+
+def test_plot_threshold_curve_writes_png(tmp_path):
+    t = np.linspace(-5, 5, 41)
+    f1 = 60 - (t - 1.0) ** 2
+    out = plot_threshold_curve(t, f1, best=1.0, title="no-answer threshold", path=str(tmp_path / "thr.png"))
+    data = out.read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 1000
+    with pytest.raises(ValueError):
+        plot_threshold_curve(t, f1[:-1], 1.0, "t", tmp_path / "bad.png")
+
+
+def test_importing_plots_does_not_import_matplotlib():
+    code = "import sys, bio_mrc.harness.plots, bio_mrc.harness.stats; print('matplotlib' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "False"
