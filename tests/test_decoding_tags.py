@@ -228,8 +228,9 @@ def test_max_span_length_truncates():
 def fallback_probs() -> tuple[np.ndarray, np.ndarray]:
     """Row 0 reads O O O I I O (position 0 masked): no strict span, one weak lenient span (3, 4).
 
-    Its highest P(B) among real tokens is at 2 (position 0 is higher but masked), and P(I) > P(O) at 3 and
-    4, not at 5, so its fallback span is (2, 4). Row 1 has the span (1, 1). Row 2 has no real token.
+    Its best single span by log p_B(i) - log p_O(i) + Σ_{t=i+1..j} (log p_I(t) - log p_O(t)) is (2, 4):
+    ln .5 + ln(.5/.4) + ln(.46/.44) = -0.425, ahead of (2, 3) = -0.470 and (2, 2) = -0.693 (position 0
+    scores higher but is masked). Row 1 has the span (1, 1). Row 2 has no real token.
     """
     row0 = np.array([[0.5, 0.1, 0.4], [0.1, 0.1, 0.8], [0.3, 0.1, 0.6], [0.1, 0.5, 0.4], [0.1, 0.46, 0.44], [0.2, 0.1, 0.7]])
     row1 = np.array([[0.1, 0.1, 0.8]] * 6)

@@ -147,14 +147,19 @@ def score_spans(probs: np.ndarray, spans: TagSpans, method: str = "mean") -> Tag
 
 
 def _fallback_spans(probs: np.ndarray, mask: np.ndarray, rows: np.ndarray, max_span_length: int) -> TagSpans:
-    """For ``rows`` (each with a real token): the most probable B, extended right while P(I) > P(O)."""
-    start = np.where(mask[rows], probs[rows, :, TAG_B], -np.inf).argmax(axis=1)
-    positions = start[:, None] + np.arange(1, max_span_length)
-    clipped = np.minimum(positions, mask.shape[1] - 1)
-    r = rows[:, None]
-    goes_on = (positions < mask.shape[1]) & mask[r, clipped] & (probs[r, clipped, TAG_I] > probs[r, clipped, TAG_O])
-    extra = np.cumprod(goes_on, axis=1).sum(axis=1).astype(np.int64)
-    return TagSpans(rows, start, start + extra, np.full(len(rows), np.nan))
+    """For ``rows`` (each with a real token): the most probable tag sequence holding exactly one span.
+
+    Against all-O, tagging ``i..j`` as ``B I … I`` gains
+    ``log p_B(i) - log p_O(i) + Σ_{t=i+1..j} (log p_I(t) - log p_O(t))``; the best
+    ``(i, j)`` with ``j - i < max_span_length`` is found with the span decoder's banded search.
+    """
+    from .spans import best_spans
+
+    log_p = np.log(np.maximum(probs[rows], _EPS))
+    inside_gain = log_p[..., TAG_I] - log_p[..., TAG_O]
+    begin_gain = log_p[..., TAG_B] - log_p[..., TAG_O] - inside_gain  # the first token is B, not I
+    best = best_spans(begin_gain, np.zeros_like(begin_gain), mask[rows], max_span_length, 1, extra_token_scores=inside_gain)
+    return TagSpans(rows, best.start[:, 0], best.end[:, 0], np.full(len(rows), np.nan))
 
 
 def decode_bio(
@@ -176,10 +181,10 @@ def decode_bio(
        a probability for every method: with ``logsum`` a span is kept when
        ``exp(score) >= min_score``, so the default 0 keeps every span.
     4. With ``require_span``, every row left without a span that has at least
-       one real token gets the fallback span: the real token of highest P(B),
-       extended right while P(I) > P(O) (over real tokens, up to
-       ``max_span_length`` tokens), scored the same way and kept whatever
-       its score. Rows without real tokens never get a span.
+       one real token gets the fallback span: the most probable tag sequence
+       with exactly one span (up to ``max_span_length`` tokens), scored the
+       same way and kept whatever its score. Rows without real tokens never
+       get a span.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
