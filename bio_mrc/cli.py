@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+
 from .decoding.postprocess import DECODINGS, DecodeConfig
 from .model import HEAD_CHOICES
 from .training.train import TrainConfig
@@ -112,6 +114,34 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from .data.squad import load_squad
+    from .decoding.postprocess import decode
+    from .harness.plots import plot_threshold_curve
+    from .predict import TrainedModel
+    from .tuning import threshold_curve, tune_no_answer_threshold
+
+    data = load_squad(args.data, limit=args.limit)
+    trained = TrainedModel.load(args.model)
+    outputs = trained.windows(data.examples, batch_size=args.batch_size)
+    config, gold = _decode_config(args, require_answer=False), data.gold_texts()
+    thresholds, report = dict(trained.thresholds), {}
+    for decoding in args.decoding or trained.decodings:
+        predictions = decode(outputs, data.examples, decoding, config)
+        threshold, best_f1 = tune_no_answer_threshold(predictions, gold)
+        thresholds[decoding] = threshold
+        report[decoding] = {"threshold": thresholds[decoding], "best_f1": best_f1}
+        if args.plot_dir:
+            xs, f1 = threshold_curve(predictions, gold)
+            finite = np.isfinite(xs)
+            plot_threshold_curve(xs[finite], f1[finite], threshold, f"no-answer threshold, {decoding} decoding",
+                                 Path(args.plot_dir) / f"threshold_{decoding}.png")
+    trained.model.config.no_answer_thresholds = thresholds
+    trained.model.config.save_pretrained(args.model)  # predict, compare and AnswerExtractor apply them from now on
+    print(json.dumps(report, indent=2))
+    return 0
+
+
 def default_data_dir() -> Path:
     """``$BIO_MRC_DATA``, else ``../shared/data`` beside the working directory."""
     import os
@@ -176,6 +206,16 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--na-probs")
     evaluate.add_argument("--metric", choices=("squad", "multispan"), default="squad")
     evaluate.set_defaults(func=cmd_evaluate)
+    tune = sub.add_parser("tune", help="tune no-answer thresholds on a SQuAD 2.0 dev split and save them with the model")
+    tune.add_argument("--model", required=True)
+    tune.add_argument("--data", required=True, help="SQuAD 2.0 JSON of questions NOT used for the final evaluation")
+    tune.add_argument("--limit", type=int)
+    tune.add_argument("--decoding", choices=DECODINGS, nargs="+", help="default: every decoding the model has")
+    tune.add_argument("--batch-size", type=int, default=64)
+    tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
+    _add_decode_options(tune)
+    tune.set_defaults(func=cmd_tune)
+
     compare = sub.add_parser("compare", help="train/reuse runs, evaluate every decoding on the same questions, write a report")
     compare.add_argument("--config", default="quick", help="a JSON config (see benchmarks/ablations/) or a preset: quick, full, v2-quick")
     compare.add_argument("--data-dir", help="folder with squad-v1.1/, squad-v2.0/ (default: $BIO_MRC_DATA or ../shared/data)")

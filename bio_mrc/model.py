@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import AutoConfig, AutoModel, PreTrainedConfig, PreTrainedModel
+from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering, PreTrainedConfig, PreTrainedModel
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
@@ -145,5 +145,10 @@ def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:
     except TypeError:
         return AutoModel.from_config(encoder_config)
 
+
+# Known to the Auto classes: AutoConfig/AutoTokenizer read saved folders without warnings, and
+# AutoModelForQuestionAnswering.from_pretrained(folder) returns this model once bio_mrc is imported.
+AutoConfig.register(BioMrcConfig.model_type, BioMrcConfig, exist_ok=True)
+AutoModelForQuestionAnswering.register(BioMrcConfig, BioMrcForQuestionAnswering, exist_ok=True)
 
 __all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "HEADS"]

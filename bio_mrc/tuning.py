@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from .metrics.squad import find_best_threshold
 from .predict import no_answer_probability
 from .types import Prediction
@@ -31,3 +33,23 @@ def tune_no_answer_threshold(predictions: Sequence[Prediction], gold: Mapping[st
     if prob_threshold >= 1.0:
         return math.inf, best_f1
     return math.log(prob_threshold / (1.0 - prob_threshold)), best_f1
+
+
+def threshold_curve(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """F1 (0..100) when abstaining on every question whose no-answer score exceeds each threshold.
+
+    Thresholds are the sorted no-answer scores themselves (answering the
+    questions up to and including that score), preceded by ``-inf`` (abstain
+    on all). Vectorised with cumulative sums.
+    """
+    from .harness.scoring import per_question_scores
+
+    ids = [p.id for p in predictions]
+    answers = {p.id: (p.spans[0].text if p.spans else "") for p in predictions}
+    _, f1 = per_question_scores(gold, answers, ids, "2.0")
+    abstain_score = np.array([0.0 if gold[qid] else 100.0 for qid in ids])
+    scores = np.array([p.no_answer_score for p in predictions], dtype=np.float64)
+    order = np.argsort(scores, kind="stable")
+    gain = (f1 - abstain_score)[order]
+    totals = abstain_score.sum() + np.concatenate([[0.0], np.cumsum(gain)])
+    return np.concatenate([[-np.inf], scores[order]]), totals / len(ids)

@@ -81,3 +81,11 @@ def test_bio_targets_need_a_paragraph_mask(tiny_encoder_dir):
     data.pop("paragraph_mask")
     with pytest.raises(ValueError, match="paragraph_mask"):
         model(**data)
+
+
+def test_auto_classes_load_a_saved_model(tiny_encoder_dir, tmp_path):
+    from transformers import AutoModelForQuestionAnswering
+
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="bio").save_pretrained(tmp_path)
+    loaded = AutoModelForQuestionAnswering.from_pretrained(tmp_path)
+    assert isinstance(loaded, BioMrcForQuestionAnswering) and loaded.config.heads == "bio"

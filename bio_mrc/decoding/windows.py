@@ -6,8 +6,6 @@ This is the single place of the maximum-context rule and of tokens -> characters
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
-
 import numpy as np
 
 
@@ -103,12 +101,3 @@ def merge_windows(outputs: WindowOutputs, values: np.ndarray, n_examples: int) -
     mask = np.zeros((n_examples, width), dtype=bool)
     mask[ex, slot] = True
     return MergedTokens(merged, offsets, mask)
-
-
-def char_span(offsets: np.ndarray, row: int, start: int, end: int) -> tuple[int, int]:
-    """Character span of tokens ``start..end`` (inclusive) of one row of ``offsets``."""
-    return int(offsets[row, start, 0]), int(offsets[row, end, 1])
-
-
-def texts_of(contexts: Sequence[str], rows: np.ndarray, char_starts: np.ndarray, char_ends: np.ndarray) -> list[str]:
-    return [contexts[r][s:e] for r, s, e in zip(rows.tolist(), char_starts.tolist(), char_ends.tolist())]

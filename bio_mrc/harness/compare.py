@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -136,7 +135,7 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
                     "inference_seconds": inference_seconds, "threshold": threshold, **cell,
                 })
             if thresholds:  # saved with the model, so predict/extract apply the same values
-                trained.model.config.no_answer_thresholds = {k: (v if math.isfinite(v) else None) for k, v in thresholds.items()}
+                trained.model.config.no_answer_thresholds = thresholds  # -inf (always abstain) survives JSON as -Infinity
                 trained.model.config.save_pretrained(str(model_dir))
 
     return {
@@ -165,10 +164,6 @@ def _check_disjoint(train: Split, evaluation: Split, tune: Split | None) -> None
                     f"the {name_a} and {name_b} splits overlap ({len(shared)} questions, {len(contexts)} contexts): "
                     "split by article so no paragraph is seen in training and evaluation"
                 )
-
-
-def seeds_of(cells: Sequence[dict[str, Any]]) -> list[int]:
-    return sorted({c["seed"] for c in cells})
 
 
 def compare(config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:

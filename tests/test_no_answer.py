@@ -1,0 +1,145 @@
+"""SQuAD 2.0: null scores over windows, threshold tuning, thresholds saved and applied."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from bio_mrc.data.squad import examples_to_squad_json, load_squad
+from bio_mrc.data.unanswerable import add_unanswerable
+from bio_mrc.decoding.postprocess import DecodeConfig, decode_span
+from bio_mrc.decoding.windows import WindowOutputs
+from bio_mrc.harness.compare import compare
+from bio_mrc.harness.config import parse_config
+from bio_mrc.predict import TrainedModel, apply_no_answer_threshold, no_answer_probability
+from bio_mrc.tuning import threshold_curve, tune_no_answer_threshold
+from bio_mrc.types import AnswerSpan, Example, Prediction
+
+from .conftest import SAMPLE_V1
+
+
+def test_null_score_is_the_minimum_over_windows():
+    # One example seen by two windows; [CLS] is position 0, paragraph tokens 1..3.
+    context = "aa bb cc dd"
+    offsets = np.full((2, 4, 2), -1)
+    offsets[0, 1:] = [[0, 2], [3, 5], [6, 8]]
+    offsets[1, 1:] = [[3, 5], [6, 8], [9, 11]]
+    mask = offsets[..., 0] >= 0
+    start = np.array([[2.0, 0.0, 3.0, 0.0], [0.5, 0.0, 0.0, 0.0]])
+    end = np.array([[1.0, 0.0, 1.0, 0.0], [0.5, 0.0, 0.0, 0.0]])
+    outputs = WindowOutputs(np.array([0, 0]), offsets, mask, start, end)
+    (prediction,) = decode_span(outputs, [Example("q", "?", context)], DecodeConfig(n_best=3))
+    # null = min(2 + 1, 0.5 + 0.5) = 1; best span "bb" = 3 + 1 = 4 -> no-answer score 1 - 4 = -3
+    assert prediction.spans[0].text == "bb" and prediction.spans[0].score == 4.0
+    assert prediction.no_answer_score == pytest.approx(-3.0)
+
+
+def hand_made():
+    gold = {"q1": ["Paris"], "q2": [], "q3": ["1990"], "q4": []}
+    predictions = [
+        Prediction("q1", [AnswerSpan("Paris", 0, 5, 1.0)], no_answer_score=-2.0),
+        Prediction("q2", [AnswerSpan("x", 0, 1, 1.0)], no_answer_score=1.0),
+        Prediction("q3", [AnswerSpan("1990", 0, 4, 1.0)], no_answer_score=0.5),
+        Prediction("q4", [AnswerSpan("y", 0, 1, 1.0)], no_answer_score=3.0),
+    ]
+    return gold, predictions
+
+
+def test_threshold_tuning_finds_the_known_best():
+    gold, predictions = hand_made()
+    # Abstaining everywhere scores 2/4. Answering by increasing no-answer score: q1 (+1), q3 (+1), q2 (-1), q4 (-1).
+    # The best is to answer q1 and q3 only: threshold 0.5 (abstain when the score is above it), F1 100.
+    threshold, best_f1 = tune_no_answer_threshold(predictions, gold)
+    assert threshold == pytest.approx(0.5) and best_f1 == 100.0
+    applied = apply_no_answer_threshold(predictions, threshold)
+    assert [p.answer for p in applied] == ["Paris", "", "1990", ""]
+    xs, f1 = threshold_curve(predictions, gold)
+    assert xs.tolist() == [-math.inf, -2.0, 0.5, 1.0, 3.0]
+    assert f1.tolist() == [50.0, 75.0, 100.0, 75.0, 50.0]
+
+
+def test_always_abstaining_is_minus_infinity():
+    gold = {"q1": []}
+    (threshold, best_f1) = tune_no_answer_threshold([Prediction("q1", [AnswerSpan("x", 0, 1, 1.0)], no_answer_score=-5.0)], gold)
+    assert threshold == -math.inf and best_f1 == 100.0
+
+
+def test_na_probability_is_monotone_and_bounded():
+    scores = [-math.inf, -800.0, -3.0, 0.0, 2.0, math.inf]
+    probs = [no_answer_probability(s) for s in scores]
+    assert probs == sorted(probs) and probs[0] == 0.0 and probs[-1] == 1.0 and probs[3] == 0.5
+    with pytest.raises(ValueError):
+        no_answer_probability(None)
+
+
+@pytest.fixture(scope="module")
+def v2_file(tmp_path_factory):
+    """Three made-up articles, each with answerable and unanswerable questions (SQuAD 2.0 layout)."""
+    base = load_squad(SAMPLE_V1).examples
+    examples = []
+    for k in range(3):  # copies under new titles, with contexts made distinct so splits stay disjoint
+        for ex in base:
+            examples.append(Example(f"{ex.id}-{k}", ex.question, ex.context + f" Copy {k}.", ex.answers, f"{ex.title}-{k}"))
+    examples = add_unanswerable(examples, ratio=0.5, seed=0)
+    path = tmp_path_factory.mktemp("v2") / "v2.json"
+    path.write_text(json.dumps(examples_to_squad_json(examples, version="2.0")))
+    return path
+
+
+def test_v2_comparison_tunes_thresholds_on_other_articles(v2_file, tiny_encoder_dir, tmp_path):
+    split = lambda part: {"path": str(v2_file), "split": {"fractions": [0.5, 0.25, 0.25], "part": part, "seed": 0}}  # noqa: E731
+    raw = {
+        "name": "tiny-v2", "train": split(0), "tune": split(1), "eval": split(2),
+        "defaults": {"encoder": str(tiny_encoder_dir), "max_seq_length": 48, "doc_stride": 16, "max_query_length": 12,
+                     "epochs": 1, "batch_size": 4},
+        "runs": [{"name": "joint", "heads": "span+bio"}],
+    }
+    results, summary = compare(parse_config(raw), v2_file.parent, tmp_path, progress=False)
+    assert results["eval"]["version"] == "2.0"
+    row = next(r for r in summary["rows"] if r["decoding"] == "span")
+    assert {"HasAns_f1", "NoAns_f1", "threshold"} <= set(row)
+    model_dir = results["cells"][0]["model_dir"]
+    saved = TrainedModel.load(model_dir).thresholds
+    assert set(saved) == {"span", "bio", "joint"}
+    tuned = {c["decoding"]: c["threshold"] for c in results["cells"]}
+    for decoding, value in saved.items():
+        assert value == tuned[decoding]
+    na_probs = json.loads((tmp_path / "predictions" / "joint-seed42-span.na_probs.json").read_text())
+    assert len(na_probs) == results["eval"]["questions"] and all(0.0 <= p <= 1.0 for p in na_probs.values())
+    assert "| HasAns EM |" in (tmp_path / "report.md").read_text()
+
+
+def test_v2_evaluation_without_a_tuning_split_is_refused(v2_file, tiny_encoder_dir, tmp_path):
+    raw = {"name": "x", "train": {"path": str(v2_file), "split": {"fractions": [0.5, 0.5], "part": 0}},
+           "eval": {"path": str(v2_file), "split": {"fractions": [0.5, 0.5], "part": 1}},
+           "runs": [{"name": "span", "heads": "span", "encoder": str(tiny_encoder_dir)}]}
+    with pytest.raises(ValueError, match="tune"):
+        compare(parse_config(raw), v2_file.parent, tmp_path, progress=False)
+
+
+def test_tune_command_saves_thresholds_that_predict_applies(v2_file, tiny_encoder_dir, tmp_path, capsys):
+    from bio_mrc.cli import main
+
+    model = tmp_path / "model"
+    window = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+    assert main(["train", "--train", str(v2_file), "--output-dir", str(model), "--encoder", str(tiny_encoder_dir),
+                 "--heads", "span", "--epochs", "1", *window]) == 0
+    capsys.readouterr()
+    assert main(["tune", "--model", str(model), "--data", str(v2_file), "--plot-dir", str(tmp_path)]) == 0
+    tuned = json.loads(capsys.readouterr().out)["span"]
+    assert (tmp_path / "threshold_span.png").stat().st_size > 0
+    assert TrainedModel.load(model).thresholds == {"span": tuned["threshold"]}
+
+    preds = tmp_path / "preds.json"
+    assert main(["predict", "--model", str(model), "--data", str(v2_file), "--output", str(preds)]) == 0
+    nbest = json.loads(preds.with_suffix(".nbest.json").read_text())
+    threshold = tuned["threshold"]
+    for entry in nbest.values():
+        assert entry["abstain"] == (entry["no_answer_score"] > threshold)
+        assert (entry["answer"] == "") == entry["abstain"]
+    capsys.readouterr()
+    assert main(["evaluate", "--data", str(v2_file), "--predictions", str(preds),
+                 "--na-probs", str(preds.with_suffix(".na_probs.json"))]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["best_f1"] == pytest.approx(tuned["best_f1"])  # tuned on this very file: the official best agrees
