@@ -15,7 +15,6 @@ spans are counted and logged as a warning, never dropped or fixed silently.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -24,7 +23,7 @@ import numpy as np
 
 from ..metrics.tags import PREFIX_IDS, chunk_bounds
 from ..types import TAG_B, Example
-from .errors import DataFormatError
+from .errors import DataFormatError, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -115,12 +114,7 @@ def load_multispanqa(path: str | Path) -> list[Example]:
     repeated id. Spans that start with an I are kept and logged as a warning.
     """
     source = str(path)
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataFormatError("file not found", source=source) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataFormatError(f"not valid UTF-8 JSON: {err}", source=source) from None
+    raw = read_json(path)
     return parse_multispanqa(raw, source)
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..types import Example
-from .errors import DataFormatError
+from .errors import DataFormatError, read_json
 
 
 @dataclass
@@ -43,12 +42,7 @@ def load_squad(path: str | Path, limit: int | None = None) -> SquadFile:
     ``limit`` questions in file order (a fixed, reproducible slice).
     """
     source = str(path)
-    try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataFormatError("file not found", source=source) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataFormatError(f"not valid UTF-8 JSON: {err}", source=source) from None
+    raw = read_json(path)
     return parse_squad(raw, source=source, limit=limit)
 
 
