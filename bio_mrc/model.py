@@ -10,7 +10,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering, P
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
-from .heads import HEADS, BIOHead, SpanHead
+from .heads import BIOHead, SpanHead
 
 HEAD_CHOICES = ("span", "bio", "span+bio")
 
@@ -124,15 +124,18 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
             logits.update(head(hidden))
 
         output = BioMrcOutput(**logits)
+        labels = {"start_positions": start_positions, "end_positions": end_positions, "bio_targets": bio_targets}
+        weights = {"span": self.config.span_loss_weight, "bio": self.config.bio_loss_weight}
         losses = []
-        if self.span_head is not None and start_positions is not None and end_positions is not None:
-            output.span_loss = self.span_head.loss(logits, start_positions, end_positions, attention_mask)
-            losses.append(self.config.span_loss_weight * output.span_loss)
-        if self.bio_head is not None and bio_targets is not None:
-            if paragraph_mask is None:
+        for name, head in self.heads.items():  # every head through the one Head interface
+            targets = {key: labels[key] for key in head.label_names}
+            if any(value is None for value in targets.values()):
+                continue
+            if name == "bio" and paragraph_mask is None:
                 raise ValueError("bio_targets need a paragraph_mask saying which tokens are paragraph tokens")
-            output.bio_loss = self.bio_head.loss(logits, bio_targets, paragraph_mask)
-            losses.append(self.config.bio_loss_weight * output.bio_loss)
+            head_loss = head.loss(logits, attention_mask=attention_mask, paragraph_mask=paragraph_mask, **targets)
+            setattr(output, f"{name}_loss", head_loss)
+            losses.append(weights[name] * head_loss)
         if losses:
             output.loss = torch.stack(losses).sum()
         return output
@@ -151,4 +154,4 @@ def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:
 AutoConfig.register(BioMrcConfig.model_type, BioMrcConfig, exist_ok=True)
 AutoModelForQuestionAnswering.register(BioMrcConfig, BioMrcForQuestionAnswering, exist_ok=True)
 
-__all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "HEADS"]
+__all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput"]

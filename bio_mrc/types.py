@@ -38,24 +38,6 @@ class Example:
         """Texts of every span of every alternative."""
         return [[self.context[s:e] for s, e in alt] for alt in self.answers]
 
-    def to_record(self) -> dict[str, Any]:
-        """A flat record for ``datasets.Dataset`` (Arrow has no tuples)."""
-        return {
-            "id": self.id,
-            "title": self.title,
-            "question": self.question,
-            "context": self.context,
-            "answer_starts": [[s for s, _ in alt] for alt in self.answers],
-            "answer_ends": [[e for _, e in alt] for alt in self.answers],
-        }
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "Example":
-        answers = tuple(
-            tuple(zip(starts, ends)) for starts, ends in zip(record["answer_starts"], record["answer_ends"])
-        )
-        return cls(record["id"], record["question"], record["context"], answers, record.get("title", ""))
-
 
 @dataclass(frozen=True)
 class AnswerSpan:

@@ -4,6 +4,4 @@ from .base import Head, soft_cross_entropy
 from .bio import BIOHead
 from .span import SpanHead
 
-HEADS: dict[str, type[Head]] = {"span": SpanHead, "bio": BIOHead}
-
-__all__ = ["HEADS", "BIOHead", "Head", "SpanHead", "soft_cross_entropy"]
+__all__ = ["BIOHead", "Head", "SpanHead", "soft_cross_entropy"]

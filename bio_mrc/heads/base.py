@@ -14,7 +14,11 @@ from torch import nn
 
 
 class Head(nn.Module):
-    """Base class: ``forward(hidden) -> dict of logits``; ``loss(logits, **targets) -> scalar``."""
+    """Base class: ``forward(hidden) -> dict of logits``; ``loss(logits, **targets, attention_mask, paragraph_mask)``.
+
+    The model calls every head the same way: it passes the batch tensors named
+    in ``label_names`` plus both masks, and each head takes the mask it needs.
+    """
 
     #: names of the logits this head adds to the model output
     output_names: tuple[str, ...] = ()
