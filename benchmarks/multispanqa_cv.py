@@ -44,11 +44,13 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--init-from", help="a trained bio_mrc model (e.g. on SQuAD) to start every fold from")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--max-seq-length", type=int, default=256)
+    parser.add_argument("--doc-stride", type=int, default=96)
     args = parser.parse_args()
 
     examples = load_multispanqa(args.data)
     output = Path(args.output)
-    config = TrainConfig(heads="span+bio", max_seq_length=256, doc_stride=96, epochs=args.epochs, batch_size=16,
+    config = TrainConfig(heads="span+bio", max_seq_length=args.max_seq_length, doc_stride=args.doc_stride, epochs=args.epochs, batch_size=16,
                          learning_rate=args.learning_rate, seed=args.seed, bio_targets="one-hot", init_from=args.init_from)
     predictions: dict[str, dict[str, list[str]]] = {m: {} for m in METHODS}
     started = time.perf_counter()

@@ -63,3 +63,9 @@ def test_bad_data_file_is_a_clear_error(tmp_path, capsys):
     assert main(["evaluate", "--data", str(bad), "--predictions", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "q1" in err and "not in the context" in err
+
+
+def test_windows_longer_than_the_encoder_are_refused(tiny_encoder_dir, tmp_path):
+    with pytest.raises(ValueError, match="exceeds the 128 positions"):
+        main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path), "--encoder", str(tiny_encoder_dir),
+              "--max-seq-length", "256", "--doc-stride", "64"])

@@ -94,6 +94,9 @@ def train_model(
         encoder = resolve_encoder(config.encoder)
         model = BioMrcForQuestionAnswering.from_encoder(encoder, **heads_and_weights)
     tokenizer = AutoTokenizer.from_pretrained(encoder, use_fast=True)
+    positions = getattr(model.config.encoder, "max_position_embeddings", None)
+    if positions is not None and config.max_seq_length > positions:
+        raise ValueError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions of encoder {encoder}")
     started = time.perf_counter()
     features = build_features(examples, tokenizer, config.features, desc="training windows")
     features = features.remove_columns(["offset_mapping", "example_index"])
