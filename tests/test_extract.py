@@ -51,3 +51,20 @@ def test_extractor_rejects_bad_input(trained_dir):  # noqa: F811
         extractor(["a?", "b?"], ["x", "y", "z"])
     with pytest.raises(ValueError, match="offers"):
         AnswerExtractor(extractor.trained, decoding="crf")("Who?", "Newton.")
+
+
+def test_extract_command_prints_spans_with_offsets(trained_dir, tmp_path, capsys):  # noqa: F811
+    import json
+
+    from bio_mrc.cli import main
+
+    context = "Isaac Newton formulated the laws of motion and universal gravitation in 1687."
+    context_file = tmp_path / "context.txt"
+    context_file.write_text(context, encoding="utf-8")
+    capsys.readouterr()
+    assert main(["extract", "--model", str(trained_dir), "--question", "Who formulated the laws of motion?",
+                 "--context-file", str(context_file), "--multi-span", "--decoding", "joint"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["spans"] and result["no_answer_score"] is not None
+    for span in result["spans"]:
+        assert context[span["start"]: span["end"]] == span["text"]
