@@ -42,6 +42,8 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--epochs", type=float, default=3.0)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument("--head-learning-rate", type=float, default=TrainConfig.head_learning_rate,
+                        help="learning rate of the heads (default: the package default)")
     parser.add_argument("--init-from", help="a trained bio_mrc model (e.g. on SQuAD) to start every fold from")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--max-seq-length", type=int, default=256)
@@ -51,7 +53,7 @@ def main() -> None:
     examples = load_multispanqa(args.data)
     output = Path(args.output)
     config = TrainConfig(heads="span+bio", max_seq_length=args.max_seq_length, doc_stride=args.doc_stride, epochs=args.epochs, batch_size=16,
-                         learning_rate=args.learning_rate, seed=args.seed, bio_targets="one-hot", init_from=args.init_from)
+                         learning_rate=args.learning_rate, head_learning_rate=args.head_learning_rate, seed=args.seed, bio_targets="one-hot", init_from=args.init_from)
     predictions: dict[str, dict[str, list[str]]] = {m: {} for m in METHODS}
     started = time.perf_counter()
     for fold, (train, test) in enumerate(kfold_by_question(examples, args.folds, seed=args.seed)):

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .decoding.postprocess import DECODINGS, DecodeConfig
+from .decoding.postprocess import BIO_NULL_SCORES, DECODINGS, DecodeConfig
 from .model import HEAD_CHOICES
 from .training.train import TrainConfig
 
@@ -26,6 +26,8 @@ def _add_train_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--span-targets", choices=("soft", "one-hot"), default=defaults.span_targets)
     parser.add_argument("--epochs", type=float, default=defaults.epochs)
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
+    parser.add_argument("--head-learning-rate", type=float, default=defaults.head_learning_rate,
+                        help="learning rate of the freshly initialised heads (default: --learning-rate)")
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument("--max-seq-length", type=int, default=defaults.max_seq_length)
     parser.add_argument("--doc-stride", type=int, default=defaults.doc_stride, help="tokens of overlap between windows")
@@ -54,10 +56,15 @@ def _add_decode_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bio-scheme", choices=("lenient", "strict", "viterbi"), default=defaults.bio_scheme)
     parser.add_argument("--bio-score", choices=("mean", "product", "logsum"), default=defaults.bio_score)
     parser.add_argument("--bio-min-score", type=float, default=defaults.bio_min_score)
+    parser.add_argument("--bio-null", choices=BIO_NULL_SCORES, default=defaults.bio_null,
+                        help="BIO no-answer score: span = 1 - best span score; tags = log P(all O) - log P(best span)")
 
 
 def _decode_config(args: argparse.Namespace, require_answer: bool = True) -> DecodeConfig:
-    return DecodeConfig(args.n_best, args.max_answer_length, args.bio_scheme, args.bio_score, args.bio_min_score, require_answer)
+    return DecodeConfig(
+        n_best=args.n_best, max_answer_length=args.max_answer_length, bio_scheme=args.bio_scheme,
+        bio_score=args.bio_score, bio_min_score=args.bio_min_score, bio_null=args.bio_null, require_answer=require_answer,
+    )
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -118,7 +125,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .data.squad import load_squad
     from .decoding.postprocess import decode
     from .harness.plots import plot_threshold_curve
-    from .predict import TrainedModel
+    from .predict import TrainedModel, threshold_key
     from .tuning import threshold_curve, tune_no_answer_threshold
 
     data = load_squad(args.data, limit=args.limit)
@@ -129,8 +136,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for decoding in args.decoding or trained.decodings:
         predictions = decode(outputs, data.examples, decoding, config)
         threshold, best_f1 = tune_no_answer_threshold(predictions, gold)
-        thresholds[decoding] = threshold
-        report[decoding] = {"threshold": thresholds[decoding], "best_f1": best_f1}
+        key = threshold_key(decoding, config)
+        thresholds[key] = threshold
+        report[key] = {"threshold": threshold, "best_f1": best_f1}
         if args.plot_dir:
             xs, f1 = threshold_curve(predictions, gold)
             finite = np.isfinite(xs)

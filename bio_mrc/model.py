@@ -104,6 +104,10 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
     def heads(self) -> dict[str, torch.nn.Module]:
         return {name: head for name, head in (("span", self.span_head), ("bio", self.bio_head)) if head is not None}
 
+    def head_parameters(self) -> list[torch.nn.Parameter]:
+        """Parameters of the heads (not the encoder), e.g. for their own learning rate."""
+        return [p for head in self.heads.values() for p in head.parameters()]
+
     def forward(
         self,
         input_ids: torch.Tensor,

@@ -60,6 +60,12 @@ def apply_no_answer_threshold(predictions: Sequence[Prediction], threshold: floa
     return list(predictions)
 
 
+def threshold_key(decoding: str, config: DecodeConfig) -> str:
+    """Where a decoding's tuned threshold is saved: one per no-answer score, since a
+    threshold tuned on one score means nothing for another."""
+    return f"bio/{config.bio_null}" if decoding == "bio" and config.bio_null != "span" else decoding
+
+
 def decode_with_thresholds(
     outputs: WindowOutputs,
     examples: Sequence[Example],
@@ -69,7 +75,7 @@ def decode_with_thresholds(
 ) -> list[Prediction]:
     """Decode, then apply the no-answer threshold tuned for this decoding, if there is one."""
     predictions = decode(outputs, examples, decoding, config)
-    return apply_no_answer_threshold(predictions, (thresholds or {}).get(decoding))
+    return apply_no_answer_threshold(predictions, (thresholds or {}).get(threshold_key(decoding, config)))
 
 
 def no_answer_probability(score: float | None) -> float:

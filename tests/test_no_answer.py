@@ -8,11 +8,13 @@ import pytest
 
 from bio_mrc.data.squad import examples_to_squad_json, load_squad
 from bio_mrc.data.unanswerable import add_unanswerable
-from bio_mrc.decoding.postprocess import DecodeConfig, decode_span
+from bio_mrc.decoding.postprocess import DecodeConfig, decode_bio_predictions, decode_span
 from bio_mrc.decoding.windows import WindowOutputs
 from bio_mrc.harness.compare import compare
 from bio_mrc.harness.config import parse_config
-from bio_mrc.predict import TrainedModel, apply_no_answer_threshold, no_answer_probability
+from bio_mrc.predict import (
+    TrainedModel, apply_no_answer_threshold, decode_with_thresholds, no_answer_probability, threshold_key,
+)
 from bio_mrc.tuning import threshold_curve, tune_no_answer_threshold
 from bio_mrc.types import AnswerSpan, Example, Prediction
 
@@ -33,6 +35,34 @@ def test_null_score_is_the_minimum_over_windows():
     # null = min(2 + 1, 0.5 + 0.5) = 1; best span "bb" = 3 + 1 = 4 -> no-answer score 1 - 4 = -3
     assert prediction.spans[0].text == "bb" and prediction.spans[0].score == 4.0
     assert prediction.no_answer_score == pytest.approx(-3.0)
+
+
+def test_bio_null_scores_by_hand():
+    # One window, [CLS] then paragraph tokens "aa bb cc"; the head tags "bb cc" as B I.
+    context = "aa bb cc"
+    offsets = np.array([[[-1, -1], [0, 2], [3, 5], [6, 8]]])
+    mask = offsets[..., 0] >= 0
+    probs = np.array([[[1 / 3, 1 / 3, 1 / 3], [0.1, 0.1, 0.8], [0.6, 0.2, 0.2], [0.1, 0.5, 0.4]]])
+    outputs = WindowOutputs(np.array([0]), offsets, mask, bio_logits=np.log(probs))
+    example = [Example("q", "?", context)]
+
+    (by_span,) = decode_bio_predictions(outputs, example, DecodeConfig(bio_null="span"))
+    assert by_span.spans[0].text == "bb cc"
+    assert by_span.no_answer_score == pytest.approx(1 - (0.6 + 0.5) / 2)  # 1 - mean tag probability
+
+    (by_tags,) = decode_bio_predictions(outputs, example, DecodeConfig(bio_null="tags"))
+    # log P(all O) - log P(O B I) = log(0.2 / 0.6) + log(0.4 / 0.5)
+    assert by_tags.no_answer_score == pytest.approx(math.log(0.2 / 0.6) + math.log(0.4 / 0.5))
+    with pytest.raises(ValueError, match="bio_null"):
+        decode_bio_predictions(outputs, example, DecodeConfig(bio_null="cls"))
+
+    # Each no-answer score has its own saved threshold: applying one tuned for the other would be meaningless.
+    thresholds = {"bio": 1.0, "bio/tags": -10.0}
+    assert threshold_key("bio", DecodeConfig(bio_null="tags")) == "bio/tags"
+    assert threshold_key("span", DecodeConfig(bio_null="tags")) == "span"
+    (kept,) = decode_with_thresholds(outputs, example, "bio", DecodeConfig(bio_null="span"), thresholds)
+    (dropped,) = decode_with_thresholds(outputs, example, "bio", DecodeConfig(bio_null="tags"), thresholds)
+    assert (kept.answer, dropped.answer) == ("bb cc", "")
 
 
 def hand_made():

@@ -29,6 +29,7 @@ from .tags import decode_bio
 from .windows import WindowOutputs, merge_windows
 
 DECODINGS = ("span", "bio", "joint")
+BIO_NULL_SCORES = ("span", "tags")
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class DecodeConfig:
     bio_scheme: str = "viterbi"
     bio_score: str = "mean"
     bio_min_score: float = 0.0
+    bio_null: str = "span"
     require_answer: bool = True
 
 
@@ -130,12 +132,21 @@ def decode_bio_predictions(
 ) -> list[Prediction]:
     """Tags of the merged token sequence -> all spans, best first; the SQuAD answer is the best one.
 
-    ``no_answer_score`` is ``1 - best span score`` (0 when a span is certain,
-    1 when no span was found): with the default ``mean`` score, one minus the
-    mean tag probability of the best span.
+    ``no_answer_score`` (higher = more likely unanswerable) is chosen by ``config.bio_null``:
+
+    * ``"span"``: ``1 - best span score`` (0 when a span is certain, 1 when no
+      span was found); with the default ``mean`` score, one minus the mean tag
+      probability of the best span.
+    * ``"tags"``: the O-probability mass against the best span, as a
+      log-likelihood ratio: ``log P(all O) - max_span log P(only that span)``,
+      i.e. ``min`` over decoded spans of ``log p_O(i) - log p_B(i) +
+      Σ_{t=i+1..j} (log p_O(t) - log p_I(t))``. Unlike ``"span"`` it weighs a
+      span's length and how sure the head is that its tokens are not O.
     """
     if outputs.bio_logits is None:
         raise ValueError("BIO decoding needs a model with a BIO head")
+    if config.bio_null not in BIO_NULL_SCORES:
+        raise ValueError(f"bio_null must be one of {BIO_NULL_SCORES}, got {config.bio_null!r}")
     probs = np.exp(outputs.bio_log_probs)
     merged = merge_windows(outputs, probs, len(examples))
     spans = decode_bio(
@@ -146,10 +157,23 @@ def decode_bio_predictions(
     char_start = merged.offsets[spans.row, spans.start, 0]
     char_end = merged.offsets[spans.row, spans.end, 1]
     predictions = _collect(examples, spans.row, char_start, char_end, spans.score, n_best=10**9, null=None)
-    for prediction in predictions:
-        best = prediction.spans[0].score if prediction.spans else 0.0
-        prediction.no_answer_score = 1.0 - best
+    if config.bio_null == "tags":
+        null = np.full(len(examples), np.inf)
+        np.minimum.at(null, spans.row, _all_o_ratio(merged.values, spans))  # merged rows are examples
+        for prediction, value in zip(predictions, null.tolist()):
+            prediction.no_answer_score = value
+    else:
+        for prediction in predictions:
+            prediction.no_answer_score = 1.0 - (prediction.spans[0].score if prediction.spans else 0.0)
     return predictions
+
+
+def _all_o_ratio(probs: np.ndarray, spans) -> np.ndarray:
+    """``log P(all O) - log P(only this span)`` of each span, from merged tag probabilities."""
+    log_probs = np.log(np.clip(probs, 1e-12, None))
+    o_over_i = np.cumsum(log_probs[..., TAG_O] - log_probs[..., TAG_I], axis=-1)
+    begin = log_probs[spans.row, spans.start, TAG_O] - log_probs[spans.row, spans.start, TAG_B]
+    return begin + o_over_i[spans.row, spans.end] - o_over_i[spans.row, spans.start]
 
 
 def decode(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig = DecodeConfig()) -> list[Prediction]:

@@ -17,7 +17,7 @@ from ..data.squad import gold_texts, load_squad
 from ..data.unanswerable import add_unanswerable
 from ..decoding.postprocess import available_decodings, decode
 from ..decoding.windows import WindowOutputs, merge_windows
-from ..predict import TrainedModel, apply_no_answer_threshold, write_prediction_files
+from ..predict import TrainedModel, apply_no_answer_threshold, threshold_key, write_prediction_files
 from ..training.train import RUN_FILE, TrainConfig, load_run_record, train_model
 from ..tuning import tune_no_answer_threshold
 from ..types import Example, Prediction
@@ -123,7 +123,7 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
                 if tune_outputs is not None:
                     tune_predictions = decode(tune_outputs, tune_split.examples, decoding, replace(config.decode, require_answer=False))
                     threshold, _ = tune_no_answer_threshold(tune_predictions, tune_split.gold)
-                    thresholds[decoding] = threshold
+                    thresholds[threshold_key(decoding, config.decode)] = threshold
                 predictions, cell = evaluate_cell(outputs, eval_split, decoding, config, threshold)
                 write_prediction_files(
                     predictions, output_dir / "predictions" / f"{run.name}-seed{seed}-{decoding}.json",
@@ -135,7 +135,7 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
                     "inference_seconds": inference_seconds, "threshold": threshold, **cell,
                 })
             if thresholds:  # saved with the model, so predict/extract apply the same values
-                trained.model.config.no_answer_thresholds = thresholds  # -inf (always abstain) survives JSON as -Infinity
+                trained.model.config.no_answer_thresholds = {**trained.thresholds, **thresholds}  # -inf (always abstain) survives JSON as -Infinity
                 trained.model.config.save_pretrained(str(model_dir))
 
     return {
