@@ -3,7 +3,11 @@
 Each fold trains a joint (span + BIO) model on the other folds, then decodes the
 held-out questions with every multi-span method:
 
-- BIO decoding: lenient, strict IOB2 and constrained Viterbi;
+- BIO decoding: the spans of the most probable tag sequence (no span over the
+  maximum answer length), each ranked by its log-likelihood ratio against O,
+  without a span-length prior (``bio``) and with the prior tuned on SQuAD for
+  the ``--init-from`` model, which every fold model inherits (``bio-squad-prior``;
+  nothing is tuned on MultiSpanQA);
 - span-head n-best multi-span: non-overlapping n-best spans with probability >= 0.1.
 
 Predictions of the five folds are pooled (every question is predicted exactly
@@ -32,7 +36,7 @@ from bio_mrc.metrics.multispan import multispan_metrics
 from bio_mrc.predict import TrainedModel
 from bio_mrc.training.train import TrainConfig, train_model
 
-METHODS = ("bio-lenient", "bio-strict", "bio-viterbi", "span-nbest")
+METHODS = ("bio", "bio-squad-prior", "span-nbest")
 
 
 def main() -> None:
@@ -46,6 +50,8 @@ def main() -> None:
                         help="learning rate of the heads (default: the package default)")
     parser.add_argument("--init-from", help="a trained bio_mrc model (e.g. on SQuAD) to start every fold from")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--tag-level", choices=("word", "subword"), default=TrainConfig.tag_level)
+    parser.add_argument("--bio-loss-weight", type=float, default=TrainConfig.bio_loss_weight)
     parser.add_argument("--max-seq-length", type=int, default=256)
     parser.add_argument("--doc-stride", type=int, default=96)
     args = parser.parse_args()
@@ -53,7 +59,8 @@ def main() -> None:
     examples = load_multispanqa(args.data)
     output = Path(args.output)
     config = TrainConfig(heads="span+bio", max_seq_length=args.max_seq_length, doc_stride=args.doc_stride, epochs=args.epochs, batch_size=16,
-                         learning_rate=args.learning_rate, head_learning_rate=args.head_learning_rate, seed=args.seed, bio_targets="one-hot", init_from=args.init_from)
+                         learning_rate=args.learning_rate, head_learning_rate=args.head_learning_rate, seed=args.seed, bio_targets="one-hot", init_from=args.init_from,
+                         tag_level=args.tag_level, bio_loss_weight=args.bio_loss_weight)
     predictions: dict[str, dict[str, list[str]]] = {m: {} for m in METHODS}
     started = time.perf_counter()
     for fold, (train, test) in enumerate(kfold_by_question(examples, args.folds, seed=args.seed)):
@@ -62,9 +69,10 @@ def main() -> None:
             train_model(train, config, model_dir, save_checkpoints=False)
         trained = TrainedModel.load(model_dir)
         outputs = trained.windows(test)
-        for scheme in ("lenient", "strict", "viterbi"):
-            decoded = decode(outputs, test, "bio", DecodeConfig(bio_scheme=scheme, require_answer=True))
-            predictions[f"bio-{scheme}"].update({p.id: [s.text for s in p.spans] for p in decoded})
+        multi = DecodeConfig(multi_span=True, require_answer=True, bio_length_prior=0.0)
+        for method, config in (("bio", multi), ("bio-squad-prior", trained.decode_config(replace(multi, bio_length_prior=None)))):
+            decoded = decode(outputs, test, "bio", config)
+            predictions[method].update({p.id: [s.text for s in p.spans] for p in decoded})
         decoded = nbest_multi_span(decode(outputs, test, "span", DecodeConfig()), min_probability=0.1)
         predictions["span-nbest"].update({p.id: [s.text for s in p.spans] for p in decoded})
         print(f"fold {fold}: trained on {len(train)}, predicted {len(test)}", flush=True)

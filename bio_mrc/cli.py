@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .decoding.postprocess import BIO_NULL_SCORES, DECODINGS, DecodeConfig
+from .decoding.postprocess import DECODINGS, DecodeConfig
 from .model import HEAD_CHOICES
 from .training.train import TrainConfig
 
@@ -22,7 +22,12 @@ def _add_train_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heads", choices=HEAD_CHOICES, default=defaults.heads)
     parser.add_argument("--span-loss-weight", type=float, default=defaults.span_loss_weight)
     parser.add_argument("--bio-loss-weight", type=float, default=defaults.bio_loss_weight)
-    parser.add_argument("--bio-targets", choices=("soft", "one-hot"), default=defaults.bio_targets)
+    parser.add_argument("--bio-targets", choices=("soft", "one-hot", "marginal"), default=defaults.bio_targets,
+                        help="several annotators: soft = their mean tag distribution; marginal = log Σ_k P(tags_k); one-hot = the first")
+    parser.add_argument("--tag-level", choices=("word", "subword"), default=defaults.tag_level,
+                        help="word: tag the first piece of each word and decode on word boundaries; subword: tag every token")
+    parser.add_argument("--bio-class-weights", type=float, nargs=3, default=defaults.bio_class_weights, metavar=("B", "I", "O"),
+                        help="weights of B/I/O tokens in the BIO loss (a departure from the plain loss; default: none)")
     parser.add_argument("--span-targets", choices=("soft", "one-hot"), default=defaults.span_targets)
     parser.add_argument("--epochs", type=float, default=defaults.epochs)
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
@@ -45,25 +50,25 @@ def _add_train_options(parser: argparse.ArgumentParser) -> None:
 def _train_config(args: argparse.Namespace) -> TrainConfig:
     names = TrainConfig().to_dict().keys()
     values = {name: getattr(args, name) for name in names}
-    values["bio_prior"] = tuple(values["bio_prior"]) if values["bio_prior"] else None
+    for name in ("bio_prior", "bio_class_weights"):
+        values[name] = tuple(values[name]) if values[name] else None
     return TrainConfig(**values)
 
 
 def _add_decode_options(parser: argparse.ArgumentParser) -> None:
     defaults = DecodeConfig()
     parser.add_argument("--n-best", type=int, default=defaults.n_best)
-    parser.add_argument("--max-answer-length", type=int, default=defaults.max_answer_length, help="in tokens")
-    parser.add_argument("--bio-scheme", choices=("lenient", "strict", "viterbi"), default=defaults.bio_scheme)
-    parser.add_argument("--bio-score", choices=("mean", "product", "logsum"), default=defaults.bio_score)
-    parser.add_argument("--bio-min-score", type=float, default=defaults.bio_min_score)
-    parser.add_argument("--bio-null", choices=BIO_NULL_SCORES, default=defaults.bio_null,
-                        help="BIO no-answer score: span = 1 - best span score; tags = log P(all O) - log P(best span)")
+    parser.add_argument("--max-answer-length", type=int, default=defaults.max_answer_length,
+                        help="in tokens (in words for the BIO decoding of a word-level tagger)")
+    parser.add_argument("--bio-length-prior", type=float, default=defaults.bio_length_prior,
+                        help="BIO span-length prior β (a span of n tags gains β(n-1)); default: the value tuned for the model")
 
 
 def _decode_config(args: argparse.Namespace, require_answer: bool = True) -> DecodeConfig:
     return DecodeConfig(
-        n_best=args.n_best, max_answer_length=args.max_answer_length, bio_scheme=args.bio_scheme,
-        bio_score=args.bio_score, bio_min_score=args.bio_min_score, bio_null=args.bio_null, require_answer=require_answer,
+        n_best=args.n_best, max_answer_length=args.max_answer_length,
+        multi_span=getattr(args, "multi_span", False), require_answer=require_answer,
+        bio_length_prior=args.bio_length_prior,
     )
 
 
@@ -91,7 +96,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     outputs = trained.windows(data.examples, batch_size=args.batch_size)
     report: dict[str, object] = {"questions": len(data.examples), "inference_seconds": round(time.perf_counter() - started, 1)}
-    config = _decode_config(args, require_answer=not data.is_v2)
+    config = trained.decode_config(_decode_config(args, require_answer=not data.is_v2))
     output = Path(args.output)
     for decoding in args.decoding:
         # One decoding writes to --output itself; several write PREDS.<decoding>.json each, from one forward pass.
@@ -123,16 +128,33 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from .data.squad import load_squad
-    from .decoding.postprocess import decode
-    from .harness.plots import plot_threshold_curve
-    from .predict import TrainedModel, threshold_key
-    from .tuning import threshold_curve, tune_no_answer_threshold
+    from .predict import TrainedModel
 
     data = load_squad(args.data, limit=args.limit)
     trained = TrainedModel.load(args.model)
     outputs = trained.windows(data.examples, batch_size=args.batch_size)
-    config, gold = _decode_config(args, require_answer=False), data.gold_texts()
-    thresholds, report = dict(trained.thresholds), {}
+    config, report = _decode_config(args, require_answer=False), {}
+    if "bio" in trained.decodings and args.bio_length_prior is None and any(ex.answers for ex in data.examples):
+        from .tuning import tune_bio_length_prior
+
+        prior, f1 = tune_bio_length_prior(outputs, data.examples, config)
+        trained.model.config.bio_length_prior = prior
+        report["bio_length_prior"] = {"value": prior, "best_f1": float(f1.max()), "f1_without": float(f1[0])}
+    config = trained.decode_config(config)
+    if data.is_v2:
+        trained.model.config.no_answer_thresholds = _tune_thresholds(args, trained, outputs, data, config, report)
+    trained.model.config.save_pretrained(args.model)  # predict, compare and AnswerExtractor apply them from now on
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def _tune_thresholds(args: argparse.Namespace, trained, outputs, data, config: DecodeConfig, report: dict) -> dict[str, float]:
+    from .decoding.postprocess import decode
+    from .harness.plots import plot_threshold_curve
+    from .predict import threshold_key
+    from .tuning import threshold_curve, tune_no_answer_threshold
+
+    thresholds, gold = dict(trained.thresholds), data.gold_texts()
     for decoding in args.decoding or trained.decodings:
         predictions = decode(outputs, data.examples, decoding, config)
         threshold, best_f1 = tune_no_answer_threshold(predictions, gold)
@@ -144,10 +166,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             finite = np.isfinite(xs)
             plot_threshold_curve(xs[finite], f1[finite], threshold, f"no-answer threshold, {decoding} decoding",
                                  Path(args.plot_dir) / f"threshold_{decoding}.png")
-    trained.model.config.no_answer_thresholds = thresholds
-    trained.model.config.save_pretrained(args.model)  # predict, compare and AnswerExtractor apply them from now on
-    print(json.dumps(report, indent=2))
-    return 0
+    return thresholds
 
 
 def default_data_dir() -> Path:
@@ -180,7 +199,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if context is None:
         raise SystemExit("error: give --context-file or --context")
     extractor = AnswerExtractor.from_pretrained(
-        args.model, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args, False),
+        args.model, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
         min_span_probability=args.min_span_probability,
     )
     print(json.dumps(extractor(args.question, context).to_dict(), ensure_ascii=False, indent=2))
@@ -214,9 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--na-probs")
     evaluate.add_argument("--metric", choices=("squad", "multispan"), default="squad")
     evaluate.set_defaults(func=cmd_evaluate)
-    tune = sub.add_parser("tune", help="tune no-answer thresholds on a SQuAD 2.0 dev split and save them with the model")
+    tune = sub.add_parser("tune", help="tune the BIO span-length prior (and, on SQuAD 2.0 data, no-answer thresholds) "
+                                       "on held-out questions and save them with the model")
     tune.add_argument("--model", required=True)
-    tune.add_argument("--data", required=True, help="SQuAD 2.0 JSON of questions NOT used for the final evaluation")
+    tune.add_argument("--data", required=True, help="SQuAD JSON of questions NOT used for training or the final evaluation")
     tune.add_argument("--limit", type=int)
     tune.add_argument("--decoding", choices=DECODINGS, nargs="+", help="default: every decoding the model has")
     tune.add_argument("--batch-size", type=int, default=64)

@@ -28,7 +28,9 @@ class AnswerExtractor:
     ``decoding``: ``"span"``, ``"bio"``, ``"joint"`` or ``"auto"`` (BIO for
     multi-span when the model has a BIO head, else joint, else whichever head
     exists). ``multi_span=False`` returns the single best span; ``True``
-    returns every BIO span, or for span decoding the non-overlapping n-best
+    returns the spans of the most probable BIO tag sequence (with the default
+    ``require_answer`` its best single span when that sequence is all O: "no
+    answer" is the saved no-answer threshold's decision), or for span decoding the non-overlapping n-best
     spans with probability ≥ ``min_span_probability``.
     """
 
@@ -66,7 +68,7 @@ class AnswerExtractor:
     @overload
     def __call__(self, question: Sequence[str], context: Sequence[str], **options) -> list[Prediction]: ...
 
-    def __call__(self, question, context, multi_span: bool | None = None, decoding: str | None = None, require_answer: bool = False):
+    def __call__(self, question, context, multi_span: bool | None = None, decoding: str | None = None, require_answer: bool | None = None):
         single = isinstance(question, str)
         questions = [question] if single else list(question)
         contexts = [context] if isinstance(context, str) else list(context)
@@ -83,7 +85,9 @@ class AnswerExtractor:
         decoding = self._choose_decoding(decoding or self.decoding, multi_span)
         examples = [Example(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))]
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
-        config = replace(self.decode_config, require_answer=require_answer)
+        config = replace(self.trained.decode_config(self.decode_config), multi_span=multi_span and decoding == "bio")
+        if require_answer is not None:  # else the extractor's DecodeConfig decides
+            config = replace(config, require_answer=require_answer)
         predictions = decode_with_thresholds(outputs, examples, decoding, config, self.trained.thresholds)
         if multi_span and decoding != "bio":
             predictions = nbest_multi_span(predictions, self.min_span_probability)

@@ -31,7 +31,9 @@ def run_windows(
     width = int(lengths.max(initial=1))
     n = len(features)
     offsets = np.full((n, width, 2), -1, dtype=np.int64)
+    words = offsets.copy()
     mask = np.zeros((n, width), dtype=bool)
+    tagged = mask.copy()
     heads = model.heads
     start = np.full((n, width), -np.inf, dtype=np.float32) if "span" in heads else None
     end = None if start is None else start.copy()
@@ -51,10 +53,11 @@ def run_windows(
             end[rows, :length] = out.end_logits.float().cpu().numpy()
         if bio is not None:
             bio[rows, :length] = out.bio_logits.float().cpu().numpy()
-    for i, (offs, para) in enumerate(zip(features["offset_mapping"], features["paragraph_mask"])):
-        offsets[i, : len(offs)] = offs
-        mask[i, : len(para)] = np.asarray(para, dtype=bool)
-    return WindowOutputs(np.asarray(features["example_index"]), offsets, mask, start, end, bio)
+    columns = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"])
+    for i, (offs, para, word_offs, tags) in enumerate(columns):
+        offsets[i, : len(offs)], words[i, : len(word_offs)] = offs, word_offs
+        mask[i, : len(para)], tagged[i, : len(tags)] = para, tags
+    return WindowOutputs(np.asarray(features["example_index"]), offsets, mask, start, end, bio, words, tagged)
 
 
 def predict_windows(

@@ -33,8 +33,13 @@ class BioMrcConfig(PreTrainedConfig):
     bio_loss_weight: float = 1.0
     bio_loss_reduction: str = "token_mean"
     bio_prior: list | None = None  # initial B/I/O bias as log prior; None = uniform
+    bio_class_weights: list | None = None  # (w_B, w_I, w_O) in the BIO loss; None = the plain loss
+    # Which tokens the BIO head tags: "word" (first piece of each word) or "subword" (every token).
+    # Models saved before word-level tags existed were sub-word taggers, hence this default.
+    tag_level: str = "subword"
     head_dropout: float = 0.1
     no_answer_thresholds: dict | None = None
+    bio_length_prior: float | None = None  # the BIO decoding's span-length prior, tuned on held-out questions
 
     @property
     def head_names(self) -> list[str]:
@@ -57,8 +62,11 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
     """Encoder + heads. ``forward`` computes the weighted loss when labels are given.
 
     Labels: ``start_positions``/``end_positions`` (integers or distributions over
-    positions) for the span head; ``bio_targets`` ((batch, seq, 3) distributions or
-    (batch, seq) integer tags) plus ``paragraph_mask`` for the BIO head.
+    positions) for the span head; ``bio_targets`` ((batch, seq, 3) distributions,
+    (batch, seq) integer tags or (batch, seq, K) tags of K annotators) for the BIO
+    head, which is scored on ``tag_mask`` (the tokens that carry a tag: the first
+    piece of each paragraph word at word level), or on ``paragraph_mask`` when
+    no ``tag_mask`` is given.
     """
 
     config_class = BioMrcConfig
@@ -72,7 +80,11 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         names = config.head_names
         self.span_head = SpanHead(hidden, config.head_dropout) if "span" in names else None
         self.bio_head = (
-            BIOHead(hidden, config.head_dropout, config.bio_loss_reduction, tuple(config.bio_prior) if config.bio_prior else None)
+            BIOHead(
+                hidden, config.head_dropout, config.bio_loss_reduction,
+                tuple(config.bio_prior) if config.bio_prior else None,
+                tuple(config.bio_class_weights) if config.bio_class_weights else None,
+            )
             if "bio" in names else None
         )
         self.post_init()
@@ -114,6 +126,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
         paragraph_mask: torch.Tensor | None = None,
+        tag_mask: torch.Tensor | None = None,
         start_positions: torch.Tensor | None = None,
         end_positions: torch.Tensor | None = None,
         bio_targets: torch.Tensor | None = None,
@@ -135,9 +148,10 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
             targets = {key: labels[key] for key in head.label_names}
             if any(value is None for value in targets.values()):
                 continue
-            if name == "bio" and paragraph_mask is None:
-                raise ValueError("bio_targets need a paragraph_mask saying which tokens are paragraph tokens")
-            head_loss = head.loss(logits, attention_mask=attention_mask, paragraph_mask=paragraph_mask, **targets)
+            tagged = tag_mask if tag_mask is not None else paragraph_mask
+            if name == "bio" and tagged is None:
+                raise ValueError("bio_targets need a tag_mask (or paragraph_mask) saying which tokens carry a tag")
+            head_loss = head.loss(logits, attention_mask=attention_mask, paragraph_mask=tagged, **targets)
             setattr(output, f"{name}_loss", head_loss)
             losses.append(weights[name] * head_loss)
         if losses:

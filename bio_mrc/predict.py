@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -37,6 +37,7 @@ class TrainedModel:
         tokenizer = AutoTokenizer.from_pretrained(str(model_dir), use_fast=True)
         record = load_run_record(model_dir)
         features = TrainConfig.from_dict(record["train"]).features if record else FeatureConfig()
+        features = replace(features, tag_level=model.config.tag_level)  # the model says which tokens it tags
         return cls(model, tokenizer, features, str(model_dir))
 
     @property
@@ -46,6 +47,12 @@ class TrainedModel:
     @property
     def thresholds(self) -> dict[str, float]:
         return dict(self.model.config.no_answer_thresholds or {})
+
+    def decode_config(self, config: DecodeConfig) -> DecodeConfig:
+        """``config`` with the settings tuned for this model (the BIO length prior) where it leaves them open."""
+        if config.bio_length_prior is None:
+            return replace(config, bio_length_prior=self.model.config.bio_length_prior or 0.0)
+        return config
 
     def windows(self, examples: Sequence[Example], batch_size: int = 64, progress: bool = True) -> WindowOutputs:
         return predict_windows(self.model, self.tokenizer, examples, self.features, batch_size, progress)
@@ -62,8 +69,9 @@ def apply_no_answer_threshold(predictions: Sequence[Prediction], threshold: floa
 
 def threshold_key(decoding: str, config: DecodeConfig) -> str:
     """Where a decoding's tuned threshold is saved: one per no-answer score, since a
-    threshold tuned on one score means nothing for another."""
-    return f"bio/{config.bio_null}" if decoding == "bio" and config.bio_null != "span" else decoding
+    threshold tuned on one score means nothing for another (``bio/ratio`` is the tag
+    log-likelihood ratio; a ``bio`` key saved by older versions is another score)."""
+    return "bio/ratio" if decoding == "bio" else decoding
 
 
 def decode_with_thresholds(

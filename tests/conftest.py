@@ -62,3 +62,21 @@ def sample_v1():
     from bio_mrc.data.squad import load_squad
 
     return load_squad(SAMPLE_V1)
+
+
+@pytest.fixture(scope="session")
+def tiny_bpe_tokenizer():
+    """A byte-level BPE fast tokenizer (RoBERTa-style: leading spaces in tokens, trimmed offsets)."""
+    from tokenizers import ByteLevelBPETokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    bpe = ByteLevelBPETokenizer(add_prefix_space=False, trim_offsets=True)
+    bpe.train_from_iterator(
+        [SAMPLE_V1.read_text(encoding="utf-8")], vocab_size=400, min_frequency=2,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>"], show_progress=False,
+    )
+    bpe._tokenizer.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=True, add_prefix_space=False)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
+        cls_token="<s>", sep_token="</s>",
+    )

@@ -1,12 +1,14 @@
 """Windows and targets: every label maps back to the exact answer characters."""
 
 import numpy as np
+import torch
 import pytest
 
-from bio_mrc.features.windows import FeatureConfig, build_features, check_tokenizer, truncate_questions
+from bio_mrc.features.windows import MISSING_ANNOTATOR, FeatureConfig, build_features, check_tokenizer, truncate_questions
+from bio_mrc.training.collator import WindowCollator
 from bio_mrc.types import TAG_B, TAG_I, TAG_O, Example
 
-SMALL = FeatureConfig(max_seq_length=40, doc_stride=12, max_query_length=10)
+SMALL = FeatureConfig(max_seq_length=40, doc_stride=12, max_query_length=10, tag_level="subword")
 
 
 def rows(features):
@@ -14,7 +16,7 @@ def rows(features):
 
 
 def test_span_targets_map_back_to_answer_text(sample_v1, tiny_tokenizer):
-    features = build_features(sample_v1.examples, tiny_tokenizer, FeatureConfig(SMALL.max_seq_length, SMALL.doc_stride, SMALL.max_query_length, "one-hot", "one-hot"))
+    features = build_features(sample_v1.examples, tiny_tokenizer, FeatureConfig(SMALL.max_seq_length, SMALL.doc_stride, SMALL.max_query_length, "one-hot", "one-hot", "subword"))
     assert len(features) > len(sample_v1.examples)  # long contexts span several windows
     seen_answer = set()
     for row in rows(features):
@@ -31,7 +33,7 @@ def test_span_targets_map_back_to_answer_text(sample_v1, tiny_tokenizer):
 
 
 def test_bio_one_hot_tags_cover_answer_tokens(sample_v1, tiny_tokenizer):
-    config = FeatureConfig(64, 16, 16, "one-hot", "one-hot")
+    config = FeatureConfig(64, 16, 16, "one-hot", "one-hot", "subword")
     for row in rows(build_features(sample_v1.examples, tiny_tokenizer, config)):
         example = sample_v1.examples[row["example_index"]]
         targets = np.asarray(row["bio_targets"])
@@ -49,7 +51,7 @@ def test_soft_bio_targets_average_annotators(tiny_tokenizer):
     context = "the normans came from normandy in france ."
     # Three annotators: "normandy in france" (B I I), "france" (B) and "normandy" (B).
     example = Example("x", "where from ?", context, (((22, 40),), ((34, 40),), ((22, 30),)))
-    row = build_features([example], tiny_tokenizer, FeatureConfig(64, 16, 16, "soft", "one-hot"))[0]
+    row = build_features([example], tiny_tokenizer, FeatureConfig(64, 16, 16, "soft", "one-hot", "subword"))[0]
     offsets = np.asarray(row["offset_mapping"])
     targets = np.asarray(row["bio_targets"])
     by_word = {context[s:e]: targets[i] for i, (s, e) in enumerate(offsets) if s >= 0}
@@ -59,8 +61,24 @@ def test_soft_bio_targets_average_annotators(tiny_tokenizer):
     np.testing.assert_allclose(by_word["from"], [0, 0, 1], atol=1e-6)
 
 
+def test_marginal_targets_keep_every_annotator_and_collate(tiny_tokenizer):
+    context = "the normans came from normandy in france ."
+    two = Example("x", "where from ?", context, (((22, 40),), ((34, 40),)))
+    one = Example("y", "who ?", context, (((4, 11),),))
+    features = build_features([two, one], tiny_tokenizer, FeatureConfig(64, 16, 16, "marginal", "one-hot", "word"))
+    rows_ = list(features)
+    words = {context[s:e]: i for i, (s, e) in enumerate(rows_[0]["offset_mapping"]) if s >= 0}
+    tags = np.asarray(rows_[0]["bio_targets"])  # (L, K): one column per annotator
+    assert tags.shape[1] == 2
+    assert tags[words["normandy"]].tolist() == [TAG_B, TAG_O] and tags[words["france"]].tolist() == [TAG_I, TAG_B]
+    batch = WindowCollator()(rows_)
+    assert batch["bio_targets"].shape[2] == 2 and batch["bio_targets"].dtype == torch.long
+    assert (batch["bio_targets"][1, :, 1] == MISSING_ANNOTATOR).all()  # the one-annotator window is padded
+    assert batch["tag_mask"].shape == batch["input_ids"].shape
+
+
 def test_soft_span_targets_are_distributions(sample_v1, tiny_tokenizer):
-    config = FeatureConfig(64, 16, 16, "soft", "soft")
+    config = FeatureConfig(64, 16, 16, "soft", "soft", "subword")
     for row in rows(build_features(sample_v1.examples, tiny_tokenizer, config)):
         for key in ("start_positions", "end_positions"):
             assert sum(row[key]) == pytest.approx(1.0)
@@ -79,7 +97,7 @@ def test_answer_split_across_windows_starts_with_i_in_the_later_window(tiny_toke
     context = " ".join(words)
     start = context.index("seven eight nine zero one")
     example = Example("w", "which?", context, (((start, start + len("seven eight nine zero one")),),))
-    features = rows(build_features([example], tiny_tokenizer, FeatureConfig(16, 4, 4, "one-hot", "one-hot")))
+    features = rows(build_features([example], tiny_tokenizer, FeatureConfig(16, 4, 4, "one-hot", "one-hot", "subword")))
     tag_runs = [np.asarray(r["bio_targets"]).argmax(-1)[np.asarray(r["paragraph_mask"], bool)] for r in features]
     # Some window holds the start (B) and some later window only the tail (I without B).
     assert any(TAG_B in t for t in tag_runs)

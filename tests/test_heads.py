@@ -114,3 +114,46 @@ def test_heads_import_without_training_code():
            "bad = [m for m in sys.modules if m.startswith(('bio_mrc.training', 'datasets', 'transformers'))]; print(bad)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_marginal_likelihood_of_two_annotators_by_hand():
+    # Two tokens, p = (1/2, 1/4, 1/4) on each. Annotator 1 tags "B I", annotator 2 "O B".
+    # P(B I) = 1/2 * 1/4 = 1/8, P(O B) = 1/4 * 1/2 = 1/8, so L = -log(1/8 + 1/8) = 2 log 2.
+    # The soft average (1/2 B, 0 I, 1/2 O | 1/2 B, 1/2 I, 0 O) would give -(½ln½ + ½ln¼)·2 = 3 ln 2.
+    logits = bio_logits([math.log(2), 0.0, 0.0], [math.log(2), 0.0, 0.0])
+    annotators = torch.tensor([[[TAG_B, TAG_O], [TAG_I, TAG_B]]])  # (batch, seq, K)
+    head = BIOHead(4, reduction="mean")
+    assert head.loss(logits, annotators, torch.ones(1, 2)).item() == pytest.approx(2 * math.log(2), rel=1e-6)
+    soft = torch.nn.functional.one_hot(annotators[0].T, 3).float().mean(0).unsqueeze(0)
+    assert head.loss(logits, soft, torch.ones(1, 2)).item() == pytest.approx(3 * math.log(2), rel=1e-6)
+
+
+def test_marginal_likelihood_ignores_missing_annotators_and_masked_tokens():
+    torch.manual_seed(1)
+    logits = {"bio_logits": torch.randn(1, 4, 3)}
+    tags = torch.tensor([[TAG_O, TAG_B, TAG_I, TAG_O]])
+    mask = torch.tensor([[0, 1, 1, 1]])
+    head = BIOHead(4, reduction="mean")
+    one_hot = head.loss(logits, tags, mask)
+    padded = torch.stack([tags, torch.full_like(tags, -1)], dim=-1)  # a second, missing annotator
+    assert head.loss(logits, padded, mask).item() == pytest.approx(one_hot.item(), rel=1e-6)
+    # The same annotator twice: log(2P) = log P + log 2.
+    twice = torch.stack([tags, tags], dim=-1)
+    assert head.loss(logits, twice, mask).item() == pytest.approx(one_hot.item() - math.log(2), rel=1e-6)
+
+
+def test_class_weights_scale_each_gold_tag():
+    # q = (1/2, 1/4, 1/4); a B token and an O token, weights (w_B, w_I, w_O) = (4, 2, 1):
+    # L = -(4 ln 1/2 + 1 ln 1/4) = 6 ln 2 per example, and the plain loss 3 ln 2.
+    logits = bio_logits([math.log(2), 0.0, 0.0], [math.log(2), 0.0, 0.0])
+    tags = torch.tensor([[TAG_B, TAG_O]])
+    weighted = BIOHead(4, reduction="mean", class_weights=(4.0, 2.0, 1.0))
+    # The head outputs the prior-corrected logits W h + b - log w; the loss reads W h + b.
+    corrected = {"bio_logits": logits["bio_logits"] - torch.log(torch.tensor([4.0, 2.0, 1.0]))}
+    assert weighted.loss(corrected, tags, torch.ones(1, 2)).item() == pytest.approx(6 * math.log(2), rel=1e-6)
+    hidden = torch.randn(1, 2, 4)
+    raw = weighted.classifier(hidden)
+    assert torch.allclose(weighted(hidden)["bio_logits"], raw - torch.log(torch.tensor([4.0, 2.0, 1.0])))
+    assert BIOHead(4, reduction="mean").loss(logits, tags, torch.ones(1, 2)).item() == pytest.approx(3 * math.log(2), rel=1e-6)
+    with pytest.raises(ValueError, match="class_weights"):
+        BIOHead(4, class_weights=(1.0, 0.0, 1.0))

@@ -41,6 +41,21 @@ def test_forward_outputs_and_loss(tiny_encoder_dir, heads):
     assert model(**inputs).loss is None
 
 
+def test_tag_mask_decides_which_tokens_the_bio_loss_reads(tiny_encoder_dir):
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="bio", tag_level="word")
+    model.eval()
+    inputs = batch()
+    tag_mask = inputs["paragraph_mask"].clone()
+    tag_mask[:, 7] = 0  # a continuation piece: no tag, no loss
+    with_tags = model(**inputs, tag_mask=tag_mask).bio_loss
+    changed = dict(inputs, bio_targets=inputs["bio_targets"].clone())
+    changed["bio_targets"][:, 7] = torch.tensor([1.0, 0.0, 0.0])
+    assert model(**changed, tag_mask=tag_mask).bio_loss.item() == pytest.approx(with_tags.item(), rel=1e-6)
+    assert model(**changed).bio_loss.item() != pytest.approx(with_tags.item(), rel=1e-6)  # paragraph_mask reads token 7
+    annotators = inputs["bio_targets"].argmax(-1).unsqueeze(-1)  # one annotator: marginal = one-hot
+    assert model(**dict(inputs, bio_targets=annotators), tag_mask=tag_mask).bio_loss.item() == pytest.approx(with_tags.item(), rel=1e-5)
+
+
 def test_encoder_weights_are_the_pretrained_ones(tiny_encoder_dir):
     from transformers import AutoModel
 

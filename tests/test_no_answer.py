@@ -46,22 +46,17 @@ def test_bio_null_scores_by_hand():
     outputs = WindowOutputs(np.array([0]), offsets, mask, bio_logits=np.log(probs))
     example = [Example("q", "?", context)]
 
-    (by_span,) = decode_bio_predictions(outputs, example, DecodeConfig(bio_null="span"))
-    assert by_span.spans[0].text == "bb cc"
-    assert by_span.no_answer_score == pytest.approx(1 - (0.6 + 0.5) / 2)  # 1 - mean tag probability
-
-    (by_tags,) = decode_bio_predictions(outputs, example, DecodeConfig(bio_null="tags"))
+    (prediction,) = decode_bio_predictions(outputs, example, DecodeConfig())
+    assert prediction.spans[0].text == "bb cc"
     # log P(all O) - log P(O B I) = log(0.2 / 0.6) + log(0.4 / 0.5)
-    assert by_tags.no_answer_score == pytest.approx(math.log(0.2 / 0.6) + math.log(0.4 / 0.5))
-    with pytest.raises(ValueError, match="bio_null"):
-        decode_bio_predictions(outputs, example, DecodeConfig(bio_null="cls"))
+    assert prediction.no_answer_score == pytest.approx(math.log(0.2 / 0.6) + math.log(0.4 / 0.5))
+    assert prediction.spans[0].score == pytest.approx(-prediction.no_answer_score)
 
-    # Each no-answer score has its own saved threshold: applying one tuned for the other would be meaningless.
-    thresholds = {"bio": 1.0, "bio/tags": -10.0}
-    assert threshold_key("bio", DecodeConfig(bio_null="tags")) == "bio/tags"
-    assert threshold_key("span", DecodeConfig(bio_null="tags")) == "span"
-    (kept,) = decode_with_thresholds(outputs, example, "bio", DecodeConfig(bio_null="span"), thresholds)
-    (dropped,) = decode_with_thresholds(outputs, example, "bio", DecodeConfig(bio_null="tags"), thresholds)
+    # The ratio has its own saved key: a "bio" threshold saved by older versions (another score) is ignored.
+    assert threshold_key("bio", DecodeConfig()) == "bio/ratio"
+    assert threshold_key("span", DecodeConfig()) == "span"
+    (kept,) = decode_with_thresholds(outputs, example, "bio", DecodeConfig(), {"bio": -10.0})
+    (dropped,) = decode_with_thresholds(outputs, example, "bio", DecodeConfig(), {"bio/ratio": -10.0})
     assert (kept.answer, dropped.answer) == ("bb cc", "")
 
 
@@ -131,10 +126,9 @@ def test_v2_comparison_tunes_thresholds_on_other_articles(v2_file, tiny_encoder_
     assert {"HasAns_f1", "NoAns_f1", "threshold"} <= set(row)
     model_dir = results["cells"][0]["model_dir"]
     saved = TrainedModel.load(model_dir).thresholds
-    assert set(saved) == {"span", "bio", "joint"}
-    tuned = {c["decoding"]: c["threshold"] for c in results["cells"]}
-    for decoding, value in saved.items():
-        assert value == tuned[decoding]
+    assert set(saved) == {"span", "bio/ratio", "joint"}
+    tuned = {threshold_key(c["decoding"], DecodeConfig()): c["threshold"] for c in results["cells"]}
+    assert saved == tuned
     na_probs = json.loads((tmp_path / "predictions" / "joint-seed42-span.na_probs.json").read_text())
     assert len(na_probs) == results["eval"]["questions"] and all(0.0 <= p <= 1.0 for p in na_probs.values())
     assert "| HasAns EM |" in (tmp_path / "report.md").read_text()

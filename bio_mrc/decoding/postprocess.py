@@ -4,8 +4,11 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
 
 * ``span``: BERT's rule, the n-best ``s_i + e_j`` over all windows of a
   question, with the ``[CLS]`` null score (minimum over windows).
-* ``bio``: windows merged token by token (maximum-context rule), tags decoded
-  to one or several spans (see :mod:`bio_mrc.decoding.tags`).
+* ``bio``: the tagged tokens (first word pieces for a word-level tagger) of all
+  windows merged token by token (maximum-context rule), then decoded by the
+  tag log-likelihood ratio ``r`` against all-O (see :mod:`bio_mrc.decoding.tags`):
+  the n-best single spans, or with ``multi_span`` the spans of the most
+  probable tag sequence; the no-answer score is ``-max r``.
 * ``joint``: the span head and the BIO head as a product of experts. A span
   ``(i, j)`` scores ``log P_start(i) + log P_end(j)`` plus the BIO head's
   log-likelihood ratio of tagging exactly that span (``B I … I``) against
@@ -13,7 +16,9 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
   ``log p_B(i) - log p_O(i) + Σ_{t=i+1..j} (log p_I(t) - log p_O(t))``. That is
   the log-probability of the whole tag sequence with only this span, up to a
   constant, so the two heads are combined on one probabilistic scale. The null
-  score is ``log P_start(0) + log P_end(0)`` (all tokens O adds 0).
+  score is ``log P_start(0) + log P_end(0)`` (all tokens O adds 0). With a
+  word-level tagger, spans start on a word's first piece and end on a word's
+  last piece.
 """
 
 from __future__ import annotations
@@ -25,24 +30,31 @@ import numpy as np
 
 from ..types import TAG_B, TAG_I, TAG_O, AnswerSpan, Example, Prediction
 from .spans import best_spans, null_scores
-from .tags import decode_bio
+from .tags import best_tag_spans, likeliest_tag_spans
 from .windows import WindowOutputs, merge_windows
 
 DECODINGS = ("span", "bio", "joint")
-BIO_NULL_SCORES = ("span", "tags")
 
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    """Decoding options shared by the CLI, the harness and :class:`AnswerExtractor`."""
+    """Decoding options shared by the CLI, the harness and :class:`AnswerExtractor`.
+
+    ``max_answer_length`` counts tokens, or words for a word-level tagger's BIO
+    decoding. ``multi_span`` makes the BIO decoding return every span of the
+    most probable tag sequence instead of the n-best single spans;
+    ``require_answer`` then adds the best single span where that sequence has none.
+    ``bio_length_prior`` (β) is a geometric span-length prior for the BIO
+    decoding: a span of ``n`` tags gains ``β (n - 1)``, i.e. ``β`` is added to
+    every inside gain ``log p_I - log p_O``. ``None`` means the value tuned on
+    held-out questions and saved with the model (0 for a model without one).
+    """
 
     n_best: int = 20
     max_answer_length: int = 30
-    bio_scheme: str = "viterbi"
-    bio_score: str = "mean"
-    bio_min_score: float = 0.0
-    bio_null: str = "span"
+    multi_span: bool = False
     require_answer: bool = True
+    bio_length_prior: float | None = None
 
 
 def _log_softmax(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -116,11 +128,11 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     attended[:, 0] = True  # [CLS] takes part in the start/end softmax: it carries the null score
     log_start = _log_softmax(outputs.start_logits, attended)
     log_end = _log_softmax(outputs.end_logits, attended)
-    log_tags = outputs.bio_log_probs
-    inside_ratio = log_tags[..., TAG_I] - log_tags[..., TAG_O]
+    log_tags, tagged = outputs.bio_log_probs, outputs.tagged
+    inside_ratio = np.where(tagged, log_tags[..., TAG_I] - log_tags[..., TAG_O], 0.0)
     begin_bonus = log_tags[..., TAG_B] - log_tags[..., TAG_I]
     candidates = best_spans(
-        log_start + np.where(outputs.mask, begin_bonus, 0.0), log_end, outputs.mask,
+        np.where(tagged, log_start + begin_bonus, -np.inf), np.where(outputs.word_end, log_end, -np.inf), outputs.mask,
         config.max_answer_length, config.n_best, extra_token_scores=inside_ratio,
     )
     null = _window_null(outputs, log_start[:, 0] + log_end[:, 0], len(examples))
@@ -130,50 +142,43 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
 def decode_bio_predictions(
     outputs: WindowOutputs, examples: Sequence[Example], config: DecodeConfig = DecodeConfig()
 ) -> list[Prediction]:
-    """Tags of the merged token sequence -> all spans, best first; the SQuAD answer is the best one.
+    """Tag log-likelihood ratios of the merged tagged tokens -> spans, best first.
 
-    ``no_answer_score`` (higher = more likely unanswerable) is chosen by ``config.bio_null``:
-
-    * ``"span"``: ``1 - best span score`` (0 when a span is certain, 1 when no
-      span was found); with the default ``mean`` score, one minus the mean tag
-      probability of the best span.
-    * ``"tags"``: the O-probability mass against the best span, as a
-      log-likelihood ratio: ``log P(all O) - max_span log P(only that span)``,
-      i.e. ``min`` over decoded spans of ``log p_O(i) - log p_B(i) +
-      Σ_{t=i+1..j} (log p_O(t) - log p_I(t))``. Unlike ``"span"`` it weighs a
-      span's length and how sure the head is that its tokens are not O.
+    The SQuAD answer is the best single span; ``no_answer_score`` is
+    ``log P(all O) - log P(best single span)`` (higher = more likely unanswerable).
+    Ratios include the span-length prior ``config.bio_length_prior``.
     """
     if outputs.bio_logits is None:
         raise ValueError("BIO decoding needs a model with a BIO head")
-    if config.bio_null not in BIO_NULL_SCORES:
-        raise ValueError(f"bio_null must be one of {BIO_NULL_SCORES}, got {config.bio_null!r}")
-    probs = np.exp(outputs.bio_log_probs)
-    merged = merge_windows(outputs, probs, len(examples))
-    spans = decode_bio(
-        merged.values, merged.mask, scheme=config.bio_scheme, score=config.bio_score,
-        min_score=config.bio_min_score, require_span=config.require_answer,
-        max_span_length=config.max_answer_length,
-    )
-    char_start = merged.offsets[spans.row, spans.start, 0]
-    char_end = merged.offsets[spans.row, spans.end, 1]
-    predictions = _collect(examples, spans.row, char_start, char_end, spans.score, n_best=10**9, null=None)
-    if config.bio_null == "tags":
-        null = np.full(len(examples), np.inf)
-        np.minimum.at(null, spans.row, _all_o_ratio(merged.values, spans))  # merged rows are examples
-        for prediction, value in zip(predictions, null.tolist()):
-            prediction.no_answer_score = value
+    view = outputs.tag_view()
+    merged = merge_windows(view, view.bio_log_probs, len(examples))  # rows are examples
+    if config.bio_length_prior:
+        merged.values[..., TAG_I] += config.bio_length_prior
+    single = best_tag_spans(merged.values, merged.mask, config.max_answer_length, config.n_best)
+    if config.multi_span:
+        rows, starts, ends, scores = _tag_sequence_spans(merged.values, merged.mask, single, config)
+        limit = 10**9
     else:
-        for prediction in predictions:
-            prediction.no_answer_score = 1.0 - (prediction.spans[0].score if prediction.spans else 0.0)
+        valid = single.start >= 0
+        rows = np.nonzero(valid)[0]
+        starts, ends, scores, limit = single.start[valid], single.end[valid], single.score[valid], config.n_best
+    char_start, char_end = merged.offsets[rows, starts, 0], merged.offsets[rows, ends, 1]
+    predictions = _collect(examples, rows, char_start, char_end, scores, n_best=limit, null=None)
+    for prediction, best in zip(predictions, single.score[:, 0].tolist()):
+        prediction.no_answer_score = -best  # +inf for an example without tagged tokens
     return predictions
 
 
-def _all_o_ratio(probs: np.ndarray, spans) -> np.ndarray:
-    """``log P(all O) - log P(only this span)`` of each span, from merged tag probabilities."""
-    log_probs = np.log(np.clip(probs, 1e-12, None))
-    o_over_i = np.cumsum(log_probs[..., TAG_O] - log_probs[..., TAG_I], axis=-1)
-    begin = log_probs[spans.row, spans.start, TAG_O] - log_probs[spans.row, spans.start, TAG_B]
-    return begin + o_over_i[spans.row, spans.end] - o_over_i[spans.row, spans.start]
+def _tag_sequence_spans(log_probs: np.ndarray, mask: np.ndarray, single, config: DecodeConfig) -> tuple[np.ndarray, ...]:
+    """(row, start, end, r) of the spans of each row's most probable tag sequence; with
+    ``require_answer``, a row whose sequence is all O gets its best single span."""
+    spans = likeliest_tag_spans(log_probs, mask, config.max_answer_length)
+    columns = [spans.row, spans.start, spans.end, spans.score]
+    if config.require_answer:
+        empty = np.flatnonzero((np.bincount(spans.row, minlength=len(mask)) == 0) & (single.start[:, 0] >= 0))
+        extra = [empty, single.start[empty, 0], single.end[empty, 0], single.score[empty, 0]]
+        columns = [np.concatenate([a, b]) for a, b in zip(columns, extra)]
+    return tuple(columns)
 
 
 def decode(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig = DecodeConfig()) -> list[Prediction]:

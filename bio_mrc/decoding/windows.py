@@ -16,7 +16,10 @@ class WindowOutputs:
     ``offsets`` (F, L, 2) are character offsets of paragraph tokens and -1
     elsewhere; ``mask`` (F, L) marks paragraph tokens; ``example_index`` (F,)
     says which example each window belongs to. Logit arrays are ``None`` for a
-    head the model does not have.
+    head the model does not have. ``word_offsets`` (F, L, 2) give the character
+    span of each paragraph token's word and ``tag_mask`` (F, L) the tokens that
+    carry a BIO tag (the first piece of each word for a word-level tagger);
+    without them every paragraph token is its own word and carries a tag.
     """
 
     example_index: np.ndarray
@@ -25,6 +28,8 @@ class WindowOutputs:
     start_logits: np.ndarray | None = None
     end_logits: np.ndarray | None = None
     bio_logits: np.ndarray | None = None
+    word_offsets: np.ndarray | None = None
+    tag_mask: np.ndarray | None = None
 
     @property
     def bio_log_probs(self) -> np.ndarray:
@@ -33,12 +38,30 @@ class WindowOutputs:
         logits = self.bio_logits.astype(np.float64)
         return logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
 
+    @property
+    def words(self) -> np.ndarray:
+        return self.offsets if self.word_offsets is None else self.word_offsets
+
+    @property
+    def tagged(self) -> np.ndarray:
+        return self.mask if self.tag_mask is None else self.tag_mask
+
+    @property
+    def word_end(self) -> np.ndarray:
+        """(F, L): the paragraph tokens that end a word (every token at sub-word level)."""
+        return self.mask & (self.offsets[..., 1] == self.words[..., 1])
+
+    def tag_view(self) -> "WindowOutputs":
+        """The tagged tokens only, each standing for its whole word: what the BIO decoding reads."""
+        return WindowOutputs(self.example_index, self.words, self.tagged, bio_logits=self.bio_logits)
+
     def select(self, windows: np.ndarray) -> "WindowOutputs":
         """The outputs of a subset of windows (e.g. those of some examples)."""
         pick = lambda a: None if a is None else a[windows]  # noqa: E731
         return WindowOutputs(
             self.example_index[windows], self.offsets[windows], self.mask[windows],
             pick(self.start_logits), pick(self.end_logits), pick(self.bio_logits),
+            pick(self.word_offsets), pick(self.tag_mask),
         )
 
 

@@ -19,6 +19,9 @@ from transformers import PreTrainedTokenizerBase
 from ..types import TAG_B, TAG_I, TAG_O, Alternative, Example
 
 TARGET_KINDS = ("one-hot", "soft")
+BIO_TARGET_KINDS = ("one-hot", "soft", "marginal")
+TAG_LEVELS = ("word", "subword")
+MISSING_ANNOTATOR = -1  # fills the annotator axis of marginal targets for examples with fewer annotators
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,12 @@ class FeatureConfig:
     ``bio_targets``/``span_targets``: ``"one-hot"`` uses the first annotator's
     answer; ``"soft"`` averages over all annotators (the per-token gold
     distribution; for the span head, a distribution over start/end positions).
+    ``bio_targets="marginal"`` keeps every annotator's tag sequence, for the
+    marginal likelihood ``log Σ_k P(tags_k)`` (TASE's objective).
+
+    ``tag_level``: ``"word"`` tags only the first piece of each word (the other
+    pieces carry no tag and no loss, as in NER taggers and TASE) and decodes on
+    word boundaries; ``"subword"`` tags every paragraph token.
     """
 
     max_seq_length: int = 384
@@ -35,11 +44,12 @@ class FeatureConfig:
     max_query_length: int = 64
     bio_targets: str = "soft"
     span_targets: str = "one-hot"
+    tag_level: str = "word"
 
     def __post_init__(self) -> None:
-        for name in ("bio_targets", "span_targets"):
-            if getattr(self, name) not in TARGET_KINDS:
-                raise ValueError(f"{name} must be one of {TARGET_KINDS}, got {getattr(self, name)!r}")
+        for name, kinds in (("bio_targets", BIO_TARGET_KINDS), ("span_targets", TARGET_KINDS), ("tag_level", TAG_LEVELS)):
+            if getattr(self, name) not in kinds:
+                raise ValueError(f"{name} must be one of {kinds}, got {getattr(self, name)!r}")
         if self.doc_stride >= self.max_seq_length - self.max_query_length - 3:
             raise ValueError(
                 f"doc_stride ({self.doc_stride}) must leave room for new context tokens in each window: "
@@ -74,7 +84,9 @@ def tokenize_windows(
     examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig
 ) -> dict[str, list[Any]]:
     """Tokenize into windows; no targets. Keys are the model inputs plus ``example_index``,
-    ``offset_mapping`` (paragraph tokens only) and ``paragraph_mask``."""
+    ``offset_mapping`` (paragraph tokens only), ``paragraph_mask``, ``word_offsets``
+    (the character span of each paragraph token's word; the token's own span at
+    sub-word level) and ``tag_mask`` (the tokens that carry a BIO tag)."""
     check_tokenizer(tokenizer)
     questions = truncate_questions([ex.question.lstrip() for ex in examples], tokenizer, config.max_query_length)
     enc = tokenizer(
@@ -89,16 +101,62 @@ def tokenize_windows(
     )
     features: dict[str, list[Any]] = {key: enc[key] for key in enc.keys() if key not in ("offset_mapping", "overflow_to_sample_mapping")}
     features["example_index"] = list(enc["overflow_to_sample_mapping"])
-    offsets_out, masks = [], []
+    columns: dict[str, list[Any]] = {"offset_mapping": [], "paragraph_mask": [], "word_offsets": [], "tag_mask": []}
+    words_of_context = context_words(tokenizer, [ex.context for ex in examples]) if config.tag_level == "word" else None
     for i, offsets in enumerate(enc["offset_mapping"]):
         in_context = np.array([sid == 1 for sid in enc.sequence_ids(i)], dtype=bool)
         offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
         offsets[~in_context] = -1
-        offsets_out.append(offsets.tolist())
-        masks.append(in_context.astype(np.int8).tolist())
-    features["offset_mapping"] = offsets_out
-    features["paragraph_mask"] = masks
+        if words_of_context is not None:
+            words, tagged = word_of_tokens(offsets, in_context, words_of_context[enc["overflow_to_sample_mapping"][i]])
+        else:
+            words, tagged = offsets, in_context
+        for key, value in zip(columns, (offsets, in_context.astype(np.int8), words, tagged.astype(np.int8))):
+            columns[key].append(value.tolist())
+    features.update(columns)
     return features
+
+
+def context_words(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -> list[np.ndarray]:
+    """(W, 2) character spans of the words of each context, in order, without surrounding whitespace.
+
+    Words are the tokenizer's own (``word_ids`` of the context tokenized alone, so
+    a word cut by a window's edge keeps its whole span and is the same word in
+    every window). Byte-level BPE words carry their leading space; it is stripped.
+    """
+    unique = list(dict.fromkeys(contexts))
+    enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True)
+    spans_by_context = {}
+    for k, context in enumerate(unique):
+        ids = np.array([-1 if w is None else w for w in enc.word_ids(k)], dtype=np.int64)
+        offsets = np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2)[ids >= 0]
+        ids = ids[ids >= 0]
+        n_words = int(ids.max(initial=-1)) + 1
+        spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)
+        np.minimum.at(spans[:, 0], ids, offsets[:, 0])
+        np.maximum.at(spans[:, 1], ids, offsets[:, 1])
+        spans = spans[spans[:, 0] < spans[:, 1]]
+        spans_by_context[context] = np.array([_strip(context, a, b) for a, b in spans.tolist()], dtype=np.int64).reshape(-1, 2)
+    return [spans_by_context[c] for c in contexts]
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int]:
+    piece = text[start:end]
+    return start + len(piece) - len(piece.lstrip()), end - len(piece) + len(piece.rstrip())
+
+
+def word_of_tokens(offsets: np.ndarray, in_context: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the tokens of one window: the character span of each paragraph token's word
+    (-1 elsewhere), and which tokens carry the word's tag (the token holding its first character)."""
+    spans = np.full_like(offsets, -1)
+    if not len(words):
+        return spans, np.zeros(len(offsets), dtype=bool)
+    index = np.minimum(np.searchsorted(words[:, 1], offsets[:, 0], side="right"), len(words) - 1)
+    word = words[index]
+    belongs = in_context & (word[:, 0] <= np.maximum(offsets[:, 1] - 1, offsets[:, 0])) & (word[:, 1] > offsets[:, 0])
+    spans[belongs] = word[belongs]
+    first = belongs & (offsets[:, 0] <= word[:, 0]) & (word[:, 0] < offsets[:, 1])
+    return spans, first
 
 
 def _alternative_tags(offsets: np.ndarray, para: np.ndarray, alternative: Alternative) -> np.ndarray:
@@ -117,6 +175,23 @@ def _alternative_tags(offsets: np.ndarray, para: np.ndarray, alternative: Altern
         if len(first):
             tags[first[-1]] = TAG_B
     return tags
+
+
+def bio_targets(words: np.ndarray, tagged: np.ndarray, alternatives: tuple[Alternative, ...], kind: str) -> list:
+    """BIO targets of one window over its tagged tokens (``words``: their character spans).
+
+    ``soft``: (L, 3) the annotators' mean tag distribution; ``one-hot``: the
+    same for the first annotator; ``marginal``: (L, K) every annotator's
+    integer tags. An unanswerable question is one all-O annotator. Untagged
+    tokens get zero distributions (no loss) or O.
+    """
+    chosen = alternatives[:1] if kind == "one-hot" else alternatives
+    tags = np.stack([_alternative_tags(words, tagged, alt) for alt in chosen]) if chosen else np.full((1, len(words)), TAG_O)
+    if kind == "marginal":
+        return tags.T.tolist()
+    dist = np.stack([(tags == t).mean(0) for t in (TAG_B, TAG_I, TAG_O)], axis=-1)
+    dist[~tagged] = 0.0  # never scored; zeros keep the soft loss exactly 0 there
+    return dist.astype(np.float32).tolist()
 
 
 def _span_positions(offsets: np.ndarray, para: np.ndarray, start: int, end: int) -> tuple[int, int]:
@@ -139,20 +214,11 @@ def add_targets(features: dict[str, list[Any]], examples: Sequence[Example], con
     only name one); the BIO head sees all of them.
     """
     starts, ends, bio = [], [], []
-    for offsets, para, ex_index in zip(features["offset_mapping"], features["paragraph_mask"], features["example_index"]):
+    windows = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"], features["example_index"])
+    for offsets, para, words, tagged, ex_index in windows:
         offsets, para = np.asarray(offsets), np.asarray(para, dtype=bool)
         alternatives = examples[ex_index].answers
-        if config.bio_targets == "one-hot":
-            alternatives_for_bio = alternatives[:1]
-        else:
-            alternatives_for_bio = alternatives
-        if alternatives_for_bio:
-            tags = np.stack([_alternative_tags(offsets, para, alt) for alt in alternatives_for_bio])
-            dist = np.stack([(tags == t).mean(0) for t in (TAG_B, TAG_I, TAG_O)], axis=-1)
-        else:
-            dist = np.tile(np.array([0.0, 0.0, 1.0]), (len(offsets), 1))
-        dist[~para] = 0.0  # never scored; zeros keep the soft loss exactly 0 there
-        bio.append(dist.astype(np.float32).tolist())
+        bio.append(bio_targets(np.asarray(words), np.asarray(tagged, dtype=bool), alternatives, config.bio_targets))
 
         positions = [_span_positions(offsets, para, *alt[0]) for alt in alternatives] or [(0, 0)]
         if config.span_targets == "one-hot":

@@ -15,13 +15,14 @@ from .. import __version__
 from ..data.splits import question_set_hash, split_by_article
 from ..data.squad import gold_texts, load_squad
 from ..data.unanswerable import add_unanswerable
-from ..decoding.postprocess import available_decodings, decode
+from ..decoding.postprocess import DecodeConfig, available_decodings, decode
 from ..decoding.windows import WindowOutputs, merge_windows
 from ..predict import TrainedModel, apply_no_answer_threshold, threshold_key, write_prediction_files
 from ..training.train import RUN_FILE, TrainConfig, load_run_record, train_model
-from ..tuning import tune_no_answer_threshold
+from ..tuning import tune_bio_length_prior, tune_no_answer_threshold
 from ..types import Example, Prediction
 from .config import CompareConfig, DataSpec, RunSpec
+from ..metrics.tags import tag_scores
 from .scoring import per_question_scores, tag_sequences
 
 
@@ -39,11 +40,11 @@ class Split:
 def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
     """The questions a data entry names; the same entry always gives the same questions."""
     path = Path(spec.path) if Path(spec.path).is_absolute() else data_dir / spec.path
-    data = load_squad(path, limit=None if spec.split else spec.limit)
+    data = load_squad(path, limit=None if spec.split or spec.limit is None else spec.skip + spec.limit)
     examples = data.examples
     if spec.split:
-        parts = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))
-        examples = parts[spec.split["part"]][: spec.limit] if spec.limit else parts[spec.split["part"]]
+        examples = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))[spec.split["part"]]
+    examples = examples[spec.skip : spec.skip + spec.limit if spec.limit else None]
     if spec.unanswerable_ratio:
         examples = add_unanswerable(examples, spec.unanswerable_ratio, seed=spec.split.get("seed", 0) if spec.split else 0)
     version = "2.0" if data.is_v2 or any(not ex.is_answerable for ex in examples) else "1.1"
@@ -73,15 +74,28 @@ def timed_windows(trained: TrainedModel, split: Split, progress: bool) -> tuple[
     return outputs, time.perf_counter() - started
 
 
+def _tuned_decode_config(
+    config: DecodeConfig, run: RunSpec, tune_outputs: WindowOutputs | None, tune_split: Split | None
+) -> tuple[DecodeConfig, float | None]:
+    """The comparison's decoding options with the BIO length prior tuned on the tuning split
+    (when the config leaves it open, the model has a BIO head and there is a tuning split)."""
+    if config.bio_length_prior is not None:
+        return config, None
+    if tune_outputs is None or "bio" not in run.train.heads.split("+"):
+        return replace(config, bio_length_prior=0.0), None
+    prior, _ = tune_bio_length_prior(tune_outputs, tune_split.examples, config)
+    return replace(config, bio_length_prior=prior), prior
+
+
 def evaluate_cell(
     outputs: WindowOutputs,
     split: Split,
     decoding: str,
-    config: CompareConfig,
+    config: DecodeConfig,
     threshold: float | None,
 ) -> tuple[list[Prediction], dict[str, Any]]:
     """Decode one model one way and score every question."""
-    decode_config = replace(config.decode, require_answer=split.version == "1.1")
+    decode_config = replace(config, require_answer=split.version == "1.1")
     started = time.perf_counter()
     predictions = apply_no_answer_threshold(decode(outputs, split.examples, decoding, decode_config), threshold)
     seconds = time.perf_counter() - started
@@ -89,12 +103,11 @@ def evaluate_cell(
     answers = {p.id: p.answer for p in predictions}
     em, f1 = per_question_scores(split.gold, answers, ids, split.version)
     cell: dict[str, Any] = {"em": em, "f1": f1, "answers": [answers[i] for i in ids], "decode_seconds": seconds}
-    if decoding == "bio":
-        probs = np.exp(outputs.bio_log_probs)
-        merged = merge_windows(outputs, probs, len(split.examples))
-        gold_tags, pred_tags = tag_sequences(merged, split.examples, predictions)
-        from ..metrics.tags import tag_scores
-
+    if decoding == "bio":  # tag-level scores of the most probable tag sequence
+        view = outputs.tag_view()
+        merged = merge_windows(view, view.mask, len(split.examples))
+        tagged = decode(outputs, split.examples, "bio", replace(decode_config, multi_span=True))
+        gold_tags, pred_tags = tag_sequences(merged, split.examples, apply_no_answer_threshold(tagged, threshold))
         cell["tag_scores"] = tag_scores(gold_tags, pred_tags, strict=True)
     return predictions, cell
 
@@ -107,8 +120,8 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
     eval_split = resolve_split(config.eval, data_dir)
     tune_split = resolve_split(config.tune, data_dir) if config.tune else None
     _check_disjoint(train_split, eval_split, tune_split)
-    if eval_split.version == "2.0" and tune_split is None:
-        raise ValueError("a SQuAD 2.0 evaluation needs a 'tune' split (other articles) to tune no-answer thresholds on")
+    if eval_split.version == "2.0" and (tune_split is None or tune_split.version != "2.0"):
+        raise ValueError("a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on")
 
     cells: list[dict[str, Any]] = []
     for seed in config.seeds:
@@ -117,14 +130,15 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
             trained = TrainedModel.load(model_dir)
             outputs, inference_seconds = timed_windows(trained, eval_split, progress)
             tune_outputs = timed_windows(trained, tune_split, progress)[0] if tune_split else None
+            decode_config, tuned_prior = _tuned_decode_config(config.decode, run, tune_outputs, tune_split)
             thresholds: dict[str, float] = {}
             for decoding in available_decodings(run.train.heads):
                 threshold = None
-                if tune_outputs is not None:
-                    tune_predictions = decode(tune_outputs, tune_split.examples, decoding, replace(config.decode, require_answer=False))
+                if tune_outputs is not None and tune_split.version == "2.0":
+                    tune_predictions = decode(tune_outputs, tune_split.examples, decoding, replace(decode_config, require_answer=False))
                     threshold, _ = tune_no_answer_threshold(tune_predictions, tune_split.gold)
-                    thresholds[threshold_key(decoding, config.decode)] = threshold
-                predictions, cell = evaluate_cell(outputs, eval_split, decoding, config, threshold)
+                    thresholds[threshold_key(decoding, decode_config)] = threshold
+                predictions, cell = evaluate_cell(outputs, eval_split, decoding, decode_config, threshold)
                 write_prediction_files(
                     predictions, output_dir / "predictions" / f"{run.name}-seed{seed}-{decoding}.json",
                     with_na_probs=eval_split.version == "2.0",
@@ -132,10 +146,13 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
                 cells.append({
                     "run": run.name, "decoding": decoding, "seed": seed, "model_dir": str(model_dir),
                     "train_seconds": train_seconds, "reused_model": reused,
-                    "inference_seconds": inference_seconds, "threshold": threshold, **cell,
+                    "inference_seconds": inference_seconds, "threshold": threshold,
+                    "bio_length_prior": decode_config.bio_length_prior if "bio" in decoding else None, **cell,
                 })
-            if thresholds:  # saved with the model, so predict/extract apply the same values
-                trained.model.config.no_answer_thresholds = {**trained.thresholds, **thresholds}  # -inf (always abstain) survives JSON as -Infinity
+            if thresholds or tuned_prior is not None:  # saved with the model, so predict/extract apply the same values
+                trained.model.config.no_answer_thresholds = {**trained.thresholds, **thresholds} or None  # -inf survives JSON as -Infinity
+                if tuned_prior is not None:
+                    trained.model.config.bio_length_prior = tuned_prior
                 trained.model.config.save_pretrained(str(model_dir))
 
     return {

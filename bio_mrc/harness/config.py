@@ -14,7 +14,7 @@ Config files are JSON (see ``benchmarks/ablations/`` and the presets in
       "seeds": [42]
     }
 
-A data entry is ``{"path", "limit"?}`` (a fixed prefix of the file) or
+A data entry is ``{"path", "skip"?, "limit"?}`` (a fixed slice of the file) or
 ``{"path", "split": {"fractions": [...], "part": i, "seed": s}}`` (a part of an
 article-level split of the file). Paths are relative to the data directory
 unless absolute. The same entry always yields the same questions, so splits are
@@ -39,12 +39,15 @@ PRESETS = ("quick", "full", "v2-quick")
 class DataSpec:
     path: str
     limit: int | None = None
+    skip: int = 0  # leave out the first questions (e.g. those a model trains on) before taking `limit`
     split: dict[str, Any] | None = None
     unanswerable_ratio: float = 0.0  # v1.1 training data: add this many made-up unanswerable questions per question
 
     def describe(self) -> str:
         text = self.path
-        if self.limit:
+        if self.skip:
+            text += f" (questions {self.skip + 1} to {self.skip + self.limit})" if self.limit else f" (from question {self.skip + 1})"
+        elif self.limit:
             text += f" (first {self.limit} questions)"
         if self.split:
             text += f" (article split {self.split['fractions']}, part {self.split['part']}, seed {self.split.get('seed', 0)})"
@@ -94,7 +97,7 @@ def _data_spec(raw: dict[str, Any] | None, what: str) -> DataSpec | None:
         return None
     unknown = set(raw) - {f.name for f in fields(DataSpec)}
     if unknown or "path" not in raw:
-        raise ValueError(f"'{what}' needs a 'path' and may have limit/split/unanswerable_ratio; got {sorted(raw)}")
+        raise ValueError(f"'{what}' needs a 'path' and may have limit/skip/split/unanswerable_ratio; got {sorted(raw)}")
     return DataSpec(**raw)
 
 

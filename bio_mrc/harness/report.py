@@ -46,6 +46,7 @@ def summarise(results: dict[str, Any], answer_tokens: np.ndarray, context_tokens
                 row[f"HasAns_{metric}"] = [float(c[metric][has_answer].mean()) if has_answer.any() else None for c in cells]
                 row[f"NoAns_{metric}"] = [float(c[metric][~has_answer].mean()) if (~has_answer).any() else None for c in cells]
         row["threshold"] = [c["threshold"] for c in cells]
+        row["bio_length_prior"] = [c.get("bio_length_prior") for c in cells]
         row["train_seconds"] = [c["train_seconds"] for c in cells]
         row["inference_seconds"] = [c["inference_seconds"] for c in cells]
         row["decode_seconds"] = [c["decode_seconds"] for c in cells]
@@ -107,15 +108,17 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
         f"official metrics (ids hash `{results['eval']['question_hash']}`, the same questions for every cell)",
     ]
     if results.get("tune"):
-        lines.append(f"- No-answer thresholds tuned on: {results['tune']['description']}: {results['tune']['questions']} questions")
+        tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if v2 else "")
+        lines.append(f"- Tuned on {results['tune']['description']}: {results['tune']['questions']} questions ({tuned})")
     lines += ["", "## Scores", ""]
-    head = ["run", "decoding", "EM", "F1"]
+    head = ["run", "decoding", "EM", "F1", "BIO β"]
     if v2:
         head += ["HasAns EM", "HasAns F1", "NoAns EM", "NoAns F1", "threshold"]
     head += ["train s", "inference s", "decode s"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary["rows"]:
-        cells = [row["run"], row["decoding"], _fmt(row["em"]), _fmt(row["f1"])]
+        priors = [p for p in row.get("bio_length_prior", []) if p is not None]
+        cells = [row["run"], row["decoding"], _fmt(row["em"]), _fmt(row["f1"]), ", ".join(f"{p:g}" for p in priors) or "–"]
         if v2:
             cells += [_fmt(row[k]) for k in ("HasAns_em", "HasAns_f1", "NoAns_em", "NoAns_f1")]
             cells.append(", ".join("–" if t is None else f"{t:.3f}" for t in row["threshold"]))

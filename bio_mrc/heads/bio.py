@@ -21,6 +21,20 @@ class BIOHead(Head):
     over the batch; ``"sum"`` adds them. Question tokens, special tokens and
     padding must be masked out and never contribute.
 
+    Several annotators can be trained on two ways: their mean tag distribution
+    as soft targets (the formula above), or, given (batch, seq, K) integer tags
+    (one column per annotator, ``-1`` for a missing one), the marginal
+    likelihood ``-log Σ_k Π_i p_{i,r_k(i)}`` of TASE: the head must reproduce
+    some annotator's whole tag sequence rather than their average. With one
+    annotator both equal the one-hot loss.
+
+    ``class_weights`` (w_B, w_I, w_O), off by default, is a departure from the
+    plain loss: token ``i`` counts ``-Σ_j w_j t_ij log q_ij`` with
+    ``q_i = softmax(W h_i + b)``, so the rare B/I tokens weigh more against the
+    many O tokens. Its minimiser is ``q_ij ∝ w_j p_ij``, so the head outputs the
+    prior-corrected logits ``W h_i + b - log w`` (``p_i`` again, calibrated as far
+    as the plain loss would be) and every decoder reads them unchanged.
+
     ``prior`` initialises the bias to ``log prior`` so training starts from the
     tag frequencies (most tokens are O) instead of a uniform guess, whose large
     early O-token gradients would otherwise reshape the encoder first.
@@ -31,7 +45,12 @@ class BIOHead(Head):
     reductions = ("mean", "sum", "token_mean")
 
     def __init__(
-        self, hidden_size: int, dropout: float = 0.0, reduction: str = "token_mean", prior: tuple[float, float, float] | None = None
+        self,
+        hidden_size: int,
+        dropout: float = 0.0,
+        reduction: str = "token_mean",
+        prior: tuple[float, float, float] | None = None,
+        class_weights: tuple[float, float, float] | None = None,
     ) -> None:
         super().__init__()
         if reduction not in self.reductions:
@@ -40,6 +59,9 @@ class BIOHead(Head):
         self.classifier = nn.Linear(hidden_size, 3)
         self.reduction = reduction
         self.prior = prior
+        self.class_weights = tuple(class_weights) if class_weights is not None else None
+        if self.class_weights is not None and (len(self.class_weights) != 3 or min(self.class_weights) <= 0):
+            raise ValueError(f"class_weights must be three positive numbers (B, I, O), got {class_weights!r}")
         self.reset_bias()
 
     def reset_bias(self) -> None:
@@ -52,23 +74,43 @@ class BIOHead(Head):
                 self.classifier.bias.copy_(torch.log(prior / prior.sum()))
 
     def forward(self, hidden_states: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {"bio_logits": self.classifier(self.dropout(hidden_states))}
+        logits = self.classifier(self.dropout(hidden_states))
+        if self.class_weights is not None:
+            logits = logits - logits.new_tensor(self.class_weights).log()
+        return {"bio_logits": logits}
 
     def loss(
         self, logits: dict[str, torch.Tensor], bio_targets: torch.Tensor, paragraph_mask: torch.Tensor, **_: object
     ) -> torch.Tensor:
-        """``bio_targets``: (batch, seq, 3) distributions or (batch, seq) integer tags."""
-        log_probs = torch.log_softmax(logits["bio_logits"].float(), dim=-1)
+        """``bio_targets``: (batch, seq, 3) distributions, (batch, seq) integer tags, or
+        (batch, seq, K) integer tags of K annotators (marginal likelihood).
+        ``paragraph_mask`` marks the tokens that carry a tag."""
+        scores = logits["bio_logits"].float()
+        if self.class_weights is not None:  # back to the weighted loss's own logits (see the class docstring)
+            scores = scores + scores.new_tensor(self.class_weights).log()
+        log_probs = torch.log_softmax(scores, dim=-1)
         mask = paragraph_mask.bool()
-        if bio_targets.dim() == 3:
-            bio_targets = bio_targets.float()
-            safe_targets = torch.where(mask.unsqueeze(-1), bio_targets, torch.zeros_like(bio_targets))
+        if bio_targets.dim() == 3 and not bio_targets.is_floating_point():
+            per_example = self._marginal_loss(log_probs, bio_targets.long(), mask)
         else:
-            safe_targets = torch.where(mask, bio_targets, torch.full_like(bio_targets, 2))
-        token_loss = soft_cross_entropy(log_probs, safe_targets) * mask
-        per_example = token_loss.sum(-1)
+            if bio_targets.dim() == 3:
+                targets = torch.where(mask.unsqueeze(-1), bio_targets.float(), torch.zeros_like(bio_targets, dtype=torch.float))
+            else:
+                targets = torch.nn.functional.one_hot(torch.where(mask, bio_targets.long(), 2), 3).float()
+            if self.class_weights is not None:
+                targets = targets * targets.new_tensor(self.class_weights)
+            per_example = (soft_cross_entropy(log_probs, targets) * mask).sum(-1)
         if self.reduction == "sum":
             return per_example.sum()
         if self.reduction == "token_mean":
             return per_example.sum() / mask.sum().clamp(min=1)
         return per_example.mean()
+
+    def _marginal_loss(self, log_probs: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``-log Σ_k exp(Σ_i log p_{i,r_k(i)})`` per example, over the annotators present."""
+        if self.class_weights is not None:
+            raise ValueError("class_weights apply to distribution targets, not to the marginal likelihood")
+        present = (tags >= 0).any(dim=1)  # (batch, K)
+        picked = log_probs.gather(-1, tags.clamp(min=0))  # (batch, seq, K)
+        sequence_log_prob = (picked * mask.unsqueeze(-1)).sum(1).masked_fill(~present, float("-inf"))
+        return -torch.logsumexp(sequence_log_prob, dim=-1)

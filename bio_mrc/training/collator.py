@@ -7,7 +7,9 @@ from typing import Any, Sequence
 
 import torch
 
-MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "paragraph_mask")
+from ..features.windows import MISSING_ANNOTATOR
+
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "paragraph_mask", "tag_mask")
 TARGETS = ("start_positions", "end_positions", "bio_targets")
 
 
@@ -16,7 +18,9 @@ class WindowCollator:
     """Pads every per-token field to the longest window of the batch.
 
     Input ids pad with the tokenizer's pad id; masks and soft targets pad with
-    0, so padded positions never carry probability mass or loss. Other columns
+    0, so padded positions never carry probability mass or loss. Annotator tags
+    for the marginal likelihood ((seq, K) integers) are also padded to the
+    batch's largest K with ``MISSING_ANNOTATOR``. Other columns
     (offsets, example indices) are dropped: they are for decoding, not the model.
     """
 
@@ -36,9 +40,14 @@ class WindowCollator:
                 batch[key] = torch.tensor(values, dtype=torch.long)
                 continue
             fill = self.pad_token_id if key == "input_ids" else 0
-            dtype = torch.float32 if key == "bio_targets" or isinstance(values[0][0], float) else torch.long
-            padded = [self._pad(torch.as_tensor(v, dtype=dtype), length, fill) for v in values]
-            batch[key] = torch.stack(padded)
+            tensors = [torch.as_tensor(v) for v in values]
+            if key == "bio_targets" and not tensors[0].is_floating_point():  # (seq, K) tags of K annotators
+                annotators = max(t.shape[1] for t in tensors)
+                tensors = [self._pad(t.T, annotators, MISSING_ANNOTATOR).T for t in tensors]
+                fill = MISSING_ANNOTATOR
+            elif key == "bio_targets" or tensors[0].is_floating_point():
+                tensors = [t.float() for t in tensors]
+            batch[key] = torch.stack([self._pad(t, length, fill) for t in tensors])
         return batch
 
     @staticmethod

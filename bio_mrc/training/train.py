@@ -32,6 +32,8 @@ class TrainConfig:
     span_targets: str = "one-hot"
     bio_loss_reduction: str = "token_mean"
     bio_prior: tuple[float, float, float] | None = (0.01, 0.02, 0.97)  # about SQuAD's tag frequencies
+    bio_class_weights: tuple[float, float, float] | None = None  # (w_B, w_I, w_O); None = the plain loss
+    tag_level: str = "word"
     max_seq_length: int = 384
     doc_stride: int = 128
     max_query_length: int = 64
@@ -49,7 +51,7 @@ class TrainConfig:
     @property
     def features(self) -> FeatureConfig:
         return FeatureConfig(
-            self.max_seq_length, self.doc_stride, self.max_query_length, self.bio_targets, self.span_targets
+            self.max_seq_length, self.doc_stride, self.max_query_length, self.bio_targets, self.span_targets, self.tag_level
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,8 +64,9 @@ class TrainConfig:
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown training options: {sorted(unknown)}; known: {sorted(known)}")
-        if data.get("bio_prior") is not None:
-            data = {**data, "bio_prior": tuple(data["bio_prior"])}
+        for name in ("bio_prior", "bio_class_weights"):
+            if data.get(name) is not None:
+                data = {**data, name: tuple(data[name])}
         return cls(**data)
 
 
@@ -117,6 +120,8 @@ def train_model(
     heads_and_weights = {
         "heads": config.heads, "span_loss_weight": config.span_loss_weight, "bio_loss_weight": config.bio_loss_weight,
         "bio_loss_reduction": config.bio_loss_reduction, "bio_prior": list(config.bio_prior) if config.bio_prior else None,
+        "bio_class_weights": list(config.bio_class_weights) if config.bio_class_weights else None,
+        "tag_level": config.tag_level,
     }
     if config.init_from:
         encoder = config.init_from
@@ -130,7 +135,7 @@ def train_model(
         raise ValueError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions of encoder {encoder}")
     started = time.perf_counter()
     features = build_features(examples, tokenizer, config.features, desc="training windows")
-    features = features.remove_columns(["offset_mapping", "example_index"])
+    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index"])
     args = TrainingArguments(
         output_dir=str(output_dir / "checkpoints"),
         num_train_epochs=config.epochs,

@@ -1,0 +1,54 @@
+"""The BIO decoding's span-length prior: its arithmetic, its tuning on held-out questions,
+and how a comparison tunes and saves it."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from bio_mrc.decoding.postprocess import DecodeConfig, decode_bio_predictions
+from bio_mrc.decoding.windows import WindowOutputs
+from bio_mrc.harness.compare import resolve_split
+from bio_mrc.harness.config import DataSpec
+from bio_mrc.tuning import tune_bio_length_prior
+from bio_mrc.types import Example
+
+CONTEXT = "aa bb cc dd"
+
+
+def unsure_inside_outputs(n_examples: int = 1) -> WindowOutputs:
+    """"bb" is surely B; "cc" is I with p 0.4 against O 0.6 (an unsure inside token)."""
+    offsets = np.array([[[-1, -1], [0, 2], [3, 5], [6, 8], [9, 11]]] * n_examples)
+    probs = np.array([[[1 / 3] * 3, [0.05, 0.05, 0.9], [0.8, 0.1, 0.1], [0.0, 0.4, 0.6], [0.05, 0.05, 0.9]]] * n_examples)
+    return WindowOutputs(np.arange(n_examples), offsets, offsets[..., 0] >= 0, bio_logits=np.log(probs + 1e-12))
+
+
+def test_the_prior_adds_beta_per_inside_tag():
+    example = [Example("q", "?", CONTEXT)]
+    (plain,) = decode_bio_predictions(unsure_inside_outputs(), example, DecodeConfig(bio_length_prior=0.0))
+    assert plain.answer == "bb"  # log(.4/.6) < 0: the unsure inside token is cut
+    assert plain.spans[0].score == pytest.approx(math.log(0.8 / 0.1))
+    (longer,) = decode_bio_predictions(unsure_inside_outputs(), example, DecodeConfig(bio_length_prior=1.0))
+    assert longer.answer == "bb cc"
+    assert longer.spans[0].score == pytest.approx(math.log(0.8 / 0.1) + math.log(0.4 / 0.6) + 1.0)
+    assert longer.no_answer_score == pytest.approx(-longer.spans[0].score)
+
+
+def test_tuning_picks_the_smallest_prior_that_recovers_the_gold_spans():
+    examples = [Example(f"q{i}", "?", CONTEXT, (((3, 8),),)) for i in range(3)] + [Example("u", "?", CONTEXT)]
+    prior, f1 = tune_bio_length_prior(unsure_inside_outputs(4), examples, grid=(0.0, 0.25, 0.5, 1.0, 2.0))
+    # log(.4/.6) = -0.405: any β above it reads "bb cc"; the unanswerable question is left out.
+    assert prior == 0.5
+    np.testing.assert_allclose(f1, [100 * 2 / 3] * 2 + [100.0] * 3)
+
+
+def test_a_data_slice_skips_questions(tmp_path):
+    from bio_mrc.data.squad import examples_to_squad_json
+
+    examples = [Example(f"q{i}", "?", f"context {i}", (((0, 7),),), title="t") for i in range(10)]
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(examples_to_squad_json(examples)))
+    split = resolve_split(DataSpec(str(path), limit=3, skip=4), tmp_path)
+    assert [ex.id for ex in split.examples] == ["q4", "q5", "q6"]
+    assert "questions 5 to 7" in split.description

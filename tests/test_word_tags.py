@@ -1,0 +1,106 @@
+"""Word-level BIO tags (first piece of each word) for WordPiece and byte-level BPE tokenizers,
+and the round trip: gold targets fed back as probabilities decode to exactly the gold text."""
+
+import numpy as np
+import pytest
+
+from bio_mrc.decoding.postprocess import DecodeConfig, decode_bio_predictions
+from bio_mrc.decoding.windows import WindowOutputs
+from bio_mrc.features.windows import FeatureConfig, build_features
+from bio_mrc.types import TAG_B, TAG_I, TAG_O, Example
+
+TAG_OF = {TAG_B: "B", TAG_I: "I", TAG_O: "O"}
+
+
+def window_table(tokenizer, example: Example, config: FeatureConfig):
+    """(token text, tag or None for an untagged token) for the paragraph tokens of the first window."""
+    row = build_features([example], tokenizer, config)[0]
+    tokens = tokenizer.convert_ids_to_tokens(row["input_ids"])
+    table = []
+    for token, para, tagged, target in zip(tokens, row["paragraph_mask"], row["tag_mask"], row["bio_targets"]):
+        if para:
+            table.append((token, TAG_OF[int(np.argmax(target))] if tagged else None))
+            if not tagged:
+                assert target == [0.0, 0.0, 0.0]  # no tag, no loss
+    return table
+
+
+def answer(context: str, text: str) -> tuple:
+    start = context.index(text)
+    return (((start, start + len(text)),),)
+
+
+def test_wordpiece_word_tags_by_hand(tiny_tokenizer):
+    context = "The Normans qzz from Normandy, in 911."  # "qzz" and "911" are not in the vocabulary
+    example = Example("w", "Who ruled?", context, answer(context, "qzz from Normandy"))
+    table = window_table(tiny_tokenizer, example, FeatureConfig(64, 16, 16, "one-hot", "one-hot", "word"))
+    assert table == [
+        ("the", "O"), ("normans", "O"), ("q", "B"), ("##z", None), ("##z", None), ("from", "I"),
+        ("normandy", "I"), (",", "O"), ("in", "O"), ("9", "O"), ("##1", None), ("##1", None), (".", "O"),
+    ]
+    subword = window_table(tiny_tokenizer, example, FeatureConfig(64, 16, 16, "one-hot", "one-hot", "subword"))
+    assert [tag for _, tag in subword] == ["O", "O", "B", "I", "I", "I", "I", "O", "O", "O", "O", "O", "O"]
+
+
+def test_byte_level_bpe_word_tags_by_hand(tiny_bpe_tokenizer):
+    context = "The Normans ruled Normandy, in 911."
+    example = Example("b", "Who ruled?", context, answer(context, "ruled Normandy"))
+    table = window_table(tiny_bpe_tokenizer, example, FeatureConfig(64, 16, 16, "one-hot", "one-hot", "word"))
+    # " ruled" is 'Ġ' (an empty piece once offsets are trimmed) + 'r' 'ul' 'ed': its first real piece is tagged.
+    assert table == [
+        ("The", "O"), ("ĠNormans", "O"), ("Ġ", None), ("r", "B"), ("ul", None), ("ed", None), ("ĠNormandy", "I"),
+        (",", "O"), ("Ġin", "O"), ("Ġ", None), ("9", "O"), ("1", None), ("1", None), (".", "O"),
+    ]
+
+
+def test_an_answer_starting_inside_a_word_tags_the_whole_word(tiny_tokenizer):
+    context = "They came in the 1990s to stay."
+    example = Example("m", "When?", context, answer(context, "1990"))
+    tags = [tag for _, tag in window_table(tiny_tokenizer, example, FeatureConfig(64, 16, 16, "one-hot", "one-hot", "word")) if tag]
+    assert tags.count("B") == 1 and "I" not in tags
+
+
+def gold_outputs(tokenizer, examples, config: FeatureConfig) -> WindowOutputs:
+    """Window outputs whose BIO head says exactly the gold targets (smoothed), like ``run_windows``."""
+    features = build_features(examples, tokenizer, config)
+    n, width = len(features), max(len(ids) for ids in features["input_ids"])
+    arrays = {k: np.full((n, width, 2), -1) for k in ("offsets", "words")}
+    masks = {k: np.zeros((n, width), bool) for k in ("mask", "tagged")}
+    logits = np.zeros((n, width, 3))
+    for i, row in enumerate(features):
+        length = len(row["input_ids"])
+        arrays["offsets"][i, :length], arrays["words"][i, :length] = row["offset_mapping"], row["word_offsets"]
+        masks["mask"][i, :length], masks["tagged"][i, :length] = row["paragraph_mask"], row["tag_mask"]
+        targets = np.asarray(row["bio_targets"], dtype=float)
+        logits[i, :length] = np.log(0.9 * targets + 0.1 / 3)
+    return WindowOutputs(
+        np.asarray(features["example_index"]), arrays["offsets"], masks["mask"], bio_logits=logits,
+        word_offsets=arrays["words"], tag_mask=masks["tagged"],
+    )
+
+
+@pytest.mark.parametrize("tag_level", ["word", "subword"])
+@pytest.mark.parametrize("which", ["wordpiece", "bpe"])
+def test_gold_targets_round_trip_through_merged_windows(sample_v1, tiny_tokenizer, tiny_bpe_tokenizer, which, tag_level):
+    tokenizer = tiny_tokenizer if which == "wordpiece" else tiny_bpe_tokenizer
+    config = FeatureConfig(40, 12, 10, "one-hot", "one-hot", tag_level)  # several windows per context
+    examples = [ex for ex in sample_v1.examples if ex.answers]
+    outputs = gold_outputs(tokenizer, examples, config)
+    assert np.bincount(outputs.example_index).max() > 1
+    for prediction, example in zip(decode_bio_predictions(outputs, examples, DecodeConfig(max_answer_length=64)), examples):
+        (start, end), = example.answers[0]
+        assert (prediction.spans[0].start, prediction.spans[0].end) == (start, end)
+        assert prediction.answer == example.context[start:end]
+
+
+@pytest.mark.parametrize("which", ["wordpiece", "bpe"])
+def test_several_gold_spans_round_trip(tiny_tokenizer, tiny_bpe_tokenizer, which):
+    tokenizer = tiny_tokenizer if which == "wordpiece" else tiny_bpe_tokenizer
+    context = "The Normans came from Denmark, Iceland and Norway, and they ruled Normandy for a long time in the north."
+    spans = tuple((context.index(w), context.index(w) + len(w)) for w in ("Denmark", "Iceland", "Norway"))
+    example = Example("s", "Where did the Normans come from?", context, (spans,))
+    outputs = gold_outputs(tokenizer, [example], FeatureConfig(32, 8, 10, "one-hot", "one-hot", "word"))
+    assert len(outputs.example_index) > 1
+    (prediction,) = decode_bio_predictions(outputs, [example], DecodeConfig(multi_span=True))
+    assert sorted((s.start, s.end) for s in prediction.spans) == list(spans)
+    assert [s.text for s in prediction.spans if s.text not in context] == []
