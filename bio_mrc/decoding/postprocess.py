@@ -16,7 +16,8 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
   ``log p_B(i) - log p_O(i) + Σ_{t=i+1..j} (log p_I(t) - log p_O(t))``. That is
   the log-probability of the whole tag sequence with only this span, up to a
   constant, so the two heads are combined on one probabilistic scale. The null
-  score is ``log P_start(0) + log P_end(0)`` (all tokens O adds 0). With a
+  score is ``log P_start(0) + log P_end(0)`` (all tokens O adds 0). The BIO
+  expert's span-length prior (``bio_length_prior``) applies here too. With a
   word-level tagger, spans start on a word's first piece and end on a word's
   last piece.
 """
@@ -45,7 +46,7 @@ class DecodeConfig:
     most probable tag sequence instead of the n-best single spans;
     ``require_answer`` then adds the best single span where that sequence has none.
     ``bio_length_prior`` (β) is a geometric span-length prior for the BIO
-    decoding: a span of ``n`` tags gains ``β (n - 1)``, i.e. ``β`` is added to
+    head (in the BIO and joint decodings): a span of ``n`` tags gains ``β (n - 1)``, i.e. ``β`` is added to
     every inside gain ``log p_I - log p_O``. ``None`` means the value tuned on
     held-out questions and saved with the model (0 for a model without one).
     """
@@ -129,7 +130,7 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     log_start = _log_softmax(outputs.start_logits, attended)
     log_end = _log_softmax(outputs.end_logits, attended)
     log_tags, tagged = outputs.bio_log_probs, outputs.tagged
-    inside_ratio = np.where(tagged, log_tags[..., TAG_I] - log_tags[..., TAG_O], 0.0)
+    inside_ratio = np.where(tagged, log_tags[..., TAG_I] - log_tags[..., TAG_O] + (config.bio_length_prior or 0.0), 0.0)
     begin_bonus = log_tags[..., TAG_B] - log_tags[..., TAG_I]
     candidates = best_spans(
         np.where(tagged, log_start + begin_bonus, -np.inf), np.where(outputs.word_end, log_end, -np.inf), outputs.mask,

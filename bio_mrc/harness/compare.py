@@ -147,7 +147,7 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
                     "run": run.name, "decoding": decoding, "seed": seed, "model_dir": str(model_dir),
                     "train_seconds": train_seconds, "reused_model": reused,
                     "inference_seconds": inference_seconds, "threshold": threshold,
-                    "bio_length_prior": decode_config.bio_length_prior if "bio" in decoding else None, **cell,
+                    "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None, **cell,
                 })
             if thresholds or tuned_prior is not None:  # saved with the model, so predict/extract apply the same values
                 trained.model.config.no_answer_thresholds = {**trained.thresholds, **thresholds} or None  # -inf survives JSON as -Infinity
