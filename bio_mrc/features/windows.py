@@ -135,8 +135,8 @@ def context_words(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -
         spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)
         np.minimum.at(spans[:, 0], ids, offsets[:, 0])
         np.maximum.at(spans[:, 1], ids, offsets[:, 1])
-        spans = spans[spans[:, 0] < spans[:, 1]]
-        spans_by_context[context] = np.array([_strip(context, a, b) for a, b in spans.tolist()], dtype=np.int64).reshape(-1, 2)
+        stripped = np.array([_strip(context, a, b) for a, b in spans.tolist()], dtype=np.int64).reshape(-1, 2)
+        spans_by_context[context] = stripped[stripped[:, 0] < stripped[:, 1]]  # whitespace-only "words" carry no tag
     return [spans_by_context[c] for c in contexts]
 
 
