@@ -36,3 +36,12 @@ def test_without_a_head_rate_the_optimizer_is_trainers(model, tmp_path):
     optimizer = _optimizer(model, tmp_path, head_learning_rate=None)
     assert {g["lr"] for g in optimizer.param_groups} == {1e-4}
     assert sum(len(g["params"]) for g in optimizer.param_groups) == len(list(model.parameters()))
+
+
+def test_class_weights_default_by_heads():
+    from bio_mrc.training.train import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
+
+    assert TrainConfig(heads="bio").resolved_bio_class_weights == BIO_ONLY_CLASS_WEIGHTS
+    assert TrainConfig(heads="span+bio").resolved_bio_class_weights is None
+    assert TrainConfig(heads="bio", bio_targets="marginal").resolved_bio_class_weights is None
+    assert TrainConfig(heads="bio", bio_class_weights=(1.0, 1.0, 1.0)).resolved_bio_class_weights == (1.0, 1.0, 1.0)

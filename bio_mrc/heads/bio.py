@@ -108,7 +108,7 @@ class BIOHead(Head):
 
     def _marginal_loss(self, log_probs: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``-log Σ_k exp(Σ_i log p_{i,r_k(i)})`` per example, over the annotators present."""
-        if self.class_weights is not None:
+        if self.class_weights is not None and self.class_weights != (1.0, 1.0, 1.0):
             raise ValueError("class_weights apply to distribution targets, not to the marginal likelihood")
         present = (tags >= 0).any(dim=1)  # (batch, K)
         picked = log_probs.gather(-1, tags.clamp(min=0))  # (batch, seq, K)

@@ -18,6 +18,7 @@ from ..types import Example
 from .collator import WindowCollator
 
 RUN_FILE = "bio_mrc_run.json"
+BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
 
 
 @dataclass
@@ -34,7 +35,10 @@ class TrainConfig:
     span_targets: str = "one-hot"
     bio_loss_reduction: str = "token_mean"
     bio_prior: tuple[float, float, float] | None = (0.01, 0.02, 0.97)  # about SQuAD's tag frequencies
-    bio_class_weights: tuple[float, float, float] | None = None  # (w_B, w_I, w_O); None = the plain loss
+    # (w_B, w_I, w_O) in the BIO loss; (1, 1, 1) is the plain loss. None chooses by heads: a BIO-only model
+    # weighs B/I tokens 10x (F1 36.6 -> 51.1 at the reference budget), a model with a span head uses the
+    # plain loss (there the weights cost the span decoding 2.9 F1); benchmarks/RESULTS.md, BIO quality.
+    bio_class_weights: tuple[float, float, float] | None = None
     tag_level: str = "word"
     max_seq_length: int = 384
     doc_stride: int = 128
@@ -49,6 +53,13 @@ class TrainConfig:
     weight_decay: float = 0.01
     seed: int = 42
     init_from: str | None = None  # a trained bio_mrc model to continue from (e.g. SQuAD -> MultiSpanQA)
+
+    @property
+    def resolved_bio_class_weights(self) -> tuple[float, float, float] | None:
+        """The class weights the BIO loss uses (see ``bio_class_weights``); the marginal likelihood takes none."""
+        if self.bio_class_weights is not None:
+            return tuple(self.bio_class_weights)
+        return BIO_ONLY_CLASS_WEIGHTS if self.heads == "bio" and self.bio_targets != "marginal" else None
 
     @property
     def features(self) -> FeatureConfig:
@@ -114,7 +125,7 @@ def _fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
     heads_and_weights = {
         "heads": config.heads, "span_loss_weight": config.span_loss_weight, "bio_loss_weight": config.bio_loss_weight,
         "bio_loss_reduction": config.bio_loss_reduction, "bio_prior": list(config.bio_prior) if config.bio_prior else None,
-        "bio_class_weights": list(config.bio_class_weights) if config.bio_class_weights else None,
+        "bio_class_weights": list(config.resolved_bio_class_weights) if config.resolved_bio_class_weights else None,
         "tag_level": config.tag_level,
     }
     if config.init_from:
