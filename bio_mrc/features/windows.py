@@ -125,7 +125,7 @@ def context_words(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -
     every window). Byte-level BPE words carry their leading space; it is stripped.
     """
     unique = list(dict.fromkeys(contexts))
-    enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True)
+    enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True, verbose=False)  # no window: no length warning
     spans_by_context = {}
     for k, context in enumerate(unique):
         ids = np.array([-1 if w is None else w for w in enc.word_ids(k)], dtype=np.int64)
