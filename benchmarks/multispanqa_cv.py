@@ -70,8 +70,8 @@ def main() -> None:
         trained = TrainedModel.load(model_dir)
         outputs = trained.windows(test)
         multi = DecodeConfig(multi_span=True, require_answer=True, bio_length_prior=0.0)
-        for method, config in (("bio", multi), ("bio-squad-prior", trained.decode_config(replace(multi, bio_length_prior=None)))):
-            decoded = decode(outputs, test, "bio", config)
+        for method, decode_config in (("bio", multi), ("bio-squad-prior", trained.decode_config(replace(multi, bio_length_prior=None)))):
+            decoded = decode(outputs, test, "bio", decode_config)
             predictions[method].update({p.id: [s.text for s in p.spans] for p in decoded})
         decoded = nbest_multi_span(decode(outputs, test, "span", DecodeConfig()), min_probability=0.1)
         predictions["span-nbest"].update({p.id: [s.text for s in p.spans] for p in decoded})
