@@ -16,7 +16,7 @@ from .decoding.windows import WindowOutputs
 from .predict import no_answer_probability
 from .types import Example, Prediction
 
-LENGTH_PRIOR_GRID = tuple(np.round(np.arange(0.0, 4.01, 0.25), 2).tolist())
+LENGTH_PRIOR_GRID = tuple(np.round(np.arange(0.0, 6.01, 0.25), 2).tolist())
 
 
 def tune_no_answer_threshold(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]]) -> tuple[float, float]:
