@@ -52,3 +52,18 @@ def test_a_data_slice_skips_questions(tmp_path):
     split = resolve_split(DataSpec(str(path), limit=3, skip=4), tmp_path)
     assert [ex.id for ex in split.examples] == ["q4", "q5", "q6"]
     assert "questions 5 to 7" in split.description
+
+
+def test_the_joint_decoding_adds_the_prior_per_inside_tag():
+    from bio_mrc.decoding.postprocess import decode_joint
+
+    outputs = unsure_inside_outputs()
+    outputs.start_logits = np.zeros(outputs.mask.shape)
+    outputs.end_logits = np.zeros(outputs.mask.shape)
+    example = [Example("q", "?", CONTEXT)]
+    scores = {}
+    for prior in (0.0, 0.7):
+        (prediction,) = decode_joint(outputs, example, DecodeConfig(bio_length_prior=prior))
+        scores[prior] = {s.text: s.score for s in prediction.spans}
+    for text in ("bb", "bb cc", "bb cc dd"):
+        assert scores[0.7][text] - scores[0.0][text] == pytest.approx(0.7 * (len(text.split()) - 1))

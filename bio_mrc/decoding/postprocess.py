@@ -45,10 +45,11 @@ class DecodeConfig:
     decoding. ``multi_span`` makes the BIO decoding return every span of the
     most probable tag sequence instead of the n-best single spans;
     ``require_answer`` then adds the best single span where that sequence has none.
-    ``bio_length_prior`` (β) is a geometric span-length prior for the BIO
-    head (in the BIO and joint decodings): a span of ``n`` tags gains ``β (n - 1)``, i.e. ``β`` is added to
-    every inside gain ``log p_I - log p_O``. ``None`` means the value tuned on
-    held-out questions and saved with the model (0 for a model without one).
+    ``bio_length_prior`` (β) is a geometric span-length prior on the BIO head's
+    spans (in the BIO and joint decodings): a span of ``n`` tags gains
+    ``β (n - 1)``, i.e. ``β`` is added to every inside gain ``log p_I - log p_O``.
+    ``None`` means the value tuned on held-out questions and saved with the
+    model (0 for a model without one).
     """
 
     n_best: int = 20
@@ -129,9 +130,9 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     attended[:, 0] = True  # [CLS] takes part in the start/end softmax: it carries the null score
     log_start = _log_softmax(outputs.start_logits, attended)
     log_end = _log_softmax(outputs.end_logits, attended)
-    log_tags, tagged = outputs.bio_log_probs, outputs.tagged
-    inside_ratio = np.where(tagged, log_tags[..., TAG_I] - log_tags[..., TAG_O] + (config.bio_length_prior or 0.0), 0.0)
-    begin_bonus = log_tags[..., TAG_B] - log_tags[..., TAG_I]
+    log_tags, tagged, prior = outputs.bio_log_probs, outputs.tagged, config.bio_length_prior or 0.0
+    inside_ratio = np.where(tagged, log_tags[..., TAG_I] - log_tags[..., TAG_O] + prior, 0.0)
+    begin_bonus = log_tags[..., TAG_B] - log_tags[..., TAG_I] - prior  # the first tag is B: no I gain, no prior
     candidates = best_spans(
         np.where(tagged, log_start + begin_bonus, -np.inf), np.where(outputs.word_end, log_end, -np.inf), outputs.mask,
         config.max_answer_length, config.n_best, extra_token_scores=inside_ratio,
