@@ -4,15 +4,15 @@ logic) and the BIO decoding's span-length prior."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from .metrics.squad import find_best_threshold
-from dataclasses import replace
-
-from .decoding.postprocess import DecodeConfig, decode
+from .data.squad import gold_texts
+from .decoding.postprocess import DecodeConfig, decode_merged_tags, merge_tag_log_probs
 from .decoding.windows import WindowOutputs
+from .metrics.squad import find_best_threshold
 from .predict import no_answer_probability
 from .types import Example, Prediction
 
@@ -84,10 +84,10 @@ def tune_bio_length_prior(
     subset = outputs.select(windows)
     subset.example_index = np.searchsorted(answerable, subset.example_index)
     chosen = [examples[i] for i in answerable]
-    gold = {ex.id: [ex.context[s:e] for alt in ex.answers for s, e in alt[:1]] for ex in chosen}
-    ids = [ex.id for ex in chosen]
+    gold, ids = gold_texts(chosen), [ex.id for ex in chosen]
+    merged = merge_tag_log_probs(subset, len(chosen))
     f1 = np.zeros(len(grid))
     for k, prior in enumerate(grid):
-        predictions = decode(subset, chosen, "bio", replace(config, bio_length_prior=float(prior), multi_span=False))
+        predictions = decode_merged_tags(merged, chosen, replace(config, bio_length_prior=float(prior), multi_span=False))
         f1[k] = per_question_scores(gold, {p.id: p.answer for p in predictions}, ids, "1.1")[1].mean()
     return float(grid[int(np.argmax(f1))]), f1

@@ -32,7 +32,7 @@ import numpy as np
 from ..types import TAG_B, TAG_I, TAG_O, AnswerSpan, Example, Prediction
 from .spans import best_spans, null_scores
 from .tags import best_tag_spans, likeliest_tag_spans
-from .windows import WindowOutputs, merge_windows
+from .windows import MergedTokens, WindowOutputs, merge_windows
 
 DECODINGS = ("span", "bio", "joint")
 
@@ -150,15 +150,23 @@ def decode_bio_predictions(
     ``log P(all O) - log P(best single span)`` (higher = more likely unanswerable).
     Ratios include the span-length prior ``config.bio_length_prior``.
     """
+    return decode_merged_tags(merge_tag_log_probs(outputs, len(examples)), examples, config)
+
+
+def merge_tag_log_probs(outputs: WindowOutputs, n_examples: int) -> MergedTokens:
+    """The BIO head's log-probabilities of each example's tagged tokens, windows merged (one row per example)."""
     if outputs.bio_logits is None:
         raise ValueError("BIO decoding needs a model with a BIO head")
     view = outputs.tag_view()
-    merged = merge_windows(view, view.bio_log_probs, len(examples))  # rows are examples
-    if config.bio_length_prior:
-        merged.values[..., TAG_I] += config.bio_length_prior
-    single = best_tag_spans(merged.values, merged.mask, config.max_answer_length, config.n_best)
+    return merge_windows(view, view.bio_log_probs, n_examples)
+
+
+def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
+    """:func:`decode_bio_predictions` from already merged tag log-probabilities (merge once, decode many ways)."""
+    log_probs = merged.values + np.where(np.arange(3) == TAG_I, config.bio_length_prior or 0.0, 0.0)
+    single = best_tag_spans(log_probs, merged.mask, config.max_answer_length, config.n_best)
     if config.multi_span:
-        rows, starts, ends, scores = _tag_sequence_spans(merged.values, merged.mask, single, config)
+        rows, starts, ends, scores = _tag_sequence_spans(log_probs, merged.mask, single, config)
         limit = 10**9
     else:
         valid = single.start >= 0

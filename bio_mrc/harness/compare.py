@@ -15,14 +15,14 @@ from .. import __version__
 from ..data.splits import question_set_hash, split_by_article
 from ..data.squad import gold_texts, load_squad
 from ..data.unanswerable import add_unanswerable
-from ..decoding.postprocess import DecodeConfig, available_decodings, decode
-from ..decoding.windows import WindowOutputs, merge_windows
+from ..decoding.postprocess import DecodeConfig, available_decodings, decode, merge_tag_log_probs
+from ..decoding.windows import WindowOutputs
+from ..metrics.tags import tag_scores
 from ..predict import TrainedModel, apply_no_answer_threshold, threshold_key, write_prediction_files
 from ..training.train import RUN_FILE, TrainConfig, load_run_record, train_model
 from ..tuning import tune_bio_length_prior, tune_no_answer_threshold
 from ..types import Example, Prediction
 from .config import CompareConfig, DataSpec, RunSpec
-from ..metrics.tags import tag_scores
 from .scoring import per_question_scores, tag_sequences
 
 
@@ -104,8 +104,7 @@ def evaluate_cell(
     em, f1 = per_question_scores(split.gold, answers, ids, split.version)
     cell: dict[str, Any] = {"em": em, "f1": f1, "answers": [answers[i] for i in ids], "decode_seconds": seconds}
     if decoding == "bio":  # tag-level scores of the most probable tag sequence
-        view = outputs.tag_view()
-        merged = merge_windows(view, view.mask, len(split.examples))
+        merged = merge_tag_log_probs(outputs, len(split.examples))
         tagged = decode(outputs, split.examples, "bio", replace(decode_config, multi_span=True))
         gold_tags, pred_tags = tag_sequences(merged, split.examples, apply_no_answer_threshold(tagged, threshold))
         cell["tag_scores"] = tag_scores(gold_tags, pred_tags, strict=True)

@@ -117,7 +117,7 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
     head += ["train s", "inference s", "decode s"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary["rows"]:
-        priors = [p for p in row.get("bio_length_prior", []) if p is not None]
+        priors = [p for p in row["bio_length_prior"] if p is not None]
         cells = [row["run"], row["decoding"], _fmt(row["em"]), _fmt(row["f1"]), ", ".join(f"{p:g}" for p in priors) or "–"]
         if v2:
             cells += [_fmt(row[k]) for k in ("HasAns_em", "HasAns_f1", "NoAns_em", "NoAns_f1")]
