@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -28,12 +29,12 @@ def _add_train_options(parser: argparse.ArgumentParser) -> None:
                         help="word: tag the first piece of each word and decode on word boundaries; subword: tag every token")
     parser.add_argument("--bio-class-weights", type=float, nargs=3, default=defaults.bio_class_weights, metavar=("B", "I", "O"),
                         help="weights of B/I/O tokens in the BIO loss, a departure from the plain loss (1 1 1); "
-                             "default: 10 10 1 for a BIO-only model, 1 1 1 with a span head")
+                             "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head")
     parser.add_argument("--span-targets", choices=("soft", "one-hot"), default=defaults.span_targets)
     parser.add_argument("--epochs", type=float, default=defaults.epochs)
     parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
     parser.add_argument("--head-learning-rate", type=float, default=defaults.head_learning_rate,
-                        help="learning rate of the freshly initialised heads (default: --learning-rate)")
+                        help="learning rate of the freshly initialised heads (none: --learning-rate)")
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
     parser.add_argument("--max-seq-length", type=int, default=defaults.max_seq_length)
     parser.add_argument("--doc-stride", type=int, default=defaults.doc_stride, help="tokens of overlap between windows")
@@ -62,7 +63,7 @@ def _add_decode_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-answer-length", type=int, default=defaults.max_answer_length,
                         help="in tokens (in words for the BIO decoding of a word-level tagger)")
     parser.add_argument("--bio-length-prior", type=float, default=defaults.bio_length_prior,
-                        help="BIO span-length prior β (a span of n tags gains β(n-1)); default: the value tuned for the model")
+                        help="BIO span-length prior β (a span of n tags gains β(n-1)); none: the value tuned for the model")
 
 
 def _decode_config(args: argparse.Namespace, require_answer: bool = True) -> DecodeConfig:
@@ -73,11 +74,34 @@ def _decode_config(args: argparse.Namespace, require_answer: bool = True) -> Dec
     )
 
 
-def cmd_train(args: argparse.Namespace) -> int:
+def _add_data_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fix-offsets", action="store_true",
+                        help="relocate an answer_start that misses its text to the nearest occurrence of the text (reported)")
+    parser.add_argument("--skip-invalid", action="store_true",
+                        help="leave out bad questions instead of stopping at the first one (each is reported)")
+
+
+def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None):
+    """A SQuAD file under the command's data options, reporting every relocated offset and skipped question."""
     from .data.squad import load_squad
+
+    data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid)
+    if data.fixed_offsets:
+        print(f"note: relocated answer_start of {len(data.fixed_offsets)} question(s) in {path}: "
+              f"{', '.join(data.fixed_offsets[:10])}{', ...' if len(data.fixed_offsets) > 10 else ''}", file=sys.stderr)
+    for error in data.skipped:
+        print(f"skipped: {error}", file=sys.stderr)
+    if data.skipped:
+        print(f"warning: skipped {len(data.skipped)} invalid question(s) of {path}", file=sys.stderr)
+    if not data.examples:
+        raise SystemExit(f"error: no questions to use in {path}")
+    return data
+
+
+def cmd_train(args: argparse.Namespace) -> int:
     from .training.train import train_model
 
-    data = load_squad(args.train, limit=args.limit)
+    data = _load_squad(args, args.train, args.limit)
     print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
     result = train_model(data.examples, _train_config(args), args.output_dir)
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
@@ -86,16 +110,15 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from .data.squad import load_squad
     from .predict import TrainedModel, decode_with_thresholds, write_prediction_files
 
-    data = load_squad(args.data, limit=args.limit)
-    trained = TrainedModel.load(args.model)
+    data = _load_squad(args, args.data, args.limit)
+    trained = TrainedModel.load(args.model, progress=True)
     missing = [d for d in args.decoding if d not in trained.decodings]
     if missing:
         raise SystemExit(f"error: decoding {missing} needs heads this model lacks (it has {trained.model.config.heads})")
     started = time.perf_counter()
-    outputs = trained.windows(data.examples, batch_size=args.batch_size)
+    outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     report: dict[str, object] = {"questions": len(data.examples), "inference_seconds": round(time.perf_counter() - started, 1)}
     config = trained.decode_config(_decode_config(args, require_answer=not data.is_v2))
     output = Path(args.output)
@@ -109,42 +132,49 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    predictions = json.loads(Path(args.predictions).read_text(encoding="utf-8"))
+    from .data.predictions import load_na_probs, load_predictions
+
     if args.metric == "multispan":
         from .data.multispanqa import load_multispanqa, multispan_gold_texts
         from .metrics.multispan import multispan_metrics
 
         gold = multispan_gold_texts(load_multispanqa(args.data))
+        # The official MultiSpanQA script scores only complete files: a missing question is an error here too.
+        predictions, _ = load_predictions(args.predictions, list(gold), multi_span=True, strict=True)
         print(json.dumps(multispan_metrics(gold, predictions), indent=2))
         return 0
-    from .data.squad import load_squad
     from .metrics.squad import squad_metrics
 
-    data = load_squad(args.data)
-    na_probs = json.loads(Path(args.na_probs).read_text()) if args.na_probs else None
+    data = _load_squad(args, args.data)
+    gold = data.gold_texts()
+    predictions, missing = load_predictions(args.predictions, list(gold), strict=args.strict)
+    na_probs = load_na_probs(args.na_probs, list(gold), strict=args.strict)[0] if args.na_probs else None
+    if missing:
+        print(f"warning: {len(missing)} of {len(gold)} questions have no prediction in {args.predictions} "
+              f"(e.g. {missing[0]!r}); they are scored as wrong (--strict makes this an error)", file=sys.stderr)
     version = "2.0" if (data.is_v2 or na_probs is not None) else "1.1"
-    print(json.dumps(squad_metrics(data.gold_texts(), predictions, version, na_probs), indent=2))
+    print(json.dumps(squad_metrics(gold, predictions, version, na_probs, missing_as_wrong=True), indent=2))
     return 0
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .data.squad import load_squad
-    from .predict import TrainedModel
+    from .predict import TrainedModel, save_tuned_settings, tuning_provenance
 
-    data = load_squad(args.data, limit=args.limit)
-    trained = TrainedModel.load(args.model)
-    outputs = trained.windows(data.examples, batch_size=args.batch_size)
-    config, report = _decode_config(args, require_answer=False), {}
+    data = _load_squad(args, args.data, args.limit)
+    trained = TrainedModel.load(args.model, progress=True)
+    outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
+    config, report, settings = _decode_config(args, require_answer=False), {}, {}
     if "bio" in trained.decodings and args.bio_length_prior is None and any(ex.answers for ex in data.examples):
         from .tuning import tune_bio_length_prior
 
         prior, f1 = tune_bio_length_prior(outputs, data.examples, config)
-        trained.model.config.bio_length_prior = prior
+        settings["bio_length_prior"] = trained.model.config.bio_length_prior = prior
         report["bio_length_prior"] = {"value": prior, "best_f1": float(f1.max()), "f1_without": float(f1[0])}
     config = trained.decode_config(config)
-    if data.is_v2:
-        trained.model.config.no_answer_thresholds = _tune_thresholds(args, trained, outputs, data, config, report)
-    trained.model.config.save_pretrained(args.model)  # predict, compare and AnswerExtractor apply them from now on
+    thresholds = _tune_thresholds(args, trained, outputs, data, config, report) if data.is_v2 else {}
+    description = f"{args.data}" + (f" (first {args.limit} questions)" if args.limit else "")
+    # predict, compare and AnswerExtractor apply them from now on
+    save_tuned_settings(args.model, trained.model.config, thresholds, settings, tuning_provenance(description, data.examples))
     print(json.dumps(report, indent=2))
     return 0
 
@@ -155,7 +185,7 @@ def _tune_thresholds(args: argparse.Namespace, trained, outputs, data, config: D
     from .predict import threshold_key
     from .tuning import threshold_curve, tune_no_answer_threshold
 
-    thresholds, gold = dict(trained.thresholds), data.gold_texts()
+    thresholds, gold = {}, data.gold_texts()
     for decoding in args.decoding or trained.decodings:
         predictions = decode(outputs, data.examples, decoding, config)
         threshold, best_f1 = tune_no_answer_threshold(predictions, gold)
@@ -187,7 +217,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not data_dir.exists():
         raise SystemExit(f"error: data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
     output_dir = Path(args.output_dir or Path("runs") / config.name)
-    results, summary = compare(config, data_dir, output_dir)
+    results, summary = compare(config, data_dir, output_dir, progress=True)
     print(console_table(results, summary))
     print(f"\nreport: {output_dir / 'report.md'} (also report.json and PNG plots there)")
     return 0
@@ -210,15 +240,18 @@ def cmd_extract(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bio-mrc", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    # Every option's help ends with its real default, read from the parser (so help and defaults cannot drift).
+    add_command = functools.partial(sub.add_parser, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 
-    train = sub.add_parser("train", help="fine-tune a model on SQuAD-format data")
+    train = add_command("train", help="fine-tune a model on SQuAD-format data")
     train.add_argument("--train", required=True, help="SQuAD-format JSON")
     train.add_argument("--limit", type=int, help="first N questions of the file")
     train.add_argument("--output-dir", required=True)
     _add_train_options(train)
+    _add_data_options(train)
     train.set_defaults(func=cmd_train)
 
-    predict = sub.add_parser("predict", help="write official-format predictions (+ n-best and na_prob files)")
+    predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
     predict.add_argument("--model", required=True)
     predict.add_argument("--data", required=True)
     predict.add_argument("--limit", type=int)
@@ -226,15 +259,18 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--output", required=True)
     predict.add_argument("--batch-size", type=int, default=64)
     _add_decode_options(predict)
+    _add_data_options(predict)
     predict.set_defaults(func=cmd_predict)
 
-    evaluate = sub.add_parser("evaluate", help="official SQuAD v1.1/v2.0 or MultiSpanQA metrics")
+    evaluate = add_command("evaluate", help="official SQuAD v1.1/v2.0 or MultiSpanQA metrics")
     evaluate.add_argument("--data", required=True)
     evaluate.add_argument("--predictions", required=True)
     evaluate.add_argument("--na-probs")
     evaluate.add_argument("--metric", choices=("squad", "multispan"), default="squad")
+    evaluate.add_argument("--strict", action="store_true", help="a question without a prediction is an error, not a wrong answer")
+    _add_data_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
-    tune = sub.add_parser("tune", help="tune the BIO span-length prior (and, on SQuAD 2.0 data, no-answer thresholds) "
+    tune = add_command("tune", help="tune the BIO span-length prior (and, on SQuAD 2.0 data, no-answer thresholds) "
                                        "on held-out questions and save them with the model")
     tune.add_argument("--model", required=True)
     tune.add_argument("--data", required=True, help="SQuAD JSON of questions NOT used for training or the final evaluation")
@@ -243,16 +279,17 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--batch-size", type=int, default=64)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
     _add_decode_options(tune)
+    _add_data_options(tune)
     tune.set_defaults(func=cmd_tune)
 
-    compare = sub.add_parser("compare", help="train/reuse runs, evaluate every decoding on the same questions, write a report")
+    compare = add_command("compare", help="train/reuse runs, evaluate every decoding on the same questions, write a report")
     compare.add_argument("--config", default="quick", help="a JSON config (see benchmarks/ablations/) or a preset: quick, full, v2-quick")
     compare.add_argument("--data-dir", help="folder with squad-v1.1/, squad-v2.0/ (default: $BIO_MRC_DATA or ../shared/data)")
     compare.add_argument("--output-dir", help="default: runs/<config name>")
     compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")
     compare.add_argument("--encoder", help="override every run's encoder")
     compare.set_defaults(func=cmd_compare)
-    extract = sub.add_parser("extract", help="answer one question about a text")
+    extract = add_command("extract", help="answer one question about a text")
     extract.add_argument("--model", required=True)
     extract.add_argument("--question", required=True)
     extract.add_argument("--context-file")
@@ -266,12 +303,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .data.errors import DataFormatError
+    from .errors import BioMrcError
 
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (DataFormatError, FileNotFoundError) as err:
+    except (BioMrcError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 

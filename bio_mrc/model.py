@@ -13,15 +13,20 @@ from transformers.utils import ModelOutput
 from .heads import BIOHead, SpanHead
 
 HEAD_CHOICES = ("span", "bio", "span+bio")
+# The layout of a saved model folder; a folder saved by a newer layout is refused, not misread.
+MODEL_FORMAT = 1
 
 
 class BioMrcConfig(PreTrainedConfig):
-    """Configuration is data: which heads, how their losses are weighted, tuned thresholds.
+    """Configuration is data: which heads, how their losses are weighted, tuned decoding settings.
 
-    ``no_answer_thresholds`` maps a decoding name (``"span"``, ``"bio"``,
-    ``"joint"``) to the threshold tuned on a dev split (see
-    :mod:`bio_mrc.decoding.no_answer`); it is saved with the model so that
-    ``predict``, ``compare`` and ``AnswerExtractor`` apply the same value.
+    ``no_answer_thresholds`` maps a no-answer score (``threshold_key``: ``"span"``,
+    ``"bio/ratio"``, ``"joint"``) to the threshold tuned on held-out questions and
+    ``bio_length_prior`` is the BIO decoding's tuned span-length prior; both are
+    saved with the model so that ``predict``, ``compare`` and ``AnswerExtractor``
+    apply the same values. ``tuned_on`` says on which questions they were tuned
+    (``{"description", "question_hash"}``). ``bio_mrc_format`` is the folder
+    layout's version.
     """
 
     model_type = "bio_mrc"
@@ -40,6 +45,8 @@ class BioMrcConfig(PreTrainedConfig):
     head_dropout: float = 0.1
     no_answer_thresholds: dict | None = None
     bio_length_prior: float | None = None  # the BIO decoding's span-length prior, tuned on held-out questions
+    tuned_on: dict | None = None
+    bio_mrc_format: int = MODEL_FORMAT
 
     @property
     def head_names(self) -> list[str]:

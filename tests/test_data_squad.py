@@ -50,7 +50,7 @@ def test_empty_context_and_bad_files(tmp_path):
         parse_squad({"version": "1.1"})
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
-    with pytest.raises(DataFormatError, match="not valid UTF-8 JSON"):
+    with pytest.raises(DataFormatError, match="not valid JSON"):
         load_squad(broken)
     with pytest.raises(DataFormatError, match="file not found"):
         load_squad(tmp_path / "missing.json")

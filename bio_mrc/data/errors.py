@@ -1,4 +1,4 @@
-"""One error type for bad input, always naming the file and the record, and the one JSON reader."""
+"""The one JSON reader: every failure becomes a :class:`DataFormatError` naming the file."""
 
 from __future__ import annotations
 
@@ -6,22 +6,25 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import DataFormatError
 
-class DataFormatError(ValueError):
-    """Raised when an input file or record does not fit the expected layout."""
-
-    def __init__(self, problem: str, record: str | None = None, source: str | None = None) -> None:
-        where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
-        super().__init__(f"{problem} ({where})" if where else problem)
-        self.problem, self.record, self.source = problem, record, source
+__all__ = ["DataFormatError", "read_json"]
 
 
 def read_json(path: str | Path) -> Any:
     """Parse a UTF-8 JSON file, turning every failure into a DataFormatError naming the file."""
     source = str(path)
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DataFormatError("file not found", source=source) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise DataFormatError(f"not valid UTF-8 JSON: {err}", source=source) from None
+    except IsADirectoryError:
+        raise DataFormatError("expected a JSON file, found a folder", source=source) from None
+    except UnicodeDecodeError as err:
+        raise DataFormatError(f"not UTF-8 text ({err.reason} at byte {err.start})", source=source) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        truncated = not text[err.pos :].strip()  # the parser ran out of text: the file was cut short
+        problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
+        raise DataFormatError(f"{problem}: {err.msg} at line {err.lineno}, column {err.colno}", source=source) from None

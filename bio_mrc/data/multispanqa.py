@@ -60,16 +60,18 @@ def _words(record: dict[str, Any], key: str, qid: str, source: str) -> list[str]
     return words
 
 
-def parse_record(record: Any, source: str = "") -> tuple[Example, int]:
-    """One record -> ``(Example, number of spans that start with I)``; bad input raises DataFormatError."""
+def parse_record(record: Any, source: str = "", number: int | None = None) -> tuple[Example, int]:
+    """One record -> ``(Example, number of spans that start with I)``; bad input raises DataFormatError.
+    ``number`` (1-based position in the file) names a record that has no usable id."""
+    position = f"record #{number}" if number is not None else None
     if not isinstance(record, dict):
-        raise DataFormatError(f"expected a record object, got {type(record).__name__}", source=source)
+        raise DataFormatError(f"expected a record object, got {type(record).__name__}", position, source)
     qid = record.get("id")
     missing = [key for key in REQUIRED_KEYS if key not in record]
     if missing:
-        raise DataFormatError(f"missing key(s) {missing}", str(qid) if qid is not None else None, source)
+        raise DataFormatError(f"missing key(s) {missing}", str(qid) if qid is not None else position, source)
     if not isinstance(qid, str) or not qid:
-        raise DataFormatError(f"'id' must be a non-empty string, got {qid!r}", source=source)
+        raise DataFormatError(f"'id' must be a non-empty string, got {qid!r}", position, source)
     question = _words(record, "question", qid, source)
     context = _words(record, "context", qid, source)
     labels = record["label"]
@@ -90,8 +92,8 @@ def parse_multispanqa(raw: Any, source: str = "") -> list[Example]:
     examples: list[Example] = []
     seen: set[str] = set()
     orphan_ids: list[str] = []
-    for record in raw["data"]:
-        example, orphans = parse_record(record, source)
+    for number, record in enumerate(raw["data"], 1):
+        example, orphans = parse_record(record, source, number)
         if example.id in seen:
             raise DataFormatError("duplicate question id", example.id, source)
         seen.add(example.id)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..types import Example
 from .errors import DataFormatError, read_json
@@ -12,11 +13,17 @@ from .errors import DataFormatError, read_json
 
 @dataclass
 class SquadFile:
-    """The examples of one file, in file order, and its declared version ("1.1" or "2.0")."""
+    """The examples of one file, in file order, and its declared version ("1.1" or "2.0").
+
+    ``skipped`` holds the error of every question left out under ``skip_invalid``
+    and ``fixed_offsets`` the ids whose ``answer_start`` was relocated under ``fix_offsets``.
+    """
 
     examples: list[Example]
     version: str
     source: str = ""
+    skipped: list[DataFormatError] = field(default_factory=list)
+    fixed_offsets: list[str] = field(default_factory=list)
 
     def gold_texts(self) -> dict[str, list[str]]:
         """``{id: [answer text of each annotator]}``, the gold the official metrics score against."""
@@ -32,75 +39,109 @@ def gold_texts(examples: Iterable[Example]) -> dict[str, list[str]]:
     return {ex.id: [" ".join(texts) for texts in ex.answer_texts()] for ex in examples}
 
 
-def load_squad(path: str | Path, limit: int | None = None) -> SquadFile:
+def load_squad(path: str | Path, limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False) -> SquadFile:
     """Read an official SQuAD JSON file, validating every record.
 
-    Each annotator's answer becomes one alternative with one span. A record
-    whose ``answer_start`` does not point at its ``text`` in the context, an
-    empty context or question, or a repeated id raises :class:`DataFormatError`
-    naming the record: nothing is dropped silently. ``limit`` keeps the first
-    ``limit`` questions in file order (a fixed, reproducible slice).
+    Each annotator's answer becomes one alternative with one span. A bad record
+    (no id, an empty context or question, an ``answer_start`` that does not point
+    at its ``text``, a text absent from the context, ``is_impossible`` that
+    contradicts the answers, a repeated id) raises :class:`DataFormatError` naming
+    the file and the record: nothing is dropped silently.
+
+    ``fix_offsets`` relocates an ``answer_start`` that misses its text to the
+    occurrence of the text nearest to it (the ids are listed in ``fixed_offsets``).
+    ``skip_invalid`` leaves bad questions out instead of raising, and lists their
+    errors in ``skipped``; a malformed file or article still raises. ``limit``
+    keeps the first ``limit`` questions in file order (a fixed, reproducible slice).
     """
-    source = str(path)
-    raw = read_json(path)
-    return parse_squad(raw, source=source, limit=limit)
+    return parse_squad(read_json(path), str(path), limit, fix_offsets, skip_invalid)
 
 
-def parse_squad(raw: Any, source: str = "", limit: int | None = None) -> SquadFile:
+def parse_squad(
+    raw: Any, source: str = "", limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False
+) -> SquadFile:
     """Validate an already-parsed SQuAD object (see :func:`load_squad`)."""
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
         raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=source)
-    version = str(raw.get("version", "1.1")).lstrip("v")
-    examples: list[Example] = []
+    result = SquadFile([], str(raw.get("version", "1.1")).lstrip("v"), source)
     seen: set[str] = set()
-    for article in raw["data"]:
-        title = article.get("title", "") if isinstance(article, dict) else ""
-        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
-        if not isinstance(paragraphs, list):
-            raise DataFormatError("article without a 'paragraphs' list", record=title or None, source=source)
-        for paragraph in paragraphs:
-            context = paragraph.get("context") if isinstance(paragraph, dict) else None
-            for qa in paragraph.get("qas", []) if isinstance(paragraph, dict) else []:
-                example = _parse_question(qa, context, title, source)
+    for number, article in enumerate(raw["data"], 1):
+        for qa, context, title in _questions_of(article, number, source):
+            try:
+                example = _parse_question(qa, context, title, source, result.fixed_offsets if fix_offsets else None)
                 if example.id in seen:
-                    raise DataFormatError("duplicate question id", record=example.id, source=source)
-                seen.add(example.id)
-                examples.append(example)
-                if limit is not None and len(examples) >= limit:
-                    return SquadFile(examples, version, source)
-    if any(not ex.is_answerable for ex in examples) and version != "2.0":
-        version = "2.0"  # unanswerable questions only exist in v2.0 data, whatever the header says
-    return SquadFile(examples, version, source)
+                    raise DataFormatError("duplicate question id", example.id, source)
+            except DataFormatError as error:
+                if not skip_invalid:
+                    raise
+                result.skipped.append(error)
+                continue
+            seen.add(example.id)
+            result.examples.append(example)
+            if limit is not None and len(result.examples) >= limit:
+                return result
+    if any(not ex.is_answerable for ex in result.examples):
+        result.version = "2.0"  # unanswerable questions only exist in v2.0 data, whatever the header says
+    return result
 
 
-def _parse_question(qa: Any, context: Any, title: str, source: str) -> Example:
-    if not isinstance(qa, dict) or not isinstance(qa.get("id"), str):
-        raise DataFormatError("question without a string 'id'", record=title or None, source=source)
+def _questions_of(article: Any, number: int, source: str) -> Iterator[tuple[Any, Any, str]]:
+    """``(qa, context, title)`` of every question of one article; a malformed article or paragraph raises."""
+    title = article.get("title", "") if isinstance(article, dict) else ""
+    name = title or f"article #{number}"
+    paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+    if not isinstance(paragraphs, list):
+        raise DataFormatError("article without a 'paragraphs' list", name, source)
+    for index, paragraph in enumerate(paragraphs):
+        qas = paragraph.get("qas") if isinstance(paragraph, dict) else None
+        if not isinstance(qas, list):
+            raise DataFormatError(f"paragraph {index} has no 'qas' list", name, source)
+        for qa in qas:
+            yield qa, paragraph.get("context"), title
+
+
+def _parse_question(qa: Any, context: Any, title: str, source: str, fixed: list[str] | None) -> Example:
+    if not isinstance(qa, dict) or not isinstance(qa.get("id"), str) or not qa["id"]:
+        raise DataFormatError("question without a non-empty string 'id'", title or None, source)
     qid = qa["id"]
     if not isinstance(context, str) or not context.strip():
-        raise DataFormatError("empty or missing context", record=qid, source=source)
+        raise DataFormatError("empty or missing context", qid, source)
     question = qa.get("question")
     if not isinstance(question, str) or not question.strip():
-        raise DataFormatError("empty or missing question", record=qid, source=source)
-    answers = qa.get("answers")
+        raise DataFormatError("empty or missing question", qid, source)
+    answers = qa.get("answers", [] if qa.get("is_impossible") else None)
     if not isinstance(answers, list):
-        raise DataFormatError("'answers' must be a list", record=qid, source=source)
-    if qa.get("is_impossible") and answers:
-        raise DataFormatError("question marked is_impossible has answers", record=qid, source=source)
-    alternatives = []
-    for answer in answers:
-        text, start = (answer.get("text"), answer.get("answer_start")) if isinstance(answer, dict) else (None, None)
-        if not isinstance(text, str) or not text or not isinstance(start, int):
-            raise DataFormatError("answer needs a non-empty 'text' and an integer 'answer_start'", qid, source)
-        end = start + len(text)
-        if start < 0 or context[start:end] != text:
-            found = context.find(text)
-            hint = f"; the text does occur at {found}" if found >= 0 else "; the text is not in the context"
-            raise DataFormatError(f"answer {text!r} is not at answer_start {start}{hint}", qid, source)
-        alternatives.append(((start, end),))
-    if not alternatives and not qa.get("is_impossible", False):
+        raise DataFormatError("'answers' must be a list", qid, source)
+    impossible = qa.get("is_impossible", False)
+    if not isinstance(impossible, bool):
+        raise DataFormatError(f"'is_impossible' must be true or false, got {impossible!r}", qid, source)
+    if impossible and answers:
+        raise DataFormatError("question marked is_impossible has answers", qid, source)
+    if not answers and not impossible:
         raise DataFormatError("question has no answers and is not marked is_impossible", qid, source)
-    return Example(qid, question, context, tuple(alternatives), title)
+    alternatives = tuple((_answer_span(answer, context, qid, source, fixed),) for answer in answers)
+    return Example(qid, question, context, alternatives, title)
+
+
+def _answer_span(answer: Any, context: str, qid: str, source: str, fixed: list[str] | None) -> tuple[int, int]:
+    """The answer's character span; with ``fixed`` (``fix_offsets``) a start that misses the text is relocated."""
+    text, start = (answer.get("text"), answer.get("answer_start")) if isinstance(answer, dict) else (None, None)
+    if not isinstance(text, str) or not text or not isinstance(start, int) or isinstance(start, bool):
+        raise DataFormatError("answer needs a non-empty 'text' and an integer 'answer_start'", qid, source)
+    if 0 <= start and context[start : start + len(text)] == text:
+        return start, start + len(text)
+    occurrences = [m.start() for m in re.finditer(re.escape(text), context)]
+    if not occurrences:
+        raise DataFormatError(f"answer text {text!r} is not in the context", qid, source)
+    nearest = min(occurrences, key=lambda at: (abs(at - start), at))
+    if fixed is None:
+        raise DataFormatError(
+            f"answer {text!r} is not at answer_start {start}; the text does occur at {nearest} "
+            "(--fix-offsets relocates it to the nearest occurrence)", qid, source,
+        )
+    if qid not in fixed:
+        fixed.append(qid)
+    return nearest, nearest + len(text)
 
 
 def examples_to_squad_json(examples: Sequence[Example], version: str = "1.1") -> dict[str, Any]:

@@ -12,14 +12,17 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import __version__
-from ..data.splits import question_set_hash, split_by_article
+from ..data.splits import content_hash, question_set_hash, split_by_article
 from ..data.squad import gold_texts, load_squad
 from ..data.unanswerable import add_unanswerable
 from ..decoding.postprocess import DecodeConfig, available_decodings, decode, merge_tag_log_probs
 from ..decoding.windows import WindowOutputs
 from ..metrics.tags import tag_scores
-from ..predict import TrainedModel, apply_no_answer_threshold, threshold_key, write_prediction_files
-from ..training.train import RUN_FILE, TrainConfig, load_run_record, train_model
+from ..io import atomic_write_json
+from ..predict import (
+    TrainedModel, apply_no_answer_threshold, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files,
+)
+from ..training.train import TrainConfig, load_run_record, train_model
 from ..tuning import tune_bio_length_prior, tune_no_answer_threshold
 from ..types import Example, Prediction
 from .config import CompareConfig, DataSpec, RunSpec
@@ -53,7 +56,7 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
 
 def model_key(train: TrainConfig, train_split: Split) -> str:
     """Same configuration on the same training questions -> same key -> the model is reused."""
-    blob = json.dumps({"train": train.to_dict(), "questions": question_set_hash(train_split.examples)}, sort_keys=True)
+    blob = json.dumps({"train": train.to_dict(), "questions": content_hash(train_split.examples)}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -61,7 +64,7 @@ def obtain_model(run: RunSpec, seed: int, train_split: Split, models_dir: Path, 
     """Train the run, or reuse it when a model with the same key exists. Returns (dir, train seconds, reused)."""
     config = replace(run.train, seed=seed)
     model_dir = models_dir / f"{run.name}-seed{seed}-{model_key(config, train_split)}"
-    record = load_run_record(model_dir)
+    record = load_run_record(model_dir)  # written last, so a model cut short by a crash is never reused
     if record is not None and record.get("train") == config.to_dict():
         return model_dir, float(record["seconds"]), True
     result = train_model(train_split.examples, config, model_dir, save_checkpoints=False, progress=progress)
@@ -111,8 +114,14 @@ def evaluate_cell(
     return predictions, cell
 
 
-def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = True) -> dict[str, Any]:
-    """Everything the report needs, as plain data (arrays per question included)."""
+def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False) -> dict[str, Any]:
+    """Everything the report needs, as plain data (arrays per question included).
+
+    Finished work is reused: a model whose run record exists is not retrained, and the
+    cells of a model already scored on the same questions with the same decoding options
+    are read back from ``output_dir/cells``, so an interrupted comparison run again
+    redoes only what was not finished.
+    """
     data_dir, output_dir = Path(data_dir), Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     train_split = resolve_split(config.train, data_dir)
@@ -121,52 +130,86 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
     _check_disjoint(train_split, eval_split, tune_split)
     if eval_split.version == "2.0" and (tune_split is None or tune_split.version != "2.0"):
         raise ValueError("a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on")
-
     cells: list[dict[str, Any]] = []
     for seed in config.seeds:
         for run in config.runs:
             model_dir, train_seconds, reused = obtain_model(run, seed, train_split, output_dir / "models", progress)
-            trained = TrainedModel.load(model_dir)
-            outputs, inference_seconds = timed_windows(trained, eval_split, progress)
-            tune_outputs = timed_windows(trained, tune_split, progress)[0] if tune_split else None
-            decode_config, tuned_prior = _tuned_decode_config(config.decode, run, tune_outputs, tune_split)
-            thresholds: dict[str, float] = {}
-            for decoding in available_decodings(run.train.heads):
-                threshold = None
-                if tune_outputs is not None and tune_split.version == "2.0":
-                    tune_predictions = decode(tune_outputs, tune_split.examples, decoding, replace(decode_config, require_answer=False))
-                    threshold, _ = tune_no_answer_threshold(tune_predictions, tune_split.gold)
-                    thresholds[threshold_key(decoding, decode_config)] = threshold
-                predictions, cell = evaluate_cell(outputs, eval_split, decoding, decode_config, threshold)
-                write_prediction_files(
-                    predictions, output_dir / "predictions" / f"{run.name}-seed{seed}-{decoding}.json",
-                    with_na_probs=eval_split.version == "2.0",
-                )
-                cells.append({
-                    "run": run.name, "decoding": decoding, "seed": seed, "model_dir": str(model_dir),
-                    "train_seconds": train_seconds, "reused_model": reused,
-                    "inference_seconds": inference_seconds, "threshold": threshold,
-                    "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None, **cell,
-                })
-            if thresholds or tuned_prior is not None:  # saved with the model, so predict/extract apply the same values
-                trained.model.config.no_answer_thresholds = {**trained.thresholds, **thresholds} or None  # -inf survives JSON as -Infinity
-                if tuned_prior is not None:
-                    trained.model.config.bio_length_prior = tuned_prior
-                trained.model.config.save_pretrained(str(model_dir))
-
+            cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, eval_split, tune_split)}.json"
+            model_cells = _read_cells(cache)
+            if model_cells is None:
+                model_cells = _score_model(run, seed, model_dir, config.decode, eval_split, tune_split, output_dir, progress)
+                atomic_write_json(_mkdir(cache.parent) / cache.name, model_cells)
+            cells += [{**cell, "train_seconds": train_seconds, "reused_model": reused} for cell in model_cells]
     return {
         "config": config.to_dict(),
         "package_version": __version__,
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "train": {"description": train_split.description, "questions": len(train_split.examples),
-                  "question_hash": question_set_hash(train_split.examples)},
-        "eval": {"description": eval_split.description, "questions": len(eval_split.examples), "version": eval_split.version,
-                 "question_hash": question_set_hash(eval_split.examples)},
-        "tune": None if tune_split is None else {"description": tune_split.description, "questions": len(tune_split.examples),
-                                                 "question_hash": question_set_hash(tune_split.examples)},
+        "train": _describe(train_split),
+        "eval": {**_describe(eval_split), "version": eval_split.version},
+        "tune": None if tune_split is None else _describe(tune_split),
         "eval_examples": eval_split.examples,
-        "cells": cells,
+        "cells": [{**cell, "em": np.asarray(cell["em"]), "f1": np.asarray(cell["f1"])} for cell in cells],
     }
+
+
+def _describe(split: Split) -> dict[str, Any]:
+    return {"description": split.description, "questions": len(split.examples), "question_hash": question_set_hash(split.examples)}
+
+
+
+def _mkdir(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _cells_key(config: CompareConfig, eval_split: Split, tune_split: Split | None) -> str:
+    """What a model's cells depend on besides the model: the questions and the decoding options."""
+    blob = json.dumps({
+        "decode": config.decode.__dict__, "eval": content_hash(eval_split.examples),
+        "tune": content_hash(tune_split.examples) if tune_split else None, "package": __version__,
+    }, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _read_cells(path: Path) -> list[dict[str, Any]] | None:
+    """The cached cells of one model, or None when there are none (a cache file is written whole or not at all)."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _score_model(
+    run: RunSpec, seed: int, model_dir: Path, decode_options: DecodeConfig, eval_split: Split, tune_split: Split | None,
+    output_dir: Path, progress: bool,
+) -> list[dict[str, Any]]:
+    """Every decoding of one trained model on the evaluation questions, tuned on the tuning questions."""
+    trained = TrainedModel.load(model_dir, progress=progress)
+    outputs, inference_seconds = timed_windows(trained, eval_split, progress)
+    tune_outputs = timed_windows(trained, tune_split, progress)[0] if tune_split else None
+    decode_config, tuned_prior = _tuned_decode_config(decode_options, run, tune_outputs, tune_split)
+    thresholds: dict[str, float] = {}
+    cells = []
+    for decoding in available_decodings(run.train.heads):
+        threshold = None
+        if tune_outputs is not None and tune_split.version == "2.0":
+            tune_predictions = decode(tune_outputs, tune_split.examples, decoding, replace(decode_config, require_answer=False))
+            threshold, _ = tune_no_answer_threshold(tune_predictions, tune_split.gold)
+            thresholds[threshold_key(decoding, decode_config)] = threshold
+        predictions, cell = evaluate_cell(outputs, eval_split, decoding, decode_config, threshold)
+        write_prediction_files(
+            predictions, output_dir / "predictions" / f"{run.name}-seed{seed}-{decoding}.json",
+            with_na_probs=eval_split.version == "2.0",
+        )
+        cells.append({
+            "run": run.name, "decoding": decoding, "seed": seed, "model_dir": str(model_dir),
+            "inference_seconds": inference_seconds, "threshold": threshold,
+            "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None,
+            **cell, "em": cell["em"].tolist(), "f1": cell["f1"].tolist(),
+        })
+    if thresholds or tuned_prior is not None:
+        tuned = {"bio_length_prior": tuned_prior} if tuned_prior is not None else {}
+        saved = save_tuned_settings(model_dir, trained.model.config, thresholds, tuned, tuning_provenance(tune_split.description, tune_split.examples), overwrite=False)
+        for cell in cells:
+            cell["tuning_saved_with_model"] = saved
+    return cells
 
 
 def _check_disjoint(train: Split, evaluation: Split, tune: Split | None) -> None:
@@ -182,7 +225,7 @@ def _check_disjoint(train: Split, evaluation: Split, tune: Split | None) -> None
                 )
 
 
-def compare(config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+def compare(config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the comparison and write its report; returns (results, summary)."""
     from transformers import AutoTokenizer
 

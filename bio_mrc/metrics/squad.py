@@ -95,6 +95,9 @@ def _v2_raw_scores(
     exact: dict[str, int] = {}
     f1: dict[str, float] = {}
     for qid, truths in gold.items():
+        if predictions[qid] is None:  # a missing prediction (missing_as_wrong) is wrong, whatever the gold
+            exact[qid], f1[qid] = 0, 0.0
+            continue
         answers = [t for t in truths if normalize_answer(t)] or [""]  # only "" is right when unanswerable
         exact[qid] = max(compute_exact_v2(a, predictions[qid]) for a in answers)
         f1[qid] = max(compute_f1_v2(a, predictions[qid]) for a in answers)
@@ -147,7 +150,7 @@ def find_best_threshold(
             continue
         if has_answer[qid]:
             score += raw_scores[qid]
-        elif predictions[qid]:
+        elif predictions[qid] is None or predictions[qid]:
             score -= 1
         if score > best:
             best, threshold = score, na_probs[qid]
@@ -159,6 +162,7 @@ def squad_v2_metrics(
     predictions: Mapping[str, str],
     na_probs: Mapping[str, float] | None = None,
     na_prob_thresh: float = 1.0,
+    missing_as_wrong: bool = False,
 ) -> dict[str, float]:
     """The ``evaluate-v2.0.py`` numbers, keys in its order.
 
@@ -168,9 +172,15 @@ def squad_v2_metrics(
     official ``make_qid_to_has_ans``), though it is scored against ``""`` when
     every listed text normalises to nothing. Every gold id needs a prediction
     (and a no-answer probability, when ``na_probs`` is given): else ValueError.
+    With ``missing_as_wrong`` a question without a prediction is scored as a wrong
+    answer instead (0, and never abstaining; the official script would drop it
+    from the total, which flatters a partial predictions file).
     """
     _require_questions(gold)
     ids = list(gold)
+    if missing_as_wrong:
+        predictions = {qid: predictions.get(qid) for qid in ids}
+        na_probs = None if na_probs is None else {qid: na_probs.get(qid, 0.0) for qid in ids}
     _missing(ids, predictions, "prediction")
     probs = {qid: 0.0 for qid in predictions} if na_probs is None else na_probs
     _missing(ids, probs, "no-answer probability")
@@ -197,13 +207,15 @@ def squad_metrics(
     predictions: Mapping[str, str],
     version: str,
     na_probs: Mapping[str, float] | None = None,
+    missing_as_wrong: bool = False,
 ) -> dict[str, float]:
-    """Dispatch on ``version``: "1.1" (``na_probs`` must be None) or "2.0"."""
+    """Dispatch on ``version``: "1.1" (``na_probs`` must be None; a missing prediction
+    scores 0, as in the official script) or "2.0" (see ``missing_as_wrong`` there)."""
     version = version.removeprefix("v")
     if version == "1.1":
         if na_probs is not None:
             raise ValueError("no-answer probabilities need SQuAD 2.0 scoring")
         return squad_v1_metrics(gold, predictions)
     if version == "2.0":
-        return squad_v2_metrics(gold, predictions, na_probs)
+        return squad_v2_metrics(gold, predictions, na_probs, missing_as_wrong=missing_as_wrong)
     raise ValueError(f"unknown SQuAD version {version!r}; expected '1.1' or '2.0'")

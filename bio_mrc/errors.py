@@ -1,0 +1,32 @@
+"""The package's error types: bad input always names the file, the record and the problem.
+
+Every error a user can cause by what they pass in derives from :class:`BioMrcError`,
+so a program can catch them all at once and the CLI prints them without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class BioMrcError(Exception):
+    """Base of the errors bad input can cause (data files, prediction files, model folders)."""
+
+
+class DataFormatError(BioMrcError, ValueError):
+    """An input file or record does not fit the expected layout.
+
+    ``problem`` says what is wrong, ``record`` names the record (a question id, or an
+    article title when there is no id to name) and ``source`` the file.
+    """
+
+    def __init__(self, problem: str, record: str | None = None, source: str | None = None) -> None:
+        where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
+        super().__init__(f"{problem} ({where})" if where else problem)
+        self.problem, self.record, self.source = problem, record, source
+
+
+class ModelFormatError(BioMrcError, ValueError):
+    """A folder is not a bio_mrc model this version can run, or its tokenizer cannot map tokens to characters."""
+
+    def __init__(self, problem: str, source: str | None = None) -> None:
+        super().__init__(f"{problem} (in {source})" if source else problem)
+        self.problem, self.source = problem, source
