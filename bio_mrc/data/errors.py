@@ -25,6 +25,7 @@ def read_json(path: str | Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        truncated = not text[err.pos :].strip()  # the parser ran out of text: the file was cut short
+        # The parser ran out of text (or inside a string that never closes): the file was cut short.
+        truncated = not text[err.pos :].strip() or err.msg.startswith("Unterminated string")
         problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
-        raise DataFormatError(f"{problem}: {err.msg} at line {err.lineno}, column {err.colno}", source=source) from None
+        raise DataFormatError(f"{problem}: {err.msg} (line {err.lineno}, column {err.colno})", source=source) from None

@@ -1,0 +1,248 @@
+"""Bad input: every case raises a typed error naming the file, the record and the problem,
+and the command line prints it in one line, without a traceback."""
+
+import json
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.data.predictions import load_na_probs, load_predictions
+from bio_mrc.data.squad import load_squad
+from bio_mrc.errors import BioMrcError, DataFormatError, ModelFormatError
+from bio_mrc.metrics.squad import squad_metrics
+
+CONTEXT = "Paris is the capital of France."
+
+
+def squad_file(tmp_path, qas=None, context=CONTEXT, raw=None, name="data.json"):
+    path = tmp_path / name
+    if raw is None:
+        qas = qas if qas is not None else [question("q1")]
+        raw = {"version": "1.1", "data": [{"title": "Paris", "paragraphs": [{"context": context, "qas": qas}]}]}
+    path.write_text(raw if isinstance(raw, str) else json.dumps(raw), encoding="utf-8")
+    return path
+
+
+def question(qid, text="France", start=24, **extra):
+    return {"id": qid, "question": "Where?", "answers": [{"text": text, "answer_start": start}], **extra}
+
+
+def raises_naming(path, record, match, **options):
+    with pytest.raises(DataFormatError, match=match) as info:
+        load_squad(path, **options)
+    assert info.value.source == str(path) and str(path) in str(info.value)
+    assert info.value.record == record and (record is None or repr(record) in str(info.value))
+    return info.value
+
+
+# --- data files ---------------------------------------------------------------------------------
+
+def test_truncated_and_malformed_json(tmp_path):
+    whole = json.dumps({"version": "1.1", "data": [{"title": "Paris", "paragraphs": []}]})
+    raises_naming(squad_file(tmp_path, raw=whole[:-7]), None, "ends early .a truncated file")
+    raises_naming(squad_file(tmp_path, raw='{"data": [}'), None, r"not valid JSON: .* \(line 1, column 11\)")
+    raises_naming(squad_file(tmp_path, raw=b"\xff\xfe{}".decode("latin-1")), None, "not valid JSON")
+    (tmp_path / "latin1.json").write_bytes(b'{"data": "caf\xe9"}')
+    raises_naming(tmp_path / "latin1.json", None, "not UTF-8 text")
+    raises_naming(tmp_path / "missing.json", None, "file not found")
+
+
+@pytest.mark.parametrize("raw", [[], {"version": "1.1"}, {"data": {"title": "x"}}])
+def test_wrong_top_level_layout(tmp_path, raw):
+    raises_naming(squad_file(tmp_path, raw=raw), None, "expected an object with a 'data' list")
+
+
+def test_wrong_article_and_paragraph_layout(tmp_path):
+    raises_naming(squad_file(tmp_path, raw={"data": [{"title": "Oslo", "paragraphs": "text"}]}), "Oslo", "'paragraphs' list")
+    raises_naming(squad_file(tmp_path, raw={"data": ["just text"]}), "article #1", "'paragraphs' list")
+    raw = {"data": [{"title": "Oslo", "paragraphs": [{"context": "Oslo."}]}]}
+    raises_naming(squad_file(tmp_path, raw=raw), "Oslo", "paragraph 0 has no 'qas' list")
+
+
+@pytest.mark.parametrize(
+    "qas, context, record, match",
+    [
+        ([question("q1")], None, "q1", "empty or missing context"),
+        ([question("q1")], "  \n", "q1", "empty or missing context"),
+        ([{**question("q1"), "question": ""}], CONTEXT, "q1", "empty or missing question"),
+        ([{k: v for k, v in question("q1").items() if k != "question"}], CONTEXT, "q1", "empty or missing question"),
+        ([{k: v for k, v in question("q1").items() if k != "id"}], CONTEXT, "Paris", "without a non-empty string 'id'"),
+        ([question("q1"), question("q2"), question("q1")], CONTEXT, "q1", "duplicate question id"),
+        ([question("q1", start=3)], CONTEXT, "q1", "not at answer_start 3; the text does occur at 24 .--fix-offsets"),
+        ([question("q1", text="Berlin")], CONTEXT, "q1", "answer text 'Berlin' is not in the context"),
+        ([question("q1", start="24")], CONTEXT, "q1", "integer 'answer_start'"),
+        ([question("q1", is_impossible=True)], CONTEXT, "q1", "marked is_impossible has answers"),
+        ([{"id": "q1", "question": "Where?", "answers": []}], CONTEXT, "q1", "no answers and is not marked is_impossible"),
+        ([{**question("q1"), "is_impossible": "no"}], CONTEXT, "q1", "'is_impossible' must be true or false"),
+    ],
+)
+def test_bad_records_name_the_file_and_the_record(tmp_path, qas, context, record, match):
+    raises_naming(squad_file(tmp_path, qas, context), record, match)
+
+
+def test_fix_offsets_relocates_to_the_nearest_occurrence(tmp_path):
+    context = "France borders Spain. Paris is the capital of France."
+    path = squad_file(tmp_path, [question("q1", start=40), question("q2", start=1), question("q3", start=46)], context)
+    data = load_squad(path, fix_offsets=True)
+    assert [ex.answers[0][0] for ex in data.examples] == [(46, 52), (0, 6), (46, 52)]
+    assert data.fixed_offsets == ["q1", "q2"]  # q3 was right
+    raises_naming(squad_file(tmp_path, [question("q1", text="Berlin")]), "q1", "not in the context", fix_offsets=True)
+
+
+def test_skip_invalid_reports_every_skipped_question(tmp_path):
+    path = squad_file(tmp_path, [question("q1"), question("q2", text="Rome"), {"id": "q3", "question": ""}, question("q1")])
+    data = load_squad(path, skip_invalid=True)
+    assert [ex.id for ex in data.examples] == ["q1"]
+    assert [(e.record, e.problem.split(" ")[0]) for e in data.skipped] == [("q2", "answer"), ("q3", "empty"), ("q1", "duplicate")]
+
+
+def test_cli_prints_one_line_without_a_traceback(tmp_path, capsys):
+    bad = squad_file(tmp_path, [question("q1", start=3)])
+    assert main(["evaluate", "--data", str(bad), "--predictions", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and str(bad) in err and "'q1'" in err and "Traceback" not in err
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps({"q1": "France"}))
+    assert main(["evaluate", "--data", str(bad), "--predictions", str(preds), "--fix-offsets"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["exact_match"] == 100.0 and "relocated answer_start of 1 question(s)" in captured.err
+
+
+def test_cli_skip_invalid_counts(tmp_path, capsys):
+    data = squad_file(tmp_path, [question("q1"), question("q2", text="Rome")])
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps({"q1": "France"}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--skip-invalid"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped: answer text 'Rome'" in err and "skipped 1 invalid question(s)" in err
+
+
+# --- prediction files --------------------------------------------------------------------------
+
+def test_truncated_predictions_file_is_named(tmp_path, capsys):
+    data = squad_file(tmp_path)
+    preds = tmp_path / "preds.json"
+    preds.write_text('{"q1": "Fra')
+    with pytest.raises(DataFormatError, match="ends early") as info:
+        load_predictions(preds, ["q1"])
+    assert info.value.source == str(preds)
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 2
+    assert "truncated" in capsys.readouterr().err
+
+
+def test_predictions_for_unknown_questions_are_an_error(tmp_path, capsys):
+    data = squad_file(tmp_path)
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({"q1": "France", "other-7": "x"}))
+    with pytest.raises(DataFormatError, match="1 id.s. are not questions of the data: 'other-7'") as info:
+        load_predictions(preds, ["q1"])
+    assert info.value.record == "other-7"
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 2
+    assert "other-7" in capsys.readouterr().err
+
+
+def test_missing_predictions_are_wrong_with_a_warning_or_an_error_under_strict(tmp_path, capsys):
+    data = squad_file(tmp_path, [question("q1"), question("q2"), {"id": "q3", "question": "?", "answers": [], "is_impossible": True}])
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({"q1": "France"}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 0
+    captured = capsys.readouterr()
+    # v2.0 (q3 is unanswerable): q2 and q3 lack predictions and are wrong, even q3, where "" would be right
+    assert json.loads(captured.out)["exact"] == pytest.approx(100 / 3)
+    assert "2 of 3 questions have no prediction" in captured.err
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--strict"]) == 2
+    assert "2 of 3 questions have no entry: 'q2', 'q3'" in capsys.readouterr().err
+
+
+def test_missing_v2_predictions_score_as_wrong_never_as_abstaining():
+    gold = {"a": ["x"], "b": []}
+    result = squad_metrics(gold, {"a": "x"}, "2.0", {"a": 0.1}, missing_as_wrong=True)
+    assert result["exact"] == 50.0 and result["NoAns_exact"] == 0.0
+    assert result["best_exact"] == 50.0  # abstaining on "b" is not something the missing prediction did
+    with pytest.raises(ValueError, match="1 of 2 questions have no prediction"):
+        squad_metrics(gold, {"a": "x"}, "2.0")
+
+
+def test_bad_prediction_values_are_named(tmp_path):
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({"q1": ["France"]}))
+    with pytest.raises(DataFormatError, match="must be a string") as info:
+        load_predictions(preds, ["q1"])
+    assert info.value.record == "q1"
+    preds.write_text(json.dumps({"q1": "France"}))
+    with pytest.raises(DataFormatError, match="list of strings"):
+        load_predictions(preds, ["q1"], multi_span=True)
+    preds.write_text(json.dumps(["France"]))
+    with pytest.raises(DataFormatError, match="got a JSON list"):
+        load_predictions(preds, ["q1"])
+    preds.write_text(json.dumps({"q1": 1.5}))
+    with pytest.raises(DataFormatError, match=r"number in \[0, 1\], got 1.5") as info:
+        load_na_probs(preds, ["q1"])
+    assert info.value.record == "q1"
+
+
+# --- model folders -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def saved_model(tiny_encoder_dir, tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    folder = tmp_path_factory.mktemp("model")
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir)).save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
+    return folder
+
+
+def copy_model(saved_model, tmp_path, edit=None, drop=()):
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(saved_model, folder)
+    for name in drop:
+        (folder / name).unlink()
+    if edit:
+        config = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**config, **edit}))
+    return folder
+
+
+def load_fails(folder, match):
+    from bio_mrc.predict import TrainedModel
+
+    with pytest.raises(ModelFormatError, match=match) as info:
+        TrainedModel.load(folder)
+    assert info.value.source == str(folder) and isinstance(info.value, BioMrcError)
+
+
+def test_model_folders_that_cannot_be_run(saved_model, tiny_encoder_dir, tmp_path):
+    from bio_mrc.predict import TrainedModel
+
+    assert TrainedModel.load(saved_model).model.config.bio_mrc_format == 1
+    load_fails(tmp_path / "nowhere", "no such model folder")
+    load_fails(tmp_path, "no config.json")
+    load_fails(tiny_encoder_dir, "a bert model, not a bio_mrc model")
+    load_fails(copy_model(saved_model, tmp_path, edit={"bio_mrc_format": 99}), "format 99; this bio_mrc .* reads formats up to 1")
+    load_fails(copy_model(saved_model, tmp_path / "w", drop=["model.safetensors"]), "no weights")
+
+
+def test_a_tokenizer_without_offset_mappings_is_refused(monkeypatch, saved_model):
+    import transformers
+
+    from bio_mrc.encoders import load_tokenizer
+
+    class SlowTokenizer:
+        is_fast = False
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: SlowTokenizer())
+    with pytest.raises(ModelFormatError, match="SlowTokenizer.*not a fast tokenizer.*offset mappings"):
+        load_tokenizer(str(saved_model))
+
+
+def test_cli_names_a_bad_model_folder(tiny_encoder_dir, tmp_path, capsys):
+    data = squad_file(tmp_path)
+    code = main(["predict", "--model", str(tiny_encoder_dir), "--data", str(data), "--output", str(tmp_path / "p.json")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "not a bio_mrc model" in err and str(tiny_encoder_dir) in err and "Traceback" not in err
