@@ -68,3 +68,51 @@ def test_extract_command_prints_spans_with_offsets(trained_dir, tmp_path, capsys
     assert result["spans"] and result["no_answer_score"] is not None
     for span in result["spans"]:
         assert context[span["start"]: span["end"]] == span["text"]
+
+
+FOREIGN = [
+    ("Wer schrieb das Buch?", "Das Buch wurde von Johann Wolfgang von Goethe geschrieben."),
+    ("מי כתב את הספר?", "את הספר כתב חיים נחמן ביאליק בשנת 1908."),
+    ("谁写了这本书？", "这本书是鲁迅在一九二一年写的。"),
+]
+
+
+@pytest.mark.parametrize("decoding", ["auto", "bio", "span", "joint"])
+def test_multi_span_answers_plain_questions_on_short_foreign_contexts(trained_dir, decoding):  # noqa: F811
+    # The caller's DecodeConfig decides: with the default (require_answer=True) every question gets a span,
+    # even where the most probable tag sequence is all O; "no answer" is a threshold's decision.
+    extractor = AnswerExtractor.from_pretrained(trained_dir, multi_span=True, decoding=decoding)
+    for (question, context), result in zip(FOREIGN, extractor([q for q, _ in FOREIGN], [c for _, c in FOREIGN])):
+        assert result.spans and not result.abstain
+        assert all(context[s.start: s.end] == s.text for s in result.spans)
+
+
+def test_the_extractors_decode_config_is_not_overridden(trained_dir):  # noqa: F811
+    from bio_mrc.decoding.postprocess import DecodeConfig
+
+    question, context = FOREIGN[0]
+    allowed_empty = AnswerExtractor.from_pretrained(
+        trained_dir, multi_span=True, decoding="bio", decode_config=DecodeConfig(require_answer=False)
+    )
+    required = allowed_empty(question, context, require_answer=True)  # a per-call option still wins over both
+    assert required.spans
+    free = allowed_empty(question, context)
+    assert all(s.score >= 0 for s in free.spans)  # only spans the tags prefer to all-O
+
+
+def test_library_calls_are_quiet(trained_dir, capfd):  # noqa: F811
+    capfd.readouterr()
+    extractor = AnswerExtractor.from_pretrained(trained_dir)
+    extractor("Who formulated the laws of motion?", "Isaac Newton formulated the laws of motion.")
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+
+def test_a_threshold_saved_for_another_no_answer_score_is_not_applied(trained_dir):  # noqa: F811
+    extractor = AnswerExtractor.from_pretrained(trained_dir, decoding="bio")
+    question, context = "Who formulated the laws of motion?", "Isaac Newton formulated the laws of motion."
+    # "bio" is where versions before the tag log-likelihood ratio saved their (mean-score) BIO threshold
+    extractor.trained.model.config.no_answer_thresholds = {"bio": -1e9}
+    assert not extractor(question, context).abstain
+    extractor.trained.model.config.no_answer_thresholds = {"bio/ratio": -1e9}
+    assert extractor(question, context).abstain
