@@ -94,3 +94,61 @@ def test_config_errors_are_named():
     with pytest.raises(ValueError, match="unknown training options"):
         parse_config({"runs": [{"name": "a", "heads_": "span"}], "train": {"path": "x"}, "eval": {"path": "y"}})
     assert load_config("quick").runs[0].train.heads == "span+bio"
+
+
+def without_timings_and_paths(value, root):
+    """A report with what legitimately differs between two identical runs taken out."""
+    if isinstance(value, dict):
+        return {k: without_timings_and_paths(v, root) for k, v in value.items() if "seconds" not in k and k != "date"}
+    if isinstance(value, list):
+        return [without_timings_and_paths(v, root) for v in value]
+    return value.replace(str(root), "<out>") if isinstance(value, str) else value
+
+
+def test_same_seed_and_inputs_give_identical_predictions_and_reports(tiny_encoder_dir, tmp_path):
+    raw = config_dict(tiny_encoder_dir, seeds=[3], runs=[{"name": "joint", "heads": "span+bio"}])
+    reports = []
+    for name in ("a", "b"):
+        compare(parse_config(raw), FIXTURES, tmp_path / name, progress=False)
+        reports.append(without_timings_and_paths(json.loads((tmp_path / name / "report.json").read_text()), tmp_path / name))
+        assert not any(c["reused_model"] for c in reports[-1]["cells"])  # trained from scratch both times
+    assert reports[0] == reports[1]
+    for decoding in ("span", "bio", "joint"):
+        name = f"joint-seed3-{decoding}.nbest.json"
+        assert (tmp_path / "a" / "predictions" / name).read_bytes() == (tmp_path / "b" / "predictions" / name).read_bytes()
+
+
+def test_an_interrupted_comparison_reuses_every_finished_model_and_cell(tiny_encoder_dir, tmp_path, monkeypatch):
+    import bio_mrc.harness.compare as harness
+
+    raw = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "first", "heads": "span"}, {"name": "second", "heads": "bio"}])
+    train, score = harness.train_model, harness._score_model
+    scored = []
+
+    def killed_in_second_run(examples, config, *args, **kwargs):
+        if config.heads == "bio":
+            raise KeyboardInterrupt  # as if the process were stopped while training the second model
+        return train(examples, config, *args, **kwargs)
+
+    monkeypatch.setattr(harness, "train_model", killed_in_second_run)
+    monkeypatch.setattr(harness, "_score_model", lambda run, *a, **k: scored.append(run.name) or score(run, *a, **k))
+    with pytest.raises(KeyboardInterrupt):
+        compare(parse_config(raw), FIXTURES, tmp_path, progress=False)
+    assert scored == ["first"] and len(list((tmp_path / "cells").glob("first-*.json"))) == 1
+    monkeypatch.setattr(harness, "train_model", train)
+    results, _ = compare(parse_config(raw), FIXTURES, tmp_path, progress=False)
+    assert scored == ["first", "second"]  # the first model was neither retrained nor scored again
+    assert [(c["run"], c["reused_model"]) for c in results["cells"]] == [("first", True), ("second", False)]
+
+
+def test_a_reused_model_keeps_the_values_tuned_on_its_first_tuning_split(tiny_encoder_dir, tmp_path):
+    normans = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}}  # n1-n3, then n4-n5
+    raw = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "joint", "heads": "span+bio"}], train={**normans, "limit": 3})
+    results, _ = compare(parse_config({**raw, "tune": {**normans, "skip": 3, "limit": 1}}), FIXTURES, tmp_path, progress=False)
+    config_file = tmp_path / "models" / results["cells"][0]["model_dir"].rsplit("/", 1)[-1] / "config.json"
+    saved = json.loads(config_file.read_text())
+    assert saved["tuned_on"]["questions"] == 1 and "bio_length_prior" in saved
+    assert all(c["tuning_saved_with_model"] for c in results["cells"])
+    again, _ = compare(parse_config({**raw, "tune": {**normans, "skip": 4}}), FIXTURES, tmp_path, progress=False)
+    assert all(c["reused_model"] and not c["tuning_saved_with_model"] for c in again["cells"])
+    assert json.loads(config_file.read_text()) == saved  # another comparison's tuning never lands in the cached model

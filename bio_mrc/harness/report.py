@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..io import atomic_write_json, atomic_write_text
 from ..metrics.squad import normalize_answer
 from ..types import Example
 from .stats import agreement, breakdown, format_mean_sd, length_bins, mean_sd, paired_bootstrap, question_word
@@ -176,8 +177,8 @@ def write_report(results: dict[str, Any], output_dir: str | Path, answer_tokens:
     ]
     serialisable["eval_ids"] = [ex.id for ex in results["eval_examples"]]
     serialisable["summary"] = summary
-    (output_dir / "report.json").write_text(json.dumps(serialisable, indent=1, default=float))
-    (output_dir / "report.md").write_text(render_markdown(results, summary, plots))
+    atomic_write_json(output_dir / "report.json", serialisable, indent=1, default=float)
+    atomic_write_text(output_dir / "report.md", render_markdown(results, summary, plots))
     return summary
 
 
