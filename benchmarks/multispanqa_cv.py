@@ -34,7 +34,7 @@ from bio_mrc.decoding.multispan import nbest_multi_span
 from bio_mrc.decoding.postprocess import DecodeConfig, decode
 from bio_mrc.metrics.multispan import multispan_metrics
 from bio_mrc.predict import TrainedModel
-from bio_mrc.training.train import TrainConfig, train_model
+from bio_mrc.training.train import TrainConfig, load_run_record, train_model
 
 METHODS = ("bio", "bio-squad-prior", "span-nbest")
 
@@ -65,10 +65,10 @@ def main() -> None:
     started = time.perf_counter()
     for fold, (train, test) in enumerate(kfold_by_question(examples, args.folds, seed=args.seed)):
         model_dir = output / f"fold{fold}"
-        if not (model_dir / "config.json").exists():
-            train_model(train, config, model_dir, save_checkpoints=False)
-        trained = TrainedModel.load(model_dir)
-        outputs = trained.windows(test)
+        if load_run_record(model_dir) is None:  # the record is written last: only a finished fold is reused
+            train_model(train, config, model_dir, save_checkpoints=False, progress=True)
+        trained = TrainedModel.load(model_dir, progress=True)
+        outputs = trained.windows(test, progress=True)
         multi = DecodeConfig(multi_span=True, require_answer=True, bio_length_prior=0.0)
         for method, decode_config in (("bio", multi), ("bio-squad-prior", trained.decode_config(replace(multi, bio_length_prior=None)))):
             decoded = decode(outputs, test, "bio", decode_config)
