@@ -6,6 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence, overload
 
+from .errors import DataFormatError
 from .decoding.multispan import nbest_multi_span
 from .decoding.postprocess import DecodeConfig
 from .predict import TrainedModel, decode_with_thresholds
@@ -75,12 +76,11 @@ class AnswerExtractor:
         if len(contexts) == 1 and len(questions) > 1:
             contexts = contexts * len(questions)
         if len(questions) != len(contexts):
-            raise ValueError(f"got {len(questions)} questions but {len(contexts)} contexts")
+            raise DataFormatError(f"got {len(questions)} questions but {len(contexts)} contexts")
         for i, (q, c) in enumerate(zip(questions, contexts)):
-            if not isinstance(c, str) or not c.strip():
-                raise ValueError(f"context {i} is empty")
-            if not isinstance(q, str) or not q.strip():
-                raise ValueError(f"question {i} is empty")
+            for name, text in (("context", c), ("question", q)):
+                if not isinstance(text, str) or not text.strip():
+                    raise DataFormatError(f"{name} {i} is empty or not a string: {text!r:.40}", record=f"input {i}")
         multi_span = self.multi_span if multi_span is None else multi_span
         decoding = self._choose_decoding(decoding or self.decoding, multi_span)
         examples = [Example(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))]
