@@ -3,6 +3,7 @@
 import pytest
 from transformers import TrainingArguments
 
+from bio_mrc.io import atomic_write_json
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.training.train import HeadRateTrainer
 
@@ -45,3 +46,49 @@ def test_class_weights_default_by_heads():
     assert TrainConfig(heads="span+bio").resolved_bio_class_weights is None
     assert TrainConfig(heads="bio", bio_targets="marginal").resolved_bio_class_weights is None
     assert TrainConfig(heads="bio", bio_class_weights=(1.0, 1.0, 1.0)).resolved_bio_class_weights == (1.0, 1.0, 1.0)
+
+
+@pytest.fixture
+def tiny_config(tiny_encoder_dir):
+    from bio_mrc.training.train import TrainConfig
+
+    return TrainConfig(encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=48, doc_stride=16,
+                       max_query_length=12, epochs=1, batch_size=4, seed=1)
+
+
+def test_the_run_record_comes_last_once_the_model_is_in_place(tiny_config, sample_v1, tmp_path, monkeypatch):
+    from bio_mrc.training import train
+
+    seen = {}
+
+    def record_writer(path, obj, **kwargs):
+        if path.name == train.RUN_FILE:  # what a reader would find in the folder at that moment
+            seen["files"] = sorted(p.name for p in path.parent.iterdir())
+        return atomic_write_json(path, obj, **kwargs)
+
+    monkeypatch.setattr(train, "atomic_write_json", record_writer)
+    result = train.train_model(sample_v1.examples, tiny_config, tmp_path / "model", progress=False)
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(seen["files"])
+    assert train.RUN_FILE not in seen["files"] and train.STAGING_DIR not in seen["files"]
+    assert train.load_run_record(result.model_dir)["train"] == tiny_config.to_dict()
+    assert not (result.model_dir / train.CHECKPOINT_DIR).exists()
+
+
+def test_a_save_that_fails_midway_leaves_no_run_record(tiny_config, sample_v1, tmp_path, monkeypatch):
+    from bio_mrc.training import train
+
+    out = tmp_path / "model"
+    train.train_model(sample_v1.examples, tiny_config, out, progress=False, save_checkpoints=False)
+    assert train.load_run_record(out) is not None
+
+    def crash_after_one_file(source, target):
+        first = sorted(source.iterdir())[0]
+        first.replace(target / first.name)
+        raise OSError("killed while moving the model in")
+
+    # Retraining into the folder: the old record goes before any new file arrives.
+    monkeypatch.setattr(train, "atomic_move_files", crash_after_one_file)
+    with pytest.raises(OSError, match="killed"):
+        train.train_model(sample_v1.examples, tiny_config, out, progress=False, save_checkpoints=False)
+    assert train.load_run_record(out) is None  # the harness retrains rather than trust a mixed folder
+    assert not (out / train.STAGING_DIR).exists()

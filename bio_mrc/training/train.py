@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import re
+import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Sequence
 
 import torch
-from transformers import AutoTokenizer, Trainer, TrainingArguments, set_seed
+from transformers import AutoTokenizer, Trainer, TrainerCallback, TrainingArguments, set_seed
+from transformers.trainer import TRAINER_STATE_NAME
+from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..encoders import resolve_encoder
 from ..features.windows import FeatureConfig, build_features
+from ..io import atomic_move_files, atomic_write_json
 from ..model import BioMrcForQuestionAnswering
 from ..types import Example
 from .collator import WindowCollator
 
-RUN_FILE = "bio_mrc_run.json"
+RUN_FILE = "bio_mrc_run.json"  # written last: a folder with it holds a complete model
+CHECKPOINT_DIR = "checkpoints"  # under the output folder; removed once the model is complete
+TRAIN_CONFIG_FILE = "bio_mrc_train_config.json"  # in CHECKPOINT_DIR: the options (and questions) of its checkpoints
+STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
+DEFAULT_CHECKPOINT_STEPS = 500
 BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
 
 
@@ -92,13 +105,38 @@ class TrainResult:
     final_loss: float | None
 
 
+class ResumeError(ValueError):
+    """Training cannot continue (or start over) in a checkpoint folder as asked without mixing two runs."""
+
+
+class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
+    """Trainer's length-grouped order, shuffled by a generator seeded with (seed, epoch).
+
+    Trainer's own sampler shuffles with the global torch RNG at each epoch start. A run resumed
+    in a later epoch gets there without replaying the earlier ones, so with another RNG state,
+    and would see other batches than the uninterrupted run; this order depends on the epoch alone.
+    """
+
+    def __init__(self, batch_size: int, lengths: list[int], seed: int) -> None:
+        super().__init__(batch_size, lengths=lengths)
+        self.seed, self.epoch = seed, 0
+
+    def set_epoch(self, epoch: int) -> None:  # called by Trainer (through accelerate) before each epoch
+        self.epoch = epoch
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed + int(self.epoch))
+        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
+
+
 class HeadRateTrainer(Trainer):
     """``Trainer`` whose optimizer gives the head parameters their own learning rate.
 
     Heads start from random weights on top of a pretrained encoder; at the
     encoder's rate a linear head moves at most ``lr`` per weight and step, too
     slowly for the BIO head to leave the tag prior in a few hundred steps.
-    The optimizer class and weight-decay groups stay Trainer's own.
+    The optimizer class and weight-decay groups stay Trainer's own. Length-grouped
+    batches come in an order a resumed run reproduces (``EpochSeededLengthGroupedSampler``).
     """
 
     def __init__(self, *args: Any, head_learning_rate: float | None = None, **kwargs: Any) -> None:
@@ -119,6 +157,13 @@ class HeadRateTrainer(Trainer):
             optimizer.param_groups[:] = [g for g in optimizer.param_groups if g["params"]]
         return optimizer
 
+    def _get_train_sampler(self, train_dataset: Any = None) -> torch.utils.data.Sampler | None:
+        sampler = super()._get_train_sampler(train_dataset)
+        if type(sampler) is LengthGroupedSampler:
+            seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+            return EpochSeededLengthGroupedSampler(sampler.batch_size, sampler.lengths, seed)
+        return sampler
+
 
 def _fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
     """New heads on the configured encoder, or a trained bio_mrc model to continue from; returns (model, its path)."""
@@ -134,26 +179,80 @@ def _fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
     return BioMrcForQuestionAnswering.from_encoder(encoder, **heads_and_weights), encoder
 
 
+def _fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, Any, str]:
+    model, encoder = _fresh_model(config)
+    tokenizer = AutoTokenizer.from_pretrained(encoder, use_fast=True)
+    positions = getattr(model.config.encoder, "max_position_embeddings", None)
+    if positions is not None and config.max_seq_length > positions:
+        raise ValueError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions of encoder {encoder}")
+    return model, tokenizer, encoder
+
+
 def train_model(
     examples: Sequence[Example],
     config: TrainConfig,
     output_dir: str | Path,
     save_checkpoints: bool = True,
     progress: bool = True,
+    resume: bool = False,
+    checkpoint_steps: int | None = None,
+    callbacks: Sequence[TrainerCallback] | None = None,
 ) -> TrainResult:
-    """Train a fresh model on ``examples`` and save it (with its tokenizer and config) in ``output_dir``."""
+    """Train a fresh model on ``examples`` and save it (with its tokenizer and config) in ``output_dir``.
+
+    Checkpoints go to ``output_dir/checkpoints`` every ``checkpoint_steps`` optimizer steps (default
+    500) while ``save_checkpoints``. ``resume=True`` continues from the last complete checkpoint there
+    and ends with the weights an uninterrupted run would have; with no checkpoint it trains from the
+    start (with a note). A checkpoint of other training options or questions raises ``ResumeError``,
+    and so does an unfinished run's checkpoint when ``resume`` is off and ``save_checkpoints`` on (the
+    new run would overwrite it).
+    The model appears atomically: its run record (``RUN_FILE``) is written last, once every file is in
+    place, and the checkpoints are removed after it. ``callbacks`` go to the ``Trainer``.
+    """
     output_dir = Path(output_dir)
     set_seed(config.seed)
-    model, encoder = _fresh_model(config)
-    tokenizer = AutoTokenizer.from_pretrained(encoder, use_fast=True)
-    positions = getattr(model.config.encoder, "max_position_embeddings", None)
-    if positions is not None and config.max_seq_length > positions:
-        raise ValueError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions of encoder {encoder}")
+    model, tokenizer, encoder = _fresh_model_and_tokenizer(config)
     started = time.perf_counter()
+    args = _training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps)
+    # Before the windows are built: a run that cannot resume as asked fails at once.
+    run_options = {"train": config.to_dict(), "questions": examples_fingerprint(examples)}
+    checkpoint = _checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
     features = build_features(examples, tokenizer, config.features, desc="training windows")
     features = features.remove_columns(["offset_mapping", "word_offsets", "example_index"])
-    args = TrainingArguments(
-        output_dir=str(output_dir / "checkpoints"),
+    trainer = HeadRateTrainer(
+        model=model,
+        head_learning_rate=config.head_learning_rate,
+        args=args,
+        train_dataset=features,
+        data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
+        callbacks=list(callbacks or []),
+    )
+    outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    seconds = time.perf_counter() - started
+    record = {
+        "train": config.to_dict(),
+        "encoder_path": encoder,
+        "seconds": seconds,  # this process's share when resumed
+        "n_examples": len(examples),
+        "n_windows": len(features),
+        "final_loss": outcome.training_loss,  # the mean over this process's steps when resumed
+        "resumed_from": checkpoint.name if checkpoint else None,
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    _save_final_model(trainer, tokenizer, output_dir, record)
+    if trainer.is_world_process_zero():
+        _remove_checkpoints(Path(args.output_dir), save_checkpoints)
+    return TrainResult(output_dir, seconds, len(examples), len(features), outcome.training_loss)
+
+
+def _training_arguments(
+    config: TrainConfig, output_dir: Path, save_checkpoints: bool, progress: bool, checkpoint_steps: int | None
+) -> TrainingArguments:
+    steps = DEFAULT_CHECKPOINT_STEPS if checkpoint_steps is None else checkpoint_steps
+    if steps < 1:
+        raise ValueError(f"checkpoint_steps must be a positive number of optimizer steps, not {checkpoint_steps}")
+    return TrainingArguments(
+        output_dir=str(output_dir / CHECKPOINT_DIR),
         num_train_epochs=config.epochs,
         learning_rate=config.learning_rate,
         per_device_train_batch_size=config.batch_size,
@@ -163,7 +262,7 @@ def train_model(
         seed=config.seed,
         logging_steps=25,
         save_strategy="steps" if save_checkpoints else "no",
-        save_steps=500,
+        save_steps=steps,
         save_total_limit=1,
         report_to="none",
         remove_unused_columns=False,
@@ -172,31 +271,118 @@ def train_model(
         dataloader_num_workers=0,
         dataloader_pin_memory=torch.cuda.is_available(),
     )
-    trainer = HeadRateTrainer(
-        model=model,
-        head_learning_rate=config.head_learning_rate,
-        args=args,
-        train_dataset=features,
-        data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
-    )
-    outcome = trainer.train()
-    seconds = time.perf_counter() - started
-    trainer.save_model(str(output_dir))
-    tokenizer.save_pretrained(str(output_dir))
-    result = TrainResult(output_dir, seconds, len(examples), len(features), outcome.training_loss)
-    record = {
-        "train": config.to_dict(),
-        "encoder_path": encoder,
-        "seconds": seconds,
-        "n_examples": len(examples),
-        "n_windows": len(features),
-        "final_loss": outcome.training_loss,
-        "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
-    (output_dir / RUN_FILE).write_text(json.dumps(record, indent=2))
-    return result
+
+
+def examples_fingerprint(examples: Sequence[Example]) -> str:
+    """A hash of the training questions (ids, texts, answers) in order: a resumed run must see the same ones."""
+    digest = hashlib.sha256()
+    for ex in examples:
+        digest.update(json.dumps([ex.id, ex.question, ex.context, ex.answers]).encode())
+    return digest.hexdigest()[:16]
+
+
+def _note(progress: bool, message: str) -> None:
+    if progress:
+        print(message, file=sys.stderr)
+
+
+def _checkpoint_to_resume(
+    folder: Path, run_options: dict[str, Any], resume: bool, save_checkpoints: bool, main_process: bool, progress: bool
+) -> Path | None:
+    """The checkpoint to continue from (None: from the start), after the checks that keep a resumed run exact."""
+    complete, incomplete = scan_checkpoints(folder)
+    last = complete[-1] if complete else None
+    if last is not None and not resume and save_checkpoints:
+        raise ResumeError(
+            f"{folder} holds the checkpoints of an unfinished run (last: {last.name}); resume it "
+            "(resume=True, --resume) or delete that folder to start over"
+        )
+    if last is not None and resume:
+        _check_same_run(folder, run_options, last)
+    if main_process and save_checkpoints:
+        for partial in incomplete:  # cut short by a kill; rotation could keep one and delete our newest good one
+            shutil.rmtree(partial, ignore_errors=True)
+    if last is not None and resume:
+        _note(progress, f"resuming training from {last} (step {_checkpoint_step(last)})")
+        return last
+    if resume:
+        _note(progress, f"nothing to resume in {folder}: training from the start")
+    if save_checkpoints and main_process:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(folder / TRAIN_CONFIG_FILE, run_options, indent=2)
+    return None
+
+
+def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path) -> None:
+    """Refuse a checkpoint made with other training options or questions: the result would be neither run."""
+    path = folder / TRAIN_CONFIG_FILE
+    if not path.exists():
+        raise ResumeError(f"cannot resume from {checkpoint}: {path} is missing, so its training options are unknown")
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    old, new = saved.get("train", {}), run_options["train"]
+    changed = [f"{k}: {old.get(k)!r} then, {new.get(k)!r} now" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    if changed:
+        raise ResumeError(f"cannot resume from {checkpoint}: it was trained with other options ({'; '.join(changed)})")
+    if saved.get("questions") != run_options["questions"]:
+        raise ResumeError(f"cannot resume from {checkpoint}: it was trained on other questions (or in another order)")
+
+
+def scan_checkpoints(folder: str | Path) -> tuple[list[Path], list[Path]]:
+    """(complete, incomplete) ``checkpoint-N`` folders, by step. Trainer writes ``trainer_state.json`` last,
+    so a checkpoint is complete when that file reads as JSON; a kill while saving leaves it missing or cut."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return [], []
+    found = sorted((p for p in folder.iterdir() if p.is_dir() and _checkpoint_step(p) is not None), key=_checkpoint_step)
+    complete = [p for p in found if _reads_as_json(p / TRAINER_STATE_NAME)]
+    return complete, [p for p in found if p not in complete]
+
+
+def _checkpoint_step(path: Path) -> int | None:
+    match = re.fullmatch(rf"{PREFIX_CHECKPOINT_DIR}-(\d+)", path.name)
+    return int(match.group(1)) if match else None
+
+
+def _reads_as_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _remove_checkpoints(folder: Path, ours: bool) -> None:
+    """Once the model is complete nothing is left to resume: remove this run's checkpoints. A run that saved
+    none leaves another run's alone and removes only the empty folder Trainer made."""
+    if ours:
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record: dict[str, Any]) -> None:
+    """Save into a staging folder, move the files into ``output_dir``, then write the run record.
+
+    The record is the "complete" marker (the harness reuses a folder that has one), so the old
+    record goes first and the new one comes only once every file of the new model is in place.
+    """
+    staging = output_dir / STAGING_DIR
+    if trainer.is_world_process_zero():
+        shutil.rmtree(staging, ignore_errors=True)  # left by a save that was killed
+    trainer.save_model(str(staging))  # every process: sharded (FSDP/DeepSpeed) saves gather on all of them
+    if not trainer.is_world_process_zero():
+        return
+    try:
+        tokenizer.save_pretrained(str(staging))
+        (output_dir / RUN_FILE).unlink(missing_ok=True)
+        atomic_move_files(staging, output_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    atomic_write_json(output_dir / RUN_FILE, record, indent=2)
 
 
 def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:
+    """The run record of a complete model in ``model_dir``, or None (no model, or one still being saved)."""
     path = Path(model_dir) / RUN_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None

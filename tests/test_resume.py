@@ -1,0 +1,112 @@
+"""A killed training run resumes from its last checkpoint and ends with the uninterrupted run's weights."""
+
+import dataclasses
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import TrainerCallback
+
+from bio_mrc.training.train import (
+    CHECKPOINT_DIR, TRAIN_CONFIG_FILE, ResumeError, TrainConfig, load_run_record, scan_checkpoints, train_model,
+)
+
+# 23 windows of 32 tokens, 6 steps an epoch, 18 in all; a checkpoint every 3 steps.
+EVERY = 3
+KILL_AT = 17  # in the third epoch, two steps after checkpoint-15
+
+
+class Killed(Exception):
+    pass
+
+
+class KillAtStep(TrainerCallback):
+    """Stands in for a kill: the run stops with an exception right after optimizer step ``step``."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise Killed(f"killed at step {self.step}")
+
+
+@pytest.fixture
+def config(tiny_encoder_dir):
+    return TrainConfig(
+        encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=32, doc_stride=8, max_query_length=12,
+        epochs=3, batch_size=4, learning_rate=1e-3, seed=3,
+    )
+
+
+@pytest.fixture
+def examples(sample_v1):
+    return sample_v1.examples
+
+
+@pytest.fixture
+def killed_dir(tmp_path, config, examples):
+    """A run killed after step KILL_AT: its checkpoints are there, its model is not."""
+    out = tmp_path / "killed"
+    with pytest.raises(Killed):
+        train_model(examples, config, out, progress=False, checkpoint_steps=EVERY, callbacks=[KillAtStep(KILL_AT)])
+    assert load_run_record(out) is None and not (out / "model.safetensors").exists()
+    assert [p.name for p in scan_checkpoints(out / CHECKPOINT_DIR)[0]] == ["checkpoint-15"]
+    return out
+
+
+def _weights(model_dir):
+    return load_file(str(model_dir / "model.safetensors"))
+
+
+def _assert_same_weights(a, b):
+    if torch.cuda.is_available():  # train_model trains there when it can
+        pytest.skip("bit-identical weights are a CPU promise: CUDA kernels with atomic adds are not bitwise deterministic")
+    assert a.keys() == b.keys()
+    different = [name for name in a if not torch.equal(a[name], b[name])]
+    assert not different, different
+
+
+def test_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, config, examples, killed_dir, capsys):
+    uninterrupted = train_model(examples, config, tmp_path / "a", progress=False, checkpoint_steps=EVERY)
+    # A kill while checkpoint-18 was being written: no trainer_state.json yet, so it is not resumed from.
+    (killed_dir / CHECKPOINT_DIR / "checkpoint-18").mkdir()
+    (killed_dir / CHECKPOINT_DIR / "checkpoint-18" / "model.safetensors").write_bytes(b"\0" * 10)
+
+    resumed = train_model(examples, config, killed_dir, progress=True, checkpoint_steps=EVERY, resume=True)
+
+    assert "resuming training from" in capsys.readouterr().err
+    _assert_same_weights(_weights(uninterrupted.model_dir), _weights(resumed.model_dir))  # bit for bit
+    record = load_run_record(killed_dir)
+    assert record["resumed_from"] == "checkpoint-15" and record["train"] == config.to_dict()
+    assert not (killed_dir / CHECKPOINT_DIR).exists()  # the model is complete: nothing is left to resume
+
+
+def test_resume_with_nothing_to_resume_trains_from_the_start(tmp_path, config, examples, capsys):
+    first = train_model(examples, config, tmp_path / "a", progress=False, save_checkpoints=False)
+    second = train_model(examples, config, tmp_path / "b", progress=True, checkpoint_steps=EVERY, resume=True)
+    assert "nothing to resume" in capsys.readouterr().err
+    _assert_same_weights(_weights(first.model_dir), _weights(second.model_dir))
+    assert load_run_record(second.model_dir)["resumed_from"] is None
+
+
+def test_resume_refuses_other_training_options(config, examples, killed_dir):
+    changed = dataclasses.replace(config, learning_rate=2e-3, epochs=4)
+    with pytest.raises(ResumeError, match=r"epochs: 3 then, 4 now; learning_rate: 0\.001 then, 0\.002 now"):
+        train_model(examples, changed, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
+    with pytest.raises(ResumeError, match="other questions"):
+        train_model(examples[:-1], config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
+    (killed_dir / CHECKPOINT_DIR / TRAIN_CONFIG_FILE).unlink()
+    with pytest.raises(ResumeError, match="training options are unknown"):
+        train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
+
+
+def test_a_fresh_run_does_not_overwrite_an_unfinished_one(config, examples, killed_dir):
+    with pytest.raises(ResumeError, match="unfinished run.*resume"):
+        train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY)
+    assert scan_checkpoints(killed_dir / CHECKPOINT_DIR)[0]  # still there to resume from
+
+
+def test_checkpoint_steps_must_be_positive(config, examples, tmp_path):
+    with pytest.raises(ValueError, match="checkpoint_steps"):
+        train_model(examples, config, tmp_path, progress=False, checkpoint_steps=0)
