@@ -14,7 +14,7 @@ import numpy as np
 
 from .decoding.postprocess import DECODINGS, DecodeConfig
 from .model import HEAD_CHOICES
-from .training.train import TrainConfig
+from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 
 def _add_train_options(parser: argparse.ArgumentParser) -> None:
@@ -99,11 +99,14 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from .training.train import train_model
+    from .training.train import load_run_record, train_model
 
+    if load_run_record(args.output_dir) is not None and not args.overwrite:
+        raise SystemExit(f"error: {args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
     data = _load_squad(args, args.train, args.limit)
     print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
-    result = train_model(data.examples, _train_config(args), args.output_dir)
+    result = train_model(data.examples, _train_config(args), args.output_dir, progress=True,
+                         resume=args.resume, checkpoint_steps=args.checkpoint_steps)
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
                       "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
     return 0
@@ -247,6 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--train", required=True, help="SQuAD-format JSON")
     train.add_argument("--limit", type=int, help="first N questions of the file")
     train.add_argument("--output-dir", required=True)
+    train.add_argument("--resume", action="store_true",
+                       help="continue an interrupted run from its last checkpoint in OUTPUT_DIR/checkpoints (same options and data)")
+    train.add_argument("--checkpoint-steps", type=int, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
+    train.add_argument("--overwrite", action="store_true", help="replace a finished model in OUTPUT_DIR")
     _add_train_options(train)
     _add_data_options(train)
     train.set_defaults(func=cmd_train)

@@ -14,18 +14,23 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-__all__ = ["atomic_write_text", "atomic_write_json", "atomic_move_files", "fsync_dir"]
+__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_move_files", "fsync_dir"]
 
 
 def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:
     """Write ``text`` to ``path`` atomically; returns the path. On any error the old file (or no file) remains."""
+    return atomic_write_bytes(path, text.encode(encoding))
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_write_text`)."""
     path = Path(path)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     # os.open with mode 0o666 lets the umask decide the permissions, as open() would (mkstemp gives 0o600).
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
-        with os.fdopen(descriptor, "w", encoding=encoding) as handle:
-            handle.write(text)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())  # the data is on disk before the name points at it
         os.replace(temporary, path)

@@ -110,3 +110,17 @@ def test_a_fresh_run_does_not_overwrite_an_unfinished_one(config, examples, kill
 def test_checkpoint_steps_must_be_positive(config, examples, tmp_path):
     with pytest.raises(ValueError, match="checkpoint_steps"):
         train_model(examples, config, tmp_path, progress=False, checkpoint_steps=0)
+
+
+def test_the_train_command_resumes_and_never_overwrites_a_finished_model(tiny_encoder_dir, tmp_path, capsys):
+    from bio_mrc.cli import main
+
+    from .conftest import SAMPLE_V1
+
+    command = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path), "--encoder", str(tiny_encoder_dir),
+               "--epochs", "1", "--batch-size", "4", "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+    assert main([*command, "--resume"]) == 0
+    assert "nothing to resume" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="holds a finished model.*--overwrite"):
+        main(command)
+    assert main([*command, "--overwrite"]) == 0

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+
+from ..io import atomic_write_bytes
 
 __all__ = ["plot_breakdown", "plot_threshold_curve"]
 
@@ -25,8 +28,9 @@ def _new_figure(figsize: tuple[float, float]) -> Any:
 def _save(fig: Any, path: str | Path) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=_DPI, format="png", bbox_inches="tight")
-    return out
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=_DPI, format="png", bbox_inches="tight")
+    return atomic_write_bytes(out, buffer.getvalue())  # a crash never leaves a half-written PNG
 
 
 def plot_breakdown(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import re
 import shutil
@@ -14,15 +13,18 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import torch
-from transformers import AutoTokenizer, Trainer, TrainerCallback, TrainingArguments, set_seed
+from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..encoders import resolve_encoder
+from ..data.splits import content_hash
+from ..encoders import load_tokenizer, resolve_encoder
+from ..errors import BioMrcError
 from ..features.windows import FeatureConfig, build_features
 from ..io import atomic_move_files, atomic_write_json
 from ..model import BioMrcForQuestionAnswering
+from ..progress import progress_bars
 from ..types import Example
 from .collator import WindowCollator
 
@@ -105,7 +107,7 @@ class TrainResult:
     final_loss: float | None
 
 
-class ResumeError(ValueError):
+class ResumeError(BioMrcError, ValueError):
     """Training cannot continue (or start over) in a checkpoint folder as asked without mixing two runs."""
 
 
@@ -181,7 +183,7 @@ def _fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
 
 def _fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, Any, str]:
     model, encoder = _fresh_model(config)
-    tokenizer = AutoTokenizer.from_pretrained(encoder, use_fast=True)
+    tokenizer = load_tokenizer(encoder)
     positions = getattr(model.config.encoder, "max_position_embeddings", None)
     if positions is not None and config.max_seq_length > positions:
         raise ValueError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions of encoder {encoder}")
@@ -193,7 +195,7 @@ def train_model(
     config: TrainConfig,
     output_dir: str | Path,
     save_checkpoints: bool = True,
-    progress: bool = True,
+    progress: bool = False,
     resume: bool = False,
     checkpoint_steps: int | None = None,
     callbacks: Sequence[TrainerCallback] | None = None,
@@ -211,13 +213,15 @@ def train_model(
     """
     output_dir = Path(output_dir)
     set_seed(config.seed)
-    model, tokenizer, encoder = _fresh_model_and_tokenizer(config)
+    with progress_bars(progress):
+        model, tokenizer, encoder = _fresh_model_and_tokenizer(config)
     started = time.perf_counter()
     args = _training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps)
     # Before the windows are built: a run that cannot resume as asked fails at once.
-    run_options = {"train": config.to_dict(), "questions": examples_fingerprint(examples)}
+    run_options = {"train": config.to_dict(), "questions": content_hash(examples)}
     checkpoint = _checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
-    features = build_features(examples, tokenizer, config.features, desc="training windows")
+    with progress_bars(progress):
+        features = build_features(examples, tokenizer, config.features, desc="training windows")
     features = features.remove_columns(["offset_mapping", "word_offsets", "example_index"])
     trainer = HeadRateTrainer(
         model=model,
@@ -271,14 +275,6 @@ def _training_arguments(
         dataloader_num_workers=0,
         dataloader_pin_memory=torch.cuda.is_available(),
     )
-
-
-def examples_fingerprint(examples: Sequence[Example]) -> str:
-    """A hash of the training questions (ids, texts, answers) in order: a resumed run must see the same ones."""
-    digest = hashlib.sha256()
-    for ex in examples:
-        digest.update(json.dumps([ex.id, ex.question, ex.context, ex.answers]).encode())
-    return digest.hexdigest()[:16]
 
 
 def _note(progress: bool, message: str) -> None:
