@@ -9,6 +9,8 @@ characters of the original context.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
@@ -101,12 +103,14 @@ def tokenize_windows(
     )
     features: dict[str, list[Any]] = {key: enc[key] for key in enc.keys() if key not in ("offset_mapping", "overflow_to_sample_mapping")}
     features["example_index"] = list(enc["overflow_to_sample_mapping"])
+    attached = dropped_attached_runs(tokenizer, [ex.context for ex in examples])
     columns: dict[str, list[Any]] = {"offset_mapping": [], "paragraph_mask": [], "word_offsets": [], "tag_mask": []}
     words_of_context = context_words(tokenizer, [ex.context for ex in examples]) if config.tag_level == "word" else None
     for i, offsets in enumerate(enc["offset_mapping"]):
         in_context = np.array([sid == 1 for sid in enc.sequence_ids(i)], dtype=bool)
         offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
         offsets[~in_context] = -1
+        offsets = extend_over_attached(offsets, attached[enc["overflow_to_sample_mapping"][i]])
         if words_of_context is not None:
             words, tagged = word_of_tokens(offsets, in_context, words_of_context[enc["overflow_to_sample_mapping"][i]])
         else:
@@ -126,10 +130,12 @@ def context_words(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -
     """
     unique = list(dict.fromkeys(contexts))
     enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True, verbose=False)  # no window: no length warning
+    attached = dropped_attached_runs(tokenizer, unique)
     spans_by_context = {}
     for k, context in enumerate(unique):
         ids = np.array([-1 if w is None else w for w in enc.word_ids(k)], dtype=np.int64)
-        offsets = np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2)[ids >= 0]
+        offsets = np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2)
+        offsets = extend_over_attached(offsets, attached[k])[ids >= 0]
         ids = ids[ids >= 0]
         n_words = int(ids.max(initial=-1)) + 1
         spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)
@@ -138,6 +144,36 @@ def context_words(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -
         stripped = np.array([_strip(context, a, b) for a, b in spans.tolist()], dtype=np.int64).reshape(-1, 2)
         spans_by_context[context] = stripped[stripped[:, 0] < stripped[:, 1]]  # whitespace-only "words" carry no tag
     return [spans_by_context[c] for c in contexts]
+
+
+def dropped_attached_runs(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -> list[np.ndarray]:
+    """(R, 2) character spans of each context's runs of characters that attach to the one before
+    them (combining marks, ZWJ/ZWNJ, variation selectors: no grapheme break before them) and
+    that the tokenizer's normalizer deletes (an uncased BERT strips accents).
+
+    No token covers such characters, so without them a token ends mid-grapheme and
+    ``cafe\u0301`` decodes as ``cafe``, ``नहीं`` loses its final sign.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    normalizer = None if backend is None else backend.normalizer
+    chars = set().union(*map(set, contexts)) if normalizer is not None else set()
+    attaching = (c for c in chars if unicodedata.category(c).startswith("M") or c in "\u200c\u200d")
+    dropped = sorted(c for c in attaching if normalizer.normalize_str(c) == "")
+    if not dropped:
+        return [np.zeros((0, 2), dtype=np.int64)] * len(contexts)
+    pattern = re.compile("[" + "".join(map(re.escape, dropped)) + "]+")
+    return [np.array([m.span() for m in pattern.finditer(c)], dtype=np.int64).reshape(-1, 2) for c in contexts]
+
+
+def extend_over_attached(offsets: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """Token offsets whose end is followed by a run of :func:`dropped_attached_runs` end after the run."""
+    if not len(runs):
+        return offsets
+    index = np.minimum(np.searchsorted(runs[:, 0], offsets[:, 1]), len(runs) - 1)
+    hit = (runs[index, 0] == offsets[:, 1]) & (offsets[:, 1] > offsets[:, 0])
+    offsets = offsets.copy()
+    offsets[hit, 1] = runs[index[hit], 1]
+    return offsets
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:
@@ -156,6 +192,8 @@ def word_of_tokens(offsets: np.ndarray, in_context: np.ndarray, words: np.ndarra
     belongs = in_context & (word[:, 0] <= np.maximum(offsets[:, 1] - 1, offsets[:, 0])) & (word[:, 1] > offsets[:, 0])
     spans[belongs] = word[belongs]
     first = belongs & (offsets[:, 0] <= word[:, 0]) & (word[:, 0] < offsets[:, 1])
+    # Byte-level BPE splits a character into several tokens with its offsets: tag only the first.
+    first[1:] &= ~(first[:-1] & (spans[1:] == spans[:-1]).all(axis=1))
     return spans, first
 
 
@@ -163,7 +201,9 @@ def _alternative_tags(offsets: np.ndarray, para: np.ndarray, alternative: Altern
     """Integer B/I/O tags of one annotator's answer over one window.
 
     Every token overlapping an answer span is I; the token holding the span's
-    first character is B. A span that began in an earlier window therefore
+    first character is B, and so is every token with its offsets (byte-level
+    BPE splits one character into several tokens; windows merge them into one,
+    which must be B whichever is kept). A span that began in an earlier window therefore
     shows as I's without a B here: the truth about this window, and the
     maximum-context merge decides such tokens from the window that holds the start.
     """
@@ -173,7 +213,7 @@ def _alternative_tags(offsets: np.ndarray, para: np.ndarray, alternative: Altern
         tags[inside] = TAG_I
         first = np.flatnonzero(inside & (offsets[:, 0] <= start))
         if len(first):
-            tags[first[-1]] = TAG_B
+            tags[inside & (offsets == offsets[first[-1]]).all(axis=1)] = TAG_B
     return tags
 
 
