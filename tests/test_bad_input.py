@@ -246,3 +246,18 @@ def test_cli_names_a_bad_model_folder(tiny_encoder_dir, tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err
     assert "not a bio_mrc model" in err and str(tiny_encoder_dir) in err and "Traceback" not in err
+
+
+def test_a_bad_comparison_config_is_named(tmp_path):
+    from bio_mrc.harness.config import load_config
+
+    path = tmp_path / "ablation.json"
+    path.write_text(json.dumps({"runs": [{"name": "a", "heads_": "span"}], "train": {"path": "x"}, "eval": {"path": "y"}}))
+    with pytest.raises(DataFormatError, match="unknown training options: \\['heads_'\\]") as info:
+        load_config(path)
+    assert info.value.source == str(path)
+    path.write_text('{"runs": [')
+    with pytest.raises(DataFormatError, match="truncated"):
+        load_config(path)
+    with pytest.raises(DataFormatError, match="no such config file"):
+        load_config(tmp_path / "missing.json")

@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..data.errors import DataFormatError, read_json
 from ..decoding.postprocess import DecodeConfig
 from ..training.train import TrainConfig
 
@@ -134,16 +135,19 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
 
 
 def load_config(path_or_preset: str | Path) -> CompareConfig:
-    """A JSON config file, or the name of a shipped preset (``quick``, ``full``, ``v2-quick``)."""
+    """A JSON config file, or the name of a shipped preset (``quick``, ``full``, ``v2-quick``).
+
+    A file that is not valid JSON or not a valid comparison raises :class:`DataFormatError` naming it.
+    """
     if str(path_or_preset) in PRESETS:
-        text = resources.files("bio_mrc.harness.presets").joinpath(f"{path_or_preset}.json").read_text()
-    else:
-        path = Path(path_or_preset)
-        if not path.exists():
-            raise FileNotFoundError(f"no config file {path} (presets: {', '.join(PRESETS)})")
-        text = path.read_text()
+        return parse_config(json.loads(resources.files("bio_mrc.harness.presets").joinpath(f"{path_or_preset}.json").read_text()))
+    path = Path(path_or_preset)
+    if not path.exists():
+        raise DataFormatError(f"no such config file (presets: {', '.join(PRESETS)})", source=str(path))
+    raw = read_json(path)
+    if not isinstance(raw, dict):
+        raise DataFormatError(f"expected a JSON object, got a JSON {type(raw).__name__}", source=str(path))
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path_or_preset}: not valid JSON: {err}") from None
-    return parse_config(raw)
+        return parse_config(raw)
+    except (ValueError, TypeError) as err:
+        raise DataFormatError(str(err), source=str(path)) from None
