@@ -73,11 +73,28 @@ def check_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
         raise ValueError("bio_mrc expects a right-padding tokenizer (question first, context second)")
 
 
+def check_window_room(tokenizer: PreTrainedTokenizerBase, config: FeatureConfig) -> None:
+    """``FeatureConfig`` counts BERT's 3 special tokens; a RoBERTa-style pair has 4
+    (``<s> q </s></s> c </s>``). Without room for new context tokens past the stride
+    the Rust tokenizer panics (an exception ``except Exception`` does not catch)."""
+    room = config.max_seq_length - config.max_query_length - tokenizer.num_special_tokens_to_add(pair=True)
+    if config.doc_stride >= room:
+        raise ValueError(
+            f"doc_stride ({config.doc_stride}) must be < max_seq_length - max_query_length - "
+            f"{tokenizer.num_special_tokens_to_add(pair=True)} special tokens of this tokenizer = {room}"
+        )
+
+
 def truncate_questions(questions: Sequence[str], tokenizer: PreTrainedTokenizerBase, max_query_length: int) -> list[str]:
-    """Cut each question after its ``max_query_length``-th token, at a character boundary."""
+    """Cut each question before its first token past ``max_query_length``, at a character boundary.
+
+    Cut before the next token, not after the last kept one: byte-level BPE splits
+    one character into several tokens, and keeping that whole character would keep
+    more than ``max_query_length`` tokens (the windows then lack room for the stride).
+    """
     encoded = tokenizer(list(questions), add_special_tokens=False, return_offsets_mapping=True)
     return [
-        q if len(offsets) <= max_query_length else q[: offsets[max_query_length - 1][1]]
+        q if len(offsets) <= max_query_length else q[: offsets[max_query_length][0]].rstrip()
         for q, offsets in zip(questions, encoded["offset_mapping"])
     ]
 
@@ -90,6 +107,7 @@ def tokenize_windows(
     (the character span of each paragraph token's word; the token's own span at
     sub-word level) and ``tag_mask`` (the tokens that carry a BIO tag)."""
     check_tokenizer(tokenizer)
+    check_window_room(tokenizer, config)
     questions = truncate_questions([ex.question.lstrip() for ex in examples], tokenizer, config.max_query_length)
     enc = tokenizer(
         questions,
@@ -152,7 +170,7 @@ def dropped_attached_runs(tokenizer: PreTrainedTokenizerBase, contexts: Sequence
     that the tokenizer's normalizer deletes (an uncased BERT strips accents).
 
     No token covers such characters, so without them a token ends mid-grapheme and
-    ``cafe\u0301`` decodes as ``cafe``, ``नहीं`` loses its final sign.
+    ``cafe\\u0301`` decodes as ``cafe``, ``नहीं`` loses its final sign.
     """
     backend = getattr(tokenizer, "backend_tokenizer", None)
     normalizer = None if backend is None else backend.normalizer
