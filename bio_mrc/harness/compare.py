@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
@@ -163,12 +164,22 @@ def _mkdir(folder: Path) -> Path:
 
 
 def _cells_key(config: CompareConfig, eval_split: Split, tune_split: Split | None) -> str:
-    """What a model's cells depend on besides the model: the questions and the decoding options."""
+    """What a model's cells depend on besides the model: the questions, the decoding options and the
+    package's code (features, decoders and metrics that change between versions change the cells)."""
     blob = json.dumps({
         "decode": config.decode.__dict__, "eval": content_hash(eval_split.examples),
-        "tune": content_hash(tune_split.examples) if tune_split else None, "package": __version__,
+        "tune": content_hash(tune_split.examples) if tune_split else None, "code": code_fingerprint(),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of the package's Python sources."""
+    digest = hashlib.sha256()
+    for source in sorted(Path(__file__).resolve().parents[1].rglob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def _read_cells(path: Path) -> list[dict[str, Any]] | None:
