@@ -257,7 +257,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_options(train)
     _add_data_options(train)
     train.set_defaults(func=cmd_train)
+    _add_model_commands(add_command)
+    _add_compare_and_extract(add_command)
+    return parser
 
+
+def _add_model_commands(add_command) -> None:
+    """The commands that run a trained model: predict, evaluate, tune."""
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
     predict.add_argument("--model", required=True)
     predict.add_argument("--data", required=True)
@@ -289,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_options(tune)
     tune.set_defaults(func=cmd_tune)
 
+
+def _add_compare_and_extract(add_command) -> None:
+    """compare (the harness) and extract (one question about one text)."""
     compare = add_command("compare", help="train/reuse runs, evaluate every decoding on the same questions, write a report")
     compare.add_argument("--config", default="quick", help="a JSON config (see benchmarks/ablations/) or a preset: quick, full, v2-quick")
     compare.add_argument("--data-dir", help="folder with squad-v1.1/, squad-v2.0/ (default: $BIO_MRC_DATA or ../shared/data)")
@@ -306,7 +315,6 @@ def build_parser() -> argparse.ArgumentParser:
     extract.add_argument("--min-span-probability", type=float, default=0.1, help="span decoding with --multi-span")
     _add_decode_options(extract)
     extract.set_defaults(func=cmd_extract)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

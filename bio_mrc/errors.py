@@ -30,3 +30,7 @@ class ModelFormatError(BioMrcError, ValueError):
     def __init__(self, problem: str, source: str | None = None) -> None:
         super().__init__(f"{problem} (in {source})" if source else problem)
         self.problem, self.source = problem, source
+
+
+class ConfigError(BioMrcError, ValueError):
+    """Options that do not fit together, or do not fit the encoder and tokenizer they are used with."""

@@ -18,6 +18,7 @@ import numpy as np
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
+from ..errors import ConfigError
 from ..types import TAG_B, TAG_I, TAG_O, Alternative, Example
 
 TARGET_KINDS = ("one-hot", "soft")
@@ -51,9 +52,9 @@ class FeatureConfig:
     def __post_init__(self) -> None:
         for name, kinds in (("bio_targets", BIO_TARGET_KINDS), ("span_targets", TARGET_KINDS), ("tag_level", TAG_LEVELS)):
             if getattr(self, name) not in kinds:
-                raise ValueError(f"{name} must be one of {kinds}, got {getattr(self, name)!r}")
+                raise ConfigError(f"{name} must be one of {kinds}, got {getattr(self, name)!r}")
         if self.doc_stride >= self.max_seq_length - self.max_query_length - 3:
-            raise ValueError(
+            raise ConfigError(
                 f"doc_stride ({self.doc_stride}) must leave room for new context tokens in each window: "
                 f"it must be < max_seq_length - max_query_length - 3 = {self.max_seq_length - self.max_query_length - 3}"
             )
@@ -70,7 +71,7 @@ def check_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
             "load it with AutoTokenizer.from_pretrained(..., use_fast=True)"
         )
     if tokenizer.padding_side != "right":
-        raise ValueError("bio_mrc expects a right-padding tokenizer (question first, context second)")
+        raise ConfigError("bio_mrc expects a right-padding tokenizer (question first, context second)")
 
 
 def check_window_room(tokenizer: PreTrainedTokenizerBase, config: FeatureConfig) -> None:
@@ -79,7 +80,7 @@ def check_window_room(tokenizer: PreTrainedTokenizerBase, config: FeatureConfig)
     the Rust tokenizer panics (an exception ``except Exception`` does not catch)."""
     room = config.max_seq_length - config.max_query_length - tokenizer.num_special_tokens_to_add(pair=True)
     if config.doc_stride >= room:
-        raise ValueError(
+        raise ConfigError(
             f"doc_stride ({config.doc_stride}) must be < max_seq_length - max_query_length - "
             f"{tokenizer.num_special_tokens_to_add(pair=True)} special tokens of this tokenizer = {room}"
         )

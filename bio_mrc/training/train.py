@@ -20,7 +20,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..data.splits import content_hash
 from ..encoders import load_tokenizer, resolve_encoder
-from ..errors import BioMrcError
+from ..errors import BioMrcError, ConfigError
 from ..features.windows import FeatureConfig, build_features
 from ..io import atomic_move_files, atomic_write_json
 from ..model import BioMrcForQuestionAnswering
@@ -186,7 +186,7 @@ def _fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAn
     tokenizer = load_tokenizer(encoder)
     positions = getattr(model.config.encoder, "max_position_embeddings", None)
     if positions is not None and config.max_seq_length > positions:
-        raise ValueError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions of encoder {encoder}")
+        raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions of encoder {encoder}")
     return model, tokenizer, encoder
 
 
