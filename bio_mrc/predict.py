@@ -12,12 +12,11 @@ from transformers import PreTrainedTokenizerBase
 from . import __version__
 from .data.errors import read_json
 from .data.splits import content_hash
-
 from .decoding.postprocess import DecodeConfig, available_decodings, decode
 from .decoding.windows import WindowOutputs
-from .features.windows import FeatureConfig
 from .encoders import load_tokenizer
 from .errors import ModelFormatError
+from .features.windows import FeatureConfig
 from .inference import predict_windows
 from .io import atomic_write_json, atomic_write_text
 from .model import MODEL_FORMAT, BioMrcConfig, BioMrcForQuestionAnswering

@@ -19,6 +19,7 @@ from ..data.unanswerable import add_unanswerable
 from ..decoding.postprocess import DecodeConfig, available_decodings, decode, merge_tag_log_probs
 from ..decoding.windows import WindowOutputs
 from ..metrics.tags import tag_scores
+from ..errors import ConfigError
 from ..io import atomic_write_json
 from ..predict import (
     TrainedModel, apply_no_answer_threshold, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files,
@@ -130,13 +131,13 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
     tune_split = resolve_split(config.tune, data_dir) if config.tune else None
     _check_disjoint(train_split, eval_split, tune_split)
     if eval_split.version == "2.0" and (tune_split is None or tune_split.version != "2.0"):
-        raise ValueError("a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on")
+        raise ConfigError("a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on")
     cells: list[dict[str, Any]] = []
     for seed in config.seeds:
         for run in config.runs:
             model_dir, train_seconds, reused = obtain_model(run, seed, train_split, output_dir / "models", progress)
             cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, eval_split, tune_split)}.json"
-            model_cells = _read_cells(cache)
+            model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
             if model_cells is None:
                 model_cells = _score_model(run, seed, model_dir, config.decode, eval_split, tune_split, output_dir, progress)
                 atomic_write_json(_mkdir(cache.parent) / cache.name, model_cells)
@@ -230,7 +231,7 @@ def _check_disjoint(train: Split, evaluation: Split, tune: Split | None) -> None
             shared = {ex.id for ex in a.examples} & {ex.id for ex in b.examples}
             contexts = {ex.context for ex in a.examples} & {ex.context for ex in b.examples}
             if shared or contexts:
-                raise ValueError(
+                raise ConfigError(
                     f"the {name_a} and {name_b} splits overlap ({len(shared)} questions, {len(contexts)} contexts): "
                     "split by article so no paragraph is seen in training and evaluation"
                 )
