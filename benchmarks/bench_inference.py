@@ -1,0 +1,528 @@
+"""End-to-end inference: bio_mrc's prediction path vs the common Hugging Face QA recipe (issue 14, first target).
+
+Both sides start from the raw SQuAD JSON and end with a predictions file on
+disk, with the same trained weights, in the same process, on the CPU, one after
+the other (reference first, then ours; ``--repeats N`` alternates them N times
+and reports the median of each). Each side also loads the model and its
+tokenizer inside its timed region. One untimed forward runs first so neither
+side pays torch's first-call set-up.
+
+THE REFERENCE (``reference_*`` below) is a faithful re-implementation of the
+recipe of Hugging Face's ``run_qa.py`` / question-answering notebook:
+
+* the raw JSON is flattened into a ``datasets.Dataset`` of questions (what
+  ``load_dataset("squad")`` builds) and ``prepare_validation_features`` maps it
+  into windows: ``truncation="only_second"``, the model's ``max_seq_length`` and
+  stride, ``padding="max_length"`` (every window padded to the full length),
+  offsets set to ``None`` outside the context;
+* a plain ``AutoModelForQuestionAnswering``-style forward as ``Trainer.predict``
+  runs it: the windows in dataset order (no length sorting) in fixed batches of
+  ``--batch-size`` through a ``DataLoader`` with ``default_data_collator``,
+  under ``torch.no_grad()``, logits concatenated with numpy. The model is
+  loaded with ``AutoModelForQuestionAnswering.from_pretrained`` (bio_mrc
+  registers its class there) and only ``input_ids``, ``attention_mask`` and
+  ``token_type_ids`` are fed; ``start_logits``/``end_logits`` come from the
+  span head, which IS a plain QA head: one ``Linear(H, 2)`` over the encoder's
+  last hidden states, exactly ``BertForQuestionAnswering.qa_outputs``. (The
+  joint model's BIO head also runs in both sides' forwards; its cost is
+  another ``Linear(H, 3)``, negligible.)
+* ``postprocess_qa_predictions``: per question, per window, the top-20 start
+  × top-20 end logits in Python loops with the offset checks (inside the
+  context, ``end >= start``, at most ``max_answer_length = 30`` tokens), the
+  minimum null score over windows (the min-null rule; on SQuAD v1.1 it is
+  computed but never answers), the n-best (20) by ``s + e``, softmax
+  probabilities, and ``predictions.json`` + ``nbest_predictions.json`` written
+  with ``json.dumps(..., indent=4)``. Rows of the features are read through the
+  ``Dataset`` (``features[i]``) as the recipe does.
+
+The recipe has no ``max_query_length``: it keeps whole questions, where bio_mrc
+cuts them at the model's 64 tokens; the script counts the questions where that
+matters (none in SQuAD v1.1 dev at 64).
+
+OURS is the package's path, as ``bio-mrc predict`` runs it:
+``load_squad`` -> ``TrainedModel.load`` -> ``build_features`` (no padding) ->
+``run_windows`` (windows sorted by length, each batch padded to its longest
+window only, ``torch.inference_mode``) -> ``decode(..., "span",
+DecodeConfig())`` (the exact banded span search, numpy, same n-best 20 and
+max answer length 30 tokens) -> ``write_prediction_files`` (predictions,
+n-best and na-prob files). Its stages are timed separately.
+
+Agreement is the share of questions whose answer text is identical; every
+difference is classified from the reference's own logits (see ``classify``).
+Official v1.1 EM/F1 of both are printed.
+
+    python benchmarks/bench_inference.py [--limit 1000] [--repeats 1] [--model DIR] [--threads N] [--levers]
+
+The last line is one JSON object:
+``{"benchmark": ..., "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ...}``
+(ratio = reference seconds / ours; identical = every answer the same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import json
+import os
+import platform
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+import torch
+import transformers
+from torch.utils.data import DataLoader
+from transformers import AutoModelForQuestionAnswering, AutoTokenizer, default_data_collator
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
+from bio_mrc.decoding.spans import best_spans
+from bio_mrc.features.windows import build_features
+from bio_mrc.inference import run_windows
+from bio_mrc.metrics.squad import squad_metrics
+from bio_mrc.predict import TrainedModel, write_prediction_files
+
+NAME = "inference_end_to_end"
+N_BEST = 20
+MAX_ANSWER_LENGTH = 30
+
+
+# ---------------------------------------------------------------------------------------------
+# THE REFERENCE: the Hugging Face QA recipe (run_qa.py / the QA notebook), re-implemented here.
+# ---------------------------------------------------------------------------------------------
+
+
+def reference_load_squad(path: str, limit: int | None) -> datasets.Dataset:
+    """Raw SQuAD JSON -> one row per question, as the ``squad`` loading script yields them."""
+    with open(path, encoding="utf-8") as handle:
+        raw = json.load(handle)
+    rows: dict[str, list[Any]] = {"id": [], "title": [], "context": [], "question": [], "answers": []}
+    for article in raw["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                if limit is not None and len(rows["id"]) >= limit:
+                    break
+                rows["id"].append(qa["id"])
+                rows["title"].append(article.get("title", ""))
+                rows["context"].append(paragraph["context"])
+                rows["question"].append(qa["question"])
+                rows["answers"].append(
+                    {"text": [a["text"] for a in qa["answers"]], "answer_start": [a["answer_start"] for a in qa["answers"]]}
+                )
+    return datasets.Dataset.from_dict(rows)
+
+
+def reference_prepare_validation_features(examples, tokenizer, max_length: int, doc_stride: int):
+    """``prepare_validation_features`` of the recipe: every window padded to ``max_length``."""
+    pad_on_right = tokenizer.padding_side == "right"
+    examples["question"] = [q.lstrip() for q in examples["question"]]
+    tokenized = tokenizer(
+        examples["question" if pad_on_right else "context"],
+        examples["context" if pad_on_right else "question"],
+        truncation="only_second" if pad_on_right else "only_first",
+        max_length=max_length,
+        stride=doc_stride,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        padding="max_length",
+    )
+    sample_mapping = tokenized.pop("overflow_to_sample_mapping")
+    tokenized["example_id"] = []
+    for i in range(len(tokenized["input_ids"])):
+        sequence_ids = tokenized.sequence_ids(i)
+        context_index = 1 if pad_on_right else 0
+        tokenized["example_id"].append(examples["id"][sample_mapping[i]])
+        tokenized["offset_mapping"][i] = [
+            (o if sequence_ids[k] == context_index else None) for k, o in enumerate(tokenized["offset_mapping"][i])
+        ]
+    return tokenized
+
+
+@torch.no_grad()
+def reference_predict(model, features: datasets.Dataset, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``Trainer.predict``: unused columns removed, sequential batches, ``torch.no_grad()``."""
+    model.eval()
+    inputs = features.remove_columns([c for c in features.column_names if c not in ("input_ids", "attention_mask", "token_type_ids")])
+    loader = DataLoader(inputs, batch_size=batch_size, shuffle=False, collate_fn=default_data_collator)
+    starts, ends = [], []
+    for batch in loader:
+        out = model(**batch)
+        starts.append(out.start_logits.cpu().numpy())
+        ends.append(out.end_logits.cpu().numpy())
+    return np.concatenate(starts), np.concatenate(ends)
+
+
+def reference_postprocess_qa_predictions(
+    examples, features, predictions, version_2_with_negative=False, n_best_size=N_BEST,
+    max_answer_length=MAX_ANSWER_LENGTH, null_score_diff_threshold=0.0, output_dir=None,
+):
+    """``postprocess_qa_predictions`` of the recipe (utils_qa.py), loops and all."""
+    all_start_logits, all_end_logits = predictions
+    example_id_to_index = {k: i for i, k in enumerate(examples["id"])}
+    features_per_example = collections.defaultdict(list)
+    for i, feature in enumerate(features):
+        features_per_example[example_id_to_index[feature["example_id"]]].append(i)
+    all_predictions = collections.OrderedDict()
+    all_nbest_json = collections.OrderedDict()
+    scores_diff_json = collections.OrderedDict()
+    for example_index, example in enumerate(examples):
+        feature_indices = features_per_example[example_index]
+        min_null_prediction = None
+        prelim_predictions = []
+        for feature_index in feature_indices:
+            start_logits = all_start_logits[feature_index]
+            end_logits = all_end_logits[feature_index]
+            offset_mapping = features[feature_index]["offset_mapping"]
+            token_is_max_context = features[feature_index].get("token_is_max_context", None)
+            feature_null_score = start_logits[0] + end_logits[0]
+            if min_null_prediction is None or min_null_prediction["score"] > feature_null_score:
+                min_null_prediction = {
+                    "offsets": (0, 0), "score": feature_null_score,
+                    "start_logit": start_logits[0], "end_logit": end_logits[0],
+                }
+            start_indexes = np.argsort(start_logits)[-1 : -n_best_size - 1 : -1].tolist()
+            end_indexes = np.argsort(end_logits)[-1 : -n_best_size - 1 : -1].tolist()
+            for start_index in start_indexes:
+                for end_index in end_indexes:
+                    if (
+                        start_index >= len(offset_mapping)
+                        or end_index >= len(offset_mapping)
+                        or offset_mapping[start_index] is None
+                        or len(offset_mapping[start_index]) < 2
+                        or offset_mapping[end_index] is None
+                        or len(offset_mapping[end_index]) < 2
+                    ):
+                        continue
+                    if end_index < start_index or end_index - start_index + 1 > max_answer_length:
+                        continue
+                    if token_is_max_context is not None and not token_is_max_context.get(str(start_index), False):
+                        continue
+                    prelim_predictions.append({
+                        "offsets": (offset_mapping[start_index][0], offset_mapping[end_index][1]),
+                        "score": start_logits[start_index] + end_logits[end_index],
+                        "start_logit": start_logits[start_index],
+                        "end_logit": end_logits[end_index],
+                    })
+        if version_2_with_negative and min_null_prediction is not None:
+            prelim_predictions.append(min_null_prediction)
+            null_score = min_null_prediction["score"]
+        predictions_ = sorted(prelim_predictions, key=lambda x: x["score"], reverse=True)[:n_best_size]
+        if version_2_with_negative and min_null_prediction is not None and not any(p["offsets"] == (0, 0) for p in predictions_):
+            predictions_.append(min_null_prediction)
+        context = example["context"]
+        for pred in predictions_:
+            offsets = pred.pop("offsets")
+            pred["text"] = context[offsets[0] : offsets[1]]
+        if len(predictions_) == 0 or (len(predictions_) == 1 and predictions_[0]["text"] == ""):
+            predictions_.insert(0, {"text": "empty", "start_logit": 0.0, "end_logit": 0.0, "score": 0.0})
+        scores = np.array([pred.pop("score") for pred in predictions_])
+        exp_scores = np.exp(scores - np.max(scores))
+        probs = exp_scores / exp_scores.sum()
+        for prob, pred in zip(probs, predictions_):
+            pred["probability"] = prob
+        if not version_2_with_negative:
+            all_predictions[example["id"]] = predictions_[0]["text"]
+        else:
+            i = 0
+            while predictions_[i]["text"] == "":
+                i += 1
+            best_non_null_pred = predictions_[i]
+            score_diff = null_score - best_non_null_pred["start_logit"] - best_non_null_pred["end_logit"]
+            scores_diff_json[example["id"]] = float(score_diff)
+            all_predictions[example["id"]] = "" if score_diff > null_score_diff_threshold else best_non_null_pred["text"]
+        all_nbest_json[example["id"]] = [
+            {k: (float(v) if isinstance(v, (np.float16, np.float32, np.float64)) else v) for k, v in pred.items()}
+            for pred in predictions_
+        ]
+    if output_dir is not None:
+        with open(os.path.join(output_dir, "predictions.json"), "w") as writer:
+            writer.write(json.dumps(all_predictions, indent=4) + "\n")
+        with open(os.path.join(output_dir, "nbest_predictions.json"), "w") as writer:
+            writer.write(json.dumps(all_nbest_json, indent=4) + "\n")
+        if version_2_with_negative:
+            with open(os.path.join(output_dir, "null_odds.json"), "w") as writer:
+                writer.write(json.dumps(scores_diff_json, indent=4) + "\n")
+    return all_predictions
+
+
+def run_reference(model_dir: str, data: str, limit: int | None, max_length: int, stride: int, batch_size: int, out: Path):
+    """The whole recipe, raw JSON to predictions.json; returns (predictions, stage seconds, kept for diagnosis)."""
+    times: dict[str, float] = {}
+    t = time.perf_counter()
+    model = AutoModelForQuestionAnswering.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    times["load model"] = time.perf_counter() - t
+    t = time.perf_counter()
+    examples = reference_load_squad(data, limit)
+    times["read JSON"] = time.perf_counter() - t
+    t = time.perf_counter()
+    features = examples.map(
+        reference_prepare_validation_features, batched=True, remove_columns=examples.column_names,
+        fn_kwargs={"tokenizer": tokenizer, "max_length": max_length, "doc_stride": stride},
+    )
+    times["features"] = time.perf_counter() - t
+    t = time.perf_counter()
+    logits = reference_predict(model, features, batch_size)
+    times["forward"] = time.perf_counter() - t
+    t = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    predictions = reference_postprocess_qa_predictions(examples, features, logits, output_dir=str(out))
+    times["post-process + write"] = time.perf_counter() - t
+    return dict(predictions), times, (features, logits)
+
+
+# ---------------------------------------------------------------------------------------------
+# OURS: bio_mrc's path, stage by stage.
+# ---------------------------------------------------------------------------------------------
+
+
+def run_ours(model_dir: str, data: str, limit: int | None, batch_size: int, out: Path):
+    times: dict[str, float] = {}
+    t = time.perf_counter()
+    trained = TrainedModel.load(model_dir)
+    times["load model"] = time.perf_counter() - t
+    t = time.perf_counter()
+    squad = load_squad(data, limit=limit)
+    times["read JSON"] = time.perf_counter() - t
+    t = time.perf_counter()
+    features = build_features(squad.examples, trained.tokenizer, trained.features, with_targets=False, desc="windows")
+    times["features"] = time.perf_counter() - t
+    t = time.perf_counter()
+    outputs = run_windows(trained.model, features, trained.tokenizer.pad_token_id or 0, batch_size, progress=False)
+    times["forward"] = time.perf_counter() - t
+    t = time.perf_counter()
+    predictions = decode(outputs, squad.examples, "span", DecodeConfig())
+    times["decode"] = time.perf_counter() - t
+    t = time.perf_counter()
+    write_prediction_files(predictions, out / "predictions.json")
+    times["write"] = time.perf_counter() - t
+    return {p.id: p.answer for p in predictions}, times, (squad, features, outputs, trained)
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement diagnosis
+# ---------------------------------------------------------------------------------------------
+
+
+def exact_reference_answers(features: datasets.Dataset, logits, examples: datasets.Dataset) -> dict[str, tuple[str, float, float]]:
+    """The exact (unpruned) best span on the REFERENCE's own logits and offsets, with its score and
+    the runner-up's (another text), by bio_mrc's band search: separates pruning from logit noise."""
+    start, end = logits
+    offsets = features["offset_mapping"]
+    mask = np.array([[o is not None for o in row] for row in offsets], dtype=bool)
+    candidates = best_spans(start, end, mask, MAX_ANSWER_LENGTH, N_BEST)
+    contexts = dict(zip(examples["id"], examples["context"]))
+    scored: dict[str, list[tuple[float, str]]] = collections.defaultdict(list)
+    for row, qid in enumerate(features["example_id"]):
+        for score, s, e in zip(candidates.score[row], candidates.start[row], candidates.end[row]):
+            if s >= 0:
+                scored[qid].append((float(score), contexts[qid][offsets[row][s][0] : offsets[row][e][1]]))
+    result = {}
+    for qid, items in scored.items():
+        items.sort(key=lambda x: -x[0])
+        best = items[0]
+        runner = next((sc for sc, text in items if text != best[1]), -np.inf)
+        result[qid] = (best[1], best[0], runner)
+    return result
+
+
+def classify(qid: str, ref: str, ours: str, exact: dict[str, tuple[str, float, float]]) -> str:
+    text, score, runner = exact.get(qid, ("", -np.inf, -np.inf))
+    if text == ours:
+        return "reference's top-20 x top-20 pruning missed the best span (its own logits' exact best is ours)"
+    if text == ref and score - runner < 1e-3:
+        return f"near-tie (margin {score - runner:.2g}) flipped by padding-dependent float noise in the logits"
+    if text == ref:
+        return f"logits differ (margin {score - runner:.3g} on the reference's logits)"
+    return "other (offsets / text mapping)"
+
+
+def forward_variant(model, features: datasets.Dataset, batch_size: int, pad_to: int | None, sort: bool, mode: str) -> float:
+    """Seconds to forward every window one way: padded to ``pad_to`` (None: each batch's longest),
+    in dataset order or sorted by length, under ``no_grad`` or ``inference_mode``."""
+    columns = [c for c in ("input_ids", "attention_mask", "token_type_ids") if c in features.column_names]
+    rows = {c: features[c] for c in columns}
+    lengths = np.array([len(x) for x in rows["input_ids"]])
+    order = np.argsort(-lengths, kind="stable") if sort else np.arange(len(lengths))
+    context = torch.inference_mode if mode == "inference_mode" else torch.no_grad
+    model.eval()
+    t = time.perf_counter()
+    with context():
+        for begin in range(0, len(order), batch_size):
+            chosen = order[begin : begin + batch_size]
+            width = pad_to or int(lengths[chosen].max())
+            batch = {}
+            for c in columns:
+                tensor = torch.zeros(len(chosen), width, dtype=torch.long)
+                for k, r in enumerate(chosen):
+                    tensor[k, : lengths[r]] = torch.tensor(rows[c][r])
+                batch[c] = tensor
+            model(**batch)
+    return time.perf_counter() - t
+
+
+def lever_table(model, features: datasets.Dataset, max_length: int, batch_size: int) -> list[tuple[str, float]]:
+    """The forward alone, one lever at a time (same windows, same weights)."""
+    threads = torch.get_num_threads()
+    variants = [
+        (f"padded to {max_length}, file order, no_grad (the reference's forward)", max_length, False, "no_grad", threads, batch_size),
+        ("dynamic padding, file order, no_grad", None, False, "no_grad", threads, batch_size),
+        ("dynamic padding, length-sorted, no_grad", None, True, "no_grad", threads, batch_size),
+        ("dynamic padding, length-sorted, inference_mode (ours)", None, True, "inference_mode", threads, batch_size),
+        ("ours, batch size 16", None, True, "inference_mode", threads, 16),
+        ("ours, 1 thread", None, True, "inference_mode", 1, batch_size),
+    ]
+    results = []
+    for name, pad_to, sort, mode, n_threads, size in variants:
+        torch.set_num_threads(n_threads)
+        results.append((name, forward_variant(model, features, size, pad_to, sort, mode)))
+        print(f"  lever: {name}: {results[-1][1]:.2f} s", flush=True)
+    torch.set_num_threads(threads)
+    return results
+
+
+def median_times(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=None, help="bio_mrc model folder (default: runs/quick-r12/models/joint-seed42-*)")
+    parser.add_argument("--data", default="../shared/data/squad-v1.1/dev.json")
+    parser.add_argument("--limit", type=int, default=1000, help="first N questions of the file; 0 = all")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per side (alternating); the median is reported")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--reference-max-length", type=int, default=None,
+                        help="the reference's max_length (default: the model's max_seq_length, so windows match)")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads for both sides (default: torch's)")
+    parser.add_argument("--levers", action="store_true",
+                        help="also time the forward alone one lever at a time (padding, sorting, inference mode, batch size, threads)")
+    parser.add_argument("--output-dir", default=None, help="where the prediction files go (default: a temporary folder)")
+    args = parser.parse_args()
+
+    model_dir = args.model or sorted(glob.glob("runs/quick-r12/models/joint-seed42-*"))[0]
+    limit = args.limit or None
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    datasets.disable_progress_bars()
+    transformers.logging.set_verbosity_error()
+    root = Path(args.output_dir or tempfile.mkdtemp(prefix="bench-inference-"))
+
+    probe = TrainedModel.load(model_dir)
+    windows = probe.features
+    ref_length = args.reference_max_length or windows.max_seq_length
+    with torch.inference_mode():  # one untimed forward: torch's first-call set-up is paid by neither side
+        probe.model(input_ids=torch.ones(8, 64, dtype=torch.long), attention_mask=torch.ones(8, 64, dtype=torch.long))
+    del probe
+
+    ref_runs, our_runs, rss = [], [], {}
+    for repeat in range(args.repeats):
+        t = time.perf_counter()
+        ref_answers, times, ref_state = run_reference(
+            model_dir, args.data, limit, ref_length, windows.doc_stride, args.batch_size, root / "reference")
+        times["total"] = time.perf_counter() - t
+        ref_runs.append(times)
+        rss["after reference"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        t = time.perf_counter()
+        our_answers, times, our_state = run_ours(model_dir, args.data, limit, args.batch_size, root / "ours")
+        times["total"] = time.perf_counter() - t
+        our_runs.append(times)
+        rss["after ours"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"run {repeat + 1}/{args.repeats}: reference {ref_runs[-1]['total']:.2f} s, ours {our_runs[-1]['total']:.2f} s", flush=True)
+
+    ref_t, our_t = median_times(ref_runs), median_times(our_runs)
+    squad, our_features, outputs, _ = our_state
+    ref_features, ref_logits = ref_state
+    n = len(squad.examples)
+    ratio = ref_t["total"] / our_t["total"]
+
+    print()
+    print(f"end-to-end inference, SQuAD v1.1 {Path(args.data).name}, {n} questions, model {model_dir}")
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} threads), "
+          f"transformers {transformers.__version__}, Python {platform.python_version()}; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; median of {args.repeats} run(s) per side")
+    lengths = np.array([len(x) for x in our_features["input_ids"]])
+    print(f"windows: {len(lengths)} (reference {len(ref_features)}), max_seq_length {windows.max_seq_length}, stride {windows.doc_stride}; "
+          f"reference pads every window to {ref_length}, ours to each batch's longest "
+          f"(mean window length {lengths.mean():.1f}, {100 * np.mean(lengths == windows.max_seq_length):.1f}% at the maximum; "
+          f"tokens fed, ours / reference: {_fed_tokens(lengths, args.batch_size) / (len(ref_features) * ref_length):.3f})")
+    print()
+    print("| stage | reference (s) | ours (s) |")
+    print("|---|---:|---:|")
+    ours_post = our_t["decode"] + our_t["write"]
+    for name in ("load model", "read JSON", "features", "forward"):
+        print(f"| {name} | {ref_t[name]:.2f} | {our_t[name]:.2f} |")
+    print(f"| post-process + write | {ref_t['post-process + write']:.2f} | {ours_post:.2f} (decode {our_t['decode']:.2f}, write {our_t['write']:.2f}) |")
+    print(f"| **total** | **{ref_t['total']:.2f}** | **{our_t['total']:.2f}** |")
+    print(f"| questions/s | {n / ref_t['total']:.1f} | {n / our_t['total']:.1f} |")
+    print()
+    print(f"ratio (reference / ours): {ratio:.2f}x (target >= 3x: {'met' if ratio >= 3 else 'missed'})")
+    print(f"forward only: {ref_t['forward'] / our_t['forward']:.2f}x; everything but the forward: "
+          f"{(ref_t['total'] - ref_t['forward']) / (our_t['total'] - our_t['forward']):.2f}x")
+    rest = our_t["features"] + our_t["decode"] + our_t["write"] + our_t["read JSON"]
+    print(f"ours, share of wall time outside the encoder (read JSON + features + decode + write): {100 * rest / our_t['total']:.1f}% "
+          f"(model load {100 * our_t['load model'] / our_t['total']:.1f}%, forward {100 * our_t['forward'] / our_t['total']:.1f}%)")
+    print(f"peak RSS (process-wide, monotone): {rss['after reference']:.0f} MiB after the reference, {rss['after ours']:.0f} MiB after ours")
+
+    # Agreement
+    ids = [ex.id for ex in squad.examples]
+    same = [qid for qid in ids if our_answers[qid] == ref_answers.get(qid)]
+    agreement = len(same) / n
+    gold = squad.gold_texts()
+    ref_m, our_m = squad_metrics(gold, ref_answers, "1.1"), squad_metrics(gold, our_answers, "1.1")
+    print()
+    print(f"same answer text on {len(same)}/{n} questions = {100 * agreement:.2f}% (target >= 99.5%: {'met' if agreement >= 0.995 else 'missed'})")
+    print(f"official v1.1: reference EM {ref_m['exact_match']:.2f} F1 {ref_m['f1']:.2f}; ours EM {our_m['exact_match']:.2f} F1 {our_m['f1']:.2f}")
+    if len(ref_features) == len(lengths):
+        diffs = [np.abs(ref_logits[0][i, :L] - outputs.start_logits[i, :L]).max() for i, L in enumerate(lengths)]
+        print(f"max |start logit difference| over matching windows (padding to {ref_length} vs dynamic): {max(diffs):.2e}")
+    long_questions = sum(len(q) > windows.max_query_length for q in probe_tokenize(squad.examples, our_state[3].tokenizer))
+    print(f"questions longer than max_query_length={windows.max_query_length} tokens (cut by ours, kept whole by the recipe): {long_questions}")
+    differing = [qid for qid in ids if our_answers[qid] != ref_answers.get(qid)]
+    if differing:
+        exact = exact_reference_answers(ref_features, ref_logits, _examples_dataset(squad.examples))
+        reasons = collections.Counter(classify(q, ref_answers[q], our_answers[q], exact) for q in differing)
+        print("differences by reason:")
+        for reason, count in reasons.most_common():
+            print(f"  {count:4d}  {reason}")
+        print("first differing questions (id | reference | ours | reason):")
+        for qid in differing[:10]:
+            print(f"  {qid} | {ref_answers[qid]!r} | {our_answers[qid]!r} | {classify(qid, ref_answers[qid], our_answers[qid], exact)}")
+    if args.levers:
+        print()
+        print("levers: the forward alone over ours' windows (same weights), one change at a time")
+        table = lever_table(our_state[3].model, our_features, windows.max_seq_length, args.batch_size)
+        base = table[0][1]
+        print("| forward variant | seconds | vs the reference's forward |")
+        print("|---|---:|---:|")
+        for name, seconds in table:
+            print(f"| {name} | {seconds:.2f} | {base / seconds:.2f}x |")
+    print(f"prediction files under {root}")
+    print(json.dumps({
+        "benchmark": NAME, "reference_s": round(ref_t["total"], 3), "ours_s": round(our_t["total"], 3),
+        "ratio": round(ratio, 3), "identical": agreement == 1.0,
+    }))
+
+
+def _fed_tokens(lengths: np.ndarray, batch_size: int) -> int:
+    """Tokens ours feeds the encoder: windows sorted by length, each batch padded to its longest."""
+    ordered = np.sort(lengths)[::-1]
+    return int(sum(ordered[i] * len(ordered[i : i + batch_size]) for i in range(0, len(ordered), batch_size)))
+
+
+def probe_tokenize(examples, tokenizer) -> list[list[int]]:
+    return tokenizer([ex.question.lstrip() for ex in examples], add_special_tokens=False)["input_ids"]
+
+
+def _examples_dataset(examples) -> datasets.Dataset:
+    return datasets.Dataset.from_dict({"id": [ex.id for ex in examples], "context": [ex.context for ex in examples]})
+
+
+if __name__ == "__main__":
+    main()
