@@ -337,9 +337,9 @@ def classify(qid: str, ref: str, ours: str, exact: dict[str, tuple[str, float, f
     if text == ours:
         return "reference's top-20 x top-20 pruning missed the best span (its own logits' exact best is ours)"
     if text == ref and score - runner < 1e-3:
-        return f"near-tie (margin {score - runner:.2g}) flipped by padding-dependent float noise in the logits"
+        return "near-tie flipped by padding-dependent float noise in the logits (margin < 1e-3)"
     if text == ref:
-        return f"logits differ (margin {score - runner:.3g} on the reference's logits)"
+        return "the logits differ by more than noise (different windows, e.g. another --reference-max-length)"
     return "other (offsets / text mapping)"
 
 
@@ -493,7 +493,9 @@ def main() -> None:
             print(f"  {count:4d}  {reason}")
         print("first differing questions (id | reference | ours | reason):")
         for qid in differing[:10]:
-            print(f"  {qid} | {ref_answers[qid]!r} | {our_answers[qid]!r} | {classify(qid, ref_answers[qid], our_answers[qid], exact)}")
+            margin = exact[qid][1] - exact[qid][2] if qid in exact else float("nan")
+            print(f"  {qid} | {ref_answers[qid]!r} | {our_answers[qid]!r} | {classify(qid, ref_answers[qid], our_answers[qid], exact)}"
+                  f" | margin of the reference's exact best {margin:.3g}")
     if args.levers:
         print()
         print("levers: the forward alone over ours' windows (same weights), one change at a time")
