@@ -11,7 +11,6 @@ from transformers import PreTrainedTokenizerBase
 
 from . import __version__
 from .data.errors import read_json
-from .data.splits import content_hash
 from .decoding.postprocess import DecodeConfig, available_decodings, decode
 from .decoding.windows import WindowOutputs
 from .encoders import load_tokenizer
@@ -22,7 +21,7 @@ from .io import atomic_write_json, atomic_write_text
 from .model import MODEL_FORMAT, BioMrcConfig, BioMrcForQuestionAnswering
 from .progress import progress_bars
 from .training.train import TrainConfig, load_run_record
-from .types import Example, Prediction
+from .types import Example, Prediction, content_hash
 
 
 @dataclass

@@ -11,8 +11,10 @@ answers. Each alternative is a tuple of one or more character spans
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 CharSpan = tuple[int, int]
 Alternative = tuple[CharSpan, ...]
@@ -81,3 +83,12 @@ class Prediction:
             "no_answer_score": None if self.no_answer_score is None else float(self.no_answer_score),
             "spans": [s.to_dict() for s in self.spans],
         }
+
+
+def content_hash(examples: Sequence[Example]) -> str:
+    """A fingerprint of the questions themselves (ids, texts and gold offsets, in order): equal
+    hashes mean the same data, so cached models and results are reused only on the same data."""
+    digest = hashlib.sha256()
+    for ex in examples:
+        digest.update(json.dumps([ex.id, ex.question, ex.context, ex.answers, ex.title]).encode())
+    return digest.hexdigest()[:16]

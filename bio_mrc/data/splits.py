@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Sequence
 
 import numpy as np
@@ -50,11 +49,3 @@ def question_set_hash(examples: Sequence[Example]) -> str:
     """A short fingerprint of the evaluated question ids, in order, for reports."""
     return hashlib.sha256("\n".join(ex.id for ex in examples).encode()).hexdigest()[:16]
 
-
-def content_hash(examples: Sequence[Example]) -> str:
-    """A fingerprint of the questions themselves (ids, texts and gold offsets, in order): equal
-    hashes mean the same data, so cached models and results are reused only on the same data."""
-    digest = hashlib.sha256()
-    for ex in examples:
-        digest.update(json.dumps([ex.id, ex.question, ex.context, ex.answers, ex.title]).encode())
-    return digest.hexdigest()[:16]

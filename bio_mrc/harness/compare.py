@@ -8,12 +8,12 @@ import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from .. import __version__
-from ..data.splits import content_hash, question_set_hash, split_by_article
+from ..data.splits import question_set_hash, split_by_article
 from ..data.squad import gold_texts, load_squad
 from ..data.unanswerable import add_unanswerable
 from ..decoding.postprocess import DecodeConfig, available_decodings, decode, merge_tag_log_probs
@@ -26,7 +26,7 @@ from ..predict import (
 )
 from ..training.train import TrainConfig, load_run_record, train_model
 from ..tuning import tune_bio_length_prior, tune_no_answer_threshold
-from ..types import Example, Prediction
+from ..types import Example, Prediction, content_hash
 from .config import CompareConfig, DataSpec, RunSpec
 from .scoring import per_question_scores, tag_sequences
 

@@ -18,14 +18,13 @@ from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..data.splits import content_hash
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import BioMrcError, ConfigError
 from ..features.windows import FeatureConfig, build_features
 from ..io import atomic_move_files, atomic_write_json
 from ..model import BioMrcForQuestionAnswering
 from ..progress import progress_bars
-from ..types import Example
+from ..types import Example, content_hash
 from .collator import WindowCollator
 
 RUN_FILE = "bio_mrc_run.json"  # written last: a folder with it holds a complete model
