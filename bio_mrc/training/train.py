@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -273,6 +274,8 @@ def _training_arguments(
         disable_tqdm=not progress,
         dataloader_num_workers=0,
         dataloader_pin_memory=torch.cuda.is_available(),
+        # Under torchrun on CPU transformers picks no backend, and every process would train alone on all the data.
+        ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available() else None,
     )
 
 

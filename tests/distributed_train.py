@@ -1,0 +1,23 @@
+"""Run by ``tests/test_distributed.py`` under torchrun: ``train_model`` as a user's script would call it,
+recording how many training windows this process was given."""
+
+import json
+import os
+import sys
+
+import torch.distributed as dist
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.training.collator import WindowCollator
+from bio_mrc.training.train import TrainConfig, train_model
+
+encoder, data, output_dir = sys.argv[1:4]
+seen: list[int] = []
+collate = WindowCollator.__call__
+WindowCollator.__call__ = lambda self, rows: seen.append(len(rows)) or collate(self, rows)
+config = TrainConfig(encoder=encoder, max_seq_length=48, doc_stride=16, max_query_length=12, epochs=1, batch_size=2)
+result = train_model(load_squad(data).examples, config, output_dir, save_checkpoints=False)
+rank = int(os.environ["RANK"])
+with open(os.path.join(output_dir, f"windows-seen-by-rank-{rank}.json"), "w") as handle:
+    json.dump({"world_size": dist.get_world_size(), "backend": dist.get_backend(), "seen": sum(seen),
+               "windows": result.n_windows}, handle)
