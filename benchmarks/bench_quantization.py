@@ -26,7 +26,6 @@ import copy
 import json
 import statistics
 import time
-from pathlib import Path
 
 import torch
 
