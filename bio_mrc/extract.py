@@ -6,9 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence, overload
 
-from .errors import DataFormatError
 from .decoding.multispan import nbest_multi_span
 from .decoding.postprocess import DecodeConfig
+from .errors import DataFormatError
 from .predict import TrainedModel, decode_with_thresholds
 from .types import Example, Prediction
 

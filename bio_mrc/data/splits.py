@@ -48,4 +48,3 @@ def kfold_by_question(examples: Sequence[Example], k: int = 5, seed: int = 0) ->
 def question_set_hash(examples: Sequence[Example]) -> str:
     """A short fingerprint of the evaluated question ids, in order, for reports."""
     return hashlib.sha256("\n".join(ex.id for ex in examples).encode()).hexdigest()[:16]
-

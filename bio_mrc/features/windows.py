@@ -122,16 +122,17 @@ def tokenize_windows(
     )
     features: dict[str, list[Any]] = {key: enc[key] for key in enc.keys() if key not in ("offset_mapping", "overflow_to_sample_mapping")}
     features["example_index"] = list(enc["overflow_to_sample_mapping"])
-    attached = dropped_attached_runs(tokenizer, [ex.context for ex in examples])
+    contexts = [ex.context for ex in examples]
+    attached = dropped_attached_runs(tokenizer, contexts)
     columns: dict[str, list[Any]] = {"offset_mapping": [], "paragraph_mask": [], "word_offsets": [], "tag_mask": []}
-    words_of_context = context_words(tokenizer, [ex.context for ex in examples]) if config.tag_level == "word" else None
-    for i, offsets in enumerate(enc["offset_mapping"]):
+    words_of_context = context_words(tokenizer, contexts, attached) if config.tag_level == "word" else None
+    for i, (offsets, example) in enumerate(zip(enc["offset_mapping"], features["example_index"])):
         in_context = np.array([sid == 1 for sid in enc.sequence_ids(i)], dtype=bool)
         offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
         offsets[~in_context] = -1
-        offsets = extend_over_attached(offsets, attached[enc["overflow_to_sample_mapping"][i]])
+        offsets = extend_over_attached(offsets, attached[example])
         if words_of_context is not None:
-            words, tagged = word_of_tokens(offsets, in_context, words_of_context[enc["overflow_to_sample_mapping"][i]])
+            words, tagged = word_of_tokens(offsets, in_context, words_of_context[example])
         else:
             words, tagged = offsets, in_context
         for key, value in zip(columns, (offsets, in_context.astype(np.int8), words, tagged.astype(np.int8))):
@@ -140,21 +141,28 @@ def tokenize_windows(
     return features
 
 
-def context_words(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -> list[np.ndarray]:
+def context_words(
+    tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str], attached: Sequence[np.ndarray] | None = None
+) -> list[np.ndarray]:
     """(W, 2) character spans of the words of each context, in order, without surrounding whitespace.
 
     Words are the tokenizer's own (``word_ids`` of the context tokenized alone, so
     a word cut by a window's edge keeps its whole span and is the same word in
     every window). Byte-level BPE words carry their leading space; it is stripped.
+    ``attached``: :func:`dropped_attached_runs` of ``contexts``, when the caller has them.
     """
-    unique = list(dict.fromkeys(contexts))
+    if attached is None:
+        attached = dropped_attached_runs(tokenizer, contexts)
+    first: dict[str, int] = {}  # each distinct context once, by its first position
+    for i, context in enumerate(contexts):
+        first.setdefault(context, i)
+    unique = list(first)
     enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True, verbose=False)  # no window: no length warning
-    attached = dropped_attached_runs(tokenizer, unique)
     spans_by_context = {}
     for k, context in enumerate(unique):
         ids = np.array([-1 if w is None else w for w in enc.word_ids(k)], dtype=np.int64)
         offsets = np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2)
-        offsets = extend_over_attached(offsets, attached[k])[ids >= 0]
+        offsets = extend_over_attached(offsets, attached[first[context]])[ids >= 0]
         ids = ids[ids >= 0]
         n_words = int(ids.max(initial=-1)) + 1
         spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)

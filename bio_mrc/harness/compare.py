@@ -140,7 +140,8 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
             model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
             if model_cells is None:
                 model_cells = _score_model(run, seed, model_dir, config.decode, eval_split, tune_split, output_dir, progress)
-                atomic_write_json(_mkdir(cache.parent) / cache.name, model_cells)
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_json(cache, model_cells)
             cells += [{**cell, "train_seconds": train_seconds, "reused_model": reused} for cell in model_cells]
     return {
         "config": config.to_dict(),
@@ -157,11 +158,6 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
 def _describe(split: Split) -> dict[str, Any]:
     return {"description": split.description, "questions": len(split.examples), "question_hash": question_set_hash(split.examples)}
 
-
-
-def _mkdir(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def _cells_key(config: CompareConfig, eval_split: Split, tune_split: Split | None) -> str:
