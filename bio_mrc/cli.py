@@ -12,66 +12,22 @@ from typing import Sequence
 
 import numpy as np
 
+from .config_options import add_config_options, config_from_args
 from .decoding.postprocess import DECODINGS, DecodeConfig
-from .model import HEAD_CHOICES
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 
-def _add_train_options(parser: argparse.ArgumentParser) -> None:
-    defaults = TrainConfig()
-    parser.add_argument("--encoder", default=defaults.encoder, help="encoder folder or Hugging Face id (default: the embedded all-MiniLM-L6-v2)")
-    parser.add_argument("--heads", choices=HEAD_CHOICES, default=defaults.heads)
-    parser.add_argument("--span-loss-weight", type=float, default=defaults.span_loss_weight)
-    parser.add_argument("--bio-loss-weight", type=float, default=defaults.bio_loss_weight)
-    parser.add_argument("--bio-targets", choices=("soft", "one-hot", "marginal"), default=defaults.bio_targets,
-                        help="several annotators: soft = their mean tag distribution; marginal = log Σ_k P(tags_k); one-hot = the first")
-    parser.add_argument("--tag-level", choices=("word", "subword"), default=defaults.tag_level,
-                        help="word: tag the first piece of each word and decode on word boundaries; subword: tag every token")
-    parser.add_argument("--bio-class-weights", type=float, nargs=3, default=defaults.bio_class_weights, metavar=("B", "I", "O"),
-                        help="weights of B/I/O tokens in the BIO loss, a departure from the plain loss (1 1 1); "
-                             "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head")
-    parser.add_argument("--span-targets", choices=("soft", "one-hot"), default=defaults.span_targets)
-    parser.add_argument("--epochs", type=float, default=defaults.epochs)
-    parser.add_argument("--learning-rate", type=float, default=defaults.learning_rate)
-    parser.add_argument("--head-learning-rate", type=float, default=defaults.head_learning_rate,
-                        help="learning rate of the freshly initialised heads (none: --learning-rate)")
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    parser.add_argument("--max-seq-length", type=int, default=defaults.max_seq_length)
-    parser.add_argument("--doc-stride", type=int, default=defaults.doc_stride, help="tokens of overlap between windows")
-    parser.add_argument("--max-query-length", type=int, default=defaults.max_query_length)
-    parser.add_argument("--bio-loss-reduction", choices=("token_mean", "mean", "sum"), default=defaults.bio_loss_reduction,
-                        help="token_mean: averaged over paragraph tokens; mean: per-example sums averaged; sum")
-    parser.add_argument("--bio-prior", type=float, nargs=3, default=defaults.bio_prior, metavar=("B", "I", "O"),
-                        help="initial tag probabilities of the BIO head (its bias is log prior)")
-    parser.add_argument("--warmup-ratio", type=float, default=defaults.warmup_ratio)
-    parser.add_argument("--weight-decay", type=float, default=defaults.weight_decay)
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--init-from", help="continue from a trained bio_mrc model instead of a bare encoder")
+# Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
+# require_answer is the command's to set: predict and tune from the data, extract always.
+_DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # extract takes --multi-span too
 
 
 def _train_config(args: argparse.Namespace) -> TrainConfig:
-    names = TrainConfig().to_dict().keys()
-    values = {name: getattr(args, name) for name in names}
-    for name in ("bio_prior", "bio_class_weights"):
-        values[name] = tuple(values[name]) if values[name] else None
-    return TrainConfig(**values)
-
-
-def _add_decode_options(parser: argparse.ArgumentParser) -> None:
-    defaults = DecodeConfig()
-    parser.add_argument("--n-best", type=int, default=defaults.n_best)
-    parser.add_argument("--max-answer-length", type=int, default=defaults.max_answer_length,
-                        help="in tokens (in words for the BIO decoding of a word-level tagger)")
-    parser.add_argument("--bio-length-prior", type=float, default=defaults.bio_length_prior,
-                        help="BIO span-length prior β (a span of n tags gains β(n-1)); none: the value tuned for the model")
+    return config_from_args(TrainConfig, args)
 
 
 def _decode_config(args: argparse.Namespace, require_answer: bool = True) -> DecodeConfig:
-    return DecodeConfig(
-        n_best=args.n_best, max_answer_length=args.max_answer_length,
-        multi_span=getattr(args, "multi_span", False), require_answer=require_answer,
-        bio_length_prior=args.bio_length_prior,
-    )
+    return config_from_args(DecodeConfig, args, require_answer=require_answer)
 
 
 def _add_data_options(parser: argparse.ArgumentParser) -> None:
@@ -113,7 +69,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from .predict import TrainedModel, decode_with_thresholds, write_prediction_files
+    from .inference import TrainedModel, decode_with_thresholds, write_prediction_files
 
     data = _load_squad(args, args.data, args.limit)
     trained = TrainedModel.load(args.model, progress=True)
@@ -161,46 +117,34 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .predict import TrainedModel, save_tuned_settings, tuning_provenance
+    from .inference import TrainedModel, save_tuned_settings, tune_settings, tuning_provenance
 
     data = _load_squad(args, args.data, args.limit)
     trained = TrainedModel.load(args.model, progress=True)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
-    config, report, settings = _decode_config(args, require_answer=False), {}, {}
-    if "bio" in trained.decodings and args.bio_length_prior is None and any(ex.answers for ex in data.examples):
-        from .tuning import tune_bio_length_prior
-
-        prior, f1 = tune_bio_length_prior(outputs, data.examples, config)
-        settings["bio_length_prior"] = trained.model.config.bio_length_prior = prior
-        report["bio_length_prior"] = {"value": prior, "best_f1": float(f1.max()), "f1_without": float(f1[0])}
-    config = trained.decode_config(config)
-    thresholds = _tune_thresholds(args, trained, outputs, data, config, report) if data.is_v2 else {}
+    config = _decode_config(args, require_answer=False)
+    tune_prior = "bio" in trained.decodings and args.bio_length_prior is None and any(ex.answers for ex in data.examples)
+    tuned = tune_settings(
+        outputs, data.examples, args.decoding or trained.decodings,
+        config if tune_prior else trained.decode_config(config), tune_prior, tune_thresholds=data.is_v2,
+    )
+    if args.plot_dir:
+        _plot_threshold_curves(tuned, Path(args.plot_dir))
     description = f"{args.data}" + (f" (first {args.limit} questions)" if args.limit else "")
     # predict, compare and AnswerExtractor apply them from now on
-    save_tuned_settings(args.model, trained.model.config, thresholds, settings, tuning_provenance(description, data.examples))
-    print(json.dumps(report, indent=2))
+    save_tuned_settings(args.model, trained.model.config, tuned.thresholds, tuned.settings, tuning_provenance(description, data.examples))
+    print(json.dumps(tuned.report, indent=2))
     return 0
 
 
-def _tune_thresholds(args: argparse.Namespace, trained, outputs, data, config: DecodeConfig, report: dict) -> dict[str, float]:
-    from .decoding.postprocess import decode
+def _plot_threshold_curves(tuned, plot_dir: Path) -> None:
     from .harness.plots import plot_threshold_curve
-    from .predict import threshold_key
-    from .tuning import threshold_curve, tune_no_answer_threshold
+    from .inference import threshold_key
 
-    thresholds, gold = {}, data.gold_texts()
-    for decoding in args.decoding or trained.decodings:
-        predictions = decode(outputs, data.examples, decoding, config)
-        threshold, best_f1 = tune_no_answer_threshold(predictions, gold)
-        key = threshold_key(decoding, config)
-        thresholds[key] = threshold
-        report[key] = {"threshold": threshold, "best_f1": best_f1}
-        if args.plot_dir:
-            xs, f1 = threshold_curve(predictions, gold)
-            finite = np.isfinite(xs)
-            plot_threshold_curve(xs[finite], f1[finite], threshold, f"no-answer threshold, {decoding} decoding",
-                                 Path(args.plot_dir) / f"threshold_{decoding}.png")
-    return thresholds
+    for decoding, (xs, f1) in tuned.curves.items():
+        finite = np.isfinite(xs)
+        plot_threshold_curve(xs[finite], f1[finite], tuned.thresholds[threshold_key(decoding)],
+                             f"no-answer threshold, {decoding} decoding", plot_dir / f"threshold_{decoding}.png")
 
 
 def default_data_dir() -> Path:
@@ -227,7 +171,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from .extract import AnswerExtractor
+    from .inference import AnswerExtractor
 
     context = Path(args.context_file).read_text(encoding="utf-8") if args.context_file else args.context
     if context is None:
@@ -254,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="continue an interrupted run from its last checkpoint in OUTPUT_DIR/checkpoints (same options and data)")
     train.add_argument("--checkpoint-steps", type=int, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
     train.add_argument("--overwrite", action="store_true", help="replace a finished model in OUTPUT_DIR")
-    _add_train_options(train)
+    add_config_options(train, TrainConfig)
     _add_data_options(train)
     train.set_defaults(func=cmd_train)
     _add_model_commands(add_command)
@@ -271,7 +215,7 @@ def _add_model_commands(add_command) -> None:
     predict.add_argument("--decoding", choices=DECODINGS, nargs="+", default=["span"], help="one or several")
     predict.add_argument("--output", required=True)
     predict.add_argument("--batch-size", type=int, default=64)
-    _add_decode_options(predict)
+    add_config_options(predict, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
     _add_data_options(predict)
     predict.set_defaults(func=cmd_predict)
 
@@ -291,7 +235,7 @@ def _add_model_commands(add_command) -> None:
     tune.add_argument("--decoding", choices=DECODINGS, nargs="+", help="default: every decoding the model has")
     tune.add_argument("--batch-size", type=int, default=64)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
-    _add_decode_options(tune)
+    add_config_options(tune, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
     _add_data_options(tune)
     tune.set_defaults(func=cmd_tune)
 
@@ -311,9 +255,8 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--context-file")
     extract.add_argument("--context")
     extract.add_argument("--decoding", choices=("auto", *DECODINGS), default="auto")
-    extract.add_argument("--multi-span", action="store_true", help="return every answer span, not only the best")
     extract.add_argument("--min-span-probability", type=float, default=0.1, help="span decoding with --multi-span")
-    _add_decode_options(extract)
+    add_config_options(extract, DecodeConfig, exclude=("require_answer",))
     extract.set_defaults(func=cmd_extract)
 
 

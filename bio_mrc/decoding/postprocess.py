@@ -24,44 +24,41 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
-from ..types import TAG_B, TAG_I, TAG_O, AnswerSpan, Example, Prediction
+from ..tags import TAG_B, TAG_I, TAG_O
+from ..types import AnswerSpan, Example, Prediction
 from .spans import best_spans, null_scores
 from .tags import best_tag_spans, likeliest_tag_spans
-from .windows import MergedTokens, WindowOutputs, merge_windows
+from .windows import MergedTokens, WindowOutputs, log_softmax, merge_windows
 
 DECODINGS = ("span", "bio", "joint")
 
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    """Decoding options shared by the CLI, the harness and :class:`AnswerExtractor`.
+    """Decoding options shared by the CLI, the harness and :class:`AnswerExtractor`; each field's
+    metadata gives its command-line help (bio_mrc.config_options builds the options).
 
-    ``max_answer_length`` counts tokens, or words for a word-level tagger's BIO
-    decoding. ``multi_span`` makes the BIO decoding return every span of the
-    most probable tag sequence instead of the n-best single spans;
-    ``require_answer`` then adds the best single span where that sequence has none.
     ``bio_length_prior`` (β) is a geometric span-length prior on the BIO head's
-    spans (in the BIO and joint decodings): a span of ``n`` tags gains
-    ``β (n - 1)``, i.e. ``β`` is added to every inside gain ``log p_I - log p_O``.
-    ``None`` means the value tuned on held-out questions and saved with the
-    model (0 for a model without one).
+    spans (in the BIO and joint decodings): ``β`` is added to every inside gain
+    ``log p_I - log p_O``. ``None`` means the value tuned on held-out questions
+    and saved with the model (0 for a model without one).
     """
 
-    n_best: int = 20
-    max_answer_length: int = 30
-    multi_span: bool = False
-    require_answer: bool = True
-    bio_length_prior: float | None = None
-
-
-def _log_softmax(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    x = np.where(mask, x.astype(np.float64), -np.inf)
-    return x - np.logaddexp.reduce(x, axis=-1, keepdims=True)
+    n_best: int = field(default=20, metadata={"help": "answer candidates kept per question (the n-best file)"})
+    max_answer_length: int = field(default=30, metadata={
+        "help": "in tokens (in words for the BIO decoding of a word-level tagger)"})
+    multi_span: bool = field(default=False, metadata={
+        "help": "return every answer span, not only the best (the BIO decoding: every span of the most probable "
+                "tag sequence instead of the n-best single spans)"})
+    require_answer: bool = field(default=True, metadata={
+        "help": "with multi_span, add the best single span where the most probable tag sequence has none"})
+    bio_length_prior: float | None = field(default=None, metadata={
+        "help": "BIO span-length prior β (a span of n tags gains β(n-1)); none: the value tuned for the model"})
 
 
 def _collect(
@@ -70,10 +67,11 @@ def _collect(
     char_start: np.ndarray,
     char_end: np.ndarray,
     score: np.ndarray,
-    n_best: int,
+    n_best: int | None,
     null: np.ndarray | None,
 ) -> list[Prediction]:
-    """Deduplicate (example, char span) keeping the best score, rank per example, build predictions."""
+    """Deduplicate (example, char span) keeping the best score, rank per example, keep the
+    ``n_best`` best of each (all with ``None``), build predictions."""
     valid = np.isfinite(score)
     ex, char_start, char_end, score = ex[valid], char_start[valid], char_end[valid], score[valid]
     order = np.lexsort((-score, char_end, char_start, ex))
@@ -85,7 +83,7 @@ def _collect(
     ex, char_start, char_end, score = ex[order], char_start[order], char_end[order], score[order]
     counts = np.bincount(ex, minlength=len(examples))
     rank = np.arange(len(ex)) - np.concatenate([[0], np.cumsum(counts)[:-1]])[ex]
-    keep = rank < n_best
+    keep = rank < n_best if n_best is not None else np.ones(len(ex), dtype=bool)
 
     predictions = [Prediction(e.id) for e in examples]
     for row, s, e, sc in zip(ex[keep].tolist(), char_start[keep].tolist(), char_end[keep].tolist(), score[keep].tolist()):
@@ -128,8 +126,8 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
         raise ValueError("joint decoding needs a model with both heads")
     attended = outputs.mask.copy()
     attended[:, 0] = True  # [CLS] takes part in the start/end softmax: it carries the null score
-    log_start = _log_softmax(outputs.start_logits, attended)
-    log_end = _log_softmax(outputs.end_logits, attended)
+    log_start = log_softmax(outputs.start_logits, attended)
+    log_end = log_softmax(outputs.end_logits, attended)
     log_tags, tagged, prior = outputs.bio_log_probs, outputs.tagged, config.bio_length_prior or 0.0
     inside_ratio = np.where(tagged, log_tags[..., TAG_I] - log_tags[..., TAG_O] + prior, 0.0)
     begin_bonus = log_tags[..., TAG_B] - log_tags[..., TAG_I] - prior  # the first tag is B: no I gain, no prior
@@ -167,7 +165,7 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     single = best_tag_spans(log_probs, merged.mask, config.max_answer_length, config.n_best)
     if config.multi_span:
         rows, starts, ends, scores = _tag_sequence_spans(log_probs, merged.mask, single, config)
-        limit = 10**9
+        limit = None  # every span of the most probable tag sequence
     else:
         valid = single.start >= 0
         rows = np.nonzero(valid)[0]

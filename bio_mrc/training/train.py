@@ -9,7 +9,7 @@ import re
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,14 +21,14 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import BioMrcError, ConfigError
-from ..features.windows import FeatureConfig, build_features
+from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig, build_features
 from ..io import atomic_move_files, atomic_write_json
-from ..model import BioMrcForQuestionAnswering
+from ..heads import BIOHead
+from ..model import HEAD_CHOICES, RUN_FILE, BioMrcForQuestionAnswering
 from ..progress import progress_bars
 from ..types import Example, content_hash
-from .collator import WindowCollator
+from ..features.collate import WindowCollator
 
-RUN_FILE = "bio_mrc_run.json"  # written last: a folder with it holds a complete model
 CHECKPOINT_DIR = "checkpoints"  # under the output folder; removed once the model is complete
 TRAIN_CONFIG_FILE = "bio_mrc_train_config.json"  # in CHECKPOINT_DIR: the options (and questions) of its checkpoints
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
@@ -40,34 +40,49 @@ BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
 class TrainConfig:
     """Everything that decides a trained model: saved beside it and in reports."""
 
-    encoder: str = "default"
-    heads: str = "span+bio"
-    span_loss_weight: float = 1.0
+    # Each field's metadata gives its command-line help and choices (bio_mrc.config_options builds the options).
+    encoder: str = field(default="default", metadata={
+        "help": "encoder folder or Hugging Face id ('default': the embedded all-MiniLM-L6-v2)"})
+    heads: str = field(default="span+bio", metadata={
+        "help": "span: start/end head; bio: B/I/O tagging head; span+bio: both on one encoder", "choices": HEAD_CHOICES})
+    span_loss_weight: float = field(default=1.0, metadata={"help": "weight of the span head's loss in the total loss"})
     # The token-mean BIO loss pulls about 1/100 as hard as the span loss at weight 1; 10 gave the best
     # joint decoding with the BIO decoding past 53 F1 (benchmarks/RESULTS.md, BIO quality).
-    bio_loss_weight: float = 10.0
-    bio_targets: str = "soft"
-    span_targets: str = "one-hot"
-    bio_loss_reduction: str = "token_mean"
-    bio_prior: tuple[float, float, float] | None = (0.01, 0.02, 0.97)  # about SQuAD's tag frequencies
-    # (w_B, w_I, w_O) in the BIO loss; (1, 1, 1) is the plain loss. None chooses by heads: a BIO-only model
-    # weighs B/I tokens 10x (F1 36.6 -> 51.1 at the reference budget), a model with a span head uses the
-    # plain loss (there the weights cost the span decoding 2.9 F1); benchmarks/RESULTS.md, BIO quality.
-    bio_class_weights: tuple[float, float, float] | None = None
-    tag_level: str = "word"
-    max_seq_length: int = 384
-    doc_stride: int = 128
-    max_query_length: int = 64
-    epochs: float = 1.0
-    learning_rate: float = 1e-4
-    # The freshly initialised heads' rate (None = learning_rate). At the encoder's rate the BIO head
-    # hardly leaves the tag prior in a CPU-sized run (benchmarks/RESULTS.md, head learning rate).
-    head_learning_rate: float | None = 5e-3
-    batch_size: int = 16
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    seed: int = 42
-    init_from: str | None = None  # a trained bio_mrc model to continue from (e.g. SQuAD -> MultiSpanQA)
+    bio_loss_weight: float = field(default=10.0, metadata={"help": "weight of the BIO head's loss in the total loss"})
+    bio_targets: str = field(default="soft", metadata={
+        "help": "several annotators: soft = their mean tag distribution; marginal = log Σ_k P(tags_k); one-hot = the first",
+        "choices": BIO_TARGET_KINDS})
+    span_targets: str = field(default="one-hot", metadata={
+        "help": "several annotators: soft = their mean start/end distribution; one-hot = the first",
+        "choices": TARGET_KINDS})
+    bio_loss_reduction: str = field(default="token_mean", metadata={
+        "help": "token_mean: averaged over paragraph tokens; mean: per-example sums averaged; sum",
+        "choices": BIOHead.reductions})
+    bio_prior: tuple[float, float, float] | None = field(default=(0.01, 0.02, 0.97), metadata={  # ~SQuAD's tag frequencies
+        "help": "initial tag probabilities of the BIO head (its bias is log prior)", "metavar": ("B", "I", "O")})
+    # A BIO-only model weighs B/I tokens 10x (F1 36.6 -> 51.1 at the reference budget); with a span head
+    # the weights cost the span decoding 2.9 F1; benchmarks/RESULTS.md, BIO quality.
+    bio_class_weights: tuple[float, float, float] | None = field(default=None, metadata={
+        "help": "weights of B/I/O tokens in the BIO loss, a departure from the plain loss (1 1 1); "
+                "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head", "metavar": ("B", "I", "O")})
+    tag_level: str = field(default="word", metadata={
+        "help": "word: tag the first piece of each word and decode on word boundaries; subword: tag every token",
+        "choices": TAG_LEVELS})
+    max_seq_length: int = field(default=384, metadata={"help": "tokens per window: question, paragraph piece, special tokens"})
+    doc_stride: int = field(default=128, metadata={"help": "tokens of overlap between windows"})
+    max_query_length: int = field(default=64, metadata={"help": "question tokens kept; a longer question is cut"})
+    epochs: float = field(default=1.0, metadata={"help": "passes over the training windows (may be fractional)"})
+    learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate of the encoder (linear warmup and decay)"})
+    # At the encoder's rate the BIO head hardly leaves the tag prior in a CPU-sized run
+    # (benchmarks/RESULTS.md, head learning rate).
+    head_learning_rate: float | None = field(default=5e-3, metadata={
+        "help": "learning rate of the freshly initialised heads (none: --learning-rate)"})
+    batch_size: int = field(default=16, metadata={"help": "training windows per batch (per process)"})
+    warmup_ratio: float = field(default=0.1, metadata={"help": "fraction of the steps over which the learning rates rise"})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
+    seed: int = field(default=42, metadata={"help": "random seed of the heads' initialisation and the data order"})
+    init_from: str | None = field(default=None, metadata={  # e.g. SQuAD -> MultiSpanQA
+        "help": "continue from a trained bio_mrc model instead of a bare encoder"})
 
     @property
     def resolved_bio_class_weights(self) -> tuple[float, float, float] | None:
@@ -168,12 +183,14 @@ class HeadRateTrainer(Trainer):
 
 
 def _fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
-    """New heads on the configured encoder, or a trained bio_mrc model to continue from; returns (model, its path)."""
+    """New heads on the configured encoder, or a trained bio_mrc model to continue from; returns (model, its path).
+    The model's config records the heads, losses and windows, so the saved folder runs on its own."""
     heads_and_weights = {
         "heads": config.heads, "span_loss_weight": config.span_loss_weight, "bio_loss_weight": config.bio_loss_weight,
         "bio_loss_reduction": config.bio_loss_reduction, "bio_prior": list(config.bio_prior) if config.bio_prior else None,
         "bio_class_weights": list(config.resolved_bio_class_weights) if config.resolved_bio_class_weights else None,
-        "tag_level": config.tag_level,
+        "tag_level": config.tag_level, "max_seq_length": config.max_seq_length, "doc_stride": config.doc_stride,
+        "max_query_length": config.max_query_length,
     }
     if config.init_from:
         return BioMrcForQuestionAnswering.from_pretrained(config.init_from, **heads_and_weights), config.init_from

@@ -1,0 +1,86 @@
+"""Command-line options derived from a config dataclass, and the dataclass back from the parsed options.
+
+Like transformers' ``HfArgumentParser``: each field becomes ``--field-name`` with the field's default, and
+``help``/``choices``/``metavar`` from ``dataclasses.field(metadata=...)``, so options, defaults and help texts
+cannot drift from the config. Written here because ``HfArgumentParser`` cannot parse
+``tuple[float, float, float] | None`` fields (``bio_prior``, ``bio_class_weights``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+from typing import Any, Collection, TypeVar
+
+T = TypeVar("T")
+_PASSED_THROUGH = ("help", "choices", "metavar")
+
+
+def _value_type(annotation: Any) -> tuple[Any, int | None]:
+    """``(type of one value, nargs)`` of a field: an Optional's inner type; a fixed-length tuple's length."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        inner = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(inner) != 1:
+            raise TypeError(f"cannot make an option of {annotation} (one type, or one type | None)")
+        annotation = inner[0]
+    if typing.get_origin(annotation) is tuple:
+        items = typing.get_args(annotation)
+        if not items or Ellipsis in items or len(set(items)) != 1:
+            raise TypeError(f"cannot make an option of {annotation} (a fixed-length tuple of one type)")
+        return items[0], len(items)
+    return annotation, None
+
+
+def _option_fields(cls: type, exclude: Collection[str]) -> list[tuple[dataclasses.Field, Any]]:
+    """The fields (with their resolved types) that become options: the types are strings under
+    ``from __future__ import annotations`` until resolved."""
+    hints = typing.get_type_hints(cls)
+    return [(f, hints[f.name]) for f in dataclasses.fields(cls) if f.init and f.name not in exclude]
+
+
+def add_config_options(parser: argparse.ArgumentParser, cls: type, exclude: Collection[str] = ()) -> None:
+    """Add ``--field-name`` for every field of the dataclass ``cls`` but ``exclude``.
+
+    Booleans are flags (``--name`` for a False default, ``--no-name`` for a True one); tuples take
+    ``nargs`` values; an Optional field parses its inner type and keeps a ``None`` default.
+    """
+    for field, annotation in _option_fields(cls, exclude):
+        options: dict[str, Any] = {"dest": field.name, "default": None}
+        if field.default is not dataclasses.MISSING:
+            options["default"] = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            options["default"] = field.default_factory()
+        else:
+            options["required"] = True
+        default = options["default"]
+        options.update({key: field.metadata[key] for key in _PASSED_THROUGH if key in field.metadata})
+        name = field.name.replace("_", "-")
+        value_type, nargs = _value_type(annotation)
+        if value_type is bool and nargs is None:
+            options["action"] = "store_false" if default is True else "store_true"
+            name = f"no-{name}" if default is True else name
+        else:
+            options["type"] = value_type
+            if nargs is not None:
+                options["nargs"] = nargs
+        parser.add_argument(f"--{name}", **options)
+
+
+def config_from_args(cls: type[T], args: argparse.Namespace, **overrides: Any) -> T:
+    """The dataclass ``cls`` from parsed options (lists back to tuples); ``overrides`` set the fields a
+    command decides itself, and fields with no option keep their defaults."""
+    values: dict[str, Any] = {}
+    for field, annotation in _option_fields(cls, ()):
+        if field.name in overrides:
+            values[field.name] = overrides.pop(field.name)
+        elif hasattr(args, field.name):
+            value = getattr(args, field.name)
+            values[field.name] = tuple(value) if isinstance(value, list) and _value_type(annotation)[1] else value
+    if overrides:
+        raise TypeError(f"{cls.__name__} has no fields {sorted(overrides)}")
+    return cls(**values)
+
+
+__all__ = ["add_config_options", "config_from_args"]

@@ -1,0 +1,149 @@
+"""The command-line options come from the config dataclasses: same names, defaults, help and choices."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import io
+import re
+
+import pytest
+
+from bio_mrc.cli import _decode_config, _train_config, build_parser
+from bio_mrc.config_options import add_config_options, config_from_args
+from bio_mrc.decoding.postprocess import DecodeConfig
+from bio_mrc.features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS
+from bio_mrc.heads import BIOHead
+from bio_mrc.model import HEAD_CHOICES
+from bio_mrc.training.train import TrainConfig
+
+TRAIN = ["train", "--train", "t.json", "--output-dir", "out"]
+COMMANDS = {  # command line up to the options, config class, fields the command does not take
+    "train": (TRAIN, TrainConfig, ()),
+    "predict": (["predict", "--model", "m", "--data", "d", "--output", "o"], DecodeConfig, ("multi_span", "require_answer")),
+    "tune": (["tune", "--model", "m", "--data", "d"], DecodeConfig, ("multi_span", "require_answer")),
+    "extract": (["extract", "--model", "m", "--question", "q"], DecodeConfig, ("require_answer",)),
+}
+
+
+def _help(command: str) -> str:
+    """``bio-mrc COMMAND --help``, squeezed."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    return _squeezed(out.getvalue())
+
+
+def _squeezed(text: str) -> str:
+    """Without whitespace: the formatter wraps lines, also at hyphens."""
+    return re.sub(r"\s+", "", text)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_field_is_an_option_with_its_default_and_help(command):
+    argv, cls, excluded = COMMANDS[command]
+    args = build_parser().parse_args(argv)
+    help_text = _help(command)
+    for field in dataclasses.fields(cls):
+        option = "--" + field.name.replace("_", "-")
+        if field.name in excluded:
+            assert not hasattr(args, field.name) and option not in help_text, field.name
+            continue
+        assert getattr(args, field.name) == field.default, field.name
+        assert field.metadata["help"], f"{cls.__name__}.{field.name} has no help"
+        assert _squeezed(f'{field.metadata["help"]} (default: {field.default})') in help_text, field.name
+
+
+def test_defaults_build_the_default_configs():
+    assert _train_config(build_parser().parse_args(TRAIN)) == TrainConfig()
+    for argv, _, _ in list(COMMANDS.values())[1:]:
+        assert _decode_config(build_parser().parse_args(argv)) == DecodeConfig()
+
+
+def test_round_trip_train_options():
+    argv = TRAIN + [
+        "--encoder", "some/encoder", "--heads", "bio", "--span-loss-weight", "0.5", "--bio-loss-weight", "3",
+        "--bio-targets", "marginal", "--span-targets", "soft", "--bio-loss-reduction", "sum",
+        "--bio-prior", "0.1", "0.2", "0.7", "--bio-class-weights", "5", "5", "1", "--tag-level", "subword",
+        "--max-seq-length", "256", "--doc-stride", "96", "--max-query-length", "32", "--epochs", "0.5",
+        "--learning-rate", "3e-5", "--head-learning-rate", "1e-3", "--batch-size", "8", "--warmup-ratio", "0",
+        "--weight-decay", "0", "--seed", "7", "--init-from", "trained",
+    ]
+    expected = TrainConfig(
+        encoder="some/encoder", heads="bio", span_loss_weight=0.5, bio_loss_weight=3.0, bio_targets="marginal",
+        span_targets="soft", bio_loss_reduction="sum", bio_prior=(0.1, 0.2, 0.7), bio_class_weights=(5.0, 5.0, 1.0),
+        tag_level="subword", max_seq_length=256, doc_stride=96, max_query_length=32, epochs=0.5, learning_rate=3e-5,
+        head_learning_rate=1e-3, batch_size=8, warmup_ratio=0.0, weight_decay=0.0, seed=7, init_from="trained",
+    )
+    # every field is set away from its default, so a field the round trip drops shows up
+    assert all(getattr(expected, f.name) != f.default for f in dataclasses.fields(TrainConfig))
+    config = _train_config(build_parser().parse_args(argv))
+    assert config == expected
+    assert isinstance(config.bio_prior, tuple) and isinstance(config.bio_class_weights, tuple)
+
+
+def test_round_trip_decode_options():
+    argv = COMMANDS["extract"][0] + ["--n-best", "5", "--max-answer-length", "12", "--bio-length-prior", "0.5", "--multi-span"]
+    config = _decode_config(build_parser().parse_args(argv), require_answer=False)
+    assert config == DecodeConfig(n_best=5, max_answer_length=12, multi_span=True, require_answer=False, bio_length_prior=0.5)
+
+
+def test_choices_come_from_the_library():
+    for option, valid in [("--heads", HEAD_CHOICES), ("--bio-targets", BIO_TARGET_KINDS), ("--span-targets", TARGET_KINDS),
+                          ("--bio-loss-reduction", BIOHead.reductions), ("--tag-level", TAG_LEVELS)]:
+        for value in valid:
+            assert getattr(build_parser().parse_args(TRAIN + [option, value]), option[2:].replace("-", "_")) == value
+
+
+@pytest.mark.parametrize("option, bad", [
+    ("--heads", "both"), ("--bio-targets", "hard"), ("--span-targets", "marginal"),
+    ("--bio-loss-reduction", "max"), ("--tag-level", "char"),
+])
+def test_choices_are_enforced(option, bad, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(TRAIN + [option, bad])
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_three_values_for_the_tag_triples(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(TRAIN + ["--bio-prior", "0.1", "0.9"])
+    assert "expected 3 arguments" in capsys.readouterr().err
+    assert _squeezed("--bio-prior B I O") in _help("train") and _squeezed("--bio-class-weights B I O") in _help("train")
+
+
+@dataclasses.dataclass
+class _Toy:
+    name: str = "x"
+    count: int = dataclasses.field(default=3, metadata={"help": "how many", "choices": (1, 2, 3)})
+    scale: float | None = None
+    pair: tuple[int, int] | None = (1, 2)
+    verbose: bool = False
+    cache: bool = True
+    decided: str = "by the command"
+    added: float = dataclasses.field(default=0.5, metadata={"help": "a field added later"})
+
+
+def test_generic_options_from_any_dataclass():
+    parser = argparse.ArgumentParser(formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_config_options(parser, _Toy, exclude=("decided",))
+    assert config_from_args(_Toy, parser.parse_args([]), decided="set") == _Toy(decided="set")
+    args = parser.parse_args(["--name", "y", "--count", "2", "--scale", "1.5", "--pair", "4", "5",
+                              "--verbose", "--no-cache", "--added", "2"])
+    assert config_from_args(_Toy, args) == _Toy("y", 2, 1.5, (4, 5), True, False, "by the command", 2.0)
+    assert _squeezed("--added ADDED a field added later (default: 0.5)") in _squeezed(parser.format_help())
+    assert "--decided" not in parser.format_help()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--count", "4"])
+    with pytest.raises(TypeError):
+        config_from_args(_Toy, args, unknown=1)
+
+
+def test_unsupported_field_types_are_refused():
+    @dataclasses.dataclass
+    class Bad:
+        either: int | str = 0
+
+    with pytest.raises(TypeError):
+        add_config_options(argparse.ArgumentParser(), Bad)
