@@ -86,7 +86,7 @@ from bio_mrc.decoding.spans import best_spans
 from bio_mrc.features.windows import build_features
 from bio_mrc.inference import run_windows
 from bio_mrc.metrics.squad import squad_metrics
-from bio_mrc.predict import TrainedModel, write_prediction_files
+from bio_mrc.inference import TrainedModel, write_prediction_files
 
 NAME = "inference_end_to_end"
 N_BEST = 20

@@ -34,7 +34,7 @@ from bio_mrc.decoding.postprocess import DecodeConfig, decode
 from bio_mrc.features.windows import build_features
 from bio_mrc.inference import run_windows
 from bio_mrc.metrics.squad import squad_metrics
-from bio_mrc.predict import TrainedModel
+from bio_mrc.inference import TrainedModel
 from bio_mrc.progress import progress_bars
 
 

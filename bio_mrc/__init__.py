@@ -16,7 +16,8 @@ _LAZY = {
     "Prediction": "bio_mrc.types",
     "AnswerSpan": "bio_mrc.types",
     "tag_scores": "bio_mrc.metrics.tags",
-    "AnswerExtractor": "bio_mrc.extract",
+    "AnswerExtractor": "bio_mrc.inference",
+    "TrainedModel": "bio_mrc.inference",
 }
 
 

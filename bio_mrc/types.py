@@ -19,11 +19,6 @@ from typing import Any, Sequence
 CharSpan = tuple[int, int]
 Alternative = tuple[CharSpan, ...]
 
-# Tag ids of the BIO head, in the order of its output units.
-TAG_B, TAG_I, TAG_O = 0, 1, 2
-TAG_NAMES = ("B", "I", "O")
-
-
 @dataclass(frozen=True)
 class Example:
     id: str
@@ -74,6 +69,11 @@ class Prediction:
         if self.abstain or not self.spans:
             return ""
         return self.spans[0].text
+
+    @property
+    def answers(self) -> list[str]:
+        """The multi-span answer: the text of every span, or none when abstaining."""
+        return [] if self.abstain else [s.text for s in self.spans]
 
     def to_dict(self) -> dict[str, Any]:
         return {

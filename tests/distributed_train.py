@@ -8,7 +8,7 @@ import sys
 import torch.distributed as dist
 
 from bio_mrc.data.squad import load_squad
-from bio_mrc.training.collator import WindowCollator
+from bio_mrc.features.collate import WindowCollator
 from bio_mrc.training.train import TrainConfig, train_model
 
 encoder, data, output_dir = sys.argv[1:4]

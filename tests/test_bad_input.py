@@ -209,7 +209,7 @@ def copy_model(saved_model, tmp_path, edit=None, drop=()):
 
 
 def load_fails(folder, match):
-    from bio_mrc.predict import TrainedModel
+    from bio_mrc.inference import TrainedModel
 
     with pytest.raises(ModelFormatError, match=match) as info:
         TrainedModel.load(folder)
@@ -217,7 +217,7 @@ def load_fails(folder, match):
 
 
 def test_model_folders_that_cannot_be_run(saved_model, tiny_encoder_dir, tmp_path):
-    from bio_mrc.predict import TrainedModel
+    from bio_mrc.inference import TrainedModel
 
     assert TrainedModel.load(saved_model).model.config.bio_mrc_format == 1
     load_fails(tmp_path / "nowhere", "no such model folder")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bio_mrc.decoding.tags import best_tag_spans, likeliest_tag_spans, span_log_ratios, tag_gains
-from bio_mrc.types import TAG_B, TAG_I, TAG_O
+from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 
 
 def sequence_log_prob(log_probs: np.ndarray, tags: tuple[int, ...]) -> float:
@@ -24,6 +24,12 @@ def spans_of(tags: tuple[int, ...]) -> list[tuple[int, int]]:
         elif tag == TAG_I:
             spans[-1][1] = t
     return [tuple(s) for s in spans]
+
+
+def spans_in_row(spans, row: int) -> list[tuple[int, int, float]]:
+    """``(start, end, r)`` of one row's spans, by start."""
+    pick = spans.row == row
+    return list(zip(spans.start[pick].tolist(), spans.end[pick].tolist(), spans.score[pick].tolist()))
 
 
 def legal_sequences(mask: np.ndarray, max_len: int):
@@ -90,8 +96,8 @@ def test_likeliest_sequence_matches_brute_force(seed, max_len):
     assert np.all(np.diff(spans.row * 100 + spans.start) > 0)  # sorted by (row, start)
     for row in range(len(mask)):
         best = max(legal_sequences(mask[row], max_len), key=lambda tags: sequence_log_prob(log_probs[row], tags))
-        assert [(s, e) for s, e, _ in spans.for_row(row)] == spans_of(best)
-        ratios = [r for *_, r in spans.for_row(row)]
+        assert [(s, e) for s, e, _ in spans_in_row(spans, row)] == spans_of(best)
+        ratios = [r for *_, r in spans_in_row(spans, row)]
         assert all(r >= 0 for r in ratios)  # tagging a span of the best sequence O never helps
         rows = np.full(len(ratios), row)
         np.testing.assert_allclose(ratios, span_log_ratios(log_probs, rows, spans.start[spans.row == row], spans.end[spans.row == row]))
@@ -104,16 +110,16 @@ def test_an_over_long_span_is_never_cut_to_its_first_tokens():
     log_probs, mask = np.log(probs), np.ones((1, 5), bool)
     best = best_tag_spans(log_probs, mask, 3)
     assert (best.start[0, 0], best.end[0, 0]) == (2, 4)
-    assert [(s, e) for s, e, _ in likeliest_tag_spans(log_probs, mask, 5).for_row(0)] == [(0, 4)]
-    assert all(e - s < 3 for s, e, _ in likeliest_tag_spans(log_probs, mask, 3).for_row(0))
+    assert [(s, e) for s, e, _ in spans_in_row(likeliest_tag_spans(log_probs, mask, 5), 0)] == [(0, 4)]
+    assert all(e - s < 3 for s, e, _ in spans_in_row(likeliest_tag_spans(log_probs, mask, 3), 0))
 
 
 def test_several_spans_and_none():
     certain = {"B": [0.9, 0.05, 0.05], "I": [0.05, 0.9, 0.05], "O": [0.05, 0.05, 0.9]}
     probs = np.array([[certain[c] for c in "OBIOBOBI"], [certain["O"]] * 8])
     spans = likeliest_tag_spans(np.log(probs), np.ones((2, 8), bool), 30)
-    assert [(s, e) for s, e, _ in spans.for_row(0)] == [(1, 2), (4, 4), (6, 7)]
-    assert spans.for_row(1) == []  # all O: no span, whatever the length limit
+    assert [(s, e) for s, e, _ in spans_in_row(spans, 0)] == [(1, 2), (4, 4), (6, 7)]
+    assert spans_in_row(spans, 1) == []  # all O: no span, whatever the length limit
 
 
 def test_holes_are_refused_by_the_single_span_search():

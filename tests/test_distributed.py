@@ -11,7 +11,7 @@ from .conftest import SAMPLE_V1
 def test_torchrun_on_two_cpu_processes_shards_the_windows(tiny_encoder_dir, tmp_path):
     from bio_mrc.data.squad import load_squad
     from bio_mrc.decoding.postprocess import DecodeConfig, decode
-    from bio_mrc.predict import TrainedModel
+    from bio_mrc.inference import TrainedModel
     from bio_mrc.training.train import load_run_record
 
     script = Path(__file__).with_name("distributed_train.py")

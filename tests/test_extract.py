@@ -3,7 +3,7 @@
 import pytest
 
 from bio_mrc.decoding.multispan import nbest_multi_span
-from bio_mrc.extract import AnswerExtractor
+from bio_mrc.inference import AnswerExtractor
 from bio_mrc.types import AnswerSpan, Prediction
 
 from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)

@@ -5,8 +5,9 @@ import torch
 import pytest
 
 from bio_mrc.features.windows import MISSING_ANNOTATOR, FeatureConfig, build_features, check_tokenizer, truncate_questions
-from bio_mrc.training.collator import WindowCollator
-from bio_mrc.types import TAG_B, TAG_I, TAG_O, Example
+from bio_mrc.features.collate import WindowCollator
+from bio_mrc.tags import TAG_B, TAG_I, TAG_O
+from bio_mrc.types import Example
 
 SMALL = FeatureConfig(max_seq_length=40, doc_stride=12, max_query_length=10, tag_level="subword")
 

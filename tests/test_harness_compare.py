@@ -5,7 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from bio_mrc.harness.compare import compare, resolve_split
+from bio_mrc.harness.compare import compare
+from bio_mrc.harness.splits import resolve_split
 from bio_mrc.harness.config import DataSpec, load_config, parse_config
 
 from .conftest import FIXTURES, SAMPLE_V1
@@ -120,9 +121,10 @@ def test_same_seed_and_inputs_give_identical_predictions_and_reports(tiny_encode
 
 def test_an_interrupted_comparison_reuses_every_finished_model_and_cell(tiny_encoder_dir, tmp_path, monkeypatch):
     import bio_mrc.harness.compare as harness
+    import bio_mrc.harness.models as models
 
     raw = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "first", "heads": "span"}, {"name": "second", "heads": "bio"}])
-    train, score = harness.train_model, harness._score_model
+    train, score = models.train_model, harness._score_model
     scored = []
 
     def killed_in_second_run(examples, config, *args, **kwargs):
@@ -130,12 +132,12 @@ def test_an_interrupted_comparison_reuses_every_finished_model_and_cell(tiny_enc
             raise KeyboardInterrupt  # as if the process were stopped while training the second model
         return train(examples, config, *args, **kwargs)
 
-    monkeypatch.setattr(harness, "train_model", killed_in_second_run)
-    monkeypatch.setattr(harness, "_score_model", lambda run, *a, **k: scored.append(run.name) or score(run, *a, **k))
+    monkeypatch.setattr(models, "train_model", killed_in_second_run)
+    monkeypatch.setattr(harness, "_score_model", lambda trained, run, *a, **k: scored.append(run.name) or score(trained, run, *a, **k))
     with pytest.raises(KeyboardInterrupt):
         compare(parse_config(raw), FIXTURES, tmp_path, progress=False)
     assert scored == ["first"] and len(list((tmp_path / "cells").glob("first-*.json"))) == 1
-    monkeypatch.setattr(harness, "train_model", train)
+    monkeypatch.setattr(models, "train_model", train)
     results, _ = compare(parse_config(raw), FIXTURES, tmp_path, progress=False)
     assert scored == ["first", "second"]  # the first model was neither retrained nor scored again
     assert [(c["run"], c["reused_model"]) for c in results["cells"]] == [("first", True), ("second", False)]
@@ -152,3 +154,54 @@ def test_a_reused_model_keeps_the_values_tuned_on_its_first_tuning_split(tiny_en
     again, _ = compare(parse_config({**raw, "tune": {**normans, "skip": 4}}), FIXTURES, tmp_path, progress=False)
     assert all(c["reused_model"] and not c["tuning_saved_with_model"] for c in again["cells"])
     assert json.loads(config_file.read_text()) == saved  # another comparison's tuning never lands in the cached model
+
+
+MULTISPAN_CONTEXTS = [
+    ["In", "1981", ",", "Dave", "Stewart", "and", "Barbara", "Gaskin", "sang", "."],
+    ["Red", ",", "green", "and", "blue", "are", "primary", "colours", "of", "light", "."],
+    ["The", "river", "passes", "Paris", "and", "Rouen", "before", "the", "sea", "."],
+]
+
+
+def multispan_file(tmp_path, n=12):
+    records = []
+    for k in range(n):
+        context = MULTISPAN_CONTEXTS[k % 3]
+        label = ["O"] * len(context)
+        for start, length in ((3, 2), (6, 2)) if k % 3 == 0 else ((0, 1), (2, 1)) if k % 3 == 1 else ((3, 1), (5, 1)):
+            label[start : start + length] = ["B"] + ["I"] * (length - 1)
+        records.append({"id": f"m{k}", "question": ["which", "ones", str(k), "?"], "context": context, "label": label})
+    path = tmp_path / "multispan.json"
+    path.write_text(json.dumps({"data": records}), encoding="utf-8")
+    return path
+
+
+def test_multispanqa_cross_validation_through_the_harness(tiny_encoder_dir, tmp_path):
+    from bio_mrc.data.multispanqa import load_multispanqa, multispan_gold_texts
+    from bio_mrc.metrics.multispan import multispan_metrics
+
+    path = multispan_file(tmp_path)
+    raw = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "joint", "heads": "span+bio"}],
+                      eval={"path": str(path), "format": "multispanqa"}, cross_validation={"folds": 3, "seed": 0})
+    del raw["train"]
+    results, summary = compare(parse_config(raw), FIXTURES, tmp_path / "out", progress=False)
+    assert len(list((tmp_path / "out" / "models").iterdir())) == 3  # one model per fold
+    gold = multispan_gold_texts(load_multispanqa(path))
+    for row in summary["rows"]:  # each row is the official metric of the pooled prediction file
+        predicted = json.loads((tmp_path / "out" / "predictions" / f"joint-seed1-{row['decoding']}.json").read_text())
+        assert set(predicted) == set(gold)
+        official = multispan_metrics(gold, predicted)
+        assert all(row[k] == [pytest.approx(v)] for k, v in official.items())
+    assert {c["decoding"] for c in results["cells"]} == {"span", "bio", "joint"}
+    assert len(summary["comparisons"]) == 3 and all(c["n_questions"] == 12 for c in summary["comparisons"])
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "3-fold cross-validation" in report and "EM F1" in report and "PM F1" in report
+
+
+def test_cross_validation_and_a_training_split_exclude_each_other(tiny_encoder_dir):
+    with pytest.raises(ValueError, match="leave out 'train'"):
+        parse_config(config_dict(tiny_encoder_dir, cross_validation={"folds": 3}))
+    raw = config_dict(tiny_encoder_dir)
+    del raw["train"]
+    with pytest.raises(ValueError, match="needs a 'train' split"):
+        parse_config(raw)

@@ -7,8 +7,9 @@ import warnings
 import numpy as np
 import pytest
 
-from bio_mrc.metrics.tags import chunk_bounds, chunk_counts, tag_scores
-from bio_mrc.types import TAG_B, TAG_I, TAG_O
+from bio_mrc.metrics.tags import chunk_counts, tag_scores
+from bio_mrc.tags import chunk_bounds
+from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 
 B, I, O = TAG_B, TAG_I, TAG_O
 

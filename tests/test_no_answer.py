@@ -12,10 +12,10 @@ from bio_mrc.decoding.postprocess import DecodeConfig, decode_bio_predictions, d
 from bio_mrc.decoding.windows import WindowOutputs
 from bio_mrc.harness.compare import compare
 from bio_mrc.harness.config import parse_config
-from bio_mrc.predict import (
+from bio_mrc.inference import (
     TrainedModel, apply_no_answer_threshold, decode_with_thresholds, no_answer_probability, threshold_key,
 )
-from bio_mrc.tuning import threshold_curve, tune_no_answer_threshold
+from bio_mrc.inference.tuning import threshold_curve, tune_no_answer_threshold
 from bio_mrc.types import AnswerSpan, Example, Prediction
 
 from .conftest import SAMPLE_V1
@@ -53,8 +53,8 @@ def test_bio_null_scores_by_hand():
     assert prediction.spans[0].score == pytest.approx(-prediction.no_answer_score)
 
     # The ratio has its own saved key: a "bio" threshold saved by older versions (another score) is ignored.
-    assert threshold_key("bio", DecodeConfig()) == "bio/ratio"
-    assert threshold_key("span", DecodeConfig()) == "span"
+    assert threshold_key("bio") == "bio/ratio"
+    assert threshold_key("span") == "span"
     (kept,) = decode_with_thresholds(outputs, example, "bio", DecodeConfig(), {"bio": -10.0})
     (dropped,) = decode_with_thresholds(outputs, example, "bio", DecodeConfig(), {"bio/ratio": -10.0})
     assert (kept.answer, dropped.answer) == ("bb cc", "")
@@ -127,7 +127,7 @@ def test_v2_comparison_tunes_thresholds_on_other_articles(v2_file, tiny_encoder_
     model_dir = results["cells"][0]["model_dir"]
     saved = TrainedModel.load(model_dir).thresholds
     assert set(saved) == {"span", "bio/ratio", "joint"}
-    tuned = {threshold_key(c["decoding"], DecodeConfig()): c["threshold"] for c in results["cells"]}
+    tuned = {threshold_key(c["decoding"]): c["threshold"] for c in results["cells"]}
     assert saved == tuned
     na_probs = json.loads((tmp_path / "predictions" / "joint-seed42-span.na_probs.json").read_text())
     assert len(na_probs) == results["eval"]["questions"] and all(0.0 <= p <= 1.0 for p in na_probs.values())

@@ -7,7 +7,8 @@ import pytest
 from bio_mrc.decoding.postprocess import DecodeConfig, decode_bio_predictions
 from bio_mrc.decoding.windows import WindowOutputs
 from bio_mrc.features.windows import FeatureConfig, build_features
-from bio_mrc.types import TAG_B, TAG_I, TAG_O, Example
+from bio_mrc.tags import TAG_B, TAG_I, TAG_O
+from bio_mrc.types import Example
 
 TAG_OF = {TAG_B: "B", TAG_I: "I", TAG_O: "O"}
 

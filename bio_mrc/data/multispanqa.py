@@ -21,8 +21,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ..metrics.tags import PREFIX_IDS, chunk_bounds
-from ..types import TAG_B, Example
+from ..tags import PREFIX_IDS, TAG_B, chunk_bounds
+from ..types import Example
 from .errors import DataFormatError, read_json
 
 logger = logging.getLogger(__name__)

@@ -8,8 +8,11 @@ import numpy as np
 
 from ..types import Prediction
 
+#: The n-best multi-span rule's default: spans below 10% of the n-best probability mass are dropped.
+MIN_SPAN_PROBABILITY = 0.1
 
-def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float = 0.1) -> list[Prediction]:
+
+def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:
     """Keep, per question, the n-best spans whose probability is at least ``min_probability``
     and that overlap no better-ranked kept span.
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..types import TAG_B, TAG_I, TAG_O
+from ..tags import TAG_B, TAG_I, TAG_O
 from .spans import SpanCandidates, best_spans
 
 
@@ -47,11 +47,6 @@ class TagSpans:
 
     def __len__(self) -> int:
         return len(self.row)
-
-    def for_row(self, row: int) -> list[tuple[int, int, float]]:
-        """``(start, end, score)`` of the spans of one row, by start."""
-        pick = self.row == row
-        return list(zip(self.start[pick].tolist(), self.end[pick].tolist(), self.score[pick].tolist()))
 
 
 def tag_gains(log_probs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

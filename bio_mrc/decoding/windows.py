@@ -6,6 +6,7 @@ This is the single place of the maximum-context rule and of tokens -> characters
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -35,8 +36,7 @@ class WindowOutputs:
     def bio_log_probs(self) -> np.ndarray:
         if self.bio_logits is None:
             raise ValueError("this model has no BIO head")
-        logits = self.bio_logits.astype(np.float64)
-        return logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
+        return log_softmax(self.bio_logits)
 
     @property
     def words(self) -> np.ndarray:
@@ -55,14 +55,13 @@ class WindowOutputs:
         """The tagged tokens only, each standing for its whole word: what the BIO decoding reads."""
         return WindowOutputs(self.example_index, self.words, self.tagged, bio_logits=self.bio_logits)
 
-    def select(self, windows: np.ndarray) -> "WindowOutputs":
-        """The outputs of a subset of windows (e.g. those of some examples)."""
-        pick = lambda a: None if a is None else a[windows]  # noqa: E731
-        return WindowOutputs(
-            self.example_index[windows], self.offsets[windows], self.mask[windows],
-            pick(self.start_logits), pick(self.end_logits), pick(self.bio_logits),
-            pick(self.word_offsets), pick(self.tag_mask),
-        )
+
+def log_softmax(logits: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Log-softmax along the last axis in float64; positions outside ``mask`` get ``-inf``."""
+    x = np.asarray(logits, dtype=np.float64)
+    if mask is not None:
+        x = np.where(mask, x, -np.inf)
+    return x - np.logaddexp.reduce(x, axis=-1, keepdims=True)
 
 
 def max_context_scores(mask: np.ndarray) -> np.ndarray:

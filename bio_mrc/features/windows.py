@@ -19,7 +19,8 @@ from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
 from ..errors import ConfigError
-from ..types import TAG_B, TAG_I, TAG_O, Alternative, Example
+from ..tags import TAG_B, TAG_I, TAG_O, spans_to_tags
+from ..types import Alternative, Example
 
 TARGET_KINDS = ("one-hot", "soft")
 BIO_TARGET_KINDS = ("one-hot", "soft", "marginal")
@@ -224,26 +225,6 @@ def word_of_tokens(offsets: np.ndarray, in_context: np.ndarray, words: np.ndarra
     return spans, first
 
 
-def _alternative_tags(offsets: np.ndarray, para: np.ndarray, alternative: Alternative) -> np.ndarray:
-    """Integer B/I/O tags of one annotator's answer over one window.
-
-    Every token overlapping an answer span is I; the token holding the span's
-    first character is B, and so is every token with its offsets (byte-level
-    BPE splits one character into several tokens; windows merge them into one,
-    which must be B whichever is kept). A span that began in an earlier window therefore
-    shows as I's without a B here: the truth about this window, and the
-    maximum-context merge decides such tokens from the window that holds the start.
-    """
-    tags = np.full(len(offsets), TAG_O, dtype=np.int64)
-    for start, end in alternative:
-        inside = para & (offsets[:, 0] < end) & (offsets[:, 1] > start)
-        tags[inside] = TAG_I
-        first = np.flatnonzero(inside & (offsets[:, 0] <= start))
-        if len(first):
-            tags[inside & (offsets == offsets[first[-1]]).all(axis=1)] = TAG_B
-    return tags
-
-
 def bio_targets(words: np.ndarray, tagged: np.ndarray, alternatives: tuple[Alternative, ...], kind: str) -> list:
     """BIO targets of one window over its tagged tokens (``words``: their character spans).
 
@@ -253,7 +234,7 @@ def bio_targets(words: np.ndarray, tagged: np.ndarray, alternatives: tuple[Alter
     tokens get zero distributions (no loss) or O.
     """
     chosen = alternatives[:1] if kind == "one-hot" else alternatives
-    tags = np.stack([_alternative_tags(words, tagged, alt) for alt in chosen]) if chosen else np.full((1, len(words)), TAG_O)
+    tags = np.stack([spans_to_tags(words, tagged, alt) for alt in chosen]) if chosen else np.full((1, len(words)), TAG_O)
     if kind == "marginal":
         return tags.T.tolist()
     dist = np.stack([(tags == t).mean(0) for t in (TAG_B, TAG_I, TAG_O)], axis=-1)

@@ -16,9 +16,16 @@ Config files are JSON (see ``benchmarks/ablations/`` and the presets in
 
 A data entry is ``{"path", "skip"?, "limit"?}`` (a fixed slice of the file) or
 ``{"path", "split": {"fractions": [...], "part": i, "seed": s}}`` (a part of an
-article-level split of the file). Paths are relative to the data directory
-unless absolute. The same entry always yields the same questions, so splits are
-never re-drawn between runs.
+article-level split of the file), with ``"format": "multispanqa"`` for a
+MultiSpanQA file (scored with its official multi-span metrics; default
+``"squad"``). Paths are relative to the data directory unless absolute. The
+same entry always yields the same questions, so splits are never re-drawn
+between runs.
+
+Cross-validation replaces the training split: ``"cross_validation": {"folds": 5,
+"seed": 42}`` with no ``"train"`` trains one model per fold on the other folds of
+the ``eval`` questions and scores every question with the model that did not see
+it (MultiSpanQA's validation set has no separate training data at CPU scale).
 """
 
 from __future__ import annotations
@@ -33,7 +40,8 @@ from ..data.errors import DataFormatError, read_json
 from ..decoding.postprocess import DecodeConfig
 from ..training.train import TrainConfig
 
-PRESETS = ("quick", "full", "v2-quick")
+PRESETS = ("quick", "full", "v2-quick", "multispanqa-cv")
+DATA_FORMATS = ("squad", "multispanqa")
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,11 @@ class DataSpec:
     skip: int = 0  # leave out the first questions (e.g. those a model trains on) before taking `limit`
     split: dict[str, Any] | None = None
     unanswerable_ratio: float = 0.0  # v1.1 training data: add this many made-up unanswerable questions per question
+    format: str = "squad"  # or "multispanqa"
+
+    def __post_init__(self) -> None:
+        if self.format not in DATA_FORMATS:
+            raise ValueError(f"data format must be one of {DATA_FORMATS}, got {self.format!r}")
 
     def describe(self) -> str:
         text = self.path
@@ -66,10 +79,11 @@ class RunSpec:
 @dataclass
 class CompareConfig:
     name: str
-    train: DataSpec
+    train: DataSpec | None
     eval: DataSpec
     runs: list[RunSpec]
     tune: DataSpec | None = None
+    cross_validation: dict[str, int] | None = None  # {"folds": k, "seed": s}: folds of eval replace train
     decode: DecodeConfig = field(default_factory=DecodeConfig)
     seeds: list[int] = field(default_factory=lambda: [42])
     description: str = ""
@@ -84,13 +98,13 @@ class CompareConfig:
         return {
             "name": self.name,
             "description": self.description,
-            "train": asdict(self.train),
+            "train": asdict(self.train) if self.train else None,
             "eval": asdict(self.eval),
             "tune": asdict(self.tune) if self.tune else None,
             "runs": [{"name": r.name, **r.train.to_dict()} for r in self.runs],
             "decode": asdict(self.decode),
             "seeds": self.seeds,
-        }
+        } | ({"cross_validation": self.cross_validation} if self.cross_validation else {})
 
 
 def _data_spec(raw: dict[str, Any] | None, what: str) -> DataSpec | None:
@@ -98,13 +112,13 @@ def _data_spec(raw: dict[str, Any] | None, what: str) -> DataSpec | None:
         return None
     unknown = set(raw) - {f.name for f in fields(DataSpec)}
     if unknown or "path" not in raw:
-        raise ValueError(f"'{what}' needs a 'path' and may have limit/skip/split/unanswerable_ratio; got {sorted(raw)}")
+        raise ValueError(f"'{what}' needs a 'path' and may have limit/skip/split/unanswerable_ratio/format; got {sorted(raw)}")
     return DataSpec(**raw)
 
 
 def parse_config(raw: dict[str, Any]) -> CompareConfig:
     """Validate a config dict; unknown keys are errors, so typos never pass silently."""
-    allowed = {"name", "description", "train", "eval", "tune", "defaults", "runs", "decode", "seeds"}
+    allowed = {"name", "description", "train", "eval", "tune", "defaults", "runs", "decode", "seeds", "cross_validation"}
     if unknown := set(raw) - allowed:
         raise ValueError(f"unknown config keys {sorted(unknown)}; allowed: {sorted(allowed)}")
     if not raw.get("runs"):
@@ -125,13 +139,28 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
     return CompareConfig(
         name=raw.get("name", "comparison"),
         description=raw.get("description", ""),
-        train=_data_spec(raw["train"], "train"),
+        train=_data_spec(raw.get("train"), "train"),
         eval=_data_spec(raw["eval"], "eval"),
         tune=_data_spec(raw.get("tune"), "tune"),
         runs=runs,
         decode=DecodeConfig(**decode_raw),
         seeds=list(raw.get("seeds", [42])),
+        cross_validation=_cross_validation(raw),
     )
+
+
+def _cross_validation(raw: dict[str, Any]) -> dict[str, int] | None:
+    """Either a training split or cross-validation over the evaluation questions, never both."""
+    cv = raw.get("cross_validation")
+    if cv is None:
+        if raw.get("train") is None:
+            raise ValueError("a comparison needs a 'train' split, or 'cross_validation' over the 'eval' questions")
+        return None
+    if raw.get("train") is not None:
+        raise ValueError("'cross_validation' trains on folds of 'eval'; leave out 'train'")
+    if not isinstance(cv, dict) or set(cv) - {"folds", "seed"} or not isinstance(cv.get("folds", 5), int) or cv.get("folds", 5) < 2:
+        raise ValueError(f"'cross_validation' is {{\"folds\": k >= 2, \"seed\": s}}; got {cv!r}")
+    return {"folds": cv.get("folds", 5), "seed": cv.get("seed", 0)}
 
 
 def load_config(path_or_preset: str | Path) -> CompareConfig:

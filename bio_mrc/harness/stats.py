@@ -25,6 +25,7 @@ __all__ = [
     "length_bins",
     "mean_sd",
     "paired_bootstrap",
+    "paired_bootstrap_ratio",
     "question_word",
 ]
 
@@ -89,10 +90,42 @@ def paired_bootstrap(
     """
     a = _as_scores(scores_a, "scores_a")
     b = _as_scores(scores_b, "scores_b")
+    n = _check_pair(a, b, n_resamples, confidence, max_chunk_elements)
+    d = a - b
+    resampled = np.empty(n_resamples, dtype=np.float64)
+    for rows, idx in _resample_indices(n, n_resamples, seed, max_chunk_elements):
+        resampled[rows] = d[idx].mean(axis=1)
+    return _bootstrap_result(float(a.mean()), float(b.mean()), float(d.mean()), resampled, confidence, n)
+
+
+def paired_bootstrap_ratio(
+    counts_a: np.ndarray,
+    counts_b: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    *,
+    max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
+) -> BootstrapResult:
+    """:func:`paired_bootstrap` of a statistic of summed per-question counts (a micro-averaged F1,
+    which is no mean of per-question values): ``statistic`` maps ``(..., k)`` column sums of the
+    ``(n, k)`` count arrays to values; the same question indices resample both arrays."""
+    a, b = np.asarray(counts_a, dtype=np.float64), np.asarray(counts_b, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(f"count arrays must be (questions, k) of one shape, got {a.shape} and {b.shape}")
+    n = _check_pair(a[:, 0], b[:, 0], n_resamples, confidence, max_chunk_elements)
+    resampled = np.empty(n_resamples, dtype=np.float64)
+    for rows, idx in _resample_indices(n, n_resamples, seed, max_chunk_elements):
+        resampled[rows] = statistic(a[idx].sum(axis=1)) - statistic(b[idx].sum(axis=1))
+    value_a, value_b = float(statistic(a.sum(axis=0))), float(statistic(b.sum(axis=0)))
+    return _bootstrap_result(value_a, value_b, value_a - value_b, resampled, confidence, n)
+
+
+def _check_pair(a: np.ndarray, b: np.ndarray, n_resamples: int, confidence: float, max_chunk_elements: int) -> int:
     if a.shape != b.shape:
         raise ValueError(f"score arrays differ in length: {a.shape[0]} vs {b.shape[0]}")
-    n = a.shape[0]
-    if n == 0:
+    if a.shape[0] == 0:
         raise ValueError("score arrays are empty")
     if n_resamples < 1:
         raise ValueError("n_resamples must be >= 1")
@@ -100,30 +133,27 @@ def paired_bootstrap(
         raise ValueError("confidence must lie strictly between 0 and 1")
     if max_chunk_elements < 1:
         raise ValueError("max_chunk_elements must be >= 1")
+    return int(a.shape[0])
 
-    d = a - b
+
+def _resample_indices(n: int, n_resamples: int, seed: int, max_chunk_elements: int):
+    """``(row slice, (k, n) question indices)`` chunks of the resample matrix, in order."""
     rng = np.random.default_rng(seed)
     rows = max(1, min(n_resamples, max_chunk_elements // n))
-    resampled = np.empty(n_resamples, dtype=np.float64)
     for start in range(0, n_resamples, rows):  # loop over chunks only
         k = min(rows, n_resamples - start)
         idx = (rng.random((k, n)) * n).astype(np.intp)
         np.minimum(idx, n - 1, out=idx)  # guard against u * n rounding up to n
-        resampled[start:start + k] = d[idx].mean(axis=1)
+        yield slice(start, start + k), idx
 
+
+def _bootstrap_result(mean_a: float, mean_b: float, diff: float, resampled: np.ndarray, confidence: float, n: int) -> BootstrapResult:
     alpha = 1.0 - confidence
     ci_low, ci_high = np.percentile(resampled, [100.0 * alpha / 2.0, 100.0 * (1.0 - alpha / 2.0)])
     p = min(1.0, 2.0 * min(float(np.mean(resampled <= 0.0)), float(np.mean(resampled >= 0.0))))
     return BootstrapResult(
-        mean_a=float(a.mean()),
-        mean_b=float(b.mean()),
-        diff=float(d.mean()),
-        ci_low=float(ci_low),
-        ci_high=float(ci_high),
-        p_value=float(p),
-        significant=bool(ci_low > 0.0 or ci_high < 0.0),
-        n_questions=int(n),
-        n_resamples=int(n_resamples),
+        mean_a=mean_a, mean_b=mean_b, diff=diff, ci_low=float(ci_low), ci_high=float(ci_high), p_value=float(p),
+        significant=bool(ci_low > 0.0 or ci_high < 0.0), n_questions=int(n), n_resamples=int(len(resampled)),
     )
 
 

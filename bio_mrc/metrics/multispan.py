@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from .squad import normalize_answer
 
 
@@ -41,6 +43,36 @@ def partial_match(gold: set[str], pred: set[str]) -> tuple[float, float]:
     p_credit = sum(max(row[j] / len(p) if row[j] else 0.0 for row in common) for j, p in enumerate(preds))
     r_credit = sum(max(c / len(g) if c else 0.0 for c in row) for g, row in zip(golds, common))
     return p_credit, r_credit
+
+
+#: Columns of :func:`question_counts`: what one question adds to the micro-averaged sums.
+COUNT_COLUMNS = ("em_correct", "pm_precision_credit", "pm_recall_credit", "n_pred", "n_gold")
+METRIC_NAMES = ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1")
+
+
+def question_counts(gold_texts: Sequence[str], predicted_texts: Sequence[str], qid: str = "") -> tuple[float, ...]:
+    """One question's share of the micro-averaged sums, in the order of ``COUNT_COLUMNS``."""
+    g = _normalized_set(gold_texts, qid, "gold")
+    p = _normalized_set(predicted_texts, qid, "prediction")
+    credit_p, credit_r = partial_match(g, p)
+    return float(1 if not g and not p else len(g & p)), credit_p, credit_r, float(max(len(p), 1)), float(max(len(g), 1))
+
+
+def metrics_from_counts(sums: Sequence[float]) -> dict[str, float]:
+    """The six metrics (percent) from the column sums of :func:`question_counts`."""
+    em_correct, credit_p, credit_r, n_pred, n_gold = sums
+    em = _prf(em_correct, em_correct, n_pred, n_gold)
+    pm = _prf(credit_p, credit_r, n_pred, n_gold)
+    return dict(zip(METRIC_NAMES, (*em, *pm)))
+
+
+def f1_from_count_sums(sums: np.ndarray, column: str = "em") -> np.ndarray:
+    """EM-F1 (``column="em"``) or PM-F1 (``"pm"``) in percent of every row of ``(..., 5)`` count sums."""
+    sums = np.asarray(sums, dtype=np.float64)
+    correct_p, correct_r = (sums[..., 0], sums[..., 0]) if column == "em" else (sums[..., 1], sums[..., 2])
+    p = np.divide(correct_p, sums[..., 3], out=np.zeros_like(correct_p), where=sums[..., 3] > 0)
+    r = np.divide(correct_r, sums[..., 4], out=np.zeros_like(correct_r), where=sums[..., 4] > 0)
+    return 100 * np.divide(2 * p * r, p + r, out=np.zeros_like(p), where=p + r > 0)
 
 
 def _prf(correct_p: float, correct_r: float, n_pred: int, n_gold: int) -> tuple[float, float, float]:
@@ -86,17 +118,7 @@ def multispan_metrics(gold: Mapping[str, Sequence[str]], predictions: Mapping[st
             f"predictions must cover exactly the gold question ids: {len(missing)} missing "
             f"(e.g. {missing[:5]}), {len(extra)} not in gold (e.g. {extra[:5]})"
         )
-    n_gold = n_pred = em_correct = 0
-    pm_p = pm_r = 0.0
-    for qid, gold_texts in gold.items():
-        g = _normalized_set(gold_texts, qid, "gold")
-        p = _normalized_set(predictions[qid], qid, "prediction")
-        n_gold += max(len(g), 1)
-        n_pred += max(len(p), 1)
-        em_correct += 1 if not g and not p else len(g & p)
-        credit_p, credit_r = partial_match(g, p)
-        pm_p += credit_p
-        pm_r += credit_r
-    em = _prf(em_correct, em_correct, n_pred, n_gold)
-    pm = _prf(pm_p, pm_r, n_pred, n_gold)
-    return dict(zip(("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1"), (*em, *pm)))
+    totals = [0.0] * len(COUNT_COLUMNS)
+    for qid, gold_texts in gold.items():  # summed in question order, as the official script
+        totals = [t + c for t, c in zip(totals, question_counts(gold_texts, predictions[qid], qid))]
+    return metrics_from_counts(totals)

@@ -15,6 +15,8 @@ import re
 import string
 from typing import Mapping, Sequence
 
+import numpy as np
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
 
@@ -63,6 +65,30 @@ def compute_f1_v2(gold: str, prediction: str) -> float:
     return _token_f1(pred_tokens, gold_tokens)
 
 
+def question_scores(truths: Sequence[str], prediction: str, version: str) -> tuple[float, float]:
+    """Exact match (0 or 1) and F1 (0..1) of one question: the best over its gold ``truths``.
+
+    v1.1 scores against every listed text; v2.0 only against texts that normalise
+    to something, and against ``""`` when none does (only abstaining is right).
+    """
+    if version == "2.0":
+        answers = [t for t in truths if normalize_answer(t)] or [""]
+        return float(max(compute_exact_v2(a, prediction) for a in answers)), max(compute_f1_v2(a, prediction) for a in answers)
+    return float(max(exact_match_score(prediction, t) for t in truths)), max(f1_score(prediction, t) for t in truths)
+
+
+def per_question_scores(
+    gold: Mapping[str, Sequence[str]], predictions: Mapping[str, str], ids: Sequence[str], version: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact match and F1 (0..100) of every question in ``ids``, for paired comparisons.
+
+    Their means are the official ``exact_match``/``f1`` (v1.1) or ``exact``/``f1``
+    (v2.0, before any threshold) over these questions.
+    """
+    scores = np.array([question_scores(gold[qid], predictions[qid], version) for qid in ids], dtype=np.float64).reshape(-1, 2)
+    return 100.0 * scores[:, 0], 100.0 * scores[:, 1]
+
+
 def _require_questions(gold: Mapping[str, Sequence[str]]) -> None:
     if not gold:
         raise ValueError("no gold questions to score")
@@ -81,9 +107,9 @@ def squad_v1_metrics(gold: Mapping[str, Sequence[str]], predictions: Mapping[str
             raise ValueError(f"question {qid!r} has no gold answer; SQuAD v1.1 needs at least one")
         if qid not in predictions:
             continue
-        prediction = predictions[qid]
-        exact += max(exact_match_score(prediction, t) for t in truths)
-        f1 += max(f1_score(prediction, t) for t in truths)
+        question_exact, question_f1 = question_scores(truths, predictions[qid], "1.1")
+        exact += question_exact
+        f1 += question_f1
     total = len(gold)
     return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
 
@@ -98,9 +124,7 @@ def _v2_raw_scores(
         if predictions[qid] is None:  # a missing prediction (missing_as_wrong) is wrong, whatever the gold
             exact[qid], f1[qid] = 0, 0.0
             continue
-        answers = [t for t in truths if normalize_answer(t)] or [""]  # only "" is right when unanswerable
-        exact[qid] = max(compute_exact_v2(a, predictions[qid]) for a in answers)
-        f1[qid] = max(compute_f1_v2(a, predictions[qid]) for a in answers)
+        exact[qid], f1[qid] = question_scores(truths, predictions[qid], "2.0")
     return exact, f1
 
 
@@ -219,3 +243,34 @@ def squad_metrics(
     if version == "2.0":
         return squad_v2_metrics(gold, predictions, na_probs, missing_as_wrong=missing_as_wrong)
     raise ValueError(f"unknown SQuAD version {version!r}; expected '1.1' or '2.0'")
+
+
+def no_answer_threshold_curve(
+    no_answer_scores: np.ndarray, answer_f1: np.ndarray, abstain_f1: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean F1 at every no-answer threshold ``t`` (abstain where ``no_answer_score > t``).
+
+    ``answer_f1``/``abstain_f1``: each question's F1 when answering and when
+    abstaining. The thresholds are ``-inf`` (abstain on all; left out when a score
+    is ``-inf``) and each distinct score (answer every question up to it), so
+    every point is a threshold the rule can really apply. Cumulative sums, no loop.
+    """
+    scores = np.asarray(no_answer_scores, dtype=np.float64)
+    if not scores.size:
+        raise ValueError("no questions to tune a no-answer threshold on")
+    order = np.argsort(scores, kind="stable")
+    ranked = scores[order]
+    gain = (np.asarray(answer_f1, dtype=np.float64) - abstain_f1)[order]
+    totals = float(np.sum(abstain_f1)) + np.concatenate([[0.0], np.cumsum(gain)])
+    valid = np.concatenate([[ranked[0] > -np.inf], np.append(ranked[1:] != ranked[:-1], True)])
+    return np.concatenate([[-np.inf], ranked])[valid], totals[valid] / len(scores)
+
+
+def best_no_answer_threshold(
+    no_answer_scores: np.ndarray, answer_f1: np.ndarray, abstain_f1: np.ndarray
+) -> tuple[float, float]:
+    """``(threshold, mean F1)`` at the best point of :func:`no_answer_threshold_curve`;
+    ties go to the lowest threshold (abstain more), as the official ``find_best_thresh``."""
+    thresholds, f1 = no_answer_threshold_curve(no_answer_scores, answer_f1, abstain_f1)
+    best = int(np.argmax(f1))
+    return float(thresholds[best]), float(f1[best])

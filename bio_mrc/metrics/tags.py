@@ -26,49 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..types import TAG_B, TAG_I, TAG_O
-
-PREFIX_IDS = {"B": TAG_B, "I": TAG_I, "O": TAG_O}
-
-
-def chunk_bounds(
-    tags: np.ndarray,
-    lengths: np.ndarray | Sequence[int] | None = None,
-    types: np.ndarray | None = None,
-    strict: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Chunks of flat tag ids (TAG_B/TAG_I/TAG_O) as ``(starts, ends)``, ends exclusive.
-
-    ``lengths`` splits ``tags`` into consecutive sequences (default: one);
-    chunks never cross a sequence boundary. ``types`` gives each token's
-    entity type id (``None``: untyped). Positions index the flat array, so a
-    start identifies its sequence too. Starts come out sorted.
-    """
-    tags = np.asarray(tags)
-    n = tags.size
-    prev = np.empty_like(tags)
-    if n:
-        prev[0] = TAG_O
-        prev[1:] = tags[:-1]
-    if lengths is not None:
-        lengths = np.asarray(lengths, dtype=np.int64)
-        firsts = (np.cumsum(lengths) - lengths)[lengths > 0]
-        prev[firsts] = TAG_O  # a sequence starts as if after an O
-    # The default reading makes every maximal run "non-O head + continuations" a chunk;
-    # strict IOB2 keeps only the runs whose head is a B (an orphan I run is no chunk).
-    continues = (tags == TAG_I) & (prev != TAG_O)
-    if types is not None:
-        continues[1:] &= types[1:] == types[:-1]
-    inside = tags != TAG_O
-    starts = np.flatnonzero(inside & ~continues)
-    last = inside.copy()
-    last[:-1] &= ~continues[1:]  # the next token does not continue this run
-    ends = np.flatnonzero(last) + 1
-    if strict:
-        keep = tags[starts] == TAG_B
-        starts, ends = starts[keep], ends[keep]
-    return starts.astype(np.int64), ends.astype(np.int64)
-
+from ..tags import PREFIX_IDS, chunk_bounds
 
 def _parse(tag: str, strict: bool) -> tuple[int, str]:
     """(prefix id, type name) exactly as seqeval reads a tag in that mode."""

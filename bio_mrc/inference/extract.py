@@ -6,11 +6,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence, overload
 
-from .decoding.multispan import nbest_multi_span
-from .decoding.postprocess import DecodeConfig
-from .errors import DataFormatError
-from .predict import TrainedModel, decode_with_thresholds
-from .types import Example, Prediction
+from ..decoding.multispan import MIN_SPAN_PROBABILITY
+from ..decoding.postprocess import DecodeConfig
+from ..errors import DataFormatError
+from ..types import Example, Prediction
+from .answers import decode_answers
+from .loading import TrainedModel
 
 
 class AnswerExtractor:
@@ -41,7 +42,7 @@ class AnswerExtractor:
         decoding: str = "auto",
         multi_span: bool = False,
         decode_config: DecodeConfig | None = None,
-        min_span_probability: float = 0.1,
+        min_span_probability: float = MIN_SPAN_PROBABILITY,
         batch_size: int = 32,
     ) -> None:
         self.trained = trained
@@ -85,13 +86,13 @@ class AnswerExtractor:
         decoding = self._choose_decoding(decoding or self.decoding, multi_span)
         examples = [Example(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))]
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
-        config = replace(self.trained.decode_config(self.decode_config), multi_span=multi_span and decoding == "bio")
+        config = self.trained.decode_config(self.decode_config)
         if require_answer is not None:  # else the extractor's DecodeConfig decides
             config = replace(config, require_answer=require_answer)
-        predictions = decode_with_thresholds(outputs, examples, decoding, config, self.trained.thresholds)
-        if multi_span and decoding != "bio":
-            predictions = nbest_multi_span(predictions, self.min_span_probability)
-        elif not multi_span:
+        predictions = decode_answers(
+            outputs, examples, decoding, config, self.trained.thresholds, multi_span, self.min_span_probability
+        )
+        if not multi_span:
             for p in predictions:
                 p.spans = p.spans[:1]
         return predictions[0] if single else predictions

@@ -10,11 +10,11 @@ from datasets import Dataset
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from .decoding.windows import WindowOutputs
-from .features.windows import FeatureConfig, build_features
-from .model import BioMrcForQuestionAnswering
-from .training.collator import WindowCollator
-from .types import Example
+from ..decoding.windows import WindowOutputs
+from ..features.collate import WindowCollator
+from ..features.windows import FeatureConfig, build_features
+from ..model import BioMrcForQuestionAnswering
+from ..types import Example
 
 
 @torch.inference_mode()

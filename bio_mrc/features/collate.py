@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ..features.windows import MISSING_ANNOTATOR
+from .windows import MISSING_ANNOTATOR
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "paragraph_mask", "tag_mask")
 TARGETS = ("start_positions", "end_positions", "bio_targets")

@@ -1,0 +1,96 @@
+"""One cell of a comparison: one model decoded one way on the evaluation questions, and scored
+with the official metric of its data (per question, so that cells can be compared question by question)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..decoding.postprocess import DecodeConfig, decode_merged_tags, merge_tag_log_probs
+from ..decoding.windows import MergedTokens, WindowOutputs
+from ..inference.answers import apply_no_answer_threshold, decode_answers, threshold_key
+from ..metrics.multispan import question_counts
+from ..metrics.squad import per_question_scores
+from ..metrics.tags import tag_scores
+from ..tags import spans_to_tags
+from ..types import Example, Prediction
+from .splits import Split
+
+TAG_LETTERS = np.array(["B", "I", "O"])
+
+
+@dataclass
+class DecodedCell:
+    """A decoding's predictions on some questions, its time, and (BIO) the gold and predicted tag sequences."""
+
+    predictions: list[Prediction]
+    seconds: float
+    gold_tags: list[list[str]] | None = None
+    predicted_tags: list[list[str]] | None = None
+
+
+def decode_cell(outputs: WindowOutputs, split: Split, decoding: str, config: DecodeConfig, threshold: float | None) -> DecodedCell:
+    """Decode one model one way: single answers for SQuAD (``require_answer`` on v1.1), every answer
+    span for MultiSpanQA. The BIO decoding merges windows once, for its answers and its tag scores."""
+    multi_span = split.metric == "multispan"
+    config = replace(config, require_answer=split.version != "2.0")
+    started = time.perf_counter()
+    if decoding != "bio":
+        thresholds = {} if threshold is None else {threshold_key(decoding): threshold}
+        predictions = decode_answers(outputs, split.examples, decoding, config, thresholds, multi_span=multi_span)
+        return DecodedCell(predictions, time.perf_counter() - started)
+    merged = merge_tag_log_probs(outputs, len(split.examples))
+    predictions = apply_no_answer_threshold(
+        decode_merged_tags(merged, split.examples, replace(config, multi_span=multi_span)), threshold
+    )
+    seconds = time.perf_counter() - started
+    tagged = predictions if multi_span else apply_no_answer_threshold(
+        decode_merged_tags(merged, split.examples, replace(config, multi_span=True)), threshold
+    )
+    gold, predicted = tag_sequences(merged, split.examples, tagged)
+    return DecodedCell(predictions, seconds, gold, predicted)
+
+
+def tag_sequences(merged: MergedTokens, examples: Sequence[Example], predictions: Sequence[Prediction]) -> tuple[list[list[str]], list[list[str]]]:
+    """Gold (first annotator) and predicted (every predicted span) tags over each example's tagged tokens."""
+    gold, pred = [], []
+    for row, (example, prediction) in enumerate(zip(examples, predictions)):
+        n_tokens = int(merged.mask[row].sum())
+        offsets, mask = merged.offsets[row, :n_tokens], merged.mask[row, :n_tokens]
+        gold.append(TAG_LETTERS[spans_to_tags(offsets, mask, example.answers[0] if example.answers else ())].tolist())
+        predicted = [] if prediction.abstain else [(s.start, s.end) for s in prediction.spans]
+        pred.append(TAG_LETTERS[spans_to_tags(offsets, mask, predicted)].tolist())
+    return gold, pred
+
+
+def score_cell(split: Split, decoded: DecodedCell) -> dict[str, Any]:
+    """Per-question scores: official EM and F1 (0..100) for SQuAD; for MultiSpanQA each question's
+    share of the micro-averaged sums (``counts``, columns of :data:`bio_mrc.metrics.multispan.COUNT_COLUMNS`)."""
+    by_id = {p.id: p for p in decoded.predictions}
+    ids, gold = split.ids, split.gold
+    cell: dict[str, Any] = {"decode_seconds": decoded.seconds}
+    if split.metric == "multispan":
+        texts = {qid: by_id[qid].answers for qid in ids}
+        cell["counts"] = [list(question_counts(gold[qid], texts[qid], qid)) for qid in ids]
+        cell["answers"] = ["\n".join(sorted(texts[qid])) for qid in ids]
+    else:
+        answers = {qid: by_id[qid].answer for qid in ids}
+        em, f1 = per_question_scores(gold, answers, ids, split.version)
+        cell.update(em=em.tolist(), f1=f1.tolist(), answers=[answers[qid] for qid in ids])
+    if decoded.gold_tags is not None:  # tag-level scores of the most probable tag sequence
+        cell["tag_scores"] = tag_scores(decoded.gold_tags, decoded.predicted_tags, strict=True)
+    return cell
+
+
+def pool(parts: Sequence[DecodedCell], order: Sequence[str]) -> DecodedCell:
+    """The cells of several folds as one, predictions in the order of the question ids ``order``."""
+    by_id = {p.id: p for part in parts for p in part.predictions}
+    tagged = all(part.gold_tags is not None for part in parts)
+    return DecodedCell(
+        [by_id[qid] for qid in order], sum(part.seconds for part in parts),
+        [t for part in parts for t in part.gold_tags] if tagged else None,
+        [t for part in parts for t in part.predicted_tags] if tagged else None,
+    )

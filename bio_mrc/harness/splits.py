@@ -1,0 +1,84 @@
+"""The questions a comparison names: fixed slices or article splits of SQuAD files, MultiSpanQA
+files, and k folds for cross-validation; the same entry always gives the same questions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..data.multispanqa import load_multispanqa, multispan_gold_texts
+from ..data.splits import kfold_by_question, question_set_hash, split_by_article
+from ..data.squad import gold_texts, load_squad
+from ..data.unanswerable import add_unanswerable
+from ..errors import ConfigError
+from ..types import Example
+from .config import DataSpec
+
+
+@dataclass
+class Split:
+    """Questions and how they are scored: ``metric`` is ``"squad"`` (official SQuAD ``version``
+    1.1 or 2.0) or ``"multispan"`` (MultiSpanQA's official metrics)."""
+
+    examples: list[Example]
+    version: str
+    description: str
+    metric: str = "squad"
+
+    @property
+    def gold(self) -> dict[str, list[str]]:
+        """SQuAD gold (one text per annotator) or MultiSpanQA gold (every span's text)."""
+        return multispan_gold_texts(self.examples) if self.metric == "multispan" else gold_texts(self.examples)
+
+    @property
+    def ids(self) -> list[str]:
+        return [ex.id for ex in self.examples]
+
+    def subset(self, examples: list[Example], description: str) -> "Split":
+        return Split(examples, self.version, description, self.metric)
+
+    def describe(self) -> dict[str, Any]:
+        return {"description": self.description, "questions": len(self.examples), "question_hash": question_set_hash(self.examples)}
+
+
+def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
+    """The questions a data entry names; the same entry always gives the same questions."""
+    path = Path(spec.path) if Path(spec.path).is_absolute() else data_dir / spec.path
+    if spec.format == "multispanqa":
+        examples, is_v2 = load_multispanqa(path), False
+    else:
+        data = load_squad(path, limit=None if spec.split or spec.limit is None else spec.skip + spec.limit)
+        examples, is_v2 = data.examples, data.is_v2
+    if spec.split:
+        examples = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))[spec.split["part"]]
+    examples = examples[spec.skip : spec.skip + spec.limit if spec.limit else None]
+    if spec.unanswerable_ratio:
+        examples = add_unanswerable(examples, spec.unanswerable_ratio, seed=spec.split.get("seed", 0) if spec.split else 0)
+    if spec.format == "multispanqa":
+        return Split(examples, "multispan", spec.describe(), metric="multispan")
+    version = "2.0" if is_v2 or any(not ex.is_answerable for ex in examples) else "1.1"
+    return Split(examples, version, spec.describe())
+
+
+def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Split, Split]]:
+    """``folds`` (train, held-out) pairs over the questions of ``split``: each question is held out once."""
+    pairs = kfold_by_question(split.examples, folds, seed=seed)
+    return [
+        (split.subset(train, f"{split.description} (fold {k + 1} of {folds}, training part)"),
+         split.subset(test, f"{split.description} (fold {k + 1} of {folds})"))
+        for k, (train, test) in enumerate(pairs)
+    ]
+
+
+def check_disjoint(named: list[tuple[str, Split]]) -> None:
+    """No question and no paragraph in two splits: training on a paragraph leaks its answers."""
+    for i, (name_a, a) in enumerate(named):
+        for name_b, b in named[i + 1 :]:
+            shared = {ex.id for ex in a.examples} & {ex.id for ex in b.examples}
+            contexts = {ex.context for ex in a.examples} & {ex.context for ex in b.examples}
+            if shared or contexts:
+                raise ConfigError(
+                    f"the {name_a} and {name_b} splits overlap ({len(shared)} questions, {len(contexts)} contexts): "
+                    "split by article so no paragraph is seen in training and evaluation"
+                )

@@ -1,0 +1,22 @@
+"""Running a saved model: the one layer ``predict``, ``tune``, ``extract`` and ``compare`` go through.
+
+* :mod:`.loading`: a model folder -> model, tokenizer, window settings (``TrainedModel``);
+* :mod:`.forward`: the forward pass over stride windows (``WindowOutputs``);
+* :mod:`.answers`: decoding with the no-answer thresholds saved with the model;
+* :mod:`.tuning`: tuning those settings on held-out questions and saving them;
+* :mod:`.files`: official prediction, n-best and ``na_prob`` files;
+* :mod:`.extract`: ``AnswerExtractor``, question + context in, answer spans out.
+"""
+
+from .answers import apply_no_answer_threshold, decode_with_thresholds, no_answer_probability, threshold_key
+from .extract import AnswerExtractor
+from .files import write_prediction_files
+from .forward import predict_windows, run_windows
+from .loading import TrainedModel, check_model_dir
+from .tuning import save_tuned_settings, tune_settings, tuning_provenance
+
+__all__ = [
+    "AnswerExtractor", "TrainedModel", "apply_no_answer_threshold", "check_model_dir", "decode_with_thresholds",
+    "no_answer_probability", "predict_windows", "run_windows", "save_tuned_settings", "threshold_key",
+    "tune_settings", "tuning_provenance", "write_prediction_files",
+]

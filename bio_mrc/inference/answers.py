@@ -1,0 +1,67 @@
+"""Decoding with the settings saved with a model: the tuned no-answer thresholds."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Sequence
+
+from ..decoding.multispan import MIN_SPAN_PROBABILITY, nbest_multi_span
+from ..decoding.postprocess import DecodeConfig, decode
+from ..decoding.windows import WindowOutputs
+from ..types import Example, Prediction
+
+
+def threshold_key(decoding: str) -> str:
+    """Where a decoding's tuned threshold is saved: one per no-answer score, since a
+    threshold tuned on one score means nothing for another (``bio/ratio`` is the tag
+    log-likelihood ratio; a ``bio`` key saved by older versions is another score)."""
+    return "bio/ratio" if decoding == "bio" else decoding
+
+
+def apply_no_answer_threshold(predictions: Sequence[Prediction], threshold: float | None) -> list[Prediction]:
+    """Abstain where ``no_answer_score > threshold`` (never, when the threshold is ``None``)."""
+    for prediction in predictions:
+        prediction.abstain = (
+            threshold is not None and prediction.no_answer_score is not None and prediction.no_answer_score > threshold
+        )
+    return list(predictions)
+
+
+def decode_with_thresholds(
+    outputs: WindowOutputs,
+    examples: Sequence[Example],
+    decoding: str,
+    config: DecodeConfig,
+    thresholds: dict[str, float] | None = None,
+) -> list[Prediction]:
+    """Decode, then apply the no-answer threshold tuned for this decoding, if there is one."""
+    predictions = decode(outputs, examples, decoding, config)
+    return apply_no_answer_threshold(predictions, (thresholds or {}).get(threshold_key(decoding)))
+
+
+def decode_answers(
+    outputs: WindowOutputs,
+    examples: Sequence[Example],
+    decoding: str,
+    config: DecodeConfig,
+    thresholds: dict[str, float] | None = None,
+    multi_span: bool = False,
+    min_span_probability: float = MIN_SPAN_PROBABILITY,
+) -> list[Prediction]:
+    """Answers as a user asks for them, with the saved thresholds: ``n_best`` single spans, or
+    with ``multi_span`` several answers: the spans of the most probable BIO tag sequence for the
+    BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for the others."""
+    config = replace(config, multi_span=multi_span and decoding == "bio")
+    predictions = decode_with_thresholds(outputs, examples, decoding, config, thresholds)
+    return nbest_multi_span(predictions, min_span_probability) if multi_span and decoding != "bio" else predictions
+
+
+def no_answer_probability(score: float | None) -> float:
+    """A no-answer score squashed to (0, 1) for the official ``na_prob`` file (monotone, so
+    the official ``best_*`` thresholds are thresholds on the score itself)."""
+    if score is None:
+        raise ValueError("this decoding has no no-answer score")
+    if math.isinf(score):
+        return 1.0 if score > 0 else 0.0
+    return 1.0 / (1.0 + math.exp(-score)) if score > -700 else 0.0

@@ -1,0 +1,102 @@
+"""A saved model folder -> model, tokenizer and window settings, checked before anything runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Sequence
+
+from transformers import PreTrainedTokenizerBase
+
+from .. import __version__
+from ..data.errors import read_json
+from ..decoding.postprocess import DecodeConfig, available_decodings
+from ..decoding.windows import WindowOutputs
+from ..encoders import load_tokenizer
+from ..errors import ModelFormatError
+from ..features.windows import FeatureConfig
+from ..model import MODEL_FORMAT, RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
+from ..progress import progress_bars
+from ..types import Example
+from .forward import predict_windows
+
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+@dataclass
+class TrainedModel:
+    """A model with its tokenizer and the window settings its config names."""
+
+    model: BioMrcForQuestionAnswering
+    tokenizer: PreTrainedTokenizerBase
+    features: FeatureConfig
+    path: str = ""
+
+    @classmethod
+    def load(cls, model_dir: str | Path, progress: bool = False) -> "TrainedModel":
+        """Load a saved bio_mrc model folder; a folder that is not one raises :class:`ModelFormatError`."""
+        model_dir = Path(model_dir)
+        check_model_dir(model_dir)
+        with progress_bars(progress):
+            model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir))
+        tokenizer = load_tokenizer(str(model_dir))
+        return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir))
+
+    @property
+    def decodings(self) -> list[str]:
+        return available_decodings(self.model.config.heads)
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        return dict(self.model.config.no_answer_thresholds or {})
+
+    def decode_config(self, config: DecodeConfig) -> DecodeConfig:
+        """``config`` with the settings tuned for this model (the BIO length prior) where it leaves them open."""
+        if config.bio_length_prior is None:
+            return replace(config, bio_length_prior=self.model.config.bio_length_prior or 0.0)
+        return config
+
+    def windows(self, examples: Sequence[Example], batch_size: int = 64, progress: bool = False) -> WindowOutputs:
+        with progress_bars(progress):
+            return predict_windows(self.model, self.tokenizer, examples, self.features, batch_size, progress)
+
+
+def window_settings(config: BioMrcConfig, model_dir: Path) -> FeatureConfig:
+    """The windows the model was trained with: from its config, or, for a folder saved before
+    they moved there, from the run record training left beside it. Neither is an error."""
+    values = {name: getattr(config, name, None) for name in WINDOW_SETTINGS}
+    if any(value is None for value in values.values()):
+        record = read_json(model_dir / RUN_FILE) if (model_dir / RUN_FILE).is_file() else None
+        saved = record.get("train", {}) if isinstance(record, dict) else {}
+        if not all(isinstance(saved.get(name), int) for name in WINDOW_SETTINGS):
+            missing = [name for name, value in values.items() if value is None]
+            raise ModelFormatError(
+                f"config.json lacks the window settings {missing} and there is no {RUN_FILE} with them: "
+                "set them in config.json (the values the model was trained with)", str(model_dir),
+            )
+        values = {name: saved[name] for name in WINDOW_SETTINGS}
+    return FeatureConfig(**values, tag_level=config.tag_level)
+
+
+def check_model_dir(model_dir: Path) -> None:
+    """Raise :class:`ModelFormatError` naming what makes ``model_dir`` unusable as a bio_mrc model."""
+    source = str(model_dir)
+    if not model_dir.is_dir():
+        raise ModelFormatError("no such model folder", source)
+    if not (model_dir / "config.json").is_file():
+        raise ModelFormatError("not a saved model: no config.json (train one with `bio-mrc train`)", source)
+    config = read_json(model_dir / "config.json")
+    model_type = config.get("model_type") if isinstance(config, dict) else None
+    if model_type != BioMrcConfig.model_type:
+        raise ModelFormatError(
+            f"a {model_type or 'non-bio_mrc'} model, not a bio_mrc model (model_type {model_type!r}); "
+            "a bare encoder is trained into one with `bio-mrc train --encoder PATH`", source,
+        )
+    saved_format = config.get("bio_mrc_format", 1)
+    if not isinstance(saved_format, int) or saved_format > MODEL_FORMAT:
+        raise ModelFormatError(
+            f"saved in bio_mrc model format {saved_format!r}; this bio_mrc {__version__} reads formats up to {MODEL_FORMAT} "
+            "(upgrade bio_mrc)", source,
+        )
+    if not any((model_dir / name).is_file() for name in WEIGHT_FILES):
+        raise ModelFormatError(f"no weights ({' or '.join(WEIGHT_FILES[::2])}): an unfinished or partial copy?", source)

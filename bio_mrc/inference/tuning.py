@@ -1,0 +1,149 @@
+"""Settings tuned on held-out questions and saved with a model: the BIO decoding's span-length
+prior and, on SQuAD 2.0 data, a no-answer threshold per decoding. ``bio-mrc tune`` and
+``bio-mrc compare`` both tune through :func:`tune_settings`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..data.squad import gold_texts
+from ..decoding.postprocess import DecodeConfig, decode, decode_merged_tags, merge_tag_log_probs
+from ..decoding.windows import MergedTokens, WindowOutputs
+from ..io import atomic_write_text
+from ..metrics.squad import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
+from ..model import BioMrcConfig
+from ..types import Example, Prediction, content_hash
+from .answers import threshold_key
+
+LENGTH_PRIOR_GRID = tuple(np.round(np.arange(0.0, 6.01, 0.25), 2).tolist())
+
+
+def _answer_and_abstain_f1(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]]) -> tuple[np.ndarray, ...]:
+    """Per question (v2.0 rules, 0..100): its no-answer score, F1 when answering with its best span, F1 when abstaining."""
+    ids = [p.id for p in predictions]
+    answered = per_question_scores(gold, {p.id: (p.spans[0].text if p.spans else "") for p in predictions}, ids, "2.0")[1]
+    abstained = per_question_scores(gold, dict.fromkeys(ids, ""), ids, "2.0")[1]
+    scores = np.array([p.no_answer_score for p in predictions], dtype=np.float64)
+    return scores, answered, abstained
+
+
+def threshold_curve(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
+    """F1 (0..100) at every threshold on the predictions' no-answer scores (see
+    :func:`bio_mrc.metrics.squad.no_answer_threshold_curve`)."""
+    return no_answer_threshold_curve(*_answer_and_abstain_f1(predictions, gold))
+
+
+def tune_no_answer_threshold(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]]) -> tuple[float, float]:
+    """The threshold (``abstain`` iff ``no_answer_score > threshold``) with the best F1 on
+    ``predictions``; returns ``(threshold, best F1)``. ``-inf`` means "always abstain"."""
+    return best_no_answer_threshold(*_answer_and_abstain_f1(predictions, gold))
+
+
+def _answerable_rows(merged: MergedTokens, examples: Sequence[Example]) -> tuple[MergedTokens, list[Example]]:
+    rows = [i for i, ex in enumerate(examples) if ex.answers]
+    if not rows:
+        raise ValueError("tuning the BIO length prior needs answerable questions")
+    return MergedTokens(merged.values[rows], merged.offsets[rows], merged.mask[rows]), [examples[i] for i in rows]
+
+
+def tune_bio_length_prior(
+    outputs: WindowOutputs,
+    examples: Sequence[Example],
+    config: DecodeConfig = DecodeConfig(),
+    grid: Sequence[float] = LENGTH_PRIOR_GRID,
+) -> tuple[float, np.ndarray]:
+    """The span-length prior β of the BIO decoding with the best official F1 on the answerable
+    ``examples`` (held-out questions, never the evaluation ones); returns ``(β, F1 per grid value)``.
+
+    A per-token tagger is unsure of inner tokens, so the most probable single
+    span is biased short; β (added to every inside gain) is the one number that
+    corrects it, chosen like a no-answer threshold. Ties go to the smaller β.
+    Windows are merged once and every β decodes the merged arrays.
+    """
+    merged, chosen = _answerable_rows(merge_tag_log_probs(outputs, len(examples)), examples)
+    gold, ids = gold_texts(chosen), [ex.id for ex in chosen]
+    f1 = np.zeros(len(grid))
+    for k, prior in enumerate(grid):
+        predictions = decode_merged_tags(merged, chosen, replace(config, bio_length_prior=float(prior), multi_span=False))
+        f1[k] = per_question_scores(gold, {p.id: p.answer for p in predictions}, ids, "1.1")[1].mean()
+    return float(grid[int(np.argmax(f1))]), f1
+
+
+@dataclass
+class TunedSettings:
+    """What :func:`tune_settings` chose: the decoding options to use (β filled in), the
+    thresholds by :func:`threshold_key`, and how each choice scored (``report``, ``curves``)."""
+
+    decode_config: DecodeConfig
+    bio_length_prior: float | None = None  # None: not tuned
+    thresholds: dict[str, float] = field(default_factory=dict)
+    report: dict[str, Any] = field(default_factory=dict)
+    curves: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Config attributes to save besides the thresholds."""
+        return {} if self.bio_length_prior is None else {"bio_length_prior": self.bio_length_prior}
+
+
+def tune_settings(
+    outputs: WindowOutputs,
+    examples: Sequence[Example],
+    decodings: Sequence[str],
+    config: DecodeConfig,
+    tune_prior: bool,
+    tune_thresholds: bool,
+) -> TunedSettings:
+    """Tune β (when ``tune_prior``) on the answerable ``examples``, then, decoding with it, a
+    no-answer threshold per decoding (when ``tune_thresholds``: SQuAD 2.0 questions)."""
+    tuned = TunedSettings(config)
+    if tune_prior:
+        prior, f1 = tune_bio_length_prior(outputs, examples, config)
+        tuned.bio_length_prior, tuned.decode_config = prior, replace(config, bio_length_prior=prior)
+        tuned.report["bio_length_prior"] = {"value": prior, "best_f1": float(f1.max()), "f1_without": float(f1[0])}
+    if tune_thresholds:
+        gold = gold_texts(examples)
+        for decoding in decodings:
+            predictions = decode(outputs, examples, decoding, replace(tuned.decode_config, require_answer=False))
+            key = threshold_key(decoding)
+            tuned.thresholds[key], best_f1 = tune_no_answer_threshold(predictions, gold)
+            tuned.report[key] = {"threshold": tuned.thresholds[key], "best_f1": best_f1}
+            tuned.curves[decoding] = threshold_curve(predictions, gold)
+    return tuned
+
+
+def tuning_provenance(description: str, examples: Sequence[Example]) -> dict[str, Any]:
+    """What tuned values saved with a model say about the questions they were tuned on."""
+    return {"description": description, "questions": len(examples), "content_hash": content_hash(examples)}
+
+
+def save_tuned_settings(
+    model_dir: str | Path,
+    config: BioMrcConfig,
+    thresholds: dict[str, float],
+    settings: dict[str, Any],
+    tuned_on: dict[str, Any],
+    overwrite: bool = True,
+) -> bool:
+    """Save tuned no-answer ``thresholds`` and other tuned ``settings`` (e.g. ``bio_length_prior``)
+    in the model's config, stamped with ``tuned_on`` (``description``, ``questions``, ``content_hash``).
+
+    Values tuned on the same questions are merged. Values tuned on other questions are
+    replaced, or, without ``overwrite`` (a comparison reusing a cached model), kept:
+    then nothing is written and False is returned.
+    """
+    previous = config.tuned_on or {}
+    same_questions = previous.get("content_hash") == tuned_on["content_hash"]
+    if previous and not same_questions and not overwrite:
+        return False
+    kept = (config.no_answer_thresholds or {}) if same_questions else {}
+    config.no_answer_thresholds = {**kept, **thresholds} or None  # -inf survives JSON as -Infinity
+    for name, value in settings.items():
+        setattr(config, name, value)
+    config.tuned_on = tuned_on
+    atomic_write_text(Path(model_dir) / "config.json", config.to_json_string())
+    return True

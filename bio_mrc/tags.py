@@ -1,0 +1,82 @@
+"""BIO tags: their ids, and the two conversions every layer shares.
+
+* :func:`chunk_bounds`: tag sequences -> chunks (spans), seqeval's reading in
+  its default and strict IOB2 modes (metrics, the MultiSpanQA reader);
+* :func:`spans_to_tags`: character spans -> tags of tokens (training targets,
+  gold and predicted tags in the tag-level report).
+
+Tag ids are the order of the BIO head's output units.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+TAG_B, TAG_I, TAG_O = 0, 1, 2
+
+PREFIX_IDS = {"B": TAG_B, "I": TAG_I, "O": TAG_O}
+
+
+def chunk_bounds(
+    tags: np.ndarray,
+    lengths: np.ndarray | Sequence[int] | None = None,
+    types: np.ndarray | None = None,
+    strict: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Chunks of flat tag ids (TAG_B/TAG_I/TAG_O) as ``(starts, ends)``, ends exclusive.
+
+    ``lengths`` splits ``tags`` into consecutive sequences (default: one);
+    chunks never cross a sequence boundary. ``types`` gives each token's
+    entity type id (``None``: untyped). Positions index the flat array, so a
+    start identifies its sequence too. Starts come out sorted.
+    """
+    tags = np.asarray(tags)
+    n = tags.size
+    prev = np.empty_like(tags)
+    if n:
+        prev[0] = TAG_O
+        prev[1:] = tags[:-1]
+    if lengths is not None:
+        lengths = np.asarray(lengths, dtype=np.int64)
+        firsts = (np.cumsum(lengths) - lengths)[lengths > 0]
+        prev[firsts] = TAG_O  # a sequence starts as if after an O
+    # The default reading makes every maximal run "non-O head + continuations" a chunk;
+    # strict IOB2 keeps only the runs whose head is a B (an orphan I run is no chunk).
+    continues = (tags == TAG_I) & (prev != TAG_O)
+    if types is not None:
+        continues[1:] &= types[1:] == types[:-1]
+    inside = tags != TAG_O
+    starts = np.flatnonzero(inside & ~continues)
+    last = inside.copy()
+    last[:-1] &= ~continues[1:]  # the next token does not continue this run
+    ends = np.flatnonzero(last) + 1
+    if strict:
+        keep = tags[starts] == TAG_B
+        starts, ends = starts[keep], ends[keep]
+    return starts.astype(np.int64), ends.astype(np.int64)
+
+
+def spans_to_tags(offsets: np.ndarray, mask: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
+    """Integer B/I/O tags of tokens with character ``offsets`` (L, 2) for character ``spans``
+    (end exclusive); only tokens in ``mask`` (L,) are tagged, the others are O.
+
+    Every token overlapping a span is I. The first of them is B when the tokens
+    hold the span's start (the first masked token starts at or before it), and
+    so is every token with the same offsets (byte-level BPE splits one character
+    into several tokens; windows merge them into one, which must be B whichever
+    is kept). A span that began before the first token (in an earlier window)
+    therefore shows as I's without a B: the truth about these tokens.
+    """
+    offsets, mask = np.asarray(offsets), np.asarray(mask, dtype=bool)
+    tags = np.full(len(offsets), TAG_O, dtype=np.int64)
+    if not mask.any():
+        return tags
+    first_start = offsets[np.argmax(mask), 0]
+    for start, end in spans:
+        inside = mask & (offsets[:, 0] < end) & (offsets[:, 1] > start)
+        tags[inside] = TAG_I
+        if inside.any() and first_start <= start:
+            tags[inside & (offsets == offsets[np.argmax(inside)]).all(axis=1)] = TAG_B
+    return tags
