@@ -57,12 +57,20 @@ class BioMrcConfig(PreTrainedConfig):
 
 @dataclass
 class BioMrcOutput(ModelOutput):
+    """The weighted loss, each head's loss and logits, and what the encoder was asked to return.
+
+    ``hidden_states`` and ``attentions`` are the encoder's, per layer, when
+    ``output_hidden_states``/``output_attentions`` ask for them.
+    """
+
     loss: torch.Tensor | None = None
     span_loss: torch.Tensor | None = None
     bio_loss: torch.Tensor | None = None
     start_logits: torch.Tensor | None = None
     end_logits: torch.Tensor | None = None
     bio_logits: torch.Tensor | None = None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+    attentions: tuple[torch.Tensor, ...] | None = None
 
 
 class BioMrcForQuestionAnswering(PreTrainedModel):
@@ -137,33 +145,48 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         start_positions: torch.Tensor | None = None,
         end_positions: torch.Tensor | None = None,
         bio_targets: torch.Tensor | None = None,
-        **_: Any,
-    ) -> BioMrcOutput:
+        output_attentions: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+    ) -> BioMrcOutput | tuple[torch.Tensor, ...]:
+        """Logits, and the losses of the heads whose labels are given.
+
+        No ``**kwargs``: a misspelled label (``bio_target=``) is a TypeError, not a
+        loss silently left out, and Trainer passes no ``num_items_in_batch``. As in
+        transformers, ``output_attentions``/``output_hidden_states`` go to the encoder
+        and ``return_dict=False`` returns ``BioMrcOutput.to_tuple()`` (the fields set).
+        """
         encoder_inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
             encoder_inputs["token_type_ids"] = token_type_ids
-        hidden = self.encoder(**encoder_inputs).last_hidden_state
-        logits: dict[str, torch.Tensor] = {}
-        for head in self.heads.values():
-            logits.update(head(hidden))
+        encoded = self.encoder(
+            **encoder_inputs, output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True
+        )
+        head_logits, outputs = {}, {}
+        for name, head in self.heads.items():  # span head first, then BIO: the dropout draws of every earlier run
+            head_logits[name] = head(encoded.last_hidden_state)
+            named = head_logits[name] if isinstance(head_logits[name], tuple) else (head_logits[name],)
+            outputs.update(zip(head.output_names, named))
 
-        output = BioMrcOutput(**logits)
         labels = {"start_positions": start_positions, "end_positions": end_positions, "bio_targets": bio_targets}
         weights = {"span": self.config.span_loss_weight, "bio": self.config.bio_loss_weight}
-        losses = []
+        tagged = tag_mask if tag_mask is not None else paragraph_mask
+        weighted = []
         for name, head in self.heads.items():  # every head through the one Head interface
             targets = {key: labels[key] for key in head.label_names}
             if any(value is None for value in targets.values()):
                 continue
-            tagged = tag_mask if tag_mask is not None else paragraph_mask
             if name == "bio" and tagged is None:
                 raise ValueError("bio_targets need a tag_mask (or paragraph_mask) saying which tokens carry a tag")
-            head_loss = head.loss(logits, attention_mask=attention_mask, paragraph_mask=tagged, **targets)
-            setattr(output, f"{name}_loss", head_loss)
-            losses.append(weights[name] * head_loss)
-        if losses:
-            output.loss = torch.stack(losses).sum()
-        return output
+            outputs[f"{name}_loss"] = head.loss(head_logits[name], attention_mask=attention_mask, tag_mask=tagged, **targets)
+            weighted.append(weights[name] * outputs[f"{name}_loss"])
+        output = BioMrcOutput(
+            loss=torch.stack(weighted).sum() if weighted else None,
+            hidden_states=encoded.hidden_states,
+            attentions=encoded.attentions,
+            **outputs,
+        )
+        return output if (self.config.return_dict if return_dict is None else return_dict) else output.to_tuple()
 
 
 def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:

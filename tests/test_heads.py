@@ -1,4 +1,8 @@
-"""The heads' arithmetic, pinned with numbers computed by hand."""
+"""The heads' arithmetic, pinned with numbers computed by hand, and their input checks.
+
+Each loss is also pinned to the exact float32 value the heads gave before they took
+logits tensors directly (when ``loss`` read a dict): the refactor changed no number.
+"""
 
 import math
 
@@ -6,11 +10,14 @@ import pytest
 import torch
 
 from bio_mrc import BIOHead, SpanHead
-from bio_mrc.types import TAG_B, TAG_I, TAG_O
+from bio_mrc.heads import Head
+from bio_mrc.tags import TAG_B, TAG_I, TAG_O
+
+LN2 = math.log(2)
 
 
 def bio_logits(*rows):
-    return {"bio_logits": torch.tensor([rows], dtype=torch.float32)}
+    return torch.tensor([rows], dtype=torch.float32)
 
 
 def test_three_annotators_soft_target():
@@ -20,21 +27,21 @@ def test_three_annotators_soft_target():
     tags = torch.tensor([TAG_B, TAG_B, TAG_O])
     target = torch.nn.functional.one_hot(tags, 3).float().mean(0)
     assert torch.allclose(target, torch.tensor([2 / 3, 0.0, 1 / 3]))
-    head = BIOHead(4)
-    loss = head.loss(bio_logits([math.log(2), 0.0, 0.0]), target.view(1, 1, 3), torch.ones(1, 1))
-    assert loss.item() == pytest.approx(4 / 3 * math.log(2), rel=1e-6)
+    loss = BIOHead(4).loss(bio_logits([LN2, 0.0, 0.0]), target.view(1, 1, 3), torch.ones(1, 1))
+    assert loss.item() == pytest.approx(4 / 3 * LN2, rel=1e-6)
+    assert loss.item() == 0.9241962432861328
 
 
 def test_one_hot_soft_targets_equal_integer_tags():
     torch.manual_seed(0)
-    logits = {"bio_logits": torch.randn(2, 5, 3)}
+    logits = torch.randn(2, 5, 3)
     tags = torch.randint(0, 3, (2, 5))
     mask = torch.tensor([[0, 1, 1, 1, 0], [0, 0, 1, 1, 1]])
     head = BIOHead(4, reduction="mean")
     soft = head.loss(logits, torch.nn.functional.one_hot(tags, 3).float(), mask)
     hard = head.loss(logits, tags, mask)
     # -Σ_i log p_{i,r(i)} per example, averaged over the batch.
-    log_p = torch.log_softmax(logits["bio_logits"], -1).gather(-1, tags.unsqueeze(-1)).squeeze(-1)
+    log_p = torch.log_softmax(logits, -1).gather(-1, tags.unsqueeze(-1)).squeeze(-1)
     expected = -(log_p * mask).sum(-1).mean()
     assert soft.item() == pytest.approx(hard.item(), rel=1e-6)
     assert hard.item() == pytest.approx(expected.item(), rel=1e-6)
@@ -46,7 +53,7 @@ def test_masked_tokens_never_contribute():
     targets = torch.softmax(torch.randn(1, 6, 3), -1)
     mask = torch.tensor([[0, 0, 1, 1, 0, 0]])
     head = BIOHead(4)
-    loss = head.loss({"bio_logits": logits}, targets, mask)
+    loss = head.loss(logits, targets, mask)
     loss.backward()
     assert torch.all(logits.grad[0, [0, 1, 4, 5]] == 0)
     # Changing masked logits and targets changes nothing.
@@ -54,18 +61,25 @@ def test_masked_tokens_never_contribute():
     other_logits[0, [0, 1, 4, 5]] = 100.0
     other_targets = targets.clone()
     other_targets[0, [0, 1, 4, 5]] = torch.tensor([1.0, 0.0, 0.0])
-    assert head.loss({"bio_logits": other_logits}, other_targets, mask).item() == pytest.approx(loss.item())
+    assert head.loss(other_logits, other_targets, mask).item() == pytest.approx(loss.item())
 
 
-def test_bio_reductions():
-    logits = bio_logits([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
-    logits = {"bio_logits": logits["bio_logits"].repeat(2, 1, 1)}  # two examples, two tokens each
+@pytest.mark.parametrize(
+    "reduction, by_hand, pinned",
+    [("sum", 3 * math.log(3), 3.295836925506592), ("mean", 1.5 * math.log(3), 1.647918462753296),
+     ("token_mean", math.log(3), 1.0986123085021973)],
+)
+def test_bio_reductions(reduction, by_hand, pinned):
+    # Uniform p = 1/3 on three tagged tokens (two in the first example, one in the second).
+    logits = bio_logits([0.0, 0.0, 0.0], [0.0, 0.0, 0.0]).repeat(2, 1, 1)
     tags = torch.full((2, 2), TAG_I)
     mask = torch.tensor([[1, 1], [1, 0]])
-    ln3 = math.log(3)
-    assert BIOHead(4, reduction="sum").loss(logits, tags, mask).item() == pytest.approx(3 * ln3)
-    assert BIOHead(4, reduction="mean").loss(logits, tags, mask).item() == pytest.approx(1.5 * ln3)
-    assert BIOHead(4, reduction="token_mean").loss(logits, tags, mask).item() == pytest.approx(ln3)
+    loss = BIOHead(4, reduction=reduction).loss(logits, tags, mask)
+    assert loss.item() == pytest.approx(by_hand, rel=1e-6)
+    assert loss.item() == pinned
+
+
+def test_unknown_reduction_is_named():
     with pytest.raises(ValueError, match="reduction"):
         BIOHead(4, reduction="max")
 
@@ -74,36 +88,57 @@ def test_span_loss_small_tensor():
     # start logits (0, ln 3, 0): softmax (1/5, 3/5, 1/5), gold 1 -> ln(5/3)
     # end logits (ln 4, 0, 0):   softmax (4/6, 1/6, 1/6), gold 2 -> ln 6
     # loss = (ln(5/3) + ln 6) / 2 = ln(10) / 2
-    logits = {"start_logits": torch.tensor([[0.0, math.log(3), 0.0]]), "end_logits": torch.tensor([[math.log(4), 0.0, 0.0]])}
+    logits = torch.tensor([[0.0, math.log(3), 0.0]]), torch.tensor([[math.log(4), 0.0, 0.0]])
     loss = SpanHead(4).loss(logits, torch.tensor([1]), torch.tensor([2]))
     assert loss.item() == pytest.approx(math.log(10) / 2, rel=1e-6)
+    assert loss.item() == 1.1512925624847412
 
 
 def test_span_loss_ignores_padding_and_accepts_soft_targets():
-    logits = {"start_logits": torch.tensor([[0.0, math.log(3), 0.0, 50.0]]), "end_logits": torch.tensor([[math.log(4), 0.0, 0.0, 50.0]])}
+    logits = torch.tensor([[0.0, math.log(3), 0.0, 50.0]]), torch.tensor([[math.log(4), 0.0, 0.0, 50.0]])
     attention = torch.tensor([[1, 1, 1, 0]])
     hard = SpanHead(4).loss(logits, torch.tensor([1]), torch.tensor([2]), attention)
     assert hard.item() == pytest.approx(math.log(10) / 2, rel=1e-6)
+    assert hard.item() == 1.1512925624847412
     # Two annotators, starts 1 and 2: -(1/2 ln 3/5 + 1/2 ln 1/5); one end at 2: ln 6.
     soft_start = torch.tensor([[0.0, 0.5, 0.5, 0.0]])
     soft_end = torch.tensor([[0.0, 0.0, 1.0, 0.0]])
     soft = SpanHead(4).loss(logits, soft_start, soft_end, attention)
     expected = (-(0.5 * math.log(3 / 5) + 0.5 * math.log(1 / 5)) + math.log(6)) / 2
     assert soft.item() == pytest.approx(expected, rel=1e-6)
+    assert soft.item() == 1.425945520401001
 
 
 def test_prior_initialises_the_bias():
     head = BIOHead(4, prior=(0.01, 0.02, 0.97))
-    probs = torch.softmax(head(torch.zeros(1, 1, 4))["bio_logits"], -1)
+    probs = torch.softmax(head(torch.zeros(1, 1, 4)), -1)
     assert probs[0, 0].tolist() == pytest.approx([0.01, 0.02, 0.97], rel=1e-5)
     assert torch.all(BIOHead(4).classifier.bias == 0)
+    head.classifier.bias.data.zero_()
+    head.reset_bias()
+    assert torch.softmax(head(torch.zeros(1, 1, 4)), -1)[0, 0].tolist() == pytest.approx([0.01, 0.02, 0.97], rel=1e-5)
 
 
 def test_heads_map_hidden_states_to_logits():
     hidden = torch.randn(2, 7, 16)
-    assert BIOHead(16)(hidden)["bio_logits"].shape == (2, 7, 3)
-    out = SpanHead(16)(hidden)
-    assert out["start_logits"].shape == out["end_logits"].shape == (2, 7)
+    assert BIOHead(16)(hidden).shape == (2, 7, 3)
+    start, end = SpanHead(16)(hidden)
+    assert start.shape == end.shape == (2, 7)
+
+
+def test_every_head_is_called_the_same_way():
+    """What the model does: one call for every head, the labels it names, both masks."""
+    torch.manual_seed(0)
+    hidden = torch.randn(2, 5, 8)
+    mask = torch.ones(2, 5, dtype=torch.long)
+    labels = {"start_positions": torch.tensor([1, 0]), "end_positions": torch.tensor([2, 0]),
+              "bio_targets": torch.randint(0, 3, (2, 5))}
+    for head in (SpanHead(8), BIOHead(8)):
+        assert isinstance(head, Head)
+        logits = head(hidden)
+        assert len(logits if isinstance(logits, tuple) else (logits,)) == len(head.output_names)
+        loss = head.loss(logits, attention_mask=mask, tag_mask=mask, **{name: labels[name] for name in head.label_names})
+        assert loss.dim() == 0 and torch.isfinite(loss)
 
 
 def test_heads_import_without_training_code():
@@ -120,17 +155,19 @@ def test_marginal_likelihood_of_two_annotators_by_hand():
     # Two tokens, p = (1/2, 1/4, 1/4) on each. Annotator 1 tags "B I", annotator 2 "O B".
     # P(B I) = 1/2 * 1/4 = 1/8, P(O B) = 1/4 * 1/2 = 1/8, so L = -log(1/8 + 1/8) = 2 log 2.
     # The soft average (1/2 B, 0 I, 1/2 O | 1/2 B, 1/2 I, 0 O) would give -(½ln½ + ½ln¼)·2 = 3 ln 2.
-    logits = bio_logits([math.log(2), 0.0, 0.0], [math.log(2), 0.0, 0.0])
+    logits = bio_logits([LN2, 0.0, 0.0], [LN2, 0.0, 0.0])
     annotators = torch.tensor([[[TAG_B, TAG_O], [TAG_I, TAG_B]]])  # (batch, seq, K)
     head = BIOHead(4, reduction="mean")
-    assert head.loss(logits, annotators, torch.ones(1, 2)).item() == pytest.approx(2 * math.log(2), rel=1e-6)
+    marginal = head.loss(logits, annotators, torch.ones(1, 2)).item()
+    assert marginal == pytest.approx(2 * LN2, rel=1e-6)
+    assert marginal == 1.3862943649291992
     soft = torch.nn.functional.one_hot(annotators[0].T, 3).float().mean(0).unsqueeze(0)
-    assert head.loss(logits, soft, torch.ones(1, 2)).item() == pytest.approx(3 * math.log(2), rel=1e-6)
+    assert head.loss(logits, soft, torch.ones(1, 2)).item() == pytest.approx(3 * LN2, rel=1e-6)
 
 
 def test_marginal_likelihood_ignores_missing_annotators_and_masked_tokens():
     torch.manual_seed(1)
-    logits = {"bio_logits": torch.randn(1, 4, 3)}
+    logits = torch.randn(1, 4, 3)
     tags = torch.tensor([[TAG_O, TAG_B, TAG_I, TAG_O]])
     mask = torch.tensor([[0, 1, 1, 1]])
     head = BIOHead(4, reduction="mean")
@@ -139,21 +176,84 @@ def test_marginal_likelihood_ignores_missing_annotators_and_masked_tokens():
     assert head.loss(logits, padded, mask).item() == pytest.approx(one_hot.item(), rel=1e-6)
     # The same annotator twice: log(2P) = log P + log 2.
     twice = torch.stack([tags, tags], dim=-1)
-    assert head.loss(logits, twice, mask).item() == pytest.approx(one_hot.item() - math.log(2), rel=1e-6)
+    assert head.loss(logits, twice, mask).item() == pytest.approx(one_hot.item() - LN2, rel=1e-6)
 
 
 def test_class_weights_scale_each_gold_tag():
     # q = (1/2, 1/4, 1/4); a B token and an O token, weights (w_B, w_I, w_O) = (4, 2, 1):
     # L = -(4 ln 1/2 + 1 ln 1/4) = 6 ln 2 per example, and the plain loss 3 ln 2.
-    logits = bio_logits([math.log(2), 0.0, 0.0], [math.log(2), 0.0, 0.0])
+    logits = bio_logits([LN2, 0.0, 0.0], [LN2, 0.0, 0.0])
     tags = torch.tensor([[TAG_B, TAG_O]])
     weighted = BIOHead(4, reduction="mean", class_weights=(4.0, 2.0, 1.0))
     # The head outputs the prior-corrected logits W h + b - log w; the loss reads W h + b.
-    corrected = {"bio_logits": logits["bio_logits"] - torch.log(torch.tensor([4.0, 2.0, 1.0]))}
-    assert weighted.loss(corrected, tags, torch.ones(1, 2)).item() == pytest.approx(6 * math.log(2), rel=1e-6)
+    corrected = logits - torch.log(torch.tensor([4.0, 2.0, 1.0]))
+    loss = weighted.loss(corrected, tags, torch.ones(1, 2)).item()
+    assert loss == pytest.approx(6 * LN2, rel=1e-6)
+    assert loss == 4.158883094787598
     hidden = torch.randn(1, 2, 4)
     raw = weighted.classifier(hidden)
-    assert torch.allclose(weighted(hidden)["bio_logits"], raw - torch.log(torch.tensor([4.0, 2.0, 1.0])))
-    assert BIOHead(4, reduction="mean").loss(logits, tags, torch.ones(1, 2)).item() == pytest.approx(3 * math.log(2), rel=1e-6)
+    assert torch.allclose(weighted(hidden), raw - torch.log(torch.tensor([4.0, 2.0, 1.0])))
+    assert BIOHead(4, reduction="mean").loss(logits, tags, torch.ones(1, 2)).item() == pytest.approx(3 * LN2, rel=1e-6)
     with pytest.raises(ValueError, match="class_weights"):
         BIOHead(4, class_weights=(1.0, 0.0, 1.0))
+    with pytest.raises(ValueError, match="marginal likelihood"):
+        weighted.loss(corrected, tags.unsqueeze(-1), torch.ones(1, 2))
+
+
+# Wrong inputs: the error names the argument and the expected shape, never a bare IndexError.
+LOGITS, TAGS, MASK = torch.zeros(2, 5, 3), torch.zeros(2, 5, dtype=torch.long), torch.ones(2, 5)
+
+
+@pytest.mark.parametrize(
+    "logits, targets, mask, error, message",
+    [
+        ({"bio_logits": LOGITS}, TAGS, MASK, TypeError, r"logits must be a tensor .*pass the tensor itself"),
+        (torch.zeros(2, 5), TAGS, MASK, ValueError, r"logits must have shape \(batch, seq, 3\), got \(2, 5\)"),
+        (torch.zeros(2, 5, 4), TAGS, MASK, ValueError, r"logits must have shape \(batch, seq, 3\)"),
+        (LOGITS, TAGS[:, :4], MASK, ValueError, r"bio_targets must be \(batch, seq\) = \(2, 5\) integer tags"),
+        (LOGITS, torch.zeros(2, 5, 2), MASK, ValueError, r"bio_targets .*\(batch, seq, 3\) distributions"),
+        (LOGITS, torch.zeros(2), MASK, ValueError, r"bio_targets must have shape"),
+        (LOGITS, TAGS.tolist(), MASK, TypeError, r"bio_targets must be a tensor"),
+        (LOGITS, TAGS, MASK[:, :4], ValueError, r"tag_mask must have shape \(batch, seq\) = \(2, 5\), got \(2, 4\)"),
+        (LOGITS, TAGS, None, TypeError, r"tag_mask must be a tensor"),
+    ],
+)
+def test_bio_loss_names_wrong_inputs(logits, targets, mask, error, message):
+    with pytest.raises(error, match=message):
+        BIOHead(4).loss(logits, targets, mask)
+
+
+START, END, POS = torch.zeros(2, 5), torch.zeros(2, 5), torch.tensor([1, 0])
+
+
+@pytest.mark.parametrize(
+    "logits, start, mask, error, message",
+    [
+        ({"start_logits": START, "end_logits": END}, POS, None, TypeError, r"\(start_logits, end_logits\) pair"),
+        (START, POS, None, TypeError, r"\(start_logits, end_logits\) pair .*got Tensor"),
+        ((torch.zeros(2, 5, 1), END), POS, None, ValueError, r"start_logits must have shape \(batch, seq\)"),
+        ((START, torch.zeros(2, 4)), POS, None, ValueError, r"end_logits must have shape \(batch, seq\) = \(2, 5\)"),
+        ((START, END), POS.view(2, 1), None, ValueError, r"start_positions must be \(batch,\) = \(2,\) integer"),
+        ((START, END), torch.zeros(2), None, ValueError, r"start_positions must be .*distributions"),
+        ((START, END), torch.zeros(2, 4), None, ValueError, r"start_positions must be"),
+        ((START, END), {"start": POS}, None, TypeError, r"start_positions must be a tensor"),
+        ((START, END), POS, torch.ones(2, 4), ValueError, r"attention_mask must have shape \(batch, seq\) = \(2, 5\)"),
+    ],
+)
+def test_span_loss_names_wrong_inputs(logits, start, mask, error, message):
+    with pytest.raises(error, match=message):
+        SpanHead(4).loss(logits, start, POS, mask)
+
+
+@pytest.mark.parametrize("head", [BIOHead(4), SpanHead(4)], ids=["bio", "span"])
+@pytest.mark.parametrize(
+    "hidden, error, message",
+    [
+        (torch.zeros(2, 5, 6), ValueError, r"hidden_states must have shape \(batch, seq, 4\), got \(2, 5, 6\)"),
+        (torch.zeros(5, 4), ValueError, r"hidden_states must have shape \(batch, seq, 4\)"),
+        ({"last_hidden_state": torch.zeros(2, 5, 4)}, TypeError, r"\.last_hidden_state"),
+    ],
+)
+def test_heads_name_wrong_hidden_states(head, hidden, error, message):
+    with pytest.raises(error, match=message):
+        head(hidden)

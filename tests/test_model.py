@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from bio_mrc.model import BioMrcConfig, BioMrcForQuestionAnswering
+from bio_mrc.model import BioMrcConfig, BioMrcForQuestionAnswering, BioMrcOutput
 
 
 def batch(seq=9):
@@ -104,3 +104,45 @@ def test_auto_classes_load_a_saved_model(tiny_encoder_dir, tmp_path):
     BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="bio").save_pretrained(tmp_path)
     loaded = AutoModelForQuestionAnswering.from_pretrained(tmp_path)
     assert isinstance(loaded, BioMrcForQuestionAnswering) and loaded.config.heads == "bio"
+
+
+def test_hidden_states_and_attentions_pass_through_to_the_encoder(tiny_encoder_dir):
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio")
+    model.set_attn_implementation("eager")  # sdpa computes no attention weights
+    model.eval()
+    inputs = {k: v for k, v in batch().items() if k in ("input_ids", "attention_mask")}
+    assert model(**inputs).hidden_states is None and model(**inputs).attentions is None
+    out = model(**inputs, output_hidden_states=True, output_attentions=True)
+    layers = model.config.encoder.num_hidden_layers
+    assert len(out.hidden_states) == layers + 1 and out.hidden_states[-1].shape == (2, 9, 32)
+    assert len(out.attentions) == layers and out.attentions[0].shape == (2, 2, 9, 9)
+    assert torch.equal(model.bio_head(out.hidden_states[-1]), out.bio_logits)  # the heads read the last layer
+
+
+def test_return_dict_false_gives_the_tuple_of_the_fields_set(tiny_encoder_dir):
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio")
+    model.eval()
+    out = model(**batch())
+    as_tuple = model(**batch(), return_dict=False)
+    assert isinstance(as_tuple, tuple) and len(as_tuple) == 6  # loss, span_loss, bio_loss, start, end, bio logits
+    for got, expected in zip(as_tuple, (out.loss, out.span_loss, out.bio_loss, out.start_logits, out.end_logits, out.bio_logits)):
+        assert torch.equal(got, expected)
+    model.config.return_dict = False  # the config's default, as in transformers
+    assert isinstance(model(**batch()), tuple)
+    assert isinstance(model(**batch(), return_dict=True), BioMrcOutput)
+
+
+def test_an_unknown_argument_is_a_type_error_not_a_silently_missing_loss(tiny_encoder_dir):
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="bio")
+    data = batch()
+    data["bio_target"] = data.pop("bio_targets")
+    with pytest.raises(TypeError, match="bio_target"):
+        model(**data)
+
+
+def test_trainer_passes_no_loss_kwargs(tiny_encoder_dir, tmp_path):
+    from transformers import Trainer, TrainingArguments
+
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir))
+    trainer = Trainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), report_to="none"))
+    assert trainer.model_accepts_loss_kwargs is False  # no num_items_in_batch in forward

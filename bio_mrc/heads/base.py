@@ -1,12 +1,13 @@
-"""The one interface every head implements.
+"""The one interface every head implements, and the input checks the heads share.
 
 A head maps encoder hidden states to logits and computes its own loss from
-targets and a mask. It knows nothing of data or decoding, so anyone can put it
-on their own encoder.
+those logits, targets and a mask. It knows nothing of data or decoding, so
+anyone can put it on their own encoder.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -14,21 +15,32 @@ from torch import nn
 
 
 class Head(nn.Module):
-    """Base class: ``forward(hidden) -> dict of logits``; ``loss(logits, **targets, attention_mask, paragraph_mask)``.
+    """Base class: ``forward(hidden_states) -> logits``; ``loss(logits, ...) -> scalar``.
 
-    The model calls every head the same way: it passes the batch tensors named
-    in ``label_names`` plus both masks, and each head takes the mask it needs.
+    ``forward`` returns a tensor or a tuple of tensors, named by
+    ``output_names`` in the model's output; ``loss`` takes exactly what
+    ``forward`` returned. The model calls every head the same way,
+    ``head.loss(logits, attention_mask=..., tag_mask=..., **labels)`` with the
+    batch tensors named in ``label_names``: each head accepts both masks as
+    keywords and reads the one it needs.
     """
 
-    #: names of the logits this head adds to the model output
+    #: names of what ``forward`` returns (one per tensor), as the model output names them
     output_names: tuple[str, ...] = ()
     #: names of the label tensors ``loss`` takes from a batch (besides the masks)
     label_names: tuple[str, ...] = ()
 
-    def forward(self, hidden_states: torch.Tensor) -> dict[str, torch.Tensor]:  # pragma: no cover - abstract
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:  # pragma: no cover
         raise NotImplementedError
 
-    def loss(self, logits: dict[str, torch.Tensor], **targets: Any) -> torch.Tensor:  # pragma: no cover - abstract
+    def loss(
+        self,
+        logits: Any,
+        *,
+        attention_mask: torch.Tensor | None = None,
+        tag_mask: torch.Tensor | None = None,
+        **labels: torch.Tensor,
+    ) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -38,3 +50,31 @@ def soft_cross_entropy(log_probs: torch.Tensor, targets: torch.Tensor) -> torch.
         return -log_probs.gather(-1, targets.long().unsqueeze(-1)).squeeze(-1)
     # 0 * log(0) must be 0, not nan, for masked or impossible positions.
     return -(targets * log_probs.masked_fill(targets == 0, 0.0)).sum(-1)
+
+
+def check_tensor(name: str, value: Any, expected: str, dims: int | tuple[int, ...]) -> torch.Tensor:
+    """``value`` as a tensor of ``dims`` dimensions, or a TypeError/ValueError saying ``expected``."""
+    if not isinstance(value, torch.Tensor):
+        hint = " (a dict or model output: pass the tensor itself)" if isinstance(value, Mapping) else ""
+        raise TypeError(f"{name} must be a tensor of shape {expected}, got {type(value).__name__}{hint}")
+    if value.dim() not in ((dims,) if isinstance(dims, int) else dims):
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(value.shape)}")
+    return value
+
+
+def check_hidden_states(hidden_states: Any, hidden_size: int) -> torch.Tensor:
+    """Hidden states as a (batch, seq, hidden_size) tensor, with a hint when an encoder output is passed whole."""
+    if isinstance(hidden_states, Mapping) and "last_hidden_state" in hidden_states:
+        raise TypeError("hidden_states must be a tensor: pass the encoder output's .last_hidden_state")
+    check_tensor("hidden_states", hidden_states, f"(batch, seq, {hidden_size})", 3)
+    if hidden_states.shape[-1] != hidden_size:
+        raise ValueError(f"hidden_states must have shape (batch, seq, {hidden_size}), got {tuple(hidden_states.shape)}")
+    return hidden_states
+
+
+def check_batch_seq(name: str, value: Any, shape: torch.Size) -> torch.Tensor:
+    """A (batch, seq) tensor (a mask, end logits) of the same shape as the logits it goes with."""
+    check_tensor(name, value, f"(batch, seq) = {tuple(shape)}", 2)
+    if value.shape != shape:
+        raise ValueError(f"{name} must have shape (batch, seq) = {tuple(shape)}, got {tuple(value.shape)}")
+    return value

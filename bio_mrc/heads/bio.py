@@ -5,14 +5,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import Head, soft_cross_entropy
+from .base import Head, check_batch_seq, check_hidden_states, check_tensor, soft_cross_entropy
 
 
 class BIOHead(Head):
     """``p_i = softmax(W h_i + b)`` with ``W ∈ R^{3×H}``, tags in the order B, I, O.
 
     The loss is ``L = -Σ_i Σ_j t_ij log p_ij`` summed over the paragraph tokens
-    of an example (``mask``), where ``t_i`` is a gold distribution over B/I/O
+    of an example (``tag_mask``), where ``t_i`` is a gold distribution over B/I/O
     (soft, e.g. the average of several annotators' tags) or an integer tag
     (then ``L = -Σ_i log p_{i,r(i)}``). ``reduction`` says how examples are
     combined: ``"token_mean"`` (default) divides the total over the batch by
@@ -73,23 +73,30 @@ class BIOHead(Head):
                 prior = torch.tensor(self.prior, dtype=torch.float32)
                 self.classifier.bias.copy_(torch.log(prior / prior.sum()))
 
-    def forward(self, hidden_states: torch.Tensor) -> dict[str, torch.Tensor]:
-        logits = self.classifier(self.dropout(hidden_states))
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """(batch, seq, hidden) -> (batch, seq, 3) B/I/O logits, prior-corrected under ``class_weights``."""
+        logits = self.classifier(self.dropout(check_hidden_states(hidden_states, self.classifier.in_features)))
         if self.class_weights is not None:
             logits = logits - logits.new_tensor(self.class_weights).log()
-        return {"bio_logits": logits}
+        return logits
 
     def loss(
-        self, logits: dict[str, torch.Tensor], bio_targets: torch.Tensor, paragraph_mask: torch.Tensor, **_: object
+        self,
+        logits: torch.Tensor,
+        bio_targets: torch.Tensor,
+        tag_mask: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``bio_targets``: (batch, seq, 3) distributions, (batch, seq) integer tags, or
-        (batch, seq, K) integer tags of K annotators (marginal likelihood).
-        ``paragraph_mask`` marks the tokens that carry a tag."""
-        scores = logits["bio_logits"].float()
+        """``logits``: what ``forward`` returned. ``bio_targets``: (batch, seq, 3) distributions,
+        (batch, seq) integer tags, or (batch, seq, K) integer tags of K annotators (marginal
+        likelihood). ``tag_mask`` marks the tokens that carry a tag; ``attention_mask`` is
+        taken for the common ``Head`` call and not read, as ``tag_mask`` already leaves padding out."""
+        self._check_loss_inputs(logits, bio_targets, tag_mask)
+        scores = logits.float()
         if self.class_weights is not None:  # back to the weighted loss's own logits (see the class docstring)
             scores = scores + scores.new_tensor(self.class_weights).log()
         log_probs = torch.log_softmax(scores, dim=-1)
-        mask = paragraph_mask.bool()
+        mask = tag_mask.bool()
         if bio_targets.dim() == 3 and not bio_targets.is_floating_point():
             per_example = self._marginal_loss(log_probs, bio_targets.long(), mask)
         else:
@@ -105,6 +112,23 @@ class BIOHead(Head):
         if self.reduction == "token_mean":
             return per_example.sum() / mask.sum().clamp(min=1)
         return per_example.mean()
+
+    @staticmethod
+    def _check_loss_inputs(logits: torch.Tensor, bio_targets: torch.Tensor, tag_mask: torch.Tensor) -> None:
+        """Shapes and dtypes up front: a clear error instead of an IndexError deep in the arithmetic."""
+        check_tensor("logits", logits, "(batch, seq, 3)", 3)
+        if logits.shape[-1] != 3:
+            raise ValueError(f"logits must have shape (batch, seq, 3), got {tuple(logits.shape)}")
+        batch_seq = logits.shape[:2]
+        expected = (
+            f"(batch, seq) = {tuple(batch_seq)} integer tags, (batch, seq, 3) distributions "
+            "or (batch, seq, K) integer tags of K annotators"
+        )
+        check_tensor("bio_targets", bio_targets, expected, (2, 3))
+        distributions = bio_targets.dim() == 3 and bio_targets.is_floating_point()
+        if bio_targets.shape[:2] != batch_seq or (distributions and bio_targets.shape[-1] != 3):
+            raise ValueError(f"bio_targets must be {expected}, got {tuple(bio_targets.shape)} {bio_targets.dtype}")
+        check_batch_seq("tag_mask", tag_mask, batch_seq)
 
     def _marginal_loss(self, log_probs: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``-log Σ_k exp(Σ_i log p_{i,r_k(i)})`` per example, over the annotators present."""

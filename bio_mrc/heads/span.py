@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import Head, soft_cross_entropy
+from .base import Head, check_batch_seq, check_hidden_states, check_tensor, soft_cross_entropy
 
 
 class SpanHead(Head):
@@ -26,22 +26,51 @@ class SpanHead(Head):
         self.dropout = nn.Dropout(dropout)
         self.qa_outputs = nn.Linear(hidden_size, 2)
 
-    def forward(self, hidden_states: torch.Tensor) -> dict[str, torch.Tensor]:
+    def forward(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(batch, seq, hidden) -> ``(start_logits, end_logits)``, each (batch, seq)."""
+        hidden_states = check_hidden_states(hidden_states, self.qa_outputs.in_features)
         start, end = self.qa_outputs(self.dropout(hidden_states)).unbind(-1)
-        return {"start_logits": start, "end_logits": end}
+        return start, end
 
     def loss(
         self,
-        logits: dict[str, torch.Tensor],
+        logits: tuple[torch.Tensor, torch.Tensor],
         start_positions: torch.Tensor,
         end_positions: torch.Tensor,
         attention_mask: torch.Tensor | None = None,
-        **_: object,
+        tag_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """``logits``: the ``(start_logits, end_logits)`` pair ``forward`` returned. Positions are
+        (batch,) integers or (batch, seq) distributions. ``tag_mask`` is taken for the common
+        ``Head`` call and not read: every position of the window may start or end the answer."""
+        self._check_loss_inputs(logits, start_positions, end_positions, attention_mask)
         losses = []
-        for name, target in (("start_logits", start_positions), ("end_logits", end_positions)):
-            scores = logits[name].float()
+        for scores, target in zip(logits, (start_positions, end_positions)):
+            scores = scores.float()
             if attention_mask is not None:
                 scores = scores.masked_fill(~attention_mask.bool(), torch.finfo(scores.dtype).min)
             losses.append(soft_cross_entropy(torch.log_softmax(scores, dim=-1), target).mean())
         return (losses[0] + losses[1]) / 2
+
+    @staticmethod
+    def _check_loss_inputs(
+        logits: tuple[torch.Tensor, torch.Tensor],
+        start_positions: torch.Tensor,
+        end_positions: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+    ) -> None:
+        """Shapes and dtypes up front: a clear error instead of an IndexError deep in the arithmetic."""
+        if not isinstance(logits, (tuple, list)) or len(logits) != 2:
+            raise TypeError(
+                "logits must be the (start_logits, end_logits) pair SpanHead.forward returns, "
+                f"got {type(logits).__name__}"
+            )
+        start = check_tensor("start_logits", logits[0], "(batch, seq)", 2)
+        check_batch_seq("end_logits", logits[1], start.shape)
+        expected = f"(batch,) = ({start.shape[0]},) integer positions or (batch, seq) = {tuple(start.shape)} distributions"
+        for name, target in (("start_positions", start_positions), ("end_positions", end_positions)):
+            check_tensor(name, target, expected, (1, 2))
+            if target.shape != (start.shape if target.is_floating_point() else start.shape[:1]):
+                raise ValueError(f"{name} must be {expected}, got {tuple(target.shape)} {target.dtype}")
+        if attention_mask is not None:
+            check_batch_seq("attention_mask", attention_mask, start.shape)
