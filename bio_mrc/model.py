@@ -15,17 +15,26 @@ from .heads import BIOHead, SpanHead
 HEAD_CHOICES = ("span", "bio", "span+bio")
 # The layout of a saved model folder; a folder saved by a newer layout is refused, not misread.
 MODEL_FORMAT = 1
+# Written last into a model folder by training (provenance: options, data, time); its presence
+# marks a complete model. Folders saved before the windows moved into the config read them here.
+RUN_FILE = "bio_mrc_run.json"
+WINDOW_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
 
 
 class BioMrcConfig(PreTrainedConfig):
-    """Configuration is data: which heads, how their losses are weighted, tuned decoding settings.
+    """Configuration is data: which heads, how their losses are weighted, the windows the model
+    reads, tuned decoding settings; ``from_pretrained`` alone can run a saved model.
+
+    ``max_seq_length``, ``doc_stride`` and ``max_query_length`` are the window
+    settings it was trained with (and is run with); ``tag_level`` says which
+    tokens its BIO head tags.
 
     ``no_answer_thresholds`` maps a no-answer score (``threshold_key``: ``"span"``,
     ``"bio/ratio"``, ``"joint"``) to the threshold tuned on held-out questions and
     ``bio_length_prior`` is the BIO decoding's tuned span-length prior; both are
     saved with the model so that ``predict``, ``compare`` and ``AnswerExtractor``
     apply the same values. ``tuned_on`` says on which questions they were tuned
-    (``{"description", "question_hash"}``). ``bio_mrc_format`` is the folder
+    (``{"description", "questions", "content_hash"}``). ``bio_mrc_format`` is the folder
     layout's version.
     """
 
@@ -43,6 +52,9 @@ class BioMrcConfig(PreTrainedConfig):
     # Models saved before word-level tags existed were sub-word taggers, hence this default.
     tag_level: str = "subword"
     head_dropout: float = 0.1
+    max_seq_length: int | None = None
+    doc_stride: int | None = None
+    max_query_length: int | None = None
     no_answer_thresholds: dict | None = None
     bio_length_prior: float | None = None  # the BIO decoding's span-length prior, tuned on held-out questions
     tuned_on: dict | None = None

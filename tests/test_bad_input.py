@@ -190,7 +190,8 @@ def saved_model(tiny_encoder_dir, tmp_path_factory):
     from bio_mrc.model import BioMrcForQuestionAnswering
 
     folder = tmp_path_factory.mktemp("model")
-    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir)).save_pretrained(str(folder))
+    windows = {"max_seq_length": 64, "doc_stride": 16, "max_query_length": 16}
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), **windows).save_pretrained(str(folder))
     AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
     return folder
 
@@ -225,6 +226,14 @@ def test_model_folders_that_cannot_be_run(saved_model, tiny_encoder_dir, tmp_pat
     load_fails(tiny_encoder_dir, "a bert model, not a bio_mrc model")
     load_fails(copy_model(saved_model, tmp_path, edit={"bio_mrc_format": 99}), "format 99; this bio_mrc .* reads formats up to 1")
     load_fails(copy_model(saved_model, tmp_path / "w", drop=["model.safetensors"]), "no weights")
+    unwindowed = copy_model(saved_model, tmp_path / "u", edit={"max_seq_length": None, "doc_stride": None, "max_query_length": None})
+    load_fails(unwindowed, r"lacks the window settings \['max_seq_length', 'doc_stride', 'max_query_length'\] and there is no bio_mrc_run.json")
+    # A folder saved before the windows moved into the config reads them from the run record training wrote.
+    record = {"train": {"max_seq_length": 48, "doc_stride": 8, "max_query_length": 12}}
+    (unwindowed / "bio_mrc_run.json").write_text(json.dumps(record), encoding="utf-8")
+    features = TrainedModel.load(unwindowed).features
+    assert (features.max_seq_length, features.doc_stride, features.max_query_length) == (48, 8, 12)
+    assert TrainedModel.load(saved_model).features.max_seq_length == 64  # the config's own, not a default
 
 
 def test_a_tokenizer_without_offset_mappings_is_refused(monkeypatch, saved_model):

@@ -237,25 +237,16 @@ def train_model(
     # Before the windows are built: a run that cannot resume as asked fails at once.
     run_options = {"train": config.to_dict(), "questions": content_hash(examples)}
     checkpoint = _checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
-    with progress_bars(progress):
-        features = build_features(examples, tokenizer, config.features, desc="training windows")
-    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index"])
-    trainer = HeadRateTrainer(
-        model=model,
-        head_learning_rate=config.head_learning_rate,
-        args=args,
-        train_dataset=features,
-        data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
-        callbacks=list(callbacks or []),
-    )
+    trainer = _trainer(model, tokenizer, examples, config, args, progress, callbacks)
     outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     seconds = time.perf_counter() - started
-    record = {
+    n_windows = len(trainer.train_dataset)
+    record = {  # provenance: how the model came about (the model folder runs without it)
         "train": config.to_dict(),
         "encoder_path": encoder,
         "seconds": seconds,  # this process's share when resumed
         "n_examples": len(examples),
-        "n_windows": len(features),
+        "n_windows": n_windows,
         "final_loss": outcome.training_loss,  # the mean over this process's steps when resumed
         "resumed_from": checkpoint.name if checkpoint else None,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -263,7 +254,25 @@ def train_model(
     _save_final_model(trainer, tokenizer, output_dir, record)
     if trainer.is_world_process_zero():
         _remove_checkpoints(Path(args.output_dir), save_checkpoints)
-    return TrainResult(output_dir, seconds, len(examples), len(features), outcome.training_loss)
+    return TrainResult(output_dir, seconds, len(examples), n_windows, outcome.training_loss)
+
+
+def _trainer(
+    model: BioMrcForQuestionAnswering, tokenizer: Any, examples: Sequence[Example], config: TrainConfig,
+    args: TrainingArguments, progress: bool, callbacks: Sequence[TrainerCallback] | None,
+) -> "HeadRateTrainer":
+    """The training windows (targets only; offsets are for decoding) and the Trainer over them."""
+    with progress_bars(progress):
+        features = build_features(examples, tokenizer, config.features, desc="training windows")
+    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index"])
+    return HeadRateTrainer(
+        model=model,
+        head_learning_rate=config.head_learning_rate,
+        args=args,
+        train_dataset=features,
+        data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
+        callbacks=list(callbacks or []),
+    )
 
 
 def _training_arguments(
