@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from .config_options import add_config_options, config_from_args
+from .decoding.multispan import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DECODINGS, DecodeConfig
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
@@ -255,7 +256,8 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--context-file")
     extract.add_argument("--context")
     extract.add_argument("--decoding", choices=("auto", *DECODINGS), default="auto")
-    extract.add_argument("--min-span-probability", type=float, default=0.1, help="span decoding with --multi-span")
+    extract.add_argument("--min-span-probability", type=float, default=MIN_SPAN_PROBABILITY,
+                         help="span and joint decodings with --multi-span: drop n-best spans below this probability")
     add_config_options(extract, DecodeConfig, exclude=("require_answer",))
     extract.set_defaults(func=cmd_extract)
 

@@ -167,3 +167,18 @@ def test_tune_command_saves_thresholds_that_predict_applies(v2_file, tiny_encode
                  "--na-probs", str(preds.with_suffix(".na_probs.json"))]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert scores["best_f1"] == pytest.approx(tuned["best_f1"])  # tuned on this very file: the official best agrees
+
+
+def test_the_threshold_curve_has_only_thresholds_the_rule_can_apply():
+    from bio_mrc.metrics.squad import best_no_answer_threshold, no_answer_threshold_curve
+
+    scores = np.array([1.0, 1.0, 2.0, -np.inf])
+    answer_f1 = np.array([100.0, 0.0, 0.0, 100.0])
+    abstain_f1 = np.array([0.0, 100.0, 100.0, 0.0])
+    xs, f1 = no_answer_threshold_curve(scores, answer_f1, abstain_f1)
+    # "Abstain on all" is no point (a -inf score is answered at any threshold): -inf answers that question alone;
+    # the tie at 1.0 is one point.
+    assert xs.tolist() == [-np.inf, 1.0, 2.0] and f1.tolist() == [75.0, 75.0, 50.0]
+    assert best_no_answer_threshold(scores, answer_f1, abstain_f1) == (-np.inf, 75.0)  # ties: abstain more
+    abstained = apply_no_answer_threshold([Prediction(str(i), [], s) for i, s in enumerate(scores)], 1.0)
+    assert [p.abstain for p in abstained] == [False, False, True, False]  # F1 (100 + 0 + 100 + 100) / 4 = 75

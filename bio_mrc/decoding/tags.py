@@ -58,13 +58,6 @@ def tag_gains(log_probs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.n
     return begin, inside
 
 
-def span_log_ratios(log_probs: np.ndarray, row: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """``r(start, end)`` of given spans of given rows (spans must lie on real tokens)."""
-    begin, inside = tag_gains(log_probs, np.ones(np.shape(log_probs)[:2], dtype=bool))
-    cumulative = np.cumsum(inside, axis=1)
-    return begin[row, start] + cumulative[row, end] - cumulative[row, start]
-
-
 def best_tag_spans(log_probs: np.ndarray, mask: np.ndarray, max_span_length: int, n_best: int = 1) -> SpanCandidates:
     """The ``n_best`` single spans of every row by ``r``, best first (the span search of
     :mod:`bio_mrc.decoding.spans` with the inside gains as per-token scores).
