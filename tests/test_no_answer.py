@@ -149,6 +149,8 @@ def test_tune_command_saves_thresholds_that_predict_applies(v2_file, tiny_encode
     window = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
     assert main(["train", "--train", str(v2_file), "--output-dir", str(model), "--encoder", str(tiny_encoder_dir),
                  "--heads", "span", "--epochs", "1", *window]) == 0
+    saved = json.loads((model / "config.json").read_text())  # the model says which windows it reads
+    assert (saved["max_seq_length"], saved["doc_stride"], saved["max_query_length"]) == (48, 16, 12)
     capsys.readouterr()
     assert main(["tune", "--model", str(model), "--data", str(v2_file), "--plot-dir", str(tmp_path)]) == 0
     tuned = json.loads(capsys.readouterr().out)["span"]
