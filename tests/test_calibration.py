@@ -1,0 +1,64 @@
+"""Calibration: ECE by hand, the isotonic calibrator, raw confidences, and the target on synthetic data."""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.isotonic import IsotonicRegression
+
+from bio_mrc.inference.calibration import answer_is_right, calibrate, fit_calibrator, raw_confidence
+from bio_mrc.metrics.calibration import expected_calibration_error, reliability_bins
+from bio_mrc.types import AnswerSpan, Prediction
+
+
+def test_ece_by_hand():
+    # Bins of width 0.5: {0.2, 0.4} right once (acc 0.5, conf 0.3); {0.6, 0.8, 1.0} right twice (acc 2/3, conf 0.8).
+    confidence = np.array([0.2, 0.4, 0.6, 0.8, 1.0])
+    right = np.array([1, 0, 1, 1, 0])
+    expected = 2 / 5 * abs(0.5 - 0.3) + 3 / 5 * abs(2 / 3 - 0.8)
+    assert expected_calibration_error(confidence, right, n_bins=2) == pytest.approx(expected)
+    bins = reliability_bins(confidence, right, n_bins=2)
+    assert bins.count.tolist() == [2, 3] and bins.accuracy == pytest.approx([0.5, 2 / 3])
+
+
+def test_ece_is_zero_for_perfect_calibration_and_refuses_non_probabilities():
+    assert expected_calibration_error(np.array([1.0, 1.0, 0.0]), np.array([1, 1, 0])) == 0.0
+    with pytest.raises(ValueError, match="probabilities"):
+        expected_calibration_error(np.array([1.5]), np.array([1]))
+
+
+def test_the_saved_calibrator_is_scikit_learns_isotonic_regression():
+    rng = np.random.default_rng(0)
+    raw = rng.random(400)
+    right = (rng.random(400) < raw**3).astype(float)  # overconfident raw scores
+    calibrator = fit_calibrator(raw, right)
+    isotonic = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(raw, right)
+    probe = np.linspace(-0.2, 1.2, 57)
+    np.testing.assert_array_equal(calibrate(probe, calibrator), isotonic.predict(probe))
+
+
+def test_calibration_brings_ece_down_on_held_out_data():
+    rng = np.random.default_rng(1)
+    raw_fit, raw_test = rng.random(3000), rng.random(3000)
+    truth = lambda raw: (rng.random(raw.size) < raw**3).astype(float)  # noqa: E731
+    calibrator = fit_calibrator(raw_fit, truth(raw_fit))
+    right = truth(raw_test)
+    before = expected_calibration_error(raw_test, right)
+    after = expected_calibration_error(calibrate(raw_test, calibrator), right)
+    assert before > 0.2 and after < 0.03
+
+
+def test_raw_confidences():
+    spans = [AnswerSpan("a", 0, 1, 2.0), AnswerSpan("b", 2, 3, 0.0)]
+    span = raw_confidence([Prediction("q", spans), Prediction("empty")], "span")
+    assert span.tolist() == pytest.approx([1 / (1 + math.exp(-2.0)), 0.0])  # softmax over the n-best
+    bio = raw_confidence([Prediction("q", [AnswerSpan("a", 0, 1, 1.5)])], "bio")
+    assert bio.tolist() == pytest.approx([1 / (1 + math.exp(-1.5))])  # best span against all-O
+
+
+def test_right_means_official_f1_above_one_half():
+    gold = {"q1": ["the Eiffel Tower"], "q2": ["Paris France"], "q3": ["x"]}
+    predictions = [Prediction("q1", [AnswerSpan("Eiffel Tower", 0, 1, 0.0)]),
+                   Prediction("q2", [AnswerSpan("Paris", 0, 1, 0.0)]), Prediction("q3")]
+    # q1: F1 1.0; q2: P 1, R 1/2, F1 2/3; q3: no span.
+    assert answer_is_right(predictions, gold, "1.1").tolist() == [1.0, 1.0, 0.0]
