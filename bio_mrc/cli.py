@@ -38,8 +38,15 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
                         help="leave out bad questions instead of stopping at the first one (each is reported)")
 
 
+# The forms load_squad reads (bio_mrc/data/sources.py), for every --data and --train.
+_DATA_HELP = ("SQuAD questions: official SQuAD JSON; JSON Lines with the Hugging Face SQuAD columns "
+              "(.jsonl, .jsonl.gz, or by content); a folder saved with datasets' save_to_disk (FOLDER:SPLIT picks "
+              "a DatasetDict's split); or a hub dataset id with a split, e.g. rajpurkar/squad:validation (needs a network)")
+
+
 def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None):
-    """A SQuAD file under the command's data options, reporting every relocated offset and skipped question."""
+    """SQuAD questions in any form load_squad reads, under the command's data options,
+    reporting every relocated offset and skipped question."""
     from .data.squad import load_squad
 
     data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid)
@@ -192,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_command = functools.partial(sub.add_parser, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 
     train = add_command("train", help="fine-tune a model on SQuAD-format data")
-    train.add_argument("--train", required=True, help="SQuAD-format JSON")
+    train.add_argument("--train", required=True, help=_DATA_HELP)
     train.add_argument("--limit", type=int, help="first N questions of the file")
     train.add_argument("--output-dir", required=True)
     train.add_argument("--resume", action="store_true",
@@ -211,7 +218,7 @@ def _add_model_commands(add_command) -> None:
     """The commands that run a trained model: predict, evaluate, tune."""
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
     predict.add_argument("--model", required=True)
-    predict.add_argument("--data", required=True)
+    predict.add_argument("--data", required=True, help=_DATA_HELP)
     predict.add_argument("--limit", type=int)
     predict.add_argument("--decoding", choices=DECODINGS, nargs="+", default=["span"], help="one or several")
     predict.add_argument("--output", required=True)
@@ -221,7 +228,7 @@ def _add_model_commands(add_command) -> None:
     predict.set_defaults(func=cmd_predict)
 
     evaluate = add_command("evaluate", help="official SQuAD v1.1/v2.0 or MultiSpanQA metrics")
-    evaluate.add_argument("--data", required=True)
+    evaluate.add_argument("--data", required=True, help=f"{_DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
     evaluate.add_argument("--predictions", required=True)
     evaluate.add_argument("--na-probs")
     evaluate.add_argument("--metric", choices=("squad", "multispan"), default="squad")
@@ -231,7 +238,7 @@ def _add_model_commands(add_command) -> None:
     tune = add_command("tune", help="tune the BIO span-length prior (and, on SQuAD 2.0 data, no-answer thresholds) "
                                        "on held-out questions and save them with the model")
     tune.add_argument("--model", required=True)
-    tune.add_argument("--data", required=True, help="SQuAD JSON of questions NOT used for training or the final evaluation")
+    tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
     tune.add_argument("--limit", type=int)
     tune.add_argument("--decoding", choices=DECODINGS, nargs="+", help="default: every decoding the model has")
     tune.add_argument("--batch-size", type=int, default=64)

@@ -1,14 +1,15 @@
-"""SQuAD v1.1 / v2.0 (official JSON layout) into the package's data model."""
+"""SQuAD v1.1 / v2.0 into the package's data model: the official JSON layout and the Hugging Face
+columns (JSON Lines, datasets), through one per-question validation."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..types import Example
-from .errors import DataFormatError, read_json
+from .errors import DataFormatError
+from .sources import read_records
 
 
 @dataclass
@@ -39,22 +40,34 @@ def gold_texts(examples: Iterable[Example]) -> dict[str, list[str]]:
     return {ex.id: [" ".join(texts) for texts in ex.answer_texts()] for ex in examples}
 
 
-def load_squad(path: str | Path, limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False) -> SquadFile:
-    """Read an official SQuAD JSON file, validating every record.
+def load_squad(
+    data: Any, limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False, split: str | None = None
+) -> SquadFile:
+    """Read SQuAD questions from any form users have them in, validating every record the same way.
+
+    ``data`` is an official SQuAD JSON file; a JSON Lines file (``.jsonl``, ``.jsonl.gz``, or by
+    content) with the Hugging Face SQuAD columns, one question per line; a ``datasets.Dataset`` or
+    ``DatasetDict`` with those columns, or a folder one was saved to with ``save_to_disk``; or a hub
+    dataset id. ``split`` (or a ``:SPLIT`` suffix on a string) picks a DatasetDict's or a hub
+    dataset's split; a DatasetDict with one split needs none. See :mod:`bio_mrc.data.sources`.
 
     Each annotator's answer becomes one alternative with one span. A bad record
     (no id, an empty context or question, an ``answer_start`` that does not point
     at its ``text``, a text absent from the context, ``is_impossible`` that
     contradicts the answers, a repeated id) raises :class:`DataFormatError` naming
-    the file and the record: nothing is dropped silently.
+    the file and the record (and the line of a JSON Lines file, the row of a dataset):
+    nothing is dropped silently.
 
     ``fix_offsets`` relocates an ``answer_start`` that misses its text to the
     occurrence of the text nearest to it (the ids are listed in ``fixed_offsets``).
     ``skip_invalid`` leaves bad questions out instead of raising, and lists their
-    errors in ``skipped``; a malformed file or article still raises. ``limit``
+    errors in ``skipped``; a malformed file, line or article still raises. ``limit``
     keeps the first ``limit`` questions in file order (a fixed, reproducible slice).
     """
-    return parse_squad(read_json(path), str(path), limit, fix_offsets, skip_invalid)
+    records = read_records(data, split)
+    if records.rows is not None:
+        return parse_rows(records.rows, records.name, limit, fix_offsets, skip_invalid)
+    return parse_squad(records.squad, records.name, limit, fix_offsets, skip_invalid)
 
 
 def parse_squad(
@@ -63,25 +76,55 @@ def parse_squad(
     """Validate an already-parsed SQuAD object (see :func:`load_squad`)."""
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
         raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=source)
+    questions = (
+        (qa, context, title, source)
+        for number, article in enumerate(raw["data"], 1)
+        for qa, context, title in _questions_of(article, number, source)
+    )
     result = SquadFile([], str(raw.get("version", "1.1")).lstrip("v"), source)
+    return _collect(questions, result, limit, fix_offsets, skip_invalid)
+
+
+def parse_rows(
+    rows: Iterable[tuple[str, Any]], source: str = "", limit: int | None = None, fix_offsets: bool = False,
+    skip_invalid: bool = False,
+) -> SquadFile:
+    """Validate ``(where, row)`` records in the Hugging Face SQuAD columns (see :func:`load_squad`).
+
+    ``where`` (``line 3``, ``row 2``) joins the source in errors, so a record without an id is still found.
+    """
+    questions = (_row_question(row, f"{source}, {where}") for where, row in rows)
+    return _collect(questions, SquadFile([], "1.1", source), limit, fix_offsets, skip_invalid)
+
+
+def _row_question(row: Any, source: str) -> tuple[Any, Any, str, str]:
+    """A row as ``(qa, context, title, source)``: in the Hugging Face layout the row is its own qa."""
+    fields = row if isinstance(row, dict) else {}
+    title = fields.get("title")
+    return row, fields.get("context"), title if isinstance(title, str) else "", source
+
+
+def _collect(
+    questions: Iterable[tuple[Any, Any, str, str]], result: SquadFile, limit: int | None, fix_offsets: bool, skip_invalid: bool
+) -> SquadFile:
+    """The one pass every form goes through: parse each question, refuse a repeated id, raise or skip, stop at ``limit``."""
     seen: set[str] = set()
-    for number, article in enumerate(raw["data"], 1):
-        for qa, context, title in _questions_of(article, number, source):
-            try:
-                example = _parse_question(qa, context, title, source, result.fixed_offsets if fix_offsets else None)
-                if example.id in seen:
-                    raise DataFormatError("duplicate question id", example.id, source)
-            except DataFormatError as error:
-                if not skip_invalid:
-                    raise
-                result.skipped.append(error)
-                continue
-            seen.add(example.id)
-            result.examples.append(example)
-            if limit is not None and len(result.examples) >= limit:
-                return result
-    if any(not ex.is_answerable for ex in result.examples):
-        result.version = "2.0"  # unanswerable questions only exist in v2.0 data, whatever the header says
+    for qa, context, title, source in questions:
+        try:
+            example = _parse_question(qa, context, title, source, result.fixed_offsets if fix_offsets else None)
+            if example.id in seen:
+                raise DataFormatError("duplicate question id", example.id, source)
+        except DataFormatError as error:
+            if not skip_invalid:
+                raise
+            result.skipped.append(error)
+            continue
+        seen.add(example.id)
+        result.examples.append(example)
+        if qa.get("is_impossible") is not None or not example.is_answerable:
+            result.version = "2.0"  # only v2.0 data has unanswerable questions (or the field), whatever a header says
+        if limit is not None and len(result.examples) >= limit:
+            break
     return result
 
 
@@ -109,10 +152,7 @@ def _parse_question(qa: Any, context: Any, title: str, source: str, fixed: list[
     question = qa.get("question")
     if not isinstance(question, str) or not question.strip():
         raise DataFormatError("empty or missing question", qid, source)
-    answers = qa.get("answers", [] if qa.get("is_impossible") else None)
-    if not isinstance(answers, list):
-        raise DataFormatError("'answers' must be a list", qid, source)
-    impossible = qa.get("is_impossible", False)
+    answers, impossible = _answers_of(qa, qid, source)
     if not isinstance(impossible, bool):
         raise DataFormatError(f"'is_impossible' must be true or false, got {impossible!r}", qid, source)
     if impossible and answers:
@@ -121,6 +161,23 @@ def _parse_question(qa: Any, context: Any, title: str, source: str, fixed: list[
         raise DataFormatError("question has no answers and is not marked is_impossible", qid, source)
     alternatives = tuple((_answer_span(answer, context, qid, source, fixed),) for answer in answers)
     return Example(qid, question, context, alternatives, title)
+
+
+def _answers_of(qa: dict[str, Any], qid: str, source: str) -> tuple[list[Any], Any]:
+    """``(answers, is_impossible)`` from either layout: the official list of ``{text, answer_start}``
+    objects, or the Hugging Face columns ``{text: [...], answer_start: [...]}``, where empty lists
+    are how an unanswerable question is written (an ``is_impossible`` value, if any, must agree)."""
+    answers = qa.get("answers", [] if qa.get("is_impossible") else None)
+    if isinstance(answers, dict):
+        texts, starts = answers.get("text"), answers.get("answer_start")
+        if not isinstance(texts, list) or not isinstance(starts, list) or len(texts) != len(starts):
+            raise DataFormatError("'answers' needs lists 'text' and 'answer_start' of the same length", qid, source)
+        answers = [{"text": text, "answer_start": start} for text, start in zip(texts, starts)]
+        impossible = qa.get("is_impossible")  # a dataset column holds null where a row has no value
+        return answers, not answers if impossible is None else impossible
+    if not isinstance(answers, list):
+        raise DataFormatError("'answers' must be a list (or the columns {text: [...], answer_start: [...]})", qid, source)
+    return answers, qa.get("is_impossible", False)
 
 
 def _answer_span(answer: Any, context: str, qid: str, source: str, fixed: list[str] | None) -> tuple[int, int]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.multispanqa import load_multispanqa, multispan_gold_texts
+from ..data.sources import locate
 from ..data.splits import kfold_by_question, question_set_hash, split_by_article
 from ..data.squad import gold_texts, load_squad
 from ..data.unanswerable import add_unanswerable
@@ -48,7 +49,8 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
     if spec.format == "multispanqa":
         examples, is_v2 = load_multispanqa(path), False
     else:
-        data = load_squad(path, limit=None if spec.split or spec.limit is None else spec.skip + spec.limit)
+        # any form load_squad reads: a file, JSON Lines, a saved dataset (FOLDER:SPLIT) under data_dir, or a hub id
+        data = load_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit)
         examples, is_v2 = data.examples, data.is_v2
     if spec.split:
         examples = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))[spec.split["part"]]

@@ -1,0 +1,201 @@
+"""Where SQuAD questions come from, in the forms users have them.
+
+An official SQuAD JSON file; JSON Lines with the Hugging Face SQuAD columns (``id``, ``title``,
+``context``, ``question``, ``answers: {text: [...], answer_start: [...]}``), plain or gzipped;
+a ``datasets.Dataset``/``DatasetDict`` with those columns, in memory or saved with
+``save_to_disk``; a hub dataset id. This module only *reads* them, lazily, into raw records:
+:func:`bio_mrc.data.squad.load_squad` validates every form with the same per-question rule.
+
+A string may end in ``:SPLIT`` to pick a split of a saved DatasetDict or of a hub dataset
+(``squad_saved:validation``, ``rajpurkar/squad:validation``); a DatasetDict with one split needs none.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from .errors import DataFormatError, read_json
+
+SQUAD_COLUMNS = ("id", "context", "question", "answers")
+ROW_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".gz")
+# A split name, optionally with the hub's slice syntax: validation, train[:1000].
+_WITH_SPLIT = re.compile(r"^(?P<base>.+):(?P<split>[A-Za-z0-9_][\w.\-]*(?:\[[^\]]*\])?)$")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)?$")
+_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".txt", ".csv", ".parquet", ".arrow")
+_SNIFF_BYTES = 1 << 20
+_JSON_TYPES = {list: "list", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+@dataclass
+class Records:
+    """One source's questions before validation: ``squad`` (an official JSON object) or ``rows``
+    (``(where, row)`` pairs in the Hugging Face SQuAD columns; ``where`` is ``line N`` or ``row N``)."""
+
+    name: str
+    squad: Any = None
+    rows: Iterable[tuple[str, Any]] | None = None
+
+
+def read_records(data: Any, split: str | None = None) -> Records:
+    """The records of any supported form; a string that names no local path may be a hub id."""
+    if _from_datasets(data):
+        return dataset_records(data, split, f"datasets.{type(data).__name__}")
+    if not isinstance(data, (str, PathLike)):
+        raise TypeError(f"expected a path, a hub dataset id or a datasets.Dataset/DatasetDict, got {type(data).__name__}")
+    if isinstance(data, str) and split is None:
+        data, split = split_spec(data)
+    path = Path(data)
+    if path.is_dir():
+        return _folder_records(path, split)
+    if path.exists():
+        if split is not None:
+            raise DataFormatError(f"':{split}' picks a split of a saved DatasetDict or a hub dataset, not of a file", source=str(path))
+        return _file_records(path)
+    if isinstance(data, str) and is_hub_id(data):
+        return _hub_records(data, split)
+    raise DataFormatError("file not found", source=str(path))
+
+
+def split_spec(text: str) -> tuple[str, str | None]:
+    """``"folder:validation"`` -> ``("folder", "validation")``; a path that exists is never split."""
+    match = _WITH_SPLIT.match(text)
+    if Path(text).exists() or not match:
+        return text, None
+    base = match["base"]
+    return (base, match["split"]) if Path(base).exists() or is_hub_id(base) else (text, None)
+
+
+def is_hub_id(text: str) -> bool:
+    """``name`` or ``owner/name`` without a data-file suffix: what ``datasets.load_dataset`` fetches from the hub."""
+    return bool(_HUB_ID.match(text)) and not text.lower().endswith(_FILE_SUFFIXES)
+
+
+def locate(spec: str, base_dir: Path) -> str:
+    """A comparison config's data path: under ``base_dir`` unless it is absolute, or a hub id no local path shadows."""
+    local = Path(spec) if Path(spec).is_absolute() else base_dir / spec
+    if not Path(split_spec(str(local))[0]).exists() and is_hub_id(split_spec(spec)[0]):
+        return spec
+    return str(local)
+
+
+def _file_records(path: Path) -> Records:
+    """JSON Lines by suffix or by content (``Dataset.to_json`` writes them to ``.json`` files), else official JSON."""
+    if path.name.lower().endswith(ROW_SUFFIXES) or _first_line_is_a_row(path):
+        return Records(str(path), rows=_jsonl_rows(path))
+    return Records(str(path), squad=read_json(path))
+
+
+def _first_line_is_a_row(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        first = handle.readline(_SNIFF_BYTES)
+    try:
+        record = json.loads(first)
+    except ValueError:  # a pretty-printed or long one-line official file, or not JSON at all: read_json says which
+        return False
+    return isinstance(record, dict) and "data" not in record and any(key in record for key in SQUAD_COLUMNS)
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    """``("line N", object)`` for each non-blank line, read one at a time; a bad line raises naming it."""
+    source = str(path)
+    with (gzip.open if path.suffix.lower() == ".gz" else open)(path, "rb") as handle:
+        for number, raw in enumerate(_lines(handle, source), 1):
+            if raw.strip():
+                yield f"line {number}", _json_line(raw, number, source)
+
+
+def _lines(handle: Any, source: str) -> Iterator[bytes]:
+    try:
+        yield from handle
+    except EOFError:
+        raise DataFormatError("the gzip stream ends early (a truncated file?)", source=source) from None
+    except (OSError, zlib.error) as err:
+        raise DataFormatError(f"not a readable gzip file: {err}", source=source) from None
+
+
+def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
+    """One line's object; errors read as :func:`read_json`'s do, with the line number."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataFormatError(f"not UTF-8 text ({err.reason} at line {number}, byte {err.start})", source=source) from None
+    try:
+        record = json.loads(text.lstrip("\ufeff") if number == 1 else text)
+    except json.JSONDecodeError as err:
+        # Only the last line of a file cut short lacks its newline.
+        truncated = not text.endswith("\n") and (not text[err.pos :].strip() or err.msg.startswith("Unterminated string"))
+        problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
+        raise DataFormatError(f"{problem}: {err.msg} (line {number}, column {err.colno})", source=source) from None
+    if not isinstance(record, dict):
+        kind = _JSON_TYPES.get(type(record), type(record).__name__)
+        raise DataFormatError(f"line {number} is a JSON {kind}, not an object (JSON Lines: one question per line)", source=source)
+    if "data" in record and "question" not in record:
+        raise DataFormatError(f"line {number} is an official SQuAD JSON object, not one question (JSON Lines expected)", source=source)
+    return record
+
+
+def _from_datasets(data: Any) -> bool:
+    """A ``datasets`` object, recognised without importing ``datasets`` (slow) for files."""
+    return type(data).__module__.split(".")[0] == "datasets"
+
+
+def dataset_records(data: Any, split: str | None, name: str) -> Records:
+    """The rows of a Dataset, or of one split of a DatasetDict: the one named, or the only one."""
+    if isinstance(data, Mapping):
+        names = list(data)
+        if split is None and len(names) == 1:
+            split = names[0]
+        if split not in data:
+            wanted = f"no split {split!r}" if split is not None else "several splits"
+            raise DataFormatError(f"{wanted} in this DatasetDict (it has {names}); name one as {name}:SPLIT", source=name)
+        data, name = data[split], f"{name}:{split}"
+    elif split is not None:
+        raise DataFormatError(f"':{split}' picks a split of a DatasetDict; this is a single Dataset", source=name)
+    columns = getattr(data, "column_names", None)
+    missing = [column for column in SQUAD_COLUMNS if columns is not None and column not in columns]
+    if missing:
+        raise DataFormatError(f"the dataset lacks the SQuAD columns {missing} (it has {list(columns)})", source=name)
+    return Records(name, rows=((f"row {index}", row) for index, row in enumerate(data)))
+
+
+def _folder_records(path: Path, split: str | None) -> Records:
+    if not ((path / "dataset_dict.json").exists() or (path / "state.json").exists()):
+        raise DataFormatError(
+            "expected a JSON or JSON Lines file, or a folder saved with datasets' save_to_disk; "
+            "found a folder without dataset_dict.json or state.json", source=str(path),
+        )
+    import datasets
+
+    try:
+        loaded = datasets.load_from_disk(str(path))
+    except Exception as err:  # datasets raises many kinds for a damaged folder; all mean the same to the user
+        raise DataFormatError(f"could not read the saved dataset: {type(err).__name__}: {_first_line(err)}", source=str(path)) from None
+    return dataset_records(loaded, split, str(path))
+
+
+def _hub_records(dataset_id: str, split: str | None) -> Records:
+    """``datasets.load_dataset(id, split=...)``; without a network (or with an unknown id) a clear error."""
+    import datasets
+
+    name = f"{dataset_id}:{split}" if split else dataset_id
+    try:
+        loaded = datasets.load_dataset(dataset_id, split=split)
+    except Exception as err:  # ConnectionError, offline mode, unknown dataset or split: the user's next step is the same
+        raise DataFormatError(
+            f"no such local file or folder, and the Hugging Face hub dataset could not be loaded "
+            f"({type(err).__name__}: {_first_line(err)}); without a network, pass a local SQuAD JSON or "
+            "JSON Lines file or a folder saved with save_to_disk", source=name,
+        ) from None
+    return dataset_records(loaded, None, name)
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [""])[0]
