@@ -24,6 +24,7 @@ from ..encoders import load_tokenizer
 from ..errors import ConfigError
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tune_settings, tuning_provenance, write_prediction_files
 from ..io import atomic_write_json
+from ..model_card import record_evaluation
 from ..types import content_hash
 from .cells import DecodedCell, decode_cell, pool, score_cell
 from .config import CompareConfig, RunSpec
@@ -172,6 +173,8 @@ def _score_model(
                       "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None})
         if saved is not None:
             cells[-1]["tuning_saved_with_model"] = saved
+    # The model's card (README.md) shows these scores: kept in its evaluation record.
+    record_evaluation(trained.path, cells, {"eval": eval_split, "train": splits.train, "tune": splits.tune}, vars(options))
     return cells
 
 

@@ -16,6 +16,7 @@ from ..decoding.windows import MergedTokens, WindowOutputs
 from ..io import atomic_write_text
 from ..metrics.squad import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
 from ..model import BioMrcConfig
+from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
 from .answers import threshold_key
 
@@ -134,7 +135,7 @@ def save_tuned_settings(
 
     Values tuned on the same questions are merged. Values tuned on other questions are
     replaced, or, without ``overwrite`` (a comparison reusing a cached model), kept:
-    then nothing is written and False is returned.
+    then nothing is written and False is returned. The model card is remade with the new values.
     """
     previous = config.tuned_on or {}
     same_questions = previous.get("content_hash") == tuned_on["content_hash"]
@@ -146,4 +147,5 @@ def save_tuned_settings(
         setattr(config, name, value)
     config.tuned_on = tuned_on
     atomic_write_text(Path(model_dir) / "config.json", config.to_json_string())
+    write_model_card(model_dir)  # the card shows the values just saved
     return True

@@ -25,6 +25,7 @@ from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, Featu
 from ..io import atomic_move_files, atomic_write_json
 from ..heads import BIOHead
 from ..model import HEAD_CHOICES, RUN_FILE, BioMrcForQuestionAnswering
+from ..model_card import clear_model_card, write_model_card
 from ..progress import progress_bars
 from ..types import Example, content_hash
 from ..features.collate import WindowCollator
@@ -386,10 +387,12 @@ def _remove_checkpoints(folder: Path, ours: bool) -> None:
 
 
 def _save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record: dict[str, Any]) -> None:
-    """Save into a staging folder, move the files into ``output_dir``, then write the run record.
+    """Save into a staging folder, move the files into ``output_dir``, then write the run record
+    and the model card (README.md, made from the folder's files).
 
     The record is the "complete" marker (the harness reuses a folder that has one), so the old
-    record goes first and the new one comes only once every file of the new model is in place.
+    record goes first and the new one comes only once every file of the new model is in place;
+    the old model's scores and card go with the old record.
     """
     staging = output_dir / STAGING_DIR
     if trainer.is_world_process_zero():
@@ -400,10 +403,12 @@ def _save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record
     try:
         tokenizer.save_pretrained(str(staging))
         (output_dir / RUN_FILE).unlink(missing_ok=True)
+        clear_model_card(output_dir)
         atomic_move_files(staging, output_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     atomic_write_json(output_dir / RUN_FILE, record, indent=2)
+    write_model_card(output_dir)
 
 
 def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:

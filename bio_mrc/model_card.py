@@ -1,0 +1,372 @@
+"""Model cards: a model folder's ``README.md`` in the Hugging Face format, so that a folder pushed to
+the hub documents itself (what the model is, how it was trained, how it scored, how to run it).
+
+The card is made from the folder's own files and nothing else: ``config.json`` (heads, windows,
+tuned settings), the run record ``bio_mrc_run.json`` (training options, data size) and the
+evaluation record ``bio_mrc_eval.json`` (what comparisons measured on the model). Whatever writes
+one of them calls :func:`write_model_card`, so the card never contradicts them. The metadata is
+rendered by ``huggingface_hub`` (``ModelCardData``, ``EvalResult``), the hub's own reader.
+
+A core module: it reads JSON and imports nothing above the core, so training, inference and the
+harness can all keep the card up to date.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from . import __version__
+from .encoders import is_default_encoder
+from .io import atomic_write_json, atomic_write_text
+
+__all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "clear_model_card", "record_evaluation", "render_model_card",
+           "write_model_card"]
+
+CARD_FILE = "README.md"
+EVAL_FILE = "bio_mrc_eval.json"  # what comparisons measured on the model, kept beside it
+RUN_RECORD_FILE = "bio_mrc_run.json"  # bio_mrc.model.RUN_FILE (the core cannot import the model layer; a test ties them)
+CARD_MARKER = "<!-- bio_mrc model card:"  # a README.md without it was written by hand and is left alone
+EVAL_FORMAT = 1
+LIBRARY_NAME = "bio_mrc"
+TAGS = ["question-answering", "extractive-qa", "bio-tagging", "multi-span"]
+DEFAULT_ENCODER_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the embedded default encoder is
+# Dataset ids on the hub, recognised by the folder names of the project's data layout (../shared/data).
+HUB_DATASETS = ((re.compile(r"(^|[/\\])squad-v2\.0[/\\]"), "rajpurkar/squad_v2"),
+                (re.compile(r"(^|[/\\])squad-v1\.1[/\\]"), "rajpurkar/squad"))
+SPLIT_NAMES = {"dev": "validation", "train": "train", "test": "test"}  # file names -> the hub's split names
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+DECODING_HEADS = (("span", {"span"}), ("bio", {"bio"}), ("joint", {"span", "bio"}))  # as decoding.available_decodings
+
+
+def decodings_of(heads: str) -> list[str]:
+    """The decodings a model with these heads supports (the card says which it offers)."""
+    return [name for name, need in DECODING_HEADS if need <= set(heads.split("+"))]
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"), object_hook=_special_float) if path.is_file() else None
+
+
+def _special_float(obj: dict[str, Any]) -> Any:
+    """transformers writes a non-finite float of a config as ``{"__float__": "-Infinity"}``; read it back as one."""
+    if set(obj) == {"__float__"} and obj["__float__"] in ("Infinity", "-Infinity", "NaN"):
+        return float(obj["__float__"].replace("Infinity", "inf"))
+    return obj
+
+
+def write_model_card(model_dir: str | Path) -> Path | None:
+    """(Re)write ``model_dir/README.md`` from the folder's files; returns its path.
+
+    Nothing is written to a folder without ``config.json`` (no model yet), nor over a README.md
+    written by hand (one without the card's marker line): that card is its author's to keep.
+    """
+    model_dir = Path(model_dir)
+    config = _read_json(model_dir / "config.json")
+    if not isinstance(config, dict):
+        return None
+    card = model_dir / CARD_FILE
+    if card.is_file() and CARD_MARKER not in card.read_text(encoding="utf-8", errors="replace"):
+        warnings.warn(f"{card} was not written by bio_mrc (no '{CARD_MARKER}' line): left as it is", stacklevel=2)
+        return None
+    record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)
+    return atomic_write_text(card, render_model_card(config, record, evaluation, model_dir.name))
+
+
+def clear_model_card(model_dir: str | Path) -> None:
+    """A model about to be replaced: its scores and its generated card go with it (a card written by
+    hand stays), so a save cut short never leaves the old model's numbers beside the new weights."""
+    model_dir = Path(model_dir)
+    (model_dir / EVAL_FILE).unlink(missing_ok=True)
+    card = model_dir / CARD_FILE
+    if card.is_file() and CARD_MARKER in card.read_text(encoding="utf-8", errors="replace"):
+        card.unlink()
+
+
+def record_evaluation(
+    model_dir: str | Path,
+    cells: Sequence[Mapping[str, Any]],
+    splits: Mapping[str, Any],
+    decode: Mapping[str, Any] | None = None,
+) -> Path | None:
+    """Keep the official EM/F1 a comparison measured on a model in its evaluation record, then
+    refresh its card; returns the record's path (None when no cell has SQuAD scores).
+
+    ``cells``: the harness's cells of one model (``decoding``, per-question ``em``/``f1`` in 0..100,
+    ``threshold``, ``bio_length_prior``); ``splits``: the ``eval``, ``train`` and ``tune`` questions
+    (None, the harness's splits, or their ``describe()`` dicts: ``description``, ``questions``,
+    ``question_hash``, ``version``).
+    The same evaluation again (same questions, tuning questions, decoding options) replaces the old one.
+    """
+    results = {cell["decoding"]: _scores(cell) for cell in cells if cell.get("em") is not None and len(cell["em"])}
+    if not results:
+        return None
+    entry = {"evaluated_on": _described(splits["eval"]), "tuned_on": _described(splits.get("tune")),
+             "decode": _plain(decode), "results": results, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+             "package_version": __version__}
+    path = Path(model_dir) / EVAL_FILE
+    saved = _read_json(path) or {}
+    kept = [old for old in saved.get("evaluations", []) if _evaluation_key(old) != _evaluation_key(entry)]
+    trained_on = _described(splits.get("train")) or saved.get("trained_on")
+    record = {"bio_mrc_eval_format": EVAL_FORMAT, "trained_on": trained_on, "evaluations": kept + [entry]}
+    atomic_write_json(path, record, indent=2)
+    write_model_card(model_dir)
+    return path
+
+
+def _plain(mapping: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return dict(mapping) if mapping is not None else None
+
+
+def _described(split: Any) -> dict[str, Any] | None:
+    """A split's description as plain data (a harness ``Split`` is described, a mapping copied)."""
+    if split is None or isinstance(split, Mapping):
+        return _plain(split)
+    return {**split.describe(), "version": split.version}
+
+
+def _scores(cell: Mapping[str, Any]) -> dict[str, Any]:
+    """The official EM and F1 (the means of the per-question scores) and the settings they were decoded with."""
+    em, f1 = [float(x) for x in cell["em"]], [float(x) for x in cell["f1"]]
+    scores = {"exact_match": round(sum(em) / len(em), 4), "f1": round(sum(f1) / len(f1), 4), "questions": len(f1)}
+    for name in ("threshold", "bio_length_prior"):
+        if cell.get(name) is not None:
+            scores[name] = float(cell[name])
+    return scores
+
+
+def _evaluation_key(entry: Mapping[str, Any]) -> str:
+    """What makes two evaluations the same: the questions, the tuning questions, the decoding options."""
+    blob = json.dumps([(entry.get("evaluated_on") or {}).get("question_hash"),
+                       (entry.get("tuned_on") or {}).get("question_hash"), entry.get("decode")], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _hub_dataset(description: str | None) -> str | None:
+    for pattern, dataset in HUB_DATASETS:
+        if description and pattern.search(description):
+            return dataset
+    return None
+
+
+def _base_model(train: Mapping[str, Any]) -> str | None:
+    """The hub id the model was fine-tuned from (``init_from``, else the encoder); None for a local folder."""
+    for name in (train.get("init_from"), train.get("encoder")):
+        if name is not None and is_default_encoder(name):
+            return DEFAULT_ENCODER_ID
+        if name and HUB_ID.fullmatch(name) and not Path(name).exists():
+            return name
+    return None
+
+
+def _finite(value: Any) -> Any:
+    """YAML for the hub: a number, or words where the value is not finite (``-inf``: always abstain)."""
+    if isinstance(value, (int, float)) and not math.isfinite(value):
+        return "always abstain (-inf)" if value < 0 else str(value)
+    return value
+
+
+def card_metadata(config: Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str):
+    """The card's YAML front matter as ``huggingface_hub.ModelCardData`` (``model-index`` included)."""
+    from huggingface_hub import ModelCardData
+
+    trained_on = (evaluation or {}).get("trained_on") or {}
+    dataset = _hub_dataset(trained_on.get("description"))
+    results = _evaluation_results(evaluation, config) + _tuned_results(config)
+    return ModelCardData(
+        library_name=LIBRARY_NAME, tags=list(TAGS), pipeline_tag="question-answering",
+        base_model=_base_model((record or {}).get("train") or {}), datasets=[dataset] if dataset else None,
+        metrics=["exact_match", "f1"] if evaluation else None,
+        model_name=name if results else None, eval_results=results or None,
+    )
+
+
+def _dataset(description: str | None, questions: Any, question_hash: Any, suffix: str = "") -> dict[str, Any]:
+    """An ``EvalResult``'s dataset fields. The hub groups results by dataset type and split, so the
+    split names the questions too: two sets of questions of one file are never merged into one."""
+    path = Path((description or "unknown").split(" (")[0])
+    split = SPLIT_NAMES.get(path.stem, path.stem)
+    return {"dataset_type": _hub_dataset(description) or "local", "dataset_name": f"{description}{suffix}",
+            "dataset_split": f"{split} ({questions} questions, {question_hash})"}
+
+
+def _shown_evaluations(evaluation: Mapping | None, config: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """One evaluation per set of questions for ``model-index``: the latest one decoded with the
+    settings saved with the model (tuned on the same questions) when there is one, else the latest."""
+    def tuning(tuned_on: Mapping[str, Any] | None) -> tuple[Any, Any]:
+        return (tuned_on or {}).get("description"), (tuned_on or {}).get("questions")
+
+    saved, chosen = tuning(config.get("tuned_on")), {}
+    for entry in (evaluation or {}).get("evaluations", []):
+        key = entry["evaluated_on"].get("question_hash")
+        if key not in chosen or tuning(entry.get("tuned_on")) == saved or tuning(chosen[key].get("tuned_on")) != saved:
+            chosen[key] = entry
+    return list(chosen.values())
+
+
+def _evaluation_results(evaluation: Mapping | None, config: Mapping[str, Any]) -> list:
+    """One hub ``EvalResult`` per decoding and metric (EM, F1) of each set of evaluation questions."""
+    from huggingface_hub import EvalResult
+
+    results = []
+    for entry in _shown_evaluations(evaluation, config):
+        on = entry["evaluated_on"]
+        dataset = _dataset(on.get("description"), on.get("questions"), on.get("question_hash"))
+        for decoding, scores in entry["results"].items():
+            settings = {k: _finite(scores[k]) for k in ("threshold", "bio_length_prior") if k in scores}
+            for metric, label in (("exact_match", "EM"), ("f1", "F1")):
+                results.append(EvalResult(
+                    task_type="question-answering", task_name="Extractive question answering", **dataset,
+                    metric_type=metric, metric_value=scores[metric], metric_name=f"{label} ({decoding} decoding)",
+                    metric_config=decoding, metric_args=settings or None,
+                ))
+    return results
+
+
+def _tuned_results(config: Mapping[str, Any]) -> list:
+    """The settings tuned on held-out questions, as ``model-index`` values measured on those questions."""
+    from huggingface_hub import EvalResult
+
+    tuned_on, prior = config.get("tuned_on"), config.get("bio_length_prior")
+    values = [("bio_length_prior", "BIO span-length prior β (tuned setting)", None, prior)] if prior is not None else []
+    for key, threshold in sorted((config.get("no_answer_thresholds") or {}).items()):
+        if math.isfinite(threshold):  # -inf (always abstain) is no number the hub reads
+            values.append(("no_answer_threshold", f"no-answer threshold, {key} (tuned setting)", key, threshold))
+    if not tuned_on or not values:
+        return []
+    dataset = _dataset(tuned_on.get("description"), tuned_on.get("questions"), tuned_on.get("content_hash"),
+                       suffix=" (tuning questions)")
+    return [EvalResult(task_type="question-answering", task_name="Extractive question answering", **dataset,
+                       metric_type=kind, metric_value=value, metric_name=label, metric_config=key)
+            for kind, label, key, value in values]
+
+
+def render_model_card(config: Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str) -> str:
+    """The whole card: YAML front matter, then what the model is, its training, scores, tuned settings, usage."""
+    metadata = card_metadata(config, record, evaluation, name)
+    sections = [
+        f"# {name}",
+        f"{CARD_MARKER} made from config.json, {RUN_RECORD_FILE} and {EVAL_FILE}, and remade when they change; "
+        "remove this line to keep edits -->",
+        _model_section(config, record),
+        _training_section(record, evaluation),
+        _evaluation_section(evaluation),
+        _tuned_section(config),
+        _usage_section(config, name),
+    ]
+    return f"---\n{metadata.to_yaml()}\n---\n\n" + "\n\n".join(sections) + "\n"
+
+
+def _table(rows: Sequence[tuple[Any, ...]], header: tuple[str, ...]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows])
+
+
+def _model_section(config: Mapping[str, Any], record: Mapping | None) -> str:
+    """What the model is: heads, decodings, tag level, windows, encoder."""
+    heads = config.get("heads", "?")
+    names = heads.split("+")
+    parts = {"span": "a start/end span head (one answer span, an n-best list, a no-answer score from [CLS])",
+             "bio": "a BIO tagging head (B/I/O per paragraph token: one or several answer spans)"}
+    encoder = ((record or {}).get("train") or {}).get("encoder") or (config.get("encoder") or {}).get("_name_or_path")
+    tag_level = config.get("tag_level")
+    rows = [
+        ("heads", f"`{heads}`"),
+        ("decodings", ", ".join(f"`{d}`" for d in decodings_of(heads))),
+        ("multi-span answers", "yes: the spans of the BIO head's most probable tag sequence (`multi_span=True`)"
+         if "bio" in names else "the span head's non-overlapping n-best spans"),
+        ("BIO tag level", {"word": "`word`: the first piece of each word", "subword": "`subword`: every paragraph token"}
+         .get(tag_level, f"`{tag_level}`") if "bio" in names else "no BIO head"),
+        ("windows", ", ".join(f"`{k}` {config.get(k)}" for k in ("max_seq_length", "doc_stride", "max_query_length"))),
+        ("encoder", f"`{encoder}`" if encoder else "unknown"),
+        ("bio_mrc model format", config.get("bio_mrc_format", 1)),
+    ]
+    intro = (f"Extractive question answering made with `bio_mrc`: one BERT-style encoder with "
+             f"{' and '.join(parts[h] for h in names if h in parts)}.")
+    return "## Model\n\n" + intro + "\n\n" + _table(rows, ("", ""))
+
+
+def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str:
+    """How the model was trained: the data and the full training configuration (the run record's)."""
+    if not record:
+        return f"## Training\n\nNo run record ({RUN_RECORD_FILE}): how this model was trained is not recorded."
+    trained_on = (evaluation or {}).get("trained_on")
+    resumed = f", resumed from {record['resumed_from']}" if record.get("resumed_from") else ""
+    lines = [f"Trained on {record.get('n_examples')} questions ({record.get('n_windows')} windows) in "
+             f"{record.get('seconds', 0):.0f} s; final training loss {record.get('final_loss', float('nan')):.4f}; "
+             f"finished {record.get('finished')}{resumed}."]
+    if trained_on:
+        lines.append(f"Training questions: `{trained_on.get('description')}` ({trained_on.get('questions')} questions, "
+                     f"hash `{trained_on.get('question_hash')}`).")
+    else:
+        lines.append("Which questions they were is not recorded (a comparison records its training split here).")
+    rows = [(f"`{key}`", f"`{json.dumps(value)}`") for key, value in (record.get("train") or {}).items()]
+    return ("## Training\n\n" + "\n".join(lines) + "\n\nTraining configuration (`TrainConfig`):\n\n"
+            + _table(rows, ("option", "value")))
+
+
+def _number(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    if not math.isfinite(value):
+        return "−∞ (always abstain)" if value < 0 else str(value)
+    return f"{value:.{digits}f}"
+
+
+def _evaluation_section(evaluation: Mapping | None) -> str:
+    """The official scores of every decoding, per set of evaluation questions."""
+    entries = (evaluation or {}).get("evaluations") or []
+    if not entries:
+        return "## Evaluation\n\nNo evaluation recorded yet: `bio-mrc compare` records each decoding's scores here."
+    blocks = ["## Evaluation"]
+    for entry in entries:
+        on, tune = entry["evaluated_on"], entry.get("tuned_on")
+        note = (f"{on.get('questions')} questions, official SQuAD v{on.get('version', '1.1')} metrics, measured "
+                f"{entry.get('date')} by `bio-mrc compare` (bio_mrc {entry.get('package_version')})")
+        if tune:
+            note += f"; settings tuned on `{tune.get('description')}` ({tune.get('questions')} questions)"
+        rows = [(f"`{d}`", _number(s["exact_match"]), _number(s["f1"]), _number(s.get("threshold")),
+                 _number(s.get("bio_length_prior"))) for d, s in entry["results"].items()]
+        blocks.append(f"### `{on.get('description')}`\n\n{note}.\n\n"
+                      + _table(rows, ("decoding", "EM", "F1", "no-answer threshold", "BIO length prior β")))
+    return "\n\n".join(blocks)
+
+
+def _tuned_section(config: Mapping[str, Any]) -> str:
+    """The decoding settings saved in config.json, with the questions they were tuned on."""
+    prior, thresholds = config.get("bio_length_prior"), config.get("no_answer_thresholds") or {}
+    if prior is None and not thresholds:
+        prior_note = "the BIO span-length prior β is 0 and " if "bio" in str(config.get("heads")) else ""
+        return (f"## Tuned settings\n\nNone: {prior_note}no no-answer threshold is set "
+                "(`bio-mrc tune --model DIR --data HELDOUT.json` tunes them on held-out questions).")
+    rows = ([("BIO span-length prior β", _number(prior))] if prior is not None else []) + [
+        (f"no-answer threshold `{key}`", _number(value, 4)) for key, value in sorted(thresholds.items())]
+    tuned_on = config.get("tuned_on") or {}
+    provenance = (f"Tuned on `{tuned_on.get('description')}` ({tuned_on.get('questions')} questions, content hash "
+                  f"`{tuned_on.get('content_hash')}`)" if tuned_on else "Where these were tuned is not recorded")
+    return ("## Tuned settings\n\n" + provenance + "; saved in config.json, applied by `predict`, `compare` and "
+            "`AnswerExtractor` (a question is left unanswered when its no-answer score exceeds the threshold).\n\n"
+            + _table(rows, ("setting", "value")))
+
+
+def _usage_section(config: Mapping[str, Any], name: str) -> str:
+    """How to run the model from Python and from the command line."""
+    decodings = decodings_of(config.get("heads", "span"))
+    decoding = "joint" if "joint" in decodings else decodings[0] if decodings else "span"
+    multi = ", multi_span=True" if "bio" in decodings else ""
+    return (
+        "## Usage\n\n```python\nfrom bio_mrc import AnswerExtractor\n\n"
+        f'model_dir = "{name}"  # this folder; from the hub: huggingface_hub.snapshot_download("USER/{name}")\n'
+        f"extractor = AnswerExtractor.from_pretrained(model_dir{multi})\n"
+        'context = "The Normans were descended from Norse raiders from Denmark, Iceland and Norway."\n'
+        'result = extractor("Which countries did the Norse come from?", context)\n'
+        "print([(s.text, s.start, s.end, s.score) for s in result.spans])\n```\n\n"
+        f"```bash\nbio-mrc predict --model {name} --data dev.json --decoding {decoding} --output preds.json\n"
+        "bio-mrc evaluate --data dev.json --predictions preds.json\n```"
+    )

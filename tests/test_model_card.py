@@ -1,0 +1,182 @@
+"""Model cards: a saved model folder's README.md documents it in the Hugging Face format, and agrees
+with the folder's own files (config.json, the run record, the evaluation record) after each change."""
+
+import json
+import math
+import shutil
+
+import pytest
+import yaml
+from huggingface_hub import ModelCard
+
+from bio_mrc import model_card
+from bio_mrc.decoding.postprocess import available_decodings
+from bio_mrc.harness.compare import compare
+from bio_mrc.harness.config import parse_config
+from bio_mrc.inference import AnswerExtractor, save_tuned_settings
+from bio_mrc.model import HEAD_CHOICES, RUN_FILE, BioMrcConfig
+from bio_mrc.training.train import TrainConfig, load_run_record, train_model
+
+from .conftest import FIXTURES, SAMPLE_V1
+
+CONTEXT = "The Normans were descended from Norse raiders from Denmark, Iceland and Norway."
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_encoder_dir, sample_v1, tmp_path_factory):
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=48, doc_stride=16,
+                         max_query_length=12, epochs=1, batch_size=4, seed=1)
+    return train_model(sample_v1.examples, config, tmp_path_factory.mktemp("carded") / "model", save_checkpoints=False).model_dir
+
+
+@pytest.fixture
+def model_dir(trained, tmp_path):
+    """A copy of the trained model that a test may change."""
+    return shutil.copytree(trained, tmp_path / "model")
+
+
+def front_matter(folder):
+    """The card's YAML as plain data (as the hub parses it) and its body."""
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    yaml_text, body = text[4:].split("\n---\n", 1)
+    return yaml.safe_load(yaml_text), body
+
+
+def metrics(meta):
+    """{(metric type, config): value} over every model-index result."""
+    return {(m["type"], m.get("config")): m["value"]
+            for result in meta.get("model-index", [{}])[0].get("results", []) for m in result["metrics"]}
+
+
+def test_training_writes_a_card_the_hub_reads(trained):
+    meta, body = front_matter(trained)
+    assert meta["library_name"] == "bio_mrc" and meta["pipeline_tag"] == "question-answering"
+    assert {"question-answering", "extractive-qa", "bio-tagging", "multi-span"} <= set(meta["tags"])
+    assert "base_model" not in meta  # a local encoder folder is no hub id
+    assert ModelCard.load(trained / "README.md").data.library_name == "bio_mrc"
+    record, config = load_run_record(trained), json.loads((trained / "config.json").read_text())
+    for option, value in record["train"].items():  # the full training configuration, as recorded
+        assert f"| `{option}` | `{json.dumps(value)}` |" in body
+    assert f"Trained on {record['n_examples']} questions ({record['n_windows']} windows)" in body
+    for window in ("max_seq_length", "doc_stride", "max_query_length"):
+        assert f"`{window}` {config[window]}" in body
+    assert "`span`, `bio`, `joint`" in body and "`word`: the first piece of each word" in body
+    assert "AnswerExtractor.from_pretrained(" in body and f"bio-mrc predict --model {trained.name}" in body
+
+
+def test_tuned_settings_refresh_the_card(model_dir):
+    config = BioMrcConfig.from_pretrained(str(model_dir))
+    tuned_on = {"description": "heldout.json (first 5 questions)", "questions": 5, "content_hash": "abc123"}
+    assert save_tuned_settings(model_dir, config, {"span": -1.25, "joint": float("-inf")}, {"bio_length_prior": 2.25}, tuned_on)
+    meta, body = front_matter(model_dir)
+    saved = json.loads((model_dir / "config.json").read_text())
+    found = metrics(meta)
+    assert found[("bio_length_prior", None)] == saved["bio_length_prior"] == 2.25
+    assert found[("no_answer_threshold", "span")] == saved["no_answer_thresholds"]["span"] == -1.25
+    assert ("no_answer_threshold", "joint") not in found  # -inf is no number the hub reads; the body says it
+    assert all(isinstance(v, float) and math.isfinite(v) for v in found.values())
+    assert "| no-answer threshold `joint` | −∞ (always abstain) |" in body and "| BIO span-length prior β | 2.25 |" in body
+    assert "Tuned on `heldout.json (first 5 questions)` (5 questions, content hash `abc123`)" in body
+
+
+@pytest.fixture(scope="module")
+def comparison(tiny_encoder_dir, tmp_path_factory):
+    normans = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}}
+    raw = {
+        "name": "card", "train": {**normans, "limit": 3}, "tune": {**normans, "skip": 3},
+        "eval": {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 1, "seed": 0}},
+        "defaults": {"encoder": str(tiny_encoder_dir), "max_seq_length": 48, "doc_stride": 16, "max_query_length": 12,
+                     "epochs": 2, "batch_size": 4, "learning_rate": 1e-3},
+        "runs": [{"name": "joint", "heads": "span+bio"}], "seeds": [1],
+    }
+    out = tmp_path_factory.mktemp("card-compare")
+    results, _ = compare(parse_config(raw), FIXTURES, out, progress=False)
+    return results, out / "models" / results["cells"][0]["model_dir"].rsplit("/", 1)[-1]
+
+
+def test_a_comparison_records_each_decodings_scores_in_the_card(comparison):
+    results, folder = comparison
+    meta, body = front_matter(folder)
+    record = json.loads((folder / model_card.EVAL_FILE).read_text())
+    (entry,) = record["evaluations"]
+    assert entry["evaluated_on"]["description"] == results["eval"]["description"]
+    assert entry["evaluated_on"]["questions"] == len(results["eval_examples"])
+    assert record["trained_on"]["questions"] == load_run_record(folder)["n_examples"] == 3
+    found = metrics(meta)
+    for cell in results["cells"]:
+        scores = entry["results"][cell["decoding"]]
+        assert scores["exact_match"] == pytest.approx(sum(cell["em"]) / len(cell["em"]), abs=1e-4)
+        assert scores["f1"] == pytest.approx(sum(cell["f1"]) / len(cell["f1"]), abs=1e-4)
+        assert found[("exact_match", cell["decoding"])] == scores["exact_match"]
+        assert found[("f1", cell["decoding"])] == scores["f1"]
+        assert f"| `{cell['decoding']}` | {scores['exact_match']:.2f} | {scores['f1']:.2f} |" in body
+    saved = json.loads((folder / "config.json").read_text())  # the β the comparison tuned and saved
+    assert found[("bio_length_prior", None)] == saved["bio_length_prior"] == entry["results"]["bio"]["bio_length_prior"]
+    assert saved["tuned_on"]["description"] in body
+
+
+def test_hub_dataset_ids_and_base_model_come_from_the_records():
+    config = {"heads": "span", "max_seq_length": 256, "doc_stride": 96, "max_query_length": 64}
+    record = {"train": {"encoder": "default", "init_from": None}, "n_examples": 3000, "n_windows": 3100}
+    evaluation = {"trained_on": {"description": "squad-v1.1/train.json (first 3000 questions)", "questions": 3000},
+                  "evaluations": [{"evaluated_on": {"description": "squad-v2.0/dev.json (first 10 questions)",
+                                                    "questions": 10, "version": "2.0"},
+                                   "results": {"span": {"exact_match": 50.0, "f1": 61.5, "threshold": float("-inf")}}}]}
+    meta = model_card.card_metadata(config, record, evaluation, "m").to_dict()
+    assert meta["datasets"] == ["rajpurkar/squad"] and meta["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    result = meta["model-index"][0]["results"][0]
+    assert result["dataset"]["type"] == "rajpurkar/squad_v2"
+    assert result["metrics"][0]["args"] == {"threshold": "always abstain (-inf)"}
+    assert model_card._base_model({"encoder": "google-bert/bert-base-uncased"}) == "google-bert/bert-base-uncased"
+    assert model_card._hub_dataset(str(SAMPLE_V1)) is None  # a file in SQuAD's format is not SQuAD
+
+
+def test_a_folder_without_a_card_still_loads_and_runs(model_dir):
+    (model_dir / "README.md").unlink()  # as saved by an older bio_mrc
+    result = AnswerExtractor.from_pretrained(model_dir)("Which countries did the Norse come from?", CONTEXT)
+    assert result.spans and CONTEXT[result.spans[0].start: result.spans[0].end] == result.spans[0].text
+    assert model_card.write_model_card(model_dir) == model_dir / "README.md"  # and gets one when asked
+
+
+def test_a_hand_written_card_is_kept_and_a_replaced_models_scores_go(model_dir):
+    (model_dir / model_card.EVAL_FILE).write_text("{}")
+    model_card.clear_model_card(model_dir)  # training over the folder: the old model's card and scores go
+    assert not (model_dir / "README.md").exists() and not (model_dir / model_card.EVAL_FILE).exists()
+    (model_dir / "README.md").write_text("# my own card\n")
+    with pytest.warns(UserWarning, match="not written by bio_mrc"):
+        assert model_card.write_model_card(model_dir) is None
+    model_card.clear_model_card(model_dir)
+    assert (model_dir / "README.md").read_text() == "# my own card\n"
+
+
+def test_the_card_names_what_the_lower_layers_define():
+    assert model_card.RUN_RECORD_FILE == RUN_FILE
+    assert all(model_card.decodings_of(heads) == available_decodings(heads) for heads in HEAD_CHOICES)
+
+
+def test_model_index_shows_one_evaluation_per_set_of_questions():
+    def entry(tune, questions_hash, f1):
+        return {"evaluated_on": {"description": "squad-v1.1/dev.json (first 10 questions)", "questions": 10,
+                                 "question_hash": questions_hash, "version": "1.1"},
+                "tuned_on": {"description": tune, "questions": 5}, "results": {"bio": {"exact_match": 1.0, "f1": f1}}}
+
+    config = {"heads": "bio", "tuned_on": {"description": "tune-a", "questions": 5}, "bio_length_prior": 1.5}
+    evaluation = {"evaluations": [entry("tune-a", "h1", 10.0), entry("tune-b", "h1", 20.0), entry("tune-b", "h2", 30.0)]}
+    results = model_card.card_metadata(config, None, evaluation, "m").to_dict()["model-index"][0]["results"]
+    f1 = {r["dataset"]["split"]: [m["value"] for m in r["metrics"] if m["type"] == "f1"] for r in results}
+    # the evaluation decoded with the saved settings (tuned on tune-a) stands for h1; h2 has its own entry
+    assert f1 == {"validation (10 questions, h1)": [10.0], "validation (10 questions, h2)": [30.0],
+                  "tune-a (5 questions, None)": []}
+    body = model_card.render_model_card(config, None, evaluation, "m")
+    assert body.count("| `bio` | 1.00 |") == 3  # the body keeps every evaluation
+
+
+def test_retraining_a_folder_drops_the_old_models_scores(model_dir, sample_v1, tiny_encoder_dir):
+    model_card.record_evaluation(model_dir, [{"decoding": "span", "em": [100.0], "f1": [100.0]}],
+                                 {"eval": {"description": "old.json", "questions": 1, "question_hash": "x"}})
+    assert "100.00" in (model_dir / "README.md").read_text()
+    config = TrainConfig(**load_run_record(model_dir)["train"])
+    train_model(sample_v1.examples, config, model_dir, save_checkpoints=False)
+    assert not (model_dir / model_card.EVAL_FILE).exists()
+    assert "No evaluation recorded yet" in (model_dir / "README.md").read_text()
