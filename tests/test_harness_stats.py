@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from bio_mrc.harness.plots import plot_breakdown, plot_threshold_curve
+from bio_mrc.harness.plots import plot_breakdown, plot_cell_scores, plot_threshold_curve
 from bio_mrc.harness.stats import (
     QUESTION_WORDS,
     BootstrapResult,
@@ -16,10 +16,15 @@ from bio_mrc.harness.stats import (
     breakdown,
     format_mean_sd,
     group_order,
+    holm,
     length_bins,
     mean_sd,
     paired_bootstrap,
+    paired_bootstrap_ratio,
     question_word,
+    resampling,
+    score_interval,
+    two_level_bootstrap,
 )
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -117,6 +122,133 @@ def test_bootstrap_validation_and_to_dict():
     d = json.loads(json.dumps(r.to_dict()))
     assert set(d) == {f for f in BootstrapResult.__dataclass_fields__}
     assert d["diff"] == 1.0 and d["n_questions"] == 3 and isinstance(d["significant"], bool)
+
+
+# ---------------------------------------------------------------- Holm
+
+
+def test_holm_against_a_hand_computed_example():
+    # sorted: 0.005 (x4 = 0.02), 0.01 (x3 = 0.03), 0.03 (x2 = 0.06), 0.04 (x1 = 0.04, raised to the running max 0.06)
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02])
+    # capped at 1 and monotone in the sorted order; ties keep equal values
+    np.testing.assert_allclose(holm([0.5, 0.2, 0.2]), [0.6, 0.6, 0.6])
+    np.testing.assert_allclose(holm([0.9, 0.001]), [0.9, 0.002])
+    assert holm([0.03]).tolist() == [0.03]  # a family of one is not adjusted
+    assert holm([]).tolist() == []
+    with pytest.raises(ValueError):
+        holm([0.1, 1.5])
+    with pytest.raises(ValueError):
+        holm([[0.1, 0.2]])
+
+
+def test_holm_rejects_what_the_step_down_procedure_rejects():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        p = rng.uniform(0, 0.1, rng.integers(1, 8)) ** rng.uniform(0.5, 2)
+        m, order = len(p), np.argsort(p)
+        rejected = np.zeros(m, dtype=bool)
+        for rank, i in enumerate(order):  # the textbook procedure: stop at the first p_(j) > alpha / (m - j + 1)
+            if p[i] > 0.05 / (m - rank):
+                break
+            rejected[i] = True
+        np.testing.assert_array_equal(holm(p) <= 0.05, rejected)
+
+
+# ---------------------------------------------------------------- two-level bootstrap (seeds x questions)
+
+
+def seeded_scores(seed_sd, n_seeds=4, n=600, effect=1.0, seed=0):
+    """(seeds, questions) scores of two cells: a per-question difference ~ N(effect, 15) shared by every
+    seed, plus a per-seed shift of the difference with standard deviation ``seed_sd``."""
+    rng = np.random.default_rng(seed)
+    b = rng.uniform(0, 100, (n_seeds, n))
+    shift = rng.normal(0, seed_sd, (n_seeds, 1)) if seed_sd else np.zeros((n_seeds, 1))
+    return b + effect + rng.normal(0, 15, n) + shift, b
+
+
+def test_two_level_bootstrap_without_seed_variance_matches_the_question_bootstrap():
+    a, b = seeded_scores(seed_sd=0.0)
+    d = a - b
+    assert np.allclose(d, d[0])  # the seeds agree on every question's difference
+    two = two_level_bootstrap(a, b, n_resamples=1000, seed=5)
+    one = paired_bootstrap(a.mean(axis=0), b.mean(axis=0), n_resamples=1000, seed=5)
+    assert two.diff == pytest.approx(one.diff)
+    assert (two.ci_high - two.ci_low) == pytest.approx(one.ci_high - one.ci_low, rel=0.02)
+    assert (two.n_seeds, two.n_questions, one.n_seeds) == (4, 600, 1)
+
+
+def test_two_level_bootstrap_with_seed_variance_is_wider():
+    quiet, loud = seeded_scores(seed_sd=0.0), seeded_scores(seed_sd=4.0)
+    width = lambda r: r.ci_high - r.ci_low  # noqa: E731
+    two_quiet, two_loud = two_level_bootstrap(*quiet, seed=1), two_level_bootstrap(*loud, seed=1)
+    questions_only = paired_bootstrap(loud[0].mean(axis=0), loud[1].mean(axis=0), seed=1)
+    assert width(two_loud) > 2 * width(two_quiet)
+    assert width(two_loud) > 2 * width(questions_only)  # averaging the seeds first hides their variance
+    assert two_loud.p_value > questions_only.p_value
+
+
+def test_two_level_bootstrap_with_one_seed_is_the_question_bootstrap():
+    a, b = noisy_scores(300, seed=1), noisy_scores(300, seed=2)
+    one, two = paired_bootstrap(a, b, seed=3), two_level_bootstrap(a[None], b[None], seed=3)
+    assert two.diff == one.diff and two.n_seeds == 1
+    assert (two.ci_low, two.ci_high, two.p_value) == pytest.approx((one.ci_low, one.ci_high, one.p_value), abs=1e-9)
+
+
+def test_two_level_bootstrap_is_paired_and_chunk_invariant():
+    a, b = seeded_scores(seed_sd=2.0, n_seeds=3, n=123)
+    whole = two_level_bootstrap(a, b, n_resamples=250, seed=11)
+    for chunk in (1, 4 * 123 * 7 + 3, 10**9):
+        chunked = two_level_bootstrap(a, b, n_resamples=250, seed=11, max_chunk_elements=chunk)
+        assert (chunked.ci_low, chunked.ci_high, chunked.p_value) == pytest.approx((whole.ci_low, whole.ci_high, whole.p_value))
+    shifted = two_level_bootstrap(a, a - 5.0, seed=0)  # a constant difference in every seed and question
+    assert (shifted.diff, shifted.ci_low, shifted.ci_high, shifted.p_value) == pytest.approx((5.0, 5.0, 5.0, 0.0))
+    with pytest.raises(ValueError):
+        two_level_bootstrap(a, b[:2])
+    with pytest.raises(ValueError):
+        two_level_bootstrap(a[0], b[0])  # one-dimensional: use paired_bootstrap
+
+
+def micro_f1(sums):
+    """F1 of (correct, predicted, gold) column sums, as a MultiSpanQA micro F1."""
+    sums = np.asarray(sums, dtype=np.float64)
+    p, r = sums[..., 0] / sums[..., 1], sums[..., 0] / sums[..., 2]
+    return 100 * 2 * p * r / (p + r)
+
+
+def counts(n, hit_rate, seed):
+    rng = np.random.default_rng(seed)
+    predicted, gold = rng.integers(1, 4, n), rng.integers(1, 4, n)
+    return np.stack([rng.binomial(np.minimum(predicted, gold), hit_rate), predicted, gold], axis=1).astype(float)
+
+
+def test_two_level_bootstrap_of_a_ratio_of_summed_counts():
+    a, b = counts(400, 0.7, 0), counts(400, 0.5, 1)
+    one = paired_bootstrap_ratio(a, b, micro_f1, seed=2)
+    two = two_level_bootstrap(a[None], b[None], micro_f1, seed=2)
+    assert two.diff == pytest.approx(one.diff) and two.mean_a == pytest.approx(micro_f1(a.sum(axis=0)))
+    assert (two.ci_low, two.ci_high) == pytest.approx((one.ci_low, one.ci_high))
+    seeds_a, seeds_b = np.stack([a, a, a]), np.stack([b, b, b])  # identical seeds: the question bootstrap again
+    assert (two_level_bootstrap(seeds_a, seeds_b, micro_f1, seed=2).ci_high - one.ci_high) == pytest.approx(0, abs=0.3)
+    varied = two_level_bootstrap(np.stack([a, counts(400, 0.9, 3), counts(400, 0.4, 4)]), seeds_b, micro_f1, seed=2)
+    assert varied.ci_high - varied.ci_low > 2 * (one.ci_high - one.ci_low)
+    with pytest.raises(ValueError):
+        two_level_bootstrap(a, b, micro_f1)  # counts need a seed axis
+
+
+def test_score_interval_of_a_cell_mean():
+    x = noisy_scores(800, seed=6)
+    one = score_interval(x[None], seed=0)
+    assert one.value == pytest.approx(x.mean()) and one.ci_low < x.mean() < one.ci_high
+    assert (one.ci_high - one.ci_low) == pytest.approx(2 * 1.96 * x.std() / np.sqrt(800), rel=0.15)
+    same = score_interval(np.stack([x, x, x]), seed=0)
+    assert (same.ci_low, same.ci_high) == pytest.approx((one.ci_low, one.ci_high))
+    spread = score_interval(np.stack([x - 6, x, x + 6]), seed=0)
+    assert spread.value == pytest.approx(x.mean()) and spread.ci_high - spread.ci_low > 2 * (one.ci_high - one.ci_low)
+    assert one.to_dict()["resampling"] == "questions" and spread.to_dict()["resampling"] == "seeds × questions"
+    assert resampling(1) == "questions" and resampling(3) == "seeds × questions"
+    c = counts(300, 0.6, 0)
+    ratio = score_interval(c[None], micro_f1, seed=0)
+    assert ratio.value == pytest.approx(micro_f1(c.sum(axis=0))) and ratio.ci_low < ratio.value < ratio.ci_high
 
 
 # ---------------------------------------------------------------- agreement / question words
@@ -238,6 +370,17 @@ def test_plot_threshold_curve_writes_png(tmp_path):
     assert data.startswith(PNG_MAGIC) and len(data) > 1000
     with pytest.raises(ValueError):
         plot_threshold_curve(t, f1[:-1], 1.0, "t", tmp_path / "bad.png")
+
+
+def test_plot_cell_scores_writes_png(tmp_path):
+    intervals = {"joint/span": {"value": 57.3, "ci_low": 54.6, "ci_high": 59.9},
+                 "joint/bio": {"value": 50.8, "ci_low": 48.0, "ci_high": 53.6},
+                 "bio-only/bio": {"value": 51.1, "ci_low": 48.2, "ci_high": 54.0}}
+    out = plot_cell_scores(intervals, "F1 per cell", "F1", tmp_path / "cells.png")
+    data = out.read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 1000
+    with pytest.raises(ValueError):
+        plot_cell_scores({}, "t", "F1", tmp_path / "empty.png")
 
 
 def test_importing_plots_does_not_import_matplotlib():

@@ -11,8 +11,14 @@ Config files are JSON (see ``benchmarks/ablations/`` and the presets in
       "defaults": {"max_seq_length": 256, "doc_stride": 96, ...},   # TrainConfig fields
       "runs": [{"name": "joint", "heads": "span+bio"}, ...],         # overrides of the defaults
       "decode": {"n_best": 20, "max_answer_length": 30},             # DecodeConfig fields
-      "seeds": [42]
+      "seeds": [42],
+      "baseline": "joint/span",                                      # optional: the cell the others are compared with
+      "contrasts": [["joint/bio", "bio-only/bio"]]                    # optional: further pairs (A, B) to compare
     }
+
+A cell is ``"run/decoding"`` (every decoding the run's heads allow). The report's statistics are
+about the contrasts: every cell against the baseline (the first cell when none is named), then the
+listed pairs, each a paired difference A − B with p-values adjusted for that family (Holm).
 
 A data entry is ``{"path", "skip"?, "limit"?}`` (a fixed slice of the file) or
 ``{"path", "split": {"fractions": [...], "part": i, "seed": s}}`` (a part of an
@@ -34,10 +40,11 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..data.errors import DataFormatError, read_json
-from ..decoding.postprocess import DecodeConfig
+from ..decoding.postprocess import DecodeConfig, available_decodings
+from ..errors import ConfigError
 from ..training.train import TrainConfig
 
 PRESETS = ("quick", "full", "v2-quick", "multispanqa-cv")
@@ -87,6 +94,12 @@ class CompareConfig:
     decode: DecodeConfig = field(default_factory=DecodeConfig)
     seeds: list[int] = field(default_factory=lambda: [42])
     description: str = ""
+    baseline: str | None = None  # "run/decoding"; None: the first cell
+    contrasts: list[tuple[str, str]] = field(default_factory=list)  # further (A, B) pairs of cells
+
+    def cells(self) -> list[str]:
+        """Every cell, ``"run/decoding"``, in report order (runs as listed, decodings as the heads allow)."""
+        return [f"{r.name}/{d}" for r in self.runs for d in available_decodings(r.train.heads)]
 
     def with_overrides(self, seeds: list[int] | None = None, encoder: str | None = None) -> "CompareConfig":
         runs = self.runs
@@ -95,7 +108,7 @@ class CompareConfig:
         return replace(self, runs=runs, seeds=seeds or self.seeds)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        saved = {
             "name": self.name,
             "description": self.description,
             "train": asdict(self.train) if self.train else None,
@@ -104,7 +117,42 @@ class CompareConfig:
             "runs": [{"name": r.name, **r.train.to_dict()} for r in self.runs],
             "decode": asdict(self.decode),
             "seeds": self.seeds,
-        } | ({"cross_validation": self.cross_validation} if self.cross_validation else {})
+        }
+        optional = {"cross_validation": self.cross_validation, "baseline": self.baseline,
+                    "contrasts": [list(pair) for pair in self.contrasts]}
+        return saved | {key: value for key, value in optional.items() if value}  # older configs' reports read as before
+
+
+def resolve_contrasts(
+    cells: Sequence[str], baseline: str | None, contrasts: Sequence[Sequence[str]] = ()
+) -> tuple[str, list[tuple[str, str]]]:
+    """The baseline and the contrasts ``(A, B)`` a comparison is about: (baseline, cell) for every other
+    cell, then each listed pair not already among them (in either order). The baseline is the first
+    cell when ``baseline`` is None. A name that is not one of ``cells`` is a :class:`ConfigError` naming it."""
+    listed = _contrast_pairs(contrasts)
+    if baseline is not None and not isinstance(baseline, str):
+        raise ConfigError(f"'baseline' is one cell, \"run/decoding\"; got {baseline!r}")
+    named = ([baseline] if baseline is not None else []) + [name for pair in listed for name in pair]
+    if unknown := list(dict.fromkeys(name for name in named if name not in cells)):
+        raise ConfigError(f"unknown cell(s) {unknown} in 'baseline'/'contrasts'; the cells (run/decoding) are {list(cells)}")
+    base = baseline if baseline is not None else cells[0]
+    pairs = [(base, cell) for cell in cells if cell != base]
+    seen = {frozenset(pair) for pair in pairs}
+    for pair in listed:
+        if frozenset(pair) not in seen:
+            pairs.append(pair)
+            seen.add(frozenset(pair))
+    return base, pairs
+
+
+def _contrast_pairs(contrasts: Any) -> list[tuple[str, str]]:
+    """The listed contrasts as pairs of two different cell names, or a :class:`ConfigError`."""
+    is_pair = lambda p: isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(c, str) for c in p)  # noqa: E731
+    if not isinstance(contrasts, (list, tuple)) or not all(is_pair(p) for p in contrasts):
+        raise ConfigError(f"'contrasts' is a list of pairs [\"run/decoding\", \"run/decoding\"]; got {contrasts!r}")
+    if same := [list(p) for p in contrasts if p[0] == p[1]]:
+        raise ConfigError(f"a contrast compares two different cells; got {same}")
+    return [(a, b) for a, b in contrasts]
 
 
 def _data_spec(raw: dict[str, Any] | None, what: str) -> DataSpec | None:
@@ -118,7 +166,8 @@ def _data_spec(raw: dict[str, Any] | None, what: str) -> DataSpec | None:
 
 def parse_config(raw: dict[str, Any]) -> CompareConfig:
     """Validate a config dict; unknown keys are errors, so typos never pass silently."""
-    allowed = {"name", "description", "train", "eval", "tune", "defaults", "runs", "decode", "seeds", "cross_validation"}
+    allowed = {"name", "description", "train", "eval", "tune", "defaults", "runs", "decode", "seeds", "cross_validation",
+               "baseline", "contrasts"}
     if unknown := set(raw) - allowed:
         raise ValueError(f"unknown config keys {sorted(unknown)}; allowed: {sorted(allowed)}")
     if not raw.get("runs"):
@@ -136,7 +185,7 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
     decode_raw = raw.get("decode", {})
     if unknown := set(decode_raw) - {f.name for f in fields(DecodeConfig)}:
         raise ValueError(f"unknown decode options {sorted(unknown)}")
-    return CompareConfig(
+    config = CompareConfig(
         name=raw.get("name", "comparison"),
         description=raw.get("description", ""),
         train=_data_spec(raw.get("train"), "train"),
@@ -146,7 +195,11 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         decode=DecodeConfig(**decode_raw),
         seeds=list(raw.get("seeds", [42])),
         cross_validation=_cross_validation(raw),
+        baseline=raw.get("baseline"),
+        contrasts=_contrast_pairs(raw.get("contrasts", [])),
     )
+    resolve_contrasts(config.cells(), config.baseline, config.contrasts)  # unknown cells are errors now, not after training
+    return config
 
 
 def _cross_validation(raw: dict[str, Any]) -> dict[str, int] | None:

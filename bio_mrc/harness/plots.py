@@ -10,7 +10,7 @@ import numpy as np
 
 from ..io import atomic_write_bytes
 
-__all__ = ["plot_breakdown", "plot_threshold_curve"]
+__all__ = ["plot_breakdown", "plot_cell_scores", "plot_threshold_curve"]
 
 _DPI = 120
 
@@ -77,6 +77,41 @@ def plot_breakdown(
     ax.set_title(title)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(loc="best", fontsize="small")
+    return _save(fig, path)
+
+
+def plot_cell_scores(intervals: Mapping[str, Mapping[str, float]], title: str, ylabel: str, path: str | Path) -> Path:
+    """Each cell's score with its interval as error bars, one colour per decoding.
+
+    Input is ``{"run/decoding": {"value", "ci_low", "ci_high", ...}}`` (the ``intervals`` of the
+    report's summary); cells are plotted in order, the value written above each bar. Returns the PNG path.
+    """
+    from matplotlib.patches import Patch
+
+    if not intervals:
+        raise ValueError("nothing to plot")
+    labels = list(intervals)
+    value = np.array([float(intervals[c]["value"]) for c in labels])
+    low = np.array([float(intervals[c]["ci_low"]) for c in labels])
+    high = np.array([float(intervals[c]["ci_high"]) for c in labels])
+    decodings = list(dict.fromkeys(c.rsplit("/", 1)[-1] for c in labels))
+    colours = [f"C{decodings.index(c.rsplit('/', 1)[-1]) % 10}" for c in labels]
+    x = np.arange(len(labels))
+
+    fig = _new_figure((max(5.0, 0.8 * len(labels) + 2.5), 4.2))
+    ax = fig.add_subplot(1, 1, 1)
+    ax.bar(x, value, width=0.6, color=colours, alpha=0.8)
+    ax.errorbar(x, value, yerr=[value - low, high - value], fmt="none", ecolor="black", capsize=4, linewidth=1.0)
+    for xi, v, h in zip(x, value, high):
+        ax.annotate(f"{v:.1f}", (xi, h), textcoords="offset points", xytext=(0, 3), ha="center", fontsize="small")
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, rotation=30 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(min(0.0, float(low.min())), float(high.max()) * 1.08 + 1.0)  # room for the values
+    ax.set_title(title)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(handles=[Patch(color=f"C{i % 10}", label=d) for i, d in enumerate(decodings)], title="decoding",
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return _save(fig, path)
 
 

@@ -13,12 +13,16 @@ from ..io import atomic_write_json, atomic_write_text
 from ..metrics.multispan import METRIC_NAMES, f1_from_count_sums, metrics_from_counts
 from ..metrics.squad import normalize_answer
 from ..types import Example
+from .config import resolve_contrasts
 from .stats import (
-    agreement, breakdown, format_mean_sd, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word,
+    agreement, breakdown, format_mean_sd, holm, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word,
+    resampling, score_interval, two_level_bootstrap,
 )
 
 ANSWER_LENGTH_EDGES = (1, 2, 3, 5, 9, 17)
 CONTEXT_LENGTH_EDGES = (1, 100, 150, 200, 300)
+FAMILY_ALPHA = 0.05  # the family-wise error rate of the contrasts (Holm)
+CELL_PLOT = "score per cell"  # the key of the per-cell score figure in the plots of :func:`write_plots`
 
 
 def token_counts(examples: Sequence[Example], tokenizer: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -33,20 +37,22 @@ def _label(cell: dict[str, Any]) -> str:
 
 
 def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context_tokens: np.ndarray | None) -> dict[str, Any]:
-    """Aggregate seeds per (run, decoding) and compute every comparison the report shows."""
+    """Aggregate seeds per (run, decoding); the contrasts the config names, every pair of cells, each
+    cell's interval, and (SQuAD) the breakdowns."""
     grouped: dict[str, list[dict[str, Any]]] = {}
     for cell in results["cells"]:
         grouped.setdefault(_label(cell), []).append(cell)
     answers = {label: cells[0]["answers"] for label, cells in grouped.items()}
     if results["eval"].get("metric") == "multispan":
         rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
-        counts = {label: np.mean([c["counts"] for c in cells], axis=0) for label, cells in grouped.items()}
-        return {"rows": rows, "comparisons": _comparisons(counts, answers, f1_from_count_sums), "breakdowns": {}}
+        counts = {label: np.array([c["counts"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
+        return {"rows": rows, **statistics(results["config"], counts, answers, f1_from_count_sums), "breakdowns": {}}
     examples: list[Example] = results["eval_examples"]
     has_answer = np.array([ex.is_answerable for ex in examples])
     v2 = results["eval"]["version"] == "2.0"
     rows = [_squad_row(label, cells, has_answer if v2 else None) for label, cells in grouped.items()]
-    per_question_f1 = {label: np.mean([c["f1"] for c in cells], axis=0) for label, cells in grouped.items()}
+    f1_by_seed = {label: np.array([c["f1"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
+    per_question_f1 = {label: f1.mean(axis=0) for label, f1 in f1_by_seed.items()}
     groups = {
         "answer length (tokens)": length_bins(answer_tokens, ANSWER_LENGTH_EDGES) if not v2 else
         np.where(has_answer, length_bins(np.maximum(answer_tokens, 1), ANSWER_LENGTH_EDGES), "no answer"),
@@ -54,7 +60,7 @@ def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context
         "context length (tokens)": length_bins(context_tokens, CONTEXT_LENGTH_EDGES),
     }
     breakdowns = {name: breakdown(per_question_f1, labels) for name, labels in groups.items()}
-    return {"rows": rows, "comparisons": _comparisons(per_question_f1, answers), "breakdowns": breakdowns}
+    return {"rows": rows, **statistics(results["config"], f1_by_seed, answers), "breakdowns": breakdowns}
 
 
 def _common_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -86,17 +92,47 @@ def _multispan_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
     return row
 
 
-def _comparisons(per_question: dict[str, np.ndarray], answers: dict[str, list[str]], ratio=None) -> list[dict[str, Any]]:
-    """Every pair of cells: paired bootstrap of the F1 difference (of the micro F1 of summed counts,
-    given ``ratio``) and how often their answers agree."""
-    comparisons = []
-    for a, b in itertools.combinations(per_question, 2):
-        if ratio is None:
-            result = paired_bootstrap(per_question[a], per_question[b], n_resamples=1000, seed=0)
-        else:
-            result = paired_bootstrap_ratio(per_question[a], per_question[b], ratio, n_resamples=1000, seed=0)
-        comparisons.append({"a": a, "b": b, **result.to_dict(), "agreement": agreement(answers[a], answers[b], normalize_answer)})
-    return comparisons
+def statistics(
+    config: dict[str, Any], per_question: dict[str, np.ndarray], answers: dict[str, list[str]], ratio=None
+) -> dict[str, Any]:
+    """The baseline, the contrasts (A − B, with Holm-adjusted p-values), every pair of cells (unadjusted)
+    and each cell's interval. ``per_question`` maps each cell to its ``(seeds, questions)`` F1 (or, given
+    ``ratio``, ``(seeds, questions, k)`` counts whose summed ``ratio`` is compared), row ``s`` the cell's
+    ``s``-th seed: cells pair by seed index (the same model for decodings of one run) and by question."""
+    n_seeds = {label: len(values) for label, values in per_question.items()}
+    if len(set(n_seeds.values())) != 1:
+        raise ValueError(f"cells pair by seed index, but they have different numbers of seeds: {n_seeds}")
+    baseline, pairs = resolve_contrasts(list(per_question), config.get("baseline"), config.get("contrasts", []))
+    cache: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def compared(a: str, b: str) -> dict[str, Any]:
+        if (a, b) not in cache:
+            cache[a, b] = _compare(per_question, answers, a, b, ratio)
+        return cache[a, b]
+
+    contrasts = [dict(compared(a, b)) for a, b in pairs]
+    for contrast, adjusted in zip(contrasts, holm([c["p_value"] for c in contrasts])):
+        contrast.update(p_holm=float(adjusted), significant_holm=bool(adjusted <= FAMILY_ALPHA))
+    return {
+        "baseline": {"cell": baseline, "named_in_config": config.get("baseline") is not None},
+        "resampling": resampling(next(iter(n_seeds.values()))),
+        "contrasts": contrasts,
+        "comparisons": [compared(a, b) for a, b in itertools.combinations(per_question, 2)],
+        "intervals": {label: score_interval(values, ratio).to_dict() for label, values in per_question.items()},
+    }
+
+
+def _compare(per_question: dict[str, np.ndarray], answers: dict[str, list[str]], a: str, b: str, ratio=None) -> dict[str, Any]:
+    """Paired bootstrap of cell ``a`` − cell ``b`` (1000 resamples, seed 0): over questions with one seed
+    (exactly :func:`paired_bootstrap`, or its ratio form), over seeds × questions with several."""
+    x, y = per_question[a], per_question[b]
+    if len(x) > 1:
+        result = two_level_bootstrap(x, y, ratio, n_resamples=1000, seed=0)
+    elif ratio is None:
+        result = paired_bootstrap(x[0], y[0], n_resamples=1000, seed=0)
+    else:
+        result = paired_bootstrap_ratio(x[0], y[0], ratio, n_resamples=1000, seed=0)
+    return {"a": a, "b": b, **result.to_dict(), "agreement": agreement(answers[a], answers[b], normalize_answer)}
 
 
 def _describe_encoder(name: str) -> str:
@@ -122,11 +158,13 @@ def _seconds(values: Sequence[float]) -> str:
 
 
 def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> str:
-    """``report.md``: what was compared, the scores, the paired differences, tags, breakdowns, the config."""
+    """``report.md``: what was compared, the scores, the contrasts, each cell's interval, tags, breakdowns,
+    any further figures, the config."""
     lines = [*_header_lines(results), "", "## Scores", "", *_score_table(results, summary), "",
              "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
              "decode time is that decoding alone. With several seeds, cells are mean ± sd.", "",
-             *_comparison_table(results, summary), *_tag_table(summary), *_breakdown_sections(summary, plots)]
+             *_contrast_section(results, summary), *_interval_section(results, summary, plots), *_tag_table(summary),
+             *_breakdown_sections(summary, plots), *_figure_sections(summary, plots)]
     lines += ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
               json.dumps(results["config"], indent=2), "```", ""]
     return "\n".join(lines)
@@ -180,16 +218,57 @@ _METRIC_TITLES = {
 }
 
 
-def _comparison_table(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
-    multispan = results["eval"].get("metric") == "multispan"
-    what = "EM F1 of the summed span counts" if multispan else "F1"
-    lines = [f"## Paired differences ({what}, 95% paired bootstrap over questions, 1000 resamples)", "",
-             "| A | B | F1 A − B | 95% CI | p | significant | answers agree |", "|---|---|---|---|---|---|---|"]
-    for c in summary["comparisons"]:
+def _what(results: dict[str, Any], short: bool = False) -> str:
+    """The score the statistics are about: F1 (SQuAD) or MultiSpanQA's EM F1 (micro-averaged)."""
+    if results["eval"].get("metric") != "multispan":
+        return "F1"
+    return "EM F1" if short else "EM F1 of the summed span counts"
+
+
+def _resampling_text(summary: dict[str, Any]) -> tuple[str, str]:
+    """(title words, sentence) saying which bootstrap the report used."""
+    if summary["resampling"] == "questions":
+        return "over questions", "Bootstrap over **questions** (one seed): each resample draws the questions with replacement."
+    n_seeds = len(summary["rows"][0]["seeds"])
+    return "over seeds × questions", (
+        f"Bootstrap over **seeds × questions** ({n_seeds} seeds): each resample draws the seeds with replacement, then the "
+        "questions, so the interval holds the variance between seeds as well as between questions; two cells share the "
+        "draws, paired by seed (the same model for decodings of one run, the same training seed across runs) and by question.")
+
+
+def _contrast_section(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+    """The contrasts the comparison is about, with p-values adjusted for their family (Holm)."""
+    how, sentence = _resampling_text(summary)
+    baseline = summary["baseline"]
+    named = "named by the configuration" if baseline["named_in_config"] else \
+        "the first cell: the configuration names no `\"baseline\"`"
+    contrasts, n_cells = summary["contrasts"], len(summary["rows"])
+    lines = [f"## Paired differences: the contrasts ({_what(results)}, 95% paired bootstrap {how}, 1000 resamples)", "",
+             f"Baseline: `{baseline['cell']}` ({named}). Each row is A − B: every cell against the baseline, then the pairs "
+             f"the configuration lists. The p-values are adjusted for these {len(contrasts)} contrasts with Holm's step-down "
+             "method (significant after Holm: adjusted p ≤ 0.05, a family-wise error of 5%); the intervals are per contrast. "
+             f"{sentence} All {n_cells * (n_cells - 1) // 2} pairs of cells, unadjusted, are in `report.json` "
+             "(`summary.comparisons`).", "",
+             "| A | B | F1 A − B | 95% CI | p | Holm p | significant after Holm | answers agree |", "|---|---|---|---|---|---|---|---|"]
+    for c in contrasts:
         lines.append(
             f"| {c['a']} | {c['b']} | {c['diff']:+.2f} | [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}] | {c['p_value']:.3f} | "
-            f"{'yes' if c['significant'] else 'no'} | {100 * c['agreement']:.1f}% |"
+            f"{c['p_holm']:.3f} | {'yes' if c['significant_holm'] else 'no'} | {100 * c['agreement']:.1f}% |"
         )
+    if not contrasts:
+        lines.append("| (one cell: nothing to compare) | | | | | | | |")
+    return lines
+
+
+def _interval_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    """Each cell's score with the percentile interval of its own mean, and its figure."""
+    how = _resampling_text(summary)[0]
+    lines = ["", f"## {_what(results)} per cell (95% percentile bootstrap interval {how}, 1000 resamples)", "",
+             f"| cell | {_what(results, short=True)} | 95% CI |", "|---|---|---|"]
+    for label, interval in summary["intervals"].items():
+        lines.append(f"| {label} | {interval['value']:.2f} | [{interval['ci_low']:.2f}, {interval['ci_high']:.2f}] |")
+    if CELL_PLOT in plots:
+        lines += ["", f"![{_what(results, short=True)} per cell with 95% intervals]({plots[CELL_PLOT]})"]
     return lines
 
 
@@ -219,18 +298,39 @@ def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[
     return lines
 
 
+def _figure_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    """Figures no other section shows (e.g. calibration diagrams added to :func:`write_plots`), under their titles."""
+    shown = {CELL_PLOT, *summary["breakdowns"]}
+    lines = []
+    for title, filename in plots.items():
+        if title not in shown:
+            lines += ["", f"## {title[0].upper()}{title[1:]}", "", f"![{title}]({filename})"]
+    return lines
+
+
+def write_plots(results: dict[str, Any], summary: dict[str, Any], output_dir: Path) -> dict[str, str]:
+    """Every figure of the report, written beside ``report.md``: ``{title: file name}``. The per-cell score
+    figure and the breakdowns are shown in their own sections; any other figure added here (calibration
+    diagrams, say) gets a section of its own, under its title, from :func:`_figure_sections`."""
+    from .plots import plot_breakdown, plot_cell_scores
+
+    what = _what(results, short=True)
+    plots = {CELL_PLOT: plot_cell_scores(
+        summary["intervals"], f"{what} per cell, 95% bootstrap interval {_resampling_text(summary)[0]}", what,
+        output_dir / "score_per_cell.png").name}
+    for name, filename in (("answer length (tokens)", "f1_by_answer_length.png"), ("context length (tokens)", "f1_by_context_length.png")):
+        if name in summary["breakdowns"]:
+            plot_breakdown(summary["breakdowns"][name], f"F1 by {name}", name, output_dir / filename)
+            plots[name] = filename
+    # More figures go here: plots[title] = file name (written into output_dir).
+    return plots
+
+
 def write_report(results: dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> dict[str, Any]:
     """Write ``report.json``, ``report.md`` and the plots; return the summary."""
-    from .plots import plot_breakdown
-
     output_dir = Path(output_dir)
     summary = summarise(results, answer_tokens, context_tokens)
-    plots = {}
-    for name, filename in (("answer length (tokens)", "f1_by_answer_length.png"), ("context length (tokens)", "f1_by_context_length.png")):
-        if name not in summary["breakdowns"]:
-            continue
-        plot_breakdown(summary["breakdowns"][name], f"F1 by {name}", name, output_dir / filename)
-        plots[name] = filename
+    plots = write_plots(results, summary, output_dir)
     serialisable = {k: v for k, v in results.items() if k not in ("cells", "eval_examples")}
     serialisable["cells"] = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in c.items()} for c in results["cells"]]
     serialisable["eval_ids"] = [ex.id for ex in results["eval_examples"]]

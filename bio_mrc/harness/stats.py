@@ -1,8 +1,9 @@
 """Pure statistics for the comparison report.
 
 Every per-question score array handled here is aligned to one fixed list of
-questions: index ``q`` is the same question in every array. All functions are
-pure and numpy-vectorised.
+questions: index ``q`` is the same question in every array; with several seeds,
+arrays are ``(seeds, questions)`` and row ``s`` is the same seed in every array.
+All functions are pure and numpy-vectorised.
 """
 
 from __future__ import annotations
@@ -16,17 +17,22 @@ import numpy as np
 __all__ = [
     "BootstrapResult",
     "DEFAULT_MAX_CHUNK_ELEMENTS",
+    "Interval",
     "QUESTION_WORDS",
     "agreement",
     "bin_labels",
     "breakdown",
     "format_mean_sd",
     "group_order",
+    "holm",
     "length_bins",
     "mean_sd",
     "paired_bootstrap",
     "paired_bootstrap_ratio",
     "question_word",
+    "resampling",
+    "score_interval",
+    "two_level_bootstrap",
 ]
 
 #: Resample index matrices larger than this many elements are drawn in row chunks.
@@ -35,7 +41,7 @@ DEFAULT_MAX_CHUNK_ELEMENTS = 20_000_000
 
 @dataclass(frozen=True)
 class BootstrapResult:
-    """Outcome of a paired bootstrap of ``mean(a) - mean(b)`` over questions."""
+    """Outcome of a paired bootstrap of ``mean(a) - mean(b)`` over questions (and seeds: ``n_seeds > 1``)."""
 
     mean_a: float
     mean_b: float
@@ -46,6 +52,7 @@ class BootstrapResult:
     significant: bool
     n_questions: int
     n_resamples: int
+    n_seeds: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable dict of the fields."""
@@ -147,14 +154,156 @@ def _resample_indices(n: int, n_resamples: int, seed: int, max_chunk_elements: i
         yield slice(start, start + k), idx
 
 
-def _bootstrap_result(mean_a: float, mean_b: float, diff: float, resampled: np.ndarray, confidence: float, n: int) -> BootstrapResult:
+def _percentiles(resampled: np.ndarray, confidence: float) -> tuple[float, float]:
     alpha = 1.0 - confidence
-    ci_low, ci_high = np.percentile(resampled, [100.0 * alpha / 2.0, 100.0 * (1.0 - alpha / 2.0)])
+    low, high = np.percentile(resampled, [100.0 * alpha / 2.0, 100.0 * (1.0 - alpha / 2.0)])
+    return float(low), float(high)
+
+
+def _bootstrap_result(
+    mean_a: float, mean_b: float, diff: float, resampled: np.ndarray, confidence: float, n: int, n_seeds: int = 1
+) -> BootstrapResult:
+    ci_low, ci_high = _percentiles(resampled, confidence)
     p = min(1.0, 2.0 * min(float(np.mean(resampled <= 0.0)), float(np.mean(resampled >= 0.0))))
     return BootstrapResult(
-        mean_a=mean_a, mean_b=mean_b, diff=diff, ci_low=float(ci_low), ci_high=float(ci_high), p_value=float(p),
+        mean_a=mean_a, mean_b=mean_b, diff=diff, ci_low=ci_low, ci_high=ci_high, p_value=float(p),
         significant=bool(ci_low > 0.0 or ci_high < 0.0), n_questions=int(n), n_resamples=int(len(resampled)),
+        n_seeds=int(n_seeds),
     )
+
+
+def resampling(n_seeds: int) -> str:
+    """What a bootstrap over ``n_seeds`` seeds resamples: ``"questions"`` (one seed) or ``"seeds × questions"``."""
+    return "questions" if n_seeds == 1 else "seeds × questions"
+
+
+def _as_seed_values(x: Any, name: str, statistic: Callable | None) -> np.ndarray:
+    """``(seeds, questions, k)`` float array: per-question scores (``k = 1``) or, given a statistic, counts."""
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != (3 if statistic else 2):
+        shape = "(seeds, questions, k) counts" if statistic else "(seeds, questions) scores"
+        raise ValueError(f"{name} must be {shape}, got shape {arr.shape}")
+    if arr.shape[0] == 0 or not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} needs at least one seed and finite values")
+    return arr if statistic else arr[:, :, None]
+
+
+def _row_counts(idx: np.ndarray, size: int) -> np.ndarray:
+    """``(m, size)`` float counts of each index in each row of the ``(m, r)`` index matrix ``idx``."""
+    m = idx.shape[0]
+    flat = (idx + size * np.arange(m, dtype=np.intp)[:, None]).ravel()
+    return np.bincount(flat, minlength=m * size).reshape(m, size).astype(np.float64)
+
+
+def _two_level_totals(x: np.ndarray, n_resamples: int, seed: int, max_chunk_elements: int) -> np.ndarray:
+    """Two-level bootstrap of ``(seeds, questions, k)`` values: each resample draws the seeds with
+    replacement, then the questions (one draw shared by every drawn seed: the seeds see the same
+    questions); returns ``(n_resamples, k)`` sums over the drawn questions of the drawn seeds' mean.
+
+    The question draws are :func:`paired_bootstrap`'s for the same ``seed`` (the seeds come from a
+    stream of their own), so with one seed, or seeds that agree, this is the bootstrap over questions.
+    """
+    s, n, k = x.shape
+    by_question = x.transpose(1, 0, 2).reshape(n, s * k)
+    seed_rng = np.random.default_rng([seed, 1])
+    totals = np.empty((n_resamples, k), dtype=np.float64)
+    chunk = max(1, max_chunk_elements // 4)  # a chunk holds four (rows, questions) arrays; chunks never change the draws
+    for rows, idx in _resample_indices(n, n_resamples, seed, chunk):
+        m = idx.shape[0]
+        seeds = np.minimum((seed_rng.random((m, s)) * s).astype(np.intp), s - 1)
+        per_seed = (_row_counts(idx, n) @ by_question).reshape(m, s, k)
+        totals[rows] = np.einsum("ms,msk->mk", _row_counts(seeds, s) / s, per_seed)
+    return totals
+
+
+def two_level_bootstrap(
+    values_a: np.ndarray,
+    values_b: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray] | None = None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    *,
+    max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
+) -> BootstrapResult:
+    """Paired bootstrap over seeds and questions of ``mean(a) - mean(b)`` (the variance between seeds
+    and between questions): ``(seeds, questions)`` score arrays, row ``s`` of both the same seed (the
+    same model, or models trained with the same seed), column ``q`` the same question. Each resample
+    draws seeds, then questions, with replacement; the same draws index both arrays.
+
+    Given ``statistic`` (as :func:`paired_bootstrap_ratio`), the values are ``(seeds, questions, k)``
+    counts and the compared value is ``statistic`` of their sums over seeds and questions.
+    CI, p and significance as :func:`paired_bootstrap`.
+    """
+    a, b = _as_seed_values(values_a, "values_a", statistic), _as_seed_values(values_b, "values_b", statistic)
+    if a.shape != b.shape:
+        raise ValueError(f"value arrays differ in shape: {a.shape} vs {b.shape}")
+    n = _check_pair(a[0, :, 0], b[0, :, 0], n_resamples, confidence, max_chunk_elements)
+    if statistic is None:
+        resampled = _two_level_totals(a - b, n_resamples, seed, max_chunk_elements)[:, 0] / n
+        value_a, value_b, diff = float(a.mean()), float(b.mean()), float((a - b).mean())
+    else:
+        k = a.shape[2]
+        totals = _two_level_totals(np.concatenate([a, b], axis=2), n_resamples, seed, max_chunk_elements)
+        resampled = statistic(totals[:, :k]) - statistic(totals[:, k:])
+        value_a, value_b = float(statistic(a.sum(axis=(0, 1)))), float(statistic(b.sum(axis=(0, 1))))
+        diff = value_a - value_b
+    return _bootstrap_result(value_a, value_b, diff, resampled, confidence, n, n_seeds=a.shape[0])
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A bootstrap percentile interval of one cell's own score."""
+
+    value: float
+    ci_low: float
+    ci_high: float
+    n_seeds: int
+    n_questions: int
+    n_resamples: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "resampling": resampling(self.n_seeds)}
+
+
+def score_interval(
+    values: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray] | None = None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    *,
+    max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
+) -> Interval:
+    """Percentile interval of one cell's mean score from ``(seeds, questions)`` scores (or, given
+    ``statistic``, of the statistic of its summed ``(seeds, questions, k)`` counts): the bootstrap
+    over questions with one seed, over seeds × questions (:func:`two_level_bootstrap`) with several."""
+    x = _as_seed_values(values, "values", statistic)
+    n = _check_pair(x[0, :, 0], x[0, :, 0], n_resamples, confidence, max_chunk_elements)
+    totals = _two_level_totals(x, n_resamples, seed, max_chunk_elements)
+    if statistic is None:
+        value, resampled = float(x.mean()), totals[:, 0] / n
+    else:
+        value, resampled = float(statistic(x.sum(axis=(0, 1)))), statistic(totals)
+    low, high = _percentiles(resampled, confidence)
+    return Interval(value, low, high, int(x.shape[0]), n, int(n_resamples))
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values of a family of tests, in the input order.
+
+    With the ``m`` p-values sorted, ``p_(1) <= ... <= p_(m)``, the adjusted value of ``p_(i)`` is
+    ``max_{j <= i} min(1, (m - j + 1) p_(j))``; rejecting the hypotheses whose adjusted p is at most
+    ``alpha`` keeps the family-wise error rate at ``alpha`` (Holm 1979), whatever their dependence.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1 or not np.all((p >= 0.0) & (p <= 1.0)):
+        raise ValueError(f"p-values must be a one-dimensional sequence of numbers in [0, 1], got {p_values!r}")
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (p.size - np.arange(p.size)) * p[order])
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted
 
 
 def agreement(answers_a: Sequence[str], answers_b: Sequence[str], normalize: Callable[[str], str]) -> float:

@@ -1,0 +1,213 @@
+"""The comparison report's statistics: contrasts against a baseline, Holm, seeds × questions, the per-cell plot.
+
+Mostly on synthetic results dicts (what ``run_comparison`` returns), so no model is trained; one
+end-to-end check runs a comparison on the tiny encoder.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from bio_mrc.errors import ConfigError
+from bio_mrc.harness.config import parse_config, resolve_contrasts
+from bio_mrc.harness.report import CELL_PLOT, summarise, write_report
+from bio_mrc.harness.stats import paired_bootstrap, paired_bootstrap_ratio, two_level_bootstrap
+from bio_mrc.metrics.multispan import f1_from_count_sums
+from bio_mrc.types import Example
+
+from .conftest import FIXTURES, SAMPLE_V1
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+HEADS = {"joint": "span+bio", "bio-only": "bio", "span-only": "span"}
+DECODINGS = {"span+bio": ("span", "bio", "joint"), "bio": ("bio",), "span": ("span",)}
+
+
+def examples(n):
+    words = ("What", "Who", "When", "How")
+    return [Example(f"q{i}", f"{words[i % 4]} is thing {i}?", f"Thing {i} is the answer number {i} here.",
+                    (((0, 7 + len(str(i))),),)) for i in range(n)]
+
+
+def results_dict(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, metric="squad", **config):
+    """What ``run_comparison`` returns, with random per-question scores: each decoding a little better
+    than the last, each seed shifted by ``seed_sd`` on average."""
+    rng = np.random.default_rng(0)
+    cells = []
+    for seed_index, seed in enumerate(seeds):
+        shift = rng.normal(0, seed_sd) if seed_sd else 0.0
+        for run in runs:
+            for k, decoding in enumerate(DECODINGS[HEADS[run]]):
+                cell = {"run": run, "decoding": decoding, "seed": seed, "model_dir": f"/m/{run}-{seed}", "threshold": None,
+                        "bio_length_prior": 1.0 if decoding != "span" else None, "train_seconds": 10.0,
+                        "inference_seconds": 2.0, "decode_seconds": 0.1, "answers": [f"a{(i + k) % 3}" for i in range(n)]}
+                if metric == "multispan":
+                    predicted, gold = rng.integers(1, 4, n), rng.integers(1, 4, n)
+                    em = rng.binomial(np.minimum(predicted, gold), 0.3 + 0.1 * k)
+                    cell["counts"] = np.stack([em, em + 0.3, em + 0.2, predicted, gold], axis=1).astype(float)
+                else:
+                    f1 = np.clip(rng.normal(50 + 3 * k + shift, 30, n), 0, 100)
+                    cell.update(f1=f1, em=(f1 > 80) * 100.0)
+                cells.append(cell)
+    return {
+        "config": {"name": "synthetic", "description": "made up", "seeds": list(seeds),
+                   "runs": [{"name": r, "encoder": "tiny", "heads": HEADS[r]} for r in runs], **config},
+        "package_version": "0", "date": "today", "train": {"description": "t", "questions": 9, "question_hash": "h"},
+        "eval": {"description": "e", "questions": n, "question_hash": "h", "version": "1.1", "metric": metric},
+        "tune": None, "eval_examples": examples(n), "cells": cells,
+    }
+
+
+def squad_summary(results):
+    n = len(results["eval_examples"])
+    return summarise(results, np.arange(n) % 7, 50 + np.arange(n))
+
+
+def pairs(items):
+    return [(c["a"], c["b"]) for c in items]
+
+
+def test_the_baseline_defaults_to_the_first_cell():
+    summary = squad_summary(results_dict(runs=("joint", "bio-only")))
+    assert summary["baseline"] == {"cell": "joint/span", "named_in_config": False}
+    assert pairs(summary["contrasts"]) == [("joint/span", "joint/bio"), ("joint/span", "joint/joint"), ("joint/span", "bio-only/bio")]
+    assert len(summary["comparisons"]) == 6  # every pair of the four cells, still computed
+
+
+def test_a_named_baseline_and_listed_contrasts():
+    results = results_dict(runs=("joint", "bio-only"), baseline="joint/bio",
+                           contrasts=[["joint/bio", "bio-only/bio"], ["joint/joint", "bio-only/bio"], ["joint/span", "joint/bio"]])
+    summary = squad_summary(results)
+    assert summary["baseline"] == {"cell": "joint/bio", "named_in_config": True}
+    # the baseline against every other cell, then the listed pairs not already among them (in either order)
+    assert pairs(summary["contrasts"]) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint"),
+                                           ("joint/bio", "bio-only/bio"), ("joint/joint", "bio-only/bio")]
+    f1 = {f"{c['run']}/{c['decoding']}": c["f1"] for c in results["cells"]}
+    for contrast in summary["contrasts"]:
+        expected = paired_bootstrap(f1[contrast["a"]], f1[contrast["b"]], n_resamples=1000, seed=0)
+        assert {k: contrast[k] for k in expected.to_dict()} == expected.to_dict()  # one seed: exactly the question bootstrap
+
+
+def test_contrast_p_values_are_adjusted_with_holm():
+    summary = squad_summary(results_dict(runs=("joint", "bio-only", "span-only")))
+    contrasts = summary["contrasts"]
+    m, p = len(contrasts), np.array([c["p_value"] for c in contrasts])
+    order = np.argsort(p, kind="stable")
+    expected = np.maximum.accumulate(np.minimum(1, (m - np.arange(m)) * p[order]))
+    np.testing.assert_allclose([contrasts[i]["p_holm"] for i in order], expected)
+    assert all(c["p_holm"] >= c["p_value"] and c["significant_holm"] == (c["p_holm"] <= 0.05) for c in contrasts)
+    assert all("p_holm" not in c for c in summary["comparisons"])  # the full matrix is unadjusted
+
+
+def test_unknown_cells_are_refused_naming_them():
+    raw = {"train": {"path": "x"}, "eval": {"path": "y"}, "runs": [{"name": "joint", "heads": "span+bio"}, {"name": "bio-only", "heads": "bio"}]}
+    assert parse_config({**raw, "baseline": "bio-only/bio"}).baseline == "bio-only/bio"
+    with pytest.raises(ValueError, match=r"unknown cell\(s\) \['bio-only/span'\].*joint/span"):
+        parse_config({**raw, "baseline": "bio-only/span"})  # a BIO-only model has no span decoding
+    with pytest.raises(ValueError, match=r"\['joint/viterbi', 'nope/bio'\]"):
+        parse_config({**raw, "contrasts": [["joint/viterbi", "joint/bio"], ["joint/span", "nope/bio"]]})
+    with pytest.raises(ValueError, match="two different cells"):
+        parse_config({**raw, "contrasts": [["joint/bio", "joint/bio"]]})
+    with pytest.raises(ValueError, match="list of pairs"):
+        parse_config({**raw, "contrasts": ["joint/bio", "bio-only/bio"]})
+    with pytest.raises(ConfigError, match="'elsewhere/span'"):  # a results dict is checked against its own cells too
+        squad_summary(results_dict(baseline="elsewhere/span"))
+    assert resolve_contrasts(["a/span", "a/bio"], None) == ("a/span", [("a/span", "a/bio")])
+
+
+def test_a_config_round_trips_its_contrasts():
+    raw = {"train": {"path": "x"}, "eval": {"path": "y"}, "runs": [{"name": "joint", "heads": "span+bio"}],
+           "baseline": "joint/bio", "contrasts": [["joint/joint", "joint/span"]]}
+    config = parse_config(raw)
+    assert (config.baseline, config.contrasts) == ("joint/bio", [("joint/joint", "joint/span")])
+    saved = config.to_dict()
+    assert (saved["baseline"], saved["contrasts"]) == ("joint/bio", [["joint/joint", "joint/span"]])
+    assert parse_config({k: v for k, v in saved.items() if k != "description"}) == config
+    assert "baseline" not in parse_config({k: v for k, v in raw.items() if k not in ("baseline", "contrasts")}).to_dict()
+
+
+def test_several_seeds_use_the_two_level_bootstrap_paired_by_seed_index():
+    results = results_dict(runs=("joint", "bio-only"), seeds=(1, 2, 3), seed_sd=5.0)
+    summary = squad_summary(results)
+    assert summary["resampling"] == "seeds × questions"
+    f1 = {}
+    for c in results["cells"]:
+        f1.setdefault(f"{c['run']}/{c['decoding']}", []).append(c["f1"])
+    for contrast in summary["contrasts"]:  # rows are seeds in order, across runs too
+        expected = two_level_bootstrap(np.array(f1[contrast["a"]]), np.array(f1[contrast["b"]]), n_resamples=1000, seed=0)
+        assert contrast["n_seeds"] == 3 and contrast["ci_low"] == expected.ci_low and contrast["ci_high"] == expected.ci_high
+    one_seed = squad_summary(results_dict(runs=("joint", "bio-only"), seeds=(1,)))
+    assert one_seed["resampling"] == "questions" and one_seed["intervals"]["joint/bio"]["resampling"] == "questions"
+    interval = summary["intervals"]["joint/bio"]
+    assert interval["resampling"] == "seeds × questions" and interval["value"] == pytest.approx(np.mean(f1["joint/bio"]))
+
+
+def test_multispan_cells_share_the_contrast_machinery():
+    results = results_dict(metric="multispan", baseline="joint/bio")
+    results.pop("eval_examples")
+    summary = summarise(results, None, None)
+    assert pairs(summary["contrasts"]) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint")]
+    counts = {c["decoding"]: c["counts"] for c in results["cells"]}
+    expected = paired_bootstrap_ratio(counts["bio"], counts["span"], f1_from_count_sums, n_resamples=1000, seed=0)
+    assert summary["contrasts"][0]["diff"] == expected.diff and summary["contrasts"][0]["ci_low"] == expected.ci_low
+    assert summary["intervals"]["joint/span"]["value"] == pytest.approx(float(f1_from_count_sums(counts["span"].sum(axis=0))))
+    several = results_dict(metric="multispan", seeds=(1, 2))
+    several.pop("eval_examples")
+    assert summarise(several, None, None)["contrasts"][0]["n_seeds"] == 2
+
+
+def write(results, tmp_path):
+    n = len(results["eval_examples"])
+    summary = write_report(results, tmp_path, np.arange(n) % 7, 50 + np.arange(n))
+    return summary, (tmp_path / "report.md").read_text(), json.loads((tmp_path / "report.json").read_text())
+
+
+def test_the_report_leads_its_statistics_with_the_contrasts(tmp_path):
+    summary, report, saved = write(results_dict(runs=("joint", "bio-only", "span-only")), tmp_path)
+    statistics = report[report.index("## Scores"):]
+    first_section = statistics.split("\n## ")[1]
+    assert first_section.startswith("Paired differences: the contrasts (F1, 95% paired bootstrap over questions")
+    assert "Baseline: `joint/span` (the first cell: the configuration names no `\"baseline\"`)" in first_section
+    assert "Holm" in first_section and "significant after Holm" in first_section and "over **questions**" in first_section
+    table = [line for line in first_section.splitlines() if line.startswith("| joint/span |")]
+    assert len(table) == 4  # joint/span against the four other cells, and nothing else
+    assert "| joint/bio | bio-only/bio |" not in report  # a pair the config does not name is in report.json only
+    assert len(saved["summary"]["comparisons"]) == 10 and len(saved["summary"]["contrasts"]) == 4
+    assert ("joint/bio", "bio-only/bio") in pairs(saved["summary"]["comparisons"])
+
+
+def test_the_cell_plot_is_written_and_linked(tmp_path):
+    summary, report, _ = write(results_dict(seeds=(1, 2), seed_sd=3.0, baseline="joint/joint"), tmp_path)
+    assert (tmp_path / "score_per_cell.png").read_bytes().startswith(PNG_MAGIC)
+    assert "![F1 per cell with 95% intervals](score_per_cell.png)" in report
+    assert "## F1 per cell (95% percentile bootstrap interval over seeds × questions" in report
+    assert "Baseline: `joint/joint` (named by the configuration)" in report and "over **seeds × questions** (2 seeds)" in report
+    for name in ("f1_by_answer_length.png", "f1_by_context_length.png"):  # the breakdown plots stay
+        assert (tmp_path / name).stat().st_size > 0 and f"]({name})" in report
+    assert report.index("score_per_cell.png") < report.index("## F1 by answer length")
+
+
+def test_more_figures_get_a_section_of_their_own(tmp_path, monkeypatch):
+    import bio_mrc.harness.report as report_module
+
+    write_plots = report_module.write_plots
+    monkeypatch.setattr(report_module, "write_plots", lambda r, s, d: {**write_plots(r, s, d), "calibration": "calibration.png"})
+    _, report, _ = write(results_dict(), tmp_path)
+    assert "## Calibration\n\n![calibration](calibration.png)" in report
+    assert report.index("## Calibration") < report.index("## Configuration")
+
+
+def test_end_to_end_on_the_tiny_encoder(tiny_encoder_dir, tmp_path):
+    from bio_mrc.harness.compare import compare
+
+    half = lambda part: {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": part, "seed": 0}}  # noqa: E731
+    raw = {"name": "tiny", "train": half(0), "eval": half(1), "seeds": [1],
+           "defaults": {"encoder": str(tiny_encoder_dir), "max_seq_length": 48, "doc_stride": 16, "max_query_length": 12,
+                        "epochs": 1, "batch_size": 4},
+           "runs": [{"name": "joint", "heads": "span+bio"}], "baseline": "joint/bio", "contrasts": [["joint/joint", "joint/span"]]}
+    results, summary = compare(parse_config(raw), FIXTURES, tmp_path, progress=False)
+    assert pairs(summary["contrasts"]) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint"), ("joint/joint", "joint/span")]
+    report = (tmp_path / "report.md").read_text()
+    assert "Baseline: `joint/bio` (named by the configuration)" in report and "](score_per_cell.png)" in report
+    assert (tmp_path / "score_per_cell.png").read_bytes().startswith(PNG_MAGIC)
+    assert json.loads((tmp_path / "report.json").read_text())["config"]["baseline"] == "joint/bio"
