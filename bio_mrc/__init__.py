@@ -18,6 +18,9 @@ _LAZY = {
     "tag_scores": "bio_mrc.metrics.tags",
     "AnswerExtractor": "bio_mrc.inference",
     "TrainedModel": "bio_mrc.inference",
+    # transformers' pipeline("bio-mrc-qa", ...): registered when bio_mrc.inference is imported, or by calling this
+    "register_pipeline": "bio_mrc.inference",
+    "BioMrcQuestionAnsweringPipeline": "bio_mrc.inference",
 }
 
 

@@ -43,6 +43,28 @@ def test_extractor_multi_span_on_a_long_context(trained_dir, decoding):  # noqa:
     assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(starts, starts[1:]))  # no overlaps
 
 
+def test_inputs_become_examples_in_one_place():
+    # AnswerExtractor and the bio-mrc-qa pipeline both go through this function.
+    from bio_mrc.inference.extract import choose_decoding, question_context_examples
+
+    examples, single = question_context_examples(["a?", "b?"], "shared context")
+    assert not single and [(e.id, e.question, e.context) for e in examples] == [("0", "a?", "shared context"), ("1", "b?", "shared context")]
+    assert question_context_examples("a?", "c")[1]
+    assert choose_decoding(["span", "bio", "joint"], "auto", multi_span=True) == "bio"
+    assert choose_decoding(["span", "bio", "joint"], "auto", multi_span=False) == "joint"
+    assert choose_decoding(["span"], "auto", multi_span=True) == "span"
+
+
+def test_predict_keeps_the_n_best_and_takes_per_call_settings(trained_dir):  # noqa: F811
+    extractor = AnswerExtractor.from_pretrained(trained_dir, decoding="span")
+    examples, _ = extractor.examples("Who formulated the laws of motion?", "Isaac Newton formulated the laws of motion.")
+    outputs = extractor.trained.windows(examples)
+    (nbest,) = extractor.predict(outputs, examples, n_best=5)
+    (short,) = extractor.predict(outputs, examples, n_best=5, max_answer_length=1)
+    assert len(nbest.spans) == 5 and nbest.spans[0] == extractor(examples[0].question, examples[0].context).spans[0]
+    assert all(" " not in s.text for s in short.spans)
+
+
 def test_extractor_rejects_bad_input(trained_dir):  # noqa: F811
     extractor = AnswerExtractor.from_pretrained(trained_dir)
     with pytest.raises(ValueError, match="context 0 is empty"):

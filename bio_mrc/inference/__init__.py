@@ -5,7 +5,8 @@
 * :mod:`.answers`: decoding with the no-answer thresholds saved with the model;
 * :mod:`.tuning`: tuning those settings on held-out questions and saving them;
 * :mod:`.files`: official prediction, n-best and ``na_prob`` files;
-* :mod:`.extract`: ``AnswerExtractor``, question + context in, answer spans out.
+* :mod:`.extract`: ``AnswerExtractor``, question + context in, answer spans out;
+* :mod:`.pipeline`: the same as transformers' ``pipeline("bio-mrc-qa", model=DIR)`` (registered on import).
 """
 
 from .answers import apply_no_answer_threshold, decode_with_thresholds, no_answer_probability, threshold_key
@@ -13,10 +14,12 @@ from .extract import AnswerExtractor
 from .files import write_prediction_files
 from .forward import predict_windows, run_windows
 from .loading import TrainedModel, check_model_dir
+from .pipeline import BioMrcQuestionAnsweringPipeline, register_pipeline
 from .tuning import save_tuned_settings, tune_settings, tuning_provenance
 
 __all__ = [
-    "AnswerExtractor", "TrainedModel", "apply_no_answer_threshold", "check_model_dir", "decode_with_thresholds",
-    "no_answer_probability", "predict_windows", "run_windows", "save_tuned_settings", "threshold_key",
-    "tune_settings", "tuning_provenance", "write_prediction_files",
+    "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "TrainedModel", "apply_no_answer_threshold",
+    "check_model_dir", "decode_with_thresholds", "no_answer_probability", "predict_windows", "register_pipeline",
+    "run_windows", "save_tuned_settings", "threshold_key", "tune_settings", "tuning_provenance",
+    "write_prediction_files",
 ]

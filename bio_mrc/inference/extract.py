@@ -1,4 +1,9 @@
-"""``AnswerExtractor``: question + context in, answer spans out (the QA pipeline transformers removed)."""
+"""``AnswerExtractor``: question + context in, answer spans out (the QA pipeline transformers removed).
+
+The ``bio-mrc-qa`` transformers pipeline (:mod:`.pipeline`) is a front end to the same object:
+both turn inputs into examples with :meth:`AnswerExtractor.examples`, run the windows with
+:meth:`TrainedModel.windows` and decode with :meth:`AnswerExtractor.predict`.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,40 @@ from typing import Sequence, overload
 
 from ..decoding.multispan import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
+from ..decoding.windows import WindowOutputs
 from ..errors import DataFormatError
 from ..types import Example, Prediction
 from .answers import decode_answers
 from .loading import TrainedModel
+
+
+def choose_decoding(available: Sequence[str], decoding: str, multi_span: bool) -> str:
+    """``auto`` -> the best decoding the model's heads allow (BIO for multi-span, else joint);
+    a decoding the heads cannot do is refused rather than silently replaced."""
+    if decoding == "auto":
+        preferred = ("bio", "joint", "span") if multi_span else ("joint", "span", "bio")
+        decoding = next(d for d in preferred if d in available)
+    if decoding not in available:
+        raise ValueError(f"decoding {decoding!r} needs heads this model lacks; it offers {list(available)}")
+    return decoding
+
+
+def question_context_examples(question, context) -> tuple[list[Example], bool]:
+    """Questions and contexts (strings, or lists; one context may serve several questions) ->
+    one :class:`Example` per question (id = its position), and whether a single string was asked.
+    Every text is checked here, once, for both front ends."""
+    single = isinstance(question, str)
+    questions = [question] if single else list(question)
+    contexts = [context] if isinstance(context, str) else list(context)
+    if len(contexts) == 1 and len(questions) > 1:
+        contexts = contexts * len(questions)
+    if len(questions) != len(contexts):
+        raise DataFormatError(f"got {len(questions)} questions but {len(contexts)} contexts")
+    for i, (q, c) in enumerate(zip(questions, contexts)):
+        for name, text in (("context", c), ("question", q)):
+            if not isinstance(text, str) or not text.strip():
+                raise DataFormatError(f"{name} {i} is empty or not a string: {text!r:.40}", record=f"input {i}")
+    return [Example(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))], single
 
 
 class AnswerExtractor:
@@ -56,14 +91,26 @@ class AnswerExtractor:
     def from_pretrained(cls, model_dir: str | Path, **kwargs) -> "AnswerExtractor":
         return cls(TrainedModel.load(model_dir), **kwargs)
 
-    def _choose_decoding(self, decoding: str, multi_span: bool) -> str:
-        available = self.trained.decodings
-        if decoding == "auto":
-            preferred = ("bio", "joint", "span") if multi_span else ("joint", "span", "bio")
-            decoding = next(d for d in preferred if d in available)
-        if decoding not in available:
-            raise ValueError(f"decoding {decoding!r} needs heads this model lacks; it offers {available}")
-        return decoding
+    examples = staticmethod(question_context_examples)
+
+    def predict(
+        self,
+        outputs: WindowOutputs,
+        examples: Sequence[Example],
+        multi_span: bool | None = None,
+        decoding: str | None = None,
+        **decode_options,
+    ) -> list[Prediction]:
+        """Decode window outputs with the saved thresholds and tuned settings, keeping every
+        n-best span. ``None`` options fall back to the extractor's own; ``decode_options``
+        (``require_answer``, ``max_answer_length``, ``n_best``) override its :class:`DecodeConfig`."""
+        multi_span = self.multi_span if multi_span is None else multi_span
+        decoding = choose_decoding(self.trained.decodings, decoding or self.decoding, multi_span)
+        overrides = {name: value for name, value in decode_options.items() if value is not None}
+        config = self.trained.decode_config(replace(self.decode_config, **overrides))
+        return decode_answers(
+            outputs, examples, decoding, config, self.trained.thresholds, multi_span, self.min_span_probability
+        )
 
     @overload
     def __call__(self, question: str, context: str, **options) -> Prediction: ...
@@ -71,27 +118,13 @@ class AnswerExtractor:
     def __call__(self, question: Sequence[str], context: Sequence[str], **options) -> list[Prediction]: ...
 
     def __call__(self, question, context, multi_span: bool | None = None, decoding: str | None = None, require_answer: bool | None = None):
-        single = isinstance(question, str)
-        questions = [question] if single else list(question)
-        contexts = [context] if isinstance(context, str) else list(context)
-        if len(contexts) == 1 and len(questions) > 1:
-            contexts = contexts * len(questions)
-        if len(questions) != len(contexts):
-            raise DataFormatError(f"got {len(questions)} questions but {len(contexts)} contexts")
-        for i, (q, c) in enumerate(zip(questions, contexts)):
-            for name, text in (("context", c), ("question", q)):
-                if not isinstance(text, str) or not text.strip():
-                    raise DataFormatError(f"{name} {i} is empty or not a string: {text!r:.40}", record=f"input {i}")
+        examples, single = self.examples(question, context)
+        if not examples:
+            return []
         multi_span = self.multi_span if multi_span is None else multi_span
-        decoding = self._choose_decoding(decoding or self.decoding, multi_span)
-        examples = [Example(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))]
+        choose_decoding(self.trained.decodings, decoding or self.decoding, multi_span)  # refuse before the forward pass
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
-        config = self.trained.decode_config(self.decode_config)
-        if require_answer is not None:  # else the extractor's DecodeConfig decides
-            config = replace(config, require_answer=require_answer)
-        predictions = decode_answers(
-            outputs, examples, decoding, config, self.trained.thresholds, multi_span, self.min_span_probability
-        )
+        predictions = self.predict(outputs, examples, multi_span, decoding, require_answer=require_answer)
         if not multi_span:
             for p in predictions:
                 p.spans = p.spans[:1]

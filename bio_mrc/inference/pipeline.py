@@ -1,0 +1,211 @@
+"""``pipeline("bio-mrc-qa", model=DIR)``: transformers' pipeline front end to :class:`AnswerExtractor`.
+
+The call shape is the question-answering pipeline's that transformers 5.3 removed (``question=``,
+``context=``, ``top_k=``, ``handle_impossible_answer=``, ``max_answer_len=``, ``batch_size=``,
+``device=``), plus ``decoding=`` and ``multi_span=``. Nothing is decoded here: inputs become
+examples through :meth:`AnswerExtractor.examples`, ``_forward`` runs the stride windows through
+:meth:`TrainedModel.windows`, and ``postprocess`` decodes with :meth:`AnswerExtractor.predict`
+(the saved thresholds and tuned settings), then only formats the answers as dicts.
+
+Importing :mod:`bio_mrc.inference` registers the task (``bio_mrc.register_pipeline()`` does it
+explicitly); ``import bio_mrc`` alone stays light and registers nothing.
+
+``score`` (uncalibrated; each decoding ranks spans by its own score and these only rescale it; the
+best answer's equals :func:`bio_mrc.inference.calibration.raw_confidence`):
+
+* ``span`` and ``joint``: the softmax of the decoding's span scores over the question's n-best spans
+  (n = max(20, ``top_k``); ``s_i + e_j`` for span, ``log P_start + log P_end + r`` for joint), as the
+  old pipeline's post-processing; with ``multi_span`` each kept non-overlapping n-best span's
+  probability (:func:`nbest_multi_span`, the same softmax).
+* ``bio``: ``sigmoid(r)`` of each span, ``r`` its tag log-likelihood ratio against O (with the tuned
+  length prior): the probability of the tag sequence holding that span against the all-O sequence
+  (≥ 0.5 for every span of the most probable tag sequence).
+* the empty answer (``handle_impossible_answer=True``, given when ``Prediction.abstain``: the
+  decoding's ``no_answer_score`` exceeds the threshold saved with the model for that decoding, never
+  when none is saved): ``sigmoid(no_answer_score)``, the probability of "no answer" against the best
+  answer. With ``multi_span`` the result's top-level fields are its best span's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from transformers import AutoModelForQuestionAnswering, Pipeline
+from transformers.pipelines import PIPELINE_REGISTRY
+
+from ..decoding.windows import log_softmax
+from ..errors import DataFormatError, ModelFormatError
+from ..model import BioMrcForQuestionAnswering
+from ..types import AnswerSpan, Example, Prediction
+from .answers import no_answer_probability
+from .extract import AnswerExtractor, choose_decoding
+from .loading import TrainedModel, window_settings
+
+TASK = "bio-mrc-qa"
+DEFAULT_BATCH_SIZE = 32  # windows per forward pass, as AnswerExtractor
+# The old pipeline's window options: a bio_mrc model reads the windows it was trained with, from its config.
+WINDOW_OPTIONS = ("doc_stride", "max_seq_len", "max_question_len")
+
+
+class BioMrcQuestionAnsweringPipeline(Pipeline):
+    """Extractive QA with a saved bio_mrc model; see the module docstring for the options and scores.
+
+    >>> qa = pipeline("bio-mrc-qa", model="runs/quick/models/joint-seed42-…", device="cpu")
+    >>> qa(question="Who wrote it?", context="It was written by Ada Lovelace.")
+    {'score': 0.93, 'start': 18, 'end': 30, 'answer': 'Ada Lovelace'}
+    """
+
+    _load_tokenizer = True
+    _load_processor = _load_image_processor = _load_video_processor = _load_feature_extractor = False
+
+    def __init__(self, model, tokenizer=None, **kwargs) -> None:
+        if not isinstance(model, BioMrcForQuestionAnswering):
+            raise ModelFormatError(
+                f"the {TASK} pipeline runs bio_mrc models, got a {type(model).__name__}",
+                str(getattr(model, "name_or_path", "")),
+            )
+        if tokenizer is None:
+            raise ModelFormatError(f"the {TASK} pipeline needs the model's (fast) tokenizer", model.name_or_path)
+        self.extractor = AnswerExtractor(trained_model(model, tokenizer))  # before the options are checked
+        super().__init__(model, tokenizer, **kwargs)  # moves the model (in place) to `device`
+
+    def _sanitize_parameters(
+        self, top_k=None, handle_impossible_answer=None, max_answer_len=None, decoding=None, multi_span=None,
+        local_files_only=None, **unknown,
+    ):
+        """Every option is a decoding option: all go to ``postprocess``; the old window options are refused."""
+        windows = [name for name in WINDOW_OPTIONS if name in unknown]
+        if windows:
+            raise ValueError(f"{windows}: a bio_mrc model reads the windows it was trained with, from its config.json")
+        if unknown:
+            raise TypeError(f"unknown {TASK} options: {sorted(unknown)}")
+        for name, value in (("top_k", top_k), ("max_answer_len", max_answer_len)):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if decoding is not None:
+            choose_decoding(self.extractor.trained.decodings, decoding, False)  # one the heads can do
+        options = dict(top_k=top_k, handle_impossible_answer=handle_impossible_answer, max_answer_len=max_answer_len,
+                       decoding=decoding, multi_span=multi_span)
+        return {}, {}, {name: value for name, value in options.items() if value is not None}
+
+    def __call__(self, *args, batch_size: int | None = None, **kwargs):
+        """``qa(question=..., context=...)``, ``qa(question, context)``, ``qa({"question": ..., "context": ...})``
+        or a list of such dicts. One string (or dict) in, one result out; lists in, a list out.
+        ``batch_size`` is the number of windows per forward pass (one call decodes all its questions)."""
+        question, context = question_and_context(args, kwargs.pop("question", None), kwargs.pop("context", None))
+        examples, single = self.extractor.examples(question, context)
+        if not examples:
+            return []
+        options = {**self._postprocess_params, **self._sanitize_parameters(**kwargs)[2]}  # checked before the forward pass
+        if options.get("multi_span") and options.get("top_k", 1) > 1:
+            raise ValueError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
+        batch_size = batch_size or self._batch_size or DEFAULT_BATCH_SIZE
+        return super().__call__(_Questions(examples, single, batch_size), **kwargs)
+
+    def preprocess(self, inputs: "_Questions") -> dict[str, Any]:
+        return {"questions": inputs}
+
+    def _forward(self, model_inputs: dict[str, Any]) -> dict[str, Any]:
+        questions = model_inputs["questions"]
+        windows = self.extractor.trained.windows(questions.examples, batch_size=questions.batch_size, progress=False)
+        return {"questions": questions, "windows": windows}
+
+    def postprocess(self, model_outputs, top_k=1, handle_impossible_answer=False, max_answer_len=None,
+                    decoding="auto", multi_span=False):
+        """Decode (AnswerExtractor's code) and format: a dict per question, a list of ``top_k`` dicts when ``top_k > 1``."""
+        decoding = choose_decoding(self.extractor.trained.decodings, decoding, multi_span)
+        questions = model_outputs["questions"]
+        n_best = max(top_k, self.extractor.decode_config.n_best)
+        predictions = self.extractor.predict(
+            model_outputs["windows"], questions.examples, multi_span, decoding, max_answer_length=max_answer_len, n_best=n_best
+        )
+        results = [answer_dicts(p, decoding, top_k, multi_span, handle_impossible_answer) for p in predictions]
+        return results[0] if questions.single else results
+
+    def save_pretrained(self, save_directory, **kwargs) -> None:
+        """The model and tokenizer only: the pipeline's code is bio_mrc's, so nothing custom is written into
+        the config (which would make ``pipeline()`` ask for ``trust_remote_code``)."""
+        self.model.save_pretrained(save_directory, **kwargs)
+        self.tokenizer.save_pretrained(save_directory, **kwargs)
+
+
+@dataclass(frozen=True)
+class _Questions:
+    """One call's examples as a single pipeline input, so all their windows are batched by length together."""
+
+    examples: list[Example]
+    single: bool
+    batch_size: int
+
+
+def trained_model(model: BioMrcForQuestionAnswering, tokenizer) -> TrainedModel:
+    """The pipeline's model and tokenizer with the windows its config names (or its folder's run record)."""
+    path = str(getattr(model, "name_or_path", "") or "")
+    return TrainedModel(model, tokenizer, window_settings(model.config, Path(path)), path)
+
+
+def question_and_context(args: tuple, question, context):
+    """The old pipeline's input shapes -> (question, context) as :meth:`AnswerExtractor.examples` reads them."""
+    if len(args) == 2 and question is None and context is None:
+        return args
+    if len(args) == 1 and question is None and context is None:
+        inputs = args[0]
+        if isinstance(inputs, dict):
+            return inputs.get("question"), inputs.get("context")
+        if isinstance(inputs, (list, tuple)):
+            for i, item in enumerate(inputs):
+                if not isinstance(item, dict):
+                    raise DataFormatError(f"input {i} is not a {{'question', 'context'}} dict", record=f"input {i}")
+            return [item.get("question") for item in inputs], [item.get("context") for item in inputs]
+    if not args and question is not None and context is not None:
+        return question, context
+    raise DataFormatError(
+        "give question= and context=, (question, context), a {'question', 'context'} dict or a list of them"
+    )
+
+
+def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: bool, handle_impossible: bool):
+    """One question's result in the old pipeline's shape (see the module docstring for ``score``)."""
+    impossible = (handle_impossible and prediction.abstain) or not prediction.spans
+    empty = {"score": _no_answer_score(prediction), "start": 0, "end": 0, "answer": ""}
+    if multi_span:
+        spans = [_as_dict(s, p) for s, p in zip(prediction.spans, span_probabilities(prediction, decoding, True))]
+        return dict(empty, spans=[]) if impossible else dict(spans[0], spans=spans)
+    answers = [empty] if impossible else []  # "no answer" first, then the best spans
+    scored = zip(prediction.spans, span_probabilities(prediction, decoding, False))
+    answers += [_as_dict(s, p) for s, p in scored][: top_k - len(answers)]
+    return answers if top_k > 1 else answers[0]
+
+
+def span_probabilities(prediction: Prediction, decoding: str, multi_span: bool) -> list[float]:
+    """Each span's ``score`` as the module docstring defines it, from the decoder's own score."""
+    scores = np.array([s.score for s in prediction.spans], dtype=np.float64)
+    if decoding == "bio":
+        return (1.0 / (1.0 + np.exp(-np.maximum(scores, -700.0)))).tolist()
+    if multi_span:  # nbest_multi_span has already made them n-best probabilities
+        return scores.tolist()
+    return np.exp(log_softmax(scores)).tolist()
+
+
+def _as_dict(span: AnswerSpan, score: float) -> dict[str, Any]:
+    return {"score": float(score), "start": span.start, "end": span.end, "answer": span.text}
+
+
+def _no_answer_score(prediction: Prediction) -> float:
+    return 0.0 if prediction.no_answer_score is None else no_answer_probability(prediction.no_answer_score)
+
+
+def register_pipeline() -> str:
+    """Register the ``bio-mrc-qa`` task with transformers' pipeline registry (idempotent); returns its name.
+    Importing :mod:`bio_mrc.inference` calls it; ``import bio_mrc`` alone stays light."""
+    if PIPELINE_REGISTRY.supported_tasks.get(TASK, {}).get("impl") is not BioMrcQuestionAnsweringPipeline:
+        PIPELINE_REGISTRY.register_pipeline(
+            TASK, pipeline_class=BioMrcQuestionAnsweringPipeline, pt_model=AutoModelForQuestionAnswering, type="text"
+        )
+    return TASK
+
+
+register_pipeline()

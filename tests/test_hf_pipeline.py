@@ -1,0 +1,187 @@
+"""transformers' pipeline("bio-mrc-qa"): the old QA pipeline's call shape, AnswerExtractor's answers."""
+
+import pytest
+
+from bio_mrc.inference import AnswerExtractor, TrainedModel
+from bio_mrc.inference.pipeline import TASK
+
+from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
+
+CONTEXT = "Isaac Newton formulated the laws of motion and universal gravitation in 1687."
+QUESTIONS = ["Who formulated the laws of motion?", "When were the laws published?"]
+LONG = " ".join(["The Normans were famed for their martial spirit."] * 8)  # several 48-token windows
+
+
+@pytest.fixture(scope="module")
+def qa(trained_dir):  # noqa: F811
+    from transformers import pipeline
+
+    return pipeline(TASK, model=str(trained_dir), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def extractor(qa):
+    """AnswerExtractor on the very model and tokenizer the pipeline holds."""
+    return AnswerExtractor(qa.extractor.trained)
+
+
+def assert_substring(result, context):
+    assert set(result) >= {"score", "start", "end", "answer"}
+    assert context[result["start"]: result["end"]] == result["answer"]
+    assert 0.0 <= result["score"] <= 1.0
+
+
+def test_importing_bio_mrc_stays_light_and_the_task_is_registered_by_the_inference_layer():
+    import subprocess
+    import sys
+
+    code = ("import sys, bio_mrc; assert 'transformers' not in sys.modules; "
+            "from transformers.pipelines import PIPELINE_REGISTRY; assert 'bio-mrc-qa' not in PIPELINE_REGISTRY.supported_tasks; "
+            "assert bio_mrc.register_pipeline() == 'bio-mrc-qa'; assert 'bio-mrc-qa' in PIPELINE_REGISTRY.get_supported_tasks()")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_pipeline_runs_a_trained_model_with_its_saved_windows(qa, trained_dir):  # noqa: F811
+    from bio_mrc.inference.pipeline import BioMrcQuestionAnsweringPipeline
+
+    assert isinstance(qa, BioMrcQuestionAnsweringPipeline)
+    assert qa.device.type == "cpu" and next(qa.model.parameters()).device.type == "cpu"
+    assert qa.extractor.trained.features == TrainedModel.load(trained_dir).features
+    assert qa.extractor.trained.model is qa.model
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_single_and_batched_calls_answer_as_the_extractor_does(qa, extractor, decoding):
+    one = qa(question=QUESTIONS[0], context=CONTEXT, decoding=decoding)
+    assert isinstance(one, dict)
+    assert_substring(one, CONTEXT)
+    expected = extractor(QUESTIONS[0], CONTEXT, decoding=decoding).spans[0]
+    assert (one["answer"], one["start"], one["end"]) == (expected.text, expected.start, expected.end)
+
+    many = qa(question=QUESTIONS, context=[CONTEXT, CONTEXT], decoding=decoding, batch_size=1)
+    as_dicts = qa([{"question": q, "context": CONTEXT} for q in QUESTIONS], decoding=decoding)
+    positional = qa(QUESTIONS[0], CONTEXT, decoding=decoding)
+    assert many == as_dicts and len(many) == 2 and many[0] == one == positional
+    assert qa([]) == qa(question=[], context=[]) == extractor([], []) == []
+    for result, prediction in zip(many, extractor(QUESTIONS, CONTEXT, decoding=decoding)):
+        assert_substring(result, CONTEXT)
+        assert result["answer"] == prediction.answer
+
+
+def test_top_k_gives_the_n_best_with_their_softmax_probabilities(qa, extractor):
+    three = qa(question=QUESTIONS[0], context=CONTEXT, top_k=3, decoding="span")
+    assert isinstance(three, list) and len(three) == 3
+    for result in three:
+        assert_substring(result, CONTEXT)
+    scores = [r["score"] for r in three]
+    assert scores == sorted(scores, reverse=True) and sum(scores) <= 1.0 + 1e-9
+    assert three[0] == qa(question=QUESTIONS[0], context=CONTEXT, decoding="span")
+    # the n-best softmax of the extractor's own span scores (s_i + e_j)
+    examples, _ = extractor.examples(QUESTIONS[0], CONTEXT)
+    (prediction,) = extractor.predict(extractor.trained.windows(examples), examples, decoding="span")
+    import numpy as np
+
+    raw = np.array([s.score for s in prediction.spans])
+    assert scores == pytest.approx((np.exp(raw - raw.max()) / np.exp(raw - raw.max()).sum())[:3].tolist())
+    batched = qa(question=QUESTIONS, context=CONTEXT, top_k=2)
+    assert [len(r) for r in batched] == [2, 2]
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_the_best_answers_score_is_the_raw_confidence_calibration_starts_from(qa, extractor, decoding):
+    from bio_mrc.inference.calibration import raw_confidence
+
+    examples, _ = extractor.examples(QUESTIONS, CONTEXT)
+    predictions = extractor.predict(extractor.trained.windows(examples), examples, decoding=decoding)
+    results = qa(question=QUESTIONS, context=CONTEXT, decoding=decoding)
+    assert [r["score"] for r in results] == pytest.approx(raw_confidence(predictions, decoding).tolist())
+
+
+def test_max_answer_len_bounds_the_answers(qa):
+    results = qa(question=QUESTIONS[0], context=CONTEXT, top_k=5, max_answer_len=1, decoding="span")
+    tokenizer = qa.tokenizer
+    for result in results:
+        assert_substring(result, CONTEXT)
+        assert len(tokenizer(result["answer"], add_special_tokens=False)["input_ids"]) == 1
+
+
+@pytest.mark.parametrize("decoding", ["bio", "span", "joint"])
+def test_multi_span_on_a_long_context_equals_the_extractor(qa, extractor, decoding):
+    result = qa(question="What were the Normans famed for?", context=LONG, multi_span=True, decoding=decoding)
+    expected = extractor("What were the Normans famed for?", LONG, multi_span=True, decoding=decoding)
+    assert [(s["answer"], s["start"], s["end"]) for s in result["spans"]] == [(s.text, s.start, s.end) for s in expected.spans]
+    for span in result["spans"]:
+        assert_substring(span, LONG)
+    assert {k: result[k] for k in ("score", "start", "end", "answer")} == result["spans"][0]
+    if decoding == "bio":  # sigmoid(r): every span of the most probable tag sequence beats O over its tokens
+        assert all(s["score"] >= 0.5 for s in result["spans"]) or len(result["spans"]) == 1
+
+
+def test_handle_impossible_answer_follows_the_saved_threshold(qa, extractor):
+    config = qa.model.config
+    saved = config.no_answer_thresholds
+    try:
+        config.no_answer_thresholds = {"joint": float("-inf")}  # "always abstain" for the joint decoding
+        assert extractor(QUESTIONS[0], CONTEXT, decoding="joint").abstain
+        empty = qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint", handle_impossible_answer=True)
+        assert (empty["answer"], empty["start"], empty["end"]) == ("", 0, 0) and 0.0 <= empty["score"] <= 1.0
+        listed = qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint", handle_impossible_answer=True, top_k=2)
+        assert listed[0] == empty and listed[1]["answer"]  # "no answer" first, then the best span
+        multi = qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint", handle_impossible_answer=True, multi_span=True)
+        assert multi["answer"] == "" and multi["spans"] == []
+        assert qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint")["answer"]  # without it: the best span
+        assert qa(question=QUESTIONS[0], context=CONTEXT, decoding="span", handle_impossible_answer=True)["answer"]
+        config.no_answer_thresholds = {}  # no threshold saved: never abstains
+        assert qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint", handle_impossible_answer=True)["answer"]
+    finally:
+        config.no_answer_thresholds = saved
+
+
+def test_options_given_to_the_constructor_are_defaults(trained_dir, extractor):  # noqa: F811
+    from transformers import pipeline
+
+    bio = pipeline(TASK, model=str(trained_dir), device="cpu", decoding="bio", multi_span=True, batch_size=2)
+    result = bio(question="What were the Normans famed for?", context=LONG)
+    expected = extractor("What were the Normans famed for?", LONG, multi_span=True, decoding="bio")
+    assert [s["answer"] for s in result["spans"]] == expected.answers
+
+
+def test_bad_calls_are_refused_before_the_forward_pass(qa):
+    from bio_mrc.errors import DataFormatError
+
+    with pytest.raises(DataFormatError, match="context 0 is empty"):
+        qa(question="Who?", context="   ")
+    with pytest.raises(DataFormatError, match="2 questions but 3 contexts"):
+        qa(question=["a?", "b?"], context=["x", "y", "z"])
+    with pytest.raises(DataFormatError, match="question 1 is empty"):
+        qa([{"question": "a?", "context": "x"}, {"context": "y"}])
+    with pytest.raises(DataFormatError, match="give question= and context="):
+        qa(question="Who?")
+    with pytest.raises(ValueError, match="offers"):
+        qa(question="Who?", context="Newton.", decoding="crf")
+    with pytest.raises(ValueError, match="pick one"):
+        qa(question="Who?", context="Newton.", top_k=2, multi_span=True)
+    with pytest.raises(ValueError, match="top_k must be a positive integer"):
+        qa(question="Who?", context="Newton.", top_k=0)
+    with pytest.raises(ValueError, match="windows it was trained with"):
+        qa(question="Who?", context="Newton.", doc_stride=64)
+    with pytest.raises(TypeError, match="topk"):
+        qa(question="Who?", context="Newton.", topk=2)
+
+
+def test_a_model_that_is_not_bio_mrc_is_refused(tiny_encoder_dir, tiny_tokenizer):
+    from transformers import BertForQuestionAnswering
+
+    from bio_mrc.errors import ModelFormatError
+    from bio_mrc.inference import BioMrcQuestionAnsweringPipeline
+
+    with pytest.raises(ModelFormatError, match="runs bio_mrc models, got a BertForQuestionAnswering"):
+        BioMrcQuestionAnsweringPipeline(BertForQuestionAnswering.from_pretrained(str(tiny_encoder_dir)), tiny_tokenizer)
+
+
+def test_a_saved_pipeline_loads_again_without_remote_code(qa, tmp_path):
+    from transformers import pipeline
+
+    qa.save_pretrained(tmp_path)
+    again = pipeline(TASK, model=str(tmp_path), device="cpu")
+    assert again(question=QUESTIONS[0], context=CONTEXT) == qa(question=QUESTIONS[0], context=CONTEXT)
