@@ -134,7 +134,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     tune_prior = "bio" in trained.decodings and args.bio_length_prior is None and any(ex.answers for ex in data.examples)
     tuned = tune_settings(
         outputs, data.examples, args.decoding or trained.decodings,
-        config if tune_prior else trained.decode_config(config), tune_prior, tune_thresholds=data.is_v2,
+        config if tune_prior else trained.decode_config(config), tune_prior, tune_thresholds=data.is_v2, calibrate=True,
     )
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))

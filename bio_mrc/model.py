@@ -33,7 +33,8 @@ class BioMrcConfig(PreTrainedConfig):
     ``"bio/ratio"``, ``"joint"``) to the threshold tuned on held-out questions and
     ``bio_length_prior`` is the BIO decoding's tuned span-length prior; both are
     saved with the model so that ``predict``, ``compare`` and ``AnswerExtractor``
-    apply the same values. ``tuned_on`` says on which questions they were tuned
+    apply the same values; ``calibration`` maps each decoding's raw confidence to the
+    probability that its answer is right (``bio_mrc.inference.calibration``). ``tuned_on`` says on which questions they were tuned
     (``{"description", "questions", "content_hash"}``). ``bio_mrc_format`` is the folder
     layout's version.
     """
@@ -57,6 +58,7 @@ class BioMrcConfig(PreTrainedConfig):
     max_query_length: int | None = None
     no_answer_thresholds: dict | None = None
     bio_length_prior: float | None = None  # the BIO decoding's span-length prior, tuned on held-out questions
+    calibration: dict | None = None  # per decoding: isotonic knots from raw confidence to P(answer right)
     tuned_on: dict | None = None
     bio_mrc_format: int = MODEL_FORMAT
 

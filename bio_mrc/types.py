@@ -56,12 +56,17 @@ class Prediction:
     ``spans`` are sorted best first. ``no_answer_score`` is ``None`` when the
     decoding has no notion of "no answer"; otherwise higher means more likely
     unanswerable, and ``abstain`` says whether the tuned threshold fired.
+    ``confidence`` is the decoding's raw confidence in the best span and
+    ``probability`` the calibrated probability that it is right (official F1 > 0.5),
+    where the model has a calibrator for the decoding.
     """
 
     id: str
     spans: list[AnswerSpan] = field(default_factory=list)
     no_answer_score: float | None = None
     abstain: bool = False
+    confidence: float | None = None  # the decoding's raw confidence in the best span
+    probability: float | None = None  # calibrated: the probability that the best span is right
 
     @property
     def answer(self) -> str:
@@ -81,6 +86,8 @@ class Prediction:
             "answer": self.answer,
             "abstain": self.abstain,
             "no_answer_score": None if self.no_answer_score is None else float(self.no_answer_score),
+            "confidence": self.confidence,
+            "probability": self.probability,
             "spans": [s.to_dict() for s in self.spans],
         }
 

@@ -132,6 +132,13 @@ def test_v2_comparison_tunes_thresholds_on_other_articles(v2_file, tiny_encoder_
     na_probs = json.loads((tmp_path / "predictions" / "joint-seed42-span.na_probs.json").read_text())
     assert len(na_probs) == results["eval"]["questions"] and all(0.0 <= p <= 1.0 for p in na_probs.values())
     assert "| HasAns EM |" in (tmp_path / "report.md").read_text()
+    for cell in results["cells"]:  # confidence measured before and after the calibrator of the tuning split
+        assert set(cell["calibration"]) == {"raw", "calibrated"}
+        assert all(0.0 <= m["ece"] <= 1.0 and sum(m["bin_count"]) == results["eval"]["questions"] for m in cell["calibration"].values())
+    assert set(TrainedModel.load(model_dir).calibrators) == {"span", "bio", "joint"}
+    report = (tmp_path / "report.md").read_text()
+    assert "## Calibration" in report and "| joint/bio |" in report and "![reliability diagrams](calibration.png)" in report
+    assert (tmp_path / "calibration.png").stat().st_size > 0
 
 
 def test_v2_evaluation_without_a_tuning_split_is_refused(v2_file, tiny_encoder_dir, tmp_path):
@@ -156,6 +163,8 @@ def test_tune_command_saves_thresholds_that_predict_applies(v2_file, tiny_encode
     tuned = json.loads(capsys.readouterr().out)["span"]
     assert (tmp_path / "threshold_span.png").stat().st_size > 0
     assert TrainedModel.load(model).thresholds == {"span": tuned["threshold"]}
+    calibrator = TrainedModel.load(model).calibrators["span"]  # fitted on the same held-out questions
+    assert calibrator["correct_if"] == "f1 > 0.5" and len(calibrator["x"]) == len(calibrator["y"]) >= 1
 
     preds = tmp_path / "preds.json"
     assert main(["predict", "--model", str(model), "--data", str(v2_file), "--output", str(preds)]) == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -24,7 +25,7 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
     for prediction in predictions:
         spans = prediction.spans
         if not spans:
-            out.append(Prediction(prediction.id, [], prediction.no_answer_score, prediction.abstain))
+            out.append(replace(prediction, spans=[]))
             continue
         scores = np.array([s.score for s in spans], dtype=np.float64)
         probs = np.exp(scores - scores.max())
@@ -35,5 +36,5 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
                 break  # spans are sorted best first, so no later one qualifies
             if all(span.end <= k.start or span.start >= k.end for k in kept):
                 kept.append(type(span)(span.text, span.start, span.end, p))
-        out.append(Prediction(prediction.id, kept, prediction.no_answer_score, prediction.abstain))
+        out.append(replace(prediction, spans=kept))
     return out

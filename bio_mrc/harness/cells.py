@@ -12,6 +12,8 @@ import numpy as np
 from ..decoding.postprocess import DecodeConfig, decode_merged_tags, merge_tag_log_probs
 from ..decoding.windows import MergedTokens, WindowOutputs
 from ..inference.answers import apply_no_answer_threshold, decode_answers, threshold_key
+from ..inference.calibration import answer_is_right, calibrate, raw_confidence
+from ..metrics.calibration import expected_calibration_error, reliability_bins
 from ..metrics.multispan import question_counts
 from ..metrics.squad import per_question_scores
 from ..metrics.tags import tag_scores
@@ -94,3 +96,24 @@ def pool(parts: Sequence[DecodedCell], order: Sequence[str]) -> DecodedCell:
         [t for part in parts for t in part.gold_tags] if tagged else None,
         [t for part in parts for t in part.predicted_tags] if tagged else None,
     )
+
+
+def calibration_cell(decoded: DecodedCell, split: Split, decoding: str, calibrator: dict | None) -> dict[str, Any]:
+    """How well the decoding's confidence in its best span matches how often that span is right
+    (official F1 > 0.5), before and after the calibrator fitted on the tuning questions: ECE and
+    the reliability bins of each. Empty for MultiSpanQA (no single answer to be right)."""
+    if split.metric != "squad":
+        return {}
+    raw = raw_confidence(decoded.predictions, decoding)
+    right = answer_is_right(decoded.predictions, split.gold, split.version)
+    measured = {"raw": raw} | ({"calibrated": calibrate(raw, calibrator)} if calibrator else {})
+    return {"calibration": {
+        name: {"ece": expected_calibration_error(confidence, right), **_bins(confidence, right)}
+        for name, confidence in measured.items()
+    }}
+
+
+def _bins(confidence: np.ndarray, right: np.ndarray) -> dict[str, list]:
+    bins = reliability_bins(confidence, right)
+    as_json = lambda values: [None if np.isnan(v) else float(v) for v in values]  # noqa: E731 (empty bins: null)
+    return {"bin_count": bins.count.tolist(), "bin_confidence": as_json(bins.confidence), "bin_accuracy": as_json(bins.accuracy)}

@@ -23,10 +23,11 @@ from ..decoding.windows import WindowOutputs
 from ..encoders import load_tokenizer
 from ..errors import ConfigError
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tune_settings, tuning_provenance, write_prediction_files
+from ..inference.tuning import TunedSettings
 from ..io import atomic_write_json
 from ..model_card import record_evaluation
 from ..types import content_hash
-from .cells import DecodedCell, decode_cell, pool, score_cell
+from .cells import DecodedCell, calibration_cell, decode_cell, pool, score_cell
 from .config import CompareConfig, RunSpec
 from .models import obtain_model
 from .splits import Split, check_disjoint, cross_validation_folds, resolve_split
@@ -112,9 +113,10 @@ def _score_folds(
         model_dirs.append(str(model_dir))
         trained = TrainedModel.load(model_dir, progress=progress)
         outputs, inference = timed_windows(trained, held_out, progress)
-        decode_config, thresholds, _ = _tuned_decoding(trained, run, config.decode, splits.tune, progress)
+        tuned, _ = _tuned_decoding(trained, run, config.decode, splits.tune, progress)
+        decode_config = tuned.decode_config
         for decoding in available_decodings(run.train.heads):
-            threshold = thresholds.get(threshold_key(decoding))
+            threshold = tuned.thresholds.get(threshold_key(decoding))
             decoded.setdefault(decoding, []).append(decode_cell(outputs, held_out, decoding, decode_config, threshold))
         train_seconds, inference_seconds, reused_all = train_seconds + seconds, inference_seconds + inference, reused_all and reused
     cells = []
@@ -134,27 +136,28 @@ def timed_windows(trained: TrainedModel, split: Split, progress: bool) -> tuple[
 
 def _tuned_decoding(
     trained: TrainedModel, run: RunSpec, options: DecodeConfig, tune_split: Split | None, progress: bool
-) -> tuple[DecodeConfig, dict[str, float], bool | None]:
+) -> tuple[TunedSettings, bool | None]:
     """The comparison's decoding options with what is tuned on the tuning split: the BIO length
-    prior (when the options leave it open and the model has a BIO head) and, on SQuAD 2.0, a
-    no-answer threshold per decoding. Without a tuning split, the prior saved with the model.
-    Returns (options, thresholds, whether the model now stores them: None when nothing was tuned)."""
+    prior (when the options leave it open and the model has a BIO head), on SQuAD 2.0 a no-answer
+    threshold per decoding, and on SQuAD each decoding's confidence calibrator. Without a tuning
+    split, the prior and calibrators saved with the model. Returns (tuned settings, whether the
+    model now stores them: None when nothing was tuned)."""
     if tune_split is None:
-        return trained.decode_config(options), {}, None
+        return TunedSettings(trained.decode_config(options), calibration=trained.calibrators), None
     tune_outputs = timed_windows(trained, tune_split, progress)[0]
     tune_prior = options.bio_length_prior is None and "bio" in run.train.heads.split("+")
     config = options if tune_prior or options.bio_length_prior is not None else trained.decode_config(options)
     tuned = tune_settings(
         tune_outputs, tune_split.examples, available_decodings(run.train.heads), config, tune_prior,
-        tune_thresholds=tune_split.version == "2.0",
+        tune_thresholds=tune_split.version == "2.0", calibrate=tune_split.metric == "squad",
     )
     if not (tuned.thresholds or tuned.settings):
-        return tuned.decode_config, {}, None
+        return tuned, None
     saved = save_tuned_settings(
         trained.path, trained.model.config, tuned.thresholds, tuned.settings,
         tuning_provenance(tune_split.description, tune_split.examples), overwrite=False,
     )
-    return tuned.decode_config, tuned.thresholds, saved
+    return tuned, saved
 
 
 def _score_model(
@@ -163,14 +166,16 @@ def _score_model(
 ) -> list[dict[str, Any]]:
     """Every decoding of one trained model on the evaluation questions, tuned on the tuning questions."""
     outputs, inference_seconds = timed_windows(trained, eval_split, progress)
-    decode_config, thresholds, saved = _tuned_decoding(trained, run, options, splits.tune, progress)
+    tuned, saved = _tuned_decoding(trained, run, options, splits.tune, progress)
+    decode_config = tuned.decode_config
     cells = []
     for decoding in available_decodings(run.train.heads):
-        threshold = thresholds.get(threshold_key(decoding))
+        threshold = tuned.thresholds.get(threshold_key(decoding))
         decoded = decode_cell(outputs, eval_split, decoding, decode_config, threshold)
         cell = _finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
         cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold,
-                      "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None})
+                      "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None,
+                      **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding))})
         if saved is not None:
             cells[-1]["tuning_saved_with_model"] = saved
     # The model's card (README.md) shows these scores: kept in its evaluation record.

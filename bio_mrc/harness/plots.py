@@ -10,7 +10,7 @@ import numpy as np
 
 from ..io import atomic_write_bytes
 
-__all__ = ["plot_breakdown", "plot_cell_scores", "plot_threshold_curve"]
+__all__ = ["plot_breakdown", "plot_cell_scores", "plot_reliability", "plot_threshold_curve"]
 
 _DPI = 120
 
@@ -137,4 +137,35 @@ def plot_threshold_curve(
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
+    return _save(fig, path)
+
+
+def plot_reliability(diagrams: Mapping[str, Mapping[str, Mapping[str, Any]]], path: str | Path) -> Path:
+    """Reliability diagrams, one panel per cell: accuracy against mean confidence per bin, raw and
+    calibrated, with the diagonal of perfect calibration; marker area grows with the bin's count.
+
+    Input is ``{"run/decoding": {"raw": bins, "calibrated": bins}}`` with bins as the cells store them
+    (``bin_count``, ``bin_confidence``, ``bin_accuracy``; ``None`` for an empty bin).
+    """
+    if not diagrams:
+        raise ValueError("nothing to plot")
+    fig = _new_figure((3.4 * len(diagrams) + 0.6, 3.6))
+    for k, (label, kinds) in enumerate(diagrams.items()):
+        ax = fig.add_subplot(1, len(diagrams), k + 1)
+        ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle="--")
+        for colour, (kind, bins) in zip(("C3", "C0"), kinds.items()):
+            filled = [i for i, n in enumerate(bins["bin_count"]) if n]
+            x = [bins["bin_confidence"][i] for i in filled]
+            y = [bins["bin_accuracy"][i] for i in filled]
+            sizes = [12 + 120 * bins["bin_count"][i] / max(bins["bin_count"]) for i in filled]
+            ax.plot(x, y, color=colour, linewidth=1.0, label=f"{kind} (ECE {bins['ece']:.3f})")
+            ax.scatter(x, y, s=sizes, color=colour, alpha=0.7)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("confidence")
+        if k == 0:
+            ax.set_ylabel("accuracy (F1 > 0.5)")
+        ax.set_title(label, fontsize="medium")
+        ax.legend(loc="upper left", fontsize="x-small")
+        ax.grid(True, alpha=0.3)
     return _save(fig, path)

@@ -22,6 +22,7 @@ from .stats import (
 ANSWER_LENGTH_EDGES = (1, 2, 3, 5, 9, 17)
 CONTEXT_LENGTH_EDGES = (1, 100, 150, 200, 300)
 FAMILY_ALPHA = 0.05  # the family-wise error rate of the contrasts (Holm)
+CALIBRATION_PLOT = "reliability diagrams"
 CELL_PLOT = "score per cell"  # the key of the per-cell score figure in the plots of :func:`write_plots`
 
 
@@ -69,6 +70,9 @@ def _common_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
         row[key] = [c.get(key) for c in cells]
     if "tag_scores" in cells[0]:
         row["tag_scores"] = {k: mean_sd([c["tag_scores"][k] for c in cells])[0] for k in cells[0]["tag_scores"]}
+    if "calibration" in cells[0]:  # ECE of the raw and the calibrated confidence, per seed
+        row["ece"] = {kind: [c["calibration"][kind]["ece"] for c in cells if kind in c["calibration"]]
+                      for kind in ("raw", "calibrated")}
     return row
 
 
@@ -164,7 +168,7 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
              "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
              "decode time is that decoding alone. With several seeds, cells are mean ± sd.", "",
              *_contrast_section(results, summary), *_interval_section(results, summary, plots), *_tag_table(summary),
-             *_breakdown_sections(summary, plots), *_figure_sections(summary, plots)]
+             *_calibration_section(summary, plots), *_breakdown_sections(summary, plots), *_figure_sections(summary, plots)]
     lines += ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
               json.dumps(results["config"], indent=2), "```", ""]
     return "\n".join(lines)
@@ -300,7 +304,7 @@ def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[
 
 def _figure_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Figures no other section shows (e.g. calibration diagrams added to :func:`write_plots`), under their titles."""
-    shown = {CELL_PLOT, *summary["breakdowns"]}
+    shown = {CELL_PLOT, CALIBRATION_PLOT, *summary["breakdowns"]}
     lines = []
     for title, filename in plots.items():
         if title not in shown:
@@ -312,7 +316,7 @@ def write_plots(results: dict[str, Any], summary: dict[str, Any], output_dir: Pa
     """Every figure of the report, written beside ``report.md``: ``{title: file name}``. The per-cell score
     figure and the breakdowns are shown in their own sections; any other figure added here (calibration
     diagrams, say) gets a section of its own, under its title, from :func:`_figure_sections`."""
-    from .plots import plot_breakdown, plot_cell_scores
+    from .plots import plot_breakdown, plot_cell_scores, plot_reliability
 
     what = _what(results, short=True)
     plots = {CELL_PLOT: plot_cell_scores(
@@ -322,8 +326,37 @@ def write_plots(results: dict[str, Any], summary: dict[str, Any], output_dir: Pa
         if name in summary["breakdowns"]:
             plot_breakdown(summary["breakdowns"][name], f"F1 by {name}", name, output_dir / filename)
             plots[name] = filename
+    diagrams = _reliability_diagrams(results)
+    if diagrams:
+        plots[CALIBRATION_PLOT] = plot_reliability(diagrams, output_dir / "calibration.png").name
     # More figures go here: plots[title] = file name (written into output_dir).
     return plots
+
+
+def _reliability_diagrams(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each cell's reliability bins (its first seed's), raw and calibrated."""
+    diagrams: dict[str, dict[str, Any]] = {}
+    for cell in results["cells"]:
+        if "calibration" in cell and _label(cell) not in diagrams:
+            diagrams[_label(cell)] = cell["calibration"]
+    return diagrams
+
+
+def _calibration_section(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    rows = [r for r in summary["rows"] if "ece" in r]
+    if not rows:
+        return []
+    lines = ["", "## Calibration: how far confidence is from accuracy", "",
+             "The probability that a cell's answer (its best span) is right, official F1 > 0.5: the decoding's raw "
+             "confidence (span and joint: the answer's softmax share of the n-best; BIO: sigmoid of its tag "
+             "log-likelihood ratio against all-O), and after the isotonic calibrator fitted per decoding on the tuning "
+             "questions and saved with the model. Expected calibration error over 10 equal-width bins.", "",
+             "| cell | ECE raw | ECE calibrated |", "|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['cell']} | {_fmt(r['ece']['raw'], 3)} | {_fmt(r['ece']['calibrated'], 3)} |")
+    if CALIBRATION_PLOT in plots:
+        lines += ["", f"![reliability diagrams]({plots[CALIBRATION_PLOT]})"]
+    return lines
 
 
 def write_report(results: dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> dict[str, Any]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..decoding.multispan import MIN_SPAN_PROBABILITY, nbest_multi_span
 from ..decoding.postprocess import DecodeConfig, decode
 from ..decoding.windows import WindowOutputs
 from ..types import Example, Prediction
+from .calibration import calibrate, raw_confidence
 
 
 def threshold_key(decoding: str) -> str:
@@ -48,13 +49,26 @@ def decode_answers(
     thresholds: dict[str, float] | None = None,
     multi_span: bool = False,
     min_span_probability: float = MIN_SPAN_PROBABILITY,
+    calibrators: Mapping[str, Mapping] | None = None,
 ) -> list[Prediction]:
     """Answers as a user asks for them, with the saved thresholds: ``n_best`` single spans, or
     with ``multi_span`` several answers: the spans of the most probable BIO tag sequence for the
-    BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for the others."""
+    BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for the others.
+    Each carries its raw ``confidence`` in its best span and, with a calibrator for the decoding,
+    the ``probability`` that the best span is right."""
     config = replace(config, multi_span=multi_span and decoding == "bio")
     predictions = decode_with_thresholds(outputs, examples, decoding, config, thresholds)
+    add_confidence(predictions, decoding, (calibrators or {}).get(decoding))  # before n-best scores become shares
     return nbest_multi_span(predictions, min_span_probability) if multi_span and decoding != "bio" else predictions
+
+
+def add_confidence(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping | None) -> None:
+    """Set each prediction's raw ``confidence`` and, given the decoding's calibrator, its ``probability``."""
+    raw = raw_confidence(predictions, decoding)
+    calibrated = calibrate(raw, calibrator) if calibrator else [None] * len(raw)
+    for prediction, value, probability in zip(predictions, raw.tolist(), list(calibrated)):
+        prediction.confidence = value
+        prediction.probability = None if probability is None else float(probability)
 
 
 def no_answer_probability(score: float | None) -> float:

@@ -50,6 +50,11 @@ class TrainedModel:
     def thresholds(self) -> dict[str, float]:
         return dict(self.model.config.no_answer_thresholds or {})
 
+    @property
+    def calibrators(self) -> dict[str, dict]:
+        """Per decoding, the map from raw confidence to P(answer right) fitted on held-out questions."""
+        return dict(self.model.config.calibration or {})
+
     def decode_config(self, config: DecodeConfig) -> DecodeConfig:
         """``config`` with the settings tuned for this model (the BIO length prior) where it leaves them open."""
         if config.bio_length_prior is None:

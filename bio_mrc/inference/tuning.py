@@ -19,6 +19,7 @@ from ..model import BioMrcConfig
 from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
 from .answers import threshold_key
+from .calibration import answer_is_right, fit_calibrator, raw_confidence
 
 LENGTH_PRIOR_GRID = tuple(np.round(np.arange(0.0, 6.01, 0.25), 2).tolist())
 
@@ -82,13 +83,15 @@ class TunedSettings:
     decode_config: DecodeConfig
     bio_length_prior: float | None = None  # None: not tuned
     thresholds: dict[str, float] = field(default_factory=dict)
+    calibration: dict[str, dict[str, Any]] = field(default_factory=dict)  # per decoding, see .calibration
     report: dict[str, Any] = field(default_factory=dict)
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     @property
     def settings(self) -> dict[str, Any]:
         """Config attributes to save besides the thresholds."""
-        return {} if self.bio_length_prior is None else {"bio_length_prior": self.bio_length_prior}
+        settings: dict[str, Any] = {} if self.bio_length_prior is None else {"bio_length_prior": self.bio_length_prior}
+        return settings | ({"calibration": self.calibration} if self.calibration else {})
 
 
 def tune_settings(
@@ -98,9 +101,11 @@ def tune_settings(
     config: DecodeConfig,
     tune_prior: bool,
     tune_thresholds: bool,
+    calibrate: bool = False,
 ) -> TunedSettings:
     """Tune β (when ``tune_prior``) on the answerable ``examples``, then, decoding with it, a
-    no-answer threshold per decoding (when ``tune_thresholds``: SQuAD 2.0 questions)."""
+    no-answer threshold per decoding (when ``tune_thresholds``: SQuAD 2.0 questions) and,
+    with ``calibrate``, each decoding's confidence calibrator."""
     tuned = TunedSettings(config)
     if tune_prior:
         prior, f1 = tune_bio_length_prior(outputs, examples, config)
@@ -114,7 +119,23 @@ def tune_settings(
             tuned.thresholds[key], best_f1 = tune_no_answer_threshold(predictions, gold)
             tuned.report[key] = {"threshold": tuned.thresholds[key], "best_f1": best_f1}
             tuned.curves[decoding] = threshold_curve(predictions, gold)
+    if calibrate and len(examples) >= 2:  # one question calibrates nothing
+        tuned.calibration = fit_calibrators(outputs, examples, decodings, tuned.decode_config)
     return tuned
+
+
+def fit_calibrators(
+    outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], config: DecodeConfig
+) -> dict[str, dict[str, Any]]:
+    """Per decoding, the isotonic map from raw confidence to P(best span right) on these questions."""
+    gold = gold_texts(examples)
+    version = "2.0" if any(not ex.answers for ex in examples) else "1.1"
+    calibrators = {}
+    for decoding in decodings:
+        predictions = decode(outputs, examples, decoding, replace(config, multi_span=False))
+        right = answer_is_right(predictions, gold, version)
+        calibrators[decoding] = {**fit_calibrator(raw_confidence(predictions, decoding), right), "questions": len(examples)}
+    return calibrators
 
 
 def tuning_provenance(description: str, examples: Sequence[Example]) -> dict[str, Any]:
