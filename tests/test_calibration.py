@@ -10,6 +10,8 @@ from bio_mrc.inference.calibration import answer_is_right, calibrate, fit_calibr
 from bio_mrc.metrics.calibration import expected_calibration_error, reliability_bins
 from bio_mrc.types import AnswerSpan, Prediction
 
+from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
+
 
 def test_ece_by_hand():
     # Bins of width 0.5: {0.2, 0.4} right once (acc 0.5, conf 0.3); {0.6, 0.8, 1.0} right twice (acc 2/3, conf 0.8).
@@ -62,3 +64,32 @@ def test_right_means_official_f1_above_one_half():
                    Prediction("q2", [AnswerSpan("Paris", 0, 1, 0.0)]), Prediction("q3")]
     # q1: F1 1.0; q2: P 1, R 1/2, F1 2/3; q3: no span.
     assert answer_is_right(predictions, gold, "1.1").tolist() == [1.0, 1.0, 0.0]
+
+
+def test_bio_mrc_tune_calibrates_and_the_extractor_and_pipeline_return_the_probability(trained_dir, tmp_path):
+    import shutil
+
+    from transformers import pipeline
+
+    from bio_mrc.cli import main
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.inference import AnswerExtractor, TrainedModel
+
+    from .conftest import SAMPLE_V1
+
+    model = tmp_path / "model"
+    shutil.copytree(trained_dir, model)
+    assert main(["tune", "--model", str(model), "--data", str(SAMPLE_V1)]) == 0
+    calibrators = TrainedModel.load(model).calibrators
+    assert set(calibrators) == {"span", "bio", "joint"}
+    example = load_squad(SAMPLE_V1).examples[0]
+    for decoding in ("span", "bio", "joint"):
+        answer = AnswerExtractor.from_pretrained(model, decoding=decoding)(example.question, example.context)
+        assert answer.probability == pytest.approx(float(calibrate(np.array([answer.confidence]), calibrators[decoding])[0]))
+        assert 0.0 <= answer.probability <= 1.0
+    qa = pipeline("bio-mrc-qa", model=str(model), device="cpu")
+    result = qa(question=example.question, context=example.context, decoding="joint")
+    assert result["probability"] == pytest.approx(AnswerExtractor.from_pretrained(model, decoding="joint")(
+        example.question, example.context).probability)
+    joint = AnswerExtractor.from_pretrained(model, decoding="joint")(example.question, example.context)
+    assert result["score"] == pytest.approx(joint.confidence)  # the raw score stays beside the calibrated one

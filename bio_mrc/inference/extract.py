@@ -109,7 +109,8 @@ class AnswerExtractor:
         overrides = {name: value for name, value in decode_options.items() if value is not None}
         config = self.trained.decode_config(replace(self.decode_config, **overrides))
         return decode_answers(
-            outputs, examples, decoding, config, self.trained.thresholds, multi_span, self.min_span_probability
+            outputs, examples, decoding, config, self.trained.thresholds, multi_span, self.min_span_probability,
+            calibrators=self.trained.calibrators,
         )
 
     @overload

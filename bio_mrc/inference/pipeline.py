@@ -171,12 +171,16 @@ def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: 
     """One question's result in the old pipeline's shape (see the module docstring for ``score``)."""
     impossible = (handle_impossible and prediction.abstain) or not prediction.spans
     empty = {"score": _no_answer_score(prediction), "start": 0, "end": 0, "answer": ""}
+    # The best span's calibrated probability of being right, where the model has a calibrator.
+    calibrated = {} if prediction.probability is None else {"probability": prediction.probability}
     if multi_span:
         spans = [_as_dict(s, p) for s, p in zip(prediction.spans, span_probabilities(prediction, decoding, True))]
-        return dict(empty, spans=[]) if impossible else dict(spans[0], spans=spans)
+        return dict(empty, spans=[]) if impossible else dict(spans[0], **calibrated, spans=spans)
     answers = [empty] if impossible else []  # "no answer" first, then the best spans
     scored = zip(prediction.spans, span_probabilities(prediction, decoding, False))
     answers += [_as_dict(s, p) for s, p in scored][: top_k - len(answers)]
+    if not impossible and answers:
+        answers[0].update(calibrated)
     return answers if top_k > 1 else answers[0]
 
 
