@@ -192,6 +192,15 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .inference.onnx import export_onnx
+
+    print(f"exporting {args.model} to {args.format} in {args.output}", file=sys.stderr)
+    record = export_onnx(args.model, args.output, opset=args.opset, atol=args.atol, overwrite=args.overwrite)
+    print(json.dumps({"output": str(args.output), **record}, indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bio-mrc", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -211,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(func=cmd_train)
     _add_model_commands(add_command)
     _add_compare_and_extract(add_command)
+    _add_export_command(add_command)
     return parser
 
 
@@ -267,6 +277,22 @@ def _add_compare_and_extract(add_command) -> None:
                          help="span and joint decodings with --multi-span: drop n-best spans below this probability")
     add_config_options(extract, DecodeConfig, exclude=("require_answer",))
     extract.set_defaults(func=cmd_extract)
+
+
+def _add_export_command(add_command) -> None:
+    """export: a saved model as a self-describing ONNX folder that predict, extract and AnswerExtractor run.
+    The defaults are bio_mrc.inference.onnx's DEFAULT_OPSET and TOLERANCE (not imported here, so that
+    building the parser does not load the inference package; tests/test_onnx.py ties them)."""
+    export = add_command("export", help="export a model to ONNX (needs pip install bio_mrc[onnx]); "
+                                         "predict/extract/AnswerExtractor run the folder with ONNX Runtime")
+    export.add_argument("--model", required=True, help="a saved bio_mrc model folder")
+    export.add_argument("--output", required=True, help="the folder to write: model.onnx, tokenizer, config.json, bio_mrc_export.json")
+    export.add_argument("--format", choices=("onnx",), default="onnx")
+    export.add_argument("--opset", type=int, default=18, help="ONNX opset version")
+    export.add_argument("--atol", type=float, default=1e-4,
+                        help="largest logit difference from PyTorch allowed on the random windows checked at export")
+    export.add_argument("--overwrite", action="store_true", help="replace the files of a folder that is not empty")
+    export.set_defaults(func=cmd_export)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,8 +1,14 @@
-"""Run a model over windows and collect its outputs as padded numpy arrays."""
+"""Run a model over windows and collect its outputs as padded numpy arrays.
+
+One code path for every backend: :func:`run_windows` pads, sorts windows by length, batches them
+and fills the output arrays; a *runner* only turns one padded batch into logits. A PyTorch model
+is wrapped in :class:`TorchRunner`; an exported ONNX model (:class:`~bio_mrc.inference.onnx.OnnxModel`)
+is a runner itself, so both give the same :class:`WindowOutputs` and decoding needs no change.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Collection, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import torch
@@ -16,17 +22,58 @@ from ..features.windows import FeatureConfig, build_features
 from ..model import BioMrcForQuestionAnswering
 from ..types import Example
 
+# The encoder inputs a window carries, and each head's logits in the order exports keep them.
+ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+HEAD_OUTPUTS = {"span": ("start_logits", "end_logits"), "bio": ("bio_logits",)}
 
-@torch.inference_mode()
+
+@runtime_checkable
+class WindowRunner(Protocol):
+    """What :func:`run_windows` needs from a model: its head names and a batch -> logits call.
+
+    ``__call__`` gets one padded batch (``input_ids``, ``attention_mask`` and, when the windows
+    have them, ``token_type_ids``; int64 tensors of shape (batch, seq)) and returns numpy float32
+    arrays named as in :data:`HEAD_OUTPUTS` for every head in ``heads``.
+    """
+
+    heads: Collection[str]
+
+    def __call__(self, batch: Mapping[str, torch.Tensor]) -> Mapping[str, np.ndarray]: ...
+
+
+class TorchRunner:
+    """A :class:`BioMrcForQuestionAnswering` as a runner: eval mode, on the model's device."""
+
+    def __init__(self, model: BioMrcForQuestionAnswering) -> None:
+        self.model = model.eval()
+        self.heads = tuple(model.heads)
+        self.device = next(model.parameters()).device
+
+    @torch.inference_mode()
+    def __call__(self, batch: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
+        out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
+        return {name: getattr(out, name).float().cpu().numpy() for head in self.heads for name in HEAD_OUTPUTS[head]}
+
+
+def as_runner(model: BioMrcForQuestionAnswering | WindowRunner) -> WindowRunner:
+    """A PyTorch model wrapped in :class:`TorchRunner`; anything else must already be a runner."""
+    if isinstance(model, torch.nn.Module):
+        return TorchRunner(model)
+    if not isinstance(model, WindowRunner):
+        raise TypeError(f"run_windows needs a BioMrcForQuestionAnswering or a WindowRunner, got {type(model).__name__}")
+    return model
+
+
 def run_windows(
-    model: BioMrcForQuestionAnswering,
+    model: BioMrcForQuestionAnswering | WindowRunner,
     features: Dataset,
     pad_token_id: int = 0,
     batch_size: int = 64,
     progress: bool = True,
 ) -> WindowOutputs:
-    """Forward every window; windows are batched by length so padding costs little."""
-    model.eval()
+    """Forward every window; windows are batched by length so padding costs little.
+    ``model`` is a PyTorch model or any :class:`WindowRunner` (an ONNX Runtime session)."""
+    runner = as_runner(model)
     lengths = np.array([len(ids) for ids in features["input_ids"]])
     width = int(lengths.max(initial=1))
     n = len(features)
@@ -34,25 +81,21 @@ def run_windows(
     words = offsets.copy()
     mask = np.zeros((n, width), dtype=bool)
     tagged = mask.copy()
-    heads = model.heads
-    start = np.full((n, width), -np.inf, dtype=np.float32) if "span" in heads else None
+    start = np.full((n, width), -np.inf, dtype=np.float32) if "span" in runner.heads else None
     end = None if start is None else start.copy()
-    bio = np.zeros((n, width, 3), dtype=np.float32) if "bio" in heads else None
+    bio = np.zeros((n, width, 3), dtype=np.float32) if "bio" in runner.heads else None
+    arrays = {"start_logits": start, "end_logits": end, "bio_logits": bio}
 
     collate = WindowCollator(pad_token_id=pad_token_id, pad_to_multiple_of=None)
-    inputs = features.select_columns([c for c in ("input_ids", "attention_mask", "token_type_ids") if c in features.column_names])
+    inputs = features.select_columns([c for c in ENCODER_INPUTS if c in features.column_names])
     order = np.argsort(-lengths, kind="stable")
-    device = next(model.parameters()).device
     for begin in tqdm(range(0, n, batch_size), desc="inference", disable=not progress, unit="batch"):
         rows = order[begin : begin + batch_size]
-        batch = {k: v.to(device) for k, v in collate([inputs[int(r)] for r in rows]).items()}
-        out = model(**batch)
+        batch = collate([inputs[int(r)] for r in rows])
         length = batch["input_ids"].shape[1]
-        if start is not None:
-            start[rows, :length] = out.start_logits.float().cpu().numpy()
-            end[rows, :length] = out.end_logits.float().cpu().numpy()
-        if bio is not None:
-            bio[rows, :length] = out.bio_logits.float().cpu().numpy()
+        for name, logits in runner(batch).items():
+            if arrays.get(name) is not None:
+                arrays[name][rows, :length] = logits
     columns = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"])
     for i, (offs, para, word_offs, tags) in enumerate(columns):
         offsets[i, : len(offs)], words[i, : len(word_offs)] = offs, word_offs
@@ -61,13 +104,13 @@ def run_windows(
 
 
 def predict_windows(
-    model: BioMrcForQuestionAnswering,
+    model: BioMrcForQuestionAnswering | WindowRunner,
     tokenizer: PreTrainedTokenizerBase,
     examples: Sequence[Example],
     feature_config: FeatureConfig,
     batch_size: int = 64,
     progress: bool = True,
 ) -> WindowOutputs:
-    """Tokenize ``examples`` into windows and run the model over them."""
+    """Tokenize ``examples`` into windows and run the model (or runner) over them."""
     features = build_features(examples, tokenizer, feature_config, with_targets=False, desc="evaluation windows")
     return run_windows(model, features, tokenizer.pad_token_id or 0, batch_size, progress)

@@ -19,28 +19,44 @@ from ..model import MODEL_FORMAT, RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMr
 from ..progress import progress_bars
 from ..types import Example
 from .forward import predict_windows
+from .onnx import ONNX_FILE, OnnxModel
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+BACKENDS = ("auto", "torch", "onnx")
 
 
 @dataclass
 class TrainedModel:
-    """A model with its tokenizer and the window settings its config names."""
+    """A model with its tokenizer and the window settings its config names.
 
-    model: BioMrcForQuestionAnswering
+    ``model`` is a PyTorch :class:`BioMrcForQuestionAnswering` or, for a folder written by
+    ``bio-mrc export --format onnx``, an :class:`OnnxModel` (ONNX Runtime); both carry the
+    folder's ``config`` and both run through the same ``run_windows``.
+    """
+
+    model: BioMrcForQuestionAnswering | OnnxModel
     tokenizer: PreTrainedTokenizerBase
     features: FeatureConfig
     path: str = ""
 
     @classmethod
-    def load(cls, model_dir: str | Path, progress: bool = False) -> "TrainedModel":
-        """Load a saved bio_mrc model folder; a folder that is not one raises :class:`ModelFormatError`."""
+    def load(cls, model_dir: str | Path, progress: bool = False, backend: str = "auto") -> "TrainedModel":
+        """Load a saved bio_mrc model folder, or an ONNX export of one (``backend``: ``auto`` finds
+        which); a folder that is not one raises :class:`ModelFormatError`."""
         model_dir = Path(model_dir)
-        check_model_dir(model_dir)
-        with progress_bars(progress):
-            model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir))
+        backend = model_backend(model_dir, backend)
+        check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
+        if backend == "onnx":
+            model = OnnxModel.load(model_dir)
+        else:
+            with progress_bars(progress):
+                model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir))
         tokenizer = load_tokenizer(str(model_dir))
         return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir))
+
+    @property
+    def backend(self) -> str:
+        return "onnx" if isinstance(self.model, OnnxModel) else "torch"
 
     @property
     def decodings(self) -> list[str]:
@@ -83,8 +99,20 @@ def window_settings(config: BioMrcConfig, model_dir: Path) -> FeatureConfig:
     return FeatureConfig(**values, tag_level=config.tag_level)
 
 
-def check_model_dir(model_dir: Path) -> None:
-    """Raise :class:`ModelFormatError` naming what makes ``model_dir`` unusable as a bio_mrc model."""
+def model_backend(model_dir: Path, backend: str = "auto") -> str:
+    """``auto``: PyTorch when the folder has PyTorch weights (the reference), else ONNX when it holds
+    an export's ``model.onnx``; ``torch`` and ``onnx`` choose."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "auto":
+        return backend
+    has_weights = any((model_dir / name).is_file() for name in WEIGHT_FILES)
+    return "onnx" if not has_weights and (model_dir / ONNX_FILE).is_file() else "torch"
+
+
+def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> None:
+    """Raise :class:`ModelFormatError` naming what makes ``model_dir`` unusable as a bio_mrc model
+    (``weights``: the files one of which must hold the weights)."""
     source = str(model_dir)
     if not model_dir.is_dir():
         raise ModelFormatError("no such model folder", source)
@@ -103,5 +131,6 @@ def check_model_dir(model_dir: Path) -> None:
             f"saved in bio_mrc model format {saved_format!r}; this bio_mrc {__version__} reads formats up to {MODEL_FORMAT} "
             "(upgrade bio_mrc)", source,
         )
-    if not any((model_dir / name).is_file() for name in WEIGHT_FILES):
-        raise ModelFormatError(f"no weights ({' or '.join(WEIGHT_FILES[::2])}): an unfinished or partial copy?", source)
+    if not any((model_dir / name).is_file() for name in weights):
+        named = weights[::2] if weights == WEIGHT_FILES else weights
+        raise ModelFormatError(f"no weights ({' or '.join(named)}): an unfinished or partial copy?", source)

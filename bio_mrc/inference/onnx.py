@@ -1,0 +1,280 @@
+"""ONNX export of a bio_mrc model, and ONNX Runtime as a backend of :func:`run_windows`.
+
+``export_onnx`` writes a folder that describes itself as a bio_mrc model folder does: ``model.onnx``
+(encoder inputs in, each head's logits out; batch and sequence axes dynamic), the tokenizer, the
+``config.json`` (heads, windows, tag level, tuned thresholds, length prior, calibration) and, last,
+``bio_mrc_export.json``, the format marker (exporter, opset, inputs, outputs, the logit differences
+measured against PyTorch at export). ``TrainedModel.load`` finds ``model.onnx`` and runs it through
+:class:`OnnxModel`, a :class:`~bio_mrc.inference.forward.WindowRunner`, so windows, decoding,
+thresholds and calibration are the PyTorch path's own code.
+
+onnx, onnxruntime and onnxscript are the optional ``onnx`` extra: this module imports them only
+when it exports or loads, and names ``pip install bio_mrc[onnx]`` when they are missing.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import shutil
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from .. import __version__
+from ..data.errors import read_json
+from ..errors import BioMrcError, ModelFormatError
+from ..io import atomic_move_files, atomic_write_json, atomic_write_text
+from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
+from ..model_card import EVAL_FILE, write_model_card
+from .forward import ENCODER_INPUTS, HEAD_OUTPUTS
+
+ONNX_FILE = "model.onnx"
+EXPORT_FILE = "bio_mrc_export.json"  # the format marker, written last: an export without it is unfinished
+EXPORT_FORMAT = 1
+INSTALL_HINT = "pip install bio_mrc[onnx]"
+DEFAULT_OPSET = 18
+TOLERANCE = 1e-4  # the largest logit difference from PyTorch an export may have
+EXTERNAL_DATA_BYTES = 1_500_000_000  # weights above this go to model.onnx.data (one protobuf holds < 2 GB)
+STAGING_DIR = ".export-staging"
+
+
+def require(module: str, purpose: str, source: str | None = None) -> Any:
+    """Import an optional dependency, or say how to install it (a :class:`ModelFormatError`)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ModelFormatError(f"{purpose} needs the '{module}' package ({err}): {INSTALL_HINT}", source) from None
+
+
+def head_outputs(heads: Sequence[str]) -> list[str]:
+    """The exported graph's outputs, in a fixed order: the span head's start and end logits, then BIO."""
+    return [name for head in ("span", "bio") if head in heads for name in HEAD_OUTPUTS[head]]
+
+
+class LogitsModule(torch.nn.Module):
+    """The model as the exported graph sees it: encoder inputs in, a tuple of logits out
+    (no ModelOutput, no losses, no optional outputs), so the graph returns plain tensors."""
+
+    def __init__(self, model: BioMrcForQuestionAnswering) -> None:
+        super().__init__()
+        self.model = model
+        self.output_names = head_outputs(list(model.heads))
+        self.eval()  # exported in eval mode: no dropout in the graph
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, return_dict=True)
+        return tuple(getattr(out, name) for name in self.output_names)
+
+
+def encoder_inputs(model: BioMrcForQuestionAnswering, tokenizer) -> list[str]:
+    """``input_ids``, ``attention_mask`` and ``token_type_ids`` where the tokenizer makes them
+    (the windows carry them) and the encoder takes them; the graph has exactly these inputs."""
+    accepted = inspect.signature(model.encoder.forward).parameters
+    return [name for name in ENCODER_INPUTS
+            if name in ("input_ids", "attention_mask") or (name in tokenizer.model_input_names and name in accepted)]
+
+
+def random_inputs(config: BioMrcConfig, names: Sequence[str], batch: int, length: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    """Random windows of one shape: random token ids, padded tails of random lengths, and token
+    types 0 (question) then 1 (context) on the real tokens, as windows have them."""
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, config.encoder.vocab_size, (batch, length), generator=generator)
+    real = torch.randint(max(1, length // 2), length + 1, (batch,), generator=generator)
+    real[0] = length  # one window without padding
+    positions = torch.arange(length)
+    mask = (positions[None, :] < real[:, None]).long()
+    types = ((positions[None, :] >= length // 3).long() * mask)
+    values = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    return {name: values[name] for name in names}
+
+
+def export_graph(module: LogitsModule, inputs: Mapping[str, torch.Tensor], path: Path, opset: int) -> dict[str, Any]:
+    """``torch.onnx.export`` with dynamic batch and sequence axes: the dynamo exporter first (the
+    supported one), the TorchScript exporter if it fails on this model (the reason is returned)."""
+    names, outputs = list(inputs), module.output_names
+    large = sum(p.numel() * p.element_size() for p in module.parameters()) > EXTERNAL_DATA_BYTES
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's notes on axis names and deprecations
+            torch.onnx.export(
+                module, tuple(inputs.values()), str(path), dynamo=True, input_names=names, output_names=outputs,
+                dynamic_shapes={name: {0: batch, 1: sequence} for name in names}, opset_version=opset,
+                external_data=large, verbose=False,
+            )
+        return {"exporter": "torch.onnx.export(dynamo=True)"}
+    except Exception as err:  # noqa: BLE001 - any exporter failure falls back, and is recorded
+        reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:500]
+        warnings.warn(f"the dynamo ONNX exporter failed ({reason}); using the TorchScript exporter", stacklevel=2)
+    for leftover in path.parent.glob(f"{path.name}*"):
+        leftover.unlink()
+    axes = {name: {0: "batch", 1: "sequence"} for name in (*names, *outputs)}
+    with warnings.catch_warnings():
+        # its deprecation notice and shape checks traced as constants: the check against PyTorch runs other shapes
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, tuple(inputs.values()), str(path), dynamo=False, input_names=names, output_names=outputs,
+                          dynamic_axes=axes, opset_version=opset)
+    return {"exporter": "torch.onnx.export(dynamo=False) (TorchScript)", "dynamo_error": reason}
+
+
+def logit_differences(module: LogitsModule, runner: "OnnxModel", inputs: Mapping[str, torch.Tensor]) -> dict[str, float]:
+    """Per output, the largest absolute difference between PyTorch's and ONNX Runtime's logits
+    over the real (unpadded) tokens; padded positions are never read by the decoders."""
+    with torch.inference_mode():
+        expected = dict(zip(module.output_names, module(**inputs)))
+    actual = runner(inputs)
+    real = inputs["attention_mask"].numpy().astype(bool)
+    return {name: float(np.abs(expected[name].numpy()[real] - actual[name][real]).max()) for name in module.output_names}
+
+
+class OnnxModel:
+    """An exported folder run by ONNX Runtime: a :class:`WindowRunner` with the folder's
+    :class:`BioMrcConfig` as ``config``, so ``TrainedModel`` reads heads, windows and tuned
+    settings exactly as it does from a PyTorch model."""
+
+    def __init__(self, session: Any, config: BioMrcConfig, name_or_path: str = "") -> None:
+        self.session, self.config, self.name_or_path = session, config, name_or_path
+        self.heads = tuple(config.head_names)
+        self.input_names = [i.name for i in session.get_inputs()]
+        self.output_names = head_outputs(self.heads)
+        missing = sorted(set(self.output_names) - {o.name for o in session.get_outputs()})
+        if missing or "input_ids" not in self.input_names:
+            lacking = missing or ["input_ids"]
+            raise ModelFormatError(f"{ONNX_FILE} lacks the inputs or outputs of its heads ({lacking})", name_or_path)
+
+    @classmethod
+    def load(cls, model_dir: str | Path, providers: Sequence[str] | None = None, threads: int | None = None) -> "OnnxModel":
+        """Open an exported folder's ``model.onnx`` with ONNX Runtime (CPU unless ``providers`` say otherwise)."""
+        model_dir = Path(model_dir)
+        require("onnxruntime", "running an ONNX model", str(model_dir))
+        check_export_marker(model_dir)
+        config = BioMrcConfig.from_pretrained(str(model_dir))
+        return cls.from_file(model_dir / ONNX_FILE, config, providers, threads)
+
+    @classmethod
+    def from_file(
+        cls, path: Path, config: BioMrcConfig, providers: Sequence[str] | None = None, threads: int | None = None,
+    ) -> "OnnxModel":
+        """A session on one ONNX file with the config it was exported from (export checks its graph this way)."""
+        ort = require("onnxruntime", "running an ONNX model", str(path))
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        session = ort.InferenceSession(str(path), options, providers=list(providers or ["CPUExecutionProvider"]))
+        return cls(session, config, str(path.parent))
+
+    def __call__(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        ids = np.asarray(batch["input_ids"], dtype=np.int64)
+        feed = {name: np.asarray(batch[name], dtype=np.int64) if name in batch else np.zeros_like(ids)
+                for name in self.input_names}  # a graph with token types gets zeros from windows without them
+        return dict(zip(self.output_names, self.session.run(self.output_names, feed)))
+
+
+def check_export_marker(model_dir: Path) -> dict[str, Any]:
+    """The export's marker, or a :class:`ModelFormatError` saying why the folder cannot be run."""
+    marker = model_dir / EXPORT_FILE
+    if not marker.is_file():
+        raise ModelFormatError(f"{ONNX_FILE} without {EXPORT_FILE}: an unfinished export? (run bio-mrc export again)",
+                               str(model_dir))
+    record = read_json(marker)
+    if not isinstance(record, dict) or record.get("format") != "onnx":
+        raise ModelFormatError(f"{EXPORT_FILE} does not describe an ONNX export", str(model_dir))
+    if not isinstance(record.get("export_format"), int) or record["export_format"] > EXPORT_FORMAT:
+        raise ModelFormatError(
+            f"exported in bio_mrc export format {record.get('export_format')!r}; this bio_mrc {__version__} reads "
+            f"formats up to {EXPORT_FORMAT} (upgrade bio_mrc)", str(model_dir),
+        )
+    return record
+
+
+def export_onnx(
+    model_dir: str | Path, output_dir: str | Path, opset: int = DEFAULT_OPSET, atol: float = TOLERANCE, overwrite: bool = False,
+) -> dict[str, Any]:
+    """Export a saved bio_mrc model to a self-describing ONNX folder; returns its marker record.
+
+    The graph is checked against PyTorch on random windows of two shapes other than the traced
+    one; a logit difference above ``atol`` is an error and leaves no export behind."""
+    from .loading import TrainedModel  # loading imports this module for OnnxModel
+
+    for module in ("onnx", "onnxruntime"):
+        require(module, "ONNX export")
+    model_dir, output_dir = Path(model_dir), Path(output_dir)
+    trained = TrainedModel.load(model_dir, backend="torch")
+    staging = prepare_output(model_dir, output_dir, overwrite)
+    try:
+        record = write_export(trained, staging, opset, atol)
+        (output_dir / EXPORT_FILE).unlink(missing_ok=True)  # the old export is unfinished from here on
+        for stale in output_dir.glob(f"{ONNX_FILE}.data"):
+            stale.unlink()
+        atomic_move_files(staging, output_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    record["source"] = str(model_dir)
+    atomic_write_json(output_dir / EXPORT_FILE, record, indent=2)
+    write_model_card(output_dir)
+    return record
+
+
+def prepare_output(model_dir: Path, output_dir: Path, overwrite: bool) -> Path:
+    """A fresh staging folder inside ``output_dir``; never the model's own folder, never over files
+    of another export or model unless ``overwrite``."""
+    if output_dir.resolve() == model_dir.resolve():
+        raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
+    if output_dir.is_file():
+        raise BioMrcError(f"{output_dir} is a file, not a folder")
+    existing = [p.name for p in output_dir.iterdir() if p.name != STAGING_DIR] if output_dir.is_dir() else []
+    if existing and not overwrite:
+        shown = ", ".join(sorted(existing)[:4])
+        raise BioMrcError(f"{output_dir} is not empty ({shown}); choose another folder or pass --overwrite")
+    staging = output_dir / STAGING_DIR
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    return staging
+
+
+def write_export(trained: Any, staging: Path, opset: int, atol: float) -> dict[str, Any]:
+    """The graph, its check against PyTorch, the tokenizer, the config with its windows written
+    out, and the provenance files, all in ``staging``; returns the marker record."""
+    model, config = trained.model.eval(), trained.model.config
+    module, names = LogitsModule(model), encoder_inputs(model, trained.tokenizer)
+    exported = export_graph(module, random_inputs(config, names, 2, 16), staging / ONNX_FILE, opset)
+    runner = OnnxModel.from_file(staging / ONNX_FILE, config)
+    longest = min(trained.features.max_seq_length, config.encoder.max_position_embeddings)
+    shapes = [(3, 29), (1, longest)]
+    differences: dict[str, float] = {}
+    for seed, (batch, length) in enumerate(shapes, 1):
+        for name, value in logit_differences(module, runner, random_inputs(config, names, batch, length, seed)).items():
+            differences[name] = max(differences.get(name, 0.0), value)
+    if max(differences.values()) > atol:
+        raise BioMrcError(f"the exported graph's logits differ from PyTorch's by up to {differences} (> {atol}): not exported")
+    trained.tokenizer.save_pretrained(str(staging))
+    saved = copy.deepcopy(config)
+    for name in WINDOW_SETTINGS:  # written out, so the folder never needs the run record to be read
+        setattr(saved, name, getattr(trained.features, name))
+    atomic_write_text(staging / "config.json", saved.to_json_string())
+    for name in (RUN_FILE, EVAL_FILE):  # provenance: how the model was trained and what it scored
+        if (Path(trained.path) / name).is_file():
+            shutil.copyfile(Path(trained.path) / name, staging / name)
+    return {
+        "format": "onnx", "export_format": EXPORT_FORMAT, "file": ONNX_FILE, "inputs": names,
+        "outputs": module.output_names, "dynamic_axes": {"batch": 0, "sequence": 1}, "opset": opset, **exported,
+        "checked_shapes": shapes, "max_abs_logit_difference": differences, "tolerance": atol,
+        "versions": {"bio_mrc": __version__, "torch": torch.__version__, **_versions("onnx", "onnxruntime", "onnxscript")},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _versions(*modules: str) -> dict[str, str]:
+    found = {}
+    for name in modules:
+        try:
+            found[name] = importlib.import_module(name).__version__
+        except ImportError:
+            continue
+    return found

@@ -1,0 +1,193 @@
+"""ONNX export (``bio-mrc export --format onnx``) and ONNX Runtime inference through ``TrainedModel``.
+
+The exported graph must give PyTorch's logits within 1e-4 on random windows of shapes it was not
+traced with, ``TrainedModel.load(onnx_dir).windows`` must give PyTorch's window outputs, so every
+decoding answers the same, and a missing onnxruntime must be a clear error, not an ImportError.
+"""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from bio_mrc.cli import build_parser, main
+from bio_mrc.data.squad import load_squad
+from bio_mrc.errors import BioMrcError, ModelFormatError
+from bio_mrc.inference import AnswerExtractor, TrainedModel
+from bio_mrc.inference.onnx import (
+    DEFAULT_OPSET, EXPORT_FILE, ONNX_FILE, TOLERANCE, LogitsModule, OnnxModel, encoder_inputs, export_onnx, random_inputs,
+)
+from bio_mrc.model import BioMrcForQuestionAnswering
+
+from .conftest import SAMPLE_V1
+from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+ATOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def onnx_dir(trained_dir, tmp_path_factory):  # noqa: F811
+    """The tiny joint model exported through the command line."""
+    out = tmp_path_factory.mktemp("onnx") / "exported"
+    assert main(["export", "--model", str(trained_dir), "--output", str(out), "--format", "onnx"]) == 0
+    return out
+
+
+def test_the_export_folder_describes_itself(onnx_dir, trained_dir):  # noqa: F811
+    for name in (ONNX_FILE, EXPORT_FILE, "config.json", "tokenizer.json", "tokenizer_config.json"):
+        assert (onnx_dir / name).is_file(), name
+    marker = json.loads((onnx_dir / EXPORT_FILE).read_text())
+    assert marker["format"] == "onnx" and marker["opset"] == DEFAULT_OPSET
+    assert marker["inputs"] == ["input_ids", "attention_mask", "token_type_ids"]  # a BERT encoder reads token types
+    assert marker["outputs"] == ["start_logits", "end_logits", "bio_logits"]
+    assert marker["exporter"].startswith("torch.onnx.export(")
+    assert max(marker["max_abs_logit_difference"].values()) <= ATOL
+    exported, original = json.loads((onnx_dir / "config.json").read_text()), json.loads((trained_dir / "config.json").read_text())
+    for key in ("heads", "tag_level", "max_seq_length", "doc_stride", "max_query_length", "bio_length_prior", "encoder"):
+        assert exported.get(key) == original.get(key), key
+    assert not list(onnx_dir.glob(".*staging*"))
+
+
+def test_the_cli_defaults_are_the_modules(tmp_path):
+    args = build_parser().parse_args(["export", "--model", "m", "--output", str(tmp_path)])
+    assert (args.opset, args.atol, args.format) == (DEFAULT_OPSET, TOLERANCE, "onnx")
+
+
+@pytest.mark.parametrize("shape", [(2, 11), (5, 40)])
+def test_logits_match_pytorch_on_random_inputs(onnx_dir, trained_dir, shape):  # noqa: F811
+    torch_model = BioMrcForQuestionAnswering.from_pretrained(str(trained_dir)).eval()
+    runner = OnnxModel.load(onnx_dir)
+    inputs = random_inputs(torch_model.config, runner.input_names, *shape, seed=sum(shape))
+    with torch.inference_mode():
+        expected = torch_model(**inputs)
+    actual = runner(inputs)
+    assert set(actual) == {"start_logits", "end_logits", "bio_logits"}
+    for name, values in actual.items():
+        assert values.shape == tuple(getattr(expected, name).shape)
+        np.testing.assert_allclose(values, getattr(expected, name).numpy(), atol=ATOL, rtol=0, err_msg=name)
+
+
+def test_window_outputs_match_pytorch(onnx_dir, trained_dir, sample_v1):  # noqa: F811
+    ours, reference = TrainedModel.load(onnx_dir), TrainedModel.load(trained_dir)
+    assert (ours.backend, reference.backend) == ("onnx", "torch")
+    assert ours.features == reference.features and ours.decodings == reference.decodings
+    got, want = ours.windows(sample_v1.examples, batch_size=3), reference.windows(sample_v1.examples, batch_size=3)
+    for name in ("example_index", "offsets", "mask", "word_offsets", "tag_mask"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    for name in ("start_logits", "end_logits", "bio_logits"):
+        np.testing.assert_allclose(getattr(got, name), getattr(want, name), atol=ATOL, rtol=0, err_msg=name)
+
+
+def test_predict_answers_equal_pytorchs(onnx_dir, trained_dir, tmp_path):  # noqa: F811
+    for name, folder in (("onnx", onnx_dir), ("torch", trained_dir)):
+        assert main(["predict", "--model", str(folder), "--data", str(SAMPLE_V1), "--decoding", "span", "bio", "joint",
+                     "--output", str(tmp_path / name / "preds.json")]) == 0
+    for decoding in ("span", "bio", "joint"):
+        got = json.loads((tmp_path / "onnx" / f"preds.{decoding}.json").read_text())
+        want = json.loads((tmp_path / "torch" / f"preds.{decoding}.json").read_text())
+        assert got == want, decoding
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_answer_extractor_runs_the_export(onnx_dir, trained_dir, decoding):  # noqa: F811
+    example = load_squad(SAMPLE_V1).examples[0]
+    ours = AnswerExtractor.from_pretrained(onnx_dir, decoding=decoding, multi_span=True)
+    reference = AnswerExtractor.from_pretrained(trained_dir, decoding=decoding, multi_span=True)
+    got, want = ours(example.question, example.context), reference(example.question, example.context)
+    assert [(s.text, s.start, s.end) for s in got.spans] == [(s.text, s.start, s.end) for s in want.spans]
+    assert [s.score for s in got.spans] == pytest.approx([s.score for s in want.spans], abs=1e-3)
+
+
+def test_without_onnxruntime_loading_says_what_to_install(onnx_dir, monkeypatch, capsys, tmp_path):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails
+    with pytest.raises(ModelFormatError, match=r"pip install bio_mrc\[onnx\]"):
+        TrainedModel.load(onnx_dir)
+    assert main(["predict", "--model", str(onnx_dir), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")]) == 2
+    assert "pip install bio_mrc[onnx]" in capsys.readouterr().err
+
+
+def test_without_onnxruntime_export_says_what_to_install(trained_dir, monkeypatch, tmp_path):  # noqa: F811
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(BioMrcError, match=r"pip install bio_mrc\[onnx\]"):
+        export_onnx(trained_dir, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_bio_mrc_imports_without_the_onnx_packages():
+    blocked = "import sys\nfor name in ('onnx', 'onnxruntime', 'onnxscript'):\n    sys.modules[name] = None\n"
+    code = blocked + "import bio_mrc, bio_mrc.inference, bio_mrc.cli\nbio_mrc.cli.build_parser()\nprint('ok')"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def test_an_unfinished_export_and_a_used_folder_are_refused(onnx_dir, trained_dir, tmp_path):  # noqa: F811
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for name in ("config.json", ONNX_FILE, "tokenizer.json", "tokenizer_config.json"):
+        (partial / name).write_bytes((onnx_dir / name).read_bytes())
+    with pytest.raises(ModelFormatError, match="unfinished export"):
+        TrainedModel.load(partial)
+    with pytest.raises(BioMrcError, match="not empty"):
+        export_onnx(trained_dir, partial)
+    with pytest.raises(BioMrcError, match="another folder"):
+        export_onnx(trained_dir, trained_dir)
+    with pytest.raises(ModelFormatError, match="no weights"):  # backend="torch" on an export: no PyTorch weights
+        TrainedModel.load(onnx_dir, backend="torch")
+
+
+def test_an_encoder_without_token_types_and_a_bio_only_model(tiny_bpe_tokenizer, tmp_path):
+    """A RoBERTa-style encoder reads no token types: the graph has no such input; one head, one output."""
+    from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaModel
+
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tiny_bpe_tokenizer.backend_tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+        unk_token="<unk>", cls_token="<s>", sep_token="</s>", model_input_names=["input_ids", "attention_mask"],
+    )
+    encoder_dir, model_dir = tmp_path / "encoder", tmp_path / "model"
+    torch.manual_seed(0)
+    RobertaModel(RobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                               intermediate_size=64, max_position_embeddings=80, pad_token_id=1, type_vocab_size=1),
+                 add_pooling_layer=False).save_pretrained(str(encoder_dir))
+    model = BioMrcForQuestionAnswering.from_encoder(str(encoder_dir), heads="bio", tag_level="word", max_seq_length=48,
+                                                    doc_stride=16, max_query_length=12)
+    model.save_pretrained(str(model_dir))
+    tokenizer.save_pretrained(str(model_dir))
+    assert encoder_inputs(model, tokenizer) == ["input_ids", "attention_mask"]
+
+    record = export_onnx(model_dir, tmp_path / "exported")
+    assert record["inputs"] == ["input_ids", "attention_mask"] and record["outputs"] == ["bio_logits"]
+    examples = load_squad(SAMPLE_V1).examples[:4]
+    got, want = TrainedModel.load(tmp_path / "exported").windows(examples), TrainedModel.load(model_dir).windows(examples)
+    assert got.start_logits is None and got.end_logits is None
+    np.testing.assert_allclose(got.bio_logits, want.bio_logits, atol=ATOL, rtol=0)
+
+
+def test_the_wrapper_returns_plain_tensors_in_a_fixed_order(trained_dir):  # noqa: F811
+    model = BioMrcForQuestionAnswering.from_pretrained(str(trained_dir))
+    module = LogitsModule(model)
+    outputs = module(**random_inputs(model.config, ["input_ids", "attention_mask"], 2, 9))
+    assert module.output_names == ["start_logits", "end_logits", "bio_logits"] and not module.training
+    assert all(isinstance(t, torch.Tensor) for t in outputs) and [tuple(t.shape) for t in outputs] == [(2, 9), (2, 9), (2, 9, 3)]
+
+
+def test_the_torchscript_exporter_takes_over_when_dynamo_fails(trained_dir, tmp_path, monkeypatch, sample_v1):  # noqa: F811
+    export = torch.onnx.export
+
+    def dynamo_fails(*args, dynamo=True, **kwargs):
+        if dynamo:
+            raise RuntimeError("simulated dynamo failure")
+        return export(*args, dynamo=dynamo, **kwargs)
+
+    monkeypatch.setattr(torch.onnx, "export", dynamo_fails)
+    with pytest.warns(UserWarning, match="simulated dynamo failure"):
+        record = export_onnx(trained_dir, tmp_path / "ts")
+    assert record["exporter"].endswith("(TorchScript)") and "simulated" in record["dynamo_error"]
+    examples = sample_v1.examples[:3]
+    got, want = TrainedModel.load(tmp_path / "ts").windows(examples), TrainedModel.load(trained_dir).windows(examples)
+    np.testing.assert_allclose(got.start_logits, want.start_logits, atol=ATOL, rtol=0)
