@@ -163,7 +163,7 @@ def save_tuned_settings(
     if previous and not same_questions and not overwrite:
         return False
     kept = (config.no_answer_thresholds or {}) if same_questions else {}
-    config.no_answer_thresholds = {**kept, **thresholds} or None  # -inf survives JSON as -Infinity
+    config.no_answer_thresholds = {**kept, **thresholds} or None  # -inf ("always abstain") survives the JSON round trip
     for name, value in settings.items():
         setattr(config, name, value)
     config.tuned_on = tuned_on
