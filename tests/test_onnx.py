@@ -191,3 +191,19 @@ def test_the_torchscript_exporter_takes_over_when_dynamo_fails(trained_dir, tmp_
     examples = sample_v1.examples[:3]
     got, want = TrainedModel.load(tmp_path / "ts").windows(examples), TrainedModel.load(trained_dir).windows(examples)
     np.testing.assert_allclose(got.start_logits, want.start_logits, atol=ATOL, rtol=0)
+
+
+def test_the_pipeline_runs_the_export(onnx_dir, trained_dir, sample_v1):  # noqa: F811
+    from transformers import pipeline
+
+    from bio_mrc.inference.onnx import OnnxModel
+
+    example = sample_v1.examples[0]
+    exported = pipeline("bio-mrc-qa", model=str(onnx_dir), device="cpu")
+    assert isinstance(exported.model, OnnxModel)
+    original = pipeline("bio-mrc-qa", model=str(trained_dir), device="cpu")
+    for decoding in ("span", "bio", "joint"):
+        ours = exported(question=example.question, context=example.context, decoding=decoding, top_k=3)
+        theirs = original(question=example.question, context=example.context, decoding=decoding, top_k=3)
+        assert [(a["start"], a["end"], a["answer"]) for a in ours] == [(a["start"], a["end"], a["answer"]) for a in theirs]
+        assert [a["score"] for a in ours] == pytest.approx([a["score"] for a in theirs], abs=1e-4)

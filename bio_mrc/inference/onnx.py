@@ -169,6 +169,26 @@ class OnnxModel:
         session = ort.InferenceSession(str(path), options, providers=list(providers or ["CPUExecutionProvider"]))
         return cls(session, config, str(path.parent))
 
+    @classmethod
+    def from_pretrained(cls, model_dir: str | Path, **_: Any) -> "OnnxModel":
+        """What transformers' ``pipeline()`` calls on a model path: an exported folder, run on the CPU
+        (its loading options, e.g. ``dtype``, mean nothing to an exported graph)."""
+        return cls.load(model_dir)
+
+    # The little of a PreTrainedModel that transformers' Pipeline reads: where the model runs.
+    device = torch.device("cpu")
+
+    def to(self, device: Any) -> "OnnxModel":
+        if torch.device(device).type != "cpu":
+            raise ModelFormatError(f"this ONNX model runs on the CPU provider, not on {device}", self.name_or_path)
+        return self
+
+    def eval(self) -> "OnnxModel":
+        return self
+
+    def can_generate(self) -> bool:
+        return False
+
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
         ids = np.asarray(batch["input_ids"], dtype=np.int64)
         feed = {name: np.asarray(batch[name], dtype=np.int64) if name in batch else np.zeros_like(ids)

@@ -43,6 +43,7 @@ from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .extract import AnswerExtractor, choose_decoding
 from .loading import TrainedModel, window_settings
+from .onnx import OnnxModel
 
 TASK = "bio-mrc-qa"
 DEFAULT_BATCH_SIZE = 32  # windows per forward pass, as AnswerExtractor
@@ -62,7 +63,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
     _load_processor = _load_image_processor = _load_video_processor = _load_feature_extractor = False
 
     def __init__(self, model, tokenizer=None, **kwargs) -> None:
-        if not isinstance(model, BioMrcForQuestionAnswering):
+        if not isinstance(model, (BioMrcForQuestionAnswering, OnnxModel)):
             raise ModelFormatError(
                 f"the {TASK} pipeline runs bio_mrc models, got a {type(model).__name__}",
                 str(getattr(model, "name_or_path", "")),
@@ -141,7 +142,7 @@ class _Questions:
     batch_size: int
 
 
-def trained_model(model: BioMrcForQuestionAnswering, tokenizer) -> TrainedModel:
+def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer) -> TrainedModel:
     """The pipeline's model and tokenizer with the windows its config names (or its folder's run record)."""
     path = str(getattr(model, "name_or_path", "") or "")
     return TrainedModel(model, tokenizer, window_settings(model.config, Path(path)), path)
@@ -207,7 +208,8 @@ def register_pipeline() -> str:
     Importing :mod:`bio_mrc.inference` calls it; ``import bio_mrc`` alone stays light."""
     if PIPELINE_REGISTRY.supported_tasks.get(TASK, {}).get("impl") is not BioMrcQuestionAnsweringPipeline:
         PIPELINE_REGISTRY.register_pipeline(
-            TASK, pipeline_class=BioMrcQuestionAnsweringPipeline, pt_model=AutoModelForQuestionAnswering, type="text"
+            # A PyTorch model folder loads as BioMrcForQuestionAnswering; an exported folder (no PyTorch weights) as OnnxModel.
+            TASK, pipeline_class=BioMrcQuestionAnsweringPipeline, pt_model=(AutoModelForQuestionAnswering, OnnxModel), type="text"
         )
     return TASK
 
