@@ -7,7 +7,8 @@ and reports the median of each). Each side also loads the model and its
 tokenizer inside its timed region. One untimed forward runs first so neither
 side pays torch's first-call set-up.
 
-THE REFERENCE (``reference_*`` below) is a faithful re-implementation of the
+THE REFERENCE (``reference_*``, imported from ``reference_recipe.py`` in this
+folder, shared by every benchmark here) is a faithful re-implementation of the
 recipe of Hugging Face's ``run_qa.py`` / question-answering notebook:
 
 * the raw JSON is flattened into a ``datasets.Dataset`` of questions (what
@@ -68,17 +69,16 @@ import os
 import platform
 import resource
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import datasets
 import numpy as np
 import torch
 import transformers
-from torch.utils.data import DataLoader
-from transformers import AutoModelForQuestionAnswering, AutoTokenizer, default_data_collator
+from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
 from bio_mrc.data.squad import load_squad
 from bio_mrc.decoding.postprocess import DecodeConfig, decode
@@ -88,167 +88,22 @@ from bio_mrc.inference import run_windows
 from bio_mrc.metrics.squad import squad_metrics
 from bio_mrc.inference import TrainedModel, write_prediction_files
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # THE REFERENCE, shared by the benchmarks of this folder
+from reference_recipe import (  # noqa: E402
+    MAX_ANSWER_LENGTH,
+    N_BEST,
+    reference_load_squad,
+    reference_postprocess_qa_predictions,
+    reference_predict,
+    reference_prepare_validation_features,
+)
+
 NAME = "inference_end_to_end"
-N_BEST = 20
-MAX_ANSWER_LENGTH = 30
 
 
 # ---------------------------------------------------------------------------------------------
-# THE REFERENCE: the Hugging Face QA recipe (run_qa.py / the QA notebook), re-implemented here.
+# THE REFERENCE (the recipe's functions live in reference_recipe.py): the whole recipe, timed.
 # ---------------------------------------------------------------------------------------------
-
-
-def reference_load_squad(path: str, limit: int | None) -> datasets.Dataset:
-    """Raw SQuAD JSON -> one row per question, as the ``squad`` loading script yields them."""
-    with open(path, encoding="utf-8") as handle:
-        raw = json.load(handle)
-    rows: dict[str, list[Any]] = {"id": [], "title": [], "context": [], "question": [], "answers": []}
-    for article in raw["data"]:
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                if limit is not None and len(rows["id"]) >= limit:
-                    break
-                rows["id"].append(qa["id"])
-                rows["title"].append(article.get("title", ""))
-                rows["context"].append(paragraph["context"])
-                rows["question"].append(qa["question"])
-                rows["answers"].append(
-                    {"text": [a["text"] for a in qa["answers"]], "answer_start": [a["answer_start"] for a in qa["answers"]]}
-                )
-    return datasets.Dataset.from_dict(rows)
-
-
-def reference_prepare_validation_features(examples, tokenizer, max_length: int, doc_stride: int):
-    """``prepare_validation_features`` of the recipe: every window padded to ``max_length``."""
-    pad_on_right = tokenizer.padding_side == "right"
-    examples["question"] = [q.lstrip() for q in examples["question"]]
-    tokenized = tokenizer(
-        examples["question" if pad_on_right else "context"],
-        examples["context" if pad_on_right else "question"],
-        truncation="only_second" if pad_on_right else "only_first",
-        max_length=max_length,
-        stride=doc_stride,
-        return_overflowing_tokens=True,
-        return_offsets_mapping=True,
-        padding="max_length",
-    )
-    sample_mapping = tokenized.pop("overflow_to_sample_mapping")
-    tokenized["example_id"] = []
-    for i in range(len(tokenized["input_ids"])):
-        sequence_ids = tokenized.sequence_ids(i)
-        context_index = 1 if pad_on_right else 0
-        tokenized["example_id"].append(examples["id"][sample_mapping[i]])
-        tokenized["offset_mapping"][i] = [
-            (o if sequence_ids[k] == context_index else None) for k, o in enumerate(tokenized["offset_mapping"][i])
-        ]
-    return tokenized
-
-
-@torch.no_grad()
-def reference_predict(model, features: datasets.Dataset, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """``Trainer.predict``: unused columns removed, sequential batches, ``torch.no_grad()``."""
-    model.eval()
-    inputs = features.remove_columns([c for c in features.column_names if c not in ("input_ids", "attention_mask", "token_type_ids")])
-    loader = DataLoader(inputs, batch_size=batch_size, shuffle=False, collate_fn=default_data_collator)
-    starts, ends = [], []
-    for batch in loader:
-        out = model(**batch)
-        starts.append(out.start_logits.cpu().numpy())
-        ends.append(out.end_logits.cpu().numpy())
-    return np.concatenate(starts), np.concatenate(ends)
-
-
-def reference_postprocess_qa_predictions(
-    examples, features, predictions, version_2_with_negative=False, n_best_size=N_BEST,
-    max_answer_length=MAX_ANSWER_LENGTH, null_score_diff_threshold=0.0, output_dir=None,
-):
-    """``postprocess_qa_predictions`` of the recipe (utils_qa.py), loops and all."""
-    all_start_logits, all_end_logits = predictions
-    example_id_to_index = {k: i for i, k in enumerate(examples["id"])}
-    features_per_example = collections.defaultdict(list)
-    for i, feature in enumerate(features):
-        features_per_example[example_id_to_index[feature["example_id"]]].append(i)
-    all_predictions = collections.OrderedDict()
-    all_nbest_json = collections.OrderedDict()
-    scores_diff_json = collections.OrderedDict()
-    for example_index, example in enumerate(examples):
-        feature_indices = features_per_example[example_index]
-        min_null_prediction = None
-        prelim_predictions = []
-        for feature_index in feature_indices:
-            start_logits = all_start_logits[feature_index]
-            end_logits = all_end_logits[feature_index]
-            offset_mapping = features[feature_index]["offset_mapping"]
-            token_is_max_context = features[feature_index].get("token_is_max_context", None)
-            feature_null_score = start_logits[0] + end_logits[0]
-            if min_null_prediction is None or min_null_prediction["score"] > feature_null_score:
-                min_null_prediction = {
-                    "offsets": (0, 0), "score": feature_null_score,
-                    "start_logit": start_logits[0], "end_logit": end_logits[0],
-                }
-            start_indexes = np.argsort(start_logits)[-1 : -n_best_size - 1 : -1].tolist()
-            end_indexes = np.argsort(end_logits)[-1 : -n_best_size - 1 : -1].tolist()
-            for start_index in start_indexes:
-                for end_index in end_indexes:
-                    if (
-                        start_index >= len(offset_mapping)
-                        or end_index >= len(offset_mapping)
-                        or offset_mapping[start_index] is None
-                        or len(offset_mapping[start_index]) < 2
-                        or offset_mapping[end_index] is None
-                        or len(offset_mapping[end_index]) < 2
-                    ):
-                        continue
-                    if end_index < start_index or end_index - start_index + 1 > max_answer_length:
-                        continue
-                    if token_is_max_context is not None and not token_is_max_context.get(str(start_index), False):
-                        continue
-                    prelim_predictions.append({
-                        "offsets": (offset_mapping[start_index][0], offset_mapping[end_index][1]),
-                        "score": start_logits[start_index] + end_logits[end_index],
-                        "start_logit": start_logits[start_index],
-                        "end_logit": end_logits[end_index],
-                    })
-        if version_2_with_negative and min_null_prediction is not None:
-            prelim_predictions.append(min_null_prediction)
-            null_score = min_null_prediction["score"]
-        predictions_ = sorted(prelim_predictions, key=lambda x: x["score"], reverse=True)[:n_best_size]
-        if version_2_with_negative and min_null_prediction is not None and not any(p["offsets"] == (0, 0) for p in predictions_):
-            predictions_.append(min_null_prediction)
-        context = example["context"]
-        for pred in predictions_:
-            offsets = pred.pop("offsets")
-            pred["text"] = context[offsets[0] : offsets[1]]
-        if len(predictions_) == 0 or (len(predictions_) == 1 and predictions_[0]["text"] == ""):
-            predictions_.insert(0, {"text": "empty", "start_logit": 0.0, "end_logit": 0.0, "score": 0.0})
-        scores = np.array([pred.pop("score") for pred in predictions_])
-        exp_scores = np.exp(scores - np.max(scores))
-        probs = exp_scores / exp_scores.sum()
-        for prob, pred in zip(probs, predictions_):
-            pred["probability"] = prob
-        if not version_2_with_negative:
-            all_predictions[example["id"]] = predictions_[0]["text"]
-        else:
-            i = 0
-            while predictions_[i]["text"] == "":
-                i += 1
-            best_non_null_pred = predictions_[i]
-            score_diff = null_score - best_non_null_pred["start_logit"] - best_non_null_pred["end_logit"]
-            scores_diff_json[example["id"]] = float(score_diff)
-            all_predictions[example["id"]] = "" if score_diff > null_score_diff_threshold else best_non_null_pred["text"]
-        all_nbest_json[example["id"]] = [
-            {k: (float(v) if isinstance(v, (np.float16, np.float32, np.float64)) else v) for k, v in pred.items()}
-            for pred in predictions_
-        ]
-    if output_dir is not None:
-        with open(os.path.join(output_dir, "predictions.json"), "w") as writer:
-            writer.write(json.dumps(all_predictions, indent=4) + "\n")
-        with open(os.path.join(output_dir, "nbest_predictions.json"), "w") as writer:
-            writer.write(json.dumps(all_nbest_json, indent=4) + "\n")
-        if version_2_with_negative:
-            with open(os.path.join(output_dir, "null_odds.json"), "w") as writer:
-                writer.write(json.dumps(scores_diff_json, indent=4) + "\n")
-    return all_predictions
 
 
 def run_reference(model_dir: str, data: str, limit: int | None, max_length: int, stride: int, batch_size: int, out: Path):

@@ -1,0 +1,396 @@
+"""Feature building: bio_mrc's training windows vs the recipe's, speed, peak memory and cache reuse (issue "Performance", target 6).
+
+Every measurement runs in its own subprocess (this script with ``--child MODE``), so each has its own
+peak RSS: the parent reads it from ``os.wait4`` (the child's ``ru_maxrss``, as
+``resource.getrusage(RUSAGE_CHILDREN)`` would give for that one child). Every child imports the
+same modules (torch, transformers, datasets, bio_mrc) before it starts, so their baselines match, and
+reports its RSS at each stage (``VmRSS``/``VmHWM`` of ``/proc/self/status``).
+
+The data: the SQuAD v1.1 training set, all 87,599 questions (``--limit`` to shorten), windows of
+``--max-seq-length`` 384 tokens with ``--doc-stride`` 128 (the training defaults), the default
+encoder's tokenizer. Both sides map their function over the questions with ``datasets.map`` at the
+same ``--batch-size`` (500, ``build_features``' default, which training uses). Timed: the map
+alone, and reading the JSON beside it.
+
+THE REFERENCE (``reference_recipe.py``, shared by the benchmarks of this folder):
+``reference_load_squad`` (the JSON flattened into an in-memory ``Dataset`` of questions) and
+``prepare_train_features`` with ``padding="max_length"`` (every window padded to 384; start/end
+targets of the first answer).
+
+OURS: ``load_squad`` and ``bio_mrc.features.windows.build_features(examples, tokenizer,
+FeatureConfig(384, 128), with_targets=True)``, as ``train_model`` builds its windows (unpadded
+windows; offsets, word spans, paragraph and tag masks, span and soft BIO targets).
+
+Cache reuse. ``build_features`` maps an in-memory ``Dataset.from_dict``, which has no cache file, so
+``datasets`` has nowhere to look a previous result up: the script runs ours a second time in a
+fresh process (as a rerun of ``bio-mrc train`` would) and reports its time and whether the result
+has cache files. For comparison (``--cache-demo``, on by default):
+
+* ``reference, file-backed``: the recipe as ``load_dataset("squad")`` runs it, on a dataset backed
+  by an Arrow file (the questions saved once with ``save_to_disk`` under ``--work-dir``): ``map``
+  writes its result next to it, keyed by the fingerprint of the function and its arguments, and a
+  second run in a fresh process reads it back;
+* ``ours, cached by content``: a sketch of the smallest package change, done here outside the
+  package: the features saved with ``save_to_disk`` under a key of ``content_hash(examples)``, the
+  tokenizer's name and vocabulary file hash, the ``FeatureConfig`` and ``with_targets``, and read
+  back with ``load_from_disk`` (memory-mapped) when the key is there. Run twice: build and save,
+  then load.
+
+Training's peak memory (``--train-steps``, 5 by default; 0 skips it): ``train_model`` on the whole
+training set with the default ``TrainConfig`` (what ``bio-mrc train --train train.json`` runs; the
+CLI has no step limit, so the child calls ``train_model`` itself with a ``TrainerCallback`` that
+stops after N steps), with RSS recorded after reading the JSON, after the model is made, after the
+windows are built, when training begins (optimizer and sampler made) and after each step.
+
+    python benchmarks/bench_features.py [--limit 0] [--batch-size 500] [--train-steps 5] [--no-cache-demo]
+
+The last line is one JSON object:
+``{"benchmark": "features_train", "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ...}``
+(the map's seconds on each side; ratio = reference seconds / ours; identical = the same windows:
+the same number, the same unpadded token ids and the same start/end targets in every window).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+NAME = "features_train"
+MODES = ("reference", "ours", "reference-file-backed", "ours-cached", "train")
+
+
+def rss_mib() -> dict[str, float]:
+    """This process's current and peak resident memory, MiB."""
+    values = {}
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key, value = line.split(":")
+                values["now" if key == "VmRSS" else "peak"] = int(value.split()[0]) / 1024
+    return values
+
+
+def mib(value: float) -> str:
+    return f"{value:,.0f} MiB"
+
+
+# ---------------------------------------------------------------------------------------------
+# Children: one measurement each, a JSON line at the end
+# ---------------------------------------------------------------------------------------------
+
+
+def child(args: argparse.Namespace) -> None:
+    import datasets
+    import numpy as np  # noqa: F401  (the same imports in every child: comparable baselines)
+    import torch  # noqa: F401
+    import transformers
+
+    import bio_mrc.training.train  # noqa: F401
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.encoders import load_tokenizer, resolve_encoder
+    from bio_mrc.features.windows import FeatureConfig, build_features
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # THE REFERENCE, shared by the benchmarks of this folder
+    from reference_recipe import reference_load_squad, reference_train_features
+
+    datasets.disable_progress_bars()
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    limit = args.limit or None
+    report: dict[str, Any] = {"mode": args.child, "stages": {}, "rss": {"imports": rss_mib()}}
+    stages, rss = report["stages"], report["rss"]
+    tokenizer = load_tokenizer(resolve_encoder("default"))
+    config = FeatureConfig(args.max_seq_length, args.doc_stride)
+    work = Path(args.work_dir)
+
+    def stage(name: str, fn):
+        t = time.perf_counter()
+        value = fn()
+        stages[name] = time.perf_counter() - t
+        rss[name] = rss_mib()
+        return value
+
+    if args.child == "reference":
+        examples = stage("read JSON", lambda: reference_load_squad(args.data, limit))
+        features = stage("map", lambda: reference_train_features(examples, tokenizer, args.max_seq_length, args.doc_stride, args.batch_size))
+        report.update(windows=len(features), cache_files=len(features.cache_files), arrow_mib=features.data.nbytes / 2**20)
+        if args.digest:
+            write_digests(args.digest, features, padded=True)
+    elif args.child == "ours":
+        squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
+        features = stage("map", lambda: build_features(squad.examples, tokenizer, config, with_targets=True, batch_size=args.batch_size))
+        report.update(windows=len(features), cache_files=len(features.cache_files), arrow_mib=features.data.nbytes / 2**20,
+                      column_mib={c: features.data.column(c).nbytes / 2**20 for c in features.column_names})
+        if args.digest:
+            write_digests(args.digest, features, padded=False)
+            lengths = [len(x) for x in features["input_ids"]]
+            report.update(mean_length=sum(lengths) / len(lengths), full=sum(n == args.max_seq_length for n in lengths))
+    elif args.child == "reference-file-backed":
+        folder = work / f"reference-questions-{limit or 'all'}"
+        if not folder.exists():
+            reference_load_squad(args.data, limit).save_to_disk(str(folder))
+        examples = stage("read JSON", lambda: datasets.load_from_disk(str(folder)))
+        if args.fresh:
+            report["removed_cache_files"] = examples.cleanup_cache_files()
+        features = stage("map", lambda: reference_train_features(examples, tokenizer, args.max_seq_length, args.doc_stride, args.batch_size))
+        report.update(windows=len(features), cache_files=len(features.cache_files))
+    elif args.child == "ours-cached":
+        from bio_mrc.types import content_hash
+
+        squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
+
+        def cached():
+            key = features_key(content_hash(squad.examples), tokenizer, config, True)
+            folder = work / "features-cache" / key
+            if folder.exists():
+                report["hit"] = True
+                return datasets.load_from_disk(str(folder))
+            report["hit"] = False
+            features = build_features(squad.examples, tokenizer, config, with_targets=True, batch_size=args.batch_size)
+            tmp = folder.with_name(folder.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            features.save_to_disk(str(tmp))
+            os.replace(tmp, folder)
+            return datasets.load_from_disk(str(folder))
+
+        if args.fresh:
+            shutil.rmtree(work / "features-cache", ignore_errors=True)
+        features = stage("map", cached)
+        report.update(windows=len(features), cache_files=len(features.cache_files))
+    elif args.child == "train":
+        report.update(train_child(args, stage, rss))
+    print(json.dumps(report))
+
+
+def features_key(questions: str, tokenizer, config, with_targets: bool) -> str:
+    """The proposed cache key: the questions' content hash, the tokenizer (name and vocabulary), the
+    window settings and targets, and the bio_mrc version (a change of feature code changes it)."""
+    import bio_mrc
+
+    vocab = hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:16]
+    parts = [questions, tokenizer.name_or_path, vocab, json.dumps(config.to_dict(), sort_keys=True), str(with_targets), bio_mrc.__version__]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
+
+
+def write_digests(path: str, features, padded: bool) -> None:
+    """One 8-byte digest per window of its unpadded token ids and start/end targets (untimed)."""
+    import numpy as np
+
+    ids, starts, ends = features["input_ids"], features["start_positions"], features["end_positions"]
+    masks = features["attention_mask"] if padded else None
+    digests = []
+    for i, (row, start, end) in enumerate(zip(ids, starts, ends)):
+        n = sum(masks[i]) if padded else len(row)
+        data = np.asarray(row[:n], dtype=np.int32).tobytes() + np.asarray([start, end], dtype=np.int32).tobytes()
+        digests.append(hashlib.blake2b(data, digest_size=8).digest())
+    ids_only = [hashlib.blake2b(np.asarray(row[: (sum(masks[i]) if padded else len(row))], dtype=np.int32).tobytes(),
+                                digest_size=8).digest() for i, row in enumerate(ids)]
+    with open(path, "w") as handle:
+        json.dump({"windows": [d.hex() for d in digests], "ids": [d.hex() for d in ids_only]}, handle)
+
+
+def compare_digests(reference: str, ours: str) -> dict[str, Any]:
+    with open(reference) as a, open(ours) as b:
+        ref, our = json.load(a), json.load(b)
+    result = {"windows_reference": len(ref["ids"]), "windows_ours": len(our["ids"])}
+    if len(ref["ids"]) == len(our["ids"]):
+        result["ids_differ"] = sum(x != y for x, y in zip(ref["ids"], our["ids"]))
+        result["targets_differ"] = sum(x != y for x, y in zip(ref["windows"], our["windows"])) - result["ids_differ"]
+    else:
+        result["ids_differ"] = result["targets_differ"] = None
+    return result
+
+
+def train_child(args: argparse.Namespace, stage, rss: dict[str, Any]) -> dict[str, Any]:
+    """``train_model`` on the whole set, stopped after ``--train-steps`` steps; RSS at each stage."""
+    import tempfile
+
+    from transformers import TrainerCallback
+
+    import bio_mrc.training.train as train
+    from bio_mrc.data.squad import load_squad
+
+    limit = args.limit or None
+    result: dict[str, Any] = {}
+    marks: dict[str, float] = {}
+
+    def timed(name, fn):  # wraps a function train_model calls, to mark its end (the package is unchanged)
+        def wrapper(*a, **k):
+            t = time.perf_counter()
+            value = fn(*a, **k)
+            marks[name] = time.perf_counter()
+            result.setdefault("stage_seconds", {})[name] = marks[name] - t
+            rss[name] = rss_mib()
+            return value
+        return wrapper
+
+    train._fresh_model_and_tokenizer = timed("model made", train._fresh_model_and_tokenizer)
+    train.build_features = timed("windows built", train.build_features)
+
+    class Stop(TrainerCallback):
+        def on_train_begin(self, a, state, control, **kwargs):
+            marks["train begins"] = time.perf_counter()
+            rss["train begins (optimizer, sampler)"] = rss_mib()
+            dataset = getattr(kwargs.get("train_dataloader"), "dataset", None)
+            if dataset is not None and hasattr(dataset, "data"):
+                result["train_arrow_mib"] = dataset.data.nbytes / 2**20
+                result["train_windows"] = len(dataset)
+
+        def on_step_end(self, a, state, control, **kwargs):
+            rss[f"step {state.global_step}"] = rss_mib()
+            if state.global_step >= args.train_steps:
+                control.should_training_stop = True
+
+    squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
+    out = tempfile.mkdtemp(prefix="bench-features-train-")
+    t = time.perf_counter()
+    train.train_model(squad.examples, train.TrainConfig(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride),
+                      out, save_checkpoints=False, callbacks=[Stop()])
+    result["train_model_seconds"] = time.perf_counter() - t
+    if "windows built" in marks and "train begins" in marks:
+        result["stage_seconds"]["trainer set-up (sampler lengths, optimizer)"] = marks["train begins"] - marks["windows built"]
+    shutil.rmtree(out, ignore_errors=True)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# The parent: runs the children, reads their peak RSS
+# ---------------------------------------------------------------------------------------------
+
+
+def run_child(args: argparse.Namespace, mode: str, fresh: bool = False, digest: str | None = None) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", mode, "--data", args.data, "--limit", str(args.limit),
+               "--batch-size", str(args.batch_size), "--max-seq-length", str(args.max_seq_length),
+               "--doc-stride", str(args.doc_stride), "--work-dir", args.work_dir, "--train-steps", str(args.train_steps)]
+    if fresh:
+        command.append("--fresh")
+    if digest:
+        command += ["--digest", digest]
+    t = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True)
+        stdout = process.stdout.read()
+        _, status, usage = os.wait4(process.pid, 0)  # this child's own rusage: its peak RSS
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read()
+    wall = time.perf_counter() - t
+    if process.returncode != 0:
+        raise SystemExit(f"child {mode} failed ({process.returncode}):\n{stderr[-4000:]}")
+    report = json.loads([line for line in stdout.splitlines() if line.startswith("{")][-1])
+    report["peak_rss_mib"] = usage.ru_maxrss / 1024
+    report["wall"] = wall
+    print(f"  {mode}{' (fresh)' if fresh else ''}: {', '.join(f'{k} {v:.2f} s' for k, v in report['stages'].items())}; "
+          f"peak RSS {mib(report['peak_rss_mib'])}; process wall {wall:.1f} s", flush=True)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Prints each child's stage times and peak RSS, the windows/s of both sides, the cache answer and "
+               "training's memory by stage; the last line is the JSON summary.")
+    parser.add_argument("--data", default="../shared/data/squad-v1.1/train.json", help="SQuAD v1.1 training JSON")
+    parser.add_argument("--limit", type=int, default=0, help="first N questions; 0 = all (87,599)")
+    parser.add_argument("--batch-size", type=int, default=500, help="datasets.map batch size, both sides (build_features' default)")
+    parser.add_argument("--max-seq-length", type=int, default=384)
+    parser.add_argument("--doc-stride", type=int, default=128)
+    parser.add_argument("--train-steps", type=int, default=5, help="steps of the train_model run whose peak RSS is measured (0: skip it)")
+    parser.add_argument("--no-cache-demo", dest="cache_demo", action="store_false",
+                        help="skip the file-backed recipe and the content-keyed cache sketch (4 more children)")
+    parser.add_argument("--work-dir", default="runs/bench-features", help="the saved questions and the cache sketch's features")
+    parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
+    parser.add_argument("--fresh", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--digest", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args)
+        return
+
+    import datasets
+    import torch
+    import transformers
+
+    Path(args.work_dir).mkdir(parents=True, exist_ok=True)
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    runs: dict[str, Any] = {}
+    digests = {side: str(Path(args.work_dir) / f"digests-{side}.json") for side in ("reference", "ours")}
+    runs["reference"] = run_child(args, "reference", digest=digests["reference"])
+    runs["ours"] = run_child(args, "ours", digest=digests["ours"])
+    runs["ours, second run"] = run_child(args, "ours")
+    if args.cache_demo:
+        runs["reference file-backed, first"] = run_child(args, "reference-file-backed", fresh=True)
+        runs["reference file-backed, second"] = run_child(args, "reference-file-backed")
+        runs["ours cached, first"] = run_child(args, "ours-cached", fresh=True)
+        runs["ours cached, second"] = run_child(args, "ours-cached")
+    agree = compare_digests(digests["reference"], digests["ours"])
+    train = run_child(args, "train") if args.train_steps else None
+
+    ref, ours = runs["reference"], runs["ours"]
+    ratio = ref["stages"]["map"] / ours["stages"]["map"]
+    print()
+    print(f"feature building, SQuAD v1.1 {Path(args.data).name}{f' (first {args.limit})' if args.limit else ''}: "
+          f"max_seq_length {args.max_seq_length}, stride {args.doc_stride}, datasets.map batch size {args.batch_size}")
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__}, transformers {transformers.__version__}, "
+          f"datasets {datasets.__version__}, Python {platform.python_version()}; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; one run each")
+    print()
+    print("| run | windows | read JSON (s) | map (s) | windows/s | RSS after imports | peak RSS | in-memory Arrow table | cache files |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, r in runs.items():
+        arrow = mib(r["arrow_mib"]) if "arrow_mib" in r else "memory-mapped" if r["cache_files"] else "-"
+        hit = f" (cache {'hit' if r.get('hit') else 'miss: built and saved'})" if "hit" in r else ""
+        print(f"| {name}{hit} | {r['windows']:,} | {r['stages']['read JSON']:.2f} | {r['stages']['map']:.2f} | "
+              f"{r['windows'] / r['stages']['map']:,.0f} | {mib(r['rss']['imports']['now'])} | {mib(r['peak_rss_mib'])} | "
+              f"{arrow} | {r['cache_files']} |")
+    print()
+    print(f"ratio (reference map / ours): {ratio:.2f}x (ours' windows/s {ours['windows'] / ours['stages']['map']:,.0f} against "
+          f"{ref['windows'] / ref['stages']['map']:,.0f})")
+    if "column_mib" in ours:
+        print("ours' columns in memory: " + ", ".join(f"{c} {v:,.0f} MiB" for c, v in sorted(ours["column_mib"].items(), key=lambda x: -x[1])))
+    second = runs["ours, second run"]
+    print(f"repeated runs: ours' second run (a fresh process) took {second['stages']['map']:.2f} s against {ours['stages']['map']:.2f} s; "
+          f"its result has {second['cache_files']} cache file(s): "
+          f"{'NO datasets cache is reused (an in-memory Dataset.from_dict has no cache file to look a result up in)' if not second['cache_files'] else 'a cache is used'}")
+    if args.cache_demo:
+        a, b = runs["reference file-backed, first"], runs["reference file-backed, second"]
+        print(f"the recipe on a file-backed dataset (as load_dataset gives it): first map {a['stages']['map']:.2f} s, second "
+              f"(fresh process) {b['stages']['map']:.2f} s: the cache is {'reused' if b['stages']['map'] < 0.5 * a['stages']['map'] else 'NOT reused'}")
+        a, b = runs["ours cached, first"], runs["ours cached, second"]
+        print(f"ours with the content-keyed cache sketch: first {a['stages']['map']:.2f} s (build + save_to_disk), second "
+              f"{b['stages']['map']:.2f} s (load_from_disk, cache {'hit' if b.get('hit') else 'miss'}), peak RSS {mib(b['peak_rss_mib'])}")
+    print(f"windows: reference {agree['windows_reference']:,}, ours {agree['windows_ours']:,}; unpadded token ids differ in "
+          f"{agree['ids_differ']}, start/end targets (of windows with the same ids) in {agree['targets_differ']}; ours' mean "
+          f"window {ours.get('mean_length', float('nan')):.1f} tokens, {ours.get('full', 0):,} at {args.max_seq_length}")
+    identical = agree["windows_reference"] == agree["windows_ours"] and agree["ids_differ"] == 0 and agree["targets_differ"] == 0
+    if train is not None:
+        print()
+        print(f"train_model (default TrainConfig) on the same questions ({train.get('train_windows', '?')} windows), stopped after {args.train_steps} steps: peak RSS "
+              f"**{mib(train['peak_rss_mib'])}**; train_model {train['train_model_seconds']:.1f} s")
+        print("| stage | seconds | RSS at its end | peak so far |")
+        print("|---|---:|---:|---:|")
+        seconds = {**train["stages"], **train.get("stage_seconds", {})}
+        for name, value in train["rss"].items():
+            took = f"{seconds[name]:.1f}" if name in seconds else ""
+            print(f"| {name} | {took} | {mib(value['now'])} | {mib(value['peak'])} |")
+        if "train_arrow_mib" in train:
+            print(f"the training windows' Arrow table (after the columns train_model drops): {mib(train['train_arrow_mib'])}")
+        if "trainer set-up (sampler lengths, optimizer)" in train.get("stage_seconds", {}):
+            print(f"trainer set-up between the windows and the first step (the length-grouped sampler reads every row's "
+                  f"input_ids): {train['stage_seconds']['trainer set-up (sampler lengths, optimizer)']:.1f} s")
+    print(json.dumps({"benchmark": NAME, "reference_s": round(ref["stages"]["map"], 3), "ours_s": round(ours["stages"]["map"], 3),
+                      "ratio": round(ratio, 3), "identical": bool(identical)}))
+
+
+if __name__ == "__main__":
+    main()

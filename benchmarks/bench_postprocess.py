@@ -1,0 +1,373 @@
+"""Post-processing alone (window logits -> answers): bio_mrc's decoding vs the recipe's loops (issue "Performance", target 5).
+
+Both sides turn the SAME real logits into one answer per question, in the same process, on the
+CPU, one after the other (``--repeats N`` alternates them and reports the medians). The logits are
+the trained model's (default: the quick preset's joint model ``runs/quick-r12/models/joint-seed42-*``,
+max_seq_length 256, stride 96) over every window of SQuAD v1.1 dev (``--limit`` to shorten),
+computed once by bio_mrc's forward (``run_windows``) and cached in
+``runs/bench-postprocess/*.npz``: a rerun, or a shorter ``--limit`` (a prefix of a cached run),
+skips the forward. Positions past a window's last token carry ``-inf`` on both sides. Nothing is
+written to disk by either side (the recipe's files and ours are for ``bench_inference.py``).
+
+THE REFERENCE (``reference_recipe.py``, shared by the benchmarks of this folder) is
+``postprocess_qa_predictions`` of the Hugging Face recipe (utils_qa.py): per question, per window,
+the top-20 start x top-20 end logits in Python loops with the offset checks, the min-null rule,
+the n-best (20) by ``s + e`` with softmax probabilities, reading the windows' rows through the
+``datasets.Dataset`` that ``prepare_validation_features`` made (offsets ``None`` outside the
+context), as the recipe does. Its windows are built (untimed) with the model's window settings
+and checked to be ours.
+
+OURS is what ``bio-mrc predict`` does after the forward: the windows' offset and mask columns
+into padded arrays (the lines of ``run_windows`` after its forward loop, ``WindowOutputs``), then
+``decode(outputs, examples, "span", DecodeConfig())``: the exact banded span search, n-best 20,
+max answer length 30 tokens. Both stages are in ours' time. Beside it, on the same
+``WindowOutputs``: the BIO decoding and the joint decoding (with the model's tuned BIO length
+prior), which the recipe has no counterpart for.
+
+Agreement: every question's answer text is compared. Every difference is classified on the
+reference's own logits and offsets: the exact best span (``bench_inference.exact_reference_answers``,
+bio_mrc's band search) and, independently, a brute-force search over every (start, end) pair of
+the question's windows. ``identical`` (the JSON's last field) is true when the answers are the same
+on every question where the reference's top-20 x top-20 pruning does not miss the best span, i.e.
+every difference is one where the recipe's answer is not the best-scoring span (or is its
+``"empty"`` placeholder) and ours is.
+
+    python benchmarks/bench_postprocess.py [--limit 0] [--repeats 3] [--model DIR] [--cache-dir runs/bench-postprocess]
+
+The last line is one JSON object:
+``{"benchmark": "postprocess", "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ...}``
+(ratio = reference seconds / ours).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import numpy as np
+import torch
+import transformers
+from torch.utils.data import DataLoader
+from transformers import default_data_collator
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
+from bio_mrc.decoding.windows import WindowOutputs
+from bio_mrc.features.windows import build_features
+from bio_mrc.inference import TrainedModel
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # THE REFERENCE, shared by the benchmarks of this folder
+from bench_inference import exact_reference_answers  # noqa: E402
+from reference_recipe import (  # noqa: E402
+    MAX_ANSWER_LENGTH,
+    reference_load_squad,
+    reference_postprocess_qa_predictions,
+    reference_prepare_validation_features,
+)
+
+NAME = "postprocess"
+
+
+# ---------------------------------------------------------------------------------------------
+# The logits: computed once by bio_mrc's forward, cached
+# ---------------------------------------------------------------------------------------------
+
+
+def cached_logits(cache_dir: Path, model, ref_features: datasets.Dataset, ids: list[str], model_dir: str, data: str,
+                  batch_size: int) -> tuple[dict[str, np.ndarray], str]:
+    """(start, end, bio) logits of every window, (F, max_seq_length[, 3]) float32, as the recipe's
+    forward gives them (every window padded to max_seq_length), from a cache of this model and data
+    file holding at least these questions (a prefix of it), else from that forward (then cached)."""
+    n = len(ref_features)
+    stem = f"{Path(model_dir).name}-{Path(data).stem}-padded"
+    for path in sorted(cache_dir.glob(f"{stem}-q*.npz"), key=lambda p: -int(p.stem.rsplit("-q", 1)[1])):
+        with np.load(path) as saved:
+            cached_ids = saved["question_ids"]
+            if len(cached_ids) < len(ids) or list(cached_ids[: len(ids)]) != ids or len(saved["start"]) < n:
+                continue
+            return {k: saved[k][:n] for k in ("start", "end", "bio")}, f"cache {path}"
+    t = time.perf_counter()
+    logits = recipe_forward(model, ref_features, batch_size)
+    seconds = time.perf_counter() - t
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_dir / f"{stem}-q{len(ids)}.npz"
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, question_ids=np.array(ids), model=np.array(model_dir), **logits)
+    os.replace(tmp, path)
+    return logits, f"the recipe's forward {seconds:.1f} s, cached in {path}"
+
+
+@torch.no_grad()
+def recipe_forward(model, features: datasets.Dataset, batch_size: int) -> dict[str, np.ndarray]:
+    """``reference_predict``'s loop (file order, fixed batches, every window at max_seq_length,
+    ``default_data_collator``, ``no_grad``), also keeping the BIO head's logits for ours' other decodings."""
+    model.eval()
+    inputs = features.select_columns([c for c in ("input_ids", "attention_mask", "token_type_ids") if c in features.column_names])
+    loader = DataLoader(inputs, batch_size=batch_size, shuffle=False, collate_fn=default_data_collator)
+    out = collections.defaultdict(list)
+    for batch in loader:
+        result = model(**batch)
+        out["start"].append(result.start_logits.float().numpy())
+        out["end"].append(result.end_logits.float().numpy())
+        out["bio"].append(result.bio_logits.float().numpy())
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# OURS: the windows' columns into arrays (run_windows after its forward loop), then decode
+# ---------------------------------------------------------------------------------------------
+
+
+def window_outputs(features: datasets.Dataset, logits: dict[str, np.ndarray]) -> WindowOutputs:
+    """``run_windows``' arrays of the windows, around given logits (the same lines as there)."""
+    n, width = logits["start"].shape
+    offsets = np.full((n, width, 2), -1, dtype=np.int64)
+    words = offsets.copy()
+    mask = np.zeros((n, width), dtype=bool)
+    tagged = mask.copy()
+    columns = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"])
+    for i, (offs, para, word_offs, tags) in enumerate(columns):
+        offsets[i, : len(offs)], words[i, : len(word_offs)] = offs, word_offs
+        mask[i, : len(para)], tagged[i, : len(tags)] = para, tags
+    return WindowOutputs(np.asarray(features["example_index"]), offsets, mask, logits["start"], logits["end"],
+                         logits["bio"], words, tagged)
+
+
+def window_outputs_arrow(features: datasets.Dataset, logits: dict[str, np.ndarray]) -> WindowOutputs:
+    """The same arrays straight from the Arrow columns (flattened, scattered with numpy), without
+    Python lists: a lever for ``run_windows`` (see the report), not what the package does today."""
+    n, width = logits["start"].shape
+    table = features.data  # the pyarrow table (in memory: build_features maps a Dataset.from_dict)
+    if features._indices is not None:  # a selection: take its rows
+        table = table.take(features._indices.column(0))
+
+    def tokens(name: str) -> tuple[np.ndarray, np.ndarray]:
+        column = table.column(name).combine_chunks()
+        lengths = np.diff(column.offsets.to_numpy())
+        return column.flatten().to_numpy(zero_copy_only=False), lengths
+
+    def pairs(name: str) -> np.ndarray:
+        column = table.column(name).combine_chunks().flatten()  # list<pair> -> pairs
+        return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, 2)
+
+    para, lengths = tokens("paragraph_mask")
+    rows = np.repeat(np.arange(n), lengths)
+    cols = np.arange(len(rows)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    offsets = np.full((n, width, 2), -1, dtype=np.int64)
+    words = offsets.copy()
+    mask = np.zeros((n, width), dtype=bool)
+    tagged = mask.copy()
+    offsets[rows, cols], words[rows, cols] = pairs("offset_mapping"), pairs("word_offsets")
+    mask[rows, cols], tagged[rows, cols] = para.astype(bool), tokens("tag_mask")[0].astype(bool)
+    example_index = table.column("example_index").to_numpy()
+    return WindowOutputs(example_index, offsets, mask, logits["start"], logits["end"], logits["bio"], words, tagged)
+
+
+def run_ours(features, logits, examples, decoding: str, config: DecodeConfig) -> tuple[dict[str, str], dict[str, float]]:
+    t = time.perf_counter()
+    outputs = window_outputs(features, logits)
+    arrays = time.perf_counter() - t
+    t = time.perf_counter()
+    predictions = decode(outputs, examples, decoding, config)
+    return {p.id: p.answer for p in predictions}, {"arrays": arrays, "decode": time.perf_counter() - t}
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement diagnosis: brute force over every pair, independent of bio_mrc
+# ---------------------------------------------------------------------------------------------
+
+
+def brute_force(ref_features: datasets.Dataset, rows: list[int], start: np.ndarray, end: np.ndarray, context: str,
+                text: str) -> tuple[str, float, float]:
+    """Over every (i, j) of the question's windows (both in the context, 0 <= j - i < 30): the best
+    span's text and score, and the best score of a span whose text is ``text`` (-inf if none)."""
+    best_text, best, text_best = "", -np.inf, -np.inf
+    for row in rows:
+        offsets = ref_features[row]["offset_mapping"]
+        valid = np.array([o is not None for o in offsets])
+        length = len(offsets)
+        s, e = start[row, :length].astype(np.float64), end[row, :length].astype(np.float64)
+        i, j = np.meshgrid(np.arange(length), np.arange(length), indexing="ij")
+        ok = valid[i] & valid[j] & (j >= i) & (j - i < MAX_ANSWER_LENGTH)
+        scores = np.where(ok, s[:, None] + e[None, :], -np.inf)
+        order = np.argsort(-scores, axis=None)
+        k = order[0]
+        if scores.flat[k] > best:
+            best, best_text = float(scores.flat[k]), context[offsets[i.flat[k]][0] : offsets[j.flat[k]][1]]
+        for k in order[:5000]:
+            if not np.isfinite(scores.flat[k]) or scores.flat[k] <= text_best:
+                break
+            if context[offsets[i.flat[k]][0] : offsets[j.flat[k]][1]] == text:
+                text_best = float(scores.flat[k])
+                break
+    return best_text, best, text_best
+
+
+def classify(ref: str, ours: str, exact_text: str, brute: tuple[str, float, float]) -> str:
+    best_text, best, ref_score = brute
+    if ref == "empty" and ref_score == -np.inf and ours == best_text == exact_text:
+        return "pruning: no top-20 x top-20 pair passes the offset checks; the recipe answers its placeholder 'empty'"
+    if ours == best_text == exact_text and ref_score < best:
+        return "pruning: the best span's start or end is outside the top 20; the recipe returns a lower-scoring span"
+    if ref_score == best:
+        return "tie: the recipe's span scores exactly the best score (another span of equal score is ours)"
+    return "other (not explained by pruning)"
+
+
+def median_times(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Prints where the logits came from (cache or forward), each side's time, our BIO and joint "
+               "decodings' times, the agreement and every difference's class; the last line is the JSON summary.")
+    parser.add_argument("--model", default=None, help="bio_mrc model folder (default: runs/quick-r12/models/joint-seed42-*)")
+    parser.add_argument("--data", default="../shared/data/squad-v1.1/dev.json", help="SQuAD JSON (v1.1 dev)")
+    parser.add_argument("--limit", type=int, default=0, help="first N questions of the file; 0 = all (10,570 on v1.1 dev)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per side (alternating); medians are reported")
+    parser.add_argument("--cache-dir", default="runs/bench-postprocess", help="where the windows' logits are cached (.npz)")
+    parser.add_argument("--batch-size", type=int, default=64, help="batch size of the one forward that fills the cache")
+    args = parser.parse_args()
+
+    model_dir = args.model or sorted(glob.glob("runs/quick-r12/models/joint-seed42-*"))[0]
+    limit = args.limit or None
+    datasets.disable_progress_bars()
+    transformers.logging.set_verbosity_error()
+
+    # Untimed set-up: the model (tokenizer, windows, tuned prior), both sides' windows, the logits
+    trained = TrainedModel.load(model_dir)
+    windows = trained.features
+    squad = load_squad(args.data, limit=limit)
+    examples = squad.examples
+    t = time.perf_counter()
+    features = build_features(examples, trained.tokenizer, windows, with_targets=False, desc="windows")
+    our_feature_s = time.perf_counter() - t
+    t = time.perf_counter()
+    ref_examples = reference_load_squad(args.data, limit)
+    ref_features = ref_examples.map(
+        reference_prepare_validation_features, batched=True, remove_columns=ref_examples.column_names,
+        fn_kwargs={"tokenizer": trained.tokenizer, "max_length": windows.max_seq_length, "doc_stride": windows.doc_stride},
+    )
+    ref_feature_s = time.perf_counter() - t
+    ids = [ex.id for ex in examples]
+    same_windows, offset_differences = check_same_windows(ref_features, features, ids)
+    if not same_windows:
+        raise SystemExit("the recipe's windows are not ours (count or question per window): the logits cannot be shared")
+    logits, source = cached_logits(Path(args.cache_dir), trained.model, ref_features, ids, model_dir, args.data, args.batch_size)
+    ref_logits = (logits["start"], logits["end"])
+    span_config = DecodeConfig()
+    tuned = trained.decode_config(DecodeConfig())
+    del trained
+
+    # Timed, alternating
+    ref_runs, our_runs, bio_runs, joint_runs, lever_runs = [], [], [], [], []
+    for repeat in range(args.repeats):
+        t = time.perf_counter()
+        ref_answers = dict(reference_postprocess_qa_predictions(ref_examples, ref_features, ref_logits))
+        ref_runs.append({"total": time.perf_counter() - t})
+        our_answers, times = run_ours(features, logits, examples, "span", span_config)
+        our_runs.append({**times, "total": times["arrays"] + times["decode"]})
+        t = time.perf_counter()
+        arrow = window_outputs_arrow(features, logits)
+        lever_runs.append({"arrays": time.perf_counter() - t})
+        _, times = run_ours(features, logits, examples, "bio", tuned)
+        bio_runs.append(times)
+        _, times = run_ours(features, logits, examples, "joint", tuned)
+        joint_runs.append(times)
+        print(f"run {repeat + 1}/{args.repeats}: reference {ref_runs[-1]['total']:.2f} s, ours (span) {our_runs[-1]['total']:.2f} s, "
+              f"bio decode {bio_runs[-1]['decode']:.2f} s, joint decode {joint_runs[-1]['decode']:.2f} s", flush=True)
+    ref_t, our_t, bio_t, joint_t, lever_t = map(median_times, (ref_runs, our_runs, bio_runs, joint_runs, lever_runs))
+    reference_arrays = window_outputs(features, logits)
+    arrow_same = all(np.array_equal(getattr(arrow, k), getattr(reference_arrays, k))
+                     for k in ("example_index", "offsets", "mask", "word_offsets", "tag_mask"))
+    ratio = ref_t["total"] / our_t["total"]
+    n = len(examples)
+
+    print()
+    print(f"post-processing alone, SQuAD v1.1 {Path(args.data).name}, {n} questions, {len(features)} windows, model {model_dir} "
+          f"(max_seq_length {windows.max_seq_length}, stride {windows.doc_stride}); logits: {source}")
+    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, numpy {np.__version__}, torch {torch.__version__}, "
+          f"datasets {datasets.__version__}, Python {platform.python_version()}; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+          f"median of {args.repeats} run(s) per side")
+    print(f"windows (untimed): ours {our_feature_s:.2f} s, the recipe's {ref_feature_s:.2f} s; the same windows on both sides "
+          f"(count, question of each, token ids); context offsets differ in {offset_differences} window(s) (ours extends a token "
+          f"over a following combining mark its tokenizer drops, e.g. 'ɐ̯')")
+    print()
+    print("| post-processing (same logits) | seconds | questions/s | vs the reference |")
+    print("|---|---:|---:|---:|")
+    print(f"| reference: postprocess_qa_predictions (top-20 x top-20 loops) | {ref_t['total']:.2f} | {n / ref_t['total']:.0f} | 1.00x |")
+    print(f"| **ours, span**: arrays {our_t['arrays']:.2f} + decode {our_t['decode']:.2f} | **{our_t['total']:.2f}** | "
+          f"{n / our_t['total']:.0f} | **{ratio:.2f}x** |")
+    print(f"| ours, span, decode alone | {our_t['decode']:.2f} | {n / our_t['decode']:.0f} | {ref_t['total'] / our_t['decode']:.2f}x |")
+    for name, t_ in (("bio", bio_t), ("joint", joint_t)):
+        print(f"| ours, {name} (length prior {tuned.bio_length_prior}): arrays {t_['arrays']:.2f} + decode {t_['decode']:.2f} | "
+              f"{t_['arrays'] + t_['decode']:.2f} | {n / (t_['arrays'] + t_['decode']):.0f} | "
+              f"{ref_t['total'] / (t_['arrays'] + t_['decode']):.2f}x |")
+    lever = lever_t["arrays"] + our_t["decode"]
+    print(f"| lever (not the package today): arrays from the Arrow columns with numpy {lever_t['arrays']:.2f} "
+          f"(equal arrays: {arrow_same}) + span decode {our_t['decode']:.2f} | {lever:.2f} | {n / lever:.0f} | "
+          f"{ref_t['total'] / lever:.2f}x |")
+    print()
+    print(f"ratio (reference / ours, span): {ratio:.2f}x")
+
+    # Agreement
+    differing = [q for q in ids if our_answers[q] != ref_answers.get(q)]
+    print(f"same answer text on {n - len(differing)}/{n} questions = {100 * (n - len(differing)) / n:.2f}%")
+    reasons = collections.Counter()
+    if differing:
+        exact = exact_reference_answers(ref_features, ref_logits, ref_examples)
+        rows_of = collections.defaultdict(list)
+        for row, qid in enumerate(ref_features["example_id"]):
+            rows_of[qid].append(row)
+        contexts = {ex.id: ex.context for ex in examples}
+        details = []
+        for qid in differing:
+            brute = brute_force(ref_features, rows_of[qid], *ref_logits, contexts[qid], ref_answers[qid])
+            reason = classify(ref_answers[qid], our_answers[qid], exact.get(qid, ("",))[0], brute)
+            reasons[reason] += 1
+            details.append((qid, ref_answers[qid], our_answers[qid], brute, reason))
+        print("differences by reason:")
+        for reason, count in reasons.most_common():
+            print(f"  {count:4d}  {reason}")
+        print("differing questions (id | reference | ours | best score | the reference's span's score):")
+        for qid, ref, ours, brute, reason in details[:20]:
+            print(f"  {qid} | {ref!r} | {ours!r} | {brute[1]:.3f} | {brute[2]:.3f}")
+    explained = sum(c for r, c in reasons.items() if r.startswith("pruning"))
+    identical = explained == len(differing)
+    print(f"identical wherever the recipe's pruning does not miss the best span: {identical} "
+          f"({len(differing) - explained} difference(s) not explained by pruning)")
+    print(json.dumps({"benchmark": NAME, "reference_s": round(ref_t["total"], 3), "ours_s": round(our_t["total"], 3),
+                      "ratio": round(ratio, 3), "identical": bool(identical)}))
+
+
+def check_same_windows(ref_features: datasets.Dataset, features: datasets.Dataset, ids: list[str]) -> tuple[bool, int]:
+    """(the recipe's windows are ours: count, question of each, unpadded token ids; the number of
+    windows whose context offsets differ)."""
+    if len(ref_features) != len(features):
+        print(f"windows differ in number: the recipe's {len(ref_features)}, ours {len(features)}")
+        return False, -1
+    same = [ids[i] for i in features["example_index"]] == list(ref_features["example_id"])
+    differ = 0
+    rows = zip(ref_features["input_ids"], features["input_ids"], ref_features["offset_mapping"], features["offset_mapping"])
+    for ref_ids, our_ids, ref_offsets, offsets in rows:
+        same &= list(ref_ids[: len(our_ids)]) == list(our_ids) and all(i == 0 for i in ref_ids[len(our_ids):])
+        ours = [tuple(o) if o[0] >= 0 else None for o in offsets]
+        ref = [tuple(o) if o is not None else None for o in ref_offsets[: len(offsets)]]
+        differ += ours != ref
+    return bool(same), differ
+
+
+if __name__ == "__main__":
+    main()
