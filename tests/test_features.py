@@ -124,3 +124,36 @@ def test_a_tokenizer_without_offsets_is_refused(tiny_encoder_dir):
 def test_stride_that_cannot_advance_is_refused():
     with pytest.raises(ValueError, match="doc_stride"):
         FeatureConfig(max_seq_length=64, doc_stride=60, max_query_length=16)
+
+
+def test_windows_are_cached_by_content_and_read_back(sample_v1, tiny_tokenizer, tmp_path):
+    from bio_mrc.features.windows import windows_fingerprint
+
+    first = build_features(sample_v1.examples, tiny_tokenizer, SMALL, cache_dir=tmp_path)
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == [f"windows-{windows_fingerprint(sample_v1.examples, tiny_tokenizer, SMALL, True)}.arrow"]
+    again = build_features(sample_v1.examples, tiny_tokenizer, SMALL, cache_dir=tmp_path)
+    assert [f["filename"] for f in again.cache_files] == [str(tmp_path / files[0])]  # memory-mapped, not rebuilt
+    assert again.to_dict() == first.to_dict()
+    assert sorted(p.name for p in tmp_path.iterdir()) == files
+
+    # Anything the windows depend on gives another file: settings, targets, the questions themselves.
+    changed = [
+        (sample_v1.examples, FeatureConfig(SMALL.max_seq_length, SMALL.doc_stride + 1, SMALL.max_query_length, tag_level="subword"), True),
+        (sample_v1.examples, SMALL, False),
+        (sample_v1.examples[:-1], SMALL, True),
+    ]
+    keys = {windows_fingerprint(examples, tiny_tokenizer, config, targets) for examples, config, targets in changed}
+    assert len(keys) == 3 and files[0][len("windows-"):-len(".arrow")] not in keys
+
+
+def test_no_default_cache_when_datasets_caching_is_off():
+    import datasets
+    from bio_mrc.features.windows import default_windows_cache
+
+    assert default_windows_cache() is not None
+    datasets.disable_caching()
+    try:
+        assert default_windows_cache() is None
+    finally:
+        datasets.enable_caching()

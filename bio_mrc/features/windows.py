@@ -9,18 +9,23 @@ characters of the original context.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import re
 import unicodedata
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
+import datasets
 import numpy as np
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
 from ..errors import ConfigError
 from ..tags import TAG_B, TAG_I, TAG_O, spans_to_tags
-from ..types import Alternative, Example
+from ..types import Alternative, Example, content_hash
 
 TARGET_KINDS = ("one-hot", "soft")
 BIO_TARGET_KINDS = ("one-hot", "soft", "marginal")
@@ -137,7 +142,7 @@ def tokenize_windows(
         else:
             words, tagged = offsets, in_context
         for key, value in zip(columns, (offsets, in_context.astype(np.int8), words, tagged.astype(np.int8))):
-            columns[key].append(value.tolist())
+            columns[key].append(value)  # numpy: datasets writes it to Arrow without a detour through Python lists
     features.update(columns)
     return features
 
@@ -225,7 +230,7 @@ def word_of_tokens(offsets: np.ndarray, in_context: np.ndarray, words: np.ndarra
     return spans, first
 
 
-def bio_targets(words: np.ndarray, tagged: np.ndarray, alternatives: tuple[Alternative, ...], kind: str) -> list:
+def bio_targets(words: np.ndarray, tagged: np.ndarray, alternatives: tuple[Alternative, ...], kind: str) -> np.ndarray:
     """BIO targets of one window over its tagged tokens (``words``: their character spans).
 
     ``soft``: (L, 3) the annotators' mean tag distribution; ``one-hot``: the
@@ -236,10 +241,10 @@ def bio_targets(words: np.ndarray, tagged: np.ndarray, alternatives: tuple[Alter
     chosen = alternatives[:1] if kind == "one-hot" else alternatives
     tags = np.stack([spans_to_tags(words, tagged, alt) for alt in chosen]) if chosen else np.full((1, len(words)), TAG_O)
     if kind == "marginal":
-        return tags.T.tolist()
+        return np.ascontiguousarray(tags.T)
     dist = np.stack([(tags == t).mean(0) for t in (TAG_B, TAG_I, TAG_O)], axis=-1)
     dist[~tagged] = 0.0  # never scored; zeros keep the soft loss exactly 0 there
-    return dist.astype(np.float32).tolist()
+    return dist.astype(np.float32)
 
 
 def _span_positions(offsets: np.ndarray, para: np.ndarray, start: int, end: int) -> tuple[int, int]:
@@ -276,8 +281,8 @@ def add_targets(features: dict[str, list[Any]], examples: Sequence[Example], con
             s_dist, e_dist = np.zeros(len(offsets), np.float32), np.zeros(len(offsets), np.float32)
             np.add.at(s_dist, [p[0] for p in positions], 1.0 / len(positions))
             np.add.at(e_dist, [p[1] for p in positions], 1.0 / len(positions))
-            starts.append(s_dist.tolist())
-            ends.append(e_dist.tolist())
+            starts.append(s_dist)
+            ends.append(e_dist)
     return {**features, "start_positions": starts, "end_positions": ends, "bio_targets": bio}
 
 
@@ -288,10 +293,14 @@ def build_features(
     with_targets: bool = True,
     batch_size: int = 500,
     desc: str = "windows",
+    cache_dir: str | Path | None = None,
 ) -> Dataset:
     """Windows of all examples as a ``datasets.Dataset`` (mapped in batches, with a progress bar).
 
-    ``example_index`` points into ``examples``.
+    ``example_index`` points into ``examples``. With ``cache_dir``, the windows are written there
+    as an Arrow file named by :func:`windows_fingerprint`, and a later call with the same
+    questions, tokenizer and settings memory-maps that file instead of tokenizing again
+    (``datasets``' own cache lookup; ``load_from_cache_file`` follows ``datasets.is_caching_enabled``).
     """
     index = Dataset.from_dict({"example_index": list(range(len(examples)))})
 
@@ -303,4 +312,44 @@ def build_features(
         feats["example_index"] = [batch["example_index"][i] for i in feats["example_index"]]
         return feats
 
-    return index.map(prepare, batched=True, batch_size=batch_size, remove_columns=["example_index"], desc=desc)
+    # An explicit fingerprint: otherwise datasets hashes ``prepare`` with every example it holds.
+    fingerprint = windows_fingerprint(examples, tokenizer, config, with_targets)
+    cache_file = None if cache_dir is None else str(Path(cache_dir) / f"windows-{fingerprint}.arrow")
+    if cache_file is not None:
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    return index.map(prepare, batched=True, batch_size=batch_size, remove_columns=["example_index"], desc=desc,
+                     new_fingerprint=fingerprint, cache_file_name=cache_file)
+
+
+def default_windows_cache() -> Path | None:
+    """Where training windows are cached: beside ``datasets``' own cache (``HF_DATASETS_CACHE``);
+    ``None`` (no cache) after ``datasets.disable_caching()``."""
+    return Path(datasets.config.HF_DATASETS_CACHE) / "bio_mrc_windows" if datasets.is_caching_enabled() else None
+
+
+def windows_fingerprint(
+    examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig, with_targets: bool
+) -> str:
+    """What the windows depend on: the questions' content, the tokenizer's whole definition
+    (vocabulary, normalizer, pre-tokenizer), the settings, and the code that builds them."""
+    digest = hashlib.sha256()
+    for part in (content_hash(examples), _tokenizer_definition(tokenizer), type(tokenizer).__name__,
+                 json.dumps(config.to_dict(), sort_keys=True), str(with_targets), _code_fingerprint()):
+        digest.update(part.encode())
+    return digest.hexdigest()[:20]
+
+
+def _tokenizer_definition(tokenizer: PreTrainedTokenizerBase) -> str:
+    """The fast tokenizer's serialisation without its truncation and padding state, which
+    every call with other settings rewrites."""
+    definition = json.loads(tokenizer.backend_tokenizer.to_str())
+    definition.pop("truncation", None)
+    definition.pop("padding", None)
+    return json.dumps(definition, sort_keys=True)
+
+
+@functools.cache
+def _code_fingerprint() -> str:
+    """This module's and the tag rules' source: a changed featurisation never reads old windows."""
+    sources = (Path(__file__), Path(__file__).parents[1] / "tags.py")
+    return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()

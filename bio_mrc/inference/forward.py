@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from ..decoding.windows import WindowOutputs
-from ..features.collate import WindowCollator
+from ..features.ragged import RaggedColumn
 from ..features.windows import FeatureConfig, build_features
 from ..model import BioMrcForQuestionAnswering
 from ..types import Example
@@ -74,33 +74,31 @@ def run_windows(
     """Forward every window; windows are batched by length so padding costs little.
     ``model`` is a PyTorch model or any :class:`WindowRunner` (an ONNX Runtime session)."""
     runner = as_runner(model)
-    lengths = np.array([len(ids) for ids in features["input_ids"]])
-    width = int(lengths.max(initial=1))
-    n = len(features)
-    offsets = np.full((n, width, 2), -1, dtype=np.int64)
-    words = offsets.copy()
-    mask = np.zeros((n, width), dtype=bool)
-    tagged = mask.copy()
+    inputs = {name: RaggedColumn.from_dataset(features, name) for name in ENCODER_INPUTS if name in features.column_names}
+    lengths = inputs["input_ids"].lengths
+    width, n = int(lengths.max(initial=1)), len(features)
     start = np.full((n, width), -np.inf, dtype=np.float32) if "span" in runner.heads else None
     end = None if start is None else start.copy()
     bio = np.zeros((n, width, 3), dtype=np.float32) if "bio" in runner.heads else None
     arrays = {"start_logits": start, "end_logits": end, "bio_logits": bio}
 
-    collate = WindowCollator(pad_token_id=pad_token_id, pad_to_multiple_of=None)
-    inputs = features.select_columns([c for c in ENCODER_INPUTS if c in features.column_names])
     order = np.argsort(-lengths, kind="stable")
     for begin in tqdm(range(0, n, batch_size), desc="inference", disable=not progress, unit="batch"):
         rows = order[begin : begin + batch_size]
-        batch = collate([inputs[int(r)] for r in rows])
+        batch = {name: torch.from_numpy(column.padded(rows, fill=pad_token_id if name == "input_ids" else 0, dtype=np.int64))
+                 for name, column in inputs.items()}
         length = batch["input_ids"].shape[1]
         for name, logits in runner(batch).items():
             if arrays.get(name) is not None:
                 arrays[name][rows, :length] = logits
-    columns = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"])
-    for i, (offs, para, word_offs, tags) in enumerate(columns):
-        offsets[i, : len(offs)], words[i, : len(word_offs)] = offs, word_offs
-        mask[i, : len(para)], tagged[i, : len(tags)] = para, tags
-    return WindowOutputs(np.asarray(features["example_index"]), offsets, mask, start, end, bio, words, tagged)
+
+    def padded(name: str, fill: int, dtype) -> np.ndarray:
+        return RaggedColumn.from_dataset(features, name).padded(width=width, fill=fill, dtype=dtype)
+
+    return WindowOutputs(
+        np.asarray(features["example_index"]), padded("offset_mapping", -1, np.int64), padded("paragraph_mask", 0, bool),
+        start, end, bio, padded("word_offsets", -1, np.int64), padded("tag_mask", 0, bool),
+    )
 
 
 def predict_windows(

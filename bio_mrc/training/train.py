@@ -21,7 +21,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import BioMrcError, ConfigError
-from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig, build_features
+from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig, build_features, default_windows_cache
 from ..io import atomic_move_files, atomic_write_json
 from ..heads import BIOHead
 from ..model import HEAD_CHOICES, RUN_FILE, BioMrcForQuestionAnswering
@@ -263,8 +263,9 @@ def _trainer(
     args: TrainingArguments, progress: bool, callbacks: Sequence[TrainerCallback] | None,
 ) -> "HeadRateTrainer":
     """The training windows (targets only; offsets are for decoding) and the Trainer over them."""
-    with progress_bars(progress):
-        features = build_features(examples, tokenizer, config.features, desc="training windows")
+    # The main process builds (or finds) the cached windows first; the others of a torchrun job then read them.
+    with progress_bars(progress), args.main_process_first(desc="training windows"):
+        features = build_features(examples, tokenizer, config.features, desc="training windows", cache_dir=default_windows_cache())
     features = features.remove_columns(["offset_mapping", "word_offsets", "example_index"])
     return HeadRateTrainer(
         model=model,

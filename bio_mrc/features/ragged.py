@@ -1,0 +1,62 @@
+"""List columns of a ``datasets.Dataset`` as numpy arrays, read straight from Arrow.
+
+Reading a column row by row builds a Python list per window; at inference that costs more than
+decoding. Arrow already stores a list column as one flat buffer of values plus row offsets, so a
+:class:`RaggedColumn` takes those two arrays as they are and pads any set of rows in one numpy
+gather.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from datasets import Dataset
+
+
+@dataclass(frozen=True)
+class RaggedColumn:
+    """Rows of different lengths: ``values[starts[r] : starts[r] + lengths[r]]`` is row ``r``.
+
+    ``values`` is (total, *item_shape): scalars per position, or fixed-length items such as
+    the (start, end) pairs of offsets.
+    """
+
+    values: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+
+    @classmethod
+    def from_dataset(cls, dataset: Dataset, name: str) -> "RaggedColumn":
+        """Column ``name`` of ``dataset`` in the dataset's row order (selections included)."""
+        column = dataset.with_format("arrow")[name]
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        if not pa.types.is_list(column.type) and not pa.types.is_large_list(column.type):
+            raise TypeError(f"column {name!r} is not a list column (it holds {column.type})")
+        offsets = column.offsets.to_numpy()
+        values = column.flatten()  # only this slice's values, unlike .values
+        item_shape: tuple[int, ...] = ()
+        if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+            items = np.diff(values.offsets.to_numpy())
+            if len(items) and (items != items[0]).any():
+                raise ValueError(f"column {name!r} has items of different lengths; only fixed-length items pad")
+            item_shape = (int(items[0]) if len(items) else 0,)
+            values = values.flatten()
+        flat = values.to_numpy(zero_copy_only=False).reshape(-1, *item_shape)
+        return cls(flat, offsets[:-1] - offsets[0], np.diff(offsets))
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def padded(self, rows: np.ndarray | None = None, width: int | None = None, fill: float = 0, dtype=None) -> np.ndarray:
+        """Rows ``rows`` (default: all) as one (len(rows), width, *item_shape) array; positions
+        past a row's end hold ``fill``; ``width`` defaults to the longest of those rows."""
+        rows = np.arange(len(self)) if rows is None else np.asarray(rows)
+        lengths = self.lengths[rows]
+        width = int(lengths.max(initial=0)) if width is None else width
+        inside = np.arange(width) < lengths[:, None]
+        out = np.full((len(rows), width, *self.values.shape[1:]), fill, dtype=dtype or self.values.dtype)
+        out[inside] = self.values[(self.starts[rows][:, None] + np.arange(width))[inside]]
+        return out
