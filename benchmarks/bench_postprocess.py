@@ -2,7 +2,7 @@
 
 Both sides turn the SAME real logits into one answer per question, in the same process, on the
 CPU, one after the other (``--repeats N`` alternates them and reports the medians). The logits are
-the trained model's (default: the quick preset's joint model ``runs/quick-r12/models/joint-seed42-*``,
+the trained model's (default: the quick preset's joint model ``runs/quick*/models/joint-seed42-*``,
 max_seq_length 256, stride 96) over every window of SQuAD v1.1 dev (``--limit`` to shorten),
 computed once by bio_mrc's forward (``run_windows``) and cached in
 ``runs/bench-postprocess/*.npz``: a rerun, or a shorter ``--limit`` (a prefix of a cached run),
@@ -18,7 +18,7 @@ context), as the recipe does. Its windows are built (untimed) with the model's w
 and checked to be ours.
 
 OURS is what ``bio-mrc predict`` does after the forward: the windows' offset and mask columns
-into padded arrays (the lines of ``run_windows`` after its forward loop, ``WindowOutputs``), then
+into padded arrays (``bio_mrc.inference.forward.window_outputs``, as ``run_windows`` ends), then
 ``decode(outputs, examples, "span", DecodeConfig())``: the exact banded span search, n-best 20,
 max answer length 30 tokens. Both stages are in ours' time. Beside it, on the same
 ``WindowOutputs``: the BIO decoding and the joint decoding (with the model's tuned BIO length
@@ -61,9 +61,9 @@ from transformers import default_data_collator
 
 from bio_mrc.data.squad import load_squad
 from bio_mrc.decoding.postprocess import DecodeConfig, decode
-from bio_mrc.decoding.windows import WindowOutputs
 from bio_mrc.features.windows import build_features
 from bio_mrc.inference import TrainedModel
+from bio_mrc.inference.forward import window_outputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # THE REFERENCE, shared by the benchmarks of this folder
 from bench_inference import exact_reference_answers  # noqa: E402
@@ -123,58 +123,19 @@ def recipe_forward(model, features: datasets.Dataset, batch_size: int) -> dict[s
 
 
 # ---------------------------------------------------------------------------------------------
-# OURS: the windows' columns into arrays (run_windows after its forward loop), then decode
+# OURS: the windows' columns into arrays (window_outputs, as run_windows ends), then decode
 # ---------------------------------------------------------------------------------------------
 
 
-def window_outputs(features: datasets.Dataset, logits: dict[str, np.ndarray]) -> WindowOutputs:
-    """``run_windows``' arrays of the windows, around given logits (the same lines as there)."""
-    n, width = logits["start"].shape
-    offsets = np.full((n, width, 2), -1, dtype=np.int64)
-    words = offsets.copy()
-    mask = np.zeros((n, width), dtype=bool)
-    tagged = mask.copy()
-    columns = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"])
-    for i, (offs, para, word_offs, tags) in enumerate(columns):
-        offsets[i, : len(offs)], words[i, : len(word_offs)] = offs, word_offs
-        mask[i, : len(para)], tagged[i, : len(tags)] = para, tags
-    return WindowOutputs(np.asarray(features["example_index"]), offsets, mask, logits["start"], logits["end"],
-                         logits["bio"], words, tagged)
-
-
-def window_outputs_arrow(features: datasets.Dataset, logits: dict[str, np.ndarray]) -> WindowOutputs:
-    """The same arrays straight from the Arrow columns (flattened, scattered with numpy), without
-    Python lists: a lever for ``run_windows`` (see the report), not what the package does today."""
-    n, width = logits["start"].shape
-    table = features.data  # the pyarrow table (in memory: build_features maps a Dataset.from_dict)
-    if features._indices is not None:  # a selection: take its rows
-        table = table.take(features._indices.column(0))
-
-    def tokens(name: str) -> tuple[np.ndarray, np.ndarray]:
-        column = table.column(name).combine_chunks()
-        lengths = np.diff(column.offsets.to_numpy())
-        return column.flatten().to_numpy(zero_copy_only=False), lengths
-
-    def pairs(name: str) -> np.ndarray:
-        column = table.column(name).combine_chunks().flatten()  # list<pair> -> pairs
-        return column.flatten().to_numpy(zero_copy_only=False).reshape(-1, 2)
-
-    para, lengths = tokens("paragraph_mask")
-    rows = np.repeat(np.arange(n), lengths)
-    cols = np.arange(len(rows)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    offsets = np.full((n, width, 2), -1, dtype=np.int64)
-    words = offsets.copy()
-    mask = np.zeros((n, width), dtype=bool)
-    tagged = mask.copy()
-    offsets[rows, cols], words[rows, cols] = pairs("offset_mapping"), pairs("word_offsets")
-    mask[rows, cols], tagged[rows, cols] = para.astype(bool), tokens("tag_mask")[0].astype(bool)
-    example_index = table.column("example_index").to_numpy()
-    return WindowOutputs(example_index, offsets, mask, logits["start"], logits["end"], logits["bio"], words, tagged)
+def head_logits(logits: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The cached logits under the names ``window_outputs`` takes."""
+    names = {"start": "start_logits", "end": "end_logits", "bio": "bio_logits"}
+    return {names[k]: v for k, v in logits.items() if k in names and v is not None}
 
 
 def run_ours(features, logits, examples, decoding: str, config: DecodeConfig) -> tuple[dict[str, str], dict[str, float]]:
     t = time.perf_counter()
-    outputs = window_outputs(features, logits)
+    outputs = window_outputs(features, head_logits(logits))
     arrays = time.perf_counter() - t
     t = time.perf_counter()
     predictions = decode(outputs, examples, decoding, config)
@@ -232,7 +193,7 @@ def main() -> None:
         description=__doc__.split("\n")[0],
         epilog="Prints where the logits came from (cache or forward), each side's time, our BIO and joint "
                "decodings' times, the agreement and every difference's class; the last line is the JSON summary.")
-    parser.add_argument("--model", default=None, help="bio_mrc model folder (default: runs/quick-r12/models/joint-seed42-*)")
+    parser.add_argument("--model", default=None, help="bio_mrc model folder (default: runs/quick*/models/joint-seed42-*)")
     parser.add_argument("--data", default="../shared/data/squad-v1.1/dev.json", help="SQuAD JSON (v1.1 dev)")
     parser.add_argument("--limit", type=int, default=0, help="first N questions of the file; 0 = all (10,570 on v1.1 dev)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per side (alternating); medians are reported")
@@ -240,7 +201,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64, help="batch size of the one forward that fills the cache")
     args = parser.parse_args()
 
-    model_dir = args.model or sorted(glob.glob("runs/quick-r12/models/joint-seed42-*"))[0]
+    model_dir = args.model or max(glob.glob("runs/quick*/models/joint-seed42-*"), key=os.path.getmtime)
     limit = args.limit or None
     datasets.disable_progress_bars()
     transformers.logging.set_verbosity_error()
@@ -271,26 +232,20 @@ def main() -> None:
     del trained
 
     # Timed, alternating
-    ref_runs, our_runs, bio_runs, joint_runs, lever_runs = [], [], [], [], []
+    ref_runs, our_runs, bio_runs, joint_runs = [], [], [], []
     for repeat in range(args.repeats):
         t = time.perf_counter()
         ref_answers = dict(reference_postprocess_qa_predictions(ref_examples, ref_features, ref_logits))
         ref_runs.append({"total": time.perf_counter() - t})
         our_answers, times = run_ours(features, logits, examples, "span", span_config)
         our_runs.append({**times, "total": times["arrays"] + times["decode"]})
-        t = time.perf_counter()
-        arrow = window_outputs_arrow(features, logits)
-        lever_runs.append({"arrays": time.perf_counter() - t})
         _, times = run_ours(features, logits, examples, "bio", tuned)
         bio_runs.append(times)
         _, times = run_ours(features, logits, examples, "joint", tuned)
         joint_runs.append(times)
         print(f"run {repeat + 1}/{args.repeats}: reference {ref_runs[-1]['total']:.2f} s, ours (span) {our_runs[-1]['total']:.2f} s, "
               f"bio decode {bio_runs[-1]['decode']:.2f} s, joint decode {joint_runs[-1]['decode']:.2f} s", flush=True)
-    ref_t, our_t, bio_t, joint_t, lever_t = map(median_times, (ref_runs, our_runs, bio_runs, joint_runs, lever_runs))
-    reference_arrays = window_outputs(features, logits)
-    arrow_same = all(np.array_equal(getattr(arrow, k), getattr(reference_arrays, k))
-                     for k in ("example_index", "offsets", "mask", "word_offsets", "tag_mask"))
+    ref_t, our_t, bio_t, joint_t = map(median_times, (ref_runs, our_runs, bio_runs, joint_runs))
     ratio = ref_t["total"] / our_t["total"]
     n = len(examples)
 
@@ -315,10 +270,6 @@ def main() -> None:
         print(f"| ours, {name} (length prior {tuned.bio_length_prior}): arrays {t_['arrays']:.2f} + decode {t_['decode']:.2f} | "
               f"{t_['arrays'] + t_['decode']:.2f} | {n / (t_['arrays'] + t_['decode']):.0f} | "
               f"{ref_t['total'] / (t_['arrays'] + t_['decode']):.2f}x |")
-    lever = lever_t["arrays"] + our_t["decode"]
-    print(f"| lever (not the package today): arrays from the Arrow columns with numpy {lever_t['arrays']:.2f} "
-          f"(equal arrays: {arrow_same}) + span decode {our_t['decode']:.2f} | {lever:.2f} | {n / lever:.0f} | "
-          f"{ref_t['total'] / lever:.2f}x |")
     print()
     print(f"ratio (reference / ours, span): {ratio:.2f}x")
 

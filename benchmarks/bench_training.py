@@ -179,21 +179,23 @@ def ours_run(config: TrainConfig, features: datasets.Dataset, pad_id: int, max_s
     return clock, recorder, model, trainer
 
 
-def tokens_fed(lengths: np.ndarray, batch_size: int, max_length: int, seed: int) -> dict[str, float]:
-    """Tokens fed per window, over one epoch of these windows: padded to ``max_length`` (the reference),
-    random batches padded to their longest (rounded up to 8, as WindowCollator), length-grouped batches."""
+def tokens_fed(lengths: np.ndarray, batch_size: int, max_length: int, seed: int, curve=None) -> dict[str, float]:
+    """Tokens fed per window over one epoch of these windows: padded to ``max_length`` (the reference),
+    random batches padded to their longest (rounded up to 8, as WindowCollator), length-grouped batches;
+    with a step-cost ``curve``, the predicted epoch seconds of each (a partial batch costs its share)."""
     from transformers.trainer_pt_utils import get_length_grouped_indices
 
-    def padded(order) -> float:
-        order = np.asarray(order)
-        widths = [-(-int(lengths[order[i : i + batch_size]].max()) // 8) * 8 for i in range(0, len(order), batch_size)]
-        sizes = [len(order[i : i + batch_size]) for i in range(0, len(order), batch_size)]
-        return float(np.dot(widths, sizes)) / len(order)
-
-    generator = torch.Generator().manual_seed(seed)
     grouped = get_length_grouped_indices(lengths.tolist(), batch_size, generator=torch.Generator().manual_seed(seed))
-    return {"reference": float(max_length), "random": padded(torch.randperm(len(lengths), generator=generator).numpy()),
-            "ours": padded(grouped), "real": float(lengths.mean())}
+    shuffled = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(seed)).numpy()
+    result = {"real": float(lengths.mean()), "reference": float(max_length)}
+    for name, order in (("random", shuffled), ("ours", grouped)):
+        batches = batch_widths(lengths, order, batch_size)
+        result[name] = sum(n * w for n, w in batches) / len(lengths)
+        if curve is not None:
+            result[f"{name} s"] = sum(np.polyval(curve, w) * n / batch_size for n, w in batches)
+    if curve is not None:
+        result["reference s"] = np.polyval(curve, max_length) * len(lengths) / batch_size
+    return result
 
 
 def pool_lengths(data: str, limit: int | None, tokenizer, max_length: int, stride: int) -> np.ndarray:
@@ -204,24 +206,30 @@ def pool_lengths(data: str, limit: int | None, tokenizer, max_length: int, strid
     return np.array([len(x) for x in enc["input_ids"]])
 
 
-def step_cost_fit(results: dict[str, list], batch_size: int) -> tuple[np.ndarray, float] | None:
-    """Least-squares fit of every timed step of every variant with the joint model (reference steps
-    fitted with their own intercept, since their model differs): seconds = a + b * tokens + c * tokens x width,
-    tokens = windows x padded width (the attention term grows with width squared). Returns (a_ours,
-    a_reference, b, c) and the R^2; None with too few steps."""
-    rows, y = [], []
-    for variant in ("reference", "ours", "random"):
-        for clock, recorder in results.get(variant, []):
-            for seconds, (keys, width) in zip(clock.step_seconds, recorder.batches):
-                tokens = len(keys) * width
-                rows.append([variant != "reference", variant == "reference", tokens / 1e3, tokens * width / 1e6])
-                y.append(seconds)
-    if len(y) < 8:
+def step_cost_curve(results: dict[str, list], batch_size: int) -> tuple[np.ndarray, float] | None:
+    """Seconds of one full-size step as a function of its padded width, fitted (least squares,
+    quadratic: the attention's cost grows with the width squared) to every timed full-size step of
+    every variant; returns (coefficients, highest power first) and R^2, None with too few steps."""
+    widths, seconds = [], []
+    for runs in results.values():
+        for clock, recorder in runs:
+            for sec, (keys, width) in zip(clock.step_seconds, recorder.batches):
+                if len(keys) == batch_size:
+                    widths.append(width)
+                    seconds.append(sec)
+    if len(set(widths)) < 3:
         return None
-    x, y = np.array(rows, dtype=float), np.array(y)
-    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    r2 = 1 - np.sum((y - x @ coef) ** 2) / np.sum((y - y.mean()) ** 2)
+    widths, seconds = np.array(widths, float), np.array(seconds)
+    coef = np.polyfit(widths, seconds, 2)
+    r2 = 1 - np.sum((np.polyval(coef, widths) - seconds) ** 2) / np.sum((seconds - seconds.mean()) ** 2)
     return coef, float(r2)
+
+
+def batch_widths(lengths: np.ndarray, order, batch_size: int) -> list[tuple[int, int]]:
+    """(windows, padded width rounded up to 8 as WindowCollator) of each batch of ``order``."""
+    order = np.asarray(order)
+    return [(len(order[i : i + batch_size]), -(-int(lengths[order[i : i + batch_size]].max()) // 8) * 8)
+            for i in range(0, len(order), batch_size)]
 
 
 def data_pipeline_seconds(trainer) -> float:
@@ -444,21 +452,28 @@ def main() -> None:
                      for sec, (keys, width) in zip(clock.step_seconds, recorder.batches)]
         Path(args.dump).parent.mkdir(parents=True, exist_ok=True)
         Path(args.dump).write_text(json.dumps(steps_out))
-    fit = step_cost_fit(results, args.batch_size)
+    fit = step_cost_curve(results, args.batch_size)
+    curve = None
     if fit is not None:
-        (a_ours, a_ref, b, c), r2 = fit
-        print(f"step cost model (least squares over every timed step, R^2 {r2:.2f}): seconds = a + {b:.4f} x (1,000 tokens) + "
-              f"{c:.4f} x (1,000 tokens x padded width / 1,000), a = {a_ours:.2f} s for bio_mrc's model and Trainer, "
-              f"{a_ref:.2f} s for the reference's (the per-step cost that padding does not touch: optimizer, "
-              f"embedding gradients, Python)")
+        curve, r2 = fit
+        at = {w: np.polyval(curve, w) for w in (128, 192, 256, args.max_seq_length)}
+        print(f"step cost by padded width ({args.batch_size} windows; quadratic fit to every full-size timed step of every "
+              f"variant, R^2 {r2:.3f}): " + ", ".join(f"{w}: {sec:.2f} s" for w, sec in at.items())
+              + f"; at width {args.max_seq_length} the reference's steps (median {statistics.median(s for c, _ in results['reference'] for s in c.step_seconds):.2f} s) "
+              f"and ours' ({statistics.median([sec for c, r in results['ours'] for sec, (k, w) in zip(c.step_seconds, r.batches) if w == args.max_seq_length] or [float('nan')]):.2f} s) cost the same: "
+              "the gain is the padding not fed")
     print()
     print("tokens fed per window over one epoch (padding included), by sampler: the timed windows and whole training sets")
-    print("| windows | count | real tokens | reference (padded) | ours, random batches | ours, length-grouped | reference / ours |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("(predicted: reference / ours epoch seconds from the step-cost curve above)")
+    print("| windows | count | real tokens | reference (padded) | ours, random batches | ours, length-grouped | "
+          "tokens, reference / ours | predicted speed-up: random batches | predicted speed-up: ours |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, values in sets:
-        fed_ = tokens_fed(values, args.batch_size, args.max_seq_length, args.seed)
+        fed_ = tokens_fed(values, args.batch_size, args.max_seq_length, args.seed, curve)
+        predicted = (f"{fed_['reference s'] / fed_['random s']:.2f}x | {fed_['reference s'] / fed_['ours s']:.2f}x"
+                     if curve is not None else "- | -")
         print(f"| {name} | {len(values):,} | {fed_['real']:.1f} | {fed_['reference']:.0f} | {fed_['random']:.1f} | "
-              f"{fed_['ours']:.1f} | {fed_['reference'] / fed_['ours']:.2f}x |")
+              f"{fed_['ours']:.1f} | {fed_['reference'] / fed_['ours']:.2f}x | {predicted} |")
     print(f"same windows: {agreement['windows'] - agreement['ids']}/{agreement['windows']} identical token ids, "
           f"{agreement['windows'] - agreement['token types']} identical token types, "
           f"{agreement['windows'] - agreement['start/end targets']} identical start/end targets; "

@@ -15,6 +15,7 @@ import numpy as np
 from .config_options import add_config_options, config_from_args
 from .decoding.multispan import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DECODINGS, DecodeConfig
+from .inference.forward import INFERENCE_BATCH_SIZE
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 
@@ -232,7 +233,7 @@ def _add_model_commands(add_command) -> None:
     predict.add_argument("--limit", type=int)
     predict.add_argument("--decoding", choices=DECODINGS, nargs="+", default=["span"], help="one or several")
     predict.add_argument("--output", required=True)
-    predict.add_argument("--batch-size", type=int, default=64)
+    predict.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
     add_config_options(predict, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
     _add_data_options(predict)
     predict.set_defaults(func=cmd_predict)
@@ -251,7 +252,7 @@ def _add_model_commands(add_command) -> None:
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
     tune.add_argument("--limit", type=int)
     tune.add_argument("--decoding", choices=DECODINGS, nargs="+", help="default: every decoding the model has")
-    tune.add_argument("--batch-size", type=int, default=64)
+    tune.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
     add_config_options(tune, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
     _add_data_options(tune)

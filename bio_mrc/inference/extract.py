@@ -17,6 +17,7 @@ from ..decoding.windows import WindowOutputs
 from ..errors import DataFormatError
 from ..types import Example, Prediction
 from .answers import decode_answers
+from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel
 
 
@@ -78,7 +79,7 @@ class AnswerExtractor:
         multi_span: bool = False,
         decode_config: DecodeConfig | None = None,
         min_span_probability: float = MIN_SPAN_PROBABILITY,
-        batch_size: int = 32,
+        batch_size: int = INFERENCE_BATCH_SIZE,
     ) -> None:
         self.trained = trained
         self.decoding = decoding

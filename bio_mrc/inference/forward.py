@@ -25,6 +25,9 @@ from ..types import Example
 # The encoder inputs a window carries, and each head's logits in the order exports keep them.
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 HEAD_OUTPUTS = {"span": ("start_logits", "end_logits"), "bio": ("bio_logits",)}
+# Windows per forward batch. On CPU, batches of 16 length-sorted windows ran 1.26-1.32x faster
+# than 64 (their activations stay in cache; benchmarks/RESULTS.md); on a GPU pass a larger one.
+INFERENCE_BATCH_SIZE = 16
 
 
 @runtime_checkable
@@ -68,20 +71,27 @@ def run_windows(
     model: BioMrcForQuestionAnswering | WindowRunner,
     features: Dataset,
     pad_token_id: int = 0,
-    batch_size: int = 64,
+    batch_size: int = INFERENCE_BATCH_SIZE,
     progress: bool = True,
 ) -> WindowOutputs:
     """Forward every window; windows are batched by length so padding costs little.
     ``model`` is a PyTorch model or any :class:`WindowRunner` (an ONNX Runtime session)."""
-    runner = as_runner(model)
+    return window_outputs(features, window_logits(as_runner(model), features, pad_token_id, batch_size, progress))
+
+
+def window_logits(
+    runner: WindowRunner, features: Dataset, pad_token_id: int, batch_size: int, progress: bool
+) -> dict[str, np.ndarray]:
+    """Each head's logits of every window, padded to the longest window (-inf / 0 past a window's end)."""
     inputs = {name: RaggedColumn.from_dataset(features, name) for name in ENCODER_INPUTS if name in features.column_names}
     lengths = inputs["input_ids"].lengths
-    width, n = int(lengths.max(initial=1)), len(features)
-    start = np.full((n, width), -np.inf, dtype=np.float32) if "span" in runner.heads else None
-    end = None if start is None else start.copy()
-    bio = np.zeros((n, width, 3), dtype=np.float32) if "bio" in runner.heads else None
-    arrays = {"start_logits": start, "end_logits": end, "bio_logits": bio}
-
+    n, width = len(lengths), int(lengths.max(initial=1))
+    arrays = {}
+    if "span" in runner.heads:
+        arrays["start_logits"] = np.full((n, width), -np.inf, dtype=np.float32)
+        arrays["end_logits"] = arrays["start_logits"].copy()
+    if "bio" in runner.heads:
+        arrays["bio_logits"] = np.zeros((n, width, 3), dtype=np.float32)
     order = np.argsort(-lengths, kind="stable")
     for begin in tqdm(range(0, n, batch_size), desc="inference", disable=not progress, unit="batch"):
         rows = order[begin : begin + batch_size]
@@ -89,15 +99,24 @@ def run_windows(
                  for name, column in inputs.items()}
         length = batch["input_ids"].shape[1]
         for name, logits in runner(batch).items():
-            if arrays.get(name) is not None:
+            if name in arrays:
                 arrays[name][rows, :length] = logits
+    return arrays
+
+
+def window_outputs(features: Dataset, logits: Mapping[str, np.ndarray]) -> WindowOutputs:
+    """The windows' offsets and masks, padded to the logits' width, around the logits
+    (``start_logits``, ``end_logits``, ``bio_logits``; a head the model lacks is absent)."""
+    some = next(iter(logits.values()), None)
+    width = some.shape[1] if some is not None else 1
 
     def padded(name: str, fill: int, dtype) -> np.ndarray:
         return RaggedColumn.from_dataset(features, name).padded(width=width, fill=fill, dtype=dtype)
 
     return WindowOutputs(
         np.asarray(features["example_index"]), padded("offset_mapping", -1, np.int64), padded("paragraph_mask", 0, bool),
-        start, end, bio, padded("word_offsets", -1, np.int64), padded("tag_mask", 0, bool),
+        logits.get("start_logits"), logits.get("end_logits"), logits.get("bio_logits"),
+        padded("word_offsets", -1, np.int64), padded("tag_mask", 0, bool),
     )
 
 
@@ -106,7 +125,7 @@ def predict_windows(
     tokenizer: PreTrainedTokenizerBase,
     examples: Sequence[Example],
     feature_config: FeatureConfig,
-    batch_size: int = 64,
+    batch_size: int = INFERENCE_BATCH_SIZE,
     progress: bool = True,
 ) -> WindowOutputs:
     """Tokenize ``examples`` into windows and run the model (or runner) over them."""

@@ -18,7 +18,7 @@ from ..features.windows import FeatureConfig
 from ..model import MODEL_FORMAT, RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..progress import progress_bars
 from ..types import Example
-from .forward import predict_windows
+from .forward import INFERENCE_BATCH_SIZE, predict_windows
 from .onnx import ONNX_FILE, OnnxModel
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -77,7 +77,7 @@ class TrainedModel:
             return replace(config, bio_length_prior=self.model.config.bio_length_prior or 0.0)
         return config
 
-    def windows(self, examples: Sequence[Example], batch_size: int = 64, progress: bool = False) -> WindowOutputs:
+    def windows(self, examples: Sequence[Example], batch_size: int = INFERENCE_BATCH_SIZE, progress: bool = False) -> WindowOutputs:
         with progress_bars(progress):
             return predict_windows(self.model, self.tokenizer, examples, self.features, batch_size, progress)
 

@@ -42,11 +42,11 @@ from ..model import BioMrcForQuestionAnswering
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .extract import AnswerExtractor, choose_decoding
+from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel, window_settings
 from .onnx import OnnxModel
 
 TASK = "bio-mrc-qa"
-DEFAULT_BATCH_SIZE = 32  # windows per forward pass, as AnswerExtractor
 # The old pipeline's window options: a bio_mrc model reads the windows it was trained with, from its config.
 WINDOW_OPTIONS = ("doc_stride", "max_seq_len", "max_question_len")
 
@@ -103,7 +103,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         options = {**self._postprocess_params, **self._sanitize_parameters(**kwargs)[2]}  # checked before the forward pass
         if options.get("multi_span") and options.get("top_k", 1) > 1:
             raise ValueError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
-        batch_size = batch_size or self._batch_size or DEFAULT_BATCH_SIZE
+        batch_size = batch_size or self._batch_size or INFERENCE_BATCH_SIZE
         return super().__call__(_Questions(examples, single, batch_size), **kwargs)
 
     def preprocess(self, inputs: "_Questions") -> dict[str, Any]:
