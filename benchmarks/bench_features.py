@@ -21,26 +21,23 @@ OURS: ``load_squad`` and ``bio_mrc.features.windows.build_features(examples, tok
 FeatureConfig(384, 128), with_targets=True)``, as ``train_model`` builds its windows (unpadded
 windows; offsets, word spans, paragraph and tag masks, span and soft BIO targets).
 
-Cache reuse. ``build_features`` maps an in-memory ``Dataset.from_dict``, which has no cache file, so
-``datasets`` has nowhere to look a previous result up: the script runs ours a second time in a
-fresh process (as a rerun of ``bio-mrc train`` would) and reports its time and whether the result
-has cache files. For comparison (``--cache-demo``, on by default):
-
-* ``reference, file-backed``: the recipe as ``load_dataset("squad")`` runs it, on a dataset backed
-  by an Arrow file (the questions saved once with ``save_to_disk`` under ``--work-dir``): ``map``
-  writes its result next to it, keyed by the fingerprint of the function and its arguments, and a
-  second run in a fresh process reads it back;
-* ``ours, cached by content``: a sketch of the smallest package change, done here outside the
-  package: the features saved with ``save_to_disk`` under a key of ``content_hash(examples)``, the
-  tokenizer's name and vocabulary file hash, the ``FeatureConfig`` and ``with_targets``, and read
-  back with ``load_from_disk`` (memory-mapped) when the key is there. Run twice: build and save,
-  then load.
+Cache reuse. Training builds its windows with ``build_features(..., cache_dir=default_windows_cache())``:
+``datasets.map`` writes them to an Arrow file named by ``windows_fingerprint`` (the questions' content,
+the tokenizer, the settings, the featurisation code) and memory-maps that file when it exists. The
+script runs ours with a cache folder under ``--work-dir``, first emptied, then a second time in a
+fresh process (as a rerun of ``bio-mrc train`` would), and reports both times and the cache files.
+For comparison (``--cache-demo``, on by default), ``reference, file-backed``: the recipe as
+``load_dataset("squad")`` runs it, on a dataset backed by an Arrow file (the questions saved once
+with ``save_to_disk`` under ``--work-dir``): ``map`` writes its result next to it, keyed by the
+fingerprint of the function and its arguments, and a second run in a fresh process reads it back.
 
 Training's peak memory (``--train-steps``, 5 by default; 0 skips it): ``train_model`` on the whole
 training set with the default ``TrainConfig`` (what ``bio-mrc train --train train.json`` runs; the
 CLI has no step limit, so the child calls ``train_model`` itself with a ``TrainerCallback`` that
 stops after N steps), with RSS recorded after reading the JSON, after the model is made, after the
-windows are built, when training begins (optimizer and sampler made) and after each step.
+windows are built, when training begins (optimizer and sampler made) and after each step; run twice,
+in fresh processes with a datasets cache under ``--work-dir``: first emptied (the windows built),
+then with the windows read from the cache.
 
     python benchmarks/bench_features.py [--limit 0] [--batch-size 500] [--train-steps 5] [--no-cache-demo]
 
@@ -66,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 NAME = "features_train"
-MODES = ("reference", "ours", "reference-file-backed", "ours-cached", "train")
+MODES = ("reference", "ours", "reference-file-backed", "train")
 
 
 def rss_mib() -> dict[str, float]:
@@ -128,7 +125,11 @@ def child(args: argparse.Namespace) -> None:
             write_digests(args.digest, features, padded=True)
     elif args.child == "ours":
         squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
-        features = stage("map", lambda: build_features(squad.examples, tokenizer, config, with_targets=True, batch_size=args.batch_size))
+        cache = work / "windows-cache"  # train_model's default is default_windows_cache(), beside datasets' cache
+        if args.fresh:
+            shutil.rmtree(cache, ignore_errors=True)
+        features = stage("map", lambda: build_features(squad.examples, tokenizer, config, with_targets=True,
+                                                       batch_size=args.batch_size, cache_dir=cache))
         report.update(windows=len(features), cache_files=len(features.cache_files), arrow_mib=features.data.nbytes / 2**20,
                       column_mib={c: features.data.column(c).nbytes / 2**20 for c in features.column_names})
         if args.digest:
@@ -144,42 +145,9 @@ def child(args: argparse.Namespace) -> None:
             report["removed_cache_files"] = examples.cleanup_cache_files()
         features = stage("map", lambda: reference_train_features(examples, tokenizer, args.max_seq_length, args.doc_stride, args.batch_size))
         report.update(windows=len(features), cache_files=len(features.cache_files))
-    elif args.child == "ours-cached":
-        from bio_mrc.types import content_hash
-
-        squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
-
-        def cached():
-            key = features_key(content_hash(squad.examples), tokenizer, config, True)
-            folder = work / "features-cache" / key
-            if folder.exists():
-                report["hit"] = True
-                return datasets.load_from_disk(str(folder))
-            report["hit"] = False
-            features = build_features(squad.examples, tokenizer, config, with_targets=True, batch_size=args.batch_size)
-            tmp = folder.with_name(folder.name + ".tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            features.save_to_disk(str(tmp))
-            os.replace(tmp, folder)
-            return datasets.load_from_disk(str(folder))
-
-        if args.fresh:
-            shutil.rmtree(work / "features-cache", ignore_errors=True)
-        features = stage("map", cached)
-        report.update(windows=len(features), cache_files=len(features.cache_files))
     elif args.child == "train":
         report.update(train_child(args, stage, rss))
     print(json.dumps(report))
-
-
-def features_key(questions: str, tokenizer, config, with_targets: bool) -> str:
-    """The proposed cache key: the questions' content hash, the tokenizer (name and vocabulary), the
-    window settings and targets, and the bio_mrc version (a change of feature code changes it)."""
-    import bio_mrc
-
-    vocab = hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest()[:16]
-    parts = [questions, tokenizer.name_or_path, vocab, json.dumps(config.to_dict(), sort_keys=True), str(with_targets), bio_mrc.__version__]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
 
 
 def write_digests(path: str, features, padded: bool) -> None:
@@ -251,6 +219,11 @@ def train_child(args: argparse.Namespace, stage, rss: dict[str, Any]) -> dict[st
             if state.global_step >= args.train_steps:
                 control.should_training_stop = True
 
+    import datasets
+
+    datasets.config.HF_DATASETS_CACHE = Path(args.work_dir) / "hf-datasets-cache"  # where train_model caches its windows
+    if args.fresh:
+        shutil.rmtree(datasets.config.HF_DATASETS_CACHE, ignore_errors=True)
     squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
     out = tempfile.mkdtemp(prefix="bench-features-train-")
     t = time.perf_counter()
@@ -307,8 +280,8 @@ def main() -> None:
     parser.add_argument("--doc-stride", type=int, default=128)
     parser.add_argument("--train-steps", type=int, default=5, help="steps of the train_model run whose peak RSS is measured (0: skip it)")
     parser.add_argument("--no-cache-demo", dest="cache_demo", action="store_false",
-                        help="skip the file-backed recipe and the content-keyed cache sketch (4 more children)")
-    parser.add_argument("--work-dir", default="runs/bench-features", help="the saved questions and the cache sketch's features")
+                        help="skip the file-backed recipe (2 more children)")
+    parser.add_argument("--work-dir", default="runs/bench-features", help="the saved questions and the caches of both sides")
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--fresh", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--digest", help=argparse.SUPPRESS)
@@ -326,15 +299,14 @@ def main() -> None:
     runs: dict[str, Any] = {}
     digests = {side: str(Path(args.work_dir) / f"digests-{side}.json") for side in ("reference", "ours")}
     runs["reference"] = run_child(args, "reference", digest=digests["reference"])
-    runs["ours"] = run_child(args, "ours", digest=digests["ours"])
+    runs["ours"] = run_child(args, "ours", fresh=True, digest=digests["ours"])
     runs["ours, second run"] = run_child(args, "ours")
     if args.cache_demo:
         runs["reference file-backed, first"] = run_child(args, "reference-file-backed", fresh=True)
         runs["reference file-backed, second"] = run_child(args, "reference-file-backed")
-        runs["ours cached, first"] = run_child(args, "ours-cached", fresh=True)
-        runs["ours cached, second"] = run_child(args, "ours-cached")
     agree = compare_digests(digests["reference"], digests["ours"])
-    train = run_child(args, "train") if args.train_steps else None
+    train = run_child(args, "train", fresh=True) if args.train_steps else None
+    train_again = run_child(args, "train") if args.train_steps else None
 
     ref, ours = runs["reference"], runs["ours"]
     ratio = ref["stages"]["map"] / ours["stages"]["map"]
@@ -349,8 +321,7 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in runs.items():
         arrow = mib(r["arrow_mib"]) if "arrow_mib" in r else "memory-mapped" if r["cache_files"] else "-"
-        hit = f" (cache {'hit' if r.get('hit') else 'miss: built and saved'})" if "hit" in r else ""
-        print(f"| {name}{hit} | {r['windows']:,} | {r['stages']['read JSON']:.2f} | {r['stages']['map']:.2f} | "
+        print(f"| {name} | {r['windows']:,} | {r['stages']['read JSON']:.2f} | {r['stages']['map']:.2f} | "
               f"{r['windows'] / r['stages']['map']:,.0f} | {mib(r['rss']['imports']['now'])} | {mib(r['peak_rss_mib'])} | "
               f"{arrow} | {r['cache_files']} |")
     print()
@@ -359,22 +330,23 @@ def main() -> None:
     if "column_mib" in ours:
         print("ours' columns in memory: " + ", ".join(f"{c} {v:,.0f} MiB" for c, v in sorted(ours["column_mib"].items(), key=lambda x: -x[1])))
     second = runs["ours, second run"]
+    reused = bool(second["cache_files"]) and second["stages"]["map"] < 0.5 * ours["stages"]["map"]
     print(f"repeated runs: ours' second run (a fresh process) took {second['stages']['map']:.2f} s against {ours['stages']['map']:.2f} s; "
-          f"its result has {second['cache_files']} cache file(s): "
-          f"{'NO datasets cache is reused (an in-memory Dataset.from_dict has no cache file to look a result up in)' if not second['cache_files'] else 'a cache is used'}")
+          f"its result is memory-mapped from {second['cache_files']} cache file(s): the datasets cache is "
+          f"{'reused' if reused else 'NOT reused'}")
     if args.cache_demo:
         a, b = runs["reference file-backed, first"], runs["reference file-backed, second"]
         print(f"the recipe on a file-backed dataset (as load_dataset gives it): first map {a['stages']['map']:.2f} s, second "
               f"(fresh process) {b['stages']['map']:.2f} s: the cache is {'reused' if b['stages']['map'] < 0.5 * a['stages']['map'] else 'NOT reused'}")
-        a, b = runs["ours cached, first"], runs["ours cached, second"]
-        print(f"ours with the content-keyed cache sketch: first {a['stages']['map']:.2f} s (build + save_to_disk), second "
-              f"{b['stages']['map']:.2f} s (load_from_disk, cache {'hit' if b.get('hit') else 'miss'}), peak RSS {mib(b['peak_rss_mib'])}")
     print(f"windows: reference {agree['windows_reference']:,}, ours {agree['windows_ours']:,}; unpadded token ids differ in "
           f"{agree['ids_differ']}, start/end targets (of windows with the same ids) in {agree['targets_differ']}; ours' mean "
           f"window {ours.get('mean_length', float('nan')):.1f} tokens, {ours.get('full', 0):,} at {args.max_seq_length}")
     identical = agree["windows_reference"] == agree["windows_ours"] and agree["ids_differ"] == 0 and agree["targets_differ"] == 0
     if train is not None:
         print()
+        print(f"a second train_model in a fresh process (its windows from the cache): windows "
+              f"{train_again.get('stage_seconds', {}).get('windows built', float('nan')):.1f} s against "
+              f"{train.get('stage_seconds', {}).get('windows built', float('nan')):.1f} s, peak RSS {mib(train_again['peak_rss_mib'])}")
         print(f"train_model (default TrainConfig) on the same questions ({train.get('train_windows', '?')} windows), stopped after {args.train_steps} steps: peak RSS "
               f"**{mib(train['peak_rss_mib'])}**; train_model {train['train_model_seconds']:.1f} s")
         print("| stage | seconds | RSS at its end | peak so far |")
