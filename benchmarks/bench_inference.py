@@ -67,7 +67,6 @@ import argparse
 import collections
 import dataclasses
 import glob
-import inspect
 import json
 import os
 import platform
@@ -88,7 +87,8 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.decoding.postprocess import DecodeConfig, decode
 from bio_mrc.decoding.spans import best_spans
 from bio_mrc.features.windows import FeatureConfig, build_features
-from bio_mrc.inference.forward import as_runner, window_logits, window_outputs
+from bio_mrc.features.ragged import RaggedColumn
+from bio_mrc.inference.forward import INFERENCE_BATCH_SIZE, as_runner, window_logits, window_outputs
 from bio_mrc.metrics.squad import squad_metrics
 from bio_mrc.inference import TrainedModel, write_prediction_files
 
@@ -210,9 +210,9 @@ def classify(qid: str, ref: str, ours: str, exact: dict[str, tuple[str, float, f
 def forward_variant(model, features: datasets.Dataset, batch_size: int, pad_to: int | None, sort: bool, mode: str) -> float:
     """Seconds to forward every window one way: padded to ``pad_to`` (None: each batch's longest),
     in dataset order or sorted by length, under ``no_grad`` or ``inference_mode``."""
-    columns = [c for c in ("input_ids", "attention_mask", "token_type_ids") if c in features.column_names]
-    rows = {c: features[c] for c in columns}
-    lengths = np.array([len(x) for x in rows["input_ids"]])
+    columns = {c: RaggedColumn.from_dataset(features, c) for c in ("input_ids", "attention_mask", "token_type_ids")
+               if c in features.column_names}
+    lengths = columns["input_ids"].lengths
     order = np.argsort(-lengths, kind="stable") if sort else np.arange(len(lengths))
     context = torch.inference_mode if mode == "inference_mode" else torch.no_grad
     model.eval()
@@ -220,14 +220,7 @@ def forward_variant(model, features: datasets.Dataset, batch_size: int, pad_to: 
     with context():
         for begin in range(0, len(order), batch_size):
             chosen = order[begin : begin + batch_size]
-            width = pad_to or int(lengths[chosen].max())
-            batch = {}
-            for c in columns:
-                tensor = torch.zeros(len(chosen), width, dtype=torch.long)
-                for k, r in enumerate(chosen):
-                    tensor[k, : lengths[r]] = torch.tensor(rows[c][r])
-                batch[c] = tensor
-            model(**batch)
+            model(**{c: torch.from_numpy(column.padded(chosen, width=pad_to, dtype=np.int64)) for c, column in columns.items()})
     return time.perf_counter() - t
 
 
@@ -277,7 +270,7 @@ def main() -> None:
 
     model_dir = args.model or max(glob.glob("runs/quick*/models/joint-seed42-*"), key=os.path.getmtime)
     ours_dir = args.onnx or model_dir
-    ours_batch = args.ours_batch_size or inspect.signature(TrainedModel.windows).parameters["batch_size"].default
+    ours_batch = args.ours_batch_size or INFERENCE_BATCH_SIZE
     limit = args.limit or None
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -104,7 +104,7 @@ def largest_difference(got, want) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=None, help="bio_mrc model folder (default: runs/quick-r12/models/joint-seed42-*)")
+    parser.add_argument("--model", default=None, help="bio_mrc model folder (default: the newest runs/quick*/models/joint-seed42-*)")
     parser.add_argument("--onnx-dir", default=None, help="an existing export of --model (default: export now, untimed)")
     parser.add_argument("--data", default="../shared/data/squad-v1.1/dev.json")
     parser.add_argument("--limit", type=int, default=1000, help="first N questions of the file; 0 = all")
@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="threads for both sides (default: each runtime's own)")
     args = parser.parse_args()
 
-    model_dir = args.model or sorted(glob.glob("runs/quick-r12/models/joint-seed42-*"))[0]
+    model_dir = args.model or max(glob.glob("runs/quick*/models/joint-seed42-*"), key=os.path.getmtime)
     if args.threads:
         torch.set_num_threads(args.threads)
     transformers.logging.set_verbosity_error()

@@ -25,8 +25,8 @@ from ..types import Example
 # The encoder inputs a window carries, and each head's logits in the order exports keep them.
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 HEAD_OUTPUTS = {"span": ("start_logits", "end_logits"), "bio": ("bio_logits",)}
-# Windows per forward batch. On CPU, batches of 16 length-sorted windows ran 1.26-1.32x faster
-# than 64 (their activations stay in cache; benchmarks/RESULTS.md); on a GPU pass a larger one.
+# Windows per forward batch. On CPU, batches of 16 length-sorted windows ran 1.14x faster than 64
+# (bench_inference.py --levers; their activations stay in cache); on a GPU pass a larger one.
 INFERENCE_BATCH_SIZE = 16
 
 
