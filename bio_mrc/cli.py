@@ -16,6 +16,7 @@ from .config_options import add_config_options, config_from_args
 from .decoding.multispan import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DECODINGS, DecodeConfig
 from .inference.forward import INFERENCE_BATCH_SIZE
+from .precision import DEFAULT_PRECISION, PRECISIONS
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 
@@ -81,7 +82,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .inference import TrainedModel, decode_with_thresholds, write_prediction_files
 
     data = _load_squad(args, args.data, args.limit)
-    trained = TrainedModel.load(args.model, progress=True)
+    trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
     missing = [d for d in args.decoding if d not in trained.decodings]
     if missing:
         raise SystemExit(f"error: decoding {missing} needs heads this model lacks (it has {trained.model.config.heads})")
@@ -129,7 +130,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .inference import TrainedModel, save_tuned_settings, tune_settings, tuning_provenance
 
     data = _load_squad(args, args.data, args.limit)
-    trained = TrainedModel.load(args.model, progress=True)
+    trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     config = _decode_config(args, require_answer=False)
     tune_prior = "bio" in trained.decodings and args.bio_length_prior is None and any(ex.answers for ex in data.examples)
@@ -164,15 +165,19 @@ def default_data_dir() -> Path:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .harness.compare import compare
+    from .harness.compare import compare, train_models
     from .harness.config import load_config
     from .harness.report import console_table
 
-    config = load_config(args.config).with_overrides(seeds=args.seeds, encoder=args.encoder)
+    config = load_config(args.config).with_overrides(seeds=args.seeds, encoder=args.encoder, runs=args.runs)
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     if not data_dir.exists():
         raise SystemExit(f"error: data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
     output_dir = Path(args.output_dir or Path("runs") / config.name)
+    if args.train_only:
+        for model_dir in train_models(config, data_dir, output_dir, progress=True):
+            print(model_dir)
+        return 0
     results, summary = compare(config, data_dir, output_dir, progress=True)
     print(console_table(results, summary))
     print(f"\nreport: {output_dir / 'report.md'} (also report.json and PNG plots there)")
@@ -186,7 +191,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if context is None:
         raise SystemExit("error: give --context-file or --context")
     extractor = AnswerExtractor.from_pretrained(
-        args.model, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
+        args.model, precision=args.precision, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
         min_span_probability=args.min_span_probability,
     )
     print(json.dumps(extractor(args.question, context).to_dict(), ensure_ascii=False, indent=2))
@@ -225,6 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_precision_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                        help="of the forward pass: bf16 = bfloat16 autocast; auto = bf16 where the CPU/GPU computes it natively")
+
+
 def _add_model_commands(add_command) -> None:
     """The commands that run a trained model: predict, evaluate, tune."""
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
@@ -234,6 +244,7 @@ def _add_model_commands(add_command) -> None:
     predict.add_argument("--decoding", choices=DECODINGS, nargs="+", default=["span"], help="one or several")
     predict.add_argument("--output", required=True)
     predict.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
+    _add_precision_option(predict)
     add_config_options(predict, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
     _add_data_options(predict)
     predict.set_defaults(func=cmd_predict)
@@ -253,6 +264,7 @@ def _add_model_commands(add_command) -> None:
     tune.add_argument("--limit", type=int)
     tune.add_argument("--decoding", choices=DECODINGS, nargs="+", help="default: every decoding the model has")
     tune.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
+    _add_precision_option(tune)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
     add_config_options(tune, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
     _add_data_options(tune)
@@ -267,9 +279,13 @@ def _add_compare_and_extract(add_command) -> None:
     compare.add_argument("--output-dir", help="default: runs/<config name>")
     compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")
     compare.add_argument("--encoder", help="override every run's encoder")
+    compare.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs of the config (e.g. one per sitting or machine)")
+    compare.add_argument("--train-only", action="store_true",
+                         help="train (or resume) every model and score nothing; a later compare scores them")
     compare.set_defaults(func=cmd_compare)
     extract = add_command("extract", help="answer one question about a text")
     extract.add_argument("--model", required=True)
+    _add_precision_option(extract)
     extract.add_argument("--question", required=True)
     extract.add_argument("--context-file")
     extract.add_argument("--context")

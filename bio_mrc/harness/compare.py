@@ -11,7 +11,7 @@ import functools
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,10 @@ class Splits:
     tune: Split | None
     train: Split | None
     folds: list[tuple[Split, Split]] | None = None
+    run_train: dict[str, Split] = field(default_factory=dict)  # runs with their own training questions
+
+    def train_for(self, run: RunSpec) -> Split:
+        return self.run_train.get(run.name, self.train)
 
 
 def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
@@ -48,14 +52,19 @@ def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
     eval_split = resolve_split(config.eval, data_dir)
     tune_split = resolve_split(config.tune, data_dir) if config.tune else None
     train_split = resolve_split(config.train, data_dir) if config.train else None
-    named = [(n, s) for n, s in (("train", train_split), ("eval", eval_split), ("tune", tune_split)) if s is not None]
-    check_disjoint(named)
+    run_train = {run.name: resolve_split(run.data, data_dir) for run in config.runs if run.data}
+    held_out = [(n, s) for n, s in (("eval", eval_split), ("tune", tune_split)) if s is not None]
+    trained_on = [("train", train_split)] if train_split else []
+    for named in trained_on + [(f"{name} run's training", split) for name, split in run_train.items()]:
+        check_disjoint([named] + held_out)  # training splits may overlap (a learning curve's are nested)
+    if not trained_on:
+        check_disjoint(held_out)
     if eval_split.version == "2.0" and (tune_split is None or tune_split.version != "2.0"):
         raise ConfigError("a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on")
     folds = None
     if config.cross_validation:
         folds = cross_validation_folds(eval_split, config.cross_validation["folds"], config.cross_validation["seed"])
-    return Splits(eval_split, tune_split, train_split, folds)
+    return Splits(eval_split, tune_split, train_split, folds, run_train)
 
 
 def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False) -> dict[str, Any]:
@@ -70,8 +79,8 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
     output_dir.mkdir(parents=True, exist_ok=True)
     splits = resolve_splits(config, data_dir)
     cells: list[dict[str, Any]] = []
-    for seed in config.seeds:
-        for run in config.runs:
+    for run in config.runs:
+        for seed in config.run_seeds(run):
             score = _score_folds if splits.folds else _score_trained_run
             cells += score(run, seed, config, splits, output_dir, progress)
     return {
@@ -79,6 +88,7 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
         "package_version": __version__,
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "train": splits.train.describe() if splits.train else None,
+        "run_train": {name: split.describe() for name, split in splits.run_train.items()},
         "eval": {**splits.eval.describe(), "version": splits.eval.version, "metric": splits.eval.metric},
         "tune": splits.tune.describe() if splits.tune else None,
         "eval_examples": splits.eval.examples,
@@ -86,19 +96,34 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
     }
 
 
+def train_models(config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False) -> list[Path]:
+    """Train every model of the comparison (reusing finished ones, resuming interrupted ones) and score
+    nothing: the long part of a comparison, in as many sittings as it takes; ``compare`` then scores."""
+    splits = resolve_splits(config, Path(data_dir))
+    models_dir = Path(output_dir) / "models"
+    trained = []
+    for run in config.runs:
+        for seed in config.run_seeds(run):
+            train_splits = [fold for fold, _ in splits.folds] if splits.folds else [splits.train_for(run)]
+            trained += [obtain_model(run, seed, split, models_dir, progress, config.checkpoint_steps)[0] for split in train_splits]
+    return trained
+
+
 def _score_trained_run(
     run: RunSpec, seed: int, config: CompareConfig, splits: Splits, output_dir: Path, progress: bool
 ) -> list[dict[str, Any]]:
-    """The cells of one run and seed trained on the training split (read back when cached)."""
-    model_dir, train_seconds, reused = obtain_model(run, seed, splits.train, output_dir / "models", progress)
-    cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits)}.json"
+    """The cells of one run and seed trained on its training split (read back when cached)."""
+    train_split = splits.train_for(run)
+    model_dir, train_seconds, reused = obtain_model(run, seed, train_split, output_dir / "models", progress, config.checkpoint_steps)
+    cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits, run)}.json"
     model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
     if model_cells is None:
-        trained = TrainedModel.load(model_dir, progress=progress)
+        trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
         model_cells = _score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress)
         cache.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(cache, model_cells)
-    return [{**cell, "train_seconds": train_seconds, "reused_model": reused} for cell in model_cells]
+    return [{**cell, "train_seconds": train_seconds, "reused_model": reused, "train_questions": len(train_split.examples)}
+            for cell in model_cells]
 
 
 def _score_folds(
@@ -109,9 +134,9 @@ def _score_folds(
     inference_seconds = train_seconds = 0.0
     reused_all, model_dirs = True, []
     for train_fold, held_out in splits.folds:
-        model_dir, seconds, reused = obtain_model(run, seed, train_fold, output_dir / "models", progress)
+        model_dir, seconds, reused = obtain_model(run, seed, train_fold, output_dir / "models", progress, config.checkpoint_steps)
         model_dirs.append(str(model_dir))
-        trained = TrainedModel.load(model_dir, progress=progress)
+        trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
         outputs, inference = timed_windows(trained, held_out, progress)
         tuned, _ = _tuned_decoding(trained, run, config.decode, splits.tune, progress)
         decode_config = tuned.decode_config
@@ -124,7 +149,8 @@ def _score_folds(
         cell = _finish_cell(run, seed, decoding, pool(parts, splits.eval.ids), splits.eval, output_dir, model_dirs[0])
         cells.append({**cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds, "threshold": None,
                       "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None,
-                      "train_seconds": train_seconds, "reused_model": reused_all})
+                      "train_seconds": train_seconds, "reused_model": reused_all,
+                      "train_questions": len(splits.folds[0][0].examples)})
     return cells
 
 
@@ -173,13 +199,13 @@ def _score_model(
         threshold = tuned.thresholds.get(threshold_key(decoding))
         decoded = decode_cell(outputs, eval_split, decoding, decode_config, threshold)
         cell = _finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
-        cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold,
+        cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold, "precision": trained.precision,
                       "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None,
                       **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding))})
         if saved is not None:
             cells[-1]["tuning_saved_with_model"] = saved
     # The model's card (README.md) shows these scores: kept in its evaluation record.
-    record_evaluation(trained.path, cells, {"eval": eval_split, "train": splits.train, "tune": splits.tune}, vars(options))
+    record_evaluation(trained.path, cells, {"eval": eval_split, "train": splits.train_for(run), "tune": splits.tune}, vars(options))
     return cells
 
 
@@ -194,11 +220,12 @@ def _finish_cell(
     return {"run": run.name, "decoding": decoding, "seed": seed, "model_dir": model, **score_cell(split, decoded)}
 
 
-def _cells_key(config: CompareConfig, splits: Splits) -> str:
-    """What a model's cells depend on besides the model: the questions, the decoding options and the
-    package's code (features, decoders and metrics that change between versions change the cells)."""
+def _cells_key(config: CompareConfig, splits: Splits, run: RunSpec) -> str:
+    """What a model's cells depend on besides the model: the questions, the decoding options, the precision
+    of the forward passes and the package's code (features, decoders and metrics that change between
+    versions change the cells)."""
     blob = json.dumps({
-        "decode": config.decode.__dict__, "eval": content_hash(splits.eval.examples),
+        "decode": config.decode.__dict__, "eval": content_hash(splits.eval.examples), "precision": run.evaluation_precision,
         "tune": content_hash(splits.tune.examples) if splits.tune else None, "code": code_fingerprint(),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

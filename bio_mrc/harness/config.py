@@ -10,6 +10,9 @@ Config files are JSON (see ``benchmarks/ablations/`` and the presets in
       "tune":  null,
       "defaults": {"max_seq_length": 256, "doc_stride": 96, ...},   # TrainConfig fields
       "runs": [{"name": "joint", "heads": "span+bio"}, ...],         # overrides of the defaults
+      # a run may also name its own training questions and seeds (a learning curve):
+      #   {"name": "joint-10k", "train_data": {"path": ..., "limit": 10000}, "seeds": [42, 43, 44]}
+      # and the precision of its evaluation (default: the one it trained in): {"inference_precision": "bf16"}
       "decode": {"n_best": 20, "max_answer_length": 30},             # DecodeConfig fields
       "seeds": [42],
       "baseline": "joint/span",                                      # optional: the cell the others are compared with
@@ -45,9 +48,10 @@ from typing import Any, Sequence
 from ..data.errors import DataFormatError, read_json
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError
+from ..precision import PRECISIONS
 from ..training.train import TrainConfig
 
-PRESETS = ("quick", "full", "v2-quick", "multispanqa-cv")
+PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv")
 DATA_FORMATS = ("squad", "multispanqa")
 
 
@@ -79,8 +83,23 @@ class DataSpec:
 
 @dataclass(frozen=True)
 class RunSpec:
+    """One model configuration of a comparison. ``data`` (the run's own training questions) and
+    ``seeds`` replace the comparison's when given: a learning curve is runs on more and more data."""
+
     name: str
     train: TrainConfig
+    data: DataSpec | None = None
+    seeds: tuple[int, ...] | None = None
+    inference_precision: str | None = None  # of the evaluation's forward passes; None: the training precision
+
+    @property
+    def evaluation_precision(self) -> str:
+        return self.inference_precision or self.train.precision
+
+    def to_dict(self) -> dict[str, Any]:
+        own = {"train_data": asdict(self.data) if self.data else None, "seeds": list(self.seeds) if self.seeds else None,
+               "inference_precision": self.inference_precision}
+        return {"name": self.name, **self.train.to_dict(), **{k: v for k, v in own.items() if v}}
 
 
 @dataclass
@@ -96,16 +115,38 @@ class CompareConfig:
     description: str = ""
     baseline: str | None = None  # "run/decoding"; None: the first cell
     contrasts: list[tuple[str, str]] = field(default_factory=list)  # further (A, B) pairs of cells
+    checkpoint_steps: int | None = None  # optimizer steps between training checkpoints (None: train_model's default)
 
     def cells(self) -> list[str]:
         """Every cell, ``"run/decoding"``, in report order (runs as listed, decodings as the heads allow)."""
         return [f"{r.name}/{d}" for r in self.runs for d in available_decodings(r.train.heads)]
 
-    def with_overrides(self, seeds: list[int] | None = None, encoder: str | None = None) -> "CompareConfig":
+    def with_overrides(
+        self, seeds: list[int] | None = None, encoder: str | None = None, runs: list[str] | None = None
+    ) -> "CompareConfig":
+        """The command line's overrides: every run's seeds and encoder, and the runs to keep (by name)."""
+        config = self._only_runs(runs) if runs else self
+        return config._with_seeds_and_encoder(seeds, encoder)
+
+    def _only_runs(self, names: list[str]) -> "CompareConfig":
+        known = [r.name for r in self.runs]
+        if unknown := [name for name in names if name not in known]:
+            raise ConfigError(f"unknown run(s) {unknown}; the runs of {self.name!r} are {known}")
+        kept = [r for r in self.runs if r.name in names]
+        cells = [f"{r.name}/{d}" for r in kept for d in available_decodings(r.train.heads)]
+        contrasts = [pair for pair in self.contrasts if all(cell in cells for cell in pair)]
+        return replace(self, runs=kept, contrasts=contrasts, baseline=self.baseline if self.baseline in cells else None)
+
+    def _with_seeds_and_encoder(self, seeds: list[int] | None, encoder: str | None) -> "CompareConfig":
         runs = self.runs
         if encoder:
-            runs = [RunSpec(r.name, replace(r.train, encoder=encoder)) for r in runs]
+            runs = [replace(r, train=replace(r.train, encoder=encoder)) for r in runs]
+        if seeds:  # the command line's seeds are every run's
+            runs = [replace(r, seeds=None) for r in runs]
         return replace(self, runs=runs, seeds=seeds or self.seeds)
+
+    def run_seeds(self, run: RunSpec) -> list[int]:
+        return list(run.seeds) if run.seeds else self.seeds
 
     def to_dict(self) -> dict[str, Any]:
         saved = {
@@ -114,11 +155,11 @@ class CompareConfig:
             "train": asdict(self.train) if self.train else None,
             "eval": asdict(self.eval),
             "tune": asdict(self.tune) if self.tune else None,
-            "runs": [{"name": r.name, **r.train.to_dict()} for r in self.runs],
+            "runs": [r.to_dict() for r in self.runs],
             "decode": asdict(self.decode),
             "seeds": self.seeds,
         }
-        optional = {"cross_validation": self.cross_validation, "baseline": self.baseline,
+        optional = {"cross_validation": self.cross_validation, "baseline": self.baseline, "checkpoint_steps": self.checkpoint_steps,
                     "contrasts": [list(pair) for pair in self.contrasts]}
         return saved | {key: value for key, value in optional.items() if value}  # older configs' reports read as before
 
@@ -167,7 +208,7 @@ def _data_spec(raw: dict[str, Any] | None, what: str) -> DataSpec | None:
 def parse_config(raw: dict[str, Any]) -> CompareConfig:
     """Validate a config dict; unknown keys are errors, so typos never pass silently."""
     allowed = {"name", "description", "train", "eval", "tune", "defaults", "runs", "decode", "seeds", "cross_validation",
-               "baseline", "contrasts"}
+               "baseline", "contrasts", "checkpoint_steps"}
     if unknown := set(raw) - allowed:
         raise ValueError(f"unknown config keys {sorted(unknown)}; allowed: {sorted(allowed)}")
     if not raw.get("runs"):
@@ -179,7 +220,15 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         name = entry.pop("name", None)
         if not name:
             raise ValueError(f"every run needs a 'name': {entry}")
-        runs.append(RunSpec(name, TrainConfig.from_dict({**defaults, **entry})))
+        data = _data_spec(entry.pop("train_data", None), f"runs[{name}].train_data")
+        seeds = entry.pop("seeds", None)
+        if seeds is not None and (not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds)):
+            raise ValueError(f"run {name!r}: 'seeds' is a non-empty list of integers; got {seeds!r}")
+        precision = entry.pop("inference_precision", None)
+        if precision is not None and precision not in PRECISIONS:
+            raise ValueError(f"run {name!r}: 'inference_precision' is one of {PRECISIONS}; got {precision!r}")
+        train = TrainConfig.from_dict({**defaults, **entry})
+        runs.append(RunSpec(name, train, data, tuple(seeds) if seeds else None, precision))
     if len({r.name for r in runs}) != len(runs):
         raise ValueError("run names must be unique")
     decode_raw = raw.get("decode", {})
@@ -194,23 +243,32 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         runs=runs,
         decode=DecodeConfig(**decode_raw),
         seeds=list(raw.get("seeds", [42])),
-        cross_validation=_cross_validation(raw),
+        cross_validation=_cross_validation(raw, runs),
         baseline=raw.get("baseline"),
+        checkpoint_steps=_checkpoint_steps(raw.get("checkpoint_steps")),
         contrasts=_contrast_pairs(raw.get("contrasts", [])),
     )
     resolve_contrasts(config.cells(), config.baseline, config.contrasts)  # unknown cells are errors now, not after training
     return config
 
 
-def _cross_validation(raw: dict[str, Any]) -> dict[str, int] | None:
-    """Either a training split or cross-validation over the evaluation questions, never both."""
+def _checkpoint_steps(steps: Any) -> int | None:
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
+        raise ValueError(f"'checkpoint_steps' is a positive number of optimizer steps; got {steps!r}")
+    return steps
+
+
+def _cross_validation(raw: dict[str, Any], runs: list[RunSpec]) -> dict[str, int] | None:
+    """Either training splits (the comparison's, or each run's own) or cross-validation over the
+    evaluation questions, never both."""
     cv = raw.get("cross_validation")
     if cv is None:
-        if raw.get("train") is None:
-            raise ValueError("a comparison needs a 'train' split, or 'cross_validation' over the 'eval' questions")
+        if raw.get("train") is None and not all(r.data for r in runs):
+            raise ValueError("a comparison needs a 'train' split (or a 'train_data' in every run), "
+                             "or 'cross_validation' over the 'eval' questions")
         return None
-    if raw.get("train") is not None:
-        raise ValueError("'cross_validation' trains on folds of 'eval'; leave out 'train'")
+    if raw.get("train") is not None or any(r.data for r in runs):
+        raise ValueError("'cross_validation' trains on folds of 'eval'; leave out 'train' and the runs' 'train_data'")
     if not isinstance(cv, dict) or set(cv) - {"folds", "seed"} or not isinstance(cv.get("folds", 5), int) or cv.get("folds", 5) < 2:
         raise ValueError(f"'cross_validation' is {{\"folds\": k >= 2, \"seed\": s}}; got {cv!r}")
     return {"folds": cv.get("folds", 5), "seed": cv.get("seed", 0)}

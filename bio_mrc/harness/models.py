@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..training.train import TrainConfig, load_run_record, train_model
 from ..types import content_hash
 from .config import RunSpec
@@ -19,12 +21,31 @@ def model_key(train: TrainConfig, train_split: Split) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def obtain_model(run: RunSpec, seed: int, train_split: Split, models_dir: Path, progress: bool) -> tuple[Path, float, bool]:
-    """Train the run, or reuse it when a model with the same key exists. Returns (dir, train seconds, reused)."""
-    config = replace(run.train, seed=seed)
+def obtain_model(
+    run: RunSpec, seed: int, train_split: Split, models_dir: Path, progress: bool, checkpoint_steps: int | None = None
+) -> tuple[Path, float, bool]:
+    """Train the run, or reuse it when a model with the same key exists, or resume its interrupted training.
+    Returns (dir, train seconds, reused)."""
+    config = replace(run.train, seed=seed, init_from=resolve_init_from(run.train.init_from)).with_resolved_precision()
     model_dir = models_dir / f"{run.name}-seed{seed}-{model_key(config, train_split)}"
     record = load_run_record(model_dir)  # written last, so a model cut short by a crash is never reused
     if record is not None and record.get("train") == config.to_dict():
         return model_dir, float(record["seconds"]), True
-    result = train_model(train_split.examples, config, model_dir, save_checkpoints=False, progress=progress)
+    # A run cut short (a kill, the end of a session) continues from its last checkpoint.
+    result = train_model(train_split.examples, config, model_dir, save_checkpoints=True, resume=True, progress=progress,
+                         checkpoint_steps=checkpoint_steps)
     return model_dir, result.seconds, False
+
+
+def resolve_init_from(init_from: str | None) -> str | None:
+    """The model a run continues from: a folder, or a glob pattern that matches exactly one complete
+    model (another comparison's, e.g. ``runs/learning-curve/models/joint-all-seed42-*``, whose key
+    suffix changes with its options). The key of the new model names the folder found."""
+    if init_from is None or not glob.has_magic(init_from):
+        return init_from
+    complete = sorted(path for path in glob.glob(init_from) if load_run_record(path) is not None)
+    if len(complete) != 1:
+        found = f"{len(complete)} complete models ({', '.join(complete)})" if complete else "no complete model"
+        raise ConfigError(f"init_from {init_from!r} must match exactly one trained model; it matches {found}. "
+                          "Run the comparison that trains it first (see its config's description)")
+    return complete[0]

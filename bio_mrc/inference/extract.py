@@ -89,8 +89,9 @@ class AnswerExtractor:
         self.batch_size = batch_size
 
     @classmethod
-    def from_pretrained(cls, model_dir: str | Path, **kwargs) -> "AnswerExtractor":
-        return cls(TrainedModel.load(model_dir), **kwargs)
+    def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, **kwargs) -> "AnswerExtractor":
+        """The extractor of a saved model folder; ``precision``: fp32 (default), bf16 or auto (:mod:`bio_mrc.precision`)."""
+        return cls(TrainedModel.load(model_dir, precision=precision), **kwargs)
 
     examples = staticmethod(question_context_examples)
 

@@ -20,6 +20,7 @@ from ..decoding.windows import WindowOutputs
 from ..features.ragged import RaggedColumn
 from ..features.windows import FeatureConfig, build_features
 from ..model import BioMrcForQuestionAnswering
+from ..precision import autocast, resolve_precision
 from ..types import Example
 
 # The encoder inputs a window carries, and each head's logits in the order exports keep them.
@@ -45,25 +46,31 @@ class WindowRunner(Protocol):
 
 
 class TorchRunner:
-    """A :class:`BioMrcForQuestionAnswering` as a runner: eval mode, on the model's device."""
+    """A :class:`BioMrcForQuestionAnswering` as a runner: eval mode, on the model's device, in
+    ``precision`` (:mod:`bio_mrc.precision`; ``auto`` resolved for that device)."""
 
-    def __init__(self, model: BioMrcForQuestionAnswering) -> None:
+    def __init__(self, model: BioMrcForQuestionAnswering, precision: str | None = None) -> None:
         self.model = model.eval()
         self.heads = tuple(model.heads)
         self.device = next(model.parameters()).device
+        self.precision = resolve_precision(precision, self.device)
 
     @torch.inference_mode()
     def __call__(self, batch: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
-        out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
+        with autocast(self.precision, self.device):
+            out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
         return {name: getattr(out, name).float().cpu().numpy() for head in self.heads for name in HEAD_OUTPUTS[head]}
 
 
-def as_runner(model: BioMrcForQuestionAnswering | WindowRunner) -> WindowRunner:
-    """A PyTorch model wrapped in :class:`TorchRunner`; anything else must already be a runner."""
+def as_runner(model: BioMrcForQuestionAnswering | WindowRunner, precision: str | None = None) -> WindowRunner:
+    """A PyTorch model wrapped in :class:`TorchRunner`; anything else must already be a runner
+    (which computes in its own precision: asking it for bf16 is an error)."""
     if isinstance(model, torch.nn.Module):
-        return TorchRunner(model)
+        return TorchRunner(model, precision)
     if not isinstance(model, WindowRunner):
         raise TypeError(f"run_windows needs a BioMrcForQuestionAnswering or a WindowRunner, got {type(model).__name__}")
+    if precision == "bf16":
+        raise ValueError(f"precision bf16 is for PyTorch models; a {type(model).__name__} computes in its own precision")
     return model
 
 
@@ -73,10 +80,13 @@ def run_windows(
     pad_token_id: int = 0,
     batch_size: int = INFERENCE_BATCH_SIZE,
     progress: bool = True,
+    precision: str | None = None,
 ) -> WindowOutputs:
     """Forward every window; windows are batched by length so padding costs little.
-    ``model`` is a PyTorch model or any :class:`WindowRunner` (an ONNX Runtime session)."""
-    return window_outputs(features, window_logits(as_runner(model), features, pad_token_id, batch_size, progress))
+    ``model`` is a PyTorch model (run in ``precision``, default fp32) or any :class:`WindowRunner`
+    (an ONNX Runtime session)."""
+    runner = as_runner(model, precision)
+    return window_outputs(features, window_logits(runner, features, pad_token_id, batch_size, progress))
 
 
 def window_logits(
@@ -127,7 +137,8 @@ def predict_windows(
     feature_config: FeatureConfig,
     batch_size: int = INFERENCE_BATCH_SIZE,
     progress: bool = True,
+    precision: str | None = None,
 ) -> WindowOutputs:
     """Tokenize ``examples`` into windows and run the model (or runner) over them."""
     features = build_features(examples, tokenizer, feature_config, with_targets=False, desc="evaluation windows")
-    return run_windows(model, features, tokenizer.pad_token_id or 0, batch_size, progress)
+    return run_windows(model, features, tokenizer.pad_token_id or 0, batch_size, progress, precision)

@@ -16,6 +16,7 @@ from ..encoders import load_tokenizer
 from ..errors import ModelFormatError
 from ..features.windows import FeatureConfig
 from ..model import MODEL_FORMAT, RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
+from ..precision import DEFAULT_PRECISION, check_precision
 from ..progress import progress_bars
 from ..types import Example
 from .forward import INFERENCE_BATCH_SIZE, predict_windows
@@ -38,13 +39,18 @@ class TrainedModel:
     tokenizer: PreTrainedTokenizerBase
     features: FeatureConfig
     path: str = ""
+    precision: str = DEFAULT_PRECISION  # of the forward pass (bio_mrc.precision); auto resolves on the model's device
 
     @classmethod
-    def load(cls, model_dir: str | Path, progress: bool = False, backend: str = "auto") -> "TrainedModel":
+    def load(
+        cls, model_dir: str | Path, progress: bool = False, backend: str = "auto", precision: str | None = None
+    ) -> "TrainedModel":
         """Load a saved bio_mrc model folder, or an ONNX export of one (``backend``: ``auto`` finds
-        which); a folder that is not one raises :class:`ModelFormatError`."""
+        which); a folder that is not one raises :class:`ModelFormatError`. ``precision`` (fp32, bf16,
+        auto; default fp32) is that of every forward pass; an ONNX model computes in its own."""
         model_dir = Path(model_dir)
         backend = model_backend(model_dir, backend)
+        precision = forward_precision(precision, backend == "onnx", str(model_dir))
         check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
         if backend == "onnx":
             model = OnnxModel.load(model_dir)
@@ -52,7 +58,7 @@ class TrainedModel:
             with progress_bars(progress):
                 model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir))
         tokenizer = load_tokenizer(str(model_dir))
-        return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir))
+        return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir), precision)
 
     @property
     def backend(self) -> str:
@@ -79,7 +85,16 @@ class TrainedModel:
 
     def windows(self, examples: Sequence[Example], batch_size: int = INFERENCE_BATCH_SIZE, progress: bool = False) -> WindowOutputs:
         with progress_bars(progress):
-            return predict_windows(self.model, self.tokenizer, examples, self.features, batch_size, progress)
+            precision = self.precision if self.backend == "torch" else None
+            return predict_windows(self.model, self.tokenizer, examples, self.features, batch_size, progress, precision)
+
+
+def forward_precision(precision: str | None, onnx: bool, where: str) -> str:
+    """The precision of a model's forward passes (None: the default); ONNX exports compute in fp32 only."""
+    precision = check_precision(precision or DEFAULT_PRECISION)
+    if onnx and precision == "bf16":
+        raise ValueError(f"precision bf16 runs PyTorch models; {where} is an ONNX export (it computes in fp32)")
+    return precision
 
 
 def window_settings(config: BioMrcConfig, model_dir: Path) -> FeatureConfig:

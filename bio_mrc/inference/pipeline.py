@@ -43,7 +43,7 @@ from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .extract import AnswerExtractor, choose_decoding
 from .forward import INFERENCE_BATCH_SIZE
-from .loading import TrainedModel, window_settings
+from .loading import TrainedModel, forward_precision, window_settings
 from .onnx import OnnxModel
 
 TASK = "bio-mrc-qa"
@@ -62,7 +62,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
     _load_tokenizer = True
     _load_processor = _load_image_processor = _load_video_processor = _load_feature_extractor = False
 
-    def __init__(self, model, tokenizer=None, **kwargs) -> None:
+    def __init__(self, model, tokenizer=None, precision: str | None = None, **kwargs) -> None:
+        """``precision``: of the forward pass, fp32 (default), bf16 or auto (bf16 where the device computes it natively)."""
         if not isinstance(model, (BioMrcForQuestionAnswering, OnnxModel)):
             raise ModelFormatError(
                 f"the {TASK} pipeline runs bio_mrc models, got a {type(model).__name__}",
@@ -70,7 +71,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             )
         if tokenizer is None:
             raise ModelFormatError(f"the {TASK} pipeline needs the model's (fast) tokenizer", model.name_or_path)
-        self.extractor = AnswerExtractor(trained_model(model, tokenizer))  # before the options are checked
+        self.extractor = AnswerExtractor(trained_model(model, tokenizer, precision))  # before the options are checked
         super().__init__(model, tokenizer, **kwargs)  # moves the model (in place) to `device`
 
     def _sanitize_parameters(
@@ -142,10 +143,11 @@ class _Questions:
     batch_size: int
 
 
-def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer) -> TrainedModel:
+def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer, precision: str | None = None) -> TrainedModel:
     """The pipeline's model and tokenizer with the windows its config names (or its folder's run record)."""
     path = str(getattr(model, "name_or_path", "") or "")
-    return TrainedModel(model, tokenizer, window_settings(model.config, Path(path)), path)
+    precision = forward_precision(precision, isinstance(model, OnnxModel), path or "the model")
+    return TrainedModel(model, tokenizer, window_settings(model.config, Path(path)), path, precision)
 
 
 def question_and_context(args: tuple, question, context):

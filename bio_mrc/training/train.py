@@ -9,7 +9,7 @@ import re
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,6 +26,7 @@ from ..io import atomic_move_files, atomic_write_json
 from ..heads import BIOHead
 from ..model import HEAD_CHOICES, RUN_FILE, BioMrcForQuestionAnswering
 from ..model_card import clear_model_card, write_model_card
+from ..precision import DEFAULT_PRECISION, PRECISIONS, resolve_precision
 from ..progress import progress_bars
 from ..types import Example, content_hash
 from ..features.collate import WindowCollator
@@ -35,6 +36,11 @@ TRAIN_CONFIG_FILE = "bio_mrc_train_config.json"  # in CHECKPOINT_DIR: the option
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
 DEFAULT_CHECKPOINT_STEPS = 500
 BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
+
+
+def training_device() -> str:
+    """The device Trainer trains on: the GPU when there is one."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 @dataclass
@@ -84,6 +90,10 @@ class TrainConfig:
     seed: int = field(default=42, metadata={"help": "random seed of the heads' initialisation and the data order"})
     init_from: str | None = field(default=None, metadata={  # e.g. SQuAD -> MultiSpanQA
         "help": "continue from a trained bio_mrc model instead of a bare encoder"})
+    precision: str = field(default=DEFAULT_PRECISION, metadata={
+        "help": "fp32; bf16: bfloat16 autocast (weights stay fp32); auto: bf16 where the CPU or GPU computes it "
+                "natively (AMX-BF16, AVX512-BF16, CUDA compute capability >= 8), else fp32",
+        "choices": PRECISIONS})
 
     @property
     def resolved_bio_class_weights(self) -> tuple[float, float, float] | None:
@@ -97,6 +107,11 @@ class TrainConfig:
         return FeatureConfig(
             self.max_seq_length, self.doc_stride, self.max_query_length, self.bio_targets, self.span_targets, self.tag_level
         )
+
+    def with_resolved_precision(self) -> "TrainConfig":
+        """This config with ``precision`` fp32 or bf16 as it trains on this machine (``auto`` resolved for
+        the device Trainer picks), so a model's record and key say what it was trained in."""
+        return replace(self, precision=resolve_precision(self.precision, training_device()))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config."""
@@ -229,7 +244,7 @@ def train_model(
     The model appears atomically: its run record (``RUN_FILE``) is written last, once every file is in
     place, and the checkpoints are removed after it. ``callbacks`` go to the ``Trainer``.
     """
-    output_dir = Path(output_dir)
+    output_dir, config = Path(output_dir), config.with_resolved_precision()
     set_seed(config.seed)
     with progress_bars(progress):
         model, tokenizer, encoder = _fresh_model_and_tokenizer(config)
@@ -302,6 +317,8 @@ def _training_arguments(
         disable_tqdm=not progress,
         dataloader_num_workers=0,
         dataloader_pin_memory=torch.cuda.is_available(),
+        bf16=config.precision == "bf16",  # autocast: fp32 weights and optimizer state, bf16 matrix products
+        use_cpu=config.precision == "bf16" and training_device() == "cpu",  # Trainer refuses bf16 without a GPU unless told
         # Under torchrun on CPU transformers picks no backend, and every process would train alone on all the data.
         ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available() else None,
     )

@@ -1,0 +1,158 @@
+"""``bio-mrc compare`` resumes a model whose training was interrupted and ends with the uninterrupted weights;
+runs may have their own training questions and seeds; ``--train-only`` trains and scores nothing."""
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import TrainerCallback
+
+from bio_mrc.harness import models as harness_models
+from bio_mrc.harness.compare import compare, train_models
+from bio_mrc.harness.config import parse_config
+from bio_mrc.training.train import CHECKPOINT_DIR, load_run_record, scan_checkpoints
+
+from .conftest import FIXTURES, SAMPLE_V1
+
+
+class Killed(Exception):
+    pass
+
+
+class KillAtStep(TrainerCallback):
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise Killed(f"killed at step {self.step}")
+
+
+def config(encoder, **overrides):
+    raw = {
+        "name": "resume",
+        "train": {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}},
+        "eval": {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 1, "seed": 0}},
+        "defaults": {"encoder": str(encoder), "max_seq_length": 32, "doc_stride": 8, "max_query_length": 12,
+                     "epochs": 3, "batch_size": 4, "learning_rate": 1e-3},
+        "runs": [{"name": "joint", "heads": "span+bio"}],
+        "seeds": [5],
+        "checkpoint_steps": 2,
+    }
+    return parse_config(raw | overrides)
+
+
+def kill_first_training(monkeypatch, step):
+    """The next training the harness starts is killed after optimizer step ``step``; later ones run."""
+    real = harness_models.train_model
+    calls = []
+
+    def train_model(*args, **kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            kwargs = {**kwargs, "callbacks": [KillAtStep(step)]}
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(harness_models, "train_model", train_model)
+    return calls
+
+
+def test_compare_resumes_an_interrupted_model_with_the_uninterrupted_weights(tiny_encoder_dir, tmp_path, monkeypatch):
+    if torch.cuda.is_available():
+        pytest.skip("bit-identical weights are a CPU promise")
+    uninterrupted, _ = compare(config(tiny_encoder_dir), FIXTURES, tmp_path / "a")
+
+    calls = kill_first_training(monkeypatch, step=5)
+    with pytest.raises(Killed):
+        compare(config(tiny_encoder_dir), FIXTURES, tmp_path / "b")
+    model_dir = next((tmp_path / "b" / "models").iterdir())
+    assert load_run_record(model_dir) is None  # not finished, so never reused as it is
+    assert [p.name for p in scan_checkpoints(model_dir / CHECKPOINT_DIR)[0]] == ["checkpoint-4"]
+
+    resumed, _ = compare(config(tiny_encoder_dir), FIXTURES, tmp_path / "b")
+    assert len(calls) == 2 and calls[1]["resume"] is True
+    assert load_run_record(model_dir)["resumed_from"] == "checkpoint-4"
+    assert not (model_dir / CHECKPOINT_DIR).exists()  # removed once the model is complete
+    a = load_file(str(tmp_path / "a" / "models" / model_dir.name / "model.safetensors"))
+    b = load_file(str(model_dir / "model.safetensors"))
+    assert [name for name in a if not torch.equal(a[name], b[name])] == []
+    assert [c["f1"].tolist() for c in resumed["cells"]] == [c["f1"].tolist() for c in uninterrupted["cells"]]
+
+
+def test_runs_with_their_own_questions_and_seeds(tiny_encoder_dir, tmp_path):
+    train_file = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}}
+    runs = [{"name": "small", "heads": "span", "train_data": {**train_file, "limit": 4}},
+            {"name": "large", "heads": "span", "seeds": [5, 6]}]
+    cfg = config(tiny_encoder_dir, runs=runs, checkpoint_steps=None) 
+    trained = train_models(cfg, FIXTURES, tmp_path)
+    assert [p.name.rsplit("-", 1)[0] for p in trained] == ["small-seed5", "large-seed5", "large-seed6"]
+    assert load_run_record(trained[0])["n_examples"] == 4
+    assert not (tmp_path / "cells").exists() and not (tmp_path / "report.md").exists()  # nothing scored
+
+    results, _ = compare(cfg, FIXTURES, tmp_path)
+    assert all(c["reused_model"] for c in results["cells"])  # --train-only's models
+    cells = {(c["run"], c["seed"]): c["train_questions"] for c in results["cells"]}
+    assert cells[("small", 5)] == 4 and cells[("large", 5)] == cells[("large", 6)] > 4
+    assert set(cells) == {("small", 5), ("large", 5), ("large", 6)}
+
+
+def test_a_run_may_not_train_on_evaluation_paragraphs(tiny_encoder_dir, tmp_path):
+    from bio_mrc.errors import ConfigError
+
+    leaky = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 1, "seed": 0}, "limit": 3}
+    cfg = config(tiny_encoder_dir, runs=[{"name": "leaky", "heads": "span", "train_data": leaky}])
+    with pytest.raises(ConfigError, match="leaky run's training and eval splits overlap"):
+        train_models(cfg, FIXTURES, tmp_path)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"runs": [{"name": "r", "seeds": []}]}, "'seeds' is a non-empty list"),
+    ({"runs": [{"name": "r", "inference_precision": "fp16"}]}, "'inference_precision' is one of"),
+    ({"checkpoint_steps": 0}, "'checkpoint_steps' is a positive number"),
+])
+def test_bad_run_options_are_refused(tiny_encoder_dir, bad, message):
+    with pytest.raises(ValueError, match=message):
+        config(tiny_encoder_dir, **bad)
+
+
+def test_init_from_a_pattern_finds_the_one_complete_model(tiny_encoder_dir, tmp_path):
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.harness.models import resolve_init_from
+
+    with pytest.raises(ConfigError, match="no complete model"):
+        resolve_init_from(str(tmp_path / "models" / "joint-seed5-*"))
+    (tmp_path / "models" / "joint-seed5-unfinished").mkdir(parents=True)  # no run record: not a model yet
+    defaults = {"encoder": str(tiny_encoder_dir), "max_seq_length": 32, "doc_stride": 8, "max_query_length": 12,
+                "epochs": 1, "batch_size": 4}
+    first = train_models(config(tiny_encoder_dir, defaults=defaults, checkpoint_steps=None), FIXTURES, tmp_path)[0]
+    assert resolve_init_from(str(tmp_path / "models" / "joint-seed5-*")) == str(first)
+    assert resolve_init_from(str(first)) == str(first)  # a plain folder is taken as it is
+
+    defaults["init_from"] = str(tmp_path / "models" / "joint-seed5-*")
+    follow_up = train_models(config(tiny_encoder_dir, defaults=defaults, checkpoint_steps=None), FIXTURES, tmp_path / "next")[0]
+    assert load_run_record(follow_up)["train"]["init_from"] == str(first)
+
+
+def test_every_preset_and_ablation_config_parses():
+    from pathlib import Path
+
+    from bio_mrc.harness.config import PRESETS, load_config
+
+    for name in PRESETS:
+        assert load_config(name).runs, name
+    for path in sorted((Path(__file__).parents[1] / "benchmarks" / "ablations").glob("*.json")):
+        assert load_config(path).runs, path
+    curve = load_config(Path(__file__).parents[1] / "benchmarks" / "ablations" / "learning_curve.json")
+    assert [(r.name, curve.run_seeds(r)) for r in curve.runs][:2] == [("joint-3k", [42]), ("joint-10k", [42, 43, 44])]
+
+
+def test_the_command_line_keeps_some_runs(tiny_encoder_dir):
+    from bio_mrc.errors import ConfigError
+
+    runs = [{"name": "a", "heads": "span", "seeds": [1, 2]}, {"name": "b", "heads": "span+bio"}]
+    cfg = config(tiny_encoder_dir, runs=runs, baseline="b/span", contrasts=[["a/span", "b/bio"], ["b/bio", "b/span"]])
+    only_b = cfg.with_overrides(runs=["b"])
+    assert [r.name for r in only_b.runs] == ["b"] and only_b.contrasts == [("b/bio", "b/span")] and only_b.baseline == "b/span"
+    only_a = cfg.with_overrides(runs=["a"], seeds=[7])
+    assert only_a.baseline is None and only_a.contrasts == [] and only_a.run_seeds(only_a.runs[0]) == [7]
+    with pytest.raises(ConfigError, match=r"unknown run\(s\) \['c'\]"):
+        cfg.with_overrides(runs=["c"])

@@ -1,0 +1,113 @@
+"""The precision option: fp32 and bf16 train and decode through the same code; auto resolves as documented."""
+
+import json
+
+import pytest
+import torch
+
+from bio_mrc import precision as precision_module
+from bio_mrc.inference import AnswerExtractor, TrainedModel
+from bio_mrc.precision import autocast, native_bf16, resolve_precision
+from bio_mrc.training.train import TrainConfig, load_run_record, train_model
+
+
+@pytest.mark.parametrize("features, expected", [
+    ({"amx_bf16": True, "avx512_bf16": False}, "bf16"),
+    ({"amx_bf16": False, "avx512_bf16": True}, "bf16"),
+    ({"amx_bf16": False, "avx512_bf16": False}, "fp32"),
+])
+def test_auto_is_bf16_exactly_where_the_cpu_computes_it_natively(monkeypatch, features, expected):
+    monkeypatch.setattr(precision_module, "cpu_features", lambda: features)
+    assert native_bf16("cpu") is (expected == "bf16")
+    assert resolve_precision("auto", "cpu") == expected
+    # explicit choices are honoured whatever the hardware; None is the default (fp32)
+    assert resolve_precision("bf16", "cpu") == "bf16" and resolve_precision("fp32", "cpu") == "fp32"
+    assert resolve_precision(None, "cpu") == "fp32"
+
+
+def test_auto_on_a_gpu_asks_cuda_for_native_bf16(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for native in (True, False):
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True, n=native: n and not including_emulation)
+        assert resolve_precision("auto", "cuda") == ("bf16" if native else "fp32")
+
+
+def test_cpu_features_fall_back_to_proc_cpuinfo(monkeypatch):
+    monkeypatch.delattr(torch.cpu, "get_capabilities", raising=False)
+    features = precision_module.cpu_features()
+    assert set(features) == {"amx_bf16", "avx512_bf16"} and all(isinstance(v, bool) for v in features.values())
+
+
+def test_unknown_precision_is_refused():
+    with pytest.raises(ValueError, match="precision must be one of"):
+        resolve_precision("fp16")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        TrainedModel.load("nowhere", precision="half")
+
+
+def test_bf16_autocast_runs_matrix_products_in_bf16():
+    x = torch.randn(4, 8)
+    with autocast("bf16", "cpu"):
+        assert (x @ x.T).dtype == torch.bfloat16
+    with autocast("fp32", "cpu"):
+        assert (x @ x.T).dtype == torch.float32
+
+
+@pytest.fixture(scope="module")
+def trained_in(tiny_encoder_dir, tmp_path_factory, sample_v1):
+    """The tiny model trained once in each precision."""
+    models = {}
+    for precision in ("fp32", "bf16"):
+        config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=48, doc_stride=16,
+                             max_query_length=12, epochs=1, batch_size=4, learning_rate=1e-3, precision=precision)
+        models[precision] = train_model(sample_v1.examples, config, tmp_path_factory.mktemp(precision)).model_dir
+    return models
+
+
+@pytest.mark.parametrize("train_precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("inference_precision", ["fp32", "bf16", "auto"])
+def test_each_precision_trains_and_decodes_to_exact_substrings(trained_in, sample_v1, train_precision, inference_precision):
+    model_dir = trained_in[train_precision]
+    assert load_run_record(model_dir)["train"]["precision"] == train_precision  # recorded with the run
+    extractor = AnswerExtractor.from_pretrained(model_dir, precision=inference_precision, multi_span=True)
+    assert extractor.trained.precision == inference_precision
+    examples = sample_v1.examples[:6]
+    for example, prediction in zip(examples, extractor([e.question for e in examples], [e.context for e in examples])):
+        for span in prediction.spans:
+            assert example.context[span.start : span.end] == span.text
+
+
+def test_bf16_logits_stay_close_to_fp32(trained_in, sample_v1):
+    examples = sample_v1.examples[:6]
+    fp32 = TrainedModel.load(trained_in["fp32"], precision="fp32").windows(examples)
+    bf16 = TrainedModel.load(trained_in["fp32"], precision="bf16").windows(examples)
+    finite = torch.isfinite(torch.from_numpy(fp32.start_logits))
+    assert not torch.equal(torch.from_numpy(fp32.start_logits), torch.from_numpy(bf16.start_logits))  # bf16 really ran
+    difference = (torch.from_numpy(fp32.start_logits) - torch.from_numpy(bf16.start_logits))[finite].abs().max()
+    assert difference < 0.1
+
+
+def test_auto_training_records_what_it_resolved_to(tiny_encoder_dir, tmp_path, sample_v1, monkeypatch):
+    monkeypatch.setattr(precision_module, "cpu_features", lambda: {"amx_bf16": False, "avx512_bf16": False})
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16, max_query_length=12,
+                         epochs=1, batch_size=8, precision="auto")
+    model_dir = train_model(sample_v1.examples[:8], config, tmp_path / "m").model_dir
+    assert json.loads((model_dir / "bio_mrc_run.json").read_text())["train"]["precision"] == "fp32"
+
+
+def test_the_cli_takes_a_precision(tiny_encoder_dir):
+    from bio_mrc.cli import build_parser
+
+    for command in (["predict", "--model", "m", "--data", "d", "--output", "o"], ["tune", "--model", "m", "--data", "d"],
+                    ["extract", "--model", "m", "--question", "q"]):
+        assert build_parser().parse_args(command).precision == "fp32"
+        assert build_parser().parse_args(command + ["--precision", "auto"]).precision == "auto"
+
+
+def test_bf16_training_really_trains_in_bf16(trained_in):
+    from safetensors.torch import load_file
+
+    fp32, bf16 = (load_file(str(trained_in[p] / "model.safetensors")) for p in ("fp32", "bf16"))
+    assert fp32.keys() == bf16.keys()
+    assert all(bf16[name].dtype == torch.float32 for name in bf16)  # the weights stay fp32
+    assert any(not torch.equal(fp32[name], bf16[name]) for name in fp32)  # the same seed, other arithmetic
