@@ -42,7 +42,7 @@ then with the windows read from the cache.
     python benchmarks/bench_features.py [--limit 0] [--batch-size 500] [--train-steps 5] [--no-cache-demo]
 
 The last line is one JSON object:
-``{"benchmark": "features_train", "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ...}``
+``{"benchmark": "features_train", "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ..., "machine": ...}``
 (the map's seconds on each side; ratio = reference seconds / ours; identical = the same windows:
 the same number, the same unpadded token ids and the same start/end targets in every window).
 """
@@ -53,7 +53,6 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -61,6 +60,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common and THE REFERENCE, shared by the benchmarks of this folder
+import _common  # noqa: E402
 
 NAME = "features_train"
 MODES = ("reference", "ours", "reference-file-backed", "train")
@@ -97,7 +99,6 @@ def child(args: argparse.Namespace) -> None:
     from bio_mrc.encoders import load_tokenizer, resolve_encoder
     from bio_mrc.features.windows import FeatureConfig, build_features
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # THE REFERENCE, shared by the benchmarks of this folder
     from reference_recipe import reference_load_squad, reference_train_features
 
     datasets.disable_progress_bars()
@@ -268,12 +269,13 @@ def run_child(args: argparse.Namespace, mode: str, fresh: bool = False, digest: 
     return report
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
+    """The options, with the data checked (a missing file ends here) and the work folder in the repository."""
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
         epilog="Prints each child's stage times and peak RSS, the windows/s of both sides, the cache answer and "
                "training's memory by stage; the last line is the JSON summary.")
-    parser.add_argument("--data", default="../shared/data/squad-v1.1/train.json", help="SQuAD v1.1 training JSON")
+    _common.add_data_arguments(parser, "squad-v1.1/train.json", "SQuAD v1.1 training JSON")
     parser.add_argument("--limit", type=int, default=0, help="first N questions; 0 = all (87,599)")
     parser.add_argument("--batch-size", type=int, default=500, help="datasets.map batch size, both sides (build_features' default)")
     parser.add_argument("--max-seq-length", type=int, default=384)
@@ -281,17 +283,24 @@ def main() -> None:
     parser.add_argument("--train-steps", type=int, default=5, help="steps of the train_model run whose peak RSS is measured (0: skip it)")
     parser.add_argument("--no-cache-demo", dest="cache_demo", action="store_false",
                         help="skip the file-backed recipe (2 more children)")
-    parser.add_argument("--work-dir", default="runs/bench-features", help="the saved questions and the caches of both sides")
+    parser.add_argument("--work-dir", default=None,
+                        help="the saved questions and the caches of both sides (default: runs/bench-features in the repository)")
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--fresh", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--digest", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.data = _common.data_file(args, "squad-v1.1/train.json")
+    args.work_dir = args.work_dir or str(_common.repo_path("runs/bench-features"))
+    return args
+
+
+def main() -> None:
+    args = parse_args()
     if args.child:
         child(args)
         return
 
     import datasets
-    import torch
     import transformers
 
     Path(args.work_dir).mkdir(parents=True, exist_ok=True)
@@ -313,9 +322,9 @@ def main() -> None:
     print()
     print(f"feature building, SQuAD v1.1 {Path(args.data).name}{f' (first {args.limit})' if args.limit else ''}: "
           f"max_seq_length {args.max_seq_length}, stride {args.doc_stride}, datasets.map batch size {args.batch_size}")
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__}, transformers {transformers.__version__}, "
-          f"datasets {datasets.__version__}, Python {platform.python_version()}; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; one run each")
+    machine = _common.machine_description()
+    print(f"machine: {machine}; transformers {transformers.__version__}, datasets {datasets.__version__}; "
+          f"{_common.load_and_date()} at the end; one run each")
     print()
     print("| run | windows | read JSON (s) | map (s) | windows/s | RSS after imports | peak RSS | in-memory Arrow table | cache files |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -361,7 +370,7 @@ def main() -> None:
             print(f"trainer set-up between the windows and the first step (the length-grouped sampler reads every row's "
                   f"input_ids): {train['stage_seconds']['trainer set-up (sampler lengths, optimizer)']:.1f} s")
     print(json.dumps({"benchmark": NAME, "reference_s": round(ref["stages"]["map"], 3), "ours_s": round(ours["stages"]["map"], 3),
-                      "ratio": round(ratio, 3), "identical": bool(identical)}))
+                      "ratio": round(ratio, 3), "identical": bool(identical), "machine": machine}))
 
 
 if __name__ == "__main__":

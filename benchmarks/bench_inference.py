@@ -56,7 +56,7 @@ Official v1.1 EM/F1 of both are printed.
         [--ours-batch-size N] [--onnx EXPORT_DIR] [--threads N] [--levers]
 
 The last line is one JSON object:
-``{"benchmark": ..., "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ...}``
+``{"benchmark": ..., "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ..., "machine": ...}``
 (ratio = reference seconds / ours; identical = the same answer text on at least 99.5% of the
 questions, the issue's agreement criterion).
 """
@@ -66,10 +66,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
-import glob
 import json
-import os
-import platform
 import resource
 import statistics
 import sys
@@ -77,22 +74,55 @@ import tempfile
 import time
 from pathlib import Path
 
-import datasets
-import numpy as np
-import torch
-import transformers
-from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common and THE REFERENCE, shared by the benchmarks of this folder
+import _common  # noqa: E402
 
-from bio_mrc.data.squad import load_squad
-from bio_mrc.decoding.postprocess import DecodeConfig, decode
-from bio_mrc.decoding.spans import best_spans
-from bio_mrc.features.windows import FeatureConfig, build_features
-from bio_mrc.features.ragged import RaggedColumn
-from bio_mrc.inference.forward import INFERENCE_BATCH_SIZE, as_runner, window_logits, window_outputs
-from bio_mrc.metrics.squad import squad_metrics
-from bio_mrc.inference import TrainedModel, write_prediction_files
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # THE REFERENCE, shared by the benchmarks of this folder
+def parse_args() -> argparse.Namespace:
+    """The options, with the model and data checked: a missing one ends here, before torch loads."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=None, help=f"bio_mrc model folder (default: the newest {_common.QUICK_MODEL_GLOB})")
+    _common.add_data_arguments(parser, "squad-v1.1/dev.json", "SQuAD v1.1 dev JSON")
+    parser.add_argument("--limit", type=int, default=1000, help="first N questions of the file; 0 = all")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per side (alternating); the median is reported")
+    parser.add_argument("--batch-size", type=int, default=64, help="the reference's batch size (the recipe's eval batch)")
+    parser.add_argument("--ours-batch-size", type=int, default=None,
+                        help="ours' batch size (default: the package's, TrainedModel.windows' default)")
+    parser.add_argument("--max-seq-length", type=int, default=None,
+                        help="windows of both sides (default: the model's); the reference pads every window to it")
+    parser.add_argument("--doc-stride", type=int, default=None, help="stride of both sides' windows (default: the model's)")
+    parser.add_argument("--onnx", default=None,
+                        help="ours runs this ONNX export of --model (bio-mrc export --format onnx) instead of PyTorch")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads for both sides (default: torch's)")
+    parser.add_argument("--levers", action="store_true",
+                        help="also time the forward alone one lever at a time (padding, sorting, inference mode, batch size, threads)")
+    parser.add_argument("--output-dir", default=None, help="where the prediction files go (default: a temporary folder)")
+    args = parser.parse_args()
+    args.model = _common.model_dir(args.model)
+    if args.onnx:
+        _common.require_module("onnxruntime", "pip install -e '.[onnx]'")
+        args.onnx = _common.model_dir(args.onnx, option="--onnx (an export of --model)")
+    args.data = _common.data_file(args, "squad-v1.1/dev.json")
+    return args
+
+
+if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
+    ARGS = parse_args()
+
+import datasets  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoModelForQuestionAnswering, AutoTokenizer  # noqa: E402
+
+from bio_mrc.data.squad import load_squad  # noqa: E402
+from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
+from bio_mrc.decoding.spans import best_spans  # noqa: E402
+from bio_mrc.features.ragged import RaggedColumn  # noqa: E402
+from bio_mrc.features.windows import FeatureConfig, build_features  # noqa: E402
+from bio_mrc.inference import TrainedModel, write_prediction_files  # noqa: E402
+from bio_mrc.inference.forward import INFERENCE_BATCH_SIZE, as_runner, window_logits, window_outputs  # noqa: E402
+from bio_mrc.metrics.squad import squad_metrics  # noqa: E402
 from reference_recipe import (  # noqa: E402
     MAX_ANSWER_LENGTH,
     N_BEST,
@@ -248,27 +278,8 @@ def median_times(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=None, help="bio_mrc model folder (default: runs/quick-r12/models/joint-seed42-*)")
-    parser.add_argument("--data", default="../shared/data/squad-v1.1/dev.json")
-    parser.add_argument("--limit", type=int, default=1000, help="first N questions of the file; 0 = all")
-    parser.add_argument("--repeats", type=int, default=1, help="runs per side (alternating); the median is reported")
-    parser.add_argument("--batch-size", type=int, default=64, help="the reference's batch size (the recipe's eval batch)")
-    parser.add_argument("--ours-batch-size", type=int, default=None,
-                        help="ours' batch size (default: the package's, TrainedModel.windows' default)")
-    parser.add_argument("--max-seq-length", type=int, default=None,
-                        help="windows of both sides (default: the model's); the reference pads every window to it")
-    parser.add_argument("--doc-stride", type=int, default=None, help="stride of both sides' windows (default: the model's)")
-    parser.add_argument("--onnx", default=None,
-                        help="ours runs this ONNX export of --model (bio-mrc export --format onnx) instead of PyTorch")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads for both sides (default: torch's)")
-    parser.add_argument("--levers", action="store_true",
-                        help="also time the forward alone one lever at a time (padding, sorting, inference mode, batch size, threads)")
-    parser.add_argument("--output-dir", default=None, help="where the prediction files go (default: a temporary folder)")
-    args = parser.parse_args()
-
-    model_dir = args.model or max(glob.glob("runs/quick*/models/joint-seed42-*"), key=os.path.getmtime)
+def main(args: argparse.Namespace) -> None:
+    model_dir = args.model
     ours_dir = args.onnx or model_dir
     ours_batch = args.ours_batch_size or INFERENCE_BATCH_SIZE
     limit = args.limit or None
@@ -310,9 +321,9 @@ def main() -> None:
     print(f"end-to-end inference, SQuAD v1.1 {Path(args.data).name}, {n} questions, model {model_dir}"
           f"{f' (ours: its ONNX export {ours_dir}, ONNX Runtime)' if args.onnx else ''}; batch size: reference "
           f"{args.batch_size}, ours {ours_batch}")
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} threads), "
-          f"transformers {transformers.__version__}, Python {platform.python_version()}; "
-          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; median of {args.repeats} run(s) per side")
+    machine = _common.machine_description()
+    print(f"machine: {machine}; transformers {transformers.__version__}; {_common.load_and_date()}; "
+          f"median of {args.repeats} run(s) per side")
     lengths = np.array([len(x) for x in our_features["input_ids"]])
     print(f"windows: {len(lengths)} (reference {len(ref_features)}), max_seq_length {windows.max_seq_length}, stride {windows.doc_stride}; "
           f"reference pads every window to {ref_length}, ours to each batch's longest "
@@ -376,7 +387,7 @@ def main() -> None:
     print(f"prediction files under {root}")
     print(json.dumps({
         "benchmark": NAME, "reference_s": round(ref_t["total"], 3), "ours_s": round(our_t["total"], 3),
-        "ratio": round(ratio, 3), "identical": agreement >= AGREEMENT,
+        "ratio": round(ratio, 3), "identical": agreement >= AGREEMENT, "machine": machine,
     }))
 
 
@@ -395,4 +406,4 @@ def _examples_dataset(examples) -> datasets.Dataset:
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -16,17 +16,14 @@ decoding of both sides (``bio_mrc.metrics.squad``), and the share of identical a
     python benchmarks/bench_onnx.py [--model DIR] [--limit 1000] [--repeats 1] [--threads N] [--onnx-dir DIR]
 
 The last line is one JSON object: ``{"benchmark": "onnx_runtime", "reference_s" (PyTorch),
-"ours_s" (ONNX Runtime), "ratio" (PyTorch seconds / ONNX seconds), "identical"}``, where
+"ours_s" (ONNX Runtime), "ratio" (PyTorch seconds / ONNX seconds), "identical", "machine"}``, where
 identical means the span answers agree on at least 99.5% of the questions.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
-import os
-import platform
 import shlex
 import statistics
 import sys
@@ -34,18 +31,44 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import onnxruntime
-import torch
-import transformers
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
+import _common  # noqa: E402
 
-from bio_mrc.data.squad import load_squad
-from bio_mrc.decoding.postprocess import DecodeConfig, decode
-from bio_mrc.features.windows import build_features
-from bio_mrc.inference import TrainedModel, run_windows
-from bio_mrc.inference.onnx import OnnxModel, export_onnx
-from bio_mrc.metrics.squad import squad_metrics
-from bio_mrc.progress import progress_bars
+
+def parse_args() -> argparse.Namespace:
+    """The options, with the model and data checked: a missing one ends here, before torch loads."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=None, help=f"bio_mrc model folder (default: the newest {_common.QUICK_MODEL_GLOB})")
+    parser.add_argument("--onnx-dir", default=None, help="an existing export of --model (default: export now, untimed)")
+    _common.add_data_arguments(parser, "squad-v1.1/dev.json", "SQuAD v1.1 dev JSON")
+    parser.add_argument("--limit", type=int, default=1000, help="first N questions of the file; 0 = all")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per side (alternating); the median is reported")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=None, help="threads for both sides (default: each runtime's own)")
+    args = parser.parse_args()
+    _common.require_module("onnxruntime", "pip install -e '.[onnx]'")
+    args.model = _common.model_dir(args.model)
+    if args.onnx_dir:
+        args.onnx_dir = _common.model_dir(args.onnx_dir, option="--onnx-dir (an export of --model)")
+    args.data = _common.data_file(args, "squad-v1.1/dev.json")
+    return args
+
+
+if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
+    ARGS = parse_args()
+
+import numpy as np  # noqa: E402
+import onnxruntime  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+from bio_mrc.data.squad import load_squad  # noqa: E402
+from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
+from bio_mrc.features.windows import build_features  # noqa: E402
+from bio_mrc.inference import TrainedModel, run_windows  # noqa: E402
+from bio_mrc.inference.onnx import OnnxModel, export_onnx  # noqa: E402
+from bio_mrc.metrics.squad import squad_metrics  # noqa: E402
+from bio_mrc.progress import progress_bars  # noqa: E402
 
 NAME = "onnx_runtime"
 AGREEMENT = 0.995  # "identical": the span answers agree on at least this share of the questions
@@ -102,18 +125,8 @@ def largest_difference(got, want) -> float:
     return worst
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=None, help="bio_mrc model folder (default: the newest runs/quick*/models/joint-seed42-*)")
-    parser.add_argument("--onnx-dir", default=None, help="an existing export of --model (default: export now, untimed)")
-    parser.add_argument("--data", default="../shared/data/squad-v1.1/dev.json")
-    parser.add_argument("--limit", type=int, default=1000, help="first N questions of the file; 0 = all")
-    parser.add_argument("--repeats", type=int, default=1, help="runs per side (alternating); the median is reported")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=None, help="threads for both sides (default: each runtime's own)")
-    args = parser.parse_args()
-
-    model_dir = args.model or max(glob.glob("runs/quick*/models/joint-seed42-*"), key=os.path.getmtime)
+def main(args: argparse.Namespace) -> None:
+    model_dir = args.model
     if args.threads:
         torch.set_num_threads(args.threads)
     transformers.logging.set_verbosity_error()
@@ -146,10 +159,9 @@ def report(args, model_dir, onnx_dir, data, features, seconds, forward, outputs,
     print()
     print(f"ONNX Runtime vs PyTorch, SQuAD v1.1 {Path(args.data).name}, {n} questions, {len(features)} windows, model {model_dir}")
     print(f"command: python {' '.join(shlex.quote(a) for a in sys.argv)}")
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs (load {os.getloadavg()[0]:.2f}), torch {torch.__version__} "
-          f"({torch.get_num_threads()} threads), onnxruntime {onnxruntime.__version__}, transformers {transformers.__version__}, "
-          f"Python {platform.python_version()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-          f"median of {args.repeats} run(s) per side")
+    machine = _common.machine_description()
+    print(f"machine: {machine}; onnxruntime {onnxruntime.__version__}, transformers {transformers.__version__}; "
+          f"{_common.load_and_date()}; median of {args.repeats} run(s) per side")
     print()
     print("| | PyTorch fp32 (s) | ONNX Runtime (s) | PyTorch / ONNX |")
     print("|---|---:|---:|---:|")
@@ -165,8 +177,9 @@ def report(args, model_dir, onnx_dir, data, features, seconds, forward, outputs,
         print(f"{decoding}: PyTorch EM/F1 {ref['exact_match']:.2f} / {ref['f1']:.2f}, ONNX {got['exact_match']:.2f} / "
               f"{got['f1']:.2f}; identical answers {100 * same[decoding]:.1f}%")
     print(json.dumps({"benchmark": NAME, "reference_s": round(seconds["pytorch"], 3), "ours_s": round(seconds["onnx"], 3),
-                      "ratio": round(ratio, 3), "identical": bool(same.get("span", 0.0) >= AGREEMENT)}))
+                      "ratio": round(ratio, 3), "identical": bool(same.get("span", 0.0) >= AGREEMENT),
+                      "machine": machine}))
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -35,7 +35,7 @@ every difference is one where the recipe's answer is not the best-scoring span (
     python benchmarks/bench_postprocess.py [--limit 0] [--repeats 3] [--model DIR] [--cache-dir runs/bench-postprocess]
 
 The last line is one JSON object:
-``{"benchmark": "postprocess", "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ...}``
+``{"benchmark": "postprocess", "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ..., "machine": ...}``
 (ratio = reference seconds / ours).
 """
 
@@ -43,30 +43,53 @@ from __future__ import annotations
 
 import argparse
 import collections
-import glob
 import json
 import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import datasets
-import numpy as np
-import torch
-import transformers
-from torch.utils.data import DataLoader
-from transformers import default_data_collator
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common and THE REFERENCE, shared by the benchmarks of this folder
+import _common  # noqa: E402
 
-from bio_mrc.data.squad import load_squad
-from bio_mrc.decoding.postprocess import DecodeConfig, decode
-from bio_mrc.features.windows import build_features
-from bio_mrc.inference import TrainedModel
-from bio_mrc.inference.forward import window_outputs
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # THE REFERENCE, shared by the benchmarks of this folder
+def parse_args() -> argparse.Namespace:
+    """The options, with the model and data checked: a missing one ends here, before torch loads."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Prints where the logits came from (cache or forward), each side's time, our BIO and joint "
+               "decodings' times, the agreement and every difference's class; the last line is the JSON summary.")
+    parser.add_argument("--model", default=None, help=f"bio_mrc model folder (default: the newest {_common.QUICK_MODEL_GLOB})")
+    _common.add_data_arguments(parser, "squad-v1.1/dev.json", "SQuAD JSON (v1.1 dev)")
+    parser.add_argument("--limit", type=int, default=0, help="first N questions of the file; 0 = all (10,570 on v1.1 dev)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per side (alternating); medians are reported")
+    parser.add_argument("--cache-dir", default=None,
+                        help="where the windows' logits are cached (.npz; default: runs/bench-postprocess in the repository)")
+    parser.add_argument("--batch-size", type=int, default=64, help="batch size of the one forward that fills the cache")
+    args = parser.parse_args()
+    args.model = _common.model_dir(args.model)
+    args.data = _common.data_file(args, "squad-v1.1/dev.json")
+    args.cache_dir = args.cache_dir or str(_common.repo_path("runs/bench-postprocess"))
+    return args
+
+
+if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
+    ARGS = parse_args()
+
+import datasets  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
+from transformers import default_data_collator  # noqa: E402
+
 from bench_inference import exact_reference_answers  # noqa: E402
+from bio_mrc.data.squad import load_squad  # noqa: E402
+from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
+from bio_mrc.features.windows import build_features  # noqa: E402
+from bio_mrc.inference import TrainedModel  # noqa: E402
+from bio_mrc.inference.forward import window_outputs  # noqa: E402
 from reference_recipe import (  # noqa: E402
     MAX_ANSWER_LENGTH,
     reference_load_squad,
@@ -188,20 +211,8 @@ def median_times(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n")[0],
-        epilog="Prints where the logits came from (cache or forward), each side's time, our BIO and joint "
-               "decodings' times, the agreement and every difference's class; the last line is the JSON summary.")
-    parser.add_argument("--model", default=None, help="bio_mrc model folder (default: runs/quick*/models/joint-seed42-*)")
-    parser.add_argument("--data", default="../shared/data/squad-v1.1/dev.json", help="SQuAD JSON (v1.1 dev)")
-    parser.add_argument("--limit", type=int, default=0, help="first N questions of the file; 0 = all (10,570 on v1.1 dev)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per side (alternating); medians are reported")
-    parser.add_argument("--cache-dir", default="runs/bench-postprocess", help="where the windows' logits are cached (.npz)")
-    parser.add_argument("--batch-size", type=int, default=64, help="batch size of the one forward that fills the cache")
-    args = parser.parse_args()
-
-    model_dir = args.model or max(glob.glob("runs/quick*/models/joint-seed42-*"), key=os.path.getmtime)
+def main(args: argparse.Namespace) -> None:
+    model_dir = args.model
     limit = args.limit or None
     datasets.disable_progress_bars()
     transformers.logging.set_verbosity_error()
@@ -252,10 +263,9 @@ def main() -> None:
     print()
     print(f"post-processing alone, SQuAD v1.1 {Path(args.data).name}, {n} questions, {len(features)} windows, model {model_dir} "
           f"(max_seq_length {windows.max_seq_length}, stride {windows.doc_stride}); logits: {source}")
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, numpy {np.__version__}, torch {torch.__version__}, "
-          f"datasets {datasets.__version__}, Python {platform.python_version()}; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-          f"median of {args.repeats} run(s) per side")
+    machine = _common.machine_description()
+    print(f"machine: {machine}; numpy {np.__version__}, datasets {datasets.__version__}; {_common.load_and_date()} "
+          f"at the end; median of {args.repeats} run(s) per side")
     print(f"windows (untimed): ours {our_feature_s:.2f} s, the recipe's {ref_feature_s:.2f} s; the same windows on both sides "
           f"(count, question of each, token ids); context offsets differ in {offset_differences} window(s) (ours extends a token "
           f"over a following combining mark its tokenizer drops, e.g. 'ɐ̯')")
@@ -300,7 +310,7 @@ def main() -> None:
     print(f"identical wherever the recipe's pruning does not miss the best span: {identical} "
           f"({len(differing) - explained} difference(s) not explained by pruning)")
     print(json.dumps({"benchmark": NAME, "reference_s": round(ref_t["total"], 3), "ours_s": round(our_t["total"], 3),
-                      "ratio": round(ratio, 3), "identical": bool(identical)}))
+                      "ratio": round(ratio, 3), "identical": bool(identical), "machine": machine}))
 
 
 def check_same_windows(ref_features: datasets.Dataset, features: datasets.Dataset, ids: list[str]) -> tuple[bool, int]:
@@ -321,4 +331,4 @@ def check_same_windows(ref_features: datasets.Dataset, features: datasets.Datase
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

@@ -10,13 +10,14 @@ the ratio fp32 / int8 (bigger is better), official SQuAD v1.1 EM/F1 of the span
 and BIO decodings, and how many answers are identical. The issue's bar for a
 documented option: ≥ 1.5× faster for ≤ 0.5 F1.
 
-    python benchmarks/bench_quantization.py --model runs/quick-r12/models/joint-seed42-<key> [--limit 1000] [--repeats 3]
-        [--per-channel] [--heads-too]
+    python benchmarks/bench_quantization.py [--model DIR] [--limit 1000] [--repeats 3] [--per-channel] [--heads-too]
+
+``--model`` defaults to the newest ``runs/quick*/models/joint-seed42-*`` (what ``bio-mrc compare --config quick`` trains).
 
 By default only the encoder is quantized, one weight scale per matrix; ``--per-channel``
 gives each output unit its own scale, ``--heads-too`` quantizes the heads as well.
 
-Its last line is one JSON object: {"benchmark", "reference_s" (fp32), "ours_s" (int8), "ratio", "identical"}.
+Its last line is one JSON object: {"benchmark", "reference_s" (fp32), "ours_s" (int8), "ratio", "identical", "machine"}.
 """
 
 from __future__ import annotations
@@ -27,15 +28,36 @@ import json
 import statistics
 import time
 
-import torch
+import _common
 
-from bio_mrc.data.squad import load_squad
-from bio_mrc.decoding.postprocess import DecodeConfig, decode
-from bio_mrc.features.windows import build_features
-from bio_mrc.inference import run_windows
-from bio_mrc.metrics.squad import squad_metrics
-from bio_mrc.inference import TrainedModel
-from bio_mrc.progress import progress_bars
+
+def parse_args() -> argparse.Namespace:
+    """The options, with the model and data checked: a missing one ends here, before torch loads."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=None, help=f"bio_mrc model folder (default: the newest {_common.QUICK_MODEL_GLOB})")
+    _common.add_data_arguments(parser, "squad-v1.1/dev.json", "SQuAD v1.1 dev JSON")
+    parser.add_argument("--limit", type=int, default=1000, help="first N questions; 0 = all")
+    parser.add_argument("--repeats", type=int, default=1, help="median of this many forwards per side")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--per-channel", action="store_true", help="per-channel weight scales (default: per tensor)")
+    parser.add_argument("--heads-too", action="store_true", help="quantize the heads' Linear layers as well")
+    args = parser.parse_args()
+    args.model = _common.model_dir(args.model)
+    args.data = _common.data_file(args, "squad-v1.1/dev.json")
+    return args
+
+
+if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
+    ARGS = parse_args()
+
+import torch  # noqa: E402
+
+from bio_mrc.data.squad import load_squad  # noqa: E402
+from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
+from bio_mrc.features.windows import build_features  # noqa: E402
+from bio_mrc.inference import TrainedModel, run_windows  # noqa: E402
+from bio_mrc.metrics.squad import squad_metrics  # noqa: E402
+from bio_mrc.progress import progress_bars  # noqa: E402
 
 
 def timed_forward(model, features, pad_id: int, batch_size: int, repeats: int):
@@ -56,17 +78,7 @@ def scores(outputs, data, trained: TrainedModel) -> dict[str, dict]:
     return result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--data", default="../shared/data/squad-v1.1/dev.json")
-    parser.add_argument("--limit", type=int, default=1000, help="first N questions; 0 = all")
-    parser.add_argument("--repeats", type=int, default=1, help="median of this many forwards per side")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--per-channel", action="store_true", help="per-channel weight scales (default: per tensor)")
-    parser.add_argument("--heads-too", action="store_true", help="quantize the heads' Linear layers as well")
-    args = parser.parse_args()
-
+def main(args: argparse.Namespace) -> None:
     data = load_squad(args.data, limit=args.limit or None)
     trained = TrainedModel.load(args.model)
     with progress_bars(False):
@@ -85,8 +97,9 @@ def main() -> None:
     int8_out, int8_s = timed_forward(quantized, features, pad_id, args.batch_size, args.repeats)
     fp32, int8 = scores(fp32_out, data, trained), scores(int8_out, data, trained)
 
-    print(f"{len(data.examples)} questions, {len(features)} windows, torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"median of {args.repeats}")
+    machine = _common.machine_description()
+    print(f"{len(data.examples)} questions, {len(features)} windows, model {args.model}, median of {args.repeats}")
+    print(f"machine: {machine}; {_common.load_and_date()}")
     print(f"forward fp32 {fp32_s:.2f} s, int8 {int8_s:.2f} s: {fp32_s / int8_s:.2f}x")
     for decoding in ("span", "bio"):
         same = sum(fp32[decoding]["answers"][q] == int8[decoding]["answers"][q] for q in fp32[decoding]["answers"])
@@ -95,8 +108,9 @@ def main() -> None:
               f"(F1 change {int8[decoding]['f1'] - fp32[decoding]['f1']:+.2f}); same answers {same}/{len(data.examples)}")
     span_drop = fp32["span"]["f1"] - int8["span"]["f1"]
     print(json.dumps({"benchmark": "int8_dynamic_quantization", "reference_s": round(fp32_s, 3), "ours_s": round(int8_s, 3),
-                      "ratio": round(fp32_s / int8_s, 3), "identical": bool(fp32_s / int8_s >= 1.5 and span_drop <= 0.5)}))
+                      "ratio": round(fp32_s / int8_s, 3), "identical": bool(fp32_s / int8_s >= 1.5 and span_drop <= 0.5),
+                      "machine": machine}))
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

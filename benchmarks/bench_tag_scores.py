@@ -11,17 +11,37 @@ strings; seqeval is timed with its one call that returns all three
 from __future__ import annotations
 
 import argparse
-import os
-import platform
+import json
+import sys
 import time
 import warnings
+from pathlib import Path
 
-import numpy as np
-from seqeval.metrics.sequence_labeling import precision_recall_fscore_support as seqeval_default
-from seqeval.metrics.v1 import precision_recall_fscore_support as seqeval_scheme
-from seqeval.scheme import IOB2
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
+import _common  # noqa: E402
 
-from bio_mrc.metrics.tags import tag_scores
+NAME = "tag_scores"
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sequences", type=int, default=20_000)
+    parser.add_argument("--length", type=int, default=200)
+    parser.add_argument("--typed", action="store_true", help="PER/LOC tags instead of bare B/I/O")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of tag_scores (best kept); seqeval runs once")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":  # --help answers before the imports below (seqeval loads scikit-learn)
+    ARGS = parse_args()
+
+import numpy as np  # noqa: E402
+from seqeval.metrics.sequence_labeling import precision_recall_fscore_support as seqeval_default  # noqa: E402
+from seqeval.metrics.v1 import precision_recall_fscore_support as seqeval_scheme  # noqa: E402
+from seqeval.scheme import IOB2  # noqa: E402
+
+from bio_mrc.metrics.tags import tag_scores  # noqa: E402
 
 
 def random_tags(n: int, length: int, typed: bool, rng: np.random.Generator) -> list[list[str]]:
@@ -42,14 +62,7 @@ def best_of(repeat: int, fn) -> tuple[float, object]:
     return min(times), result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sequences", type=int, default=20_000)
-    parser.add_argument("--length", type=int, default=200)
-    parser.add_argument("--typed", action="store_true", help="PER/LOC tags instead of bare B/I/O")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of tag_scores (best kept); seqeval runs once")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+def main(args: argparse.Namespace) -> None:
 
     rng = np.random.default_rng(args.seed)
     gold = random_tags(args.sequences, args.length, args.typed, rng)
@@ -69,14 +82,16 @@ def main() -> None:
     tags = "typed (PER/LOC)" if args.typed else "untyped B/I/O"
     print(f"{args.sequences:,} random sequences x {args.length} tags ({tags}), seed {args.seed}; "
           f"tag_scores best of {args.repeat}, seqeval 1 run")
-    print(f"machine: {platform.platform()}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}, numpy {np.__version__}; date {time.strftime('%Y-%m-%d')}")
+    machine = _common.machine_description()
+    print(f"machine: {machine}; numpy {np.__version__}; {_common.load_and_date()}")
     print()
     print("| mode | seqeval (s) | tag_scores (s) | speed-up | F1 (equal) |")
     print("|---|---:|---:|---:|---:|")
     for mode, ref_s, ours_s, f1 in rows:
         print(f"| {mode} | {ref_s:.2f} | {ours_s:.3f} | {ref_s / ours_s:.0f}x | {f1:.4f} |")
+    print(json.dumps({"benchmark": NAME, "tags": tags, "modes": {mode: {"reference_s": round(ref_s, 3), "ours_s": round(ours_s, 4),
+                      "ratio": round(ref_s / ours_s, 1)} for mode, ref_s, ours_s, _ in rows}, "identical": True, "machine": machine}))
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

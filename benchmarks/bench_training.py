@@ -43,7 +43,7 @@ It says nothing about weights: the samplers, models and learning rates differ by
     python benchmarks/bench_training.py [--limit 400] [--steps 20] [--batch-size 16] [--warmup 2] [--repeats 1]
 
 The last line is one JSON object:
-``{"benchmark": "training_throughput", "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ...}``
+``{"benchmark": "training_throughput", "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ..., "machine": ...}``
 (seconds of the timed epoch, medians over ``--repeats``; ratio = reference seconds / ours, which is
 ours' windows/s over the reference's since both train on the same windows).
 """
@@ -53,8 +53,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -62,25 +60,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import datasets
-import numpy as np
-import torch
-import transformers
-from transformers import AutoModelForQuestionAnswering, PrinterCallback, TrainerCallback, set_seed
-
-from bio_mrc.data.squad import load_squad
-from bio_mrc.encoders import load_tokenizer, resolve_encoder
-from bio_mrc.features.collate import WindowCollator
-from bio_mrc.features.windows import build_features
-from bio_mrc.training.train import HeadRateTrainer, TrainConfig, _fresh_model_and_tokenizer, _training_arguments
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # THE REFERENCE, shared by the benchmarks of this folder
-from reference_recipe import (  # noqa: E402
-    reference_load_squad,
-    reference_train_features,
-    reference_trainer,
-    reference_training_arguments,
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common and THE REFERENCE, shared by the benchmarks of this folder
+import _common  # noqa: E402
 
 NAME = "training_throughput"
 VARIANTS = {  # key: what the table calls it
@@ -89,6 +70,59 @@ VARIANTS = {  # key: what the table calls it
     "random": "ours, random batches (dynamic padding alone)",
     "span": "ours, span head only (same batches as ours)",
 }
+
+
+def parse_args() -> argparse.Namespace:
+    """The options, with the data checked: a missing file ends here, before torch loads."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="Prints the featurisation times, each variant's set-up and timed epoch, windows/s, tokens fed, "
+               "the effect of length grouping and of the BIO head; the last line is the JSON summary.")
+    _common.add_data_arguments(parser, "squad-v1.1/train.json", "SQuAD v1.1 training JSON")
+    parser.add_argument("--limit", type=int, default=400,
+                        help="first N training questions, the pool of windows (must give at least STEPS x BATCH_SIZE windows)")
+    parser.add_argument("--steps", type=int, default=20,
+                        help="timed optimizer steps = one epoch over the first STEPS x BATCH_SIZE windows of the pool")
+    parser.add_argument("--batch-size", type=int, default=16, help="training windows per step (both sides)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps of a throw-away run before each timed run")
+    parser.add_argument("--max-seq-length", type=int, default=384)
+    parser.add_argument("--doc-stride", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=1, help="timed epochs per variant (alternating); medians are reported")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="comma-separated subset of: " + "; ".join(f"{k} = {v}" for k, v in VARIANTS.items())
+                        + " (reference and ours always run)")
+    parser.add_argument("--heads-repeats", type=int, default=3, help="repeats of the heads-alone measurement (0: skip it)")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads for every run (default: torch's)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--dump", default=None, help="write every timed step (variant, repeat, seconds, windows, padded width) to this JSON file")
+    parser.add_argument("--project", type=int, nargs="*", default=[3000, 0],
+                        help="also compute the tokens each sampler feeds on one epoch of the first N training questions "
+                             "(0 = all 87,599), to see how the timed subset compares with a real training set")
+    args = parser.parse_args()
+    args.data = _common.data_file(args, "squad-v1.1/train.json")
+    return args
+
+
+if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
+    ARGS = parse_args()
+
+import datasets  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoModelForQuestionAnswering, PrinterCallback, TrainerCallback, set_seed  # noqa: E402
+
+from bio_mrc.data.squad import load_squad  # noqa: E402
+from bio_mrc.encoders import load_tokenizer, resolve_encoder  # noqa: E402
+from bio_mrc.features.collate import WindowCollator  # noqa: E402
+from bio_mrc.features.windows import build_features  # noqa: E402
+from bio_mrc.training.train import HeadRateTrainer, TrainConfig, _fresh_model_and_tokenizer, _training_arguments  # noqa: E402
+from reference_recipe import (  # noqa: E402
+    reference_load_squad,
+    reference_train_features,
+    reference_trainer,
+    reference_training_arguments,
+)
 
 
 class StepClock(TrainerCallback):
@@ -300,33 +334,7 @@ def saw_each_once(recorder: RecordingCollator, keys: collections.Counter, steps:
     return seen == keys and len(recorder.batches) == steps
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n")[0],
-        epilog="Prints the featurisation times, each variant's set-up and timed epoch, windows/s, tokens fed, "
-               "the effect of length grouping and of the BIO head; the last line is the JSON summary.")
-    parser.add_argument("--data", default="../shared/data/squad-v1.1/train.json", help="SQuAD v1.1 training JSON")
-    parser.add_argument("--limit", type=int, default=400,
-                        help="first N training questions, the pool of windows (must give at least STEPS x BATCH_SIZE windows)")
-    parser.add_argument("--steps", type=int, default=20,
-                        help="timed optimizer steps = one epoch over the first STEPS x BATCH_SIZE windows of the pool")
-    parser.add_argument("--batch-size", type=int, default=16, help="training windows per step (both sides)")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps of a throw-away run before each timed run")
-    parser.add_argument("--max-seq-length", type=int, default=384)
-    parser.add_argument("--doc-stride", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=1, help="timed epochs per variant (alternating); medians are reported")
-    parser.add_argument("--variants", default=",".join(VARIANTS),
-                        help="comma-separated subset of: " + "; ".join(f"{k} = {v}" for k, v in VARIANTS.items())
-                        + " (reference and ours always run)")
-    parser.add_argument("--heads-repeats", type=int, default=3, help="repeats of the heads-alone measurement (0: skip it)")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads for every run (default: torch's)")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--dump", default=None, help="write every timed step (variant, repeat, seconds, windows, padded width) to this JSON file")
-    parser.add_argument("--project", type=int, nargs="*", default=[3000, 0],
-                        help="also compute the tokens each sampler feeds on one epoch of the first N training questions "
-                             "(0 = all 87,599), to see how the timed subset compares with a real training set")
-    args = parser.parse_args()
-
+def main(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     variants = [v for v in VARIANTS if v in {"reference", "ours", *[s.strip() for s in args.variants.split(",")]}]
@@ -404,10 +412,9 @@ def main() -> None:
     print(f"training throughput, SQuAD v1.1 {Path(args.data).name}: first {args.limit} questions -> {len(our_pool)} windows "
           f"(reference {len(ref_pool)}); trained on the first {n_windows} ({args.steps} steps x {args.batch_size}), "
           f"max_seq_length {args.max_seq_length}, stride {args.doc_stride}, encoder {encoder}")
-    print(f"machine: {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} threads), "
-          f"transformers {transformers.__version__}, datasets {datasets.__version__}, Python {platform.python_version()}; "
-          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end; "
-          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; median of {args.repeats} timed epoch(s) per variant")
+    machine = _common.machine_description()
+    print(f"machine: {machine}; transformers {transformers.__version__}, datasets {datasets.__version__}; "
+          f"{_common.load_and_date()} at the end; median of {args.repeats} timed epoch(s) per variant")
     print(f"windows trained on: mean length {lengths.mean():.1f} tokens, {100 * np.mean(lengths == args.max_seq_length):.1f}% "
           f"at {args.max_seq_length}; featurisation of the pool: reference {ref_feature_s:.2f} s, ours {our_feature_s:.2f} s")
     print()
@@ -478,13 +485,13 @@ def main() -> None:
           f"{agreement['windows'] - agreement['token types']} identical token types, "
           f"{agreement['windows'] - agreement['start/end targets']} identical start/end targets; "
           f"each window seen exactly once per timed epoch: {', '.join(f'{v} {once[v]}' for v in variants)}")
-    print(json_line(NAME, seconds["reference"], seconds["ours"], ratio, identical))
+    print(json_line(NAME, seconds["reference"], seconds["ours"], ratio, identical, machine))
 
 
-def json_line(name: str, reference_s: float, ours_s: float, ratio: float, identical: bool) -> str:
+def json_line(name: str, reference_s: float, ours_s: float, ratio: float, identical: bool, machine: str) -> str:
     return json.dumps({"benchmark": name, "reference_s": round(reference_s, 3), "ours_s": round(ours_s, 3),
-                       "ratio": round(ratio, 3), "identical": bool(identical)})
+                       "ratio": round(ratio, 3), "identical": bool(identical), "machine": machine})
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS)

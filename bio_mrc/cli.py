@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
 from .config_options import add_config_options, config_from_args
 from .decoding.multispan import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DECODINGS, DecodeConfig
+from .harness.config import PRESETS
 from .inference.forward import INFERENCE_BATCH_SIZE
 from .precision import DEFAULT_PRECISION, PRECISIONS
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
@@ -100,6 +103,21 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _unknown_ids_as_warning_lines() -> Iterator[None]:
+    """Print each ignored-ids warning of the prediction loaders as one ``warning:`` line on stderr."""
+    from .data.predictions import UnknownIdsWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnknownIdsWarning)  # never deduplicated: each file says its own
+        yield
+    for warning in caught:
+        if issubclass(warning.category, UnknownIdsWarning):
+            print(f"warning: {warning.message} (--strict makes this an error)", file=sys.stderr)
+        else:  # not ours: shown as Python would have
+            warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.predictions import load_na_probs, load_predictions
 
@@ -116,8 +134,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     data = _load_squad(args, args.data)
     gold = data.gold_texts()
-    predictions, missing = load_predictions(args.predictions, list(gold), strict=args.strict)
-    na_probs = load_na_probs(args.na_probs, list(gold), strict=args.strict)[0] if args.na_probs else None
+    with _unknown_ids_as_warning_lines():
+        predictions, missing = load_predictions(args.predictions, list(gold), strict=args.strict)
+        na_probs = load_na_probs(args.na_probs, list(gold), strict=args.strict)[0] if args.na_probs else None
     if missing:
         print(f"warning: {len(missing)} of {len(gold)} questions have no prediction in {args.predictions} "
               f"(e.g. {missing[0]!r}); they are scored as wrong (--strict makes this an error)", file=sys.stderr)
@@ -254,7 +273,9 @@ def _add_model_commands(add_command) -> None:
     evaluate.add_argument("--predictions", required=True)
     evaluate.add_argument("--na-probs")
     evaluate.add_argument("--metric", choices=("squad", "multispan"), default="squad")
-    evaluate.add_argument("--strict", action="store_true", help="a question without a prediction is an error, not a wrong answer")
+    evaluate.add_argument("--strict", action="store_true",
+                          help="a question without a prediction is an error, not a wrong answer, and so is an id "
+                               "that is not a question of the data (else ignored with a warning, as the official scripts)")
     _add_data_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
     tune = add_command("tune", help="tune the BIO span-length prior (and, on SQuAD 2.0 data, no-answer thresholds) "
@@ -274,7 +295,7 @@ def _add_model_commands(add_command) -> None:
 def _add_compare_and_extract(add_command) -> None:
     """compare (the harness) and extract (one question about one text)."""
     compare = add_command("compare", help="train/reuse runs, evaluate every decoding on the same questions, write a report")
-    compare.add_argument("--config", default="quick", help="a JSON config (see benchmarks/ablations/) or a preset: quick, full, v2-quick")
+    compare.add_argument("--config", default="quick", help=f"a JSON config (see benchmarks/ablations/) or a preset: {', '.join(PRESETS)}")
     compare.add_argument("--data-dir", help="folder with squad-v1.1/, squad-v2.0/ (default: $BIO_MRC_DATA or ../shared/data)")
     compare.add_argument("--output-dir", help="default: runs/<config name>")
     compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")

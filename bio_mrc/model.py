@@ -132,8 +132,9 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
 
     @classmethod
     def from_encoder(cls, encoder_name_or_path: str, **config_kwargs: Any) -> "BioMrcForQuestionAnswering":
-        """Fresh heads on a pretrained encoder (a local folder or a hub id)."""
-        encoder = AutoModel.from_pretrained(encoder_name_or_path)
+        """Fresh heads on a pretrained encoder (a local folder or a hub id), in fp32 whatever the saved weights'
+        dtype: an fp16 copy of an encoder (half the bytes to carry) trains in fp32 or under bf16 autocast."""
+        encoder = AutoModel.from_pretrained(encoder_name_or_path, dtype=torch.float32)
         config = BioMrcConfig(encoder=encoder.config.to_dict(), **config_kwargs)
         model = cls(config)
         missing, unexpected = model.encoder.load_state_dict(encoder.state_dict(), strict=False)

@@ -42,10 +42,13 @@ def cpu_name() -> str:
     """The CPU's model name, for benchmark records."""
     probe = getattr(torch.cpu, "get_capabilities", None)
     name = probe().get("cpu_name") if probe is not None else None
+    fields: dict[str, str] = {}
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    if "model name" in fields:  # "AMD EPYC" alone names no generation: the family and model do
+        return f"{fields['model name']} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
     return name or "unknown CPU"
 
 

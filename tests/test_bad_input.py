@@ -6,7 +6,7 @@ import json
 import pytest
 
 from bio_mrc.cli import main
-from bio_mrc.data.predictions import load_na_probs, load_predictions
+from bio_mrc.data.predictions import UnknownIdsWarning, load_na_probs, load_predictions
 from bio_mrc.data.squad import load_squad
 from bio_mrc.errors import BioMrcError, DataFormatError, ModelFormatError
 from bio_mrc.metrics.squad import squad_metrics
@@ -130,15 +130,60 @@ def test_truncated_predictions_file_is_named(tmp_path, capsys):
     assert "truncated" in capsys.readouterr().err
 
 
-def test_predictions_for_unknown_questions_are_an_error(tmp_path, capsys):
-    data = squad_file(tmp_path)
+EXTRA_IDS = [f"old-{i}" for i in range(7)]  # as a published file made for an older copy of the data
+
+
+def test_predictions_for_unknown_questions_are_ignored_with_a_warning_as_the_official_scorer(tmp_path, capsys):
+    data = squad_file(tmp_path, [question("q1"), question("q2"), question("q3")])
     preds = tmp_path / "preds.json"
-    preds.write_text(json.dumps({"q1": "France", "other-7": "x"}))
-    with pytest.raises(DataFormatError, match="1 id.s. are not questions of the data: 'other-7'") as info:
-        load_predictions(preds, ["q1"])
-    assert info.value.record == "other-7"
-    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 2
-    assert "other-7" in capsys.readouterr().err
+    preds.write_text(json.dumps({"q1": "France", "old-0": "x", "q2": "the capital of France", **dict.fromkeys(EXTRA_IDS[1:], "y")}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 0
+    captured = capsys.readouterr()
+    # evaluate-v1.1.py by hand: q1 exact (1, 1); q2 "capital of france" against "france": EM 0,
+    # F1 2 * 1/3 * 1 / (1/3 + 1) = 0.5; q3 has no prediction (0, 0); the old-* ids are never looked at
+    assert json.loads(captured.out) == {"exact_match": pytest.approx(100 / 3), "f1": pytest.approx(50.0)}
+    warning = next(line for line in captured.err.splitlines() if "not questions of the data" in line)
+    assert warning.startswith("warning: 7 id(s) are not questions of the data: 'old-0', 'old-1', 'old-2', 'old-3', 'old-4', ...")
+    assert str(preds) in warning and "--strict makes this an error" in warning
+    assert "1 of 3 questions have no prediction" in captured.err
+
+
+def test_loaders_leave_out_unknown_ids_and_warn_with_them(tmp_path):
+    preds, probs = tmp_path / "preds.json", tmp_path / "na_probs.json"
+    preds.write_text(json.dumps({"q1": "France", "other-7": ["not even a string"]}))  # an ignored value is never checked
+    probs.write_text(json.dumps({"other-7": 0.5, "q1": 0.25}))
+    with pytest.warns(UnknownIdsWarning, match="1 id.s. are not questions of the data: 'other-7'; ignored") as caught:
+        assert load_predictions(preds, ["q1", "q2"]) == ({"q1": "France"}, ["q2"])
+    assert caught[0].message.ids == ["other-7"] and caught[0].message.source == str(preds)
+    assert caught[0].filename == __file__  # points at the caller, not into the package
+    with pytest.warns(UnknownIdsWarning, match="other-7"):
+        assert load_na_probs(probs, ["q1"]) == ({"q1": 0.25}, [])
+
+
+def test_unknown_ids_are_an_error_under_strict(tmp_path, capsys):
+    data = squad_file(tmp_path)
+    preds, probs = tmp_path / "preds.json", tmp_path / "na_probs.json"
+    preds.write_text(json.dumps({"q1": "France", "other-7": "x", "other-8": "y"}))
+    probs.write_text(json.dumps({"q1": 0.1, "other-9": 0.5}))
+    with pytest.raises(DataFormatError, match="2 id.s. are not questions of the data: 'other-7', 'other-8'") as info:
+        load_predictions(preds, ["q1"], strict=True)
+    assert info.value.record == "other-7" and info.value.source == str(preds)
+    with pytest.raises(DataFormatError, match="1 id.s. are not questions of the data: 'other-9'"):
+        load_na_probs(probs, ["q1"], strict=True)
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--strict"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: 2 id(s) are not questions of the data: 'other-7', 'other-8'") and str(preds) in err
+
+
+def test_no_answer_probabilities_for_unknown_questions_are_ignored_too(tmp_path, capsys):
+    data = squad_file(tmp_path, [question("q1"), {"id": "q2", "question": "?", "answers": [], "is_impossible": True}])
+    preds, probs = tmp_path / "preds.json", tmp_path / "na_probs.json"
+    preds.write_text(json.dumps({"q1": "France", "q2": ""}))
+    probs.write_text(json.dumps({"q1": 0.1, "q2": 0.9, "gone": 0.3}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["exact"] == 100.0
+    assert "warning: 1 id(s) are not questions of the data: 'gone'" in captured.err and str(probs) in captured.err
 
 
 def test_missing_predictions_are_wrong_with_a_warning_or_an_error_under_strict(tmp_path, capsys):

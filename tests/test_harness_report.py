@@ -142,6 +142,39 @@ def test_several_seeds_use_the_two_level_bootstrap_paired_by_seed_index():
     assert interval["resampling"] == "seeds × questions" and interval["value"] == pytest.approx(np.mean(f1["joint/bio"]))
 
 
+def test_runs_with_different_seeds_pair_on_the_seeds_they_share(tmp_path):
+    """A learning curve trains one seed of most runs and three of one: each contrast pairs by seed value."""
+    three = results_dict(runs=("joint", "bio-only"), seeds=(42, 43, 44), seed_sd=5.0)
+    one = results_dict(runs=("span-only",), seeds=(42,))
+    other = results_dict(runs=("span-only",), seeds=(7,))
+    for c in other["cells"]:
+        c["run"] = "span-only-7"
+    results = {**three, "cells": three["cells"] + one["cells"] + other["cells"],
+               "config": {**three["config"], "baseline": "joint/span",
+                          "contrasts": [["bio-only/bio", "span-only/span"], ["span-only-7/span", "joint/span"]]}}
+    summary = squad_summary(results)
+    assert summary["resampling"] == "per contrast"
+    f1 = {}
+    for c in results["cells"]:
+        f1.setdefault(f"{c['run']}/{c['decoding']}", {})[c["seed"]] = c["f1"]
+    by_pair = {(c["a"], c["b"]): c for c in summary["contrasts"]}  # the baseline comes first: A = joint/span
+    shared_three = by_pair["joint/span", "joint/bio"]
+    expected = two_level_bootstrap(np.array(list(f1["joint/span"].values())), np.array(list(f1["joint/bio"].values())),
+                                   n_resamples=1000, seed=0)
+    assert shared_three["seeds"] == [42, 43, 44] and shared_three["ci_low"] == expected.ci_low
+    shared_one = by_pair["bio-only/bio", "span-only/span"]  # seed 42 of three against the one seed 42
+    expected = paired_bootstrap(f1["bio-only/bio"][42], f1["span-only/span"][42], n_resamples=1000, seed=0)
+    assert (shared_one["seeds"], shared_one["resampling"]) == ([42], "questions")
+    assert shared_one["diff"] == pytest.approx(expected.diff) and shared_one["ci_high"] == expected.ci_high
+    none_shared = by_pair["joint/span", "span-only-7/span"]  # the mean of seeds 42-44 against seed 7
+    expected = paired_bootstrap(np.mean(list(f1["joint/span"].values()), axis=0), f1["span-only-7/span"][7],
+                                n_resamples=1000, seed=0)
+    assert none_shared["seeds"] == [] and none_shared["diff"] == pytest.approx(expected.diff)
+    write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))
+    report = (tmp_path / "report.md").read_text()
+    assert "paired on |" in report and "| seeds 42 |" in report and "| seed means |" in report
+
+
 def test_multispan_cells_share_the_contrast_machinery():
     results = results_dict(metric="multispan", baseline="joint/bio")
     results.pop("eval_examples")

@@ -2,10 +2,13 @@
 
 The README draws the same picture. A new upward import (a decoder reaching into the model,
 inference into training, data into metrics) fails here, naming the file and the import.
+Within a layer the imports go one way too: a circle of modules importing each other, even
+through an import inside a function, fails here, naming each import of the circle.
 """
 
 import ast
 from pathlib import Path
+from typing import Mapping
 
 import bio_mrc
 
@@ -89,3 +92,112 @@ def test_the_checker_sees_upward_imports():
     found = imported_modules(probe, "bio_mrc.decoding.probe")
     assert found == [(1, "bio_mrc.model"), (2, "bio_mrc.decoding.spans"), (5, "bio_mrc.training")]
     assert [layer_of(name) in ALLOWED["decoding"] for _, name in found] == [False, True, False]
+
+
+# --- import circles ----------------------------------------------------------------------------
+
+def package_sources() -> dict[str, tuple[str, bool]]:
+    """``{module: (source, is_package)}`` of every module of bio_mrc."""
+    return {module_name(path): (path.read_text(encoding="utf-8"), path.name == "__init__.py") for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def owning_module(target: str, modules: Mapping[str, object]) -> str | None:
+    """The module an import reaches: ``bio_mrc.x.name`` (a name taken from ``bio_mrc.x``) is ``bio_mrc.x``."""
+    while target and target not in modules:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def import_graph(sources: Mapping[str, tuple[str, bool]]) -> dict[str, dict[str, int]]:
+    """``{module: {module it imports: line of the first such import}}``, lazy imports inside functions included.
+
+    Only the imports written out count: the implicit import of a parent package is not an arrow,
+    else every package that re-exports its modules would be a circle.
+    """
+    graph: dict[str, dict[str, int]] = {}
+    for module, (source, is_package) in sources.items():
+        edges = graph.setdefault(module, {})
+        for line, target in imported_modules(source, module, is_package):
+            reached = owning_module(target, sources)
+            if reached and reached != module:
+                edges.setdefault(reached, line)
+    return graph
+
+
+def import_cycles(graph: Mapping[str, Mapping[str, object]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    lowest: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = lowest[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in graph.get(module, {}):
+            if target not in index:
+                visit(target)
+                lowest[module] = min(lowest[module], lowest[target])
+            elif target in on_stack:
+                lowest[module] = min(lowest[module], index[target])
+        if lowest[module] == index[module]:  # module roots a component: pop it off the stack
+            component = []
+            while not component or component[-1] != module:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
+def module_file(module: str, sources: Mapping[str, tuple[str, bool]]) -> str:
+    """``bio_mrc.a.b`` -> ``bio_mrc/a/b.py``, or ``bio_mrc/a/b/__init__.py`` for a package."""
+    return module.replace(".", "/") + ("/__init__.py" if sources[module][1] else ".py")
+
+
+def describe_cycle(graph: Mapping[str, Mapping[str, int]], cycle: list[str], sources: Mapping[str, tuple[str, bool]]) -> str:
+    """Each import inside one circle, as ``bio_mrc/a.py:12 imports bio_mrc.b``."""
+    members = set(cycle)
+    return "\n".join(
+        f"  {module_file(module, sources)}:{line} imports {target}"
+        for module in cycle for target, line in sorted(graph[module].items()) if target in members
+    )
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    sources = package_sources()
+    graph = import_graph(sources)
+    cycles = import_cycles(graph)
+    assert not cycles, "modules that import each other (make the arrows go one way):\n" + "\n\n".join(
+        describe_cycle(graph, cycle, sources) for cycle in cycles
+    )
+
+
+def test_the_cycle_finder_sees_circles_of_two_and_more():
+    graph = {"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1, "d": 1}, "d": {"e": 1}, "e": {"d": 1}, "f": {"a": 1}, "g": {}}
+    assert import_cycles(graph) == [["a", "b", "c"], ["d", "e"]]
+    assert import_cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {}}) == []  # a chain, however long, is no circle
+
+
+def test_the_graph_sees_a_circle_closed_by_a_lazy_import():
+    # The circle issue 23 found: loading imported OnnxModel from onnx, whose export imported TrainedModel back, lazily.
+    sources = {
+        "bio_mrc.inference": ("from .loading import TrainedModel\n", True),
+        "bio_mrc.inference.loading": ("from ..model import BioMrcConfig\nfrom .onnx import ONNX_FILE, OnnxModel\n", False),
+        "bio_mrc.inference.onnx": ("from .. import __version__\n\ndef export_onnx():\n    from .loading import TrainedModel\n", False),
+        "bio_mrc.model": ("", False),
+        "bio_mrc": ("", True),
+    }
+    graph = import_graph(sources)
+    assert graph["bio_mrc.inference.onnx"] == {"bio_mrc": 1, "bio_mrc.inference.loading": 4}
+    assert import_cycles(graph) == [["bio_mrc.inference.loading", "bio_mrc.inference.onnx"]]
+    assert describe_cycle(graph, import_cycles(graph)[0], sources) == (
+        "  bio_mrc/inference/loading.py:2 imports bio_mrc.inference.onnx\n"
+        "  bio_mrc/inference/onnx.py:4 imports bio_mrc.inference.loading"
+    )

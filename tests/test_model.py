@@ -65,6 +65,17 @@ def test_encoder_weights_are_the_pretrained_ones(tiny_encoder_dir):
         assert torch.equal(value, encoder.state_dict()[name]), name
 
 
+def test_an_fp16_encoder_gives_an_fp32_model_that_saves_and_loads_in_fp32(tiny_encoder_dir, tmp_path):
+    """A half-precision copy of an encoder (half the bytes to carry to a GPU machine) trains in fp32 or bf16 autocast."""
+    from transformers import AutoModel
+
+    AutoModel.from_pretrained(str(tiny_encoder_dir), dtype=torch.float16).save_pretrained(str(tmp_path / "fp16"))
+    model = BioMrcForQuestionAnswering.from_encoder(str(tmp_path / "fp16"), heads="span+bio")
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    model.save_pretrained(str(tmp_path / "model"))
+    assert {p.dtype for p in BioMrcForQuestionAnswering.from_pretrained(str(tmp_path / "model")).parameters()} == {torch.float32}
+
+
 def test_save_and_load_round_trip(tiny_encoder_dir, tmp_path):
     from transformers import AutoTokenizer
 

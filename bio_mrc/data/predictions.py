@@ -1,13 +1,17 @@
 """Prediction and no-answer-probability files checked against the questions they answer.
 
-A file that names a question the data does not have is an error: it was made
-for other data, and scoring it would be silently wrong. A file that lacks some
-questions is scored with those questions wrong (see :func:`check_question_ids`).
+As the official SQuAD v1.1 and v2.0 scripts, an id that is not a question of the
+data is ignored (with an :class:`UnknownIdsWarning`), so that a published file made
+for an older copy of the data can still be scored; a question the file lacks is
+scored as wrong, as ``evaluate-v1.1.py`` does (see :func:`check_question_ids`).
+Under ``strict`` both are errors; MultiSpanQA files are always read strictly, as
+its official script asserts that the ids match.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
@@ -18,20 +22,52 @@ def _shown(ids: list[str]) -> str:
     return ", ".join(repr(qid) for qid in ids[:5]) + (", ..." if len(ids) > 5 else "")
 
 
+class UnknownIdsWarning(UserWarning):
+    """Ids of a predictions (or no-answer probability) file that are not questions of the data were ignored.
+
+    ``ids`` lists them in file order and ``source`` names the file.
+    """
+
+    def __init__(self, message: str, ids: list[str], source: str) -> None:
+        super().__init__(message)
+        self.ids, self.source = ids, source
+
+
 def check_question_ids(found: Mapping[str, Any], question_ids: Collection[str], source: str, strict: bool = False) -> list[str]:
     """The ids of ``question_ids`` that ``found`` lacks, in data order.
 
-    Raises :class:`DataFormatError` for an id that is not a question of the data,
-    and, under ``strict``, for a missing one.
+    An id of ``found`` that is not a question of the data raises
+    :class:`DataFormatError` under ``strict``, else an :class:`UnknownIdsWarning`
+    (the caller drops it, see :func:`keep_question_ids`). A missing id raises only under ``strict``.
     """
     known = set(question_ids)
     unknown = [qid for qid in found if qid not in known]
     if unknown:
-        raise DataFormatError(f"{len(unknown)} id(s) are not questions of the data: {_shown(unknown)}", unknown[0], source)
+        message = f"{len(unknown)} id(s) are not questions of the data: {_shown(unknown)}"
+        if strict:
+            raise DataFormatError(message, unknown[0], source)
+        # stacklevel 4: the warning points at whoever called load_predictions / load_na_probs
+        warnings.warn(UnknownIdsWarning(f"{message}; ignored, as the official SQuAD scripts do (in {source})", unknown, source),
+                      stacklevel=4)
     missing = [qid for qid in question_ids if qid not in found]
     if missing and strict:
         raise DataFormatError(f"{len(missing)} of {len(known)} questions have no entry: {_shown(missing)}", missing[0], source)
     return missing
+
+
+def keep_question_ids(found: Mapping[str, Any], question_ids: Collection[str]) -> dict[str, Any]:
+    """``found`` without the ids that are not questions of the data, which are never scored."""
+    known = set(question_ids)
+    return {qid: value for qid, value in found.items() if qid in known}
+
+
+def _read_id_map(path: str | Path, question_ids: Collection[str], what: str, strict: bool) -> tuple[dict[str, Any], list[str]]:
+    """``({question id: value}, missing ids)`` of a JSON object file, kept to the questions of the data."""
+    found = read_json(path)
+    if not isinstance(found, dict):
+        raise DataFormatError(f"expected an object {{question id: {what}}}, got a JSON {type(found).__name__}", source=str(path))
+    missing = check_question_ids(found, question_ids, str(path), strict)
+    return keep_question_ids(found, question_ids), missing
 
 
 def load_predictions(
@@ -40,28 +76,24 @@ def load_predictions(
     """``({id: answer}, missing ids)`` of an official predictions file.
 
     SQuAD files map ids to answer strings; with ``multi_span`` (MultiSpanQA) to
-    lists of span strings. Every value is checked and a bad one names its id.
+    lists of span strings. Every value kept is checked and a bad one names its id.
+    Ids that are not questions of the data are left out (see :func:`check_question_ids`).
     """
     source = str(path)
-    predictions = read_json(path)
-    if not isinstance(predictions, dict):
-        raise DataFormatError(f"expected an object {{question id: answer}}, got a JSON {type(predictions).__name__}", source=source)
+    predictions, missing = _read_id_map(path, question_ids, "answer", strict)
     for qid, answer in predictions.items():
         if multi_span:
             if not isinstance(answer, list) or not all(isinstance(span, str) for span in answer):
                 raise DataFormatError(f"a multi-span prediction must be a list of strings, got {answer!r}", qid, source)
         elif not isinstance(answer, str):
             raise DataFormatError(f"a prediction must be a string, got {answer!r}", qid, source)
-    return predictions, check_question_ids(predictions, question_ids, source, strict)
+    return predictions, missing
 
 
 def load_na_probs(path: str | Path, question_ids: Collection[str], strict: bool = False) -> tuple[dict[str, float], list[str]]:
-    """``({id: no-answer probability}, missing ids)``; every value must be a number in [0, 1]."""
-    source = str(path)
-    probs = read_json(path)
-    if not isinstance(probs, dict):
-        raise DataFormatError(f"expected an object {{question id: probability}}, got a JSON {type(probs).__name__}", source=source)
+    """``({id: no-answer probability}, missing ids)``; every value kept must be a number in [0, 1]."""
+    probs, missing = _read_id_map(path, question_ids, "probability", strict)
     for qid, prob in probs.items():
         if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not (0.0 <= prob <= 1.0) or math.isnan(prob):
-            raise DataFormatError(f"a no-answer probability must be a number in [0, 1], got {prob!r}", qid, source)
-    return {qid: float(p) for qid, p in probs.items()}, check_question_ids(probs, question_ids, source, strict)
+            raise DataFormatError(f"a no-answer probability must be a number in [0, 1], got {prob!r}", qid, str(path))
+    return {qid: float(p) for qid, p in probs.items()}, missing

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..io import atomic_write_bytes
 
-__all__ = ["plot_breakdown", "plot_cell_scores", "plot_reliability", "plot_threshold_curve"]
+__all__ = ["plot_breakdown", "plot_cell_scores", "plot_learning_curve", "plot_reliability", "plot_threshold_curve"]
 
 _DPI = 120
 
@@ -169,3 +169,62 @@ def plot_reliability(diagrams: Mapping[str, Mapping[str, Mapping[str, Any]]], pa
         ax.legend(loc="upper left", fontsize="x-small")
         ax.grid(True, alpha=0.3)
     return _save(fig, path)
+
+
+def plot_learning_curve(curve: Mapping[str, Any], path: str | Path) -> Path:
+    """Left: F1 against training questions (log scale), one line per heads · decoding with ≥ 2 sizes and a
+    marker for each other cell, error bars the 95% intervals. Right: the BIO − span gap with its paired
+    95% interval per size and the fitted trend, extended to where it closes (the ``learning_curve`` of
+    the report's summary)."""
+    fig = _new_figure((11.0, 4.2))
+    ax = fig.add_subplot(1, 2, 1)
+    decodings = list(dict.fromkeys(p["decoding"] for p in curve["points"]))
+    on_curves = set()
+    for k, (name, points) in enumerate(curve["curves"].items()):
+        _errorbar(ax, points, f"C{decodings.index(points[0]['decoding']) % 10}", name, "-o" if k < 10 else "-s")
+        on_curves.update((p["run"], p["decoding"]) for p in points)
+    for p in (p for p in curve["points"] if (p["run"], p["decoding"]) not in on_curves):
+        _errorbar(ax, [p], f"C{decodings.index(p['decoding']) % 10}", f"{p['run']} · {p['decoding']}", "D")
+    _questions_axis(ax, [p["train_questions"] for p in curve["points"]])
+    ax.set_ylabel("F1")
+    ax.set_title("F1 against training questions")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize="x-small")
+    _plot_gap(fig.add_subplot(1, 2, 2), curve["gaps"], curve.get("gap_trend"))
+    return _save(fig, path)
+
+
+def _questions_axis(ax: Any, sizes: Any) -> None:
+    """A log axis of training questions, ticked at the measured sizes and written out in full."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(sorted(set(float(n) for n in sizes))))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("training questions (log scale)")
+
+
+def _errorbar(ax: Any, points: list[Mapping[str, Any]], colour: str, label: str, style: str) -> None:
+    x = [p["train_questions"] for p in points]
+    y = np.array([p["f1"] for p in points])
+    low, high = np.array([p["ci_low"] for p in points]), np.array([p["ci_high"] for p in points])
+    ax.errorbar(x, y, yerr=[y - low, high - y], fmt=style, color=colour, capsize=3, markersize=4, linewidth=1.0, label=label)
+
+
+def _plot_gap(ax: Any, gaps: list[Mapping[str, Any]], trend: Mapping[str, Any] | None) -> None:
+    x = np.array([g["train_questions"] for g in gaps], dtype=np.float64)
+    y = np.array([g["diff"] for g in gaps])
+    low, high = np.array([g["ci_low"] for g in gaps]), np.array([g["ci_high"] for g in gaps])
+    ax.axhline(0.0, color="grey", linewidth=0.8)
+    ax.errorbar(x, y, yerr=[y - low, high - y], fmt="o", color="C1", capsize=3, label="BIO − span (paired 95% CI)")
+    if trend is not None:
+        end = x.max() if trend["closing_questions"] is None else max(x.max(), min(trend["closing_questions"], 1e3 * x.max()))
+        line_x = np.logspace(np.log10(x.min()), np.log10(end), 50)
+        ax.plot(line_x, trend["intercept"] + trend["slope_per_decade"] * np.log10(line_x), "--", color="C1",
+                linewidth=1.0, label=f"trend {trend['slope_per_decade']:+.2f} F1 per 10×")
+    _questions_axis(ax, x)
+    ax.set_ylabel("F1 difference")
+    ax.set_title("BIO − span gap (joint models)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize="x-small")

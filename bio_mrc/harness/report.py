@@ -14,6 +14,7 @@ from ..metrics.multispan import METRIC_NAMES, f1_from_count_sums, metrics_from_c
 from ..metrics.squad import normalize_answer
 from ..types import Example
 from .config import resolve_contrasts
+from .learning_curve import describe_trend, learning_curve
 from .stats import (
     agreement, breakdown, format_mean_sd, holm, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word,
     resampling, score_interval, two_level_bootstrap,
@@ -23,7 +24,10 @@ ANSWER_LENGTH_EDGES = (1, 2, 3, 5, 9, 17)
 CONTEXT_LENGTH_EDGES = (1, 100, 150, 200, 300)
 FAMILY_ALPHA = 0.05  # the family-wise error rate of the contrasts (Holm)
 CALIBRATION_PLOT = "reliability diagrams"
-CELL_PLOT = "score per cell"  # the key of the per-cell score figure in the plots of :func:`write_plots`
+MIXED_RESAMPLING = "per contrast"  # cells were trained with different seeds: each contrast says how it paired
+SEED_MEANS = "questions (seed means)"  # two cells with no seed in common: each cell's mean over its own seeds
+CELL_PLOT = "score per cell"
+LEARNING_CURVE_PLOT = "learning curve"  # the key of the per-cell score figure in the plots of :func:`write_plots`
 
 
 def token_counts(examples: Sequence[Example], tokenizer: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -47,12 +51,14 @@ def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context
     if results["eval"].get("metric") == "multispan":
         rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
         counts = {label: np.array([c["counts"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
-        return {"rows": rows, **statistics(results["config"], counts, answers, f1_from_count_sums), "breakdowns": {}}
+        seeds = {label: [c["seed"] for c in cells] for label, cells in grouped.items()}
+        return {"rows": rows, **statistics(results["config"], counts, answers, f1_from_count_sums, seeds), "breakdowns": {}}
     examples: list[Example] = results["eval_examples"]
     has_answer = np.array([ex.is_answerable for ex in examples])
     v2 = results["eval"]["version"] == "2.0"
     rows = [_squad_row(label, cells, has_answer if v2 else None) for label, cells in grouped.items()]
     f1_by_seed = {label: np.array([c["f1"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
+    seeds = {label: [c["seed"] for c in cells] for label, cells in grouped.items()}
     per_question_f1 = {label: f1.mean(axis=0) for label, f1 in f1_by_seed.items()}
     groups = {
         "answer length (tokens)": length_bins(answer_tokens, ANSWER_LENGTH_EDGES) if not v2 else
@@ -61,11 +67,15 @@ def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context
         "context length (tokens)": length_bins(context_tokens, CONTEXT_LENGTH_EDGES),
     }
     breakdowns = {name: breakdown(per_question_f1, labels) for name, labels in groups.items()}
-    return {"rows": rows, **statistics(results["config"], f1_by_seed, answers), "breakdowns": breakdowns}
+    summary = {"rows": rows, **statistics(results["config"], f1_by_seed, answers, seeds=seeds), "breakdowns": breakdowns}
+    heads = {run["name"]: run["heads"] for run in results["config"]["runs"]}
+    curve = learning_curve(rows, summary["intervals"], summary["comparisons"], heads)
+    return {**summary, "learning_curve": curve} if curve else summary
 
 
 def _common_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
-    row: dict[str, Any] = {"cell": label, "run": cells[0]["run"], "decoding": cells[0]["decoding"], "seeds": [c["seed"] for c in cells]}
+    row: dict[str, Any] = {"cell": label, "run": cells[0]["run"], "decoding": cells[0]["decoding"], "seeds": [c["seed"] for c in cells],
+                           "train_questions": cells[0].get("train_questions")}
     for key in ("threshold", "bio_length_prior", "train_seconds", "inference_seconds", "decode_seconds"):
         row[key] = [c.get(key) for c in cells]
     if "tag_scores" in cells[0]:
@@ -97,46 +107,55 @@ def _multispan_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def statistics(
-    config: dict[str, Any], per_question: dict[str, np.ndarray], answers: dict[str, list[str]], ratio=None
+    config: dict[str, Any], per_question: dict[str, np.ndarray], answers: dict[str, list[str]], ratio=None,
+    seeds: dict[str, list[int]] | None = None,
 ) -> dict[str, Any]:
     """The baseline, the contrasts (A − B, with Holm-adjusted p-values), every pair of cells (unadjusted)
     and each cell's interval. ``per_question`` maps each cell to its ``(seeds, questions)`` F1 (or, given
-    ``ratio``, ``(seeds, questions, k)`` counts whose summed ``ratio`` is compared), row ``s`` the cell's
-    ``s``-th seed: cells pair by seed index (the same model for decodings of one run) and by question."""
-    n_seeds = {label: len(values) for label, values in per_question.items()}
-    if len(set(n_seeds.values())) != 1:
-        raise ValueError(f"cells pair by seed index, but they have different numbers of seeds: {n_seeds}")
+    ``ratio``, ``(seeds, questions, k)`` counts whose summed ``ratio`` is compared); ``seeds`` names each
+    row's training seed (default: row index). Two cells pair by the seeds they share (the same model for
+    decodings of one run) and by question; cells with no seed in common compare their seed means."""
+    seeds = seeds or {label: list(range(len(values))) for label, values in per_question.items()}
     baseline, pairs = resolve_contrasts(list(per_question), config.get("baseline"), config.get("contrasts", []))
     cache: dict[tuple[str, str], dict[str, Any]] = {}
 
     def compared(a: str, b: str) -> dict[str, Any]:
         if (a, b) not in cache:
-            cache[a, b] = _compare(per_question, answers, a, b, ratio)
+            cache[a, b] = _compare(per_question, answers, seeds, a, b, ratio)
         return cache[a, b]
 
     contrasts = [dict(compared(a, b)) for a, b in pairs]
     for contrast, adjusted in zip(contrasts, holm([c["p_value"] for c in contrasts])):
         contrast.update(p_holm=float(adjusted), significant_holm=bool(adjusted <= FAMILY_ALPHA))
+    seed_sets = {tuple(s) for s in seeds.values()}
     return {
         "baseline": {"cell": baseline, "named_in_config": config.get("baseline") is not None},
-        "resampling": resampling(next(iter(n_seeds.values()))),
+        "resampling": resampling(len(next(iter(seed_sets)))) if len(seed_sets) == 1 else MIXED_RESAMPLING,
         "contrasts": contrasts,
         "comparisons": [compared(a, b) for a, b in itertools.combinations(per_question, 2)],
         "intervals": {label: score_interval(values, ratio).to_dict() for label, values in per_question.items()},
     }
 
 
-def _compare(per_question: dict[str, np.ndarray], answers: dict[str, list[str]], a: str, b: str, ratio=None) -> dict[str, Any]:
-    """Paired bootstrap of cell ``a`` − cell ``b`` (1000 resamples, seed 0): over questions with one seed
-    (exactly :func:`paired_bootstrap`, or its ratio form), over seeds × questions with several."""
-    x, y = per_question[a], per_question[b]
+def _compare(per_question: dict[str, np.ndarray], answers: dict[str, list[str]], seeds: dict[str, list[int]],
+             a: str, b: str, ratio=None) -> dict[str, Any]:
+    """Paired bootstrap of cell ``a`` − cell ``b`` (1000 resamples, seed 0) on the seeds both have: over
+    questions with one (exactly :func:`paired_bootstrap`, or its ratio form), over seeds × questions with
+    several; over questions of each cell's mean over its own seeds when they share none."""
+    shared = [s for s in seeds[a] if s in seeds[b]]
+    if shared:
+        x = per_question[a][[seeds[a].index(s) for s in shared]]
+        y = per_question[b][[seeds[b].index(s) for s in shared]]
+    else:
+        x, y = per_question[a].mean(axis=0, keepdims=True), per_question[b].mean(axis=0, keepdims=True)
     if len(x) > 1:
         result = two_level_bootstrap(x, y, ratio, n_resamples=1000, seed=0)
     elif ratio is None:
         result = paired_bootstrap(x[0], y[0], n_resamples=1000, seed=0)
     else:
         result = paired_bootstrap_ratio(x[0], y[0], ratio, n_resamples=1000, seed=0)
-    return {"a": a, "b": b, **result.to_dict(), "agreement": agreement(answers[a], answers[b], normalize_answer)}
+    paired_by = {"seeds": shared, "resampling": resampling(len(x)) if shared else SEED_MEANS}
+    return {"a": a, "b": b, **result.to_dict(), **paired_by, "agreement": agreement(answers[a], answers[b], normalize_answer)}
 
 
 def _describe_encoder(name: str) -> str:
@@ -167,7 +186,8 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
     lines = [*_header_lines(results), "", "## Scores", "", *_score_table(results, summary), "",
              "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
              "decode time is that decoding alone. With several seeds, cells are mean ± sd.", "",
-             *_contrast_section(results, summary), *_interval_section(results, summary, plots), *_tag_table(summary),
+             *_learning_curve_section(summary, plots), *_contrast_section(results, summary),
+             *_interval_section(results, summary, plots), *_tag_table(summary),
              *_calibration_section(summary, plots), *_breakdown_sections(summary, plots), *_figure_sections(summary, plots)]
     lines += ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
               json.dumps(results["config"], indent=2), "```", ""]
@@ -233,11 +253,22 @@ def _resampling_text(summary: dict[str, Any]) -> tuple[str, str]:
     """(title words, sentence) saying which bootstrap the report used."""
     if summary["resampling"] == "questions":
         return "over questions", "Bootstrap over **questions** (one seed): each resample draws the questions with replacement."
+    if summary["resampling"] == MIXED_RESAMPLING:
+        return "on the seeds the cells share", (
+            "The runs were trained with different seeds, so each contrast pairs its two cells on the seeds both have "
+            "(column *paired on*): by **seeds × questions** where they share several (each resample draws the seeds, "
+            "then the questions), by **questions** where they share one, and by questions of each cell's mean over its "
+            "own seeds where they share none. A cell's own interval resamples its own seeds × questions.")
     n_seeds = len(summary["rows"][0]["seeds"])
     return "over seeds × questions", (
         f"Bootstrap over **seeds × questions** ({n_seeds} seeds): each resample draws the seeds with replacement, then the "
         "questions, so the interval holds the variance between seeds as well as between questions; two cells share the "
         "draws, paired by seed (the same model for decodings of one run, the same training seed across runs) and by question.")
+
+
+def _interval_resampling(summary: dict[str, Any]) -> str:
+    """What a cell's own interval resampled, in title words."""
+    return "over each cell's seeds × questions" if summary["resampling"] == MIXED_RESAMPLING else _resampling_text(summary)[0]
 
 
 def _contrast_section(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
@@ -253,20 +284,30 @@ def _contrast_section(results: dict[str, Any], summary: dict[str, Any]) -> list[
              "method (significant after Holm: adjusted p ≤ 0.05, a family-wise error of 5%); the intervals are per contrast. "
              f"{sentence} All {n_cells * (n_cells - 1) // 2} pairs of cells, unadjusted, are in `report.json` "
              "(`summary.comparisons`).", "",
-             "| A | B | F1 A − B | 95% CI | p | Holm p | significant after Holm | answers agree |", "|---|---|---|---|---|---|---|---|"]
+             *_contrast_table(contrasts, mixed=summary["resampling"] == MIXED_RESAMPLING)]
+    return lines
+
+
+def _contrast_table(contrasts: list[dict[str, Any]], mixed: bool) -> list[str]:
+    """One row per contrast; with mixed seeds, which seeds each one paired on."""
+    extra = " paired on |" if mixed else ""
+    lines = ["| A | B | F1 A − B | 95% CI | p | Holm p | significant after Holm | answers agree |" + extra,
+             "|---|---|---|---|---|---|---|---|" + "---|" * mixed]
     for c in contrasts:
+        paired_on = f" seeds {', '.join(map(str, c['seeds']))} |" if c["seeds"] else " seed means |"
         lines.append(
             f"| {c['a']} | {c['b']} | {c['diff']:+.2f} | [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}] | {c['p_value']:.3f} | "
             f"{c['p_holm']:.3f} | {'yes' if c['significant_holm'] else 'no'} | {100 * c['agreement']:.1f}% |"
+            + (paired_on if mixed else "")
         )
     if not contrasts:
-        lines.append("| (one cell: nothing to compare) | | | | | | | |")
+        lines.append("| (one cell: nothing to compare) | | | | | | | |" + " |" * mixed)
     return lines
 
 
 def _interval_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Each cell's score with the percentile interval of its own mean, and its figure."""
-    how = _resampling_text(summary)[0]
+    how = _interval_resampling(summary)
     lines = ["", f"## {_what(results)} per cell (95% percentile bootstrap interval {how}, 1000 resamples)", "",
              f"| cell | {_what(results, short=True)} | 95% CI |", "|---|---|---|"]
     for label, interval in summary["intervals"].items():
@@ -274,6 +315,37 @@ def _interval_section(results: dict[str, Any], summary: dict[str, Any], plots: d
     if CELL_PLOT in plots:
         lines += ["", f"![{_what(results, short=True)} per cell with 95% intervals]({plots[CELL_PLOT]})"]
     return lines
+
+
+def _learning_curve_section(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    """F1 of every decoding against training questions, the BIO − span gap per size and its trend."""
+    curve = summary.get("learning_curve")
+    if not curve:
+        return []
+    decodings = list(dict.fromkeys(p["decoding"] for p in curve["points"]))
+    gaps = {g["run"]: g for g in curve["gaps"]}
+    lines = ["## Learning curve: F1 against training questions", "",
+             "Mean ± sd over a run's seeds, [95% interval]; the gap is the paired BIO − span difference of the same "
+             "model (seeds × questions with several seeds, questions with one).", "",
+             "| training questions | run | seeds | " + " | ".join(decodings) + " | BIO − span [95% CI] |",
+             "|---|---|---|" + "---|" * len(decodings) + "---|"]
+    runs = list(dict.fromkeys((p["train_questions"], p["run"]) for p in curve["points"]))
+    for questions, run in runs:
+        points = {p["decoding"]: p for p in curve["points"] if p["run"] == run}
+        cells = [_curve_cell(points[d]) if d in points else "–" for d in decodings]
+        gap = gaps.get(run)
+        gap_text = f"{gap['diff']:+.2f} [{gap['ci_low']:+.2f}, {gap['ci_high']:+.2f}]" if gap else "–"
+        seeds = ", ".join(map(str, next(iter(points.values()))["seeds"]))
+        lines.append(f"| {questions:,} | {run} | {seeds} | " + " | ".join(cells) + f" | {gap_text} |")
+    lines += ["", describe_trend(curve["gap_trend"])]
+    if LEARNING_CURVE_PLOT in plots:
+        lines += ["", f"![F1 and the BIO − span gap against training questions]({plots[LEARNING_CURVE_PLOT]})"]
+    return lines + [""]
+
+
+def _curve_cell(point: dict[str, Any]) -> str:
+    spread = f" ± {point['f1_sd']:.2f}" if point["f1_sd"] is not None else ""
+    return f"{point['f1']:.2f}{spread} [{point['ci_low']:.1f}, {point['ci_high']:.1f}]"
 
 
 def _tag_table(summary: dict[str, Any]) -> list[str]:
@@ -304,7 +376,7 @@ def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[
 
 def _figure_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Figures no other section shows (e.g. calibration diagrams added to :func:`write_plots`), under their titles."""
-    shown = {CELL_PLOT, CALIBRATION_PLOT, *summary["breakdowns"]}
+    shown = {CELL_PLOT, CALIBRATION_PLOT, LEARNING_CURVE_PLOT, *summary["breakdowns"]}
     lines = []
     for title, filename in plots.items():
         if title not in shown:
@@ -316,16 +388,18 @@ def write_plots(results: dict[str, Any], summary: dict[str, Any], output_dir: Pa
     """Every figure of the report, written beside ``report.md``: ``{title: file name}``. The per-cell score
     figure and the breakdowns are shown in their own sections; any other figure added here (calibration
     diagrams, say) gets a section of its own, under its title, from :func:`_figure_sections`."""
-    from .plots import plot_breakdown, plot_cell_scores, plot_reliability
+    from .plots import plot_breakdown, plot_cell_scores, plot_learning_curve, plot_reliability
 
     what = _what(results, short=True)
     plots = {CELL_PLOT: plot_cell_scores(
-        summary["intervals"], f"{what} per cell, 95% bootstrap interval {_resampling_text(summary)[0]}", what,
+        summary["intervals"], f"{what} per cell, 95% bootstrap interval {_interval_resampling(summary)}", what,
         output_dir / "score_per_cell.png").name}
     for name, filename in (("answer length (tokens)", "f1_by_answer_length.png"), ("context length (tokens)", "f1_by_context_length.png")):
         if name in summary["breakdowns"]:
             plot_breakdown(summary["breakdowns"][name], f"F1 by {name}", name, output_dir / filename)
             plots[name] = filename
+    if summary.get("learning_curve"):
+        plots[LEARNING_CURVE_PLOT] = plot_learning_curve(summary["learning_curve"], output_dir / "learning_curve.png").name
     diagrams = _reliability_diagrams(results)
     if diagrams:
         plots[CALIBRATION_PLOT] = plot_reliability(diagrams, output_dir / "calibration.png").name

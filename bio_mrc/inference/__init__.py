@@ -1,7 +1,8 @@
 """Running a saved model: the one layer ``predict``, ``tune``, ``extract`` and ``compare`` go through.
 
 * :mod:`.loading`: a model folder -> model, tokenizer, window settings (``TrainedModel``);
-* :mod:`.forward`: the forward pass over stride windows (``WindowOutputs``);
+* :mod:`.forward`: the forward pass over stride windows (``WindowOutputs``) through a runner;
+* :mod:`.onnx_runner`: ONNX Runtime as a runner, for exported folders; :mod:`.onnx` writes those exports;
 * :mod:`.answers`: decoding with the no-answer thresholds saved with the model;
 * :mod:`.tuning`: tuning those settings on held-out questions and saving them;
 * :mod:`.files`: official prediction, n-best and ``na_prob`` files;

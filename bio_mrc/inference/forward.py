@@ -2,7 +2,7 @@
 
 One code path for every backend: :func:`run_windows` pads, sorts windows by length, batches them
 and fills the output arrays; a *runner* only turns one padded batch into logits. A PyTorch model
-is wrapped in :class:`TorchRunner`; an exported ONNX model (:class:`~bio_mrc.inference.onnx.OnnxModel`)
+is wrapped in :class:`TorchRunner`; an exported ONNX model (:class:`~bio_mrc.inference.onnx_runner.OnnxModel`)
 is a runner itself, so both give the same :class:`WindowOutputs` and decoding needs no change.
 """
 

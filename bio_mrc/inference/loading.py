@@ -20,7 +20,7 @@ from ..precision import DEFAULT_PRECISION, check_precision
 from ..progress import progress_bars
 from ..types import Example
 from .forward import INFERENCE_BATCH_SIZE, predict_windows
-from .onnx import ONNX_FILE, OnnxModel
+from .onnx_runner import ONNX_FILE, OnnxModel  # the runner only: the exporter (.onnx) builds on this module
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 BACKENDS = ("auto", "torch", "onnx")

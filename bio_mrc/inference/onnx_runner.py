@@ -1,0 +1,124 @@
+"""ONNX Runtime as a :class:`~bio_mrc.inference.forward.WindowRunner`: the backend ``TrainedModel.load``
+chooses for a folder written by ``bio-mrc export --format onnx``.
+
+:class:`OnnxModel` runs an export's ``model.onnx`` with its ``config.json``, so windows, decoding,
+thresholds and calibration are the PyTorch path's own code. Writing an export is
+:mod:`bio_mrc.inference.onnx`'s job; it builds on this module and on ``TrainedModel``, never the
+other way round, so that the loader and the exporter do not import each other.
+
+onnxruntime is part of the optional ``onnx`` extra: this module imports it only when it loads a
+model, and names ``pip install bio_mrc[onnx]`` when it is missing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from .. import __version__
+from ..data.errors import read_json
+from ..errors import ModelFormatError
+from ..model import BioMrcConfig
+from .forward import HEAD_OUTPUTS
+
+ONNX_FILE = "model.onnx"
+EXPORT_FILE = "bio_mrc_export.json"  # the format marker, written last: an export without it is unfinished
+EXPORT_FORMAT = 1
+INSTALL_HINT = "pip install bio_mrc[onnx]"
+
+
+def require(module: str, purpose: str, source: str | None = None) -> Any:
+    """Import an optional dependency, or say how to install it (a :class:`ModelFormatError`)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ModelFormatError(f"{purpose} needs the '{module}' package ({err}): {INSTALL_HINT}", source) from None
+
+
+def head_outputs(heads: Sequence[str]) -> list[str]:
+    """The exported graph's outputs, in a fixed order: the span head's start and end logits, then BIO."""
+    return [name for head in ("span", "bio") if head in heads for name in HEAD_OUTPUTS[head]]
+
+
+class OnnxModel:
+    """An exported folder run by ONNX Runtime: a :class:`WindowRunner` with the folder's
+    :class:`BioMrcConfig` as ``config``, so ``TrainedModel`` reads heads, windows and tuned
+    settings exactly as it does from a PyTorch model."""
+
+    def __init__(self, session: Any, config: BioMrcConfig, name_or_path: str = "") -> None:
+        self.session, self.config, self.name_or_path = session, config, name_or_path
+        self.heads = tuple(config.head_names)
+        self.input_names = [i.name for i in session.get_inputs()]
+        self.output_names = head_outputs(self.heads)
+        missing = sorted(set(self.output_names) - {o.name for o in session.get_outputs()})
+        if missing or "input_ids" not in self.input_names:
+            lacking = missing or ["input_ids"]
+            raise ModelFormatError(f"{ONNX_FILE} lacks the inputs or outputs of its heads ({lacking})", name_or_path)
+
+    @classmethod
+    def load(cls, model_dir: str | Path, providers: Sequence[str] | None = None, threads: int | None = None) -> "OnnxModel":
+        """Open an exported folder's ``model.onnx`` with ONNX Runtime (CPU unless ``providers`` say otherwise)."""
+        model_dir = Path(model_dir)
+        require("onnxruntime", "running an ONNX model", str(model_dir))
+        check_export_marker(model_dir)
+        config = BioMrcConfig.from_pretrained(str(model_dir))
+        return cls.from_file(model_dir / ONNX_FILE, config, providers, threads)
+
+    @classmethod
+    def from_file(
+        cls, path: Path, config: BioMrcConfig, providers: Sequence[str] | None = None, threads: int | None = None,
+    ) -> "OnnxModel":
+        """A session on one ONNX file with the config it was exported from (export checks its graph this way)."""
+        ort = require("onnxruntime", "running an ONNX model", str(path))
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        session = ort.InferenceSession(str(path), options, providers=list(providers or ["CPUExecutionProvider"]))
+        return cls(session, config, str(path.parent))
+
+    @classmethod
+    def from_pretrained(cls, model_dir: str | Path, **_: Any) -> "OnnxModel":
+        """What transformers' ``pipeline()`` calls on a model path: an exported folder, run on the CPU
+        (its loading options, e.g. ``dtype``, mean nothing to an exported graph)."""
+        return cls.load(model_dir)
+
+    # The little of a PreTrainedModel that transformers' Pipeline reads: where the model runs.
+    device = torch.device("cpu")
+
+    def to(self, device: Any) -> "OnnxModel":
+        if torch.device(device).type != "cpu":
+            raise ModelFormatError(f"this ONNX model runs on the CPU provider, not on {device}", self.name_or_path)
+        return self
+
+    def eval(self) -> "OnnxModel":
+        return self
+
+    def can_generate(self) -> bool:
+        return False
+
+    def __call__(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        ids = np.asarray(batch["input_ids"], dtype=np.int64)
+        feed = {name: np.asarray(batch[name], dtype=np.int64) if name in batch else np.zeros_like(ids)
+                for name in self.input_names}  # a graph with token types gets zeros from windows without them
+        return dict(zip(self.output_names, self.session.run(self.output_names, feed)))
+
+
+def check_export_marker(model_dir: Path) -> dict[str, Any]:
+    """The export's marker, or a :class:`ModelFormatError` saying why the folder cannot be run."""
+    marker = model_dir / EXPORT_FILE
+    if not marker.is_file():
+        raise ModelFormatError(f"{ONNX_FILE} without {EXPORT_FILE}: an unfinished export? (run bio-mrc export again)",
+                               str(model_dir))
+    record = read_json(marker)
+    if not isinstance(record, dict) or record.get("format") != "onnx":
+        raise ModelFormatError(f"{EXPORT_FILE} does not describe an ONNX export", str(model_dir))
+    if not isinstance(record.get("export_format"), int) or record["export_format"] > EXPORT_FORMAT:
+        raise ModelFormatError(
+            f"exported in bio_mrc export format {record.get('export_format')!r}; this bio_mrc {__version__} reads "
+            f"formats up to {EXPORT_FORMAT} (upgrade bio_mrc)", str(model_dir),
+        )
+    return record

@@ -1,0 +1,133 @@
+"""The benchmark scripts run from the repository root and from ``benchmarks/``: ``--help`` answers,
+and a missing model or data file ends in one line saying what to run first, with no traceback.
+
+Each script checks its arguments before it imports torch, so every subprocess here takes a
+fraction of a second.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO / "benchmarks"
+SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("bench_*.py"))
+NEEDS_MODEL = ["bench_inference.py", "bench_onnx.py", "bench_postprocess.py", "bench_quantization.py"]
+NEEDS_DATA = [*NEEDS_MODEL, "bench_features.py", "bench_precision.py", "bench_training.py"]
+WHERE = ["root", "benchmarks"]
+
+
+
+def load_common():
+    """benchmarks/_common.py as a module, without putting benchmarks/ on the whole session's path."""
+    spec = importlib.util.spec_from_file_location("benchmarks_common", BENCHMARKS / "_common.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_common = load_common()
+
+
+def run_script(repo: Path, script: str, where: str, *args: str, data_dir: Path) -> subprocess.CompletedProcess:
+    """``python benchmarks/SCRIPT`` from ``repo``, or ``python SCRIPT`` from ``repo/benchmarks``."""
+    cwd, path = (repo, f"benchmarks/{script}") if where == "root" else (repo / "benchmarks", script)
+    env = {**os.environ, "BIO_MRC_DATA": str(data_dir), "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, path, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def assert_one_line_failure(result: subprocess.CompletedProcess, *expected: str) -> str:
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def empty_data(tmp_path: Path) -> Path:
+    folder = tmp_path / "no-data"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture(scope="module")
+def fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The benchmark scripts in a repository that has never trained a model (no runs/)."""
+    clone = tmp_path_factory.mktemp("clone")
+    (clone / "benchmarks").mkdir()
+    for script in BENCHMARKS.glob("*.py"):
+        shutil.copy(script, clone / "benchmarks" / script.name)
+    return clone
+
+
+def test_every_script_is_covered():
+    assert set(NEEDS_DATA) <= set(SCRIPTS)
+    assert len(SCRIPTS) >= 9
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_help(script: str, where: str, empty_data: Path):
+    result = run_script(REPO, script, where, "--help", data_dir=empty_data)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage:")
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("script", NEEDS_MODEL)
+def test_missing_model_says_what_to_run(script: str, where: str, fresh_clone: Path, empty_data: Path):
+    result = run_script(fresh_clone, script, where, data_dir=empty_data)
+    line = assert_one_line_failure(result, "no trained model", "bio-mrc compare --config quick", "--model DIR")
+    assert str(fresh_clone / "runs") in line  # the clone's runs/, wherever the script was started
+
+
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("script", NEEDS_DATA)
+def test_missing_data_says_where_to_point(script: str, where: str, tmp_path: Path, empty_data: Path):
+    model = tmp_path / "some-model"
+    model.mkdir()
+    args = ["--model", str(model)] if script in NEEDS_MODEL else []
+    result = run_script(REPO, script, where, *args, "--data-dir", str(empty_data), data_dir=tmp_path / "elsewhere")
+    line = assert_one_line_failure(result, "no data file", "--data-dir DIR", "$BIO_MRC_DATA")
+    assert str(empty_data / "squad-v1.1") in line  # --data-dir wins over $BIO_MRC_DATA
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_a_model_that_is_not_there(where: str, tmp_path: Path, empty_data: Path):
+    result = run_script(REPO, "bench_inference.py", where, "--model", str(tmp_path / "nothing"), data_dir=empty_data)
+    assert_one_line_failure(result, "no model folder at", "--model")
+
+
+def test_a_data_file_that_is_not_there(tmp_path: Path, empty_data: Path):
+    result = run_script(REPO, "bench_training.py", "benchmarks", "--data", str(tmp_path / "train.json"), data_dir=empty_data)
+    assert_one_line_failure(result, "no data file at", "--data FILE")
+
+
+def test_default_data_dir_is_beside_the_repository_wherever_run(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("BIO_MRC_DATA", raising=False)
+    monkeypatch.chdir(BENCHMARKS)
+    assert _common.default_data_dir() == REPO.parent / "shared" / "data"
+    monkeypatch.setenv("BIO_MRC_DATA", "/elsewhere")
+    assert _common.default_data_dir() == Path("/elsewhere")
+    assert _common.repo_path("runs/bench-features") == REPO / "runs" / "bench-features"
+
+
+def test_machine_description_names_the_cpu_and_its_instruction_sets():
+    from bio_mrc.precision import cpu_name
+
+    line = _common.machine_description()
+    assert "\n" not in line
+    assert line.startswith(cpu_name())
+    for name in ("AVX2", "AVX-512F", "AVX512-BF16", "AMX-BF16"):
+        assert f"{name} yes" in line or f"{name} no" in line

@@ -1,0 +1,157 @@
+"""benchmarks/gpu (issue 24): the bundle and the runner, end to end on a tiny slice on the CPU, in bf16 autocast:
+bundle, unpack into a fresh folder, install (no wheels: the import check), train, a kill, resume, score, collect."""
+
+import importlib.util
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from .conftest import SAMPLE_V1
+
+REPO = Path(__file__).resolve().parents[1]
+GPU_DIR = REPO / "benchmarks" / "gpu"
+DATA = REPO.parent / "shared" / "data"
+
+
+def load_script(name):
+    spec = importlib.util.spec_from_file_location(f"gpu_{name}", GPU_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+build_bundle = load_script("build_bundle")
+runner = load_script("run")
+
+
+def tiny_config(path: Path) -> Path:
+    """The sample's two articles: one to train on, one to score; the joint model in bf16, a checkpoint every 2 steps."""
+    split = lambda part: {"path": "squad-v1.1/train.json", "split": {"fractions": [0.5, 0.5], "part": part, "seed": 0}}  # noqa: E731
+    raw = {
+        "name": "tiny", "train": split(0), "eval": split(1),
+        "defaults": {"encoder": "default", "max_seq_length": 32, "doc_stride": 8, "max_query_length": 12, "epochs": 4,
+                     "batch_size": 4, "learning_rate": 1e-3, "precision": "bf16"},
+        "runs": [{"name": "joint", "heads": "span+bio"}], "seeds": [5], "checkpoint_steps": 2,
+    }
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tiny_bundle(tmp_path, tiny_encoder_dir):
+    data_dir = tmp_path / "data"
+    (data_dir / "squad-v1.1").mkdir(parents=True)
+    shutil.copyfile(SAMPLE_V1, data_dir / "squad-v1.1" / "train.json")
+    bundle = tmp_path / "bundle"
+    manifest = build_bundle.build_bundle(bundle, data_dir, str(tiny_encoder_dir), ["squad-v1.1/train.json"], wheels=False)
+    # No network here: a made-up wheel stands in for the downloaded ones.
+    build_bundle.pack_wheels([fake_wheel(tmp_path / "wheels")], bundle / build_bundle.WHEELS_ARCHIVE)
+    kept = {k: v for k, v in manifest.items() if k not in ("files", "total_bytes", "created")}
+    build_bundle.write_manifest(bundle, {**kept, "wheels": ["tiny_wheel-1.0-py3-none-any.whl"]})
+    return bundle
+
+
+def fake_wheel(folder: Path) -> Path:
+    folder.mkdir()
+    wheel = folder / "tiny_wheel-1.0-py3-none-any.whl"
+    files = {"tiny_wheel/__init__.py": "ANSWER = 42\n",
+             "tiny_wheel-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tiny-wheel\nVersion: 1.0\n",
+             "tiny_wheel-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = "".join(f"{name},,\n" for name in files) + "tiny_wheel-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in {**files, "tiny_wheel-1.0.dist-info/RECORD": record}.items():
+            archive.writestr(name, text)
+    return wheel
+
+
+def test_the_bundle_holds_an_fp16_encoder_compressed_data_and_a_manifest(tiny_bundle):
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    manifest = json.loads((tiny_bundle / "manifest.json").read_text())
+    paths = {entry["path"] for entry in manifest["files"]}
+    assert "data/squad-v1.1/train.json.xz" in paths and "encoder/model.safetensors" in paths and "encoder/tokenizer.json" in paths
+    assert manifest["total_bytes"] == sum(entry["bytes"] for entry in manifest["files"]) < 64 * 2**20
+    assert {t.dtype for t in load_file(tiny_bundle / "encoder" / "model.safetensors").values()} == {torch.float16}
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_bundle / "encoder"))
+    assert {p.dtype for p in model.parameters()} == {torch.float32}  # trains in fp32 or under bf16 autocast
+    with pytest.raises(SystemExit, match="not a bundle"):  # never empties a folder it did not write
+        build_bundle.fresh_folder(tiny_bundle / "encoder")
+
+
+def runner_args(tmp_path, bundle, *command):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"stages": [{"name": "tiny", "config": str(tiny_config(tmp_path / "tiny.json"))}]}))
+    return ["--bundle", str(bundle), "--work", str(tmp_path / "work"), "--plan", str(plan), "--device", "cpu",
+            "--out", str(tmp_path / "out"), *command]
+
+
+def kill_at_first_checkpoint(args, models: Path) -> None:
+    """Start the training step in a runner process and SIGTERM the runner once a checkpoint is complete."""
+    runner_process = subprocess.Popen([sys.executable, str(GPU_DIR / "run.py"), *args], cwd=REPO)
+    deadline = time.monotonic() + 120
+    while not list(models.glob("joint-seed5-*/checkpoints/checkpoint-*/trainer_state.json")):
+        assert runner_process.poll() is None and time.monotonic() < deadline, "the step ended before its first checkpoint"
+        time.sleep(0.05)
+    runner_process.send_signal(signal.SIGTERM)
+    assert runner_process.wait(60) == 0  # a stopped step is no failure: the next command resumes it
+
+
+def test_the_runner_trains_resumes_after_a_kill_scores_and_collects(tiny_bundle, tmp_path):
+    from bio_mrc.harness.compare import train_models
+    from bio_mrc.harness.config import load_config
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    assert runner.main(runner_args(tmp_path, tiny_bundle, "step", "unpack")) == 0
+    assert runner.main(runner_args(tmp_path, tiny_bundle, "step", "install")) == 0
+    assert json.loads((work / "device.json").read_text())["name"] == "cpu"
+    assert (work / "site" / "tiny_wheel" / "__init__.py").read_text() == "ANSWER = 42\n"  # installed with no index
+    with zipfile.ZipFile(work / "wheels" / "tiny_wheel-1.0-py3-none-any.whl") as unpacked:  # stored, for xz to pack
+        assert {info.compress_type for info in unpacked.infolist()} == {zipfile.ZIP_STORED}
+    kill_at_first_checkpoint(runner_args(tmp_path, tiny_bundle, "step", "train:tiny:joint:5"), work / "tiny" / "models")
+    assert [(e["step"], e["status"]) for e in runner.read_log(work)["steps"]][-1] == ("train:tiny:joint:5", "stopped")
+
+    assert runner.main(runner_args(tmp_path, tiny_bundle, "next", "--budget-seconds", "300")) == 0
+    log = {entry["step"]: entry for entry in runner.read_log(work)["steps"] if entry["status"] == "done"}
+    assert list(log) == ["unpack", "install", "train:tiny:joint:5", "score:tiny"]
+    (model,) = log["train:tiny:joint:5"]["models"]
+    assert model["resumed_from"] is not None and log["score:tiny"]["wall_seconds"] > 0
+    record = json.loads((work / "tiny" / "models" / model["model"] / "bio_mrc_run.json").read_text())
+    assert record["train"]["precision"] == "bf16"  # autocast, as on the GPU
+    assert (work / "tiny" / "report.md").is_file() and "all done" in (out / "status.txt").read_text()
+    with tarfile.open(out / "results.tar.xz") as archive:
+        assert {"runner_log.json", "tiny/report.md", "tiny/report.json"} <= set(archive.getnames())
+
+    # The resumed model has the weights of an uninterrupted run of the same step.
+    config = load_config(work / "configs" / "tiny.json").with_overrides(seeds=[5], encoder=str(work / "encoder"))
+    (reference,) = train_models(config, work / "data", tmp_path / "reference")
+    resumed = load_file(work / "tiny" / "models" / model["model"] / "model.safetensors")
+    for name, value in load_file(reference / "model.safetensors").items():
+        assert torch.equal(value, resumed[name]), name
+
+
+@pytest.mark.real_data
+@pytest.mark.skipif(not (DATA / "squad-v1.1" / "dev.json").exists(), reason="needs ../shared/data")
+def test_the_gpu_configs_name_files_the_bundle_carries_and_keep_tuning_apart():
+    from bio_mrc.harness.compare import resolve_splits
+    from bio_mrc.harness.config import load_config
+
+    carried = set(build_bundle.DATA_FILES)
+    plan = runner.load_plan(runner.DEFAULT_PLAN)
+    for stage in plan["stages"]:
+        raw = runner.stage_config(stage)
+        named = {raw[key]["path"] for key in ("train", "tune", "eval") if raw.get(key)}
+        assert named <= carried, stage["name"]
+    squad = load_config(REPO / "benchmarks" / "ablations" / "gpu_squad_full.json")
+    splits = resolve_splits(squad, DATA)  # checks train, tune and eval are disjoint
+    assert len(splits.train.examples) + len(splits.tune.examples) == 87_599 and len(splits.eval.examples) == 10_570

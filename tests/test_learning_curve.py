@@ -1,0 +1,91 @@
+"""The learning-curve section of a comparison report: points, the BIO − span gap per size, its trend."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bio_mrc.harness.learning_curve import describe_trend, gap_trend, learning_curve
+from bio_mrc.harness.report import summarise, write_report
+
+from .test_harness_report import results_dict
+
+
+def gap(n, diff, half_width=2.0, run="r"):
+    return {"run": run, "train_questions": n, "diff": diff, "ci_low": diff - half_width, "ci_high": diff + half_width}
+
+
+def test_two_sizes_fit_a_line_exactly_and_say_where_it_crosses_zero():
+    trend = gap_trend([gap(1_000, -6.0), gap(10_000, -4.0)])  # +2 per decade from -6 at 10^3: zero at 10^6
+    assert trend["slope_per_decade"] == pytest.approx(2.0) and trend["intercept"] == pytest.approx(-12.0)
+    assert trend["closes"] == "extrapolated" and trend["closing_questions"] == pytest.approx(1e6)
+    assert trend["sizes"] == 2 and trend["fitted_gap_at_largest"] == pytest.approx(-4.0)
+    assert "1,000,000 training questions" in describe_trend(trend)
+
+
+def test_the_fit_weights_each_gap_by_its_inverse_variance_as_numpy_does():
+    gaps = [gap(3_000, -5.0, 3.0), gap(10_000, -2.5, 1.0), gap(30_000, -2.0, 2.0), gap(87_599, -0.5, 0.5)]
+    trend = gap_trend(gaps)
+    x = np.log10([g["train_questions"] for g in gaps])
+    se = np.array([g["ci_high"] - g["ci_low"] for g in gaps]) / (2 * 1.959963984540054)
+    slope, intercept = np.polyfit(x, [g["diff"] for g in gaps], 1, w=1 / se)  # polyfit weights residuals, not squares
+    assert trend["slope_per_decade"] == pytest.approx(slope) and trend["intercept"] == pytest.approx(intercept)
+    assert trend["slope_ci"][0] < slope < trend["slope_ci"][1]
+
+
+@pytest.mark.parametrize("diffs, closes", [((-4.0, 1.0), "closed"), ((-2.0, -3.0), "never"), ((-2.0, -2.0), "never")])
+def test_a_gap_that_has_closed_or_does_not_shrink_has_no_closing_size(diffs, closes):
+    trend = gap_trend([gap(1_000, diffs[0]), gap(10_000, diffs[1])])
+    assert trend["closes"] == closes and trend["closing_questions"] is None
+    assert ("caught up" if closes == "closed" else "never catches up") in describe_trend(trend)
+
+
+def test_one_size_has_no_trend():
+    assert gap_trend([gap(1_000, -3.0), gap(1_000, -2.0, run="s")]) is None
+    assert "one size only" in describe_trend(None)
+
+
+def curve_results():
+    """Joint runs at 3,000 and 10,000 questions (three seeds at 10,000) and a span-only run at 10,000."""
+    small = results_dict(runs=("joint",), seeds=(42,))
+    large = results_dict(runs=("joint", "span-only"), seeds=(42, 43, 44), seed_sd=2.0)
+    for cell in small["cells"]:
+        cell.update(run="joint-3k", train_questions=3_000)
+    for cell in large["cells"]:
+        cell.update(run=f"{cell['run']}-10k", train_questions=10_000)
+    runs = [{"name": "joint-3k", "encoder": "tiny", "heads": "span+bio"}, {"name": "joint-10k", "encoder": "tiny", "heads": "span+bio"},
+            {"name": "span-only-10k", "encoder": "tiny", "heads": "span"}]
+    return {**large, "cells": small["cells"] + large["cells"], "config": {**large["config"], "runs": runs, "seeds": [42]}}
+
+
+def test_the_report_holds_each_size_the_gap_with_its_paired_interval_and_the_figure(tmp_path):
+    results = curve_results()
+    summary = write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))
+    curve = summary["learning_curve"]
+    assert set(curve["curves"]) == {"span+bio · span", "span+bio · bio", "span+bio · joint"}  # span-only: one size
+    assert [p["train_questions"] for p in curve["curves"]["span+bio · bio"]] == [3_000, 10_000]
+    f1 = {}
+    for c in results["cells"]:
+        f1.setdefault((c["run"], c["decoding"]), []).append(c["f1"])
+    point = next(p for p in curve["points"] if (p["run"], p["decoding"]) == ("joint-10k", "bio"))
+    per_seed = [f.mean() for f in f1["joint-10k", "bio"]]
+    assert point["f1"] == pytest.approx(np.mean(per_seed)) and point["f1_sd"] == pytest.approx(np.std(per_seed, ddof=1))
+    assert point["seeds"] == [42, 43, 44] and point["ci_low"] < point["f1"] < point["ci_high"]
+    gaps = {g["run"]: g for g in curve["gaps"]}
+    assert set(gaps) == {"joint-3k", "joint-10k"} and gaps["joint-10k"]["seeds"] == [42, 43, 44]
+    for run, g in gaps.items():  # oriented BIO − span whatever order the comparison was made in
+        expected = np.mean(f1[run, "bio"]) - np.mean(f1[run, "span"])
+        assert g["diff"] == pytest.approx(expected) and g["ci_low"] < g["diff"] < g["ci_high"]
+    assert curve["gap_trend"]["sizes"] == 2
+    report = (tmp_path / "report.md").read_text()
+    assert "## Learning curve" in report and "| 10,000 | joint-10k | 42, 43, 44 |" in report
+    assert "(learning_curve.png)" in report and (tmp_path / "learning_curve.png").stat().st_size > 0
+
+
+def test_a_comparison_at_one_size_has_no_learning_curve():
+    results = results_dict(runs=("joint",))
+    for cell in results["cells"]:
+        cell["train_questions"] = 3_000
+    assert "learning_curve" not in summarise(results, np.arange(200) % 7, 50 + np.arange(200))
+    rows = [{"cell": "a/span", "run": "a", "decoding": "span", "seeds": [1], "f1": [50.0], "train_questions": None}]
+    assert learning_curve(rows, {}, [], {"a": "span"}) is None
