@@ -1,6 +1,6 @@
 """The package's layers: a module imports only from its own layer and the layers it builds on.
 
-The README draws the same picture. A new upward import (a decoder reaching into the model,
+docs/layout.md draws the same picture. A new upward import (a decoder reaching into the model,
 inference into training, data into metrics) fails here, naming the file and the import.
 Within a layer the imports go one way too: a circle of modules importing each other, even
 through an import inside a function, fails here, naming each import of the circle.
@@ -41,7 +41,7 @@ def layer_of(module: str) -> str:
     if parts[0] == "cli":
         return "cli"
     if parts[0] not in ALLOWED:
-        raise AssertionError(f"bio_mrc.{parts[0]} belongs to no layer: add it to tests/test_layers.py and the README")
+        raise AssertionError(f"bio_mrc.{parts[0]} belongs to no layer: add it to tests/test_layers.py and docs/layout.md")
     return parts[0]
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import hashlib
 import json
 import lzma
 import shutil
@@ -34,8 +33,8 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-MANIFEST = "manifest.json"
-WHEELS_ARCHIVE = "wheels.tar.xz"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the runner: the manifest's format is its to read
+from run import MANIFEST, WHEELS_ARCHIVE, sha256_of  # noqa: E402
 CARRY_LIMIT_BYTES = 64 * 1024 * 1024  # the device tool's limit on carried paths (the repo's own files count too)
 DATA_FILES = ("squad-v1.1/train.json", "squad-v1.1/dev.json", "squad-v2.0/dev.json", "multispanqa/valid.json")
 # The versions this project's tests run with; datasets 5.2 needs huggingface-hub >= 1.31 (the GPU machine
@@ -46,14 +45,6 @@ BINARY_WHEELS = ("datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19", "tra
 SOURCE_ONLY_WHEELS = ("seqeval==1.2.2",)  # on PyPI as an sdist only: built into a wheel here
 PIP_PLATFORM = ("--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                 "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fresh_folder(folder: Path) -> None:

@@ -24,6 +24,7 @@ results.tar.xz (reports, plots, cells, run records, log tails).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import json
 import lzma
@@ -42,7 +43,8 @@ DEFAULT_PLAN = REPO / "benchmarks" / "gpu" / "plan.json"
 DEFAULT_WORK = REPO / "runs" / "gpu"
 RUNNER_LOG = "runner_log.json"
 DEVICE_FILE = "device.json"
-WHEELS_ARCHIVE = "wheels.tar.xz"  # as build_bundle.py writes it
+MANIFEST = "manifest.json"  # a bundle's list of files with their sizes and sha256s (build_bundle.py writes it)
+WHEELS_ARCHIVE = "wheels.tar.xz"
 MIN_STEP_SECONDS = 30  # a step started with less left would be stopped before it did anything useful
 GPU_SAMPLE_SECONDS = 2.0
 STOP_GRACE_SECONDS = 20  # after SIGTERM, before SIGKILL
@@ -136,8 +138,6 @@ def device_name(work: Path) -> str:
 
 
 def sha256_of(path: Path) -> str:
-    import hashlib
-
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -146,7 +146,7 @@ def sha256_of(path: Path) -> str:
 
 
 def read_manifest(bundle: Path) -> dict:
-    path = bundle / "manifest.json"
+    path = bundle / MANIFEST
     if not path.is_file():
         raise SystemExit(f"error: {path} not found: build the bundle first (python benchmarks/gpu/build_bundle.py)")
     manifest = json.loads(path.read_text(encoding="utf-8"))
