@@ -10,7 +10,7 @@ import pytest
 from bio_mrc.harness.stats import paired_bootstrap_recomputed
 from bio_mrc.metrics.calibration import expected_calibration_error
 from bio_mrc.metrics.selective import (
-    aurc, aurc_of_resamples, coverage_at_accuracy, macro_calibration_error, risk_coverage, subsample_curve,
+    aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage, subsample_curve,
     threshold_for_accuracy,
 )
 
@@ -23,6 +23,8 @@ def test_aurc_and_coverage_by_hand():
     # Answering the k most confident (0.9 r, 0.8 r, 0.7 w, 0.6 r, 0.5 w, 0.4 w) for k = 1..6:
     # risks 0, 0, 1/3, 1/4, 2/5, 1/2; AURC is their mean: (20 + 15 + 24 + 30) / 60 / 6 = 89/360.
     assert aurc(CONFIDENCE, RIGHT) == pytest.approx(89 / 360)
+    # a perfect ranking (r r r w w w) has risks 0, 0, 0, 1/4, 2/5, 1/2: AURC (15 + 24 + 30) / 60 / 6 = 69/360
+    assert excess_aurc(CONFIDENCE, RIGHT) == pytest.approx(20 / 360)
     curve = risk_coverage(CONFIDENCE, RIGHT)
     np.testing.assert_allclose(curve.accuracy, [1, 1, 2 / 3, 3 / 4, 3 / 5, 1 / 2])
     np.testing.assert_allclose(curve.coverage, np.arange(1, 7) / 6)

@@ -79,6 +79,13 @@ def aurc(confidence: np.ndarray, right: np.ndarray) -> float:
     return float(aurc_of_blocks(size, np.bincount(block, weights=1.0 - right, minlength=size.size)))
 
 
+def excess_aurc(confidence: np.ndarray, right: np.ndarray) -> float:
+    """E-AURC (Geifman et al., ICLR 2019): AURC less that of a perfect ranking (every right answer
+    first), so that what is left is the ranking's fault rather than the error rate's."""
+    confidence, right = _checked(confidence, right)
+    return aurc(confidence, right) - aurc(right, right)
+
+
 def aurc_of_resamples(confidence: np.ndarray, right: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """AURC of each row of the ``(m, n)`` question indices ``idx`` (bootstrap resamples): a drawn
     question counts as often as it is drawn, in its tie block (repeats of a question tie with it)."""
