@@ -28,6 +28,11 @@ def _arrays(cell: dict[str, Any], kind: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(selective["confidence"][kind], dtype=np.float64), np.asarray(selective["right"], dtype=np.float64)
 
 
+def _has(cells: list[dict[str, Any]], kind: str) -> bool:
+    """Whether every cell has this confidence (no calibrated one without a calibrator)."""
+    return all(kind in cell["selective"]["confidence"] for cell in cells)
+
+
 def _number(value: float) -> float | None:
     return None if np.isnan(value) else float(value)  # nan (no right or no wrong answer) is null in JSON
 
@@ -36,7 +41,8 @@ def measure(confidence: np.ndarray, right: np.ndarray) -> dict[str, float | None
     """One seed's numbers for one confidence."""
     macro = macro_calibration_error(confidence, right)
     coverage = {f"coverage_at_{round(100 * t)}": coverage_at_accuracy(confidence, right, t) for t in TARGET_ACCURACIES}
-    return {"aurc": aurc(confidence, right), "excess_aurc": excess_aurc(confidence, right), **coverage, "ece": expected_calibration_error(confidence, right),
+    return {"aurc": aurc(confidence, right), "excess_aurc": excess_aurc(confidence, right), **coverage,
+            "ece": expected_calibration_error(confidence, right),
             **{key: _number(value) for key, value in macro.items()}}
 
 
@@ -44,7 +50,7 @@ def _cell_summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """Per confidence: each number per seed, and the first seed's curve (subsampled)."""
     summary = {}
     for kind in KINDS:
-        if kind not in cells[0]["selective"]["confidence"]:
+        if not _has(cells, kind):
             continue
         per_seed = [measure(*_arrays(cell, kind)) for cell in cells]
         summary[kind] = {key: [m[key] for m in per_seed] for key in per_seed[0]}
@@ -79,7 +85,7 @@ def selective_summary(grouped: dict[str, list[dict[str, Any]]], pairs: Sequence[
     contrasts = []
     for a, b in pairs:
         for kind in KINDS:
-            if a in with_data and b in with_data and all(kind in c["selective"]["confidence"] for c in with_data[a] + with_data[b]):
+            if a in with_data and b in with_data and _has(with_data[a] + with_data[b], kind):
                 contrast = _aurc_contrast(with_data, a, b, kind)
                 contrasts += [contrast] if contrast else []
     return {"cells": {label: _cell_summary(cells) for label, cells in with_data.items()}, "contrasts": contrasts}
@@ -99,7 +105,8 @@ def selective_section(selective: dict[str, Any] | None, plot: str | None) -> lis
              "questions (coverage) at a lower accuracy (official F1 > 0.5) of the answered ones. **AURC** is the area "
              "under the risk–coverage curve, the mean over k = 1..n of the share wrong among the k most confident "
              "answers (Geifman & El-Yaniv 2017; tied confidences take the expected risk over their orders); lower is "
-             "better; **E-AURC** subtracts the AURC of a perfect ranking (Geifman et al. 2019), leaving what the ranking loses. **Coverage at 80% / 90%** is the largest share answerable with that accuracy (0 if none). "
+             "better; **E-AURC** subtracts the AURC of a perfect ranking (Geifman et al. 2019), leaving what the "
+             "ranking loses. **Coverage at 80% / 90%** is the largest share answerable with that accuracy (0 if none). "
              "**ECE** is over 10 equal-width bins; **ECE wrong** is the ECE of the wrong answers alone, their mean "
              "confidence; **MacroCE** is the mean of that and of the right answers' mean 1 − confidence (Si et al., "
              "Findings of EMNLP 2022). *calibrated* is the `probability` that `AnswerExtractor` and the pipeline return; "
@@ -108,8 +115,8 @@ def selective_section(selective: dict[str, Any] | None, plot: str | None) -> lis
              "|---|---|---|---|---|---|---|---|---|"]
     for label, kinds in selective["cells"].items():
         for kind, m in kinds.items():
-            lines.append(f"| {label} | {kind} | {_fmt(m['aurc'], 3)} | {_fmt(m['excess_aurc'], 3)} | {_fmt(m['coverage_at_80'], 1, 100)}% | "
-                         f"{_fmt(m['coverage_at_90'], 1, 100)}% | {_fmt(m['ece'], 3)} | {_fmt(m['ice_wrong'], 3)} | "
+            lines.append(f"| {label} | {kind} | {_fmt(m['aurc'], 3)} | {_fmt(m['excess_aurc'], 3)} | "
+                         f"{_fmt(m['coverage_at_80'], 1, 100)}% | {_fmt(m['coverage_at_90'], 1, 100)}% | {_fmt(m['ece'], 3)} | {_fmt(m['ice_wrong'], 3)} | "
                          f"{_fmt(m['macro_ce'], 3)} |")
     if selective["contrasts"]:
         lines += ["", "AURC of the contrasts, A − B (negative: A ranks its answers better), 95% paired bootstrap over the "
