@@ -12,7 +12,9 @@ import pytest
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config, resolve_contrasts
 from bio_mrc.harness.report import CELL_PLOT, summarise, write_report
-from bio_mrc.harness.stats import paired_bootstrap, paired_bootstrap_ratio, two_level_bootstrap
+from bio_mrc.harness.selective import measure
+from bio_mrc.harness.stats import paired_bootstrap, paired_bootstrap_ratio, paired_bootstrap_recomputed, two_level_bootstrap
+from bio_mrc.metrics.selective import aurc, aurc_of_resamples
 from bio_mrc.metrics.multispan import f1_from_count_sums
 from bio_mrc.types import Example
 
@@ -29,9 +31,10 @@ def examples(n):
                     (((0, 7 + len(str(i))),),)) for i in range(n)]
 
 
-def results_dict(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, metric="squad", **config):
+def results_dict(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, metric="squad", selective=False, **config):
     """What ``run_comparison`` returns, with random per-question scores: each decoding a little better
-    than the last, each seed shifted by ``seed_sd`` on average."""
+    than the last, each seed shifted by ``seed_sd`` on average; with ``selective``, each question's
+    raw confidence (noisy, but higher where the answer is right) and calibrated one (in steps: ties)."""
     rng = np.random.default_rng(0)
     cells = []
     for seed_index, seed in enumerate(seeds):
@@ -48,6 +51,11 @@ def results_dict(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, metric="squad
                 else:
                     f1 = np.clip(rng.normal(50 + 3 * k + shift, 30, n), 0, 100)
                     cell.update(f1=f1, em=(f1 > 80) * 100.0)
+                    if selective:
+                        right = (f1 > 50).astype(int)
+                        raw = np.clip(0.3 * right + 0.7 * rng.random(n), 0, 1)
+                        cell["selective"] = {"right": right.tolist(), "confidence": {"raw": raw.tolist(),
+                                                                                     "calibrated": (raw.round(1) * 0.9).tolist()}}
                 cells.append(cell)
     return {
         "config": {"name": "synthetic", "description": "made up", "seeds": list(seeds),
@@ -230,6 +238,54 @@ def test_more_figures_get_a_section_of_their_own(tmp_path, monkeypatch):
     assert report.index("## Calibration") < report.index("## Configuration")
 
 
+def selective_arrays(results, kind):
+    arrays = {}
+    for c in results["cells"]:
+        arrays.setdefault(f"{c['run']}/{c['decoding']}", []).append(
+            (np.array(c["selective"]["confidence"][kind]), np.array(c["selective"]["right"], dtype=float)))
+    return arrays
+
+
+def test_the_selective_qa_section_and_plot(tmp_path):
+    results = results_dict(runs=("joint", "bio-only"), selective=True)
+    summary, report, saved = write(results, tmp_path)
+    section = report[report.index("## Selective QA"):]
+    assert "| joint/bio | raw |" in section and "| bio-only/bio | calibrated |" in section and "MacroCE" in section
+    assert "![risk–coverage curves](risk_coverage.png)" in section
+    assert "## Risk" not in report  # the figure is shown in its section, not again under a title of its own
+    assert (tmp_path / "risk_coverage.png").read_bytes().startswith(PNG_MAGIC)
+    cells = saved["summary"]["selective"]["cells"]
+    raw = selective_arrays(results, "raw")
+    for label, kinds in cells.items():
+        assert set(kinds) == {"raw", "calibrated"} and len(kinds["raw"]["curve"]["coverage"]) <= 200
+        expected = measure(*raw[label][0])
+        assert kinds["raw"]["aurc"] == [pytest.approx(expected["aurc"])]
+        assert kinds["raw"]["coverage_at_80"] == [pytest.approx(expected["coverage_at_80"])]
+    assert summary["selective"]["contrasts"]
+    _, plain, _ = write(results_dict(), tmp_path / "plain")  # cells without per-question confidences: no section
+    assert "Selective QA" not in plain and not (tmp_path / "plain" / "risk_coverage.png").exists()
+
+
+def aurc_statistic(item, idx):
+    return aurc_of_resamples(item[0], item[1], idx)
+
+
+def test_the_paired_interval_of_an_aurc_contrast():
+    results = results_dict(runs=("joint", "bio-only"), selective=True)
+    contrasts = squad_summary(results)["selective"]["contrasts"]
+    assert [(c["a"], c["b"], c["confidence"]) for c in contrasts][:2] == [("joint/span", "joint/bio", "raw"),
+                                                                          ("joint/span", "joint/bio", "calibrated")]
+    for contrast in contrasts:
+        arrays = selective_arrays(results, contrast["confidence"])
+        a, b = arrays[contrast["a"]], arrays[contrast["b"]]
+        expected = paired_bootstrap_recomputed(a, b, aurc_statistic, 200, n_resamples=1000, seed=0)
+        assert contrast["diff"] == pytest.approx(aurc(*a[0]) - aurc(*b[0]))
+        assert (contrast["ci_low"], contrast["ci_high"], contrast["p_value"]) == (expected.ci_low, expected.ci_high, expected.p_value)
+    several = squad_summary(results_dict(seeds=(1, 2), seed_sd=2.0, selective=True))["selective"]
+    assert several["contrasts"][0]["n_seeds"] == 2 and several["contrasts"][0]["seeds"] == [1, 2]
+    assert len(several["cells"]["joint/bio"]["raw"]["aurc"]) == 2
+
+
 def test_end_to_end_on_the_tiny_encoder(tiny_encoder_dir, tmp_path):
     from bio_mrc.harness.compare import compare
 
@@ -243,4 +299,9 @@ def test_end_to_end_on_the_tiny_encoder(tiny_encoder_dir, tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "Baseline: `joint/bio` (named by the configuration)" in report and "](score_per_cell.png)" in report
     assert (tmp_path / "score_per_cell.png").read_bytes().startswith(PNG_MAGIC)
-    assert json.loads((tmp_path / "report.json").read_text())["config"]["baseline"] == "joint/bio"
+    saved = json.loads((tmp_path / "report.json").read_text())
+    assert saved["config"]["baseline"] == "joint/bio"
+    # the cells store each question's confidence and rightness: the selective-QA section follows from them
+    assert "## Selective QA" in report and (tmp_path / "risk_coverage.png").read_bytes().startswith(PNG_MAGIC)
+    assert len(saved["cells"][0]["selective"]["right"]) == saved["eval"]["questions"]
+    assert "raw" in saved["summary"]["selective"]["cells"]["joint/bio"]

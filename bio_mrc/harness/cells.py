@@ -101,7 +101,9 @@ def pool(parts: Sequence[DecodedCell], order: Sequence[str]) -> DecodedCell:
 def calibration_cell(decoded: DecodedCell, split: Split, decoding: str, calibrator: dict | None) -> dict[str, Any]:
     """How well the decoding's confidence in its best span matches how often that span is right
     (official F1 > 0.5), before and after the calibrator fitted on the tuning questions: ECE and
-    the reliability bins of each. Empty for MultiSpanQA (no single answer to be right)."""
+    the reliability bins of each, and (``selective``) each question's confidences and rightness, from
+    which the report draws risk–coverage curves and bootstraps AURC. Empty for MultiSpanQA (no single
+    answer to be right)."""
     if split.metric != "squad":
         return {}
     raw = raw_confidence(decoded.predictions, decoding)
@@ -110,7 +112,7 @@ def calibration_cell(decoded: DecodedCell, split: Split, decoding: str, calibrat
     return {"calibration": {
         name: {"ece": expected_calibration_error(confidence, right), **_bins(confidence, right)}
         for name, confidence in measured.items()
-    }}
+    }, "selective": {"right": right.astype(int).tolist(), "confidence": {name: c.tolist() for name, c in measured.items()}}}
 
 
 def _bins(confidence: np.ndarray, right: np.ndarray) -> dict[str, list]:

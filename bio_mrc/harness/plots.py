@@ -10,7 +10,7 @@ import numpy as np
 
 from ..io import atomic_write_bytes
 
-__all__ = ["plot_breakdown", "plot_cell_scores", "plot_learning_curve", "plot_reliability", "plot_threshold_curve"]
+__all__ = ["plot_breakdown", "plot_cell_scores", "plot_learning_curve", "plot_reliability", "plot_risk_coverage", "plot_threshold_curve"]
 
 _DPI = 120
 
@@ -167,6 +167,35 @@ def plot_reliability(diagrams: Mapping[str, Mapping[str, Mapping[str, Any]]], pa
             ax.set_ylabel("accuracy (F1 > 0.5)")
         ax.set_title(label, fontsize="medium")
         ax.legend(loc="upper left", fontsize="x-small")
+        ax.grid(True, alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_risk_coverage(curves: Mapping[str, Mapping[str, Mapping[str, Any]]], targets: Any, path: str | Path) -> Path:
+    """Risk–coverage curves, one panel per confidence (raw, calibrated), one line per cell: accuracy of
+    the answered questions against the share answered, with dotted lines at the ``targets`` accuracies.
+
+    Input is ``{"run/decoding": {"raw": curve, "calibrated": curve}}`` with curves as
+    :func:`bio_mrc.metrics.selective.subsample_curve` writes them (``coverage``, ``accuracy``, ...).
+    """
+    kinds = list(dict.fromkeys(kind for per_cell in curves.values() for kind in per_cell))
+    if not kinds:
+        raise ValueError("nothing to plot")
+    fig = _new_figure((4.6 * len(kinds) + 0.6, 4.0))
+    for k, kind in enumerate(kinds):
+        ax = fig.add_subplot(1, len(kinds), k + 1)
+        for label, per_cell in curves.items():
+            if kind in per_cell:
+                ax.plot(per_cell[kind]["coverage"], per_cell[kind]["accuracy"], linewidth=1.2, label=label)
+        for target in targets:
+            ax.axhline(target, color="grey", linewidth=0.8, linestyle=":")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("coverage (share answered)")
+        if k == 0:
+            ax.set_ylabel("accuracy of the answered (F1 > 0.5)")
+        ax.set_title(f"{kind} confidence", fontsize="medium")
+        ax.legend(loc="lower left", fontsize="x-small")
         ax.grid(True, alpha=0.3)
     return _save(fig, path)
 

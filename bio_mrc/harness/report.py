@@ -15,6 +15,7 @@ from ..metrics.squad import normalize_answer
 from ..types import Example
 from .config import resolve_contrasts
 from .learning_curve import describe_trend, learning_curve
+from .selective import RISK_COVERAGE_PLOT, selective_section, selective_summary
 from .stats import (
     agreement, breakdown, format_mean_sd, holm, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word,
     resampling, score_interval, two_level_bootstrap,
@@ -68,6 +69,8 @@ def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context
     }
     breakdowns = {name: breakdown(per_question_f1, labels) for name, labels in groups.items()}
     summary = {"rows": rows, **statistics(results["config"], f1_by_seed, answers, seeds=seeds), "breakdowns": breakdowns}
+    selective = selective_summary(grouped, [(c["a"], c["b"]) for c in summary["contrasts"]])
+    summary = {**summary, "selective": selective} if selective else summary
     heads = {run["name"]: run["heads"] for run in results["config"]["runs"]}
     curve = learning_curve(rows, summary["intervals"], summary["comparisons"], heads)
     return {**summary, "learning_curve": curve} if curve else summary
@@ -188,7 +191,8 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
              "decode time is that decoding alone. With several seeds, cells are mean ± sd.", "",
              *_learning_curve_section(summary, plots), *_contrast_section(results, summary),
              *_interval_section(results, summary, plots), *_tag_table(summary),
-             *_calibration_section(summary, plots), *_breakdown_sections(summary, plots), *_figure_sections(summary, plots)]
+             *_calibration_section(summary, plots), *selective_section(summary.get("selective"), plots.get(RISK_COVERAGE_PLOT)),
+             *_breakdown_sections(summary, plots), *_figure_sections(summary, plots)]
     lines += ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
               json.dumps(results["config"], indent=2), "```", ""]
     return "\n".join(lines)
@@ -376,7 +380,7 @@ def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[
 
 def _figure_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Figures no other section shows (e.g. calibration diagrams added to :func:`write_plots`), under their titles."""
-    shown = {CELL_PLOT, CALIBRATION_PLOT, LEARNING_CURVE_PLOT, *summary["breakdowns"]}
+    shown = {CELL_PLOT, CALIBRATION_PLOT, LEARNING_CURVE_PLOT, RISK_COVERAGE_PLOT, *summary["breakdowns"]}
     lines = []
     for title, filename in plots.items():
         if title not in shown:
@@ -388,7 +392,8 @@ def write_plots(results: dict[str, Any], summary: dict[str, Any], output_dir: Pa
     """Every figure of the report, written beside ``report.md``: ``{title: file name}``. The per-cell score
     figure and the breakdowns are shown in their own sections; any other figure added here (calibration
     diagrams, say) gets a section of its own, under its title, from :func:`_figure_sections`."""
-    from .plots import plot_breakdown, plot_cell_scores, plot_learning_curve, plot_reliability
+    from ..metrics.selective import TARGET_ACCURACIES
+    from .plots import plot_breakdown, plot_cell_scores, plot_learning_curve, plot_reliability, plot_risk_coverage
 
     what = _what(results, short=True)
     plots = {CELL_PLOT: plot_cell_scores(
@@ -403,6 +408,9 @@ def write_plots(results: dict[str, Any], summary: dict[str, Any], output_dir: Pa
     diagrams = _reliability_diagrams(results)
     if diagrams:
         plots[CALIBRATION_PLOT] = plot_reliability(diagrams, output_dir / "calibration.png").name
+    if summary.get("selective"):
+        curves = {label: {kind: m["curve"] for kind, m in kinds.items()} for label, kinds in summary["selective"]["cells"].items()}
+        plots[RISK_COVERAGE_PLOT] = plot_risk_coverage(curves, TARGET_ACCURACIES, output_dir / "risk_coverage.png").name
     # More figures go here: plots[title] = file name (written into output_dir).
     return plots
 

@@ -29,6 +29,7 @@ __all__ = [
     "mean_sd",
     "paired_bootstrap",
     "paired_bootstrap_ratio",
+    "paired_bootstrap_recomputed",
     "question_word",
     "resampling",
     "score_interval",
@@ -249,6 +250,42 @@ def two_level_bootstrap(
         value_a, value_b = float(statistic(a.sum(axis=(0, 1)))), float(statistic(b.sum(axis=(0, 1))))
         diff = value_a - value_b
     return _bootstrap_result(value_a, value_b, diff, resampled, confidence, n, n_seeds=a.shape[0])
+
+
+def paired_bootstrap_recomputed(
+    values_a: Sequence[Any],
+    values_b: Sequence[Any],
+    statistic: Callable[[Any, np.ndarray], np.ndarray],
+    n_questions: int,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    *,
+    max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
+) -> BootstrapResult:
+    """Paired bootstrap of ``statistic(a) − statistic(b)`` for a statistic recomputed on each resample
+    (AURC: neither a mean nor a sum of per-question values, so :func:`paired_bootstrap_ratio` cannot
+    take it). ``values_a`` and ``values_b`` hold one item per seed, item ``s`` of both the same seed;
+    ``statistic(item, idx)`` maps ``(m, n_questions)`` question indices to ``(m,)`` values. A cell's
+    value is the mean of its seeds' statistics. The question draws are :func:`paired_bootstrap`'s for
+    the same ``seed``; with several seeds each resample also draws the seeds with replacement (from a
+    stream of their own, as :func:`two_level_bootstrap`) and averages the drawn seeds' differences."""
+    if len(values_a) != len(values_b) or not values_a:
+        raise ValueError(f"need one item per seed on both sides, got {len(values_a)} and {len(values_b)}")
+    n = _check_pair(np.zeros(n_questions), np.zeros(n_questions), n_resamples, confidence, max_chunk_elements)
+    everything = np.arange(n)[None, :]
+    value_a = float(np.mean([statistic(item, everything)[0] for item in values_a]))
+    value_b = float(np.mean([statistic(item, everything)[0] for item in values_b]))
+    s = len(values_a)
+    seed_rng = np.random.default_rng([seed, 1])
+    resampled = np.empty(n_resamples, dtype=np.float64)
+    for rows, idx in _resample_indices(n, n_resamples, seed, max_chunk_elements):
+        per_seed = np.stack([statistic(a, idx) - statistic(b, idx) for a, b in zip(values_a, values_b)], axis=1)
+        if s > 1:  # the drawn seeds' mean: each seed weighted by how often it was drawn
+            drawn = np.minimum((seed_rng.random((idx.shape[0], s)) * s).astype(np.intp), s - 1)
+            per_seed = per_seed * _row_counts(drawn, s) / s
+        resampled[rows] = per_seed.sum(axis=1)
+    return _bootstrap_result(value_a, value_b, value_a - value_b, resampled, confidence, n, n_seeds=s)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,130 @@
+"""The report's selective-QA section: for every SQuAD cell and each of its confidences (the decoding's
+raw one, and the calibrated ``probability`` that ``AnswerExtractor`` and the pipeline return), what
+answering only when confident buys: the risk–coverage curve, AURC, coverage at 80% and 90% accuracy,
+ECE overall and on the wrong answers, MacroCE; and the contrasts' AURC differences with paired
+bootstrap intervals. Definitions: :mod:`bio_mrc.metrics.selective`."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..metrics.calibration import expected_calibration_error
+from ..metrics.selective import (
+    TARGET_ACCURACIES, aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage,
+    subsample_curve,
+)
+from .stats import format_mean_sd, paired_bootstrap_recomputed
+
+KINDS = ("raw", "calibrated")
+RISK_COVERAGE_PLOT = "risk–coverage curves"  # the key of the figure in the report's plots
+CURVE_POINTS = 200  # report.json keeps each curve at most this long
+BOOTSTRAP_CHUNK = 2_000_000  # resampled question indices held at once (memory, not results)
+
+
+def _arrays(cell: dict[str, Any], kind: str) -> tuple[np.ndarray, np.ndarray]:
+    selective = cell["selective"]
+    return np.asarray(selective["confidence"][kind], dtype=np.float64), np.asarray(selective["right"], dtype=np.float64)
+
+
+def _has(cells: list[dict[str, Any]], kind: str) -> bool:
+    """Whether every cell has this confidence (no calibrated one without a calibrator)."""
+    return all(kind in cell["selective"]["confidence"] for cell in cells)
+
+
+def _number(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)  # nan (no right or no wrong answer) is null in JSON
+
+
+def measure(confidence: np.ndarray, right: np.ndarray) -> dict[str, float | None]:
+    """One seed's numbers for one confidence."""
+    macro = macro_calibration_error(confidence, right)
+    coverage = {f"coverage_at_{round(100 * t)}": coverage_at_accuracy(confidence, right, t) for t in TARGET_ACCURACIES}
+    return {"aurc": aurc(confidence, right), "excess_aurc": excess_aurc(confidence, right), **coverage,
+            "ece": expected_calibration_error(confidence, right),
+            **{key: _number(value) for key, value in macro.items()}}
+
+
+def _cell_summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per confidence: each number per seed, and the first seed's curve (subsampled)."""
+    summary = {}
+    for kind in KINDS:
+        if not _has(cells, kind):
+            continue
+        per_seed = [measure(*_arrays(cell, kind)) for cell in cells]
+        summary[kind] = {key: [m[key] for m in per_seed] for key in per_seed[0]}
+        summary[kind]["curve"] = subsample_curve(risk_coverage(*_arrays(cells[0], kind)), CURVE_POINTS)
+    return summary
+
+
+def _aurc_statistic(item: tuple[np.ndarray, np.ndarray], idx: np.ndarray) -> np.ndarray:
+    return aurc_of_resamples(item[0], item[1], idx)
+
+
+def _aurc_contrast(grouped: dict[str, list[dict[str, Any]]], a: str, b: str, kind: str) -> dict[str, Any] | None:
+    """AURC of cell ``a`` − cell ``b`` on the seeds both have, paired by seed and question (as the F1
+    contrasts, 1000 resamples, seed 0); None when they share no seed (AURC has no seed mean to pair)."""
+    seeds_b = {cell["seed"]: cell for cell in grouped[b]}
+    shared = [cell for cell in grouped[a] if cell["seed"] in seeds_b]
+    if not shared:
+        return None
+    values_a = [_arrays(cell, kind) for cell in shared]
+    values_b = [_arrays(seeds_b[cell["seed"]], kind) for cell in shared]
+    result = paired_bootstrap_recomputed(values_a, values_b, _aurc_statistic, len(values_a[0][1]), n_resamples=1000, seed=0,
+                                         max_chunk_elements=BOOTSTRAP_CHUNK)
+    return {"a": a, "b": b, "confidence": kind, "seeds": [cell["seed"] for cell in shared], **result.to_dict()}
+
+
+def selective_summary(grouped: dict[str, list[dict[str, Any]]], pairs: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
+    """Each cell's numbers and the AURC contrasts of ``pairs``; None without per-question confidences
+    (MultiSpanQA, or cells cached before they were stored)."""
+    with_data = {label: cells for label, cells in grouped.items() if all("selective" in cell for cell in cells)}
+    if not with_data:
+        return None
+    contrasts = []
+    for a, b in pairs:
+        for kind in KINDS:
+            if a in with_data and b in with_data and _has(with_data[a] + with_data[b], kind):
+                contrast = _aurc_contrast(with_data, a, b, kind)
+                contrasts += [contrast] if contrast else []
+    return {"cells": {label: _cell_summary(cells) for label, cells in with_data.items()}, "contrasts": contrasts}
+
+
+def _fmt(values: Sequence[float | None], digits: int, scale: float = 1.0) -> str:
+    values = [scale * v for v in values if v is not None]
+    return format_mean_sd(values, digits) if values else "–"
+
+
+def selective_section(selective: dict[str, Any] | None, plot: str | None) -> list[str]:
+    """The report's Markdown: the per-cell table, the AURC contrasts, the figure."""
+    if not selective:
+        return []
+    lines = ["", "## Selective QA: answering only when confident", "",
+             "Answer a question only when the confidence clears a threshold: lowering the threshold answers more "
+             "questions (coverage) at a lower accuracy (official F1 > 0.5) of the answered ones. **AURC** is the area "
+             "under the risk–coverage curve, the mean over k = 1..n of the share wrong among the k most confident "
+             "answers (Geifman & El-Yaniv 2017; tied confidences take the expected risk over their orders); lower is "
+             "better; **E-AURC** subtracts the AURC of a perfect ranking (Geifman et al. 2019), leaving what the "
+             "ranking loses. **Coverage at 80% / 90%** is the largest share answerable with that accuracy (0 if none). "
+             "**ECE** is over 10 equal-width bins; **ECE wrong** is the ECE of the wrong answers alone, their mean "
+             "confidence; **MacroCE** is the mean of that and of the right answers' mean 1 − confidence (Si et al., "
+             "Findings of EMNLP 2022). *calibrated* is the `probability` that `AnswerExtractor` and the pipeline return; "
+             "docs/calibration.md says how to pick a threshold from it. With several seeds, mean ± sd.", "",
+             "| cell | confidence | AURC | E-AURC | coverage at 80% | coverage at 90% | ECE | ECE wrong | MacroCE |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for label, kinds in selective["cells"].items():
+        for kind, m in kinds.items():
+            lines.append(f"| {label} | {kind} | {_fmt(m['aurc'], 3)} | {_fmt(m['excess_aurc'], 3)} | "
+                         f"{_fmt(m['coverage_at_80'], 1, 100)}% | {_fmt(m['coverage_at_90'], 1, 100)}% | {_fmt(m['ece'], 3)} | {_fmt(m['ice_wrong'], 3)} | "
+                         f"{_fmt(m['macro_ce'], 3)} |")
+    if selective["contrasts"]:
+        lines += ["", "AURC of the contrasts, A − B (negative: A ranks its answers better), 95% paired bootstrap over the "
+                  "questions (and the seeds both cells share), 1000 resamples, p unadjusted:", "",
+                  "| A | B | confidence | AURC A − B | 95% CI | p |", "|---|---|---|---|---|---|"]
+        for c in selective["contrasts"]:
+            lines.append(f"| {c['a']} | {c['b']} | {c['confidence']} | {c['diff']:+.4f} | "
+                         f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] | {c['p_value']:.3f} |")
+    if plot:
+        lines += ["", f"![{RISK_COVERAGE_PLOT}]({plot})"]
+    return lines
