@@ -83,6 +83,18 @@ def test_models_are_reused_not_retrained(comparison, tiny_encoder_dir):
         np.testing.assert_array_equal(c["f1"], first[(c["run"], c["decoding"])])
 
 
+def test_a_run_that_only_evaluates_differently_shares_the_model(comparison, tiny_encoder_dir):
+    """Same training options and questions under another run name (here: evaluated in bf16): no new model."""
+    out, results, _ = comparison
+    raw = config_dict(tiny_encoder_dir, seeds=[1],
+                      runs=[{"name": "joint-in-bf16", "heads": "span+bio", "bio_targets": "one-hot", "inference_precision": "bf16"}])
+    again, _ = compare(parse_config(raw), FIXTURES, out, progress=False)
+    trained = {c["model_dir"] for c in results["cells"] if (c["run"], c["seed"]) == ("joint", 1)}
+    assert all(c["reused_model"] and c["precision"] == "bf16" for c in again["cells"])
+    assert {c["model_dir"] for c in again["cells"]} == trained
+    assert not list((out / "models").glob("joint-in-bf16-*"))
+
+
 def test_overlapping_splits_are_refused(tiny_encoder_dir, tmp_path):
     raw = config_dict(tiny_encoder_dir, eval={"path": str(SAMPLE_V1)})
     with pytest.raises(ValueError, match="overlap"):

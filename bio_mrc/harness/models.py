@@ -27,10 +27,14 @@ def obtain_model(
     """Train the run, or reuse it when a model with the same key exists, or resume its interrupted training.
     Returns (dir, train seconds, reused)."""
     config = replace(run.train, seed=seed, init_from=resolve_init_from(run.train.init_from)).with_resolved_precision()
-    model_dir = models_dir / f"{run.name}-seed{seed}-{model_key(config, train_split)}"
-    record = load_run_record(model_dir)  # written last, so a model cut short by a crash is never reused
-    if record is not None and record.get("train") == config.to_dict():
-        return model_dir, float(record["seconds"]), True
+    key = model_key(config, train_split)
+    model_dir = models_dir / f"{run.name}-seed{seed}-{key}"
+    # Its own folder first, then another run's with the same options and questions (a run that only
+    # evaluates differently, e.g. in another precision, shares the model).
+    for candidate in [model_dir, *sorted(models_dir.glob(f"*-seed{seed}-{key}"))]:
+        record = load_run_record(candidate)  # written last, so a model cut short by a crash is never reused
+        if record is not None and record.get("train") == config.to_dict():
+            return candidate, float(record["seconds"]), True
     # A run cut short (a kill, the end of a session) continues from its last checkpoint.
     result = train_model(train_split.examples, config, model_dir, save_checkpoints=True, resume=True, progress=progress,
                          checkpoint_steps=checkpoint_steps)
