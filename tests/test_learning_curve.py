@@ -55,7 +55,10 @@ def curve_results():
         cell.update(run=f"{cell['run']}-10k", train_questions=10_000)
     runs = [{"name": "joint-3k", "encoder": "tiny", "heads": "span+bio"}, {"name": "joint-10k", "encoder": "tiny", "heads": "span+bio"},
             {"name": "span-only-10k", "encoder": "tiny", "heads": "span"}]
-    return {**large, "cells": small["cells"] + large["cells"], "config": {**large["config"], "runs": runs, "seeds": [42]}}
+    run_train = {name: {"description": f"first {n} questions", "questions": n, "question_hash": f"h{n}"}
+                 for name, n in (("joint-3k", 3_000), ("joint-10k", 10_000))}
+    return {**large, "cells": small["cells"] + large["cells"], "config": {**large["config"], "runs": runs, "seeds": [42]},
+            "run_train": run_train}
 
 
 def test_the_report_holds_each_size_the_gap_with_its_paired_interval_and_the_figure(tmp_path):
@@ -79,6 +82,8 @@ def test_the_report_holds_each_size_the_gap_with_its_paired_interval_and_the_fig
     assert curve["gap_trend"]["sizes"] == 2
     report = (tmp_path / "report.md").read_text()
     assert "## Learning curve" in report and "| 10,000 | joint-10k | 42, 43, 44 |" in report
+    assert "- Train, run joint-3k: first 3000 questions: 3000 questions" in report
+    assert "- Train (runs without their own `train_data`): t: 9 questions" in report  # span-only-10k's
     assert "(learning_curve.png)" in report and (tmp_path / "learning_curve.png").stat().st_size > 0
 
 

@@ -206,10 +206,14 @@ def _header_lines(results: dict[str, Any]) -> list[str]:
         f"- Date: {results['date']}; bio_mrc {results['package_version']}; seeds {config['seeds']}",
         f"- Encoder(s): {', '.join(_describe_encoder(e) for e in sorted({r['encoder'] for r in config['runs']}))}",
     ]
-    if results.get("train"):
+    own = results.get("run_train") or {}
+    if results.get("train") and any(run["name"] not in own for run in config["runs"]):
         train = results["train"]
-        lines.append(f"- Train: {train['description']}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
-    else:
+        whose = " (runs without their own `train_data`)" if own else ""
+        lines.append(f"- Train{whose}: {train['description']}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
+    for name, train in own.items():
+        lines.append(f"- Train, run {name}: {train['description']}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
+    if not results.get("train") and not own:
         cv = config["cross_validation"]
         lines.append(f"- Train: {cv['folds']}-fold cross-validation over the evaluation questions (seed {cv['seed']}): "
                      "every question is predicted by the model that did not train on it")
