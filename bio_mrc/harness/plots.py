@@ -252,6 +252,9 @@ def _plot_gap(ax: Any, gaps: list[Mapping[str, Any]], trend: Mapping[str, Any] |
         line_x = np.logspace(np.log10(x.min()), np.log10(end), 50)
         ax.plot(line_x, trend["intercept"] + trend["slope_per_decade"] * np.log10(line_x), "--", color="C1",
                 linewidth=1.0, label=f"trend {trend['slope_per_decade']:+.2f} F1 per 10×")
+        if trend["closing_questions"] is not None and trend["closing_questions"] <= end:
+            ax.plot([trend["closing_questions"]], [0.0], "x", color="C3",
+                    label=f"closes at ≈ {trend['closing_questions']:,.0f} (extrapolated)")
     _questions_axis(ax, x)
     ax.set_ylabel("F1 difference")
     ax.set_title("BIO − span gap (joint models)")
