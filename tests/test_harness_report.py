@@ -305,3 +305,24 @@ def test_end_to_end_on_the_tiny_encoder(tiny_encoder_dir, tmp_path):
     assert "## Selective QA" in report and (tmp_path / "risk_coverage.png").read_bytes().startswith(PNG_MAGIC)
     assert len(saved["cells"][0]["selective"]["right"]) == saved["eval"]["questions"]
     assert "raw" in saved["summary"]["selective"]["cells"]["joint/bio"]
+
+
+def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
+    """Always abstaining scores 100 on each unanswerable question and 0 elsewhere: here 3 of 4."""
+    from bio_mrc.harness.report import against_abstaining
+
+    has_answer = np.array([True, False, False, False])
+    f1 = {"joint/span": np.array([[100.0, 100.0, 0.0, 100.0]]), "joint/bio": np.array([[0.0, 100.0, 100.0, 100.0],
+                                                                                         [50.0, 100.0, 100.0, 0.0]])}
+    reference = against_abstaining(f1, has_answer)
+    assert reference["f1"] == 75.0
+    assert reference["cells"]["joint/span"]["diff"] == pytest.approx(0.0)  # +100 on q0, -100 on q2
+    assert reference["cells"]["joint/bio"]["diff"] == pytest.approx(-6.25)  # seed 1 ties abstaining, seed 2: (50 - 100) / 4
+    results = results_dict(runs=("joint",))
+    results["eval"]["version"] = "2.0"
+    results["eval_examples"] = [Example(ex.id, ex.question, ex.context, ex.answers if i % 2 else ())
+                                for i, ex in enumerate(results["eval_examples"])]
+    summary = write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))
+    assert summary["always_abstain"]["f1"] == 50.0
+    report = (tmp_path / "report.md").read_text()
+    assert "## Against always abstaining (SQuAD 2.0)" in report and "F1 = EM = **50.00**" in report

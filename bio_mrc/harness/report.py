@@ -71,9 +71,24 @@ def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context
     summary = {"rows": rows, **statistics(results["config"], f1_by_seed, answers, seeds=seeds), "breakdowns": breakdowns}
     selective = selective_summary(grouped, [(c["a"], c["b"]) for c in summary["contrasts"]])
     summary = {**summary, "selective": selective} if selective else summary
+    if v2:
+        summary["always_abstain"] = against_abstaining(f1_by_seed, has_answer)
     heads = {run["name"]: run["heads"] for run in results["config"]["runs"]}
     curve = learning_curve(rows, summary["intervals"], summary["comparisons"], heads)
     return {**summary, "learning_curve": curve} if curve else summary
+
+
+def against_abstaining(f1_by_seed: dict[str, np.ndarray], has_answer: np.ndarray) -> dict[str, Any]:
+    """SQuAD 2.0's trivial reader, "always abstain" (F1 100 on an unanswerable question, 0 elsewhere), on
+    the same questions, and each cell's paired difference from it (over seeds × questions with several seeds)."""
+    abstain = np.where(has_answer, 0.0, 100.0)
+    cells = {}
+    for label, f1 in f1_by_seed.items():
+        baseline = np.broadcast_to(abstain, f1.shape)
+        result = (two_level_bootstrap(f1, baseline, n_resamples=1000, seed=0) if len(f1) > 1
+                  else paired_bootstrap(f1[0], abstain, n_resamples=1000, seed=0))
+        cells[label] = result.to_dict()
+    return {"f1": float(abstain.mean()), "cells": cells}
 
 
 def _common_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
@@ -189,7 +204,7 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
     lines = [*_header_lines(results), "", "## Scores", "", *_score_table(results, summary), "",
              "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
              "decode time is that decoding alone. With several seeds, cells are mean ± sd.", "",
-             *_learning_curve_section(summary, plots), *_contrast_section(results, summary),
+             *_abstain_section(summary), *_learning_curve_section(summary, plots), *_contrast_section(results, summary),
              *_interval_section(results, summary, plots), *_tag_table(summary),
              *_calibration_section(summary, plots), *selective_section(summary.get("selective"), plots.get(RISK_COVERAGE_PLOT)),
              *_breakdown_sections(summary, plots), *_figure_sections(summary, plots)]
@@ -323,6 +338,20 @@ def _interval_section(results: dict[str, Any], summary: dict[str, Any], plots: d
     if CELL_PLOT in plots:
         lines += ["", f"![{_what(results, short=True)} per cell with 95% intervals]({plots[CELL_PLOT]})"]
     return lines
+
+
+def _abstain_section(summary: dict[str, Any]) -> list[str]:
+    """SQuAD 2.0: every cell against always abstaining on the same questions."""
+    reference = summary.get("always_abstain")
+    if not reference:
+        return []
+    lines = ["## Against always abstaining (SQuAD 2.0)", "",
+             f"Always abstaining scores F1 = EM = **{reference['f1']:.2f}** on these questions (the share without an "
+             "answer). Each cell's F1 minus that, with its 95% paired bootstrap interval (1000 resamples):", "",
+             "| cell | F1 − always abstain | 95% CI |", "|---|---|---|"]
+    for label, c in reference["cells"].items():
+        lines.append(f"| {label} | {c['diff']:+.2f} | [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}] |")
+    return lines + [""]
 
 
 def _learning_curve_section(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
