@@ -27,8 +27,8 @@ FAMILY_ALPHA = 0.05  # the family-wise error rate of the contrasts (Holm)
 CALIBRATION_PLOT = "reliability diagrams"
 MIXED_RESAMPLING = "per contrast"  # cells were trained with different seeds: each contrast says how it paired
 SEED_MEANS = "questions (seed means)"  # two cells with no seed in common: each cell's mean over its own seeds
-CELL_PLOT = "score per cell"
-LEARNING_CURVE_PLOT = "learning curve"  # the key of the per-cell score figure in the plots of :func:`write_plots`
+CELL_PLOT = "score per cell"  # the key of the per-cell score figure in the plots of :func:`write_plots`
+LEARNING_CURVE_PLOT = "learning curve"  # the key of the learning-curve figure there
 
 
 def token_counts(examples: Sequence[Example], tokenizer: Any) -> tuple[np.ndarray, np.ndarray]:
