@@ -2,7 +2,7 @@
 
 Built from a report's summary when its runs trained on at least two numbers of questions (see
 ``benchmarks/ablations/learning_curve.json``). Pure functions of the summary's rows and paired
-differences; :func:`bio_mrc.harness.plots.plot_learning_curve` draws it.
+differences, and the report's Markdown section; :func:`bio_mrc.harness.plots.plot_learning_curve` draws it.
 """
 
 from __future__ import annotations
@@ -106,3 +106,34 @@ def describe_trend(trend: Mapping[str, Any] | None) -> str:
     flat = " The slope's interval includes 0, so a flat gap fits these points too." if slope_low <= 0 else ""
     return text + (f"If the trend holds, the gap closes at about {trend['closing_questions']:,.0f} training questions; "
                    f"an extrapolation in log-questions beyond the measured sizes.{flat}")
+
+
+def learning_curve_section(curve: Mapping[str, Any] | None, plot: str | None) -> list[str]:
+    """The report's section: F1 of every decoding against training questions, the BIO − span gap per size,
+    its trend and the figure (``plot``, a file name beside the report)."""
+    if not curve:
+        return []
+    decodings = list(dict.fromkeys(p["decoding"] for p in curve["points"]))
+    gaps = {g["run"]: g for g in curve["gaps"]}
+    lines = ["## Learning curve: F1 against training questions", "",
+             "Mean ± sd over a run's seeds, [95% interval]; the gap is the paired BIO − span difference of the same "
+             "model (seeds × questions with several seeds, questions with one).", "",
+             "| training questions | run | seeds | " + " | ".join(decodings) + " | BIO − span [95% CI] |",
+             "|---|---|---|" + "---|" * len(decodings) + "---|"]
+    runs = list(dict.fromkeys((p["train_questions"], p["run"]) for p in curve["points"]))
+    for questions, run in runs:
+        points = {p["decoding"]: p for p in curve["points"] if p["run"] == run}
+        cells = [_curve_cell(points[d]) if d in points else "–" for d in decodings]
+        gap = gaps.get(run)
+        gap_text = f"{gap['diff']:+.2f} [{gap['ci_low']:+.2f}, {gap['ci_high']:+.2f}]" if gap else "–"
+        seeds = ", ".join(map(str, next(iter(points.values()))["seeds"]))
+        lines.append(f"| {questions:,} | {run} | {seeds} | " + " | ".join(cells) + f" | {gap_text} |")
+    lines += ["", describe_trend(curve["gap_trend"])]
+    if plot:
+        lines += ["", f"![F1 and the BIO − span gap against training questions]({plot})"]
+    return lines + [""]
+
+
+def _curve_cell(point: Mapping[str, Any]) -> str:
+    spread = f" ± {point['f1_sd']:.2f}" if point["f1_sd"] is not None else ""
+    return f"{point['f1']:.2f}{spread} [{point['ci_low']:.1f}, {point['ci_high']:.1f}]"

@@ -14,7 +14,7 @@ from ..metrics.multispan import METRIC_NAMES, f1_from_count_sums, metrics_from_c
 from ..metrics.squad import normalize_answer
 from ..types import Example
 from .config import resolve_contrasts
-from .learning_curve import describe_trend, learning_curve
+from .learning_curve import learning_curve, learning_curve_section
 from .selective import RISK_COVERAGE_PLOT, selective_section, selective_summary
 from .stats import (
     agreement, breakdown, format_mean_sd, holm, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word,
@@ -204,7 +204,8 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
     lines = [*_header_lines(results), "", "## Scores", "", *_score_table(results, summary), "",
              "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
              "decode time is that decoding alone. With several seeds, cells are mean ± sd.", "",
-             *_abstain_section(summary), *_learning_curve_section(summary, plots), *_contrast_section(results, summary),
+             *_abstain_section(summary), *learning_curve_section(summary.get("learning_curve"), plots.get(LEARNING_CURVE_PLOT)),
+             *_contrast_section(results, summary),
              *_interval_section(results, summary, plots), *_tag_table(summary),
              *_calibration_section(summary, plots), *selective_section(summary.get("selective"), plots.get(RISK_COVERAGE_PLOT)),
              *_breakdown_sections(summary, plots), *_figure_sections(summary, plots)]
@@ -352,37 +353,6 @@ def _abstain_section(summary: dict[str, Any]) -> list[str]:
     for label, c in reference["cells"].items():
         lines.append(f"| {label} | {c['diff']:+.2f} | [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}] |")
     return lines + [""]
-
-
-def _learning_curve_section(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
-    """F1 of every decoding against training questions, the BIO − span gap per size and its trend."""
-    curve = summary.get("learning_curve")
-    if not curve:
-        return []
-    decodings = list(dict.fromkeys(p["decoding"] for p in curve["points"]))
-    gaps = {g["run"]: g for g in curve["gaps"]}
-    lines = ["## Learning curve: F1 against training questions", "",
-             "Mean ± sd over a run's seeds, [95% interval]; the gap is the paired BIO − span difference of the same "
-             "model (seeds × questions with several seeds, questions with one).", "",
-             "| training questions | run | seeds | " + " | ".join(decodings) + " | BIO − span [95% CI] |",
-             "|---|---|---|" + "---|" * len(decodings) + "---|"]
-    runs = list(dict.fromkeys((p["train_questions"], p["run"]) for p in curve["points"]))
-    for questions, run in runs:
-        points = {p["decoding"]: p for p in curve["points"] if p["run"] == run}
-        cells = [_curve_cell(points[d]) if d in points else "–" for d in decodings]
-        gap = gaps.get(run)
-        gap_text = f"{gap['diff']:+.2f} [{gap['ci_low']:+.2f}, {gap['ci_high']:+.2f}]" if gap else "–"
-        seeds = ", ".join(map(str, next(iter(points.values()))["seeds"]))
-        lines.append(f"| {questions:,} | {run} | {seeds} | " + " | ".join(cells) + f" | {gap_text} |")
-    lines += ["", describe_trend(curve["gap_trend"])]
-    if LEARNING_CURVE_PLOT in plots:
-        lines += ["", f"![F1 and the BIO − span gap against training questions]({plots[LEARNING_CURVE_PLOT]})"]
-    return lines + [""]
-
-
-def _curve_cell(point: dict[str, Any]) -> str:
-    spread = f" ± {point['f1_sd']:.2f}" if point["f1_sd"] is not None else ""
-    return f"{point['f1']:.2f}{spread} [{point['ci_low']:.1f}, {point['ci_high']:.1f}]"
 
 
 def _tag_table(summary: dict[str, Any]) -> list[str]:
