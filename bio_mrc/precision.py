@@ -16,8 +16,8 @@ from typing import ContextManager
 import torch
 
 PRECISIONS = ("fp32", "bf16", "auto")
-# Until an ablation shows bf16 costs no F1 in any decoding, fp32 keeps every number reproducible
-# across machines (auto would train in bf16 on some CPUs and fp32 on others).
+# bf16 costs no F1 (benchmarks/ablations/precision.json), but its numbers depend on the machine's kernels:
+# fp32 keeps every table reproducible to the last digit on any machine; --precision auto is the fast path.
 DEFAULT_PRECISION = "fp32"
 CPU_BF16_FEATURES = ("amx_bf16", "avx512_bf16")
 
