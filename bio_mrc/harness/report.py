@@ -17,7 +17,7 @@ from .config import resolve_contrasts
 from .learning_curve import learning_curve, learning_curve_section
 from .selective import RISK_COVERAGE_PLOT, selective_section, selective_summary
 from .stats import (
-    agreement, breakdown, format_mean_sd, holm, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word,
+    agreement, breakdown, format_present, holm, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word,
     resampling, score_interval, two_level_bootstrap,
 )
 
@@ -189,11 +189,6 @@ def _describe_encoder(name: str) -> str:
         return f"`{DEFAULT_ENCODER}` (the default)"
 
 
-def _fmt(values: Sequence[float | None], digits: int = 2) -> str:
-    values = [v for v in values if v is not None]
-    return format_mean_sd(values, digits) if values else "–"
-
-
 def _seconds(values: Sequence[float]) -> str:
     return f"{np.mean(values):.0f}"
 
@@ -251,8 +246,8 @@ def _score_table(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary["rows"]:
         priors = [p for p in row["bio_length_prior"] if p is not None]
-        cells = [row["run"], row["decoding"], *(_fmt(row[m]) for m in metrics), ", ".join(f"{p:g}" for p in priors) or "–"]
-        cells += [_fmt(row[m]) for m in subsets]
+        cells = [row["run"], row["decoding"], *(format_present(row[m]) for m in metrics), ", ".join(f"{p:g}" for p in priors) or "–"]
+        cells += [format_present(row[m]) for m in subsets]
         if v2:
             cells.append(", ".join("–" if t is None else f"{t:.3f}" for t in row["threshold"]))
         cells += [_seconds(row["train_seconds"]), _seconds(row["inference_seconds"]), f"{np.mean(row['decode_seconds']):.2f}"]
@@ -438,7 +433,7 @@ def _calibration_section(summary: dict[str, Any], plots: dict[str, str]) -> list
              "questions and saved with the model. Expected calibration error over 10 equal-width bins.", "",
              "| cell | ECE raw | ECE calibrated |", "|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['cell']} | {_fmt(r['ece']['raw'], 3)} | {_fmt(r['ece']['calibrated'], 3)} |")
+        lines.append(f"| {r['cell']} | {format_present(r['ece']['raw'], 3)} | {format_present(r['ece']['calibrated'], 3)} |")
     if CALIBRATION_PLOT in plots:
         lines += ["", f"![reliability diagrams]({plots[CALIBRATION_PLOT]})"]
     return lines

@@ -15,7 +15,7 @@ from ..metrics.selective import (
     TARGET_ACCURACIES, aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage,
     subsample_curve,
 )
-from .stats import format_mean_sd, paired_bootstrap_recomputed
+from .stats import format_present, paired_bootstrap_recomputed
 
 KINDS = ("raw", "calibrated")
 RISK_COVERAGE_PLOT = "risk–coverage curves"  # the key of the figure in the report's plots
@@ -91,11 +91,6 @@ def selective_summary(grouped: dict[str, list[dict[str, Any]]], pairs: Sequence[
     return {"cells": {label: _cell_summary(cells) for label, cells in with_data.items()}, "contrasts": contrasts}
 
 
-def _fmt(values: Sequence[float | None], digits: int, scale: float = 1.0) -> str:
-    values = [scale * v for v in values if v is not None]
-    return format_mean_sd(values, digits) if values else "–"
-
-
 def selective_section(selective: dict[str, Any] | None, plot: str | None) -> list[str]:
     """The report's Markdown: the per-cell table, the AURC contrasts, the figure."""
     if not selective:
@@ -115,9 +110,9 @@ def selective_section(selective: dict[str, Any] | None, plot: str | None) -> lis
              "|---|---|---|---|---|---|---|---|---|"]
     for label, kinds in selective["cells"].items():
         for kind, m in kinds.items():
-            lines.append(f"| {label} | {kind} | {_fmt(m['aurc'], 3)} | {_fmt(m['excess_aurc'], 3)} | "
-                         f"{_fmt(m['coverage_at_80'], 1, 100)}% | {_fmt(m['coverage_at_90'], 1, 100)}% | {_fmt(m['ece'], 3)} | {_fmt(m['ice_wrong'], 3)} | "
-                         f"{_fmt(m['macro_ce'], 3)} |")
+            lines.append(f"| {label} | {kind} | {format_present(m['aurc'], 3)} | {format_present(m['excess_aurc'], 3)} | "
+                         f"{format_present(m['coverage_at_80'], 1, 100)}% | {format_present(m['coverage_at_90'], 1, 100)}% | {format_present(m['ece'], 3)} | {format_present(m['ice_wrong'], 3)} | "
+                         f"{format_present(m['macro_ce'], 3)} |")
     if selective["contrasts"]:
         lines += ["", "AURC of the contrasts, A − B (negative: A ranks its answers better), 95% paired bootstrap over the "
                   "questions (and the seeds both cells share), 1000 resamples, p unadjusted:", "",

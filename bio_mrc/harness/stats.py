@@ -23,6 +23,7 @@ __all__ = [
     "bin_labels",
     "breakdown",
     "format_mean_sd",
+    "format_present",
     "group_order",
     "holm",
     "length_bins",
@@ -459,6 +460,12 @@ def mean_sd(values: Sequence[float]) -> tuple[float, float]:
         raise ValueError("mean_sd of no values")
     sd = float(v.std(ddof=1)) if v.size > 1 else 0.0
     return float(v.mean()), sd
+
+
+def format_present(values: Sequence[float | None], digits: int = 2, scale: float = 1.0) -> str:
+    """:func:`format_mean_sd` of the values that are not None (times ``scale``), "–" when none is."""
+    present = [scale * v for v in values if v is not None]
+    return format_mean_sd(present, digits) if present else "–"
 
 
 def format_mean_sd(values: Sequence[float], digits: int = 2) -> str:
