@@ -4,7 +4,7 @@ The page is a comparison's own ``report.html`` (``--comparison DIR``, the output
 compare``) or, by default, one written by ``bio_mrc.harness.report.write_report`` (the function every
 comparison calls) for a synthetic comparison of SQuAD dev's shape: ``--questions`` questions (10,570)
 in paragraphs of 5.1 questions, contexts of 120 ± 50 words, 3.3 gold answers per question, a joint model
-(span, bio and joint decodings, calibrated) and a span-only model, per-word P(B) and P(I) on every word
+(span, bio and joint decodings, calibrated; ``--joint-seeds`` of them) and a span-only model, per-word P(B) and P(I) on every word
 of every question. The synthetic probabilities are noisier than a trained model's (a third of the words
 round to a non-zero byte), so the page is larger than a real one.
 
@@ -46,6 +46,7 @@ def parse_args() -> argparse.Namespace:
     """The options, with the inputs checked: a missing one ends here, before anything heavy loads."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=10_570, help="questions of the synthetic comparison")
+    parser.add_argument("--joint-seeds", type=int, default=1, help="joint models (seeds) of the synthetic comparison, each with word probabilities")
     parser.add_argument("--comparison", default=None, help="time this comparison's report.html instead (a `bio-mrc compare` output folder)")
     parser.add_argument("--output-dir", default="runs/bench-report-html", help="where the synthetic comparison's report is written")
     parser.add_argument("--repeats", type=int, default=3, help="fresh browsers; the medians are reported")
@@ -119,27 +120,34 @@ def tag_bytes(words: list[np.ndarray], spans: np.ndarray, rng: np.random.Generat
     return np.concatenate(rows)
 
 
-def synthetic_results(n: int, seed: int) -> tuple[dict, np.ndarray]:
-    """What ``run_comparison`` returns for a comparison of SQuAD dev's size, browser data included,
-    and each context's length in words."""
+def synthetic_cell(run: str, decoding: str, seed: int, answers: list[str], rng: np.random.Generator) -> dict:
+    """One cell as ``run_comparison`` keeps it: random F1 and confidences, calibrated ones in steps."""
+    n = len(answers)
+    f1 = np.clip(rng.normal(70, 35, n), 0, 100).round(1)
+    raw = np.clip(0.4 * (f1 > 50) + 0.6 * rng.random(n), 0, 1)
+    return {"run": run, "decoding": decoding, "seed": seed, "model_dir": f"/m/{run}-{seed}", "threshold": None, "bio_length_prior": None,
+            "train_seconds": 1.0, "inference_seconds": 1.0, "decode_seconds": 0.1, "answers": answers, "f1": f1, "em": (f1 == 100) * 100.0,
+            "selective": {"right": (f1 > 50).astype(int).tolist(), "confidence": {"raw": raw.tolist(), "calibrated": (raw.round(1) * 0.9).tolist()}}}
+
+
+def synthetic_results(n: int, joint_seeds: int, seed: int) -> tuple[dict, np.ndarray]:
+    """What ``run_comparison`` returns for a comparison of SQuAD dev's size, browser data included (a joint
+    model per seed and one span-only model), and each context's length in words."""
     rng = np.random.default_rng(seed)
     examples, words = synthetic_examples(n, rng)
     counts = np.array([len(w) for w in words])
+    seeds = list(range(42, 42 + joint_seeds))
+    models = [("joint", ["span", "bio", "joint"], s) for s in seeds] + [("span-only", ["span"], 42)]
     cells, browser = [], []
-    for run, decodings in (("joint", ["span", "bio", "joint"]), ("span-only", ["span"])):
+    for run, decodings, model_seed in models:
         spans = np.stack([predicted_offsets(examples, words, rng) for _ in decodings])
         tags = {"word_counts": counts, "word_offsets": np.concatenate(words), "tag_bytes": tag_bytes(words, spans[0], rng)} if run == "joint" else {}
-        browser.append({"run": run, "seed": 42, "data": ModelBrowserData([ex.id for ex in examples], decodings, spans, **tags)})
-        for k, decoding in enumerate(decodings):
-            f1 = np.clip(rng.normal(70, 35, n), 0, 100).round(1)
-            raw = np.clip(0.4 * (f1 > 50) + 0.6 * rng.random(n), 0, 1)
-            answers = [ex.context[s:e] for ex, (s, e) in zip(examples, spans[k])]
-            cells.append({"run": run, "decoding": decoding, "seed": 42, "model_dir": f"/m/{run}", "threshold": None, "bio_length_prior": None,
-                          "train_seconds": 1.0, "inference_seconds": 1.0, "decode_seconds": 0.1, "answers": answers, "f1": f1,
-                          "em": (f1 == 100) * 100.0, "selective": {"right": (f1 > 50).astype(int).tolist(),
-                                                                    "confidence": {"raw": raw.tolist(), "calibrated": (raw.round(1) * 0.9).tolist()}}})
-    config = {"name": "synthetic-dev", "description": f"synthetic, {n} questions of SQuAD dev's shape", "seeds": [42],
-              "runs": [{"name": "joint", "encoder": "synthetic", "heads": "span+bio"}, {"name": "span-only", "encoder": "synthetic", "heads": "span"}]}
+        browser.append({"run": run, "seed": model_seed, "data": ModelBrowserData([ex.id for ex in examples], decodings, spans, **tags)})
+        cells += [synthetic_cell(run, decoding, model_seed, [ex.context[a:b] for ex, (a, b) in zip(examples, spans[k])], rng)
+                  for k, decoding in enumerate(decodings)]
+    config = {"name": "synthetic-dev", "description": f"synthetic, {n} questions of SQuAD dev's shape", "seeds": seeds,
+              "runs": [{"name": "joint", "encoder": "synthetic", "heads": "span+bio"},
+                       {"name": "span-only", "encoder": "synthetic", "heads": "span", "seeds": [42]}]}
     return {"config": config, "package_version": "bench", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
             "train": {"description": "none", "questions": 0, "question_hash": "-"}, "run_train": {},
             "eval": {"description": config["description"], "questions": n, "question_hash": "-", "version": "1.1", "metric": "squad"},
@@ -149,7 +157,7 @@ def synthetic_results(n: int, seed: int) -> tuple[dict, np.ndarray]:
 def write_synthetic_report(args: argparse.Namespace) -> Path:
     output_dir = _common.repo_path(args.output_dir) if not Path(args.output_dir).is_absolute() else Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    results, context_words = synthetic_results(args.questions, args.seed)
+    results, context_words = synthetic_results(args.questions, args.joint_seeds, args.seed)
     answer_words = np.array([len(ex.context[slice(*ex.answers[0][0])].split()) for ex in results["eval_examples"]])
     started = time.perf_counter()
     write_report(results, output_dir, answer_words, context_words)
@@ -196,7 +204,8 @@ def time_page(page: Path) -> dict:
             "const n = performance.getEntriesByType('navigation')[0];"
             "const paint = performance.getEntriesByType('paint').find(p => p.name === 'first-contentful-paint');"
             "return {dom_content_loaded_ms: n.domContentLoadedEventEnd, load_event_ms: n.loadEventEnd,"
-            " first_contentful_paint_ms: paint ? paint.startTime : null, questions: window.bioMrcBrowser.questions,"
+            " first_contentful_paint_ms: paint ? paint.startTime : null, ready_ms: window.bioMrcBrowser.readyMs,"
+            " questions: window.bioMrcBrowser.questions,"
             " shown: window.bioMrcBrowser.shown()};")
         filters = {}
         for name, control, value in FILTERS:
@@ -221,6 +230,7 @@ def main(args: argparse.Namespace) -> None:
     size = page.stat().st_size
     print(f"page: {page} ({size / 2**20:.1f} MiB, {runs[0]['questions']:,} questions)")
     print(f"load (driver.get until the load event, median of {args.repeats}): {load:.3f} s; "
+          f"browser ready (data decoded, first page drawn) {statistics.median(r['ready_ms'] for r in runs):.0f} ms, "
           f"DOMContentLoaded {statistics.median(r['dom_content_loaded_ms'] for r in runs):.0f} ms, "
           f"first contentful paint {statistics.median(r['first_contentful_paint_ms'] or 0 for r in runs):.0f} ms")
     for name, _, _ in FILTERS:
@@ -228,6 +238,7 @@ def main(args: argparse.Namespace) -> None:
     print(f"script errors: {errors or 'none'}")
     print(json.dumps({"benchmark": "report_html", "machine": machine, "chromium": _chromium_version(), "selenium": selenium_version,
                       "page": str(page), "size_bytes": size, "questions": runs[0]["questions"], "load_seconds": round(load, 3),
+                      "ready_ms": round(statistics.median(r["ready_ms"] for r in runs)),
                       "dom_content_loaded_ms": round(statistics.median(r["dom_content_loaded_ms"] for r in runs)),
                       "filter_ms": {k: round(v, 1) for k, v in filters.items()}, "repeats": args.repeats, "script_errors": errors}))
 

@@ -347,7 +347,7 @@
     const view = { picked: null, page: 0, shade: true, rows: new Uint32Array(0) };
     wire(data, view);
     refresh(data, view);
-    window.bioMrcBrowser = { questions: data.n, shown: () => view.rows.length, picked: () => view.picked };
+    window.bioMrcBrowser = { questions: data.n, shown: () => view.rows.length, picked: () => view.picked, readyMs: performance.now() };
   }
 
   start();
