@@ -199,7 +199,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     results, summary = compare(config, data_dir, output_dir, progress=True)
     print(console_table(results, summary))
-    print(f"\nreport: {output_dir / 'report.md'} (also report.json and PNG plots there)")
+    print(f"\nreport: {output_dir / 'report.md'} (also report.html with a question browser, report.json and PNG plots there)")
     return 0
 
 
@@ -214,6 +214,12 @@ def cmd_extract(args: argparse.Namespace) -> int:
         min_span_probability=args.min_span_probability,
     )
     print(json.dumps(extractor(args.question, context).to_dict(), ensure_ascii=False, indent=2))
+    if args.html:
+        from .harness.html_report import extraction_page
+        from .io import atomic_write_text
+
+        atomic_write_text(args.html, extraction_page(extractor, args.question, context))
+        print(f"page: {args.html} (every decoding's answer and the BIO head's word probabilities)", file=sys.stderr)
     return 0
 
 
@@ -311,6 +317,9 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--context-file")
     extract.add_argument("--context")
     extract.add_argument("--decoding", choices=("auto", *DECODINGS), default="auto")
+    extract.add_argument("--html", metavar="OUT.html",
+                         help="also write a page that shows the question as report.html's browser does: every decoding's answer "
+                              "highlighted in the context, its confidence and probability, the BIO head's per-word P(B) and P(I)")
     extract.add_argument("--min-span-probability", type=float, default=MIN_SPAN_PROBABILITY,
                          help="span and joint decodings with --multi-span: drop n-best spans below this probability")
     add_config_options(extract, DecodeConfig, exclude=("require_answer",))

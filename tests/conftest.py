@@ -80,3 +80,45 @@ def tiny_bpe_tokenizer():
         tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
         cls_token="<s>", sep_token="</s>",
     )
+
+
+# A context no page may execute or mangle, and one with a character beyond the BMP (two UTF-16 units in JavaScript).
+HOSTILE_TEXT = "</script><script>alert(1)</script>"
+BROWSER_PARAGRAPHS = [
+    ("The Normans 😀 came from Normandy in France in the 10th century. Rollo was their first ruler. They spoke Norman "
+     "French, built castles across England after 1066, and their ships sailed as far as Sicily and the Holy Land.",
+     [("b1", "What country is Normandy in?", "France"), ("b2", "Who was the first ruler of the Normans?", "Rollo"),
+      ("b3", "When did the Normans come?", "the 10th century")]),
+    (f"The tag {HOSTILE_TEXT} ends a page & <b>bold</b> text stays \"quoted\".",
+     [("b4", "What does the tag <b> hold?", HOSTILE_TEXT), ("b5", "Which text is <b>bold</b>?", "bold")]),
+]
+
+
+def write_browser_eval_file(path: Path) -> Path:
+    """Five SQuAD v1.1 questions on two paragraphs: an emoji before the answers, a context that holds ``</script>``."""
+    import json
+
+    paragraphs = [{"context": context, "qas": [{"id": qid, "question": question,
+                                                "answers": [{"text": answer, "answer_start": context.index(answer)}]}
+                                               for qid, question, answer in questions]}
+                  for context, questions in BROWSER_PARAGRAPHS]
+    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "Browser", "paragraphs": paragraphs}]}), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser_comparison(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """A tiny comparison (a joint model and a span-only one, one seed) on the questions above: (output dir, results, summary)."""
+    from bio_mrc.harness.compare import compare
+    from bio_mrc.harness.config import parse_config
+
+    folder = tmp_path_factory.mktemp("browser-comparison")
+    raw = {
+        "name": "browser", "train": {"path": str(SAMPLE_V1)}, "eval": {"path": str(write_browser_eval_file(folder / "eval.json"))},
+        "defaults": {"encoder": str(tiny_encoder_dir), "max_seq_length": 48, "doc_stride": 16, "max_query_length": 12,
+                     "epochs": 2, "batch_size": 4, "learning_rate": 1e-3},
+        "runs": [{"name": "joint", "heads": "span+bio", "bio_targets": "one-hot"}, {"name": "span-only", "heads": "span"}],
+        "seeds": [1],
+    }
+    results, summary = compare(parse_config(raw), FIXTURES, folder / "out", progress=False)
+    return folder / "out", results, summary

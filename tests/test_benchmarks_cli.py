@@ -109,6 +109,12 @@ def test_a_model_that_is_not_there(where: str, tmp_path: Path, empty_data: Path)
     assert_one_line_failure(result, "no model folder at", "--model")
 
 
+@pytest.mark.parametrize("where", WHERE)
+def test_a_comparison_without_a_report_page(where: str, tmp_path: Path, empty_data: Path):
+    result = run_script(REPO, "bench_report_html.py", where, "--comparison", str(tmp_path), data_dir=empty_data)
+    assert_one_line_failure(result, f"no report.html in {tmp_path}", "--comparison", "synthetic")
+
+
 def test_a_data_file_that_is_not_there(tmp_path: Path, empty_data: Path):
     result = run_script(REPO, "bench_training.py", "benchmarks", "--data", str(tmp_path / "train.json"), data_dir=empty_data)
     assert_one_line_failure(result, "no data file at", "--data FILE")

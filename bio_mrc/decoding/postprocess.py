@@ -159,6 +159,14 @@ def merge_tag_log_probs(outputs: WindowOutputs, n_examples: int) -> MergedTokens
     return merge_windows(view, view.bio_log_probs, n_examples)
 
 
+def word_tag_probabilities(merged: MergedTokens) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The BIO head's P(B) and P(I) of every tagged word of every example, from merged tag
+    log-probabilities (:func:`merge_tag_log_probs`), the examples one after another, each in
+    context order: (words per example (E,), character offsets (W, 2), probabilities (W, 2): B, I)."""
+    mask = merged.mask  # each row's words fill its first slots, in context order
+    return mask.sum(axis=1), merged.offsets[mask], np.exp(merged.values[mask][:, [TAG_B, TAG_I]])
+
+
 def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
     """:func:`decode_bio_predictions` from already merged tag log-probabilities (merge once, decode many ways)."""
     log_probs = merged.values + np.where(np.arange(3) == TAG_I, config.bio_length_prior or 0.0, 0.0)

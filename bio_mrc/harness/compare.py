@@ -27,6 +27,7 @@ from ..inference.tuning import TunedSettings
 from ..io import atomic_write_json
 from ..model_card import record_evaluation
 from ..types import content_hash
+from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, calibration_cell, decode_cell, pool, score_cell
 from .config import CompareConfig, RunSpec
 from .models import obtain_model
@@ -79,10 +80,13 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
     output_dir.mkdir(parents=True, exist_ok=True)
     splits = resolve_splits(config, data_dir)
     cells: list[dict[str, Any]] = []
+    browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
     for run in config.runs:
         for seed in config.run_seeds(run):
             score = _score_folds if splits.folds else _score_trained_run
-            cells += score(run, seed, config, splits, output_dir, progress)
+            run_cells, browser_data = score(run, seed, config, splits, output_dir, progress)
+            cells += run_cells
+            browser.append({"run": run.name, "seed": seed, "data": browser_data})
     return {
         "config": config.to_dict(),
         "package_version": __version__,
@@ -93,6 +97,7 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
         "tune": splits.tune.describe() if splits.tune else None,
         "eval_examples": splits.eval.examples,
         "cells": [{**cell, **{k: np.asarray(cell[k]) for k in ("em", "f1", "counts") if k in cell}} for cell in cells],
+        "browser": browser,
     }
 
 
@@ -111,26 +116,31 @@ def train_models(config: CompareConfig, data_dir: str | Path, output_dir: str | 
 
 def _score_trained_run(
     run: RunSpec, seed: int, config: CompareConfig, splits: Splits, output_dir: Path, progress: bool
-) -> list[dict[str, Any]]:
-    """The cells of one run and seed trained on its training split (read back when cached)."""
+) -> tuple[list[dict[str, Any]], ModelBrowserData]:
+    """The cells of one run and seed trained on its training split, and the model's browser data
+    (both read back when cached)."""
     train_split = splits.train_for(run)
     model_dir, train_seconds, reused = obtain_model(run, seed, train_split, output_dir / "models", progress, config.checkpoint_steps)
     cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits, run)}.json"
+    browser_cache = cache.with_suffix(".browser.npz")
     model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
-    if model_cells is None:
+    browser = load_browser_data(browser_cache) if model_cells is not None else None
+    if model_cells is None or browser is None:
         trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
-        model_cells = _score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress)
+        model_cells, browser = _score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress)
         cache.parent.mkdir(parents=True, exist_ok=True)
+        save_browser_data(browser, browser_cache)  # first: cached cells always have their browser data
         atomic_write_json(cache, model_cells)
     return [{**cell, "train_seconds": train_seconds, "reused_model": reused, "train_questions": len(train_split.examples)}
-            for cell in model_cells]
+            for cell in model_cells], browser
 
 
 def _score_folds(
     run: RunSpec, seed: int, config: CompareConfig, splits: Splits, output_dir: Path, progress: bool
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], ModelBrowserData]:
     """Cross-validation: one model per fold, each question decoded by the model that did not train on it."""
     decoded: dict[str, list[DecodedCell]] = {}
+    browser_parts = []
     inference_seconds = train_seconds = 0.0
     reused_all, model_dirs = True, []
     for train_fold, held_out in splits.folds:
@@ -143,6 +153,7 @@ def _score_folds(
         for decoding in available_decodings(run.train.heads):
             threshold = tuned.thresholds.get(threshold_key(decoding))
             decoded.setdefault(decoding, []).append(decode_cell(outputs, held_out, decoding, decode_config, threshold))
+        browser_parts.append(model_browser_data(outputs, held_out.examples, {d: parts[-1].predictions for d, parts in decoded.items()}))
         train_seconds, inference_seconds, reused_all = train_seconds + seconds, inference_seconds + inference, reused_all and reused
     cells = []
     for decoding, parts in decoded.items():
@@ -151,7 +162,7 @@ def _score_folds(
                       "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None,
                       "train_seconds": train_seconds, "reused_model": reused_all,
                       "train_questions": len(splits.folds[0][0].examples)})
-    return cells
+    return cells, pool_browser_data(browser_parts, splits.eval.ids)
 
 
 def timed_windows(trained: TrainedModel, split: Split, progress: bool) -> tuple[WindowOutputs, float]:
@@ -189,15 +200,17 @@ def _tuned_decoding(
 def _score_model(
     trained: TrainedModel, run: RunSpec, seed: int, options: DecodeConfig, splits: Splits, eval_split: Split,
     output_dir: Path, progress: bool,
-) -> list[dict[str, Any]]:
-    """Every decoding of one trained model on the evaluation questions, tuned on the tuning questions."""
+) -> tuple[list[dict[str, Any]], ModelBrowserData]:
+    """Every decoding of one trained model on the evaluation questions, tuned on the tuning questions;
+    and the model's browser data."""
     outputs, inference_seconds = timed_windows(trained, eval_split, progress)
     tuned, saved = _tuned_decoding(trained, run, options, splits.tune, progress)
     decode_config = tuned.decode_config
-    cells = []
+    cells, predictions = [], {}
     for decoding in available_decodings(run.train.heads):
         threshold = tuned.thresholds.get(threshold_key(decoding))
         decoded = decode_cell(outputs, eval_split, decoding, decode_config, threshold)
+        predictions[decoding] = decoded.predictions
         cell = _finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
         cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold, "precision": trained.precision,
                       "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None,
@@ -206,7 +219,7 @@ def _score_model(
             cells[-1]["tuning_saved_with_model"] = saved
     # The model's card (README.md) shows these scores: kept in its evaluation record.
     record_evaluation(trained.path, cells, {"eval": eval_split, "train": splits.train_for(run), "tune": splits.tune}, vars(options))
-    return cells
+    return cells, model_browser_data(outputs, eval_split.examples, predictions)
 
 
 def _finish_cell(
@@ -233,7 +246,8 @@ def _cells_key(config: CompareConfig, splits: Splits, run: RunSpec) -> str:
 
 # Modules that only render cells into a report: a change to them leaves the cached cells valid.
 REPORT_ONLY_SOURCES = frozenset({"cli.py", "harness/report.py", "harness/plots.py", "harness/stats.py", "harness/learning_curve.py",
-                                 "harness/selective.py", "metrics/selective.py"})
+                                 "harness/selective.py", "metrics/selective.py", "harness/html_report.py",
+                                 "harness/browser_payload.py", "harness/markdown_html.py"})
 
 
 @functools.lru_cache(maxsize=1)

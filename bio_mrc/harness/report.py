@@ -14,6 +14,7 @@ from ..metrics.multispan import METRIC_NAMES, f1_from_count_sums, metrics_from_c
 from ..metrics.squad import normalize_answer
 from ..types import Example
 from .config import resolve_contrasts
+from .html_report import write_html_report
 from .learning_curve import learning_curve, learning_curve_section
 from .selective import RISK_COVERAGE_PLOT, selective_section, selective_summary
 from .stats import (
@@ -61,12 +62,7 @@ def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context
     f1_by_seed = {label: np.array([c["f1"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
     seeds = {label: [c["seed"] for c in cells] for label, cells in grouped.items()}
     per_question_f1 = {label: f1.mean(axis=0) for label, f1 in f1_by_seed.items()}
-    groups = {
-        "answer length (tokens)": length_bins(answer_tokens, ANSWER_LENGTH_EDGES) if not v2 else
-        np.where(has_answer, length_bins(np.maximum(answer_tokens, 1), ANSWER_LENGTH_EDGES), "no answer"),
-        "question word": np.array([question_word(ex.question) for ex in examples]),
-        "context length (tokens)": length_bins(context_tokens, CONTEXT_LENGTH_EDGES),
-    }
+    groups = question_groups(examples, answer_tokens, context_tokens, v2)
     breakdowns = {name: breakdown(per_question_f1, labels) for name, labels in groups.items()}
     summary = {"rows": rows, **statistics(results["config"], f1_by_seed, answers, seeds=seeds), "breakdowns": breakdowns}
     selective = selective_summary(grouped, [(c["a"], c["b"]) for c in summary["contrasts"]])
@@ -76,6 +72,20 @@ def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context
     heads = {run["name"]: run["heads"] for run in results["config"]["runs"]}
     curve = learning_curve(rows, summary["intervals"], summary["comparisons"], heads)
     return {**summary, "learning_curve": curve} if curve else summary
+
+
+def question_groups(
+    examples: Sequence[Example], answer_tokens: np.ndarray, context_tokens: np.ndarray, v2: bool
+) -> dict[str, np.ndarray]:
+    """Each question's group in the breakdowns (and the question browser's filters): by the length of
+    its first gold answer and of its context in tokens, and by its question word."""
+    has_answer = np.array([ex.is_answerable for ex in examples])
+    return {
+        "answer length (tokens)": length_bins(answer_tokens, ANSWER_LENGTH_EDGES) if not v2 else
+        np.where(has_answer, length_bins(np.maximum(answer_tokens, 1), ANSWER_LENGTH_EDGES), "no answer"),
+        "question word": np.array([question_word(ex.question) for ex in examples]),
+        "context length (tokens)": length_bins(context_tokens, CONTEXT_LENGTH_EDGES),
+    }
 
 
 def against_abstaining(f1_by_seed: dict[str, np.ndarray], has_answer: np.ndarray) -> dict[str, Any]:
@@ -440,16 +450,22 @@ def _calibration_section(summary: dict[str, Any], plots: dict[str, str]) -> list
 
 
 def write_report(results: dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> dict[str, Any]:
-    """Write ``report.json``, ``report.md`` and the plots; return the summary."""
+    """Write ``report.json``, ``report.md``, the plots and ``report.html`` (the report and a question
+    browser in one self-contained file); return the summary. The browser's data (``results["browser"]``,
+    per-word probabilities among it) stays out of ``report.json``."""
     output_dir = Path(output_dir)
     summary = summarise(results, answer_tokens, context_tokens)
     plots = write_plots(results, summary, output_dir)
-    serialisable = {k: v for k, v in results.items() if k not in ("cells", "eval_examples")}
+    serialisable = {k: v for k, v in results.items() if k not in ("cells", "eval_examples", "browser")}
     serialisable["cells"] = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in c.items()} for c in results["cells"]]
     serialisable["eval_ids"] = [ex.id for ex in results["eval_examples"]]
     serialisable["summary"] = summary
     atomic_write_json(output_dir / "report.json", serialisable, indent=1, default=float)
-    atomic_write_text(output_dir / "report.md", render_markdown(results, summary, plots))
+    markdown = render_markdown(results, summary, plots)
+    atomic_write_text(output_dir / "report.md", markdown)
+    squad = results["eval"].get("metric") != "multispan"
+    groups = question_groups(results["eval_examples"], answer_tokens, context_tokens, results["eval"]["version"] == "2.0") if squad else {}
+    write_html_report(results, summary, markdown, output_dir, groups)
     return summary
 
 

@@ -1,0 +1,120 @@
+"""The Markdown that ``report.md`` is written in, as HTML: headings, paragraphs, bullet lists, pipe tables,
+fenced code, and inline code, bold, italic, links and images. Only that subset: the report is the only
+input. Every text is HTML-escaped; a link keeps its target only when it is relative or http(s)/mailto,
+and an image's source goes through ``image_source`` (report.html embeds each plot as a data URI).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Callable
+
+ImageSource = Callable[[str], "str | None"]  # a Markdown image path -> the src to use, None when there is none
+
+_INLINE = re.compile(
+    r"(?P<ticks>`+)(?P<code>.+?)(?P=ticks)"
+    r"|!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)"
+    r"|\[(?P<text>[^\]]+)\]\((?P<href>[^)\s]+)\)"
+    r"|\*\*(?P<bold>.+?)\*\*"
+    r"|(?<![\w*])\*(?P<em>[^*\s](?:[^*]*[^*\s])?)\*(?![\w*])"
+)
+_SAFE_LINK = re.compile(r"^(?:https?:|mailto:|#|[^:]*$)", re.I)  # no javascript: or data: targets
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
+_BULLET = re.compile(r"^[-*]\s+")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _no_image(src: str) -> None:
+    return None
+
+
+def inline_html(text: str, image_source: ImageSource = _no_image) -> str:
+    """One line's inline Markdown as HTML, everything else escaped."""
+    parts, last = [], 0
+    for match in _INLINE.finditer(text):
+        parts.append(html.escape(text[last:match.start()]))
+        parts.append(_inline_element(match, image_source))
+        last = match.end()
+    parts.append(html.escape(text[last:]))
+    return "".join(parts)
+
+
+def _inline_element(match: re.Match, image_source: ImageSource) -> str:
+    if match.group("ticks"):
+        return f"<code>{html.escape(match.group('code').strip())}</code>"
+    if match.group("src") is not None:
+        alt = html.escape(match.group("alt"))
+        src = image_source(match.group("src"))
+        return f'<img src="{html.escape(src)}" alt="{alt}">' if src else f"<em>[{alt}: image not found]</em>"
+    if match.group("href") is not None:
+        text, href = inline_html(match.group("text"), image_source), match.group("href")
+        return f'<a href="{html.escape(href)}">{text}</a>' if _SAFE_LINK.match(href) else text
+    if match.group("bold") is not None:
+        return f"<strong>{inline_html(match.group('bold'), image_source)}</strong>"
+    return f"<em>{inline_html(match.group('em'), image_source)}</em>"
+
+
+def slug(heading: str) -> str:
+    """An anchor for a heading: lower case, punctuation dropped, spaces to hyphens (as GitHub makes them)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _table_cells(line: str) -> list[str]:
+    line = line.strip()
+    line = line[1:] if line.startswith("|") else line
+    line = line[:-1] if line.endswith("|") and not line.endswith("\\|") else line
+    return [cell.strip().replace("\\|", "|") for cell in _CELL_SPLIT.split(line)]
+
+
+def _table(lines: list[str], image_source: ImageSource) -> str:
+    """A pipe table: header, rule, rows."""
+    head = "".join(f"<th>{inline_html(c, image_source)}</th>" for c in _table_cells(lines[0]))
+    rows = ["<tr>" + "".join(f"<td>{inline_html(c, image_source)}</td>" for c in _table_cells(line)) + "</tr>" for line in lines[2:]]
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _block_end(lines: list[str], start: int, belongs: Callable[[str], bool]) -> int:
+    end = start
+    while end < len(lines) and belongs(lines[end]):
+        end += 1
+    return end
+
+
+def markdown_to_html(markdown: str, image_source: ImageSource = _no_image) -> str:
+    """``report.md``'s Markdown as an HTML fragment (see the module docstring for the subset)."""
+    lines, out, i = markdown.splitlines(), [], 0
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+        elif line.startswith("```"):
+            end = _block_end(lines, i + 1, lambda text: not text.startswith("```"))
+            language = line[3:].strip()
+            attribute = f' class="language-{html.escape(language)}"' if language else ""
+            out.append(f"<pre><code{attribute}>{html.escape(chr(10).join(lines[i + 1:end]))}</code></pre>")
+            i = end + 1
+        elif heading := _HEADING.match(line):
+            level, text = len(heading.group(1)), heading.group(2)
+            out.append(f'<h{level} id="{html.escape(slug(text))}">{inline_html(text, image_source)}</h{level}>')
+            i += 1
+        elif line.lstrip().startswith("|") and i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]):
+            end = _block_end(lines, i + 2, lambda text: text.lstrip().startswith("|"))
+            out.append(_table(lines[i:end], image_source))
+            i = end
+        elif _BULLET.match(line):
+            end = _block_end(lines, i, lambda text: bool(_BULLET.match(text)))
+            items = "".join(f"<li>{inline_html(_BULLET.sub('', text, count=1), image_source)}</li>" for text in lines[i:end])
+            out.append(f"<ul>{items}</ul>")
+            i = end
+        else:
+            end = _block_end(lines, i, lambda text: bool(text.strip()) and not _starts_block(text))
+            end = max(end, i + 1)
+            out.append(f"<p>{inline_html(' '.join(text.strip() for text in lines[i:end]), image_source)}</p>")
+            i = end
+    return "\n".join(out)
+
+
+def _starts_block(line: str) -> bool:
+    return line.startswith("```") or bool(_HEADING.match(line)) or bool(_BULLET.match(line)) or line.lstrip().startswith("|")
