@@ -51,6 +51,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--output-dir", default="runs/bench-report-html", help="where the synthetic comparison's report is written")
     parser.add_argument("--repeats", type=int, default=3, help="fresh browsers; the medians are reported")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--screenshot", default=None,
+                        help="also save a PNG of the question browser: A and B disagree, the first such question opened")
     args = parser.parse_args()
     if args.comparison:
         found = _common.existing_input(args.comparison)
@@ -217,6 +219,20 @@ def time_page(page: Path) -> dict:
         driver.quit()
 
 
+def screenshot(page: Path, output: Path) -> None:
+    """The question browser as a reader meets it: the questions where A and B disagree, the first one opened."""
+    driver = chromium()
+    try:
+        driver.get(page.resolve().as_uri() + "#questions")
+        driver.execute_async_script(TIME_FILTER, "#filter-agree", "disagree")
+        driver.execute_script("document.querySelector('#list tbody tr').click();")
+        output.parent.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(output))
+    finally:
+        driver.quit()
+    print(f"screenshot: {output}", file=sys.stderr)
+
+
 def main(args: argparse.Namespace) -> None:
     page = args.comparison / "report.html" if args.comparison else write_synthetic_report(args)
     from selenium import __version__ as selenium_version
@@ -236,6 +252,8 @@ def main(args: argparse.Namespace) -> None:
     for name, _, _ in FILTERS:
         print(f"filter {name}: {filters[name]:.1f} ms, {runs[0]['filters'][name][1]:,} questions shown")
     print(f"script errors: {errors or 'none'}")
+    if args.screenshot:
+        screenshot(page, Path(args.screenshot))
     print(json.dumps({"benchmark": "report_html", "machine": machine, "chromium": _chromium_version(), "selenium": selenium_version,
                       "page": str(page), "size_bytes": size, "questions": runs[0]["questions"], "load_seconds": round(load, 3),
                       "ready_ms": round(statistics.median(r["ready_ms"] for r in runs)),

@@ -58,7 +58,7 @@ class BioMrcConfig(PreTrainedConfig):
     max_query_length: int | None = None
     no_answer_thresholds: dict | None = None
     bio_length_prior: float | None = None  # the BIO decoding's span-length prior, tuned on held-out questions
-    calibration: dict | None = None  # per decoding: isotonic knots from raw confidence to P(answer right)
+    calibration: dict | None = None  # per decoding: the beta calibration of raw confidence to P(answer right)
     tuned_on: dict | None = None
     bio_mrc_format: int = MODEL_FORMAT
 

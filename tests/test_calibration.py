@@ -1,12 +1,12 @@
-"""Calibration: ECE by hand, the isotonic calibrator, raw confidences, and the target on synthetic data."""
+"""Calibration: ECE by hand, the beta calibrator, raw confidences, and the target on synthetic data."""
 
 import math
 
 import numpy as np
 import pytest
-from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
 
-from bio_mrc.inference.calibration import answer_is_right, calibrate, fit_calibrator, raw_confidence
+from bio_mrc.inference.calibration import answer_is_right, calibrate, calibrated_probability, fit_calibrator, raw_confidence
 from bio_mrc.metrics.calibration import expected_calibration_error, reliability_bins
 from bio_mrc.types import AnswerSpan, Prediction
 
@@ -29,14 +29,50 @@ def test_ece_is_zero_for_perfect_calibration_and_refuses_non_probabilities():
         expected_calibration_error(np.array([1.5]), np.array([1]))
 
 
-def test_the_saved_calibrator_is_scikit_learns_isotonic_regression():
+def test_the_saved_calibrator_is_beta_calibration():
     rng = np.random.default_rng(0)
     raw = rng.random(400)
     right = (rng.random(400) < raw**3).astype(float)  # overconfident raw scores
     calibrator = fit_calibrator(raw, right)
-    isotonic = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(raw, right)
-    probe = np.linspace(-0.2, 1.2, 57)
-    np.testing.assert_array_equal(calibrate(probe, calibrator), isotonic.predict(probe))
+    assert calibrator["method"] == "beta" and calibrator["a"] >= 0 and calibrator["b"] >= 0
+    features = np.column_stack([np.log(raw), -np.log(1 - raw)])
+    reference = LogisticRegression(C=1e6, max_iter=1000).fit(features, right)
+    probe = np.linspace(0.01, 0.99, 57)
+    expected = reference.predict_proba(np.column_stack([np.log(probe), -np.log(1 - probe)]))[:, 1]
+    np.testing.assert_allclose(calibrate(probe, calibrator), expected, atol=1e-6)
+    assert (np.diff(calibrate(probe, calibrator)) > 0).all()  # monotone: the raw ranking is kept, with no ties
+
+
+def test_beta_calibration_by_hand_and_at_the_edges():
+    calibrator = {"method": "beta", "a": 2.0, "b": 1.0, "c": 0.5}
+    p = 0.3  # sigmoid(2 ln 0.3 - ln 0.7 + 0.5)
+    assert calibrate(np.array([p]), calibrator)[0] == pytest.approx(1 / (1 + math.exp(-(2 * math.log(p) - math.log(0.7) + 0.5))))
+    assert np.isfinite(calibrate(np.array([0.0, 1.0]), calibrator)).all()  # raw 0 and 1 are clipped, not infinite
+
+
+def test_a_negative_weight_is_dropped_so_the_map_stays_monotone():
+    rng = np.random.default_rng(3)
+    raw = rng.random(2000)
+    right = (rng.random(2000) < 0.2 + 0.6 * (np.abs(raw - 0.5) < 0.25)).astype(float)  # non-monotone truth
+    calibrator = fit_calibrator(raw, right)
+    assert calibrator["a"] >= 0 and calibrator["b"] >= 0
+    assert (np.diff(calibrate(np.linspace(0.01, 0.99, 99), calibrator)) >= 0).all()
+
+
+def test_all_right_or_all_wrong_tuning_questions_give_their_rate():
+    assert calibrate(np.array([0.1, 0.9]), fit_calibrator(np.array([0.2, 0.7, 0.9]), np.zeros(3))) == pytest.approx(1e-6, abs=1e-9)
+    assert calibrate(np.array([0.1]), fit_calibrator(np.array([0.2, 0.7]), np.ones(2)))[0] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_calibrators_of_earlier_versions_still_apply_to_their_raw_score():
+    isotonic = {"x": [0.0, 0.6, 1.0], "y": [0.1, 0.4, 0.9]}  # knots, as earlier versions saved them
+    bio = [Prediction("q", [AnswerSpan("a", 0, 1, 0.0), AnswerSpan("b", 2, 3, 0.0)])]
+    # BIO's old raw score was sigmoid(r) of the best span (0.5 at r = 0), not its n-best share (also 0.5 here)
+    assert calibrated_probability(bio, "bio", isotonic) == pytest.approx([np.interp(0.5, isotonic["x"], isotonic["y"])])
+    bio = [Prediction("q", [AnswerSpan("a", 0, 1, 2.0)])]
+    assert calibrated_probability(bio, "bio", isotonic) == pytest.approx([np.interp(1 / (1 + math.exp(-2.0)), isotonic["x"], isotonic["y"])])
+    span = [Prediction("q", [AnswerSpan("a", 0, 1, 2.0)])]  # the n-best share: 1.0
+    assert calibrated_probability(span, "span", isotonic) == pytest.approx([0.9])
 
 
 def test_calibration_brings_ece_down_on_held_out_data():
@@ -50,12 +86,10 @@ def test_calibration_brings_ece_down_on_held_out_data():
     assert before > 0.2 and after < 0.03
 
 
-def test_raw_confidences():
+def test_raw_confidences_are_n_best_shares_for_every_decoding():
     spans = [AnswerSpan("a", 0, 1, 2.0), AnswerSpan("b", 2, 3, 0.0)]
-    span = raw_confidence([Prediction("q", spans), Prediction("empty")], "span")
-    assert span.tolist() == pytest.approx([1 / (1 + math.exp(-2.0)), 0.0])  # softmax over the n-best
-    bio = raw_confidence([Prediction("q", [AnswerSpan("a", 0, 1, 1.5)])], "bio")
-    assert bio.tolist() == pytest.approx([1 / (1 + math.exp(-1.5))])  # best span against all-O
+    shares = raw_confidence([Prediction("q", spans), Prediction("empty")])
+    assert shares.tolist() == pytest.approx([1 / (1 + math.exp(-2.0)), 0.0])  # softmax over the n-best
 
 
 def test_right_means_official_f1_above_one_half():

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bio_mrc.decoding.tags import best_tag_spans, likeliest_tag_spans, tag_gains
+from bio_mrc.decoding.tags import best_tag_spans, likeliest_tag_spans, span_posteriors, tag_gains
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 
 
@@ -137,3 +137,28 @@ def test_holes_are_refused_by_the_single_span_search():
 def test_invalid_length():
     with pytest.raises(ValueError, match="max_span_length"):
         best_tag_spans(np.zeros((1, 2, 3)), np.ones((1, 2), bool), 0)
+
+
+def test_span_posteriors_by_hand():
+    # valid sequences and their probabilities: BB .06, BI .30, BO .24, OB .02, OO .08 (OI is not valid), Z = .70
+    probs = np.array([[[0.6, 0.2, 0.2], [0.1, 0.5, 0.4]]])
+    posterior = span_posteriors(np.log(probs), np.ones((1, 2), dtype=bool), [0, 0, 0], [0, 0, 1], [0, 1, 1])
+    np.testing.assert_allclose(posterior, [0.30 / 0.70, 0.30 / 0.70, 0.08 / 0.70])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_span_posteriors_match_brute_force(seed):
+    log_probs, mask = random_case(seed, length=6)
+    rows, starts, ends = zip(*[(n, i, j) for n in range(len(mask)) for i in range(6) for j in range(i, 6)])
+    posterior = span_posteriors(log_probs, mask, rows, starts, ends)
+    for n in range(len(mask)):
+        mass = {}
+        total = 0.0
+        for tags in legal_sequences(mask[n], max_len=6):
+            p = math.exp(sequence_log_prob(log_probs[n], tags))
+            total += p
+            for span in spans_of(tags):
+                mass[span] = mass.get(span, 0.0) + p
+        for row, i, j, value in zip(rows, starts, ends, posterior):
+            if row == n:
+                assert value == pytest.approx(mass.get((i, j), 0.0) / total, abs=1e-12), (n, i, j)

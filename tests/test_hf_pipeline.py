@@ -94,7 +94,7 @@ def test_the_best_answers_score_is_the_raw_confidence_calibration_starts_from(qa
     examples, _ = extractor.examples(QUESTIONS, CONTEXT)
     predictions = extractor.predict(extractor.trained.windows(examples), examples, decoding=decoding)
     results = qa(question=QUESTIONS, context=CONTEXT, decoding=decoding)
-    assert [r["score"] for r in results] == pytest.approx(raw_confidence(predictions, decoding).tolist())
+    assert [r["score"] for r in results] == pytest.approx(raw_confidence(predictions).tolist())
 
 
 def test_max_answer_len_bounds_the_answers(qa):

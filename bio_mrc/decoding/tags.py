@@ -20,7 +20,10 @@ span, up to the constant ``log P(all O)``. Every BIO decision reads ``r``:
   span is longer than ``max_span_length`` (:func:`likeliest_tag_spans`): the
   non-overlapping spans with the largest total ``r``. Each has ``r >= 0`` (else
   tagging it O would be more probable) and is ranked by ``r``;
-* the no-answer score is ``-max r = log P(all O) - log P(best single span)``.
+* the no-answer score is ``-max r = log P(all O) - log P(best single span)``;
+* a span's confidence is its posterior (:func:`span_posteriors`): the probability
+  that the tag sequence holds exactly that span, against every valid sequence (any
+  number of spans; ``I`` never follows ``O``), by forward–backward over the tag lattice.
 
 An over-long span is never cut to its first tokens: the length limit is a
 constraint of the search.
@@ -119,6 +122,54 @@ def _trace_back(back: np.ndarray, open_at: np.ndarray, cumulative: np.ndarray) -
     order = np.lexsort((starts, rows))
     rows, starts, ends = rows[order], starts[order], ends[order]
     return TagSpans(rows, starts, ends, open_at[rows, starts] + cumulative[rows, ends])
+
+
+def span_posteriors(
+    log_probs: np.ndarray, mask: np.ndarray, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> np.ndarray:
+    """P(tokens ``start..end`` are tagged ``B I … I`` and the next token is not ``I``) for each
+    (row, start, end), under the tags' distribution restricted to valid sequences (no ``I`` first
+    or after ``O``; masked-out tokens are ``O``): the answer's probability against all alternatives,
+    other spans beside it included. Forward–backward in log space, rows together."""
+    log_probs, mask = np.asarray(log_probs, dtype=np.float64), np.asarray(mask, dtype=bool)
+    forward, backward, log_z = _forward_backward(log_probs, mask)
+    rows, starts, ends = (np.asarray(a, dtype=np.int64) for a in (rows, starts, ends))
+    log_u = _masked_tag_log_probs(log_probs, mask)
+    inside = np.cumsum(np.where(mask, log_u[..., TAG_I], 0.0), axis=1)
+    holes = np.cumsum(~mask, axis=1)  # a span over a masked-out token has probability 0
+    untagged = ~mask[rows, starts] | (holes[rows, ends] > holes[rows, starts])
+    before = np.where(starts > 0, np.logaddexp.reduce(forward[rows, np.maximum(starts - 1, 0)], axis=-1), 0.0)
+    span = log_u[rows, starts, TAG_B] + inside[rows, ends] - inside[rows, starts]
+    length = log_u.shape[1]
+    after_token = np.minimum(ends + 1, length - 1)
+    closed = log_u[rows, after_token][:, [TAG_B, TAG_O]] + backward[rows, after_token][:, [TAG_B, TAG_O]]
+    after = np.where(ends + 1 < length, np.logaddexp.reduce(closed, axis=-1), 0.0)
+    return np.where(untagged, 0.0, np.exp(before + span + after - log_z[rows]))
+
+
+def _masked_tag_log_probs(log_probs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Tag log-probabilities with masked-out tokens forced to ``O``."""
+    forced_o = np.where(np.arange(3) == TAG_O, 0.0, -np.inf)
+    return np.where(mask[..., None], log_probs, forced_o)
+
+
+def _forward_backward(log_probs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Forward and backward log-messages (N, L, 3) over valid tag sequences, and log Z (N,)."""
+    log_u = _masked_tag_log_probs(log_probs, mask)
+    n, length, _ = log_u.shape
+    forward, backward = np.empty_like(log_u), np.zeros_like(log_u)
+    forward[:, 0] = log_u[:, 0] + np.where(np.arange(3) == TAG_I, -np.inf, 0.0)
+    for t in range(1, length):
+        from_any = np.logaddexp.reduce(forward[:, t - 1], axis=-1)
+        forward[:, t, TAG_B] = log_u[:, t, TAG_B] + from_any
+        forward[:, t, TAG_O] = log_u[:, t, TAG_O] + from_any
+        forward[:, t, TAG_I] = log_u[:, t, TAG_I] + np.logaddexp(forward[:, t - 1, TAG_B], forward[:, t - 1, TAG_I])
+    for t in range(length - 2, -1, -1):
+        next_tag = log_u[:, t + 1] + backward[:, t + 1]
+        to_any = np.logaddexp.reduce(next_tag, axis=-1)
+        backward[:, t, TAG_B] = backward[:, t, TAG_I] = to_any
+        backward[:, t, TAG_O] = np.logaddexp(next_tag[:, TAG_B], next_tag[:, TAG_O])
+    return forward, backward, np.logaddexp.reduce(forward[:, -1], axis=-1)
 
 
 def _check_length(max_span_length: int) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from ..decoding.postprocess import DecodeConfig, decode_merged_tags, merge_tag_log_probs
 from ..decoding.windows import MergedTokens, WindowOutputs
 from ..inference.answers import apply_no_answer_threshold, decode_answers, threshold_key
-from ..inference.calibration import answer_is_right, calibrate, raw_confidence
+from ..inference.calibration import answer_is_right, calibrated_probability, raw_confidence
 from ..metrics.calibration import expected_calibration_error, reliability_bins
 from ..metrics.multispan import question_counts
 from ..metrics.squad import per_question_scores
@@ -106,9 +106,9 @@ def calibration_cell(decoded: DecodedCell, split: Split, decoding: str, calibrat
     answer to be right)."""
     if split.metric != "squad":
         return {}
-    raw = raw_confidence(decoded.predictions, decoding)
+    raw = raw_confidence(decoded.predictions)
     right = answer_is_right(decoded.predictions, split.gold, split.version)
-    measured = {"raw": raw} | ({"calibrated": calibrate(raw, calibrator)} if calibrator else {})
+    measured = {"raw": raw} | ({"calibrated": calibrated_probability(decoded.predictions, decoding, calibrator)} if calibrator else {})
     return {"calibration": {
         name: {"ece": expected_calibration_error(confidence, right), **_bins(confidence, right)}
         for name, confidence in measured.items()

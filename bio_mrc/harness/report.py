@@ -438,9 +438,9 @@ def _calibration_section(summary: dict[str, Any], plots: dict[str, str]) -> list
         return []
     lines = ["", "## Calibration: how far confidence is from accuracy", "",
              "The probability that a cell's answer (its best span) is right, official F1 > 0.5: the decoding's raw "
-             "confidence (span and joint: the answer's softmax share of the n-best; BIO: sigmoid of its tag "
-             "log-likelihood ratio against all-O), and after the isotonic calibrator fitted per decoding on the tuning "
-             "questions and saved with the model. Expected calibration error over 10 equal-width bins.", "",
+             "confidence (the answer's softmax share of the n-best spans under the decoding's span score), and after "
+             "the beta calibrator fitted per decoding on the tuning questions and saved with the model. Expected "
+             "calibration error over 10 equal-width bins.", "",
              "| cell | ECE raw | ECE calibrated |", "|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['cell']} | {format_present(r['ece']['raw'], 3)} | {format_present(r['ece']['calibrated'], 3)} |")

@@ -10,7 +10,7 @@ from ..decoding.multispan import MIN_SPAN_PROBABILITY, nbest_multi_span
 from ..decoding.postprocess import DecodeConfig, decode
 from ..decoding.windows import WindowOutputs
 from ..types import Example, Prediction
-from .calibration import calibrate, raw_confidence
+from .calibration import calibrated_probability, raw_confidence
 
 
 def threshold_key(decoding: str) -> str:
@@ -64,8 +64,8 @@ def decode_answers(
 
 def add_confidence(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping | None) -> None:
     """Set each prediction's raw ``confidence`` and, given the decoding's calibrator, its ``probability``."""
-    raw = raw_confidence(predictions, decoding)
-    calibrated = calibrate(raw, calibrator) if calibrator else [None] * len(raw)
+    raw = raw_confidence(predictions)
+    calibrated = calibrated_probability(predictions, decoding, calibrator) if calibrator else [None] * len(raw)
     for prediction, value, probability in zip(predictions, raw.tolist(), list(calibrated)):
         prediction.confidence = value
         prediction.probability = None if probability is None else float(probability)

@@ -13,13 +13,14 @@ explicitly); ``import bio_mrc`` alone stays light and registers nothing.
 ``score`` (uncalibrated; each decoding ranks spans by its own score and these only rescale it; the
 best answer's equals :func:`bio_mrc.inference.calibration.raw_confidence`):
 
-* ``span`` and ``joint``: the softmax of the decoding's span scores over the question's n-best spans
-  (n = max(20, ``top_k``); ``s_i + e_j`` for span, ``log P_start + log P_end + r`` for joint), as the
-  old pipeline's post-processing; with ``multi_span`` each kept non-overlapping n-best span's
-  probability (:func:`nbest_multi_span`, the same softmax).
-* ``bio``: ``sigmoid(r)`` of each span, ``r`` its tag log-likelihood ratio against O (with the tuned
-  length prior): the probability of the tag sequence holding that span against the all-O sequence
-  (≥ 0.5 for every span of the most probable tag sequence).
+* every decoding: the softmax of the decoding's span scores over the question's n-best spans
+  (n = max(20, ``top_k``); ``s_i + e_j`` for span, ``log P_start + log P_end + r`` for joint, ``r``
+  for bio, the tag log-likelihood ratio of the sequence holding only that span against all-O, with the
+  tuned length prior), as the old pipeline's post-processing; with ``multi_span``, span and joint:
+  each kept non-overlapping n-best span's probability (:func:`nbest_multi_span`, the same softmax);
+* ``bio`` with ``multi_span``: the spans of the most probable tag sequence are not rivals, so each
+  one's ``sigmoid(r)``: the probability of the tag sequence holding that span against tagging it O
+  (≥ 0.5 for every span of that sequence).
 * the empty answer (``handle_impossible_answer=True``, given when ``Prediction.abstain``: the
   decoding's ``no_answer_score`` exceeds the threshold saved with the model for that decoding, never
   when none is saved): ``sigmoid(no_answer_score)``, the probability of "no answer" against the best
@@ -190,7 +191,7 @@ def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: 
 def span_probabilities(prediction: Prediction, decoding: str, multi_span: bool) -> list[float]:
     """Each span's ``score`` as the module docstring defines it, from the decoder's own score."""
     scores = np.array([s.score for s in prediction.spans], dtype=np.float64)
-    if decoding == "bio":
+    if decoding == "bio" and multi_span:
         return (1.0 / (1.0 + np.exp(-np.maximum(scores, -700.0)))).tolist()
     if multi_span:  # nbest_multi_span has already made them n-best probabilities
         return scores.tolist()

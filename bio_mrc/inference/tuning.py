@@ -127,14 +127,14 @@ def tune_settings(
 def fit_calibrators(
     outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], config: DecodeConfig
 ) -> dict[str, dict[str, Any]]:
-    """Per decoding, the isotonic map from raw confidence to P(best span right) on these questions."""
+    """Per decoding, the beta calibration of raw confidence to P(best span right) on these questions."""
     gold = gold_texts(examples)
     version = "2.0" if any(not ex.answers for ex in examples) else "1.1"
     calibrators = {}
     for decoding in decodings:
         predictions = decode(outputs, examples, decoding, replace(config, multi_span=False))
         right = answer_is_right(predictions, gold, version)
-        calibrators[decoding] = {**fit_calibrator(raw_confidence(predictions, decoding), right), "questions": len(examples)}
+        calibrators[decoding] = {**fit_calibrator(raw_confidence(predictions), right), "questions": len(examples)}
     return calibrators
 
 
