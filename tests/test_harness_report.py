@@ -11,7 +11,8 @@ import pytest
 
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config, resolve_contrasts
-from bio_mrc.harness.report import CELL_PLOT, summarise, write_report
+from bio_mrc.harness.report import CELL_PLOT, write_report
+from bio_mrc.harness.summary import summarise
 from bio_mrc.harness.selective import measure
 from bio_mrc.harness.stats import paired_bootstrap, paired_bootstrap_ratio, paired_bootstrap_recomputed, two_level_bootstrap
 from bio_mrc.metrics.selective import aurc, aurc_of_resamples
@@ -309,7 +310,7 @@ def test_end_to_end_on_the_tiny_encoder(tiny_encoder_dir, tmp_path):
 
 def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
     """Always abstaining scores 100 on each unanswerable question and 0 elsewhere: here 3 of 4."""
-    from bio_mrc.harness.report import against_abstaining
+    from bio_mrc.harness.summary import against_abstaining
 
     has_answer = np.array([True, False, False, False])
     f1 = {"joint/span": np.array([[100.0, 100.0, 0.0, 100.0]]), "joint/bio": np.array([[0.0, 100.0, 100.0, 100.0],

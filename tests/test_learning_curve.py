@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from bio_mrc.harness.learning_curve import describe_trend, gap_trend, learning_curve
-from bio_mrc.harness.report import summarise, write_report
+from bio_mrc.harness.report import write_report
+from bio_mrc.harness.summary import summarise
 
 from .test_harness_report import results_dict
 

@@ -245,7 +245,7 @@ def _cells_key(config: CompareConfig, splits: Splits, run: RunSpec) -> str:
 
 
 # Modules that only render cells into a report: a change to them leaves the cached cells valid.
-REPORT_ONLY_SOURCES = frozenset({"cli.py", "harness/report.py", "harness/plots.py", "harness/stats.py", "harness/learning_curve.py",
+REPORT_ONLY_SOURCES = frozenset({"cli.py", "harness/report.py", "harness/summary.py", "harness/plots.py", "harness/stats.py", "harness/learning_curve.py",
                                  "harness/selective.py", "metrics/selective.py", "harness/html_report.py",
                                  "harness/browser_payload.py", "harness/markdown_html.py"})
 

@@ -1,0 +1,175 @@
+"""A comparison's numbers, before any rendering: each cell's scores over its seeds, the baseline and the
+named contrasts with Holm-adjusted p-values, every pair of cells, each cell's interval, the breakdowns by
+question group, and (where they apply) selective QA, the learning curve and "always abstain" on SQuAD 2.0.
+:mod:`bio_mrc.harness.report` renders them."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..metrics.multispan import METRIC_NAMES, f1_from_count_sums, metrics_from_counts
+from ..metrics.squad import normalize_answer
+from ..types import Example
+from .config import resolve_contrasts
+from .learning_curve import learning_curve
+from .selective import selective_summary
+from .stats import (
+    agreement, breakdown, holm, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word, resampling,
+    score_interval, two_level_bootstrap,
+)
+
+ANSWER_LENGTH_EDGES = (1, 2, 3, 5, 9, 17)
+CONTEXT_LENGTH_EDGES = (1, 100, 150, 200, 300)
+FAMILY_ALPHA = 0.05  # the family-wise error rate of the contrasts (Holm)
+MIXED_RESAMPLING = "per contrast"  # cells were trained with different seeds: each contrast says how it paired
+SEED_MEANS = "questions (seed means)"  # two cells with no seed in common: each cell's mean over its own seeds
+
+
+def cell_label(cell: dict[str, Any]) -> str:
+    return f"{cell['run']}/{cell['decoding']}"
+
+
+def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context_tokens: np.ndarray | None) -> dict[str, Any]:
+    """Aggregate seeds per (run, decoding); the contrasts the config names, every pair of cells, each
+    cell's interval, and (SQuAD) the breakdowns."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for cell in results["cells"]:
+        grouped.setdefault(cell_label(cell), []).append(cell)
+    answers = {label: cells[0]["answers"] for label, cells in grouped.items()}
+    if results["eval"].get("metric") == "multispan":
+        rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
+        counts = {label: np.array([c["counts"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
+        seeds = {label: [c["seed"] for c in cells] for label, cells in grouped.items()}
+        return {"rows": rows, **statistics(results["config"], counts, answers, f1_from_count_sums, seeds), "breakdowns": {}}
+    examples: list[Example] = results["eval_examples"]
+    has_answer = np.array([ex.is_answerable for ex in examples])
+    v2 = results["eval"]["version"] == "2.0"
+    rows = [_squad_row(label, cells, has_answer if v2 else None) for label, cells in grouped.items()]
+    f1_by_seed = {label: np.array([c["f1"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
+    seeds = {label: [c["seed"] for c in cells] for label, cells in grouped.items()}
+    per_question_f1 = {label: f1.mean(axis=0) for label, f1 in f1_by_seed.items()}
+    groups = question_groups(examples, answer_tokens, context_tokens, v2)
+    breakdowns = {name: breakdown(per_question_f1, labels) for name, labels in groups.items()}
+    summary = {"rows": rows, **statistics(results["config"], f1_by_seed, answers, seeds=seeds), "breakdowns": breakdowns}
+    selective = selective_summary(grouped, [(c["a"], c["b"]) for c in summary["contrasts"]])
+    summary = {**summary, "selective": selective} if selective else summary
+    if v2:
+        summary["always_abstain"] = against_abstaining(f1_by_seed, has_answer)
+    heads = {run["name"]: run["heads"] for run in results["config"]["runs"]}
+    curve = learning_curve(rows, summary["intervals"], summary["comparisons"], heads)
+    return {**summary, "learning_curve": curve} if curve else summary
+
+
+def question_groups(
+    examples: Sequence[Example], answer_tokens: np.ndarray, context_tokens: np.ndarray, v2: bool
+) -> dict[str, np.ndarray]:
+    """Each question's group in the breakdowns (and the question browser's filters): by the length of
+    its first gold answer and of its context in tokens, and by its question word."""
+    has_answer = np.array([ex.is_answerable for ex in examples])
+    return {
+        "answer length (tokens)": length_bins(answer_tokens, ANSWER_LENGTH_EDGES) if not v2 else
+        np.where(has_answer, length_bins(np.maximum(answer_tokens, 1), ANSWER_LENGTH_EDGES), "no answer"),
+        "question word": np.array([question_word(ex.question) for ex in examples]),
+        "context length (tokens)": length_bins(context_tokens, CONTEXT_LENGTH_EDGES),
+    }
+
+
+def against_abstaining(f1_by_seed: dict[str, np.ndarray], has_answer: np.ndarray) -> dict[str, Any]:
+    """SQuAD 2.0's trivial reader, "always abstain" (F1 100 on an unanswerable question, 0 elsewhere), on
+    the same questions, and each cell's paired difference from it (over seeds × questions with several seeds)."""
+    abstain = np.where(has_answer, 0.0, 100.0)
+    cells = {}
+    for label, f1 in f1_by_seed.items():
+        baseline = np.broadcast_to(abstain, f1.shape)
+        result = (two_level_bootstrap(f1, baseline, n_resamples=1000, seed=0) if len(f1) > 1
+                  else paired_bootstrap(f1[0], abstain, n_resamples=1000, seed=0))
+        cells[label] = result.to_dict()
+    return {"f1": float(abstain.mean()), "cells": cells}
+
+
+def _common_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
+    row: dict[str, Any] = {"cell": label, "run": cells[0]["run"], "decoding": cells[0]["decoding"], "seeds": [c["seed"] for c in cells],
+                           "train_questions": cells[0].get("train_questions")}
+    for key in ("threshold", "bio_length_prior", "train_seconds", "inference_seconds", "decode_seconds"):
+        row[key] = [c.get(key) for c in cells]
+    if "tag_scores" in cells[0]:
+        row["tag_scores"] = {k: mean_sd([c["tag_scores"][k] for c in cells])[0] for k in cells[0]["tag_scores"]}
+    if "calibration" in cells[0]:  # ECE of the raw and the calibrated confidence, per seed
+        row["ece"] = {kind: [c["calibration"][kind]["ece"] for c in cells if kind in c["calibration"]]
+                      for kind in ("raw", "calibrated")}
+    return row
+
+
+def _squad_row(label: str, cells: list[dict[str, Any]], has_answer: np.ndarray | None) -> dict[str, Any]:
+    """Official EM/F1 per seed (and the HasAns/NoAns subsets on SQuAD 2.0)."""
+    row = _common_row(label, cells)
+    for metric in ("em", "f1"):
+        row[metric] = [float(c[metric].mean()) for c in cells]
+        if has_answer is not None:
+            row[f"HasAns_{metric}"] = [float(c[metric][has_answer].mean()) if has_answer.any() else None for c in cells]
+            row[f"NoAns_{metric}"] = [float(c[metric][~has_answer].mean()) if (~has_answer).any() else None for c in cells]
+    return row
+
+
+def _multispan_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """MultiSpanQA's six official metrics per seed, from count sums taken in question order (as its script)."""
+    row = _common_row(label, cells)
+    per_seed = [metrics_from_counts([sum(column) for column in np.asarray(c["counts"]).T.tolist()]) for c in cells]
+    for metric in METRIC_NAMES:
+        row[metric] = [m[metric] for m in per_seed]
+    return row
+
+
+def statistics(
+    config: dict[str, Any], per_question: dict[str, np.ndarray], answers: dict[str, list[str]], ratio=None,
+    seeds: dict[str, list[int]] | None = None,
+) -> dict[str, Any]:
+    """The baseline, the contrasts (A − B, with Holm-adjusted p-values), every pair of cells (unadjusted)
+    and each cell's interval. ``per_question`` maps each cell to its ``(seeds, questions)`` F1 (or, given
+    ``ratio``, ``(seeds, questions, k)`` counts whose summed ``ratio`` is compared); ``seeds`` names each
+    row's training seed (default: row index). Two cells pair by the seeds they share (the same model for
+    decodings of one run) and by question; cells with no seed in common compare their seed means."""
+    seeds = seeds or {label: list(range(len(values))) for label, values in per_question.items()}
+    baseline, pairs = resolve_contrasts(list(per_question), config.get("baseline"), config.get("contrasts", []))
+    cache: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def compared(a: str, b: str) -> dict[str, Any]:
+        if (a, b) not in cache:
+            cache[a, b] = _compare(per_question, answers, seeds, a, b, ratio)
+        return cache[a, b]
+
+    contrasts = [dict(compared(a, b)) for a, b in pairs]
+    for contrast, adjusted in zip(contrasts, holm([c["p_value"] for c in contrasts])):
+        contrast.update(p_holm=float(adjusted), significant_holm=bool(adjusted <= FAMILY_ALPHA))
+    seed_sets = {tuple(s) for s in seeds.values()}
+    return {
+        "baseline": {"cell": baseline, "named_in_config": config.get("baseline") is not None},
+        "resampling": resampling(len(next(iter(seed_sets)))) if len(seed_sets) == 1 else MIXED_RESAMPLING,
+        "contrasts": contrasts,
+        "comparisons": [compared(a, b) for a, b in itertools.combinations(per_question, 2)],
+        "intervals": {label: score_interval(values, ratio).to_dict() for label, values in per_question.items()},
+    }
+
+
+def _compare(per_question: dict[str, np.ndarray], answers: dict[str, list[str]], seeds: dict[str, list[int]],
+             a: str, b: str, ratio=None) -> dict[str, Any]:
+    """Paired bootstrap of cell ``a`` − cell ``b`` (1000 resamples, seed 0) on the seeds both have: over
+    questions with one (exactly :func:`paired_bootstrap`, or its ratio form), over seeds × questions with
+    several; over questions of each cell's mean over its own seeds when they share none."""
+    shared = [s for s in seeds[a] if s in seeds[b]]
+    if shared:
+        x = per_question[a][[seeds[a].index(s) for s in shared]]
+        y = per_question[b][[seeds[b].index(s) for s in shared]]
+    else:
+        x, y = per_question[a].mean(axis=0, keepdims=True), per_question[b].mean(axis=0, keepdims=True)
+    if len(x) > 1:
+        result = two_level_bootstrap(x, y, ratio, n_resamples=1000, seed=0)
+    elif ratio is None:
+        result = paired_bootstrap(x[0], y[0], n_resamples=1000, seed=0)
+    else:
+        result = paired_bootstrap_ratio(x[0], y[0], ratio, n_resamples=1000, seed=0)
+    paired_by = {"seeds": shared, "resampling": resampling(len(x)) if shared else SEED_MEANS}
+    return {"a": a, "b": b, **result.to_dict(), **paired_by, "agreement": agreement(answers[a], answers[b], normalize_answer)}
