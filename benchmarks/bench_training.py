@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import statistics
 import sys
@@ -334,7 +335,62 @@ def saw_each_once(recorder: RecordingCollator, keys: collections.Counter, steps:
     return seen == keys and len(recorder.batches) == steps
 
 
-def main(args: argparse.Namespace) -> None:
+# ---------------------------------------------------------------------------------------------
+# main: the untimed set-up, the timed runs (variants alternating), then the printed report
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Setup:
+    """What every run shares, made before anything is timed."""
+
+    variants: list[str]
+    out: str
+    n_windows: int
+    encoder: str
+    config: TrainConfig
+    tokenizer: Any
+    pad_id: int
+
+
+@dataclasses.dataclass
+class TrainingWindows:
+    """Both featurisations' pools, the windows trained on, and their agreement."""
+
+    ref_pool: datasets.Dataset
+    our_pool: datasets.Dataset
+    ref_feature_s: float
+    our_feature_s: float
+    ref_features: datasets.Dataset
+    our_features: datasets.Dataset
+    agreement: collections.Counter
+    keys: collections.Counter  # each window's unpadded ids: what every timed epoch must see once
+    index_of: dict[tuple[int, ...], int]
+    lengths: np.ndarray
+
+
+@dataclasses.dataclass
+class Runs:
+    """Every timed epoch's clock and recorded batches, by variant, and what was measured beside them."""
+
+    results: dict[str, list[tuple[StepClock, RecordingCollator]]]
+    pipeline: dict[str, float]
+    joint_model: Any
+
+
+@dataclasses.dataclass
+class Summary:
+    """The medians and checks the report prints."""
+
+    seconds: dict[str, float]
+    setup_s: dict[str, float]
+    once: dict[str, bool]
+    fed: dict[str, int]
+    ratio: float
+    identical: bool
+
+
+def set_up(args: argparse.Namespace) -> Setup:
     if args.threads:
         torch.set_num_threads(args.threads)
     variants = [v for v in VARIANTS if v in {"reference", "ours", *[s.strip() for s in args.variants.split(",")]}]
@@ -342,21 +398,23 @@ def main(args: argparse.Namespace) -> None:
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     out = tempfile.mkdtemp(prefix="bench-training-")
-    n_windows = args.steps * args.batch_size
     encoder = resolve_encoder("default")
     config = TrainConfig(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride, batch_size=args.batch_size,
                          seed=args.seed, epochs=1.0)
     tokenizer = load_tokenizer(encoder)
-    pad_id = tokenizer.pad_token_id or 0
+    return Setup(variants, out, args.steps * args.batch_size, encoder, config, tokenizer, tokenizer.pad_token_id or 0)
 
-    # Featurisation (untimed in the ratio; printed)
+
+def featurise(args: argparse.Namespace, setup: Setup) -> TrainingWindows:
+    """Both featurisations of the pool (untimed in the ratio; printed), cut to the windows trained on."""
+    n_windows, tokenizer = setup.n_windows, setup.tokenizer
     t = time.perf_counter()
     ref_examples = reference_load_squad(args.data, args.limit)
     ref_pool = reference_train_features(ref_examples, tokenizer, args.max_seq_length, args.doc_stride)
     ref_feature_s = time.perf_counter() - t
     t = time.perf_counter()
     squad = load_squad(args.data, limit=args.limit)
-    our_pool = build_features(squad.examples, tokenizer, config.features, desc="training windows")
+    our_pool = build_features(squad.examples, tokenizer, setup.config.features, desc="training windows")
     our_pool = our_pool.remove_columns(["offset_mapping", "word_offsets", "example_index"])  # as _trainer does
     our_feature_s = time.perf_counter() - t
     if min(len(ref_pool), len(our_pool)) < n_windows:
@@ -367,30 +425,45 @@ def main(args: argparse.Namespace) -> None:
     keys = collections.Counter(tuple(ids) for ids in our_features["input_ids"])
     index_of = {tuple(ids): i for i, ids in enumerate(our_features["input_ids"])}
     lengths = np.array([len(ids) for ids in our_features["input_ids"]])
+    return TrainingWindows(ref_pool, our_pool, ref_feature_s, our_feature_s, ref_features, our_features, agreement,
+                           keys, index_of, lengths)
 
-    sets = [(f"timed ({n_windows})", lengths)]
-    for n in args.project:  # untimed: window lengths of real training sets, for the tokens-fed table
+
+def length_sets(args: argparse.Namespace, setup: Setup, lengths: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """The timed windows' lengths and (untimed) those of real training sets, for the tokens-fed table."""
+    sets = [(f"timed ({setup.n_windows})", lengths)]
+    for n in args.project:
         sets.append((f"first {n:,} questions" if n else "all training questions", pool_lengths(
-            args.data, n or None, tokenizer, args.max_seq_length, args.doc_stride)))
+            args.data, n or None, setup.tokenizer, args.max_seq_length, args.doc_stride)))
+    return sets
 
-    # Warm-up + timed epochs, variants alternating
+
+def runners(args: argparse.Namespace, setup: Setup, windows: TrainingWindows) -> dict[str, Callable]:
+    """Each variant's run, given its step limit (None: the whole epoch)."""
+    config, features, pad_id, out = setup.config, windows.our_features, setup.pad_id, setup.out
     span_config = TrainConfig(**{**config.__dict__, "heads": "span"})
-    runners = {
-        "reference": lambda steps: reference_run(encoder, tokenizer, ref_features, args.batch_size, steps, args.seed, out),
-        "ours": lambda steps: ours_run(config, our_features, pad_id, steps, "group_by_length", out),
-        "random": lambda steps: ours_run(config, our_features, pad_id, steps, "random", out),
-        "span": lambda steps: ours_run(span_config, our_features, pad_id, steps, "group_by_length", out),
+    return {
+        "reference": lambda steps: reference_run(setup.encoder, setup.tokenizer, windows.ref_features, args.batch_size,
+                                                 steps, args.seed, out),
+        "ours": lambda steps: ours_run(config, features, pad_id, steps, "group_by_length", out),
+        "random": lambda steps: ours_run(config, features, pad_id, steps, "random", out),
+        "span": lambda steps: ours_run(span_config, features, pad_id, steps, "group_by_length", out),
     }
-    results: dict[str, list[tuple[StepClock, RecordingCollator]]] = {v: [] for v in variants}
+
+
+def timed_runs(args: argparse.Namespace, setup: Setup, windows: TrainingWindows) -> Runs:
+    """Warm-up + timed epochs, variants alternating within each repeat."""
+    run = runners(args, setup, windows)
+    results: dict[str, list[tuple[StepClock, RecordingCollator]]] = {v: [] for v in setup.variants}
     warm: dict[str, float] = {}
     pipeline: dict[str, float] = {}
     joint_model = None
     for repeat in range(args.repeats):
-        for variant in variants:
+        for variant in setup.variants:
             t = time.perf_counter()
-            runners[variant](args.warmup)
+            run[variant](args.warmup)
             warm[variant] = time.perf_counter() - t
-            outcome = runners[variant](None)
+            outcome = run[variant](None)
             if variant == "ours":
                 joint_model = outcome[2]
             if repeat == 0:
@@ -400,75 +473,113 @@ def main(args: argparse.Namespace) -> None:
             print(f"run {repeat + 1}/{args.repeats} {variant}: set-up {clock.setup_seconds:.2f} s, warm-up "
                   f"({args.warmup} steps, own run) {warm[variant]:.1f} s, timed epoch {sum(clock.step_seconds):.2f} s "
                   f"({len(clock.step_seconds)} steps)", flush=True)
+    return Runs(results, pipeline, joint_model)
 
-    seconds = {v: statistics.median(sum(c.step_seconds) for c, _ in runs) for v, runs in results.items()}
-    setup = {v: statistics.median(c.setup_seconds for c, _ in runs) for v, runs in results.items()}
-    once = {v: all(saw_each_once(r, keys, args.steps) for _, r in runs) for v, runs in results.items()}
-    fed = {v: sum(len(rows) * width for rows, width in runs[0][1].batches) for v, runs in results.items()}
+
+def summarise(args: argparse.Namespace, runs: Runs, windows: TrainingWindows) -> Summary:
+    results = runs.results
+    seconds = {v: statistics.median(sum(c.step_seconds) for c, _ in r) for v, r in results.items()}
+    setup_s = {v: statistics.median(c.setup_seconds for c, _ in r) for v, r in results.items()}
+    once = {v: all(saw_each_once(rec, windows.keys, args.steps) for _, rec in r) for v, r in results.items()}
+    fed = {v: sum(len(rows) * width for rows, width in r[0][1].batches) for v, r in results.items()}
     ratio = seconds["reference"] / seconds["ours"]
+    agreement = windows.agreement
     identical = all(agreement[k] == 0 for k in ("ids", "token types", "start/end targets")) and all(once.values())
+    return Summary(seconds, setup_s, once, fed, ratio, identical)
 
+
+def print_header(args: argparse.Namespace, setup: Setup, windows: TrainingWindows) -> str:
+    """The set-up's lines; returns the machine's description (the JSON line names it)."""
+    lengths = windows.lengths
     print()
-    print(f"training throughput, SQuAD v1.1 {Path(args.data).name}: first {args.limit} questions -> {len(our_pool)} windows "
-          f"(reference {len(ref_pool)}); trained on the first {n_windows} ({args.steps} steps x {args.batch_size}), "
-          f"max_seq_length {args.max_seq_length}, stride {args.doc_stride}, encoder {encoder}")
+    print(f"training throughput, SQuAD v1.1 {Path(args.data).name}: first {args.limit} questions -> {len(windows.our_pool)} windows "
+          f"(reference {len(windows.ref_pool)}); trained on the first {setup.n_windows} ({args.steps} steps x {args.batch_size}), "
+          f"max_seq_length {args.max_seq_length}, stride {args.doc_stride}, encoder {setup.encoder}")
     machine = _common.machine_description()
     print(f"machine: {machine}; transformers {transformers.__version__}, datasets {datasets.__version__}; "
           f"{_common.load_and_date()} at the end; median of {args.repeats} timed epoch(s) per variant")
     print(f"windows trained on: mean length {lengths.mean():.1f} tokens, {100 * np.mean(lengths == args.max_seq_length):.1f}% "
-          f"at {args.max_seq_length}; featurisation of the pool: reference {ref_feature_s:.2f} s, ours {our_feature_s:.2f} s")
+          f"at {args.max_seq_length}; featurisation of the pool: reference {windows.ref_feature_s:.2f} s, ours {windows.our_feature_s:.2f} s")
+    return machine
+
+
+def print_variant_table(args: argparse.Namespace, setup: Setup, runs: Runs, summary: Summary) -> None:
+    seconds, fed = summary.seconds, summary.fed
     print()
     print("| variant | set-up (s) | timed epoch (s) | windows/s | s/step (median) | of which data: fetch + collate (s/step) "
           "| tokens fed / reference's | vs reference |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for v in variants:
-        steps = [s for c, _ in results[v] for s in c.step_seconds]
-        print(f"| {VARIANTS[v]} | {setup[v]:.2f} | {seconds[v]:.2f} | {n_windows / seconds[v]:.2f} | {statistics.median(steps):.3f} | "
-              f"{pipeline[v] / args.steps:.3f} | {fed[v] / fed['reference']:.3f} | {seconds['reference'] / seconds[v]:.2f}x |")
+    for v in setup.variants:
+        steps = [s for c, _ in runs.results[v] for s in c.step_seconds]
+        print(f"| {VARIANTS[v]} | {summary.setup_s[v]:.2f} | {seconds[v]:.2f} | {setup.n_windows / seconds[v]:.2f} | "
+              f"{statistics.median(steps):.3f} | {runs.pipeline[v] / args.steps:.3f} | {fed[v] / fed['reference']:.3f} | "
+              f"{seconds['reference'] / seconds[v]:.2f}x |")
+
+
+def print_ratios(setup: Setup, runs: Runs, summary: Summary) -> None:
+    """The ratio, per repeat and on the fastest epochs, and what length grouping alone gives."""
+    results, seconds, ratio = runs.results, summary.seconds, summary.ratio
     print()
     print(f"ratio (reference / ours, = ours' windows/s over the reference's): {ratio:.2f}x (target >= 2x: {'met' if ratio >= 2 else 'missed'})")
     per_repeat = [sum(r[0].step_seconds) / sum(o[0].step_seconds) for r, o in zip(results["reference"], results["ours"])]
-    fastest = {v: min(sum(c.step_seconds) for c, _ in runs) for v, runs in results.items()}
+    fastest = {v: min(sum(c.step_seconds) for c, _ in r) for v, r in results.items()}
     print(f"per repeat (reference / ours, run back to back): {', '.join(f'{x:.2f}x' for x in per_repeat)}; "
           f"fastest epochs (noise only adds time): reference {fastest['reference']:.2f} s, ours {fastest['ours']:.2f} s, "
           f"{fastest['reference'] / fastest['ours']:.2f}x" + "".join(
-              f"; {v} {fastest[v]:.2f} s" for v in variants if v not in ("reference", "ours")))
+              f"; {v} {fastest[v]:.2f} s" for v in setup.variants if v not in ("reference", "ours")))
     if "random" in seconds:
         print(f"length grouping alone (dynamic padding with random batches -> with length-grouped batches): "
               f"{seconds['random'] / seconds['ours']:.2f}x; dynamic padding alone against the reference: "
               f"{seconds['reference'] / seconds['random']:.2f}x")
-    if "span" in seconds:
-        same = all(j[1].batches == s[1].batches for j, s in zip(results["ours"], results["span"]))
-        paired = [jt / st for j, s in zip(results["ours"], results["span"])
-                  for jt, st in zip(j[0].step_seconds, s[0].step_seconds)]
-        extra = seconds["ours"] / seconds["span"] - 1
-        print(f"joint model vs span head only, same batches of the same windows ({'checked: identical batches' if same else 'BATCHES DIFFER'}): "
-              f"epoch {100 * extra:+.1f}%, median per-step ratio {100 * (statistics.median(paired) - 1):+.1f}% "
-              f"(target <= +3%: {'met' if extra <= 0.03 else 'missed'} on the epoch; run-to-run noise on this machine is of that order)")
-        if args.heads_repeats and joint_model is not None:
-            batches = [[index_of[k] for k in rows] for rows, _ in results["ours"][0][1].batches]
-            span_s, joint_s = heads_cost(joint_model, our_features, batches, pad_id, args.heads_repeats)
-            step = seconds["span"] / args.steps
-            print(f"heads alone (forward + loss + backward into the hidden states, random states of the same batch shapes): "
-                  f"span {1000 * span_s:.1f} ms/step, span + BIO {1000 * joint_s:.1f} ms/step; the BIO head adds "
-                  f"{1000 * (joint_s - span_s):.1f} ms = {100 * (joint_s - span_s) / step:.2f}% of a span-only step "
-                  f"({1000 * step:.0f} ms)")
-    if args.dump:
-        steps_out = [{"variant": v, "repeat": r, "seconds": sec, "windows": len(keys), "width": width}
-                     for v, runs in results.items() for r, (clock, recorder) in enumerate(runs)
-                     for sec, (keys, width) in zip(clock.step_seconds, recorder.batches)]
-        Path(args.dump).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.dump).write_text(json.dumps(steps_out))
+
+
+def print_bio_head_cost(args: argparse.Namespace, setup: Setup, windows: TrainingWindows, runs: Runs, summary: Summary) -> None:
+    """The joint model against the span head alone on the same batches, then the heads alone (measured here)."""
+    results, seconds = runs.results, summary.seconds
+    same = all(j[1].batches == s[1].batches for j, s in zip(results["ours"], results["span"]))
+    paired = [jt / st for j, s in zip(results["ours"], results["span"])
+              for jt, st in zip(j[0].step_seconds, s[0].step_seconds)]
+    extra = seconds["ours"] / seconds["span"] - 1
+    print(f"joint model vs span head only, same batches of the same windows ({'checked: identical batches' if same else 'BATCHES DIFFER'}): "
+          f"epoch {100 * extra:+.1f}%, median per-step ratio {100 * (statistics.median(paired) - 1):+.1f}% "
+          f"(target <= +3%: {'met' if extra <= 0.03 else 'missed'} on the epoch; run-to-run noise on this machine is of that order)")
+    if args.heads_repeats and runs.joint_model is not None:
+        batches = [[windows.index_of[k] for k in rows] for rows, _ in results["ours"][0][1].batches]
+        span_s, joint_s = heads_cost(runs.joint_model, windows.our_features, batches, setup.pad_id, args.heads_repeats)
+        step = seconds["span"] / args.steps
+        print(f"heads alone (forward + loss + backward into the hidden states, random states of the same batch shapes): "
+              f"span {1000 * span_s:.1f} ms/step, span + BIO {1000 * joint_s:.1f} ms/step; the BIO head adds "
+              f"{1000 * (joint_s - span_s):.1f} ms = {100 * (joint_s - span_s) / step:.2f}% of a span-only step "
+              f"({1000 * step:.0f} ms)")
+
+
+def dump_steps(path: str, results: dict[str, list[tuple[StepClock, RecordingCollator]]]) -> None:
+    """Every timed step (variant, repeat, seconds, windows, padded width) as JSON."""
+    steps_out = [{"variant": v, "repeat": r, "seconds": sec, "windows": len(keys), "width": width}
+                 for v, runs in results.items() for r, (clock, recorder) in enumerate(runs)
+                 for sec, (keys, width) in zip(clock.step_seconds, recorder.batches)]
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(steps_out))
+
+
+def print_step_cost(args: argparse.Namespace, results: dict[str, list[tuple[StepClock, RecordingCollator]]]) -> np.ndarray | None:
+    """The fitted step cost by padded width, printed; returns its coefficients (None without a fit)."""
     fit = step_cost_curve(results, args.batch_size)
-    curve = None
-    if fit is not None:
-        curve, r2 = fit
-        at = {w: np.polyval(curve, w) for w in (128, 192, 256, args.max_seq_length)}
-        print(f"step cost by padded width ({args.batch_size} windows; quadratic fit to every full-size timed step of every "
-              f"variant, R^2 {r2:.3f}): " + ", ".join(f"{w}: {sec:.2f} s" for w, sec in at.items())
-              + f"; at width {args.max_seq_length} the reference's steps (median {statistics.median(s for c, _ in results['reference'] for s in c.step_seconds):.2f} s) "
-              f"and ours' ({statistics.median([sec for c, r in results['ours'] for sec, (k, w) in zip(c.step_seconds, r.batches) if w == args.max_seq_length] or [float('nan')]):.2f} s) cost the same: "
-              "the gain is the padding not fed")
+    if fit is None:
+        return None
+    curve, r2 = fit
+    at = {w: np.polyval(curve, w) for w in (128, 192, 256, args.max_seq_length)}
+    reference_step = statistics.median(s for c, _ in results["reference"] for s in c.step_seconds)
+    ours_full = [sec for c, r in results["ours"] for sec, (k, w) in zip(c.step_seconds, r.batches) if w == args.max_seq_length]
+    print(f"step cost by padded width ({args.batch_size} windows; quadratic fit to every full-size timed step of every "
+          f"variant, R^2 {r2:.3f}): " + ", ".join(f"{w}: {sec:.2f} s" for w, sec in at.items())
+          + f"; at width {args.max_seq_length} the reference's steps (median {reference_step:.2f} s) "
+          f"and ours' ({statistics.median(ours_full or [float('nan')]):.2f} s) cost the same: "
+          "the gain is the padding not fed")
+    return curve
+
+
+def print_tokens_fed(args: argparse.Namespace, sets: list[tuple[str, np.ndarray]], curve: np.ndarray | None) -> None:
     print()
     print("tokens fed per window over one epoch (padding included), by sampler: the timed windows and whole training sets")
     print("(predicted: reference / ours epoch seconds from the step-cost curve above)")
@@ -481,11 +592,32 @@ def main(args: argparse.Namespace) -> None:
                      if curve is not None else "- | -")
         print(f"| {name} | {len(values):,} | {fed_['real']:.1f} | {fed_['reference']:.0f} | {fed_['random']:.1f} | "
               f"{fed_['ours']:.1f} | {fed_['reference'] / fed_['ours']:.2f}x | {predicted} |")
+
+
+def print_agreement(setup: Setup, agreement: collections.Counter, once: dict[str, bool]) -> None:
     print(f"same windows: {agreement['windows'] - agreement['ids']}/{agreement['windows']} identical token ids, "
           f"{agreement['windows'] - agreement['token types']} identical token types, "
           f"{agreement['windows'] - agreement['start/end targets']} identical start/end targets; "
-          f"each window seen exactly once per timed epoch: {', '.join(f'{v} {once[v]}' for v in variants)}")
-    print(json_line(NAME, seconds["reference"], seconds["ours"], ratio, identical, machine))
+          f"each window seen exactly once per timed epoch: {', '.join(f'{v} {once[v]}' for v in setup.variants)}")
+
+
+def main(args: argparse.Namespace) -> None:
+    setup = set_up(args)
+    windows = featurise(args, setup)
+    sets = length_sets(args, setup, windows.lengths)  # untimed, before the timed runs
+    runs = timed_runs(args, setup, windows)
+    summary = summarise(args, runs, windows)
+    machine = print_header(args, setup, windows)
+    print_variant_table(args, setup, runs, summary)
+    print_ratios(setup, runs, summary)
+    if "span" in summary.seconds:
+        print_bio_head_cost(args, setup, windows, runs, summary)
+    if args.dump:
+        dump_steps(args.dump, runs.results)
+    curve = print_step_cost(args, runs.results)
+    print_tokens_fed(args, sets, curve)
+    print_agreement(setup, windows.agreement, summary.once)
+    print(json_line(NAME, summary.seconds["reference"], summary.seconds["ours"], summary.ratio, summary.identical, machine))
 
 
 def json_line(name: str, reference_s: float, ours_s: float, ratio: float, identical: bool, machine: str) -> str:
