@@ -73,6 +73,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common and THE REFERENCE, shared by the benchmarks of this folder
 import _common  # noqa: E402
@@ -278,57 +279,102 @@ def median_times(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
-def main(args: argparse.Namespace) -> None:
-    model_dir = args.model
-    ours_dir = args.onnx or model_dir
-    ours_batch = args.ours_batch_size or INFERENCE_BATCH_SIZE
-    limit = args.limit or None
+@dataclasses.dataclass
+class Setup:
+    """Untimed: where each side's model is, its windows, and the probe model (the first forward's set-up paid)."""
+
+    model_dir: str
+    ours_dir: str
+    ours_batch: int
+    limit: int | None
+    root: Path
+    probe: TrainedModel
+    windows: FeatureConfig
+    ref_length: int  # the reference pads every window to it
+
+
+@dataclasses.dataclass
+class Runs:
+    """Both sides' median stage seconds, and what the last run of each left for the report."""
+
+    ref_t: dict[str, float]
+    our_t: dict[str, float]
+    rss: dict[str, float]
+    ref_answers: dict[str, str]
+    our_answers: dict[str, str]
+    ref_features: datasets.Dataset
+    ref_logits: tuple
+    squad: Any
+    our_features: datasets.Dataset
+    outputs: Any
+    trained: TrainedModel
+    lengths: np.ndarray  # ours' window lengths
+
+    @property
+    def ratio(self) -> float:
+        return self.ref_t["total"] / self.our_t["total"]
+
+
+def set_up(args: argparse.Namespace) -> Setup:
     if args.threads:
         torch.set_num_threads(args.threads)
     datasets.disable_progress_bars()
     transformers.logging.set_verbosity_error()
     root = Path(args.output_dir or tempfile.mkdtemp(prefix="bench-inference-"))
-
-    probe = TrainedModel.load(model_dir)
+    probe = TrainedModel.load(args.model)
     windows = dataclasses.replace(probe.features, max_seq_length=args.max_seq_length or probe.features.max_seq_length,
                                   doc_stride=args.doc_stride or probe.features.doc_stride)
-    ref_length = windows.max_seq_length
     with torch.inference_mode():  # one untimed forward: torch's first-call set-up is paid by neither side
         probe.model(input_ids=torch.ones(8, 64, dtype=torch.long), attention_mask=torch.ones(8, 64, dtype=torch.long))
+    return Setup(args.model, args.onnx or args.model, args.ours_batch_size or INFERENCE_BATCH_SIZE, args.limit or None,
+                 root, probe, windows, windows.max_seq_length)
 
+
+def timed_runs(args: argparse.Namespace, setup: Setup) -> Runs:
+    """The reference then ours, alternating ``--repeats`` times; each side timed whole."""
+    windows = setup.windows
     ref_runs, our_runs, rss = [], [], {}
     for repeat in range(args.repeats):
         t = time.perf_counter()
         ref_answers, times, ref_state = run_reference(
-            model_dir, args.data, limit, ref_length, windows.doc_stride, args.batch_size, root / "reference")
+            setup.model_dir, args.data, setup.limit, setup.ref_length, windows.doc_stride, args.batch_size, setup.root / "reference")
         times["total"] = time.perf_counter() - t
         ref_runs.append(times)
         rss["after reference"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         t = time.perf_counter()
-        our_answers, times, our_state = run_ours(ours_dir, args.data, limit, windows, ours_batch, root / "ours")
+        our_answers, times, our_state = run_ours(setup.ours_dir, args.data, setup.limit, windows, setup.ours_batch, setup.root / "ours")
         times["total"] = time.perf_counter() - t
         our_runs.append(times)
         rss["after ours"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"run {repeat + 1}/{args.repeats}: reference {ref_runs[-1]['total']:.2f} s, ours {our_runs[-1]['total']:.2f} s", flush=True)
-
-    ref_t, our_t = median_times(ref_runs), median_times(our_runs)
-    squad, our_features, outputs, _ = our_state
+    squad, our_features, outputs, trained = our_state
     ref_features, ref_logits = ref_state
-    n = len(squad.examples)
-    ratio = ref_t["total"] / our_t["total"]
+    lengths = np.array([len(x) for x in our_features["input_ids"]])
+    return Runs(median_times(ref_runs), median_times(our_runs), rss, ref_answers, our_answers, ref_features, ref_logits,
+                squad, our_features, outputs, trained, lengths)
 
+
+def print_header(args: argparse.Namespace, setup: Setup, runs: Runs) -> str:
+    """What ran, on what, and the windows; returns the machine's description (the JSON line names it)."""
+    windows, lengths, n = setup.windows, runs.lengths, len(runs.squad.examples)
     print()
-    print(f"end-to-end inference, SQuAD v1.1 {Path(args.data).name}, {n} questions, model {model_dir}"
-          f"{f' (ours: its ONNX export {ours_dir}, ONNX Runtime)' if args.onnx else ''}; batch size: reference "
-          f"{args.batch_size}, ours {ours_batch}")
+    print(f"end-to-end inference, SQuAD v1.1 {Path(args.data).name}, {n} questions, model {setup.model_dir}"
+          f"{f' (ours: its ONNX export {setup.ours_dir}, ONNX Runtime)' if args.onnx else ''}; batch size: reference "
+          f"{args.batch_size}, ours {setup.ours_batch}")
     machine = _common.machine_description()
     print(f"machine: {machine}; transformers {transformers.__version__}; {_common.load_and_date()}; "
           f"median of {args.repeats} run(s) per side")
-    lengths = np.array([len(x) for x in our_features["input_ids"]])
-    print(f"windows: {len(lengths)} (reference {len(ref_features)}), max_seq_length {windows.max_seq_length}, stride {windows.doc_stride}; "
-          f"reference pads every window to {ref_length}, ours to each batch's longest "
+    fed = _fed_tokens(lengths, setup.ours_batch) / (len(runs.ref_features) * setup.ref_length)
+    print(f"windows: {len(lengths)} (reference {len(runs.ref_features)}), max_seq_length {windows.max_seq_length}, stride {windows.doc_stride}; "
+          f"reference pads every window to {setup.ref_length}, ours to each batch's longest "
           f"(mean window length {lengths.mean():.1f}, {100 * np.mean(lengths == windows.max_seq_length):.1f}% at the maximum; "
-          f"tokens fed, ours / reference: {_fed_tokens(lengths, ours_batch) / (len(ref_features) * ref_length):.3f})")
+          f"tokens fed, ours / reference: {fed:.3f})")
+    return machine
+
+
+def print_stage_table(runs: Runs) -> None:
+    """Each stage's median seconds on both sides, the ratio and where ours' time goes."""
+    ref_t, our_t, ratio, n = runs.ref_t, runs.our_t, runs.ratio, len(runs.squad.examples)
     print()
     print("| stage | reference (s) | ours (s) |")
     print("|---|---:|---:|")
@@ -347,47 +393,72 @@ def main(args: argparse.Namespace) -> None:
     print(f"ours, share of wall time outside the encoder (read JSON + features + window arrays + decode + write): "
           f"{100 * rest / our_t['total']:.1f}% (target < 3%: {'met' if rest < 0.03 * our_t['total'] else 'missed'}) "
           f"(model load {100 * our_t['load model'] / our_t['total']:.1f}%, forward {100 * our_t['forward'] / our_t['total']:.1f}%)")
-    print(f"peak RSS (process-wide, monotone): {rss['after reference']:.0f} MiB after the reference, {rss['after ours']:.0f} MiB after ours")
+    print(f"peak RSS (process-wide, monotone): {runs.rss['after reference']:.0f} MiB after the reference, "
+          f"{runs.rss['after ours']:.0f} MiB after ours")
 
-    # Agreement
-    ids = [ex.id for ex in squad.examples]
-    same = [qid for qid in ids if our_answers[qid] == ref_answers.get(qid)]
+
+def print_agreement(setup: Setup, runs: Runs) -> float:
+    """The share of questions with the same answer text (returned), both sides' EM/F1 and the logits' difference."""
+    squad, ref_answers, our_answers, lengths = runs.squad, runs.ref_answers, runs.our_answers, runs.lengths
+    n = len(squad.examples)
+    same = [ex.id for ex in squad.examples if our_answers[ex.id] == ref_answers.get(ex.id)]
     agreement = len(same) / n
     gold = squad.gold_texts()
     ref_m, our_m = squad_metrics(gold, ref_answers, "1.1"), squad_metrics(gold, our_answers, "1.1")
     print()
     print(f"same answer text on {len(same)}/{n} questions = {100 * agreement:.2f}% (target >= 99.5%: {'met' if agreement >= AGREEMENT else 'missed'})")
     print(f"official v1.1: reference EM {ref_m['exact_match']:.2f} F1 {ref_m['f1']:.2f}; ours EM {our_m['exact_match']:.2f} F1 {our_m['f1']:.2f}")
-    if len(ref_features) == len(lengths):
-        diffs = [np.abs(ref_logits[0][i, :L] - outputs.start_logits[i, :L]).max() for i, L in enumerate(lengths)]
-        print(f"max |start logit difference| over matching windows (padding to {ref_length} vs dynamic): {max(diffs):.2e}")
-    long_questions = sum(len(q) > windows.max_query_length for q in probe_tokenize(squad.examples, our_state[3].tokenizer))
-    print(f"questions longer than max_query_length={windows.max_query_length} tokens (cut by ours, kept whole by the recipe): {long_questions}")
-    differing = [qid for qid in ids if our_answers[qid] != ref_answers.get(qid)]
-    if differing:
-        exact = exact_reference_answers(ref_features, ref_logits, _examples_dataset(squad.examples))
-        reasons = collections.Counter(classify(q, ref_answers[q], our_answers[q], exact) for q in differing)
-        print("differences by reason:")
-        for reason, count in reasons.most_common():
-            print(f"  {count:4d}  {reason}")
-        print("first differing questions (id | reference | ours | reason):")
-        for qid in differing[:10]:
-            margin = exact[qid][1] - exact[qid][2] if qid in exact else float("nan")
-            print(f"  {qid} | {ref_answers[qid]!r} | {our_answers[qid]!r} | {classify(qid, ref_answers[qid], our_answers[qid], exact)}"
-                  f" | margin of the reference's exact best {margin:.3g}")
+    if len(runs.ref_features) == len(lengths):
+        diffs = [np.abs(runs.ref_logits[0][i, :L] - runs.outputs.start_logits[i, :L]).max() for i, L in enumerate(lengths)]
+        print(f"max |start logit difference| over matching windows (padding to {setup.ref_length} vs dynamic): {max(diffs):.2e}")
+    max_query = setup.windows.max_query_length
+    long_questions = sum(len(q) > max_query for q in probe_tokenize(squad.examples, runs.trained.tokenizer))
+    print(f"questions longer than max_query_length={max_query} tokens (cut by ours, kept whole by the recipe): {long_questions}")
+    print_differences(runs)
+    return agreement
+
+
+def print_differences(runs: Runs) -> None:
+    """Every differing answer classified from the reference's own logits; the first ten shown."""
+    ref_answers, our_answers = runs.ref_answers, runs.our_answers
+    differing = [ex.id for ex in runs.squad.examples if our_answers[ex.id] != ref_answers.get(ex.id)]
+    if not differing:
+        return
+    exact = exact_reference_answers(runs.ref_features, runs.ref_logits, _examples_dataset(runs.squad.examples))
+    reasons = collections.Counter(classify(q, ref_answers[q], our_answers[q], exact) for q in differing)
+    print("differences by reason:")
+    for reason, count in reasons.most_common():
+        print(f"  {count:4d}  {reason}")
+    print("first differing questions (id | reference | ours | reason):")
+    for qid in differing[:10]:
+        margin = exact[qid][1] - exact[qid][2] if qid in exact else float("nan")
+        print(f"  {qid} | {ref_answers[qid]!r} | {our_answers[qid]!r} | {classify(qid, ref_answers[qid], our_answers[qid], exact)}"
+              f" | margin of the reference's exact best {margin:.3g}")
+
+
+def print_levers(args: argparse.Namespace, setup: Setup, features: datasets.Dataset) -> None:
+    print()
+    print("levers: the forward alone over ours' windows (same weights), one change at a time")
+    table = lever_table(setup.probe.model, features, setup.windows.max_seq_length, args.batch_size)
+    base = table[0][1]
+    print("| forward variant | seconds | vs the reference's forward |")
+    print("|---|---:|---:|")
+    for name, seconds in table:
+        print(f"| {name} | {seconds:.2f} | {base / seconds:.2f}x |")
+
+
+def main(args: argparse.Namespace) -> None:
+    setup = set_up(args)
+    runs = timed_runs(args, setup)
+    machine = print_header(args, setup, runs)
+    print_stage_table(runs)
+    agreement = print_agreement(setup, runs)
     if args.levers:
-        print()
-        print("levers: the forward alone over ours' windows (same weights), one change at a time")
-        table = lever_table(probe.model, our_features, windows.max_seq_length, args.batch_size)
-        base = table[0][1]
-        print("| forward variant | seconds | vs the reference's forward |")
-        print("|---|---:|---:|")
-        for name, seconds in table:
-            print(f"| {name} | {seconds:.2f} | {base / seconds:.2f}x |")
-    print(f"prediction files under {root}")
+        print_levers(args, setup, runs.our_features)
+    print(f"prediction files under {setup.root}")
     print(json.dumps({
-        "benchmark": NAME, "reference_s": round(ref_t["total"], 3), "ours_s": round(our_t["total"], 3),
-        "ratio": round(ratio, 3), "identical": agreement >= AGREEMENT, "machine": machine,
+        "benchmark": NAME, "reference_s": round(runs.ref_t["total"], 3), "ours_s": round(runs.our_t["total"], 3),
+        "ratio": round(runs.ratio, 3), "identical": agreement >= AGREEMENT, "machine": machine,
     }))
 
 
