@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import os
 import statistics
@@ -87,7 +88,7 @@ from transformers import default_data_collator  # noqa: E402
 from bench_inference import exact_reference_answers  # noqa: E402
 from bio_mrc.data.squad import load_squad  # noqa: E402
 from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
-from bio_mrc.features.windows import build_features  # noqa: E402
+from bio_mrc.features.windows import FeatureConfig, build_features  # noqa: E402
 from bio_mrc.inference import TrainedModel  # noqa: E402
 from bio_mrc.inference.forward import window_outputs  # noqa: E402
 from reference_recipe import (  # noqa: E402
@@ -211,17 +212,49 @@ def median_times(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
-def main(args: argparse.Namespace) -> None:
-    model_dir = args.model
-    limit = args.limit or None
+@dataclasses.dataclass
+class Setup:
+    """Untimed: both sides' windows (checked to be the same) and the logits they share."""
+
+    windows: FeatureConfig
+    examples: list
+    features: datasets.Dataset
+    our_feature_s: float
+    ref_examples: datasets.Dataset
+    ref_features: datasets.Dataset
+    ref_feature_s: float
+    ids: list[str]
+    offset_differences: int
+    logits: dict[str, np.ndarray]
+    source: str  # where the logits came from: the cache or the forward
+    span_config: DecodeConfig
+    tuned: DecodeConfig  # with the model's tuned BIO length prior
+
+
+@dataclasses.dataclass
+class Timings:
+    """Median seconds of each side and of ours' other decodings, and the last run's answers."""
+
+    ref_t: dict[str, float]
+    our_t: dict[str, float]
+    bio_t: dict[str, float]
+    joint_t: dict[str, float]
+    ref_answers: dict[str, str]
+    our_answers: dict[str, str]
+
+    @property
+    def ratio(self) -> float:
+        return self.ref_t["total"] / self.our_t["total"]
+
+
+def set_up(args: argparse.Namespace) -> Setup:
+    """The model (tokenizer, windows, tuned prior), both sides' windows, the logits; nothing here is in the ratio."""
     datasets.disable_progress_bars()
     transformers.logging.set_verbosity_error()
-
-    # Untimed set-up: the model (tokenizer, windows, tuned prior), both sides' windows, the logits
-    trained = TrainedModel.load(model_dir)
+    limit = args.limit or None
+    trained = TrainedModel.load(args.model)  # released on return: the model is not held during the timed runs
     windows = trained.features
-    squad = load_squad(args.data, limit=limit)
-    examples = squad.examples
+    examples = load_squad(args.data, limit=limit).examples
     t = time.perf_counter()
     features = build_features(examples, trained.tokenizer, windows, with_targets=False, desc="windows")
     our_feature_s = time.perf_counter() - t
@@ -236,39 +269,48 @@ def main(args: argparse.Namespace) -> None:
     same_windows, offset_differences = check_same_windows(ref_features, features, ids)
     if not same_windows:
         raise SystemExit("the recipe's windows are not ours (count or question per window): the logits cannot be shared")
-    logits, source = cached_logits(Path(args.cache_dir), trained.model, ref_features, ids, model_dir, args.data, args.batch_size)
-    ref_logits = (logits["start"], logits["end"])
-    span_config = DecodeConfig()
-    tuned = trained.decode_config(DecodeConfig())
-    del trained
+    logits, source = cached_logits(Path(args.cache_dir), trained.model, ref_features, ids, args.model, args.data, args.batch_size)
+    return Setup(windows, examples, features, our_feature_s, ref_examples, ref_features, ref_feature_s, ids,
+                 offset_differences, logits, source, DecodeConfig(), trained.decode_config(DecodeConfig()))
 
-    # Timed, alternating
+
+def timed_runs(args: argparse.Namespace, setup: Setup) -> Timings:
+    """The reference, then ours (span), BIO and joint, alternating ``--repeats`` times."""
+    features, logits, examples = setup.features, setup.logits, setup.examples
+    ref_logits = (logits["start"], logits["end"])
     ref_runs, our_runs, bio_runs, joint_runs = [], [], [], []
     for repeat in range(args.repeats):
         t = time.perf_counter()
-        ref_answers = dict(reference_postprocess_qa_predictions(ref_examples, ref_features, ref_logits))
+        ref_answers = dict(reference_postprocess_qa_predictions(setup.ref_examples, setup.ref_features, ref_logits))
         ref_runs.append({"total": time.perf_counter() - t})
-        our_answers, times = run_ours(features, logits, examples, "span", span_config)
+        our_answers, times = run_ours(features, logits, examples, "span", setup.span_config)
         our_runs.append({**times, "total": times["arrays"] + times["decode"]})
-        _, times = run_ours(features, logits, examples, "bio", tuned)
+        _, times = run_ours(features, logits, examples, "bio", setup.tuned)
         bio_runs.append(times)
-        _, times = run_ours(features, logits, examples, "joint", tuned)
+        _, times = run_ours(features, logits, examples, "joint", setup.tuned)
         joint_runs.append(times)
         print(f"run {repeat + 1}/{args.repeats}: reference {ref_runs[-1]['total']:.2f} s, ours (span) {our_runs[-1]['total']:.2f} s, "
               f"bio decode {bio_runs[-1]['decode']:.2f} s, joint decode {joint_runs[-1]['decode']:.2f} s", flush=True)
-    ref_t, our_t, bio_t, joint_t = map(median_times, (ref_runs, our_runs, bio_runs, joint_runs))
-    ratio = ref_t["total"] / our_t["total"]
-    n = len(examples)
+    return Timings(*map(median_times, (ref_runs, our_runs, bio_runs, joint_runs)), ref_answers, our_answers)
 
+
+def print_header(args: argparse.Namespace, setup: Setup) -> str:
+    """What ran, on what, and the windows; returns the machine's description (the JSON line names it)."""
+    windows, n = setup.windows, len(setup.examples)
     print()
-    print(f"post-processing alone, SQuAD v1.1 {Path(args.data).name}, {n} questions, {len(features)} windows, model {model_dir} "
-          f"(max_seq_length {windows.max_seq_length}, stride {windows.doc_stride}); logits: {source}")
+    print(f"post-processing alone, SQuAD v1.1 {Path(args.data).name}, {n} questions, {len(setup.features)} windows, model {args.model} "
+          f"(max_seq_length {windows.max_seq_length}, stride {windows.doc_stride}); logits: {setup.source}")
     machine = _common.machine_description()
     print(f"machine: {machine}; numpy {np.__version__}, datasets {datasets.__version__}; {_common.load_and_date()} "
           f"at the end; median of {args.repeats} run(s) per side")
-    print(f"windows (untimed): ours {our_feature_s:.2f} s, the recipe's {ref_feature_s:.2f} s; the same windows on both sides "
-          f"(count, question of each, token ids); context offsets differ in {offset_differences} window(s) (ours extends a token "
+    print(f"windows (untimed): ours {setup.our_feature_s:.2f} s, the recipe's {setup.ref_feature_s:.2f} s; the same windows on both sides "
+          f"(count, question of each, token ids); context offsets differ in {setup.offset_differences} window(s) (ours extends a token "
           f"over a following combining mark its tokenizer drops, e.g. 'ɐ̯')")
+    return machine
+
+
+def print_table(setup: Setup, timings: Timings) -> None:
+    ref_t, our_t, ratio, n = timings.ref_t, timings.our_t, timings.ratio, len(setup.examples)
     print()
     print("| post-processing (same logits) | seconds | questions/s | vs the reference |")
     print("|---|---:|---:|---:|")
@@ -276,41 +318,60 @@ def main(args: argparse.Namespace) -> None:
     print(f"| **ours, span**: arrays {our_t['arrays']:.2f} + decode {our_t['decode']:.2f} | **{our_t['total']:.2f}** | "
           f"{n / our_t['total']:.0f} | **{ratio:.2f}x** |")
     print(f"| ours, span, decode alone | {our_t['decode']:.2f} | {n / our_t['decode']:.0f} | {ref_t['total'] / our_t['decode']:.2f}x |")
-    for name, t_ in (("bio", bio_t), ("joint", joint_t)):
-        print(f"| ours, {name} (length prior {tuned.bio_length_prior}): arrays {t_['arrays']:.2f} + decode {t_['decode']:.2f} | "
+    for name, t_ in (("bio", timings.bio_t), ("joint", timings.joint_t)):
+        print(f"| ours, {name} (length prior {setup.tuned.bio_length_prior}): arrays {t_['arrays']:.2f} + decode {t_['decode']:.2f} | "
               f"{t_['arrays'] + t_['decode']:.2f} | {n / (t_['arrays'] + t_['decode']):.0f} | "
               f"{ref_t['total'] / (t_['arrays'] + t_['decode']):.2f}x |")
     print()
     print(f"ratio (reference / ours, span): {ratio:.2f}x")
 
-    # Agreement
-    differing = [q for q in ids if our_answers[q] != ref_answers.get(q)]
+
+def print_agreement(setup: Setup, timings: Timings) -> bool:
+    """The share of same answers and every difference's class; returns ``identical`` (see the docstring)."""
+    n = len(setup.examples)
+    differing = [q for q in setup.ids if timings.our_answers[q] != timings.ref_answers.get(q)]
     print(f"same answer text on {n - len(differing)}/{n} questions = {100 * (n - len(differing)) / n:.2f}%")
-    reasons = collections.Counter()
-    if differing:
-        exact = exact_reference_answers(ref_features, ref_logits, ref_examples)
-        rows_of = collections.defaultdict(list)
-        for row, qid in enumerate(ref_features["example_id"]):
-            rows_of[qid].append(row)
-        contexts = {ex.id: ex.context for ex in examples}
-        details = []
-        for qid in differing:
-            brute = brute_force(ref_features, rows_of[qid], *ref_logits, contexts[qid], ref_answers[qid])
-            reason = classify(ref_answers[qid], our_answers[qid], exact.get(qid, ("",))[0], brute)
-            reasons[reason] += 1
-            details.append((qid, ref_answers[qid], our_answers[qid], brute, reason))
-        print("differences by reason:")
-        for reason, count in reasons.most_common():
-            print(f"  {count:4d}  {reason}")
-        print("differing questions (id | reference | ours | best score | the reference's span's score):")
-        for qid, ref, ours, brute, reason in details[:20]:
-            print(f"  {qid} | {ref!r} | {ours!r} | {brute[1]:.3f} | {brute[2]:.3f}")
+    reasons = print_differences(setup, timings, differing) if differing else collections.Counter()
     explained = sum(c for r, c in reasons.items() if r.startswith("pruning"))
     identical = explained == len(differing)
     print(f"identical wherever the recipe's pruning does not miss the best span: {identical} "
           f"({len(differing) - explained} difference(s) not explained by pruning)")
-    print(json.dumps({"benchmark": NAME, "reference_s": round(ref_t["total"], 3), "ours_s": round(our_t["total"], 3),
-                      "ratio": round(ratio, 3), "identical": bool(identical), "machine": machine}))
+    return identical
+
+
+def print_differences(setup: Setup, timings: Timings, differing: list[str]) -> collections.Counter:
+    """Each differing question classified on the reference's own logits (exact search and brute force); the counts."""
+    ref_features, ref_answers, our_answers = setup.ref_features, timings.ref_answers, timings.our_answers
+    ref_logits = (setup.logits["start"], setup.logits["end"])
+    exact = exact_reference_answers(ref_features, ref_logits, setup.ref_examples)
+    rows_of = collections.defaultdict(list)
+    for row, qid in enumerate(ref_features["example_id"]):
+        rows_of[qid].append(row)
+    contexts = {ex.id: ex.context for ex in setup.examples}
+    reasons = collections.Counter()
+    details = []
+    for qid in differing:
+        brute = brute_force(ref_features, rows_of[qid], *ref_logits, contexts[qid], ref_answers[qid])
+        reason = classify(ref_answers[qid], our_answers[qid], exact.get(qid, ("",))[0], brute)
+        reasons[reason] += 1
+        details.append((qid, ref_answers[qid], our_answers[qid], brute, reason))
+    print("differences by reason:")
+    for reason, count in reasons.most_common():
+        print(f"  {count:4d}  {reason}")
+    print("differing questions (id | reference | ours | best score | the reference's span's score):")
+    for qid, ref, ours, brute, reason in details[:20]:
+        print(f"  {qid} | {ref!r} | {ours!r} | {brute[1]:.3f} | {brute[2]:.3f}")
+    return reasons
+
+
+def main(args: argparse.Namespace) -> None:
+    setup = set_up(args)
+    timings = timed_runs(args, setup)
+    machine = print_header(args, setup)
+    print_table(setup, timings)
+    identical = print_agreement(setup, timings)
+    print(json.dumps({"benchmark": NAME, "reference_s": round(timings.ref_t["total"], 3), "ours_s": round(timings.our_t["total"], 3),
+                      "ratio": round(timings.ratio, 3), "identical": bool(identical), "machine": machine}))
 
 
 def check_same_windows(ref_features: datasets.Dataset, features: datasets.Dataset, ids: list[str]) -> tuple[bool, int]:
