@@ -50,6 +50,7 @@ the same number, the same unpadded token ids and the same start/end targets in e
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -88,6 +89,26 @@ def mib(value: float) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclasses.dataclass
+class ChildContext:
+    """What every child mode uses: its options, the tokenizer and windows, and the report its stages fill."""
+
+    args: argparse.Namespace
+    limit: int | None
+    report: dict[str, Any]
+    tokenizer: Any
+    config: Any  # FeatureConfig
+    work: Path
+
+    def stage(self, name: str, fn):
+        """``fn()`` timed, with the RSS at its end, under ``name``."""
+        t = time.perf_counter()
+        value = fn()
+        self.report["stages"][name] = time.perf_counter() - t
+        self.report["rss"][name] = rss_mib()
+        return value
+
+
 def child(args: argparse.Namespace) -> None:
     import datasets
     import numpy as np  # noqa: F401  (the same imports in every child: comparable baselines)
@@ -95,60 +116,76 @@ def child(args: argparse.Namespace) -> None:
     import transformers
 
     import bio_mrc.training.train  # noqa: F401
-    from bio_mrc.data.squad import load_squad
+    from bio_mrc.data.squad import load_squad  # noqa: F401  (the modes' functions use them; imported here, before the baseline)
     from bio_mrc.encoders import load_tokenizer, resolve_encoder
-    from bio_mrc.features.windows import FeatureConfig, build_features
+    from bio_mrc.features.windows import FeatureConfig, build_features  # noqa: F401
 
-    from reference_recipe import reference_load_squad, reference_train_features
+    from reference_recipe import reference_load_squad, reference_train_features  # noqa: F401
 
     datasets.disable_progress_bars()
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     limit = args.limit or None
     report: dict[str, Any] = {"mode": args.child, "stages": {}, "rss": {"imports": rss_mib()}}
-    stages, rss = report["stages"], report["rss"]
     tokenizer = load_tokenizer(resolve_encoder("default"))
     config = FeatureConfig(args.max_seq_length, args.doc_stride)
-    work = Path(args.work_dir)
-
-    def stage(name: str, fn):
-        t = time.perf_counter()
-        value = fn()
-        stages[name] = time.perf_counter() - t
-        rss[name] = rss_mib()
-        return value
-
+    context = ChildContext(args, limit, report, tokenizer, config, Path(args.work_dir))
     if args.child == "reference":
-        examples = stage("read JSON", lambda: reference_load_squad(args.data, limit))
-        features = stage("map", lambda: reference_train_features(examples, tokenizer, args.max_seq_length, args.doc_stride, args.batch_size))
-        report.update(windows=len(features), cache_files=len(features.cache_files), arrow_mib=features.data.nbytes / 2**20)
-        if args.digest:
-            write_digests(args.digest, features, padded=True)
+        reference_child(context)
     elif args.child == "ours":
-        squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
-        cache = work / "windows-cache"  # train_model's default is default_windows_cache(), beside datasets' cache
-        if args.fresh:
-            shutil.rmtree(cache, ignore_errors=True)
-        features = stage("map", lambda: build_features(squad.examples, tokenizer, config, with_targets=True,
-                                                       batch_size=args.batch_size, cache_dir=cache))
-        report.update(windows=len(features), cache_files=len(features.cache_files), arrow_mib=features.data.nbytes / 2**20,
-                      column_mib={c: features.data.column(c).nbytes / 2**20 for c in features.column_names})
-        if args.digest:
-            write_digests(args.digest, features, padded=False)
-            lengths = [len(x) for x in features["input_ids"]]
-            report.update(mean_length=sum(lengths) / len(lengths), full=sum(n == args.max_seq_length for n in lengths))
+        ours_child(context)
     elif args.child == "reference-file-backed":
-        folder = work / f"reference-questions-{limit or 'all'}"
-        if not folder.exists():
-            reference_load_squad(args.data, limit).save_to_disk(str(folder))
-        examples = stage("read JSON", lambda: datasets.load_from_disk(str(folder)))
-        if args.fresh:
-            report["removed_cache_files"] = examples.cleanup_cache_files()
-        features = stage("map", lambda: reference_train_features(examples, tokenizer, args.max_seq_length, args.doc_stride, args.batch_size))
-        report.update(windows=len(features), cache_files=len(features.cache_files))
+        file_backed_child(context)
     elif args.child == "train":
-        report.update(train_child(args, stage, rss))
+        report.update(train_child(args, context.stage, report["rss"]))
     print(json.dumps(report))
+
+
+def reference_child(context: ChildContext) -> None:
+    from reference_recipe import reference_load_squad, reference_train_features  # imported by child already
+
+    args, stage, limit, tokenizer = context.args, context.stage, context.limit, context.tokenizer
+    examples = stage("read JSON", lambda: reference_load_squad(args.data, limit))
+    features = stage("map", lambda: reference_train_features(examples, tokenizer, args.max_seq_length, args.doc_stride, args.batch_size))
+    context.report.update(windows=len(features), cache_files=len(features.cache_files), arrow_mib=features.data.nbytes / 2**20)
+    if args.digest:
+        write_digests(args.digest, features, padded=True)
+
+
+def ours_child(context: ChildContext) -> None:
+    from bio_mrc.data.squad import load_squad  # imported by child already
+    from bio_mrc.features.windows import build_features
+
+    args, stage, report, limit, tokenizer, config = (context.args, context.stage, context.report, context.limit,
+                                                     context.tokenizer, context.config)
+    squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
+    cache = context.work / "windows-cache"  # train_model's default is default_windows_cache(), beside datasets' cache
+    if args.fresh:
+        shutil.rmtree(cache, ignore_errors=True)
+    features = stage("map", lambda: build_features(squad.examples, tokenizer, config, with_targets=True,
+                                                   batch_size=args.batch_size, cache_dir=cache))
+    report.update(windows=len(features), cache_files=len(features.cache_files), arrow_mib=features.data.nbytes / 2**20,
+                  column_mib={c: features.data.column(c).nbytes / 2**20 for c in features.column_names})
+    if args.digest:
+        write_digests(args.digest, features, padded=False)
+        lengths = [len(x) for x in features["input_ids"]]
+        report.update(mean_length=sum(lengths) / len(lengths), full=sum(n == args.max_seq_length for n in lengths))
+
+
+def file_backed_child(context: ChildContext) -> None:
+    import datasets
+
+    from reference_recipe import reference_load_squad, reference_train_features  # imported by child already
+
+    args, stage, report, limit, tokenizer = context.args, context.stage, context.report, context.limit, context.tokenizer
+    folder = context.work / f"reference-questions-{limit or 'all'}"
+    if not folder.exists():
+        reference_load_squad(args.data, limit).save_to_disk(str(folder))
+    examples = stage("read JSON", lambda: datasets.load_from_disk(str(folder)))
+    if args.fresh:
+        report["removed_cache_files"] = examples.cleanup_cache_files()
+    features = stage("map", lambda: reference_train_features(examples, tokenizer, args.max_seq_length, args.doc_stride, args.batch_size))
+    report.update(windows=len(features), cache_files=len(features.cache_files))
 
 
 def write_digests(path: str, features, padded: bool) -> None:
@@ -294,17 +331,27 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def main() -> None:
-    args = parse_args()
-    if args.child:
-        child(args)
-        return
+@dataclasses.dataclass
+class Children:
+    """The children's reports: feature building (by the table's row name), the windows' agreement, training's memory."""
 
-    import datasets
-    import transformers
+    runs: dict[str, dict[str, Any]]
+    agree: dict[str, Any]
+    train: dict[str, Any] | None
+    train_again: dict[str, Any] | None
 
-    Path(args.work_dir).mkdir(parents=True, exist_ok=True)
-    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    @property
+    def ratio(self) -> float:
+        return self.runs["reference"]["stages"]["map"] / self.runs["ours"]["stages"]["map"]
+
+    @property
+    def identical(self) -> bool:
+        agree = self.agree
+        return agree["windows_reference"] == agree["windows_ours"] and agree["ids_differ"] == 0 and agree["targets_differ"] == 0
+
+
+def run_children(args: argparse.Namespace) -> Children:
+    """Every measurement, one child process each, in this order."""
     runs: dict[str, Any] = {}
     digests = {side: str(Path(args.work_dir) / f"digests-{side}.json") for side in ("reference", "ours")}
     runs["reference"] = run_child(args, "reference", digest=digests["reference"])
@@ -316,15 +363,20 @@ def main() -> None:
     agree = compare_digests(digests["reference"], digests["ours"])
     train = run_child(args, "train", fresh=True) if args.train_steps else None
     train_again = run_child(args, "train") if args.train_steps else None
+    return Children(runs, agree, train, train_again)
 
-    ref, ours = runs["reference"], runs["ours"]
-    ratio = ref["stages"]["map"] / ours["stages"]["map"]
+
+def print_header(args: argparse.Namespace, versions: str) -> str:
+    """What was measured, and on what; returns the machine's description (the JSON line names it)."""
     print()
     print(f"feature building, SQuAD v1.1 {Path(args.data).name}{f' (first {args.limit})' if args.limit else ''}: "
           f"max_seq_length {args.max_seq_length}, stride {args.doc_stride}, datasets.map batch size {args.batch_size}")
     machine = _common.machine_description()
-    print(f"machine: {machine}; transformers {transformers.__version__}, datasets {datasets.__version__}; "
-          f"{_common.load_and_date()} at the end; one run each")
+    print(f"machine: {machine}; {versions}; {_common.load_and_date()} at the end; one run each")
+    return machine
+
+
+def print_runs_table(runs: dict[str, dict[str, Any]]) -> None:
     print()
     print("| run | windows | read JSON (s) | map (s) | windows/s | RSS after imports | peak RSS | in-memory Arrow table | cache files |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -333,8 +385,14 @@ def main() -> None:
         print(f"| {name} | {r['windows']:,} | {r['stages']['read JSON']:.2f} | {r['stages']['map']:.2f} | "
               f"{r['windows'] / r['stages']['map']:,.0f} | {mib(r['rss']['imports']['now'])} | {mib(r['peak_rss_mib'])} | "
               f"{arrow} | {r['cache_files']} |")
+
+
+def print_comparisons(args: argparse.Namespace, children: Children) -> None:
+    """The ratio, ours' columns, whether each side's cache is reused, and the windows' agreement."""
+    runs, agree = children.runs, children.agree
+    ref, ours = runs["reference"], runs["ours"]
     print()
-    print(f"ratio (reference map / ours): {ratio:.2f}x (ours' windows/s {ours['windows'] / ours['stages']['map']:,.0f} against "
+    print(f"ratio (reference map / ours): {children.ratio:.2f}x (ours' windows/s {ours['windows'] / ours['stages']['map']:,.0f} against "
           f"{ref['windows'] / ref['stages']['map']:,.0f})")
     if "column_mib" in ours:
         print("ours' columns in memory: " + ", ".join(f"{c} {v:,.0f} MiB" for c, v in sorted(ours["column_mib"].items(), key=lambda x: -x[1])))
@@ -350,27 +408,49 @@ def main() -> None:
     print(f"windows: reference {agree['windows_reference']:,}, ours {agree['windows_ours']:,}; unpadded token ids differ in "
           f"{agree['ids_differ']}, start/end targets (of windows with the same ids) in {agree['targets_differ']}; ours' mean "
           f"window {ours.get('mean_length', float('nan')):.1f} tokens, {ours.get('full', 0):,} at {args.max_seq_length}")
-    identical = agree["windows_reference"] == agree["windows_ours"] and agree["ids_differ"] == 0 and agree["targets_differ"] == 0
-    if train is not None:
-        print()
-        print(f"a second train_model in a fresh process (its windows from the cache): windows "
-              f"{train_again.get('stage_seconds', {}).get('windows built', float('nan')):.1f} s against "
-              f"{train.get('stage_seconds', {}).get('windows built', float('nan')):.1f} s, peak RSS {mib(train_again['peak_rss_mib'])}")
-        print(f"train_model (default TrainConfig) on the same questions ({train.get('train_windows', '?')} windows), stopped after {args.train_steps} steps: peak RSS "
-              f"**{mib(train['peak_rss_mib'])}**; train_model {train['train_model_seconds']:.1f} s")
-        print("| stage | seconds | RSS at its end | peak so far |")
-        print("|---|---:|---:|---:|")
-        seconds = {**train["stages"], **train.get("stage_seconds", {})}
-        for name, value in train["rss"].items():
-            took = f"{seconds[name]:.1f}" if name in seconds else ""
-            print(f"| {name} | {took} | {mib(value['now'])} | {mib(value['peak'])} |")
-        if "train_arrow_mib" in train:
-            print(f"the training windows' Arrow table (after the columns train_model drops): {mib(train['train_arrow_mib'])}")
-        if "trainer set-up (sampler lengths, optimizer)" in train.get("stage_seconds", {}):
-            print(f"trainer set-up between the windows and the first step (the length-grouped sampler reads every row's "
-                  f"input_ids): {train['stage_seconds']['trainer set-up (sampler lengths, optimizer)']:.1f} s")
-    print(json.dumps({"benchmark": NAME, "reference_s": round(ref["stages"]["map"], 3), "ours_s": round(ours["stages"]["map"], 3),
-                      "ratio": round(ratio, 3), "identical": bool(identical), "machine": machine}))
+
+
+def print_training_memory(args: argparse.Namespace, train: dict[str, Any], train_again: dict[str, Any]) -> None:
+    """train_model's peak RSS, its RSS by stage, and the rerun that reads its windows from the cache."""
+    print()
+    print(f"a second train_model in a fresh process (its windows from the cache): windows "
+          f"{train_again.get('stage_seconds', {}).get('windows built', float('nan')):.1f} s against "
+          f"{train.get('stage_seconds', {}).get('windows built', float('nan')):.1f} s, peak RSS {mib(train_again['peak_rss_mib'])}")
+    print(f"train_model (default TrainConfig) on the same questions ({train.get('train_windows', '?')} windows), stopped after {args.train_steps} steps: peak RSS "
+          f"**{mib(train['peak_rss_mib'])}**; train_model {train['train_model_seconds']:.1f} s")
+    print("| stage | seconds | RSS at its end | peak so far |")
+    print("|---|---:|---:|---:|")
+    seconds = {**train["stages"], **train.get("stage_seconds", {})}
+    for name, value in train["rss"].items():
+        took = f"{seconds[name]:.1f}" if name in seconds else ""
+        print(f"| {name} | {took} | {mib(value['now'])} | {mib(value['peak'])} |")
+    if "train_arrow_mib" in train:
+        print(f"the training windows' Arrow table (after the columns train_model drops): {mib(train['train_arrow_mib'])}")
+    if "trainer set-up (sampler lengths, optimizer)" in train.get("stage_seconds", {}):
+        print(f"trainer set-up between the windows and the first step (the length-grouped sampler reads every row's "
+              f"input_ids): {train['stage_seconds']['trainer set-up (sampler lengths, optimizer)']:.1f} s")
+
+
+def main() -> None:
+    args = parse_args()
+    if args.child:
+        child(args)
+        return
+
+    import datasets
+    import transformers
+
+    Path(args.work_dir).mkdir(parents=True, exist_ok=True)
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    children = run_children(args)
+    machine = print_header(args, f"transformers {transformers.__version__}, datasets {datasets.__version__}")
+    print_runs_table(children.runs)
+    print_comparisons(args, children)
+    if children.train is not None:
+        print_training_memory(args, children.train, children.train_again)
+    print(json.dumps({"benchmark": NAME, "reference_s": round(children.runs["reference"]["stages"]["map"], 3),
+                      "ours_s": round(children.runs["ours"]["stages"]["map"], 3), "ratio": round(children.ratio, 3),
+                      "identical": bool(children.identical), "machine": machine}))
 
 
 if __name__ == "__main__":
