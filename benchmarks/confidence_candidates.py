@@ -72,6 +72,7 @@ def bio_candidates(outputs, examples, predictions, config) -> dict:
 
     from bio_mrc.decoding.postprocess import merge_tag_log_probs
     from bio_mrc.decoding.tags import best_tag_spans, span_posteriors
+    from bio_mrc.inference.calibration import raw_confidence
     from bio_mrc.tags import TAG_I
 
     merged = merge_tag_log_probs(outputs, len(examples))
@@ -82,10 +83,9 @@ def bio_candidates(outputs, examples, predictions, config) -> dict:
     posterior[rows] = span_posteriors(log_probs, merged.mask, rows, best.start[rows, 0], best.end[rows, 0])
     with np.errstate(over="ignore"):
         ratios = [np.array([s.score for s in p.spans]) for p in predictions]
-        share = np.array([1.0 / np.exp(r - r[0]).sum() if len(r) else 0.0 for r in ratios])
         share_all_o = np.array([1.0 / (np.exp(-r[0]) + np.exp(r - r[0]).sum()) if len(r) else 0.0 for r in ratios])
         sigmoid = np.array([1.0 / (1.0 + np.exp(-r[0])) if len(r) else 0.0 for r in ratios])
-    return {"sigmoid(r)": sigmoid, "n-best share": share, "n-best share with all-O": share_all_o, "posterior": posterior}
+    return {"sigmoid(r)": sigmoid, "n-best share": raw_confidence(predictions), "n-best share with all-O": share_all_o, "posterior": posterior}
 
 
 def split_candidates(trained, split, outputs, decode_config) -> dict:

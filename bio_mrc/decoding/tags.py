@@ -131,10 +131,10 @@ def span_posteriors(
     (row, start, end), under the tags' distribution restricted to valid sequences (no ``I`` first
     or after ``O``; masked-out tokens are ``O``): the answer's probability against all alternatives,
     other spans beside it included. Forward–backward in log space, rows together."""
-    log_probs, mask = np.asarray(log_probs, dtype=np.float64), np.asarray(mask, dtype=bool)
-    forward, backward, log_z = _forward_backward(log_probs, mask)
+    mask = np.asarray(mask, dtype=bool)
+    log_u = _masked_tag_log_probs(np.asarray(log_probs, dtype=np.float64), mask)
+    forward, backward, log_z = _forward_backward(log_u)
     rows, starts, ends = (np.asarray(a, dtype=np.int64) for a in (rows, starts, ends))
-    log_u = _masked_tag_log_probs(log_probs, mask)
     inside = np.cumsum(np.where(mask, log_u[..., TAG_I], 0.0), axis=1)
     holes = np.cumsum(~mask, axis=1)  # a span over a masked-out token has probability 0
     untagged = ~mask[rows, starts] | (holes[rows, ends] > holes[rows, starts])
@@ -153,9 +153,9 @@ def _masked_tag_log_probs(log_probs: np.ndarray, mask: np.ndarray) -> np.ndarray
     return np.where(mask[..., None], log_probs, forced_o)
 
 
-def _forward_backward(log_probs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Forward and backward log-messages (N, L, 3) over valid tag sequences, and log Z (N,)."""
-    log_u = _masked_tag_log_probs(log_probs, mask)
+def _forward_backward(log_u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Forward and backward log-messages (N, L, 3) over valid tag sequences of the masked tag
+    log-probabilities ``log_u``, and log Z (N,)."""
     n, length, _ = log_u.shape
     forward, backward = np.empty_like(log_u), np.zeros_like(log_u)
     forward[:, 0] = log_u[:, 0] + np.where(np.arange(3) == TAG_I, -np.inf, 0.0)
