@@ -292,14 +292,21 @@ def _model_section(config: Mapping[str, Any], record: Mapping | None) -> str:
     return "## Model\n\n" + intro + "\n\n" + _table(rows, ("", ""))
 
 
+def training_time_is_partial(record: Mapping) -> bool:
+    """Whether a run record's ``seconds`` are its last sitting's only: resumed from a checkpoint that did not
+    keep the earlier sittings' time (saved by a bio_mrc before the training clock; such records lack ``earlier_seconds``)."""
+    return record.get("resumed_from") is not None and record.get("earlier_seconds") is None
+
+
 def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str:
     """How the model was trained: the data and the full training configuration (the run record's)."""
     if not record:
         return f"## Training\n\nNo run record ({RUN_RECORD_FILE}): how this model was trained is not recorded."
     trained_on = (evaluation or {}).get("trained_on")
     resumed = f", resumed from {record['resumed_from']}" if record.get("resumed_from") else ""
+    sittings = " (its last sitting's)" if training_time_is_partial(record) else " (every sitting's)" if resumed else ""
     lines = [f"Trained on {record.get('n_examples')} questions ({record.get('n_windows')} windows) in "
-             f"{record.get('seconds', 0):.0f} s; final training loss {record.get('final_loss', float('nan')):.4f}; "
+             f"{record.get('seconds', 0):.0f} s{sittings}; final training loss {record.get('final_loss', float('nan')):.4f}; "
              f"finished {record.get('finished')}{resumed}."]
     if trained_on:
         lines.append(f"Training questions: `{trained_on.get('description')}` ({trained_on.get('questions')} questions, "

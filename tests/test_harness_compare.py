@@ -219,14 +219,17 @@ def test_cross_validation_and_a_training_split_exclude_each_other(tiny_encoder_d
         parse_config(raw)
 
 
-def test_the_cells_cache_ignores_only_modules_that_render_reports():
-    """A report-only change keeps the scored cells (hours of inference on a learning curve); any other
-    source file is part of the key."""
+def test_the_cells_cache_ignores_only_modules_that_render_reports_or_train():
+    """A report-only or training-only change keeps the scored cells (hours of inference on a learning
+    curve); any other source file is part of the key."""
     from pathlib import Path
 
     import bio_mrc
-    from bio_mrc.harness.compare import REPORT_ONLY_SOURCES
+    from bio_mrc.harness.compare import CELL_INDEPENDENT_SOURCES
 
     package = Path(bio_mrc.__file__).parent
-    assert all((package / name).is_file() for name in REPORT_ONLY_SOURCES)
-    assert not {"harness/cells.py", "harness/compare.py", "decoding/postprocess.py"} & REPORT_ONLY_SOURCES
+    assert all((package / name).is_file() for name in CELL_INDEPENDENT_SOURCES)
+    shared_with_inference = {"harness/cells.py", "harness/compare.py", "decoding/postprocess.py", "features/windows.py",
+                             "model.py", "inference/forward.py", "inference/tuning.py", "heads/bio.py"}
+    assert all((package / name).is_file() for name in shared_with_inference)
+    assert not shared_with_inference & CELL_INDEPENDENT_SOURCES

@@ -218,6 +218,18 @@ def test_the_report_leads_its_statistics_with_the_contrasts(tmp_path):
     assert ("joint/bio", "bio-only/bio") in pairs(saved["summary"]["comparisons"])
 
 
+def test_a_training_time_of_the_last_sitting_only_is_marked(tmp_path):
+    results = results_dict(runs=("joint", "span-only"))
+    _, report, _ = write(results, tmp_path / "complete")
+    assert "*Training time of the last sitting only" not in report
+    for cell in results["cells"]:
+        cell["train_seconds_partial"] = cell["run"] == "joint"
+    _, report, _ = write(results, tmp_path / "partial")
+    rows = {line.split(" | ")[0] + " | " + line.split(" | ")[1]: line for line in report.splitlines() if line.startswith("| ")}
+    assert "| 10* | 2 |" in rows["| joint | span"] and "| 10 | 2 |" in rows["| span-only | span"]
+    assert "*Training time of the last sitting only" in report
+
+
 def test_the_cell_plot_is_written_and_linked(tmp_path):
     summary, report, _ = write(results_dict(seeds=(1, 2), seed_sd=3.0, baseline="joint/joint"), tmp_path)
     assert (tmp_path / "score_per_cell.png").read_bytes().startswith(PNG_MAGIC)

@@ -71,6 +71,8 @@ def test_compare_resumes_an_interrupted_model_with_the_uninterrupted_weights(tin
     resumed, _ = compare(config(tiny_encoder_dir), FIXTURES, tmp_path / "b")
     assert len(calls) == 2 and calls[1]["resume"] is True
     assert load_run_record(model_dir)["resumed_from"] == "checkpoint-4"
+    assert {c["train_seconds_partial"] for c in resumed["cells"]} == {False}  # the checkpoint kept the first sitting's time
+    assert {c["train_seconds"] for c in resumed["cells"]} == {load_run_record(model_dir)["seconds"]}
     assert not (model_dir / CHECKPOINT_DIR).exists()  # removed once the model is complete
     a = load_file(str(tmp_path / "a" / "models" / model_dir.name / "model.safetensors"))
     b = load_file(str(model_dir / "model.safetensors"))

@@ -180,3 +180,16 @@ def test_retraining_a_folder_drops_the_old_models_scores(model_dir, sample_v1, t
     train_model(sample_v1.examples, config, model_dir, save_checkpoints=False)
     assert not (model_dir / model_card.EVAL_FILE).exists()
     assert "No evaluation recorded yet" in (model_dir / "README.md").read_text()
+
+
+def test_the_card_says_whose_sittings_the_training_time_covers():
+    config = {"heads": "span+bio"}
+    base = {"train": {}, "n_examples": 10, "n_windows": 12, "seconds": 95.0, "final_loss": 1.0, "finished": "then"}
+    records = {"one sitting": {**base, "resumed_from": None, "earlier_seconds": 0.0},
+               "every sitting's": {**base, "resumed_from": "checkpoint-5", "earlier_seconds": 40.0},
+               "last sitting's": {**base, "resumed_from": "checkpoint-5"}}  # an older record: no earlier_seconds
+    text = {name: model_card.render_model_card(config, record, None, "m") for name, record in records.items()}
+    assert "in 95 s; final training loss" in text["one sitting"]
+    assert "in 95 s (every sitting's); final" in text["every sitting's"]
+    assert "in 95 s (its last sitting's); final" in text["last sitting's"]
+    assert [model_card.training_time_is_partial(r) for r in records.values()] == [False, False, True]

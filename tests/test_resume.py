@@ -1,14 +1,18 @@
 """A killed training run resumes from its last checkpoint and ends with the uninterrupted run's weights."""
 
 import dataclasses
+import json
 
 import pytest
 import torch
 from safetensors.torch import load_file
 from transformers import TrainerCallback
 
+from transformers.trainer import TRAINER_STATE_NAME
+
 from bio_mrc.training.train import (
-    CHECKPOINT_DIR, TRAIN_CONFIG_FILE, ResumeError, TrainConfig, load_run_record, scan_checkpoints, train_model,
+    CHECKPOINT_DIR, TRAIN_CONFIG_FILE, ResumeError, TrainConfig, TrainingClock, load_run_record, scan_checkpoints,
+    train_model,
 )
 
 # 23 windows of 32 tokens, 6 steps an epoch, 18 in all; a checkpoint every 3 steps.
@@ -82,12 +86,38 @@ def test_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, config, examp
     assert not (killed_dir / CHECKPOINT_DIR).exists()  # the model is complete: nothing is left to resume
 
 
+def test_a_resumed_run_records_the_time_of_every_sitting(config, examples, killed_dir):
+    checkpoint = killed_dir / CHECKPOINT_DIR / "checkpoint-15"
+    first_sitting = TrainingClock.seconds_saved_in(checkpoint)
+    assert first_sitting > 0
+    resumed = train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
+    record = load_run_record(killed_dir)
+    assert record["earlier_seconds"] == first_sitting
+    assert record["seconds"] == resumed.seconds > first_sitting  # both sittings
+
+
+def test_a_checkpoint_saved_without_the_clock_still_resumes_and_says_its_time_is_partial(
+    tmp_path, config, examples, killed_dir
+):
+    uninterrupted = train_model(examples, config, tmp_path / "a", progress=False, save_checkpoints=False)
+    state_file = killed_dir / CHECKPOINT_DIR / "checkpoint-15" / TRAINER_STATE_NAME
+    state = json.loads(state_file.read_text())
+    del state["stateful_callbacks"]["TrainingClock"]  # as an older bio_mrc saved it
+    state_file.write_text(json.dumps(state))
+    # Saves checkpoint-18 into a state that had no slot for the clock.
+    resumed = train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
+    _assert_same_weights(_weights(uninterrupted.model_dir), _weights(resumed.model_dir))
+    record = load_run_record(killed_dir)
+    assert record["earlier_seconds"] is None and record["resumed_from"] == "checkpoint-15"
+
+
 def test_resume_with_nothing_to_resume_trains_from_the_start(tmp_path, config, examples, capsys):
     first = train_model(examples, config, tmp_path / "a", progress=False, save_checkpoints=False)
     second = train_model(examples, config, tmp_path / "b", progress=True, checkpoint_steps=EVERY, resume=True)
     assert "nothing to resume" in capsys.readouterr().err
     _assert_same_weights(_weights(first.model_dir), _weights(second.model_dir))
     assert load_run_record(second.model_dir)["resumed_from"] is None
+    assert load_run_record(second.model_dir)["earlier_seconds"] == 0.0
 
 
 def test_resume_refuses_other_training_options(config, examples, killed_dir):

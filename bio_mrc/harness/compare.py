@@ -110,7 +110,7 @@ def train_models(config: CompareConfig, data_dir: str | Path, output_dir: str | 
     for run in config.runs:
         for seed in config.run_seeds(run):
             train_splits = [fold for fold, _ in splits.folds] if splits.folds else [splits.train_for(run)]
-            trained += [obtain_model(run, seed, split, models_dir, progress, config.checkpoint_steps)[0] for split in train_splits]
+            trained += [obtain_model(run, seed, split, models_dir, progress, config.checkpoint_steps).model_dir for split in train_splits]
     return trained
 
 
@@ -120,7 +120,8 @@ def _score_trained_run(
     """The cells of one run and seed trained on its training split, and the model's browser data
     (both read back when cached)."""
     train_split = splits.train_for(run)
-    model_dir, train_seconds, reused = obtain_model(run, seed, train_split, output_dir / "models", progress, config.checkpoint_steps)
+    model_dir, train_seconds, reused, partial = obtain_model(
+        run, seed, train_split, output_dir / "models", progress, config.checkpoint_steps)
     cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits, run)}.json"
     browser_cache = cache.with_suffix(".browser.npz")
     model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
@@ -131,8 +132,8 @@ def _score_trained_run(
         cache.parent.mkdir(parents=True, exist_ok=True)
         save_browser_data(browser, browser_cache)  # first: cached cells always have their browser data
         atomic_write_json(cache, model_cells)
-    return [{**cell, "train_seconds": train_seconds, "reused_model": reused, "train_questions": len(train_split.examples)}
-            for cell in model_cells], browser
+    return [{**cell, "train_seconds": train_seconds, "train_seconds_partial": partial, "reused_model": reused,
+             "train_questions": len(train_split.examples)} for cell in model_cells], browser
 
 
 def _score_folds(
@@ -142,9 +143,9 @@ def _score_folds(
     decoded: dict[str, list[DecodedCell]] = {}
     browser_parts = []
     inference_seconds = train_seconds = 0.0
-    reused_all, model_dirs = True, []
+    reused_all, partial_any, model_dirs = True, False, []
     for train_fold, held_out in splits.folds:
-        model_dir, seconds, reused = obtain_model(run, seed, train_fold, output_dir / "models", progress, config.checkpoint_steps)
+        model_dir, seconds, reused, partial = obtain_model(run, seed, train_fold, output_dir / "models", progress, config.checkpoint_steps)
         model_dirs.append(str(model_dir))
         trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
         outputs, inference = timed_windows(trained, held_out, progress)
@@ -154,13 +155,14 @@ def _score_folds(
             threshold = tuned.thresholds.get(threshold_key(decoding))
             decoded.setdefault(decoding, []).append(decode_cell(outputs, held_out, decoding, decode_config, threshold))
         browser_parts.append(model_browser_data(outputs, held_out.examples, {d: parts[-1].predictions for d, parts in decoded.items()}))
-        train_seconds, inference_seconds, reused_all = train_seconds + seconds, inference_seconds + inference, reused_all and reused
+        train_seconds, inference_seconds = train_seconds + seconds, inference_seconds + inference
+        reused_all, partial_any = reused_all and reused, partial_any or partial
     cells = []
     for decoding, parts in decoded.items():
         cell = _finish_cell(run, seed, decoding, pool(parts, splits.eval.ids), splits.eval, output_dir, model_dirs[0])
         cells.append({**cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds, "threshold": None,
                       "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None,
-                      "train_seconds": train_seconds, "reused_model": reused_all,
+                      "train_seconds": train_seconds, "train_seconds_partial": partial_any, "reused_model": reused_all,
                       "train_questions": len(splits.folds[0][0].examples)})
     return cells, pool_browser_data(browser_parts, splits.eval.ids)
 
@@ -244,10 +246,14 @@ def _cells_key(config: CompareConfig, splits: Splits, run: RunSpec) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-# Modules that only render cells into a report: a change to them leaves the cached cells valid.
+# Modules a model's cells do not depend on: those that render cells into a report, and those that train
+# the model (its folder, named by its options and questions, is the cells' other key). A change to them
+# leaves the cached cells valid.
 REPORT_ONLY_SOURCES = frozenset({"cli.py", "harness/report.py", "harness/summary.py", "harness/plots.py", "harness/stats.py", "harness/learning_curve.py",
                                  "harness/selective.py", "metrics/selective.py", "harness/html_report.py",
                                  "harness/browser_payload.py", "harness/markdown_html.py"})
+TRAINING_ONLY_SOURCES = frozenset({"training/train.py", "training/__init__.py", "harness/models.py", "model_card.py"})
+CELL_INDEPENDENT_SOURCES = REPORT_ONLY_SOURCES | TRAINING_ONLY_SOURCES
 
 
 @functools.lru_cache(maxsize=1)
@@ -256,7 +262,7 @@ def code_fingerprint() -> str:
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for source in sorted(package.rglob("*.py")):
-        if source.relative_to(package).as_posix() not in REPORT_ONLY_SOURCES:
+        if source.relative_to(package).as_posix() not in CELL_INDEPENDENT_SOURCES:
             digest.update(source.read_bytes())
     return digest.hexdigest()[:12]
 

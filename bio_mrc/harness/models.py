@@ -7,8 +7,10 @@ import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import ConfigError
+from ..model_card import training_time_is_partial
 from ..training.train import TrainConfig, load_run_record, train_model
 from ..types import content_hash
 from .config import RunSpec
@@ -21,11 +23,20 @@ def model_key(train: TrainConfig, train_split: Split) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+class ObtainedModel(NamedTuple):
+    """A comparison's model: its folder, its training time, whether it was there already, and whether that
+    time is one sitting's only (resumed from a checkpoint that did not keep the earlier sittings' time)."""
+
+    model_dir: Path
+    train_seconds: float
+    reused: bool
+    train_seconds_partial: bool
+
+
 def obtain_model(
     run: RunSpec, seed: int, train_split: Split, models_dir: Path, progress: bool, checkpoint_steps: int | None = None
-) -> tuple[Path, float, bool]:
-    """Train the run, or reuse it when a model with the same key exists, or resume its interrupted training.
-    Returns (dir, train seconds, reused)."""
+) -> ObtainedModel:
+    """Train the run, or reuse it when a model with the same key exists, or resume its interrupted training."""
     config = replace(run.train, seed=seed, init_from=resolve_init_from(run.train.init_from)).with_resolved_precision()
     key = model_key(config, train_split)
     model_dir = models_dir / f"{run.name}-seed{seed}-{key}"
@@ -34,11 +45,12 @@ def obtain_model(
     for candidate in [model_dir, *sorted(models_dir.glob(f"*-seed{seed}-{key}"))]:
         record = load_run_record(candidate)  # written last, so a model cut short by a crash is never reused
         if record is not None and record.get("train") == config.to_dict():
-            return candidate, float(record["seconds"]), True
+            return ObtainedModel(candidate, float(record["seconds"]), True, training_time_is_partial(record))
     # A run cut short (a kill, the end of a session) continues from its last checkpoint.
-    result = train_model(train_split.examples, config, model_dir, save_checkpoints=True, resume=True, progress=progress,
-                         checkpoint_steps=checkpoint_steps)
-    return model_dir, result.seconds, False
+    train_model(train_split.examples, config, model_dir, save_checkpoints=True, resume=True, progress=progress,
+                checkpoint_steps=checkpoint_steps)
+    record = load_run_record(model_dir)
+    return ObtainedModel(model_dir, float(record["seconds"]), False, training_time_is_partial(record))
 
 
 def resolve_init_from(init_from: str | None) -> str | None:

@@ -43,8 +43,15 @@ def _describe_encoder(name: str) -> str:
         return f"`{DEFAULT_ENCODER}` (the default)"
 
 
-def _seconds(values: Sequence[float]) -> str:
-    return f"{np.mean(values):.0f}"
+def _seconds(values: Sequence[float], partial: Sequence[bool | None] = ()) -> str:
+    return f"{np.mean(values):.0f}" + ("*" if any(partial) else "")
+
+
+def _partial_time_note(summary: dict[str, Any]) -> str:
+    if not any(any(row.get("train_seconds_partial") or ()) for row in summary["rows"]):
+        return ""
+    return (" *Training time of the last sitting only: the model resumed from a checkpoint saved before bio_mrc "
+            "kept the earlier sittings' time (its run record's `resumed_from`).")
 
 
 def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> str:
@@ -52,7 +59,7 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
     any further figures, the config."""
     lines = [*_header_lines(results), "", "## Scores", "", *_score_table(results, summary), "",
              "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
-             "decode time is that decoding alone. With several seeds, cells are mean ± sd.", "",
+             "decode time is that decoding alone. With several seeds, cells are mean ± sd." + _partial_time_note(summary), "",
              *_abstain_section(summary), *learning_curve_section(summary.get("learning_curve"), plots.get(LEARNING_CURVE_PLOT)),
              *_contrast_section(results, summary),
              *_interval_section(results, summary, plots), *_tag_table(summary),
@@ -104,7 +111,8 @@ def _score_table(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
         cells += [format_present(row[m]) for m in subsets]
         if v2:
             cells.append(", ".join("–" if t is None else f"{t:.3f}" for t in row["threshold"]))
-        cells += [_seconds(row["train_seconds"]), _seconds(row["inference_seconds"]), f"{np.mean(row['decode_seconds']):.2f}"]
+        cells += [_seconds(row["train_seconds"], row.get("train_seconds_partial") or ()), _seconds(row["inference_seconds"]),
+                  f"{np.mean(row['decode_seconds']):.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

@@ -93,7 +93,7 @@ def against_abstaining(f1_by_seed: dict[str, np.ndarray], has_answer: np.ndarray
 def _common_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
     row: dict[str, Any] = {"cell": label, "run": cells[0]["run"], "decoding": cells[0]["decoding"], "seeds": [c["seed"] for c in cells],
                            "train_questions": cells[0].get("train_questions")}
-    for key in ("threshold", "bio_length_prior", "train_seconds", "inference_seconds", "decode_seconds"):
+    for key in ("threshold", "bio_length_prior", "train_seconds", "train_seconds_partial", "inference_seconds", "decode_seconds"):
         row[key] = [c.get(key) for c in cells]
     if "tag_scores" in cells[0]:
         row["tag_scores"] = {k: mean_sd([c["tag_scores"][k] for c in cells])[0] for k in cells[0]["tag_scores"]}

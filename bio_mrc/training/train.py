@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
+from transformers.trainer_callback import ExportableState
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
@@ -253,14 +254,18 @@ def train_model(
     # Before the windows are built: a run that cannot resume as asked fails at once.
     run_options = {"train": config.to_dict(), "questions": content_hash(examples)}
     checkpoint = _checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
-    trainer = _trainer(model, tokenizer, examples, config, args, progress, callbacks)
+    earlier_seconds = TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0
+    clock = TrainingClock(started, earlier_seconds)
+    trainer = _trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock])
     outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    seconds = time.perf_counter() - started
+    seconds = clock.seconds()
     n_windows = len(trainer.train_dataset)
     record = {  # provenance: how the model came about (the model folder runs without it)
         "train": config.to_dict(),
         "encoder_path": encoder,
-        "seconds": seconds,  # this process's share when resumed
+        "seconds": seconds,  # every sitting's when resumed, if its checkpoint kept the time (see earlier_seconds)
+        # Resumed: the sittings before this one; None when the checkpoint predates the clock, so "seconds" is this sitting's only.
+        "earlier_seconds": earlier_seconds if checkpoint else 0.0,
         "n_examples": len(examples),
         "n_windows": n_windows,
         "final_loss": outcome.training_loss,  # the mean over this process's steps when resumed
@@ -273,9 +278,35 @@ def train_model(
     return TrainResult(output_dir, seconds, len(examples), n_windows, outcome.training_loss)
 
 
+class TrainingClock(TrainerCallback, ExportableState):
+    """The training time of every sitting so far, kept in each checkpoint's ``trainer_state.json`` (written
+    with it, and last), so that a resumed run reports the whole run's time rather than its last sitting's."""
+
+    def __init__(self, started: float = 0.0, earlier_seconds: float | None = 0.0):
+        self.started, self.earlier_seconds = started, earlier_seconds
+
+    def seconds(self) -> float:
+        return (self.earlier_seconds or 0.0) + time.perf_counter() - self.started
+
+    def on_train_begin(self, args: TrainingArguments, state: Any, control: Any, **kwargs: Any) -> None:
+        # A state resumed from a checkpoint saved without the clock has no slot for it, and Trainer saves only into slots.
+        state.stateful_callbacks.setdefault(type(self).__name__, {})
+
+    def state(self) -> dict[str, Any]:
+        known = self.earlier_seconds is not None
+        return {"args": {}, "attributes": {"trained_seconds": self.seconds() if known else None}}
+
+    @classmethod
+    def seconds_saved_in(cls, checkpoint: Path) -> float | None:
+        """The time a checkpoint's run had trained when it was saved; None for one saved without the clock."""
+        state = json.loads((checkpoint / TRAINER_STATE_NAME).read_text(encoding="utf-8"))
+        saved = state.get("stateful_callbacks", {}).get(cls.__name__)
+        return saved.get("attributes", {}).get("trained_seconds") if isinstance(saved, dict) else None
+
+
 def _trainer(
     model: BioMrcForQuestionAnswering, tokenizer: Any, examples: Sequence[Example], config: TrainConfig,
-    args: TrainingArguments, progress: bool, callbacks: Sequence[TrainerCallback] | None,
+    args: TrainingArguments, progress: bool, callbacks: Sequence[TrainerCallback],
 ) -> "HeadRateTrainer":
     """The training windows (targets only; offsets are for decoding) and the Trainer over them."""
     # The main process builds (or finds) the cached windows first; the others of a torchrun job then read them.
@@ -288,7 +319,7 @@ def _trainer(
         args=args,
         train_dataset=features,
         data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
-        callbacks=list(callbacks or []),
+        callbacks=list(callbacks),
     )
 
 
