@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from bio_mrc.harness.plots import plot_breakdown, plot_cell_scores, plot_threshold_curve
+from bio_mrc.harness.plots import palette_png, plot_breakdown, plot_cell_scores, plot_threshold_curve
 from bio_mrc.harness.stats import (
     QUESTION_WORDS,
     BootstrapResult,
@@ -381,6 +381,27 @@ def test_plot_cell_scores_writes_png(tmp_path):
     assert data.startswith(PNG_MAGIC) and len(data) > 1000
     with pytest.raises(ValueError):
         plot_cell_scores({}, "t", "F1", tmp_path / "empty.png")
+
+
+def test_figures_are_saved_with_a_palette_that_keeps_their_look(tmp_path):
+    import io
+
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    fig = Figure(figsize=(4, 3))
+    axes = fig.add_subplot()
+    for k in range(6):  # anti-aliased lines, markers and text in several colours
+        axes.plot(np.linspace(0, 1, 50), np.sin(np.linspace(0, 6, 50) + k), marker="o", label=f"line {k}")
+    axes.legend()
+    full = io.BytesIO()
+    fig.savefig(full, format="png", dpi=100)
+    saved = palette_png(full.getvalue())
+    paletted, original = Image.open(io.BytesIO(saved)), Image.open(io.BytesIO(full.getvalue())).convert("RGB")
+    assert paletted.mode == "P" and paletted.size == original.size
+    assert len(saved) < len(full.getvalue())
+    difference = np.abs(np.asarray(paletted.convert("RGB"), dtype=int) - np.asarray(original, dtype=int))
+    assert difference.mean() < 1.0 and np.mean(difference.max(axis=2) > 24) < 0.01  # at most 1% of pixels visibly off
 
 
 def test_importing_plots_does_not_import_matplotlib():

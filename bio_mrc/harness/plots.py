@@ -30,7 +30,20 @@ def _save(fig: Any, path: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     fig.savefig(buffer, dpi=_DPI, format="png", bbox_inches="tight")
-    return atomic_write_bytes(out, buffer.getvalue())  # a crash never leaves a half-written PNG
+    return atomic_write_bytes(out, palette_png(buffer.getvalue()))  # a crash never leaves a half-written PNG
+
+
+def palette_png(png: bytes) -> bytes:
+    """The same picture with a palette of 256 colours: a plot is a few flat colours and their anti-aliased
+    edges, so it looks the same in a third of the bytes (reports are committed, and the repository must
+    stay small enough to travel to a GPU machine)."""
+    from PIL import Image  # matplotlib's own dependency
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    paletted = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    buffer = io.BytesIO()
+    paletted.save(buffer, format="png", optimize=True)
+    return buffer.getvalue()
 
 
 def plot_breakdown(
