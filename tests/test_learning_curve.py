@@ -34,6 +34,28 @@ def test_the_fit_weights_each_gap_by_its_inverse_variance_as_numpy_does():
     assert trend["slope_ci"][0] < slope < trend["slope_ci"][1]
 
 
+def test_gaps_on_one_line_pass_the_residual_check():
+    trend = gap_trend([gap(1_000, -6.0), gap(10_000, -4.0), gap(100_000, -2.0)])
+    assert trend["residual_chi2"] == pytest.approx(0.0, abs=1e-9) and trend["residual_dof"] == 1
+    assert trend["lack_of_fit_p"] == pytest.approx(1.0)
+    assert "consistent with one line" in describe_trend(trend)
+    assert gap_trend([gap(1_000, -6.0), gap(10_000, -4.0)])["lack_of_fit_p"] is None  # two points: no check
+
+
+def test_a_bending_gap_fails_the_residual_check_and_gets_the_last_steps_slope():
+    gaps = [gap(1_000, -6.0, 0.2), gap(10_000, -2.0, 0.2), gap(100_000, -1.0, 0.2)]  # fast, then slow
+    trend = gap_trend(gaps)
+    x, y = np.log10([1_000, 10_000, 100_000]), np.array([-6.0, -2.0, -1.0])
+    se = 0.2 / 1.959963984540054
+    fitted = np.polyval(np.polyfit(x, y, 1), x)  # equal weights: the ordinary fit
+    assert trend["residual_chi2"] == pytest.approx(np.sum(((y - fitted) / se) ** 2))
+    assert trend["lack_of_fit_p"] < 1e-6
+    step = trend["last_step"]  # +1 F1 per 10x from -1 at 10^5: zero at 10^6
+    assert step["slope_per_decade"] == pytest.approx(1.0) and step["closing_questions"] == pytest.approx(1e6)
+    text = describe_trend(trend)
+    assert "do not lie on one line" in text and "would close at about 1,000,000 training questions" in text
+
+
 @pytest.mark.parametrize("diffs, closes", [((-4.0, 1.0), "closed"), ((-2.0, -3.0), "never"), ((-2.0, -2.0), "never")])
 def test_a_gap_that_has_closed_or_does_not_shrink_has_no_closing_size(diffs, closes):
     trend = gap_trend([gap(1_000, diffs[0]), gap(10_000, diffs[1])])

@@ -82,12 +82,36 @@ def gap_trend(gaps: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     largest = float(x.max())
     fitted_at_largest = intercept + slope * largest
     trend = {"slope_per_decade": slope, "slope_ci": [slope - Z_95 * slope_se, slope + Z_95 * slope_se],
-             "intercept": intercept, "sizes": int(len(set(x.tolist()))), "fitted_gap_at_largest": float(fitted_at_largest)}
+             "intercept": intercept, "sizes": int(len(set(x.tolist()))), "fitted_gap_at_largest": float(fitted_at_largest),
+             **_residual_check(x, y, w, slope, intercept), "last_step": _last_step(x, y, w)}
     if fitted_at_largest >= 0:
         return {**trend, "closes": "closed", "closing_questions": None}
     if slope <= 0:
         return {**trend, "closes": "never", "closing_questions": None}
     return {**trend, "closes": "extrapolated", "closing_questions": float(10 ** (-intercept / slope))}
+
+
+def _residual_check(x: np.ndarray, y: np.ndarray, w: np.ndarray, slope: float, intercept: float) -> dict[str, Any]:
+    """Whether the gaps lie on one line within their errors: the weighted residuals' χ² on n − 2 degrees of
+    freedom and its p-value (None with two gaps, which a line always fits)."""
+    from scipy.stats import chi2  # scikit-learn's dependency
+
+    dof = len(x) - 2
+    chi_square = float(np.sum(w * (y - intercept - slope * x) ** 2))
+    return {"residual_chi2": chi_square, "residual_dof": dof, "lack_of_fit_p": float(chi2.sf(chi_square, dof)) if dof > 0 else None}
+
+
+def _last_step(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict[str, float] | None:
+    """The gap's change per 10× between the two largest sizes (gaps of one size pooled by their weights), and
+    where that local slope would reach zero from the largest size: the extrapolation that assumes least."""
+    sizes = np.unique(x)[-2:]
+    if len(sizes) < 2:
+        return None
+    gaps = [float(np.sum(w[x == size] * y[x == size]) / np.sum(w[x == size])) for size in sizes]
+    slope = (gaps[1] - gaps[0]) / float(sizes[1] - sizes[0])
+    closing = float(10 ** (sizes[1] - gaps[1] / slope)) if slope > 0 and gaps[1] < 0 else None
+    return {"from_questions": float(10 ** sizes[0]), "to_questions": float(10 ** sizes[1]), "slope_per_decade": slope,
+            "closing_questions": closing}
 
 
 def describe_trend(trend: Mapping[str, Any] | None) -> str:
@@ -104,8 +128,27 @@ def describe_trend(trend: Mapping[str, Any] | None) -> str:
     if trend["closes"] == "never":
         return text + "The gap does not shrink with more questions: on this trend BIO never catches up."
     flat = " The slope's interval includes 0, so a flat gap fits these points too." if slope_low <= 0 else ""
-    return text + (f"If the trend holds, the gap closes at about {trend['closing_questions']:,.0f} training questions; "
-                   f"an extrapolation in log-questions beyond the measured sizes.{flat}")
+    text += (f"If the trend holds, the gap closes at about {trend['closing_questions']:,.0f} training questions; "
+             f"an extrapolation in log-questions beyond the measured sizes.{flat}")
+    return text + _describe_fit(trend)
+
+
+def _describe_fit(trend: Mapping[str, Any]) -> str:
+    """The residual check, and when the line does not fit, the slope of the last step instead."""
+    p = trend.get("lack_of_fit_p")
+    if p is None:
+        return ""
+    text = (f" Residual check: χ² = {trend['residual_chi2']:.1f} on {trend['residual_dof']} degree"
+            f"{'s' if trend['residual_dof'] > 1 else ''} of freedom, p = {p:.3g}")
+    if p >= 0.05:
+        return text + ": the gaps are consistent with one line in log-questions."
+    step = trend["last_step"]
+    text += (": **the gaps do not lie on one line** in log-questions, so the closing size above is not to be trusted. "
+             f"Between the two largest sizes ({step['from_questions']:,.0f} and {step['to_questions']:,.0f} questions) "
+             f"the gap changes by {step['slope_per_decade']:+.2f} F1 per 10×")
+    if step["closing_questions"] is None:
+        return text + ", and at that rate it does not close."
+    return text + f"; at that rate it would close at about {step['closing_questions']:,.0f} training questions."
 
 
 def learning_curve_section(curve: Mapping[str, Any] | None, plot: str | None) -> list[str]:
