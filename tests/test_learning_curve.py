@@ -117,3 +117,19 @@ def test_a_comparison_at_one_size_has_no_learning_curve():
     assert "learning_curve" not in summarise(results, np.arange(200) % 7, 50 + np.arange(200))
     rows = [{"cell": "a/span", "run": "a", "decoding": "span", "seeds": [1], "f1": [50.0], "train_questions": None}]
     assert learning_curve(rows, {}, [], {"a": "span"}) is None
+
+
+def test_the_gap_plot_marks_a_straight_line_that_does_not_fit_and_draws_the_last_step():
+    from matplotlib.figure import Figure
+
+    from bio_mrc.harness.plots import _plot_gap
+
+    gaps = [gap(1_000, -6.0, 0.2), gap(10_000, -2.0, 0.2), gap(100_000, -1.0, 0.2)]
+    axes = Figure().add_subplot()
+    _plot_gap(axes, gaps, gap_trend(gaps))
+    labels = axes.get_legend_handles_labels()[1]
+    assert any(label.endswith("(does not fit)") for label in labels)
+    assert "last step +1.00 F1 per 10×" in labels and "closes at ≈ 1,000,000 (extrapolated)" in labels
+    axes = Figure().add_subplot()
+    _plot_gap(axes, gaps[:2], gap_trend(gaps[:2]))  # two sizes: the line, no check
+    assert [label for label in axes.get_legend_handles_labels()[1] if "does not fit" in label or "last step" in label] == []

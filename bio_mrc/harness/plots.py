@@ -254,6 +254,16 @@ def _errorbar(ax: Any, points: list[Mapping[str, Any]], colour: str, label: str,
     ax.errorbar(x, y, yerr=[y - low, high - y], fmt=style, color=colour, capsize=3, markersize=4, linewidth=1.0, label=label)
 
 
+def _plot_trend(ax: Any, x: np.ndarray, trend: Mapping[str, Any], label: str, style: str = "--") -> None:
+    """A line in log-questions from its first size (or the trend's own start) on, and where it reaches zero."""
+    closing = trend["closing_questions"]
+    end = x.max() if closing is None else max(x.max(), min(closing, 1e3 * x.max()))
+    line_x = np.logspace(np.log10(trend.get("from_questions", x.min())), np.log10(end), 50)
+    ax.plot(line_x, trend["intercept"] + trend["slope_per_decade"] * np.log10(line_x), style, color="C1", linewidth=1.0, label=label)
+    if closing is not None and closing <= end:
+        ax.plot([closing], [0.0], "x", color="C3", label=f"closes at ≈ {closing:,.0f} (extrapolated)")
+
+
 def _plot_gap(ax: Any, gaps: list[Mapping[str, Any]], trend: Mapping[str, Any] | None) -> None:
     x = np.array([g["train_questions"] for g in gaps], dtype=np.float64)
     y = np.array([g["diff"] for g in gaps])
@@ -261,13 +271,15 @@ def _plot_gap(ax: Any, gaps: list[Mapping[str, Any]], trend: Mapping[str, Any] |
     ax.axhline(0.0, color="grey", linewidth=0.8)
     ax.errorbar(x, y, yerr=[y - low, high - y], fmt="o", color="C1", capsize=3, label="BIO − span (paired 95% CI)")
     if trend is not None:
-        end = x.max() if trend["closing_questions"] is None else max(x.max(), min(trend["closing_questions"], 1e3 * x.max()))
-        line_x = np.logspace(np.log10(x.min()), np.log10(end), 50)
-        ax.plot(line_x, trend["intercept"] + trend["slope_per_decade"] * np.log10(line_x), "--", color="C1",
-                linewidth=1.0, label=f"trend {trend['slope_per_decade']:+.2f} F1 per 10×")
-        if trend["closing_questions"] is not None and trend["closing_questions"] <= end:
-            ax.plot([trend["closing_questions"]], [0.0], "x", color="C3",
-                    label=f"closes at ≈ {trend['closing_questions']:,.0f} (extrapolated)")
+        misfit = trend.get("lack_of_fit_p") is not None and trend["lack_of_fit_p"] < 0.05
+        _plot_trend(ax, x, trend if not misfit else {**trend, "closing_questions": None},
+                    f"straight line {trend['slope_per_decade']:+.2f} F1 per 10×" + (" (does not fit)" if misfit else ""))
+        if misfit and trend["last_step"] is not None:  # the report then extrapolates the last step instead
+            step = trend["last_step"]
+            last_gap = np.mean(y[x == x.max()])
+            step_trend = {"intercept": last_gap - step["slope_per_decade"] * np.log10(x.max()), "from_questions": step["from_questions"],
+                          "slope_per_decade": step["slope_per_decade"], "closing_questions": step["closing_questions"]}
+            _plot_trend(ax, x, step_trend, f"last step {step['slope_per_decade']:+.2f} F1 per 10×", style=":")
     _questions_axis(ax, x)
     ax.set_ylabel("F1 difference")
     ax.set_title("BIO − span gap (joint models)")
