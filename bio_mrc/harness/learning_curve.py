@@ -102,8 +102,9 @@ def _residual_check(x: np.ndarray, y: np.ndarray, w: np.ndarray, slope: float, i
 
 
 def _last_step(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict[str, float] | None:
-    """The gap's change per 10× between the two largest sizes (gaps of one size pooled by their weights), and
-    where that local slope would reach zero from the largest size: the extrapolation that assumes least."""
+    """The gap's change per 10× between the two largest sizes (gaps of one size pooled by their weights), the
+    line through those two (its intercept at 1 question), and where it would reach zero: the extrapolation
+    that assumes least."""
     sizes = np.unique(x)[-2:]
     if len(sizes) < 2:
         return None
@@ -111,7 +112,7 @@ def _last_step(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict[str, float] 
     slope = (gaps[1] - gaps[0]) / float(sizes[1] - sizes[0])
     closing = float(10 ** (sizes[1] - gaps[1] / slope)) if slope > 0 and gaps[1] < 0 else None
     return {"from_questions": float(10 ** sizes[0]), "to_questions": float(10 ** sizes[1]), "slope_per_decade": slope,
-            "closing_questions": closing}
+            "intercept": gaps[1] - slope * float(sizes[1]), "closing_questions": closing}
 
 
 def describe_trend(trend: Mapping[str, Any] | None) -> str:

@@ -276,10 +276,7 @@ def _plot_gap(ax: Any, gaps: list[Mapping[str, Any]], trend: Mapping[str, Any] |
                     f"straight line {trend['slope_per_decade']:+.2f} F1 per 10×" + (" (does not fit)" if misfit else ""))
         if misfit and trend["last_step"] is not None:  # the report then extrapolates the last step instead
             step = trend["last_step"]
-            last_gap = np.mean(y[x == x.max()])
-            step_trend = {"intercept": last_gap - step["slope_per_decade"] * np.log10(x.max()), "from_questions": step["from_questions"],
-                          "slope_per_decade": step["slope_per_decade"], "closing_questions": step["closing_questions"]}
-            _plot_trend(ax, x, step_trend, f"last step {step['slope_per_decade']:+.2f} F1 per 10×", style=":")
+            _plot_trend(ax, x, step, f"last step {step['slope_per_decade']:+.2f} F1 per 10×", style=":")
     _questions_axis(ax, x)
     ax.set_ylabel("F1 difference")
     ax.set_title("BIO − span gap (joint models)")

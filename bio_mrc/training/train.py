@@ -265,7 +265,7 @@ def train_model(
         "encoder_path": encoder,
         "seconds": seconds,  # every sitting's when resumed, if its checkpoint kept the time (see earlier_seconds)
         # Resumed: the sittings before this one; None when the checkpoint predates the clock, so "seconds" is this sitting's only.
-        "earlier_seconds": earlier_seconds if checkpoint else 0.0,
+        "earlier_seconds": earlier_seconds,
         "n_examples": len(examples),
         "n_windows": n_windows,
         "final_loss": outcome.training_loss,  # the mean over this process's steps when resumed
