@@ -194,10 +194,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise SystemExit(f"error: data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
     output_dir = Path(args.output_dir or Path("runs") / config.name)
     if args.train_only:
-        for model_dir in train_models(config, data_dir, output_dir, progress=True):
+        for model_dir in train_models(config, data_dir, output_dir, progress=True, cells_from=args.cells_from):
             print(model_dir)
         return 0
-    results, summary = compare(config, data_dir, output_dir, progress=True)
+    results, summary = compare(config, data_dir, output_dir, progress=True, cells_from=args.cells_from)
     print(console_table(results, summary))
     print(f"\nreport: {output_dir / 'report.md'} (also report.html with a question browser, report.json and PNG plots there)")
     return 0
@@ -309,6 +309,9 @@ def _add_compare_and_extract(add_command) -> None:
     compare.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs of the config (e.g. one per sitting or machine)")
     compare.add_argument("--train-only", action="store_true",
                          help="train (or resume) every model and score nothing; a later compare scores them")
+    compare.add_argument("--cells-from", metavar="REPORT",
+                         help="an earlier report.json (or .json.xz, .json.gz) of this comparison: the models it holds are neither "
+                              "trained nor scored, their cells are read from it (a comparison composed over sittings or machines)")
     compare.set_defaults(func=cmd_compare)
     extract = add_command("extract", help="answer one question about a text")
     extract.add_argument("--model", required=True)

@@ -20,7 +20,7 @@ import numpy as np
 from .. import __version__
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.windows import WindowOutputs
-from ..encoders import load_tokenizer
+from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tune_settings, tuning_provenance, write_prediction_files
 from ..inference.tuning import TunedSettings
@@ -30,6 +30,7 @@ from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, calibration_cell, decode_cell, pool, score_cell
 from .config import CompareConfig, RunSpec
+from .earlier_report import EarlierCells, load_earlier_cells
 from .models import obtain_model
 from .splits import Split, check_disjoint, cross_validation_folds, resolve_split
 
@@ -68,21 +69,39 @@ def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
     return Splits(eval_split, tune_split, train_split, folds, run_train)
 
 
-def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False) -> dict[str, Any]:
+def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: Splits) -> EarlierCells | None:
+    """The cells this comparison reuses from an earlier report (``--cells-from``), checked to be its own."""
+    if cells_from is None:
+        return None
+    questions = {"eval_ids": splits.eval.ids, "tune": splits.tune.describe()["question_hash"] if splits.tune else None,
+                 "train": {run.name: None if splits.folds else splits.train_for(run).describe()["question_hash"] for run in config.runs}}
+    return load_earlier_cells(cells_from, config, questions)
+
+
+def run_comparison(
+    config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
+) -> dict[str, Any]:
     """Everything the report needs, as plain data (arrays per question included).
 
     Finished work is reused: a model whose run record exists is not retrained, and the
     cells of a model already scored on the same questions with the same decoding options
     are read back from ``output_dir/cells``, so an interrupted comparison run again
-    redoes only what was not finished.
+    redoes only what was not finished. With ``cells_from`` (an earlier report of this
+    comparison), the models that report holds are neither trained nor scored: their cells are its.
     """
     data_dir, output_dir = Path(data_dir), Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     splits = resolve_splits(config, data_dir)
+    earlier = earlier_cells(cells_from, config, splits)
     cells: list[dict[str, Any]] = []
     browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
+    reused: list[tuple[str, int]] = []
     for run in config.runs:
         for seed in config.run_seeds(run):
+            if earlier and earlier.holds(run.name, seed):
+                cells += earlier.cells(run.name, seed)
+                reused.append((run.name, seed))
+                continue
             score = _score_folds if splits.folds else _score_trained_run
             run_cells, browser_data = score(run, seed, config, splits, output_dir, progress)
             cells += run_cells
@@ -90,6 +109,8 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
     return {
         "config": config.to_dict(),
         "package_version": __version__,
+        "code": code_fingerprint(),
+        "cells_from": earlier.describe(reused) if earlier else None,
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "train": splits.train.describe() if splits.train else None,
         "run_train": {name: split.describe() for name, split in splits.run_train.items()},
@@ -101,14 +122,20 @@ def run_comparison(config: CompareConfig, data_dir: str | Path, output_dir: str 
     }
 
 
-def train_models(config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False) -> list[Path]:
+def train_models(
+    config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
+) -> list[Path]:
     """Train every model of the comparison (reusing finished ones, resuming interrupted ones) and score
-    nothing: the long part of a comparison, in as many sittings as it takes; ``compare`` then scores."""
+    nothing: the long part of a comparison, in as many sittings as it takes; ``compare`` then scores.
+    Models whose cells ``cells_from`` holds are not trained."""
     splits = resolve_splits(config, Path(data_dir))
+    earlier = earlier_cells(cells_from, config, splits)
     models_dir = Path(output_dir) / "models"
     trained = []
     for run in config.runs:
         for seed in config.run_seeds(run):
+            if earlier and earlier.holds(run.name, seed):
+                continue
             train_splits = [fold for fold, _ in splits.folds] if splits.folds else [splits.train_for(run)]
             trained += [obtain_model(run, seed, split, models_dir, progress, config.checkpoint_steps).model_dir for split in train_splits]
     return trained
@@ -246,10 +273,10 @@ def _cells_key(config: CompareConfig, splits: Splits, run: RunSpec) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-# Modules a model's cells do not depend on: those that render cells into a report, and those that train
+# Modules a model's cells do not depend on: those that read or render reports, and those that train
 # the model (its folder, named by its options and questions, is the cells' other key). A change to them
 # leaves the cached cells valid.
-REPORT_ONLY_SOURCES = frozenset({"cli.py", "harness/report.py", "harness/summary.py", "harness/plots.py", "harness/stats.py", "harness/learning_curve.py",
+REPORT_ONLY_SOURCES = frozenset({"cli.py", "harness/report.py", "harness/earlier_report.py", "harness/summary.py", "harness/plots.py", "harness/stats.py", "harness/learning_curve.py",
                                  "harness/selective.py", "metrics/selective.py", "harness/html_report.py",
                                  "harness/browser_payload.py", "harness/markdown_html.py"})
 TRAINING_ONLY_SOURCES = frozenset({"training/train.py", "training/__init__.py", "harness/models.py", "model_card.py"})
@@ -272,14 +299,23 @@ def _read_cells(path: Path) -> list[dict[str, Any]] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def compare(config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+def compare(
+    config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the comparison and write its report; returns (results, summary)."""
     from .report import token_counts, write_report
 
-    results = run_comparison(config, data_dir, output_dir, progress)
+    results = run_comparison(config, data_dir, output_dir, progress, cells_from)
     answer_tokens = context_tokens = None
     if results["eval"]["metric"] == "squad":  # the breakdowns by length, in the model's tokens
-        tokenizer = load_tokenizer(results["cells"][0]["model_dir"])
+        tokenizer = load_tokenizer(_tokenizer_source(results["cells"], config))
         answer_tokens, context_tokens = token_counts(results["eval_examples"], tokenizer)
     summary = write_report(results, output_dir, answer_tokens, context_tokens)
     return results, summary
+
+
+def _tokenizer_source(cells: list[dict[str, Any]], config: CompareConfig) -> str:
+    """A model folder of the comparison at hand (cells read from an earlier report may name folders
+    that are gone), else the first run's encoder, whose tokenizer its models share."""
+    folders = [cell["model_dir"] for cell in cells if Path(cell["model_dir"]).is_dir()]
+    return folders[0] if folders else resolve_encoder(config.runs[0].train.encoder)

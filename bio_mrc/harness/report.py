@@ -92,10 +92,22 @@ def _header_lines(results: dict[str, Any]) -> list[str]:
     metric = "MultiSpanQA official metrics (micro-averaged over spans)" if multispan else f"SQuAD v{evaluation['version']} official metrics"
     lines.append(f"- Evaluation: {evaluation['description']}: {evaluation['questions']} questions, {metric} "
                  f"(ids hash `{evaluation['question_hash']}`, the same questions for every cell)")
+    lines += _earlier_cells_lines(results.get("cells_from"))
     if results.get("tune"):
         tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if evaluation["version"] == "2.0" else "")
         lines.append(f"- Tuned on {results['tune']['description']}: {results['tune']['questions']} questions ({tuned})")
     return lines
+
+
+def _earlier_cells_lines(cells_from: dict[str, Any] | None) -> list[str]:
+    """Which models' cells an earlier report gave (``--cells-from``), and which code scored them."""
+    if not cells_from or not cells_from["models"]:
+        return []
+    models = ", ".join(f"{m['run']} (seed {m['seed']})" for m in cells_from["models"])
+    code = f"code `{cells_from['code']}`" if cells_from.get("code") else "code fingerprint not recorded"
+    return [f"- Cells read from an earlier report, `{cells_from['path']}` (`--cells-from`; its comparison of {cells_from['date']}, "
+            f"bio_mrc {cells_from['package_version']}, {code}): {models}. Those models were neither trained nor scored here; "
+            "the question browser shows their answers without word probabilities."]
 
 
 def _score_table(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:

@@ -1,0 +1,103 @@
+"""Cells of an earlier comparison's report, reused by ``bio-mrc compare --cells-from``.
+
+A long comparison (a learning curve, say) is run over several sittings and machines, and the
+models of the earlier sittings are not always at hand; their ``report.json`` is (committed as
+``report.json.xz``), with every cell's per-question scores. Reading those cells back lets a later
+sitting add runs to the same report without training or scoring the earlier ones again. They are
+reused only where the report is this comparison's: the same evaluation questions in the same order,
+the same tuning and training questions, decoding options and run settings; anything else is an error.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import lzma
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+from .config import CompareConfig
+
+_OPENERS = {".xz": lzma.open, ".gz": gzip.open}
+
+
+def read_report(path: str | Path) -> dict[str, Any]:
+    """A ``report.json`` as ``compare`` writes it, plain or compressed (``.xz``, ``.gz``)."""
+    path = Path(path)
+    opener = _OPENERS.get(path.suffix, open)
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            report = json.load(handle)
+    except (OSError, EOFError, lzma.LZMAError, json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"--cells-from {path}: cannot read it as a comparison report ({error})") from None
+    missing = [key for key in ("config", "eval", "eval_ids", "cells") if key not in report]
+    if missing or not isinstance(report["cells"], list):
+        raise ConfigError(f"--cells-from {path}: not a bio_mrc comparison report (no {', '.join(missing) or 'list of cells'})")
+    return report
+
+
+@dataclass(frozen=True)
+class EarlierCells:
+    """The cells of each (run, seed) an earlier report holds for this comparison, and where they came from."""
+
+    source: dict[str, Any]  # path, date, package_version, code (the code fingerprint; None when not recorded)
+    by_model: dict[tuple[str, int], list[dict[str, Any]]]
+
+    def holds(self, run: str, seed: int) -> bool:
+        return (run, seed) in self.by_model
+
+    def cells(self, run: str, seed: int) -> list[dict[str, Any]]:
+        """The cells of one model, each saying where it was scored (the first report that scored it)."""
+        provenance = {k: v for k, v in self.source.items() if k != "path"}
+        return [{**cell, "scored_in": cell.get("scored_in") or provenance} for cell in self.by_model[(run, seed)]]
+
+    def describe(self, used: list[tuple[str, int]]) -> dict[str, Any]:
+        return {**self.source, "models": [{"run": run, "seed": seed} for run, seed in used]}
+
+
+def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mapping[str, Any]) -> EarlierCells:
+    """The cells of ``path`` this comparison can reuse: those of its runs and seeds.
+
+    ``questions`` describes this comparison's questions: ``eval_ids`` (in order), and the question
+    hashes of ``tune`` and of each run's training split (``train``: run name -> hash; None for folds).
+    """
+    report = read_report(path)
+    _check_same(path, "the evaluation questions (ids, in order)", report["eval_ids"], questions["eval_ids"])
+    _check_same(path, "the tuning questions", (report.get("tune") or {}).get("question_hash"), questions["tune"])
+    earlier_config = report["config"]
+    current = config.to_dict()
+    for key in ("decode", "cross_validation"):
+        _check_same(path, f"the {key!r} options", earlier_config.get(key), current.get(key))
+    earlier_runs = {run["name"]: run for run in earlier_config.get("runs", [])}
+    wanted = {(run.name, seed) for run in config.runs for seed in config.run_seeds(run)}
+    for run in config.runs:
+        if run.name in earlier_runs:
+            _check_run(path, run.name, earlier_runs[run.name], run.to_dict())
+            trained_on = (report.get("run_train") or {}).get(run.name) or report.get("train") or {}
+            _check_same(path, f"run {run.name!r}'s training questions", trained_on.get("question_hash"), questions["train"][run.name])
+    by_model: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for cell in report["cells"]:
+        if (cell["run"], cell["seed"]) in wanted:
+            by_model.setdefault((cell["run"], cell["seed"]), []).append(cell)
+    source = {"path": str(path), "date": report.get("date"), "package_version": report.get("package_version"), "code": report.get("code")}
+    return EarlierCells(source, by_model)
+
+
+def _check_same(path: str | Path, what: str, earlier: Any, current: Any) -> None:
+    if earlier == current:
+        return
+    if isinstance(earlier, list) and isinstance(current, list):
+        first = next((k for k, (a, b) in enumerate(zip(earlier, current)) if a != b), min(len(earlier), len(current)))
+        how = f"{len(earlier)} there, {len(current)} here; the first difference at position {first}"
+    else:
+        how = f"{json.dumps(earlier, sort_keys=True)} there, {json.dumps(current, sort_keys=True)} here"
+    raise ConfigError(f"--cells-from {path}: {what} differ from this comparison's ({how}), so its cells are not this comparison's")
+
+
+def _check_run(path: str | Path, name: str, earlier: dict[str, Any], current: dict[str, Any]) -> None:
+    differing = sorted(key for key in earlier.keys() | current.keys() if earlier.get(key) != current.get(key))
+    if differing:
+        raise ConfigError(f"--cells-from {path}: run {name!r} has other settings there ({', '.join(differing)}); rename the run "
+                          "here to train it anew, or drop --cells-from")

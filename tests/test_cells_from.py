@@ -1,0 +1,109 @@
+"""``compare --cells-from``: a comparison composed from an earlier report's cells and newly trained runs."""
+
+import json
+import lzma
+
+import numpy as np
+import pytest
+
+from bio_mrc.errors import ConfigError
+from bio_mrc.harness.compare import compare, train_models
+from bio_mrc.harness.config import parse_config
+from bio_mrc.harness.earlier_report import read_report
+
+from .conftest import FIXTURES
+from .test_harness_compare import config_dict
+
+
+def tiny_config(encoder, runs=("span-only",), **overrides):
+    raw = config_dict(encoder, seeds=[1], **overrides)
+    raw["defaults"]["epochs"] = 1
+    raw["runs"] = [run for run in raw["runs"] if run["name"] in runs]
+    return raw
+
+
+@pytest.fixture(scope="module")
+def earlier(tiny_encoder_dir, tmp_path_factory):
+    """A one-run comparison's report, kept as the repository keeps reports: report.json.xz, models gone."""
+    out = tmp_path_factory.mktemp("earlier")
+    results, summary = compare(parse_config(tiny_config(tiny_encoder_dir)), FIXTURES, out)
+    kept = out / "kept" / "report.json.xz"
+    kept.parent.mkdir()
+    kept.write_bytes(lzma.compress((out / "report.json").read_bytes()))
+    return kept, results, summary
+
+
+@pytest.fixture(scope="module")
+def composed(earlier, tiny_encoder_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("composed")
+    config = parse_config(tiny_config(tiny_encoder_dir, runs=("span-only", "joint")))
+    results, summary = compare(config, FIXTURES, out, cells_from=earlier[0])
+    return out, results, summary
+
+
+def test_the_earlier_models_cells_are_read_not_recomputed(earlier, composed):
+    path, earlier_results, earlier_summary = earlier
+    out, results, summary = composed
+    reused = [c for c in results["cells"] if c["run"] == "span-only"]
+    assert len(reused) == 1 and np.array_equal(reused[0]["f1"], earlier_results["cells"][0]["f1"])
+    assert reused[0]["answers"] == earlier_results["cells"][0]["answers"]
+    assert reused[0]["scored_in"]["date"] == earlier_results["date"]
+    assert not any(p.name.startswith("span-only") for p in (out / "models").iterdir())  # not trained here
+    assert {c["decoding"] for c in results["cells"] if c["run"] == "joint"} == {"span", "bio", "joint"}
+    row = next(r for r in summary["rows"] if r["cell"] == "span-only/span")
+    assert row["f1"] == next(r for r in earlier_summary["rows"] if r["cell"] == "span-only/span")["f1"]
+    assert results["cells_from"]["models"] == [{"run": "span-only", "seed": 1}]
+
+
+def test_the_report_says_which_cells_came_from_where(earlier, composed):
+    out, _, _ = composed
+    report = (out / "report.md").read_text()
+    assert f"Cells read from an earlier report, `{earlier[0]}`" in report and "span-only (seed 1)" in report
+    saved = json.loads((out / "report.json").read_text())
+    assert saved["code"] and saved["cells_from"]["code"] == earlier[1]["code"]
+    assert "span-only/span" in (out / "report.html").read_text()
+
+
+def test_a_composed_report_serves_as_an_earlier_report_in_turn(composed, tiny_encoder_dir, tmp_path):
+    out, results, _ = composed
+    config = parse_config(tiny_config(tiny_encoder_dir, runs=("span-only", "joint")))
+    again, _ = compare(config, FIXTURES, tmp_path, cells_from=out / "report.json")
+    assert [c["f1"].tolist() for c in again["cells"]] == [np.asarray(c["f1"]).tolist() for c in results["cells"]]
+    scored_in = {c["run"]: c["scored_in"] for c in again["cells"]}
+    assert scored_in["span-only"] == next(c for c in results["cells"] if c["run"] == "span-only")["scored_in"]  # the first scoring
+    assert scored_in["joint"]["date"] == results["date"]
+    assert not (tmp_path / "models").exists()
+
+
+def test_train_only_skips_the_models_the_report_holds(earlier, tiny_encoder_dir, tmp_path):
+    config = parse_config(tiny_config(tiny_encoder_dir, runs=("span-only", "joint")))
+    trained = train_models(config, FIXTURES, tmp_path, cells_from=earlier[0])
+    assert [p.name.split("-seed")[0] for p in trained] == ["joint"]
+
+
+def test_a_report_of_other_questions_or_settings_is_refused(earlier, tiny_encoder_dir, tmp_path):
+    other_eval = tiny_config(tiny_encoder_dir)
+    other_eval["eval"] = {**other_eval["eval"], "skip": 1}
+    with pytest.raises(ConfigError, match="evaluation questions"):
+        compare(parse_config(other_eval), FIXTURES, tmp_path, cells_from=earlier[0])
+    other_run = tiny_config(tiny_encoder_dir)
+    other_run["runs"][0]["learning_rate"] = 5e-4
+    with pytest.raises(ConfigError, match="run 'span-only' has other settings there \\(learning_rate\\)"):
+        compare(parse_config(other_run), FIXTURES, tmp_path, cells_from=earlier[0])
+    other_decoding = tiny_config(tiny_encoder_dir, decode={"n_best": 3})
+    with pytest.raises(ConfigError, match="'decode' options"):
+        compare(parse_config(other_decoding), FIXTURES, tmp_path, cells_from=earlier[0])
+    assert not (tmp_path / "models").exists()  # refused before anything was trained
+
+
+def test_what_is_not_a_readable_report_is_named(tmp_path):
+    broken = tmp_path / "report.json.xz"
+    broken.write_bytes(lzma.compress(b'{"cells": []}')[:-8])
+    with pytest.raises(ConfigError, match=f"--cells-from {broken}: cannot read it"):
+        read_report(broken)
+    other = tmp_path / "predictions.json"
+    other.write_text('{"q1": "an answer"}')
+    with pytest.raises(ConfigError, match="not a bio_mrc comparison report"):
+        read_report(other)
+    with pytest.raises(ConfigError, match="cannot read it"):
+        read_report(tmp_path / "missing.json")
