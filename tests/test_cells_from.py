@@ -107,3 +107,25 @@ def test_what_is_not_a_readable_report_is_named(tmp_path):
         read_report(other)
     with pytest.raises(ConfigError, match="cannot read it"):
         read_report(tmp_path / "missing.json")
+
+
+def test_a_cut_or_edited_report_is_refused_not_misaligned(earlier, tiny_encoder_dir, tmp_path):
+    config = parse_config(tiny_config(tiny_encoder_dir))
+    report = read_report(earlier[0])
+    short = json.loads(json.dumps(report))
+    short["cells"][0]["f1"] = short["cells"][0]["f1"][:-1]
+    (tmp_path / "short.json").write_text(json.dumps(short))
+    with pytest.raises(ConfigError, match="cell 0 \\(span-only/span, seed 1\\) does not score the"):
+        compare(config, FIXTURES, tmp_path / "out", cells_from=tmp_path / "short.json")
+    unnamed = json.loads(json.dumps(report))
+    del unnamed["cells"][0]["seed"]
+    (tmp_path / "unnamed.json").write_text(json.dumps(unnamed))
+    with pytest.raises(ConfigError, match="cell 0 is not a comparison cell"):
+        compare(config, FIXTURES, tmp_path / "out", cells_from=tmp_path / "unnamed.json")
+    joint = parse_config(tiny_config(tiny_encoder_dir, runs=("joint",)))
+    partial = json.loads(json.dumps(report))
+    partial["config"]["runs"] = [run.to_dict() for run in joint.runs]
+    partial["cells"][0]["run"] = "joint"
+    (tmp_path / "partial.json").write_text(json.dumps(partial))
+    with pytest.raises(ConfigError, match="run 'joint' seed 1 has the decodings \\['span'\\] there"):
+        compare(joint, FIXTURES, tmp_path / "out", cells_from=tmp_path / "partial.json")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError
 from .config import CompareConfig
 
@@ -78,11 +79,30 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
             trained_on = (report.get("run_train") or {}).get(run.name) or report.get("train") or {}
             _check_same(path, f"run {run.name!r}'s training questions", trained_on.get("question_hash"), questions["train"][run.name])
     by_model: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for cell in report["cells"]:
+    for number, cell in enumerate(report["cells"]):
+        _check_cell(path, number, cell, len(questions["eval_ids"]))
         if (cell["run"], cell["seed"]) in wanted:
             by_model.setdefault((cell["run"], cell["seed"]), []).append(cell)
+    for run in config.runs:
+        for seed in config.run_seeds(run):
+            held = [cell["decoding"] for cell in by_model.get((run.name, seed), [])]
+            if held and sorted(held) != sorted(available_decodings(run.train.heads)):
+                raise ConfigError(f"--cells-from {path}: run {run.name!r} seed {seed} has the decodings {held} there, "
+                                  f"not every decoding of its heads ({', '.join(available_decodings(run.train.heads))})")
     source = {"path": str(path), "date": report.get("date"), "package_version": report.get("package_version"), "code": report.get("code")}
     return EarlierCells(source, by_model)
+
+
+def _check_cell(path: str | Path, number: int, cell: Any, n_questions: int) -> None:
+    """A cell names its model and decoding and scores every evaluation question (a hand-edited or cut
+    report must not pair scores with the wrong questions)."""
+    if not isinstance(cell, dict) or any(key not in cell for key in ("run", "seed", "decoding", "answers")):
+        raise ConfigError(f"--cells-from {path}: cell {number} is not a comparison cell (it needs run, seed, decoding, answers)")
+    scores = [key for key in ("em", "f1", "counts") if key in cell]
+    lengths = {key: len(cell[key]) if isinstance(cell[key], list) else None for key in [*scores, "answers"]}
+    if not scores or any(length != n_questions for length in lengths.values()):
+        raise ConfigError(f"--cells-from {path}: cell {number} ({cell['run']}/{cell['decoding']}, seed {cell['seed']}) does not "
+                          f"score the {n_questions} evaluation questions ({lengths or 'no em, f1 or counts'})")
 
 
 def _check_same(path: str | Path, what: str, earlier: Any, current: Any) -> None:
