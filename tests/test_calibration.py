@@ -127,3 +127,31 @@ def test_bio_mrc_tune_calibrates_and_the_extractor_and_pipeline_return_the_proba
         example.question, example.context).probability)
     joint = AnswerExtractor.from_pretrained(model, decoding="joint")(example.question, example.context)
     assert result["score"] == pytest.approx(joint.confidence)  # the raw score stays beside the calibrated one
+
+
+def test_with_a_no_answer_threshold_the_confidence_is_in_the_answer_given_abstentions_included():
+    sigmoid = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
+    spans = [AnswerSpan("a", 0, 1, 2.0), AnswerSpan("b", 2, 3, 0.0)]
+    answered = Prediction("q1", spans, no_answer_score=0.5)  # below the threshold 1.0: answers
+    abstained = Prediction("q2", spans, no_answer_score=3.0, abstain=True)
+    certain = Prediction("q3", spans, no_answer_score=math.inf, abstain=True)
+    no_score = Prediction("q4", spans)  # a decoding without a no-answer score never abstains
+    share = sigmoid(2.0)
+    confidence = raw_confidence([answered, abstained, certain, no_score], threshold=1.0)
+    # answer: share × P(answerable) = share × sigmoid(1.0 - 0.5); abstention: 1 - sigmoid(1.0 - 3.0)
+    assert confidence.tolist() == pytest.approx([share * sigmoid(0.5), 1 - sigmoid(-2.0), 1.0, share])
+    assert raw_confidence([answered, abstained]).tolist() == pytest.approx([share, share])  # no threshold: the span's share
+
+
+def test_an_abstention_is_right_where_the_question_has_no_answer():
+    gold = {"q1": [""], "q2": ["Paris"], "q3": [""]}
+    span = [AnswerSpan("Paris", 0, 5, 1.0)]
+    predictions = [Prediction("q1", span, 2.0, abstain=True), Prediction("q2", span, 2.0, abstain=True), Prediction("q3", span, -1.0)]
+    assert answer_is_right(predictions, gold, "2.0").tolist() == [1.0, 0.0, 0.0]
+
+
+def test_a_calibrator_fitted_with_a_threshold_scores_abstentions_at_that_threshold():
+    beta = {"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0}  # the identity map
+    abstained = [Prediction("q", [AnswerSpan("a", 0, 1, 0.0)], no_answer_score=3.0, abstain=True)]
+    assert calibrated_probability(abstained, "span", {**beta, "no_answer_threshold": 1.0}) == pytest.approx([1 / (1 + math.exp(-2.0))])
+    assert calibrated_probability(abstained, "span", beta) == pytest.approx([1.0], abs=1e-5)  # an earlier version's: the span's share

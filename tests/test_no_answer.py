@@ -135,7 +135,14 @@ def test_v2_comparison_tunes_thresholds_on_other_articles(v2_file, tiny_encoder_
     for cell in results["cells"]:  # confidence measured before and after the calibrator of the tuning split
         assert set(cell["calibration"]) == {"raw", "calibrated"}
         assert all(0.0 <= m["ece"] <= 1.0 and sum(m["bin_count"]) == results["eval"]["questions"] for m in cell["calibration"].values())
-    assert set(TrainedModel.load(model_dir).calibrators) == {"span", "bio", "joint"}
+    calibrators = TrainedModel.load(model_dir).calibrators
+    assert set(calibrators) == {"span", "bio", "joint"}
+    for cell in results["cells"]:  # fitted and measured on the answers given, abstentions included
+        assert calibrators[cell["decoding"]]["no_answer_threshold"] == cell["threshold"]
+        abstained = np.array([answer == "" for answer in cell["answers"]])
+        right = np.array(cell["selective"]["right"], dtype=bool)
+        assert (right[abstained] == (np.array(cell["f1"])[abstained] > 50)).all()
+        assert (np.array(cell["selective"]["confidence"]["raw"])[abstained] > 0.5).all()  # beyond the threshold
     report = (tmp_path / "report.md").read_text()
     assert "## Calibration" in report and "| joint/bio |" in report and "![reliability diagrams](calibration.png)" in report
     assert (tmp_path / "calibration.png").stat().st_size > 0
@@ -163,8 +170,9 @@ def test_tune_command_saves_thresholds_that_predict_applies(v2_file, tiny_encode
     tuned = json.loads(capsys.readouterr().out)["span"]
     assert (tmp_path / "threshold_span.png").stat().st_size > 0
     assert TrainedModel.load(model).thresholds == {"span": tuned["threshold"]}
-    calibrator = TrainedModel.load(model).calibrators["span"]  # fitted on the same held-out questions
+    calibrator = TrainedModel.load(model).calibrators["span"]  # fitted on the same held-out questions, at the same threshold
     assert calibrator["correct_if"] == "f1 > 0.5" and calibrator["method"] == "beta" and min(calibrator["a"], calibrator["b"]) >= 0
+    assert calibrator["no_answer_threshold"] == tuned["threshold"]
 
     preds = tmp_path / "preds.json"
     assert main(["predict", "--model", str(model), "--data", str(v2_file), "--output", str(preds)]) == 0

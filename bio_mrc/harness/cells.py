@@ -98,15 +98,16 @@ def pool(parts: Sequence[DecodedCell], order: Sequence[str]) -> DecodedCell:
     )
 
 
-def calibration_cell(decoded: DecodedCell, split: Split, decoding: str, calibrator: dict | None) -> dict[str, Any]:
-    """How well the decoding's confidence in its best span matches how often that span is right
-    (official F1 > 0.5), before and after the calibrator fitted on the tuning questions: ECE and
-    the reliability bins of each, and (``selective``) each question's confidences and rightness, from
+def calibration_cell(decoded: DecodedCell, split: Split, decoding: str, calibrator: dict | None, threshold: float | None = None) -> dict[str, Any]:
+    """How well the decoding's confidence in its answer matches how often that answer is right
+    (official F1 > 0.5; on SQuAD 2.0 an abstention is an answer, scored with the no-answer
+    ``threshold``), before and after the calibrator fitted on the tuning questions: ECE and the
+    reliability bins of each, and (``selective``) each question's confidences and rightness, from
     which the report draws risk–coverage curves and bootstraps AURC. Empty for MultiSpanQA (no single
     answer to be right)."""
     if split.metric != "squad":
         return {}
-    raw = raw_confidence(decoded.predictions)
+    raw = raw_confidence(decoded.predictions, threshold)
     right = answer_is_right(decoded.predictions, split.gold, split.version)
     measured = {"raw": raw} | ({"calibrated": calibrated_probability(decoded.predictions, decoding, calibrator)} if calibrator else {})
     return {"calibration": {

@@ -243,7 +243,7 @@ def _score_model(
         cell = _finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
         cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold, "precision": trained.precision,
                       "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None,
-                      **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding))})
+                      **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding), threshold)})
         if saved is not None:
             cells[-1]["tuning_saved_with_model"] = saved
     # The model's card (README.md) shows these scores: kept in its evaluation record.

@@ -54,17 +54,19 @@ def decode_answers(
     """Answers as a user asks for them, with the saved thresholds: ``n_best`` single spans, or
     with ``multi_span`` several answers: the spans of the most probable BIO tag sequence for the
     BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for the others.
-    Each carries its raw ``confidence`` in its best span and, with a calibrator for the decoding,
-    the ``probability`` that the best span is right."""
+    Each carries its raw ``confidence`` in its answer (an abstention included) and, with a calibrator
+    for the decoding, the ``probability`` that the answer is right."""
     config = replace(config, multi_span=multi_span and decoding == "bio")
     predictions = decode_with_thresholds(outputs, examples, decoding, config, thresholds)
-    add_confidence(predictions, decoding, (calibrators or {}).get(decoding))  # before n-best scores become shares
+    threshold = (thresholds or {}).get(threshold_key(decoding))
+    add_confidence(predictions, decoding, (calibrators or {}).get(decoding), threshold)  # before n-best scores become shares
     return nbest_multi_span(predictions, min_span_probability) if multi_span and decoding != "bio" else predictions
 
 
-def add_confidence(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping | None) -> None:
-    """Set each prediction's raw ``confidence`` and, given the decoding's calibrator, its ``probability``."""
-    raw = raw_confidence(predictions)
+def add_confidence(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping | None, threshold: float | None = None) -> None:
+    """Set each prediction's raw ``confidence`` in its answer (with the decoding's no-answer ``threshold``,
+    abstentions included) and, given the decoding's calibrator, its ``probability``."""
+    raw = raw_confidence(predictions, threshold)
     calibrated = calibrated_probability(predictions, decoding, calibrator) if calibrator else [None] * len(raw)
     for prediction, value, probability in zip(predictions, raw.tolist(), list(calibrated)):
         prediction.confidence = value

@@ -10,6 +10,12 @@ this replaced ``sigmoid(r)``, the best sequence against the all-O one alone, whi
 rival span: on held-out dev articles the share ranks BIO answers far better (AURC 0.262 -> 0.200,
 coverage at 80% accuracy 3% -> 45% with the 10,000-question model; ``benchmarks/RESULTS.md``).
 
+On SQuAD 2.0 the answer given may be an abstention, right where the question has no answer, so the
+confidence there is in the answer given, abstentions included (:func:`raw_confidence` with the
+decoding's no-answer threshold, which the calibrator saves). Earlier versions scored the best span
+whether or not the decoding abstained, so every abstention on an unanswerable question counted as
+a wrong answer; their SQuAD 2.0 calibrators (without ``no_answer_threshold``) still apply to that.
+
 Beta calibration (Kull et al., AISTATS 2017) maps raw to calibrated confidence: a logistic regression
 (scikit-learn) on ``ln p`` and ``-ln(1 - p)``, three numbers saved in the model's config. It is
 monotone (a negative weight is dropped and the other refitted), so it keeps the raw score's ranking and
@@ -34,15 +40,28 @@ CORRECT_IF = "f1 > 0.5"
 _EDGE = 1e-6  # raw confidences are clipped into [_EDGE, 1 - _EDGE] before their logarithms
 
 
-def raw_confidence(predictions: Sequence[Prediction]) -> np.ndarray:
-    """Each prediction's uncalibrated confidence in its best span: its softmax share of the n-best
-    spans' scores (0 without a span)."""
-    values = np.zeros(len(predictions))
+def raw_confidence(predictions: Sequence[Prediction], threshold: float | None = None) -> np.ndarray:
+    """Each prediction's uncalibrated confidence in the answer it gives.
+
+    Without a no-answer threshold (SQuAD v1.1) the answer is the best span, and its confidence the
+    span's softmax share of the n-best spans' scores (0 without a span). With one (SQuAD 2.0) the
+    answer may be an abstention, which is right where the question has no answer: from the margin
+    to the tuned threshold, ``P(answerable) = sigmoid(threshold - no_answer_score)`` (1/2 at the
+    threshold), an answer's confidence is its share × P(answerable), an abstention's 1 − P(answerable).
+    """
+    shares = np.zeros(len(predictions))
     for k, prediction in enumerate(predictions):
         if prediction.spans:
             scores = np.array([s.score for s in prediction.spans], dtype=np.float64)
-            values[k] = 1.0 / np.exp(scores - scores[0]).sum()
-    return values
+            shares[k] = 1.0 / np.exp(scores - scores[0]).sum()
+    if threshold is None:
+        return shares
+    no_answer = np.array([np.nan if p.no_answer_score is None else p.no_answer_score for p in predictions], dtype=np.float64)
+    margin = np.where(no_answer == threshold, 0.0, threshold - no_answer)  # equal infinities: at the threshold
+    with np.errstate(over="ignore", invalid="ignore"):
+        answerable = 1.0 / (1.0 + np.exp(-margin))
+    confidence = np.where(no_answer > threshold, 1.0 - answerable, shares * answerable)
+    return np.where(np.isnan(no_answer), shares, confidence)  # a decoding without a no-answer score never abstains
 
 
 def _legacy_raw_confidence(predictions: Sequence[Prediction], decoding: str) -> np.ndarray:
@@ -54,10 +73,10 @@ def _legacy_raw_confidence(predictions: Sequence[Prediction], decoding: str) -> 
 
 
 def answer_is_right(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]], version: str) -> np.ndarray:
-    """1 where the best span's official F1 exceeds 0.5 (``CORRECT_IF``), else 0."""
+    """1 where the answer given (the best span, or "" when abstaining) has official F1 above 0.5
+    (``CORRECT_IF``), else 0: an abstention is right on an unanswerable SQuAD 2.0 question."""
     ids = [p.id for p in predictions]
-    answers = {p.id: (p.spans[0].text if p.spans else "") for p in predictions}
-    return (per_question_scores(gold, answers, ids, version)[1] > 50.0).astype(np.float64)
+    return (per_question_scores(gold, {p.id: p.answer for p in predictions}, ids, version)[1] > 50.0).astype(np.float64)
 
 
 def _beta_features(raw: np.ndarray) -> np.ndarray:
@@ -95,6 +114,8 @@ def calibrate(raw: np.ndarray, calibrator: Mapping[str, Any]) -> np.ndarray:
 
 
 def calibrated_probability(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping[str, Any]) -> np.ndarray:
-    """Each prediction's probability that its best span is right, from the calibrator of its decoding."""
+    """Each prediction's probability that its answer is right, from the calibrator of its decoding
+    (one fitted with a no-answer threshold scores abstentions with the threshold it was fitted at)."""
     legacy = calibrator.get("method") != "beta"
-    return calibrate(_legacy_raw_confidence(predictions, decoding) if legacy else raw_confidence(predictions), calibrator)
+    return calibrate(_legacy_raw_confidence(predictions, decoding) if legacy
+                     else raw_confidence(predictions, calibrator.get("no_answer_threshold")), calibrator)

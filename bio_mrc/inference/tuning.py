@@ -18,7 +18,7 @@ from ..metrics.squad import best_no_answer_threshold, no_answer_threshold_curve,
 from ..model import BioMrcConfig
 from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
-from .answers import threshold_key
+from .answers import apply_no_answer_threshold, threshold_key
 from .calibration import answer_is_right, fit_calibrator, raw_confidence
 
 LENGTH_PRIOR_GRID = tuple(np.round(np.arange(0.0, 6.01, 0.25), 2).tolist())
@@ -120,21 +120,25 @@ def tune_settings(
             tuned.report[key] = {"threshold": tuned.thresholds[key], "best_f1": best_f1}
             tuned.curves[decoding] = threshold_curve(predictions, gold)
     if calibrate and len(examples) >= 2:  # one question calibrates nothing
-        tuned.calibration = fit_calibrators(outputs, examples, decodings, tuned.decode_config)
+        tuned.calibration = fit_calibrators(outputs, examples, decodings, tuned.decode_config, tuned.thresholds)
     return tuned
 
 
 def fit_calibrators(
-    outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], config: DecodeConfig
+    outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], config: DecodeConfig,
+    thresholds: Mapping[str, float] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Per decoding, the beta calibration of raw confidence to P(best span right) on these questions."""
+    """Per decoding, the beta calibration of raw confidence to P(answer right) on these questions; with
+    the decoding's no-answer threshold (SQuAD 2.0), of the answers it gives, abstentions included."""
     gold = gold_texts(examples)
     version = "2.0" if any(not ex.answers for ex in examples) else "1.1"
     calibrators = {}
     for decoding in decodings:
-        predictions = decode(outputs, examples, decoding, replace(config, multi_span=False))
-        right = answer_is_right(predictions, gold, version)
-        calibrators[decoding] = {**fit_calibrator(raw_confidence(predictions), right), "questions": len(examples)}
+        threshold = (thresholds or {}).get(threshold_key(decoding))
+        options = replace(config, multi_span=False) if threshold is None else replace(config, multi_span=False, require_answer=False)
+        predictions = apply_no_answer_threshold(decode(outputs, examples, decoding, options), threshold)
+        fitted = fit_calibrator(raw_confidence(predictions, threshold), answer_is_right(predictions, gold, version))
+        calibrators[decoding] = {**fitted, "questions": len(examples)} | ({} if threshold is None else {"no_answer_threshold": threshold})
     return calibrators
 
 
