@@ -1,0 +1,75 @@
+"""The committed reports (``benchmarks/reports/*/report.json[.xz]``) re-read and re-tested: each cell's score
+is the mean of its per-question scores, the Markdown report shows the same scores, and the learning curve's
+trend follows from its gaps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bio_mrc.harness.earlier_report import read_report
+from bio_mrc.harness.learning_curve import gap_trend, learning_curve_section
+from bio_mrc.harness.report import _score_table
+from bio_mrc.metrics.multispan import metrics_from_counts
+
+REPORTS = Path(__file__).parents[1] / "benchmarks" / "reports"
+REPORT_FILES = sorted(path for path in REPORTS.glob("*/report.json*"))
+
+
+def test_the_main_reports_are_committed_with_their_data():
+    names = {path.parent.name for path in REPORT_FILES}
+    assert {"learning-curve", "precision", "quick", "v2-from-reader", "multispanqa-cv-from-full"} <= names
+
+
+@pytest.fixture(scope="module", params=REPORT_FILES, ids=lambda path: path.parent.name)
+def committed(request):
+    return read_report(request.param), (request.param.parent / "report.md").read_text(encoding="utf-8")
+
+
+def _cell_scores(cell):
+    """A cell's scores from its per-question records: SQuAD's mean EM and F1, or the multi-span metrics
+    of its summed counts."""
+    if "counts" in cell:
+        return metrics_from_counts(np.asarray(cell["counts"], dtype=np.float64).sum(axis=0))
+    return {"em": np.mean(cell["em"]), "f1": np.mean(cell["f1"])}
+
+
+def test_every_cell_scores_its_questions(committed):
+    report, _ = committed
+    rows = {row["cell"]: row for row in report["summary"]["rows"]}
+    for cell in report["cells"]:
+        row = rows[f"{cell['run']}/{cell['decoding']}"]
+        at = row["seeds"].index(cell["seed"])
+        assert len(cell["counts"] if "counts" in cell else cell["f1"]) == len(report["eval_ids"])
+        for metric, value in _cell_scores(cell).items():
+            assert value == pytest.approx(row[metric][at], abs=1e-9), (cell["run"], cell["decoding"], metric)
+
+
+def test_the_markdown_report_shows_the_json_scores(committed):
+    report, markdown = committed
+    for line in _score_table(report, report["summary"]):
+        assert line in markdown
+
+
+def test_the_learning_curve_follows_from_its_gaps(committed):
+    report, markdown = committed
+    curve = report["summary"].get("learning_curve")
+    if curve is None:
+        pytest.skip("no learning curve in this report")
+    _assert_same(gap_trend(curve["gaps"]), curve["gap_trend"])
+    for line in learning_curve_section(curve, "learning_curve.png"):
+        assert line in markdown
+
+
+def _assert_same(recomputed, stored, where="gap_trend"):
+    """Recomputed equals stored, numbers to rounding (the JSON round trip), nested dicts and lists alike."""
+    if isinstance(stored, dict):
+        assert recomputed.keys() == stored.keys(), where
+        for key in stored:
+            _assert_same(recomputed[key], stored[key], f"{where}.{key}")
+    elif isinstance(stored, (int, float, list)) and not isinstance(stored, bool):
+        assert np.allclose(recomputed, stored, rtol=1e-12), where
+    else:
+        assert recomputed == stored, where
