@@ -15,7 +15,7 @@ from bio_mrc.harness.report import _score_table
 from bio_mrc.metrics.multispan import metrics_from_counts
 
 REPORTS = Path(__file__).parents[1] / "benchmarks" / "reports"
-REPORT_FILES = sorted(path for path in REPORTS.glob("*/report.json*"))
+REPORT_FILES = sorted(REPORTS.glob("*/report.json*"))
 
 
 def test_the_main_reports_are_committed_with_their_data():
