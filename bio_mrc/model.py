@@ -19,6 +19,12 @@ MODEL_FORMAT = 1
 # marks a complete model. Folders saved before the windows moved into the config read them here.
 RUN_FILE = "bio_mrc_run.json"
 WINDOW_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
+# Where encoder configs keep their dropout rates, by the names transformers' model families use
+# (BERT, RoBERTa, ELECTRA, MiniLM: *_prob; DistilBERT: attention_dropout and dropout).
+ENCODER_DROPOUT_ATTRIBUTES = {
+    "attention": ("attention_probs_dropout_prob", "attention_dropout"),
+    "hidden": ("hidden_dropout_prob", "dropout", "hidden_dropout"),
+}
 
 
 class BioMrcConfig(PreTrainedConfig):
@@ -131,10 +137,14 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
             self.encoder._init_weights(module)
 
     @classmethod
-    def from_encoder(cls, encoder_name_or_path: str, **config_kwargs: Any) -> "BioMrcForQuestionAnswering":
+    def from_encoder(
+        cls, encoder_name_or_path: str, encoder_dropout: dict[str, float | None] | None = None, **config_kwargs: Any
+    ) -> "BioMrcForQuestionAnswering":
         """Fresh heads on a pretrained encoder (a local folder or a hub id), in fp32 whatever the saved weights'
-        dtype: an fp16 copy of an encoder (half the bytes to carry) trains in fp32 or under bf16 autocast."""
+        dtype: an fp16 copy of an encoder (half the bytes to carry) trains in fp32 or under bf16 autocast.
+        ``encoder_dropout`` sets the encoder's ``attention``/``hidden`` dropout rates (see ``set_encoder_dropout``)."""
         encoder = AutoModel.from_pretrained(encoder_name_or_path, dtype=torch.float32)
+        set_encoder_dropout(encoder.config, **(encoder_dropout or {}))
         config = BioMrcConfig(encoder=encoder.config.to_dict(), **config_kwargs)
         model = cls(config)
         missing, unexpected = model.encoder.load_state_dict(encoder.state_dict(), strict=False)
@@ -204,6 +214,22 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         return output if (self.config.return_dict if return_dict is None else return_dict) else output.to_tuple()
 
 
+def set_encoder_dropout(encoder_config: PreTrainedConfig, attention: float | None = None, hidden: float | None = None) -> None:
+    """Set an encoder config's attention and hidden dropout rates in place (None keeps the encoder's own).
+    Attention dropout 0 lets PyTorch's fused attention kernels run on the CPU (benchmarks/RESULTS.md)."""
+    for kind, rate in (("attention", attention), ("hidden", hidden)):
+        if rate is None:
+            continue
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"{kind} dropout must be in [0, 1), got {rate}")
+        names = [name for name in ENCODER_DROPOUT_ATTRIBUTES[kind] if hasattr(encoder_config, name)]
+        if not names:
+            raise ValueError(f"the encoder's config ({type(encoder_config).__name__}) has no {kind} dropout rate "
+                             f"(none of {', '.join(ENCODER_DROPOUT_ATTRIBUTES[kind])}); leave {kind}_dropout unset")
+        for name in names:
+            setattr(encoder_config, name, rate)
+
+
 def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:
     """BERT-like encoders build a pooler we never use; skip it where the class allows."""
     try:
@@ -217,4 +243,4 @@ def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:
 AutoConfig.register(BioMrcConfig.model_type, BioMrcConfig, exist_ok=True)
 AutoModelForQuestionAnswering.register(BioMrcConfig, BioMrcForQuestionAnswering, exist_ok=True)
 
-__all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput"]
+__all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "set_encoder_dropout"]

@@ -155,3 +155,35 @@ def test_the_gpu_configs_name_files_the_bundle_carries_and_keep_tuning_apart():
     squad = load_config(REPO / "benchmarks" / "ablations" / "gpu_squad_full.json")
     splits = resolve_splits(squad, DATA)  # checks train, tune and eval are disjoint
     assert len(splits.train.examples) + len(splits.tune.examples) == 87_599 and len(splits.eval.examples) == 10_570
+
+
+def two_run_plan(tmp_path: Path) -> Path:
+    """The tiny stage with a span-only model beside the joint one (seed 5 each)."""
+    config = tiny_config(tmp_path / "tiny.json")
+    raw = json.loads(config.read_text())
+    raw["runs"].append({"name": "span-only", "heads": "span"})
+    config.write_text(json.dumps(raw))
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"stages": [{"name": "tiny", "config": str(config)}]}))
+    return plan
+
+
+def test_parallel_models_train_side_by_side_and_a_report_waits_for_every_model(tiny_bundle, tmp_path):
+    work, plan = tmp_path / "work", two_run_plan(tmp_path)
+    common = ["--bundle", str(tiny_bundle), "--work", str(work), "--plan", str(plan), "--device", "cpu", "--out", str(tmp_path / "out")]
+    stage = runner.load_plan(plan)["stages"][0]
+    score = runner.Step("score:tiny", "score", "tiny")
+    assert runner.compare_command(score, work, stage)[0] is None  # no model yet: no report to write
+    runner.append_log(work, {"step": "train:tiny:joint:5", "status": "done"})
+    command, missing = runner.compare_command(score, work, stage)
+    assert command[-2:] == ["--runs", "joint"] and missing == ["span-only"]  # only the runs whose models all exist
+    shutil.rmtree(work)
+
+    assert runner.main([*common, "next", "--parallel", "2", "--budget-seconds", "400"]) == 0
+    log = {entry["step"]: entry for entry in runner.read_log(work)["steps"]}
+    assert [log[f"train:tiny:{run}:5"]["together_with"] for run in ("joint", "span-only")] == [2, 2]
+    assert all(entry["status"] == "done" for entry in log.values()) and "partial" not in log["score:tiny"]
+    # Each model was scored in a process of its own; the report read their cells.
+    assert sorted(p.name for p in (work / "logs").glob("score_tiny_*.log")) == ["score_tiny_joint_5.log", "score_tiny_span-only_5.log"]
+    report = (work / "tiny" / "report.md").read_text()
+    assert "span-only" in report and "joint" in report

@@ -89,16 +89,19 @@ def stage_config(stage: dict) -> dict:
     return raw
 
 
+def stage_models(stage: dict) -> list[tuple[str, int]]:
+    """Every (run, seed) model of the stage, with the plan's per-run seeds."""
+    raw = stage_config(stage)
+    return [(run["name"], seed) for run in raw["runs"] for seed in run.get("seeds") or raw.get("seeds", [42])]
+
+
 def model_steps(stage: dict, plan: dict) -> list[Step]:
     """One training step per (run, seed); models another stage trains (``models_from``) are that stage's."""
-    raw = stage_config(stage)
     shared = set()
     if source := stage.get("models_from"):
-        source_stage = next(s for s in plan["stages"] if s["name"] == source)
-        shared = {(s.run, s.seed) for s in model_steps(source_stage, plan)}
-    return [Step(f"train:{stage['name']}:{run['name']}:{seed}", "train", stage["name"], run["name"], seed)
-            for run in raw["runs"] for seed in run.get("seeds") or raw.get("seeds", [42])
-            if (run["name"], seed) not in shared]
+        shared = set(stage_models(next(s for s in plan["stages"] if s["name"] == source)))
+    return [Step(f"train:{stage['name']}:{run}:{seed}", "train", stage["name"], run, seed)
+            for run, seed in stage_models(stage) if (run, seed) not in shared]
 
 
 def plan_steps(plan: dict) -> list[Step]:
@@ -278,28 +281,37 @@ def gpu_utilization() -> float | None:
         return None
 
 
-def run_child(command: list[str], env: dict, log_path: Path, seconds: float) -> tuple[str, int | None, list[float]]:
-    """Run ``command`` (output to ``log_path``) for at most ``seconds``; returns (status, return code, GPU samples).
-    Status: done, failed, or stopped (the budget ran out, or the runner got SIGTERM): the child is ended and its
-    checkpoints stay for the next invocation."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+def run_children(jobs: list[tuple[list[str], Path]], env: dict, seconds: float) -> tuple[list[tuple[str, int | None]], list[float]]:
+    """Run the ``(command, log_path)`` jobs side by side for at most ``seconds``; returns each one's (status, return
+    code) and the GPU busy samples. Status: done, failed, or stopped (the budget ran out, or the runner got SIGTERM):
+    a stopped child is ended and its checkpoints stay for the next invocation."""
     deadline, samples, next_sample = time.monotonic() + seconds, [], 0.0
-    with open(log_path, "ab") as log:
+    children = []
+    for command, log_path in jobs:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(log_path, "ab")
         log.write(f"\n$ {' '.join(command)}\n".encode())
         log.flush()
-        child = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            while child.poll() is None:
-                if time.monotonic() >= deadline:
-                    return "stopped", end_child(child), samples
-                if time.monotonic() >= next_sample:
-                    next_sample = time.monotonic() + GPU_SAMPLE_SECONDS
-                    if (busy := gpu_utilization()) is not None:
-                        samples.append(busy)
-                time.sleep(0.2)
-        except Stopped:
-            return "stopped", end_child(child), samples
-    return ("done" if child.returncode == 0 else "failed"), child.returncode, samples
+        children.append((subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT), log))
+    stopped = False
+    try:
+        while any(child.poll() is None for child, _ in children) and not stopped:
+            stopped = time.monotonic() >= deadline
+            if time.monotonic() >= next_sample:
+                next_sample = time.monotonic() + GPU_SAMPLE_SECONDS
+                if (busy := gpu_utilization()) is not None:
+                    samples.append(busy)
+            time.sleep(0.2)
+    except Stopped:
+        stopped = True
+    results = []
+    for child, log in children:
+        if child.poll() is None:
+            results.append(("stopped", end_child(child)))
+        else:
+            results.append(("done" if child.returncode == 0 else "failed", child.returncode))
+        log.close()
+    return results, samples
 
 
 def end_child(child: subprocess.Popen) -> int | None:
@@ -323,13 +335,28 @@ def stage_paths(work: Path, stage: dict) -> tuple[Path, Path]:
     return config_path, output
 
 
-def compare_command(step: Step, work: Path, stage: dict) -> list[str]:
+def compare_command(step: Step, work: Path, stage: dict) -> tuple[list[str] | None, list[str]]:
+    """The step's ``bio-mrc compare`` command, and (a score step) the runs left out because a model of theirs is
+    not trained: the report covers the runs whose every model is, and the step stays pending (no command: none is)."""
     config_path, output = stage_paths(work, stage)
     command = [sys.executable, "-m", "bio_mrc.cli", "compare", "--config", str(config_path), "--data-dir", str(work / "data"),
                "--output-dir", str(output), "--encoder", str(work / "encoder")]
     if step.kind == "train":
-        command += ["--train-only", "--runs", step.run, "--seeds", str(step.seed)]
-    return command
+        return command + ["--train-only", "--runs", step.run, "--seeds", str(step.seed)], []
+    trained = set(trained_pairs(stage, work))
+    runs = [run["name"] for run in stage_config(stage)["runs"]]
+    missing = [name for name in runs if any(run == name and (run, seed) not in trained for run, seed in stage_models(stage))]
+    if not missing:
+        return command, []
+    complete = [name for name in runs if name not in missing]
+    return (command + ["--runs", *complete] if complete else None), missing
+
+
+def trained_pairs(stage: dict, work: Path) -> list[tuple[str, int]]:
+    """The (run, seed) models of the stage whose training steps are done (here or in ``models_from``'s stage)."""
+    done = done_steps(work)
+    owners = [stage["name"]] + ([stage["models_from"]] if stage.get("models_from") else [])
+    return [(run, seed) for run, seed in stage_models(stage) if any(f"train:{owner}:{run}:{seed}" in done for owner in owners)]
 
 
 def trained_models(work: Path, step: Step) -> list[dict]:
@@ -350,28 +377,69 @@ def trained_models(work: Path, step: Step) -> list[dict]:
 
 def run_step(step: Step, args: argparse.Namespace, plan: dict, seconds: float) -> str:
     """Do one step within ``seconds``, log it, print what happened; returns its status."""
+    if step.kind in ("train", "score"):
+        return run_steps([step], args, plan, seconds)[0]
+    started, wall = time.strftime("%Y-%m-%d %H:%M:%S"), time.monotonic()
+    entry: dict = {"step": step.name, "started": started}
+    entry |= unpack(args.bundle, args.work) if step.kind == "unpack" else install(args.work, child_environment(args.work, args.device))
+    return finish_entry(args, entry, "done", wall)
+
+
+def run_steps(steps: list[Step], args: argparse.Namespace, plan: dict, seconds: float) -> list[str]:
+    """Train or score ``steps`` side by side (one process each; their GPU busy share is the same samples) within
+    ``seconds``; log each, print what happened; returns their statuses. A score step first scores each model of its
+    stage in a process of its own when ``--parallel`` allows, then writes the report from the cells they left."""
     started, wall = time.strftime("%Y-%m-%d %H:%M:%S"), time.monotonic()
     env = child_environment(args.work, args.device)
-    entry: dict = {"step": step.name, "started": started}
-    if step.kind in ("unpack", "install"):
-        entry |= unpack(args.bundle, args.work) if step.kind == "unpack" else install(args.work, env)
-        status = "done"
-    else:
+    if args.parallel > 1:  # the processes share the cores instead of each starting a thread per core
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // args.parallel))
+    if len(steps) == 1 and steps[0].kind == "score" and args.parallel > 1:
+        score_models_apart(steps[0], args, plan, seconds, env)
+        seconds -= time.monotonic() - wall
+    jobs, entries = [], []
+    for step in steps:
         stage = next(s for s in plan["stages"] if s["name"] == step.stage)
         log_path = args.work / "logs" / f"{step.name.replace(':', '_')}.log"
-        status, code, samples = run_child(compare_command(step, args.work, stage), env, log_path, seconds)
-        entry |= {"returncode": code, "log": str(log_path.relative_to(args.work)),
-                  "gpu_busy_share": round(sum(samples) / len(samples) / 100, 3) if samples else None,
-                  "gpu_samples": len(samples)}
+        command, missing = compare_command(step, args.work, stage)
+        if command is None:  # a report of no model: nothing to run yet
+            return ["stopped"]
+        jobs.append((command, log_path))
+        entries.append({"step": step.name, "started": started, "log": str(log_path.relative_to(args.work)),
+                        **({"partial": missing} if missing else {})})
+    results, samples = run_children(jobs, env, seconds)
+    statuses = []
+    for step, entry, (status, code), (_, log_path) in zip(steps, entries, results, jobs):
+        entry |= {"returncode": code, "gpu_busy_share": round(sum(samples) / len(samples) / 100, 3) if samples else None,
+                  "gpu_samples": len(samples), "together_with": len(steps)}
         if step.kind == "train" and status == "done":
             entry["models"] = trained_models(args.work, step)
         if step.kind == "score" and status == "done":
             entry["report"] = str((args.work / step.stage / "report.md").relative_to(args.work))
+            status = "partial" if entry.get("partial") else status  # rescored in full once the missing models exist
         if status == "failed":
             print(tail(log_path, 4000), file=sys.stderr)
+        statuses.append(finish_entry(args, entry, status, wall))
+    return statuses
+
+
+def score_models_apart(step: Step, args: argparse.Namespace, plan: dict, seconds: float, env: dict) -> None:
+    """Each trained model of the stage scored in a process of its own, side by side (its cells are cached in the
+    stage's folder); the score step's own ``compare`` then only reads them and writes the report."""
+    stage = next(s for s in plan["stages"] if s["name"] == step.stage)
+    base, _ = compare_command(step, args.work, stage)
+    if base is None:
+        return
+    jobs = [([*base, "--runs", run, "--seeds", str(seed)], args.work / "logs" / f"score_{step.stage}_{run}_{seed}.log")
+            for run, seed in trained_pairs(stage, args.work)]
+    deadline = time.monotonic() + seconds
+    for first in range(0, len(jobs), args.parallel):
+        run_children(jobs[first:first + args.parallel], env, deadline - time.monotonic())
+
+
+def finish_entry(args: argparse.Namespace, entry: dict, status: str, wall: float) -> str:
     entry |= {"status": status, "wall_seconds": round(time.monotonic() - wall, 1), "device": device_name(args.work)}
     append_log(args.work, entry)
-    print(f"[{status}] {step.name} in {entry['wall_seconds']} s on {entry['device']}", flush=True)
+    print(f"[{status}] {entry['step']} in {entry['wall_seconds']} s on {entry['device']}", flush=True)
     return status
 
 
@@ -386,16 +454,25 @@ def pending_steps(args: argparse.Namespace, plan: dict) -> list[Step]:
 
 
 def do_next(args: argparse.Namespace, plan: dict) -> int:
-    """The pending steps in order until the budget is spent, a step is stopped, or one fails."""
+    """The pending steps in order until the budget is spent, a step is stopped, or one fails. With ``--parallel N``
+    the consecutive training steps of a stage run N at a time, each in its own process; with ``--score-reserve S``
+    they stop S seconds before the budget's end and the stage's report is written from the models trained so far."""
     deadline = time.monotonic() + args.budget_seconds
-    for step in pending_steps(args, plan):
+    while pending := pending_steps(args, plan):
         left = deadline - time.monotonic()
         if left < MIN_STEP_SECONDS:
             break
-        status = run_step(step, args, plan, left)
-        if status == "failed":
+        batch = [step for step in pending if step.kind == "train" and step.stage == pending[0].stage][: args.parallel]
+        if pending[0].kind != "train" or len(batch) < 2:
+            statuses = [run_step(pending[0], args, plan, left)]
+        else:
+            statuses = run_steps(batch, args, plan, max(left - args.score_reserve, MIN_STEP_SECONDS))
+        if "failed" in statuses:
             return 1
-        if status == "stopped":
+        if "stopped" in statuses or "partial" in statuses:
+            if args.score_reserve and "stopped" in statuses and pending[0].kind == "train":
+                score = next(s for s in pending if s.kind == "score" and s.stage == pending[0].stage)
+                run_step(score, args, plan, deadline - time.monotonic())
             break
     print_status(args, plan)
     return 0
@@ -477,6 +554,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             command.add_argument("name", help="e.g. unpack, install, train:squad-full:joint:42, score:squad-full")
         command.add_argument("--budget-seconds", type=float, default=540,
                              help="stop (cleanly, resumable) after this long; the device tool ends commands at 600 s")
+        command.add_argument("--parallel", type=int, default=1,
+                             help="train (and score) up to this many models of a stage at once, one process each: "
+                                  "a small encoder leaves most of a GPU idle")
+        command.add_argument("--score-reserve", type=float, default=0.0,
+                             help="stop training this many seconds before the budget's end and score the models trained")
     sub.add_parser("status", help="the steps, done or not, and the next one")
     sub.add_parser("collect", help="write the results into --out")
     sub.add_parser("check-imports", help=argparse.SUPPRESS)  # run by install, in the steps' environment

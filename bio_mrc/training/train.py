@@ -25,7 +25,7 @@ from ..errors import BioMrcError, ConfigError
 from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig, build_features, default_windows_cache
 from ..io import atomic_move_files, atomic_write_json
 from ..heads import BIOHead
-from ..model import HEAD_CHOICES, RUN_FILE, BioMrcForQuestionAnswering
+from ..model import HEAD_CHOICES, RUN_FILE, BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
 from ..model_card import clear_model_card, write_model_card
 from ..precision import DEFAULT_PRECISION, PRECISIONS, resolve_precision
 from ..progress import progress_bars
@@ -37,6 +37,7 @@ TRAIN_CONFIG_FILE = "bio_mrc_train_config.json"  # in CHECKPOINT_DIR: the option
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
 DEFAULT_CHECKPOINT_STEPS = 500
 BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
+DEFAULT_ATTENTION_DROPOUT = 0.0
 
 
 def training_device() -> str:
@@ -76,6 +77,12 @@ class TrainConfig:
     tag_level: str = field(default="word", metadata={
         "help": "word: tag the first piece of each word and decode on word boundaries; subword: tag every token",
         "choices": TAG_LEVELS})
+    # Attention dropout sends PyTorch's CPU attention from its fused kernel to the math path, which draws a
+    # random mask for every attention weight; 0 trains faster at no F1 cost (benchmarks/RESULTS.md, dropout).
+    attention_dropout: float | None = field(default=DEFAULT_ATTENTION_DROPOUT, metadata={
+        "help": "the encoder's attention dropout while training (none: the encoder's own, 0.1 for BERT-like models)"})
+    hidden_dropout: float | None = field(default=None, metadata={
+        "help": "the encoder's hidden-state dropout while training (none: the encoder's own)"})
     max_seq_length: int = field(default=384, metadata={"help": "tokens per window: question, paragraph piece, special tokens"})
     doc_stride: int = field(default=128, metadata={"help": "tokens of overlap between windows"})
     max_query_length: int = field(default=64, metadata={"help": "question tokens kept; a longer question is cut"})
@@ -209,10 +216,13 @@ def _fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
         "tag_level": config.tag_level, "max_seq_length": config.max_seq_length, "doc_stride": config.doc_stride,
         "max_query_length": config.max_query_length,
     }
+    dropout = {"attention": config.attention_dropout, "hidden": config.hidden_dropout}
     if config.init_from:
-        return BioMrcForQuestionAnswering.from_pretrained(config.init_from, **heads_and_weights), config.init_from
+        model_config = BioMrcConfig.from_pretrained(config.init_from, **heads_and_weights)
+        set_encoder_dropout(model_config.encoder, **dropout)
+        return BioMrcForQuestionAnswering.from_pretrained(config.init_from, config=model_config), config.init_from
     encoder = resolve_encoder(config.encoder)
-    return BioMrcForQuestionAnswering.from_encoder(encoder, **heads_and_weights), encoder
+    return BioMrcForQuestionAnswering.from_encoder(encoder, encoder_dropout=dropout, **heads_and_weights), encoder
 
 
 def _fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, Any, str]:
