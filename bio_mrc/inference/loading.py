@@ -16,7 +16,7 @@ from ..encoders import load_tokenizer
 from ..errors import ModelFormatError
 from ..features.windows import FeatureConfig
 from ..model import MODEL_FORMAT, RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
-from ..precision import DEFAULT_PRECISION, check_precision
+from ..precision import DEFAULT_PRECISION, check_precision, default_device
 from ..progress import progress_bars
 from ..types import Example
 from .forward import INFERENCE_BATCH_SIZE, predict_windows
@@ -43,11 +43,13 @@ class TrainedModel:
 
     @classmethod
     def load(
-        cls, model_dir: str | Path, progress: bool = False, backend: str = "auto", precision: str | None = None
+        cls, model_dir: str | Path, progress: bool = False, backend: str = "auto", precision: str | None = None,
+        device: str | None = None,
     ) -> "TrainedModel":
         """Load a saved bio_mrc model folder, or an ONNX export of one (``backend``: ``auto`` finds
         which); a folder that is not one raises :class:`ModelFormatError`. ``precision`` (fp32, bf16,
-        auto; default fp32) is that of every forward pass; an ONNX model computes in its own."""
+        auto; default auto) is that of every forward pass; an ONNX model computes in its own. A PyTorch
+        model runs on ``device`` (default: the GPU when there is one, else the CPU)."""
         model_dir = Path(model_dir)
         backend = model_backend(model_dir, backend)
         precision = forward_precision(precision, backend == "onnx", str(model_dir))
@@ -56,7 +58,7 @@ class TrainedModel:
             model = OnnxModel.load(model_dir)
         else:
             with progress_bars(progress):
-                model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir))
+                model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir)).to(device or default_device())
         tokenizer = load_tokenizer(str(model_dir))
         return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir), precision)
 

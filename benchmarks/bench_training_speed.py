@@ -1,0 +1,238 @@
+"""Training speed against the hardware's rate (issue 31): the package's training defaults against the old ones.
+
+In one run, on this machine:
+
+* the matrix-product rate, fp32 and bf16 (``torch.matmul`` of two 2048 x 2048 matrices, best of 10): the
+  ceiling every share below is taken of;
+* one training step (forward, backward, AdamW) of the joint model on the default encoder, on a fixed batch
+  of 16 windows of 256 tokens, under each setting (old defaults: fp32 and the encoder's dropout; bf16 with
+  that dropout; bf16 with attention dropout 0 alone; bf16 and no encoder dropout; the new defaults: that and a fused AdamW; the
+  new defaults with ``torch.compile`` of the encoder): windows/s and GFLOP/s (the forward's FLOPs in eval
+  mode counted by ``torch.utils.flop_counter``, x3 for a training step) as a share of the
+  matching precision's matrix-product rate; the forward alone (eval mode) likewise;
+* training through the package (``train_model``, as ``bio-mrc train`` and ``compare`` run it) on the first
+  ``--train-questions`` SQuAD v1.1 training questions (length-grouped batches of real windows), old
+  defaults against new: windows/s, their ratio (the issue's first target) and the padding share.
+
+    python benchmarks/bench_training_speed.py [--train-questions 400] [--steps 10] [--threads N]
+
+The last line is one JSON object: ``{"benchmark": "training_speed", "machine": ..., "matmul_gflops": ...,
+"steps": {setting: ...}, "package": {...}, "package_ratio": new windows/s over old}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
+import _common  # noqa: E402
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", default=None,
+                        help="folder with squad-v1.1/ (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
+    parser.add_argument("--train-questions", type=int, default=400, help="questions of the package-level run (0: skip it)")
+    parser.add_argument("--steps", type=int, default=10, help="timed training steps per setting (after 3 untimed)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    args = parser.parse_args()
+    args.train = str(_common.require_data(_common.data_root(args) / "squad-v1.1" / "train.json")) if args.train_questions else None
+    return args
+
+
+if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
+    ARGS = parse_args()
+
+import torch  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+from transformers import TrainerCallback  # noqa: E402
+
+from bio_mrc.data.squad import load_squad  # noqa: E402
+from bio_mrc.encoders import resolve_encoder  # noqa: E402
+from bio_mrc.model import BioMrcForQuestionAnswering  # noqa: E402
+from bio_mrc.precision import autocast, cpu_name, native_bf16, resolve_precision  # noqa: E402
+from bio_mrc.training import train as training  # noqa: E402
+from bio_mrc.training.train import TrainConfig, train_model  # noqa: E402
+
+BATCH, TOKENS = 16, 256
+WARMUP_STEPS = 3
+# setting -> (precision, attention dropout, hidden dropout, compile the encoder, fused AdamW); None: the encoder's own
+SETTINGS = {
+    "old defaults (fp32, dropout 0.1)": ("fp32", None, None, False, False),
+    "bf16, dropout 0.1": ("bf16", None, None, False, False),
+    "bf16, attention dropout 0": ("bf16", 0.0, None, False, False),
+    "bf16, no encoder dropout": ("bf16", 0.0, 0.0, False, False),
+    "new defaults (bf16, no encoder dropout, fused AdamW)": ("bf16", 0.0, 0.0, False, True),
+    "new defaults + torch.compile": ("bf16", 0.0, 0.0, True, True),
+}
+OLD, NEW = "old defaults (fp32, dropout 0.1)", "new defaults (bf16, no encoder dropout, fused AdamW)"
+
+
+def matmul_gflops(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
+    """The best rate of ``repeats`` products after 3 untimed ones: the ceiling the shares are taken of."""
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
+    for _ in range(3):
+        torch.matmul(a, b)
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        torch.matmul(a, b)
+        times.append(time.perf_counter() - started)
+    return 2 * size**3 / min(times) / 1e9
+
+
+def synthetic_batch(vocab_size: int) -> dict[str, torch.Tensor]:
+    """16 full windows of 256 tokens: a question of 16 tokens, the rest paragraph; one gold span per window."""
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(1000, vocab_size, (BATCH, TOKENS), generator=generator)
+    paragraph = torch.zeros(BATCH, TOKENS, dtype=torch.bool)
+    paragraph[:, 18:-1] = True
+    starts = torch.randint(18, TOKENS - 10, (BATCH,), generator=generator)
+    tags = torch.full((BATCH, TOKENS), 2)
+    tags[torch.arange(BATCH), starts] = 0
+    tags[torch.arange(BATCH), starts + 1] = 1
+    return {"input_ids": input_ids, "attention_mask": torch.ones(BATCH, TOKENS, dtype=torch.long),
+            "token_type_ids": paragraph.long(), "paragraph_mask": paragraph, "tag_mask": paragraph,
+            "start_positions": starts, "end_positions": starts + 1, "bio_targets": tags}
+
+
+def step_speed(setting: tuple, steps: int) -> dict[str, float]:
+    """Windows/s and GFLOP/s of the training step and of the forward alone under one setting."""
+    precision, attention, hidden, compiled, fused = setting
+    torch.manual_seed(0)
+    model = BioMrcForQuestionAnswering.from_encoder(
+        resolve_encoder("default"), encoder_dropout={"attention": attention, "hidden": hidden}, heads="span+bio", bio_loss_weight=10.0)
+    batch = synthetic_batch(model.config.encoder.vocab_size)
+    inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+    model.eval()  # the useful work: without dropout, which would also send attention down another path
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(**inputs)
+    forward_flops = counter.get_total_flops()
+    if compiled:
+        model.encoder = torch.compile(model.encoder)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=fused or None)
+    model.train()
+
+    def train_step() -> None:
+        with autocast(precision, "cpu"):
+            loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    train_seconds = timed(train_step, steps)
+    model.eval()
+
+    def forward() -> None:
+        with torch.no_grad(), autocast(precision, "cpu"):
+            model(**inputs)
+
+    forward_seconds = timed(forward, steps)
+    return {"train_windows_per_s": BATCH / train_seconds, "train_gflops": 3 * forward_flops / train_seconds / 1e9,
+            "forward_windows_per_s": BATCH / forward_seconds, "forward_gflops": forward_flops / forward_seconds / 1e9,
+            "forward_gflop_per_window": forward_flops / BATCH / 1e9}
+
+
+def timed(call, steps: int) -> float:
+    """Median seconds of ``call`` over ``steps`` calls after ``WARMUP_STEPS`` untimed ones."""
+    for _ in range(WARMUP_STEPS):
+        call()
+    times = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+class StepEnds(TrainerCallback):
+    """The wall-clock time at the end of every optimizer step."""
+
+    def __init__(self) -> None:
+        self.ends: list[float] = []
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.ends.append(time.perf_counter())
+
+
+def package_speed(examples, config: TrainConfig, output_dir: Path, optimizer: str) -> dict[str, float]:
+    """Windows/s of ``train_model`` (with Trainer's ``optimizer``) from the end of step 2 to the end of the last
+    (first-call costs excluded)."""
+    clock = StepEnds()
+    default, training.OPTIMIZER = training.OPTIMIZER, optimizer
+    try:
+        result = train_model(examples, config, output_dir, save_checkpoints=False, callbacks=[clock])
+    finally:
+        training.OPTIMIZER = default
+    timed_windows = result.n_windows - 2 * config.batch_size
+    seconds = clock.ends[-1] - clock.ends[1]
+    return {"windows_per_s": timed_windows / seconds, "seconds": seconds, "windows": result.n_windows,
+            "precision": config.with_resolved_precision().precision, "attention_dropout": config.attention_dropout,
+            "hidden_dropout": config.hidden_dropout, "optimizer": optimizer}
+
+
+def padding_share(examples, config: TrainConfig) -> float:
+    """Share of the tokens in length-grouped batches of the real windows that are padding."""
+    from bio_mrc.encoders import load_tokenizer
+    from bio_mrc.features.windows import build_features
+    from transformers.trainer_pt_utils import get_length_grouped_indices
+
+    features = build_features(examples, load_tokenizer(resolve_encoder("default")), config.features)
+    lengths = [len(ids) for ids in features["input_ids"]]
+    order = get_length_grouped_indices(lengths, config.batch_size, generator=torch.Generator().manual_seed(0))
+    batches = [order[i:i + config.batch_size] for i in range(0, len(order), config.batch_size)]
+    padded = sum(max(lengths[i] for i in b) * len(b) for b in batches)
+    return 1 - sum(lengths) / padded
+
+
+def main(args: argparse.Namespace) -> None:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    machine = _common.machine_description()
+    print(f"machine: {machine}; bf16 native: {native_bf16('cpu')}; {_common.load_and_date()}", file=sys.stderr)
+    rates = {"fp32": matmul_gflops(torch.float32), "bf16": matmul_gflops(torch.bfloat16)}
+    steps = {name: step_speed(setting, args.steps) for name, setting in SETTINGS.items()}
+    for name, setting in SETTINGS.items():
+        rate = rates[setting[0]]
+        steps[name] |= {"train_share": steps[name]["train_gflops"] / rate, "forward_share": steps[name]["forward_gflops"] / rate}
+    package = {}
+    if args.train_questions:
+        examples = load_squad(args.train, limit=args.train_questions).examples
+        common = {"heads": "span+bio", "max_seq_length": TOKENS, "doc_stride": 96, "batch_size": BATCH, "epochs": 1, "seed": 42}
+        configs = {"old": TrainConfig(precision="fp32", attention_dropout=None, hidden_dropout=None, **common), "new": TrainConfig(**common)}
+        with tempfile.TemporaryDirectory() as tmp:
+            package = {name: package_speed(examples, config, Path(tmp) / name, optimizer)
+                       for (name, config), optimizer in zip(configs.items(), ("adamw_torch", training.OPTIMIZER))}
+        package["padding_share"] = padding_share(examples, configs["new"])
+    print_tables(rates, steps, package)
+    print(json.dumps({
+        "benchmark": "training_speed", "machine": machine, "cpu": cpu_name(), "native_bf16": native_bf16("cpu"),
+        "default_precision_here": resolve_precision(TrainConfig().precision, "cpu"), "threads": torch.get_num_threads(),
+        "matmul_gflops": rates, "steps": steps, "package": package,
+        "step_ratio": steps[NEW]["train_windows_per_s"] / steps[OLD]["train_windows_per_s"],
+        "package_ratio": package["new"]["windows_per_s"] / package["old"]["windows_per_s"] if package else None,
+    }))
+
+
+def print_tables(rates: dict, steps: dict, package: dict) -> None:
+    print(f"matrix products (2048^3): fp32 {rates['fp32']:.0f} GFLOP/s, bf16 {rates['bf16']:.0f} GFLOP/s\n")
+    print(f"| setting ({BATCH} windows x {TOKENS} tokens) | training windows/s | GFLOP/s | share of the rate | "
+          "forward windows/s | GFLOP/s | share |\n|---|---|---|---|---|---|---|")
+    for name, s in steps.items():
+        print(f"| {name} | {s['train_windows_per_s']:.1f} | {s['train_gflops']:.0f} | {s['train_share']:.0%} | "
+              f"{s['forward_windows_per_s']:.1f} | {s['forward_gflops']:.0f} | {s['forward_share']:.0%} |")
+    print(f"\nnew defaults against old, training step: {steps[NEW]['train_windows_per_s'] / steps[OLD]['train_windows_per_s']:.2f}x")
+    if package:
+        print(f"through train_model on real windows ({package['new']['windows']} windows, {package['padding_share']:.1%} "
+              f"padding): old {package['old']['windows_per_s']:.1f}, new {package['new']['windows_per_s']:.1f} windows/s, "
+              f"{package['new']['windows_per_s'] / package['old']['windows_per_s']:.2f}x")
+
+
+if __name__ == "__main__":
+    main(ARGS)
