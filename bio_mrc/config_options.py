@@ -18,6 +18,18 @@ T = TypeVar("T")
 _PASSED_THROUGH = ("help", "choices", "metavar")
 
 
+def _is_optional(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in typing.get_args(annotation)
+
+
+def _none_or(value_type: Any) -> Any:
+    """An option type that reads ``none`` as None (an Optional field set back to None) and parses anything else."""
+    def parse(text: str) -> Any:
+        return None if text.lower() == "none" else value_type(text)
+    parse.__name__ = getattr(value_type, "__name__", "value")  # argparse names the type in its errors
+    return parse
+
+
 def _value_type(annotation: Any) -> tuple[Any, int | None]:
     """``(type of one value, nargs)`` of a field: an Optional's inner type; a fixed-length tuple's length."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
@@ -44,7 +56,7 @@ def add_config_options(parser: argparse.ArgumentParser, cls: type, exclude: Coll
     """Add ``--field-name`` for every field of the dataclass ``cls`` but ``exclude``.
 
     Booleans are flags (``--name`` for a False default, ``--no-name`` for a True one); tuples take
-    ``nargs`` values; an Optional field parses its inner type and keeps a ``None`` default.
+    ``nargs`` values; an Optional field parses its inner type or ``none`` (None).
     """
     for field, annotation in _option_fields(cls, exclude):
         options: dict[str, Any] = {"dest": field.name, "default": None}
@@ -62,7 +74,7 @@ def add_config_options(parser: argparse.ArgumentParser, cls: type, exclude: Coll
             options["action"] = "store_false" if default is True else "store_true"
             name = f"no-{name}" if default is True else name
         else:
-            options["type"] = value_type
+            options["type"] = _none_or(value_type) if _is_optional(annotation) and nargs is None else value_type
             if nargs is not None:
                 options["nargs"] = nargs
         parser.add_argument(f"--{name}", **options)

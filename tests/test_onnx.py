@@ -74,7 +74,7 @@ def test_logits_match_pytorch_on_random_inputs(onnx_dir, trained_dir, shape):  #
 
 
 def test_window_outputs_match_pytorch(onnx_dir, trained_dir, sample_v1):  # noqa: F811
-    ours, reference = TrainedModel.load(onnx_dir), TrainedModel.load(trained_dir)
+    ours, reference = TrainedModel.load(onnx_dir), TrainedModel.load(trained_dir, precision="fp32")  # ONNX computes in fp32
     assert (ours.backend, reference.backend) == ("onnx", "torch")
     assert ours.features == reference.features and ours.decodings == reference.decodings
     got, want = ours.windows(sample_v1.examples, batch_size=3), reference.windows(sample_v1.examples, batch_size=3)
@@ -98,7 +98,7 @@ def test_predict_answers_equal_pytorchs(onnx_dir, trained_dir, tmp_path):  # noq
 def test_answer_extractor_runs_the_export(onnx_dir, trained_dir, decoding):  # noqa: F811
     example = load_squad(SAMPLE_V1).examples[0]
     ours = AnswerExtractor.from_pretrained(onnx_dir, decoding=decoding, multi_span=True)
-    reference = AnswerExtractor.from_pretrained(trained_dir, decoding=decoding, multi_span=True)
+    reference = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", decoding=decoding, multi_span=True)
     got, want = ours(example.question, example.context), reference(example.question, example.context)
     assert [(s.text, s.start, s.end) for s in got.spans] == [(s.text, s.start, s.end) for s in want.spans]
     assert [s.score for s in got.spans] == pytest.approx([s.score for s in want.spans], abs=1e-3)
@@ -163,7 +163,7 @@ def test_an_encoder_without_token_types_and_a_bio_only_model(tiny_bpe_tokenizer,
     record = export_onnx(model_dir, tmp_path / "exported")
     assert record["inputs"] == ["input_ids", "attention_mask"] and record["outputs"] == ["bio_logits"]
     examples = load_squad(SAMPLE_V1).examples[:4]
-    got, want = TrainedModel.load(tmp_path / "exported").windows(examples), TrainedModel.load(model_dir).windows(examples)
+    got, want = TrainedModel.load(tmp_path / "exported").windows(examples), TrainedModel.load(model_dir, precision="fp32").windows(examples)
     assert got.start_logits is None and got.end_logits is None
     np.testing.assert_allclose(got.bio_logits, want.bio_logits, atol=ATOL, rtol=0)
 
@@ -189,7 +189,7 @@ def test_the_torchscript_exporter_takes_over_when_dynamo_fails(trained_dir, tmp_
         record = export_onnx(trained_dir, tmp_path / "ts")
     assert record["exporter"].endswith("(TorchScript)") and "simulated" in record["dynamo_error"]
     examples = sample_v1.examples[:3]
-    got, want = TrainedModel.load(tmp_path / "ts").windows(examples), TrainedModel.load(trained_dir).windows(examples)
+    got, want = TrainedModel.load(tmp_path / "ts").windows(examples), TrainedModel.load(trained_dir, precision="fp32").windows(examples)
     np.testing.assert_allclose(got.start_logits, want.start_logits, atol=ATOL, rtol=0)
 
 
@@ -201,7 +201,7 @@ def test_the_pipeline_runs_the_export(onnx_dir, trained_dir, sample_v1):  # noqa
     example = sample_v1.examples[0]
     exported = pipeline("bio-mrc-qa", model=str(onnx_dir), device="cpu")
     assert isinstance(exported.model, OnnxModel)
-    original = pipeline("bio-mrc-qa", model=str(trained_dir), device="cpu")
+    original = pipeline("bio-mrc-qa", model=str(trained_dir), device="cpu", precision="fp32")
     for decoding in ("span", "bio", "joint"):
         ours = exported(question=example.question, context=example.context, decoding=decoding, top_k=3)
         theirs = original(question=example.question, context=example.context, decoding=decoding, top_k=3)

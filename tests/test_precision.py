@@ -20,9 +20,9 @@ def test_auto_is_bf16_exactly_where_the_cpu_computes_it_natively(monkeypatch, fe
     monkeypatch.setattr(precision_module, "cpu_features", lambda: features)
     assert native_bf16("cpu") is (expected == "bf16")
     assert resolve_precision("auto", "cpu") == expected
-    # explicit choices are honoured whatever the hardware; None is the default (fp32)
+    # explicit choices are honoured whatever the hardware; None is the default (auto)
     assert resolve_precision("bf16", "cpu") == "bf16" and resolve_precision("fp32", "cpu") == "fp32"
-    assert resolve_precision(None, "cpu") == "fp32"
+    assert resolve_precision(None, "cpu") == expected
 
 
 def test_auto_on_a_gpu_asks_cuda_for_native_bf16(monkeypatch):
@@ -100,8 +100,8 @@ def test_the_cli_takes_a_precision(tiny_encoder_dir):
 
     for command in (["predict", "--model", "m", "--data", "d", "--output", "o"], ["tune", "--model", "m", "--data", "d"],
                     ["extract", "--model", "m", "--question", "q"]):
-        assert build_parser().parse_args(command).precision == "fp32"
-        assert build_parser().parse_args(command + ["--precision", "auto"]).precision == "auto"
+        assert build_parser().parse_args(command).precision == "auto"
+        assert build_parser().parse_args(command + ["--precision", "fp32"]).precision == "fp32"
 
 
 def test_bf16_training_really_trains_in_bf16(trained_in):

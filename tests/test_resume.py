@@ -82,7 +82,7 @@ def test_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, config, examp
     assert "resuming training from" in capsys.readouterr().err
     _assert_same_weights(_weights(uninterrupted.model_dir), _weights(resumed.model_dir))  # bit for bit
     record = load_run_record(killed_dir)
-    assert record["resumed_from"] == "checkpoint-15" and record["train"] == config.to_dict()
+    assert record["resumed_from"] == "checkpoint-15" and record["train"] == config.with_resolved_precision().to_dict()
     assert not (killed_dir / CHECKPOINT_DIR).exists()  # the model is complete: nothing is left to resume
 
 

@@ -70,7 +70,7 @@ def test_the_run_record_comes_last_once_the_model_is_in_place(tiny_config, sampl
     result = train.train_model(sample_v1.examples, tiny_config, tmp_path / "model", progress=False)
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(seen["files"])
     assert train.RUN_FILE not in seen["files"] and train.STAGING_DIR not in seen["files"]
-    assert train.load_run_record(result.model_dir)["train"] == tiny_config.to_dict()
+    assert train.load_run_record(result.model_dir)["train"] == tiny_config.with_resolved_precision().to_dict()
     assert not (result.model_dir / train.CHECKPOINT_DIR).exists()
 
 

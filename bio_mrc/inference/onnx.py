@@ -131,7 +131,7 @@ def export_onnx(
     for module in ("onnx", "onnxruntime"):
         require(module, "ONNX export")
     model_dir, output_dir = Path(model_dir), Path(output_dir)
-    trained = TrainedModel.load(model_dir, backend="torch", device="cpu")
+    trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
     staging = prepare_output(model_dir, output_dir, overwrite)
     try:
         record = write_export(trained, staging, opset, atol)
