@@ -52,8 +52,8 @@ if __name__ == "__main__":  # --help and missing inputs answer before the heavy 
 
 import torch  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
-from transformers import TrainerCallback  # noqa: E402
 
+from bench_precision import StepTimes  # noqa: E402  (the step-end clock of the precision benchmark)
 from bio_mrc.data.squad import load_squad  # noqa: E402
 from bio_mrc.encoders import resolve_encoder  # noqa: E402
 from bio_mrc.model import BioMrcForQuestionAnswering  # noqa: E402
@@ -153,20 +153,10 @@ def timed(call, steps: int) -> float:
     return statistics.median(times)
 
 
-class StepEnds(TrainerCallback):
-    """The wall-clock time at the end of every optimizer step."""
-
-    def __init__(self) -> None:
-        self.ends: list[float] = []
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.ends.append(time.perf_counter())
-
-
 def package_speed(examples, config: TrainConfig, output_dir: Path, optimizer: str) -> dict[str, float]:
     """Windows/s of ``train_model`` (with Trainer's ``optimizer``) from the end of step 2 to the end of the last
     (first-call costs excluded)."""
-    clock = StepEnds()
+    clock = StepTimes()
     default, training.OPTIMIZER = training.OPTIMIZER, optimizer
     try:
         result = train_model(examples, config, output_dir, save_checkpoints=False, callbacks=[clock])

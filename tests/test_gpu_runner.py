@@ -75,15 +75,19 @@ def fake_wheel(folder: Path) -> Path:
     return wheel
 
 
-def test_the_bundle_holds_an_fp16_encoder_compressed_data_and_a_manifest(tiny_bundle):
+def test_the_bundle_holds_an_fp16_encoder_compressed_data_and_a_manifest(tiny_bundle, tmp_path):
     from bio_mrc.model import BioMrcForQuestionAnswering
 
     manifest = json.loads((tiny_bundle / "manifest.json").read_text())
     paths = {entry["path"] for entry in manifest["files"]}
-    assert "data/squad-v1.1/train.json.xz" in paths and "encoder/model.safetensors" in paths and "encoder/tokenizer.json" in paths
+    assert {"data/squad-v1.1/train.json.xz", "encoder/model.safetensors.xz", "encoder/tokenizer.json"} <= paths
+    assert "encoder/model.safetensors" not in paths  # the weights travel xz-packed
     assert manifest["total_bytes"] == sum(entry["bytes"] for entry in manifest["files"]) < 64 * 2**20
-    assert {t.dtype for t in load_file(tiny_bundle / "encoder" / "model.safetensors").values()} == {torch.float16}
-    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_bundle / "encoder"))
+    unpacked = runner.unpack(tiny_bundle, tmp_path / "work")
+    assert unpacked["unpacked"] == ["data/squad-v1.1/train.json", "encoder/model.safetensors"]
+    encoder = tmp_path / "work" / "encoder"
+    assert {t.dtype for t in load_file(encoder / "model.safetensors").values()} == {torch.float16}
+    model = BioMrcForQuestionAnswering.from_encoder(str(encoder))
     assert {p.dtype for p in model.parameters()} == {torch.float32}  # trains in fp32 or under bf16 autocast
     with pytest.raises(SystemExit, match="not a bundle"):  # never empties a folder it did not write
         build_bundle.fresh_folder(tiny_bundle / "encoder")

@@ -162,22 +162,23 @@ def read_manifest(bundle: Path) -> dict:
 
 
 def unpack(bundle: Path, work: Path) -> dict:
-    """Data decompressed to WORK/data (checked against the originals' sha256), encoder copied to WORK/encoder."""
+    """The encoder copied to WORK/encoder, and every xz-packed file (the encoder's weights, the data) decompressed
+    beside it (WORK/encoder, WORK/data) and checked against its original's sha256."""
     manifest = read_manifest(bundle)
-    for packed, original_sha in manifest["data_originals_sha256"].items():
+    shutil.rmtree(work / "encoder", ignore_errors=True)
+    shutil.copytree(bundle / "encoder", work / "encoder", ignore=shutil.ignore_patterns("*.xz"))
+    for packed, original_sha in manifest["packed_originals_sha256"].items():
         target = work / packed.removesuffix(".xz")
         target.parent.mkdir(parents=True, exist_ok=True)
         with lzma.open(bundle / packed) as source, open(target, "wb") as out:
             shutil.copyfileobj(source, out, 1 << 20)
         if sha256_of(target) != original_sha:
             raise SystemExit(f"error: {target} decompressed from {bundle / packed} does not match its original's sha256")
-    shutil.rmtree(work / "encoder", ignore_errors=True)
-    shutil.copytree(bundle / "encoder", work / "encoder")
     shutil.rmtree(work / "wheels", ignore_errors=True)
     if (bundle / WHEELS_ARCHIVE).exists():
         with tarfile.open(bundle / WHEELS_ARCHIVE) as tar:
             tar.extractall(work / "wheels", filter="data")
-    return {"data_files": sorted(p.removesuffix(".xz") for p in manifest["data_originals_sha256"]),
+    return {"unpacked": sorted(p.removesuffix(".xz") for p in manifest["packed_originals_sha256"]),
             "wheels": manifest.get("wheels") or [], "bundle_bytes": manifest["total_bytes"]}
 
 
