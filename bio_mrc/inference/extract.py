@@ -90,7 +90,7 @@ class AnswerExtractor:
 
     @classmethod
     def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, **kwargs) -> "AnswerExtractor":
-        """The extractor of a saved model folder; ``precision``: fp32 (default), bf16 or auto (:mod:`bio_mrc.precision`)."""
+        """The extractor of a saved model folder; ``precision``: auto (default), fp32 or bf16 (:mod:`bio_mrc.precision`)."""
         return cls(TrainedModel.load(model_dir, precision=precision), **kwargs)
 
     examples = staticmethod(question_context_examples)

@@ -83,7 +83,7 @@ def run_windows(
     precision: str | None = None,
 ) -> WindowOutputs:
     """Forward every window; windows are batched by length so padding costs little.
-    ``model`` is a PyTorch model (run in ``precision``, default fp32) or any :class:`WindowRunner`
+    ``model`` is a PyTorch model (run in ``precision``, default auto) or any :class:`WindowRunner`
     (an ONNX Runtime session)."""
     runner = as_runner(model, precision)
     return window_outputs(features, window_logits(runner, features, pad_token_id, batch_size, progress))

@@ -64,7 +64,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
     _load_processor = _load_image_processor = _load_video_processor = _load_feature_extractor = False
 
     def __init__(self, model, tokenizer=None, precision: str | None = None, **kwargs) -> None:
-        """``precision``: of the forward pass, fp32 (default), bf16 or auto (bf16 where the device computes it natively)."""
+        """``precision``: of the forward pass, auto (default: bf16 where the device computes it natively, else fp32), fp32 or bf16."""
         if not isinstance(model, (BioMrcForQuestionAnswering, OnnxModel)):
             raise ModelFormatError(
                 f"the {TASK} pipeline runs bio_mrc models, got a {type(model).__name__}",

@@ -37,14 +37,9 @@ TRAIN_CONFIG_FILE = "bio_mrc_train_config.json"  # in CHECKPOINT_DIR: the option
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
 DEFAULT_CHECKPOINT_STEPS = 500
 BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
-# AdamW's update in one fused kernel per parameter group: the same arithmetic as the per-tensor loop, 6% faster
+# AdamW's update in one fused kernel per parameter group: the same arithmetic as the per-tensor loop, 2-6% faster
 # steps on a 2-core CPU (benchmarks/bench_training_speed.py).
 OPTIMIZER = "adamw_torch_fused"
-
-
-def training_device() -> str:
-    """The device Trainer trains on: the GPU when there is one."""
-    return default_device()
 
 
 @dataclass
@@ -122,7 +117,7 @@ class TrainConfig:
     def with_resolved_precision(self) -> "TrainConfig":
         """This config with ``precision`` fp32 or bf16 as it trains on this machine (``auto`` resolved for
         the device Trainer picks), so a model's record and key say what it was trained in."""
-        return replace(self, precision=resolve_precision(self.precision, training_device()))
+        return replace(self, precision=resolve_precision(self.precision, default_device()))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config."""
@@ -363,7 +358,7 @@ def _training_arguments(
         dataloader_num_workers=0,
         dataloader_pin_memory=torch.cuda.is_available(),
         bf16=config.precision == "bf16",  # autocast: fp32 weights and optimizer state, bf16 matrix products
-        use_cpu=config.precision == "bf16" and training_device() == "cpu",  # Trainer refuses bf16 without a GPU unless told
+        use_cpu=config.precision == "bf16" and default_device() == "cpu",  # Trainer refuses bf16 without a GPU unless told
         # Under torchrun on CPU transformers picks no backend, and every process would train alone on all the data.
         ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available() else None,
     )
