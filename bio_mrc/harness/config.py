@@ -40,6 +40,7 @@ it (MultiSpanQA's validation set has no separate training data at CPU scale).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -205,6 +206,18 @@ def _data_spec(raw: dict[str, Any] | None, what: str) -> DataSpec | None:
     return DataSpec(**raw)
 
 
+# A comparison's and each run's name become folder and file names under the output folder.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
+
+
+def _safe_name(value: Any, where: str) -> str:
+    """``value`` if it can only name a file inside the output folder: no separators, no '..', no empty name."""
+    if not isinstance(value, str) or not SAFE_NAME.fullmatch(value):
+        raise ValueError(f"{where}: a name becomes a file name, so it is 1 to 100 letters, digits, '.', '_', '+' or '-', "
+                         f"beginning with a letter or digit; got {value!r}")
+    return value
+
+
 def parse_config(raw: dict[str, Any]) -> CompareConfig:
     """Validate a config dict; unknown keys are errors, so typos never pass silently."""
     allowed = {"name", "description", "train", "eval", "tune", "defaults", "runs", "decode", "seeds", "cross_validation",
@@ -215,11 +228,9 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         raise ValueError("a comparison needs at least one entry in 'runs'")
     defaults = raw.get("defaults", {})
     runs = []
-    for entry in raw["runs"]:
+    for number, entry in enumerate(raw["runs"]):
         entry = dict(entry)
-        name = entry.pop("name", None)
-        if not name:
-            raise ValueError(f"every run needs a 'name': {entry}")
+        name = _safe_name(entry.pop("name", None), f"runs[{number}].name")
         data = _data_spec(entry.pop("train_data", None), f"runs[{name}].train_data")
         seeds = entry.pop("seeds", None)
         if seeds is not None and (not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds)):
@@ -235,7 +246,7 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
     if unknown := set(decode_raw) - {f.name for f in fields(DecodeConfig)}:
         raise ValueError(f"unknown decode options {sorted(unknown)}")
     config = CompareConfig(
-        name=raw.get("name", "comparison"),
+        name=_safe_name(raw.get("name", "comparison"), "name"),
         description=raw.get("description", ""),
         train=_data_spec(raw.get("train"), "train"),
         eval=_data_spec(raw["eval"], "eval"),

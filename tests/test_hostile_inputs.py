@@ -1,0 +1,62 @@
+"""Hostile inputs (issue 32, items 1 and 3): names that would write outside the output folder are refused before any
+work, and a model folder that names its own Python code never runs it and never prompts."""
+
+import json
+import re
+import shutil
+
+import pytest
+
+from bio_mrc.encoders import load_tokenizer
+from bio_mrc.errors import BioMrcError, ModelFormatError
+from bio_mrc.harness.config import load_config, parse_config
+from bio_mrc.model import BioMrcForQuestionAnswering
+
+MINIMAL = {"name": "ok", "train": {"path": "squad-v1.1/train.json"}, "eval": {"path": "squad-v1.1/dev.json"},
+           "runs": [{"name": "joint"}]}
+
+
+@pytest.mark.parametrize("name", ["../../../x", "/tmp/x", "", "a/b", "..", ".hidden", "x" * 101, None, 7])
+def test_a_name_that_is_no_plain_file_name_is_refused_naming_its_key(tmp_path, name):
+    for raw, key in (({**MINIMAL, "name": name}, "name"), ({**MINIMAL, "runs": [{"name": "joint"}, {"name": name}]}, "runs[1].name")):
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(raw))
+        with pytest.raises(BioMrcError, match=re.escape(f"{key}: a name becomes a file name")) as caught:
+            load_config(path)
+        assert str(path) in str(caught.value)
+    assert parse_config({**MINIMAL, "runs": [{"name": "joint-1ep.v2+bio_x"}]}).runs[0].name == "joint-1ep.v2+bio_x"
+
+
+@pytest.fixture
+def folder_with_code(tiny_encoder_dir, tmp_path):
+    """A copy of the tiny encoder whose configs point at a module that, imported, leaves a marker file."""
+    folder = tmp_path / "hostile"
+    shutil.copytree(tiny_encoder_dir, folder)
+    marker = tmp_path / "code-ran"
+    (folder / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    return folder, marker
+
+
+def add_auto_map(path, entry, model_type=None):
+    data = json.loads(path.read_text())
+    data["auto_map"] = entry
+    if model_type:
+        data["model_type"] = model_type
+    path.write_text(json.dumps(data))
+
+
+def test_a_tokenizer_that_names_its_own_code_loads_as_data(folder_with_code, monkeypatch):
+    folder, marker = folder_with_code
+    add_auto_map(folder / "tokenizer_config.json", {"AutoTokenizer": ["evil.EvilTokenizer", "evil.EvilTokenizerFast"]})
+    monkeypatch.setattr("builtins.input", lambda *a: pytest.fail("asked whether to run the folder's code"))
+    tokenizer = load_tokenizer(str(folder))  # the built-in class reads it; the folder's module is never imported
+    assert tokenizer.is_fast and not marker.exists()
+
+
+def test_an_encoder_only_its_own_code_can_read_is_refused_without_running_it(folder_with_code, monkeypatch):
+    folder, marker = folder_with_code
+    add_auto_map(folder / "config.json", {"AutoConfig": "evil.EvilConfig", "AutoModel": "evil.EvilModel"}, model_type="evil-bert")
+    monkeypatch.setattr("builtins.input", lambda *a: pytest.fail("asked whether to run the folder's code"))
+    with pytest.raises(ModelFormatError, match="never runs a model folder's code") as caught:
+        BioMrcForQuestionAnswering.from_encoder(str(folder))
+    assert str(folder) in str(caught.value) and not marker.exists()
