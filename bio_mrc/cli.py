@@ -75,7 +75,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     data = _load_squad(args, args.train, args.limit)
     print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
     result = train_model(data.examples, _train_config(args), args.output_dir, progress=True,
-                         resume=args.resume, checkpoint_steps=args.checkpoint_steps)
+                         resume=args.resume, checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite)
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
                       "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
     return 0
@@ -245,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its last checkpoint in OUTPUT_DIR/checkpoints (same options and data)")
     train.add_argument("--checkpoint-steps", type=int, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
-    train.add_argument("--overwrite", action="store_true", help="replace a finished model in OUTPUT_DIR")
+    train.add_argument("--overwrite", action="store_true", help="replace a finished model, or the files of a folder that holds no bio_mrc model, in OUTPUT_DIR")
     add_config_options(train, TrainConfig)
     _add_data_options(train)
     train.set_defaults(func=cmd_train)

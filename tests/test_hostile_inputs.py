@@ -60,3 +60,28 @@ def test_an_encoder_only_its_own_code_can_read_is_refused_without_running_it(fol
     with pytest.raises(ModelFormatError, match="never runs a model folder's code") as caught:
         BioMrcForQuestionAnswering.from_encoder(str(folder))
     assert str(folder) in str(caught.value) and not marker.exists()
+
+
+def test_training_never_deletes_or_replaces_files_it_did_not_write(tiny_encoder_dir, tmp_path, sample_v1):
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.training.train import TrainConfig, train_model
+
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16, max_query_length=12,
+                         epochs=1, batch_size=8, precision="fp32")
+    theirs = tmp_path / "theirs"
+    (theirs / "checkpoints").mkdir(parents=True)
+    (theirs / "checkpoints" / "important.txt").write_text("keep me")
+    for overwrite in (False, True):  # a checkpoints folder bio_mrc did not write is never removed
+        with pytest.raises(ConfigError, match="did not write"):
+            train_model(sample_v1.examples[:8], config, theirs, overwrite=overwrite)
+    assert (theirs / "checkpoints" / "important.txt").read_text() == "keep me"
+
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "config.json").write_text('{"mine": true}')
+    with pytest.raises(ConfigError, match="holds no bio_mrc model"):
+        train_model(sample_v1.examples[:8], config, own)
+    assert json.loads((own / "config.json").read_text()) == {"mine": True} and sorted(p.name for p in own.iterdir()) == ["config.json"]
+    train_model(sample_v1.examples[:8], config, own, overwrite=True)  # asked for: its files are replaced
+    assert json.loads((own / "config.json").read_text())["model_type"] == "bio_mrc"
+    train_model(sample_v1.examples[:8], config, own)  # a bio_mrc model's folder takes a new model without --overwrite

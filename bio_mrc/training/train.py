@@ -241,8 +241,12 @@ def train_model(
     resume: bool = False,
     checkpoint_steps: int | None = None,
     callbacks: Sequence[TrainerCallback] | None = None,
+    overwrite: bool = False,
 ) -> TrainResult:
     """Train a fresh model on ``examples`` and save it (with its tokenizer and config) in ``output_dir``.
+
+    ``output_dir`` is empty, new, or holds bio_mrc's own work (a model, its checkpoints); another folder's
+    files are replaced only with ``overwrite`` (see ``check_output_folder``).
 
     Checkpoints go to ``output_dir/checkpoints`` every ``checkpoint_steps`` optimizer steps (default
     500) while ``save_checkpoints``. ``resume=True`` continues from the last complete checkpoint there
@@ -254,6 +258,7 @@ def train_model(
     place, and the checkpoints are removed after it. ``callbacks`` go to the ``Trainer``.
     """
     output_dir, config = Path(output_dir), config.with_resolved_precision()
+    check_output_folder(output_dir, overwrite)
     set_seed(config.seed)
     with progress_bars(progress):
         model, tokenizer, encoder = _fresh_model_and_tokenizer(config)
@@ -284,6 +289,35 @@ def train_model(
     if trainer.is_world_process_zero():
         _remove_checkpoints(Path(args.output_dir), save_checkpoints)
     return TrainResult(output_dir, seconds, len(examples), n_windows, outcome.training_loss)
+
+
+def check_output_folder(folder: Path, overwrite: bool) -> None:
+    """Before any work: train only into a folder that is new, empty or holds bio_mrc's own work, or, with
+    ``overwrite``, replace another folder's files of the same names; never into a checkpoints folder bio_mrc
+    did not write (a finished run removes its checkpoints folder)."""
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"output folder {folder} is a file")
+    if not folder.is_dir():
+        return
+    checkpoints = folder / CHECKPOINT_DIR
+    strangers = sorted(p.name for p in checkpoints.iterdir() if p.name != TRAIN_CONFIG_FILE and _checkpoint_step(p) is None) \
+        if checkpoints.is_dir() else []
+    if strangers:
+        raise ConfigError(f"{checkpoints} holds files bio_mrc did not write ({', '.join(strangers[:4])}), and training removes "
+                          "its checkpoints folder when it ends; choose another output folder")
+    others = sorted(p.name for p in folder.iterdir() if p.name not in (CHECKPOINT_DIR, STAGING_DIR))
+    if others and not overwrite and not _holds_bio_mrc_model(folder):
+        raise ConfigError(f"{folder} is not empty ({', '.join(others[:4])}) and holds no bio_mrc model; choose another "
+                          "output folder or pass --overwrite (overwrite=True) to replace its files")
+
+
+def _holds_bio_mrc_model(folder: Path) -> bool:
+    if (folder / RUN_FILE).is_file():
+        return True
+    try:
+        return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type") == BioMrcConfig.model_type
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 class TrainingClock(TrainerCallback, ExportableState):
