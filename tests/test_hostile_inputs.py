@@ -1,5 +1,6 @@
-"""Hostile inputs (issue 32, items 1 and 3): names that would write outside the output folder are refused before any
-work, and a model folder that names its own Python code never runs it and never prompts."""
+"""Hostile inputs (issue 32, items 1, 2, 3 and 7): names that would write outside the output folder are refused before
+any work, training never deletes or replaces files it did not write unless told, a model folder that names its own
+Python code never runs it and never prompts, and a --limit that is no positive count is refused."""
 
 import json
 import re
@@ -11,6 +12,8 @@ from bio_mrc.encoders import load_tokenizer
 from bio_mrc.errors import BioMrcError, ModelFormatError
 from bio_mrc.harness.config import load_config, parse_config
 from bio_mrc.model import BioMrcForQuestionAnswering
+
+from .conftest import SAMPLE_V1
 
 MINIMAL = {"name": "ok", "train": {"path": "squad-v1.1/train.json"}, "eval": {"path": "squad-v1.1/dev.json"},
            "runs": [{"name": "joint"}]}
@@ -85,3 +88,24 @@ def test_training_never_deletes_or_replaces_files_it_did_not_write(tiny_encoder_
     train_model(sample_v1.examples[:8], config, own, overwrite=True)  # asked for: its files are replaced
     assert json.loads((own / "config.json").read_text())["model_type"] == "bio_mrc"
     train_model(sample_v1.examples[:8], config, own)  # a bio_mrc model's folder takes a new model without --overwrite
+
+
+@pytest.mark.parametrize("limit", [0, -1, -5, "3", 2.5, True])
+def test_a_limit_that_is_no_positive_count_is_refused(limit):
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(f"limit is a positive number of questions (or none for all); got {limit!r}")):
+        load_squad(str(SAMPLE_V1), limit=limit)
+    assert len(load_squad(str(SAMPLE_V1), limit=2).examples) == 2
+
+
+def test_the_cli_refuses_a_limit_of_zero_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "bio_mrc.cli", "train", "--train", str(SAMPLE_V1), "--limit", "0",
+                             "--output-dir", str(tmp_path / "m")], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "limit is a positive number of questions" in result.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "m").exists()

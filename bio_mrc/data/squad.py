@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
+from ..errors import ConfigError
 from ..types import Example
 from .errors import DataFormatError
 from .sources import read_records
@@ -108,6 +109,8 @@ def _collect(
     questions: Iterable[tuple[Any, Any, str, str]], result: SquadFile, limit: int | None, fix_offsets: bool, skip_invalid: bool
 ) -> SquadFile:
     """The one pass every form goes through: parse each question, refuse a repeated id, raise or skip, stop at ``limit``."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"limit is a positive number of questions (or none for all); got {limit!r}")
     seen: set[str] = set()
     for qa, context, title, source in questions:
         try:
