@@ -136,10 +136,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     gold = data.gold_texts()
     with _unknown_ids_as_warning_lines():
         predictions, missing = load_predictions(args.predictions, list(gold), strict=args.strict)
-        na_probs = load_na_probs(args.na_probs, list(gold), strict=args.strict)[0] if args.na_probs else None
+        na_probs, missing_probs = load_na_probs(args.na_probs, list(gold), strict=args.strict) if args.na_probs else (None, [])
     if missing:
         print(f"warning: {len(missing)} of {len(gold)} questions have no prediction in {args.predictions} "
               f"(e.g. {missing[0]!r}); they are scored as wrong (--strict makes this an error)", file=sys.stderr)
+    if missing_probs:
+        print(f"warning: {len(missing_probs)} of {len(gold)} questions have no no-answer probability in {args.na_probs} "
+              f"(e.g. {missing_probs[0]!r}); best_exact and best_f1 take 0.0 for them, always answering "
+              "(--strict makes this an error)", file=sys.stderr)
     version = "2.0" if (data.is_v2 or na_probs is not None) else "1.1"
     print(json.dumps(squad_metrics(gold, predictions, version, na_probs, missing_as_wrong=True), indent=2))
     return 0

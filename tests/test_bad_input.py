@@ -315,3 +315,15 @@ def test_a_bad_comparison_config_is_named(tmp_path):
         load_config(path)
     with pytest.raises(DataFormatError, match="no such config file"):
         load_config(tmp_path / "missing.json")
+
+
+def test_missing_no_answer_probabilities_are_named_in_a_warning_or_an_error_under_strict(tmp_path, capsys):
+    data = squad_file(tmp_path, [question("q1"), {"id": "q2", "question": "?", "answers": [], "is_impossible": True}, question("q3")])
+    preds, probs = tmp_path / "preds.json", tmp_path / "na_probs.json"
+    preds.write_text(json.dumps({"q1": "France", "q2": "", "q3": "France"}))
+    probs.write_text(json.dumps({"q1": 0.1}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 2 of 3 questions have no no-answer probability" in err and "'q2'" in err and str(probs) in err
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs), "--strict"]) == 2
+    assert "2 of 3 questions have no entry: 'q2', 'q3'" in capsys.readouterr().err
