@@ -327,3 +327,22 @@ def test_missing_no_answer_probabilities_are_named_in_a_warning_or_an_error_unde
     assert "warning: 2 of 3 questions have no no-answer probability" in err and "'q2'" in err and str(probs) in err
     assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs), "--strict"]) == 2
     assert "2 of 3 questions have no entry: 'q2', 'q3'" in capsys.readouterr().err
+
+
+def test_a_repeated_key_is_refused_never_a_value_dropped(tmp_path):
+    from bio_mrc.data.squad import load_squad
+
+    one = {"id": "q1", "question": "Where?", "answers": [{"text": "France", "answer_start": 0}]}
+    article = {"title": "t", "paragraphs": [{"context": "France is a country.", "qas": [one]}]}
+    path = tmp_path / "two_data_keys.json"
+    path.write_text('{"version": "1.1", "data": [], "data": ' + json.dumps([article]) + "}")
+    with pytest.raises(DataFormatError, match="the key 'data' appears twice in one object") as info:
+        load_squad(str(path))
+    assert info.value.source == str(path)
+    rows = tmp_path / "rows.jsonl"
+    row = json.dumps({"id": "q1", "context": "France is a country.", "question": "Where?",
+                      "answers": {"text": ["France"], "answer_start": [0]}})
+    repeated = row.replace('"q1"', '"q2"')[:-1] + ', "answers": {"text": ["x"], "answer_start": [0]}}'
+    rows.write_text(row + "\n" + repeated + "\n")
+    with pytest.raises(DataFormatError, match=r"the key 'answers' appears twice in one object .*\(line 2\)"):
+        load_squad(str(rows))
