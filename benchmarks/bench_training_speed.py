@@ -1,4 +1,4 @@
-"""Training speed against the hardware's rate (issue 31): the package's training defaults against the old ones.
+"""Training speed against the hardware's rate: the package's training defaults against the old ones.
 
 In one run, on this machine:
 
@@ -13,7 +13,7 @@ In one run, on this machine:
   matching precision's matrix-product rate; the forward alone (eval mode) likewise;
 * training through the package (``train_model``, as ``bio-mrc train`` and ``compare`` run it) on the first
   ``--train-questions`` SQuAD v1.1 training questions (length-grouped batches of real windows), old
-  defaults against new: windows/s, their ratio (the issue's first target) and the padding share.
+  defaults against new: windows/s, their ratio and the padding share.
 
     python benchmarks/bench_training_speed.py [--train-questions 400] [--steps 10] [--threads N]
 

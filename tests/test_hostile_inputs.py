@@ -1,4 +1,4 @@
-"""Hostile inputs (issue 32, items 1, 2, 3 and 7): names that would write outside the output folder are refused before
+"""Hostile inputs: names that would write outside the output folder are refused before
 any work, training never deletes or replaces files it did not write unless told, a model folder that names its own
 Python code never runs it and never prompts, and a --limit that is no positive count is refused."""
 
