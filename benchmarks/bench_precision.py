@@ -86,15 +86,14 @@ class StepTimes(TrainerCallback):
         self.ends.append(time.perf_counter())
 
 
-def training_throughput(examples, precision: str, output_dir: Path, warmup: int) -> dict[str, float]:
-    """Windows/s of one epoch after ``warmup`` steps; the model is left in ``output_dir``."""
+def training_throughput(examples, config: TrainConfig, output_dir: Path, warmup: int) -> dict[str, float]:
+    """Windows/s of one epoch of ``train_model`` after ``warmup`` steps; the model is left in ``output_dir``."""
     clock = StepTimes()
-    config = TrainConfig(heads="span+bio", precision=precision, epochs=1, learning_rate=1e-4, seed=42, **WINDOWS)
     result = train_model(examples, config, output_dir, save_checkpoints=False, callbacks=[clock])
     steps = len(clock.ends)
     if steps <= warmup + 1:
         raise SystemExit(f"{steps} training steps: raise --train-questions above {warmup + 1} batches' worth")
-    timed_windows = result.n_windows - warmup * WINDOWS["batch_size"]
+    timed_windows = result.n_windows - warmup * config.batch_size
     seconds = clock.ends[-1] - clock.ends[warmup - 1] if warmup else clock.ends[-1] - clock.ends[0]
     return {"windows_per_s": timed_windows / seconds, "seconds": seconds, "windows": timed_windows, "steps": steps,
             "final_loss": result.final_loss}
@@ -135,7 +134,8 @@ def main(args: argparse.Namespace) -> None:
     print(f"machine: {machine}; bf16 native: {native_bf16('cpu')}; transformers {transformers.__version__}; "
           f"{_common.load_and_date()}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
-        training = {p: training_throughput(train, p, Path(tmp) / p, args.warmup) for p in PRECISIONS}
+        configs = {p: TrainConfig(heads="span+bio", precision=p, epochs=1, learning_rate=1e-4, seed=42, **WINDOWS) for p in PRECISIONS}
+        training = {p: training_throughput(train, config, Path(tmp) / p, args.warmup) for p, config in configs.items()}
         model_dir = Path(args.model) if args.model else Path(tmp) / "fp32"
         runs = {p: inference_run(model_dir, dev, p) for p in PRECISIONS}
     inference = {p: stats for p, (stats, _) in runs.items()}

@@ -53,7 +53,7 @@ if __name__ == "__main__":  # --help and missing inputs answer before the heavy 
 import torch  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from bench_precision import StepTimes  # noqa: E402  (the step-end clock of the precision benchmark)
+from bench_precision import training_throughput  # noqa: E402  (windows/s of train_model, timed by step ends)
 from bio_mrc.data.squad import load_squad  # noqa: E402
 from bio_mrc.encoders import resolve_encoder  # noqa: E402
 from bio_mrc.model import BioMrcForQuestionAnswering  # noqa: E402
@@ -154,19 +154,14 @@ def timed(call, steps: int) -> float:
 
 
 def package_speed(examples, config: TrainConfig, output_dir: Path, optimizer: str) -> dict[str, float]:
-    """Windows/s of ``train_model`` (with Trainer's ``optimizer``) from the end of step 2 to the end of the last
-    (first-call costs excluded)."""
-    clock = StepTimes()
+    """Windows/s of ``train_model`` with Trainer's ``optimizer``, after 2 untimed steps (first-call costs)."""
     default, training.OPTIMIZER = training.OPTIMIZER, optimizer
     try:
-        result = train_model(examples, config, output_dir, save_checkpoints=False, callbacks=[clock])
+        speed = training_throughput(examples, config, output_dir, warmup=2)
     finally:
         training.OPTIMIZER = default
-    timed_windows = result.n_windows - 2 * config.batch_size
-    seconds = clock.ends[-1] - clock.ends[1]
-    return {"windows_per_s": timed_windows / seconds, "seconds": seconds, "windows": result.n_windows,
-            "precision": config.with_resolved_precision().precision, "attention_dropout": config.attention_dropout,
-            "hidden_dropout": config.hidden_dropout, "optimizer": optimizer}
+    return {**speed, "all_windows": speed["windows"] + 2 * config.batch_size, "precision": config.with_resolved_precision().precision,
+            "attention_dropout": config.attention_dropout, "hidden_dropout": config.hidden_dropout, "optimizer": optimizer}
 
 
 def padding_share(examples, config: TrainConfig) -> float:
@@ -221,7 +216,7 @@ def print_tables(rates: dict, steps: dict, package: dict) -> None:
               f"{s['forward_windows_per_s']:.1f} | {s['forward_gflops']:.0f} | {s['forward_share']:.0%} |")
     print(f"\nnew defaults against old, training step: {steps[NEW]['train_windows_per_s'] / steps[OLD]['train_windows_per_s']:.2f}x")
     if package:
-        print(f"through train_model on real windows ({package['new']['windows']} windows, {package['padding_share']:.1%} "
+        print(f"through train_model on real windows ({package['new']['all_windows']} windows, {package['padding_share']:.1%} "
               f"padding): old {package['old']['windows_per_s']:.1f}, new {package['new']['windows_per_s']:.1f} windows/s, "
               f"{package['new']['windows_per_s'] / package['old']['windows_per_s']:.2f}x")
 

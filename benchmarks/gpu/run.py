@@ -89,6 +89,10 @@ def stage_config(stage: dict) -> dict:
     return raw
 
 
+def stage_named(plan: dict, name: str) -> dict:
+    return next(stage for stage in plan["stages"] if stage["name"] == name)
+
+
 def stage_models(stage: dict) -> list[tuple[str, int]]:
     """Every (run, seed) model of the stage, with the plan's per-run seeds."""
     raw = stage_config(stage)
@@ -99,7 +103,7 @@ def model_steps(stage: dict, plan: dict) -> list[Step]:
     """One training step per (run, seed); models another stage trains (``models_from``) are that stage's."""
     shared = set()
     if source := stage.get("models_from"):
-        shared = set(stage_models(next(s for s in plan["stages"] if s["name"] == source)))
+        shared = set(stage_models(stage_named(plan, source)))
     return [Step(f"train:{stage['name']}:{run}:{seed}", "train", stage["name"], run, seed)
             for run, seed in stage_models(stage) if (run, seed) not in shared]
 
@@ -399,7 +403,7 @@ def run_steps(steps: list[Step], args: argparse.Namespace, plan: dict, seconds: 
         seconds -= time.monotonic() - wall
     jobs, entries = [], []
     for step in steps:
-        stage = next(s for s in plan["stages"] if s["name"] == step.stage)
+        stage = stage_named(plan, step.stage)
         log_path = args.work / "logs" / f"{step.name.replace(':', '_')}.log"
         command, missing = compare_command(step, args.work, stage)
         if command is None:  # a report of no model: nothing to run yet
@@ -426,7 +430,7 @@ def run_steps(steps: list[Step], args: argparse.Namespace, plan: dict, seconds: 
 def score_models_apart(step: Step, args: argparse.Namespace, plan: dict, seconds: float, env: dict) -> None:
     """Each trained model of the stage scored in a process of its own, side by side (its cells are cached in the
     stage's folder); the score step's own ``compare`` then only reads them and writes the report."""
-    stage = next(s for s in plan["stages"] if s["name"] == step.stage)
+    stage = stage_named(plan, step.stage)
     base, _ = compare_command(step, args.work, stage)
     if base is None:
         return
@@ -463,11 +467,11 @@ def do_next(args: argparse.Namespace, plan: dict) -> int:
         left = deadline - time.monotonic()
         if left < MIN_STEP_SECONDS:
             break
-        batch = [step for step in pending if step.kind == "train" and step.stage == pending[0].stage][: args.parallel]
-        if pending[0].kind != "train" or len(batch) < 2:
-            statuses = [run_step(pending[0], args, plan, left)]
-        else:
+        if pending[0].kind == "train":  # with the stage's next training steps, up to --parallel of them
+            batch = [step for step in pending if step.kind == "train" and step.stage == pending[0].stage][: args.parallel]
             statuses = run_steps(batch, args, plan, max(left - args.score_reserve, MIN_STEP_SECONDS))
+        else:
+            statuses = [run_step(pending[0], args, plan, left)]
         if "failed" in statuses:
             return 1
         if "stopped" in statuses or "partial" in statuses:
