@@ -15,6 +15,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from .config_options import add_config_options, config_from_args
+from .data.text import read_text_file
 from .decoding.multispan import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DECODINGS, DecodeConfig
 from .harness.config import PRESETS
@@ -192,6 +193,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .harness.config import load_config
     from .harness.report import console_table
 
+    if args.print_schema:
+        from .harness.config import comparison_schema
+
+        print(json.dumps(comparison_schema(), indent=2))
+        return 0
     config = load_config(args.config).with_overrides(seeds=args.seeds, encoder=args.encoder, runs=args.runs)
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     if not data_dir.exists():
@@ -210,7 +216,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_extract(args: argparse.Namespace) -> int:
     from .inference import AnswerExtractor
 
-    context = Path(args.context_file).read_text(encoding="utf-8") if args.context_file else args.context
+    context = read_text_file(args.context_file) if args.context_file else args.context
     if context is None:
         raise SystemExit("error: give --context-file or --context")
     extractor = AnswerExtractor.from_pretrained(
@@ -310,6 +316,8 @@ def _add_compare_and_extract(add_command) -> None:
     compare.add_argument("--output-dir", help="default: runs/<config name>")
     compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")
     compare.add_argument("--encoder", help="override every run's encoder")
+    compare.add_argument("--print-schema", action="store_true",
+                         help="print the JSON Schema of comparison configs (every key, type and range) and exit")
     compare.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs of the config (e.g. one per sitting or machine)")
     compare.add_argument("--train-only", action="store_true",
                          help="train (or resume) every model and score nothing; a later compare scores them")

@@ -2,6 +2,7 @@
 
 import pytest
 
+from bio_mrc.errors import DataFormatError
 from bio_mrc.decoding.multispan import nbest_multi_span
 from bio_mrc.inference import AnswerExtractor
 from bio_mrc.types import AnswerSpan, Prediction
@@ -67,8 +68,14 @@ def test_predict_keeps_the_n_best_and_takes_per_call_settings(trained_dir):  # n
 
 def test_extractor_rejects_bad_input(trained_dir):  # noqa: F811
     extractor = AnswerExtractor.from_pretrained(trained_dir)
-    with pytest.raises(ValueError, match="context 0 is empty"):
+    with pytest.raises(ValueError, match="empty or missing context \\(record 'input 0'\\)"):
         extractor("Who?", "   ")
+    with pytest.raises(DataFormatError, match="the question is bytes, not text"):
+        extractor(b"Who?", "Newton.")
+    with pytest.raises(DataFormatError, match="the question is a string or a list of strings; got a int"):
+        extractor(5, "Newton.")
+    with pytest.raises(DataFormatError, match="the context holds U\\+D800.*\\(record 'input 1'\\)"):
+        extractor(["Who?", "Who?"], ["Newton.", "New\ud800ton."])
     with pytest.raises(ValueError, match="2 questions but 3 contexts"):
         extractor(["a?", "b?"], ["x", "y", "z"])
     with pytest.raises(ValueError, match="offers"):

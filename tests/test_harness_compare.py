@@ -8,6 +8,7 @@ import pytest
 from bio_mrc.harness.compare import compare
 from bio_mrc.harness.splits import resolve_split
 from bio_mrc.harness.config import DataSpec, load_config, parse_config
+from bio_mrc.errors import ConfigError
 
 from .conftest import FIXTURES, SAMPLE_V1
 
@@ -102,9 +103,9 @@ def test_overlapping_splits_are_refused(tiny_encoder_dir, tmp_path):
 
 
 def test_config_errors_are_named():
-    with pytest.raises(ValueError, match="unknown config keys"):
+    with pytest.raises(ConfigError, match="top level: unknown key 'epochs'; the known keys are .*defaults, runs"):
         parse_config({"runs": [{"name": "a"}], "train": {"path": "x"}, "eval": {"path": "y"}, "epochs": 3})
-    with pytest.raises(ValueError, match="unknown training options"):
+    with pytest.raises(ConfigError, match="runs\\[0\\]: unknown key 'heads_' \\(did you mean 'heads'\\?\\)"):
         parse_config({"runs": [{"name": "a", "heads_": "span"}], "train": {"path": "x"}, "eval": {"path": "y"}})
     assert load_config("quick").runs[0].train.heads == "span+bio"
 

@@ -109,3 +109,32 @@ def test_the_cli_refuses_a_limit_of_zero_in_one_line(tmp_path):
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "limit is a positive number of questions" in result.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "m").exists()
+
+
+def test_a_context_file_in_latin1_is_named_in_one_line(tmp_path, capsys):
+    from bio_mrc.cli import main
+
+    path = tmp_path / "context.txt"
+    path.write_bytes("Caf\u00e9 au lait was served in Paris.".encode("latin-1"))
+    assert main(["extract", "--model", str(tmp_path / "no-model"), "--question", "Where?", "--context-file", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "not UTF-8 text (invalid continuation byte at byte 3); convert it first" in err and str(path) in err
+    assert "Traceback" not in err
+
+
+def test_a_lone_surrogate_in_a_dataset_row_is_refused_naming_the_record():
+    from bio_mrc.data.squad import parse_rows
+
+    row = {"id": "q1", "question": "Who?", "context": "Ada\udc80 wrote it.", "answers": {"text": ["Ada"], "answer_start": [0]}}
+    with pytest.raises(BioMrcError, match=re.escape("the context holds U+DC80") + ".*record 'q1'"):
+        parse_rows([("row 1", row)])
+
+
+def test_more_folds_than_questions_is_refused_before_training(sample_v1):
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.harness.splits import Split, cross_validation_folds
+
+    few = Split(sample_v1.examples[:3], "1.1", "three questions")
+    with pytest.raises(ConfigError, match="cross_validation.folds: 5 folds need at least 5 questions; three questions has 3"):
+        cross_validation_folds(few, 5, seed=0)
+    assert len(cross_validation_folds(few, 3, seed=0)) == 3

@@ -41,7 +41,10 @@ DATA_FILES = ("squad-v1.1/train.json", "squad-v1.1/dev.json", "squad-v2.0/dev.js
 # has 1.33), dill < 0.4.2 and multiprocess < 0.70.20. The machine's transformers 5.17 lacks
 # transformers.configuration_utils.SubConfigSpec, which bio_mrc.model imports: 5.24 comes along (it needs
 # huggingface-hub >= 1.31, tokenizers 0.23 and safetensors 0.8, which the machine has). Pure-Python wheels.
-BINARY_WHEELS = ("datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19", "transformers==5.24.0")
+# jsonschema (config validation) comes with its dependencies, one of them (rpds-py) compiled for CPython 3.12.
+BINARY_WHEELS = ("datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19", "transformers==5.24.0", "jsonschema==4.26.0",
+                 "jsonschema-specifications==2025.9.1", "referencing==0.37.0", "attrs==26.1.0", "rpds-py==2026.9.1")
+COMPILED_WHEELS = ("rpds_py-",)  # the wheels allowed to hold compiled code (for cp312, x86-64 Linux)
 SOURCE_ONLY_WHEELS = ("seqeval==1.2.2",)  # on PyPI as an sdist only: built into a wheel here
 PIP_PLATFORM = ("--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                 "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64")
@@ -108,7 +111,8 @@ def download_wheels(folder: Path) -> None:
     subprocess.run([*pip, "download", "-q", "--no-deps", "--only-binary=:all:", *PIP_PLATFORM, "-d", str(folder),
                     *BINARY_WHEELS], check=True)
     subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(folder), *SOURCE_ONLY_WHEELS], check=True)
-    if not_pure := [w.name for w in folder.glob("*.whl") if not w.name.endswith("-none-any.whl")]:
+    compiled_ok = lambda name: name.startswith(COMPILED_WHEELS) and "-cp312-" in name  # noqa: E731
+    if not_pure := [w.name for w in folder.glob("*.whl") if not w.name.endswith("-none-any.whl") and not compiled_ok(w.name)]:
         raise SystemExit(f"error: {not_pure} are not pure-Python wheels; check they fit Python 3.12 on x86-64")
 
 

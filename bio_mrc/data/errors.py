@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
 
-__all__ = ["DataFormatError", "RepeatedKeyError", "loads", "read_json"]
+__all__ = ["DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "loads", "read_json"]
 
 
-class RepeatedKeyError(ValueError):
+class NotPlainJsonError(ValueError):
+    """Text that parses as JSON but cannot stand for what it says: a value would be lost or unwritable."""
+
+
+class RepeatedKeyError(NotPlainJsonError):
     """An object names one key twice: JSON keeps only the last value, and the other would be lost without a word."""
 
     def __init__(self, key: str) -> None:
@@ -27,16 +32,50 @@ def _object_without_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any
     return found
 
 
+def _no_special_number(name: str) -> Any:
+    raise NotPlainJsonError(f"{name} is not a JSON number (Python writes it, the JSON standard and other readers refuse it)")
+
+
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_HIGH, _LOW = "89abAB", "cdefCDEF"
+
+
+def _lone_surrogate(text: str) -> re.Match[str] | None:
+    """The first ``\\uD800``-``\\uDFFF`` escape that is half of no UTF-16 pair: Python keeps it as a character
+    no UTF-8 file can hold, so a model's answer, a report or a prediction file with it could not be written."""
+    for hit in SURROGATE_ESCAPE.finditer(text):
+        start = hit.start()
+        backslashes = 0
+        while start - backslashes - 1 >= 0 and text[start - backslashes - 1] == "\\":
+            backslashes += 1
+        if backslashes % 2:  # an escaped backslash followed by the letters u, d, ...
+            continue
+        if text[start + 3] in _HIGH:
+            follower = text[start + 6 : start + 12]
+            if not (SURROGATE_ESCAPE.fullmatch(follower) and follower[3] in _LOW):
+                return hit
+        else:
+            leader = text[max(start - 6, 0) : start]
+            if not (SURROGATE_ESCAPE.fullmatch(leader) and leader[3] in _HIGH):
+                return hit
+    return None
+
+
 def loads(text: str) -> Any:
-    """``json.loads`` that refuses an object with a repeated key (:class:`RepeatedKeyError`)."""
-    return json.loads(text, object_pairs_hook=_object_without_repeated_keys)
+    """``json.loads`` that refuses what would lose or garble a value (:class:`NotPlainJsonError`): an object with a
+    repeated key, ``NaN``/``Infinity``, and a lone UTF-16 surrogate escape (named by line and column)."""
+    if lone := _lone_surrogate(text):
+        line = text.count("\n", 0, lone.start()) + 1
+        column = lone.start() - text.rfind("\n", 0, lone.start())
+        raise NotPlainJsonError(f"{lone.group()} is half of a UTF-16 surrogate pair, no character (line {line}, column {column})")
+    return json.loads(text, object_pairs_hook=_object_without_repeated_keys, parse_constant=_no_special_number)
 
 
 def read_json(path: str | Path) -> Any:
     """Parse a UTF-8 JSON file, turning every failure into a DataFormatError naming the file."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is allowed, as Python's json.load allows it
     except FileNotFoundError:
         raise DataFormatError("file not found", source=source) from None
     except IsADirectoryError:
@@ -45,7 +84,7 @@ def read_json(path: str | Path) -> Any:
         raise DataFormatError(f"not UTF-8 text ({err.reason} at byte {err.start})", source=source) from None
     try:
         return loads(text)
-    except RepeatedKeyError as err:
+    except NotPlainJsonError as err:
         raise DataFormatError(str(err), source=source) from None
     except json.JSONDecodeError as err:
         # The parser ran out of text (or inside a string that never closes): the file was cut short.

@@ -24,6 +24,7 @@ import numpy as np
 from ..tags import PREFIX_IDS, TAG_B, chunk_bounds
 from ..types import Example
 from .errors import DataFormatError, read_json
+from .text import check_text
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ def _words(record: dict[str, Any], key: str, qid: str, source: str) -> list[str]
         raise DataFormatError(f"'{key}' must be a list of word strings", qid, source)
     if not words:
         raise DataFormatError(f"'{key}' is empty", qid, source)
+    check_text(" ".join(words), key, qid, source)
     return words
 
 

@@ -22,7 +22,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from .errors import DataFormatError, RepeatedKeyError, loads, read_json
+from .errors import DataFormatError, NotPlainJsonError, loads, read_json
 
 SQUAD_COLUMNS = ("id", "context", "question", "answers")
 ROW_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".gz")
@@ -129,7 +129,7 @@ def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
         raise DataFormatError(f"not UTF-8 text ({err.reason} at line {number}, byte {err.start})", source=source) from None
     try:
         record = loads(text.lstrip("\ufeff") if number == 1 else text)
-    except RepeatedKeyError as err:
+    except NotPlainJsonError as err:
         raise DataFormatError(f"{err} (line {number})", source=source) from None
     except json.JSONDecodeError as err:
         # Only the last line of a file cut short lacks its newline.

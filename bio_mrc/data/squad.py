@@ -11,6 +11,7 @@ from ..errors import ConfigError
 from ..types import Example
 from .errors import DataFormatError
 from .sources import read_records
+from .text import check_text
 
 
 @dataclass
@@ -149,12 +150,9 @@ def _questions_of(article: Any, number: int, source: str) -> Iterator[tuple[Any,
 def _parse_question(qa: Any, context: Any, title: str, source: str, fixed: list[str] | None) -> Example:
     if not isinstance(qa, dict) or not isinstance(qa.get("id"), str) or not qa["id"]:
         raise DataFormatError("question without a non-empty string 'id'", title or None, source)
-    qid = qa["id"]
-    if not isinstance(context, str) or not context.strip():
-        raise DataFormatError("empty or missing context", qid, source)
-    question = qa.get("question")
-    if not isinstance(question, str) or not question.strip():
-        raise DataFormatError("empty or missing question", qid, source)
+    qid = check_text(qa["id"], "id", title or None, source)
+    check_text(context, "context", qid, source)
+    question = check_text(qa.get("question"), "question", qid, source)
     answers, impossible = _answers_of(qa, qid, source)
     if not isinstance(impossible, bool):
         raise DataFormatError(f"'is_impossible' must be true or false, got {impossible!r}", qid, source)

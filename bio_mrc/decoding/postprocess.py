@@ -29,6 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..config_schema import check_fields
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
 from .spans import best_spans, null_scores
@@ -49,9 +50,9 @@ class DecodeConfig:
     and saved with the model (0 for a model without one).
     """
 
-    n_best: int = field(default=20, metadata={"help": "answer candidates kept per question (the n-best file)"})
+    n_best: int = field(default=20, metadata={"help": "answer candidates kept per question (the n-best file)", "minimum": 1})
     max_answer_length: int = field(default=30, metadata={
-        "help": "in tokens (in words for the BIO decoding of a word-level tagger)"})
+        "help": "in tokens (in words for the BIO decoding of a word-level tagger)", "minimum": 1})
     multi_span: bool = field(default=False, metadata={
         "help": "return every answer span, not only the best (the BIO decoding: every span of the most probable "
                 "tag sequence instead of the n-best single spans)"})
@@ -59,6 +60,9 @@ class DecodeConfig:
         "help": "with multi_span, add the best single span where the most probable tag sequence has none"})
     bio_length_prior: float | None = field(default=None, metadata={
         "help": "BIO span-length prior β (a span of n tags gains β(n-1)); none: the value tuned for the model"})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 def _collect(

@@ -39,13 +39,18 @@ it (MultiSpanQA's validation set has no separate training data at CPU scale).
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import functools
 import json
+import math
 import re
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
+from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_errors
 from ..data.errors import DataFormatError, read_json
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError
@@ -56,18 +61,38 @@ PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv")
 DATA_FORMATS = ("squad", "multispanqa")
 
 
+# A comparison's and each run's name become folder and file names under the output folder.
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
+NAME_SCHEMA = {"type": "string", "pattern": f"^{SAFE_NAME.pattern}$",
+               "problem": "a name becomes a file name, so it is 1 to 100 letters, digits, '.', '_', '+' or '-', "
+                          "beginning with a letter or digit"}
+SPLIT_SCHEMA = {
+    "type": ["object", "null"], "required": ["fractions", "part"], "additionalProperties": False,
+    "properties": {"fractions": {"type": "array", "minItems": 2, "items": {"type": "number", "exclusiveMinimum": 0}},
+                   "part": {"type": "integer", "minimum": 0}, "seed": {"type": "integer", **SEED_RANGE}},
+}
+
+
 @dataclass(frozen=True)
 class DataSpec:
-    path: str
-    limit: int | None = None
-    skip: int = 0  # leave out the first questions (e.g. those a model trains on) before taking `limit`
-    split: dict[str, Any] | None = None
-    unanswerable_ratio: float = 0.0  # v1.1 training data: add this many made-up unanswerable questions per question
-    format: str = "squad"  # or "multispanqa"
+    path: str = field(metadata={"schema": {"type": "string", "minLength": 1},
+                                "help": "a file (or FOLDER:SPLIT of a saved dataset), relative to the data folder unless absolute"})
+    limit: int | None = field(default=None, metadata={"minimum": 1, "help": "take this many questions (after skip)"})
+    skip: int = field(default=0, metadata={"minimum": 0, "help": "leave out the first questions (e.g. those a model trains on)"})
+    split: dict[str, Any] | None = field(default=None, metadata={
+        "schema": SPLIT_SCHEMA, "help": "part `part` of an article-level split of the file into `fractions` (summing to 1)"})
+    unanswerable_ratio: float = field(default=0.0, metadata={
+        "minimum": 0, "help": "v1.1 training data: add this many made-up unanswerable questions per question"})
+    format: str = field(default="squad", metadata={"choices": DATA_FORMATS, "help": "squad, or multispanqa (scored with its own metrics)"})
 
     def __post_init__(self) -> None:
-        if self.format not in DATA_FORMATS:
-            raise ValueError(f"data format must be one of {DATA_FORMATS}, got {self.format!r}")
+        check_fields(self)
+        if self.split:
+            fractions, part = self.split["fractions"], self.split["part"]
+            if not math.isclose(sum(fractions), 1.0, abs_tol=1e-6):
+                raise ConfigError(f"split.fractions sum to 1; got {fractions} (sum {sum(fractions):g})")
+            if part >= len(fractions):
+                raise ConfigError(f"split.part is 0 to {len(fractions) - 1} (one of {len(fractions)} fractions); got {part}")
 
     def describe(self) -> str:
         text = self.path
@@ -197,76 +222,76 @@ def _contrast_pairs(contrasts: Any) -> list[tuple[str, str]]:
     return [(a, b) for a, b in contrasts]
 
 
-def _data_spec(raw: dict[str, Any] | None, what: str) -> DataSpec | None:
-    if raw is None:
-        return None
-    unknown = set(raw) - {f.name for f in fields(DataSpec)}
-    if unknown or "path" not in raw:
-        raise ValueError(f"'{what}' needs a 'path' and may have limit/skip/split/unanswerable_ratio/format; got {sorted(raw)}")
-    return DataSpec(**raw)
+def comparison_schema() -> dict[str, Any]:
+    """The JSON Schema of a comparison config: every key, its type and range, built from the config
+    dataclasses (published as ``benchmarks/ablations/compare-config.schema.json`` for editors)."""
+    return copy.deepcopy(_comparison_schema())
 
 
-# A comparison's and each run's name become folder and file names under the output folder.
-SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
-
-
-def _safe_name(value: Any, where: str) -> str:
-    """``value`` if it can only name a file inside the output folder: no separators, no '..', no empty name."""
-    if not isinstance(value, str) or not SAFE_NAME.fullmatch(value):
-        raise ValueError(f"{where}: a name becomes a file name, so it is 1 to 100 letters, digits, '.', '_', '+' or '-', "
-                         f"beginning with a letter or digit; got {value!r}")
-    return value
+@functools.lru_cache(maxsize=1)
+def _comparison_schema() -> dict[str, Any]:
+    data = {**dataclass_schema(DataSpec), "required": ["path"]}
+    seeds = {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "integer", **SEED_RANGE}}
+    run = dataclass_schema(TrainConfig)
+    run["properties"] = {"name": NAME_SCHEMA, **run["properties"], "train_data": data, "seeds": seeds,
+                         "inference_precision": {"enum": [*PRECISIONS, None]}}
+    cells = {"type": "string", "description": "a cell, \"run/decoding\""}
+    properties = {
+        "$schema": {"type": "string"}, "name": NAME_SCHEMA, "description": {"type": "string"},
+        "train": {**data, "type": ["object", "null"]}, "eval": data, "tune": {**data, "type": ["object", "null"]},
+        "defaults": dataclass_schema(TrainConfig), "runs": {"type": "array", "minItems": 1, "items": {**run, "required": ["name"]}},
+        "decode": dataclass_schema(DecodeConfig), "seeds": seeds,
+        "cross_validation": {"type": ["object", "null"], "additionalProperties": False,
+                             "properties": {"folds": {"type": "integer", "minimum": 2}, "seed": {"type": "integer", **SEED_RANGE}}},
+        "baseline": {**cells, "type": ["string", "null"]},
+        "contrasts": {"type": "array", "items": {"type": "array", "items": cells, "minItems": 2, "maxItems": 2}},
+        "checkpoint_steps": {"type": ["integer", "null"], "minimum": 1},
+    }
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "bio_mrc comparison config (bio-mrc compare --config)",
+            "type": "object", "required": ["eval", "runs"], "additionalProperties": False, "properties": properties}
 
 
 def parse_config(raw: dict[str, Any]) -> CompareConfig:
-    """Validate a config dict; unknown keys are errors, so typos never pass silently."""
-    allowed = {"name", "description", "train", "eval", "tune", "defaults", "runs", "decode", "seeds", "cross_validation",
-               "baseline", "contrasts", "checkpoint_steps"}
-    if unknown := set(raw) - allowed:
-        raise ValueError(f"unknown config keys {sorted(unknown)}; allowed: {sorted(allowed)}")
-    if not raw.get("runs"):
-        raise ValueError("a comparison needs at least one entry in 'runs'")
+    """Validate a config dict in full before any work: every key against :func:`comparison_schema`,
+    then what a schema cannot say (unique names, splits that exist, cells that exist). Each problem is
+    a :class:`ConfigError` naming its key path, e.g. ``runs[2].epochs``."""
+    if problems := schema_errors(raw, _comparison_schema()):
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ConfigError(problems[0] + more)
     defaults = raw.get("defaults", {})
     runs = []
     for number, entry in enumerate(raw["runs"]):
-        entry = dict(entry)
-        name = _safe_name(entry.pop("name", None), f"runs[{number}].name")
-        data = _data_spec(entry.pop("train_data", None), f"runs[{name}].train_data")
-        seeds = entry.pop("seeds", None)
-        if seeds is not None and (not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds)):
-            raise ValueError(f"run {name!r}: 'seeds' is a non-empty list of integers; got {seeds!r}")
-        precision = entry.pop("inference_precision", None)
-        if precision is not None and precision not in PRECISIONS:
-            raise ValueError(f"run {name!r}: 'inference_precision' is one of {PRECISIONS}; got {precision!r}")
-        train = TrainConfig.from_dict({**defaults, **entry})
-        runs.append(RunSpec(name, train, data, tuple(seeds) if seeds else None, precision))
-    if len({r.name for r in runs}) != len(runs):
-        raise ValueError("run names must be unique")
-    decode_raw = raw.get("decode", {})
-    if unknown := set(decode_raw) - {f.name for f in fields(DecodeConfig)}:
-        raise ValueError(f"unknown decode options {sorted(unknown)}")
+        own = {key: entry[key] for key in ("train_data", "seeds", "inference_precision") if entry.get(key) is not None}
+        options = {key: value for key, value in entry.items() if key not in ("name", "train_data", "seeds", "inference_precision")}
+        with _naming(f"runs[{number}]"):
+            train = TrainConfig.from_dict({**defaults, **options})
+            data = _data_spec(own.get("train_data"), "train_data")
+        runs.append(RunSpec(entry["name"], train, data, tuple(own["seeds"]) if "seeds" in own else None, own.get("inference_precision")))
+    if repeated := sorted({r.name for r in runs if [s.name for s in runs].count(r.name) > 1}):
+        raise ConfigError(f"runs: run names are unique; {repeated} appear more than once")
+    train, evaluation, tune = (_data_spec(raw.get(key), key) for key in ("train", "eval", "tune"))
     config = CompareConfig(
-        name=_safe_name(raw.get("name", "comparison"), "name"),
-        description=raw.get("description", ""),
-        train=_data_spec(raw.get("train"), "train"),
-        eval=_data_spec(raw["eval"], "eval"),
-        tune=_data_spec(raw.get("tune"), "tune"),
-        runs=runs,
-        decode=DecodeConfig(**decode_raw),
-        seeds=list(raw.get("seeds", [42])),
-        cross_validation=_cross_validation(raw, runs),
-        baseline=raw.get("baseline"),
-        checkpoint_steps=_checkpoint_steps(raw.get("checkpoint_steps")),
-        contrasts=_contrast_pairs(raw.get("contrasts", [])),
+        name=raw.get("name", "comparison"), description=raw.get("description", ""), train=train, eval=evaluation, tune=tune,
+        runs=runs, decode=DecodeConfig(**raw.get("decode", {})), seeds=list(raw.get("seeds", [42])),
+        cross_validation=_cross_validation(raw, runs), baseline=raw.get("baseline"),
+        checkpoint_steps=raw.get("checkpoint_steps"), contrasts=_contrast_pairs(raw.get("contrasts", [])),
     )
     resolve_contrasts(config.cells(), config.baseline, config.contrasts)  # unknown cells are errors now, not after training
     return config
 
 
-def _checkpoint_steps(steps: Any) -> int | None:
-    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
-        raise ValueError(f"'checkpoint_steps' is a positive number of optimizer steps; got {steps!r}")
-    return steps
+def _data_spec(raw: dict[str, Any] | None, key: str) -> DataSpec | None:
+    with _naming(key):
+        return DataSpec(**raw) if raw is not None else None
+
+
+@contextlib.contextmanager
+def _naming(where: str) -> Iterator[None]:
+    """Prefix the key path to an error a dataclass raises about a combination of its fields."""
+    try:
+        yield
+    except (ConfigError, ValueError) as err:
+        raise ConfigError(f"{where}: {err}") from None
 
 
 def _cross_validation(raw: dict[str, Any], runs: list[RunSpec]) -> dict[str, int] | None:
@@ -275,13 +300,11 @@ def _cross_validation(raw: dict[str, Any], runs: list[RunSpec]) -> dict[str, int
     cv = raw.get("cross_validation")
     if cv is None:
         if raw.get("train") is None and not all(r.data for r in runs):
-            raise ValueError("a comparison needs a 'train' split (or a 'train_data' in every run), "
-                             "or 'cross_validation' over the 'eval' questions")
+            raise ConfigError("a comparison needs a 'train' split (or a 'train_data' in every run), "
+                              "or 'cross_validation' over the 'eval' questions")
         return None
     if raw.get("train") is not None or any(r.data for r in runs):
-        raise ValueError("'cross_validation' trains on folds of 'eval'; leave out 'train' and the runs' 'train_data'")
-    if not isinstance(cv, dict) or set(cv) - {"folds", "seed"} or not isinstance(cv.get("folds", 5), int) or cv.get("folds", 5) < 2:
-        raise ValueError(f"'cross_validation' is {{\"folds\": k >= 2, \"seed\": s}}; got {cv!r}")
+        raise ConfigError("'cross_validation' trains on folds of 'eval'; leave out 'train' and the runs' 'train_data'")
     return {"folds": cv.get("folds", 5), "seed": cv.get("seed", 0)}
 
 
@@ -300,5 +323,5 @@ def load_config(path_or_preset: str | Path) -> CompareConfig:
         raise DataFormatError(f"expected a JSON object, got a JSON {type(raw).__name__}", source=str(path))
     try:
         return parse_config(raw)
-    except (ValueError, TypeError) as err:
+    except ConfigError as err:
         raise DataFormatError(str(err), source=str(path)) from None

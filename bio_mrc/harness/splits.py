@@ -65,6 +65,9 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
 
 def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Split, Split]]:
     """``folds`` (train, held-out) pairs over the questions of ``split``: each question is held out once."""
+    if folds > len(split.examples):
+        raise ConfigError(f"cross_validation.folds: {folds} folds need at least {folds} questions; "
+                          f"{split.description} has {len(split.examples)}")
     pairs = kfold_by_question(split.examples, folds, seed=seed)
     return [
         (split.subset(train, f"{split.description} (fold {k + 1} of {folds}, training part)"),

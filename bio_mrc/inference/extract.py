@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Sequence, overload
+from typing import Any, Sequence, overload
 
+from ..data.text import check_text
 from ..decoding.multispan import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
 from ..decoding.windows import WindowOutputs
@@ -37,17 +38,24 @@ def question_context_examples(question, context) -> tuple[list[Example], bool]:
     one :class:`Example` per question (id = its position), and whether a single string was asked.
     Every text is checked here, once, for both front ends."""
     single = isinstance(question, str)
-    questions = [question] if single else list(question)
-    contexts = [context] if isinstance(context, str) else list(context)
+    questions, contexts = (_texts(value, name) for value, name in ((question, "question"), (context, "context")))
     if len(contexts) == 1 and len(questions) > 1:
         contexts = contexts * len(questions)
     if len(questions) != len(contexts):
         raise DataFormatError(f"got {len(questions)} questions but {len(contexts)} contexts")
     for i, (q, c) in enumerate(zip(questions, contexts)):
-        for name, text in (("context", c), ("question", q)):
-            if not isinstance(text, str) or not text.strip():
-                raise DataFormatError(f"{name} {i} is empty or not a string: {text!r:.40}", record=f"input {i}")
+        check_text(c, "context", record=f"input {i}")
+        check_text(q, "question", record=f"input {i}")
     return [Example(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))], single
+
+
+def _texts(value: Any, name: str) -> list[Any]:
+    """One text, or a list or tuple of texts, as a list (a bytes value or a number is no list of texts)."""
+    if isinstance(value, (str, bytes, bytearray)):
+        return [value]
+    if not isinstance(value, (list, tuple)):
+        raise DataFormatError(f"the {name} is a string or a list of strings; got a {type(value).__name__}")
+    return list(value)
 
 
 class AnswerExtractor:

@@ -20,6 +20,7 @@ from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from ..config_schema import SEED_RANGE, check_fields
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import BioMrcError, ConfigError
 from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig, build_features, default_windows_cache
@@ -51,10 +52,10 @@ class TrainConfig:
         "help": "encoder folder or Hugging Face id ('default': the embedded all-MiniLM-L6-v2)"})
     heads: str = field(default="span+bio", metadata={
         "help": "span: start/end head; bio: B/I/O tagging head; span+bio: both on one encoder", "choices": HEAD_CHOICES})
-    span_loss_weight: float = field(default=1.0, metadata={"help": "weight of the span head's loss in the total loss"})
+    span_loss_weight: float = field(default=1.0, metadata={"help": "weight of the span head's loss in the total loss", "minimum": 0})
     # The token-mean BIO loss pulls about 1/100 as hard as the span loss at weight 1; 10 gave the best
     # joint decoding with the BIO decoding past 53 F1 (benchmarks/RESULTS.md, BIO quality).
-    bio_loss_weight: float = field(default=10.0, metadata={"help": "weight of the BIO head's loss in the total loss"})
+    bio_loss_weight: float = field(default=10.0, metadata={"help": "weight of the BIO head's loss in the total loss", "minimum": 0})
     bio_targets: str = field(default="soft", metadata={
         "help": "several annotators: soft = their mean tag distribution; marginal = log Σ_k P(tags_k); one-hot = the first",
         "choices": BIO_TARGET_KINDS})
@@ -65,12 +66,13 @@ class TrainConfig:
         "help": "token_mean: averaged over paragraph tokens; mean: per-example sums averaged; sum",
         "choices": BIOHead.reductions})
     bio_prior: tuple[float, float, float] | None = field(default=(0.01, 0.02, 0.97), metadata={  # ~SQuAD's tag frequencies
-        "help": "initial tag probabilities of the BIO head (its bias is log prior)", "metavar": ("B", "I", "O")})
+        "help": "initial tag probabilities of the BIO head (its bias is log prior)", "metavar": ("B", "I", "O"),
+        "exclusive_minimum": 0, "maximum": 1})
     # A BIO-only model weighs B/I tokens 10x (F1 36.6 -> 51.1 at the reference budget); with a span head
     # the weights cost the span decoding 2.9 F1; benchmarks/RESULTS.md, BIO quality.
     bio_class_weights: tuple[float, float, float] | None = field(default=None, metadata={
         "help": "weights of B/I/O tokens in the BIO loss, a departure from the plain loss (1 1 1); "
-                "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head", "metavar": ("B", "I", "O")})
+                "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head", "metavar": ("B", "I", "O"), "minimum": 0})
     tag_level: str = field(default="word", metadata={
         "help": "word: tag the first piece of each word and decode on word boundaries; subword: tag every token",
         "choices": TAG_LEVELS})
@@ -78,28 +80,37 @@ class TrainConfig:
     # random mask for every attention weight. Without encoder dropout training runs faster and, in a 3-seed
     # ablation, F1 rose in every decoding (benchmarks/ablations/dropout.json); the heads keep their dropout.
     attention_dropout: float | None = field(default=0.0, metadata={
-        "help": "the encoder's attention dropout while training (none: the encoder's own, 0.1 for BERT-like models)"})
+        "help": "the encoder's attention dropout while training (none: the encoder's own, 0.1 for BERT-like models)",
+        "minimum": 0, "exclusive_maximum": 1})
     hidden_dropout: float | None = field(default=0.0, metadata={
-        "help": "the encoder's hidden-state dropout while training (none: the encoder's own, 0.1 for BERT-like models)"})
-    max_seq_length: int = field(default=384, metadata={"help": "tokens per window: question, paragraph piece, special tokens"})
-    doc_stride: int = field(default=128, metadata={"help": "tokens of overlap between windows"})
-    max_query_length: int = field(default=64, metadata={"help": "question tokens kept; a longer question is cut"})
-    epochs: float = field(default=1.0, metadata={"help": "passes over the training windows (may be fractional)"})
-    learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate of the encoder (linear warmup and decay)"})
+        "help": "the encoder's hidden-state dropout while training (none: the encoder's own, 0.1 for BERT-like models)",
+        "minimum": 0, "exclusive_maximum": 1})
+    max_seq_length: int = field(default=384, metadata={"help": "tokens per window: question, paragraph piece, special tokens",
+        "minimum": 8})
+    doc_stride: int = field(default=128, metadata={"help": "tokens of overlap between windows", "minimum": 0})
+    max_query_length: int = field(default=64, metadata={"help": "question tokens kept; a longer question is cut", "minimum": 1})
+    epochs: float = field(default=1.0, metadata={"help": "passes over the training windows (may be fractional)", "exclusive_minimum": 0})
+    learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate of the encoder (linear warmup and decay)", "exclusive_minimum": 0})
     # At the encoder's rate the BIO head hardly leaves the tag prior in a CPU-sized run
     # (benchmarks/RESULTS.md, head learning rate).
     head_learning_rate: float | None = field(default=5e-3, metadata={
-        "help": "learning rate of the freshly initialised heads (none: --learning-rate)"})
-    batch_size: int = field(default=16, metadata={"help": "training windows per batch (per process)"})
-    warmup_ratio: float = field(default=0.1, metadata={"help": "fraction of the steps over which the learning rates rise"})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay"})
-    seed: int = field(default=42, metadata={"help": "random seed of the heads' initialisation and the data order"})
+        "help": "learning rate of the freshly initialised heads (none: --learning-rate)", "exclusive_minimum": 0})
+    batch_size: int = field(default=16, metadata={"help": "training windows per batch (per process)", "minimum": 1})
+    warmup_ratio: float = field(default=0.1, metadata={"help": "fraction of the steps over which the learning rates rise",
+        "minimum": 0, "maximum": 1})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay", "minimum": 0})
+    seed: int = field(default=42, metadata={"help": "random seed of the heads' initialisation and the data order",
+        **SEED_RANGE})
     init_from: str | None = field(default=None, metadata={  # e.g. SQuAD -> MultiSpanQA
         "help": "continue from a trained bio_mrc model instead of a bare encoder"})
     precision: str = field(default=DEFAULT_PRECISION, metadata={
         "help": "fp32; bf16: bfloat16 autocast (weights stay fp32); auto: bf16 where the CPU or GPU computes it "
                 "natively (AMX-BF16, AVX512-BF16, CUDA compute capability >= 8), else fp32",
         "choices": PRECISIONS})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        self.features  # noqa: B018 (FeatureConfig refuses windows without room for the stride)
 
     @property
     def resolved_bio_class_weights(self) -> tuple[float, float, float] | None:

@@ -1,0 +1,132 @@
+"""A config dataclass as JSON Schema, and the same checks on an instance.
+
+A field's JSON type comes from its annotation and its allowed values from its ``metadata``:
+``choices`` (an enum), ``minimum``, ``exclusive_minimum``, ``maximum``, ``exclusive_maximum`` (on a
+tuple field they bound each item), ``schema`` (a field schema given whole; its ``problem``, if any,
+is the error message) and ``help`` (the description). The command-line options (:mod:`bio_mrc.config_options`) read the same metadata, so
+an option, its range and its help are written once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import math
+import types
+import typing
+from typing import Any, Iterable, Mapping
+
+import jsonschema
+
+from .errors import ConfigError
+
+BOUNDS = {"minimum": "minimum", "exclusive_minimum": "exclusiveMinimum", "maximum": "maximum",
+          "exclusive_maximum": "exclusiveMaximum"}
+SEED_RANGE = {"minimum": 0, "maximum": 2**32 - 1}  # numpy's random seeds
+JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+# JSON Schema counts 1.0 as an integer; a count given as 1.0 is refused here, as Python's range() would.
+_TYPE_CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_TYPE_CHECKER)
+
+
+def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        inner = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(inner) != 1:
+            raise TypeError(f"no JSON Schema for {annotation} (one type, or one type | None)")
+        return inner[0], type(None) in typing.get_args(annotation)
+    return annotation, False
+
+
+def _bounds(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {BOUNDS[key]: value for key, value in metadata.items() if key in BOUNDS}
+
+
+def field_schema(annotation: Any, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of one field: its type (``null`` too for an Optional), enum, bounds and description."""
+    if "schema" in metadata:
+        schema = dict(metadata["schema"])
+    else:
+        inner, optional = _unwrap_optional(annotation)
+        if typing.get_origin(inner) is tuple:
+            (item,) = set(typing.get_args(inner))
+            length = len(typing.get_args(inner))
+            schema = {"type": "array", "items": {"type": JSON_TYPES[item], **_bounds(metadata)},
+                      "minItems": length, "maxItems": length}
+        else:
+            schema = {"type": JSON_TYPES[inner], **_bounds(metadata)}
+            if "choices" in metadata:
+                schema["enum"] = list(metadata["choices"])
+        if optional:
+            schema["type"] = [schema["type"], "null"]
+            if "enum" in schema:
+                schema["enum"].append(None)
+    if "help" in metadata:
+        schema["description"] = metadata["help"]
+    return schema
+
+
+def dataclass_schema(cls: type, exclude: Iterable[str] = ()) -> dict[str, Any]:
+    """An object of the dataclass's fields (each optional: the dataclass has its defaults), no others."""
+    hints = typing.get_type_hints(cls)
+    properties = {f.name: field_schema(hints[f.name], f.metadata) for f in dataclasses.fields(cls)
+                  if f.init and f.name not in set(exclude)}
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+def key_path(path: Iterable[Any], prefix: str = "") -> str:
+    """``runs[2].epochs`` from the parts of a path into a JSON document."""
+    text = prefix
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def schema_errors(instance: Any, schema: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Every place ``instance`` breaks ``schema``, each as ``key.path: problem``, in document order."""
+    found = []
+    for error in sorted(Validator(schema).iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path]):
+        # a schema's own "problem" says in words what a pattern means
+        message = f"{error.schema['problem']}; got {error.instance!r}" if "problem" in error.schema else error.message
+        if error.validator == "additionalProperties":
+            message = _unknown_keys(error.instance, error.schema.get("properties", {}))
+        found.append(f"{key_path(error.absolute_path, prefix) or 'top level'}: {message}")
+    return found + [f"{key_path(path, prefix)}: {value!r} is not a finite number" for path, value in _non_finite(instance, ())]
+
+
+def _unknown_keys(found: Mapping[str, Any], known: Mapping[str, Any]) -> str:
+    """Name the unknown keys, with the known key each one most likely misspells."""
+    unknown = [key for key in found if key not in known]
+    guesses = {key: difflib.get_close_matches(key, list(known), n=1) for key in unknown}
+    named = ", ".join(f"{key!r}" + (f" (did you mean {guesses[key][0]!r}?)" if guesses[key] else "") for key in unknown)
+    return f"unknown key{'s' if len(unknown) > 1 else ''} {named}; the known keys are {', '.join(known)}"
+
+
+def _non_finite(value: Any, path: tuple) -> Iterable[tuple[tuple, float]]:
+    """NaN and infinities (JSON has none, Python's reader accepts them, and no range check refuses NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _non_finite(item, (*path, key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, (*path, index))
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_schema(cls: type) -> dict[str, Any]:
+    return dataclass_schema(cls)
+
+
+def check_fields(instance: Any) -> None:
+    """Refuse a dataclass instance whose fields break their own schema, naming the first such field."""
+    values = {f.name: getattr(instance, f.name) for f in dataclasses.fields(instance) if f.init}
+    values = {name: list(value) if isinstance(value, tuple) else value for name, value in values.items()}
+    if problems := schema_errors(values, _cached_schema(type(instance))):
+        raise ConfigError(f"{type(instance).__name__}: {problems[0]}")
+
+
+__all__ = ["SEED_RANGE", "Validator", "check_fields", "dataclass_schema", "field_schema", "key_path", "schema_errors"]

@@ -1,0 +1,51 @@
+"""The one check of a text the package reads: a non-empty string that a UTF-8 file can hold.
+
+A lone UTF-16 surrogate (from a ``\\ud800`` escape, a ``datasets`` column or an undecodable byte of a
+command-line argument) is a Python character no UTF-8 file can hold: an answer, a prediction file or
+a report with it could not be written, so it is refused when the text is read, not after training.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataFormatError
+
+
+def unwritable_character(text: str) -> str | None:
+    """``U+D8xx`` of the first character of ``text`` that UTF-8 cannot encode, or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return f"U+{ord(text[err.start]):04X}"
+    return None
+
+
+def check_text(value: Any, what: str, record: str | None = None, source: str | None = None) -> str:
+    """``value`` if it is a string with a non-space character and only writable characters; else a
+    :class:`DataFormatError` naming ``what`` (e.g. ``question``), the record and the file."""
+    if isinstance(value, (bytes, bytearray)):
+        raise DataFormatError(f"the {what} is bytes, not text (decode it, e.g. value.decode('utf-8'))", record, source)
+    if not isinstance(value, str) or not value.strip():
+        raise DataFormatError(f"empty or missing {what}" + ("" if value is None or isinstance(value, str) else f" (got a {type(value).__name__})"),
+                              record, source)
+    if character := unwritable_character(value):
+        raise DataFormatError(f"the {what} holds {character}, half of a UTF-16 surrogate pair or an undecodable byte, "
+                              "which no UTF-8 file can hold (check the text's encoding)", record, source)
+    return value
+
+
+def read_text_file(path: str | Path) -> str:
+    """A UTF-8 text file (a byte-order mark allowed), or a :class:`DataFormatError` naming it: missing,
+    a folder, or another encoding such as Latin-1 (with the byte where decoding failed)."""
+    source = str(path)
+    try:
+        return check_text(Path(path).read_text(encoding="utf-8-sig"), "text", source=source)
+    except FileNotFoundError:
+        raise DataFormatError("file not found", source=source) from None
+    except IsADirectoryError:
+        raise DataFormatError("expected a text file, found a folder", source=source) from None
+    except UnicodeDecodeError as err:
+        raise DataFormatError(f"not UTF-8 text ({err.reason} at byte {err.start}); convert it first, "
+                              "e.g. iconv -f latin1 -t utf-8", source=source) from None

@@ -1,0 +1,160 @@
+"""Comparison configs are checked in full when they load: every key's type and range against the
+published JSON Schema, errors naming the key path; random garbage gives the package's own errors."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bio_mrc.cli import main
+from bio_mrc.data.errors import loads
+from bio_mrc.data.multispanqa import parse_multispanqa
+from bio_mrc.data.squad import load_squad, parse_squad
+from bio_mrc.decoding.postprocess import DecodeConfig
+from bio_mrc.errors import BioMrcError, ConfigError, DataFormatError
+from bio_mrc.harness.config import PRESETS, comparison_schema, load_config, parse_config
+from bio_mrc.training.train import TrainConfig
+
+ABLATIONS = Path(__file__).parents[1] / "benchmarks" / "ablations"
+PUBLISHED = ABLATIONS / "compare-config.schema.json"
+MINIMAL = {"train": {"path": "a.json"}, "eval": {"path": "b.json"}, "runs": [{"name": "joint"}]}
+
+
+def test_the_published_schema_is_the_one_the_package_checks():
+    assert json.loads(PUBLISHED.read_text()) == comparison_schema(), (
+        "regenerate it: bio-mrc compare --print-schema > benchmarks/ablations/compare-config.schema.json")
+
+
+def test_every_committed_config_passes_a_stock_validator_of_the_published_schema():
+    """What an editor does with the file: no bio_mrc code involved."""
+    validator = jsonschema.Draft202012Validator(json.loads(PUBLISHED.read_text()))
+    configs = [p for p in ABLATIONS.glob("*.json") if p != PUBLISHED]
+    presets = Path(__file__).parents[1] / "bio_mrc" / "harness" / "presets"
+    for path in configs + [presets / f"{name}.json" for name in PRESETS]:
+        assert not list(validator.iter_errors(json.loads(path.read_text()))), path
+    assert len(configs) > 10
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"eval": None}, "top level: 'eval' is a required property"),
+    ({"seeds": "42"}, "seeds: '42' is not of type 'array'"),
+    ({"seeds": []}, "seeds: [] should be non-empty"),
+    ({"seeds": [1.5]}, "seeds[0]: 1.5 is not of type 'integer'"),
+    ({"seeds": [2**40]}, "seeds[0]: 1099511627776 is greater than the maximum of 4294967295"),
+    ({"train": {"path": "a", "limit": "5"}}, "train.limit: '5' is not of type 'integer', 'null'"),
+    ({"train": {"path": "a", "split": {"fractions": [0.5, 0.5], "part": 2}}}, "train: split.part is 0 to 1"),
+    ({"train": {"path": "a", "split": {"fractions": [0.5, 0.6], "part": 1}}}, "train: split.fractions sum to 1"),
+    ({"runs": [{"name": "j", "heads": "crf"}]}, "runs[0].heads: 'crf' is not one of ['span', 'bio', 'span+bio']"),
+    ({"defaults": {"batch_size": 0}}, "defaults.batch_size: 0 is less than the minimum of 1"),
+    ({"runs": [{"name": "j", "doc_stride": -1}]}, "runs[0].doc_stride: -1 is less than the minimum of 0"),
+    ({"runs": [{"name": "a"}, {"name": "j", "epochs": math.nan}]}, "runs[1].epochs: nan is not a finite number"),
+    ({"runs": [{"name": "j", "epochs": 0}]}, "runs[0].epochs: 0 is less than or equal to the minimum of 0"),
+    ({"runs": [{"name": "j", "epochs": -1}]}, "runs[0].epochs: -1 is less than or equal to the minimum of 0"),
+    ({"defaults": {"learning_rate": "1e-4"}}, "defaults.learning_rate: '1e-4' is not of type 'number'"),
+    ({"decode": {"n_best": 2.5}}, "decode.n_best: 2.5 is not of type 'integer'"),
+    ({"decode": {"n_best": -1}}, "decode.n_best: -1 is less than the minimum of 1"),
+    ({"runs": [{"name": "j", "max_query_length": 0}]}, "runs[0].max_query_length: 0 is less than the minimum of 1"),
+    ({"decode": {"max_answer_length": 0}}, "decode.max_answer_length: 0 is less than the minimum of 1"),
+    ({"eval": {"path": "b", "limit": 0}}, "eval.limit: 0 is less than the minimum of 1"),
+    ({"runs": [{"name": "j", "max_seq_length": 64}]}, "runs[0]: doc_stride (128) must leave room"),
+    ({"runs": [{"name": "j"}, {"name": "j"}]}, "runs: run names are unique; ['j'] appear more than once"),
+    ({"cross_validation": {"folds": 1}, "train": None}, "cross_validation.folds: 1 is less than the minimum of 2"),
+    ({"runs": [{"name": "j", "batch_size": True}]}, "runs[0].batch_size: True is not of type 'integer'"),
+    ({"runs": [{"name": "j", "bio_prior": [0.1, 0.2]}]}, "runs[0].bio_prior: [0.1, 0.2] is too short"),
+    ({"runs": [{"name": "j", "attention_dropout": 1.0}]}, "runs[0].attention_dropout: 1.0 is greater than or equal to the maximum of 1"),
+])
+def test_a_bad_value_is_refused_naming_its_key_path(change, message):
+    raw = {key: value for key, value in {**MINIMAL, **change}.items() if value is not None}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_config(raw)
+
+
+def test_a_config_file_error_names_the_file_and_the_key_and_the_cli_prints_one_line(tmp_path, capsys):
+    path = tmp_path / "ablation.json"
+    path.write_text(json.dumps({**MINIMAL, "runs": [{"name": "j", "epochs": 0}]}))
+    with pytest.raises(DataFormatError, match=re.escape(f"runs[0].epochs: 0 is less than or equal to the minimum of 0 (in {path})")):
+        load_config(path)
+    assert main(["compare", "--config", str(path), "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "runs[0].epochs" in err and "Traceback" not in err and not (tmp_path / "out").exists()
+
+
+def test_a_config_may_name_its_schema_for_editors():
+    assert parse_config({"$schema": "compare-config.schema.json", **MINIMAL}).runs[0].name == "joint"
+
+
+def test_the_dataclasses_refuse_out_of_range_values_from_python_too():
+    with pytest.raises(ConfigError, match="TrainConfig: epochs: 0 is less than or equal to the minimum of 0"):
+        TrainConfig(epochs=0)
+    with pytest.raises(ConfigError, match="TrainConfig: batch_size: 2.0 is not of type 'integer'"):
+        TrainConfig(batch_size=2.0)
+    with pytest.raises(ConfigError, match="DecodeConfig: n_best: 0 is less than the minimum of 1"):
+        DecodeConfig(n_best=0)
+    assert TrainConfig(epochs=2, bio_prior=(0.1, 0.1, 0.8)).epochs == 2
+
+
+def test_the_json_reader_refuses_nan_and_lone_surrogates_and_allows_a_byte_order_mark(tmp_path):
+    with pytest.raises(ValueError, match="NaN is not a JSON number"):
+        loads('{"epochs": NaN}')
+    with pytest.raises(ValueError, match=re.escape("\\ud800 is half of a UTF-16 surrogate pair, no character (line 2, column 14)")):
+        loads('{"data": [\n {"title": "x\\ud800"}]}')
+    assert loads('"\\ud83d\\ude00 \\\\ud800"') == "\U0001F600 \\ud800"  # a pair, and an escaped backslash
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(MINIMAL).encode())
+    assert load_config(path).runs[0].name == "joint"
+
+
+def test_a_config_description_with_a_lone_surrogate_is_refused_before_any_work(tmp_path):
+    path = tmp_path / "ablation.json"
+    path.write_text(json.dumps({**MINIMAL, "description": "caf\ud800"}))  # json.dumps escapes it as \ud800
+    with pytest.raises(DataFormatError, match="surrogate"):
+        load_config(path)
+
+
+# Random JSON-like values: every loader returns its result or raises the package's own error.
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+CONFIG_KEYS = st.sampled_from(["name", "train", "eval", "tune", "defaults", "runs", "decode", "seeds", "cross_validation",
+                               "baseline", "contrasts", "checkpoint_steps", "path", "limit", "split", "epochs", "heads"])
+CONFIG_LIKE = st.dictionaries(CONFIG_KEYS, JSON_VALUES | st.just(MINIMAL["runs"]) | st.just({"path": "x"}), max_size=6)
+GARBAGE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@GARBAGE
+@given(raw=CONFIG_LIKE)
+def test_garbage_configs_parse_or_raise_a_config_error(raw):
+    try:
+        parse_config(raw)
+    except ConfigError:
+        pass
+
+
+@GARBAGE
+@given(raw=JSON_VALUES | st.dictionaries(st.sampled_from(["data", "version"]), JSON_VALUES, max_size=2))
+def test_garbage_squad_and_multispanqa_objects_parse_or_raise_a_data_format_error(raw):
+    for parse in (parse_squad, parse_multispanqa):
+        try:
+            parse(raw)
+        except DataFormatError:
+            pass
+
+
+@GARBAGE
+@given(content=st.binary(max_size=200) | JSON_VALUES.map(lambda v: json.dumps(v).encode()))
+def test_garbage_files_load_or_raise_a_bio_mrc_error(tmp_path_factory, content):
+    folder = tmp_path_factory.mktemp("garbage")
+    for name in ("data.json", "data.jsonl"):
+        path = folder / name
+        path.write_bytes(content)
+        try:
+            load_squad(path)
+        except BioMrcError:
+            pass
