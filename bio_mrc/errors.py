@@ -34,3 +34,11 @@ class ModelFormatError(BioMrcError, ValueError):
 
 class ConfigError(BioMrcError, ValueError):
     """Options that do not fit together, or do not fit the encoder and tokenizer they are used with."""
+
+
+class OutputError(BioMrcError, OSError):
+    """An output could not be written: its device is full, or the user's quota is spent."""
+
+    def __init__(self, problem: str, source: str | None = None) -> None:
+        super().__init__(f"{problem} (in {source})" if source else problem)
+        self.problem, self.source = problem, source

@@ -8,13 +8,44 @@ POSIX and Windows both make atomic. A crash leaves at most a stray ``.NAME.*.tmp
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
+import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-__all__ = ["atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_move_files", "fsync_dir"]
+from .errors import OutputError
+
+__all__ = ["writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_move_files", "fsync_dir", "finish_file_set",
+           "replaced_together"]
+
+
+# torch's checkpoint writer reports a full disk as a RuntimeError without the errno
+TORCH_WRITE_FAILURES = ("file write failed", "inline_container", "No space left on device")
+
+
+@contextlib.contextmanager
+def writes_named(folder: str | Path) -> Iterator[None]:
+    """A full disk or a spent quota while writing under ``folder`` becomes one :class:`OutputError`
+    naming the folder and its free space, instead of a traceback from deep inside a writer."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except (OSError, RuntimeError) as err:
+        full = isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
+        if not full and not (isinstance(err, RuntimeError) and any(sign in str(err) for sign in TORCH_WRITE_FAILURES)):
+            raise
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise OutputError(f"could not write there, {_free_space(Path(folder))} free on its device: {first_line}",
+                          str(folder)) from None
+
+
+def _free_space(folder: Path) -> str:
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
+    return f"{shutil.disk_usage(existing).free / 2**20:,.0f} MiB"
 
 
 def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:
@@ -25,6 +56,11 @@ def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> P
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (see :func:`atomic_write_text`)."""
     path = Path(path)
+    with writes_named(path.parent):
+        return _atomic_write_bytes(path, data)
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> Path:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     # os.open with mode 0o666 lets the umask decide the permissions, as open() would (mkstemp gives 0o600).
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
@@ -82,3 +118,62 @@ def fsync_dir(folder: str | Path) -> None:
         pass
     finally:
         os.close(descriptor)
+
+
+SET_MANIFEST = ".files.json"  # in a set's staging folder: the names of the set's files
+
+
+def _set_folders(folder: Path, name: str) -> tuple[Path, Path, Path]:
+    """The folder a set is written in, the same folder once the set is complete, and the list of the set in place."""
+    return folder / f".{name}-writing", folder / f".{name}-complete", folder / f".{name}-files.json"
+
+
+@contextlib.contextmanager
+def replaced_together(folder: str | Path, name: str) -> Iterator[Path]:
+    """Yield a staging folder; the files written there replace the set ``name`` in ``folder`` together.
+
+    A write-ahead journal: the new set is written and fsynced whole with the list of its files, then its
+    folder is renamed to mark it complete (the commit point), then its files are renamed into ``folder``.
+    A crash before the commit leaves the old set; a crash after it is finished by :func:`finish_file_set`,
+    which the next writer runs first. Files of the old set that the new one lacks are removed; no other file is.
+    """
+    folder = Path(folder)
+    finish_file_set(folder, name)
+    writing, complete, _ = _set_folders(folder, name)
+    shutil.rmtree(writing, ignore_errors=True)
+    writing.mkdir(parents=True)
+    try:
+        yield writing
+        files = sorted(file.name for file in writing.iterdir())
+        for file in files:
+            with open(writing / file, "rb") as handle:
+                os.fsync(handle.fileno())
+        atomic_write_json(writing / SET_MANIFEST, files)
+    except BaseException:
+        shutil.rmtree(writing, ignore_errors=True)
+        raise
+    os.replace(writing, complete)
+    fsync_dir(folder)
+    finish_file_set(folder, name)
+
+
+def finish_file_set(folder: str | Path, name: str) -> None:
+    """Complete an interrupted :func:`replaced_together` (it may run any number of times): move a complete
+    set in, drop an incomplete one."""
+    folder = Path(folder)
+    writing, complete, in_place = _set_folders(folder, name)
+    shutil.rmtree(writing, ignore_errors=True)
+    if not complete.is_dir():
+        return
+    new = json.loads((complete / SET_MANIFEST).read_text(encoding="utf-8"))
+    old = json.loads(in_place.read_text(encoding="utf-8")) if in_place.is_file() else []
+    for file in new:
+        if (complete / file).exists():
+            os.replace(complete / file, folder / file)
+    fsync_dir(folder)
+    for stale in set(old) - set(new):  # files the old set wrote and the new one does not
+        with contextlib.suppress(FileNotFoundError):
+            (folder / stale).unlink()
+    atomic_write_json(in_place, new)
+    shutil.rmtree(complete)
+    fsync_dir(folder)

@@ -138,3 +138,37 @@ def test_more_folds_than_questions_is_refused_before_training(sample_v1):
     with pytest.raises(ConfigError, match="cross_validation.folds: 5 folds need at least 5 questions; three questions has 3"):
         cross_validation_folds(few, 5, seed=0)
     assert len(cross_validation_folds(few, 3, seed=0)) == 3
+
+
+def test_a_full_disk_while_writing_a_file_is_one_error_naming_the_folder(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from bio_mrc import io
+    from bio_mrc.errors import OutputError
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(io.os, "fsync", full)
+    with pytest.raises(OutputError, match=re.escape(f"could not write there, ") + r"[\d,]+ MiB free on its device: .*No space left"
+                       + ".*" + re.escape(f"(in {tmp_path})")):
+        io.atomic_write_text(tmp_path / "report.md", "text")
+    assert os.listdir(tmp_path) == []  # no temporary file left behind
+
+
+def test_a_full_disk_while_saving_a_checkpoint_is_one_error_and_keeps_the_folder(tiny_encoder_dir, tmp_path, sample_v1, monkeypatch):
+    from transformers import Trainer
+
+    from bio_mrc.errors import OutputError
+    from bio_mrc.training.train import TrainConfig, train_model
+
+    def torch_writer_fails(*_args, **_kwargs):  # what torch.save raises when the disk fills mid-checkpoint
+        raise RuntimeError("[enforce fail at inline_container.cc:664] . unexpected pos 8642048 vs 8641936")
+
+    monkeypatch.setattr(Trainer, "_save_checkpoint", torch_writer_fails)
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16, max_query_length=12,
+                         epochs=1, batch_size=4, precision="fp32")
+    with pytest.raises(OutputError, match=re.escape("unexpected pos") + ".*" + re.escape(f"(in {tmp_path / 'model'})")):
+        train_model(sample_v1.examples[:8], config, tmp_path / "model", checkpoint_steps=1)
+    assert not (tmp_path / "model" / "config.json").exists()  # no model that looks complete

@@ -75,3 +75,54 @@ def test_move_files_refuses_folders(tmp_path):
     (tmp_path / "staging" / "sub").mkdir(parents=True)
     with pytest.raises(IsADirectoryError):
         atomic_move_files(tmp_path / "staging", tmp_path)
+
+
+def _write_set(folder, files):
+    with io.replaced_together(folder, "report") as staging:
+        for name, text in files.items():
+            (staging / name).write_text(text)
+
+
+def _visible(folder):
+    return {p.name: p.read_text() for p in folder.iterdir() if not p.name.startswith(".")}
+
+
+def test_a_file_set_replaces_the_old_set_and_removes_only_its_own_files_the_new_set_lacks(tmp_path):
+    (tmp_path / "mine.png").write_text("the user's")
+    _write_set(tmp_path, {"report.md": "old", "report.json": "old", "calibration.png": "old"})
+    _write_set(tmp_path, {"report.md": "new", "report.json": "new"})
+    assert _visible(tmp_path) == {"report.md": "new", "report.json": "new", "mine.png": "the user's"}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [".report-files.json"]
+
+
+def test_a_crash_while_writing_a_set_leaves_the_old_set(tmp_path):
+    _write_set(tmp_path, {"report.md": "old", "report.html": "old"})
+    with pytest.raises(RuntimeError):
+        with io.replaced_together(tmp_path, "report") as staging:
+            (staging / "report.md").write_text("new")
+            raise RuntimeError("crash before report.html")
+    assert _visible(tmp_path) == {"report.md": "old", "report.html": "old"}
+    assert not (tmp_path / ".report-writing").exists()
+
+
+def test_a_kill_while_moving_a_complete_set_in_is_finished_by_the_next_writer(tmp_path, monkeypatch):
+    _write_set(tmp_path, {"a.md": "old", "b.md": "old", "c.png": "old"})
+    moved = []
+    real_replace = os.replace
+
+    def dies_after_one_file(source, target):
+        if str(source).endswith((".md", ".png")) and ".report-complete" in str(source):
+            if moved:
+                raise KeyboardInterrupt  # a kill between two renames
+            moved.append(target)
+        return real_replace(source, target)
+
+    monkeypatch.setattr(io.os, "replace", dies_after_one_file)
+    with pytest.raises(KeyboardInterrupt):
+        _write_set(tmp_path, {"a.md": "new", "b.md": "new"})
+    monkeypatch.setattr(io.os, "replace", real_replace)
+    assert _visible(tmp_path)["a.md"] == "new" and _visible(tmp_path)["b.md"] == "old"  # mixed until finished
+    io.finish_file_set(tmp_path, "report")
+    assert _visible(tmp_path) == {"a.md": "new", "b.md": "new"}
+    io.finish_file_set(tmp_path, "report")  # finishing again changes nothing
+    assert _visible(tmp_path) == {"a.md": "new", "b.md": "new"}

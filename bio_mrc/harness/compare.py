@@ -24,7 +24,7 @@ from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tune_settings, tuning_provenance, write_prediction_files
 from ..inference.tuning import TunedSettings
-from ..io import atomic_write_json
+from ..io import atomic_write_json, finish_file_set
 from ..model_card import record_evaluation
 from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
@@ -303,8 +303,9 @@ def compare(
     config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the comparison and write its report; returns (results, summary)."""
-    from .report import token_counts, write_report
+    from .report import REPORT_SET, token_counts, write_report
 
+    finish_file_set(output_dir, REPORT_SET)  # a report set a kill left half moved in is completed first
     results = run_comparison(config, data_dir, output_dir, progress, cells_from)
     answer_tokens = context_tokens = None
     if results["eval"]["metric"] == "squad":  # the breakdowns by length, in the model's tokens

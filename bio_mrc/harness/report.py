@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..io import atomic_write_json, atomic_write_text
+from ..io import atomic_write_json, atomic_write_text, replaced_together
 from ..metrics.multispan import METRIC_NAMES
 from ..types import Example
 from .html_report import write_html_report
@@ -313,23 +313,26 @@ def _calibration_section(summary: dict[str, Any], plots: dict[str, str]) -> list
     return lines
 
 
+REPORT_SET = "report"  # report.json, report.md, report.html and the plots: replaced as one set
+
+
 def write_report(results: dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> dict[str, Any]:
     """Write ``report.json``, ``report.md``, the plots and ``report.html`` (the report and a question
     browser in one self-contained file); return the summary. The browser's data (``results["browser"]``,
     per-word probabilities among it) stays out of ``report.json``."""
-    output_dir = Path(output_dir)
     summary = summarise(results, answer_tokens, context_tokens)
-    plots = write_plots(results, summary, output_dir)
-    serialisable = {k: v for k, v in results.items() if k not in ("cells", "eval_examples", "browser")}
-    serialisable["cells"] = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in c.items()} for c in results["cells"]]
-    serialisable["eval_ids"] = [ex.id for ex in results["eval_examples"]]
-    serialisable["summary"] = summary
-    atomic_write_json(output_dir / "report.json", serialisable, indent=1, default=float)
-    markdown = render_markdown(results, summary, plots)
-    atomic_write_text(output_dir / "report.md", markdown)
-    squad = results["eval"].get("metric") != "multispan"
-    groups = question_groups(results["eval_examples"], answer_tokens, context_tokens, results["eval"]["version"] == "2.0") if squad else {}
-    write_html_report(results, summary, markdown, output_dir, groups)
+    with replaced_together(output_dir, REPORT_SET) as staging:  # a crash or kill leaves the old report or the new one
+        plots = write_plots(results, summary, staging)
+        serialisable = {k: v for k, v in results.items() if k not in ("cells", "eval_examples", "browser")}
+        serialisable["cells"] = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in c.items()} for c in results["cells"]]
+        serialisable["eval_ids"] = [ex.id for ex in results["eval_examples"]]
+        serialisable["summary"] = summary
+        atomic_write_json(staging / "report.json", serialisable, indent=1, default=float)
+        markdown = render_markdown(results, summary, plots)
+        atomic_write_text(staging / "report.md", markdown)
+        squad = results["eval"].get("metric") != "multispan"
+        groups = question_groups(results["eval_examples"], answer_tokens, context_tokens, results["eval"]["version"] == "2.0") if squad else {}
+        write_html_report(results, summary, markdown, staging, groups)
     return summary
 
 

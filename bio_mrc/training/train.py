@@ -24,7 +24,7 @@ from ..config_schema import SEED_RANGE, check_fields
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import BioMrcError, ConfigError
 from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig, build_features, default_windows_cache
-from ..io import atomic_move_files, atomic_write_json
+from ..io import atomic_move_files, atomic_write_json, writes_named
 from ..heads import BIOHead
 from ..model import HEAD_CHOICES, RUN_FILE, BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
 from ..model_card import clear_model_card, write_model_card
@@ -281,7 +281,8 @@ def train_model(
     earlier_seconds = TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0
     clock = TrainingClock(started, earlier_seconds)
     trainer = _trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock])
-    outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    with writes_named(output_dir):  # a full disk while saving a checkpoint: one line, the checkpoints so far kept
+        outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     seconds = clock.seconds()
     n_windows = len(trainer.train_dataset)
     record = {  # provenance: how the model came about (the model folder runs without it)
@@ -296,7 +297,8 @@ def train_model(
         "resumed_from": checkpoint.name if checkpoint else None,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    _save_final_model(trainer, tokenizer, output_dir, record)
+    with writes_named(output_dir):
+        _save_final_model(trainer, tokenizer, output_dir, record)
     if trainer.is_world_process_zero():
         _remove_checkpoints(Path(args.output_dir), save_checkpoints)
     return TrainResult(output_dir, seconds, len(examples), n_windows, outcome.training_loss)
