@@ -16,6 +16,7 @@ import numpy as np
 
 from .config_options import add_config_options, config_from_args
 from .data.text import read_text_file
+from .io import check_file_target, check_folder_target
 from .decoding.multispan import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DECODINGS, DecodeConfig
 from .harness.config import PRESETS
@@ -71,6 +72,7 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None):
 def cmd_train(args: argparse.Namespace) -> int:
     from .training.train import load_run_record, train_model
 
+    check_folder_target(args.output_dir)
     if load_run_record(args.output_dir) is not None and not args.overwrite:
         raise SystemExit(f"error: {args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
     data = _load_squad(args, args.train, args.limit)
@@ -85,6 +87,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_predict(args: argparse.Namespace) -> int:
     from .inference import TrainedModel, decode_with_thresholds, write_prediction_files
 
+    output = check_file_target(args.output)
     data = _load_squad(args, args.data, args.limit)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
     missing = [d for d in args.decoding if d not in trained.decodings]
@@ -94,7 +97,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     report: dict[str, object] = {"questions": len(data.examples), "inference_seconds": round(time.perf_counter() - started, 1)}
     config = trained.decode_config(_decode_config(args, require_answer=not data.is_v2))
-    output = Path(args.output)
     for decoding in args.decoding:
         # One decoding writes to --output itself; several write PREDS.<decoding>.json each, from one forward pass.
         path = output if len(args.decoding) == 1 else output.with_suffix(f".{decoding}{output.suffix}")
@@ -202,7 +204,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     if not data_dir.exists():
         raise SystemExit(f"error: data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
-    output_dir = Path(args.output_dir or Path("runs") / config.name)
+    output_dir = check_folder_target(args.output_dir or Path("runs") / config.name)
     if args.train_only:
         for model_dir in train_models(config, data_dir, output_dir, progress=True, cells_from=args.cells_from):
             print(model_dir)
@@ -216,6 +218,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_extract(args: argparse.Namespace) -> int:
     from .inference import AnswerExtractor
 
+    if args.html:
+        check_file_target(args.html)
     context = read_text_file(args.context_file) if args.context_file else args.context
     if context is None:
         raise SystemExit("error: give --context-file or --context")
@@ -236,6 +240,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .inference.onnx import export_onnx
 
+    check_folder_target(args.output)
     print(f"exporting {args.model} to {args.format} in {args.output}", file=sys.stderr)
     record = export_onnx(args.model, args.output, opset=args.opset, atol=args.atol, overwrite=args.overwrite)
     print(json.dumps({"output": str(args.output), **record}, indent=2))

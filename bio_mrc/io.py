@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from .errors import OutputError
 
-__all__ = ["writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_move_files", "fsync_dir", "finish_file_set",
+__all__ = ["check_file_target", "check_folder_target", "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_move_files", "fsync_dir", "finish_file_set",
            "replaced_together"]
 
 
@@ -46,6 +46,31 @@ def writes_named(folder: str | Path) -> Iterator[None]:
 def _free_space(folder: Path) -> str:
     existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
     return f"{shutil.disk_usage(existing).free / 2**20:,.0f} MiB"
+
+
+def check_file_target(path: str | Path) -> Path:
+    """``path`` if a file can be written there: it is no folder, and no file stands where a folder on its way must be.
+    Commands check their outputs with this before any work, so a long run never fails at its last step."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError("a folder has this name; give a file name", str(path))
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"{parent} is a file, so no folder can be made there for this output", str(path))
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise OutputError(f"{parent} is not writable", str(path))
+            break
+    return path
+
+
+def check_folder_target(path: str | Path) -> Path:
+    """``path`` if a folder can be made or used there: no file stands in its way."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise OutputError("a file has this name; give a folder", str(path))
+    check_file_target(path / "x")
+    return path
 
 
 def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:

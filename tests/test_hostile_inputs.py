@@ -232,3 +232,34 @@ def test_answers_no_token_covers_are_named_in_a_warning_before_training(tiny_enc
     with pytest.warns(UnheldAnswersWarning, match=r"2 of 6 answerable training questions .* 'zero-width', 'blank'") as caught:
         train_model([*sample_v1.examples[:4], hidden, blank], config, tmp_path / "model", save_checkpoints=False)
     assert [w.message.ids for w in caught if isinstance(w.message, UnheldAnswersWarning)] == [["zero-width", "blank"]]
+
+
+def test_json_nested_past_the_readers_depth_is_one_error(tmp_path):
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.errors import DataFormatError
+
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(DataFormatError, match="nested deeper than Python's JSON reader follows"):
+        load_squad(path)
+
+
+@pytest.mark.parametrize("command", [
+    ["predict", "--model", "MODEL", "--data", str(SAMPLE_V1), "--output", "FILE/predictions.json"],
+    ["train", "--train", str(SAMPLE_V1), "--output-dir", "FILE"],
+    ["compare", "--config", "quick", "--output-dir", "FILE"],
+    ["export", "--model", "MODEL", "--output", "FILE"],
+    ["extract", "--model", "MODEL", "--question", "Who?", "--context", "Ada wrote it.", "--html", "FOLDER"],
+])
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, capsys, command):
+    from bio_mrc.cli import main
+
+    (tmp_path / "FILE").write_text("a file where a folder must be")
+    (tmp_path / "FOLDER").mkdir()
+    argv = [str(tmp_path / arg) if arg in ("FILE", "FOLDER", "FILE/predictions.json", "MODEL") else arg for arg in command]
+    if command[0] == "compare":
+        argv += ["--data-dir", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err and ("a file" in err or "a folder has this name" in err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE", "FOLDER"]

@@ -68,7 +68,10 @@ def loads(text: str) -> Any:
         line = text.count("\n", 0, lone.start()) + 1
         column = lone.start() - text.rfind("\n", 0, lone.start())
         raise NotPlainJsonError(f"{lone.group()} is half of a UTF-16 surrogate pair, no character (line {line}, column {column})")
-    return json.loads(text, object_pairs_hook=_object_without_repeated_keys, parse_constant=_no_special_number)
+    try:
+        return json.loads(text, object_pairs_hook=_object_without_repeated_keys, parse_constant=_no_special_number)
+    except RecursionError:
+        raise NotPlainJsonError("arrays or objects nested deeper than Python's JSON reader follows") from None
 
 
 def read_json(path: str | Path) -> Any:

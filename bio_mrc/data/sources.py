@@ -98,7 +98,7 @@ def _first_line_is_a_row(path: Path) -> bool:
         first = handle.readline(_SNIFF_BYTES)
     try:
         record = json.loads(first)
-    except ValueError:  # a pretty-printed or long one-line official file, or not JSON at all: read_json says which
+    except (ValueError, RecursionError):  # a pretty-printed or long one-line official file, or not JSON: read_json says which
         return False
     return isinstance(record, dict) and "data" not in record and any(key in record for key in SQUAD_COLUMNS)
 
