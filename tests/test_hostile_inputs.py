@@ -263,3 +263,17 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, c
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err and ("a file" in err or "a folder has this name" in err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE", "FOLDER"]
+
+
+def test_compare_under_a_hostile_name_writes_nothing_anywhere(tmp_path, capsys, monkeypatch):
+    from bio_mrc.cli import main
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # the default output folder, runs/<name>, is relative to here
+    for raw in ({**MINIMAL, "name": "../../escaped"}, {**MINIMAL, "runs": [{"name": "../../../escaped"}]}):
+        (tmp_path / "config.json").write_text(json.dumps(raw))
+        for output in ([], ["--output-dir", str(tmp_path / "out")]):
+            assert main(["compare", "--config", str(tmp_path / "config.json"), "--data-dir", str(tmp_path), *output]) == 2
+            assert "a name becomes a file name" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["config.json", "work"]
