@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
+from bio_mrc.data import sources
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QUICK_MODEL_GLOB = "runs/quick*/models/joint-seed42-*"  # the joint model `bio-mrc compare --config quick` trains
 QUICK_MODEL_COMMAND = "bio-mrc compare --config quick"
@@ -32,7 +34,7 @@ def fail(message: str) -> NoReturn:
 
 def default_data_dir() -> Path:
     """``$BIO_MRC_DATA``, else ``shared/data`` beside the repository (``../shared/data`` from its root)."""
-    return Path(os.environ.get("BIO_MRC_DATA") or REPO_ROOT.parent / "shared" / "data")
+    return sources.default_data_dir(beside=REPO_ROOT)
 
 
 def repo_path(path: str | Path) -> Path:

@@ -15,6 +15,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from .config_options import add_config_options, config_from_args
+from .data.sources import default_data_dir
 from .data.text import read_text_file
 from .io import check_file_target, check_folder_target
 from .decoding.multispan import MIN_SPAN_PROBABILITY
@@ -181,13 +182,6 @@ def _plot_threshold_curves(tuned, plot_dir: Path) -> None:
         finite = np.isfinite(xs)
         plot_threshold_curve(xs[finite], f1[finite], tuned.thresholds[threshold_key(decoding)],
                              f"no-answer threshold, {decoding} decoding", plot_dir / f"threshold_{decoding}.png")
-
-
-def default_data_dir() -> Path:
-    """``$BIO_MRC_DATA``, else ``../shared/data`` beside the working directory."""
-    import os
-
-    return Path(os.environ.get("BIO_MRC_DATA", Path.cwd().parent / "shared" / "data"))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

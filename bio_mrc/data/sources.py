@@ -78,6 +78,17 @@ def is_hub_id(text: str) -> bool:
     return bool(_HUB_ID.match(text)) and not text.lower().endswith(_FILE_SUFFIXES)
 
 
+DATA_DIR_VARIABLE = "BIO_MRC_DATA"
+
+
+def default_data_dir(beside: str | Path | None = None) -> Path:
+    """The data folder when none is given: ``$BIO_MRC_DATA``, else ``shared/data`` beside ``beside`` (a checkout of
+    the repository; default the working directory), the layout of this project's machines (``../shared/data``)."""
+    import os
+
+    return Path(os.environ.get(DATA_DIR_VARIABLE) or Path(beside or Path.cwd()).resolve().parent / "shared" / "data")
+
+
 def locate(spec: str, base_dir: Path) -> str:
     """A comparison config's data path: under ``base_dir`` unless it is absolute, or a hub id no local path shadows."""
     local = Path(spec) if Path(spec).is_absolute() else base_dir / spec

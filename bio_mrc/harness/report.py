@@ -15,7 +15,7 @@ from ..types import Example
 from .html_report import write_html_report
 from .learning_curve import learning_curve_section
 from .selective import RISK_COVERAGE_PLOT, selective_section
-from .stats import format_present
+from .stats import BOOTSTRAP_RESAMPLES, format_present
 from .summary import MIXED_RESAMPLING, cell_label, question_groups, summarise
 
 CALIBRATION_PLOT = "reliability diagrams"
@@ -171,20 +171,20 @@ def _contrast_section(results: dict[str, Any], summary: dict[str, Any]) -> list[
     named = "named by the configuration" if baseline["named_in_config"] else \
         "the first cell: the configuration names no `\"baseline\"`"
     contrasts, n_cells = summary["contrasts"], len(summary["rows"])
-    lines = [f"## Paired differences: the contrasts ({_what(results)}, 95% paired bootstrap {how}, 1000 resamples)", "",
+    lines = [f"## Paired differences: the contrasts ({_what(results)}, 95% paired bootstrap {how}, {BOOTSTRAP_RESAMPLES} resamples)", "",
              f"Baseline: `{baseline['cell']}` ({named}). Each row is A − B: every cell against the baseline, then the pairs "
              f"the configuration lists. The p-values are adjusted for these {len(contrasts)} contrasts with Holm's step-down "
              "method (significant after Holm: adjusted p ≤ 0.05, a family-wise error of 5%); the intervals are per contrast. "
              f"{sentence} All {n_cells * (n_cells - 1) // 2} pairs of cells, unadjusted, are in `report.json` "
              "(`summary.comparisons`).", "",
-             *_contrast_table(contrasts, mixed=summary["resampling"] == MIXED_RESAMPLING)]
+             *_contrast_table(contrasts, _what(results, short=True), mixed=summary["resampling"] == MIXED_RESAMPLING)]
     return lines
 
 
-def _contrast_table(contrasts: list[dict[str, Any]], mixed: bool) -> list[str]:
-    """One row per contrast; with mixed seeds, which seeds each one paired on."""
+def _contrast_table(contrasts: list[dict[str, Any]], what: str, mixed: bool) -> list[str]:
+    """One row per contrast (``what``: the score, F1 or MultiSpanQA's EM F1); with mixed seeds, which seeds each one paired on."""
     extra = " paired on |" if mixed else ""
-    lines = ["| A | B | F1 A − B | 95% CI | p | Holm p | significant after Holm | answers agree |" + extra,
+    lines = [f"| A | B | {what} A − B | 95% CI | p | Holm p | significant after Holm | answers agree |" + extra,
              "|---|---|---|---|---|---|---|---|" + "---|" * mixed]
     for c in contrasts:
         paired_on = f" seeds {', '.join(map(str, c['seeds']))} |" if c["seeds"] else " seed means |"
@@ -201,7 +201,7 @@ def _contrast_table(contrasts: list[dict[str, Any]], mixed: bool) -> list[str]:
 def _interval_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Each cell's score with the percentile interval of its own mean, and its figure."""
     how = _interval_resampling(summary)
-    lines = ["", f"## {_what(results)} per cell (95% percentile bootstrap interval {how}, 1000 resamples)", "",
+    lines = ["", f"## {_what(results)} per cell (95% percentile bootstrap interval {how}, {BOOTSTRAP_RESAMPLES} resamples)", "",
              f"| cell | {_what(results, short=True)} | 95% CI |", "|---|---|---|"]
     for label, interval in summary["intervals"].items():
         lines.append(f"| {label} | {interval['value']:.2f} | [{interval['ci_low']:.2f}, {interval['ci_high']:.2f}] |")
@@ -217,7 +217,7 @@ def _abstain_section(summary: dict[str, Any]) -> list[str]:
         return []
     lines = ["## Against always abstaining (SQuAD 2.0)", "",
              f"Always abstaining scores F1 = EM = **{reference['f1']:.2f}** on these questions (the share without an "
-             "answer). Each cell's F1 minus that, with its 95% paired bootstrap interval (1000 resamples):", "",
+             f"answer). Each cell's F1 minus that, with its 95% paired bootstrap interval ({BOOTSTRAP_RESAMPLES} resamples):", "",
              "| cell | F1 − always abstain | 95% CI |", "|---|---|---|"]
     for label, c in reference["cells"].items():
         lines.append(f"| {label} | {c['diff']:+.2f} | [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}] |")

@@ -15,7 +15,7 @@ from ..metrics.selective import (
     TARGET_ACCURACIES, aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage,
     subsample_curve,
 )
-from .stats import format_present, paired_bootstrap_recomputed
+from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_present, paired_bootstrap_recomputed
 
 KINDS = ("raw", "calibrated")
 RISK_COVERAGE_PLOT = "risk–coverage curves"  # the key of the figure in the report's plots
@@ -64,14 +64,14 @@ def _aurc_statistic(item: tuple[np.ndarray, np.ndarray], idx: np.ndarray) -> np.
 
 def _aurc_contrast(grouped: dict[str, list[dict[str, Any]]], a: str, b: str, kind: str) -> dict[str, Any] | None:
     """AURC of cell ``a`` − cell ``b`` on the seeds both have, paired by seed and question (as the F1
-    contrasts, 1000 resamples, seed 0); None when they share no seed (AURC has no seed mean to pair)."""
+    contrasts, ``BOOTSTRAP_RESAMPLES`` resamples, seed ``BOOTSTRAP_SEED``); None when they share no seed (AURC has no seed mean to pair)."""
     seeds_b = {cell["seed"]: cell for cell in grouped[b]}
     shared = [cell for cell in grouped[a] if cell["seed"] in seeds_b]
     if not shared:
         return None
     values_a = [_arrays(cell, kind) for cell in shared]
     values_b = [_arrays(seeds_b[cell["seed"]], kind) for cell in shared]
-    result = paired_bootstrap_recomputed(values_a, values_b, _aurc_statistic, len(values_a[0][1]), n_resamples=1000, seed=0,
+    result = paired_bootstrap_recomputed(values_a, values_b, _aurc_statistic, len(values_a[0][1]), n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED,
                                          max_chunk_elements=BOOTSTRAP_CHUNK)
     return {"a": a, "b": b, "confidence": kind, "seeds": [cell["seed"] for cell in shared], **result.to_dict()}
 
@@ -115,7 +115,7 @@ def selective_section(selective: dict[str, Any] | None, plot: str | None) -> lis
                          f"{format_present(m['macro_ce'], 3)} |")
     if selective["contrasts"]:
         lines += ["", "AURC of the contrasts, A − B (negative: A ranks its answers better), 95% paired bootstrap over the "
-                  "questions (and the seeds both cells share), 1000 resamples, p unadjusted:", "",
+                  f"questions (and the seeds both cells share), {BOOTSTRAP_RESAMPLES} resamples, p unadjusted:", "",
                   "| A | B | confidence | AURC A − B | 95% CI | p |", "|---|---|---|---|---|---|"]
         for c in selective["contrasts"]:
             lines.append(f"| {c['a']} | {c['b']} | {c['confidence']} | {c['diff']:+.4f} | "

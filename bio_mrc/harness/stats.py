@@ -14,6 +14,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+# Every interval and p-value of a report: this many bootstrap resamples, drawn from this seed (reports are reproducible).
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 0
+
 __all__ = [
     "BootstrapResult",
     "DEFAULT_MAX_CHUNK_ELEMENTS",
@@ -73,9 +77,9 @@ def _as_scores(x: Any, name: str) -> np.ndarray:
 def paired_bootstrap(
     scores_a: np.ndarray,
     scores_b: np.ndarray,
-    n_resamples: int = 1000,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
-    seed: int = 0,
+    seed: int = BOOTSTRAP_SEED,
     *,
     max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
 ) -> BootstrapResult:
@@ -111,9 +115,9 @@ def paired_bootstrap_ratio(
     counts_a: np.ndarray,
     counts_b: np.ndarray,
     statistic: Callable[[np.ndarray], np.ndarray],
-    n_resamples: int = 1000,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
-    seed: int = 0,
+    seed: int = BOOTSTRAP_SEED,
     *,
     max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
 ) -> BootstrapResult:
@@ -222,9 +226,9 @@ def two_level_bootstrap(
     values_a: np.ndarray,
     values_b: np.ndarray,
     statistic: Callable[[np.ndarray], np.ndarray] | None = None,
-    n_resamples: int = 1000,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
-    seed: int = 0,
+    seed: int = BOOTSTRAP_SEED,
     *,
     max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
 ) -> BootstrapResult:
@@ -258,9 +262,9 @@ def paired_bootstrap_recomputed(
     values_b: Sequence[Any],
     statistic: Callable[[Any, np.ndarray], np.ndarray],
     n_questions: int,
-    n_resamples: int = 1000,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
-    seed: int = 0,
+    seed: int = BOOTSTRAP_SEED,
     *,
     max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
 ) -> BootstrapResult:
@@ -307,9 +311,9 @@ class Interval:
 def score_interval(
     values: np.ndarray,
     statistic: Callable[[np.ndarray], np.ndarray] | None = None,
-    n_resamples: int = 1000,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
     confidence: float = 0.95,
-    seed: int = 0,
+    seed: int = BOOTSTRAP_SEED,
     *,
     max_chunk_elements: int = DEFAULT_MAX_CHUNK_ELEMENTS,
 ) -> Interval:

@@ -17,7 +17,7 @@ from .config import resolve_contrasts
 from .learning_curve import learning_curve
 from .selective import selective_summary
 from .stats import (
-    agreement, breakdown, holm, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word, resampling,
+    BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, agreement, breakdown, holm, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word, resampling,
     score_interval, two_level_bootstrap,
 )
 
@@ -84,8 +84,8 @@ def against_abstaining(f1_by_seed: dict[str, np.ndarray], has_answer: np.ndarray
     cells = {}
     for label, f1 in f1_by_seed.items():
         baseline = np.broadcast_to(abstain, f1.shape)
-        result = (two_level_bootstrap(f1, baseline, n_resamples=1000, seed=0) if len(f1) > 1
-                  else paired_bootstrap(f1[0], abstain, n_resamples=1000, seed=0))
+        result = (two_level_bootstrap(f1, baseline, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED) if len(f1) > 1
+                  else paired_bootstrap(f1[0], abstain, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED))
         cells[label] = result.to_dict()
     return {"f1": float(abstain.mean()), "cells": cells}
 
@@ -156,7 +156,7 @@ def statistics(
 
 def _compare(per_question: dict[str, np.ndarray], answers: dict[str, list[str]], seeds: dict[str, list[int]],
              a: str, b: str, ratio=None) -> dict[str, Any]:
-    """Paired bootstrap of cell ``a`` − cell ``b`` (1000 resamples, seed 0) on the seeds both have: over
+    """Paired bootstrap of cell ``a`` − cell ``b`` (``BOOTSTRAP_RESAMPLES``, seed ``BOOTSTRAP_SEED``) on the seeds both have: over
     questions with one (exactly :func:`paired_bootstrap`, or its ratio form), over seeds × questions with
     several; over questions of each cell's mean over its own seeds when they share none."""
     shared = [s for s in seeds[a] if s in seeds[b]]
@@ -166,10 +166,10 @@ def _compare(per_question: dict[str, np.ndarray], answers: dict[str, list[str]],
     else:
         x, y = per_question[a].mean(axis=0, keepdims=True), per_question[b].mean(axis=0, keepdims=True)
     if len(x) > 1:
-        result = two_level_bootstrap(x, y, ratio, n_resamples=1000, seed=0)
+        result = two_level_bootstrap(x, y, ratio, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     elif ratio is None:
-        result = paired_bootstrap(x[0], y[0], n_resamples=1000, seed=0)
+        result = paired_bootstrap(x[0], y[0], n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     else:
-        result = paired_bootstrap_ratio(x[0], y[0], ratio, n_resamples=1000, seed=0)
+        result = paired_bootstrap_ratio(x[0], y[0], ratio, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     paired_by = {"seeds": shared, "resampling": resampling(len(x)) if shared else SEED_MEANS}
     return {"a": a, "b": b, **result.to_dict(), **paired_by, "agreement": agreement(answers[a], answers[b], normalize_answer)}
