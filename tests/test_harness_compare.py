@@ -206,6 +206,13 @@ def test_multispanqa_cross_validation_through_the_harness(tiny_encoder_dir, tmp_
         official = multispan_metrics(gold, predicted)
         assert all(row[k] == [pytest.approx(v)] for k, v in official.items())
     assert {c["decoding"] for c in results["cells"]} == {"span", "bio", "joint"}
+    for cell in results["cells"]:  # every fold's own tuned prior, their mean as the cell's; the forward pass's precision
+        priors = cell["fold_bio_length_priors"]
+        assert len(priors) == 3 and cell["precision"] in ("fp32", "bf16", "auto") and cell["fold_thresholds"] == [None] * 3
+        if cell["decoding"] == "span":
+            assert priors == [None] * 3 and cell["bio_length_prior"] is None
+        else:
+            assert all(p is not None for p in priors) and cell["bio_length_prior"] == pytest.approx(sum(priors) / 3)
     assert len(summary["comparisons"]) == 3 and all(c["n_questions"] == 12 for c in summary["comparisons"])
     report = (tmp_path / "out" / "report.md").read_text()
     assert "3-fold cross-validation" in report and "EM F1" in report and "PM F1" in report

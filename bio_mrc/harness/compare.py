@@ -170,7 +170,7 @@ def _score_folds(
     decoded: dict[str, list[DecodedCell]] = {}
     browser_parts = []
     inference_seconds = train_seconds = 0.0
-    reused_all, partial_any, model_dirs = True, False, []
+    reused_all, partial_any, model_dirs, fold_settings = True, False, [], []
     for train_fold, held_out in splits.folds:
         model_dir, seconds, reused, partial = obtain_model(run, seed, train_fold, output_dir / "models", progress, config.checkpoint_steps)
         model_dirs.append(str(model_dir))
@@ -178,6 +178,7 @@ def _score_folds(
         outputs, inference = timed_windows(trained, held_out, progress)
         tuned, _ = _tuned_decoding(trained, run, config.decode, splits.tune, progress)
         decode_config = tuned.decode_config
+        fold_settings.append((decode_config.bio_length_prior, tuned.thresholds, trained.precision))
         for decoding in available_decodings(run.train.heads):
             threshold = tuned.thresholds.get(threshold_key(decoding))
             decoded.setdefault(decoding, []).append(decode_cell(outputs, held_out, decoding, decode_config, threshold))
@@ -187,11 +188,20 @@ def _score_folds(
     cells = []
     for decoding, parts in decoded.items():
         cell = _finish_cell(run, seed, decoding, pool(parts, splits.eval.ids), splits.eval, output_dir, model_dirs[0])
-        cells.append({**cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds, "threshold": None,
-                      "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None,
-                      "train_seconds": train_seconds, "train_seconds_partial": partial_any, "reused_model": reused_all,
-                      "train_questions": len(splits.folds[0][0].examples)})
+        cells.append({**cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds,
+                      **_fold_settings(fold_settings, decoding), "train_seconds": train_seconds, "train_seconds_partial": partial_any,
+                      "reused_model": reused_all, "train_questions": len(splits.folds[0][0].examples)})
     return cells, pool_browser_data(browser_parts, splits.eval.ids)
+
+
+def _fold_settings(folds: list[tuple[float | None, dict[str, float], str]], decoding: str) -> dict[str, Any]:
+    """What each fold's model decoded with (its own tuned prior and threshold), and their means as the cell's."""
+    uses_prior = decoding in ("bio", "joint")
+    priors = [prior if uses_prior else None for prior, _, _ in folds]
+    thresholds = [tuned.get(threshold_key(decoding)) for _, tuned, _ in folds]
+    mean = lambda values: None if None in values else float(np.mean(values))  # noqa: E731
+    return {"bio_length_prior": mean(priors), "threshold": mean(thresholds), "precision": folds[0][2],
+            "fold_bio_length_priors": priors, "fold_thresholds": thresholds}
 
 
 def timed_windows(trained: TrainedModel, split: Split, progress: bool) -> tuple[WindowOutputs, float]:
