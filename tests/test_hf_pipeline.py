@@ -149,11 +149,11 @@ def test_options_given_to_the_constructor_are_defaults(trained_dir, extractor): 
 def test_bad_calls_are_refused_before_the_forward_pass(qa):
     from bio_mrc.errors import DataFormatError
 
-    with pytest.raises(DataFormatError, match="context 0 is empty"):
+    with pytest.raises(DataFormatError, match=r"empty or missing context \(record 'input 0'\)"):
         qa(question="Who?", context="   ")
     with pytest.raises(DataFormatError, match="2 questions but 3 contexts"):
         qa(question=["a?", "b?"], context=["x", "y", "z"])
-    with pytest.raises(DataFormatError, match="question 1 is empty"):
+    with pytest.raises(DataFormatError, match=r"empty or missing question \(record 'input 1'\)"):
         qa([{"question": "a?", "context": "x"}, {"context": "y"}])
     with pytest.raises(DataFormatError, match="give question= and context="):
         qa(question="Who?")
