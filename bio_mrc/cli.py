@@ -154,17 +154,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .inference import TrainedModel, save_tuned_settings, tune_settings, tuning_provenance
+    from .inference import TrainedModel, save_tuned_settings, tuning_provenance
+    from .inference.tuning import tune_for_model
 
     data = _load_squad(args, args.data, args.limit)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
-    config = _decode_config(args, require_answer=False)
-    tune_prior = "bio" in trained.decodings and args.bio_length_prior is None and any(ex.answers for ex in data.examples)
-    tuned = tune_settings(
-        outputs, data.examples, args.decoding or trained.decodings,
-        config if tune_prior else trained.decode_config(config), tune_prior, tune_thresholds=data.is_v2, calibrate=True,
-    )
+    tuned = tune_for_model(trained, outputs, data.examples, _decode_config(args, require_answer=False), no_answer=data.is_v2,
+                           decodings=args.decoding)
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
     description = f"{args.data}" + (f" (first {args.limit} questions)" if args.limit else "")

@@ -22,8 +22,8 @@ from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.windows import WindowOutputs
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
-from ..inference import TrainedModel, save_tuned_settings, threshold_key, tune_settings, tuning_provenance, write_prediction_files
-from ..inference.tuning import TunedSettings
+from ..inference import TrainedModel, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files
+from ..inference.tuning import TunedSettings, tune_for_model
 from ..io import atomic_write_json, finish_file_set
 from ..model_card import record_evaluation
 from ..types import content_hash
@@ -176,7 +176,7 @@ def _score_folds(
         model_dirs.append(str(model_dir))
         trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
         outputs, inference = timed_windows(trained, held_out, progress)
-        tuned, _ = _tuned_decoding(trained, run, config.decode, splits.tune, progress)
+        tuned, _ = _tuned_decoding(trained, config.decode, splits.tune, progress)
         decode_config = tuned.decode_config
         fold_settings.append((decode_config.bio_length_prior, tuned.thresholds, trained.precision))
         for decoding in available_decodings(run.train.heads):
@@ -211,22 +211,17 @@ def timed_windows(trained: TrainedModel, split: Split, progress: bool) -> tuple[
 
 
 def _tuned_decoding(
-    trained: TrainedModel, run: RunSpec, options: DecodeConfig, tune_split: Split | None, progress: bool
+    trained: TrainedModel, options: DecodeConfig, tune_split: Split | None, progress: bool
 ) -> tuple[TunedSettings, bool | None]:
-    """The comparison's decoding options with what is tuned on the tuning split: the BIO length
-    prior (when the options leave it open and the model has a BIO head), on SQuAD 2.0 a no-answer
-    threshold per decoding, and on SQuAD each decoding's confidence calibrator. Without a tuning
-    split, the prior and calibrators saved with the model. Returns (tuned settings, whether the
+    """The comparison's decoding options with what is tuned on the tuning split, by the package's one
+    policy (:func:`bio_mrc.inference.tuning.tune_for_model`). Without a tuning split, the prior and
+    calibrators saved with the model. Returns (tuned settings, whether the
     model now stores them: None when nothing was tuned)."""
     if tune_split is None:
         return TunedSettings(trained.decode_config(options), calibration=trained.calibrators), None
     tune_outputs = timed_windows(trained, tune_split, progress)[0]
-    tune_prior = options.bio_length_prior is None and "bio" in run.train.heads.split("+")
-    config = options if tune_prior or options.bio_length_prior is not None else trained.decode_config(options)
-    tuned = tune_settings(
-        tune_outputs, tune_split.examples, available_decodings(run.train.heads), config, tune_prior,
-        tune_thresholds=tune_split.version == "2.0", calibrate=tune_split.metric == "squad",
-    )
+    tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, no_answer=tune_split.version == "2.0",
+                           multi_span_gold=tune_split.metric == "multispan")
     if not (tuned.thresholds or tuned.settings):
         return tuned, None
     saved = save_tuned_settings(
@@ -243,7 +238,7 @@ def _score_model(
     """Every decoding of one trained model on the evaluation questions, tuned on the tuning questions;
     and the model's browser data."""
     outputs, inference_seconds = timed_windows(trained, eval_split, progress)
-    tuned, saved = _tuned_decoding(trained, run, options, splits.tune, progress)
+    tuned, saved = _tuned_decoding(trained, options, splits.tune, progress)
     decode_config = tuned.decode_config
     cells, predictions = [], {}
     for decoding in available_decodings(run.train.heads):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
 from .answers import apply_no_answer_threshold, threshold_key
 from .calibration import answer_is_right, fit_calibrator, raw_confidence
+
+if TYPE_CHECKING:  # the loader runs models; tuning needs only its decodings and saved settings
+    from .loading import TrainedModel
 
 LENGTH_PRIOR_GRID = tuple(np.round(np.arange(0.0, 6.01, 0.25), 2).tolist())
 
@@ -92,6 +95,20 @@ class TunedSettings:
         """Config attributes to save besides the thresholds."""
         settings: dict[str, Any] = {} if self.bio_length_prior is None else {"bio_length_prior": self.bio_length_prior}
         return settings | ({"calibration": self.calibration} if self.calibration else {})
+
+
+def tune_for_model(
+    trained: "TrainedModel", outputs: WindowOutputs, examples: Sequence[Example], options: DecodeConfig,
+    no_answer: bool, multi_span_gold: bool = False, decodings: Sequence[str] | None = None,
+) -> TunedSettings:
+    """The one tuning policy, of ``bio-mrc tune`` and ``bio-mrc compare`` alike: the BIO length prior when
+    ``options`` leave it open, the model has a BIO head and some question has an answer (else the model's
+    saved prior); a no-answer threshold per decoding when ``no_answer`` (SQuAD 2.0 questions); a confidence
+    calibrator per decoding unless the gold is multi-span (MultiSpanQA's answers have no single right span)."""
+    tune_prior = options.bio_length_prior is None and "bio" in trained.decodings and any(ex.answers for ex in examples)
+    config = options if tune_prior else trained.decode_config(options)
+    return tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
+                         tune_thresholds=no_answer, calibrate=not multi_span_gold)
 
 
 def tune_settings(
