@@ -68,23 +68,22 @@ def field_schema(annotation: Any, metadata: Mapping[str, Any]) -> dict[str, Any]
     return schema
 
 
-def dataclass_schema(cls: type, exclude: Iterable[str] = ()) -> dict[str, Any]:
+def dataclass_schema(cls: type) -> dict[str, Any]:
     """An object of the dataclass's fields (each optional: the dataclass has its defaults), no others."""
     hints = typing.get_type_hints(cls)
-    properties = {f.name: field_schema(hints[f.name], f.metadata) for f in dataclasses.fields(cls)
-                  if f.init and f.name not in set(exclude)}
+    properties = {f.name: field_schema(hints[f.name], f.metadata) for f in dataclasses.fields(cls) if f.init}
     return {"type": "object", "properties": properties, "additionalProperties": False}
 
 
-def key_path(path: Iterable[Any], prefix: str = "") -> str:
+def _key_path(path: Iterable[Any]) -> str:
     """``runs[2].epochs`` from the parts of a path into a JSON document."""
-    text = prefix
+    text = ""
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
 
 
-def schema_errors(instance: Any, schema: Mapping[str, Any], prefix: str = "") -> list[str]:
+def schema_errors(instance: Any, schema: Mapping[str, Any]) -> list[str]:
     """Every place ``instance`` breaks ``schema``, each as ``key.path: problem``, in document order."""
     found = []
     for error in sorted(Validator(schema).iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path]):
@@ -92,8 +91,8 @@ def schema_errors(instance: Any, schema: Mapping[str, Any], prefix: str = "") ->
         message = f"{error.schema['problem']}; got {error.instance!r}" if "problem" in error.schema else error.message
         if error.validator == "additionalProperties":
             message = _unknown_keys(error.instance, error.schema.get("properties", {}))
-        found.append(f"{key_path(error.absolute_path, prefix) or 'top level'}: {message}")
-    return found + [f"{key_path(path, prefix)}: {value!r} is not a finite number" for path, value in _non_finite(instance, ())]
+        found.append(f"{_key_path(error.absolute_path) or 'top level'}: {message}")
+    return found + [f"{_key_path(path)}: {value!r} is not a finite number" for path, value in _non_finite(instance, ())]
 
 
 def _unknown_keys(found: Mapping[str, Any], known: Mapping[str, Any]) -> str:
@@ -129,4 +128,4 @@ def check_fields(instance: Any) -> None:
         raise ConfigError(f"{type(instance).__name__}: {problems[0]}")
 
 
-__all__ = ["SEED_RANGE", "Validator", "check_fields", "dataclass_schema", "field_schema", "key_path", "schema_errors"]
+__all__ = ["SEED_RANGE", "Validator", "check_fields", "dataclass_schema", "field_schema", "schema_errors"]

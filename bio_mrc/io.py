@@ -54,13 +54,7 @@ def check_file_target(path: str | Path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise OutputError("a folder has this name; give a file name", str(path))
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise OutputError(f"{parent} is a file, so no folder can be made there for this output", str(path))
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise OutputError(f"{parent} is not writable", str(path))
-            break
+    _check_nearest_folder(path)
     return path
 
 
@@ -69,8 +63,17 @@ def check_folder_target(path: str | Path) -> Path:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise OutputError("a file has this name; give a folder", str(path))
-    check_file_target(path / "x")
+    _check_nearest_folder(path)
     return path
+
+
+def _check_nearest_folder(path: Path) -> None:
+    """The nearest existing folder above ``path`` is a writable folder, not a file."""
+    parent = next(p for p in path.parents if p.exists())  # "." or "/" at the latest
+    if not parent.is_dir():
+        raise OutputError(f"{parent} is a file, so no folder can be made there for this output", str(path))
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{parent} is not writable", str(path))
 
 
 def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> Path:

@@ -37,6 +37,7 @@ from .tags import best_tag_spans, likeliest_tag_spans
 from .windows import MergedTokens, WindowOutputs, log_softmax, merge_windows
 
 DECODINGS = ("span", "bio", "joint")
+LENGTH_PRIOR_DECODINGS = ("bio", "joint")  # the decodings that score the BIO head's spans, so its length prior applies
 
 
 @dataclass(frozen=True)

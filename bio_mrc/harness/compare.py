@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..decoding.postprocess import DecodeConfig, available_decodings
+from ..decoding.postprocess import LENGTH_PRIOR_DECODINGS, DecodeConfig, available_decodings
 from ..decoding.windows import WindowOutputs
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
@@ -196,7 +196,7 @@ def _score_folds(
 
 def _fold_settings(folds: list[tuple[float | None, dict[str, float], str]], decoding: str) -> dict[str, Any]:
     """What each fold's model decoded with (its own tuned prior and threshold), and their means as the cell's."""
-    uses_prior = decoding in ("bio", "joint")
+    uses_prior = decoding in LENGTH_PRIOR_DECODINGS
     priors = [prior if uses_prior else None for prior, _, _ in folds]
     thresholds = [tuned.get(threshold_key(decoding)) for _, tuned, _ in folds]
     mean = lambda values: None if None in values else float(np.mean(values))  # noqa: E731
@@ -247,7 +247,7 @@ def _score_model(
         predictions[decoding] = decoded.predictions
         cell = _finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
         cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold, "precision": trained.precision,
-                      "bio_length_prior": decode_config.bio_length_prior if decoding in ("bio", "joint") else None,
+                      "bio_length_prior": decode_config.bio_length_prior if decoding in LENGTH_PRIOR_DECODINGS else None,
                       **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding), threshold)})
         if saved is not None:
             cells[-1]["tuning_saved_with_model"] = saved

@@ -39,6 +39,7 @@ it (MultiSpanQA's validation set has no separate training data at CPU scale).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import functools
@@ -251,6 +252,9 @@ def _comparison_schema() -> dict[str, Any]:
             "type": "object", "required": ["eval", "runs"], "additionalProperties": False, "properties": properties}
 
 
+RUN_OWN_KEYS = ("train_data", "seeds", "inference_precision")  # a run's keys that are no TrainConfig fields
+
+
 def parse_config(raw: dict[str, Any]) -> CompareConfig:
     """Validate a config dict in full before any work: every key against :func:`comparison_schema`,
     then what a schema cannot say (unique names, splits that exist, cells that exist). Each problem is
@@ -261,13 +265,13 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
     defaults = raw.get("defaults", {})
     runs = []
     for number, entry in enumerate(raw["runs"]):
-        own = {key: entry[key] for key in ("train_data", "seeds", "inference_precision") if entry.get(key) is not None}
-        options = {key: value for key, value in entry.items() if key not in ("name", "train_data", "seeds", "inference_precision")}
+        own = {key: entry[key] for key in RUN_OWN_KEYS if key in entry}
+        options = {key: value for key, value in entry.items() if key not in ("name", *RUN_OWN_KEYS)}
         with _naming(f"runs[{number}]"):
             train = TrainConfig.from_dict({**defaults, **options})
             data = _data_spec(own.get("train_data"), "train_data")
         runs.append(RunSpec(entry["name"], train, data, tuple(own["seeds"]) if "seeds" in own else None, own.get("inference_precision")))
-    if repeated := sorted({r.name for r in runs if [s.name for s in runs].count(r.name) > 1}):
+    if repeated := sorted(name for name, count in collections.Counter(r.name for r in runs).items() if count > 1):
         raise ConfigError(f"runs: run names are unique; {repeated} appear more than once")
     train, evaluation, tune = (_data_spec(raw.get(key), key) for key in ("train", "eval", "tune"))
     config = CompareConfig(
@@ -290,7 +294,7 @@ def _naming(where: str) -> Iterator[None]:
     """Prefix the key path to an error a dataclass raises about a combination of its fields."""
     try:
         yield
-    except (ConfigError, ValueError) as err:
+    except ValueError as err:  # ConfigError among them
         raise ConfigError(f"{where}: {err}") from None
 
 

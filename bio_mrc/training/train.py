@@ -27,7 +27,7 @@ from ..errors import BioMrcError, ConfigError
 from ..features.windows import (
     BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig, answers_no_window_holds, build_features, default_windows_cache,
 )
-from ..io import atomic_move_files, atomic_write_json, writes_named
+from ..io import atomic_move_files, atomic_write_json, check_folder_target, writes_named
 from ..heads import BIOHead
 from ..model import HEAD_CHOICES, RUN_FILE, BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
 from ..model_card import clear_model_card, write_model_card
@@ -322,8 +322,7 @@ def check_output_folder(folder: Path, overwrite: bool) -> None:
     """Before any work: train only into a folder that is new, empty or holds bio_mrc's own work, or, with
     ``overwrite``, replace another folder's files of the same names; never into a checkpoints folder bio_mrc
     did not write (a finished run removes its checkpoints folder)."""
-    if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"output folder {folder} is a file")
+    check_folder_target(folder)
     if not folder.is_dir():
         return
     checkpoints = folder / CHECKPOINT_DIR
