@@ -1,4 +1,4 @@
-"""End-to-end inference: bio_mrc's prediction path vs the common Hugging Face QA recipe (issue 14, first target).
+"""End-to-end inference: bio_mrc's prediction path vs the common Hugging Face QA recipe.
 
 Both sides start from the raw SQuAD JSON and end with a predictions file on
 disk, with the same trained weights, in the same process, on the CPU, one after

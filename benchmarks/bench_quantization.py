@@ -1,4 +1,4 @@
-"""int8 dynamic quantization against the fp32 model on CPU (issue 14, second target: measurement only).
+"""int8 dynamic quantization against the fp32 model on CPU (a measurement only; not adopted).
 
 The same trained model predicts the same questions twice in one process:
 fp32 (the package's path: length-sorted dynamic-padding windows under

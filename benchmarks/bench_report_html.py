@@ -1,4 +1,4 @@
-"""report.html in headless Chromium: how long the page takes to open and a filter to answer (issue 22: within 1 s on the full dev set).
+"""report.html in headless Chromium: how long the page takes to open and a filter to answer (the target: within 1 s on the full dev set).
 
 The page is a comparison's own ``report.html`` (``--comparison DIR``, the output folder of ``bio-mrc
 compare``) or, by default, one written by ``bio_mrc.harness.report.write_report`` (the function every

@@ -1,4 +1,4 @@
-"""benchmarks/gpu (issue 24): the bundle and the runner, end to end on a tiny slice on the CPU, in bf16 autocast:
+"""benchmarks/gpu: the bundle and the runner, end to end on a tiny slice on the CPU, in bf16 autocast:
 bundle, unpack into a fresh folder, install (no wheels: the import check), train, a kill, resume, score, collect."""
 
 import importlib.util

@@ -186,7 +186,7 @@ def test_the_cycle_finder_sees_circles_of_two_and_more():
 
 
 def test_the_graph_sees_a_circle_closed_by_a_lazy_import():
-    # The circle issue 23 found: loading imported OnnxModel from onnx, whose export imported TrainedModel back, lazily.
+    # A circle once found: loading imported OnnxModel from onnx, whose export imported TrainedModel back, lazily.
     sources = {
         "bio_mrc.inference": ("from .loading import TrainedModel\n", True),
         "bio_mrc.inference.loading": ("from ..model import BioMrcConfig\nfrom .onnx import ONNX_FILE, OnnxModel\n", False),

