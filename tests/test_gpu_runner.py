@@ -80,11 +80,11 @@ def test_the_bundle_holds_an_fp16_encoder_compressed_data_and_a_manifest(tiny_bu
 
     manifest = json.loads((tiny_bundle / "manifest.json").read_text())
     paths = {entry["path"] for entry in manifest["files"]}
-    assert {"data/squad-v1.1/train.json.xz", "encoder/model.safetensors.xz", "encoder/tokenizer.json"} <= paths
+    assert {"data/squad-v1.1/train.json.xz", "encoder/model.safetensors.xz", "encoder/tokenizer.json.xz"} <= paths
     assert "encoder/model.safetensors" not in paths  # the weights travel xz-packed
     assert manifest["total_bytes"] == sum(entry["bytes"] for entry in manifest["files"]) < 64 * 2**20
     unpacked = runner.unpack(tiny_bundle, tmp_path / "work")
-    assert unpacked["unpacked"] == ["data/squad-v1.1/train.json", "encoder/model.safetensors"]
+    assert unpacked["unpacked"] == ["data/squad-v1.1/train.json", "encoder/model.safetensors", "encoder/tokenizer.json"]
     encoder = tmp_path / "work" / "encoder"
     assert {t.dtype for t in load_file(encoder / "model.safetensors").values()} == {torch.float16}
     model = BioMrcForQuestionAnswering.from_encoder(str(encoder))
