@@ -315,24 +315,31 @@ def test_breakdown_counts_and_means():
     out = breakdown(scores, groups)
     assert list(out) == ["greedy", "viterbi"]
     assert list(out["greedy"]) == ["1", "3-4", "9+"]
-    assert out["greedy"] == {
-        "1": {"n": 2, "mean": 50.0},
-        "3-4": {"n": 3, "mean": 50.0},
-        "9+": {"n": 1, "mean": 20.0},
-    }
-    assert out["viterbi"] == {
-        "1": {"n": 2, "mean": 60.0},
-        "3-4": {"n": 3, "mean": 10.0},
-        "9+": {"n": 1, "mean": 10.0},
-    }
+    means = {name: {g: (c["n"], c["mean"]) for g, c in cells.items()} for name, cells in out.items()}
+    assert means == {"greedy": {"1": (2, 50.0), "3-4": (3, 50.0), "9+": (1, 20.0)},
+                     "viterbi": {"1": (2, 60.0), "3-4": (3, 10.0), "9+": (1, 10.0)}}
+    assert out["greedy"]["9+"]["ci_low"] == out["greedy"]["9+"]["ci_high"] == 20.0  # one question: no spread
+    # Two questions scored 100 and 0: a resample's mean is 0, 50 or 100, each end with probability 1/4.
+    assert (out["greedy"]["1"]["ci_low"], out["greedy"]["1"]["ci_high"]) == (0.0, 100.0)
     words = np.array(["what", "other", "how", "what"])
     by_word = breakdown({"x": np.array([10.0, 20.0, 30.0, 50.0])}, words)
     assert list(by_word["x"]) == ["how", "what", "other"]
-    assert by_word["x"]["what"] == {"n": 2, "mean": 30.0}
+    assert (by_word["x"]["what"]["n"], by_word["x"]["what"]["mean"]) == (2, 30.0)
     explicit = breakdown({"x": np.array([10.0, 20.0, 30.0, 50.0])}, words, order=["other", "what", "how", "who"])
     assert list(explicit["x"]) == ["other", "what", "how"]
     with pytest.raises(ValueError):
         breakdown({"x": np.ones(3)}, words)
+
+
+def test_breakdown_intervals_match_the_normal_approximation_on_a_large_group():
+    rng = np.random.default_rng(3)
+    scores = rng.choice([0.0, 100.0], size=4000, p=[0.3, 0.7])
+    cell = breakdown({"x": scores}, np.array(["all"] * scores.size))["x"]["all"]
+    half = 1.96 * scores.std(ddof=1) / np.sqrt(scores.size)
+    assert cell["ci_low"] == pytest.approx(cell["mean"] - half, abs=0.25 * half)
+    assert cell["ci_high"] == pytest.approx(cell["mean"] + half, abs=0.25 * half)
+    again = breakdown({"x": scores, "y": scores}, np.array(["all"] * scores.size))
+    assert again["x"] == again["y"] == {"all": cell}  # the same draws for every decoding, reproducible
 
 
 def test_mean_sd_and_format():
@@ -360,6 +367,35 @@ def test_plot_breakdown_writes_png(tmp_path):
     assert data.startswith(PNG_MAGIC) and len(data) > 1000
     with pytest.raises(ValueError):
         plot_breakdown({}, "t", "x", tmp_path / "empty.png")
+
+
+def _png_size(path):
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return image.size
+
+
+def test_many_cells_are_laid_out_as_a_grid_of_facets_not_one_row(tmp_path):
+    from bio_mrc.harness.plots import plot_reliability, plot_risk_coverage
+
+    runs = ["joint-3k", "joint-10k", "joint-30k", "joint-all"]
+    labels = [f"{run}/{decoding}" for run in runs for decoding in ("span", "bio", "joint")] + ["span-only/span", "bio-only/bio"]
+    bins = {"bin_count": [0, 5, 10], "bin_confidence": [None, 0.4, 0.8], "bin_accuracy": [None, 0.5, 0.7], "ece": 0.1}
+    reliability = plot_reliability({label: {"raw": bins, "calibrated": bins} for label in labels}, tmp_path / "cal.png")
+    width, height = _png_size(reliability)
+    assert 0.6 < width / height < 1.6  # 14 panels in rows of four, not 14 in a row
+    curve = {"coverage": [0.1, 0.5, 1.0], "accuracy": [1.0, 0.8, 0.6]}
+    one = plot_risk_coverage({label: {"raw": curve, "calibrated": curve} for label in labels[:2]}, [0.8], tmp_path / "rc2.png")
+    many = plot_risk_coverage({label: {"raw": curve, "calibrated": curve} for label in labels}, [0.8], tmp_path / "rc14.png")
+    assert _png_size(one)[0] < 700  # one panel: the calibrated curve repeats the raw one and is not drawn
+    assert _png_size(many)[1] > 1.8 * _png_size(one)[1]  # six runs: two rows of facets
+    rng = np.random.default_rng(0)
+    scores = {label: rng.choice([0.0, 100.0], size=120) for label in labels}
+    groups = np.array(["short"] * 100 + ["long"] * 20)
+    few, faceted = (plot_breakdown(breakdown({l: scores[l] for l in subset}, groups), "F1", "length", tmp_path / f"{len(subset)}.png")
+                    for subset in (labels[:3], labels))
+    assert _png_size(faceted)[1] > 1.8 * _png_size(few)[1]
 
 
 def test_plot_threshold_curve_writes_png(tmp_path):

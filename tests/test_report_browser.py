@@ -139,3 +139,28 @@ def test_the_extract_page_opens_with_its_one_question(driver, browser_comparison
     assert listed(driver) == [0] and problems(driver) == []
     cells = driver.execute_script("return document.querySelectorAll('#detail table tr').length")
     assert cells == 4  # a header and the span, bio and joint decodings
+
+
+@pytest.mark.parametrize("tab", ["report", "questions"])
+def test_on_a_phone_only_tables_scroll_sideways_never_the_page(driver, browser_comparison, tmp_path, tab):
+    out, _, _ = browser_comparison
+    driver.set_window_size(390, 844)
+    try:
+        open_page(driver, out / "report.html", tab)
+        if tab == "questions":
+            driver.execute_script("document.querySelector('#list tbody tr').click()")  # the opened question too
+        page = driver.execute_script("const s = document.scrollingElement; return [s.scrollWidth, s.clientWidth]")
+        wide = driver.execute_script(
+            "return Array.from(document.querySelectorAll('body *')).filter((e) => e.getBoundingClientRect().right > "
+            "document.scrollingElement.clientWidth + 1 && !e.closest('.table-scroll')).slice(0, 5)"
+            ".map((e) => e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))")
+        assert page[0] <= page[1], f"the page scrolls sideways at 390 px: {page}; too wide: {wide}"
+        narrowest = driver.execute_script(
+            "return Math.min(...Array.from(document.querySelectorAll('#list tbody td:nth-child(2)')).map((c) => c.clientWidth))")
+        assert tab == "report" or narrowest > 100  # the question column keeps its words
+        screenshot = tmp_path / f"report_html_{tab}_390px.png"
+        assert driver.save_screenshot(str(screenshot))
+        print(f"\nscreenshot at 390 px: {screenshot}")
+        assert problems(driver) == []
+    finally:
+        driver.set_window_size(1400, 1000)

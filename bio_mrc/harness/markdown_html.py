@@ -69,10 +69,10 @@ def _table_cells(line: str) -> list[str]:
 
 
 def _table(lines: list[str], image_source: ImageSource) -> str:
-    """A pipe table: header, rule, rows."""
+    """A pipe table: header, rule, rows; in a box that scrolls sideways when the table is wider than the screen."""
     head = "".join(f"<th>{inline_html(c, image_source)}</th>" for c in _table_cells(lines[0]))
     rows = ["<tr>" + "".join(f"<td>{inline_html(c, image_source)}</td>" for c in _table_cells(line)) + "</tr>" for line in lines[2:]]
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return f"<div class=\"table-scroll\"><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
 
 
 def _block_end(lines: list[str], start: int, belongs: Callable[[str], bool]) -> int:

@@ -46,50 +46,87 @@ def palette_png(png: bytes) -> bytes:
     return buffer.getvalue()
 
 
+_SERIES_PER_PANEL = 4  # more series than this are faceted: one panel per run, its decodings in it
+_MAX_COLUMNS = 3
+_LINE_STYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def _grid(n_panels: int, panel_size: tuple[float, float], max_columns: int = _MAX_COLUMNS) -> tuple[Any, list[Any]]:
+    """A figure of ``n_panels`` panels in rows of at most ``max_columns``, sharing the y axis."""
+    columns = min(n_panels, max_columns)
+    rows = -(-n_panels // columns)
+    fig = _new_figure((panel_size[0] * columns + 0.6, panel_size[1] * rows + 0.4))
+    axes = [fig.add_subplot(rows, columns, 1)]
+    axes += [fig.add_subplot(rows, columns, k + 1, sharey=axes[0]) for k in range(1, n_panels)]
+    return fig, axes
+
+
+def _panels(labels: list[str]) -> dict[str, list[str]]:
+    """``run/decoding`` labels in panels: one panel when few, else one panel per run (titled by it)."""
+    if len(labels) <= _SERIES_PER_PANEL:
+        return {"": labels}
+    by_run: dict[str, list[str]] = {}
+    for label in labels:
+        by_run.setdefault(label.rsplit("/", 1)[0], []).append(label)
+    return by_run
+
+
+def _style(label: str, decodings: list[str], faceted: bool) -> dict[str, Any]:
+    """One colour, line style and marker per decoding (per series in a single panel), so series stay
+    apart beyond the palette's ten colours and in grey print."""
+    k = decodings.index(label.rsplit("/", 1)[-1]) if faceted else decodings.index(label)
+    return {"color": f"C{k % 10}", "linestyle": _LINE_STYLES[k % len(_LINE_STYLES)], "marker": _MARKERS[k % len(_MARKERS)],
+            "label": label.rsplit("/", 1)[-1] if faceted else label}
+
+
 def plot_breakdown(
     breakdown_for_one_axis: Mapping[str, Mapping[str, Mapping[str, float]]],
     title: str,
     xlabel: str,
     path: str | Path,
 ) -> Path:
-    """Mean F1 per group, one marked line per decoding, light bars of n per group.
+    """Mean F1 per group with its 95% interval, one styled line per cell; many cells are faceted by run.
+    Each group's question count is under its tick; a group under ``SMALL_GROUP`` questions is marked †
+    and drawn hollow.
 
-    Input is ``{decoding: {group: {"n": ..., "mean": ...}}}`` (one axis of
-    :func:`bio_mrc.harness.stats.breakdown`); groups are plotted in the order of
-    first appearance. Returns the PNG path.
+    Input is ``{cell: {group: {"n", "mean", "ci_low", "ci_high"}}}`` (one axis of
+    :func:`bio_mrc.harness.stats.breakdown`); groups are plotted in the order of first appearance.
     """
-    if not breakdown_for_one_axis:
-        raise ValueError("nothing to plot")
-    groups: list[str] = []
-    counts: dict[str, float] = {}
+    from .stats import SMALL_GROUP
+
+    counts: dict[str, int] = {}
     for cells in breakdown_for_one_axis.values():
         for label, cell in cells.items():
-            if label not in counts:
-                groups.append(label)
-                counts[label] = float(cell["n"])
-    if not groups:
-        raise ValueError("breakdown has no groups")
-    x = np.arange(len(groups))
-
-    fig = _new_figure((max(6.0, 0.9 * len(groups) + 3.0), 4.2))
-    ax = fig.add_subplot(1, 1, 1)
-    bars = ax.twinx()
-    bars.bar(x, [counts[g] for g in groups], width=0.6, color="0.85", label="n")
-    bars.set_ylabel("questions (n)", color="0.45")
-    bars.tick_params(axis="y", colors="0.45")
-    ax.set_zorder(bars.get_zorder() + 1)  # lines above the bars
-    ax.patch.set_visible(False)
-
-    for name, cells in breakdown_for_one_axis.items():
-        y = [float(cells[g]["mean"]) if g in cells else np.nan for g in groups]
-        ax.plot(x, y, marker="o", label=name)
-    ax.set_xticks(x)
-    ax.set_xticklabels(groups)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("mean F1")
-    ax.set_title(title)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
+            counts.setdefault(label, int(cell["n"]))
+    if not counts:
+        raise ValueError("nothing to plot" if not breakdown_for_one_axis else "breakdown has no groups")
+    groups, x = list(counts), np.arange(len(counts))
+    small = np.array([counts[g] < SMALL_GROUP for g in groups])
+    panels = _panels(list(breakdown_for_one_axis))
+    faceted = len(panels) > 1
+    decodings = list(dict.fromkeys(l.rsplit("/", 1)[-1] if faceted else l for l in breakdown_for_one_axis))
+    fig, axes = _grid(len(panels), (max(4.5, 0.8 * len(groups) + 1.5), 3.8))
+    for ax, (run, labels) in zip(axes, panels.items()):
+        for label in labels:
+            cells, style = breakdown_for_one_axis[label], _style(label, decodings, faceted)
+            mean, low, high = (np.array([float(cells[g][k]) if g in cells else np.nan for g in groups])
+                               for k in ("mean", "ci_low", "ci_high"))
+            ax.errorbar(x, mean, yerr=[mean - low, high - mean], capsize=3, linewidth=1.2, markersize=5, **style)
+            ax.plot(x[small], mean[small], linestyle="none", marker=style["marker"], markersize=7,
+                    markerfacecolor="white", markeredgecolor=style["color"])
+        ax.set_xticks(x)
+        ax.set_xticklabels([f"{g}{' †' if s else ''}\nn={counts[g]}" for g, s in zip(groups, small)], fontsize="small")
+        ax.set_xlabel(xlabel)
+        ax.set_title(run or title, fontsize="medium")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(loc="best", fontsize="x-small")
+    axes[0].set_ylabel("mean F1 (95% interval)")
+    if faceted:
+        fig.suptitle(title)
+    if small.any():
+        fig.text(0.01, 0.0, f"† under {SMALL_GROUP} questions: a wide interval (hollow markers)", fontsize="small", va="top")
+    fig.tight_layout()
     return _save(fig, path)
 
 
@@ -154,17 +191,16 @@ def plot_threshold_curve(
 
 
 def plot_reliability(diagrams: Mapping[str, Mapping[str, Mapping[str, Any]]], path: str | Path) -> Path:
-    """Reliability diagrams, one panel per cell: accuracy against mean confidence per bin, raw and
-    calibrated, with the diagonal of perfect calibration; marker area grows with the bin's count.
+    """Reliability diagrams, one panel per cell in rows of four: accuracy against mean confidence per bin,
+    raw and calibrated, with the diagonal of perfect calibration; marker area grows with the bin's count.
 
     Input is ``{"run/decoding": {"raw": bins, "calibrated": bins}}`` with bins as the cells store them
     (``bin_count``, ``bin_confidence``, ``bin_accuracy``; ``None`` for an empty bin).
     """
     if not diagrams:
         raise ValueError("nothing to plot")
-    fig = _new_figure((3.4 * len(diagrams) + 0.6, 3.6))
-    for k, (label, kinds) in enumerate(diagrams.items()):
-        ax = fig.add_subplot(1, len(diagrams), k + 1)
+    fig, axes = _grid(len(diagrams), (3.4, 3.6), max_columns=4)
+    for k, (ax, (label, kinds)) in enumerate(zip(axes, diagrams.items())):
         ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle="--")
         for colour, (kind, bins) in zip(("C3", "C0"), kinds.items()):
             filled = [i for i, n in enumerate(bins["bin_count"]) if n]
@@ -176,40 +212,48 @@ def plot_reliability(diagrams: Mapping[str, Mapping[str, Mapping[str, Any]]], pa
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_xlabel("confidence")
-        if k == 0:
+        if k % 4 == 0:
             ax.set_ylabel("accuracy (F1 > 0.5)")
         ax.set_title(label, fontsize="medium")
         ax.legend(loc="upper left", fontsize="x-small")
         ax.grid(True, alpha=0.3)
+    fig.tight_layout()
     return _save(fig, path)
 
 
 def plot_risk_coverage(curves: Mapping[str, Mapping[str, Mapping[str, Any]]], targets: Any, path: str | Path) -> Path:
-    """Risk–coverage curves, one panel per confidence (raw, calibrated), one line per cell: accuracy of
-    the answered questions against the share answered, with dotted lines at the ``targets`` accuracies.
+    """Risk–coverage curves of the raw confidence, one styled line per cell (many cells faceted by run):
+    accuracy of the answered questions against the share answered, dotted lines at the ``targets``
+    accuracies. A calibrator is monotone, so it keeps the ranking (but for ties where it saturates) and the
+    calibrated curve is the raw one.
 
-    Input is ``{"run/decoding": {"raw": curve, "calibrated": curve}}`` with curves as
+    Input is ``{"run/decoding": {"raw": curve, ...}}`` with curves as
     :func:`bio_mrc.metrics.selective.subsample_curve` writes them (``coverage``, ``accuracy``, ...).
     """
-    kinds = list(dict.fromkeys(kind for per_cell in curves.values() for kind in per_cell))
-    if not kinds:
+    raw = {label: per_cell["raw"] for label, per_cell in curves.items() if "raw" in per_cell}
+    if not raw:
         raise ValueError("nothing to plot")
-    fig = _new_figure((4.6 * len(kinds) + 0.6, 4.0))
-    for k, kind in enumerate(kinds):
-        ax = fig.add_subplot(1, len(kinds), k + 1)
-        for label, per_cell in curves.items():
-            if kind in per_cell:
-                ax.plot(per_cell[kind]["coverage"], per_cell[kind]["accuracy"], linewidth=1.2, label=label)
+    panels = _panels(list(raw))
+    faceted = len(panels) > 1
+    decodings = list(dict.fromkeys(l.rsplit("/", 1)[-1] if faceted else l for l in raw))
+    fig, axes = _grid(len(panels), (4.4, 3.8))
+    for k, (ax, (run, labels)) in enumerate(zip(axes, panels.items())):
+        for label in labels:
+            style = {**_style(label, decodings, faceted), "marker": None}
+            ax.plot(raw[label]["coverage"], raw[label]["accuracy"], linewidth=1.3, **style)
         for target in targets:
             ax.axhline(target, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1.02)
         ax.set_xlabel("coverage (share answered)")
-        if k == 0:
+        if k % _MAX_COLUMNS == 0:
             ax.set_ylabel("accuracy of the answered (F1 > 0.5)")
-        ax.set_title(f"{kind} confidence", fontsize="medium")
+        ax.set_title(run or "raw confidence", fontsize="medium")
         ax.legend(loc="lower left", fontsize="x-small")
         ax.grid(True, alpha=0.3)
+    if faceted:
+        fig.suptitle("risk–coverage, raw confidence (dotted: the target accuracies)")
+    fig.tight_layout()
     return _save(fig, path)
 
 

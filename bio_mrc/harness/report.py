@@ -237,14 +237,19 @@ def _tag_table(summary: dict[str, Any]) -> list[str]:
 
 
 def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    from .stats import SMALL_GROUP
+
     lines = []
     for name, table in summary["breakdowns"].items():
         labels = list(table)
         group_names = list(next(iter(table.values())))
-        lines += ["", f"## F1 by {name}", "", "| group | n | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
+        lines += ["", f"## F1 by {name}", "", f"Mean F1 [95% bootstrap interval over the group's questions]; † a group under {SMALL_GROUP} questions.",
+                  "", "| group | n | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
         for group in group_names:
             n = table[labels[0]][group]["n"]
-            lines.append(f"| {group} | {n} | " + " | ".join(f"{table[l][group]['mean']:.2f}" for l in labels) + " |")
+            cells = (table[l][group] for l in labels)
+            lines.append(f"| {group} | {n}{' †' if n < SMALL_GROUP else ''} | "
+                         + " | ".join(f"{c['mean']:.2f} [{c['ci_low']:.1f}, {c['ci_high']:.1f}]" for c in cells) + " |")
         if name in plots:
             lines += ["", f"![F1 by {name}]({plots[name]})"]
     return lines

@@ -428,10 +428,15 @@ def group_order(labels: Sequence[str]) -> list[str]:
     return sorted(distinct, key=lambda x: (x == "other", x))
 
 
+SMALL_GROUP = 50  # a breakdown group with fewer questions is marked: its interval is wide and its mean unsteady
+
+
 def breakdown(
-    scores: Mapping[str, np.ndarray], groups: np.ndarray, order: Sequence[str] | None = None
+    scores: Mapping[str, np.ndarray], groups: np.ndarray, order: Sequence[str] | None = None,
+    n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, dict[str, dict]]:
-    """Per decoding and group: ``{"n": count, "mean": mean score}``.
+    """Per decoding and group: ``{"n": count, "mean": mean score, "ci_low", "ci_high"}``, the interval a 95%
+    percentile bootstrap of the group's mean over its questions (the same draws for every decoding).
 
     ``groups`` holds one label per question. Groups appear in ``order`` when
     given (labels absent from ``groups`` are skipped), else :func:`group_order`.
@@ -439,21 +444,25 @@ def breakdown(
     g = np.asarray(groups).astype(str)
     if g.ndim != 1:
         raise ValueError("groups must be one-dimensional")
-    uniq, inverse = np.unique(g, return_inverse=True)
-    counts = np.bincount(inverse, minlength=len(uniq))
-    present = set(uniq.tolist())
-    ordered = [x for x in order if x in present] if order is not None else group_order(uniq.tolist())
-    missing = present.difference(ordered)
+    present = sorted(set(g.tolist()))
+    ordered = [x for x in order if x in present] if order is not None else group_order(present)
+    missing = set(present).difference(ordered)
     if missing:
         raise ValueError(f"order lacks group labels: {sorted(missing)}")
-    pos = {label: i for i, label in enumerate(uniq.tolist())}
-    out: dict[str, dict[str, dict]] = {}
+    arrays = {}
     for name, s in scores.items():
-        arr = _as_scores(s, f"scores[{name!r}]")
-        if arr.shape != g.shape:
-            raise ValueError(f"scores[{name!r}] has {arr.shape[0]} values for {g.shape[0]} groups")
-        means = np.bincount(inverse, weights=arr, minlength=len(uniq)) / np.maximum(counts, 1)
-        out[name] = {lab: {"n": int(counts[pos[lab]]), "mean": float(means[pos[lab]])} for lab in ordered}
+        arrays[name] = _as_scores(s, f"scores[{name!r}]")
+        if arrays[name].shape != g.shape:
+            raise ValueError(f"scores[{name!r}] has {arrays[name].shape[0]} values for {g.shape[0]} groups")
+    out: dict[str, dict[str, dict]] = {name: {} for name in arrays}
+    rng = np.random.default_rng(seed)
+    for label in ordered:
+        members = np.flatnonzero(g == label)
+        draws = members[rng.integers(0, members.size, size=(n_resamples, members.size), dtype=np.int32)]
+        for name, arr in arrays.items():
+            low, high = np.percentile(arr[draws].mean(axis=1), [2.5, 97.5])
+            out[name][label] = {"n": int(members.size), "mean": float(arr[members].mean()),
+                                "ci_low": float(low), "ci_high": float(high)}
     return out
 
 
