@@ -89,6 +89,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from .inference import TrainedModel, decode_with_thresholds, write_prediction_files
+    from .inference.answers import decode_answers
 
     output = check_file_target(args.output)
     data = _load_squad(args, args.data, args.limit)
@@ -100,11 +101,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     report: dict[str, object] = {"questions": len(data.examples), "inference_seconds": round(time.perf_counter() - started, 1)}
     config = trained.decode_config(_decode_config(args, require_answer=not data.is_v2))
+    multi_span = data.format == "multispanqa"  # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     for decoding in args.decoding:
         # One decoding writes to --output itself; several write PREDS.<decoding>.json each, from one forward pass.
         path = output if len(args.decoding) == 1 else output.with_suffix(f".{decoding}{output.suffix}")
-        predictions = decode_with_thresholds(outputs, data.examples, decoding, config, trained.thresholds)
-        report[decoding] = {k: str(v) for k, v in write_prediction_files(predictions, path).items()}
+        predictions = (decode_answers(outputs, data.examples, decoding, config, trained.thresholds, multi_span=True) if multi_span
+                       else decode_with_thresholds(outputs, data.examples, decoding, config, trained.thresholds))
+        report[decoding] = {k: str(v) for k, v in write_prediction_files(predictions, path, multi_span=multi_span).items()}
     print(json.dumps(report, indent=2))
     return 0
 
