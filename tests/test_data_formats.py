@@ -80,6 +80,8 @@ def test_csv_cells_stay_text_and_a_bad_answers_cell_names_its_row(tmp_path):
     rows = hf_rows(squad_json())
     rows[0] = {**rows[0], "id": "007"}
     assert load_squad(as_csv(tmp_path, rows)).examples[0].id == "007"  # not the number 7
+    (tmp_path / "dev.csv.gz").write_bytes(gzip.compress((tmp_path / "dev.csv").read_bytes()))
+    assert load_squad(tmp_path / "dev.csv.gz").examples == load_squad(tmp_path / "dev.csv").examples
     path = tmp_path / "bad.csv"
     path.write_text(as_csv(tmp_path, rows).read_text(encoding="utf-8").replace('{""text"": [""Spain""]', "{text: Spain"),
                     encoding="utf-8")
