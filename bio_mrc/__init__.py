@@ -12,6 +12,8 @@ _LAZY = {
     "Head": "bio_mrc.heads",
     "BioMrcConfig": "bio_mrc.model",
     "BioMrcForQuestionAnswering": "bio_mrc.model",
+    # AutoConfig, AutoModel and AutoModelForQuestionAnswering: registered when bio_mrc.model is imported, or by calling this
+    "register_auto_classes": "bio_mrc.model",
     "Example": "bio_mrc.types",
     "Prediction": "bio_mrc.types",
     "AnswerSpan": "bio_mrc.types",

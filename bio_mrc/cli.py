@@ -14,6 +14,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from . import __version__
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
@@ -46,18 +47,19 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
                         help="leave out bad questions instead of stopping at the first one (each is reported)")
 
 
-# The forms load_squad reads (bio_mrc/data/sources.py), for every --data and --train.
-_DATA_HELP = ("SQuAD questions: official SQuAD JSON; JSON Lines with the Hugging Face SQuAD columns "
-              "(.jsonl, .jsonl.gz, or by content); a folder saved with datasets' save_to_disk (FOLDER:SPLIT picks "
+# The forms load_squad reads (bio_mrc/data/formats.py), for every --data and --train.
+_DATA_HELP = ("questions: official SQuAD JSON; JSON Lines with the Hugging Face SQuAD columns "
+              "(.jsonl, .jsonl.gz, or by content); CSV, TSV or Parquet with those columns; an MRQA shared-task file "
+              "(.jsonl.gz); MultiSpanQA JSON; a folder saved with datasets' save_to_disk (FOLDER:SPLIT picks "
               "a DatasetDict's split); or a hub dataset id with a split, e.g. rajpurkar/squad:validation (needs a network)")
 
 
-def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None):
-    """SQuAD questions in any form load_squad reads, under the command's data options,
+def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None):
+    """Questions in any form load_squad reads, under the command's data options,
     reporting every relocated offset and skipped question."""
     from .data.squad import load_squad
 
-    data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid)
+    data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid, data_format=data_format)
     if data.fixed_offsets:
         print(f"note: relocated answer_start of {len(data.fixed_offsets)} question(s) in {path}: "
               f"{', '.join(data.fixed_offsets[:10])}{', ...' if len(data.fixed_offsets) > 10 else ''}", file=sys.stderr)
@@ -87,6 +89,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from .inference import TrainedModel, decode_with_thresholds, write_prediction_files
+    from .inference.answers import decode_answers
 
     output = check_file_target(args.output)
     data = _load_squad(args, args.data, args.limit)
@@ -98,11 +101,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     report: dict[str, object] = {"questions": len(data.examples), "inference_seconds": round(time.perf_counter() - started, 1)}
     config = trained.decode_config(_decode_config(args, require_answer=not data.is_v2))
+    multi_span = data.format == "multispanqa"  # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     for decoding in args.decoding:
         # One decoding writes to --output itself; several write PREDS.<decoding>.json each, from one forward pass.
         path = output if len(args.decoding) == 1 else output.with_suffix(f".{decoding}{output.suffix}")
-        predictions = decode_with_thresholds(outputs, data.examples, decoding, config, trained.thresholds)
-        report[decoding] = {k: str(v) for k, v in write_prediction_files(predictions, path).items()}
+        predictions = (decode_answers(outputs, data.examples, decoding, config, trained.thresholds, multi_span=True) if multi_span
+                       else decode_with_thresholds(outputs, data.examples, decoding, config, trained.thresholds))
+        report[decoding] = {k: str(v) for k, v in write_prediction_files(predictions, path, multi_span=multi_span).items()}
     print(json.dumps(report, indent=2))
     return 0
 
@@ -125,18 +130,18 @@ def _unknown_ids_as_warning_lines() -> Iterator[None]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.predictions import load_na_probs, load_predictions
 
-    if args.metric == "multispan":
-        from .data.multispanqa import load_multispanqa, multispan_gold_texts
+    data = _load_squad(args, args.data, data_format="multispanqa" if args.metric == "multispan" else None)
+    if (args.metric or ("multispan" if data.format == "multispanqa" else "squad")) == "multispan":
+        from .data.multispanqa import multispan_gold_texts
         from .metrics.multispan import multispan_metrics
 
-        gold = multispan_gold_texts(load_multispanqa(args.data))
+        gold = multispan_gold_texts(data.examples)
         # The official MultiSpanQA script scores only complete files: a missing question is an error here too.
         predictions, _ = load_predictions(args.predictions, list(gold), multi_span=True, strict=True)
         print(json.dumps(multispan_metrics(gold, predictions), indent=2))
         return 0
     from .metrics.squad import squad_metrics
 
-    data = _load_squad(args, args.data)
     gold = data.gold_texts()
     with _unknown_ids_as_warning_lines():
         predictions, missing = load_predictions(args.predictions, list(gold), strict=args.strict)
@@ -240,6 +245,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bio-mrc", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     # Every option's help ends with its real default, read from the parser (so help and defaults cannot drift).
     add_command = functools.partial(sub.add_parser, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -284,7 +290,8 @@ def _add_model_commands(add_command) -> None:
     evaluate.add_argument("--data", required=True, help=f"{_DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
     evaluate.add_argument("--predictions", required=True)
     evaluate.add_argument("--na-probs")
-    evaluate.add_argument("--metric", choices=("squad", "multispan"), default="squad")
+    evaluate.add_argument("--metric", choices=("squad", "multispan"),
+                          help="default: multispan for MultiSpanQA's layout, else squad")
     evaluate.add_argument("--strict", action="store_true",
                           help="a question without a prediction is an error, not a wrong answer, and so is an id "
                                "that is not a question of the data (else ignored with a warning, as the official scripts)")

@@ -128,6 +128,20 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         if self.bio_head is not None:
             self.bio_head.reset_bias()  # post_init zeroed it; loaded checkpoints overwrite it anyway
 
+    # The heads hold no attention of their own: the model runs whichever attention kernels its encoder runs,
+    # so from_pretrained(..., attn_implementation="sdpa" | "eager" | ...) reaches the encoder through its sub-config.
+    @property
+    def _supports_sdpa(self) -> bool:
+        return _encoder_class(self.config.encoder)._supports_sdpa
+
+    @property
+    def _supports_flash_attn(self) -> bool:
+        return _encoder_class(self.config.encoder)._supports_flash_attn
+
+    @property
+    def _supports_flex_attn(self) -> bool:
+        return _encoder_class(self.config.encoder)._supports_flex_attn
+
     # Plain init for the heads; the encoder's own modules keep their pretrained weights.
     def _init_weights(self, module: torch.nn.Module) -> None:
         if isinstance(module, torch.nn.Linear):
@@ -244,6 +258,13 @@ def set_encoder_dropout(encoder_config: PreTrainedConfig, attention: float | Non
             setattr(encoder_config, name, rate)
 
 
+def _encoder_class(encoder_config: PreTrainedConfig) -> type[PreTrainedModel]:
+    """The class ``AutoModel`` builds for an encoder config (``BertModel`` for a ``BertConfig``)."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+    return MODEL_MAPPING[type(encoder_config)]
+
+
 def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:
     """BERT-like encoders build a pooler we never use; skip it where the class allows."""
     try:
@@ -252,9 +273,19 @@ def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:
         return AutoModel.from_config(encoder_config, trust_remote_code=False)
 
 
-# Known to the Auto classes: AutoConfig/AutoTokenizer read saved folders without warnings, and
-# AutoModelForQuestionAnswering.from_pretrained(folder) returns this model once bio_mrc is imported.
-AutoConfig.register(BioMrcConfig.model_type, BioMrcConfig, exist_ok=True)
-AutoModelForQuestionAnswering.register(BioMrcConfig, BioMrcForQuestionAnswering, exist_ok=True)
+def register_auto_classes() -> None:
+    """Make the Auto classes know bio_mrc models: ``AutoConfig`` reads saved folders, and ``AutoModel`` and
+    ``AutoModelForQuestionAnswering`` ``.from_pretrained(folder)`` return :class:`BioMrcForQuestionAnswering`
+    (the heads are the model; there is no headless base model to return).
 
-__all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "set_encoder_dropout"]
+    Importing this module calls it; ``import bio_mrc`` alone does not, its pieces load lazily. transformers 5
+    reads no entry points: it looks an unknown ``model_type`` up only in ``CONFIG_MAPPING``, which this fills,
+    or in the config's ``auto_map`` as remote code, which this package refuses (:func:`bio_mrc.encoders.as_data`)."""
+    AutoConfig.register(BioMrcConfig.model_type, BioMrcConfig, exist_ok=True)
+    AutoModel.register(BioMrcConfig, BioMrcForQuestionAnswering, exist_ok=True)
+    AutoModelForQuestionAnswering.register(BioMrcConfig, BioMrcForQuestionAnswering, exist_ok=True)
+
+
+register_auto_classes()
+
+__all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "register_auto_classes", "set_encoder_dropout"]

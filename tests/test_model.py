@@ -110,11 +110,53 @@ def test_bio_targets_need_a_paragraph_mask(tiny_encoder_dir):
 
 
 def test_auto_classes_load_a_saved_model(tiny_encoder_dir, tmp_path):
-    from transformers import AutoModelForQuestionAnswering
+    from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering
 
     BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="bio").save_pretrained(tmp_path)
-    loaded = AutoModelForQuestionAnswering.from_pretrained(tmp_path)
-    assert isinstance(loaded, BioMrcForQuestionAnswering) and loaded.config.heads == "bio"
+    for auto in (AutoModelForQuestionAnswering, AutoModel):
+        loaded = auto.from_pretrained(tmp_path)
+        assert isinstance(loaded, BioMrcForQuestionAnswering) and loaded.config.heads == "bio"
+    assert isinstance(AutoConfig.from_pretrained(tmp_path), BioMrcConfig)
+    assert isinstance(AutoModel.from_config(AutoConfig.from_pretrained(tmp_path)), BioMrcForQuestionAnswering)
+
+
+def test_auto_classes_need_the_registration_that_importing_the_model_does(tiny_encoder_dir, tmp_path):
+    """transformers reads no entry points: in a fresh interpreter the folder's model_type is unknown until
+    bio_mrc.register_auto_classes() (or importing bio_mrc.model) registers it; a bare ``import bio_mrc`` stays light."""
+    import subprocess
+    import sys
+
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span").save_pretrained(tmp_path)
+    script = (
+        "import sys, bio_mrc\n"
+        "from transformers import AutoModelForQuestionAnswering as Auto\n"
+        "assert 'bio_mrc.model' not in sys.modules\n"
+        "try:\n    Auto.from_pretrained(sys.argv[1])\nexcept ValueError as error:\n    print('refused:', 'bio_mrc' in str(error))\n"
+        "bio_mrc.register_auto_classes()\n"
+        "print('loaded:', type(Auto.from_pretrained(sys.argv[1])).__name__)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["refused: True", "loaded: BioMrcForQuestionAnswering"]
+
+
+@pytest.mark.parametrize("load", ["class", "auto"])
+def test_attn_implementation_reaches_the_encoder(tiny_encoder_dir, tmp_path, load):
+    from transformers import AutoModelForQuestionAnswering
+
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").save_pretrained(tmp_path)
+    loader = BioMrcForQuestionAnswering if load == "class" else AutoModelForQuestionAnswering
+    inputs = {k: v for k, v in batch().items() if k in ("input_ids", "attention_mask")}
+    logits = {}
+    for implementation in ("sdpa", "eager"):
+        model = loader.from_pretrained(tmp_path, attn_implementation=implementation).eval()
+        assert model.encoder.config._attn_implementation == implementation == model.config._attn_implementation
+        with torch.no_grad():
+            logits[implementation] = model(**inputs)
+    for name in ("start_logits", "end_logits", "bio_logits"):  # two kernels, one computation
+        torch.testing.assert_close(logits["sdpa"][name], logits["eager"][name], atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="not supported"):
+        loader.from_pretrained(tmp_path, attn_implementation="no-such-kernel")
 
 
 def test_hidden_states_and_attentions_pass_through_to_the_encoder(tiny_encoder_dir):

@@ -1,10 +1,8 @@
-"""Where SQuAD questions come from, in the forms users have them.
-
-An official SQuAD JSON file; JSON Lines with the Hugging Face SQuAD columns (``id``, ``title``,
-``context``, ``question``, ``answers: {text: [...], answer_start: [...]}``), plain or gzipped;
-a ``datasets.Dataset``/``DatasetDict`` with those columns, in memory or saved with
-``save_to_disk``; a hub dataset id. This module only *reads* them, lazily, into raw records:
-:func:`bio_mrc.data.squad.load_squad` validates every form with the same per-question rule.
+"""Readers of the SQuAD forms users have: an official SQuAD JSON file; JSON Lines with the Hugging Face SQuAD
+columns (``id``, ``title``, ``context``, ``question``, ``answers: {text: [...], answer_start: [...]}``), plain or
+gzipped; a ``datasets.Dataset``/``DatasetDict`` with those columns, in memory or saved with ``save_to_disk``; a hub
+dataset id. Each reads lazily into raw :class:`Records`; :mod:`bio_mrc.data.formats` says which reader a source
+needs and :func:`bio_mrc.data.squad.load_squad` validates every form with the same per-question rule.
 
 A string may end in ``:SPLIT`` to pick a split of a saved DatasetDict or of a hub dataset
 (``squad_saved:validation``, ``rajpurkar/squad:validation``); a DatasetDict with one split needs none.
@@ -18,10 +16,10 @@ import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from os import PathLike
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..types import Example
 from .errors import DataFormatError, NotPlainJsonError, loads, read_json
 
 SQUAD_COLUMNS = ("id", "context", "question", "answers")
@@ -29,39 +27,21 @@ ROW_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".gz")
 # A split name, optionally with the hub's slice syntax: validation, train[:1000].
 _WITH_SPLIT = re.compile(r"^(?P<base>.+):(?P<split>[A-Za-z0-9_][\w.\-]*(?:\[[^\]]*\])?)$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)?$")
-_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".txt", ".csv", ".parquet", ".arrow")
+_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".txt", ".csv", ".tsv", ".tab", ".parquet", ".arrow")
 _SNIFF_BYTES = 1 << 20
 _JSON_TYPES = {list: "list", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
 
 
 @dataclass
 class Records:
-    """One source's questions before validation: ``squad`` (an official JSON object) or ``rows``
-    (``(where, row)`` pairs in the Hugging Face SQuAD columns; ``where`` is ``line N`` or ``row N``)."""
+    """One source's questions before validation: ``squad`` (an official JSON object), ``rows``
+    (``(where, row)`` pairs in the Hugging Face SQuAD columns; ``where`` is ``line N`` or ``row N``) or
+    ``examples`` (already validated, from a layout with its own rules such as MultiSpanQA's)."""
 
     name: str
     squad: Any = None
     rows: Iterable[tuple[str, Any]] | None = None
-
-
-def read_records(data: Any, split: str | None = None) -> Records:
-    """The records of any supported form; a string that names no local path may be a hub id."""
-    if _from_datasets(data):
-        return dataset_records(data, split, f"datasets.{type(data).__name__}")
-    if not isinstance(data, (str, PathLike)):
-        raise TypeError(f"expected a path, a hub dataset id or a datasets.Dataset/DatasetDict, got {type(data).__name__}")
-    if isinstance(data, str) and split is None:
-        data, split = split_spec(data)
-    path = Path(data)
-    if path.is_dir():
-        return _folder_records(path, split)
-    if path.exists():
-        if split is not None:
-            raise DataFormatError(f"':{split}' picks a split of a saved DatasetDict or a hub dataset, not of a file", source=str(path))
-        return _file_records(path)
-    if isinstance(data, str) and is_hub_id(data):
-        return _hub_records(data, split)
-    raise DataFormatError("file not found", source=str(path))
+    examples: list[Example] | None = None
 
 
 def split_spec(text: str) -> tuple[str, str | None]:
@@ -97,24 +77,31 @@ def locate(spec: str, base_dir: Path) -> str:
     return str(local)
 
 
-def _file_records(path: Path) -> Records:
-    """JSON Lines by suffix or by content (``Dataset.to_json`` writes them to ``.json`` files), else official JSON."""
-    if path.name.lower().endswith(ROW_SUFFIXES) or _first_line_is_a_row(path):
-        return Records(str(path), rows=_jsonl_rows(path))
+def jsonl_records(path: Path) -> Records:
+    return Records(str(path), rows=jsonl_rows(path))
+
+
+def squad_records(path: Path) -> Records:
     return Records(str(path), squad=read_json(path))
 
 
-def _first_line_is_a_row(path: Path) -> bool:
-    with open(path, "rb") as handle:
-        first = handle.readline(_SNIFF_BYTES)
-    try:
-        record = json.loads(first)
-    except (ValueError, RecursionError):  # a pretty-printed or long one-line official file, or not JSON: read_json says which
-        return False
+def first_line_is_a_row(record: Any) -> bool:
+    """A first line's object that is a question in the Hugging Face columns (``Dataset.to_json`` writes them to
+    ``.json`` files), not an official file on one line."""
     return isinstance(record, dict) and "data" not in record and any(key in record for key in SQUAD_COLUMNS)
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
+def first_json_line(path: Path) -> Any:
+    """The object on a file's first line (a gzipped file's too), or None where it is not one JSON value."""
+    try:
+        with (gzip.open if path.suffix.lower() == ".gz" else open)(path, "rb") as handle:
+            first = handle.readline(_SNIFF_BYTES)
+        return json.loads(first)
+    except (ValueError, RecursionError, OSError, EOFError, zlib.error):  # pretty-printed, long, not JSON, a bad gzip
+        return None
+
+
+def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
     """``("line N", object)`` for each non-blank line, read one at a time; a bad line raises naming it."""
     source = str(path)
     with (gzip.open if path.suffix.lower() == ".gz" else open)(path, "rb") as handle:
@@ -155,7 +142,7 @@ def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
     return record
 
 
-def _from_datasets(data: Any) -> bool:
+def from_datasets(data: Any) -> bool:
     """A ``datasets`` object, recognised without importing ``datasets`` (slow) for files."""
     return type(data).__module__.split(".")[0] == "datasets"
 
@@ -172,14 +159,41 @@ def dataset_records(data: Any, split: str | None, name: str) -> Records:
         data, name = data[split], f"{name}:{split}"
     elif split is not None:
         raise DataFormatError(f"':{split}' picks a split of a DatasetDict; this is a single Dataset", source=name)
-    columns = getattr(data, "column_names", None)
+    check_columns(getattr(data, "column_names", None), name, "dataset")
+    return Records(name, rows=table_rows(enumerate(data), name))
+
+
+def check_columns(columns: Iterable[str] | None, name: str, kind: str) -> None:
     missing = [column for column in SQUAD_COLUMNS if columns is not None and column not in columns]
     if missing:
-        raise DataFormatError(f"the dataset lacks the SQuAD columns {missing} (it has {list(columns)})", source=name)
-    return Records(name, rows=((f"row {index}", row) for index, row in enumerate(data)))
+        raise DataFormatError(f"the {kind} lacks the SQuAD columns {missing} (it has {list(columns or [])})", source=name)
 
 
-def _folder_records(path: Path, split: str | None) -> Records:
+def table_rows(rows: Iterable[tuple[int, Any]], name: str) -> Iterator[tuple[str, Any]]:
+    """``("row N", row)`` with plain Python values: a table cell cannot hold an object, so ``answers`` may be its
+    JSON text (a CSV's cell, a string column), and array values (pandas, NumPy) become lists."""
+    for index, row in rows:
+        row = plain(row)
+        answers = row.get("answers") if isinstance(row, dict) else None
+        if isinstance(answers, str):
+            try:
+                row = {**row, "answers": loads(answers)}
+            except (ValueError, NotPlainJsonError) as err:
+                raise DataFormatError(f"'answers' is text but not JSON {{\"text\": [...], \"answer_start\": [...]}}: {err}",
+                                      row.get("id") or None, f"{name}, row {index}") from None
+        yield f"row {index}", row
+
+
+def plain(value: Any) -> Any:
+    """Dicts, lists and scalars of Python's own types, for values read through NumPy, pandas or Arrow."""
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    return value.tolist() if hasattr(value, "tolist") and not isinstance(value, str) else value
+
+
+def folder_records(path: Path, split: str | None) -> Records:
     if not ((path / "dataset_dict.json").exists() or (path / "state.json").exists()):
         raise DataFormatError(
             "expected a JSON or JSON Lines file, or a folder saved with datasets' save_to_disk; "
@@ -190,11 +204,11 @@ def _folder_records(path: Path, split: str | None) -> Records:
     try:
         loaded = datasets.load_from_disk(str(path))
     except Exception as err:  # datasets raises many kinds for a damaged folder; all mean the same to the user
-        raise DataFormatError(f"could not read the saved dataset: {type(err).__name__}: {_first_line(err)}", source=str(path)) from None
+        raise DataFormatError(f"could not read the saved dataset: {type(err).__name__}: {first_line(err)}", source=str(path)) from None
     return dataset_records(loaded, split, str(path))
 
 
-def _hub_records(dataset_id: str, split: str | None) -> Records:
+def hub_records(dataset_id: str, split: str | None) -> Records:
     """``datasets.load_dataset(id, split=...)``; without a network (or with an unknown id) a clear error."""
     import datasets
 
@@ -204,11 +218,11 @@ def _hub_records(dataset_id: str, split: str | None) -> Records:
     except Exception as err:  # ConnectionError, offline mode, unknown dataset or split: the user's next step is the same
         raise DataFormatError(
             f"no such local file or folder, and the Hugging Face hub dataset could not be loaded "
-            f"({type(err).__name__}: {_first_line(err)}); without a network, pass a local SQuAD JSON or "
+            f"({type(err).__name__}: {first_line(err)}); without a network, pass a local SQuAD JSON or "
             "JSON Lines file or a folder saved with save_to_disk", source=name,
         ) from None
     return dataset_records(loaded, None, name)
 
 
-def _first_line(error: Exception) -> str:
+def first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [""])[0]

@@ -10,13 +10,14 @@ from typing import Any, Iterable, Iterator, Sequence
 from ..errors import ConfigError
 from ..types import Example
 from .errors import DataFormatError
-from .sources import read_records
+from .formats import detect_format
 from .text import check_text
 
 
 @dataclass
 class SquadFile:
-    """The examples of one file, in file order, and its declared version ("1.1" or "2.0").
+    """The examples of one file, in file order, its declared version ("1.1" or "2.0") and the format it was read as
+    (a name in :data:`bio_mrc.data.formats.FORMATS`).
 
     ``skipped`` holds the error of every question left out under ``skip_invalid``
     and ``fixed_offsets`` the ids whose ``answer_start`` was relocated under ``fix_offsets``.
@@ -25,6 +26,7 @@ class SquadFile:
     examples: list[Example]
     version: str
     source: str = ""
+    format: str = ""
     skipped: list[DataFormatError] = field(default_factory=list)
     fixed_offsets: list[str] = field(default_factory=list)
 
@@ -43,33 +45,45 @@ def gold_texts(examples: Iterable[Example]) -> dict[str, list[str]]:
 
 
 def load_squad(
-    data: Any, limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False, split: str | None = None
+    data: Any, limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False, split: str | None = None,
+    data_format: str | None = None,
 ) -> SquadFile:
-    """Read SQuAD questions from any form users have them in, validating every record the same way.
+    """Read questions from any form users have them in, validating every record the same way.
 
-    ``data`` is an official SQuAD JSON file; a JSON Lines file (``.jsonl``, ``.jsonl.gz``, or by
-    content) with the Hugging Face SQuAD columns, one question per line; a ``datasets.Dataset`` or
-    ``DatasetDict`` with those columns, or a folder one was saved to with ``save_to_disk``; or a hub
-    dataset id. ``split`` (or a ``:SPLIT`` suffix on a string) picks a DatasetDict's or a hub
-    dataset's split; a DatasetDict with one split needs none. See :mod:`bio_mrc.data.sources`.
+    ``data`` is an official SQuAD JSON file; a JSON Lines file (``.jsonl``, ``.jsonl.gz``, or by content) with
+    the Hugging Face SQuAD columns, one question per line; a CSV, TSV or Parquet file with those columns (read
+    through ``datasets``; a CSV's ``answers`` as JSON text); a ``datasets.Dataset`` or ``DatasetDict`` with those
+    columns, or a folder one was saved to with ``save_to_disk``; a pandas DataFrame or a list of dicts with them;
+    an MRQA shared-task file (``.jsonl`` or ``.jsonl.gz``); a MultiSpanQA JSON file; or a hub dataset id.
+    ``split`` (or a ``:SPLIT`` suffix on a string) picks a DatasetDict's or a hub dataset's split; a
+    DatasetDict with one split needs none. The form is recognised by :func:`bio_mrc.data.formats.detect_format`;
+    ``data_format`` (a name of :data:`~bio_mrc.data.formats.FORMATS`) refuses any other.
 
     Each annotator's answer becomes one alternative with one span. A bad record
     (no id, an empty context or question, an ``answer_start`` that does not point
     at its ``text``, a text absent from the context, ``is_impossible`` that
     contradicts the answers, a repeated id) raises :class:`DataFormatError` naming
-    the file and the record (and the line of a JSON Lines file, the row of a dataset):
-    nothing is dropped silently.
+    the file and the record (and the line of a JSON Lines file, the row of a table),
+    the format it was read as and what that format expects: nothing is dropped silently.
 
     ``fix_offsets`` relocates an ``answer_start`` that misses its text to the
     occurrence of the text nearest to it (the ids are listed in ``fixed_offsets``).
     ``skip_invalid`` leaves bad questions out instead of raising, and lists their
-    errors in ``skipped``; a malformed file, line or article still raises. ``limit``
-    keeps the first ``limit`` questions in file order (a fixed, reproducible slice).
+    errors in ``skipped``; a malformed file, line or article still raises, and so does any bad record of
+    MultiSpanQA's layout, which is validated whole. ``limit`` keeps the first ``limit`` questions in file
+    order (a fixed, reproducible slice).
     """
-    records = read_records(data, split)
-    if records.rows is not None:
-        return parse_rows(records.rows, records.name, limit, fix_offsets, skip_invalid)
-    return parse_squad(records.squad, records.name, limit, fix_offsets, skip_invalid)
+    detected = detect_format(data, split, data_format)
+    with detected.errors_described():
+        records = detected.read()
+        if records.examples is not None:
+            result = SquadFile(records.examples[: _checked_limit(limit)], "1.1", records.name)
+        elif records.rows is not None:
+            result = parse_rows(records.rows, records.name, limit, fix_offsets, skip_invalid)
+        else:
+            result = parse_squad(records.squad, records.name, limit, fix_offsets, skip_invalid)
+    result.format = detected.format
+    return result
 
 
 def parse_squad(
@@ -110,8 +124,7 @@ def _collect(
     questions: Iterable[tuple[Any, Any, str, str]], result: SquadFile, limit: int | None, fix_offsets: bool, skip_invalid: bool
 ) -> SquadFile:
     """The one pass every form goes through: parse each question, refuse a repeated id, raise or skip, stop at ``limit``."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ConfigError(f"limit is a positive number of questions (or none for all); got {limit!r}")
+    _checked_limit(limit)
     seen: set[str] = set()
     for qa, context, title, source in questions:
         try:
@@ -130,6 +143,12 @@ def _collect(
         if limit is not None and len(result.examples) >= limit:
             break
     return result
+
+
+def _checked_limit(limit: int | None) -> int | None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"limit is a positive number of questions (or none for all); got {limit!r}")
+    return limit
 
 
 def _questions_of(article: Any, number: int, source: str) -> Iterator[tuple[Any, Any, str]]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.multispanqa import load_multispanqa, multispan_gold_texts
+from ..data.multispanqa import multispan_gold_texts
 from ..data.sources import locate
 from ..data.splits import kfold_by_question, question_set_hash, split_by_article
 from ..data.squad import gold_texts, load_squad
@@ -45,19 +45,16 @@ class Split:
 
 def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
     """The questions a data entry names; the same entry always gives the same questions."""
-    path = Path(spec.path) if Path(spec.path).is_absolute() else data_dir / spec.path
-    if spec.format == "multispanqa":
-        examples, is_v2 = load_multispanqa(path), False
-    else:
-        # any form load_squad reads: a file, JSON Lines, a saved dataset (FOLDER:SPLIT) under data_dir, or a hub id
-        data = load_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit)
-        examples, is_v2 = data.examples, data.is_v2
+    # any form load_squad reads: a file, JSON Lines, a table, a saved dataset (FOLDER:SPLIT) under data_dir, or a hub id
+    data = load_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
+                      data_format="multispanqa" if spec.format == "multispanqa" else None)
+    examples, is_v2 = data.examples, data.is_v2
     if spec.split:
         examples = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))[spec.split["part"]]
     examples = examples[spec.skip : spec.skip + spec.limit if spec.limit else None]
     if spec.unanswerable_ratio:
         examples = add_unanswerable(examples, spec.unanswerable_ratio, seed=spec.split.get("seed", 0) if spec.split else 0)
-    if spec.format == "multispanqa":
+    if data.format == "multispanqa":
         return Split(examples, "multispan", spec.describe(), metric="multispan")
     version = "2.0" if is_v2 or any(not ex.is_answerable for ex in examples) else "1.1"
     return Split(examples, version, spec.describe())

@@ -1,0 +1,158 @@
+"""Every form questions come in, in one table: a format's name, what it looks like, how it is recognised and how it
+is read. :func:`detect_format` picks the first format whose detector accepts the source (the table's order is
+the order of the checks); :func:`bio_mrc.data.squad.load_squad` reads and validates it, and an error names the
+format it was read as and what that format expects."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from functools import cached_property
+from os import PathLike
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from ..errors import ConfigError
+from .errors import DataFormatError, read_json
+from .mrqa import is_mrqa_header, mrqa_records
+from .multispanqa import parse_multispanqa
+from .sources import (
+    ROW_SUFFIXES, Records, dataset_records, first_json_line, first_line_is_a_row, folder_records, from_datasets,
+    hub_records, is_hub_id, jsonl_records, split_spec,
+)
+from .tables import PARQUET_MAGIC, dataframe_records, delimited_records, list_records, parquet_records
+
+
+class Source:
+    """What a detector looks at: the object passed, or a path and (read once, on demand) its content."""
+
+    def __init__(self, data: Any, split: str | None) -> None:
+        if isinstance(data, str) and split is None:
+            data, split = split_spec(data)
+        self.data, self.split = data, split
+        self.path = Path(data) if isinstance(data, (str, PathLike)) else None
+        self.name = str(data) if self.path is not None else type(data).__name__
+
+    def suffix_is(self, *suffixes: str) -> bool:
+        return self.is_file and self.path.name.lower().endswith(suffixes)
+
+    @property
+    def is_file(self) -> bool:
+        return self.path is not None and self.path.is_file()
+
+    @cached_property
+    def first_line(self) -> Any:
+        """The first line's JSON value (None where it is not one)."""
+        return first_json_line(self.path) if self.is_file else None
+
+    @cached_property
+    def head(self) -> bytes:
+        with open(self.path, "rb") as handle:
+            return handle.read(4)
+
+    @cached_property
+    def json(self) -> Any:
+        """The whole file's JSON value; a file that is not JSON raises when its reader asks, not when detected."""
+        try:
+            return read_json(self.path)
+        except DataFormatError as error:
+            return error
+
+    def parsed_json(self) -> Any:
+        if isinstance(self.json, DataFormatError):
+            raise self.json
+        return self.json
+
+
+@dataclass(frozen=True)
+class DataFormat:
+    """``expects`` says what the format looks like (in errors and docs); ``detect`` and ``read`` take a :class:`Source`."""
+
+    expects: str
+    detect: Callable[[Source], bool]
+    read: Callable[[Source], Records]
+    takes_split: bool = False
+
+
+def _is_multispanqa(source: Source) -> bool:
+    if not source.is_file:
+        return False
+    data = source.json.get("data") if isinstance(source.json, dict) else None
+    return isinstance(data, list) and bool(data) and isinstance(data[0], dict) and "label" in data[0]
+
+
+def _multispanqa_records(source: Source) -> Records:
+    return Records(source.name, examples=parse_multispanqa(source.parsed_json(), source.name))
+
+
+_HF_COLUMNS = "the Hugging Face SQuAD columns id, title (optional), context, question, answers {text: [...], answer_start: [...]}"
+
+FORMATS: dict[str, DataFormat] = {
+    "datasets": DataFormat(f"a datasets.Dataset or DatasetDict with {_HF_COLUMNS}", lambda s: from_datasets(s.data),
+                           lambda s: dataset_records(s.data, s.split, f"datasets.{s.name}"), takes_split=True),
+    "dataframe": DataFormat(f"a pandas DataFrame with {_HF_COLUMNS}", lambda s: type(s.data).__module__.startswith("pandas"),
+                            lambda s: dataframe_records(s.data)),
+    "records": DataFormat(f"a list of dicts with {_HF_COLUMNS}", lambda s: isinstance(s.data, (list, tuple)),
+                          lambda s: list_records(s.data)),
+    "saved-dataset": DataFormat(f"a folder written by datasets' save_to_disk, with {_HF_COLUMNS}",
+                                lambda s: s.path is not None and s.path.is_dir(), lambda s: folder_records(s.path, s.split),
+                                takes_split=True),
+    "csv": DataFormat(f"a CSV file with a header row naming {_HF_COLUMNS} (answers as JSON text)",
+                      lambda s: s.suffix_is(".csv", ".csv.gz"), lambda s: delimited_records(s.path, ",")),
+    "tsv": DataFormat(f"a TSV file with a header row naming {_HF_COLUMNS} (answers as JSON text)",
+                      lambda s: s.suffix_is(".tsv", ".tab", ".tsv.gz"), lambda s: delimited_records(s.path, "\t")),
+    "parquet": DataFormat(f"a Parquet file with {_HF_COLUMNS}", lambda s: s.is_file and s.head == PARQUET_MAGIC,
+                          lambda s: parquet_records(s.path)),
+    "mrqa": DataFormat("an MRQA shared-task file: a {\"header\": ...} line, then one context per line with 'qas' of "
+                       "'qid', 'question' and 'detected_answers' with 'char_spans'", lambda s: is_mrqa_header(s.first_line),
+                       lambda s: mrqa_records(s.path)),
+    "jsonl": DataFormat(f"JSON Lines, one question per line in {_HF_COLUMNS}",
+                        lambda s: s.suffix_is(*ROW_SUFFIXES) or first_line_is_a_row(s.first_line), lambda s: jsonl_records(s.path)),
+    "multispanqa": DataFormat("MultiSpanQA JSON: {\"data\": [{id, question: [words], context: [words], label: [B/I/O per word]}]}",
+                              _is_multispanqa, _multispanqa_records),
+    "squad": DataFormat("official SQuAD JSON: {\"data\": [{title, paragraphs: [{context, qas: [{id, question, answers}]}]}]}",
+                        lambda s: s.is_file, lambda s: Records(s.name, squad=s.parsed_json())),
+    "hub": DataFormat("a Hugging Face hub dataset id with the SQuAD columns, e.g. rajpurkar/squad:validation",
+                      lambda s: isinstance(s.data, str) and not s.path.exists() and is_hub_id(s.data),
+                      lambda s: hub_records(s.data, s.split), takes_split=True),
+}
+
+
+@dataclass(frozen=True)
+class Detected:
+    """A source and the format it was recognised as."""
+
+    format: str
+    source: Source
+
+    def read(self) -> Records:
+        return FORMATS[self.format].read(self.source)
+
+    @contextlib.contextmanager
+    def errors_described(self) -> Iterator[None]:
+        """A :class:`DataFormatError` raised inside says which format the source was read as and what it expects."""
+        try:
+            yield
+        except DataFormatError as error:
+            raise DataFormatError(f"{error.problem}; read as {self.format}: {FORMATS[self.format].expects}",
+                                  error.record, error.source) from None
+
+
+def detect_format(data: Any, split: str | None = None, expected: str | None = None) -> Detected:
+    """The first format of :data:`FORMATS` that recognises ``data``; with ``expected``, a source recognised as
+    another format raises, naming both."""
+    if expected is not None and expected not in FORMATS:
+        raise ConfigError(f"unknown data format {expected!r}; one of {', '.join(FORMATS)}")
+    source = Source(data, split)
+    name = next((name for name, form in FORMATS.items() if form.detect(source)), None)
+    if name is None:
+        if source.path is None:
+            raise TypeError(f"expected a path, a hub dataset id, a datasets.Dataset/DatasetDict, a pandas DataFrame or "
+                            f"a list of dicts, got {type(data).__name__}")
+        raise DataFormatError("file not found", source=source.name)
+    if expected is not None and name != expected:
+        raise DataFormatError(f"detected {name} ({FORMATS[name].expects}), expected {expected} ({FORMATS[expected].expects})",
+                              source=source.name)
+    if source.split is not None and not FORMATS[name].takes_split:
+        raise DataFormatError(f"':{source.split}' picks a split of a saved DatasetDict or a hub dataset, not of a file", source=source.name)
+    return Detected(name, source)

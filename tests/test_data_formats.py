@@ -1,0 +1,192 @@
+"""The formats of the format table: CSV, TSV, Parquet, a DataFrame, a list of dicts, MRQA shared-task files and
+MultiSpanQA's layout each load to the same questions as the official SQuAD JSON they were written from, and a
+bad record's error names the file, the record, the format it was read as and what that format expects."""
+
+import csv
+import gzip
+import json
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.data.formats import FORMATS, detect_format
+from bio_mrc.data.multispanqa import load_multispanqa
+from bio_mrc.data.squad import load_squad
+from bio_mrc.errors import ConfigError, DataFormatError
+
+from .test_data_sources import as_squad_json, hf_rows, squad_json, write_jsonl
+
+datasets = pytest.importorskip("datasets")
+pandas = pytest.importorskip("pandas")
+pyarrow_parquet = pytest.importorskip("pyarrow.parquet")
+COLUMNS = ["id", "title", "context", "question", "answers"]
+
+
+def write_delimited(path, rows, delimiter):
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, delimiter=delimiter)
+        writer.writerow(COLUMNS)
+        writer.writerows([*(row[c] for c in COLUMNS[:-1]), json.dumps(row["answers"], ensure_ascii=False)] for row in rows)
+    return path
+
+
+def as_csv(tmp_path, rows):
+    return write_delimited(tmp_path / "dev.csv", rows, ",")
+
+
+def as_tsv(tmp_path, rows):
+    return write_delimited(tmp_path / "dev.tsv", rows, "\t")
+
+
+def as_parquet(tmp_path, rows):
+    import pyarrow
+
+    pyarrow_parquet.write_table(pyarrow.Table.from_pylist(rows), tmp_path / "dev.parquet")
+    return tmp_path / "dev.parquet"
+
+
+def as_dataframe(tmp_path, rows):
+    return pandas.DataFrame(rows)
+
+
+def as_dataframe_from_parquet(tmp_path, rows):
+    return pandas.read_parquet(as_parquet(tmp_path, rows))  # list cells come back as NumPy arrays
+
+
+def as_list(tmp_path, rows):
+    return rows
+
+
+def as_csv_read_by_datasets(tmp_path, rows):
+    """What a user gets from datasets.load_dataset("csv"): answers as a string column."""
+    return datasets.load_dataset("csv", data_files=str(as_csv(tmp_path, rows)), split="train", cache_dir=str(tmp_path / "cache"))
+
+
+TABLES = {"csv": as_csv, "tsv": as_tsv, "parquet": as_parquet, "dataframe": as_dataframe,
+          "dataframe-from-parquet": as_dataframe_from_parquet, "records": as_list, "csv-via-datasets": as_csv_read_by_datasets}
+DETECTED = {"csv": "csv", "tsv": "tsv", "parquet": "parquet", "dataframe": "dataframe", "dataframe-from-parquet": "dataframe",
+            "records": "records", "csv-via-datasets": "datasets"}
+
+
+@pytest.mark.parametrize("form", TABLES)
+def test_tables_round_trip_to_the_official_json_questions(tmp_path, form):
+    expected = load_squad(as_squad_json(tmp_path / "reference", squad_json()))
+    data = load_squad(TABLES[form](tmp_path, hf_rows(squad_json())))
+    assert data.examples == expected.examples and data.version == "2.0" and data.format == DETECTED[form]
+    assert data.examples[0].answer_texts() == [["France"], ["capital of France"]] and data.examples[2].answers == ()
+
+
+def test_csv_cells_stay_text_and_a_bad_answers_cell_names_its_row(tmp_path):
+    rows = hf_rows(squad_json())
+    rows[0] = {**rows[0], "id": "007"}
+    assert load_squad(as_csv(tmp_path, rows)).examples[0].id == "007"  # not the number 7
+    (tmp_path / "dev.csv.gz").write_bytes(gzip.compress((tmp_path / "dev.csv").read_bytes()))
+    assert load_squad(tmp_path / "dev.csv.gz").examples == load_squad(tmp_path / "dev.csv").examples
+    path = tmp_path / "bad.csv"
+    path.write_text(as_csv(tmp_path, rows).read_text(encoding="utf-8").replace('{""text"": [""Spain""]', "{text: Spain"),
+                    encoding="utf-8")
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path)
+    assert info.value.source == f"{path}, row 1" and info.value.record == "q2"
+    assert info.value.problem.startswith("'answers' is text but not JSON")
+    assert f"read as csv: {FORMATS['csv'].expects}" in info.value.problem
+    without = tmp_path / "without.csv"
+    without.write_text("id,context,question\nq1,Paris,Where?\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"the header row \(comma-separated\) lacks the SQuAD columns \['answers'\].*read as csv"):
+        load_squad(without)
+
+
+def mrqa_lines(raw):
+    """The official layout as an MRQA shared-task file: one line per paragraph, inclusive char spans, normalised text."""
+    contexts = [
+        {"context": paragraph["context"], "qas": [
+            {"qid": q["id"], "question": q["question"], "answers": [a["text"] for a in q["answers"]],
+             "detected_answers": [{"text": a["text"].lower(), "char_spans": [[a["answer_start"], a["answer_start"] + len(a["text"]) - 1]],
+                                   "token_spans": [[0, 0]]} for a in q["answers"]]}
+            for q in paragraph["qas"]]}
+        for article in raw["data"] for paragraph in article["paragraphs"]
+    ]
+    return [{"header": {"dataset": "SQuAD", "split": "dev"}}, *contexts]
+
+
+@pytest.mark.parametrize("name, opener", [("dev.jsonl", open), ("SQuAD.jsonl.gz", gzip.open)])
+def test_mrqa_files_round_trip(tmp_path, name, opener):
+    expected = load_squad(as_squad_json(tmp_path, squad_json())).examples
+    data = load_squad(write_jsonl(tmp_path / name, mrqa_lines(squad_json()), opener))
+    assert data.format == "mrqa" and data.version == "2.0" and {ex.title for ex in data.examples} == {"SQuAD"}
+    # the text is the context's characters at the span, not the normalised 'text'
+    assert [(ex.id, ex.question, ex.context, ex.answers) for ex in data.examples] == [
+        (ex.id, ex.question, ex.context, ex.answers) for ex in expected]
+
+
+def test_mrqa_errors_name_line_record_and_format(tmp_path):
+    lines = mrqa_lines(squad_json())
+    lines[1]["qas"][1]["detected_answers"][0]["char_spans"] = [[47, 99]]
+    path = write_jsonl(tmp_path / "bad.jsonl", lines)
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path)
+    assert info.value.record == "q2" and info.value.source == f"{path}, line 2"
+    assert info.value.problem.startswith("char span [47, 99] is not inside the context (53 characters; ends are inclusive); read as mrqa")
+    path = write_jsonl(tmp_path / "no_qas.jsonl", [lines[0], {"context": "x"}])
+    with pytest.raises(DataFormatError, match="line 2 needs a 'context' string and a 'qas' list; read as mrqa"):
+        load_squad(path)
+
+
+MULTISPAN = {"version": 1.0, "data": [
+    {"id": "m1", "question": ["who", "sang", "?"], "context": ["Dave", "and", "Barbara", "sang", "."], "label": ["B", "O", "B", "O", "O"]},
+    {"id": "m2", "question": ["none", "?"], "context": ["no", "answer", "here"], "label": ["O", "O", "O"]},
+]}
+
+
+def test_multispanqa_layout_loads_like_its_own_loader_and_refuses_other_layouts(tmp_path):
+    path = tmp_path / "multispan.json"
+    path.write_text(json.dumps(MULTISPAN), encoding="utf-8")
+    data = load_squad(path)
+    assert data.format == "multispanqa" and data.examples == load_multispanqa(path)
+    assert data.examples[0].answer_texts() == [["Dave", "Barbara"]] and load_squad(path, limit=1).examples == data.examples[:1]
+    squad = as_squad_json(tmp_path, squad_json())
+    with pytest.raises(DataFormatError, match=r"^detected squad \(official SQuAD JSON.*\), expected multispanqa \(MultiSpanQA JSON"):
+        load_squad(squad, data_format="multispanqa")
+    broken = {"data": [{**MULTISPAN["data"][0], "label": ["B"]}]}
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    with pytest.raises(DataFormatError, match="'label' must have one tag per context word: 1 tags for 5 words; read as multispanqa") as info:
+        load_squad(path)
+    assert info.value.record == "m1" and info.value.source == str(path)
+    with pytest.raises(ConfigError, match="unknown data format 'xml'"):
+        detect_format(squad, expected="xml")
+    with pytest.raises(TypeError, match="a pandas DataFrame or a list of dicts, got set"):
+        load_squad({"q1"})
+
+
+def test_comparison_data_recognises_multispanqa_without_a_format(tmp_path):
+    from bio_mrc.harness.config import DataSpec
+    from bio_mrc.harness.splits import resolve_split
+
+    (tmp_path / "multispan.json").write_text(json.dumps(MULTISPAN), encoding="utf-8")
+    split = resolve_split(DataSpec(path="multispan.json"), tmp_path)
+    assert split.metric == "multispan" and split.gold == {"m1": ["Dave", "Barbara"], "m2": []}
+    as_csv(tmp_path, hf_rows(squad_json()))
+    assert resolve_split(DataSpec(path="dev.csv", limit=2), tmp_path).ids == ["q1", "q2"]
+
+
+def test_cli_trains_predicts_and_evaluates_multispanqa_and_csv(tiny_encoder_dir, tmp_path, capsys):
+    path = tmp_path / "multispan.json"
+    path.write_text(json.dumps(MULTISPAN), encoding="utf-8")
+    model, preds = tmp_path / "model", tmp_path / "preds.json"
+    window = ["--max-seq-length", "32", "--doc-stride", "8", "--max-query-length", "8"]
+    assert main(["train", "--train", str(path), "--output-dir", str(model), "--encoder", str(tiny_encoder_dir),
+                 "--heads", "span+bio", "--epochs", "1", *window]) == 0
+    assert main(["predict", "--model", str(model), "--data", str(path), "--output", str(preds), "--decoding", "bio"]) == 0
+    capsys.readouterr()
+    spans = json.loads(preds.read_text())  # MultiSpanQA's own prediction layout: a list of span texts per question
+    assert set(spans) == {"m1", "m2"} and all(isinstance(answer, list) for answer in spans.values())
+    assert main(["evaluate", "--data", str(path), "--predictions", str(preds)]) == 0  # the layout picks the metric
+    scores = json.loads(capsys.readouterr().out)
+    assert set(scores) == {"em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1"}
+    gold = {"q1": "France", "q2": "Spain", "q3": "", "q4": "9"}
+    (tmp_path / "squad_preds.json").write_text(json.dumps(gold), encoding="utf-8")
+    csv_path = as_csv(tmp_path, hf_rows(squad_json()))
+    assert main(["evaluate", "--data", str(csv_path), "--predictions", str(tmp_path / "squad_preds.json")]) == 0
+    assert json.loads(capsys.readouterr().out)["exact"] == 100.0
+    assert main(["evaluate", "--data", str(csv_path), "--predictions", str(preds), "--metric", "multispan"]) == 2
+    assert "detected csv" in capsys.readouterr().err

@@ -1,0 +1,47 @@
+"""What a user installs: one version everywhere, the licence pyproject.toml names, the type-hints marker."""
+
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import bio_mrc
+from bio_mrc.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_version_option_prints_the_package_version(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out == f"bio-mrc {bio_mrc.__version__}\n"
+
+
+def test_changelog_describes_the_current_version():
+    headings = re.findall(r"^## (\S+)", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    assert headings and headings[0] == bio_mrc.__version__
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_the_licence_the_type_marker_and_the_version(tmp_path):
+    source = tmp_path / "source"  # a copy: building writes build/ and *.egg-info beside the sources
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "bio_mrc", source / "bio_mrc", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"),
+                    str(source)], check=True, capture_output=True, timeout=600)
+    (wheel,) = (tmp_path / "dist").glob("bio_mrc-*.whl")
+    version = bio_mrc.__version__
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = archive.read(f"bio_mrc-{version}.dist-info/METADATA").decode()
+        licence = archive.read(f"bio_mrc-{version}.dist-info/licenses/LICENSE").decode()
+    assert {"bio_mrc/py.typed", "bio_mrc/harness/presets/quick.json"} <= names
+    assert f"\nVersion: {version}\n" in metadata and "\nLicense-Expression: Apache-2.0\n" in metadata
+    assert licence == (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert licence.split()[:4] == ["Apache", "License", "Version", "2.0,"] and "END OF TERMS AND CONDITIONS" in licence
