@@ -224,7 +224,7 @@ def test_health_reports_the_model_its_card_and_the_limits(extractor, model_dir):
     assert card["windows"] == WINDOWS and card["calibrated"] == ["joint"]
     assert card["tuned"]["no_answer_thresholds"] == {"span": "-Infinity"}
     assert body["limits"]["max_batch_size"] == 4 and body["limits"]["max_wait_ms"] == 2.5
-    assert body["served"] == {"batches": 0, "requests": 0, "questions": 0}
+    assert body["served"] == {"batches": 0, "requests": 0, "questions": 0, "busy_seconds": 0.0}
 
 
 def test_the_openapi_page_describes_the_requests_and_their_limits(extractor):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
@@ -29,11 +30,13 @@ class _Waiting:
 
 @dataclass
 class BatchStats:
-    """What the worker has run: batches, requests and questions (their mean is the batch size reached)."""
+    """What the worker has run: batches, requests and questions (questions / batches: the batch size
+    reached), and the seconds it spent running them (against the wall clock: how busy it was)."""
 
     batches: int = 0
     requests: int = 0
     questions: int = 0
+    busy_seconds: float = 0.0
 
 
 class DynamicBatcher(Generic[Item, Result]):
@@ -110,6 +113,7 @@ class DynamicBatcher(Generic[Item, Result]):
 
     async def _run(self, batch: list[_Waiting]) -> None:
         loop = asyncio.get_running_loop()
+        started = time.perf_counter()
         try:
             results = await loop.run_in_executor(self._executor, self.run, [w.item for w in batch])
             if len(results) != len(batch):
@@ -121,6 +125,7 @@ class DynamicBatcher(Generic[Item, Result]):
             elif not batch[0].future.done():
                 batch[0].future.set_exception(error)
             return
+        self.stats.busy_seconds += time.perf_counter() - started
         self.stats.batches += 1
         self.stats.requests += len(batch)
         self.stats.questions += sum(w.size for w in batch)

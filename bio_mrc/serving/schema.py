@@ -138,8 +138,9 @@ class Health(BaseModel):
         "the model card's summary (bio_mrc.model_card.card_summary): heads, decodings, windows, encoder, tuned "
         "settings, calibrated decodings, training record, evaluations"))
     limits: Limits
-    served: dict[str, int] = Field(description=(
-        "batches run, requests and questions answered since the start (questions / batches: the mean batch size)"))
+    served: dict[str, float] = Field(description=(
+        "batches run, requests and questions answered since the start (questions / batches: the mean batch size), "
+        "and the seconds spent running them"))
 
 
 class Problem(BaseModel):
