@@ -324,3 +324,15 @@ def test_serving_without_the_extra_says_what_to_install(monkeypatch, model_dir):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a))
     with pytest.raises(ConfigError, match=r"needs uvicorn: pip install 'bio_mrc\[serve\]'"):
         server.run_server(model_dir)
+
+
+def test_run_server_serves_the_folder_on_the_configured_address(monkeypatch, model_dir):
+    from bio_mrc.serving import server
+
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.append((app, options)))
+    server.run_server(model_dir, ServeConfig(port=8123), precision="fp32")
+    ((app, options),) = calls
+    assert options["host"] == "127.0.0.1" and options["port"] == 8123
+    with TestClient(app) as client:
+        assert client.get("/health").json()["model"] == "tiny-joint"

@@ -75,7 +75,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     @app.get("/health", response_model=Health, summary="the model that answers, its card, the limits")
     async def health() -> Response:
         return pydantic_json(Health(model=name, backend=extractor.trained.backend, card=card, limits=limits,
-                                    served=vars(batcher.stats)))
+                                    served=batcher.stats))
 
     return app
 

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StringConstraints, Tag, model_validator
 
 from ..decoding.postprocess import DECODINGS, DecodeConfig
+from .batching import BatchStats
 from .config import ServeConfig
 
 AUTO = "auto"
@@ -138,9 +139,9 @@ class Health(BaseModel):
         "the model card's summary (bio_mrc.model_card.card_summary): heads, decodings, windows, encoder, tuned "
         "settings, calibrated decodings, training record, evaluations"))
     limits: Limits
-    served: dict[str, float] = Field(description=(
-        "batches run, requests and questions answered since the start (questions / batches: the mean batch size), "
-        "and the seconds spent running them"))
+    served: BatchStats = Field(description=(
+        "since the start: batches run, requests and questions answered (questions / batches: the mean batch size), "
+        "and the seconds the batch worker spent on them"))
 
 
 class Problem(BaseModel):
