@@ -65,9 +65,11 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
         try:
             examples, _ = extractor.examples(body.question, body.context)
             decoding = choose_decoding(extractor.trained.decodings, body.decoding, body.multi_span)
-            question = Question(examples, decoding, body.multi_span, body.top_k)
-            predictions = await batcher.submit(question, len(examples))
         except (BioMrcError, ValueError) as error:
+            raise HTTPException(422, str(error)) from None
+        try:
+            predictions = await batcher.submit(Question(examples, decoding, body.multi_span, body.top_k), len(examples))
+        except BioMrcError as error:  # bad input only the tokenizer could see; anything else is the server's (500)
             raise HTTPException(422, str(error)) from None
         results = [answer_of(prediction, body.threshold) for prediction in predictions]
         return pydantic_json(AnswerResponse(model=name, decoding=decoding, results=results))
