@@ -24,6 +24,7 @@ from .decoding.postprocess import DECODINGS, DecodeConfig
 from .harness.config import PRESETS
 from .inference.forward import INFERENCE_BATCH_SIZE
 from .precision import DEFAULT_PRECISION, PRECISIONS
+from .serving.config import ServeConfig
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 
@@ -243,6 +244,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serving.server import run_server
+
+    run_server(args.model, config_from_args(ServeConfig, args), precision=args.precision)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bio-mrc", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -264,6 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_commands(add_command)
     _add_compare_and_extract(add_command)
     _add_export_command(add_command)
+    _add_serve_command(add_command)
     return parser
 
 
@@ -358,6 +367,16 @@ def _add_export_command(add_command) -> None:
                         help="largest logit difference from PyTorch allowed on the random windows checked at export")
     export.add_argument("--overwrite", action="store_true", help="replace the files of a folder that is not empty")
     export.set_defaults(func=cmd_export)
+
+
+def _add_serve_command(add_command) -> None:
+    """serve: answers over HTTP, concurrent requests batched into one forward pass (bio_mrc.serving)."""
+    serve = add_command("serve", help="answer questions over HTTP: POST /answer, GET /health, OpenAPI page at /docs "
+                                      "(needs pip install bio_mrc[serve])")
+    serve.add_argument("model", metavar="MODEL", help="a saved bio_mrc model folder, or an ONNX export of one")
+    _add_precision_option(serve)
+    add_config_options(serve, ServeConfig)
+    serve.set_defaults(func=cmd_serve)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

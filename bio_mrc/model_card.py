@@ -26,8 +26,8 @@ from . import __version__
 from .encoders import is_default_encoder
 from .io import atomic_write_json, atomic_write_text
 
-__all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "clear_model_card", "record_evaluation", "render_model_card",
-           "write_model_card"]
+__all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "record_evaluation",
+           "render_model_card", "write_model_card"]
 
 CARD_FILE = "README.md"
 EVAL_FILE = "bio_mrc_eval.json"  # what comparisons measured on the model, kept beside it
@@ -274,7 +274,7 @@ def _model_section(config: Mapping[str, Any], record: Mapping | None) -> str:
     names = heads.split("+")
     parts = {"span": "a start/end span head (one answer span, an n-best list, a no-answer score from [CLS])",
              "bio": "a BIO tagging head (B/I/O per paragraph token: one or several answer spans)"}
-    encoder = ((record or {}).get("train") or {}).get("encoder") or (config.get("encoder") or {}).get("_name_or_path")
+    encoder = _encoder_name(config, record)
     tag_level = config.get("tag_level")
     rows = [
         ("heads", f"`{heads}`"),
@@ -290,6 +290,38 @@ def _model_section(config: Mapping[str, Any], record: Mapping | None) -> str:
     intro = (f"Extractive question answering made with `bio_mrc`: one BERT-style encoder with "
              f"{' and '.join(parts[h] for h in names if h in parts)}.")
     return "## Model\n\n" + intro + "\n\n" + _table(rows, ("", ""))
+
+
+def _encoder_name(config: Mapping[str, Any], record: Mapping | None) -> str | None:
+    return ((record or {}).get("train") or {}).get("encoder") or (config.get("encoder") or {}).get("_name_or_path")
+
+
+def card_summary(model_dir: str | Path) -> dict[str, Any]:
+    """The card's facts as plain data, for a program to read (``bio-mrc serve``'s ``/health``): what the
+    model is, its tuned settings and calibrated decodings, how it was trained, how it scored. Made from
+    the same files as the card; an empty dict for a folder without ``config.json``."""
+    model_dir = Path(model_dir)
+    config = _read_json(model_dir / "config.json")
+    if not isinstance(config, dict):
+        return {}
+    record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)
+    train = record if isinstance(record, dict) else {}
+    return {
+        "name": model_dir.name,
+        "heads": config.get("heads"),
+        "decodings": decodings_of(config.get("heads", "span")),
+        "tag_level": config.get("tag_level"),
+        "windows": {key: config.get(key) for key in ("max_seq_length", "doc_stride", "max_query_length")},
+        "encoder": _encoder_name(config, train),
+        "bio_mrc_format": config.get("bio_mrc_format", 1),
+        "tuned": {"no_answer_thresholds": config.get("no_answer_thresholds") or {},
+                  "bio_length_prior": config.get("bio_length_prior"), "tuned_on": config.get("tuned_on")},
+        "calibrated": sorted(config.get("calibration") or {}),
+        "training": {key: train.get(key) for key in ("n_examples", "n_windows", "seconds", "final_loss", "finished")}
+        if train else None,
+        "evaluations": [{"evaluated_on": entry["evaluated_on"], "results": entry["results"]}
+                        for entry in _shown_evaluations(evaluation, config)],
+    }
 
 
 def training_time_is_partial(record: Mapping) -> bool:

@@ -26,6 +26,7 @@ ALLOWED = {
     "training": {"core", "data", "heads", "model", "features", "training"},
     "inference": {"core", "data", "model", "features", "decoding", "metrics", "inference"},
     "harness": {"core", "data", "model", "features", "decoding", "metrics", "training", "inference", "harness"},
+    "serving": {"core", "data", "model", "features", "decoding", "metrics", "inference", "serving"},
 }
 ALLOWED["cli"] = set(ALLOWED) | {"cli"}
 CORE_MODULES = {"types", "tags", "errors", "io", "progress", "precision", "encoders", "config_options", "config_schema", "model_card", "__init__", "__version__"}

@@ -1,0 +1,257 @@
+"""bio-mrc serve under load: dynamic batching against one request at a time, on a loopback port.
+
+Both sides are the same server (``bio-mrc serve`` in a subprocess, the same model, fp32 by default)
+under the same bounded load, one after the other: ``--clients`` concurrent clients (asyncio tasks
+over one httpx connection pool in this process), each sending one question at a time and the next
+as soon as its answer comes, for ``--duration`` seconds after a warm-up. The questions are the
+first ``--questions`` of SQuAD v1.1 dev, taken in turn.
+
+* ONE AT A TIME: ``--max-batch-size 1 --max-wait-ms 0``: each request is its own forward pass;
+  the others wait their turn (what a server without batching does, and what calling
+  ``AnswerExtractor`` once per request costs).
+* BATCHED: ``--max-batch-size`` and ``--max-wait-ms`` as given (the server's defaults unless set).
+
+Reported per side: questions answered per second, latency p50 and p99 (from sending to the whole
+answer read), the mean batch the server ran (from ``/health``). Identical: every answer of both
+sides against ``AnswerExtractor`` on the same model, one question alone, in this process: the same
+spans (text and offsets) and abstention, and the largest score difference.
+
+The model: ``--model DIR``, or by default a random 2-layer BERT (H=32, windows of 384, stride 128)
+with a WordPiece vocabulary of the questions' words: the tiny model the serving targets are set on,
+where the forward pass is cheap and a request's fixed costs (featurising, decoding, HTTP) dominate.
+
+    python benchmarks/bench_serve.py [--model DIR] [--clients 16] [--duration 20] [--questions 300]
+        [--max-batch-size 32] [--max-wait-ms 5] [--precision fp32]
+
+The last line is one JSON object: ``{"benchmark": "serve", "ratio": batched / one-at-a-time
+throughput, "identical": ..., "one_at_a_time": {...}, "batched": {...}, "machine": ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
+import _common  # noqa: E402
+
+NAME = "serve"
+TARGET = 3.0  # batched throughput at least this many times one-at-a-time
+
+
+def parse_args() -> argparse.Namespace:
+    """The options, with the data and model checked before anything heavy is imported."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default=None, help="a bio_mrc model folder (default: a tiny random model, see above)")
+    _common.add_data_arguments(parser, "squad-v1.1/dev.json", "SQuAD v1.1 dev JSON")
+    parser.add_argument("--questions", type=int, default=300, help="distinct questions sent, in turn")
+    parser.add_argument("--clients", type=int, default=16, help="concurrent clients, each with one request in flight")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds of measured load per side")
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds of unmeasured load per side first")
+    parser.add_argument("--max-batch-size", type=int, default=None, help="the batched server's (default: serve's default)")
+    parser.add_argument("--max-wait-ms", type=float, default=None, help="the batched server's (default: serve's default)")
+    parser.add_argument("--precision", default="fp32", help="of the server's and the reference's forward pass")
+    parser.add_argument("--server-threads", type=int, default=None,
+                        help="the server's torch threads (OMP_NUM_THREADS; default: torch's, one per core)")
+    args = parser.parse_args()
+    if args.model is not None and _common.existing_input(args.model) is None:
+        _common.fail(f"no model folder at {args.model}: pass --model with a folder `bio-mrc train` wrote, or leave it out")
+    _common.require_module("fastapi", "pip install -e '.[serve]'")
+    _common.require_module("httpx", "pip install httpx")
+    args.data = _common.data_file(args, "squad-v1.1/dev.json")
+    return args
+
+
+if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
+    ARGS = parse_args()
+
+import httpx  # noqa: E402
+
+from bio_mrc.data.squad import load_squad  # noqa: E402
+from bio_mrc.inference import AnswerExtractor, TrainedModel  # noqa: E402
+from bio_mrc.serving.config import ServeConfig  # noqa: E402
+
+
+def tiny_model(folder: Path, texts: list[str]) -> Path:
+    """A random 2-layer BERT joint model with windows of 384, its vocabulary the words of ``texts``."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    words = sorted({w for text in texts for w in re.findall(r"\w+|[^\w\s]", text.lower())})
+    chars = sorted({c for w in words for c in w})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(words + chars + ["##" + c for c in chars])]
+    encoder, model_dir = folder / "encoder", folder / "tiny-joint"
+    encoder.mkdir(parents=True)
+    (encoder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(encoder / "vocab.txt"), do_lower_case=True)
+    tokenizer.save_pretrained(str(encoder))
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=512)).save_pretrained(str(encoder))
+    model = BioMrcForQuestionAnswering.from_encoder(str(encoder), heads="span+bio", max_seq_length=384, doc_stride=128,
+                                                    max_query_length=64)
+    model.save_pretrained(str(model_dir))
+    tokenizer.save_pretrained(str(model_dir))
+    return model_dir
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(model_dir: Path, options: list[str], precision: str, log: Path, threads: int | None) -> tuple[subprocess.Popen, str]:
+    """``bio-mrc serve`` in a subprocess on a free loopback port (its log to ``log``), once ``/health`` answers: (process, URL)."""
+    port = free_port()
+    command = [sys.executable, "-m", "bio_mrc.cli", "serve", str(model_dir), "--port", str(port), "--precision", precision,
+               *options]
+    with log.open("w") as stream:
+        env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stream, env=env)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            _common.fail(f"the server ended before it answered: {log.read_text().strip()[-400:]}")
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return process, url
+        except httpx.TransportError:
+            time.sleep(0.2)
+    process.terminate()
+    _common.fail("the server did not answer /health within 120 s")
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux's /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def load(url: str, pid: int, bodies: list[dict], clients: int, warmup: float, duration: float) -> dict:
+    """``clients`` closed-loop clients for ``warmup`` then ``duration`` seconds: throughput, latencies, where the
+    CPU went (the server process, the batch worker inside it, this process: the clients) and the answers."""
+    latencies: list[float] = []  # of the requests sent in the measured window
+    completed = 0  # answers that came back in the measured window
+    answers: dict[int, dict] = {}
+    turn = iter(range(10**12))
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client, \
+            httpx.AsyncClient(base_url=url, timeout=60) as monitor:  # its own connection: the clients hold every other
+        async def snapshot() -> tuple[float, float, float, dict]:
+            served = (await monitor.get("/health")).json()["served"]
+            return time.perf_counter(), process_cpu_seconds(pid), time.process_time(), served
+
+        start = time.perf_counter()
+        measured_from, until = start + warmup, start + warmup + duration
+
+        async def one_client() -> None:
+            nonlocal completed
+            while (sent := time.perf_counter()) < until:
+                index = next(turn) % len(bodies)
+                response = await client.post("/answer", json=bodies[index])
+                if response.status_code != 200:
+                    raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+                done = time.perf_counter()
+                completed += measured_from <= done < until
+                if sent >= measured_from:
+                    latencies.append(done - sent)
+                    answers.setdefault(index, response.json()["results"][0])
+
+        async def measure() -> tuple:
+            await asyncio.sleep(warmup)
+            return await snapshot()
+
+        before, *_ = await asyncio.gather(measure(), *(one_client() for _ in range(clients)))
+        after = await snapshot()
+    n = len(latencies)
+    questions, batches = (after[3][k] - before[3][k] for k in ("questions", "batches"))
+    latencies.sort()
+    return {"questions_per_s": round(completed / duration, 1), "answered": completed, "seconds": duration,
+            "p50_ms": round(1000 * statistics.median(latencies), 1),
+            "p99_ms": round(1000 * latencies[min(n - 1, int(0.99 * n))], 1),
+            "mean_batch": round(questions / max(batches, 1), 2),
+            "worker_busy_share": round((after[3]["busy_seconds"] - before[3]["busy_seconds"]) / (after[0] - before[0]), 2),
+            "worker_ms_per_question": round(1000 * (after[3]["busy_seconds"] - before[3]["busy_seconds"]) / max(questions, 1), 2),
+            "server_cpu_ms_per_question": round(1000 * (after[1] - before[1]) / max(questions, 1), 2),
+            "client_cpu_ms_per_question": round(1000 * (after[2] - before[2]) / max(n, 1), 2),
+            "answers": answers}
+
+
+def run_side(model_dir: Path, options: list[str], args: argparse.Namespace, bodies: list[dict], log: Path) -> dict:
+    process, url = start_server(model_dir, options, args.precision, log, args.server_threads)
+    try:
+        return asyncio.run(load(url, process.pid, bodies, args.clients, args.warmup, args.duration))
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def compare_answers(extractor: AnswerExtractor, bodies: list[dict], answers: dict[int, dict]) -> tuple[int, float]:
+    """How many answers differ from AnswerExtractor's (spans, offsets, abstention), and the largest score difference."""
+    differing, largest = 0, 0.0
+    for index, got in answers.items():
+        want = extractor(bodies[index]["question"], bodies[index]["context"]).to_dict()
+        if [(s["text"], s["start"], s["end"]) for s in got["spans"]] != [(s["text"], s["start"], s["end"]) for s in want["spans"]] \
+                or got["abstain"] != want["abstain"]:
+            differing += 1
+            continue
+        pairs = [(got[k], want[k]) for k in ("confidence", "no_answer_score") if want[k] is not None]
+        pairs += [(g["score"], w["score"]) for g, w in zip(got["spans"], want["spans"])]
+        largest = max([largest, *(abs(float(g) - float(w)) for g, w in pairs)])
+    return differing, largest
+
+
+def main(args: argparse.Namespace) -> None:
+    examples = load_squad(args.data, limit=args.questions).examples
+    bodies = [{"question": ex.question, "context": ex.context} for ex in examples]
+    batched = ServeConfig(**{k: v for k, v in (("max_batch_size", args.max_batch_size), ("max_wait_ms", args.max_wait_ms))
+                             if v is not None})
+    sides = {"one_at_a_time": ["--max-batch-size", "1", "--max-wait-ms", "0"],
+             "batched": ["--max-batch-size", str(batched.max_batch_size), "--max-wait-ms", str(batched.max_wait_ms)]}
+    with tempfile.TemporaryDirectory() as scratch:
+        model_dir = Path(args.model) if args.model else tiny_model(Path(scratch), [b["question"] + " " + b["context"] for b in bodies])
+        print(f"model: {args.model or 'tiny random 2-layer BERT, windows of 384'}; {len(bodies)} questions; "
+              f"{args.clients} clients; {args.duration:.0f} s per side after {args.warmup:.0f} s of warm-up", file=sys.stderr)
+        results = {side: run_side(model_dir, options, args, bodies, Path(scratch) / f"{side}.log") for side, options in sides.items()}
+        extractor = AnswerExtractor(TrainedModel.load(model_dir, precision=args.precision))
+        checks = {side: compare_answers(extractor, bodies, result.pop("answers")) for side, result in results.items()}
+    ratio = results["batched"]["questions_per_s"] / results["one_at_a_time"]["questions_per_s"]
+    for side, result in results.items():
+        differing, largest = checks[side]
+        result.update(differing_answers=differing, largest_score_difference=float(f"{largest:.3g}"))
+        print(f"{side:>14}: {result['questions_per_s']:7.1f} questions/s, p50 {result['p50_ms']:7.1f} ms, "
+              f"p99 {result['p99_ms']:7.1f} ms, mean batch {result['mean_batch']:5.2f}, "
+              f"{differing} answers differ from AnswerExtractor's (largest score difference {largest:.2g})")
+        print(f"{'':>14}  per question: batch worker {result['worker_ms_per_question']:.1f} ms (busy "
+              f"{result['worker_busy_share']:.0%} of the time), server CPU {result['server_cpu_ms_per_question']:.1f} ms, "
+              f"clients' CPU {result['client_cpu_ms_per_question']:.1f} ms")
+    identical = all(differing == 0 for differing, _ in checks.values())
+    print(f"batched / one at a time: {ratio:.2f}x (target {TARGET}x: {'met' if ratio >= TARGET else 'missed'}); "
+          f"answers identical: {identical}")
+    print(f"machine: {_common.machine_description()}; {_common.load_and_date()}")
+    print(json.dumps({"benchmark": NAME, "ratio": round(ratio, 2), "identical": identical, "clients": args.clients,
+                      "duration_s": args.duration, "precision": args.precision,
+                      "server_threads": args.server_threads, "model": args.model or "tiny-random-2x32-384",
+                      **results, "machine": _common.machine_description()}))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    main(ARGS)

@@ -1,0 +1,145 @@
+"""The FastAPI application: ``POST /answer``, ``GET /health``, and FastAPI's OpenAPI page (``/docs``,
+``/openapi.json``).
+
+Every request is checked before any work: the schema (422), the number of questions (413), the
+texts (:meth:`AnswerExtractor.examples`: 422) and the decoding (one the model's heads allow: 422).
+Refusals answer with :class:`ErrorResponse` (``detail``, ``problems``); nothing answers with a
+traceback, and a body that is not UTF-8 JSON is a 400.
+"""
+
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+
+from .. import __version__
+from ..errors import BioMrcError
+from ..inference.extract import AnswerExtractor, choose_decoding
+from ..model_card import card_summary
+from ..types import Prediction
+from .answering import Question, answer_batch
+from .batching import DynamicBatcher
+from .config import ServeConfig
+from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, answer_request_model
+
+_REFUSALS = {status: {"model": ErrorResponse, "description": description} for status, description in (
+    (400, "the body is not UTF-8 JSON"),
+    (413, "more questions than the server's max batch size, or a body longer than any valid request"),
+    (422, "a field breaks the schema, a text is empty or holds what no tokenizer reads, or the decoding needs "
+          "heads the model lacks"),
+)}
+
+
+def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, name: str | None = None) -> FastAPI:
+    """The application answering with ``extractor``'s model; ``name`` defaults to the model folder's name."""
+    config = config or ServeConfig()
+    name = name or Path(extractor.trained.path).name or "model"
+    AnswerRequest = answer_request_model(config)
+    batcher = DynamicBatcher(partial(answer_batch, extractor), config.max_batch_size, config.max_wait_ms / 1000)
+    card = card_summary(extractor.trained.path) if extractor.trained.path else {}
+    limits = Limits(**{key: getattr(config, key) for key in Limits.model_fields})
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        await batcher.start()
+        yield
+        await batcher.stop()
+
+    app = FastAPI(title=f"bio_mrc: {name}", version=__version__, lifespan=lifespan, description=(
+        "Extractive question answering: POST a question (or a batch of them) with its context to /answer; the "
+        "answers are spans of the context with character offsets, confidence and, for a calibrated model, the "
+        "probability of being right. Concurrent requests are answered together in one forward pass."))
+    _add_refusals(app, config)
+
+    @app.post("/answer", response_model=AnswerResponse, responses=_REFUSALS, summary="answer questions from their contexts")
+    async def answer(body: AnswerRequest) -> Response:
+        asked = len(body.question) if isinstance(body.question, list) else 1
+        if asked > config.max_batch_size:
+            raise HTTPException(413, f"{asked} questions in one request; this server answers at most "
+                                     f"{config.max_batch_size} (--max-batch-size): split the batch")
+        try:
+            examples, _ = extractor.examples(body.question, body.context)
+            decoding = choose_decoding(extractor.trained.decodings, body.decoding, body.multi_span)
+        except (BioMrcError, ValueError) as error:
+            raise HTTPException(422, str(error)) from None
+        try:
+            predictions = await batcher.submit(Question(examples, decoding, body.multi_span, body.top_k), len(examples))
+        except BioMrcError as error:  # bad input only the tokenizer could see; anything else is the server's (500)
+            raise HTTPException(422, str(error)) from None
+        results = [answer_of(prediction, body.threshold) for prediction in predictions]
+        return pydantic_json(AnswerResponse(model=name, decoding=decoding, results=results))
+
+    @app.get("/health", response_model=Health, summary="the model that answers, its card, the limits")
+    async def health() -> Response:
+        return pydantic_json(Health(model=name, backend=extractor.trained.backend, card=card, limits=limits,
+                                    served=batcher.stats))
+
+    return app
+
+
+def answer_of(prediction: Prediction, threshold: float | None) -> Answer:
+    """A prediction as the response shows it; with ``threshold``, an answer less sure than it is withheld."""
+    sureness = prediction.probability if prediction.probability is not None else prediction.confidence
+    below = threshold is not None and (sureness is None or sureness < threshold)
+    fields = {name: value for name, value in prediction.to_dict().items() if name != "id"}
+    if below:
+        fields["answer"] = ""
+    return Answer(**fields, answers=[] if below else prediction.answers, below_threshold=below)
+
+
+def pydantic_json(model: Any, status_code: int = 200) -> Response:
+    """A response model written by pydantic (non-finite numbers as strings; the standard json module refuses them)."""
+    return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
+
+
+def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
+    """Every refusal as an :class:`ErrorResponse`; an unexpected error as a bare 500 (its traceback stays in the log)."""
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, error: RequestValidationError) -> Response:
+        problems = [_problem(item) for item in error.errors()]
+        detail = f"{problems[0].location}: {problems[0].message}" if problems else "the request is not valid"
+        return pydantic_json(ErrorResponse(detail=detail, problems=problems), 422)
+
+    @app.exception_handler(HTTPException)
+    async def refused(_request: Request, error: HTTPException) -> Response:
+        detail = str(error.detail)
+        if isinstance(error.__cause__, UnicodeDecodeError):  # FastAPI's body parser says only "error parsing the body"
+            detail = f"the body is not UTF-8 JSON: {error.__cause__.reason} at byte {error.__cause__.start}"
+        return pydantic_json(ErrorResponse(detail=detail), error.status_code)
+
+    @app.exception_handler(Exception)
+    async def failed(_request: Request, _error: Exception) -> Response:
+        return JSONResponse({"detail": "internal error: the server's log says more", "problems": []}, 500)
+
+    app.add_middleware(_BodyLimit, limit=config.max_body_bytes)
+
+
+class _BodyLimit:
+    """Refuse (413) a body whose declared length exceeds any valid request's, before it is read."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        length = dict(scope.get("headers", ())).get(b"content-length", b"") if scope["type"] == "http" else b""
+        if length.isdigit() and int(length) > self.limit:
+            detail = f"a body of {int(length)} bytes; no valid request is longer than {self.limit}"
+            await pydantic_json(ErrorResponse(detail=detail), 413)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def _problem(item: dict[str, Any]) -> Problem:
+    """One of pydantic's errors without the input it quotes (a context can be long): where, and what."""
+    parts = [part for part in item.get("loc", ()) if part not in (ONE, SEVERAL)]
+    if item.get("type") == "json_invalid":  # its location is (body, character offset)
+        error = (item.get("ctx") or {}).get("error", item.get("msg"))
+        return Problem(location="body", message=f"not valid JSON at character {parts[-1]}: {error}")
+    location = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
+    return Problem(location=location.lstrip("."), message=str(item.get("msg", "invalid")))

@@ -1,0 +1,134 @@
+"""Dynamic batching: concurrent requests wait a few milliseconds for each other, then run as one batch.
+
+A request joins a queue; one background task takes the queue's oldest requests, waits until the
+oldest has waited ``max_wait`` seconds or the batch holds ``max_batch_size`` questions, and runs
+them with one call in one worker thread (so the event loop keeps accepting requests meanwhile);
+each request's future then gets its own results. Requests that arrive during a run wait for the
+next one, which starts at once if they have waited long enough already.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Sequence, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+@dataclass
+class _Waiting:
+    item: Any
+    size: int
+    arrived: float
+    future: asyncio.Future = field(repr=False)
+
+
+@dataclass
+class BatchStats:
+    """What the worker has run: batches, requests and questions (questions / batches: the batch size
+    reached), and the seconds it spent running them (against the wall clock: how busy it was)."""
+
+    batches: int = 0
+    requests: int = 0
+    questions: int = 0
+    busy_seconds: float = 0.0
+
+
+class DynamicBatcher(Generic[Item, Result]):
+    """Gathers concurrent :meth:`submit` calls into batches for ``run(items) -> results`` (one result
+    per item, in order). ``size`` is what an item counts towards ``max_batch_size`` (its questions).
+
+    A failing batch of several items is run again item by item, so that only the item at fault fails.
+    Use it inside a running event loop: ``await start()`` before the first submit, ``await stop()`` at the end.
+    """
+
+    def __init__(self, run: Callable[[list[Item]], Sequence[Result]], max_batch_size: int, max_wait: float) -> None:
+        if max_batch_size < 1 or max_wait < 0:
+            raise ValueError(f"max_batch_size must be at least 1 and max_wait at least 0, got {max_batch_size}, {max_wait}")
+        self.run, self.max_batch_size, self.max_wait = run, max_batch_size, max_wait
+        self.stats = BatchStats()
+        self._waiting: collections.deque[_Waiting] = collections.deque()
+        self._arrived: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    async def start(self) -> None:
+        self._arrived = asyncio.Event()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bio-mrc-batch")
+        self._task = asyncio.create_task(self._serve(), name="bio-mrc-batcher")
+
+    async def stop(self) -> None:
+        """Stop taking batches; requests still waiting fail with :class:`asyncio.CancelledError`."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        while self._waiting:
+            self._waiting.popleft().future.cancel()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+
+    async def submit(self, item: Item, size: int = 1) -> Result:
+        """``item``'s result, once its batch has run (its exception, if it alone failed)."""
+        if not 1 <= size <= self.max_batch_size:
+            raise ValueError(f"an item of size {size} cannot join batches of at most {self.max_batch_size}")
+        if self._task is None or self._task.done():
+            raise RuntimeError("the batcher is not running: await start() first")
+        loop = asyncio.get_running_loop()
+        waiting = _Waiting(item, size, loop.time(), loop.create_future())
+        self._waiting.append(waiting)
+        self._arrived.set()
+        return await waiting.future
+
+    async def _serve(self) -> None:
+        while True:
+            batch = await self._gather()
+            if batch:
+                await self._run(batch)
+
+    async def _gather(self) -> list[_Waiting]:
+        """The next batch: the oldest requests that fit, once the oldest has waited long enough or it is full."""
+        loop = asyncio.get_running_loop()
+        while not self._waiting:
+            self._arrived.clear()
+            await self._arrived.wait()
+        deadline = self._waiting[0].arrived + self.max_wait
+        while sum(w.size for w in self._waiting) < self.max_batch_size and loop.time() < deadline:
+            self._arrived.clear()
+            try:
+                await asyncio.wait_for(self._arrived.wait(), deadline - loop.time())
+            except asyncio.TimeoutError:
+                break
+        batch, size = [], 0
+        while self._waiting and size + self._waiting[0].size <= self.max_batch_size:
+            waiting = self._waiting.popleft()
+            if not waiting.future.done():  # a client that went away is not run
+                batch.append(waiting)
+                size += waiting.size
+        return batch
+
+    async def _run(self, batch: list[_Waiting]) -> None:
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        try:
+            results = await loop.run_in_executor(self._executor, self.run, [w.item for w in batch])
+            if len(results) != len(batch):
+                raise RuntimeError(f"a batch of {len(batch)} items gave {len(results)} results")
+        except Exception as error:  # noqa: BLE001  (handed to the request that caused it)
+            if len(batch) > 1:
+                for waiting in batch:
+                    await self._run([waiting])
+            elif not batch[0].future.done():
+                batch[0].future.set_exception(error)
+            return
+        self.stats.busy_seconds += time.perf_counter() - started
+        self.stats.batches += 1
+        self.stats.requests += len(batch)
+        self.stats.questions += sum(w.size for w in batch)
+        for waiting, result in zip(batch, results):
+            if not waiting.future.done():
+                waiting.future.set_result(result)

@@ -1,0 +1,38 @@
+"""The server's options and the limits a request must keep, as one dataclass: the command-line
+options of ``bio-mrc serve`` and the request schema's limits are both read from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..config_schema import check_fields
+
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """How ``bio-mrc serve`` listens, batches and bounds requests; each field's metadata gives its help."""
+
+    host: str = field(default=LOOPBACK, metadata={
+        "help": "address to listen on; the loopback default serves this machine only (0.0.0.0: every interface)"})
+    port: int = field(default=8000, metadata={"help": "TCP port to listen on", "minimum": 1, "maximum": 65535})
+    max_batch_size: int = field(default=32, metadata={
+        "help": "most questions answered in one forward pass; also the most one request may ask (more: 413)",
+        "minimum": 1})
+    max_wait_ms: float = field(default=5.0, metadata={
+        "help": "how long the first waiting request waits for others to join its batch (0: no waiting)",
+        "minimum": 0, "maximum": 10_000})
+    max_context_chars: int = field(default=100_000, metadata={
+        "help": "longest context a request may send, in characters (longer: 422)", "minimum": 1})
+    max_question_chars: int = field(default=1_000, metadata={
+        "help": "longest question a request may send, in characters (longer: 422)", "minimum": 1})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest body a valid request can need (twelve bytes per character: one beyond the BMP
+        written as two JSON ``\\uXXXX`` escapes), plus room for the options; a longer body is refused (413) unread."""
+        return self.max_batch_size * (self.max_context_chars + self.max_question_chars) * 12 + 65_536

@@ -1,0 +1,158 @@
+"""The JSON bodies of ``POST /answer`` and ``GET /health``: pydantic models whose field descriptions
+and limits are what the OpenAPI page shows and what every request is checked against (422 otherwise).
+
+The request's limits come from the server's :class:`ServeConfig`, so its model is made per server
+(:func:`answer_request_model`). A non-finite number in a response (a no-answer threshold of -inf:
+always abstain) is written as the string ``"Infinity"`` or ``"-Infinity"``; JSON has no such numbers.
+"""
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StringConstraints, Tag, model_validator
+
+from ..decoding.postprocess import DECODINGS, DecodeConfig
+from .batching import BatchStats
+from .config import ServeConfig
+
+AUTO = "auto"
+DECODING_CHOICES = (AUTO, *DECODINGS)
+# Spans beyond the n-best a decoding keeps would change every confidence (a share of that n-best).
+MAX_TOP_K = DecodeConfig().n_best
+_RESPONSE = ConfigDict(ser_json_inf_nan="strings")
+ONE, SEVERAL = "one", "several"  # the branches of a text-or-list field: error locations leave them out
+
+_DECODING_HELP = (
+    "how to read the heads: span (start/end head), bio (BIO tagging head), joint (both), or auto (the best this "
+    "model's heads allow: bio for multi_span, else joint). A decoding whose heads the model lacks is refused (422)")
+_THRESHOLD_HELP = (
+    "answer only when the answer's probability (its raw confidence where the model has no calibrator) is at least "
+    "this; below it, answer and answers are empty and below_threshold is true. null: always answer")
+
+
+class AnswerOptions(BaseModel):
+    """How to answer: the decoding, one span or several, how many alternatives, when to stay silent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decoding: Literal[DECODING_CHOICES] = Field(AUTO, description=_DECODING_HELP)  # type: ignore[valid-type]
+    multi_span: StrictBool = Field(False, description=(
+        "several spans per answer: the spans of the most probable BIO tag sequence (bio decoding), or the "
+        "non-overlapping n-best spans (span and joint decodings)"))
+    top_k: int = Field(1, ge=1, le=MAX_TOP_K, strict=True, description=(
+        "how many alternative single spans to return, best first (with multi_span: 1)"))
+    threshold: float | None = Field(None, ge=0.0, le=1.0, strict=True, description=_THRESHOLD_HELP)
+
+    @model_validator(mode="after")
+    def _one_kind_of_several(self) -> "AnswerOptions":
+        if self.multi_span and self.top_k > 1:
+            raise ValueError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
+        return self
+
+
+def answer_request_model(config: ServeConfig) -> type[AnswerOptions]:
+    """The ``POST /answer`` body under ``config``'s limits: the options above and the texts."""
+    questions = one_or_several(Annotated[str, StringConstraints(min_length=1, max_length=config.max_question_chars)])
+    contexts = one_or_several(Annotated[str, StringConstraints(min_length=1, max_length=config.max_context_chars)])
+
+    class AnswerRequest(AnswerOptions):
+        """One question (strings) or a batch (lists); one context may serve every question of a batch."""
+
+        question: questions = Field(description=(
+            f"a question, or a list of at most {config.max_batch_size} (more: 413), each of 1 to "
+            f"{config.max_question_chars} characters"))
+        context: contexts = Field(description=(
+            f"the text to answer from, of 1 to {config.max_context_chars} characters: one for every question, or a "
+            "list with one per question; longer than the model's window, it is read in overlapping windows"))
+
+    return AnswerRequest
+
+
+def one_or_several(text: Any) -> Any:
+    """A string, or a non-empty list of strings, of the type ``text``; anything else is refused in one error."""
+    def kind(value: Any) -> str | None:
+        return ONE if isinstance(value, str) else SEVERAL if isinstance(value, list) else None
+
+    branches = Union[Annotated[text, Tag(ONE)], Annotated[list[text], Field(min_length=1), Tag(SEVERAL)]]
+    return Annotated[branches, Discriminator(kind, custom_error_type="text_or_texts",
+                                             custom_error_message="Input should be a string or a list of strings")]
+
+
+class Span(BaseModel):
+    """One answer span: its text and where it is in the context."""
+
+    model_config = _RESPONSE
+
+    text: str = Field(description="the span's text, exactly context[start:end]")
+    start: int = Field(description="character offset of its first character in the context")
+    end: int = Field(description="character offset just past its last character (exclusive)")
+    score: float = Field(description=(
+        "the decoding's own score of the span (span: s_i + e_j; bio: the tag log-likelihood ratio; joint: both); "
+        "with multi_span for span and joint, the span's share of the n-best probability"))
+
+
+class Answer(BaseModel):
+    """One question's answer, as :class:`bio_mrc.AnswerExtractor` returns it."""
+
+    model_config = _RESPONSE
+
+    answer: str = Field(description="the best span's text; empty when the model abstains or below_threshold")
+    answers: list[str] = Field(description="every span's text (multi_span); empty when the model abstains or below_threshold")
+    spans: list[Span] = Field(description="the decoded spans, best first: top_k of them, or with multi_span every span")
+    abstain: bool = Field(description="the no-answer threshold saved with the model fired: the model says there is no answer")
+    below_threshold: bool = Field(description="the request's threshold was not met")
+    no_answer_score: float | None = Field(description="higher: more likely unanswerable; null for a decoding without one")
+    confidence: float | None = Field(description="the decoding's raw confidence in this answer (abstentions included)")
+    probability: float | None = Field(description=(
+        "the calibrated probability that the answer is right (official F1 > 0.5); null when the model has no "
+        "calibrator for this decoding (bio-mrc tune fits one)"))
+
+
+class AnswerResponse(BaseModel):
+    """The answers of one request, in the order of its questions."""
+
+    model_config = _RESPONSE
+
+    model: str = Field(description="the model's name (its folder's name)")
+    decoding: str = Field(description="the decoding that answered (auto resolved)")
+    results: list[Answer] = Field(description="one answer per question, in order")
+
+
+class Limits(BaseModel):
+    """The limits every request is checked against."""
+
+    max_batch_size: int = Field(description="most questions per request, and per forward pass")
+    max_wait_ms: float = Field(description="how long a request waits for others to join its batch")
+    max_context_chars: int
+    max_question_chars: int
+    max_body_bytes: int
+
+
+class Health(BaseModel):
+    """The server is up; which model answers, and what its model card says about it."""
+
+    model_config = _RESPONSE
+
+    status: Literal["ok"] = "ok"
+    model: str = Field(description="the model's name (its folder's name)")
+    backend: str = Field(description="torch or onnx")
+    card: dict[str, Any] = Field(description=(
+        "the model card's summary (bio_mrc.model_card.card_summary): heads, decodings, windows, encoder, tuned "
+        "settings, calibrated decodings, training record, evaluations"))
+    limits: Limits
+    served: BatchStats = Field(description=(
+        "since the start: batches run, requests and questions answered (questions / batches: the mean batch size), "
+        "and the seconds the batch worker spent on them"))
+
+
+class Problem(BaseModel):
+    """One thing wrong with a request."""
+
+    location: str = Field(description="where in the request, e.g. body.question[2]")
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    """Why a request was refused (every 4xx, and the rare 5xx, answers with this body)."""
+
+    detail: str = Field(description="what is wrong, in one sentence")
+    problems: list[Problem] = Field(default_factory=list, description="each field that failed its check (422)")

@@ -1,0 +1,29 @@
+"""Running the application: load a model folder and serve it with uvicorn until interrupted."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..inference.extract import AnswerExtractor
+from .config import ServeConfig
+
+EXTRA_PACKAGES = ("fastapi", "uvicorn")
+
+
+def run_server(model_dir: str | Path, config: ServeConfig | None = None, precision: str | None = None) -> None:
+    """Serve ``model_dir`` (a bio_mrc model folder or an ONNX export of one) on ``config``'s host and port."""
+    missing = [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(f"bio-mrc serve needs {' and '.join(missing)}: pip install 'bio_mrc[serve]'")
+    import uvicorn
+
+    from .app import create_app
+
+    config = config or ServeConfig()
+    extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision)
+    app = create_app(extractor, config)
+    print(f"serving {model_dir} on http://{config.host}:{config.port} (API docs at /docs)", file=sys.stderr)
+    uvicorn.run(app, host=config.host, port=config.port, log_level="info")

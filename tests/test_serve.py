@@ -1,0 +1,338 @@
+"""bio-mrc serve: answers over HTTP equal AnswerExtractor's, concurrent requests batched, bad requests refused with a 4xx."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+from transformers import AutoTokenizer
+
+from bio_mrc.cli import build_parser
+from bio_mrc.config_options import config_from_args
+from bio_mrc.data.squad import load_squad
+from bio_mrc.errors import ConfigError
+from bio_mrc.inference import AnswerExtractor, TrainedModel
+from bio_mrc.model import BioMrcForQuestionAnswering
+from bio_mrc.model_card import write_model_card
+from bio_mrc.serving.answering import Question, answer_batch
+from bio_mrc.serving.app import create_app
+from bio_mrc.serving.batching import DynamicBatcher
+from bio_mrc.serving.config import ServeConfig
+
+from .conftest import SAMPLE_V1
+
+WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
+LONG = " ".join(["The Normans were famed for their martial spirit and built castles across England."] * 6)  # many windows
+BETA = {"method": "beta", "a": 1.2, "b": 0.8, "c": 0.3}  # a calibrator for the joint decoding only
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_encoder_dir, tmp_path_factory):
+    """A random joint model: span answers always abstain (threshold -inf), joint answers are calibrated."""
+    folder = tmp_path_factory.mktemp("served") / "tiny-joint"
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio", **WINDOWS)
+    model.config.no_answer_thresholds = {"span": -math.inf}
+    model.config.calibration = {"joint": BETA}
+    model.save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
+    write_model_card(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def extractor(model_dir):
+    return AnswerExtractor(TrainedModel.load(model_dir, precision="fp32"))
+
+
+@pytest.fixture(scope="module")
+def questions():
+    """(question, context) pairs: the sample's questions and one context several windows long."""
+    pairs = [(ex.question, ex.context) for ex in load_squad(SAMPLE_V1).examples]
+    return pairs + [("What were the Normans famed for?", LONG), ("Who built castles?", LONG)]
+
+
+@contextlib.contextmanager
+def running(app):
+    """``app`` under uvicorn in a thread, on a free loopback port: its base URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+def expected(extractor, question, context, decoding="auto", multi_span=False, top_k=1):
+    """AnswerExtractor's answer, one request alone (with top_k, the n-best it keeps)."""
+    if top_k == 1:
+        return extractor(question, context, decoding=decoding, multi_span=multi_span)
+    examples, _ = extractor.examples(question, context)
+    (prediction,) = extractor.predict(extractor.trained.windows(examples), examples, multi_span, decoding)
+    prediction.spans = prediction.spans[:top_k]
+    return prediction
+
+
+def assert_same_answer(got, want):
+    """The same spans and offsets; the same scores up to float rounding (windows padded beside others)."""
+    got, want = as_dict(got), as_dict(want)
+    assert [(s["text"], s["start"], s["end"]) for s in got["spans"]] == [(s["text"], s["start"], s["end"]) for s in want["spans"]]
+    assert got["abstain"] == want["abstain"]
+    for name in ("no_answer_score", "confidence", "probability"):
+        assert (got[name] is None) == (want[name] is None), name
+        if want[name] is not None:
+            assert got[name] == pytest.approx(want[name], rel=1e-5, abs=1e-6), name
+    assert [s["score"] for s in got["spans"]] == pytest.approx([s["score"] for s in want["spans"]], rel=1e-5, abs=1e-6)
+
+
+def as_dict(prediction):
+    return prediction if isinstance(prediction, dict) else prediction.to_dict()
+
+
+# --- one batch, many requests --------------------------------------------------------------------
+
+def test_one_batch_answers_every_request_as_the_extractor_alone(extractor, questions):
+    kinds = [("span", False, 1), ("bio", True, 1), ("joint", False, 3), ("joint", True, 1), ("bio", False, 2), ("span", True, 1)]
+    requests, wanted = [], []
+    for i, (question, context) in enumerate(questions):
+        decoding, multi_span, top_k = kinds[i % len(kinds)]
+        examples, _ = extractor.examples(question, context)
+        requests.append(Question(examples, decoding, multi_span, top_k))
+        wanted.append(expected(extractor, question, context, decoding, multi_span, top_k))
+    answers = answer_batch(extractor, requests)
+    assert [len(a) for a in answers] == [1] * len(questions)
+    for (got,), want in zip(answers, wanted):
+        assert_same_answer(got, want)
+    assert any(len(w.spans) > 1 for w in wanted)  # top_k and multi-span answers were compared too
+
+
+def test_the_batcher_gathers_concurrent_requests_up_to_the_batch_size():
+    batches = []
+
+    def run(items):
+        batches.append(list(items))
+        if "bad" in items:
+            raise ValueError("bad item")
+        return [item.upper() for item in items]
+
+    async def main():
+        batcher = DynamicBatcher(run, max_batch_size=2, max_wait=0.05)
+        await batcher.start()
+        try:
+            results = await asyncio.gather(*(batcher.submit(item) for item in ["a", "b", "c", "bad", "e"]), return_exceptions=True)
+        finally:
+            await batcher.stop()
+        return results, batcher.stats
+
+    results, stats = asyncio.run(main())
+    assert results[:3] == ["A", "B", "C"] and results[4] == "E"
+    assert isinstance(results[3], ValueError)  # only the item at fault fails; its batch-mate is run alone
+    assert batches == [["a", "b"], ["c", "bad"], ["c"], ["bad"], ["e"]]
+    assert (stats.batches, stats.requests, stats.questions) == (3, 4, 4)  # the batches that ran: [a, b], [c], [e]
+
+
+def test_the_batcher_refuses_an_item_larger_than_a_batch():
+    async def main():
+        batcher = DynamicBatcher(lambda items: items, max_batch_size=2, max_wait=0)
+        await batcher.start()
+        try:
+            with pytest.raises(ValueError, match="size 3 cannot join batches of at most 2"):
+                await batcher.submit("x", size=3)
+        finally:
+            await batcher.stop()
+
+    asyncio.run(main())
+
+
+# --- over HTTP --------------------------------------------------------------------------------
+
+def test_concurrent_requests_on_a_loopback_port_get_the_extractors_answers(extractor, questions):
+    app = create_app(extractor, ServeConfig(max_batch_size=8, max_wait_ms=20))
+    kinds = [{"decoding": "span"}, {"decoding": "bio", "multi_span": True}, {"decoding": "joint", "top_k": 2}, {}]
+    bodies = [{"question": q, "context": c, **kinds[i % len(kinds)]} for i, (q, c) in enumerate(questions * 2)]
+    bodies.append({"question": [q for q, _ in questions[:3]], "context": [c for _, c in questions[:3]], "decoding": "joint"})
+    with running(app) as url, httpx.Client(base_url=url, timeout=60) as client, ThreadPoolExecutor(8) as pool:
+        responses = list(pool.map(lambda body: client.post("/answer", json=body), bodies))
+        served = client.get("/health").json()["served"]
+    assert [r.status_code for r in responses] == [200] * len(bodies)
+    for body, response in zip(bodies, responses):
+        result = response.json()
+        questions_asked = body["question"] if isinstance(body["question"], list) else [body["question"]]
+        contexts = body["context"] if isinstance(body["context"], list) else [body["context"]]
+        assert len(result["results"]) == len(questions_asked)
+        for got, question, context in zip(result["results"], questions_asked, contexts):
+            options = {k: body[k] for k in ("decoding", "multi_span", "top_k") if k in body}
+            want = expected(extractor, question, context, **options)
+            assert_same_answer(got, want)
+            assert got["answer"] == want.answer and got["answers"] == want.answers and not got["below_threshold"]
+            assert all(context[s["start"]: s["end"]] == s["text"] for s in got["spans"])
+    assert served["requests"] == len(bodies) and served["questions"] == len(bodies) + 2
+
+
+def test_every_answer_carries_confidence_and_probability_where_calibrated(extractor, questions):
+    question, context = questions[0]
+    with TestClient(create_app(extractor)) as client:
+        joint = client.post("/answer", json={"question": question, "context": context, "decoding": "joint"}).json()
+        span = client.post("/answer", json={"question": question, "context": context, "decoding": "span"}).json()
+        auto = client.post("/answer", json={"question": question, "context": context}).json()
+    (joint_answer,), (span_answer,) = joint["results"], span["results"]
+    assert joint["decoding"] == auto["decoding"] == "joint" and span["decoding"] == "span"
+    assert 0 < joint_answer["confidence"] <= 1 and 0 < joint_answer["probability"] < 1
+    assert span_answer["probability"] is None and span_answer["confidence"] is not None  # no calibrator for span
+    assert span_answer["abstain"] and span_answer["answer"] == "" and span_answer["spans"]  # threshold -inf: always abstain
+
+
+def test_a_threshold_withholds_answers_less_sure_than_it(extractor, questions):
+    question, context = questions[0]
+    body = {"question": question, "context": context, "decoding": "joint"}
+    with TestClient(create_app(extractor)) as client:
+        plain = client.post("/answer", json=body).json()["results"][0]
+        sure = client.post("/answer", json={**body, "threshold": plain["probability"]}).json()["results"][0]
+        unsure = client.post("/answer", json={**body, "threshold": min(1.0, plain["probability"] + 1e-6)}).json()["results"][0]
+    assert not sure["below_threshold"] and sure["answer"] == plain["answer"] != ""
+    assert unsure["below_threshold"] and unsure["answer"] == "" and unsure["answers"] == []
+    assert unsure["spans"] == plain["spans"] and unsure["probability"] == plain["probability"]
+
+
+def test_health_reports_the_model_its_card_and_the_limits(extractor, model_dir):
+    config = ServeConfig(max_batch_size=4, max_wait_ms=2.5)
+    with TestClient(create_app(extractor, config)) as client:
+        health = client.get("/health")
+    assert health.status_code == 200
+    body = json.loads(health.text)  # strict JSON: the -inf threshold is a string
+    assert body["status"] == "ok" and body["model"] == model_dir.name == "tiny-joint" and body["backend"] == "torch"
+    card = body["card"]
+    assert card["heads"] == "span+bio" and card["decodings"] == ["span", "bio", "joint"]
+    assert card["windows"] == WINDOWS and card["calibrated"] == ["joint"]
+    assert card["tuned"]["no_answer_thresholds"] == {"span": "-Infinity"}
+    assert body["limits"]["max_batch_size"] == 4 and body["limits"]["max_wait_ms"] == 2.5
+    assert body["served"] == {"batches": 0, "requests": 0, "questions": 0, "busy_seconds": 0.0}
+
+
+def test_the_openapi_page_describes_the_requests_and_their_limits(extractor):
+    config = ServeConfig(max_context_chars=500, max_question_chars=50, max_batch_size=3)
+    with TestClient(create_app(extractor, config)) as client:
+        schema = client.get("/openapi.json").json()
+        docs = client.get("/docs")
+    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    assert {"/answer", "/health"} <= set(schema["paths"])
+    assert {"400", "413", "422"} <= set(schema["paths"]["/answer"]["post"]["responses"])
+    request = schema["components"]["schemas"]["AnswerRequest"]["properties"]
+    one_context, several = request["context"]["oneOf"]
+    assert one_context["maxLength"] == 500 and several["items"]["maxLength"] == 500
+    assert request["question"]["oneOf"][0]["maxLength"] == 50 and "at most 3" in request["question"]["description"]
+    assert request["decoding"]["enum"] == ["auto", "span", "bio", "joint"] and request["top_k"]["maximum"] == 20
+    assert all(field.get("description") for field in schema["components"]["schemas"]["Answer"]["properties"].values())
+
+
+# --- bad requests ------------------------------------------------------------------------------
+
+GOOD = {"question": "Who?", "context": "Newton wrote it."}
+BAD_REQUESTS = {  # name: (body as bytes or JSON, status, words the message holds)
+    "malformed JSON": (b'{"question": "Who?", "context": ', 422, "not valid JSON"),
+    "not an object": ([GOOD], 422, "valid dictionary"),
+    "question of the wrong type": ({**GOOD, "question": 5}, 422, "body.question: Input should be a string or a list of strings"),
+    "top_k as a string": ({**GOOD, "top_k": "2"}, 422, "body.top_k"),
+    "multi_span as a number": ({**GOOD, "multi_span": 1}, 422, "body.multi_span"),
+    "empty question": ({**GOOD, "question": ""}, 422, "body.question: String should have at least 1 character"),
+    "blank question": ({**GOOD, "question": "   "}, 422, "empty or missing question (record 'input 0')"),
+    "empty list": ({**GOOD, "question": []}, 422, "body.question"),
+    "empty item of a list": ({**GOOD, "question": ["Who?", ""]}, 422, "body.question[1]"),
+    "lone surrogate": ({**GOOD, "context": "New\ud800ton"}, 422, "body.context"),
+    "unknown decoding": ({**GOOD, "decoding": "crf"}, 422, "body.decoding: Input should be 'auto', 'span', 'bio' or 'joint'"),
+    "unknown field": ({**GOOD, "multispan": True}, 422, "body.multispan: Extra inputs are not permitted"),
+    "top_k beyond the n-best": ({**GOOD, "top_k": 21}, 422, "body.top_k"),
+    "top_k with multi_span": ({**GOOD, "top_k": 2, "multi_span": True}, 422, "pick one"),
+    "threshold above 1": ({**GOOD, "threshold": 1.5}, 422, "body.threshold"),
+    "contexts not one per question": ({"question": ["a?", "b?"], "context": ["x", "y", "z"]}, 422, "2 questions but 3 contexts"),
+    "context too long": ({**GOOD, "context": "x" * 201}, 422, "body.context: String should have at most 200 characters"),
+    "oversize batch": ({**GOOD, "question": ["Who?"] * 5}, 413, "at most 4"),
+    "body too long": (b'{"question": "' + b"x" * 100_000 + b'"}', 413, "no valid request is longer"),
+    "non-UTF-8 body": (b'{"question": "Who\xff\xfe?", "context": "Newton."}', 400, "not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_REQUESTS)
+def test_bad_requests_get_a_4xx_with_a_message_and_no_traceback(extractor, name):
+    body, status, words = BAD_REQUESTS[name]
+    config = ServeConfig(max_batch_size=4, max_context_chars=200, max_question_chars=20)
+    with TestClient(create_app(extractor, config), raise_server_exceptions=False) as client:
+        if isinstance(body, bytes):
+            response = client.post("/answer", content=body, headers={"content-type": "application/json"})
+        else:
+            response = client.post("/answer", content=json.dumps(body), headers={"content-type": "application/json"})
+        still_fine = client.post("/answer", json=GOOD)
+    assert response.status_code == status, response.text
+    assert words in response.json()["detail"] and "Traceback" not in response.text
+    assert still_fine.status_code == 200
+
+
+def test_a_decoding_the_heads_cannot_do_is_refused(tiny_encoder_dir, tmp_path):
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span", **WINDOWS).save_pretrained(str(tmp_path))
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(tmp_path))
+    with TestClient(create_app(AnswerExtractor.from_pretrained(tmp_path, precision="fp32"))) as client:
+        refused = client.post("/answer", json={**GOOD, "decoding": "bio"})
+        auto = client.post("/answer", json={**GOOD, "multi_span": True})
+    assert refused.status_code == 422 and "decoding 'bio' needs heads this model lacks" in refused.json()["detail"]
+    assert auto.status_code == 200 and auto.json()["decoding"] == "span"
+
+
+def test_an_internal_error_is_a_500_without_a_traceback(extractor, monkeypatch):
+    with TestClient(create_app(extractor), raise_server_exceptions=False) as client:
+        monkeypatch.setattr(extractor.trained, "windows", lambda *a, **k: 1 / 0)
+        response = client.post("/answer", json=GOOD)
+    assert response.status_code == 500 and "Traceback" not in response.text and "ZeroDivision" not in response.text
+    assert response.json()["detail"].startswith("internal error")
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+def test_serve_command_defaults_to_loopback_and_its_options_are_the_configs():
+    args = build_parser().parse_args(["serve", "MODEL"])
+    assert args.model == "MODEL" and config_from_args(ServeConfig, args) == ServeConfig()
+    assert ServeConfig().host == "127.0.0.1"
+    args = build_parser().parse_args(["serve", "m", "--port", "9000", "--max-batch-size", "64", "--max-wait-ms", "0"])
+    assert config_from_args(ServeConfig, args) == ServeConfig(port=9000, max_batch_size=64, max_wait_ms=0.0)
+    with pytest.raises(ConfigError, match="max_batch_size"):
+        ServeConfig(max_batch_size=0)
+
+
+def test_serving_without_the_extra_says_what_to_install(monkeypatch, model_dir):
+    import importlib.util
+
+    from bio_mrc.serving import server
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "uvicorn" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"needs uvicorn: pip install 'bio_mrc\[serve\]'"):
+        server.run_server(model_dir)
+
+
+def test_run_server_serves_the_folder_on_the_configured_address(monkeypatch, model_dir):
+    from bio_mrc.serving import server
+
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.append((app, options)))
+    server.run_server(model_dir, ServeConfig(port=8123), precision="fp32")
+    ((app, options),) = calls
+    assert options["host"] == "127.0.0.1" and options["port"] == 8123
+    with TestClient(app) as client:
+        assert client.get("/health").json()["model"] == "tiny-joint"
