@@ -57,25 +57,25 @@ def tiny_config(tiny_encoder_dir):
 
 
 def test_the_run_record_comes_last_once_the_model_is_in_place(tiny_config, sample_v1, tmp_path, monkeypatch):
-    from bio_mrc.training import train
+    from bio_mrc.training import saving, train
 
     seen = {}
 
     def record_writer(path, obj, **kwargs):
-        if path.name == train.RUN_FILE:  # what a reader would find in the folder at that moment
+        if path.name == saving.RUN_FILE:  # what a reader would find in the folder at that moment
             seen["files"] = sorted(p.name for p in path.parent.iterdir())
         return atomic_write_json(path, obj, **kwargs)
 
-    monkeypatch.setattr(train, "atomic_write_json", record_writer)
+    monkeypatch.setattr(saving, "atomic_write_json", record_writer)
     result = train.train_model(sample_v1.examples, tiny_config, tmp_path / "model", progress=False)
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(seen["files"])
-    assert train.RUN_FILE not in seen["files"] and train.STAGING_DIR not in seen["files"]
+    assert saving.RUN_FILE not in seen["files"] and saving.STAGING_DIR not in seen["files"]
     assert train.load_run_record(result.model_dir)["train"] == tiny_config.with_resolved_precision().to_dict()
     assert not (result.model_dir / train.CHECKPOINT_DIR).exists()
 
 
 def test_a_save_that_fails_midway_leaves_no_run_record(tiny_config, sample_v1, tmp_path, monkeypatch):
-    from bio_mrc.training import train
+    from bio_mrc.training import saving, train
 
     out = tmp_path / "model"
     train.train_model(sample_v1.examples, tiny_config, out, progress=False, save_checkpoints=False)
@@ -87,8 +87,8 @@ def test_a_save_that_fails_midway_leaves_no_run_record(tiny_config, sample_v1, t
         raise OSError("killed while moving the model in")
 
     # Retraining into the folder: the old record goes before any new file arrives.
-    monkeypatch.setattr(train, "atomic_move_files", crash_after_one_file)
+    monkeypatch.setattr(saving, "atomic_move_files", crash_after_one_file)
     with pytest.raises(OSError, match="killed"):
         train.train_model(sample_v1.examples, tiny_config, out, progress=False, save_checkpoints=False)
     assert train.load_run_record(out) is None  # the harness retrains rather than trust a mixed folder
-    assert not (out / train.STAGING_DIR).exists()
+    assert not (out / saving.STAGING_DIR).exists()

@@ -284,7 +284,8 @@ def _cells_key(config: CompareConfig, splits: Splits, run: RunSpec) -> str:
 REPORT_ONLY_SOURCES = frozenset({"cli.py", "harness/report.py", "harness/earlier_report.py", "harness/summary.py", "harness/plots.py", "harness/stats.py", "harness/learning_curve.py",
                                  "harness/selective.py", "metrics/selective.py", "harness/html_report.py",
                                  "harness/browser_payload.py", "harness/markdown_html.py"})
-TRAINING_ONLY_SOURCES = frozenset({"training/train.py", "training/__init__.py", "harness/models.py", "model_card.py"})
+TRAINING_ONLY_SOURCES = frozenset({"training/train.py", "training/config.py", "training/trainer.py", "training/checkpoints.py",
+                                   "training/saving.py", "training/__init__.py", "harness/models.py", "model_card.py"})
 CELL_INDEPENDENT_SOURCES = REPORT_ONLY_SOURCES | TRAINING_ONLY_SOURCES
 
 

@@ -1,0 +1,176 @@
+"""The model to train, transformers' ``TrainingArguments`` the package sets, and the ``Trainer`` over the windows."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
+
+from ..encoders import load_tokenizer, resolve_encoder
+from ..errors import ConfigError
+from ..features.collate import WindowCollator
+from ..features.windows import answers_no_window_holds, build_features, default_windows_cache
+from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
+from ..precision import default_device
+from ..progress import progress_bars
+from ..types import Example
+from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
+from .config import TrainConfig
+
+# AdamW's update in one fused kernel per parameter group: the same arithmetic as the per-tensor loop, 2-6% faster
+# steps on a 2-core CPU (benchmarks/bench_training_speed.py).
+OPTIMIZER = "adamw_torch_fused"
+
+
+class UnheldAnswersWarning(UserWarning):
+    """Training questions whose answer no window holds as tokens: they train as unanswerable (``ids`` names them)."""
+
+    def __init__(self, ids: list[str], answerable: int) -> None:
+        shown = ", ".join(repr(i) for i in ids[:5]) + (", …" if len(ids) > 5 else "")
+        super().__init__(f"{len(ids)} of {answerable} answerable training questions have an answer that no window holds as "
+                         f"tokens (whitespace, characters the tokenizer drops, or longer than a window): they train as "
+                         f"unanswerable; {shown}")
+        self.ids = ids
+
+
+class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
+    """Trainer's length-grouped order, shuffled by a generator seeded with (seed, epoch).
+
+    Trainer's own sampler shuffles with the global torch RNG at each epoch start. A run resumed
+    in a later epoch gets there without replaying the earlier ones, so with another RNG state,
+    and would see other batches than the uninterrupted run; this order depends on the epoch alone.
+    """
+
+    def __init__(self, batch_size: int, lengths: list[int], seed: int) -> None:
+        super().__init__(batch_size, lengths=lengths)
+        self.seed, self.epoch = seed, 0
+
+    def set_epoch(self, epoch: int) -> None:  # called by Trainer (through accelerate) before each epoch
+        self.epoch = epoch
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed + int(self.epoch))
+        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
+
+
+class HeadRateTrainer(Trainer):
+    """``Trainer`` whose optimizer gives the head parameters their own learning rate.
+
+    Heads start from random weights on top of a pretrained encoder; at the
+    encoder's rate a linear head moves at most ``lr`` per weight and step, too
+    slowly for the BIO head to leave the tag prior in a few hundred steps.
+    The optimizer class and weight-decay groups stay Trainer's own. Length-grouped
+    batches come in an order a resumed run reproduces (``EpochSeededLengthGroupedSampler``).
+    """
+
+    def __init__(self, *args: Any, head_learning_rate: float | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.head_learning_rate = head_learning_rate
+
+    def create_optimizer(self, model: torch.nn.Module | None = None) -> torch.optim.Optimizer:
+        fresh = self.optimizer is None
+        optimizer = super().create_optimizer(model)
+        if fresh and self.head_learning_rate is not None:
+            head_params = {id(p) for p in (model or self.model).head_parameters()}
+            for group in list(optimizer.param_groups):
+                heads = [p for p in group["params"] if id(p) in head_params]
+                if heads:
+                    group["params"] = [p for p in group["params"] if id(p) not in head_params]
+                    options = {k: v for k, v in group.items() if k != "params"}
+                    optimizer.add_param_group({**options, "params": heads, "lr": self.head_learning_rate})
+            optimizer.param_groups[:] = [g for g in optimizer.param_groups if g["params"]]
+        return optimizer
+
+    def _get_train_sampler(self, train_dataset: Any = None) -> torch.utils.data.Sampler | None:
+        sampler = super()._get_train_sampler(train_dataset)
+        if type(sampler) is LengthGroupedSampler:
+            seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+            return EpochSeededLengthGroupedSampler(sampler.batch_size, sampler.lengths, seed)
+        return sampler
+
+
+def fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
+    """New heads on the configured encoder, or a trained bio_mrc model to continue from; returns (model, its path).
+    The model's config records the heads, losses and windows, so the saved folder runs on its own."""
+    settings = config.model_settings()
+    dropout = {"attention": config.attention_dropout, "hidden": config.hidden_dropout}
+    if config.init_from:
+        model_config = BioMrcConfig.from_pretrained(config.init_from, **settings)
+        set_encoder_dropout(model_config.encoder, **dropout)
+        return BioMrcForQuestionAnswering.from_pretrained(config.init_from, config=model_config), config.init_from
+    encoder = resolve_encoder(config.encoder)
+    return BioMrcForQuestionAnswering.from_encoder(encoder, encoder_dropout=dropout, **settings), encoder
+
+
+def fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, Any, str]:
+    """``fresh_model`` with its tokenizer; refuses windows longer than the encoder's positions."""
+    model, encoder = fresh_model(config)
+    tokenizer = load_tokenizer(encoder)
+    positions = getattr(model.config.encoder, "max_position_embeddings", None)
+    if positions is not None and config.max_seq_length > positions:
+        raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions of encoder {encoder}")
+    return model, tokenizer, encoder
+
+
+def build_trainer(
+    model: BioMrcForQuestionAnswering, tokenizer: Any, examples: Sequence[Example], config: TrainConfig,
+    args: TrainingArguments, progress: bool, callbacks: Sequence[TrainerCallback],
+) -> HeadRateTrainer:
+    """The training windows (targets only; offsets are for decoding) and the Trainer over them."""
+    # The main process builds (or finds) the cached windows first; the others of a torchrun job then read them.
+    with progress_bars(progress), args.main_process_first(desc="training windows"):
+        features = build_features(examples, tokenizer, config.features, desc="training windows", cache_dir=default_windows_cache())
+    if missed := answers_no_window_holds(features, examples):
+        warnings.warn(UnheldAnswersWarning(missed, sum(example.is_answerable for example in examples)), stacklevel=3)
+    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window"])
+    return HeadRateTrainer(
+        model=model,
+        head_learning_rate=config.head_learning_rate,
+        args=args,
+        train_dataset=features,
+        data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
+        callbacks=list(callbacks),
+    )
+
+
+def training_arguments(
+    config: TrainConfig, output_dir: Path, save_checkpoints: bool, progress: bool, checkpoint_steps: int | None
+) -> TrainingArguments:
+    """The package's ``TrainingArguments``: its options, checkpoints under ``output_dir/checkpoints``."""
+    steps = DEFAULT_CHECKPOINT_STEPS if checkpoint_steps is None else checkpoint_steps
+    if steps < 1:
+        raise ValueError(f"checkpoint_steps must be a positive number of optimizer steps, not {checkpoint_steps}")
+    return TrainingArguments(
+        output_dir=str(output_dir / CHECKPOINT_DIR),
+        num_train_epochs=config.epochs,
+        learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.batch_size,
+        warmup_steps=config.warmup_ratio,
+        weight_decay=config.weight_decay,
+        optim=OPTIMIZER,
+        lr_scheduler_type="linear",
+        seed=config.seed,
+        logging_steps=25,
+        save_strategy="steps" if save_checkpoints else "no",
+        save_steps=steps,
+        save_total_limit=1,
+        report_to="none",
+        remove_unused_columns=False,
+        train_sampling_strategy="group_by_length",
+        disable_tqdm=not progress,
+        dataloader_num_workers=0,
+        dataloader_pin_memory=torch.cuda.is_available(),
+        bf16=config.precision == "bf16",  # autocast: fp32 weights and optimizer state, bf16 matrix products
+        use_cpu=config.precision == "bf16" and default_device() == "cpu",  # Trainer refuses bf16 without a GPU unless told
+        # Under torchrun on CPU transformers picks no backend, and every process would train alone on all the data.
+        ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available() else None,
+    )
+
+
+__all__ = ["OPTIMIZER", "HeadRateTrainer", "UnheldAnswersWarning", "build_trainer", "fresh_model",
+           "fresh_model_and_tokenizer", "training_arguments"]
