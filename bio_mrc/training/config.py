@@ -7,11 +7,16 @@ from there, and the model and the windows are built from the fields they share w
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from transformers import TrainingArguments
+
+from ..config_options import json_object_argument
 from ..config_schema import SEED_RANGE, check_fields
+from ..errors import ConfigError
 from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig
 from ..heads import BIOHead
 from ..model import HEAD_CHOICES, BioMrcConfig
@@ -20,6 +25,43 @@ from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, resolve_p
 # A BIO-only model weighs B/I tokens 10x (F1 36.6 -> 51.1 at the reference budget); with a span head
 # the weights cost the span decoding 2.9 F1; benchmarks/RESULTS.md, BIO quality.
 BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
+
+# The TrainingArguments fields the package sets from its own options (or owns outright), each with why.
+OWNED_TRAINING_ARGS = {
+    "output_dir": "the model folder is the output folder (--output-dir); checkpoints go to its checkpoints/ folder",
+    "num_train_epochs": "set epochs (--epochs)",
+    "learning_rate": "set learning_rate (--learning-rate); the heads' own rate is head_learning_rate",
+    "per_device_train_batch_size": "set batch_size (--batch-size)",
+    "warmup_steps": "set warmup_ratio (--warmup-ratio), the fraction of the steps",
+    "weight_decay": "set weight_decay (--weight-decay)",
+    "seed": "set seed (--seed); data_seed may differ from it",
+    "bf16": "set precision (--precision): fp32, bf16 or auto",
+    "fp16": "set precision (--precision): fp32, bf16 or auto (no fp16 training: it needs a loss scaler the package does not tune)",
+    "use_cpu": "the device follows precision and the machine; hide the GPUs (CUDA_VISIBLE_DEVICES='') to train on the CPU",
+    "save_strategy": "checkpoints are the package's (save_checkpoints, checkpoint_steps / --checkpoint-steps): resuming relies on them",
+    "save_steps": "set checkpoint_steps (--checkpoint-steps)",
+    "resume_from_checkpoint": "set resume (--resume): it checks the checkpoint is this run's",
+    "remove_unused_columns": "the windows hold only the model's inputs and targets, which forward takes by name",
+    "label_names": "each head names its own targets",
+    "disable_tqdm": "set progress (train_model(progress=...); the CLI shows bars)",
+}
+
+
+def check_training_args(values: dict[str, Any]) -> None:
+    """Refuse a name that is no TrainingArguments field (with the field it most likely misspells) or one
+    the package owns (with the option to use instead), then values TrainingArguments itself refuses."""
+    known = [f.name for f in fields(TrainingArguments) if f.init]
+    for name in values:
+        if name in OWNED_TRAINING_ARGS:
+            raise ConfigError(f"training_args: {name!r} is the package's own: {OWNED_TRAINING_ARGS[name]}")
+        if name not in known:
+            guess = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+            raise ConfigError(f"training_args: {name!r} is not a TrainingArguments field{hint}")
+    try:
+        TrainingArguments(output_dir="training-args-check", **{"report_to": "none", **values})
+    except (ValueError, TypeError, ImportError, RuntimeError) as err:
+        raise ConfigError(f"training_args {values}: {err}") from None
 
 
 def _bio_prior_default() -> tuple[float, float, float] | None:
@@ -90,10 +132,16 @@ class TrainConfig:
         "help": "fp32; bf16: bfloat16 autocast (weights stay fp32); auto: bf16 where the CPU or GPU computes it "
                 "natively (AMX-BF16, AVX512-BF16, CUDA compute capability >= 8), else fp32",
         "choices": PRECISIONS})
+    training_args: dict[str, Any] = field(default_factory=dict, metadata={
+        "schema": {"type": "object"}, "type": json_object_argument, "metavar": "JSON",
+        "help": "further transformers TrainingArguments, a JSON object or a JSON file, e.g. "
+                "'{\"gradient_accumulation_steps\": 2, \"report_to\": [\"tensorboard\"]}' (docs/training.md)"})
 
     def __post_init__(self) -> None:
         check_fields(self)
         self.features  # noqa: B018 (FeatureConfig refuses windows without room for the stride)
+        if self.training_args:
+            check_training_args(self.training_args)
 
     @property
     def resolved_bio_class_weights(self) -> tuple[float, float, float] | None:
@@ -120,8 +168,13 @@ class TrainConfig:
         return replace(self, precision=resolve_precision(self.precision, default_device()))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config."""
-        return json.loads(json.dumps(asdict(self)))
+        """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config. Without
+        training_args it leaves the key out: the record, and the key of a model trained by the package's
+        own arguments, are those of a config that had no such field."""
+        data = json.loads(json.dumps(asdict(self)))
+        if not data["training_args"]:
+            del data["training_args"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
@@ -135,4 +188,4 @@ class TrainConfig:
         return cls(**data)
 
 
-__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "TrainConfig"]
+__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "OWNED_TRAINING_ARGS", "TrainConfig", "check_training_args"]

@@ -141,11 +141,16 @@ def build_trainer(
 def training_arguments(
     config: TrainConfig, output_dir: Path, save_checkpoints: bool, progress: bool, checkpoint_steps: int | None
 ) -> TrainingArguments:
-    """The package's ``TrainingArguments``: its options, checkpoints under ``output_dir/checkpoints``."""
+    """The package's ``TrainingArguments`` (its options, checkpoints under ``output_dir/checkpoints``), with
+    ``config.training_args`` over the values it merely defaults (those it owns are refused by ``TrainConfig``)."""
     steps = DEFAULT_CHECKPOINT_STEPS if checkpoint_steps is None else checkpoint_steps
     if steps < 1:
         raise ValueError(f"checkpoint_steps must be a positive number of optimizer steps, not {checkpoint_steps}")
-    return TrainingArguments(
+    return TrainingArguments(**{**_package_arguments(config, output_dir, save_checkpoints, progress, steps), **config.training_args})
+
+
+def _package_arguments(config: TrainConfig, output_dir: Path, save_checkpoints: bool, progress: bool, steps: int) -> dict[str, Any]:
+    return dict(
         output_dir=str(output_dir / CHECKPOINT_DIR),
         num_train_epochs=config.epochs,
         learning_rate=config.learning_rate,
