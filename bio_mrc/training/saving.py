@@ -16,6 +16,8 @@ from ..model_card import clear_model_card, write_model_card
 from .checkpoints import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
 
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
+TRAINING_LOG_FILE = "training_log.json"  # Trainer's log history: loss, learning rate and evaluations by step
+LOG_DIR = "logs"  # under the output folder: trackers' files (TensorBoard's event files), kept with the model
 
 
 def check_output_folder(folder: Path, overwrite: bool) -> None:
@@ -31,7 +33,7 @@ def check_output_folder(folder: Path, overwrite: bool) -> None:
     if strangers:
         raise ConfigError(f"{checkpoints} holds files bio_mrc did not write ({', '.join(strangers[:4])}), and training removes "
                           "its checkpoints folder when it ends; choose another output folder")
-    others = sorted(p.name for p in folder.iterdir() if p.name not in (CHECKPOINT_DIR, STAGING_DIR))
+    others = sorted(p.name for p in folder.iterdir() if p.name not in (CHECKPOINT_DIR, STAGING_DIR, LOG_DIR))
     if others and not overwrite and not _holds_bio_mrc_model(folder):
         raise ConfigError(f"{folder} is not empty ({', '.join(others[:4])}) and holds no bio_mrc model; choose another "
                           "output folder or pass --overwrite (overwrite=True) to replace its files")
@@ -47,8 +49,8 @@ def _holds_bio_mrc_model(folder: Path) -> bool:
 
 
 def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record: dict[str, Any]) -> None:
-    """Save into a staging folder, move the files into ``output_dir``, then write the run record
-    and the model card (README.md, made from the folder's files).
+    """Save into a staging folder (the weights, the tokenizer, Trainer's log history), move the files into
+    ``output_dir``, then write the run record and the model card (README.md, made from the folder's files).
 
     The record is the "complete" marker (the harness reuses a folder that has one), so the old
     record goes first and the new one comes only once every file of the new model is in place;
@@ -62,6 +64,7 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
         return
     try:
         tokenizer.save_pretrained(str(staging))
+        atomic_write_json(staging / TRAINING_LOG_FILE, trainer.state.log_history, indent=1)
         (output_dir / RUN_FILE).unlink(missing_ok=True)
         clear_model_card(output_dir)
         atomic_move_files(staging, output_dir)
@@ -71,10 +74,17 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
     write_model_card(output_dir)
 
 
+def load_training_log(model_dir: str | Path) -> list[dict[str, Any]] | None:
+    """The log history a model folder keeps (one dict per logged step: loss, learning_rate, eval_*, step,
+    epoch), or None for a folder trained before it was kept."""
+    path = Path(model_dir) / TRAINING_LOG_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
 def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:
     """The run record of a complete model in ``model_dir``, or None (no model, or one still being saved)."""
     path = Path(model_dir) / RUN_FILE
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
-__all__ = ["STAGING_DIR", "check_output_folder", "load_run_record", "save_final_model"]
+__all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "load_training_log", "check_output_folder", "load_run_record", "save_final_model"]

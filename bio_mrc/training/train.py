@@ -13,6 +13,7 @@ from typing import Sequence
 
 from transformers import TrainerCallback, set_seed
 
+from ..errors import ConfigError
 from ..io import writes_named
 from ..progress import progress_bars
 from ..types import Example, content_hash
@@ -21,8 +22,10 @@ from .checkpoints import (
     scan_checkpoints,
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
-from .saving import check_output_folder, load_run_record, save_final_model
-from .trainer import HeadRateTrainer, UnheldAnswersWarning, build_trainer, fresh_model_and_tokenizer, training_arguments
+from .saving import TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, save_final_model
+from .trainer import (
+    Evaluator, HeadRateTrainer, UnheldAnswersWarning, build_trainer, fresh_model_and_tokenizer, training_arguments,
+)
 
 
 @dataclass
@@ -44,6 +47,7 @@ def train_model(
     checkpoint_steps: int | None = None,
     callbacks: Sequence[TrainerCallback] | None = None,
     overwrite: bool = False,
+    evaluator: Evaluator | None = None,
 ) -> TrainResult:
     """Train a fresh model on ``examples`` and save it (with its tokenizer and config) in ``output_dir``.
 
@@ -58,21 +62,30 @@ def train_model(
     new run would overwrite it).
     The model appears atomically: its run record (``RUN_FILE``) is written last, once every file is in
     place, and the checkpoints are removed after it. ``callbacks`` go to the ``Trainer``.
+
+    ``config.training_args`` are further ``TrainingArguments``. When their ``eval_strategy`` asks for
+    evaluations, ``evaluator`` (e.g. ``bio_mrc.inference.TrainingEvaluator(questions)``) scores the model
+    then; its scores join the log history, kept in the folder as ``training_log.json``. With ``progress``
+    off nothing is printed; with it on, bars and log lines go to stderr.
     """
     output_dir, config = Path(output_dir), config.with_resolved_precision()
     check_output_folder(output_dir, overwrite)
+    args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps)
+    if args.eval_strategy != "no" and evaluator is None:
+        raise ConfigError(f"training_args eval_strategy {args.eval_strategy.value!r} needs questions to evaluate on: "
+                          "bio-mrc train --eval FILE, or train_model(evaluator=TrainingEvaluator(questions))")
     set_seed(config.seed)
     with progress_bars(progress):
         model, tokenizer, encoder = fresh_model_and_tokenizer(config)
     started = time.perf_counter()
-    args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps)
     # Before the windows are built: a run that cannot resume as asked fails at once.
     run_options = {"train": config.to_dict(), "questions": content_hash(examples)}
     checkpoint = checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
     earlier_seconds = TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0
     clock = TrainingClock(started, earlier_seconds)
-    trainer = build_trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock])
-    with writes_named(output_dir):  # a full disk while saving a checkpoint: one line, the checkpoints so far kept
+    trainer = build_trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock], evaluator)
+    # writes_named: a full disk while saving a checkpoint is one line, the checkpoints so far kept
+    with writes_named(output_dir), progress_bars(progress):
         outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     seconds = clock.seconds()
     n_windows = len(trainer.train_dataset)
@@ -88,7 +101,7 @@ def train_model(
         "resumed_from": checkpoint.name if checkpoint else None,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    with writes_named(output_dir):
+    with writes_named(output_dir), progress_bars(progress):
         save_final_model(trainer, tokenizer, output_dir, record)
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
@@ -97,5 +110,5 @@ def train_model(
 
 # The training API, importable from this module.
 __all__ = ["BIO_ONLY_CLASS_WEIGHTS", "CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "HeadRateTrainer", "ResumeError",
-           "TrainConfig", "TrainResult", "UnheldAnswersWarning", "check_output_folder", "load_run_record",
-           "scan_checkpoints", "train_model"]
+           "TRAINING_LOG_FILE", "TrainConfig", "TrainResult", "UnheldAnswersWarning", "check_output_folder",
+           "load_run_record", "load_training_log", "scan_checkpoints", "train_model"]

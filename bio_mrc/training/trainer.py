@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
-from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers import PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
+from transformers.integrations import TensorBoardCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 
 from ..encoders import load_tokenizer, resolve_encoder
@@ -21,6 +23,12 @@ from ..progress import progress_bars
 from ..types import Example
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
 from .config import TrainConfig
+from .saving import LOG_DIR
+
+# Scores of the model in training on held-out questions, by name (e.g. {"span_f1": 71.2}): called with the model and tokenizer.
+Evaluator = Callable[[BioMrcForQuestionAnswering, Any], dict[str, float]]
+# Trainer wants an evaluation set whenever eval_strategy asks for evaluations; an evaluator scores its own questions.
+_SCORED_BY_EVALUATOR = ("the evaluator's questions",)
 
 # AdamW's update in one fused kernel per parameter group: the same arithmetic as the per-tensor loop, 2-6% faster
 # steps on a 2-core CPU (benchmarks/bench_training_speed.py).
@@ -68,9 +76,24 @@ class HeadRateTrainer(Trainer):
     batches come in an order a resumed run reproduces (``EpochSeededLengthGroupedSampler``).
     """
 
-    def __init__(self, *args: Any, head_learning_rate: float | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, head_learning_rate: float | None = None, evaluator: Evaluator | None = None,
+                 tokenizer: Any = None, **kwargs: Any) -> None:
+        if evaluator is not None:
+            kwargs["eval_dataset"] = _SCORED_BY_EVALUATOR
         super().__init__(*args, **kwargs)
-        self.head_learning_rate = head_learning_rate
+        self.head_learning_rate, self.evaluator, self.tokenizer = head_learning_rate, evaluator, tokenizer
+
+    def evaluate(self, eval_dataset: Any = None, ignore_keys: Any = None, metric_key_prefix: str = "eval") -> dict[str, float]:
+        """The evaluator's scores, logged (so in the log history and every tracker) as ``eval_<name>``."""
+        if self.evaluator is None:
+            return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+        was_training = self.model.training
+        scores = self.evaluator(self.model, self.tokenizer)
+        self.model.train(was_training)
+        metrics = {f"{metric_key_prefix}_{name}": value for name, value in scores.items()}
+        self.log(metrics)
+        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+        return metrics
 
     def create_optimizer(self, model: torch.nn.Module | None = None) -> torch.optim.Optimizer:
         fresh = self.optimizer is None
@@ -119,23 +142,48 @@ def fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAns
 
 def build_trainer(
     model: BioMrcForQuestionAnswering, tokenizer: Any, examples: Sequence[Example], config: TrainConfig,
-    args: TrainingArguments, progress: bool, callbacks: Sequence[TrainerCallback],
+    args: TrainingArguments, progress: bool, callbacks: Sequence[TrainerCallback], evaluator: Evaluator | None = None,
 ) -> HeadRateTrainer:
-    """The training windows (targets only; offsets are for decoding) and the Trainer over them."""
+    """The training windows (targets only; offsets are for decoding) and the Trainer over them, scoring held-out
+    questions with ``evaluator`` when ``args.eval_strategy`` asks, its logs on stderr (progress) or nowhere."""
     # The main process builds (or finds) the cached windows first; the others of a torchrun job then read them.
     with progress_bars(progress), args.main_process_first(desc="training windows"):
         features = build_features(examples, tokenizer, config.features, desc="training windows", cache_dir=default_windows_cache())
     if missed := answers_no_window_holds(features, examples):
         warnings.warn(UnheldAnswersWarning(missed, sum(example.is_answerable for example in examples)), stacklevel=3)
     features = features.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window"])
-    return HeadRateTrainer(
+    trainer = HeadRateTrainer(
         model=model,
         head_learning_rate=config.head_learning_rate,
+        evaluator=evaluator if args.eval_strategy != "no" else None,
+        tokenizer=tokenizer,
         args=args,
         train_dataset=features,
         data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
         callbacks=list(callbacks),
     )
+    _route_logs(trainer, Path(args.output_dir).parent)
+    return trainer
+
+
+class _StderrProgressCallback(ProgressCallback):
+    """Trainer's progress bars, with its log lines (loss, metrics) on stderr: stdout is for a command's result."""
+
+    def on_log(self, args: TrainingArguments, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+        if state.is_world_process_zero and self.training_bar is not None and logs:
+            shown = {k: f"{v:.4g}" if isinstance(v, float) else v for k, v in logs.items() if k != "total_flos"}
+            self.training_bar.write(str(shown), file=sys.stderr)
+
+
+def _route_logs(trainer: Trainer, model_folder: Path) -> None:
+    """Log lines to stderr, never stdout (PrinterCallback prints them when the bars are off); TensorBoard's
+    event files into the model folder's logs/ (its default, the checkpoints folder, goes when training ends)."""
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_StderrProgressCallback())
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, TensorBoardCallback) and callback.logging_dir is None:
+            callback.logging_dir = str(model_folder / LOG_DIR)
 
 
 def training_arguments(
