@@ -85,3 +85,46 @@ def test_the_train_command_prints_only_json_on_stdout(tiny_encoder_dir, tmp_path
     assert code == 0
     assert json.loads(printed.out)["model_dir"] == str(tmp_path / "model")
     assert "'loss'" in printed.err  # Trainer's log lines went to stderr
+
+
+def _model_folder(tmp_path, name: str, losses: list[float]) -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    history = [{"loss": loss, "learning_rate": 1e-4, "step": 25 * (i + 1), "epoch": i / 10} for i, loss in enumerate(losses)]
+    (folder / "training_log.json").write_text(json.dumps([*history, {"train_loss": 1.0, "step": 25 * len(losses)}]))
+    return str(folder)
+
+
+def test_the_report_reads_every_model_folders_loss_curve(tmp_path):
+    from bio_mrc.harness.training_loss import loss_curves
+
+    a42, a43, b42 = (_model_folder(tmp_path, name, [3.0, 2.0, 1.5]) for name in ("a42", "a43", "b42"))
+    cells = [{"run": "a", "seed": 42, "decoding": d, "model_dir": a42} for d in ("span", "bio")] + [
+        {"run": "a", "seed": 43, "decoding": "span", "model_dir": a43},
+        {"run": "b", "seed": 42, "decoding": "span", "model_dir": b42},
+        {"run": "c", "seed": 42, "decoding": "span", "model_dir": str(tmp_path / "gone")}]
+    curves = loss_curves(cells)
+    assert list(curves) == ["a", "b"]  # c's folder keeps no history
+    assert [line["seed"] for line in curves["a"]] == [42, 43]  # one line per model, not per decoding
+    assert curves["b"][0]["steps"] == [25, 50, 75] and curves["b"][0]["loss"] == [3.0, 2.0, 1.5]
+    assert loss_curves(cells[-1:]) is None
+
+
+def test_many_runs_are_laid_out_as_a_grid_of_panels(tmp_path):
+    from PIL import Image
+
+    from bio_mrc.harness.plots import plot_training_loss
+
+    line = {"seed": 42, "steps": [25, 50, 75], "loss": [3.0, 2.0, 1.5]}
+    three = Image.open(plot_training_loss({f"run-{i}": [line] for i in range(3)}, tmp_path / "three.png")).size
+    seven = Image.open(plot_training_loss({f"run-{i}": [line] for i in range(7)}, tmp_path / "seven.png")).size
+    assert abs(seven[0] - three[0]) < 0.1 * three[0]  # three panels across either way: the grid grows downwards
+    assert seven[1] > 2.5 * three[1]
+
+
+def test_a_comparison_report_has_a_training_loss_section(browser_comparison):
+    folder, results, _ = browser_comparison
+    report = (folder / "report.md").read_text(encoding="utf-8")
+    assert "## Training loss" in report and "![training loss](training_loss.png)" in report
+    assert (folder / "training_loss.png").is_file()
+    assert [run["training_args"] for run in results["config"]["runs"]] == [{"logging_steps": 1}] * 2
