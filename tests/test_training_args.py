@@ -104,3 +104,11 @@ def test_train_model_trains_with_the_training_args(tiny_encoder_dir, sample_v1, 
     seen = _Seen()
     train_model(sample_v1.examples, config, tmp_path / "model", save_checkpoints=False, callbacks=[seen])
     assert (seen.accumulation, seen.max_steps) == (2, 3)
+
+
+def test_training_args_that_clash_with_the_package_arguments_are_refused_before_training(tiny_encoder_dir, sample_v1, tmp_path):
+    config = TrainConfig(encoder=str(tiny_encoder_dir), max_seq_length=48, doc_stride=16, max_query_length=12,
+                         training_args={"load_best_model_at_end": True, "metric_for_best_model": "span_f1", "eval_strategy": "steps"})
+    with pytest.raises(ConfigError, match="with the package's own arguments"):  # the best checkpoint needs checkpoints
+        train_model(sample_v1.examples, config, tmp_path / "model", save_checkpoints=False)
+    assert not (tmp_path / "model").exists()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from transformers import TrainerCallback, set_seed
 
@@ -87,25 +87,30 @@ def train_model(
     # writes_named: a full disk while saving a checkpoint is one line, the checkpoints so far kept
     with writes_named(output_dir), progress_bars(progress):
         outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    seconds = clock.seconds()
-    n_windows = len(trainer.train_dataset)
-    record = {  # provenance: how the model came about (the model folder runs without it)
+    result = TrainResult(output_dir, clock.seconds(), len(examples), len(trainer.train_dataset), outcome.training_loss)
+    with writes_named(output_dir), progress_bars(progress):
+        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint))
+    if trainer.is_world_process_zero():
+        remove_checkpoints(Path(args.output_dir), save_checkpoints)
+    return result
+
+
+def _run_record(
+    result: TrainResult, config: TrainConfig, encoder: str, earlier_seconds: float | None, checkpoint: Path | None
+) -> dict[str, Any]:
+    """Provenance: how the model came about (the model folder runs without it)."""
+    return {
         "train": config.to_dict(),
         "encoder_path": encoder,
-        "seconds": seconds,  # every sitting's when resumed, if its checkpoint kept the time (see earlier_seconds)
+        "seconds": result.seconds,  # every sitting's when resumed, if its checkpoint kept the time (see earlier_seconds)
         # Resumed: the sittings before this one; None when the checkpoint predates the clock, so "seconds" is this sitting's only.
         "earlier_seconds": earlier_seconds,
-        "n_examples": len(examples),
-        "n_windows": n_windows,
-        "final_loss": outcome.training_loss,  # the mean over this process's steps when resumed
+        "n_examples": result.n_examples,
+        "n_windows": result.n_windows,
+        "final_loss": result.final_loss,  # the mean over this process's steps when resumed
         "resumed_from": checkpoint.name if checkpoint else None,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    with writes_named(output_dir), progress_bars(progress):
-        save_final_model(trainer, tokenizer, output_dir, record)
-    if trainer.is_world_process_zero():
-        remove_checkpoints(Path(args.output_dir), save_checkpoints)
-    return TrainResult(output_dir, seconds, len(examples), n_windows, outcome.training_loss)
 
 
 # The training API, importable from this module.

@@ -194,7 +194,10 @@ def training_arguments(
     steps = DEFAULT_CHECKPOINT_STEPS if checkpoint_steps is None else checkpoint_steps
     if steps < 1:
         raise ValueError(f"checkpoint_steps must be a positive number of optimizer steps, not {checkpoint_steps}")
-    return TrainingArguments(**{**_package_arguments(config, output_dir, save_checkpoints, progress, steps), **config.training_args})
+    try:
+        return TrainingArguments(**{**_package_arguments(config, output_dir, save_checkpoints, progress, steps), **config.training_args})
+    except ValueError as err:  # training_args that do not fit the package's own (e.g. load_best_model_at_end without checkpoints)
+        raise ConfigError(f"training_args {config.training_args} with the package's own arguments: {err}") from None
 
 
 def _package_arguments(config: TrainConfig, output_dir: Path, save_checkpoints: bool, progress: bool, steps: int) -> dict[str, Any]:
