@@ -74,21 +74,23 @@ class HeadRateTrainer(Trainer):
     slowly for the BIO head to leave the tag prior in a few hundred steps.
     The optimizer class and weight-decay groups stay Trainer's own. Length-grouped
     batches come in an order a resumed run reproduces (``EpochSeededLengthGroupedSampler``).
+    With an ``evaluator``, each evaluation is its scores of held-out questions (no evaluation dataset).
     """
 
     def __init__(self, *args: Any, head_learning_rate: float | None = None, evaluator: Evaluator | None = None,
-                 tokenizer: Any = None, **kwargs: Any) -> None:
+                 evaluation_tokenizer: Any = None, **kwargs: Any) -> None:
         if evaluator is not None:
             kwargs["eval_dataset"] = _SCORED_BY_EVALUATOR
         super().__init__(*args, **kwargs)
-        self.head_learning_rate, self.evaluator, self.tokenizer = head_learning_rate, evaluator, tokenizer
+        # Not Trainer's processing_class, which would add the tokenizer's files to every checkpoint.
+        self.head_learning_rate, self.evaluator, self.evaluation_tokenizer = head_learning_rate, evaluator, evaluation_tokenizer
 
     def evaluate(self, eval_dataset: Any = None, ignore_keys: Any = None, metric_key_prefix: str = "eval") -> dict[str, float]:
         """The evaluator's scores, logged (so in the log history and every tracker) as ``eval_<name>``."""
         if self.evaluator is None:
             return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
         was_training = self.model.training
-        scores = self.evaluator(self.model, self.tokenizer)
+        scores = self.evaluator(self.model, self.evaluation_tokenizer)
         self.model.train(was_training)
         metrics = {f"{metric_key_prefix}_{name}": value for name, value in scores.items()}
         self.log(metrics)
@@ -156,7 +158,7 @@ def build_trainer(
         model=model,
         head_learning_rate=config.head_learning_rate,
         evaluator=evaluator if args.eval_strategy != "no" else None,
-        tokenizer=tokenizer,
+        evaluation_tokenizer=tokenizer,
         args=args,
         train_dataset=features,
         data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
