@@ -285,7 +285,8 @@ REPORT_ONLY_SOURCES = frozenset({"cli.py", "harness/report.py", "harness/earlier
                                  "harness/selective.py", "metrics/selective.py", "harness/html_report.py",
                                  "harness/browser_payload.py", "harness/markdown_html.py", "harness/training_loss.py"})
 TRAINING_ONLY_SOURCES = frozenset({"training/train.py", "training/config.py", "training/trainer.py", "training/checkpoints.py",
-                                   "training/saving.py", "training/__init__.py", "harness/models.py", "model_card.py"})
+                                   "training/saving.py", "training/__init__.py", "harness/models.py", "model_card.py",
+                                   "inference/during_training.py"})
 CELL_INDEPENDENT_SOURCES = REPORT_ONLY_SOURCES | TRAINING_ONLY_SOURCES
 
 
