@@ -71,9 +71,7 @@ def train_model(
     output_dir, config = Path(output_dir), config.with_resolved_precision()
     check_output_folder(output_dir, overwrite)
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps)
-    if args.eval_strategy != "no" and evaluator is None:
-        raise ConfigError(f"training_args eval_strategy {args.eval_strategy.value!r} needs questions to evaluate on: "
-                          "bio-mrc train --eval FILE, or train_model(evaluator=TrainingEvaluator(questions))")
+    _check_evaluation(args.eval_strategy.value, evaluator)
     set_seed(config.seed)
     with progress_bars(progress):
         model, tokenizer, encoder = fresh_model_and_tokenizer(config)
@@ -93,6 +91,16 @@ def train_model(
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
     return result
+
+
+def _check_evaluation(eval_strategy: str, evaluator: Evaluator | None) -> None:
+    """Evaluations need questions, and questions to evaluate on need evaluations (never silently unused)."""
+    if eval_strategy != "no" and evaluator is None:
+        raise ConfigError(f"training_args eval_strategy {eval_strategy!r} needs questions to evaluate on: "
+                          "bio-mrc train --eval FILE, or train_model(evaluator=TrainingEvaluator(questions))")
+    if eval_strategy == "no" and evaluator is not None:
+        raise ConfigError("questions to evaluate on during training (--eval, evaluator=) need evaluations: add "
+                          "'{\"eval_strategy\": \"steps\", \"eval_steps\": N}' (or \"epoch\") to the training args")
 
 
 def _run_record(
