@@ -108,6 +108,8 @@ def test_the_report_reads_every_model_folders_loss_curve(tmp_path):
     assert [line["seed"] for line in curves["a"]] == [42, 43]  # one line per model, not per decoding
     assert curves["b"][0]["steps"] == [25, 50, 75] and curves["b"][0]["loss"] == [3.0, 2.0, 1.5]
     assert loss_curves(cells[-1:]) is None
+    folds = loss_curves([{"run": "cv", "seed": 42, "decoding": "span", "model_dir": [a42, a43]}])
+    assert [(line["seed"], line["fold"]) for line in folds["cv"]] == [(42, 0), (42, 1)]
 
 
 def test_many_runs_are_laid_out_as_a_grid_of_panels(tmp_path):

@@ -298,7 +298,9 @@ def plot_training_loss(curves: Mapping[str, list[Mapping[str, Any]]], path: str 
             ax.set_visible(False)
             continue
         for k, line in enumerate(curves[runs[index]]):
-            ax.plot(line["steps"], line["loss"], color=f"C{k % 10}", linewidth=1.2, label=f"seed {line['seed']}")
+            fold = f", fold {line['fold'] + 1}" if line.get("fold") is not None else ""
+            ax.plot(line["steps"], line["loss"], color=f"C{k % 10}", linestyle=("-", "--", ":")[k // 10 % 3], linewidth=1.2,
+                    label=f"seed {line['seed']}{fold}")
         ax.set_title(runs[index], fontsize="small")
         ax.grid(True, alpha=0.3)
         if len(curves[runs[index]]) > 1:

@@ -12,20 +12,21 @@ TRAINING_LOSS_PLOT = "training loss"  # the key of the figure in the report's pl
 
 
 def loss_curves(cells: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]] | None:
-    """``{run: [{"seed", "model_dir", "steps", "loss"}, …]}``, one entry per model folder, in report order;
+    """``{run: [{"seed", "fold", "model_dir", "steps", "loss"}, …]}``, one entry per model folder (``fold`` None
+    unless cross-validation trained one model per fold), in report order;
     None when no model folder keeps a log history (models trained before it was kept, or folders gone)."""
     curves: dict[str, list[dict[str, Any]]] = {}
     seen = set()
     for cell in cells:
-        folders = cell["model_dir"] if isinstance(cell["model_dir"], list) else [cell["model_dir"]]  # a list: one per fold
-        for folder in folders:
+        folds = isinstance(cell["model_dir"], list)  # cross-validation: one folder per fold
+        for fold, folder in enumerate(cell["model_dir"] if folds else [cell["model_dir"]]):
             if (cell["run"], folder) in seen:
                 continue
             seen.add((cell["run"], folder))
             logged = [entry for entry in load_training_log(folder) or () if "loss" in entry and "step" in entry]
             if logged:
                 curves.setdefault(cell["run"], []).append({
-                    "seed": cell["seed"], "model_dir": str(folder),
+                    "seed": cell["seed"], "fold": fold if folds else None, "model_dir": str(folder),
                     "steps": [entry["step"] for entry in logged], "loss": [entry["loss"] for entry in logged]})
     return curves or None
 
