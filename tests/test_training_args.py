@@ -112,3 +112,11 @@ def test_training_args_that_clash_with_the_package_arguments_are_refused_before_
     with pytest.raises(ConfigError, match="with the package's own arguments"):  # the best checkpoint needs checkpoints
         train_model(sample_v1.examples, config, tmp_path / "model", save_checkpoints=False)
     assert not (tmp_path / "model").exists()
+
+
+def test_a_comparison_evaluating_during_training_needs_a_tune_split():
+    raw = {"train": {"path": "t.json"}, "eval": {"path": "e.json"},
+           "runs": [{"name": "a", "training_args": {"eval_strategy": "steps", "eval_steps": 10}}]}
+    with pytest.raises(ConfigError, match=r"runs \['a'\] evaluate during training .* add a 'tune' split"):
+        parse_config(raw)
+    assert parse_config({**raw, "tune": {"path": "t.json", "skip": 10}}).runs[0].train.training_args["eval_steps"] == 10

@@ -16,7 +16,7 @@ from bio_mrc.training.config import TrainConfig
 from bio_mrc.training.saving import LOG_DIR, load_training_log
 from bio_mrc.training.train import train_model
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, write_browser_eval_file
 
 WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
 
@@ -136,3 +136,30 @@ def test_questions_to_evaluate_on_without_evaluations_are_refused(tiny_encoder_d
     with pytest.raises(ConfigError, match="need evaluations: add .*eval_strategy"):
         train_model(sample_v1.examples, _config(tiny_encoder_dir), tmp_path / "model", evaluator=TrainingEvaluator(sample_v1.examples))
     assert not (tmp_path / "model").exists()
+
+
+def test_a_comparison_run_evaluates_on_the_tune_questions_during_training(tiny_encoder_dir, tmp_path, monkeypatch):
+    from bio_mrc.harness import models
+    from bio_mrc.harness.compare import resolve_splits, train_models
+    from bio_mrc.harness.config import parse_config
+
+    scored = []
+
+    class Recording(TrainingEvaluator):
+        def __init__(self, examples, *args):
+            scored.extend(example.id for example in examples)
+            super().__init__(examples, *args)
+
+    monkeypatch.setattr(models, "TrainingEvaluator", Recording)
+
+    part = lambda i: {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": i}}  # noqa: E731 (by article)
+    config = parse_config({
+        "train": part(0), "tune": part(1), "eval": {"path": str(write_browser_eval_file(tmp_path / "eval.json"))},
+        "defaults": {"encoder": str(tiny_encoder_dir), **WINDOWS, "batch_size": 4,
+                     "training_args": {"eval_strategy": "steps", "eval_steps": 2, "max_steps": 4}},
+        "runs": [{"name": "span", "heads": "span"}], "seeds": [1]})
+    (model_dir,) = train_models(config, SAMPLE_V1.parent, tmp_path / "out")
+    assert scored == [example.id for example in resolve_splits(config, SAMPLE_V1.parent).tune.examples]
+    evaluations = [entry for entry in load_training_log(model_dir) if "eval_span_f1" in entry]
+    assert [entry["step"] for entry in evaluations] == [2, 4]
+    assert not any("eval_bio_f1" in entry for entry in evaluations)  # a span-only model has the span decoding alone

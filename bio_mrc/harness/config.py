@@ -276,6 +276,10 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         runs.append(RunSpec(entry["name"], train, data, tuple(own["seeds"]) if "seeds" in own else None, own.get("inference_precision")))
     if repeated := sorted(name for name, count in collections.Counter(r.name for r in runs).items() if count > 1):
         raise ConfigError(f"runs: run names are unique; {repeated} appear more than once")
+    evaluating = [r.name for r in runs if r.train.training_args.get("eval_strategy", "no") != "no"]
+    if evaluating and raw.get("tune") is None:
+        raise ConfigError(f"runs {evaluating} evaluate during training (training_args eval_strategy), which scores the "
+                          "'tune' questions (never 'eval', which the report scores); add a 'tune' split")
     train, evaluation, tune = (_data_spec(raw.get(key), key) for key in ("train", "eval", "tune"))
     config = CompareConfig(
         name=raw.get("name", "comparison"), description=raw.get("description", ""), train=train, eval=evaluation, tune=tune,
