@@ -224,6 +224,7 @@ def train_child(args: argparse.Namespace, stage, rss: dict[str, Any]) -> dict[st
     from transformers import TrainerCallback
 
     import bio_mrc.training.train as train
+    import bio_mrc.training.trainer as trainer
     from bio_mrc.data.squad import load_squad
 
     limit = args.limit or None
@@ -240,8 +241,8 @@ def train_child(args: argparse.Namespace, stage, rss: dict[str, Any]) -> dict[st
             return value
         return wrapper
 
-    train._fresh_model_and_tokenizer = timed("model made", train._fresh_model_and_tokenizer)
-    train.build_features = timed("windows built", train.build_features)
+    train.fresh_model_and_tokenizer = timed("model made", train.fresh_model_and_tokenizer)
+    trainer.build_features = timed("windows built", trainer.build_features)
 
     class Stop(TrainerCallback):
         def on_train_begin(self, a, state, control, **kwargs):

@@ -23,9 +23,9 @@ OURS is the training path of ``bio_mrc.training.train.train_model`` built from i
 that the training set can be the same windows; ``train_model`` itself builds its windows from whole
 questions and saves a model at the end): ``build_features`` (no padding; span and BIO targets),
 the columns ``_trainer`` removes, ``WindowCollator`` (each batch padded to its longest window,
-rounded up to a multiple of 8), ``HeadRateTrainer`` with ``_training_arguments`` (length-grouped
+rounded up to a multiple of 8), ``HeadRateTrainer`` with ``training_arguments`` (length-grouped
 batches from ``EpochSeededLengthGroupedSampler``, the heads at their own learning rate) and the
-joint model (span + BIO heads) from ``_fresh_model_and_tokenizer``. Variants on the same windows:
+joint model (span + BIO heads) from ``fresh_model_and_tokenizer``. Variants on the same windows:
 
 * ``random`` (ours, random batches): the same, with ``train_sampling_strategy="random"`` (dynamic padding
   alone, without length grouping);
@@ -117,7 +117,8 @@ from bio_mrc.data.squad import load_squad  # noqa: E402
 from bio_mrc.encoders import load_tokenizer, resolve_encoder  # noqa: E402
 from bio_mrc.features.collate import WindowCollator  # noqa: E402
 from bio_mrc.features.windows import build_features  # noqa: E402
-from bio_mrc.training.train import HeadRateTrainer, TrainConfig, _fresh_model_and_tokenizer, _training_arguments  # noqa: E402
+from bio_mrc.training.config import TrainConfig  # noqa: E402
+from bio_mrc.training.trainer import HeadRateTrainer, fresh_model_and_tokenizer, training_arguments  # noqa: E402
 from reference_recipe import (  # noqa: E402
     reference_load_squad,
     reference_train_features,
@@ -199,8 +200,8 @@ def ours_run(config: TrainConfig, features: datasets.Dataset, pad_id: int, max_s
              out: str) -> tuple[StepClock, RecordingCollator, Any, Any]:
     """bio_mrc's Trainer as ``train_model``/``_trainer`` build it, on the given windows."""
     set_seed(config.seed)
-    model, _tokenizer, _encoder = _fresh_model_and_tokenizer(config)
-    args = _training_arguments(config, Path(out), save_checkpoints=False, progress=False, checkpoint_steps=None)
+    model, _tokenizer, _encoder = fresh_model_and_tokenizer(config)
+    args = training_arguments(config, Path(out), save_checkpoints=False, progress=False, checkpoint_steps=None)
     args.train_sampling_strategy = sampling
     if max_steps:
         args.max_steps = max_steps

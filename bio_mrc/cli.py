@@ -74,15 +74,19 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, d
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from .inference.during_training import TrainingEvaluator
     from .training.train import load_run_record, train_model
 
     check_folder_target(args.output_dir)
     if load_run_record(args.output_dir) is not None and not args.overwrite:
         raise SystemExit(f"error: {args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
+    config = _train_config(args)
     data = _load_squad(args, args.train, args.limit)
+    held_out = _load_squad(args, args.eval) if args.eval else None
+    evaluator = TrainingEvaluator(held_out.examples, held_out.version) if held_out else None
     print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
-    result = train_model(data.examples, _train_config(args), args.output_dir, progress=True,
-                         resume=args.resume, checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite)
+    result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
+                         checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator)
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
                       "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
     return 0
@@ -261,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     train = add_command("train", help="fine-tune a model on SQuAD-format data")
     train.add_argument("--train", required=True, help=_DATA_HELP)
     train.add_argument("--limit", type=int, help="first N questions of the file")
+    train.add_argument("--eval", help="held-out questions scored (official F1 of every decoding) whenever the training "
+                                      "args' eval_strategy asks, e.g. --training-args '{\"eval_strategy\": \"steps\", "
+                                      "\"eval_steps\": 200}'; any form --train takes")
     train.add_argument("--output-dir", required=True)
     train.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its last checkpoint in OUTPUT_DIR/checkpoints (same options and data)")

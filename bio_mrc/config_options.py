@@ -10,12 +10,32 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import types
 import typing
 from typing import Any, Collection, TypeVar
 
 T = TypeVar("T")
-_PASSED_THROUGH = ("help", "choices", "metavar")
+_PASSED_THROUGH = ("help", "choices", "metavar", "type")  # "type": a field's own parser of the option's text
+
+
+def json_object_argument(text: str) -> dict[str, Any]:
+    """An option's value as a JSON object: written out (``{...}``) or the path of a JSON file holding one."""
+    source = "the option's value"
+    if text.lstrip()[:1] not in ("{", "["):  # else JSON written out (a list is refused below, as the wrong kind)
+        source = text
+        try:
+            with open(text, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as err:
+            raise argparse.ArgumentTypeError(f"neither a JSON object nor a readable JSON file: {err}") from None
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{source} is not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{source} holds a JSON {type(value).__name__}, not an object")
+    return value
 
 
 def _is_optional(annotation: Any) -> bool:
@@ -70,10 +90,10 @@ def add_config_options(parser: argparse.ArgumentParser, cls: type, exclude: Coll
         options.update({key: field.metadata[key] for key in _PASSED_THROUGH if key in field.metadata})
         name = field.name.replace("_", "-")
         value_type, nargs = _value_type(annotation)
-        if value_type is bool and nargs is None:
+        if value_type is bool and nargs is None and "type" not in options:
             options["action"] = "store_false" if default is True else "store_true"
             name = f"no-{name}" if default is True else name
-        else:
+        elif "type" not in options:
             options["type"] = _none_or(value_type) if _is_optional(annotation) and nargs is None else value_type
             if nargs is not None:
                 options["nargs"] = nargs
@@ -95,4 +115,4 @@ def config_from_args(cls: type[T], args: argparse.Namespace, **overrides: Any) -
     return cls(**values)
 
 
-__all__ = ["add_config_options", "config_from_args"]
+__all__ = ["add_config_options", "config_from_args", "json_object_argument"]

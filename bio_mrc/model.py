@@ -53,13 +53,15 @@ class BioMrcConfig(PreTrainedConfig):
     encoder: PreTrainedConfig | dict | None = None
     heads: str = "span+bio"
     span_loss_weight: float = 1.0
-    bio_loss_weight: float = 1.0
+    # The token-mean BIO loss pulls about 1/100 as hard as the span loss at weight 1; 10 gave the best
+    # joint decoding with the BIO decoding past 53 F1 (benchmarks/RESULTS.md, BIO quality).
+    bio_loss_weight: float = 10.0
     bio_loss_reduction: str = "token_mean"
-    bio_prior: list | None = None  # initial B/I/O bias as log prior; None = uniform
+    # Initial B/I/O probabilities (the BIO head's bias is their log), about SQuAD's tag frequencies; None = uniform.
+    bio_prior: tuple | list | None = (0.01, 0.02, 0.97)
     bio_class_weights: list | None = None  # (w_B, w_I, w_O) in the BIO loss; None = the plain loss
     # Which tokens the BIO head tags: "word" (first piece of each word) or "subword" (every token).
-    # Models saved before word-level tags existed were sub-word taggers, hence this default.
-    tag_level: str = "subword"
+    tag_level: str = "word"
     head_dropout: float = 0.1
     max_seq_length: int | None = None
     doc_stride: int | None = None

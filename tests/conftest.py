@@ -116,7 +116,7 @@ def browser_comparison(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPath
     raw = {
         "name": "browser", "train": {"path": str(SAMPLE_V1)}, "eval": {"path": str(write_browser_eval_file(folder / "eval.json"))},
         "defaults": {"encoder": str(tiny_encoder_dir), "max_seq_length": 48, "doc_stride": 16, "max_query_length": 12,
-                     "epochs": 2, "batch_size": 4, "learning_rate": 1e-3},
+                     "epochs": 2, "batch_size": 4, "learning_rate": 1e-3, "training_args": {"logging_steps": 1}},
         "runs": [{"name": "joint", "heads": "span+bio", "bio_targets": "one-hot"}, {"name": "span-only", "heads": "span"}],
         "seeds": [1],
     }

@@ -35,6 +35,10 @@ def _help(command: str) -> str:
     return _squeezed(out.getvalue())
 
 
+def _default(field: dataclasses.Field):
+    return field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+
+
 def _squeezed(text: str) -> str:
     """Without whitespace: the formatter wraps lines, also at hyphens."""
     return re.sub(r"\s+", "", text)
@@ -50,9 +54,9 @@ def test_every_field_is_an_option_with_its_default_and_help(command):
         if field.name in excluded:
             assert not hasattr(args, field.name) and option not in help_text, field.name
             continue
-        assert getattr(args, field.name) == field.default, field.name
+        assert getattr(args, field.name) == _default(field), field.name
         assert field.metadata["help"], f"{cls.__name__}.{field.name} has no help"
-        assert _squeezed(f'{field.metadata["help"]} (default: {field.default})') in help_text, field.name
+        assert _squeezed(f'{field.metadata["help"]} (default: {_default(field)})') in help_text, field.name
 
 
 def test_defaults_build_the_default_configs():
@@ -69,16 +73,17 @@ def test_round_trip_train_options():
         "--attention-dropout", "0.2", "--hidden-dropout", "none", "--max-seq-length", "256", "--doc-stride", "96", "--max-query-length", "32", "--epochs", "0.5",
         "--learning-rate", "3e-5", "--head-learning-rate", "1e-3", "--batch-size", "8", "--warmup-ratio", "0",
         "--weight-decay", "0", "--seed", "7", "--init-from", "trained", "--precision", "bf16",
+        "--training-args", '{"gradient_accumulation_steps": 2}',
     ]
     expected = TrainConfig(
         encoder="some/encoder", heads="bio", span_loss_weight=0.5, bio_loss_weight=3.0, bio_targets="marginal",
         span_targets="soft", bio_loss_reduction="sum", bio_prior=(0.1, 0.2, 0.7), bio_class_weights=(5.0, 5.0, 1.0),
         tag_level="subword", attention_dropout=0.2, hidden_dropout=None, max_seq_length=256, doc_stride=96, max_query_length=32, epochs=0.5, learning_rate=3e-5,
         head_learning_rate=1e-3, batch_size=8, warmup_ratio=0.0, weight_decay=0.0, seed=7, init_from="trained",
-        precision="bf16",
+        precision="bf16", training_args={"gradient_accumulation_steps": 2},
     )
     # every field is set away from its default, so a field the round trip drops shows up
-    assert all(getattr(expected, f.name) != f.default for f in dataclasses.fields(TrainConfig))
+    assert all(getattr(expected, f.name) != _default(f) for f in dataclasses.fields(TrainConfig))
     config = _train_config(build_parser().parse_args(argv))
     assert config == expected
     assert isinstance(config.bio_prior, tuple) and isinstance(config.bio_class_weights, tuple)

@@ -10,9 +10,9 @@ from transformers import TrainerCallback
 
 from transformers.trainer import TRAINER_STATE_NAME
 
+from bio_mrc.training.checkpoints import TRAIN_CONFIG_FILE, TrainingClock
 from bio_mrc.training.train import (
-    CHECKPOINT_DIR, TRAIN_CONFIG_FILE, ResumeError, TrainConfig, TrainingClock, load_run_record, scan_checkpoints,
-    train_model,
+    CHECKPOINT_DIR, ResumeError, TrainConfig, load_run_record, scan_checkpoints, train_model,
 )
 
 # 23 windows of 32 tokens, 6 steps an epoch, 18 in all; a checkpoint every 3 steps.

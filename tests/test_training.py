@@ -57,25 +57,25 @@ def tiny_config(tiny_encoder_dir):
 
 
 def test_the_run_record_comes_last_once_the_model_is_in_place(tiny_config, sample_v1, tmp_path, monkeypatch):
-    from bio_mrc.training import train
+    from bio_mrc.training import saving, train
 
     seen = {}
 
     def record_writer(path, obj, **kwargs):
-        if path.name == train.RUN_FILE:  # what a reader would find in the folder at that moment
+        if path.name == saving.RUN_FILE:  # what a reader would find in the folder at that moment
             seen["files"] = sorted(p.name for p in path.parent.iterdir())
         return atomic_write_json(path, obj, **kwargs)
 
-    monkeypatch.setattr(train, "atomic_write_json", record_writer)
+    monkeypatch.setattr(saving, "atomic_write_json", record_writer)
     result = train.train_model(sample_v1.examples, tiny_config, tmp_path / "model", progress=False)
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(seen["files"])
-    assert train.RUN_FILE not in seen["files"] and train.STAGING_DIR not in seen["files"]
+    assert saving.RUN_FILE not in seen["files"] and saving.STAGING_DIR not in seen["files"]
     assert train.load_run_record(result.model_dir)["train"] == tiny_config.with_resolved_precision().to_dict()
     assert not (result.model_dir / train.CHECKPOINT_DIR).exists()
 
 
 def test_a_save_that_fails_midway_leaves_no_run_record(tiny_config, sample_v1, tmp_path, monkeypatch):
-    from bio_mrc.training import train
+    from bio_mrc.training import saving, train
 
     out = tmp_path / "model"
     train.train_model(sample_v1.examples, tiny_config, out, progress=False, save_checkpoints=False)
@@ -87,8 +87,36 @@ def test_a_save_that_fails_midway_leaves_no_run_record(tiny_config, sample_v1, t
         raise OSError("killed while moving the model in")
 
     # Retraining into the folder: the old record goes before any new file arrives.
-    monkeypatch.setattr(train, "atomic_move_files", crash_after_one_file)
+    monkeypatch.setattr(saving, "atomic_move_files", crash_after_one_file)
     with pytest.raises(OSError, match="killed"):
         train.train_model(sample_v1.examples, tiny_config, out, progress=False, save_checkpoints=False)
     assert train.load_run_record(out) is None  # the harness retrains rather than trust a mixed folder
-    assert not (out / train.STAGING_DIR).exists()
+    assert not (out / saving.STAGING_DIR).exists()
+
+
+def test_the_model_and_window_settings_are_defined_once():
+    """TrainConfig's model and window fields default to the model config's and the windows' own values, and
+    the model and windows it builds carry every field they share with it."""
+    import dataclasses
+
+    from bio_mrc.features.windows import FeatureConfig
+    from bio_mrc.model import WINDOW_SETTINGS, BioMrcConfig
+    from bio_mrc.training.config import TrainConfig
+
+    defaults = TrainConfig()
+    as_json = lambda value: list(value) if isinstance(value, tuple) else value  # noqa: E731
+    # The model config records the windows it was trained with (None until then); FeatureConfig defines them.
+    # TrainConfig's bio_class_weights None means "by the heads" (resolved_bio_class_weights).
+    for owner, not_defined_there in ((BioMrcConfig, {"encoder", "bio_class_weights", *WINDOW_SETTINGS}), (FeatureConfig, set())):
+        shared = {f.name for f in dataclasses.fields(owner)} & {f.name for f in dataclasses.fields(TrainConfig)}
+        assert shared - not_defined_there
+        for name in shared - not_defined_there:
+            assert as_json(getattr(defaults, name)) == as_json(getattr(owner, name)), name
+    config = TrainConfig(heads="bio", bio_loss_weight=3.0, tag_level="subword", bio_prior=(0.2, 0.3, 0.5), max_seq_length=64,
+                         doc_stride=8, max_query_length=16, bio_targets="one-hot", span_targets="soft")
+    settings = config.model_settings()
+    assert settings == {"heads": "bio", "span_loss_weight": 1.0, "bio_loss_weight": 3.0, "bio_loss_reduction": "token_mean",
+                        "bio_prior": [0.2, 0.3, 0.5], "bio_class_weights": [10.0, 10.0, 1.0], "tag_level": "subword",
+                        "max_seq_length": 64, "doc_stride": 8, "max_query_length": 16}
+    assert config.features == FeatureConfig(max_seq_length=64, doc_stride=8, max_query_length=16, bio_targets="one-hot",
+                                            span_targets="soft", tag_level="subword")

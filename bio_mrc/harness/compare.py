@@ -137,7 +137,7 @@ def train_models(
             if earlier and earlier.holds(run.name, seed):
                 continue
             train_splits = [fold for fold, _ in splits.folds] if splits.folds else [splits.train_for(run)]
-            trained += [obtain_model(run, seed, split, models_dir, progress, config.checkpoint_steps).model_dir for split in train_splits]
+            trained += [obtain_model(run, seed, split, models_dir, progress, config.checkpoint_steps, splits.tune).model_dir for split in train_splits]
     return trained
 
 
@@ -148,7 +148,7 @@ def _score_trained_run(
     (both read back when cached)."""
     train_split = splits.train_for(run)
     model_dir, train_seconds, reused, partial = obtain_model(
-        run, seed, train_split, output_dir / "models", progress, config.checkpoint_steps)
+        run, seed, train_split, output_dir / "models", progress, config.checkpoint_steps, splits.tune)
     cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits, run)}.json"
     browser_cache = cache.with_suffix(".browser.npz")
     model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
@@ -172,7 +172,7 @@ def _score_folds(
     inference_seconds = train_seconds = 0.0
     reused_all, partial_any, model_dirs, fold_settings = True, False, [], []
     for train_fold, held_out in splits.folds:
-        model_dir, seconds, reused, partial = obtain_model(run, seed, train_fold, output_dir / "models", progress, config.checkpoint_steps)
+        model_dir, seconds, reused, partial = obtain_model(run, seed, train_fold, output_dir / "models", progress, config.checkpoint_steps, splits.tune)
         model_dirs.append(str(model_dir))
         trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
         outputs, inference = timed_windows(trained, held_out, progress)
@@ -283,8 +283,10 @@ def _cells_key(config: CompareConfig, splits: Splits, run: RunSpec) -> str:
 # leaves the cached cells valid.
 REPORT_ONLY_SOURCES = frozenset({"cli.py", "harness/report.py", "harness/earlier_report.py", "harness/summary.py", "harness/plots.py", "harness/stats.py", "harness/learning_curve.py",
                                  "harness/selective.py", "metrics/selective.py", "harness/html_report.py",
-                                 "harness/browser_payload.py", "harness/markdown_html.py"})
-TRAINING_ONLY_SOURCES = frozenset({"training/train.py", "training/__init__.py", "harness/models.py", "model_card.py"})
+                                 "harness/browser_payload.py", "harness/markdown_html.py", "harness/training_loss.py"})
+TRAINING_ONLY_SOURCES = frozenset({"training/train.py", "training/config.py", "training/trainer.py", "training/checkpoints.py",
+                                   "training/saving.py", "training/__init__.py", "harness/models.py", "model_card.py",
+                                   "inference/during_training.py"})
 CELL_INDEPENDENT_SOURCES = REPORT_ONLY_SOURCES | TRAINING_ONLY_SOURCES
 
 

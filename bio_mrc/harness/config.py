@@ -9,6 +9,7 @@ Config files are JSON (see ``benchmarks/ablations/`` and the presets in
       "eval":  {"path": "squad-v1.1/dev.json", "limit": 500},
       "tune":  null,
       "defaults": {"max_seq_length": 256, "doc_stride": 96, ...},   # TrainConfig fields
+      # (its "training_args", further TrainingArguments, merge key by key with a run's own)
       "runs": [{"name": "joint", "heads": "span+bio"}, ...],         # overrides of the defaults
       # a run may also name its own training questions and seeds (a learning curve):
       #   {"name": "joint-10k", "train_data": {"path": ..., "limit": 10000}, "seeds": [42, 43, 44]}
@@ -267,12 +268,18 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
     for number, entry in enumerate(raw["runs"]):
         own = {key: entry[key] for key in RUN_OWN_KEYS if key in entry}
         options = {key: value for key, value in entry.items() if key not in ("name", *RUN_OWN_KEYS)}
+        # A run's training_args go over the defaults' key by key: a run adds to them rather than replacing them.
+        training_args = {**defaults.get("training_args", {}), **options.get("training_args", {})}
         with _naming(f"runs[{number}]"):
-            train = TrainConfig.from_dict({**defaults, **options})
+            train = TrainConfig.from_dict({**defaults, **options, "training_args": training_args})
             data = _data_spec(own.get("train_data"), "train_data")
         runs.append(RunSpec(entry["name"], train, data, tuple(own["seeds"]) if "seeds" in own else None, own.get("inference_precision")))
     if repeated := sorted(name for name, count in collections.Counter(r.name for r in runs).items() if count > 1):
         raise ConfigError(f"runs: run names are unique; {repeated} appear more than once")
+    evaluating = [r.name for r in runs if r.train.training_args.get("eval_strategy", "no") != "no"]
+    if evaluating and raw.get("tune") is None:
+        raise ConfigError(f"runs {evaluating} evaluate during training (training_args eval_strategy), which scores the "
+                          "'tune' questions (never 'eval', which the report scores); add a 'tune' split")
     train, evaluation, tune = (_data_spec(raw.get(key), key) for key in ("train", "eval", "tune"))
     config = CompareConfig(
         name=raw.get("name", "comparison"), description=raw.get("description", ""), train=train, eval=evaluation, tune=tune,

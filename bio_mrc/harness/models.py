@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import ConfigError
+from ..inference.during_training import TrainingEvaluator
 from ..model_card import training_time_is_partial
 from ..training.train import TrainConfig, load_run_record, train_model
 from ..types import content_hash
@@ -34,9 +35,12 @@ class ObtainedModel(NamedTuple):
 
 
 def obtain_model(
-    run: RunSpec, seed: int, train_split: Split, models_dir: Path, progress: bool, checkpoint_steps: int | None = None
+    run: RunSpec, seed: int, train_split: Split, models_dir: Path, progress: bool, checkpoint_steps: int | None = None,
+    held_out: Split | None = None,
 ) -> ObtainedModel:
-    """Train the run, or reuse it when a model with the same key exists, or resume its interrupted training."""
+    """Train the run, or reuse it when a model with the same key exists, or resume its interrupted training.
+    Evaluation during training (the run's training_args eval_strategy) scores ``held_out``: the tuning split,
+    never the evaluation questions, which a best-checkpoint choice would otherwise be made on."""
     config = replace(run.train, seed=seed, init_from=resolve_init_from(run.train.init_from)).with_resolved_precision()
     key = model_key(config, train_split)
     model_dir = models_dir / f"{run.name}-seed{seed}-{key}"
@@ -47,8 +51,10 @@ def obtain_model(
         if record is not None and record.get("train") == config.to_dict():
             return ObtainedModel(candidate, float(record["seconds"]), True, training_time_is_partial(record))
     # A run cut short (a kill, the end of a session) continues from its last checkpoint.
+    evaluates = held_out is not None and config.training_args.get("eval_strategy", "no") != "no"
+    evaluator = TrainingEvaluator(held_out.examples, held_out.version) if evaluates else None
     train_model(train_split.examples, config, model_dir, save_checkpoints=True, resume=True, progress=progress,
-                checkpoint_steps=checkpoint_steps)
+                checkpoint_steps=checkpoint_steps, evaluator=evaluator)
     record = load_run_record(model_dir)
     return ObtainedModel(model_dir, float(record["seconds"]), False, training_time_is_partial(record))
 

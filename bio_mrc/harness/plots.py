@@ -10,7 +10,8 @@ import numpy as np
 
 from ..io import atomic_write_bytes
 
-__all__ = ["plot_breakdown", "plot_cell_scores", "plot_learning_curve", "plot_reliability", "plot_risk_coverage", "plot_threshold_curve"]
+__all__ = ["plot_breakdown", "plot_cell_scores", "plot_learning_curve", "plot_reliability", "plot_risk_coverage", "plot_threshold_curve",
+           "plot_training_loss"]
 
 _DPI = 120
 
@@ -326,3 +327,32 @@ def _plot_gap(ax: Any, gaps: list[Mapping[str, Any]], trend: Mapping[str, Any] |
     ax.set_title("BIO − span gap (joint models)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize="x-small")
+
+
+def plot_training_loss(curves: Mapping[str, list[Mapping[str, Any]]], path: str | Path, columns: int = 3) -> Path:
+    """A grid of panels, one per run (``columns`` across), each with the loss against step of every seed or
+    fold; the panels share their axes, so runs compare at a glance however many there are."""
+    runs = list(curves)
+    ncols = min(columns, len(runs))
+    nrows = -(-len(runs) // ncols)
+    fig = _new_figure((3.6 * ncols, 2.6 * nrows + 0.4))
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
+    for index, ax in enumerate(axes.flat):
+        if index >= len(runs):
+            ax.set_visible(False)
+            continue
+        for k, line in enumerate(curves[runs[index]]):
+            fold = f", fold {line['fold'] + 1}" if line.get("fold") is not None else ""
+            ax.plot(line["steps"], line["loss"], color=f"C{k % 10}", linestyle=("-", "--", ":")[k // 10 % 3], linewidth=1.2,
+                    label=f"seed {line['seed']}{fold}")
+        ax.set_title(runs[index], fontsize="small")
+        ax.grid(True, alpha=0.3)
+        if len(curves[runs[index]]) > 1:
+            ax.legend(fontsize="x-small", loc="upper right")
+        if index % ncols == 0:
+            ax.set_ylabel("training loss")
+        if index >= len(runs) - ncols:
+            ax.set_xlabel("optimizer step")
+            ax.xaxis.set_tick_params(labelbottom=True)
+    fig.tight_layout()
+    return _save(fig, path)

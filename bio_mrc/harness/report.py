@@ -17,6 +17,7 @@ from .learning_curve import learning_curve_section
 from .selective import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
 from .summary import MIXED_RESAMPLING, cell_label, question_groups, summarise
+from .training_loss import TRAINING_LOSS_PLOT, loss_curves, training_loss_section
 
 CALIBRATION_PLOT = "reliability diagrams"
 CELL_PLOT = "score per cell"  # the key of the per-cell score figure in the plots of :func:`write_plots`
@@ -64,7 +65,8 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
              *_contrast_section(results, summary),
              *_interval_section(results, summary, plots), *_tag_table(summary),
              *_calibration_section(summary, plots), *selective_section(summary.get("selective"), plots.get(RISK_COVERAGE_PLOT)),
-             *_breakdown_sections(summary, plots), *_figure_sections(summary, plots)]
+             *_breakdown_sections(summary, plots), *training_loss_section(plots.get(TRAINING_LOSS_PLOT)),
+             *_figure_sections(summary, plots)]
     lines += ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
               json.dumps(results["config"], indent=2), "```", ""]
     return "\n".join(lines)
@@ -257,7 +259,7 @@ def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[
 
 def _figure_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Figures no other section shows (e.g. calibration diagrams added to :func:`write_plots`), under their titles."""
-    shown = {CELL_PLOT, CALIBRATION_PLOT, LEARNING_CURVE_PLOT, RISK_COVERAGE_PLOT, *summary["breakdowns"]}
+    shown = {CELL_PLOT, CALIBRATION_PLOT, LEARNING_CURVE_PLOT, RISK_COVERAGE_PLOT, TRAINING_LOSS_PLOT, *summary["breakdowns"]}
     lines = []
     for title, filename in plots.items():
         if title not in shown:
@@ -270,7 +272,9 @@ def write_plots(results: dict[str, Any], summary: dict[str, Any], output_dir: Pa
     figure and the breakdowns are shown in their own sections; any other figure added here (calibration
     diagrams, say) gets a section of its own, under its title, from :func:`_figure_sections`."""
     from ..metrics.selective import TARGET_ACCURACIES
-    from .plots import plot_breakdown, plot_cell_scores, plot_learning_curve, plot_reliability, plot_risk_coverage
+    from .plots import (
+        plot_breakdown, plot_cell_scores, plot_learning_curve, plot_reliability, plot_risk_coverage, plot_training_loss,
+    )
 
     what = _what(results, short=True)
     plots = {CELL_PLOT: plot_cell_scores(
@@ -288,6 +292,8 @@ def write_plots(results: dict[str, Any], summary: dict[str, Any], output_dir: Pa
     if summary.get("selective"):
         curves = {label: {kind: m["curve"] for kind, m in kinds.items()} for label, kinds in summary["selective"]["cells"].items()}
         plots[RISK_COVERAGE_PLOT] = plot_risk_coverage(curves, TARGET_ACCURACIES, output_dir / "risk_coverage.png").name
+    if curves := loss_curves(results["cells"]):
+        plots[TRAINING_LOSS_PLOT] = plot_training_loss(curves, output_dir / "training_loss.png").name
     # More figures go here: plots[title] = file name (written into output_dir).
     return plots
 

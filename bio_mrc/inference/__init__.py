@@ -7,10 +7,12 @@
 * :mod:`.tuning`: tuning those settings on held-out questions and saving them;
 * :mod:`.files`: official prediction, n-best and ``na_prob`` files;
 * :mod:`.extract`: ``AnswerExtractor``, question + context in, answer spans out;
+* :mod:`.during_training`: ``TrainingEvaluator``, the official scores of a model while it trains;
 * :mod:`.pipeline`: the same as transformers' ``pipeline("bio-mrc-qa", model=DIR)`` (registered on import).
 """
 
 from .answers import apply_no_answer_threshold, decode_with_thresholds, no_answer_probability, threshold_key
+from .during_training import TrainingEvaluator
 from .extract import AnswerExtractor
 from .files import write_prediction_files
 from .forward import predict_windows, run_windows
@@ -19,7 +21,7 @@ from .pipeline import BioMrcQuestionAnsweringPipeline, register_pipeline
 from .tuning import save_tuned_settings, tune_settings, tuning_provenance
 
 __all__ = [
-    "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "TrainedModel", "apply_no_answer_threshold",
+    "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "TrainedModel", "TrainingEvaluator", "apply_no_answer_threshold",
     "check_model_dir", "decode_with_thresholds", "no_answer_probability", "predict_windows", "register_pipeline",
     "run_windows", "save_tuned_settings", "threshold_key", "tune_settings", "tuning_provenance",
     "write_prediction_files",

@@ -1,0 +1,140 @@
+"""Checkpoints of a training run: where they go, which one a resumed run continues from, and the
+checks that keep a resumed run exact (the same options, the same questions, the whole run's time)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback, TrainingArguments
+from transformers.trainer import TRAINER_STATE_NAME
+from transformers.trainer_callback import ExportableState
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+from ..errors import BioMrcError
+from ..io import atomic_write_json
+
+CHECKPOINT_DIR = "checkpoints"  # under the output folder; removed once the model is complete
+TRAIN_CONFIG_FILE = "bio_mrc_train_config.json"  # in CHECKPOINT_DIR: the options (and questions) of its checkpoints
+DEFAULT_CHECKPOINT_STEPS = 500
+
+
+class ResumeError(BioMrcError, ValueError):
+    """Training cannot continue (or start over) in a checkpoint folder as asked without mixing two runs."""
+
+
+class TrainingClock(TrainerCallback, ExportableState):
+    """The training time of every sitting so far, kept in each checkpoint's ``trainer_state.json`` (written
+    with it, and last), so that a resumed run reports the whole run's time rather than its last sitting's."""
+
+    def __init__(self, started: float = 0.0, earlier_seconds: float | None = 0.0):
+        self.started, self.earlier_seconds = started, earlier_seconds
+
+    def seconds(self) -> float:
+        return (self.earlier_seconds or 0.0) + time.perf_counter() - self.started
+
+    def on_train_begin(self, args: TrainingArguments, state: Any, control: Any, **kwargs: Any) -> None:
+        # A state resumed from a checkpoint saved without the clock has no slot for it, and Trainer saves only into slots.
+        state.stateful_callbacks.setdefault(type(self).__name__, {})
+
+    def state(self) -> dict[str, Any]:
+        known = self.earlier_seconds is not None
+        return {"args": {}, "attributes": {"trained_seconds": self.seconds() if known else None}}
+
+    @classmethod
+    def seconds_saved_in(cls, checkpoint: Path) -> float | None:
+        """The time a checkpoint's run had trained when it was saved; None for one saved without the clock."""
+        state = json.loads((checkpoint / TRAINER_STATE_NAME).read_text(encoding="utf-8"))
+        saved = state.get("stateful_callbacks", {}).get(cls.__name__)
+        return saved.get("attributes", {}).get("trained_seconds") if isinstance(saved, dict) else None
+
+
+def _note(progress: bool, message: str) -> None:
+    if progress:
+        print(message, file=sys.stderr)
+
+
+def checkpoint_to_resume(
+    folder: Path, run_options: dict[str, Any], resume: bool, save_checkpoints: bool, main_process: bool, progress: bool
+) -> Path | None:
+    """The checkpoint to continue from (None: from the start), after the checks that keep a resumed run exact."""
+    complete, incomplete = scan_checkpoints(folder)
+    last = complete[-1] if complete else None
+    if last is not None and not resume and save_checkpoints:
+        raise ResumeError(
+            f"{folder} holds the checkpoints of an unfinished run (last: {last.name}); resume it "
+            "(resume=True, --resume) or delete that folder to start over"
+        )
+    if last is not None and resume:
+        _check_same_run(folder, run_options, last)
+    if main_process and save_checkpoints:
+        for partial in incomplete:  # cut short by a kill; rotation could keep one and delete our newest good one
+            shutil.rmtree(partial, ignore_errors=True)
+    if last is not None and resume:
+        _note(progress, f"resuming training from {last} (step {checkpoint_step(last)})")
+        return last
+    if resume:
+        _note(progress, f"nothing to resume in {folder}: training from the start")
+    if save_checkpoints and main_process:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(folder / TRAIN_CONFIG_FILE, run_options, indent=2)
+    return None
+
+
+def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path) -> None:
+    """Refuse a checkpoint made with other training options or questions: the result would be neither run."""
+    path = folder / TRAIN_CONFIG_FILE
+    if not path.exists():
+        raise ResumeError(f"cannot resume from {checkpoint}: {path} is missing, so its training options are unknown")
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    old, new = saved.get("train", {}), run_options["train"]
+    changed = [f"{k}: {old.get(k)!r} then, {new.get(k)!r} now" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    if changed:
+        raise ResumeError(f"cannot resume from {checkpoint}: it was trained with other options ({'; '.join(changed)})")
+    if saved.get("questions") != run_options["questions"]:
+        raise ResumeError(f"cannot resume from {checkpoint}: it was trained on other questions (or in another order)")
+
+
+def scan_checkpoints(folder: str | Path) -> tuple[list[Path], list[Path]]:
+    """(complete, incomplete) ``checkpoint-N`` folders, by step. Trainer writes ``trainer_state.json`` last,
+    so a checkpoint is complete when that file reads as JSON; a kill while saving leaves it missing or cut."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return [], []
+    found = sorted((p for p in folder.iterdir() if p.is_dir() and checkpoint_step(p) is not None), key=checkpoint_step)
+    complete = [p for p in found if _reads_as_json(p / TRAINER_STATE_NAME)]
+    return complete, [p for p in found if p not in complete]
+
+
+def checkpoint_step(path: Path) -> int | None:
+    """N of a ``checkpoint-N`` folder; None for any other name."""
+    match = re.fullmatch(rf"{PREFIX_CHECKPOINT_DIR}-(\d+)", path.name)
+    return int(match.group(1)) if match else None
+
+
+def _reads_as_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def remove_checkpoints(folder: Path, ours: bool) -> None:
+    """Once the model is complete nothing is left to resume: remove this run's checkpoints. A run that saved
+    none leaves another run's alone and removes only the empty folder Trainer made."""
+    if ours:
+        shutil.rmtree(folder, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+__all__ = ["CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "TRAIN_CONFIG_FILE", "ResumeError", "TrainingClock",
+           "checkpoint_step", "checkpoint_to_resume", "remove_checkpoints", "scan_checkpoints"]

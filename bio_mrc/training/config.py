@@ -1,0 +1,191 @@
+"""``TrainConfig``: everything that decides a trained model, saved beside it and in reports.
+
+The model's own settings (heads, losses, tag level, windows) are defined once, by the model's config
+(``BioMrcConfig``) and the windows' (``FeatureConfig``): a field here of the same name takes its default
+from there, and the model and the windows are built from the fields they share with this config.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from transformers import TrainingArguments
+
+from ..config_options import json_object_argument
+from ..config_schema import SEED_RANGE, check_fields
+from ..errors import ConfigError
+from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig
+from ..heads import BIOHead
+from ..model import HEAD_CHOICES, BioMrcConfig
+from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, resolve_precision
+
+# A BIO-only model weighs B/I tokens 10x (F1 36.6 -> 51.1 at the reference budget); with a span head
+# the weights cost the span decoding 2.9 F1; benchmarks/RESULTS.md, BIO quality.
+BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
+
+# The TrainingArguments fields the package sets from its own options (or owns outright), each with why.
+OWNED_TRAINING_ARGS = {
+    "output_dir": "the model folder is the output folder (--output-dir); checkpoints go to its checkpoints/ folder",
+    "num_train_epochs": "set epochs (--epochs)",
+    "learning_rate": "set learning_rate (--learning-rate); the heads' own rate is head_learning_rate",
+    "per_device_train_batch_size": "set batch_size (--batch-size)",
+    "warmup_steps": "set warmup_ratio (--warmup-ratio), the fraction of the steps",
+    "weight_decay": "set weight_decay (--weight-decay)",
+    "seed": "set seed (--seed); data_seed may differ from it",
+    "bf16": "set precision (--precision): fp32, bf16 or auto",
+    "fp16": "set precision (--precision): fp32, bf16 or auto (no fp16 training: it needs a loss scaler the package does not tune)",
+    "use_cpu": "the device follows precision and the machine; hide the GPUs (CUDA_VISIBLE_DEVICES='') to train on the CPU",
+    "save_strategy": "checkpoints are the package's (save_checkpoints, checkpoint_steps / --checkpoint-steps): resuming relies on them",
+    "save_steps": "set checkpoint_steps (--checkpoint-steps)",
+    "resume_from_checkpoint": "set resume (--resume): it checks the checkpoint is this run's",
+    "remove_unused_columns": "the windows hold only the model's inputs and targets, which forward takes by name",
+    "label_names": "each head names its own targets",
+    "disable_tqdm": "set progress (train_model(progress=...); the CLI shows bars)",
+}
+
+
+def check_training_args(values: dict[str, Any]) -> None:
+    """Refuse a name that is no TrainingArguments field (with the field it most likely misspells) or one
+    the package owns (with the option to use instead), then values TrainingArguments itself refuses."""
+    known = [f.name for f in fields(TrainingArguments) if f.init]
+    for name in values:
+        if name in OWNED_TRAINING_ARGS:
+            raise ConfigError(f"training_args: {name!r} is the package's own: {OWNED_TRAINING_ARGS[name]}")
+        if name not in known:
+            guess = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+            raise ConfigError(f"training_args: {name!r} is not a TrainingArguments field{hint}")
+    try:
+        TrainingArguments(output_dir="training-args-check", **{"report_to": "none", **values})
+    except (ValueError, TypeError, ImportError, RuntimeError) as err:
+        raise ConfigError(f"training_args {values}: {err}") from None
+
+
+def _bio_prior_default() -> tuple[float, float, float] | None:
+    prior = BioMrcConfig.bio_prior
+    return tuple(prior) if prior is not None else None
+
+
+@dataclass
+class TrainConfig:
+    """Everything that decides a trained model: saved beside it and in reports."""
+
+    # Each field's metadata gives its command-line help and choices (bio_mrc.config_options builds the options).
+    encoder: str = field(default="default", metadata={
+        "help": "encoder folder or Hugging Face id ('default': the embedded all-MiniLM-L6-v2)"})
+    heads: str = field(default=BioMrcConfig.heads, metadata={
+        "help": "span: start/end head; bio: B/I/O tagging head; span+bio: both on one encoder", "choices": HEAD_CHOICES})
+    span_loss_weight: float = field(default=BioMrcConfig.span_loss_weight, metadata={
+        "help": "weight of the span head's loss in the total loss", "minimum": 0})
+    bio_loss_weight: float = field(default=BioMrcConfig.bio_loss_weight, metadata={
+        "help": "weight of the BIO head's loss in the total loss", "minimum": 0})
+    bio_targets: str = field(default=FeatureConfig.bio_targets, metadata={
+        "help": "several annotators: soft = their mean tag distribution; marginal = log Σ_k P(tags_k); one-hot = the first",
+        "choices": BIO_TARGET_KINDS})
+    span_targets: str = field(default=FeatureConfig.span_targets, metadata={
+        "help": "several annotators: soft = their mean start/end distribution; one-hot = the first",
+        "choices": TARGET_KINDS})
+    bio_loss_reduction: str = field(default=BioMrcConfig.bio_loss_reduction, metadata={
+        "help": "token_mean: averaged over paragraph tokens; mean: per-example sums averaged; sum",
+        "choices": BIOHead.reductions})
+    bio_prior: tuple[float, float, float] | None = field(default=_bio_prior_default(), metadata={
+        "help": "initial tag probabilities of the BIO head (its bias is log prior)", "metavar": ("B", "I", "O"),
+        "exclusive_minimum": 0, "maximum": 1})
+    bio_class_weights: tuple[float, float, float] | None = field(default=None, metadata={
+        "help": "weights of B/I/O tokens in the BIO loss, a departure from the plain loss (1 1 1); "
+                "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head", "metavar": ("B", "I", "O"), "minimum": 0})
+    tag_level: str = field(default=FeatureConfig.tag_level, metadata={
+        "help": "word: tag the first piece of each word and decode on word boundaries; subword: tag every token",
+        "choices": TAG_LEVELS})
+    # Attention dropout sends PyTorch's CPU attention from its fused kernel to the math path, which draws a
+    # random mask for every attention weight. Without encoder dropout training runs faster and, in a 3-seed
+    # ablation, F1 rose in every decoding (benchmarks/ablations/dropout.json); the heads keep their dropout.
+    attention_dropout: float | None = field(default=0.0, metadata={
+        "help": "the encoder's attention dropout while training (none: the encoder's own, 0.1 for BERT-like models)",
+        "minimum": 0, "exclusive_maximum": 1})
+    hidden_dropout: float | None = field(default=0.0, metadata={
+        "help": "the encoder's hidden-state dropout while training (none: the encoder's own, 0.1 for BERT-like models)",
+        "minimum": 0, "exclusive_maximum": 1})
+    max_seq_length: int = field(default=FeatureConfig.max_seq_length, metadata={
+        "help": "tokens per window: question, paragraph piece, special tokens", "minimum": 8})
+    doc_stride: int = field(default=FeatureConfig.doc_stride, metadata={"help": "tokens of overlap between windows", "minimum": 0})
+    max_query_length: int = field(default=FeatureConfig.max_query_length, metadata={
+        "help": "question tokens kept; a longer question is cut", "minimum": 1})
+    epochs: float = field(default=1.0, metadata={"help": "passes over the training windows (may be fractional)", "exclusive_minimum": 0})
+    learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate of the encoder (linear warmup and decay)", "exclusive_minimum": 0})
+    # At the encoder's rate the BIO head hardly leaves the tag prior in a CPU-sized run
+    # (benchmarks/RESULTS.md, head learning rate).
+    head_learning_rate: float | None = field(default=5e-3, metadata={
+        "help": "learning rate of the freshly initialised heads (none: --learning-rate)", "exclusive_minimum": 0})
+    batch_size: int = field(default=16, metadata={"help": "training windows per batch (per process)", "minimum": 1})
+    warmup_ratio: float = field(default=0.1, metadata={"help": "fraction of the steps over which the learning rates rise",
+        "minimum": 0, "maximum": 1})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay", "minimum": 0})
+    seed: int = field(default=42, metadata={"help": "random seed of the heads' initialisation and the data order",
+        **SEED_RANGE})
+    init_from: str | None = field(default=None, metadata={  # e.g. SQuAD -> MultiSpanQA
+        "help": "continue from a trained bio_mrc model instead of a bare encoder"})
+    precision: str = field(default=DEFAULT_PRECISION, metadata={
+        "help": "fp32; bf16: bfloat16 autocast (weights stay fp32); auto: bf16 where the CPU or GPU computes it "
+                "natively (AMX-BF16, AVX512-BF16, CUDA compute capability >= 8), else fp32",
+        "choices": PRECISIONS})
+    training_args: dict[str, Any] = field(default_factory=dict, metadata={
+        "schema": {"type": "object"}, "type": json_object_argument, "metavar": "JSON",
+        "help": "further transformers TrainingArguments, a JSON object or a JSON file, e.g. "
+                "'{\"gradient_accumulation_steps\": 2, \"report_to\": [\"tensorboard\"]}' (docs/training.md)"})
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        self.features  # noqa: B018 (FeatureConfig refuses windows without room for the stride)
+        if self.training_args:
+            check_training_args(self.training_args)
+
+    @property
+    def resolved_bio_class_weights(self) -> tuple[float, float, float] | None:
+        """The class weights the BIO loss uses (see ``bio_class_weights``); the marginal likelihood takes none."""
+        if self.bio_class_weights is not None:
+            return tuple(self.bio_class_weights)
+        return BIO_ONLY_CLASS_WEIGHTS if self.heads == "bio" and self.bio_targets != "marginal" else None
+
+    @property
+    def features(self) -> FeatureConfig:
+        return FeatureConfig(**{f.name: getattr(self, f.name) for f in fields(FeatureConfig)})
+
+    def model_settings(self) -> dict[str, Any]:
+        """The model config's fields this config sets (heads, losses, tag level, windows), JSON-shaped."""
+        # "encoder" is the encoder's name here and its config there
+        shared = {f.name for f in fields(BioMrcConfig)} & {f.name for f in fields(self)} - {"encoder"}
+        settings = {name: getattr(self, name) for name in sorted(shared)}
+        settings["bio_class_weights"] = self.resolved_bio_class_weights
+        return json.loads(json.dumps(settings))
+
+    def with_resolved_precision(self) -> "TrainConfig":
+        """This config with ``precision`` fp32 or bf16 as it trains on this machine (``auto`` resolved for
+        the device Trainer picks), so a model's record and key say what it was trained in."""
+        return replace(self, precision=resolve_precision(self.precision, default_device()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config. Without
+        training_args it leaves the key out: the record, and the key of a model trained by the package's
+        own arguments, are those of a config that had no such field."""
+        data = json.loads(json.dumps(asdict(self)))
+        if not data["training_args"]:
+            del data["training_args"]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown training options: {sorted(unknown)}; known: {sorted(known)}")
+        for name in ("bio_prior", "bio_class_weights"):
+            if data.get(name) is not None:
+                data = {**data, name: tuple(data[name])}
+        return cls(**data)
+
+
+__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "OWNED_TRAINING_ARGS", "TrainConfig", "check_training_args"]

@@ -1,0 +1,90 @@
+"""The trained model's folder: what may be trained into, how the model appears in it atomically, and its run record."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from transformers import Trainer
+
+from ..errors import ConfigError
+from ..io import atomic_move_files, atomic_write_json, check_folder_target
+from ..model import RUN_FILE, BioMrcConfig
+from ..model_card import clear_model_card, write_model_card
+from .checkpoints import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
+
+STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
+TRAINING_LOG_FILE = "training_log.json"  # Trainer's log history: loss, learning rate and evaluations by step
+LOG_DIR = "logs"  # under the output folder: trackers' files (TensorBoard's event files), kept with the model
+
+
+def check_output_folder(folder: Path, overwrite: bool) -> None:
+    """Before any work: train only into a folder that is new, empty or holds bio_mrc's own work, or, with
+    ``overwrite``, replace another folder's files of the same names; never into a checkpoints folder bio_mrc
+    did not write (a finished run removes its checkpoints folder)."""
+    check_folder_target(folder)
+    if not folder.is_dir():
+        return
+    checkpoints = folder / CHECKPOINT_DIR
+    strangers = sorted(p.name for p in checkpoints.iterdir() if p.name != TRAIN_CONFIG_FILE and checkpoint_step(p) is None) \
+        if checkpoints.is_dir() else []
+    if strangers:
+        raise ConfigError(f"{checkpoints} holds files bio_mrc did not write ({', '.join(strangers[:4])}), and training removes "
+                          "its checkpoints folder when it ends; choose another output folder")
+    others = sorted(p.name for p in folder.iterdir() if p.name not in (CHECKPOINT_DIR, STAGING_DIR, LOG_DIR))
+    if others and not overwrite and not _holds_bio_mrc_model(folder):
+        raise ConfigError(f"{folder} is not empty ({', '.join(others[:4])}) and holds no bio_mrc model; choose another "
+                          "output folder or pass --overwrite (overwrite=True) to replace its files")
+
+
+def _holds_bio_mrc_model(folder: Path) -> bool:
+    if (folder / RUN_FILE).is_file():
+        return True
+    try:
+        return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type") == BioMrcConfig.model_type
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record: dict[str, Any]) -> None:
+    """Save into a staging folder (the weights, the tokenizer, Trainer's log history), move the files into
+    ``output_dir``, then write the run record and the model card (README.md, made from the folder's files).
+
+    The record is the "complete" marker (the harness reuses a folder that has one), so the old
+    record goes first and the new one comes only once every file of the new model is in place;
+    the old model's scores and card go with the old record.
+    """
+    staging = output_dir / STAGING_DIR
+    if trainer.is_world_process_zero():
+        shutil.rmtree(staging, ignore_errors=True)  # left by a save that was killed
+    trainer.save_model(str(staging))  # every process: sharded (FSDP/DeepSpeed) saves gather on all of them
+    if not trainer.is_world_process_zero():
+        return
+    try:
+        tokenizer.save_pretrained(str(staging))
+        atomic_write_json(staging / TRAINING_LOG_FILE, trainer.state.log_history, indent=1)
+        (output_dir / RUN_FILE).unlink(missing_ok=True)
+        clear_model_card(output_dir)
+        atomic_move_files(staging, output_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    atomic_write_json(output_dir / RUN_FILE, record, indent=2)
+    write_model_card(output_dir)
+
+
+def load_training_log(model_dir: str | Path) -> list[dict[str, Any]] | None:
+    """The log history a model folder keeps (one dict per logged step: loss, learning_rate, eval_*, step,
+    epoch), or None for a folder trained before it was kept."""
+    path = Path(model_dir) / TRAINING_LOG_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:
+    """The run record of a complete model in ``model_dir``, or None (no model, or one still being saved)."""
+    path = Path(model_dir) / RUN_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+__all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "load_training_log", "check_output_folder", "load_run_record", "save_final_model"]

@@ -1,0 +1,234 @@
+"""The model to train, transformers' ``TrainingArguments`` the package sets, and the ``Trainer`` over the windows."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from transformers import PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
+from transformers.integrations import TensorBoardCallback
+from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
+
+from ..encoders import load_tokenizer, resolve_encoder
+from ..errors import ConfigError
+from ..features.collate import WindowCollator
+from ..features.windows import answers_no_window_holds, build_features, default_windows_cache
+from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
+from ..precision import default_device
+from ..progress import progress_bars
+from ..types import Example
+from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
+from .config import TrainConfig
+from .saving import LOG_DIR
+
+# Scores of the model in training on held-out questions, by name (e.g. {"span_f1": 71.2}): called with the model and tokenizer.
+Evaluator = Callable[[BioMrcForQuestionAnswering, Any], dict[str, float]]
+# Trainer wants an evaluation set whenever eval_strategy asks for evaluations; an evaluator scores its own questions.
+_SCORED_BY_EVALUATOR = ("the evaluator's questions",)
+
+# AdamW's update in one fused kernel per parameter group: the same arithmetic as the per-tensor loop, 2-6% faster
+# steps on a 2-core CPU (benchmarks/bench_training_speed.py).
+OPTIMIZER = "adamw_torch_fused"
+
+
+class UnheldAnswersWarning(UserWarning):
+    """Training questions whose answer no window holds as tokens: they train as unanswerable (``ids`` names them)."""
+
+    def __init__(self, ids: list[str], answerable: int) -> None:
+        shown = ", ".join(repr(i) for i in ids[:5]) + (", …" if len(ids) > 5 else "")
+        super().__init__(f"{len(ids)} of {answerable} answerable training questions have an answer that no window holds as "
+                         f"tokens (whitespace, characters the tokenizer drops, or longer than a window): they train as "
+                         f"unanswerable; {shown}")
+        self.ids = ids
+
+
+class EpochSeededLengthGroupedSampler(LengthGroupedSampler):
+    """Trainer's length-grouped order, shuffled by a generator seeded with (seed, epoch).
+
+    Trainer's own sampler shuffles with the global torch RNG at each epoch start. A run resumed
+    in a later epoch gets there without replaying the earlier ones, so with another RNG state,
+    and would see other batches than the uninterrupted run; this order depends on the epoch alone.
+    """
+
+    def __init__(self, batch_size: int, lengths: list[int], seed: int) -> None:
+        super().__init__(batch_size, lengths=lengths)
+        self.seed, self.epoch = seed, 0
+
+    def set_epoch(self, epoch: int) -> None:  # called by Trainer (through accelerate) before each epoch
+        self.epoch = epoch
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed + int(self.epoch))
+        return iter(get_length_grouped_indices(self.lengths, self.batch_size, generator=generator))
+
+
+class HeadRateTrainer(Trainer):
+    """``Trainer`` whose optimizer gives the head parameters their own learning rate.
+
+    Heads start from random weights on top of a pretrained encoder; at the
+    encoder's rate a linear head moves at most ``lr`` per weight and step, too
+    slowly for the BIO head to leave the tag prior in a few hundred steps.
+    The optimizer class and weight-decay groups stay Trainer's own. Length-grouped
+    batches come in an order a resumed run reproduces (``EpochSeededLengthGroupedSampler``).
+    With an ``evaluator``, each evaluation is its scores of held-out questions (no evaluation dataset).
+    """
+
+    def __init__(self, *args: Any, head_learning_rate: float | None = None, evaluator: Evaluator | None = None,
+                 evaluation_tokenizer: Any = None, **kwargs: Any) -> None:
+        if evaluator is not None:
+            kwargs["eval_dataset"] = _SCORED_BY_EVALUATOR
+        super().__init__(*args, **kwargs)
+        # Not Trainer's processing_class, which would add the tokenizer's files to every checkpoint.
+        self.head_learning_rate, self.evaluator, self.evaluation_tokenizer = head_learning_rate, evaluator, evaluation_tokenizer
+
+    def evaluate(self, eval_dataset: Any = None, ignore_keys: Any = None, metric_key_prefix: str = "eval") -> dict[str, float]:
+        """The evaluator's scores, logged (so in the log history and every tracker) as ``eval_<name>``."""
+        if self.evaluator is None:
+            return super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+        was_training = self.model.training
+        scores = self.evaluator(self.model, self.evaluation_tokenizer)
+        self.model.train(was_training)
+        metrics = {f"{metric_key_prefix}_{name}": value for name, value in scores.items()}
+        self.log(metrics)
+        self.control = self.callback_handler.on_evaluate(self.args, self.state, self.control, metrics)
+        return metrics
+
+    def create_optimizer(self, model: torch.nn.Module | None = None) -> torch.optim.Optimizer:
+        fresh = self.optimizer is None
+        optimizer = super().create_optimizer(model)
+        if fresh and self.head_learning_rate is not None:
+            head_params = {id(p) for p in (model or self.model).head_parameters()}
+            for group in list(optimizer.param_groups):
+                heads = [p for p in group["params"] if id(p) in head_params]
+                if heads:
+                    group["params"] = [p for p in group["params"] if id(p) not in head_params]
+                    options = {k: v for k, v in group.items() if k != "params"}
+                    optimizer.add_param_group({**options, "params": heads, "lr": self.head_learning_rate})
+            optimizer.param_groups[:] = [g for g in optimizer.param_groups if g["params"]]
+        return optimizer
+
+    def _get_train_sampler(self, train_dataset: Any = None) -> torch.utils.data.Sampler | None:
+        sampler = super()._get_train_sampler(train_dataset)
+        if type(sampler) is LengthGroupedSampler:
+            seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+            return EpochSeededLengthGroupedSampler(sampler.batch_size, sampler.lengths, seed)
+        return sampler
+
+
+def fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
+    """New heads on the configured encoder, or a trained bio_mrc model to continue from; returns (model, its path).
+    The model's config records the heads, losses and windows, so the saved folder runs on its own."""
+    settings = config.model_settings()
+    dropout = {"attention": config.attention_dropout, "hidden": config.hidden_dropout}
+    if config.init_from:
+        model_config = BioMrcConfig.from_pretrained(config.init_from, **settings)
+        set_encoder_dropout(model_config.encoder, **dropout)
+        return BioMrcForQuestionAnswering.from_pretrained(config.init_from, config=model_config), config.init_from
+    encoder = resolve_encoder(config.encoder)
+    return BioMrcForQuestionAnswering.from_encoder(encoder, encoder_dropout=dropout, **settings), encoder
+
+
+def fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, Any, str]:
+    """``fresh_model`` with its tokenizer; refuses windows longer than the encoder's positions."""
+    model, encoder = fresh_model(config)
+    tokenizer = load_tokenizer(encoder)
+    positions = getattr(model.config.encoder, "max_position_embeddings", None)
+    if positions is not None and config.max_seq_length > positions:
+        raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions of encoder {encoder}")
+    return model, tokenizer, encoder
+
+
+def build_trainer(
+    model: BioMrcForQuestionAnswering, tokenizer: Any, examples: Sequence[Example], config: TrainConfig,
+    args: TrainingArguments, progress: bool, callbacks: Sequence[TrainerCallback], evaluator: Evaluator | None = None,
+) -> HeadRateTrainer:
+    """The training windows (targets only; offsets are for decoding) and the Trainer over them, scoring held-out
+    questions with ``evaluator`` when ``args.eval_strategy`` asks, its logs on stderr (progress) or nowhere."""
+    # The main process builds (or finds) the cached windows first; the others of a torchrun job then read them.
+    with progress_bars(progress), args.main_process_first(desc="training windows"):
+        features = build_features(examples, tokenizer, config.features, desc="training windows", cache_dir=default_windows_cache())
+    if missed := answers_no_window_holds(features, examples):
+        warnings.warn(UnheldAnswersWarning(missed, sum(example.is_answerable for example in examples)), stacklevel=3)
+    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window"])
+    trainer = HeadRateTrainer(
+        model=model,
+        head_learning_rate=config.head_learning_rate,
+        evaluator=evaluator if args.eval_strategy != "no" else None,
+        evaluation_tokenizer=tokenizer,
+        args=args,
+        train_dataset=features,
+        data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
+        callbacks=list(callbacks),
+    )
+    _route_logs(trainer, Path(args.output_dir).parent)
+    return trainer
+
+
+class _StderrProgressCallback(ProgressCallback):
+    """Trainer's progress bars, with its log lines (loss, metrics) on stderr: stdout is for a command's result."""
+
+    def on_log(self, args: TrainingArguments, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+        if state.is_world_process_zero and self.training_bar is not None and logs:
+            shown = {k: f"{v:.4g}" if isinstance(v, float) else v for k, v in logs.items() if k != "total_flos"}
+            self.training_bar.write(str(shown), file=sys.stderr)
+
+
+def _route_logs(trainer: Trainer, model_folder: Path) -> None:
+    """Log lines to stderr, never stdout (PrinterCallback prints them when the bars are off); TensorBoard's
+    event files into the model folder's logs/ (its default, the checkpoints folder, goes when training ends)."""
+    trainer.remove_callback(PrinterCallback)
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_StderrProgressCallback())
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, TensorBoardCallback) and callback.logging_dir is None:
+            callback.logging_dir = str(model_folder / LOG_DIR)
+
+
+def training_arguments(
+    config: TrainConfig, output_dir: Path, save_checkpoints: bool, progress: bool, checkpoint_steps: int | None
+) -> TrainingArguments:
+    """The package's ``TrainingArguments`` (its options, checkpoints under ``output_dir/checkpoints``), with
+    ``config.training_args`` over the values it merely defaults (those it owns are refused by ``TrainConfig``)."""
+    steps = DEFAULT_CHECKPOINT_STEPS if checkpoint_steps is None else checkpoint_steps
+    if steps < 1:
+        raise ValueError(f"checkpoint_steps must be a positive number of optimizer steps, not {checkpoint_steps}")
+    try:
+        return TrainingArguments(**{**_package_arguments(config, output_dir, save_checkpoints, progress, steps), **config.training_args})
+    except ValueError as err:  # training_args that do not fit the package's own (e.g. load_best_model_at_end without checkpoints)
+        raise ConfigError(f"training_args {config.training_args} with the package's own arguments: {err}") from None
+
+
+def _package_arguments(config: TrainConfig, output_dir: Path, save_checkpoints: bool, progress: bool, steps: int) -> dict[str, Any]:
+    return dict(
+        output_dir=str(output_dir / CHECKPOINT_DIR),
+        num_train_epochs=config.epochs,
+        learning_rate=config.learning_rate,
+        per_device_train_batch_size=config.batch_size,
+        warmup_steps=config.warmup_ratio,
+        weight_decay=config.weight_decay,
+        optim=OPTIMIZER,
+        lr_scheduler_type="linear",
+        seed=config.seed,
+        logging_steps=25,
+        save_strategy="steps" if save_checkpoints else "no",
+        save_steps=steps,
+        save_total_limit=1,
+        report_to="none",
+        remove_unused_columns=False,
+        train_sampling_strategy="group_by_length",
+        disable_tqdm=not progress,
+        dataloader_num_workers=0,
+        dataloader_pin_memory=torch.cuda.is_available(),
+        bf16=config.precision == "bf16",  # autocast: fp32 weights and optimizer state, bf16 matrix products
+        use_cpu=config.precision == "bf16" and default_device() == "cpu",  # Trainer refuses bf16 without a GPU unless told
+        # Under torchrun on CPU transformers picks no backend, and every process would train alone on all the data.
+        ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available() else None,
+    )
+
+
+__all__ = ["OPTIMIZER", "HeadRateTrainer", "UnheldAnswersWarning", "build_trainer", "fresh_model",
+           "fresh_model_and_tokenizer", "training_arguments"]

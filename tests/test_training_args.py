@@ -1,0 +1,122 @@
+"""Any TrainingArguments field passes through ``training_args``; the package's own are refused by name."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from transformers import TrainerCallback, TrainingArguments
+
+from bio_mrc.cli import _train_config, build_parser
+from bio_mrc.errors import ConfigError
+from bio_mrc.harness.config import parse_config
+from bio_mrc.harness.models import model_key
+from bio_mrc.harness.splits import Split
+from bio_mrc.training.config import OWNED_TRAINING_ARGS, TrainConfig
+from bio_mrc.training.train import train_model
+from bio_mrc.training.trainer import training_arguments
+
+TRAIN = ["train", "--train", "t.json", "--output-dir", "out"]
+
+
+def test_a_misspelled_field_is_refused_with_the_field_it_misspells():
+    with pytest.raises(ConfigError, match="'gradient_acumulation_steps' is not a TrainingArguments field "
+                                          r"\(did you mean 'gradient_accumulation_steps'\?\)"):
+        TrainConfig(training_args={"gradient_acumulation_steps": 2})
+
+
+@pytest.mark.parametrize("name, option", [("learning_rate", "--learning-rate"), ("num_train_epochs", "--epochs"),
+                                          ("per_device_train_batch_size", "--batch-size"), ("seed", "--seed"),
+                                          ("bf16", "--precision"), ("save_steps", "--checkpoint-steps")])
+def test_a_field_the_package_owns_is_refused_naming_its_option(name, option):
+    with pytest.raises(ConfigError, match=f"'{name}' is the package's own: .*{option}"):
+        TrainConfig(training_args={name: 1})
+
+
+def test_every_owned_name_is_a_training_arguments_field():
+    assert set(OWNED_TRAINING_ARGS) <= {f.name for f in dataclasses.fields(TrainingArguments)}
+
+
+def test_a_value_transformers_refuses_is_refused_before_training():
+    with pytest.raises(ConfigError, match="bogus is not a valid SchedulerType"):
+        TrainConfig(training_args={"lr_scheduler_type": "bogus"})
+
+
+def test_training_args_go_over_the_package_defaults_and_leave_its_own_values(tmp_path):
+    config = TrainConfig(epochs=2, training_args={"gradient_accumulation_steps": 4, "lr_scheduler_type": "cosine", "logging_steps": 3})
+    args = training_arguments(config, tmp_path, save_checkpoints=True, progress=False, checkpoint_steps=None)
+    assert (args.gradient_accumulation_steps, args.lr_scheduler_type.value, args.logging_steps) == (4, "cosine", 3)
+    assert (args.num_train_epochs, args.learning_rate, args.seed) == (2, config.learning_rate, config.seed)
+    plain = training_arguments(TrainConfig(), tmp_path, save_checkpoints=True, progress=False, checkpoint_steps=None)
+    assert (plain.gradient_accumulation_steps, plain.lr_scheduler_type.value, plain.logging_steps) == (1, "linear", 25)
+
+
+def test_no_training_args_leave_the_record_and_the_model_key_as_they_were(sample_v1):
+    split = Split(sample_v1.examples, "1.1", "sample")
+    plain, default_arguments = TrainConfig(), TrainConfig(training_args={})
+    assert "training_args" not in plain.to_dict()  # the records of models trained before the field existed
+    assert model_key(plain, split) == model_key(default_arguments, split)
+    assert TrainConfig.from_dict(plain.to_dict()) == plain
+    accumulated = TrainConfig(training_args={"gradient_accumulation_steps": 2})
+    assert model_key(accumulated, split) != model_key(plain, split)
+    assert TrainConfig.from_dict(accumulated.to_dict()) == accumulated
+
+
+def test_the_command_line_takes_a_json_object_or_a_json_file(tmp_path):
+    written = _train_config(build_parser().parse_args(TRAIN + ["--training-args", '{"max_steps": 7}']))
+    path = tmp_path / "args.json"
+    path.write_text(json.dumps({"max_steps": 7}))
+    assert written.training_args == _train_config(build_parser().parse_args(TRAIN + ["--training-args", str(path)])).training_args \
+        == {"max_steps": 7}
+
+
+@pytest.mark.parametrize("value, problem", [("[1, 2]", "not an object"), ("{nope", "not valid JSON"), ("missing.json", "readable JSON file")])
+def test_the_command_line_refuses_what_is_no_json_object(value, problem, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(TRAIN + ["--training-args", value])
+    assert problem in capsys.readouterr().err
+
+
+def test_a_run_adds_to_the_defaults_training_args():
+    config = parse_config({
+        "train": {"path": "t.json"}, "eval": {"path": "e.json"},
+        "defaults": {"training_args": {"gradient_accumulation_steps": 2, "logging_steps": 5}},
+        "runs": [{"name": "a"}, {"name": "b", "training_args": {"logging_steps": 1, "max_steps": 3}}],
+    })
+    assert config.runs[0].train.training_args == {"gradient_accumulation_steps": 2, "logging_steps": 5}
+    assert config.runs[1].train.training_args == {"gradient_accumulation_steps": 2, "logging_steps": 1, "max_steps": 3}
+
+
+def test_a_run_naming_an_owned_field_is_refused_with_its_key_path():
+    with pytest.raises(ConfigError, match=r"runs\[0\]: training_args: 'seed' is the package's own"):
+        parse_config({"train": {"path": "t.json"}, "eval": {"path": "e.json"}, "runs": [{"name": "a", "training_args": {"seed": 1}}]})
+
+
+class _Seen(TrainerCallback):
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.accumulation, self.max_steps = args.gradient_accumulation_steps, state.max_steps
+
+
+def test_train_model_trains_with_the_training_args(tiny_encoder_dir, sample_v1, tmp_path):
+    config = TrainConfig(encoder=str(tiny_encoder_dir), max_seq_length=48, doc_stride=16, max_query_length=12, batch_size=2,
+                         training_args={"gradient_accumulation_steps": 2, "max_steps": 3, "logging_steps": 1})
+    seen = _Seen()
+    train_model(sample_v1.examples, config, tmp_path / "model", save_checkpoints=False, callbacks=[seen])
+    assert (seen.accumulation, seen.max_steps) == (2, 3)
+
+
+def test_training_args_that_clash_with_the_package_arguments_are_refused_before_training(tiny_encoder_dir, sample_v1, tmp_path):
+    config = TrainConfig(encoder=str(tiny_encoder_dir), max_seq_length=48, doc_stride=16, max_query_length=12,
+                         training_args={"load_best_model_at_end": True, "metric_for_best_model": "span_f1", "eval_strategy": "steps"})
+    with pytest.raises(ConfigError, match="with the package's own arguments"):  # the best checkpoint needs checkpoints
+        train_model(sample_v1.examples, config, tmp_path / "model", save_checkpoints=False)
+    assert not (tmp_path / "model").exists()
+
+
+def test_a_comparison_evaluating_during_training_needs_a_tune_split():
+    raw = {"train": {"path": "t.json"}, "eval": {"path": "e.json"},
+           "runs": [{"name": "a", "training_args": {"eval_strategy": "steps", "eval_steps": 10}}]}
+    with pytest.raises(ConfigError, match=r"runs \['a'\] evaluate during training .* add a 'tune' split"):
+        parse_config(raw)
+    assert parse_config({**raw, "tune": {"path": "t.json", "skip": 10}}).runs[0].train.training_args["eval_steps"] == 10

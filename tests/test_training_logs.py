@@ -1,0 +1,165 @@
+"""What training leaves besides the weights: the log history, TensorBoard's event files, scores on held-out
+questions during training; and what it prints: nothing from the library, only JSON on the command's stdout."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.decoding.postprocess import available_decodings
+from bio_mrc.errors import ConfigError
+from bio_mrc.inference.during_training import TrainingEvaluator
+from bio_mrc.model import BioMrcForQuestionAnswering
+from bio_mrc.training.config import TrainConfig
+from bio_mrc.training.saving import LOG_DIR, load_training_log
+from bio_mrc.training.train import train_model
+
+from .conftest import SAMPLE_V1, write_browser_eval_file
+
+WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
+
+
+def _config(tiny_encoder_dir, **training_args) -> TrainConfig:
+    return TrainConfig(encoder=str(tiny_encoder_dir), batch_size=4, seed=1, training_args=training_args, **WINDOWS)
+
+
+def test_the_model_folder_keeps_the_loss_and_learning_rate_of_every_logged_step(tiny_encoder_dir, sample_v1, tmp_path):
+    result = train_model(sample_v1.examples, _config(tiny_encoder_dir, logging_steps=1, max_steps=4), tmp_path / "model")
+    history = load_training_log(result.model_dir)
+    logged = [entry for entry in history if "loss" in entry]
+    assert [entry["step"] for entry in logged] == [1, 2, 3, 4]
+    assert all(entry["loss"] > 0 and entry["learning_rate"] >= 0 for entry in logged)
+    assert logged[-1]["learning_rate"] < max(entry["learning_rate"] for entry in logged)  # linear decay after warmup
+    assert history[-1]["train_loss"] == pytest.approx(result.final_loss)  # the run's summary closes the history
+
+
+def test_tensorboard_writes_its_event_files_into_the_model_folder(tiny_encoder_dir, sample_v1, tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / "model"
+    train_model(sample_v1.examples, _config(tiny_encoder_dir, report_to=["tensorboard"], logging_steps=1, max_steps=3), out)
+    events = sorted((out / LOG_DIR).rglob("events.out.tfevents.*"))
+    assert events, f"no event files under {out / LOG_DIR}"
+    accumulator = EventAccumulator(str(events[0].parent))
+    accumulator.Reload()
+    assert [event.step for event in accumulator.Scalars("train/loss")] == [1, 2, 3]
+    assert not (out / "checkpoints").exists()
+
+
+def test_evaluation_during_training_scores_every_decoding_as_the_saved_model_scores(tiny_encoder_dir, sample_v1, tmp_path):
+    held_out = TrainingEvaluator(sample_v1.examples[:6], sample_v1.version)
+    config = _config(tiny_encoder_dir, eval_strategy="steps", eval_steps=2, max_steps=4)
+    result = train_model(sample_v1.examples, config, tmp_path / "model", evaluator=held_out)
+    evaluations = [entry for entry in load_training_log(result.model_dir) if "eval_span_f1" in entry]
+    assert [entry["step"] for entry in evaluations] == [2, 4]
+    decodings = available_decodings(config.heads)
+    assert decodings == ["span", "bio", "joint"]
+    assert all(0 <= entry[f"eval_{d}_{score}"] <= 100 for entry in evaluations for d in decodings for score in ("f1", "exact"))
+    # the last evaluation saw the final weights: the saved model scores the same
+    saved = BioMrcForQuestionAnswering.from_pretrained(str(result.model_dir))
+    from transformers import AutoTokenizer
+    again = TrainingEvaluator(sample_v1.examples[:6], sample_v1.version)(saved, AutoTokenizer.from_pretrained(str(result.model_dir)))
+    assert {f"eval_{name}": value for name, value in again.items()} == {k: v for k, v in evaluations[-1].items() if k.startswith("eval_") and k != "eval_runtime"}
+
+
+def test_evaluation_during_training_without_questions_is_refused_before_any_work(tiny_encoder_dir, sample_v1, tmp_path):
+    with pytest.raises(ConfigError, match="eval_strategy 'steps' needs questions to evaluate on"):
+        train_model(sample_v1.examples, _config(tiny_encoder_dir, eval_strategy="steps"), tmp_path / "model")
+    assert not (tmp_path / "model").exists()
+
+
+def test_a_library_call_prints_nothing(tiny_encoder_dir, sample_v1, tmp_path, capfd):
+    train_model(sample_v1.examples, _config(tiny_encoder_dir, logging_steps=1, max_steps=3), tmp_path / "model", progress=False)
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err == ""
+
+
+def test_the_train_command_prints_only_json_on_stdout(tiny_encoder_dir, tmp_path, capfd):
+    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "model"), "--encoder", str(tiny_encoder_dir),
+                 "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12", "--batch-size", "4",
+                 "--training-args", '{"logging_steps": 1, "max_steps": 3}'])
+    printed = capfd.readouterr()
+    assert code == 0
+    assert json.loads(printed.out)["model_dir"] == str(tmp_path / "model")
+    assert "'loss'" in printed.err  # Trainer's log lines went to stderr
+
+
+def _model_folder(tmp_path, name: str, losses: list[float]) -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    history = [{"loss": loss, "learning_rate": 1e-4, "step": 25 * (i + 1), "epoch": i / 10} for i, loss in enumerate(losses)]
+    (folder / "training_log.json").write_text(json.dumps([*history, {"train_loss": 1.0, "step": 25 * len(losses)}]))
+    return str(folder)
+
+
+def test_the_report_reads_every_model_folders_loss_curve(tmp_path):
+    from bio_mrc.harness.training_loss import loss_curves
+
+    a42, a43, b42 = (_model_folder(tmp_path, name, [3.0, 2.0, 1.5]) for name in ("a42", "a43", "b42"))
+    cells = [{"run": "a", "seed": 42, "decoding": d, "model_dir": a42} for d in ("span", "bio")] + [
+        {"run": "a", "seed": 43, "decoding": "span", "model_dir": a43},
+        {"run": "b", "seed": 42, "decoding": "span", "model_dir": b42},
+        {"run": "c", "seed": 42, "decoding": "span", "model_dir": str(tmp_path / "gone")}]
+    curves = loss_curves(cells)
+    assert list(curves) == ["a", "b"]  # c's folder keeps no history
+    assert [line["seed"] for line in curves["a"]] == [42, 43]  # one line per model, not per decoding
+    assert curves["b"][0]["steps"] == [25, 50, 75] and curves["b"][0]["loss"] == [3.0, 2.0, 1.5]
+    assert loss_curves(cells[-1:]) is None
+    folds = loss_curves([{"run": "cv", "seed": 42, "decoding": "span", "model_dir": [a42, a43]}])
+    assert [(line["seed"], line["fold"]) for line in folds["cv"]] == [(42, 0), (42, 1)]
+
+
+def test_many_runs_are_laid_out_as_a_grid_of_panels(tmp_path):
+    from PIL import Image
+
+    from bio_mrc.harness.plots import plot_training_loss
+
+    line = {"seed": 42, "steps": [25, 50, 75], "loss": [3.0, 2.0, 1.5]}
+    three = Image.open(plot_training_loss({f"run-{i}": [line] for i in range(3)}, tmp_path / "three.png")).size
+    seven = Image.open(plot_training_loss({f"run-{i}": [line] for i in range(7)}, tmp_path / "seven.png")).size
+    assert abs(seven[0] - three[0]) < 0.1 * three[0]  # three panels across either way: the grid grows downwards
+    assert seven[1] > 2.5 * three[1]
+
+
+def test_a_comparison_report_has_a_training_loss_section(browser_comparison):
+    folder, results, _ = browser_comparison
+    report = (folder / "report.md").read_text(encoding="utf-8")
+    assert "## Training loss" in report and "![training loss](training_loss.png)" in report
+    assert (folder / "training_loss.png").is_file()
+    assert [run["training_args"] for run in results["config"]["runs"]] == [{"logging_steps": 1}] * 2
+
+
+def test_questions_to_evaluate_on_without_evaluations_are_refused(tiny_encoder_dir, sample_v1, tmp_path):
+    with pytest.raises(ConfigError, match="need evaluations: add .*eval_strategy"):
+        train_model(sample_v1.examples, _config(tiny_encoder_dir), tmp_path / "model", evaluator=TrainingEvaluator(sample_v1.examples))
+    assert not (tmp_path / "model").exists()
+
+
+def test_a_comparison_run_evaluates_on_the_tune_questions_during_training(tiny_encoder_dir, tmp_path, monkeypatch):
+    from bio_mrc.harness import models
+    from bio_mrc.harness.compare import resolve_splits, train_models
+    from bio_mrc.harness.config import parse_config
+
+    scored = []
+
+    class Recording(TrainingEvaluator):
+        def __init__(self, examples, *args):
+            scored.extend(example.id for example in examples)
+            super().__init__(examples, *args)
+
+    monkeypatch.setattr(models, "TrainingEvaluator", Recording)
+
+    part = lambda i: {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": i}}  # noqa: E731 (by article)
+    config = parse_config({
+        "train": part(0), "tune": part(1), "eval": {"path": str(write_browser_eval_file(tmp_path / "eval.json"))},
+        "defaults": {"encoder": str(tiny_encoder_dir), **WINDOWS, "batch_size": 4,
+                     "training_args": {"eval_strategy": "steps", "eval_steps": 2, "max_steps": 4}},
+        "runs": [{"name": "span", "heads": "span"}], "seeds": [1]})
+    (model_dir,) = train_models(config, SAMPLE_V1.parent, tmp_path / "out")
+    assert scored == [example.id for example in resolve_splits(config, SAMPLE_V1.parent).tune.examples]
+    evaluations = [entry for entry in load_training_log(model_dir) if "eval_span_f1" in entry]
+    assert [entry["step"] for entry in evaluations] == [2, 4]
+    assert not any("eval_bio_f1" in entry for entry in evaluations)  # a span-only model has the span decoding alone
