@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .errors import DataFormatError, NotPlainJsonError, loads, read_json
+from .json_stream import SquadJsonStream
 
 SQUAD_COLUMNS = ("id", "context", "question", "answers")
 ROW_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".gz")
@@ -44,8 +45,10 @@ class Records:
     rows: Iterable[tuple[str, Any]] | None = None
 
 
-def read_records(data: Any, split: str | None = None) -> Records:
-    """The records of any supported form; a string that names no local path may be a hub id."""
+def read_records(data: Any, split: str | None = None, stream: bool = False) -> Records:
+    """The records of any supported form; a string that names no local path may be a hub id.
+    ``stream``: an official JSON file's ``squad`` is a :class:`SquadJsonStream` (one article at a time)
+    instead of the parsed object."""
     if _from_datasets(data):
         return dataset_records(data, split, f"datasets.{type(data).__name__}")
     if not isinstance(data, (str, PathLike)):
@@ -58,7 +61,7 @@ def read_records(data: Any, split: str | None = None) -> Records:
     if path.exists():
         if split is not None:
             raise DataFormatError(f"':{split}' picks a split of a saved DatasetDict or a hub dataset, not of a file", source=str(path))
-        return _file_records(path)
+        return _file_records(path, stream)
     if isinstance(data, str) and is_hub_id(data):
         return _hub_records(data, split)
     raise DataFormatError("file not found", source=str(path))
@@ -97,11 +100,11 @@ def locate(spec: str, base_dir: Path) -> str:
     return str(local)
 
 
-def _file_records(path: Path) -> Records:
+def _file_records(path: Path, stream: bool = False) -> Records:
     """JSON Lines by suffix or by content (``Dataset.to_json`` writes them to ``.json`` files), else official JSON."""
     if path.name.lower().endswith(ROW_SUFFIXES) or _first_line_is_a_row(path):
         return Records(str(path), rows=_jsonl_rows(path))
-    return Records(str(path), squad=read_json(path))
+    return Records(str(path), squad=SquadJsonStream(path) if stream else read_json(path))
 
 
 def _first_line_is_a_row(path: Path) -> bool:
