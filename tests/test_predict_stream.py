@@ -130,10 +130,13 @@ def test_a_killed_predict_resumes_to_the_same_bytes(model_dir, tmp_path):
     assert contents(tmp_path / "killed") == full
 
 
-def test_resume_refuses_a_stream_of_other_options(model_dir, tmp_path, capsys):
-    assert predict(model_dir, tmp_path / "p.json", "--decoding", "span") == 0
-    assert predict(model_dir, tmp_path / "p.json", "--decoding", "bio", "--resume") == 2
+def test_resume_refuses_a_stream_of_other_options_or_questions(model_dir, tmp_path, capsys):
+    assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", "--chunk-size", "2") == 0
+    assert predict(model_dir, tmp_path / "p.json", "--decoding", "bio", "--resume", "--chunk-size", "2") == 2
     assert "resume with the same options" in capsys.readouterr().err
+    for limit in ("5", "2"):  # the first questions again, but fewer: the stream answers questions the data lacks
+        assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", "--resume", "--chunk-size", "2", "--limit", limit) == 2
+        assert "where the data" in capsys.readouterr().err
 
 
 def test_output_dash_writes_the_answer_lines_to_standard_output_and_nothing_else(model_dir, tmp_path, capsys, monkeypatch):

@@ -83,8 +83,9 @@ def stream_answers(
     """Answer ``questions`` chunk by chunk into ``sink`` (rank 0's; other ranks pass None), each chunk flushed
     as it is written. ``done``: the ids of the leading whole chunks already in the sink (see :func:`resume_point`);
     they are skipped, once checked to be these questions."""
-    done_chunks = len(done) // plan.chunk_size
+    done_chunks, seen = len(done) // plan.chunk_size, 0
     for round_ in chunked(enumerate(chunked(questions, plan.chunk_size)), shard.world):
+        seen += len(round_)
         index, mine = round_[shard.rank] if shard.rank < len(round_) else (done_chunks, [])
         gathered = shard.gather(chunk_lines(trained, mine, plan) if index >= done_chunks else [])
         if not shard.writes:
@@ -96,13 +97,17 @@ def stream_answers(
             if bar is not None:
                 bar.update(len(chunk))
         sink.flush()
+    if seen < done_chunks:
+        _check_answered([], done[seen * plan.chunk_size :])
 
 
 def _check_answered(chunk: Sequence[Example], answered: Sequence[str]) -> None:
-    for example, qid in zip(chunk, answered):
-        if example.id != qid:
-            raise DataFormatError(f"the answers stream answers {qid!r} where the data asks {example.id!r}: it was made "
-                                  "for other questions or options; resume with the same ones, or start again without --resume")
+    """The answered ids are the chunk's questions (an id past the data's last question is not)."""
+    for example, qid in itertools.zip_longest(chunk, answered):
+        if example is None or qid is None or example.id != qid:
+            asks = "no more questions" if example is None else f"asks {example.id!r}"
+            raise DataFormatError(f"the answers stream answers {qid!r} where the data {asks}: it was made for other "
+                                  "questions or options; resume with the same ones, or start again without --resume")
 
 
 def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int) -> list[str]:
