@@ -108,6 +108,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .inference.sharding import Shard
     from .inference.streaming import StreamPlan, predict_to_files
 
+    if args.resume and args.output == "-":
+        raise SystemExit("error: --resume continues PREDS.answers.jsonl; with --output - there is no such file")
     output = args.output if args.output == "-" else check_file_target(args.output)
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes)
@@ -287,6 +289,13 @@ def _add_precision_option(parser: argparse.ArgumentParser) -> None:
                         help="of the forward pass: bf16 = bfloat16 autocast; auto = bf16 where the CPU/GPU computes it natively")
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a positive number, not {value}")
+    return value
+
+
 def _add_min_span_probability(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-span-probability", type=float, default=MIN_SPAN_PROBABILITY,
                         help="span and joint decodings with --multi-span: drop n-best spans below this probability")
@@ -304,7 +313,7 @@ def _add_model_commands(add_command) -> None:
                               "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
                               "- writes the answer lines to standard output and no file")
     predict.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
-    predict.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE,
+    predict.add_argument("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE,
                          help="questions read, run and decoded at a time (memory grows with it, not with the file)")
     predict.add_argument("--resume", action="store_true",
                          help="continue an interrupted run: skip the questions PREDS.answers.jsonl answers (same options and data)")

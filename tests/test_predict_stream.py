@@ -170,3 +170,13 @@ def test_a_bad_question_anywhere_is_refused_before_any_answer_is_written(model_d
     assert predict(model_dir, tmp_path / "p.json", "--chunk-size", "2", data=bad) == 2
     assert "not in the context" in capsys.readouterr().err
     assert not (tmp_path / "p.answers.jsonl").exists()
+
+
+def test_options_that_cannot_work_are_refused_before_any_work(model_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit, match="--resume continues"):
+        predict(model_dir, "-", "--resume")
+    with pytest.raises(SystemExit):
+        predict(model_dir, "p.json", "--chunk-size", "0")
+    assert "a positive number" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
