@@ -21,6 +21,7 @@ compare sizes of at least a few chunks.
 
     python benchmarks/bench_predict_memory.py                      # 10,000 vs 100,000
     python benchmarks/bench_predict_memory.py --small 1000 --large 10000   # a smaller scale
+    python benchmarks/bench_predict_memory.py --sharded --small 2000       # 2 processes x 1 thread vs 1 x 2
 """
 
 from __future__ import annotations
@@ -79,10 +80,13 @@ def tiny_model(folder: Path, train_data: Path) -> Path:
     return model
 
 
-def run(command: list[str]) -> tuple[float, float, float]:
-    """Run ``command`` to its end: (seconds, CPU seconds, peak resident MiB of that process)."""
+def run(command: list[str], threads: int | None = None) -> tuple[float, float, float]:
+    """Run ``command`` to its end (with ``threads`` OpenMP threads per process): (seconds, CPU seconds, peak resident
+    MiB). Linux's ``wait4`` counts the process with the children it waited for: a launcher's CPU seconds are its
+    workers' too, and its peak is that of the largest process."""
+    env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) != 0:
@@ -106,12 +110,16 @@ def in_memory_predict(model: str, data: str, output: str) -> None:
 
 
 def measure(kind: str, model: Path, data: Path, out: Path, questions: int) -> dict:
-    if kind == "streaming":
-        command = [sys.executable, "-m", "bio_mrc.cli", "predict", "--model", str(model), "--data", str(data),
-                   "--output", str(out / "p.json"), "--decoding", *DECODINGS, "--precision", "fp32"]
-    else:
-        command = [sys.executable, __file__, "--in-memory-child", str(model), str(data), str(out / "p.json")]
-    seconds, cpu, peak = run(command)
+    """One run of ``kind``: streaming, in memory, 2 processes x 1 thread or 1 process x 2 threads."""
+    predict = ["-m", "bio_mrc.cli", "predict", "--model", str(model), "--data", str(data), "--output", str(out / "p.json"),
+               "--decoding", *DECODINGS, "--precision", "fp32"]
+    commands = {"streaming": ([sys.executable, *predict], None),
+                "in memory": ([sys.executable, __file__, "--in-memory-child", str(model), str(data), str(out / "p.json")], None),
+                "1 process x 2 threads": ([sys.executable, *predict], 2),
+                "1 process x 1 thread": ([sys.executable, *predict], 1),
+                "2 processes x 1 thread": ([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                                            "--nproc_per_node=2", *predict], 1)}
+    seconds, cpu, peak = run(*commands[kind])
     row = {"way": kind, "questions": questions, "seconds": round(seconds, 1), "questions_per_s": round(questions / seconds, 1),
            "cpu_seconds": round(cpu, 1), "questions_per_cpu_s": round(questions / cpu, 1), "peak_rss_mib": round(peak, 1)}
     print(json.dumps(row), file=sys.stderr)
@@ -123,6 +131,9 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=10_000, help="questions of the smaller run (both ways)")
     parser.add_argument("--large", type=int, default=100_000, help="questions of the larger run (streaming only)")
     parser.add_argument("--words", type=int, default=60, help="words per context")
+    parser.add_argument("--sharded", action="store_true",
+                        help="instead: --small questions by 2 processes x 1 thread (torchrun) against 1 process x 2 threads "
+                             "(and 1 process x 1 thread, which tells the threads' cost from the processes' gain)")
     parser.add_argument("--in-memory-child", nargs=3, metavar=("MODEL", "DATA", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.in_memory_child:
@@ -130,17 +141,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
         model = tiny_model(folder, synthetic_squad(folder / "train.json", 32, args.words, seed=1))
-        small, large = (synthetic_squad(folder / f"{n}.json", n, args.words) for n in (args.small, args.large))
-        rows = []
-        for kind, data, n in (("in memory", small, args.small), ("streaming", small, args.small), ("streaming", large, args.large)):
-            (folder / "out").mkdir(exist_ok=True)
-            rows.append(measure(kind, model, data, folder / "out", n))
+        small = synthetic_squad(folder / "small.json", args.small, args.words)
+        if args.sharded:
+            return report_sharded([measure(kind, model, small, folder, args.small)
+                                   for kind in ("1 process x 2 threads", "2 processes x 1 thread", "1 process x 1 thread")])
+        large = synthetic_squad(folder / "large.json", args.large, args.words)
+        runs = (("in memory", small, args.small), ("streaming", small, args.small), ("streaming", large, args.large))
+        rows = [measure(kind, model, data, folder, n) for kind, data, n in runs]
     memory_ratio = rows[2]["peak_rss_mib"] / rows[1]["peak_rss_mib"]
     speed_ratio = rows[1]["questions_per_s"] / rows[0]["questions_per_s"]
     cpu_ratio = rows[1]["questions_per_cpu_s"] / rows[0]["questions_per_cpu_s"]
     print(json.dumps({"runs": rows, "peak_large_over_small": round(memory_ratio, 3),
                       "streaming_over_in_memory_questions_per_s": round(speed_ratio, 3),
                       "streaming_over_in_memory_questions_per_cpu_s": round(cpu_ratio, 3)}, indent=2))
+
+
+def report_sharded(rows: list[dict]) -> None:
+    print(json.dumps({"runs": rows, "two_processes_over_one_questions_per_s": round(rows[1]["questions_per_s"] / rows[0]["questions_per_s"], 3)},
+                     indent=2))
 
 
 if __name__ == "__main__":
