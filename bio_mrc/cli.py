@@ -23,6 +23,7 @@ from .decoding.multispan import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DECODINGS, DecodeConfig
 from .harness.config import PRESETS
 from .inference.forward import INFERENCE_BATCH_SIZE
+from .inference.streaming import DEFAULT_CHUNK_SIZE
 from .precision import DEFAULT_PRECISION, PRECISIONS
 from .serving.config import ServeConfig
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
@@ -30,7 +31,7 @@ from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
 # require_answer is the command's to set: predict and tune from the data, extract always.
-_DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # extract takes --multi-span too
+_DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and predict take --multi-span
 
 
 def _train_config(args: argparse.Namespace) -> TrainConfig:
@@ -61,6 +62,24 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, d
     from .data.squad import load_squad
 
     data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid, data_format=data_format)
+    _report_read(data, path, len(data.examples))
+    return data
+
+
+def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None, quiet: bool = False):
+    """The questions as a stream (memory flat in their number) and their count: every one is read and
+    checked once here, before any work, as _load_squad checks them."""
+    from .data.squad import stream_squad
+
+    questions = stream_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid)
+    count = sum(1 for _ in questions)
+    if not quiet or not count:
+        _report_read(questions, path, count)
+    return questions, count
+
+
+def _report_read(data, path: str, count: int) -> None:
+    """Print the relocated offsets and skipped questions of a read; no question left is an error."""
     if data.fixed_offsets:
         print(f"note: relocated answer_start of {len(data.fixed_offsets)} question(s) in {path}: "
               f"{', '.join(data.fixed_offsets[:10])}{', ...' if len(data.fixed_offsets) > 10 else ''}", file=sys.stderr)
@@ -68,9 +87,8 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, d
         print(f"skipped: {error}", file=sys.stderr)
     if data.skipped:
         print(f"warning: skipped {len(data.skipped)} invalid question(s) of {path}", file=sys.stderr)
-    if not data.examples:
+    if not count:
         raise SystemExit(f"error: no questions to use in {path}")
-    return data
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -93,27 +111,30 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from .inference import TrainedModel, decode_with_thresholds, write_prediction_files
-    from .inference.answers import decode_answers
+    from .inference import TrainedModel
+    from .inference.sharding import Shard
+    from .inference.streaming import StreamPlan, predict_to_files
 
-    output = check_file_target(args.output)
-    data = _load_squad(args, args.data, args.limit)
-    trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
+    if args.resume and args.output == "-":
+        raise SystemExit("error: --resume continues PREDS.answers.jsonl; with --output - there is no such file")
+    output = args.output if args.output == "-" else check_file_target(args.output)
+    shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
+    questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes)
+    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device)
     missing = [d for d in args.decoding if d not in trained.decodings]
     if missing:
         raise SystemExit(f"error: decoding {missing} needs heads this model lacks (it has {trained.model.config.heads})")
+    config = trained.decode_config(_decode_config(args, require_answer=not questions.is_v2))
+    multi_span = args.multi_span or questions.format == "multispanqa"  # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
+    plan = StreamPlan(tuple(dict.fromkeys(args.decoding)), config, multi_span, args.min_span_probability,
+                      args.chunk_size, args.batch_size)
     started = time.perf_counter()
-    outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
-    report: dict[str, object] = {"questions": len(data.examples), "inference_seconds": round(time.perf_counter() - started, 1)}
-    config = trained.decode_config(_decode_config(args, require_answer=not data.is_v2))
-    multi_span = data.format == "multispanqa"  # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
-    for decoding in args.decoding:
-        # One decoding writes to --output itself; several write PREDS.<decoding>.json each, from one forward pass.
-        path = output if len(args.decoding) == 1 else output.with_suffix(f".{decoding}{output.suffix}")
-        predictions = (decode_answers(outputs, data.examples, decoding, config, trained.thresholds, multi_span=True) if multi_span
-                       else decode_with_thresholds(outputs, data.examples, decoding, config, trained.thresholds))
-        report[decoding] = {k: str(v) for k, v in write_prediction_files(predictions, path, multi_span=multi_span).items()}
-    print(json.dumps(report, indent=2))
+    files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True)
+    report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
+    report.update({decoding: {k: str(v) for k, v in paths.items()} for decoding, paths in files.items()})
+    if shard.writes:  # with --output -, standard output holds the answers only
+        print(json.dumps(report, indent=2), file=sys.stderr if output == "-" else sys.stdout)
+    shard.close()
     return 0
 
 
@@ -288,6 +309,18 @@ def _add_precision_option(parser: argparse.ArgumentParser) -> None:
                         help="of the forward pass: bf16 = bfloat16 autocast; auto = bf16 where the CPU/GPU computes it natively")
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a positive number, not {value}")
+    return value
+
+
+def _add_min_span_probability(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--min-span-probability", type=float, default=MIN_SPAN_PROBABILITY,
+                        help="span and joint decodings with --multi-span: drop n-best spans below this probability")
+
+
 def _add_model_commands(add_command) -> None:
     """The commands that run a trained model: predict, evaluate, tune."""
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
@@ -295,10 +328,18 @@ def _add_model_commands(add_command) -> None:
     predict.add_argument("--data", required=True, help=_DATA_HELP)
     predict.add_argument("--limit", type=int)
     predict.add_argument("--decoding", choices=DECODINGS, nargs="+", default=["span"], help="one or several")
-    predict.add_argument("--output", required=True)
+    predict.add_argument("--output", required=True,
+                         help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
+                              "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
+                              "- writes the answer lines to standard output and no file")
     predict.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
+    predict.add_argument("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE,
+                         help="questions read, run and decoded at a time (memory grows with it, not with the file)")
+    predict.add_argument("--resume", action="store_true",
+                         help="continue an interrupted run: skip the questions PREDS.answers.jsonl answers (same options and data)")
+    _add_min_span_probability(predict)
     _add_precision_option(predict)
-    add_config_options(predict, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
+    add_config_options(predict, DecodeConfig, exclude=("require_answer",))
     _add_data_options(predict)
     predict.set_defaults(func=cmd_predict)
 
@@ -354,8 +395,7 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "
                               "highlighted in the context, its confidence and probability, the BIO head's per-word P(B) and P(I)")
-    extract.add_argument("--min-span-probability", type=float, default=MIN_SPAN_PROBABILITY,
-                         help="span and joint decodings with --multi-span: drop n-best spans below this probability")
+    _add_min_span_probability(extract)
     add_config_options(extract, DecodeConfig, exclude=("require_answer",))
     extract.set_defaults(func=cmd_extract)
 

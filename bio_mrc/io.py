@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from .errors import OutputError
 
-__all__ = ["check_file_target", "check_folder_target", "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_move_files", "fsync_dir", "finish_file_set",
+__all__ = ["check_file_target", "check_folder_target", "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_writer", "atomic_move_files", "fsync_dir", "finish_file_set",
            "replaced_together"]
 
 
@@ -89,12 +89,29 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> Path:
+    with _atomic_binary(path) as handle:
+        handle.write(data)
+    return path
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | Path, encoding: str = "utf-8") -> Iterator[Any]:
+    """A text handle whose content replaces ``path`` atomically when the block ends without an error
+    (for a file written piece by piece, too large to hold as one string)."""
+    path = Path(path)
+    with writes_named(path.parent), _atomic_binary(path) as raw:
+        with open(raw.fileno(), "w", encoding=encoding, closefd=False, newline="") as handle:
+            yield handle
+
+
+@contextlib.contextmanager
+def _atomic_binary(path: Path) -> Iterator[Any]:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     # os.open with mode 0o666 lets the umask decide the permissions, as open() would (mkstemp gives 0o600).
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())  # the data is on disk before the name points at it
         os.replace(temporary, path)
@@ -103,7 +120,6 @@ def _atomic_write_bytes(path: Path, data: bytes) -> Path:
             os.unlink(temporary)
         raise
     fsync_dir(path.parent)
-    return path
 
 
 def atomic_write_json(path: str | Path, obj: Any, **json_dumps_kwargs: Any) -> Path:

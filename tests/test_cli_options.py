@@ -21,7 +21,7 @@ from bio_mrc.training.train import TrainConfig
 TRAIN = ["train", "--train", "t.json", "--output-dir", "out"]
 COMMANDS = {  # command line up to the options, config class, fields the command does not take
     "train": (TRAIN, TrainConfig, ()),
-    "predict": (["predict", "--model", "m", "--data", "d", "--output", "o"], DecodeConfig, ("multi_span", "require_answer")),
+    "predict": (["predict", "--model", "m", "--data", "d", "--output", "o"], DecodeConfig, ("require_answer",)),
     "tune": (["tune", "--model", "m", "--data", "d"], DecodeConfig, ("multi_span", "require_answer")),
     "extract": (["extract", "--model", "m", "--question", "q"], DecodeConfig, ("require_answer",)),
 }

@@ -185,3 +185,36 @@ def test_a_saved_pipeline_loads_again_without_remote_code(qa, tmp_path):
     qa.save_pretrained(tmp_path)
     again = pipeline(TASK, model=str(tmp_path), device="cpu")
     assert again(question=QUESTIONS[0], context=CONTEXT) == qa(question=QUESTIONS[0], context=CONTEXT)
+
+
+def test_datasets_key_datasets_and_generators_stream_the_answers_a_list_gets(qa):
+    from datasets import Dataset
+    from transformers.pipelines.pt_utils import KeyDataset
+
+    rows = [{"id": str(i), "question": q, "context": CONTEXT} for i, q in enumerate(QUESTIONS * 3)]
+    expected = qa([{"question": r["question"], "context": r["context"]} for r in rows], decoding="span")
+    dataset = Dataset.from_list(rows)
+    nested = Dataset.from_list([{"qa": {"question": r["question"], "context": r["context"]}} for r in rows])
+    for inputs in (dataset, KeyDataset(nested, "qa"), (row for row in rows)):
+        results = qa(inputs, decoding="span", batch_size=4)
+        assert not isinstance(results, list)  # an iterator, as transformers pipelines give for these inputs
+        assert list(results) == expected
+    with pytest.raises(TypeError, match="unknown"):
+        qa(dataset, no_such_option=1)  # refused at the call, not at the first answer
+
+
+def test_align_to_words_widens_a_span_to_whole_words(qa):
+    from bio_mrc.inference.pipeline import word_aligned
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    context = "Ada Lovelace wrote, in 1843."
+    widened = word_aligned(Prediction("q", [AnswerSpan("Lovel", 4, 9, 1.0), AnswerSpan("ace wro", 9, 16, 0.5),
+                                            AnswerSpan("ovelace", 5, 12, 0.2), AnswerSpan(", in", 18, 22, 0.1)]), context)
+    assert [(s.text, s.start, s.end) for s in widened.spans] == [("Lovelace", 4, 12), ("Lovelace wrote", 4, 18), (", in", 18, 22)]
+    for align in (True, False):  # accepted, as the old pipeline accepted it
+        for answer in qa(question=QUESTIONS[0], context=CONTEXT, top_k=5, decoding="span", align_to_words=align):
+            assert_substring(answer, CONTEXT)
+            if align:
+                assert not (answer["start"] > 0 and CONTEXT[answer["start"] - 1].isalnum() and CONTEXT[answer["start"]].isalnum())
+    with pytest.raises(ValueError, match="align_to_words"):
+        qa(question=QUESTIONS[0], context=CONTEXT, align_to_words="yes")

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import DataFormatError
 
-__all__ = ["DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "loads", "read_json"]
+__all__ = ["DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "lone_surrogate_escape", "loads", "read_json"]
 
 
 class NotPlainJsonError(ValueError):
@@ -40,11 +40,14 @@ SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _HIGH, _LOW = "89abAB", "cdefCDEF"
 
 
-def _lone_surrogate(text: str) -> re.Match[str] | None:
-    """The first ``\\uD800``-``\\uDFFF`` escape that is half of no UTF-16 pair: Python keeps it as a character
-    no UTF-8 file can hold, so a model's answer, a report or a prediction file with it could not be written."""
-    for hit in SURROGATE_ESCAPE.finditer(text):
+def lone_surrogate_escape(text: str, begin: int = 0, end: int | None = None) -> re.Match[str] | None:
+    """The first ``\\uD800``-``\\uDFFF`` escape starting in ``text[begin:end]`` that is half of no UTF-16 pair:
+    Python keeps it as a character no UTF-8 file can hold, so a model's answer, a report or a prediction file with
+    it could not be written. The text around that range is read for the escape's partner and backslashes."""
+    for hit in SURROGATE_ESCAPE.finditer(text, begin, len(text)):
         start = hit.start()
+        if end is not None and start >= end:
+            return None
         backslashes = 0
         while start - backslashes - 1 >= 0 and text[start - backslashes - 1] == "\\":
             backslashes += 1
@@ -64,7 +67,7 @@ def _lone_surrogate(text: str) -> re.Match[str] | None:
 def loads(text: str) -> Any:
     """``json.loads`` that refuses what would lose or garble a value (:class:`NotPlainJsonError`): an object with a
     repeated key, ``NaN``/``Infinity``, and a lone UTF-16 surrogate escape (named by line and column)."""
-    if lone := _lone_surrogate(text):
+    if lone := lone_surrogate_escape(text):
         line = text.count("\n", 0, lone.start()) + 1
         column = lone.start() - text.rfind("\n", 0, lone.start())
         raise NotPlainJsonError(f"{lone.group()} is half of a UTF-16 surrogate pair, no character (line {line}, column {column})")

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
 from .errors import DataFormatError, read_json
+from .json_stream import SquadJsonStream
 from .mrqa import is_mrqa_header, mrqa_records
 from .multispanqa import parse_multispanqa
 from .sources import (
@@ -72,13 +73,18 @@ class DataFormat:
     detect: Callable[[Source], bool]
     read: Callable[[Source], Records]
     takes_split: bool = False
+    stream: Callable[[Source], Records] | None = None  # reads without holding the whole source (else ``read`` does)
 
 
 def _is_multispanqa(source: Source) -> bool:
+    """A JSON file whose first ``data`` record has word labels; only that record is read."""
     if not source.is_file:
         return False
-    data = source.json.get("data") if isinstance(source.json, dict) else None
-    return isinstance(data, list) and bool(data) and isinstance(data[0], dict) and "label" in data[0]
+    try:
+        first = next(iter(SquadJsonStream(source.path)), None)
+    except DataFormatError:  # not JSON, or not an object with a 'data' list: the squad reader says which
+        return False
+    return isinstance(first, dict) and "label" in first
 
 
 def _multispanqa_records(source: Source) -> Records:
@@ -111,7 +117,8 @@ FORMATS: dict[str, DataFormat] = {
     "multispanqa": DataFormat("MultiSpanQA JSON: {\"data\": [{id, question: [words], context: [words], label: [B/I/O per word]}]}",
                               _is_multispanqa, _multispanqa_records),
     "squad": DataFormat("official SQuAD JSON: {\"data\": [{title, paragraphs: [{context, qas: [{id, question, answers}]}]}]}",
-                        lambda s: s.is_file, lambda s: Records(s.name, squad=s.parsed_json())),
+                        lambda s: s.is_file, lambda s: Records(s.name, squad=s.parsed_json()),
+                        stream=lambda s: Records(s.name, squad=SquadJsonStream(s.path))),
     "hub": DataFormat("a Hugging Face hub dataset id with the SQuAD columns, e.g. rajpurkar/squad:validation",
                       lambda s: isinstance(s.data, str) and not s.path.exists() and is_hub_id(s.data),
                       lambda s: hub_records(s.data, s.split), takes_split=True),
@@ -125,8 +132,10 @@ class Detected:
     format: str
     source: Source
 
-    def read(self) -> Records:
-        return FORMATS[self.format].read(self.source)
+    def read(self, stream: bool = False) -> Records:
+        """The records; with ``stream``, read lazily where the format can be (official JSON one article at a time)."""
+        form = FORMATS[self.format]
+        return (form.stream if stream and form.stream else form.read)(self.source)
 
     @contextlib.contextmanager
     def errors_described(self) -> Iterator[None]:

@@ -92,11 +92,7 @@ def parse_squad(
     """Validate an already-parsed SQuAD object (see :func:`load_squad`)."""
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
         raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=source)
-    questions = (
-        (qa, context, title, source)
-        for number, article in enumerate(raw["data"], 1)
-        for qa, context, title in _questions_of(article, number, source)
-    )
+    questions = _article_questions(raw["data"], source)
     result = SquadFile([], str(raw.get("version", "1.1")).lstrip("v"), source)
     return _collect(questions, result, limit, fix_offsets, skip_invalid)
 
@@ -123,7 +119,16 @@ def _row_question(row: Any, source: str) -> tuple[Any, Any, str, str]:
 def _collect(
     questions: Iterable[tuple[Any, Any, str, str]], result: SquadFile, limit: int | None, fix_offsets: bool, skip_invalid: bool
 ) -> SquadFile:
-    """The one pass every form goes through: parse each question, refuse a repeated id, raise or skip, stop at ``limit``."""
+    """Every question that :func:`validated` keeps, into ``result``."""
+    result.examples.extend(validated(questions, result, limit, fix_offsets, skip_invalid))
+    return result
+
+
+def validated(
+    questions: Iterable[tuple[Any, Any, str, str]], result: SquadFile, limit: int | None, fix_offsets: bool, skip_invalid: bool
+) -> Iterator[Example]:
+    """The one pass every form goes through: parse each question, refuse a repeated id, raise or skip (into
+    ``result.skipped``), stop at ``limit``; ``result.version`` becomes 2.0 at the first unanswerable question."""
     _checked_limit(limit)
     seen: set[str] = set()
     for qa, context, title, source in questions:
@@ -137,12 +142,70 @@ def _collect(
             result.skipped.append(error)
             continue
         seen.add(example.id)
-        result.examples.append(example)
         if qa.get("is_impossible") is not None or not example.is_answerable:
             result.version = "2.0"  # only v2.0 data has unanswerable questions (or the field), whatever a header says
-        if limit is not None and len(result.examples) >= limit:
-            break
-    return result
+        yield example
+        if limit is not None and len(seen) >= limit:
+            return
+
+
+@dataclass
+class SquadStream:
+    """SQuAD questions read lazily, in file order: each iteration reads the source again, holding one question
+    (one article of an official JSON file) at a time, and validates every question as :func:`load_squad` does.
+
+    After an iteration, ``version``, ``skipped`` and ``fixed_offsets`` describe what it read (see :class:`SquadFile`).
+    """
+
+    data: Any
+    limit: int | None = None
+    fix_offsets: bool = False
+    skip_invalid: bool = False
+    split: str | None = None
+    data_format: str | None = None
+    version: str = "1.1"
+    source: str = ""
+    format: str = ""
+    skipped: list[DataFormatError] = field(default_factory=list)
+    fixed_offsets: list[str] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Example]:
+        detected = detect_format(self.data, self.split, self.data_format)
+        with detected.errors_described():
+            records = detected.read(stream=True)
+            result = SquadFile([], "1.1", records.name)
+            self.source, self.format = records.name, detected.format
+            self.skipped, self.fixed_offsets = result.skipped, result.fixed_offsets
+            if records.examples is not None:  # a layout validated whole (MultiSpanQA)
+                yield from records.examples[: _checked_limit(self.limit)]
+                return
+            if records.rows is not None:
+                questions = (_row_question(row, f"{records.name}, {where}") for where, row in records.rows)
+            else:
+                questions = _article_questions(records.squad, records.name)
+            yield from validated(questions, result, self.limit, self.fix_offsets, self.skip_invalid)
+        header = str(getattr(records.squad, "version", None) or "1.1").lstrip("v")
+        self.version = "2.0" if result.version == "2.0" else header
+
+    @property
+    def is_v2(self) -> bool:
+        return self.version == "2.0"
+
+
+def stream_squad(
+    data: Any, limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False, split: str | None = None,
+    data_format: str | None = None,
+) -> SquadStream:
+    """The questions :func:`load_squad` reads, as a :class:`SquadStream`: memory stays flat in their number
+    (official JSON is read one article at a time, JSON Lines one line at a time), and ``limit`` stops reading
+    the source at the ``limit``-th question."""
+    return SquadStream(data, limit, fix_offsets, skip_invalid, split, data_format)
+
+
+def _article_questions(articles: Iterable[Any], source: str) -> Iterator[tuple[Any, Any, str, str]]:
+    for number, article in enumerate(articles, 1):
+        for qa, context, title in _questions_of(article, number, source):
+            yield qa, context, title, source
 
 
 def _checked_limit(limit: int | None) -> int | None:

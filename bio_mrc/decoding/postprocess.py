@@ -91,14 +91,28 @@ def _collect(
     keep = rank < n_best if n_best is not None else np.ones(len(ex), dtype=bool)
 
     predictions = [Prediction(e.id) for e in examples]
+    kept: set[tuple[int, int, int]] = set()
     for row, s, e, sc in zip(ex[keep].tolist(), char_start[keep].tolist(), char_end[keep].tolist(), score[keep].tolist()):
-        predictions[row].spans.append(AnswerSpan(examples[row].context[s:e], s, e, sc))
+        s, e = trimmed_span(examples[row].context, s, e)
+        if s < e and (row, s, e) not in kept:  # a better-scored span may already have become this one
+            kept.add((row, s, e))
+            predictions[row].spans.append(AnswerSpan(examples[row].context[s:e], s, e, sc))
     if null is not None:
         best = np.full(len(examples), -np.inf)
         np.maximum.at(best, ex, score)
         for prediction, null_score, best_score in zip(predictions, null.tolist(), best.tolist()):
             prediction.no_answer_score = null_score - best_score if np.isfinite(best_score) else np.inf
     return predictions
+
+
+def trimmed_span(context: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` without the whitespace at its edges: a SentencePiece (Metaspace) token's offsets hold the
+    space before its word, and a byte-level BPE token's may at a window's first token. Every answer is trimmed here."""
+    while start < end and context[start].isspace():
+        start += 1
+    while end > start and context[end - 1].isspace():
+        end -= 1
+    return start, end
 
 
 def _span_candidates_to_chars(outputs: WindowOutputs, candidates) -> tuple[np.ndarray, ...]:

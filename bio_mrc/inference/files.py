@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterator, Sequence, TextIO
 
-from ..io import atomic_write_json
+from ..io import atomic_write_json, atomic_writer
 from ..types import Prediction
 from .answers import no_answer_probability
 
@@ -27,3 +28,78 @@ def write_prediction_files(
         paths["na_probs"] = output.with_suffix(".na_probs.json")
         atomic_write_json(paths["na_probs"], {p.id: no_answer_probability(p.no_answer_score) for p in predictions})
     return paths
+
+
+# The n-best file's entry of a question: Prediction.to_dict()'s keys; an answer line adds the others.
+NBEST_KEYS = ("id", "answer", "abstain", "no_answer_score", "confidence", "probability", "spans")
+
+
+def answer_record(prediction: Prediction, decoding: str, multi_span: bool = False) -> dict[str, Any]:
+    """One line of the answers stream: the question's id, its decoding, the answer with its character offsets
+    (``None`` when there is no answer), confidence, probability and every span (with ``multi_span``, every
+    answer span, and ``answers``, their texts)."""
+    entry = prediction.to_dict()
+    best = prediction.spans[0] if prediction.spans and not prediction.abstain else None
+    record = {"id": entry.pop("id"), "decoding": decoding, "answer": entry.pop("answer"),
+              "start": best.start if best else None, "end": best.end if best else None}
+    if multi_span:
+        record["answers"] = prediction.answers
+    return {**record, **entry}
+
+
+def prediction_paths(output: Path, decoding: str, several: bool) -> dict[str, Path]:
+    """Where one decoding's files go: ``output`` itself for a single decoding, ``<stem>.<decoding>.json`` for several."""
+    path = output.with_suffix(f".{decoding}{output.suffix}") if several else output
+    return {"predictions": path, "nbest": path.with_suffix(".nbest.json"), "na_probs": path.with_suffix(".na_probs.json")}
+
+
+def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str], multi_span: bool = False) -> dict[str, dict[str, Path]]:
+    """The official ``{id: answer}`` (MultiSpanQA's ``{id: [texts]}`` with ``multi_span``), n-best and ``na_prob``
+    files of each decoding from an answers stream, one line at a time (each file written atomically, as
+    :func:`write_prediction_files` writes it)."""
+    written = {}
+    for decoding in decodings:
+        paths = prediction_paths(output, decoding, len(decodings) > 1)
+        paths["predictions"].parent.mkdir(parents=True, exist_ok=True)
+        with atomic_writer(paths["predictions"]) as answers, atomic_writer(paths["nbest"]) as nbest, \
+                atomic_writer(paths["na_probs"]) as na_probs:
+            writers = (_JsonObjectWriter(answers, indent=1), _JsonObjectWriter(nbest), _JsonObjectWriter(na_probs, ensure_ascii=True))
+            for record in read_stream(stream, decoding):
+                writers[0].add(record["id"], record["answers"] if multi_span else record["answer"])
+                writers[1].add(record["id"], {key: record[key] for key in NBEST_KEYS})
+                writers[2].add(record["id"], no_answer_probability(record["no_answer_score"]))
+            for writer in writers:
+                writer.close()
+        written[decoding] = paths
+    return written
+
+
+def read_stream(stream: Path, decoding: str | None = None) -> Iterator[dict[str, Any]]:
+    """The records of an answers stream (of one decoding), one line at a time."""
+    with open(stream, encoding="utf-8") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if decoding is None or record["decoding"] == decoding:
+                yield record
+
+
+class _JsonObjectWriter:
+    """A JSON object written one member at a time, byte for byte what ``json.dumps`` writes for the whole
+    object (``indent=None`` or ``indent=1``)."""
+
+    def __init__(self, handle: TextIO, indent: int | None = None, ensure_ascii: bool = False) -> None:
+        self.handle, self.indent, self.ensure_ascii, self.count = handle, indent, ensure_ascii, 0
+        self.handle.write("{")
+
+    def add(self, key: str, value: Any) -> None:
+        text = json.dumps(value, ensure_ascii=self.ensure_ascii, indent=self.indent)
+        if self.indent is not None:
+            text = text.replace("\n", "\n" + " " * self.indent)
+            self.handle.write(("," if self.count else "") + "\n" + " " * self.indent)
+        elif self.count:
+            self.handle.write(", ")
+        self.handle.write(f"{json.dumps(key, ensure_ascii=self.ensure_ascii)}: {text}")
+        self.count += 1
+
+    def close(self) -> None:
+        self.handle.write("\n}" if self.indent is not None and self.count else "}")

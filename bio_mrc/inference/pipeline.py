@@ -29,9 +29,10 @@ best answer's equals :func:`bio_mrc.inference.calibration.raw_confidence`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 from transformers import AutoModelForQuestionAnswering, Pipeline
@@ -77,7 +78,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
 
     def _sanitize_parameters(
         self, top_k=None, handle_impossible_answer=None, max_answer_len=None, decoding=None, multi_span=None,
-        local_files_only=None, **unknown,
+        align_to_words=None, local_files_only=None, **unknown,
     ):
         """Every option is a decoding option: all go to ``postprocess``; the old window options are refused."""
         windows = [name for name in WINDOW_OPTIONS if name in unknown]
@@ -88,16 +89,23 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         for name, value in (("top_k", top_k), ("max_answer_len", max_answer_len)):
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if align_to_words is not None and not isinstance(align_to_words, bool):
+            raise ValueError(f"align_to_words must be true or false, got {align_to_words!r}")
         if decoding is not None:
             choose_decoding(self.extractor.trained.decodings, decoding, False)  # one the heads can do
         options = dict(top_k=top_k, handle_impossible_answer=handle_impossible_answer, max_answer_len=max_answer_len,
-                       decoding=decoding, multi_span=multi_span)
+                       decoding=decoding, multi_span=multi_span, align_to_words=align_to_words)
         return {}, {}, {name: value for name, value in options.items() if value is not None}
 
     def __call__(self, *args, batch_size: int | None = None, **kwargs):
         """``qa(question=..., context=...)``, ``qa(question, context)``, ``qa({"question": ..., "context": ...})``
         or a list of such dicts. One string (or dict) in, one result out; lists in, a list out.
-        ``batch_size`` is the number of windows per forward pass (one call decodes all its questions)."""
+        ``batch_size`` is the number of windows per forward pass (one call decodes all its questions).
+        A ``datasets.Dataset``, a ``KeyDataset`` or a generator of such dicts in: an iterator of results out,
+        answered ``batch_size`` questions at a time, as transformers pipelines stream them."""
+        if len(args) == 1 and is_stream(args[0]):
+            self._sanitize_parameters(**kwargs)  # refused now, not at the first next()
+            return self._stream(args[0], batch_size or self._batch_size or INFERENCE_BATCH_SIZE, kwargs)
         question, context = question_and_context(args, kwargs.pop("question", None), kwargs.pop("context", None))
         examples, single = self.extractor.examples(question, context)
         if not examples:
@@ -108,6 +116,11 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         batch_size = batch_size or self._batch_size or INFERENCE_BATCH_SIZE
         return super().__call__(_Questions(examples, single, batch_size), **kwargs)
 
+    def _stream(self, inputs: Iterable[Any], batch_size: int, options: dict[str, Any]) -> Iterator[Any]:
+        items = (inputs[i] for i in range(len(inputs))) if not isinstance(inputs, Iterable) else iter(inputs)
+        while chunk := list(itertools.islice(items, batch_size)):
+            yield from self(chunk, batch_size=batch_size, **options)
+
     def preprocess(self, inputs: "_Questions") -> dict[str, Any]:
         return {"questions": inputs}
 
@@ -117,7 +130,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         return {"questions": questions, "windows": windows}
 
     def postprocess(self, model_outputs, top_k=1, handle_impossible_answer=False, max_answer_len=None,
-                    decoding="auto", multi_span=False):
+                    decoding="auto", multi_span=False, align_to_words=False):
         """Decode (AnswerExtractor's code) and format: a dict per question, a list of ``top_k`` dicts when ``top_k > 1``."""
         decoding = choose_decoding(self.extractor.trained.decodings, decoding, multi_span)
         questions = model_outputs["questions"]
@@ -125,6 +138,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         predictions = self.extractor.predict(
             model_outputs["windows"], questions.examples, multi_span, decoding, max_answer_length=max_answer_len, n_best=n_best
         )
+        if align_to_words:
+            predictions = [word_aligned(p, example.context) for p, example in zip(predictions, questions.examples)]
         results = [answer_dicts(p, decoding, top_k, multi_span, handle_impossible_answer) for p in predictions]
         return results[0] if questions.single else results
 
@@ -169,6 +184,28 @@ def question_and_context(args: tuple, question, context):
     raise DataFormatError(
         "give question= and context=, (question, context), a {'question', 'context'} dict or a list of them"
     )
+
+
+def is_stream(inputs: Any) -> bool:
+    """A ``datasets.Dataset``, a torch ``Dataset`` (``KeyDataset``) or a generator: inputs transformers pipelines stream."""
+    if isinstance(inputs, (str, bytes, dict, list, tuple)):
+        return False
+    return isinstance(inputs, Iterable) or (hasattr(inputs, "__getitem__") and hasattr(inputs, "__len__"))
+
+
+def word_aligned(prediction: Prediction, context: str) -> Prediction:
+    """``align_to_words``: each span widened to whole words (a start or an end inside a run of letters and
+    digits moves to the run's edge), as the old pipeline's option widened them to the tokenizer's words."""
+    spans = []
+    for span in prediction.spans:
+        start, end = span.start, span.end
+        while start > 0 and context[start - 1].isalnum() and context[start].isalnum():
+            start -= 1
+        while end < len(context) and context[end].isalnum() and context[end - 1].isalnum():
+            end += 1
+        if all((start, end) != (kept.start, kept.end) for kept in spans):  # two pieces of one word: one answer
+            spans.append(AnswerSpan(context[start:end], start, end, span.score))
+    return replace(prediction, spans=spans)
 
 
 def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: bool, handle_impossible: bool):

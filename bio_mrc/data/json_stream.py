@@ -1,0 +1,143 @@
+"""An official SQuAD JSON file read one article at a time (``ijson``), refusing what :func:`read_json` refuses.
+
+The whole-file reader holds every article in memory; this one holds one. Its checks are the same:
+a repeated key, ``NaN``/``Infinity``, a lone UTF-16 surrogate escape (yajl would turn it into ``?``
+without a word, so the raw bytes are scanned for one), text that is not UTF-8, a file cut short;
+each becomes a :class:`DataFormatError` naming the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator
+
+import ijson
+
+from .errors import DataFormatError, RepeatedKeyError, lone_surrogate_escape
+
+_BOM = b"\xef\xbb\xbf"
+_ESCAPE_WIDTH = 12  # a surrogate pair's two escapes: deciding about one needs the 12 characters from it on
+
+
+class _SurrogateCheckedReader:
+    """A binary file whose bytes are scanned, as they are read, for a ``\\uD800``-``\\uDFFF`` escape
+    that is half of no pair (:func:`lone_surrogate_escape`; escapes are ASCII, so Latin-1 maps bytes to characters)."""
+
+    def __init__(self, raw: BinaryIO, source: str) -> None:
+        self.raw, self.source, self.tail, self.decided = raw, source, "", 0
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.raw.read(size)
+        if self.tail == "" and self.decided == 0 and chunk.startswith(_BOM):  # allowed, as read_json allows it
+            chunk = chunk[len(_BOM):]
+        text = self.tail + chunk.decode("latin-1")
+        limit = len(text) if not chunk else max(len(text) - _ESCAPE_WIDTH, self.decided)
+        hit = lone_surrogate_escape(text, self.decided, limit)
+        if hit is not None:
+            raise DataFormatError(f"{hit.group()} is half of a UTF-16 surrogate pair, no character", source=self.source)
+        start = max(limit - 6, 0)  # a low surrogate's leader sits 6 characters before it
+        while start > 0 and text[start - 1] == "\\":  # and an escape's backslashes count back from it
+            start -= 1
+        self.tail, self.decided = text[start:], limit - start
+        return chunk
+
+
+class _Builder:
+    """Objects from ijson's events, a repeated key refused (ijson would keep the last value only)."""
+
+    def __init__(self) -> None:
+        self.stack: list[Any] = []
+        self.keys: list[str | None] = []
+        self.value: Any = None
+
+    def event(self, kind: str, value: Any) -> bool:
+        """Feed one event; True once the value begun by the first event is complete (in ``value``)."""
+        if kind == "map_key":
+            if value in self.stack[-1]:
+                raise RepeatedKeyError(value)
+            self.keys[-1] = value
+            return False
+        if kind in ("start_map", "start_array"):
+            self.stack.append({} if kind == "start_map" else [])
+            self.keys.append(None)
+            return False
+        if kind in ("end_map", "end_array"):
+            self.keys.pop()
+            value = self.stack.pop()
+        return self._add(value)
+
+    def _add(self, value: Any) -> bool:
+        if not self.stack:
+            self.value = value
+            return True
+        top = self.stack[-1]
+        if isinstance(top, list):
+            top.append(value)
+        else:
+            top[self.keys[-1]] = value
+        return False
+
+
+class SquadJsonStream:
+    """The articles of an official SQuAD JSON file, one at a time; ``version`` is the file's header,
+    known once the file is read up to it (SQuAD's files write it after the articles)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path, self.version = Path(path), None
+
+    def __iter__(self) -> Iterator[Any]:
+        source = str(self.path)
+        try:
+            with open(self.path, "rb") as handle:
+                yield from self._articles(ijson.basic_parse(_SurrogateCheckedReader(handle, source), use_float=True))
+        except IsADirectoryError:
+            raise DataFormatError("expected a JSON file, found a folder", source=source) from None
+        except RepeatedKeyError as err:
+            raise DataFormatError(str(err), source=source) from None
+        except ijson.JSONError as err:
+            message = (str(err.args[0].decode("utf-8", "replace") if isinstance(err.args[0], bytes) else err)
+                       if err.args else type(err).__name__)
+            first = message.strip().splitlines()[0] if message.strip() else message
+            problem = "the JSON ends early (a truncated file?)" if "premature EOF" in first else "not valid JSON"
+            if "UTF8" in first:
+                problem = "not UTF-8 text"
+            raise DataFormatError(f"{problem}: {first}", source=source) from None
+
+    def _articles(self, events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
+        """Each element of the top-level object's ``data`` list; the other top-level values are read whole."""
+        kind, _ = next(events, ("end", None))
+        if kind != "start_map":
+            raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=str(self.path))
+        seen: set[str] = set()
+        for kind, key in events:
+            if kind == "end_map":
+                break
+            if key in seen:
+                raise RepeatedKeyError(key)
+            seen.add(key)
+            if key == "data":
+                yield from self._data_items(events)
+            else:
+                value = _whole_value(events)
+                self.version = value if key == "version" else self.version
+        if "data" not in seen:
+            raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=str(self.path))
+
+    def _data_items(self, events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
+        kind, _ = next(events)
+        if kind != "start_array":
+            raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=str(self.path))
+        builder = _Builder()
+        for kind, value in events:
+            if kind == "end_array" and not builder.stack:
+                return
+            if builder.event(kind, value):
+                yield builder.value
+
+
+def _whole_value(events: Iterator[tuple[str, Any]]) -> Any:
+    builder = _Builder()
+    for kind, value in events:
+        if builder.event(kind, value):
+            return builder.value
+    raise DataFormatError("the JSON ends early (a truncated file?)")

@@ -1,0 +1,65 @@
+"""Prediction split across processes started by ``torchrun`` or ``accelerate launch``.
+
+The launcher sets ``RANK`` and ``WORLD_SIZE`` (and the rendezvous, ``MASTER_ADDR``/``MASTER_PORT``, across
+machines too); each process answers its share of the questions and sends the answers to rank 0, which
+writes them in the order a single process would. The gloo backend carries the answers (they are text),
+whatever device the model runs on.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class Shard:
+    """This process's place among ``world`` processes (rank 0 of 1 without a launcher)."""
+
+    rank: int = 0
+    world: int = 1
+
+    @classmethod
+    def from_environment(cls) -> "Shard":
+        """The shard the launcher's environment names; the process group (gloo) is joined when there are several."""
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        rank = int(os.environ.get("RANK", "0"))
+        if world > 1 and not dist.is_initialized():
+            dist.init_process_group("gloo")
+        return cls(rank, world)
+
+    @property
+    def writes(self) -> bool:
+        """Rank 0 writes every output."""
+        return self.rank == 0
+
+    @property
+    def device(self) -> str | None:
+        """Each process's own GPU when there are several processes and GPUs (``LOCAL_RANK``); None: the default."""
+        if self.world > 1 and torch.cuda.is_available():
+            return f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"
+        return None
+
+    def gather(self, value: Any) -> list[Any] | None:
+        """Every rank's ``value`` in rank order on rank 0 (None elsewhere)."""
+        if self.world == 1:
+            return [value]
+        gathered: list[Any] | None = [None] * self.world if self.writes else None
+        dist.gather_object(value, gathered, dst=0)
+        return gathered
+
+    def broadcast(self, value: Any) -> Any:
+        """Rank 0's ``value`` on every rank."""
+        if self.world == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def close(self) -> None:
+        if self.world > 1 and dist.is_initialized():
+            dist.destroy_process_group()

@@ -1,0 +1,168 @@
+"""Prediction at any scale: questions read, run and decoded a chunk at a time, answers appended as JSON Lines.
+
+The answers stream (``<stem>.answers.jsonl``) holds one line per question and decoding, in the order of the
+questions (:func:`~bio_mrc.inference.files.answer_record`); the official, n-best and ``na_prob`` files are
+written from it at the end. Memory stays flat in the number of questions: one chunk is held at a time.
+
+Chunks are fixed slices of the questions (``chunk_size`` each, in order), and a chunk's answers depend only
+on its own questions: so a resumed run, which restarts at the first chunk the stream lacks in full, and a
+sharded run (:class:`~bio_mrc.inference.sharding.Shard`: rank ``r`` of ``W`` answers chunks ``r``, ``r + W``, ...)
+write the same bytes as one uninterrupted process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence, TextIO
+
+from tqdm.auto import tqdm
+
+from ..decoding.multispan import MIN_SPAN_PROBABILITY
+from ..decoding.postprocess import DecodeConfig
+from ..errors import DataFormatError
+from ..types import Example
+from .answers import decode_answers
+from .files import answer_record, write_files_from_stream
+from .forward import INFERENCE_BATCH_SIZE
+from .loading import TrainedModel
+from .sharding import Shard
+
+# Questions per chunk: large enough that windows batch well by length, small enough to hold at once.
+DEFAULT_CHUNK_SIZE = 1000
+STREAM_SUFFIX = ".answers.jsonl"
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """What each chunk is answered with: the decodings (each writes a line per question, in this order)
+    and the options :func:`~bio_mrc.inference.answers.decode_answers` takes."""
+
+    decodings: tuple[str, ...]
+    config: DecodeConfig = DecodeConfig()
+    multi_span: bool = False
+    min_span_probability: float = MIN_SPAN_PROBABILITY
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    batch_size: int = INFERENCE_BATCH_SIZE
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1:
+            raise ValueError(f"chunk_size is a positive number of questions, got {self.chunk_size}")
+
+
+def answers_stream_path(output: str | Path) -> Path:
+    """``preds.json`` -> ``preds.answers.jsonl``, beside the official file."""
+    return Path(output).with_suffix(STREAM_SUFFIX)
+
+
+def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPlan) -> list[str]:
+    """The answer lines of one chunk of questions: for each question, one per decoding."""
+    if not chunk:
+        return []
+    outputs = trained.windows(chunk, batch_size=plan.batch_size, progress=False)
+    decoded = [decode_answers(outputs, chunk, decoding, plan.config, trained.thresholds, plan.multi_span,
+                              plan.min_span_probability, calibrators=trained.calibrators) for decoding in plan.decodings]
+    return [json.dumps(answer_record(predictions[row], decoding, plan.multi_span), ensure_ascii=False) + "\n"
+            for row in range(len(chunk)) for decoding, predictions in zip(plan.decodings, decoded)]
+
+
+def chunked(items: Iterable, size: int) -> Iterator[list]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+def stream_answers(
+    trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, sink: TextIO | None,
+    shard: Shard = Shard(), done: Sequence[str] = (), bar: tqdm | None = None,
+) -> None:
+    """Answer ``questions`` chunk by chunk into ``sink`` (rank 0's; other ranks pass None), each chunk flushed
+    as it is written. ``done``: the ids of the leading whole chunks already in the sink (see :func:`resume_point`);
+    they are skipped, once checked to be these questions."""
+    done_chunks, seen = len(done) // plan.chunk_size, 0
+    for round_ in chunked(enumerate(chunked(questions, plan.chunk_size)), shard.world):
+        seen += len(round_)
+        index, mine = round_[shard.rank] if shard.rank < len(round_) else (done_chunks, [])
+        gathered = shard.gather(chunk_lines(trained, mine, plan) if index >= done_chunks else [])
+        if not shard.writes:
+            continue
+        for (index, chunk), lines in zip(round_, gathered):
+            if index < done_chunks:
+                _check_answered(chunk, done[index * plan.chunk_size : (index + 1) * plan.chunk_size])
+            sink.write("".join(lines))
+            if bar is not None:
+                bar.update(len(chunk))
+        sink.flush()
+    if seen < done_chunks:
+        _check_answered([], done[seen * plan.chunk_size :])
+
+
+def _check_answered(chunk: Sequence[Example], answered: Sequence[str]) -> None:
+    """The answered ids are the chunk's questions (an id past the data's last question is not)."""
+    for example, qid in itertools.zip_longest(chunk, answered):
+        if example is None or qid is None or example.id != qid:
+            asks = "no more questions" if example is None else f"asks {example.id!r}"
+            raise DataFormatError(f"the answers stream answers {qid!r} where the data {asks}: it was made for other "
+                                  "questions or options; resume with the same ones, or start again without --resume")
+
+
+def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int) -> list[str]:
+    """The ids of the leading whole chunks that ``stream`` answers, in order; the file is cut back to them
+    (a line cut short by a kill, or a chunk half written, is answered again)."""
+    ids, ends, group, position = [], [0], [], 0
+    with open(stream, "rb") as handle:
+        for raw in handle:
+            try:
+                record = json.loads(raw) if raw.endswith(b"\n") else None
+            except ValueError:
+                record = None
+            if not isinstance(record, dict):
+                break
+            if record.get("decoding") != decodings[len(group)] or (group and record.get("id") != group[0]):
+                raise DataFormatError(f"line {len(ids) * len(decodings) + len(group) + 1} answers {record.get('id')!r} with "
+                                      f"decoding {record.get('decoding')!r}, not what these options write (decodings "
+                                      f"{list(decodings)}); resume with the same options", source=str(stream))
+            group.append(record.get("id"))
+            position += len(raw)
+            if len(group) == len(decodings):
+                ids.append(group[0])
+                ends.append(position)
+                group = []
+    keep = len(ids) // chunk_size * chunk_size
+    with open(stream, "r+b") as handle:
+        handle.truncate(ends[keep])
+        handle.flush()
+        os.fsync(handle.fileno())
+    return ids[:keep]
+
+
+def predict_to_files(
+    trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, output: str | Path, resume: bool = False,
+    shard: Shard = Shard(), total: int | None = None, progress: bool = False,
+) -> dict[str, dict[str, Path]]:
+    """Answer ``questions`` into the answers stream beside ``output``, then write each decoding's official, n-best
+    and ``na_prob`` files from it (rank 0; every rank of ``shard`` calls this). ``output`` ``-``: the stream goes
+    to standard output and no file is written. ``resume``: the questions the stream answers already are skipped.
+    Returns each decoding's file paths (none for ``-``, nor on ranks other than 0)."""
+    to_stdout = str(output) == "-"
+    stream = None if to_stdout else answers_stream_path(output)
+    if resume and to_stdout:
+        raise ValueError("--resume continues an answers file; standard output holds none")
+    done = resume_point(stream, plan.decodings, plan.chunk_size) if shard.writes and resume and stream.is_file() else []
+    done = shard.broadcast(done)
+    if shard.writes and stream is not None:
+        stream.parent.mkdir(parents=True, exist_ok=True)
+    sink = None if not shard.writes else sys.stdout if to_stdout else open(stream, "a" if done else "w", encoding="utf-8", newline="")
+    try:
+        with tqdm(total=total, desc="questions", unit="question", disable=not (progress and shard.writes)) as bar:
+            stream_answers(trained, questions, plan, sink, shard, done, bar)
+    finally:
+        if sink is not None and sink is not sys.stdout:
+            sink.close()
+    if not shard.writes or stream is None:
+        return {}
+    return write_files_from_stream(stream, Path(output), plan.decodings, plan.multi_span)

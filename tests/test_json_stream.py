@@ -1,0 +1,77 @@
+"""The streamed official-JSON reader refuses what the whole-file reader refuses, and reads the same questions."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+
+import pytest
+
+from bio_mrc.data.errors import lone_surrogate_escape
+from bio_mrc.data.json_stream import _SurrogateCheckedReader
+from bio_mrc.data.squad import load_squad, stream_squad
+from bio_mrc.errors import DataFormatError
+
+from .conftest import SAMPLE_V1
+
+ARTICLE = '{"title": "t", "paragraphs": [{"context": "Ada wrote it.", "qas": [{"id": "q", "question": "Who?", "answers": [{"text": "Ada", "answer_start": 0}]}]}]}'
+HOSTILE = {  # file text -> what the error says, both readers
+    '{"data": [' + ARTICLE.replace('"answer_start": 0', '"answer_start": NaN') + "]}": "JSON",  # NaN is no JSON number
+    '{"data": [' + ARTICLE.replace('"title": "t"', '"title": "t", "title": "u"') + "]}": "appears twice",
+    '{"data": [' + ARTICLE + '], "data": []}': "appears twice",
+    '{"data": [' + ARTICLE.replace('"title": "t"', '"title": "\\ud800t"') + "]}": "half of a UTF-16 surrogate pair",
+    '{"data": [' + ARTICLE.replace("Ada wrote", "Ada \\udc00wrote") + "]}": "half of a UTF-16 surrogate pair",
+    '{"data": [' + ARTICLE[:60]: "ends early",
+    '[' + ARTICLE + "]": "expected an object with a 'data' list",
+    '{"version": "1.1"}': "expected an object with a 'data' list",
+    '{"data": {}}': "expected an object with a 'data' list",
+}
+
+
+@pytest.mark.parametrize("text", list(HOSTILE))
+def test_every_hostile_file_is_refused_by_both_readers_naming_the_file(tmp_path, text):
+    path = tmp_path / "hostile.json"
+    path.write_text(text, encoding="utf-8")
+    for read in (load_squad, lambda p: list(stream_squad(p))):
+        with pytest.raises(DataFormatError, match=HOSTILE[text]) as caught:
+            read(path)
+        assert str(path) in str(caught.value)
+
+
+def test_bytes_that_are_not_utf8_are_refused(tmp_path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes(('{"data": [' + ARTICLE + "]}").replace("Ada wrote", "Adé wrote").encode("latin-1"))
+    with pytest.raises(DataFormatError, match="not UTF-8"):
+        list(stream_squad(path))
+
+
+@pytest.mark.parametrize("prefix", [b"", b"\xef\xbb\xbf"])
+def test_the_streamed_questions_are_load_squads(tmp_path, prefix):
+    path = tmp_path / "sample.json"
+    path.write_bytes(prefix + SAMPLE_V1.read_bytes())
+    questions = stream_squad(path)
+    assert list(questions) == load_squad(path).examples and questions.version == "1.1"
+    assert list(stream_squad(path, limit=3)) == load_squad(path, limit=3).examples
+
+
+PIECES = ["a", "\\\\", "\\ud83d", "\\ude00", "\\ud800", '"', "\\u0041"]
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 7, 13])
+def test_lone_surrogates_are_found_wherever_the_reads_cut_the_text(size):
+    """Every sequence of up to 4 pieces, read ``size`` bytes at a time: refused exactly when the whole text has one."""
+    for pieces in itertools.chain.from_iterable(itertools.product(PIECES, repeat=n) for n in range(1, 5)):
+        text = "".join(pieces)
+        reader = _SurrogateCheckedReader(io.BytesIO(text.encode()), "t")
+        try:
+            while reader.read(size):
+                pass
+            refused = False
+        except DataFormatError:
+            refused = True
+        assert refused == (lone_surrogate_escape(text) is not None), text
+
+
+def test_a_valid_pair_is_one_character():
+    assert json.loads('"\\ud83d\\ude00"') == "😀" and lone_surrogate_escape('"\\ud83d\\ude00"') is None

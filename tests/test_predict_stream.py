@@ -1,0 +1,182 @@
+"""``bio-mrc predict`` streams: chunks of questions in, answer lines out, files from the lines; resumable."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.data.squad import load_squad
+
+from .conftest import SAMPLE_V1
+
+WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+CALIBRATOR = {"method": "beta", "a": 2.0, "b": 1.0, "c": 0.5, "correct_if": "f1 > 0.5"}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_encoder_dir, tmp_path_factory):
+    """A tiny joint model (one epoch: its answers are arbitrary, but fixed), calibrated as ``tune`` calibrates."""
+    out = tmp_path_factory.mktemp("stream-model")
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--heads", "span+bio", "--epochs", "1", "--batch-size", "4", *WINDOW_ARGS]) == 0
+    config = json.loads((out / "config.json").read_text())
+    config["calibration"] = {decoding: CALIBRATOR for decoding in ("span", "bio", "joint")}
+    (out / "config.json").write_text(json.dumps(config))
+    return out
+
+
+def predict(model_dir, output, *options, data=SAMPLE_V1) -> int:
+    return main(["predict", "--model", str(model_dir), "--data", str(data), "--output", str(output),
+                 "--precision", "fp32", *options])
+
+
+def many_questions(path: Path, copies: int) -> Path:
+    """The sample's questions ``copies`` times over, each copy with its own ids (official SQuAD JSON)."""
+    raw = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    articles = []
+    for copy in range(copies):
+        for article in raw["data"]:
+            paragraphs = [{**paragraph, "qas": [{**qa, "id": f"{qa['id']}-{copy}"} for qa in paragraph["qas"]]}
+                          for paragraph in article["paragraphs"]]
+            articles.append({**article, "paragraphs": paragraphs})
+    path.write_text(json.dumps({"version": "1.1", "data": articles}), encoding="utf-8")
+    return path
+
+
+def contents(folder: Path) -> dict[str, bytes]:
+    """Every file of ``folder`` by name (a stray temporary file too)."""
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("multi_span", [False, True])
+def test_the_files_hold_the_extractors_answers_with_confidence_and_probability(model_dir, tmp_path, multi_span):
+    from bio_mrc.inference import AnswerExtractor
+
+    flag = ["--multi-span"] if multi_span else []
+    assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", "bio", "joint", *flag) == 0
+    examples = load_squad(SAMPLE_V1).examples
+    lines = [json.loads(line) for line in (tmp_path / "p.answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(r["id"], r["decoding"]) for r in lines] == [(ex.id, d) for ex in examples for d in ("span", "bio", "joint")]
+    for decoding in ("span", "bio", "joint"):
+        extractor = AnswerExtractor.from_pretrained(model_dir, precision="fp32", decoding=decoding, multi_span=multi_span)
+        expected = extractor.predict(extractor.trained.windows(examples), examples)
+        nbest = json.loads((tmp_path / f"p.{decoding}.nbest.json").read_text(encoding="utf-8"))
+        assert nbest == {p.id: p.to_dict() for p in expected}
+        official = json.loads((tmp_path / f"p.{decoding}.json").read_text(encoding="utf-8"))
+        assert official == {p.id: p.answers if multi_span else p.answer for p in expected}
+        assert all(entry["probability"] is not None and entry["confidence"] is not None for entry in nbest.values())
+    for record, example in zip(lines[::3], examples):  # each answer's offsets point at its text, every span's too
+        assert example.context[record["start"]: record["end"]] == record["answer"]
+        assert all(example.context[s["start"]: s["end"]] == s["text"] for s in record["spans"])
+        assert (record["answers"] == [s["text"] for s in record["spans"]]) if multi_span else "answers" not in record
+
+
+def test_the_answers_do_not_depend_on_the_chunk_size(model_dir, tmp_path):
+    for size in ("1", "3", "1000"):
+        assert predict(model_dir, tmp_path / size / "p.json", "--decoding", "joint", "--chunk-size", size) == 0
+    answers = [json.loads((tmp_path / size / "p.json").read_text()) for size in ("1", "3", "1000")]
+    assert answers[0] == answers[1] == answers[2] and len(answers[0]) == 8
+
+
+@pytest.mark.parametrize("cut", ["inside a line", "after a whole chunk", "inside the first chunk", "after every line"])
+def test_a_resumed_run_skips_the_answered_chunks_and_ends_byte_identical(model_dir, tmp_path, monkeypatch, cut):
+    import bio_mrc.inference.streaming as streaming
+
+    options = ["--decoding", "span", "joint", "--chunk-size", "3"]
+    assert predict(model_dir, tmp_path / "full" / "p.json", *options) == 0
+    full = contents(tmp_path / "full")
+    lines = full["p.answers.jsonl"].splitlines(keepends=True)  # 2 lines a question, 3 questions a chunk
+    kept = {"inside a line": b"".join(lines[:7]) + lines[7][:20], "after a whole chunk": b"".join(lines[:6]),
+            "inside the first chunk": b"".join(lines[:3]), "after every line": b"".join(lines)}[cut]
+    (tmp_path / "resumed").mkdir()
+    (tmp_path / "resumed" / "p.answers.jsonl").write_bytes(kept)
+    answered = []
+    original = streaming.chunk_lines
+    monkeypatch.setattr(streaming, "chunk_lines", lambda trained, chunk, plan: answered.extend(ex.id for ex in chunk) or
+                        original(trained, chunk, plan))
+    assert predict(model_dir, tmp_path / "resumed" / "p.json", *options, "--resume") == 0
+    assert contents(tmp_path / "resumed") == full
+    ids = [ex.id for ex in load_squad(SAMPLE_V1).examples]
+    first_redone = {"inside a line": 3, "after a whole chunk": 3, "inside the first chunk": 0, "after every line": 6}[cut]
+    assert answered == ids[first_redone:]  # whole chunks only: the last one (2 questions) is never whole in the middle
+
+
+def test_a_killed_predict_resumes_to_the_same_bytes(model_dir, tmp_path):
+    data = many_questions(tmp_path / "many.json", copies=25)  # 200 questions
+    options = ["--decoding", "span", "--chunk-size", "8"]
+    assert predict(model_dir, tmp_path / "full" / "p.json", *options, data=data) == 0
+    full = contents(tmp_path / "full")
+    stream = tmp_path / "killed" / "p.answers.jsonl"
+    command = [sys.executable, "-m", "bio_mrc.cli", "predict", "--model", str(model_dir), "--data", str(data),
+               "--output", str(tmp_path / "killed" / "p.json"), "--precision", "fp32", *options]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while process.poll() is None and time.monotonic() < deadline:
+        if stream.is_file() and stream.stat().st_size > 0:
+            process.send_signal(signal.SIGKILL)  # mid-run: some chunks written, the rest not
+            break
+        time.sleep(0.05)
+    process.wait(timeout=60)
+    assert process.returncode == -signal.SIGKILL and 0 < len(stream.read_bytes().splitlines()) < 200
+    assert predict(model_dir, tmp_path / "killed" / "p.json", *options, "--resume", data=data) == 0
+    assert contents(tmp_path / "killed") == full
+
+
+def test_resume_refuses_a_stream_of_other_options_or_questions(model_dir, tmp_path, capsys):
+    assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", "--chunk-size", "2") == 0
+    assert predict(model_dir, tmp_path / "p.json", "--decoding", "bio", "--resume", "--chunk-size", "2") == 2
+    assert "resume with the same options" in capsys.readouterr().err
+    for limit in ("5", "2"):  # the first questions again, but fewer: the stream answers questions the data lacks
+        assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", "--resume", "--chunk-size", "2", "--limit", limit) == 2
+        assert "where the data" in capsys.readouterr().err
+
+
+def test_output_dash_writes_the_answer_lines_to_standard_output_and_nothing_else(model_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert predict(model_dir, "-", "--decoding", "span", "bio") == 0
+    captured = capsys.readouterr()
+    records = [json.loads(line) for line in captured.out.splitlines()]
+    assert [(r["id"], r["decoding"]) for r in records] == [(ex.id, d) for ex in load_squad(SAMPLE_V1).examples
+                                                          for d in ("span", "bio")]
+    assert '"questions": 8' in captured.err  # the report goes to standard error
+    assert list(tmp_path.iterdir()) == []  # and no file named "-", nor any other
+
+
+def test_limit_reads_no_further_than_its_questions(model_dir, tmp_path, capsys):
+    """An official JSON file cut short after its first article: --limit 2 never reaches the cut."""
+    raw = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"data": [' + json.dumps(raw["data"][0]) + ', {"title": "cut', encoding="utf-8")
+    assert predict(model_dir, tmp_path / "p.json", "--limit", "2", data=cut) == 0
+    assert len(json.loads((tmp_path / "p.json").read_text())) == 2
+    assert predict(model_dir, tmp_path / "q.json", data=cut) == 2
+    assert "ends early" in capsys.readouterr().err
+    assert not (tmp_path / "q.answers.jsonl").exists()  # refused before any work
+
+
+def test_a_bad_question_anywhere_is_refused_before_any_answer_is_written(model_dir, tmp_path, capsys):
+    raw = json.loads(many_questions(tmp_path / "many.json", copies=3).read_text())
+    raw["data"][-1]["paragraphs"][-1]["qas"][-1]["answers"][0]["text"] = "not in the context at all"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(raw))
+    assert predict(model_dir, tmp_path / "p.json", "--chunk-size", "2", data=bad) == 2
+    assert "not in the context" in capsys.readouterr().err
+    assert not (tmp_path / "p.answers.jsonl").exists()
+
+
+def test_options_that_cannot_work_are_refused_before_any_work(model_dir, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit, match="--resume continues"):
+        predict(model_dir, "-", "--resume")
+    with pytest.raises(SystemExit):
+        predict(model_dir, "p.json", "--chunk-size", "0")
+    assert "a positive number" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

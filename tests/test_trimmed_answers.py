@@ -1,0 +1,63 @@
+"""Answers never begin or end with whitespace, whatever the tokenizer's offsets hold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bio_mrc.decoding.postprocess import DecodeConfig, decode, trimmed_span
+from bio_mrc.features.ragged import RaggedColumn
+from bio_mrc.features.windows import FeatureConfig, build_features
+from bio_mrc.inference.forward import window_outputs
+
+from .conftest import SAMPLE_V1
+
+
+def test_trimmed_span_by_hand():
+    assert trimmed_span(" Ada\u00a0wrote it. \n", 0, 10) == (1, 10)
+    assert trimmed_span("a  \t b", 1, 5) == (5, 5)  # only whitespace: empty, and dropped by the decoders
+    assert trimmed_span("Ada", 0, 3) == (0, 3)
+
+
+@pytest.fixture(scope="module")
+def metaspace_tokenizer():
+    """A SentencePiece-style tokenizer (Metaspace: each word's token holds the space before it), built offline."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.Unigram())
+    tokenizer.normalizer = normalizers.NFKC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    tokenizer.decoder = decoders.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=["<pad>", "<unk>", "[CLS]", "[SEP]"], unk_token="<unk>",
+                                      show_progress=False)
+    tokenizer.train_from_iterator([SAMPLE_V1.read_text(encoding="utf-8")], trainer)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", unk_token="<unk>", cls_token="[CLS]",
+                                   sep_token="[SEP]")
+
+
+@pytest.mark.parametrize("which", ["metaspace", "byte-level BPE"])
+@pytest.mark.parametrize("decoding", ["span", "joint", "bio"])
+def test_no_answer_starts_or_ends_with_whitespace(sample_v1, metaspace_tokenizer, tiny_bpe_tokenizer, which, decoding):
+    tokenizer = metaspace_tokenizer if which == "metaspace" else tiny_bpe_tokenizer
+    examples = sample_v1.examples
+    features = build_features(examples, tokenizer, FeatureConfig(48, 16, 12, tag_level="subword"), with_targets=False)
+    offsets = RaggedColumn.from_dataset(features, "offset_mapping").padded(fill=-1, dtype=np.int64)
+    contexts = [examples[i].context for i in features["example_index"]]
+    spaced = sum(s >= 0 and e > s and contexts[w][s].isspace() for w, row in enumerate(offsets) for s, e in row)
+    if which == "metaspace":
+        assert spaced > 0  # the case at hand: token offsets that begin at a space
+    rng = np.random.default_rng(0)
+    n, width = offsets.shape[:2]
+    logits = {"start_logits": rng.normal(size=(n, width)).astype(np.float32),
+              "end_logits": rng.normal(size=(n, width)).astype(np.float32),
+              "bio_logits": rng.normal(size=(n, width, 3)).astype(np.float32)}
+    predictions = decode(window_outputs(features, logits), examples, decoding, DecodeConfig(n_best=20))
+    spans = [(example, span) for example, prediction in zip(examples, predictions) for span in prediction.spans]
+    assert len(spans) > len(examples)
+    for example, span in spans:
+        assert span.text and span.text == span.text.strip() and example.context[span.start: span.end] == span.text
+    for prediction in predictions:  # one entry per span after trimming
+        assert len({(s.start, s.end) for s in prediction.spans}) == len(prediction.spans)
