@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import __version__
+from . import __version__, registry
 from .encoders import is_default_encoder
 from .io import atomic_write_json, atomic_write_text
 
@@ -42,12 +42,11 @@ HUB_DATASETS = ((re.compile(r"(^|[/\\])squad-v2\.0[/\\]"), "rajpurkar/squad_v2")
                 (re.compile(r"(^|[/\\])squad-v1\.1[/\\]"), "rajpurkar/squad"))
 SPLIT_NAMES = {"dev": "validation", "train": "train", "test": "test"}  # file names -> the hub's split names
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
-DECODING_HEADS = (("span", {"span"}), ("bio", {"bio"}), ("joint", {"span", "bio"}))  # as decoding.available_decodings
 
 
 def decodings_of(heads: str) -> list[str]:
     """The decodings a model with these heads supports (the card says which it offers)."""
-    return [name for name, need in DECODING_HEADS if need <= set(heads.split("+"))]
+    return registry.decodings_for(heads)
 
 
 def _read_json(path: Path) -> Any:
@@ -271,18 +270,19 @@ def _table(rows: Sequence[tuple[Any, ...]], header: tuple[str, ...]) -> str:
 def _model_section(config: Mapping[str, Any], record: Mapping | None) -> str:
     """What the model is: heads, decodings, tag level, windows, encoder."""
     heads = config.get("heads", "?")
-    names = heads.split("+")
-    parts = {"span": "a start/end span head (one answer span, an n-best list, a no-answer score from [CLS])",
-             "bio": "a BIO tagging head (B/I/O per paragraph token: one or several answer spans)"}
+    names = [name for name in heads.split("+") if name in registry.HEADS]
+    parts = {name: registry.head(name).description for name in names}
+    decodings = decodings_of(heads)
+    tagging = any(registry.head(name).needs_tag_mask for name in names)
     encoder = ((record or {}).get("train") or {}).get("encoder") or (config.get("encoder") or {}).get("_name_or_path")
     tag_level = config.get("tag_level")
     rows = [
         ("heads", f"`{heads}`"),
         ("decodings", ", ".join(f"`{d}`" for d in decodings_of(heads))),
         ("multi-span answers", "yes: the spans of the BIO head's most probable tag sequence (`multi_span=True`)"
-         if "bio" in names else "the span head's non-overlapping n-best spans"),
+         if any(registry.decoding(d).decodes_tags for d in decodings) else "the span head's non-overlapping n-best spans"),
         ("BIO tag level", {"word": "`word`: the first piece of each word", "subword": "`subword`: every paragraph token"}
-         .get(tag_level, f"`{tag_level}`") if "bio" in names else "no BIO head"),
+         .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),
         ("windows", ", ".join(f"`{k}` {config.get(k)}" for k in ("max_seq_length", "doc_stride", "max_query_length"))),
         ("encoder", f"`{encoder}`" if encoder else "unknown"),
         ("bio_mrc model format", config.get("bio_mrc_format", 1)),
@@ -349,7 +349,8 @@ def _tuned_section(config: Mapping[str, Any]) -> str:
     """The decoding settings saved in config.json, with the questions they were tuned on."""
     prior, thresholds = config.get("bio_length_prior"), config.get("no_answer_thresholds") or {}
     if prior is None and not thresholds:
-        prior_note = "the BIO span-length prior β is 0 and " if "bio" in str(config.get("heads")) else ""
+        uses_prior = any(registry.decoding(d).uses_length_prior for d in decodings_of(config.get("heads", "span")))
+        prior_note = "the BIO span-length prior β is 0 and " if uses_prior else ""
         return (f"## Tuned settings\n\nNone: {prior_note}no no-answer threshold is set "
                 "(`bio-mrc tune --model DIR --data HELDOUT.json` tunes them on held-out questions).")
     rows = ([("BIO span-length prior β", _number(prior))] if prior is not None else []) + [
@@ -365,8 +366,8 @@ def _tuned_section(config: Mapping[str, Any]) -> str:
 def _usage_section(config: Mapping[str, Any], name: str) -> str:
     """How to run the model from Python and from the command line."""
     decodings = decodings_of(config.get("heads", "span"))
-    decoding = "joint" if "joint" in decodings else decodings[0] if decodings else "span"
-    multi = ", multi_span=True" if "bio" in decodings else ""
+    decoding = registry.preferred_decoding(decodings, multi_span=False) if decodings else "span"
+    multi = ", multi_span=True" if any(registry.decoding(d).decodes_tags for d in decodings) else ""
     return (
         "## Usage\n\n```python\nfrom bio_mrc import AnswerExtractor\n\n"
         f'model_dir = "{name}"  # this folder; from the hub: huggingface_hub.snapshot_download("USER/{name}")\n'

@@ -135,7 +135,7 @@ def test_more_folds_than_questions_is_refused_before_training(sample_v1):
     from bio_mrc.errors import ConfigError
     from bio_mrc.harness.splits import Split, cross_validation_folds
 
-    few = Split(sample_v1.examples[:3], "1.1", "three questions")
+    few = Split(sample_v1.examples[:3], "squad-v1.1", "three questions")
     with pytest.raises(ConfigError, match="cross_validation.folds: 5 folds need at least 5 questions; three questions has 3"):
         cross_validation_folds(few, 5, seed=0)
     assert len(cross_validation_folds(few, 3, seed=0)) == 3

@@ -23,7 +23,7 @@ TOY_QUESTIONS = [Example("q1", "Who met Bob?", "Ann met Bob.", (((0, 3),),), "T"
 
 
 def test_a_committed_models_options_keep_their_hash():
-    assert model_key(TrainConfig.from_dict(FULL_SCALE_JOINT), Split(TOY_QUESTIONS, "2.0", "toy")) == "f7ea00b15cf1"
+    assert model_key(TrainConfig.from_dict(FULL_SCALE_JOINT), Split(TOY_QUESTIONS, "squad-v2.0", "toy")) == "f7ea00b15cf1"
 
 
 def test_the_full_scale_joint_model_keeps_its_folder_name():

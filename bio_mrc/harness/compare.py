@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
-from ..decoding.postprocess import LENGTH_PRIOR_DECODINGS, DecodeConfig, available_decodings
+from .. import __version__, registry
+from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.windows import WindowOutputs
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
@@ -61,7 +61,7 @@ def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
         check_disjoint([named] + held_out)  # training splits may overlap (a learning curve's are nested)
     if not trained_on:
         check_disjoint(held_out)
-    if eval_split.version == "2.0" and (tune_split is None or tune_split.version != "2.0"):
+    if eval_split.kind.no_answer and (tune_split is None or not tune_split.kind.no_answer):
         raise ConfigError("a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on")
     folds = None
     if config.cross_validation:
@@ -114,7 +114,7 @@ def run_comparison(
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "train": splits.train.describe() if splits.train else None,
         "run_train": {name: split.describe() for name, split in splits.run_train.items()},
-        "eval": {**splits.eval.describe(), "version": splits.eval.version, "metric": splits.eval.metric},
+        "eval": {**splits.eval.describe(), "task": splits.eval.task},
         "tune": splits.tune.describe() if splits.tune else None,
         "eval_examples": splits.eval.examples,
         "cells": [{**cell, **{k: np.asarray(cell[k]) for k in ("em", "f1", "counts") if k in cell}} for cell in cells],
@@ -196,7 +196,7 @@ def _score_folds(
 
 def _fold_settings(folds: list[tuple[float | None, dict[str, float], str]], decoding: str) -> dict[str, Any]:
     """What each fold's model decoded with (its own tuned prior and threshold), and their means as the cell's."""
-    uses_prior = decoding in LENGTH_PRIOR_DECODINGS
+    uses_prior = registry.decoding(decoding).uses_length_prior
     priors = [prior if uses_prior else None for prior, _, _ in folds]
     thresholds = [tuned.get(threshold_key(decoding)) for _, tuned, _ in folds]
     mean = lambda values: None if None in values else float(np.mean(values))  # noqa: E731
@@ -220,8 +220,8 @@ def _tuned_decoding(
     if tune_split is None:
         return TunedSettings(trained.decode_config(options), calibration=trained.calibrators), None
     tune_outputs = timed_windows(trained, tune_split, progress)[0]
-    tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, no_answer=tune_split.version == "2.0",
-                           multi_span_gold=tune_split.metric == "multispan")
+    tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, no_answer=tune_split.kind.no_answer,
+                           multi_span_gold=tune_split.kind.multi_span_gold)
     if not (tuned.thresholds or tuned.settings):
         return tuned, None
     saved = save_tuned_settings(
@@ -247,7 +247,7 @@ def _score_model(
         predictions[decoding] = decoded.predictions
         cell = _finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
         cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold, "precision": trained.precision,
-                      "bio_length_prior": decode_config.bio_length_prior if decoding in LENGTH_PRIOR_DECODINGS else None,
+                      "bio_length_prior": decode_config.bio_length_prior if registry.decoding(decoding).uses_length_prior else None,
                       **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding), threshold)})
         if saved is not None:
             cells[-1]["tuning_saved_with_model"] = saved
@@ -262,7 +262,7 @@ def _finish_cell(
     """Write the cell's prediction files and score it."""
     write_prediction_files(
         decoded.predictions, output_dir / "predictions" / f"{run.name}-seed{seed}-{decoding}.json",
-        with_na_probs=split.version == "2.0", multi_span=split.metric == "multispan",
+        with_na_probs=split.kind.no_answer, multi_span=split.kind.multi_span_gold,
     )
     return {"run": run.name, "decoding": decoding, "seed": seed, "model_dir": model, **score_cell(split, decoded)}
 
@@ -313,7 +313,7 @@ def compare(
     finish_file_set(output_dir, REPORT_SET)  # a report set a kill left half moved in is completed first
     results = run_comparison(config, data_dir, output_dir, progress, cells_from)
     answer_tokens = context_tokens = None
-    if results["eval"]["metric"] == "squad":  # the breakdowns by length, in the model's tokens
+    if not registry.task(results["eval"]["task"]).multi_span_gold:  # the breakdowns by length, in the model's tokens
         tokenizer = load_tokenizer(_tokenizer_source(results["cells"], config))
         answer_tokens, context_tokens = token_counts(results["eval_examples"], tokenizer)
     summary = write_report(results, output_dir, answer_tokens, context_tokens)

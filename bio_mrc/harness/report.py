@@ -9,11 +9,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import registry
 from ..io import atomic_write_json, atomic_write_text, replaced_together
-from ..metrics.multispan import METRIC_NAMES
 from ..types import Example
 from .html_report import write_html_report
 from .learning_curve import learning_curve_section
+from .results import REPORT_FORMAT
 from .selective import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
 from .summary import MIXED_RESAMPLING, cell_label, question_groups, summarise
@@ -72,7 +73,7 @@ def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dic
 
 def _header_lines(results: dict[str, Any]) -> list[str]:
     config, evaluation = results["config"], results["eval"]
-    multispan = evaluation.get("metric") == "multispan"
+    task = registry.task(evaluation["task"])
     lines = [
         f"# Comparison report: {config['name']}", "", config.get("description", ""), "",
         f"- Date: {results['date']}; bio_mrc {results['package_version']}; seeds {config['seeds']}",
@@ -89,12 +90,11 @@ def _header_lines(results: dict[str, Any]) -> list[str]:
         cv = config["cross_validation"]
         lines.append(f"- Train: {cv['folds']}-fold cross-validation over the evaluation questions (seed {cv['seed']}): "
                      "every question is predicted by the model that did not train on it")
-    metric = "MultiSpanQA official metrics (micro-averaged over spans)" if multispan else f"SQuAD v{evaluation['version']} official metrics"
-    lines.append(f"- Evaluation: {evaluation['description']}: {evaluation['questions']} questions, {metric} "
+    lines.append(f"- Evaluation: {evaluation['description']}: {evaluation['questions']} questions, {task.title} "
                  f"(ids hash `{evaluation['question_hash']}`, the same questions for every cell)")
     lines += _earlier_cells_lines(results.get("cells_from"))
     if results.get("tune"):
-        tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if evaluation["version"] == "2.0" else "")
+        tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if task.no_answer else "")
         lines.append(f"- Tuned on {results['tune']['description']}: {results['tune']['questions']} questions ({tuned})")
     return lines
 
@@ -111,8 +111,8 @@ def _earlier_cells_lines(cells_from: dict[str, Any] | None) -> list[str]:
 
 
 def _score_table(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
-    v2 = results["eval"]["version"] == "2.0"
-    metrics = list(METRIC_NAMES) if results["eval"].get("metric") == "multispan" else ["em", "f1"]
+    task = registry.task(results["eval"]["task"])
+    v2, metrics = task.no_answer, list(task.metrics)
     subsets = ["HasAns_em", "HasAns_f1", "NoAns_em", "NoAns_f1"] if v2 else []
     head = ["run", "decoding", *(_METRIC_TITLES[m] for m in metrics), "BIO β", *(_METRIC_TITLES[m] for m in subsets),
             *(["threshold"] if v2 else []), "train s", "inference s", "decode s"]
@@ -136,10 +136,9 @@ _METRIC_TITLES = {
 
 
 def _what(results: dict[str, Any], short: bool = False) -> str:
-    """The score the statistics are about: F1 (SQuAD) or MultiSpanQA's EM F1 (micro-averaged)."""
-    if results["eval"].get("metric") != "multispan":
-        return "F1"
-    return "EM F1" if short else "EM F1 of the summed span counts"
+    """The score the statistics are about, the task's main statistic: F1 (SQuAD) or MultiSpanQA's EM F1 (micro-averaged)."""
+    task = registry.task(results["eval"]["task"])
+    return task.statistic_title + ("" if short or not task.multi_span_gold else " of the summed span counts")
 
 
 def _resampling_text(summary: dict[str, Any]) -> tuple[str, str]:
@@ -323,15 +322,15 @@ def write_report(results: dict[str, Any], output_dir: str | Path, answer_tokens:
     summary = summarise(results, answer_tokens, context_tokens)
     with replaced_together(output_dir, REPORT_SET) as staging:  # a crash or kill leaves the old report or the new one
         plots = write_plots(results, summary, staging)
-        serialisable = {k: v for k, v in results.items() if k not in ("cells", "eval_examples", "browser")}
+        serialisable = {"format_version": REPORT_FORMAT, **{k: v for k, v in results.items() if k not in ("cells", "eval_examples", "browser")}}
         serialisable["cells"] = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in c.items()} for c in results["cells"]]
         serialisable["eval_ids"] = [ex.id for ex in results["eval_examples"]]
         serialisable["summary"] = summary
         atomic_write_json(staging / "report.json", serialisable, indent=1, default=float)
         markdown = render_markdown(results, summary, plots)
         atomic_write_text(staging / "report.md", markdown)
-        squad = results["eval"].get("metric") != "multispan"
-        groups = question_groups(results["eval_examples"], answer_tokens, context_tokens, results["eval"]["version"] == "2.0") if squad else {}
+        task = registry.task(results["eval"]["task"])
+        groups = {} if task.multi_span_gold else question_groups(results["eval_examples"], answer_tokens, context_tokens, task.no_answer)
         write_html_report(results, summary, markdown, staging, groups)
     return summary
 

@@ -21,6 +21,7 @@ from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
+from .. import registry
 from ..config_schema import SEED_RANGE, check_fields
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import BioMrcError, ConfigError
@@ -131,7 +132,8 @@ class TrainConfig:
         """The class weights the BIO loss uses (see ``bio_class_weights``); the marginal likelihood takes none."""
         if self.bio_class_weights is not None:
             return tuple(self.bio_class_weights)
-        return BIO_ONLY_CLASS_WEIGHTS if self.heads == "bio" and self.bio_targets != "marginal" else None
+        tagging_only = all(registry.head(name).needs_tag_mask for name in registry.head_names(self.heads))
+        return BIO_ONLY_CLASS_WEIGHTS if tagging_only and self.bio_targets != "marginal" else None
 
     @property
     def features(self) -> FeatureConfig:
