@@ -3,7 +3,7 @@ files, and k folds for cross-validation; the same entry always gives the same qu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError
 from ..types import Example
-from .config import DataSpec
+from .config import DataSpec, RunSpec
 
 
 @dataclass
@@ -49,6 +49,20 @@ class Split:
 
     def describe(self) -> dict[str, Any]:
         return {"description": self.description, "questions": len(self.examples), "question_hash": question_set_hash(self.examples)}
+
+
+@dataclass
+class Splits:
+    """The questions of one comparison: evaluation, tuning, and training (or the folds that replace it)."""
+
+    eval: Split
+    tune: Split | None
+    train: Split | None
+    folds: list[tuple[Split, Split]] | None = None
+    run_train: dict[str, Split] = field(default_factory=dict)  # runs with their own training questions
+
+    def train_for(self, run: RunSpec) -> Split:
+        return self.run_train.get(run.name, self.train)
 
 
 def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
