@@ -38,7 +38,7 @@ def results_dict(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, task="squad-v
     raw confidence (noisy, but higher where the answer is right) and calibrated one (in steps: ties)."""
     rng = np.random.default_rng(0)
     cells = []
-    for seed_index, seed in enumerate(seeds):
+    for seed in seeds:
         shift = rng.normal(0, seed_sd) if seed_sd else 0.0
         for run in runs:
             for k, decoding in enumerate(DECODINGS[HEADS[run]]):

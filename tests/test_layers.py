@@ -28,7 +28,8 @@ ALLOWED = {
     "harness": {"core", "data", "model", "features", "decoding", "metrics", "training", "inference", "harness"},
 }
 ALLOWED["cli"] = set(ALLOWED) | {"cli"}
-CORE_MODULES = {"types", "tags", "errors", "io", "progress", "precision", "encoders", "config_options", "config_schema", "model_card", "registry", "code_fingerprint", "__init__", "__version__"}
+CORE_MODULES = {"types", "tags", "errors", "io", "progress", "precision", "encoders", "config_options", "config_schema", "model_card",
+                "registry", "code_fingerprint", "__init__", "__version__"}
 
 
 def layer_of(module: str) -> str:

@@ -243,7 +243,7 @@ def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[
         lines += ["", f"## F1 by {name}", "", "| group | n | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
         for group in group_names:
             n = table[labels[0]][group]["n"]
-            lines.append(f"| {group} | {n} | " + " | ".join(f"{table[l][group]['mean']:.2f}" for l in labels) + " |")
+            lines.append(f"| {group} | {n} | " + " | ".join(f"{table[label][group]['mean']:.2f}" for label in labels) + " |")
         if name in plots:
             lines += ["", f"![F1 by {name}]({plots[name]})"]
     return lines
