@@ -18,7 +18,7 @@ HEAD_CHOICES = registry.head_choices()  # the package's own heads; registry.head
 # The layout of a saved model folder; a folder saved by a newer layout is refused, not misread.
 MODEL_FORMAT = 1
 # Written last into a model folder by training (provenance: options, data, time); its presence
-# marks a complete model. Folders saved before the windows moved into the config read them here.
+# marks a complete model.
 RUN_FILE = "bio_mrc_run.json"
 WINDOW_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
 # Where encoder configs keep their dropout rates, by the names transformers' model families use
