@@ -13,27 +13,24 @@ harness can all keep the card up to date.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
-import time
 import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import __version__, registry
+from . import registry
 from .encoders import is_default_encoder
-from .io import atomic_write_json, atomic_write_text
+from .evaluation_record import EVAL_FILE, save_evaluation
+from .io import atomic_write_text
 
 __all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "clear_model_card", "record_evaluation", "render_model_card",
            "write_model_card"]
 
 CARD_FILE = "README.md"
-EVAL_FILE = "bio_mrc_eval.json"  # what comparisons measured on the model, kept beside it
 RUN_RECORD_FILE = "bio_mrc_run.json"  # bio_mrc.model.RUN_FILE (the core cannot import the model layer; a test ties them)
 CARD_MARKER = "<!-- bio_mrc model card:"  # a README.md without it was written by hand and is left alone
-EVAL_FORMAT = 1
 LIBRARY_NAME = "bio_mrc"
 TAGS = ["question-answering", "extractive-qa", "bio-tagging", "multi-span"]
 DEFAULT_ENCODER_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the embedded default encoder is
@@ -94,57 +91,12 @@ def record_evaluation(
     splits: Mapping[str, Any],
     decode: Mapping[str, Any] | None = None,
 ) -> Path | None:
-    """Keep the official EM/F1 a comparison measured on a model in its evaluation record, then
-    refresh its card; returns the record's path (None when no cell has SQuAD scores).
-
-    ``cells``: the harness's cells of one model (``decoding``, per-question ``em``/``f1`` in 0..100,
-    ``threshold``, ``bio_length_prior``); ``splits``: the ``eval``, ``train`` and ``tune`` questions
-    (None, the harness's splits, or their ``describe()`` dicts: ``description``, ``questions``,
-    ``question_hash``, ``version``).
-    The same evaluation again (same questions, tuning questions, decoding options) replaces the old one.
-    """
-    results = {cell["decoding"]: _scores(cell) for cell in cells if cell.get("em") is not None and len(cell["em"])}
-    if not results:
-        return None
-    entry = {"evaluated_on": _described(splits["eval"]), "tuned_on": _described(splits.get("tune")),
-             "decode": _plain(decode), "results": results, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-             "package_version": __version__}
-    path = Path(model_dir) / EVAL_FILE
-    saved = _read_json(path) or {}
-    kept = [old for old in saved.get("evaluations", []) if _evaluation_key(old) != _evaluation_key(entry)]
-    trained_on = _described(splits.get("train")) or saved.get("trained_on")
-    record = {"bio_mrc_eval_format": EVAL_FORMAT, "trained_on": trained_on, "evaluations": kept + [entry]}
-    atomic_write_json(path, record, indent=2)
-    write_model_card(model_dir)
+    """Keep what a comparison measured in the model's evaluation record
+    (:func:`bio_mrc.evaluation_record.save_evaluation`), then refresh its card."""
+    path = save_evaluation(model_dir, cells, splits, decode)
+    if path is not None:
+        write_model_card(model_dir)
     return path
-
-
-def _plain(mapping: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    return dict(mapping) if mapping is not None else None
-
-
-def _described(split: Any) -> dict[str, Any] | None:
-    """A split's description as plain data (a harness ``Split`` is described, a mapping copied)."""
-    if split is None or isinstance(split, Mapping):
-        return _plain(split)
-    return {**split.describe(), "version": split.version}
-
-
-def _scores(cell: Mapping[str, Any]) -> dict[str, Any]:
-    """The official EM and F1 (the means of the per-question scores) and the settings they were decoded with."""
-    em, f1 = [float(x) for x in cell["em"]], [float(x) for x in cell["f1"]]
-    scores = {"exact_match": round(sum(em) / len(em), 4), "f1": round(sum(f1) / len(f1), 4), "questions": len(f1)}
-    for name in ("threshold", "bio_length_prior"):
-        if cell.get(name) is not None:
-            scores[name] = float(cell[name])
-    return scores
-
-
-def _evaluation_key(entry: Mapping[str, Any]) -> str:
-    """What makes two evaluations the same: the questions, the tuning questions, the decoding options."""
-    blob = json.dumps([(entry.get("evaluated_on") or {}).get("question_hash"),
-                       (entry.get("tuned_on") or {}).get("question_hash"), entry.get("decode")], sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _hub_dataset(description: str | None) -> str | None:
