@@ -27,6 +27,7 @@ from .cells import DecodedCell, decode_cell, pool
 from .config import CompareConfig, RunSpec
 from .earlier_report import EarlierCells, load_earlier_cells
 from .models import obtain_model
+from .results import Cell, ComparisonResults
 from .scoring import cells_code_fingerprint, finish_cell, score_model, timed_windows, tuned_decoding
 from .splits import Splits, check_disjoint, cross_validation_folds, resolve_split
 
@@ -62,8 +63,8 @@ def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: 
 
 def run_comparison(
     config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
-) -> dict[str, Any]:
-    """Everything the report needs, as plain data (arrays per question included).
+) -> ComparisonResults:
+    """Everything the report needs (arrays per question included).
 
     Finished work is reused: a model whose run record exists is not retrained, and the
     cells of a model already scored on the same questions with the same decoding options
@@ -88,20 +89,15 @@ def run_comparison(
             run_cells, browser_data = score(run, seed, config, splits, output_dir, progress)
             cells += run_cells
             browser.append({"run": run.name, "seed": seed, "data": browser_data})
-    return {
-        "config": config.to_dict(),
-        "package_version": __version__,
-        "code": cells_code_fingerprint(),
-        "cells_from": earlier.describe(reused) if earlier else None,
-        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "train": splits.train.describe() if splits.train else None,
-        "run_train": {name: split.describe() for name, split in splits.run_train.items()},
-        "eval": {**splits.eval.describe(), "task": splits.eval.task},
-        "tune": splits.tune.describe() if splits.tune else None,
-        "eval_examples": splits.eval.examples,
-        "cells": [{**cell, **{k: np.asarray(cell[k]) for k in ("em", "f1", "counts") if k in cell}} for cell in cells],
-        "browser": browser,
-    }
+    return ComparisonResults(
+        config=config.to_dict(), package_version=__version__, code=cells_code_fingerprint(),
+        cells_from=earlier.describe(reused) if earlier else None, date=time.strftime("%Y-%m-%d %H:%M:%S"),
+        train=splits.train.describe() if splits.train else None,
+        run_train={name: split.describe() for name, split in splits.run_train.items()},
+        eval={**splits.eval.describe(), "task": splits.eval.task}, tune=splits.tune.describe() if splits.tune else None,
+        eval_examples=splits.eval.examples, cells=[Cell.from_json(cell, f"{cell['run']}/{cell['decoding']}") for cell in cells],
+        browser=browser,
+    )
 
 
 def train_models(
@@ -203,7 +199,7 @@ def _read_cells(path: Path) -> list[dict[str, Any]] | None:
 
 def compare(
     config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[ComparisonResults, dict[str, Any]]:
     """Run the comparison and write its report; returns (results, summary)."""
     from .report import REPORT_SET, token_counts, write_report
 

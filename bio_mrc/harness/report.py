@@ -14,7 +14,7 @@ from ..io import atomic_write_json, atomic_write_text, replaced_together
 from ..types import Example
 from .html_report import write_html_report
 from .learning_curve import learning_curve_section
-from .results import REPORT_FORMAT
+from .results import ComparisonResults
 from .selective import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
 from .summary import MIXED_RESAMPLING, cell_label, question_groups, summarise
@@ -315,18 +315,15 @@ def _calibration_section(summary: dict[str, Any], plots: dict[str, str]) -> list
 REPORT_SET = "report"  # report.json, report.md, report.html and the plots: replaced as one set
 
 
-def write_report(results: dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> dict[str, Any]:
+def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> dict[str, Any]:
     """Write ``report.json``, ``report.md``, the plots and ``report.html`` (the report and a question
     browser in one self-contained file); return the summary. The browser's data (``results["browser"]``,
     per-word probabilities among it) stays out of ``report.json``."""
+    results = ComparisonResults.coerce(results)
     summary = summarise(results, answer_tokens, context_tokens)
     with replaced_together(output_dir, REPORT_SET) as staging:  # a crash or kill leaves the old report or the new one
         plots = write_plots(results, summary, staging)
-        serialisable = {"format_version": REPORT_FORMAT, **{k: v for k, v in results.items() if k not in ("cells", "eval_examples", "browser")}}
-        serialisable["cells"] = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in c.items()} for c in results["cells"]]
-        serialisable["eval_ids"] = [ex.id for ex in results["eval_examples"]]
-        serialisable["summary"] = summary
-        atomic_write_json(staging / "report.json", serialisable, indent=1, default=float)
+        atomic_write_json(staging / "report.json", results.report_json(summary), indent=1, default=float)
         markdown = render_markdown(results, summary, plots)
         atomic_write_text(staging / "report.md", markdown)
         task = registry.task(results["eval"]["task"])
