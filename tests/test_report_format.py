@@ -52,3 +52,19 @@ def test_results_read_like_their_json_and_write_report_json_with_its_version():
     written = results.report_json({"rows": []})
     assert written["format_version"] == REPORT_FORMAT and written["cells"][0]["f1"] == [100.0, 50.0]
     assert "browser" not in written and "eval_examples" not in written and written["eval_ids"] == []
+
+
+def test_every_report_section_has_one_form_and_a_new_one_is_one_function_in_the_list(monkeypatch):
+    import inspect
+
+    from bio_mrc.harness import report
+
+    assert all(list(inspect.signature(section).parameters) == ["results", "summary", "plots"] for section in report.SECTIONS)
+    committed = read_report(next(path for path in REPORT_FILES if path.parent.name == "quick"))
+
+    def notes_section(results, summary, plots):
+        return ["", "## Notes", "", f"{len(summary['rows'])} cells."]
+
+    monkeypatch.setattr(report, "SECTIONS", (*report.SECTIONS[:-1], notes_section, report.SECTIONS[-1]))
+    markdown = report.render_markdown(committed, committed["summary"], {})
+    assert f"## Notes\n\n{len(committed['summary']['rows'])} cells.\n\n## Configuration" in markdown

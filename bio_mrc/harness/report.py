@@ -56,22 +56,30 @@ def _partial_time_note(summary: dict[str, Any]) -> str:
 
 
 def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> str:
-    """``report.md``: what was compared, the scores, the contrasts, each cell's interval, tags, breakdowns,
-    any further figures, the config."""
-    lines = [*_header_lines(results), "", "## Scores", "", *_score_table(results, summary), "",
-             "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
-             "decode time is that decoding alone. With several seeds, cells are mean ± sd." + _partial_time_note(summary), "",
-             *_abstain_section(summary), *learning_curve_section(summary.get("learning_curve"), plots.get(LEARNING_CURVE_PLOT)),
-             *_contrast_section(results, summary),
-             *_interval_section(results, summary, plots), *_tag_table(summary),
-             *_calibration_section(summary, plots), *selective_section(summary.get("selective"), plots.get(RISK_COVERAGE_PLOT)),
-             *_breakdown_sections(summary, plots), *_figure_sections(summary, plots)]
-    lines += ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
-              json.dumps(results["config"], indent=2), "```", ""]
-    return "\n".join(lines)
+    """``report.md``: its sections (:data:`SECTIONS`) in order."""
+    return "\n".join(line for section in SECTIONS for line in section(results, summary, plots))
 
 
-def _header_lines(results: dict[str, Any]) -> list[str]:
+def _scores_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    return ["", "## Scores", "", *_score_table(results, summary), "",
+            "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
+            "decode time is that decoding alone. With several seeds, cells are mean ± sd." + _partial_time_note(summary), ""]
+
+
+def _learning_curve_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    return learning_curve_section(summary.get("learning_curve"), plots.get(LEARNING_CURVE_PLOT))
+
+
+def _selective_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    return selective_section(summary.get("selective"), plots.get(RISK_COVERAGE_PLOT))
+
+
+def _configuration_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    return ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
+            json.dumps(results["config"], indent=2), "```", ""]
+
+
+def _header_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     config, evaluation = results["config"], results["eval"]
     task = registry.task(evaluation["task"])
     lines = [
@@ -163,7 +171,7 @@ def _interval_resampling(summary: dict[str, Any]) -> str:
     return "over each cell's seeds × questions" if summary["resampling"] == MIXED_RESAMPLING else _resampling_text(summary)[0]
 
 
-def _contrast_section(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+def _contrast_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """The contrasts the comparison is about, with p-values adjusted for their family (Holm)."""
     how, sentence = _resampling_text(summary)
     baseline = summary["baseline"]
@@ -209,7 +217,7 @@ def _interval_section(results: dict[str, Any], summary: dict[str, Any], plots: d
     return lines
 
 
-def _abstain_section(summary: dict[str, Any]) -> list[str]:
+def _abstain_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """SQuAD 2.0: every cell against always abstaining on the same questions."""
     reference = summary.get("always_abstain")
     if not reference:
@@ -223,7 +231,7 @@ def _abstain_section(summary: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def _tag_table(summary: dict[str, Any]) -> list[str]:
+def _tag_table(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     tagged = [r for r in summary["rows"] if "tag_scores" in r]
     if not tagged:
         return []
@@ -235,7 +243,7 @@ def _tag_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _breakdown_sections(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     lines = []
     for name, table in summary["breakdowns"].items():
         labels = list(table)
@@ -249,7 +257,7 @@ def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[
     return lines
 
 
-def _figure_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _figure_sections(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Figures no other section shows (e.g. calibration diagrams added to :func:`write_plots`), under their titles."""
     shown = {CELL_PLOT, CALIBRATION_PLOT, LEARNING_CURVE_PLOT, RISK_COVERAGE_PLOT, *summary["breakdowns"]}
     lines = []
@@ -295,7 +303,7 @@ def _reliability_diagrams(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return diagrams
 
 
-def _calibration_section(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _calibration_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     rows = [r for r in summary["rows"] if "ece" in r]
     if not rows:
         return []
@@ -311,6 +319,11 @@ def _calibration_section(summary: dict[str, Any], plots: dict[str, str]) -> list
         lines += ["", f"![reliability diagrams]({plots[CALIBRATION_PLOT]})"]
     return lines
 
+
+# The sections of report.md in order, each ``(results, summary, plots) -> Markdown lines`` (none where it does
+# not apply): a new section is a function of that form, added here (its figure, if any, in write_plots).
+SECTIONS = (_header_section, _scores_section, _abstain_section, _learning_curve_section, _contrast_section, _interval_section,
+            _tag_table, _calibration_section, _selective_section, _breakdown_sections, _figure_sections, _configuration_section)
 
 REPORT_SET = "report"  # report.json, report.md, report.html and the plots: replaced as one set
 
