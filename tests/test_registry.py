@@ -69,6 +69,16 @@ def test_the_package_tables_say_what_the_code_used_to_spell_out():
         registry.head_names("span+span")
 
 
+def test_each_head_entry_names_what_its_head_class_takes_and_returns():
+    from bio_mrc.model import BioMrcConfig
+
+    config = BioMrcConfig(encoder={"model_type": "bert", "hidden_size": 8})
+    for entry in registry.HEADS.values():
+        head = registry.resolve(entry.build)(config, 8)
+        assert head.output_names == entry.outputs and head.label_names == tuple(entry.targets), entry.name
+        assert len(entry.output_dims) == len(entry.outputs) and hasattr(config, entry.loss_weight)
+
+
 # --- a toy head, decoding and task, registered from this test alone -------------------------------------------
 
 
