@@ -69,6 +69,13 @@ def test_the_package_tables_say_what_the_code_used_to_spell_out():
         registry.head_names("span+span")
 
 
+def test_every_function_an_entry_names_exists():
+    for entry in [*registry.HEADS.values(), *registry.DECODINGS.values(), *registry.TASKS.values()]:
+        for name in ("build", "function", "load", "gold"):
+            if isinstance(getattr(entry, name, None), str):
+                assert callable(registry.resolve(getattr(entry, name))), (entry.name, name)
+
+
 def test_each_head_entry_names_what_its_head_class_takes_and_returns():
     from bio_mrc.model import BioMrcConfig
 
