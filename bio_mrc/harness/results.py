@@ -1,8 +1,8 @@
 """A comparison's results as typed records (:class:`Cell`, :class:`ComparisonResults`), and ``report.json``'s
 format: what ``compare`` writes and reads back.
 
-Both records read like the JSON they are written as (``cell["f1"]``, ``"calibration" in cell``, ``cell.get(...)``:
-a field that is None reads as absent), so a report read back from JSON and one just computed go through the
+Both records read like the JSON they are written as (``cell["f1"]``, ``"calibration" in cell``, ``cell.get(...)``;
+a field that is None is left out of ``in`` and the JSON), so a report read back from JSON and one just computed go through the
 same summary and renderers; a record is built only from known fields, so a misspelt key is an error where it is made.
 
 ``report.json`` carries ``format_version``. A report of this version is read as it is; one without it
@@ -52,16 +52,16 @@ def first_form_task(metric: str | None, version: str | None) -> str:
 
 
 class _ReadsLikeJson:
-    """Mapping-style reads of a dataclass's fields, a None field being absent (as ``to_json`` leaves it out)."""
+    """Mapping-style reads of a dataclass's fields: ``record[field]`` (None where unset), and a None field is
+    absent from ``in``, ``get`` and ``keys`` (as ``to_json`` leaves it out)."""
 
     def keys(self) -> list[str]:
         return [f.name for f in fields(self) if getattr(self, f.name) is not None]
 
     def __getitem__(self, key: str) -> Any:
-        value = getattr(self, key, None) if key in _field_names(type(self)) else None
-        if value is None:
+        if key not in _field_names(type(self)):
             raise KeyError(key)
-        return value
+        return getattr(self, key)
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key in _field_names(type(self)) and getattr(self, key) is not None
