@@ -152,7 +152,7 @@ def synthetic_results(n: int, joint_seeds: int, seed: int) -> tuple[dict, np.nda
                        {"name": "span-only", "encoder": "synthetic", "heads": "span", "seeds": [42]}]}
     return {"config": config, "package_version": "bench", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
             "train": {"description": "none", "questions": 0, "question_hash": "-"}, "run_train": {},
-            "eval": {"description": config["description"], "questions": n, "question_hash": "-", "version": "1.1", "metric": "squad"},
+            "eval": {"description": config["description"], "questions": n, "question_hash": "-", "task": "squad-v1.1"},
             "tune": None, "eval_examples": examples, "cells": cells, "browser": browser}, counts
 
 

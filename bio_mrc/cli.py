@@ -14,13 +14,13 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from . import __version__
+from . import __version__, registry
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
 from .io import check_file_target, check_folder_target
 from .decoding.multispan import MIN_SPAN_PROBABILITY
-from .decoding.postprocess import DECODINGS, DecodeConfig
+from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .inference.forward import INFERENCE_BATCH_SIZE
 from .inference.streaming import DEFAULT_CHUNK_SIZE
@@ -125,7 +125,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if missing:
         raise SystemExit(f"error: decoding {missing} needs heads this model lacks (it has {trained.model.config.heads})")
     config = trained.decode_config(_decode_config(args, require_answer=not questions.is_v2))
-    multi_span = args.multi_span or questions.format == "multispanqa"  # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
+    # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
+    multi_span = args.multi_span or registry.task_of_data(questions.format, False).multi_span_gold
     plan = StreamPlan(tuple(dict.fromkeys(args.decoding)), config, multi_span, args.min_span_probability,
                       args.chunk_size, args.batch_size)
     started = time.perf_counter()
@@ -156,8 +157,9 @@ def _unknown_ids_as_warning_lines() -> Iterator[None]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.predictions import load_na_probs, load_predictions
 
-    data = _load_squad(args, args.data, data_format="multispanqa" if args.metric == "multispan" else None)
-    if (args.metric or ("multispan" if data.format == "multispanqa" else "squad")) == "multispan":
+    requested = registry.scorer(args.metric) if args.metric else None
+    data = _load_squad(args, args.data, data_format=requested.format if requested and requested.multi_span_gold else None)
+    if (requested or registry.task_of_data(data.format, data.is_v2)).multi_span_gold:
         from .data.multispanqa import multispan_gold_texts
         from .metrics.multispan import multispan_metrics
 
@@ -327,7 +329,7 @@ def _add_model_commands(add_command) -> None:
     predict.add_argument("--model", required=True)
     predict.add_argument("--data", required=True, help=_DATA_HELP)
     predict.add_argument("--limit", type=int)
-    predict.add_argument("--decoding", choices=DECODINGS, nargs="+", default=["span"], help="one or several")
+    predict.add_argument("--decoding", choices=tuple(registry.DECODINGS), nargs="+", default=["span"], help="one or several")
     predict.add_argument("--output", required=True,
                          help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
                               "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
@@ -347,8 +349,8 @@ def _add_model_commands(add_command) -> None:
     evaluate.add_argument("--data", required=True, help=f"{_DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
     evaluate.add_argument("--predictions", required=True)
     evaluate.add_argument("--na-probs")
-    evaluate.add_argument("--metric", choices=("squad", "multispan"),
-                          help="default: multispan for MultiSpanQA's layout, else squad")
+    evaluate.add_argument("--metric", choices=registry.scorers(),
+                          help="default: the data's own (multispan for MultiSpanQA's layout, else squad)")
     evaluate.add_argument("--strict", action="store_true",
                           help="a question without a prediction is an error, not a wrong answer, and so is an id "
                                "that is not a question of the data (else ignored with a warning, as the official scripts)")
@@ -359,7 +361,7 @@ def _add_model_commands(add_command) -> None:
     tune.add_argument("--model", required=True)
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
     tune.add_argument("--limit", type=int)
-    tune.add_argument("--decoding", choices=DECODINGS, nargs="+", help="default: every decoding the model has")
+    tune.add_argument("--decoding", choices=tuple(registry.DECODINGS), nargs="+", help="default: every decoding the model has")
     tune.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
     _add_precision_option(tune)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
@@ -391,7 +393,7 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--question", required=True)
     extract.add_argument("--context-file")
     extract.add_argument("--context")
-    extract.add_argument("--decoding", choices=("auto", *DECODINGS), default="auto")
+    extract.add_argument("--decoding", choices=("auto", *registry.DECODINGS), default="auto")
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "
                               "highlighted in the context, its confidence and probability, the BIO head's per-word P(B) and P(I)")

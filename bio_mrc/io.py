@@ -18,8 +18,8 @@ from typing import Any, Iterator
 
 from .errors import OutputError
 
-__all__ = ["check_file_target", "check_folder_target", "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json", "atomic_writer", "atomic_move_files", "fsync_dir", "finish_file_set",
-           "replaced_together"]
+__all__ = ["check_file_target", "check_folder_target", "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
+           "atomic_writer", "atomic_move_files", "fsync_dir", "finish_file_set", "replaced_together"]
 
 
 # torch's checkpoint writer reports a full disk as a RuntimeError without the errno

@@ -10,15 +10,15 @@ from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering, P
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
+from . import registry
 from .encoders import as_data
 from .errors import ModelFormatError
-from .heads import BIOHead, SpanHead
 
-HEAD_CHOICES = ("span", "bio", "span+bio")
+HEAD_CHOICES = registry.head_choices()  # the package's own heads; registry.head_names checks any registered one
 # The layout of a saved model folder; a folder saved by a newer layout is refused, not misread.
 MODEL_FORMAT = 1
 # Written last into a model folder by training (provenance: options, data, time); its presence
-# marks a complete model. Folders saved before the windows moved into the config read them here.
+# marks a complete model.
 RUN_FILE = "bio_mrc_run.json"
 WINDOW_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
 # Where encoder configs keep their dropout rates, by the names transformers' model families use
@@ -74,9 +74,7 @@ class BioMrcConfig(PreTrainedConfig):
 
     @property
     def head_names(self) -> list[str]:
-        if self.heads not in HEAD_CHOICES:
-            raise ValueError(f"heads must be one of {HEAD_CHOICES}, got {self.heads!r}")
-        return self.heads.split("+")
+        return registry.head_names(self.heads)
 
 
 @dataclass
@@ -95,6 +93,7 @@ class BioMrcOutput(ModelOutput):
     bio_logits: torch.Tensor | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
+    head_losses: dict[str, torch.Tensor] | None = None  # by head name, the loss of a registered head without a field here
 
 
 class BioMrcForQuestionAnswering(PreTrainedModel):
@@ -117,18 +116,11 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         self.encoder = _encoder_from_config(config.encoder)
         hidden = config.encoder.hidden_size
         names = config.head_names
-        self.span_head = SpanHead(hidden, config.head_dropout) if "span" in names else None
-        self.bio_head = (
-            BIOHead(
-                hidden, config.head_dropout, config.bio_loss_reduction,
-                tuple(config.bio_prior) if config.bio_prior else None,
-                tuple(config.bio_class_weights) if config.bio_class_weights else None,
-            )
-            if "bio" in names else None
-        )
+        for name, entry in registry.HEADS.items():  # each under its registered attribute: the weights' names
+            setattr(self, entry.attribute, registry.resolve(entry.build)(config, hidden) if name in names else None)
         self.post_init()
-        if self.bio_head is not None:
-            self.bio_head.reset_bias()  # post_init zeroed it; loaded checkpoints overwrite it anyway
+        for head in self.heads.values():
+            head.reset_bias()  # post_init zeroed it; loaded checkpoints overwrite it anyway
 
     # The heads hold no attention of their own: the model runs whichever attention kernels its encoder runs,
     # so from_pretrained(..., attn_implementation="sdpa" | "eager" | ...) reaches the encoder through its sub-config.
@@ -184,7 +176,8 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
 
     @property
     def heads(self) -> dict[str, torch.nn.Module]:
-        return {name: head for name, head in (("span", self.span_head), ("bio", self.bio_head)) if head is not None}
+        present = ((name, getattr(self, entry.attribute, None)) for name, entry in registry.HEADS.items())
+        return {name: head for name, head in present if head is not None}
 
     def head_parameters(self) -> list[torch.nn.Parameter]:
         """Parameters of the heads (not the encoder), e.g. for their own learning rate."""
@@ -217,26 +210,30 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         encoded = self.encoder(
             **encoder_inputs, output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True
         )
-        head_logits, outputs = {}, {}
+        head_logits, outputs, losses = {}, {}, {}
         for name, head in self.heads.items():  # span head first, then BIO: the dropout draws of every earlier run
             head_logits[name] = head(encoded.last_hidden_state)
             named = head_logits[name] if isinstance(head_logits[name], tuple) else (head_logits[name],)
             outputs.update(zip(head.output_names, named))
 
         labels = {"start_positions": start_positions, "end_positions": end_positions, "bio_targets": bio_targets}
-        weights = {"span": self.config.span_loss_weight, "bio": self.config.bio_loss_weight}
         tagged = tag_mask if tag_mask is not None else paragraph_mask
         weighted = []
         for name, head in self.heads.items():  # every head through the one Head interface
             targets = {key: labels[key] for key in head.label_names}
             if any(value is None for value in targets.values()):
                 continue
-            if name == "bio" and tagged is None:
-                raise ValueError("bio_targets need a tag_mask (or paragraph_mask) saying which tokens carry a tag")
-            outputs[f"{name}_loss"] = head.loss(head_logits[name], attention_mask=attention_mask, tag_mask=tagged, **targets)
-            weighted.append(weights[name] * outputs[f"{name}_loss"])
+            entry = registry.head(name)
+            if entry.needs_tag_mask and tagged is None:
+                raise ValueError(f"{', '.join(targets)} need a tag_mask (or paragraph_mask) saying which tokens carry a tag")
+            losses[name] = head.loss(head_logits[name], attention_mask=attention_mask, tag_mask=tagged, **targets)
+            weighted.append(getattr(self.config, entry.loss_weight) * losses[name])
+        loss_fields = {f"{name}_loss": loss for name, loss in losses.items() if f"{name}_loss" in BioMrcOutput.__dataclass_fields__}
+        others = {name: loss for name, loss in losses.items() if f"{name}_loss" not in loss_fields}
         output = BioMrcOutput(
             loss=torch.stack(weighted).sum() if weighted else None,
+            head_losses=others or None,
+            **loss_fields,
             hidden_states=encoded.hidden_states,
             attentions=encoded.attentions,
             **outputs,

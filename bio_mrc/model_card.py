@@ -13,27 +13,24 @@ harness can all keep the card up to date.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
-import time
 import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import __version__
+from . import registry
 from .encoders import is_default_encoder
-from .io import atomic_write_json, atomic_write_text
+from .evaluation_record import EVAL_FILE, save_evaluation
+from .io import atomic_write_text
 
 __all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "record_evaluation",
            "render_model_card", "write_model_card"]
 
 CARD_FILE = "README.md"
-EVAL_FILE = "bio_mrc_eval.json"  # what comparisons measured on the model, kept beside it
 RUN_RECORD_FILE = "bio_mrc_run.json"  # bio_mrc.model.RUN_FILE (the core cannot import the model layer; a test ties them)
 CARD_MARKER = "<!-- bio_mrc model card:"  # a README.md without it was written by hand and is left alone
-EVAL_FORMAT = 1
 LIBRARY_NAME = "bio_mrc"
 TAGS = ["question-answering", "extractive-qa", "bio-tagging", "multi-span"]
 DEFAULT_ENCODER_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the embedded default encoder is
@@ -42,12 +39,11 @@ HUB_DATASETS = ((re.compile(r"(^|[/\\])squad-v2\.0[/\\]"), "rajpurkar/squad_v2")
                 (re.compile(r"(^|[/\\])squad-v1\.1[/\\]"), "rajpurkar/squad"))
 SPLIT_NAMES = {"dev": "validation", "train": "train", "test": "test"}  # file names -> the hub's split names
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
-DECODING_HEADS = (("span", {"span"}), ("bio", {"bio"}), ("joint", {"span", "bio"}))  # as decoding.available_decodings
 
 
 def decodings_of(heads: str) -> list[str]:
     """The decodings a model with these heads supports (the card says which it offers)."""
-    return [name for name, need in DECODING_HEADS if need <= set(heads.split("+"))]
+    return registry.decodings_for(heads)
 
 
 def _read_json(path: Path) -> Any:
@@ -95,57 +91,12 @@ def record_evaluation(
     splits: Mapping[str, Any],
     decode: Mapping[str, Any] | None = None,
 ) -> Path | None:
-    """Keep the official EM/F1 a comparison measured on a model in its evaluation record, then
-    refresh its card; returns the record's path (None when no cell has SQuAD scores).
-
-    ``cells``: the harness's cells of one model (``decoding``, per-question ``em``/``f1`` in 0..100,
-    ``threshold``, ``bio_length_prior``); ``splits``: the ``eval``, ``train`` and ``tune`` questions
-    (None, the harness's splits, or their ``describe()`` dicts: ``description``, ``questions``,
-    ``question_hash``, ``version``).
-    The same evaluation again (same questions, tuning questions, decoding options) replaces the old one.
-    """
-    results = {cell["decoding"]: _scores(cell) for cell in cells if cell.get("em") is not None and len(cell["em"])}
-    if not results:
-        return None
-    entry = {"evaluated_on": _described(splits["eval"]), "tuned_on": _described(splits.get("tune")),
-             "decode": _plain(decode), "results": results, "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-             "package_version": __version__}
-    path = Path(model_dir) / EVAL_FILE
-    saved = _read_json(path) or {}
-    kept = [old for old in saved.get("evaluations", []) if _evaluation_key(old) != _evaluation_key(entry)]
-    trained_on = _described(splits.get("train")) or saved.get("trained_on")
-    record = {"bio_mrc_eval_format": EVAL_FORMAT, "trained_on": trained_on, "evaluations": kept + [entry]}
-    atomic_write_json(path, record, indent=2)
-    write_model_card(model_dir)
+    """Keep what a comparison measured in the model's evaluation record
+    (:func:`bio_mrc.evaluation_record.save_evaluation`), then refresh its card."""
+    path = save_evaluation(model_dir, cells, splits, decode)
+    if path is not None:
+        write_model_card(model_dir)
     return path
-
-
-def _plain(mapping: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    return dict(mapping) if mapping is not None else None
-
-
-def _described(split: Any) -> dict[str, Any] | None:
-    """A split's description as plain data (a harness ``Split`` is described, a mapping copied)."""
-    if split is None or isinstance(split, Mapping):
-        return _plain(split)
-    return {**split.describe(), "version": split.version}
-
-
-def _scores(cell: Mapping[str, Any]) -> dict[str, Any]:
-    """The official EM and F1 (the means of the per-question scores) and the settings they were decoded with."""
-    em, f1 = [float(x) for x in cell["em"]], [float(x) for x in cell["f1"]]
-    scores = {"exact_match": round(sum(em) / len(em), 4), "f1": round(sum(f1) / len(f1), 4), "questions": len(f1)}
-    for name in ("threshold", "bio_length_prior"):
-        if cell.get(name) is not None:
-            scores[name] = float(cell[name])
-    return scores
-
-
-def _evaluation_key(entry: Mapping[str, Any]) -> str:
-    """What makes two evaluations the same: the questions, the tuning questions, the decoding options."""
-    blob = json.dumps([(entry.get("evaluated_on") or {}).get("question_hash"),
-                       (entry.get("tuned_on") or {}).get("question_hash"), entry.get("decode")], sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def _hub_dataset(description: str | None) -> str | None:
@@ -271,18 +222,19 @@ def _table(rows: Sequence[tuple[Any, ...]], header: tuple[str, ...]) -> str:
 def _model_section(config: Mapping[str, Any], record: Mapping | None) -> str:
     """What the model is: heads, decodings, tag level, windows, encoder."""
     heads = config.get("heads", "?")
-    names = heads.split("+")
-    parts = {"span": "a start/end span head (one answer span, an n-best list, a no-answer score from [CLS])",
-             "bio": "a BIO tagging head (B/I/O per paragraph token: one or several answer spans)"}
+    names = [name for name in heads.split("+") if name in registry.HEADS]
+    parts = {name: registry.head(name).description for name in names}
+    decodings = decodings_of(heads)
+    tagging = any(registry.head(name).needs_tag_mask for name in names)
     encoder = _encoder_name(config, record)
     tag_level = config.get("tag_level")
     rows = [
         ("heads", f"`{heads}`"),
         ("decodings", ", ".join(f"`{d}`" for d in decodings_of(heads))),
         ("multi-span answers", "yes: the spans of the BIO head's most probable tag sequence (`multi_span=True`)"
-         if "bio" in names else "the span head's non-overlapping n-best spans"),
+         if any(registry.decoding(d).decodes_tags for d in decodings) else "the span head's non-overlapping n-best spans"),
         ("BIO tag level", {"word": "`word`: the first piece of each word", "subword": "`subword`: every paragraph token"}
-         .get(tag_level, f"`{tag_level}`") if "bio" in names else "no BIO head"),
+         .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),
         ("windows", ", ".join(f"`{k}` {config.get(k)}" for k in ("max_seq_length", "doc_stride", "max_query_length"))),
         ("encoder", f"`{encoder}`" if encoder else "unknown"),
         ("bio_mrc model format", config.get("bio_mrc_format", 1)),
@@ -381,7 +333,8 @@ def _tuned_section(config: Mapping[str, Any]) -> str:
     """The decoding settings saved in config.json, with the questions they were tuned on."""
     prior, thresholds = config.get("bio_length_prior"), config.get("no_answer_thresholds") or {}
     if prior is None and not thresholds:
-        prior_note = "the BIO span-length prior β is 0 and " if "bio" in str(config.get("heads")) else ""
+        uses_prior = any(registry.decoding(d).uses_length_prior for d in decodings_of(config.get("heads", "span")))
+        prior_note = "the BIO span-length prior β is 0 and " if uses_prior else ""
         return (f"## Tuned settings\n\nNone: {prior_note}no no-answer threshold is set "
                 "(`bio-mrc tune --model DIR --data HELDOUT.json` tunes them on held-out questions).")
     rows = ([("BIO span-length prior β", _number(prior))] if prior is not None else []) + [
@@ -397,8 +350,8 @@ def _tuned_section(config: Mapping[str, Any]) -> str:
 def _usage_section(config: Mapping[str, Any], name: str) -> str:
     """How to run the model from Python and from the command line."""
     decodings = decodings_of(config.get("heads", "span"))
-    decoding = "joint" if "joint" in decodings else decodings[0] if decodings else "span"
-    multi = ", multi_span=True" if "bio" in decodings else ""
+    decoding = registry.preferred_decoding(decodings, multi_span=False) if decodings else "span"
+    multi = ", multi_span=True" if any(registry.decoding(d).decodes_tags for d in decodings) else ""
     return (
         "## Usage\n\n```python\nfrom bio_mrc import AnswerExtractor\n\n"
         f'model_dir = "{name}"  # this folder; from the hub: huggingface_hub.snapshot_download("USER/{name}")\n'

@@ -272,12 +272,7 @@ def test_model_folders_that_cannot_be_run(saved_model, tiny_encoder_dir, tmp_pat
     load_fails(copy_model(saved_model, tmp_path, edit={"bio_mrc_format": 99}), "format 99; this bio_mrc .* reads formats up to 1")
     load_fails(copy_model(saved_model, tmp_path / "w", drop=["model.safetensors"]), "no weights")
     unwindowed = copy_model(saved_model, tmp_path / "u", edit={"max_seq_length": None, "doc_stride": None, "max_query_length": None})
-    load_fails(unwindowed, r"lacks the window settings \['max_seq_length', 'doc_stride', 'max_query_length'\] and there is no bio_mrc_run.json")
-    # A folder saved before the windows moved into the config reads them from the run record training wrote.
-    record = {"train": {"max_seq_length": 48, "doc_stride": 8, "max_query_length": 12}}
-    (unwindowed / "bio_mrc_run.json").write_text(json.dumps(record), encoding="utf-8")
-    features = TrainedModel.load(unwindowed).features
-    assert (features.max_seq_length, features.doc_stride, features.max_query_length) == (48, 8, 12)
+    load_fails(unwindowed, r"lacks the window settings \['max_seq_length', 'doc_stride', 'max_query_length'\]: set them in config.json")
     assert TrainedModel.load(saved_model).features.max_seq_length == 64  # the config's own, not a default
 
 

@@ -64,15 +64,10 @@ def test_all_right_or_all_wrong_tuning_questions_give_their_rate():
     assert calibrate(np.array([0.1]), fit_calibrator(np.array([0.2, 0.7]), np.ones(2)))[0] == pytest.approx(1.0, abs=1e-5)
 
 
-def test_calibrators_of_earlier_versions_still_apply_to_their_raw_score():
-    isotonic = {"x": [0.0, 0.6, 1.0], "y": [0.1, 0.4, 0.9]}  # knots, as earlier versions saved them
-    bio = [Prediction("q", [AnswerSpan("a", 0, 1, 0.0), AnswerSpan("b", 2, 3, 0.0)])]
-    # BIO's old raw score was sigmoid(r) of the best span (0.5 at r = 0), not its n-best share (also 0.5 here)
-    assert calibrated_probability(bio, "bio", isotonic) == pytest.approx([np.interp(0.5, isotonic["x"], isotonic["y"])])
-    bio = [Prediction("q", [AnswerSpan("a", 0, 1, 2.0)])]
-    assert calibrated_probability(bio, "bio", isotonic) == pytest.approx([np.interp(1 / (1 + math.exp(-2.0)), isotonic["x"], isotonic["y"])])
-    span = [Prediction("q", [AnswerSpan("a", 0, 1, 2.0)])]  # the n-best share: 1.0
-    assert calibrated_probability(span, "span", isotonic) == pytest.approx([0.9])
+def test_a_calibrator_of_another_method_is_refused_with_what_to_do():
+    isotonic = {"x": [0.0, 0.6, 1.0], "y": [0.1, 0.4, 0.9]}  # knots, not beta calibration
+    with pytest.raises(ValueError, match="bio-mrc tune"):
+        calibrated_probability([Prediction("q", [AnswerSpan("a", 0, 1, 2.0)])], "span", isotonic)
 
 
 def test_calibration_brings_ece_down_on_held_out_data():

@@ -137,7 +137,7 @@ def test_an_interrupted_comparison_reuses_every_finished_model_and_cell(tiny_enc
     import bio_mrc.harness.models as models
 
     raw = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "first", "heads": "span"}, {"name": "second", "heads": "bio"}])
-    train, score = models.train_model, harness._score_model
+    train, score = models.train_model, harness.score_model
     scored = []
 
     def killed_in_second_run(examples, config, *args, **kwargs):
@@ -146,7 +146,7 @@ def test_an_interrupted_comparison_reuses_every_finished_model_and_cell(tiny_enc
         return train(examples, config, *args, **kwargs)
 
     monkeypatch.setattr(models, "train_model", killed_in_second_run)
-    monkeypatch.setattr(harness, "_score_model", lambda trained, run, *a, **k: scored.append(run.name) or score(trained, run, *a, **k))
+    monkeypatch.setattr(harness, "score_model", lambda trained, run, *a, **k: scored.append(run.name) or score(trained, run, *a, **k))
     with pytest.raises(KeyboardInterrupt):
         compare(parse_config(raw), FIXTURES, tmp_path, progress=False)
     assert scored == ["first"] and len(list((tmp_path / "cells").glob("first-*.json"))) == 1
@@ -227,17 +227,32 @@ def test_cross_validation_and_a_training_split_exclude_each_other(tiny_encoder_d
         parse_config(raw)
 
 
-def test_the_cells_cache_ignores_only_modules_that_render_reports_or_train():
-    """A report-only or training-only change keeps the scored cells (hours of inference on a learning
-    curve); any other source file is part of the key."""
+def test_the_cells_cache_follows_the_code_that_scores_and_nothing_else(tmp_path):
+    """What a cached cell depends on is derived from the scoring module's imports: the code of features,
+    model, inference, decoding and metrics is in it; report renderers and training are not (their change
+    keeps hours of scored cells)."""
+    import shutil
     from pathlib import Path
 
     import bio_mrc
-    from bio_mrc.harness.compare import CELL_INDEPENDENT_SOURCES
+    from bio_mrc.code_fingerprint import source_closure, sources_fingerprint
 
     package = Path(bio_mrc.__file__).parent
-    assert all((package / name).is_file() for name in CELL_INDEPENDENT_SOURCES)
-    shared_with_inference = {"harness/cells.py", "harness/compare.py", "decoding/postprocess.py", "features/windows.py",
-                             "model.py", "inference/forward.py", "inference/tuning.py", "heads/bio.py"}
-    assert all((package / name).is_file() for name in shared_with_inference)
-    assert not shared_with_inference & CELL_INDEPENDENT_SOURCES
+    scoring = {path.relative_to(package).as_posix() for path in source_closure(("bio_mrc.harness.scoring",))}
+    assert {"harness/cells.py", "harness/scoring.py", "decoding/postprocess.py", "features/windows.py", "model.py",
+            "inference/forward.py", "inference/tuning.py", "heads/bio.py", "registry.py", "metrics/multispan.py",
+            "data/multispanqa.py"} <= scoring  # the last two only through the registry's "module:attribute" names
+    assert not {"cli.py", "harness/compare.py", "harness/report.py", "harness/summary.py", "harness/html_report.py",
+                "harness/stats.py", "harness/plots.py", "harness/learning_curve.py", "harness/earlier_report.py",
+                "training/train.py", "harness/models.py", "features/collate.py"} & scoring
+
+    copy = tmp_path / "bio_mrc"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    fingerprint = sources_fingerprint.__wrapped__  # uncached: the sources change under it
+    before = fingerprint(("bio_mrc.harness.scoring",), copy)
+    with (copy / "harness" / "report.py").open("a") as handle:
+        handle.write("\n# a report-only change\n")
+    assert fingerprint(("bio_mrc.harness.scoring",), copy) == before
+    with (copy / "decoding" / "spans.py").open("a") as handle:
+        handle.write("\n# a decoder change\n")
+    assert fingerprint(("bio_mrc.harness.scoring",), copy) != before

@@ -32,20 +32,20 @@ def examples(n):
                     (((0, 7 + len(str(i))),),)) for i in range(n)]
 
 
-def results_dict(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, metric="squad", selective=False, **config):
+def results_dict(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, task="squad-v1.1", selective=False, **config):
     """What ``run_comparison`` returns, with random per-question scores: each decoding a little better
     than the last, each seed shifted by ``seed_sd`` on average; with ``selective``, each question's
     raw confidence (noisy, but higher where the answer is right) and calibrated one (in steps: ties)."""
     rng = np.random.default_rng(0)
     cells = []
-    for seed_index, seed in enumerate(seeds):
+    for seed in seeds:
         shift = rng.normal(0, seed_sd) if seed_sd else 0.0
         for run in runs:
             for k, decoding in enumerate(DECODINGS[HEADS[run]]):
                 cell = {"run": run, "decoding": decoding, "seed": seed, "model_dir": f"/m/{run}-{seed}", "threshold": None,
                         "bio_length_prior": 1.0 if decoding != "span" else None, "train_seconds": 10.0,
                         "inference_seconds": 2.0, "decode_seconds": 0.1, "answers": [f"a{(i + k) % 3}" for i in range(n)]}
-                if metric == "multispan":
+                if task == "multispanqa":
                     predicted, gold = rng.integers(1, 4, n), rng.integers(1, 4, n)
                     em = rng.binomial(np.minimum(predicted, gold), 0.3 + 0.1 * k)
                     cell["counts"] = np.stack([em, em + 0.3, em + 0.2, predicted, gold], axis=1).astype(float)
@@ -62,7 +62,7 @@ def results_dict(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, metric="squad
         "config": {"name": "synthetic", "description": "made up", "seeds": list(seeds),
                    "runs": [{"name": r, "encoder": "tiny", "heads": HEADS[r]} for r in runs], **config},
         "package_version": "0", "date": "today", "train": {"description": "t", "questions": 9, "question_hash": "h"},
-        "eval": {"description": "e", "questions": n, "question_hash": "h", "version": "1.1", "metric": metric},
+        "eval": {"description": "e", "questions": n, "question_hash": "h", "task": task},
         "tune": None, "eval_examples": examples(n), "cells": cells,
     }
 
@@ -185,7 +185,7 @@ def test_runs_with_different_seeds_pair_on_the_seeds_they_share(tmp_path):
 
 
 def test_multispan_cells_share_the_contrast_machinery():
-    results = results_dict(metric="multispan", baseline="joint/bio")
+    results = results_dict(task="multispanqa", baseline="joint/bio")
     results.pop("eval_examples")
     summary = summarise(results, None, None)
     assert pairs(summary["contrasts"]) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint")]
@@ -193,7 +193,7 @@ def test_multispan_cells_share_the_contrast_machinery():
     expected = paired_bootstrap_ratio(counts["bio"], counts["span"], f1_from_count_sums, n_resamples=1000, seed=0)
     assert summary["contrasts"][0]["diff"] == expected.diff and summary["contrasts"][0]["ci_low"] == expected.ci_low
     assert summary["intervals"]["joint/span"]["value"] == pytest.approx(float(f1_from_count_sums(counts["span"].sum(axis=0))))
-    several = results_dict(metric="multispan", seeds=(1, 2))
+    several = results_dict(task="multispanqa", seeds=(1, 2))
     several.pop("eval_examples")
     assert summarise(several, None, None)["contrasts"][0]["n_seeds"] == 2
 
@@ -332,7 +332,7 @@ def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
     assert reference["cells"]["joint/span"]["diff"] == pytest.approx(0.0)  # +100 on q0, -100 on q2
     assert reference["cells"]["joint/bio"]["diff"] == pytest.approx(-6.25)  # seed 1 ties abstaining, seed 2: (50 - 100) / 4
     results = results_dict(runs=("joint",))
-    results["eval"]["version"] = "2.0"
+    results["eval"]["task"] = "squad-v2.0"
     results["eval_examples"] = [Example(ex.id, ex.question, ex.context, ex.answers if i % 2 else ())
                                 for i, ex in enumerate(results["eval_examples"])]
     summary = write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))

@@ -86,7 +86,7 @@ def test_runs_with_their_own_questions_and_seeds(tiny_encoder_dir, tmp_path):
     train_file = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}}
     runs = [{"name": "small", "heads": "span", "train_data": {**train_file, "limit": 4}},
             {"name": "large", "heads": "span", "seeds": [5, 6]}]
-    cfg = config(tiny_encoder_dir, runs=runs, checkpoint_steps=None) 
+    cfg = config(tiny_encoder_dir, runs=runs, checkpoint_steps=None)
     trained = train_models(cfg, FIXTURES, tmp_path)
     assert [p.name.rsplit("-", 1)[0] for p in trained] == ["small-seed5", "large-seed5", "large-seed6"]
     assert load_run_record(trained[0])["n_examples"] == 4

@@ -135,7 +135,7 @@ def test_more_folds_than_questions_is_refused_before_training(sample_v1):
     from bio_mrc.errors import ConfigError
     from bio_mrc.harness.splits import Split, cross_validation_folds
 
-    few = Split(sample_v1.examples[:3], "1.1", "three questions")
+    few = Split(sample_v1.examples[:3], "squad-v1.1", "three questions")
     with pytest.raises(ConfigError, match="cross_validation.folds: 5 folds need at least 5 questions; three questions has 3"):
         cross_validation_folds(few, 5, seed=0)
     assert len(cross_validation_folds(few, 3, seed=0)) == 3
@@ -152,7 +152,7 @@ def test_a_full_disk_while_writing_a_file_is_one_error_naming_the_folder(tmp_pat
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(io.os, "fsync", full)
-    with pytest.raises(OutputError, match=re.escape(f"could not write there, ") + r"[\d,]+ MiB free on its device: .*No space left"
+    with pytest.raises(OutputError, match=re.escape("could not write there, ") + r"[\d,]+ MiB free on its device: .*No space left"
                        + ".*" + re.escape(f"(in {tmp_path})")):
         io.atomic_write_text(tmp_path / "report.md", "text")
     assert os.listdir(tmp_path) == []  # no temporary file left behind

@@ -29,7 +29,8 @@ ALLOWED = {
     "serving": {"core", "data", "model", "features", "decoding", "metrics", "inference", "serving"},
 }
 ALLOWED["cli"] = set(ALLOWED) | {"cli"}
-CORE_MODULES = {"types", "tags", "errors", "io", "progress", "precision", "encoders", "config_options", "config_schema", "model_card", "__init__", "__version__"}
+CORE_MODULES = {"types", "tags", "errors", "io", "progress", "precision", "encoders", "config_options", "config_schema", "model_card",
+                "registry", "code_fingerprint", "evaluation_record", "__init__", "__version__"}
 
 
 def layer_of(module: str) -> str:

@@ -11,7 +11,7 @@ import gzip
 import io
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from .errors import DataFormatError
 from .sources import Records, check_columns, dataset_records, first_line, table_rows

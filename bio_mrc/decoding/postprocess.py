@@ -29,6 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .. import registry
 from ..config_schema import check_fields
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
@@ -36,8 +37,7 @@ from .spans import best_spans, null_scores
 from .tags import best_tag_spans, likeliest_tag_spans
 from .windows import MergedTokens, WindowOutputs, log_softmax, merge_windows
 
-DECODINGS = ("span", "bio", "joint")
-LENGTH_PRIOR_DECODINGS = ("bio", "joint")  # the decodings that score the BIO head's spans, so its length prior applies
+DECODINGS = tuple(registry.DECODINGS)  # the package's own decodings (bio_mrc.registry holds every one)
 
 
 @dataclass(frozen=True)
@@ -217,14 +217,8 @@ def _tag_sequence_spans(log_probs: np.ndarray, mask: np.ndarray, single, config:
 
 
 def decode(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
-    """Dispatch on the decoding name: ``span``, ``bio`` or ``joint``."""
-    functions = {"span": decode_span, "bio": decode_bio_predictions, "joint": decode_joint}
-    if decoding not in functions:
-        raise ValueError(f"decoding must be one of {DECODINGS}, got {decoding!r}")
-    return functions[decoding](outputs, examples, config)
+    """Decode the way the registered decoding ``decoding`` (``span``, ``bio``, ``joint``, ...) does."""
+    return registry.decoding(decoding).decode(outputs, examples, config)
 
 
-def available_decodings(heads: str) -> list[str]:
-    """Every decoding a model with these heads supports."""
-    names = heads.split("+")
-    return [d for d, need in (("span", {"span"}), ("bio", {"bio"}), ("joint", {"span", "bio"})) if need <= set(names)]
+available_decodings = registry.decodings_for

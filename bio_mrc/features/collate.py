@@ -7,10 +7,10 @@ from typing import Any, Sequence
 
 import torch
 
+from .. import registry
 from .windows import MISSING_ANNOTATOR
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "paragraph_mask", "tag_mask")
-TARGETS = ("start_positions", "end_positions", "bio_targets")
 
 
 @dataclass
@@ -32,20 +32,22 @@ class WindowCollator:
         if self.pad_to_multiple_of:
             length = -(-length // self.pad_to_multiple_of) * self.pad_to_multiple_of
         batch: dict[str, torch.Tensor] = {}
-        for key in (*MODEL_INPUTS, *TARGETS):
+        targets = {key: kind for entry in registry.HEADS.values() for key, kind in entry.targets.items()}
+        for key in (*MODEL_INPUTS, *targets):
             if key not in features[0]:
                 continue
             values = [f[key] for f in features]
-            if key in ("start_positions", "end_positions") and not isinstance(values[0], list):
+            kind = targets.get(key)
+            if kind == registry.POSITION_TARGET and not isinstance(values[0], list):
                 batch[key] = torch.tensor(values, dtype=torch.long)
                 continue
             fill = self.pad_token_id if key == "input_ids" else 0
             tensors = [torch.as_tensor(v) for v in values]
-            if key == "bio_targets" and not tensors[0].is_floating_point():  # (seq, K) tags of K annotators
+            if kind == registry.TOKEN_TARGET and not tensors[0].is_floating_point():  # (seq, K) tags of K annotators
                 annotators = max(t.shape[1] for t in tensors)
                 tensors = [self._pad(t.T, annotators, MISSING_ANNOTATOR).T for t in tensors]
                 fill = MISSING_ANNOTATOR
-            elif key == "bio_targets" or tensors[0].is_floating_point():
+            elif kind == registry.TOKEN_TARGET or tensors[0].is_floating_point():
                 tensors = [t.float() for t in tensors]
             batch[key] = torch.stack([self._pad(t, length, fill) for t in tensors])
         return batch

@@ -9,7 +9,6 @@ characters of the original context.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -23,6 +22,7 @@ import numpy as np
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
+from ..code_fingerprint import sources_fingerprint
 from ..errors import ConfigError
 from ..tags import TAG_B, TAG_I, TAG_O, spans_to_tags
 from ..types import Alternative, Example
@@ -362,8 +362,6 @@ def _tokenizer_definition(tokenizer: PreTrainedTokenizerBase) -> str:
     return json.dumps(definition, sort_keys=True)
 
 
-@functools.cache
 def _code_fingerprint() -> str:
-    """This module's and the tag rules' source: a changed featurisation never reads old windows."""
-    sources = (Path(__file__), Path(__file__).parents[1] / "tags.py")
-    return hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()
+    """The sources of this module and all it imports: a changed featurisation never reads old windows."""
+    return sources_fingerprint((__name__,))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from .. import registry
 from ..decoding.postprocess import DecodeConfig, decode_merged_tags, merge_tag_log_probs
 from ..decoding.windows import MergedTokens, WindowOutputs
 from ..inference.answers import apply_no_answer_threshold, decode_answers, threshold_key
@@ -19,7 +20,9 @@ from ..metrics.squad import per_question_scores
 from ..metrics.tags import tag_scores
 from ..tags import spans_to_tags
 from ..types import Example, Prediction
-from .splits import Split
+
+if TYPE_CHECKING:  # a type only: the splits' loading does not change how a cell scores
+    from .splits import Split
 
 TAG_LETTERS = np.array(["B", "I", "O"])
 
@@ -37,10 +40,10 @@ class DecodedCell:
 def decode_cell(outputs: WindowOutputs, split: Split, decoding: str, config: DecodeConfig, threshold: float | None) -> DecodedCell:
     """Decode one model one way: single answers for SQuAD (``require_answer`` on v1.1), every answer
     span for MultiSpanQA. The BIO decoding merges windows once, for its answers and its tag scores."""
-    multi_span = split.metric == "multispan"
-    config = replace(config, require_answer=split.version != "2.0")
+    multi_span = split.kind.multi_span_gold
+    config = replace(config, require_answer=not split.kind.no_answer)
     started = time.perf_counter()
-    if decoding != "bio":
+    if not registry.decoding(decoding).decodes_tags:
         thresholds = {} if threshold is None else {threshold_key(decoding): threshold}
         predictions = decode_answers(outputs, split.examples, decoding, config, thresholds, multi_span=multi_span)
         return DecodedCell(predictions, time.perf_counter() - started)
@@ -74,7 +77,7 @@ def score_cell(split: Split, decoded: DecodedCell) -> dict[str, Any]:
     by_id = {p.id: p for p in decoded.predictions}
     ids, gold = split.ids, split.gold
     cell: dict[str, Any] = {"decode_seconds": decoded.seconds}
-    if split.metric == "multispan":
+    if split.kind.multi_span_gold:
         texts = {qid: by_id[qid].answers for qid in ids}
         cell["counts"] = [list(question_counts(gold[qid], texts[qid], qid)) for qid in ids]
         cell["answers"] = ["\n".join(sorted(texts[qid])) for qid in ids]
@@ -105,7 +108,7 @@ def calibration_cell(decoded: DecodedCell, split: Split, decoding: str, calibrat
     reliability bins of each, and (``selective``) each question's confidences and rightness, from
     which the report draws risk–coverage curves and bootstraps AURC. Empty for MultiSpanQA (no single
     answer to be right)."""
-    if split.metric != "squad":
+    if split.kind.multi_span_gold:
         return {}
     raw = raw_confidence(decoded.predictions, threshold)
     right = answer_is_right(decoded.predictions, split.gold, split.version)

@@ -7,46 +7,29 @@ and ``metrics``) -> report (:mod:`.report`). Every step imports only the layers 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .. import __version__
-from ..decoding.postprocess import LENGTH_PRIOR_DECODINGS, DecodeConfig, available_decodings
-from ..decoding.windows import WindowOutputs
+from .. import __version__, registry
+from ..decoding.postprocess import available_decodings
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
-from ..inference import TrainedModel, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files
-from ..inference.tuning import TunedSettings, tune_for_model
+from ..inference import TrainedModel, threshold_key
 from ..io import atomic_write_json, finish_file_set
-from ..model_card import record_evaluation
 from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
-from .cells import DecodedCell, calibration_cell, decode_cell, pool, score_cell
+from .cells import DecodedCell, decode_cell, pool
 from .config import CompareConfig, RunSpec
 from .earlier_report import EarlierCells, load_earlier_cells
 from .models import obtain_model
-from .splits import Split, check_disjoint, cross_validation_folds, resolve_split
-
-
-@dataclass
-class Splits:
-    """The questions of one comparison: evaluation, tuning, and training (or the folds that replace it)."""
-
-    eval: Split
-    tune: Split | None
-    train: Split | None
-    folds: list[tuple[Split, Split]] | None = None
-    run_train: dict[str, Split] = field(default_factory=dict)  # runs with their own training questions
-
-    def train_for(self, run: RunSpec) -> Split:
-        return self.run_train.get(run.name, self.train)
+from .results import Cell, ComparisonResults
+from .scoring import cells_code_fingerprint, finish_cell, score_model, timed_windows, tuned_decoding
+from .splits import Splits, check_disjoint, cross_validation_folds, resolve_split
 
 
 def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
@@ -61,7 +44,7 @@ def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
         check_disjoint([named] + held_out)  # training splits may overlap (a learning curve's are nested)
     if not trained_on:
         check_disjoint(held_out)
-    if eval_split.version == "2.0" and (tune_split is None or tune_split.version != "2.0"):
+    if eval_split.kind.no_answer and (tune_split is None or not tune_split.kind.no_answer):
         raise ConfigError("a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on")
     folds = None
     if config.cross_validation:
@@ -80,8 +63,8 @@ def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: 
 
 def run_comparison(
     config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
-) -> dict[str, Any]:
-    """Everything the report needs, as plain data (arrays per question included).
+) -> ComparisonResults:
+    """Everything the report needs (arrays per question included).
 
     Finished work is reused: a model whose run record exists is not retrained, and the
     cells of a model already scored on the same questions with the same decoding options
@@ -106,20 +89,15 @@ def run_comparison(
             run_cells, browser_data = score(run, seed, config, splits, output_dir, progress)
             cells += run_cells
             browser.append({"run": run.name, "seed": seed, "data": browser_data})
-    return {
-        "config": config.to_dict(),
-        "package_version": __version__,
-        "code": code_fingerprint(),
-        "cells_from": earlier.describe(reused) if earlier else None,
-        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "train": splits.train.describe() if splits.train else None,
-        "run_train": {name: split.describe() for name, split in splits.run_train.items()},
-        "eval": {**splits.eval.describe(), "version": splits.eval.version, "metric": splits.eval.metric},
-        "tune": splits.tune.describe() if splits.tune else None,
-        "eval_examples": splits.eval.examples,
-        "cells": [{**cell, **{k: np.asarray(cell[k]) for k in ("em", "f1", "counts") if k in cell}} for cell in cells],
-        "browser": browser,
-    }
+    return ComparisonResults(
+        config=config.to_dict(), package_version=__version__, code=cells_code_fingerprint(),
+        cells_from=earlier.describe(reused) if earlier else None, date=time.strftime("%Y-%m-%d %H:%M:%S"),
+        train=splits.train.describe() if splits.train else None,
+        run_train={name: split.describe() for name, split in splits.run_train.items()},
+        eval={**splits.eval.describe(), "task": splits.eval.task}, tune=splits.tune.describe() if splits.tune else None,
+        eval_examples=splits.eval.examples, cells=[Cell.from_json(cell, f"{cell['run']}/{cell['decoding']}") for cell in cells],
+        browser=browser,
+    )
 
 
 def train_models(
@@ -155,7 +133,7 @@ def _score_trained_run(
     browser = load_browser_data(browser_cache) if model_cells is not None else None
     if model_cells is None or browser is None:
         trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
-        model_cells, browser = _score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress)
+        model_cells, browser = score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress)
         cache.parent.mkdir(parents=True, exist_ok=True)
         save_browser_data(browser, browser_cache)  # first: cached cells always have their browser data
         atomic_write_json(cache, model_cells)
@@ -176,7 +154,7 @@ def _score_folds(
         model_dirs.append(str(model_dir))
         trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
         outputs, inference = timed_windows(trained, held_out, progress)
-        tuned, _ = _tuned_decoding(trained, config.decode, splits.tune, progress)
+        tuned, _ = tuned_decoding(trained, config.decode, splits.tune, progress)
         decode_config = tuned.decode_config
         fold_settings.append((decode_config.bio_length_prior, tuned.thresholds, trained.precision))
         for decoding in available_decodings(run.train.heads):
@@ -187,7 +165,7 @@ def _score_folds(
         reused_all, partial_any = reused_all and reused, partial_any or partial
     cells = []
     for decoding, parts in decoded.items():
-        cell = _finish_cell(run, seed, decoding, pool(parts, splits.eval.ids), splits.eval, output_dir, model_dirs[0])
+        cell = finish_cell(run, seed, decoding, pool(parts, splits.eval.ids), splits.eval, output_dir, model_dirs[0])
         cells.append({**cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds,
                       **_fold_settings(fold_settings, decoding), "train_seconds": train_seconds, "train_seconds_partial": partial_any,
                       "reused_model": reused_all, "train_questions": len(splits.folds[0][0].examples)})
@@ -196,7 +174,7 @@ def _score_folds(
 
 def _fold_settings(folds: list[tuple[float | None, dict[str, float], str]], decoding: str) -> dict[str, Any]:
     """What each fold's model decoded with (its own tuned prior and threshold), and their means as the cell's."""
-    uses_prior = decoding in LENGTH_PRIOR_DECODINGS
+    uses_prior = registry.decoding(decoding).uses_length_prior
     priors = [prior if uses_prior else None for prior, _, _ in folds]
     thresholds = [tuned.get(threshold_key(decoding)) for _, tuned, _ in folds]
     mean = lambda values: None if None in values else float(np.mean(values))  # noqa: E731
@@ -204,101 +182,14 @@ def _fold_settings(folds: list[tuple[float | None, dict[str, float], str]], deco
             "fold_bio_length_priors": priors, "fold_thresholds": thresholds}
 
 
-def timed_windows(trained: TrainedModel, split: Split, progress: bool) -> tuple[WindowOutputs, float]:
-    started = time.perf_counter()
-    outputs = trained.windows(split.examples, progress=progress)
-    return outputs, time.perf_counter() - started
-
-
-def _tuned_decoding(
-    trained: TrainedModel, options: DecodeConfig, tune_split: Split | None, progress: bool
-) -> tuple[TunedSettings, bool | None]:
-    """The comparison's decoding options with what is tuned on the tuning split, by the package's one
-    policy (:func:`bio_mrc.inference.tuning.tune_for_model`). Without a tuning split, the prior and
-    calibrators saved with the model. Returns (tuned settings, whether the
-    model now stores them: None when nothing was tuned)."""
-    if tune_split is None:
-        return TunedSettings(trained.decode_config(options), calibration=trained.calibrators), None
-    tune_outputs = timed_windows(trained, tune_split, progress)[0]
-    tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, no_answer=tune_split.version == "2.0",
-                           multi_span_gold=tune_split.metric == "multispan")
-    if not (tuned.thresholds or tuned.settings):
-        return tuned, None
-    saved = save_tuned_settings(
-        trained.path, trained.model.config, tuned.thresholds, tuned.settings,
-        tuning_provenance(tune_split.description, tune_split.examples), overwrite=False,
-    )
-    return tuned, saved
-
-
-def _score_model(
-    trained: TrainedModel, run: RunSpec, seed: int, options: DecodeConfig, splits: Splits, eval_split: Split,
-    output_dir: Path, progress: bool,
-) -> tuple[list[dict[str, Any]], ModelBrowserData]:
-    """Every decoding of one trained model on the evaluation questions, tuned on the tuning questions;
-    and the model's browser data."""
-    outputs, inference_seconds = timed_windows(trained, eval_split, progress)
-    tuned, saved = _tuned_decoding(trained, options, splits.tune, progress)
-    decode_config = tuned.decode_config
-    cells, predictions = [], {}
-    for decoding in available_decodings(run.train.heads):
-        threshold = tuned.thresholds.get(threshold_key(decoding))
-        decoded = decode_cell(outputs, eval_split, decoding, decode_config, threshold)
-        predictions[decoding] = decoded.predictions
-        cell = _finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
-        cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold, "precision": trained.precision,
-                      "bio_length_prior": decode_config.bio_length_prior if decoding in LENGTH_PRIOR_DECODINGS else None,
-                      **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding), threshold)})
-        if saved is not None:
-            cells[-1]["tuning_saved_with_model"] = saved
-    # The model's card (README.md) shows these scores: kept in its evaluation record.
-    record_evaluation(trained.path, cells, {"eval": eval_split, "train": splits.train_for(run), "tune": splits.tune}, vars(options))
-    return cells, model_browser_data(outputs, eval_split.examples, predictions)
-
-
-def _finish_cell(
-    run: RunSpec, seed: int, decoding: str, decoded: DecodedCell, split: Split, output_dir: Path, model: str
-) -> dict[str, Any]:
-    """Write the cell's prediction files and score it."""
-    write_prediction_files(
-        decoded.predictions, output_dir / "predictions" / f"{run.name}-seed{seed}-{decoding}.json",
-        with_na_probs=split.version == "2.0", multi_span=split.metric == "multispan",
-    )
-    return {"run": run.name, "decoding": decoding, "seed": seed, "model_dir": model, **score_cell(split, decoded)}
-
-
 def _cells_key(config: CompareConfig, splits: Splits, run: RunSpec) -> str:
     """What a model's cells depend on besides the model: the questions, the decoding options, the precision
-    of the forward passes and the package's code (features, decoders and metrics that change between
-    versions change the cells)."""
+    of the forward passes and the code that scores them (:func:`bio_mrc.harness.scoring.cells_code_fingerprint`)."""
     blob = json.dumps({
         "decode": config.decode.__dict__, "eval": content_hash(splits.eval.examples), "precision": run.evaluation_precision,
-        "tune": content_hash(splits.tune.examples) if splits.tune else None, "code": code_fingerprint(),
+        "tune": content_hash(splits.tune.examples) if splits.tune else None, "code": cells_code_fingerprint(),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-
-# Modules a model's cells do not depend on: those that read or render reports, and those that train
-# the model (its folder, named by its options and questions, is the cells' other key). A change to them
-# leaves the cached cells valid.
-REPORT_ONLY_SOURCES = frozenset({"cli.py", "harness/report.py", "harness/earlier_report.py", "harness/summary.py", "harness/plots.py", "harness/stats.py", "harness/learning_curve.py",
-                                 "harness/selective.py", "metrics/selective.py", "harness/html_report.py",
-                                 "harness/browser_payload.py", "harness/markdown_html.py", "harness/training_loss.py"})
-TRAINING_ONLY_SOURCES = frozenset({"training/train.py", "training/config.py", "training/trainer.py", "training/checkpoints.py",
-                                   "training/saving.py", "training/__init__.py", "harness/models.py", "model_card.py",
-                                   "inference/during_training.py"})
-CELL_INDEPENDENT_SOURCES = REPORT_ONLY_SOURCES | TRAINING_ONLY_SOURCES
-
-
-@functools.lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """A hash of the package's Python sources that the cells depend on."""
-    package = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for source in sorted(package.rglob("*.py")):
-        if source.relative_to(package).as_posix() not in CELL_INDEPENDENT_SOURCES:
-            digest.update(source.read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def _read_cells(path: Path) -> list[dict[str, Any]] | None:
@@ -308,14 +199,14 @@ def _read_cells(path: Path) -> list[dict[str, Any]] | None:
 
 def compare(
     config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[ComparisonResults, dict[str, Any]]:
     """Run the comparison and write its report; returns (results, summary)."""
     from .report import REPORT_SET, token_counts, write_report
 
     finish_file_set(output_dir, REPORT_SET)  # a report set a kill left half moved in is completed first
     results = run_comparison(config, data_dir, output_dir, progress, cells_from)
     answer_tokens = context_tokens = None
-    if results["eval"]["metric"] == "squad":  # the breakdowns by length, in the model's tokens
+    if not registry.task(results["eval"]["task"]).multi_span_gold:  # the breakdowns by length, in the model's tokens
         tokenizer = load_tokenizer(_tokenizer_source(results["cells"], config))
         answer_tokens, context_tokens = token_counts(results["eval_examples"], tokenizer)
     summary = write_report(results, output_dir, answer_tokens, context_tokens)

@@ -54,13 +54,14 @@ from typing import Any, Iterator, Sequence
 
 from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_errors
 from ..data.errors import DataFormatError, read_json
+from .. import registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError
 from ..precision import PRECISIONS
 from ..training.train import TrainConfig
 
 PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv")
-DATA_FORMATS = ("squad", "multispanqa")
+DATA_FORMATS = registry.data_formats()
 
 
 # A comparison's and each run's name become folder and file names under the output folder.

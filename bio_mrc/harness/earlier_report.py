@@ -20,12 +20,14 @@ from typing import Any, Mapping
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError
 from .config import CompareConfig
+from .results import upgrade_report
 
 _OPENERS = {".xz": lzma.open, ".gz": gzip.open}
 
 
 def read_report(path: str | Path) -> dict[str, Any]:
-    """A ``report.json`` as ``compare`` writes it, plain or compressed (``.xz``, ``.gz``)."""
+    """A ``report.json`` as ``compare`` writes it, plain or compressed (``.xz``, ``.gz``), in this version's
+    form (an older form upgraded, a newer one refused: :func:`bio_mrc.harness.results.upgrade_report`)."""
     path = Path(path)
     opener = _OPENERS.get(path.suffix, open)
     try:
@@ -36,7 +38,7 @@ def read_report(path: str | Path) -> dict[str, Any]:
     missing = [key for key in ("config", "eval", "eval_ids", "cells") if key not in report]
     if missing or not isinstance(report["cells"], list):
         raise ConfigError(f"--cells-from {path}: not a bio_mrc comparison report (no {', '.join(missing) or 'list of cells'})")
-    return report
+    return upgrade_report(report, f"--cells-from {path}")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from .. import registry
 from ..io import atomic_write_text
 from .browser_data import model_browser_data
 from .browser_payload import BrowserCell, browser_payload, payload_json
@@ -73,7 +74,7 @@ def _default_pair(cells: Sequence[dict[str, Any]], contrasts: Sequence[dict[str,
 
 def comparison_payload(results: Mapping[str, Any], summary: Mapping[str, Any], groups: Mapping[str, Sequence[str]]) -> dict[str, Any] | None:
     """The browser's data of a SQuAD comparison (None for MultiSpanQA: no single answer to browse)."""
-    if results["eval"].get("metric") == "multispan" or not results["cells"]:
+    if registry.task(results["eval"]["task"]).multi_span_gold or not results["cells"]:
         return None
     models = [(entry["run"], entry["seed"], entry["data"]) for entry in results.get("browser", [])]
     where = {(run, seed): k for k, (run, seed, _) in enumerate(models)}

@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 Z_95 = 1.959963984540054  # a 95% normal interval is ± Z_95 standard errors
+GAP_DECODINGS = ("bio", "span")  # the gap the curve follows: the BIO decoding minus the span decoding of one model
 
 
 def learning_curve(
@@ -50,12 +51,12 @@ def _runs_with_both(points: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapp
     for point in points:
         decodings.setdefault(point["run"], set()).add(point["decoding"])
         first.setdefault(point["run"], point)
-    return [(run, first[run]) for run in first if {"bio", "span"} <= decodings[run]]
+    return [(run, first[run]) for run in first if set(GAP_DECODINGS) <= decodings[run]]
 
 
 def _gap(run: str, train_questions: int, comparisons: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``run``'s BIO − span paired difference, from whichever order the comparison holds it in."""
-    bio, span = f"{run}/bio", f"{run}/span"
+    bio, span = (f"{run}/{decoding}" for decoding in GAP_DECODINGS)
     for c in comparisons:
         if (c["a"], c["b"]) in ((bio, span), (span, bio)):
             sign = 1.0 if c["a"] == bio else -1.0

@@ -106,7 +106,7 @@ def plot_breakdown(
     small = np.array([counts[g] < SMALL_GROUP for g in groups])
     panels = _panels(list(breakdown_for_one_axis))
     faceted = len(panels) > 1
-    decodings = list(dict.fromkeys(l.rsplit("/", 1)[-1] if faceted else l for l in breakdown_for_one_axis))
+    decodings = list(dict.fromkeys(label.rsplit("/", 1)[-1] if faceted else label for label in breakdown_for_one_axis))
     fig, axes = _grid(len(panels), (max(4.5, 0.8 * len(groups) + 1.5), 3.8))
     for ax, (run, labels) in zip(axes, panels.items()):
         for label in labels:
@@ -236,7 +236,7 @@ def plot_risk_coverage(curves: Mapping[str, Mapping[str, Mapping[str, Any]]], ta
         raise ValueError("nothing to plot")
     panels = _panels(list(raw))
     faceted = len(panels) > 1
-    decodings = list(dict.fromkeys(l.rsplit("/", 1)[-1] if faceted else l for l in raw))
+    decodings = list(dict.fromkeys(label.rsplit("/", 1)[-1] if faceted else label for label in raw))
     fig, axes = _grid(len(panels), (4.4, 3.8))
     for k, (ax, (run, labels)) in enumerate(zip(axes, panels.items())):
         for label in labels:

@@ -9,11 +9,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import registry
 from ..io import atomic_write_json, atomic_write_text, replaced_together
-from ..metrics.multispan import METRIC_NAMES
 from ..types import Example
 from .html_report import write_html_report
 from .learning_curve import learning_curve_section
+from .results import ComparisonResults
 from .selective import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
 from .summary import MIXED_RESAMPLING, cell_label, question_groups, summarise
@@ -56,25 +57,36 @@ def _partial_time_note(summary: dict[str, Any]) -> str:
 
 
 def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> str:
-    """``report.md``: what was compared, the scores, the contrasts, each cell's interval, tags, breakdowns,
-    any further figures, the config."""
-    lines = [*_header_lines(results), "", "## Scores", "", *_score_table(results, summary), "",
-             "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
-             "decode time is that decoding alone. With several seeds, cells are mean ± sd." + _partial_time_note(summary), "",
-             *_abstain_section(summary), *learning_curve_section(summary.get("learning_curve"), plots.get(LEARNING_CURVE_PLOT)),
-             *_contrast_section(results, summary),
-             *_interval_section(results, summary, plots), *_tag_table(summary),
-             *_calibration_section(summary, plots), *selective_section(summary.get("selective"), plots.get(RISK_COVERAGE_PLOT)),
-             *_breakdown_sections(summary, plots), *training_loss_section(plots.get(TRAINING_LOSS_PLOT)),
-             *_figure_sections(summary, plots)]
-    lines += ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
-              json.dumps(results["config"], indent=2), "```", ""]
-    return "\n".join(lines)
+    """``report.md``: its sections (:data:`SECTIONS`) in order."""
+    return "\n".join(line for section in SECTIONS for line in section(results, summary, plots))
 
 
-def _header_lines(results: dict[str, Any]) -> list[str]:
+def _scores_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    return ["", "## Scores", "", *_score_table(results, summary), "",
+            "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
+            "decode time is that decoding alone. With several seeds, cells are mean ± sd." + _partial_time_note(summary), ""]
+
+
+def _learning_curve_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    return learning_curve_section(summary.get("learning_curve"), plots.get(LEARNING_CURVE_PLOT))
+
+
+def _selective_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    return selective_section(summary.get("selective"), plots.get(RISK_COVERAGE_PLOT))
+
+
+def _training_loss_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    return training_loss_section(plots.get(TRAINING_LOSS_PLOT))
+
+
+def _configuration_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    return ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
+            json.dumps(results["config"], indent=2), "```", ""]
+
+
+def _header_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     config, evaluation = results["config"], results["eval"]
-    multispan = evaluation.get("metric") == "multispan"
+    task = registry.task(evaluation["task"])
     lines = [
         f"# Comparison report: {config['name']}", "", config.get("description", ""), "",
         f"- Date: {results['date']}; bio_mrc {results['package_version']}; seeds {config['seeds']}",
@@ -91,12 +103,11 @@ def _header_lines(results: dict[str, Any]) -> list[str]:
         cv = config["cross_validation"]
         lines.append(f"- Train: {cv['folds']}-fold cross-validation over the evaluation questions (seed {cv['seed']}): "
                      "every question is predicted by the model that did not train on it")
-    metric = "MultiSpanQA official metrics (micro-averaged over spans)" if multispan else f"SQuAD v{evaluation['version']} official metrics"
-    lines.append(f"- Evaluation: {evaluation['description']}: {evaluation['questions']} questions, {metric} "
+    lines.append(f"- Evaluation: {evaluation['description']}: {evaluation['questions']} questions, {task.title} "
                  f"(ids hash `{evaluation['question_hash']}`, the same questions for every cell)")
     lines += _earlier_cells_lines(results.get("cells_from"))
     if results.get("tune"):
-        tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if evaluation["version"] == "2.0" else "")
+        tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if task.no_answer else "")
         lines.append(f"- Tuned on {results['tune']['description']}: {results['tune']['questions']} questions ({tuned})")
     return lines
 
@@ -113,8 +124,8 @@ def _earlier_cells_lines(cells_from: dict[str, Any] | None) -> list[str]:
 
 
 def _score_table(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
-    v2 = results["eval"]["version"] == "2.0"
-    metrics = list(METRIC_NAMES) if results["eval"].get("metric") == "multispan" else ["em", "f1"]
+    task = registry.task(results["eval"]["task"])
+    v2, metrics = task.no_answer, list(task.metrics)
     subsets = ["HasAns_em", "HasAns_f1", "NoAns_em", "NoAns_f1"] if v2 else []
     head = ["run", "decoding", *(_METRIC_TITLES[m] for m in metrics), "BIO β", *(_METRIC_TITLES[m] for m in subsets),
             *(["threshold"] if v2 else []), "train s", "inference s", "decode s"]
@@ -138,10 +149,9 @@ _METRIC_TITLES = {
 
 
 def _what(results: dict[str, Any], short: bool = False) -> str:
-    """The score the statistics are about: F1 (SQuAD) or MultiSpanQA's EM F1 (micro-averaged)."""
-    if results["eval"].get("metric") != "multispan":
-        return "F1"
-    return "EM F1" if short else "EM F1 of the summed span counts"
+    """The score the statistics are about, the task's main statistic: F1 (SQuAD) or MultiSpanQA's EM F1 (micro-averaged)."""
+    task = registry.task(results["eval"]["task"])
+    return task.statistic_title + ("" if short or not task.multi_span_gold else " of the summed span counts")
 
 
 def _resampling_text(summary: dict[str, Any]) -> tuple[str, str]:
@@ -166,7 +176,7 @@ def _interval_resampling(summary: dict[str, Any]) -> str:
     return "over each cell's seeds × questions" if summary["resampling"] == MIXED_RESAMPLING else _resampling_text(summary)[0]
 
 
-def _contrast_section(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
+def _contrast_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """The contrasts the comparison is about, with p-values adjusted for their family (Holm)."""
     how, sentence = _resampling_text(summary)
     baseline = summary["baseline"]
@@ -212,7 +222,7 @@ def _interval_section(results: dict[str, Any], summary: dict[str, Any], plots: d
     return lines
 
 
-def _abstain_section(summary: dict[str, Any]) -> list[str]:
+def _abstain_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """SQuAD 2.0: every cell against always abstaining on the same questions."""
     reference = summary.get("always_abstain")
     if not reference:
@@ -226,7 +236,7 @@ def _abstain_section(summary: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def _tag_table(summary: dict[str, Any]) -> list[str]:
+def _tag_table(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     tagged = [r for r in summary["rows"] if "tag_scores" in r]
     if not tagged:
         return []
@@ -238,7 +248,7 @@ def _tag_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _breakdown_sections(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     from .stats import SMALL_GROUP
 
     lines = []
@@ -249,7 +259,7 @@ def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[
                   "", "| group | n | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
         for group in group_names:
             n = table[labels[0]][group]["n"]
-            cells = (table[l][group] for l in labels)
+            cells = (table[label][group] for label in labels)
             lines.append(f"| {group} | {n}{' †' if n < SMALL_GROUP else ''} | "
                          + " | ".join(f"{c['mean']:.2f} [{c['ci_low']:.1f}, {c['ci_high']:.1f}]" for c in cells) + " |")
         if name in plots:
@@ -257,7 +267,7 @@ def _breakdown_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[
     return lines
 
 
-def _figure_sections(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _figure_sections(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Figures no other section shows (e.g. calibration diagrams added to :func:`write_plots`), under their titles."""
     shown = {CELL_PLOT, CALIBRATION_PLOT, LEARNING_CURVE_PLOT, RISK_COVERAGE_PLOT, TRAINING_LOSS_PLOT, *summary["breakdowns"]}
     lines = []
@@ -307,7 +317,7 @@ def _reliability_diagrams(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return diagrams
 
 
-def _calibration_section(summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _calibration_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     rows = [r for r in summary["rows"] if "ece" in r]
     if not rows:
         return []
@@ -324,25 +334,28 @@ def _calibration_section(summary: dict[str, Any], plots: dict[str, str]) -> list
     return lines
 
 
+# The sections of report.md in order, each ``(results, summary, plots) -> Markdown lines`` (none where it does
+# not apply): a new section is a function of that form, added here (its figure, if any, in write_plots).
+SECTIONS = (_header_section, _scores_section, _abstain_section, _learning_curve_section, _contrast_section, _interval_section,
+            _tag_table, _calibration_section, _selective_section, _breakdown_sections, _training_loss_section, _figure_sections,
+            _configuration_section)
+
 REPORT_SET = "report"  # report.json, report.md, report.html and the plots: replaced as one set
 
 
-def write_report(results: dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> dict[str, Any]:
+def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> dict[str, Any]:
     """Write ``report.json``, ``report.md``, the plots and ``report.html`` (the report and a question
     browser in one self-contained file); return the summary. The browser's data (``results["browser"]``,
     per-word probabilities among it) stays out of ``report.json``."""
+    results = ComparisonResults.coerce(results)
     summary = summarise(results, answer_tokens, context_tokens)
     with replaced_together(output_dir, REPORT_SET) as staging:  # a crash or kill leaves the old report or the new one
         plots = write_plots(results, summary, staging)
-        serialisable = {k: v for k, v in results.items() if k not in ("cells", "eval_examples", "browser")}
-        serialisable["cells"] = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in c.items()} for c in results["cells"]]
-        serialisable["eval_ids"] = [ex.id for ex in results["eval_examples"]]
-        serialisable["summary"] = summary
-        atomic_write_json(staging / "report.json", serialisable, indent=1, default=float)
+        atomic_write_json(staging / "report.json", results.report_json(summary), indent=1, default=float)
         markdown = render_markdown(results, summary, plots)
         atomic_write_text(staging / "report.md", markdown)
-        squad = results["eval"].get("metric") != "multispan"
-        groups = question_groups(results["eval_examples"], answer_tokens, context_tokens, results["eval"]["version"] == "2.0") if squad else {}
+        task = registry.task(results["eval"]["task"])
+        groups = {} if task.multi_span_gold else question_groups(results["eval_examples"], answer_tokens, context_tokens, task.no_answer)
         write_html_report(results, summary, markdown, staging, groups)
     return summary
 

@@ -111,7 +111,8 @@ def selective_section(selective: dict[str, Any] | None, plot: str | None) -> lis
     for label, kinds in selective["cells"].items():
         for kind, m in kinds.items():
             lines.append(f"| {label} | {kind} | {format_present(m['aurc'], 3)} | {format_present(m['excess_aurc'], 3)} | "
-                         f"{format_present(m['coverage_at_80'], 1, 100)}% | {format_present(m['coverage_at_90'], 1, 100)}% | {format_present(m['ece'], 3)} | {format_present(m['ice_wrong'], 3)} | "
+                         f"{format_present(m['coverage_at_80'], 1, 100)}% | {format_present(m['coverage_at_90'], 1, 100)}% | "
+                         f"{format_present(m['ece'], 3)} | {format_present(m['ice_wrong'], 3)} | "
                          f"{format_present(m['macro_ce'], 3)} |")
     if selective["contrasts"]:
         lines += ["", "AURC of the contrasts, A − B (negative: A ranks its answers better), 95% paired bootstrap over the "

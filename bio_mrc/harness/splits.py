@@ -3,61 +3,87 @@ files, and k folds for cross-validation; the same entry always gives the same qu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..data.multispanqa import multispan_gold_texts
+from .. import registry
 from ..data.sources import locate
 from ..data.splits import kfold_by_question, question_set_hash, split_by_article
-from ..data.squad import gold_texts, load_squad
+from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError
 from ..types import Example
-from .config import DataSpec
+from .config import DataSpec, RunSpec
 
 
 @dataclass
 class Split:
-    """Questions and how they are scored: ``metric`` is ``"squad"`` (official SQuAD ``version``
-    1.1 or 2.0) or ``"multispan"`` (MultiSpanQA's official metrics)."""
+    """Questions and how they are scored: ``task`` names a registered task (:mod:`bio_mrc.registry`:
+    SQuAD v1.1, SQuAD v2.0, MultiSpanQA)."""
 
     examples: list[Example]
-    version: str
+    task: str
     description: str
-    metric: str = "squad"
+
+    @property
+    def kind(self) -> registry.TaskEntry:
+        return registry.task(self.task)
+
+    @property
+    def version(self) -> str | None:
+        """The official SQuAD scorer's version (None for a task scored otherwise)."""
+        return self.kind.squad_version
 
     @property
     def gold(self) -> dict[str, list[str]]:
-        """SQuAD gold (one text per annotator) or MultiSpanQA gold (every span's text)."""
-        return multispan_gold_texts(self.examples) if self.metric == "multispan" else gold_texts(self.examples)
+        """The task's gold texts: SQuAD's one text per annotator, MultiSpanQA's every span's text."""
+        return registry.resolve(self.kind.gold)(self.examples)
 
     @property
     def ids(self) -> list[str]:
         return [ex.id for ex in self.examples]
 
     def subset(self, examples: list[Example], description: str) -> "Split":
-        return Split(examples, self.version, description, self.metric)
+        return Split(examples, self.task, description)
 
     def describe(self) -> dict[str, Any]:
         return {"description": self.description, "questions": len(self.examples), "question_hash": question_set_hash(self.examples)}
 
 
+@dataclass
+class Splits:
+    """The questions of one comparison: evaluation, tuning, and training (or the folds that replace it)."""
+
+    eval: Split
+    tune: Split | None
+    train: Split | None
+    folds: list[tuple[Split, Split]] | None = None
+    run_train: dict[str, Split] = field(default_factory=dict)  # runs with their own training questions
+
+    def train_for(self, run: RunSpec) -> Split:
+        return self.run_train.get(run.name, self.train)
+
+
 def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
     """The questions a data entry names; the same entry always gives the same questions."""
-    # any form load_squad reads: a file, JSON Lines, a table, a saved dataset (FOLDER:SPLIT) under data_dir, or a hub id
-    data = load_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
-                      data_format="multispanqa" if spec.format == "multispanqa" else None)
-    examples, is_v2 = data.examples, data.is_v2
+    task = registry.task_for(spec.format, False)
+    if task.load is not None:  # a task whose data the format table does not read
+        path = Path(spec.path) if Path(spec.path).is_absolute() else data_dir / spec.path
+        examples, is_v2, detected = registry.resolve(task.load)(path), False, spec.format
+    else:
+        # any form load_squad reads: a file, JSON Lines, a table, MRQA, MultiSpanQA, a saved dataset (FOLDER:SPLIT) under
+        # data_dir, or a hub id; a multi-span task's "format" insists on its layout, a SQuAD one takes any SQuAD-shaped form
+        data = load_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
+                          data_format=spec.format if task.multi_span_gold else None)
+        examples, is_v2, detected = data.examples, data.is_v2, data.format
     if spec.split:
         examples = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))[spec.split["part"]]
     examples = examples[spec.skip : spec.skip + spec.limit if spec.limit else None]
     if spec.unanswerable_ratio:
         examples = add_unanswerable(examples, spec.unanswerable_ratio, seed=spec.split.get("seed", 0) if spec.split else 0)
-    if data.format == "multispanqa":
-        return Split(examples, "multispan", spec.describe(), metric="multispan")
-    version = "2.0" if is_v2 or any(not ex.is_answerable for ex in examples) else "1.1"
-    return Split(examples, version, spec.describe())
+    task = registry.task_of_data(detected, is_v2 or any(not ex.is_answerable for ex in examples))
+    return Split(examples, task.name, spec.describe())
 
 
 def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Split, Split]]:

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import registry
 from ..metrics.multispan import METRIC_NAMES, f1_from_count_sums, metrics_from_counts
 from ..metrics.squad import normalize_answer
 from ..types import Example
@@ -39,14 +40,15 @@ def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context
     for cell in results["cells"]:
         grouped.setdefault(cell_label(cell), []).append(cell)
     answers = {label: cells[0]["answers"] for label, cells in grouped.items()}
-    if results["eval"].get("metric") == "multispan":
+    task = registry.task(results["eval"]["task"])
+    if task.multi_span_gold:
         rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
         counts = {label: np.array([c["counts"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
         seeds = {label: [c["seed"] for c in cells] for label, cells in grouped.items()}
         return {"rows": rows, **statistics(results["config"], counts, answers, f1_from_count_sums, seeds), "breakdowns": {}}
     examples: list[Example] = results["eval_examples"]
     has_answer = np.array([ex.is_answerable for ex in examples])
-    v2 = results["eval"]["version"] == "2.0"
+    v2 = task.no_answer
     rows = [_squad_row(label, cells, has_answer if v2 else None) for label, cells in grouped.items()]
     f1_by_seed = {label: np.array([c["f1"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
     seeds = {label: [c["seed"] for c in cells] for label, cells in grouped.items()}

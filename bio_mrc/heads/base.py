@@ -33,6 +33,9 @@ class Head(nn.Module):
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:  # pragma: no cover
         raise NotImplementedError
 
+    def reset_bias(self) -> None:
+        """Set the initial bias the head starts training from (after the model's plain init); none by default."""
+
     def loss(
         self,
         logits: Any,

@@ -138,3 +138,12 @@ class BIOHead(Head):
         picked = log_probs.gather(-1, tags.clamp(min=0))  # (batch, seq, K)
         sequence_log_prob = (picked * mask.unsqueeze(-1)).sum(1).masked_fill(~present, float("-inf"))
         return -torch.logsumexp(sequence_log_prob, dim=-1)
+
+
+def build_bio_head(config, hidden_size: int) -> BIOHead:
+    """The BIO head a model config asks for (the registry's builder): reduction, tag prior and class weights."""
+    return BIOHead(
+        hidden_size, config.head_dropout, config.bio_loss_reduction,
+        tuple(config.bio_prior) if config.bio_prior else None,
+        tuple(config.bio_class_weights) if config.bio_class_weights else None,
+    )

@@ -74,3 +74,8 @@ class SpanHead(Head):
                 raise ValueError(f"{name} must be {expected}, got {tuple(target.shape)} {target.dtype}")
         if attention_mask is not None:
             check_batch_seq("attention_mask", attention_mask, start.shape)
+
+
+def build_span_head(config, hidden_size: int) -> SpanHead:
+    """The span head a model config asks for (the registry's builder)."""
+    return SpanHead(hidden_size, config.head_dropout)

@@ -6,6 +6,7 @@ import math
 from dataclasses import replace
 from typing import Mapping, Sequence
 
+from .. import registry
 from ..decoding.multispan import MIN_SPAN_PROBABILITY, nbest_multi_span
 from ..decoding.postprocess import DecodeConfig, decode
 from ..decoding.windows import WindowOutputs
@@ -15,9 +16,8 @@ from .calibration import calibrated_probability, raw_confidence
 
 def threshold_key(decoding: str) -> str:
     """Where a decoding's tuned threshold is saved: one per no-answer score, since a
-    threshold tuned on one score means nothing for another (``bio/ratio`` is the tag
-    log-likelihood ratio; a ``bio`` key saved by older versions is another score)."""
-    return "bio/ratio" if decoding == "bio" else decoding
+    threshold tuned on one score means nothing for another."""
+    return registry.decoding(decoding).threshold_key
 
 
 def apply_no_answer_threshold(predictions: Sequence[Prediction], threshold: float | None) -> list[Prediction]:
@@ -56,11 +56,12 @@ def decode_answers(
     BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for the others.
     Each carries its raw ``confidence`` in its answer (an abstention included) and, with a calibrator
     for the decoding, the ``probability`` that the answer is right."""
-    config = replace(config, multi_span=multi_span and decoding == "bio")
+    own_rule = registry.decoding(decoding).decodes_tags  # its multi-span answers come from the decoder itself
+    config = replace(config, multi_span=multi_span and own_rule)
     predictions = decode_with_thresholds(outputs, examples, decoding, config, thresholds)
     threshold = (thresholds or {}).get(threshold_key(decoding))
     add_confidence(predictions, decoding, (calibrators or {}).get(decoding), threshold)  # before n-best scores become shares
-    return nbest_multi_span(predictions, min_span_probability) if multi_span and decoding != "bio" else predictions
+    return nbest_multi_span(predictions, min_span_probability) if multi_span and not own_rule else predictions
 
 
 def add_confidence(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping | None, threshold: float | None = None) -> None:

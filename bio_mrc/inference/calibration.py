@@ -12,17 +12,13 @@ coverage at 80% accuracy 3% -> 45% with the 10,000-question model; ``benchmarks/
 
 On SQuAD 2.0 the answer given may be an abstention, right where the question has no answer, so the
 confidence there is in the answer given, abstentions included (:func:`raw_confidence` with the
-decoding's no-answer threshold, which the calibrator saves). Earlier versions scored the best span
-whether or not the decoding abstained, so every abstention on an unanswerable question counted as
-a wrong answer; their SQuAD 2.0 calibrators (without ``no_answer_threshold``) still apply to that.
+decoding's no-answer threshold, which the calibrator saves).
 
 Beta calibration (Kull et al., AISTATS 2017) maps raw to calibrated confidence: a logistic regression
 (scikit-learn) on ``ln p`` and ``-ln(1 - p)``, three numbers saved in the model's config. It is
 monotone (a negative weight is dropped and the other refitted), so it keeps the raw score's ranking and
-the coverage a threshold reaches, where the isotonic steps of earlier versions tied the most confident
-answers together; and its three parameters carry over to other articles at least as well (ECE on
-held-out articles in ``benchmarks/RESULTS.md``). Calibrators that earlier versions saved (isotonic
-knots ``x``, ``y``) still apply, to the raw score they were fitted on.
+the coverage a threshold reaches, and its three parameters carry over to other articles (ECE on
+held-out articles in ``benchmarks/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -64,14 +60,6 @@ def raw_confidence(predictions: Sequence[Prediction], threshold: float | None = 
     return np.where(np.isnan(no_answer), shares, confidence)  # a decoding without a no-answer score never abstains
 
 
-def _legacy_raw_confidence(predictions: Sequence[Prediction], decoding: str) -> np.ndarray:
-    """The raw score an isotonic calibrator of an earlier version was fitted on (BIO: ``sigmoid(r)``)."""
-    if decoding != "bio":
-        return raw_confidence(predictions)
-    ratios = [p.spans[0].score if p.spans else -math.inf for p in predictions]
-    return np.array([1.0 / (1.0 + math.exp(-r)) if r > -700 else 0.0 for r in ratios])
-
-
 def answer_is_right(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]], version: str) -> np.ndarray:
     """1 where the answer given (the best span, or "" when abstaining) has official F1 above 0.5
     (``CORRECT_IF``), else 0: an abstention is right on an unanswerable SQuAD 2.0 question."""
@@ -106,9 +94,10 @@ def fit_calibrator(raw: np.ndarray, right: np.ndarray) -> dict[str, Any]:
 
 
 def calibrate(raw: np.ndarray, calibrator: Mapping[str, Any]) -> np.ndarray:
-    """Calibrated confidence of raw confidences (an earlier version's isotonic knots: its step function)."""
+    """Calibrated confidence of raw confidences; a calibrator of another method is refused (tune the model again)."""
     if calibrator.get("method") != "beta":
-        return np.interp(np.asarray(raw, dtype=np.float64), calibrator["x"], calibrator["y"])
+        raise ValueError(f"a calibrator of method {calibrator.get('method')!r} is not beta calibration: "
+                         "tune the model again (bio-mrc tune) to fit its calibrators")
     logit = _beta_features(raw) @ np.array([calibrator["a"], calibrator["b"]]) + calibrator["c"]
     return 1.0 / (1.0 + np.exp(-logit))
 
@@ -116,6 +105,4 @@ def calibrate(raw: np.ndarray, calibrator: Mapping[str, Any]) -> np.ndarray:
 def calibrated_probability(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping[str, Any]) -> np.ndarray:
     """Each prediction's probability that its answer is right, from the calibrator of its decoding
     (one fitted with a no-answer threshold scores abstentions with the threshold it was fitted at)."""
-    legacy = calibrator.get("method") != "beta"
-    return calibrate(_legacy_raw_confidence(predictions, decoding) if legacy
-                     else raw_confidence(predictions, calibrator.get("no_answer_threshold")), calibrator)
+    return calibrate(raw_confidence(predictions, calibrator.get("no_answer_threshold")), calibrator)

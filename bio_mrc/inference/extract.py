@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence, overload
 
+from .. import registry
 from ..data.text import check_text
 from ..decoding.multispan import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
@@ -26,8 +27,7 @@ def choose_decoding(available: Sequence[str], decoding: str, multi_span: bool) -
     """``auto`` -> the best decoding the model's heads allow (BIO for multi-span, else joint);
     a decoding the heads cannot do is refused rather than silently replaced."""
     if decoding == "auto":
-        preferred = ("bio", "joint", "span") if multi_span else ("joint", "span", "bio")
-        decoding = next(d for d in preferred if d in available)
+        decoding = registry.preferred_decoding(available, multi_span)
     if decoding not in available:
         raise ValueError(f"decoding {decoding!r} needs heads this model lacks; it offers {list(available)}")
     return decoding

@@ -16,6 +16,7 @@ from datasets import Dataset
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
+from .. import registry
 from ..decoding.windows import WindowOutputs
 from ..features.ragged import RaggedColumn
 from ..features.windows import FeatureConfig, build_features
@@ -23,9 +24,8 @@ from ..model import BioMrcForQuestionAnswering
 from ..precision import autocast, resolve_precision
 from ..types import Example
 
-# The encoder inputs a window carries, and each head's logits in the order exports keep them.
+# The encoder inputs a window carries (each head's logits: bio_mrc.registry).
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-HEAD_OUTPUTS = {"span": ("start_logits", "end_logits"), "bio": ("bio_logits",)}
 # Windows per forward batch. On CPU, batches of 16 length-sorted windows ran 1.14x faster than 64
 # (bench_inference.py --levers; their activations stay in cache); on a GPU pass a larger one.
 INFERENCE_BATCH_SIZE = 16
@@ -37,7 +37,7 @@ class WindowRunner(Protocol):
 
     ``__call__`` gets one padded batch (``input_ids``, ``attention_mask`` and, when the windows
     have them, ``token_type_ids``; int64 tensors of shape (batch, seq)) and returns numpy float32
-    arrays named as in :data:`HEAD_OUTPUTS` for every head in ``heads``.
+    arrays named as the registry's heads name their outputs, for every head in ``heads``.
     """
 
     heads: Collection[str]
@@ -59,7 +59,7 @@ class TorchRunner:
     def __call__(self, batch: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
         with autocast(self.precision, self.device):
             out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
-        return {name: getattr(out, name).float().cpu().numpy() for head in self.heads for name in HEAD_OUTPUTS[head]}
+        return {name: getattr(out, name).float().cpu().numpy() for name in registry.head_outputs(self.heads)}
 
 
 def as_runner(model: BioMrcForQuestionAnswering | WindowRunner, precision: str | None = None) -> WindowRunner:
@@ -96,12 +96,9 @@ def window_logits(
     inputs = {name: RaggedColumn.from_dataset(features, name) for name in ENCODER_INPUTS if name in features.column_names}
     lengths = inputs["input_ids"].lengths
     n, width = len(lengths), int(lengths.max(initial=1))
-    arrays = {}
-    if "span" in runner.heads:
-        arrays["start_logits"] = np.full((n, width), -np.inf, dtype=np.float32)
-        arrays["end_logits"] = arrays["start_logits"].copy()
-    if "bio" in runner.heads:
-        arrays["bio_logits"] = np.zeros((n, width, 3), dtype=np.float32)
+    entries = [registry.head(head) for head in runner.heads]
+    arrays = {name: np.full((n, width, *dims), entry.pad, dtype=np.float32)
+              for entry in entries for name, dims in zip(entry.outputs, entry.output_dims)}
     order = np.argsort(-lengths, kind="stable")
     for begin in tqdm(range(0, n, batch_size), desc="inference", disable=not progress, unit="batch"):
         rows = order[begin : begin + batch_size]

@@ -15,7 +15,7 @@ from ..decoding.windows import WindowOutputs
 from ..encoders import load_tokenizer
 from ..errors import ModelFormatError
 from ..features.windows import FeatureConfig
-from ..model import MODEL_FORMAT, RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
+from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..precision import DEFAULT_PRECISION, check_precision, default_device
 from ..progress import progress_bars
 from ..types import Example
@@ -100,19 +100,12 @@ def forward_precision(precision: str | None, onnx: bool, where: str) -> str:
 
 
 def window_settings(config: BioMrcConfig, model_dir: Path) -> FeatureConfig:
-    """The windows the model was trained with: from its config, or, for a folder saved before
-    they moved there, from the run record training left beside it. Neither is an error."""
+    """The windows the model was trained with, from its config; a config without them is refused."""
     values = {name: getattr(config, name, None) for name in WINDOW_SETTINGS}
-    if any(value is None for value in values.values()):
-        record = read_json(model_dir / RUN_FILE) if (model_dir / RUN_FILE).is_file() else None
-        saved = record.get("train", {}) if isinstance(record, dict) else {}
-        if not all(isinstance(saved.get(name), int) for name in WINDOW_SETTINGS):
-            missing = [name for name, value in values.items() if value is None]
-            raise ModelFormatError(
-                f"config.json lacks the window settings {missing} and there is no {RUN_FILE} with them: "
-                "set them in config.json (the values the model was trained with)", str(model_dir),
-            )
-        values = {name: saved[name] for name in WINDOW_SETTINGS}
+    missing = [name for name, value in values.items() if value is None]
+    if missing:
+        raise ModelFormatError(f"config.json lacks the window settings {missing}: set them in config.json "
+                               "(the values the model was trained with, in its bio_mrc_run.json)", str(model_dir))
     return FeatureConfig(**values, tag_level=config.tag_level)
 
 

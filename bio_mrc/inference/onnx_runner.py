@@ -19,11 +19,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from .. import __version__
+from .. import __version__, registry
 from ..data.errors import read_json
 from ..errors import ModelFormatError
 from ..model import BioMrcConfig
-from .forward import HEAD_OUTPUTS
 
 ONNX_FILE = "model.onnx"
 EXPORT_FILE = "bio_mrc_export.json"  # the format marker, written last: an export without it is unfinished
@@ -40,8 +39,8 @@ def require(module: str, purpose: str, source: str | None = None) -> Any:
 
 
 def head_outputs(heads: Sequence[str]) -> list[str]:
-    """The exported graph's outputs, in a fixed order: the span head's start and end logits, then BIO."""
-    return [name for head in ("span", "bio") if head in heads for name in HEAD_OUTPUTS[head]]
+    """The exported graph's outputs, in the registry's fixed order (the span head's start and end logits, then BIO)."""
+    return registry.head_outputs(heads)
 
 
 class OnnxModel:

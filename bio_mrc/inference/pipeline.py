@@ -38,6 +38,7 @@ import numpy as np
 from transformers import AutoModelForQuestionAnswering, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
+from .. import registry
 from ..decoding.windows import log_softmax
 from ..errors import DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
@@ -228,7 +229,7 @@ def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: 
 def span_probabilities(prediction: Prediction, decoding: str, multi_span: bool) -> list[float]:
     """Each span's ``score`` as the module docstring defines it, from the decoder's own score."""
     scores = np.array([s.score for s in prediction.spans], dtype=np.float64)
-    if decoding == "bio" and multi_span:
+    if multi_span and registry.decoding(decoding).decodes_tags:
         return (1.0 / (1.0 + np.exp(-np.maximum(scores, -700.0)))).tolist()
     if multi_span:  # nbest_multi_span has already made them n-best probabilities
         return scores.tolist()

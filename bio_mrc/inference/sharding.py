@@ -63,3 +63,6 @@ class Shard:
     def close(self) -> None:
         if self.world > 1 and dist.is_initialized():
             dist.destroy_process_group()
+
+
+SINGLE_PROCESS = Shard()  # rank 0 of 1: the default where no launcher started several processes

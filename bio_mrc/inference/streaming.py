@@ -30,7 +30,7 @@ from .answers import decode_answers
 from .files import answer_record, write_files_from_stream
 from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel
-from .sharding import Shard
+from .sharding import Shard, SINGLE_PROCESS
 
 # Questions per chunk: large enough that windows batch well by length, small enough to hold at once.
 DEFAULT_CHUNK_SIZE = 1000
@@ -78,7 +78,7 @@ def chunked(items: Iterable, size: int) -> Iterator[list]:
 
 def stream_answers(
     trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, sink: TextIO | None,
-    shard: Shard = Shard(), done: Sequence[str] = (), bar: tqdm | None = None,
+    shard: Shard = SINGLE_PROCESS, done: Sequence[str] = (), bar: tqdm | None = None,
 ) -> None:
     """Answer ``questions`` chunk by chunk into ``sink`` (rank 0's; other ranks pass None), each chunk flushed
     as it is written. ``done``: the ids of the leading whole chunks already in the sink (see :func:`resume_point`);
@@ -142,7 +142,7 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int) -> lis
 
 def predict_to_files(
     trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, output: str | Path, resume: bool = False,
-    shard: Shard = Shard(), total: int | None = None, progress: bool = False,
+    shard: Shard = SINGLE_PROCESS, total: int | None = None, progress: bool = False,
 ) -> dict[str, dict[str, Path]]:
     """Answer ``questions`` into the answers stream beside ``output``, then write each decoding's official, n-best
     and ``na_prob`` files from it (rank 0; every rank of ``shard`` calls this). ``output`` ``-``: the stream goes

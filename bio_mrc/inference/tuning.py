@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from .. import registry
 from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, decode, decode_merged_tags, merge_tag_log_probs
 from ..decoding.windows import MergedTokens, WindowOutputs
@@ -102,10 +103,11 @@ def tune_for_model(
     no_answer: bool, multi_span_gold: bool = False, decodings: Sequence[str] | None = None,
 ) -> TunedSettings:
     """The one tuning policy, of ``bio-mrc tune`` and ``bio-mrc compare`` alike: the BIO length prior when
-    ``options`` leave it open, the model has a BIO head and some question has an answer (else the model's
+    ``options`` leave it open, a decoding of the model uses it and some question has an answer (else the model's
     saved prior); a no-answer threshold per decoding when ``no_answer`` (SQuAD 2.0 questions); a confidence
     calibrator per decoding unless the gold is multi-span (MultiSpanQA's answers have no single right span)."""
-    tune_prior = options.bio_length_prior is None and "bio" in trained.decodings and any(ex.answers for ex in examples)
+    uses_prior = any(registry.decoding(d).uses_length_prior for d in trained.decodings)
+    tune_prior = options.bio_length_prior is None and uses_prior and any(ex.answers for ex in examples)
     config = options if tune_prior else trained.decode_config(options)
     return tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
                          tune_thresholds=no_answer, calibrate=not multi_span_gold)

@@ -14,6 +14,7 @@ from typing import Any
 
 from transformers import TrainingArguments
 
+from .. import registry
 from ..config_options import json_object_argument
 from ..config_schema import SEED_RANGE, check_fields
 from ..errors import ConfigError
@@ -148,7 +149,8 @@ class TrainConfig:
         """The class weights the BIO loss uses (see ``bio_class_weights``); the marginal likelihood takes none."""
         if self.bio_class_weights is not None:
             return tuple(self.bio_class_weights)
-        return BIO_ONLY_CLASS_WEIGHTS if self.heads == "bio" and self.bio_targets != "marginal" else None
+        tagging_only = all(registry.head(name).needs_tag_mask for name in registry.head_names(self.heads))
+        return BIO_ONLY_CLASS_WEIGHTS if tagging_only and self.bio_targets != "marginal" else None
 
     @property
     def features(self) -> FeatureConfig:

@@ -1,0 +1,91 @@
+"""Score one trained model: its forward pass over the evaluation questions, its decoding settings tuned on
+the tuning questions, and a cell per decoding (scored, with its prediction files). What a model's cached
+cells depend on in the code is what this module imports (:func:`cells_code_fingerprint`)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import registry
+from ..code_fingerprint import sources_fingerprint
+from ..decoding.postprocess import DecodeConfig, available_decodings
+from ..decoding.windows import WindowOutputs
+from ..inference import TrainedModel, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files
+from ..inference.tuning import TunedSettings, tune_for_model
+from ..model_card import record_evaluation
+from .browser_data import ModelBrowserData, model_browser_data
+from .cells import DecodedCell, calibration_cell, decode_cell, score_cell
+
+if TYPE_CHECKING:  # types only: the configuration and the splits do not change how a model scores
+    from .config import RunSpec
+    from .splits import Split, Splits
+
+
+def cells_code_fingerprint() -> str:
+    """A hash of the package sources a model's cells are computed by: this module and all it imports."""
+    return sources_fingerprint((__name__,))
+
+
+def timed_windows(trained: TrainedModel, split: Split, progress: bool) -> tuple[WindowOutputs, float]:
+    started = time.perf_counter()
+    outputs = trained.windows(split.examples, progress=progress)
+    return outputs, time.perf_counter() - started
+
+
+def tuned_decoding(
+    trained: TrainedModel, options: DecodeConfig, tune_split: Split | None, progress: bool
+) -> tuple[TunedSettings, bool | None]:
+    """The comparison's decoding options with what is tuned on the tuning split, by the package's one
+    policy (:func:`bio_mrc.inference.tuning.tune_for_model`). Without a tuning split, the prior and
+    calibrators saved with the model. Returns (tuned settings, whether the
+    model now stores them: None when nothing was tuned)."""
+    if tune_split is None:
+        return TunedSettings(trained.decode_config(options), calibration=trained.calibrators), None
+    tune_outputs = timed_windows(trained, tune_split, progress)[0]
+    tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, no_answer=tune_split.kind.no_answer,
+                           multi_span_gold=tune_split.kind.multi_span_gold)
+    if not (tuned.thresholds or tuned.settings):
+        return tuned, None
+    saved = save_tuned_settings(
+        trained.path, trained.model.config, tuned.thresholds, tuned.settings,
+        tuning_provenance(tune_split.description, tune_split.examples), overwrite=False,
+    )
+    return tuned, saved
+
+
+def score_model(
+    trained: TrainedModel, run: RunSpec, seed: int, options: DecodeConfig, splits: Splits, eval_split: Split,
+    output_dir: Path, progress: bool,
+) -> tuple[list[dict[str, Any]], ModelBrowserData]:
+    """Every decoding of one trained model on the evaluation questions, tuned on the tuning questions;
+    and the model's browser data."""
+    outputs, inference_seconds = timed_windows(trained, eval_split, progress)
+    tuned, saved = tuned_decoding(trained, options, splits.tune, progress)
+    decode_config = tuned.decode_config
+    cells, predictions = [], {}
+    for decoding in available_decodings(run.train.heads):
+        threshold = tuned.thresholds.get(threshold_key(decoding))
+        decoded = decode_cell(outputs, eval_split, decoding, decode_config, threshold)
+        predictions[decoding] = decoded.predictions
+        cell = finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
+        cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold, "precision": trained.precision,
+                      "bio_length_prior": decode_config.bio_length_prior if registry.decoding(decoding).uses_length_prior else None,
+                      **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding), threshold)})
+        if saved is not None:
+            cells[-1]["tuning_saved_with_model"] = saved
+    # The model's card (README.md) shows these scores: kept in its evaluation record.
+    record_evaluation(trained.path, cells, {"eval": eval_split, "train": splits.train_for(run), "tune": splits.tune}, vars(options))
+    return cells, model_browser_data(outputs, eval_split.examples, predictions)
+
+
+def finish_cell(
+    run: RunSpec, seed: int, decoding: str, decoded: DecodedCell, split: Split, output_dir: Path, model: str
+) -> dict[str, Any]:
+    """Write the cell's prediction files and score it."""
+    write_prediction_files(
+        decoded.predictions, output_dir / "predictions" / f"{run.name}-seed{seed}-{decoding}.json",
+        with_na_probs=split.kind.no_answer, multi_span=split.kind.multi_span_gold,
+    )
+    return {"run": run.name, "decoding": decoding, "seed": seed, "model_dir": model, **score_cell(split, decoded)}

@@ -1,0 +1,239 @@
+"""The package's tables: every head, decoding and task, with what the rest of the code asks of each.
+
+Code asks these tables and never compares a head's, decoding's or task's name (tests/test_registry.py
+greps for such comparisons). An entry names its functions as ``"module:attribute"`` strings, resolved
+when called, so the tables sit in the core layer while the functions live in the layers above;
+an entry registered from outside the package (a test, a plugin) may hold the callables themselves.
+docs/layout.md shows how to add a head, a decoding and a task.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any, Callable, Iterable, Mapping
+
+TAG_SEQUENCE = "tag sequence"  # multi-span answers: every span of the most probable tag sequence (the decoder's own)
+NBEST_SPANS = "n-best spans"  # multi-span answers: the non-overlapping n-best single spans
+POSITION_TARGET = "position"  # a label per window: an integer position, or a distribution over positions
+TOKEN_TARGET = "token"  # a label per token: a distribution over tags, or (seq, K) integer tags of K annotators
+
+
+def resolve(target: str | Callable[..., Any]) -> Callable[..., Any]:
+    """A callable, or the attribute a ``"module:attribute"`` string names."""
+    if callable(target):
+        return target
+    module, _, attribute = target.partition(":")
+    return getattr(import_module(module), attribute)
+
+
+@dataclass(frozen=True)
+class HeadEntry:
+    """A head: ``attribute`` is the model's attribute holding it (so its weights' names, ``span_head.*``);
+    ``build(model_config, hidden_size)`` makes it; ``targets`` maps each label it trains on to how batches
+    pad it (:data:`POSITION_TARGET`, :data:`TOKEN_TARGET`); ``outputs`` names its logits, as the model's
+    output, the window outputs and the ONNX export name them, ``output_dims`` gives their dimensions
+    after (batch, seq) and ``pad`` fills them past a window's end;
+    ``loss_weight`` is the model config's attribute weighting its loss; ``needs_tag_mask``: its loss is
+    scored on the tagged tokens."""
+
+    name: str
+    attribute: str
+    build: str | Callable[..., Any]
+    targets: Mapping[str, str]
+    outputs: tuple[str, ...]
+    output_dims: tuple[tuple[int, ...], ...]
+    pad: float
+    loss_weight: str
+    needs_tag_mask: bool
+    description: str
+
+
+@dataclass(frozen=True)
+class DecodingEntry:
+    """A decoding: the heads it reads, ``function(outputs, examples, decode_config) -> predictions``, whether
+    the BIO span-length prior applies, the key its no-answer threshold is saved under, how it gives several
+    answers (:data:`TAG_SEQUENCE` or :data:`NBEST_SPANS`), and ``auto_rank`` (``auto`` picks the available
+    decoding of lowest rank; for multi-span answers the tag-sequence decodings first)."""
+
+    name: str
+    heads: frozenset[str]
+    function: str | Callable[..., Any]
+    uses_length_prior: bool
+    threshold_key: str
+    multi_span: str
+    auto_rank: int
+    description: str
+
+    @property
+    def decodes_tags(self) -> bool:
+        """Whether its multi-span answers are the tag sequence's spans (so the tag-level scores apply)."""
+        return self.multi_span == TAG_SEQUENCE
+
+    def decode(self, outputs: Any, examples: Any, config: Any) -> list[Any]:
+        return resolve(self.function)(outputs, examples, config)
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """A task: its data ``format`` (the comparison config's), the official ``scorer`` it is scored with
+    (``bio-mrc evaluate --metric``), ``load(path)`` for data the format table
+    (:mod:`bio_mrc.data.formats`) does not read (None: :func:`bio_mrc.data.squad.load_squad` reads it), ``gold(examples)`` (each question's
+    gold texts), ``squad_version`` of the official SQuAD scorer (None: ``multi_span_gold``, scored by
+    MultiSpanQA's span counts), whether questions may have no answer, the metrics of a summary row
+    (``metrics``), the main statistic (``statistic``, with its ``statistic_title``), and how reports name it."""
+
+    name: str
+    format: str
+    scorer: str
+    load: str | Callable[..., Any] | None
+    gold: str | Callable[..., Any]
+    squad_version: str | None
+    no_answer: bool
+    metrics: tuple[str, ...]
+    statistic: str
+    statistic_title: str
+    title: str
+
+    @property
+    def multi_span_gold(self) -> bool:
+        return self.squad_version is None
+
+
+HEADS: dict[str, HeadEntry] = {}
+DECODINGS: dict[str, DecodingEntry] = {}
+TASKS: dict[str, TaskEntry] = {}
+
+
+def register_head(entry: HeadEntry) -> HeadEntry:
+    HEADS[entry.name] = entry
+    return entry
+
+
+def register_decoding(entry: DecodingEntry) -> DecodingEntry:
+    DECODINGS[entry.name] = entry
+    return entry
+
+
+def register_task(entry: TaskEntry) -> TaskEntry:
+    TASKS[entry.name] = entry
+    return entry
+
+
+def _lookup(table: Mapping[str, Any], kind: str, name: str) -> Any:
+    if name not in table:
+        raise ValueError(f"{kind} must be one of {tuple(table)}, got {name!r}")
+    return table[name]
+
+
+def head(name: str) -> HeadEntry:
+    return _lookup(HEADS, "head", name)
+
+
+def decoding(name: str) -> DecodingEntry:
+    return _lookup(DECODINGS, "decoding", name)
+
+
+def task(name: str) -> TaskEntry:
+    return _lookup(TASKS, "task", name)
+
+
+def head_choices() -> tuple[str, ...]:
+    """Every set of registered heads a model can carry, as ``heads`` spells it (registry order, ``+``-joined)."""
+    names = list(HEADS)
+    return tuple("+".join(combo) for size in range(1, len(names) + 1) for combo in itertools.combinations(names, size))
+
+
+def head_names(heads: str) -> list[str]:
+    """The heads ``heads`` (``"span+bio"``) names, in registry order; an unknown or repeated name is refused."""
+    names = heads.split("+")
+    if len(set(names)) != len(names) or any(name not in HEADS for name in names):
+        raise ValueError(f"heads must be one of {head_choices()}, got {heads!r}")
+    return [name for name in HEADS if name in names]
+
+
+def head_outputs(heads: Iterable[str]) -> list[str]:
+    """The logits of these heads, in registry order (the exported graph's outputs)."""
+    return [output for name in HEADS if name in set(heads) for output in HEADS[name].outputs]
+
+
+def decodings_for(heads: str | Iterable[str]) -> list[str]:
+    """Every decoding a model with these heads supports, in registry order."""
+    have = set(heads.split("+") if isinstance(heads, str) else heads)
+    return [name for name, entry in DECODINGS.items() if entry.heads <= have]
+
+
+def length_prior_decodings() -> tuple[str, ...]:
+    """The decodings that score the BIO head's spans, so its length prior applies."""
+    return tuple(name for name, entry in DECODINGS.items() if entry.uses_length_prior)
+
+
+def preferred_decoding(available: Iterable[str], multi_span: bool) -> str:
+    """``auto``'s choice among ``available``: the lowest ``auto_rank``, tag-sequence decodings first for multi-span answers."""
+    return min(available, key=lambda name: (multi_span and not DECODINGS[name].decodes_tags, DECODINGS[name].auto_rank))
+
+
+def task_for(format: str, has_unanswerable: bool) -> TaskEntry:
+    """The task of questions in a data ``format``: the one task of that format, or, of several (SQuAD's
+    versions), the one whose ``no_answer`` matches whether some question has no answer."""
+    matching = [entry for entry in TASKS.values() if entry.format == format]
+    if not matching:
+        raise ValueError(f"format must be one of {tuple(dict.fromkeys(e.format for e in TASKS.values()))}, got {format!r}")
+    return next((e for e in matching if e.no_answer == has_unanswerable), matching[0]) if len(matching) > 1 else matching[0]
+
+
+SQUAD_FORMAT = "squad"  # the format of every SQuAD-shaped form the data format table reads
+
+
+def task_of_data(data_format: str, has_unanswerable: bool) -> TaskEntry:
+    """The task of questions that :mod:`bio_mrc.data.formats` read as ``data_format``: the task of that format
+    where one has it (MultiSpanQA's layout), else SQuAD's (JSON Lines, tables, MRQA and the rest are SQuAD-shaped)."""
+    return task_for(data_format if data_format in data_formats() else SQUAD_FORMAT, has_unanswerable)
+
+
+def data_formats() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(entry.format for entry in TASKS.values()))
+
+
+def scorers() -> tuple[str, ...]:
+    """The official scorers ``bio-mrc evaluate --metric`` offers."""
+    return tuple(dict.fromkeys(entry.scorer for entry in TASKS.values()))
+
+
+def scorer(name: str) -> TaskEntry:
+    """The first task scored by the official scorer ``name``."""
+    return next(entry for entry in TASKS.values() if entry.scorer == _lookup({s: s for s in scorers()}, "metric", name))
+
+
+register_head(HeadEntry(
+    "span", "span_head", "bio_mrc.heads.span:build_span_head",
+    {"start_positions": POSITION_TARGET, "end_positions": POSITION_TARGET}, ("start_logits", "end_logits"), ((), ()), float("-inf"),
+    "span_loss_weight", False, "a start/end span head (one answer span, an n-best list, a no-answer score from [CLS])",
+))
+register_head(HeadEntry(
+    "bio", "bio_head", "bio_mrc.heads.bio:build_bio_head", {"bio_targets": TOKEN_TARGET}, ("bio_logits",), ((3,),), 0.0,
+    "bio_loss_weight", True, "a BIO tagging head (B/I/O per paragraph token: one or several answer spans)",
+))
+register_decoding(DecodingEntry(
+    "span", frozenset({"span"}), "bio_mrc.decoding.postprocess:decode_span", False, "span", NBEST_SPANS, 1,
+    "BERT's n-best start/end spans",
+))
+register_decoding(DecodingEntry(
+    "bio", frozenset({"bio"}), "bio_mrc.decoding.postprocess:decode_bio_predictions", True, "bio/ratio", TAG_SEQUENCE, 2,
+    "the BIO head's tag log-likelihood ratios",
+))
+register_decoding(DecodingEntry(
+    "joint", frozenset({"span", "bio"}), "bio_mrc.decoding.postprocess:decode_joint", True, "joint", NBEST_SPANS, 0,
+    "the span and BIO heads as a product of experts",
+))
+_SQUAD_METRICS = ("em", "f1")
+register_task(TaskEntry("squad-v1.1", "squad", "squad", None, "bio_mrc.data.squad:gold_texts", "1.1", False, _SQUAD_METRICS,
+                        "f1", "F1", "SQuAD v1.1 official metrics"))
+register_task(TaskEntry("squad-v2.0", "squad", "squad", None, "bio_mrc.data.squad:gold_texts", "2.0", True, _SQUAD_METRICS,
+                        "f1", "F1", "SQuAD v2.0 official metrics"))
+register_task(TaskEntry(
+    "multispanqa", "multispanqa", "multispan", None, "bio_mrc.data.multispanqa:multispan_gold_texts",
+    None, False, ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1"), "em_f1",
+    "EM F1", "MultiSpanQA official metrics (micro-averaged over spans)",
+))

@@ -1,0 +1,32 @@
+"""A trained model's folder is named by a hash of its training options and questions: a change of the package's
+layout (a module moved, a result type, a registry) must not change that hash, or every committed model in
+``runs/`` would be trained again. These pins are the hashes the committed models have."""
+
+from __future__ import annotations
+
+from bio_mrc.harness.config import DataSpec
+from bio_mrc.harness.models import model_key
+from bio_mrc.harness.splits import Split, resolve_split
+from bio_mrc.training.train import TrainConfig
+from bio_mrc.types import Example
+from .conftest import require_data
+
+# The training options of runs/full-scale/models/joint-seed42-af159685d23c (its bio_mrc_run.json).
+FULL_SCALE_JOINT = {
+    "encoder": "default", "heads": "span+bio", "span_loss_weight": 1.0, "bio_loss_weight": 10.0, "bio_targets": "soft",
+    "span_targets": "one-hot", "bio_loss_reduction": "token_mean", "bio_prior": [0.01, 0.02, 0.97], "bio_class_weights": None,
+    "tag_level": "word", "attention_dropout": 0.0, "hidden_dropout": 0.0, "max_seq_length": 256, "doc_stride": 96,
+    "max_query_length": 64, "epochs": 1, "learning_rate": 0.0001, "head_learning_rate": 0.005, "batch_size": 16,
+    "warmup_ratio": 0.1, "weight_decay": 0.01, "seed": 42, "init_from": None, "precision": "bf16",
+}
+TOY_QUESTIONS = [Example("q1", "Who met Bob?", "Ann met Bob.", (((0, 3),),), "T"), Example("q2", "Where?", "Nowhere.", (), "T")]
+
+
+def test_a_committed_models_options_keep_their_hash():
+    assert model_key(TrainConfig.from_dict(FULL_SCALE_JOINT), Split(TOY_QUESTIONS, "squad-v2.0", "toy")) == "f7ea00b15cf1"
+
+
+def test_the_full_scale_joint_model_keeps_its_folder_name():
+    data_dir = require_data("squad-v1.1/train.json").parents[1]
+    split = resolve_split(DataSpec(path="squad-v1.1/train.json", limit=86528), data_dir)
+    assert model_key(TrainConfig.from_dict(FULL_SCALE_JOINT), split) == "af159685d23c"
