@@ -183,6 +183,11 @@ def task_for(format: str, has_unanswerable: bool) -> TaskEntry:
     return next((e for e in matching if e.no_answer == has_unanswerable), matching[0]) if len(matching) > 1 else matching[0]
 
 
+def squad_task(version: str) -> TaskEntry:
+    """The SQuAD task the official scorer of ``version`` ("1.1", "2.0") scores."""
+    return _lookup({entry.squad_version: entry for entry in TASKS.values() if entry.squad_version}, "SQuAD version", version)
+
+
 SQUAD_FORMAT = "squad"  # the format of every SQuAD-shaped form the data format table reads
 
 

@@ -164,7 +164,7 @@ def test_comparison_data_recognises_multispanqa_without_a_format(tmp_path):
 
     (tmp_path / "multispan.json").write_text(json.dumps(MULTISPAN), encoding="utf-8")
     split = resolve_split(DataSpec(path="multispan.json"), tmp_path)
-    assert split.metric == "multispan" and split.gold == {"m1": ["Dave", "Barbara"], "m2": []}
+    assert split.task == "multispanqa" and split.gold == {"m1": ["Dave", "Barbara"], "m2": []}
     as_csv(tmp_path, hf_rows(squad_json()))
     assert resolve_split(DataSpec(path="dev.csv", limit=2), tmp_path).ids == ["q1", "q2"]
 

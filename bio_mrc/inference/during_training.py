@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from datasets import Dataset
 
+from .. import registry
 from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..features.windows import FeatureConfig, build_features
@@ -24,7 +25,7 @@ class TrainingEvaluator:
     def __init__(self, examples: Sequence[Example], version: str = "1.1", batch_size: int = INFERENCE_BATCH_SIZE) -> None:
         if not examples:
             raise ValueError("evaluation during training needs questions to evaluate on; got none")
-        self.examples, self.version, self.batch_size = list(examples), version.removeprefix("v"), batch_size
+        self.examples, self.task, self.batch_size = list(examples), registry.squad_task(version.removeprefix("v")), batch_size
         self.gold = gold_texts(self.examples)
         self._features: Dataset | None = None
 
@@ -35,11 +36,11 @@ class TrainingEvaluator:
                                     max_query_length=config.max_query_length, tag_level=config.tag_level)
             self._features = build_features(self.examples, tokenizer, windows, with_targets=False)
         outputs = run_windows(model, self._features, tokenizer.pad_token_id or 0, self.batch_size, progress=False)
-        decode = DecodeConfig(require_answer=self.version == "1.1")
+        decode = DecodeConfig(require_answer=not self.task.no_answer)
         scores = {}
         for decoding in available_decodings(config.heads):
             predictions = decode_with_thresholds(outputs, self.examples, decoding, decode)
-            official = squad_metrics(self.gold, {p.id: p.answer for p in predictions}, self.version)
+            official = squad_metrics(self.gold, {p.id: p.answer for p in predictions}, self.task.squad_version)
             scores[f"{decoding}_f1"] = official["f1"]
             scores[f"{decoding}_exact"] = official.get("exact_match", official.get("exact"))
         return scores
