@@ -417,7 +417,8 @@ def print_training_memory(args: argparse.Namespace, train: dict[str, Any], train
     print(f"a second train_model in a fresh process (its windows from the cache): windows "
           f"{train_again.get('stage_seconds', {}).get('windows built', float('nan')):.1f} s against "
           f"{train.get('stage_seconds', {}).get('windows built', float('nan')):.1f} s, peak RSS {mib(train_again['peak_rss_mib'])}")
-    print(f"train_model (default TrainConfig) on the same questions ({train.get('train_windows', '?')} windows), stopped after {args.train_steps} steps: peak RSS "
+    print(f"train_model (default TrainConfig) on the same questions ({train.get('train_windows', '?')} windows), "
+          f"stopped after {args.train_steps} steps: peak RSS "
           f"**{mib(train['peak_rss_mib'])}**; train_model {train['train_model_seconds']:.1f} s")
     print("| stage | seconds | RSS at its end | peak so far |")
     print("|---|---:|---:|---:|")

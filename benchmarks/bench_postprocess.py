@@ -359,7 +359,7 @@ def print_differences(setup: Setup, timings: Timings, differing: list[str]) -> c
     for reason, count in reasons.most_common():
         print(f"  {count:4d}  {reason}")
     print("differing questions (id | reference | ours | best score | the reference's span's score):")
-    for qid, ref, ours, brute, reason in details[:20]:
+    for qid, ref, ours, brute, _reason in details[:20]:
         print(f"  {qid} | {ref!r} | {ours!r} | {brute[1]:.3f} | {brute[2]:.3f}")
     return reasons
 

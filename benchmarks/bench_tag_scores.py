@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> None:
     pred = random_tags(args.sequences, args.length, args.typed, rng)
     rows = []
     for mode, strict in (("default", False), ("strict IOB2", True)):
-        ours_s, ours = best_of(args.repeat, lambda: tag_scores(gold, pred, strict=strict))
+        ours_s, ours = best_of(args.repeat, lambda strict=strict: tag_scores(gold, pred, strict=strict))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if strict:

@@ -59,7 +59,7 @@ from bio_mrc.encoders import resolve_encoder  # noqa: E402
 from bio_mrc.model import BioMrcForQuestionAnswering  # noqa: E402
 from bio_mrc.precision import autocast, cpu_name, native_bf16, resolve_precision  # noqa: E402
 from bio_mrc.training import trainer as training  # noqa: E402
-from bio_mrc.training.train import TrainConfig, train_model  # noqa: E402
+from bio_mrc.training.train import TrainConfig  # noqa: E402
 
 BATCH, TOKENS = 16, 256
 WARMUP_STEPS = 3

@@ -213,7 +213,8 @@ def test_markdown_subset_by_hand():
         '<h1 id="report-x">Report: <em>x</em></h1>',
         "<p>Some <strong>bold</strong> <code>code &lt;b&gt;</code> text goes on &amp; on.</p>",
         '<ul><li>one</li><li>two <a href="docs/a.md">docs</a></li></ul>',
-        '<div class="table-scroll"><table><thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>1</td><td>&lt;i&gt;2&lt;/i&gt;</td></tr></tbody></table></div>',
+        '<div class="table-scroll"><table><thead><tr><th>a</th><th>b</th></tr></thead>'
+        '<tbody><tr><td>1</td><td>&lt;i&gt;2&lt;/i&gt;</td></tr></tbody></table></div>',
         '<pre><code class="language-json">{&quot;a&quot;: &quot;&lt;/script&gt;&quot;}</code></pre>',
         '<p><img src="data:image/png;base64,p.png" alt="plot"></p>',
     ])

@@ -17,7 +17,8 @@ def rows(features):
 
 
 def test_span_targets_map_back_to_answer_text(sample_v1, tiny_tokenizer):
-    features = build_features(sample_v1.examples, tiny_tokenizer, FeatureConfig(SMALL.max_seq_length, SMALL.doc_stride, SMALL.max_query_length, "one-hot", "one-hot", "subword"))
+    windows = FeatureConfig(SMALL.max_seq_length, SMALL.doc_stride, SMALL.max_query_length, "one-hot", "one-hot", "subword")
+    features = build_features(sample_v1.examples, tiny_tokenizer, windows)
     assert len(features) > len(sample_v1.examples)  # long contexts span several windows
     seen_answer = set()
     for row in rows(features):
@@ -36,7 +37,6 @@ def test_span_targets_map_back_to_answer_text(sample_v1, tiny_tokenizer):
 def test_bio_one_hot_tags_cover_answer_tokens(sample_v1, tiny_tokenizer):
     config = FeatureConfig(64, 16, 16, "one-hot", "one-hot", "subword")
     for row in rows(build_features(sample_v1.examples, tiny_tokenizer, config)):
-        example = sample_v1.examples[row["example_index"]]
         targets = np.asarray(row["bio_targets"])
         mask = np.asarray(row["paragraph_mask"], bool)
         assert np.all(targets[~mask] == 0)  # question, special and padding tokens carry nothing

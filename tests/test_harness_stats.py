@@ -393,7 +393,7 @@ def test_many_cells_are_laid_out_as_a_grid_of_facets_not_one_row(tmp_path):
     rng = np.random.default_rng(0)
     scores = {label: rng.choice([0.0, 100.0], size=120) for label in labels}
     groups = np.array(["short"] * 100 + ["long"] * 20)
-    few, faceted = (plot_breakdown(breakdown({l: scores[l] for l in subset}, groups), "F1", "length", tmp_path / f"{len(subset)}.png")
+    few, faceted = (plot_breakdown(breakdown({label: scores[label] for label in subset}, groups), "F1", "length", tmp_path / f"{len(subset)}.png")
                     for subset in (labels[:3], labels))
     assert _png_size(faceted)[1] > 1.8 * _png_size(few)[1]
 

@@ -15,7 +15,8 @@ from bio_mrc.errors import DataFormatError
 
 from .conftest import SAMPLE_V1
 
-ARTICLE = '{"title": "t", "paragraphs": [{"context": "Ada wrote it.", "qas": [{"id": "q", "question": "Who?", "answers": [{"text": "Ada", "answer_start": 0}]}]}]}'
+ARTICLE = ('{"title": "t", "paragraphs": [{"context": "Ada wrote it.", "qas": [{"id": "q", "question": "Who?", '
+           '"answers": [{"text": "Ada", "answer_start": 0}]}]}]}')
 HOSTILE = {  # file text -> what the error says, both readers
     '{"data": [' + ARTICLE.replace('"answer_start": 0', '"answer_start": NaN') + "]}": "JSON",  # NaN is no JSON number
     '{"data": [' + ARTICLE.replace('"title": "t"', '"title": "t", "title": "u"') + "]}": "appears twice",

@@ -11,7 +11,7 @@ from bio_mrc.metrics.tags import chunk_counts, tag_scores
 from bio_mrc.tags import chunk_bounds
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 
-B, I, O = TAG_B, TAG_I, TAG_O
+B, I, O = TAG_B, TAG_I, TAG_O  # noqa: E741 (the tags' own letters)
 
 
 def scores(precision: float, recall: float, f1: float) -> dict[str, float]:

@@ -98,7 +98,7 @@ def test_save_and_load_round_trip(tiny_encoder_dir, tmp_path):
 
 def test_bad_head_choice_is_named():
     with pytest.raises(ValueError, match="heads must be one of"):
-        BioMrcConfig(heads="crf").head_names
+        _ = BioMrcConfig(heads="crf").head_names
 
 
 def test_bio_targets_need_a_paragraph_mask(tiny_encoder_dir):

@@ -1,6 +1,7 @@
 """End to end on the tiny encoder: train -> predict (each decoding) -> official evaluation, via the CLI."""
 
 import json
+import shutil
 
 import pytest
 
@@ -69,3 +70,21 @@ def test_windows_longer_than_the_encoder_are_refused(tiny_encoder_dir, tmp_path,
     code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path), "--encoder", str(tiny_encoder_dir),
                  "--max-seq-length", "256", "--doc-stride", "64"])
     assert code == 2 and "exceeds the 128 positions" in capsys.readouterr().err
+
+
+def test_machine_readable_commands_print_only_json_on_stdout(trained_dir, tmp_path, capfd):
+    """predict, evaluate, tune and extract: stdout parses as one JSON value (progress bars and notes go to stderr)."""
+    model = tmp_path / "model"
+    shutil.copytree(trained_dir, model)  # tune writes its settings into the model folder
+    predictions = tmp_path / "preds.json"
+    commands = {
+        "predict": ["predict", "--model", str(model), "--data", str(SAMPLE_V1), "--decoding", "span", "bio", "--output", str(predictions)],
+        "evaluate": ["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions.with_suffix(".span.json"))],
+        "tune": ["tune", "--model", str(model), "--data", str(SAMPLE_V1)],
+        "extract": ["extract", "--model", str(model), "--question", "Who wrote it?", "--context", "Ada wrote it in 1843."],
+    }
+    for name, argv in commands.items():
+        capfd.readouterr()
+        assert main(argv) == 0, name
+        printed = capfd.readouterr().out
+        assert isinstance(json.loads(printed), dict), f"{name} printed more than JSON: {printed[:200]!r}"
