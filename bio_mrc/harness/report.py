@@ -249,19 +249,23 @@ def _tag_table(results: dict[str, Any], summary: dict[str, Any], plots: dict[str
 
 
 def _breakdown_sections(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    """Mean F1 per group with its interval; reports of format 1 stored the means alone, and render so."""
     from .stats import SMALL_GROUP
 
     lines = []
     for name, table in summary["breakdowns"].items():
         labels = list(table)
         group_names = list(next(iter(table.values())))
-        lines += ["", f"## F1 by {name}", "", f"Mean F1 [95% bootstrap interval over the group's questions]; † a group under {SMALL_GROUP} questions.",
-                  "", "| group | n | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
+        with_intervals = "ci_low" in table[labels[0]][group_names[0]]
+        lines += ["", f"## F1 by {name}", "",
+                  *([f"Mean F1 [95% bootstrap interval over the group's questions]; † a group under {SMALL_GROUP} questions.", ""]
+                    if with_intervals else []),
+                  "| group | n | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
         for group in group_names:
             n = table[labels[0]][group]["n"]
-            cells = (table[label][group] for label in labels)
-            lines.append(f"| {group} | {n}{' †' if n < SMALL_GROUP else ''} | "
-                         + " | ".join(f"{c['mean']:.2f} [{c['ci_low']:.1f}, {c['ci_high']:.1f}]" for c in cells) + " |")
+            cells = [table[label][group] for label in labels]
+            means = (f"{c['mean']:.2f} [{c['ci_low']:.1f}, {c['ci_high']:.1f}]" if with_intervals else f"{c['mean']:.2f}" for c in cells)
+            lines.append(f"| {group} | {n}{' †' if with_intervals and n < SMALL_GROUP else ''} | " + " | ".join(means) + " |")
         if name in plots:
             lines += ["", f"![F1 by {name}]({plots[name]})"]
     return lines
