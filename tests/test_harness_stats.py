@@ -8,20 +8,15 @@ import numpy as np
 import pytest
 
 from bio_mrc.harness.plots import palette_png, plot_breakdown, plot_cell_scores, plot_threshold_curve
+from bio_mrc.harness.groups import QUESTION_WORDS, bin_labels, breakdown, group_order, length_bins, question_word
 from bio_mrc.harness.stats import (
-    QUESTION_WORDS,
     BootstrapResult,
     agreement,
-    bin_labels,
-    breakdown,
     format_mean_sd,
-    group_order,
     holm,
-    length_bins,
     mean_sd,
     paired_bootstrap,
     paired_bootstrap_ratio,
-    question_word,
     resampling,
     score_interval,
     two_level_bootstrap,

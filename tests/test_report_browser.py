@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bio_mrc.harness.stats import question_word
+from bio_mrc.harness.groups import question_word
 
 from .conftest import BROWSER_PARAGRAPHS, HOSTILE_TEXT
 

@@ -25,7 +25,7 @@ import numpy as np
 from ..metrics.squad import normalize_answer
 from ..types import Example
 from .browser_data import NO_ANSWER, ModelBrowserData, quantise
-from .stats import group_order
+from .groups import group_order
 
 MAX_ZERO_RUN = 255  # a zero run is coded as (0, length), its length in one byte
 

@@ -92,9 +92,9 @@ def plot_breakdown(
     and drawn hollow.
 
     Input is ``{cell: {group: {"n", "mean", "ci_low", "ci_high"}}}`` (one axis of
-    :func:`bio_mrc.harness.stats.breakdown`); groups are plotted in the order of first appearance.
+    :func:`bio_mrc.harness.groups.breakdown`); groups are plotted in the order of first appearance.
     """
-    from .stats import SMALL_GROUP
+    from .groups import SMALL_GROUP
 
     counts: dict[str, int] = {}
     for cells in breakdown_for_one_axis.values():

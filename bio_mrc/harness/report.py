@@ -250,7 +250,7 @@ def _tag_table(results: dict[str, Any], summary: dict[str, Any], plots: dict[str
 
 def _breakdown_sections(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Mean F1 per group with its interval; reports of format 1 stored the means alone, and render so."""
-    from .stats import SMALL_GROUP
+    from .groups import SMALL_GROUP
 
     lines = []
     for name, table in summary["breakdowns"].items():

@@ -1,4 +1,4 @@
-"""Pure statistics for the comparison report.
+"""Pure statistics for the comparison report (question groups and their breakdowns: :mod:`.groups`).
 
 Every per-question score array handled here is aligned to one fixed list of
 questions: index ``q`` is the same question in every array; with several seeds,
@@ -8,9 +8,8 @@ All functions are pure and numpy-vectorised.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -22,20 +21,14 @@ __all__ = [
     "BootstrapResult",
     "DEFAULT_MAX_CHUNK_ELEMENTS",
     "Interval",
-    "QUESTION_WORDS",
     "agreement",
-    "bin_labels",
-    "breakdown",
     "format_mean_sd",
     "format_present",
-    "group_order",
     "holm",
-    "length_bins",
     "mean_sd",
     "paired_bootstrap",
     "paired_bootstrap_ratio",
     "paired_bootstrap_recomputed",
-    "question_word",
     "resampling",
     "score_interval",
     "two_level_bootstrap",
@@ -65,7 +58,7 @@ class BootstrapResult:
         return asdict(self)
 
 
-def _as_scores(x: Any, name: str) -> np.ndarray:
+def as_scores(x: Any, name: str) -> np.ndarray:
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
@@ -101,8 +94,8 @@ def paired_bootstrap(
     when ``n_resamples * n > max_chunk_elements``) gives bit-identical results
     to drawing it at once.
     """
-    a = _as_scores(scores_a, "scores_a")
-    b = _as_scores(scores_b, "scores_b")
+    a = as_scores(scores_a, "scores_a")
+    b = as_scores(scores_b, "scores_b")
     n = _check_pair(a, b, n_resamples, confidence, max_chunk_elements)
     d = a - b
     resampled = np.empty(n_resamples, dtype=np.float64)
@@ -358,112 +351,6 @@ def agreement(answers_a: Sequence[str], answers_b: Sequence[str], normalize: Cal
         (normalize(x) == normalize(y) for x, y in zip(answers_a, answers_b)), dtype=bool, count=len(answers_a)
     )
     return float(same.mean())
-
-
-QUESTION_WORDS: tuple[str, ...] = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how", "other")
-_WH_RE = re.compile(r"\b(" + "|".join(w for w in QUESTION_WORDS if w != "other") + r")\b")
-
-
-def question_word(question: str) -> str:
-    """The first wh-word (by position) of the lowercased question, whole words only.
-
-    "In what year ..." -> "what"; "How many/much ..." -> "how"; none -> "other".
-    The literal word "other" in a question is not a match.
-    """
-    m = _WH_RE.search(question.lower())
-    return m.group(1) if m else "other"
-
-
-def bin_labels(edges: Sequence[int]) -> list[str]:
-    """Ordered labels of the bins defined by ``edges`` (see :func:`length_bins`)."""
-    e = [int(x) for x in edges]
-    if not e:
-        raise ValueError("edges must not be empty")
-    if any(lo >= hi for lo, hi in zip(e, e[1:])):
-        raise ValueError(f"edges must be strictly increasing: {e}")
-    labels = [f"<{e[0]}"]
-    for lo, hi in zip(e, e[1:]):
-        labels.append(str(lo) if hi - 1 == lo else f"{lo}-{hi - 1}")
-    labels.append(f"{e[-1]}+")
-    return labels
-
-
-def length_bins(values: np.ndarray, edges: Sequence[int]) -> np.ndarray:
-    """String bin label for each value; ``edges`` are the inclusive lower bounds.
-
-    Bin ``i`` holds ``edges[i] <= v < edges[i+1]`` and is labelled ``"lo"`` when it
-    holds one integer, else ``"lo-hi"`` (inclusive); the last bin is ``"last+"``
-    and values below ``edges[0]`` get ``"<first"``. E.g. edges ``(1, 2, 3, 5, 9)``
-    give ``"<1", "1", "2", "3-4", "5-8", "9+"``.
-    """
-    labels = np.asarray(bin_labels(edges), dtype=object)
-    v = np.asarray(values)
-    pos = np.searchsorted(np.asarray(edges, dtype=np.float64), v.astype(np.float64), side="right")
-    return labels[pos].astype(str)
-
-
-_BIN_RE = re.compile(r"^(?:<(-?\d+)|(-?\d+)(?:-(-?\d+))?|(-?\d+)\+)$")
-
-
-def _bin_key(label: str) -> float | None:
-    m = _BIN_RE.match(label)
-    if m is None:
-        return None
-    below, lo, _, plus = m.groups()
-    if below is not None:
-        return int(below) - 0.5
-    return float(lo if lo is not None else plus)
-
-
-def group_order(labels: Sequence[str]) -> list[str]:
-    """Distinct labels in report order.
-
-    Length-bin labels (all of the form ``"<k"``, ``"k"``, ``"a-b"``, ``"k+"``) are
-    ordered by their lower bound; anything else alphabetically with ``"other"`` last.
-    """
-    distinct = sorted({str(x) for x in labels})
-    keys = [_bin_key(x) for x in distinct]
-    if distinct and all(k is not None for k in keys):
-        return [x for _, x in sorted(zip(keys, distinct))]
-    return sorted(distinct, key=lambda x: (x == "other", x))
-
-
-SMALL_GROUP = 50  # a breakdown group with fewer questions is marked: its interval is wide and its mean unsteady
-
-
-def breakdown(
-    scores: Mapping[str, np.ndarray], groups: np.ndarray, order: Sequence[str] | None = None,
-    n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
-) -> dict[str, dict[str, dict]]:
-    """Per decoding and group: ``{"n": count, "mean": mean score, "ci_low", "ci_high"}``, the interval a 95%
-    percentile bootstrap of the group's mean over its questions (the same draws for every decoding).
-
-    ``groups`` holds one label per question. Groups appear in ``order`` when
-    given (labels absent from ``groups`` are skipped), else :func:`group_order`.
-    """
-    g = np.asarray(groups).astype(str)
-    if g.ndim != 1:
-        raise ValueError("groups must be one-dimensional")
-    present = sorted(set(g.tolist()))
-    ordered = [x for x in order if x in present] if order is not None else group_order(present)
-    missing = set(present).difference(ordered)
-    if missing:
-        raise ValueError(f"order lacks group labels: {sorted(missing)}")
-    arrays = {}
-    for name, s in scores.items():
-        arrays[name] = _as_scores(s, f"scores[{name!r}]")
-        if arrays[name].shape != g.shape:
-            raise ValueError(f"scores[{name!r}] has {arrays[name].shape[0]} values for {g.shape[0]} groups")
-    out: dict[str, dict[str, dict]] = {name: {} for name in arrays}
-    rng = np.random.default_rng(seed)
-    for label in ordered:
-        members = np.flatnonzero(g == label)
-        draws = members[rng.integers(0, members.size, size=(n_resamples, members.size), dtype=np.int32)]
-        for name, arr in arrays.items():
-            low, high = np.percentile(arr[draws].mean(axis=1), [2.5, 97.5])
-            out[name][label] = {"n": int(members.size), "mean": float(arr[members].mean()),
-                                "ci_low": float(low), "ci_high": float(high)}
-    return out
 
 
 def mean_sd(values: Sequence[float]) -> tuple[float, float]:

@@ -17,9 +17,10 @@ from ..types import Example
 from .config import resolve_contrasts
 from .learning_curve import learning_curve
 from .selective import selective_summary
+from .groups import breakdown, length_bins, question_word
 from .stats import (
-    BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, agreement, breakdown, holm, length_bins, mean_sd, paired_bootstrap, paired_bootstrap_ratio, question_word, resampling,
-    score_interval, two_level_bootstrap,
+    BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, agreement, holm, mean_sd, paired_bootstrap, paired_bootstrap_ratio, resampling, score_interval,
+    two_level_bootstrap,
 )
 
 ANSWER_LENGTH_EDGES = (1, 2, 3, 5, 9, 17)
