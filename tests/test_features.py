@@ -4,7 +4,8 @@ import numpy as np
 import torch
 import pytest
 
-from bio_mrc.features.windows import MISSING_ANNOTATOR, FeatureConfig, build_features, check_tokenizer, truncate_questions
+from bio_mrc.features.targets import MISSING_ANNOTATOR
+from bio_mrc.features.windows import FeatureConfig, build_features, check_tokenizer, truncate_questions
 from bio_mrc.features.collate import WindowCollator
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 from bio_mrc.types import Example

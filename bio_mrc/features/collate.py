@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import torch
 
 from .. import registry
-from .windows import MISSING_ANNOTATOR
+from .targets import MISSING_ANNOTATOR
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "paragraph_mask", "tag_mask")
 

@@ -16,7 +16,8 @@ from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_group
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
 from ..features.collate import WindowCollator
-from ..features.windows import answers_no_window_holds, build_features, default_windows_cache
+from ..features.targets import answers_no_window_holds
+from ..features.windows import build_features, default_windows_cache
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
 from ..precision import default_device
 from ..progress import progress_bars

@@ -1,0 +1,96 @@
+"""Words of a context as the tokenizer sees them, and which token of a window carries each word's tag: the
+word boundaries BIO tags live on (a word cut by a window's edge keeps its whole span)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Sequence
+
+import numpy as np
+from transformers import PreTrainedTokenizerBase
+
+__all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "word_of_tokens"]
+
+
+def context_words(
+    tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str], attached: Sequence[np.ndarray] | None = None
+) -> list[np.ndarray]:
+    """(W, 2) character spans of the words of each context, in order, without surrounding whitespace.
+
+    Words are the tokenizer's own (``word_ids`` of the context tokenized alone, so
+    a word cut by a window's edge keeps its whole span and is the same word in
+    every window). Byte-level BPE words carry their leading space; it is stripped.
+    ``attached``: :func:`dropped_attached_runs` of ``contexts``, when the caller has them.
+    """
+    if attached is None:
+        attached = dropped_attached_runs(tokenizer, contexts)
+    first: dict[str, int] = {}  # each distinct context once, by its first position
+    for i, context in enumerate(contexts):
+        first.setdefault(context, i)
+    unique = list(first)
+    enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True, verbose=False)  # no window: no length warning
+    spans_by_context = {}
+    for k, context in enumerate(unique):
+        ids = np.array([-1 if w is None else w for w in enc.word_ids(k)], dtype=np.int64)
+        offsets = np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2)
+        offsets = extend_over_attached(offsets, attached[first[context]])[ids >= 0]
+        ids = ids[ids >= 0]
+        n_words = int(ids.max(initial=-1)) + 1
+        spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)
+        np.minimum.at(spans[:, 0], ids, offsets[:, 0])
+        np.maximum.at(spans[:, 1], ids, offsets[:, 1])
+        stripped = np.array([_strip(context, a, b) for a, b in spans.tolist()], dtype=np.int64).reshape(-1, 2)
+        spans_by_context[context] = stripped[stripped[:, 0] < stripped[:, 1]]  # whitespace-only "words" carry no tag
+    return [spans_by_context[c] for c in contexts]
+
+
+def dropped_attached_runs(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -> list[np.ndarray]:
+    """(R, 2) character spans of each context's runs of characters that attach to the one before
+    them (combining marks, ZWJ/ZWNJ, variation selectors: no grapheme break before them) and
+    that the tokenizer's normalizer deletes (an uncased BERT strips accents).
+
+    No token covers such characters, so without them a token ends mid-grapheme and
+    ``cafe\\u0301`` decodes as ``cafe``, ``नहीं`` loses its final sign.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    normalizer = None if backend is None else backend.normalizer
+    chars = set().union(*map(set, contexts)) if normalizer is not None else set()
+    attaching = (c for c in chars if unicodedata.category(c).startswith("M") or c in "\u200c\u200d")
+    dropped = sorted(c for c in attaching if normalizer.normalize_str(c) == "")
+    if not dropped:
+        return [np.zeros((0, 2), dtype=np.int64)] * len(contexts)
+    pattern = re.compile("[" + "".join(map(re.escape, dropped)) + "]+")
+    return [np.array([m.span() for m in pattern.finditer(c)], dtype=np.int64).reshape(-1, 2) for c in contexts]
+
+
+def extend_over_attached(offsets: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """Token offsets whose end is followed by a run of :func:`dropped_attached_runs` end after the run."""
+    if not len(runs):
+        return offsets
+    index = np.minimum(np.searchsorted(runs[:, 0], offsets[:, 1]), len(runs) - 1)
+    hit = (runs[index, 0] == offsets[:, 1]) & (offsets[:, 1] > offsets[:, 0])
+    offsets = offsets.copy()
+    offsets[hit, 1] = runs[index[hit], 1]
+    return offsets
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int]:
+    piece = text[start:end]
+    return start + len(piece) - len(piece.lstrip()), end - len(piece) + len(piece.rstrip())
+
+
+def word_of_tokens(offsets: np.ndarray, in_context: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the tokens of one window: the character span of each paragraph token's word
+    (-1 elsewhere), and which tokens carry the word's tag (the token holding its first character)."""
+    spans = np.full_like(offsets, -1)
+    if not len(words):
+        return spans, np.zeros(len(offsets), dtype=bool)
+    index = np.minimum(np.searchsorted(words[:, 1], offsets[:, 0], side="right"), len(words) - 1)
+    word = words[index]
+    belongs = in_context & (word[:, 0] <= np.maximum(offsets[:, 1] - 1, offsets[:, 0])) & (word[:, 1] > offsets[:, 0])
+    spans[belongs] = word[belongs]
+    first = belongs & (offsets[:, 0] <= word[:, 0]) & (word[:, 0] < offsets[:, 1])
+    # Byte-level BPE splits a character into several tokens with its offsets: tag only the first.
+    first[1:] &= ~(first[:-1] & (spans[1:] == spans[:-1]).all(axis=1))
+    return spans, first
