@@ -123,7 +123,7 @@ from bio_mrc.features.ragged import RaggedColumn  # noqa: E402
 from bio_mrc.features.windows import FeatureConfig, build_features  # noqa: E402
 from bio_mrc.inference import TrainedModel, write_prediction_files  # noqa: E402
 from bio_mrc.inference.forward import INFERENCE_BATCH_SIZE, as_runner, window_logits, window_outputs  # noqa: E402
-from bio_mrc.metrics.squad import squad_metrics  # noqa: E402
+from bio_mrc.metrics.squad_official import squad_metrics  # noqa: E402
 from reference_recipe import (  # noqa: E402
     MAX_ANSWER_LENGTH,
     N_BEST,

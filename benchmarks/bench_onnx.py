@@ -11,7 +11,7 @@ names one; one small untimed call per side pays each runtime's first-call set-up
 Timed: ``.windows`` (tokenization into windows + forward; ``--repeats N`` alternates the sides
 N times and reports each side's median). Also printed: the forward alone (``run_windows`` on
 features built once), the largest logit difference, the official SQuAD v1.1 EM/F1 of the span
-decoding of both sides (``bio_mrc.metrics.squad``), and the share of identical answers per decoding.
+decoding of both sides (``bio_mrc.metrics.squad_official``), and the share of identical answers per decoding.
 
     python benchmarks/bench_onnx.py [--model DIR] [--limit 1000] [--repeats 1] [--threads N] [--onnx-dir DIR]
 
@@ -67,7 +67,7 @@ from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
 from bio_mrc.features.windows import build_features  # noqa: E402
 from bio_mrc.inference import TrainedModel, run_windows  # noqa: E402
 from bio_mrc.inference.onnx import OnnxModel, export_onnx  # noqa: E402
-from bio_mrc.metrics.squad import squad_metrics  # noqa: E402
+from bio_mrc.metrics.squad_official import squad_metrics  # noqa: E402
 from bio_mrc.progress import progress_bars  # noqa: E402
 
 NAME = "onnx_runtime"

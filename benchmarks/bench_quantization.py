@@ -56,7 +56,7 @@ from bio_mrc.data.squad import load_squad  # noqa: E402
 from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
 from bio_mrc.features.windows import build_features  # noqa: E402
 from bio_mrc.inference import TrainedModel, run_windows  # noqa: E402
-from bio_mrc.metrics.squad import squad_metrics  # noqa: E402
+from bio_mrc.metrics.squad_official import squad_metrics  # noqa: E402
 from bio_mrc.progress import progress_bars  # noqa: E402
 
 

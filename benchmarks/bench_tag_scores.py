@@ -1,4 +1,4 @@
-"""Time ``bio_mrc.metrics.tags.tag_scores`` against seqeval on random tag sequences.
+"""Time ``bio_mrc.metrics.entity_scores.tag_scores`` against seqeval on random tag sequences.
 
 Both sides compute micro precision, recall and F1 from the same lists of tag
 strings; seqeval is timed with its one call that returns all three
@@ -41,7 +41,7 @@ from seqeval.metrics.sequence_labeling import precision_recall_fscore_support as
 from seqeval.metrics.v1 import precision_recall_fscore_support as seqeval_scheme  # noqa: E402
 from seqeval.scheme import IOB2  # noqa: E402
 
-from bio_mrc.metrics.tags import tag_scores  # noqa: E402
+from bio_mrc.metrics.entity_scores import tag_scores  # noqa: E402
 
 
 def random_tags(n: int, length: int, typed: bool, rng: np.random.Generator) -> list[list[str]]:

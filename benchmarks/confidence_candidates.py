@@ -10,10 +10,10 @@ against all-O):
 
 * ``sigmoid(r)``: the best span's sequence against the all-O sequence alone (earlier versions);
 * ``n-best share``: ``exp(r_1) / Σ_k exp(r_k)`` over the n-best single spans (as span and joint do;
-  the package's raw confidence, ``bio_mrc.inference.calibration.raw_confidence``);
+  the package's raw confidence, ``bio_mrc.inference.calibrators.raw_confidence``);
 * ``n-best share with all-O``: the same with the all-O sequence among the alternatives;
 * ``posterior``: the probability that the tag sequence holds exactly the best span, against every
-  valid sequence (forward–backward over the tag lattice: ``bio_mrc.decoding.tags.span_posteriors``).
+  valid sequence (forward–backward over the tag lattice: ``bio_mrc.decoding.bio_spans.span_posteriors``).
 
 Span and joint have their n-best share; every decoding also gets a re-ranking calibrator (a logistic
 regression on the n-best list's top three shares and the answer's and context's lengths, after Kamath
@@ -71,8 +71,8 @@ def bio_candidates(outputs, examples, predictions, config) -> dict:
     import numpy as np
 
     from bio_mrc.decoding.postprocess import merge_tag_log_probs
-    from bio_mrc.decoding.tags import best_tag_spans, span_posteriors
-    from bio_mrc.inference.calibration import raw_confidence
+    from bio_mrc.decoding.bio_spans import best_tag_spans, span_posteriors
+    from bio_mrc.inference.calibrators import raw_confidence
     from bio_mrc.tags import TAG_I
 
     merged = merge_tag_log_probs(outputs, len(examples))
@@ -93,7 +93,7 @@ def split_candidates(trained, split, outputs, decode_config) -> dict:
     from dataclasses import replace
 
     from bio_mrc.decoding.postprocess import available_decodings, decode
-    from bio_mrc.inference.calibration import answer_is_right, raw_confidence
+    from bio_mrc.inference.calibrators import answer_is_right, raw_confidence
 
     found = {}
     for decoding in available_decodings(trained.model.config.heads):
@@ -145,8 +145,8 @@ def measure(raw_tune, right_tune, raw_eval, right_eval, resamples: int) -> dict:
     import numpy as np
     from sklearn.isotonic import IsotonicRegression
 
-    from bio_mrc.inference.calibration import calibrate, fit_calibrator
-    from bio_mrc.metrics.calibration import expected_calibration_error as ece
+    from bio_mrc.inference.calibrators import calibrate, fit_calibrator
+    from bio_mrc.metrics.calibration_error import expected_calibration_error as ece
     from bio_mrc.metrics.selective import aurc, coverage_at_accuracy, macro_calibration_error
 
     beta = calibrate(raw_eval, fit_calibrator(raw_tune, right_tune))  # the package's calibrator
@@ -180,7 +180,7 @@ def main(args: argparse.Namespace) -> dict:
     from dataclasses import replace
 
     from bio_mrc.harness.config import load_config
-    from bio_mrc.harness.splits import check_disjoint, resolve_split
+    from bio_mrc.harness.comparison_splits import check_disjoint, resolve_split
     from bio_mrc.inference.loading import TrainedModel
     from bio_mrc.inference.tuning import tune_bio_length_prior
 

@@ -17,7 +17,7 @@ _LAZY = {
     "Example": "bio_mrc.types",
     "Prediction": "bio_mrc.types",
     "AnswerSpan": "bio_mrc.types",
-    "tag_scores": "bio_mrc.metrics.tags",
+    "tag_scores": "bio_mrc.metrics.entity_scores",
     "AnswerExtractor": "bio_mrc.inference",
     "TrainedModel": "bio_mrc.inference",
     # transformers' pipeline("bio-mrc-qa", ...): registered when bio_mrc.inference is imported, or by calling this

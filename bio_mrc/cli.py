@@ -19,7 +19,7 @@ from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
 from .io import check_file_target, check_folder_target
-from .decoding.multispan import MIN_SPAN_PROBABILITY
+from .decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .inference.forward import INFERENCE_BATCH_SIZE
@@ -161,14 +161,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     data = _load_squad(args, args.data, data_format=requested.format if requested and requested.multi_span_gold else None)
     if (requested or registry.task_of_data(data.format, data.is_v2)).multi_span_gold:
         from .data.multispanqa import multispan_gold_texts
-        from .metrics.multispan import multispan_metrics
+        from .metrics.multispan_official import multispan_metrics
 
         gold = multispan_gold_texts(data.examples)
         # The official MultiSpanQA script scores only complete files: a missing question is an error here too.
         predictions, _ = load_predictions(args.predictions, list(gold), multi_span=True, strict=True)
         print(json.dumps(multispan_metrics(gold, predictions), indent=2))
         return 0
-    from .metrics.squad import squad_metrics
+    from .metrics.squad_official import squad_metrics
 
     gold = data.gold_texts()
     with _unknown_ids_as_warning_lines():

@@ -42,7 +42,7 @@ class BioMrcConfig(PreTrainedConfig):
     ``bio_length_prior`` is the BIO decoding's tuned span-length prior; both are
     saved with the model so that ``predict``, ``compare`` and ``AnswerExtractor``
     apply the same values; ``calibration`` maps each decoding's raw confidence to the
-    probability that its answer is right (``bio_mrc.inference.calibration``). ``tuned_on`` says on which questions they were tuned
+    probability that its answer is right (``bio_mrc.inference.calibrators``). ``tuned_on`` says on which questions they were tuned
     (``{"description", "questions", "content_hash"}``). ``bio_mrc_format`` is the folder
     layout's version.
     """

@@ -9,7 +9,7 @@ from bio_mrc.cli import main
 from bio_mrc.data.predictions import UnknownIdsWarning, load_na_probs, load_predictions
 from bio_mrc.data.squad import load_squad
 from bio_mrc.errors import BioMrcError, DataFormatError, ModelFormatError
-from bio_mrc.metrics.squad import squad_metrics
+from bio_mrc.metrics.squad_official import squad_metrics
 
 CONTEXT = "Paris is the capital of France."
 

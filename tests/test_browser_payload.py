@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bio_mrc.decoding.postprocess import word_tag_probabilities
-from bio_mrc.decoding.windows import MergedTokens, WindowOutputs
+from bio_mrc.decoding.window_outputs import MergedTokens, WindowOutputs
 from bio_mrc.harness.browser_data import (
     NO_ANSWER, ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, quantise, save_browser_data,
 )

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
 
-from bio_mrc.inference.calibration import answer_is_right, calibrate, calibrated_probability, fit_calibrator, raw_confidence
-from bio_mrc.metrics.calibration import expected_calibration_error, reliability_bins
+from bio_mrc.inference.calibrators import answer_is_right, calibrate, calibrated_probability, fit_calibrator, raw_confidence
+from bio_mrc.metrics.calibration_error import expected_calibration_error, reliability_bins
 from bio_mrc.types import AnswerSpan, Prediction
 
 from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)

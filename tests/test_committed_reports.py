@@ -12,7 +12,7 @@ import pytest
 from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.harness.learning_curve import gap_trend, learning_curve_section
 from bio_mrc.harness.report import _score_table
-from bio_mrc.metrics.multispan import metrics_from_counts
+from bio_mrc.metrics.multispan_official import metrics_from_counts
 
 REPORTS = Path(__file__).parents[1] / "benchmarks" / "reports"
 REPORT_FILES = sorted(REPORTS.glob("*/report.json*"))

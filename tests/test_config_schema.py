@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bio_mrc.cli import main
-from bio_mrc.data.errors import loads
+from bio_mrc.data.json_reader import loads
 from bio_mrc.data.multispanqa import parse_multispanqa
 from bio_mrc.data.squad import load_squad, parse_squad
 from bio_mrc.decoding.postprocess import DecodeConfig

@@ -160,7 +160,7 @@ def test_multispanqa_layout_loads_like_its_own_loader_and_refuses_other_layouts(
 
 def test_comparison_data_recognises_multispanqa_without_a_format(tmp_path):
     from bio_mrc.harness.config import DataSpec
-    from bio_mrc.harness.splits import resolve_split
+    from bio_mrc.harness.comparison_splits import resolve_split
 
     (tmp_path / "multispan.json").write_text(json.dumps(MULTISPAN), encoding="utf-8")
     split = resolve_split(DataSpec(path="multispan.json"), tmp_path)

@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from bio_mrc.data.errors import DataFormatError
+from bio_mrc.data.json_reader import DataFormatError
 from bio_mrc.data.multispanqa import detokenize, label_spans, load_multispanqa, multispan_gold_texts
-from bio_mrc.metrics.multispan import multispan_metrics
+from bio_mrc.metrics.multispan_official import multispan_metrics
 from bio_mrc.types import Example
 
 from .conftest import require_data

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from bio_mrc.data.errors import DataFormatError
-from bio_mrc.data.splits import kfold_by_question, question_set_hash, split_by_article
+from bio_mrc.data.json_reader import DataFormatError
+from bio_mrc.data.article_splits import kfold_by_question, question_set_hash, split_by_article
 from bio_mrc.data.squad import examples_to_squad_json, load_squad, parse_squad
 from bio_mrc.data.unanswerable import add_unanswerable
 

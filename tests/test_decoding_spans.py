@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from bio_mrc.decoding.spans import best_spans, null_scores, sliding_max
-from bio_mrc.decoding.windows import WindowOutputs, max_context_scores, merge_windows
+from bio_mrc.decoding.window_outputs import WindowOutputs, max_context_scores, merge_windows
 
 
 def brute_force(start, end, mask, max_len, extra=None):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bio_mrc.decoding.tags import best_tag_spans, likeliest_tag_spans, span_posteriors, tag_gains
+from bio_mrc.decoding.bio_spans import best_tag_spans, likeliest_tag_spans, span_posteriors, tag_gains
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from bio_mrc.errors import DataFormatError
-from bio_mrc.decoding.multispan import nbest_multi_span
+from bio_mrc.decoding.nbest_spans import nbest_multi_span
 from bio_mrc.inference import AnswerExtractor
 from bio_mrc.types import AnswerSpan, Prediction
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bio_mrc.harness.compare import compare
-from bio_mrc.harness.splits import resolve_split
+from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec, load_config, parse_config
 from bio_mrc.errors import ConfigError
 
@@ -191,7 +191,7 @@ def multispan_file(tmp_path, n=12):
 
 def test_multispanqa_cross_validation_through_the_harness(tiny_encoder_dir, tmp_path):
     from bio_mrc.data.multispanqa import load_multispanqa, multispan_gold_texts
-    from bio_mrc.metrics.multispan import multispan_metrics
+    from bio_mrc.metrics.multispan_official import multispan_metrics
 
     path = multispan_file(tmp_path)
     raw = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "joint", "heads": "span+bio"}],
@@ -240,7 +240,7 @@ def test_the_cells_cache_follows_the_code_that_scores_and_nothing_else(tmp_path)
     package = Path(bio_mrc.__file__).parent
     scoring = {path.relative_to(package).as_posix() for path in source_closure(("bio_mrc.harness.scoring",))}
     assert {"harness/cells.py", "harness/scoring.py", "decoding/postprocess.py", "features/windows.py", "model.py",
-            "inference/forward.py", "inference/tuning.py", "heads/bio.py", "registry.py", "metrics/multispan.py",
+            "inference/forward.py", "inference/tuning.py", "heads/bio.py", "registry.py", "metrics/multispan_official.py",
             "data/multispanqa.py"} <= scoring  # the last two only through the registry's "module:attribute" names
     assert not {"cli.py", "harness/compare.py", "harness/report.py", "harness/summary.py", "harness/html_report.py",
                 "harness/stats.py", "harness/plots.py", "harness/learning_curve.py", "harness/earlier_report.py",

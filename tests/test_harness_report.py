@@ -13,10 +13,10 @@ from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config, resolve_contrasts
 from bio_mrc.harness.report import CELL_PLOT, write_report
 from bio_mrc.harness.summary import summarise
-from bio_mrc.harness.selective import measure
+from bio_mrc.harness.selective_section import measure
 from bio_mrc.harness.stats import paired_bootstrap, paired_bootstrap_ratio, paired_bootstrap_recomputed, two_level_bootstrap
 from bio_mrc.metrics.selective import aurc, aurc_of_resamples
-from bio_mrc.metrics.multispan import f1_from_count_sums
+from bio_mrc.metrics.multispan_official import f1_from_count_sums
 from bio_mrc.types import Example
 
 from .conftest import FIXTURES, SAMPLE_V1

@@ -89,7 +89,7 @@ def test_top_k_gives_the_n_best_with_their_softmax_probabilities(qa, extractor):
 
 @pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
 def test_the_best_answers_score_is_the_raw_confidence_calibration_starts_from(qa, extractor, decoding):
-    from bio_mrc.inference.calibration import raw_confidence
+    from bio_mrc.inference.calibrators import raw_confidence
 
     examples, _ = extractor.examples(QUESTIONS, CONTEXT)
     predictions = extractor.predict(extractor.trained.windows(examples), examples, decoding=decoding)

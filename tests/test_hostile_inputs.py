@@ -133,7 +133,7 @@ def test_a_lone_surrogate_in_a_dataset_row_is_refused_naming_the_record():
 
 def test_more_folds_than_questions_is_refused_before_training(sample_v1):
     from bio_mrc.errors import ConfigError
-    from bio_mrc.harness.splits import Split, cross_validation_folds
+    from bio_mrc.harness.comparison_splits import Split, cross_validation_folds
 
     few = Split(sample_v1.examples[:3], "squad-v1.1", "three questions")
     with pytest.raises(ConfigError, match="cross_validation.folds: 5 folds need at least 5 questions; three questions has 3"):

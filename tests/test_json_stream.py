@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from bio_mrc.data.errors import lone_surrogate_escape
+from bio_mrc.data.json_reader import lone_surrogate_escape
 from bio_mrc.data.json_stream import _SurrogateCheckedReader
 from bio_mrc.data.squad import load_squad, stream_squad
 from bio_mrc.errors import DataFormatError

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bio_mrc.decoding.postprocess import DecodeConfig, decode_bio_predictions
-from bio_mrc.decoding.windows import WindowOutputs
-from bio_mrc.harness.splits import resolve_split
+from bio_mrc.decoding.window_outputs import WindowOutputs
+from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec
 from bio_mrc.inference.tuning import tune_bio_length_prior
 from bio_mrc.types import Example

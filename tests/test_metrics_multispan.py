@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bio_mrc.metrics.multispan import multispan_metrics, partial_match
+from bio_mrc.metrics.multispan_official import multispan_metrics, partial_match
 
 KEYS = ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1")
 

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from bio_mrc.metrics.squad import (
+from bio_mrc.metrics.squad_official import (
     compute_exact_v2,
     compute_f1_v2,
     exact_match_score,

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from bio_mrc.metrics.tags import chunk_counts, tag_scores
+from bio_mrc.metrics.entity_scores import chunk_counts, tag_scores
 from bio_mrc.tags import chunk_bounds
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 

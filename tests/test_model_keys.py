@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bio_mrc.harness.config import DataSpec
 from bio_mrc.harness.models import model_key
-from bio_mrc.harness.splits import Split, resolve_split
+from bio_mrc.harness.comparison_splits import Split, resolve_split
 from bio_mrc.training.train import TrainConfig
 from bio_mrc.types import Example
 from .conftest import require_data

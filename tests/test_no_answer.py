@@ -9,7 +9,7 @@ import pytest
 from bio_mrc.data.squad import examples_to_squad_json, load_squad
 from bio_mrc.data.unanswerable import add_unanswerable
 from bio_mrc.decoding.postprocess import DecodeConfig, decode_bio_predictions, decode_span
-from bio_mrc.decoding.windows import WindowOutputs
+from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.harness.compare import compare
 from bio_mrc.harness.config import parse_config
 from bio_mrc.inference import (
@@ -189,7 +189,7 @@ def test_tune_command_saves_thresholds_that_predict_applies(v2_file, tiny_encode
 
 
 def test_the_threshold_curve_has_only_thresholds_the_rule_can_apply():
-    from bio_mrc.metrics.squad import best_no_answer_threshold, no_answer_threshold_curve
+    from bio_mrc.metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve
 
     scores = np.array([1.0, 1.0, 2.0, -np.inf])
     answer_f1 = np.array([100.0, 0.0, 0.0, 100.0])

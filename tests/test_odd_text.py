@@ -41,7 +41,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from bio_mrc.decoding.postprocess import DECODINGS, DecodeConfig, decode
-from bio_mrc.decoding.windows import WindowOutputs
+from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.types import Example
 

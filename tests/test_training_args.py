@@ -12,7 +12,7 @@ from bio_mrc.cli import _train_config, build_parser
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config
 from bio_mrc.harness.models import model_key
-from bio_mrc.harness.splits import Split
+from bio_mrc.harness.comparison_splits import Split
 from bio_mrc.training.config import OWNED_TRAINING_ARGS, TrainConfig
 from bio_mrc.training.train import train_model
 from bio_mrc.training.trainer import training_arguments

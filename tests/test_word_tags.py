@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bio_mrc.decoding.postprocess import DecodeConfig, decode_bio_predictions
-from bio_mrc.decoding.windows import WindowOutputs
+from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 from bio_mrc.types import Example

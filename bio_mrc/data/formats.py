@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
-from .errors import DataFormatError, read_json
+from .json_reader import DataFormatError, read_json
 from .json_stream import SquadJsonStream
 from .mrqa import is_mrqa_header, mrqa_records
 from .multispanqa import parse_multispanqa

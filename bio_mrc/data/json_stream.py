@@ -13,7 +13,7 @@ from typing import Any, BinaryIO, Iterator
 
 import ijson
 
-from .errors import DataFormatError, RepeatedKeyError, lone_surrogate_escape
+from .json_reader import DataFormatError, RepeatedKeyError, lone_surrogate_escape
 
 _BOM = b"\xef\xbb\xbf"
 _ESCAPE_WIDTH = 12  # a surrogate pair's two escapes: deciding about one needs the 12 characters from it on

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import DataFormatError
+from .json_reader import DataFormatError
 from .sources import Records, jsonl_rows
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..tags import PREFIX_IDS, TAG_B, chunk_bounds
 from ..types import Example
-from .errors import DataFormatError, read_json
+from .json_reader import DataFormatError, read_json
 from .text import check_text
 
 logger = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ def load_multispanqa(path: str | Path) -> list[Example]:
 
 
 def multispan_gold_texts(examples: Iterable[Example]) -> dict[str, list[str]]:
-    """``{id: [text of each gold span]}``, the gold of :func:`bio_mrc.metrics.multispan.multispan_metrics`.
+    """``{id: [text of each gold span]}``, the gold of :func:`bio_mrc.metrics.multispan_official.multispan_metrics`.
 
     An unanswerable example maps to ``[]``. MultiSpanQA has one alternative per
     question; an example with several (e.g. SQuAD's annotators) raises ``ValueError``.

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
-from .errors import DataFormatError, read_json
+from .json_reader import DataFormatError, read_json
 
 
 def _shown(ids: list[str]) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..types import Example
-from .errors import DataFormatError, NotPlainJsonError, loads, read_json
+from .json_reader import DataFormatError, NotPlainJsonError, loads, read_json
 
 SQUAD_COLUMNS = ("id", "context", "question", "answers")
 ROW_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".gz")

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import ConfigError
 from ..types import Example
-from .errors import DataFormatError
+from .json_reader import DataFormatError
 from .formats import detect_format
 from .text import check_text
 

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import DataFormatError
+from .json_reader import DataFormatError
 from .sources import Records, check_columns, dataset_records, first_line, table_rows
 
 PARQUET_MAGIC = b"PAR1"

@@ -6,7 +6,7 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
   question, with the ``[CLS]`` null score (minimum over windows).
 * ``bio``: the tagged tokens (first word pieces for a word-level tagger) of all
   windows merged token by token (maximum-context rule), then decoded by the
-  tag log-likelihood ratio ``r`` against all-O (see :mod:`bio_mrc.decoding.tags`):
+  tag log-likelihood ratio ``r`` against all-O (see :mod:`bio_mrc.decoding.bio_spans`):
   the n-best single spans, or with ``multi_span`` the spans of the most
   probable tag sequence; the no-answer score is ``-max r``.
 * ``joint``: the span head and the BIO head as a product of experts. A span
@@ -34,8 +34,8 @@ from ..config_schema import check_fields
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
 from .spans import best_spans, null_scores
-from .tags import best_tag_spans, likeliest_tag_spans
-from .windows import MergedTokens, WindowOutputs, log_softmax, merge_windows
+from .bio_spans import best_tag_spans, likeliest_tag_spans
+from .window_outputs import MergedTokens, WindowOutputs, log_softmax, merge_windows
 
 DECODINGS = tuple(registry.DECODINGS)  # the package's own decodings (bio_mrc.registry holds every one)
 

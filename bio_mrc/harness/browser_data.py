@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..decoding.postprocess import merge_tag_log_probs, word_tag_probabilities
-from ..decoding.windows import WindowOutputs
+from ..decoding.window_outputs import WindowOutputs
 from ..io import atomic_write_bytes
 from ..types import Example, Prediction
 

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..metrics.squad import normalize_answer
+from ..metrics.squad_official import normalize_answer
 from ..types import Example
 from .browser_data import NO_ANSWER, ModelBrowserData, quantise
 from .groups import group_order

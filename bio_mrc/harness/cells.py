@@ -11,18 +11,18 @@ import numpy as np
 
 from .. import registry
 from ..decoding.postprocess import DecodeConfig, decode_merged_tags, merge_tag_log_probs
-from ..decoding.windows import MergedTokens, WindowOutputs
+from ..decoding.window_outputs import MergedTokens, WindowOutputs
 from ..inference.answers import apply_no_answer_threshold, decode_answers, threshold_key
-from ..inference.calibration import answer_is_right, calibrated_probability, raw_confidence
-from ..metrics.calibration import expected_calibration_error, reliability_bins
-from ..metrics.multispan import question_counts
-from ..metrics.squad import per_question_scores
-from ..metrics.tags import tag_scores
+from ..inference.calibrators import answer_is_right, calibrated_probability, raw_confidence
+from ..metrics.calibration_error import expected_calibration_error, reliability_bins
+from ..metrics.multispan_official import question_counts
+from ..metrics.squad_official import per_question_scores
+from ..metrics.entity_scores import tag_scores
 from ..tags import spans_to_tags
 from ..types import Example, Prediction
 
 if TYPE_CHECKING:  # a type only: the splits' loading does not change how a cell scores
-    from .splits import Split
+    from .comparison_splits import Split
 
 TAG_LETTERS = np.array(["B", "I", "O"])
 
@@ -73,7 +73,7 @@ def tag_sequences(merged: MergedTokens, examples: Sequence[Example], predictions
 
 def score_cell(split: Split, decoded: DecodedCell) -> dict[str, Any]:
     """Per-question scores: official EM and F1 (0..100) for SQuAD; for MultiSpanQA each question's
-    share of the micro-averaged sums (``counts``, columns of :data:`bio_mrc.metrics.multispan.COUNT_COLUMNS`)."""
+    share of the micro-averaged sums (``counts``, columns of :data:`bio_mrc.metrics.multispan_official.COUNT_COLUMNS`)."""
     by_id = {p.id: p for p in decoded.predictions}
     ids, gold = split.ids, split.gold
     cell: dict[str, Any] = {"decode_seconds": decoded.seconds}

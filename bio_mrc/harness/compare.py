@@ -29,7 +29,7 @@ from .earlier_report import EarlierCells, load_earlier_cells
 from .models import obtain_model
 from .results import Cell, ComparisonResults
 from .scoring import cells_code_fingerprint, finish_cell, score_model, timed_windows, tuned_decoding
-from .splits import Splits, check_disjoint, cross_validation_folds, resolve_split
+from .comparison_splits import Splits, check_disjoint, cross_validation_folds, resolve_split
 
 
 def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_errors
-from ..data.errors import DataFormatError, read_json
+from ..data.json_reader import DataFormatError, read_json
 from .. import registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError

@@ -15,7 +15,7 @@ from ..model_card import training_time_is_partial
 from ..training.train import TrainConfig, load_run_record, train_model
 from ..types import content_hash
 from .config import RunSpec
-from .splits import Split
+from .comparison_splits import Split
 
 
 def model_key(train: TrainConfig, train_split: Split) -> str:

@@ -15,7 +15,7 @@ from ..types import Example
 from .html_report import write_html_report
 from .learning_curve import learning_curve_section
 from .results import ComparisonResults
-from .selective import RISK_COVERAGE_PLOT, selective_section
+from .selective_section import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
 from .summary import MIXED_RESAMPLING, cell_label, question_groups, summarise
 from .training_loss import TRAINING_LOSS_PLOT, loss_curves, training_loss_section

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .. import registry
 from ..code_fingerprint import sources_fingerprint
 from ..decoding.postprocess import DecodeConfig, available_decodings
-from ..decoding.windows import WindowOutputs
+from ..decoding.window_outputs import WindowOutputs
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files
 from ..inference.tuning import TunedSettings, tune_for_model
 from ..model_card import record_evaluation
@@ -20,7 +20,7 @@ from .cells import DecodedCell, calibration_cell, decode_cell, score_cell
 
 if TYPE_CHECKING:  # types only: the configuration and the splits do not change how a model scores
     from .config import RunSpec
-    from .splits import Split, Splits
+    from .comparison_splits import Split, Splits
 
 
 def cells_code_fingerprint() -> str:

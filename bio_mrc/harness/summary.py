@@ -11,12 +11,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import registry
-from ..metrics.multispan import METRIC_NAMES, f1_from_count_sums, metrics_from_counts
-from ..metrics.squad import normalize_answer
+from ..metrics.multispan_official import METRIC_NAMES, f1_from_count_sums, metrics_from_counts
+from ..metrics.squad_official import normalize_answer
 from ..types import Example
 from .config import resolve_contrasts
 from .learning_curve import learning_curve
-from .selective import selective_summary
+from .selective_section import selective_summary
 from .groups import breakdown, length_bins, question_word
 from .stats import (
     BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, agreement, holm, mean_sd, paired_bootstrap, paired_bootstrap_ratio, resampling, score_interval,

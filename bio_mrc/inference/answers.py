@@ -7,11 +7,11 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from .. import registry
-from ..decoding.multispan import MIN_SPAN_PROBABILITY, nbest_multi_span
+from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY, nbest_multi_span
 from ..decoding.postprocess import DecodeConfig, decode
-from ..decoding.windows import WindowOutputs
+from ..decoding.window_outputs import WindowOutputs
 from ..types import Example, Prediction
-from .calibration import calibrated_probability, raw_confidence
+from .calibrators import calibrated_probability, raw_confidence
 
 
 def threshold_key(decoding: str) -> str:

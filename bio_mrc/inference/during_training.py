@@ -11,7 +11,7 @@ from .. import registry
 from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..features.windows import FeatureConfig, build_features
-from ..metrics.squad import squad_metrics
+from ..metrics.squad_official import squad_metrics
 from ..model import BioMrcForQuestionAnswering
 from ..types import Example
 from .answers import decode_with_thresholds

@@ -13,9 +13,9 @@ from typing import Any, Sequence, overload
 
 from .. import registry
 from ..data.text import check_text
-from ..decoding.multispan import MIN_SPAN_PROBABILITY
+from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
-from ..decoding.windows import WindowOutputs
+from ..decoding.window_outputs import WindowOutputs
 from ..errors import DataFormatError
 from ..types import Example, Prediction
 from .answers import decode_answers

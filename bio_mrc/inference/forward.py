@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from .. import registry
-from ..decoding.windows import WindowOutputs
+from ..decoding.window_outputs import WindowOutputs
 from ..features.ragged import RaggedColumn
 from ..features.windows import FeatureConfig, build_features
 from ..model import BioMrcForQuestionAnswering

@@ -9,9 +9,9 @@ from typing import Sequence
 from transformers import PreTrainedTokenizerBase
 
 from .. import __version__
-from ..data.errors import read_json
+from ..data.json_reader import read_json
 from ..decoding.postprocess import DecodeConfig, available_decodings
-from ..decoding.windows import WindowOutputs
+from ..decoding.window_outputs import WindowOutputs
 from ..encoders import load_tokenizer
 from ..errors import ModelFormatError
 from ..features.windows import FeatureConfig

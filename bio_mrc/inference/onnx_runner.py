@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from .. import __version__, registry
-from ..data.errors import read_json
+from ..data.json_reader import read_json
 from ..errors import ModelFormatError
 from ..model import BioMrcConfig
 

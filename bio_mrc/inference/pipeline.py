@@ -11,7 +11,7 @@ Importing :mod:`bio_mrc.inference` registers the task (``bio_mrc.register_pipeli
 explicitly); ``import bio_mrc`` alone stays light and registers nothing.
 
 ``score`` (uncalibrated; each decoding ranks spans by its own score and these only rescale it; the
-best answer's equals :func:`bio_mrc.inference.calibration.raw_confidence`):
+best answer's equals :func:`bio_mrc.inference.calibrators.raw_confidence`):
 
 * every decoding: the softmax of the decoding's span scores over the question's n-best spans
   (n = max(20, ``top_k``); ``s_i + e_j`` for span, ``log P_start + log P_end + r`` for joint, ``r``
@@ -39,7 +39,7 @@ from transformers import AutoModelForQuestionAnswering, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .. import registry
-from ..decoding.windows import log_softmax
+from ..decoding.window_outputs import log_softmax
 from ..errors import DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
 from ..types import AnswerSpan, Example, Prediction

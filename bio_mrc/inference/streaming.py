@@ -22,7 +22,7 @@ from typing import Iterable, Iterator, Sequence, TextIO
 
 from tqdm.auto import tqdm
 
-from ..decoding.multispan import MIN_SPAN_PROBABILITY
+from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError
 from ..types import Example

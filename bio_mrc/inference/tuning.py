@@ -13,14 +13,14 @@ import numpy as np
 from .. import registry
 from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, decode, decode_merged_tags, merge_tag_log_probs
-from ..decoding.windows import MergedTokens, WindowOutputs
+from ..decoding.window_outputs import MergedTokens, WindowOutputs
 from ..io import atomic_write_text
-from ..metrics.squad import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
+from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
 from ..model import BioMrcConfig
 from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
 from .answers import apply_no_answer_threshold, threshold_key
-from .calibration import answer_is_right, fit_calibrator, raw_confidence
+from .calibrators import answer_is_right, fit_calibrator, raw_confidence
 
 if TYPE_CHECKING:  # the loader runs models; tuning needs only its decodings and saved settings
     from .loading import TrainedModel
@@ -39,7 +39,7 @@ def _answer_and_abstain_f1(predictions: Sequence[Prediction], gold: Mapping[str,
 
 def threshold_curve(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
     """F1 (0..100) at every threshold on the predictions' no-answer scores (see
-    :func:`bio_mrc.metrics.squad.no_answer_threshold_curve`)."""
+    :func:`bio_mrc.metrics.squad_official.no_answer_threshold_curve`)."""
     return no_answer_threshold_curve(*_answer_and_abstain_f1(predictions, gold))
 
 

@@ -16,7 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..decoding.windows import WindowOutputs
+from ..decoding.window_outputs import WindowOutputs
 from ..inference.extract import AnswerExtractor
 from ..types import Example, Prediction
 

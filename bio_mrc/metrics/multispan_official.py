@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .squad import normalize_answer
+from .squad_official import normalize_answer
 
 
 def _normalized_set(texts: Sequence[str], qid: str, side: str) -> set[str]:

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..metrics.calibration import expected_calibration_error
+from ..metrics.calibration_error import expected_calibration_error
 from ..metrics.selective import (
     TARGET_ACCURACIES, aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage,
     subsample_curve,

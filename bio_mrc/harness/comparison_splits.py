@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import registry
 from ..data.sources import locate
-from ..data.splits import kfold_by_question, question_set_hash, split_by_article
+from ..data.article_splits import kfold_by_question, question_set_hash, split_by_article
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from ..metrics.squad import per_question_scores
+from ..metrics.squad_official import per_question_scores
 from ..types import Prediction
 
 CORRECT_IF = "f1 > 0.5"
