@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..types import Example
-from .json_reader import DataFormatError, NotPlainJsonError, loads, read_json
+from .json_reader import DataFormatError, NotPlainJsonError, loads
 
 SQUAD_COLUMNS = ("id", "context", "question", "answers")
 ROW_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".gz")
@@ -79,10 +79,6 @@ def locate(spec: str, base_dir: Path) -> str:
 
 def jsonl_records(path: Path) -> Records:
     return Records(str(path), rows=jsonl_rows(path))
-
-
-def squad_records(path: Path) -> Records:
-    return Records(str(path), squad=read_json(path))
 
 
 def first_line_is_a_row(record: Any) -> bool:
