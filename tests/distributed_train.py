@@ -21,3 +21,5 @@ rank = int(os.environ["RANK"])
 with open(os.path.join(output_dir, f"windows-seen-by-rank-{rank}.json"), "w") as handle:
     json.dump({"world_size": dist.get_world_size(), "backend": dist.get_backend(), "seen": sum(seen),
                "windows": result.n_windows}, handle)
+dist.barrier()  # both ranks wrote their record before either tears the group down
+dist.destroy_process_group()  # a clean exit: gloo left to its destructor can abort a rank at shutdown
