@@ -75,12 +75,19 @@ def fake_wheel(folder: Path) -> Path:
     return wheel
 
 
+def test_byte_planes_round_trip_every_length():
+    for data in (b"", b"a", b"ab", b"abc", bytes(range(256)) * 3 + b"z"):
+        planes = runner.byte_planes(data)
+        assert len(planes) == len(data) and runner.from_byte_planes(planes) == data
+    assert runner.byte_planes(b"aAbBc") == b"abABc"  # even bytes, odd bytes, the odd last byte
+
+
 def test_the_bundle_holds_an_fp16_encoder_compressed_data_and_a_manifest(tiny_bundle, tmp_path):
     from bio_mrc.model import BioMrcForQuestionAnswering
 
     manifest = json.loads((tiny_bundle / "manifest.json").read_text())
     paths = {entry["path"] for entry in manifest["files"]}
-    assert {"data/squad-v1.1/train.json.xz", "encoder/model.safetensors.xz", "encoder/tokenizer.json.xz"} <= paths
+    assert {"data/squad-v1.1/train.json.xz", "encoder/model.safetensors.planes2.xz", "encoder/tokenizer.json.xz"} <= paths
     assert "encoder/model.safetensors" not in paths  # the weights travel xz-packed
     assert manifest["total_bytes"] == sum(entry["bytes"] for entry in manifest["files"]) < 64 * 2**20
     unpacked = runner.unpack(tiny_bundle, tmp_path / "work")
