@@ -1,4 +1,4 @@
-"""benchmarks/gpu: the bundle and the runner, end to end on a tiny slice on the CPU, in bf16 autocast:
+"""tools/gpu: the bundle and the runner, end to end on a tiny slice on the CPU, in bf16 autocast:
 bundle, unpack into a fresh folder, install (no wheels: the import check), train, a kill, resume, score, collect."""
 
 import importlib.util
@@ -19,18 +19,25 @@ from safetensors.torch import load_file
 from .conftest import SAMPLE_V1
 
 REPO = Path(__file__).resolve().parents[1]
-GPU_DIR = REPO / "benchmarks" / "gpu"
+GPU_TOOLS = REPO / "tools" / "gpu"
 DATA = REPO.parent / "shared" / "data"
 
 
 def load_script(name):
-    spec = importlib.util.spec_from_file_location(f"gpu_{name}", GPU_DIR / f"{name}.py")
+    """A script of tools/gpu as a module, with its folder on sys.path while it loads (as when it runs as a script:
+    it imports its sibling bundle_format)."""
+    spec = importlib.util.spec_from_file_location(f"gpu_{name}", GPU_TOOLS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(GPU_TOOLS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(GPU_TOOLS))
     return module
 
 
+bundle_format = load_script("bundle_format")
 build_bundle = load_script("build_bundle")
 runner = load_script("run")
 
@@ -56,7 +63,7 @@ def tiny_bundle(tmp_path, tiny_encoder_dir):
     bundle = tmp_path / "bundle"
     manifest = build_bundle.build_bundle(bundle, data_dir, str(tiny_encoder_dir), ["squad-v1.1/train.json"], wheels=False)
     # No network here: a made-up wheel stands in for the downloaded ones.
-    build_bundle.pack_wheels([fake_wheel(tmp_path / "wheels")], bundle / build_bundle.WHEELS_ARCHIVE)
+    build_bundle.pack_wheels([fake_wheel(tmp_path / "wheels")], bundle / bundle_format.WHEELS_ARCHIVE)
     kept = {k: v for k, v in manifest.items() if k not in ("files", "total_bytes", "created")}
     build_bundle.write_manifest(bundle, {**kept, "wheels": ["tiny_wheel-1.0-py3-none-any.whl"]})
     return bundle
@@ -77,9 +84,9 @@ def fake_wheel(folder: Path) -> Path:
 
 def test_byte_planes_round_trip_every_length():
     for data in (b"", b"a", b"ab", b"abc", bytes(range(256)) * 3 + b"z"):
-        planes = runner.byte_planes(data)
-        assert len(planes) == len(data) and runner.from_byte_planes(planes) == data
-    assert runner.byte_planes(b"aAbBc") == b"abABc"  # even bytes, odd bytes, the odd last byte
+        planes = bundle_format.byte_planes(data)
+        assert len(planes) == len(data) and bundle_format.from_byte_planes(planes) == data
+    assert bundle_format.byte_planes(b"aAbBc") == b"abABc"  # even bytes, odd bytes, the odd last byte
 
 
 def test_the_bundle_holds_an_fp16_encoder_compressed_data_and_a_manifest(tiny_bundle, tmp_path):
@@ -109,7 +116,7 @@ def runner_args(tmp_path, bundle, *command):
 
 def kill_at_first_checkpoint(args, models: Path) -> None:
     """Start the training step in a runner process and SIGTERM the runner once a checkpoint is complete."""
-    runner_process = subprocess.Popen([sys.executable, str(GPU_DIR / "run.py"), *args], cwd=REPO)
+    runner_process = subprocess.Popen([sys.executable, str(GPU_TOOLS / "run.py"), *args], cwd=REPO)
     deadline = time.monotonic() + 120
     while not list(models.glob("joint-seed5-*/checkpoints/checkpoint-*/trainer_state.json")):
         assert runner_process.poll() is None and time.monotonic() < deadline, "the step ended before its first checkpoint"

