@@ -39,7 +39,7 @@ def read_report(path: str | Path) -> SavedReport:
             report = json.load(handle)
     except (OSError, EOFError, lzma.LZMAError, json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{source}: cannot read it as a comparison report ({error})") from None
-    missing = [key for key in ("config", "eval", "eval_ids", "cells") if key not in report] if isinstance(report, dict) else ["object"]
+    missing = [key for key in ("config", "eval", "eval_ids", "cells") if key not in report]
     if missing or not isinstance(report["cells"], list):
         raise ConfigError(f"{source}: not a bio_mrc comparison report (no {', '.join(missing) or 'list of cells'})")
     saved = SavedReport.from_json(report, source)
