@@ -44,15 +44,15 @@ def composed(earlier, tiny_encoder_dir, tmp_path_factory):
 def test_the_earlier_models_cells_are_read_not_recomputed(earlier, composed):
     path, earlier_results, earlier_summary = earlier
     out, results, summary = composed
-    reused = [c for c in results["cells"] if c["run"] == "span-only"]
-    assert len(reused) == 1 and np.array_equal(reused[0]["f1"], earlier_results["cells"][0]["f1"])
-    assert reused[0]["answers"] == earlier_results["cells"][0]["answers"]
-    assert reused[0]["scored_in"]["date"] == earlier_results["date"]
+    reused = [c for c in results.cells if c.run == "span-only"]
+    assert len(reused) == 1 and np.array_equal(reused[0].f1, earlier_results.cells[0].f1)
+    assert reused[0].answers == earlier_results.cells[0].answers
+    assert reused[0].scored_in["date"] == earlier_results.date
     assert not any(p.name.startswith("span-only") for p in (out / "models").iterdir())  # not trained here
-    assert {c["decoding"] for c in results["cells"] if c["run"] == "joint"} == {"span", "bio", "joint"}
+    assert {c.decoding for c in results.cells if c.run == "joint"} == {"span", "bio", "joint"}
     row = next(r for r in summary["rows"] if r["cell"] == "span-only/span")
     assert row["f1"] == next(r for r in earlier_summary["rows"] if r["cell"] == "span-only/span")["f1"]
-    assert results["cells_from"]["models"] == [{"run": "span-only", "seed": 1}]
+    assert results.cells_from["models"] == [{"run": "span-only", "seed": 1}]
 
 
 def test_the_report_says_which_cells_came_from_where(earlier, composed):
@@ -60,7 +60,7 @@ def test_the_report_says_which_cells_came_from_where(earlier, composed):
     report = (out / "report.md").read_text()
     assert f"Cells read from an earlier report, `{earlier[0]}`" in report and "span-only (seed 1)" in report
     saved = json.loads((out / "report.json").read_text())
-    assert saved["code"] and saved["cells_from"]["code"] == earlier[1]["code"]
+    assert saved["code"] and saved["cells_from"]["code"] == earlier[1].code
     assert "span-only/span" in (out / "report.html").read_text()
 
 
@@ -68,10 +68,10 @@ def test_a_composed_report_serves_as_an_earlier_report_in_turn(composed, tiny_en
     out, results, _ = composed
     config = parse_config(tiny_config(tiny_encoder_dir, runs=("span-only", "joint")))
     again, _ = compare(config, FIXTURES, tmp_path, cells_from=out / "report.json")
-    assert [c["f1"].tolist() for c in again["cells"]] == [np.asarray(c["f1"]).tolist() for c in results["cells"]]
-    scored_in = {c["run"]: c["scored_in"] for c in again["cells"]}
-    assert scored_in["span-only"] == next(c for c in results["cells"] if c["run"] == "span-only")["scored_in"]  # the first scoring
-    assert scored_in["joint"]["date"] == results["date"]
+    assert [c.f1.tolist() for c in again.cells] == [c.f1.tolist() for c in results.cells]
+    scored_in = {c.run: c.scored_in for c in again.cells}
+    assert scored_in["span-only"] == next(c for c in results.cells if c.run == "span-only").scored_in  # the first scoring
+    assert scored_in["joint"]["date"] == results.date
     assert not (tmp_path / "models").exists()
 
 
@@ -111,7 +111,7 @@ def test_what_is_not_a_readable_report_is_named(tmp_path):
 
 def test_a_cut_or_edited_report_is_refused_not_misaligned(earlier, tiny_encoder_dir, tmp_path):
     config = parse_config(tiny_config(tiny_encoder_dir))
-    report = read_report(earlier[0])
+    report = read_report(earlier[0]).to_json()
     short = json.loads(json.dumps(report))
     short["cells"][0]["f1"] = short["cells"][0]["f1"][:-1]
     (tmp_path / "short.json").write_text(json.dumps(short))

@@ -31,31 +31,31 @@ def committed(request):
 def _cell_scores(cell):
     """A cell's scores from its per-question records: SQuAD's mean EM and F1, or the multi-span metrics
     of its summed counts."""
-    if "counts" in cell:
-        return metrics_from_counts(np.asarray(cell["counts"], dtype=np.float64).sum(axis=0))
-    return {"em": np.mean(cell["em"]), "f1": np.mean(cell["f1"])}
+    if cell.counts is not None:
+        return metrics_from_counts(np.asarray(cell.counts, dtype=np.float64).sum(axis=0))
+    return {"em": np.mean(cell.em), "f1": np.mean(cell.f1)}
 
 
 def test_every_cell_scores_its_questions(committed):
     report, _ = committed
-    rows = {row["cell"]: row for row in report["summary"]["rows"]}
-    for cell in report["cells"]:
-        row = rows[f"{cell['run']}/{cell['decoding']}"]
-        at = row["seeds"].index(cell["seed"])
-        assert len(cell["counts"] if "counts" in cell else cell["f1"]) == len(report["eval_ids"])
+    rows = {row["cell"]: row for row in report.summary["rows"]}
+    for cell in report.results.cells:
+        row = rows[cell.label]
+        at = row["seeds"].index(cell.seed)
+        assert len(cell.counts if cell.counts is not None else cell.f1) == len(report.eval_ids)
         for metric, value in _cell_scores(cell).items():
-            assert value == pytest.approx(row[metric][at], abs=1e-9), (cell["run"], cell["decoding"], metric)
+            assert value == pytest.approx(row[metric][at], abs=1e-9), (cell.label, metric)
 
 
 def test_the_markdown_report_shows_the_json_scores(committed):
     report, markdown = committed
-    for line in _score_table(report, report["summary"]):
+    for line in _score_table(report.results, report.summary):
         assert line in markdown
 
 
 def test_the_learning_curve_follows_from_its_gaps(committed):
     report, markdown = committed
-    curve = report["summary"].get("learning_curve")
+    curve = report.summary.get("learning_curve")
     if curve is None:
         pytest.skip("no learning curve in this report")
     _assert_same(gap_trend(curve["gaps"]), curve["gap_trend"])

@@ -36,14 +36,14 @@ def comparison(tiny_encoder_dir, tmp_path_factory):
 
 def test_every_cell_sees_the_same_questions(comparison):
     out, results, _ = comparison
-    cells = results["cells"]
-    assert {(c["run"], c["decoding"], c["seed"]) for c in cells} == {
+    cells = results.cells
+    assert {(c.run, c.decoding, c.seed) for c in cells} == {
         (r, d, s) for s in (1, 2) for r, d in [("span-only", "span"), ("joint", "span"), ("joint", "bio"), ("joint", "joint")]
     }
-    ids = [ex.id for ex in results["eval_examples"]]
-    assert all(len(c["f1"]) == len(ids) for c in cells)
+    ids = [ex.id for ex in results.eval_examples]
+    assert all(len(c.f1) == len(ids) for c in cells)
     for c in cells:
-        predictions = json.loads((out / "predictions" / f"{c['run']}-seed{c['seed']}-{c['decoding']}.json").read_text())
+        predictions = json.loads((out / "predictions" / f"{c.run}-seed{c.seed}-{c.decoding}.json").read_text())
         assert list(predictions) == ids
     train_ids = {ex.id for ex in resolve_split(DataSpec(**config_dict('x')["train"]), FIXTURES).examples}
     assert train_ids.isdisjoint(ids)
@@ -52,8 +52,8 @@ def test_every_cell_sees_the_same_questions(comparison):
 def test_bootstrap_is_paired_on_per_question_scores(comparison):
     _, results, summary = comparison
     f1 = {}
-    for c in results["cells"]:
-        f1.setdefault(f"{c['run']}/{c['decoding']}", []).append(c["f1"])
+    for c in results.cells:
+        f1.setdefault(f"{c.run}/{c.decoding}", []).append(c.f1)
     for comp in summary["comparisons"]:
         a, b = np.mean(f1[comp["a"]], axis=0), np.mean(f1[comp["b"]], axis=0)
         assert comp["diff"] == pytest.approx(a.mean() - b.mean())
@@ -78,10 +78,10 @@ def test_report_files_and_table(comparison):
 def test_models_are_reused_not_retrained(comparison, tiny_encoder_dir):
     out, results, _ = comparison
     again, _ = compare(parse_config(config_dict(tiny_encoder_dir, seeds=[1])), FIXTURES, out, progress=False)
-    assert all(c["reused_model"] for c in again["cells"])
-    first = {(c["run"], c["decoding"]): c["f1"] for c in results["cells"] if c["seed"] == 1}
-    for c in again["cells"]:
-        np.testing.assert_array_equal(c["f1"], first[(c["run"], c["decoding"])])
+    assert all(c.reused_model for c in again.cells)
+    first = {(c.run, c.decoding): c.f1 for c in results.cells if c.seed == 1}
+    for c in again.cells:
+        np.testing.assert_array_equal(c.f1, first[(c.run, c.decoding)])
 
 
 def test_a_run_that_only_evaluates_differently_shares_the_model(comparison, tiny_encoder_dir):
@@ -90,9 +90,9 @@ def test_a_run_that_only_evaluates_differently_shares_the_model(comparison, tiny
     raw = config_dict(tiny_encoder_dir, seeds=[1],
                       runs=[{"name": "joint-in-bf16", "heads": "span+bio", "bio_targets": "one-hot", "inference_precision": "bf16"}])
     again, _ = compare(parse_config(raw), FIXTURES, out, progress=False)
-    trained = {c["model_dir"] for c in results["cells"] if (c["run"], c["seed"]) == ("joint", 1)}
-    assert all(c["reused_model"] and c["precision"] == "bf16" for c in again["cells"])
-    assert {c["model_dir"] for c in again["cells"]} == trained
+    trained = {c.model_dir for c in results.cells if (c.run, c.seed) == ("joint", 1)}
+    assert all(c.reused_model and c.precision == "bf16" for c in again.cells)
+    assert {c.model_dir for c in again.cells} == trained
     assert not list((out / "models").glob("joint-in-bf16-*"))
 
 
@@ -153,19 +153,19 @@ def test_an_interrupted_comparison_reuses_every_finished_model_and_cell(tiny_enc
     monkeypatch.setattr(models, "train_model", train)
     results, _ = compare(parse_config(raw), FIXTURES, tmp_path, progress=False)
     assert scored == ["first", "second"]  # the first model was neither retrained nor scored again
-    assert [(c["run"], c["reused_model"]) for c in results["cells"]] == [("first", True), ("second", False)]
+    assert [(c.run, c.reused_model) for c in results.cells] == [("first", True), ("second", False)]
 
 
 def test_a_reused_model_keeps_the_values_tuned_on_its_first_tuning_split(tiny_encoder_dir, tmp_path):
     normans = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}}  # n1-n3, then n4-n5
     raw = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "joint", "heads": "span+bio"}], train={**normans, "limit": 3})
     results, _ = compare(parse_config({**raw, "tune": {**normans, "skip": 3, "limit": 1}}), FIXTURES, tmp_path, progress=False)
-    config_file = tmp_path / "models" / results["cells"][0]["model_dir"].rsplit("/", 1)[-1] / "config.json"
+    config_file = tmp_path / "models" / results.cells[0].model_dir.rsplit("/", 1)[-1] / "config.json"
     saved = json.loads(config_file.read_text())
     assert saved["tuned_on"]["questions"] == 1 and "bio_length_prior" in saved
-    assert all(c["tuning_saved_with_model"] for c in results["cells"])
+    assert all(c.tuning_saved_with_model for c in results.cells)
     again, _ = compare(parse_config({**raw, "tune": {**normans, "skip": 4}}), FIXTURES, tmp_path, progress=False)
-    assert all(c["reused_model"] and not c["tuning_saved_with_model"] for c in again["cells"])
+    assert all(c.reused_model and not c.tuning_saved_with_model for c in again.cells)
     assert json.loads(config_file.read_text()) == saved  # another comparison's tuning never lands in the cached model
 
 
@@ -205,14 +205,14 @@ def test_multispanqa_cross_validation_through_the_harness(tiny_encoder_dir, tmp_
         assert set(predicted) == set(gold)
         official = multispan_metrics(gold, predicted)
         assert all(row[k] == [pytest.approx(v)] for k, v in official.items())
-    assert {c["decoding"] for c in results["cells"]} == {"span", "bio", "joint"}
-    for cell in results["cells"]:  # every fold's own tuned prior, their mean as the cell's; the forward pass's precision
-        priors = cell["fold_bio_length_priors"]
-        assert len(priors) == 3 and cell["precision"] in ("fp32", "bf16", "auto") and cell["fold_thresholds"] == [None] * 3
-        if cell["decoding"] == "span":
-            assert priors == [None] * 3 and cell["bio_length_prior"] is None
+    assert {c.decoding for c in results.cells} == {"span", "bio", "joint"}
+    for cell in results.cells:  # every fold's own tuned prior, their mean as the cell's; the forward pass's precision
+        priors = cell.fold_bio_length_priors
+        assert len(priors) == 3 and cell.precision in ("fp32", "bf16", "auto") and cell.fold_thresholds == [None] * 3
+        if cell.decoding == "span":
+            assert priors == [None] * 3 and cell.bio_length_prior is None
         else:
-            assert all(p is not None for p in priors) and cell["bio_length_prior"] == pytest.approx(sum(priors) / 3)
+            assert all(p is not None for p in priors) and cell.bio_length_prior == pytest.approx(sum(priors) / 3)
     assert len(summary["comparisons"]) == 3 and all(c["n_questions"] == 12 for c in summary["comparisons"])
     report = (tmp_path / "out" / "report.md").read_text()
     assert "3-fold cross-validation" in report and "EM F1" in report and "PM F1" in report

@@ -1,10 +1,11 @@
 """The comparison report's statistics: contrasts against a baseline, Holm, seeds × questions, the per-cell plot.
 
-Mostly on synthetic results dicts (what ``run_comparison`` returns), so no model is trained; one
+Mostly on synthetic results (what ``run_comparison`` returns), so no model is trained; one
 end-to-end check runs a comparison on the tiny encoder.
 """
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config, resolve_contrasts
 from bio_mrc.harness.report import CELL_PLOT, write_report
+from bio_mrc.harness.results import Cell, ComparisonResults
 from bio_mrc.harness.summary import summarise
 from bio_mrc.harness.selective_section import measure
 from bio_mrc.harness.stats import paired_bootstrap, paired_bootstrap_ratio, paired_bootstrap_recomputed, two_level_bootstrap
@@ -32,7 +34,7 @@ def examples(n):
                     (((0, 7 + len(str(i))),),)) for i in range(n)]
 
 
-def results_dict(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, task="squad-v1.1", selective=False, **config):
+def synthetic_results(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, task="squad-v1.1", selective=False, **config):
     """What ``run_comparison`` returns, with random per-question scores: each decoding a little better
     than the last, each seed shifted by ``seed_sd`` on average; with ``selective``, each question's
     raw confidence (noisy, but higher where the answer is right) and calibrated one (in steps: ties)."""
@@ -57,18 +59,18 @@ def results_dict(runs=("joint",), seeds=(42,), n=200, seed_sd=0.0, task="squad-v
                         raw = np.clip(0.3 * right + 0.7 * rng.random(n), 0, 1)
                         cell["selective"] = {"right": right.tolist(), "confidence": {"raw": raw.tolist(),
                                                                                      "calibrated": (raw.round(1) * 0.9).tolist()}}
-                cells.append(cell)
-    return {
-        "config": {"name": "synthetic", "description": "made up", "seeds": list(seeds),
-                   "runs": [{"name": r, "encoder": "tiny", "heads": HEADS[r]} for r in runs], **config},
-        "package_version": "0", "date": "today", "train": {"description": "t", "questions": 9, "question_hash": "h"},
-        "eval": {"description": "e", "questions": n, "question_hash": "h", "task": task},
-        "tune": None, "eval_examples": examples(n), "cells": cells,
-    }
+                cells.append(Cell(**cell))
+    return ComparisonResults(
+        config={"name": "synthetic", "description": "made up", "seeds": list(seeds),
+                "runs": [{"name": r, "encoder": "tiny", "heads": HEADS[r]} for r in runs], **config},
+        package_version="0", date="today", train={"description": "t", "questions": 9, "question_hash": "h"},
+        eval={"description": "e", "questions": n, "question_hash": "h", "task": task},
+        tune=None, eval_examples=examples(n), cells=cells,
+    )
 
 
 def squad_summary(results):
-    n = len(results["eval_examples"])
+    n = len(results.eval_examples)
     return summarise(results, np.arange(n) % 7, 50 + np.arange(n))
 
 
@@ -77,28 +79,28 @@ def pairs(items):
 
 
 def test_the_baseline_defaults_to_the_first_cell():
-    summary = squad_summary(results_dict(runs=("joint", "bio-only")))
+    summary = squad_summary(synthetic_results(runs=("joint", "bio-only")))
     assert summary["baseline"] == {"cell": "joint/span", "named_in_config": False}
     assert pairs(summary["contrasts"]) == [("joint/span", "joint/bio"), ("joint/span", "joint/joint"), ("joint/span", "bio-only/bio")]
     assert len(summary["comparisons"]) == 6  # every pair of the four cells, still computed
 
 
 def test_a_named_baseline_and_listed_contrasts():
-    results = results_dict(runs=("joint", "bio-only"), baseline="joint/bio",
+    results = synthetic_results(runs=("joint", "bio-only"), baseline="joint/bio",
                            contrasts=[["joint/bio", "bio-only/bio"], ["joint/joint", "bio-only/bio"], ["joint/span", "joint/bio"]])
     summary = squad_summary(results)
     assert summary["baseline"] == {"cell": "joint/bio", "named_in_config": True}
     # the baseline against every other cell, then the listed pairs not already among them (in either order)
     assert pairs(summary["contrasts"]) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint"),
                                            ("joint/bio", "bio-only/bio"), ("joint/joint", "bio-only/bio")]
-    f1 = {f"{c['run']}/{c['decoding']}": c["f1"] for c in results["cells"]}
+    f1 = {c.label: c.f1 for c in results.cells}
     for contrast in summary["contrasts"]:
         expected = paired_bootstrap(f1[contrast["a"]], f1[contrast["b"]], n_resamples=1000, seed=0)
         assert {k: contrast[k] for k in expected.to_dict()} == expected.to_dict()  # one seed: exactly the question bootstrap
 
 
 def test_contrast_p_values_are_adjusted_with_holm():
-    summary = squad_summary(results_dict(runs=("joint", "bio-only", "span-only")))
+    summary = squad_summary(synthetic_results(runs=("joint", "bio-only", "span-only")))
     contrasts = summary["contrasts"]
     m, p = len(contrasts), np.array([c["p_value"] for c in contrasts])
     order = np.argsort(p, kind="stable")
@@ -120,7 +122,7 @@ def test_unknown_cells_are_refused_naming_them():
     with pytest.raises(ValueError, match=r"contrasts\[0\]: 'joint/bio' is not of type 'array'"):
         parse_config({**raw, "contrasts": ["joint/bio", "bio-only/bio"]})
     with pytest.raises(ConfigError, match="'elsewhere/span'"):  # a results dict is checked against its own cells too
-        squad_summary(results_dict(baseline="elsewhere/span"))
+        squad_summary(synthetic_results(baseline="elsewhere/span"))
     assert resolve_contrasts(["a/span", "a/bio"], None) == ("a/span", [("a/span", "a/bio")])
 
 
@@ -136,16 +138,16 @@ def test_a_config_round_trips_its_contrasts():
 
 
 def test_several_seeds_use_the_two_level_bootstrap_paired_by_seed_index():
-    results = results_dict(runs=("joint", "bio-only"), seeds=(1, 2, 3), seed_sd=5.0)
+    results = synthetic_results(runs=("joint", "bio-only"), seeds=(1, 2, 3), seed_sd=5.0)
     summary = squad_summary(results)
     assert summary["resampling"] == "seeds × questions"
     f1 = {}
-    for c in results["cells"]:
-        f1.setdefault(f"{c['run']}/{c['decoding']}", []).append(c["f1"])
+    for c in results.cells:
+        f1.setdefault(c.label, []).append(c.f1)
     for contrast in summary["contrasts"]:  # rows are seeds in order, across runs too
         expected = two_level_bootstrap(np.array(f1[contrast["a"]]), np.array(f1[contrast["b"]]), n_resamples=1000, seed=0)
         assert contrast["n_seeds"] == 3 and contrast["ci_low"] == expected.ci_low and contrast["ci_high"] == expected.ci_high
-    one_seed = squad_summary(results_dict(runs=("joint", "bio-only"), seeds=(1,)))
+    one_seed = squad_summary(synthetic_results(runs=("joint", "bio-only"), seeds=(1,)))
     assert one_seed["resampling"] == "questions" and one_seed["intervals"]["joint/bio"]["resampling"] == "questions"
     interval = summary["intervals"]["joint/bio"]
     assert interval["resampling"] == "seeds × questions" and interval["value"] == pytest.approx(np.mean(f1["joint/bio"]))
@@ -153,19 +155,19 @@ def test_several_seeds_use_the_two_level_bootstrap_paired_by_seed_index():
 
 def test_runs_with_different_seeds_pair_on_the_seeds_they_share(tmp_path):
     """A learning curve trains one seed of most runs and three of one: each contrast pairs by seed value."""
-    three = results_dict(runs=("joint", "bio-only"), seeds=(42, 43, 44), seed_sd=5.0)
-    one = results_dict(runs=("span-only",), seeds=(42,))
-    other = results_dict(runs=("span-only",), seeds=(7,))
-    for c in other["cells"]:
-        c["run"] = "span-only-7"
-    results = {**three, "cells": three["cells"] + one["cells"] + other["cells"],
-               "config": {**three["config"], "baseline": "joint/span",
-                          "contrasts": [["bio-only/bio", "span-only/span"], ["span-only-7/span", "joint/span"]]}}
+    three = synthetic_results(runs=("joint", "bio-only"), seeds=(42, 43, 44), seed_sd=5.0)
+    one = synthetic_results(runs=("span-only",), seeds=(42,))
+    other = synthetic_results(runs=("span-only",), seeds=(7,))
+    for c in other.cells:
+        c.run = "span-only-7"
+    results = replace(three, cells=three.cells + one.cells + other.cells,
+                      config={**three.config, "baseline": "joint/span",
+                              "contrasts": [["bio-only/bio", "span-only/span"], ["span-only-7/span", "joint/span"]]})
     summary = squad_summary(results)
     assert summary["resampling"] == "per contrast"
     f1 = {}
-    for c in results["cells"]:
-        f1.setdefault(f"{c['run']}/{c['decoding']}", {})[c["seed"]] = c["f1"]
+    for c in results.cells:
+        f1.setdefault(c.label, {})[c.seed] = c.f1
     by_pair = {(c["a"], c["b"]): c for c in summary["contrasts"]}  # the baseline comes first: A = joint/span
     shared_three = by_pair["joint/span", "joint/bio"]
     expected = two_level_bootstrap(np.array(list(f1["joint/span"].values())), np.array(list(f1["joint/bio"].values())),
@@ -185,27 +187,25 @@ def test_runs_with_different_seeds_pair_on_the_seeds_they_share(tmp_path):
 
 
 def test_multispan_cells_share_the_contrast_machinery():
-    results = results_dict(task="multispanqa", baseline="joint/bio")
-    results.pop("eval_examples")
+    results = replace(synthetic_results(task="multispanqa", baseline="joint/bio"), eval_examples=[])  # not read: no breakdowns
     summary = summarise(results, None, None)
     assert pairs(summary["contrasts"]) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint")]
-    counts = {c["decoding"]: c["counts"] for c in results["cells"]}
+    counts = {c.decoding: c.counts for c in results.cells}
     expected = paired_bootstrap_ratio(counts["bio"], counts["span"], f1_from_count_sums, n_resamples=1000, seed=0)
     assert summary["contrasts"][0]["diff"] == expected.diff and summary["contrasts"][0]["ci_low"] == expected.ci_low
     assert summary["intervals"]["joint/span"]["value"] == pytest.approx(float(f1_from_count_sums(counts["span"].sum(axis=0))))
-    several = results_dict(task="multispanqa", seeds=(1, 2))
-    several.pop("eval_examples")
+    several = synthetic_results(task="multispanqa", seeds=(1, 2))
     assert summarise(several, None, None)["contrasts"][0]["n_seeds"] == 2
 
 
 def write(results, tmp_path):
-    n = len(results["eval_examples"])
+    n = len(results.eval_examples)
     summary = write_report(results, tmp_path, np.arange(n) % 7, 50 + np.arange(n))
     return summary, (tmp_path / "report.md").read_text(), json.loads((tmp_path / "report.json").read_text())
 
 
 def test_the_report_leads_its_statistics_with_the_contrasts(tmp_path):
-    summary, report, saved = write(results_dict(runs=("joint", "bio-only", "span-only")), tmp_path)
+    summary, report, saved = write(synthetic_results(runs=("joint", "bio-only", "span-only")), tmp_path)
     statistics = report[report.index("## Scores"):]
     first_section = statistics.split("\n## ")[1]
     assert first_section.startswith("Paired differences: the contrasts (F1, 95% paired bootstrap over questions")
@@ -219,11 +219,11 @@ def test_the_report_leads_its_statistics_with_the_contrasts(tmp_path):
 
 
 def test_a_training_time_of_the_last_sitting_only_is_marked(tmp_path):
-    results = results_dict(runs=("joint", "span-only"))
+    results = synthetic_results(runs=("joint", "span-only"))
     _, report, _ = write(results, tmp_path / "complete")
     assert "*Training time of the last sitting only" not in report
-    for cell in results["cells"]:
-        cell["train_seconds_partial"] = cell["run"] == "joint"
+    for cell in results.cells:
+        cell.train_seconds_partial = cell.run == "joint"
     _, report, _ = write(results, tmp_path / "partial")
     rows = {line.split(" | ")[0] + " | " + line.split(" | ")[1]: line for line in report.splitlines() if line.startswith("| ")}
     assert "| 10* | 2 |" in rows["| joint | span"] and "| 10 | 2 |" in rows["| span-only | span"]
@@ -231,7 +231,7 @@ def test_a_training_time_of_the_last_sitting_only_is_marked(tmp_path):
 
 
 def test_the_cell_plot_is_written_and_linked(tmp_path):
-    summary, report, _ = write(results_dict(seeds=(1, 2), seed_sd=3.0, baseline="joint/joint"), tmp_path)
+    summary, report, _ = write(synthetic_results(seeds=(1, 2), seed_sd=3.0, baseline="joint/joint"), tmp_path)
     assert (tmp_path / "score_per_cell.png").read_bytes().startswith(PNG_MAGIC)
     assert "![F1 per cell with 95% intervals](score_per_cell.png)" in report
     assert "## F1 per cell (95% percentile bootstrap interval over seeds × questions" in report
@@ -246,21 +246,21 @@ def test_more_figures_get_a_section_of_their_own(tmp_path, monkeypatch):
 
     write_plots = report_module.write_plots
     monkeypatch.setattr(report_module, "write_plots", lambda r, s, d: {**write_plots(r, s, d), "calibration": "calibration.png"})
-    _, report, _ = write(results_dict(), tmp_path)
+    _, report, _ = write(synthetic_results(), tmp_path)
     assert "## Calibration\n\n![calibration](calibration.png)" in report
     assert report.index("## Calibration") < report.index("## Configuration")
 
 
 def selective_arrays(results, kind):
     arrays = {}
-    for c in results["cells"]:
-        arrays.setdefault(f"{c['run']}/{c['decoding']}", []).append(
-            (np.array(c["selective"]["confidence"][kind]), np.array(c["selective"]["right"], dtype=float)))
+    for c in results.cells:
+        arrays.setdefault(c.label, []).append(
+            (np.array(c.selective["confidence"][kind]), np.array(c.selective["right"], dtype=float)))
     return arrays
 
 
 def test_the_selective_qa_section_and_plot(tmp_path):
-    results = results_dict(runs=("joint", "bio-only"), selective=True)
+    results = synthetic_results(runs=("joint", "bio-only"), selective=True)
     summary, report, saved = write(results, tmp_path)
     section = report[report.index("## Selective QA"):]
     assert "| joint/bio | raw |" in section and "| bio-only/bio | calibrated |" in section and "MacroCE" in section
@@ -275,7 +275,7 @@ def test_the_selective_qa_section_and_plot(tmp_path):
         assert kinds["raw"]["aurc"] == [pytest.approx(expected["aurc"])]
         assert kinds["raw"]["coverage_at_80"] == [pytest.approx(expected["coverage_at_80"])]
     assert summary["selective"]["contrasts"]
-    _, plain, _ = write(results_dict(), tmp_path / "plain")  # cells without per-question confidences: no section
+    _, plain, _ = write(synthetic_results(), tmp_path / "plain")  # cells without per-question confidences: no section
     assert "Selective QA" not in plain and not (tmp_path / "plain" / "risk_coverage.png").exists()
 
 
@@ -284,7 +284,7 @@ def aurc_statistic(item, idx):
 
 
 def test_the_paired_interval_of_an_aurc_contrast():
-    results = results_dict(runs=("joint", "bio-only"), selective=True)
+    results = synthetic_results(runs=("joint", "bio-only"), selective=True)
     contrasts = squad_summary(results)["selective"]["contrasts"]
     assert [(c["a"], c["b"], c["confidence"]) for c in contrasts][:2] == [("joint/span", "joint/bio", "raw"),
                                                                           ("joint/span", "joint/bio", "calibrated")]
@@ -294,7 +294,7 @@ def test_the_paired_interval_of_an_aurc_contrast():
         expected = paired_bootstrap_recomputed(a, b, aurc_statistic, 200, n_resamples=1000, seed=0)
         assert contrast["diff"] == pytest.approx(aurc(*a[0]) - aurc(*b[0]))
         assert (contrast["ci_low"], contrast["ci_high"], contrast["p_value"]) == (expected.ci_low, expected.ci_high, expected.p_value)
-    several = squad_summary(results_dict(seeds=(1, 2), seed_sd=2.0, selective=True))["selective"]
+    several = squad_summary(synthetic_results(seeds=(1, 2), seed_sd=2.0, selective=True))["selective"]
     assert several["contrasts"][0]["n_seeds"] == 2 and several["contrasts"][0]["seeds"] == [1, 2]
     assert len(several["cells"]["joint/bio"]["raw"]["aurc"]) == 2
 
@@ -331,10 +331,10 @@ def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
     assert reference["f1"] == 75.0
     assert reference["cells"]["joint/span"]["diff"] == pytest.approx(0.0)  # +100 on q0, -100 on q2
     assert reference["cells"]["joint/bio"]["diff"] == pytest.approx(-6.25)  # seed 1 ties abstaining, seed 2: (50 - 100) / 4
-    results = results_dict(runs=("joint",))
-    results["eval"]["task"] = "squad-v2.0"
-    results["eval_examples"] = [Example(ex.id, ex.question, ex.context, ex.answers if i % 2 else ())
-                                for i, ex in enumerate(results["eval_examples"])]
+    results = synthetic_results(runs=("joint",))
+    results.eval["task"] = "squad-v2.0"
+    results.eval_examples = [Example(ex.id, ex.question, ex.context, ex.answers if i % 2 else ())
+                             for i, ex in enumerate(results.eval_examples)]
     summary = write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))
     assert summary["always_abstain"]["f1"] == 50.0
     report = (tmp_path / "report.md").read_text()

@@ -73,13 +73,13 @@ def test_compare_resumes_an_interrupted_model_with_the_uninterrupted_weights(tin
     resumed, _ = compare(config(tiny_encoder_dir), FIXTURES, tmp_path / "b")
     assert len(calls) == 2 and calls[1]["resume"] is True
     assert load_run_record(model_dir)["resumed_from"] == "checkpoint-4"
-    assert {c["train_seconds_partial"] for c in resumed["cells"]} == {False}  # the checkpoint kept the first sitting's time
-    assert {c["train_seconds"] for c in resumed["cells"]} == {load_run_record(model_dir)["seconds"]}
+    assert {c.train_seconds_partial for c in resumed.cells} == {False}  # the checkpoint kept the first sitting's time
+    assert {c.train_seconds for c in resumed.cells} == {load_run_record(model_dir)["seconds"]}
     assert not (model_dir / CHECKPOINT_DIR).exists()  # removed once the model is complete
     a = load_file(str(tmp_path / "a" / "models" / model_dir.name / "model.safetensors"))
     b = load_file(str(model_dir / "model.safetensors"))
     assert [name for name in a if not torch.equal(a[name], b[name])] == []
-    assert [c["f1"].tolist() for c in resumed["cells"]] == [c["f1"].tolist() for c in uninterrupted["cells"]]
+    assert [c.f1.tolist() for c in resumed.cells] == [c.f1.tolist() for c in uninterrupted.cells]
 
 
 def test_runs_with_their_own_questions_and_seeds(tiny_encoder_dir, tmp_path):
@@ -93,8 +93,8 @@ def test_runs_with_their_own_questions_and_seeds(tiny_encoder_dir, tmp_path):
     assert not (tmp_path / "cells").exists() and not (tmp_path / "report.md").exists()  # nothing scored
 
     results, _ = compare(cfg, FIXTURES, tmp_path)
-    assert all(c["reused_model"] for c in results["cells"])  # --train-only's models
-    cells = {(c["run"], c["seed"]): c["train_questions"] for c in results["cells"]}
+    assert all(c.reused_model for c in results.cells)  # --train-only's models
+    cells = {(c.run, c.seed): c.train_questions for c in results.cells}
     assert cells[("small", 5)] == 4 and cells[("large", 5)] == cells[("large", 6)] > 4
     assert set(cells) == {("small", 5), ("large", 5), ("large", 6)}
 

@@ -38,7 +38,7 @@ def test_every_comparison_writes_one_page_with_its_plots_inside(browser_comparis
 def test_the_browser_holds_every_question_and_each_context_once(browser_comparison):
     out, results, _ = browser_comparison
     payload = page_payload(out / "report.html")
-    assert payload["ids"] == [ex.id for ex in results["eval_examples"]] == ["b1", "b2", "b3", "b4", "b5"]
+    assert payload["ids"] == [ex.id for ex in results.eval_examples] == ["b1", "b2", "b3", "b4", "b5"]
     assert payload["contexts"] == [context for context, _ in BROWSER_PARAGRAPHS]
     assert array(payload["paragraph"]).tolist() == [0, 0, 0, 1, 1]
     assert [(c["run"], c["decoding"], c["seed"]) for c in payload["cells"]] == [
@@ -53,11 +53,11 @@ def test_every_highlight_is_the_exact_substring_it_stands_for(browser_comparison
     payload = page_payload(out / "report.html")
     paragraph = array(payload["paragraph"])
     context = lambda q: payload["contexts"][paragraph[q]]  # noqa: E731
-    for cell, entry in zip(results["cells"], payload["cells"]):
+    for cell, entry in zip(results.cells, payload["cells"]):
         start, end = array(entry["start"]), array(entry["end"])
         shown = [utf16_slice(context(q), s, e) if s >= 0 else "" for q, (s, e) in enumerate(zip(start, end))]
-        assert shown == cell["answers"] and entry["texts"] is None
-        np.testing.assert_allclose(array(entry["f1"]), cell["f1"], atol=1e-4)
+        assert shown == cell.answers and entry["texts"] is None
+        np.testing.assert_allclose(array(entry["f1"]), cell.f1, atol=1e-4)
     gold = array(payload["gold"]["offsets"]).reshape(-1, 2)
     assert [utf16_slice(context(q), *span) for q, span in enumerate(gold)] == [
         answer for _, questions in BROWSER_PARAGRAPHS for _, _, answer in questions]

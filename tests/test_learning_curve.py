@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ from bio_mrc.harness.learning_curve import describe_trend, gap_trend, learning_c
 from bio_mrc.harness.report import write_report
 from bio_mrc.harness.summary import summarise
 
-from .test_harness_report import results_dict
+from .test_harness_report import synthetic_results
 
 
 def gap(n, diff, half_width=2.0, run="r"):
@@ -70,18 +72,15 @@ def test_one_size_has_no_trend():
 
 def curve_results():
     """Joint runs at 3,000 and 10,000 questions (three seeds at 10,000) and a span-only run at 10,000."""
-    small = results_dict(runs=("joint",), seeds=(42,))
-    large = results_dict(runs=("joint", "span-only"), seeds=(42, 43, 44), seed_sd=2.0)
-    for cell in small["cells"]:
-        cell.update(run="joint-3k", train_questions=3_000)
-    for cell in large["cells"]:
-        cell.update(run=f"{cell['run']}-10k", train_questions=10_000)
+    small = synthetic_results(runs=("joint",), seeds=(42,))
+    large = synthetic_results(runs=("joint", "span-only"), seeds=(42, 43, 44), seed_sd=2.0)
+    cells = [replace(cell, run="joint-3k", train_questions=3_000) for cell in small.cells]
+    cells += [replace(cell, run=f"{cell.run}-10k", train_questions=10_000) for cell in large.cells]
     runs = [{"name": "joint-3k", "encoder": "tiny", "heads": "span+bio"}, {"name": "joint-10k", "encoder": "tiny", "heads": "span+bio"},
             {"name": "span-only-10k", "encoder": "tiny", "heads": "span"}]
     run_train = {name: {"description": f"first {n} questions", "questions": n, "question_hash": f"h{n}"}
                  for name, n in (("joint-3k", 3_000), ("joint-10k", 10_000))}
-    return {**large, "cells": small["cells"] + large["cells"], "config": {**large["config"], "runs": runs, "seeds": [42]},
-            "run_train": run_train}
+    return replace(large, cells=cells, config={**large.config, "runs": runs, "seeds": [42]}, run_train=run_train)
 
 
 def test_the_report_holds_each_size_the_gap_with_its_paired_interval_and_the_figure(tmp_path):
@@ -91,8 +90,8 @@ def test_the_report_holds_each_size_the_gap_with_its_paired_interval_and_the_fig
     assert set(curve["curves"]) == {"span+bio · span", "span+bio · bio", "span+bio · joint"}  # span-only: one size
     assert [p["train_questions"] for p in curve["curves"]["span+bio · bio"]] == [3_000, 10_000]
     f1 = {}
-    for c in results["cells"]:
-        f1.setdefault((c["run"], c["decoding"]), []).append(c["f1"])
+    for c in results.cells:
+        f1.setdefault((c.run, c.decoding), []).append(c.f1)
     point = next(p for p in curve["points"] if (p["run"], p["decoding"]) == ("joint-10k", "bio"))
     per_seed = [f.mean() for f in f1["joint-10k", "bio"]]
     assert point["f1"] == pytest.approx(np.mean(per_seed)) and point["f1_sd"] == pytest.approx(np.std(per_seed, ddof=1))
@@ -111,9 +110,9 @@ def test_the_report_holds_each_size_the_gap_with_its_paired_interval_and_the_fig
 
 
 def test_a_comparison_at_one_size_has_no_learning_curve():
-    results = results_dict(runs=("joint",))
-    for cell in results["cells"]:
-        cell["train_questions"] = 3_000
+    results = synthetic_results(runs=("joint",))
+    for cell in results.cells:
+        cell.train_questions = 3_000
     assert "learning_curve" not in summarise(results, np.arange(200) % 7, 50 + np.arange(200))
     rows = [{"cell": "a/span", "run": "a", "decoding": "span", "seeds": [1], "f1": [50.0], "train_questions": None}]
     assert learning_curve(rows, {}, [], {"a": "span"}) is None

@@ -92,7 +92,7 @@ def comparison(tiny_encoder_dir, tmp_path_factory):
     }
     out = tmp_path_factory.mktemp("card-compare")
     results, _ = compare(parse_config(raw), FIXTURES, out, progress=False)
-    return results, out / "models" / results["cells"][0]["model_dir"].rsplit("/", 1)[-1]
+    return results, out / "models" / results.cells[0].model_dir.rsplit("/", 1)[-1]
 
 
 def test_a_comparison_records_each_decodings_scores_in_the_card(comparison):
@@ -100,17 +100,17 @@ def test_a_comparison_records_each_decodings_scores_in_the_card(comparison):
     meta, body = front_matter(folder)
     record = json.loads((folder / model_card.EVAL_FILE).read_text())
     (entry,) = record["evaluations"]
-    assert entry["evaluated_on"]["description"] == results["eval"]["description"]
-    assert entry["evaluated_on"]["questions"] == len(results["eval_examples"])
+    assert entry["evaluated_on"]["description"] == results.eval["description"]
+    assert entry["evaluated_on"]["questions"] == len(results.eval_examples)
     assert record["trained_on"]["questions"] == load_run_record(folder)["n_examples"] == 3
     found = metrics(meta)
-    for cell in results["cells"]:
-        scores = entry["results"][cell["decoding"]]
-        assert scores["exact_match"] == pytest.approx(sum(cell["em"]) / len(cell["em"]), abs=1e-4)
-        assert scores["f1"] == pytest.approx(sum(cell["f1"]) / len(cell["f1"]), abs=1e-4)
-        assert found[("exact_match", cell["decoding"])] == scores["exact_match"]
-        assert found[("f1", cell["decoding"])] == scores["f1"]
-        assert f"| `{cell['decoding']}` | {scores['exact_match']:.2f} | {scores['f1']:.2f} |" in body
+    for cell in results.cells:
+        scores = entry["results"][cell.decoding]
+        assert scores["exact_match"] == pytest.approx(sum(cell.em) / len(cell.em), abs=1e-4)
+        assert scores["f1"] == pytest.approx(sum(cell.f1) / len(cell.f1), abs=1e-4)
+        assert found[("exact_match", cell.decoding)] == scores["exact_match"]
+        assert found[("f1", cell.decoding)] == scores["f1"]
+        assert f"| `{cell.decoding}` | {scores['exact_match']:.2f} | {scores['f1']:.2f} |" in body
     saved = json.loads((folder / "config.json").read_text())  # the β the comparison tuned and saved
     assert found[("bio_length_prior", None)] == saved["bio_length_prior"] == entry["results"]["bio"]["bio_length_prior"]
     assert saved["tuned_on"]["description"] in body

@@ -121,28 +121,28 @@ def test_v2_comparison_tunes_thresholds_on_other_articles(v2_file, tiny_encoder_
         "runs": [{"name": "joint", "heads": "span+bio"}],
     }
     results, summary = compare(parse_config(raw), v2_file.parent, tmp_path, progress=False)
-    assert results["eval"]["task"] == "squad-v2.0"
+    assert results.eval["task"] == "squad-v2.0"
     row = next(r for r in summary["rows"] if r["decoding"] == "span")
     assert {"HasAns_f1", "NoAns_f1", "threshold"} <= set(row)
-    model_dir = results["cells"][0]["model_dir"]
+    model_dir = results.cells[0].model_dir
     saved = TrainedModel.load(model_dir).thresholds
     assert set(saved) == {"span", "bio/ratio", "joint"}
-    tuned = {threshold_key(c["decoding"]): c["threshold"] for c in results["cells"]}
+    tuned = {threshold_key(c.decoding): c.threshold for c in results.cells}
     assert saved == tuned
     na_probs = json.loads((tmp_path / "predictions" / "joint-seed42-span.na_probs.json").read_text())
-    assert len(na_probs) == results["eval"]["questions"] and all(0.0 <= p <= 1.0 for p in na_probs.values())
+    assert len(na_probs) == results.eval["questions"] and all(0.0 <= p <= 1.0 for p in na_probs.values())
     assert "| HasAns EM |" in (tmp_path / "report.md").read_text()
-    for cell in results["cells"]:  # confidence measured before and after the calibrator of the tuning split
-        assert set(cell["calibration"]) == {"raw", "calibrated"}
-        assert all(0.0 <= m["ece"] <= 1.0 and sum(m["bin_count"]) == results["eval"]["questions"] for m in cell["calibration"].values())
+    for cell in results.cells:  # confidence measured before and after the calibrator of the tuning split
+        assert set(cell.calibration) == {"raw", "calibrated"}
+        assert all(0.0 <= m["ece"] <= 1.0 and sum(m["bin_count"]) == results.eval["questions"] for m in cell.calibration.values())
     calibrators = TrainedModel.load(model_dir).calibrators
     assert set(calibrators) == {"span", "bio", "joint"}
-    for cell in results["cells"]:  # fitted and measured on the answers given, abstentions included
-        assert calibrators[cell["decoding"]]["no_answer_threshold"] == cell["threshold"]
-        abstained = np.array([answer == "" for answer in cell["answers"]])
-        right = np.array(cell["selective"]["right"], dtype=bool)
-        assert (right[abstained] == (np.array(cell["f1"])[abstained] > 50)).all()
-        assert (np.array(cell["selective"]["confidence"]["raw"])[abstained] > 0.5).all()  # beyond the threshold
+    for cell in results.cells:  # fitted and measured on the answers given, abstentions included
+        assert calibrators[cell.decoding]["no_answer_threshold"] == cell.threshold
+        abstained = np.array([answer == "" for answer in cell.answers])
+        right = np.array(cell.selective["right"], dtype=bool)
+        assert (right[abstained] == (np.array(cell.f1)[abstained] > 50)).all()
+        assert (np.array(cell.selective["confidence"]["raw"])[abstained] > 0.5).all()  # beyond the threshold
     report = (tmp_path / "report.md").read_text()
     assert "## Calibration" in report and "| joint/bio |" in report and "![reliability diagrams](calibration.png)" in report
     assert (tmp_path / "calibration.png").stat().st_size > 0

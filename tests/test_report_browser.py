@@ -87,9 +87,9 @@ def test_the_report_loads_without_errors_and_lists_every_question(driver, browse
     out, results, _ = browser_comparison
     open_page(driver, out / "report.html")
     assert problems(driver) == []
-    assert listed(driver) == list(range(len(results["eval_examples"])))
+    assert listed(driver) == list(range(len(results.eval_examples)))
     titles = driver.execute_script("return Array.from(document.querySelectorAll('#list tbody tr')).map((row) => row.title)")
-    assert titles == [ex.id for ex in results["eval_examples"]]
+    assert titles == [ex.id for ex in results.eval_examples]
     assert driver.execute_script("return window.bioMrcBrowser.questions") == 5
     screenshot = tmp_path / "report_html_questions.png"
     assert driver.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 10_000
@@ -100,12 +100,12 @@ def test_a_filter_changes_what_is_listed(driver, browser_comparison):
     out, results, _ = browser_comparison
     open_page(driver, out / "report.html")
     choose(driver, 'select[name="question word"]', "what")
-    expected = [q for q, ex in enumerate(results["eval_examples"]) if question_word(ex.question) == "what"]
+    expected = [q for q, ex in enumerate(results.eval_examples) if question_word(ex.question) == "what"]
     assert listed(driver) == expected == [0, 3]
     assert driver.execute_script("return document.getElementById('status').textContent").startswith("questions 1–2 of 2 shown (5 in all)")
     choose(driver, 'select[name="question word"]', "all")
     choose(driver, "#sort", "F1 A − B, highest first")
-    f1 = {(c["run"], c["decoding"]): np.asarray(c["f1"]) for c in results["cells"]}
+    f1 = {(c.run, c.decoding): np.asarray(c.f1) for c in results.cells}
     a, b = (driver.execute_script(f"return document.getElementById('{s}').selectedOptions[0].text") for s in ("cell-a", "cell-b"))
     difference = f1[tuple(a.split(" ·")[0].split("/"))] - f1[tuple(b.split(" ·")[0].split("/"))]
     assert np.all(np.diff(difference[listed(driver)]) <= 1e-4)  # by A − B, highest first

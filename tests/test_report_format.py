@@ -4,6 +4,7 @@ committed before the field existed) read back by upgrading it."""
 from __future__ import annotations
 
 import json
+import lzma
 from pathlib import Path
 
 import numpy as np
@@ -11,19 +12,28 @@ import pytest
 
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.earlier_report import read_report
-from bio_mrc.harness.results import REPORT_FORMAT, Cell, ComparisonResults, upgrade_report
+from bio_mrc.harness.results import REPORT_FORMAT, Cell, ComparisonResults, SavedReport, upgrade_report
 
 REPORT_FILES = sorted((Path(__file__).parents[1] / "benchmarks" / "reports").glob("*/report.json*"))
 
 
+def _stored_json(path: Path) -> dict:
+    with (lzma.open if path.suffix == ".xz" else open)(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _set(mapping: dict) -> dict:
+    return {key: value for key, value in mapping.items() if value is not None}
+
+
 @pytest.mark.parametrize("path", REPORT_FILES, ids=lambda path: path.parent.name)
-def test_every_committed_report_reads_as_typed_cells_that_write_back_the_same(path):
+def test_every_committed_report_reads_as_typed_records_that_write_back_the_same(path):
     report = read_report(path)
-    assert report["format_version"] == REPORT_FORMAT and report["eval"]["task"] in ("squad-v1.1", "squad-v2.0", "multispanqa")
-    for cell in report["cells"]:
-        typed = Cell.from_json(cell, str(path))
-        assert typed.to_json() == {key: value for key, value in cell.items() if value is not None}
-        assert typed["run"] == cell["run"] and ("f1" in typed) == (cell.get("f1") is not None)
+    assert isinstance(report.results, ComparisonResults) and all(isinstance(cell, Cell) for cell in report.results.cells)
+    assert report.results.eval["task"] in ("squad-v1.1", "squad-v2.0", "multispanqa")
+    assert all(isinstance(score, np.ndarray) for cell in report.results.cells for score in (cell.f1, cell.counts) if score is not None)
+    stored = upgrade_report(_stored_json(path), str(path))
+    assert report.to_json() == {**_set(stored), "cells": [_set(cell) for cell in stored["cells"]]}
 
 
 def test_the_first_form_names_its_task_by_metric_and_version():
@@ -40,18 +50,36 @@ def test_a_report_of_a_later_format_is_refused_saying_what_to_do(tmp_path):
         read_report(path)
 
 
-def test_a_cell_with_an_unknown_field_is_refused_where_it_is_made():
+def test_a_cell_with_an_unknown_or_a_missing_field_is_refused_where_it_is_made():
+    cell = {"run": "r", "decoding": "span", "seed": 1, "model_dir": "m", "answers": [], "decode_seconds": 0.0}
     with pytest.raises(ConfigError, match=r"unknown cell fields \['f2'\]"):
-        Cell.from_json({"run": "r", "decoding": "span", "seed": 1, "model_dir": "m", "answers": [], "decode_seconds": 0.0, "f2": []})
+        Cell.from_json({**cell, "f2": []})
+    with pytest.raises(ConfigError, match=r"cell 3 is not a comparison cell: it lacks \['model_dir', 'seed'\]"):
+        Cell.from_json({key: value for key, value in cell.items() if key not in ("seed", "model_dir")}, "cell 3")
+    with pytest.raises(ConfigError, match=r"report.json: cell 0 is not a comparison cell \(a JSON object\), but list"):
+        ComparisonResults.coerce({"config": {}, "package_version": "0", "date": "d", "eval": {}, "eval_examples": [], "cells": [[]]},
+                                 "report.json")
 
 
-def test_results_read_like_their_json_and_write_report_json_with_its_version():
-    cell = Cell("joint", "span", 42, "/m", ["a", "b"], 0.1, em=np.array([100.0, 0.0]), f1=np.array([100.0, 50.0]))
-    assert "calibration" not in cell and cell.get("threshold", "none") == "none" and cell["f1"].mean() == 75.0
+def test_results_are_read_by_attribute_and_write_report_json_with_its_version():
+    cell = Cell("joint", "span", 42, "/m", ["a", "b"], 0.1, em=[100.0, 0.0], f1=np.array([100.0, 50.0]))
+    assert cell.calibration is None and cell.threshold is None and cell.label == "joint/span"
+    assert isinstance(cell.em, np.ndarray) and cell.f1.mean() == 75.0  # per-question scores are arrays however made
+    assert cell.to_json() == {"run": "joint", "decoding": "span", "seed": 42, "model_dir": "/m", "answers": ["a", "b"],
+                              "decode_seconds": 0.1, "em": [100.0, 0.0], "f1": [100.0, 50.0]}  # unset fields left out
     results = ComparisonResults({"name": "c"}, "0.1.0", "today", {"task": "squad-v1.1"}, [], [cell])
+    mapping = {"config": {"name": "c"}, "package_version": "0.1.0", "date": "today", "eval": {"task": "squad-v1.1"},
+               "eval_examples": [], "cells": [cell.to_json()]}  # as a caller of write_report may hand them
+    typed = ComparisonResults.coerce(mapping)
+    assert isinstance(typed.cells[0].f1, np.ndarray) and typed.cells[0].to_json() == cell.to_json()
+    assert ComparisonResults.coerce(results) is results
     written = results.report_json({"rows": []})
     assert written["format_version"] == REPORT_FORMAT and written["cells"][0]["f1"] == [100.0, 50.0]
     assert "browser" not in written and "eval_examples" not in written and written["eval_ids"] == []
+    assert "tune" not in written and written["run_train"] == {}
+    again = SavedReport.from_json({**written, "eval_ids": ["q1", "q2"]}, "report.json")
+    assert again.results.cells[0].to_json() == cell.to_json() and again.eval_ids == ["q1", "q2"] and again.summary == {"rows": []}
+    assert again.to_json() == {**written, "eval_ids": ["q1", "q2"]}
 
 
 def test_every_report_section_has_one_form_and_a_new_one_is_one_function_in_the_list(monkeypatch):
@@ -66,5 +94,5 @@ def test_every_report_section_has_one_form_and_a_new_one_is_one_function_in_the_
         return ["", "## Notes", "", f"{len(summary['rows'])} cells."]
 
     monkeypatch.setattr(report, "SECTIONS", (*report.SECTIONS[:-1], notes_section, report.SECTIONS[-1]))
-    markdown = report.render_markdown(committed, committed["summary"], {})
-    assert f"## Notes\n\n{len(committed['summary']['rows'])} cells.\n\n## Configuration" in markdown
+    markdown = report.render_markdown(committed.results, committed.summary, {})
+    assert f"## Notes\n\n{len(committed.summary['rows'])} cells.\n\n## Configuration" in markdown

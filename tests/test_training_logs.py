@@ -97,19 +97,19 @@ def _model_folder(tmp_path, name: str, losses: list[float]) -> str:
 
 
 def test_the_report_reads_every_model_folders_loss_curve(tmp_path):
+    from bio_mrc.harness.results import Cell
     from bio_mrc.harness.training_loss import loss_curves
 
     a42, a43, b42 = (_model_folder(tmp_path, name, [3.0, 2.0, 1.5]) for name in ("a42", "a43", "b42"))
-    cells = [{"run": "a", "seed": 42, "decoding": d, "model_dir": a42} for d in ("span", "bio")] + [
-        {"run": "a", "seed": 43, "decoding": "span", "model_dir": a43},
-        {"run": "b", "seed": 42, "decoding": "span", "model_dir": b42},
-        {"run": "c", "seed": 42, "decoding": "span", "model_dir": str(tmp_path / "gone")}]
+    cell = lambda run, seed, decoding, folder, **more: Cell(run, decoding, seed, folder, [], 0.0, **more)  # noqa: E731
+    cells = [cell("a", 42, d, a42) for d in ("span", "bio")] + [
+        cell("a", 43, "span", a43), cell("b", 42, "span", b42), cell("c", 42, "span", str(tmp_path / "gone"))]
     curves = loss_curves(cells)
     assert list(curves) == ["a", "b"]  # c's folder keeps no history
     assert [line["seed"] for line in curves["a"]] == [42, 43]  # one line per model, not per decoding
     assert curves["b"][0]["steps"] == [25, 50, 75] and curves["b"][0]["loss"] == [3.0, 2.0, 1.5]
     assert loss_curves(cells[-1:]) is None
-    folds = loss_curves([{"run": "cv", "seed": 42, "decoding": "span", "model_dir": [a42, a43]}])
+    folds = loss_curves([cell("cv", 42, "span", a42, fold_model_dirs=[a42, a43])])  # cross-validation: a model per fold
     assert [(line["seed"], line["fold"]) for line in folds["cv"]] == [(42, 0), (42, 1)]
 
 
@@ -130,7 +130,7 @@ def test_a_comparison_report_has_a_training_loss_section(browser_comparison):
     report = (folder / "report.md").read_text(encoding="utf-8")
     assert "## Training loss" in report and "![training loss](training_loss.png)" in report
     assert (folder / "training_loss.png").is_file()
-    assert [run["training_args"] for run in results["config"]["runs"]] == [{"logging_steps": 1}] * 2
+    assert [run["training_args"] for run in results.config["runs"]] == [{"logging_steps": 1}] * 2
 
 
 def test_questions_to_evaluate_on_without_evaluations_are_refused(tiny_encoder_dir, sample_v1, tmp_path):

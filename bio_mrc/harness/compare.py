@@ -76,7 +76,7 @@ def run_comparison(
     output_dir.mkdir(parents=True, exist_ok=True)
     splits = resolve_splits(config, data_dir)
     earlier = earlier_cells(cells_from, config, splits)
-    cells: list[dict[str, Any]] = []
+    cells: list[Cell] = []
     browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
     reused: list[tuple[str, int]] = []
     for run in config.runs:
@@ -95,7 +95,7 @@ def run_comparison(
         train=splits.train.describe() if splits.train else None,
         run_train={name: split.describe() for name, split in splits.run_train.items()},
         eval={**splits.eval.describe(), "task": splits.eval.task}, tune=splits.tune.describe() if splits.tune else None,
-        eval_examples=splits.eval.examples, cells=[Cell.from_json(cell, f"{cell['run']}/{cell['decoding']}") for cell in cells],
+        eval_examples=splits.eval.examples, cells=cells,
         browser=browser,
     )
 
@@ -121,7 +121,7 @@ def train_models(
 
 def _score_trained_run(
     run: RunSpec, seed: int, config: CompareConfig, splits: Splits, output_dir: Path, progress: bool
-) -> tuple[list[dict[str, Any]], ModelBrowserData]:
+) -> tuple[list[Cell], ModelBrowserData]:
     """The cells of one run and seed trained on its training split, and the model's browser data
     (both read back when cached)."""
     train_split = splits.train_for(run)
@@ -137,13 +137,14 @@ def _score_trained_run(
         cache.parent.mkdir(parents=True, exist_ok=True)
         save_browser_data(browser, browser_cache)  # first: cached cells always have their browser data
         atomic_write_json(cache, model_cells)
-    return [{**cell, "train_seconds": train_seconds, "train_seconds_partial": partial, "reused_model": reused,
-             "train_questions": len(train_split.examples)} for cell in model_cells], browser
+    trained_with = {"train_seconds": train_seconds, "train_seconds_partial": partial, "reused_model": reused,
+                    "train_questions": len(train_split.examples)}
+    return [Cell.from_json({**cell, **trained_with}, f"{cache}: cell {k}") for k, cell in enumerate(model_cells)], browser
 
 
 def _score_folds(
     run: RunSpec, seed: int, config: CompareConfig, splits: Splits, output_dir: Path, progress: bool
-) -> tuple[list[dict[str, Any]], ModelBrowserData]:
+) -> tuple[list[Cell], ModelBrowserData]:
     """Cross-validation: one model per fold, each question decoded by the model that did not train on it."""
     decoded: dict[str, list[DecodedCell]] = {}
     browser_parts = []
@@ -166,9 +167,10 @@ def _score_folds(
     cells = []
     for decoding, parts in decoded.items():
         cell = finish_cell(run, seed, decoding, pool(parts, splits.eval.ids), splits.eval, output_dir, model_dirs[0])
-        cells.append({**cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds,
-                      **_fold_settings(fold_settings, decoding), "train_seconds": train_seconds, "train_seconds_partial": partial_any,
-                      "reused_model": reused_all, "train_questions": len(splits.folds[0][0].examples)})
+        cells.append(Cell.from_json({
+            **cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds, **_fold_settings(fold_settings, decoding),
+            "train_seconds": train_seconds, "train_seconds_partial": partial_any, "reused_model": reused_all,
+            "train_questions": len(splits.folds[0][0].examples)}, f"{run.name}/{decoding}, seed {seed}"))
     return cells, pool_browser_data(browser_parts, splits.eval.ids)
 
 
@@ -206,15 +208,15 @@ def compare(
     finish_file_set(output_dir, REPORT_SET)  # a report set a kill left half moved in is completed first
     results = run_comparison(config, data_dir, output_dir, progress, cells_from)
     answer_tokens = context_tokens = None
-    if not registry.task(results["eval"]["task"]).multi_span_gold:  # the breakdowns by length, in the model's tokens
-        tokenizer = load_tokenizer(_tokenizer_source(results["cells"], config))
-        answer_tokens, context_tokens = token_counts(results["eval_examples"], tokenizer)
+    if not registry.task(results.eval["task"]).multi_span_gold:  # the breakdowns by length, in the model's tokens
+        tokenizer = load_tokenizer(_tokenizer_source(results.cells, config))
+        answer_tokens, context_tokens = token_counts(results.eval_examples, tokenizer)
     summary = write_report(results, output_dir, answer_tokens, context_tokens)
     return results, summary
 
 
-def _tokenizer_source(cells: list[dict[str, Any]], config: CompareConfig) -> str:
+def _tokenizer_source(cells: list[Cell], config: CompareConfig) -> str:
     """A model folder of the comparison at hand (cells read from an earlier report may name folders
     that are gone), else the first run's encoder, whose tokenizer its models share."""
-    folders = [cell["model_dir"] for cell in cells if Path(cell["model_dir"]).is_dir()]
+    folders = [cell.model_dir for cell in cells if Path(cell.model_dir).is_dir()]
     return folders[0] if folders else resolve_encoder(config.runs[0].train.encoder)

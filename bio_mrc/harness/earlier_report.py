@@ -13,32 +13,39 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
+
+import numpy as np
 
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError
 from .config import CompareConfig
-from .results import upgrade_report
+from .results import PER_QUESTION, Cell, SavedReport
 
 _OPENERS = {".xz": lzma.open, ".gz": gzip.open}
 
 
-def read_report(path: str | Path) -> dict[str, Any]:
-    """A ``report.json`` as ``compare`` writes it, plain or compressed (``.xz``, ``.gz``), in this version's
-    form (an older form upgraded, a newer one refused: :func:`bio_mrc.harness.results.upgrade_report`)."""
+def read_report(path: str | Path) -> SavedReport:
+    """A ``report.json`` as ``compare`` writes it, plain or compressed (``.xz``, ``.gz``), typed in this version's
+    form (an older form upgraded, a newer one refused: :func:`bio_mrc.harness.results.upgrade_report`); every
+    cell must score each of its evaluation questions."""
     path = Path(path)
+    source = f"--cells-from {path}"
     opener = _OPENERS.get(path.suffix, open)
     try:
         with opener(path, "rt", encoding="utf-8") as handle:
             report = json.load(handle)
     except (OSError, EOFError, lzma.LZMAError, json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(f"--cells-from {path}: cannot read it as a comparison report ({error})") from None
+        raise ConfigError(f"{source}: cannot read it as a comparison report ({error})") from None
     missing = [key for key in ("config", "eval", "eval_ids", "cells") if key not in report]
     if missing or not isinstance(report["cells"], list):
-        raise ConfigError(f"--cells-from {path}: not a bio_mrc comparison report (no {', '.join(missing) or 'list of cells'})")
-    return upgrade_report(report, f"--cells-from {path}")
+        raise ConfigError(f"{source}: not a bio_mrc comparison report (no {', '.join(missing) or 'list of cells'})")
+    saved = SavedReport.from_json(report, source)
+    for number, cell in enumerate(saved.results.cells):
+        _check_cell(source, number, cell, len(saved.eval_ids))
+    return saved
 
 
 @dataclass(frozen=True)
@@ -46,15 +53,15 @@ class EarlierCells:
     """The cells of each (run, seed) an earlier report holds for this comparison, and where they came from."""
 
     source: dict[str, Any]  # path, date, package_version, code (the code fingerprint; None when not recorded)
-    by_model: dict[tuple[str, int], list[dict[str, Any]]]
+    by_model: dict[tuple[str, int], list[Cell]]
 
     def holds(self, run: str, seed: int) -> bool:
         return (run, seed) in self.by_model
 
-    def cells(self, run: str, seed: int) -> list[dict[str, Any]]:
+    def cells(self, run: str, seed: int) -> list[Cell]:
         """The cells of one model, each saying where it was scored (the first report that scored it)."""
         provenance = {k: v for k, v in self.source.items() if k != "path"}
-        return [{**cell, "scored_in": cell.get("scored_in") or provenance} for cell in self.by_model[(run, seed)]]
+        return [replace(cell, scored_in=cell.scored_in or provenance) for cell in self.by_model[(run, seed)]]
 
     def describe(self, used: list[tuple[str, int]]) -> dict[str, Any]:
         return {**self.source, "models": [{"run": run, "seed": seed} for run, seed in used]}
@@ -66,45 +73,42 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
     ``questions`` describes this comparison's questions: ``eval_ids`` (in order), and the question
     hashes of ``tune`` and of each run's training split (``train``: run name -> hash; None for folds).
     """
-    report = read_report(path)
-    _check_same(path, "the evaluation questions (ids, in order)", report["eval_ids"], questions["eval_ids"])
-    _check_same(path, "the tuning questions", (report.get("tune") or {}).get("question_hash"), questions["tune"])
-    earlier_config = report["config"]
+    saved = read_report(path)
+    earlier = saved.results
+    _check_same(path, "the evaluation questions (ids, in order)", saved.eval_ids, questions["eval_ids"])
+    _check_same(path, "the tuning questions", (earlier.tune or {}).get("question_hash"), questions["tune"])
     current = config.to_dict()
     for key in ("decode", "cross_validation"):
-        _check_same(path, f"the {key!r} options", earlier_config.get(key), current.get(key))
-    earlier_runs = {run["name"]: run for run in earlier_config.get("runs", [])}
-    wanted = {(run.name, seed) for run in config.runs for seed in config.run_seeds(run)}
+        _check_same(path, f"the {key!r} options", earlier.config.get(key), current.get(key))
+    earlier_runs = {run["name"]: run for run in earlier.config.get("runs", [])}
     for run in config.runs:
         if run.name in earlier_runs:
             _check_run(path, run.name, earlier_runs[run.name], run.to_dict())
-            trained_on = (report.get("run_train") or {}).get(run.name) or report.get("train") or {}
+            trained_on = earlier.run_train.get(run.name) or earlier.train or {}
             _check_same(path, f"run {run.name!r}'s training questions", trained_on.get("question_hash"), questions["train"][run.name])
-    by_model: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for number, cell in enumerate(report["cells"]):
-        _check_cell(path, number, cell, len(questions["eval_ids"]))
-        if (cell["run"], cell["seed"]) in wanted:
-            by_model.setdefault((cell["run"], cell["seed"]), []).append(cell)
+    wanted = {(run.name, seed) for run in config.runs for seed in config.run_seeds(run)}
+    by_model: dict[tuple[str, int], list[Cell]] = {}
+    for cell in earlier.cells:
+        if (cell.run, cell.seed) in wanted:
+            by_model.setdefault((cell.run, cell.seed), []).append(cell)
     for run in config.runs:
         for seed in config.run_seeds(run):
-            held = [cell["decoding"] for cell in by_model.get((run.name, seed), [])]
+            held = [cell.decoding for cell in by_model.get((run.name, seed), [])]
             if held and sorted(held) != sorted(available_decodings(run.train.heads)):
                 raise ConfigError(f"--cells-from {path}: run {run.name!r} seed {seed} has the decodings {held} there, "
                                   f"not every decoding of its heads ({', '.join(available_decodings(run.train.heads))})")
-    source = {"path": str(path), "date": report.get("date"), "package_version": report.get("package_version"), "code": report.get("code")}
+    source = {"path": str(path), "date": earlier.date, "package_version": earlier.package_version, "code": earlier.code}
     return EarlierCells(source, by_model)
 
 
-def _check_cell(path: str | Path, number: int, cell: Any, n_questions: int) -> None:
-    """A cell names its model and decoding and scores every evaluation question (a hand-edited or cut
-    report must not pair scores with the wrong questions)."""
-    if not isinstance(cell, dict) or any(key not in cell for key in ("run", "seed", "decoding", "answers")):
-        raise ConfigError(f"--cells-from {path}: cell {number} is not a comparison cell (it needs run, seed, decoding, answers)")
-    scores = [key for key in ("em", "f1", "counts") if key in cell]
-    lengths = {key: len(cell[key]) if isinstance(cell[key], list) else None for key in [*scores, "answers"]}
-    if not scores or any(length != n_questions for length in lengths.values()):
-        raise ConfigError(f"--cells-from {path}: cell {number} ({cell['run']}/{cell['decoding']}, seed {cell['seed']}) does not "
-                          f"score the {n_questions} evaluation questions ({lengths or 'no em, f1 or counts'})")
+def _check_cell(source: str, number: int, cell: Cell, n_questions: int) -> None:
+    """A cell scores every evaluation question (a hand-edited or cut report must not pair scores with the
+    wrong questions)."""
+    values = {key: getattr(cell, key) for key in (*PER_QUESTION, "answers") if getattr(cell, key) is not None}
+    lengths = {key: len(value) if np.ndim(value) else None for key, value in values.items()}
+    if values.keys() == {"answers"} or any(length != n_questions for length in lengths.values()):
+        raise ConfigError(f"{source}: cell {number} ({cell.label}, seed {cell.seed}) does not score the "
+                          f"{n_questions} evaluation questions ({lengths if len(lengths) > 1 else 'no em, f1 or counts'})")
 
 
 def _check_same(path: str | Path, what: str, earlier: Any, current: Any) -> None:

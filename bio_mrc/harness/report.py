@@ -17,7 +17,7 @@ from .learning_curve import learning_curve_section
 from .results import ComparisonResults
 from .selective_section import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
-from .summary import MIXED_RESAMPLING, cell_label, question_groups, summarise
+from .summary import MIXED_RESAMPLING, question_groups, summarise
 from .training_loss import TRAINING_LOSS_PLOT, loss_curves, training_loss_section
 
 CALIBRATION_PLOT = "reliability diagrams"
@@ -56,59 +56,59 @@ def _partial_time_note(summary: dict[str, Any]) -> str:
             "kept the earlier sittings' time (its run record's `resumed_from`).")
 
 
-def render_markdown(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> str:
+def render_markdown(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> str:
     """``report.md``: its sections (:data:`SECTIONS`) in order."""
     return "\n".join(line for section in SECTIONS for line in section(results, summary, plots))
 
 
-def _scores_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _scores_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     return ["", "## Scores", "", *_score_table(results, summary), "",
             "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
             "decode time is that decoding alone. With several seeds, cells are mean ± sd." + _partial_time_note(summary), ""]
 
 
-def _learning_curve_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _learning_curve_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     return learning_curve_section(summary.get("learning_curve"), plots.get(LEARNING_CURVE_PLOT))
 
 
-def _selective_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _selective_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     return selective_section(summary.get("selective"), plots.get(RISK_COVERAGE_PLOT))
 
 
-def _training_loss_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _training_loss_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     return training_loss_section(plots.get(TRAINING_LOSS_PLOT))
 
 
-def _configuration_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _configuration_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     return ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
-            json.dumps(results["config"], indent=2), "```", ""]
+            json.dumps(results.config, indent=2), "```", ""]
 
 
-def _header_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
-    config, evaluation = results["config"], results["eval"]
+def _header_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    config, evaluation = results.config, results.eval
     task = registry.task(evaluation["task"])
     lines = [
         f"# Comparison report: {config['name']}", "", config.get("description", ""), "",
-        f"- Date: {results['date']}; bio_mrc {results['package_version']}; seeds {config['seeds']}",
+        f"- Date: {results.date}; bio_mrc {results.package_version}; seeds {config['seeds']}",
         f"- Encoder(s): {', '.join(_describe_encoder(e) for e in sorted({r['encoder'] for r in config['runs']}))}",
     ]
-    own = results.get("run_train") or {}
-    if results.get("train") and any(run["name"] not in own for run in config["runs"]):
-        train = results["train"]
+    own = results.run_train
+    if results.train and any(run["name"] not in own for run in config["runs"]):
+        train = results.train
         whose = " (runs without their own `train_data`)" if own else ""
         lines.append(f"- Train{whose}: {train['description']}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
     for name, train in own.items():
         lines.append(f"- Train, run {name}: {train['description']}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
-    if not results.get("train") and not own:
+    if not results.train and not own:
         cv = config["cross_validation"]
         lines.append(f"- Train: {cv['folds']}-fold cross-validation over the evaluation questions (seed {cv['seed']}): "
                      "every question is predicted by the model that did not train on it")
     lines.append(f"- Evaluation: {evaluation['description']}: {evaluation['questions']} questions, {task.title} "
                  f"(ids hash `{evaluation['question_hash']}`, the same questions for every cell)")
-    lines += _earlier_cells_lines(results.get("cells_from"))
-    if results.get("tune"):
+    lines += _earlier_cells_lines(results.cells_from)
+    if results.tune:
         tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if task.no_answer else "")
-        lines.append(f"- Tuned on {results['tune']['description']}: {results['tune']['questions']} questions ({tuned})")
+        lines.append(f"- Tuned on {results.tune['description']}: {results.tune['questions']} questions ({tuned})")
     return lines
 
 
@@ -123,8 +123,8 @@ def _earlier_cells_lines(cells_from: dict[str, Any] | None) -> list[str]:
             "the question browser shows their answers without word probabilities."]
 
 
-def _score_table(results: dict[str, Any], summary: dict[str, Any]) -> list[str]:
-    task = registry.task(results["eval"]["task"])
+def _score_table(results: ComparisonResults, summary: dict[str, Any]) -> list[str]:
+    task = registry.task(results.eval["task"])
     v2, metrics = task.no_answer, list(task.metrics)
     subsets = ["HasAns_em", "HasAns_f1", "NoAns_em", "NoAns_f1"] if v2 else []
     head = ["run", "decoding", *(_METRIC_TITLES[m] for m in metrics), "BIO β", *(_METRIC_TITLES[m] for m in subsets),
@@ -148,9 +148,9 @@ _METRIC_TITLES = {
 }
 
 
-def _what(results: dict[str, Any], short: bool = False) -> str:
+def _what(results: ComparisonResults, short: bool = False) -> str:
     """The score the statistics are about, the task's main statistic: F1 (SQuAD) or MultiSpanQA's EM F1 (micro-averaged)."""
-    task = registry.task(results["eval"]["task"])
+    task = registry.task(results.eval["task"])
     return task.statistic_title + ("" if short or not task.multi_span_gold else " of the summed span counts")
 
 
@@ -176,7 +176,7 @@ def _interval_resampling(summary: dict[str, Any]) -> str:
     return "over each cell's seeds × questions" if summary["resampling"] == MIXED_RESAMPLING else _resampling_text(summary)[0]
 
 
-def _contrast_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _contrast_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """The contrasts the comparison is about, with p-values adjusted for their family (Holm)."""
     how, sentence = _resampling_text(summary)
     baseline = summary["baseline"]
@@ -210,7 +210,7 @@ def _contrast_table(contrasts: list[dict[str, Any]], what: str, mixed: bool) -> 
     return lines
 
 
-def _interval_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _interval_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Each cell's score with the percentile interval of its own mean, and its figure."""
     how = _interval_resampling(summary)
     lines = ["", f"## {_what(results)} per cell (95% percentile bootstrap interval {how}, {BOOTSTRAP_RESAMPLES} resamples)", "",
@@ -222,7 +222,7 @@ def _interval_section(results: dict[str, Any], summary: dict[str, Any], plots: d
     return lines
 
 
-def _abstain_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _abstain_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """SQuAD 2.0: every cell against always abstaining on the same questions."""
     reference = summary.get("always_abstain")
     if not reference:
@@ -236,7 +236,7 @@ def _abstain_section(results: dict[str, Any], summary: dict[str, Any], plots: di
     return lines + [""]
 
 
-def _tag_table(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _tag_table(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     tagged = [r for r in summary["rows"] if "tag_scores" in r]
     if not tagged:
         return []
@@ -248,7 +248,7 @@ def _tag_table(results: dict[str, Any], summary: dict[str, Any], plots: dict[str
     return lines
 
 
-def _breakdown_sections(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _breakdown_sections(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Mean F1 per group with its interval; reports of format 1 stored the means alone, and render so."""
     from .groups import SMALL_GROUP
 
@@ -271,7 +271,7 @@ def _breakdown_sections(results: dict[str, Any], summary: dict[str, Any], plots:
     return lines
 
 
-def _figure_sections(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _figure_sections(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """Figures no other section shows (e.g. calibration diagrams added to :func:`write_plots`), under their titles."""
     shown = {CELL_PLOT, CALIBRATION_PLOT, LEARNING_CURVE_PLOT, RISK_COVERAGE_PLOT, TRAINING_LOSS_PLOT, *summary["breakdowns"]}
     lines = []
@@ -281,7 +281,7 @@ def _figure_sections(results: dict[str, Any], summary: dict[str, Any], plots: di
     return lines
 
 
-def write_plots(results: dict[str, Any], summary: dict[str, Any], output_dir: Path) -> dict[str, str]:
+def write_plots(results: ComparisonResults, summary: dict[str, Any], output_dir: Path) -> dict[str, str]:
     """Every figure of the report, written beside ``report.md``: ``{title: file name}``. The per-cell score
     figure and the breakdowns are shown in their own sections; any other figure added here (calibration
     diagrams, say) gets a section of its own, under its title, from :func:`_figure_sections`."""
@@ -306,22 +306,22 @@ def write_plots(results: dict[str, Any], summary: dict[str, Any], output_dir: Pa
     if summary.get("selective"):
         curves = {label: {kind: m["curve"] for kind, m in kinds.items()} for label, kinds in summary["selective"]["cells"].items()}
         plots[RISK_COVERAGE_PLOT] = plot_risk_coverage(curves, TARGET_ACCURACIES, output_dir / "risk_coverage.png").name
-    if curves := loss_curves(results["cells"]):
+    if curves := loss_curves(results.cells):
         plots[TRAINING_LOSS_PLOT] = plot_training_loss(curves, output_dir / "training_loss.png").name
     # More figures go here: plots[title] = file name (written into output_dir).
     return plots
 
 
-def _reliability_diagrams(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _reliability_diagrams(results: ComparisonResults) -> dict[str, dict[str, Any]]:
     """Each cell's reliability bins (its first seed's), raw and calibrated."""
     diagrams: dict[str, dict[str, Any]] = {}
-    for cell in results["cells"]:
-        if "calibration" in cell and cell_label(cell) not in diagrams:
-            diagrams[cell_label(cell)] = cell["calibration"]
+    for cell in results.cells:
+        if cell.calibration is not None and cell.label not in diagrams:
+            diagrams[cell.label] = cell.calibration
     return diagrams
 
 
-def _calibration_section(results: dict[str, Any], summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _calibration_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     rows = [r for r in summary["rows"] if "ece" in r]
     if not rows:
         return []
@@ -349,8 +349,9 @@ REPORT_SET = "report"  # report.json, report.md, report.html and the plots: repl
 
 def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> dict[str, Any]:
     """Write ``report.json``, ``report.md``, the plots and ``report.html`` (the report and a question
-    browser in one self-contained file); return the summary. The browser's data (``results["browser"]``,
-    per-word probabilities among it) stays out of ``report.json``."""
+    browser in one self-contained file); return the summary. ``results`` is a record, or a mapping of its fields
+    typed here (:meth:`ComparisonResults.coerce`). The browser's data (``results.browser``, per-word
+    probabilities among it) stays out of ``report.json``."""
     results = ComparisonResults.coerce(results)
     summary = summarise(results, answer_tokens, context_tokens)
     with replaced_together(output_dir, REPORT_SET) as staging:  # a crash or kill leaves the old report or the new one
@@ -358,13 +359,13 @@ def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | 
         atomic_write_json(staging / "report.json", results.report_json(summary), indent=1, default=float)
         markdown = render_markdown(results, summary, plots)
         atomic_write_text(staging / "report.md", markdown)
-        task = registry.task(results["eval"]["task"])
-        groups = {} if task.multi_span_gold else question_groups(results["eval_examples"], answer_tokens, context_tokens, task.no_answer)
+        task = registry.task(results.eval["task"])
+        groups = {} if task.multi_span_gold else question_groups(results.eval_examples, answer_tokens, context_tokens, task.no_answer)
         write_html_report(results, summary, markdown, staging, groups)
     return summary
 
 
-def console_table(results: dict[str, Any], summary: dict[str, Any]) -> str:
+def console_table(results: ComparisonResults, summary: dict[str, Any]) -> str:
     """The score table alone, for the terminal."""
     text = render_markdown(results, summary, {})
     start = text.index("## Scores")

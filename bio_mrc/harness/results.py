@@ -1,9 +1,11 @@
 """A comparison's results as typed records (:class:`Cell`, :class:`ComparisonResults`), and ``report.json``'s
-format: what ``compare`` writes and reads back.
+format: what ``compare`` writes and reads back (:class:`SavedReport`).
 
-Both records read like the JSON they are written as (``cell["f1"]``, ``"calibration" in cell``, ``cell.get(...)``;
-a field that is None is left out of ``in`` and the JSON), so a report read back from JSON and one just computed go through the
-same summary and renderers; a record is built only from known fields, so a misspelt key is an error where it is made.
+Readers use the records' attributes (``cell.f1``, ``cell.calibration is not None``, ``results.eval``); a field
+that does not apply is None and is left out of the JSON. JSON becomes a record where it is read (a model's cached
+cells, a report read back, results handed to ``write_report`` as a mapping), and a record is built only from
+known fields, so a misspelt or missing key is an error there, naming where it came from. ``config`` and the
+splits' descriptions stay the JSON mappings they are written as.
 
 ``report.json`` carries ``format_version``. A report of this version is read as it is; one without it
 (written before the field existed: the first form, every report committed before it) is read by
@@ -12,8 +14,8 @@ upgrading it in memory (:func:`upgrade_report`); one of a later version is refus
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Iterator
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -51,43 +53,28 @@ def first_form_task(metric: str | None, version: str | None) -> str:
     return registry.task_for("squad", version == "2.0").name
 
 
-class _ReadsLikeJson:
-    """Mapping-style reads of a dataclass's fields: ``record[field]`` (None where unset), and a None field is
-    absent from ``in``, ``get`` and ``keys`` (as ``to_json`` leaves it out)."""
-
-    def keys(self) -> list[str]:
-        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in _field_names(type(self)):
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key in _field_names(type(self)) and getattr(self, key) is not None
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.keys())
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self else default
-
-    def items(self) -> list[tuple[str, Any]]:
-        return [(key, getattr(self, key)) for key in self.keys()]
-
-
 def _field_names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in fields(cls))
+
+
+def _required_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING)
+
+
+def _set_fields(record: Any) -> dict[str, Any]:
+    """A record's fields that are set (not None), as the JSON keeps them."""
+    return {f.name: value for f in fields(record) if (value := getattr(record, f.name)) is not None}
 
 
 PER_QUESTION = ("em", "f1", "counts")  # a cell's per-question scores, arrays in memory and lists in JSON
 
 
 @dataclass
-class Cell(_ReadsLikeJson):
+class Cell:
     """One model decoded one way on the evaluation questions: its per-question scores (SQuAD's ``em``/``f1``
     in 0..100, or MultiSpanQA's span ``counts``), answers, the settings it decoded with, its times, and
-    where it came from (a cross-validation cell: each fold's model and settings; a reused one: ``scored_in``)."""
+    where it came from (a cross-validation cell: each fold's model and settings; a reused one: ``scored_in``).
+    A field that does not apply is None, and left out of the JSON."""
 
     run: str
     decoding: str
@@ -115,24 +102,40 @@ class Cell(_ReadsLikeJson):
     fold_thresholds: list[float | None] | None = None
     scored_in: dict[str, Any] | None = None
 
+    def __post_init__(self) -> None:
+        for key in PER_QUESTION:  # arrays however the cell was made
+            if getattr(self, key) is not None:
+                setattr(self, key, np.asarray(getattr(self, key)))
+
+    @property
+    def label(self) -> str:
+        """The cell's name in the report: ``run/decoding`` (its seeds are one cell there)."""
+        return f"{self.run}/{self.decoding}"
+
     @classmethod
-    def from_json(cls, data: dict[str, Any], source: str = "a cell") -> "Cell":
-        """A cell from its JSON form (a report's, a cache's); an unknown key is a :class:`ConfigError` naming ``source``."""
+    def from_json(cls, data: Any, source: str = "a cell") -> "Cell":
+        """A cell from its JSON form (a report's, a cache's); anything but an object with the cell's fields (no
+        unknown one, every required one) is a :class:`ConfigError` naming ``source``."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source} is not a comparison cell (a JSON object), but {type(data).__name__}")
+        missing = sorted(_required_names(cls) - set(data))
+        if missing:
+            raise ConfigError(f"{source} is not a comparison cell: it lacks {missing}")
         unknown = sorted(set(data) - _field_names(cls))
         if unknown:
             raise ConfigError(f"{source}: unknown cell fields {unknown}; known: {sorted(_field_names(cls))}")
-        arrays = {key: np.asarray(data[key]) for key in PER_QUESTION if data.get(key) is not None}
-        return cls(**{**data, **arrays})
+        return cls(**data)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form: the fields set, arrays as lists."""
-        return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in self.items()}
+        return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in _set_fields(self).items()}
 
 
 @dataclass
-class ComparisonResults(_ReadsLikeJson):
+class ComparisonResults:
     """Everything a comparison's report is made from: its config, provenance, the questions of each split
-    (``eval`` with its ``task``), the cells, and each model's question-browser data (kept out of ``report.json``)."""
+    (``eval`` with its ``task``), the cells, and each model's question-browser data (kept out of ``report.json``).
+    ``config`` and the splits' descriptions (``eval``, ``train``, ``run_train``, ``tune``) are the JSON they are written as."""
 
     config: dict[str, Any]
     package_version: str
@@ -148,18 +151,44 @@ class ComparisonResults(_ReadsLikeJson):
     browser: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def coerce(cls, results: "ComparisonResults | dict[str, Any]") -> "ComparisonResults":
-        """``results`` as a record: a record as it is; a mapping of its fields (cells as JSON) checked and typed."""
+    def coerce(cls, results: "ComparisonResults | dict[str, Any]", source: str = "comparison results") -> "ComparisonResults":
+        """``results`` as a record: a record as it is; a mapping of its fields (cells as JSON) checked and
+        typed, a :class:`ConfigError` naming ``source`` where it is not."""
         if isinstance(results, cls):
             return results
         unknown = sorted(set(results) - _field_names(cls))
-        if unknown:
-            raise ConfigError(f"unknown comparison result fields {unknown}; known: {sorted(_field_names(cls))}")
-        cells = [cell if isinstance(cell, Cell) else Cell.from_json(dict(cell), f"cell {k}") for k, cell in enumerate(results["cells"])]
+        missing = sorted(_required_names(cls) - set(results))
+        if unknown or missing:
+            raise ConfigError(f"{source}: unknown comparison result fields {unknown}, missing {missing}; known: {sorted(_field_names(cls))}")
+        cells = [cell if isinstance(cell, Cell) else Cell.from_json(cell, f"{source}: cell {k}") for k, cell in enumerate(results["cells"])]
         return cls(**{**results, "cells": cells})
 
     def report_json(self, summary: dict[str, Any]) -> dict[str, Any]:
         """``report.json``: this version's format, the results without the examples and browser data, the question ids, the summary."""
-        kept = {key: value for key, value in self.items() if key not in ("cells", "eval_examples", "browser")}
+        kept = {key: value for key, value in _set_fields(self).items() if key not in ("cells", "eval_examples", "browser")}
         return {"format_version": REPORT_FORMAT, **kept, "cells": [cell.to_json() for cell in self.cells],
                 "eval_ids": [ex.id for ex in self.eval_examples], "summary": summary}
+
+
+@dataclass
+class SavedReport:
+    """A ``report.json`` read back: its results (``report.json`` keeps the questions' ids, not their text, and
+    no browser data: ``results.eval_examples`` and ``results.browser`` are empty), the evaluation question ids
+    in order, and its summary."""
+
+    results: ComparisonResults
+    eval_ids: list[str]
+    summary: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, report: dict[str, Any], source: str) -> "SavedReport":
+        """A report of any format this package reads (:func:`upgrade_report`), typed; a field it does not
+        know or lacks is a :class:`ConfigError` naming ``source``."""
+        report = upgrade_report(report, source)
+        stored = {key: value for key, value in report.items() if key not in ("format_version", "eval_ids", "summary")}
+        results = ComparisonResults.coerce({**stored, "eval_examples": []}, source)
+        return cls(results, list(report["eval_ids"]), report.get("summary") or {})
+
+    def to_json(self) -> dict[str, Any]:
+        """The report in this version's format, as ``compare`` writes it."""
+        return {**self.results.report_json(self.summary), "eval_ids": self.eval_ids}

@@ -15,6 +15,7 @@ from ..metrics.selective import (
     TARGET_ACCURACIES, aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage,
     subsample_curve,
 )
+from .results import Cell
 from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_present, paired_bootstrap_recomputed
 
 KINDS = ("raw", "calibrated")
@@ -23,14 +24,14 @@ CURVE_POINTS = 200  # report.json keeps each curve at most this long
 BOOTSTRAP_CHUNK = 2_000_000  # resampled question indices held at once (memory, not results)
 
 
-def _arrays(cell: dict[str, Any], kind: str) -> tuple[np.ndarray, np.ndarray]:
-    selective = cell["selective"]
+def _arrays(cell: Cell, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    selective = cell.selective
     return np.asarray(selective["confidence"][kind], dtype=np.float64), np.asarray(selective["right"], dtype=np.float64)
 
 
-def _has(cells: list[dict[str, Any]], kind: str) -> bool:
+def _has(cells: list[Cell], kind: str) -> bool:
     """Whether every cell has this confidence (no calibrated one without a calibrator)."""
-    return all(kind in cell["selective"]["confidence"] for cell in cells)
+    return all(kind in cell.selective["confidence"] for cell in cells)
 
 
 def _number(value: float) -> float | None:
@@ -46,7 +47,7 @@ def measure(confidence: np.ndarray, right: np.ndarray) -> dict[str, float | None
             **{key: _number(value) for key, value in macro.items()}}
 
 
-def _cell_summary(cells: list[dict[str, Any]]) -> dict[str, Any]:
+def _cell_summary(cells: list[Cell]) -> dict[str, Any]:
     """Per confidence: each number per seed, and the first seed's curve (subsampled)."""
     summary = {}
     for kind in KINDS:
@@ -62,24 +63,24 @@ def _aurc_statistic(item: tuple[np.ndarray, np.ndarray], idx: np.ndarray) -> np.
     return aurc_of_resamples(item[0], item[1], idx)
 
 
-def _aurc_contrast(grouped: dict[str, list[dict[str, Any]]], a: str, b: str, kind: str) -> dict[str, Any] | None:
+def _aurc_contrast(grouped: dict[str, list[Cell]], a: str, b: str, kind: str) -> dict[str, Any] | None:
     """AURC of cell ``a`` − cell ``b`` on the seeds both have, paired by seed and question (as the F1
     contrasts, ``BOOTSTRAP_RESAMPLES`` resamples, seed ``BOOTSTRAP_SEED``); None when they share no seed (AURC has no seed mean to pair)."""
-    seeds_b = {cell["seed"]: cell for cell in grouped[b]}
-    shared = [cell for cell in grouped[a] if cell["seed"] in seeds_b]
+    seeds_b = {cell.seed: cell for cell in grouped[b]}
+    shared = [cell for cell in grouped[a] if cell.seed in seeds_b]
     if not shared:
         return None
     values_a = [_arrays(cell, kind) for cell in shared]
-    values_b = [_arrays(seeds_b[cell["seed"]], kind) for cell in shared]
+    values_b = [_arrays(seeds_b[cell.seed], kind) for cell in shared]
     result = paired_bootstrap_recomputed(values_a, values_b, _aurc_statistic, len(values_a[0][1]), n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED,
                                          max_chunk_elements=BOOTSTRAP_CHUNK)
-    return {"a": a, "b": b, "confidence": kind, "seeds": [cell["seed"] for cell in shared], **result.to_dict()}
+    return {"a": a, "b": b, "confidence": kind, "seeds": [cell.seed for cell in shared], **result.to_dict()}
 
 
-def selective_summary(grouped: dict[str, list[dict[str, Any]]], pairs: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
+def selective_summary(grouped: dict[str, list[Cell]], pairs: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
     """Each cell's numbers and the AURC contrasts of ``pairs``; None without per-question confidences
     (MultiSpanQA, or cells cached before they were stored)."""
-    with_data = {label: cells for label, cells in grouped.items() if all("selective" in cell for cell in cells)}
+    with_data = {label: cells for label, cells in grouped.items() if all(cell.selective is not None for cell in cells)}
     if not with_data:
         return None
     contrasts = []

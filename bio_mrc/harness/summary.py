@@ -16,6 +16,7 @@ from ..metrics.squad_official import normalize_answer
 from ..types import Example
 from .config import resolve_contrasts
 from .learning_curve import learning_curve
+from .results import Cell, ComparisonResults
 from .selective_section import selective_summary
 from .groups import breakdown, length_bins, question_word
 from .stats import (
@@ -30,38 +31,34 @@ MIXED_RESAMPLING = "per contrast"  # cells were trained with different seeds: ea
 SEED_MEANS = "questions (seed means)"  # two cells with no seed in common: each cell's mean over its own seeds
 
 
-def cell_label(cell: dict[str, Any]) -> str:
-    return f"{cell['run']}/{cell['decoding']}"
-
-
-def summarise(results: dict[str, Any], answer_tokens: np.ndarray | None, context_tokens: np.ndarray | None) -> dict[str, Any]:
+def summarise(results: ComparisonResults, answer_tokens: np.ndarray | None, context_tokens: np.ndarray | None) -> dict[str, Any]:
     """Aggregate seeds per (run, decoding); the contrasts the config names, every pair of cells, each
     cell's interval, and (SQuAD) the breakdowns."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for cell in results["cells"]:
-        grouped.setdefault(cell_label(cell), []).append(cell)
-    answers = {label: cells[0]["answers"] for label, cells in grouped.items()}
-    task = registry.task(results["eval"]["task"])
+    grouped: dict[str, list[Cell]] = {}
+    for cell in results.cells:
+        grouped.setdefault(cell.label, []).append(cell)
+    answers = {label: cells[0].answers for label, cells in grouped.items()}
+    task = registry.task(results.eval["task"])
     if task.multi_span_gold:
         rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
-        counts = {label: np.array([c["counts"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
-        seeds = {label: [c["seed"] for c in cells] for label, cells in grouped.items()}
-        return {"rows": rows, **statistics(results["config"], counts, answers, f1_from_count_sums, seeds), "breakdowns": {}}
-    examples: list[Example] = results["eval_examples"]
+        counts = {label: np.array([c.counts for c in cells], dtype=np.float64) for label, cells in grouped.items()}
+        seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
+        return {"rows": rows, **statistics(results.config, counts, answers, f1_from_count_sums, seeds), "breakdowns": {}}
+    examples = results.eval_examples
     has_answer = np.array([ex.is_answerable for ex in examples])
     v2 = task.no_answer
     rows = [_squad_row(label, cells, has_answer if v2 else None) for label, cells in grouped.items()]
-    f1_by_seed = {label: np.array([c["f1"] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
-    seeds = {label: [c["seed"] for c in cells] for label, cells in grouped.items()}
+    f1_by_seed = {label: np.array([c.f1 for c in cells], dtype=np.float64) for label, cells in grouped.items()}
+    seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
     per_question_f1 = {label: f1.mean(axis=0) for label, f1 in f1_by_seed.items()}
     groups = question_groups(examples, answer_tokens, context_tokens, v2)
     breakdowns = {name: breakdown(per_question_f1, labels) for name, labels in groups.items()}
-    summary = {"rows": rows, **statistics(results["config"], f1_by_seed, answers, seeds=seeds), "breakdowns": breakdowns}
+    summary = {"rows": rows, **statistics(results.config, f1_by_seed, answers, seeds=seeds), "breakdowns": breakdowns}
     selective = selective_summary(grouped, [(c["a"], c["b"]) for c in summary["contrasts"]])
     summary = {**summary, "selective": selective} if selective else summary
     if v2:
         summary["always_abstain"] = against_abstaining(f1_by_seed, has_answer)
-    heads = {run["name"]: run["heads"] for run in results["config"]["runs"]}
+    heads = {run["name"]: run["heads"] for run in results.config["runs"]}
     curve = learning_curve(rows, summary["intervals"], summary["comparisons"], heads)
     return {**summary, "learning_curve": curve} if curve else summary
 
@@ -93,34 +90,36 @@ def against_abstaining(f1_by_seed: dict[str, np.ndarray], has_answer: np.ndarray
     return {"f1": float(abstain.mean()), "cells": cells}
 
 
-def _common_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
-    row: dict[str, Any] = {"cell": label, "run": cells[0]["run"], "decoding": cells[0]["decoding"], "seeds": [c["seed"] for c in cells],
-                           "train_questions": cells[0].get("train_questions")}
+def _common_row(label: str, cells: list[Cell]) -> dict[str, Any]:
+    first = cells[0]
+    row: dict[str, Any] = {"cell": label, "run": first.run, "decoding": first.decoding, "seeds": [c.seed for c in cells],
+                           "train_questions": first.train_questions}
     for key in ("threshold", "bio_length_prior", "train_seconds", "train_seconds_partial", "inference_seconds", "decode_seconds"):
-        row[key] = [c.get(key) for c in cells]
-    if "tag_scores" in cells[0]:
-        row["tag_scores"] = {k: mean_sd([c["tag_scores"][k] for c in cells])[0] for k in cells[0]["tag_scores"]}
-    if "calibration" in cells[0]:  # ECE of the raw and the calibrated confidence, per seed
-        row["ece"] = {kind: [c["calibration"][kind]["ece"] for c in cells if kind in c["calibration"]]
+        row[key] = [getattr(c, key) for c in cells]
+    if first.tag_scores is not None:
+        row["tag_scores"] = {k: mean_sd([c.tag_scores[k] for c in cells])[0] for k in first.tag_scores}
+    if first.calibration is not None:  # ECE of the raw and the calibrated confidence, per seed
+        row["ece"] = {kind: [c.calibration[kind]["ece"] for c in cells if kind in c.calibration]
                       for kind in ("raw", "calibrated")}
     return row
 
 
-def _squad_row(label: str, cells: list[dict[str, Any]], has_answer: np.ndarray | None) -> dict[str, Any]:
+def _squad_row(label: str, cells: list[Cell], has_answer: np.ndarray | None) -> dict[str, Any]:
     """Official EM/F1 per seed (and the HasAns/NoAns subsets on SQuAD 2.0)."""
     row = _common_row(label, cells)
     for metric in ("em", "f1"):
-        row[metric] = [float(c[metric].mean()) for c in cells]
+        scores = [getattr(c, metric) for c in cells]
+        row[metric] = [float(s.mean()) for s in scores]
         if has_answer is not None:
-            row[f"HasAns_{metric}"] = [float(c[metric][has_answer].mean()) if has_answer.any() else None for c in cells]
-            row[f"NoAns_{metric}"] = [float(c[metric][~has_answer].mean()) if (~has_answer).any() else None for c in cells]
+            row[f"HasAns_{metric}"] = [float(s[has_answer].mean()) if has_answer.any() else None for s in scores]
+            row[f"NoAns_{metric}"] = [float(s[~has_answer].mean()) if (~has_answer).any() else None for s in scores]
     return row
 
 
-def _multispan_row(label: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
+def _multispan_row(label: str, cells: list[Cell]) -> dict[str, Any]:
     """MultiSpanQA's six official metrics per seed, from count sums taken in question order (as its script)."""
     row = _common_row(label, cells)
-    per_seed = [metrics_from_counts([sum(column) for column in np.asarray(c["counts"]).T.tolist()]) for c in cells]
+    per_seed = [metrics_from_counts([sum(column) for column in c.counts.T.tolist()]) for c in cells]
     for metric in METRIC_NAMES:
         row[metric] = [m[metric] for m in per_seed]
     return row

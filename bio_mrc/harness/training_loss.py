@@ -4,29 +4,30 @@ read from the log history its model folders keep (``training_log.json``). The re
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from ..training.saving import load_training_log
+from .results import Cell
 
 TRAINING_LOSS_PLOT = "training loss"  # the key of the figure in the report's plots
 
 
-def loss_curves(cells: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]] | None:
+def loss_curves(cells: Sequence[Cell]) -> dict[str, list[dict[str, Any]]] | None:
     """``{run: [{"seed", "fold", "model_dir", "steps", "loss"}, …]}``, one entry per model folder (``fold`` None
-    unless cross-validation trained one model per fold), in report order;
+    unless cross-validation trained one model per fold: the cell's ``fold_model_dirs``), in report order;
     None when no model folder keeps a log history (models trained before it was kept, or folders gone)."""
     curves: dict[str, list[dict[str, Any]]] = {}
     seen = set()
     for cell in cells:
-        folds = isinstance(cell["model_dir"], list)  # cross-validation: one folder per fold
-        for fold, folder in enumerate(cell["model_dir"] if folds else [cell["model_dir"]]):
-            if (cell["run"], folder) in seen:
+        folds = cell.fold_model_dirs is not None
+        for fold, folder in enumerate(cell.fold_model_dirs if folds else [cell.model_dir]):
+            if (cell.run, folder) in seen:
                 continue
-            seen.add((cell["run"], folder))
+            seen.add((cell.run, folder))
             logged = [entry for entry in load_training_log(folder) or () if "loss" in entry and "step" in entry]
             if logged:
-                curves.setdefault(cell["run"], []).append({
-                    "seed": cell["seed"], "fold": fold if folds else None, "model_dir": str(folder),
+                curves.setdefault(cell.run, []).append({
+                    "seed": cell.seed, "fold": fold if folds else None, "model_dir": str(folder),
                     "steps": [entry["step"] for entry in logged], "loss": [entry["loss"] for entry in logged]})
     return curves or None
 
