@@ -157,7 +157,7 @@ def _score_folds(
         trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
         outputs, inference = timed_windows(trained, held_out, progress)
         tuned, _ = tuned_decoding(trained, config.decode, splits.tune, progress)
-        if run.length_prior_tuning is not None:  # the one place besides the model's own (parse_config checks it)
+        if run.length_prior_tuning is not None:  # "fold-training", its one value: tuned on this fold's training questions
             tuned = prior_tuned_on(trained, tuned, train_fold, progress)
         decode_config = tuned.decode_config
         fold_settings.append((decode_config.bio_length_prior, tuned.thresholds, trained.precision))
