@@ -30,3 +30,27 @@ def test_questions_without_answers_leave_the_saved_prior_and_tune_thresholds(tra
     tuned = tune_for_model(trained, trained.windows(unanswerable), unanswerable, DecodeConfig(), SQUAD_V2, decodings=["span"])
     assert tuned.bio_length_prior is None and tuned.decode_config.bio_length_prior == (trained.model.config.bio_length_prior or 0.0)
     assert list(tuned.thresholds) == [threshold_key("span")]
+
+
+def test_bio_mrc_tune_on_multispanqa_questions_tunes_the_prior_by_their_exact_match_f1(trained_dir, tmp_path, capsys):  # noqa: F811
+    import json
+    import shutil
+
+    from bio_mrc.cli import main
+    from bio_mrc.data.multispanqa import load_multispanqa
+    from bio_mrc.inference.tuning import tune_bio_length_prior
+
+    from .test_harness_compare import multispan_file
+
+    model, data = tmp_path / "model", multispan_file(tmp_path)
+    shutil.copytree(trained_dir, model)
+    capsys.readouterr()
+    assert main(["tune", "--model", str(model), "--data", str(data)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    examples = load_multispanqa(data)
+    trained = TrainedModel.load(trained_dir)
+    prior, em_f1 = tune_bio_length_prior(trained.windows(examples), examples, DecodeConfig(), task=MULTISPAN)
+    assert report["bio_length_prior"] == {"value": prior, "best_f1": float(em_f1.max()), "f1_without": float(em_f1[0])}
+    saved = json.loads((model / "config.json").read_text())
+    assert set(report) == {"bio_length_prior"}  # no threshold (every question has an answer), no calibrator (multi-span gold)
+    assert saved["bio_length_prior"] == prior and saved["tuned_on"]["questions"] == len(examples) and not saved.get("calibration")
