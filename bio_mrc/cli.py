@@ -193,8 +193,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     data = _load_squad(args, args.data, args.limit)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
-    tuned = tune_for_model(trained, outputs, data.examples, _decode_config(args, require_answer=False), no_answer=data.is_v2,
-                           decodings=args.decoding)
+    tuned = tune_for_model(trained, outputs, data.examples, _decode_config(args, require_answer=False),
+                           registry.task_of_data(data.format, data.is_v2), decodings=args.decoding)
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
     description = f"{args.data}" + (f" (first {args.limit} questions)" if args.limit else "")

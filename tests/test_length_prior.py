@@ -67,3 +67,32 @@ def test_the_joint_decoding_adds_the_prior_per_inside_tag():
         scores[prior] = {s.text: s.score for s in prediction.spans}
     for text in ("bb", "bb cc", "bb cc dd"):
         assert scores[0.7][text] - scores[0.0][text] == pytest.approx(0.7 * (len(text.split()) - 1))
+
+
+TWO_SPANS = "aa bb cc dd ee"
+
+
+def two_span_outputs() -> WindowOutputs:
+    """Gold spans "bb cc" and "ee": "bb" is surely B, "cc" an unsure I (0.4 against O 0.6), "dd" surely O, "ee" surely B."""
+    offsets = np.array([[[-1, -1], [0, 2], [3, 5], [6, 8], [9, 11], [12, 14]]])
+    probs = np.array([[[1 / 3] * 3, [0.05, 0.05, 0.9], [0.8, 0.1, 0.1], [0.0, 0.4, 0.6], [0.05, 0.05, 0.9], [0.9, 0.05, 0.05]]])
+    return WindowOutputs(np.arange(1), offsets, offsets[..., 0] >= 0, bio_logits=np.log(probs + 1e-12))
+
+
+def test_the_multi_span_tuner_scores_every_span_and_picks_another_prior_than_the_single_span_one():
+    from bio_mrc import registry
+
+    example = [Example("m", "?", TWO_SPANS, (((3, 8), (12, 14)),))]
+    grid = (0.0, 1.0, 2.0)
+    # Single best span against the joined gold "bb cc ee" (SQuAD F1). Gains: B(bb) = ln 8, I(cc) = ln(2/3) + β,
+    # I(dd) = ln(1/18) + β, B(ee) = ln 18, I(ee) = β. β = 0 and 1: "ee" (ln 18) beats "bb cc" (ln 8 + ln(2/3) + β),
+    # F1 2·(1·1/3)/(4/3) = 50; β = 2: "bb cc dd ee" (ln 8 + ln(2/3) + ln(1/18) + 6 = 4.78) wins, F1 2·(3/4·1)/(7/4) = 85.7.
+    single, single_f1 = tune_bio_length_prior(two_span_outputs(), example, grid=grid)
+    np.testing.assert_allclose(single_f1, [50.0, 50.0, 600 / 7])
+    assert single == 2.0
+    # Every span of the most probable tag sequence against the gold set {"bb cc", "ee"} (EM F1 over spans).
+    # β = 0: {"bb", "ee"} (cc's gain is negative), 1 of 2 right both ways: 50. β = 1 and 2: "bb cc" and "ee" apart
+    # beat one span "bb cc dd ee" (B(ee) = ln 18 > I(dd) + I(ee) = ln(1/18) + 2β): 100.
+    multi, em_f1 = tune_bio_length_prior(two_span_outputs(), example, grid=grid, task=registry.task_for("multispanqa", False))
+    np.testing.assert_allclose(em_f1, [50.0, 100.0, 100.0])
+    assert multi == 1.0  # the tie goes to the smaller prior

@@ -1,5 +1,6 @@
 """``bio-mrc tune`` and ``bio-mrc compare`` tune a model by one policy (``tune_for_model``)."""
 
+from bio_mrc import registry
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.inference import TrainedModel, threshold_key
 from bio_mrc.inference.tuning import tune_for_model
@@ -7,22 +8,49 @@ from bio_mrc.types import Example
 
 from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny trained joint model)
 
+SQUAD_V1, SQUAD_V2 = registry.squad_task("1.1"), registry.squad_task("2.0")
+MULTISPAN = registry.task_for("multispanqa", False)
+
 
 def test_the_prior_is_tuned_only_when_left_open_and_calibrators_only_for_single_span_gold(trained_dir, sample_v1):  # noqa: F811
     trained = TrainedModel.load(trained_dir)
     examples = sample_v1.examples[:8]
     outputs = trained.windows(examples)
-    tuned = tune_for_model(trained, outputs, examples, DecodeConfig(), no_answer=False)
+    tuned = tune_for_model(trained, outputs, examples, DecodeConfig(), SQUAD_V1)
     assert tuned.bio_length_prior is not None and tuned.decode_config.bio_length_prior == tuned.bio_length_prior
     assert set(tuned.calibration) == set(trained.decodings) and not tuned.thresholds
 
-    given = tune_for_model(trained, outputs, examples, DecodeConfig(bio_length_prior=0.5), no_answer=False, multi_span_gold=True)
+    given = tune_for_model(trained, outputs, examples, DecodeConfig(bio_length_prior=0.5), MULTISPAN)
     assert given.bio_length_prior is None and given.decode_config.bio_length_prior == 0.5 and not given.calibration
 
 
 def test_questions_without_answers_leave_the_saved_prior_and_tune_thresholds(trained_dir, sample_v1):  # noqa: F811
     trained = TrainedModel.load(trained_dir)
     unanswerable = [Example(f"u{i}", ex.question, ex.context) for i, ex in enumerate(sample_v1.examples[:4])]
-    tuned = tune_for_model(trained, trained.windows(unanswerable), unanswerable, DecodeConfig(), no_answer=True, decodings=["span"])
+    tuned = tune_for_model(trained, trained.windows(unanswerable), unanswerable, DecodeConfig(), SQUAD_V2, decodings=["span"])
     assert tuned.bio_length_prior is None and tuned.decode_config.bio_length_prior == (trained.model.config.bio_length_prior or 0.0)
     assert list(tuned.thresholds) == [threshold_key("span")]
+
+
+def test_bio_mrc_tune_on_multispanqa_questions_tunes_the_prior_by_their_exact_match_f1(trained_dir, tmp_path, capsys):  # noqa: F811
+    import json
+    import shutil
+
+    from bio_mrc.cli import main
+    from bio_mrc.data.multispanqa import load_multispanqa
+    from bio_mrc.inference.tuning import tune_bio_length_prior
+
+    from .test_harness_compare import multispan_file
+
+    model, data = tmp_path / "model", multispan_file(tmp_path)
+    shutil.copytree(trained_dir, model)
+    capsys.readouterr()
+    assert main(["tune", "--model", str(model), "--data", str(data)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    examples = load_multispanqa(data)
+    trained = TrainedModel.load(trained_dir)
+    prior, em_f1 = tune_bio_length_prior(trained.windows(examples), examples, DecodeConfig(), task=MULTISPAN)
+    assert report["bio_length_prior"] == {"value": prior, "best_f1": float(em_f1.max()), "f1_without": float(em_f1[0])}
+    saved = json.loads((model / "config.json").read_text())
+    assert set(report) == {"bio_length_prior"}  # no threshold (every question has an answer), no calibrator (multi-span gold)
+    assert saved["bio_length_prior"] == prior and saved["tuned_on"]["questions"] == len(examples) and not saved.get("calibration")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from ..decoding.postprocess import available_decodings
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
 from ..inference import TrainedModel, threshold_key
+from ..inference.tuning import TunedSettings, tune_settings
 from ..io import atomic_write_json, finish_file_set
 from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
@@ -29,7 +31,7 @@ from .earlier_report import EarlierCells, load_earlier_cells
 from .models import obtain_model
 from .results import Cell, ComparisonResults
 from .scoring import cells_code_fingerprint, finish_cell, score_model, timed_windows, tuned_decoding
-from .comparison_splits import Splits, check_disjoint, cross_validation_folds, resolve_split
+from .comparison_splits import Split, Splits, check_disjoint, cross_validation_folds, resolve_split
 
 
 def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
@@ -156,6 +158,8 @@ def _score_folds(
         trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
         outputs, inference = timed_windows(trained, held_out, progress)
         tuned, _ = tuned_decoding(trained, config.decode, splits.tune, progress)
+        if run.length_prior_tuning is not None:  # "fold-training", its one value: tuned on this fold's training questions
+            tuned = prior_tuned_on(trained, tuned, train_fold, progress)
         decode_config = tuned.decode_config
         fold_settings.append((decode_config.bio_length_prior, tuned.thresholds, trained.precision))
         for decoding in available_decodings(run.train.heads):
@@ -172,6 +176,16 @@ def _score_folds(
             "train_seconds": train_seconds, "train_seconds_partial": partial_any, "reused_model": reused_all,
             "train_questions": len(splits.folds[0][0].examples)}, f"{run.name}/{decoding}, seed {seed}"))
     return cells, pool_browser_data(browser_parts, splits.eval.ids)
+
+
+def prior_tuned_on(trained: TrainedModel, tuned: TunedSettings, split: Split, progress: bool) -> TunedSettings:
+    """``tuned`` with the BIO length prior tuned on ``split`` (a fold's training questions, which the model has
+    trained on) by the task's main statistic. It stays out of the model's folder, which runs that decode with the
+    model's own prior share."""
+    outputs = timed_windows(trained, split, progress)[0]
+    fold = tune_settings(outputs, split.examples, trained.decodings, tuned.decode_config, tune_prior=True, tune_thresholds=False,
+                         task=split.kind)
+    return replace(tuned, bio_length_prior=fold.bio_length_prior, decode_config=fold.decode_config, report={**tuned.report, **fold.report})
 
 
 def _fold_settings(folds: list[tuple[float | None, dict[str, float], str]], decoding: str) -> dict[str, Any]:

@@ -35,7 +35,9 @@ between runs.
 Cross-validation replaces the training split: ``"cross_validation": {"folds": 5,
 "seed": 42}`` with no ``"train"`` trains one model per fold on the other folds of
 the ``eval`` questions and scores every question with the model that did not see
-it (MultiSpanQA's validation set has no separate training data at CPU scale).
+it (MultiSpanQA's validation set has no separate training data at CPU scale). A run of
+a cross-validation may say ``"length_prior_tuning": "fold-training"``: each fold's model then
+decodes with the BIO length prior tuned on that fold's training questions (docs/multispan.md).
 """
 
 from __future__ import annotations
@@ -62,6 +64,13 @@ from ..training.train import TrainConfig
 
 PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv")
 DATA_FORMATS = registry.data_formats()
+# Where a run's BIO length prior is tuned besides the default (the model's own, or the 'tune' split's):
+# "fold-training", in cross-validation, on each fold's training questions with that fold's model.
+FOLD_TRAINING = "fold-training"
+LENGTH_PRIOR_TUNINGS = (FOLD_TRAINING,)
+LENGTH_PRIOR_TUNING_HELP = ("cross-validation only: 'fold-training' tunes the BIO length prior of each fold's model on that fold's "
+                            "training questions, by the task's main statistic (the model has trained on them); "
+                            "default: the prior tuned on the 'tune' split, else the one the model carries")
 
 
 # A comparison's and each run's name become folder and file names under the output folder.
@@ -120,6 +129,7 @@ class RunSpec:
     data: DataSpec | None = None
     seeds: tuple[int, ...] | None = None
     inference_precision: str | None = None  # of the evaluation's forward passes; None: the training precision
+    length_prior_tuning: str | None = None  # one of LENGTH_PRIOR_TUNINGS; None: the prior the model carries or the 'tune' split's
 
     @property
     def evaluation_precision(self) -> str:
@@ -127,7 +137,7 @@ class RunSpec:
 
     def to_dict(self) -> dict[str, Any]:
         own = {"train_data": asdict(self.data) if self.data else None, "seeds": list(self.seeds) if self.seeds else None,
-               "inference_precision": self.inference_precision}
+               "inference_precision": self.inference_precision, "length_prior_tuning": self.length_prior_tuning}
         return {"name": self.name, **self.train.to_dict(), **{k: v for k, v in own.items() if v}}
 
 
@@ -237,7 +247,8 @@ def _comparison_schema() -> dict[str, Any]:
     seeds = {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "integer", **SEED_RANGE}}
     run = dataclass_schema(TrainConfig)
     run["properties"] = {"name": NAME_SCHEMA, **run["properties"], "train_data": data, "seeds": seeds,
-                         "inference_precision": {"enum": [*PRECISIONS, None]}}
+                         "inference_precision": {"enum": [*PRECISIONS, None]},
+                         "length_prior_tuning": {"enum": [*LENGTH_PRIOR_TUNINGS, None], "description": LENGTH_PRIOR_TUNING_HELP}}
     cells = {"type": "string", "description": "a cell, \"run/decoding\""}
     properties = {
         "$schema": {"type": "string"}, "name": NAME_SCHEMA, "description": {"type": "string"},
@@ -254,7 +265,7 @@ def _comparison_schema() -> dict[str, Any]:
             "type": "object", "required": ["eval", "runs"], "additionalProperties": False, "properties": properties}
 
 
-RUN_OWN_KEYS = ("train_data", "seeds", "inference_precision")  # a run's keys that are no TrainConfig fields
+RUN_OWN_KEYS = ("train_data", "seeds", "inference_precision", "length_prior_tuning")  # a run's keys that are no TrainConfig fields
 
 
 def parse_config(raw: dict[str, Any]) -> CompareConfig:
@@ -274,7 +285,8 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         with _naming(f"runs[{number}]"):
             train = TrainConfig.from_dict({**defaults, **options, "training_args": training_args})
             data = _data_spec(own.get("train_data"), "train_data")
-        runs.append(RunSpec(entry["name"], train, data, tuple(own["seeds"]) if "seeds" in own else None, own.get("inference_precision")))
+        runs.append(RunSpec(entry["name"], train, data, tuple(own["seeds"]) if "seeds" in own else None, own.get("inference_precision"),
+                            own.get("length_prior_tuning")))
     if repeated := sorted(name for name, count in collections.Counter(r.name for r in runs).items() if count > 1):
         raise ConfigError(f"runs: run names are unique; {repeated} appear more than once")
     evaluating = [r.name for r in runs if r.train.training_args.get("eval_strategy", "no") != "no"]
@@ -289,7 +301,25 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         checkpoint_steps=raw.get("checkpoint_steps"), contrasts=_contrast_pairs(raw.get("contrasts", [])),
     )
     resolve_contrasts(config.cells(), config.baseline, config.contrasts)  # unknown cells are errors now, not after training
+    _check_length_prior_tuning(config)
     return config
+
+
+def _check_length_prior_tuning(config: CompareConfig) -> None:
+    """A run that tunes its length prior on the folds' training questions is cross-validated, has a decoding
+    the prior applies to, and leaves the prior open (not fixed by 'decode', not tuned on a 'tune' split)."""
+    for number, run in enumerate(config.runs):
+        if run.length_prior_tuning is None:
+            continue
+        where = f"runs[{number}].length_prior_tuning"
+        if not config.cross_validation:
+            raise ConfigError(f"{where}: {run.length_prior_tuning!r} tunes on the training questions of each cross-validation fold; "
+                              "add 'cross_validation' or leave it out")
+        if not set(available_decodings(run.train.heads)) & set(registry.length_prior_decodings()):
+            raise ConfigError(f"{where}: run {run.name!r} ({run.train.heads}) has no decoding the BIO length prior applies to")
+        if config.decode.bio_length_prior is not None or config.tune is not None:
+            raise ConfigError(f"{where}: the prior is tuned on the folds' training questions, so neither 'decode.bio_length_prior' "
+                              "nor a 'tune' split may set it")
 
 
 def _data_spec(raw: dict[str, Any] | None, key: str) -> DataSpec | None:

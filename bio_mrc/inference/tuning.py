@@ -15,6 +15,7 @@ from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, decode, decode_merged_tags, merge_tag_log_probs
 from ..decoding.window_outputs import MergedTokens, WindowOutputs
 from ..io import atomic_write_text
+from ..metrics.multispan_official import multispan_metrics
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
 from ..model import BioMrcConfig
 from ..model_card import write_model_card
@@ -56,27 +57,43 @@ def _answerable_rows(merged: MergedTokens, examples: Sequence[Example]) -> tuple
     return MergedTokens(merged.values[rows], merged.offsets[rows], merged.mask[rows]), [examples[i] for i in rows]
 
 
+def task_statistic(task: registry.TaskEntry, examples: Sequence[Example], predictions: Sequence[Prediction]) -> float:
+    """The task's main statistic (its registry entry's ``statistic``, 0..100) of ``predictions`` on ``examples``:
+    SQuAD's mean F1 (or EM) of the single answers, MultiSpanQA's micro-averaged span-set F1 of every answer span."""
+    gold = registry.resolve(task.gold)(examples)
+    if task.multi_span_gold:
+        return multispan_metrics(gold, {p.id: list(p.answers) for p in predictions})[task.statistic]
+    em, f1 = per_question_scores(gold, {p.id: p.answer for p in predictions}, [ex.id for ex in examples], task.squad_version)
+    return float(dict(zip(_SQUAD_METRICS, (em, f1)))[task.statistic].mean())
+
+
+_SQUAD_METRICS = ("em", "f1")  # what per_question_scores returns, in its order
+
+
 def tune_bio_length_prior(
     outputs: WindowOutputs,
     examples: Sequence[Example],
     config: DecodeConfig = DecodeConfig(),
     grid: Sequence[float] = LENGTH_PRIOR_GRID,
+    task: registry.TaskEntry | None = None,
 ) -> tuple[float, np.ndarray]:
-    """The span-length prior β of the BIO decoding with the best official F1 on the answerable
-    ``examples`` (held-out questions, never the evaluation ones); returns ``(β, F1 per grid value)``.
+    """The span-length prior β of the BIO decoding with the best main statistic of ``task`` on the answerable
+    ``examples`` (held-out questions, never the evaluation ones); returns ``(β, statistic per grid value)``.
 
     A per-token tagger is unsure of inner tokens, so the most probable single
     span is biased short; β (added to every inside gain) is the one number that
     corrects it, chosen like a no-answer threshold. Ties go to the smaller β.
-    Windows are merged once and every β decodes the merged arrays.
+    Windows are merged once and every β decodes the merged arrays. ``task`` (None: SQuAD v1.1) says how:
+    a single-span task scores the single best span (official F1), a multi-span one every span of the most
+    probable tag sequence (MultiSpanQA: exact-match F1 over span sets), where β also decides how many spans survive.
     """
+    task = task or registry.squad_task("1.1")
     merged, chosen = _answerable_rows(merge_tag_log_probs(outputs, len(examples)), examples)
-    gold, ids = gold_texts(chosen), [ex.id for ex in chosen]
-    f1 = np.zeros(len(grid))
+    statistic = np.zeros(len(grid))
     for k, prior in enumerate(grid):
-        predictions = decode_merged_tags(merged, chosen, replace(config, bio_length_prior=float(prior), multi_span=False))
-        f1[k] = per_question_scores(gold, {p.id: p.answer for p in predictions}, ids, "1.1")[1].mean()
-    return float(grid[int(np.argmax(f1))]), f1
+        options = replace(config, bio_length_prior=float(prior), multi_span=task.multi_span_gold, require_answer=not task.no_answer)
+        statistic[k] = task_statistic(task, chosen, decode_merged_tags(merged, chosen, options))
+    return float(grid[int(np.argmax(statistic))]), statistic
 
 
 @dataclass
@@ -100,17 +117,18 @@ class TunedSettings:
 
 def tune_for_model(
     trained: "TrainedModel", outputs: WindowOutputs, examples: Sequence[Example], options: DecodeConfig,
-    no_answer: bool, multi_span_gold: bool = False, decodings: Sequence[str] | None = None,
+    task: registry.TaskEntry, decodings: Sequence[str] | None = None,
 ) -> TunedSettings:
-    """The one tuning policy, of ``bio-mrc tune`` and ``bio-mrc compare`` alike: the BIO length prior when
-    ``options`` leave it open, a decoding of the model uses it and some question has an answer (else the model's
-    saved prior); a no-answer threshold per decoding when ``no_answer`` (SQuAD 2.0 questions); a confidence
-    calibrator per decoding unless the gold is multi-span (MultiSpanQA's answers have no single right span)."""
+    """The one tuning policy, of ``bio-mrc tune`` and ``bio-mrc compare`` alike, on questions of ``task``: the BIO
+    length prior (by the task's main statistic) when ``options`` leave it open, a decoding of the model uses it and
+    some question has an answer (else the model's saved prior); a no-answer threshold per decoding when the task's
+    questions may have no answer (SQuAD 2.0); a confidence calibrator per decoding unless the gold is multi-span
+    (MultiSpanQA's answers have no single right span)."""
     uses_prior = any(registry.decoding(d).uses_length_prior for d in trained.decodings)
     tune_prior = options.bio_length_prior is None and uses_prior and any(ex.answers for ex in examples)
     config = options if tune_prior else trained.decode_config(options)
     return tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
-                         tune_thresholds=no_answer, calibrate=not multi_span_gold)
+                         tune_thresholds=task.no_answer, calibrate=not task.multi_span_gold, task=task)
 
 
 def tune_settings(
@@ -121,15 +139,16 @@ def tune_settings(
     tune_prior: bool,
     tune_thresholds: bool,
     calibrate: bool = False,
+    task: registry.TaskEntry | None = None,
 ) -> TunedSettings:
-    """Tune β (when ``tune_prior``) on the answerable ``examples``, then, decoding with it, a
-    no-answer threshold per decoding (when ``tune_thresholds``: SQuAD 2.0 questions) and,
-    with ``calibrate``, each decoding's confidence calibrator."""
+    """Tune β (when ``tune_prior``) on the answerable ``examples`` by the main statistic of ``task`` (None: SQuAD
+    v1.1's F1 of the single best span), then, decoding with it, a no-answer threshold per decoding (when
+    ``tune_thresholds``: SQuAD 2.0 questions) and, with ``calibrate``, each decoding's confidence calibrator."""
     tuned = TunedSettings(config)
     if tune_prior:
-        prior, f1 = tune_bio_length_prior(outputs, examples, config)
+        prior, statistic = tune_bio_length_prior(outputs, examples, config, task=task)
         tuned.bio_length_prior, tuned.decode_config = prior, replace(config, bio_length_prior=prior)
-        tuned.report["bio_length_prior"] = {"value": prior, "best_f1": float(f1.max()), "f1_without": float(f1[0])}
+        tuned.report["bio_length_prior"] = {"value": prior, "best_f1": float(statistic.max()), "f1_without": float(statistic[0])}
     if tune_thresholds:
         gold = gold_texts(examples)
         for decoding in decodings:
