@@ -36,15 +36,15 @@ def test_each_fold_decodes_with_the_prior_tuned_on_its_own_training_questions(ti
     out = tmp_path / "out"
     results, _ = compare(parse_config(cv_config(tiny_encoder_dir, path, runs)), FIXTURES, out, progress=False)
     assert len(list((out / "models").iterdir())) == 3  # the tuned run decodes the same fold models
-    assert results["config"]["runs"][1]["length_prior_tuning"] == "fold-training" and "length_prior_tuning" not in results["config"]["runs"][0]
-    cells = {(c["run"], c["decoding"]): c for c in results["cells"]}
+    assert results.config["runs"][1]["length_prior_tuning"] == "fold-training" and "length_prior_tuning" not in results.config["runs"][0]
+    cells = {(c.run, c.decoding): c for c in results.cells}
     split = resolve_split(DataSpec(str(path), format="multispanqa"), tmp_path)
     folds = cross_validation_folds(split, 3, 0)
     multispan = registry.task_for("multispanqa", False)
     position = {qid: k for k, qid in enumerate(split.ids)}
     for k, (train_fold, held_out) in enumerate(folds):
-        model_dir = cells["joint-tuned", "bio"]["fold_model_dirs"][k]
-        assert model_dir == cells["joint", "bio"]["fold_model_dirs"][k]
+        model_dir = cells["joint-tuned", "bio"].fold_model_dirs[k]
+        assert model_dir == cells["joint", "bio"].fold_model_dirs[k]
         trained = TrainedModel.load(model_dir)
         own = trained.decode_config(DecodeConfig()).bio_length_prior
         saved = json.loads((out / "models" / model_dir.rsplit("/", 1)[-1] / "config.json").read_text())
@@ -54,13 +54,13 @@ def test_each_fold_decodes_with_the_prior_tuned_on_its_own_training_questions(ti
         rows = [position[qid] for qid in held_out.ids]
         for decoding in ("bio", "joint"):
             tuned, untuned = cells["joint-tuned", decoding], cells["joint", decoding]
-            assert tuned["fold_bio_length_priors"][k] == prior and untuned["fold_bio_length_priors"][k] == own
+            assert tuned.fold_bio_length_priors[k] == prior and untuned.fold_bio_length_priors[k] == own
             # the pooled cell's counts of this fold's questions are those of its model decoded with its own prior
             decoded = decode_cell(held_out_outputs, held_out, decoding, trained.decode_config(DecodeConfig(bio_length_prior=prior)), None)
-            np.testing.assert_allclose(np.asarray(tuned["counts"])[rows], score_cell(held_out, decoded)["counts"])
-    assert cells["joint-tuned", "bio"]["fold_bio_length_priors"] != cells["joint", "bio"]["fold_bio_length_priors"]  # tuning moved it
-    assert cells["joint-tuned", "bio"]["bio_length_prior"] == pytest.approx(np.mean(cells["joint-tuned", "bio"]["fold_bio_length_priors"]))
-    assert cells["joint-tuned", "span"]["fold_bio_length_priors"] == [None] * 3  # the span decoding has no prior
+            np.testing.assert_allclose(np.asarray(tuned.counts)[rows], score_cell(held_out, decoded)["counts"])
+    assert cells["joint-tuned", "bio"].fold_bio_length_priors != cells["joint", "bio"].fold_bio_length_priors  # tuning moved it
+    assert cells["joint-tuned", "bio"].bio_length_prior == pytest.approx(np.mean(cells["joint-tuned", "bio"].fold_bio_length_priors))
+    assert cells["joint-tuned", "span"].fold_bio_length_priors == [None] * 3  # the span decoding has no prior
 
 
 @pytest.mark.parametrize("change, message", [
