@@ -1,8 +1,8 @@
 """What every benchmark of this folder shares: where the repository and the data are, the trained
 model a benchmark defaults to, one-line errors for missing inputs, and the machine it ran on.
 
-Only the standard library at import time: a script checks its arguments and inputs before it
-imports torch, so ``--help`` and a missing model or data file answer at once. Paths resolve
+A script checks its arguments and inputs before any work, so a missing model, data file or optional
+dependency ends it with one line saying what to run or pass. Paths resolve
 against the repository, never the working directory, so every script runs from the repository
 root and from ``benchmarks/`` alike.
 """
@@ -19,7 +19,10 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
+import torch
+
 from bio_mrc.data import sources
+from bio_mrc.precision import cpu_features, cpu_name
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QUICK_MODEL_GLOB = "runs/quick*/models/joint-seed42-*"  # the joint model `bio-mrc compare --config quick` trains
@@ -114,10 +117,6 @@ INSTRUCTION_SETS = {"AVX2": ("avx2", "avx2"), "AVX-512F": ("avx512_f", "avx512f"
 def instruction_sets() -> dict[str, bool]:
     """Which vector and matrix instruction sets this CPU has: torch's CPU probe where the installed
     torch has one (bf16 through ``bio_mrc.precision.cpu_features``), else ``/proc/cpuinfo``."""
-    import torch
-
-    from bio_mrc.precision import cpu_features
-
     probe = getattr(torch.cpu, "get_capabilities", None)
     if probe is not None:
         capabilities = {**probe(), **cpu_features()}
@@ -136,10 +135,6 @@ def cpuinfo_flags() -> set[str]:
 
 def machine_description() -> str:
     """One line: the CPU model and its instruction sets, the OS, cores, torch (threads) and Python."""
-    import torch
-
-    from bio_mrc.precision import cpu_name
-
     sets = ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in instruction_sets().items())
     threads = torch.get_num_threads()
     return (f"{cpu_name()}; {sets}; {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__} "

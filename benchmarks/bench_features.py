@@ -1,4 +1,4 @@
-"""Feature building: bio_mrc's training windows vs the recipe's, speed, peak memory and cache reuse (issue "Performance", target 6).
+"""Feature building: bio_mrc's training windows vs the recipe's, speed, peak memory and cache reuse .
 
 Every measurement runs in its own subprocess (this script with ``--child MODE``), so each has its own
 peak RSS: the parent reads it from ``os.wait4`` (the child's ``ru_maxrss``, as
@@ -62,8 +62,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common and THE REFERENCE, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import datasets
+import numpy as np
+import transformers
+from transformers import TrainerCallback
+
+import bio_mrc.training.train
+import bio_mrc.training.trainer
+from bio_mrc.data.squad import load_squad
+from bio_mrc.encoders import load_tokenizer, resolve_encoder
+from bio_mrc.features.windows import FeatureConfig, build_features
+from bio_mrc.training.train import TrainConfig, train_model
+from reference_recipe import reference_load_squad, reference_train_features
+
+import _common
 
 NAME = "features_train"
 MODES = ("reference", "ours", "reference-file-backed", "train")
@@ -110,18 +122,6 @@ class ChildContext:
 
 
 def child(args: argparse.Namespace) -> None:
-    import datasets
-    import numpy as np  # noqa: F401  (the same imports in every child: comparable baselines)
-    import torch  # noqa: F401
-    import transformers
-
-    import bio_mrc.training.train  # noqa: F401
-    from bio_mrc.data.squad import load_squad  # noqa: F401  (the modes' functions use them; imported here, before the baseline)
-    from bio_mrc.encoders import load_tokenizer, resolve_encoder
-    from bio_mrc.features.windows import FeatureConfig, build_features  # noqa: F401
-
-    from reference_recipe import reference_load_squad, reference_train_features  # noqa: F401
-
     datasets.disable_progress_bars()
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
@@ -142,8 +142,6 @@ def child(args: argparse.Namespace) -> None:
 
 
 def reference_child(context: ChildContext) -> None:
-    from reference_recipe import reference_load_squad, reference_train_features  # imported by child already
-
     args, stage, limit, tokenizer = context.args, context.stage, context.limit, context.tokenizer
     examples = stage("read JSON", lambda: reference_load_squad(args.data, limit))
     features = stage("map", lambda: reference_train_features(examples, tokenizer, args.max_seq_length, args.doc_stride, args.batch_size))
@@ -153,9 +151,6 @@ def reference_child(context: ChildContext) -> None:
 
 
 def ours_child(context: ChildContext) -> None:
-    from bio_mrc.data.squad import load_squad  # imported by child already
-    from bio_mrc.features.windows import build_features
-
     args, stage, report, limit, tokenizer, config = (context.args, context.stage, context.report, context.limit,
                                                      context.tokenizer, context.config)
     squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
@@ -173,10 +168,6 @@ def ours_child(context: ChildContext) -> None:
 
 
 def file_backed_child(context: ChildContext) -> None:
-    import datasets
-
-    from reference_recipe import reference_load_squad, reference_train_features  # imported by child already
-
     args, stage, report, limit, tokenizer = context.args, context.stage, context.report, context.limit, context.tokenizer
     folder = context.work / f"reference-questions-{limit or 'all'}"
     if not folder.exists():
@@ -190,8 +181,6 @@ def file_backed_child(context: ChildContext) -> None:
 
 def write_digests(path: str, features, padded: bool) -> None:
     """One 8-byte digest per window of its unpadded token ids and start/end targets (untimed)."""
-    import numpy as np
-
     ids, starts, ends = features["input_ids"], features["start_positions"], features["end_positions"]
     masks = features["attention_mask"] if padded else None
     digests = []
@@ -219,14 +208,6 @@ def compare_digests(reference: str, ours: str) -> dict[str, Any]:
 
 def train_child(args: argparse.Namespace, stage, rss: dict[str, Any]) -> dict[str, Any]:
     """``train_model`` on the whole set, stopped after ``--train-steps`` steps; RSS at each stage."""
-    import tempfile
-
-    from transformers import TrainerCallback
-
-    import bio_mrc.training.train as train
-    import bio_mrc.training.trainer as trainer
-    from bio_mrc.data.squad import load_squad
-
     limit = args.limit or None
     result: dict[str, Any] = {}
     marks: dict[str, float] = {}
@@ -241,8 +222,8 @@ def train_child(args: argparse.Namespace, stage, rss: dict[str, Any]) -> dict[st
             return value
         return wrapper
 
-    train.fresh_model_and_tokenizer = timed("model made", train.fresh_model_and_tokenizer)
-    trainer.build_features = timed("windows built", trainer.build_features)
+    bio_mrc.training.train.fresh_model_and_tokenizer = timed("model made", bio_mrc.training.train.fresh_model_and_tokenizer)
+    bio_mrc.training.trainer.build_features = timed("windows built", bio_mrc.training.trainer.build_features)
 
     class Stop(TrainerCallback):
         def on_train_begin(self, a, state, control, **kwargs):
@@ -258,16 +239,14 @@ def train_child(args: argparse.Namespace, stage, rss: dict[str, Any]) -> dict[st
             if state.global_step >= args.train_steps:
                 control.should_training_stop = True
 
-    import datasets
-
     datasets.config.HF_DATASETS_CACHE = Path(args.work_dir) / "hf-datasets-cache"  # where train_model caches its windows
     if args.fresh:
         shutil.rmtree(datasets.config.HF_DATASETS_CACHE, ignore_errors=True)
     squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
     out = tempfile.mkdtemp(prefix="bench-features-train-")
     t = time.perf_counter()
-    train.train_model(squad.examples, train.TrainConfig(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride),
-                      out, save_checkpoints=False, callbacks=[Stop()])
+    train_model(squad.examples, TrainConfig(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride),
+                out, save_checkpoints=False, callbacks=[Stop()])
     result["train_model_seconds"] = time.perf_counter() - t
     if "windows built" in marks and "train begins" in marks:
         result["stage_seconds"]["trainer set-up (sampler lengths, optimizer)"] = marks["train begins"] - marks["windows built"]
@@ -438,10 +417,6 @@ def main() -> None:
     if args.child:
         child(args)
         return
-
-    import datasets
-    import transformers
-
     Path(args.work_dir).mkdir(parents=True, exist_ok=True)
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     children = run_children(args)

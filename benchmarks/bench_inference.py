@@ -58,7 +58,7 @@ Official v1.1 EM/F1 of both are printed.
 The last line is one JSON object:
 ``{"benchmark": ..., "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ..., "machine": ...}``
 (ratio = reference seconds / ours; identical = the same answer text on at least 99.5% of the
-questions, the issue's agreement criterion).
+questions).
 """
 
 from __future__ import annotations
@@ -69,18 +69,39 @@ import dataclasses
 import json
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common and THE REFERENCE, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import datasets
+import numpy as np
+import torch
+import transformers
+from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
+from bio_mrc.decoding.spans import best_spans
+from bio_mrc.features.ragged import RaggedColumn
+from bio_mrc.features.windows import FeatureConfig, build_features
+from bio_mrc.inference import TrainedModel, write_prediction_files
+from bio_mrc.inference.forward import INFERENCE_BATCH_SIZE, as_runner, window_logits, window_outputs
+from bio_mrc.metrics.squad_official import squad_metrics
+from reference_recipe import (
+    MAX_ANSWER_LENGTH,
+    N_BEST,
+    reference_load_squad,
+    reference_postprocess_qa_predictions,
+    reference_predict,
+    reference_prepare_validation_features,
+)
+
+import _common
 
 
 def parse_args() -> argparse.Namespace:
-    """The options, with the model and data checked: a missing one ends here, before torch loads."""
+    """The options, with the model and data checked: a missing one ends here, before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=None, help=f"bio_mrc model folder (default: the newest {_common.QUICK_MODEL_GLOB})")
     _common.add_data_arguments(parser, "squad-v1.1/dev.json", "SQuAD v1.1 dev JSON")
@@ -107,34 +128,8 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
-    ARGS = parse_args()
-
-import datasets  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from transformers import AutoModelForQuestionAnswering, AutoTokenizer  # noqa: E402
-
-from bio_mrc.data.squad import load_squad  # noqa: E402
-from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
-from bio_mrc.decoding.spans import best_spans  # noqa: E402
-from bio_mrc.features.ragged import RaggedColumn  # noqa: E402
-from bio_mrc.features.windows import FeatureConfig, build_features  # noqa: E402
-from bio_mrc.inference import TrainedModel, write_prediction_files  # noqa: E402
-from bio_mrc.inference.forward import INFERENCE_BATCH_SIZE, as_runner, window_logits, window_outputs  # noqa: E402
-from bio_mrc.metrics.squad_official import squad_metrics  # noqa: E402
-from reference_recipe import (  # noqa: E402
-    MAX_ANSWER_LENGTH,
-    N_BEST,
-    reference_load_squad,
-    reference_postprocess_qa_predictions,
-    reference_predict,
-    reference_prepare_validation_features,
-)
-
 NAME = "inference_end_to_end"
-AGREEMENT = 0.995  # the issue's criterion: the same answer text on at least this share of questions
+AGREEMENT = 0.995  # "identical": the same answer text on at least this share of questions
 
 
 # ---------------------------------------------------------------------------------------------
@@ -477,4 +472,4 @@ def _examples_dataset(examples) -> datasets.Dataset:
 
 
 if __name__ == "__main__":
-    main(ARGS)
+    main(parse_args())

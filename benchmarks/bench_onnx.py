@@ -1,4 +1,4 @@
-"""ONNX Runtime against PyTorch for a bio_mrc model's forward over windows (issue "Fit the ecosystem", item 5).
+"""ONNX Runtime against PyTorch for a bio_mrc model's forward over windows.
 
 One trained model, the same questions, one process, the CPU. THE REFERENCE is the package's
 PyTorch fp32 path, ``TrainedModel.load(model_dir).windows(examples)`` (windows sorted by length,
@@ -23,6 +23,7 @@ identical means the span answers agree on at least 99.5% of the questions.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import shlex
 import statistics
@@ -31,12 +32,23 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import numpy as np
+import torch
+import transformers
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
+from bio_mrc.features.windows import build_features
+from bio_mrc.inference import TrainedModel, run_windows
+from bio_mrc.inference.onnx import OnnxModel, export_onnx
+from bio_mrc.metrics.squad_official import squad_metrics
+from bio_mrc.progress import progress_bars
+
+import _common
 
 
 def parse_args() -> argparse.Namespace:
-    """The options, with the model and data checked: a missing one ends here, before torch loads."""
+    """The options, with the model and data checked: a missing one ends here, before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=None, help=f"bio_mrc model folder (default: the newest {_common.QUICK_MODEL_GLOB})")
     parser.add_argument("--onnx-dir", default=None, help="an existing export of --model (default: export now, untimed)")
@@ -53,22 +65,6 @@ def parse_args() -> argparse.Namespace:
     args.data = _common.data_file(args, "squad-v1.1/dev.json")
     return args
 
-
-if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
-    ARGS = parse_args()
-
-import numpy as np  # noqa: E402
-import onnxruntime  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-
-from bio_mrc.data.squad import load_squad  # noqa: E402
-from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
-from bio_mrc.features.windows import build_features  # noqa: E402
-from bio_mrc.inference import TrainedModel, run_windows  # noqa: E402
-from bio_mrc.inference.onnx import OnnxModel, export_onnx  # noqa: E402
-from bio_mrc.metrics.squad_official import squad_metrics  # noqa: E402
-from bio_mrc.progress import progress_bars  # noqa: E402
 
 NAME = "onnx_runtime"
 AGREEMENT = 0.995  # "identical": the span answers agree on at least this share of the questions
@@ -160,7 +156,7 @@ def report(args, model_dir, onnx_dir, data, features, seconds, forward, outputs,
     print(f"ONNX Runtime vs PyTorch, SQuAD v1.1 {Path(args.data).name}, {n} questions, {len(features)} windows, model {model_dir}")
     print(f"command: python {' '.join(shlex.quote(a) for a in sys.argv)}")
     machine = _common.machine_description()
-    print(f"machine: {machine}; onnxruntime {onnxruntime.__version__}, transformers {transformers.__version__}; "
+    print(f"machine: {machine}; onnxruntime {importlib.metadata.version('onnxruntime')}, transformers {transformers.__version__}; "
           f"{_common.load_and_date()}; median of {args.repeats} run(s) per side")
     print()
     print("| | PyTorch fp32 (s) | ONNX Runtime (s) | PyTorch / ONNX |")
@@ -182,4 +178,4 @@ def report(args, model_dir, onnx_dir, data, features, seconds, forward, outputs,
 
 
 if __name__ == "__main__":
-    main(ARGS)
+    main(parse_args())

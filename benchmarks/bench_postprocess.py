@@ -1,4 +1,4 @@
-"""Post-processing alone (window logits -> answers): bio_mrc's decoding vs the recipe's loops (issue "Performance", target 5).
+"""Post-processing alone (window logits -> answers): bio_mrc's decoding vs the recipe's loops.
 
 Both sides turn the SAME real logits into one answer per question, in the same process, on the
 CPU, one after the other (``--repeats N`` alternates them and reports the medians). The logits are
@@ -47,16 +47,34 @@ import dataclasses
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common and THE REFERENCE, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import datasets
+import numpy as np
+import torch
+import transformers
+from torch.utils.data import DataLoader
+from transformers import default_data_collator
+
+from bench_inference import exact_reference_answers
+from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
+from bio_mrc.features.windows import FeatureConfig, build_features
+from bio_mrc.inference import TrainedModel
+from bio_mrc.inference.forward import window_outputs
+from reference_recipe import (
+    MAX_ANSWER_LENGTH,
+    reference_load_squad,
+    reference_postprocess_qa_predictions,
+    reference_prepare_validation_features,
+)
+
+import _common
 
 
 def parse_args() -> argparse.Namespace:
-    """The options, with the model and data checked: a missing one ends here, before torch loads."""
+    """The options, with the model and data checked: a missing one ends here, before any work."""
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
         epilog="Prints where the logits came from (cache or forward), each side's time, our BIO and joint "
@@ -74,29 +92,6 @@ def parse_args() -> argparse.Namespace:
     args.cache_dir = args.cache_dir or str(_common.repo_path("runs/bench-postprocess"))
     return args
 
-
-if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
-    ARGS = parse_args()
-
-import datasets  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from torch.utils.data import DataLoader  # noqa: E402
-from transformers import default_data_collator  # noqa: E402
-
-from bench_inference import exact_reference_answers  # noqa: E402
-from bio_mrc.data.squad import load_squad  # noqa: E402
-from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
-from bio_mrc.features.windows import FeatureConfig, build_features  # noqa: E402
-from bio_mrc.inference import TrainedModel  # noqa: E402
-from bio_mrc.inference.forward import window_outputs  # noqa: E402
-from reference_recipe import (  # noqa: E402
-    MAX_ANSWER_LENGTH,
-    reference_load_squad,
-    reference_postprocess_qa_predictions,
-    reference_prepare_validation_features,
-)
 
 NAME = "postprocess"
 
@@ -392,4 +387,4 @@ def check_same_windows(ref_features: datasets.Dataset, features: datasets.Datase
 
 
 if __name__ == "__main__":
-    main(ARGS)
+    main(parse_args())

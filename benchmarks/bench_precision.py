@@ -1,4 +1,4 @@
-"""bf16 against fp32 on this machine (issue "Real budgets", part 1): training windows/s, inference questions/s, outputs.
+"""bf16 against fp32 on this machine: training windows/s, inference questions/s, outputs.
 
 The reference is fp32, the package's default; the lever is ``precision="bf16"`` (``torch.autocast``
 bfloat16 on the CPU: matrix products in bf16, weights, optimizer state and losses in fp32). Both are
@@ -33,12 +33,23 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import numpy as np
+import torch
+import transformers
+from transformers import TrainerCallback
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig
+from bio_mrc.inference import TrainedModel
+from bio_mrc.inference.answers import decode_answers
+from bio_mrc.precision import cpu_features, cpu_name, native_bf16
+from bio_mrc.training.train import TrainConfig, train_model
+
+import _common
 
 
 def parse_args() -> argparse.Namespace:
-    """The options, with the data (and --model, if given) checked: a missing one ends here, before torch loads."""
+    """The options, with the data (and --model, if given) checked: a missing one ends here, before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default=None,
                         help="folder with squad-v1.1/ (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
@@ -54,22 +65,6 @@ def parse_args() -> argparse.Namespace:
     if args.model:
         args.model = _common.model_dir(args.model)
     return args
-
-
-if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
-    ARGS = parse_args()
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from transformers import TrainerCallback  # noqa: E402
-
-from bio_mrc.data.squad import load_squad  # noqa: E402
-from bio_mrc.decoding.postprocess import DecodeConfig  # noqa: E402
-from bio_mrc.inference import TrainedModel  # noqa: E402
-from bio_mrc.inference.answers import decode_answers  # noqa: E402
-from bio_mrc.precision import cpu_features, cpu_name, native_bf16  # noqa: E402
-from bio_mrc.training.train import TrainConfig, train_model  # noqa: E402
 
 
 PRECISIONS = ("fp32", "bf16")
@@ -160,4 +155,4 @@ def print_table(training: dict, inference: dict, outputs_agree: dict, args: argp
 
 
 if __name__ == "__main__":
-    main(ARGS)
+    main(parse_args())

@@ -1,5 +1,5 @@
 """Peak memory of the streaming ``bio-mrc predict`` at 10,000 and 100,000 questions, and its speed against
-the in-memory way it replaced, in one run.
+holding every question in memory, in one run.
 
 Synthetic SQuAD questions (an official JSON file: contexts of ``--words`` random words from a small
 vocabulary, four questions each, every answer a slice of its context) and a tiny model (a 2-layer, H=32
@@ -9,7 +9,7 @@ peak resident memory (``ru_maxrss`` of ``os.wait4``) is its own:
 
 * **streaming**: ``python -m bio_mrc.cli predict ... --decoding span bio joint`` (chunks of 1,000 questions),
   at ``--small`` and ``--large`` questions;
-* **in memory**: the path ``predict`` took before it streamed, by the same library calls: ``load_squad`` (the
+* **in memory**: every question held at once, by the same library calls: ``load_squad`` (the
   whole file), ``TrainedModel.windows`` over every question, then each decoding's
   ``decode_with_thresholds`` and ``write_prediction_files``, at ``--small`` questions.
 
@@ -36,7 +36,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import torch
+from transformers import BertConfig, BertModel, BertTokenizer
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig
+from bio_mrc.inference import TrainedModel, decode_with_thresholds, write_prediction_files
 
 DECODINGS = ("span", "bio", "joint")
 WINDOW_ARGS = ["--max-seq-length", "64", "--doc-stride", "24", "--max-query-length", "16"]
@@ -64,9 +69,6 @@ def synthetic_squad(path: Path, questions: int, words: int, seed: int = 0) -> Pa
 
 def tiny_model(folder: Path, train_data: Path) -> Path:
     """A tiny random BERT with a word vocabulary, trained one epoch on ``train_data`` with bio-mrc train."""
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizer
-
     encoder = folder / "encoder"
     vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "?", *(f"w{i}" for i in range(500))]
     tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(vocabulary)}, do_lower_case=True)
@@ -95,11 +97,7 @@ def run(command: list[str], threads: int | None = None) -> tuple[float, float, f
 
 
 def in_memory_predict(model: str, data: str, output: str) -> None:
-    """The path ``predict`` took before it streamed: every question, window and answer held at once."""
-    from bio_mrc.data.squad import load_squad
-    from bio_mrc.decoding.postprocess import DecodeConfig
-    from bio_mrc.inference import TrainedModel, decode_with_thresholds, write_prediction_files
-
+    """Prediction with every question, window and answer held at once."""
     examples = load_squad(data).examples
     trained = TrainedModel.load(model, precision="fp32")
     outputs = trained.windows(examples)

@@ -7,7 +7,7 @@ fp32 (the package's path: length-sorted dynamic-padding windows under
 on the fly; embeddings and LayerNorm stay fp32). Timed: the forward over all
 windows (the features are built once, untimed, and shared). Reported: seconds,
 the ratio fp32 / int8 (bigger is better), official SQuAD v1.1 EM/F1 of the span
-and BIO decodings, and how many answers are identical. The issue's bar for a
+and BIO decodings, and how many answers are identical. The bar for a
 documented option: ≥ 1.5× faster for ≤ 0.5 F1.
 
     python benchmarks/bench_quantization.py [--model DIR] [--limit 1000] [--repeats 3] [--per-channel] [--heads-too]
@@ -28,11 +28,20 @@ import json
 import statistics
 import time
 
+import torch
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
+from bio_mrc.features.windows import build_features
+from bio_mrc.inference import TrainedModel, run_windows
+from bio_mrc.metrics.squad_official import squad_metrics
+from bio_mrc.progress import progress_bars
+
 import _common
 
 
 def parse_args() -> argparse.Namespace:
-    """The options, with the model and data checked: a missing one ends here, before torch loads."""
+    """The options, with the model and data checked: a missing one ends here, before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=None, help=f"bio_mrc model folder (default: the newest {_common.QUICK_MODEL_GLOB})")
     _common.add_data_arguments(parser, "squad-v1.1/dev.json", "SQuAD v1.1 dev JSON")
@@ -45,19 +54,6 @@ def parse_args() -> argparse.Namespace:
     args.model = _common.model_dir(args.model)
     args.data = _common.data_file(args, "squad-v1.1/dev.json")
     return args
-
-
-if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
-    ARGS = parse_args()
-
-import torch  # noqa: E402
-
-from bio_mrc.data.squad import load_squad  # noqa: E402
-from bio_mrc.decoding.postprocess import DecodeConfig, decode  # noqa: E402
-from bio_mrc.features.windows import build_features  # noqa: E402
-from bio_mrc.inference import TrainedModel, run_windows  # noqa: E402
-from bio_mrc.metrics.squad_official import squad_metrics  # noqa: E402
-from bio_mrc.progress import progress_bars  # noqa: E402
 
 
 def timed_forward(model, features, pad_id: int, batch_size: int, repeats: int):
@@ -113,4 +109,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    main(ARGS)
+    main(parse_args())

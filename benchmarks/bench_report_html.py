@@ -23,16 +23,23 @@ The last line is one JSON object: ``{"benchmark": "report_html", "machine": ...,
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import numpy as np
+
+from bio_mrc.harness.browser_data import ModelBrowserData
+from bio_mrc.harness.report import write_report
+from bio_mrc.types import Example
+
+import _common
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 INSTALL = "apt-get install -y chromium chromium-driver && pip install selenium"
@@ -43,7 +50,7 @@ FILTERS = [("question word 'what'", 'select[name="question word"]', "what"), ("A
 
 
 def parse_args() -> argparse.Namespace:
-    """The options, with the inputs checked: a missing one ends here, before anything heavy loads."""
+    """The options, with the inputs checked: a missing one ends here, before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=10_570, help="questions of the synthetic comparison")
     parser.add_argument("--joint-seeds", type=int, default=1, help="joint models (seeds) of the synthetic comparison, each with word probabilities")
@@ -65,15 +72,6 @@ def parse_args() -> argparse.Namespace:
         _common.fail(f"this benchmark needs {CHROMIUM} and {CHROMEDRIVER}: run `{INSTALL}` first")
     return args
 
-
-if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
-    ARGS = parse_args()
-
-import numpy as np  # noqa: E402
-
-from bio_mrc.harness.browser_data import ModelBrowserData  # noqa: E402
-from bio_mrc.harness.report import write_report  # noqa: E402
-from bio_mrc.types import Example  # noqa: E402
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "ta", "vi", "so", "de", "an", "the", "of", "in", "ar", "el", "on"]
 QUESTION_WORDS = ["What", "Who", "When", "How many", "Which", "Where", "Why", "In what year"]
@@ -170,7 +168,7 @@ def write_synthetic_report(args: argparse.Namespace) -> Path:
 
 def chromium():
     """A headless Chromium driven through the system's chromedriver (selenium downloads nothing)."""
-    from selenium import webdriver
+    from selenium import webdriver  # optional (the dev extra): parse_args has checked it is installed
     from selenium.webdriver.chrome.service import Service
 
     os.environ.setdefault("SE_OFFLINE", "true")  # selenium-manager downloads nothing
@@ -235,8 +233,6 @@ def screenshot(page: Path, output: Path) -> None:
 
 def main(args: argparse.Namespace) -> None:
     page = args.comparison / "report.html" if args.comparison else write_synthetic_report(args)
-    from selenium import __version__ as selenium_version
-
     machine = _common.machine_description()
     print(f"machine: {machine}; {_common.load_and_date()}", file=sys.stderr)
     runs = [time_page(page) for _ in range(args.repeats)]
@@ -254,7 +250,7 @@ def main(args: argparse.Namespace) -> None:
     print(f"script errors: {errors or 'none'}")
     if args.screenshot:
         screenshot(page, Path(args.screenshot))
-    print(json.dumps({"benchmark": "report_html", "machine": machine, "chromium": _chromium_version(), "selenium": selenium_version,
+    print(json.dumps({"benchmark": "report_html", "machine": machine, "chromium": _chromium_version(), "selenium": importlib.metadata.version("selenium"),
                       "page": str(page), "size_bytes": size, "questions": runs[0]["questions"], "load_seconds": round(load, 3),
                       "ready_ms": round(statistics.median(r["ready_ms"] for r in runs)),
                       "dom_content_loaded_ms": round(statistics.median(r["dom_content_loaded_ms"] for r in runs)),
@@ -262,11 +258,9 @@ def main(args: argparse.Namespace) -> None:
 
 
 def _chromium_version() -> str:
-    import subprocess
-
     found = shutil.which("chromium") or CHROMIUM
     return subprocess.run([found, "--version"], capture_output=True, text=True).stdout.strip()
 
 
 if __name__ == "__main__":
-    main(ARGS)
+    main(parse_args())

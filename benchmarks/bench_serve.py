@@ -42,15 +42,22 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import torch
+from transformers import BertConfig, BertModel, BertTokenizerFast
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.inference import AnswerExtractor, TrainedModel
+from bio_mrc.model import BioMrcForQuestionAnswering
+from bio_mrc.serving.config import ServeConfig
+
+import _common
 
 NAME = "serve"
 TARGET = 3.0  # batched throughput at least this many times one-at-a-time
 
 
 def parse_args() -> argparse.Namespace:
-    """The options, with the data and model checked before anything heavy is imported."""
+    """The options, with the data and model checked before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=None, help="a bio_mrc model folder (default: a tiny random model, see above)")
     _common.add_data_arguments(parser, "squad-v1.1/dev.json", "SQuAD v1.1 dev JSON")
@@ -72,23 +79,8 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
-    ARGS = parse_args()
-
-import httpx  # noqa: E402
-
-from bio_mrc.data.squad import load_squad  # noqa: E402
-from bio_mrc.inference import AnswerExtractor, TrainedModel  # noqa: E402
-from bio_mrc.serving.config import ServeConfig  # noqa: E402
-
-
 def tiny_model(folder: Path, texts: list[str]) -> Path:
     """A random 2-layer BERT joint model with windows of 384, its vocabulary the words of ``texts``."""
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    from bio_mrc.model import BioMrcForQuestionAnswering
-
     words = sorted({w for text in texts for w in re.findall(r"\w+|[^\w\s]", text.lower())})
     chars = sorted({c for w in words for c in w})
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(words + chars + ["##" + c for c in chars])]
@@ -121,6 +113,8 @@ def start_server(model_dir: Path, options: list[str], precision: str, log: Path,
     with log.open("w") as stream:
         env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stream, env=env)
+    import httpx  # optional (the dev extra): parse_args has checked it is installed
+
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -147,6 +141,8 @@ def process_cpu_seconds(pid: int) -> float:
 async def load(url: str, pid: int, bodies: list[dict], clients: int, warmup: float, duration: float) -> dict:
     """``clients`` closed-loop clients for ``warmup`` then ``duration`` seconds: throughput, latencies, where the
     CPU went (the server process, the batch worker inside it, this process: the clients) and the answers."""
+    import httpx  # optional (the dev extra): parse_args has checked it is installed
+
     latencies: list[float] = []  # of the requests sent in the measured window
     completed = 0  # answers that came back in the measured window
     answers: dict[int, dict] = {}
@@ -254,4 +250,4 @@ def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    main(ARGS)
+    main(parse_args())

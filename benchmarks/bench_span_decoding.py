@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import numpy as np
+
+from bio_mrc.decoding.spans import best_spans
+
+import _common
 
 NAME = "span_search"
 
@@ -31,14 +32,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--length", type=int, default=384)
     parser.add_argument("--repeats", type=int, default=3)
     return parser.parse_args()
-
-
-if __name__ == "__main__":  # --help answers before the imports below
-    ARGS = parse_args()
-
-import numpy as np  # noqa: E402
-
-from bio_mrc.decoding.spans import best_spans  # noqa: E402
 
 
 def reference_best_spans(start, end, mask, max_answer_length=30, n_best=20):
@@ -93,4 +86,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    main(ARGS)
+    main(parse_args())

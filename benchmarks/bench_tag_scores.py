@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 import warnings
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import numpy as np
+from seqeval.metrics.sequence_labeling import precision_recall_fscore_support as seqeval_default
+from seqeval.metrics.v1 import precision_recall_fscore_support as seqeval_scheme
+from seqeval.scheme import IOB2
+
+from bio_mrc.metrics.entity_scores import tag_scores
+
+import _common
 
 NAME = "tag_scores"
 
@@ -31,17 +35,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="runs of tag_scores (best kept); seqeval runs once")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
-
-
-if __name__ == "__main__":  # --help answers before the imports below (seqeval loads scikit-learn)
-    ARGS = parse_args()
-
-import numpy as np  # noqa: E402
-from seqeval.metrics.sequence_labeling import precision_recall_fscore_support as seqeval_default  # noqa: E402
-from seqeval.metrics.v1 import precision_recall_fscore_support as seqeval_scheme  # noqa: E402
-from seqeval.scheme import IOB2  # noqa: E402
-
-from bio_mrc.metrics.entity_scores import tag_scores  # noqa: E402
 
 
 def random_tags(n: int, length: int, typed: bool, rng: np.random.Generator) -> list[list[str]]:
@@ -94,4 +87,4 @@ def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    main(ARGS)
+    main(parse_args())

@@ -1,4 +1,4 @@
-"""Training throughput (windows/s): bio_mrc's training path vs the Hugging Face QA recipe (issue "Performance", target 4).
+"""Training throughput (windows/s): bio_mrc's training path vs the Hugging Face QA recipe.
 
 Both sides fine-tune the default encoder (all-MiniLM-L6-v2, H = 384) on the CPU, in the same
 process, on the SAME training windows: the first ``--limit`` SQuAD v1.1 training questions are cut
@@ -55,14 +55,32 @@ import collections
 import dataclasses
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common and THE REFERENCE, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import datasets
+import numpy as np
+import torch
+import transformers
+from transformers import AutoModelForQuestionAnswering, PrinterCallback, TrainerCallback, set_seed
+from transformers.trainer_pt_utils import get_length_grouped_indices
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.encoders import load_tokenizer, resolve_encoder
+from bio_mrc.features.collate import WindowCollator
+from bio_mrc.features.windows import build_features
+from bio_mrc.training.config import TrainConfig
+from bio_mrc.training.trainer import HeadRateTrainer, fresh_model_and_tokenizer, training_arguments
+from reference_recipe import (
+    reference_load_squad,
+    reference_train_features,
+    reference_trainer,
+    reference_training_arguments,
+)
+
+import _common
 
 NAME = "training_throughput"
 VARIANTS = {  # key: what the table calls it
@@ -74,7 +92,7 @@ VARIANTS = {  # key: what the table calls it
 
 
 def parse_args() -> argparse.Namespace:
-    """The options, with the data checked: a missing file ends here, before torch loads."""
+    """The options, with the data checked: a missing file ends here, before any work."""
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
         epilog="Prints the featurisation times, each variant's set-up and timed epoch, windows/s, tokens fed, "
@@ -102,29 +120,6 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     args.data = _common.data_file(args, "squad-v1.1/train.json")
     return args
-
-
-if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
-    ARGS = parse_args()
-
-import datasets  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import transformers  # noqa: E402
-from transformers import AutoModelForQuestionAnswering, PrinterCallback, TrainerCallback, set_seed  # noqa: E402
-
-from bio_mrc.data.squad import load_squad  # noqa: E402
-from bio_mrc.encoders import load_tokenizer, resolve_encoder  # noqa: E402
-from bio_mrc.features.collate import WindowCollator  # noqa: E402
-from bio_mrc.features.windows import build_features  # noqa: E402
-from bio_mrc.training.config import TrainConfig  # noqa: E402
-from bio_mrc.training.trainer import HeadRateTrainer, fresh_model_and_tokenizer, training_arguments  # noqa: E402
-from reference_recipe import (  # noqa: E402
-    reference_load_squad,
-    reference_train_features,
-    reference_trainer,
-    reference_training_arguments,
-)
 
 
 class StepClock(TrainerCallback):
@@ -219,8 +214,6 @@ def tokens_fed(lengths: np.ndarray, batch_size: int, max_length: int, seed: int,
     """Tokens fed per window over one epoch of these windows: padded to ``max_length`` (the reference),
     random batches padded to their longest (rounded up to 8, as WindowCollator), length-grouped batches;
     with a step-cost ``curve``, the predicted epoch seconds of each (a partial batch costs its share)."""
-    from transformers.trainer_pt_utils import get_length_grouped_indices
-
     grouped = get_length_grouped_indices(lengths.tolist(), batch_size, generator=torch.Generator().manual_seed(seed))
     shuffled = torch.randperm(len(lengths), generator=torch.Generator().manual_seed(seed)).numpy()
     result = {"real": float(lengths.mean()), "reference": float(max_length)}
@@ -627,4 +620,4 @@ def json_line(name: str, reference_s: float, ours_s: float, ratio: float, identi
 
 
 if __name__ == "__main__":
-    main(ARGS)
+    main(parse_args())

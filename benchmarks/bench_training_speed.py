@@ -1,24 +1,27 @@
-"""Training speed against the hardware's rate: the package's training defaults against the old ones.
+"""Training speed against the hardware's rate: the package's training defaults against a baseline.
 
-In one run, on this machine:
+The baseline is fp32 with the encoder's own dropout (0.1) and the unfused AdamW; the package's defaults
+are bf16 where native, no encoder dropout and the fused AdamW. In one run, on this machine:
 
 * the matrix-product rate, fp32 and bf16 (``torch.matmul`` of two 2048 x 2048 matrices, best of 10): the
   ceiling every share below is taken of;
 * one training step (forward, backward, AdamW) of the joint model on the default encoder, on a fixed batch
-  of 16 windows of 256 tokens, under each setting (old defaults: fp32 and the encoder's dropout; bf16 with
-  that dropout; bf16 with attention dropout 0 alone; bf16 and no encoder dropout; the new defaults: that and a fused AdamW; the
-  new defaults with ``torch.compile`` of the encoder; the new defaults where bf16 is not native, which
-  train in fp32): windows/s and GFLOP/s (the forward's FLOPs in eval
-  mode counted by ``torch.utils.flop_counter``, x3 for a training step) as a share of the
-  matching precision's matrix-product rate; the forward alone (eval mode) likewise;
+  of 16 windows of 256 tokens, under each setting (the baseline; bf16 with the encoder's dropout; bf16 with
+  attention dropout 0 alone; bf16 and no encoder dropout; the package's defaults: that and a fused AdamW;
+  the defaults with ``torch.compile`` of the encoder; the defaults where bf16 is not native, which train in
+  fp32): windows/s and GFLOP/s (the forward's FLOPs in eval mode counted by ``torch.utils.flop_counter``,
+  x3 for a training step) as a share of the matching precision's matrix-product rate; the forward alone
+  (eval mode) likewise;
 * training through the package (``train_model``, as ``bio-mrc train`` and ``compare`` run it) on the first
-  ``--train-questions`` SQuAD v1.1 training questions (length-grouped batches of real windows), old
-  defaults against new: windows/s, their ratio and the padding share.
+  ``--train-questions`` SQuAD v1.1 training questions (length-grouped batches of real windows), the baseline
+  against the defaults: windows/s, their ratio and the padding share. The baseline's optimizer is chosen
+  through ``TrainConfig.training_args`` (``{"optim": "adamw_torch"}``).
 
     python benchmarks/bench_training_speed.py [--train-questions 400] [--steps 10] [--threads N]
 
 The last line is one JSON object: ``{"benchmark": "training_speed", "machine": ..., "matmul_gflops": ...,
-"steps": {setting: ...}, "package": {...}, "package_ratio": new windows/s over old}``.
+"steps": {setting: ...}, "package": {"baseline": ..., "defaults": ..., "padding_share": ...},
+"package_ratio": the defaults' windows/s over the baseline's}``.
 """
 
 from __future__ import annotations
@@ -31,8 +34,20 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+from transformers.trainer_pt_utils import get_length_grouped_indices
+
+from bench_precision import training_throughput  # windows/s of train_model, timed by step ends
+from bio_mrc.data.squad import load_squad
+from bio_mrc.encoders import load_tokenizer, resolve_encoder
+from bio_mrc.features.windows import build_features
+from bio_mrc.model import BioMrcForQuestionAnswering
+from bio_mrc.precision import autocast, cpu_name, native_bf16, resolve_precision
+from bio_mrc.training.train import TrainConfig
+from bio_mrc.training.trainer import OPTIMIZER
+
+import _common
 
 
 def parse_args() -> argparse.Namespace:
@@ -47,33 +62,19 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-if __name__ == "__main__":  # --help and missing inputs answer before the heavy imports below
-    ARGS = parse_args()
-
-import torch  # noqa: E402
-from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
-
-from bench_precision import training_throughput  # noqa: E402  (windows/s of train_model, timed by step ends)
-from bio_mrc.data.squad import load_squad  # noqa: E402
-from bio_mrc.encoders import resolve_encoder  # noqa: E402
-from bio_mrc.model import BioMrcForQuestionAnswering  # noqa: E402
-from bio_mrc.precision import autocast, cpu_name, native_bf16, resolve_precision  # noqa: E402
-from bio_mrc.training import trainer as training  # noqa: E402
-from bio_mrc.training.train import TrainConfig  # noqa: E402
-
 BATCH, TOKENS = 16, 256
 WARMUP_STEPS = 3
 # setting -> (precision, attention dropout, hidden dropout, compile the encoder, fused AdamW); None: the encoder's own
 SETTINGS = {
-    "old defaults (fp32, dropout 0.1)": ("fp32", None, None, False, False),
+    "baseline (fp32, dropout 0.1)": ("fp32", None, None, False, False),
     "bf16, dropout 0.1": ("bf16", None, None, False, False),
     "bf16, attention dropout 0": ("bf16", 0.0, None, False, False),
     "bf16, no encoder dropout": ("bf16", 0.0, 0.0, False, False),
-    "new defaults (bf16, no encoder dropout, fused AdamW)": ("bf16", 0.0, 0.0, False, True),
-    "new defaults + torch.compile": ("bf16", 0.0, 0.0, True, True),
-    "new defaults without native bf16 (fp32, no encoder dropout, fused AdamW)": ("fp32", 0.0, 0.0, False, True),
+    "package defaults (bf16, no encoder dropout, fused AdamW)": ("bf16", 0.0, 0.0, False, True),
+    "package defaults + torch.compile": ("bf16", 0.0, 0.0, True, True),
+    "package defaults without native bf16 (fp32, no encoder dropout, fused AdamW)": ("fp32", 0.0, 0.0, False, True),
 }
-OLD, NEW = "old defaults (fp32, dropout 0.1)", "new defaults (bf16, no encoder dropout, fused AdamW)"
+BASELINE, DEFAULTS = "baseline (fp32, dropout 0.1)", "package defaults (bf16, no encoder dropout, fused AdamW)"
 
 
 def matmul_gflops(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
@@ -153,23 +154,16 @@ def timed(call, steps: int) -> float:
     return statistics.median(times)
 
 
-def package_speed(examples, config: TrainConfig, output_dir: Path, optimizer: str) -> dict[str, float]:
-    """Windows/s of ``train_model`` with Trainer's ``optimizer``, after 2 untimed steps (first-call costs)."""
-    default, training.OPTIMIZER = training.OPTIMIZER, optimizer
-    try:
-        speed = training_throughput(examples, config, output_dir, warmup=2)
-    finally:
-        training.OPTIMIZER = default
+def package_speed(examples, config: TrainConfig, output_dir: Path) -> dict[str, float]:
+    """Windows/s of ``train_model`` under ``config``, after 2 untimed steps (first-call costs)."""
+    speed = training_throughput(examples, config, output_dir, warmup=2)
     return {**speed, "all_windows": speed["windows"] + 2 * config.batch_size, "precision": config.with_resolved_precision().precision,
-            "attention_dropout": config.attention_dropout, "hidden_dropout": config.hidden_dropout, "optimizer": optimizer}
+            "attention_dropout": config.attention_dropout, "hidden_dropout": config.hidden_dropout,
+            "optimizer": config.training_args.get("optim", OPTIMIZER)}
 
 
 def padding_share(examples, config: TrainConfig) -> float:
     """Share of the tokens in length-grouped batches of the real windows that are padding."""
-    from bio_mrc.encoders import load_tokenizer
-    from bio_mrc.features.windows import build_features
-    from transformers.trainer_pt_utils import get_length_grouped_indices
-
     features = build_features(examples, load_tokenizer(resolve_encoder("default")), config.features)
     lengths = [len(ids) for ids in features["input_ids"]]
     order = get_length_grouped_indices(lengths, config.batch_size, generator=torch.Generator().manual_seed(0))
@@ -192,18 +186,19 @@ def main(args: argparse.Namespace) -> None:
     if args.train_questions:
         examples = load_squad(args.train, limit=args.train_questions).examples
         common = {"heads": "span+bio", "max_seq_length": TOKENS, "doc_stride": 96, "batch_size": BATCH, "epochs": 1, "seed": 42}
-        configs = {"old": TrainConfig(precision="fp32", attention_dropout=None, hidden_dropout=None, **common), "new": TrainConfig(**common)}
+        baseline = TrainConfig(precision="fp32", attention_dropout=None, hidden_dropout=None, training_args={"optim": "adamw_torch"},
+                               **common)
+        configs = {"baseline": baseline, "defaults": TrainConfig(**common)}
         with tempfile.TemporaryDirectory() as tmp:
-            package = {name: package_speed(examples, config, Path(tmp) / name, optimizer)
-                       for (name, config), optimizer in zip(configs.items(), ("adamw_torch", training.OPTIMIZER))}
-        package["padding_share"] = padding_share(examples, configs["new"])
+            package = {name: package_speed(examples, config, Path(tmp) / name) for name, config in configs.items()}
+        package["padding_share"] = padding_share(examples, configs["defaults"])
     print_tables(rates, steps, package)
     print(json.dumps({
         "benchmark": "training_speed", "machine": machine, "cpu": cpu_name(), "native_bf16": native_bf16("cpu"),
         "default_precision_here": resolve_precision(TrainConfig().precision, "cpu"), "threads": torch.get_num_threads(),
         "matmul_gflops": rates, "steps": steps, "package": package,
-        "step_ratio": steps[NEW]["train_windows_per_s"] / steps[OLD]["train_windows_per_s"],
-        "package_ratio": package["new"]["windows_per_s"] / package["old"]["windows_per_s"] if package else None,
+        "step_ratio": steps[DEFAULTS]["train_windows_per_s"] / steps[BASELINE]["train_windows_per_s"],
+        "package_ratio": package["defaults"]["windows_per_s"] / package["baseline"]["windows_per_s"] if package else None,
     }))
 
 
@@ -214,12 +209,14 @@ def print_tables(rates: dict, steps: dict, package: dict) -> None:
     for name, s in steps.items():
         print(f"| {name} | {s['train_windows_per_s']:.1f} | {s['train_gflops']:.0f} | {s['train_share']:.0%} | "
               f"{s['forward_windows_per_s']:.1f} | {s['forward_gflops']:.0f} | {s['forward_share']:.0%} |")
-    print(f"\nnew defaults against old, training step: {steps[NEW]['train_windows_per_s'] / steps[OLD]['train_windows_per_s']:.2f}x")
+    print(f"\npackage defaults against the baseline, training step: "
+          f"{steps[DEFAULTS]['train_windows_per_s'] / steps[BASELINE]['train_windows_per_s']:.2f}x")
     if package:
-        print(f"through train_model on real windows ({package['new']['all_windows']} windows, {package['padding_share']:.1%} "
-              f"padding): old {package['old']['windows_per_s']:.1f}, new {package['new']['windows_per_s']:.1f} windows/s, "
-              f"{package['new']['windows_per_s'] / package['old']['windows_per_s']:.2f}x")
+        baseline, defaults = package["baseline"], package["defaults"]
+        print(f"through train_model on real windows ({defaults['all_windows']} windows, {package['padding_share']:.1%} "
+              f"padding): baseline {baseline['windows_per_s']:.1f}, defaults {defaults['windows_per_s']:.1f} windows/s, "
+              f"{defaults['windows_per_s'] / baseline['windows_per_s']:.2f}x")
 
 
 if __name__ == "__main__":
-    main(ARGS)
+    main(parse_args())

@@ -1,4 +1,4 @@
-"""Which raw confidence and which calibrator work best, per decoding (issue "selective QA", item 2).
+"""Which raw confidence and which calibrator work best, per decoding.
 
 A calibrator can only be as good as the raw score it maps: a monotone map cannot re-rank, and where
 the raw score separates right from wrong answers poorly, calibrated values bunch in the middle. This
@@ -8,7 +8,7 @@ calibrators, its evaluation split (the other half) measures them. The BIO decodi
 all from the tag log-probabilities of the merged windows (``r`` is a span's tag log-likelihood ratio
 against all-O):
 
-* ``sigmoid(r)``: the best span's sequence against the all-O sequence alone (earlier versions);
+* ``sigmoid(r)``: the best span's sequence against the all-O sequence alone;
 * ``n-best share``: ``exp(r_1) / Σ_k exp(r_k)`` over the n-best single spans (as span and joint do;
   the package's raw confidence, ``bio_mrc.inference.calibrators.raw_confidence``);
 * ``n-best share with all-O``: the same with the all-O sequence among the alternatives;
@@ -19,7 +19,7 @@ Span and joint have their n-best share; every decoding also gets a re-ranking ca
 regression on the n-best list's top three shares and the answer's and context's lengths, after Kamath
 et al., 2020) whose output is then treated as a raw score. For each: AURC and coverage at 80% accuracy
 of the raw score (a monotone calibrator keeps the ranking), ECE raw and after three calibrators fitted
-on the tuning questions: isotonic regression (earlier versions), Platt scaling (logistic on the
+on the tuning questions: isotonic regression, Platt scaling (logistic on the
 logit), and beta calibration (the package's, ``fit_calibrator``) with a 95% bootstrap interval and
 MacroCE; and the ECE floor: the mean ECE that a perfectly calibrated confidence (the beta values, with
 outcomes drawn from them) scores on this many questions, the part of ECE that is sampling noise.
@@ -34,13 +34,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _common, shared by the benchmarks of this folder
-import _common  # noqa: E402
+import numpy as np
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
-QUICK_MODEL = "runs/quick*/models/joint-seed42-*"
+from bio_mrc.decoding.bio_spans import best_tag_spans, span_posteriors
+from bio_mrc.decoding.postprocess import available_decodings, decode, merge_tag_log_probs
+from bio_mrc.harness.comparison_splits import check_disjoint, resolve_split
+from bio_mrc.harness.config import load_config
+from bio_mrc.inference.calibrators import answer_is_right, calibrate, fit_calibrator, raw_confidence
+from bio_mrc.inference.loading import TrainedModel
+from bio_mrc.inference.tuning import tune_bio_length_prior
+from bio_mrc.metrics.calibration_error import expected_calibration_error as ece
+from bio_mrc.metrics.selective import aurc, coverage_at_accuracy, macro_calibration_error
+from bio_mrc.tags import TAG_I
+
+import _common
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -60,21 +74,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.data_dir = _common.data_root(args)
     if not args.data_dir.is_dir():
         _common.fail(f"no data folder at {args.data_dir}: {_common.DATA_HINT}")
-    args.model = _common.model_dir(args.model) if args.model else str(
-        _common.newest_model(QUICK_MODEL, "bio-mrc compare --config quick"))
+    args.model = _common.model_dir(args.model)
     args.output_dir = Path(args.output_dir) if args.output_dir else _common.repo_path("runs/bench-confidence")
     return args
 
 
 def bio_candidates(outputs, examples, predictions, config) -> dict:
     """The BIO decoding's candidate raw confidences in its best span, one value per question."""
-    import numpy as np
-
-    from bio_mrc.decoding.postprocess import merge_tag_log_probs
-    from bio_mrc.decoding.bio_spans import best_tag_spans, span_posteriors
-    from bio_mrc.inference.calibrators import raw_confidence
-    from bio_mrc.tags import TAG_I
-
     merged = merge_tag_log_probs(outputs, len(examples))
     log_probs = merged.values + np.where(np.arange(3) == TAG_I, config.bio_length_prior or 0.0, 0.0)
     best = best_tag_spans(log_probs, merged.mask, config.max_answer_length, 1)
@@ -90,11 +96,6 @@ def bio_candidates(outputs, examples, predictions, config) -> dict:
 
 def split_candidates(trained, split, outputs, decode_config) -> dict:
     """{decoding: (candidates {name: raw confidences}, right)} on one split, from its window outputs."""
-    from dataclasses import replace
-
-    from bio_mrc.decoding.postprocess import available_decodings, decode
-    from bio_mrc.inference.calibrators import answer_is_right, raw_confidence
-
     found = {}
     for decoding in available_decodings(trained.model.config.heads):
         predictions = decode(outputs, split.examples, decoding, replace(decode_config, multi_span=False))
@@ -108,8 +109,6 @@ def split_candidates(trained, split, outputs, decode_config) -> dict:
 def nbest_features(predictions, examples):
     """Per question: the n-best list's top three shares (as logits), the answer's and the context's length in
     words (logs): what a re-ranking calibrator (Kamath et al., 2020) reads besides the top score."""
-    import numpy as np
-
     rows = []
     for prediction, example in zip(predictions, examples):
         scores = np.array([s.score for s in prediction.spans] or [0.0])
@@ -123,11 +122,6 @@ def nbest_features(predictions, examples):
 def logistic(features_tune, right_tune, regularisation: float = 1e6):
     """A logistic regression on standardised features, as a function of the features; the constant
     rate where the tuning answers are all right or all wrong."""
-    import numpy as np
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
     if len(np.unique(right_tune)) < 2:
         return lambda features: np.full(len(features), float(np.mean(right_tune)))
     model = make_pipeline(StandardScaler(), LogisticRegression(C=regularisation)).fit(features_tune, right_tune)
@@ -135,20 +129,11 @@ def logistic(features_tune, right_tune, regularisation: float = 1e6):
 
 
 def logit_feature(p):
-    import numpy as np
-
     return np.log(np.clip(p, 1e-6, 1 - 1e-6) / np.clip(1 - p, 1e-6, 1))[:, None]
 
 
 def measure(raw_tune, right_tune, raw_eval, right_eval, resamples: int) -> dict:
     """Ranking and calibration numbers of one candidate on the evaluation questions."""
-    import numpy as np
-    from sklearn.isotonic import IsotonicRegression
-
-    from bio_mrc.inference.calibrators import calibrate, fit_calibrator
-    from bio_mrc.metrics.calibration_error import expected_calibration_error as ece
-    from bio_mrc.metrics.selective import aurc, coverage_at_accuracy, macro_calibration_error
-
     beta = calibrate(raw_eval, fit_calibrator(raw_tune, right_tune))  # the package's calibrator
     isotonic = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(raw_tune, right_tune).predict(raw_eval)
     rng = np.random.default_rng(0)
@@ -177,13 +162,6 @@ def table(rows: list[dict]) -> str:
 
 
 def main(args: argparse.Namespace) -> dict:
-    from dataclasses import replace
-
-    from bio_mrc.harness.config import load_config
-    from bio_mrc.harness.comparison_splits import check_disjoint, resolve_split
-    from bio_mrc.inference.loading import TrainedModel
-    from bio_mrc.inference.tuning import tune_bio_length_prior
-
     config = load_config(args.config)
     if config.tune is None:
         _common.fail(f"{args.config} has no tune split: the calibrators need held-out questions")
@@ -216,5 +194,4 @@ def main(args: argparse.Namespace) -> dict:
 
 
 if __name__ == "__main__":
-    ARGS = parse_args()
-    print(json.dumps(main(ARGS)))
+    print(json.dumps(main(parse_args())))

@@ -1,8 +1,8 @@
 """The benchmark scripts run from the repository root and from ``benchmarks/``: ``--help`` answers,
 and a missing model or data file ends in one line saying what to run first, with no traceback.
 
-Each script checks its arguments before it imports torch, so every subprocess here takes a
-fraction of a second.
+Each script checks its arguments and inputs at the start of its run, before any work: a subprocess
+here costs only the script's imports.
 """
 
 from __future__ import annotations

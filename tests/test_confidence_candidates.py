@@ -16,14 +16,16 @@ from .conftest import FIXTURES, SAMPLE_V1
 from .test_benchmarks_cli import BENCHMARKS
 
 
-def load_script():
+def load_script(monkeypatch):
+    """The script as a module, with its folder on the path for its sibling ``_common`` (as running it gives)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location("confidence_candidates", BENCHMARKS / "confidence_candidates.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_every_candidate_is_measured_on_held_out_questions(tiny_encoder_dir, tmp_path):
+def test_every_candidate_is_measured_on_held_out_questions(tiny_encoder_dir, tmp_path, monkeypatch):
     model = tmp_path / "model"
     config = TrainConfig(encoder=str(tiny_encoder_dir), max_seq_length=48, doc_stride=16, max_query_length=12,
                          epochs=1, batch_size=4, learning_rate=1e-3, seed=1)
@@ -32,7 +34,7 @@ def test_every_candidate_is_measured_on_held_out_questions(tiny_encoder_dir, tmp
     comparison = {"name": "tiny", "train": {**sample, "limit": 1}, "tune": {**sample, "limit": 5},
                   "eval": {**sample, "skip": 5}, "runs": [{"name": "joint", "heads": "span+bio"}], "seeds": [1]}
     (tmp_path / "config.json").write_text(json.dumps(comparison))
-    script = load_script()
+    script = load_script(monkeypatch)
     args = script.parse_args(["--config", str(tmp_path / "config.json"), "--model", str(model), "--data-dir", str(FIXTURES),
                               "--output-dir", str(tmp_path / "out"), "--resamples", "20"])
     result = script.main(args)
