@@ -75,10 +75,10 @@ def test_every_script_is_covered():
     assert len(SCRIPTS) >= 9
 
 
-@pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_help(script: str, where: str, empty_data: Path):
-    result = run_script(REPO, script, where, "--help", data_dir=empty_data)
+def test_help(script: str, empty_data: Path):
+    """From the root: the runs below start the scripts from both folders."""
+    result = run_script(REPO, script, "root", "--help", data_dir=empty_data)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage:")
     assert "Traceback" not in result.stderr
