@@ -212,29 +212,8 @@ def reference_postprocess_qa_predictions(
                     "offsets": (0, 0), "score": feature_null_score,
                     "start_logit": start_logits[0], "end_logit": end_logits[0],
                 }
-            start_indexes = np.argsort(start_logits)[-1 : -n_best_size - 1 : -1].tolist()
-            end_indexes = np.argsort(end_logits)[-1 : -n_best_size - 1 : -1].tolist()
-            for start_index in start_indexes:
-                for end_index in end_indexes:
-                    if (
-                        start_index >= len(offset_mapping)
-                        or end_index >= len(offset_mapping)
-                        or offset_mapping[start_index] is None
-                        or len(offset_mapping[start_index]) < 2
-                        or offset_mapping[end_index] is None
-                        or len(offset_mapping[end_index]) < 2
-                    ):
-                        continue
-                    if end_index < start_index or end_index - start_index + 1 > max_answer_length:
-                        continue
-                    if token_is_max_context is not None and not token_is_max_context.get(str(start_index), False):
-                        continue
-                    prelim_predictions.append({
-                        "offsets": (offset_mapping[start_index][0], offset_mapping[end_index][1]),
-                        "score": start_logits[start_index] + end_logits[end_index],
-                        "start_logit": start_logits[start_index],
-                        "end_logit": end_logits[end_index],
-                    })
+            prelim_predictions += _reference_window_candidates(
+                start_logits, end_logits, offset_mapping, token_is_max_context, n_best_size, max_answer_length)
         if version_2_with_negative and min_null_prediction is not None:
             prelim_predictions.append(min_null_prediction)
             null_score = min_null_prediction["score"]
@@ -267,11 +246,45 @@ def reference_postprocess_qa_predictions(
             for pred in predictions_
         ]
     if output_dir is not None:
-        with open(os.path.join(output_dir, "predictions.json"), "w") as writer:
-            writer.write(json.dumps(all_predictions, indent=4) + "\n")
-        with open(os.path.join(output_dir, "nbest_predictions.json"), "w") as writer:
-            writer.write(json.dumps(all_nbest_json, indent=4) + "\n")
-        if version_2_with_negative:
-            with open(os.path.join(output_dir, "null_odds.json"), "w") as writer:
-                writer.write(json.dumps(scores_diff_json, indent=4) + "\n")
+        _write_reference_files(output_dir, all_predictions, all_nbest_json, scores_diff_json if version_2_with_negative else None)
     return all_predictions
+
+
+def _reference_window_candidates(start_logits, end_logits, offset_mapping, token_is_max_context, n_best_size, max_answer_length):
+    """One window's candidate spans: the top-``n_best_size`` starts x ends, checked as the recipe checks them."""
+    prelim_predictions = []
+    start_indexes = np.argsort(start_logits)[-1 : -n_best_size - 1 : -1].tolist()
+    end_indexes = np.argsort(end_logits)[-1 : -n_best_size - 1 : -1].tolist()
+    for start_index in start_indexes:
+        for end_index in end_indexes:
+            if (
+                start_index >= len(offset_mapping)
+                or end_index >= len(offset_mapping)
+                or offset_mapping[start_index] is None
+                or len(offset_mapping[start_index]) < 2
+                or offset_mapping[end_index] is None
+                or len(offset_mapping[end_index]) < 2
+            ):
+                continue
+            if end_index < start_index or end_index - start_index + 1 > max_answer_length:
+                continue
+            if token_is_max_context is not None and not token_is_max_context.get(str(start_index), False):
+                continue
+            prelim_predictions.append({
+                "offsets": (offset_mapping[start_index][0], offset_mapping[end_index][1]),
+                "score": start_logits[start_index] + end_logits[end_index],
+                "start_logit": start_logits[start_index],
+                "end_logit": end_logits[end_index],
+            })
+    return prelim_predictions
+
+
+def _write_reference_files(output_dir, all_predictions, all_nbest_json, scores_diff_json):
+    """The recipe's prediction files (``null_odds.json`` only for SQuAD 2.0)."""
+    with open(os.path.join(output_dir, "predictions.json"), "w") as writer:
+        writer.write(json.dumps(all_predictions, indent=4) + "\n")
+    with open(os.path.join(output_dir, "nbest_predictions.json"), "w") as writer:
+        writer.write(json.dumps(all_nbest_json, indent=4) + "\n")
+    if scores_diff_json is not None:
+        with open(os.path.join(output_dir, "null_odds.json"), "w") as writer:
+            writer.write(json.dumps(scores_diff_json, indent=4) + "\n")
