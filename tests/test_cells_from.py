@@ -81,6 +81,16 @@ def test_train_only_skips_the_models_the_report_holds(earlier, tiny_encoder_dir,
     assert [p.name.split("-seed")[0] for p in trained] == ["joint"]
 
 
+def test_a_later_sitting_adds_seeds_to_a_run_the_report_holds(earlier, tiny_encoder_dir, tmp_path):
+    raw = tiny_config(tiny_encoder_dir)
+    raw["runs"][0]["seeds"] = [1, 2]
+    results, summary = compare(parse_config(raw), FIXTURES, tmp_path, cells_from=earlier[0])
+    assert sorted(c.seed for c in results.cells) == [1, 2]
+    assert [p.name.split("-seed")[1][0] for p in (tmp_path / "models").iterdir()] == ["2"]  # only the new seed trained
+    assert np.array_equal(next(c for c in results.cells if c.seed == 1).f1, earlier[1].cells[0].f1)
+    assert results.cells_from["models"] == [{"run": "span-only", "seed": 1}]
+
+
 def test_a_report_of_other_questions_or_settings_is_refused(earlier, tiny_encoder_dir, tmp_path):
     other_eval = tiny_config(tiny_encoder_dir)
     other_eval["eval"] = {**other_eval["eval"], "skip": 1}

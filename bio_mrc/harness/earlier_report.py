@@ -122,8 +122,12 @@ def _check_same(path: str | Path, what: str, earlier: Any, current: Any) -> None
     raise ConfigError(f"--cells-from {path}: {what} differ from this comparison's ({how}), so its cells are not this comparison's")
 
 
+# A run's seeds say which of its models a comparison holds, not how each was trained: a later sitting adds seeds.
+_NOT_MODEL_SETTINGS = {"seeds"}
+
+
 def _check_run(path: str | Path, name: str, earlier: dict[str, Any], current: dict[str, Any]) -> None:
-    differing = sorted(key for key in earlier.keys() | current.keys() if earlier.get(key) != current.get(key))
+    differing = sorted(key for key in (earlier.keys() | current.keys()) - _NOT_MODEL_SETTINGS if earlier.get(key) != current.get(key))
     if differing:
         raise ConfigError(f"--cells-from {path}: run {name!r} has other settings there ({', '.join(differing)}); rename the run "
                           "here to train it anew, or drop --cells-from")

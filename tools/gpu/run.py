@@ -99,11 +99,29 @@ def stage_models(stage: dict) -> list[tuple[str, int]]:
     return [(run["name"], seed) for run in raw["runs"] for seed in run.get("seeds") or raw.get("seeds", [42])]
 
 
+def earlier_report(stage: dict) -> Path | None:
+    """The stage's ``cells_from`` report (relative to the repository): its models' cells are read, not rebuilt."""
+    if not (path := stage.get("cells_from")):
+        return None
+    return Path(path) if Path(path).is_absolute() else REPO / path
+
+
+def earlier_models(stage: dict) -> set[tuple[str, int]]:
+    """The (run, seed) models whose cells the stage's ``cells_from`` report holds."""
+    if (path := earlier_report(stage)) is None:
+        return set()
+    opener = lzma.open if path.suffix == ".xz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        cells = json.load(handle)["cells"]
+    return {(cell["run"], cell["seed"]) for cell in cells}
+
+
 def model_steps(stage: dict, plan: dict) -> list[Step]:
-    """One training step per (run, seed); models another stage trains (``models_from``) are that stage's."""
-    shared = set()
+    """One training step per (run, seed); models another stage trains (``models_from``) are that stage's, and those
+    of the ``cells_from`` report are neither trained nor scored."""
+    shared = earlier_models(stage)
     if source := stage.get("models_from"):
-        shared = set(stage_models(stage_named(plan, source)))
+        shared |= set(stage_models(stage_named(plan, source)))
     return [Step(f"train:{stage['name']}:{run}:{seed}", "train", stage["name"], run, seed)
             for run, seed in stage_models(stage) if (run, seed) not in shared]
 
@@ -341,9 +359,11 @@ def compare_command(step: Step, work: Path, stage: dict) -> tuple[list[str] | No
     config_path, output = stage_paths(work, stage)
     command = [sys.executable, "-m", "bio_mrc.cli", "compare", "--config", str(config_path), "--data-dir", str(work / "data"),
                "--output-dir", str(output), "--encoder", str(work / "encoder")]
+    if (report := earlier_report(stage)) is not None:
+        command += ["--cells-from", str(report)]
     if step.kind == "train":
         return command + ["--train-only", "--runs", step.run, "--seeds", str(step.seed)], []
-    trained = set(trained_pairs(stage, work))
+    trained = scorable_pairs(stage, work)
     runs = [run["name"] for run in stage_config(stage)["runs"]]
     missing = [name for name in runs if any(run == name and (run, seed) not in trained for run, seed in stage_models(stage))]
     if not missing:
@@ -357,6 +377,11 @@ def trained_pairs(stage: dict, work: Path) -> list[tuple[str, int]]:
     done = done_steps(work)
     owners = [stage["name"]] + ([stage["models_from"]] if stage.get("models_from") else [])
     return [(run, seed) for run, seed in stage_models(stage) if any(f"train:{owner}:{run}:{seed}" in done for owner in owners)]
+
+
+def scorable_pairs(stage: dict, work: Path) -> set[tuple[str, int]]:
+    """The stage's models a report can hold now: those trained, and those whose cells ``cells_from`` gives."""
+    return set(trained_pairs(stage, work)) | (earlier_models(stage) & set(stage_models(stage)))
 
 
 def trained_models(work: Path, step: Step) -> list[dict]:
