@@ -107,6 +107,17 @@ def test_the_bundle_holds_an_fp16_encoder_compressed_data_and_a_manifest(tiny_bu
         build_bundle.fresh_folder(tiny_bundle / "encoder")
 
 
+def test_every_dependency_of_the_package_is_on_the_gpu_machine_or_in_the_bundle():
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    wanted = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    carried = {Requirement(pin).name for pin in build_bundle.BINARY_WHEELS + build_bundle.SOURCE_ONLY_WHEELS}
+    provided = carried | set(build_bundle.ON_THE_GPU_MACHINE) | runner.NOT_NEEDED
+    assert [name for name in (Requirement(line).name for line in wanted) if name not in provided] == []
+
+
 def runner_args(tmp_path, bundle, *command):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"stages": [{"name": "tiny", "config": str(tiny_config(tmp_path / "tiny.json"))}]}))
@@ -165,11 +176,13 @@ def test_the_gpu_configs_name_files_the_bundle_carries_and_keep_tuning_apart():
     from bio_mrc.harness.config import load_config
 
     carried = set(build_bundle.DATA_FILES)
-    plan = runner.load_plan(runner.DEFAULT_PLAN)
-    for stage in plan["stages"]:
-        raw = runner.stage_config(stage)
-        named = {raw[key]["path"] for key in ("train", "tune", "eval") if raw.get(key)}
-        assert named <= carried, stage["name"]
+    for plan_path in sorted((REPO / "benchmarks" / "gpu").glob("plan*.json")):
+        for stage in runner.load_plan(plan_path)["stages"]:
+            raw = runner.stage_config(stage)
+            named = {raw[key]["path"] for key in ("train", "tune", "eval") if raw.get(key)}
+            assert named <= carried, (plan_path.name, stage["name"])
+            if earlier := runner.earlier_report(stage):  # committed, so it travels with the repository
+                assert earlier.is_file() and runner.earlier_models(stage), (plan_path.name, stage["name"])
     squad = load_config(REPO / "benchmarks" / "ablations" / "gpu_squad_full.json")
     splits = resolve_splits(squad, DATA)  # checks train, tune and eval are disjoint
     assert len(splits.train.examples) + len(splits.tune.examples) == 87_599 and len(splits.eval.examples) == 10_570
@@ -205,3 +218,26 @@ def test_parallel_models_train_side_by_side_and_a_report_waits_for_every_model(t
     assert sorted(p.name for p in (work / "logs").glob("score_tiny_*.log")) == ["score_tiny_joint_5.log", "score_tiny_span-only_5.log"]
     report = (work / "tiny" / "report.md").read_text()
     assert "span-only" in report and "joint" in report
+
+
+def test_a_stage_reads_the_cells_of_an_earlier_report_instead_of_training_those_models(tmp_path):
+    import lzma
+
+    work, plan = tmp_path / "work", two_run_plan(tmp_path)
+    earlier = tmp_path / "earlier" / "report.json.xz"
+    earlier.parent.mkdir()
+    earlier.write_bytes(lzma.compress(json.dumps({"cells": [{"run": "span-only", "seed": 5, "decoding": "span"}]}).encode()))
+    raw = json.loads(plan.read_text())
+    raw["stages"][0]["cells_from"] = str(earlier)
+    plan.write_text(json.dumps(raw))
+    loaded = runner.load_plan(plan)
+    stage = loaded["stages"][0]
+    assert [step.name for step in runner.plan_steps(loaded)] == ["unpack", "install", "train:tiny:joint:5", "score:tiny"]
+    score = runner.Step("score:tiny", "score", "tiny")
+    command, missing = runner.compare_command(score, work, stage)  # the earlier model's run can be reported already
+    assert command[-4:] == ["--cells-from", str(earlier), "--runs", "span-only"] and missing == ["joint"]
+    runner.append_log(work, {"step": "train:tiny:joint:5", "status": "done"})
+    command, missing = runner.compare_command(score, work, stage)
+    assert command[-2:] == ["--cells-from", str(earlier)] and missing == []
+    train = runner.Step("train:tiny:joint:5", "train", "tiny", "joint", 5)
+    assert "--cells-from" in runner.compare_command(train, work, stage)[0]

@@ -184,6 +184,10 @@ def test_runs_with_different_seeds_pair_on_the_seeds_they_share(tmp_path):
     write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))
     report = (tmp_path / "report.md").read_text()
     assert "paired on |" in report and "| seeds 42 |" in report and "| seed means |" in report
+    assert "; seeds [42, 43, 44]\n" in report  # every run has the comparison's seeds: none named apart
+    runs = [{**run, "seeds": [43]} if run["name"] == "bio-only" else run for run in results.config["runs"]]
+    write_report(replace(results, config={**results.config, "runs": runs}), tmp_path, np.arange(200) % 7, 50 + np.arange(200))
+    assert "; seeds [42, 43, 44] (bio-only [43])\n" in (tmp_path / "report.md").read_text()
 
 
 def test_multispan_cells_share_the_contrast_machinery():

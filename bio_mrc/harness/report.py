@@ -84,12 +84,18 @@ def _configuration_section(results: ComparisonResults, summary: dict[str, Any], 
             json.dumps(results.config, indent=2), "```", ""]
 
 
+def _seeds_line(config: dict[str, Any]) -> str:
+    """The comparison's seeds, and those of the runs that name their own."""
+    own = [f"{run['name']} {run['seeds']}" for run in config["runs"] if run.get("seeds") and run["seeds"] != config["seeds"]]
+    return f"seeds {config['seeds']}" + (f" ({'; '.join(own)})" if own else "")
+
+
 def _header_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     config, evaluation = results.config, results.eval
     task = registry.task(evaluation["task"])
     lines = [
         f"# Comparison report: {config['name']}", "", config.get("description", ""), "",
-        f"- Date: {results.date}; bio_mrc {results.package_version}; seeds {config['seeds']}",
+        f"- Date: {results.date}; bio_mrc {results.package_version}; {_seeds_line(config)}",
         f"- Encoder(s): {', '.join(_describe_encoder(e) for e in sorted({r['encoder'] for r in config['runs']}))}",
     ]
     own = results.run_train

@@ -42,12 +42,15 @@ DATA_FILES = ("squad-v1.1/train.json", "squad-v1.1/dev.json", "squad-v2.0/dev.js
 # has 1.33), dill < 0.4.2 and multiprocess < 0.70.20. The machine's transformers 5.17 lacks
 # transformers.configuration_utils.SubConfigSpec, which bio_mrc.model imports: 5.24 comes along (it needs
 # huggingface-hub >= 1.31, tokenizers 0.23 and safetensors 0.8, which the machine has). Pure-Python wheels.
-# jsonschema (config validation) comes with its dependencies, one of them (rpds-py) compiled for CPython 3.12.
+# jsonschema (config validation) comes with its dependencies, one of them (rpds-py) compiled for CPython 3.12;
+# ijson (the streaming SQuAD reader) is compiled too.
 BINARY_WHEELS = ("datasets==5.2.0", "dill==0.4.1", "multiprocess==0.70.19", "transformers==5.24.0", "jsonschema==4.26.0",
                  "jsonschema-specifications==2025.9.1", "referencing==0.37.0", "attrs==26.1.0", "rpds-py==2026.9.1",
                  "ijson==3.6.0")
 COMPILED_WHEELS = ("rpds_py-", "ijson-")  # the wheels allowed to hold compiled code (for cp312, x86-64 Linux)
 SOURCE_ONLY_WHEELS = ("seqeval==1.2.2",)  # on PyPI as an sdist only: built into a wheel here
+# The package's dependencies the GPU machine has in versions pyproject.toml allows (run.py's install checks the ranges).
+ON_THE_GPU_MACHINE = ("torch", "accelerate", "scikit-learn", "numpy", "tqdm", "matplotlib")
 PIP_PLATFORM = ("--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                 "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64")
 
