@@ -96,3 +96,14 @@ def test_every_report_section_has_one_form_and_a_new_one_is_one_function_in_the_
     monkeypatch.setattr(report, "SECTIONS", (*report.SECTIONS[:-1], notes_section, report.SECTIONS[-1]))
     markdown = report.render_markdown(committed.results, committed.summary, {})
     assert f"## Notes\n\n{len(committed.summary['rows'])} cells.\n\n## Configuration" in markdown
+
+
+def test_a_cell_keeps_its_confidences_to_seven_significant_digits_however_it_was_made():
+    from bio_mrc.harness.results import Cell
+
+    raw = [0.123456789012, 1 / 3e12, 1.0, 0.99999996]
+    cell = Cell("joint", "span", 42, "m", ["a"] * 4, 0.1, selective={"right": [1, 0, 1, 1], "confidence": {"raw": raw}})
+    assert cell.selective["confidence"]["raw"] == [0.1234568, 3.333333e-13, 1.0, 1.0]  # 0.99999996 ties with 1 now
+    assert cell.selective["right"] == [1, 0, 1, 1]
+    again = Cell.from_json(json.loads(json.dumps(cell.to_json())))
+    assert again.selective == cell.selective and again.to_json() == cell.to_json()  # idempotent: a report reads back the same
