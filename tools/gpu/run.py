@@ -25,6 +25,8 @@ its results are kept: benchmarks/gpu/README.md; how this runner and its bundle w
 from __future__ import annotations
 
 import argparse
+import functools
+import gzip
 import io
 import json
 import lzma
@@ -106,14 +108,20 @@ def earlier_report(stage: dict) -> Path | None:
     return Path(path) if Path(path).is_absolute() else REPO / path
 
 
-def earlier_models(stage: dict) -> set[tuple[str, int]]:
+def earlier_models(stage: dict) -> frozenset[tuple[str, int]]:
     """The (run, seed) models whose cells the stage's ``cells_from`` report holds."""
-    if (path := earlier_report(stage)) is None:
-        return set()
-    opener = lzma.open if path.suffix == ".xz" else open
+    path = earlier_report(stage)
+    return frozenset() if path is None else models_in_report(path)
+
+
+@functools.lru_cache(maxsize=None)
+def models_in_report(path: Path) -> frozenset[tuple[str, int]]:
+    """The (run, seed) of every cell of a ``report.json`` (plain, ``.xz`` or ``.gz``), read once per process: a plan's
+    steps are listed again after every step, and a full-scale report is tens of megabytes of JSON."""
+    opener = {".xz": lzma.open, ".gz": gzip.open}.get(path.suffix, open)
     with opener(path, "rt", encoding="utf-8") as handle:
         cells = json.load(handle)["cells"]
-    return {(cell["run"], cell["seed"]) for cell in cells}
+    return frozenset((cell["run"], cell["seed"]) for cell in cells)
 
 
 def model_steps(stage: dict, plan: dict) -> list[Step]:
