@@ -117,7 +117,8 @@ def earlier_models(stage: dict) -> frozenset[tuple[str, int]]:
 @functools.lru_cache(maxsize=None)
 def models_in_report(path: Path) -> frozenset[tuple[str, int]]:
     """The (run, seed) of every cell of a ``report.json`` (plain, ``.xz`` or ``.gz``), read once per process: a plan's
-    steps are listed again after every step, and a full-scale report is tens of megabytes of JSON."""
+    steps are listed again after every step, and a full-scale report is tens of megabytes of JSON. Read without
+    ``bio_mrc.harness.earlier_report``: the steps are listed before the install step puts the package's dependencies on the path."""
     opener = {".xz": lzma.open, ".gz": gzip.open}.get(path.suffix, open)
     with opener(path, "rt", encoding="utf-8") as handle:
         cells = json.load(handle)["cells"]
