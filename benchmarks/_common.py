@@ -75,6 +75,18 @@ def data_root(args: argparse.Namespace) -> Path:
     return Path(args.data_dir) if args.data_dir else default_data_dir()
 
 
+def comparison_inputs(args: argparse.Namespace) -> None:
+    """Check ``args.config`` (a comparison config whose splits a script reads) and the data folder, and set
+    both to the paths found."""
+    config = existing_input(args.config)
+    if config is None:
+        fail(f"no comparison config at {args.config}: pass --config FILE")
+    args.config = str(config)
+    args.data_dir = data_root(args)
+    if not args.data_dir.is_dir():
+        fail(f"no data folder at {args.data_dir}: {DATA_HINT}")
+
+
 def require_data(path: Path) -> Path:
     if not path.is_file():
         fail(f"no data file at {path}: {DATA_HINT}")

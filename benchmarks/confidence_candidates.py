@@ -67,13 +67,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output-dir", default=None, help="where confidence.md/.json go (default: runs/bench-confidence)")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the evaluation questions")
     args = parser.parse_args(argv)
-    config = _common.existing_input(args.config)
-    if config is None:
-        _common.fail(f"no comparison config at {args.config}: pass --config FILE")
-    args.config = str(config)
-    args.data_dir = _common.data_root(args)
-    if not args.data_dir.is_dir():
-        _common.fail(f"no data folder at {args.data_dir}: {_common.DATA_HINT}")
+    _common.comparison_inputs(args)
     args.model = _common.model_dir(args.model)
     args.output_dir = Path(args.output_dir) if args.output_dir else _common.repo_path("runs/bench-confidence")
     return args

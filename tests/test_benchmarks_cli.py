@@ -36,6 +36,15 @@ def load_common():
 _common = load_common()
 
 
+def load_benchmark(name: str, monkeypatch) -> object:
+    """benchmarks/NAME.py as a module, with its folder on the path for its sibling ``_common`` (as running it gives)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_script(repo: Path, script: str, where: str, *args: str, data_dir: Path) -> subprocess.CompletedProcess:
     """``python benchmarks/SCRIPT`` from ``repo``, or ``python SCRIPT`` from ``repo/benchmarks``."""
     cwd, path = (repo, f"benchmarks/{script}") if where == "root" else (repo / "benchmarks", script)

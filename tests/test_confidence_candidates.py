@@ -3,7 +3,6 @@ measured on the evaluation split with calibrators fitted on the tuning split."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 
@@ -13,16 +12,7 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.training.train import TrainConfig, train_model
 
 from .conftest import FIXTURES, SAMPLE_V1
-from .test_benchmarks_cli import BENCHMARKS
-
-
-def load_script(monkeypatch):
-    """The script as a module, with its folder on the path for its sibling ``_common`` (as running it gives)."""
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("confidence_candidates", BENCHMARKS / "confidence_candidates.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from .test_benchmarks_cli import load_benchmark
 
 
 def test_every_candidate_is_measured_on_held_out_questions(tiny_encoder_dir, tmp_path, monkeypatch):
@@ -34,7 +24,7 @@ def test_every_candidate_is_measured_on_held_out_questions(tiny_encoder_dir, tmp
     comparison = {"name": "tiny", "train": {**sample, "limit": 1}, "tune": {**sample, "limit": 5},
                   "eval": {**sample, "skip": 5}, "runs": [{"name": "joint", "heads": "span+bio"}], "seeds": [1]}
     (tmp_path / "config.json").write_text(json.dumps(comparison))
-    script = load_script(monkeypatch)
+    script = load_benchmark("confidence_candidates", monkeypatch)
     args = script.parse_args(["--config", str(tmp_path / "config.json"), "--model", str(model), "--data-dir", str(FIXTURES),
                               "--output-dir", str(tmp_path / "out"), "--resamples", "20"])
     result = script.main(args)

@@ -11,7 +11,7 @@ from bio_mrc.decoding.postprocess import DecodeConfig, decode_bio_predictions
 from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec
-from bio_mrc.inference.tuning import tune_bio_length_prior
+from bio_mrc.inference.tuning import LENGTH_PRIOR_GRID, smoothed_argmax, tune_bio_length_prior
 from bio_mrc.types import Example
 
 CONTEXT = "aa bb cc dd"
@@ -35,12 +35,36 @@ def test_the_prior_adds_beta_per_inside_tag():
     assert longer.no_answer_score == pytest.approx(-longer.spans[0].score)
 
 
-def test_tuning_picks_the_smallest_prior_that_recovers_the_gold_spans():
+def test_tuning_picks_the_smallest_prior_whose_neighbours_also_recover_the_gold_spans():
     examples = [Example(f"q{i}", "?", CONTEXT, (((3, 8),),)) for i in range(3)] + [Example("u", "?", CONTEXT)]
-    prior, f1 = tune_bio_length_prior(unsure_inside_outputs(4), examples, grid=(0.0, 0.25, 0.5, 1.0, 2.0))
+    grid = (0.0, 0.25, 0.5, 1.0, 2.0)
+    prior, f1 = tune_bio_length_prior(unsure_inside_outputs(4), examples, grid=grid)
     # log(.4/.6) = -0.405: any β above it reads "bb cc"; the unanswerable question is left out.
-    assert prior == 0.5
     np.testing.assert_allclose(f1, [100 * 2 / 3] * 2 + [100.0] * 3)
+    # Averaged over the grid values within 0.25: 0.5 scores (66.7 + 100) / 2, 1.0 has no neighbour and keeps 100.
+    assert prior == 1.0
+    assert tune_bio_length_prior(unsure_inside_outputs(4), examples, grid=grid, bandwidth=0.0)[0] == 0.5  # plain argmax
+
+
+def test_the_smoothed_argmax_passes_over_a_lone_high_point():
+    grid = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25)
+    statistic = np.array([5.0, 9.0, 10.0, 9.5, 6.0, 10.2])
+    # Means over the values within 0.25: 7, 8, 9.5, 8.5, 8.57, 8.1; the argmax alone takes the lone 10.2.
+    assert smoothed_argmax(grid, statistic, 0.25) == 2
+    assert smoothed_argmax(grid, statistic, 0.0) == 5
+    # Within 0.5: 8, 8.38, 7.9, 8.94, 8.93, 8.57.
+    assert smoothed_argmax(grid, statistic, 0.5) == 3
+
+
+def test_the_smoothed_argmax_is_the_argmax_without_neighbours_and_ignores_shifts_and_scales():
+    rng = np.random.default_rng(0)
+    grid = LENGTH_PRIOR_GRID
+    for _ in range(50):
+        statistic = rng.normal(size=len(grid))
+        assert smoothed_argmax(grid, statistic, 0.0) == int(np.argmax(statistic))
+        pick = smoothed_argmax(grid, statistic, 0.25)
+        assert smoothed_argmax(grid, 3.0 * statistic + 7.0, 0.25) == pick
+    assert smoothed_argmax(grid, np.full(len(grid), 50.0), 0.25) == 0  # a flat curve: the smallest β
 
 
 def test_a_data_slice_skips_questions(tmp_path):

@@ -38,7 +38,7 @@ def test_bio_mrc_tune_on_multispanqa_questions_tunes_the_prior_by_their_exact_ma
 
     from bio_mrc.cli import main
     from bio_mrc.data.multispanqa import load_multispanqa
-    from bio_mrc.inference.tuning import tune_bio_length_prior
+    from bio_mrc.inference.tuning import LENGTH_PRIOR_GRID, tune_bio_length_prior
 
     from .test_harness_compare import multispan_file
 
@@ -50,7 +50,8 @@ def test_bio_mrc_tune_on_multispanqa_questions_tunes_the_prior_by_their_exact_ma
     examples = load_multispanqa(data)
     trained = TrainedModel.load(trained_dir)
     prior, em_f1 = tune_bio_length_prior(trained.windows(examples), examples, DecodeConfig(), task=MULTISPAN)
-    assert report["bio_length_prior"] == {"value": prior, "best_f1": float(em_f1.max()), "f1_without": float(em_f1[0])}
+    at_prior = float(em_f1[LENGTH_PRIOR_GRID.index(prior)])
+    assert report["bio_length_prior"] == {"value": prior, "f1": at_prior, "best_f1": float(em_f1.max()), "f1_without": float(em_f1[0])}
     saved = json.loads((model / "config.json").read_text())
     assert set(report) == {"bio_length_prior"}  # no threshold (every question has an answer), no calibrator (multi-span gold)
     assert saved["bio_length_prior"] == prior and saved["tuned_on"]["questions"] == len(examples) and not saved.get("calibration")

@@ -27,6 +27,17 @@ if TYPE_CHECKING:  # the loader runs models; tuning needs only its decodings and
     from .loading import TrainedModel
 
 LENGTH_PRIOR_GRID = tuple(np.round(np.arange(0.0, 6.01, 0.25), 2).tolist())
+# Grid values within this distance of a β vote for it: about 1,000 tuning questions leave a curve whose flat top
+# wobbles by a few tenths of F1, and a lone high point there is noise (benchmarks/length_prior_rule.py).
+LENGTH_PRIOR_BANDWIDTH = 0.25
+
+
+def smoothed_argmax(grid: Sequence[float], statistic: np.ndarray, bandwidth: float) -> int:
+    """The index of the grid value whose ``statistic``, averaged with that of every grid value within ``bandwidth``
+    of it (fewer at the ends), is largest; ties go to the first. A bandwidth of 0 is the plain argmax."""
+    values = np.asarray(grid, dtype=np.float64)
+    near = np.abs(values[:, None] - values[None, :]) <= bandwidth + 1e-9
+    return int(np.argmax(near @ np.asarray(statistic, dtype=np.float64) / near.sum(axis=1)))
 
 
 def _answer_and_abstain_f1(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]]) -> tuple[np.ndarray, ...]:
@@ -76,9 +87,11 @@ def tune_bio_length_prior(
     config: DecodeConfig = DecodeConfig(),
     grid: Sequence[float] = LENGTH_PRIOR_GRID,
     task: registry.TaskEntry | None = None,
+    bandwidth: float = LENGTH_PRIOR_BANDWIDTH,
 ) -> tuple[float, np.ndarray]:
     """The span-length prior β of the BIO decoding with the best main statistic of ``task`` on the answerable
-    ``examples`` (held-out questions, never the evaluation ones); returns ``(β, statistic per grid value)``.
+    ``examples`` (held-out questions, never the evaluation ones), that statistic averaged over the grid values
+    within ``bandwidth`` of β (:func:`smoothed_argmax`); returns ``(β, statistic per grid value)``.
 
     A per-token tagger is unsure of inner tokens, so the most probable single
     span is biased short; β (added to every inside gain) is the one number that
@@ -93,7 +106,7 @@ def tune_bio_length_prior(
     for k, prior in enumerate(grid):
         options = replace(config, bio_length_prior=float(prior), multi_span=task.multi_span_gold, require_answer=not task.no_answer)
         statistic[k] = task_statistic(task, chosen, decode_merged_tags(merged, chosen, options))
-    return float(grid[int(np.argmax(statistic))]), statistic
+    return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
 
 
 @dataclass
@@ -148,7 +161,8 @@ def tune_settings(
     if tune_prior:
         prior, statistic = tune_bio_length_prior(outputs, examples, config, task=task)
         tuned.bio_length_prior, tuned.decode_config = prior, replace(config, bio_length_prior=prior)
-        tuned.report["bio_length_prior"] = {"value": prior, "best_f1": float(statistic.max()), "f1_without": float(statistic[0])}
+        tuned.report["bio_length_prior"] = {"value": prior, "f1": float(statistic[LENGTH_PRIOR_GRID.index(prior)]),
+                                            "best_f1": float(statistic.max()), "f1_without": float(statistic[0])}
     if tune_thresholds:
         gold = gold_texts(examples)
         for decoding in decodings:

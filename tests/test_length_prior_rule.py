@@ -1,0 +1,73 @@
+"""benchmarks/length_prior_rule.py end to end on a tiny model: the package's rule picks the β that the
+comparison's tuning picks, each pick's eval F1 is the official F1 of the BIO decoding with that β, and a
+second run reads its curves from the cache."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from bio_mrc.data.squad import gold_texts, load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
+from bio_mrc.inference.loading import TrainedModel
+from bio_mrc.inference.tuning import LENGTH_PRIOR_BANDWIDTH, tune_bio_length_prior
+from bio_mrc.metrics.squad_official import squad_v1_metrics
+from bio_mrc.training.train import TrainConfig, train_model
+
+from .conftest import FIXTURES, SAMPLE_V1
+from .test_benchmarks_cli import load_benchmark
+
+
+def train_tiny(tiny_encoder_dir, folder, heads: str = "span+bio"):
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads=heads, max_seq_length=48, doc_stride=16, max_query_length=12,
+                         epochs=1, batch_size=4, learning_rate=1e-3, seed=1)
+    train_model(load_squad(SAMPLE_V1).examples, config, folder, save_checkpoints=False)
+    return folder
+
+
+def script_and_argv(tmp_path, monkeypatch, model):
+    """The script and its arguments: a comparison config tuning on 5 sample questions and evaluating on the rest."""
+    sample = {"path": str(SAMPLE_V1)}
+    comparison = {"name": "tiny", "train": {**sample, "limit": 1}, "tune": {**sample, "limit": 5},
+                  "eval": {**sample, "skip": 5}, "runs": [{"name": "joint", "heads": "span+bio"}], "seeds": [1]}
+    (tmp_path / "config.json").write_text(json.dumps(comparison))
+    argv = ["--config", str(tmp_path / "config.json"), "--model", str(model), "--data-dir", str(FIXTURES),
+            "--output-dir", str(tmp_path / "out"), "--draws", "30", "--draw-size", "2"]
+    return load_benchmark("length_prior_rule", monkeypatch), argv
+
+
+def test_the_rules_are_scored_on_the_evaluation_questions(tiny_encoder_dir, tmp_path, monkeypatch):
+    model = train_tiny(tiny_encoder_dir, tmp_path / "model")
+    script, argv = script_and_argv(tmp_path, monkeypatch, model)
+    result = script.main(script.parse_args(argv))
+    rows = {row["bandwidth"]: row for row in result["rows"]}
+    assert set(rows) == {0.0, LENGTH_PRIOR_BANDWIDTH, 0.5}
+    examples = load_squad(SAMPLE_V1).examples
+    tune, evaluation = examples[:5], examples[5:]
+    trained = TrainedModel.load(model)
+    options = DecodeConfig()  # the config's decode options: the defaults, β left open
+    assert rows[LENGTH_PRIOR_BANDWIDTH]["picked"] == tune_bio_length_prior(trained.windows(tune), tune, options)[0]
+    for row in rows.values():
+        predictions = decode(trained.windows(evaluation), evaluation, "bio", replace(options, bio_length_prior=row["picked"]))
+        official = squad_v1_metrics(gold_texts(evaluation), {p.id: p.answer for p in predictions})
+        assert row["eval_f1"] == pytest.approx(official["f1"])
+        assert row["oracle_f1"] >= row["eval_f1"] and 0.0 <= row["regret_mean"] <= row["oracle_f1"]
+    assert "| argmax |" in (tmp_path / "out" / "length_prior_rule.md").read_text()
+
+    def no_model(*_, **__):
+        raise AssertionError("the curves should come from the cache")
+
+    monkeypatch.setattr(script.TrainedModel, "load", no_model)
+    assert script.main(script.parse_args([*argv, "--bandwidths", "0"]))["rows"] == [rows[0.0]]
+
+
+def test_a_model_without_a_bio_head_and_a_negative_bandwidth_are_refused(tiny_encoder_dir, tmp_path, monkeypatch):
+    model = train_tiny(tiny_encoder_dir, tmp_path / "span-only", heads="span")
+    script, argv = script_and_argv(tmp_path, monkeypatch, model)
+    with pytest.raises(SystemExit, match="--bandwidths must be"):
+        script.parse_args([*argv, "--bandwidths", "-1"])
+    with pytest.raises(SystemExit, match="has no BIO head"):
+        script.main(script.parse_args(argv))
+    assert not (tmp_path / "out").exists()
