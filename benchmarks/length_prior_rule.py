@@ -31,9 +31,11 @@ from bio_mrc.data.squad import gold_texts
 from bio_mrc.decoding.postprocess import decode_merged_tags, merge_tag_log_probs
 from bio_mrc.harness.comparison_splits import check_disjoint, resolve_split
 from bio_mrc.harness.config import load_config
-from bio_mrc.inference.loading import TrainedModel
+from bio_mrc.errors import ModelFormatError
+from bio_mrc.inference.loading import TrainedModel, check_model_dir
 from bio_mrc.inference.tuning import LENGTH_PRIOR_BANDWIDTH, LENGTH_PRIOR_GRID, smoothed_argmax
 from bio_mrc.metrics.squad_official import per_question_scores
+from bio_mrc.model import BioMrcConfig
 
 import _common
 
@@ -55,10 +57,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     _common.comparison_inputs(args)
     args.model = [_common.model_dir(m) for m in args.model] if args.model else [_common.model_dir(None)]
+    for model in args.model:
+        require_bio_head(model)
     if min(args.bandwidths) < 0 or args.draws < 1:
         _common.fail("--bandwidths must be >= 0 and --draws >= 1")
     args.output_dir = Path(args.output_dir) if args.output_dir else _common.repo_path("runs/bench-length-prior")
     return args
+
+
+def require_bio_head(model: str) -> None:
+    """Refuse, before any decoding, a model whose saved config names no BIO head (its decodings have no β)."""
+    try:
+        check_model_dir(Path(model))
+    except ModelFormatError as error:
+        _common.fail(f"{model}: {error.problem}")
+    heads = BioMrcConfig.from_pretrained(model).head_names
+    if "bio" not in heads:
+        _common.fail(f"{model} has no BIO head (heads: {'+'.join(heads)}): its decodings have no length prior to tune")
 
 
 def question_f1(trained: TrainedModel, examples: list, decode_options) -> np.ndarray:
@@ -76,20 +91,18 @@ def question_f1(trained: TrainedModel, examples: list, decode_options) -> np.nda
 def model_curves(model: str, splits: dict, decode_spec, cache_dir: Path) -> dict[str, np.ndarray]:
     """Per split name, the (grid, answerable questions) F1 of ``model``, from the cache when it was made on the same questions."""
     cache = cache_dir / f"{Path(model).name}.npz"
-    questions = {name: [ex.id for ex in split.examples if ex.answers] for name, split in splits.items()}
+    answerable = {name: [ex for ex in split.examples if ex.answers] for name, split in splits.items()}
     if cache.is_file():
         stored = np.load(cache)
-        if all(np.array_equal(stored[f"{name}_ids"], ids) for name, ids in questions.items()) and \
-                np.array_equal(stored["grid"], LENGTH_PRIOR_GRID):
+        if np.array_equal(stored["grid"], LENGTH_PRIOR_GRID) and \
+                all(np.array_equal(stored[f"{name}_ids"], [ex.id for ex in examples]) for name, examples in answerable.items()):
             return {name: stored[name] for name in splits}
     trained = TrainedModel.load(model)
-    if "bio" not in trained.model.config.heads:
-        _common.fail(f"{model} has no BIO head: its decodings have no length prior to tune")
     options = trained.decode_config(decode_spec)
-    curves = {name: question_f1(trained, [ex for ex in split.examples if ex.answers], options) for name, split in splits.items()}
+    curves = {name: question_f1(trained, examples, options) for name, examples in answerable.items()}
     cache_dir.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(cache, grid=np.array(LENGTH_PRIOR_GRID), **curves,
-                        **{f"{name}_ids": np.array(ids) for name, ids in questions.items()})
+                        **{f"{name}_ids": np.array([ex.id for ex in examples]) for name, examples in answerable.items()})
     return curves
 
 

@@ -63,11 +63,16 @@ def test_the_rules_are_scored_on_the_evaluation_questions(tiny_encoder_dir, tmp_
     assert script.main(script.parse_args([*argv, "--bandwidths", "0"]))["rows"] == [rows[0.0]]
 
 
-def test_a_model_without_a_bio_head_and_a_negative_bandwidth_are_refused(tiny_encoder_dir, tmp_path, monkeypatch):
-    model = train_tiny(tiny_encoder_dir, tmp_path / "span-only", heads="span")
-    script, argv = script_and_argv(tmp_path, monkeypatch, model)
+def test_a_model_without_a_bio_head_and_a_negative_bandwidth_are_refused_before_any_work(tiny_encoder_dir, tmp_path, monkeypatch):
+    joint = train_tiny(tiny_encoder_dir, tmp_path / "joint")
+    span_only = train_tiny(tiny_encoder_dir, tmp_path / "span-only", heads="span")
+    script, argv = script_and_argv(tmp_path, monkeypatch, joint)
     with pytest.raises(SystemExit, match="--bandwidths must be"):
         script.parse_args([*argv, "--bandwidths", "-1"])
-    with pytest.raises(SystemExit, match="has no BIO head"):
-        script.main(script.parse_args(argv))
+    # the span-only model comes second: it is refused before the joint model's curves are computed
+    with pytest.raises(SystemExit, match=r"span-only has no BIO head \(heads: span\)"):
+        script.parse_args([*argv, "--model", str(span_only)])
+    (tmp_path / "not-a-model").mkdir()
+    with pytest.raises(SystemExit, match="not-a-model: not a saved model: no config.json"):
+        script.parse_args([*argv, "--model", str(tmp_path / "not-a-model")])
     assert not (tmp_path / "out").exists()
