@@ -92,17 +92,16 @@ def model_curves(model: str, splits: dict, decode_spec, cache_dir: Path) -> dict
     """Per split name, the (grid, answerable questions) F1 of ``model``, from the cache when it was made on the same questions."""
     cache = cache_dir / f"{Path(model).name}.npz"
     answerable = {name: [ex for ex in split.examples if ex.answers] for name, split in splits.items()}
+    ids = {f"{name}_ids": np.array([ex.id for ex in examples]) for name, examples in answerable.items()}
     if cache.is_file():
         stored = np.load(cache)
-        if np.array_equal(stored["grid"], LENGTH_PRIOR_GRID) and \
-                all(np.array_equal(stored[f"{name}_ids"], [ex.id for ex in examples]) for name, examples in answerable.items()):
+        if np.array_equal(stored["grid"], LENGTH_PRIOR_GRID) and all(np.array_equal(stored[key], value) for key, value in ids.items()):
             return {name: stored[name] for name in splits}
     trained = TrainedModel.load(model)
     options = trained.decode_config(decode_spec)
     curves = {name: question_f1(trained, examples, options) for name, examples in answerable.items()}
     cache_dir.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(cache, grid=np.array(LENGTH_PRIOR_GRID), **curves,
-                        **{f"{name}_ids": np.array([ex.id for ex in examples]) for name, examples in answerable.items()})
+    np.savez_compressed(cache, grid=np.array(LENGTH_PRIOR_GRID), **curves, **ids)
     return curves
 
 
