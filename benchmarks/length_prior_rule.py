@@ -14,7 +14,9 @@ scores each rule (a bandwidth: 0 is the plain argmax, 0.25 the package's default
     python benchmarks/length_prior_rule.py --config benchmarks/ablations/full_scale.json --model DIR [--model DIR ...]
 
 The curves are kept in ``--output-dir``/curves (default ``runs/bench-length-prior``), so a second run with other
-rules or draws decodes nothing. Writes ``length_prior_rule.md`` and ``.json`` there; the last line printed is
+rules or draws decodes nothing. ``--references first`` scores every question against its first gold answer
+alone, as a tuning split drawn from training data is scored (one answer a question), while SQuAD dev's official
+F1 takes the best of several. Writes ``length_prior_rule.md`` and ``.json`` there; the last line printed is
 one JSON object.
 """
 
@@ -40,6 +42,10 @@ from bio_mrc.model import BioMrcConfig
 import _common
 
 
+# Which gold answers of a question its F1 is scored against.
+REFERENCES = {"all": lambda texts: texts, "first": lambda texts: texts[:1]}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="benchmarks/ablations/full_scale.json",
@@ -54,6 +60,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--draws", type=int, default=200, help="random tuning sets drawn from the eval questions")
     parser.add_argument("--draw-size", type=int, default=None, help="questions per draw (default: the tuning split's size, at most half of eval)")
     parser.add_argument("--seed", type=int, default=0, help="the draws' random seed")
+    parser.add_argument("--references", choices=tuple(REFERENCES), default="all",
+                        help="score against every gold answer (official) or the first alone (default: %(default)s)")
     args = parser.parse_args(argv)
     _common.comparison_inputs(args)
     args.model = [_common.model_dir(m) for m in args.model] if args.model else [_common.model_dir(None)]
@@ -76,10 +84,12 @@ def require_bio_head(model: str) -> None:
         _common.fail(f"{model} has no BIO head (heads: {'+'.join(heads)}): its decodings have no length prior to tune")
 
 
-def question_f1(trained: TrainedModel, examples: list, decode_options) -> np.ndarray:
-    """The BIO decoding's official F1 (0..100) of each of ``examples`` at each grid β: (grid, questions)."""
+def question_f1(trained: TrainedModel, examples: list, decode_options, references: str = "all") -> np.ndarray:
+    """The BIO decoding's official F1 (0..100) of each of ``examples`` at each grid β, against the ``references``
+    gold answers: (grid, questions)."""
     merged = merge_tag_log_probs(trained.windows(examples), len(examples))
-    gold, ids = gold_texts(examples), [ex.id for ex in examples]
+    gold = {qid: REFERENCES[references](texts) for qid, texts in gold_texts(examples).items()}
+    ids = [ex.id for ex in examples]
     rows = []
     for prior in LENGTH_PRIOR_GRID:
         options = replace(decode_options, bio_length_prior=float(prior), multi_span=False, require_answer=True)
@@ -88,9 +98,9 @@ def question_f1(trained: TrainedModel, examples: list, decode_options) -> np.nda
     return np.array(rows)
 
 
-def model_curves(model: str, splits: dict, decode_spec, cache_dir: Path) -> dict[str, np.ndarray]:
+def model_curves(model: str, splits: dict, decode_spec, cache_dir: Path, references: str = "all") -> dict[str, np.ndarray]:
     """Per split name, the (grid, answerable questions) F1 of ``model``, from the cache when it was made on the same questions."""
-    cache = cache_dir / f"{Path(model).name}.npz"
+    cache = cache_dir / (f"{Path(model).name}.npz" if references == "all" else f"{Path(model).name}.{references}-reference.npz")
     answerable = {name: [ex for ex in split.examples if ex.answers] for name, split in splits.items()}
     ids = {f"{name}_ids": np.array([ex.id for ex in examples]) for name, examples in answerable.items()}
     if cache.is_file():
@@ -99,7 +109,7 @@ def model_curves(model: str, splits: dict, decode_spec, cache_dir: Path) -> dict
             return {name: stored[name] for name in splits}
     trained = TrainedModel.load(model)
     options = trained.decode_config(decode_spec)
-    curves = {name: question_f1(trained, examples, options) for name, examples in answerable.items()}
+    curves = {name: question_f1(trained, examples, options, references) for name, examples in answerable.items()}
     cache_dir.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(cache, grid=np.array(LENGTH_PRIOR_GRID), **curves, **ids)
     return curves
@@ -148,11 +158,13 @@ def main(args: argparse.Namespace) -> dict:
     if any(split.kind.multi_span_gold for split in splits.values()):
         _common.fail(f"{args.config}: this study scores SQuAD's F1 per question; its splits hold multi-span questions")
     check_disjoint(list(splits.items()))
-    rows = [row for model in args.model
-            for row in rule_rows(model, model_curves(model, splits, config.decode, args.output_dir / "curves"), args)]
+    cache = args.output_dir / "curves"
+    rows = [row for model in args.model for row in rule_rows(model, model_curves(model, splits, config.decode, cache, args.references), args)]
     markdown = (f"Tuned on {len(splits['tune'].examples)} questions ({splits['tune'].description}), evaluated on "
-                f"{len(splits['eval'].examples)} ({splits['eval'].description}); {args.draws} draws.\n\n{table(rows)}")
-    result = {"benchmark": "length_prior_rule", "machine": _common.machine_description(), "config": args.config, "rows": rows}
+                f"{len(splits['eval'].examples)} ({splits['eval'].description}); {args.draws} draws; "
+                f"scored against {args.references} gold answers.\n\n{table(rows)}")
+    result = {"benchmark": "length_prior_rule", "machine": _common.machine_description(), "config": args.config,
+              "references": args.references, "rows": rows}
     args.output_dir.mkdir(parents=True, exist_ok=True)
     (args.output_dir / "length_prior_rule.md").write_text(markdown + "\n", encoding="utf-8")
     (args.output_dir / "length_prior_rule.json").write_text(json.dumps(result, indent=1), encoding="utf-8")

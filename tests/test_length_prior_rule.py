@@ -27,11 +27,11 @@ def train_tiny(tiny_encoder_dir, folder, heads: str = "span+bio"):
     return folder
 
 
-def script_and_argv(tmp_path, monkeypatch, model):
+def script_and_argv(tmp_path, monkeypatch, model, tune=None, evaluation=None):
     """The script and its arguments: a comparison config tuning on 5 sample questions and evaluating on the rest."""
     sample = {"path": str(SAMPLE_V1)}
-    comparison = {"name": "tiny", "train": {**sample, "limit": 1}, "tune": {**sample, "limit": 5},
-                  "eval": {**sample, "skip": 5}, "runs": [{"name": "joint", "heads": "span+bio"}], "seeds": [1]}
+    comparison = {"name": "tiny", "train": {**sample, "limit": 1}, "tune": {**sample, **(tune or {"limit": 5})},
+                  "eval": {**sample, **(evaluation or {"skip": 5})}, "runs": [{"name": "joint", "heads": "span+bio"}], "seeds": [1]}
     (tmp_path / "config.json").write_text(json.dumps(comparison))
     argv = ["--config", str(tmp_path / "config.json"), "--model", str(model), "--data-dir", str(FIXTURES),
             "--output-dir", str(tmp_path / "out"), "--draws", "30", "--draw-size", "2"]
@@ -61,6 +61,26 @@ def test_the_rules_are_scored_on_the_evaluation_questions(tiny_encoder_dir, tmp_
 
     monkeypatch.setattr(script.TrainedModel, "load", no_model)
     assert script.main(script.parse_args([*argv, "--bandwidths", "0"]))["rows"] == [rows[0.0]]
+
+
+def test_first_reference_scoring_scores_each_question_against_its_first_gold_answer(tiny_encoder_dir, tmp_path, monkeypatch):
+    model = train_tiny(tiny_encoder_dir, tmp_path / "model")
+    # evaluated on the first 5 sample questions, 4 of which have several gold answers
+    script, argv = script_and_argv(tmp_path, monkeypatch, model, tune={"skip": 5}, evaluation={"limit": 5})
+    scored_gold = []
+    official_scores = script.per_question_scores
+    monkeypatch.setattr(script, "per_question_scores", lambda gold, *rest: scored_gold.append(gold) or official_scores(gold, *rest))
+    result = script.main(script.parse_args([*argv, "--references", "first", "--bandwidths", "0"]))
+    evaluation = load_squad(SAMPLE_V1).examples[:5]
+    first_only = {ex.id: texts[:1] for ex, texts in zip(evaluation, gold_texts(evaluation).values())}
+    assert first_only["n1"] == ["France"] and all(gold == first_only for gold in scored_gold if "n1" in gold)
+    assert sum("n1" in gold for gold in scored_gold) == len(script.LENGTH_PRIOR_GRID)
+    (row,) = result["rows"]
+    trained = TrainedModel.load(model)
+    predictions = decode(trained.windows(evaluation), evaluation, "bio", replace(DecodeConfig(), bio_length_prior=row["picked"]))
+    assert row["eval_f1"] == pytest.approx(squad_v1_metrics(first_only, {p.id: p.answer for p in predictions})["f1"])
+    assert result["references"] == "first"
+    assert sorted(path.name for path in (tmp_path / "out" / "curves").iterdir()) == ["model.first-reference.npz"]
 
 
 def test_a_model_without_a_bio_head_and_a_negative_bandwidth_are_refused_before_any_work(tiny_encoder_dir, tmp_path, monkeypatch):
