@@ -162,7 +162,7 @@ def main(args: argparse.Namespace) -> dict:
     rows = [row for model in args.model for row in rule_rows(model, model_curves(model, splits, config.decode, cache, args.references), args)]
     markdown = (f"Tuned on {len(splits['tune'].examples)} questions ({splits['tune'].description}), evaluated on "
                 f"{len(splits['eval'].examples)} ({splits['eval'].description}); {args.draws} draws; "
-                f"scored against {args.references} gold answers.\n\n{table(rows)}")
+                f"gold answers: --references {args.references}.\n\n{table(rows)}")
     result = {"benchmark": "length_prior_rule", "machine": _common.machine_description(), "config": args.config,
               "references": args.references, "rows": rows}
     args.output_dir.mkdir(parents=True, exist_ok=True)
