@@ -16,8 +16,8 @@ scores each rule (a bandwidth: 0 is the plain argmax, 0.25 the package's default
 The curves are kept in ``--output-dir``/curves (default ``runs/bench-length-prior``), so a second run with other
 rules or draws decodes nothing. ``--references first`` scores every question against its first gold answer
 alone, as a tuning split drawn from training data is scored (one answer a question), while SQuAD dev's official
-F1 takes the best of several. Writes ``length_prior_rule.md`` and ``.json`` there; the last line printed is
-one JSON object.
+F1 takes the best of several; its curves and tables are kept apart (``.first-reference`` in their names). Writes
+``length_prior_rule.md`` and ``.json`` there; the last line printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from bio_mrc.model import BioMrcConfig
 import _common
 
 
-# Which gold answers of a question its F1 is scored against.
-REFERENCES = {"all": lambda texts: texts, "first": lambda texts: texts[:1]}
+# Which gold answers of a question its F1 is scored against, and the suffix of the files scored that way.
+REFERENCES = {"all": (lambda texts: texts, ""), "first": (lambda texts: texts[:1], ".first-reference")}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -88,7 +88,8 @@ def question_f1(trained: TrainedModel, examples: list, decode_options, reference
     """The BIO decoding's official F1 (0..100) of each of ``examples`` at each grid β, against the ``references``
     gold answers: (grid, questions)."""
     merged = merge_tag_log_probs(trained.windows(examples), len(examples))
-    gold = {qid: REFERENCES[references](texts) for qid, texts in gold_texts(examples).items()}
+    select, _ = REFERENCES[references]
+    gold = {qid: select(texts) for qid, texts in gold_texts(examples).items()}
     ids = [ex.id for ex in examples]
     rows = []
     for prior in LENGTH_PRIOR_GRID:
@@ -100,7 +101,7 @@ def question_f1(trained: TrainedModel, examples: list, decode_options, reference
 
 def model_curves(model: str, splits: dict, decode_spec, cache_dir: Path, references: str = "all") -> dict[str, np.ndarray]:
     """Per split name, the (grid, answerable questions) F1 of ``model``, from the cache when it was made on the same questions."""
-    cache = cache_dir / (f"{Path(model).name}.npz" if references == "all" else f"{Path(model).name}.{references}-reference.npz")
+    cache = cache_dir / f"{Path(model).name}{REFERENCES[references][1]}.npz"
     answerable = {name: [ex for ex in split.examples if ex.answers] for name, split in splits.items()}
     ids = {f"{name}_ids": np.array([ex.id for ex in examples]) for name, examples in answerable.items()}
     if cache.is_file():
@@ -166,8 +167,9 @@ def main(args: argparse.Namespace) -> dict:
     result = {"benchmark": "length_prior_rule", "machine": _common.machine_description(), "config": args.config,
               "references": args.references, "rows": rows}
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    (args.output_dir / "length_prior_rule.md").write_text(markdown + "\n", encoding="utf-8")
-    (args.output_dir / "length_prior_rule.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    stem = f"length_prior_rule{REFERENCES[args.references][1]}"
+    (args.output_dir / f"{stem}.md").write_text(markdown + "\n", encoding="utf-8")
+    (args.output_dir / f"{stem}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(markdown)
     return result
 

@@ -72,7 +72,7 @@ def test_first_reference_scoring_scores_each_question_against_its_first_gold_ans
     monkeypatch.setattr(script, "per_question_scores", lambda gold, *rest: scored_gold.append(gold) or official_scores(gold, *rest))
     result = script.main(script.parse_args([*argv, "--references", "first", "--bandwidths", "0"]))
     evaluation = load_squad(SAMPLE_V1).examples[:5]
-    first_only = {ex.id: texts[:1] for ex, texts in zip(evaluation, gold_texts(evaluation).values())}
+    first_only = {qid: texts[:1] for qid, texts in gold_texts(evaluation).items()}
     assert first_only["n1"] == ["France"] and all(gold == first_only for gold in scored_gold if "n1" in gold)
     assert sum("n1" in gold for gold in scored_gold) == len(script.LENGTH_PRIOR_GRID)
     (row,) = result["rows"]
