@@ -18,7 +18,7 @@ from . import __version__, registry
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
-from .io import check_file_target, check_folder_target
+from .io import check_file_target, check_folder_target, check_outputs_apart
 from .decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
@@ -113,11 +113,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_predict(args: argparse.Namespace) -> int:
     from .inference import TrainedModel
     from .inference.sharding import Shard
-    from .inference.streaming import StreamPlan, predict_to_files
+    from .inference.streaming import StreamPlan, predict_to_files, prediction_outputs
 
     if args.resume and args.output == "-":
         raise SystemExit("error: --resume continues PREDS.answers.jsonl; with --output - there is no such file")
     output = args.output if args.output == "-" else check_file_target(args.output)
+    check_outputs_apart(prediction_outputs(output, args.decoding), [args.data], [args.model])
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes)
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device)
@@ -190,6 +191,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .inference import TrainedModel, save_tuned_settings, tuning_provenance
     from .inference.tuning import tune_for_model
 
+    check_outputs_apart([args.plot_dir], [args.data], [args.model])
     data = _load_squad(args, args.data, args.limit)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
@@ -229,6 +231,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if not data_dir.exists():
         raise SystemExit(f"error: data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
     output_dir = check_folder_target(args.output_dir or Path("runs") / config.name)
+    check_outputs_apart([output_dir], [args.config, data_dir])
     if args.train_only:
         for model_dir in train_models(config, data_dir, output_dir, progress=True, cells_from=args.cells_from):
             print(model_dir)
@@ -244,6 +247,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
     if args.html:
         check_file_target(args.html)
+        check_outputs_apart([args.html], [args.context_file], [args.model])
     context = read_text_file(args.context_file) if args.context_file else args.context
     if context is None:
         raise SystemExit("error: give --context-file or --context")

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import secrets
 import shutil
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from .errors import OutputError
 
 __all__ = ["check_file_target", "check_folder_target", "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
-           "atomic_writer", "atomic_move_files", "fsync_dir", "finish_file_set", "replaced_together"]
+           "atomic_writer", "atomic_move_files", "fsync_dir", "finish_file_set", "replaced_together",
+           "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
+           "open_no_follow"]
 
 
 # torch's checkpoint writer reports a full disk as a RuntimeError without the errno
@@ -144,7 +147,7 @@ def atomic_move_files(source_dir: str | Path, target_dir: str | Path) -> list[Pa
             os.fsync(handle.fileno())
     moved = []
     for file in files:
-        os.replace(file, target_dir / file.name)
+        os.replace(owned_path(file, source_dir), owned_path(target_dir / file.name, target_dir))
         moved.append(target_dir / file.name)
     fsync_dir(target_dir)
     return moved
@@ -164,7 +167,7 @@ def fsync_dir(folder: str | Path) -> None:
         os.close(descriptor)
 
 
-SET_MANIFEST = ".files.json"  # in a set's staging folder: the names of the set's files
+SET_MANIFEST = ".files.json"  # in a set's staging folder: the names of the set's files and their SHA-256
 
 
 def _set_folders(folder: Path, name: str) -> tuple[Path, Path, Path]:
@@ -179,45 +182,190 @@ def replaced_together(folder: str | Path, name: str) -> Iterator[Path]:
     A write-ahead journal: the new set is written and fsynced whole with the list of its files, then its
     folder is renamed to mark it complete (the commit point), then its files are renamed into ``folder``.
     A crash before the commit leaves the old set; a crash after it is finished by :func:`finish_file_set`,
-    which the next writer runs first. Files of the old set that the new one lacks are removed; no other file is.
+    which the next writer runs first. Files of the old set that the new one lacks are removed when they
+    still hold what the set wrote; no other file is.
     """
     folder = Path(folder)
     finish_file_set(folder, name)
     writing, complete, _ = _set_folders(folder, name)
-    shutil.rmtree(writing, ignore_errors=True)
+    remove_tree(writing, folder)
     writing.mkdir(parents=True)
     try:
         yield writing
-        files = sorted(file.name for file in writing.iterdir())
-        for file in files:
-            with open(writing / file, "rb") as handle:
+        files = {}
+        for file in sorted(writing.iterdir()):
+            with open(file, "rb") as handle:
                 os.fsync(handle.fileno())
+            files[plain_name(file.name, str(writing))] = _sha256(file)
         atomic_write_json(writing / SET_MANIFEST, files)
     except BaseException:
-        shutil.rmtree(writing, ignore_errors=True)
+        remove_tree(writing, folder)
         raise
-    os.replace(writing, complete)
+    replace_file(writing, complete, folder)
     fsync_dir(folder)
     finish_file_set(folder, name)
 
 
 def finish_file_set(folder: str | Path, name: str) -> None:
     """Complete an interrupted :func:`replaced_together` (it may run any number of times): move a complete
-    set in, drop an incomplete one."""
+    set in, drop an incomplete one. Its bookkeeping is read as untrusted input: only plain file names
+    inside ``folder`` are moved or removed, a link in their place is refused, and an old file is removed only
+    while it holds the content the set wrote."""
     folder = Path(folder)
     writing, complete, in_place = _set_folders(folder, name)
-    shutil.rmtree(writing, ignore_errors=True)
+    remove_tree(writing, folder)
+    owned_path(complete, folder)
     if not complete.is_dir():
         return
-    new = json.loads((complete / SET_MANIFEST).read_text(encoding="utf-8"))
-    old = json.loads(in_place.read_text(encoding="utf-8")) if in_place.is_file() else []
+    new = _read_file_list(complete / SET_MANIFEST, required=True)
+    old = _read_file_list(in_place, required=False)
     for file in new:
-        if (complete / file).exists():
-            os.replace(complete / file, folder / file)
+        source = complete / file
+        if source.is_symlink() or (source.exists() and not source.is_file()):
+            raise UnsafePathError(f"{file!r} in {complete} is no plain file, so bio_mrc did not write it; remove that folder",
+                                  str(complete / SET_MANIFEST))
+        if source.is_file():  # else moved in before a kill
+            replace_file(source, folder / file, folder)
     fsync_dir(folder)
-    for stale in set(old) - set(new):  # files the old set wrote and the new one does not
-        with contextlib.suppress(FileNotFoundError):
-            (folder / stale).unlink()
+    new = {file: digest or _sha256_or_none(folder / file) for file, digest in new.items()}
+    for stale in set(old) - set(new):  # files the old set wrote and the new one does not, unchanged since
+        if old[stale] is not None and _sha256_or_none(folder / stale) == old[stale]:
+            remove_file(folder / stale, folder)
     atomic_write_json(in_place, new)
-    shutil.rmtree(complete)
+    remove_tree(complete, folder)
     fsync_dir(folder)
+
+
+def _read_file_list(path: Path, required: bool) -> dict[str, str | None]:
+    """The set's files named in ``path``: ``{name: sha256}``, or a plain list of names (older sets, no digests)."""
+    owned_path(path, path.parent)
+    if not path.is_file():
+        if required:
+            raise UnsafePathError(f"{path.parent} has no list of its files, so bio_mrc did not write it; remove it or "
+                                  "choose another output folder", str(path.parent))
+        return {}
+    try:
+        listed = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UnsafePathError(f"not a list of file names bio_mrc wrote ({type(err).__name__}); remove it", str(path)) from None
+    if isinstance(listed, list):
+        listed = dict.fromkeys(listed)
+    if not isinstance(listed, dict) or not all(digest is None or isinstance(digest, str) for digest in listed.values()):
+        raise UnsafePathError("not a list of file names bio_mrc wrote; remove it", str(path))
+    return {plain_name(file, str(path)): digest for file, digest in listed.items()}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _sha256_or_none(path: Path) -> str | None:
+    """The digest of a plain file (never one reached through a link), else None."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    return _sha256(path)
+
+
+class UnsafePathError(OutputError):
+    """A delete, rename or write would touch a path bio_mrc does not own: outside its output folder, through a
+    symbolic link, over an input or inside a model folder being read, or a name from a bookkeeping file that is no
+    plain file name."""
+
+
+def plain_name(name: object, source: str) -> str:
+    """``name`` if it is a plain file name (no folder, no ``..``, not absolute); read from ``source``."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise UnsafePathError(f"{name!r} is not a plain file name; bio_mrc names only files inside this folder "
+                              "(remove the file if bio_mrc did not write it)", source)
+    return name
+
+
+def owned_path(path: str | Path, root: str | Path) -> Path:
+    """``path`` if it lies inside ``root`` (the output folder a command was given) with no symbolic link on the way
+    below ``root``, its own name included: the only paths bio_mrc deletes, renames or replaces. ``root`` itself
+    may be a link (the user chose it)."""
+    path, root = Path(path), Path(root)
+    if ".." in path.parts:
+        raise UnsafePathError(f"{path} goes up a folder with '..'; bio_mrc changes only files inside {root}", str(path))
+    try:
+        below = Path(os.path.abspath(path)).relative_to(os.path.abspath(root))
+    except ValueError:
+        raise UnsafePathError(f"{path} lies outside the output folder {root}; bio_mrc changes only files inside it",
+                              str(path)) from None
+    current = Path(root)
+    for part in below.parts:
+        current = current / part
+        if current.is_symlink():
+            raise UnsafePathError(f"{current} is a symbolic link, which bio_mrc did not make; it neither follows nor "
+                                  "replaces it: remove the link or choose another output folder", str(root))
+    return path
+
+
+def remove_file(path: str | Path, root: str | Path) -> bool:
+    """Delete the file ``path`` inside ``root`` (see :func:`owned_path`); False if there was none."""
+    path = owned_path(path, root)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def remove_tree(path: str | Path, root: str | Path) -> bool:
+    """Delete the folder ``path`` inside ``root`` (see :func:`owned_path`) with what it holds (links inside are
+    removed, never followed); False if there was none."""
+    path = owned_path(path, root)
+    if not path.exists():
+        return False
+    if not path.is_dir():
+        raise UnsafePathError(f"{path} is a file where bio_mrc keeps a folder of its own; remove it", str(root))
+    shutil.rmtree(path)
+    return True
+
+
+def replace_file(source: str | Path, target: str | Path, root: str | Path) -> Path:
+    """Rename ``source`` over ``target`` (``os.replace``), both inside ``root`` (see :func:`owned_path`)."""
+    os.replace(owned_path(source, root), owned_path(target, root))
+    return Path(target)
+
+
+def open_no_follow(path: str | Path, mode: str, encoding: str = "utf-8") -> Any:
+    """``open(path, mode)`` for ``"w"``, ``"a"`` or ``"r+b"`` that refuses a symbolic link at ``path`` instead of
+    writing through it."""
+    flags = {"w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND, "r+b": os.O_RDWR}[mode]
+    try:
+        descriptor = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as err:
+        if Path(path).is_symlink():
+            raise UnsafePathError("is a symbolic link; bio_mrc writes no file through a link (remove it or choose "
+                                  "another output)", str(path)) from None
+        raise err
+    if "b" in mode:
+        return os.fdopen(descriptor, mode)
+    return os.fdopen(descriptor, mode, encoding=encoding, newline="")
+
+
+def check_outputs_apart(outputs: Iterable[str | Path], inputs: Iterable[str | Path] = (),
+                        model_dirs: Iterable[str | Path] = ()) -> None:
+    """Before any work: no output file is a symbolic link (an output folder may be one: the user chose where it
+    points), the same file as an input, or inside (or the same as) a model folder being read."""
+    inputs = [Path(p) for p in inputs if p is not None and str(p) != "-" and Path(p).exists()]
+    folders = [Path(p) for p in model_dirs if p is not None and Path(p).is_dir()]
+    for output in (Path(p) for p in outputs if p is not None and str(p) != "-"):
+        if output.is_symlink() and not output.is_dir():
+            raise UnsafePathError("is a symbolic link; bio_mrc writes no output through a link (remove it or choose "
+                                  "another output)", str(output))
+        real = Path(os.path.realpath(output))
+        for given in inputs:
+            if real == Path(os.path.realpath(given)) or (output.exists() and os.path.samefile(output, given)):
+                raise UnsafePathError(f"this output is the input {given}, which it would replace; choose another output",
+                                      str(output))
+        for folder in folders:
+            inside = Path(os.path.realpath(folder))
+            if real == inside or inside in real.parents:
+                raise UnsafePathError(f"this output lies in the model folder {folder}, which is being read; choose an "
+                                      "output outside it", str(output))

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 from . import registry
 from .encoders import is_default_encoder
 from .evaluation_record import EVAL_FILE, save_evaluation
-from .io import atomic_write_text
+from .io import atomic_write_text, remove_file
 
 __all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "record_evaluation",
            "render_model_card", "write_model_card"]
@@ -79,10 +79,10 @@ def clear_model_card(model_dir: str | Path) -> None:
     """A model about to be replaced: its scores and its generated card go with it (a card written by
     hand stays), so a save cut short never leaves the old model's numbers beside the new weights."""
     model_dir = Path(model_dir)
-    (model_dir / EVAL_FILE).unlink(missing_ok=True)
+    remove_file(model_dir / EVAL_FILE, model_dir)
     card = model_dir / CARD_FILE
     if card.is_file() and CARD_MARKER in card.read_text(encoding="utf-8", errors="replace"):
-        card.unlink()
+        remove_file(card, model_dir)
 
 
 def record_evaluation(

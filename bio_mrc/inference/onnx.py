@@ -31,7 +31,8 @@ import torch
 
 from .. import __version__
 from ..errors import BioMrcError
-from ..io import atomic_move_files, atomic_write_json, atomic_write_text
+from ..io import (UnsafePathError, atomic_move_files, atomic_write_json, atomic_write_text, check_outputs_apart, remove_file,
+                  remove_tree)
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
 from .forward import ENCODER_INPUTS
@@ -101,7 +102,7 @@ def export_graph(module: LogitsModule, inputs: Mapping[str, torch.Tensor], path:
         reason = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"[:500]
         warnings.warn(f"the dynamo ONNX exporter failed ({reason}); using the TorchScript exporter", stacklevel=2)
     for leftover in path.parent.glob(f"{path.name}*"):
-        leftover.unlink()
+        remove_file(leftover, path.parent)
     axes = {name: {0: "batch", 1: "sequence"} for name in (*names, *outputs)}
     with warnings.catch_warnings():
         # its deprecation notice and shape checks traced as constants: the check against PyTorch runs other shapes
@@ -131,16 +132,17 @@ def export_onnx(
     for module in ("onnx", "onnxruntime"):
         require(module, "ONNX export")
     model_dir, output_dir = Path(model_dir), Path(output_dir)
+    check_outputs_apart([output_dir], model_dirs=[model_dir])
     trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
     staging = prepare_output(model_dir, output_dir, overwrite)
     try:
         record = write_export(trained, staging, opset, atol)
-        (output_dir / EXPORT_FILE).unlink(missing_ok=True)  # the old export is unfinished from here on
+        remove_file(output_dir / EXPORT_FILE, output_dir)  # the old export is unfinished from here on
         for stale in output_dir.glob(f"{ONNX_FILE}.data"):
-            stale.unlink()
+            remove_file(stale, output_dir)
         atomic_move_files(staging, output_dir)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging, output_dir)
     record["source"] = str(model_dir)
     atomic_write_json(output_dir / EXPORT_FILE, record, indent=2)
     write_model_card(output_dir)
@@ -155,11 +157,15 @@ def prepare_output(model_dir: Path, output_dir: Path, overwrite: bool) -> Path:
     if output_dir.is_file():
         raise BioMrcError(f"{output_dir} is a file, not a folder")
     existing = [p.name for p in output_dir.iterdir() if p.name != STAGING_DIR] if output_dir.is_dir() else []
+    links = sorted(name for name in existing if (output_dir / name).is_symlink())
+    if links:
+        raise UnsafePathError(f"{output_dir / links[0]} is a symbolic link, which bio_mrc neither follows nor replaces; "
+                              "remove it or choose another folder", str(output_dir))
     if existing and not overwrite:
         shown = ", ".join(sorted(existing)[:4])
         raise BioMrcError(f"{output_dir} is not empty ({shown}); choose another folder or pass --overwrite")
     staging = output_dir / STAGING_DIR
-    shutil.rmtree(staging, ignore_errors=True)
+    remove_tree(staging, output_dir)
     staging.mkdir(parents=True)
     return staging
 

@@ -25,9 +25,10 @@ from tqdm.auto import tqdm
 from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError
+from ..io import check_outputs_apart, open_no_follow
 from ..types import Example
 from .answers import decode_answers
-from .files import answer_record, write_files_from_stream
+from .files import answer_record, prediction_paths, write_files_from_stream
 from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel
 from .sharding import Shard, SINGLE_PROCESS
@@ -57,6 +58,16 @@ class StreamPlan:
 def answers_stream_path(output: str | Path) -> Path:
     """``preds.json`` -> ``preds.answers.jsonl``, beside the official file."""
     return Path(output).with_suffix(STREAM_SUFFIX)
+
+
+def prediction_outputs(output: str | Path, decodings: Sequence[str]) -> list[Path]:
+    """Every file :func:`predict_to_files` writes for ``output`` (none for ``-``): the answers stream, then
+    each decoding's official, n-best and ``na_prob`` files."""
+    if str(output) == "-":
+        return []
+    decodings = tuple(dict.fromkeys(decodings))
+    files = [path for decoding in decodings for path in prediction_paths(Path(output), decoding, len(decodings) > 1).values()]
+    return [answers_stream_path(output), *files]
 
 
 def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPlan) -> list[str]:
@@ -133,7 +144,7 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int) -> lis
                 ends.append(position)
                 group = []
     keep = len(ids) // chunk_size * chunk_size
-    with open(stream, "r+b") as handle:
+    with open_no_follow(stream, "r+b") as handle:
         handle.truncate(ends[keep])
         handle.flush()
         os.fsync(handle.fileno())
@@ -152,11 +163,12 @@ def predict_to_files(
     stream = None if to_stdout else answers_stream_path(output)
     if resume and to_stdout:
         raise ValueError("--resume continues an answers file; standard output holds none")
+    check_outputs_apart(prediction_outputs(output, plan.decodings), model_dirs=[trained.path])
     done = resume_point(stream, plan.decodings, plan.chunk_size) if shard.writes and resume and stream.is_file() else []
     done = shard.broadcast(done)
     if shard.writes and stream is not None:
         stream.parent.mkdir(parents=True, exist_ok=True)
-    sink = None if not shard.writes else sys.stdout if to_stdout else open(stream, "a" if done else "w", encoding="utf-8", newline="")
+    sink = None if not shard.writes else sys.stdout if to_stdout else open_no_follow(stream, "a" if done else "w")
     try:
         with tqdm(total=total, desc="questions", unit="question", disable=not (progress and shard.writes)) as bar:
             stream_answers(trained, questions, plan, sink, shard, done, bar)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from transformers.trainer_callback import ExportableState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..errors import BioMrcError
-from ..io import atomic_write_json
+from ..io import atomic_write_json, owned_path, remove_tree
 
 CHECKPOINT_DIR = "checkpoints"  # under the output folder; removed once the model is complete
 TRAIN_CONFIG_FILE = "bio_mrc_train_config.json"  # in CHECKPOINT_DIR: the options (and questions) of its checkpoints
@@ -75,7 +74,7 @@ def checkpoint_to_resume(
         _check_same_run(folder, run_options, last)
     if main_process and save_checkpoints:
         for partial in incomplete:  # cut short by a kill; rotation could keep one and delete our newest good one
-            shutil.rmtree(partial, ignore_errors=True)
+            remove_tree(partial, folder)
     if last is not None and resume:
         _note(progress, f"resuming training from {last} (step {checkpoint_step(last)})")
         return last
@@ -105,6 +104,9 @@ def scan_checkpoints(folder: str | Path) -> tuple[list[Path], list[Path]]:
     """(complete, incomplete) ``checkpoint-N`` folders, by step. Trainer writes ``trainer_state.json`` last,
     so a checkpoint is complete when that file reads as JSON; a kill while saving leaves it missing or cut."""
     folder = Path(folder)
+    if folder.is_symlink():  # its checkpoint-N folders are not this run's to delete or continue
+        raise ResumeError(f"{folder} is a symbolic link, which bio_mrc does not follow to delete or write checkpoints; "
+                          "remove the link or choose another output folder")
     if not folder.is_dir():
         return [], []
     found = sorted((p for p in folder.iterdir() if p.is_dir() and checkpoint_step(p) is not None), key=checkpoint_step)
@@ -130,10 +132,10 @@ def remove_checkpoints(folder: Path, ours: bool) -> None:
     """Once the model is complete nothing is left to resume: remove this run's checkpoints. A run that saved
     none leaves another run's alone and removes only the empty folder Trainer made."""
     if ours:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder, folder.parent)
     else:
         with contextlib.suppress(OSError):
-            folder.rmdir()
+            owned_path(folder, folder.parent).rmdir()
 
 
 __all__ = ["CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "TRAIN_CONFIG_FILE", "ResumeError", "TrainingClock",

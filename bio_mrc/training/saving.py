@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 from transformers import Trainer
 
 from ..errors import ConfigError
-from ..io import atomic_move_files, atomic_write_json, check_folder_target
+from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_folder_target, remove_file, remove_tree
 from ..model import RUN_FILE, BioMrcConfig
 from ..model_card import clear_model_card, write_model_card
 from .checkpoints import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
@@ -27,9 +26,13 @@ def check_output_folder(folder: Path, overwrite: bool) -> None:
     check_folder_target(folder)
     if not folder.is_dir():
         return
+    links = sorted(p.name for p in folder.iterdir() if p.is_symlink())
+    if links:  # a link here would send checkpoints, deletions or the model's files to where it points
+        raise UnsafePathError(f"{folder / links[0]} is a symbolic link, which bio_mrc neither follows nor replaces in "
+                              "an output folder; remove it or choose another output folder", str(folder))
     checkpoints = folder / CHECKPOINT_DIR
-    strangers = sorted(p.name for p in checkpoints.iterdir() if p.name != TRAIN_CONFIG_FILE and checkpoint_step(p) is None) \
-        if checkpoints.is_dir() else []
+    strangers = sorted(p.name for p in checkpoints.iterdir() if p.is_symlink() or
+                       (p.name != TRAIN_CONFIG_FILE and checkpoint_step(p) is None)) if checkpoints.is_dir() else []
     if strangers:
         raise ConfigError(f"{checkpoints} holds files bio_mrc did not write ({', '.join(strangers[:4])}), and training removes "
                           "its checkpoints folder when it ends; choose another output folder")
@@ -58,18 +61,18 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
     """
     staging = output_dir / STAGING_DIR
     if trainer.is_world_process_zero():
-        shutil.rmtree(staging, ignore_errors=True)  # left by a save that was killed
+        remove_tree(staging, output_dir)  # left by a save that was killed
     trainer.save_model(str(staging))  # every process: sharded (FSDP/DeepSpeed) saves gather on all of them
     if not trainer.is_world_process_zero():
         return
     try:
         tokenizer.save_pretrained(str(staging))
         atomic_write_json(staging / TRAINING_LOG_FILE, trainer.state.log_history, indent=1)
-        (output_dir / RUN_FILE).unlink(missing_ok=True)
+        remove_file(output_dir / RUN_FILE, output_dir)
         clear_model_card(output_dir)
         atomic_move_files(staging, output_dir)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging, output_dir)
     atomic_write_json(output_dir / RUN_FILE, record, indent=2)
     write_model_card(output_dir)
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from transformers import TrainerCallback, set_seed
 
 from ..errors import ConfigError
-from ..io import writes_named
+from ..io import check_outputs_apart, writes_named
 from ..progress import progress_bars
 from ..types import Example, content_hash
 from .checkpoints import (
@@ -70,6 +70,7 @@ def train_model(
     """
     output_dir, config = Path(output_dir), config.with_resolved_precision()
     check_output_folder(output_dir, overwrite)
+    check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps)
     _check_evaluation(args.eval_strategy.value, evaluator)
     set_seed(config.seed)
