@@ -213,8 +213,9 @@ def finish_file_set(folder: str | Path, name: str) -> None:
     while it holds the content the set wrote."""
     folder = Path(folder)
     writing, complete, in_place = _set_folders(folder, name)
+    for bookkeeping in (writing, complete, in_place):
+        owned_path(bookkeeping, folder)  # none is a link, so the journal never reaches outside the folder
     remove_tree(writing, folder)
-    owned_path(complete, folder)
     if not complete.is_dir():
         return
     new = _read_file_list(complete / SET_MANIFEST, required=True)

@@ -1,0 +1,190 @@
+"""Only what the package wrote is removed or replaced: bookkeeping files are untrusted input, symbolic links are
+never followed to delete or write, and no output replaces an input or a model being read."""
+
+import json
+import os
+
+import pytest
+
+from bio_mrc import io
+from bio_mrc.cli import main
+from bio_mrc.errors import BioMrcError
+
+from .conftest import SAMPLE_V1
+from .test_bad_input import saved_model  # noqa: F401  (module-scoped fixture: an untrained saved model)
+
+
+def _victim(tmp_path):
+    """A folder of the user's, outside every output folder, with one file."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me")
+    return victim
+
+
+def _untouched(victim):
+    return sorted(p.name for p in victim.iterdir()) == ["precious.txt"] and (victim / "precious.txt").read_text() == "keep me"
+
+
+# --- the report set's bookkeeping ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["ABSOLUTE", "../victim/precious.txt", "sub/x", "..", "", 7])
+def test_a_report_list_naming_no_plain_file_is_refused_and_deletes_nothing(tmp_path, name):
+    victim, out = _victim(tmp_path), tmp_path / "out"
+    (out / ".report-complete").mkdir(parents=True)
+    (out / ".report-complete" / ".files.json").write_text("[]")
+    listed = str(victim / "precious.txt") if name == "ABSOLUTE" else name
+    (out / ".report-files.json").write_text(json.dumps([listed]))
+    with pytest.raises(io.UnsafePathError, match="not a plain file name"):
+        io.finish_file_set(out, "report")
+    assert _untouched(victim)
+
+
+def test_a_listed_file_the_user_changed_or_that_predates_digests_is_kept(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.png").write_text("the set's")
+    with io.replaced_together(out, "report") as staging:
+        (staging / "old.png").write_text("the set's")
+        (staging / "report.md").write_text("r")
+    (out / "old.png").write_text("edited by the user")
+    (out / "mine.txt").write_text("the user's")
+    listed = json.loads((out / ".report-files.json").read_text())
+    (out / ".report-files.json").write_text(json.dumps({**listed, "mine.txt": None}))  # a name without a digest
+    with io.replaced_together(out, "report") as staging:
+        (staging / "report.md").write_text("r2")
+    assert (out / "old.png").read_text() == "edited by the user" and (out / "mine.txt").read_text() == "the user's"
+
+
+def test_a_complete_folder_without_its_list_is_refused_in_one_line(tmp_path):
+    (tmp_path / ".report-complete").mkdir()
+    (tmp_path / "report.md").write_text("the user's")
+    with pytest.raises(io.UnsafePathError, match="no list of its files"):
+        io.finish_file_set(tmp_path, "report")
+    assert (tmp_path / "report.md").read_text() == "the user's"
+
+
+@pytest.mark.parametrize("bookkeeping", [".report-complete", ".report-writing", ".report-files.json"])
+def test_a_symbolically_linked_bookkeeping_entry_is_refused_and_its_target_kept(tmp_path, bookkeeping):
+    victim, out = _victim(tmp_path), tmp_path / "out"
+    out.mkdir()
+    (victim / ".files.json").write_text(json.dumps(["precious.txt"]))
+    target = victim / ".files.json" if bookkeeping.endswith(".json") else victim
+    (out / bookkeeping).symlink_to(target)
+    with pytest.raises(io.UnsafePathError, match="symbolic link"):
+        io.finish_file_set(out, "report")
+    with pytest.raises(io.UnsafePathError, match="symbolic link"):  # every later run says the same, no traceback
+        io.finish_file_set(out, "report")
+    assert sorted(p.name for p in victim.iterdir()) == [".files.json", "precious.txt"]
+    assert (victim / "precious.txt").read_text() == "keep me"
+
+
+def test_the_helpers_refuse_paths_outside_the_folder_or_through_links(tmp_path):
+    victim, out = _victim(tmp_path), tmp_path / "out"
+    out.mkdir()
+    (out / "link").symlink_to(victim)
+    for call in (lambda: io.remove_file(victim / "precious.txt", out), lambda: io.remove_file(out / "../victim/precious.txt", out),
+                 lambda: io.remove_file(out / "link" / "precious.txt", out), lambda: io.remove_tree(out / "link", out),
+                 lambda: io.replace_file(out / "link" / "precious.txt", out / "stolen", out)):
+        with pytest.raises(io.UnsafePathError):
+            call()
+    assert _untouched(victim)
+    (out / "own.txt").write_text("x")
+    assert io.remove_file(out / "own.txt", out) and not io.remove_file(out / "own.txt", out)
+    linked_root = tmp_path / "linked-out"
+    linked_root.symlink_to(out)  # the folder the user gave may itself be a link
+    (out / "own.txt").write_text("x")
+    assert io.remove_file(linked_root / "own.txt", linked_root)
+
+
+# --- training's checkpoints folder -----------------------------------------------------------------------------
+
+def test_train_into_a_folder_whose_checkpoints_are_a_symbolic_link_is_refused(tiny_encoder_dir, tmp_path, capsys):
+    victim, out = _victim(tmp_path), tmp_path / "out"
+    (victim / "checkpoint-3").mkdir()  # looks like an incomplete checkpoint: removed by the old code
+    out.mkdir()
+    (out / "checkpoints").symlink_to(victim)
+    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--epochs", "1", "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"])
+    assert code == 2
+    assert "symbolic link" in capsys.readouterr().err
+    assert sorted(p.name for p in victim.iterdir()) == ["checkpoint-3", "precious.txt"]
+
+
+def test_scanning_checkpoints_refuses_a_linked_folder(tmp_path):
+    from bio_mrc.training.checkpoints import ResumeError, scan_checkpoints
+
+    victim = _victim(tmp_path)
+    (tmp_path / "checkpoints").symlink_to(victim)
+    with pytest.raises(ResumeError, match="symbolic link"):
+        scan_checkpoints(tmp_path / "checkpoints")
+
+
+# --- predict's outputs -----------------------------------------------------------------------------------------
+
+def _predict(model, data, output, *extra):
+    return main(["predict", "--model", str(model), "--data", str(data), "--output", str(output), *extra])
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_predict_never_writes_through_a_linked_answers_stream(saved_model, tmp_path, capsys, resume):  # noqa: F811
+    victim = _victim(tmp_path)
+    (tmp_path / "preds.answers.jsonl").symlink_to(victim / "precious.txt")
+    code = _predict(saved_model, SAMPLE_V1, tmp_path / "preds.json", *(["--resume"] if resume else []))
+    assert code == 2
+    assert "symbolic link" in capsys.readouterr().err
+    assert _untouched(victim) and not (tmp_path / "preds.json").exists()
+
+
+def test_the_answers_stream_opens_no_link_even_unchecked(tmp_path):
+    from bio_mrc.inference.streaming import resume_point
+
+    victim = _victim(tmp_path)
+    (tmp_path / "s.jsonl").symlink_to(victim / "precious.txt")
+    for mode in ("w", "a"):
+        with pytest.raises(io.UnsafePathError, match="symbolic link"):
+            io.open_no_follow(tmp_path / "s.jsonl", mode)
+    with pytest.raises(io.UnsafePathError, match="symbolic link"):
+        resume_point(tmp_path / "s.jsonl", ["span"], 1)
+    assert _untouched(victim)
+
+
+def test_predict_refuses_to_replace_its_input_or_the_model(saved_model, tmp_path, capsys):  # noqa: F811
+    data = tmp_path / "data.json"
+    data.write_bytes(SAMPLE_V1.read_bytes())
+    config = (saved_model / "config.json").read_bytes()
+    for output, says in ((data, "is the input"), (saved_model / "config.json", "model folder"),
+                         (saved_model / "preds.json", "model folder")):
+        assert _predict(saved_model, data, output) == 2
+        assert says in capsys.readouterr().err
+    assert data.read_bytes() == SAMPLE_V1.read_bytes() and (saved_model / "config.json").read_bytes() == config
+    assert not (saved_model / "preds.answers.jsonl").exists()
+    stream_input = tmp_path / "x.answers.jsonl"  # the answers stream beside the output is an output too
+    stream_input.write_bytes(SAMPLE_V1.read_bytes())
+    assert _predict(saved_model, stream_input, tmp_path / "x.json") == 2
+    assert stream_input.read_bytes() == SAMPLE_V1.read_bytes()
+
+
+def test_other_commands_refuse_outputs_over_inputs_or_inside_the_model(saved_model, tmp_path, capsys):  # noqa: F811
+    context = tmp_path / "context.txt"
+    context.write_text("Paris is the capital of France.")
+    calls = [
+        ["extract", "--model", str(saved_model), "--question", "What?", "--context-file", str(context), "--html", str(context)],
+        ["extract", "--model", str(saved_model), "--question", "What?", "--context", "x", "--html", str(saved_model / "p.html")],
+        ["tune", "--model", str(saved_model), "--data", str(SAMPLE_V1), "--plot-dir", str(saved_model / "plots")],
+        ["export", "--model", str(saved_model), "--output", str(saved_model / "onnx")],
+    ]
+    for argv in calls:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "model folder" in err or "is the input" in err
+    assert context.read_text() == "Paris is the capital of France."
+    assert not (saved_model / "plots").exists() and not (saved_model / "onnx").exists()
+
+
+def test_check_outputs_apart_accepts_outputs_elsewhere(saved_model, tmp_path):  # noqa: F811
+    io.check_outputs_apart([tmp_path / "preds.json", tmp_path / "out"], [SAMPLE_V1, "rajpurkar/squad:validation"], [saved_model])
+    (tmp_path / "link.json").symlink_to(tmp_path / "nowhere.json")
+    with pytest.raises(BioMrcError, match="symbolic link"):
+        io.check_outputs_apart([tmp_path / "link.json"])
+    assert os.path.islink(tmp_path / "link.json")
