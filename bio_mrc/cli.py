@@ -104,10 +104,30 @@ def cmd_train(args: argparse.Namespace) -> int:
     evaluator = TrainingEvaluator(held_out.examples, held_out.version) if held_out else None
     print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
     result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
-                         checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator)
+                         checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,
+                         network_args=_network_args(args))
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
                       "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
     return 0
+
+
+def _add_network_options(parser: argparse.ArgumentParser) -> None:
+    """The only way to send a run off the machine: no config file turns these on."""
+    parser.add_argument("--push-to-hub", action="store_true",
+                        help="publish to the Hugging Face Hub as Trainer does (needs `hf auth login` or HF_TOKEN)")
+    parser.add_argument("--hub-model-id", metavar="ID", help="the hub repository to push to (with --push-to-hub)")
+    parser.add_argument("--hub-strategy", choices=("end", "every_save", "checkpoint", "all_checkpoints"),
+                        help="when Trainer pushes (with --push-to-hub)")
+    parser.add_argument("--hub-private-repo", action="store_true", help="make a new hub repository private (with --push-to-hub)")
+    parser.add_argument("--report-to", nargs="+", metavar="TRACKER",
+                        help="send logs to these trackers (wandb, mlflow, comet_ml, ...); a config's training_args take only "
+                             "local ones (tensorboard)")
+
+
+def _network_args(args: argparse.Namespace) -> dict[str, object]:
+    values = {"push_to_hub": args.push_to_hub or None, "hub_model_id": args.hub_model_id, "hub_strategy": args.hub_strategy,
+              "hub_private_repo": args.hub_private_repo or None, "report_to": args.report_to}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -302,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--overwrite", action="store_true", help="replace a finished model, or the files of a folder that holds no bio_mrc model, in OUTPUT_DIR")
     add_config_options(train, TrainConfig)
     _add_data_options(train)
+    _add_network_options(train)
     train.set_defaults(func=cmd_train)
     _add_model_commands(add_command)
     _add_compare_and_extract(add_command)

@@ -188,3 +188,58 @@ def test_check_outputs_apart_accepts_outputs_elsewhere(saved_model, tmp_path):  
     with pytest.raises(BioMrcError, match="symbolic link"):
         io.check_outputs_apart([tmp_path / "link.json"])
     assert os.path.islink(tmp_path / "link.json")
+
+
+# --- nothing leaves the machine unless the command line asks --------------------------------------------------
+
+@pytest.mark.parametrize("values, flag", [
+    ({"push_to_hub": True, "hub_model_id": "someone/model"}, "--push-to-hub"),
+    ({"hub_model_id": "someone/model"}, "--hub-model-id"),
+    ({"hub_token": "hf_x"}, "--push-to-hub"),
+    ({"hub_strategy": "every_save"}, "--hub-strategy"),
+    ({"report_to": "wandb"}, "--report-to wandb"),
+    ({"report_to": ["tensorboard", "mlflow"]}, "--report-to mlflow"),
+    ({"report_to": "all"}, "--report-to all"),
+])
+def test_options_that_send_data_off_the_machine_are_refused_in_configs(tmp_path, capsys, values, flag):
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.harness.config import load_config
+    from bio_mrc.training.config import TrainConfig
+
+    with pytest.raises(ConfigError, match=f"only the command line asks for: bio-mrc train {flag}"):
+        TrainConfig(training_args=values)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"name": "c", "train": {"path": "squad-v1.1/train.json"}, "eval": {"path": "squad-v1.1/dev.json"},
+                                  "runs": [{"name": "joint", "training_args": values}]}))
+    with pytest.raises(BioMrcError, match=flag):
+        load_config(config)
+    argv = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--training-args", json.dumps(values)]
+    assert main(argv) == 2 and flag in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_local_trackers_stay_allowed_in_configs():
+    from bio_mrc.training.config import TrainConfig
+
+    assert TrainConfig(training_args={"report_to": ["tensorboard"]}).training_args == {"report_to": ["tensorboard"]}
+    assert TrainConfig(training_args={"report_to": "none"}).training_args == {"report_to": "none"}
+
+
+def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path):
+    from bio_mrc.cli import _network_args, build_parser
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.trainer import training_arguments
+
+    base = ["train", "--train", "t.json", "--output-dir", "out"]
+    assert _network_args(build_parser().parse_args(base)) == {}
+    args = build_parser().parse_args([*base, "--push-to-hub", "--hub-model-id", "me/m", "--report-to", "wandb"])
+    network = _network_args(args)
+    assert network == {"push_to_hub": True, "hub_model_id": "me/m", "report_to": ["wandb"]}
+    config = TrainConfig(training_args={"report_to": ["tensorboard"]})
+    built = training_arguments(config, tmp_path, False, False, None, network)
+    assert built.push_to_hub and built.hub_model_id == "me/m" and built.report_to == ["tensorboard", "wandb"]
+    plain = training_arguments(config, tmp_path, False, False, None)
+    assert not plain.push_to_hub and plain.report_to == ["tensorboard"]
+    with pytest.raises(ConfigError, match="need --push-to-hub"):
+        training_arguments(config, tmp_path, False, False, None, {"hub_model_id": "me/m"})

@@ -48,10 +48,54 @@ OWNED_TRAINING_ARGS = {
 }
 
 
+# The TrainingArguments fields that send data off the machine (a hub push, an uploading tracker), each with the
+# command-line flag that alone turns it on: a config file never does.
+NETWORK_TRAINING_ARGS = {
+    "push_to_hub": "--push-to-hub", "hub_model_id": "--hub-model-id", "hub_strategy": "--hub-strategy",
+    "hub_private_repo": "--hub-private-repo", "hub_always_push": "--push-to-hub", "hub_revision": "--hub-revision",
+    "hub_token": "--push-to-hub, with the token of `hf auth login` or HF_TOKEN",
+    "report_to": "--report-to",
+}
+LOCAL_REPORTERS = ("none", "tensorboard")  # report_to values that keep everything in the model folder
+
+
+def check_stays_local(values: dict[str, Any], source: str = "training_args") -> None:
+    """Refuse options in ``values`` (a config's training_args) that would send data off the machine, naming the
+    command-line flag that asks for them."""
+    for name, value in values.items():
+        if name == "report_to":
+            reporters = [value] if isinstance(value, str) else value if isinstance(value, list) else [value]
+            uploading = [r for r in reporters if r not in LOCAL_REPORTERS]
+            if uploading:
+                raise ConfigError(f"{source}: report_to {uploading[0]!r} can send the run off this machine, which only the "
+                                  f"command line asks for: bio-mrc train --report-to {uploading[0]} (local here: "
+                                  f"{', '.join(LOCAL_REPORTERS)})")
+        elif name in NETWORK_TRAINING_ARGS or name.startswith(("hub_", "push_to_hub")):
+            flag = NETWORK_TRAINING_ARGS.get(name, "--push-to-hub")
+            raise ConfigError(f"{source}: {name!r} publishes the model, which only the command line asks for: "
+                              f"bio-mrc train {flag}")
+
+
+def check_network_args(values: dict[str, Any]) -> None:
+    """The command line's off-machine options (see :data:`NETWORK_TRAINING_ARGS`): known names that TrainingArguments
+    takes; a hub option other than the push itself needs the push."""
+    unknown = sorted(set(values) - set(NETWORK_TRAINING_ARGS))
+    if unknown:
+        raise ConfigError(f"{unknown[0]!r} is no option that sends data off the machine; give it in training_args")
+    if any(name.startswith("hub_") for name in values) and not values.get("push_to_hub"):
+        raise ConfigError("--hub-model-id, --hub-strategy, --hub-private-repo and --hub-revision need --push-to-hub")
+    try:
+        TrainingArguments(output_dir="network-args-check", **{"report_to": "none", **values})
+    except (ValueError, TypeError, ImportError, RuntimeError) as err:
+        raise ConfigError(f"{values}: {err}") from None
+
+
 def check_training_args(values: dict[str, Any]) -> None:
-    """Refuse a name that is no TrainingArguments field (with the field it most likely misspells) or one
-    the package owns (with the option to use instead), then values TrainingArguments itself refuses."""
+    """Refuse a name that is no TrainingArguments field (with the field it most likely misspells), one
+    the package owns (with the option to use instead) or one that sends data off the machine (with the flag
+    that asks for it), then values TrainingArguments itself refuses."""
     known = [f.name for f in fields(TrainingArguments) if f.init]
+    check_stays_local({name: value for name, value in values.items() if name in known or name.startswith(("hub_", "push_to_hub"))})
     for name in values:
         if name in OWNED_TRAINING_ARGS:
             raise ConfigError(f"training_args: {name!r} is the package's own: {OWNED_TRAINING_ARGS[name]}")
@@ -190,4 +234,5 @@ class TrainConfig:
         return cls(**data)
 
 
-__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "OWNED_TRAINING_ARGS", "TrainConfig", "check_training_args"]
+__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TrainConfig",
+           "check_network_args", "check_stays_local", "check_training_args"]

@@ -48,6 +48,7 @@ def train_model(
     callbacks: Sequence[TrainerCallback] | None = None,
     overwrite: bool = False,
     evaluator: Evaluator | None = None,
+    network_args: dict[str, Any] | None = None,
 ) -> TrainResult:
     """Train a fresh model on ``examples`` and save it (with its tokenizer and config) in ``output_dir``.
 
@@ -67,11 +68,15 @@ def train_model(
     evaluations, ``evaluator`` (e.g. ``bio_mrc.inference.TrainingEvaluator(questions)``) scores the model
     then; its scores join the log history, kept in the folder as ``training_log.json``. With ``progress``
     off nothing is printed; with it on, bars and log lines go to stderr.
+
+    ``network_args``: the ``TrainingArguments`` that send data off the machine (``push_to_hub``, ``hub_*``,
+    ``report_to`` an uploading tracker), which ``config.training_args`` may not hold; the CLI fills them from
+    ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
     output_dir, config = Path(output_dir), config.with_resolved_precision()
     check_output_folder(output_dir, overwrite)
     check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
-    args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps)
+    args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)
     _check_evaluation(args.eval_strategy.value, evaluator)
     set_seed(config.seed)
     with progress_bars(progress):

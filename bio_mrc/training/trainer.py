@@ -23,7 +23,7 @@ from ..precision import default_device
 from ..progress import progress_bars
 from ..types import Example
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
-from .config import TrainConfig
+from .config import TrainConfig, check_network_args
 from .saving import LOG_DIR
 
 # Scores of the model in training on held-out questions, by name (e.g. {"span_f1": 71.2}): called with the model and tokenizer.
@@ -190,17 +190,30 @@ def _route_logs(trainer: Trainer, model_folder: Path) -> None:
 
 
 def training_arguments(
-    config: TrainConfig, output_dir: Path, save_checkpoints: bool, progress: bool, checkpoint_steps: int | None
+    config: TrainConfig, output_dir: Path, save_checkpoints: bool, progress: bool, checkpoint_steps: int | None,
+    network_args: dict[str, Any] | None = None,
 ) -> TrainingArguments:
     """The package's ``TrainingArguments`` (its options, checkpoints under ``output_dir/checkpoints``), with
-    ``config.training_args`` over the values it merely defaults (those it owns are refused by ``TrainConfig``)."""
+    ``config.training_args`` over the values it merely defaults (those it owns are refused by ``TrainConfig``),
+    and the command line's ``network_args`` (hub push, uploading trackers: the only way to turn them on)."""
     steps = DEFAULT_CHECKPOINT_STEPS if checkpoint_steps is None else checkpoint_steps
     if steps < 1:
         raise ValueError(f"checkpoint_steps must be a positive number of optimizer steps, not {checkpoint_steps}")
+    values = {**_package_arguments(config, output_dir, save_checkpoints, progress, steps), **config.training_args}
+    if network_args:
+        check_network_args(network_args)
+        values.update(network_args)
+        if "report_to" in network_args:  # the trackers asked for on the command line join the config's local ones
+            values["report_to"] = _reporters(config.training_args.get("report_to"), network_args["report_to"])
     try:
-        return TrainingArguments(**{**_package_arguments(config, output_dir, save_checkpoints, progress, steps), **config.training_args})
+        return TrainingArguments(**values)
     except ValueError as err:  # training_args that do not fit the package's own (e.g. load_best_model_at_end without checkpoints)
         raise ConfigError(f"training_args {config.training_args} with the package's own arguments: {err}") from None
+
+
+def _reporters(*values: Any) -> list[str]:
+    listed = [name for value in values if value is not None for name in ([value] if isinstance(value, str) else value)]
+    return list(dict.fromkeys(name for name in listed if name != "none")) or ["none"]
 
 
 def _package_arguments(config: TrainConfig, output_dir: Path, save_checkpoints: bool, progress: bool, steps: int) -> dict[str, Any]:
