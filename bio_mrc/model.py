@@ -169,7 +169,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         and refuses NaN or infinite weights, which would answer "" to every question without a word."""
         with as_data(pretrained_model_name_or_path):
             model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
-        if broken := [name for name, tensor in model.state_dict().items() if tensor.is_floating_point() and not torch.isfinite(tensor).all()]:
+        if broken := non_finite_weights(model):
             raise ModelFormatError(f"its weights hold NaN or infinite values ({', '.join(broken[:3])}"
                                    f"{f' and {len(broken) - 3} more' if len(broken) > 3 else ''})", str(pretrained_model_name_or_path))
         return model
@@ -257,6 +257,13 @@ def set_encoder_dropout(encoder_config: PreTrainedConfig, attention: float | Non
             setattr(encoder_config, name, rate)
 
 
+def non_finite_weights(model: torch.nn.Module) -> list[str]:
+    """The names of the parameters and buffers holding NaN or infinity (a diverged training run), in order."""
+    with torch.no_grad():
+        named = [*model.named_parameters(), *model.named_buffers()]
+        return [name for name, tensor in named if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+
+
 def _encoder_class(encoder_config: PreTrainedConfig) -> type[PreTrainedModel]:
     """The class ``AutoModel`` builds for an encoder config (``BertModel`` for a ``BertConfig``)."""
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
@@ -287,4 +294,5 @@ def register_auto_classes() -> None:
 
 register_auto_classes()
 
-__all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "register_auto_classes", "set_encoder_dropout"]
+__all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "non_finite_weights", "register_auto_classes",
+           "set_encoder_dropout"]

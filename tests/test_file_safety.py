@@ -243,3 +243,36 @@ def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path):
     assert not plain.push_to_hub and plain.report_to == ["tensorboard"]
     with pytest.raises(ConfigError, match="need --push-to-hub"):
         training_arguments(config, tmp_path, False, False, None, {"hub_model_id": "me/m"})
+
+
+# --- a model whose weights are not finite is never saved as complete, nor read -----------------------------------
+
+def test_a_diverged_training_run_saves_no_model(tiny_encoder_dir, tmp_path, capsys):
+    from bio_mrc.model import RUN_FILE
+
+    out = tmp_path / "out"
+    code = main(["train", "--train", str(SAMPLE_V1), "--limit", "8", "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--epochs", "1", "--batch-size", "4", "--learning-rate", "1e308", "--head-learning-rate", "1e308",
+                 "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"])
+    err = capsys.readouterr().err
+    assert code == 2 and "training diverged" in err and "NaN or infinity" in err
+    assert not (out / RUN_FILE).exists() and not (out / "checkpoints").exists() and not (out / "config.json").exists()
+
+
+def test_a_saved_model_with_non_finite_weights_is_refused_on_load(saved_model, tmp_path):  # noqa: F811
+    import shutil
+
+    import torch
+
+    from bio_mrc.errors import ModelFormatError
+    from bio_mrc.inference import TrainedModel
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    folder = tmp_path / "nan-model"
+    shutil.copytree(saved_model, folder)
+    model = BioMrcForQuestionAnswering.from_pretrained(str(folder))
+    with torch.no_grad():
+        next(model.parameters()).fill_(float("nan"))
+    model.save_pretrained(str(folder))
+    with pytest.raises(ModelFormatError, match="weights hold NaN or infinite values"):
+        TrainedModel.load(folder)

@@ -15,6 +15,7 @@ from transformers import TrainerCallback, set_seed
 
 from ..errors import ConfigError
 from ..io import check_outputs_apart, writes_named
+from ..model import non_finite_weights
 from ..progress import progress_bars
 from ..types import Example, content_hash
 from .checkpoints import (
@@ -92,11 +93,28 @@ def train_model(
     with writes_named(output_dir), progress_bars(progress):
         outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     result = TrainResult(output_dir, clock.seconds(), len(examples), len(trainer.train_dataset), outcome.training_loss)
+    if non_finite_weights(trainer.model):  # a diverged run: its checkpoints (the last one kept) diverged too
+        if trainer.is_world_process_zero():
+            remove_checkpoints(Path(args.output_dir), save_checkpoints)
+        _refuse_diverged(trainer.model, config, output_dir)
     with writes_named(output_dir), progress_bars(progress):
         save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint))
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
     return result
+
+
+def _refuse_diverged(model: Any, config: TrainConfig, output_dir: Path) -> None:
+    """A diverged run (NaN or infinite weights) is never saved as a model: no run record, so nothing reuses it."""
+    broken = non_finite_weights(model)
+    raise TrainingDivergedError(
+        f"training diverged: {len(broken)} weight tensor(s) hold NaN or infinity (first: {broken[0]}), so no model is "
+        f"saved in {output_dir}; train again with a lower learning rate (--learning-rate {config.learning_rate:g}, "
+        f"--head-learning-rate {config.head_learning_rate or config.learning_rate:g})")
+
+
+class TrainingDivergedError(ConfigError):
+    """The trained weights are not finite: the options made training diverge."""
 
 
 def _check_evaluation(eval_strategy: str, evaluator: Evaluator | None) -> None:
@@ -128,6 +146,6 @@ def _run_record(
 
 
 # The training API, importable from this module.
-__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "HeadRateTrainer", "ResumeError",
+__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "HeadRateTrainer", "ResumeError", "TrainingDivergedError",
            "TRAINING_LOG_FILE", "TrainConfig", "TrainResult", "UnheldAnswersWarning", "check_output_folder",
            "load_run_record", "load_training_log", "scan_checkpoints", "train_model"]
