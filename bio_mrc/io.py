@@ -342,8 +342,8 @@ def open_no_follow(path: str | Path, mode: str, encoding: str = "utf-8") -> Any:
         descriptor = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0), 0o666)
     except OSError as err:
         if Path(path).is_symlink():
-            raise UnsafePathError("is a symbolic link; bio_mrc writes no file through a link (remove it or choose "
-                                  "another output)", str(path)) from None
+            raise UnsafePathError(f"{path} is a symbolic link; bio_mrc writes no file through a link (remove it or "
+                                  "choose another output)", str(path)) from None
         raise err
     if "b" in mode:
         return os.fdopen(descriptor, mode)
@@ -358,8 +358,8 @@ def check_outputs_apart(outputs: Iterable[str | Path], inputs: Iterable[str | Pa
     folders = [Path(p) for p in model_dirs if p is not None and Path(p).is_dir()]
     for output in (Path(p) for p in outputs if p is not None and str(p) != "-"):
         if output.is_symlink() and not output.is_dir():
-            raise UnsafePathError("is a symbolic link; bio_mrc writes no output through a link (remove it or choose "
-                                  "another output)", str(output))
+            raise UnsafePathError(f"{output} is a symbolic link; bio_mrc writes no output through a link (remove it or "
+                                  "choose another output)", str(output))
         real = Path(os.path.realpath(output))
         for given in inputs:
             if real == Path(os.path.realpath(given)) or (output.exists() and os.path.samefile(output, given)):
