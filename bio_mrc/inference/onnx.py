@@ -132,6 +132,8 @@ def export_onnx(
     for module in ("onnx", "onnxruntime"):
         require(module, "ONNX export")
     model_dir, output_dir = Path(model_dir), Path(output_dir)
+    if output_dir.resolve() == model_dir.resolve():
+        raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
     check_outputs_apart([output_dir], model_dirs=[model_dir])
     trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
     staging = prepare_output(model_dir, output_dir, overwrite)
@@ -150,10 +152,8 @@ def export_onnx(
 
 
 def prepare_output(model_dir: Path, output_dir: Path, overwrite: bool) -> Path:
-    """A fresh staging folder inside ``output_dir``; never the model's own folder, never over files
-    of another export or model unless ``overwrite``."""
-    if output_dir.resolve() == model_dir.resolve():
-        raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
+    """A fresh staging folder inside ``output_dir`` (which :func:`export_onnx` has checked is not the model's own
+    folder); never over files of another export or model unless ``overwrite``, never through a link."""
     if output_dir.is_file():
         raise BioMrcError(f"{output_dir} is a file, not a folder")
     existing = [p.name for p in output_dir.iterdir() if p.name != STAGING_DIR] if output_dir.is_dir() else []
