@@ -276,3 +276,20 @@ def test_a_saved_model_with_non_finite_weights_is_refused_on_load(saved_model, t
     model.save_pretrained(str(folder))
     with pytest.raises(ModelFormatError, match="weights hold NaN or infinite values"):
         TrainedModel.load(folder)
+
+
+def test_compare_refuses_a_linked_report_set_or_harness_folder_before_any_work(tmp_path, capsys):
+    victim = _victim(tmp_path)
+    (victim / ".files.json").write_text(json.dumps(["precious.txt"]))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"name": "c", "train": {"path": "squad-v1.1/train.json"}, "eval": {"path": "squad-v1.1/dev.json"},
+                                  "runs": [{"name": "joint"}]}))
+    for linked in (".report-complete", "models", "cells"):
+        out = tmp_path / f"out-{linked}"
+        out.mkdir()
+        (out / linked).symlink_to(victim)
+        for _ in range(2):  # every later run ends the same way
+            assert main(["compare", "--config", str(config), "--data-dir", str(tmp_path), "--output-dir", str(out)]) == 2
+            assert "symbolic link" in capsys.readouterr().err
+        assert sorted(p.name for p in victim.iterdir()) == [".files.json", "precious.txt"]
+        assert sorted(p.name for p in out.iterdir()) == [linked]

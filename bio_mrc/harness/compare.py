@@ -22,7 +22,7 @@ from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
 from ..inference import TrainedModel, threshold_key
 from ..inference.tuning import TunedSettings, tune_settings
-from ..io import atomic_write_json, finish_file_set
+from ..io import atomic_write_json, finish_file_set, owned_path
 from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, decode_cell, pool
@@ -63,6 +63,19 @@ def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: 
     return load_earlier_cells(cells_from, config, questions)
 
 
+HARNESS_FOLDERS = ("models", "cells", "predictions")  # under the output folder: the harness's own work
+
+
+def check_own_folders(output_dir: Path) -> None:
+    """Before any work: none of the harness's folders, nor a model folder in ``models/``, is a symbolic link
+    (training there would delete and write where it points)."""
+    for name in HARNESS_FOLDERS:
+        owned_path(output_dir / name, output_dir)
+    models = output_dir / "models"
+    for model_dir in sorted(models.iterdir()) if models.is_dir() else []:
+        owned_path(model_dir, output_dir)
+
+
 def run_comparison(
     config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
 ) -> ComparisonResults:
@@ -75,6 +88,7 @@ def run_comparison(
     comparison), the models that report holds are neither trained nor scored: their cells are its.
     """
     data_dir, output_dir = Path(data_dir), Path(output_dir)
+    check_own_folders(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     splits = resolve_splits(config, data_dir)
     earlier = earlier_cells(cells_from, config, splits)
@@ -108,6 +122,7 @@ def train_models(
     """Train every model of the comparison (reusing finished ones, resuming interrupted ones) and score
     nothing: the long part of a comparison, in as many sittings as it takes; ``compare`` then scores.
     Models whose cells ``cells_from`` holds are not trained."""
+    check_own_folders(Path(output_dir))
     splits = resolve_splits(config, Path(data_dir))
     earlier = earlier_cells(cells_from, config, splits)
     models_dir = Path(output_dir) / "models"
