@@ -96,6 +96,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .training.train import load_run_record, train_model
 
     check_folder_target(args.output_dir)
+    check_outputs_apart([args.output_dir], [args.train, args.eval])
     if load_run_record(args.output_dir) is not None and not args.overwrite:
         raise SystemExit(f"error: {args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
     config = _train_config(args)

@@ -329,8 +329,12 @@ def remove_tree(path: str | Path, root: str | Path) -> bool:
 
 
 def replace_file(source: str | Path, target: str | Path, root: str | Path) -> Path:
-    """Rename ``source`` over ``target`` (``os.replace``), both inside ``root`` (see :func:`owned_path`)."""
-    os.replace(owned_path(source, root), owned_path(target, root))
+    """Rename ``source`` over ``target`` (``os.replace``), both inside ``root`` (see :func:`owned_path`); a file
+    never replaces a folder."""
+    source, target = owned_path(source, root), owned_path(target, root)
+    if target.is_dir() and not source.is_dir():
+        raise UnsafePathError(f"{target} is a folder, which bio_mrc does not replace with a file; move it away", str(root))
+    os.replace(source, target)
     return Path(target)
 
 

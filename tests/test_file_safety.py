@@ -97,6 +97,18 @@ def test_the_helpers_refuse_paths_outside_the_folder_or_through_links(tmp_path):
     assert io.remove_file(linked_root / "own.txt", linked_root)
 
 
+def test_a_listed_name_that_is_a_folder_here_is_refused_not_replaced(tmp_path):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "kept.bin").write_text("a model")
+    complete = tmp_path / ".report-complete"
+    complete.mkdir()
+    (complete / "models").write_text("a file from a crafted set")
+    (complete / ".files.json").write_text(json.dumps(["models"]))
+    with pytest.raises(io.UnsafePathError, match="is a folder"):
+        io.finish_file_set(tmp_path, "report")
+    assert (tmp_path / "models" / "kept.bin").read_text() == "a model"
+
+
 # --- training's checkpoints folder -----------------------------------------------------------------------------
 
 def test_train_into_a_folder_whose_checkpoints_are_a_symbolic_link_is_refused(tiny_encoder_dir, tmp_path, capsys):
@@ -179,6 +191,10 @@ def test_other_commands_refuse_outputs_over_inputs_or_inside_the_model(saved_mod
         err = capsys.readouterr().err
         assert "model folder" in err or "is the input" in err
     assert context.read_text() == "Paris is the capital of France."
+    dataset = tmp_path / "saved-dataset"
+    dataset.mkdir()
+    assert main(["train", "--train", str(dataset), "--output-dir", str(dataset), "--overwrite"]) == 2
+    assert "is the input" in capsys.readouterr().err
     assert not (saved_model / "plots").exists() and not (saved_model / "onnx").exists()
 
 
