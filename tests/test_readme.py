@@ -1,7 +1,7 @@
 """Every snippet marked ``<!-- tested snippet -->`` in the README or a ``docs/`` page runs as written, on a tiny model.
 
-Snippets find "the model the main command trained" with ``glob("runs/quick/models/joint-seed42-*")``;
-here that path is a tiny trained joint model in a temporary working directory. The heads snippet
+Snippets find "the model the main command trained" with ``glob("runs/quick/models/joint-seed42-*")``, and
+the quick start's model as ``my-model``; here both are a tiny trained joint model in a temporary working directory. The heads snippet
 (``<!-- tested snippet: heads -->``) stands alone: it loads the embedded default encoder.
 The README's quick start runs as printed: its files (``<!-- quick start file: NAME -->``) are written
 and its commands (``<!-- quick start commands -->``) run, with the tiny test encoder (and windows it
@@ -61,6 +61,7 @@ def test_readme_snippet_runs_as_written(name, code, trained_dir, tmp_path, monke
     models = tmp_path / "runs" / "quick" / "models"
     models.mkdir(parents=True)
     shutil.copytree(trained_dir, models / "joint-seed42-0123456789ab")
+    shutil.copytree(trained_dir, tmp_path / "my-model")  # the README's quick start trains it
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     exec(compile(code, name, "exec"), namespace)  # noqa: S102
