@@ -241,3 +241,21 @@ def test_a_stage_reads_the_cells_of_an_earlier_report_instead_of_training_those_
     assert command[-2:] == ["--cells-from", str(earlier)] and missing == []
     train = runner.Step("train:tiny:joint:5", "train", "tiny", "joint", 5)
     assert "--cells-from" in runner.compare_command(train, work, stage)[0]
+
+
+def test_the_runner_has_no_time_or_size_limit_unless_told_and_drops_cells_over_max_archive_mib(tmp_path):
+    import math
+    import random
+
+    defaults = runner.parse_args(["next"])
+    assert defaults.budget_seconds == math.inf and defaults.max_archive_mib is None
+    cells = tmp_path / "work" / "tiny" / "cells"
+    cells.mkdir(parents=True)
+    (cells.parent / "report.md").write_text("# report\n")
+    (cells / "cell.json").write_text(json.dumps(random.Random(0).randbytes(200_000).hex()))  # about 0.19 MiB as xz
+    args = runner_args(tmp_path, tmp_path / "no-bundle", "collect")
+    for extra, kept in (([], True), (["--max-archive-mib", "0.1"], False)):
+        assert runner.main([*extra, *args]) == 0
+        with tarfile.open(tmp_path / "out" / "results.tar.xz") as archive:
+            assert ("tiny/cells/cell.json" in archive.getnames()) == kept
+            assert "tiny/report.md" in archive.getnames()

@@ -211,7 +211,7 @@ def test_align_to_words_widens_a_span_to_whole_words(qa):
     widened = word_aligned(Prediction("q", [AnswerSpan("Lovel", 4, 9, 1.0), AnswerSpan("ace wro", 9, 16, 0.5),
                                             AnswerSpan("ovelace", 5, 12, 0.2), AnswerSpan(", in", 18, 22, 0.1)]), context)
     assert [(s.text, s.start, s.end) for s in widened.spans] == [("Lovelace", 4, 12), ("Lovelace wrote", 4, 18), (", in", 18, 22)]
-    for align in (True, False):  # accepted, as the old pipeline accepted it
+    for align in (True, False):  # accepted, as transformers' question-answering pipeline accepts it
         for answer in qa(question=QUESTIONS[0], context=CONTEXT, top_k=5, decoding="span", align_to_words=align):
             assert_substring(answer, CONTEXT)
             if align:

