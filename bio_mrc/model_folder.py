@@ -95,8 +95,11 @@ def read_json_object(folder: Path, name: str, limit: int = MAX_CONFIG_BYTES) -> 
     return value
 
 
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is no JSON number")
+def _no_constant(name: str) -> float:
+    """``Infinity`` stands for a threshold that always (or never) fires; ``NaN`` is no number at all."""
+    if name == "NaN":
+        raise ValueError("NaN is no number")
+    return float(name)
 
 
 def read_config(folder: Path) -> dict[str, Any]:
@@ -154,8 +157,10 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     if windows["max_seq_length"] is not None and positions is not None and positions < windows["max_seq_length"]:
         raise fail(folder, "config.json", f"encoder.max_position_embeddings {positions} is less than max_seq_length "
                                           f"{windows['max_seq_length']}: the encoder cannot read its own windows")
-    numbers = {"bio_length_prior": config.get("bio_length_prior"), "head_dropout": config.get("head_dropout", 0.0),
-               **{f"no_answer_thresholds.{k}": v for k, v in _mapping(config, "no_answer_thresholds", folder).items()}}
+    for key, value in _mapping(config, "no_answer_thresholds", folder).items():  # ±Infinity: always or never abstain
+        if not (_is_number(value) and abs(value) <= MAX_SETTING or value in (math.inf, -math.inf)):
+            raise fail(folder, "config.json", f"no_answer_thresholds.{key} must be a number, got {value!r}")
+    numbers = {"bio_length_prior": config.get("bio_length_prior"), "head_dropout": config.get("head_dropout", 0.0)}
     for name, value in numbers.items():
         if value is not None and not (_is_number(value) and abs(value) <= MAX_SETTING):
             raise fail(folder, "config.json", f"{name} must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}], got {value!r}")
