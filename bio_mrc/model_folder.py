@@ -103,10 +103,20 @@ def _no_constant(name: str) -> float:
 
 
 def read_config(folder: Path) -> dict[str, Any]:
-    config = read_json_object(folder, "config.json")
+    """``config.json`` with transformers' ``{"__float__": "Infinity"}`` read as the float it stands for."""
+    config = special_floats(read_json_object(folder, "config.json"))
     if not isinstance(config.get("encoder"), dict):
         raise fail(folder, "config.json", "has no 'encoder' object (the encoder's config)")
     return config
+
+
+def special_floats(value: Any) -> Any:
+    """transformers writes infinities (an always-abstaining threshold) and NaN as ``{"__float__": "-Infinity"}``."""
+    if isinstance(value, dict):
+        if set(value) == {"__float__"} and value["__float__"] in ("Infinity", "-Infinity", "NaN"):
+            return float(value["__float__"])
+        return {key: special_floats(item) for key, item in value.items()}
+    return [special_floats(item) for item in value] if isinstance(value, list) else value
 
 
 def _is_int(value: Any) -> bool:
