@@ -254,6 +254,8 @@ class SavedReport:
     def from_json(cls, report: dict[str, Any], source: str) -> "SavedReport":
         """A report of any format this package reads (:func:`upgrade_report`), typed; a field it does not
         know or lacks is a :class:`ConfigError` naming ``source``."""
+        for key, problem in _report_field_problems(report):
+            raise ConfigError(f"{source}: field {key!r} {problem}")
         report = upgrade_report(report, source)
         stored = {key: value for key, value in report.items() if key not in ("format_version", "eval_ids", "summary")}
         results = ComparisonResults.coerce({**stored, "eval_examples": []}, source)
@@ -262,3 +264,22 @@ class SavedReport:
     def to_json(self) -> dict[str, Any]:
         """The report in this version's format, as ``compare`` writes it."""
         return {**self.results.report_json(self.summary), "eval_ids": self.eval_ids}
+
+
+_REPORT_CHECKS = {
+    "config": _OBJECT, "eval": _OBJECT, "cells": _kind(lambda v: isinstance(v, list), "a list of cells"),
+    "eval_ids": _kind(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of question ids"),
+    "summary": _OBJECT, "train": _OBJECT, "tune": _OBJECT, "run_train": _OBJECT, "cells_from": _OBJECT,
+    "date": _TEXT, "package_version": _TEXT, "code": _TEXT,
+}
+
+
+_REPORT_REQUIRED = ("config", "eval", "cells", "eval_ids")
+
+
+def _report_field_problems(report: Any) -> list[tuple[str, str]]:
+    """What is wrong with a report's top-level fields read back (a hand-edited file), as (field, problem)."""
+    if not isinstance(report, dict):
+        return [("(the report)", f"must be a JSON object, got {type(report).__name__}")]
+    found = ((key, _REPORT_CHECKS[key](value)) for key, value in report.items() if key in _REPORT_CHECKS and (value is not None or key in _REPORT_REQUIRED))
+    return [(key, problem) for key, problem in found if problem]
