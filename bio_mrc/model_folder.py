@@ -31,7 +31,8 @@ from .errors import ModelFormatError
 # stay well inside: xlm-roberta-xl has 36 layers of 2560, 250,880 tokens, 514 positions).
 SIZE_LIMITS = {
     "num_hidden_layers": 96, "hidden_size": 16384, "intermediate_size": 65536, "num_attention_heads": 256,
-    "vocab_size": 1_000_000, "max_position_embeddings": 131072, "type_vocab_size": 1024,
+    "vocab_size": 1_000_000, "max_position_embeddings": 131072, "type_vocab_size": 1024, "embedding_size": 16384,
+    "n_layers": 96, "dim": 16384, "n_heads": 256, "hidden_dim": 65536,  # DistilBERT's names
 }
 WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")
 ENCODER_RATES = ("attention_probs_dropout_prob", "hidden_dropout_prob", "attention_dropout", "dropout", "hidden_dropout")
@@ -124,14 +125,15 @@ def _is_int(value: Any) -> bool:
 
 
 def check_sizes(config: Mapping[str, Any], folder: Path) -> dict[str, Any]:
-    """The encoder's config, its sizes integers in [1, SIZE_LIMITS]: checked before anything is built."""
+    """The encoder's config, its sizes integers in [1, SIZE_LIMITS] (token types from 0): checked before anything is built;
+    a size the config leaves out takes its class's default, which the weights' shapes then check."""
     encoder = config["encoder"]
     for name, limit in SIZE_LIMITS.items():
-        if name not in encoder and name not in ("vocab_size", "hidden_size", "num_hidden_layers"):
+        if name not in encoder and name != "vocab_size":  # the tokenizer is checked against the vocabulary
             continue
-        value = encoder.get(name)
-        if not _is_int(value) or not 1 <= value <= limit:
-            raise fail(folder, "config.json", f"encoder.{name} must be an integer in [1, {limit:,}], got {value!r}")
+        value, least = encoder.get(name), 0 if name == "type_vocab_size" else 1
+        if not _is_int(value) or not least <= value <= limit:
+            raise fail(folder, "config.json", f"encoder.{name} must be an integer in [{least}, {limit:,}], got {value!r}")
     for name in ENCODER_RATES:
         if name in encoder and encoder[name] is not None and not (_is_number(encoder[name]) and 0 <= encoder[name] < 1):
             raise fail(folder, "config.json", f"encoder.{name} must be a number in [0, 1), got {encoder[name]!r}")
@@ -140,7 +142,7 @@ def check_sizes(config: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     for where, settings in (("", config), ("encoder.", encoder)):
         if settings.get("dtype") not in DTYPES:
             raise fail(folder, "config.json", f"{where}dtype must be one of {[d for d in DTYPES if d]}, got {settings['dtype']!r}")
-    if encoder["hidden_size"] % encoder.get("num_attention_heads", 1):
+    if "hidden_size" in encoder and encoder["hidden_size"] % encoder.get("num_attention_heads", 1):
         raise fail(folder, "config.json", f"encoder.hidden_size {encoder['hidden_size']} is not a multiple of "
                                           f"num_attention_heads {encoder['num_attention_heads']}")
     return encoder
