@@ -27,8 +27,8 @@ from typing import Any, Mapping
 from . import registry
 from .errors import ModelFormatError
 
-# Encoder sizes past these are refused before anything is built (the largest BERT-style encoders
-# stay well inside: xlm-roberta-xl has 36 layers of 2560, 250,880 tokens, 514 positions).
+# Encoder sizes past these are refused before anything is built; the largest BERT-style encoders stay well
+# inside (some 48 layers of 4,096, vocabularies of some 250,000 tokens).
 SIZE_LIMITS = {
     "num_hidden_layers": 96, "hidden_size": 16384, "intermediate_size": 65536, "num_attention_heads": 256,
     "vocab_size": 1_000_000, "max_position_embeddings": 131072, "type_vocab_size": 1024, "embedding_size": 16384,
