@@ -227,6 +227,17 @@ def test_a_question_or_context_that_tokenizes_to_nothing_is_refused_everywhere(s
     assert extractor("Where?\u200b", "Paris\u00ad is here.").spans  # invisible characters beside text are read as ever
 
 
+def test_the_pipeline_and_the_cli_refuse_a_question_of_zero_width_spaces_in_one_line(saved_model, capsys):
+    from transformers import pipeline
+
+    qa = pipeline("bio-mrc-qa", model=str(saved_model), device="cpu")
+    with pytest.raises(DataFormatError, match="the question holds no readable text"):
+        qa(question="\u200b\u00ad", context="Paris is here.")
+    code = main(["extract", "--model", str(saved_model), "--question", "\u200b", "--context", "Paris is here."])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "the question holds no readable text" in err.strip().splitlines()[-1]
+
+
 def test_serve_answers_422_for_a_question_of_zero_width_spaces(saved_model):
     from fastapi.testclient import TestClient
 
