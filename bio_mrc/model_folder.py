@@ -291,10 +291,9 @@ def check_weights_fit(folder: Path, found: Mapping[str, tuple], expected: Mappin
 
 
 def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> None:
-    """``tokenizer.json`` exists (where required), parses and maps only to ids the encoder has."""
-    for name in TOKENIZER_JSON_FILES:
-        if (folder / name).is_file():
-            read_json_object(folder, name)
+    """``tokenizer.json`` exists (where required), parses and maps only to ids the encoder has; the special
+    tokens the other tokenizer files name are in it (one that is not would be added past the vocabulary)."""
+    settings = {name: read_json_object(folder, name) for name in TOKENIZER_JSON_FILES if (folder / name).is_file()}
     path = folder / TOKENIZER_FILE
     if not path.is_file():
         if required:
@@ -311,12 +310,28 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise fail(folder, TOKENIZER_FILE, f"not a tokenizer file tokenizers can read (a truncated or corrupt file?): "
                                            f"{first[:200]}") from None
-    ids = tokenizer.get_vocab(with_added_tokens=True).values()
-    if not ids:
+    vocabulary = tokenizer.get_vocab(with_added_tokens=True)
+    if not vocabulary:
         raise fail(folder, TOKENIZER_FILE, "holds no tokens")
-    if max(ids) >= vocab_size:
-        raise fail(folder, TOKENIZER_FILE, f"maps tokens to ids up to {max(ids)}, past the encoder's vocab_size "
-                                           f"{vocab_size} (config.json): the tokenizer is not this model's")
+    if max(vocabulary.values()) >= vocab_size:
+        raise fail(folder, TOKENIZER_FILE, f"maps tokens to ids up to {max(vocabulary.values())}, past the encoder's "
+                                           f"vocab_size {vocab_size} (config.json): the tokenizer is not this model's")
+    for name, values in settings.items():
+        for key, token in _special_tokens(values):
+            if token not in vocabulary:
+                raise fail(folder, name, f"{key} {token!r} is not in {TOKENIZER_FILE}'s vocabulary "
+                                         "(it would be added with an id past the model's)")
+
+
+def _special_tokens(settings: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(key, token text) of each special token a tokenizer file names (a string, or an added token's ``content``)."""
+    found = []
+    for key, value in settings.items():
+        values = value if key in ("additional_special_tokens", "extra_special_tokens") and isinstance(value, list) else [value]
+        if key.endswith("_token") or key in ("additional_special_tokens", "extra_special_tokens"):
+            found += [(key, v.get("content") if isinstance(v, dict) else v) for v in values  # add_bos_token: a flag
+                      if isinstance(v, str) or isinstance(v, dict) and isinstance(v.get("content"), str)]
+    return found
 
 
 def check_onnx(folder: Path, config: Mapping[str, Any]) -> None:

@@ -147,6 +147,26 @@ def test_a_tokenizer_beyond_the_vocabulary_and_windows_beyond_the_positions_are_
     refused(folder, "max_position_embeddings 128 is less than max_seq_length 256: the encoder cannot read its own windows")
 
 
+def test_a_special_token_outside_the_vocabulary_is_refused_not_added_past_the_embeddings(saved_model, tmp_path):
+    folder = copy_of(saved_model, tmp_path)
+    settings = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**settings, "cls_token": "[ALS]"}))  # one flipped bit
+    refused(folder, r"tokenizer_config.json: cls_token '\[ALS\]' is not in tokenizer.json's vocabulary")
+
+
+def test_tokenizer_files_transformers_cannot_read_are_one_error(saved_model, tmp_path, monkeypatch):
+    import transformers
+
+    from bio_mrc.encoders import load_tokenizer
+
+    def unreadable(*args, **kwargs):
+        raise ValueError("Tokenizer class BertTokenizes does not exist or is not currently imported.")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", unreadable)
+    with pytest.raises(ModelFormatError, match="its tokenizer files cannot be loaded: Tokenizer class BertTokenizes"):
+        load_tokenizer(str(saved_model))
+
+
 def test_the_pipeline_refuses_a_folder_without_its_tokenizer(saved_model, tmp_path):
     from transformers import pipeline
 
