@@ -42,6 +42,7 @@ from .. import registry
 from ..decoding.window_outputs import log_softmax
 from ..errors import DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
+from ..model_folder import check_tokenizer
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .extract import AnswerExtractor, choose_decoding
@@ -163,6 +164,8 @@ class _Questions:
 def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer, precision: str | None = None) -> TrainedModel:
     """The pipeline's model and tokenizer with the windows its config names (or its folder's run record)."""
     path = str(getattr(model, "name_or_path", "") or "")
+    if path and Path(path).is_dir():  # transformers builds a stand-in tokenizer where the folder lacks tokenizer.json
+        check_tokenizer(Path(path), model.config.encoder.vocab_size)
     precision = forward_precision(precision, isinstance(model, OnnxModel), path or "the model")
     return TrainedModel(model, tokenizer, window_settings(model.config, Path(path)), path, precision)
 
