@@ -56,12 +56,14 @@ _DATA_HELP = ("questions: official SQuAD JSON; JSON Lines with the Hugging Face 
               "a DatasetDict's split); or a hub dataset id with a split, e.g. rajpurkar/squad:validation (needs a network)")
 
 
-def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None):
+def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None,
+                needs_gold: str | None = None):
     """Questions in any form load_squad reads, under the command's data options,
-    reporting every relocated offset and skipped question."""
+    reporting every relocated offset and skipped question; ``needs_gold`` refuses unlabelled ones."""
     from .data.squad import load_squad
 
-    data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid, data_format=data_format)
+    data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid, data_format=data_format,
+                      needs_gold=needs_gold)
     _report_read(data, path, len(data.examples))
     return data
 
@@ -99,8 +101,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if load_run_record(args.output_dir) is not None and not args.overwrite:
         raise SystemExit(f"error: {args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
     config = _train_config(args)
-    data = _load_squad(args, args.train, args.limit)
-    held_out = _load_squad(args, args.eval) if args.eval else None
+    data = _load_squad(args, args.train, args.limit, needs_gold="bio-mrc train")
+    held_out = _load_squad(args, args.eval, needs_gold="bio-mrc train --eval") if args.eval else None
     evaluator = TrainingEvaluator(held_out.examples, held_out.version) if held_out else None
     print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
     result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
@@ -158,19 +160,24 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.predictions import load_na_probs, load_predictions
 
     requested = registry.scorer(args.metric) if args.metric else None
-    data = _load_squad(args, args.data, data_format=requested.format if requested and requested.multi_span_gold else None)
+    data = _load_squad(args, args.data, args.limit, data_format=requested.format if requested and requested.multi_span_gold else None,
+                       needs_gold="bio-mrc evaluate")
+    scored = _scored_questions(args, data.examples)
+    if scored.subset:
+        print(f"note: scoring {scored.subset}", file=sys.stderr)
     if (requested or registry.task_of_data(data.format, data.is_v2)).multi_span_gold:
         from .data.multispanqa import multispan_gold_texts
         from .metrics.multispan_official import multispan_metrics
 
-        gold = multispan_gold_texts(data.examples)
+        gold = multispan_gold_texts(scored.examples)
         # The official MultiSpanQA script scores only complete files: a missing question is an error here too.
         predictions, _ = load_predictions(args.predictions, list(gold), multi_span=True, strict=True)
-        print(json.dumps(multispan_metrics(gold, predictions), indent=2))
+        print(json.dumps({**multispan_metrics(gold, predictions), **scored.record}, indent=2))
         return 0
     from .metrics.squad_official import squad_metrics
+    from .data.squad import gold_texts
 
-    gold = data.gold_texts()
+    gold = gold_texts(scored.examples)
     with _unknown_ids_as_warning_lines():
         predictions, missing = load_predictions(args.predictions, list(gold), strict=args.strict)
         na_probs, missing_probs = load_na_probs(args.na_probs, list(gold), strict=args.strict) if args.na_probs else (None, [])
@@ -182,15 +189,34 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
               f"(e.g. {missing_probs[0]!r}); best_exact and best_f1 take 0.0 for them, always answering "
               "(--strict makes this an error)", file=sys.stderr)
     version = "2.0" if (data.is_v2 or na_probs is not None) else "1.1"
-    print(json.dumps(squad_metrics(gold, predictions, version, na_probs, missing_as_wrong=True), indent=2))
+    print(json.dumps({**squad_metrics(gold, predictions, version, na_probs, missing_as_wrong=True), **scored.record}, indent=2))
     return 0
+
+
+def _scored_questions(args: argparse.Namespace, examples):
+    """The questions ``evaluate`` scores: all it read (the first ``--limit``), or with ``--only-predicted`` those
+    the predictions file answers. A subset is stated on stderr and in the metrics' ``scored`` entry."""
+    from .data.json_reader import read_json
+    from .data.predictions import ScoredQuestions
+
+    if not args.only_predicted:
+        subset = f"the first {len(examples)} questions of {args.data} (--limit {args.limit})" if args.limit else None
+        return ScoredQuestions(list(examples), len(examples), subset)
+    answered = read_json(args.predictions)
+    kept = [ex for ex in examples if isinstance(answered, dict) and ex.id in answered]
+    if not kept:
+        from .errors import ConfigError
+
+        raise ConfigError(f"--only-predicted: no question of {args.data} has an answer in {args.predictions}")
+    subset = f"the {len(kept)} of {len(examples)} questions of {args.data} that {args.predictions} answers (--only-predicted)"
+    return ScoredQuestions(kept, len(examples), subset)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from .inference import TrainedModel, save_tuned_settings, tuning_provenance
     from .inference.tuning import tune_for_model
 
-    data = _load_squad(args, args.data, args.limit)
+    data = _load_squad(args, args.data, args.limit, needs_gold="bio-mrc tune")
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     tuned = tune_for_model(trained, outputs, data.examples, _decode_config(args, require_answer=False),
@@ -349,6 +375,9 @@ def _add_model_commands(add_command) -> None:
     evaluate.add_argument("--data", required=True, help=f"{_DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
     evaluate.add_argument("--predictions", required=True)
     evaluate.add_argument("--na-probs")
+    evaluate.add_argument("--limit", type=int, help="score the first N questions of --data, as predict --limit answers them")
+    evaluate.add_argument("--only-predicted", action="store_true",
+                          help="score only the questions the predictions file answers (a subset, stated in the output)")
     evaluate.add_argument("--metric", choices=registry.scorers(),
                           help="default: the data's own (multispan for MultiSpanQA's layout, else squad)")
     evaluate.add_argument("--strict", action="store_true",

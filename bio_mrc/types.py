@@ -6,7 +6,9 @@ answers. Each alternative is a tuple of one or more character spans
 
 * SQuAD: one alternative per annotator, each with one span;
 * MultiSpanQA: one alternative with several spans;
-* unanswerable: ``answers == ()``.
+* unanswerable: ``answers == ()``;
+* unlabelled (a question asked for prediction, with no gold at all): ``answers is None``. It is neither
+  answerable nor unanswerable, and only prediction takes it.
 """
 
 from __future__ import annotations
@@ -24,16 +26,21 @@ class Example:
     id: str
     question: str
     context: str
-    answers: tuple[Alternative, ...] = ()
+    answers: tuple[Alternative, ...] | None = ()
     title: str = ""
 
     @property
+    def is_labelled(self) -> bool:
+        """Whether the example has gold (answers, or none for an unanswerable question)."""
+        return self.answers is not None
+
+    @property
     def is_answerable(self) -> bool:
-        return len(self.answers) > 0
+        return bool(self.answers)
 
     def answer_texts(self) -> list[list[str]]:
-        """Texts of every span of every alternative."""
-        return [[self.context[s:e] for s, e in alt] for alt in self.answers]
+        """Texts of every span of every alternative (none for an unlabelled example)."""
+        return [[self.context[s:e] for s, e in alt] for alt in self.answers or ()]
 
 
 @dataclass(frozen=True)
