@@ -24,6 +24,7 @@ from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .inference.forward import INFERENCE_BATCH_SIZE
 from .inference.streaming import DEFAULT_CHUNK_SIZE
+from .inference.tuning import MIN_CALIBRATION_QUESTIONS
 from .precision import DEFAULT_PRECISION, PRECISIONS
 from .serving.config import ServeConfig
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
@@ -213,21 +214,67 @@ def _scored_questions(args: argparse.Namespace, examples):
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .inference import TrainedModel, save_tuned_settings, tuning_provenance
-    from .inference.tuning import tune_for_model
+    import copy
 
+    from .inference import TrainedModel, save_tuned_settings, tuning_provenance
+    from .inference.tuning import tune_for_model, tuning_summary
+
+    target = _tune_target(args)
     data = _load_squad(args, args.data, args.limit, needs_gold="bio-mrc tune")
+    task = registry.task_of_data(data.format, data.is_v2)
+    calibrate = _calibrates(args, len(data.examples), task)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
+    before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     tuned = tune_for_model(trained, outputs, data.examples, _decode_config(args, require_answer=False),
-                           registry.task_of_data(data.format, data.is_v2), decodings=args.decoding)
+                           task, decodings=args.decoding, calibrate=calibrate)
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
     description = f"{args.data}" + (f" (first {args.limit} questions)" if args.limit else "")
+    if target != Path(args.model):
+        _copy_model(Path(args.model), target)
     # predict, compare and AnswerExtractor apply them from now on
-    save_tuned_settings(args.model, trained.model.config, tuned.thresholds, tuned.settings, tuning_provenance(description, data.examples))
+    save_tuned_settings(target, trained.model.config, tuned.thresholds, tuned.settings, tuning_provenance(description, data.examples))
+    for line in tuning_summary(tuned, before):
+        print(line, file=sys.stderr)
+    if not calibrate:
+        print(f"calibrators: none fitted; kept as saved ({', '.join(before.calibration or {}) or 'none'})", file=sys.stderr)
+    print(f"saved in {target / 'config.json'}" + (" (in place)" if target == Path(args.model) else f" (a tuned copy of {args.model})"),
+          file=sys.stderr)
     print(json.dumps(tuned.report, indent=2))
     return 0
+
+
+def _tune_target(args: argparse.Namespace) -> Path:
+    """Where ``tune`` saves: the model folder itself, or ``--output-dir``, a new (or empty) folder it copies the model to."""
+    if not args.output_dir:
+        return Path(args.model)
+    target = check_folder_target(args.output_dir)
+    if target.exists() and (target.resolve() == Path(args.model).resolve() or any(target.iterdir())):
+        from .errors import ConfigError
+
+        raise ConfigError(f"--output-dir {target} is not empty; give a new folder (the tuned copy of the model goes there)")
+    return target
+
+
+def _copy_model(model: Path, target: Path) -> None:
+    """The model folder's files into ``target`` (made here; the package checked it was new or empty)."""
+    import shutil
+
+    shutil.copytree(model, target, dirs_exist_ok=True)
+
+
+def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:
+    """Whether ``tune`` fits calibrators: not for multi-span gold nor with --no-calibration; too few questions are refused."""
+    if args.no_calibration or task.multi_span_gold:
+        return False
+    if questions < args.min_calibration_questions:
+        from .errors import ConfigError
+
+        raise ConfigError(f"{args.data}: {questions} questions are too few to fit a calibrator (at least "
+                          f"{args.min_calibration_questions}); --no-calibration tunes the rest, "
+                          f"--min-calibration-questions {questions} fits one anyway")
+    return True
 
 
 def _plot_threshold_curves(tuned, plot_dir: Path) -> None:
@@ -394,6 +441,12 @@ def _add_model_commands(add_command) -> None:
     tune.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
     _add_precision_option(tune)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
+    tune.add_argument("--output-dir", help="a new folder: copy the model there and save the tuned settings in the copy "
+                                           "(default: in the model's own config.json)")
+    tune.add_argument("--min-calibration-questions", type=_positive_int, default=MIN_CALIBRATION_QUESTIONS,
+                      help="fewer tuning questions than this are refused for fitting calibrators")
+    tune.add_argument("--no-calibration", action="store_true",
+                      help="tune the length prior and thresholds only; the saved calibrators stay as they are")
     add_config_options(tune, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
     _add_data_options(tune)
     tune.set_defaults(func=cmd_tune)
