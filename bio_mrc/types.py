@@ -106,3 +106,56 @@ def content_hash(examples: Sequence[Example]) -> str:
     for ex in examples:
         digest.update(json.dumps([ex.id, ex.question, ex.context, ex.answers, ex.title]).encode())
     return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class DocumentAnswer:
+    """One answer of a question asked over several documents: a span of document ``document`` (its index in the
+    list; ``name``, e.g. its file name, where one was given).
+
+    ``score`` ranks answers across documents: the span's score above its own document's no-answer score (a
+    log-odds of "this span" against "no answer in this document"), which needs nothing from the other documents
+    and no softmax within one; ``span_score`` is the decoding's own score. ``abstain``: the no-answer threshold
+    saved with the model fired for this document. ``probability``: the calibrated probability that the answer is
+    right, for a document's best answer under a model with a calibrator (else None)."""
+
+    text: str
+    start: int
+    end: int
+    score: float
+    document: int
+    name: str | None = None
+    span_score: float = 0.0
+    abstain: bool = False
+    probability: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "start": self.start, "end": self.end, "score": float(self.score), "document": self.document,
+                "name": self.name, "span_score": float(self.span_score), "abstain": self.abstain, "probability": self.probability}
+
+
+@dataclass
+class RankedAnswers:
+    """One question's answers over several documents, best first across them (``answers``), and each document's own
+    :class:`Prediction` in document order (``documents``)."""
+
+    question: str
+    answers: list[DocumentAnswer]
+    documents: list[Prediction]
+    names: list[str | None] = field(default_factory=list)
+
+    @property
+    def answer(self) -> str:
+        """The best answer's text; "" when there is none or every document abstains (the best answer's document
+        then abstains too: a span's score is its margin over its own document's no-answer score)."""
+        return self.answers[0].text if self.answers and not self.answers[0].abstain else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "answers": [answer.to_dict() for answer in self.answers],
+            "documents": [{"document": index, "name": name, "abstain": p.abstain, "no_answer_score": p.no_answer_score,
+                           "confidence": p.confidence, "probability": p.probability}
+                          for index, (p, name) in enumerate(zip(self.documents, self.names or [None] * len(self.documents)))],
+        }
