@@ -317,14 +317,16 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
     if args.html:
         check_file_target(args.html)
-    context = read_text_file(args.context_file) if args.context_file else args.context
-    if context is None:
-        raise SystemExit("error: give --context-file or --context")
+    texts, names = _extract_documents(args)
     extractor = AnswerExtractor.from_pretrained(
         args.model, precision=args.precision, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
         min_span_probability=args.min_span_probability,
     )
-    print(json.dumps(extractor(args.question, context).to_dict(), ensure_ascii=False, indent=2))
+    if len(texts) > 1:  # one question over several documents: answers ranked across them
+        print(json.dumps(extractor(args.question, texts, top_k=args.top_k, names=names).to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    context = texts[0]
+    print(json.dumps(extractor(args.question, context, top_k=args.top_k).to_dict(), ensure_ascii=False, indent=2))
     if args.html:
         from .harness.html_report import extraction_page
         from .io import atomic_write_text
@@ -332,6 +334,19 @@ def cmd_extract(args: argparse.Namespace) -> int:
         atomic_write_text(args.html, extraction_page(extractor, args.question, context))
         print(f"page: {args.html} (every decoding's answer and the BIO head's word probabilities)", file=sys.stderr)
     return 0
+
+
+def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
+    """The texts ``extract`` answers from and their names (the files', or none for --context), checked before any work."""
+    from .errors import ConfigError
+
+    if bool(args.context_file) == bool(args.context):
+        raise ConfigError("give --context-file FILE... or --context TEXT..., one of them")
+    texts = [read_text_file(path) for path in args.context_file] if args.context_file else list(args.context)
+    if len(texts) > 1 and (args.html or args.multi_span):
+        raise ConfigError(f"{'--html' if args.html else '--multi-span'} takes one document; several are answered with "
+                          "single spans ranked across them (--top-k)")
+    return texts, list(args.context_file) if args.context_file else None
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -473,8 +488,10 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--model", required=True)
     _add_precision_option(extract)
     extract.add_argument("--question", required=True)
-    extract.add_argument("--context-file")
-    extract.add_argument("--context")
+    extract.add_argument("--context-file", nargs="+", metavar="FILE",
+                         help="UTF-8 text file(s); several: the answers are ranked across them, each naming its file")
+    extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, as --context-file")
+    extract.add_argument("--top-k", type=_positive_int, help="how many answers, best first (across every document)")
     extract.add_argument("--decoding", choices=("auto", *registry.DECODINGS), default="auto")
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "

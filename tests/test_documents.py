@@ -65,3 +65,68 @@ def test_several_documents_refuse_what_they_cannot_do(trained_dir):  # noqa: F81
         extractor(QUESTION, DOCUMENTS, names=["a", "b"])
     with pytest.raises(ValueError, match="2 questions but 3 contexts"):  # lists of both still pair them
         extractor([QUESTION, QUESTION], DOCUMENTS)
+
+
+def test_the_pipeline_ranks_documents_as_the_extractor_does(trained_dir):  # noqa: F811
+    import math
+
+    from transformers import pipeline
+
+    qa = pipeline("bio-mrc-qa", model=str(trained_dir), device="cpu")
+    results = qa(question=QUESTION, context=DOCUMENTS, top_k=4, decoding="joint")
+    ranked = AnswerExtractor.from_pretrained(trained_dir, decoding="joint")(QUESTION, DOCUMENTS, top_k=4)
+    assert [(r["document"], r["answer"], r["start"]) for r in results] == [(a.document, a.text, a.start) for a in ranked.answers]
+    assert [r["score"] for r in results] == pytest.approx([1 / (1 + math.exp(-a.score)) for a in ranked.answers])
+    best = qa(question=QUESTION, context=DOCUMENTS, decoding="joint")  # top_k 1: one dict
+    assert best == results[0]
+    with pytest.raises(ValueError, match="multi_span answers one document at a time"):
+        qa(question=QUESTION, context=DOCUMENTS, multi_span=True)
+
+
+def test_serve_answers_one_question_over_several_documents(trained_dir):  # noqa: F811
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from bio_mrc.serving.app import create_app
+    from bio_mrc.serving.config import ServeConfig
+
+    extractor = AnswerExtractor.from_pretrained(trained_dir, decoding="joint")
+    ranked = extractor(QUESTION, DOCUMENTS, top_k=3)
+    with TestClient(create_app(extractor, ServeConfig(max_batch_size=3))) as client:
+        response = client.post("/answer", json={"question": QUESTION, "context": DOCUMENTS, "top_k": 3, "decoding": "joint"})
+        single = client.post("/answer", json={"question": QUESTION, "context": DOCUMENTS[1]})
+        too_many = client.post("/answer", json={"question": QUESTION, "context": DOCUMENTS * 2})
+        multi = client.post("/answer", json={"question": QUESTION, "context": DOCUMENTS, "multi_span": True})
+    assert response.status_code == 200, response.text
+    (result,) = response.json()["results"]
+    assert [(s["document"], s["text"], s["start"]) for s in result["spans"]] == [(a.document, a.text, a.start) for a in ranked.answers]
+    assert [s["score"] for s in result["spans"]] == pytest.approx([a.score for a in ranked.answers])
+    assert result["answer"] == ranked.answer and result["document"] == ranked.answers[0].document
+    assert single.json()["results"][0]["document"] is None and single.json()["results"][0]["spans"][0]["document"] is None
+    assert too_many.status_code == 413 and "6 documents for one question" in too_many.json()["detail"]
+    assert multi.status_code == 422 and "one document at a time" in multi.json()["detail"]
+
+
+def test_extract_ranks_the_answers_of_several_context_files(trained_dir, tmp_path, capsys):  # noqa: F811
+    from bio_mrc.cli import main
+
+    paths = []
+    for k, text in enumerate(DOCUMENTS):
+        paths.append(tmp_path / f"doc{k}.txt")
+        paths[-1].write_text(text, encoding="utf-8")
+    capsys.readouterr()
+    assert main(["extract", "--model", str(trained_dir), "--question", QUESTION, "--context-file", *map(str, paths),
+                 "--top-k", "3", "--decoding", "joint"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    ranked = AnswerExtractor.from_pretrained(trained_dir, decoding="joint")(QUESTION, DOCUMENTS, top_k=3)
+    assert [(a["document"], a["name"], a["text"]) for a in result["answers"]] == [
+        (a.document, str(paths[a.document]), a.text) for a in ranked.answers]
+    assert result["answer"] == ranked.answer and [d["name"] for d in result["documents"]] == list(map(str, paths))
+    assert main(["extract", "--model", str(trained_dir), "--question", QUESTION, "--context", DOCUMENTS[1], "--top-k", "2"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["spans"]) == 2  # one document: the single-document record
+    assert main(["extract", "--model", str(trained_dir), "--question", QUESTION, "--context-file", *map(str, paths),
+                 "--multi-span"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == "error: --multi-span takes one document; several are answered with single spans ranked across them (--top-k)"
+    assert main(["extract", "--model", str(trained_dir), "--question", QUESTION]) == 2
+    assert "give --context-file FILE... or --context TEXT..." in capsys.readouterr().err
