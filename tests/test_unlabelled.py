@@ -156,3 +156,12 @@ def test_commands_that_need_gold_refuse_unlabelled_questions_in_one_line(model_d
     error = capsys.readouterr().err.strip()
     assert "\n" not in error and f"bio-mrc {command} needs labelled questions" in error
     assert f"in {path}, line 1, record '{ids[0]}'" in error
+
+
+def test_train_model_refuses_unlabelled_examples_before_any_work(tmp_path):
+    from bio_mrc.training.train import TrainConfig, train_model
+    from bio_mrc.types import Example
+
+    with pytest.raises(DataFormatError, match=r"training needs labelled questions \(record 'x'\)"):
+        train_model([Example("x", "Q?", "Some context.", None)], TrainConfig(), tmp_path / "m")
+    assert not (tmp_path / "m").exists()

@@ -57,7 +57,7 @@ def question_context_examples(question, context) -> tuple[list[Example], bool]:
     for i, (q, c) in enumerate(zip(questions, contexts)):
         check_text(c, "context", record=f"input {i}")
         check_text(q, "question", record=f"input {i}")
-    return [Example(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))], single
+    return [Example(str(i), q, c, None) for i, (q, c) in enumerate(zip(questions, contexts))], single  # unlabelled
 
 
 def _texts(value: Any, name: str) -> list[Any]:

@@ -14,6 +14,7 @@ from .. import registry
 from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, decode, decode_merged_tags, merge_tag_log_probs
 from ..decoding.window_outputs import MergedTokens, WindowOutputs
+from ..errors import DataFormatError
 from ..io import atomic_write_text
 from ..metrics.multispan_official import multispan_metrics
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
@@ -143,6 +144,9 @@ def tune_for_model(
     some question has an answer (else the model's saved prior); a no-answer threshold per decoding when the task's
     questions may have no answer (SQuAD 2.0); a confidence calibrator per decoding unless the gold is multi-span
     (MultiSpanQA's answers have no single right span), and unless ``calibrate`` is False."""
+    unlabelled = next((example.id for example in examples if not example.is_labelled), None)
+    if unlabelled is not None:
+        raise DataFormatError("question without answers: tuning needs labelled questions", unlabelled)
     uses_prior = any(registry.decoding(d).uses_length_prior for d in trained.decodings)
     tune_prior = options.bio_length_prior is None and uses_prior and any(ex.answers for ex in examples)
     config = options if tune_prior else trained.decode_config(options)

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from transformers import TrainerCallback, set_seed
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataFormatError
 from ..io import writes_named
 from ..progress import progress_bars
 from ..types import Example, content_hash
@@ -69,6 +69,9 @@ def train_model(
     off nothing is printed; with it on, bars and log lines go to stderr.
     """
     output_dir, config = Path(output_dir), config.with_resolved_precision()
+    unlabelled = next((example.id for example in examples if not example.is_labelled), None)
+    if unlabelled is not None:
+        raise DataFormatError("question without answers: training needs labelled questions", unlabelled)
     check_output_folder(output_dir, overwrite)
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps)
     _check_evaluation(args.eval_strategy.value, evaluator)
