@@ -130,3 +130,7 @@ def test_extract_ranks_the_answers_of_several_context_files(trained_dir, tmp_pat
     assert error == "error: --multi-span takes one document; several are answered with single spans ranked across them (--top-k)"
     assert main(["extract", "--model", str(trained_dir), "--question", QUESTION]) == 2
     assert "give --context-file FILE... or --context TEXT..." in capsys.readouterr().err
+    assert main(["extract", "--model", str(trained_dir), "--question", QUESTION, "--context", DOCUMENTS[1],
+                 "--top-k", "2", "--multi-span"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: top_k > 1 asks for alternative answers, multi_span for one answer "
+                                               "of several spans: pick one")

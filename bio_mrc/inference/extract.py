@@ -16,7 +16,7 @@ from ..data.text import check_text
 from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import WindowOutputs
-from ..errors import DataFormatError
+from ..errors import ConfigError, DataFormatError
 from ..types import Example, Prediction, RankedAnswers
 from .answers import decode_answers
 from .documents import rank_across_documents
@@ -170,11 +170,11 @@ class AnswerExtractor:
         its document (index, and ``names[index]`` where given), scored comparably across documents (see
         :mod:`bio_mrc.inference.documents`). Several spans per answer (``multi_span``) take one document at a time."""
         if multi_span if multi_span is not None else self.multi_span:
-            raise ValueError("several documents are answered with single spans ranked across them (top_k); "
+            raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
         _check_top_k(top_k, False)
         if names is not None and len(names) != len(documents):
-            raise ValueError(f"got {len(names)} document names for {len(documents)} documents")
+            raise ConfigError(f"got {len(names)} document names for {len(documents)} documents")
         examples, _ = self.examples(question, list(documents))
         choose_decoding(self.trained.decodings, decoding or self.decoding, False)  # refuse before the forward pass
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
@@ -185,6 +185,6 @@ class AnswerExtractor:
 
 def _check_top_k(top_k: int | None, multi_span: bool) -> None:
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k is a positive number of answers, got {top_k!r}")
+        raise ConfigError(f"top_k is a positive number of answers, got {top_k!r}")
     if multi_span and top_k not in (None, 1):
-        raise ValueError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
+        raise ConfigError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
