@@ -242,10 +242,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .inference.tuning import tune_for_model, tuning_summary
 
     target = _tune_target(args)
+    check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
     data = _load_squad(args, args.data, args.limit, needs_gold="bio-mrc tune")
     task = registry.task_of_data(data.format, data.is_v2)
     calibrate = _calibrates(args, len(data.examples), task)
-    check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
     before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
