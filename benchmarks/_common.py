@@ -1,5 +1,6 @@
 """What every benchmark of this folder shares: where the repository and the data are, the trained
-model a benchmark defaults to, one-line errors for missing inputs, and the machine it ran on.
+model a benchmark defaults to, one-line errors for missing inputs, the machine it ran on, and how
+every script times its work (one call, each stage of a run, the median or best of repeats).
 
 A script checks its arguments and inputs before any work, so a missing model, data file or optional
 dependency ends it with one line saying what to run or pass. Paths resolve
@@ -15,15 +16,18 @@ import glob
 import importlib.util
 import os
 import platform
+import statistics
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 import torch
 
 from bio_mrc.data import sources
 from bio_mrc.precision import cpu_features, cpu_name
 
+T = TypeVar("T")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QUICK_MODEL_GLOB = "runs/quick*/models/joint-seed42-*"  # the joint model `bio-mrc compare --config quick` trains
 QUICK_MODEL_COMMAND = "bio-mrc compare --config quick"
@@ -156,3 +160,70 @@ def machine_description() -> str:
 def load_and_date() -> str:
     """The load average now and the UTC time: how busy the machine was, and when."""
     return f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+
+
+# ---------------------------------------------------------------- timing
+
+
+def timed(call: Callable[[], T]) -> tuple[T, float]:
+    """``call()``'s value and the wall seconds it took."""
+    started = time.perf_counter()
+    value = call()
+    return value, time.perf_counter() - started
+
+
+def repeated(call: Callable[[], T], repeats: int, warmup: int = 0) -> tuple[T, list[float]]:
+    """``call()`` run ``warmup`` times untimed, then ``repeats`` times timed: the last value and every run's seconds."""
+    for _ in range(warmup):
+        call()
+    value, seconds = None, []
+    for _ in range(repeats):
+        value, elapsed = timed(call)
+        seconds.append(elapsed)
+    return value, seconds
+
+
+def median_of(call: Callable[[], T], repeats: int, warmup: int = 0) -> tuple[T, float]:
+    """The last value and the median seconds of ``repeats`` timed runs (after ``warmup`` untimed ones)."""
+    value, seconds = repeated(call, repeats, warmup)
+    return value, statistics.median(seconds)
+
+
+def best_of(call: Callable[[], T], repeats: int, warmup: int = 0) -> tuple[T, float]:
+    """The last value and the fastest of ``repeats`` timed runs: the least disturbed by the rest of the machine."""
+    value, seconds = repeated(call, repeats, warmup)
+    return value, min(seconds)
+
+
+class StageTimes(dict[str, float]):
+    """Seconds by stage of one run, in the order the stages ran: ``with times.stage("forward"): ...``."""
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
+        self[name] = time.perf_counter() - started
+
+
+def median_times(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each stage's median over runs (alternating sides run their stages once per repeat)."""
+    return {stage: statistics.median(run[stage] for run in runs) for stage in runs[0]}
+
+
+def alternate(sides: dict[str, Callable[[], tuple[T, dict[str, float]]]], repeats: int,
+              after_side: Callable[[str], None] = lambda side: None,
+              after_repeat: Callable[[int, dict[str, dict[str, float]]], None] = lambda repeat, latest: None,
+              ) -> tuple[dict[str, dict[str, float]], dict[str, T]]:
+    """The skeleton of a side-by-side benchmark: every side in turn, ``repeats`` times, so that a machine's slow
+    spell falls on both. A side returns (its value, its stage seconds); its ``"total"`` is the whole call unless the
+    side gives one. Returns each side's median seconds by stage and its last value; ``after_side`` runs after each
+    side (memory peaks, say), ``after_repeat`` with the repeat's index and every side's seconds (a progress line)."""
+    runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+    last: dict[str, T] = {}
+    for repeat in range(repeats):
+        for side, call in sides.items():
+            (last[side], stages), seconds = timed(call)
+            runs[side].append({**stages, "total": stages.get("total", seconds)})
+            after_side(side)
+        after_repeat(repeat, {side: side_runs[-1] for side, side_runs in runs.items()})
+    return {side: median_times(side_runs) for side, side_runs in runs.items()}, last

@@ -114,9 +114,7 @@ class ChildContext:
 
     def stage(self, name: str, fn):
         """``fn()`` timed, with the RSS at its end, under ``name``."""
-        t = time.perf_counter()
-        value = fn()
-        self.report["stages"][name] = time.perf_counter() - t
+        value, self.report["stages"][name] = _common.timed(fn)
         self.report["rss"][name] = rss_mib()
         return value
 
@@ -244,10 +242,9 @@ def train_child(args: argparse.Namespace, stage, rss: dict[str, Any]) -> dict[st
         shutil.rmtree(datasets.config.HF_DATASETS_CACHE, ignore_errors=True)
     squad = stage("read JSON", lambda: load_squad(args.data, limit=limit))
     out = tempfile.mkdtemp(prefix="bench-features-train-")
-    t = time.perf_counter()
-    train_model(squad.examples, TrainConfig(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride),
-                out, save_checkpoints=False, callbacks=[Stop()])
-    result["train_model_seconds"] = time.perf_counter() - t
+    _, result["train_model_seconds"] = _common.timed(lambda: train_model(
+        squad.examples, TrainConfig(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride),
+        out, save_checkpoints=False, callbacks=[Stop()]))
     if "windows built" in marks and "train begins" in marks:
         result["stage_seconds"]["trainer set-up (sampler lengths, optimizer)"] = marks["train begins"] - marks["windows built"]
     shutil.rmtree(out, ignore_errors=True)

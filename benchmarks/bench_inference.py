@@ -68,9 +68,7 @@ import collections
 import dataclasses
 import json
 import resource
-import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -138,29 +136,24 @@ AGREEMENT = 0.995  # "identical": the same answer text on at least this share of
 
 
 def run_reference(model_dir: str, data: str, limit: int | None, max_length: int, stride: int, batch_size: int, out: Path):
-    """The whole recipe, raw JSON to predictions.json; returns (predictions, stage seconds, kept for diagnosis)."""
-    times: dict[str, float] = {}
-    t = time.perf_counter()
-    model = AutoModelForQuestionAnswering.from_pretrained(model_dir)
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    times["load model"] = time.perf_counter() - t
-    t = time.perf_counter()
-    examples = reference_load_squad(data, limit)
-    times["read JSON"] = time.perf_counter() - t
-    t = time.perf_counter()
-    features = examples.map(
-        reference_prepare_validation_features, batched=True, remove_columns=examples.column_names,
-        fn_kwargs={"tokenizer": tokenizer, "max_length": max_length, "doc_stride": stride},
-    )
-    times["features"] = time.perf_counter() - t
-    t = time.perf_counter()
-    logits = reference_predict(model, features, batch_size)
-    times["forward"] = time.perf_counter() - t
-    t = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
-    predictions = reference_postprocess_qa_predictions(examples, features, logits, output_dir=str(out))
-    times["post-process + write"] = time.perf_counter() - t
-    return dict(predictions), times, (features, logits)
+    """The whole recipe, raw JSON to predictions.json; returns ((predictions, kept for diagnosis), stage seconds)."""
+    times = _common.StageTimes()
+    with times.stage("load model"):
+        model = AutoModelForQuestionAnswering.from_pretrained(model_dir)
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    with times.stage("read JSON"):
+        examples = reference_load_squad(data, limit)
+    with times.stage("features"):
+        features = examples.map(
+            reference_prepare_validation_features, batched=True, remove_columns=examples.column_names,
+            fn_kwargs={"tokenizer": tokenizer, "max_length": max_length, "doc_stride": stride},
+        )
+    with times.stage("forward"):
+        logits = reference_predict(model, features, batch_size)
+    with times.stage("post-process + write"):
+        out.mkdir(parents=True, exist_ok=True)
+        predictions = reference_postprocess_qa_predictions(examples, features, logits, output_dir=str(out))
+    return (dict(predictions), (features, logits)), times
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,30 +162,24 @@ def run_reference(model_dir: str, data: str, limit: int | None, max_length: int,
 
 
 def run_ours(model_dir: str, data: str, limit: int | None, windows: FeatureConfig, batch_size: int, out: Path):
-    times: dict[str, float] = {}
-    t = time.perf_counter()
-    trained = TrainedModel.load(model_dir)  # an ONNX export's folder loads the ONNX Runtime session
-    trained.features = windows
-    times["load model"] = time.perf_counter() - t
-    t = time.perf_counter()
-    squad = load_squad(data, limit=limit)
-    times["read JSON"] = time.perf_counter() - t
-    t = time.perf_counter()
-    features = build_features(squad.examples, trained.tokenizer, trained.features, with_targets=False, desc="windows")
-    times["features"] = time.perf_counter() - t
-    t = time.perf_counter()
-    logits = window_logits(as_runner(trained.model), features, trained.tokenizer.pad_token_id or 0, batch_size, progress=False)
-    times["forward"] = time.perf_counter() - t
-    t = time.perf_counter()
-    outputs = window_outputs(features, logits)  # with window_logits, what run_windows does
-    times["arrays"] = time.perf_counter() - t
-    t = time.perf_counter()
-    predictions = decode(outputs, squad.examples, "span", DecodeConfig())
-    times["decode"] = time.perf_counter() - t
-    t = time.perf_counter()
-    write_prediction_files(predictions, out / "predictions.json")
-    times["write"] = time.perf_counter() - t
-    return {p.id: p.answer for p in predictions}, times, (squad, features, outputs, trained)
+    times = _common.StageTimes()
+    with times.stage("load model"):
+        trained = TrainedModel.load(model_dir)  # an ONNX export's folder loads the ONNX Runtime session
+        trained.features = windows
+    with times.stage("read JSON"):
+        squad = load_squad(data, limit=limit)
+    with times.stage("features"):
+        features = build_features(squad.examples, trained.tokenizer, trained.features, with_targets=False, desc="windows")
+    with times.stage("forward"):
+        logits = window_logits(as_runner(trained.model), features, trained.tokenizer.pad_token_id or 0, batch_size,
+                               progress=False)
+    with times.stage("arrays"):
+        outputs = window_outputs(features, logits)  # with window_logits, what run_windows does
+    with times.stage("decode"):
+        predictions = decode(outputs, squad.examples, "span", DecodeConfig())
+    with times.stage("write"):
+        write_prediction_files(predictions, out / "predictions.json")
+    return ({p.id: p.answer for p in predictions}, (squad, features, outputs, trained)), times
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,12 +229,14 @@ def forward_variant(model, features: datasets.Dataset, batch_size: int, pad_to: 
     order = np.argsort(-lengths, kind="stable") if sort else np.arange(len(lengths))
     context = torch.inference_mode if mode == "inference_mode" else torch.no_grad
     model.eval()
-    t = time.perf_counter()
-    with context():
-        for begin in range(0, len(order), batch_size):
-            chosen = order[begin : begin + batch_size]
-            model(**{c: torch.from_numpy(column.padded(chosen, width=pad_to, dtype=np.int64)) for c, column in columns.items()})
-    return time.perf_counter() - t
+
+    def forward_all() -> None:
+        with context():
+            for begin in range(0, len(order), batch_size):
+                chosen = order[begin : begin + batch_size]
+                model(**{c: torch.from_numpy(column.padded(chosen, width=pad_to, dtype=np.int64)) for c, column in columns.items()})
+
+    return _common.timed(forward_all)[1]
 
 
 def lever_table(model, features: datasets.Dataset, max_length: int, batch_size: int) -> list[tuple[str, float]]:
@@ -268,10 +257,6 @@ def lever_table(model, features: datasets.Dataset, max_length: int, batch_size: 
         print(f"  lever: {name}: {results[-1][1]:.2f} s", flush=True)
     torch.set_num_threads(threads)
     return results
-
-
-def median_times(runs: list[dict[str, float]]) -> dict[str, float]:
-    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
 @dataclasses.dataclass
@@ -327,25 +312,25 @@ def set_up(args: argparse.Namespace) -> Setup:
 
 def timed_runs(args: argparse.Namespace, setup: Setup) -> Runs:
     """The reference then ours, alternating ``--repeats`` times; each side timed whole."""
-    windows = setup.windows
-    ref_runs, our_runs, rss = [], [], {}
-    for repeat in range(args.repeats):
-        t = time.perf_counter()
-        ref_answers, times, ref_state = run_reference(
-            setup.model_dir, args.data, setup.limit, setup.ref_length, windows.doc_stride, args.batch_size, setup.root / "reference")
-        times["total"] = time.perf_counter() - t
-        ref_runs.append(times)
-        rss["after reference"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        t = time.perf_counter()
-        our_answers, times, our_state = run_ours(setup.ours_dir, args.data, setup.limit, windows, setup.ours_batch, setup.root / "ours")
-        times["total"] = time.perf_counter() - t
-        our_runs.append(times)
-        rss["after ours"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"run {repeat + 1}/{args.repeats}: reference {ref_runs[-1]['total']:.2f} s, ours {our_runs[-1]['total']:.2f} s", flush=True)
-    squad, our_features, outputs, trained = our_state
-    ref_features, ref_logits = ref_state
+    windows, rss = setup.windows, {}
+    sides = {
+        "reference": lambda: run_reference(setup.model_dir, args.data, setup.limit, setup.ref_length, windows.doc_stride,
+                                           args.batch_size, setup.root / "reference"),
+        "ours": lambda: run_ours(setup.ours_dir, args.data, setup.limit, windows, setup.ours_batch, setup.root / "ours"),
+    }
+
+    def peak_memory(side: str) -> None:
+        rss[f"after {side}"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    def progress(repeat: int, latest: dict[str, dict[str, float]]) -> None:
+        print(f"run {repeat + 1}/{args.repeats}: reference {latest['reference']['total']:.2f} s, "
+              f"ours {latest['ours']['total']:.2f} s", flush=True)
+
+    medians, last = _common.alternate(sides, args.repeats, peak_memory, progress)
+    ref_answers, (ref_features, ref_logits) = last["reference"]
+    our_answers, (squad, our_features, outputs, trained) = last["ours"]
     lengths = np.array([len(x) for x in our_features["input_ids"]])
-    return Runs(median_times(ref_runs), median_times(our_runs), rss, ref_answers, our_answers, ref_features, ref_logits,
+    return Runs(medians["reference"], medians["ours"], rss, ref_answers, our_answers, ref_features, ref_logits,
                 squad, our_features, outputs, trained, lengths)
 
 

@@ -23,10 +23,10 @@ identical means the span answers agree on at least 99.5% of the questions.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import json
 import shlex
-import statistics
 import sys
 import tempfile
 import time
@@ -81,23 +81,21 @@ def load_sides(model_dir: str, onnx_dir: str, threads: int | None) -> tuple[Trai
 
 def timed_windows(sides: dict[str, TrainedModel], examples, batch_size: int, repeats: int):
     """Each side's ``.windows`` over the same examples, alternating sides; medians and the last outputs."""
-    seconds: dict[str, list[float]] = {name: [] for name in sides}
-    outputs = {}
+    runs, outputs = [], {}
     for _ in range(repeats):
+        seconds = {}
         for name, trained in sides.items():
-            started = time.perf_counter()
-            outputs[name] = trained.windows(examples, batch_size=batch_size)
-            seconds[name].append(time.perf_counter() - started)
-    return {name: statistics.median(values) for name, values in seconds.items()}, outputs
+            outputs[name], seconds[name] = _common.timed(functools.partial(trained.windows, examples, batch_size=batch_size))
+        runs.append(seconds)
+    return _common.median_times(runs), outputs
 
 
 def timed_forward(sides: dict[str, TrainedModel], features, batch_size: int) -> dict[str, float]:
     """The forward alone: ``run_windows`` on windows built once (the same for both sides)."""
     result = {}
     for name, trained in sides.items():
-        started = time.perf_counter()
-        run_windows(trained.model, features, trained.tokenizer.pad_token_id or 0, batch_size, progress=False)
-        result[name] = time.perf_counter() - started
+        _, result[name] = _common.timed(functools.partial(
+            run_windows, trained.model, features, trained.tokenizer.pad_token_id or 0, batch_size, progress=False))
     return result
 
 

@@ -46,8 +46,6 @@ import collections
 import dataclasses
 import json
 import os
-import statistics
-import time
 from pathlib import Path
 
 import datasets
@@ -114,9 +112,7 @@ def cached_logits(cache_dir: Path, model, ref_features: datasets.Dataset, ids: l
             if len(cached_ids) < len(ids) or list(cached_ids[: len(ids)]) != ids or len(saved["start"]) < n:
                 continue
             return {k: saved[k][:n] for k in ("start", "end", "bio")}, f"cache {path}"
-    t = time.perf_counter()
-    logits = recipe_forward(model, ref_features, batch_size)
-    seconds = time.perf_counter() - t
+    logits, seconds = _common.timed(lambda: recipe_forward(model, ref_features, batch_size))
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / f"{stem}-q{len(ids)}.npz"
     tmp = path.with_suffix(".tmp.npz")
@@ -153,12 +149,12 @@ def head_logits(logits: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def run_ours(features, logits, examples, decoding: str, config: DecodeConfig) -> tuple[dict[str, str], dict[str, float]]:
-    t = time.perf_counter()
-    outputs = window_outputs(features, head_logits(logits))
-    arrays = time.perf_counter() - t
-    t = time.perf_counter()
-    predictions = decode(outputs, examples, decoding, config)
-    return {p.id: p.answer for p in predictions}, {"arrays": arrays, "decode": time.perf_counter() - t}
+    times = _common.StageTimes()
+    with times.stage("arrays"):
+        outputs = window_outputs(features, head_logits(logits))
+    with times.stage("decode"):
+        predictions = decode(outputs, examples, decoding, config)
+    return {p.id: p.answer for p in predictions}, times
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,10 +199,6 @@ def classify(ref: str, ours: str, exact_text: str, brute: tuple[str, float, floa
     return "other (not explained by pruning)"
 
 
-def median_times(runs: list[dict[str, float]]) -> dict[str, float]:
-    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-
-
 @dataclasses.dataclass
 class Setup:
     """Untimed: both sides' windows (checked to be the same) and the logits they share."""
@@ -242,6 +234,15 @@ class Timings:
         return self.ref_t["total"] / self.our_t["total"]
 
 
+def reference_windows(data: str, limit: int | None, tokenizer, windows: FeatureConfig) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """The recipe's examples and its windows of them."""
+    examples = reference_load_squad(data, limit)
+    return examples, examples.map(
+        reference_prepare_validation_features, batched=True, remove_columns=examples.column_names,
+        fn_kwargs={"tokenizer": tokenizer, "max_length": windows.max_seq_length, "doc_stride": windows.doc_stride},
+    )
+
+
 def set_up(args: argparse.Namespace) -> Setup:
     """The model (tokenizer, windows, tuned prior), both sides' windows, the logits; nothing here is in the ratio."""
     datasets.disable_progress_bars()
@@ -250,16 +251,10 @@ def set_up(args: argparse.Namespace) -> Setup:
     trained = TrainedModel.load(args.model)  # released on return: the model is not held during the timed runs
     windows = trained.features
     examples = load_squad(args.data, limit=limit).examples
-    t = time.perf_counter()
-    features = build_features(examples, trained.tokenizer, windows, with_targets=False, desc="windows")
-    our_feature_s = time.perf_counter() - t
-    t = time.perf_counter()
-    ref_examples = reference_load_squad(args.data, limit)
-    ref_features = ref_examples.map(
-        reference_prepare_validation_features, batched=True, remove_columns=ref_examples.column_names,
-        fn_kwargs={"tokenizer": trained.tokenizer, "max_length": windows.max_seq_length, "doc_stride": windows.doc_stride},
-    )
-    ref_feature_s = time.perf_counter() - t
+    features, our_feature_s = _common.timed(
+        lambda: build_features(examples, trained.tokenizer, windows, with_targets=False, desc="windows"))
+    (ref_examples, ref_features), ref_feature_s = _common.timed(
+        lambda: reference_windows(args.data, limit, trained.tokenizer, windows))
     ids = [ex.id for ex in examples]
     same_windows, offset_differences = check_same_windows(ref_features, features, ids)
     if not same_windows:
@@ -273,20 +268,25 @@ def timed_runs(args: argparse.Namespace, setup: Setup) -> Timings:
     """The reference, then ours (span), BIO and joint, alternating ``--repeats`` times."""
     features, logits, examples = setup.features, setup.logits, setup.examples
     ref_logits = (logits["start"], logits["end"])
-    ref_runs, our_runs, bio_runs, joint_runs = [], [], [], []
-    for repeat in range(args.repeats):
-        t = time.perf_counter()
-        ref_answers = dict(reference_postprocess_qa_predictions(setup.ref_examples, setup.ref_features, ref_logits))
-        ref_runs.append({"total": time.perf_counter() - t})
-        our_answers, times = run_ours(features, logits, examples, "span", setup.span_config)
-        our_runs.append({**times, "total": times["arrays"] + times["decode"]})
-        _, times = run_ours(features, logits, examples, "bio", setup.tuned)
-        bio_runs.append(times)
-        _, times = run_ours(features, logits, examples, "joint", setup.tuned)
-        joint_runs.append(times)
-        print(f"run {repeat + 1}/{args.repeats}: reference {ref_runs[-1]['total']:.2f} s, ours (span) {our_runs[-1]['total']:.2f} s, "
-              f"bio decode {bio_runs[-1]['decode']:.2f} s, joint decode {joint_runs[-1]['decode']:.2f} s", flush=True)
-    return Timings(*map(median_times, (ref_runs, our_runs, bio_runs, joint_runs)), ref_answers, our_answers)
+
+    def ours_span() -> tuple[dict[str, str], dict[str, float]]:
+        answers, times = run_ours(features, logits, examples, "span", setup.span_config)
+        return answers, {**times, "total": times["arrays"] + times["decode"]}
+
+    sides = {
+        "reference": lambda: (dict(reference_postprocess_qa_predictions(setup.ref_examples, setup.ref_features, ref_logits)), {}),
+        "span": ours_span,
+        "bio": lambda: run_ours(features, logits, examples, "bio", setup.tuned),
+        "joint": lambda: run_ours(features, logits, examples, "joint", setup.tuned),
+    }
+
+    def progress(repeat: int, latest: dict[str, dict[str, float]]) -> None:
+        print(f"run {repeat + 1}/{args.repeats}: reference {latest['reference']['total']:.2f} s, ours (span) "
+              f"{latest['span']['total']:.2f} s, bio decode {latest['bio']['decode']:.2f} s, "
+              f"joint decode {latest['joint']['decode']:.2f} s", flush=True)
+
+    medians, last = _common.alternate(sides, args.repeats, after_repeat=progress)
+    return Timings(*(medians[side] for side in sides), last["reference"], last["span"])
 
 
 def print_header(args: argparse.Namespace, setup: Setup) -> str:

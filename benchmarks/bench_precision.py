@@ -98,9 +98,7 @@ def inference_run(model_dir: Path, examples, precision: str) -> tuple[dict[str, 
     """Questions/s of the forward passes over ``examples`` (after an untimed warm-up) and the outputs."""
     trained = TrainedModel.load(model_dir, precision=precision)
     trained.windows(examples[:32])
-    started = time.perf_counter()
-    outputs = trained.windows(examples)
-    seconds = time.perf_counter() - started
+    outputs, seconds = _common.timed(lambda: trained.windows(examples))
     return {"questions_per_s": len(examples) / seconds, "seconds": seconds}, outputs
 
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import statistics
-import time
 
 import torch
 
@@ -57,12 +55,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def timed_forward(model, features, pad_id: int, batch_size: int, repeats: int):
-    seconds = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        outputs = run_windows(model, features, pad_id, batch_size, progress=False)
-        seconds.append(time.perf_counter() - started)
-    return outputs, statistics.median(seconds)
+    return _common.median_of(lambda: run_windows(model, features, pad_id, batch_size, progress=False), repeats)
 
 
 def scores(outputs, data, trained: TrainedModel) -> dict[str, dict]:

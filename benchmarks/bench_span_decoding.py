@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
 
@@ -62,12 +61,8 @@ def main(args: argparse.Namespace) -> None:
     timings = {}
     for name, fn in (("bio_mrc banded (numpy)", lambda: best_spans(start, end, mask, 30, 20)),
                      ("reference top-20 x top-20 loop", lambda: reference_best_spans(start, end, mask, 30, 20))):
-        runs = []
-        for _ in range(args.repeats):
-            t = time.perf_counter()
-            out = fn()
-            runs.append(time.perf_counter() - t)
-        timings[name] = (min(runs), out)
+        out, seconds = _common.best_of(fn, args.repeats)
+        timings[name] = (seconds, out)
     ours = timings["bio_mrc banded (numpy)"][1]
     ref = timings["reference top-20 x top-20 loop"][1]
     agree = np.mean((ours.start[:, 0] == ref[:, 0]) & (ours.end[:, 0] == ref[:, 1]))

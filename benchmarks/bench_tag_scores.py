@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 import warnings
 
 import numpy as np
@@ -47,12 +46,8 @@ def random_tags(n: int, length: int, typed: bool, rng: np.random.Generator) -> l
 
 
 def best_of(repeat: int, fn) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - started)
-    return min(times), result
+    result, seconds = _common.best_of(fn, repeat)
+    return seconds, result
 
 
 def main(args: argparse.Namespace) -> None:

@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import functools
 import json
 import statistics
 import tempfile
@@ -266,10 +267,7 @@ def data_pipeline_seconds(trainer) -> float:
     loader = trainer.get_train_dataloader()
     recorder = trainer.data_collator
     kept = list(recorder.batches)  # the timed epoch's record stays as it was
-    t = time.perf_counter()
-    for _ in loader:
-        pass
-    seconds = time.perf_counter() - t
+    _, seconds = _common.timed(lambda: collections.deque(loader, maxlen=0))  # every batch fetched, none kept
     recorder.batches[:] = kept
     return seconds
 
@@ -285,8 +283,7 @@ def heads_cost(model, features: datasets.Dataset, batches: list[list[int]], pad_
     states = [torch.randn(*b["input_ids"].shape, hidden_size, generator=generator) for b in collated]
     model.train()
 
-    def run(names: tuple[str, ...]) -> float:
-        t = time.perf_counter()
+    def step_all(names: tuple[str, ...]) -> None:
         for batch, hidden in zip(collated, states):
             h = hidden.clone().requires_grad_(True)
             losses = []
@@ -297,14 +294,12 @@ def heads_cost(model, features: datasets.Dataset, batches: list[list[int]], pad_
                 losses.append(weights[name] * head.loss(logits, attention_mask=batch["attention_mask"],
                                                         tag_mask=batch["tag_mask"], **targets))
             torch.stack(losses).sum().backward()
-        return (time.perf_counter() - t) / len(collated)
 
-    run(("span", "bio"))  # untimed: first calls of the loss ops
-    span_only, joint = [], []
-    for _ in range(repeats):
-        span_only.append(run(("span",)))
-        joint.append(run(("span", "bio")))
-    return statistics.median(span_only), statistics.median(joint)
+    step_all(("span", "bio"))  # untimed: first calls of the loss ops
+    runs = [{names: _common.timed(functools.partial(step_all, names))[1] / len(collated) for names in (("span",), ("span", "bio"))}
+            for _ in range(repeats)]
+    medians = _common.median_times(runs)
+    return medians[("span",)], medians[("span", "bio")]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,15 +397,15 @@ def set_up(args: argparse.Namespace) -> Setup:
 def featurise(args: argparse.Namespace, setup: Setup) -> TrainingWindows:
     """Both featurisations of the pool (untimed in the ratio; printed), cut to the windows trained on."""
     n_windows, tokenizer = setup.n_windows, setup.tokenizer
-    t = time.perf_counter()
-    ref_examples = reference_load_squad(args.data, args.limit)
-    ref_pool = reference_train_features(ref_examples, tokenizer, args.max_seq_length, args.doc_stride)
-    ref_feature_s = time.perf_counter() - t
-    t = time.perf_counter()
-    squad = load_squad(args.data, limit=args.limit)
-    our_pool = build_features(squad.examples, tokenizer, setup.config.features, desc="training windows")
-    our_pool = our_pool.remove_columns(["offset_mapping", "word_offsets", "example_index"])  # as _trainer does
-    our_feature_s = time.perf_counter() - t
+    times = _common.StageTimes()
+    with times.stage("reference"):
+        ref_examples = reference_load_squad(args.data, args.limit)
+        ref_pool = reference_train_features(ref_examples, tokenizer, args.max_seq_length, args.doc_stride)
+    with times.stage("ours"):
+        squad = load_squad(args.data, limit=args.limit)
+        our_pool = build_features(squad.examples, tokenizer, setup.config.features, desc="training windows")
+        our_pool = our_pool.remove_columns(["offset_mapping", "word_offsets", "example_index"])  # as _trainer does
+    ref_feature_s, our_feature_s = times["reference"], times["ours"]
     if min(len(ref_pool), len(our_pool)) < n_windows:
         raise SystemExit(f"--limit {args.limit} gives {len(our_pool)} windows (reference {len(ref_pool)}), fewer than "
                          f"--steps x --batch-size = {n_windows}: raise --limit")
@@ -454,9 +449,7 @@ def timed_runs(args: argparse.Namespace, setup: Setup, windows: TrainingWindows)
     joint_model = None
     for repeat in range(args.repeats):
         for variant in setup.variants:
-            t = time.perf_counter()
-            run[variant](args.warmup)
-            warm[variant] = time.perf_counter() - t
+            _, warm[variant] = _common.timed(functools.partial(run[variant], args.warmup))
             outcome = run[variant](None)
             if variant == "ours":
                 joint_model = outcome[2]

@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -80,14 +78,8 @@ BASELINE, DEFAULTS = "baseline (fp32, dropout 0.1)", "package defaults (bf16, no
 def matmul_gflops(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
     """The best rate of ``repeats`` products after 3 untimed ones: the ceiling the shares are taken of."""
     a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
-    for _ in range(3):
-        torch.matmul(a, b)
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        torch.matmul(a, b)
-        times.append(time.perf_counter() - started)
-    return 2 * size**3 / min(times) / 1e9
+    _, seconds = _common.best_of(lambda: torch.matmul(a, b), repeats, warmup=3)
+    return 2 * size**3 / seconds / 1e9
 
 
 def synthetic_batch(vocab_size: int) -> dict[str, torch.Tensor]:
@@ -144,14 +136,7 @@ def step_speed(setting: tuple, steps: int) -> dict[str, float]:
 
 def timed(call, steps: int) -> float:
     """Median seconds of ``call`` over ``steps`` calls after ``WARMUP_STEPS`` untimed ones."""
-    for _ in range(WARMUP_STEPS):
-        call()
-    times = []
-    for _ in range(steps):
-        started = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return _common.median_of(call, steps, warmup=WARMUP_STEPS)[1]
 
 
 def package_speed(examples, config: TrainConfig, output_dir: Path) -> dict[str, float]:

