@@ -1,4 +1,9 @@
-"""``bio-mrc``: a thin command line over the library. Each command parses, calls, prints."""
+"""``bio-mrc``: a thin command line over the library. Each command parses, calls, prints.
+
+Building the parser loads only light modules (the config dataclasses and their option tables); torch,
+transformers and datasets load inside the command that runs a model, so ``--help`` answers at once
+(tests/test_cli_startup.py checks that ``--version`` imports no torch).
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,6 @@ import warnings
 from pathlib import Path
 from typing import Iterator, Sequence
 
-import numpy as np
-
 from . import __version__, registry
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
@@ -22,11 +25,10 @@ from .io import check_file_target, check_folder_target
 from .decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
-from .inference.forward import INFERENCE_BATCH_SIZE
-from .inference.streaming import DEFAULT_CHUNK_SIZE
+from .inference.defaults import DEFAULT_CHUNK_SIZE, INFERENCE_BATCH_SIZE
 from .precision import DEFAULT_PRECISION, PRECISIONS
 from .serving.config import ServeConfig
-from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
+from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
@@ -205,6 +207,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def _plot_threshold_curves(tuned, plot_dir: Path) -> None:
+    import numpy as np
+
     from .harness.plots import plot_threshold_curve
     from .inference import threshold_key
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import ContextManager
+from typing import TYPE_CHECKING, ContextManager
 
-import torch
+if TYPE_CHECKING:  # torch loads in the functions that compute, so the command line's options import it not
+    import torch
 
 PRECISIONS = ("fp32", "bf16", "auto")
 # bf16 costs no F1 (benchmarks/ablations/precision.json) and trains and answers faster where it is native, so the
@@ -24,12 +25,16 @@ CPU_BF16_FEATURES = ("amx_bf16", "avx512_bf16")
 
 def default_device() -> str:
     """Where models train and run unless told otherwise: the GPU when there is one."""
+    import torch
+
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def cpu_features() -> dict[str, bool]:
     """Which of :data:`CPU_BF16_FEATURES` this CPU has: from torch's own CPU probe where the
     installed torch has one, else from ``/proc/cpuinfo`` (Linux)."""
+    import torch
+
     probe = getattr(torch.cpu, "get_capabilities", None)
     if probe is not None:
         capabilities = probe()
@@ -45,6 +50,8 @@ def cpu_features() -> dict[str, bool]:
 
 def cpu_name() -> str:
     """The CPU's model name, for benchmark records."""
+    import torch
+
     probe = getattr(torch.cpu, "get_capabilities", None)
     name = probe().get("cpu_name") if probe is not None else None
     fields: dict[str, str] = {}
@@ -59,6 +66,8 @@ def cpu_name() -> str:
 
 def native_bf16(device: str | torch.device = "cpu") -> bool:
     """Whether ``device`` computes bfloat16 matrix products in hardware (not emulated)."""
+    import torch
+
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
@@ -84,6 +93,8 @@ def resolve_precision(precision: str | None, device: str | torch.device = "cpu")
 
 def autocast(precision: str, device: str | torch.device = "cpu") -> ContextManager:
     """The context a forward pass runs in: bfloat16 autocast for ``bf16``, nothing for ``fp32``."""
+    import torch
+
     device = torch.device(device)
     if resolve_precision(precision, device) == "bf16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)

@@ -13,16 +13,30 @@
 * :mod:`.pipeline`: the same as transformers' ``pipeline("bio-mrc-qa", model=DIR)`` (registered on import).
 """
 
-from .answers import apply_no_answer_threshold, decode_with_thresholds, no_answer_probability, threshold_key
-from .during_training import TrainingEvaluator
-from .extract import AnswerExtractor
-from .files import write_prediction_files
-from .forward import predict_windows, run_windows
-from .loading import TrainedModel, check_model_dir
-from .pipeline import BioMrcQuestionAnsweringPipeline, register_pipeline
-from .sharding import Shard
-from .streaming import StreamPlan, predict_to_files
-from .tuning import save_tuned_settings, tune_settings, tuning_provenance
+from importlib import import_module
+from typing import Any
+
+# Each name loads its module on first use, so a light module of this package (.defaults) imports no torch.
+_LAZY = {
+    "apply_no_answer_threshold": ".answers", "decode_with_thresholds": ".answers", "no_answer_probability": ".answers",
+    "threshold_key": ".answers",
+    "TrainingEvaluator": ".during_training",
+    "AnswerExtractor": ".extract",
+    "write_prediction_files": ".files",
+    "predict_windows": ".forward", "run_windows": ".forward",
+    "TrainedModel": ".loading", "check_model_dir": ".loading",
+    "BioMrcQuestionAnsweringPipeline": ".pipeline", "register_pipeline": ".pipeline",
+    "Shard": ".sharding",
+    "StreamPlan": ".streaming", "predict_to_files": ".streaming",
+    "save_tuned_settings": ".tuning", "tune_settings": ".tuning", "tuning_provenance": ".tuning",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "Shard", "StreamPlan", "TrainedModel", "TrainingEvaluator",
