@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from . import __version__, registry
+from .argument_parser import RUN_QA_NOTE, CommandLineParser
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
@@ -31,6 +32,7 @@ from .serving.config import ServeConfig
 from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 
+_DESCRIPTION = "bio-mrc: a thin command line over the library. Each command parses, calls, prints."
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
 # require_answer is the command's to set: predict and tune from the data, extract always.
 _DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and predict take --multi-span
@@ -123,14 +125,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes)
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device)
-    missing = [d for d in args.decoding if d not in trained.decodings]
-    if missing:
-        raise SystemExit(f"error: decoding {missing} needs heads this model lacks (it has {trained.model.config.heads})")
     config = trained.decode_config(_decode_config(args, require_answer=not questions.is_v2))
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = args.multi_span or registry.task_of_data(questions.format, False).multi_span_gold
-    plan = StreamPlan(tuple(dict.fromkeys(args.decoding)), config, multi_span, args.min_span_probability,
-                      args.chunk_size, args.batch_size)
+    decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d, multi_span) for d in args.decoding))
+    plan = StreamPlan(decodings, config, multi_span, args.min_span_probability, args.chunk_size, args.batch_size)
     started = time.perf_counter()
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
@@ -278,12 +277,14 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .serving.server import run_server
 
-    run_server(args.model, config_from_args(ServeConfig, args), precision=args.precision)
+    if (args.model is None) == (args.model_positional is None):
+        raise SystemExit("error: serve takes the model once: --model DIR (or DIR alone)")
+    run_server(args.model or args.model_positional, config_from_args(ServeConfig, args), precision=args.precision)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bio-mrc", description=__doc__)
+    parser = CommandLineParser(prog="bio-mrc", description=_DESCRIPTION, epilog=RUN_QA_NOTE)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     # Every option's help ends with its real default, read from the parser (so help and defaults cannot drift).
@@ -327,13 +328,18 @@ def _add_min_span_probability(parser: argparse.ArgumentParser) -> None:
                         help="span and joint decodings with --multi-span: drop n-best spans below this probability")
 
 
+_DECODING_CHOICES = (registry.AUTO_DECODING, *registry.DECODINGS)
+_AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads; bio for multi-span answers)"
+
+
 def _add_model_commands(add_command) -> None:
     """The commands that run a trained model: predict, evaluate, tune."""
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
     predict.add_argument("--model", required=True)
     predict.add_argument("--data", required=True, help=_DATA_HELP)
     predict.add_argument("--limit", type=int)
-    predict.add_argument("--decoding", choices=tuple(registry.DECODINGS), nargs="+", default=["span"], help="one or several")
+    predict.add_argument("--decoding", choices=_DECODING_CHOICES, nargs="+", default=[registry.AUTO_DECODING],
+                         help=f"one or several; {_AUTO_HELP}")
     predict.add_argument("--output", required=True,
                          help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
                               "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
@@ -397,7 +403,7 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--question", required=True)
     extract.add_argument("--context-file")
     extract.add_argument("--context")
-    extract.add_argument("--decoding", choices=("auto", *registry.DECODINGS), default="auto")
+    extract.add_argument("--decoding", choices=_DECODING_CHOICES, default=registry.AUTO_DECODING, help=_AUTO_HELP)
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "
                               "highlighted in the context, its confidence and probability, the BIO head's per-word P(B) and P(I)")
@@ -426,7 +432,8 @@ def _add_serve_command(add_command) -> None:
     """serve: answers over HTTP, concurrent requests batched into one forward pass (bio_mrc.serving)."""
     serve = add_command("serve", help="answer questions over HTTP: POST /answer, GET /health, OpenAPI page at /docs "
                                       "(needs pip install bio_mrc[serve])")
-    serve.add_argument("model", metavar="MODEL", help="a saved bio_mrc model folder, or an ONNX export of one")
+    serve.add_argument("--model", help="a saved bio_mrc model folder, or an ONNX export of one (or give it as MODEL)")
+    serve.add_argument("model_positional", nargs="?", metavar="MODEL", help="the same as --model")
     _add_precision_option(serve)
     add_config_options(serve, ServeConfig)
     serve.set_defaults(func=cmd_serve)

@@ -25,12 +25,8 @@ from .loading import TrainedModel
 
 def choose_decoding(available: Sequence[str], decoding: str, multi_span: bool) -> str:
     """``auto`` -> the best decoding the model's heads allow (BIO for multi-span, else joint);
-    a decoding the heads cannot do is refused rather than silently replaced."""
-    if decoding == "auto":
-        decoding = registry.preferred_decoding(available, multi_span)
-    if decoding not in available:
-        raise ValueError(f"decoding {decoding!r} needs heads this model lacks; it offers {list(available)}")
-    return decoding
+    a decoding the heads cannot do is refused (``ConfigError``, a ``ValueError``) rather than silently replaced."""
+    return registry.resolve_decoding(available, decoding, multi_span)
 
 
 def question_context_examples(question, context) -> tuple[list[Example], bool]:
