@@ -27,7 +27,7 @@ from .decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .inference.defaults import DEFAULT_CHUNK_SIZE, INFERENCE_BATCH_SIZE
-from .precision import DEFAULT_PRECISION, PRECISIONS
+from .precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from .serving.config import ServeConfig
 from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
@@ -124,7 +124,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     output = args.output if args.output == "-" else check_file_target(args.output)
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes)
-    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device)
+    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device or args.device)
     config = trained.decode_config(_decode_config(args, require_answer=not questions.is_v2))
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = args.multi_span or registry.task_of_data(questions.format, False).multi_span_gold
@@ -192,7 +192,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .inference.tuning import tune_for_model
 
     data = _load_squad(args, args.data, args.limit)
-    trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
+    trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     tuned = tune_for_model(trained, outputs, data.examples, _decode_config(args, require_answer=False),
                            registry.task_of_data(data.format, data.is_v2), decodings=args.decoding)
@@ -251,7 +251,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if context is None:
         raise SystemExit("error: give --context-file or --context")
     extractor = AnswerExtractor.from_pretrained(
-        args.model, precision=args.precision, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
+        args.model, precision=args.precision, device=args.device, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
         min_span_probability=args.min_span_probability,
     )
     print(json.dumps(extractor(args.question, context).to_dict(), ensure_ascii=False, indent=2))
@@ -279,7 +279,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if (args.model is None) == (args.model_positional is None):
         raise SystemExit("error: serve takes the model once: --model DIR (or DIR alone)")
-    run_server(args.model or args.model_positional, config_from_args(ServeConfig, args), precision=args.precision)
+    run_server(args.model or args.model_positional, config_from_args(ServeConfig, args), precision=args.precision, device=args.device)
     return 0
 
 
@@ -302,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--checkpoint-steps", type=int, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
     train.add_argument("--overwrite", action="store_true", help="replace a finished model, or the files of a folder that holds no bio_mrc model, in OUTPUT_DIR")
     add_config_options(train, TrainConfig)
+    _add_device_option(train, pin=True)
     _add_data_options(train)
     train.set_defaults(func=cmd_train)
     _add_model_commands(add_command)
@@ -314,6 +315,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_precision_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help="of the forward pass: bf16 = bfloat16 autocast; auto = bf16 where the CPU/GPU computes it natively")
+    _add_device_option(parser)
+
+
+def _add_device_option(parser: argparse.ArgumentParser, pin: bool = False) -> None:
+    """``--device``, checked in main before the command's work; ``pin``: the process sees that device alone
+    (for transformers' Trainer, which picks its own)."""
+    parser.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,cuda:N,mps}",
+                        help="where the model runs: auto = the GPU when there is one, else the CPU")
+    parser.set_defaults(check_device=pin_process_device if pin else resolve_device)
 
 
 def _positive_int(text: str) -> int:
@@ -387,7 +397,8 @@ def _add_compare_and_extract(add_command) -> None:
     compare.add_argument("--data-dir", help="folder with squad-v1.1/, squad-v2.0/ (default: $BIO_MRC_DATA or ../shared/data)")
     compare.add_argument("--output-dir", help="default: runs/<config name>")
     compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")
-    compare.add_argument("--encoder", help="override every run's encoder")
+    compare.add_argument("--encoder", help="override every run's encoder (a local folder or a Hugging Face hub id)")
+    _add_device_option(compare, pin=True)
     compare.add_argument("--print-schema", action="store_true",
                          help="print the JSON Schema of comparison configs (every key, type and range) and exit")
     compare.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs of the config (e.g. one per sitting or machine)")
@@ -444,6 +455,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
+            args.check_device(args.device)
         return args.func(args)
     except (BioMrcError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

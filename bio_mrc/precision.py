@@ -30,6 +30,57 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")  # what --device and device= take
+
+
+def resolve_device(device: str | None = None) -> str:
+    """The device a model runs on: ``auto`` (or None) is :func:`default_device`; ``cpu``, ``cuda``, ``cuda:N``
+    and ``mps`` are checked against this machine, and one it lacks is a :class:`ConfigError` in one line."""
+    import torch
+
+    from .errors import ConfigError
+
+    name = str(device or "auto").strip().lower()
+    kind, _, index = name.partition(":")
+    if name == "auto":
+        return default_device()
+    if name == "cpu":
+        return name
+    if kind == "cuda" and (not index or index.isdigit()):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if int(index or 0) >= count:
+            have = f"{count} CUDA device(s) (cuda:0 to cuda:{count - 1})" if count else "no CUDA GPU that torch can use"
+            raise ConfigError(f"device {device!r}: this machine has {have}")
+        return name
+    if name == "mps":
+        if not torch.backends.mps.is_available():
+            raise ConfigError(f"device {device!r}: this machine has no Apple GPU (MPS) that torch can use")
+        return name
+    raise ConfigError(f"device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto")
+
+
+def pin_process_device(device: str | None) -> None:
+    """Make ``device`` the only one this process sees, for code that picks its own (transformers' Trainer):
+    ``cpu`` hides the GPUs, ``cuda:N`` shows GPU N alone (as ``cuda``). Call it before torch touches CUDA."""
+    import os
+
+    from .errors import ConfigError
+
+    name = str(device or "auto").strip().lower()
+    kind, _, index = name.partition(":")
+    if name == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    elif kind == "cuda" and index.isdigit():
+        shown = os.environ.get("CUDA_VISIBLE_DEVICES")
+        visible = None if shown is None else [d.strip() for d in shown.split(",") if d.strip()]
+        if visible is not None and int(index) >= len(visible):
+            raise ConfigError(f"device {device!r}: CUDA_VISIBLE_DEVICES shows {len(visible)} GPU(s)")
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible[int(index)] if visible else index
+        resolve_device("cuda")
+        return
+    resolve_device(name)
+
+
 def cpu_features() -> dict[str, bool]:
     """Which of :data:`CPU_BF16_FEATURES` this CPU has: from torch's own CPU probe where the
     installed torch has one, else from ``/proc/cpuinfo`` (Linux)."""

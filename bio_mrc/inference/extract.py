@@ -93,9 +93,10 @@ class AnswerExtractor:
         self.batch_size = batch_size
 
     @classmethod
-    def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, **kwargs) -> "AnswerExtractor":
-        """The extractor of a saved model folder; ``precision``: auto (default), fp32 or bf16 (:mod:`bio_mrc.precision`)."""
-        return cls(TrainedModel.load(model_dir, precision=precision), **kwargs)
+    def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None, **kwargs) -> "AnswerExtractor":
+        """The extractor of a saved model folder or a hub id (read from the hub cache first); ``precision``: auto
+        (default), fp32 or bf16 (:mod:`bio_mrc.precision`); ``device``: cpu, cuda, cuda:1, mps or auto (default)."""
+        return cls(TrainedModel.load(model_dir, precision=precision, device=device), **kwargs)
 
     examples = staticmethod(question_context_examples)
 
