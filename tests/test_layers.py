@@ -29,7 +29,8 @@ ALLOWED = {
     "serving": {"core", "data", "model", "features", "decoding", "metrics", "inference", "serving"},
 }
 ALLOWED["cli"] = set(ALLOWED) | {"cli"}
-CORE_MODULES = {"types", "tags", "errors", "io", "progress", "precision", "encoders", "config_options", "argument_parser", "hub", "config_schema", "model_card", "model_defaults",
+CORE_MODULES = {"types", "tags", "errors", "io", "progress", "precision", "encoders", "config_options", "config_schema", "model_card",
+                "model_defaults", "argument_parser", "hub", "transformers_registration",
                 "registry", "code_fingerprint", "evaluation_record", "__init__", "__version__"}
 
 
