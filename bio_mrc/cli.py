@@ -338,7 +338,11 @@ def _add_min_span_probability(parser: argparse.ArgumentParser) -> None:
                         help="span and joint decodings with --multi-span: drop n-best spans below this probability")
 
 
-_DECODING_CHOICES = (registry.AUTO_DECODING, *registry.DECODINGS)
+def _decoding_choices() -> tuple[str, ...]:
+    """auto and every registered decoding, read when the parser is built (a decoding registered later is offered)."""
+    return (registry.AUTO_DECODING, *registry.DECODINGS)
+
+
 _AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads; bio for multi-span answers)"
 
 
@@ -348,7 +352,7 @@ def _add_model_commands(add_command) -> None:
     predict.add_argument("--model", required=True)
     predict.add_argument("--data", required=True, help=_DATA_HELP)
     predict.add_argument("--limit", type=int)
-    predict.add_argument("--decoding", choices=_DECODING_CHOICES, nargs="+", default=[registry.AUTO_DECODING],
+    predict.add_argument("--decoding", choices=_decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
                          help=f"one or several; {_AUTO_HELP}")
     predict.add_argument("--output", required=True,
                          help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
@@ -414,7 +418,7 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--question", required=True)
     extract.add_argument("--context-file")
     extract.add_argument("--context")
-    extract.add_argument("--decoding", choices=_DECODING_CHOICES, default=registry.AUTO_DECODING, help=_AUTO_HELP)
+    extract.add_argument("--decoding", choices=_decoding_choices(), default=registry.AUTO_DECODING, help=_AUTO_HELP)
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "
                               "highlighted in the context, its confidence and probability, the BIO head's per-word P(B) and P(I)")
