@@ -275,11 +275,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from .errors import ConfigError
     from .serving.server import run_server
 
-    if (args.model is None) == (args.model_positional is None):
-        raise SystemExit("error: serve takes the model once: --model DIR (or DIR alone)")
-    run_server(args.model or args.model_positional, config_from_args(ServeConfig, args), precision=args.precision, device=args.device)
+    if (args.model is None) == (args.model_option is None):
+        raise ConfigError("serve takes the model once: --model DIR (or DIR alone)")
+    run_server(args.model_option or args.model, config_from_args(ServeConfig, args), precision=args.precision, device=args.device)
     return 0
 
 
@@ -447,8 +448,9 @@ def _add_serve_command(add_command) -> None:
     """serve: answers over HTTP, concurrent requests batched into one forward pass (bio_mrc.serving)."""
     serve = add_command("serve", help="answer questions over HTTP: POST /answer, GET /health, OpenAPI page at /docs "
                                       "(needs pip install bio_mrc[serve])")
-    serve.add_argument("--model", help="a saved bio_mrc model folder, or an ONNX export of one (or give it as MODEL)")
-    serve.add_argument("model_positional", nargs="?", metavar="MODEL", help="the same as --model")
+    serve.add_argument("--model", dest="model_option", metavar="MODEL",
+                       help="a saved bio_mrc model folder, an ONNX export of one, or a hub id (or give it as MODEL)")
+    serve.add_argument("model", nargs="?", metavar="MODEL", help="the same as --model")
     _add_precision_option(serve)
     add_config_options(serve, ServeConfig)
     serve.set_defaults(func=cmd_serve)
