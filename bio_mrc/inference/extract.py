@@ -87,6 +87,7 @@ class AnswerExtractor:
     ) -> None:
         self.trained = trained
         self.decoding = decoding
+        choose_decoding(trained.decodings, decoding, multi_span)  # one the heads can do, refused at once
         self.multi_span = multi_span
         self.decode_config = decode_config or DecodeConfig()
         self.min_span_probability = min_span_probability
