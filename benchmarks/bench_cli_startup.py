@@ -49,7 +49,7 @@ print(json.dumps({{"import": imported - started, "load": loaded - imported, "fir
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
     """(wall seconds, standard output) of one fresh process; a failure ends the benchmark in one line."""
     started = time.perf_counter()
-    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True)
+    done = subprocess.run(argv, cwd=env["PYTHONPATH"].split(os.pathsep)[0], env=env, capture_output=True, text=True)  # -m reads the cwd first
     wall = time.perf_counter() - started
     if done.returncode != 0:
         fail(f"{' '.join(argv[2:])[:200]} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}")
@@ -87,12 +87,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="fresh processes per measurement (the median is reported)")
     parser.add_argument("--model", help="a model folder for the first extract answer (default: one built here on the default encoder)")
     parser.add_argument("--skip-extract", action="store_true", help="measure the help answers only")
+    parser.add_argument("--package-root", default=str(REPO),
+                        help="the checkout whose bio_mrc is measured (another one: a baseline; default: this one)")
     args = parser.parse_args()
     model = existing_input(args.model) if args.model else None
     if args.model and model is None:
         fail(f"no model folder at {args.model}: pass an existing --model DIR, or leave it out to build one")
-    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    print(f"# bio-mrc start-up: median of {args.runs} fresh processes\n\n{machine_description()}\n{load_and_date()}\n")
+    root = existing_input(args.package_root)
+    if root is None or not (root / "bio_mrc" / "cli.py").is_file():
+        fail(f"no bio_mrc checkout at {args.package_root}: pass --package-root DIR, a folder holding bio_mrc/cli.py")
+    env = {**os.environ, "PYTHONPATH": str(root.resolve()) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    print(f"# bio-mrc start-up ({root.resolve()}): median of {args.runs} fresh processes\n\n{machine_description()}\n{load_and_date()}\n")
     print("| command | wall s | CPU s |\n|---|---:|---:|")
     for argv in (["--version"], ["--help"], *[[command, "--help"] for command in COMMANDS]):
         wall, cpu = timed_runs([sys.executable, "-m", "bio_mrc.cli", *argv], env, args.runs)

@@ -344,13 +344,14 @@ def _decoding_choices() -> tuple[str, ...]:
     return (registry.AUTO_DECODING, *registry.DECODINGS)
 
 
+_MODEL_HELP = "a saved bio_mrc model folder, an ONNX export of one, or a Hugging Face hub id (read from the hub cache first)"
 _AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads; bio for multi-span answers)"
 
 
 def _add_model_commands(add_command) -> None:
     """The commands that run a trained model: predict, evaluate, tune."""
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
-    predict.add_argument("--model", required=True)
+    predict.add_argument("--model", required=True, help=_MODEL_HELP)
     predict.add_argument("--data", required=True, help=_DATA_HELP)
     predict.add_argument("--limit", type=int)
     predict.add_argument("--decoding", choices=_decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
@@ -383,7 +384,7 @@ def _add_model_commands(add_command) -> None:
     evaluate.set_defaults(func=cmd_evaluate)
     tune = add_command("tune", help="tune the BIO span-length prior (and, on SQuAD 2.0 data, no-answer thresholds) "
                                        "on held-out questions and save them with the model")
-    tune.add_argument("--model", required=True)
+    tune.add_argument("--model", required=True, help=_MODEL_HELP)
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
     tune.add_argument("--limit", type=int)
     tune.add_argument("--decoding", choices=tuple(registry.DECODINGS), nargs="+", help="default: every decoding the model has")
@@ -414,7 +415,7 @@ def _add_compare_and_extract(add_command) -> None:
                               "trained nor scored, their cells are read from it (a comparison composed over sittings or machines)")
     compare.set_defaults(func=cmd_compare)
     extract = add_command("extract", help="answer one question about a text")
-    extract.add_argument("--model", required=True)
+    extract.add_argument("--model", required=True, help=_MODEL_HELP)
     _add_precision_option(extract)
     extract.add_argument("--question", required=True)
     extract.add_argument("--context-file")
