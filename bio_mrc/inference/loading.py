@@ -54,10 +54,11 @@ class TrainedModel:
         model runs on ``device``: ``cpu``, ``cuda``, ``cuda:1``, ``mps`` or ``auto`` (default: the GPU when
         there is one, else the CPU); one this machine lacks raises :class:`ConfigError`."""
         name = str(model_dir)
+        check_precision(precision or DEFAULT_PRECISION)  # options first: refused before any file is read or fetched
+        device = resolve_device(device)
         model_dir = local_folder(model_dir)  # a hub id: its snapshot in the Hugging Face cache
         backend = model_backend(model_dir, backend)
         precision = forward_precision(precision, backend == "onnx", name)
-        device = resolve_device(device)  # an unavailable device is refused before the weights load
         check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
         if backend == "onnx":
             model = OnnxModel.load(model_dir)
