@@ -10,7 +10,7 @@
   :mod:`.sharding`: its share of the chunks for each process under ``torchrun``;
 * :mod:`.extract`: ``AnswerExtractor``, question + context in, answer spans out;
 * :mod:`.during_training`: ``TrainingEvaluator``, the official scores of a model while it trains;
-* :mod:`.pipeline`: the same as transformers' ``pipeline("bio-mrc-qa", model=DIR)`` (registered on import).
+* :mod:`.pipeline`: the same as transformers' ``pipeline("bio-mrc-qa", model=DIR)`` (transformers knows it from ``import bio_mrc`` on).
 """
 
 from importlib import import_module
