@@ -274,9 +274,10 @@ def register_auto_classes() -> None:
     ``AutoModelForQuestionAnswering`` ``.from_pretrained(folder)`` return :class:`BioMrcForQuestionAnswering`
     (the heads are the model; there is no headless base model to return).
 
-    Importing this module calls it; ``import bio_mrc`` alone does not, its pieces load lazily. transformers 5
-    reads no entry points: it looks an unknown ``model_type`` up only in ``CONFIG_MAPPING``, which this fills,
-    or in the config's ``auto_map`` as remote code, which this package refuses (:func:`bio_mrc.encoders.as_data`)."""
+    Importing this module calls it, and after ``import bio_mrc`` transformers imports this module the first time it
+    looks the ``bio_mrc`` model type up (:mod:`bio_mrc.transformers_registration`). transformers 5 reads no entry
+    points: it looks an unknown ``model_type`` up only in ``CONFIG_MAPPING``, which this fills, or in the config's
+    ``auto_map`` as remote code, which this package refuses (:func:`bio_mrc.encoders.as_data`)."""
     AutoConfig.register(BioMrcConfig.model_type, BioMrcConfig, exist_ok=True)
     AutoModel.register(BioMrcConfig, BioMrcForQuestionAnswering, exist_ok=True)
     AutoModelForQuestionAnswering.register(BioMrcConfig, BioMrcForQuestionAnswering, exist_ok=True)
