@@ -17,24 +17,26 @@ from importlib import import_module
 from typing import Any
 
 # Each name loads its module on first use, so a light module of this package (.defaults) imports no torch.
-_LAZY = {
-    "apply_no_answer_threshold": ".answers", "decode_with_thresholds": ".answers", "no_answer_probability": ".answers",
-    "threshold_key": ".answers",
-    "TrainingEvaluator": ".during_training",
-    "AnswerExtractor": ".extract",
-    "write_prediction_files": ".files",
-    "predict_windows": ".forward", "run_windows": ".forward",
-    "TrainedModel": ".loading", "check_model_dir": ".loading",
-    "BioMrcQuestionAnsweringPipeline": ".pipeline", "register_pipeline": ".pipeline",
-    "Shard": ".sharding",
-    "StreamPlan": ".streaming", "predict_to_files": ".streaming",
-    "save_tuned_settings": ".tuning", "tune_settings": ".tuning", "tuning_provenance": ".tuning",
-}
+# Written as "module:attribute" so the code fingerprint of a cache (bio_mrc.code_fingerprint) follows them.
+_LAZY = dict(reversed(reference.split(":")) for reference in (
+    "bio_mrc.inference.answers:apply_no_answer_threshold", "bio_mrc.inference.answers:decode_with_thresholds",
+    "bio_mrc.inference.answers:no_answer_probability", "bio_mrc.inference.answers:threshold_key",
+    "bio_mrc.inference.during_training:TrainingEvaluator",
+    "bio_mrc.inference.extract:AnswerExtractor",
+    "bio_mrc.inference.files:write_prediction_files",
+    "bio_mrc.inference.forward:predict_windows", "bio_mrc.inference.forward:run_windows",
+    "bio_mrc.inference.loading:TrainedModel", "bio_mrc.inference.loading:check_model_dir",
+    "bio_mrc.inference.pipeline:BioMrcQuestionAnsweringPipeline", "bio_mrc.inference.pipeline:register_pipeline",
+    "bio_mrc.inference.sharding:Shard",
+    "bio_mrc.inference.streaming:StreamPlan", "bio_mrc.inference.streaming:predict_to_files",
+    "bio_mrc.inference.tuning:save_tuned_settings", "bio_mrc.inference.tuning:tune_settings",
+    "bio_mrc.inference.tuning:tuning_provenance",
+))
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(import_module(_LAZY[name], __name__), name)
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
