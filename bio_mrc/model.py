@@ -11,7 +11,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering, P
 from transformers.configuration_utils import SubConfigSpec
 from transformers.utils import ModelOutput
 
-from . import registry
+from . import model_defaults, registry
 from .encoders import as_data
 from .errors import ModelFormatError
 from .model_folder import MAX_WEIGHT_MAGNITUDE, check_model_folder
@@ -53,14 +53,11 @@ class BioMrcConfig(PreTrainedConfig):
     sub_configs_defaults = {"encoder": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
 
     encoder: PreTrainedConfig | dict | None = None
-    heads: str = "span+bio"
-    span_loss_weight: float = 1.0
-    # The token-mean BIO loss pulls about 1/100 as hard as the span loss at weight 1; 10 gave the best
-    # joint decoding with the BIO decoding past 53 F1 (benchmarks/RESULTS.md, BIO quality).
-    bio_loss_weight: float = 10.0
-    bio_loss_reduction: str = "token_mean"
-    # Initial B/I/O probabilities (the BIO head's bias is their log), about SQuAD's tag frequencies; None = uniform.
-    bio_prior: tuple | list | None = (0.01, 0.02, 0.97)
+    heads: str = model_defaults.HEADS
+    span_loss_weight: float = model_defaults.SPAN_LOSS_WEIGHT
+    bio_loss_weight: float = model_defaults.BIO_LOSS_WEIGHT
+    bio_loss_reduction: str = model_defaults.BIO_LOSS_REDUCTION
+    bio_prior: tuple | list | None = model_defaults.BIO_PRIOR
     bio_class_weights: list | None = None  # (w_B, w_I, w_O) in the BIO loss; None = the plain loss
     # Which tokens the BIO head tags: "word" (first piece of each word) or "subword" (every token).
     tag_level: str = "word"
@@ -300,9 +297,10 @@ def register_auto_classes() -> None:
     ``AutoModelForQuestionAnswering`` ``.from_pretrained(folder)`` return :class:`BioMrcForQuestionAnswering`
     (the heads are the model; there is no headless base model to return).
 
-    Importing this module calls it; ``import bio_mrc`` alone does not, its pieces load lazily. transformers 5
-    reads no entry points: it looks an unknown ``model_type`` up only in ``CONFIG_MAPPING``, which this fills,
-    or in the config's ``auto_map`` as remote code, which this package refuses (:func:`bio_mrc.encoders.as_data`)."""
+    Importing this module calls it, and after ``import bio_mrc`` transformers imports this module the first time it
+    looks the ``bio_mrc`` model type up (:mod:`bio_mrc.transformers_registration`). transformers 5 reads no entry
+    points: it looks an unknown ``model_type`` up only in ``CONFIG_MAPPING``, which this fills, or in the config's
+    ``auto_map`` as remote code, which this package refuses (:func:`bio_mrc.encoders.as_data`)."""
     AutoConfig.register(BioMrcConfig.model_type, BioMrcConfig, exist_ok=True)
     AutoModel.register(BioMrcConfig, BioMrcForQuestionAnswering, exist_ok=True)
     AutoModelForQuestionAnswering.register(BioMrcConfig, BioMrcForQuestionAnswering, exist_ok=True)

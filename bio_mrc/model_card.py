@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import registry
+from . import model_defaults, registry
 from .encoders import is_default_encoder
 from .evaluation_record import EVAL_FILE, save_evaluation
 from .io import atomic_write_text, remove_file
@@ -32,7 +32,8 @@ CARD_FILE = "README.md"
 RUN_RECORD_FILE = "bio_mrc_run.json"  # bio_mrc.model.RUN_FILE (the core cannot import the model layer; a test ties them)
 CARD_MARKER = "<!-- bio_mrc model card:"  # a README.md without it was written by hand and is left alone
 LIBRARY_NAME = "bio_mrc"
-TAGS = ["question-answering", "extractive-qa", "bio-tagging", "multi-span"]
+TAGS = ["question-answering", "extractive-qa"]
+TAGGING_TAGS = ["bio-tagging", "multi-span"]  # a model with a head whose decoding reads tag sequences (the BIO head)
 DEFAULT_ENCODER_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the embedded default encoder is
 # Dataset ids on the hub, recognised by the folder names of the project's data layout (../shared/data).
 HUB_DATASETS = ((re.compile(r"(^|[/\\])squad-v2\.0[/\\]"), "rajpurkar/squad_v2"),
@@ -44,6 +45,17 @@ HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 def decodings_of(heads: str) -> list[str]:
     """The decodings a model with these heads supports (the card says which it offers)."""
     return registry.decodings_for(heads)
+
+
+def heads_of(config: Mapping[str, Any]) -> str:
+    """The model's heads: its config's, or BioMrcConfig's default where config.json leaves them out."""
+    return config.get("heads") or model_defaults.HEADS
+
+
+def card_tags(heads: str) -> list[str]:
+    """The hub tags of a model with these heads: bio-tagging and multi-span only where a head tags (BIO)."""
+    tags_sequences = any(registry.decoding(d).decodes_tags for d in decodings_of(heads))
+    return [*TAGS, *(TAGGING_TAGS if tags_sequences else [])]
 
 
 def _read_json(path: Path) -> Any:
@@ -131,7 +143,7 @@ def card_metadata(config: Mapping[str, Any], record: Mapping | None, evaluation:
     dataset = _hub_dataset(trained_on.get("description"))
     results = _evaluation_results(evaluation, config) + _tuned_results(config)
     return ModelCardData(
-        library_name=LIBRARY_NAME, tags=list(TAGS), pipeline_tag="question-answering",
+        library_name=LIBRARY_NAME, tags=card_tags(heads_of(config)), pipeline_tag="question-answering",
         base_model=_base_model((record or {}).get("train") or {}), datasets=[dataset] if dataset else None,
         metrics=["exact_match", "f1"] if evaluation else None,
         model_name=name if results else None, eval_results=results or None,
@@ -221,7 +233,7 @@ def _table(rows: Sequence[tuple[Any, ...]], header: tuple[str, ...]) -> str:
 
 def _model_section(config: Mapping[str, Any], record: Mapping | None) -> str:
     """What the model is: heads, decodings, tag level, windows, encoder."""
-    heads = config.get("heads", "?")
+    heads = heads_of(config)
     names = [name for name in heads.split("+") if name in registry.HEADS]
     parts = {name: registry.head(name).description for name in names}
     decodings = decodings_of(heads)
@@ -260,8 +272,8 @@ def card_summary(model_dir: str | Path) -> dict[str, Any]:
     train = record if isinstance(record, dict) else {}
     return {
         "name": model_dir.name,
-        "heads": config.get("heads"),
-        "decodings": decodings_of(config.get("heads", "span")),
+        "heads": heads_of(config),
+        "decodings": decodings_of(heads_of(config)),
         "tag_level": config.get("tag_level"),
         "windows": {key: config.get(key) for key in ("max_seq_length", "doc_stride", "max_query_length")},
         "encoder": _encoder_name(config, train),
@@ -333,7 +345,7 @@ def _tuned_section(config: Mapping[str, Any]) -> str:
     """The decoding settings saved in config.json, with the questions they were tuned on."""
     prior, thresholds = config.get("bio_length_prior"), config.get("no_answer_thresholds") or {}
     if prior is None and not thresholds:
-        uses_prior = any(registry.decoding(d).uses_length_prior for d in decodings_of(config.get("heads", "span")))
+        uses_prior = any(registry.decoding(d).uses_length_prior for d in decodings_of(heads_of(config)))
         prior_note = "the BIO span-length prior β is 0 and " if uses_prior else ""
         return (f"## Tuned settings\n\nNone: {prior_note}no no-answer threshold is set "
                 "(`bio-mrc tune --model DIR --data HELDOUT.json` tunes them on held-out questions).")
@@ -349,7 +361,7 @@ def _tuned_section(config: Mapping[str, Any]) -> str:
 
 def _usage_section(config: Mapping[str, Any], name: str) -> str:
     """How to run the model from Python and from the command line."""
-    decodings = decodings_of(config.get("heads", "span"))
+    decodings = decodings_of(heads_of(config))
     decoding = registry.preferred_decoding(decodings, multi_span=False) if decodings else "span"
     multi = ", multi_span=True" if any(registry.decoding(d).decodes_tags for d in decodings) else ""
     return (

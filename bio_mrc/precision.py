@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import ContextManager
+from typing import TYPE_CHECKING, ContextManager
 
-import torch
+if TYPE_CHECKING:  # torch loads in the functions that compute, so the command line's options import it not
+    import torch
 
 PRECISIONS = ("fp32", "bf16", "auto")
 # bf16 costs no F1 (benchmarks/ablations/precision.json) and trains and answers faster where it is native, so the
@@ -24,12 +25,67 @@ CPU_BF16_FEATURES = ("amx_bf16", "avx512_bf16")
 
 def default_device() -> str:
     """Where models train and run unless told otherwise: the GPU when there is one."""
+    import torch
+
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")  # what --device and device= take
+
+
+def resolve_device(device: str | None = None) -> str:
+    """The device a model runs on: ``auto`` (or None) is :func:`default_device`; ``cpu``, ``cuda``, ``cuda:N``
+    and ``mps`` are checked against this machine, and one it lacks is a :class:`ConfigError` in one line."""
+    import torch
+
+    from .errors import ConfigError
+
+    name = str(device or "auto").strip().lower()
+    kind, _, index = name.partition(":")
+    if name == "auto":
+        return default_device()
+    if name == "cpu":
+        return name
+    if kind == "cuda" and (not index or index.isdigit()):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if int(index or 0) >= count:
+            have = f"{count} CUDA device(s) (cuda:0 to cuda:{count - 1})" if count else "no CUDA GPU that torch can use"
+            raise ConfigError(f"device {device!r}: this machine has {have}")
+        return name
+    if name == "mps":
+        if not torch.backends.mps.is_available():
+            raise ConfigError(f"device {device!r}: this machine has no Apple GPU (MPS) that torch can use")
+        return name
+    raise ConfigError(f"device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto")
+
+
+def pin_process_device(device: str | None) -> None:
+    """Make ``device`` the only one this process sees, for code that picks its own (transformers' Trainer):
+    ``cpu`` hides the GPUs, ``cuda:N`` shows GPU N alone (as ``cuda``). Call it before torch touches CUDA."""
+    import os
+
+    from .errors import ConfigError
+
+    name = str(device or "auto").strip().lower()
+    kind, _, index = name.partition(":")
+    if name == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    elif kind == "cuda" and index.isdigit():
+        shown = os.environ.get("CUDA_VISIBLE_DEVICES")
+        visible = None if shown is None else [d.strip() for d in shown.split(",") if d.strip()]
+        if visible is not None and int(index) >= len(visible):
+            raise ConfigError(f"device {device!r}: CUDA_VISIBLE_DEVICES shows {len(visible)} GPU(s)")
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible[int(index)] if visible else index
+        resolve_device("cuda")
+        return
+    resolve_device(name)
 
 
 def cpu_features() -> dict[str, bool]:
     """Which of :data:`CPU_BF16_FEATURES` this CPU has: from torch's own CPU probe where the
     installed torch has one, else from ``/proc/cpuinfo`` (Linux)."""
+    import torch
+
     probe = getattr(torch.cpu, "get_capabilities", None)
     if probe is not None:
         capabilities = probe()
@@ -45,6 +101,8 @@ def cpu_features() -> dict[str, bool]:
 
 def cpu_name() -> str:
     """The CPU's model name, for benchmark records."""
+    import torch
+
     probe = getattr(torch.cpu, "get_capabilities", None)
     name = probe().get("cpu_name") if probe is not None else None
     fields: dict[str, str] = {}
@@ -59,6 +117,8 @@ def cpu_name() -> str:
 
 def native_bf16(device: str | torch.device = "cpu") -> bool:
     """Whether ``device`` computes bfloat16 matrix products in hardware (not emulated)."""
+    import torch
+
     device = torch.device(device)
     if device.type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
@@ -84,6 +144,8 @@ def resolve_precision(precision: str | None, device: str | torch.device = "cpu")
 
 def autocast(precision: str, device: str | torch.device = "cpu") -> ContextManager:
     """The context a forward pass runs in: bfloat16 autocast for ``bf16``, nothing for ``fp32``."""
+    import torch
+
     device = torch.device(device)
     if resolve_precision(precision, device) == "bf16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 TAG_SEQUENCE = "tag sequence"  # multi-span answers: every span of the most probable tag sequence (the decoder's own)
 NBEST_SPANS = "n-best spans"  # multi-span answers: the non-overlapping n-best single spans
@@ -172,6 +172,22 @@ def length_prior_decodings() -> tuple[str, ...]:
 def preferred_decoding(available: Iterable[str], multi_span: bool) -> str:
     """``auto``'s choice among ``available``: the lowest ``auto_rank``, tag-sequence decodings first for multi-span answers."""
     return min(available, key=lambda name: (multi_span and not DECODINGS[name].decodes_tags, DECODINGS[name].auto_rank))
+
+
+# The default decoding of every command and API: the best one the model's heads allow (joint with both heads).
+AUTO_DECODING = "auto"
+
+
+def resolve_decoding(available: Sequence[str], decoding: str, multi_span: bool = False) -> str:
+    """``auto`` -> :func:`preferred_decoding` of the model's decodings; a decoding the heads cannot do is refused
+    (one line naming it and what the model offers) rather than silently replaced."""
+    if decoding == AUTO_DECODING:
+        return preferred_decoding(available, multi_span)
+    if decoding not in available:
+        from .errors import ConfigError
+
+        raise ConfigError(f"decoding {decoding!r} needs heads this model lacks; it offers {list(available)}")
+    return decoding
 
 
 def task_for(format: str, has_unanswerable: bool) -> TaskEntry:

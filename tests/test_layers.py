@@ -30,6 +30,7 @@ ALLOWED = {
 }
 ALLOWED["cli"] = set(ALLOWED) | {"cli"}
 CORE_MODULES = {"types", "tags", "errors", "io", "progress", "precision", "encoders", "config_options", "config_schema", "model_card", "model_folder",
+                "model_defaults", "argument_parser", "hub", "transformers_registration",
                 "registry", "code_fingerprint", "evaluation_record", "__init__", "__version__"}
 
 

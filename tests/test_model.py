@@ -120,24 +120,27 @@ def test_auto_classes_load_a_saved_model(tiny_encoder_dir, tmp_path):
     assert isinstance(AutoModel.from_config(AutoConfig.from_pretrained(tmp_path)), BioMrcForQuestionAnswering)
 
 
-def test_auto_classes_need_the_registration_that_importing_the_model_does(tiny_encoder_dir, tmp_path):
+def test_auto_classes_know_bio_mrc_models_once_bio_mrc_is_imported(tiny_encoder_dir, tmp_path):
     """transformers reads no entry points: in a fresh interpreter the folder's model_type is unknown until
-    bio_mrc.register_auto_classes() (or importing bio_mrc.model) registers it; a bare ``import bio_mrc`` stays light."""
+    ``import bio_mrc``, which stays light (bio_mrc.model loads when transformers first looks the type up);
+    bio_mrc.register_auto_classes() still registers at once."""
     import subprocess
     import sys
 
     BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span").save_pretrained(tmp_path)
     script = (
-        "import sys, bio_mrc\n"
+        "import sys\n"
         "from transformers import AutoModelForQuestionAnswering as Auto\n"
-        "assert 'bio_mrc.model' not in sys.modules\n"
         "try:\n    Auto.from_pretrained(sys.argv[1])\nexcept ValueError as error:\n    print('refused:', 'bio_mrc' in str(error))\n"
-        "bio_mrc.register_auto_classes()\n"
+        "import bio_mrc\n"
+        "assert 'bio_mrc.model' not in sys.modules\n"
         "print('loaded:', type(Auto.from_pretrained(sys.argv[1])).__name__)\n"
+        "bio_mrc.register_auto_classes()\n"
+        "print('again:', type(Auto.from_pretrained(sys.argv[1])).__name__)\n"
     )
     result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:2] == ["refused: True", "loaded: BioMrcForQuestionAnswering"]
+    assert result.stdout.split("\n")[:3] == ["refused: True", "loaded: BioMrcForQuestionAnswering", "again: BioMrcForQuestionAnswering"]
 
 
 @pytest.mark.parametrize("load", ["class", "auto"])

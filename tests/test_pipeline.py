@@ -49,12 +49,19 @@ def test_predict_and_evaluate_every_decoding(trained_dir, tmp_path, capsys, deco
     assert scores["f1"] >= 75.0, scores
 
 
-def test_predict_refuses_a_decoding_the_model_cannot_do(tiny_encoder_dir, tmp_path):
+def test_predict_and_extract_refuse_a_decoding_the_model_cannot_do(tiny_encoder_dir, tmp_path, capsys):
     out = tmp_path / "span-model"
     main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
           "--heads", "span", "--epochs", "1", *WINDOW_ARGS])
-    with pytest.raises(SystemExit, match="needs heads"):
-        main(["predict", "--model", str(out), "--data", str(SAMPLE_V1), "--decoding", "bio", "--output", str(tmp_path / "p.json")])
+    capsys.readouterr()
+    assert main(["predict", "--model", str(out), "--data", str(SAMPLE_V1), "--decoding", "bio", "--output", str(tmp_path / "p.json")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "error: decoding 'bio' needs heads this model lacks; it offers ['span']"
+    # extract says the same, in one line, before any work
+    assert main(["extract", "--model", str(out), "--question", "Who?", "--context", "Ada wrote it.", "--decoding", "bio"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "error: decoding 'bio' needs heads this model lacks; it offers ['span']"
+    # auto, the default, is the span decoding here
+    assert main(["predict", "--model", str(out), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")]) == 0
+    assert (tmp_path / "p.json").exists()
 
 
 def test_bad_data_file_is_a_clear_error(tmp_path, capsys):

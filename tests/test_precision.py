@@ -114,13 +114,12 @@ def test_bf16_training_really_trains_in_bf16(trained_in):
 
 
 def test_a_loaded_model_runs_on_the_gpu_when_there_is_one(trained_in, monkeypatch):
-    from bio_mrc.inference import loading
     from bio_mrc.model import BioMrcForQuestionAnswering
 
+    assert precision_module.default_device() == ("cuda" if torch.cuda.is_available() else "cpu")
     moved_to = []
     monkeypatch.setattr(BioMrcForQuestionAnswering, "to", lambda self, device: moved_to.append(device) or self)
-    monkeypatch.setattr(loading, "default_device", lambda: "cuda")  # what a GPU machine reports
+    monkeypatch.setattr(precision_module, "default_device", lambda: "cuda")  # what a GPU machine reports
     TrainedModel.load(trained_in["fp32"])
     TrainedModel.load(trained_in["fp32"], device="cpu")
     assert moved_to == ["cuda", "cpu"]
-    assert precision_module.default_device() == ("cuda" if torch.cuda.is_available() else "cpu")

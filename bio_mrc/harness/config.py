@@ -60,7 +60,7 @@ from .. import registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError
 from ..precision import PRECISIONS
-from ..training.train import TrainConfig
+from ..training.config import TrainConfig
 
 PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv")
 DATA_FORMATS = registry.data_formats()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..model_defaults import BIO_LOSS_REDUCTIONS
 from .base import Head, check_batch_seq, check_hidden_states, check_tensor, soft_cross_entropy
 
 
@@ -42,7 +43,7 @@ class BIOHead(Head):
 
     output_names = ("bio_logits",)
     label_names = ("bio_targets",)
-    reductions = ("mean", "sum", "token_mean")
+    reductions = BIO_LOSS_REDUCTIONS
 
     def __init__(
         self,

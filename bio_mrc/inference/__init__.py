@@ -10,19 +10,35 @@
   :mod:`.sharding`: its share of the chunks for each process under ``torchrun``;
 * :mod:`.extract`: ``AnswerExtractor``, question + context in, answer spans out;
 * :mod:`.during_training`: ``TrainingEvaluator``, the official scores of a model while it trains;
-* :mod:`.pipeline`: the same as transformers' ``pipeline("bio-mrc-qa", model=DIR)`` (registered on import).
+* :mod:`.pipeline`: the same as transformers' ``pipeline("bio-mrc-qa", model=DIR)`` (transformers knows it from ``import bio_mrc`` on).
 """
 
-from .answers import apply_no_answer_threshold, decode_with_thresholds, no_answer_probability, threshold_key
-from .during_training import TrainingEvaluator
-from .extract import AnswerExtractor
-from .files import write_prediction_files
-from .forward import predict_windows, run_windows
-from .loading import TrainedModel, check_model_dir
-from .pipeline import BioMrcQuestionAnsweringPipeline, register_pipeline
-from .sharding import Shard
-from .streaming import StreamPlan, predict_to_files
-from .tuning import save_tuned_settings, tune_settings, tuning_provenance
+from importlib import import_module
+from typing import Any
+
+# Each name loads its module on first use, so a light module of this package (.defaults) imports no torch.
+# Written as "module:attribute" so the code fingerprint of a cache (bio_mrc.code_fingerprint) follows them.
+_LAZY = dict(reversed(reference.split(":")) for reference in (
+    "bio_mrc.inference.answers:apply_no_answer_threshold", "bio_mrc.inference.answers:decode_with_thresholds",
+    "bio_mrc.inference.answers:no_answer_probability", "bio_mrc.inference.answers:threshold_key",
+    "bio_mrc.inference.during_training:TrainingEvaluator",
+    "bio_mrc.inference.extract:AnswerExtractor",
+    "bio_mrc.inference.files:write_prediction_files",
+    "bio_mrc.inference.forward:predict_windows", "bio_mrc.inference.forward:run_windows",
+    "bio_mrc.inference.loading:TrainedModel", "bio_mrc.inference.loading:check_model_dir",
+    "bio_mrc.inference.pipeline:BioMrcQuestionAnsweringPipeline", "bio_mrc.inference.pipeline:register_pipeline",
+    "bio_mrc.inference.sharding:Shard",
+    "bio_mrc.inference.streaming:StreamPlan", "bio_mrc.inference.streaming:predict_to_files",
+    "bio_mrc.inference.tuning:save_tuned_settings", "bio_mrc.inference.tuning:tune_settings",
+    "bio_mrc.inference.tuning:tuning_provenance",
+))
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "Shard", "StreamPlan", "TrainedModel", "TrainingEvaluator",

@@ -27,7 +27,6 @@ import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from ..metrics.squad_official import per_question_scores
 from ..types import Prediction
@@ -75,6 +74,8 @@ def _beta_features(raw: np.ndarray) -> np.ndarray:
 def fit_calibrator(raw: np.ndarray, right: np.ndarray) -> dict[str, Any]:
     """Beta calibration of raw confidences against rightness, as JSON-ready numbers
     ``P(right) = sigmoid(a ln p - b ln(1 - p) + c)`` with ``a, b >= 0``."""
+    from sklearn.linear_model import LogisticRegression  # fitting only: answering with a calibrator needs no sklearn (seconds to import)
+
     if len(raw) < 2:
         raise ValueError("calibrating needs at least two held-out questions")
     right = np.asarray(right, dtype=np.float64)

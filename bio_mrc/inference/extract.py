@@ -26,12 +26,8 @@ from .loading import TrainedModel
 
 def choose_decoding(available: Sequence[str], decoding: str, multi_span: bool) -> str:
     """``auto`` -> the best decoding the model's heads allow (BIO for multi-span, else joint);
-    a decoding the heads cannot do is refused rather than silently replaced."""
-    if decoding == "auto":
-        decoding = registry.preferred_decoding(available, multi_span)
-    if decoding not in available:
-        raise ValueError(f"decoding {decoding!r} needs heads this model lacks; it offers {list(available)}")
-    return decoding
+    a decoding the heads cannot do is refused (``ConfigError``, a ``ValueError``) rather than silently replaced."""
+    return registry.resolve_decoding(available, decoding, multi_span)
 
 
 def asks_over_documents(question: Any, context: Any) -> bool:
@@ -102,15 +98,17 @@ class AnswerExtractor:
     ) -> None:
         self.trained = trained
         self.decoding = decoding
+        choose_decoding(trained.decodings, decoding, multi_span)  # one the heads can do, refused at once
         self.multi_span = multi_span
         self.decode_config = decode_config or DecodeConfig()
         self.min_span_probability = min_span_probability
         self.batch_size = batch_size
 
     @classmethod
-    def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, **kwargs) -> "AnswerExtractor":
-        """The extractor of a saved model folder; ``precision``: auto (default), fp32 or bf16 (:mod:`bio_mrc.precision`)."""
-        return cls(TrainedModel.load(model_dir, precision=precision), **kwargs)
+    def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None, **kwargs) -> "AnswerExtractor":
+        """The extractor of a saved model folder or a hub id (read from the hub cache first); ``precision``: auto
+        (default), fp32 or bf16 (:mod:`bio_mrc.precision`); ``device``: cpu, cuda, cuda:1, mps or auto (default)."""
+        return cls(TrainedModel.load(model_dir, precision=precision, device=device), **kwargs)
 
     examples = staticmethod(question_context_examples)
 

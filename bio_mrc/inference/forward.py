@@ -23,12 +23,10 @@ from ..features.windows import FeatureConfig, build_features
 from ..model import BioMrcForQuestionAnswering
 from ..precision import autocast, resolve_precision
 from ..types import Example
+from .defaults import INFERENCE_BATCH_SIZE
 
 # The encoder inputs a window carries (each head's logits: bio_mrc.registry).
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-# Windows per forward batch. On CPU, batches of 16 length-sorted windows ran 1.14x faster than 64
-# (bench_inference.py --levers; their activations stay in cache); on a GPU pass a larger one.
-INFERENCE_BATCH_SIZE = 16
 
 
 @runtime_checkable

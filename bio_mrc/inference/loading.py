@@ -16,7 +16,8 @@ from ..errors import ModelFormatError
 from ..features.windows import FeatureConfig
 from ..model_folder import check_model_folder, read_json_object
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
-from ..precision import DEFAULT_PRECISION, check_precision, default_device
+from ..hub import local_folder
+from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import progress_bars
 from ..types import Example
 from .forward import INFERENCE_BATCH_SIZE, predict_windows
@@ -47,19 +48,24 @@ class TrainedModel:
         device: str | None = None,
     ) -> "TrainedModel":
         """Load a saved bio_mrc model folder, or an ONNX export of one (``backend``: ``auto`` finds
-        which); a folder that is not one raises :class:`ModelFormatError`. ``precision`` (fp32, bf16,
+        which); a folder that is not one raises :class:`ModelFormatError`. ``model_dir`` may be a Hugging
+        Face hub id, read from the hub cache first (:func:`bio_mrc.hub.local_folder`). ``precision`` (fp32, bf16,
         auto; default auto) is that of every forward pass; an ONNX model computes in its own. A PyTorch
-        model runs on ``device`` (default: the GPU when there is one, else the CPU)."""
-        model_dir = Path(model_dir)
+        model runs on ``device``: ``cpu``, ``cuda``, ``cuda:1``, ``mps`` or ``auto`` (default: the GPU when
+        there is one, else the CPU); one this machine lacks raises :class:`ConfigError`."""
+        name = str(model_dir)
+        check_precision(precision or DEFAULT_PRECISION)  # options first: refused before any file is read or fetched
+        device = resolve_device(device)
+        model_dir = local_folder(model_dir)  # a hub id: its snapshot in the Hugging Face cache
         backend = model_backend(model_dir, backend)
-        precision = forward_precision(precision, backend == "onnx", str(model_dir))
+        precision = forward_precision(precision, backend == "onnx", name)
         check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
         check_model_folder(model_dir, onnx=backend == "onnx")  # sizes, weights, tokenizer, positions; before any allocation
         if backend == "onnx":
             model = OnnxModel.load(model_dir)
         else:
             with progress_bars(progress):
-                model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir)).to(device or default_device())
+                model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir)).to(device)
         tokenizer = load_tokenizer(str(model_dir))
         return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir), precision)
 

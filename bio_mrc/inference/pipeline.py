@@ -7,8 +7,9 @@ examples through :meth:`AnswerExtractor.examples`, ``_forward`` runs the stride 
 :meth:`TrainedModel.windows`, and ``postprocess`` decodes with :meth:`AnswerExtractor.predict`
 (the saved thresholds and tuned settings), then only formats the answers as dicts.
 
-Importing :mod:`bio_mrc.inference` registers the task (``bio_mrc.register_pipeline()`` does it
-explicitly); ``import bio_mrc`` alone stays light and registers nothing.
+``import bio_mrc`` makes transformers know the task and import this module the first time it is asked
+for (:mod:`bio_mrc.transformers_registration`); importing this module registers it, and so does
+``bio_mrc.register_pipeline()``.
 
 ``score`` (uncalibrated; each decoding ranks spans by its own score and these only rescale it; the
 best answer's equals :func:`bio_mrc.inference.calibrators.raw_confidence`):
@@ -279,7 +280,7 @@ def _no_answer_score(prediction: Prediction) -> float:
 
 def register_pipeline() -> str:
     """Register the ``bio-mrc-qa`` task with transformers' pipeline registry (idempotent); returns its name.
-    Importing :mod:`bio_mrc.inference` calls it; ``import bio_mrc`` alone stays light."""
+    Importing this module calls it; after ``import bio_mrc``, ``pipeline("bio-mrc-qa", ...)`` imports this module."""
     if PIPELINE_REGISTRY.supported_tasks.get(TASK, {}).get("impl") is not BioMrcQuestionAnsweringPipeline:
         PIPELINE_REGISTRY.register_pipeline(
             # A PyTorch model folder loads as BioMrcForQuestionAnswering; an exported folder (no PyTorch weights) as OnnxModel.

@@ -29,12 +29,10 @@ from ..io import check_outputs_apart, open_no_follow
 from ..types import Example
 from .answers import decode_answers
 from .files import answer_record, prediction_paths, write_files_from_stream
-from .forward import INFERENCE_BATCH_SIZE
+from .defaults import DEFAULT_CHUNK_SIZE, INFERENCE_BATCH_SIZE
 from .loading import TrainedModel
 from .sharding import Shard, SINGLE_PROCESS
 
-# Questions per chunk: large enough that windows batch well by length, small enough to hold at once.
-DEFAULT_CHUNK_SIZE = 1000
 STREAM_SUFFIX = ".answers.jsonl"
 
 

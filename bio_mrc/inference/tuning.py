@@ -31,9 +31,6 @@ LENGTH_PRIOR_GRID = tuple(np.round(np.arange(0.0, 6.01, 0.25), 2).tolist())
 # Grid values within this distance of a β vote for it: about 1,000 tuning questions leave a curve whose flat top
 # wobbles by a few tenths of F1, and a lone high point there is noise (benchmarks/length_prior_rule.py).
 LENGTH_PRIOR_BANDWIDTH = 0.25
-# Fewest tuning questions ``bio-mrc tune`` fits a calibrator on (--min-calibration-questions lowers it): about 100
-# answers are what a three-parameter fit needs for its ECE to mean something (on 20, every answer may be wrong).
-MIN_CALIBRATION_QUESTIONS = 100
 
 
 def smoothed_argmax(grid: Sequence[float], statistic: np.ndarray, bandwidth: float) -> int:

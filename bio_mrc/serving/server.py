@@ -13,8 +13,9 @@ from .config import ServeConfig
 EXTRA_PACKAGES = ("fastapi", "uvicorn")
 
 
-def run_server(model_dir: str | Path, config: ServeConfig | None = None, precision: str | None = None) -> None:
-    """Serve ``model_dir`` (a bio_mrc model folder or an ONNX export of one) on ``config``'s host and port."""
+def run_server(model_dir: str | Path, config: ServeConfig | None = None, precision: str | None = None, device: str | None = None) -> None:
+    """Serve ``model_dir`` (a bio_mrc model folder, an ONNX export of one, or a hub id) on ``config``'s host and port,
+    the model on ``device`` (cpu, cuda, cuda:1, mps; default auto)."""
     missing = [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
         raise ConfigError(f"bio-mrc serve needs {' and '.join(missing)}: pip install 'bio_mrc[serve]'")
@@ -23,7 +24,7 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     from .app import create_app
 
     config = config or ServeConfig()
-    extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision)
+    extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device)
     app = create_app(extractor, config)
     print(f"serving {model_dir} on http://{config.host}:{config.port} (API docs at /docs)", file=sys.stderr)
     uvicorn.run(app, host=config.host, port=config.port, log_level="info")

@@ -18,10 +18,10 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..errors import BioMrcError
 from ..io import atomic_write_json, owned_path, remove_tree
+from .config import DEFAULT_CHECKPOINT_STEPS  # noqa: F401 (named here too)
 
 CHECKPOINT_DIR = "checkpoints"  # under the output folder; removed once the model is complete
 TRAIN_CONFIG_FILE = "bio_mrc_train_config.json"  # in CHECKPOINT_DIR: the options (and questions) of its checkpoints
-DEFAULT_CHECKPOINT_STEPS = 500
 
 
 class ResumeError(BioMrcError, ValueError):

@@ -1,8 +1,8 @@
 """``TrainConfig``: everything that decides a trained model, saved beside it and in reports.
 
-The model's own settings (heads, losses, tag level, windows) are defined once, by the model's config
-(``BioMrcConfig``) and the windows' (``FeatureConfig``): a field here of the same name takes its default
-from there, and the model and the windows are built from the fields they share with this config.
+The model's own settings (heads, losses, tag level, windows) are defined once, in ``bio_mrc.model_defaults``
+(``BioMrcConfig``'s defaults) and by the windows' config (``FeatureConfig``): a field here of the same name takes
+its default from there, and the model and the windows are built from the fields they share with this config.
 """
 
 from __future__ import annotations
@@ -12,20 +12,21 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from transformers import TrainingArguments
-
-from .. import registry
+from .. import model_defaults, registry
 from ..config_options import json_object_argument
 from ..config_schema import SEED_RANGE, check_fields
 from ..errors import ConfigError
-from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig
-from ..heads import BIOHead
-from ..model import HEAD_CHOICES, BioMrcConfig
+from ..features.config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, resolve_precision
+
+# Light on purpose: the command line builds its options from this module, so transformers (TrainingArguments,
+# BioMrcConfig) loads only where a config is checked or a model built.
+HEAD_CHOICES = registry.head_choices()
 
 # A BIO-only model weighs B/I tokens 10x (F1 36.6 -> 51.1 at the reference budget); with a span head
 # the weights cost the span decoding 2.9 F1; benchmarks/RESULTS.md, BIO quality.
 BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
+DEFAULT_CHECKPOINT_STEPS = 500  # optimizer steps between resumable checkpoints
 
 # The TrainingArguments fields the package sets from its own options (or owns outright), each with why.
 OWNED_TRAINING_ARGS = {
@@ -84,6 +85,8 @@ def check_network_args(values: dict[str, Any]) -> None:
         raise ConfigError(f"{unknown[0]!r} is no option that sends data off the machine; give it in training_args")
     if any(name.startswith("hub_") for name in values) and not values.get("push_to_hub"):
         raise ConfigError("--hub-model-id, --hub-strategy, --hub-private-repo and --hub-revision need --push-to-hub")
+    from transformers import TrainingArguments
+
     try:
         TrainingArguments(output_dir="network-args-check", **{"report_to": "none", **values})
     except (ValueError, TypeError, ImportError, RuntimeError) as err:
@@ -94,6 +97,8 @@ def check_training_args(values: dict[str, Any]) -> None:
     """Refuse a name that is no TrainingArguments field (with the field it most likely misspells), one
     the package owns (with the option to use instead) or one that sends data off the machine (with the flag
     that asks for it), then values TrainingArguments itself refuses."""
+    from transformers import TrainingArguments
+
     known = [f.name for f in fields(TrainingArguments) if f.init]
     check_stays_local({name: value for name, value in values.items() if name in known or name.startswith(("hub_", "push_to_hub"))})
     for name in values:
@@ -109,11 +114,6 @@ def check_training_args(values: dict[str, Any]) -> None:
         raise ConfigError(f"training_args {values}: {err}") from None
 
 
-def _bio_prior_default() -> tuple[float, float, float] | None:
-    prior = BioMrcConfig.bio_prior
-    return tuple(prior) if prior is not None else None
-
-
 @dataclass
 class TrainConfig:
     """Everything that decides a trained model: saved beside it and in reports."""
@@ -121,11 +121,11 @@ class TrainConfig:
     # Each field's metadata gives its command-line help and choices (bio_mrc.config_options builds the options).
     encoder: str = field(default="default", metadata={
         "help": "encoder folder or Hugging Face id ('default': the embedded all-MiniLM-L6-v2)"})
-    heads: str = field(default=BioMrcConfig.heads, metadata={
+    heads: str = field(default=model_defaults.HEADS, metadata={
         "help": "span: start/end head; bio: B/I/O tagging head; span+bio: both on one encoder", "choices": HEAD_CHOICES})
-    span_loss_weight: float = field(default=BioMrcConfig.span_loss_weight, metadata={
+    span_loss_weight: float = field(default=model_defaults.SPAN_LOSS_WEIGHT, metadata={
         "help": "weight of the span head's loss in the total loss", "minimum": 0})
-    bio_loss_weight: float = field(default=BioMrcConfig.bio_loss_weight, metadata={
+    bio_loss_weight: float = field(default=model_defaults.BIO_LOSS_WEIGHT, metadata={
         "help": "weight of the BIO head's loss in the total loss", "minimum": 0})
     bio_targets: str = field(default=FeatureConfig.bio_targets, metadata={
         "help": "several annotators: soft = their mean tag distribution; marginal = log Σ_k P(tags_k); one-hot = the first",
@@ -133,10 +133,10 @@ class TrainConfig:
     span_targets: str = field(default=FeatureConfig.span_targets, metadata={
         "help": "several annotators: soft = their mean start/end distribution; one-hot = the first",
         "choices": TARGET_KINDS})
-    bio_loss_reduction: str = field(default=BioMrcConfig.bio_loss_reduction, metadata={
+    bio_loss_reduction: str = field(default=model_defaults.BIO_LOSS_REDUCTION, metadata={
         "help": "token_mean: averaged over paragraph tokens; mean: per-example sums averaged; sum",
-        "choices": BIOHead.reductions})
-    bio_prior: tuple[float, float, float] | None = field(default=_bio_prior_default(), metadata={
+        "choices": model_defaults.BIO_LOSS_REDUCTIONS})
+    bio_prior: tuple[float, float, float] | None = field(default=model_defaults.BIO_PRIOR, metadata={
         "help": "initial tag probabilities of the BIO head (its bias is log prior)", "metavar": ("B", "I", "O"),
         "exclusive_minimum": 0, "maximum": 1})
     bio_class_weights: tuple[float, float, float] | None = field(default=None, metadata={
@@ -202,6 +202,8 @@ class TrainConfig:
 
     def model_settings(self) -> dict[str, Any]:
         """The model config's fields this config sets (heads, losses, tag level, windows), JSON-shaped."""
+        from ..model import BioMrcConfig
+
         # "encoder" is the encoder's name here and its config there
         shared = {f.name for f in fields(BioMrcConfig)} & {f.name for f in fields(self)} - {"encoder"}
         settings = {name: getattr(self, name) for name in sorted(shared)}
@@ -234,5 +236,5 @@ class TrainConfig:
         return cls(**data)
 
 
-__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TrainConfig",
+__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "DEFAULT_CHECKPOINT_STEPS", "LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TrainConfig",
            "check_network_args", "check_stays_local", "check_training_args"]

@@ -1,0 +1,112 @@
+"""The command line's parser: transformers' ``run_qa.py`` option names read as the package's, and an unknown
+option answered in one line with the option most like it (argparse alone prints its usage and no guess)."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from typing import Mapping, Sequence
+
+# run_qa.py's names whose meaning here has another name; the rest (--max_seq_length, --doc_stride,
+# --max_answer_length, --learning_rate, ...) are the package's own with hyphens. A dict maps by command
+# (None: every other command).
+RUN_QA_NAMES: Mapping[str, str | Mapping[str | None, str]] = {
+    "--model_name_or_path": {"train": "--encoder", "compare": "--encoder", None: "--model"},
+    "--per_device_train_batch_size": "--batch-size",
+    "--per_device_eval_batch_size": "--batch-size",
+    "--num_train_epochs": "--epochs",
+    "--n_best_size": "--n-best",
+    "--train_file": "--train",
+    "--validation_file": "--eval",
+}
+RUN_QA_NOTE = ("transformers' run_qa.py names (--model_name_or_path, --max_seq_length, --doc_stride, --n_best_size, "
+               "--max_answer_length, --per_device_train_batch_size, --num_train_epochs, --learning_rate, ...) are read "
+               "as the options they correspond to")
+
+
+def _package_name(name: str, command: str | None) -> str:
+    """The package's option for an option name as run_qa.py (or a user's habit) spells it."""
+    target = RUN_QA_NAMES.get(name)
+    if isinstance(target, Mapping):
+        target = target.get(command, target[None])
+    return target or name.replace("_", "-")
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """A top-level parser with subcommands that reads ``--run_qa_names`` and guesses at unknown options."""
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        argv = list(sys.argv[1:] if args is None else args)
+        command, subparser = self._command(argv)
+        if subparser is not None:
+            at = argv.index(command)
+            argv = argv[: at + 1] + [self._translated(token, command, subparser) for token in argv[at + 1:]]
+        unknown = self._first_unknown_option(argv, command, subparser)
+        if unknown is not None:  # before argparse, which would first name a required option it then lacks
+            self.exit(2, f"error: {self._unknown(unknown, command, subparser)}\n")
+        parsed, extras = self.parse_known_args(argv, namespace)
+        if extras:
+            self.exit(2, f"error: {self._unknown(extras[0], command, subparser)}\n")
+        return parsed
+
+    def _first_unknown_option(self, argv: Sequence[str], command: str | None, subparser: argparse.ArgumentParser | None) -> str | None:
+        """The first ``--name`` that is no option (nor the start of exactly one) of the parser it goes to."""
+        parser = self
+        for token in argv:
+            if token == "--":
+                return None
+            if token == command and parser is self:
+                parser = subparser
+                continue
+            name = token.partition("=")[0]
+            if not name.startswith("--") or parser is None:
+                continue
+            known = parser._option_string_actions
+            if name not in known and len([o for o in known if o.startswith(name)]) != 1:
+                return token
+        return None
+
+    def _commands(self) -> Mapping[str, argparse.ArgumentParser]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return action.choices
+        return {}
+
+    def _command(self, argv: Sequence[str]) -> tuple[str | None, argparse.ArgumentParser | None]:
+        subparsers = self._commands()
+        for token in argv:
+            if token in subparsers:
+                return token, subparsers[token]
+            if not token.startswith("-"):
+                guess = difflib.get_close_matches(token, list(subparsers), n=1)
+                hint = f"did you mean {guess[0]}?" if guess else f"the commands: {', '.join(subparsers)}"
+                self.exit(2, f"error: bio-mrc has no command {token!r}; {hint}\n")
+        return None, None
+
+    @staticmethod
+    def _translated(token: str, command: str | None, subparser: argparse.ArgumentParser) -> str:
+        """``--max_seq_length`` -> ``--max-seq-length`` where the command has that option; anything else as it is."""
+        name, equals, value = token.partition("=")
+        if not name.startswith("--") or name in subparser._option_string_actions:
+            return token
+        package_name = _package_name(name, command)
+        return package_name + equals + value if package_name in subparser._option_string_actions else token
+
+    def _unknown(self, token: str, command: str | None, subparser: argparse.ArgumentParser | None) -> str:
+        """One line: what is not understood, and the option most like it (or which commands have it)."""
+        name = token.partition("=")[0]
+        where = f"bio-mrc {command}" if command else "bio-mrc"
+        if not name.startswith("-"):
+            return f"{where}: unexpected argument {token!r} ({where} --help lists what it takes)"
+        options = [o for o in (subparser or self)._option_string_actions if o.startswith("--")]
+        package_name = _package_name(name, command)
+        elsewhere = [c for c, p in self._commands().items() if package_name in p._option_string_actions]
+        if package_name != name and elsewhere:
+            return f"{where} has no option {name}: {package_name} is an option of {', '.join(elsewhere)} only ({where} --help lists its own)"
+        guess = difflib.get_close_matches(package_name, options, n=1, cutoff=0.6)
+        hint = f"; did you mean {guess[0]}?" if guess else f"; {where} --help lists its options"
+        return f"{where} has no option {name}{hint}"
+
+
+__all__ = ["CommandLineParser", "RUN_QA_NAMES", "RUN_QA_NOTE"]

@@ -1,0 +1,55 @@
+"""``FeatureConfig``: how examples become windows and which targets they carry.
+
+Plain data with no heavy imports, so the command line builds its options from it without loading
+the tokenizers (the windows themselves: :mod:`.windows`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import ConfigError
+
+TARGET_KINDS = ("one-hot", "soft")
+BIO_TARGET_KINDS = ("one-hot", "soft", "marginal")
+TAG_LEVELS = ("word", "subword")
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    """How examples become windows and which targets they carry.
+
+    ``bio_targets``/``span_targets``: ``"one-hot"`` uses the first annotator's
+    answer; ``"soft"`` averages over all annotators (the per-token gold
+    distribution; for the span head, a distribution over start/end positions).
+    ``bio_targets="marginal"`` keeps every annotator's tag sequence, for the
+    marginal likelihood ``log Σ_k P(tags_k)`` (TASE's objective).
+
+    ``tag_level``: ``"word"`` tags only the first piece of each word (the other
+    pieces carry no tag and no loss, as in NER taggers and TASE) and decodes on
+    word boundaries; ``"subword"`` tags every paragraph token.
+    """
+
+    max_seq_length: int = 384
+    doc_stride: int = 128
+    max_query_length: int = 64
+    bio_targets: str = "soft"
+    span_targets: str = "one-hot"
+    tag_level: str = "word"
+
+    def __post_init__(self) -> None:
+        for name, kinds in (("bio_targets", BIO_TARGET_KINDS), ("span_targets", TARGET_KINDS), ("tag_level", TAG_LEVELS)):
+            if getattr(self, name) not in kinds:
+                raise ConfigError(f"{name} must be one of {kinds}, got {getattr(self, name)!r}")
+        if self.doc_stride >= self.max_seq_length - self.max_query_length - 3:
+            raise ConfigError(
+                f"doc_stride ({self.doc_stride}) must leave room for new context tokens in each window: "
+                f"it must be < max_seq_length - max_query_length - 3 = {self.max_seq_length - self.max_query_length - 3}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+__all__ = ["BIO_TARGET_KINDS", "TAG_LEVELS", "TARGET_KINDS", "FeatureConfig"]

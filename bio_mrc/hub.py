@@ -1,0 +1,68 @@
+"""A model or encoder named by a local folder or a Hugging Face hub id -> a local folder.
+
+A hub id is fetched through ``huggingface_hub``'s cache: the cached snapshot first, the hub only when the
+cache lacks it and ``HF_HUB_OFFLINE`` is unset. Every way this fails is one :class:`ModelFormatError` naming
+the id and what to do, never a retry loop or a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import ModelFormatError
+
+# What loading a model or an encoder reads; other frameworks' weights (TensorFlow, Flax, Core ML, ...) stay on the hub.
+MODEL_FILES = ("*.json", "*.safetensors", "*.txt", "*.model", "*.onnx")
+PICKLED_WEIGHTS = ("*.bin",)  # fetched only where a repository has no safetensors
+
+
+def is_hub_id(name: str) -> bool:
+    """Whether ``name`` has the form of a hub repository id (``name`` or ``org/name``)."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    if name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name:
+        return False
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        return False
+    return True
+
+
+def local_folder(name_or_path: str | Path, what: str = "model folder") -> Path:
+    """The folder ``name_or_path`` names: itself where it exists, else the hub id's snapshot (cache first).
+    ``what`` names the thing in the error (``"model folder"``, ``"encoder"``)."""
+    path = Path(name_or_path).expanduser()
+    if path.exists() or not is_hub_id(str(name_or_path)):
+        if not path.exists():
+            raise ModelFormatError(f"no such {what} (and not a Hugging Face hub id)", str(name_or_path))
+        return path
+    return hub_snapshot(str(name_or_path), what)
+
+
+def hub_snapshot(repo_id: str, what: str = "model folder") -> Path:
+    """The local snapshot of hub repository ``repo_id``: the cached one, else downloaded unless offline."""
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id, local_files_only=True))
+    except LocalEntryNotFoundError:
+        if constants.HF_HUB_OFFLINE:
+            raise ModelFormatError(
+                f"no such local {what}, and the hub id is not in the Hugging Face cache ({constants.HF_HUB_CACHE}); "
+                "HF_HUB_OFFLINE is set, so the hub is not asked: unset HF_HUB_OFFLINE to download it, or pass a local folder",
+                repo_id) from None
+    try:
+        folder = Path(snapshot_download(repo_id, allow_patterns=list(MODEL_FILES)))
+        if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.onnx")):
+            folder = Path(snapshot_download(repo_id, allow_patterns=[*MODEL_FILES, *PICKLED_WEIGHTS]))
+        return folder
+    except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelFormatError(
+            f"no such local {what}, and the Hugging Face hub could not give it ({type(err).__name__}: {reason}); "
+            "without a network, set HF_HUB_OFFLINE=1 to use the cache only, or pass a local folder", repo_id) from None
+
+
+__all__ = ["hub_snapshot", "is_hub_id", "local_folder"]

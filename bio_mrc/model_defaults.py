@@ -1,0 +1,16 @@
+"""The model's defaults (heads, losses, the BIO head's prior), defined once for ``BioMrcConfig``, the
+heads and ``TrainConfig``; plain values, so the command line builds its options without loading torch."""
+
+from __future__ import annotations
+
+HEADS = "span+bio"
+SPAN_LOSS_WEIGHT = 1.0
+# The token-mean BIO loss pulls about 1/100 as hard as the span loss at weight 1; 10 gave the best
+# joint decoding with the BIO decoding past 53 F1 (benchmarks/RESULTS.md, BIO quality).
+BIO_LOSS_WEIGHT = 10.0
+BIO_LOSS_REDUCTIONS = ("mean", "sum", "token_mean")
+BIO_LOSS_REDUCTION = "token_mean"
+# Initial B/I/O probabilities (the BIO head's bias is their log), about SQuAD's tag frequencies; None = uniform.
+BIO_PRIOR = (0.01, 0.02, 0.97)
+
+__all__ = ["BIO_LOSS_REDUCTION", "BIO_LOSS_REDUCTIONS", "BIO_LOSS_WEIGHT", "BIO_PRIOR", "HEADS", "SPAN_LOSS_WEIGHT"]

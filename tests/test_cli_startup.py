@@ -1,0 +1,170 @@
+"""The command line's front: every command's help, light imports, run_qa.py's option names, did-you-mean,
+the one default decoding, and transformers knowing bio_mrc models from ``import bio_mrc`` alone."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bio_mrc import registry
+from bio_mrc.cli import build_parser, main
+
+from .conftest import SAMPLE_V1
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = ("train", "predict", "evaluate", "tune", "compare", "extract", "export", "serve")
+HEAVY = ("torch", "transformers", "datasets", "sklearn")
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **env}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, cwd=ROOT, timeout=300)
+
+
+def test_the_parser_knows_every_command():
+    assert set(build_parser()._commands()) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_answers_help(command, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main([command, "--help"])
+    assert exit.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: bio-mrc {command}")
+
+
+def test_version_and_every_help_import_no_torch():
+    code = f"""
+import sys
+from bio_mrc.cli import main
+for argv in [["--version"], ["--help"], *[[c, "--help"] for c in {COMMANDS!r}]]:
+    try:
+        main(argv)
+    except SystemExit as exit:
+        assert exit.code == 0, argv
+print([m for m in {HEAVY!r} if m in sys.modules])
+"""
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+    assert "bio-mrc 0.1.0" in done.stdout
+
+
+def test_run_qa_names_are_read_as_the_package_options():
+    args = build_parser().parse_args([
+        "train", "--train_file", "t.json", "--output-dir", "o", "--model_name_or_path", "bert-base-uncased",
+        "--max_seq_length", "256", "--doc_stride", "64", "--per_device_train_batch_size", "8",
+        "--num_train_epochs", "2", "--learning_rate=3e-5"])
+    assert (args.train, args.encoder, args.max_seq_length, args.doc_stride, args.batch_size, args.epochs, args.learning_rate) == (
+        "t.json", "bert-base-uncased", 256, 64, 8, 2.0, 3e-5)
+    args = build_parser().parse_args([
+        "predict", "--model_name_or_path", "m", "--data", "d.json", "--output", "p.json", "--n_best_size", "5",
+        "--max_answer_length", "12"])
+    assert (args.model, args.n_best, args.max_answer_length) == ("m", 5, 12)
+    assert build_parser().parse_args(["serve", "--model_name_or_path", "m"]).model_option == "m"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--max_seq_lenght", "3"], "error: bio-mrc train has no option --max_seq_lenght; did you mean --max-seq-length?"),
+    (["predict", "--modle", "m"], "error: bio-mrc predict has no option --modle; did you mean --model?"),
+    (["predict", "--max_seq_length", "256"],
+     "error: bio-mrc predict has no option --max_seq_length: --max-seq-length is an option of train only "
+     "(bio-mrc predict --help lists its own)"),
+    (["--verison"], "error: bio-mrc has no option --verison; did you mean --version?"),
+    (["predcit", "--model", "m"], "error: bio-mrc has no command 'predcit'; did you mean predict?"),
+    (["extract", "--model", "m", "--question", "q", "stray"],
+     "error: bio-mrc extract: unexpected argument 'stray' (bio-mrc extract --help lists what it takes)"),
+])
+def test_an_unknown_option_or_command_is_one_line_with_a_guess(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    assert exit.value.code == 2
+    assert capsys.readouterr().err == message + "\n"
+
+
+def test_serve_takes_the_model_as_an_option_or_an_argument_once(capsys):
+    assert build_parser().parse_args(["serve", "--model", "m"]).model_option == "m"
+    assert build_parser().parse_args(["serve", "m"]).model == "m"
+    for argv in (["serve"], ["serve", "--model", "a", "b"]):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == "error: serve takes the model once: --model DIR (or DIR alone)\n"
+
+
+def test_every_model_command_takes_a_device_checked_before_any_work(capsys):
+    for command in ("train", "predict", "tune", "extract", "serve", "compare"):
+        assert "--device" in build_parser()._commands()[command]._option_string_actions, command
+    # no such data file either: the device is refused first
+    assert main(["predict", "--model", "m", "--data", "missing.json", "--output", "p.json", "--device", "tpu"]) == 2
+    assert capsys.readouterr().err == "error: device 'tpu': one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto\n"
+
+
+def test_one_default_decoding_the_best_the_heads_allow():
+    assert registry.resolve_decoding(["span", "bio", "joint"], registry.AUTO_DECODING) == "joint"
+    assert registry.resolve_decoding(["span", "bio", "joint"], registry.AUTO_DECODING, multi_span=True) == "bio"
+    assert registry.resolve_decoding(["span"], registry.AUTO_DECODING) == "span"
+    assert registry.resolve_decoding(["bio"], registry.AUTO_DECODING) == "bio"
+    for command in ("predict", "extract"):
+        argv = [command, "--model", "m", "--data", "d", "--output", "o"] if command == "predict" else [command, "--model", "m", "--question", "q"]
+        default = build_parser().parse_args(argv).decoding
+        assert default in (registry.AUTO_DECODING, [registry.AUTO_DECODING]), command
+
+
+def test_the_registration_module_names_the_model_type_and_task():
+    from bio_mrc import transformers_registration
+    from bio_mrc.inference.pipeline import TASK
+    from bio_mrc.model import BioMrcConfig
+
+    assert transformers_registration.MODEL_TYPE == BioMrcConfig.model_type
+    assert transformers_registration.TASK == TASK
+    assert transformers_registration.MODEL_MODULE == BioMrcConfig.__module__
+
+
+@pytest.fixture(scope="module")
+def joint_model(tiny_encoder_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("joint")
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--epochs", "1", "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]) == 0
+    return out
+
+
+def test_predict_defaults_to_the_joint_decoding_on_a_joint_model(joint_model, tmp_path, capsys):
+    capsys.readouterr()
+    assert main(["predict", "--model", str(joint_model), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) == {"questions", "seconds", "joint"}
+
+
+@pytest.mark.slow
+def test_import_bio_mrc_alone_lets_transformers_load_its_models_and_pipeline(joint_model):
+    """A fresh interpreter: no register call, and nothing heavy loads until transformers asks."""
+    code = f"""
+import sys
+import bio_mrc
+assert not [m for m in {HEAVY!r} if m in sys.modules]
+from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering, pipeline
+print(type(AutoConfig.from_pretrained({str(joint_model)!r})).__name__)
+print(type(AutoModelForQuestionAnswering.from_pretrained({str(joint_model)!r})).__name__)
+qa = pipeline("bio-mrc-qa", model={str(joint_model)!r}, device="cpu")
+answer = qa(question="Who wrote it?", context="Ada Lovelace wrote it.")
+print(sorted(answer))
+"""
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["BioMrcConfig", "BioMrcForQuestionAnswering", "['answer', 'end', 'score', 'start']"]
+
+
+@pytest.mark.slow
+def test_transformers_imported_first_then_bio_mrc_knows_the_pipeline(joint_model):
+    code = f"""
+import transformers.pipelines
+from transformers import pipeline
+import bio_mrc
+qa = pipeline("bio-mrc-qa", model={str(joint_model)!r}, device="cpu")
+print(type(qa).__name__)
+"""
+    done = run_python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "BioMrcQuestionAnsweringPipeline"

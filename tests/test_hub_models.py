@@ -1,0 +1,130 @@
+"""Models and encoders by hub id, read through a local Hugging Face cache (no network), devices, the model
+card's tags and the weights' file mode."""
+
+import os
+import shutil
+import stat
+
+import huggingface_hub
+import pytest
+from huggingface_hub import constants
+
+from bio_mrc.cli import main
+from bio_mrc.encoders import resolve_encoder
+from bio_mrc.errors import ConfigError, ModelFormatError
+from bio_mrc.hub import is_hub_id, local_folder
+from bio_mrc.inference import AnswerExtractor, TrainedModel
+from bio_mrc.io import usual_file_mode
+from bio_mrc.model_card import card_metadata
+from bio_mrc.precision import resolve_device
+
+from .conftest import SAMPLE_V1
+
+WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+
+
+@pytest.fixture(scope="module")
+def span_model(tiny_encoder_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("span-model")
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--heads", "span", "--epochs", "1", *WINDOW_ARGS]) == 0
+    return out
+
+
+def cache_snapshot(cache, repo_id: str, folder) -> None:
+    """A hub cache entry as huggingface_hub lays it out: refs/main names the snapshot folder."""
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0123abcd")
+    shutil.copytree(folder, repo / "snapshots" / "0123abcd")
+
+
+@pytest.fixture
+def offline_cache(tmp_path, monkeypatch, span_model, tiny_encoder_dir):
+    """HF_HUB_OFFLINE=1 with a cache holding the model as org/tiny-qa and the encoder as org/tiny-bert."""
+    cache = tmp_path / "hub"
+    cache_snapshot(cache, "org/tiny-qa", span_model)
+    cache_snapshot(cache, "org/tiny-bert", tiny_encoder_dir)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return cache
+
+
+def test_a_hub_id_loads_from_the_cache_offline(offline_cache, capsys):
+    extractor = AnswerExtractor.from_pretrained("org/tiny-qa", device="cpu")
+    assert extractor.trained.decodings == ["span"]
+    assert str(extractor.trained.model.device) == "cpu"
+    assert main(["extract", "--model", "org/tiny-qa", "--question", "Who wrote it?", "--context", "Ada wrote it.", "--device", "cpu"]) == 0
+    assert '"spans"' in capsys.readouterr().out
+
+
+def test_a_hub_id_missing_offline_is_one_line_naming_the_id_and_hf_hub_offline(offline_cache, capsys):
+    with pytest.raises(ModelFormatError, match=r"HF_HUB_OFFLINE is set.*\(in org/missing\)$"):
+        TrainedModel.load("org/missing")
+    assert main(["extract", "--model", "org/missing", "--question", "Who?", "--context", "Ada wrote it."]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: no such local model folder") and "HF_HUB_OFFLINE" in line and "org/missing" in line
+
+
+def test_an_unreachable_hub_is_one_line_and_one_try(tmp_path, monkeypatch):
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    calls = []
+
+    def unreachable(repo_id, **options):
+        calls.append(options)
+        raise LocalEntryNotFoundError("Got: ConnectError: [Errno -2] Name or service not known")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", unreachable)
+    with pytest.raises(ModelFormatError, match=r"the Hugging Face hub could not give it .*set HF_HUB_OFFLINE=1.*\(in org/name\)$"):
+        local_folder("org/name")
+    assert [options.get("local_files_only", False) for options in calls] == [True, False]  # the cache, then the hub once
+
+
+def test_encoders_come_from_the_cache_too_and_a_missing_one_is_one_line(offline_cache, tmp_path, capsys):
+    assert resolve_encoder("org/tiny-bert") == str(offline_cache / "models--org--tiny-bert" / "snapshots" / "0123abcd")
+    with pytest.raises(ModelFormatError, match=r"no such local encoder.*HF_HUB_OFFLINE is set.*\(in org/nothing\)$"):
+        resolve_encoder("org/nothing")
+    with pytest.raises(ModelFormatError, match=r"no such encoder \(and not a Hugging Face hub id\) \(in \./no/encoder\)$"):
+        resolve_encoder("./no/encoder")
+    out = tmp_path / "from-hub-encoder"
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", "org/tiny-bert",
+                 "--heads", "span", "--epochs", "1", *WINDOW_ARGS]) == 0
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "x"), "--encoder", "org/nothing", *WINDOW_ARGS]) == 2
+    assert capsys.readouterr().err.splitlines()[-1].startswith("error: no such local encoder")
+
+
+def test_what_is_a_hub_id():
+    assert is_hub_id("org/name") and is_hub_id("bert-base-uncased")
+    assert not any(is_hub_id(name) for name in ("./org/name", "/abs/path", "runs/quick/models/x", "~/model", "a b"))
+
+
+def test_devices_are_checked_against_the_machine(span_model):
+    import torch
+
+    assert resolve_device("cpu") == "cpu" and resolve_device(None) == resolve_device("auto")
+    for bad in ("tpu", "cuda:x", "gpu"):
+        with pytest.raises(ConfigError, match=r"one of cpu, cuda, cuda:N"):
+            resolve_device(bad)
+    with pytest.raises(ConfigError, match=r"device 'cuda:99': this machine has"):
+        resolve_device("cuda:99")
+    if not torch.backends.mps.is_available():
+        with pytest.raises(ConfigError, match="no Apple GPU"):
+            AnswerExtractor.from_pretrained(span_model, device="mps")
+
+
+def test_a_span_only_model_card_is_not_tagged_multi_span(span_model):
+    card = (span_model / "README.md").read_text()
+    assert "multi-span" not in card.split("---")[1] and "bio-tagging" not in card.split("---")[1]
+    assert card_metadata({"heads": "span"}, None, None, "m").tags == ["question-answering", "extractive-qa"]
+    for config in ({"heads": "span+bio"}, {"heads": "bio"}, {}):  # no heads: BioMrcConfig's default, span+bio
+        assert {"bio-tagging", "multi-span"} <= set(card_metadata(config, None, None, "m").tags), config
+
+
+def test_weights_are_written_with_the_usual_file_mode(span_model):
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert usual_file_mode() == 0o666 & ~umask
+    for name in ("model.safetensors", "config.json", "tokenizer.json"):
+        assert stat.S_IMODE((span_model / name).stat().st_mode) == usual_file_mode(), name
