@@ -19,6 +19,7 @@ from typing import Iterator, Sequence
 
 from . import __version__, registry
 from .argument_parser import RUN_QA_NOTE, CommandLineParser
+from .errors import BioMrcError, ConfigError
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
@@ -94,7 +95,7 @@ def _report_read(data, path: str, count: int) -> None:
     if data.skipped:
         print(f"warning: skipped {len(data.skipped)} invalid question(s) of {path}", file=sys.stderr)
     if not count:
-        raise SystemExit(f"error: no questions to use in {path}")
+        raise ConfigError(f"no questions to use in {path}")
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -104,7 +105,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     check_folder_target(args.output_dir)
     check_outputs_apart([args.output_dir], [args.train, args.eval])
     if load_run_record(args.output_dir) is not None and not args.overwrite:
-        raise SystemExit(f"error: {args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
+        raise ConfigError(f"{args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
     config = _train_config(args)
     data = _load_squad(args, args.train, args.limit, needs_gold="bio-mrc train")
     held_out = _load_squad(args, args.eval, needs_gold="bio-mrc train --eval") if args.eval else None
@@ -143,7 +144,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .inference.streaming import StreamPlan, predict_to_files, prediction_outputs
 
     if args.resume and args.output == "-":
-        raise SystemExit("error: --resume continues PREDS.answers.jsonl; with --output - there is no such file")
+        raise ConfigError("--resume continues PREDS.answers.jsonl; with --output - there is no such file")
     output = args.output if args.output == "-" else check_file_target(args.output)
     check_outputs_apart(prediction_outputs(output, args.decoding), [args.data], [args.model])
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
@@ -228,8 +229,6 @@ def _scored_questions(args: argparse.Namespace, examples):
     answered = read_json(args.predictions)
     kept = [ex for ex in examples if isinstance(answered, dict) and ex.id in answered]
     if not kept:
-        from .errors import ConfigError
-
         raise ConfigError(f"--only-predicted: no question of {args.data} has an answer in {args.predictions}")
     subset = f"the {len(kept)} of {len(examples)} questions of {args.data} that {args.predictions} answers (--only-predicted)"
     return ScoredQuestions(kept, len(examples), subset)
@@ -274,8 +273,6 @@ def _tune_target(args: argparse.Namespace) -> Path:
         return Path(args.model)
     target = check_folder_target(args.output_dir)
     if target.exists() and (target.resolve() == Path(args.model).resolve() or any(target.iterdir())):
-        from .errors import ConfigError
-
         raise ConfigError(f"--output-dir {target} is not empty; give a new folder (the tuned copy of the model goes there)")
     return target
 
@@ -292,8 +289,6 @@ def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:
     if args.no_calibration or task.multi_span_gold:
         return False
     if questions < args.min_calibration_questions:
-        from .errors import ConfigError
-
         raise ConfigError(f"{args.data}: {questions} questions are too few to fit a calibrator (at least "
                           f"{args.min_calibration_questions}); --no-calibration tunes the rest, "
                           f"--min-calibration-questions {questions} fits one anyway")
@@ -325,7 +320,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     config = load_config(args.config).with_overrides(seeds=args.seeds, encoder=args.encoder, runs=args.runs)
     data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
     if not data_dir.exists():
-        raise SystemExit(f"error: data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
+        raise ConfigError(f"data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
     output_dir = check_folder_target(args.output_dir or Path("runs") / config.name)
     check_outputs_apart([output_dir], [args.config, data_dir])
     if args.train_only:
@@ -365,8 +360,6 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     """The texts ``extract`` answers from and their names (the files', or none for --context), checked before any work."""
-    from .errors import ConfigError
-
     if bool(args.context_file) == bool(args.context):
         raise ConfigError("give --context-file FILE... or --context TEXT..., one of them")
     texts = [read_text_file(path) for path in args.context_file] if args.context_file else list(args.context)
@@ -387,7 +380,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .errors import ConfigError
     from .serving.server import run_server
 
     if (args.model is None) == (args.model_option is None):
@@ -582,8 +574,6 @@ def _add_serve_command(add_command) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .errors import BioMrcError
-
     args = build_parser().parse_args(argv)
     try:
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
