@@ -19,7 +19,6 @@ from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
 from .io import check_file_target, check_folder_target
-from .decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .inference.forward import INFERENCE_BATCH_SIZE
@@ -30,7 +29,7 @@ from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
-# require_answer is the command's to set: predict and tune from the data, extract always.
+# require_answer is the command's to set: tune never, predict and extract always (abstaining is the saved threshold's decision).
 _DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and predict take --multi-span
 
 
@@ -124,11 +123,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     missing = [d for d in args.decoding if d not in trained.decodings]
     if missing:
         raise SystemExit(f"error: decoding {missing} needs heads this model lacks (it has {trained.model.config.heads})")
-    config = trained.decode_config(_decode_config(args, require_answer=not questions.is_v2))
+    config = trained.decode_config(_decode_config(args))
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = args.multi_span or registry.task_of_data(questions.format, False).multi_span_gold
-    plan = StreamPlan(tuple(dict.fromkeys(args.decoding)), config, multi_span, args.min_span_probability,
-                      args.chunk_size, args.batch_size)
+    plan = StreamPlan(tuple(dict.fromkeys(args.decoding)), config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
     started = time.perf_counter()
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
@@ -249,7 +247,6 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise SystemExit("error: give --context-file or --context")
     extractor = AnswerExtractor.from_pretrained(
         args.model, precision=args.precision, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
-        min_span_probability=args.min_span_probability,
     )
     print(json.dumps(extractor(args.question, context).to_dict(), ensure_ascii=False, indent=2))
     if args.html:
@@ -318,11 +315,6 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _add_min_span_probability(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--min-span-probability", type=float, default=MIN_SPAN_PROBABILITY,
-                        help="span and joint decodings with --multi-span: drop n-best spans below this probability")
-
-
 def _add_model_commands(add_command) -> None:
     """The commands that run a trained model: predict, evaluate, tune."""
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
@@ -339,7 +331,6 @@ def _add_model_commands(add_command) -> None:
                          help="questions read, run and decoded at a time (memory grows with it, not with the file)")
     predict.add_argument("--resume", action="store_true",
                          help="continue an interrupted run: skip the questions PREDS.answers.jsonl answers (same options and data)")
-    _add_min_span_probability(predict)
     _add_precision_option(predict)
     add_config_options(predict, DecodeConfig, exclude=("require_answer",))
     _add_data_options(predict)
@@ -397,7 +388,6 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "
                               "highlighted in the context, its confidence and probability, the BIO head's per-word P(B) and P(I)")
-    _add_min_span_probability(extract)
     add_config_options(extract, DecodeConfig, exclude=("require_answer",))
     extract.set_defaults(func=cmd_extract)
 

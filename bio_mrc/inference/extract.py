@@ -13,7 +13,6 @@ from typing import Any, Sequence, overload
 
 from .. import registry
 from ..data.text import check_text
-from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import WindowOutputs
 from ..errors import DataFormatError
@@ -76,8 +75,10 @@ class AnswerExtractor:
     exists). ``multi_span=False`` returns the single best span; ``True``
     returns the spans of the most probable BIO tag sequence (with the default
     ``require_answer`` its best single span when that sequence is all O: "no
-    answer" is the saved no-answer threshold's decision), or for span decoding the non-overlapping n-best
-    spans with probability ≥ ``min_span_probability``.
+    answer" is the saved no-answer threshold's decision), or for span and joint decoding the non-overlapping
+    n-best spans; a span after the first is kept by the decoding's span-count rule: its own probability at least
+    ``min_span_probability`` (None: the value tuned for the model on multi-span questions, else the decoding's default).
+    ``bio-mrc predict``, ``extract``, ``serve`` and the pipeline all answer through :meth:`predict`.
     """
 
     def __init__(
@@ -86,7 +87,7 @@ class AnswerExtractor:
         decoding: str = "auto",
         multi_span: bool = False,
         decode_config: DecodeConfig | None = None,
-        min_span_probability: float = MIN_SPAN_PROBABILITY,
+        min_span_probability: float | None = None,
         batch_size: int = INFERENCE_BATCH_SIZE,
     ) -> None:
         self.trained = trained
@@ -120,7 +121,7 @@ class AnswerExtractor:
         config = self.trained.decode_config(replace(self.decode_config, **overrides))
         return decode_answers(
             outputs, examples, decoding, config, self.trained.thresholds, multi_span, self.min_span_probability,
-            calibrators=self.trained.calibrators,
+            calibrators=self.trained.calibrators, span_count_rules=self.trained.span_count_rules,
         )
 
     @overload

@@ -88,6 +88,9 @@ class Span(BaseModel):
     score: float = Field(description=(
         "the decoding's own score of the span (span: s_i + e_j; bio: the tag log-likelihood ratio; joint: both); "
         "with multi_span for span and joint, the span's share of the n-best probability"))
+    probability: float | None = Field(None, description=(
+        "with multi_span, the span's own probability, which the span-count rule keeps it by (bio: its posterior under "
+        "the tag distribution; span and joint: its share of the n-best probability); null otherwise"))
 
 
 class Answer(BaseModel):
@@ -103,7 +106,7 @@ class Answer(BaseModel):
     no_answer_score: float | None = Field(description="higher: more likely unanswerable; null for a decoding without one")
     confidence: float | None = Field(description="the decoding's raw confidence in this answer (abstentions included)")
     probability: float | None = Field(description=(
-        "the calibrated probability that the answer is right (official F1 > 0.5); null when the model has no "
+        "the calibrated probability that the best span is right (official F1 > 0.5); null when the model has no "
         "calibrator for this decoding (bio-mrc tune fits one)"))
 
 
