@@ -171,11 +171,6 @@ def decodings_for(heads: str | Iterable[str]) -> list[str]:
     return [name for name, entry in DECODINGS.items() if entry.heads <= have]
 
 
-def span_count_rules() -> dict[str, float]:
-    """Each decoding's default span-count threshold (``min_span_probability``), by name."""
-    return {name: entry.min_span_probability for name, entry in DECODINGS.items()}
-
-
 def length_prior_decodings() -> tuple[str, ...]:
     """The decodings that score the BIO head's spans, so its length prior applies."""
     return tuple(name for name, entry in DECODINGS.items() if entry.uses_length_prior)

@@ -19,8 +19,8 @@ best answer's equals :func:`bio_mrc.inference.calibrators.raw_confidence`):
   tuned length prior), as the old pipeline's post-processing; with ``multi_span``, span and joint:
   each kept non-overlapping n-best span's probability (:func:`nbest_multi_span`, the same softmax);
 * ``bio`` with ``multi_span``: the spans of the most probable tag sequence are not rivals, so each
-  one's ``sigmoid(r)``: the probability of the tag sequence holding that span against tagging it O
-  (≥ 0.5 for every span of that sequence).
+  one's own probability: its posterior, the probability over every tag sequence that the tags hold exactly
+  that span (the probability the span-count rule keeps it by).
 * the empty answer (``handle_impossible_answer=True``, given when ``Prediction.abstain``: the
   decoding's ``no_answer_score`` exceeds the threshold saved with the model for that decoding, never
   when none is saved): ``sigmoid(no_answer_score)``, the probability of "no answer" against the best
@@ -38,7 +38,6 @@ import numpy as np
 from transformers import AutoModelForQuestionAnswering, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
-from .. import registry
 from ..decoding.window_outputs import log_softmax
 from ..errors import DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
@@ -229,10 +228,8 @@ def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: 
 def span_probabilities(prediction: Prediction, decoding: str, multi_span: bool) -> list[float]:
     """Each span's ``score`` as the module docstring defines it, from the decoder's own score."""
     scores = np.array([s.score for s in prediction.spans], dtype=np.float64)
-    if multi_span and registry.decoding(decoding).decodes_tags:
-        return (1.0 / (1.0 + np.exp(-np.maximum(scores, -700.0)))).tolist()
-    if multi_span:  # nbest_multi_span has already made them n-best probabilities
-        return scores.tolist()
+    if multi_span:  # each span's own probability: a tag sequence's posterior, or its n-best share
+        return [s.score if s.probability is None else s.probability for s in prediction.spans]
     return np.exp(log_softmax(scores)).tolist()
 
 
