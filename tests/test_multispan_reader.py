@@ -109,4 +109,4 @@ def test_the_report_scores_each_data_set(tiny_encoder_dir, tmp_path):
         assert len(cell.fold_min_span_probabilities) == 2
         assert cell.min_span_probability == pytest.approx(sum(cell.fold_min_span_probabilities) / 2)
     report = (tmp_path / "out" / "report.md").read_text()
-    assert "## Per data set" in report and "quoref.json" in report
+    assert "## Per data set" in report and "quoref.json" in report and "## Span-count thresholds" in report

@@ -347,7 +347,23 @@ def _calibration_section(results: ComparisonResults, summary: dict[str, Any], pl
 
 def _data_set_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
     """An evaluation of several data sets: each one's scores and contrasts alone."""
-    return data_set_lines(summary.get("data_sets", []), _resampling_text(summary)[0])
+    return _span_count_lines(results) + data_set_lines(summary.get("data_sets", []), _resampling_text(summary)[0])
+
+
+def _span_count_lines(results: ComparisonResults) -> list[str]:
+    """Multi-span answers: the span-count threshold each cell decoded with (per fold in cross-validation)."""
+    rules = [(cell.label, cell.seed, cell.min_span_probability, cell.fold_min_span_probabilities)
+             for cell in results.cells if cell.min_span_probability is not None]
+    if not rules:
+        return []
+    lines = ["", "## Span-count thresholds", "",
+             "A span after the first joins a multi-span answer only with at least this probability (the span-count rule, "
+             "`docs/multispan.md` in the package); in cross-validation, each fold's value.", "",
+             "| cell | seed | threshold | per fold |", "|---|---|---|---|"]
+    for label, seed, value, folds in rules:
+        per_fold = ", ".join(f"{v:g}" for v in folds) if folds else "–"
+        lines.append(f"| {label} | {seed} | {value:.3g} | {per_fold} |")
+    return lines
 
 
 # The sections of report.md in order, each ``(results, summary, plots) -> Markdown lines`` (none where it does
