@@ -24,7 +24,6 @@ from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
 from .io import check_file_target, check_folder_target, check_outputs_apart
-from .decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .inference.defaults import DEFAULT_CHUNK_SIZE, INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS
@@ -35,7 +34,7 @@ from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 _DESCRIPTION = "bio-mrc: a thin command line over the library. Each command parses, calls, prints."
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
-# require_answer is the command's to set: predict and tune from the data, extract always.
+# require_answer is the command's to set: tune never, predict and extract always (abstaining is the saved threshold's decision).
 _DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and predict take --multi-span
 
 
@@ -150,11 +149,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes)
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device or args.device)
-    config = trained.decode_config(_decode_config(args, require_answer=not questions.is_v2))
+    config = trained.decode_config(_decode_config(args))
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = args.multi_span or registry.task_of_data(questions.format, False).multi_span_gold
-    decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d, multi_span) for d in args.decoding))
-    plan = StreamPlan(decodings, config, multi_span, args.min_span_probability, args.chunk_size, args.batch_size)
+    decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
+    plan = StreamPlan(decodings, config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
     started = time.perf_counter()
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
@@ -342,7 +341,6 @@ def cmd_extract(args: argparse.Namespace) -> int:
     texts, names = _extract_documents(args)
     extractor = AnswerExtractor.from_pretrained(
         args.model, precision=args.precision, device=args.device, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
-        min_span_probability=args.min_span_probability,
     )
     if len(texts) > 1:  # one question over several documents: answers ranked across them
         print(json.dumps(extractor(args.question, texts, top_k=args.top_k, names=names).to_dict(), ensure_ascii=False, indent=2))
@@ -439,18 +437,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _add_min_span_probability(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--min-span-probability", type=float, default=MIN_SPAN_PROBABILITY,
-                        help="span and joint decodings with --multi-span: drop n-best spans below this probability")
-
-
 def _decoding_choices() -> tuple[str, ...]:
     """auto and every registered decoding, read when the parser is built (a decoding registered later is offered)."""
     return (registry.AUTO_DECODING, *registry.DECODINGS)
 
 
 _MODEL_HELP = "a saved bio_mrc model folder, an ONNX export of one, or a Hugging Face hub id (read from the hub cache first)"
-_AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads; bio for multi-span answers)"
+_AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads, for one answer or several)"
 
 
 def _add_model_commands(add_command) -> None:
@@ -470,7 +463,6 @@ def _add_model_commands(add_command) -> None:
                          help="questions read, run and decoded at a time (memory grows with it, not with the file)")
     predict.add_argument("--resume", action="store_true",
                          help="continue an interrupted run: skip the questions PREDS.answers.jsonl answers (same options and data)")
-    _add_min_span_probability(predict)
     _add_precision_option(predict)
     add_config_options(predict, DecodeConfig, exclude=("require_answer",))
     _add_data_options(predict)
@@ -540,7 +532,6 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "
                               "highlighted in the context, its confidence and probability, the BIO head's per-word P(B) and P(I)")
-    _add_min_span_probability(extract)
     add_config_options(extract, DecodeConfig, exclude=("require_answer",))
     extract.set_defaults(func=cmd_extract)
 

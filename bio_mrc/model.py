@@ -44,7 +44,9 @@ class BioMrcConfig(PreTrainedConfig):
     ``bio_length_prior`` is the BIO decoding's tuned span-length prior; both are
     saved with the model so that ``predict``, ``compare`` and ``AnswerExtractor``
     apply the same values; ``calibration`` maps each decoding's raw confidence to the
-    probability that its answer is right (``bio_mrc.inference.calibrators``). ``tuned_on`` says on which questions they were tuned
+    probability that its answer is right (``bio_mrc.inference.calibrators``); ``min_span_probabilities`` maps a
+    decoding to the probability a span after the first needs to join its multi-span answer, tuned on multi-span
+    questions (``bio_mrc.inference.span_count``). ``tuned_on`` says on which questions they were tuned
     (``{"description", "questions", "content_hash"}``). ``bio_mrc_format`` is the folder
     layout's version.
     """
@@ -68,6 +70,7 @@ class BioMrcConfig(PreTrainedConfig):
     no_answer_thresholds: dict | None = None
     bio_length_prior: float | None = None  # the BIO decoding's span-length prior, tuned on held-out questions
     calibration: dict | None = None  # per decoding: the beta calibration of raw confidence to P(answer right)
+    min_span_probabilities: dict | None = None  # per decoding: its multi-span answers' span-count rule, tuned on multi-span questions
     tuned_on: dict | None = None
     bio_mrc_format: int = MODEL_FORMAT
 

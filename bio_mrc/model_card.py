@@ -344,13 +344,15 @@ def _evaluation_section(evaluation: Mapping | None) -> str:
 def _tuned_section(config: Mapping[str, Any]) -> str:
     """The decoding settings saved in config.json, with the questions they were tuned on."""
     prior, thresholds = config.get("bio_length_prior"), config.get("no_answer_thresholds") or {}
-    if prior is None and not thresholds:
+    span_counts = config.get("min_span_probabilities") or {}
+    if prior is None and not thresholds and not span_counts:
         uses_prior = any(registry.decoding(d).uses_length_prior for d in decodings_of(heads_of(config)))
         prior_note = "the BIO span-length prior β is 0 and " if uses_prior else ""
         return (f"## Tuned settings\n\nNone: {prior_note}no no-answer threshold is set "
                 "(`bio-mrc tune --model DIR --data HELDOUT.json` tunes them on held-out questions).")
     rows = ([("BIO span-length prior β", _number(prior))] if prior is not None else []) + [
-        (f"no-answer threshold `{key}`", _number(value, 4)) for key, value in sorted(thresholds.items())]
+        (f"no-answer threshold `{key}`", _number(value, 4)) for key, value in sorted(thresholds.items())] + [
+        (f"multi-span answers, `{key}`: a span after the first needs probability ≥", _number(value)) for key, value in sorted(span_counts.items())]
     tuned_on = config.get("tuned_on") or {}
     provenance = (f"Tuned on `{tuned_on.get('description')}` ({tuned_on.get('questions')} questions, content hash "
                   f"`{tuned_on.get('content_hash')}`)" if tuned_on else "Where these were tuned is not recorded")
@@ -362,7 +364,7 @@ def _tuned_section(config: Mapping[str, Any]) -> str:
 def _usage_section(config: Mapping[str, Any], name: str) -> str:
     """How to run the model from Python and from the command line."""
     decodings = decodings_of(heads_of(config))
-    decoding = registry.preferred_decoding(decodings, multi_span=False) if decodings else "span"
+    decoding = registry.preferred_decoding(decodings) if decodings else "span"
     multi = ", multi_span=True" if any(registry.decoding(d).decodes_tags for d in decodings) else ""
     return (
         "## Usage\n\n```python\nfrom bio_mrc import AnswerExtractor\n\n"

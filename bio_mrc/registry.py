@@ -54,8 +54,10 @@ class HeadEntry:
 class DecodingEntry:
     """A decoding: the heads it reads, ``function(outputs, examples, decode_config) -> predictions``, whether
     the BIO span-length prior applies, the key its no-answer threshold is saved under, how it gives several
-    answers (:data:`TAG_SEQUENCE` or :data:`NBEST_SPANS`), and ``auto_rank`` (``auto`` picks the available
-    decoding of lowest rank; for multi-span answers the tag-sequence decodings first)."""
+    answers (:data:`TAG_SEQUENCE` or :data:`NBEST_SPANS`), ``auto_rank`` (``auto`` picks the available
+    decoding of lowest rank, for one answer and several alike), and its span-count rule:
+    a span after the first joins a multi-span answer only with a probability of at least ``min_span_probability``
+    (this default until one is tuned on multi-span questions; ``span_probability`` says what that probability is)."""
 
     name: str
     heads: frozenset[str]
@@ -65,6 +67,8 @@ class DecodingEntry:
     multi_span: str
     auto_rank: int
     description: str
+    min_span_probability: float = 0.1
+    span_probability: str = "its share of the probability of the question's n-best spans"
 
     @property
     def decodes_tags(self) -> bool:
@@ -82,7 +86,9 @@ class TaskEntry:
     (:mod:`bio_mrc.data.formats`) does not read (None: :func:`bio_mrc.data.squad.load_squad` reads it), ``gold(examples)`` (each question's
     gold texts), ``squad_version`` of the official SQuAD scorer (None: ``multi_span_gold``, scored by
     MultiSpanQA's span counts), whether questions may have no answer, the metrics of a summary row
-    (``metrics``), the main statistic (``statistic``, with its ``statistic_title``), and how reports name it."""
+    (``metrics``), the main statistic (``statistic``, with its ``statistic_title``), how reports name it, and
+    whether cross-validation folds keep an article's questions together (``folds_by_article``: questions of one
+    article share its paragraphs; else folds are drawn by question)."""
 
     name: str
     format: str
@@ -95,6 +101,7 @@ class TaskEntry:
     statistic: str
     statistic_title: str
     title: str
+    folds_by_article: bool = False
 
     @property
     def multi_span_gold(self) -> bool:
@@ -169,20 +176,21 @@ def length_prior_decodings() -> tuple[str, ...]:
     return tuple(name for name, entry in DECODINGS.items() if entry.uses_length_prior)
 
 
-def preferred_decoding(available: Iterable[str], multi_span: bool) -> str:
-    """``auto``'s choice among ``available``: the lowest ``auto_rank``, tag-sequence decodings first for multi-span answers."""
-    return min(available, key=lambda name: (multi_span and not DECODINGS[name].decodes_tags, DECODINGS[name].auto_rank))
+def preferred_decoding(available: Iterable[str]) -> str:
+    """``auto``'s choice among ``available``: the lowest ``auto_rank``, for one answer and several alike (the joint
+    decoding gave the best multi-span answers out of domain: docs/multispan.md)."""
+    return min(available, key=lambda name: DECODINGS[name].auto_rank)
 
 
 # The default decoding of every command and API: the best one the model's heads allow (joint with both heads).
 AUTO_DECODING = "auto"
 
 
-def resolve_decoding(available: Sequence[str], decoding: str, multi_span: bool = False) -> str:
+def resolve_decoding(available: Sequence[str], decoding: str) -> str:
     """``auto`` -> :func:`preferred_decoding` of the model's decodings; a decoding the heads cannot do is refused
     (one line naming it and what the model offers) rather than silently replaced."""
     if decoding == AUTO_DECODING:
-        return preferred_decoding(available, multi_span)
+        return preferred_decoding(available)
     if decoding not in available:
         from .errors import ConfigError
 
@@ -242,7 +250,8 @@ register_decoding(DecodingEntry(
 ))
 register_decoding(DecodingEntry(
     "bio", frozenset({"bio"}), "bio_mrc.decoding.postprocess:decode_bio_predictions", True, "bio/ratio", TAG_SEQUENCE, 2,
-    "the BIO head's tag log-likelihood ratios",
+    "the BIO head's tag log-likelihood ratios", 0.5,
+    "its posterior: the probability, over every tag sequence, that the tags hold exactly that span",
 ))
 register_decoding(DecodingEntry(
     "joint", frozenset({"span", "bio"}), "bio_mrc.decoding.postprocess:decode_joint", True, "joint", NBEST_SPANS, 0,
@@ -257,4 +266,9 @@ register_task(TaskEntry(
     "multispanqa", "multispanqa", "multispan", None, "bio_mrc.data.multispanqa:multispan_gold_texts",
     None, False, ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1"), "em_f1",
     "EM F1", "MultiSpanQA official metrics (micro-averaged over spans)",
+))
+register_task(TaskEntry(
+    "quoref", "quoref", "multispan", "bio_mrc.data.quoref:load_quoref", "bio_mrc.data.multispanqa:multispan_gold_texts",
+    None, False, ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1"), "em_f1",
+    "EM F1", "Quoref (listed spans form one answer), MultiSpanQA official metrics", folds_by_article=True,
 ))

@@ -45,15 +45,18 @@ class Example:
 
 @dataclass(frozen=True)
 class AnswerSpan:
-    """One predicted span: its text, character offsets into the context and a score."""
+    """One predicted span: its text, character offsets into the context and a score; in a multi-span
+    answer also its own ``probability`` of being one of the answer's spans (None elsewhere)."""
 
     text: str
     start: int
     end: int
     score: float
+    probability: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "start": self.start, "end": self.end, "score": float(self.score)}
+        own = {} if self.probability is None else {"probability": float(self.probability)}
+        return {"text": self.text, "start": self.start, "end": self.end, "score": float(self.score), **own}
 
 
 @dataclass

@@ -103,7 +103,6 @@ def test_every_model_command_takes_a_device_checked_before_any_work(capsys):
 
 def test_one_default_decoding_the_best_the_heads_allow():
     assert registry.resolve_decoding(["span", "bio", "joint"], registry.AUTO_DECODING) == "joint"
-    assert registry.resolve_decoding(["span", "bio", "joint"], registry.AUTO_DECODING, multi_span=True) == "bio"
     assert registry.resolve_decoding(["span"], registry.AUTO_DECODING) == "span"
     assert registry.resolve_decoding(["bio"], registry.AUTO_DECODING) == "bio"
     for command in ("predict", "extract"):

@@ -46,14 +46,14 @@ def test_extractor_multi_span_on_a_long_context(trained_dir, decoding):  # noqa:
 
 def test_inputs_become_examples_in_one_place():
     # AnswerExtractor and the bio-mrc-qa pipeline both go through this function.
-    from bio_mrc.inference.extract import choose_decoding, question_context_examples
+    from bio_mrc.inference.extract import question_context_examples
+    from bio_mrc.registry import resolve_decoding
 
     examples, single = question_context_examples(["a?", "b?"], "shared context")
     assert not single and [(e.id, e.question, e.context) for e in examples] == [("0", "a?", "shared context"), ("1", "b?", "shared context")]
     assert question_context_examples("a?", "c")[1]
-    assert choose_decoding(["span", "bio", "joint"], "auto", multi_span=True) == "bio"
-    assert choose_decoding(["span", "bio", "joint"], "auto", multi_span=False) == "joint"
-    assert choose_decoding(["span"], "auto", multi_span=True) == "span"
+    assert resolve_decoding(["span", "bio", "joint"], "auto") == "joint"
+    assert resolve_decoding(["span"], "auto") == "span"
 
 
 def test_predict_keeps_the_n_best_and_takes_per_call_settings(trained_dir):  # noqa: F811

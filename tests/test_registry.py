@@ -101,9 +101,9 @@ def test_the_package_tables_say_what_the_code_used_to_spell_out():
     assert registry.decodings_for("span+bio") == ["span", "bio", "joint"] and registry.decodings_for("bio") == ["bio"]
     assert registry.length_prior_decodings() == ("bio", "joint")
     assert [registry.decoding(d).threshold_key for d in ("span", "bio", "joint")] == ["span", "bio/ratio", "joint"]
-    assert registry.preferred_decoding(["span", "bio", "joint"], multi_span=True) == "bio"
-    assert registry.preferred_decoding(["span", "bio", "joint"], multi_span=False) == "joint"
-    assert registry.preferred_decoding(["span", "bio"], multi_span=False) == "span"
+    assert registry.preferred_decoding(["span", "bio", "joint"]) == "joint"
+    assert registry.preferred_decoding(["span", "bio"]) == "span"
+    assert registry.preferred_decoding(["bio"]) == "bio"
     assert registry.head_outputs(["bio", "span"]) == ["start_logits", "end_logits", "bio_logits"]
     assert registry.task_for("squad", True).name == "squad-v2.0" and registry.task_for("squad", False).name == "squad-v1.1"
     assert registry.task_for("multispanqa", False).multi_span_gold

@@ -22,8 +22,9 @@ def test_the_prior_is_tuned_only_when_left_open_and_calibrators_only_for_single_
     assert set(tuned.calibration) | set(tuned.skipped_calibrators) == set(trained.decodings) and not tuned.thresholds
     assert not tuned.calibration and tuned.settings["calibration"] is None
 
-    given = tune_for_model(trained, outputs, examples, DecodeConfig(bio_length_prior=0.5), MULTISPAN)
+    given = tune_for_model(trained, outputs, examples, DecodeConfig(bio_length_prior=0.5, min_span_probability=0.5), MULTISPAN)
     assert given.bio_length_prior is None and given.decode_config.bio_length_prior == 0.5 and not given.calibration
+    assert not given.min_span_probabilities  # given, so not tuned
 
 
 def test_questions_without_answers_leave_the_saved_prior_and_tune_thresholds(trained_dir, sample_v1):  # noqa: F811
@@ -56,5 +57,8 @@ def test_bio_mrc_tune_on_multispanqa_questions_tunes_the_prior_by_their_exact_ma
     assert report["bio_length_prior"] == {"value": prior, "f1": at_prior, "best_f1": float(em_f1.max()), "f1_without": float(em_f1[0]),
                                           "questions": len(examples)}
     saved = json.loads((model / "config.json").read_text())
-    assert set(report) == {"bio_length_prior"}  # no threshold (every question has an answer), no calibrator (multi-span gold)
+    # no threshold (every question has an answer), no calibrator (multi-span gold); each decoding's span-count rule
+    assert set(report) == {"bio_length_prior", *(f"min_span_probability/{d}" for d in trained.decodings)}
     assert saved["bio_length_prior"] == prior and saved["tuned_on"]["questions"] == len(examples) and not saved.get("calibration")
+    assert saved["min_span_probabilities"] == {d: report[f"min_span_probability/{d}"]["value"] for d in trained.decodings}
+    assert TrainedModel.load(model).span_count_rules == saved["min_span_probabilities"]  # what AnswerExtractor decodes with

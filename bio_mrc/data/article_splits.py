@@ -45,6 +45,20 @@ def kfold_by_question(examples: Sequence[Example], k: int = 5, seed: int = 0) ->
     return [([examples[i] for i in tr], [examples[i] for i in te]) for tr, te in folds]
 
 
+def kfold_by_article(examples: Sequence[Example], k: int = 5, seed: int = 0) -> list[tuple[list[Example], list[Example]]]:
+    """``k`` (train, test) folds over articles (title, else context), shuffled with ``seed``: an article's
+    questions are held out together, so no paragraph is both trained on and scored."""
+    groups = [ex.title or ex.context for ex in examples]
+    articles = list(dict.fromkeys(groups))
+    if k > len(articles):
+        raise ValueError(f"{k} folds need at least {k} articles; the questions have {len(articles)}")
+    fold_of = {}
+    for fold, (_, test) in enumerate(KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(len(articles)))):
+        fold_of.update({articles[i]: fold for i in test})
+    return [([ex for ex, g in zip(examples, groups) if fold_of[g] != fold], [ex for ex, g in zip(examples, groups) if fold_of[g] == fold])
+            for fold in range(k)]
+
+
 def question_set_hash(examples: Sequence[Example]) -> str:
     """A short fingerprint of the evaluated question ids, in order, for reports."""
     return hashlib.sha256("\n".join(ex.id for ex in examples).encode()).hexdigest()[:16]

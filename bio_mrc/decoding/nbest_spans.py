@@ -1,4 +1,5 @@
-"""Several answers from a start/end head: the usual n-best baseline for multi-span questions."""
+"""Several answers to one question: the span-count rule every multi-span decoding shares, and the
+n-best multi-span answers of a start/end decoding."""
 
 from __future__ import annotations
 
@@ -13,13 +14,25 @@ from ..types import Prediction
 MIN_SPAN_PROBABILITY = 0.1
 
 
+def keep_probable_spans(predictions: Sequence[Prediction], min_probability: float) -> list[Prediction]:
+    """The span-count rule: each answer keeps its first (best) span always, so an answered question is never
+    left empty, and each further span only if its own ``probability`` is at least ``min_probability``
+    (a span without one is kept)."""
+    out = []
+    for prediction in predictions:
+        kept = [span for k, span in enumerate(prediction.spans)
+                if k == 0 or span.probability is None or span.probability >= min_probability]
+        out.append(replace(prediction, spans=kept))
+    return out
+
+
 def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:
     """Keep, per question, the n-best spans whose probability is at least ``min_probability``
     and that overlap no better-ranked kept span.
 
     Probabilities are the softmax of the n-best span scores of the question
     (as in Hugging Face's QA post-processing). The best span is always kept.
-    Each returned span's ``score`` is that probability.
+    Each returned span's ``score`` and ``probability`` are that probability.
     """
     out = []
     for prediction in predictions:
@@ -35,6 +48,6 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
             if kept and p < min_probability:
                 break  # spans are sorted best first, so no later one qualifies
             if all(span.end <= k.start or span.start >= k.end for k in kept):
-                kept.append(type(span)(span.text, span.start, span.end, p))
+                kept.append(replace(span, score=p, probability=p))
         out.append(replace(prediction, spans=kept))
     return out

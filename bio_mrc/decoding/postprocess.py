@@ -34,7 +34,7 @@ from ..config_schema import check_fields
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
 from .spans import best_spans, null_scores
-from .bio_spans import best_tag_spans, likeliest_tag_spans
+from .bio_spans import best_tag_spans, likeliest_tag_spans, span_posteriors
 from .window_outputs import MergedTokens, WindowOutputs, log_softmax, merge_windows
 
 DECODINGS = tuple(registry.DECODINGS)  # the package's own decodings (bio_mrc.registry holds every one)
@@ -61,6 +61,11 @@ class DecodeConfig:
         "help": "with multi_span, add the best single span where the most probable tag sequence has none"})
     bio_length_prior: float | None = field(default=None, metadata={
         "help": "BIO span-length prior β (a span of n tags gains β(n-1)); none: the value tuned for the model"})
+    min_span_probability: float | None = field(default=None, metadata={
+        "minimum": 0.0, "maximum": 1.0,
+        "help": "multi-span answers: a span after the first joins the answer only with at least this probability (BIO: "
+                "the span's posterior under the tag distribution; span and joint: its share of the n-best probability); "
+                "none: the value tuned for the model and decoding on multi-span questions, else the decoding's default"})
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -74,29 +79,32 @@ def _collect(
     score: np.ndarray,
     n_best: int | None,
     null: np.ndarray | None,
+    probability: np.ndarray | None = None,
 ) -> list[Prediction]:
     """Deduplicate (example, char span) keeping the best score, rank per example, keep the
-    ``n_best`` best of each (all with ``None``), build predictions."""
+    ``n_best`` best of each (all with ``None``), build predictions (with each span's ``probability``, if given)."""
     valid = np.isfinite(score)
-    ex, char_start, char_end, score = ex[valid], char_start[valid], char_end[valid], score[valid]
+    probability = np.full(len(score), np.nan) if probability is None else np.asarray(probability, dtype=np.float64)
+    ex, char_start, char_end, score, probability = ex[valid], char_start[valid], char_end[valid], score[valid], probability[valid]
     order = np.lexsort((-score, char_end, char_start, ex))
-    ex, char_start, char_end, score = ex[order], char_start[order], char_end[order], score[order]
+    ex, char_start, char_end, score, probability = ex[order], char_start[order], char_end[order], score[order], probability[order]
     first = np.ones(len(ex), dtype=bool)
     first[1:] = (ex[1:] != ex[:-1]) | (char_start[1:] != char_start[:-1]) | (char_end[1:] != char_end[:-1])
-    ex, char_start, char_end, score = ex[first], char_start[first], char_end[first], score[first]
+    ex, char_start, char_end, score, probability = ex[first], char_start[first], char_end[first], score[first], probability[first]
     order = np.lexsort((-score, ex))
-    ex, char_start, char_end, score = ex[order], char_start[order], char_end[order], score[order]
+    ex, char_start, char_end, score, probability = ex[order], char_start[order], char_end[order], score[order], probability[order]
     counts = np.bincount(ex, minlength=len(examples))
     rank = np.arange(len(ex)) - np.concatenate([[0], np.cumsum(counts)[:-1]])[ex]
     keep = rank < n_best if n_best is not None else np.ones(len(ex), dtype=bool)
 
     predictions = [Prediction(e.id) for e in examples]
     kept: set[tuple[int, int, int]] = set()
-    for row, s, e, sc in zip(ex[keep].tolist(), char_start[keep].tolist(), char_end[keep].tolist(), score[keep].tolist()):
+    rows = zip(ex[keep].tolist(), char_start[keep].tolist(), char_end[keep].tolist(), score[keep].tolist(), probability[keep].tolist())
+    for row, s, e, sc, p in rows:
         s, e = trimmed_span(examples[row].context, s, e)
         if s < e and (row, s, e) not in kept:  # a better-scored span may already have become this one
             kept.add((row, s, e))
-            predictions[row].spans.append(AnswerSpan(examples[row].context[s:e], s, e, sc))
+            predictions[row].spans.append(AnswerSpan(examples[row].context[s:e], s, e, sc, None if np.isnan(p) else p))
     if null is not None:
         best = np.full(len(examples), -np.inf)
         np.maximum.at(best, ex, score)
@@ -190,15 +198,17 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     """:func:`decode_bio_predictions` from already merged tag log-probabilities (merge once, decode many ways)."""
     log_probs = merged.values + np.where(np.arange(3) == TAG_I, config.bio_length_prior or 0.0, 0.0)
     single = best_tag_spans(log_probs, merged.mask, config.max_answer_length, config.n_best)
+    probabilities = None
     if config.multi_span:
         rows, starts, ends, scores = _tag_sequence_spans(log_probs, merged.mask, single, config)
+        probabilities = span_posteriors(log_probs, merged.mask, rows, starts, ends)  # each span's own, for the span-count rule
         limit = None  # every span of the most probable tag sequence
     else:
         valid = single.start >= 0
         rows = np.nonzero(valid)[0]
         starts, ends, scores, limit = single.start[valid], single.end[valid], single.score[valid], config.n_best
     char_start, char_end = merged.offsets[rows, starts, 0], merged.offsets[rows, ends, 1]
-    predictions = _collect(examples, rows, char_start, char_end, scores, n_best=limit, null=None)
+    predictions = _collect(examples, rows, char_start, char_end, scores, n_best=limit, null=None, probability=probabilities)
     for prediction, best in zip(predictions, single.score[:, 0].tolist()):
         prediction.no_answer_score = -best  # +inf for an example without tagged tokens
     return predictions

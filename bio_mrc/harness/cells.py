@@ -12,7 +12,7 @@ import numpy as np
 from .. import registry
 from ..decoding.postprocess import DecodeConfig, decode_merged_tags, merge_tag_log_probs
 from ..decoding.window_outputs import MergedTokens, WindowOutputs
-from ..inference.answers import apply_no_answer_threshold, decode_answers, threshold_key
+from ..inference.answers import apply_no_answer_threshold, decode_answers, multi_span_answers, span_count_threshold, threshold_key
 from ..inference.calibrators import answer_is_right, calibrated_probability, raw_confidence
 from ..metrics.calibration_error import expected_calibration_error, reliability_bins
 from ..metrics.multispan_official import question_counts
@@ -37,20 +37,28 @@ class DecodedCell:
     predicted_tags: list[list[str]] | None = None
 
 
-def decode_cell(outputs: WindowOutputs, split: Split, decoding: str, config: DecodeConfig, threshold: float | None) -> DecodedCell:
+def decode_cell(
+    outputs: WindowOutputs, split: Split, decoding: str, config: DecodeConfig, threshold: float | None,
+    span_count_rules: dict[str, float] | None = None,
+) -> DecodedCell:
     """Decode one model one way: single answers for SQuAD (``require_answer`` on v1.1), every answer
-    span for MultiSpanQA. The BIO decoding merges windows once, for its answers and its tag scores."""
+    span for MultiSpanQA, kept by the decoding's span-count rule (``config.min_span_probability``, else the
+    tuned ``span_count_rules``, else the decoding's default). The BIO decoding merges windows once, for its
+    answers and its tag scores."""
     multi_span = split.kind.multi_span_gold
     config = replace(config, require_answer=not split.kind.no_answer)
+    min_probability = span_count_threshold(decoding, config.min_span_probability, span_count_rules)
     started = time.perf_counter()
     if not registry.decoding(decoding).decodes_tags:
         thresholds = {} if threshold is None else {threshold_key(decoding): threshold}
-        predictions = decode_answers(outputs, split.examples, decoding, config, thresholds, multi_span=multi_span)
+        predictions = decode_answers(outputs, split.examples, decoding, config, thresholds, multi_span=multi_span,
+                                     min_span_probability=min_probability)
         return DecodedCell(predictions, time.perf_counter() - started)
     merged = merge_tag_log_probs(outputs, len(split.examples))
-    predictions = apply_no_answer_threshold(
-        decode_merged_tags(merged, split.examples, replace(config, multi_span=multi_span)), threshold
-    )
+    predictions = decode_merged_tags(merged, split.examples, replace(config, multi_span=multi_span))
+    if multi_span:
+        predictions = multi_span_answers(predictions, decoding, min_probability)
+    predictions = apply_no_answer_threshold(predictions, threshold)
     seconds = time.perf_counter() - started
     tagged = predictions if multi_span else apply_no_answer_threshold(
         decode_merged_tags(merged, split.examples, replace(config, multi_span=True)), threshold

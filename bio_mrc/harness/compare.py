@@ -21,6 +21,7 @@ from ..decoding.postprocess import available_decodings
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
 from ..inference import TrainedModel, threshold_key
+from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_settings
 from ..io import atomic_write_json, finish_file_set, owned_path
 from ..types import content_hash
@@ -31,12 +32,12 @@ from .earlier_report import EarlierCells, load_earlier_cells
 from .models import obtain_model
 from .results import Cell, ComparisonResults
 from .scoring import cells_code_fingerprint, finish_cell, score_model, timed_windows, tuned_decoding
-from .comparison_splits import Split, Splits, check_disjoint, cross_validation_folds, resolve_split
+from .comparison_splits import Split, Splits, check_disjoint, cross_validation_folds, joined_split, resolve_split
 
 
 def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
     """Every split of ``config``, checked: disjoint, and a tuning split where SQuAD 2.0 needs one."""
-    eval_split = resolve_split(config.eval, data_dir)
+    eval_split = joined_split([resolve_split(spec, data_dir) for spec in [config.eval, *config.eval_also]])
     tune_split = resolve_split(config.tune, data_dir) if config.tune else None
     train_split = resolve_split(config.train, data_dir) if config.train else None
     run_train = {run.name: resolve_split(run.data, data_dir) for run in config.runs if run.data}
@@ -176,10 +177,11 @@ def _score_folds(
         if run.length_prior_tuning is not None:  # "fold-training", its one value: tuned on this fold's training questions
             tuned = prior_tuned_on(trained, tuned, train_fold, progress)
         decode_config = tuned.decode_config
-        fold_settings.append((decode_config.bio_length_prior, tuned.thresholds, trained.precision))
+        rules = {**trained.span_count_rules, **tuned.min_span_probabilities}
+        fold_settings.append((decode_config.bio_length_prior, tuned.thresholds, trained.precision, rules))
         for decoding in available_decodings(run.train.heads):
             threshold = tuned.thresholds.get(threshold_key(decoding))
-            decoded.setdefault(decoding, []).append(decode_cell(outputs, held_out, decoding, decode_config, threshold))
+            decoded.setdefault(decoding, []).append(decode_cell(outputs, held_out, decoding, decode_config, threshold, rules))
         browser_parts.append(model_browser_data(outputs, held_out.examples, {d: parts[-1].predictions for d, parts in decoded.items()}))
         train_seconds, inference_seconds = train_seconds + seconds, inference_seconds + inference
         reused_all, partial_any = reused_all and reused, partial_any or partial
@@ -194,23 +196,26 @@ def _score_folds(
 
 
 def prior_tuned_on(trained: TrainedModel, tuned: TunedSettings, split: Split, progress: bool) -> TunedSettings:
-    """``tuned`` with the BIO length prior tuned on ``split`` (a fold's training questions, which the model has
-    trained on) by the task's main statistic. It stays out of the model's folder, which runs that decode with the
-    model's own prior share."""
+    """``tuned`` with the BIO length prior (and, on multi-span questions, each decoding's span-count rule) tuned on
+    ``split`` (a fold's training questions, which the model has trained on) by the task's main statistic. They stay
+    out of the model's folder, which runs that decode with the model's own settings share."""
     outputs = timed_windows(trained, split, progress)[0]
     fold = tune_settings(outputs, split.examples, trained.decodings, tuned.decode_config, tune_prior=True, tune_thresholds=False,
                          task=split.kind)
-    return replace(tuned, bio_length_prior=fold.bio_length_prior, decode_config=fold.decode_config, report={**tuned.report, **fold.report})
+    return replace(tuned, bio_length_prior=fold.bio_length_prior, decode_config=fold.decode_config, report={**tuned.report, **fold.report},
+                   min_span_probabilities={**tuned.min_span_probabilities, **fold.min_span_probabilities})
 
 
-def _fold_settings(folds: list[tuple[float | None, dict[str, float], str]], decoding: str) -> dict[str, Any]:
-    """What each fold's model decoded with (its own tuned prior and threshold), and their means as the cell's."""
+def _fold_settings(folds: list[tuple[float | None, dict[str, float], str, dict[str, float]]], decoding: str) -> dict[str, Any]:
+    """What each fold's model decoded with (its own tuned prior, threshold and span-count rule), and their means as the cell's."""
     uses_prior = registry.decoding(decoding).uses_length_prior
-    priors = [prior if uses_prior else None for prior, _, _ in folds]
-    thresholds = [tuned.get(threshold_key(decoding)) for _, tuned, _ in folds]
+    priors = [prior if uses_prior else None for prior, _, _, _ in folds]
+    thresholds = [tuned.get(threshold_key(decoding)) for _, tuned, _, _ in folds]
+    span_rules = [span_count_threshold(decoding, None, rules) for _, _, _, rules in folds]
     mean = lambda values: None if None in values else float(np.mean(values))  # noqa: E731
     return {"bio_length_prior": mean(priors), "threshold": mean(thresholds), "precision": folds[0][2],
-            "fold_bio_length_priors": priors, "fold_thresholds": thresholds}
+            "min_span_probability": mean(span_rules), "fold_bio_length_priors": priors, "fold_thresholds": thresholds,
+            "fold_min_span_probabilities": span_rules}
 
 
 def _cells_key(config: CompareConfig, splits: Splits, run: RunSpec) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import registry
 from ..data.sources import locate
-from ..data.article_splits import kfold_by_question, question_set_hash, split_by_article
+from ..data.article_splits import kfold_by_article, kfold_by_question, question_set_hash, split_by_article
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError
@@ -25,6 +25,7 @@ class Split:
     examples: list[Example]
     task: str
     description: str
+    parts: list["Split"] = field(default_factory=list)  # the data sets an evaluation joins, in order (none: one)
 
     @property
     def kind(self) -> registry.TaskEntry:
@@ -48,7 +49,25 @@ class Split:
         return Split(examples, self.task, description)
 
     def describe(self) -> dict[str, Any]:
-        return {"description": self.description, "questions": len(self.examples), "question_hash": question_set_hash(self.examples)}
+        described = {"description": self.description, "questions": len(self.examples), "question_hash": question_set_hash(self.examples)}
+        if self.parts:  # each data set's questions follow one another in the evaluation's order
+            described["parts"] = [{**part.describe(), "task": part.task} for part in self.parts]
+        return described
+
+
+def joined_split(parts: list[Split]) -> Split:
+    """Several data sets as one evaluation, scored by the first one's task: every part's task must share its
+    official scorer (the MultiSpanQA metrics score MultiSpanQA and Quoref alike)."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0].kind
+    if other := [part.task for part in parts[1:] if part.kind.scorer != first.scorer or part.kind.no_answer != first.no_answer]:
+        raise ConfigError(f"eval_also: every data set is scored as 'eval' is ({first.scorer} metrics, task {first.name}); "
+                          f"got task(s) {other}")
+    examples = [ex for part in parts for ex in part.examples]
+    if len({ex.id for ex in examples}) != len(examples):
+        raise ConfigError("eval_also: a question id appears in two evaluation data sets")
+    return Split(examples, parts[0].task, " + ".join(part.description for part in parts), parts)
 
 
 @dataclass
@@ -88,10 +107,20 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
 
 def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Split, Split]]:
     """``folds`` (train, held-out) pairs over the questions of ``split``: each question is held out once."""
+    if split.parts:  # fold k of every data set is held out together
+        per_part = [cross_validation_folds(part, folds, seed) for part in split.parts]
+        joined = lambda splits: [ex for part in splits for ex in part.examples]  # noqa: E731
+        return [(split.subset(joined(train for train, _ in fold), f"{split.description} (fold {k + 1} of {folds}, training part)"),
+                 split.subset(joined(test for _, test in fold), f"{split.description} (fold {k + 1} of {folds})"))
+                for k, fold in enumerate(zip(*per_part))]
     if folds > len(split.examples):
         raise ConfigError(f"cross_validation.folds: {folds} folds need at least {folds} questions; "
                           f"{split.description} has {len(split.examples)}")
-    pairs = kfold_by_question(split.examples, folds, seed=seed)
+    draw = kfold_by_article if split.kind.folds_by_article else kfold_by_question
+    try:
+        pairs = draw(split.examples, folds, seed=seed)
+    except ValueError as err:
+        raise ConfigError(f"cross_validation.folds: {split.description}: {err}") from None
     return [
         (split.subset(train, f"{split.description} (fold {k + 1} of {folds}, training part)"),
          split.subset(test, f"{split.description} (fold {k + 1} of {folds})"))

@@ -38,6 +38,11 @@ the ``eval`` questions and scores every question with the model that did not see
 it (MultiSpanQA's validation set has no separate training data at CPU scale). A run of
 a cross-validation may say ``"length_prior_tuning": "fold-training"``: each fold's model then
 decodes with the BIO length prior tuned on that fold's training questions (docs/multispan.md).
+
+``"eval_also": [data entries]`` adds further data sets to the evaluation, each scored by the same official
+scorer as ``eval`` (MultiSpanQA and Quoref: MultiSpanQA's metrics); in cross-validation each data set is cut
+into the same number of folds (by article where its task says so, else by question) and fold k of every set
+is held out together. The report scores each data set on its own too.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ from ..errors import ConfigError
 from ..precision import PRECISIONS
 from ..training.config import TrainConfig
 
-PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv")
+PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv", "multispan-reader")
 DATA_FORMATS = registry.data_formats()
 # Where a run's BIO length prior is tuned besides the default (the model's own, or the 'tune' split's):
 # "fold-training", in cross-validation, on each fold's training questions with that fold's model.
@@ -95,7 +100,8 @@ class DataSpec:
         "schema": SPLIT_SCHEMA, "help": "part `part` of an article-level split of the file into `fractions` (summing to 1)"})
     unanswerable_ratio: float = field(default=0.0, metadata={
         "minimum": 0, "help": "v1.1 training data: add this many made-up unanswerable questions per question"})
-    format: str = field(default="squad", metadata={"choices": DATA_FORMATS, "help": "squad, or multispanqa (scored with its own metrics)"})
+    format: str = field(default="squad", metadata={"choices": DATA_FORMATS, "help": "squad; multispanqa, or quoref (SQuAD's layout, its spans one answer): "
+                                                                       "scored with MultiSpanQA's metrics"})
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -155,6 +161,7 @@ class CompareConfig:
     baseline: str | None = None  # "run/decoding"; None: the first cell
     contrasts: list[tuple[str, str]] = field(default_factory=list)  # further (A, B) pairs of cells
     checkpoint_steps: int | None = None  # optimizer steps between training checkpoints (None: train_model's default)
+    eval_also: list[DataSpec] = field(default_factory=list)  # further evaluation data sets, scored like 'eval'
 
     def cells(self) -> list[str]:
         """Every cell, ``"run/decoding"``, in report order (runs as listed, decodings as the heads allow)."""
@@ -198,7 +205,8 @@ class CompareConfig:
             "decode": asdict(self.decode),
             "seeds": self.seeds,
         }
-        optional = {"cross_validation": self.cross_validation, "baseline": self.baseline, "checkpoint_steps": self.checkpoint_steps,
+        optional = {"eval_also": [asdict(spec) for spec in self.eval_also], "cross_validation": self.cross_validation,
+                    "baseline": self.baseline, "checkpoint_steps": self.checkpoint_steps,
                     "contrasts": [list(pair) for pair in self.contrasts]}
         return saved | {key: value for key, value in optional.items() if value}  # older configs' reports read as before
 
@@ -252,7 +260,8 @@ def _comparison_schema() -> dict[str, Any]:
     cells = {"type": "string", "description": "a cell, \"run/decoding\""}
     properties = {
         "$schema": {"type": "string"}, "name": NAME_SCHEMA, "description": {"type": "string"},
-        "train": {**data, "type": ["object", "null"]}, "eval": data, "tune": {**data, "type": ["object", "null"]},
+        "train": {**data, "type": ["object", "null"]}, "eval": data, "eval_also": {"type": "array", "items": data},
+        "tune": {**data, "type": ["object", "null"]},
         "defaults": dataclass_schema(TrainConfig), "runs": {"type": "array", "minItems": 1, "items": {**run, "required": ["name"]}},
         "decode": dataclass_schema(DecodeConfig), "seeds": seeds,
         "cross_validation": {"type": ["object", "null"], "additionalProperties": False,
@@ -299,6 +308,7 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         runs=runs, decode=DecodeConfig(**raw.get("decode", {})), seeds=list(raw.get("seeds", [42])),
         cross_validation=_cross_validation(raw, runs), baseline=raw.get("baseline"),
         checkpoint_steps=raw.get("checkpoint_steps"), contrasts=_contrast_pairs(raw.get("contrasts", [])),
+        eval_also=[_data_spec(entry, f"eval_also[{number}]") for number, entry in enumerate(raw.get("eval_also", []))],
     )
     resolve_contrasts(config.cells(), config.baseline, config.contrasts)  # unknown cells are errors at load time, not after training
     _check_length_prior_tuning(config)

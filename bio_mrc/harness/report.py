@@ -12,6 +12,7 @@ import numpy as np
 from .. import registry
 from ..io import atomic_write_json, atomic_write_text, replaced_together
 from ..types import Example
+from .data_sets import data_set_lines
 from .html_report import write_html_report
 from .learning_curve import learning_curve_section
 from .results import ComparisonResults
@@ -344,9 +345,31 @@ def _calibration_section(results: ComparisonResults, summary: dict[str, Any], pl
     return lines
 
 
+def _data_set_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+    """An evaluation of several data sets: each one's scores and contrasts alone."""
+    return _span_count_lines(results) + data_set_lines(summary.get("data_sets", []), _resampling_text(summary)[0])
+
+
+def _span_count_lines(results: ComparisonResults) -> list[str]:
+    """Multi-span answers: the span-count threshold each cell decoded with (per fold in cross-validation)."""
+    rules = [(cell.label, cell.seed, cell.min_span_probability, cell.fold_min_span_probabilities)
+             for cell in results.cells if cell.min_span_probability is not None]
+    if not rules:
+        return []
+    lines = ["", "## Span-count thresholds", "",
+             "A span after the first joins a multi-span answer only with at least this probability (the span-count rule, "
+             "`docs/multispan.md` in the package); in cross-validation, each fold's value.", "",
+             "| cell | seed | threshold | per fold |", "|---|---|---|---|"]
+    for label, seed, value, folds in rules:
+        per_fold = ", ".join(f"{v:g}" for v in folds) if folds else "–"
+        lines.append(f"| {label} | {seed} | {value:.3g} | {per_fold} |")
+    return lines
+
+
 # The sections of report.md in order, each ``(results, summary, plots) -> Markdown lines`` (none where it does
 # not apply): a new section is a function of that form, added here (its figure, if any, in write_plots).
-SECTIONS = (_header_section, _scores_section, _abstain_section, _learning_curve_section, _contrast_section, _interval_section,
+SECTIONS = (_header_section, _scores_section, _abstain_section, _learning_curve_section, _contrast_section, _data_set_section,
+            _interval_section,
             _tag_table, _calibration_section, _selective_section, _breakdown_sections, _training_loss_section, _figure_sections,
             _configuration_section)
 

@@ -154,6 +154,7 @@ class Cell:
     threshold: float | None = None
     precision: str | None = None
     bio_length_prior: float | None = None
+    min_span_probability: float | None = None  # multi-span answers: the span-count rule's threshold it decoded with
     calibration: dict[str, Any] | None = None
     selective: dict[str, Any] | None = None
     tuning_saved_with_model: bool | None = None
@@ -164,6 +165,7 @@ class Cell:
     fold_model_dirs: list[str] | None = None
     fold_bio_length_priors: list[float | None] | None = None
     fold_thresholds: list[float | None] | None = None
+    fold_min_span_probabilities: list[float] | None = None
     scored_in: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:

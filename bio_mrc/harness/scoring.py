@@ -13,6 +13,7 @@ from ..code_fingerprint import sources_fingerprint
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files
+from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_for_model
 from ..model_card import record_evaluation
 from .browser_data import ModelBrowserData, model_browser_data
@@ -63,14 +64,17 @@ def score_model(
     outputs, inference_seconds = timed_windows(trained, eval_split, progress)
     tuned, saved = tuned_decoding(trained, options, splits.tune, progress)
     decode_config = tuned.decode_config
+    rules = {**trained.span_count_rules, **tuned.min_span_probabilities}
     cells, predictions = [], {}
     for decoding in available_decodings(run.train.heads):
         threshold = tuned.thresholds.get(threshold_key(decoding))
-        decoded = decode_cell(outputs, eval_split, decoding, decode_config, threshold)
+        decoded = decode_cell(outputs, eval_split, decoding, decode_config, threshold, rules)
         predictions[decoding] = decoded.predictions
         cell = finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
         cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold, "precision": trained.precision,
                       "bio_length_prior": decode_config.bio_length_prior if registry.decoding(decoding).uses_length_prior else None,
+                      "min_span_probability": span_count_threshold(decoding, decode_config.min_span_probability, rules)
+                      if eval_split.kind.multi_span_gold else None,
                       **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding), threshold)})
         if saved is not None:
             cells[-1]["tuning_saved_with_model"] = saved

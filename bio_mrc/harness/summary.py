@@ -16,6 +16,7 @@ from ..metrics.squad_official import normalize_answer
 from ..types import Example
 from .config import resolve_contrasts
 from .learning_curve import learning_curve
+from .data_sets import data_set_summaries
 from .results import Cell, ComparisonResults
 from .selective_section import selective_summary
 from .groups import breakdown, length_bins, question_word
@@ -43,7 +44,9 @@ def summarise(results: ComparisonResults, answer_tokens: np.ndarray | None, cont
         rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
         counts = {label: np.array([c.counts for c in cells], dtype=np.float64) for label, cells in grouped.items()}
         seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
-        return {"rows": rows, **statistics(results.config, counts, answers, f1_from_count_sums, seeds), "breakdowns": {}}
+        summary = {"rows": rows, **statistics(results.config, counts, answers, f1_from_count_sums, seeds), "breakdowns": {}}
+        data_sets = data_set_summaries(results, grouped, statistics)  # an evaluation of several data sets: each alone
+        return {**summary, "data_sets": data_sets} if data_sets else summary
     examples = results.eval_examples
     has_answer = np.array([ex.is_answerable for ex in examples])
     v2 = task.no_answer

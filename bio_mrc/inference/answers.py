@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from .. import registry
-from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY, nbest_multi_span
+from ..decoding.nbest_spans import keep_probable_spans, nbest_multi_span
 from ..decoding.postprocess import DecodeConfig, decode
 from ..decoding.window_outputs import WindowOutputs
 from ..types import Example, Prediction
@@ -48,20 +48,43 @@ def decode_answers(
     config: DecodeConfig,
     thresholds: dict[str, float] | None = None,
     multi_span: bool = False,
-    min_span_probability: float = MIN_SPAN_PROBABILITY,
+    min_span_probability: float | None = None,
     calibrators: Mapping[str, Mapping] | None = None,
+    span_count_rules: Mapping[str, float] | None = None,
 ) -> list[Prediction]:
-    """Answers as a user asks for them, with the saved thresholds: ``n_best`` single spans, or
+    """Answers as a user asks for them, with the saved settings: ``n_best`` single spans, or
     with ``multi_span`` several answers: the spans of the most probable BIO tag sequence for the
-    BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for the others.
-    Each carries its raw ``confidence`` in its answer (an abstention included) and, with a calibrator
-    for the decoding, the ``probability`` that the answer is right."""
+    BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for the others, each
+    further span kept by the decoding's span-count rule (:func:`span_count_threshold`). With the default
+    ``require_answer`` no answerable question is left without a span; "no answer" is the saved no-answer
+    threshold's decision (``abstain``). Each carries its raw ``confidence`` in its best span (an abstention
+    included) and, with a calibrator for the decoding, the ``probability`` that the best span is right;
+    each span of a multi-span answer carries its own ``probability``."""
     own_rule = registry.decoding(decoding).decodes_tags  # its multi-span answers come from the decoder itself
     config = replace(config, multi_span=multi_span and own_rule)
     predictions = decode_with_thresholds(outputs, examples, decoding, config, thresholds)
     threshold = (thresholds or {}).get(threshold_key(decoding))
     add_confidence(predictions, decoding, (calibrators or {}).get(decoding), threshold)  # before n-best scores become shares
-    return nbest_multi_span(predictions, min_span_probability) if multi_span and not own_rule else predictions
+    if not multi_span:
+        return predictions
+    chosen = config.min_span_probability if min_span_probability is None else min_span_probability
+    return multi_span_answers(predictions, decoding, span_count_threshold(decoding, chosen, span_count_rules))
+
+
+def span_count_threshold(decoding: str, chosen: float | None, tuned: Mapping[str, float] | None = None) -> float:
+    """The probability a span after the first needs to join ``decoding``'s multi-span answer: ``chosen`` when
+    given, else the value tuned for the model on multi-span questions, else the decoding's default (registry)."""
+    if chosen is not None:
+        return chosen
+    return float((tuned or {}).get(decoding, registry.decoding(decoding).min_span_probability))
+
+
+def multi_span_answers(predictions: Sequence[Prediction], decoding: str, min_probability: float) -> list[Prediction]:
+    """Decoded predictions (a tag-sequence decoding's multi-span ones, another's n-best) -> multi-span answers
+    under the span-count rule with ``min_probability``."""
+    if registry.decoding(decoding).decodes_tags:
+        return keep_probable_spans(predictions, min_probability)
+    return nbest_multi_span(predictions, min_probability)
 
 
 def add_confidence(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping | None, threshold: float | None = None) -> None:

@@ -13,7 +13,6 @@ from typing import Any, Sequence, overload
 
 from .. import registry
 from ..data.text import check_text
-from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import WindowOutputs
 from ..errors import ConfigError, DataFormatError
@@ -22,12 +21,6 @@ from .answers import decode_answers
 from .documents import rank_across_documents
 from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel
-
-
-def choose_decoding(available: Sequence[str], decoding: str, multi_span: bool) -> str:
-    """``auto`` -> the best decoding the model's heads allow (BIO for multi-span, else joint);
-    a decoding the heads cannot do is refused (``ConfigError``, a ``ValueError``) rather than silently replaced."""
-    return registry.resolve_decoding(available, decoding, multi_span)
 
 
 def asks_over_documents(question: Any, context: Any) -> bool:
@@ -83,8 +76,10 @@ class AnswerExtractor:
     exists). ``multi_span=False`` returns the single best span; ``True``
     returns the spans of the most probable BIO tag sequence (with the default
     ``require_answer`` its best single span when that sequence is all O: "no
-    answer" is the saved no-answer threshold's decision), or for span decoding the non-overlapping n-best
-    spans with probability ≥ ``min_span_probability``.
+    answer" is the saved no-answer threshold's decision), or for span and joint decoding the non-overlapping
+    n-best spans; a span after the first is kept by the decoding's span-count rule: its own probability at least
+    ``min_span_probability`` (None: the value tuned for the model on multi-span questions, else the decoding's default).
+    ``bio-mrc predict``, ``extract``, ``serve`` and the pipeline all answer through :meth:`predict`.
     """
 
     def __init__(
@@ -93,12 +88,12 @@ class AnswerExtractor:
         decoding: str = "auto",
         multi_span: bool = False,
         decode_config: DecodeConfig | None = None,
-        min_span_probability: float = MIN_SPAN_PROBABILITY,
+        min_span_probability: float | None = None,
         batch_size: int = INFERENCE_BATCH_SIZE,
     ) -> None:
         self.trained = trained
         self.decoding = decoding
-        choose_decoding(trained.decodings, decoding, multi_span)  # one the heads can do, refused at once
+        registry.resolve_decoding(trained.decodings, decoding)  # one the heads can do, refused at once
         self.multi_span = multi_span
         self.decode_config = decode_config or DecodeConfig()
         self.min_span_probability = min_span_probability
@@ -124,12 +119,12 @@ class AnswerExtractor:
         n-best span. ``None`` options fall back to the extractor's own; ``decode_options``
         (``require_answer``, ``max_answer_length``, ``n_best``) override its :class:`DecodeConfig`."""
         multi_span = self.multi_span if multi_span is None else multi_span
-        decoding = choose_decoding(self.trained.decodings, decoding or self.decoding, multi_span)
+        decoding = registry.resolve_decoding(self.trained.decodings, decoding or self.decoding)
         overrides = {name: value for name, value in decode_options.items() if value is not None}
         config = self.trained.decode_config(replace(self.decode_config, **overrides))
         return decode_answers(
             outputs, examples, decoding, config, self.trained.thresholds, multi_span, self.min_span_probability,
-            calibrators=self.trained.calibrators,
+            calibrators=self.trained.calibrators, span_count_rules=self.trained.span_count_rules,
         )
 
     @overload
@@ -150,7 +145,7 @@ class AnswerExtractor:
         if not examples:
             return []
         multi_span = self.multi_span if multi_span is None else multi_span
-        choose_decoding(self.trained.decodings, decoding or self.decoding, multi_span)  # refuse before the forward pass
+        registry.resolve_decoding(self.trained.decodings, decoding or self.decoding)  # refuse before the forward pass
         _check_top_k(top_k, multi_span)
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
         n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
@@ -174,7 +169,7 @@ class AnswerExtractor:
         if names is not None and len(names) != len(documents):
             raise ConfigError(f"got {len(names)} document names for {len(documents)} documents")
         examples, _ = self.examples(question, list(documents))
-        choose_decoding(self.trained.decodings, decoding or self.decoding, False)  # refuse before the forward pass
+        registry.resolve_decoding(self.trained.decodings, decoding or self.decoding)  # refuse before the forward pass
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
         n_best = max(top_k, self.decode_config.n_best)
         predictions = self.predict(outputs, examples, False, decoding, require_answer=require_answer, n_best=n_best)

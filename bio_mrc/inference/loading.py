@@ -86,6 +86,11 @@ class TrainedModel:
         """Per decoding, the map from raw confidence to P(answer right) fitted on held-out questions."""
         return dict(self.model.config.calibration or {})
 
+    @property
+    def span_count_rules(self) -> dict[str, float]:
+        """Per decoding, the span-count threshold tuned on multi-span questions (``min_span_probability``)."""
+        return dict(getattr(self.model.config, "min_span_probabilities", None) or {})
+
     def decode_config(self, config: DecodeConfig) -> DecodeConfig:
         """``config`` with the settings tuned for this model (the BIO length prior) where it leaves them open."""
         if config.bio_length_prior is None:

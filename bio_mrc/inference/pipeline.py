@@ -20,8 +20,8 @@ best answer's equals :func:`bio_mrc.inference.calibrators.raw_confidence`):
   tuned length prior), as the old pipeline's post-processing; with ``multi_span``, span and joint:
   each kept non-overlapping n-best span's probability (:func:`nbest_multi_span`, the same softmax);
 * ``bio`` with ``multi_span``: the spans of the most probable tag sequence are not rivals, so each
-  one's ``sigmoid(r)``: the probability of the tag sequence holding that span against tagging it O
-  (≥ 0.5 for every span of that sequence).
+  one's own probability: its posterior, the probability over every tag sequence that the tags hold exactly
+  that span (the probability the span-count rule keeps it by).
 * the empty answer (``handle_impossible_answer=True``, given when ``Prediction.abstain``: the
   decoding's ``no_answer_score`` exceeds the threshold saved with the model for that decoding, never
   when none is saved): ``sigmoid(no_answer_score)``, the probability of "no answer" against the best
@@ -52,7 +52,7 @@ from ..model_folder import check_tokenizer
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .documents import rank_across_documents
-from .extract import AnswerExtractor, asks_over_documents, choose_decoding
+from .extract import AnswerExtractor, asks_over_documents
 from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
@@ -101,7 +101,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if align_to_words is not None and not isinstance(align_to_words, bool):
             raise ValueError(f"align_to_words must be true or false, got {align_to_words!r}")
         if decoding is not None:
-            choose_decoding(self.extractor.trained.decodings, decoding, False)  # one the heads can do
+            registry.resolve_decoding(self.extractor.trained.decodings, decoding)  # one the heads can do
         options = dict(top_k=top_k, handle_impossible_answer=handle_impossible_answer, max_answer_len=max_answer_len,
                        decoding=decoding, multi_span=multi_span, align_to_words=align_to_words)
         return {}, {}, {name: value for name, value in options.items() if value is not None}
@@ -145,7 +145,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
     def postprocess(self, model_outputs, top_k=1, handle_impossible_answer=False, max_answer_len=None,
                     decoding="auto", multi_span=False, align_to_words=False):
         """Decode (AnswerExtractor's code) and format: a dict per question, a list of ``top_k`` dicts when ``top_k > 1``."""
-        decoding = choose_decoding(self.extractor.trained.decodings, decoding, multi_span)
+        decoding = registry.resolve_decoding(self.extractor.trained.decodings, decoding)
         questions = model_outputs["questions"]
         n_best = max(top_k, self.extractor.decode_config.n_best)
         predictions = self.extractor.predict(
@@ -263,10 +263,8 @@ def _sigmoid(value: float) -> float:
 def span_probabilities(prediction: Prediction, decoding: str, multi_span: bool) -> list[float]:
     """Each span's ``score`` as the module docstring defines it, from the decoder's own score."""
     scores = np.array([s.score for s in prediction.spans], dtype=np.float64)
-    if multi_span and registry.decoding(decoding).decodes_tags:
-        return (1.0 / (1.0 + np.exp(-np.maximum(scores, -700.0)))).tolist()
-    if multi_span:  # nbest_multi_span has already made them n-best probabilities
-        return scores.tolist()
+    if multi_span:  # each span's own probability: a tag sequence's posterior, or its n-best share
+        return [s.score if s.probability is None else s.probability for s in prediction.spans]
     return np.exp(log_softmax(scores)).tolist()
 
 

@@ -22,12 +22,11 @@ from typing import Iterable, Iterator, Sequence, TextIO
 
 from tqdm.auto import tqdm
 
-from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError
 from ..io import check_outputs_apart, open_no_follow
 from ..types import Example
-from .answers import decode_answers
+from .extract import AnswerExtractor
 from .files import answer_record, prediction_paths, write_files_from_stream
 from .defaults import DEFAULT_CHUNK_SIZE, INFERENCE_BATCH_SIZE
 from .loading import TrainedModel
@@ -39,12 +38,13 @@ STREAM_SUFFIX = ".answers.jsonl"
 @dataclass(frozen=True)
 class StreamPlan:
     """What each chunk is answered with: the decodings (each writes a line per question, in this order)
-    and the options :func:`~bio_mrc.inference.answers.decode_answers` takes."""
+    and the options :class:`~bio_mrc.inference.extract.AnswerExtractor` takes (``min_span_probability``
+    None: the decoding's tuned or default span-count threshold)."""
 
     decodings: tuple[str, ...]
     config: DecodeConfig = DecodeConfig()
     multi_span: bool = False
-    min_span_probability: float = MIN_SPAN_PROBABILITY
+    min_span_probability: float | None = None
     chunk_size: int = DEFAULT_CHUNK_SIZE
     batch_size: int = INFERENCE_BATCH_SIZE
 
@@ -73,8 +73,10 @@ def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPla
     if not chunk:
         return []
     outputs = trained.windows(chunk, batch_size=plan.batch_size, progress=False)
-    decoded = [decode_answers(outputs, chunk, decoding, plan.config, trained.thresholds, plan.multi_span,
-                              plan.min_span_probability, calibrators=trained.calibrators) for decoding in plan.decodings]
+    # AnswerExtractor's decoding, so predict answers as extract, serve and the pipeline do
+    extractor = AnswerExtractor(trained, multi_span=plan.multi_span, decode_config=plan.config,
+                                min_span_probability=plan.min_span_probability, batch_size=plan.batch_size)
+    decoded = [extractor.predict(outputs, chunk, decoding=decoding) for decoding in plan.decodings]
     return [json.dumps(answer_record(predictions[row], decoding, plan.multi_span), ensure_ascii=False) + "\n"
             for row in range(len(chunk)) for decoding, predictions in zip(plan.decodings, decoded)]
 

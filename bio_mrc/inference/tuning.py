@@ -1,5 +1,6 @@
 """Settings tuned on held-out questions and saved with a model: the BIO decoding's span-length
-prior and, on SQuAD 2.0 data, a no-answer threshold per decoding. ``bio-mrc tune`` and
+prior, on multi-span data each decoding's span-count rule, and on SQuAD 2.0 data a no-answer threshold
+per decoding. ``bio-mrc tune`` and
 ``bio-mrc compare`` both tune through :func:`tune_settings`."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..metrics.squad_official import best_no_answer_threshold, no_answer_thresho
 from ..model import BioMrcConfig
 from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
-from .answers import apply_no_answer_threshold, threshold_key
+from .answers import apply_no_answer_threshold, multi_span_answers, threshold_key
 from .calibrators import answer_is_right, degenerate_calibrator, fit_calibrator, raw_confidence
 
 if TYPE_CHECKING:  # the loader runs models; tuning needs only its decodings and saved settings
@@ -31,6 +32,9 @@ LENGTH_PRIOR_GRID = tuple(np.round(np.arange(0.0, 6.01, 0.25), 2).tolist())
 # Grid values within this distance of a β vote for it: about 1,000 tuning questions leave a curve whose flat top
 # wobbles by a few tenths of F1, and a lone high point there is noise (benchmarks/length_prior_rule.py).
 LENGTH_PRIOR_BANDWIDTH = 0.25
+# The span-count rule's thresholds: a span after the first joins a multi-span answer with at least this probability.
+SPAN_PROBABILITY_GRID = tuple(np.round(np.arange(0.0, 0.951, 0.05), 2).tolist())
+SPAN_PROBABILITY_BANDWIDTH = 0.05
 
 
 def smoothed_argmax(grid: Sequence[float], statistic: np.ndarray, bandwidth: float) -> int:
@@ -110,6 +114,36 @@ def tune_bio_length_prior(
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
 
 
+def all_multi_span_candidates(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig) -> list[Prediction]:
+    """``decoding``'s multi-span answers with every candidate span kept (threshold 0), each with its probability:
+    a threshold's answers are these with the spans below it dropped (:func:`multi_span_answers`)."""
+    if registry.decoding(decoding).decodes_tags:
+        options = replace(config, multi_span=True, require_answer=True)
+        return decode_merged_tags(merge_tag_log_probs(outputs, len(examples)), examples, options)
+    return multi_span_answers(decode(outputs, examples, decoding, replace(config, multi_span=False)), decoding, 0.0)
+
+
+def tune_span_count_rule(
+    outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig, task: registry.TaskEntry,
+    grid: Sequence[float] = SPAN_PROBABILITY_GRID, bandwidth: float = SPAN_PROBABILITY_BANDWIDTH,
+) -> tuple[float, np.ndarray]:
+    """The probability a span after the first needs to join ``decoding``'s multi-span answer, with the best main
+    statistic of the multi-span ``task`` (MultiSpanQA: exact-match F1 over span sets) on held-out ``examples``,
+    averaged over the grid values within ``bandwidth`` (:func:`smoothed_argmax`); ties go to the smaller value.
+    Returns ``(threshold, statistic per grid value)``. The first span is always kept, so no threshold empties an answer."""
+    candidates = all_multi_span_candidates(outputs, examples, decoding, config)
+    return best_span_count_threshold(candidates, examples, decoding, task, grid, bandwidth)
+
+
+def best_span_count_threshold(
+    candidates: Sequence[Prediction], examples: Sequence[Example], decoding: str, task: registry.TaskEntry,
+    grid: Sequence[float] = SPAN_PROBABILITY_GRID, bandwidth: float = SPAN_PROBABILITY_BANDWIDTH,
+) -> tuple[float, np.ndarray]:
+    """:func:`tune_span_count_rule` from the decoding's every-candidate answers (:func:`all_multi_span_candidates`)."""
+    statistic = np.array([task_statistic(task, examples, multi_span_answers(candidates, decoding, float(value))) for value in grid])
+    return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
+
+
 @dataclass
 class TunedSettings:
     """What :func:`tune_settings` chose: the decoding options to use (β filled in), the
@@ -118,6 +152,7 @@ class TunedSettings:
     decode_config: DecodeConfig
     bio_length_prior: float | None = None  # None: not tuned
     thresholds: dict[str, float] = field(default_factory=dict)
+    min_span_probabilities: dict[str, float] = field(default_factory=dict)  # per decoding: the span-count rule (tuned)
     calibration: dict[str, dict[str, Any]] = field(default_factory=dict)  # per decoding, see .calibration
     skipped_calibrators: dict[str, str] = field(default_factory=dict)  # per decoding: why none is saved
     report: dict[str, Any] = field(default_factory=dict)
@@ -127,6 +162,7 @@ class TunedSettings:
     def settings(self) -> dict[str, Any]:
         """Config attributes to save besides the thresholds."""
         settings: dict[str, Any] = {} if self.bio_length_prior is None else {"bio_length_prior": self.bio_length_prior}
+        settings |= {"min_span_probabilities": self.min_span_probabilities} if self.min_span_probabilities else {}
         # Calibrating replaces every saved calibrator: a degenerate one is left out, not kept from an older tuning.
         fitted = self.calibration or self.skipped_calibrators
         return settings | ({"calibration": self.calibration or None} if fitted else {})
@@ -138,7 +174,8 @@ def tune_for_model(
 ) -> TunedSettings:
     """The one tuning policy, of ``bio-mrc tune`` and ``bio-mrc compare`` alike, on questions of ``task``: the BIO
     length prior (by the task's main statistic) when ``options`` leave it open, a decoding of the model uses it and
-    some question has an answer (else the model's saved prior); a no-answer threshold per decoding when the task's
+    some question has an answer (else the model's saved prior); on multi-span questions each decoding's span-count
+    rule when ``options`` leave ``min_span_probability`` open; a no-answer threshold per decoding when the task's
     questions may have no answer (SQuAD 2.0); a confidence calibrator per decoding unless the gold is multi-span
     (MultiSpanQA's answers have no single right span), and unless ``calibrate`` is False."""
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
@@ -173,6 +210,8 @@ def tune_settings(
         tuned.report["bio_length_prior"] = {"value": prior, "f1": float(statistic[LENGTH_PRIOR_GRID.index(prior)]),
                                             "best_f1": float(statistic.max()), "f1_without": float(statistic[0]),
                                             "questions": sum(1 for ex in examples if ex.answers)}
+    if task is not None and task.multi_span_gold and config.min_span_probability is None and any(ex.answers for ex in examples):
+        tune_span_count_rules(tuned, outputs, examples, decodings, task)
     if tune_thresholds:
         gold = gold_texts(examples)
         for decoding in decodings:
@@ -188,6 +227,20 @@ def tune_settings(
         tuned.report["calibration"] = {decoding: {key: c[key] for key in ("questions", "degenerate") if key in c}
                                        for decoding, c in fitted.items()}
     return tuned
+
+
+def tune_span_count_rules(
+    tuned: TunedSettings, outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], task: registry.TaskEntry,
+) -> None:
+    """Each decoding's span-count threshold on the multi-span ``examples``, decoded with ``tuned``'s options, into ``tuned``."""
+    for decoding in decodings:
+        value, statistic = tune_span_count_rule(outputs, examples, decoding, tuned.decode_config, task)
+        default = registry.decoding(decoding).min_span_probability
+        at_default = min(range(len(SPAN_PROBABILITY_GRID)), key=lambda k: abs(SPAN_PROBABILITY_GRID[k] - default))
+        tuned.min_span_probabilities[decoding] = value
+        tuned.report[f"min_span_probability/{decoding}"] = {
+            "value": value, task.statistic: float(statistic[SPAN_PROBABILITY_GRID.index(value)]),
+            f"{task.statistic}_at_default": float(statistic[at_default]), f"{task.statistic}_keeping_every_span": float(statistic[0])}
 
 
 def fit_calibrators(

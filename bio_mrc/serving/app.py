@@ -17,9 +17,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from .. import __version__
+from .. import __version__, registry
 from ..errors import BioMrcError
-from ..inference.extract import AnswerExtractor, asks_over_documents, choose_decoding
+from ..inference.extract import AnswerExtractor, asks_over_documents
 from ..model_card import card_summary
 from ..types import Prediction, RankedAnswers
 from .answering import Question, answer_batch
@@ -66,7 +66,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
                                      f"{config.max_batch_size} (--max-batch-size): split the batch")
         try:
             examples, _ = extractor.examples(body.question, body.context)
-            decoding = choose_decoding(extractor.trained.decodings, body.decoding, body.multi_span)
+            decoding = registry.resolve_decoding(extractor.trained.decodings, body.decoding)
             if documents and body.multi_span:
                 raise ValueError("several documents are answered with single spans ranked across them (top_k); "
                                  "multi_span answers one document at a time")

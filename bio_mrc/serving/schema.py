@@ -92,6 +92,9 @@ class Span(BaseModel):
         "with multi_span for span and joint, the span's share of the n-best probability; over several documents, "
         "the score that ranks spans across them: the span's score above its own document's no-answer score"))
     document: int | None = Field(None, description="the index of the span's document, when a question asks several")
+    probability: float | None = Field(None, description=(
+        "with multi_span, the span's own probability, which the span-count rule keeps it by (bio: its posterior under "
+        "the tag distribution; span and joint: its share of the n-best probability); null otherwise"))
 
 
 class Answer(BaseModel):
@@ -107,7 +110,7 @@ class Answer(BaseModel):
     no_answer_score: float | None = Field(description="higher: more likely unanswerable; null for a decoding without one")
     confidence: float | None = Field(description="the decoding's raw confidence in this answer (abstentions included)")
     probability: float | None = Field(description=(
-        "the calibrated probability that the answer is right (official F1 > 0.5); null when the model has no "
+        "the calibrated probability that the best span is right (official F1 > 0.5); null when the model has no "
         "calibrator for this decoding (bio-mrc tune fits one)"))
     document: int | None = Field(None, description=(
         "over several documents, the best span's document (abstain, no_answer_score, confidence and probability "

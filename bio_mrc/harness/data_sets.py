@@ -1,0 +1,85 @@
+"""An evaluation of several data sets (``eval`` with ``eval_also``): each data set scored on its own, with the
+contrasts' paired intervals, how often each cell leaves a question without a span, how many spans it gives, and
+(where the evaluation's questions are at hand) the SQuAD F1 of its single-span questions, which a multi-span
+reader must not start splitting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..data.squad import gold_texts
+from ..metrics.multispan_official import f1_from_count_sums, metrics_from_counts
+from ..metrics.squad_official import per_question_scores
+from .results import Cell, ComparisonResults
+
+
+def data_set_summaries(results: ComparisonResults, grouped: dict[str, list[Cell]], statistics) -> list[dict[str, Any]]:
+    """One summary per data set of a multi-span evaluation (none for one data set): each cell's six official
+    metrics, empty share, spans per question and single-span SQuAD F1, and ``statistics`` (summary.statistics)
+    of the data set's questions alone."""
+    parts = results.eval.get("parts") or []
+    summaries, begin = [], 0
+    for part in parts:
+        rows = slice(begin, begin + part["questions"])
+        begin += part["questions"]
+        counts = {label: np.array([c.counts[rows] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
+        answers = {label: list(cells[0].answers[rows]) for label, cells in grouped.items()}
+        seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
+        single = _single_span_f1(results, grouped, rows)
+        cell_rows = [_part_row(label, cells, rows, single.get(label)) for label, cells in grouped.items()]
+        summaries.append({"description": part["description"], "task": part["task"], "questions": part["questions"],
+                          "rows": cell_rows, **statistics(results.config, counts, answers, f1_from_count_sums, seeds)})
+    return summaries
+
+
+def _part_row(label: str, cells: list[Cell], rows: slice, single_f1: dict[str, Any] | None) -> dict[str, Any]:
+    """A cell on one data set: its metrics per seed, and its first seed's empty share and spans per question."""
+    metrics = [metrics_from_counts(np.asarray(c.counts[rows], dtype=np.float64).sum(axis=0).tolist()) for c in cells]
+    answers = list(cells[0].answers[rows])
+    spans = [0 if not text else len(text.split("\n")) for text in answers]
+    row = {"cell": label, **{name: [m[name] for m in metrics] for name in metrics[0]},
+           "empty_share": float(np.mean([n == 0 for n in spans])), "spans_per_question": float(np.mean(spans))}
+    return row | ({"single_span": single_f1} if single_f1 else {})
+
+
+def _single_span_f1(results: ComparisonResults, grouped: dict[str, list[Cell]], rows: slice) -> dict[str, dict[str, Any]]:
+    """Per cell, SQuAD v1.1's F1 (and EM) of the spans given, joined, on the data set's questions whose gold is one span
+    (empty when the evaluation's questions are not at hand, as in a report read back from ``report.json``)."""
+    examples = results.eval_examples[rows]
+    chosen = [ex for ex in examples if len(ex.answers) == 1 and len(ex.answers[0]) == 1]
+    if not chosen:
+        return {}
+    gold, ids = gold_texts(chosen), [ex.id for ex in chosen]
+    positions = {ex.id: k for k, ex in enumerate(examples)}
+    out = {}
+    for label, cells in grouped.items():
+        answers = list(cells[0].answers[rows])
+        predicted = {qid: " ".join(answers[positions[qid]].split("\n")) for qid in ids}
+        em, f1 = per_question_scores(gold, predicted, ids, "1.1")
+        out[label] = {"questions": len(ids), "em": float(em.mean()), "f1": float(f1.mean())}
+    return out
+
+
+def data_set_lines(summaries: list[dict[str, Any]], resampling: str) -> list[str]:
+    """``report.md``'s section: per data set, each cell's scores, then the contrasts on its questions alone."""
+    if not summaries:
+        return []
+    lines = ["", "## Per data set", "",
+             "Each data set of the evaluation on its own: MultiSpanQA's official EM and PM F1 (micro-averaged over its "
+             "questions' spans), the share of questions left without a span, the spans given per question, and on the "
+             "questions whose gold answer is one span, SQuAD v1.1's F1 of the spans given (joined)."]
+    for part in summaries:
+        lines += ["", f"### {part['description']} ({part['questions']} questions)", "",
+                  "| cell | EM F1 | PM F1 | empty | spans per question | single-span questions: SQuAD F1 |", "|---|---|---|---|---|---|"]
+        for row in part["rows"]:
+            single = row.get("single_span")
+            single_text = f"{single['f1']:.2f} ({single['questions']})" if single else "–"
+            lines.append(f"| {row['cell']} | {np.mean(row['em_f1']):.2f} | {np.mean(row['pm_f1']):.2f} | {100 * row['empty_share']:.1f}% | "
+                         f"{row['spans_per_question']:.2f} | {single_text} |")
+        lines += ["", f"EM F1 A − B on these questions alone (95% paired bootstrap {resampling}):", "",
+                  "| A | B | EM F1 A − B | 95% CI | Holm p |", "|---|---|---|---|---|"]
+        lines += [f"| {c['a']} | {c['b']} | {c['diff']:+.2f} | [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}] | {c['p_holm']:.3f} |"
+                  for c in part["contrasts"]]
+    return lines

@@ -1,0 +1,112 @@
+"""The multi-span reader's data: Quoref read as multi-span answers, and an evaluation of several data sets
+cross-validated together (fold k of each held out at once; by article where the task says so) and scored
+per data set."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bio_mrc import registry
+from bio_mrc.data.article_splits import kfold_by_article
+from bio_mrc.data.quoref import load_quoref
+from bio_mrc.errors import ConfigError
+from bio_mrc.harness.compare import compare, resolve_splits
+from bio_mrc.harness.config import load_config, parse_config
+from bio_mrc.types import Example
+
+from .conftest import FIXTURES, require_data
+from .test_harness_compare import config_dict, multispan_file
+
+
+def quoref_file(tmp_path, articles=4):
+    """SQuAD's layout, each article one paragraph; its second question's two listed spans form one answer."""
+    data = []
+    for a in range(articles):
+        context = f"Ann met Bob in town {a}. Later Ann and Cy left town {a}."
+        qas = [{"id": f"a{a}-one", "question": "Who met Bob?", "answers": [{"text": "Ann", "answer_start": 0}]},
+               {"id": f"a{a}-two", "question": "Who left?", "answers": [
+                   {"text": "Ann", "answer_start": context.index("Ann and")}, {"text": "Cy", "answer_start": context.index("Cy")}]}]
+        data.append({"title": f"article {a}", "paragraphs": [{"context": context, "qas": qas}]})
+    path = tmp_path / "quoref.json"
+    path.write_text(json.dumps({"version": "1.1", "data": data}), encoding="utf-8")
+    return path
+
+
+def test_quoref_spans_are_one_answer(tmp_path):
+    examples = {ex.id: ex for ex in load_quoref(quoref_file(tmp_path))}
+    two = examples["a0-two"]
+    assert two.answer_texts() == [["Ann", "Cy"]]  # one alternative holding both spans (SQuAD would read two alternatives)
+    assert examples["a0-one"].answer_texts() == [["Ann"]] and two.title == "article 0"
+    assert registry.task("quoref").multi_span_gold and registry.task("quoref").folds_by_article
+
+
+def test_the_shared_quoref_part_reads_as_documented():
+    examples = load_quoref(require_data("quoref-part/train.json"))
+    assert len(examples) == 2184 and len({ex.title for ex in examples}) == 267
+    assert 200 <= sum(len(ex.answers[0]) > 1 for ex in examples) <= 203  # the README's 203, less repeated spans
+
+
+def test_folds_by_article_never_split_an_article():
+    examples = [Example(f"q{k}", "?", f"c{k % 5}", title=f"t{k % 5}") for k in range(20)]
+    folds = kfold_by_article(examples, 3, seed=0)
+    assert sorted(ex.id for _, test in folds for ex in test) == sorted(ex.id for ex in examples)  # each held out once
+    for train, test in folds:
+        assert not {ex.title for ex in train} & {ex.title for ex in test}
+    with pytest.raises(ValueError, match="6 folds need at least 6 articles"):
+        kfold_by_article(examples, 6)
+
+
+def reader_config(encoder, tmp_path, **overrides):
+    raw = config_dict(encoder, seeds=[1], runs=[{"name": "joint", "heads": "span+bio", "bio_targets": "one-hot"}],
+                      eval={"path": str(multispan_file(tmp_path)), "format": "multispanqa"},
+                      eval_also=[{"path": str(quoref_file(tmp_path)), "format": "quoref"}], cross_validation={"folds": 2, "seed": 0})
+    del raw["train"]
+    return parse_config({**raw, **overrides})
+
+
+def test_several_data_sets_are_folded_together(tiny_encoder_dir, tmp_path):
+    splits = resolve_splits(reader_config(tiny_encoder_dir, tmp_path), FIXTURES)
+    assert splits.eval.task == "multispanqa" and [p.task for p in splits.eval.parts] == ["multispanqa", "quoref"]
+    assert [p["questions"] for p in splits.eval.describe()["parts"]] == [12, 8]
+    held_out = [ex.id for _, test in splits.folds for ex in test.examples]
+    assert sorted(held_out) == sorted(splits.eval.ids)  # every question of both data sets held out once
+    for train, test in splits.folds:
+        quoref = lambda split: {ex.title for ex in split.examples if ex.title}  # noqa: E731
+        assert not quoref(train) & quoref(test) and any(ex.id.startswith("m") for ex in test.examples)
+
+
+def test_a_data_set_scored_otherwise_is_refused(tiny_encoder_dir, tmp_path):
+    config = reader_config(tiny_encoder_dir, tmp_path, eval_also=[{"path": str(FIXTURES / "sample_squad_v1.json")}])
+    with pytest.raises(ConfigError, match="eval_also: every data set is scored as 'eval' is"):
+        resolve_splits(config, FIXTURES)
+
+
+def test_the_recipe_configs_load():
+    for name in ("multispan-reader", "benchmarks/ablations/multispan_reader_full_scale.json",
+                 "benchmarks/ablations/multispan_reader_cpu_reduced.json"):
+        config = load_config(name)
+        assert [spec.format for spec in (config.eval, *config.eval_also)] == ["multispanqa", "quoref"]
+        assert config.cells() == ["reader/span", "reader/bio", "reader/joint"] and config.runs[0].train.init_from
+
+
+@pytest.mark.slow
+def test_the_report_scores_each_data_set(tiny_encoder_dir, tmp_path):
+    config = reader_config(tiny_encoder_dir, tmp_path, runs=[{"name": "joint", "heads": "span+bio", "bio_targets": "one-hot",
+                                                              "length_prior_tuning": "fold-training"}])
+    results, summary = compare(config, FIXTURES, tmp_path / "out", progress=False)
+    parts = summary["data_sets"]
+    assert [(p["task"], p["questions"]) for p in parts] == [("multispanqa", 12), ("quoref", 8)]
+    for part in parts:
+        assert {row["cell"] for row in part["rows"]} == {"joint/span", "joint/bio", "joint/joint"}
+        assert [(c["a"], c["b"]) for c in part["contrasts"]] == [("joint/span", "joint/bio"), ("joint/span", "joint/joint")]
+        for row in part["rows"]:
+            assert 0.0 <= row["empty_share"] <= 1.0 and row["spans_per_question"] >= 1  # never an empty answer
+    quoref_rows = parts[1]["rows"]
+    assert all(row["single_span"]["questions"] == 4 for row in quoref_rows)  # the four one-span questions
+    for cell in results.cells:  # each fold's tuned span-count rule, their mean as the cell's
+        assert len(cell.fold_min_span_probabilities) == 2
+        assert cell.min_span_probability == pytest.approx(sum(cell.fold_min_span_probabilities) / 2)
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "## Per data set" in report and "quoref.json" in report and "## Span-count thresholds" in report

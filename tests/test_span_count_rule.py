@@ -1,0 +1,82 @@
+"""The span-count rule of multi-span answers: the first span always, each further span only with its own
+probability at least the decoding's threshold, tuned on multi-span questions and saved with the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bio_mrc import registry
+from bio_mrc.decoding.bio_spans import span_posteriors
+from bio_mrc.decoding.nbest_spans import keep_probable_spans
+from bio_mrc.decoding.postprocess import DecodeConfig, decode_merged_tags
+from bio_mrc.decoding.window_outputs import MergedTokens
+from bio_mrc.inference.answers import span_count_threshold
+from bio_mrc.inference.tuning import SPAN_PROBABILITY_GRID, best_span_count_threshold
+from bio_mrc.tags import TAG_B, TAG_O
+from bio_mrc.types import AnswerSpan, Example, Prediction
+
+MULTISPAN = registry.task("multispanqa")
+
+
+def test_the_first_span_stays_and_each_further_one_needs_the_threshold():
+    spans = [AnswerSpan("a", 0, 1, 3.0, 0.2), AnswerSpan("b", 2, 3, 2.0, 0.7), AnswerSpan("c", 4, 5, 1.0, 0.4)]
+    (kept,) = keep_probable_spans([Prediction("q", spans)], 0.5)
+    assert [s.text for s in kept.spans] == ["a", "b"]  # "a" is first: kept though its probability is 0.2
+    (every,) = keep_probable_spans([Prediction("q", spans)], 0.0)
+    assert [s.text for s in every.spans] == ["a", "b", "c"]
+    (only_first,) = keep_probable_spans([Prediction("q", spans)], 1.0)
+    assert [s.text for s in only_first.spans] == ["a"]
+    (empty,) = keep_probable_spans([Prediction("q", [])], 0.5)
+    assert empty.spans == []
+
+
+def test_the_threshold_is_the_callers_then_the_tuned_then_the_registrys():
+    assert span_count_threshold("bio", 0.3, {"bio": 0.6}) == 0.3
+    assert span_count_threshold("bio", None, {"bio": 0.6}) == 0.6
+    assert span_count_threshold("bio", None, {"joint": 0.6}) == registry.decoding("bio").min_span_probability
+    assert span_count_threshold("span", None, None) == registry.decoding("span").min_span_probability
+
+
+def tag_rows(rows: list[list[tuple[float, float, float]]]) -> MergedTokens:
+    """Merged tag log-probabilities (a probability 0 as 1e-9) of one example per row, one word per character pair ``"w "``."""
+    probabilities = np.array(rows, dtype=np.float64)
+    n, length, _ = probabilities.shape
+    offsets = np.stack([np.arange(length) * 2, np.arange(length) * 2 + 1], axis=-1)
+    return MergedTokens(np.log(np.maximum(probabilities, 1e-9)), np.broadcast_to(offsets, (n, length, 2)).copy(), np.ones((n, length), dtype=bool))
+
+
+def test_each_bio_span_carries_its_posterior():
+    # B, I, O per word; the words "a b c d e": spans "a" (sure) and "d" (unsure, yet in the most probable sequence)
+    merged = tag_rows([[(0.9, 0.0, 0.1), (0.05, 0.05, 0.9), (0.05, 0.05, 0.9), (0.55, 0.0, 0.45), (0.05, 0.05, 0.9)]])
+    example = Example("q", "?", "a b c d e")
+    (prediction,) = decode_merged_tags(merged, [example], DecodeConfig(multi_span=True, bio_length_prior=0.0))
+    assert [s.text for s in prediction.spans] == ["a", "d"]
+    want = span_posteriors(merged.values, merged.mask, np.array([0, 0]), np.array([0, 3]), np.array([0, 3]))
+    assert [s.probability for s in prediction.spans] == pytest.approx(want.tolist())
+    assert want[1] < 0.6 < want[0]
+    (kept,) = keep_probable_spans([prediction], 0.6)
+    assert [s.text for s in kept.spans] == ["a"]
+
+
+def test_an_all_o_sequence_falls_back_to_the_best_single_span():
+    merged = tag_rows([[(0.2, 0.0, 0.8), (0.3, 0.1, 0.6), (0.05, 0.05, 0.9)]])
+    example = Example("q", "?", "a b c")
+    (fallback,) = decode_merged_tags(merged, [example], DecodeConfig(multi_span=True, bio_length_prior=0.0))
+    assert [s.text for s in fallback.spans] == ["b"]  # the best single span: log(0.3/0.6) > log(0.2/0.8)
+    (abstaining,) = decode_merged_tags(merged, [example], DecodeConfig(multi_span=True, require_answer=False, bio_length_prior=0.0))
+    assert abstaining.spans == []
+    assert TAG_B == 0 and TAG_O == 2  # the rows above list B, I, O
+
+
+def test_the_tuned_threshold_is_the_best_exact_match_f1_on_the_questions():
+    # q1's second span is right (probability 0.7), q2's is wrong (0.3): any threshold in (0.3, 0.7] is best
+    examples = [Example("q1", "?", "x y", (((0, 1), (2, 3)),)), Example("q2", "?", "x z", (((0, 1),),))]
+    candidates = [Prediction("q1", [AnswerSpan("x", 0, 1, 2.0, 0.9), AnswerSpan("y", 2, 3, 1.0, 0.7)]),
+                  Prediction("q2", [AnswerSpan("x", 0, 1, 2.0, 0.9), AnswerSpan("z", 2, 3, 1.0, 0.3)])]
+    value, statistic = best_span_count_threshold(candidates, examples, "bio", MULTISPAN, bandwidth=0.0)
+    # keeping every span: 3 of 4 predicted spans right, all 3 gold found -> EM F1 = 2 * 0.75 * 1 / 1.75
+    assert statistic[0] == pytest.approx(100 * 2 * 0.75 / 1.75)
+    assert 0.3 < value <= 0.7
+    assert statistic.max() == pytest.approx(100.0)  # every gold span, no wrong one
+    assert value == min(v for v, s in zip(SPAN_PROBABILITY_GRID, statistic) if s == statistic.max())
