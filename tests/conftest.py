@@ -32,6 +32,18 @@ def _vocabulary() -> list[str]:
     return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(pieces)]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_precision_cache(tmp_path_factory: pytest.TempPathFactory):
+    """``precision: auto``'s measurements go to a folder of this session, not the user's cache (subprocesses inherit it)."""
+    before = os.environ.get("BIO_MRC_CACHE_DIR")
+    os.environ["BIO_MRC_CACHE_DIR"] = str(tmp_path_factory.mktemp("bio-mrc-cache"))
+    yield Path(os.environ["BIO_MRC_CACHE_DIR"])
+    if before is None:
+        os.environ.pop("BIO_MRC_CACHE_DIR", None)
+    else:
+        os.environ["BIO_MRC_CACHE_DIR"] = before
+
+
 @pytest.fixture(scope="session")
 def tiny_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer, H=32 random BERT saved with its tokenizer: loadable like any encoder."""

@@ -21,8 +21,13 @@ from ..errors import ConfigError
 from ..features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig
 from ..heads import BIOHead
 from ..model import HEAD_CHOICES, BioMrcConfig
-from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, resolve_precision
+from ..encoders import resolve_encoder
+from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, precision_choice
+from ..precision_probe import MatrixShapes
 
+# Windows per forward batch when answering (bio_mrc.inference.forward.INFERENCE_BATCH_SIZE, a layer above):
+# the shapes auto's inference choice is measured at.
+INFERENCE_BATCH_SIZE = 16
 # A BIO-only model weighs B/I tokens 10x (F1 36.6 -> 51.1 at the reference budget); with a span head
 # the weights cost the span decoding 2.9 F1; benchmarks/RESULTS.md, BIO quality.
 BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
@@ -167,7 +172,31 @@ class TrainConfig:
     def with_resolved_precision(self) -> "TrainConfig":
         """This config with ``precision`` fp32 or bf16 as it trains on this machine (``auto`` resolved for
         the device Trainer picks), so a model's record and key say what it was trained in."""
-        return replace(self, precision=resolve_precision(self.precision, default_device()))
+        return replace(self, precision=self.precision_choices()["training"]["precision"])
+
+    def precision_choices(self) -> dict[str, dict[str, Any]]:
+        """How ``precision`` resolves here (:func:`bio_mrc.precision.precision_choice`): for ``training`` and,
+        when it is ``auto``, for ``inference`` of the model (what a later ``auto`` answers in on this machine);
+        ``auto`` on a CPU with native bf16 measures the encoder's shapes at this config's batches and windows."""
+        device = default_device()
+        if self.precision != "auto":
+            return {"training": precision_choice(self.precision, device)}
+        encoder = self.encoder_config()
+        shapes = {"training": self.batch_size, "inference": INFERENCE_BATCH_SIZE}
+        return {phase: precision_choice("auto", device, _shapes(encoder, batch, self.max_seq_length), phase)
+                for phase, batch in shapes.items()}
+
+    def encoder_config(self) -> Any:
+        """The transformers config of the encoder this config trains (None where it cannot be read: training
+        then says why, in one line, when it loads the encoder)."""
+        try:
+            if self.init_from:
+                return BioMrcConfig.from_pretrained(self.init_from).encoder
+            from transformers import AutoConfig
+
+            return AutoConfig.from_pretrained(resolve_encoder(self.encoder))
+        except (OSError, ValueError, ImportError, KeyError):
+            return None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config. Without
@@ -188,6 +217,13 @@ class TrainConfig:
             if data.get(name) is not None:
                 data = {**data, name: tuple(data[name])}
         return cls(**data)
+
+
+def _shapes(encoder: Any, batch: int, seq: int) -> MatrixShapes | None:
+    try:
+        return MatrixShapes.of(encoder, batch, seq) if encoder is not None else None
+    except (AttributeError, TypeError, ValueError):  # a config without the usual size names: auto keeps the hardware rule
+        return None
 
 
 __all__ = ["BIO_ONLY_CLASS_WEIGHTS", "OWNED_TRAINING_ARGS", "TrainConfig", "check_training_args"]

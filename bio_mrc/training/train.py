@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -68,7 +68,8 @@ def train_model(
     then; its scores join the log history, kept in the folder as ``training_log.json``. With ``progress``
     off nothing is printed; with it on, bars and log lines go to stderr.
     """
-    output_dir, config = Path(output_dir), config.with_resolved_precision()
+    choices = config.precision_choices()
+    output_dir, config = Path(output_dir), replace(config, precision=choices["training"]["precision"])
     check_output_folder(output_dir, overwrite)
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps)
     _check_evaluation(args.eval_strategy.value, evaluator)
@@ -87,7 +88,7 @@ def train_model(
         outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     result = TrainResult(output_dir, clock.seconds(), len(examples), len(trainer.train_dataset), outcome.training_loss)
     with writes_named(output_dir), progress_bars(progress):
-        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint))
+        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint, choices))
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
     return result
@@ -104,7 +105,8 @@ def _check_evaluation(eval_strategy: str, evaluator: Evaluator | None) -> None:
 
 
 def _run_record(
-    result: TrainResult, config: TrainConfig, encoder: str, earlier_seconds: float | None, checkpoint: Path | None
+    result: TrainResult, config: TrainConfig, encoder: str, earlier_seconds: float | None, checkpoint: Path | None,
+    precision_choices: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Provenance: how the model came about (the model folder runs without it)."""
     return {
@@ -118,6 +120,8 @@ def _run_record(
         "final_loss": result.final_loss,  # the mean over this process's steps when resumed
         "resumed_from": checkpoint.name if checkpoint else None,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+        # How "precision" was decided: explicit, or auto's choice (with the rates it measured) for training and answering.
+        "precision_choice": precision_choices,
     }
 
 
