@@ -104,6 +104,23 @@ def tiny_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+
+
+@pytest.fixture(scope="session")
+def trained_dir(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny joint model overfitted on the sample (it must learn to answer its own training questions), trained
+    once a session through the CLI and shared by every module: a test that writes into a model folder (``tune``,
+    a broken weights file) copies it first."""
+    from bio_mrc.cli import main
+
+    out = tmp_path_factory.mktemp("model")
+    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--heads", "span+bio", "--epochs", "60", "--learning-rate", "3e-3", "--batch-size", "4", *WINDOW_ARGS])
+    assert code == 0
+    return out
+
+
 @pytest.fixture(scope="session")
 def tiny_tokenizer(tiny_encoder_dir: Path):
     from transformers import AutoTokenizer

@@ -14,7 +14,6 @@ from bio_mrc.harness.config import load_config, parse_config
 from bio_mrc.model import BioMrcForQuestionAnswering
 
 from .conftest import SAMPLE_V1
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny trained joint model)
 
 MINIMAL = {"name": "ok", "train": {"path": "squad-v1.1/train.json"}, "eval": {"path": "squad-v1.1/dev.json"},
            "runs": [{"name": "joint"}]}

@@ -23,7 +23,6 @@ from bio_mrc.inference.onnx import (
 from bio_mrc.model import BioMrcForQuestionAnswering
 
 from .conftest import SAMPLE_V1
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
