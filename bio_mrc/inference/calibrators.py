@@ -27,7 +27,6 @@ import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 from ..metrics.squad_official import per_question_scores
 from ..types import Prediction
@@ -77,6 +76,8 @@ def fit_calibrator(raw: np.ndarray, right: np.ndarray) -> dict[str, Any]:
     ``P(right) = sigmoid(a ln p - b ln(1 - p) + c)`` with ``a, b >= 0``."""
     if len(raw) < 2:
         raise ValueError("calibrating needs at least two held-out questions")
+    from sklearn.linear_model import LogisticRegression  # here, not at import: scikit-learn costs every command a second to load
+
     right = np.asarray(right, dtype=np.float64)
     features, weights, intercept = _beta_features(raw), np.zeros(2), 0.0
     columns = [0, 1]
