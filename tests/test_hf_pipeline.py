@@ -30,6 +30,7 @@ def assert_substring(result, context):
     assert 0.0 <= result["score"] <= 1.0
 
 
+@pytest.mark.slow
 def test_importing_bio_mrc_stays_light_and_the_task_is_registered_by_the_inference_layer():
     import subprocess
     import sys
