@@ -120,6 +120,7 @@ def test_auto_classes_load_a_saved_model(tiny_encoder_dir, tmp_path):
     assert isinstance(AutoModel.from_config(AutoConfig.from_pretrained(tmp_path)), BioMrcForQuestionAnswering)
 
 
+@pytest.mark.slow
 def test_auto_classes_need_the_registration_that_importing_the_model_does(tiny_encoder_dir, tmp_path):
     """transformers reads no entry points: in a fresh interpreter the folder's model_type is unknown until
     bio_mrc.register_auto_classes() (or importing bio_mrc.model) registers it; a bare ``import bio_mrc`` stays light."""
