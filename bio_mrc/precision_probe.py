@@ -3,12 +3,14 @@
 Native bf16 instructions do not make bf16 faster everywhere: on an AMD Zen 4 CPU (AVX512-BF16) bf16 autocast
 trains 1.4-2.8x faster than fp32, on an Intel Xeon with AVX512-BF16 but no AMX it trained at 0.46x. So where
 the CPU computes bf16 natively, ``auto`` times one encoder layer of the model's sizes (hidden size, intermediate
-size, attention heads, windows x tokens) in both precisions: the forward pass for inference, forward and backward
-for training, 0.1-0.3 s in all. bf16 is chosen only when it is more than :data:`TIE_MARGIN` faster (a tie keeps
+size, attention heads, windows of the model's length) in both precisions on one core (a team of threads stalls
+whenever another job holds one of its cores): the forward pass for inference, forward and backward for training,
+each twice in alternating order, about 1 s in all. bf16 is chosen only when it is more than :data:`TIE_MARGIN` faster (a tie keeps
 fp32, exact everywhere). The result is cached per machine (CPU model and flags, torch version, threads, shapes,
 phase) in ``$XDG_CACHE_HOME/bio_mrc/precision.json`` (``~/.cache`` by default; ``$BIO_MRC_CACHE_DIR``
 names another folder), so a machine measures each model
-size once; a cache that cannot be read is measured again and rewritten.
+size once; a cache that cannot be read is measured again and rewritten, and a measurement whose two rounds
+disagree (another job took the cores) is used by this process but not cached.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ PROBE_SECONDS = 0.05  # each precision is timed this long after one warm-up call
 MIN_REPEATS = 1
 MAX_REPEATS = 50  # a tiny model's layer takes microseconds: enough calls to see its speed
 CACHE_NAME = "precision.json"
+ROUNDS = (("fp32", "bf16"), ("bf16", "fp32"))  # each precision twice, alternating: a burst of other work hits both
+STABLE = 1.3  # a precision's two rounds within this factor: the measurement is cached; else this process keeps it only
 
 _MEMO: dict[str, dict[str, Any]] = {}  # this process's choices: every caller in a process agrees even without a cache
 
@@ -53,9 +57,11 @@ class MatrixShapes:
         heads = int(getattr(encoder_config, "num_attention_heads", None) or 1)
         return cls(hidden, intermediate, heads if hidden % heads == 0 else 1, int(batch), int(seq))
 
-    def probe_batch(self) -> int:
-        """Windows in the probe's batch: the model's window length, at most :data:`PROBE_TOKENS` tokens."""
-        return max(1, min(self.batch, PROBE_TOKENS // max(self.seq, 1)))
+    def probe_batch(self, phase: str = "training") -> int:
+        """Windows in the probe's batch: the model's window length, at most :data:`PROBE_TOKENS` tokens for training
+        and four times as many for a forward pass (a third of the work a token, and small batches undersell bf16 there)."""
+        tokens = PROBE_TOKENS * (4 if phase == "inference" else 1)
+        return max(1, min(self.batch, tokens // max(self.seq, 1)))
 
 
 class _Layer(torch.nn.Module):
@@ -97,7 +103,7 @@ def measure_rate(shapes: MatrixShapes, phase: str, precision: str, clock: Callab
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         layer = _Layer(shapes).train(phase == "training")
-    x = torch.randn(shapes.probe_batch(), shapes.seq, shapes.hidden, generator=generator)
+    x = torch.randn(shapes.probe_batch(phase), shapes.seq, shapes.hidden, generator=generator)
     context = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if precision == "bf16" else contextlib.nullcontext
 
     def step() -> None:
@@ -109,7 +115,12 @@ def measure_rate(shapes: MatrixShapes, phase: str, precision: str, clock: Callab
             with torch.inference_mode(), context():
                 layer(x)
 
-    return timed_rate(step, x.shape[0] * x.shape[1], clock)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one core's rate: a team of threads stalls whenever another job holds one of its cores
+    try:
+        return timed_rate(step, x.shape[0] * x.shape[1], clock)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def choose(rates: dict[str, float]) -> str:
@@ -186,11 +197,17 @@ def measured_choice(
     elif distributed():  # ranks must agree: a process among several measures nothing (see resolve_precision)
         return {}
     else:
-        rates = {p: (measure or measure_rate)(shapes, phase, p) for p in ("fp32", "bf16")}
+        runs: dict[str, list[float]] = {"fp32": [], "bf16": []}
+        for order in ROUNDS:
+            for p in order:
+                runs[p].append((measure or measure_rate)(shapes, phase, p))
+        rates = {p: max(r) for p, r in runs.items()}
         entry = {"precision": choose(rates), "fp32_tokens_per_s": round(rates["fp32"], 1), "bf16_tokens_per_s": round(rates["bf16"], 1),
                  "measured": time.strftime("%Y-%m-%d %H:%M:%S"), "shapes": asdict(shapes), "phase": phase}
-        store(path, key, entry)
-        choice = {**entry, "how": "measured"}
+        stable = all(max(r) <= STABLE * max(min(r), 1e-9) for r in runs.values())
+        if stable:  # another job's burst during one round would make the cached choice wrong for good
+            store(path, key, entry)
+        choice = {**entry, "how": "measured" if stable else "measured (unsteady, not cached)"}
     _MEMO[memo_key] = choice
     return choice
 
