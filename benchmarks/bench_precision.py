@@ -1,4 +1,4 @@
-"""bf16 against fp32 on this machine: training windows/s, inference questions/s, outputs.
+"""bf16 against fp32 on this machine, and ``auto``'s choice against both: training windows/s, inference questions/s, outputs.
 
 The reference is fp32, the package's default; the lever is ``precision="bf16"`` (``torch.autocast``
 bfloat16 on the CPU: matrix products in bf16, weights, optimizer state and losses in fp32). Both are
@@ -15,19 +15,27 @@ run in this process, one after the other, on the same inputs:
   questions/s, and how far bf16's outputs are from fp32's (largest logit difference, the share of
   questions whose span answer and whose BIO answer are the same).
 
+``auto`` runs the same way (``precision="auto"``): it measures the model's shapes (``bio_mrc.precision_probe``)
+in a fresh cache folder, so the probe runs as on a machine that meets the model for the first time; its choice,
+the rates it measured, and the probe's seconds are reported, and its speed against the faster fixed precision
+(the target: never more than 5% slower). ``--rounds N`` runs the precisions N times in alternating order and
+keeps each one's best run (on a shared machine another job slows some runs, never speeds one).
+
 The CPU's model name and bf16 support (AMX-BF16, AVX512-BF16: ``bio_mrc.precision.cpu_features``)
 are recorded; where neither is present bf16 is emulated and slower.
 
-    python benchmarks/bench_precision.py [--train-questions 400] [--eval-questions 500] [--model DIR] [--threads N]
+    python benchmarks/bench_precision.py [--train-questions 400] [--eval-questions 500] [--model DIR] [--threads N] [--rounds 1]
 
 The last line is one JSON object: ``{"benchmark": "precision", "machine": ..., "cpu": ..., "native_bf16": ...,
-"training_ratio": bf16 windows/s over fp32's, "inference_ratio": bf16 questions/s over fp32's, ...}``.
+"training_ratio": bf16 windows/s over fp32's, "inference_ratio": bf16 questions/s over fp32's,
+"auto": {"training": {"choice", "against_faster": auto's rate over the faster fixed one's, ...}, "inference": ...}, ...}``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -58,6 +66,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=2, help="training steps not timed")
     parser.add_argument("--model", default=None, help="a trained model for the inference part (default: this run's fp32 one)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each precision, alternating; each one's best counts")
     args = parser.parse_args()
     data_dir = _common.data_root(args)
     args.train = str(_common.require_data(data_dir / "squad-v1.1" / "train.json"))
@@ -67,7 +76,8 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "auto")
+FIXED = ("fp32", "bf16")
 WINDOWS = {"max_seq_length": 256, "doc_stride": 96, "batch_size": 16}
 
 
@@ -118,6 +128,29 @@ def agreement(reference, other, examples) -> dict[str, float]:
     return result
 
 
+def best_of(runs: list[dict], rate: str) -> dict:
+    return max(runs, key=lambda run: run[rate])
+
+
+def auto_choices(config: TrainConfig) -> tuple[dict, float]:
+    """What ``auto`` chooses for this model here, for training and answering, and the probe's seconds (uncached)."""
+    started = time.perf_counter()
+    choices = config.precision_choices()
+    return choices, time.perf_counter() - started
+
+
+def auto_summary(choices: dict, training: dict, inference: dict) -> dict:
+    """auto's choice per phase and its rate over the faster fixed precision's (>= 0.95 is the target)."""
+    summary = {}
+    for phase, results, rate in (("training", training, "windows_per_s"), ("inference", inference, "questions_per_s")):
+        faster = max(FIXED, key=lambda p: results[p][rate])
+        summary[phase] = {**choices.get(phase, {}), "faster_fixed": faster,
+                          "against_faster": results["auto"][rate] / results[faster][rate],
+                          "against_fp32": results["auto"][rate] / results["fp32"][rate],
+                          "against_bf16": results["auto"][rate] / results["bf16"][rate]}
+    return summary
+
+
 def main(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -127,28 +160,49 @@ def main(args: argparse.Namespace) -> None:
     print(f"machine: {machine}; bf16 native: {native_bf16('cpu')}; transformers {transformers.__version__}; "
           f"{_common.load_and_date()}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["BIO_MRC_CACHE_DIR"] = str(Path(tmp) / "cache")  # auto measures as on a machine new to the model
         configs = {p: TrainConfig(heads="span+bio", precision=p, epochs=1, learning_rate=1e-4, seed=42, **WINDOWS) for p in PRECISIONS}
-        training = {p: training_throughput(train, config, Path(tmp) / p, args.warmup) for p, config in configs.items()}
-        model_dir = Path(args.model) if args.model else Path(tmp) / "fp32"
-        runs = {p: inference_run(model_dir, dev, p) for p in PRECISIONS}
-    inference = {p: stats for p, (stats, _) in runs.items()}
-    outputs_agree = agreement(runs["fp32"][1], runs["bf16"][1], dev)
-    print_table(training, inference, outputs_agree, args)
+        choices, probe_seconds = auto_choices(configs["auto"])
+        training_runs = {p: [] for p in PRECISIONS}
+        for round_ in range(args.rounds):
+            for p in PRECISIONS if round_ % 2 == 0 else PRECISIONS[::-1]:
+                training_runs[p].append(training_throughput(train, configs[p], Path(tmp) / f"{p}-{round_}", args.warmup))
+        training = {p: best_of(runs, "windows_per_s") for p, runs in training_runs.items()}
+        model_dir = Path(args.model) if args.model else Path(tmp) / "fp32-0"
+        inference_runs, outputs = {p: [] for p in PRECISIONS}, {}
+        for round_ in range(args.rounds):
+            for p in PRECISIONS if round_ % 2 == 0 else PRECISIONS[::-1]:
+                stats, outputs[p] = inference_run(model_dir, dev, p)
+                inference_runs[p].append(stats)
+    inference = {p: best_of(runs, "questions_per_s") for p, runs in inference_runs.items()}
+    outputs_agree = agreement(outputs["fp32"], outputs["bf16"], dev)
+    auto = auto_summary(choices, training, inference)
+    print_table(training, inference, outputs_agree, auto, probe_seconds, args)
     print(json.dumps({
         "benchmark": "precision", "machine": machine, "cpu": cpu_name(), "cpu_bf16_features": cpu_features(), "native_bf16": native_bf16("cpu"),
-        "threads": torch.get_num_threads(), "training": training, "inference": inference, "outputs": outputs_agree,
+        "threads": torch.get_num_threads(), "rounds": args.rounds, "training": training, "inference": inference, "outputs": outputs_agree,
         "training_ratio": training["bf16"]["windows_per_s"] / training["fp32"]["windows_per_s"],
         "inference_ratio": inference["bf16"]["questions_per_s"] / inference["fp32"]["questions_per_s"],
+        "auto": auto, "auto_probe_seconds": probe_seconds, "all_runs": {"training": training_runs, "inference": inference_runs},
     }))
 
 
-def print_table(training: dict, inference: dict, outputs_agree: dict, args: argparse.Namespace) -> None:
+def print_table(training: dict, inference: dict, outputs_agree: dict, auto: dict, probe_seconds: float, args: argparse.Namespace) -> None:
     print(f"| precision | training windows/s ({args.train_questions} questions) | inference questions/s "
           f"({args.eval_questions} dev questions) |\n|---|---|---|")
     for p in PRECISIONS:
-        print(f"| {p} | {training[p]['windows_per_s']:.2f} | {inference[p]['questions_per_s']:.2f} |")
+        name = f"auto (training: {auto['training'].get('precision')}, inference: {auto['inference'].get('precision')})" if p == "auto" else p
+        print(f"| {name} | {training[p]['windows_per_s']:.2f} | {inference[p]['questions_per_s']:.2f} |")
     print(f"| bf16 / fp32 | {training['bf16']['windows_per_s'] / training['fp32']['windows_per_s']:.2f}x | "
           f"{inference['bf16']['questions_per_s'] / inference['fp32']['questions_per_s']:.2f}x |")
+    print(f"| auto / the faster fixed | {auto['training']['against_faster']:.2f}x ({auto['training']['faster_fixed']}) | "
+          f"{auto['inference']['against_faster']:.2f}x ({auto['inference']['faster_fixed']}) |")
+    for phase in ("training", "inference"):
+        choice = auto[phase]
+        rates = (f": one layer at fp32 {choice['fp32_tokens_per_s']:,.0f}, bf16 {choice['bf16_tokens_per_s']:,.0f} tokens/s"
+                 if "fp32_tokens_per_s" in choice else "")
+        print(f"auto for {phase}: {choice.get('precision')} ({choice.get('how')}{rates})")
+    print(f"auto's probe (both phases, uncached): {probe_seconds:.2f} s")
     print("bf16 against fp32 outputs: " + ", ".join(f"{k} {v:.4f}" for k, v in outputs_agree.items()))
 
 

@@ -304,6 +304,8 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
     lines = [f"Trained on {record.get('n_examples')} questions ({record.get('n_windows')} windows) in "
              f"{record.get('seconds', 0):.0f} s{sittings}; final training loss {record.get('final_loss', float('nan')):.4f}; "
              f"finished {record.get('finished')}{resumed}."]
+    if record.get("precision_choice"):
+        lines.append(_precision_line(record["precision_choice"]))
     if trained_on:
         lines.append(f"Training questions: `{trained_on.get('description')}` ({trained_on.get('questions')} questions, "
                      f"hash `{trained_on.get('question_hash')}`).")
@@ -312,6 +314,20 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
     rows = [(f"`{key}`", f"`{json.dumps(value)}`") for key, value in (record.get("train") or {}).items()]
     return ("## Training\n\n" + "\n".join(lines) + "\n\nTraining configuration (`TrainConfig`):\n\n"
             + _table(rows, ("option", "value")))
+
+
+def _precision_line(choices: Mapping[str, Any]) -> str:
+    """How the precision was decided, per phase: explicit, or auto's choice and the rates it measured."""
+    parts = []
+    for phase, choice in choices.items():
+        if not isinstance(choice, Mapping):
+            continue
+        rates = ""
+        if "fp32_tokens_per_s" in choice:
+            rates = (f": bf16 {choice['bf16_tokens_per_s']:,.0f} against fp32 {choice['fp32_tokens_per_s']:,.0f} tokens/s "
+                     f"through one encoder layer of the model's shapes, measured {choice.get('measured', '?')}")
+        parts.append(f"{phase} `{choice.get('precision')}` ({choice.get('how')}{rates})")
+    return "Precision: " + "; ".join(parts) + "."
 
 
 def _number(value: Any, digits: int = 2) -> str:

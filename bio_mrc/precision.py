@@ -3,18 +3,23 @@
 ``bf16`` runs the model under ``torch.autocast`` (weights, optimizer state and the losses stay
 fp32; matrix products run in bfloat16). It pays only where the hardware computes bfloat16
 natively: a CUDA GPU of compute capability 8.0 or later, or a CPU with AMX-BF16 or AVX512-BF16.
-Elsewhere bfloat16 is emulated and slower than fp32, so ``auto`` picks bf16 only where it is
-native (:func:`native_bf16`) and fp32 otherwise.
+Elsewhere bfloat16 is emulated and slower than fp32, so ``auto`` is fp32 there. Native is not always
+faster on a CPU (AVX512-BF16 without AMX can be slower than fp32), so there ``auto`` times the model's
+own shapes in both precisions when the caller knows them (:mod:`bio_mrc.precision_probe`, cached per
+machine) and takes the faster; a GPU with native bf16 takes it.
 """
 
 from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING, ContextManager
+from typing import TYPE_CHECKING, Any, ContextManager
 
 if TYPE_CHECKING:  # torch loads in the functions that compute, so the command line's options import it not
     import torch
+
+from . import precision_probe
+from .precision_probe import MatrixShapes
 
 PRECISIONS = ("fp32", "bf16", "auto")
 # bf16 costs no F1 (benchmarks/ablations/precision.json) and trains and answers faster where it is native, so the
@@ -133,13 +138,35 @@ def check_precision(precision: str) -> str:
     return precision
 
 
-def resolve_precision(precision: str | None, device: str | torch.device = "cpu") -> str:
-    """``fp32`` or ``bf16``: ``auto`` becomes bf16 exactly where :func:`native_bf16` holds; None is
-    :data:`DEFAULT_PRECISION`. An explicit ``bf16`` is honoured everywhere (emulated where not native)."""
+def precision_choice(
+    precision: str | None, device: str | torch.device = "cpu", shapes: MatrixShapes | None = None, phase: str = "inference",
+) -> dict[str, Any]:
+    """What ``precision`` runs as on ``device`` and why: ``{"precision": "fp32"|"bf16", "how": ...}``, with the
+    measured rates (``fp32_tokens_per_s``, ``bf16_tokens_per_s``) when ``auto`` measured or read them.
+
+    ``how`` is ``explicit`` (fp32 or bf16 asked: always honoured, bf16 emulated where not native),
+    ``not native`` (auto, fp32), ``native`` (auto on a GPU with native bf16, or on such a CPU when ``shapes``
+    is unknown or a process among several finds no cached measurement: bf16), ``measured`` or ``cached``
+    (auto on a CPU with native bf16: the faster for ``shapes`` in ``phase``, training or inference)."""
     precision = check_precision(precision or DEFAULT_PRECISION)
-    if precision == "auto":
-        return "bf16" if native_bf16(device) else "fp32"
-    return precision
+    if precision != "auto":
+        return {"precision": precision, "how": "explicit"}
+    device = torch.device(device)
+    if not native_bf16(device):
+        return {"precision": "fp32", "how": "not native"}
+    if device.type == "cpu" and shapes is not None:
+        measured = precision_probe.measured_choice(shapes, phase, cpu_name())
+        if measured:
+            return measured
+    return {"precision": "bf16", "how": "native"}
+
+
+def resolve_precision(
+    precision: str | None, device: str | torch.device = "cpu", shapes: MatrixShapes | None = None, phase: str = "inference",
+) -> str:
+    """``fp32`` or ``bf16`` (:func:`precision_choice`); None is :data:`DEFAULT_PRECISION`. An explicit ``bf16``
+    is honoured everywhere (emulated where not native)."""
+    return precision_choice(precision, device, shapes, phase)["precision"]
 
 
 def autocast(precision: str, device: str | torch.device = "cpu") -> ContextManager:

@@ -1,4 +1,13 @@
-"""Shared fixtures: a tiny random BERT with a real WordPiece fast tokenizer, and data paths."""
+"""Shared fixtures: a tiny random BERT with a real WordPiece fast tokenizer, and data paths; the two test tiers.
+
+Two tiers. ``python -m pytest -q`` runs the fast tier; ``python -m pytest -q --run-slow`` runs every test
+(CI does). A test is marked ``@pytest.mark.slow`` (or a module ``pytestmark = pytest.mark.slow``) when it
+takes more than about 3 s on 2 cores alone, not counting a shared fixture it reuses: it starts Python or
+the CLI in a subprocess (a benchmark script, torchrun, pip), drives a browser, reads the real data in
+``../shared/data``, or trains a model of its own beyond the tiny shared ones. Prefer making it cheap
+(a module- or session-scoped fixture shared with its neighbours) to marking it. A slow test named by
+its node id (``tests/test_x.py::test_y``) runs without the flag.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +20,39 @@ import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE_V1 = FIXTURES / "sample_squad_v1.json"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="run the slow tier too (tests marked slow: subprocesses, browsers, real data, torchrun)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without ``--run-slow`` (or a ``-m`` expression that names ``slow``) the slow tier is deselected,
+    except tests named by node id on the command line."""
+    if config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or ""):
+        return
+    named = [(Path(path).name, rest) for path, _, rest in (arg.partition("::") for arg in config.args) if rest]
+    slow = [item for item in items if item.get_closest_marker("slow") and not _named(item, named)]
+    if slow:
+        chosen = set(map(id, slow))
+        items[:] = [item for item in items if id(item) not in chosen]
+        config.hook.pytest_deselected(items=slow)
+        config.stash[SLOW_DESELECTED] = len(slow)
+
+
+SLOW_DESELECTED = pytest.StashKey[int]()
+
+
+def _named(item: pytest.Item, named: list[tuple[str, str]]) -> bool:
+    file, _, rest = item.nodeid.partition("::")
+    return any(Path(file).name == name and (rest == test or rest.startswith((test + "[", test + "::"))) for name, test in named)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if config.stash.get(SLOW_DESELECTED, 0):
+        terminalreporter.write_line(f"fast tier: {config.stash[SLOW_DESELECTED]} slow tests deselected; "
+                                    "python -m pytest -q --run-slow runs every test")
 
 
 def shared_data_dir() -> Path:
@@ -32,6 +74,18 @@ def _vocabulary() -> list[str]:
     return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(pieces)]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_precision_cache(tmp_path_factory: pytest.TempPathFactory):
+    """``precision: auto``'s measurements go to a folder of this session, not the user's cache (subprocesses inherit it)."""
+    before = os.environ.get("BIO_MRC_CACHE_DIR")
+    os.environ["BIO_MRC_CACHE_DIR"] = str(tmp_path_factory.mktemp("bio-mrc-cache"))
+    yield Path(os.environ["BIO_MRC_CACHE_DIR"])
+    if before is None:
+        os.environ.pop("BIO_MRC_CACHE_DIR", None)
+    else:
+        os.environ["BIO_MRC_CACHE_DIR"] = before
+
+
 @pytest.fixture(scope="session")
 def tiny_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer, H=32 random BERT saved with its tokenizer: loadable like any encoder."""
@@ -48,6 +102,23 @@ def tiny_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     BertModel(config).save_pretrained(str(folder))
     return folder
+
+
+WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+
+
+@pytest.fixture(scope="session")
+def trained_dir(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny joint model overfitted on the sample (it must learn to answer its own training questions), trained
+    once a session through the CLI and shared by every module: a test that writes into a model folder (``tune``,
+    a broken weights file) copies it first."""
+    from bio_mrc.cli import main
+
+    out = tmp_path_factory.mktemp("model")
+    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--heads", "span+bio", "--epochs", "60", "--learning-rate", "3e-3", "--batch-size", "4", *WINDOW_ARGS])
+    assert code == 0
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -84,6 +84,7 @@ def test_every_script_is_covered():
     assert len(SCRIPTS) >= 9
 
 
+@pytest.mark.slow  # a Python start per case
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_help(script: str, empty_data: Path):
     """From the root: the runs below start the scripts from both folders."""
@@ -93,6 +94,7 @@ def test_help(script: str, empty_data: Path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow  # a Python start per case
 @pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("script", NEEDS_MODEL)
 def test_missing_model_says_what_to_run(script: str, where: str, fresh_clone: Path, empty_data: Path):
@@ -101,6 +103,7 @@ def test_missing_model_says_what_to_run(script: str, where: str, fresh_clone: Pa
     assert str(fresh_clone / "runs") in line  # the clone's runs/, wherever the script was started
 
 
+@pytest.mark.slow  # a Python start per case
 @pytest.mark.parametrize("where", WHERE)
 @pytest.mark.parametrize("script", NEEDS_DATA)
 def test_missing_data_says_where_to_point(script: str, where: str, tmp_path: Path, empty_data: Path):
@@ -112,18 +115,21 @@ def test_missing_data_says_where_to_point(script: str, where: str, tmp_path: Pat
     assert str(empty_data / "squad-v1.1") in line  # --data-dir wins over $BIO_MRC_DATA
 
 
+@pytest.mark.slow  # a Python start per case
 @pytest.mark.parametrize("where", WHERE)
 def test_a_model_that_is_not_there(where: str, tmp_path: Path, empty_data: Path):
     result = run_script(REPO, "bench_inference.py", where, "--model", str(tmp_path / "nothing"), data_dir=empty_data)
     assert_one_line_failure(result, "no model folder at", "--model")
 
 
+@pytest.mark.slow  # a Python start per case
 @pytest.mark.parametrize("where", WHERE)
 def test_a_comparison_without_a_report_page(where: str, tmp_path: Path, empty_data: Path):
     result = run_script(REPO, "bench_report_html.py", where, "--comparison", str(tmp_path), data_dir=empty_data)
     assert_one_line_failure(result, f"no report.html in {tmp_path}", "--comparison", "synthetic")
 
 
+@pytest.mark.slow  # a Python start per case
 def test_a_data_file_that_is_not_there(tmp_path: Path, empty_data: Path):
     result = run_script(REPO, "bench_training.py", "benchmarks", "--data", str(tmp_path / "train.json"), data_dir=empty_data)
     assert_one_line_failure(result, "no data file at", "--data FILE")

@@ -10,7 +10,6 @@ from bio_mrc.inference.calibrators import answer_is_right, calibrate, calibrated
 from bio_mrc.metrics.calibration_error import expected_calibration_error, reliability_bins
 from bio_mrc.types import AnswerSpan, Prediction
 
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
 
 
 def test_ece_by_hand():

@@ -75,12 +75,14 @@ def test_a_composed_report_serves_as_an_earlier_report_in_turn(composed, tiny_en
     assert not (tmp_path / "models").exists()
 
 
+@pytest.mark.slow
 def test_train_only_skips_the_models_the_report_holds(earlier, tiny_encoder_dir, tmp_path):
     config = parse_config(tiny_config(tiny_encoder_dir, runs=("span-only", "joint")))
     trained = train_models(config, FIXTURES, tmp_path, cells_from=earlier[0])
     assert [p.name.split("-seed")[0] for p in trained] == ["joint"]
 
 
+@pytest.mark.slow
 def test_a_later_sitting_adds_seeds_to_a_run_the_report_holds(earlier, tiny_encoder_dir, tmp_path):
     raw = tiny_config(tiny_encoder_dir)
     raw["runs"][0]["seeds"] = [1, 2]

@@ -15,6 +15,7 @@ from .conftest import FIXTURES, SAMPLE_V1
 from .test_benchmarks_cli import load_benchmark
 
 
+@pytest.mark.slow
 def test_every_candidate_is_measured_on_held_out_questions(tiny_encoder_dir, tmp_path, monkeypatch):
     model = tmp_path / "model"
     config = TrainConfig(encoder=str(tiny_encoder_dir), max_seq_length=48, doc_stride=16, max_query_length=12,

@@ -113,6 +113,7 @@ def test_gold_texts_refuse_several_alternatives():
 
 
 @pytest.mark.real_data
+@pytest.mark.slow  # real data
 def test_real_validation_split():
     path = require_data("multispanqa/valid.json")
     records = json.loads(path.read_text(encoding="utf-8"))["data"]

@@ -95,6 +95,7 @@ def test_unanswerable_pairs_use_another_paragraph_of_the_article(sample_v1):
     assert add_unanswerable(sample_v1.examples, ratio=0.5, seed=3) == out
 
 
+@pytest.mark.slow  # real data
 def test_real_squad_files_load():
     for name, count in (("squad-v1.1/dev.json", 10570), ("squad-v2.0/dev.json", 11873)):
         data = load_squad(require_data(name))

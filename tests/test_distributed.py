@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import SAMPLE_V1
+
+pytestmark = pytest.mark.slow  # torchrun starts Python processes
 
 
 def test_torchrun_on_two_cpu_processes_shards_the_windows(tiny_encoder_dir, tmp_path):

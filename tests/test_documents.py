@@ -9,7 +9,6 @@ from bio_mrc.inference import AnswerExtractor
 from bio_mrc.inference.documents import cross_document_scores, rank_across_documents
 from bio_mrc.types import AnswerSpan, Prediction
 
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
 
 QUESTION = "Who formulated the laws of motion?"
 DOCUMENTS = [

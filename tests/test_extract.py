@@ -7,7 +7,6 @@ from bio_mrc.decoding.nbest_spans import nbest_multi_span
 from bio_mrc.inference import AnswerExtractor
 from bio_mrc.types import AnswerSpan, Prediction
 
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
 
 
 def test_nbest_multi_span_keeps_probable_non_overlapping_spans():

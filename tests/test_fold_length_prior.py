@@ -30,6 +30,7 @@ def cv_config(encoder, path, runs, **overrides):
     return raw
 
 
+@pytest.mark.slow
 def test_each_fold_decodes_with_the_prior_tuned_on_its_own_training_questions(tiny_encoder_dir, tmp_path):
     path = multispan_file(tmp_path)
     runs = [{"name": "joint", "heads": "span+bio"}, {"name": "joint-tuned", "heads": "span+bio", **TUNED}]

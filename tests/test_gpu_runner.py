@@ -136,6 +136,7 @@ def kill_at_first_checkpoint(args, models: Path) -> None:
     assert runner_process.wait(60) == 0  # a stopped step is no failure: the next command resumes it
 
 
+@pytest.mark.slow
 def test_the_runner_trains_resumes_after_a_kill_scores_and_collects(tiny_bundle, tmp_path):
     from bio_mrc.harness.compare import train_models
     from bio_mrc.harness.config import load_config
@@ -169,6 +170,7 @@ def test_the_runner_trains_resumes_after_a_kill_scores_and_collects(tiny_bundle,
         assert torch.equal(value, resumed[name]), name
 
 
+@pytest.mark.slow
 @pytest.mark.real_data
 @pytest.mark.skipif(not (DATA / "squad-v1.1" / "dev.json").exists(), reason="needs ../shared/data")
 def test_the_gpu_configs_name_files_the_bundle_carries_and_keep_tuning_apart():
@@ -199,6 +201,7 @@ def two_run_plan(tmp_path: Path) -> Path:
     return plan
 
 
+@pytest.mark.slow
 def test_parallel_models_train_side_by_side_and_a_report_waits_for_every_model(tiny_bundle, tmp_path):
     work, plan = tmp_path / "work", two_run_plan(tmp_path)
     common = ["--bundle", str(tiny_bundle), "--work", str(work), "--plan", str(plan), "--device", "cpu", "--out", str(tmp_path / "out")]

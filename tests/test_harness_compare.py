@@ -119,6 +119,7 @@ def without_timings_and_paths(value, root):
     return value.replace(str(root), "<out>") if isinstance(value, str) else value
 
 
+@pytest.mark.slow
 def test_same_seed_and_inputs_give_identical_predictions_and_reports(tiny_encoder_dir, tmp_path):
     raw = config_dict(tiny_encoder_dir, seeds=[3], runs=[{"name": "joint", "heads": "span+bio"}])
     reports = []
@@ -132,6 +133,7 @@ def test_same_seed_and_inputs_give_identical_predictions_and_reports(tiny_encode
         assert (tmp_path / "a" / "predictions" / name).read_bytes() == (tmp_path / "b" / "predictions" / name).read_bytes()
 
 
+@pytest.mark.slow
 def test_an_interrupted_comparison_reuses_every_finished_model_and_cell(tiny_encoder_dir, tmp_path, monkeypatch):
     import bio_mrc.harness.compare as harness
     import bio_mrc.harness.models as models
@@ -156,6 +158,7 @@ def test_an_interrupted_comparison_reuses_every_finished_model_and_cell(tiny_enc
     assert [(c.run, c.reused_model) for c in results.cells] == [("first", True), ("second", False)]
 
 
+@pytest.mark.slow
 def test_a_reused_model_keeps_the_values_tuned_on_its_first_tuning_split(tiny_encoder_dir, tmp_path):
     normans = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}}  # n1-n3, then n4-n5
     raw = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "joint", "heads": "span+bio"}], train={**normans, "limit": 3})
@@ -189,6 +192,7 @@ def multispan_file(tmp_path, n=12):
     return path
 
 
+@pytest.mark.slow
 def test_multispanqa_cross_validation_through_the_harness(tiny_encoder_dir, tmp_path):
     from bio_mrc.data.multispanqa import load_multispanqa, multispan_gold_texts
     from bio_mrc.metrics.multispan_official import multispan_metrics

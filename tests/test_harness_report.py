@@ -153,6 +153,7 @@ def test_several_seeds_use_the_two_level_bootstrap_paired_by_seed_index():
     assert interval["resampling"] == "seeds × questions" and interval["value"] == pytest.approx(np.mean(f1["joint/bio"]))
 
 
+@pytest.mark.slow
 def test_runs_with_different_seeds_pair_on_the_seeds_they_share(tmp_path):
     """A learning curve trains one seed of most runs and three of one: each contrast pairs by seed value."""
     three = synthetic_results(runs=("joint", "bio-only"), seeds=(42, 43, 44), seed_sd=5.0)
@@ -303,6 +304,7 @@ def test_the_paired_interval_of_an_aurc_contrast():
     assert len(several["cells"]["joint/bio"]["raw"]["aurc"]) == 2
 
 
+@pytest.mark.slow
 def test_end_to_end_on_the_tiny_encoder(tiny_encoder_dir, tmp_path):
     from bio_mrc.harness.compare import compare
 

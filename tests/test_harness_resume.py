@@ -58,6 +58,7 @@ def kill_first_training(monkeypatch, step):
     return calls
 
 
+@pytest.mark.slow
 def test_compare_resumes_an_interrupted_model_with_the_uninterrupted_weights(tiny_encoder_dir, tmp_path, monkeypatch):
     if torch.cuda.is_available():
         pytest.skip("bit-identical weights are a CPU promise")
@@ -82,6 +83,7 @@ def test_compare_resumes_an_interrupted_model_with_the_uninterrupted_weights(tin
     assert [c.f1.tolist() for c in resumed.cells] == [c.f1.tolist() for c in uninterrupted.cells]
 
 
+@pytest.mark.slow
 def test_runs_with_their_own_questions_and_seeds(tiny_encoder_dir, tmp_path):
     train_file = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}}
     runs = [{"name": "small", "heads": "span", "train_data": {**train_file, "limit": 4}},
@@ -118,6 +120,7 @@ def test_bad_run_options_are_refused(tiny_encoder_dir, bad, message):
         config(tiny_encoder_dir, **bad)
 
 
+@pytest.mark.slow
 def test_init_from_a_pattern_finds_the_one_complete_model(tiny_encoder_dir, tmp_path):
     from bio_mrc.errors import ConfigError
     from bio_mrc.harness.models import resolve_init_from

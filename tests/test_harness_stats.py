@@ -371,6 +371,7 @@ def _png_size(path):
         return image.size
 
 
+@pytest.mark.slow
 def test_many_cells_are_laid_out_as_a_grid_of_facets_not_one_row(tmp_path):
     from bio_mrc.harness.plots import plot_reliability, plot_risk_coverage
 

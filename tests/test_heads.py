@@ -141,6 +141,7 @@ def test_every_head_is_called_the_same_way():
         assert loss.dim() == 0 and torch.isfinite(loss)
 
 
+@pytest.mark.slow
 def test_heads_import_without_training_code():
     import subprocess
     import sys

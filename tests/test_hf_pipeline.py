@@ -5,7 +5,6 @@ import pytest
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 from bio_mrc.inference.pipeline import TASK
 
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
 
 CONTEXT = "Isaac Newton formulated the laws of motion and universal gravitation in 1687."
 QUESTIONS = ["Who formulated the laws of motion?", "When were the laws published?"]
@@ -31,6 +30,7 @@ def assert_substring(result, context):
     assert 0.0 <= result["score"] <= 1.0
 
 
+@pytest.mark.slow
 def test_importing_bio_mrc_stays_light_and_the_task_is_registered_by_the_inference_layer():
     import subprocess
     import sys

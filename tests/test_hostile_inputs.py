@@ -14,7 +14,6 @@ from bio_mrc.harness.config import load_config, parse_config
 from bio_mrc.model import BioMrcForQuestionAnswering
 
 from .conftest import SAMPLE_V1
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny trained joint model)
 
 MINIMAL = {"name": "ok", "train": {"path": "squad-v1.1/train.json"}, "eval": {"path": "squad-v1.1/dev.json"},
            "runs": [{"name": "joint"}]}
@@ -66,6 +65,7 @@ def test_an_encoder_only_its_own_code_can_read_is_refused_without_running_it(fol
     assert str(folder) in str(caught.value) and not marker.exists()
 
 
+@pytest.mark.slow
 def test_training_never_deletes_or_replaces_files_it_did_not_write(tiny_encoder_dir, tmp_path, sample_v1):
     from bio_mrc.errors import ConfigError
     from bio_mrc.training.train import TrainConfig, train_model
@@ -101,6 +101,7 @@ def test_a_limit_that_is_no_positive_count_is_refused(limit):
     assert len(load_squad(str(SAMPLE_V1), limit=2).examples) == 2
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_limit_of_zero_in_one_line(tmp_path):
     import subprocess
     import sys

@@ -38,6 +38,7 @@ def script_and_argv(tmp_path, monkeypatch, model, tune=None, evaluation=None):
     return load_benchmark("length_prior_rule", monkeypatch), argv
 
 
+@pytest.mark.slow
 def test_the_rules_are_scored_on_the_evaluation_questions(tiny_encoder_dir, tmp_path, monkeypatch):
     model = train_tiny(tiny_encoder_dir, tmp_path / "model")
     script, argv = script_and_argv(tmp_path, monkeypatch, model)
@@ -53,7 +54,8 @@ def test_the_rules_are_scored_on_the_evaluation_questions(tiny_encoder_dir, tmp_
         predictions = decode(trained.windows(evaluation), evaluation, "bio", replace(options, bio_length_prior=row["picked"]))
         official = squad_v1_metrics(gold_texts(evaluation), {p.id: p.answer for p in predictions})
         assert row["eval_f1"] == pytest.approx(official["f1"])
-        assert row["oracle_f1"] >= row["eval_f1"] and 0.0 <= row["regret_mean"] <= row["oracle_f1"]
+        # a draw's held-out questions may have a best F1 above the whole set's, so regret is bounded by F1's scale only
+        assert row["oracle_f1"] >= row["eval_f1"] and 0.0 <= row["regret_mean"] <= 100.0
     assert "| argmax |" in (tmp_path / "out" / "length_prior_rule.md").read_text()
 
     def no_model(*_, **__):
@@ -63,6 +65,7 @@ def test_the_rules_are_scored_on_the_evaluation_questions(tiny_encoder_dir, tmp_
     assert script.main(script.parse_args([*argv, "--bandwidths", "0"]))["rows"] == [rows[0.0]]
 
 
+@pytest.mark.slow
 def test_first_reference_scoring_scores_each_question_against_its_first_gold_answer(tiny_encoder_dir, tmp_path, monkeypatch):
     model = train_tiny(tiny_encoder_dir, tmp_path / "model")
     # evaluated on the first 5 sample questions, 4 of which have several gold answers
@@ -83,6 +86,7 @@ def test_first_reference_scoring_scores_each_question_against_its_first_gold_ans
     assert sorted(path.name for path in (tmp_path / "out" / "curves").iterdir()) == ["model.first-reference.npz"]
 
 
+@pytest.mark.slow
 def test_a_model_without_a_bio_head_and_a_negative_bandwidth_are_refused_before_any_work(tiny_encoder_dir, tmp_path, monkeypatch):
     joint = train_tiny(tiny_encoder_dir, tmp_path / "joint")
     span_only = train_tiny(tiny_encoder_dir, tmp_path / "span-only", heads="span")

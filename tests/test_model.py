@@ -120,6 +120,7 @@ def test_auto_classes_load_a_saved_model(tiny_encoder_dir, tmp_path):
     assert isinstance(AutoModel.from_config(AutoConfig.from_pretrained(tmp_path)), BioMrcForQuestionAnswering)
 
 
+@pytest.mark.slow
 def test_auto_classes_know_bio_mrc_models_once_bio_mrc_is_imported(tiny_encoder_dir, tmp_path):
     """transformers reads no entry points: in a fresh interpreter the folder's model_type is unknown until
     ``import bio_mrc``, which stays light (bio_mrc.model loads when transformers first looks the type up);

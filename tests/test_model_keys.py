@@ -4,6 +4,8 @@ layout (a module moved, a result type, a registry) must not change that hash, or
 
 from __future__ import annotations
 
+import pytest
+
 from bio_mrc.harness.config import DataSpec
 from bio_mrc.harness.models import model_key
 from bio_mrc.harness.comparison_splits import Split, resolve_split
@@ -26,6 +28,7 @@ def test_a_committed_models_options_keep_their_hash():
     assert model_key(TrainConfig.from_dict(FULL_SCALE_JOINT), Split(TOY_QUESTIONS, "squad-v2.0", "toy")) == "f7ea00b15cf1"
 
 
+@pytest.mark.slow  # real data: all of SQuAD's training questions
 def test_the_full_scale_joint_model_keeps_its_folder_name():
     data_dir = require_data("squad-v1.1/train.json").parents[1]
     split = resolve_split(DataSpec(path="squad-v1.1/train.json", limit=86528), data_dir)

@@ -112,6 +112,7 @@ def v2_file(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_v2_comparison_tunes_thresholds_on_other_articles(v2_file, tiny_encoder_dir, tmp_path, monkeypatch):
     import bio_mrc.inference.tuning as tuning
 
@@ -159,6 +160,7 @@ def test_v2_evaluation_without_a_tuning_split_is_refused(v2_file, tiny_encoder_d
         compare(parse_config(raw), v2_file.parent, tmp_path, progress=False)
 
 
+@pytest.mark.slow
 def test_tune_command_saves_thresholds_that_predict_applies(v2_file, tiny_encoder_dir, tmp_path, capsys, monkeypatch):
     import bio_mrc.inference.tuning as tuning
     from bio_mrc.cli import main

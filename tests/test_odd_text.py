@@ -253,6 +253,7 @@ def level_config(tag_level: str, **overrides) -> FeatureConfig:
 # ---------------------------------------------------------------- properties
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tag_level", ["word", "subword"])
 @PROPERTY
 @given(data=st.data(), batch=st.lists(st.tuples(contexts, questions), min_size=1, max_size=3))
@@ -265,6 +266,7 @@ def test_single_answers_round_trip_for_every_decoding(tokenizer, tag_level, data
     assert_round_trip(tokenizer, examples, config)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tag_level", ["word", "subword"])
 @PROPERTY
 @given(data=st.data(), batch=st.lists(st.tuples(long_contexts, questions), min_size=1, max_size=3))

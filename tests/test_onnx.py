@@ -23,7 +23,6 @@ from bio_mrc.inference.onnx import (
 from bio_mrc.model import BioMrcForQuestionAnswering
 
 from .conftest import SAMPLE_V1
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -119,6 +118,7 @@ def test_without_onnxruntime_export_says_what_to_install(trained_dir, monkeypatc
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_bio_mrc_imports_without_the_onnx_packages():
     blocked = "import sys\nfor name in ('onnx', 'onnxruntime', 'onnxscript'):\n    sys.modules[name] = None\n"
     code = blocked + "import bio_mrc, bio_mrc.inference, bio_mrc.cli\nbio_mrc.cli.build_parser()\nprint('ok')"
@@ -141,6 +141,7 @@ def test_an_unfinished_export_and_a_used_folder_are_refused(onnx_dir, trained_di
         TrainedModel.load(onnx_dir, backend="torch")
 
 
+@pytest.mark.slow
 def test_an_encoder_without_token_types_and_a_bio_only_model(tiny_bpe_tokenizer, tmp_path):
     """A RoBERTa-style encoder reads no token types: the graph has no such input; one head, one output."""
     from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaModel

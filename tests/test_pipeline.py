@@ -8,19 +8,7 @@ import pytest
 from bio_mrc.cli import main
 from bio_mrc.data.squad import load_squad
 
-from .conftest import SAMPLE_V1
-
-WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
-
-
-@pytest.fixture(scope="module")
-def trained_dir(tiny_encoder_dir, tmp_path_factory):
-    """A tiny joint model overfitted on the sample: it must learn to answer its own training questions."""
-    out = tmp_path_factory.mktemp("model")
-    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
-                 "--heads", "span+bio", "--epochs", "60", "--learning-rate", "3e-3", "--batch-size", "4", *WINDOW_ARGS])
-    assert code == 0
-    return out
+from .conftest import SAMPLE_V1, WINDOW_ARGS
 
 
 @pytest.mark.parametrize("decoding", ["span", "bio", "joint"])

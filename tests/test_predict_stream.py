@@ -109,6 +109,7 @@ def test_a_resumed_run_skips_the_answered_chunks_and_ends_byte_identical(model_d
     assert answered == ids[first_redone:]  # whole chunks only: the last one (2 questions) is never whole in the middle
 
 
+@pytest.mark.slow
 def test_a_killed_predict_resumes_to_the_same_bytes(model_dir, tmp_path):
     data = many_questions(tmp_path / "many.json", copies=25)  # 200 questions
     options = ["--decoding", "span", "--chunk-size", "8"]

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

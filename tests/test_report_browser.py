@@ -19,6 +19,8 @@ from bio_mrc.harness.groups import question_word
 
 from .conftest import BROWSER_PARAGRAPHS, HOSTILE_TEXT
 
+pytestmark = pytest.mark.slow  # a real browser
+
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 REQUIRED = os.environ.get("BIO_MRC_REQUIRE_BROWSER") == "1"
 

@@ -71,6 +71,7 @@ def _assert_same_weights(a, b):
     assert not different, different
 
 
+@pytest.mark.slow
 def test_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, config, examples, killed_dir, capsys):
     uninterrupted = train_model(examples, config, tmp_path / "a", progress=False, checkpoint_steps=EVERY)
     # A kill while checkpoint-18 was being written: no trainer_state.json yet, so it is not resumed from.
@@ -86,6 +87,7 @@ def test_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, config, examp
     assert not (killed_dir / CHECKPOINT_DIR).exists()  # the model is complete: nothing is left to resume
 
 
+@pytest.mark.slow
 def test_a_resumed_run_records_the_time_of_every_sitting(config, examples, killed_dir):
     checkpoint = killed_dir / CHECKPOINT_DIR / "checkpoint-15"
     first_sitting = TrainingClock.seconds_saved_in(checkpoint)
@@ -96,6 +98,7 @@ def test_a_resumed_run_records_the_time_of_every_sitting(config, examples, kille
     assert record["seconds"] == resumed.seconds > first_sitting  # both sittings
 
 
+@pytest.mark.slow
 def test_a_checkpoint_saved_without_the_clock_still_resumes_and_says_its_time_is_partial(
     tmp_path, config, examples, killed_dir
 ):
@@ -111,6 +114,7 @@ def test_a_checkpoint_saved_without_the_clock_still_resumes_and_says_its_time_is
     assert record["earlier_seconds"] is None and record["resumed_from"] == "checkpoint-15"
 
 
+@pytest.mark.slow
 def test_resume_with_nothing_to_resume_trains_from_the_start(tmp_path, config, examples, capsys):
     first = train_model(examples, config, tmp_path / "a", progress=False, save_checkpoints=False)
     second = train_model(examples, config, tmp_path / "b", progress=True, checkpoint_steps=EVERY, resume=True)
@@ -131,6 +135,7 @@ def test_resume_refuses_other_training_options(config, examples, killed_dir):
         train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
 
 
+@pytest.mark.slow
 def test_a_fresh_run_does_not_overwrite_an_unfinished_one(config, examples, killed_dir):
     with pytest.raises(ResumeError, match="unfinished run.*resume"):
         train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY)
@@ -142,6 +147,7 @@ def test_checkpoint_steps_must_be_positive(config, examples, tmp_path):
         train_model(examples, config, tmp_path, progress=False, checkpoint_steps=0)
 
 
+@pytest.mark.slow
 def test_the_train_command_resumes_and_never_overwrites_a_finished_model(tiny_encoder_dir, tmp_path, capsys):
     from bio_mrc.cli import main
 

@@ -164,6 +164,7 @@ def test_the_batcher_refuses_an_item_larger_than_a_batch():
 
 # --- over HTTP --------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_concurrent_requests_on_a_loopback_port_get_the_extractors_answers(extractor, questions):
     app = create_app(extractor, ServeConfig(max_batch_size=8, max_wait_ms=20))
     kinds = [{"decoding": "span"}, {"decoding": "bio", "multi_span": True}, {"decoding": "joint", "top_k": 2}, {}]

@@ -74,6 +74,7 @@ def test_the_run_record_comes_last_once_the_model_is_in_place(tiny_config, sampl
     assert not (result.model_dir / train.CHECKPOINT_DIR).exists()
 
 
+@pytest.mark.slow
 def test_a_save_that_fails_midway_leaves_no_run_record(tiny_config, sample_v1, tmp_path, monkeypatch):
     from bio_mrc.training import saving, train
 

@@ -98,6 +98,7 @@ class _Seen(TrainerCallback):
         self.accumulation, self.max_steps = args.gradient_accumulation_steps, state.max_steps
 
 
+@pytest.mark.slow
 def test_train_model_trains_with_the_training_args(tiny_encoder_dir, sample_v1, tmp_path):
     config = TrainConfig(encoder=str(tiny_encoder_dir), max_seq_length=48, doc_stride=16, max_query_length=12, batch_size=2,
                          training_args={"gradient_accumulation_steps": 2, "max_steps": 3, "logging_steps": 1})

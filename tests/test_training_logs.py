@@ -35,6 +35,7 @@ def test_the_model_folder_keeps_the_loss_and_learning_rate_of_every_logged_step(
     assert history[-1]["train_loss"] == pytest.approx(result.final_loss)  # the run's summary closes the history
 
 
+@pytest.mark.slow
 def test_tensorboard_writes_its_event_files_into_the_model_folder(tiny_encoder_dir, sample_v1, tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -49,6 +50,7 @@ def test_tensorboard_writes_its_event_files_into_the_model_folder(tiny_encoder_d
     assert not (out / "checkpoints").exists()
 
 
+@pytest.mark.slow
 def test_evaluation_during_training_scores_every_decoding_as_the_saved_model_scores(tiny_encoder_dir, sample_v1, tmp_path):
     held_out = TrainingEvaluator(sample_v1.examples[:6], sample_v1.version)
     config = _config(tiny_encoder_dir, eval_strategy="steps", eval_steps=2, max_steps=4)
@@ -72,12 +74,14 @@ def test_evaluation_during_training_without_questions_is_refused_before_any_work
     assert not (tmp_path / "model").exists()
 
 
+@pytest.mark.slow
 def test_a_library_call_prints_nothing(tiny_encoder_dir, sample_v1, tmp_path, capfd):
     train_model(sample_v1.examples, _config(tiny_encoder_dir, logging_steps=1, max_steps=3), tmp_path / "model", progress=False)
     printed = capfd.readouterr()
     assert printed.out == "" and printed.err == ""
 
 
+@pytest.mark.slow
 def test_the_train_command_prints_only_json_on_stdout(tiny_encoder_dir, tmp_path, capfd):
     code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "model"), "--encoder", str(tiny_encoder_dir),
                  "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12", "--batch-size", "4",

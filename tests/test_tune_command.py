@@ -10,7 +10,6 @@ from bio_mrc.cli import main
 from bio_mrc.inference.calibrators import degenerate_calibrator, fit_calibrator
 
 from .conftest import SAMPLE_V1
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
 
 
 def files(folder):

@@ -6,7 +6,6 @@ from bio_mrc.inference import TrainedModel, threshold_key
 from bio_mrc.inference.tuning import tune_for_model
 from bio_mrc.types import Example
 
-from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny trained joint model)
 
 SQUAD_V1, SQUAD_V2 = registry.squad_task("1.1"), registry.squad_task("2.0")
 MULTISPAN = registry.task_for("multispanqa", False)

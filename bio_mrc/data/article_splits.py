@@ -6,7 +6,6 @@ import hashlib
 from typing import Sequence
 
 import numpy as np
-from sklearn.model_selection import GroupShuffleSplit, KFold
 
 from ..types import Example
 
@@ -20,6 +19,8 @@ def split_by_article(
     contexts between train and test. Fractions are of articles, drawn with
     scikit-learn's ``GroupShuffleSplit`` in turn; the result is fixed by ``seed``.
     """
+    from sklearn.model_selection import GroupShuffleSplit  # here, not at import: scikit-learn costs every command a second to load
+
     if not np.isclose(sum(fractions), 1.0):
         raise ValueError(f"fractions must sum to 1, got {list(fractions)}")
     groups = np.array([ex.title or ex.context for ex in examples])
@@ -41,6 +42,8 @@ def split_by_article(
 
 def kfold_by_question(examples: Sequence[Example], k: int = 5, seed: int = 0) -> list[tuple[list[Example], list[Example]]]:
     """``k`` (train, test) folds over questions, shuffled with ``seed``."""
+    from sklearn.model_selection import KFold
+
     folds = KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(len(examples)))
     return [([examples[i] for i in tr], [examples[i] for i in te]) for tr, te in folds]
 
@@ -52,6 +55,8 @@ def kfold_by_article(examples: Sequence[Example], k: int = 5, seed: int = 0) -> 
     articles = list(dict.fromkeys(groups))
     if k > len(articles):
         raise ValueError(f"{k} folds need at least {k} articles; the questions have {len(articles)}")
+    from sklearn.model_selection import KFold
+
     fold_of = {}
     for fold, (_, test) in enumerate(KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(len(articles)))):
         fold_of.update({articles[i]: fold for i in test})

@@ -41,7 +41,8 @@ def obtain_model(
     """Train the run, or reuse it when a model with the same key exists, or resume its interrupted training.
     Evaluation during training (the run's training_args eval_strategy) scores ``held_out``: the tuning split,
     never the evaluation questions, which a best-checkpoint choice would otherwise be made on."""
-    config = replace(run.train, seed=seed, init_from=resolve_init_from(run.train.init_from)).with_resolved_precision()
+    asked = replace(run.train, seed=seed, init_from=resolve_init_from(run.train.init_from))
+    config = asked.with_resolved_precision()  # auto's choice is memoised: train_model below resolves it alike and records how
     key = model_key(config, train_split)
     model_dir = models_dir / f"{run.name}-seed{seed}-{key}"
     # Its own folder first, then another run's with the same options and questions (a run that only
@@ -53,7 +54,7 @@ def obtain_model(
     # A run cut short (a kill, the end of a session) continues from its last checkpoint.
     evaluates = held_out is not None and config.training_args.get("eval_strategy", "no") != "no"
     evaluator = TrainingEvaluator(held_out.examples, held_out.version) if evaluates else None
-    train_model(train_split.examples, config, model_dir, save_checkpoints=True, resume=True, progress=progress,
+    train_model(train_split.examples, asked, model_dir, save_checkpoints=True, resume=True, progress=progress,
                 checkpoint_steps=checkpoint_steps, evaluator=evaluator)
     record = load_run_record(model_dir)
     return ObtainedModel(model_dir, float(record["seconds"]), False, training_time_is_partial(record))

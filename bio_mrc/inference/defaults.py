@@ -3,9 +3,7 @@ options' defaults without loading torch."""
 
 from __future__ import annotations
 
-# Windows per forward batch. On CPU, batches of 16 length-sorted windows ran 1.14x faster than 64
-# (bench_inference.py --levers; their activations stay in cache); on a GPU pass a larger one.
-INFERENCE_BATCH_SIZE = 16
+from ..model_defaults import INFERENCE_BATCH_SIZE
 # Questions per chunk: large enough that windows batch well by length, small enough to hold at once.
 DEFAULT_CHUNK_SIZE = 1000
 

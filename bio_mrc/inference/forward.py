@@ -22,6 +22,7 @@ from ..features.ragged import RaggedColumn
 from ..features.windows import FeatureConfig, build_features
 from ..model import BioMrcForQuestionAnswering
 from ..precision import autocast, resolve_precision
+from ..precision_probe import MatrixShapes
 from ..types import Example
 from .defaults import INFERENCE_BATCH_SIZE
 
@@ -51,13 +52,21 @@ class TorchRunner:
         self.model = model.eval()
         self.heads = tuple(model.heads)
         self.device = next(model.parameters()).device
-        self.precision = resolve_precision(precision, self.device)
+        self.precision = resolve_precision(precision, self.device, _shapes(model), "inference")
 
     @torch.inference_mode()
     def __call__(self, batch: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
         with autocast(self.precision, self.device):
             out = self.model(**{k: v.to(self.device) for k, v in batch.items()})
         return {name: getattr(out, name).float().cpu().numpy() for name in registry.head_outputs(self.heads)}
+
+
+def _shapes(model: BioMrcForQuestionAnswering) -> MatrixShapes | None:
+    """The matrix shapes ``auto`` measures for this model's forward passes (None: a config without the usual sizes)."""
+    try:
+        return MatrixShapes.of(model.config.encoder, INFERENCE_BATCH_SIZE, model.config.max_seq_length)
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def as_runner(model: BioMrcForQuestionAnswering | WindowRunner, precision: str | None = None) -> WindowRunner:

@@ -17,7 +17,7 @@ from ..config_options import json_object_argument
 from ..config_schema import SEED_RANGE, check_fields
 from ..errors import ConfigError
 from ..features.config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig
-from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, resolve_precision
+from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, precision_choice
 
 # Light on purpose: the command line builds its options from this module, so transformers (TrainingArguments,
 # BioMrcConfig) loads only where a config is checked or a model built.
@@ -213,7 +213,34 @@ class TrainConfig:
     def with_resolved_precision(self) -> "TrainConfig":
         """This config with ``precision`` fp32 or bf16 as it trains on this machine (``auto`` resolved for
         the device Trainer picks), so a model's record and key say what it was trained in."""
-        return replace(self, precision=resolve_precision(self.precision, default_device()))
+        return replace(self, precision=self.precision_choices()["training"]["precision"])
+
+    def precision_choices(self) -> dict[str, dict[str, Any]]:
+        """How ``precision`` resolves here (:func:`bio_mrc.precision.precision_choice`): for ``training`` and,
+        when it is ``auto``, for ``inference`` of the model (what a later ``auto`` answers in on this machine);
+        ``auto`` on a CPU with native bf16 measures the encoder's shapes at this config's batches and windows."""
+        device = default_device()
+        if self.precision != "auto":
+            return {"training": precision_choice(self.precision, device)}
+        encoder = self.encoder_config()
+        shapes = {"training": self.batch_size, "inference": model_defaults.INFERENCE_BATCH_SIZE}
+        return {phase: precision_choice("auto", device, _shapes(encoder, batch, self.max_seq_length), phase)
+                for phase, batch in shapes.items()}
+
+    def encoder_config(self) -> Any:
+        """The transformers config of the encoder this config trains (None where it cannot be read: training
+        then says why, in one line, when it loads the encoder)."""
+        from ..encoders import resolve_encoder
+        from ..model import BioMrcConfig
+
+        try:
+            if self.init_from:
+                return BioMrcConfig.from_pretrained(self.init_from).encoder
+            from transformers import AutoConfig
+
+            return AutoConfig.from_pretrained(resolve_encoder(self.encoder))
+        except (OSError, ValueError, ImportError, KeyError):
+            return None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config. Without
@@ -234,6 +261,17 @@ class TrainConfig:
             if data.get(name) is not None:
                 data = {**data, name: tuple(data[name])}
         return cls(**data)
+
+
+def _shapes(encoder: Any, batch: int, seq: int) -> Any:
+    """The matrix shapes auto's choice is measured at (a ``MatrixShapes``), or None for a config without the usual
+    size names: auto then keeps the hardware rule."""
+    from ..precision_probe import MatrixShapes
+
+    try:
+        return MatrixShapes.of(encoder, batch, seq) if encoder is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 __all__ = ["BIO_ONLY_CLASS_WEIGHTS", "DEFAULT_CHECKPOINT_STEPS", "LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TrainConfig",

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -74,7 +74,8 @@ def train_model(
     ``report_to`` an uploading tracker), which ``config.training_args`` may not hold; the CLI fills them from
     ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
-    output_dir, config = Path(output_dir), config.with_resolved_precision()
+    choices = config.precision_choices()
+    output_dir, config = Path(output_dir), replace(config, precision=choices["training"]["precision"])
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
     if unlabelled is not None:
         raise DataFormatError("question without answers: training needs labelled questions", unlabelled)
@@ -101,7 +102,7 @@ def train_model(
             remove_checkpoints(Path(args.output_dir), save_checkpoints)
         _refuse_diverged(trainer.model, config, output_dir)
     with writes_named(output_dir), progress_bars(progress):
-        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint))
+        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint, choices))
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
     return result
@@ -131,7 +132,8 @@ def _check_evaluation(eval_strategy: str, evaluator: Evaluator | None) -> None:
 
 
 def _run_record(
-    result: TrainResult, config: TrainConfig, encoder: str, earlier_seconds: float | None, checkpoint: Path | None
+    result: TrainResult, config: TrainConfig, encoder: str, earlier_seconds: float | None, checkpoint: Path | None,
+    precision_choices: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Provenance: how the model came about (the model folder runs without it)."""
     return {
@@ -145,6 +147,8 @@ def _run_record(
         "final_loss": result.final_loss,  # the mean over this process's steps when resumed
         "resumed_from": checkpoint.name if checkpoint else None,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+        # How "precision" was decided: explicit, or auto's choice (with the rates it measured) for training and answering.
+        "precision_choice": precision_choices,
     }
 
 

@@ -1,0 +1,220 @@
+"""``precision: auto`` by measurement: fp32 or bf16, whichever runs the model's own matrix shapes faster here.
+
+Native bf16 instructions do not make bf16 faster everywhere: on an AMD Zen 4 CPU (AVX512-BF16) bf16 autocast
+trains 1.4-2.8x faster than fp32, on an Intel Xeon with AVX512-BF16 but no AMX it trained at 0.46x. So where
+the CPU computes bf16 natively, ``auto`` times one encoder layer of the model's sizes (hidden size, intermediate
+size, attention heads, windows of the model's length) in both precisions on one core (a team of threads stalls
+whenever another job holds one of its cores): the forward pass for inference, forward and backward for training,
+each twice in alternating order, about 1 s in all. bf16 is chosen only when it is more than :data:`TIE_MARGIN` faster (a tie keeps
+fp32, exact everywhere). The result is cached per machine (CPU model and flags, torch version, threads, shapes,
+phase) in ``$XDG_CACHE_HOME/bio_mrc/precision.json`` (``~/.cache`` by default; ``$BIO_MRC_CACHE_DIR``
+names another folder), so a machine measures each model
+size once; a cache that cannot be read is measured again and rewritten, and a measurement whose two rounds
+disagree (another job took the cores) is used by this process but not cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+PHASES = ("training", "inference")
+TIE_MARGIN = 0.05  # bf16 must beat fp32 by more than this to be chosen
+PROBE_TOKENS = 256  # windows x tokens of one probe batch (at least one window of the model's length)
+PROBE_SECONDS = 0.05  # each precision is timed this long after one warm-up call (at least MIN_REPEATS calls)
+MIN_REPEATS = 1
+MAX_REPEATS = 50  # a tiny model's layer takes microseconds: enough calls to see its speed
+CACHE_NAME = "precision.json"
+ROUNDS = (("fp32", "bf16"), ("bf16", "fp32"))  # each precision twice, alternating: a burst of other work hits both
+STABLE = 1.3  # a precision's two rounds within this factor: the measurement is cached; else this process keeps it only
+
+_MEMO: dict[str, dict[str, Any]] = {}  # this process's choices: every caller in a process agrees even without a cache
+
+
+@dataclass(frozen=True)
+class MatrixShapes:
+    """The sizes that set a model's matrix products: one encoder layer's widths and one batch of windows."""
+
+    hidden: int
+    intermediate: int
+    heads: int
+    batch: int
+    seq: int
+
+    @classmethod
+    def of(cls, encoder_config: Any, batch: int, seq: int) -> "MatrixShapes":
+        """From a transformers config (``hidden_size``, ``intermediate_size``, ``num_attention_heads``)."""
+        hidden = int(encoder_config.hidden_size)
+        intermediate = int(getattr(encoder_config, "intermediate_size", None) or 4 * hidden)
+        heads = int(getattr(encoder_config, "num_attention_heads", None) or 1)
+        return cls(hidden, intermediate, heads if hidden % heads == 0 else 1, int(batch), int(seq))
+
+    def probe_batch(self, phase: str = "training") -> int:
+        """Windows in the probe's batch: the model's window length, at most :data:`PROBE_TOKENS` tokens for training
+        and four times as many for a forward pass (a third of the work a token, and small batches undersell bf16 there)."""
+        tokens = PROBE_TOKENS * (4 if phase == "inference" else 1)
+        return max(1, min(self.batch, tokens // max(self.seq, 1)))
+
+
+class _Layer(torch.nn.Module):
+    """One post-norm encoder layer (BERT's): attention projections, fused attention, the feed-forward pair."""
+
+    def __init__(self, shapes: MatrixShapes) -> None:
+        super().__init__()
+        h = shapes.hidden
+        self.heads = shapes.heads
+        self.qkv, self.out = torch.nn.Linear(h, 3 * h), torch.nn.Linear(h, h)
+        self.up, self.down = torch.nn.Linear(h, shapes.intermediate), torch.nn.Linear(shapes.intermediate, h)
+        self.norm1, self.norm2 = torch.nn.LayerNorm(h), torch.nn.LayerNorm(h)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, h = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
+        attended = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, h)
+        x = self.norm1(x + self.out(attended))
+        return self.norm2(x + self.down(torch.nn.functional.gelu(self.up(x))))
+
+
+def timed_rate(step: Callable[[], Any], tokens: int, clock: Callable[[], float] = time.perf_counter,
+               seconds: float = PROBE_SECONDS) -> float:
+    """Tokens/s of ``step``: one untimed warm-up call, then calls until ``seconds`` have passed (at least
+    :data:`MIN_REPEATS`); the fastest call counts (another process's burst slows some calls, never speeds one)."""
+    step()
+    best, started, repeats = float("inf"), clock(), 0
+    while repeats < MIN_REPEATS or (repeats < MAX_REPEATS and clock() - started < seconds):
+        before = clock()
+        step()
+        best, repeats = min(best, clock() - before), repeats + 1
+    return tokens / max(best, 1e-9)
+
+
+def measure_rate(shapes: MatrixShapes, phase: str, precision: str, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Tokens/s of one layer of ``shapes`` on the CPU in ``precision`` (fp32 or bf16 autocast): forward for
+    inference, forward and backward for training."""
+    generator = torch.Generator().manual_seed(0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        layer = _Layer(shapes).train(phase == "training")
+    x = torch.randn(shapes.probe_batch(phase), shapes.seq, shapes.hidden, generator=generator)
+    context = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if precision == "bf16" else contextlib.nullcontext
+
+    def step() -> None:
+        if phase == "training":
+            with context():
+                loss = layer(x).float().square().mean()
+            loss.backward()
+        else:
+            with torch.inference_mode(), context():
+                layer(x)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one core's rate: a team of threads stalls whenever another job holds one of its cores
+    try:
+        return timed_rate(step, x.shape[0] * x.shape[1], clock)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def choose(rates: dict[str, float]) -> str:
+    """bf16 when it is more than :data:`TIE_MARGIN` faster than fp32, else fp32."""
+    return "bf16" if rates["bf16"] > rates["fp32"] * (1 + TIE_MARGIN) else "fp32"
+
+
+def cache_file() -> Path:
+    """``precision.json`` in ``$BIO_MRC_CACHE_DIR``, else ``$XDG_CACHE_HOME/bio_mrc``, else ``~/.cache/bio_mrc``."""
+    if os.environ.get("BIO_MRC_CACHE_DIR"):
+        return Path(os.environ["BIO_MRC_CACHE_DIR"]) / CACHE_NAME
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "bio_mrc" / CACHE_NAME
+
+
+def machine_key(cpu: str) -> str:
+    """The CPU's model name and a hash of its feature flags, torch's version and threads: what a rate depends on."""
+    flags = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = " ".join(sorted(line.split(":", 1)[1].split()))
+                break
+    digest = hashlib.sha256(flags.encode()).hexdigest()[:12]
+    return f"{cpu} | flags {digest} | torch {torch.__version__} | {torch.get_num_threads()} threads"
+
+
+def cache_key(cpu: str, shapes: MatrixShapes, phase: str) -> str:
+    return f"{machine_key(cpu)} | {phase} | " + " ".join(f"{k} {v}" for k, v in asdict(shapes).items())
+
+
+def read_cache(path: Path) -> dict[str, Any]:
+    """The cached choices; an unreadable or malformed file reads as empty (it is rewritten on the next store)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _valid(entry: Any) -> bool:
+    return (isinstance(entry, dict) and entry.get("precision") in ("fp32", "bf16")
+            and all(isinstance(entry.get(f"{p}_tokens_per_s"), (int, float)) for p in ("fp32", "bf16")))
+
+
+def store(path: Path, key: str, entry: dict[str, Any]) -> None:
+    """Add ``entry`` to the cache file, written whole to a temporary file and renamed (never half-written);
+    a cache folder that cannot be written keeps the choice for this process only."""
+    from .io import atomic_write_text
+
+    data = read_cache(path)
+    data[key] = entry
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def measured_choice(
+    shapes: MatrixShapes, phase: str, cpu: str, measure: Callable[[MatrixShapes, str, str], float] | None = None,
+    path: Path | None = None,
+) -> dict[str, Any]:
+    """``{"precision", "how": "measured"|"cached", "fp32_tokens_per_s", "bf16_tokens_per_s", ...}`` for ``shapes``
+    in ``phase`` on this machine: from this process's memo, else the cache file, else measured and cached."""
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+    path = path or cache_file()
+    key = cache_key(cpu, shapes, phase)
+    memo_key = f"{path}\n{key}"
+    if memo_key in _MEMO:
+        return _MEMO[memo_key]
+    entry = read_cache(path).get(key)
+    if _valid(entry):
+        choice = {**entry, "how": "cached"}
+    elif distributed():  # ranks must agree: a process among several measures nothing (see resolve_precision)
+        return {}
+    else:
+        runs: dict[str, list[float]] = {"fp32": [], "bf16": []}
+        for order in ROUNDS:
+            for p in order:
+                runs[p].append((measure or measure_rate)(shapes, phase, p))
+        rates = {p: max(r) for p, r in runs.items()}
+        entry = {"precision": choose(rates), "fp32_tokens_per_s": round(rates["fp32"], 1), "bf16_tokens_per_s": round(rates["bf16"], 1),
+                 "measured": time.strftime("%Y-%m-%d %H:%M:%S"), "shapes": asdict(shapes), "phase": phase}
+        stable = all(max(r) <= STABLE * max(min(r), 1e-9) for r in runs.values())
+        if stable:  # another job's burst during one round would make the cached choice wrong for good
+            store(path, key, entry)
+        choice = {**entry, "how": "measured" if stable else "measured (unsteady, not cached)"}
+    _MEMO[memo_key] = choice
+    return choice
+
+
+def distributed() -> bool:
+    """Whether this process is one of several (torchrun sets ``WORLD_SIZE``)."""
+    return int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
+
+
+__all__ = ["MatrixShapes", "PHASES", "TIE_MARGIN", "cache_file", "choose", "measure_rate", "measured_choice", "timed_rate"]

@@ -1,0 +1,191 @@
+"""precision auto by measurement: the faster precision for the model's shapes, ties to fp32, cached per machine."""
+
+import json
+import math
+
+import pytest
+
+from bio_mrc import precision as precision_module
+from bio_mrc import precision_probe
+from bio_mrc.precision import precision_choice, resolve_precision
+from bio_mrc.precision_probe import MatrixShapes, cache_file, choose, measure_rate, measured_choice, timed_rate
+from bio_mrc.training.train import TrainConfig, load_run_record, train_model
+
+SHAPES = MatrixShapes(hidden=32, intermediate=64, heads=2, batch=4, seq=48)
+
+
+@pytest.fixture(autouse=True)
+def fresh_memo(monkeypatch, tmp_path):
+    """Every test starts without this process's remembered choices, with its own cache file."""
+    monkeypatch.setattr(precision_probe, "_MEMO", {})
+    monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+
+
+def fake_measure(rates: dict[str, float], calls: list | None = None):
+    """A measurement that returns ``rates[precision]`` and notes each call."""
+    def measure(shapes, phase, precision):
+        if calls is not None:
+            calls.append((phase, precision))
+        return rates[precision]
+    return measure
+
+
+def native_cpu(monkeypatch, native: bool = True):
+    monkeypatch.setattr(precision_module, "cpu_features", lambda: {"amx_bf16": False, "avx512_bf16": native})
+
+
+def test_the_fastest_call_counts_after_an_untimed_warm_up():
+    now = [0.0]
+    durations = iter([1.0, 0.3, 0.1, 0.2])  # the warm-up is the slowest and is not timed
+    step = lambda: now.__setitem__(0, now[0] + next(durations))
+    assert timed_rate(step, tokens=50, clock=lambda: now[0], seconds=0.5) == pytest.approx(500.0)  # 50 tokens in 0.1 s
+
+
+@pytest.mark.parametrize("fp32, bf16, expected", [
+    (100, 200, "bf16"), (100, 106, "bf16"),  # faster by more than 5%
+    (100, 105, "fp32"), (100, 103, "fp32"),  # a tie within 5% keeps fp32
+    (100, 46, "fp32"),  # native bf16 that is slower (AVX512-BF16 without AMX)
+])
+def test_the_faster_precision_is_chosen_and_ties_prefer_fp32(fp32, bf16, expected):
+    assert choose({"fp32": fp32, "bf16": bf16}) == expected
+
+
+def test_a_measurement_is_cached_and_read_back(tmp_path):
+    calls = []
+    first = measured_choice(SHAPES, "training", "a CPU", fake_measure({"fp32": 100.0, "bf16": 300.0}, calls))
+    assert first["precision"] == "bf16" and first["how"] == "measured"
+    assert calls == [("training", "fp32"), ("training", "bf16"), ("training", "bf16"), ("training", "fp32")]  # alternating rounds
+    assert (first["fp32_tokens_per_s"], first["bf16_tokens_per_s"]) == (100.0, 300.0)
+    assert measured_choice(SHAPES, "training", "a CPU", fake_measure({}, calls)) == first  # this process remembers
+    precision_probe._MEMO.clear()  # another process: the file answers
+    again = measured_choice(SHAPES, "training", "a CPU", fake_measure({}, calls))
+    assert again["how"] == "cached" and again["precision"] == "bf16" and len(calls) == 4
+    cached = json.loads(cache_file().read_text())
+    assert len(cached) == 1 and cache_file() == tmp_path / "cache" / "precision.json"
+
+
+def test_other_shapes_phases_and_cpus_are_measured_anew():
+    calls = []
+    measure = fake_measure({"fp32": 100.0, "bf16": 50.0}, calls)
+    for shapes, phase, cpu in [(SHAPES, "training", "a"), (SHAPES, "inference", "a"),
+                               (MatrixShapes(64, 256, 4, 4, 48), "training", "a"), (SHAPES, "training", "b")]:
+        assert measured_choice(shapes, phase, cpu, measure)["how"] == "measured"
+    assert len(calls) == 16 and len(json.loads(cache_file().read_text())) == 4
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", "", '{"KEY": {"precision": "fp16"}}'])
+def test_a_corrupt_cache_is_ignored_and_rewritten(content):
+    path = cache_file()
+    path.parent.mkdir(parents=True)
+    key = precision_probe.cache_key("a CPU", SHAPES, "inference")
+    path.write_text(content.replace("KEY", key.replace('"', '\\"')))
+    choice = measured_choice(SHAPES, "inference", "a CPU", fake_measure({"fp32": 100.0, "bf16": 100.0}))
+    assert choice["how"] == "measured" and choice["precision"] == "fp32"
+    assert json.loads(path.read_text())[key]["precision"] == "fp32"  # a whole, valid file again
+    assert [p.name for p in path.parent.iterdir()] == ["precision.json"]  # no temporary file left behind
+
+
+def test_an_unsteady_measurement_is_used_but_not_cached():
+    """Another job taking the cores during one round makes the two rounds disagree: the best rounds decide, nothing is cached."""
+    rounds = {"fp32": iter([100.0, 100.0]), "bf16": iter([40.0, 200.0])}  # bf16's first round was slowed 5x
+    choice = measured_choice(SHAPES, "training", "a CPU", lambda shapes, phase, precision: next(rounds[precision]))
+    assert choice["precision"] == "bf16" and choice["how"] == "measured (unsteady, not cached)"
+    assert not cache_file().exists()
+
+
+def test_the_cache_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
+    monkeypatch.delenv("BIO_MRC_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_file() == tmp_path / "xdg" / "bio_mrc" / "precision.json"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_file() == tmp_path / "home" / ".cache" / "bio_mrc" / "precision.json"
+
+
+def test_an_unwritable_cache_keeps_the_choice_for_this_process(monkeypatch, tmp_path):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "file" / "below-a-file"))
+    assert measured_choice(SHAPES, "inference", "a CPU", fake_measure({"fp32": 1.0, "bf16": 2.0}))["precision"] == "bf16"
+
+
+def test_auto_takes_the_measured_choice_where_bf16_is_native(monkeypatch):
+    native_cpu(monkeypatch)
+    monkeypatch.setattr(precision_probe, "measure_rate", fake_measure({"fp32": 8.5, "bf16": 3.9}))  # the Xeon's training
+    assert resolve_precision("auto", "cpu", SHAPES, "training") == "fp32"
+    choice = precision_choice("auto", "cpu", SHAPES, "training")
+    assert choice["how"] == "measured" and (choice["fp32_tokens_per_s"], choice["bf16_tokens_per_s"]) == (8.5, 3.9)
+    assert precision_choice("auto", "cpu") == {"precision": "bf16", "how": "native"}  # no shapes known: the hardware rule
+
+
+def test_an_explicit_precision_is_always_honoured(monkeypatch):
+    native_cpu(monkeypatch)
+    monkeypatch.setattr(precision_probe, "measure_rate", lambda *args: pytest.fail("an explicit precision measures nothing"))
+    for precision in ("fp32", "bf16"):
+        assert precision_choice(precision, "cpu", SHAPES, "training") == {"precision": precision, "how": "explicit"}
+    native_cpu(monkeypatch, native=False)  # bf16 asked on a CPU that emulates it: still bf16
+    assert resolve_precision("bf16", "cpu", SHAPES, "inference") == "bf16"
+
+
+def test_without_native_bf16_auto_measures_nothing(monkeypatch):
+    native_cpu(monkeypatch, native=False)
+    monkeypatch.setattr(precision_probe, "measure_rate", lambda *args: pytest.fail("emulated bf16 is not measured"))
+    assert precision_choice("auto", "cpu", SHAPES, "training") == {"precision": "fp32", "how": "not native"}
+
+
+def test_a_process_among_several_reads_the_cache_and_never_measures(monkeypatch):
+    native_cpu(monkeypatch)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(precision_probe, "measure_rate", lambda *args: pytest.fail("ranks measure nothing: they could disagree"))
+    assert precision_choice("auto", "cpu", SHAPES, "training") == {"precision": "bf16", "how": "native"}
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    measured_choice(SHAPES, "training", precision_module.cpu_name(), fake_measure({"fp32": 2.0, "bf16": 1.0}))
+    precision_probe._MEMO.clear()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert precision_choice("auto", "cpu", SHAPES, "training")["precision"] == "fp32"  # what the single process measured
+
+
+@pytest.mark.parametrize("phase", ["training", "inference"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_real_measurement_runs_one_layer_of_the_models_shapes(phase, precision):
+    rate = measure_rate(SHAPES, phase, precision)
+    assert math.isfinite(rate) and rate > 0
+
+
+def test_shapes_come_from_the_encoder_config():
+    from transformers import BertConfig
+
+    shapes = MatrixShapes.of(BertConfig(hidden_size=384, intermediate_size=1536, num_attention_heads=12), 16, 256)
+    assert shapes == MatrixShapes(384, 1536, 12, 16, 256) and shapes.probe_batch() == 1
+    assert shapes.probe_batch("inference") == 4  # a forward pass is timed on four windows
+    assert MatrixShapes(32, 64, 2, 16, 48).probe_batch() == 5 and MatrixShapes(32, 64, 2, 2, 48).probe_batch() == 2
+
+
+def test_training_records_the_choice_and_the_rates(tiny_encoder_dir, tmp_path, sample_v1, monkeypatch):
+    from bio_mrc.model_card import write_model_card
+
+    native_cpu(monkeypatch)
+    calls = []
+    monkeypatch.setattr(precision_probe, "measure_rate", fake_measure({"fp32": 1000.0, "bf16": 2500.0}, calls))
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16, max_query_length=12,
+                         epochs=1, batch_size=8, precision="auto")
+    model_dir = train_model(sample_v1.examples[:8], config, tmp_path / "m").model_dir
+    record = load_run_record(model_dir)
+    assert record["train"]["precision"] == "bf16"
+    training, inference = record["precision_choice"]["training"], record["precision_choice"]["inference"]
+    assert training["precision"] == "bf16" and training["how"] == "measured" and training["phase"] == "training"
+    assert (training["fp32_tokens_per_s"], training["bf16_tokens_per_s"]) == (1000.0, 2500.0)
+    assert training["shapes"] == {"hidden": 32, "intermediate": 64, "heads": 2, "batch": 8, "seq": 48}
+    assert inference["phase"] == "inference" and inference["shapes"]["batch"] == 16
+    assert sorted(calls) == sorted([(p, q) for p in ("training", "inference") for q in ("fp32", "bf16")] * 2)
+    card = write_model_card(model_dir).read_text()
+    assert "Precision: training `bf16` (measured: bf16 2,500 against fp32 1,000 tokens/s" in card
+
+
+def test_an_explicit_training_precision_is_recorded_as_asked(tiny_encoder_dir, tmp_path, sample_v1, monkeypatch):
+    native_cpu(monkeypatch)
+    monkeypatch.setattr(precision_probe, "measure_rate", lambda *args: pytest.fail("an explicit precision measures nothing"))
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16, max_query_length=12,
+                         epochs=1, batch_size=8, precision="fp32")
+    record = load_run_record(train_model(sample_v1.examples[:8], config, tmp_path / "m").model_dir)
+    assert record["precision_choice"] == {"training": {"precision": "fp32", "how": "explicit"}}
