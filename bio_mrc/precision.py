@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, ContextManager
 if TYPE_CHECKING:  # torch loads in the functions that compute, so the command line's options import it not
     import torch
 
-from . import precision_probe
-from .precision_probe import MatrixShapes
+    from .precision_probe import MatrixShapes
 
 PRECISIONS = ("fp32", "bf16", "auto")
 # bf16 costs no F1 (benchmarks/ablations/precision.json) and trains and answers faster where it is native, so the
@@ -151,6 +150,10 @@ def precision_choice(
     precision = check_precision(precision or DEFAULT_PRECISION)
     if precision != "auto":
         return {"precision": precision, "how": "explicit"}
+    import torch
+
+    from . import precision_probe
+
     device = torch.device(device)
     if not native_bf16(device):
         return {"precision": "fp32", "how": "not native"}
