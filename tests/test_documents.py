@@ -45,7 +45,8 @@ def test_the_extractor_ranks_every_documents_spans_as_computed_document_by_docum
     expected = sorted(((score, -d, -k, d, span.text) for d, p in enumerate(alone)
                        for k, (span, score) in enumerate(zip(p.spans, cross_document_scores(p)))), reverse=True)[:5]
     assert [(a.document, a.text) for a in ranked.answers] == [(d, text) for *_, d, text in expected]
-    assert [a.score for a in ranked.answers] == pytest.approx([score for score, *_ in expected])
+    # several documents run in one padded batch: the same scores up to float32 rounding
+    assert [a.score for a in ranked.answers] == pytest.approx([score for score, *_ in expected], rel=1e-5, abs=1e-5)
     for answer in ranked.answers:
         assert DOCUMENTS[answer.document][answer.start:answer.end] == answer.text
         assert answer.name == ["n.txt", "newton.txt", "bio.txt"][answer.document]
