@@ -28,6 +28,17 @@ class ServeConfig:
     max_question_chars: int = field(default=1_000, metadata={
         "help": "longest question a request may send, in characters (longer: 422)", "minimum": 1})
 
+    request_timeout_s: float = field(default=60.0, metadata={
+        "help": "longest a request may take, waiting included (longer: 504, and its questions not yet run are dropped)",
+        "exclusive_minimum": 0, "maximum": 86_400})
+    max_batch_chars: int = field(default=50_000, metadata={
+        "help": "most characters (questions and contexts) one forward pass takes; a longer question runs alone. "
+                "Batches are filled request by request, the request served least first, so long requests "
+                "cannot hold back short ones", "minimum": 1})
+    allowed_hosts: str = field(default="", metadata={
+        "help": "comma-separated host names the Host header may name (DNS-rebinding protection); "
+                "empty: localhost, 127.0.0.1, ::1 and --host; '*': any"})
+
     def __post_init__(self) -> None:
         check_fields(self)
 
