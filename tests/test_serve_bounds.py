@@ -73,10 +73,10 @@ STRICT = {  # name: (body, words of the 400's detail)
     "duplicate key": ('{"question": "Who?", "context": "Newton.", "question": "What?"}',
                       "the key 'question' appears twice"),
     "deep nesting": ('{"question": ' + "[" * 100_000 + "]" * 100_000 + ', "context": "x"}',
-                     "nested deeper than 32 levels at character 45"),
-    "moderate nesting": ('{"question": ' + "[" * 40 + "]" * 40 + ', "context": "x"}', "at character 45"),
+                     "nested deeper than 32 levels at character 44"),
+    "moderate nesting": ('{"question": ' + "[" * 40 + "]" * 40 + ', "context": "x"}', "at character 44"),
     "huge integer": ('{"question": "Who?", "context": "[[[1", "top_k": ' + "9" * 5000 + "}",
-                     "an integer of more than 32 digits at character 50"),
+                     "an integer of more than 32 digits at character 49"),
 }
 
 

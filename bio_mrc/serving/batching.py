@@ -27,7 +27,7 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-@dataclass
+@dataclass(eq=False)  # compared and hashed by identity: an item alone is its own owner
 class _Waiting:
     item: Any
     size: int
