@@ -28,6 +28,7 @@ from .precision import DEFAULT_PRECISION, PRECISIONS
 from .serving.config import ServeConfig
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
+MAX_COUNT = 10**9  # the largest count an option takes (questions, windows, steps)
 
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
 # require_answer is the command's to set: predict and tune from the data, extract always.
@@ -312,14 +313,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = add_command("train", help="fine-tune a model on SQuAD-format data")
     train.add_argument("--train", required=True, help=_DATA_HELP)
-    train.add_argument("--limit", type=int, help="first N questions of the file")
+    train.add_argument("--limit", type=_count, help="first N questions of the file")
     train.add_argument("--eval", help="held-out questions scored (official F1 of every decoding) whenever the training "
                                       "args' eval_strategy asks, e.g. --training-args '{\"eval_strategy\": \"steps\", "
                                       "\"eval_steps\": 200}'; any form --train takes")
     train.add_argument("--output-dir", required=True)
     train.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its last checkpoint in OUTPUT_DIR/checkpoints (same options and data)")
-    train.add_argument("--checkpoint-steps", type=int, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
+    train.add_argument("--checkpoint-steps", type=_count, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
     train.add_argument("--overwrite", action="store_true", help="replace a finished model, or the files of a folder that holds no bio_mrc model, in OUTPUT_DIR")
     add_config_options(train, TrainConfig)
     _add_data_options(train)
@@ -344,8 +345,29 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    """A positive whole number no larger than any run needs (``1e308`` and ``0`` are typos, not counts)."""
+    try:
+        value = _positive_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number from 1 to {MAX_COUNT:,}, not {text!r}") from None
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"at most {MAX_COUNT:,}, not {value}")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number from 0 to 1, not {text!r}") from None
+    if not 0 <= value <= 1:  # NaN too
+        raise argparse.ArgumentTypeError(f"a number from 0 to 1, not {text}")
+    return value
+
+
 def _add_min_span_probability(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--min-span-probability", type=float, default=MIN_SPAN_PROBABILITY,
+    parser.add_argument("--min-span-probability", type=_probability, default=MIN_SPAN_PROBABILITY,
                         help="span and joint decodings with --multi-span: drop n-best spans below this probability")
 
 
@@ -354,13 +376,13 @@ def _add_model_commands(add_command) -> None:
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
     predict.add_argument("--model", required=True)
     predict.add_argument("--data", required=True, help=_DATA_HELP)
-    predict.add_argument("--limit", type=int)
+    predict.add_argument("--limit", type=_count)
     predict.add_argument("--decoding", choices=tuple(registry.DECODINGS), nargs="+", default=["span"], help="one or several")
     predict.add_argument("--output", required=True,
                          help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
                               "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
                               "- writes the answer lines to standard output and no file")
-    predict.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
+    predict.add_argument("--batch-size", type=_count, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
     predict.add_argument("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE,
                          help="questions read, run and decoded at a time (memory grows with it, not with the file)")
     predict.add_argument("--resume", action="store_true",
@@ -386,9 +408,9 @@ def _add_model_commands(add_command) -> None:
                                        "on held-out questions and save them with the model")
     tune.add_argument("--model", required=True)
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
-    tune.add_argument("--limit", type=int)
+    tune.add_argument("--limit", type=_count)
     tune.add_argument("--decoding", choices=tuple(registry.DECODINGS), nargs="+", help="default: every decoding the model has")
-    tune.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
+    tune.add_argument("--batch-size", type=_count, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
     _add_precision_option(tune)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
     add_config_options(tune, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
