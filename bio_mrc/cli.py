@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import functools
 import json
+import os
 import sys
 import time
 import warnings
@@ -18,7 +19,7 @@ from . import __version__, registry
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
-from .io import check_file_target, check_folder_target, check_outputs_apart
+from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder
 from .decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
@@ -29,6 +30,7 @@ from .serving.config import ServeConfig
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 MAX_COUNT = 10**9  # the largest count an option takes (questions, windows, steps)
+LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context length (about 100 windows)
 
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
 # require_answer is the command's to set: predict and tune from the data, extract always.
@@ -214,6 +216,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .inference.tuning import tune_for_model
 
     check_outputs_apart([args.plot_dir], [args.data], [args.model])
+    if Path(args.model).is_dir():  # a missing folder is the loader's to name
+        check_writable_folder(args.model, "tune saves the tuned settings in its config.json")
     data = _load_squad(args, args.data, args.limit)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
@@ -275,7 +279,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         raise SystemExit("error: give --context-file or --context")
     extractor = AnswerExtractor.from_pretrained(
         args.model, precision=args.precision, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
-        min_span_probability=args.min_span_probability,
+        min_span_probability=args.min_span_probability, progress=len(context) >= LONG_CONTEXT_CHARS,
     )
     print(json.dumps(extractor(args.question, context).to_dict(), ensure_ascii=False, indent=2))
     if args.html:
@@ -481,10 +485,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
+        return code
     except (BioMrcError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """What a Unix tool does when the reader of its output goes away (``| head``): stop quietly, with the
+    status of a process ended by SIGPIPE. Standard output is pointed at /dev/null so that Python's final
+    flush finds no broken pipe to report."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + 13
 
 
 if __name__ == "__main__":

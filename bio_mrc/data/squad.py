@@ -11,7 +11,7 @@ from ..errors import ConfigError
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
-from .text import check_text
+from .text import check_context_length, check_text
 
 
 @dataclass
@@ -233,7 +233,7 @@ def _parse_question(qa: Any, context: Any, title: str, source: str, fixed: list[
     if not isinstance(qa, dict) or not isinstance(qa.get("id"), str) or not qa["id"]:
         raise DataFormatError("question without a non-empty string 'id'", title or None, source)
     qid = check_text(qa["id"], "id", title or None, source)
-    check_text(context, "context", qid, source)
+    check_context_length(check_text(context, "context", qid, source), qid, source)
     question = check_text(qa.get("question"), "question", qid, source)
     answers, impossible = _answers_of(qa, qid, source)
     if not isinstance(impossible, bool):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence, overload
 
 from .. import registry
-from ..data.text import check_text
+from ..data.text import check_context_length, check_text
 from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import WindowOutputs
@@ -44,7 +44,7 @@ def question_context_examples(question, context) -> tuple[list[Example], bool]:
     if len(questions) != len(contexts):
         raise DataFormatError(f"got {len(questions)} questions but {len(contexts)} contexts")
     for i, (q, c) in enumerate(zip(questions, contexts)):
-        check_text(c, "context", record=f"input {i}")
+        check_context_length(check_text(c, "context", record=f"input {i}"), record=f"input {i}")
         check_text(q, "question", record=f"input {i}")
     return [Example(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))], single
 
@@ -88,8 +88,10 @@ class AnswerExtractor:
         decode_config: DecodeConfig | None = None,
         min_span_probability: float = MIN_SPAN_PROBABILITY,
         batch_size: int = INFERENCE_BATCH_SIZE,
+        progress: bool = False,
     ) -> None:
         self.trained = trained
+        self.progress = progress  # bars for the windows and the forward passes (the command line's, on long contexts)
         self.decoding = decoding
         self.multi_span = multi_span
         self.decode_config = decode_config or DecodeConfig()
@@ -134,7 +136,7 @@ class AnswerExtractor:
             return []
         multi_span = self.multi_span if multi_span is None else multi_span
         choose_decoding(self.trained.decodings, decoding or self.decoding, multi_span)  # refuse before the forward pass
-        outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
+        outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=self.progress)
         predictions = self.predict(outputs, examples, multi_span, decoding, require_answer=require_answer)
         if not multi_span:
             for p in predictions:
