@@ -22,6 +22,13 @@ compare sizes of at least a few chunks.
     python benchmarks/bench_predict_memory.py                      # 10,000 vs 100,000
     python benchmarks/bench_predict_memory.py --small 1000 --large 10000   # a smaller scale
     python benchmarks/bench_predict_memory.py --sharded --small 2000       # 2 processes x 1 thread vs 1 x 2
+    python benchmarks/bench_predict_memory.py --unlabelled --decodings span   # questions without answers or ids
+
+``--unlabelled``: the same synthetic questions as JSON Lines, labelled (``id``, ``question``, ``context``,
+``answers``) and unlabelled (``question`` and ``context`` only: ids generated, no gold), each streamed by
+``bio-mrc predict``; at ``--small`` questions both, and the unlabelled ones at a tenth of that too, so that
+the report gives unlabelled/labelled speed (target: the same) and the unlabelled peak at ``--small`` over its
+peak at a tenth (target: flat, <= 1.10).
 """
 
 from __future__ import annotations
@@ -67,6 +74,20 @@ def synthetic_squad(path: Path, questions: int, words: int, seed: int = 0) -> Pa
     return path
 
 
+def as_json_lines(squad: Path, path: Path, labelled: bool) -> Path:
+    """The official file's questions as JSON Lines in the Hugging Face columns; without ``labelled``, no ids and no answers."""
+    raw = json.loads(squad.read_text())
+    with open(path, "w", encoding="utf-8") as handle:
+        for paragraph in raw["data"][0]["paragraphs"]:
+            for qa in paragraph["qas"]:
+                row = {"question": qa["question"], "context": paragraph["context"]}
+                if labelled:
+                    answers = {"text": [a["text"] for a in qa["answers"]], "answer_start": [a["answer_start"] for a in qa["answers"]]}
+                    row = {"id": qa["id"], **row, "answers": answers}
+                handle.write(json.dumps(row) + "\n")
+    return path
+
+
 def tiny_model(folder: Path, train_data: Path) -> Path:
     """A tiny random BERT with a word vocabulary, trained one epoch on ``train_data`` with bio-mrc train."""
     encoder = folder / "encoder"
@@ -107,10 +128,10 @@ def in_memory_predict(model: str, data: str, output: str) -> None:
         write_prediction_files(predictions, Path(output).with_suffix(f".{decoding}.json"))
 
 
-def measure(kind: str, model: Path, data: Path, out: Path, questions: int) -> dict:
+def measure(kind: str, model: Path, data: Path, out: Path, questions: int, decodings: tuple[str, ...] = DECODINGS) -> dict:
     """One run of ``kind``: streaming, in memory, 2 processes x 1 thread or 1 process x 2 threads."""
     predict = ["-m", "bio_mrc.cli", "predict", "--model", str(model), "--data", str(data), "--output", str(out / "p.json"),
-               "--decoding", *DECODINGS, "--precision", "fp32"]
+               "--decoding", *decodings, "--precision", "fp32"]
     commands = {"streaming": ([sys.executable, *predict], None),
                 "in memory": ([sys.executable, __file__, "--in-memory-child", str(model), str(data), str(out / "p.json")], None),
                 "1 process x 2 threads": ([sys.executable, *predict], 2),
@@ -118,7 +139,7 @@ def measure(kind: str, model: Path, data: Path, out: Path, questions: int) -> di
                 "2 processes x 1 thread": ([sys.executable, "-m", "torch.distributed.run", "--standalone",
                                             "--nproc_per_node=2", *predict], 1)}
     seconds, cpu, peak = run(*commands[kind])
-    row = {"way": kind, "questions": questions, "seconds": round(seconds, 1), "questions_per_s": round(questions / seconds, 1),
+    row = {"way": kind, "data": data.name, "questions": questions, "seconds": round(seconds, 1), "questions_per_s": round(questions / seconds, 1),
            "cpu_seconds": round(cpu, 1), "questions_per_cpu_s": round(questions / cpu, 1), "peak_rss_mib": round(peak, 1)}
     print(json.dumps(row), file=sys.stderr)
     return row
@@ -132,6 +153,10 @@ def main() -> None:
     parser.add_argument("--sharded", action="store_true",
                         help="instead: --small questions by 2 processes x 1 thread (torchrun) against 1 process x 2 threads "
                              "(and 1 process x 1 thread, which tells the threads' cost from the processes' gain)")
+    parser.add_argument("--unlabelled", action="store_true",
+                        help="instead: --small questions in JSON Lines with answers and ids against without either, and "
+                             "the unlabelled ones at a tenth of --small (memory flat)")
+    parser.add_argument("--decodings", nargs="+", choices=DECODINGS, default=list(DECODINGS), help="the decodings predict runs")
     parser.add_argument("--in-memory-child", nargs=3, metavar=("MODEL", "DATA", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.in_memory_child:
@@ -140,6 +165,8 @@ def main() -> None:
         folder = Path(temporary)
         model = tiny_model(folder, synthetic_squad(folder / "train.json", 32, args.words, seed=1))
         small = synthetic_squad(folder / "small.json", args.small, args.words)
+        if args.unlabelled:
+            return report_unlabelled(folder, model, small, args.small, tuple(args.decodings))
         if args.sharded:
             return report_sharded([measure(kind, model, small, folder, args.small)
                                    for kind in ("1 process x 2 threads", "2 processes x 1 thread", "1 process x 1 thread")])
@@ -152,6 +179,21 @@ def main() -> None:
     print(json.dumps({"runs": rows, "peak_large_over_small": round(memory_ratio, 3),
                       "streaming_over_in_memory_questions_per_s": round(speed_ratio, 3),
                       "streaming_over_in_memory_questions_per_cpu_s": round(cpu_ratio, 3)}, indent=2))
+
+
+def report_unlabelled(folder: Path, model: Path, squad: Path, questions: int, decodings: tuple[str, ...]) -> None:
+    """Labelled against unlabelled JSON Lines at ``questions``, and unlabelled at a tenth of them."""
+    labelled = as_json_lines(squad, folder / "labelled.jsonl", labelled=True)
+    unlabelled = as_json_lines(squad, folder / "unlabelled.jsonl", labelled=False)
+    tenth = folder / "unlabelled-tenth.jsonl"
+    tenth.write_text("".join(unlabelled.read_text().splitlines(keepends=True)[: questions // 10]))
+    rows = [measure("streaming", model, data, folder, n, decodings)
+            for data, n in ((labelled, questions), (unlabelled, questions), (tenth, questions // 10))]
+    print(json.dumps({"runs": rows, "decodings": list(decodings),
+                      "unlabelled_over_labelled_questions_per_s": round(rows[1]["questions_per_s"] / rows[0]["questions_per_s"], 3),
+                      "unlabelled_over_labelled_questions_per_cpu_s": round(rows[1]["questions_per_cpu_s"] / rows[0]["questions_per_cpu_s"], 3),
+                      "unlabelled_peak_over_labelled_peak": round(rows[1]["peak_rss_mib"] / rows[0]["peak_rss_mib"], 3),
+                      "unlabelled_peak_full_over_tenth": round(rows[1]["peak_rss_mib"] / rows[2]["peak_rss_mib"], 3)}, indent=2))
 
 
 def report_sharded(rows: list[dict]) -> None:

@@ -25,6 +25,7 @@ from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .inference.forward import INFERENCE_BATCH_SIZE
 from .inference.streaming import DEFAULT_CHUNK_SIZE
+from .inference.tuning import MIN_CALIBRATION_QUESTIONS
 from .precision import DEFAULT_PRECISION, PRECISIONS
 from .serving.config import ServeConfig
 from .training.train import DEFAULT_CHECKPOINT_STEPS, TrainConfig
@@ -59,12 +60,14 @@ _DATA_HELP = ("questions: official SQuAD JSON; JSON Lines with the Hugging Face 
               "a DatasetDict's split); or a hub dataset id with a split, e.g. rajpurkar/squad:validation (needs a network)")
 
 
-def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None):
+def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None,
+                needs_gold: str | None = None):
     """Questions in any form load_squad reads, under the command's data options,
-    reporting every relocated offset and skipped question."""
+    reporting every relocated offset and skipped question; ``needs_gold`` refuses unlabelled ones."""
     from .data.squad import load_squad
 
-    data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid, data_format=data_format)
+    data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid, data_format=data_format,
+                      needs_gold=needs_gold)
     _report_read(data, path, len(data.examples))
     return data
 
@@ -103,8 +106,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if load_run_record(args.output_dir) is not None and not args.overwrite:
         raise SystemExit(f"error: {args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
     config = _train_config(args)
-    data = _load_squad(args, args.train, args.limit)
-    held_out = _load_squad(args, args.eval) if args.eval else None
+    data = _load_squad(args, args.train, args.limit, needs_gold="bio-mrc train")
+    held_out = _load_squad(args, args.eval, needs_gold="bio-mrc train --eval") if args.eval else None
     evaluator = TrainingEvaluator(held_out.examples, held_out.version) if held_out else None
     print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
     result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
@@ -183,19 +186,24 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.predictions import load_na_probs, load_predictions
 
     requested = registry.scorer(args.metric) if args.metric else None
-    data = _load_squad(args, args.data, data_format=requested.format if requested and requested.multi_span_gold else None)
+    data = _load_squad(args, args.data, args.limit, data_format=requested.format if requested and requested.multi_span_gold else None,
+                       needs_gold="bio-mrc evaluate")
+    scored = _scored_questions(args, data.examples)
+    if scored.subset:
+        print(f"note: scoring {scored.subset}", file=sys.stderr)
     if (requested or registry.task_of_data(data.format, data.is_v2)).multi_span_gold:
         from .data.multispanqa import multispan_gold_texts
         from .metrics.multispan_official import multispan_metrics
 
-        gold = multispan_gold_texts(data.examples)
+        gold = multispan_gold_texts(scored.examples)
         # The official MultiSpanQA script scores only complete files: a missing question is an error here too.
         predictions, _ = load_predictions(args.predictions, list(gold), multi_span=True, strict=True)
-        print(json.dumps(multispan_metrics(gold, predictions), indent=2))
+        print(json.dumps({**multispan_metrics(gold, predictions), **scored.record}, indent=2))
         return 0
     from .metrics.squad_official import squad_metrics
+    from .data.squad import gold_texts
 
-    gold = data.gold_texts()
+    gold = gold_texts(scored.examples)
     with _unknown_ids_as_warning_lines():
         predictions, missing = load_predictions(args.predictions, list(gold), strict=args.strict)
         na_probs, missing_probs = load_na_probs(args.na_probs, list(gold), strict=args.strict) if args.na_probs else (None, [])
@@ -207,29 +215,95 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
               f"(e.g. {missing_probs[0]!r}); best_exact and best_f1 take 0.0 for them, always answering "
               "(--strict makes this an error)", file=sys.stderr)
     version = "2.0" if (data.is_v2 or na_probs is not None) else "1.1"
-    print(json.dumps(squad_metrics(gold, predictions, version, na_probs, missing_as_wrong=True), indent=2))
+    print(json.dumps({**squad_metrics(gold, predictions, version, na_probs, missing_as_wrong=True), **scored.record}, indent=2))
     return 0
+
+
+def _scored_questions(args: argparse.Namespace, examples):
+    """The questions ``evaluate`` scores: all it read (the first ``--limit``), or with ``--only-predicted`` those
+    the predictions file answers. A subset is stated on stderr and in the metrics' ``scored`` entry."""
+    from .data.json_reader import read_json
+    from .data.predictions import ScoredQuestions
+
+    if not args.only_predicted:
+        subset = f"the first {len(examples)} questions of {args.data} (--limit {args.limit})" if args.limit else None
+        return ScoredQuestions(list(examples), len(examples), subset)
+    answered = read_json(args.predictions)
+    kept = [ex for ex in examples if isinstance(answered, dict) and ex.id in answered]
+    if not kept:
+        from .errors import ConfigError
+
+        raise ConfigError(f"--only-predicted: no question of {args.data} has an answer in {args.predictions}")
+    subset = f"the {len(kept)} of {len(examples)} questions of {args.data} that {args.predictions} answers (--only-predicted)"
+    return ScoredQuestions(kept, len(examples), subset)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from .inference import TrainedModel, save_tuned_settings, tuning_provenance
-    from .inference.tuning import tune_for_model
+    import copy
 
-    check_outputs_apart([args.plot_dir], [args.data], [args.model])
-    if Path(args.model).is_dir():  # a missing folder is the loader's to name
-        check_writable_folder(args.model, "tune saves the tuned settings in its config.json")
-    data = _load_squad(args, args.data, args.limit)
+    from .inference import TrainedModel, save_tuned_settings, tuning_provenance
+    from .inference.tuning import tune_for_model, tuning_summary
+
+    target = _tune_target(args)
+    data = _load_squad(args, args.data, args.limit, needs_gold="bio-mrc tune")
+    task = registry.task_of_data(data.format, data.is_v2)
+    calibrate = _calibrates(args, len(data.examples), task)
+    check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision)
+    before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     tuned = tune_for_model(trained, outputs, data.examples, _decode_config(args, require_answer=False),
-                           registry.task_of_data(data.format, data.is_v2), decodings=args.decoding)
+                           task, decodings=args.decoding, calibrate=calibrate)
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
     description = f"{args.data}" + (f" (first {args.limit} questions)" if args.limit else "")
+    if target != Path(args.model):
+        _copy_model(Path(args.model), target)
     # predict, compare and AnswerExtractor apply them from now on
-    save_tuned_settings(args.model, trained.model.config, tuned.thresholds, tuned.settings, tuning_provenance(description, data.examples))
+    save_tuned_settings(target, trained.model.config, tuned.thresholds, tuned.settings, tuning_provenance(description, data.examples))
+    for line in tuning_summary(tuned, before):
+        print(line, file=sys.stderr)
+    if not calibrate:
+        print(f"calibrators: none fitted; kept as saved ({', '.join(before.calibration or {}) or 'none'})", file=sys.stderr)
+    print(f"saved in {target / 'config.json'}" + (" (in place)" if target == Path(args.model) else f" (a tuned copy of {args.model})"),
+          file=sys.stderr)
     print(json.dumps(tuned.report, indent=2))
     return 0
+
+
+def _tune_target(args: argparse.Namespace) -> Path:
+    """Where ``tune`` saves: the model folder itself, or ``--output-dir``, a new (or empty) folder it copies the model to."""
+    if not args.output_dir:
+        if Path(args.model).is_dir():  # a missing folder is the loader's to name
+            check_writable_folder(args.model, "tune saves the tuned settings in its config.json (--output-dir: "
+                                              "in a copy elsewhere)")
+        return Path(args.model)
+    target = check_folder_target(args.output_dir)
+    if target.exists() and (target.resolve() == Path(args.model).resolve() or any(target.iterdir())):
+        from .errors import ConfigError
+
+        raise ConfigError(f"--output-dir {target} is not empty; give a new folder (the tuned copy of the model goes there)")
+    return target
+
+
+def _copy_model(model: Path, target: Path) -> None:
+    """The model folder's files into ``target`` (made here; the package checked it was new or empty)."""
+    import shutil
+
+    shutil.copytree(model, target, dirs_exist_ok=True)
+
+
+def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:
+    """Whether ``tune`` fits calibrators: not for multi-span gold nor with --no-calibration; too few questions are refused."""
+    if args.no_calibration or task.multi_span_gold:
+        return False
+    if questions < args.min_calibration_questions:
+        from .errors import ConfigError
+
+        raise ConfigError(f"{args.data}: {questions} questions are too few to fit a calibrator (at least "
+                          f"{args.min_calibration_questions}); --no-calibration tunes the rest, "
+                          f"--min-calibration-questions {questions} fits one anyway")
+    return True
 
 
 def _plot_threshold_curves(tuned, plot_dir: Path) -> None:
@@ -273,15 +347,17 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
     if args.html:
         check_file_target(args.html)
-        check_outputs_apart([args.html], [args.context_file], [args.model])
-    context = read_text_file(args.context_file) if args.context_file else args.context
-    if context is None:
-        raise SystemExit("error: give --context-file or --context")
+        check_outputs_apart([args.html], list(args.context_file or []), [args.model])
+    texts, names = _extract_documents(args)
     extractor = AnswerExtractor.from_pretrained(
         args.model, precision=args.precision, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
-        min_span_probability=args.min_span_probability, progress=len(context) >= LONG_CONTEXT_CHARS,
+        min_span_probability=args.min_span_probability, progress=sum(map(len, texts)) >= LONG_CONTEXT_CHARS,
     )
-    print(json.dumps(extractor(args.question, context).to_dict(), ensure_ascii=False, indent=2))
+    if len(texts) > 1:  # one question over several documents: answers ranked across them
+        print(json.dumps(extractor(args.question, texts, top_k=args.top_k, names=names).to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    context = texts[0]
+    print(json.dumps(extractor(args.question, context, top_k=args.top_k).to_dict(), ensure_ascii=False, indent=2))
     if args.html:
         from .harness.html_report import extraction_page
         from .io import atomic_write_text
@@ -289,6 +365,19 @@ def cmd_extract(args: argparse.Namespace) -> int:
         atomic_write_text(args.html, extraction_page(extractor, args.question, context))
         print(f"page: {args.html} (every decoding's answer and the BIO head's word probabilities)", file=sys.stderr)
     return 0
+
+
+def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
+    """The texts ``extract`` answers from and their names (the files', or none for --context), checked before any work."""
+    from .errors import ConfigError
+
+    if bool(args.context_file) == bool(args.context):
+        raise ConfigError("give --context-file FILE... or --context TEXT..., one of them")
+    texts = [read_text_file(path) for path in args.context_file] if args.context_file else list(args.context)
+    if len(texts) > 1 and (args.html or args.multi_span):
+        raise ConfigError(f"{'--html' if args.html else '--multi-span'} takes one document; several are answered with "
+                          "single spans ranked across them (--top-k)")
+    return texts, list(args.context_file) if args.context_file else None
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -401,6 +490,9 @@ def _add_model_commands(add_command) -> None:
     evaluate.add_argument("--data", required=True, help=f"{_DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
     evaluate.add_argument("--predictions", required=True)
     evaluate.add_argument("--na-probs")
+    evaluate.add_argument("--limit", type=int, help="score the first N questions of --data, as predict --limit answers them")
+    evaluate.add_argument("--only-predicted", action="store_true",
+                          help="score only the questions the predictions file answers (a subset, stated in the output)")
     evaluate.add_argument("--metric", choices=registry.scorers(),
                           help="default: the data's own (multispan for MultiSpanQA's layout, else squad)")
     evaluate.add_argument("--strict", action="store_true",
@@ -417,6 +509,12 @@ def _add_model_commands(add_command) -> None:
     tune.add_argument("--batch-size", type=_count, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
     _add_precision_option(tune)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
+    tune.add_argument("--output-dir", help="a new folder: copy the model there and save the tuned settings in the copy "
+                                           "(default: in the model's own config.json)")
+    tune.add_argument("--min-calibration-questions", type=_positive_int, default=MIN_CALIBRATION_QUESTIONS,
+                      help="fewer tuning questions than this are refused for fitting calibrators")
+    tune.add_argument("--no-calibration", action="store_true",
+                      help="tune the length prior and thresholds only; the saved calibrators stay as they are")
     add_config_options(tune, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
     _add_data_options(tune)
     tune.set_defaults(func=cmd_tune)
@@ -443,8 +541,10 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--model", required=True)
     _add_precision_option(extract)
     extract.add_argument("--question", required=True)
-    extract.add_argument("--context-file")
-    extract.add_argument("--context")
+    extract.add_argument("--context-file", nargs="+", metavar="FILE",
+                         help="UTF-8 text file(s); several: the answers are ranked across them, each naming its file")
+    extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, as --context-file")
+    extract.add_argument("--top-k", type=_positive_int, help="how many answers, best first (across every document)")
     extract.add_argument("--decoding", choices=("auto", *registry.DECODINGS), default="auto")
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "

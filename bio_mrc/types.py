@@ -6,7 +6,9 @@ answers. Each alternative is a tuple of one or more character spans
 
 * SQuAD: one alternative per annotator, each with one span;
 * MultiSpanQA: one alternative with several spans;
-* unanswerable: ``answers == ()``.
+* unanswerable: ``answers == ()``;
+* unlabelled (a question asked for prediction, with no gold at all): ``answers is None``. It is neither
+  answerable nor unanswerable, and only prediction takes it.
 """
 
 from __future__ import annotations
@@ -24,16 +26,21 @@ class Example:
     id: str
     question: str
     context: str
-    answers: tuple[Alternative, ...] = ()
+    answers: tuple[Alternative, ...] | None = ()
     title: str = ""
 
     @property
+    def is_labelled(self) -> bool:
+        """Whether the example has gold (answers, or none for an unanswerable question)."""
+        return self.answers is not None
+
+    @property
     def is_answerable(self) -> bool:
-        return len(self.answers) > 0
+        return bool(self.answers)
 
     def answer_texts(self) -> list[list[str]]:
-        """Texts of every span of every alternative."""
-        return [[self.context[s:e] for s, e in alt] for alt in self.answers]
+        """Texts of every span of every alternative (none for an unlabelled example)."""
+        return [[self.context[s:e] for s, e in alt] for alt in self.answers or ()]
 
 
 @dataclass(frozen=True)
@@ -99,3 +106,56 @@ def content_hash(examples: Sequence[Example]) -> str:
     for ex in examples:
         digest.update(json.dumps([ex.id, ex.question, ex.context, ex.answers, ex.title]).encode())
     return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class DocumentAnswer:
+    """One answer of a question asked over several documents: a span of document ``document`` (its index in the
+    list; ``name``, e.g. its file name, where one was given).
+
+    ``score`` ranks answers across documents: the span's score above its own document's no-answer score (a
+    log-odds of "this span" against "no answer in this document"), which needs nothing from the other documents
+    and no softmax within one; ``span_score`` is the decoding's own score. ``abstain``: the no-answer threshold
+    saved with the model fired for this document. ``probability``: the calibrated probability that the answer is
+    right, for a document's best answer under a model with a calibrator (else None)."""
+
+    text: str
+    start: int
+    end: int
+    score: float
+    document: int
+    name: str | None = None
+    span_score: float = 0.0
+    abstain: bool = False
+    probability: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "start": self.start, "end": self.end, "score": float(self.score), "document": self.document,
+                "name": self.name, "span_score": float(self.span_score), "abstain": self.abstain, "probability": self.probability}
+
+
+@dataclass
+class RankedAnswers:
+    """One question's answers over several documents, best first across them (``answers``), and each document's own
+    :class:`Prediction` in document order (``documents``)."""
+
+    question: str
+    answers: list[DocumentAnswer]
+    documents: list[Prediction]
+    names: list[str | None] = field(default_factory=list)
+
+    @property
+    def answer(self) -> str:
+        """The best answer's text; "" when there is none or every document abstains (the best answer's document
+        then abstains too: a span's score is its margin over its own document's no-answer score)."""
+        return self.answers[0].text if self.answers and not self.answers[0].abstain else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "answers": [answer.to_dict() for answer in self.answers],
+            "documents": [{"document": index, "name": name, "abstain": p.abstain, "no_answer_score": p.no_answer_score,
+                           "confidence": p.confidence, "probability": p.probability}
+                          for index, (p, name) in enumerate(zip(self.documents, self.names or [None] * len(self.documents)))],
+        }

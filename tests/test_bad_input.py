@@ -66,7 +66,7 @@ def test_wrong_article_and_paragraph_layout(tmp_path):
         ([question("q1")], "  \n", "q1", "empty or missing context"),
         ([{**question("q1"), "question": ""}], CONTEXT, "q1", "empty or missing question"),
         ([{k: v for k, v in question("q1").items() if k != "question"}], CONTEXT, "q1", "empty or missing question"),
-        ([{k: v for k, v in question("q1").items() if k != "id"}], CONTEXT, "Paris", "without a non-empty string 'id'"),
+        ([{**question("q1"), "id": ["q1"]}], CONTEXT, "Paris", "'id' must be a string"),
         ([question("q1"), question("q2"), question("q1")], CONTEXT, "q1", "duplicate question id"),
         ([question("q1", start=3)], CONTEXT, "q1", "not at answer_start 3; the text does occur at 24 .--fix-offsets"),
         ([question("q1", text="Berlin")], CONTEXT, "q1", "answer text 'Berlin' is not in the context"),

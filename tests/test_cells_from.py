@@ -139,3 +139,30 @@ def test_a_cut_or_edited_report_is_refused_not_misaligned(earlier, tiny_encoder_
     (tmp_path / "partial.json").write_text(json.dumps(partial))
     with pytest.raises(ConfigError, match="run 'joint' seed 1 has the decodings \\['span'\\] there"):
         compare(joint, FIXTURES, tmp_path / "out", cells_from=tmp_path / "partial.json")
+
+
+def test_impossible_numbers_in_a_report_or_a_cached_cell_are_refused_naming_the_file_and_field(earlier, tiny_encoder_dir, tmp_path):
+    import shutil
+
+    config = parse_config(tiny_config(tiny_encoder_dir))
+    report = read_report(earlier[0]).to_json()
+    for field, value, match in (("f1", -500.0, r"cell 0: field 'f1' holds -500.0 at position 0, outside \[0, 100\]"),
+                                ("em", "high", "cell 0: field 'em' must be a list of per-question scores")):
+        edited = json.loads(json.dumps(report))
+        edited["cells"][0][field] = [value, *edited["cells"][0][field][1:]] if field == "f1" else value
+        (tmp_path / "edited.json").write_text(json.dumps(edited))
+        with pytest.raises(ConfigError, match=f"--cells-from {tmp_path / 'edited.json'}: " + match):
+            compare(config, FIXTURES, tmp_path / "out", cells_from=tmp_path / "edited.json")
+    mistyped = {**json.loads(json.dumps(report)), "eval_ids": 5}
+    (tmp_path / "mistyped.json").write_text(json.dumps(mistyped))
+    with pytest.raises(ConfigError, match="field 'eval_ids' must be a list of question ids, got 5"):
+        read_report(tmp_path / "mistyped.json")
+
+    out = tmp_path / "rerun"
+    shutil.copytree(earlier[0].parent.parent, out)
+    cache = next((out / "cells").glob("*.json"))
+    cells = json.loads(cache.read_text())
+    cells[0]["f1"][0] = 250.0
+    cache.write_text(json.dumps(cells))
+    with pytest.raises(ConfigError, match=f"{cache}: cell 0: field 'f1' holds 250.0 at position 0, outside"):
+        compare(config, FIXTURES, out)

@@ -91,8 +91,8 @@ def test_csv_cells_stay_text_and_a_bad_answers_cell_names_its_row(tmp_path):
     assert info.value.problem.startswith("'answers' is text but not JSON")
     assert f"read as csv: {FORMATS['csv'].expects}" in info.value.problem
     without = tmp_path / "without.csv"
-    without.write_text("id,context,question\nq1,Paris,Where?\n", encoding="utf-8")
-    with pytest.raises(DataFormatError, match=r"the header row \(comma-separated\) lacks the SQuAD columns \['answers'\].*read as csv"):
+    without.write_text("id,question\nq1,Where?\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"the header row \(comma-separated\) lacks the SQuAD columns \['context'\].*read as csv"):
         load_squad(without)
 
 

@@ -125,7 +125,7 @@ def test_fix_offsets_and_skip_invalid_behave_the_same_in_every_form(tmp_path, fo
 def test_row_forms_check_ids_and_is_impossible_like_the_official_layout(tmp_path):
     rows = hf_rows(squad_json())
     bad = [
-        ({**rows[0], "id": ""}, "Paris", "question without a non-empty string 'id'"),
+        ({**rows[0], "id": 7}, "Paris", "'id' must be a string, got 7"),
         ({**rows[0], "question": " "}, "q1", "empty or missing question"),
         ({**rows[0], "is_impossible": True}, "q1", "question marked is_impossible has answers"),
         ({**rows[2], "is_impossible": False}, "q3", "question has no answers and is not marked is_impossible"),
@@ -176,8 +176,8 @@ def test_choosing_a_split_of_a_dataset_dict(tmp_path):
         load_squad(f"{tmp_path}/both:test")
     with pytest.raises(DataFormatError, match="picks a split of a saved DatasetDict or a hub dataset, not of a file"):
         load_squad(f"{as_squad_json(tmp_path, squad_json())}:train")
-    with pytest.raises(DataFormatError, match="lacks the SQuAD columns \\['answers'\\]"):
-        load_squad(datasets.Dataset.from_list([{k: v for k, v in row.items() if k != "answers"} for row in rows]))
+    with pytest.raises(DataFormatError, match="lacks the SQuAD columns \\['question'\\]"):
+        load_squad(datasets.Dataset.from_list([{k: v for k, v in row.items() if k != "question"} for row in rows]))
     datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "single"))  # a Dataset, not a DatasetDict
     assert [ex.id for ex in load_squad(tmp_path / "single").examples] == ["q1", "q2", "q3", "q4"]
     with pytest.raises(DataFormatError, match="':train' picks a split of a DatasetDict; this is a single Dataset"):

@@ -34,7 +34,7 @@ def test_sample_maps_to_the_data_model(sample_v1):
         ([{"id": "q1", "question": "What?", "answers": [{"text": "", "answer_start": 0}]}], "non-empty 'text'"),
         ([{"id": "q1", "question": "What?", "answers": []}], "not marked is_impossible"),
         ([{"id": "q1", "question": "What?", "answers": [{"text": "Paris", "answer_start": 0}]}] * 2, "duplicate"),
-        ([{"question": "What?", "answers": []}], "string 'id'"),
+        ([{"id": 1, "question": "What?", "answers": []}], "'id' must be a string"),
     ],
 )
 def test_bad_records_are_named(qas, message):

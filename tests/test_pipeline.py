@@ -80,7 +80,7 @@ def test_machine_readable_commands_print_only_json_on_stdout(trained_dir, tmp_pa
     commands = {
         "predict": ["predict", "--model", str(model), "--data", str(SAMPLE_V1), "--decoding", "span", "bio", "--output", str(predictions)],
         "evaluate": ["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions.with_suffix(".span.json"))],
-        "tune": ["tune", "--model", str(model), "--data", str(SAMPLE_V1)],
+        "tune": ["tune", "--model", str(model), "--data", str(SAMPLE_V1), "--min-calibration-questions", "8"],
         "extract": ["extract", "--model", str(model), "--question", "Who wrote it?", "--context", "Ada wrote it in 1843."],
     }
     for name, argv in commands.items():

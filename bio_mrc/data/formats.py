@@ -91,7 +91,8 @@ def _multispanqa_records(source: Source) -> Records:
     return Records(source.name, examples=parse_multispanqa(source.parsed_json(), source.name))
 
 
-_HF_COLUMNS = "the Hugging Face SQuAD columns id, title (optional), context, question, answers {text: [...], answer_start: [...]}"
+_HF_COLUMNS = ("the Hugging Face SQuAD columns context, question, and optionally id, title and answers "
+               "{text: [...], answer_start: [...]} (no answers: a question to predict)")
 
 FORMATS: dict[str, DataFormat] = {
     "datasets": DataFormat(f"a datasets.Dataset or DatasetDict with {_HF_COLUMNS}", lambda s: from_datasets(s.data),

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
+from ..types import Example
 from .json_reader import DataFormatError, read_json
 
 
@@ -97,3 +99,18 @@ def load_na_probs(path: str | Path, question_ids: Collection[str], strict: bool 
         if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not (0.0 <= prob <= 1.0) or math.isnan(prob):
             raise DataFormatError(f"a no-answer probability must be a number in [0, 1], got {prob!r}", qid, str(path))
     return {qid: float(p) for qid, p in probs.items()}, missing
+
+
+@dataclass
+class ScoredQuestions:
+    """The questions an evaluation scores, of ``read`` read from the data; ``subset`` describes them when they are
+    not the whole file (None: every question), and is stated where the scores are."""
+
+    examples: list[Example]
+    read: int
+    subset: str | None = None
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The metrics' ``scored`` entry: present only for a subset."""
+        return {"scored": {"questions": len(self.examples), "subset": self.subset}} if self.subset else {}

@@ -24,6 +24,9 @@ from .json_reader import DataFormatError, NotPlainJsonError, loads
 from .limits import max_line_bytes
 
 SQUAD_COLUMNS = ("id", "context", "question", "answers")
+# Questions to predict need only these: a missing id is generated, missing answers make them unlabelled.
+REQUIRED_COLUMNS = ("context", "question")
+_OPTIONAL = ("id", "title", "answers", "is_impossible")
 ROW_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".gz")
 # A split name, optionally with the hub's slice syntax: validation, train[:1000].
 _WITH_SPLIT = re.compile(r"^(?P<base>.+):(?P<split>[A-Za-z0-9_][\w.\-]*(?:\[[^\]]*\])?)$")
@@ -169,18 +172,24 @@ def dataset_records(data: Any, split: str | None, name: str) -> Records:
 
 
 def check_columns(columns: Iterable[str] | None, name: str, kind: str) -> None:
-    missing = [column for column in SQUAD_COLUMNS if columns is not None and column not in columns]
+    missing = [column for column in REQUIRED_COLUMNS if columns is not None and column not in columns]
     if missing:
-        raise DataFormatError(f"the {kind} lacks the SQuAD columns {missing} (it has {list(columns or [])})", source=name)
+        raise DataFormatError(f"the {kind} lacks the SQuAD columns {missing} (it has {list(columns or [])}; "
+                              "id and answers are optional)", source=name)
 
 
 def table_rows(rows: Iterable[tuple[int, Any]], name: str) -> Iterator[tuple[str, Any]]:
     """``("row N", row)`` with plain Python values: a table cell cannot hold an object, so ``answers`` may be its
-    JSON text (a CSV's cell, a string column), and array values (pandas, NumPy) become lists."""
+    JSON text (a CSV's cell, a string column), and array values (pandas, NumPy) become lists. An empty ``answers``
+    cell is no answers (an unlabelled question), as a missing column is; so is pandas' NaN in an optional column."""
     for index, row in rows:
         row = plain(row)
+        if isinstance(row, dict):
+            row = {key: None if key in _OPTIONAL and value != value else value for key, value in row.items()}  # NaN
         answers = row.get("answers") if isinstance(row, dict) else None
-        if isinstance(answers, str):
+        if isinstance(answers, str) and not answers.strip():
+            row = {**row, "answers": None}
+        elif isinstance(answers, str):
             try:
                 row = {**row, "answers": loads(answers)}
             except (ValueError, NotPlainJsonError) as err:

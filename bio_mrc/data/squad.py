@@ -3,6 +3,7 @@ columns (JSON Lines, datasets), through one per-question validation."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
@@ -46,7 +47,7 @@ def gold_texts(examples: Iterable[Example]) -> dict[str, list[str]]:
 
 def load_squad(
     data: Any, limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False, split: str | None = None,
-    data_format: str | None = None,
+    data_format: str | None = None, needs_gold: str | None = None,
 ) -> SquadFile:
     """Read questions from any form users have them in, validating every record the same way.
 
@@ -72,6 +73,11 @@ def load_squad(
     errors in ``skipped``; a malformed file, line or article still raises, and so does any bad record of
     MultiSpanQA's layout, which is validated whole. ``limit`` keeps the first ``limit`` questions in file
     order (a fixed, reproducible slice).
+
+    Questions to predict need neither answers nor ids: a question with no ``answers`` (and no ``is_impossible``)
+    is *unlabelled* (``Example.answers is None``: neither answerable nor unanswerable, so such a file never
+    becomes SQuAD 2.0), and one with no ``id`` (or an empty one) gets :func:`generated_id`. ``needs_gold``
+    (what needs the answers, e.g. ``"training"``) refuses an unlabelled question instead, naming it.
     """
     detected = detect_format(data, split, data_format)
     with detected.errors_described():
@@ -79,34 +85,35 @@ def load_squad(
         if records.examples is not None:
             result = SquadFile(records.examples[: _checked_limit(limit)], "1.1", records.name)
         elif records.rows is not None:
-            result = parse_rows(records.rows, records.name, limit, fix_offsets, skip_invalid)
+            result = parse_rows(records.rows, records.name, limit, fix_offsets, skip_invalid, needs_gold)
         else:
-            result = parse_squad(records.squad, records.name, limit, fix_offsets, skip_invalid)
+            result = parse_squad(records.squad, records.name, limit, fix_offsets, skip_invalid, needs_gold)
     result.format = detected.format
     return result
 
 
 def parse_squad(
-    raw: Any, source: str = "", limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False
+    raw: Any, source: str = "", limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False,
+    needs_gold: str | None = None,
 ) -> SquadFile:
     """Validate an already-parsed SQuAD object (see :func:`load_squad`)."""
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
         raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=source)
     questions = _article_questions(raw["data"], source)
     result = SquadFile([], str(raw.get("version", "1.1")).lstrip("v"), source)
-    return _collect(questions, result, limit, fix_offsets, skip_invalid)
+    return _collect(questions, result, limit, fix_offsets, skip_invalid, needs_gold)
 
 
 def parse_rows(
     rows: Iterable[tuple[str, Any]], source: str = "", limit: int | None = None, fix_offsets: bool = False,
-    skip_invalid: bool = False,
+    skip_invalid: bool = False, needs_gold: str | None = None,
 ) -> SquadFile:
     """Validate ``(where, row)`` records in the Hugging Face SQuAD columns (see :func:`load_squad`).
 
     ``where`` (``line 3``, ``row 2``) joins the source in errors, so a record without an id is still found.
     """
     questions = (_row_question(row, f"{source}, {where}") for where, row in rows)
-    return _collect(questions, SquadFile([], "1.1", source), limit, fix_offsets, skip_invalid)
+    return _collect(questions, SquadFile([], "1.1", source), limit, fix_offsets, skip_invalid, needs_gold)
 
 
 def _row_question(row: Any, source: str) -> tuple[Any, Any, str, str]:
@@ -117,32 +124,38 @@ def _row_question(row: Any, source: str) -> tuple[Any, Any, str, str]:
 
 
 def _collect(
-    questions: Iterable[tuple[Any, Any, str, str]], result: SquadFile, limit: int | None, fix_offsets: bool, skip_invalid: bool
+    questions: Iterable[tuple[Any, Any, str, str]], result: SquadFile, limit: int | None, fix_offsets: bool, skip_invalid: bool,
+    needs_gold: str | None = None,
 ) -> SquadFile:
     """Every question that :func:`validated` keeps, into ``result``."""
-    result.examples.extend(validated(questions, result, limit, fix_offsets, skip_invalid))
+    result.examples.extend(validated(questions, result, limit, fix_offsets, skip_invalid, needs_gold))
     return result
 
 
 def validated(
-    questions: Iterable[tuple[Any, Any, str, str]], result: SquadFile, limit: int | None, fix_offsets: bool, skip_invalid: bool
+    questions: Iterable[tuple[Any, Any, str, str]], result: SquadFile, limit: int | None, fix_offsets: bool, skip_invalid: bool,
+    needs_gold: str | None = None,
 ) -> Iterator[Example]:
-    """The one pass every form goes through: parse each question, refuse a repeated id, raise or skip (into
-    ``result.skipped``), stop at ``limit``; ``result.version`` becomes 2.0 at the first unanswerable question."""
+    """The one pass every form goes through: parse each question (numbered from 1 in source order, for
+    :func:`generated_id`), refuse a repeated id, raise or skip (into ``result.skipped``), stop at ``limit``;
+    ``result.version`` becomes 2.0 at the first unanswerable question (never at an unlabelled one)."""
     _checked_limit(limit)
     seen: set[str] = set()
-    for qa, context, title, source in questions:
+    for position, (qa, context, title, source) in enumerate(questions, 1):
         try:
-            example = _parse_question(qa, context, title, source, result.fixed_offsets if fix_offsets else None)
+            example = _parse_question(qa, context, title, source, result.fixed_offsets if fix_offsets else None, position)
             if example.id in seen:
                 raise DataFormatError("duplicate question id", example.id, source)
+            if needs_gold and not example.is_labelled:
+                raise DataFormatError(f"question without answers: {needs_gold} needs labelled questions ('answers', or "
+                                      "'is_impossible': true for an unanswerable one)", example.id, source)
         except DataFormatError as error:
             if not skip_invalid:
                 raise
             result.skipped.append(error)
             continue
         seen.add(example.id)
-        if qa.get("is_impossible") is not None or not example.is_answerable:
+        if example.is_labelled and (qa.get("is_impossible") is not None or not example.is_answerable):
             result.version = "2.0"  # only v2.0 data has unanswerable questions (or the field), whatever a header says
         yield example
         if limit is not None and len(seen) >= limit:
@@ -163,6 +176,7 @@ class SquadStream:
     skip_invalid: bool = False
     split: str | None = None
     data_format: str | None = None
+    needs_gold: str | None = None
     version: str = "1.1"
     source: str = ""
     format: str = ""
@@ -183,7 +197,7 @@ class SquadStream:
                 questions = (_row_question(row, f"{records.name}, {where}") for where, row in records.rows)
             else:
                 questions = _article_questions(records.squad, records.name)
-            yield from validated(questions, result, self.limit, self.fix_offsets, self.skip_invalid)
+            yield from validated(questions, result, self.limit, self.fix_offsets, self.skip_invalid, self.needs_gold)
         header = str(getattr(records.squad, "version", None) or "1.1").lstrip("v")
         self.version = "2.0" if result.version == "2.0" else header
 
@@ -194,12 +208,12 @@ class SquadStream:
 
 def stream_squad(
     data: Any, limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False, split: str | None = None,
-    data_format: str | None = None,
+    data_format: str | None = None, needs_gold: str | None = None,
 ) -> SquadStream:
     """The questions :func:`load_squad` reads, as a :class:`SquadStream`: memory stays flat in their number
     (official JSON is read one article at a time, JSON Lines one line at a time), and ``limit`` stops reading
     the source at the ``limit``-th question."""
-    return SquadStream(data, limit, fix_offsets, skip_invalid, split, data_format)
+    return SquadStream(data, limit, fix_offsets, skip_invalid, split, data_format, needs_gold)
 
 
 def _article_questions(articles: Iterable[Any], source: str) -> Iterator[tuple[Any, Any, str, str]]:
@@ -229,13 +243,27 @@ def _questions_of(article: Any, number: int, source: str) -> Iterator[tuple[Any,
             yield qa, paragraph.get("context"), title
 
 
-def _parse_question(qa: Any, context: Any, title: str, source: str, fixed: list[str] | None) -> Example:
-    if not isinstance(qa, dict) or not isinstance(qa.get("id"), str) or not qa["id"]:
-        raise DataFormatError("question without a non-empty string 'id'", title or None, source)
-    qid = check_text(qa["id"], "id", title or None, source)
-    check_context_length(check_text(context, "context", qid, source), qid, source)
-    question = check_text(qa.get("question"), "question", qid, source)
+def generated_id(position: int, question: str, context: str) -> str:
+    """The id of a question given without one: ``q<position>-<hash>``, its position in the source (1 for the first
+    question, every record counted) and the first 8 hex digits of the SHA-256 of its question, a newline and its
+    context (UTF-8). The same file gives the same ids, and another file's predictions do not match them by accident."""
+    digest = hashlib.sha256(f"{question}\n{context}".encode("utf-8")).hexdigest()
+    return f"q{position}-{digest[:8]}"
+
+
+def _parse_question(qa: Any, context: Any, title: str, source: str, fixed: list[str] | None, position: int = 1) -> Example:
+    if not isinstance(qa, dict):
+        raise DataFormatError("question is not an object", title or None, source)
+    given = qa.get("id")
+    if given not in (None, "") and not isinstance(given, str):
+        raise DataFormatError(f"'id' must be a string, got {given!r}", title or None, source)
+    named = check_text(given, "id", title or None, source) if given else None
+    check_context_length(check_text(context, "context", named or title or None, source), named or title or None, source)
+    question = check_text(qa.get("question"), "question", named or title or None, source)
+    qid = named or generated_id(position, question, context)
     answers, impossible = _answers_of(qa, qid, source)
+    if answers is None:
+        return Example(qid, question, context, None, title)
     if not isinstance(impossible, bool):
         raise DataFormatError(f"'is_impossible' must be true or false, got {impossible!r}", qid, source)
     if impossible and answers:
@@ -246,10 +274,13 @@ def _parse_question(qa: Any, context: Any, title: str, source: str, fixed: list[
     return Example(qid, question, context, alternatives, title)
 
 
-def _answers_of(qa: dict[str, Any], qid: str, source: str) -> tuple[list[Any], Any]:
+def _answers_of(qa: dict[str, Any], qid: str, source: str) -> tuple[list[Any] | None, Any]:
     """``(answers, is_impossible)`` from either layout: the official list of ``{text, answer_start}``
     objects, or the Hugging Face columns ``{text: [...], answer_start: [...]}``, where empty lists
-    are how an unanswerable question is written (an ``is_impossible`` value, if any, must agree)."""
+    are how an unanswerable question is written (an ``is_impossible`` value, if any, must agree).
+    ``(None, None)`` for an unlabelled question: no ``answers`` (or null) and no ``is_impossible``."""
+    if qa.get("answers") is None and qa.get("is_impossible") is None:
+        return None, None
     answers = qa.get("answers", [] if qa.get("is_impossible") else None)
     if isinstance(answers, dict):
         texts, starts = answers.get("text"), answers.get("answer_start")
@@ -293,7 +324,7 @@ def examples_to_squad_json(examples: Sequence[Example], version: str = "1.1") ->
             {
                 "id": ex.id,
                 "question": ex.question,
-                "answers": [{"text": ex.context[s:e], "answer_start": s} for alt in ex.answers for s, e in alt[:1]],
+                "answers": [{"text": ex.context[s:e], "answer_start": s} for alt in ex.answers or () for s, e in alt[:1]],
                 **({"is_impossible": not ex.is_answerable} if version == "2.0" else {}),
             }
         )

@@ -1,4 +1,8 @@
-"""The one check of a text the package reads: a non-empty string that a UTF-8 file can hold.
+"""The one check of a text the package reads: a string with something to read, that a UTF-8 file can hold.
+
+A text of only whitespace, control and invisible characters (NUL, zero-width spaces, soft hyphens) tokenizes
+to nothing: a question of it would be answered with a confident span of nothing it asked, so it is refused
+here, where every entry point (data files, ``AnswerExtractor``, the pipeline, ``serve``) checks its texts.
 
 A lone UTF-16 surrogate (from a ``\\ud800`` escape, a ``datasets`` column or an undecodable byte of a
 command-line argument) is a Python character no UTF-8 file can hold: an answer, a prediction file or
@@ -7,6 +11,7 @@ a report with it could not be written, so it is refused when the text is read, n
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -23,14 +28,23 @@ def unwritable_character(text: str) -> str | None:
     return None
 
 
+def carries_text(text: str) -> bool:
+    """Whether ``text`` has a character a tokenizer reads: one that is not whitespace, a control or format
+    character (NUL, a zero-width space, a soft hyphen, a byte-order mark), a lone combining mark or U+FFFD."""
+    return any(unicodedata.category(c)[0] not in "CZM" and c != "\ufffd" for c in text)
+
+
 def check_text(value: Any, what: str, record: str | None = None, source: str | None = None) -> str:
-    """``value`` if it is a string with a non-space character and only writable characters; else a
+    """``value`` if it is a string with a readable character (:func:`carries_text`) and only writable characters; else a
     :class:`DataFormatError` naming ``what`` (e.g. ``question``), the record and the file."""
     if isinstance(value, (bytes, bytearray)):
         raise DataFormatError(f"the {what} is bytes, not text (decode it, e.g. value.decode('utf-8'))", record, source)
     if not isinstance(value, str) or not value.strip():
         raise DataFormatError(f"empty or missing {what}" + ("" if value is None or isinstance(value, str) else f" (got a {type(value).__name__})"),
                               record, source)
+    if not carries_text(value):
+        raise DataFormatError(f"the {what} holds no readable text: only whitespace, control or invisible characters "
+                              "(e.g. NUL, zero-width spaces, soft hyphens), which tokenize to nothing", record, source)
     if character := unwritable_character(value):
         raise DataFormatError(f"the {what} holds {character}, half of a UTF-16 surrogate pair or an undecodable byte, "
                               "which no UTF-8 file can hold (check the text's encoding)", record, source)

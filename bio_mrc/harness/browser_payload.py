@@ -151,7 +151,7 @@ def _gold(examples: Sequence[Example], positions: list[np.ndarray | None], parag
     """Each question's gold spans (every span of every alternative), as counts and flat offsets."""
     counts, flat = [], []
     for ex, paragraph in zip(examples, paragraph_of):
-        spans = [span for alternative in ex.answers for span in alternative]
+        spans = [span for alternative in ex.answers or () for span in alternative]  # none for a question without gold
         counts.append(len(spans))
         flat.append(to_utf16(np.array(spans, dtype=np.int64).reshape(-1, 2), positions[paragraph]))
     offsets = np.concatenate(flat) if flat else np.zeros((0, 2), dtype=np.int64)

@@ -75,7 +75,7 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
         # any form load_squad reads: a file, JSON Lines, a table, MRQA, MultiSpanQA, a saved dataset (FOLDER:SPLIT) under
         # data_dir, or a hub id; a multi-span task's "format" insists on its layout, a SQuAD one takes any SQuAD-shaped form
         data = load_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
-                          data_format=spec.format if task.multi_span_gold else None)
+                          data_format=spec.format if task.multi_span_gold else None, needs_gold="bio-mrc compare")
         examples, is_v2, detected = data.examples, data.is_v2, data.format
     if spec.split:
         examples = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))[spec.split["part"]]

@@ -14,6 +14,7 @@ upgrading it in memory (:func:`upgrade_report`); one of a later version is refus
 
 from __future__ import annotations
 
+import math
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
@@ -77,6 +78,61 @@ def stored_confidences(values: Any) -> list[float]:
     return [float(f"{value:.{CONFIDENCE_DIGITS}g}") for value in np.asarray(values, dtype=np.float64).tolist()]
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _kind(check: Any, what: str) -> Any:
+    return lambda value: None if check(value) else f"must be {what}, got {_shown(value)}"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _scores(low: float, high: float | None) -> Any:
+    """A check of per-question scores: a list of numbers in [low, high] (numbers at any depth, for span counts)."""
+    def check(value: Any) -> str | None:
+        if not isinstance(value, list):
+            return f"must be a list of per-question scores, got {_shown(value)}"
+        flat = np.asarray(value, dtype=object).ravel() if value else np.array([])
+        for k, number in enumerate(flat):
+            if not _is_number(number) or not low <= number <= (math.inf if high is None else high):
+                bound = f"[{low:g}, {high:g}]" if high is not None else f"a count >= {low:g}"
+                return f"holds {_shown(number)} at position {k}, outside {bound} (a hand-edited or corrupt file?)"
+        return None
+    return check
+
+
+def _anything(value: Any) -> None:
+    return None
+
+
+_TEXT = _kind(lambda v: isinstance(v, str), "a string")
+_SECONDS = _kind(lambda v: _is_number(v) and 0 <= v < math.inf, "a number of seconds >= 0")
+_SETTING = _kind(lambda v: _is_number(v) and not math.isnan(v), "a number")
+_FLAG = _kind(lambda v: isinstance(v, bool), "true or false")
+_OBJECT = _kind(lambda v: isinstance(v, dict), "an object")
+# What each cell field read back from JSON may hold; a report or cache with another value is refused, naming it.
+_CELL_CHECKS = {
+    "run": _TEXT, "decoding": _TEXT, "model_dir": _TEXT, "precision": _TEXT,
+    "seed": _kind(lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    "train_questions": _kind(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a count >= 0"),
+    "answers": _kind(lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v), "a list of answer strings"),
+    "em": _scores(0.0, 100.0), "f1": _scores(0.0, 100.0), "counts": _scores(0.0, None),
+    "decode_seconds": _SECONDS, "inference_seconds": _SECONDS, "train_seconds": _SECONDS,
+    "threshold": _SETTING, "bio_length_prior": _SETTING,
+    "tuning_saved_with_model": _FLAG, "train_seconds_partial": _FLAG, "reused_model": _FLAG,
+    "tag_scores": _kind(lambda v: isinstance(v, dict) and all(_is_number(x) and 0 <= x <= 1 for x in v.values()),
+                        "an object of scores in [0, 1]"),
+    "calibration": _OBJECT, "selective": _OBJECT, "scored_in": _OBJECT,
+    "fold_model_dirs": _kind(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of folders"),
+    "fold_bio_length_priors": _kind(lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v), "a list of numbers"),
+    "fold_thresholds": _kind(lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v), "a list of numbers"),
+}
+
+
 @dataclass
 class Cell:
     """One model decoded one way on the evaluation questions: its per-question scores (SQuAD's ``em``/``f1``
@@ -135,6 +191,9 @@ class Cell:
         unknown = sorted(set(data) - _field_names(cls))
         if unknown:
             raise ConfigError(f"{source}: unknown cell fields {unknown}; known: {sorted(_field_names(cls))}")
+        for name, value in data.items():
+            if value is not None and (problem := _CELL_CHECKS.get(name, _anything)(value)):
+                raise ConfigError(f"{source}: field {name!r} {problem}")
         return cls(**data)
 
     def to_json(self) -> dict[str, Any]:
@@ -195,6 +254,8 @@ class SavedReport:
     def from_json(cls, report: dict[str, Any], source: str) -> "SavedReport":
         """A report of any format this package reads (:func:`upgrade_report`), typed; a field it does not
         know or lacks is a :class:`ConfigError` naming ``source``."""
+        for key, problem in _report_field_problems(report):
+            raise ConfigError(f"{source}: field {key!r} {problem}")
         report = upgrade_report(report, source)
         stored = {key: value for key, value in report.items() if key not in ("format_version", "eval_ids", "summary")}
         results = ComparisonResults.coerce({**stored, "eval_examples": []}, source)
@@ -203,3 +264,22 @@ class SavedReport:
     def to_json(self) -> dict[str, Any]:
         """The report in this version's format, as ``compare`` writes it."""
         return {**self.results.report_json(self.summary), "eval_ids": self.eval_ids}
+
+
+_REPORT_CHECKS = {
+    "config": _OBJECT, "eval": _OBJECT, "cells": _kind(lambda v: isinstance(v, list), "a list of cells"),
+    "eval_ids": _kind(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of question ids"),
+    "summary": _OBJECT, "train": _OBJECT, "tune": _OBJECT, "run_train": _OBJECT, "cells_from": _OBJECT,
+    "date": _TEXT, "package_version": _TEXT, "code": _TEXT,
+}
+
+
+_REPORT_REQUIRED = ("config", "eval", "cells", "eval_ids")
+
+
+def _report_field_problems(report: Any) -> list[tuple[str, str]]:
+    """What is wrong with a report's top-level fields read back (a hand-edited file), as (field, problem)."""
+    if not isinstance(report, dict):
+        return [("(the report)", f"must be a JSON object, got {type(report).__name__}")]
+    found = ((key, _REPORT_CHECKS[key](value)) for key, value in report.items() if key in _REPORT_CHECKS and (value is not None or key in _REPORT_REQUIRED))
+    return [(key, problem) for key, problem in found if problem]

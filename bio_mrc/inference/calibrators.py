@@ -93,6 +93,23 @@ def fit_calibrator(raw: np.ndarray, right: np.ndarray) -> dict[str, Any]:
     return {"method": "beta", "a": float(weights[0]), "b": float(weights[1]), "c": intercept, "correct_if": CORRECT_IF}
 
 
+# A calibrator whose probabilities on its own tuning questions are all within this of 0 or of 1 says nothing.
+DEGENERATE_MARGIN = 1e-3
+
+
+def degenerate_calibrator(calibrator: Mapping[str, Any], raw: np.ndarray) -> str | None:
+    """Why ``calibrator`` would be useless, judged on the raw confidences it was fitted on, or None when it is not:
+    constant output (it ignores the confidence: one class of answers only, or no monotone fit), or probabilities all
+    near 0 or all near 1 (within :data:`DEGENERATE_MARGIN`)."""
+    probabilities = calibrate(np.asarray(raw, dtype=np.float64), calibrator)
+    low, high = float(probabilities.min()), float(probabilities.max())
+    if (calibrator["a"] == 0.0 and calibrator["b"] == 0.0) or high - low < 1e-9:
+        return f"constant output {low:.3g}: every answer would get the same probability"
+    if high <= DEGENERATE_MARGIN or low >= 1.0 - DEGENERATE_MARGIN:
+        return f"probabilities all within {DEGENERATE_MARGIN} of {0 if high <= DEGENERATE_MARGIN else 1} ({low:.3g} to {high:.3g})"
+    return None
+
+
 def calibrate(raw: np.ndarray, calibrator: Mapping[str, Any]) -> np.ndarray:
     """Calibrated confidence of raw confidences; a calibrator of another method is refused (tune the model again)."""
     if calibrator.get("method") != "beta":

@@ -16,9 +16,10 @@ from ..data.text import check_context_length, check_text
 from ..decoding.nbest_spans import MIN_SPAN_PROBABILITY
 from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import WindowOutputs
-from ..errors import DataFormatError
-from ..types import Example, Prediction
+from ..errors import ConfigError, DataFormatError
+from ..types import Example, Prediction, RankedAnswers
 from .answers import decode_answers
+from .documents import rank_across_documents
 from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel
 
@@ -33,12 +34,22 @@ def choose_decoding(available: Sequence[str], decoding: str, multi_span: bool) -
     return decoding
 
 
+def asks_over_documents(question: Any, context: Any) -> bool:
+    """One question (a string) with a list of contexts: the question is asked of each document, and the answers
+    are ranked across them (:func:`~bio_mrc.inference.documents.rank_across_documents`)."""
+    return isinstance(question, str) and isinstance(context, (list, tuple))
+
+
 def question_context_examples(question, context) -> tuple[list[Example], bool]:
-    """Questions and contexts (strings, or lists; one context may serve several questions) ->
-    one :class:`Example` per question (id = its position), and whether a single string was asked.
-    Every text is checked here, once, for both front ends."""
+    """Questions and contexts (strings, or lists; one context may serve several questions; one question may ask
+    several documents, see :func:`asks_over_documents`) -> one :class:`Example` per question and context (id = its
+    position), and whether a single string was asked. Every text is checked here, once, for every front end."""
     single = isinstance(question, str)
     questions, contexts = (_texts(value, name) for value, name in ((question, "question"), (context, "context")))
+    if asks_over_documents(question, context):
+        if not contexts:
+            raise DataFormatError("no documents to answer the question from: the list of contexts is empty")
+        questions = questions * len(contexts)
     if len(contexts) == 1 and len(questions) > 1:
         contexts = contexts * len(questions)
     if len(questions) != len(contexts):
@@ -46,7 +57,7 @@ def question_context_examples(question, context) -> tuple[list[Example], bool]:
     for i, (q, c) in enumerate(zip(questions, contexts)):
         check_context_length(check_text(c, "context", record=f"input {i}"), record=f"input {i}")
         check_text(q, "question", record=f"input {i}")
-    return [Example(str(i), q, c) for i, (q, c) in enumerate(zip(questions, contexts))], single
+    return [Example(str(i), q, c, None) for i, (q, c) in enumerate(zip(questions, contexts))], single  # unlabelled
 
 
 def _texts(value: Any, name: str) -> list[Any]:
@@ -128,17 +139,54 @@ class AnswerExtractor:
     @overload
     def __call__(self, question: str, context: str, **options) -> Prediction: ...
     @overload
+    def __call__(self, question: str, context: list[str], **options) -> RankedAnswers: ...
+    @overload
     def __call__(self, question: Sequence[str], context: Sequence[str], **options) -> list[Prediction]: ...
 
-    def __call__(self, question, context, multi_span: bool | None = None, decoding: str | None = None, require_answer: bool | None = None):
+    def __call__(self, question, context, multi_span: bool | None = None, decoding: str | None = None,
+                 require_answer: bool | None = None, top_k: int | None = None, names: Sequence[str] | None = None):
+        """One question and one context: a :class:`Prediction` (its ``top_k`` best spans, default 1, or with
+        ``multi_span`` every answer span). Lists of questions and contexts: a list of them. One question and a list
+        of documents: :meth:`answer_documents` (``names`` name the documents)."""
+        if asks_over_documents(question, context):
+            return self.answer_documents(question, context, top_k or 1, names, multi_span, decoding, require_answer)
         examples, single = self.examples(question, context)
         if not examples:
             return []
         multi_span = self.multi_span if multi_span is None else multi_span
         choose_decoding(self.trained.decodings, decoding or self.decoding, multi_span)  # refuse before the forward pass
+        _check_top_k(top_k, multi_span)
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=self.progress)
-        predictions = self.predict(outputs, examples, multi_span, decoding, require_answer=require_answer)
+        n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
+        predictions = self.predict(outputs, examples, multi_span, decoding, require_answer=require_answer, n_best=n_best)
         if not multi_span:
             for p in predictions:
-                p.spans = p.spans[:1]
+                p.spans = p.spans[: top_k or 1]
         return predictions[0] if single else predictions
+
+    def answer_documents(
+        self, question: str, documents: Sequence[str], top_k: int = 1, names: Sequence[str] | None = None,
+        multi_span: bool | None = None, decoding: str | None = None, require_answer: bool | None = None,
+    ) -> RankedAnswers:
+        """Ask ``question`` of every document; the ``top_k`` best single spans across them, best first, each naming
+        its document (index, and ``names[index]`` where given), scored comparably across documents (see
+        :mod:`bio_mrc.inference.documents`). Several spans per answer (``multi_span``) take one document at a time."""
+        if multi_span if multi_span is not None else self.multi_span:
+            raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
+                             "multi_span answers one document at a time")
+        _check_top_k(top_k, False)
+        if names is not None and len(names) != len(documents):
+            raise ConfigError(f"got {len(names)} document names for {len(documents)} documents")
+        examples, _ = self.examples(question, list(documents))
+        choose_decoding(self.trained.decodings, decoding or self.decoding, False)  # refuse before the forward pass
+        outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
+        n_best = max(top_k, self.decode_config.n_best)
+        predictions = self.predict(outputs, examples, False, decoding, require_answer=require_answer, n_best=n_best)
+        return rank_across_documents(question, predictions, top_k, names)
+
+
+def _check_top_k(top_k: int | None, multi_span: bool) -> None:
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ConfigError(f"top_k is a positive number of answers, got {top_k!r}")
+    if multi_span and top_k not in (None, 1):
+        raise ConfigError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")

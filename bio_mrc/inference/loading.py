@@ -9,12 +9,12 @@ from typing import Sequence
 from transformers import PreTrainedTokenizerBase
 
 from .. import __version__
-from ..data.json_reader import read_json
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs
 from ..encoders import load_tokenizer
 from ..errors import ModelFormatError
 from ..features.windows import FeatureConfig
+from ..model_folder import check_model_folder, read_json_object
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..precision import DEFAULT_PRECISION, check_precision, default_device
 from ..progress import progress_bars
@@ -54,6 +54,7 @@ class TrainedModel:
         backend = model_backend(model_dir, backend)
         precision = forward_precision(precision, backend == "onnx", str(model_dir))
         check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
+        check_model_folder(model_dir, onnx=backend == "onnx")  # sizes, weights, tokenizer, positions; before any allocation
         if backend == "onnx":
             model = OnnxModel.load(model_dir)
         else:
@@ -128,7 +129,7 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
         raise ModelFormatError("no such model folder", source)
     if not (model_dir / "config.json").is_file():
         raise ModelFormatError("not a saved model: no config.json (train one with `bio-mrc train`)", source)
-    config = read_json(model_dir / "config.json")
+    config = read_json_object(model_dir, "config.json")
     model_type = config.get("model_type") if isinstance(config, dict) else None
     if model_type != BioMrcConfig.model_type:
         raise ModelFormatError(

@@ -23,6 +23,7 @@ from .. import __version__, registry
 from ..data.json_reader import read_json
 from ..errors import ModelFormatError
 from ..model import BioMrcConfig
+from ..model_folder import check_model_folder
 
 ONNX_FILE = "model.onnx"
 EXPORT_FILE = "bio_mrc_export.json"  # the format marker, written last: an export without it is unfinished
@@ -64,6 +65,7 @@ class OnnxModel:
         model_dir = Path(model_dir)
         require("onnxruntime", "running an ONNX model", str(model_dir))
         check_export_marker(model_dir)
+        check_model_folder(model_dir, onnx=True)
         config = BioMrcConfig.from_pretrained(str(model_dir))
         return cls.from_file(model_dir / ONNX_FILE, config, providers, threads)
 

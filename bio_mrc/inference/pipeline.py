@@ -25,6 +25,11 @@ best answer's equals :func:`bio_mrc.inference.calibrators.raw_confidence`):
   decoding's ``no_answer_score`` exceeds the threshold saved with the model for that decoding, never
   when none is saved): ``sigmoid(no_answer_score)``, the probability of "no answer" against the best
   answer. With ``multi_span`` the result's top-level fields are its best span's.
+
+One question over several documents (``question="...", context=[doc, doc, ...]``): the ``top_k`` best spans
+across the documents, each with ``document`` (its index), ranked by the span's score above its own document's
+no-answer score (:mod:`bio_mrc.inference.documents`), which needs no softmax over one document's rivals and so
+compares across documents; ``score`` is its sigmoid, the probability of the span against no answer in its document.
 """
 
 from __future__ import annotations
@@ -42,9 +47,11 @@ from .. import registry
 from ..decoding.window_outputs import log_softmax
 from ..errors import DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
+from ..model_folder import check_tokenizer
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
-from .extract import AnswerExtractor, choose_decoding
+from .documents import rank_across_documents
+from .extract import AnswerExtractor, asks_over_documents, choose_decoding
 from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
@@ -114,8 +121,12 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         options = {**self._postprocess_params, **self._sanitize_parameters(**kwargs)[2]}  # checked before the forward pass
         if options.get("multi_span") and options.get("top_k", 1) > 1:
             raise ValueError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
+        documents = asks_over_documents(question, context)
+        if documents and options.get("multi_span"):
+            raise ValueError("several documents are answered with single spans ranked across them (top_k); "
+                             "multi_span answers one document at a time")
         batch_size = batch_size or self._batch_size or INFERENCE_BATCH_SIZE
-        return super().__call__(_Questions(examples, single, batch_size), **kwargs)
+        return super().__call__(_Questions(examples, single, batch_size, documents), **kwargs)
 
     def _stream(self, inputs: Iterable[Any], batch_size: int, options: dict[str, Any]) -> Iterator[Any]:
         items = (inputs[i] for i in range(len(inputs))) if not isinstance(inputs, Iterable) else iter(inputs)
@@ -141,6 +152,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         )
         if align_to_words:
             predictions = [word_aligned(p, example.context) for p, example in zip(predictions, questions.examples)]
+        if questions.documents:
+            return document_answer_dicts(questions.examples[0].question, predictions, top_k, handle_impossible_answer)
         results = [answer_dicts(p, decoding, top_k, multi_span, handle_impossible_answer) for p in predictions]
         return results[0] if questions.single else results
 
@@ -158,11 +171,14 @@ class _Questions:
     examples: list[Example]
     single: bool
     batch_size: int
+    documents: bool = False  # one question over several documents
 
 
 def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer, precision: str | None = None) -> TrainedModel:
     """The pipeline's model and tokenizer with the windows its config names (or its folder's run record)."""
     path = str(getattr(model, "name_or_path", "") or "")
+    if path and Path(path).is_dir():  # transformers builds a stand-in tokenizer where the folder lacks tokenizer.json
+        check_tokenizer(Path(path), model.config.encoder.vocab_size)
     precision = forward_precision(precision, isinstance(model, OnnxModel), path or "the model")
     return TrainedModel(model, tokenizer, window_settings(model.config, Path(path)), path, precision)
 
@@ -224,6 +240,23 @@ def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: 
     if not impossible and answers:
         answers[0].update(calibrated)
     return answers if top_k > 1 else answers[0]
+
+
+def document_answer_dicts(question: str, predictions: list[Prediction], top_k: int, handle_impossible: bool):
+    """One question's answers over several documents (one prediction per document), ranked across them: each
+    answer's ``score`` is the sigmoid of its cross-document score, and ``document`` its document's index."""
+    ranked = rank_across_documents(question, predictions, top_k)
+    answers = [{"score": _sigmoid(a.score), "start": a.start, "end": a.end, "answer": a.text, "document": a.document}
+               for a in ranked.answers]
+    if (handle_impossible and not ranked.answer) or not answers:  # every document abstains (or none has a span)
+        best = ranked.answers[0].document if ranked.answers else 0
+        answers = [{"score": _no_answer_score(predictions[best]), "start": 0, "end": 0, "answer": "", "document": None},
+                   *answers][:top_k]
+    return answers if top_k > 1 else answers[0]
+
+
+def _sigmoid(value: float) -> float:
+    return float(1.0 / (1.0 + np.exp(-np.clip(value, -700.0, 700.0))))
 
 
 def span_probabilities(prediction: Prediction, decoding: str, multi_span: bool) -> list[float]:

@@ -14,6 +14,7 @@ from .. import registry
 from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, decode, decode_merged_tags, merge_tag_log_probs
 from ..decoding.window_outputs import MergedTokens, WindowOutputs
+from ..errors import DataFormatError
 from ..io import atomic_write_text
 from ..metrics.multispan_official import multispan_metrics
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
@@ -21,7 +22,7 @@ from ..model import BioMrcConfig
 from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
 from .answers import apply_no_answer_threshold, threshold_key
-from .calibrators import answer_is_right, fit_calibrator, raw_confidence
+from .calibrators import answer_is_right, degenerate_calibrator, fit_calibrator, raw_confidence
 
 if TYPE_CHECKING:  # the loader runs models; tuning needs only its decodings and saved settings
     from .loading import TrainedModel
@@ -30,6 +31,9 @@ LENGTH_PRIOR_GRID = tuple(np.round(np.arange(0.0, 6.01, 0.25), 2).tolist())
 # Grid values within this distance of a β vote for it: about 1,000 tuning questions leave a curve whose flat top
 # wobbles by a few tenths of F1, and a lone high point there is noise (benchmarks/length_prior_rule.py).
 LENGTH_PRIOR_BANDWIDTH = 0.25
+# Fewest tuning questions ``bio-mrc tune`` fits a calibrator on (--min-calibration-questions lowers it): about 100
+# answers are what a three-parameter fit needs for its ECE to mean something (on 20, every answer may be wrong).
+MIN_CALIBRATION_QUESTIONS = 100
 
 
 def smoothed_argmax(grid: Sequence[float], statistic: np.ndarray, bandwidth: float) -> int:
@@ -118,6 +122,7 @@ class TunedSettings:
     bio_length_prior: float | None = None  # None: not tuned
     thresholds: dict[str, float] = field(default_factory=dict)
     calibration: dict[str, dict[str, Any]] = field(default_factory=dict)  # per decoding, see .calibration
+    skipped_calibrators: dict[str, str] = field(default_factory=dict)  # per decoding: why none is saved
     report: dict[str, Any] = field(default_factory=dict)
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
@@ -125,23 +130,28 @@ class TunedSettings:
     def settings(self) -> dict[str, Any]:
         """Config attributes to save besides the thresholds."""
         settings: dict[str, Any] = {} if self.bio_length_prior is None else {"bio_length_prior": self.bio_length_prior}
-        return settings | ({"calibration": self.calibration} if self.calibration else {})
+        # Calibrating replaces every saved calibrator: a degenerate one is left out, not kept from an older tuning.
+        fitted = self.calibration or self.skipped_calibrators
+        return settings | ({"calibration": self.calibration or None} if fitted else {})
 
 
 def tune_for_model(
     trained: "TrainedModel", outputs: WindowOutputs, examples: Sequence[Example], options: DecodeConfig,
-    task: registry.TaskEntry, decodings: Sequence[str] | None = None,
+    task: registry.TaskEntry, decodings: Sequence[str] | None = None, calibrate: bool = True,
 ) -> TunedSettings:
     """The one tuning policy, of ``bio-mrc tune`` and ``bio-mrc compare`` alike, on questions of ``task``: the BIO
     length prior (by the task's main statistic) when ``options`` leave it open, a decoding of the model uses it and
     some question has an answer (else the model's saved prior); a no-answer threshold per decoding when the task's
     questions may have no answer (SQuAD 2.0); a confidence calibrator per decoding unless the gold is multi-span
-    (MultiSpanQA's answers have no single right span)."""
+    (MultiSpanQA's answers have no single right span), and unless ``calibrate`` is False."""
+    unlabelled = next((example.id for example in examples if not example.is_labelled), None)
+    if unlabelled is not None:
+        raise DataFormatError("question without answers: tuning needs labelled questions", unlabelled)
     uses_prior = any(registry.decoding(d).uses_length_prior for d in trained.decodings)
     tune_prior = options.bio_length_prior is None and uses_prior and any(ex.answers for ex in examples)
     config = options if tune_prior else trained.decode_config(options)
     return tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
-                         tune_thresholds=task.no_answer, calibrate=not task.multi_span_gold, task=task)
+                         tune_thresholds=task.no_answer, calibrate=calibrate and not task.multi_span_gold, task=task)
 
 
 def tune_settings(
@@ -156,23 +166,30 @@ def tune_settings(
 ) -> TunedSettings:
     """Tune β (when ``tune_prior``) on the answerable ``examples`` by the main statistic of ``task`` (None: SQuAD
     v1.1's F1 of the single best span), then, decoding with it, a no-answer threshold per decoding (when
-    ``tune_thresholds``: SQuAD 2.0 questions) and, with ``calibrate``, each decoding's confidence calibrator."""
+    ``tune_thresholds``: SQuAD 2.0 questions) and, with ``calibrate``, each decoding's confidence calibrator
+    (a degenerate one is left out, its reason in ``skipped_calibrators``). The report gives each setting's
+    number of ``questions``."""
     tuned = TunedSettings(config)
     if tune_prior:
         prior, statistic = tune_bio_length_prior(outputs, examples, config, task=task)
         tuned.bio_length_prior, tuned.decode_config = prior, replace(config, bio_length_prior=prior)
         tuned.report["bio_length_prior"] = {"value": prior, "f1": float(statistic[LENGTH_PRIOR_GRID.index(prior)]),
-                                            "best_f1": float(statistic.max()), "f1_without": float(statistic[0])}
+                                            "best_f1": float(statistic.max()), "f1_without": float(statistic[0]),
+                                            "questions": sum(1 for ex in examples if ex.answers)}
     if tune_thresholds:
         gold = gold_texts(examples)
         for decoding in decodings:
             predictions = decode(outputs, examples, decoding, replace(tuned.decode_config, require_answer=False))
             key = threshold_key(decoding)
             tuned.thresholds[key], best_f1 = tune_no_answer_threshold(predictions, gold)
-            tuned.report[key] = {"threshold": tuned.thresholds[key], "best_f1": best_f1}
+            tuned.report[key] = {"threshold": tuned.thresholds[key], "best_f1": best_f1, "questions": len(examples)}
             tuned.curves[decoding] = threshold_curve(predictions, gold)
     if calibrate and len(examples) >= 2:  # one question calibrates nothing
-        tuned.calibration = fit_calibrators(outputs, examples, decodings, tuned.decode_config, tuned.thresholds)
+        fitted = fit_calibrators(outputs, examples, decodings, tuned.decode_config, tuned.thresholds)
+        tuned.calibration = {decoding: c for decoding, c in fitted.items() if "degenerate" not in c}
+        tuned.skipped_calibrators = {decoding: c["degenerate"] for decoding, c in fitted.items() if "degenerate" in c}
+        tuned.report["calibration"] = {decoding: {key: c[key] for key in ("questions", "degenerate") if key in c}
+                                       for decoding, c in fitted.items()}
     return tuned
 
 
@@ -181,7 +198,8 @@ def fit_calibrators(
     thresholds: Mapping[str, float] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per decoding, the beta calibration of raw confidence to P(answer right) on these questions; with
-    the decoding's no-answer threshold (SQuAD 2.0), of the answers it gives, abstentions included."""
+    the decoding's no-answer threshold (SQuAD 2.0), of the answers it gives, abstentions included. A degenerate
+    calibrator (:func:`~bio_mrc.inference.calibrators.degenerate_calibrator`) carries its reason as ``degenerate``."""
     gold = gold_texts(examples)
     version = "2.0" if any(not ex.answers for ex in examples) else "1.1"
     calibrators = {}
@@ -189,9 +207,40 @@ def fit_calibrators(
         threshold = (thresholds or {}).get(threshold_key(decoding))
         options = replace(config, multi_span=False) if threshold is None else replace(config, multi_span=False, require_answer=False)
         predictions = apply_no_answer_threshold(decode(outputs, examples, decoding, options), threshold)
-        fitted = fit_calibrator(raw_confidence(predictions, threshold), answer_is_right(predictions, gold, version))
+        raw = raw_confidence(predictions, threshold)
+        fitted = fit_calibrator(raw, answer_is_right(predictions, gold, version))
         calibrators[decoding] = {**fitted, "questions": len(examples)} | ({} if threshold is None else {"no_answer_threshold": threshold})
+        if reason := degenerate_calibrator(fitted, raw):
+            calibrators[decoding]["degenerate"] = reason
     return calibrators
+
+
+def tuning_summary(tuned: TunedSettings, before: BioMrcConfig) -> list[str]:
+    """One line per setting :func:`tune_settings` fitted, with the questions it used and the value ``before``
+    held (the model's config as it was), and one ``warning:`` line per calibrator left out."""
+    lines = []
+    if tuned.bio_length_prior is not None:
+        report = tuned.report["bio_length_prior"]
+        lines.append(f"bio_length_prior: {tuned.bio_length_prior:g} (was {_shown(before.bio_length_prior)}), fitted on "
+                     f"{report['questions']} answerable questions (F1 {report['f1']:.2f}; {report['f1_without']:.2f} at 0)")
+    old_thresholds = before.no_answer_thresholds or {}
+    for key, threshold in tuned.thresholds.items():
+        report = tuned.report[key]
+        lines.append(f"no-answer threshold {key}: {threshold:.4g} (was {_shown(old_thresholds.get(key))}), fitted on "
+                     f"{report['questions']} questions (F1 {report['best_f1']:.2f})")
+    old_calibrators = before.calibration or {}
+    for decoding, calibrator in tuned.calibration.items():
+        old = old_calibrators.get(decoding)
+        was = f"one fitted on {old.get('questions', '?')} questions" if old else "none"
+        lines.append(f"calibrator {decoding}: beta a={calibrator['a']:.4g} b={calibrator['b']:.4g} c={calibrator['c']:.4g}, "
+                     f"fitted on {calibrator['questions']} questions (was {was})")
+    for decoding, reason in tuned.skipped_calibrators.items():
+        lines.append(f"warning: no calibrator saved for {decoding}: degenerate ({reason}); its answers get no probability")
+    return lines
+
+
+def _shown(value: Any) -> str:
+    return "none" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def tuning_provenance(description: str, examples: Sequence[Example]) -> dict[str, Any]:

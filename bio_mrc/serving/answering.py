@@ -17,22 +17,26 @@ from typing import Sequence
 import numpy as np
 
 from ..decoding.window_outputs import WindowOutputs
+from ..inference.documents import rank_across_documents
 from ..inference.extract import AnswerExtractor
-from ..types import Example, Prediction
+from ..types import Example, Prediction, RankedAnswers
 
 
 @dataclass(frozen=True)
 class Question:
-    """What one request asks: its examples and how to answer them (``decoding`` already resolved)."""
+    """What one request asks: its examples and how to answer them (``decoding`` already resolved); with
+    ``documents``, one question asked of each example's context, answered by spans ranked across them."""
 
     examples: list[Example]
     decoding: str
     multi_span: bool = False
     top_k: int = 1
+    documents: bool = False
 
 
-def answer_batch(extractor: AnswerExtractor, requests: Sequence[Question]) -> list[list[Prediction]]:
-    """Each request's predictions, in order: one forward pass for all, one decoding per kind of request."""
+def answer_batch(extractor: AnswerExtractor, requests: Sequence[Question]) -> list[list[Prediction] | list[RankedAnswers]]:
+    """Each request's predictions, in order: one forward pass for all, one decoding per kind of request; a
+    request over several documents gets one :class:`RankedAnswers` (its ``top_k`` spans across the documents)."""
     examples = [example for request in requests for example in request.examples]
     outputs = extractor.trained.windows(examples, batch_size=extractor.batch_size, progress=False)
     bounds = np.cumsum([0] + [len(request.examples) for request in requests]).tolist()
@@ -44,8 +48,11 @@ def answer_batch(extractor: AnswerExtractor, requests: Sequence[Question]) -> li
         decoded = extractor.predict(select_examples(outputs, indices), [examples[i] for i in indices], multi_span, decoding)
         for index, prediction in zip(indices, decoded):
             predictions[index] = prediction
-    answers = []
+    answers: list = []
     for request, begin, end in zip(requests, bounds, bounds[1:]):
+        if request.documents:
+            answers.append([rank_across_documents(request.examples[0].question, predictions[begin:end], request.top_k)])
+            continue
         if not request.multi_span:  # as AnswerExtractor: the best spans of the n-best they were scored among
             for prediction in predictions[begin:end]:
                 prediction.spans = prediction.spans[: request.top_k]

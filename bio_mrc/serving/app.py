@@ -23,15 +23,15 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__
 from ..errors import BioMrcError
-from ..inference.extract import AnswerExtractor, choose_decoding
+from ..inference.extract import AnswerExtractor, asks_over_documents, choose_decoding
 from ..model_card import card_summary
-from ..types import Prediction
+from ..types import Prediction, RankedAnswers
 from .answering import Question, answer_batch
 from .batching import DynamicBatcher
 from .bounded import ClientLeft, bounded, gather_cancelling
 from .config import ServeConfig
 from .guards import BodyGuard
-from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, answer_request_model
+from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, Span, answer_request_model
 
 _REFUSALS = {status: {"model": ErrorResponse, "description": description} for status, description in (
     (400, "the body is not UTF-8 JSON, repeats a key in one object, nests deeper than 32 levels or holds an "
@@ -67,16 +67,22 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
 
     @app.post("/answer", response_model=AnswerResponse, responses=_REFUSALS, summary="answer questions from their contexts")
     async def answer(body: AnswerRequest, request: Request) -> Response:
-        asked = len(body.question) if isinstance(body.question, list) else 1
+        documents = asks_over_documents(body.question, body.context)
+        asked = len(body.context) if documents else len(body.question) if isinstance(body.question, list) else 1
         if asked > config.max_batch_size:
-            raise HTTPException(413, f"{asked} questions in one request; this server answers at most "
+            what = "documents for one question" if documents else "questions"
+            raise HTTPException(413, f"{asked} {what} in one request; this server answers at most "
                                      f"{config.max_batch_size} (--max-batch-size): split the batch")
         try:
             examples, _ = extractor.examples(body.question, body.context)
             decoding = choose_decoding(extractor.trained.decodings, body.decoding, body.multi_span)
+            if documents and body.multi_span:
+                raise ValueError("several documents are answered with single spans ranked across them (top_k); "
+                                 "multi_span answers one document at a time")
         except (BioMrcError, ValueError) as error:
             raise HTTPException(422, str(error)) from None
-        work = answer_each(batcher, examples, Question([], decoding, body.multi_span, body.top_k))
+        options = Question([], decoding, body.multi_span, body.top_k, documents)
+        work = (answer_whole if documents else answer_each)(batcher, examples, options)
         try:
             predictions = await bounded(work, config.request_timeout_s, request.is_disconnected)
         except ClientLeft:
@@ -94,14 +100,27 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     return app
 
 
-def answer_of(prediction: Prediction, threshold: float | None) -> Answer:
+def answer_of(prediction: Prediction | RankedAnswers, threshold: float | None) -> Answer:
     """A prediction as the response shows it; with ``threshold``, an answer less sure than it is withheld."""
+    if isinstance(prediction, RankedAnswers):
+        return ranked_answer_of(prediction, threshold)
     sureness = prediction.probability if prediction.probability is not None else prediction.confidence
     below = threshold is not None and (sureness is None or sureness < threshold)
     fields = {name: value for name, value in prediction.to_dict().items() if name != "id"}
     if below:
         fields["answer"] = ""
     return Answer(**fields, answers=[] if below else prediction.answers, below_threshold=below)
+
+
+def ranked_answer_of(ranked: RankedAnswers, threshold: float | None) -> Answer:
+    """Answers over several documents as one :class:`Answer`: its spans ranked across the documents, each naming
+    its document; the answer-level fields are those of the best span's document."""
+    best = ranked.answers[0].document if ranked.answers else 0
+    answer = answer_of(ranked.documents[best], threshold)
+    spans = [Span(text=a.text, start=a.start, end=a.end, score=a.score, document=a.document) for a in ranked.answers]
+    texts = [] if answer.below_threshold or not ranked.answer else [a.text for a in ranked.answers]
+    return answer.model_copy(update={"answer": ranked.answer if not answer.below_threshold else "", "answers": texts,
+                                     "spans": spans, "document": best})
 
 
 def pydantic_json(model: Any, status_code: int = 200) -> Response:
@@ -139,6 +158,12 @@ async def answer_each(batcher: DynamicBatcher, examples: list, options: Question
     work = [batcher.submit(dataclasses.replace(options, examples=[example]), 1, owner,
                            len(example.question) + len(example.context)) for example in examples]
     return [prediction for (prediction,) in await gather_cancelling(*work)]
+
+
+async def answer_whole(batcher: DynamicBatcher, examples: list, options: Question) -> list:
+    """The answers of a request whose questions are answered together (one question over several documents)."""
+    cost = sum(len(example.question) + len(example.context) for example in examples)
+    return await batcher.submit(dataclasses.replace(options, examples=examples), len(examples), object(), cost)
 
 
 def _problem(item: dict[str, Any]) -> Problem:

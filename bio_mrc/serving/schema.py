@@ -62,7 +62,9 @@ def answer_request_model(config: ServeConfig) -> type[AnswerOptions]:
             f"{config.max_question_chars} characters"))
         context: contexts = Field(description=(
             f"the text to answer from, of 1 to {config.max_context_chars} characters: one for every question, or a "
-            "list with one per question; longer than the model's window, it is read in overlapping windows"))
+            "list with one per question; with one question (a string), a list of documents: the answer is the top_k "
+            "spans ranked across them, each naming its document. Longer than the model's window, a text is read in "
+            "overlapping windows"))
 
     return AnswerRequest
 
@@ -87,7 +89,9 @@ class Span(BaseModel):
     end: int = Field(description="character offset just past its last character (exclusive)")
     score: float = Field(description=(
         "the decoding's own score of the span (span: s_i + e_j; bio: the tag log-likelihood ratio; joint: both); "
-        "with multi_span for span and joint, the span's share of the n-best probability"))
+        "with multi_span for span and joint, the span's share of the n-best probability; over several documents, "
+        "the score that ranks spans across them: the span's score above its own document's no-answer score"))
+    document: int | None = Field(None, description="the index of the span's document, when a question asks several")
 
 
 class Answer(BaseModel):
@@ -105,6 +109,9 @@ class Answer(BaseModel):
     probability: float | None = Field(description=(
         "the calibrated probability that the answer is right (official F1 > 0.5); null when the model has no "
         "calibrator for this decoding (bio-mrc tune fits one)"))
+    document: int | None = Field(None, description=(
+        "over several documents, the best span's document (abstain, no_answer_score, confidence and probability "
+        "are that document's); null for one context"))
 
 
 class AnswerResponse(BaseModel):

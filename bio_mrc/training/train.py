@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from transformers import TrainerCallback, set_seed
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataFormatError
 from ..io import check_outputs_apart, writes_named
 from ..model import non_finite_weights
 from ..progress import progress_bars
@@ -75,6 +75,9 @@ def train_model(
     ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
     output_dir, config = Path(output_dir), config.with_resolved_precision()
+    unlabelled = next((example.id for example in examples if not example.is_labelled), None)
+    if unlabelled is not None:
+        raise DataFormatError("question without answers: training needs labelled questions", unlabelled)
     check_output_folder(output_dir, overwrite)
     check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)

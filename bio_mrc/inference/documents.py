@@ -1,0 +1,44 @@
+"""One question over several documents: each document decoded on its own, its spans ranked across all of them.
+
+A span's cross-document score is its decoding score above its own document's no-answer score,
+``span.score - (no_answer_score + best.score)`` (the decoders define ``no_answer_score = null - best``, so this is
+``span.score - null``): for the span decoding ``s_i + e_j - (s_0 + e_0)`` with the [CLS] null, for joint
+``log P(span) - log P(null)``, for BIO the tag log-likelihood ratio ``r`` against all-O (whose null is 0). It is a
+log-odds of "this span" against "no answer in this document", computed inside one document with no softmax over its
+rivals, so a document with many plausible spans does not dilute its best one and the documents compare directly.
+A decoding without a no-answer score ranks by its own span score.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..types import DocumentAnswer, Prediction, RankedAnswers
+
+
+def cross_document_scores(prediction: Prediction) -> list[float]:
+    """Each of ``prediction``'s spans' score above its document's no-answer score (see the module docstring)."""
+    if not prediction.spans or prediction.no_answer_score is None:
+        return [span.score for span in prediction.spans]
+    null = prediction.no_answer_score + prediction.spans[0].score
+    return [span.score - null for span in prediction.spans]
+
+
+def rank_across_documents(
+    question: str, predictions: Sequence[Prediction], top_k: int = 1, names: Sequence[str | None] | None = None
+) -> RankedAnswers:
+    """The ``top_k`` best spans over every document's n-best (``predictions``, one per document, in order), best
+    first by :func:`cross_document_scores`; ties go to the earlier document, then the earlier span."""
+    if top_k < 1:
+        raise ValueError(f"top_k is a positive number of answers, got {top_k!r}")
+    names = list(names) if names is not None else [None] * len(predictions)
+    if len(names) != len(predictions):
+        raise ValueError(f"got {len(names)} document names for {len(predictions)} documents")
+    candidates = []
+    for document, prediction in enumerate(predictions):
+        for rank, (span, score) in enumerate(zip(prediction.spans, cross_document_scores(prediction))):
+            probability = prediction.probability if rank == 0 else None
+            candidates.append(((-score, document, rank), DocumentAnswer(
+                span.text, span.start, span.end, score, document, names[document], span.score, prediction.abstain, probability)))
+    candidates.sort(key=lambda item: item[0])
+    return RankedAnswers(question, [answer for _, answer in candidates[:top_k]], list(predictions), names)

@@ -1,0 +1,393 @@
+"""A model folder checked before anything is built from it: every loader (PyTorch, ONNX, the pipeline,
+``serve``) calls :func:`check_model_folder`, so a broken folder is one :class:`ModelFormatError` naming the
+folder, the file and the problem, never a traceback, a random layer or a 5-token tokenizer.
+
+What is checked, in this order, before any tensor is allocated:
+
+* ``config.json``: a JSON object; the encoder's sizes are integers within :data:`SIZE_LIMITS`; the window
+  settings are positive integers and fit the encoder's ``max_position_embeddings``; tuned settings are numbers;
+* the weights: pickled checkpoints (``pytorch_model.bin``) are refused; ``model.safetensors`` (or each shard
+  of its index) has a header that parses and tensors that tile the file exactly (an empty, cut short or
+  corrupt file is refused); given the model class, every tensor the config implies is there with its shape
+  and none other (built on the ``meta`` device: no memory);
+* ``tokenizer.json``: present where required, at most :data:`MAX_TOKENIZER_BYTES`, read by ``tokenizers``
+  (whose parser limits nesting), and every token id below the encoder's ``vocab_size``; the other tokenizer
+  files parse as JSON objects;
+* an ONNX export's ``model.onnx``: parses, its external data lies inside the folder, its inputs are
+  ``(batch, sequence)`` and its outputs those of the config's heads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+from . import registry
+from .errors import ModelFormatError
+
+# Encoder sizes past these are refused before anything is built; the largest BERT-style encoders stay well
+# inside (some 48 layers of 4,096, vocabularies of some 250,000 tokens).
+SIZE_LIMITS = {
+    "num_hidden_layers": 96, "hidden_size": 16384, "intermediate_size": 65536, "num_attention_heads": 256,
+    "vocab_size": 1_000_000, "max_position_embeddings": 131072, "type_vocab_size": 1024, "embedding_size": 16384,
+    "n_layers": 96, "dim": 16384, "n_heads": 256, "hidden_dim": 65536,  # DistilBERT's names
+}
+WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")
+ENCODER_RATES = ("attention_probs_dropout_prob", "hidden_dropout_prob", "attention_dropout", "dropout", "hidden_dropout")
+DTYPES = (None, "float32", "float16", "bfloat16")
+TAG_LEVELS = ("word", "subword")  # as bio_mrc.features.windows reads them
+# Trained encoders' weights stay within a few hundred (all-MiniLM-L6-v2: 7.9); a flipped exponent bit makes ~1e38.
+MAX_WEIGHT_MAGNITUDE = 1e6
+MAX_SETTING = 1e6  # tuned thresholds, priors and calibrators are far smaller; larger ones overflow the decoding
+MAX_CONFIG_BYTES = 16 * 2**20
+MAX_TOKENIZER_BYTES = 256 * 2**20
+MAX_SAFETENSORS_HEADER = 100 * 2**20  # safetensors' own limit
+TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_JSON_FILES = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
+PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+SAFETENSORS_FILE, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
+ONNX_FILE = "model.onnx"
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
+               "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
+
+
+def check_model_folder(folder: str | Path, model_class: type | None = None, tokenizer_required: bool = True,
+                       onnx: bool = False) -> dict[str, Any]:
+    """Check a model folder as the module docstring says; returns its ``config.json``. ``model_class``
+    (a ``PreTrainedModel`` class) adds the check that the weights are exactly those it builds from the config;
+    ``onnx`` checks ``model.onnx`` instead of PyTorch weights."""
+    folder = Path(folder)
+    config = read_config(folder)
+    encoder = check_sizes(config, folder)
+    check_settings(config, encoder, folder)
+    if onnx:
+        check_onnx(folder, config)
+    else:
+        shapes = weight_shapes(folder)
+        if model_class is not None:
+            check_weights_fit(folder, shapes, expected_shapes(model_class, config, folder))
+    check_tokenizer(folder, encoder["vocab_size"], tokenizer_required)
+    return config
+
+
+def fail(folder: Path, file: str | None, problem: str) -> ModelFormatError:
+    return ModelFormatError(f"{file}: {problem}" if file else problem, str(folder))
+
+
+def read_json_object(folder: Path, name: str, limit: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
+    """A JSON object file of the folder, or one error saying what is wrong with it."""
+    path = folder / name
+    if not path.is_file():
+        raise fail(folder, name, "missing")
+    if path.stat().st_size > limit:
+        raise fail(folder, name, f"{path.stat().st_size:,} bytes, more than the {limit:,} a model folder's file may hold")
+    try:
+        value = json.loads(path.read_bytes().decode("utf-8-sig"), parse_constant=_no_constant)
+    except UnicodeDecodeError as err:
+        raise fail(folder, name, f"not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except RecursionError:
+        raise fail(folder, name, "nested too deeply to be a model file") from None
+    except (json.JSONDecodeError, ValueError) as err:
+        raise fail(folder, name, f"not valid JSON (a truncated or corrupt file?): {err}") from None
+    if not isinstance(value, dict):
+        raise fail(folder, name, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _no_constant(name: str) -> float:
+    """``Infinity`` stands for a threshold that always (or never) fires; ``NaN`` is no number at all."""
+    if name == "NaN":
+        raise ValueError("NaN is no number")
+    return float(name)
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    """``config.json`` with transformers' ``{"__float__": "Infinity"}`` read as the float it stands for."""
+    config = special_floats(read_json_object(folder, "config.json"))
+    if not isinstance(config.get("encoder"), dict):
+        raise fail(folder, "config.json", "has no 'encoder' object (the encoder's config)")
+    return config
+
+
+def special_floats(value: Any) -> Any:
+    """transformers writes infinities (an always-abstaining threshold) and NaN as ``{"__float__": "-Infinity"}``."""
+    if isinstance(value, dict):
+        if set(value) == {"__float__"} and value["__float__"] in ("Infinity", "-Infinity", "NaN"):
+            return float(value["__float__"])
+        return {key: special_floats(item) for key, item in value.items()}
+    return [special_floats(item) for item in value] if isinstance(value, list) else value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_sizes(config: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """The encoder's config, its sizes integers in [1, SIZE_LIMITS] (token types from 0): checked before anything is built;
+    a size the config leaves out takes its class's default, which the weights' shapes then check."""
+    encoder = config["encoder"]
+    for name, limit in SIZE_LIMITS.items():
+        if name not in encoder and name != "vocab_size":  # the tokenizer is checked against the vocabulary
+            continue
+        value, least = encoder.get(name), 0 if name == "type_vocab_size" else 1
+        if not _is_int(value) or not least <= value <= limit:
+            raise fail(folder, "config.json", f"encoder.{name} must be an integer in [{least}, {limit:,}], got {value!r}")
+    for name in ENCODER_RATES:
+        if name in encoder and encoder[name] is not None and not (_is_number(encoder[name]) and 0 <= encoder[name] < 1):
+            raise fail(folder, "config.json", f"encoder.{name} must be a number in [0, 1), got {encoder[name]!r}")
+    if "layer_norm_eps" in encoder and not (_is_number(encoder["layer_norm_eps"]) and 0 < encoder["layer_norm_eps"] < 1):
+        raise fail(folder, "config.json", f"encoder.layer_norm_eps must be a number in (0, 1), got {encoder['layer_norm_eps']!r}")
+    for where, settings in (("", config), ("encoder.", encoder)):
+        if settings.get("dtype") not in DTYPES:
+            raise fail(folder, "config.json", f"{where}dtype must be one of {[d for d in DTYPES if d]}, got {settings['dtype']!r}")
+    if "hidden_size" in encoder and encoder["hidden_size"] % encoder.get("num_attention_heads", 1):
+        raise fail(folder, "config.json", f"encoder.hidden_size {encoder['hidden_size']} is not a multiple of "
+                                          f"num_attention_heads {encoder['num_attention_heads']}")
+    return encoder
+
+
+def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder: Path) -> None:
+    """Heads, windows and tuned settings of the right kinds; windows that fit the encoder's positions."""
+    heads = config.get("heads", "span+bio")
+    try:
+        registry.head_names(heads if isinstance(heads, str) else "")
+    except ValueError as err:
+        raise fail(folder, "config.json", f"heads: {err}") from None
+    windows = {name: config.get(name) for name in WINDOW_FIELDS}
+    for name, value in windows.items():
+        if value is not None and (not _is_int(value) or not 1 <= value <= SIZE_LIMITS["max_position_embeddings"]):
+            raise fail(folder, "config.json", f"{name} must be a positive integer, got {value!r}")
+    if config.get("tag_level", "word") not in TAG_LEVELS:
+        raise fail(folder, "config.json", f"tag_level must be one of {TAG_LEVELS}, got {config.get('tag_level')!r}")
+    if None not in windows.values() and windows["doc_stride"] >= windows["max_seq_length"] - windows["max_query_length"] - 3:
+        raise fail(folder, "config.json", f"doc_stride {windows['doc_stride']} leaves no new context in a window of "
+                                          f"max_seq_length {windows['max_seq_length']} after max_query_length "
+                                          f"{windows['max_query_length']} (it must be < max_seq_length - max_query_length - 3)")
+    positions = encoder.get("max_position_embeddings")
+    if windows["max_seq_length"] is not None and positions is not None and positions < windows["max_seq_length"]:
+        raise fail(folder, "config.json", f"encoder.max_position_embeddings {positions} is less than max_seq_length "
+                                          f"{windows['max_seq_length']}: the encoder cannot read its own windows")
+    for key, value in _mapping(config, "no_answer_thresholds", folder).items():  # ±Infinity: always or never abstain
+        if not (_is_number(value) and abs(value) <= MAX_SETTING or value in (math.inf, -math.inf)):
+            raise fail(folder, "config.json", f"no_answer_thresholds.{key} must be a number, got {value!r}")
+    numbers = {"bio_length_prior": config.get("bio_length_prior"), "head_dropout": config.get("head_dropout", 0.0)}
+    for name, value in numbers.items():
+        if value is not None and not (_is_number(value) and abs(value) <= MAX_SETTING):
+            raise fail(folder, "config.json", f"{name} must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}], got {value!r}")
+    for decoding, calibrator in _mapping(config, "calibration", folder).items():
+        if not isinstance(calibrator, dict) or not all(_is_number(calibrator.get(key)) and abs(calibrator[key]) <= MAX_SETTING
+                                                       for key in ("a", "b", "c")):
+            raise fail(folder, "config.json", f"calibration.{decoding} must hold the numbers a, b and c, got {calibrator!r}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _mapping(config: Mapping[str, Any], name: str, folder: Path) -> dict[str, Any]:
+    value = config.get(name)
+    if value is not None and not isinstance(value, dict):
+        raise fail(folder, "config.json", f"{name} must be an object, got {value!r}")
+    return value or {}
+
+
+def weight_shapes(folder: Path) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape by name, from the safetensors headers (one file or the shards of an index)."""
+    if not (folder / SAFETENSORS_FILE).is_file() and not (folder / SAFETENSORS_INDEX).is_file():
+        pickled = [name for name in PICKLED_WEIGHTS if (folder / name).is_file()]
+        if pickled:
+            raise fail(folder, pickled[0], "pickled weights are never loaded (unpickling can run code); "
+                                           "save the weights as model.safetensors")
+        raise fail(folder, None, f"no weights ({SAFETENSORS_FILE}): an unfinished or partial copy?")
+    if not (folder / SAFETENSORS_INDEX).is_file():
+        return safetensors_shapes(folder, SAFETENSORS_FILE)
+    index = read_json_object(folder, SAFETENSORS_INDEX)
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise fail(folder, SAFETENSORS_INDEX, "has no 'weight_map' of tensor names to shard files")
+    shapes: dict[str, tuple[int, ...]] = {}
+    for shard in sorted(set(weight_map.values())):
+        if Path(shard).name != shard:
+            raise fail(folder, SAFETENSORS_INDEX, f"names a shard outside the folder: {shard!r}")
+        shapes.update(safetensors_shapes(folder, shard))
+    if missing := sorted(set(weight_map) - set(shapes)):
+        raise fail(folder, SAFETENSORS_INDEX, f"names tensors no shard holds: {', '.join(missing[:3])}")
+    return shapes
+
+
+def safetensors_shapes(folder: Path, name: str) -> dict[str, tuple[int, ...]]:
+    """One safetensors file's tensor shapes; its header must parse and its tensors tile the data exactly."""
+    path = folder / name
+    if not path.is_file():
+        raise fail(folder, name, "missing")
+    size = path.stat().st_size
+    with open(path, "rb") as file:
+        prefix = file.read(8)
+        length = int.from_bytes(prefix, "little") if len(prefix) == 8 else -1
+        if length < 2 or length > min(size - 8, MAX_SAFETENSORS_HEADER):
+            raise fail(folder, name, f"not a safetensors file, or cut short ({size:,} bytes)")
+        header_bytes = file.read(length)
+    try:
+        header = json.loads(header_bytes.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise fail(folder, name, "its header is not valid JSON (a corrupt file?)") from None
+    if not isinstance(header, dict):
+        raise fail(folder, name, "its header is not a JSON object (a corrupt file?)")
+    header.pop("__metadata__", None)
+    return _tiled_shapes(folder, name, header, size - 8 - length)
+
+
+def _tiled_shapes(folder: Path, name: str, header: Mapping[str, Any], data_bytes: int) -> dict[str, tuple[int, ...]]:
+    shapes, spans = {}, []
+    for tensor, entry in header.items():
+        entry = entry if isinstance(entry, dict) else {}
+        dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+        if (dtype not in DTYPE_BYTES or not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape)
+                or not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)):
+            raise fail(folder, name, f"tensor {tensor!r} has a corrupt header entry")
+        if offsets[1] - offsets[0] != math.prod(shape) * DTYPE_BYTES[dtype]:
+            raise fail(folder, name, f"tensor {tensor!r}: its bytes do not match its shape {shape} (a corrupt file?)")
+        shapes[tensor] = tuple(shape)
+        spans.append((offsets[0], offsets[1]))
+    end = 0
+    for start, stop in sorted(spans):
+        if start != end:
+            raise fail(folder, name, "its tensors overlap or leave gaps (a corrupt file?)")
+        end = stop
+    if end != data_bytes:
+        problem = "cut short" if end > data_bytes else "longer than its tensors"
+        raise fail(folder, name, f"{problem}: the header names {end:,} bytes of tensors, the file holds {data_bytes:,}")
+    return shapes
+
+
+def expected_shapes(model_class: type, config: Mapping[str, Any], folder: Path) -> dict[str, tuple[int, ...]]:
+    """The weights ``model_class`` builds from ``config``, built on the meta device (no memory is taken)."""
+    import torch
+
+    try:
+        built_config = model_class.config_class.from_dict(dict(config))
+        with torch.device("meta"):
+            model = model_class(built_config)
+    except Exception as err:  # noqa: BLE001 - any failure to build is the config file's fault
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise fail(folder, "config.json", f"describes no model this version can build: {first}") from None
+    return {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
+
+
+def check_weights_fit(folder: Path, found: Mapping[str, tuple], expected: Mapping[str, tuple]) -> None:
+    """The saved tensors are exactly those the config implies, each with its shape."""
+    missing, extra = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
+    if missing or extra:
+        parts = [f"lacks {len(missing)} tensors the config implies ({', '.join(missing[:3])})" if missing else "",
+                 f"holds {len(extra)} the config does not ({', '.join(extra[:3])})" if extra else ""]
+        raise fail(folder, SAFETENSORS_FILE, " and ".join(p for p in parts if p) + ": config.json and the weights disagree "
+                                             "(layer count or heads edited?)")
+    if wrong := [name for name in expected if tuple(found[name]) != tuple(expected[name])]:
+        name = wrong[0]
+        raise fail(folder, SAFETENSORS_FILE, f"{len(wrong)} tensors do not have the shapes config.json implies "
+                                             f"(e.g. {name}: {list(found[name])}, config.json: {list(expected[name])})")
+
+
+def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> None:
+    """``tokenizer.json`` exists (where required), parses and maps only to ids the encoder has; the special
+    tokens the other tokenizer files name are in it (one that is not would be added past the vocabulary)."""
+    settings = {name: read_json_object(folder, name) for name in TOKENIZER_JSON_FILES if (folder / name).is_file()}
+    path = folder / TOKENIZER_FILE
+    if not path.is_file():
+        if required:
+            raise fail(folder, TOKENIZER_FILE, "missing: a model folder carries its fast tokenizer's file "
+                                               "(copy it from the encoder the model was trained from)")
+        return
+    if path.stat().st_size > MAX_TOKENIZER_BYTES:
+        raise fail(folder, TOKENIZER_FILE, f"{path.stat().st_size:,} bytes, more than {MAX_TOKENIZER_BYTES:,}")
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_str(path.read_bytes().decode("utf-8"))
+    except Exception as err:  # noqa: BLE001 - tokenizers raises its own Exception for every malformed file
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise fail(folder, TOKENIZER_FILE, f"not a tokenizer file tokenizers can read (a truncated or corrupt file?): "
+                                           f"{first[:200]}") from None
+    vocabulary = tokenizer.get_vocab(with_added_tokens=True)
+    if not vocabulary:
+        raise fail(folder, TOKENIZER_FILE, "holds no tokens")
+    if max(vocabulary.values()) >= vocab_size:
+        raise fail(folder, TOKENIZER_FILE, f"maps tokens to ids up to {max(vocabulary.values())}, past the encoder's "
+                                           f"vocab_size {vocab_size} (config.json): the tokenizer is not this model's")
+    for name, values in settings.items():
+        for key, token in _special_tokens(values):
+            if token not in vocabulary:
+                raise fail(folder, name, f"{key} {token!r} is not in {TOKENIZER_FILE}'s vocabulary "
+                                         "(it would be added with an id past the model's)")
+
+
+def _special_tokens(settings: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(key, token text) of each special token a tokenizer file names (a string, or an added token's ``content``)."""
+    found = []
+    for key, value in settings.items():
+        values = value if key in ("additional_special_tokens", "extra_special_tokens") and isinstance(value, list) else [value]
+        if key.endswith("_token") or key in ("additional_special_tokens", "extra_special_tokens"):
+            found += [(key, v.get("content") if isinstance(v, dict) else v) for v in values  # add_bos_token: a flag
+                      if isinstance(v, str) or isinstance(v, dict) and isinstance(v.get("content"), str)]
+    return found
+
+
+def check_onnx(folder: Path, config: Mapping[str, Any]) -> None:
+    """``model.onnx`` parses, keeps its external data inside the folder, and has the inputs and outputs its heads need."""
+    onnx = _import_onnx(folder)
+    path = folder / ONNX_FILE
+    if not path.is_file():
+        raise fail(folder, ONNX_FILE, "missing")
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except Exception as err:  # noqa: BLE001 - protobuf raises DecodeError and others for a corrupt file
+        raise fail(folder, ONNX_FILE, f"not an ONNX model (a truncated or corrupt file?): {str(err)[:200]}") from None
+    root = folder.resolve()
+    for tensor in graph.initializer:
+        location = {entry.key: entry.value for entry in tensor.external_data}.get("location")
+        if location is not None and not _inside(root, root / location):
+            raise fail(folder, ONNX_FILE, f"its external data {location!r} lies outside the folder")
+        if location is not None and not (root / location).is_file():
+            raise fail(folder, ONNX_FILE, f"its external data {location!r} is missing")
+    _check_onnx_signature(folder, graph, config)
+
+
+def _inside(root: Path, path: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def _import_onnx(folder: Path):
+    try:
+        import onnx
+    except ImportError as err:
+        raise fail(folder, ONNX_FILE, f"checking an ONNX model needs the 'onnx' package ({err}): pip install bio_mrc[onnx]") from None
+    return onnx
+
+
+def _dims(value_info: Any) -> list[int | str]:
+    return [d.dim_value if d.HasField("dim_value") else d.dim_param for d in value_info.type.tensor_type.shape.dim]
+
+
+def _check_onnx_signature(folder: Path, graph: Any, config: Mapping[str, Any]) -> None:
+    inputs = {value.name: _dims(value) for value in graph.input}
+    outputs = {value.name: _dims(value) for value in graph.output}
+    for name, dims in inputs.items():
+        if len(dims) != 2:
+            raise fail(folder, ONNX_FILE, f"input {name!r} has shape {dims}, not (batch, sequence)")
+    if "input_ids" not in inputs:
+        raise fail(folder, ONNX_FILE, "has no input_ids input")
+    heads = registry.head_names(config.get("heads", "span+bio"))
+    for head in heads:
+        entry = registry.head(head)
+        for output, extra in zip(entry.outputs, entry.output_dims):
+            if output not in outputs:
+                raise fail(folder, ONNX_FILE, f"lacks the output {output!r} of its {head} head")
+            dims = outputs[output]
+            if len(dims) != 2 + len(extra) or any(isinstance(d, int) and d != e for d, e in zip(dims[2:], extra)):
+                raise fail(folder, ONNX_FILE, f"output {output!r} has shape {dims}, not (batch, sequence{''.join(f', {e}' for e in extra)})")

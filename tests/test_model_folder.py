@@ -1,0 +1,362 @@
+"""Model folders are checked before use (bio_mrc.model_folder): each broken folder is one ModelFormatError naming
+the folder, the file and the problem; texts that tokenize to nothing and impossible report numbers are refused."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.errors import ConfigError, DataFormatError, ModelFormatError
+from bio_mrc.inference import AnswerExtractor, TrainedModel
+
+WINDOWS = {"max_seq_length": 64, "doc_stride": 16, "max_query_length": 16}
+
+
+@pytest.fixture(scope="module")
+def saved_model(tiny_encoder_dir, tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    folder = tmp_path_factory.mktemp("model") / "tiny"
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), **WINDOWS).save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
+    return folder
+
+
+def copy_of(saved_model: Path, tmp_path: Path) -> Path:
+    folder = tmp_path / "copy"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(saved_model, folder)
+    return folder
+
+
+def edit_config(folder: Path, encoder: bool = False, **values) -> Path:
+    config = json.loads((folder / "config.json").read_text())
+    (config["encoder"] if encoder else config).update(values)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def refused(folder: Path, match: str) -> ModelFormatError:
+    with pytest.raises(ModelFormatError, match=match) as info:
+        TrainedModel.load(folder)
+    assert info.value.source == str(folder)
+    return info.value
+
+
+def _truncate(path: Path, size: int) -> None:
+    path.write_bytes(path.read_bytes()[:size])
+
+
+# --- the weights ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("damage, match", [
+    (lambda p: p.write_bytes(b""), r"model.safetensors: not a safetensors file, or cut short \(0 bytes\)"),
+    (lambda p: _truncate(p, 5000), r"model.safetensors: cut short: the header names [\d,]+ bytes of tensors, the file holds"),
+    (lambda p: p.write_bytes(b"x" * 1000), "model.safetensors: not a safetensors file"),
+    (lambda p: p.write_bytes(p.read_bytes()[:8] + b"{" * (p.stat().st_size - 8)), "its header is not valid JSON"),
+    (lambda p: p.write_bytes(p.read_bytes() + b"tail"), "longer than its tensors"),
+])
+def test_a_broken_weights_file_is_one_error(saved_model, tmp_path, damage, match):
+    folder = copy_of(saved_model, tmp_path)
+    damage(folder / "model.safetensors")
+    refused(folder, match)
+
+
+@pytest.mark.parametrize("edit, match", [
+    ({"num_hidden_layers": 3}, r"lacks 16 tensors the config implies \(encoder.encoder.layer.2"),
+    ({"num_hidden_layers": 1}, r"holds 16 the config does not \(encoder.encoder.layer.1"),
+    ({"hidden_size": 64}, r"tensors do not have the shapes config.json implies \(e.g. .*\[224, 32\], config.json: \[224, 64\]"),
+    ({"intermediate_size": 32}, "do not have the shapes config.json implies"),
+])
+def test_a_config_that_disagrees_with_the_weights_is_refused_not_filled_at_random(saved_model, tmp_path, edit, match):
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    folder = edit_config(copy_of(saved_model, tmp_path), encoder=True, **edit)
+    refused(folder, match)
+    with pytest.raises(ModelFormatError, match=match):  # the pipeline's and training's way in, too
+        BioMrcForQuestionAnswering.from_pretrained(str(folder))
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("num_hidden_layers", 1_000_000, r"encoder.num_hidden_layers must be an integer in \[1, 96\], got 1000000"),
+    ("hidden_size", 1e9, r"encoder.hidden_size must be an integer in \[1, 16,384\], got 1000000000.0"),
+    ("hidden_size", -32, "encoder.hidden_size must be an integer"),
+    ("vocab_size", "224", "encoder.vocab_size must be an integer"),
+    ("num_attention_heads", 3, "hidden_size 32 is not a multiple of num_attention_heads 3"),
+    ("layer_norm_eps", -1.0, r"layer_norm_eps must be a number in \(0, 1\)"),
+])
+def test_sizes_past_their_bounds_are_refused_before_anything_is_built(saved_model, tmp_path, monkeypatch, field, value, match):
+    import torch
+
+    folder = edit_config(copy_of(saved_model, tmp_path), encoder=True, **{field: value})
+    monkeypatch.setattr(torch.nn.Linear, "__init__", lambda *a, **k: pytest.fail("built a layer before the check"))
+    refused(folder, match)
+
+
+def test_pickled_checkpoints_are_refused_with_the_packages_own_line(saved_model, tmp_path):
+    import torch
+
+    folder = copy_of(saved_model, tmp_path)
+    (folder / "model.safetensors").unlink()
+    torch.save({"weight": torch.zeros(2)}, folder / "pytorch_model.bin")  # harmless tensors: still never unpickled
+    refused(folder, r"pytorch_model.bin: pickled weights are never loaded \(unpickling can run code\)")
+
+
+def test_weights_a_flipped_exponent_bit_made_huge_are_refused(saved_model, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = copy_of(saved_model, tmp_path)
+    weights = load_file(folder / "model.safetensors")
+    weights["bio_head.classifier.weight"][0, 0] = 3e37
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    refused(folder, r"values beyond ±1e\+06 \(bio_head.classifier.weight\).*a corrupt file")
+
+
+# --- the tokenizer and the windows -----------------------------------------------------------------
+
+@pytest.mark.parametrize("damage, match", [
+    (lambda p: p.unlink(), "tokenizer.json: missing: a model folder carries its fast tokenizer's file"),
+    (lambda p: p.write_text("garbage"), "tokenizer.json: not a tokenizer file tokenizers can read"),
+    (lambda p: _truncate(p, 300), "tokenizer.json: not a tokenizer file tokenizers can read .*EOF"),
+    (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "tokenizer.json: not a tokenizer file"),
+])
+def test_a_missing_or_broken_tokenizer_is_one_error_never_a_five_token_stand_in(saved_model, tmp_path, damage, match):
+    folder = copy_of(saved_model, tmp_path)
+    damage(folder / "tokenizer.json")
+    refused(folder, match)
+
+
+def test_a_tokenizer_beyond_the_vocabulary_and_windows_beyond_the_positions_are_refused(saved_model, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = edit_config(copy_of(saved_model, tmp_path), encoder=True, vocab_size=100)
+    weights = load_file(folder / "model.safetensors")  # weights that fit the smaller vocabulary: only the tokenizer does not
+    weights["encoder.embeddings.word_embeddings.weight"] = weights["encoder.embeddings.word_embeddings.weight"][:100].clone()
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    refused(folder, r"tokenizer.json: maps tokens to ids up to 223, past the encoder's vocab_size 100")
+    folder = edit_config(copy_of(saved_model, tmp_path), max_seq_length=256)
+    refused(folder, "max_position_embeddings 128 is less than max_seq_length 256: the encoder cannot read its own windows")
+
+
+def test_a_special_token_outside_the_vocabulary_is_refused_not_added_past_the_embeddings(saved_model, tmp_path):
+    folder = copy_of(saved_model, tmp_path)
+    settings = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**settings, "cls_token": "[ALS]"}))  # one flipped bit
+    refused(folder, r"tokenizer_config.json: cls_token '\[ALS\]' is not in tokenizer.json's vocabulary")
+
+
+def test_tokenizer_files_transformers_cannot_read_are_one_error(saved_model, tmp_path, monkeypatch):
+    import transformers
+
+    from bio_mrc.encoders import load_tokenizer
+
+    def unreadable(*args, **kwargs):
+        raise ValueError("Tokenizer class BertTokenizes does not exist or is not currently imported.")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", unreadable)
+    with pytest.raises(ModelFormatError, match="its tokenizer files cannot be loaded: Tokenizer class BertTokenizes"):
+        load_tokenizer(str(saved_model))
+
+
+def test_the_pipeline_refuses_a_folder_without_its_tokenizer(saved_model, tmp_path):
+    from transformers import pipeline
+
+    folder = copy_of(saved_model, tmp_path)
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(ModelFormatError, match="tokenizer.json: missing"):
+        pipeline("bio-mrc-qa", model=str(folder), device="cpu")
+
+
+def test_the_cli_names_a_broken_model_in_one_line_with_exit_2(saved_model, tmp_path, capsys):
+    from .conftest import SAMPLE_V1
+
+    folder = edit_config(copy_of(saved_model, tmp_path), encoder=True, num_hidden_layers=3)
+    code = main(["predict", "--model", str(folder), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and str(folder) in err and "lacks 16 tensors" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+# --- ONNX --------------------------------------------------------------------------------------------
+
+def onnx_folder(tmp_path: Path, saved_model: Path, graph_outputs=(("start_logits", 2), ("end_logits", 2), ("bio_logits", 3)),
+                location: str | None = None) -> Path:
+    """A folder with the model's config and tokenizer and a small hand-made graph of the given outputs."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    folder = copy_of(saved_model, tmp_path)
+    (folder / "model.safetensors").unlink()
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", "sequence", *([3] if rank == 3 else [])])
+               for name, rank in graph_outputs]
+    weight = numpy_helper.from_array(np.zeros(1, dtype=np.float32), "w")
+    if location is not None:
+        weight.data_location = TensorProto.EXTERNAL
+        weight.external_data.add(key="location", value=location)
+        weight.ClearField("raw_data")
+    nodes = [helper.make_node("Identity", ["input_ids"], [out.name]) for out in outputs]
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [ids], outputs, [weight])), str(folder / "model.onnx"))
+    return folder
+
+
+def test_onnx_models_are_checked_before_a_session_opens(saved_model, tmp_path):
+    from bio_mrc.model_folder import check_model_folder
+
+    check_model_folder(onnx_folder(tmp_path, saved_model), onnx=True)  # a graph of the right signature passes
+    folder = onnx_folder(tmp_path, saved_model, location="../outside.bin")
+    with pytest.raises(ModelFormatError, match=r"model.onnx: its external data '../outside.bin' lies outside the folder"):
+        check_model_folder(folder, onnx=True)
+    folder = onnx_folder(tmp_path, saved_model, graph_outputs=(("start_logits", 2), ("end_logits", 2)))
+    with pytest.raises(ModelFormatError, match="model.onnx: lacks the output 'bio_logits' of its bio head"):
+        check_model_folder(folder, onnx=True)
+    folder = onnx_folder(tmp_path, saved_model, graph_outputs=(("start_logits", 3), ("end_logits", 2), ("bio_logits", 3)))
+    with pytest.raises(ModelFormatError, match=r"output 'start_logits' has shape \['batch', 'sequence', 3\], not \(batch, sequence\)"):
+        check_model_folder(folder, onnx=True)
+    _truncate(folder / "model.onnx", 40)
+    with pytest.raises(ModelFormatError, match="model.onnx: not an ONNX model"):
+        check_model_folder(folder, onnx=True)
+
+
+# --- texts that tokenize to nothing ------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["\u0000", "\u200b\u200b", " \u00ad ", "\ufeff\n\t", "\u0301"])
+def test_a_question_or_context_that_tokenizes_to_nothing_is_refused_everywhere(saved_model, tmp_path, text):
+    from bio_mrc.data.squad import load_squad
+
+    extractor = AnswerExtractor(TrainedModel.load(saved_model, precision="fp32"))
+    with pytest.raises(DataFormatError, match=r"the question holds no readable text.*\(record 'input 0'\)"):
+        extractor(text, "Paris is the capital of France.")
+    with pytest.raises(DataFormatError, match="the context holds no readable text"):
+        extractor("Where?", text)
+    data = tmp_path / "data.json"
+    qa = {"id": "q1", "question": text, "answers": [{"text": "Paris", "answer_start": 0}]}
+    data.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": "Paris is here.", "qas": [qa]}]}]}))
+    with pytest.raises(DataFormatError, match=r"the question holds no readable text.*record 'q1'"):
+        load_squad(data)
+    assert extractor("Where?\u200b", "Paris\u00ad is here.").spans  # invisible characters beside text are read as ever
+
+
+def test_the_pipeline_and_the_cli_refuse_a_question_of_zero_width_spaces_in_one_line(saved_model, capsys):
+    from transformers import pipeline
+
+    qa = pipeline("bio-mrc-qa", model=str(saved_model), device="cpu")
+    with pytest.raises(DataFormatError, match="the question holds no readable text"):
+        qa(question="\u200b\u00ad", context="Paris is here.")
+    code = main(["extract", "--model", str(saved_model), "--question", "\u200b", "--context", "Paris is here."])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "the question holds no readable text" in err.strip().splitlines()[-1]
+
+
+def test_serve_answers_422_for_a_question_of_zero_width_spaces(saved_model):
+    from fastapi.testclient import TestClient
+
+    from bio_mrc.serving.app import create_app
+    from bio_mrc.serving.config import ServeConfig
+
+    app = create_app(AnswerExtractor(TrainedModel.load(saved_model, precision="fp32")), ServeConfig())
+    with TestClient(app) as client:
+        response = client.post("/answer", json={"question": "\u200b\u200b", "context": "Paris is here."})
+    assert response.status_code == 422 and "no readable text" in response.json()["detail"]
+
+
+# --- report numbers read back --------------------------------------------------------------------
+
+CELL = {"run": "joint", "decoding": "span", "seed": 1, "model_dir": "m", "answers": ["a", "b"], "decode_seconds": 0.5,
+        "em": [100.0, 0.0], "f1": [100.0, 50.0]}
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("f1", [-500.0, 50.0], r"field 'f1' holds -500.0 at position 0, outside \[0, 100\]"),
+    ("f1", [100.0, 250.0], r"field 'f1' holds 250.0 at position 1, outside \[0, 100\]"),
+    ("em", [math.nan, 0.0], r"field 'em' holds nan at position 0"),
+    ("f1", "high", r"field 'f1' must be a list of per-question scores, got 'high'"),
+    ("seed", "one", r"field 'seed' must be an integer, got 'one'"),
+    ("decode_seconds", -1, r"field 'decode_seconds' must be a number of seconds >= 0"),
+    ("answers", [1, 2], "field 'answers' must be a list of answer strings"),
+])
+def test_impossible_numbers_in_a_cell_read_back_are_refused_naming_the_field(field, value, match):
+    from bio_mrc.harness.results import Cell
+
+    with pytest.raises(ConfigError, match=r"^cells/m.json: cell 0: " + match):
+        Cell.from_json({**CELL, field: value}, "cells/m.json: cell 0")
+    assert Cell.from_json(CELL, "cells/m.json: cell 0").f1.tolist() == [100.0, 50.0]
+
+
+# --- the property: any corruption ends in a model or ModelFormatError ------------------------------
+
+FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+VALUES = (lambda r: 10 ** r.randint(3, 12), lambda r: -r.randint(1, 100), lambda r: 0, lambda r: "x", lambda r: r.random() * 100,
+          lambda r: None, lambda r: [1, 2], lambda r: {"a": 1}, lambda r: True, lambda r: 1e308, lambda r: r.randint(1, 300))
+
+
+def corrupt(folder: Path, rng: random.Random) -> str:
+    """One random corruption: truncate or flip bytes of a file, edit one config field, or remove a file."""
+    kind, name = rng.choice(("truncate", "flip", "edit", "remove")), rng.choice(FILES)
+    path = folder / name
+    if kind == "truncate":
+        _truncate(path, rng.randrange(path.stat().st_size))
+    elif kind == "flip":
+        data = bytearray(path.read_bytes())
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        path.write_bytes(bytes(data))
+    elif kind == "remove":
+        path.unlink()
+    else:
+        config = json.loads((folder / "config.json").read_text())
+        target = config if rng.random() < 0.5 else config["encoder"]
+        name = rng.choice(sorted(target))
+        target[name] = rng.choice(VALUES)(rng)
+        (folder / "config.json").write_text(json.dumps(config))
+        return f"edit {name} = {target[name]!r}"
+    return f"{kind} {name}"
+
+
+def _took_too_long(*_):
+    raise TimeoutError("one load took over 20 s")
+
+
+def run_corruptions(saved_model: Path, tmp_path: Path, cases: int, seed: int) -> dict[str, int]:
+    """Each corrupted copy loads and answers, or is one ModelFormatError; anything else (a TimeoutError past
+    20 s included) fails the test, naming the corruption."""
+    rng, outcomes = random.Random(seed), {"answered": 0, "refused": 0}
+    previous = signal.signal(signal.SIGALRM, _took_too_long)
+    try:
+        for case in range(cases):
+            folder = copy_of(saved_model, tmp_path)
+            what = corrupt(folder, rng)
+            signal.alarm(20)
+            try:
+                AnswerExtractor(TrainedModel.load(folder, precision="fp32"))("Where is Paris?", "Paris is the capital of France.")
+                outcomes["answered"] += 1
+            except ModelFormatError:
+                outcomes["refused"] += 1
+            except BaseException as err:
+                raise AssertionError(f"case {case} ({what}) ended in {type(err).__name__}: {err}") from err
+            finally:
+                signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    return outcomes
+
+
+def test_twenty_random_corruptions_each_end_in_a_model_or_a_model_format_error(saved_model, tmp_path):
+    outcomes = run_corruptions(saved_model, tmp_path, 20, seed=7)
+    assert sum(outcomes.values()) == 20 and outcomes["refused"] > 0
+
+
+@pytest.mark.slow
+def test_two_hundred_random_corruptions_each_end_in_a_model_or_a_model_format_error(saved_model, tmp_path):
+    outcomes = run_corruptions(saved_model, tmp_path, 200, seed=2026)
+    assert sum(outcomes.values()) == 200 and outcomes["refused"] > 100 and outcomes["answered"] > 0

@@ -1,0 +1,68 @@
+"""``bio-mrc tune`` says what it changes: every fitted setting with its questions, a refusal to calibrate on too
+few questions, no degenerate calibrator ever saved, and ``--output-dir`` for a tuned copy instead of in place."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.inference.calibrators import degenerate_calibrator, fit_calibrator
+
+from .conftest import SAMPLE_V1
+from .test_pipeline import trained_dir  # noqa: F401  (module-scoped fixture: a tiny overfitted joint model)
+
+
+def files(folder):
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir()) if path.is_file()}
+
+
+def test_degenerate_calibrators_are_named():
+    raw = np.array([0.2, 0.5, 0.9])
+    assert "constant output 1e-06" in degenerate_calibrator(fit_calibrator(raw, np.zeros(3)), raw)  # all wrong: the rate
+    assert degenerate_calibrator({"method": "beta", "a": 0.0, "b": 0.0, "c": 0.3}, raw).startswith("constant output")
+    # sigmoid(ln p - 10) < 1e-3 and sigmoid(ln p + 10) > 0.999 for every p here: all near 0, all near 1
+    assert "all within 0.001 of 0" in degenerate_calibrator({"method": "beta", "a": 1.0, "b": 0.0, "c": -10.0}, raw)
+    assert "of 1" in degenerate_calibrator({"method": "beta", "a": 1.0, "b": 0.0, "c": 10.0}, raw)
+    assert degenerate_calibrator({"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0}, raw) is None  # p / (p + 1 - p) = p
+
+
+def test_too_few_questions_are_refused_before_any_work(trained_dir, capsys):  # noqa: F811
+    before = files(trained_dir)
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (f"error: {SAMPLE_V1}: 8 questions are too few to fit a calibrator (at least 100); --no-calibration "
+                     "tunes the rest, --min-calibration-questions 8 fits one anyway")
+    assert files(trained_dir) == before
+
+
+def test_output_dir_writes_a_tuned_copy_and_every_setting_is_printed(trained_dir, tmp_path, capsys):  # noqa: F811
+    before = files(trained_dir)
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out),
+                 "--min-calibration-questions", "8"]) == 0
+    assert files(trained_dir) == before  # the model itself is untouched
+    copied = files(out)
+    assert set(copied) == set(before) and copied["model.safetensors"] == before["model.safetensors"]
+    config = json.loads(copied["config.json"])
+    assert config["tuned_on"]["questions"] == 8 and config["bio_length_prior"] is not None
+    err = capsys.readouterr().err
+    assert "bio_length_prior: " in err and "fitted on 8 answerable questions" in err
+    # the tiny model answers every question right: each calibrator would be constant, so none is saved
+    for decoding in ("span", "bio", "joint"):
+        assert f"warning: no calibrator saved for {decoding}: degenerate (constant output" in err
+    assert config["calibration"] is None
+    assert f"saved in {out / 'config.json'} (a tuned copy of {trained_dir})" in err
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out),
+                 "--no-calibration"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == f"error: --output-dir {out} is not empty; give a new folder (the tuned copy of the model goes there)"
+
+
+def test_no_calibration_keeps_the_saved_calibrators(trained_dir, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out),
+                 "--no-calibration"]) == 0
+    assert json.loads((out / "config.json").read_text()).get("calibration") == json.loads(
+        (trained_dir / "config.json").read_text()).get("calibration")
+    assert "calibrators: none fitted; kept as saved" in capsys.readouterr().err
