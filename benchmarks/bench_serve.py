@@ -25,6 +25,14 @@ where the forward pass is cheap and a request's fixed costs (featurising, decodi
 
 The last line is one JSON object: ``{"benchmark": "serve", "ratio": batched / one-at-a-time
 throughput, "identical": ..., "one_at_a_time": {...}, "batched": {...}, "machine": ...}``.
+
+With ``--hostile N`` it measures fairness instead, on one server with the defaults: one client sends
+one short question at a time for ``--duration`` seconds, first alone, then while ``N`` clients each
+send the largest request the server accepts (``--max-batch-size`` questions, each with a context of
+``max_context_chars``) and hang up after ``--hang-up-s``, over and over. Reported: the short
+question's p50 and p99 latency on both sides and their ratio (target: p99 within 3x).
+
+    python benchmarks/bench_serve.py --hostile 3 --duration 15
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ import _common
 
 NAME = "serve"
 TARGET = 3.0  # batched throughput at least this many times one-at-a-time
+FAIR_TARGET = 3.0  # a short request's p99 beside hostile clients at most this many times its p99 alone
 
 
 def parse_args() -> argparse.Namespace:
@@ -68,6 +77,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-batch-size", type=int, default=None, help="the batched server's (default: serve's default)")
     parser.add_argument("--max-wait-ms", type=float, default=None, help="the batched server's (default: serve's default)")
     parser.add_argument("--precision", default="fp32", help="of the server's and the reference's forward pass")
+    parser.add_argument("--hostile", type=int, default=0,
+                        help="measure fairness: this many clients send maximal requests and hang up (see above)")
+    parser.add_argument("--hang-up-s", type=float, default=0.5, help="how long a hostile client waits before hanging up")
     parser.add_argument("--server-threads", type=int, default=None,
                         help="the server's torch threads (OMP_NUM_THREADS; default: torch's, one per core)")
     args = parser.parse_args()
@@ -248,6 +260,74 @@ def main(args: argparse.Namespace) -> None:
                       **results, "machine": _common.machine_description()}))
 
 
+async def short_requests(url: str, body: dict, until: float, hostile: int, maximal: dict, hang_up: float) -> dict:
+    """One client sending ``body`` until ``until`` beside ``hostile`` clients sending ``maximal`` and hanging up."""
+    import httpx  # optional (the dev extra): parse_args has checked it is installed
+
+    latencies: list[float] = []
+    abandoned = 0
+    payload = json.dumps(maximal).encode()
+
+    async def polite() -> None:
+        async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+            while time.perf_counter() < until:
+                sent = time.perf_counter()
+                response = await client.post("/answer", json=body)
+                if response.status_code != 200:
+                    raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+                latencies.append(time.perf_counter() - sent)
+
+    async def rude() -> None:
+        nonlocal abandoned
+        while time.perf_counter() < until:
+            async with httpx.AsyncClient(base_url=url, timeout=hang_up) as client:
+                try:
+                    await client.post("/answer", content=payload, headers={"content-type": "application/json"})
+                except httpx.TimeoutException:
+                    abandoned += 1
+
+    await asyncio.gather(polite(), *(rude() for _ in range(hostile)))
+    latencies.sort()
+    n = len(latencies)
+    return {"requests": n, "abandoned_maximal_requests": abandoned,
+            "p50_ms": round(1000 * statistics.median(latencies), 1),
+            "p99_ms": round(1000 * latencies[min(n - 1, int(0.99 * n))], 1)}
+
+
+def fairness(args: argparse.Namespace) -> None:
+    """A short request's latency alone and beside ``args.hostile`` clients that send maximal requests and hang up."""
+    examples = load_squad(args.data, limit=args.questions).examples
+    config = ServeConfig(**{k: v for k, v in (("max_batch_size", args.max_batch_size), ("max_wait_ms", args.max_wait_ms))
+                            if v is not None})
+    body = {"question": examples[0].question, "context": examples[0].context}
+    long_context = (" ".join(ex.context for ex in examples) * 100)[: config.max_context_chars]
+    maximal = {"question": [ex.question for ex in examples[: config.max_batch_size]],
+               "context": [long_context] * config.max_batch_size}
+    with tempfile.TemporaryDirectory() as scratch:
+        model_dir = Path(args.model) if args.model else tiny_model(Path(scratch), [ex.question + " " + ex.context for ex in examples])
+        options = ["--max-batch-size", str(config.max_batch_size), "--max-wait-ms", str(config.max_wait_ms)]
+        process, url = start_server(model_dir, options, args.precision, Path(scratch) / "fair.log", args.server_threads)
+        try:
+            asyncio.run(short_requests(url, body, time.perf_counter() + args.warmup, 0, maximal, args.hang_up_s))
+            alone = asyncio.run(short_requests(url, body, time.perf_counter() + args.duration, 0, maximal, args.hang_up_s))
+            beside = asyncio.run(short_requests(url, body, time.perf_counter() + args.duration, args.hostile, maximal,
+                                                args.hang_up_s))
+        finally:
+            process.terminate()
+            process.wait(30)
+    ratio = beside["p99_ms"] / alone["p99_ms"]
+    print(f"short request alone: p50 {alone['p50_ms']} ms, p99 {alone['p99_ms']} ms ({alone['requests']} requests)")
+    print(f"beside {args.hostile} clients sending {config.max_batch_size} x {config.max_context_chars:,}-character "
+          f"requests and hanging up after {args.hang_up_s} s ({beside['abandoned_maximal_requests']} abandoned): "
+          f"p50 {beside['p50_ms']} ms, p99 {beside['p99_ms']} ms ({beside['requests']} requests)")
+    print(f"p99 beside / alone: {ratio:.2f}x (target within {FAIR_TARGET}x: {'met' if ratio <= FAIR_TARGET else 'missed'})")
+    print(f"machine: {_common.machine_description()}; {_common.load_and_date()}")
+    print(json.dumps({"benchmark": NAME + "-fairness", "ratio": round(ratio, 2), "hostile": args.hostile,
+                      "hang_up_s": args.hang_up_s, "alone": alone, "beside": beside,
+                      "model": args.model or "tiny-random-2x32-384", "machine": _common.machine_description()}))
+
+
 if __name__ == "__main__":
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    main(parse_args())
+    arguments = parse_args()
+    fairness(arguments) if arguments.hostile else main(arguments)

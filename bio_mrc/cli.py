@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import functools
 import json
+import os
 import sys
 import time
 import warnings
@@ -23,7 +24,7 @@ from .errors import BioMrcError, ConfigError
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
-from .io import check_file_target, check_folder_target, check_outputs_apart
+from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .inference.defaults import DEFAULT_CHUNK_SIZE, INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS
@@ -31,6 +32,8 @@ from .precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolv
 from .serving.config import ServeConfig
 from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
+MAX_COUNT = 10**9  # the largest count an option takes (questions, windows, steps)
+LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context length (about 100 windows)
 
 _DESCRIPTION = "bio-mrc: a thin command line over the library. Each command parses, calls, prints."
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
@@ -269,6 +272,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def _tune_target(args: argparse.Namespace) -> Path:
     """Where ``tune`` saves: the model folder itself, or ``--output-dir``, a new (or empty) folder it copies the model to."""
     if not args.output_dir:
+        if Path(args.model).is_dir():  # a missing folder is the loader's to name
+            check_writable_folder(args.model, "tune saves the tuned settings in its config.json (--output-dir: "
+                                              "in a copy elsewhere)")
         return Path(args.model)
     target = check_folder_target(args.output_dir)
     if target.exists() and (target.resolve() == Path(args.model).resolve() or any(target.iterdir())):
@@ -341,6 +347,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     texts, names = _extract_documents(args)
     extractor = AnswerExtractor.from_pretrained(
         args.model, precision=args.precision, device=args.device, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
+        progress=sum(map(len, texts)) >= LONG_CONTEXT_CHARS,
     )
     if len(texts) > 1:  # one question over several documents: answers ranked across them
         print(json.dumps(extractor(args.question, texts, top_k=args.top_k, names=names).to_dict(), ensure_ascii=False, indent=2))
@@ -395,14 +402,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = add_command("train", help="fine-tune a model on SQuAD-format data")
     train.add_argument("--train", required=True, help=_DATA_HELP)
-    train.add_argument("--limit", type=int, help="first N questions of the file")
+    train.add_argument("--limit", type=_count, help="first N questions of the file")
     train.add_argument("--eval", help="held-out questions scored (official F1 of every decoding) whenever the training "
                                       "args' eval_strategy asks, e.g. --training-args '{\"eval_strategy\": \"steps\", "
                                       "\"eval_steps\": 200}'; any form --train takes")
     train.add_argument("--output-dir", required=True)
     train.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its last checkpoint in OUTPUT_DIR/checkpoints (same options and data)")
-    train.add_argument("--checkpoint-steps", type=int, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
+    train.add_argument("--checkpoint-steps", type=_count, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
     train.add_argument("--overwrite", action="store_true", help="replace a finished model, or the files of a folder that holds no bio_mrc model, in OUTPUT_DIR")
     add_config_options(train, TrainConfig)
     _add_device_option(train, pin=True)
@@ -437,6 +444,27 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    """A positive whole number no larger than any run needs (``1e308`` and ``0`` are typos, not counts)."""
+    try:
+        value = _positive_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number from 1 to {MAX_COUNT:,}, not {text!r}") from None
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"at most {MAX_COUNT:,}, not {value}")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number from 0 to 1, not {text!r}") from None
+    if not 0 <= value <= 1:  # NaN too
+        raise argparse.ArgumentTypeError(f"a number from 0 to 1, not {text}")
+    return value
+
+
 def _decoding_choices() -> tuple[str, ...]:
     """auto and every registered decoding, read when the parser is built (a decoding registered later is offered)."""
     return (registry.AUTO_DECODING, *registry.DECODINGS)
@@ -451,14 +479,14 @@ def _add_model_commands(add_command) -> None:
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
     predict.add_argument("--model", required=True, help=_MODEL_HELP)
     predict.add_argument("--data", required=True, help=_DATA_HELP)
-    predict.add_argument("--limit", type=int)
+    predict.add_argument("--limit", type=_count)
     predict.add_argument("--decoding", choices=_decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
                          help=f"one or several; {_AUTO_HELP}")
     predict.add_argument("--output", required=True,
                          help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
                               "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
                               "- writes the answer lines to standard output and no file")
-    predict.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
+    predict.add_argument("--batch-size", type=_count, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
     predict.add_argument("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE,
                          help="questions read, run and decoded at a time (memory grows with it, not with the file)")
     predict.add_argument("--resume", action="store_true",
@@ -486,9 +514,9 @@ def _add_model_commands(add_command) -> None:
                                        "on held-out questions and save them with the model")
     tune.add_argument("--model", required=True, help=_MODEL_HELP)
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
-    tune.add_argument("--limit", type=int)
+    tune.add_argument("--limit", type=_count)
     tune.add_argument("--decoding", choices=tuple(registry.DECODINGS), nargs="+", help="default: every decoding the model has")
-    tune.add_argument("--batch-size", type=int, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
+    tune.add_argument("--batch-size", type=_count, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
     _add_precision_option(tune)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
     tune.add_argument("--output-dir", help="a new folder: copy the model there and save the tuned settings in the copy "
@@ -569,10 +597,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
+        return code
     except (BioMrcError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """What a Unix tool does when the reader of its output goes away (``| head``): stop quietly, with the
+    status of a process ended by SIGPIPE. Standard output is pointed at /dev/null so that Python's final
+    flush finds no broken pipe to report."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + 13
 
 
 if __name__ == "__main__":

@@ -14,12 +14,14 @@ import json
 import os
 import secrets
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from .errors import OutputError
 
-__all__ = ["check_file_target", "check_folder_target", "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
+__all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "check_writable_folder",
+           "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
            "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "replaced_together",
            "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
            "open_no_follow"]
@@ -51,19 +53,51 @@ def _free_space(folder: Path) -> str:
     return f"{shutil.disk_usage(existing).free / 2**20:,.0f} MiB"
 
 
+# A file name's longest length in bytes on common file systems (ext4, XFS, APFS, NTFS in UTF-16 units); an
+# atomic write's temporary file adds ``_TEMPORARY_EXTRA`` bytes around the name (see _atomic_binary).
+NAME_MAX = 255
+_TEMPORARY_EXTRA = len(".." + "4194304" + ".12345678.tmp")
+
+
+def check_name_lengths(path: str | Path) -> Path:
+    """``path`` if each of its names fits a file system's limit, with room for an atomic write's temporary
+    name; else an :class:`OutputError` before any work (the system would refuse it only when writing)."""
+    path = Path(path)
+    for part in path.parts:
+        size = len(os.fsencode(part))
+        if size + (_TEMPORARY_EXTRA if part == path.name else 0) > NAME_MAX:
+            room = NAME_MAX - (_TEMPORARY_EXTRA if part == path.name else 0)
+            raise OutputError(f"the name {part[:40]!r}... is {size} bytes long; file names here may have at most "
+                              f"{room} bytes: choose a shorter one", str(path)[:300])
+    return path
+
+
 def check_file_target(path: str | Path) -> Path:
     """``path`` if a file can be written there: it is no folder, and no file stands where a folder on its way must be.
     Commands check their outputs with this before any work, so a long run never fails at its last step."""
-    path = Path(path)
+    path = check_name_lengths(path)
     if path.is_dir():
         raise OutputError("a folder has this name; give a file name", str(path))
     _check_nearest_folder(path)
     return path
 
 
+def check_writable_folder(folder: str | Path, why: str) -> Path:
+    """``folder`` if a file can be made in it (tried with a nameless temporary file, which works for any user,
+    read-only mounts and access lists included); else an :class:`OutputError` saying ``why`` it must be."""
+    folder = Path(folder)
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise OutputError(f"the folder is not writable ({error.strerror or error}), and {why}: copy it to a "
+                          "writable place first", str(folder)) from None
+    return folder
+
+
 def check_folder_target(path: str | Path) -> Path:
     """``path`` if a folder can be made or used there: no file stands in its way."""
-    path = Path(path)
+    path = check_name_lengths(path)
     if path.exists() and not path.is_dir():
         raise OutputError("a file has this name; give a folder", str(path))
     _check_nearest_folder(path)
@@ -369,7 +403,7 @@ def check_outputs_apart(outputs: Iterable[str | Path], inputs: Iterable[str | Pa
     points), the same file as an input, or inside (or the same as) a model folder being read."""
     inputs = [Path(p) for p in inputs if p is not None and str(p) != "-" and Path(p).exists()]
     folders = [Path(p) for p in model_dirs if p is not None and Path(p).is_dir()]
-    for output in (Path(p) for p in outputs if p is not None and str(p) != "-"):
+    for output in (check_name_lengths(p) for p in outputs if p is not None and str(p) != "-"):
         if output.is_symlink() and not output.is_dir():
             raise UnsafePathError(f"{output} is a symbolic link; bio_mrc writes no output through a link (remove it or "
                                   "choose another output)", str(output))

@@ -335,5 +335,5 @@ def test_run_server_serves_the_folder_on_the_configured_address(monkeypatch, mod
     server.run_server(model_dir, ServeConfig(port=8123), precision="fp32")
     ((app, options),) = calls
     assert options["host"] == "127.0.0.1" and options["port"] == 8123
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://localhost:8123") as client:  # the Host a browser on this machine sends
         assert client.get("/health").json()["model"] == "tiny-joint"

@@ -25,21 +25,54 @@ class _SurrogateCheckedReader:
 
     def __init__(self, raw: BinaryIO, source: str) -> None:
         self.raw, self.source, self.tail, self.decided = raw, source, "", 0
+        self.offset, self.lines, self.line_start = 0, 0, 0  # of the tail's first byte: bytes and lines before it
 
     def read(self, size: int = -1) -> bytes:
         chunk = self.raw.read(size)
-        if self.tail == "" and self.decided == 0 and chunk.startswith(_BOM):  # allowed, as read_json allows it
+        if self.tail == "" and self.decided == 0 and self.offset == 0 and chunk.startswith(_BOM):  # allowed, as read_json allows it
             chunk = chunk[len(_BOM):]
         text = self.tail + chunk.decode("latin-1")
         limit = len(text) if not chunk else max(len(text) - _ESCAPE_WIDTH, self.decided)
         hit = lone_surrogate_escape(text, self.decided, limit)
         if hit is not None:
-            raise DataFormatError(f"{hit.group()} is half of a UTF-16 surrogate pair, no character", source=self.source)
+            raise DataFormatError(f"{hit.group()} is half of a UTF-16 surrogate pair, no character ({self._where(text, hit.start())})",
+                                  source=self.source)
         start = max(limit - 6, 0)  # a low surrogate's leader sits 6 characters before it
         while start > 0 and text[start - 1] == "\\":  # and an escape's backslashes count back from it
             start -= 1
+        self._advance(text, start)
         self.tail, self.decided = text[start:], limit - start
         return chunk
+
+    def _advance(self, text: str, count: int) -> None:
+        """Move the tail's start ``count`` bytes on in ``text``, counting the lines passed."""
+        newlines = text.count("\n", 0, count)
+        if newlines:
+            self.lines += newlines
+            self.line_start = self.offset + text.rindex("\n", 0, count) + 1
+        self.offset += count
+
+    def _where(self, text: str, index: int) -> str:
+        """Line, column (in bytes, from 1) and byte offset of ``text[index]``."""
+        newlines = text.count("\n", 0, index)
+        line_start = self.offset + text.rindex("\n", 0, index) + 1 if newlines else self.line_start
+        at = self.offset + index
+        return f"line {self.lines + newlines + 1}, column {at - line_start + 1}, byte {at}"
+
+
+def first_non_utf8(path: Path, chunk_size: int = 1 << 20) -> int:
+    """The byte offset of the first byte of ``path`` that is not UTF-8 (-1: none), read a piece at a time."""
+    import codecs
+
+    decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(chunk_size):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as err:
+                return offset + err.start - len(decoder.getstate()[0])
+            offset += len(chunk)
+    return -1
 
 
 class _Builder:
@@ -94,6 +127,8 @@ class SquadJsonStream:
             raise DataFormatError("expected a JSON file, found a folder", source=source) from None
         except RepeatedKeyError as err:
             raise DataFormatError(str(err), source=source) from None
+        except UnicodeDecodeError as err:  # yajl found bytes that are no UTF-8 inside a string
+            raise DataFormatError(f"not UTF-8 text ({err.reason} at byte {first_non_utf8(self.path)})", source=source) from None
         except ijson.JSONError as err:
             message = (str(err.args[0].decode("utf-8", "replace") if isinstance(err.args[0], bytes) else err)
                        if err.args else type(err).__name__)

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator
 
 from ..types import Example
 from .json_reader import DataFormatError, NotPlainJsonError, loads
+from .limits import max_line_bytes
 
 SQUAD_COLUMNS = ("id", "context", "question", "answers")
 # Questions to predict need only these: a missing id is generated, missing answers make them unlabelled.
@@ -101,7 +102,8 @@ def first_json_line(path: Path) -> Any:
 
 
 def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
-    """``("line N", object)`` for each non-blank line, read one at a time; a bad line raises naming it."""
+    """``("line N", object)`` for each non-blank line, read one at a time; a bad line raises naming it, and a
+    line longer than :func:`~bio_mrc.data.limits.max_line_bytes` (decompressed) is refused unread past it."""
     source = str(path)
     with (gzip.open if path.suffix.lower() == ".gz" else open)(path, "rb") as handle:
         for number, raw in enumerate(_lines(handle, source), 1):
@@ -110,8 +112,15 @@ def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
 
 
 def _lines(handle: Any, source: str) -> Iterator[bytes]:
+    most = max_line_bytes()
     try:
-        yield from handle
+        number = 0
+        while raw := handle.readline(most + 1):
+            number += 1
+            if len(raw) > most:
+                raise DataFormatError(f"line {number} is longer than {most:,} bytes{' decompressed' if isinstance(handle, gzip.GzipFile) else ''}"
+                                      f" (BIO_MRC_MAX_LINE_BYTES raises the limit)", source=source)
+            yield raw
     except EOFError:
         raise DataFormatError("the gzip stream ends early (a truncated file?)", source=source) from None
     except (OSError, zlib.error) as err:

@@ -12,7 +12,7 @@ from ..errors import ConfigError
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
-from .text import check_text
+from .text import check_context_length, check_text
 
 
 @dataclass
@@ -258,7 +258,7 @@ def _parse_question(qa: Any, context: Any, title: str, source: str, fixed: list[
     if given not in (None, "") and not isinstance(given, str):
         raise DataFormatError(f"'id' must be a string, got {given!r}", title or None, source)
     named = check_text(given, "id", title or None, source) if given else None
-    check_text(context, "context", named or title or None, source)
+    check_context_length(check_text(context, "context", named or title or None, source), named or title or None, source)
     question = check_text(qa.get("question"), "question", named or title or None, source)
     qid = named or generated_id(position, question, context)
     answers, impossible = _answers_of(qa, qid, source)

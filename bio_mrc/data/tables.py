@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .json_reader import DataFormatError
+from .limits import max_columns, max_header_bytes
 from .sources import Records, check_columns, dataset_records, first_line, table_rows
 
 PARQUET_MAGIC = b"PAR1"
@@ -46,15 +47,25 @@ def list_records(rows: Sequence[Any], name: str = "list of dicts") -> Records:
 
 
 def _header(path: Path, delimiter: str) -> list[str]:
-    """The first row's names; ``datasets`` reads the rest."""
+    """The first row's names; ``datasets`` reads the rest. A header row longer than
+    :func:`~bio_mrc.data.limits.max_header_bytes`, or of more than ``max_columns`` names, is refused at once."""
+    most = max_header_bytes()
     try:
         with (gzip.open if path.suffix.lower() == ".gz" else open)(path, "rb") as handle:
-            first = handle.readline(1 << 20).decode("utf-8-sig")
+            raw = handle.readline(most + 1)
+        first = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise DataFormatError(f"not UTF-8 text ({err.reason} in the header row, byte {err.start})", source=str(path)) from None
     except (OSError, EOFError) as err:
         raise DataFormatError(f"could not read the header row: {err}", source=str(path)) from None
-    return next(csv.reader(io.StringIO(first), delimiter=delimiter), [])
+    if len(raw) > most:
+        raise DataFormatError(f"the header row is longer than {most:,} bytes (a SQuAD table names 4 to 6 columns; "
+                              "BIO_MRC_MAX_HEADER_BYTES raises the limit)", source=str(path))
+    columns = next(csv.reader(io.StringIO(first), delimiter=delimiter), [])
+    if len(columns) > max_columns():
+        raise DataFormatError(f"the header row names {len(columns):,} columns, more than the limit of {max_columns():,} "
+                              "(a SQuAD table names 4 to 6; BIO_MRC_MAX_COLUMNS raises the limit)", source=str(path))
+    return columns
 
 
 def _load(builder: str, path: Path, **options: Any) -> Any:

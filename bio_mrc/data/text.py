@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
+from .limits import max_context_chars
 
 
 def unwritable_character(text: str) -> str | None:
@@ -48,6 +49,16 @@ def check_text(value: Any, what: str, record: str | None = None, source: str | N
         raise DataFormatError(f"the {what} holds {character}, half of a UTF-16 surrogate pair or an undecodable byte, "
                               "which no UTF-8 file can hold (check the text's encoding)", record, source)
     return value
+
+
+def check_context_length(context: str, record: str | None = None, source: str | None = None) -> str:
+    """``context`` if it is no longer than :func:`~bio_mrc.data.limits.max_context_chars`; else a
+    :class:`DataFormatError` before any window of it is made."""
+    most = max_context_chars()
+    if len(context) > most:
+        raise DataFormatError(f"the context has {len(context):,} characters, more than the limit of {most:,} "
+                              "(BIO_MRC_MAX_CONTEXT_CHARS raises it)", record, source)
+    return context
 
 
 def read_text_file(path: str | Path) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence, overload
 
 from .. import registry
-from ..data.text import check_text
+from ..data.text import check_context_length, check_text
 from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import WindowOutputs
 from ..errors import ConfigError, DataFormatError
@@ -44,7 +44,7 @@ def question_context_examples(question, context) -> tuple[list[Example], bool]:
     if len(questions) != len(contexts):
         raise DataFormatError(f"got {len(questions)} questions but {len(contexts)} contexts")
     for i, (q, c) in enumerate(zip(questions, contexts)):
-        check_text(c, "context", record=f"input {i}")
+        check_context_length(check_text(c, "context", record=f"input {i}"), record=f"input {i}")
         check_text(q, "question", record=f"input {i}")
     return [Example(str(i), q, c, None) for i, (q, c) in enumerate(zip(questions, contexts))], single  # unlabelled
 
@@ -90,8 +90,10 @@ class AnswerExtractor:
         decode_config: DecodeConfig | None = None,
         min_span_probability: float | None = None,
         batch_size: int = INFERENCE_BATCH_SIZE,
+        progress: bool = False,
     ) -> None:
         self.trained = trained
+        self.progress = progress  # bars for the windows and the forward passes (the command line's, on long contexts)
         self.decoding = decoding
         registry.resolve_decoding(trained.decodings, decoding)  # one the heads can do, refused at once
         self.multi_span = multi_span
@@ -147,7 +149,7 @@ class AnswerExtractor:
         multi_span = self.multi_span if multi_span is None else multi_span
         registry.resolve_decoding(self.trained.decodings, decoding or self.decoding)  # refuse before the forward pass
         _check_top_k(top_k, multi_span)
-        outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
+        outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=self.progress)
         n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
         predictions = self.predict(outputs, examples, multi_span, decoding, require_answer=require_answer, n_best=n_best)
         if not multi_span:

@@ -47,6 +47,25 @@ def answer_record(prediction: Prediction, decoding: str, multi_span: bool = Fals
     return {**record, **entry}
 
 
+_NUMBER = (int, float)
+# The fields of an answers line the files are made from, and the types each may have (a resumed stream is read back).
+ANSWER_FIELDS = {"id": (str,), "decoding": (str,), "answer": (str,), "abstain": (bool,), "no_answer_score": _NUMBER,
+                 "confidence": (*_NUMBER, type(None)), "probability": (*_NUMBER, type(None)), "spans": (list,)}
+
+
+def answer_record_problem(record: dict[str, Any], multi_span: bool = False) -> str | None:
+    """What makes ``record`` no answers line this package writes (a field missing or of the wrong type), or None."""
+    wanted = {**ANSWER_FIELDS, **({"answers": (list,)} if multi_span else {})}
+    missing = [name for name in wanted if name not in record]
+    if missing:
+        return f"lacks the field{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    for name, types in wanted.items():
+        value = record[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            return f"has {name} {json.dumps(value)[:40]}, which is no {' or '.join(t.__name__ for t in types)}"
+    return None
+
+
 def prediction_paths(output: Path, decoding: str, several: bool) -> dict[str, Path]:
     """Where one decoding's files go: ``output`` itself for a single decoding, ``<stem>.<decoding>.json`` for several."""
     path = output.with_suffix(f".{decoding}{output.suffix}") if several else output

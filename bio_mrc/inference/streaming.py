@@ -27,7 +27,7 @@ from ..errors import DataFormatError
 from ..io import check_outputs_apart, open_no_follow
 from ..types import Example
 from .extract import AnswerExtractor
-from .files import answer_record, prediction_paths, write_files_from_stream
+from .files import answer_record, answer_record_problem, prediction_paths, write_files_from_stream
 from .defaults import DEFAULT_CHUNK_SIZE, INFERENCE_BATCH_SIZE
 from .loading import TrainedModel
 from .sharding import Shard, SINGLE_PROCESS
@@ -121,9 +121,10 @@ def _check_answered(chunk: Sequence[Example], answered: Sequence[str]) -> None:
                                   "questions or options; resume with the same ones, or start again without --resume")
 
 
-def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int) -> list[str]:
+def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_span: bool = False) -> list[str]:
     """The ids of the leading whole chunks that ``stream`` answers, in order; the file is cut back to them
-    (a line cut short by a kill, or a chunk half written, is answered again)."""
+    (a line cut short by a kill, or a chunk half written, is answered again). A whole line that is no answer
+    line of these options (a field missing, of the wrong type, another decoding) is refused."""
     ids, ends, group, position = [], [0], [], 0
     with open(stream, "rb") as handle:
         for raw in handle:
@@ -133,6 +134,9 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int) -> lis
                 record = None
             if not isinstance(record, dict):
                 break
+            if problem := answer_record_problem(record, multi_span):
+                raise DataFormatError(f"line {len(ids) * len(decodings) + len(group) + 1} {problem}: it is no answers line "
+                                      "bio-mrc predict wrote; start again without --resume", source=str(stream))
             if record.get("decoding") != decodings[len(group)] or (group and record.get("id") != group[0]):
                 raise DataFormatError(f"line {len(ids) * len(decodings) + len(group) + 1} answers {record.get('id')!r} with "
                                       f"decoding {record.get('decoding')!r}, not what these options write (decodings "
@@ -164,7 +168,7 @@ def predict_to_files(
     if resume and to_stdout:
         raise ValueError("--resume continues an answers file; standard output holds none")
     check_outputs_apart(prediction_outputs(output, plan.decodings), model_dirs=[trained.path])
-    done = resume_point(stream, plan.decodings, plan.chunk_size) if shard.writes and resume and stream.is_file() else []
+    done = resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if shard.writes and resume and stream.is_file() else []
     done = shard.broadcast(done)
     if shard.writes and stream is not None:
         stream.parent.mkdir(parents=True, exist_ok=True)

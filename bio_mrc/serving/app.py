@@ -4,9 +4,13 @@
 Every request is checked before any work: the schema (422), the number of questions (413), the
 texts (:meth:`AnswerExtractor.examples`: 422) and the decoding (one the model's heads allow: 422).
 Refusals answer with :class:`ErrorResponse` (``detail``, ``problems``); nothing answers with a
-traceback, and a body that is not UTF-8 JSON is a 400.
+traceback. Before the application, :class:`~.guards.BodyGuard` bounds the body (413) and refuses
+JSON it will not read (400). Each question is its own batcher item, so requests share forward passes
+fairly; a request that outlives ``--request-timeout-s`` is a 504, and one whose client hangs up is
+dropped (:mod:`.bounded`).
 """
 
+import dataclasses
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -24,14 +28,18 @@ from ..model_card import card_summary
 from ..types import Prediction, RankedAnswers
 from .answering import Question, answer_batch
 from .batching import DynamicBatcher
+from .bounded import ClientLeft, bounded, gather_cancelling
 from .config import ServeConfig
+from .guards import BodyGuard
 from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, Span, answer_request_model
 
 _REFUSALS = {status: {"model": ErrorResponse, "description": description} for status, description in (
-    (400, "the body is not UTF-8 JSON"),
+    (400, "the body is not UTF-8 JSON, repeats a key in one object, nests deeper than 32 levels or holds an "
+          "integer of more than 32 digits; or the Host header names another server"),
     (413, "more questions than the server's max batch size, or a body longer than any valid request"),
     (422, "a field breaks the schema, a text is empty or holds what no tokenizer reads, or the decoding needs "
           "heads the model lacks"),
+    (504, "the request took longer than the server's --request-timeout-s"),
 )}
 
 
@@ -40,7 +48,8 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     config = config or ServeConfig()
     name = name or Path(extractor.trained.path).name or "model"
     AnswerRequest = answer_request_model(config)
-    batcher = DynamicBatcher(partial(answer_batch, extractor), config.max_batch_size, config.max_wait_ms / 1000)
+    batcher = DynamicBatcher(partial(answer_batch, extractor), config.max_batch_size, config.max_wait_ms / 1000,
+                             config.max_batch_chars)
     card = card_summary(extractor.trained.path) if extractor.trained.path else {}
     limits = Limits(**{key: getattr(config, key) for key in Limits.model_fields})
 
@@ -57,7 +66,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     _add_refusals(app, config)
 
     @app.post("/answer", response_model=AnswerResponse, responses=_REFUSALS, summary="answer questions from their contexts")
-    async def answer(body: AnswerRequest) -> Response:
+    async def answer(body: AnswerRequest, request: Request) -> Response:
         documents = asks_over_documents(body.question, body.context)
         asked = len(body.context) if documents else len(body.question) if isinstance(body.question, list) else 1
         if asked > config.max_batch_size:
@@ -72,8 +81,12 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
                                  "multi_span answers one document at a time")
         except (BioMrcError, ValueError) as error:
             raise HTTPException(422, str(error)) from None
+        options = Question([], decoding, body.multi_span, body.top_k, documents)
+        work = (answer_whole if documents else answer_each)(batcher, examples, options)
         try:
-            predictions = await batcher.submit(Question(examples, decoding, body.multi_span, body.top_k, documents), len(examples))
+            predictions = await bounded(work, config.request_timeout_s, request.is_disconnected)
+        except ClientLeft:
+            return Response(status_code=499)  # nobody reads it: the client is gone
         except BioMrcError as error:  # bad input only the tokenizer could see; anything else is the server's (500)
             raise HTTPException(422, str(error)) from None
         results = [answer_of(prediction, body.threshold) for prediction in predictions]
@@ -135,22 +148,22 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
     async def failed(_request: Request, _error: Exception) -> Response:
         return JSONResponse({"detail": "internal error: the server's log says more", "problems": []}, 500)
 
-    app.add_middleware(_BodyLimit, limit=config.max_body_bytes)
+    app.add_middleware(BodyGuard, limit=config.max_body_bytes)
 
 
-class _BodyLimit:
-    """Refuse (413) a body whose declared length exceeds any valid request's, before it is read."""
+async def answer_each(batcher: DynamicBatcher, examples: list, options: Question) -> list[Prediction]:
+    """Each example's prediction, each question its own batcher item (of this request, costing its
+    characters), so that the batcher can interleave requests fairly and drop what a leaving client asked."""
+    owner = object()
+    work = [batcher.submit(dataclasses.replace(options, examples=[example]), 1, owner,
+                           len(example.question) + len(example.context)) for example in examples]
+    return [prediction for (prediction,) in await gather_cancelling(*work)]
 
-    def __init__(self, app, limit: int) -> None:
-        self.app, self.limit = app, limit
 
-    async def __call__(self, scope, receive, send) -> None:
-        length = dict(scope.get("headers", ())).get(b"content-length", b"") if scope["type"] == "http" else b""
-        if length.isdigit() and int(length) > self.limit:
-            detail = f"a body of {int(length)} bytes; no valid request is longer than {self.limit}"
-            await pydantic_json(ErrorResponse(detail=detail), 413)(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+async def answer_whole(batcher: DynamicBatcher, examples: list, options: Question) -> list:
+    """The answers of a request whose questions are answered together (one question over several documents)."""
+    cost = sum(len(example.question) + len(example.context) for example in examples)
+    return await batcher.submit(dataclasses.replace(options, examples=examples), len(examples), object(), cost)
 
 
 def _problem(item: dict[str, Any]) -> Problem:

@@ -5,12 +5,19 @@ oldest has waited ``max_wait`` seconds or the batch holds ``max_batch_size`` que
 them with one call in one worker thread (so the event loop keeps accepting requests meanwhile);
 each request's future then gets its own results. Requests that arrive during a run wait for the
 next one, which starts at once if they have waited long enough already.
+
+Fairness: an item may name its ``owner`` (one HTTP request split into one item per question) and its
+``cost`` (its characters). A batch holds at most ``max_batch_cost`` (one item alone may exceed it),
+and it is filled owner by owner, the owner served least so far first (then the oldest): a request
+of one short question is answered in the next batch even behind many long questions of others. An
+item whose future is cancelled (its client left, its time ran out) is dropped unrun.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -20,12 +27,14 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-@dataclass
+@dataclass(eq=False)  # compared and hashed by identity: an item alone is its own owner
 class _Waiting:
     item: Any
     size: int
     arrived: float
     future: asyncio.Future = field(repr=False)
+    owner: Any = None
+    cost: float = 0.0
 
 
 @dataclass
@@ -47,10 +56,13 @@ class DynamicBatcher(Generic[Item, Result]):
     Use it inside a running event loop: ``await start()`` before the first submit, ``await stop()`` at the end.
     """
 
-    def __init__(self, run: Callable[[list[Item]], Sequence[Result]], max_batch_size: int, max_wait: float) -> None:
+    def __init__(self, run: Callable[[list[Item]], Sequence[Result]], max_batch_size: int, max_wait: float,
+                 max_batch_cost: float = math.inf) -> None:
         if max_batch_size < 1 or max_wait < 0:
             raise ValueError(f"max_batch_size must be at least 1 and max_wait at least 0, got {max_batch_size}, {max_wait}")
         self.run, self.max_batch_size, self.max_wait = run, max_batch_size, max_wait
+        self.max_batch_cost = max_batch_cost
+        self._served: dict[Any, float] = {}  # cost run so far, per owner with items still waiting
         self.stats = BatchStats()
         self._waiting: collections.deque[_Waiting] = collections.deque()
         self._arrived: asyncio.Event | None = None
@@ -72,14 +84,17 @@ class DynamicBatcher(Generic[Item, Result]):
         if self._executor is not None:
             self._executor.shutdown(wait=True)
 
-    async def submit(self, item: Item, size: int = 1) -> Result:
-        """``item``'s result, once its batch has run (its exception, if it alone failed)."""
+    async def submit(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> Result:
+        """``item``'s result, once its batch has run (its exception, if it alone failed); cancelling
+        the call drops the item if its batch has not started."""
         if not 1 <= size <= self.max_batch_size:
             raise ValueError(f"an item of size {size} cannot join batches of at most {self.max_batch_size}")
         if self._task is None or self._task.done():
             raise RuntimeError("the batcher is not running: await start() first")
         loop = asyncio.get_running_loop()
-        waiting = _Waiting(item, size, loop.time(), loop.create_future())
+        waiting = _Waiting(item, size, loop.time(), loop.create_future(), owner, cost)
+        if owner is None:
+            waiting.owner = waiting  # an item alone: owner of itself
         self._waiting.append(waiting)
         self._arrived.set()
         return await waiting.future
@@ -103,12 +118,25 @@ class DynamicBatcher(Generic[Item, Result]):
                 await asyncio.wait_for(self._arrived.wait(), deadline - loop.time())
             except asyncio.TimeoutError:
                 break
-        batch, size = [], 0
-        while self._waiting and size + self._waiting[0].size <= self.max_batch_size:
-            waiting = self._waiting.popleft()
-            if not waiting.future.done():  # a client that went away is not run
-                batch.append(waiting)
-                size += waiting.size
+        return self._take_fairly()
+
+    def _take_fairly(self) -> list[_Waiting]:
+        """The batch: items that fit, each from the owner served least so far (then the oldest item)."""
+        waiting = [w for w in self._waiting if not w.future.done()]  # a client that went away is not run
+        batch, size, cost = [], 0, 0.0
+        while True:
+            fits = [w for w in waiting if size + w.size <= self.max_batch_size
+                    and (not batch or cost + w.cost <= self.max_batch_cost)]
+            if not fits:
+                break
+            chosen = min(fits, key=lambda w: (self._served.get(w.owner, 0.0), w.arrived))
+            waiting.remove(chosen)
+            batch.append(chosen)
+            size, cost = size + chosen.size, cost + chosen.cost
+            self._served[chosen.owner] = self._served.get(chosen.owner, 0.0) + chosen.cost
+        self._waiting = collections.deque(waiting)
+        still_waiting = {w.owner for w in waiting}
+        self._served = {owner: served for owner, served in self._served.items() if owner in still_waiting}
         return batch
 
     async def _run(self, batch: list[_Waiting]) -> None:
@@ -127,7 +155,8 @@ class DynamicBatcher(Generic[Item, Result]):
             return
         self.stats.busy_seconds += time.perf_counter() - started
         self.stats.batches += 1
-        self.stats.requests += len(batch)
+        still_waiting = {w.owner for w in self._waiting if not w.future.done()}
+        self.stats.requests += len({w.owner for w in batch} - still_waiting)  # requests whose last item ran
         self.stats.questions += sum(w.size for w in batch)
         for waiting, result in zip(batch, results):
             if not waiting.future.done():

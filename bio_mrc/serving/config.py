@@ -19,14 +19,25 @@ class ServeConfig:
     port: int = field(default=8000, metadata={"help": "TCP port to listen on", "minimum": 1, "maximum": 65535})
     max_batch_size: int = field(default=32, metadata={
         "help": "most questions answered in one forward pass; also the most one request may ask (more: 413)",
-        "minimum": 1})
+        "minimum": 1, "maximum": 4096})
     max_wait_ms: float = field(default=5.0, metadata={
         "help": "how long the first waiting request waits for others to join its batch (0: no waiting)",
         "minimum": 0, "maximum": 10_000})
     max_context_chars: int = field(default=100_000, metadata={
-        "help": "longest context a request may send, in characters (longer: 422)", "minimum": 1})
+        "help": "longest context a request may send, in characters (longer: 422)", "minimum": 1, "maximum": 10_000_000})
     max_question_chars: int = field(default=1_000, metadata={
-        "help": "longest question a request may send, in characters (longer: 422)", "minimum": 1})
+        "help": "longest question a request may send, in characters (longer: 422)", "minimum": 1, "maximum": 100_000})
+
+    request_timeout_s: float = field(default=60.0, metadata={
+        "help": "longest a request may take, waiting included (longer: 504, and its questions not yet run are dropped)",
+        "exclusive_minimum": 0, "maximum": 86_400})
+    max_batch_chars: int = field(default=50_000, metadata={
+        "help": "most characters (questions and contexts) one forward pass takes; a longer question runs alone. "
+                "Batches are filled request by request, the request served least first, so long requests "
+                "cannot hold back short ones", "minimum": 1, "maximum": 100_000_000})
+    allowed_hosts: str = field(default="", metadata={
+        "help": "comma-separated host names the Host header may name (DNS-rebinding protection); "
+                "empty: localhost, 127.0.0.1, ::1 and --host; '*': any"})
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -22,9 +22,10 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     import uvicorn
 
     from .app import create_app
+    from .guards import HostGuard, allowed_host_names
 
     config = config or ServeConfig()
     extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device)
-    app = create_app(extractor, config)
+    app = HostGuard(create_app(extractor, config), allowed_host_names(config.host, config.allowed_hosts))
     print(f"serving {model_dir} on http://{config.host}:{config.port} (API docs at /docs)", file=sys.stderr)
     uvicorn.run(app, host=config.host, port=config.port, log_level="info")

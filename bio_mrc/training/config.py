@@ -114,6 +114,12 @@ def check_training_args(values: dict[str, Any]) -> None:
         raise ConfigError(f"training_args {values}: {err}") from None
 
 
+# Bounds on sizes no run needs more of; beyond them a typo (1e308) is refused instead of overflowing later.
+MAX_EPOCHS = 1000
+MAX_BATCH = 65_536
+MAX_TOKENS = 65_536
+
+
 @dataclass
 class TrainConfig:
     """Everything that decides a trained model: saved beside it and in reports."""
@@ -155,20 +161,23 @@ class TrainConfig:
         "help": "the encoder's hidden-state dropout while training (none: the encoder's own, 0.1 for BERT-like models)",
         "minimum": 0, "exclusive_maximum": 1})
     max_seq_length: int = field(default=FeatureConfig.max_seq_length, metadata={
-        "help": "tokens per window: question, paragraph piece, special tokens", "minimum": 8})
-    doc_stride: int = field(default=FeatureConfig.doc_stride, metadata={"help": "tokens of overlap between windows", "minimum": 0})
+        "help": "tokens per window: question, paragraph piece, special tokens", "minimum": 8, "maximum": MAX_TOKENS})
+    doc_stride: int = field(default=FeatureConfig.doc_stride, metadata={"help": "tokens of overlap between windows", "minimum": 0,
+        "maximum": MAX_TOKENS})
     max_query_length: int = field(default=FeatureConfig.max_query_length, metadata={
-        "help": "question tokens kept; a longer question is cut", "minimum": 1})
-    epochs: float = field(default=1.0, metadata={"help": "passes over the training windows (may be fractional)", "exclusive_minimum": 0})
+        "help": "question tokens kept; a longer question is cut", "minimum": 1, "maximum": MAX_TOKENS})
+    epochs: float = field(default=1.0, metadata={"help": "passes over the training windows (may be fractional)", "exclusive_minimum": 0,
+        "maximum": MAX_EPOCHS})
     learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate of the encoder (linear warmup and decay)", "exclusive_minimum": 0})
     # At the encoder's rate the BIO head hardly leaves the tag prior in a CPU-sized run
     # (benchmarks/RESULTS.md, head learning rate).
     head_learning_rate: float | None = field(default=5e-3, metadata={
         "help": "learning rate of the freshly initialised heads (none: --learning-rate)", "exclusive_minimum": 0})
-    batch_size: int = field(default=16, metadata={"help": "training windows per batch (per process)", "minimum": 1})
+    batch_size: int = field(default=16, metadata={"help": "training windows per batch (per process)", "minimum": 1,
+        "maximum": MAX_BATCH})
     warmup_ratio: float = field(default=0.1, metadata={"help": "fraction of the steps over which the learning rates rise",
         "minimum": 0, "maximum": 1})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay", "minimum": 0})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay", "minimum": 0, "maximum": 1})
     seed: int = field(default=42, metadata={"help": "random seed of the heads' initialisation and the data order",
         **SEED_RANGE})
     init_from: str | None = field(default=None, metadata={  # e.g. SQuAD -> MultiSpanQA

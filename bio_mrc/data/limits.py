@@ -1,0 +1,47 @@
+"""How much one input may hold: limits that refuse a file in one line before it costs more memory or time
+than any real data set needs (a gzip file of 255 KB can hold one context of 250 million characters).
+
+Each limit has a default and an environment variable that changes it, read when the limit is checked:
+
+* ``BIO_MRC_MAX_CONTEXT_CHARS`` (default 5,000,000): the longest context, in characters (the longest SQuAD
+  context has 3,706, a long scientific paper 200,000);
+* ``BIO_MRC_MAX_LINE_BYTES`` (default 64 MiB): the longest line of a JSON Lines file, decompressed; a
+  longer line is refused after reading at most this much of it;
+* ``BIO_MRC_MAX_HEADER_BYTES`` (default 1 MiB) and ``BIO_MRC_MAX_COLUMNS`` (default 1,000): a CSV or TSV
+  header row, and the fields of any of its rows.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import ConfigError
+
+DEFAULTS = {"BIO_MRC_MAX_CONTEXT_CHARS": 5_000_000, "BIO_MRC_MAX_LINE_BYTES": 64 << 20,
+            "BIO_MRC_MAX_HEADER_BYTES": 1 << 20, "BIO_MRC_MAX_COLUMNS": 1_000}
+
+
+def limit(name: str) -> int:
+    """The limit ``name`` (one of :data:`DEFAULTS`): its environment variable's value, else the default."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return DEFAULTS[name]
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"{name}={text!r}: a positive whole number is needed (default {DEFAULTS[name]})")
+    return int(text)
+
+
+def max_context_chars() -> int:
+    return limit("BIO_MRC_MAX_CONTEXT_CHARS")
+
+
+def max_line_bytes() -> int:
+    return limit("BIO_MRC_MAX_LINE_BYTES")
+
+
+def max_header_bytes() -> int:
+    return limit("BIO_MRC_MAX_HEADER_BYTES")
+
+
+def max_columns() -> int:
+    return limit("BIO_MRC_MAX_COLUMNS")

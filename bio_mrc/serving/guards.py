@@ -1,0 +1,189 @@
+"""What a request must pass before the application sees it, as ASGI middleware (no FastAPI needed):
+
+* :class:`BodyGuard`: the body is read in pieces and refused (413) as soon as it passes the limit,
+  whether its length is declared (``Content-Length``) or not (chunked), so no more than the limit is
+  ever held; a JSON body is then parsed strictly (:func:`strict_json_problem`: duplicate keys, nesting
+  and integer digits bounded), a refusal (400) naming where in the body it is;
+* :class:`HostGuard`: the ``Host`` header must name this server (DNS rebinding: a web page whose own
+  name resolves to 127.0.0.1 must not reach a loopback server from the browser).
+
+Refusals answer with the :class:`~bio_mrc.serving.schema.ErrorResponse` shape (``detail``, ``problems``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Iterable
+
+MAX_JSON_DEPTH = 32  # a request is two levels deep; deeper is never valid
+MAX_INT_DIGITS = 32  # the largest valid integer (top_k) has two digits
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+ANY_HOST = "*"
+# A JSON string (escapes included), an opening or closing bracket, or a run of digits outside a string.
+_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?\d{%d,}' % (MAX_INT_DIGITS + 1), re.DOTALL)
+
+
+async def refuse(send, status: int, detail: str) -> None:
+    """Answer ``status`` with an ErrorResponse body, closing the connection's request."""
+    body = json.dumps({"detail": detail, "problems": []}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyGuard:
+    """Read an HTTP request's body up to ``limit`` bytes (413 beyond it, the rest never read), check a
+    JSON body strictly (400), then hand the application the body as it came. ``bytes_read`` counts
+    the body bytes taken from the client so far (what the limit bounds)."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app, self.limit, self.bytes_read = app, limit, 0
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers", ())).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await refuse(send, 413, f"a body of {int(declared)} bytes; no valid request is longer than {self.limit}")
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client left before sending its request: no work for it
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            self.bytes_read += len(chunk)
+            if size > self.limit:
+                await refuse(send, 413, f"a body of more than {self.limit} bytes (sent in pieces); "
+                                        f"no valid request is longer")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        del chunks
+        if _is_json(scope):
+            problem = strict_json_problem(body)
+            if problem:
+                await refuse(send, 400, problem)
+                return
+        await self.app(scope, _replay(body, receive), send)
+
+
+def _is_json(scope) -> bool:
+    content_type = dict(scope.get("headers", ())).get(b"content-type", b"").split(b";")[0].strip().lower()
+    return content_type == b"application/json" or content_type.endswith(b"+json")
+
+
+def _replay(body: bytes, receive):
+    """A ``receive`` that gives ``body`` once, then what the client sends next (its disconnect)."""
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+class _Refused(ValueError):
+    """A JSON document this server will not read (duplicate keys, integers too long)."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _Refused(f"the key {key!r} appears twice in one object (JSON leaves which to keep undefined)")
+        seen.add(key)
+    return dict(pairs)
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Refused("too long")
+    return int(text)
+
+
+def strict_json_problem(body: bytes) -> str | None:
+    """Why ``body`` is refused as JSON this server reads (with where it is), or None. Syntax errors,
+    and non-UTF-8 bytes, are left to the application (422 and 400 with their own positions)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    try:
+        json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_bounded_int)
+    except _Refused as refused:
+        if str(refused) == "too long":
+            where = _first_token(text, lambda token: token[0] not in '"[]{}')
+            return f"body: an integer of more than {MAX_INT_DIGITS} digits at character {where}"
+        return f"body: {refused}"
+    except RecursionError:
+        return _too_deep(text)
+    except ValueError:
+        return None
+    return _too_deep(text)
+
+
+def _first_token(text: str, wanted) -> int:
+    """Character offset of the first token outside strings for which ``wanted(token)`` holds (-1: none)."""
+    for match in _TOKENS.finditer(text):
+        if wanted(match.group()):
+            return match.start()
+    return -1
+
+
+def _too_deep(text: str) -> str | None:
+    """Where ``text`` nests arrays and objects deeper than :data:`MAX_JSON_DEPTH`, or None."""
+    depth = 0
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels at character {match.start()}"
+        elif token in "]}":
+            depth -= 1
+    return None
+
+
+def allowed_host_names(listen_host: str, allowed: str) -> set[str] | None:
+    """The host names a server listening on ``listen_host`` answers to: ``allowed`` (comma-separated;
+    ``*``: any, None returned) or, when empty, the loopback names and ``listen_host`` itself."""
+    names = {name.strip().lower().strip("[]") for name in allowed.split(",") if name.strip()}
+    if ANY_HOST in names:
+        return None
+    return names or {*LOOPBACK_NAMES, listen_host.lower().strip("[]")}
+
+
+class HostGuard:
+    """Refuse (400) an HTTP request whose ``Host`` header names no host in ``names`` (None: any)."""
+
+    def __init__(self, app, names: Iterable[str] | None) -> None:
+        self.app, self.names = app, None if names is None else set(names)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and self.names is not None:
+            host = dict(scope.get("headers", ())).get(b"host", b"").decode("latin-1")
+            name = host_name(host)
+            if name not in self.names:
+                await refuse(send, 400, f"the Host header {host!r} names no host this server answers to "
+                                        f"({', '.join(sorted(self.names))}; --allowed-hosts adds others)")
+                return
+        await self.app(scope, receive, send)
+
+
+def host_name(host: str) -> str:
+    """``host`` without its port, lower case: ``[::1]:8000`` -> ``::1``, ``Localhost:80`` -> ``localhost``."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host

@@ -1,0 +1,210 @@
+"""Inputs that would cost unbounded memory or time, and options no run needs, are refused in one line
+(exit 2) before any work; a reader that stops early ends a command quietly."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+
+import pytest
+from transformers import AutoTokenizer
+
+from bio_mrc import cli
+from bio_mrc.cli import main
+from bio_mrc.data.squad import load_squad, stream_squad
+from bio_mrc.errors import BioMrcError, DataFormatError
+from bio_mrc.inference.streaming import resume_point
+from bio_mrc.model import BioMrcForQuestionAnswering
+
+from .conftest import SAMPLE_V1
+
+WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_encoder_dir, tmp_path_factory):
+    """An untrained tiny joint model: enough to run the commands."""
+    folder = tmp_path_factory.mktemp("bounded") / "model"
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio", **WINDOWS).save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
+    return folder
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    return err
+
+
+# --- absurd numbers in options ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--epochs", "1e308", "epochs: 1e+308 is greater than the maximum of 1000"),
+    ("--epochs", "nan", "epochs: nan is not a finite number"),
+    ("--batch-size", "100000", "batch_size: 100000 is greater than the maximum of 65536"),
+    ("--weight-decay", "1e308", "weight_decay: 1e+308 is greater than the maximum of 1"),
+])
+def test_absurd_training_numbers_are_one_line_and_exit_2(tmp_path, capsys, option, value, words):
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), option, value]) == 2
+    assert words in one_line_error(capsys)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["predict", "--batch-size", "1e308"], "argument --batch-size: a whole number from 1 to 1,000,000,000, not '1e308'"),
+    (["predict", "--limit", "99999999999"], "argument --limit: at most 1,000,000,000"),
+    (["predict", "--min-span-probability", "nan"], "argument --min-span-probability: a number from 0 to 1"),
+    (["tune", "--batch-size", "0"], "argument --batch-size: a positive number, not 0"),
+])
+def test_absurd_counts_are_refused_by_the_parser(capsys, argv, words):
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv, "--model", "m", "--data", "d", "--output", "o"])
+    assert stopped.value.code == 2 and words in capsys.readouterr().err
+
+
+# --- outputs that cannot be written, found before the work -----------------------------------------
+
+def test_tune_on_a_read_only_model_folder_stops_before_reading_the_data(model_dir, monkeypatch, capsys):
+    import bio_mrc.io
+
+    def refuse(*_args, **_kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(bio_mrc.io.tempfile, "TemporaryFile", refuse)  # what a read-only folder answers
+    monkeypatch.setattr(cli, "_load_squad", lambda *a, **k: pytest.fail("the data was read before the check"))
+    assert main(["tune", "--model", str(model_dir), "--data", str(SAMPLE_V1)]) == 2
+    err = one_line_error(capsys)
+    assert "the folder is not writable (Permission denied)" in err and "--output-dir" in err and str(model_dir) in err
+
+
+def test_an_output_name_over_the_file_systems_limit_is_refused_before_predicting(model_dir, tmp_path, monkeypatch, capsys):
+    from bio_mrc.inference import TrainedModel
+
+    monkeypatch.setattr(TrainedModel, "load", lambda *a, **k: pytest.fail("the model was loaded before the check"))
+    name = "é" * 120 + ".json"  # 245 bytes: a file system takes it, its atomic write's temporary name not
+    assert main(["predict", "--model", str(model_dir), "--data", str(SAMPLE_V1), "--output", str(tmp_path / name)]) == 2
+    assert "is 245 bytes long; file names here may have at most 233 bytes" in one_line_error(capsys)
+    assert main(["predict", "--model", str(model_dir), "--data", str(SAMPLE_V1),
+                 "--output", str(tmp_path / ("d" * 300) / "p.json")]) == 2
+    assert "is 300 bytes long" in one_line_error(capsys)
+
+
+# --- resumed answer lines --------------------------------------------------------------------------
+
+GOOD_LINE = {"id": "q1", "decoding": "span", "answer": "Newton", "start": 0, "end": 6, "abstain": False,
+             "no_answer_score": -3.0, "confidence": 0.9, "probability": None, "spans": []}
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda r: r.pop("answer"), "line 2 lacks the field answer"),
+    (lambda r: [r.pop("spans"), r.pop("abstain")], "line 2 lacks the fields abstain, spans"),
+    (lambda r: r.update(no_answer_score="high"), 'line 2 has no_answer_score "high", which is no int or float'),
+    (lambda r: r.update(abstain=0), "line 2 has abstain 0, which is no bool"),
+    (lambda r: r.update(id=7), "line 2 has id 7, which is no str"),
+])
+def test_resumed_answer_lines_missing_or_mistyped_fields_are_refused_naming_the_line(tmp_path, edit, words):
+    second = dict(GOOD_LINE, id="q2")
+    edit(second)
+    stream = tmp_path / "preds.answers.jsonl"
+    stream.write_text(json.dumps(GOOD_LINE) + "\n" + json.dumps(second) + "\n")
+    with pytest.raises(DataFormatError, match=words):
+        resume_point(stream, ["span"], chunk_size=1)
+    assert resume_point(_rewrite(stream, [GOOD_LINE]), ["span"], chunk_size=1) == ["q1"]
+
+
+def _rewrite(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+# --- a reader that stops early ---------------------------------------------------------------------
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(monkeypatch, capsys):
+    def writes_to_a_closed_pipe(_args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli, "cmd_evaluate", writes_to_a_closed_pipe)
+    read, write = os.pipe()
+    stdout = os.fdopen(write, "w")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    try:
+        assert main(["evaluate", "--data", "d", "--predictions", "p"]) == 141  # as a tool ended by SIGPIPE
+        assert os.path.samefile(f"/proc/self/fd/{stdout.fileno()}", os.devnull)  # nothing left to report at exit
+    finally:
+        stdout.close()
+        os.close(read)
+    assert capsys.readouterr().err == ""
+
+
+# --- data: lines, contexts, headers --------------------------------------------------------------------
+
+def test_a_gzip_mrqa_context_of_250_million_characters_is_refused_unread(tmp_path):
+    path = tmp_path / "bomb.jsonl.gz"
+    piece = "The Normans built castles. " * 40_000  # about a million characters
+    with gzip.open(path, "wt", compresslevel=1) as handle:
+        handle.write(json.dumps({"header": {"dataset": "bomb"}}) + "\n" + '{"context": "')
+        for _ in range(250):
+            handle.write(piece)
+        handle.write('", "qas": []}\n')
+    assert path.stat().st_size < 3_000_000
+    with pytest.raises(DataFormatError, match=r"line 2 is longer than 67,108,864 bytes decompressed \(BIO_MRC_MAX_LINE_BYTES"):
+        load_squad(path)
+
+
+def test_a_context_over_the_limit_is_refused_naming_its_record(tmp_path, monkeypatch):
+    row = {"id": "long-one", "context": "Newton wrote it. " * 100, "question": "Who?",
+           "answers": {"text": ["Newton"], "answer_start": [0]}}
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    monkeypatch.setenv("BIO_MRC_MAX_CONTEXT_CHARS", "1000")
+    with pytest.raises(DataFormatError, match="the context has 1,700 characters, more than the limit of 1,000.*line 1, record .long-one."):
+        load_squad(path)
+    monkeypatch.setenv("BIO_MRC_MAX_CONTEXT_CHARS", "2000")
+    assert len(load_squad(path).examples) == 1
+    monkeypatch.setenv("BIO_MRC_MAX_CONTEXT_CHARS", "lots")
+    with pytest.raises(BioMrcError, match="BIO_MRC_MAX_CONTEXT_CHARS='lots': a positive whole number"):
+        load_squad(path)
+
+
+def test_a_csv_header_of_a_million_columns_or_over_a_megabyte_is_refused_at_once(tmp_path, monkeypatch):
+    wide = tmp_path / "wide.csv"
+    wide.write_text(",".join(f"c{i}" for i in range(1_000_000)) + "\n" + ",".join("x" * 1_000_000) + "\n")
+    with pytest.raises(DataFormatError, match=r"the header row is longer than 1,048,576 bytes"):
+        load_squad(wide)
+    monkeypatch.setenv("BIO_MRC_MAX_HEADER_BYTES", str(16 << 20))
+    with pytest.raises(DataFormatError, match=r"the header row names 1,000,000 columns, more than the limit of 1,000"):
+        load_squad(wide)
+    monkeypatch.delenv("BIO_MRC_MAX_HEADER_BYTES")
+    long_name = tmp_path / "long.csv"
+    long_name.write_text("id,context,question,answers," + "n" * 1_100_000 + "\n")
+    with pytest.raises(DataFormatError, match="longer than 1,048,576 bytes"):  # not "lacks columns it has"
+        load_squad(long_name)
+
+
+# --- a lone surrogate in a one-line JSON file ---------------------------------------------------------
+
+def test_a_lone_surrogate_in_a_one_line_file_is_named_by_its_position(tmp_path):
+    text = SAMPLE_V1.read_text()
+    one_line = json.dumps(json.loads(text))
+    at = one_line.index('"question": "') + len('"question": "')
+    path = tmp_path / "one-line.json"
+    path.write_text(one_line[:at] + "\\ud800" + one_line[at:])
+    with pytest.raises(DataFormatError, match=rf"half of a UTF-16 surrogate pair, no character \(line 1, column {at + 1}"):
+        list(stream_squad(path))
+    raw = tmp_path / "raw.json"
+    raw.write_bytes(one_line[:at].encode() + b"\xed\xa0\x80" + one_line[at:].encode())
+    with pytest.raises(DataFormatError, match=rf"not UTF-8 text \(invalid continuation byte at byte {at}\)"):
+        list(stream_squad(raw))
+
+
+# --- extract on a long context -------------------------------------------------------------------------
+
+def test_extract_shows_progress_on_a_long_context(model_dir, tmp_path, capsys):
+    context = tmp_path / "long.txt"
+    context.write_text("The Normans built castles across England and Wales. " * 2_000)  # 106,000 characters
+    assert main(["extract", "--model", str(model_dir), "--question", "Who built castles?", "--context-file", str(context),
+                 "--precision", "fp32"]) == 0
+    captured = capsys.readouterr()
+    assert "inference" in captured.err and json.loads(captured.out)["spans"]
