@@ -149,10 +149,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise ConfigError("--resume continues PREDS.answers.jsonl; with --output - there is no such file")
     output = args.output if args.output == "-" else check_file_target(args.output)
     check_outputs_apart(prediction_outputs(output, args.decoding), [args.data], [args.model])
+    decode = _decode_config(args)  # its ranges checked before any work
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes)
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device or args.device)
-    config = trained.decode_config(_decode_config(args))
+    config = trained.decode_config(decode)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = args.multi_span or registry.task_of_data(questions.format, False).multi_span_gold
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
@@ -437,31 +438,16 @@ def _add_device_option(parser: argparse.ArgumentParser, pin: bool = False) -> No
     parser.set_defaults(check_device=pin_process_device if pin else resolve_device)
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"a positive number, not {value}")
-    return value
-
-
 def _count(text: str) -> int:
     """A positive whole number no larger than any run needs (``1e308`` and ``0`` are typos, not counts)."""
     try:
-        value = _positive_int(text)
+        value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"a whole number from 1 to {MAX_COUNT:,}, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a positive number, not {value}")
     if value > MAX_COUNT:
         raise argparse.ArgumentTypeError(f"at most {MAX_COUNT:,}, not {value}")
-    return value
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a number from 0 to 1, not {text!r}") from None
-    if not 0 <= value <= 1:  # NaN too
-        raise argparse.ArgumentTypeError(f"a number from 0 to 1, not {text}")
     return value
 
 
@@ -487,7 +473,7 @@ def _add_model_commands(add_command) -> None:
                               "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
                               "- writes the answer lines to standard output and no file")
     predict.add_argument("--batch-size", type=_count, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
-    predict.add_argument("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE,
+    predict.add_argument("--chunk-size", type=_count, default=DEFAULT_CHUNK_SIZE,
                          help="questions read, run and decoded at a time (memory grows with it, not with the file)")
     predict.add_argument("--resume", action="store_true",
                          help="continue an interrupted run: skip the questions PREDS.answers.jsonl answers (same options and data)")
@@ -521,7 +507,7 @@ def _add_model_commands(add_command) -> None:
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
     tune.add_argument("--output-dir", help="a new folder: copy the model there and save the tuned settings in the copy "
                                            "(default: in the model's own config.json)")
-    tune.add_argument("--min-calibration-questions", type=_positive_int, default=MIN_CALIBRATION_QUESTIONS,
+    tune.add_argument("--min-calibration-questions", type=_count, default=MIN_CALIBRATION_QUESTIONS,
                       help="fewer tuning questions than this are refused for fitting calibrators")
     tune.add_argument("--no-calibration", action="store_true",
                       help="tune the length prior and thresholds only; the saved calibrators stay as they are")
@@ -555,7 +541,7 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--context-file", nargs="+", metavar="FILE",
                          help="UTF-8 text file(s); several: the answers are ranked across them, each naming its file")
     extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, as --context-file")
-    extract.add_argument("--top-k", type=_positive_int, help="how many answers, best first (across every document)")
+    extract.add_argument("--top-k", type=_count, help="how many answers, best first (across every document)")
     extract.add_argument("--decoding", choices=_decoding_choices(), default=registry.AUTO_DECODING, help=_AUTO_HELP)
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "

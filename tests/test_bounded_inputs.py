@@ -40,6 +40,14 @@ def one_line_error(capsys) -> str:
 
 # --- absurd numbers in options ---------------------------------------------------------------------
 
+@pytest.mark.parametrize("value, words", [("nan", "min_span_probability: nan is not a finite number"),
+                                          ("2", "min_span_probability: 2.0 is greater than the maximum of 1.0")])
+def test_a_multi_span_threshold_out_of_range_is_refused_before_the_data_is_read(tmp_path, capsys, value, words):
+    missing = tmp_path / "no-such-file.json"  # never read: the option is refused first
+    assert main(["predict", "--min-span-probability", value, "--model", "m", "--data", str(missing), "--output", str(tmp_path / "o.json")]) == 2
+    assert words in one_line_error(capsys)
+
+
 @pytest.mark.parametrize("option, value, words", [
     ("--epochs", "1e308", "epochs: 1e+308 is greater than the maximum of 1000"),
     ("--epochs", "nan", "epochs: nan is not a finite number"),
@@ -55,7 +63,6 @@ def test_absurd_training_numbers_are_one_line_and_exit_2(tmp_path, capsys, optio
 @pytest.mark.parametrize("argv, words", [
     (["predict", "--batch-size", "1e308"], "argument --batch-size: a whole number from 1 to 1,000,000,000, not '1e308'"),
     (["predict", "--limit", "99999999999"], "argument --limit: at most 1,000,000,000"),
-    (["predict", "--min-span-probability", "nan"], "argument --min-span-probability: a number from 0 to 1"),
     (["tune", "--batch-size", "0"], "argument --batch-size: a positive number, not 0"),
 ])
 def test_absurd_counts_are_refused_by_the_parser(capsys, argv, words):
