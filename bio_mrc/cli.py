@@ -486,7 +486,7 @@ def _add_model_commands(add_command) -> None:
     evaluate.add_argument("--data", required=True, help=f"{_DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
     evaluate.add_argument("--predictions", required=True)
     evaluate.add_argument("--na-probs")
-    evaluate.add_argument("--limit", type=int, help="score the first N questions of --data, as predict --limit answers them")
+    evaluate.add_argument("--limit", type=_count, help="score the first N questions of --data, as predict --limit answers them")
     evaluate.add_argument("--only-predicted", action="store_true",
                           help="score only the questions the predictions file answers (a subset, stated in the output)")
     evaluate.add_argument("--metric", choices=registry.scorers(),

@@ -176,6 +176,9 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     for name, value in numbers.items():
         if value is not None and not (_is_number(value) and abs(value) <= MAX_SETTING):
             raise fail(folder, "config.json", f"{name} must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}], got {value!r}")
+    for decoding, probability in _mapping(config, "min_span_probabilities", folder).items():
+        if not (_is_number(probability) and 0 <= probability <= 1):
+            raise fail(folder, "config.json", f"min_span_probabilities.{decoding} must be a probability in [0, 1], got {probability!r}")
     for decoding, calibrator in _mapping(config, "calibration", folder).items():
         if not isinstance(calibrator, dict) or not all(_is_number(calibrator.get(key)) and abs(calibrator[key]) <= MAX_SETTING
                                                        for key in ("a", "b", "c")):

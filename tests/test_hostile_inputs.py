@@ -108,8 +108,8 @@ def test_the_cli_refuses_a_limit_of_zero_in_one_line(tmp_path):
 
     result = subprocess.run([sys.executable, "-m", "bio_mrc.cli", "train", "--train", str(SAMPLE_V1), "--limit", "0",
                              "--output-dir", str(tmp_path / "m")], capture_output=True, text=True, timeout=120)
-    assert result.returncode != 0 and "Traceback" not in result.stderr
-    assert "limit is a positive number of questions" in result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "argument --limit: a positive number, not 0" in result.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "m").exists()
 
 

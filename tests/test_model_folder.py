@@ -102,6 +102,15 @@ def test_sizes_past_their_bounds_are_refused_before_anything_is_built(saved_mode
     refused(folder, match)
 
 
+@pytest.mark.parametrize("value, match", [
+    (-72, "min_span_probabilities must be an object, got -72"),
+    ({"bio": 1.5}, r"min_span_probabilities.bio must be a probability in \[0, 1\], got 1.5"),
+    ({"joint": "x"}, r"min_span_probabilities.joint must be a probability in \[0, 1\], got 'x'"),
+])
+def test_a_span_count_rule_that_is_no_probability_is_refused(saved_model, tmp_path, value, match):
+    refused(edit_config(copy_of(saved_model, tmp_path), min_span_probabilities=value), match)
+
+
 def test_pickled_checkpoints_are_refused_with_the_packages_own_line(saved_model, tmp_path):
     import torch
 
