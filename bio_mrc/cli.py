@@ -426,7 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_precision_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
-                        help="of the forward pass: bf16 = bfloat16 autocast; auto = bf16 where the CPU/GPU computes it natively")
+                        help="of the forward pass: bf16 = bfloat16 autocast; auto = the faster of the two on this machine "
+                             "(measured once and cached; fp32 where bf16 is not native)")
     _add_device_option(parser)
 
 

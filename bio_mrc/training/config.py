@@ -183,8 +183,8 @@ class TrainConfig:
     init_from: str | None = field(default=None, metadata={  # e.g. SQuAD -> MultiSpanQA
         "help": "continue from a trained bio_mrc model instead of a bare encoder"})
     precision: str = field(default=DEFAULT_PRECISION, metadata={
-        "help": "fp32; bf16: bfloat16 autocast (weights stay fp32); auto: bf16 where the CPU or GPU computes it "
-                "natively (AMX-BF16, AVX512-BF16, CUDA compute capability >= 8), else fp32",
+        "help": "fp32; bf16: bfloat16 autocast (weights stay fp32); auto: fp32 where bf16 is not native; on a GPU "
+                "with native bf16, bf16; on such a CPU, the faster of the two for this model, measured once and cached",
         "choices": PRECISIONS})
     training_args: dict[str, Any] = field(default_factory=dict, metadata={
         "schema": {"type": "object"}, "type": json_object_argument, "metavar": "JSON",
