@@ -23,7 +23,7 @@ ONE, SEVERAL = "one", "several"  # the branches of a text-or-list field: error l
 
 _DECODING_HELP = (
     "how to read the heads: span (start/end head), bio (BIO tagging head), joint (both), or auto (the best this "
-    "model's heads allow: bio for multi_span, else joint). A decoding whose heads the model lacks is refused (422)")
+    "model's heads allow: joint with both heads). A decoding whose heads the model lacks is refused (422)")
 _THRESHOLD_HELP = (
     "answer only when the answer's probability (its raw confidence where the model has no calibrator) is at least "
     "this; below it, answer and answers are empty and below_threshold is true. null: always answer")
