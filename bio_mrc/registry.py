@@ -28,7 +28,7 @@ def resolve(target: str | Callable[..., Any]) -> Callable[..., Any]:
     return getattr(import_module(module), attribute)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HeadEntry:
     """A head: ``attribute`` is the model's attribute holding it (so its weights' names, ``span_head.*``);
     ``build(model_config, hidden_size)`` makes it; ``targets`` maps each label it trains on to how batches
@@ -50,7 +50,7 @@ class HeadEntry:
     description: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DecodingEntry:
     """A decoding: the heads it reads, ``function(outputs, examples, decode_config) -> predictions``, whether
     the BIO span-length prior applies, the key its no-answer threshold is saved under, how it gives several
@@ -79,7 +79,7 @@ class DecodingEntry:
         return resolve(self.function)(outputs, examples, config)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TaskEntry:
     """A task: its data ``format`` (the comparison config's), the official ``scorer`` it is scored with
     (``bio-mrc evaluate --metric``), ``load(path)`` for data the format table
@@ -236,39 +236,55 @@ def scorer(name: str) -> TaskEntry:
 
 
 register_head(HeadEntry(
-    "span", "span_head", "bio_mrc.heads.span:build_span_head",
-    {"start_positions": POSITION_TARGET, "end_positions": POSITION_TARGET}, ("start_logits", "end_logits"), ((), ()), float("-inf"),
-    "span_loss_weight", False, "a start/end span head (one answer span, an n-best list, a no-answer score from [CLS])",
+    name="span", attribute="span_head", build="bio_mrc.heads.span:build_span_head",
+    targets={"start_positions": POSITION_TARGET, "end_positions": POSITION_TARGET},
+    outputs=("start_logits", "end_logits"), output_dims=((), ()), pad=float("-inf"),
+    loss_weight="span_loss_weight", needs_tag_mask=False,
+    description="a start/end span head (one answer span, an n-best list, a no-answer score from [CLS])",
 ))
 register_head(HeadEntry(
-    "bio", "bio_head", "bio_mrc.heads.bio:build_bio_head", {"bio_targets": TOKEN_TARGET}, ("bio_logits",), ((3,),), 0.0,
-    "bio_loss_weight", True, "a BIO tagging head (B/I/O per paragraph token: one or several answer spans)",
+    name="bio", attribute="bio_head", build="bio_mrc.heads.bio:build_bio_head",
+    targets={"bio_targets": TOKEN_TARGET}, outputs=("bio_logits",), output_dims=((3,),), pad=0.0,
+    loss_weight="bio_loss_weight", needs_tag_mask=True,
+    description="a BIO tagging head (B/I/O per paragraph token: one or several answer spans)",
 ))
 register_decoding(DecodingEntry(
-    "span", frozenset({"span"}), "bio_mrc.decoding.postprocess:decode_span", False, "span", NBEST_SPANS, 1,
-    "BERT's n-best start/end spans",
+    name="span", heads=frozenset({"span"}), function="bio_mrc.decoding.postprocess:decode_span",
+    uses_length_prior=False, threshold_key="span", multi_span=NBEST_SPANS, auto_rank=1,
+    description="BERT's n-best start/end spans",
 ))
 register_decoding(DecodingEntry(
-    "bio", frozenset({"bio"}), "bio_mrc.decoding.postprocess:decode_bio_predictions", True, "bio/ratio", TAG_SEQUENCE, 2,
-    "the BIO head's tag log-likelihood ratios", 0.5,
-    "its posterior: the probability, over every tag sequence, that the tags hold exactly that span",
+    name="bio", heads=frozenset({"bio"}), function="bio_mrc.decoding.postprocess:decode_bio_predictions",
+    uses_length_prior=True, threshold_key="bio/ratio", multi_span=TAG_SEQUENCE, auto_rank=2,
+    description="the BIO head's tag log-likelihood ratios", min_span_probability=0.5,
+    span_probability="its posterior: the probability, over every tag sequence, that the tags hold exactly that span",
 ))
 register_decoding(DecodingEntry(
-    "joint", frozenset({"span", "bio"}), "bio_mrc.decoding.postprocess:decode_joint", True, "joint", NBEST_SPANS, 0,
-    "the span and BIO heads as a product of experts",
+    name="joint", heads=frozenset({"span", "bio"}), function="bio_mrc.decoding.postprocess:decode_joint",
+    uses_length_prior=True, threshold_key="joint", multi_span=NBEST_SPANS, auto_rank=0,
+    description="the span and BIO heads as a product of experts",
 ))
-_SQUAD_METRICS = ("em", "f1")
-register_task(TaskEntry("squad-v1.1", "squad", "squad", None, "bio_mrc.data.squad:gold_texts", "1.1", False, _SQUAD_METRICS,
-                        "f1", "F1", "SQuAD v1.1 official metrics"))
-register_task(TaskEntry("squad-v2.0", "squad", "squad", None, "bio_mrc.data.squad:gold_texts", "2.0", True, _SQUAD_METRICS,
-                        "f1", "F1", "SQuAD v2.0 official metrics"))
+SQUAD_METRICS = ("em", "f1")
+MULTISPAN_METRICS = ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1")
 register_task(TaskEntry(
-    "multispanqa", "multispanqa", "multispan", None, "bio_mrc.data.multispanqa:multispan_gold_texts",
-    None, False, ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1"), "em_f1",
-    "EM F1", "MultiSpanQA official metrics (micro-averaged over spans)",
+    name="squad-v1.1", format="squad", scorer="squad", load=None, gold="bio_mrc.data.squad:gold_texts",
+    squad_version="1.1", no_answer=False, metrics=SQUAD_METRICS, statistic="f1", statistic_title="F1",
+    title="SQuAD v1.1 official metrics",
 ))
 register_task(TaskEntry(
-    "quoref", "quoref", "multispan", "bio_mrc.data.quoref:load_quoref", "bio_mrc.data.multispanqa:multispan_gold_texts",
-    None, False, ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1"), "em_f1",
-    "EM F1", "Quoref (listed spans form one answer), MultiSpanQA official metrics", folds_by_article=True,
+    name="squad-v2.0", format="squad", scorer="squad", load=None, gold="bio_mrc.data.squad:gold_texts",
+    squad_version="2.0", no_answer=True, metrics=SQUAD_METRICS, statistic="f1", statistic_title="F1",
+    title="SQuAD v2.0 official metrics",
+))
+register_task(TaskEntry(
+    name="multispanqa", format="multispanqa", scorer="multispan", load=None,
+    gold="bio_mrc.data.multispanqa:multispan_gold_texts", squad_version=None, no_answer=False,
+    metrics=MULTISPAN_METRICS, statistic="em_f1", statistic_title="EM F1",
+    title="MultiSpanQA official metrics (micro-averaged over spans)",
+))
+register_task(TaskEntry(
+    name="quoref", format="quoref", scorer="multispan", load="bio_mrc.data.quoref:load_quoref",
+    gold="bio_mrc.data.multispanqa:multispan_gold_texts", squad_version=None, no_answer=False,
+    metrics=MULTISPAN_METRICS, statistic="em_f1", statistic_title="EM F1",
+    title="Quoref (listed spans form one answer), MultiSpanQA official metrics", folds_by_article=True,
 ))

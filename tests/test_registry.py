@@ -151,12 +151,17 @@ def load_toy_lines(path: Path) -> list[Example]:
 
 
 TOY_HEAD = registry.HeadEntry(
-    "pointer", "pointer_head", build_toy_head, {"start_positions": registry.POSITION_TARGET, "end_positions": registry.POSITION_TARGET},
-    ("start_logits", "end_logits"), ((), ()), float("-inf"), "span_loss_weight", False, "a toy pointer head")
-TOY_DECODING = registry.DecodingEntry("shortest", frozenset({"pointer"}), shortest_answer, False, "shortest",
-                                      registry.NBEST_SPANS, 5, "one-token answers")
-TOY_TASK = registry.TaskEntry("toy-lines", "toy-lines", "squad", load_toy_lines, "bio_mrc.data.squad:gold_texts", "1.1", False,
-                              ("em", "f1"), "f1", "F1", "toy lines, SQuAD v1.1 official metrics")
+    name="pointer", attribute="pointer_head", build=build_toy_head,
+    targets={"start_positions": registry.POSITION_TARGET, "end_positions": registry.POSITION_TARGET},
+    outputs=("start_logits", "end_logits"), output_dims=((), ()), pad=float("-inf"), loss_weight="span_loss_weight",
+    needs_tag_mask=False, description="a toy pointer head")
+TOY_DECODING = registry.DecodingEntry(
+    name="shortest", heads=frozenset({"pointer"}), function=shortest_answer, uses_length_prior=False,
+    threshold_key="shortest", multi_span=registry.NBEST_SPANS, auto_rank=5, description="one-token answers")
+TOY_TASK = registry.TaskEntry(
+    name="toy-lines", format="toy-lines", scorer="squad", load=load_toy_lines, gold="bio_mrc.data.squad:gold_texts",
+    squad_version="1.1", no_answer=False, metrics=("em", "f1"), statistic="f1", statistic_title="F1",
+    title="toy lines, SQuAD v1.1 official metrics")
 
 
 @pytest.fixture

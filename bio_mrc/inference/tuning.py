@@ -80,10 +80,7 @@ def task_statistic(task: registry.TaskEntry, examples: Sequence[Example], predic
     if task.multi_span_gold:
         return multispan_metrics(gold, {p.id: list(p.answers) for p in predictions})[task.statistic]
     em, f1 = per_question_scores(gold, {p.id: p.answer for p in predictions}, [ex.id for ex in examples], task.squad_version)
-    return float(dict(zip(_SQUAD_METRICS, (em, f1)))[task.statistic].mean())
-
-
-_SQUAD_METRICS = ("em", "f1")  # what per_question_scores returns, in its order
+    return float(dict(zip(registry.SQUAD_METRICS, (em, f1)))[task.statistic].mean())  # per_question_scores: (em, f1)
 
 
 def tune_bio_length_prior(
