@@ -10,7 +10,7 @@ docs/layout.md shows how to add a head, a decoding and a task.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -21,8 +21,8 @@ TOKEN_TARGET = "token"  # a label per token: a distribution over tags, or (seq, 
 
 
 def resolve(target: str | Callable[..., Any]) -> Callable[..., Any]:
-    """A callable, or the attribute a ``"module:attribute"`` string names."""
-    if callable(target):
+    """A callable (or any object), or the attribute a ``"module:attribute"`` string names."""
+    if not isinstance(target, str):
         return target
     module, _, attribute = target.partition(":")
     return getattr(import_module(module), attribute)
@@ -57,7 +57,10 @@ class DecodingEntry:
     answers (:data:`TAG_SEQUENCE` or :data:`NBEST_SPANS`), ``auto_rank`` (``auto`` picks the available
     decoding of lowest rank, for one answer and several alike), and its span-count rule:
     a span after the first joins a multi-span answer only with a probability of at least ``min_span_probability``
-    (this default until one is tuned on multi-span questions; ``span_probability`` says what that probability is)."""
+    (this default until one is tuned on multi-span questions; ``span_probability`` says what that probability is).
+    A tag-sequence decoding also names ``merge_tags(outputs, n_questions)`` (its tag log-probabilities, windows
+    merged into one row per question) and ``decode_tags(merged, examples, decode_config) -> predictions``, so
+    its answers and its tag-level scores come from one merge."""
 
     name: str
     heads: frozenset[str]
@@ -69,6 +72,8 @@ class DecodingEntry:
     description: str
     min_span_probability: float = 0.1
     span_probability: str = "its share of the probability of the question's n-best spans"
+    merge_tags: str | Callable[..., Any] | None = None
+    decode_tags: str | Callable[..., Any] | None = None
 
     @property
     def decodes_tags(self) -> bool:
@@ -78,34 +83,126 @@ class DecodingEntry:
     def decode(self, outputs: Any, examples: Any, config: Any) -> list[Any]:
         return resolve(self.function)(outputs, examples, config)
 
+    def merged_tags(self, outputs: Any, n_questions: int) -> Any:
+        """The tag sequence of each question (``merge_tags``), or None for a decoding that reads none."""
+        return None if self.merge_tags is None else resolve(self.merge_tags)(outputs, n_questions)
+
+    def decode_merged(self, merged: Any, examples: Any, config: Any) -> list[Any]:
+        """Predictions from :meth:`merged_tags` (merge once, decode many ways)."""
+        return resolve(self.decode_tags)(merged, examples, config)
+
+    def keep_spans(self, predictions: Any, min_probability: float) -> list[Any]:
+        """Its multi-span answers under the span-count rule with ``min_probability``, from its decoded predictions."""
+        return resolve(SPAN_COUNT_RULES[self.multi_span])(predictions, min_probability)
+
+    def length_prior(self, prior: float | None) -> float | None:
+        """The BIO span-length prior it decodes with when the options hold ``prior`` (None: the prior does not apply)."""
+        return prior if self.uses_length_prior else None
+
+
+# How each kind of multi-span answer keeps its spans under the span-count rule.
+SPAN_COUNT_RULES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:keep_probable_spans",
+                    NBEST_SPANS: "bio_mrc.decoding.nbest_spans:nbest_multi_span"}
+
 
 @dataclass(frozen=True, kw_only=True)
 class TaskEntry:
-    """A task: its data ``format`` (the comparison config's), the official ``scorer`` it is scored with
-    (``bio-mrc evaluate --metric``), ``load(path)`` for data the format table
-    (:mod:`bio_mrc.data.formats`) does not read (None: :func:`bio_mrc.data.squad.load_squad` reads it), ``gold(examples)`` (each question's
-    gold texts), ``squad_version`` of the official SQuAD scorer (None: ``multi_span_gold``, scored by
-    MultiSpanQA's span counts), whether questions may have no answer, the metrics of a summary row
-    (``metrics``), the main statistic (``statistic``, with its ``statistic_title``), how reports name it, and
-    whether cross-validation folds keep an article's questions together (``folds_by_article``: questions of one
-    article share its paragraphs; else folds are drawn by question)."""
+    """A task: its data ``format`` (the comparison config's) and the official ``scorer`` that names it for
+    ``bio-mrc evaluate --metric`` and ``bio-mrc tune --metric``; ``load(path)`` for data the format table
+    (:mod:`bio_mrc.data.formats`) does not read (None: :func:`bio_mrc.data.squad.load_squad` reads it);
+    ``gold(examples)`` (each question's gold texts); whether questions may have no answer (``no_answer``: SQuAD
+    2.0's no-answer thresholds are tuned); whether its answers are span lists (``multi_span_answers``: every span
+    of a question, scored as a set) or one text per question; how it scores, each a function:
+
+    - ``score(task, gold, answers, ids) -> {column: per-question array}``: what a comparison's cell keeps per
+      question (SQuAD's ``em``/``f1``, MultiSpanQA's span ``counts``, or columns of its own);
+    - ``aggregate(task, columns) -> {metric: value}``: the metrics of those columns (a summary row's; ``statistic``
+      is the one the tuning maximises);
+    - ``official(task, gold, answers, na_probs) -> metrics``: what ``bio-mrc evaluate`` prints;
+    - ``summary``: the comparison's numbers (:func:`bio_mrc.harness.summary.summarise` hands it the cells);
+    - ``right(task, predictions, gold) -> 0/1 per question``: whether each single answer is right, what its
+      confidence is calibrated against (None: no single answer to be right, no calibrator);
+    - ``groups(examples, answer_tokens, context_tokens, no_answer)``: the question groups of its breakdowns
+      (None: none);
+    - ``tuning_steps``: what is tuned on its held-out questions after the BIO length prior, each
+      ``step(tuned, outputs, examples, decodings, task)``;
+
+    the ``metrics`` of a summary row and their ``metric_titles``, the main ``statistic`` (``statistic_title``,
+    what it is computed over: ``statistic_detail``), the ``squad_version`` of SQuAD's official scorer (None:
+    another scorer), whether a predictions file must answer every question (``complete_predictions``), how reports
+    name it (``title``), and whether cross-validation folds keep an article's questions together
+    (``folds_by_article``: questions of one article share its paragraphs; else folds are drawn by question)."""
 
     name: str
     format: str
     scorer: str
     load: str | Callable[..., Any] | None
     gold: str | Callable[..., Any]
-    squad_version: str | None
     no_answer: bool
     metrics: tuple[str, ...]
     statistic: str
     statistic_title: str
     title: str
+    score: str | Callable[..., Any] = "bio_mrc.metrics.task_scores:squad_question_scores"
+    aggregate: str | Callable[..., Any] = "bio_mrc.metrics.task_scores:column_means"
+    official: str | Callable[..., Any] = "bio_mrc.metrics.task_scores:aggregated_official"
+    summary: str | Callable[..., Any] = "bio_mrc.harness.summary:per_question_summary"
+    right: str | Callable[..., Any] | None = None
+    groups: str | Callable[..., Any] | None = None
+    tuning_steps: tuple[str | Callable[..., Any], ...] = ()
+    multi_span_answers: bool = False
+    complete_predictions: bool = False
+    squad_version: str | None = None
+    metric_titles: Mapping[str, str] = field(default_factory=dict, compare=False)
+    statistic_detail: str = ""
     folds_by_article: bool = False
 
     @property
-    def multi_span_gold(self) -> bool:
-        return self.squad_version is None
+    def layout(self) -> str | None:
+        """The layout :func:`bio_mrc.data.squad.load_squad` must find its data in (None: any SQuAD-shaped form)."""
+        return None if self.format == SQUAD_FORMAT else self.format
+
+    def metric_title(self, metric: str) -> str:
+        return self.metric_titles.get(metric, metric)
+
+    def answer(self, prediction: Any) -> Any:
+        """A prediction's answer as the task scores it: the list of its span texts, or its one text."""
+        return list(prediction.answers) if self.multi_span_answers else prediction.answer
+
+    def answer_text(self, prediction: Any) -> str:
+        """A prediction's answer as one line of text (a multi-span answer's texts sorted, one per line)."""
+        return "\n".join(sorted(prediction.answers)) if self.multi_span_answers else prediction.answer
+
+    def answers_as_span_lists(self, asked: bool = False) -> bool:
+        """Whether answers are written as span lists: ``asked`` for (``--multi-span``), or the task's own."""
+        return asked or self.multi_span_answers
+
+    def strict_predictions(self, asked: bool = False) -> bool:
+        """Whether a question a predictions file leaves out is an error: ``asked`` (``--strict``), or the task's rule."""
+        return asked or self.complete_predictions
+
+    def decode_config(self, config: Any) -> Any:
+        """``config`` (a :class:`~bio_mrc.decoding.postprocess.DecodeConfig`) as this task's questions decode:
+        an answer required unless questions may have none, span lists where answers are span lists."""
+        return replace(config, require_answer=not self.no_answer, multi_span=self.multi_span_answers)
+
+    def scored_alike(self, other: "TaskEntry") -> bool:
+        """Whether ``other``'s questions are scored as this task's (one evaluation may join them)."""
+        return other.scorer == self.scorer and other.no_answer == self.no_answer
+
+    def tuning_split_problem(self, tune: "TaskEntry | None") -> str | None:
+        """What is wrong with tuning an evaluation of this task on questions of ``tune`` (None: nothing)."""
+        if self.no_answer and (tune is None or not tune.no_answer):
+            return "a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on"
+        return None
+
+    def scores(self, gold: Any, predictions: Any, ids: Sequence[str]) -> dict[str, Any]:
+        """Per-question columns (``score``) of ``predictions`` (each question's :class:`~bio_mrc.types.Prediction`)."""
+        by_id = {p.id: p for p in predictions}
+        return resolve(self.score)(self, gold, {qid: self.answer(by_id[qid]) for qid in ids}, list(ids))
+
+    def metrics_of(self, columns: Mapping[str, Any]) -> dict[str, float]:
+        return resolve(self.aggregate)(self, columns)
 
 
 HEADS: dict[str, HeadEntry] = {}
@@ -230,9 +327,21 @@ def scorers() -> tuple[str, ...]:
     return tuple(dict.fromkeys(entry.scorer for entry in TASKS.values()))
 
 
-def scorer(name: str) -> TaskEntry:
-    """The first task scored by the official scorer ``name``."""
-    return next(entry for entry in TASKS.values() if entry.scorer == _lookup({s: s for s in scorers()}, "metric", name))
+def scorer(name: str, has_unanswerable: bool | None = None) -> TaskEntry:
+    """The task scored by the official scorer ``name``: the first one, or of several (SQuAD's versions) the one whose
+    ``no_answer`` matches ``has_unanswerable`` where that is known."""
+    matching = [entry for entry in TASKS.values() if entry.scorer == _lookup({s: s for s in scorers()}, "metric", name)]
+    return next((e for e in matching if e.no_answer == has_unanswerable), matching[0])
+
+
+def tag_decoding() -> DecodingEntry:
+    """The decoding whose tag sequence the BIO span-length prior is tuned on: the first tag-sequence decoding it applies to."""
+    return next(entry for entry in DECODINGS.values() if entry.uses_length_prior and entry.merge_tags is not None)
+
+
+def decodes_tag_sequences(decodings: Iterable[str]) -> bool:
+    """Whether some of ``decodings`` gives multi-span answers as the spans of its tag sequence."""
+    return any(DECODINGS[name].decodes_tags for name in decodings)
 
 
 register_head(HeadEntry(
@@ -258,6 +367,7 @@ register_decoding(DecodingEntry(
     uses_length_prior=True, threshold_key="bio/ratio", multi_span=TAG_SEQUENCE, auto_rank=2,
     description="the BIO head's tag log-likelihood ratios", min_span_probability=0.5,
     span_probability="its posterior: the probability, over every tag sequence, that the tags hold exactly that span",
+    merge_tags="bio_mrc.decoding.postprocess:merge_tag_log_probs", decode_tags="bio_mrc.decoding.postprocess:decode_merged_tags",
 ))
 register_decoding(DecodingEntry(
     name="joint", heads=frozenset({"span", "bio"}), function="bio_mrc.decoding.postprocess:decode_joint",
@@ -265,26 +375,36 @@ register_decoding(DecodingEntry(
     description="the span and BIO heads as a product of experts",
 ))
 SQUAD_METRICS = ("em", "f1")
+SQUAD_TITLES = {"em": "EM", "f1": "F1", "HasAns_em": "HasAns EM", "HasAns_f1": "HasAns F1", "NoAns_em": "NoAns EM",
+                "NoAns_f1": "NoAns F1"}
+SQUAD_SCORING = dict(
+    score="bio_mrc.metrics.task_scores:squad_question_scores", aggregate="bio_mrc.metrics.task_scores:column_means",
+    official="bio_mrc.metrics.task_scores:squad_official", summary="bio_mrc.harness.summary:per_question_summary",
+    right="bio_mrc.metrics.task_scores:squad_right", groups="bio_mrc.harness.summary:question_groups",
+    metrics=SQUAD_METRICS, metric_titles=SQUAD_TITLES, statistic="f1", statistic_title="F1",
+)
 MULTISPAN_METRICS = ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1")
+MULTISPAN_SCORING = dict(
+    score="bio_mrc.metrics.task_scores:span_count_scores", aggregate="bio_mrc.metrics.task_scores:span_count_metrics",
+    official="bio_mrc.metrics.task_scores:multispan_official", summary="bio_mrc.harness.summary:span_count_summary",
+    tuning_steps=("bio_mrc.inference.tuning:tune_span_count_rules",), multi_span_answers=True, complete_predictions=True,
+    gold="bio_mrc.data.multispanqa:multispan_gold_texts", metrics=MULTISPAN_METRICS, statistic="em_f1", statistic_title="EM F1",
+    metric_titles={"em_precision": "EM P", "em_recall": "EM R", "em_f1": "EM F1", "pm_precision": "PM P", "pm_recall": "PM R",
+                   "pm_f1": "PM F1"}, statistic_detail=" of the summed span counts",
+)
 register_task(TaskEntry(
     name="squad-v1.1", format="squad", scorer="squad", load=None, gold="bio_mrc.data.squad:gold_texts",
-    squad_version="1.1", no_answer=False, metrics=SQUAD_METRICS, statistic="f1", statistic_title="F1",
-    title="SQuAD v1.1 official metrics",
+    squad_version="1.1", no_answer=False, title="SQuAD v1.1 official metrics", **SQUAD_SCORING,
 ))
 register_task(TaskEntry(
     name="squad-v2.0", format="squad", scorer="squad", load=None, gold="bio_mrc.data.squad:gold_texts",
-    squad_version="2.0", no_answer=True, metrics=SQUAD_METRICS, statistic="f1", statistic_title="F1",
-    title="SQuAD v2.0 official metrics",
+    squad_version="2.0", no_answer=True, title="SQuAD v2.0 official metrics", **SQUAD_SCORING,
 ))
 register_task(TaskEntry(
-    name="multispanqa", format="multispanqa", scorer="multispan", load=None,
-    gold="bio_mrc.data.multispanqa:multispan_gold_texts", squad_version=None, no_answer=False,
-    metrics=MULTISPAN_METRICS, statistic="em_f1", statistic_title="EM F1",
-    title="MultiSpanQA official metrics (micro-averaged over spans)",
+    name="multispanqa", format="multispanqa", scorer="multispan", load=None, no_answer=False,
+    title="MultiSpanQA official metrics (micro-averaged over spans)", **MULTISPAN_SCORING,
 ))
 register_task(TaskEntry(
-    name="quoref", format="quoref", scorer="multispan", load="bio_mrc.data.quoref:load_quoref",
-    gold="bio_mrc.data.multispanqa:multispan_gold_texts", squad_version=None, no_answer=False,
-    metrics=MULTISPAN_METRICS, statistic="em_f1", statistic_title="EM F1",
-    title="Quoref (listed spans form one answer), MultiSpanQA official metrics", folds_by_article=True,
+    name="quoref", format="quoref", scorer="multispan", load="bio_mrc.data.quoref:load_quoref", no_answer=False,
+    title="Quoref (listed spans form one answer), MultiSpanQA official metrics", folds_by_article=True, **MULTISPAN_SCORING,
 ))

@@ -10,16 +10,15 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .. import registry
-from ..decoding.postprocess import DecodeConfig, decode_merged_tags, merge_tag_log_probs
+from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import MergedTokens, WindowOutputs
 from ..inference.answers import apply_no_answer_threshold, decode_answers, multi_span_answers, span_count_threshold, threshold_key
-from ..inference.calibrators import answer_is_right, calibrated_probability, raw_confidence
+from ..inference.calibrators import calibrated_probability, raw_confidence
 from ..metrics.calibration_error import expected_calibration_error, reliability_bins
-from ..metrics.multispan_official import question_counts
-from ..metrics.squad_official import per_question_scores
 from ..metrics.entity_scores import tag_scores
 from ..tags import spans_to_tags
 from ..types import Example, Prediction
+from .results import PER_QUESTION
 
 if TYPE_CHECKING:  # a type only: the splits' loading does not change how a cell scores
     from .comparison_splits import Split
@@ -29,42 +28,45 @@ TAG_LETTERS = np.array(["B", "I", "O"])
 
 @dataclass
 class DecodedCell:
-    """A decoding's predictions on some questions, its time, and (BIO) the gold and predicted tag sequences."""
+    """A decoding's predictions on some questions, its time, (a tag-sequence decoding) the gold and predicted tag
+    sequences, and (span-list answers) the span-count rule's threshold."""
 
     predictions: list[Prediction]
     seconds: float
     gold_tags: list[list[str]] | None = None
     predicted_tags: list[list[str]] | None = None
+    min_span_probability: float | None = None  # span-list answers: the span-count rule's threshold they were kept by
 
 
 def decode_cell(
     outputs: WindowOutputs, split: Split, decoding: str, config: DecodeConfig, threshold: float | None,
     span_count_rules: dict[str, float] | None = None,
 ) -> DecodedCell:
-    """Decode one model one way: single answers for SQuAD (``require_answer`` on v1.1), every answer
-    span for MultiSpanQA, kept by the decoding's span-count rule (``config.min_span_probability``, else the
-    tuned ``span_count_rules``, else the decoding's default). The BIO decoding merges windows once, for its
-    answers and its tag scores."""
-    multi_span = split.kind.multi_span_gold
-    config = replace(config, require_answer=not split.kind.no_answer)
+    """Decode one model one way, as the split's task decodes (:meth:`~bio_mrc.registry.TaskEntry.decode_config`):
+    single answers (an answer required unless questions may have none), or every answer span kept by the
+    decoding's span-count rule (``config.min_span_probability``, else the tuned ``span_count_rules``, else the
+    decoding's default). A tag-sequence decoding merges windows once, for its answers and its tag scores."""
+    config = split.kind.decode_config(config)
     min_probability = span_count_threshold(decoding, config.min_span_probability, span_count_rules)
+    rule = min_probability if config.multi_span else None
+    entry = registry.decoding(decoding)
     started = time.perf_counter()
-    if not registry.decoding(decoding).decodes_tags:
+    merged = entry.merged_tags(outputs, len(split.examples))
+    if merged is None:  # a decoding without a tag sequence
         thresholds = {} if threshold is None else {threshold_key(decoding): threshold}
-        predictions = decode_answers(outputs, split.examples, decoding, config, thresholds, multi_span=multi_span,
+        predictions = decode_answers(outputs, split.examples, decoding, config, thresholds, multi_span=config.multi_span,
                                      min_span_probability=min_probability)
-        return DecodedCell(predictions, time.perf_counter() - started)
-    merged = merge_tag_log_probs(outputs, len(split.examples))
-    predictions = decode_merged_tags(merged, split.examples, replace(config, multi_span=multi_span))
-    if multi_span:
+        return DecodedCell(predictions, time.perf_counter() - started, min_span_probability=rule)
+    predictions = entry.decode_merged(merged, split.examples, config)
+    if config.multi_span:
         predictions = multi_span_answers(predictions, decoding, min_probability)
     predictions = apply_no_answer_threshold(predictions, threshold)
     seconds = time.perf_counter() - started
-    tagged = predictions if multi_span else apply_no_answer_threshold(
-        decode_merged_tags(merged, split.examples, replace(config, multi_span=True)), threshold
+    tagged = predictions if config.multi_span else apply_no_answer_threshold(
+        entry.decode_merged(merged, split.examples, replace(config, multi_span=True)), threshold
     )
     gold, predicted = tag_sequences(merged, split.examples, tagged)
-    return DecodedCell(predictions, seconds, gold, predicted)
+    return DecodedCell(predictions, seconds, gold, predicted, rule)
 
 
 def tag_sequences(merged: MergedTokens, examples: Sequence[Example], predictions: Sequence[Prediction]) -> tuple[list[list[str]], list[list[str]]]:
@@ -80,19 +82,16 @@ def tag_sequences(merged: MergedTokens, examples: Sequence[Example], predictions
 
 
 def score_cell(split: Split, decoded: DecodedCell) -> dict[str, Any]:
-    """Per-question scores: official EM and F1 (0..100) for SQuAD; for MultiSpanQA each question's
-    share of the micro-averaged sums (``counts``, columns of :data:`bio_mrc.metrics.multispan_official.COUNT_COLUMNS`)."""
+    """Per-question scores, the columns of the split's task (:meth:`~bio_mrc.registry.TaskEntry.scores`: SQuAD's
+    official EM and F1 (0..100), MultiSpanQA's each question's share of the micro-averaged sums, ``counts``, ...)
+    and each question's answer as text."""
+    task, ids = split.kind, split.ids
     by_id = {p.id: p for p in decoded.predictions}
-    ids, gold = split.ids, split.gold
     cell: dict[str, Any] = {"decode_seconds": decoded.seconds}
-    if split.kind.multi_span_gold:
-        texts = {qid: by_id[qid].answers for qid in ids}
-        cell["counts"] = [list(question_counts(gold[qid], texts[qid], qid)) for qid in ids]
-        cell["answers"] = ["\n".join(sorted(texts[qid])) for qid in ids]
-    else:
-        answers = {qid: by_id[qid].answer for qid in ids}
-        em, f1 = per_question_scores(gold, answers, ids, split.version)
-        cell.update(em=em.tolist(), f1=f1.tolist(), answers=[answers[qid] for qid in ids])
+    columns = {name: np.asarray(values).tolist() for name, values in task.scores(split.gold, decoded.predictions, ids).items()}
+    own = {name: values for name, values in columns.items() if name not in PER_QUESTION}
+    cell.update({name: values for name, values in columns.items() if name in PER_QUESTION}, **({"scores": own} if own else {}))
+    cell["answers"] = [task.answer_text(by_id[qid]) for qid in ids]
     if decoded.gold_tags is not None:  # tag-level scores of the most probable tag sequence
         cell["tag_scores"] = tag_scores(decoded.gold_tags, decoded.predicted_tags, strict=True)
     return cell
@@ -106,20 +105,21 @@ def pool(parts: Sequence[DecodedCell], order: Sequence[str]) -> DecodedCell:
         [by_id[qid] for qid in order], sum(part.seconds for part in parts),
         [t for part in parts for t in part.gold_tags] if tagged else None,
         [t for part in parts for t in part.predicted_tags] if tagged else None,
+        parts[0].min_span_probability if parts else None,
     )
 
 
 def calibration_cell(decoded: DecodedCell, split: Split, decoding: str, calibrator: dict | None, threshold: float | None = None) -> dict[str, Any]:
     """How well the decoding's confidence in its answer matches how often that answer is right
-    (official F1 > 0.5; on SQuAD 2.0 an abstention is an answer, scored with the no-answer
-    ``threshold``), before and after the calibrator fitted on the tuning questions: ECE and the
+    (the task's ``right``: SQuAD's official F1 > 0.5, an abstention scored with the no-answer ``threshold``),
+    before and after the calibrator fitted on the tuning questions: ECE and the
     reliability bins of each, and (``selective``) each question's confidences and rightness, from
-    which the report draws risk–coverage curves and bootstraps AURC. Empty for MultiSpanQA (no single
-    answer to be right)."""
-    if split.kind.multi_span_gold:
+    which the report draws risk–coverage curves and bootstraps AURC. Empty for a task without a single answer to be
+    right (MultiSpanQA)."""
+    if split.kind.right is None:
         return {}
     raw = raw_confidence(decoded.predictions, threshold)
-    right = answer_is_right(decoded.predictions, split.gold, split.version)
+    right = registry.resolve(split.kind.right)(split.kind, decoded.predictions, split.gold)
     measured = {"raw": raw} | ({"calibrated": calibrated_probability(decoded.predictions, decoding, calibrator)} if calibrator else {})
     return {"calibration": {
         name: {"ece": expected_calibration_error(confidence, right), **_bins(confidence, right)}

@@ -47,8 +47,8 @@ def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
         check_disjoint([named] + held_out)  # training splits may overlap (a learning curve's are nested)
     if not trained_on:
         check_disjoint(held_out)
-    if eval_split.kind.no_answer and (tune_split is None or not tune_split.kind.no_answer):
-        raise ConfigError("a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on")
+    if problem := eval_split.kind.tuning_split_problem(tune_split.kind if tune_split else None):
+        raise ConfigError(problem)
     folds = None
     if config.cross_validation:
         folds = cross_validation_folds(eval_split, config.cross_validation["folds"], config.cross_validation["seed"])
@@ -208,8 +208,8 @@ def prior_tuned_on(trained: TrainedModel, tuned: TunedSettings, split: Split, pr
 
 def _fold_settings(folds: list[tuple[float | None, dict[str, float], str, dict[str, float]]], decoding: str) -> dict[str, Any]:
     """What each fold's model decoded with (its own tuned prior, threshold and span-count rule), and their means as the cell's."""
-    uses_prior = registry.decoding(decoding).uses_length_prior
-    priors = [prior if uses_prior else None for prior, _, _, _ in folds]
+    entry = registry.decoding(decoding)
+    priors = [entry.length_prior(prior) for prior, _, _, _ in folds]
     thresholds = [tuned.get(threshold_key(decoding)) for _, tuned, _, _ in folds]
     span_rules = [span_count_threshold(decoding, None, rules) for _, _, _, rules in folds]
     mean = lambda values: None if None in values else float(np.mean(values))  # noqa: E731
@@ -242,7 +242,7 @@ def compare(
     finish_file_set(output_dir, REPORT_SET)  # a report set a kill left half moved in is completed first
     results = run_comparison(config, data_dir, output_dir, progress, cells_from)
     answer_tokens = context_tokens = None
-    if not registry.task(results.eval["task"]).multi_span_gold:  # the breakdowns by length, in the model's tokens
+    if registry.task(results.eval["task"]).groups is not None:  # the breakdowns by length, in the model's tokens
         tokenizer = load_tokenizer(_tokenizer_source(results.cells, config))
         answer_tokens, context_tokens = token_counts(results.eval_examples, tokenizer)
     summary = write_report(results, output_dir, answer_tokens, context_tokens)

@@ -61,7 +61,7 @@ def joined_split(parts: list[Split]) -> Split:
     if len(parts) == 1:
         return parts[0]
     first = parts[0].kind
-    if other := [part.task for part in parts[1:] if part.kind.scorer != first.scorer or part.kind.no_answer != first.no_answer]:
+    if other := [part.task for part in parts[1:] if not first.scored_alike(part.kind)]:
         raise ConfigError(f"eval_also: every data set is scored as 'eval' is ({first.scorer} metrics, task {first.name}); "
                           f"got task(s) {other}")
     examples = [ex for part in parts for ex in part.examples]
@@ -94,7 +94,7 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
         # any form load_squad reads: a file, JSON Lines, a table, MRQA, MultiSpanQA, a saved dataset (FOLDER:SPLIT) under
         # data_dir, or a hub id; a multi-span task's "format" insists on its layout, a SQuAD one takes any SQuAD-shaped form
         data = load_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
-                          data_format=spec.format if task.multi_span_gold else None, needs_gold="bio-mrc compare")
+                          data_format=task.layout, needs_gold="bio-mrc compare")
         examples, is_v2, detected = data.examples, data.is_v2, data.format
     if spec.split:
         examples = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))[spec.split["part"]]

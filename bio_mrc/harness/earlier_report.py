@@ -22,7 +22,7 @@ import numpy as np
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError
 from .config import CompareConfig
-from .results import PER_QUESTION, Cell, SavedReport
+from .results import Cell, SavedReport
 
 _OPENERS = {".xz": lzma.open, ".gz": gzip.open}
 
@@ -104,7 +104,7 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
 def _check_cell(source: str, number: int, cell: Cell, n_questions: int) -> None:
     """A cell scores every evaluation question (a hand-edited or cut report must not pair scores with the
     wrong questions)."""
-    values = {key: getattr(cell, key) for key in (*PER_QUESTION, "answers") if getattr(cell, key) is not None}
+    values = {**cell.columns(), "answers": cell.answers}
     lengths = {key: len(value) if np.ndim(value) else None for key, value in values.items()}
     if values.keys() == {"answers"} or any(length != n_questions for length in lengths.values()):
         raise ConfigError(f"{source}: cell {number} ({cell.label}, seed {cell.seed}) does not score the "

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 
-from .. import registry
 from ..io import atomic_write_text
 from .browser_data import model_browser_data
 from .browser_payload import BrowserCell, browser_payload, payload_json
@@ -72,8 +71,9 @@ def _default_pair(cells: Sequence[Cell], contrasts: Sequence[dict[str, Any]]) ->
 
 
 def comparison_payload(results: ComparisonResults, summary: Mapping[str, Any], groups: Mapping[str, Sequence[str]]) -> dict[str, Any] | None:
-    """The browser's data of a SQuAD comparison (None for MultiSpanQA: no single answer to browse)."""
-    if registry.task(results.eval["task"]).multi_span_gold or not results.cells:
+    """The browser's data of a comparison whose cells score each answer by F1 (SQuAD; None for others: MultiSpanQA has
+    no single answer to browse)."""
+    if not results.cells or results.cells[0].f1 is None:
         return None
     models = [(entry["run"], entry["seed"], entry["data"]) for entry in results.browser]
     where = {(run, seed): k for k, (run, seed, _) in enumerate(models)}

@@ -18,7 +18,7 @@ from .learning_curve import learning_curve_section
 from .results import ComparisonResults
 from .selective_section import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
-from .summary import MIXED_RESAMPLING, question_groups, summarise
+from .summary import MIXED_RESAMPLING, summarise
 from .training_loss import TRAINING_LOSS_PLOT, loss_curves, training_loss_section
 
 CALIBRATION_PLOT = "reliability diagrams"
@@ -114,7 +114,8 @@ def _header_section(results: ComparisonResults, summary: dict[str, Any], plots: 
                  f"(ids hash `{evaluation['question_hash']}`, the same questions for every cell)")
     lines += _earlier_cells_lines(results.cells_from)
     if results.tune:
-        tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if task.no_answer else "")
+        thresholds = any(cell.threshold is not None for cell in results.cells)
+        tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if thresholds else "")
         lines.append(f"- Tuned on {results.tune['description']}: {results.tune['questions']} questions ({tuned})")
     return lines
 
@@ -134,7 +135,7 @@ def _score_table(results: ComparisonResults, summary: dict[str, Any]) -> list[st
     task = registry.task(results.eval["task"])
     v2, metrics = task.no_answer, list(task.metrics)
     subsets = ["HasAns_em", "HasAns_f1", "NoAns_em", "NoAns_f1"] if v2 else []
-    head = ["run", "decoding", *(_METRIC_TITLES[m] for m in metrics), "BIO β", *(_METRIC_TITLES[m] for m in subsets),
+    head = ["run", "decoding", *(task.metric_title(m) for m in metrics), "BIO β", *(task.metric_title(m) for m in subsets),
             *(["threshold"] if v2 else []), "train s", "inference s", "decode s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary["rows"]:
@@ -149,16 +150,10 @@ def _score_table(results: ComparisonResults, summary: dict[str, Any]) -> list[st
     return lines
 
 
-_METRIC_TITLES = {
-    "em": "EM", "f1": "F1", "HasAns_em": "HasAns EM", "HasAns_f1": "HasAns F1", "NoAns_em": "NoAns EM", "NoAns_f1": "NoAns F1",
-    "em_precision": "EM P", "em_recall": "EM R", "em_f1": "EM F1", "pm_precision": "PM P", "pm_recall": "PM R", "pm_f1": "PM F1",
-}
-
-
 def _what(results: ComparisonResults, short: bool = False) -> str:
     """The score the statistics are about, the task's main statistic: F1 (SQuAD) or MultiSpanQA's EM F1 (micro-averaged)."""
     task = registry.task(results.eval["task"])
-    return task.statistic_title + ("" if short or not task.multi_span_gold else " of the summed span counts")
+    return task.statistic_title + ("" if short else task.statistic_detail)
 
 
 def _resampling_text(summary: dict[str, Any]) -> tuple[str, str]:
@@ -389,7 +384,8 @@ def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | 
         markdown = render_markdown(results, summary, plots)
         atomic_write_text(staging / "report.md", markdown)
         task = registry.task(results.eval["task"])
-        groups = {} if task.multi_span_gold else question_groups(results.eval_examples, answer_tokens, context_tokens, task.no_answer)
+        groups = {} if task.groups is None else registry.resolve(task.groups)(results.eval_examples, answer_tokens, context_tokens,
+                                                                                task.no_answer)
         write_html_report(results, summary, markdown, staging, groups)
     return summary
 

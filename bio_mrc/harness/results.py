@@ -121,6 +121,8 @@ _CELL_CHECKS = {
     "train_questions": _kind(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a count >= 0"),
     "answers": _kind(lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v), "a list of answer strings"),
     "em": _scores(0.0, 100.0), "f1": _scores(0.0, 100.0), "counts": _scores(0.0, None),
+    "scores": _kind(lambda v: isinstance(v, dict) and all(isinstance(x, list) and all(_is_number(n) for n in np.ravel(np.asarray(x, dtype=object)))
+                                                      for x in v.values()), "an object of per-question score lists"),
     "decode_seconds": _SECONDS, "inference_seconds": _SECONDS, "train_seconds": _SECONDS,
     "threshold": _SETTING, "bio_length_prior": _SETTING,
     "tuning_saved_with_model": _FLAG, "train_seconds_partial": _FLAG, "reused_model": _FLAG,
@@ -149,6 +151,7 @@ class Cell:
     em: np.ndarray | None = None
     f1: np.ndarray | None = None
     counts: np.ndarray | None = None
+    scores: dict[str, np.ndarray] | None = None  # per-question columns of a task scored otherwise, by name
     tag_scores: dict[str, float] | None = None
     inference_seconds: float | None = None
     threshold: float | None = None
@@ -172,9 +175,23 @@ class Cell:
         for key in PER_QUESTION:  # arrays however the cell was made
             if getattr(self, key) is not None:
                 setattr(self, key, np.asarray(getattr(self, key)))
+        if self.scores is not None:
+            self.scores = {name: np.asarray(values) for name, values in self.scores.items()}
         if self.selective and "confidence" in self.selective:  # the same digits however the cell was made
             confidence = {name: stored_confidences(values) for name, values in self.selective["confidence"].items()}
             self.selective = {**self.selective, "confidence": confidence}
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Every per-question column the cell holds, by name (``em``, ``f1``, ``counts``, a task's own)."""
+        held = {key: getattr(self, key) for key in PER_QUESTION if getattr(self, key) is not None}
+        return {**held, **(self.scores or {})}
+
+    def column(self, name: str) -> np.ndarray:
+        """One per-question column; a name the cell lacks is a :class:`ConfigError` naming it."""
+        held = self.columns()
+        if name not in held:
+            raise ConfigError(f"cell {self.label} (seed {self.seed}) has no per-question {name!r} scores; it has {sorted(held)}")
+        return held[name]
 
     @property
     def label(self) -> str:
@@ -200,7 +217,9 @@ class Cell:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form: the fields set, arrays as lists."""
-        return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in _set_fields(self).items()}
+        as_json = lambda value: value.tolist() if isinstance(value, np.ndarray) else value  # noqa: E731
+        return {key: {k: as_json(v) for k, v in value.items()} if key == "scores" else as_json(value)
+                for key, value in _set_fields(self).items()}
 
 
 @dataclass

@@ -13,7 +13,6 @@ from ..code_fingerprint import sources_fingerprint
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files
-from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_for_model
 from ..model_card import record_evaluation
 from .browser_data import ModelBrowserData, model_browser_data
@@ -72,9 +71,8 @@ def score_model(
         predictions[decoding] = decoded.predictions
         cell = finish_cell(run, seed, decoding, decoded, eval_split, output_dir, trained.path)
         cells.append({**cell, "inference_seconds": inference_seconds, "threshold": threshold, "precision": trained.precision,
-                      "bio_length_prior": decode_config.bio_length_prior if registry.decoding(decoding).uses_length_prior else None,
-                      "min_span_probability": span_count_threshold(decoding, decode_config.min_span_probability, rules)
-                      if eval_split.kind.multi_span_gold else None,
+                      "bio_length_prior": registry.decoding(decoding).length_prior(decode_config.bio_length_prior),
+                      "min_span_probability": decoded.min_span_probability,
                       **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding), threshold)})
         if saved is not None:
             cells[-1]["tuning_saved_with_model"] = saved
@@ -89,6 +87,6 @@ def finish_cell(
     """Write the cell's prediction files and score it."""
     write_prediction_files(
         decoded.predictions, output_dir / "predictions" / f"{run.name}-seed{seed}-{decoding}.json",
-        with_na_probs=split.kind.no_answer, multi_span=split.kind.multi_span_gold,
+        with_na_probs=split.kind.no_answer, multi_span=split.kind.multi_span_answers,
     )
     return {"run": run.name, "decoding": decoding, "seed": seed, "model_dir": model, **score_cell(split, decoded)}

@@ -34,27 +34,44 @@ SEED_MEANS = "questions (seed means)"  # two cells with no seed in common: each 
 
 def summarise(results: ComparisonResults, answer_tokens: np.ndarray | None, context_tokens: np.ndarray | None) -> dict[str, Any]:
     """Aggregate seeds per (run, decoding); the contrasts the config names, every pair of cells, each
-    cell's interval, and (SQuAD) the breakdowns."""
+    cell's interval, and the breakdowns where the task has question groups: the evaluation task's ``summary``."""
     grouped: dict[str, list[Cell]] = {}
     for cell in results.cells:
         grouped.setdefault(cell.label, []).append(cell)
-    answers = {label: cells[0].answers for label, cells in grouped.items()}
     task = registry.task(results.eval["task"])
-    if task.multi_span_gold:
-        rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
-        counts = {label: np.array([c.counts for c in cells], dtype=np.float64) for label, cells in grouped.items()}
-        seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
-        summary = {"rows": rows, **statistics(results.config, counts, answers, f1_from_count_sums, seeds), "breakdowns": {}}
-        data_sets = data_set_summaries(results, grouped, statistics)  # an evaluation of several data sets: each alone
-        return {**summary, "data_sets": data_sets} if data_sets else summary
+    return registry.resolve(task.summary)(results, grouped, task, answer_tokens, context_tokens)
+
+
+def span_count_summary(
+    results: ComparisonResults, grouped: dict[str, list[Cell]], task: registry.TaskEntry, answer_tokens: Any, context_tokens: Any,
+) -> dict[str, Any]:
+    """A task scored by summed span counts (MultiSpanQA): rows of its metrics, the contrasts of the ratio of the
+    summed counts (its main statistic), and each data set of the evaluation alone."""
+    answers = {label: cells[0].answers for label, cells in grouped.items()}
+    rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
+    counts = {label: np.array([c.counts for c in cells], dtype=np.float64) for label, cells in grouped.items()}
+    seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
+    summary = {"rows": rows, **statistics(results.config, counts, answers, f1_from_count_sums, seeds), "breakdowns": {}}
+    data_sets = data_set_summaries(results, grouped, statistics)  # an evaluation of several data sets: each alone
+    return {**summary, "data_sets": data_sets} if data_sets else summary
+
+
+def per_question_summary(
+    results: ComparisonResults, grouped: dict[str, list[Cell]], task: registry.TaskEntry,
+    answer_tokens: np.ndarray | None, context_tokens: np.ndarray | None,
+) -> dict[str, Any]:
+    """A task whose main statistic is a mean over questions (SQuAD's F1): rows of its metrics (on SQuAD 2.0 also the
+    HasAns/NoAns subsets), the contrasts of the per-question statistic, the breakdowns by the task's question groups,
+    selective QA where cells have confidences, "always abstain" where questions may have no answer, the learning curve."""
+    answers = {label: cells[0].answers for label, cells in grouped.items()}
     examples = results.eval_examples
     has_answer = np.array([ex.is_answerable for ex in examples])
     v2 = task.no_answer
-    rows = [_squad_row(label, cells, has_answer if v2 else None) for label, cells in grouped.items()]
-    f1_by_seed = {label: np.array([c.f1 for c in cells], dtype=np.float64) for label, cells in grouped.items()}
+    rows = [_per_question_row(label, cells, task, has_answer if v2 else None) for label, cells in grouped.items()]
+    f1_by_seed = {label: np.array([c.column(task.statistic) for c in cells], dtype=np.float64) for label, cells in grouped.items()}
     seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
     per_question_f1 = {label: f1.mean(axis=0) for label, f1 in f1_by_seed.items()}
-    groups = question_groups(examples, answer_tokens, context_tokens, v2)
+    groups = {} if task.groups is None else registry.resolve(task.groups)(examples, answer_tokens, context_tokens, v2)
     breakdowns = {name: breakdown(per_question_f1, labels) for name, labels in groups.items()}
     summary = {"rows": rows, **statistics(results.config, f1_by_seed, answers, seeds=seeds), "breakdowns": breakdowns}
     selective = selective_summary(grouped, [(c["a"], c["b"]) for c in summary["contrasts"]])
@@ -107,12 +124,13 @@ def _common_row(label: str, cells: list[Cell]) -> dict[str, Any]:
     return row
 
 
-def _squad_row(label: str, cells: list[Cell], has_answer: np.ndarray | None) -> dict[str, Any]:
-    """Official EM/F1 per seed (and the HasAns/NoAns subsets on SQuAD 2.0)."""
+def _per_question_row(label: str, cells: list[Cell], task: registry.TaskEntry, has_answer: np.ndarray | None) -> dict[str, Any]:
+    """The task's metrics per seed (and the HasAns/NoAns subsets on SQuAD 2.0)."""
     row = _common_row(label, cells)
-    for metric in ("em", "f1"):
-        scores = [getattr(c, metric) for c in cells]
-        row[metric] = [float(s.mean()) for s in scores]
+    per_seed = [task.metrics_of(c.columns()) for c in cells]
+    for metric in task.metrics:
+        scores = [c.column(metric) for c in cells]
+        row[metric] = [m[metric] for m in per_seed]
         if has_answer is not None:
             row[f"HasAns_{metric}"] = [float(s[has_answer].mean()) if has_answer.any() else None for s in scores]
             row[f"NoAns_{metric}"] = [float(s[~has_answer].mean()) if (~has_answer).any() else None for s in scores]

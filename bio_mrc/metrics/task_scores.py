@@ -1,0 +1,67 @@
+"""The official scorers in the shape every task's registry entry names them (:class:`bio_mrc.registry.TaskEntry`):
+per-question columns, the metrics of those columns, what ``bio-mrc evaluate`` prints, whether an answer is right.
+``answers`` maps each question id to its answer as the task scores it (one text, or a list of span texts)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..registry import resolve
+from ..types import Prediction
+from .multispan_official import METRIC_NAMES, metrics_from_counts, multispan_metrics, question_counts
+from .squad_official import per_question_scores, squad_metrics
+
+CORRECT_F1 = 50.0  # an answer is right when its official F1 is above this (percent)
+
+
+def squad_question_scores(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, str], ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """Official SQuAD exact match and F1 (0..100) of every question, by the task's scorer version."""
+    em, f1 = per_question_scores(gold, answers, ids, task.squad_version)
+    return {"em": em, "f1": f1}
+
+
+def column_means(task: Any, columns: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """Each of the task's metrics as the mean of its per-question column."""
+    return {metric: float(np.asarray(columns[metric]).mean()) for metric in task.metrics}
+
+
+def span_count_scores(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Sequence[str]], ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each question's share of MultiSpanQA's micro-averaged sums (``counts``, one row per question)."""
+    return {"counts": np.array([list(question_counts(gold[qid], answers[qid], qid)) for qid in ids])}
+
+
+def span_count_metrics(task: Any, columns: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """MultiSpanQA's six metrics from the count sums, taken in question order (as its script)."""
+    counts = np.asarray(columns["counts"])
+    sums = [sum(column) for column in counts.T.tolist()] if len(counts) else [0.0] * 5
+    metrics = metrics_from_counts(sums)
+    return {metric: metrics[metric] for metric in METRIC_NAMES}
+
+
+def squad_official(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, str], na_probs: Mapping[str, float] | None) -> dict[str, float]:
+    """The official SQuAD script's numbers; with no-answer probabilities, v2.0's (``best_exact``, ``best_f1``)."""
+    version = "2.0" if na_probs is not None else task.squad_version
+    return squad_metrics(gold, answers, version, na_probs, missing_as_wrong=True)
+
+
+def multispan_official(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Sequence[str]], na_probs: Any = None) -> dict[str, float]:
+    """The official MultiSpanQA script's six metrics (every question answered)."""
+    return multispan_metrics(gold, answers)
+
+
+def aggregated_official(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Any], na_probs: Any = None) -> dict[str, float]:
+    """A task's metrics (``aggregate``) of its per-question columns (``score``) over every gold question; a question
+    without an answer is scored as answered with nothing."""
+    ids = list(gold)
+    given = {qid: answers[qid] if qid in answers else task.answer(Prediction(qid)) for qid in ids}
+    columns = {name: np.asarray(values) for name, values in resolve(task.score)(task, gold, given, ids).items()}
+    return task.metrics_of(columns)
+
+
+def squad_right(task: Any, predictions: Sequence[Any], gold: Mapping[str, Sequence[str]]) -> np.ndarray:
+    """1 where the answer given (the best span, or "" when abstaining) has official F1 above ``CORRECT_F1``, else 0:
+    an abstention is right on an unanswerable SQuAD 2.0 question."""
+    ids = [p.id for p in predictions]
+    return (per_question_scores(gold, {p.id: p.answer for p in predictions}, ids, task.squad_version)[1] > CORRECT_F1).astype(np.float64)
