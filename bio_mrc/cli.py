@@ -75,6 +75,19 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, d
     return data
 
 
+def _load_task_data(args: argparse.Namespace, path: str, limit: int | None, task, needs_gold: str):
+    """The questions of ``task`` (None: of whatever task the data's form is): read by the task's own loader where it
+    has one, else as _load_squad reads them, in the task's layout."""
+    from .data.squad import SquadFile
+
+    if task is None or task.load is None:
+        return _load_squad(args, path, limit, data_format=task.layout if task else None, needs_gold=needs_gold)
+    examples = registry.resolve(task.load)(Path(path))[:limit]
+    if not examples:
+        raise ConfigError(f"no questions to use in {path}")
+    return SquadFile(examples, "2.0" if any(not ex.is_answerable for ex in examples) else "1.1", str(path), task.format)
+
+
 def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None, quiet: bool = False):
     """The questions as a stream (memory flat in their number) and their count: every one is read and
     checked once here, before any work, as _load_squad checks them."""
@@ -155,7 +168,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device or args.device)
     config = trained.decode_config(decode)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
-    multi_span = args.multi_span or registry.task_of_data(questions.format, False).multi_span_gold
+    multi_span = registry.task_of_data(questions.format, False).answers_as_span_lists(args.multi_span)
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
     plan = StreamPlan(decodings, config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
     started = time.perf_counter()
@@ -187,26 +200,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.predictions import load_na_probs, load_predictions
 
     requested = registry.scorer(args.metric) if args.metric else None
-    data = _load_squad(args, args.data, args.limit, data_format=requested.format if requested and requested.multi_span_gold else None,
-                       needs_gold="bio-mrc evaluate")
+    data = _load_task_data(args, args.data, args.limit, requested, needs_gold="bio-mrc evaluate")
     scored = _scored_questions(args, data.examples)
     if scored.subset:
         print(f"note: scoring {scored.subset}", file=sys.stderr)
-    if (requested or registry.task_of_data(data.format, data.is_v2)).multi_span_gold:
-        from .data.multispanqa import multispan_gold_texts
-        from .metrics.multispan_official import multispan_metrics
-
-        gold = multispan_gold_texts(scored.examples)
-        # The official MultiSpanQA script scores only complete files: a missing question is an error here too.
-        predictions, _ = load_predictions(args.predictions, list(gold), multi_span=True, strict=True)
-        print(json.dumps({**multispan_metrics(gold, predictions), **scored.record}, indent=2))
-        return 0
-    from .metrics.squad_official import squad_metrics
-    from .data.squad import gold_texts
-
-    gold = gold_texts(scored.examples)
+    task = registry.scorer(args.metric, data.is_v2) if args.metric else registry.task_of_data(data.format, data.is_v2)
+    gold = registry.resolve(task.gold)(scored.examples)
     with _unknown_ids_as_warning_lines():
-        predictions, missing = load_predictions(args.predictions, list(gold), strict=args.strict)
+        # A task whose official script scores only complete files (MultiSpanQA): a missing question is an error here too.
+        predictions, missing = load_predictions(args.predictions, list(gold), multi_span=task.multi_span_answers,
+                                                strict=task.strict_predictions(args.strict))
         na_probs, missing_probs = load_na_probs(args.na_probs, list(gold), strict=args.strict) if args.na_probs else (None, [])
     if missing:
         print(f"warning: {len(missing)} of {len(gold)} questions have no prediction in {args.predictions} "
@@ -215,8 +218,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"warning: {len(missing_probs)} of {len(gold)} questions have no no-answer probability in {args.na_probs} "
               f"(e.g. {missing_probs[0]!r}); best_exact and best_f1 take 0.0 for them, always answering "
               "(--strict makes this an error)", file=sys.stderr)
-    version = "2.0" if (data.is_v2 or na_probs is not None) else "1.1"
-    print(json.dumps({**squad_metrics(gold, predictions, version, na_probs, missing_as_wrong=True), **scored.record}, indent=2))
+    print(json.dumps({**registry.resolve(task.official)(task, gold, predictions, na_probs), **scored.record}, indent=2))
     return 0
 
 
@@ -245,8 +247,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     target = _tune_target(args)
     check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
-    data = _load_squad(args, args.data, args.limit, needs_gold="bio-mrc tune")
-    task = registry.task_of_data(data.format, data.is_v2)
+    requested = registry.scorer(args.metric) if args.metric else None
+    data = _load_task_data(args, args.data, args.limit, requested, needs_gold="bio-mrc tune")
+    task = registry.scorer(args.metric, data.is_v2) if args.metric else registry.task_of_data(data.format, data.is_v2)
     calibrate = _calibrates(args, len(data.examples), task)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device)
     before = copy.deepcopy(trained.model.config)
@@ -291,8 +294,9 @@ def _copy_model(model: Path, target: Path) -> None:
 
 
 def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:
-    """Whether ``tune`` fits calibrators: not for multi-span gold nor with --no-calibration; too few questions are refused."""
-    if args.no_calibration or task.multi_span_gold:
+    """Whether ``tune`` fits calibrators: not for a task without a single answer to be right (multi-span gold) nor with
+    --no-calibration; too few questions are refused."""
+    if args.no_calibration or task.right is None:
         return False
     if questions < args.min_calibration_questions:
         raise ConfigError(f"{args.data}: {questions} questions are too few to fit a calibrator (at least "
@@ -510,6 +514,8 @@ def _add_model_commands(add_command) -> None:
                                            "(default: in the model's own config.json)")
     tune.add_argument("--min-calibration-questions", type=_count, default=MIN_CALIBRATION_QUESTIONS,
                       help="fewer tuning questions than this are refused for fitting calibrators")
+    tune.add_argument("--metric", choices=registry.scorers(),
+                      help="the official scorer to tune by (default: the data's own: multispan for MultiSpanQA's layout, else squad)")
     tune.add_argument("--no-calibration", action="store_true",
                       help="tune the length prior and thresholds only; the saved calibrators stay as they are")
     add_config_options(tune, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)

@@ -54,7 +54,7 @@ def heads_of(config: Mapping[str, Any]) -> str:
 
 def card_tags(heads: str) -> list[str]:
     """The hub tags of a model with these heads: bio-tagging and multi-span only where a head tags (BIO)."""
-    tags_sequences = any(registry.decoding(d).decodes_tags for d in decodings_of(heads))
+    tags_sequences = registry.decodes_tag_sequences(decodings_of(heads))
     return [*TAGS, *(TAGGING_TAGS if tags_sequences else [])]
 
 
@@ -244,7 +244,7 @@ def _model_section(config: Mapping[str, Any], record: Mapping | None) -> str:
         ("heads", f"`{heads}`"),
         ("decodings", ", ".join(f"`{d}`" for d in decodings_of(heads))),
         ("multi-span answers", "yes: the spans of the BIO head's most probable tag sequence (`multi_span=True`)"
-         if any(registry.decoding(d).decodes_tags for d in decodings) else "the span head's non-overlapping n-best spans"),
+         if registry.decodes_tag_sequences(decodings) else "the span head's non-overlapping n-best spans"),
         ("BIO tag level", {"word": "`word`: the first piece of each word", "subword": "`subword`: every paragraph token"}
          .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),
         ("windows", ", ".join(f"`{k}` {config.get(k)}" for k in ("max_seq_length", "doc_stride", "max_query_length"))),
@@ -381,7 +381,7 @@ def _usage_section(config: Mapping[str, Any], name: str) -> str:
     """How to run the model from Python and from the command line."""
     decodings = decodings_of(heads_of(config))
     decoding = registry.preferred_decoding(decodings) if decodings else "span"
-    multi = ", multi_span=True" if any(registry.decoding(d).decodes_tags for d in decodings) else ""
+    multi = ", multi_span=True" if registry.decodes_tag_sequences(decodings) else ""
     return (
         "## Usage\n\n```python\nfrom bio_mrc import AnswerExtractor\n\n"
         f'model_dir = "{name}"  # this folder; from the hub: huggingface_hub.snapshot_download("USER/{name}")\n'

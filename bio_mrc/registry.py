@@ -130,8 +130,8 @@ class TaskEntry:
     the ``metrics`` of a summary row and their ``metric_titles``, the main ``statistic`` (``statistic_title``,
     what it is computed over: ``statistic_detail``), the ``squad_version`` of SQuAD's official scorer (None:
     another scorer), whether a predictions file must answer every question (``complete_predictions``), how reports
-    name it (``title``), and whether cross-validation folds keep an article's questions together
-    (``folds_by_article``: questions of one article share its paragraphs; else folds are drawn by question)."""
+    name it (``title``), and how cross-validation draws its folds (``folds(examples, k, seed=)``: by question, or
+    by article where questions of one article share its paragraphs)."""
 
     name: str
     format: str
@@ -155,7 +155,7 @@ class TaskEntry:
     squad_version: str | None = None
     metric_titles: Mapping[str, str] = field(default_factory=dict, compare=False)
     statistic_detail: str = ""
-    folds_by_article: bool = False
+    folds: str | Callable[..., Any] = "bio_mrc.data.article_splits:kfold_by_question"
 
     @property
     def layout(self) -> str | None:
@@ -406,5 +406,6 @@ register_task(TaskEntry(
 ))
 register_task(TaskEntry(
     name="quoref", format="quoref", scorer="multispan", load="bio_mrc.data.quoref:load_quoref", no_answer=False,
-    title="Quoref (listed spans form one answer), MultiSpanQA official metrics", folds_by_article=True, **MULTISPAN_SCORING,
+    title="Quoref (listed spans form one answer), MultiSpanQA official metrics", folds="bio_mrc.data.article_splits:kfold_by_article",
+    **MULTISPAN_SCORING,
 ))

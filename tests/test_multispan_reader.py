@@ -39,7 +39,7 @@ def test_quoref_spans_are_one_answer(tmp_path):
     two = examples["a0-two"]
     assert two.answer_texts() == [["Ann", "Cy"]]  # one alternative holding both spans (SQuAD would read two alternatives)
     assert examples["a0-one"].answer_texts() == [["Ann"]] and two.title == "article 0"
-    assert registry.task("quoref").multi_span_gold and registry.task("quoref").folds_by_article
+    assert registry.task("quoref").multi_span_answers and registry.task("quoref").folds.endswith(":kfold_by_article")
 
 
 def test_the_shared_quoref_part_reads_as_documented():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -55,11 +55,27 @@ def test_the_grep_finds_each_kind_of_comparison():
 
 
 # A branch on an entry's flag: a line that reads one of these attributes beside a condition's keyword. Code asks the
-# entry for what to do (a function, a value) instead; registry.py is where the flags are read.
-FLAGS = "multi_span_gold|no_answer|squad_version|decodes_tags|uses_length_prior|needs_tag_mask"
+# entry for what to do (a function, a value) instead; registry.py is where the flags are read. The flags are every
+# true-or-false field and property of an entry, and the task flag the entries once had (multi_span_gold).
+def entry_flags() -> list[str]:
+    flags = {"multi_span_gold"}
+    for entry_class in (registry.HeadEntry, registry.DecodingEntry, registry.TaskEntry):
+        flags |= {f.name for f in fields(entry_class) if f.type in ("bool", bool)}
+        flags |= {name for name, value in vars(entry_class).items()
+                  if isinstance(value, property) and value.fget.__annotations__.get("return") in ("bool", bool)}
+    return sorted(flags)
+
+
+FLAGS = "|".join(entry_flags())
 FLAG_READ = re.compile(rf"\.({FLAGS})\b")
 CONDITION = re.compile(r"\b(if|elif|else|while|and|or|not)\b")
-FLAG_BRANCHES_TODAY = 29  # lower it as branches go; the test below turns from xfail to pass at 0
+FLAG_BRANCHES_TODAY = 1  # lower it as branches go; the test below turns from xfail to pass at 0
+
+
+def test_the_flags_are_every_true_or_false_attribute_of_an_entry():
+    assert {"multi_span_gold", "no_answer", "multi_span_answers", "complete_predictions", "decodes_tags",
+            "uses_length_prior", "needs_tag_mask"} <= set(entry_flags())
+    assert "squad_version" not in entry_flags()  # a value (the official scorer's version), read as one
 
 
 def flag_branches() -> list[str]:
@@ -76,7 +92,8 @@ def flag_branches() -> list[str]:
 
 def test_the_flag_grep_finds_a_branch_on_an_entry_flag_and_not_a_question_to_the_entry():
     for line in ("if split.kind.multi_span_gold:", "x = a if task.no_answer else b", "calibrate=not task.multi_span_gold",
-                 "if entry.needs_tag_mask and tagged is None:"):
+                 "if entry.needs_tag_mask and tagged is None:", "multi = args.multi_span or task.multi_span_answers",
+                 "if registry.decoding(d).decodes_tags:"):
         assert FLAG_READ.search(line) and CONDITION.search(line), line
     for line in ("entry.decode(outputs, examples, config)", "with_na_probs=split.kind.no_answer,"):
         assert not (FLAG_READ.search(line) and CONDITION.search(line)), line
@@ -89,8 +106,7 @@ def test_no_new_branch_on_a_task_head_or_decoding_flag():
         "on its flag (or lower FLAG_BRANCHES_TODAY when one goes):\n" + "\n".join(found))
 
 
-@pytest.mark.xfail(strict=True, reason=f"{FLAG_BRANCHES_TODAY} branches on task, head and decoding flags remain outside "
-                   "registry.py (cli.py, harness/, inference/, model.py, model_card.py)")
+@pytest.mark.xfail(strict=True, reason=f"{FLAG_BRANCHES_TODAY} branch on a head flag remains outside registry.py (model.py)")
 def test_no_code_branches_on_a_task_head_or_decoding_flag():
     found = flag_branches()
     assert not found, "ask bio_mrc.registry's entry instead of branching on its flag:\n" + "\n".join(found)
@@ -106,16 +122,30 @@ def test_the_package_tables_say_what_the_code_used_to_spell_out():
     assert registry.preferred_decoding(["bio"]) == "bio"
     assert registry.head_outputs(["bio", "span"]) == ["start_logits", "end_logits", "bio_logits"]
     assert registry.task_for("squad", True).name == "squad-v2.0" and registry.task_for("squad", False).name == "squad-v1.1"
-    assert registry.task_for("multispanqa", False).multi_span_gold
+    assert registry.task_for("multispanqa", False).multi_span_answers
     with pytest.raises(ValueError, match="heads must be one of"):
         registry.head_names("span+span")
 
 
+HOOKS = ("build", "function", "merge_tags", "decode_tags", "load", "gold", "score", "aggregate", "official", "summary", "right",
+         "groups", "folds")
+
+
 def test_every_function_an_entry_names_exists():
     for entry in [*registry.HEADS.values(), *registry.DECODINGS.values(), *registry.TASKS.values()]:
-        for name in ("build", "function", "load", "gold"):
+        for name in HOOKS:
             if isinstance(getattr(entry, name, None), str):
                 assert callable(registry.resolve(getattr(entry, name))), (entry.name, name)
+        for step in getattr(entry, "tuning_steps", ()):
+            assert callable(registry.resolve(step)), (entry.name, step)
+    for rule in registry.SPAN_COUNT_RULES.values():
+        assert callable(registry.resolve(rule)), rule
+
+
+def test_a_tag_sequence_decoding_names_how_to_merge_and_decode_its_tags():
+    for entry in registry.DECODINGS.values():
+        assert (entry.merge_tags is not None) == (entry.decode_tags is not None) == entry.decodes_tags, entry.name
+    assert registry.tag_decoding().name == "bio"
 
 
 def test_each_head_entry_names_what_its_head_class_takes_and_returns():

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import registry
 from ..data.sources import locate
-from ..data.article_splits import kfold_by_article, kfold_by_question, question_set_hash, split_by_article
+from ..data.article_splits import question_set_hash, split_by_article
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError
@@ -116,7 +116,7 @@ def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Sp
     if folds > len(split.examples):
         raise ConfigError(f"cross_validation.folds: {folds} folds need at least {folds} questions; "
                           f"{split.description} has {len(split.examples)}")
-    draw = kfold_by_article if split.kind.folds_by_article else kfold_by_question
+    draw = registry.resolve(split.kind.folds)
     try:
         pairs = draw(split.examples, folds, seed=seed)
     except ValueError as err:

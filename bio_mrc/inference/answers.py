@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 from .. import registry
-from ..decoding.nbest_spans import keep_probable_spans, nbest_multi_span
 from ..decoding.postprocess import DecodeConfig, decode
 from ..decoding.window_outputs import WindowOutputs
 from ..types import Example, Prediction
@@ -82,9 +81,7 @@ def span_count_threshold(decoding: str, chosen: float | None, tuned: Mapping[str
 def multi_span_answers(predictions: Sequence[Prediction], decoding: str, min_probability: float) -> list[Prediction]:
     """Decoded predictions (a tag-sequence decoding's multi-span ones, another's n-best) -> multi-span answers
     under the span-count rule with ``min_probability``."""
-    if registry.decoding(decoding).decodes_tags:
-        return keep_probable_spans(predictions, min_probability)
-    return nbest_multi_span(predictions, min_probability)
+    return registry.decoding(decoding).keep_spans(predictions, min_probability)
 
 
 def add_confidence(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping | None, threshold: float | None = None) -> None:

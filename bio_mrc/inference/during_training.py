@@ -36,7 +36,7 @@ class TrainingEvaluator:
                                     max_query_length=config.max_query_length, tag_level=config.tag_level)
             self._features = build_features(self.examples, tokenizer, windows, with_targets=False)
         outputs = run_windows(model, self._features, tokenizer.pad_token_id or 0, self.batch_size, progress=False)
-        decode = DecodeConfig(require_answer=not self.task.no_answer)
+        decode = self.task.decode_config(DecodeConfig())
         scores = {}
         for decoding in available_decodings(config.heads):
             predictions = decode_with_thresholds(outputs, self.examples, decoding, decode)

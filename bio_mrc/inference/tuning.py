@@ -13,11 +13,10 @@ import numpy as np
 
 from .. import registry
 from ..data.squad import gold_texts
-from ..decoding.postprocess import DecodeConfig, decode, decode_merged_tags, merge_tag_log_probs
+from ..decoding.postprocess import DecodeConfig, decode
 from ..decoding.window_outputs import MergedTokens, WindowOutputs
 from ..errors import DataFormatError
 from ..io import atomic_write_text
-from ..metrics.multispan_official import multispan_metrics
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
 from ..model import BioMrcConfig
 from ..model_card import write_model_card
@@ -74,13 +73,11 @@ def _answerable_rows(merged: MergedTokens, examples: Sequence[Example]) -> tuple
 
 
 def task_statistic(task: registry.TaskEntry, examples: Sequence[Example], predictions: Sequence[Prediction]) -> float:
-    """The task's main statistic (its registry entry's ``statistic``, 0..100) of ``predictions`` on ``examples``:
-    SQuAD's mean F1 (or EM) of the single answers, MultiSpanQA's micro-averaged span-set F1 of every answer span."""
-    gold = registry.resolve(task.gold)(examples)
-    if task.multi_span_gold:
-        return multispan_metrics(gold, {p.id: list(p.answers) for p in predictions})[task.statistic]
-    em, f1 = per_question_scores(gold, {p.id: p.answer for p in predictions}, [ex.id for ex in examples], task.squad_version)
-    return float(dict(zip(registry.SQUAD_METRICS, (em, f1)))[task.statistic].mean())  # per_question_scores: (em, f1)
+    """The task's main statistic (its registry entry's ``statistic``) of ``predictions`` on ``examples``, the metrics
+    of its per-question scores: SQuAD's mean F1 (or EM) of the single answers, MultiSpanQA's micro-averaged span-set
+    F1 of every answer span."""
+    ids = [ex.id for ex in examples]
+    return float(task.metrics_of(task.scores(registry.resolve(task.gold)(examples), predictions, ids))[task.statistic])
 
 
 def tune_bio_length_prior(
@@ -103,20 +100,22 @@ def tune_bio_length_prior(
     probable tag sequence (MultiSpanQA: exact-match F1 over span sets), where β also decides how many spans survive.
     """
     task = task or registry.squad_task("1.1")
-    merged, chosen = _answerable_rows(merge_tag_log_probs(outputs, len(examples)), examples)
+    tagged = registry.tag_decoding()
+    merged, chosen = _answerable_rows(tagged.merged_tags(outputs, len(examples)), examples)
     statistic = np.zeros(len(grid))
     for k, prior in enumerate(grid):
-        options = replace(config, bio_length_prior=float(prior), multi_span=task.multi_span_gold, require_answer=not task.no_answer)
-        statistic[k] = task_statistic(task, chosen, decode_merged_tags(merged, chosen, options))
+        options = task.decode_config(replace(config, bio_length_prior=float(prior)))
+        statistic[k] = task_statistic(task, chosen, tagged.decode_merged(merged, chosen, options))
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
 
 
 def all_multi_span_candidates(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig) -> list[Prediction]:
     """``decoding``'s multi-span answers with every candidate span kept (threshold 0), each with its probability:
     a threshold's answers are these with the spans below it dropped (:func:`multi_span_answers`)."""
-    if registry.decoding(decoding).decodes_tags:
-        options = replace(config, multi_span=True, require_answer=True)
-        return decode_merged_tags(merge_tag_log_probs(outputs, len(examples)), examples, options)
+    entry = registry.decoding(decoding)
+    merged = entry.merged_tags(outputs, len(examples))
+    if merged is not None:  # the spans of its tag sequence
+        return entry.decode_merged(merged, examples, replace(config, multi_span=True, require_answer=True))
     return multi_span_answers(decode(outputs, examples, decoding, replace(config, multi_span=False)), decoding, 0.0)
 
 
@@ -181,8 +180,9 @@ def tune_for_model(
     uses_prior = any(registry.decoding(d).uses_length_prior for d in trained.decodings)
     tune_prior = options.bio_length_prior is None and uses_prior and any(ex.answers for ex in examples)
     config = options if tune_prior else trained.decode_config(options)
+    calibrate = calibrate and task.right is not None  # a task without a single answer to be right fits no calibrator
     return tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
-                         tune_thresholds=task.no_answer, calibrate=calibrate and not task.multi_span_gold, task=task)
+                         tune_thresholds=task.no_answer, calibrate=calibrate, task=task)
 
 
 def tune_settings(
@@ -207,8 +207,8 @@ def tune_settings(
         tuned.report["bio_length_prior"] = {"value": prior, "f1": float(statistic[LENGTH_PRIOR_GRID.index(prior)]),
                                             "best_f1": float(statistic.max()), "f1_without": float(statistic[0]),
                                             "questions": sum(1 for ex in examples if ex.answers)}
-    if task is not None and task.multi_span_gold and config.min_span_probability is None and any(ex.answers for ex in examples):
-        tune_span_count_rules(tuned, outputs, examples, decodings, task)
+    for step in task.tuning_steps if task is not None else ():  # the task's own settings (multi-span: span-count rules)
+        registry.resolve(step)(tuned, outputs, examples, decodings, task)
     if tune_thresholds:
         gold = gold_texts(examples)
         for decoding in decodings:
@@ -229,7 +229,10 @@ def tune_settings(
 def tune_span_count_rules(
     tuned: TunedSettings, outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], task: registry.TaskEntry,
 ) -> None:
-    """Each decoding's span-count threshold on the multi-span ``examples``, decoded with ``tuned``'s options, into ``tuned``."""
+    """Each decoding's span-count threshold on the multi-span ``examples``, decoded with ``tuned``'s options, into ``tuned``
+    (a task's tuning step); none when the options fix the rule (``min_span_probability``) or no question has an answer."""
+    if tuned.decode_config.min_span_probability is not None or not any(ex.answers for ex in examples):
+        return
     for decoding in decodings:
         value, statistic = tune_span_count_rule(outputs, examples, decoding, tuned.decode_config, task)
         default = registry.decoding(decoding).min_span_probability

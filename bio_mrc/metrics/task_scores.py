@@ -42,8 +42,9 @@ def span_count_metrics(task: Any, columns: Mapping[str, np.ndarray]) -> dict[str
 
 def squad_official(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, str], na_probs: Mapping[str, float] | None) -> dict[str, float]:
     """The official SQuAD script's numbers; with no-answer probabilities, v2.0's (``best_exact``, ``best_f1``)."""
-    version = "2.0" if na_probs is not None else task.squad_version
-    return squad_metrics(gold, answers, version, na_probs, missing_as_wrong=True)
+    if na_probs is not None:
+        return squad_metrics(gold, answers, "2.0", na_probs, missing_as_wrong=True)
+    return squad_metrics(gold, answers, task.squad_version, missing_as_wrong=True)
 
 
 def multispan_official(task: Any, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Sequence[str]], na_probs: Any = None) -> dict[str, float]:
