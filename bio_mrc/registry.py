@@ -100,6 +100,11 @@ class DecodingEntry:
         return prior if self.uses_length_prior else None
 
 
+# How a comparison summarises a task's cells (bio_mrc.harness.summary.SUMMARIES), and its question groups (QUESTION_GROUPS).
+MEAN_OVER_QUESTIONS = "mean over questions"  # the main statistic is the mean of a per-question column (SQuAD's F1)
+SUMMED_SPAN_COUNTS = "summed span counts"  # the main statistic is a ratio of summed span counts (MultiSpanQA's EM F1)
+LENGTHS_AND_QUESTION_WORDS = "lengths and question words"
+
 # How each kind of multi-span answer keeps its spans under the span-count rule.
 SPAN_COUNT_RULES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:keep_probable_spans",
                     NBEST_SPANS: "bio_mrc.decoding.nbest_spans:nbest_multi_span"}
@@ -119,11 +124,13 @@ class TaskEntry:
     - ``aggregate(task, columns) -> {metric: value}``: the metrics of those columns (a summary row's; ``statistic``
       is the one the tuning maximises);
     - ``official(task, gold, answers, na_probs) -> metrics``: what ``bio-mrc evaluate`` prints;
-    - ``summary``: the comparison's numbers (:func:`bio_mrc.harness.summary.summarise` hands it the cells);
     - ``right(task, predictions, gold) -> 0/1 per question``: whether each single answer is right, what its
       confidence is calibrated against (None: no single answer to be right, no calibrator);
-    - ``groups(examples, answer_tokens, context_tokens, no_answer)``: the question groups of its breakdowns
-      (None: none);
+    - ``summary``: how a comparison summarises its cells, an entry of :data:`bio_mrc.harness.summary.SUMMARIES`
+      (:data:`MEAN_OVER_QUESTIONS`: the statistic is a mean of a per-question column; :data:`SUMMED_SPAN_COUNTS`);
+    - ``groups``: the question groups of its breakdowns, an entry of :data:`bio_mrc.harness.summary.QUESTION_GROUPS`
+      (None: none); the summary and the groups are named, not imported, so what scores a cell never depends on
+      how a report summarises it;
     - ``tuning_steps``: what is tuned on its held-out questions after the BIO length prior, each
       ``step(tuned, outputs, examples, decodings, task)``;
 
@@ -146,9 +153,9 @@ class TaskEntry:
     score: str | Callable[..., Any] = "bio_mrc.metrics.task_scores:squad_question_scores"
     aggregate: str | Callable[..., Any] = "bio_mrc.metrics.task_scores:column_means"
     official: str | Callable[..., Any] = "bio_mrc.metrics.task_scores:aggregated_official"
-    summary: str | Callable[..., Any] = "bio_mrc.harness.summary:per_question_summary"
+    summary: str = MEAN_OVER_QUESTIONS
     right: str | Callable[..., Any] | None = None
-    groups: str | Callable[..., Any] | None = None
+    groups: str | None = None
     tuning_steps: tuple[str | Callable[..., Any], ...] = ()
     multi_span_answers: bool = False
     complete_predictions: bool = False
@@ -379,14 +386,14 @@ SQUAD_TITLES = {"em": "EM", "f1": "F1", "HasAns_em": "HasAns EM", "HasAns_f1": "
                 "NoAns_f1": "NoAns F1"}
 SQUAD_SCORING = dict(
     score="bio_mrc.metrics.task_scores:squad_question_scores", aggregate="bio_mrc.metrics.task_scores:column_means",
-    official="bio_mrc.metrics.task_scores:squad_official", summary="bio_mrc.harness.summary:per_question_summary",
-    right="bio_mrc.metrics.task_scores:squad_right", groups="bio_mrc.harness.summary:question_groups",
+    official="bio_mrc.metrics.task_scores:squad_official", summary=MEAN_OVER_QUESTIONS,
+    right="bio_mrc.metrics.task_scores:squad_right", groups=LENGTHS_AND_QUESTION_WORDS,
     metrics=SQUAD_METRICS, metric_titles=SQUAD_TITLES, statistic="f1", statistic_title="F1",
 )
 MULTISPAN_METRICS = ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1")
 MULTISPAN_SCORING = dict(
     score="bio_mrc.metrics.task_scores:span_count_scores", aggregate="bio_mrc.metrics.task_scores:span_count_metrics",
-    official="bio_mrc.metrics.task_scores:multispan_official", summary="bio_mrc.harness.summary:span_count_summary",
+    official="bio_mrc.metrics.task_scores:multispan_official", summary=SUMMED_SPAN_COUNTS,
     tuning_steps=("bio_mrc.inference.tuning:tune_span_count_rules",), multi_span_answers=True, complete_predictions=True,
     gold="bio_mrc.data.multispanqa:multispan_gold_texts", metrics=MULTISPAN_METRICS, statistic="em_f1", statistic_title="EM F1",
     metric_titles={"em_precision": "EM P", "em_recall": "EM R", "em_f1": "EM F1", "pm_precision": "PM P", "pm_recall": "PM R",

@@ -18,7 +18,7 @@ from .learning_curve import learning_curve_section
 from .results import ComparisonResults
 from .selective_section import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
-from .summary import MIXED_RESAMPLING, summarise
+from .summary import MIXED_RESAMPLING, summarise, task_question_groups
 from .training_loss import TRAINING_LOSS_PLOT, loss_curves, training_loss_section
 
 CALIBRATION_PLOT = "reliability diagrams"
@@ -384,8 +384,7 @@ def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | 
         markdown = render_markdown(results, summary, plots)
         atomic_write_text(staging / "report.md", markdown)
         task = registry.task(results.eval["task"])
-        groups = {} if task.groups is None else registry.resolve(task.groups)(results.eval_examples, answer_tokens, context_tokens,
-                                                                                task.no_answer)
+        groups = task_question_groups(task, results.eval_examples, answer_tokens, context_tokens)
         write_html_report(results, summary, markdown, staging, groups)
     return summary
 

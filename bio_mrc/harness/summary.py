@@ -39,7 +39,7 @@ def summarise(results: ComparisonResults, answer_tokens: np.ndarray | None, cont
     for cell in results.cells:
         grouped.setdefault(cell.label, []).append(cell)
     task = registry.task(results.eval["task"])
-    return registry.resolve(task.summary)(results, grouped, task, answer_tokens, context_tokens)
+    return SUMMARIES[task.summary](results, grouped, task, answer_tokens, context_tokens)
 
 
 def span_count_summary(
@@ -71,7 +71,7 @@ def per_question_summary(
     f1_by_seed = {label: np.array([c.column(task.statistic) for c in cells], dtype=np.float64) for label, cells in grouped.items()}
     seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
     per_question_f1 = {label: f1.mean(axis=0) for label, f1 in f1_by_seed.items()}
-    groups = {} if task.groups is None else registry.resolve(task.groups)(examples, answer_tokens, context_tokens, v2)
+    groups = task_question_groups(task, examples, answer_tokens, context_tokens)
     breakdowns = {name: breakdown(per_question_f1, labels) for name, labels in groups.items()}
     summary = {"rows": rows, **statistics(results.config, f1_by_seed, answers, seeds=seeds), "breakdowns": breakdowns}
     selective = selective_summary(grouped, [(c["a"], c["b"]) for c in summary["contrasts"]])
@@ -95,6 +95,13 @@ def question_groups(
         "question word": np.array([question_word(ex.question) for ex in examples]),
         "context length (tokens)": length_bins(context_tokens, CONTEXT_LENGTH_EDGES),
     }
+
+
+def task_question_groups(task: registry.TaskEntry, examples: Sequence[Example], answer_tokens: Any, context_tokens: Any) -> dict[str, np.ndarray]:
+    """The question groups of the task's breakdowns (none for a task without)."""
+    if task.groups is None:
+        return {}
+    return QUESTION_GROUPS[task.groups](examples, answer_tokens, context_tokens, task.no_answer)
 
 
 def against_abstaining(f1_by_seed: dict[str, np.ndarray], has_answer: np.ndarray) -> dict[str, Any]:
@@ -196,3 +203,8 @@ def _compare(per_question: dict[str, np.ndarray], answers: dict[str, list[str]],
         result = paired_bootstrap_ratio(x[0], y[0], ratio, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     paired_by = {"seeds": shared, "resampling": resampling(len(x)) if shared else SEED_MEANS}
     return {"a": a, "b": b, **result.to_dict(), **paired_by, "agreement": agreement(answers[a], answers[b], normalize_answer)}
+
+
+# Each way a task's cells are summarised and its questions grouped, by the names task entries give (bio_mrc.registry).
+SUMMARIES = {registry.MEAN_OVER_QUESTIONS: per_question_summary, registry.SUMMED_SPAN_COUNTS: span_count_summary}
+QUESTION_GROUPS = {registry.LENGTHS_AND_QUESTION_WORDS: question_groups}
