@@ -329,6 +329,23 @@ def data_formats() -> tuple[str, ...]:
     return tuple(dict.fromkeys(entry.format for entry in TASKS.values()))
 
 
+class Names(Sequence[str]):
+    """The names a table offers, read at each look, so an entry registered after the look-up began is one too
+    (a config field's ``choices``)."""
+
+    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
+        self._names = names
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __repr__(self) -> str:
+        return repr(tuple(self._names()))
+
+
 def scorers() -> tuple[str, ...]:
     """The official scorers ``bio-mrc evaluate --metric`` offers."""
     return tuple(dict.fromkeys(entry.scorer for entry in TASKS.values()))

@@ -191,10 +191,21 @@ TOY_HEAD = registry.HeadEntry(
 TOY_DECODING = registry.DecodingEntry(
     name="shortest", heads=frozenset({"pointer"}), function=shortest_answer, uses_length_prior=False,
     threshold_key="shortest", multi_span=registry.NBEST_SPANS, auto_rank=5, description="one-token answers")
+def lead_word(text: str) -> str:
+    return text.split()[0].lower() if text.split() else ""
+
+
+def lead_word_scores(task, gold, answers, ids):
+    """A toy scorer: per question, 100 where the answer's first word is a gold answer's first word, and whether it answered."""
+    return {"lead_word": np.array([100.0 * any(lead_word(answers[q]) == lead_word(g) for g in gold[q]) for q in ids]),
+            "answered": np.array([100.0 * bool(answers[q].strip()) for q in ids])}
+
+
 TOY_TASK = registry.TaskEntry(
-    name="toy-lines", format="toy-lines", scorer="squad", load=load_toy_lines, gold="bio_mrc.data.squad:gold_texts",
-    squad_version="1.1", no_answer=False, metrics=("em", "f1"), statistic="f1", statistic_title="F1",
-    title="toy lines, SQuAD v1.1 official metrics")
+    name="toy-lines", format="toy-lines", scorer="lead-word", load=load_toy_lines, gold="bio_mrc.data.squad:gold_texts",
+    no_answer=False, score=lead_word_scores, metrics=("lead_word", "answered"),
+    metric_titles={"lead_word": "lead word", "answered": "answered"}, statistic="lead_word",
+    statistic_title="lead-word match", title="toy lines, lead-word match")
 
 
 @pytest.fixture
@@ -225,11 +236,96 @@ def test_a_toy_head_decoding_and_task_run_from_their_registration_alone(toy_entr
     decoded = decode_cell(outputs, split, "shortest", DecodeConfig(), threshold=None)
     assert all(len(p.answer.split()) <= 1 for p in decoded.predictions)
     cell = score_cell(split, decoded)
-    assert len(cell["f1"]) == 3 and all(0.0 <= f <= 100.0 for f in cell["f1"])
-    assert np.mean(cell["em"]) == pytest.approx(100.0 * np.mean([p.answer == "Ann" for p in decoded.predictions]))
+    assert "f1" not in cell and cell["answers"] == [p.answer for p in decoded.predictions]
+    assert cell["scores"]["lead_word"] == [100.0 * (lead_word(p.answer) == "ann") for p in decoded.predictions]
 
 
 def test_the_cli_offers_what_the_registry_holds(toy_entries):
     parser = build_parser()
     predict = parser.parse_args(["predict", "--model", "m", "--data", "d.json", "--decoding", "shortest", "--output", "o.json"])
     assert predict.decoding == ["shortest"]
+
+
+# --- a task with a scorer of its own, through compare, evaluate --metric, tune and the report ----------------------
+
+NAMES = ("Ann", "Bob", "Cleo", "Dan", "Eve", "Finn", "Gus", "Hana", "Ivo", "Jo", "Kai", "Lea", "Max", "Nia", "Oto", "Pia")
+
+
+def write_toy_lines(path: Path, start: int, count: int) -> Path:
+    lines = []
+    for k in range(start, start + count):
+        name, other = NAMES[k % len(NAMES)], NAMES[(k + 5) % len(NAMES)]
+        lines.append({"id": f"t{k}", "question": f"Who met {other}?", "context": f"{name} met {other} in town {k} at noon.",
+                      "answer": name})
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    return path
+
+
+def files_naming(*words: str) -> list[str]:
+    """The package's files that name any of ``words``: what had to know about a task registered from outside."""
+    return [path.relative_to(PACKAGE).as_posix() for path in sorted(PACKAGE.rglob("*.py"))
+            if any(word in path.read_text(encoding="utf-8") for word in words)]
+
+
+@pytest.fixture
+def toy_comparison(toy_entries, tiny_encoder_dir, tmp_path):
+    from bio_mrc.harness.compare import compare
+    from bio_mrc.harness.config import parse_config
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, start, count in (("train", 0, 12), ("tune", 12, 4), ("eval", 16, 6)):
+        write_toy_lines(data / f"{name}.jsonl", start, count)
+    raw = {
+        "name": "toy", "train": {"path": "train.jsonl", "format": "toy-lines"}, "tune": {"path": "tune.jsonl", "format": "toy-lines"},
+        "eval": {"path": "eval.jsonl", "format": "toy-lines"},
+        "defaults": {"encoder": str(tiny_encoder_dir), "max_seq_length": 48, "doc_stride": 16, "max_query_length": 12,
+                     "epochs": 1, "batch_size": 4, "learning_rate": 1e-3},
+        "runs": [{"name": "joint", "heads": "span+bio", "bio_targets": "one-hot"}], "seeds": [1],
+    }
+    results, summary = compare(parse_config(raw), data, tmp_path / "out", progress=False)
+    return data, tmp_path / "out", results, summary
+
+
+def test_a_task_with_its_own_scorer_runs_from_its_registration_alone(toy_comparison, capsys):
+    from bio_mrc.cli import main
+    from bio_mrc.harness.results import SavedReport
+
+    data, out, results, summary = toy_comparison
+    assert results.eval["task"] == "toy-lines" and {c.decoding for c in results.cells} == {"span", "bio", "joint"}
+    gold = {f"t{k}": NAMES[k % len(NAMES)] for k in range(16, 22)}
+    for cell in results.cells:  # the cells hold the toy's own columns, and its answers
+        assert cell.f1 is None and cell.em is None and cell.counts is None and cell.calibration is None
+        expected = [100.0 * (lead_word(answer) == lead_word(gold[qid])) for qid, answer in zip(gold, cell.answers)]
+        assert cell.column("lead_word").tolist() == expected
+    rows = {row["cell"]: row for row in summary["rows"]}
+    for cell in results.cells:
+        assert rows[cell.label]["lead_word"] == [pytest.approx(float(np.mean(cell.column("lead_word"))))]
+        assert rows[cell.label]["answered"] == [pytest.approx(float(np.mean(cell.column("answered"))))]
+    assert summary["breakdowns"] == {} and "selective" not in summary
+
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    assert "| run | decoding | lead word | answered | BIO β |" in markdown and "toy lines, lead-word match" in markdown
+    saved = SavedReport.from_json(json.loads((out / "report.json").read_text(encoding="utf-8")), "report.json")
+    assert [c.scores["lead_word"].tolist() for c in saved.results.cells] == [c.column("lead_word").tolist() for c in results.cells]
+    assert saved.summary["rows"] == json.loads(json.dumps(summary["rows"]))
+
+    # evaluate --metric: the toy's metrics of a prediction file the comparison wrote
+    cell = results.cells[0]
+    predictions = out / "predictions" / f"{cell.run}-seed{cell.seed}-{cell.decoding}.json"
+    capsys.readouterr()
+    assert main(["evaluate", "--metric", "lead-word", "--data", str(data / "eval.jsonl"), "--predictions", str(predictions)]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics == {"lead_word": pytest.approx(float(np.mean(cell.column("lead_word")))),
+                       "answered": pytest.approx(float(np.mean(cell.column("answered"))))}
+
+    # tune --metric: the BIO length prior by the toy's statistic, no calibrator (the task has no notion of a right answer)
+    tuned = out.parent / "tuned"
+    assert main(["tune", "--metric", "lead-word", "--model", cell.model_dir, "--data", str(data / "tune.jsonl"),
+                 "--output-dir", str(tuned)]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["bio_length_prior"]["questions"] == 4 and "calibration" not in report
+    assert "calibrators: none fitted" in captured.err
+
+    assert files_naming("toy-lines", "toy lines", "lead-word", "lead_word", "lead word") == []  # no package file had to know about it

@@ -68,7 +68,7 @@ from ..precision import PRECISIONS
 from ..training.config import TrainConfig
 
 PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv", "multispan-reader")
-DATA_FORMATS = registry.data_formats()
+DATA_FORMATS = registry.Names(registry.data_formats)  # every registered task's format, a task registered later too
 # Where a run's BIO length prior is tuned besides the default (the model's own, or the 'tune' split's):
 # "fold-training", in cross-validation, on each fold's training questions with that fold's model.
 FOLD_TRAINING = "fold-training"
@@ -249,8 +249,13 @@ def comparison_schema() -> dict[str, Any]:
     return copy.deepcopy(_comparison_schema())
 
 
-@functools.lru_cache(maxsize=1)
 def _comparison_schema() -> dict[str, Any]:
+    return _comparison_schema_of(registry.data_formats())
+
+
+@functools.lru_cache(maxsize=4)
+def _comparison_schema_of(data_formats: tuple[str, ...]) -> dict[str, Any]:
+    """The schema with these data formats registered (a task registered later makes a new one)."""
     data = {**dataclass_schema(DataSpec), "required": ["path"]}
     seeds = {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "integer", **SEED_RANGE}}
     run = dataclass_schema(TrainConfig)
