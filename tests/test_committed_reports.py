@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bio_mrc import registry
 from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.harness.learning_curve import gap_trend, learning_curve_section
 from bio_mrc.harness.report import _score_table
@@ -45,6 +46,19 @@ def test_every_cell_scores_its_questions(committed):
         assert len(cell.counts if cell.counts is not None else cell.f1) == len(report.eval_ids)
         for metric, value in _cell_scores(cell).items():
             assert value == pytest.approx(row[metric][at], abs=1e-9), (cell.label, metric)
+
+
+def test_the_task_entry_scores_each_cell_as_the_report_did(committed):
+    """The evaluation task's own metrics (its registry entry's ``aggregate`` of the cell's per-question columns) are
+    every committed row's numbers, exactly."""
+    report, _ = committed
+    task = registry.task(report.results.eval["task"])
+    rows = {row["cell"]: row for row in report.summary["rows"]}
+    for cell in report.results.cells:
+        row, metrics = rows[cell.label], task.metrics_of(cell.columns())
+        assert set(task.metrics) <= set(metrics)
+        for metric in task.metrics:
+            assert metrics[metric] == row[metric][row["seeds"].index(cell.seed)], (cell.label, metric)
 
 
 def test_the_markdown_report_shows_the_json_scores(committed):
