@@ -116,15 +116,21 @@ def _non_finite(value: Any, path: tuple) -> Iterable[tuple[tuple, float]]:
 
 
 @functools.lru_cache(maxsize=None)
-def _cached_schema(cls: type) -> dict[str, Any]:
+def _cached_schema(cls: type, choices: tuple[tuple[Any, ...], ...]) -> dict[str, Any]:
+    """The schema of ``cls`` while its fields offer these ``choices`` (a registry's names: an entry registered later
+    makes a new schema)."""
     return dataclass_schema(cls)
+
+
+def _choices_now(cls: type) -> tuple[tuple[Any, ...], ...]:
+    return tuple(tuple(f.metadata["choices"]) for f in dataclasses.fields(cls) if "choices" in f.metadata)
 
 
 def check_fields(instance: Any) -> None:
     """Refuse a dataclass instance whose fields break their own schema, naming the first such field."""
     values = {f.name: getattr(instance, f.name) for f in dataclasses.fields(instance) if f.init}
     values = {name: list(value) if isinstance(value, tuple) else value for name, value in values.items()}
-    if problems := schema_errors(values, _cached_schema(type(instance))):
+    if problems := schema_errors(values, _cached_schema(type(instance), _choices_now(type(instance)))):
         raise ConfigError(f"{type(instance).__name__}: {problems[0]}")
 
 
