@@ -56,9 +56,10 @@ def test_the_grep_finds_each_kind_of_comparison():
 
 # A branch on an entry's flag: a line that reads one of these attributes beside a condition's keyword. Code asks the
 # entry for what to do (a function, a value) instead; registry.py is where the flags are read. The flags are every
-# true-or-false field and property of an entry, and the task flag the entries once had (multi_span_gold).
+# true-or-false field and property of an entry, the task flag the entries once had (multi_span_gold) and the SQuAD
+# scorer's version, which once stood for "not multi-span" (None) and is read as a value only.
 def entry_flags() -> list[str]:
-    flags = {"multi_span_gold"}
+    flags = {"multi_span_gold", "squad_version"}
     for entry_class in (registry.HeadEntry, registry.DecodingEntry, registry.TaskEntry):
         flags |= {f.name for f in fields(entry_class) if f.type in ("bool", bool)}
         flags |= {name for name, value in vars(entry_class).items()
@@ -74,8 +75,7 @@ FLAG_BRANCHES_TODAY = 1  # lower it as branches go; the test below turns from xf
 
 def test_the_flags_are_every_true_or_false_attribute_of_an_entry():
     assert {"multi_span_gold", "no_answer", "multi_span_answers", "complete_predictions", "decodes_tags",
-            "uses_length_prior", "needs_tag_mask"} <= set(entry_flags())
-    assert "squad_version" not in entry_flags()  # a value (the official scorer's version), read as one
+            "uses_length_prior", "needs_tag_mask", "squad_version"} <= set(entry_flags())
 
 
 def flag_branches() -> list[str]:
@@ -329,3 +329,34 @@ def test_a_task_with_its_own_scorer_runs_from_its_registration_alone(toy_compari
     assert "calibrators: none fitted" in captured.err
 
     assert files_naming("toy-lines", "toy lines", "lead-word", "lead_word", "lead word") == []  # no package file had to know about it
+
+
+def no_spans(merged, examples, config: DecodeConfig):
+    """A toy tag-sequence decoding: the BIO decoding's predictions with every span dropped."""
+    from bio_mrc.decoding.postprocess import decode_merged_tags
+
+    return [replace(p, spans=[]) for p in decode_merged_tags(merged, examples, config)]
+
+
+SILENT = registry.DecodingEntry(
+    name="silent", heads=frozenset({"bio"}), function=lambda outputs, examples, config: no_spans(
+        registry.resolve("bio_mrc.decoding.postprocess:merge_tag_log_probs")(outputs, len(examples)), examples, config),
+    uses_length_prior=False, threshold_key="silent", multi_span=registry.TAG_SEQUENCE, auto_rank=9, description="no answers",
+    merge_tags="bio_mrc.decoding.postprocess:merge_tag_log_probs", decode_tags=no_spans)
+
+
+def test_a_second_tag_sequence_decoding_is_decoded_and_tag_scored_by_its_own_entry(monkeypatch, tiny_encoder_dir, tiny_tokenizer):
+    from bio_mrc.inference.tuning import all_multi_span_candidates
+
+    monkeypatch.setitem(registry.DECODINGS, SILENT.name, SILENT)
+    examples = [Example(f"q{i}", "Who met Bob?", f"Ann {i} met Bob in Paris.", (((0, 3),),)) for i in range(3)]
+    torch.manual_seed(0)
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio")
+    outputs = predict_windows(model, tiny_tokenizer, examples, FeatureConfig(64, 16, 16), progress=False)
+    bio = decode_cell(outputs, Split(examples, "squad-v1.1", "q"), "bio", DecodeConfig(), threshold=None)
+    assert all(p.spans for p in bio.predictions)  # the BIO rule answers every question
+    for split in (Split(examples, "squad-v1.1", "q"), Split(examples, "multispanqa", "q")):
+        silent = decode_cell(outputs, split, "silent", DecodeConfig(), threshold=None)
+        assert [p.spans for p in silent.predictions] == [[], [], []]
+        assert silent.predicted_tags == [["O"] * len(tags) for tags in silent.gold_tags]  # its own tags, not BIO's
+    assert [p.spans for p in all_multi_span_candidates(outputs, examples, "silent", DecodeConfig())] == [[], [], []]
