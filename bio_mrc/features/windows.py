@@ -11,6 +11,7 @@ characters of the original context.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from pathlib import Path
 from typing import Any, Sequence
@@ -175,11 +176,20 @@ def _target_heads(with_targets: bool, heads: Sequence[str] | None) -> tuple[str,
 
 
 def _targets_of(heads: Sequence[str]) -> str:
-    """The heads' labels and the functions that make them (a name, or a callable's module and qualified name)."""
-    def named(target: Any) -> str:
-        return target if isinstance(target, str) else f"{target.__module__}.{getattr(target, '__qualname__', repr(target))}"
+    """The heads' labels and the functions that make them: a ``module:attribute`` name (the package's code is in
+    :func:`_code_fingerprint`), or a callable registered from outside, by its name and source."""
+    return json.dumps([[name, sorted(registry.head(name).targets), _function_identity(registry.head(name).build_targets)]
+                       for name in heads])
 
-    return json.dumps([[name, sorted(registry.head(name).targets), named(registry.head(name).build_targets)] for name in heads])
+
+def _function_identity(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    try:
+        source = inspect.getsource(target)
+    except (OSError, TypeError):  # defined where no source is kept (a REPL)
+        source = ""
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', repr(target))}:{source}"
 
 
 def _tokenizer_definition(tokenizer: PreTrainedTokenizerBase) -> str:
