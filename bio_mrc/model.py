@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,10 @@ class BioMrcOutput(ModelOutput):
     def __init__(self, loss: torch.Tensor | None = None, hidden_states: tuple[torch.Tensor, ...] | None = None,
                  attentions: tuple[torch.Tensor, ...] | None = None, **heads_outputs: torch.Tensor | None) -> None:
         super().__init__()
+        if isinstance(loss, Mapping):  # type(output)(mapping): how accelerate and pytrees rebuild a ModelOutput
+            values = dict(loss)
+            loss, hidden_states, attentions = (values.pop(name, None) for name in ("loss", "hidden_states", "attentions"))
+            heads_outputs = {**values, **heads_outputs}
         for name, value in (("loss", loss), *heads_outputs.items(), ("hidden_states", hidden_states), ("attentions", attentions)):
             if value is not None:
                 self[name] = value  # a key and an attribute, as ModelOutput's fields are
