@@ -68,6 +68,7 @@ import transformers
 from transformers import AutoModelForQuestionAnswering, PrinterCallback, TrainerCallback, set_seed
 from transformers.trainer_pt_utils import get_length_grouped_indices
 
+from bio_mrc import registry
 from bio_mrc.data.squad import load_squad
 from bio_mrc.encoders import load_tokenizer, resolve_encoder
 from bio_mrc.features.collate import WindowCollator
@@ -278,7 +279,7 @@ def heads_cost(model, features: datasets.Dataset, batches: list[list[int]], pad_
     collate = WindowCollator(pad_token_id=pad_id)
     collated = [collate([features[i] for i in rows]) for rows in batches]
     hidden_size = model.config.encoder.hidden_size
-    weights = {"span": model.config.span_loss_weight, "bio": model.config.bio_loss_weight}
+    weights = {name: registry.head(name).weight(model.config) for name in model.heads}
     generator = torch.Generator().manual_seed(0)
     states = [torch.randn(*b["input_ids"].shape, hidden_size, generator=generator) for b in collated]
     model.train()
@@ -290,7 +291,7 @@ def heads_cost(model, features: datasets.Dataset, batches: list[list[int]], pad_
             for name in names:
                 head = model.heads[name]
                 logits = head(h)
-                targets = {k: batch[k] for k in head.label_names}
+                targets = {k: batch[k] for k in registry.head(name).targets}
                 losses.append(weights[name] * head.loss(logits, attention_mask=batch["attention_mask"],
                                                         tag_mask=batch["tag_mask"], **targets))
             torch.stack(losses).sum().backward()

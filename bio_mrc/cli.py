@@ -458,7 +458,7 @@ def _count(text: str) -> int:
 
 def _decoding_choices() -> tuple[str, ...]:
     """auto and every registered decoding, read when the parser is built (a decoding registered later is offered)."""
-    return (registry.AUTO_DECODING, *registry.DECODINGS)
+    return registry.decoding_choices()
 
 
 _MODEL_HELP = "a saved bio_mrc model folder, an ONNX export of one, or a Hugging Face hub id (read from the hub cache first)"
@@ -506,7 +506,7 @@ def _add_model_commands(add_command) -> None:
     tune.add_argument("--model", required=True, help=_MODEL_HELP)
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
     tune.add_argument("--limit", type=_count)
-    tune.add_argument("--decoding", choices=tuple(registry.DECODINGS), nargs="+", help="default: every decoding the model has")
+    tune.add_argument("--decoding", choices=registry.decoding_names(), nargs="+", help="default: every decoding the model has")
     tune.add_argument("--batch-size", type=_count, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
     _add_precision_option(tune)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")

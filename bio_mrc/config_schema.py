@@ -1,7 +1,8 @@
 """A config dataclass as JSON Schema, and the same checks on an instance.
 
 A field's JSON type comes from its annotation and its allowed values from its ``metadata``:
-``choices`` (an enum), ``minimum``, ``exclusive_minimum``, ``maximum``, ``exclusive_maximum`` (on a
+``choices`` (an enum; a function of no arguments, such as a registry's names, is called when the schema
+is built, so it never holds a stale copy), ``minimum``, ``exclusive_minimum``, ``maximum``, ``exclusive_maximum`` (on a
 tuple field they bound each item), ``schema`` (a field schema given whole; its ``problem``, if any,
 is the error message) and ``help`` (the description). The command-line options (:mod:`bio_mrc.config_options`) read the same metadata, so
 an option, its range and its help are written once.
@@ -40,6 +41,12 @@ def _unwrap_optional(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+def field_choices(metadata: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A field's allowed values: its ``choices``, called when a function (read when asked, not copied)."""
+    choices = metadata["choices"]
+    return tuple(choices() if callable(choices) else choices)
+
+
 def _bounds(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {BOUNDS[key]: value for key, value in metadata.items() if key in BOUNDS}
 
@@ -58,7 +65,7 @@ def field_schema(annotation: Any, metadata: Mapping[str, Any]) -> dict[str, Any]
         else:
             schema = {"type": JSON_TYPES[inner], **_bounds(metadata)}
             if "choices" in metadata:
-                schema["enum"] = list(metadata["choices"])
+                schema["enum"] = list(field_choices(metadata))
         if optional:
             schema["type"] = [schema["type"], "null"]
             if "enum" in schema:
@@ -117,21 +124,20 @@ def _non_finite(value: Any, path: tuple) -> Iterable[tuple[tuple, float]]:
 
 @functools.lru_cache(maxsize=None)
 def _cached_schema(cls: type, choices: tuple[tuple[Any, ...], ...]) -> dict[str, Any]:
-    """The schema of ``cls`` while its fields offer these ``choices`` (a registry's names: an entry registered later
-    makes a new schema)."""
     return dataclass_schema(cls)
 
 
-def _choices_now(cls: type) -> tuple[tuple[Any, ...], ...]:
-    return tuple(tuple(f.metadata["choices"]) for f in dataclasses.fields(cls) if "choices" in f.metadata)
+def _current_choices(cls: type) -> tuple[tuple[Any, ...], ...]:
+    """Every field's choices as they stand now: the cache key, so a schema follows what is registered."""
+    return tuple(field_choices(f.metadata) for f in dataclasses.fields(cls) if "choices" in f.metadata)
 
 
 def check_fields(instance: Any) -> None:
     """Refuse a dataclass instance whose fields break their own schema, naming the first such field."""
     values = {f.name: getattr(instance, f.name) for f in dataclasses.fields(instance) if f.init}
     values = {name: list(value) if isinstance(value, tuple) else value for name, value in values.items()}
-    if problems := schema_errors(values, _cached_schema(type(instance), _choices_now(type(instance)))):
+    if problems := schema_errors(values, _cached_schema(type(instance), _current_choices(type(instance)))):
         raise ConfigError(f"{type(instance).__name__}: {problems[0]}")
 
 
-__all__ = ["SEED_RANGE", "Validator", "check_fields", "dataclass_schema", "field_schema", "schema_errors"]
+__all__ = ["SEED_RANGE", "Validator", "check_fields", "dataclass_schema", "field_choices", "field_schema", "schema_errors"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,6 @@ from .encoders import as_data
 from .errors import ModelFormatError
 from .model_folder import MAX_WEIGHT_MAGNITUDE, check_model_folder
 
-HEAD_CHOICES = registry.head_choices()  # the package's own heads; registry.head_names checks any registered one
 # The layout of a saved model folder; a folder saved by a newer layout is refused, not misread.
 MODEL_FORMAT = 1
 # Written last into a model folder by training (provenance: options, data, time); its presence
@@ -79,30 +79,62 @@ class BioMrcConfig(PreTrainedConfig):
         return registry.head_names(self.heads)
 
 
-@dataclass
+@dataclass(init=False)
 class BioMrcOutput(ModelOutput):
     """The weighted loss, each head's loss and logits, and what the encoder was asked to return.
 
-    ``hidden_states`` and ``attentions`` are the encoder's, per layer, when
-    ``output_hidden_states``/``output_attentions`` ask for them.
+    Each head's logits are named as its registry entry's ``outputs`` name them (``start_logits``,
+    ``end_logits``, ``bio_logits``), and its loss ``<head>_loss`` (``span_loss``, ``bio_loss``): read them
+    as attributes or keys. A name a registered head declares but this model lacks reads None, as a
+    missing field does. ``hidden_states`` and ``attentions`` are the encoder's, per layer, when
+    ``output_hidden_states``/``output_attentions`` ask for them. ``to_tuple()`` holds what is set, in the
+    order loss, each head's loss, each head's logits, hidden states, attentions.
     """
 
     loss: torch.Tensor | None = None
-    span_loss: torch.Tensor | None = None
-    bio_loss: torch.Tensor | None = None
-    start_logits: torch.Tensor | None = None
-    end_logits: torch.Tensor | None = None
-    bio_logits: torch.Tensor | None = None
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
-    head_losses: dict[str, torch.Tensor] | None = None  # by head name, the loss of a registered head without a field here
+
+    def __init__(self, loss: torch.Tensor | None = None, hidden_states: tuple[torch.Tensor, ...] | None = None,
+                 attentions: tuple[torch.Tensor, ...] | None = None, **heads_outputs: torch.Tensor | None) -> None:
+        super().__init__()
+        if isinstance(loss, Mapping):  # type(output)(mapping): how accelerate and pytrees rebuild a ModelOutput
+            values = dict(loss)
+            loss, hidden_states, attentions = (values.pop(name, None) for name in ("loss", "hidden_states", "attentions"))
+            heads_outputs = {**values, **heads_outputs}
+        for name, value in (("loss", loss), *heads_outputs.items(), ("hidden_states", hidden_states), ("attentions", attentions)):
+            if value is not None:
+                self[name] = value  # a key and an attribute, as ModelOutput's fields are
+        for name in ("loss", "hidden_states", "attentions"):
+            object.__setattr__(self, name, self.get(name))
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _declared_names():
+            return None
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    @property
+    def head_losses(self) -> dict[str, torch.Tensor]:
+        """Each head's own loss (before its weight), by head name."""
+        return {name: self[f"{name}_loss"] for name in registry.HEADS if f"{name}_loss" in self}
+
+    @property
+    def logits(self) -> dict[str, torch.Tensor]:
+        """Every head's logits, by the names their entries give them."""
+        return {name: self[name] for name in registry.head_outputs() if name in self}
+
+
+def _declared_names() -> set[str]:
+    """The output and loss names of every registered head."""
+    return {*registry.head_outputs(), *(f"{name}_loss" for name in registry.HEADS)}
 
 
 class BioMrcForQuestionAnswering(PreTrainedModel):
-    """Encoder + heads. ``forward`` computes the weighted loss when labels are given.
+    """Encoder + heads (each registered head the config's ``heads`` names, under its entry's ``attribute``).
+    ``forward`` computes each head's loss when its labels are given, weighted by its entry's ``loss_weight``.
 
-    Labels: ``start_positions``/``end_positions`` (integers or distributions over
-    positions) for the span head; ``bio_targets`` ((batch, seq, 3) distributions,
+    Labels are those the heads' registry entries name: ``start_positions``/``end_positions`` (integers or
+    distributions over positions) for the span head; ``bio_targets`` ((batch, seq, 3) distributions,
     (batch, seq) integer tags or (batch, seq, K) tags of K annotators) for the BIO
     head, which is scored on ``tag_mask`` (the tokens that carry a tag: the first
     piece of each paragraph word at word level), or on ``paragraph_mask`` when
@@ -112,6 +144,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
     config_class = BioMrcConfig
     base_model_prefix = "encoder"
     supports_gradient_checkpointing = True
+    accepts_loss_kwargs = False  # forward's keywords are the heads' labels: Trainer passes no num_items_in_batch
 
     def __init__(self, config: BioMrcConfig) -> None:
         super().__init__(config)
@@ -206,55 +239,58 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         token_type_ids: torch.Tensor | None = None,
         paragraph_mask: torch.Tensor | None = None,
         tag_mask: torch.Tensor | None = None,
-        start_positions: torch.Tensor | None = None,
-        end_positions: torch.Tensor | None = None,
-        bio_targets: torch.Tensor | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        **labels: torch.Tensor | None,
     ) -> BioMrcOutput | tuple[torch.Tensor, ...]:
         """Logits, and the losses of the heads whose labels are given.
 
-        No ``**kwargs``: a misspelled label (``bio_target=``) is a TypeError, not a
-        loss silently left out, and Trainer passes no ``num_items_in_batch``. As in
-        transformers, ``output_attentions``/``output_hidden_states`` go to the encoder
-        and ``return_dict=False`` returns ``BioMrcOutput.to_tuple()`` (the fields set).
+        ``labels``: those the registered heads' entries name (``start_positions``, ``end_positions``,
+        ``bio_targets``, ...); any other keyword is a TypeError, so a misspelled label (``bio_target=``) is
+        refused, not a loss silently left out (and Trainer passes no ``num_items_in_batch``:
+        ``accepts_loss_kwargs``). As in transformers, ``output_attentions``/``output_hidden_states`` go to the
+        encoder and ``return_dict=False`` returns ``BioMrcOutput.to_tuple()`` (what is set).
         """
+        if unknown := sorted(set(labels) - set(registry.head_labels())):
+            raise TypeError(f"forward() got unexpected keyword arguments {unknown}; "
+                            f"the registered heads' labels are {sorted(registry.head_labels())}")
         encoder_inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
             encoder_inputs["token_type_ids"] = token_type_ids
         encoded = self.encoder(
             **encoder_inputs, output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True
         )
-        head_logits, outputs, losses = {}, {}, {}
+        head_logits, outputs = {}, {}
         for name, head in self.heads.items():  # span head first, then BIO: the dropout draws of every earlier run
             head_logits[name] = head(encoded.last_hidden_state)
-            named = head_logits[name] if isinstance(head_logits[name], tuple) else (head_logits[name],)
-            outputs.update(zip(head.output_names, named))
-
-        labels = {"start_positions": start_positions, "end_positions": end_positions, "bio_targets": bio_targets}
-        tagged = tag_mask if tag_mask is not None else paragraph_mask
-        weighted = []
-        for name, head in self.heads.items():  # every head through the one Head interface
-            targets = {key: labels[key] for key in head.label_names}
-            if any(value is None for value in targets.values()):
-                continue
-            entry = registry.head(name)
-            if entry.needs_tag_mask and tagged is None:
-                raise ValueError(f"{', '.join(targets)} need a tag_mask (or paragraph_mask) saying which tokens carry a tag")
-            losses[name] = head.loss(head_logits[name], attention_mask=attention_mask, tag_mask=tagged, **targets)
-            weighted.append(getattr(self.config, entry.loss_weight) * losses[name])
-        loss_fields = {f"{name}_loss": loss for name, loss in losses.items() if f"{name}_loss" in BioMrcOutput.__dataclass_fields__}
-        others = {name: loss for name, loss in losses.items() if f"{name}_loss" not in loss_fields}
+            outputs.update(registry.head(name).named_outputs(head_logits[name]))
+        losses = self._head_losses(head_logits, labels, attention_mask, tag_mask if tag_mask is not None else paragraph_mask)
+        weighted = [registry.head(name).weight(self.config) * loss for name, loss in losses.items()]
         output = BioMrcOutput(
             loss=torch.stack(weighted).sum() if weighted else None,
-            head_losses=others or None,
-            **loss_fields,
             hidden_states=encoded.hidden_states,
             attentions=encoded.attentions,
+            **{f"{name}_loss": loss for name, loss in losses.items()},
             **outputs,
         )
         return output if (self.config.return_dict if return_dict is None else return_dict) else output.to_tuple()
+
+    def _head_losses(
+        self, head_logits: dict[str, Any], labels: dict[str, torch.Tensor | None],
+        attention_mask: torch.Tensor | None, tagged: torch.Tensor | None,
+    ) -> dict[str, torch.Tensor]:
+        """Each head's loss, through the one ``Head.loss`` interface, for the heads whose every label is given."""
+        losses = {}
+        for name, head in self.heads.items():
+            entry = registry.head(name)
+            targets = {key: labels.get(key) for key in entry.targets}
+            if any(value is None for value in targets.values()):
+                continue
+            if entry.needs_tag_mask and tagged is None:
+                raise ValueError(f"{', '.join(targets)} need a tag_mask (or paragraph_mask) saying which tokens carry a tag")
+            losses[name] = head.loss(head_logits[name], attention_mask=attention_mask, tag_mask=tagged, **targets)
+        return losses
 
 
 def set_encoder_dropout(encoder_config: PreTrainedConfig, attention: float | None = None, hidden: float | None = None) -> None:
@@ -311,5 +347,5 @@ def register_auto_classes() -> None:
 
 register_auto_classes()
 
-__all__ = ["HEAD_CHOICES", "BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "non_finite_weights", "register_auto_classes",
+__all__ = ["BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "non_finite_weights", "register_auto_classes",
            "set_encoder_dropout"]

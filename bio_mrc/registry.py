@@ -30,24 +30,48 @@ def resolve(target: str | Callable[..., Any]) -> Callable[..., Any]:
 
 @dataclass(frozen=True, kw_only=True)
 class HeadEntry:
-    """A head: ``attribute`` is the model's attribute holding it (so its weights' names, ``span_head.*``);
-    ``build(model_config, hidden_size)`` makes it; ``targets`` maps each label it trains on to how batches
-    pad it (:data:`POSITION_TARGET`, :data:`TOKEN_TARGET`); ``outputs`` names its logits, as the model's
-    output, the window outputs and the ONNX export name them, ``output_dims`` gives their dimensions
-    after (batch, seq) and ``pad`` fills them past a window's end;
-    ``loss_weight`` is the model config's attribute weighting its loss; ``needs_tag_mask``: its loss is
-    scored on the tagged tokens."""
+    """A head, declared once: everything the model, the windows, the collator, the forward pass and the ONNX
+    export ask of it.
+
+    ``attribute`` is the model's attribute holding it (so its weights' names, ``span_head.*``);
+    ``build(model_config, hidden_size)`` makes it (a :class:`bio_mrc.heads.Head`: logits and their loss);
+    ``targets`` maps each label it trains on to how batches pad it (:data:`POSITION_TARGET`, :data:`TOKEN_TARGET`),
+    and ``build_targets(window, feature_config)`` makes those labels for one training window
+    (:class:`bio_mrc.features.targets.Window`: its token offsets, masks and the question's answer spans);
+    ``outputs`` names its logits, in the order ``forward`` returns them, as the model's output, the window outputs
+    and the ONNX export name them, ``output_dims`` gives their dimensions after (batch, seq) and ``pad`` fills them
+    past a window's end; ``loss_weight`` weights its loss: the model config's attribute of that name, or the
+    number itself; ``needs_tag_mask``: its loss is scored on the tagged tokens."""
 
     name: str
     attribute: str
     build: str | Callable[..., Any]
     targets: Mapping[str, str]
+    build_targets: str | Callable[..., Any]
     outputs: tuple[str, ...]
     output_dims: tuple[tuple[int, ...], ...]
     pad: float
-    loss_weight: str
+    loss_weight: str | float
     needs_tag_mask: bool
     description: str
+
+    def weight(self, model_config: Any) -> float:
+        """The weight of its loss in the model's total loss."""
+        return getattr(model_config, self.loss_weight) if isinstance(self.loss_weight, str) else float(self.loss_weight)
+
+    def named_outputs(self, logits: Any) -> dict[str, Any]:
+        """What the head's ``forward`` returned (a tensor, or a tuple of them), by ``outputs``' names."""
+        named = logits if isinstance(logits, tuple) else (logits,)
+        if len(named) != len(self.outputs):
+            raise ValueError(f"head {self.name!r} returned {len(named)} tensors; its entry names {len(self.outputs)}: {self.outputs}")
+        return dict(zip(self.outputs, named))
+
+    def window_targets(self, window: Any, feature_config: Any) -> dict[str, Any]:
+        """Its labels of one training window, each of ``targets`` (a missing or extra one is refused)."""
+        made = resolve(self.build_targets)(window, feature_config)
+        if set(made) != set(self.targets):
+            raise ValueError(f"head {self.name!r}: build_targets made {sorted(made)}, its entry names {sorted(self.targets)}")
+        return made
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,9 +288,25 @@ def head_names(heads: str) -> list[str]:
     return [name for name in HEADS if name in names]
 
 
-def head_outputs(heads: Iterable[str]) -> list[str]:
-    """The logits of these heads, in registry order (the exported graph's outputs)."""
-    return [output for name in HEADS if name in set(heads) for output in HEADS[name].outputs]
+def head_outputs(heads: Iterable[str] | None = None) -> list[str]:
+    """The logits of these heads (None: of every registered head), in registry order (the exported graph's outputs)."""
+    chosen = set(HEADS if heads is None else heads)
+    return [output for name in HEADS if name in chosen for output in HEADS[name].outputs]
+
+
+def head_labels() -> dict[str, str]:
+    """Every registered head's labels (the model's ``forward`` takes them by name), each with how batches pad it."""
+    return {label: kind for entry in HEADS.values() for label, kind in entry.targets.items()}
+
+
+def decoding_names() -> tuple[str, ...]:
+    """Every registered decoding, in registry order."""
+    return tuple(DECODINGS)
+
+
+def decoding_choices() -> tuple[str, ...]:
+    """``auto`` and every registered decoding: what a command or a request may ask for."""
+    return (AUTO_DECODING, *DECODINGS)
 
 
 def decodings_for(heads: str | Iterable[str]) -> list[str]:
@@ -329,23 +369,6 @@ def data_formats() -> tuple[str, ...]:
     return tuple(dict.fromkeys(entry.format for entry in TASKS.values()))
 
 
-class Names(Sequence[str]):
-    """The names a table offers, read at each look, so an entry registered after the look-up began is one too
-    (a config field's ``choices``)."""
-
-    def __init__(self, names: Callable[[], Sequence[str]]) -> None:
-        self._names = names
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._names()[index]
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    def __repr__(self) -> str:
-        return repr(tuple(self._names()))
-
-
 def scorers() -> tuple[str, ...]:
     """The official scorers ``bio-mrc evaluate --metric`` offers."""
     return tuple(dict.fromkeys(entry.scorer for entry in TASKS.values()))
@@ -371,13 +394,14 @@ def decodes_tag_sequences(decodings: Iterable[str]) -> bool:
 register_head(HeadEntry(
     name="span", attribute="span_head", build="bio_mrc.heads.span:build_span_head",
     targets={"start_positions": POSITION_TARGET, "end_positions": POSITION_TARGET},
-    outputs=("start_logits", "end_logits"), output_dims=((), ()), pad=float("-inf"),
+    build_targets="bio_mrc.features.targets:span_targets", outputs=("start_logits", "end_logits"), output_dims=((), ()), pad=float("-inf"),
     loss_weight="span_loss_weight", needs_tag_mask=False,
     description="a start/end span head (one answer span, an n-best list, a no-answer score from [CLS])",
 ))
 register_head(HeadEntry(
     name="bio", attribute="bio_head", build="bio_mrc.heads.bio:build_bio_head",
-    targets={"bio_targets": TOKEN_TARGET}, outputs=("bio_logits",), output_dims=((3,),), pad=0.0,
+    targets={"bio_targets": TOKEN_TARGET}, build_targets="bio_mrc.features.targets:bio_window_targets",
+    outputs=("bio_logits",), output_dims=((3,),), pad=0.0,
     loss_weight="bio_loss_weight", needs_tag_mask=True,
     description="a BIO tagging head (B/I/O per paragraph token: one or several answer spans)",
 ))

@@ -15,7 +15,7 @@ from bio_mrc.config_options import add_config_options, config_from_args
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS
 from bio_mrc.heads import BIOHead
-from bio_mrc.model import HEAD_CHOICES
+from bio_mrc.registry import head_choices
 from bio_mrc.training.train import TrainConfig
 
 TRAIN = ["train", "--train", "t.json", "--output-dir", "out"]
@@ -97,7 +97,7 @@ def test_round_trip_decode_options():
 
 
 def test_choices_come_from_the_library():
-    for option, valid in [("--heads", HEAD_CHOICES), ("--bio-targets", BIO_TARGET_KINDS), ("--span-targets", TARGET_KINDS),
+    for option, valid in [("--heads", head_choices()), ("--bio-targets", BIO_TARGET_KINDS), ("--span-targets", TARGET_KINDS),
                           ("--bio-loss-reduction", BIOHead.reductions), ("--tag-level", TAG_LEVELS)]:
         for value in valid:
             assert getattr(build_parser().parse_args(TRAIN + [option, value]), option[2:].replace("-", "_")) == value

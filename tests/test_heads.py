@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from bio_mrc import BIOHead, SpanHead
+from bio_mrc import BIOHead, SpanHead, registry
 from bio_mrc.heads import Head
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 
@@ -133,11 +133,11 @@ def test_every_head_is_called_the_same_way():
     mask = torch.ones(2, 5, dtype=torch.long)
     labels = {"start_positions": torch.tensor([1, 0]), "end_positions": torch.tensor([2, 0]),
               "bio_targets": torch.randint(0, 3, (2, 5))}
-    for head in (SpanHead(8), BIOHead(8)):
+    for head, entry in ((SpanHead(8), registry.head("span")), (BIOHead(8), registry.head("bio"))):
         assert isinstance(head, Head)
         logits = head(hidden)
-        assert len(logits if isinstance(logits, tuple) else (logits,)) == len(head.output_names)
-        loss = head.loss(logits, attention_mask=mask, tag_mask=mask, **{name: labels[name] for name in head.label_names})
+        assert list(entry.named_outputs(logits)) == list(entry.outputs)
+        loss = head.loss(logits, attention_mask=mask, tag_mask=mask, **{name: labels[name] for name in entry.targets})
         assert loss.dim() == 0 and torch.isfinite(loss)
 
 

@@ -203,3 +203,25 @@ def test_trainer_passes_no_loss_kwargs(tiny_encoder_dir, tmp_path):
     model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir))
     trainer = Trainer(model=model, args=TrainingArguments(output_dir=str(tmp_path), report_to="none"))
     assert trainer.model_accepts_loss_kwargs is False  # no num_items_in_batch in forward
+
+
+def test_the_output_rebuilds_from_its_items_as_accelerate_and_pytrees_do(tiny_encoder_dir):
+    """accelerate's mixed precision rebuilds outputs as ``type(output)(mapping)``, and DDP and torch.export through
+    pytrees as ``type(output)(**items)``: every head's logits and losses come back, in order."""
+    from torch.utils import _pytree
+
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").eval()
+    out = model(**batch())
+    for rebuilt in (type(out)(dict(out.items())), _pytree.tree_unflatten(*_pytree.tree_flatten(out))):
+        assert isinstance(rebuilt, BioMrcOutput) and list(rebuilt.keys()) == list(out.keys())
+        assert all(torch.equal(rebuilt[name], out[name]) for name in out.keys())
+        assert torch.equal(rebuilt.loss, out.loss) and torch.equal(rebuilt.bio_logits, out.bio_logits)
+
+
+def test_a_registered_heads_output_the_model_lacks_reads_none(tiny_encoder_dir):
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="bio").eval()
+    out = model(**batch())
+    assert out.start_logits is None and out.span_loss is None and "start_logits" not in out
+    assert set(out.head_losses) == {"bio"} and set(out.logits) == {"bio_logits"}
+    with pytest.raises(AttributeError):
+        out.no_such_field  # noqa: B018

@@ -14,7 +14,8 @@ from bio_mrc.decoding.postprocess import available_decodings
 from bio_mrc.harness.compare import compare
 from bio_mrc.harness.config import parse_config
 from bio_mrc.inference import AnswerExtractor, save_tuned_settings
-from bio_mrc.model import HEAD_CHOICES, RUN_FILE, BioMrcConfig
+from bio_mrc.model import RUN_FILE, BioMrcConfig
+from bio_mrc.registry import head_choices
 from bio_mrc.training.train import TrainConfig, load_run_record, train_model
 
 from .conftest import FIXTURES, SAMPLE_V1
@@ -152,7 +153,7 @@ def test_a_hand_written_card_is_kept_and_a_replaced_models_scores_go(model_dir):
 
 def test_the_card_names_what_the_lower_layers_define():
     assert model_card.RUN_RECORD_FILE == RUN_FILE
-    assert all(model_card.decodings_of(heads) == available_decodings(heads) for heads in HEAD_CHOICES)
+    assert all(model_card.decodings_of(heads) == available_decodings(heads) for heads in head_choices())
 
 
 def test_model_index_shows_one_evaluation_per_set_of_questions():

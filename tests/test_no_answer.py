@@ -30,7 +30,7 @@ def test_null_score_is_the_minimum_over_windows():
     mask = offsets[..., 0] >= 0
     start = np.array([[2.0, 0.0, 3.0, 0.0], [0.5, 0.0, 0.0, 0.0]])
     end = np.array([[1.0, 0.0, 1.0, 0.0], [0.5, 0.0, 0.0, 0.0]])
-    outputs = WindowOutputs(np.array([0, 0]), offsets, mask, start, end)
+    outputs = WindowOutputs(np.array([0, 0]), offsets, mask, start_logits=start, end_logits=end)
     (prediction,) = decode_span(outputs, [Example("q", "?", context)], DecodeConfig(n_best=3))
     # null = min(2 + 1, 0.5 + 0.5) = 1; best span "bb" = 3 + 1 = 4 -> no-answer score 1 - 4 = -3
     assert prediction.spans[0].text == "bb" and prediction.spans[0].score == 4.0

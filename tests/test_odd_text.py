@@ -40,7 +40,8 @@ import regex
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-from bio_mrc.decoding.postprocess import DECODINGS, DecodeConfig, decode
+from bio_mrc import registry
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
 from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.types import Example
@@ -222,7 +223,8 @@ def perfect_outputs(features) -> WindowOutputs:
         mask[i, :length], tagged[i, :length] = columns["paragraph_mask"][i], columns["tag_mask"][i]
         start[i, columns["start_positions"][i]] = end[i, columns["end_positions"][i]] = PEAK
         bio[i, :length] = np.log(0.9 * np.asarray(columns["bio_targets"][i]) + 0.1 / 3)
-    return WindowOutputs(np.asarray(features["example_index"]), offsets, mask, start, end, bio, words, tagged)
+    return WindowOutputs(np.asarray(features["example_index"]), offsets, mask, start_logits=start, end_logits=end,
+                         bio_logits=bio, word_offsets=words, tag_mask=tagged)
 
 
 def assert_round_trip(tokenizer, examples: list[Example], config: FeatureConfig, multi_span: bool = False) -> WindowOutputs:
@@ -235,7 +237,7 @@ def assert_round_trip(tokenizer, examples: list[Example], config: FeatureConfig,
             got = sorted((s.start, s.end, s.text) for s in prediction.spans)
             assert got == gold, f"bio multi-span on {example.context!r}"
         return outputs
-    for decoding in DECODINGS:
+    for decoding in registry.decoding_names():
         for prediction, example in zip(decode(outputs, examples, decoding, DECODE), examples):
             ((start, end),) = example.answers[0]
             assert prediction.spans, f"{decoding}: no span for {example.context!r}"

@@ -157,8 +157,11 @@ def test_each_head_entry_names_what_its_head_class_takes_and_returns():
     config = BioMrcConfig(encoder={"model_type": "bert", "hidden_size": 8})
     for entry in registry.HEADS.values():
         head = registry.resolve(entry.build)(config, 8)
-        assert head.output_names == entry.outputs and head.label_names == tuple(entry.targets), entry.name
-        assert len(entry.output_dims) == len(entry.outputs) and hasattr(config, entry.loss_weight)
+        logits = head(torch.randn(2, 5, 8))
+        assert list(entry.named_outputs(logits)) == list(entry.outputs), entry.name
+        assert len(entry.output_dims) == len(entry.outputs) and isinstance(entry.weight(config), float)
+        # declared once: the head class repeats none of its entry's names
+        assert not hasattr(head, "output_names") and not hasattr(head, "label_names")
 
 
 # --- a toy head, decoding and task, registered from this test alone -------------------------------------------
@@ -186,7 +189,8 @@ def load_toy_lines(path: Path) -> list[Example]:
 TOY_HEAD = registry.HeadEntry(
     name="pointer", attribute="pointer_head", build=build_toy_head,
     targets={"start_positions": registry.POSITION_TARGET, "end_positions": registry.POSITION_TARGET},
-    outputs=("start_logits", "end_logits"), output_dims=((), ()), pad=float("-inf"), loss_weight="span_loss_weight",
+    build_targets="bio_mrc.features.targets:span_targets", outputs=("start_logits", "end_logits"), output_dims=((), ()),
+    pad=float("-inf"), loss_weight="span_loss_weight",
     needs_tag_mask=False, description="a toy pointer head")
 TOY_DECODING = registry.DecodingEntry(
     name="shortest", heads=frozenset({"pointer"}), function=shortest_answer, uses_length_prior=False,

@@ -37,9 +37,6 @@ from .spans import best_spans, null_scores
 from .bio_spans import best_tag_spans, likeliest_tag_spans, span_posteriors
 from .window_outputs import MergedTokens, WindowOutputs, log_softmax, merge_windows
 
-DECODINGS = tuple(registry.DECODINGS)  # the package's own decodings (bio_mrc.registry holds every one)
-
-
 @dataclass(frozen=True)
 class DecodeConfig:
     """Decoding options shared by the CLI, the harness and :class:`AnswerExtractor`; each field's

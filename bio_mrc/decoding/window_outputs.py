@@ -9,28 +9,51 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import registry
 
-@dataclass
+
+@dataclass(init=False)
 class WindowOutputs:
     """Model outputs of all windows, padded to one length ``L``.
 
     ``offsets`` (F, L, 2) are character offsets of paragraph tokens and -1
     elsewhere; ``mask`` (F, L) marks paragraph tokens; ``example_index`` (F,)
-    says which example each window belongs to. Logit arrays are ``None`` for a
-    head the model does not have. ``word_offsets`` (F, L, 2) give the character
-    span of each paragraph token's word and ``tag_mask`` (F, L) the tokens that
-    carry a BIO tag (the first piece of each word for a word-level tagger);
-    without them every paragraph token is its own word and carries a tag.
+    says which example each window belongs to. ``logits`` holds each head's
+    logits by the names its registry entry gives them (``start_logits``,
+    ``end_logits``, ``bio_logits``, ...), passed as keywords and read as
+    attributes; a registered head's name the model lacks reads None.
+    ``word_offsets`` (F, L, 2) give the character span of each paragraph token's
+    word and ``tag_mask`` (F, L) the tokens that carry a BIO tag (the first piece
+    of each word for a word-level tagger); without them every paragraph token is
+    its own word and carries a tag.
     """
 
     example_index: np.ndarray
     offsets: np.ndarray
     mask: np.ndarray
-    start_logits: np.ndarray | None = None
-    end_logits: np.ndarray | None = None
-    bio_logits: np.ndarray | None = None
-    word_offsets: np.ndarray | None = None
-    tag_mask: np.ndarray | None = None
+    word_offsets: np.ndarray | None
+    tag_mask: np.ndarray | None
+    logits: dict[str, np.ndarray]
+
+    def __init__(self, example_index: np.ndarray, offsets: np.ndarray, mask: np.ndarray, *,
+                 word_offsets: np.ndarray | None = None, tag_mask: np.ndarray | None = None,
+                 **logits: np.ndarray | None) -> None:
+        if unknown := sorted(set(logits) - set(registry.head_outputs())):
+            raise TypeError(f"WindowOutputs got {unknown}, which no registered head outputs ({registry.head_outputs()})")
+        self.example_index, self.offsets, self.mask = example_index, offsets, mask
+        self.word_offsets, self.tag_mask = word_offsets, tag_mask
+        self.logits = {name: array for name, array in logits.items() if array is not None}
+
+    def __getattr__(self, name: str) -> np.ndarray | None:
+        if name != "logits" and name in registry.head_outputs():
+            return self.__dict__.get("logits", {}).get(name)
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    def take(self, rows: np.ndarray, example_index: np.ndarray) -> "WindowOutputs":
+        """The windows at ``rows``, their examples renumbered as ``example_index`` says."""
+        per_token = {"word_offsets": self.word_offsets, "tag_mask": self.tag_mask, **self.logits}
+        return WindowOutputs(example_index, self.offsets[rows], self.mask[rows],
+                             **{name: None if array is None else array[rows] for name, array in per_token.items()})
 
     @property
     def bio_log_probs(self) -> np.ndarray:
@@ -53,7 +76,7 @@ class WindowOutputs:
 
     def tag_view(self) -> "WindowOutputs":
         """The tagged tokens only, each standing for its whole word: what the BIO decoding reads."""
-        return WindowOutputs(self.example_index, self.words, self.tagged, bio_logits=self.bio_logits)
+        return WindowOutputs(self.example_index, self.words, self.tagged, **self.logits)
 
 
 def log_softmax(logits: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:

@@ -1,18 +1,21 @@
-"""Training targets of tokenized windows: the span head's gold start/end (one-hot or soft over annotators)
-and the BIO head's tags (soft, one-hot or every annotator's for the marginal likelihood)."""
+"""Training targets of tokenized windows: each head's labels, made by its registry entry's ``build_targets`` from
+a :class:`Window`; the package's own: the span head's gold start/end (one-hot or soft over annotators) and the BIO
+head's tags (soft, one-hot or every annotator's for the marginal likelihood)."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .. import registry
 from ..tags import TAG_B, TAG_I, TAG_O, spans_to_tags
 from ..types import Alternative, Example
 
 MISSING_ANNOTATOR = -1  # fills the annotator axis of marginal targets for examples with fewer annotators
 
-__all__ = ["MISSING_ANNOTATOR", "add_targets", "answers_no_window_holds", "bio_targets"]
+__all__ = ["MISSING_ANNOTATOR", "Window", "add_targets", "answers_no_window_holds", "bio_targets", "bio_window_targets", "span_targets"]
 
 
 def bio_targets(words: np.ndarray, tagged: np.ndarray, alternatives: tuple[Alternative, ...], kind: str) -> np.ndarray:
@@ -44,35 +47,65 @@ def _span_positions(offsets: np.ndarray, para: np.ndarray, start: int, end: int)
     return int(inside[0]), int(inside[-1])
 
 
-def add_targets(
-    features: dict[str, list[Any]], examples: Sequence[Example], bio_kind: str, span_kind: str
-) -> dict[str, list[Any]]:
-    """Add ``start_positions``/``end_positions`` and ``bio_targets`` to tokenized windows, BIO targets of
-    ``bio_kind`` and span targets of ``span_kind`` (see :class:`~bio_mrc.features.windows.FeatureConfig`).
+@dataclass(frozen=True)
+class Window:
+    """One tokenized training window, what a head's ``build_targets`` reads: ``offsets`` (L, 2) character spans
+    of the paragraph tokens (-1 elsewhere), ``paragraph`` (L,) the paragraph tokens, ``words`` (L, 2) each token's
+    word, ``tagged`` (L,) the tokens that carry a tag, and ``answers``: the question's alternatives of character
+    spans (empty: unanswerable)."""
 
-    Unanswerable examples get ``[CLS]`` span targets and all-O tags. Multi-span
-    alternatives train the span head on their first span (a start/end head can
-    only name one); the BIO head sees all of them.
-    """
-    starts, ends, bio, covered = [], [], [], []
+    offsets: np.ndarray
+    paragraph: np.ndarray
+    words: np.ndarray
+    tagged: np.ndarray
+    answers: tuple[Alternative, ...]
+
+    def span_positions(self) -> list[tuple[int, int]]:
+        """Each alternative's first span as (start, end) tokens, ``(0, 0)`` where this window lacks it;
+        ``[(0, 0)]`` for an unanswerable question."""
+        return [_span_positions(self.offsets, self.paragraph, *alt[0]) for alt in self.answers] or [(0, 0)]
+
+    def holds_an_answer(self) -> bool:
+        return any(position != (0, 0) for position in self.span_positions())
+
+
+def span_targets(window: Window, config: Any) -> dict[str, Any]:
+    """The span head's ``start_positions``/``end_positions``: the first annotator's tokens (``one-hot``), or
+    (``soft``) distributions over positions, averaged over the annotators. Multi-span alternatives train it on
+    their first span (a start/end head can only name one); unanswerable: ``[CLS]``."""
+    positions = window.span_positions()
+    if config.span_targets == "one-hot":
+        return {"start_positions": positions[0][0], "end_positions": positions[0][1]}
+    starts, ends = np.zeros(len(window.offsets), np.float32), np.zeros(len(window.offsets), np.float32)
+    np.add.at(starts, [p[0] for p in positions], 1.0 / len(positions))
+    np.add.at(ends, [p[1] for p in positions], 1.0 / len(positions))
+    return {"start_positions": starts, "end_positions": ends}
+
+
+def bio_window_targets(window: Window, config: Any) -> dict[str, Any]:
+    """The BIO head's ``bio_targets`` of ``config.bio_targets``' kind (:func:`bio_targets`): every span of
+    every alternative; unanswerable: all O."""
+    return {"bio_targets": bio_targets(window.words, window.tagged, window.answers, config.bio_targets)}
+
+
+def add_targets(
+    features: dict[str, list[Any]], examples: Sequence[Example], config: Any, heads: Iterable[str]
+) -> dict[str, list[Any]]:
+    """Add each head's labels to tokenized windows, as its registry entry's ``build_targets`` makes them
+    (``config``: the :class:`~bio_mrc.features.config.FeatureConfig`), and ``answer_in_window``: whether the window
+    holds some alternative's first span."""
+    entries = [registry.head(name) for name in heads]
+    columns: dict[str, list[Any]] = {label: [] for entry in entries for label in entry.targets}
+    covered = []
     windows = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"], features["example_index"])
     for offsets, para, words, tagged, ex_index in windows:
-        offsets, para = np.asarray(offsets), np.asarray(para, dtype=bool)
-        alternatives = examples[ex_index].answers
-        bio.append(bio_targets(np.asarray(words), np.asarray(tagged, dtype=bool), alternatives, bio_kind))
-
-        positions = [_span_positions(offsets, para, *alt[0]) for alt in alternatives] or [(0, 0)]
-        covered.append(any(position != (0, 0) for position in positions))
-        if span_kind == "one-hot":
-            starts.append(positions[0][0])
-            ends.append(positions[0][1])
-        else:
-            s_dist, e_dist = np.zeros(len(offsets), np.float32), np.zeros(len(offsets), np.float32)
-            np.add.at(s_dist, [p[0] for p in positions], 1.0 / len(positions))
-            np.add.at(e_dist, [p[1] for p in positions], 1.0 / len(positions))
-            starts.append(s_dist)
-            ends.append(e_dist)
-    return {**features, "start_positions": starts, "end_positions": ends, "bio_targets": bio, "answer_in_window": covered}
+        window = Window(np.asarray(offsets), np.asarray(para, dtype=bool), np.asarray(words),
+                        np.asarray(tagged, dtype=bool), examples[ex_index].answers)
+        for entry in entries:
+            for label, value in entry.window_targets(window, config).items():
+                columns[label].append(value)
+        covered.append(window.holds_an_answer())
+    return {**features, **columns, "answer_in_window": covered}
 
 
 def answers_no_window_holds(features: Any, examples: Sequence[Example]) -> list[str]:

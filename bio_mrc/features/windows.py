@@ -11,6 +11,7 @@ characters of the original context.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,6 +21,7 @@ import numpy as np
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
+from .. import registry
 from ..code_fingerprint import sources_fingerprint
 from ..errors import ConfigError
 from ..types import Example
@@ -113,6 +115,7 @@ def build_features(
     batch_size: int = 500,
     desc: str = "windows",
     cache_dir: str | Path | None = None,
+    heads: Sequence[str] | None = None,
 ) -> Dataset:
     """Windows of all examples as a ``datasets.Dataset`` (mapped in batches, with a progress bar).
 
@@ -120,19 +123,22 @@ def build_features(
     as an Arrow file named by :func:`windows_fingerprint`, and a later call with the same
     questions, tokenizer and settings memory-maps that file instead of tokenizing again
     (``datasets``' own cache lookup; ``load_from_cache_file`` follows ``datasets.is_caching_enabled``).
+    ``with_targets`` adds the labels of ``heads`` (a model's heads; None: every registered head), each made by
+    its registry entry's ``build_targets``.
     """
+    target_heads = _target_heads(with_targets, heads)
     index = Dataset.from_dict({"example_index": list(range(len(examples)))})
 
     def prepare(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
         chunk = [examples[i] for i in batch["example_index"]]
         feats = tokenize_windows(chunk, tokenizer, config)
         if with_targets:
-            feats = add_targets(feats, chunk, config.bio_targets, config.span_targets)
+            feats = add_targets(feats, chunk, config, target_heads)
         feats["example_index"] = [batch["example_index"][i] for i in feats["example_index"]]
         return feats
 
     # An explicit fingerprint: otherwise datasets hashes ``prepare`` with every example it holds.
-    fingerprint = windows_fingerprint(examples, tokenizer, config, with_targets)
+    fingerprint = windows_fingerprint(examples, tokenizer, config, with_targets, target_heads)
     cache_file = None if cache_dir is None else str(Path(cache_dir) / f"windows-{fingerprint}.arrow")
     if cache_file is not None:
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
@@ -147,18 +153,43 @@ def default_windows_cache() -> Path | None:
 
 
 def windows_fingerprint(
-    examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig, with_targets: bool
+    examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig, with_targets: bool,
+    heads: Sequence[str] | None = None,
 ) -> str:
     """What the windows depend on: the questions' content, the tokenizer's whole definition
-    (vocabulary, normalizer, pre-tokenizer), the settings, and the code that builds them."""
+    (vocabulary, normalizer, pre-tokenizer), the settings, the heads whose labels they carry (and the functions
+    that make them), and the code that builds them."""
     digest = hashlib.sha256()
     for example in examples:  # every field the windows read, length-prefixed; cheaper than JSON of each example
         q, c = example.question, example.context
         digest.update(f"{len(q)}:{q}{len(c)}:{c}{example.answers!r};".encode())
     for part in (_tokenizer_definition(tokenizer), type(tokenizer).__name__,
-                 json.dumps(config.to_dict(), sort_keys=True), str(with_targets), _code_fingerprint()):
+                 json.dumps(config.to_dict(), sort_keys=True), str(with_targets), _targets_of(_target_heads(with_targets, heads)),
+                 _code_fingerprint()):
         digest.update(part.encode())
     return digest.hexdigest()[:20]
+
+
+def _target_heads(with_targets: bool, heads: Sequence[str] | None) -> tuple[str, ...]:
+    """The heads whose labels windows carry: none without targets, else ``heads`` (None: every registered head)."""
+    return tuple(registry.HEADS if heads is None else heads) if with_targets else ()
+
+
+def _targets_of(heads: Sequence[str]) -> str:
+    """The heads' labels and the functions that make them: a ``module:attribute`` name (the package's code is in
+    :func:`_code_fingerprint`), or a callable registered from outside, by its name and source."""
+    return json.dumps([[name, sorted(registry.head(name).targets), _function_identity(registry.head(name).build_targets)]
+                       for name in heads])
+
+
+def _function_identity(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    try:
+        source = inspect.getsource(target)
+    except (OSError, TypeError):  # defined where no source is kept (a REPL)
+        source = ""
+    return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', repr(target))}:{source}"
 
 
 def _tokenizer_definition(tokenizer: PreTrainedTokenizerBase) -> str:

@@ -68,7 +68,6 @@ from ..precision import PRECISIONS
 from ..training.config import TrainConfig
 
 PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv", "multispan-reader")
-DATA_FORMATS = registry.Names(registry.data_formats)  # every registered task's format, a task registered later too
 # Where a run's BIO length prior is tuned besides the default (the model's own, or the 'tune' split's):
 # "fold-training", in cross-validation, on each fold's training questions with that fold's model.
 FOLD_TRAINING = "fold-training"
@@ -100,8 +99,9 @@ class DataSpec:
         "schema": SPLIT_SCHEMA, "help": "part `part` of an article-level split of the file into `fractions` (summing to 1)"})
     unanswerable_ratio: float = field(default=0.0, metadata={
         "minimum": 0, "help": "v1.1 training data: add this many made-up unanswerable questions per question"})
-    format: str = field(default="squad", metadata={"choices": DATA_FORMATS, "help": "squad; multispanqa, or quoref (SQuAD's layout, its spans one answer): "
-                                                                       "scored with MultiSpanQA's metrics"})
+    format: str = field(default="squad", metadata={
+        "choices": registry.data_formats,
+        "help": "squad; multispanqa, or quoref (SQuAD's layout, its spans one answer): scored with MultiSpanQA's metrics"})
 
     def __post_init__(self) -> None:
         check_fields(self)

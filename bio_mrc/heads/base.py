@@ -17,18 +17,14 @@ from torch import nn
 class Head(nn.Module):
     """Base class: ``forward(hidden_states) -> logits``; ``loss(logits, ...) -> scalar``.
 
-    ``forward`` returns a tensor or a tuple of tensors, named by
-    ``output_names`` in the model's output; ``loss`` takes exactly what
+    ``forward`` returns a tensor or a tuple of tensors; ``loss`` takes exactly what
     ``forward`` returned. The model calls every head the same way,
     ``head.loss(logits, attention_mask=..., tag_mask=..., **labels)`` with the
-    batch tensors named in ``label_names``: each head accepts both masks as
-    keywords and reads the one it needs.
+    batch tensors its registry entry names in ``targets``: each head accepts both
+    masks as keywords and reads the one it needs. The names of its logits and
+    labels, how its labels are made from a window and how its loss is weighted
+    are declared once, in its registry entry (:class:`bio_mrc.registry.HeadEntry`).
     """
-
-    #: names of what ``forward`` returns (one per tensor), as the model output names them
-    output_names: tuple[str, ...] = ()
-    #: names of the label tensors ``loss`` takes from a batch (besides the masks)
-    label_names: tuple[str, ...] = ()
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:  # pragma: no cover
         raise NotImplementedError

@@ -41,8 +41,6 @@ class BIOHead(Head):
     early O-token gradients would otherwise reshape the encoder first.
     """
 
-    output_names = ("bio_logits",)
-    label_names = ("bio_targets",)
     reductions = BIO_LOSS_REDUCTIONS
 
     def __init__(

@@ -18,9 +18,6 @@ class SpanHead(Head):
     is 0 (padding) get no probability.
     """
 
-    output_names = ("start_logits", "end_logits")
-    label_names = ("start_positions", "end_positions")
-
     def __init__(self, hidden_size: int, dropout: float = 0.0) -> None:
         super().__init__()
         self.dropout = nn.Dropout(dropout)

@@ -119,8 +119,8 @@ def window_logits(
 
 
 def window_outputs(features: Dataset, logits: Mapping[str, np.ndarray]) -> WindowOutputs:
-    """The windows' offsets and masks, padded to the logits' width, around the logits
-    (``start_logits``, ``end_logits``, ``bio_logits``; a head the model lacks is absent)."""
+    """The windows' offsets and masks, padded to the logits' width, around the logits of the model's heads
+    (named as their registry entries name them; a head the model lacks is absent)."""
     some = next(iter(logits.values()), None)
     width = some.shape[1] if some is not None else 1
 
@@ -129,8 +129,7 @@ def window_outputs(features: Dataset, logits: Mapping[str, np.ndarray]) -> Windo
 
     return WindowOutputs(
         np.asarray(features["example_index"]), padded("offset_mapping", -1, np.int64), padded("paragraph_mask", 0, bool),
-        logits.get("start_logits"), logits.get("end_logits"), logits.get("bio_logits"),
-        padded("word_offsets", -1, np.int64), padded("tag_mask", 0, bool),
+        word_offsets=padded("word_offsets", -1, np.int64), tag_mask=padded("tag_mask", 0, bool), **logits,
     )
 
 

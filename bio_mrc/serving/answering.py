@@ -9,7 +9,6 @@ a float: a window padded beside a longer one sums its attention over more zeros)
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Sequence
@@ -64,7 +63,4 @@ def select_examples(outputs: WindowOutputs, indices: Sequence[int]) -> WindowOut
     """The windows of the examples at ``indices`` (ascending), renumbered 0, 1, … in that order."""
     wanted = np.asarray(indices, dtype=np.int64)
     rows = np.flatnonzero(np.isin(outputs.example_index, wanted))
-    arrays = {f.name: getattr(outputs, f.name) for f in dataclasses.fields(outputs)}
-    picked = {name: None if array is None else array[rows] for name, array in arrays.items()}
-    picked["example_index"] = np.searchsorted(wanted, outputs.example_index[rows])
-    return WindowOutputs(**picked)
+    return outputs.take(rows, np.searchsorted(wanted, outputs.example_index[rows]))

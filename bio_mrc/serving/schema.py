@@ -10,12 +10,12 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StringConstraints, Tag, model_validator
 
-from ..decoding.postprocess import DECODINGS, DecodeConfig
+from .. import registry
+from ..decoding.postprocess import DecodeConfig
 from .batching import BatchStats
 from .config import ServeConfig
 
-AUTO = "auto"
-DECODING_CHOICES = (AUTO, *DECODINGS)
+AUTO = registry.AUTO_DECODING
 # Spans beyond the n-best a decoding keeps would change every confidence (a share of that n-best).
 MAX_TOP_K = DecodeConfig().n_best
 _RESPONSE = ConfigDict(ser_json_inf_nan="strings")
@@ -30,11 +30,12 @@ _THRESHOLD_HELP = (
 
 
 class AnswerOptions(BaseModel):
-    """How to answer: the decoding, one span or several, how many alternatives, when to stay silent."""
+    """How to answer: the decoding (its choices are the registry's, read when a server's request model is made:
+    :func:`answer_request_model`), one span or several, how many alternatives, when to stay silent."""
 
     model_config = ConfigDict(extra="forbid")
 
-    decoding: Literal[DECODING_CHOICES] = Field(AUTO, description=_DECODING_HELP)  # type: ignore[valid-type]
+    decoding: str = Field(AUTO, description=_DECODING_HELP)
     multi_span: StrictBool = Field(False, description=(
         "several spans per answer: the spans of the most probable BIO tag sequence (bio decoding), or the "
         "non-overlapping n-best spans (span and joint decodings)"))
@@ -50,13 +51,16 @@ class AnswerOptions(BaseModel):
 
 
 def answer_request_model(config: ServeConfig) -> type[AnswerOptions]:
-    """The ``POST /answer`` body under ``config``'s limits: the options above and the texts."""
+    """The ``POST /answer`` body under ``config``'s limits: the options above, the decodings registered now
+    and the texts."""
+    decodings = Literal[registry.decoding_choices()]  # type: ignore[valid-type]
     questions = one_or_several(Annotated[str, StringConstraints(min_length=1, max_length=config.max_question_chars)])
     contexts = one_or_several(Annotated[str, StringConstraints(min_length=1, max_length=config.max_context_chars)])
 
     class AnswerRequest(AnswerOptions):
         """One question (strings) or a batch (lists); one context may serve every question of a batch."""
 
+        decoding: decodings = Field(AUTO, description=_DECODING_HELP)  # type: ignore[valid-type]
         question: questions = Field(description=(
             f"a question, or a list of at most {config.max_batch_size} (more: 413), each of 1 to "
             f"{config.max_question_chars} characters"))

@@ -20,8 +20,8 @@ from ..features.config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, Featur
 from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, precision_choice
 
 # Light on purpose: the command line builds its options from this module, so transformers (TrainingArguments,
-# BioMrcConfig) loads only where a config is checked or a model built.
-HEAD_CHOICES = registry.head_choices()
+# BioMrcConfig) loads only where a config is checked or a model built. Choices read from the registry (a callable in
+# a field's metadata) are read when the options or the schema are built, so a head registered later is offered.
 
 # A BIO-only model weighs B/I tokens 10x (F1 36.6 -> 51.1 at the reference budget); with a span head
 # the weights cost the span decoding 2.9 F1; benchmarks/RESULTS.md, BIO quality.
@@ -128,7 +128,7 @@ class TrainConfig:
     encoder: str = field(default="default", metadata={
         "help": "encoder folder or Hugging Face id ('default': the embedded all-MiniLM-L6-v2)"})
     heads: str = field(default=model_defaults.HEADS, metadata={
-        "help": "span: start/end head; bio: B/I/O tagging head; span+bio: both on one encoder", "choices": HEAD_CHOICES})
+        "help": "span: start/end head; bio: B/I/O tagging head; span+bio: both on one encoder", "choices": registry.head_choices})
     span_loss_weight: float = field(default=model_defaults.SPAN_LOSS_WEIGHT, metadata={
         "help": "weight of the span head's loss in the total loss", "minimum": 0})
     bio_loss_weight: float = field(default=model_defaults.BIO_LOSS_WEIGHT, metadata={

@@ -38,7 +38,7 @@ from pathlib import Path
 from bundle_format import MANIFEST, PLANES_SUFFIX, WHEELS_ARCHIVE, byte_planes, sha256_of
 
 REPO = Path(__file__).resolve().parents[2]
-DATA_FILES = ("squad-v1.1/train.json", "squad-v1.1/dev.json", "squad-v2.0/dev.json", "multispanqa/valid.json")
+DATA_FILES = ("squad-v1.1/train.json", "squad-v1.1/dev.json", "squad-v2.0/dev.json", "multispanqa/valid.json", "quoref-part/train.json")
 # The versions this project's tests run with; datasets 5.2 needs huggingface-hub >= 1.31 (the target machine
 # has 1.33), dill < 0.4.2 and multiprocess < 0.70.20. The machine's transformers 5.17 lacks
 # transformers.configuration_utils.SubConfigSpec, which bio_mrc.model imports: 5.24 comes along (it needs
