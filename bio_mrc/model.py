@@ -287,8 +287,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
             targets = {key: labels.get(key) for key in entry.targets}
             if any(value is None for value in targets.values()):
                 continue
-            if entry.needs_tag_mask and tagged is None:
-                raise ValueError(f"{', '.join(targets)} need a tag_mask (or paragraph_mask) saying which tokens carry a tag")
+            entry.check_tag_mask(tagged)
             losses[name] = head.loss(head_logits[name], attention_mask=attention_mask, tag_mask=tagged, **targets)
         return losses
 

@@ -66,6 +66,11 @@ class HeadEntry:
             raise ValueError(f"head {self.name!r} returned {len(named)} tensors; its entry names {len(self.outputs)}: {self.outputs}")
         return dict(zip(self.outputs, named))
 
+    def check_tag_mask(self, tag_mask: Any) -> None:
+        """Refuse its labels without a tag mask when its loss is scored on the tagged tokens (``needs_tag_mask``)."""
+        if self.needs_tag_mask and tag_mask is None:
+            raise ValueError(f"{', '.join(self.targets)} need a tag_mask (or paragraph_mask) saying which tokens carry a tag")
+
     def window_targets(self, window: Any, feature_config: Any) -> dict[str, Any]:
         """Its labels of one training window, each of ``targets`` (a missing or extra one is refused)."""
         made = resolve(self.build_targets)(window, feature_config)
