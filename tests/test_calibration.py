@@ -97,11 +97,11 @@ def test_right_means_official_f1_above_one_half():
 def test_bio_mrc_tune_calibrates_and_the_extractor_and_pipeline_return_the_probability(trained_dir, tmp_path, monkeypatch):
     import shutil
 
-    import bio_mrc.inference.tuning as tuning
+    import bio_mrc.metrics.task_scores as task_scores
 
     # The tiny model answers all 8 questions right: a calibrator of that is constant, and never saved. Rightness
     # that rises with the confidence (the upper half right) gives one to save.
-    monkeypatch.setattr(tuning, "answer_is_right", lambda predictions, gold, version: (
+    monkeypatch.setattr(task_scores, "squad_right", lambda task, predictions, gold: (
         raw_confidence(predictions) >= np.median(raw_confidence(predictions))).astype(np.float64))
 
     from transformers import pipeline

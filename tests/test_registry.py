@@ -364,3 +364,20 @@ def test_a_head_scored_on_tagged_tokens_refuses_labels_without_a_tag_mask(tiny_e
     with pytest.raises(ValueError, match=r"bio_targets need a tag_mask \(or paragraph_mask\)"):
         model(**batch, bio_targets=targets)
     registry.head("span").check_tag_mask(None)  # the span head's loss reads no tag mask
+
+
+def test_calibrators_are_fitted_against_the_task_s_own_notion_of_a_right_answer(tiny_encoder_dir, tiny_tokenizer):
+    from bio_mrc.inference.tuning import fit_calibrators
+
+    asked = []
+
+    def every_other_right(task, predictions, gold):
+        asked.append((task.name, sorted(gold)))
+        return np.arange(len(predictions)) % 2.0
+
+    examples = [Example(f"q{i}", "Who met Bob?", f"Ann {i} met Bob in Paris.", (((0, 3),),)) for i in range(4)]
+    torch.manual_seed(0)
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span")
+    outputs = predict_windows(model, tiny_tokenizer, examples, FeatureConfig(64, 16, 16), progress=False)
+    fitted = fit_calibrators(outputs, examples, ["span"], DecodeConfig(), task=replace(TOY_TASK, right=every_other_right))
+    assert asked == [("toy-lines", ["q0", "q1", "q2", "q3"])] and fitted["span"]["questions"] == 4

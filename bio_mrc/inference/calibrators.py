@@ -28,7 +28,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..metrics.squad_official import per_question_scores
+from .. import registry
+from ..metrics.task_scores import squad_right
 from ..types import Prediction
 
 CORRECT_IF = "f1 > 0.5"
@@ -62,8 +63,7 @@ def raw_confidence(predictions: Sequence[Prediction], threshold: float | None = 
 def answer_is_right(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]], version: str) -> np.ndarray:
     """1 where the answer given (the best span, or "" when abstaining) has official F1 above 0.5
     (``CORRECT_IF``), else 0: an abstention is right on an unanswerable SQuAD 2.0 question."""
-    ids = [p.id for p in predictions]
-    return (per_question_scores(gold, {p.id: p.answer for p in predictions}, ids, version)[1] > 50.0).astype(np.float64)
+    return squad_right(registry.squad_task(version), predictions, gold)
 
 
 def _beta_features(raw: np.ndarray) -> np.ndarray:

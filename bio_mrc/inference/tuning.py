@@ -22,7 +22,7 @@ from ..model import BioMrcConfig
 from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
 from .answers import apply_no_answer_threshold, multi_span_answers, threshold_key
-from .calibrators import answer_is_right, degenerate_calibrator, fit_calibrator, raw_confidence
+from .calibrators import degenerate_calibrator, fit_calibrator, raw_confidence
 
 if TYPE_CHECKING:  # the loader runs models; tuning needs only its decodings and saved settings
     from .loading import TrainedModel
@@ -218,7 +218,7 @@ def tune_settings(
             tuned.report[key] = {"threshold": tuned.thresholds[key], "best_f1": best_f1, "questions": len(examples)}
             tuned.curves[decoding] = threshold_curve(predictions, gold)
     if calibrate and len(examples) >= 2:  # one question calibrates nothing
-        fitted = fit_calibrators(outputs, examples, decodings, tuned.decode_config, tuned.thresholds)
+        fitted = fit_calibrators(outputs, examples, decodings, tuned.decode_config, tuned.thresholds, task)
         tuned.calibration = {decoding: c for decoding, c in fitted.items() if "degenerate" not in c}
         tuned.skipped_calibrators = {decoding: c["degenerate"] for decoding, c in fitted.items() if "degenerate" in c}
         tuned.report["calibration"] = {decoding: {key: c[key] for key in ("questions", "degenerate") if key in c}
@@ -245,20 +245,21 @@ def tune_span_count_rules(
 
 def fit_calibrators(
     outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], config: DecodeConfig,
-    thresholds: Mapping[str, float] | None = None,
+    thresholds: Mapping[str, float] | None = None, task: registry.TaskEntry | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Per decoding, the beta calibration of raw confidence to P(answer right) on these questions; with
-    the decoding's no-answer threshold (SQuAD 2.0), of the answers it gives, abstentions included. A degenerate
-    calibrator (:func:`~bio_mrc.inference.calibrators.degenerate_calibrator`) carries its reason as ``degenerate``."""
-    gold = gold_texts(examples)
-    version = "2.0" if any(not ex.answers for ex in examples) else "1.1"
+    """Per decoding, the beta calibration of raw confidence to P(answer right) on these questions, an answer right as
+    ``task``'s entry says (``right``; None: SQuAD's, of the version the questions need); with the decoding's no-answer
+    threshold (SQuAD 2.0), of the answers it gives, abstentions included. A degenerate calibrator
+    (:func:`~bio_mrc.inference.calibrators.degenerate_calibrator`) carries its reason as ``degenerate``."""
+    task = task or registry.squad_task("2.0" if any(not ex.answers for ex in examples) else "1.1")
+    gold, right = registry.resolve(task.gold)(examples), registry.resolve(task.right)
     calibrators = {}
     for decoding in decodings:
         threshold = (thresholds or {}).get(threshold_key(decoding))
         options = replace(config, multi_span=False) if threshold is None else replace(config, multi_span=False, require_answer=False)
         predictions = apply_no_answer_threshold(decode(outputs, examples, decoding, options), threshold)
         raw = raw_confidence(predictions, threshold)
-        fitted = fit_calibrator(raw, answer_is_right(predictions, gold, version))
+        fitted = fit_calibrator(raw, right(task, predictions, gold))
         calibrators[decoding] = {**fitted, "questions": len(examples)} | ({} if threshold is None else {"no_answer_threshold": threshold})
         if reason := degenerate_calibrator(fitted, raw):
             calibrators[decoding]["degenerate"] = reason
