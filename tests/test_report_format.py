@@ -62,6 +62,13 @@ def test_a_hand_edited_summary_is_refused_naming_the_file_and_the_field(tmp_path
     path.write_text(json.dumps({**stored, "summary": {**stored["summary"], "baseline": {"cell": "nobody"}}}))
     with pytest.raises(ConfigError, match="summary: baseline: 'nobody' is not a cell label"):
         read_report(path)
+    row = {key: value for key, value in stored["summary"]["rows"][1].items() if key != "decode_seconds"}
+    path.write_text(json.dumps({**stored, "summary": {**stored["summary"], "rows": [stored["summary"]["rows"][0], row]}}))
+    with pytest.raises(ConfigError, match=r"summary: row 1 is not a summary row: it lacks \['decode_seconds'\]"):
+        read_report(path)
+    path.write_text(json.dumps({**stored, "summary": {**stored["summary"], "intervals": []}}))
+    with pytest.raises(ConfigError, match="summary: field 'intervals' must be an object, got list"):
+        read_report(path)
 
 
 def test_the_console_table_is_built_from_the_rows_not_cut_from_the_markdown(monkeypatch):

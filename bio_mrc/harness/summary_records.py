@@ -45,6 +45,15 @@ def _checked(data: Any, required: tuple[str, ...], source: str, what: str) -> di
     return data
 
 
+_ROW_REQUIRED = ("run", "decoding", "seeds", "train_questions", "threshold", "bio_length_prior", "train_seconds",
+                 "inference_seconds", "decode_seconds")
+_CONTRAST_REQUIRED = ("a", "b", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_value", "significant", "n_questions",
+                      "n_resamples")
+_KIND_NAMES = {list: "a list", dict: "an object", str: "a string"}
+_SUMMARY_KINDS = {"rows": list, "baseline": dict, "resampling": str, "contrasts": list, "comparisons": list, "intervals": dict,
+                  "breakdowns": dict}
+
+
 @dataclass(frozen=True)
 class Row:
     """One cell's line of the score table: per seed (in ``seeds`` order) its scores (``scores``: the task's metrics,
@@ -82,17 +91,20 @@ class Row:
 
     @classmethod
     def from_json(cls, data: Any, source: str = "a summary row") -> "Row":
-        data = _checked(data, ("run", "decoding", "seeds"), source, "a summary row")
+        data = _checked(data, _ROW_REQUIRED, source, "a summary row")
         for name in ("run", "decoding"):
             if not isinstance(data.get(name), str):
                 raise ConfigError(f"{source}: field {name!r} must be a string, got {data.get(name)!r}")
+        cell = CellKey(data["run"], data["decoding"])
+        if data.get("cell", str(cell)) != str(cell):
+            raise ConfigError(f"{source}: cell {data['cell']!r} is not its run and decoding, {str(cell)!r}")
         known = {f.name for f in fields(cls)} - {"cell", "scores"}
         scores = {key: value for key, value in data.items() if key not in known | {"cell", "run", "decoding"}}
         for key, value in scores.items():
             if not isinstance(value, list):
                 raise ConfigError(f"{source}: score {key!r} must be a list of per-seed scores, got {value!r}")
         given = {key: value for key, value in data.items() if key in known}
-        return cls(CellKey(data["run"], data["decoding"]), scores=scores, **given)
+        return cls(cell, scores=scores, **given)
 
 
 @dataclass(frozen=True)
@@ -126,7 +138,7 @@ class Contrast:
 
     @classmethod
     def from_json(cls, data: Any, source: str = "a contrast") -> "Contrast":
-        data = _checked(data, ("a", "b", "diff", "ci_low", "ci_high", "p_value"), source, "a paired difference")
+        data = _checked(data, _CONTRAST_REQUIRED, source, "a paired difference")
         unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
             raise ConfigError(f"{source}: unknown fields {unknown}")
@@ -174,11 +186,15 @@ class Summary:
 
     @classmethod
     def from_json(cls, data: Any, source: str = "the summary") -> "Summary":
-        data = _checked(data, ("rows", "baseline", "resampling", "contrasts", "comparisons", "intervals", "breakdowns"), source,
-                        "a comparison summary")
-        baseline = data.get("baseline")
-        if not isinstance(baseline, dict) or "cell" not in baseline:
-            raise ConfigError(f"{source}: field 'baseline' must be an object with the baseline's cell, got {baseline!r}")
+        data = _checked(data, tuple(_SUMMARY_KINDS), source, "a comparison summary")
+        for name, kind in _SUMMARY_KINDS.items():
+            if not isinstance(data[name], kind):
+                raise ConfigError(f"{source}: field {name!r} must be {_KIND_NAMES[kind]}, got {type(data[name]).__name__}")
+        baseline = data["baseline"]
+        if "cell" not in baseline:
+            raise ConfigError(f"{source}: field 'baseline' must name the baseline's cell, got {baseline!r}")
+        if not all(isinstance(table, dict) for table in data["breakdowns"].values()):
+            raise ConfigError(f"{source}: field 'breakdowns' must map each kind of group to an object of cells")
         unknown = sorted(set(data) - {f.name for f in fields(cls)})
         if unknown:
             raise ConfigError(f"{source}: unknown fields {unknown}")
@@ -218,8 +234,8 @@ class Statistics:
     comparisons: list[Contrast]
     intervals: dict[CellKey, Interval]
 
-    def fields(self) -> dict[str, Any]:
-        """The fields, to build a :class:`Summary` from."""
+    def as_kwargs(self) -> dict[str, Any]:
+        """The fields by name, to build a :class:`Summary` from."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
