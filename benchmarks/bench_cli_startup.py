@@ -24,10 +24,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from _common import existing_input, fail, load_and_date, machine_description
+from _common import timed as timed_call
 
 REPO = Path(__file__).resolve().parents[1]
 COMMANDS = ("train", "predict", "evaluate", "tune", "compare", "extract", "export", "serve")
@@ -48,11 +48,10 @@ print(json.dumps({{name: [b[0] - a[0], b[1] - a[1]] for name, (a, b) in steps.it
 """
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
+def run_timed(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
     """(wall seconds, standard output) of one fresh process; a failure ends the benchmark in one line."""
-    started = time.perf_counter()
-    done = subprocess.run(argv, cwd=env["PYTHONPATH"].split(os.pathsep)[0], env=env, capture_output=True, text=True)  # -m reads the cwd first
-    wall = time.perf_counter() - started
+    done, wall = timed_call(lambda: subprocess.run(argv, cwd=env["PYTHONPATH"].split(os.pathsep)[0], env=env,
+                                                   capture_output=True, text=True))  # -m reads the cwd first
     if done.returncode != 0:
         fail(f"{' '.join(argv[2:])[:200]} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}")
     return wall, done.stdout
@@ -63,7 +62,7 @@ def timed_runs(argv: list[str], env: dict[str, str], runs: int) -> tuple[float, 
     walls, cpus = [], []
     for _ in range(runs):
         before = os.times()
-        wall, _ = timed(argv, env)
+        wall, _ = run_timed(argv, env)
         after = os.times()
         walls.append(wall)
         cpus.append((after.children_user - before.children_user) + (after.children_system - before.children_system))
@@ -79,7 +78,7 @@ def build_default_model(folder: Path, env: dict[str, str]) -> Path:
                                        ("Where?", "London"), ("What did she write?", "the notes")])]
     data.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
     model = folder / "model"
-    timed([sys.executable, "-m", "bio_mrc.cli", "train", "--train", str(data), "--output-dir", str(model), "--epochs", "1",
+    run_timed([sys.executable, "-m", "bio_mrc.cli", "train", "--train", str(data), "--output-dir", str(model), "--epochs", "1",
            "--max-seq-length", "128", "--doc-stride", "32", "--precision", "fp32"], env)
     return model
 
@@ -108,7 +107,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as folder:
         model = model or build_default_model(Path(folder), env)
-        steps = [json.loads(timed([sys.executable, "-c", FIRST_ANSWER, str(model)], env)[1]) for _ in range(args.runs)]
+        steps = [json.loads(run_timed([sys.executable, "-c", FIRST_ANSWER, str(model)], env)[1]) for _ in range(args.runs)]
         command = [sys.executable, "-m", "bio_mrc.cli", "extract", "--model", str(model), "--question", QUESTION,
                    "--context", CONTEXT, "--precision", "fp32", "--device", "cpu"]
         wall, cpu = timed_runs(command, env, args.runs)

@@ -80,14 +80,12 @@ def load_sides(model_dir: str, onnx_dir: str, threads: int | None) -> tuple[Trai
 
 
 def timed_windows(sides: dict[str, TrainedModel], examples, batch_size: int, repeats: int):
-    """Each side's ``.windows`` over the same examples, alternating sides; medians and the last outputs."""
-    runs, outputs = [], {}
-    for _ in range(repeats):
-        seconds = {}
-        for name, trained in sides.items():
-            outputs[name], seconds[name] = _common.timed(functools.partial(trained.windows, examples, batch_size=batch_size))
-        runs.append(seconds)
-    return _common.median_times(runs), outputs
+    """Each side's ``.windows`` over the same examples, alternating sides; median seconds and the last outputs."""
+    def side(trained: TrainedModel):
+        return lambda: (trained.windows(examples, batch_size=batch_size), {})
+
+    medians, outputs = _common.alternate({name: side(trained) for name, trained in sides.items()}, repeats)
+    return {name: stages["total"] for name, stages in medians.items()}, outputs
 
 
 def timed_forward(sides: dict[str, TrainedModel], features, batch_size: int) -> dict[str, float]:

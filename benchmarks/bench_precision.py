@@ -128,7 +128,7 @@ def agreement(reference, other, examples) -> dict[str, float]:
     return result
 
 
-def best_of(runs: list[dict], rate: str) -> dict:
+def fastest_run(runs: list[dict], rate: str) -> dict:
     return max(runs, key=lambda run: run[rate])
 
 
@@ -167,14 +167,14 @@ def main(args: argparse.Namespace) -> None:
         for round_ in range(args.rounds):
             for p in PRECISIONS if round_ % 2 == 0 else PRECISIONS[::-1]:
                 training_runs[p].append(training_throughput(train, configs[p], Path(tmp) / f"{p}-{round_}", args.warmup))
-        training = {p: best_of(runs, "windows_per_s") for p, runs in training_runs.items()}
+        training = {p: fastest_run(runs, "windows_per_s") for p, runs in training_runs.items()}
         model_dir = Path(args.model) if args.model else Path(tmp) / "fp32-0"
         inference_runs, outputs = {p: [] for p in PRECISIONS}, {}
         for round_ in range(args.rounds):
             for p in PRECISIONS if round_ % 2 == 0 else PRECISIONS[::-1]:
                 stats, outputs[p] = inference_run(model_dir, dev, p)
                 inference_runs[p].append(stats)
-    inference = {p: best_of(runs, "questions_per_s") for p, runs in inference_runs.items()}
+    inference = {p: fastest_run(runs, "questions_per_s") for p, runs in inference_runs.items()}
     outputs_agree = agreement(outputs["fp32"], outputs["bf16"], dev)
     auto = auto_summary(choices, training, inference)
     print_table(training, inference, outputs_agree, auto, probe_seconds, args)

@@ -45,11 +45,6 @@ def random_tags(n: int, length: int, typed: bool, rng: np.random.Generator) -> l
     return table[codes].tolist()
 
 
-def best_of(repeat: int, fn) -> tuple[float, object]:
-    result, seconds = _common.best_of(fn, repeat)
-    return seconds, result
-
-
 def main(args: argparse.Namespace) -> None:
 
     rng = np.random.default_rng(args.seed)
@@ -57,13 +52,13 @@ def main(args: argparse.Namespace) -> None:
     pred = random_tags(args.sequences, args.length, args.typed, rng)
     rows = []
     for mode, strict in (("default", False), ("strict IOB2", True)):
-        ours_s, ours = best_of(args.repeat, lambda strict=strict: tag_scores(gold, pred, strict=strict))
+        ours, ours_s = _common.best_of(lambda strict=strict: tag_scores(gold, pred, strict=strict), args.repeat)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if strict:
-                ref_s, ref = best_of(1, lambda: seqeval_scheme(gold, pred, average="micro", scheme=IOB2))
+                ref, ref_s = _common.best_of(lambda: seqeval_scheme(gold, pred, average="micro", scheme=IOB2), 1)
             else:
-                ref_s, ref = best_of(1, lambda: seqeval_default(gold, pred, average="micro"))
+                ref, ref_s = _common.best_of(lambda: seqeval_default(gold, pred, average="micro"), 1)
         assert all(abs(ours[k] - float(v)) <= 1e-12 for k, v in zip(("precision", "recall", "f1"), ref[:3])), (ours, ref)
         rows.append((mode, ref_s, ours_s, ours["f1"]))
 

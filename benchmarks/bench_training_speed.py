@@ -121,22 +121,17 @@ def step_speed(setting: tuple, steps: int) -> dict[str, float]:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    train_seconds = timed(train_step, steps)
+    train_seconds = _common.median_of(train_step, steps, warmup=WARMUP_STEPS)[1]
     model.eval()
 
     def forward() -> None:
         with torch.no_grad(), autocast(precision, "cpu"):
             model(**inputs)
 
-    forward_seconds = timed(forward, steps)
+    forward_seconds = _common.median_of(forward, steps, warmup=WARMUP_STEPS)[1]
     return {"train_windows_per_s": BATCH / train_seconds, "train_gflops": 3 * forward_flops / train_seconds / 1e9,
             "forward_windows_per_s": BATCH / forward_seconds, "forward_gflops": forward_flops / forward_seconds / 1e9,
             "forward_gflop_per_window": forward_flops / BATCH / 1e9}
-
-
-def timed(call, steps: int) -> float:
-    """Median seconds of ``call`` over ``steps`` calls after ``WARMUP_STEPS`` untimed ones."""
-    return _common.median_of(call, steps, warmup=WARMUP_STEPS)[1]
 
 
 def package_speed(examples, config: TrainConfig, output_dir: Path) -> dict[str, float]:

@@ -1,14 +1,15 @@
 """Model cards: a model folder's ``README.md`` in the Hugging Face format, so that a folder pushed to
 the hub documents itself (what the model is, how it was trained, how it scored, how to run it).
 
-The card is made from the folder's own files and nothing else: ``config.json`` (heads, windows,
-tuned settings), the run record ``bio_mrc_run.json`` (training options, data size) and the
+The card is made from the folder's own files and nothing else: ``config.json`` read as the model reads it,
+a :class:`~bio_mrc.model.BioMrcConfig` (heads, windows, tuned settings; a field config.json leaves out has
+BioMrcConfig's default), the run record ``bio_mrc_run.json`` (training options, data size) and the
 evaluation record ``bio_mrc_eval.json`` (what comparisons measured on the model). Whatever writes
 one of them calls :func:`write_model_card`, so the card never contradicts them. The metadata is
 rendered by ``huggingface_hub`` (``ModelCardData``, ``EvalResult``), the hub's own reader.
 
-A core module: it reads JSON and imports nothing above the core, so training, inference and the
-harness can all keep the card up to date.
+It sits in the model layer beside :mod:`bio_mrc.model`, whose config it reads, so training, inference,
+the harness and serving can all keep the card up to date.
 """
 
 from __future__ import annotations
@@ -20,16 +21,17 @@ import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import model_defaults, registry
+from . import registry
 from .encoders import is_default_encoder
 from .evaluation_record import EVAL_FILE, save_evaluation
 from .io import atomic_write_text, remove_file
+from .model import RUN_FILE, BioMrcConfig
 
-__all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "record_evaluation",
+__all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "record_evaluation",
            "render_model_card", "write_model_card"]
 
 CARD_FILE = "README.md"
-RUN_RECORD_FILE = "bio_mrc_run.json"  # bio_mrc.model.RUN_FILE (the core cannot import the model layer; a test ties them)
+RUN_RECORD_FILE = RUN_FILE
 CARD_MARKER = "<!-- bio_mrc model card:"  # a README.md without it was written by hand and is left alone
 LIBRARY_NAME = "bio_mrc"
 TAGS = ["question-answering", "extractive-qa"]
@@ -39,6 +41,7 @@ DEFAULT_ENCODER_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the embedd
 HUB_DATASETS = ((re.compile(r"(^|[/\\])squad-v2\.0[/\\]"), "rajpurkar/squad_v2"),
                 (re.compile(r"(^|[/\\])squad-v1\.1[/\\]"), "rajpurkar/squad"))
 SPLIT_NAMES = {"dev": "validation", "train": "train", "test": "test"}  # file names -> the hub's split names
+WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")  # the windows the model was trained with
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 
@@ -47,9 +50,10 @@ def decodings_of(heads: str) -> list[str]:
     return registry.decodings_for(heads)
 
 
-def heads_of(config: Mapping[str, Any]) -> str:
-    """The model's heads: its config's, or BioMrcConfig's default where config.json leaves them out."""
-    return config.get("heads") or model_defaults.HEADS
+def model_config(config: BioMrcConfig | Mapping[str, Any]) -> BioMrcConfig:
+    """``config`` as the model reads it: a :class:`BioMrcConfig` as it is, a mapping (config.json's JSON) through
+    ``BioMrcConfig.from_dict``, so a field it leaves out has the model's default."""
+    return config if isinstance(config, BioMrcConfig) else BioMrcConfig.from_dict(dict(config))
 
 
 def card_tags(heads: str) -> list[str]:
@@ -76,8 +80,8 @@ def write_model_card(model_dir: str | Path) -> Path | None:
     written by hand (one without the card's marker line): that card is its author's to keep.
     """
     model_dir = Path(model_dir)
-    config = _read_json(model_dir / "config.json")
-    if not isinstance(config, dict):
+    config = _read_config(model_dir)
+    if config is None:
         return None
     card = model_dir / CARD_FILE
     if card.is_file() and CARD_MARKER not in card.read_text(encoding="utf-8", errors="replace"):
@@ -85,6 +89,12 @@ def write_model_card(model_dir: str | Path) -> Path | None:
         return None
     record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)
     return atomic_write_text(card, render_model_card(config, record, evaluation, model_dir.name))
+
+
+def _read_config(model_dir: Path) -> BioMrcConfig | None:
+    """The folder's config.json as the model reads it; None without one (no model yet)."""
+    config = _read_json(model_dir / "config.json")
+    return model_config(config) if isinstance(config, dict) else None
 
 
 def clear_model_card(model_dir: str | Path) -> None:
@@ -135,15 +145,17 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def card_metadata(config: Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str):
+def card_metadata(config: BioMrcConfig | Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str):
     """The card's YAML front matter as ``huggingface_hub.ModelCardData`` (``model-index`` included)."""
     from huggingface_hub import ModelCardData
+
+    config = model_config(config)
 
     trained_on = (evaluation or {}).get("trained_on") or {}
     dataset = _hub_dataset(trained_on.get("description"))
     results = _evaluation_results(evaluation, config) + _tuned_results(config)
     return ModelCardData(
-        library_name=LIBRARY_NAME, tags=card_tags(heads_of(config)), pipeline_tag="question-answering",
+        library_name=LIBRARY_NAME, tags=card_tags(config.heads), pipeline_tag="question-answering",
         base_model=_base_model((record or {}).get("train") or {}), datasets=[dataset] if dataset else None,
         metrics=["exact_match", "f1"] if evaluation else None,
         model_name=name if results else None, eval_results=results or None,
@@ -159,13 +171,13 @@ def _dataset(description: str | None, questions: Any, question_hash: Any, suffix
             "dataset_split": f"{split} ({questions} questions, {question_hash})"}
 
 
-def _shown_evaluations(evaluation: Mapping | None, config: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _shown_evaluations(evaluation: Mapping | None, config: BioMrcConfig) -> list[Mapping[str, Any]]:
     """One evaluation per set of questions for ``model-index``: the latest one decoded with the
     settings saved with the model (tuned on the same questions) when there is one, else the latest."""
     def tuning(tuned_on: Mapping[str, Any] | None) -> tuple[Any, Any]:
         return (tuned_on or {}).get("description"), (tuned_on or {}).get("questions")
 
-    saved, chosen = tuning(config.get("tuned_on")), {}
+    saved, chosen = tuning(config.tuned_on), {}
     for entry in (evaluation or {}).get("evaluations", []):
         key = entry["evaluated_on"].get("question_hash")
         if key not in chosen or tuning(entry.get("tuned_on")) == saved or tuning(chosen[key].get("tuned_on")) != saved:
@@ -173,7 +185,7 @@ def _shown_evaluations(evaluation: Mapping | None, config: Mapping[str, Any]) ->
     return list(chosen.values())
 
 
-def _evaluation_results(evaluation: Mapping | None, config: Mapping[str, Any]) -> list:
+def _evaluation_results(evaluation: Mapping | None, config: BioMrcConfig) -> list:
     """One hub ``EvalResult`` per decoding and metric (EM, F1) of each set of evaluation questions."""
     from huggingface_hub import EvalResult
 
@@ -192,13 +204,13 @@ def _evaluation_results(evaluation: Mapping | None, config: Mapping[str, Any]) -
     return results
 
 
-def _tuned_results(config: Mapping[str, Any]) -> list:
+def _tuned_results(config: BioMrcConfig) -> list:
     """The settings tuned on held-out questions, as ``model-index`` values measured on those questions."""
     from huggingface_hub import EvalResult
 
-    tuned_on, prior = config.get("tuned_on"), config.get("bio_length_prior")
+    tuned_on, prior = config.tuned_on, config.bio_length_prior
     values = [("bio_length_prior", "BIO span-length prior β (tuned setting)", None, prior)] if prior is not None else []
-    for key, threshold in sorted((config.get("no_answer_thresholds") or {}).items()):
+    for key, threshold in sorted((config.no_answer_thresholds or {}).items()):
         if math.isfinite(threshold):  # -inf (always abstain) is no number the hub reads
             values.append(("no_answer_threshold", f"no-answer threshold, {key} (tuned setting)", key, threshold))
     if not tuned_on or not values:
@@ -210,8 +222,9 @@ def _tuned_results(config: Mapping[str, Any]) -> list:
             for kind, label, key, value in values]
 
 
-def render_model_card(config: Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str) -> str:
+def render_model_card(config: BioMrcConfig | Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str) -> str:
     """The whole card: YAML front matter, then what the model is, its training, scores, tuned settings, usage."""
+    config = model_config(config)
     metadata = card_metadata(config, record, evaluation, name)
     sections = [
         f"# {name}",
@@ -231,15 +244,15 @@ def _table(rows: Sequence[tuple[Any, ...]], header: tuple[str, ...]) -> str:
     return "\n".join(lines + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows])
 
 
-def _model_section(config: Mapping[str, Any], record: Mapping | None) -> str:
+def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
     """What the model is: heads, decodings, tag level, windows, encoder."""
-    heads = heads_of(config)
+    heads = config.heads
     names = [name for name in heads.split("+") if name in registry.HEADS]
     parts = {name: registry.head(name).description for name in names}
     decodings = decodings_of(heads)
     tagging = any(registry.head(name).needs_tag_mask for name in names)
     encoder = _encoder_name(config, record)
-    tag_level = config.get("tag_level")
+    tag_level = config.tag_level
     rows = [
         ("heads", f"`{heads}`"),
         ("decodings", ", ".join(f"`{d}`" for d in decodings_of(heads))),
@@ -247,17 +260,18 @@ def _model_section(config: Mapping[str, Any], record: Mapping | None) -> str:
          if registry.decodes_tag_sequences(decodings) else "the span head's non-overlapping n-best spans"),
         ("BIO tag level", {"word": "`word`: the first piece of each word", "subword": "`subword`: every paragraph token"}
          .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),
-        ("windows", ", ".join(f"`{k}` {config.get(k)}" for k in ("max_seq_length", "doc_stride", "max_query_length"))),
+        ("windows", ", ".join(f"`{k}` {getattr(config, k)}" for k in WINDOW_FIELDS)),
         ("encoder", f"`{encoder}`" if encoder else "unknown"),
-        ("bio_mrc model format", config.get("bio_mrc_format", 1)),
+        ("bio_mrc model format", config.bio_mrc_format),
     ]
     intro = (f"Extractive question answering made with `bio_mrc`: one BERT-style encoder with "
              f"{' and '.join(parts[h] for h in names if h in parts)}.")
     return "## Model\n\n" + intro + "\n\n" + _table(rows, ("", ""))
 
 
-def _encoder_name(config: Mapping[str, Any], record: Mapping | None) -> str | None:
-    return ((record or {}).get("train") or {}).get("encoder") or (config.get("encoder") or {}).get("_name_or_path")
+def _encoder_name(config: BioMrcConfig, record: Mapping | None) -> str | None:
+    """The encoder the model was trained from: the run record's, else the one its config was read from."""
+    return ((record or {}).get("train") or {}).get("encoder") or getattr(config.encoder, "name_or_path", None) or None
 
 
 def card_summary(model_dir: str | Path) -> dict[str, Any]:
@@ -265,22 +279,22 @@ def card_summary(model_dir: str | Path) -> dict[str, Any]:
     model is, its tuned settings and calibrated decodings, how it was trained, how it scored. Made from
     the same files as the card; an empty dict for a folder without ``config.json``."""
     model_dir = Path(model_dir)
-    config = _read_json(model_dir / "config.json")
-    if not isinstance(config, dict):
+    config = _read_config(model_dir)
+    if config is None:
         return {}
     record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)
     train = record if isinstance(record, dict) else {}
     return {
         "name": model_dir.name,
-        "heads": heads_of(config),
-        "decodings": decodings_of(heads_of(config)),
-        "tag_level": config.get("tag_level"),
-        "windows": {key: config.get(key) for key in ("max_seq_length", "doc_stride", "max_query_length")},
+        "heads": config.heads,
+        "decodings": decodings_of(config.heads),
+        "tag_level": config.tag_level,
+        "windows": {key: getattr(config, key) for key in WINDOW_FIELDS},
         "encoder": _encoder_name(config, train),
-        "bio_mrc_format": config.get("bio_mrc_format", 1),
-        "tuned": {"no_answer_thresholds": config.get("no_answer_thresholds") or {},
-                  "bio_length_prior": config.get("bio_length_prior"), "tuned_on": config.get("tuned_on")},
-        "calibrated": sorted(config.get("calibration") or {}),
+        "bio_mrc_format": config.bio_mrc_format,
+        "tuned": {"no_answer_thresholds": config.no_answer_thresholds or {},
+                  "bio_length_prior": config.bio_length_prior, "tuned_on": config.tuned_on},
+        "calibrated": sorted(config.calibration or {}),
         "training": {key: train.get(key) for key in ("n_examples", "n_windows", "seconds", "final_loss", "finished")}
         if train else None,
         "evaluations": [{"evaluated_on": entry["evaluated_on"], "results": entry["results"]}
@@ -357,19 +371,19 @@ def _evaluation_section(evaluation: Mapping | None) -> str:
     return "\n\n".join(blocks)
 
 
-def _tuned_section(config: Mapping[str, Any]) -> str:
+def _tuned_section(config: BioMrcConfig) -> str:
     """The decoding settings saved in config.json, with the questions they were tuned on."""
-    prior, thresholds = config.get("bio_length_prior"), config.get("no_answer_thresholds") or {}
-    span_counts = config.get("min_span_probabilities") or {}
+    prior, thresholds = config.bio_length_prior, config.no_answer_thresholds or {}
+    span_counts = config.min_span_probabilities or {}
     if prior is None and not thresholds and not span_counts:
-        uses_prior = any(registry.decoding(d).uses_length_prior for d in decodings_of(heads_of(config)))
+        uses_prior = any(registry.decoding(d).uses_length_prior for d in decodings_of(config.heads))
         prior_note = "the BIO span-length prior β is 0 and " if uses_prior else ""
         return (f"## Tuned settings\n\nNone: {prior_note}no no-answer threshold is set "
                 "(`bio-mrc tune --model DIR --data HELDOUT.json` tunes them on held-out questions).")
     rows = ([("BIO span-length prior β", _number(prior))] if prior is not None else []) + [
         (f"no-answer threshold `{key}`", _number(value, 4)) for key, value in sorted(thresholds.items())] + [
         (f"multi-span answers, `{key}`: a span after the first needs probability ≥", _number(value)) for key, value in sorted(span_counts.items())]
-    tuned_on = config.get("tuned_on") or {}
+    tuned_on = config.tuned_on or {}
     provenance = (f"Tuned on `{tuned_on.get('description')}` ({tuned_on.get('questions')} questions, content hash "
                   f"`{tuned_on.get('content_hash')}`)" if tuned_on else "Where these were tuned is not recorded")
     return ("## Tuned settings\n\n" + provenance + "; saved in config.json, applied by `predict`, `compare` and "
@@ -377,9 +391,9 @@ def _tuned_section(config: Mapping[str, Any]) -> str:
             + _table(rows, ("setting", "value")))
 
 
-def _usage_section(config: Mapping[str, Any], name: str) -> str:
+def _usage_section(config: BioMrcConfig, name: str) -> str:
     """How to run the model from Python and from the command line."""
-    decodings = decodings_of(heads_of(config))
+    decodings = decodings_of(config.heads)
     decoding = registry.preferred_decoding(decodings) if decodings else "span"
     multi = ", multi_span=True" if registry.decodes_tag_sequences(decodings) else ""
     return (

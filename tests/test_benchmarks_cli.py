@@ -196,3 +196,17 @@ def test_no_benchmark_script_keeps_its_own_median_of_runs():
     for script in sorted(BENCHMARKS.glob("*.py")):
         if script.name != "_common.py":
             assert "def median_times" not in script.read_text(encoding="utf-8"), script.name
+
+
+TIMING_HELPERS = ("timed", "repeated", "median_of", "best_of", "median_times", "alternate", "StageTimes")
+
+
+def test_the_timing_helpers_are_defined_once_in_common():
+    """Every script times through ``_common``: none defines a helper of the same name (a copy of it) at its top level."""
+    import ast
+
+    assert all(hasattr(_common, name) for name in TIMING_HELPERS)
+    copies = [f"{path.name}:{node.lineno} {node.name}" for path in BENCHMARKS.glob("*.py") if path.name != "_common.py"
+              for node in ast.parse(path.read_text(encoding="utf-8")).body
+              if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in TIMING_HELPERS]
+    assert not copies, copies

@@ -50,8 +50,8 @@ def test_the_earlier_models_cells_are_read_not_recomputed(earlier, composed):
     assert reused[0].scored_in["date"] == earlier_results.date
     assert not any(p.name.startswith("span-only") for p in (out / "models").iterdir())  # not trained here
     assert {c.decoding for c in results.cells if c.run == "joint"} == {"span", "bio", "joint"}
-    row = next(r for r in summary["rows"] if r["cell"] == "span-only/span")
-    assert row["f1"] == next(r for r in earlier_summary["rows"] if r["cell"] == "span-only/span")["f1"]
+    row = next(r for r in summary.rows if str(r.cell) == "span-only/span")
+    assert row.scores["f1"] == next(r for r in earlier_summary.rows if str(r.cell) == "span-only/span").scores["f1"]
     assert results.cells_from["models"] == [{"run": "span-only", "seed": 1}]
 
 

@@ -39,13 +39,13 @@ def _cell_scores(cell):
 
 def test_every_cell_scores_its_questions(committed):
     report, _ = committed
-    rows = {row["cell"]: row for row in report.summary["rows"]}
+    rows = {row.cell: row for row in report.summary.rows}
     for cell in report.results.cells:
-        row = rows[cell.label]
-        at = row["seeds"].index(cell.seed)
+        row = rows[cell.key]
+        at = row.seeds.index(cell.seed)
         assert len(cell.counts if cell.counts is not None else cell.f1) == len(report.eval_ids)
         for metric, value in _cell_scores(cell).items():
-            assert value == pytest.approx(row[metric][at], abs=1e-9), (cell.label, metric)
+            assert value == pytest.approx(row.scores[metric][at], abs=1e-9), (cell.label, metric)
 
 
 def test_the_task_entry_scores_each_cell_as_the_report_did(committed):
@@ -69,7 +69,7 @@ def test_the_markdown_report_shows_the_json_scores(committed):
 
 def test_the_learning_curve_follows_from_its_gaps(committed):
     report, markdown = committed
-    curve = report.summary.get("learning_curve")
+    curve = report.summary.learning_curve
     if curve is None:
         pytest.skip("no learning curve in this report")
     _assert_same(gap_trend(curve["gaps"]), curve["gap_trend"])

@@ -53,14 +53,14 @@ def test_bootstrap_is_paired_on_per_question_scores(comparison):
     _, results, summary = comparison
     f1 = {}
     for c in results.cells:
-        f1.setdefault(f"{c.run}/{c.decoding}", []).append(c.f1)
-    for comp in summary["comparisons"]:
-        a, b = np.mean(f1[comp["a"]], axis=0), np.mean(f1[comp["b"]], axis=0)
-        assert comp["diff"] == pytest.approx(a.mean() - b.mean())
-        assert comp["n_questions"] == len(a)
+        f1.setdefault(c.key, []).append(c.f1)
+    for comp in summary.comparisons:
+        a, b = np.mean(f1[comp.a], axis=0), np.mean(f1[comp.b], axis=0)
+        assert comp.diff == pytest.approx(a.mean() - b.mean())
+        assert comp.n_questions == len(a)
         if np.allclose(a - b, (a - b)[0]):  # a constant per-question difference has a zero-width paired CI
-            assert comp["ci_low"] == pytest.approx(comp["ci_high"])
-        assert comp["ci_low"] <= comp["diff"] + 1e-9 and comp["diff"] <= comp["ci_high"] + 1e-9
+            assert comp.ci_low == pytest.approx(comp.ci_high)
+        assert comp.ci_low <= comp.diff + 1e-9 and comp.diff <= comp.ci_high + 1e-9
 
 
 def test_report_files_and_table(comparison):
@@ -71,7 +71,7 @@ def test_report_files_and_table(comparison):
     assert (out / "f1_by_answer_length.png").stat().st_size > 0
     data = json.loads((out / "report.json").read_text())
     assert data["eval"]["question_hash"] and len(data["summary"]["rows"]) == 4
-    seeds = next(r for r in summary["rows"] if r["cell"] == "joint/bio")["seeds"]
+    seeds = next(r for r in summary.rows if str(r.cell) == "joint/bio").seeds
     assert seeds == [1, 2]
 
 
@@ -204,11 +204,11 @@ def test_multispanqa_cross_validation_through_the_harness(tiny_encoder_dir, tmp_
     results, summary = compare(parse_config(raw), FIXTURES, tmp_path / "out", progress=False)
     assert len(list((tmp_path / "out" / "models").iterdir())) == 3  # one model per fold
     gold = multispan_gold_texts(load_multispanqa(path))
-    for row in summary["rows"]:  # each row is the official metric of the pooled prediction file
-        predicted = json.loads((tmp_path / "out" / "predictions" / f"joint-seed1-{row['decoding']}.json").read_text())
+    for row in summary.rows:  # each row is the official metric of the pooled prediction file
+        predicted = json.loads((tmp_path / "out" / "predictions" / f"joint-seed1-{row.decoding}.json").read_text())
         assert set(predicted) == set(gold)
         official = multispan_metrics(gold, predicted)
-        assert all(row[k] == [pytest.approx(v)] for k, v in official.items())
+        assert all(row.scores[k] == [pytest.approx(v)] for k, v in official.items())
     assert {c.decoding for c in results.cells} == {"span", "bio", "joint"}
     for cell in results.cells:  # every fold's own tuned prior, their mean as the cell's; the forward pass's precision
         priors = cell.fold_bio_length_priors
@@ -217,7 +217,7 @@ def test_multispanqa_cross_validation_through_the_harness(tiny_encoder_dir, tmp_
             assert priors == [None] * 3 and cell.bio_length_prior is None
         else:
             assert all(p is not None for p in priors) and cell.bio_length_prior == pytest.approx(sum(priors) / 3)
-    assert len(summary["comparisons"]) == 3 and all(c["n_questions"] == 12 for c in summary["comparisons"])
+    assert len(summary.comparisons) == 3 and all(c.n_questions == 12 for c in summary.comparisons)
     report = (tmp_path / "out" / "report.md").read_text()
     assert "3-fold cross-validation" in report and "EM F1" in report and "PM F1" in report
 

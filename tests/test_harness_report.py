@@ -15,6 +15,7 @@ from bio_mrc.harness.config import parse_config, resolve_contrasts
 from bio_mrc.harness.report import CELL_PLOT, write_report
 from bio_mrc.harness.results import Cell, ComparisonResults
 from bio_mrc.harness.summary import summarise
+from bio_mrc.harness.summary_records import CellKey
 from bio_mrc.harness.selective_section import measure
 from bio_mrc.harness.stats import paired_bootstrap, paired_bootstrap_ratio, paired_bootstrap_recomputed, two_level_bootstrap
 from bio_mrc.metrics.selective import aurc, aurc_of_resamples
@@ -75,39 +76,40 @@ def squad_summary(results):
 
 
 def pairs(items):
-    return [(c["a"], c["b"]) for c in items]
+    """The (A, B) labels of contrasts: records, or their JSON."""
+    return [(c["a"], c["b"]) if isinstance(c, dict) else (str(c.a), str(c.b)) for c in items]
 
 
 def test_the_baseline_defaults_to_the_first_cell():
     summary = squad_summary(synthetic_results(runs=("joint", "bio-only")))
-    assert summary["baseline"] == {"cell": "joint/span", "named_in_config": False}
-    assert pairs(summary["contrasts"]) == [("joint/span", "joint/bio"), ("joint/span", "joint/joint"), ("joint/span", "bio-only/bio")]
-    assert len(summary["comparisons"]) == 6  # every pair of the four cells, still computed
+    assert (summary.baseline, summary.baseline_named_in_config) == (CellKey("joint", "span"), False)
+    assert pairs(summary.contrasts) == [("joint/span", "joint/bio"), ("joint/span", "joint/joint"), ("joint/span", "bio-only/bio")]
+    assert len(summary.comparisons) == 6  # every pair of the four cells, still computed
 
 
 def test_a_named_baseline_and_listed_contrasts():
     results = synthetic_results(runs=("joint", "bio-only"), baseline="joint/bio",
                            contrasts=[["joint/bio", "bio-only/bio"], ["joint/joint", "bio-only/bio"], ["joint/span", "joint/bio"]])
     summary = squad_summary(results)
-    assert summary["baseline"] == {"cell": "joint/bio", "named_in_config": True}
+    assert (str(summary.baseline), summary.baseline_named_in_config) == ("joint/bio", True)
     # the baseline against every other cell, then the listed pairs not already among them (in either order)
-    assert pairs(summary["contrasts"]) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint"),
-                                           ("joint/bio", "bio-only/bio"), ("joint/joint", "bio-only/bio")]
-    f1 = {c.label: c.f1 for c in results.cells}
-    for contrast in summary["contrasts"]:
-        expected = paired_bootstrap(f1[contrast["a"]], f1[contrast["b"]], n_resamples=1000, seed=0)
-        assert {k: contrast[k] for k in expected.to_dict()} == expected.to_dict()  # one seed: exactly the question bootstrap
+    assert pairs(summary.contrasts) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint"),
+                                        ("joint/bio", "bio-only/bio"), ("joint/joint", "bio-only/bio")]
+    f1 = {c.key: c.f1 for c in results.cells}
+    for contrast in summary.contrasts:
+        expected = paired_bootstrap(f1[contrast.a], f1[contrast.b], n_resamples=1000, seed=0)
+        assert {k: getattr(contrast, k) for k in expected.to_dict()} == expected.to_dict()  # one seed: exactly the question bootstrap
 
 
 def test_contrast_p_values_are_adjusted_with_holm():
     summary = squad_summary(synthetic_results(runs=("joint", "bio-only", "span-only")))
-    contrasts = summary["contrasts"]
-    m, p = len(contrasts), np.array([c["p_value"] for c in contrasts])
+    contrasts = summary.contrasts
+    m, p = len(contrasts), np.array([c.p_value for c in contrasts])
     order = np.argsort(p, kind="stable")
     expected = np.maximum.accumulate(np.minimum(1, (m - np.arange(m)) * p[order]))
-    np.testing.assert_allclose([contrasts[i]["p_holm"] for i in order], expected)
-    assert all(c["p_holm"] >= c["p_value"] and c["significant_holm"] == (c["p_holm"] <= 0.05) for c in contrasts)
-    assert all("p_holm" not in c for c in summary["comparisons"])  # the full matrix is unadjusted
+    np.testing.assert_allclose([contrasts[i].p_holm for i in order], expected)
+    assert all(c.p_holm >= c.p_value and c.significant_holm == (c.p_holm <= 0.05) for c in contrasts)
+    assert all(c.p_holm is None and "p_holm" not in c.to_json() for c in summary.comparisons)  # the full matrix is unadjusted
 
 
 def test_unknown_cells_are_refused_naming_them():
@@ -140,17 +142,18 @@ def test_a_config_round_trips_its_contrasts():
 def test_several_seeds_use_the_two_level_bootstrap_paired_by_seed_index():
     results = synthetic_results(runs=("joint", "bio-only"), seeds=(1, 2, 3), seed_sd=5.0)
     summary = squad_summary(results)
-    assert summary["resampling"] == "seeds × questions"
+    assert summary.resampling == "seeds × questions"
     f1 = {}
     for c in results.cells:
-        f1.setdefault(c.label, []).append(c.f1)
-    for contrast in summary["contrasts"]:  # rows are seeds in order, across runs too
-        expected = two_level_bootstrap(np.array(f1[contrast["a"]]), np.array(f1[contrast["b"]]), n_resamples=1000, seed=0)
-        assert contrast["n_seeds"] == 3 and contrast["ci_low"] == expected.ci_low and contrast["ci_high"] == expected.ci_high
+        f1.setdefault(c.key, []).append(c.f1)
+    for contrast in summary.contrasts:  # rows are seeds in order, across runs too
+        expected = two_level_bootstrap(np.array(f1[contrast.a]), np.array(f1[contrast.b]), n_resamples=1000, seed=0)
+        assert contrast.n_seeds == 3 and contrast.ci_low == expected.ci_low and contrast.ci_high == expected.ci_high
     one_seed = squad_summary(synthetic_results(runs=("joint", "bio-only"), seeds=(1,)))
-    assert one_seed["resampling"] == "questions" and one_seed["intervals"]["joint/bio"]["resampling"] == "questions"
-    interval = summary["intervals"]["joint/bio"]
-    assert interval["resampling"] == "seeds × questions" and interval["value"] == pytest.approx(np.mean(f1["joint/bio"]))
+    joint_bio = CellKey("joint", "bio")
+    assert one_seed.resampling == "questions" and one_seed.intervals[joint_bio].to_dict()["resampling"] == "questions"
+    interval = summary.intervals[joint_bio].to_dict()
+    assert interval["resampling"] == "seeds × questions" and interval["value"] == pytest.approx(np.mean(f1[joint_bio]))
 
 
 @pytest.mark.slow
@@ -165,11 +168,11 @@ def test_runs_with_different_seeds_pair_on_the_seeds_they_share(tmp_path):
                       config={**three.config, "baseline": "joint/span",
                               "contrasts": [["bio-only/bio", "span-only/span"], ["span-only-7/span", "joint/span"]]})
     summary = squad_summary(results)
-    assert summary["resampling"] == "per contrast"
+    assert summary.resampling == "per contrast"
     f1 = {}
     for c in results.cells:
         f1.setdefault(c.label, {})[c.seed] = c.f1
-    by_pair = {(c["a"], c["b"]): c for c in summary["contrasts"]}  # the baseline comes first: A = joint/span
+    by_pair = {(str(c.a), str(c.b)): c.to_json() for c in summary.contrasts}  # the baseline comes first: A = joint/span
     shared_three = by_pair["joint/span", "joint/bio"]
     expected = two_level_bootstrap(np.array(list(f1["joint/span"].values())), np.array(list(f1["joint/bio"].values())),
                                    n_resamples=1000, seed=0)
@@ -194,13 +197,14 @@ def test_runs_with_different_seeds_pair_on_the_seeds_they_share(tmp_path):
 def test_multispan_cells_share_the_contrast_machinery():
     results = replace(synthetic_results(task="multispanqa", baseline="joint/bio"), eval_examples=[])  # not read: no breakdowns
     summary = summarise(results, None, None)
-    assert pairs(summary["contrasts"]) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint")]
+    assert pairs(summary.contrasts) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint")]
     counts = {c.decoding: c.counts for c in results.cells}
     expected = paired_bootstrap_ratio(counts["bio"], counts["span"], f1_from_count_sums, n_resamples=1000, seed=0)
-    assert summary["contrasts"][0]["diff"] == expected.diff and summary["contrasts"][0]["ci_low"] == expected.ci_low
-    assert summary["intervals"]["joint/span"]["value"] == pytest.approx(float(f1_from_count_sums(counts["span"].sum(axis=0))))
+    assert summary.contrasts[0].diff == expected.diff and summary.contrasts[0].ci_low == expected.ci_low
+    span = CellKey("joint", "span")
+    assert summary.intervals[span].value == pytest.approx(float(f1_from_count_sums(counts["span"].sum(axis=0))))
     several = synthetic_results(task="multispanqa", seeds=(1, 2))
-    assert summarise(several, None, None)["contrasts"][0]["n_seeds"] == 2
+    assert summarise(several, None, None).contrasts[0].n_seeds == 2
 
 
 def write(results, tmp_path):
@@ -279,7 +283,7 @@ def test_the_selective_qa_section_and_plot(tmp_path):
         expected = measure(*raw[label][0])
         assert kinds["raw"]["aurc"] == [pytest.approx(expected["aurc"])]
         assert kinds["raw"]["coverage_at_80"] == [pytest.approx(expected["coverage_at_80"])]
-    assert summary["selective"]["contrasts"]
+    assert summary.selective["contrasts"]
     _, plain, _ = write(synthetic_results(), tmp_path / "plain")  # cells without per-question confidences: no section
     assert "Selective QA" not in plain and not (tmp_path / "plain" / "risk_coverage.png").exists()
 
@@ -290,7 +294,7 @@ def aurc_statistic(item, idx):
 
 def test_the_paired_interval_of_an_aurc_contrast():
     results = synthetic_results(runs=("joint", "bio-only"), selective=True)
-    contrasts = squad_summary(results)["selective"]["contrasts"]
+    contrasts = squad_summary(results).selective["contrasts"]
     assert [(c["a"], c["b"], c["confidence"]) for c in contrasts][:2] == [("joint/span", "joint/bio", "raw"),
                                                                           ("joint/span", "joint/bio", "calibrated")]
     for contrast in contrasts:
@@ -299,7 +303,7 @@ def test_the_paired_interval_of_an_aurc_contrast():
         expected = paired_bootstrap_recomputed(a, b, aurc_statistic, 200, n_resamples=1000, seed=0)
         assert contrast["diff"] == pytest.approx(aurc(*a[0]) - aurc(*b[0]))
         assert (contrast["ci_low"], contrast["ci_high"], contrast["p_value"]) == (expected.ci_low, expected.ci_high, expected.p_value)
-    several = squad_summary(synthetic_results(seeds=(1, 2), seed_sd=2.0, selective=True))["selective"]
+    several = squad_summary(synthetic_results(seeds=(1, 2), seed_sd=2.0, selective=True)).selective
     assert several["contrasts"][0]["n_seeds"] == 2 and several["contrasts"][0]["seeds"] == [1, 2]
     assert len(several["cells"]["joint/bio"]["raw"]["aurc"]) == 2
 
@@ -314,7 +318,7 @@ def test_end_to_end_on_the_tiny_encoder(tiny_encoder_dir, tmp_path):
                         "epochs": 1, "batch_size": 4},
            "runs": [{"name": "joint", "heads": "span+bio"}], "baseline": "joint/bio", "contrasts": [["joint/joint", "joint/span"]]}
     results, summary = compare(parse_config(raw), FIXTURES, tmp_path, progress=False)
-    assert pairs(summary["contrasts"]) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint"), ("joint/joint", "joint/span")]
+    assert pairs(summary.contrasts) == [("joint/bio", "joint/span"), ("joint/bio", "joint/joint"), ("joint/joint", "joint/span")]
     report = (tmp_path / "report.md").read_text()
     assert "Baseline: `joint/bio` (named by the configuration)" in report and "](score_per_cell.png)" in report
     assert (tmp_path / "score_per_cell.png").read_bytes().startswith(PNG_MAGIC)
@@ -342,6 +346,6 @@ def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
     results.eval_examples = [Example(ex.id, ex.question, ex.context, ex.answers if i % 2 else ())
                              for i, ex in enumerate(results.eval_examples)]
     summary = write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))
-    assert summary["always_abstain"]["f1"] == 50.0
+    assert summary.always_abstain["f1"] == 50.0
     report = (tmp_path / "report.md").read_text()
     assert "## Against always abstaining (SQuAD 2.0)" in report and "F1 = EM = **50.00**" in report

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from bio_mrc.harness.plots import palette_png, plot_breakdown, plot_cell_scores, plot_threshold_curve
+from bio_mrc.harness.summary_records import CellKey
 from bio_mrc.harness.groups import QUESTION_WORDS, bin_labels, breakdown, group_order, length_bins, question_word
 from bio_mrc.harness.stats import (
     BootstrapResult,
+    Interval,
     agreement,
     format_mean_sd,
     holm,
@@ -353,7 +355,7 @@ def test_mean_sd_and_format():
 
 def test_plot_breakdown_writes_png(tmp_path):
     bd = breakdown(
-        {"greedy": np.array([100.0, 50.0, 0.0, 20.0]), "viterbi": np.array([80.0, 0.0, 40.0, 10.0])},
+        {CellKey("joint", "greedy"): np.array([100.0, 50.0, 0.0, 20.0]), CellKey("joint", "viterbi"): np.array([80.0, 0.0, 40.0, 10.0])},
         length_bins(np.array([1, 3, 1, 12]), (1, 2, 3, 5, 9)),
     )
     out = plot_breakdown(bd, "F1 against answer length", "answer length (words)", tmp_path / "sub" / "ans.png")
@@ -376,7 +378,8 @@ def test_many_cells_are_laid_out_as_a_grid_of_facets_not_one_row(tmp_path):
     from bio_mrc.harness.plots import plot_reliability, plot_risk_coverage
 
     runs = ["joint-3k", "joint-10k", "joint-30k", "joint-all"]
-    labels = [f"{run}/{decoding}" for run in runs for decoding in ("span", "bio", "joint")] + ["span-only/span", "bio-only/bio"]
+    labels = [CellKey(run, decoding) for run in runs for decoding in ("span", "bio", "joint")]
+    labels += [CellKey("span-only", "span"), CellKey("bio-only", "bio")]
     bins = {"bin_count": [0, 5, 10], "bin_confidence": [None, 0.4, 0.8], "bin_accuracy": [None, 0.5, 0.7], "ece": 0.1}
     reliability = plot_reliability({label: {"raw": bins, "calibrated": bins} for label in labels}, tmp_path / "cal.png")
     width, height = _png_size(reliability)
@@ -405,9 +408,9 @@ def test_plot_threshold_curve_writes_png(tmp_path):
 
 
 def test_plot_cell_scores_writes_png(tmp_path):
-    intervals = {"joint/span": {"value": 57.3, "ci_low": 54.6, "ci_high": 59.9},
-                 "joint/bio": {"value": 50.8, "ci_low": 48.0, "ci_high": 53.6},
-                 "bio-only/bio": {"value": 51.1, "ci_low": 48.2, "ci_high": 54.0}}
+    intervals = {CellKey("joint", "span"): Interval(57.3, 54.6, 59.9, 1, 200, 1000),
+                 CellKey("joint", "bio"): Interval(50.8, 48.0, 53.6, 1, 200, 1000),
+                 CellKey("bio-only", "bio"): Interval(51.1, 48.2, 54.0, 1, 200, 1000)}
     out = plot_cell_scores(intervals, "F1 per cell", "F1", tmp_path / "cells.png")
     data = out.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 1000

@@ -30,9 +30,12 @@ ALLOWED = {
 }
 ALLOWED["cli"] = set(ALLOWED) | {"cli"}
 CORE_MODULES = {"types", "tags", "errors", "io", "progress", "precision", "precision_probe", "encoders", "config_options", "config_schema",
-                "model_card", "model_folder",
+                "model_folder",
                 "model_defaults", "argument_parser", "hub", "transformers_registration",
                 "registry", "code_fingerprint", "evaluation_record", "__init__", "__version__"}
+
+
+MODEL_MODULES = {"model", "model_card"}  # the model and its card, made from the model's config
 
 
 def layer_of(module: str) -> str:
@@ -40,7 +43,7 @@ def layer_of(module: str) -> str:
     parts = module.split(".")[1:] or ["__init__"]
     if parts[0] in CORE_MODULES:
         return "core"
-    if parts[0] == "model":
+    if parts[0] in MODEL_MODULES:
         return "model"
     if parts[0] == "cli":
         return "cli"

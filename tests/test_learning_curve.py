@@ -10,6 +10,7 @@ import pytest
 from bio_mrc.harness.learning_curve import describe_trend, gap_trend, learning_curve
 from bio_mrc.harness.report import write_report
 from bio_mrc.harness.summary import summarise
+from bio_mrc.harness.summary_records import CellKey, Row
 
 from .test_harness_report import synthetic_results
 
@@ -86,7 +87,7 @@ def curve_results():
 def test_the_report_holds_each_size_the_gap_with_its_paired_interval_and_the_figure(tmp_path):
     results = curve_results()
     summary = write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))
-    curve = summary["learning_curve"]
+    curve = summary.learning_curve
     assert set(curve["curves"]) == {"span+bio · span", "span+bio · bio", "span+bio · joint"}  # span-only: one size
     assert [p["train_questions"] for p in curve["curves"]["span+bio · bio"]] == [3_000, 10_000]
     f1 = {}
@@ -113,8 +114,8 @@ def test_a_comparison_at_one_size_has_no_learning_curve():
     results = synthetic_results(runs=("joint",))
     for cell in results.cells:
         cell.train_questions = 3_000
-    assert "learning_curve" not in summarise(results, np.arange(200) % 7, 50 + np.arange(200))
-    rows = [{"cell": "a/span", "run": "a", "decoding": "span", "seeds": [1], "f1": [50.0], "train_questions": None}]
+    assert summarise(results, np.arange(200) % 7, 50 + np.arange(200)).learning_curve is None
+    rows = [Row(CellKey("a", "span"), [1], None, [None], [None], [1.0], [1.0], [0.1], scores={"f1": [50.0]})]
     assert learning_curve(rows, {}, [], {"a": "span"}) is None
 
 

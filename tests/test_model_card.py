@@ -194,3 +194,31 @@ def test_the_card_says_whose_sittings_the_training_time_covers():
     assert "in 95 s (every sitting's); final" in text["every sitting's"]
     assert "in 95 s (its last sitting's); final" in text["last sitting's"]
     assert [model_card.training_time_is_partial(r) for r in records.values()] == [False, False, True]
+
+
+@pytest.mark.parametrize("heads", ["span", "bio", "span+bio"])
+def test_the_card_reads_the_config_as_the_model_does(heads, tmp_path):
+    """Span-only, BIO-only and joint: the card and the summary follow BioMrcConfig, its defaults included."""
+    saved = BioMrcConfig(heads=heads, max_seq_length=64, doc_stride=24, max_query_length=16,
+                         encoder={"model_type": "bert", "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                  "intermediate_size": 16, "_name_or_path": "enc/tiny"})
+    saved.save_pretrained(tmp_path)
+    summary = model_card.card_summary(tmp_path)
+    assert summary["heads"] == heads and summary["decodings"] == available_decodings(heads)
+    assert summary["windows"] == {"max_seq_length": 64, "doc_stride": 24, "max_query_length": 16}
+    assert summary["encoder"] == "enc/tiny" and summary["bio_mrc_format"] == saved.bio_mrc_format
+    body = (tmp_path / "README.md").read_text() if model_card.write_model_card(tmp_path) else ""
+    assert f"| heads | `{heads}` |" in body and "`max_seq_length` 64, `doc_stride` 24, `max_query_length` 16" in body
+    tagging = "bio" in heads.split("+")
+    assert ("| BIO tag level | `word`: the first piece of each word |" in body) == tagging
+    assert ("bio-tagging" in body.split("---")[1]) == tagging
+    decoding = "--decoding " + {"span": "span", "bio": "bio", "span+bio": "joint"}[heads]
+    assert decoding in body
+    assert ("the BIO span-length prior β is 0" in body) == tagging  # untuned: the prior applies to BIO decodings only
+
+
+def test_a_config_that_leaves_a_field_out_has_the_models_default():
+    defaults = BioMrcConfig()
+    text = model_card.render_model_card({}, None, None, "m")  # config.json without heads, tag level or format
+    assert f"| heads | `{defaults.heads}` |" in text and f"| bio_mrc model format | {defaults.bio_mrc_format} |" in text
+    assert model_card.model_config({}).heads == defaults.heads and model_card.model_config(defaults) is defaults

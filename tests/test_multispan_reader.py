@@ -96,7 +96,7 @@ def test_the_report_scores_each_data_set(tiny_encoder_dir, tmp_path):
     config = reader_config(tiny_encoder_dir, tmp_path, runs=[{"name": "joint", "heads": "span+bio", "bio_targets": "one-hot",
                                                               "length_prior_tuning": "fold-training"}])
     results, summary = compare(config, FIXTURES, tmp_path / "out", progress=False)
-    parts = summary["data_sets"]
+    parts = summary.data_sets
     assert [(p["task"], p["questions"]) for p in parts] == [("multispanqa", 12), ("quoref", 8)]
     for part in parts:
         assert {row["cell"] for row in part["rows"]} == {"joint/span", "joint/bio", "joint/joint"}

@@ -126,8 +126,8 @@ def test_v2_comparison_tunes_thresholds_on_other_articles(v2_file, tiny_encoder_
     }
     results, summary = compare(parse_config(raw), v2_file.parent, tmp_path, progress=False)
     assert results.eval["task"] == "squad-v2.0"
-    row = next(r for r in summary["rows"] if r["decoding"] == "span")
-    assert {"HasAns_f1", "NoAns_f1", "threshold"} <= set(row)
+    row = next(r for r in summary.rows if r.decoding == "span")
+    assert {"HasAns_f1", "NoAns_f1"} <= set(row.scores) and len(row.threshold) == 1
     model_dir = results.cells[0].model_dir
     saved = TrainedModel.load(model_dir).thresholds
     assert set(saved) == {"span", "bio/ratio", "joint"}

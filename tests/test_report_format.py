@@ -13,6 +13,7 @@ import pytest
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.harness.results import REPORT_FORMAT, Cell, ComparisonResults, SavedReport, upgrade_report
+from bio_mrc.harness.summary_records import CellKey, Contrast, Row, Summary
 
 REPORT_FILES = sorted((Path(__file__).parents[1] / "benchmarks" / "reports").glob("*/report.json*"))
 
@@ -34,6 +35,52 @@ def test_every_committed_report_reads_as_typed_records_that_write_back_the_same(
     assert all(isinstance(score, np.ndarray) for cell in report.results.cells for score in (cell.f1, cell.counts) if score is not None)
     stored = upgrade_report(_stored_json(path), str(path))
     assert report.to_json() == {**_set(stored), "cells": [_set(cell) for cell in stored["cells"]]}
+    summary = report.summary
+    assert all(isinstance(row, Row) and isinstance(row.cell, CellKey) for row in summary.rows)
+    assert all(isinstance(c, Contrast) for c in [*summary.contrasts, *summary.comparisons])
+    assert all(isinstance(key, CellKey) for key in summary.intervals) and isinstance(summary.baseline, CellKey)
+    # the summary's records write its JSON back key for key, in order: the same numbers, the same text
+    assert json.dumps(summary.to_json()) == json.dumps(stored["summary"])
+
+
+def test_a_cell_key_is_its_run_and_decoding_and_reads_back_from_its_label():
+    key = CellKey("joint-10k/v2", "bio")  # a run's name may hold a slash; a decoding's does not
+    assert str(key) == "joint-10k/v2/bio" and CellKey.parse(str(key)) == key
+    assert Cell("joint", "span", 1, "m", [], 0.0).key == CellKey("joint", "span")
+    for label in ("joint", "/span", "joint/", 3):
+        with pytest.raises(ConfigError, match="is not a cell label of the form run/decoding"):
+            CellKey.parse(label, "report.json: intervals")
+
+
+def test_a_hand_edited_summary_is_refused_naming_the_file_and_the_field(tmp_path):
+    stored = _stored_json(next(path for path in REPORT_FILES if path.parent.name == "quick"))
+    broken = {**stored, "summary": {**stored["summary"], "contrasts": [{"a": "joint/span"}]}}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(broken))
+    with pytest.raises(ConfigError, match=r"report.json: summary: contrast 0 is not a paired difference: it lacks \['b', "):
+        read_report(path)
+    path.write_text(json.dumps({**stored, "summary": {**stored["summary"], "baseline": {"cell": "nobody"}}}))
+    with pytest.raises(ConfigError, match="summary: baseline: 'nobody' is not a cell label"):
+        read_report(path)
+    row = {key: value for key, value in stored["summary"]["rows"][1].items() if key != "decode_seconds"}
+    path.write_text(json.dumps({**stored, "summary": {**stored["summary"], "rows": [stored["summary"]["rows"][0], row]}}))
+    with pytest.raises(ConfigError, match=r"summary: row 1 is not a summary row: it lacks \['decode_seconds'\]"):
+        read_report(path)
+    path.write_text(json.dumps({**stored, "summary": {**stored["summary"], "intervals": []}}))
+    with pytest.raises(ConfigError, match="summary: field 'intervals' must be an object, got list"):
+        read_report(path)
+
+
+def test_the_console_table_is_built_from_the_rows_not_cut_from_the_markdown(monkeypatch):
+    from bio_mrc.harness import report
+
+    committed = read_report(next(path for path in REPORT_FILES if path.parent.name == "v2-from-reader"))
+    markdown = report.render_markdown(committed.results, committed.summary, {})
+    table = report.console_table(committed.results, committed.summary)
+    assert table.startswith("## Scores\n\n| run | decoding | EM | F1 |") and table in markdown
+    assert len(table.splitlines()) == 4 + len(committed.summary.rows)  # heading, blank, header, rule, a line per row
+    monkeypatch.setattr(report, "SECTIONS", ())  # no Markdown at all: the table stands
+    assert report.console_table(committed.results, committed.summary) == table
 
 
 def test_the_first_form_names_its_task_by_metric_and_version():
@@ -73,12 +120,13 @@ def test_results_are_read_by_attribute_and_write_report_json_with_its_version():
     typed = ComparisonResults.coerce(mapping)
     assert isinstance(typed.cells[0].f1, np.ndarray) and typed.cells[0].to_json() == cell.to_json()
     assert ComparisonResults.coerce(results) is results
-    written = results.report_json({"rows": []})
+    summary = Summary([], CellKey("joint", "span"), False, "questions", [], [], {})
+    written = results.report_json(summary)
     assert written["format_version"] == REPORT_FORMAT and written["cells"][0]["f1"] == [100.0, 50.0]
     assert "browser" not in written and "eval_examples" not in written and written["eval_ids"] == []
     assert "tune" not in written and written["run_train"] == {}
     again = SavedReport.from_json({**written, "eval_ids": ["q1", "q2"]}, "report.json")
-    assert again.results.cells[0].to_json() == cell.to_json() and again.eval_ids == ["q1", "q2"] and again.summary == {"rows": []}
+    assert again.results.cells[0].to_json() == cell.to_json() and again.eval_ids == ["q1", "q2"] and again.summary == summary
     assert again.to_json() == {**written, "eval_ids": ["q1", "q2"]}
 
 
@@ -91,11 +139,11 @@ def test_every_report_section_has_one_form_and_a_new_one_is_one_function_in_the_
     committed = read_report(next(path for path in REPORT_FILES if path.parent.name == "quick"))
 
     def notes_section(results, summary, plots):
-        return ["", "## Notes", "", f"{len(summary['rows'])} cells."]
+        return ["", "## Notes", "", f"{len(summary.rows)} cells."]
 
     monkeypatch.setattr(report, "SECTIONS", (*report.SECTIONS[:-1], notes_section, report.SECTIONS[-1]))
     markdown = report.render_markdown(committed.results, committed.summary, {})
-    assert f"## Notes\n\n{len(committed.summary['rows'])} cells.\n\n## Configuration" in markdown
+    assert f"## Notes\n\n{len(committed.summary.rows)} cells.\n\n## Configuration" in markdown
 
 
 def test_a_cell_keeps_its_confidences_to_seven_significant_digits_however_it_was_made():

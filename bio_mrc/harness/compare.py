@@ -32,6 +32,7 @@ from .earlier_report import EarlierCells, load_earlier_cells
 from .models import obtain_model
 from .results import Cell, ComparisonResults
 from .scoring import cells_code_fingerprint, finish_cell, score_model, timed_windows, tuned_decoding
+from .summary_records import CellKey
 from .comparison_splits import Split, Splits, check_disjoint, cross_validation_folds, joined_split, resolve_split
 
 
@@ -191,7 +192,7 @@ def _score_folds(
         cells.append(Cell.from_json({
             **cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds, **_fold_settings(fold_settings, decoding),
             "train_seconds": train_seconds, "train_seconds_partial": partial_any, "reused_model": reused_all,
-            "train_questions": len(splits.folds[0][0].examples)}, f"{run.name}/{decoding}, seed {seed}"))
+            "train_questions": len(splits.folds[0][0].examples)}, f"{CellKey(run.name, decoding)}, seed {seed}"))
     return cells, pool_browser_data(browser_parts, splits.eval.ids)
 
 

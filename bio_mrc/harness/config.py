@@ -66,6 +66,7 @@ from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError
 from ..precision import PRECISIONS
 from ..training.config import TrainConfig
+from .summary_records import CellKey
 
 PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv", "multispan-reader")
 # Where a run's BIO length prior is tuned besides the default (the model's own, or the 'tune' split's):
@@ -165,7 +166,7 @@ class CompareConfig:
 
     def cells(self) -> list[str]:
         """Every cell, ``"run/decoding"``, in report order (runs as listed, decodings as the heads allow)."""
-        return [f"{r.name}/{d}" for r in self.runs for d in available_decodings(r.train.heads)]
+        return [str(CellKey(r.name, d)) for r in self.runs for d in available_decodings(r.train.heads)]
 
     def with_overrides(
         self, seeds: list[int] | None = None, encoder: str | None = None, runs: list[str] | None = None
@@ -179,7 +180,7 @@ class CompareConfig:
         if unknown := [name for name in names if name not in known]:
             raise ConfigError(f"unknown run(s) {unknown}; the runs of {self.name!r} are {known}")
         kept = [r for r in self.runs if r.name in names]
-        cells = [f"{r.name}/{d}" for r in kept for d in available_decodings(r.train.heads)]
+        cells = [str(CellKey(r.name, d)) for r in kept for d in available_decodings(r.train.heads)]
         contrasts = [pair for pair in self.contrasts if all(cell in cells for cell in pair)]
         return replace(self, runs=kept, contrasts=contrasts, baseline=self.baseline if self.baseline in cells else None)
 

@@ -13,9 +13,10 @@ from ..data.squad import gold_texts
 from ..metrics.multispan_official import f1_from_count_sums, metrics_from_counts
 from ..metrics.squad_official import per_question_scores
 from .results import Cell, ComparisonResults
+from .summary_records import CellKey, statistics_json
 
 
-def data_set_summaries(results: ComparisonResults, grouped: dict[str, list[Cell]], statistics) -> list[dict[str, Any]]:
+def data_set_summaries(results: ComparisonResults, grouped: dict[CellKey, list[Cell]], statistics) -> list[dict[str, Any]]:
     """One summary per data set of a multi-span evaluation (none for one data set): each cell's six official
     metrics, empty share, spans per question and single-span SQuAD F1, and ``statistics`` (summary.statistics)
     of the data set's questions alone."""
@@ -28,23 +29,24 @@ def data_set_summaries(results: ComparisonResults, grouped: dict[str, list[Cell]
         answers = {label: list(cells[0].answers[rows]) for label, cells in grouped.items()}
         seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
         single = _single_span_f1(results, grouped, rows)
-        cell_rows = [_part_row(label, cells, rows, single.get(label)) for label, cells in grouped.items()]
+        cell_rows = [_part_row(key, cells, rows, single.get(key)) for key, cells in grouped.items()]
+        stats = statistics(results.config, counts, answers, f1_from_count_sums, seeds)
         summaries.append({"description": part["description"], "task": part["task"], "questions": part["questions"],
-                          "rows": cell_rows, **statistics(results.config, counts, answers, f1_from_count_sums, seeds)})
+                          "rows": cell_rows, **statistics_json(stats)})
     return summaries
 
 
-def _part_row(label: str, cells: list[Cell], rows: slice, single_f1: dict[str, Any] | None) -> dict[str, Any]:
+def _part_row(key: CellKey, cells: list[Cell], rows: slice, single_f1: dict[str, Any] | None) -> dict[str, Any]:
     """A cell on one data set: its metrics per seed, and its first seed's empty share and spans per question."""
     metrics = [metrics_from_counts(np.asarray(c.counts[rows], dtype=np.float64).sum(axis=0).tolist()) for c in cells]
     answers = list(cells[0].answers[rows])
     spans = [0 if not text else len(text.split("\n")) for text in answers]
-    row = {"cell": label, **{name: [m[name] for m in metrics] for name in metrics[0]},
+    row = {"cell": str(key), **{name: [m[name] for m in metrics] for name in metrics[0]},
            "empty_share": float(np.mean([n == 0 for n in spans])), "spans_per_question": float(np.mean(spans))}
     return row | ({"single_span": single_f1} if single_f1 else {})
 
 
-def _single_span_f1(results: ComparisonResults, grouped: dict[str, list[Cell]], rows: slice) -> dict[str, dict[str, Any]]:
+def _single_span_f1(results: ComparisonResults, grouped: dict[CellKey, list[Cell]], rows: slice) -> dict[CellKey, dict[str, Any]]:
     """Per cell, SQuAD v1.1's F1 (and EM) of the spans given, joined, on the data set's questions whose gold is one span
     (empty when the evaluation's questions are not at hand, as in a report read back from ``report.json``)."""
     examples = results.eval_examples[rows]
@@ -54,11 +56,11 @@ def _single_span_f1(results: ComparisonResults, grouped: dict[str, list[Cell]], 
     gold, ids = gold_texts(chosen), [ex.id for ex in chosen]
     positions = {ex.id: k for k, ex in enumerate(examples)}
     out = {}
-    for label, cells in grouped.items():
+    for key, cells in grouped.items():
         answers = list(cells[0].answers[rows])
         predicted = {qid: " ".join(answers[positions[qid]].split("\n")) for qid in ids}
         em, f1 = per_question_scores(gold, predicted, ids, "1.1")
-        out[label] = {"questions": len(ids), "em": float(em.mean()), "f1": float(f1.mean())}
+        out[key] = {"questions": len(ids), "em": float(em.mean()), "f1": float(f1.mean())}
     return out
 
 

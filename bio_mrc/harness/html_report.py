@@ -25,6 +25,7 @@ from .browser_data import model_browser_data
 from .browser_payload import BrowserCell, browser_payload, payload_json
 from .markdown_html import markdown_to_html
 from .results import Cell, ComparisonResults
+from .summary_records import Contrast, Summary
 
 if TYPE_CHECKING:
     from ..inference.extract import AnswerExtractor
@@ -60,17 +61,17 @@ def render_page(title: str, report_html: str = "", payload: Mapping[str, Any] | 
     return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)  # one pass: inserted text is never rescanned
 
 
-def _default_pair(cells: Sequence[Cell], contrasts: Sequence[dict[str, Any]]) -> tuple[int, int]:
+def _default_pair(cells: Sequence[Cell], contrasts: Sequence[Contrast]) -> tuple[int, int]:
     """The cells the browser compares first: the report's first contrast on its first shared seed, else the first two cells."""
     for contrast in contrasts[:1]:
         for k, cell in enumerate(cells):
-            partner = [j for j, other in enumerate(cells) if other.label == contrast["b"] and other.seed == cell.seed]
-            if cell.label == contrast["a"] and partner:
+            partner = [j for j, other in enumerate(cells) if other.key == contrast.b and other.seed == cell.seed]
+            if cell.key == contrast.a and partner:
                 return k, partner[0]
     return 0, min(1, len(cells) - 1)
 
 
-def comparison_payload(results: ComparisonResults, summary: Mapping[str, Any], groups: Mapping[str, Sequence[str]]) -> dict[str, Any] | None:
+def comparison_payload(results: ComparisonResults, summary: Summary, groups: Mapping[str, Sequence[str]]) -> dict[str, Any] | None:
     """The browser's data of a comparison whose cells score each answer by F1 (SQuAD; None for others: MultiSpanQA has
     no single answer to browse)."""
     if not results.cells or results.cells[0].f1 is None:
@@ -86,12 +87,12 @@ def comparison_payload(results: ComparisonResults, summary: Mapping[str, Any], g
         cells.append(BrowserCell(cell.run, cell.seed, cell.decoding, cell.answers, offsets, model, cell.f1, cell.em,
                                  confidence.get("raw"), confidence.get("calibrated")))
     title = f"Comparison {results.config['name']}: {results.eval['description']}"
-    pair = _default_pair(results.cells, summary.get("contrasts", []))
+    pair = _default_pair(results.cells, summary.contrasts)
     return browser_payload(results.eval_examples, cells, models, groups, pair, title)
 
 
 def write_html_report(
-    results: ComparisonResults, summary: Mapping[str, Any], markdown: str, output_dir: Path, groups: Mapping[str, Sequence[str]]
+    results: ComparisonResults, summary: Summary, markdown: str, output_dir: Path, groups: Mapping[str, Sequence[str]]
 ) -> Path:
     """Write ``report.html`` beside ``report.md`` and its plots."""
     page = render_page(f"Comparison report: {results.config['name']}", report_fragment(markdown, output_dir),

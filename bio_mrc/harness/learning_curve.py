@@ -11,20 +11,22 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .stats import Interval
+from .summary_records import CellKey, Contrast, Row
+
 Z_95 = 1.959963984540054  # a 95% normal interval is ± Z_95 standard errors
 GAP_DECODINGS = ("bio", "span")  # the gap the curve follows: the BIO decoding minus the span decoding of one model
 
 
 def learning_curve(
-    rows: Sequence[Mapping[str, Any]], intervals: Mapping[str, Mapping[str, float]],
-    comparisons: Sequence[Mapping[str, Any]], heads_by_run: Mapping[str, str],
+    rows: Sequence[Row], intervals: Mapping[CellKey, Interval], comparisons: Sequence[Contrast], heads_by_run: Mapping[str, str],
 ) -> dict[str, Any] | None:
     """Each cell as a point (training questions, F1 with its interval), the curves of the runs that share
-    their heads, the BIO − span gap of every run with both decodings, and the gap's trend. None when the
-    runs trained on fewer than two numbers of questions."""
-    if len({row.get("train_questions") for row in rows} - {None}) < 2:
+    their heads, the BIO − span gap of every run with both decodings, and the gap's trend, as report.json keeps
+    them. None when the runs trained on fewer than two numbers of questions."""
+    if len({row.train_questions for row in rows} - {None}) < 2:
         return None
-    points = [_point(row, intervals[row["cell"]], heads_by_run[row["run"]]) for row in rows if row.get("train_questions")]
+    points = [_point(row, intervals[row.cell], heads_by_run[row.run]) for row in rows if row.train_questions]
     runs = list(dict.fromkeys(p["run"] for p in points))
     decodings = list(dict.fromkeys(p["decoding"] for p in points))  # the report's order (span, bio, joint)
     points.sort(key=lambda p: (p["train_questions"], runs.index(p["run"]), decodings.index(p["decoding"])))
@@ -37,11 +39,11 @@ def learning_curve(
             "gaps": gaps, "gap_trend": gap_trend(gaps)}
 
 
-def _point(row: Mapping[str, Any], interval: Mapping[str, float], heads: str) -> dict[str, Any]:
-    f1 = np.asarray(row["f1"], dtype=np.float64)
-    return {"run": row["run"], "decoding": row["decoding"], "heads": heads, "train_questions": int(row["train_questions"]),
-            "seeds": list(row["seeds"]), "f1": float(f1.mean()), "f1_sd": float(f1.std(ddof=1)) if len(f1) > 1 else None,
-            "ci_low": float(interval["ci_low"]), "ci_high": float(interval["ci_high"])}
+def _point(row: Row, interval: Interval, heads: str) -> dict[str, Any]:
+    f1 = np.asarray(row.scores["f1"], dtype=np.float64)
+    return {"run": row.run, "decoding": row.decoding, "heads": heads, "train_questions": int(row.train_questions),
+            "seeds": list(row.seeds), "f1": float(f1.mean()), "f1_sd": float(f1.std(ddof=1)) if len(f1) > 1 else None,
+            "ci_low": float(interval.ci_low), "ci_high": float(interval.ci_high)}
 
 
 def _runs_with_both(points: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -54,15 +56,15 @@ def _runs_with_both(points: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapp
     return [(run, first[run]) for run in first if set(GAP_DECODINGS) <= decodings[run]]
 
 
-def _gap(run: str, train_questions: int, comparisons: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _gap(run: str, train_questions: int, comparisons: Sequence[Contrast]) -> dict[str, Any]:
     """``run``'s BIO − span paired difference, from whichever order the comparison holds it in."""
-    bio, span = (f"{run}/{decoding}" for decoding in GAP_DECODINGS)
+    bio, span = (CellKey(run, decoding) for decoding in GAP_DECODINGS)
     for c in comparisons:
-        if (c["a"], c["b"]) in ((bio, span), (span, bio)):
-            sign = 1.0 if c["a"] == bio else -1.0
-            low, high = sorted((sign * c["ci_low"], sign * c["ci_high"]))
-            return {"run": run, "train_questions": train_questions, "diff": sign * c["diff"], "ci_low": low,
-                    "ci_high": high, "seeds": c.get("seeds"), "resampling": c.get("resampling")}
+        if (c.a, c.b) in ((bio, span), (span, bio)):
+            sign = 1.0 if c.a == bio else -1.0
+            low, high = sorted((sign * c.ci_low, sign * c.ci_high))
+            return {"run": run, "train_questions": train_questions, "diff": sign * c.diff, "ci_low": low,
+                    "ci_high": high, "seeds": c.seeds, "resampling": c.resampling}
     raise ValueError(f"no paired difference between {bio} and {span} among the comparisons")
 
 

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..io import atomic_write_bytes
+from .summary_records import CellKey
 
 __all__ = ["plot_breakdown", "plot_cell_scores", "plot_learning_curve", "plot_reliability", "plot_risk_coverage", "plot_threshold_curve",
            "plot_training_loss"]
@@ -63,26 +64,31 @@ def _grid(n_panels: int, panel_size: tuple[float, float], max_columns: int = _MA
     return fig, axes
 
 
-def _panels(labels: list[str]) -> dict[str, list[str]]:
-    """``run/decoding`` labels in panels: one panel when few, else one panel per run (titled by it)."""
-    if len(labels) <= _SERIES_PER_PANEL:
-        return {"": labels}
-    by_run: dict[str, list[str]] = {}
-    for label in labels:
-        by_run.setdefault(label.rsplit("/", 1)[0], []).append(label)
+def _panels(keys: list[CellKey]) -> dict[str, list[CellKey]]:
+    """Cells in panels: one panel when few, else one panel per run (titled by it)."""
+    if len(keys) <= _SERIES_PER_PANEL:
+        return {"": keys}
+    by_run: dict[str, list[CellKey]] = {}
+    for key in keys:
+        by_run.setdefault(key.run, []).append(key)
     return by_run
 
 
-def _style(label: str, decodings: list[str], faceted: bool) -> dict[str, Any]:
+def _series(key: CellKey, faceted: bool) -> str:
+    """A cell's name in a panel's legend: its decoding in a run's panel, else ``run/decoding``."""
+    return key.decoding if faceted else str(key)
+
+
+def _style(key: CellKey, series: list[str], faceted: bool) -> dict[str, Any]:
     """One colour, line style and marker per decoding (per series in a single panel), so series stay
     apart beyond the palette's ten colours and in grey print."""
-    k = decodings.index(label.rsplit("/", 1)[-1]) if faceted else decodings.index(label)
+    k = series.index(_series(key, faceted))
     return {"color": f"C{k % 10}", "linestyle": _LINE_STYLES[k % len(_LINE_STYLES)], "marker": _MARKERS[k % len(_MARKERS)],
-            "label": label.rsplit("/", 1)[-1] if faceted else label}
+            "label": _series(key, faceted)}
 
 
 def plot_breakdown(
-    breakdown_for_one_axis: Mapping[str, Mapping[str, Mapping[str, float]]],
+    breakdown_for_one_axis: Mapping[CellKey, Mapping[str, Mapping[str, float]]],
     title: str,
     xlabel: str,
     path: str | Path,
@@ -106,11 +112,11 @@ def plot_breakdown(
     small = np.array([counts[g] < SMALL_GROUP for g in groups])
     panels = _panels(list(breakdown_for_one_axis))
     faceted = len(panels) > 1
-    decodings = list(dict.fromkeys(label.rsplit("/", 1)[-1] if faceted else label for label in breakdown_for_one_axis))
+    decodings = list(dict.fromkeys(_series(key, faceted) for key in breakdown_for_one_axis))
     fig, axes = _grid(len(panels), (max(4.5, 0.8 * len(groups) + 1.5), 3.8))
-    for ax, (run, labels) in zip(axes, panels.items()):
-        for label in labels:
-            cells, style = breakdown_for_one_axis[label], _style(label, decodings, faceted)
+    for ax, (run, keys) in zip(axes, panels.items()):
+        for key in keys:
+            cells, style = breakdown_for_one_axis[key], _style(key, decodings, faceted)
             mean, low, high = (np.array([float(cells[g][k]) if g in cells else np.nan for g in groups])
                                for k in ("mean", "ci_low", "ci_high"))
             ax.errorbar(x, mean, yerr=[mean - low, high - mean], capsize=3, linewidth=1.2, markersize=5, **style)
@@ -131,22 +137,23 @@ def plot_breakdown(
     return _save(fig, path)
 
 
-def plot_cell_scores(intervals: Mapping[str, Mapping[str, float]], title: str, ylabel: str, path: str | Path) -> Path:
+def plot_cell_scores(intervals: Mapping[CellKey, Any], title: str, ylabel: str, path: str | Path) -> Path:
     """Each cell's score with its interval as error bars, one colour per decoding.
 
-    Input is ``{"run/decoding": {"value", "ci_low", "ci_high", ...}}`` (the ``intervals`` of the
-    report's summary); cells are plotted in order, the value written above each bar. Returns the PNG path.
+    Input is ``{cell: interval}`` (the ``intervals`` of the report's summary: :class:`~.stats.Interval`);
+    cells are plotted in order, the value written above each bar. Returns the PNG path.
     """
     from matplotlib.patches import Patch
 
     if not intervals:
         raise ValueError("nothing to plot")
-    labels = list(intervals)
-    value = np.array([float(intervals[c]["value"]) for c in labels])
-    low = np.array([float(intervals[c]["ci_low"]) for c in labels])
-    high = np.array([float(intervals[c]["ci_high"]) for c in labels])
-    decodings = list(dict.fromkeys(c.rsplit("/", 1)[-1] for c in labels))
-    colours = [f"C{decodings.index(c.rsplit('/', 1)[-1]) % 10}" for c in labels]
+    keys = list(intervals)
+    labels = [str(key) for key in keys]
+    value = np.array([float(intervals[key].value) for key in keys])
+    low = np.array([float(intervals[key].ci_low) for key in keys])
+    high = np.array([float(intervals[key].ci_high) for key in keys])
+    decodings = list(dict.fromkeys(key.decoding for key in keys))
+    colours = [f"C{decodings.index(key.decoding) % 10}" for key in keys]
     x = np.arange(len(labels))
 
     fig = _new_figure((max(5.0, 0.8 * len(labels) + 2.5), 4.2))
@@ -191,17 +198,17 @@ def plot_threshold_curve(
     return _save(fig, path)
 
 
-def plot_reliability(diagrams: Mapping[str, Mapping[str, Mapping[str, Any]]], path: str | Path) -> Path:
+def plot_reliability(diagrams: Mapping[CellKey, Mapping[str, Mapping[str, Any]]], path: str | Path) -> Path:
     """Reliability diagrams, one panel per cell in rows of four: accuracy against mean confidence per bin,
     raw and calibrated, with the diagonal of perfect calibration; marker area grows with the bin's count.
 
-    Input is ``{"run/decoding": {"raw": bins, "calibrated": bins}}`` with bins as the cells store them
+    Input is ``{cell: {"raw": bins, "calibrated": bins}}`` with bins as the cells store them
     (``bin_count``, ``bin_confidence``, ``bin_accuracy``; ``None`` for an empty bin).
     """
     if not diagrams:
         raise ValueError("nothing to plot")
     fig, axes = _grid(len(diagrams), (3.4, 3.6), max_columns=4)
-    for k, (ax, (label, kinds)) in enumerate(zip(axes, diagrams.items())):
+    for k, (ax, (key, kinds)) in enumerate(zip(axes, diagrams.items())):
         ax.plot([0, 1], [0, 1], color="grey", linewidth=0.8, linestyle="--")
         for colour, (kind, bins) in zip(("C3", "C0"), kinds.items()):
             filled = [i for i, n in enumerate(bins["bin_count"]) if n]
@@ -215,33 +222,33 @@ def plot_reliability(diagrams: Mapping[str, Mapping[str, Mapping[str, Any]]], pa
         ax.set_xlabel("confidence")
         if k % 4 == 0:
             ax.set_ylabel("accuracy (F1 > 0.5)")
-        ax.set_title(label, fontsize="medium")
+        ax.set_title(str(key), fontsize="medium")
         ax.legend(loc="upper left", fontsize="x-small")
         ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return _save(fig, path)
 
 
-def plot_risk_coverage(curves: Mapping[str, Mapping[str, Mapping[str, Any]]], targets: Any, path: str | Path) -> Path:
+def plot_risk_coverage(curves: Mapping[CellKey, Mapping[str, Mapping[str, Any]]], targets: Any, path: str | Path) -> Path:
     """Risk–coverage curves of the raw confidence, one styled line per cell (many cells faceted by run):
     accuracy of the answered questions against the share answered, dotted lines at the ``targets``
     accuracies. A calibrator is monotone, so it keeps the ranking (but for ties where it saturates) and the
     calibrated curve is the raw one.
 
-    Input is ``{"run/decoding": {"raw": curve, ...}}`` with curves as
+    Input is ``{cell: {"raw": curve, ...}}`` with curves as
     :func:`bio_mrc.metrics.selective.subsample_curve` writes them (``coverage``, ``accuracy``, ...).
     """
-    raw = {label: per_cell["raw"] for label, per_cell in curves.items() if "raw" in per_cell}
+    raw = {key: per_cell["raw"] for key, per_cell in curves.items() if "raw" in per_cell}
     if not raw:
         raise ValueError("nothing to plot")
     panels = _panels(list(raw))
     faceted = len(panels) > 1
-    decodings = list(dict.fromkeys(label.rsplit("/", 1)[-1] if faceted else label for label in raw))
+    decodings = list(dict.fromkeys(_series(key, faceted) for key in raw))
     fig, axes = _grid(len(panels), (4.4, 3.8))
-    for k, (ax, (run, labels)) in enumerate(zip(axes, panels.items())):
-        for label in labels:
-            style = {**_style(label, decodings, faceted), "marker": None}
-            ax.plot(raw[label]["coverage"], raw[label]["accuracy"], linewidth=1.3, **style)
+    for k, (ax, (run, keys)) in enumerate(zip(axes, panels.items())):
+        for key in keys:
+            style = {**_style(key, decodings, faceted), "marker": None}
+            ax.plot(raw[key]["coverage"], raw[key]["accuracy"], linewidth=1.3, **style)
         for target in targets:
             ax.axhline(target, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xlim(0, 1)

@@ -19,6 +19,7 @@ from .results import ComparisonResults
 from .selective_section import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
 from .summary import MIXED_RESAMPLING, summarise, task_question_groups
+from .summary_records import CellKey, Contrast, Summary
 from .training_loss import TRAINING_LOSS_PLOT, loss_curves, training_loss_section
 
 CALIBRATION_PLOT = "reliability diagrams"
@@ -50,37 +51,37 @@ def _seconds(values: Sequence[float], partial: Sequence[bool | None] = ()) -> st
     return f"{np.mean(values):.0f}" + ("*" if any(partial) else "")
 
 
-def _partial_time_note(summary: dict[str, Any]) -> str:
-    if not any(any(row.get("train_seconds_partial") or ()) for row in summary["rows"]):
+def _partial_time_note(summary: Summary) -> str:
+    if not any(any(row.train_seconds_partial or ()) for row in summary.rows):
         return ""
     return (" *Training time of the last sitting only: the model resumed from a checkpoint saved before bio_mrc "
             "kept the earlier sittings' time (its run record's `resumed_from`).")
 
 
-def render_markdown(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> str:
+def render_markdown(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> str:
     """``report.md``: its sections (:data:`SECTIONS`) in order."""
     return "\n".join(line for section in SECTIONS for line in section(results, summary, plots))
 
 
-def _scores_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _scores_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     return ["", "## Scores", "", *_score_table(results, summary), "",
             "Inference time is the forward pass over all evaluation windows, shared by the decodings of one model; "
             "decode time is that decoding alone. With several seeds, cells are mean ± sd." + _partial_time_note(summary), ""]
 
 
-def _learning_curve_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
-    return learning_curve_section(summary.get("learning_curve"), plots.get(LEARNING_CURVE_PLOT))
+def _learning_curve_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
+    return learning_curve_section(summary.learning_curve, plots.get(LEARNING_CURVE_PLOT))
 
 
-def _selective_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
-    return selective_section(summary.get("selective"), plots.get(RISK_COVERAGE_PLOT))
+def _selective_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
+    return selective_section(summary.selective, plots.get(RISK_COVERAGE_PLOT))
 
 
-def _training_loss_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _training_loss_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     return training_loss_section(plots.get(TRAINING_LOSS_PLOT))
 
 
-def _configuration_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _configuration_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     return ["", "## Configuration (repeat with `bio-mrc compare --config` on this JSON)", "", "```json",
             json.dumps(results.config, indent=2), "```", ""]
 
@@ -91,7 +92,7 @@ def _seeds_line(config: dict[str, Any]) -> str:
     return f"seeds {config['seeds']}" + (f" ({'; '.join(own)})" if own else "")
 
 
-def _header_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _header_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     config, evaluation = results.config, results.eval
     task = registry.task(evaluation["task"])
     lines = [
@@ -131,21 +132,21 @@ def _earlier_cells_lines(cells_from: dict[str, Any] | None) -> list[str]:
             "the question browser shows their answers without word probabilities."]
 
 
-def _score_table(results: ComparisonResults, summary: dict[str, Any]) -> list[str]:
+def _score_table(results: ComparisonResults, summary: Summary) -> list[str]:
     task = registry.task(results.eval["task"])
     v2, metrics = task.no_answer, list(task.metrics)
     subsets = ["HasAns_em", "HasAns_f1", "NoAns_em", "NoAns_f1"] if v2 else []
     head = ["run", "decoding", *(task.metric_title(m) for m in metrics), "BIO β", *(task.metric_title(m) for m in subsets),
             *(["threshold"] if v2 else []), "train s", "inference s", "decode s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in summary["rows"]:
-        priors = [p for p in row["bio_length_prior"] if p is not None]
-        cells = [row["run"], row["decoding"], *(format_present(row[m]) for m in metrics), ", ".join(f"{p:g}" for p in priors) or "–"]
-        cells += [format_present(row[m]) for m in subsets]
+    for row in summary.rows:
+        priors = [p for p in row.bio_length_prior if p is not None]
+        cells = [row.run, row.decoding, *(format_present(row.scores[m]) for m in metrics), ", ".join(f"{p:g}" for p in priors) or "–"]
+        cells += [format_present(row.scores[m]) for m in subsets]
         if v2:
-            cells.append(", ".join("–" if t is None else f"{t:.3f}" for t in row["threshold"]))
-        cells += [_seconds(row["train_seconds"], row.get("train_seconds_partial") or ()), _seconds(row["inference_seconds"]),
-                  f"{np.mean(row['decode_seconds']):.2f}"]
+            cells.append(", ".join("–" if t is None else f"{t:.3f}" for t in row.threshold))
+        cells += [_seconds(row.train_seconds, row.train_seconds_partial or ()), _seconds(row.inference_seconds),
+                  f"{np.mean(row.decode_seconds):.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -156,55 +157,54 @@ def _what(results: ComparisonResults, short: bool = False) -> str:
     return task.statistic_title + ("" if short else task.statistic_detail)
 
 
-def _resampling_text(summary: dict[str, Any]) -> tuple[str, str]:
+def _resampling_text(summary: Summary) -> tuple[str, str]:
     """(title words, sentence) saying which bootstrap the report used."""
-    if summary["resampling"] == "questions":
+    if summary.resampling == "questions":
         return "over questions", "Bootstrap over **questions** (one seed): each resample draws the questions with replacement."
-    if summary["resampling"] == MIXED_RESAMPLING:
+    if summary.resampling == MIXED_RESAMPLING:
         return "on the seeds the cells share", (
             "The runs were trained with different seeds, so each contrast pairs its two cells on the seeds both have "
             "(column *paired on*): by **seeds × questions** where they share several (each resample draws the seeds, "
             "then the questions), by **questions** where they share one, and by questions of each cell's mean over its "
             "own seeds where they share none. A cell's own interval resamples its own seeds × questions.")
-    n_seeds = len(summary["rows"][0]["seeds"])
+    n_seeds = len(summary.rows[0].seeds)
     return "over seeds × questions", (
         f"Bootstrap over **seeds × questions** ({n_seeds} seeds): each resample draws the seeds with replacement, then the "
         "questions, so the interval holds the variance between seeds as well as between questions; two cells share the "
         "draws, paired by seed (the same model for decodings of one run, the same training seed across runs) and by question.")
 
 
-def _interval_resampling(summary: dict[str, Any]) -> str:
+def _interval_resampling(summary: Summary) -> str:
     """What a cell's own interval resampled, in title words."""
-    return "over each cell's seeds × questions" if summary["resampling"] == MIXED_RESAMPLING else _resampling_text(summary)[0]
+    return "over each cell's seeds × questions" if summary.resampling == MIXED_RESAMPLING else _resampling_text(summary)[0]
 
 
-def _contrast_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _contrast_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     """The contrasts the comparison is about, with p-values adjusted for their family (Holm)."""
     how, sentence = _resampling_text(summary)
-    baseline = summary["baseline"]
-    named = "named by the configuration" if baseline["named_in_config"] else \
+    named = "named by the configuration" if summary.baseline_named_in_config else \
         "the first cell: the configuration names no `\"baseline\"`"
-    contrasts, n_cells = summary["contrasts"], len(summary["rows"])
+    contrasts, n_cells = summary.contrasts, len(summary.rows)
     lines = [f"## Paired differences: the contrasts ({_what(results)}, 95% paired bootstrap {how}, {BOOTSTRAP_RESAMPLES} resamples)", "",
-             f"Baseline: `{baseline['cell']}` ({named}). Each row is A − B: every cell against the baseline, then the pairs "
+             f"Baseline: `{summary.baseline}` ({named}). Each row is A − B: every cell against the baseline, then the pairs "
              f"the configuration lists. The p-values are adjusted for these {len(contrasts)} contrasts with Holm's step-down "
              "method (significant after Holm: adjusted p ≤ 0.05, a family-wise error of 5%); the intervals are per contrast. "
              f"{sentence} All {n_cells * (n_cells - 1) // 2} pairs of cells, unadjusted, are in `report.json` "
              "(`summary.comparisons`).", "",
-             *_contrast_table(contrasts, _what(results, short=True), mixed=summary["resampling"] == MIXED_RESAMPLING)]
+             *_contrast_table(contrasts, _what(results, short=True), mixed=summary.resampling == MIXED_RESAMPLING)]
     return lines
 
 
-def _contrast_table(contrasts: list[dict[str, Any]], what: str, mixed: bool) -> list[str]:
+def _contrast_table(contrasts: Sequence[Contrast], what: str, mixed: bool) -> list[str]:
     """One row per contrast (``what``: the score, F1 or MultiSpanQA's EM F1); with mixed seeds, which seeds each one paired on."""
     extra = " paired on |" if mixed else ""
     lines = [f"| A | B | {what} A − B | 95% CI | p | Holm p | significant after Holm | answers agree |" + extra,
              "|---|---|---|---|---|---|---|---|" + "---|" * mixed]
     for c in contrasts:
-        paired_on = f" seeds {', '.join(map(str, c['seeds']))} |" if c["seeds"] else " seed means |"
+        paired_on = f" seeds {', '.join(map(str, c.seeds))} |" if c.seeds else " seed means |"
         lines.append(
-            f"| {c['a']} | {c['b']} | {c['diff']:+.2f} | [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}] | {c['p_value']:.3f} | "
-            f"{c['p_holm']:.3f} | {'yes' if c['significant_holm'] else 'no'} | {100 * c['agreement']:.1f}% |"
+            f"| {c.a} | {c.b} | {c.diff:+.2f} | [{c.ci_low:+.2f}, {c.ci_high:+.2f}] | {c.p_value:.3f} | "
+            f"{c.p_holm:.3f} | {'yes' if c.significant_holm else 'no'} | {100 * c.agreement:.1f}% |"
             + (paired_on if mixed else "")
         )
     if not contrasts:
@@ -212,21 +212,21 @@ def _contrast_table(contrasts: list[dict[str, Any]], what: str, mixed: bool) -> 
     return lines
 
 
-def _interval_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _interval_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     """Each cell's score with the percentile interval of its own mean, and its figure."""
     how = _interval_resampling(summary)
     lines = ["", f"## {_what(results)} per cell (95% percentile bootstrap interval {how}, {BOOTSTRAP_RESAMPLES} resamples)", "",
              f"| cell | {_what(results, short=True)} | 95% CI |", "|---|---|---|"]
-    for label, interval in summary["intervals"].items():
-        lines.append(f"| {label} | {interval['value']:.2f} | [{interval['ci_low']:.2f}, {interval['ci_high']:.2f}] |")
+    for key, interval in summary.intervals.items():
+        lines.append(f"| {key} | {interval.value:.2f} | [{interval.ci_low:.2f}, {interval.ci_high:.2f}] |")
     if CELL_PLOT in plots:
         lines += ["", f"![{_what(results, short=True)} per cell with 95% intervals]({plots[CELL_PLOT]})"]
     return lines
 
 
-def _abstain_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _abstain_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     """SQuAD 2.0: every cell against always abstaining on the same questions."""
-    reference = summary.get("always_abstain")
+    reference = summary.always_abstain
     if not reference:
         return []
     lines = ["## Against always abstaining (SQuAD 2.0)", "",
@@ -238,31 +238,31 @@ def _abstain_section(results: ComparisonResults, summary: dict[str, Any], plots:
     return lines + [""]
 
 
-def _tag_table(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
-    tagged = [r for r in summary["rows"] if "tag_scores" in r]
+def _tag_table(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
+    tagged = [r for r in summary.rows if r.tag_scores is not None]
     if not tagged:
         return []
     lines = ["", "## BIO tags (entity level, seqeval strict IOB2, paragraph tokens, first annotator as gold)", "",
              "| cell | precision | recall | F1 |", "|---|---|---|---|"]
     for r in tagged:
-        t = r["tag_scores"]
-        lines.append(f"| {r['cell']} | {100 * t['precision']:.2f} | {100 * t['recall']:.2f} | {100 * t['f1']:.2f} |")
+        t = r.tag_scores
+        lines.append(f"| {r.cell} | {100 * t['precision']:.2f} | {100 * t['recall']:.2f} | {100 * t['f1']:.2f} |")
     return lines
 
 
-def _breakdown_sections(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _breakdown_sections(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     """Mean F1 per group with its interval; reports of format 1 stored the means alone, and render so."""
     from .groups import SMALL_GROUP
 
     lines = []
-    for name, table in summary["breakdowns"].items():
+    for name, table in summary.breakdowns.items():
         labels = list(table)
         group_names = list(next(iter(table.values())))
         with_intervals = "ci_low" in table[labels[0]][group_names[0]]
         lines += ["", f"## F1 by {name}", "",
                   *([f"Mean F1 [95% bootstrap interval over the group's questions]; † a group under {SMALL_GROUP} questions.", ""]
                     if with_intervals else []),
-                  "| group | n | " + " | ".join(labels) + " |", "|---|---|" + "---|" * len(labels)]
+                  "| group | n | " + " | ".join(map(str, labels)) + " |", "|---|---|" + "---|" * len(labels)]
         for group in group_names:
             n = table[labels[0]][group]["n"]
             cells = [table[label][group] for label in labels]
@@ -273,9 +273,9 @@ def _breakdown_sections(results: ComparisonResults, summary: dict[str, Any], plo
     return lines
 
 
-def _figure_sections(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _figure_sections(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     """Figures no other section shows (e.g. calibration diagrams added to :func:`write_plots`), under their titles."""
-    shown = {CELL_PLOT, CALIBRATION_PLOT, LEARNING_CURVE_PLOT, RISK_COVERAGE_PLOT, TRAINING_LOSS_PLOT, *summary["breakdowns"]}
+    shown = {CELL_PLOT, CALIBRATION_PLOT, LEARNING_CURVE_PLOT, RISK_COVERAGE_PLOT, TRAINING_LOSS_PLOT, *summary.breakdowns}
     lines = []
     for title, filename in plots.items():
         if title not in shown:
@@ -283,7 +283,7 @@ def _figure_sections(results: ComparisonResults, summary: dict[str, Any], plots:
     return lines
 
 
-def write_plots(results: ComparisonResults, summary: dict[str, Any], output_dir: Path) -> dict[str, str]:
+def write_plots(results: ComparisonResults, summary: Summary, output_dir: Path) -> dict[str, str]:
     """Every figure of the report, written beside ``report.md``: ``{title: file name}``. The per-cell score
     figure and the breakdowns are shown in their own sections; any other figure added here (calibration
     diagrams, say) gets a section of its own, under its title, from :func:`_figure_sections`."""
@@ -294,19 +294,19 @@ def write_plots(results: ComparisonResults, summary: dict[str, Any], output_dir:
 
     what = _what(results, short=True)
     plots = {CELL_PLOT: plot_cell_scores(
-        summary["intervals"], f"{what} per cell, 95% bootstrap interval {_interval_resampling(summary)}", what,
+        summary.intervals, f"{what} per cell, 95% bootstrap interval {_interval_resampling(summary)}", what,
         output_dir / "score_per_cell.png").name}
     for name, filename in (("answer length (tokens)", "f1_by_answer_length.png"), ("context length (tokens)", "f1_by_context_length.png")):
-        if name in summary["breakdowns"]:
-            plot_breakdown(summary["breakdowns"][name], f"F1 by {name}", name, output_dir / filename)
+        if name in summary.breakdowns:
+            plot_breakdown(summary.breakdowns[name], f"F1 by {name}", name, output_dir / filename)
             plots[name] = filename
-    if summary.get("learning_curve"):
-        plots[LEARNING_CURVE_PLOT] = plot_learning_curve(summary["learning_curve"], output_dir / "learning_curve.png").name
+    if summary.learning_curve:
+        plots[LEARNING_CURVE_PLOT] = plot_learning_curve(summary.learning_curve, output_dir / "learning_curve.png").name
     diagrams = _reliability_diagrams(results)
     if diagrams:
         plots[CALIBRATION_PLOT] = plot_reliability(diagrams, output_dir / "calibration.png").name
-    if summary.get("selective"):
-        curves = {label: {kind: m["curve"] for kind, m in kinds.items()} for label, kinds in summary["selective"]["cells"].items()}
+    if summary.selective:
+        curves = {CellKey.parse(label): {kind: m["curve"] for kind, m in kinds.items()} for label, kinds in summary.selective["cells"].items()}
         plots[RISK_COVERAGE_PLOT] = plot_risk_coverage(curves, TARGET_ACCURACIES, output_dir / "risk_coverage.png").name
     if curves := loss_curves(results.cells):
         plots[TRAINING_LOSS_PLOT] = plot_training_loss(curves, output_dir / "training_loss.png").name
@@ -314,17 +314,17 @@ def write_plots(results: ComparisonResults, summary: dict[str, Any], output_dir:
     return plots
 
 
-def _reliability_diagrams(results: ComparisonResults) -> dict[str, dict[str, Any]]:
+def _reliability_diagrams(results: ComparisonResults) -> dict[CellKey, dict[str, Any]]:
     """Each cell's reliability bins (its first seed's), raw and calibrated."""
-    diagrams: dict[str, dict[str, Any]] = {}
+    diagrams: dict[CellKey, dict[str, Any]] = {}
     for cell in results.cells:
-        if cell.calibration is not None and cell.label not in diagrams:
-            diagrams[cell.label] = cell.calibration
+        if cell.calibration is not None and cell.key not in diagrams:
+            diagrams[cell.key] = cell.calibration
     return diagrams
 
 
-def _calibration_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
-    rows = [r for r in summary["rows"] if "ece" in r]
+def _calibration_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
+    rows = [r for r in summary.rows if r.ece is not None]
     if not rows:
         return []
     lines = ["", "## Calibration: how far confidence is from accuracy", "",
@@ -334,15 +334,15 @@ def _calibration_section(results: ComparisonResults, summary: dict[str, Any], pl
              "calibration error over 10 equal-width bins.", "",
              "| cell | ECE raw | ECE calibrated |", "|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['cell']} | {format_present(r['ece']['raw'], 3)} | {format_present(r['ece']['calibrated'], 3)} |")
+        lines.append(f"| {r.cell} | {format_present(r.ece['raw'], 3)} | {format_present(r.ece['calibrated'], 3)} |")
     if CALIBRATION_PLOT in plots:
         lines += ["", f"![reliability diagrams]({plots[CALIBRATION_PLOT]})"]
     return lines
 
 
-def _data_set_section(results: ComparisonResults, summary: dict[str, Any], plots: dict[str, str]) -> list[str]:
+def _data_set_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     """An evaluation of several data sets: each one's scores and contrasts alone."""
-    return _span_count_lines(results) + data_set_lines(summary.get("data_sets", []), _resampling_text(summary)[0])
+    return _span_count_lines(results) + data_set_lines(summary.data_sets or [], _resampling_text(summary)[0])
 
 
 def _span_count_lines(results: ComparisonResults) -> list[str]:
@@ -371,7 +371,7 @@ SECTIONS = (_header_section, _scores_section, _abstain_section, _learning_curve_
 REPORT_SET = "report"  # report.json, report.md, report.html and the plots: replaced as one set
 
 
-def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> dict[str, Any]:
+def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> Summary:
     """Write ``report.json``, ``report.md``, the plots and ``report.html`` (the report and a question
     browser in one self-contained file); return the summary. ``results`` is a record, or a mapping of its fields
     typed here (:meth:`ComparisonResults.coerce`). The browser's data (``results.browser``, per-word
@@ -389,9 +389,6 @@ def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | 
     return summary
 
 
-def console_table(results: ComparisonResults, summary: dict[str, Any]) -> str:
-    """The score table alone, for the terminal."""
-    text = render_markdown(results, summary, {})
-    start = text.index("## Scores")
-    end = text.index("Inference time is")
-    return text[start:end].strip()
+def console_table(results: ComparisonResults, summary: Summary) -> str:
+    """The score table alone, for the terminal: the report's Scores heading and table, from the summary's rows."""
+    return "\n".join(["## Scores", "", *_score_table(results, summary)])

@@ -23,6 +23,7 @@ import numpy as np
 from .. import registry
 from ..errors import ConfigError
 from ..types import Example
+from .summary_records import CellKey, Summary
 
 REPORT_FORMAT = 2  # 1: no format_version; the evaluation's task as SQuAD "version" and "metric"
 _FIRST_FORM = 1
@@ -194,9 +195,14 @@ class Cell:
         return held[name]
 
     @property
+    def key(self) -> CellKey:
+        """The cell's key in the summary: its run and decoding (its seeds are one cell there)."""
+        return CellKey(self.run, self.decoding)
+
+    @property
     def label(self) -> str:
-        """The cell's name in the report: ``run/decoding`` (its seeds are one cell there)."""
-        return f"{self.run}/{self.decoding}"
+        """The cell's name in the report: ``run/decoding``."""
+        return str(self.key)
 
     @classmethod
     def from_json(cls, data: Any, source: str = "a cell") -> "Cell":
@@ -254,11 +260,11 @@ class ComparisonResults:
         cells = [cell if isinstance(cell, Cell) else Cell.from_json(cell, f"{source}: cell {k}") for k, cell in enumerate(results["cells"])]
         return cls(**{**results, "cells": cells})
 
-    def report_json(self, summary: dict[str, Any]) -> dict[str, Any]:
+    def report_json(self, summary: Summary) -> dict[str, Any]:
         """``report.json``: this version's format, the results without the examples and browser data, the question ids, the summary."""
         kept = {key: value for key, value in _set_fields(self).items() if key not in ("cells", "eval_examples", "browser")}
         return {"format_version": REPORT_FORMAT, **kept, "cells": [cell.to_json() for cell in self.cells],
-                "eval_ids": [ex.id for ex in self.eval_examples], "summary": summary}
+                "eval_ids": [ex.id for ex in self.eval_examples], "summary": summary.to_json()}
 
 
 @dataclass
@@ -269,7 +275,7 @@ class SavedReport:
 
     results: ComparisonResults
     eval_ids: list[str]
-    summary: dict[str, Any]
+    summary: Summary
 
     @classmethod
     def from_json(cls, report: dict[str, Any], source: str) -> "SavedReport":
@@ -280,7 +286,7 @@ class SavedReport:
         report = upgrade_report(report, source)
         stored = {key: value for key, value in report.items() if key not in ("format_version", "eval_ids", "summary")}
         results = ComparisonResults.coerce({**stored, "eval_examples": []}, source)
-        return cls(results, list(report["eval_ids"]), report.get("summary") or {})
+        return cls(results, list(report["eval_ids"]), Summary.from_json(report.get("summary"), f"{source}: summary"))
 
     def to_json(self) -> dict[str, Any]:
         """The report in this version's format, as ``compare`` writes it."""

@@ -16,6 +16,7 @@ from ..metrics.selective import (
     subsample_curve,
 )
 from .results import Cell
+from .summary_records import CellKey
 from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_present, paired_bootstrap_recomputed
 
 KINDS = ("raw", "calibrated")
@@ -63,7 +64,7 @@ def _aurc_statistic(item: tuple[np.ndarray, np.ndarray], idx: np.ndarray) -> np.
     return aurc_of_resamples(item[0], item[1], idx)
 
 
-def _aurc_contrast(grouped: dict[str, list[Cell]], a: str, b: str, kind: str) -> dict[str, Any] | None:
+def _aurc_contrast(grouped: dict[CellKey, list[Cell]], a: CellKey, b: CellKey, kind: str) -> dict[str, Any] | None:
     """AURC of cell ``a`` − cell ``b`` on the seeds both have, paired by seed and question (as the F1
     contrasts, ``BOOTSTRAP_RESAMPLES`` resamples, seed ``BOOTSTRAP_SEED``); None when they share no seed (AURC has no seed mean to pair)."""
     seeds_b = {cell.seed: cell for cell in grouped[b]}
@@ -74,13 +75,13 @@ def _aurc_contrast(grouped: dict[str, list[Cell]], a: str, b: str, kind: str) ->
     values_b = [_arrays(seeds_b[cell.seed], kind) for cell in shared]
     result = paired_bootstrap_recomputed(values_a, values_b, _aurc_statistic, len(values_a[0][1]), n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED,
                                          max_chunk_elements=BOOTSTRAP_CHUNK)
-    return {"a": a, "b": b, "confidence": kind, "seeds": [cell.seed for cell in shared], **result.to_dict()}
+    return {"a": str(a), "b": str(b), "confidence": kind, "seeds": [cell.seed for cell in shared], **result.to_dict()}
 
 
-def selective_summary(grouped: dict[str, list[Cell]], pairs: Sequence[tuple[str, str]]) -> dict[str, Any] | None:
+def selective_summary(grouped: dict[CellKey, list[Cell]], pairs: Sequence[tuple[CellKey, CellKey]]) -> dict[str, Any] | None:
     """Each cell's numbers and the AURC contrasts of ``pairs``; None without per-question confidences
-    (MultiSpanQA, or cells cached before they were stored)."""
-    with_data = {label: cells for label, cells in grouped.items() if all(cell.selective is not None for cell in cells)}
+    (MultiSpanQA, or cells cached before they were stored). The result is report.json's JSON: cells by label."""
+    with_data = {key: cells for key, cells in grouped.items() if all(cell.selective is not None for cell in cells)}
     if not with_data:
         return None
     contrasts = []
@@ -89,7 +90,7 @@ def selective_summary(grouped: dict[str, list[Cell]], pairs: Sequence[tuple[str,
             if a in with_data and b in with_data and _has(with_data[a] + with_data[b], kind):
                 contrast = _aurc_contrast(with_data, a, b, kind)
                 contrasts += [contrast] if contrast else []
-    return {"cells": {label: _cell_summary(cells) for label, cells in with_data.items()}, "contrasts": contrasts}
+    return {"cells": {str(key): _cell_summary(cells) for key, cells in with_data.items()}, "contrasts": contrasts}
 
 
 def selective_section(selective: dict[str, Any] | None, plot: str | None) -> list[str]:
