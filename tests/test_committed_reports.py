@@ -53,12 +53,12 @@ def test_the_task_entry_scores_each_cell_as_the_report_did(committed):
     every committed row's numbers, exactly."""
     report, _ = committed
     task = registry.task(report.results.eval["task"])
-    rows = {row["cell"]: row for row in report.summary["rows"]}
+    rows = {row.cell: row for row in report.summary.rows}
     for cell in report.results.cells:
-        row, metrics = rows[cell.label], task.metrics_of(cell.columns())
+        row, metrics = rows[cell.key], task.metrics_of(cell.columns())
         assert set(task.metrics) <= set(metrics)
         for metric in task.metrics:
-            assert metrics[metric] == row[metric][row["seeds"].index(cell.seed)], (cell.label, metric)
+            assert metrics[metric] == row.scores[metric][row.seeds.index(cell.seed)], (cell.label, metric)
 
 
 def test_the_markdown_report_shows_the_json_scores(committed):

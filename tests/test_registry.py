@@ -284,7 +284,7 @@ def toy_comparison(toy_entries, tiny_encoder_dir, tmp_path):
 
 def test_a_task_with_its_own_scorer_runs_from_its_registration_alone(toy_comparison, capsys):
     from bio_mrc.cli import main
-    from bio_mrc.harness.results import SavedReport
+    from bio_mrc.harness.saved_report import SavedReport
 
     data, out, results, summary = toy_comparison
     assert results.eval["task"] == "toy-lines" and {c.decoding for c in results.cells} == {"span", "bio", "joint"}
@@ -293,17 +293,17 @@ def test_a_task_with_its_own_scorer_runs_from_its_registration_alone(toy_compari
         assert cell.f1 is None and cell.em is None and cell.counts is None and cell.calibration is None
         expected = [100.0 * (lead_word(answer) == lead_word(gold[qid])) for qid, answer in zip(gold, cell.answers)]
         assert cell.column("lead_word").tolist() == expected
-    rows = {row["cell"]: row for row in summary["rows"]}
+    rows = {row.cell: row for row in summary.rows}
     for cell in results.cells:
-        assert rows[cell.label]["lead_word"] == [pytest.approx(float(np.mean(cell.column("lead_word"))))]
-        assert rows[cell.label]["answered"] == [pytest.approx(float(np.mean(cell.column("answered"))))]
-    assert summary["breakdowns"] == {} and "selective" not in summary
+        assert rows[cell.key].scores["lead_word"] == [pytest.approx(float(np.mean(cell.column("lead_word"))))]
+        assert rows[cell.key].scores["answered"] == [pytest.approx(float(np.mean(cell.column("answered"))))]
+    assert summary.breakdowns == {} and summary.selective is None
 
     markdown = (out / "report.md").read_text(encoding="utf-8")
     assert "| run | decoding | lead word | answered | BIO β |" in markdown and "toy lines, lead-word match" in markdown
     saved = SavedReport.from_json(json.loads((out / "report.json").read_text(encoding="utf-8")), "report.json")
     assert [c.scores["lead_word"].tolist() for c in saved.results.cells] == [c.column("lead_word").tolist() for c in results.cells]
-    assert saved.summary["rows"] == json.loads(json.dumps(summary["rows"]))
+    assert saved.summary.rows == summary.rows
 
     # evaluate --metric: the toy's metrics of a prediction file the comparison wrote
     cell = results.cells[0]

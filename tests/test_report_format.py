@@ -12,7 +12,8 @@ import pytest
 
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.earlier_report import read_report
-from bio_mrc.harness.results import REPORT_FORMAT, Cell, ComparisonResults, SavedReport, upgrade_report
+from bio_mrc.harness.results import REPORT_FORMAT, Cell, ComparisonResults, upgrade_report
+from bio_mrc.harness.saved_report import SavedReport
 from bio_mrc.harness.summary_records import CellKey, Contrast, Row, Summary
 
 REPORT_FILES = sorted((Path(__file__).parents[1] / "benchmarks" / "reports").glob("*/report.json*"))

@@ -22,7 +22,8 @@ import numpy as np
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError
 from .config import CompareConfig
-from .results import Cell, SavedReport
+from .results import Cell
+from .saved_report import SavedReport
 
 _OPENERS = {".xz": lzma.open, ".gz": gzip.open}
 
