@@ -193,7 +193,7 @@ def _compare(per_question: dict[CellKey, np.ndarray], answers: dict[CellKey, lis
         result = paired_bootstrap(x[0], y[0], n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     else:
         result = paired_bootstrap_ratio(x[0], y[0], ratio, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
-    return Contrast(a, b, **result.to_dict(), seeds=shared, resampling=resampling(len(x)) if shared else SEED_MEANS,
+    return Contrast(a=a, b=b, **result.to_dict(), seeds=shared, resampling=resampling(len(x)) if shared else SEED_MEANS,
                     agreement=agreement(answers[a], answers[b], normalize_answer))
 
 

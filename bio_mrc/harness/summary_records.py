@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .cell_key import CellKey
-from .stats import Interval
+from .stats import BootstrapResult, Interval
 
 
 def _checked(data: Any, required: tuple[str, ...], source: str, what: str) -> dict[str, Any]:
@@ -89,24 +89,14 @@ class Row:
         return cls(cell, scores=scores, **given)
 
 
-@dataclass(frozen=True)
-class Contrast:
-    """A paired difference, cell ``a`` − cell ``b``: the bootstrap's result (:class:`~.stats.BootstrapResult`'s
-    fields), the seeds it paired on and how it resampled, how often the two cells' answers agree, and for a
-    contrast the configuration names, its Holm-adjusted p-value (None in the full matrix of pairs)."""
+@dataclass(frozen=True, kw_only=True)
+class Contrast(BootstrapResult):
+    """A paired difference, cell ``a`` − cell ``b``: the bootstrap's result (the fields of
+    :class:`~.stats.BootstrapResult`), the seeds it paired on and how it resampled, how often the two cells' answers
+    agree, and for a contrast the configuration names, its Holm-adjusted p-value (None in the full matrix of pairs)."""
 
     a: CellKey
     b: CellKey
-    mean_a: float
-    mean_b: float
-    diff: float
-    ci_low: float
-    ci_high: float
-    p_value: float
-    significant: bool
-    n_questions: int
-    n_resamples: int
-    n_seeds: int = 1
     seeds: list[int] | None = None
     resampling: str | None = None
     agreement: float | None = None
@@ -115,8 +105,8 @@ class Contrast:
 
     def to_json(self) -> dict[str, Any]:
         """The contrast as ``report.json`` keeps it: the cells by label, the fields set."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {key: value for key, value in {**values, "a": str(self.a), "b": str(self.b)}.items() if value is not None}
+        values = {"a": str(self.a), "b": str(self.b), **{f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("a", "b")}}
+        return {key: value for key, value in values.items() if value is not None}
 
     @classmethod
     def from_json(cls, data: Any, source: str = "a contrast") -> "Contrast":
