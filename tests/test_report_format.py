@@ -121,7 +121,8 @@ def test_results_are_read_by_attribute_and_write_report_json_with_its_version():
     typed = ComparisonResults.coerce(mapping)
     assert isinstance(typed.cells[0].f1, np.ndarray) and typed.cells[0].to_json() == cell.to_json()
     assert ComparisonResults.coerce(results) is results
-    summary = Summary([], CellKey("joint", "span"), False, "questions", [], [], {})
+    summary = Summary(rows=[], baseline=CellKey("joint", "span"), baseline_named_in_config=False, resampling="questions",
+                      contrasts=[], comparisons=[], intervals={})
     written = results.report_json(summary)
     assert written["format_version"] == REPORT_FORMAT and written["cells"][0]["f1"] == [100.0, 50.0]
     assert "browser" not in written and "eval_examples" not in written and written["eval_ids"] == []

@@ -54,7 +54,7 @@ def span_count_summary(
     counts = {label: np.array([c.counts for c in cells], dtype=np.float64) for label, cells in grouped.items()}
     seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
     data_sets = data_set_summaries(results, grouped, statistics)  # an evaluation of several data sets: each alone
-    return Summary(rows, **statistics(results.config, counts, answers, f1_from_count_sums, seeds).as_kwargs(), data_sets=data_sets or None)
+    return Summary(rows=rows, **statistics(results.config, counts, answers, f1_from_count_sums, seeds).as_kwargs(), data_sets=data_sets or None)
 
 
 def per_question_summary(
@@ -79,7 +79,7 @@ def per_question_summary(
     always_abstain = against_abstaining(f1_by_seed, has_answer) if v2 else None
     heads = {run["name"]: run["heads"] for run in results.config["runs"]}
     curve = learning_curve(rows, stats.intervals, stats.comparisons, heads)
-    return Summary(rows, **stats.as_kwargs(), breakdowns=breakdowns, selective=selective, always_abstain=always_abstain, learning_curve=curve)
+    return Summary(rows=rows, **stats.as_kwargs(), breakdowns=breakdowns, selective=selective, always_abstain=always_abstain, learning_curve=curve)
 
 
 def question_groups(

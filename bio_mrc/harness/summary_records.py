@@ -128,19 +128,29 @@ def _interval_from_json(data: Any, source: str) -> Interval:
 
 
 @dataclass(frozen=True)
-class Summary:
-    """A comparison's numbers before any rendering: a row per cell, the baseline (and whether the configuration
-    named it), how the bootstrap resampled, the contrasts (Holm-adjusted), every pair of cells, each cell's
-    interval, the breakdowns by question group (``{group kind: {cell: {group: numbers}}}``); and where they apply,
-    selective QA, always abstaining, the learning curve and the data sets, as their JSON."""
+class Statistics:
+    """The statistics :func:`~.summary.statistics` computes: the baseline, the contrasts, every pair, each interval."""
 
-    rows: list[Row]
     baseline: CellKey
     baseline_named_in_config: bool
     resampling: str
     contrasts: list[Contrast]
     comparisons: list[Contrast]
     intervals: dict[CellKey, Interval]
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The fields by name, to build a :class:`Summary` from."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summary(Statistics):
+    """A comparison's numbers before any rendering: a row per cell, the baseline (and whether the configuration
+    named it), how the bootstrap resampled, the contrasts (Holm-adjusted), every pair of cells, each cell's
+    interval, the breakdowns by question group (``{group kind: {cell: {group: numbers}}}``); and where they apply,
+    selective QA, always abstaining, the learning curve and the data sets, as their JSON."""
+
+    rows: list[Row]
     breakdowns: dict[str, dict[CellKey, dict[str, dict[str, float]]]] = field(default_factory=dict)
     selective: dict[str, Any] | None = None
     always_abstain: dict[str, Any] | None = None
@@ -193,22 +203,6 @@ def statistics_json(statistics: Any) -> dict[str, Any]:
         "comparisons": [c.to_json() for c in statistics.comparisons],
         "intervals": {str(key): interval.to_dict() for key, interval in statistics.intervals.items()},
     }
-
-
-@dataclass(frozen=True)
-class Statistics:
-    """The statistics :func:`~.summary.statistics` computes: the baseline, the contrasts, every pair, each interval."""
-
-    baseline: CellKey
-    baseline_named_in_config: bool
-    resampling: str
-    contrasts: list[Contrast]
-    comparisons: list[Contrast]
-    intervals: dict[CellKey, Interval]
-
-    def as_kwargs(self) -> dict[str, Any]:
-        """The fields by name, to build a :class:`Summary` from."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 __all__ = ["CellKey", "Contrast", "Row", "Statistics", "Summary", "statistics_json"]
