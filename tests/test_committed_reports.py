@@ -72,7 +72,7 @@ def test_the_learning_curve_follows_from_its_gaps(committed):
     curve = report.summary.learning_curve
     if curve is None:
         pytest.skip("no learning curve in this report")
-    _assert_same(gap_trend(curve["gaps"]), curve["gap_trend"])
+    _assert_same(gap_trend(curve.gaps).to_json(), curve.gap_trend.to_json())
     for line in learning_curve_section(curve, "learning_curve.png"):
         assert line in markdown
 

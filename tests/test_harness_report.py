@@ -15,7 +15,7 @@ from bio_mrc.harness.config import parse_config, resolve_contrasts
 from bio_mrc.harness.report import CELL_PLOT, write_report
 from bio_mrc.harness.results import Cell, ComparisonResults
 from bio_mrc.harness.summary import summarise
-from bio_mrc.harness.summary_records import CellKey
+from bio_mrc.harness.summary_records import AgainstAbstaining, CellKey
 from bio_mrc.harness.selective_section import measure
 from bio_mrc.harness.stats import paired_bootstrap, paired_bootstrap_ratio, paired_bootstrap_recomputed, two_level_bootstrap
 from bio_mrc.metrics.selective import aurc, aurc_of_resamples
@@ -283,7 +283,7 @@ def test_the_selective_qa_section_and_plot(tmp_path):
         expected = measure(*raw[label][0])
         assert kinds["raw"]["aurc"] == [pytest.approx(expected["aurc"])]
         assert kinds["raw"]["coverage_at_80"] == [pytest.approx(expected["coverage_at_80"])]
-    assert summary.selective["contrasts"]
+    assert summary.selective.contrasts and summary.selective.to_json() == saved["summary"]["selective"]
     _, plain, _ = write(synthetic_results(), tmp_path / "plain")  # cells without per-question confidences: no section
     assert "Selective QA" not in plain and not (tmp_path / "plain" / "risk_coverage.png").exists()
 
@@ -294,18 +294,18 @@ def aurc_statistic(item, idx):
 
 def test_the_paired_interval_of_an_aurc_contrast():
     results = synthetic_results(runs=("joint", "bio-only"), selective=True)
-    contrasts = squad_summary(results).selective["contrasts"]
-    assert [(c["a"], c["b"], c["confidence"]) for c in contrasts][:2] == [("joint/span", "joint/bio", "raw"),
-                                                                          ("joint/span", "joint/bio", "calibrated")]
+    contrasts = squad_summary(results).selective.contrasts
+    assert [(str(c.a), str(c.b), c.confidence) for c in contrasts][:2] == [("joint/span", "joint/bio", "raw"),
+                                                                           ("joint/span", "joint/bio", "calibrated")]
     for contrast in contrasts:
-        arrays = selective_arrays(results, contrast["confidence"])
-        a, b = arrays[contrast["a"]], arrays[contrast["b"]]
+        arrays = selective_arrays(results, contrast.confidence)
+        a, b = arrays[str(contrast.a)], arrays[str(contrast.b)]
         expected = paired_bootstrap_recomputed(a, b, aurc_statistic, 200, n_resamples=1000, seed=0)
-        assert contrast["diff"] == pytest.approx(aurc(*a[0]) - aurc(*b[0]))
-        assert (contrast["ci_low"], contrast["ci_high"], contrast["p_value"]) == (expected.ci_low, expected.ci_high, expected.p_value)
+        assert contrast.diff == pytest.approx(aurc(*a[0]) - aurc(*b[0]))
+        assert (contrast.ci_low, contrast.ci_high, contrast.p_value) == (expected.ci_low, expected.ci_high, expected.p_value)
     several = squad_summary(synthetic_results(seeds=(1, 2), seed_sd=2.0, selective=True)).selective
-    assert several["contrasts"][0]["n_seeds"] == 2 and several["contrasts"][0]["seeds"] == [1, 2]
-    assert len(several["cells"]["joint/bio"]["raw"]["aurc"]) == 2
+    assert several.contrasts[0].n_seeds == 2 and several.contrasts[0].seeds == [1, 2]
+    assert len(several.cells[CellKey("joint", "bio")]["raw"].aurc) == 2
 
 
 @pytest.mark.slow
@@ -335,17 +335,18 @@ def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
     from bio_mrc.harness.summary import against_abstaining
 
     has_answer = np.array([True, False, False, False])
-    f1 = {"joint/span": np.array([[100.0, 100.0, 0.0, 100.0]]), "joint/bio": np.array([[0.0, 100.0, 100.0, 100.0],
-                                                                                         [50.0, 100.0, 100.0, 0.0]])}
+    span, bio = CellKey("joint", "span"), CellKey("joint", "bio")
+    f1 = {span: np.array([[100.0, 100.0, 0.0, 100.0]]), bio: np.array([[0.0, 100.0, 100.0, 100.0], [50.0, 100.0, 100.0, 0.0]])}
     reference = against_abstaining(f1, has_answer)
-    assert reference["f1"] == 75.0
-    assert reference["cells"]["joint/span"]["diff"] == pytest.approx(0.0)  # +100 on q0, -100 on q2
-    assert reference["cells"]["joint/bio"]["diff"] == pytest.approx(-6.25)  # seed 1 ties abstaining, seed 2: (50 - 100) / 4
+    assert reference.f1 == 75.0
+    assert reference.cells[span].diff == pytest.approx(0.0)  # +100 on q0, -100 on q2
+    assert reference.cells[bio].diff == pytest.approx(-6.25)  # seed 1 ties abstaining, seed 2: (50 - 100) / 4
+    assert reference.cells[bio].n_seeds == 2 and AgainstAbstaining.from_json(reference.to_json()) == reference
     results = synthetic_results(runs=("joint",))
     results.eval["task"] = "squad-v2.0"
     results.eval_examples = [Example(ex.id, ex.question, ex.context, ex.answers if i % 2 else ())
                              for i, ex in enumerate(results.eval_examples)]
     summary = write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))
-    assert summary.always_abstain["f1"] == 50.0
+    assert summary.always_abstain.f1 == 50.0
     report = (tmp_path / "report.md").read_text()
     assert "## Against always abstaining (SQuAD 2.0)" in report and "F1 = EM = **50.00**" in report

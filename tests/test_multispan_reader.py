@@ -97,14 +97,14 @@ def test_the_report_scores_each_data_set(tiny_encoder_dir, tmp_path):
                                                               "length_prior_tuning": "fold-training"}])
     results, summary = compare(config, FIXTURES, tmp_path / "out", progress=False)
     parts = summary.data_sets
-    assert [(p["task"], p["questions"]) for p in parts] == [("multispanqa", 12), ("quoref", 8)]
+    assert [(p.task, p.questions) for p in parts] == [("multispanqa", 12), ("quoref", 8)]
     for part in parts:
-        assert {row["cell"] for row in part["rows"]} == {"joint/span", "joint/bio", "joint/joint"}
-        assert [(c["a"], c["b"]) for c in part["contrasts"]] == [("joint/span", "joint/bio"), ("joint/span", "joint/joint")]
-        for row in part["rows"]:
-            assert 0.0 <= row["empty_share"] <= 1.0 and row["spans_per_question"] >= 1  # never an empty answer
-    quoref_rows = parts[1]["rows"]
-    assert all(row["single_span"]["questions"] == 4 for row in quoref_rows)  # the four one-span questions
+        assert {str(row.cell) for row in part.rows} == {"joint/span", "joint/bio", "joint/joint"}
+        assert [(str(c.a), str(c.b)) for c in part.contrasts] == [("joint/span", "joint/bio"), ("joint/span", "joint/joint")]
+        for row in part.rows:
+            assert 0.0 <= row.empty_share <= 1.0 and row.spans_per_question >= 1  # never an empty answer
+    quoref_rows = parts[1].rows
+    assert all(row.single_span.questions == 4 for row in quoref_rows)  # the four one-span questions
     for cell in results.cells:  # each fold's tuned span-count rule, their mean as the cell's
         assert len(cell.fold_min_span_probabilities) == 2
         assert cell.min_span_probability == pytest.approx(sum(cell.fold_min_span_probabilities) / 2)

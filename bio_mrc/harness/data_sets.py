@@ -5,18 +5,17 @@ reader must not start splitting."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..data.squad import gold_texts
 from ..metrics.multispan_official import f1_from_count_sums, metrics_from_counts
 from ..metrics.squad_official import per_question_scores
+from .cell_key import CellKey
+from .data_set_records import DataSetRow, DataSetSummary, SingleSpanScores
 from .results import Cell, ComparisonResults
-from .summary_records import CellKey, statistics_json
 
 
-def data_set_summaries(results: ComparisonResults, grouped: dict[CellKey, list[Cell]], statistics) -> list[dict[str, Any]]:
+def data_set_summaries(results: ComparisonResults, grouped: dict[CellKey, list[Cell]], statistics) -> list[DataSetSummary]:
     """One summary per data set of a multi-span evaluation (none for one data set): each cell's six official
     metrics, empty share, spans per question and single-span SQuAD F1, and ``statistics`` (summary.statistics)
     of the data set's questions alone."""
@@ -31,22 +30,21 @@ def data_set_summaries(results: ComparisonResults, grouped: dict[CellKey, list[C
         single = _single_span_f1(results, grouped, rows)
         cell_rows = [_part_row(key, cells, rows, single.get(key)) for key, cells in grouped.items()]
         stats = statistics(results.config, counts, answers, f1_from_count_sums, seeds)
-        summaries.append({"description": part["description"], "task": part["task"], "questions": part["questions"],
-                          "rows": cell_rows, **statistics_json(stats)})
+        summaries.append(DataSetSummary(description=part["description"], task=part["task"], questions=part["questions"],
+                                        rows=cell_rows, **stats.as_kwargs()))
     return summaries
 
 
-def _part_row(key: CellKey, cells: list[Cell], rows: slice, single_f1: dict[str, Any] | None) -> dict[str, Any]:
+def _part_row(key: CellKey, cells: list[Cell], rows: slice, single_f1: SingleSpanScores | None) -> DataSetRow:
     """A cell on one data set: its metrics per seed, and its first seed's empty share and spans per question."""
     metrics = [metrics_from_counts(np.asarray(c.counts[rows], dtype=np.float64).sum(axis=0).tolist()) for c in cells]
     answers = list(cells[0].answers[rows])
     spans = [0 if not text else len(text.split("\n")) for text in answers]
-    row = {"cell": str(key), **{name: [m[name] for m in metrics] for name in metrics[0]},
-           "empty_share": float(np.mean([n == 0 for n in spans])), "spans_per_question": float(np.mean(spans))}
-    return row | ({"single_span": single_f1} if single_f1 else {})
+    return DataSetRow(key, {name: [m[name] for m in metrics] for name in metrics[0]}, float(np.mean([n == 0 for n in spans])),
+                      float(np.mean(spans)), single_f1)
 
 
-def _single_span_f1(results: ComparisonResults, grouped: dict[CellKey, list[Cell]], rows: slice) -> dict[CellKey, dict[str, Any]]:
+def _single_span_f1(results: ComparisonResults, grouped: dict[CellKey, list[Cell]], rows: slice) -> dict[CellKey, SingleSpanScores]:
     """Per cell, SQuAD v1.1's F1 (and EM) of the spans given, joined, on the data set's questions whose gold is one span
     (empty when the evaluation's questions are not at hand, as in a report read back from ``report.json``)."""
     examples = results.eval_examples[rows]
@@ -60,11 +58,11 @@ def _single_span_f1(results: ComparisonResults, grouped: dict[CellKey, list[Cell
         answers = list(cells[0].answers[rows])
         predicted = {qid: " ".join(answers[positions[qid]].split("\n")) for qid in ids}
         em, f1 = per_question_scores(gold, predicted, ids, "1.1")
-        out[key] = {"questions": len(ids), "em": float(em.mean()), "f1": float(f1.mean())}
+        out[key] = SingleSpanScores(len(ids), float(em.mean()), float(f1.mean()))
     return out
 
 
-def data_set_lines(summaries: list[dict[str, Any]], resampling: str) -> list[str]:
+def data_set_lines(summaries: list[DataSetSummary], resampling: str) -> list[str]:
     """``report.md``'s section: per data set, each cell's scores, then the contrasts on its questions alone."""
     if not summaries:
         return []
@@ -73,15 +71,15 @@ def data_set_lines(summaries: list[dict[str, Any]], resampling: str) -> list[str
              "questions' spans), the share of questions left without a span, the spans given per question, and on the "
              "questions whose gold answer is one span, SQuAD v1.1's F1 of the spans given (joined)."]
     for part in summaries:
-        lines += ["", f"### {part['description']} ({part['questions']} questions)", "",
+        lines += ["", f"### {part.description} ({part.questions} questions)", "",
                   "| cell | EM F1 | PM F1 | empty | spans per question | single-span questions: SQuAD F1 |", "|---|---|---|---|---|---|"]
-        for row in part["rows"]:
-            single = row.get("single_span")
-            single_text = f"{single['f1']:.2f} ({single['questions']})" if single else "–"
-            lines.append(f"| {row['cell']} | {np.mean(row['em_f1']):.2f} | {np.mean(row['pm_f1']):.2f} | {100 * row['empty_share']:.1f}% | "
-                         f"{row['spans_per_question']:.2f} | {single_text} |")
+        for row in part.rows:
+            single = row.single_span
+            single_text = f"{single.f1:.2f} ({single.questions})" if single else "–"
+            lines.append(f"| {row.cell} | {np.mean(row.scores['em_f1']):.2f} | {np.mean(row.scores['pm_f1']):.2f} | {100 * row.empty_share:.1f}% | "
+                         f"{row.spans_per_question:.2f} | {single_text} |")
         lines += ["", f"EM F1 A − B on these questions alone (95% paired bootstrap {resampling}):", "",
                   "| A | B | EM F1 A − B | 95% CI | Holm p |", "|---|---|---|---|---|"]
-        lines += [f"| {c['a']} | {c['b']} | {c['diff']:+.2f} | [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}] | {c['p_holm']:.3f} |"
-                  for c in part["contrasts"]]
+        lines += [f"| {c.a} | {c.b} | {c.diff:+.2f} | [{c.ci_low:+.2f}, {c.ci_high:+.2f}] | {c.p_holm:.3f} |"
+                  for c in part.contrasts]
     return lines

@@ -11,8 +11,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .cell_key import CellKey
+from .learning_curve_records import CurvePoint, Gap, GapTrend, LastStep, LearningCurve
 from .stats import Interval
-from .summary_records import CellKey, Contrast, Row
+from .statistics_records import Contrast
+from .summary_records import Row
 
 Z_95 = 1.959963984540054  # a 95% normal interval is ± Z_95 standard errors
 GAP_DECODINGS = ("bio", "span")  # the gap the curve follows: the BIO decoding minus the span decoding of one model
@@ -20,62 +23,59 @@ GAP_DECODINGS = ("bio", "span")  # the gap the curve follows: the BIO decoding m
 
 def learning_curve(
     rows: Sequence[Row], intervals: Mapping[CellKey, Interval], comparisons: Sequence[Contrast], heads_by_run: Mapping[str, str],
-) -> dict[str, Any] | None:
+) -> LearningCurve | None:
     """Each cell as a point (training questions, F1 with its interval), the curves of the runs that share
-    their heads, the BIO − span gap of every run with both decodings, and the gap's trend, as report.json keeps
-    them. None when the runs trained on fewer than two numbers of questions."""
+    their heads, the BIO − span gap of every run with both decodings, and the gap's trend. None when the runs
+    trained on fewer than two numbers of questions."""
     if len({row.train_questions for row in rows} - {None}) < 2:
         return None
     points = [_point(row, intervals[row.cell], heads_by_run[row.run]) for row in rows if row.train_questions]
-    runs = list(dict.fromkeys(p["run"] for p in points))
-    decodings = list(dict.fromkeys(p["decoding"] for p in points))  # the report's order (span, bio, joint)
-    points.sort(key=lambda p: (p["train_questions"], runs.index(p["run"]), decodings.index(p["decoding"])))
-    curves: dict[str, list[dict[str, Any]]] = {}
+    runs = list(dict.fromkeys(p.run for p in points))
+    decodings = list(dict.fromkeys(p.decoding for p in points))  # the report's order (span, bio, joint)
+    points.sort(key=lambda p: (p.train_questions, runs.index(p.run), decodings.index(p.decoding)))
+    curves: dict[str, list[CurvePoint]] = {}
     for point in points:
-        curves.setdefault(f"{point['heads']} · {point['decoding']}", []).append(point)
-    gaps = [_gap(run, point["train_questions"], comparisons) for run, point in _runs_with_both(points)]
-    return {"points": points, "curves": {name: curve for name, curve in curves.items()
-                                         if len({p["train_questions"] for p in curve}) > 1},
-            "gaps": gaps, "gap_trend": gap_trend(gaps)}
+        curves.setdefault(f"{point.heads} · {point.decoding}", []).append(point)
+    gaps = [_gap(run, point.train_questions, comparisons) for run, point in _runs_with_both(points)]
+    return LearningCurve(points=points, curves={name: curve for name, curve in curves.items() if len({p.train_questions for p in curve}) > 1},
+                         gaps=gaps, gap_trend=gap_trend(gaps))
 
 
-def _point(row: Row, interval: Interval, heads: str) -> dict[str, Any]:
+def _point(row: Row, interval: Interval, heads: str) -> CurvePoint:
     f1 = np.asarray(row.scores["f1"], dtype=np.float64)
-    return {"run": row.run, "decoding": row.decoding, "heads": heads, "train_questions": int(row.train_questions),
-            "seeds": list(row.seeds), "f1": float(f1.mean()), "f1_sd": float(f1.std(ddof=1)) if len(f1) > 1 else None,
-            "ci_low": float(interval.ci_low), "ci_high": float(interval.ci_high)}
+    return CurvePoint(row.cell, heads, int(row.train_questions), list(row.seeds), float(f1.mean()),
+                      float(f1.std(ddof=1)) if len(f1) > 1 else None, float(interval.ci_low), float(interval.ci_high))
 
 
-def _runs_with_both(points: Sequence[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any]]]:
+def _runs_with_both(points: Sequence[CurvePoint]) -> list[tuple[str, CurvePoint]]:
     """The runs decoded both ways (a joint model), each with one of its points, in curve order."""
     decodings: dict[str, set[str]] = {}
-    first: dict[str, Mapping[str, Any]] = {}
+    first: dict[str, CurvePoint] = {}
     for point in points:
-        decodings.setdefault(point["run"], set()).add(point["decoding"])
-        first.setdefault(point["run"], point)
+        decodings.setdefault(point.run, set()).add(point.decoding)
+        first.setdefault(point.run, point)
     return [(run, first[run]) for run in first if set(GAP_DECODINGS) <= decodings[run]]
 
 
-def _gap(run: str, train_questions: int, comparisons: Sequence[Contrast]) -> dict[str, Any]:
+def _gap(run: str, train_questions: int, comparisons: Sequence[Contrast]) -> Gap:
     """``run``'s BIO − span paired difference, from whichever order the comparison holds it in."""
     bio, span = (CellKey(run, decoding) for decoding in GAP_DECODINGS)
     for c in comparisons:
         if (c.a, c.b) in ((bio, span), (span, bio)):
             sign = 1.0 if c.a == bio else -1.0
             low, high = sorted((sign * c.ci_low, sign * c.ci_high))
-            return {"run": run, "train_questions": train_questions, "diff": sign * c.diff, "ci_low": low,
-                    "ci_high": high, "seeds": c.seeds, "resampling": c.resampling}
+            return Gap(run, train_questions, sign * c.diff, low, high, c.seeds, c.resampling)
     raise ValueError(f"no paired difference between {bio} and {span} among the comparisons")
 
 
-def gap_trend(gaps: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+def gap_trend(gaps: Sequence[Gap]) -> GapTrend | None:
     """Weighted least squares of the gap on log10(training questions), each gap weighted by 1/SE² (SE from
     its 95% interval), and where the fitted line crosses zero. None with fewer than two sizes."""
-    if len({g["train_questions"] for g in gaps}) < 2:
+    if len({g.train_questions for g in gaps}) < 2:
         return None
-    x = np.log10([g["train_questions"] for g in gaps])
-    y = np.array([g["diff"] for g in gaps])
-    se = np.array([max((g["ci_high"] - g["ci_low"]) / (2 * Z_95), 1e-6) for g in gaps])
+    x = np.log10([g.train_questions for g in gaps])
+    y = np.array([g.diff for g in gaps])
+    se = np.array([max((g.ci_high - g.ci_low) / (2 * Z_95), 1e-6) for g in gaps])
     w = 1.0 / se**2
     x_mean = np.sum(w * x) / w.sum()
     sxx = np.sum(w * (x - x_mean) ** 2)
@@ -84,14 +84,14 @@ def gap_trend(gaps: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     slope_se = float(np.sqrt(1.0 / sxx))  # the gaps' own errors; with 2 sizes the line fits them exactly
     largest = float(x.max())
     fitted_at_largest = intercept + slope * largest
-    trend = {"slope_per_decade": slope, "slope_ci": [slope - Z_95 * slope_se, slope + Z_95 * slope_se],
-             "intercept": intercept, "sizes": int(len(set(x.tolist()))), "fitted_gap_at_largest": float(fitted_at_largest),
-             **_residual_check(x, y, w, slope, intercept), "last_step": _last_step(x, y, w)}
+    trend = dict(slope_per_decade=slope, slope_ci=[slope - Z_95 * slope_se, slope + Z_95 * slope_se], intercept=intercept,
+                 sizes=int(len(set(x.tolist()))), fitted_gap_at_largest=float(fitted_at_largest),
+                 **_residual_check(x, y, w, slope, intercept), last_step=_last_step(x, y, w))
     if fitted_at_largest >= 0:
-        return {**trend, "closes": "closed", "closing_questions": None}
+        return GapTrend(**trend, closes="closed", closing_questions=None)
     if slope <= 0:
-        return {**trend, "closes": "never", "closing_questions": None}
-    return {**trend, "closes": "extrapolated", "closing_questions": float(10 ** (-intercept / slope))}
+        return GapTrend(**trend, closes="never", closing_questions=None)
+    return GapTrend(**trend, closes="extrapolated", closing_questions=float(10 ** (-intercept / slope)))
 
 
 def _residual_check(x: np.ndarray, y: np.ndarray, w: np.ndarray, slope: float, intercept: float) -> dict[str, Any]:
@@ -104,7 +104,7 @@ def _residual_check(x: np.ndarray, y: np.ndarray, w: np.ndarray, slope: float, i
     return {"residual_chi2": chi_square, "residual_dof": dof, "lack_of_fit_p": float(chi2.sf(chi_square, dof)) if dof > 0 else None}
 
 
-def _last_step(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict[str, float] | None:
+def _last_step(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> LastStep | None:
     """The gap's change per 10× between the two largest sizes (gaps of one size pooled by their weights), the
     line through those two (its intercept at 1 question), and where it would reach zero: the extrapolation
     that assumes least."""
@@ -114,73 +114,72 @@ def _last_step(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict[str, float] 
     gaps = [float(np.sum(w[x == size] * y[x == size]) / np.sum(w[x == size])) for size in sizes]
     slope = (gaps[1] - gaps[0]) / float(sizes[1] - sizes[0])
     closing = float(10 ** (sizes[1] - gaps[1] / slope)) if slope > 0 and gaps[1] < 0 else None
-    return {"from_questions": float(10 ** sizes[0]), "to_questions": float(10 ** sizes[1]), "slope_per_decade": slope,
-            "intercept": gaps[1] - slope * float(sizes[1]), "closing_questions": closing}
+    return LastStep(float(10 ** sizes[0]), float(10 ** sizes[1]), slope, gaps[1] - slope * float(sizes[1]), closing)
 
 
-def describe_trend(trend: Mapping[str, Any] | None) -> str:
+def describe_trend(trend: GapTrend | None) -> str:
     """One paragraph for the report on what the gap's trend says, and how far to trust it."""
     if trend is None:
         return "The BIO − span gap was measured at one size only: no trend."
-    slope_low, slope_high = trend["slope_ci"]
+    slope_low, slope_high = trend.slope_ci
     text = (f"Weighted least squares of the gap on log10(training questions), each gap weighted by 1/SE² from its "
-            f"interval, over {trend['sizes']} sizes: the gap changes by {trend['slope_per_decade']:+.2f} F1 per 10× "
+            f"interval, over {trend.sizes} sizes: the gap changes by {trend.slope_per_decade:+.2f} F1 per 10× "
             f"more questions (95% CI [{slope_low:+.2f}, {slope_high:+.2f}] from the gaps' own errors")
-    text += "; two sizes fit a line exactly, so the slope has no residual check). " if trend["sizes"] == 2 else "). "
-    if trend["closes"] == "closed":
+    text += "; two sizes fit a line exactly, so the slope has no residual check). " if trend.sizes == 2 else "). "
+    if trend.closes == "closed":
         return text + "At the largest size the fitted gap is already ≥ 0: BIO has caught up with span."
-    if trend["closes"] == "never":
+    if trend.closes == "never":
         return text + "The gap does not shrink with more questions: on this trend BIO never catches up."
     flat = " The slope's interval includes 0, so a flat gap fits these points too." if slope_low <= 0 else ""
-    text += (f"If the trend holds, the gap closes at about {trend['closing_questions']:,.0f} training questions; "
+    text += (f"If the trend holds, the gap closes at about {trend.closing_questions:,.0f} training questions; "
              f"an extrapolation in log-questions beyond the measured sizes.{flat}")
     return text + _describe_fit(trend)
 
 
-def _describe_fit(trend: Mapping[str, Any]) -> str:
+def _describe_fit(trend: GapTrend) -> str:
     """The residual check, and when the line does not fit, the slope of the last step instead."""
-    p = trend.get("lack_of_fit_p")
+    p = trend.lack_of_fit_p
     if p is None:
         return ""
-    text = (f" Residual check: χ² = {trend['residual_chi2']:.1f} on {trend['residual_dof']} degree"
-            f"{'s' if trend['residual_dof'] > 1 else ''} of freedom, p = {p:.3g}")
+    text = (f" Residual check: χ² = {trend.residual_chi2:.1f} on {trend.residual_dof} degree"
+            f"{'s' if trend.residual_dof > 1 else ''} of freedom, p = {p:.3g}")
     if p >= 0.05:
         return text + ": the gaps are consistent with one line in log-questions."
-    step = trend["last_step"]
+    step = trend.last_step
     text += (": **the gaps do not lie on one line** in log-questions, so the closing size above is not to be trusted. "
-             f"Between the two largest sizes ({step['from_questions']:,.0f} and {step['to_questions']:,.0f} questions) "
-             f"the gap changes by {step['slope_per_decade']:+.2f} F1 per 10×")
-    if step["closing_questions"] is None:
+             f"Between the two largest sizes ({step.from_questions:,.0f} and {step.to_questions:,.0f} questions) "
+             f"the gap changes by {step.slope_per_decade:+.2f} F1 per 10×")
+    if step.closing_questions is None:
         return text + ", and at that rate it does not close."
-    return text + f"; at that rate it would close at about {step['closing_questions']:,.0f} training questions."
+    return text + f"; at that rate it would close at about {step.closing_questions:,.0f} training questions."
 
 
-def learning_curve_section(curve: Mapping[str, Any] | None, plot: str | None) -> list[str]:
+def learning_curve_section(curve: LearningCurve | None, plot: str | None) -> list[str]:
     """The report's section: F1 of every decoding against training questions, the BIO − span gap per size,
     its trend and the figure (``plot``, a file name beside the report)."""
     if not curve:
         return []
-    decodings = list(dict.fromkeys(p["decoding"] for p in curve["points"]))
-    gaps = {g["run"]: g for g in curve["gaps"]}
+    decodings = list(dict.fromkeys(p.decoding for p in curve.points))
+    gaps = {g.run: g for g in curve.gaps}
     lines = ["## Learning curve: F1 against training questions", "",
              "Mean ± sd over a run's seeds, [95% interval]; the gap is the paired BIO − span difference of the same "
              "model (seeds × questions with several seeds, questions with one).", "",
              "| training questions | run | seeds | " + " | ".join(decodings) + " | BIO − span [95% CI] |",
              "|---|---|---|" + "---|" * len(decodings) + "---|"]
-    runs = list(dict.fromkeys((p["train_questions"], p["run"]) for p in curve["points"]))
+    runs = list(dict.fromkeys((p.train_questions, p.run) for p in curve.points))
     for questions, run in runs:
-        points = {p["decoding"]: p for p in curve["points"] if p["run"] == run}
+        points = {p.decoding: p for p in curve.points if p.run == run}
         cells = [_curve_cell(points[d]) if d in points else "–" for d in decodings]
         gap = gaps.get(run)
-        gap_text = f"{gap['diff']:+.2f} [{gap['ci_low']:+.2f}, {gap['ci_high']:+.2f}]" if gap else "–"
-        seeds = ", ".join(map(str, next(iter(points.values()))["seeds"]))
+        gap_text = f"{gap.diff:+.2f} [{gap.ci_low:+.2f}, {gap.ci_high:+.2f}]" if gap else "–"
+        seeds = ", ".join(map(str, next(iter(points.values())).seeds))
         lines.append(f"| {questions:,} | {run} | {seeds} | " + " | ".join(cells) + f" | {gap_text} |")
-    lines += ["", describe_trend(curve["gap_trend"])]
+    lines += ["", describe_trend(curve.gap_trend)]
     if plot:
         lines += ["", f"![F1 and the BIO − span gap against training questions]({plot})"]
     return lines + [""]
 
 
-def _curve_cell(point: Mapping[str, Any]) -> str:
-    spread = f" ± {point['f1_sd']:.2f}" if point["f1_sd"] is not None else ""
-    return f"{point['f1']:.2f}{spread} [{point['ci_low']:.1f}, {point['ci_high']:.1f}]"
+def _curve_cell(point: CurvePoint) -> str:
+    spread = f" ± {point.f1_sd:.2f}" if point.f1_sd is not None else ""
+    return f"{point.f1:.2f}{spread} [{point.ci_low:.1f}, {point.ci_high:.1f}]"

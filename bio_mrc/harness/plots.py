@@ -9,7 +9,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..io import atomic_write_bytes
-from .summary_records import CellKey
+from .cell_key import CellKey
+from .learning_curve_records import CurvePoint, Gap, GapTrend, LastStep, LearningCurve
+from .selective_records import RiskCoverageCurve
 
 __all__ = ["plot_breakdown", "plot_cell_scores", "plot_learning_curve", "plot_reliability", "plot_risk_coverage", "plot_threshold_curve",
            "plot_training_loss"]
@@ -229,14 +231,13 @@ def plot_reliability(diagrams: Mapping[CellKey, Mapping[str, Mapping[str, Any]]]
     return _save(fig, path)
 
 
-def plot_risk_coverage(curves: Mapping[CellKey, Mapping[str, Mapping[str, Any]]], targets: Any, path: str | Path) -> Path:
+def plot_risk_coverage(curves: Mapping[CellKey, Mapping[str, RiskCoverageCurve]], targets: Any, path: str | Path) -> Path:
     """Risk–coverage curves of the raw confidence, one styled line per cell (many cells faceted by run):
     accuracy of the answered questions against the share answered, dotted lines at the ``targets``
     accuracies. A calibrator is monotone, so it keeps the ranking (but for ties where it saturates) and the
     calibrated curve is the raw one.
 
-    Input is ``{cell: {"raw": curve, ...}}`` with curves as
-    :func:`bio_mrc.metrics.selective.subsample_curve` writes them (``coverage``, ``accuracy``, ...).
+    Input is ``{cell: {"raw": curve, ...}}``, each curve subsampled (:func:`bio_mrc.metrics.selective.subsample_curve`).
     """
     raw = {key: per_cell["raw"] for key, per_cell in curves.items() if "raw" in per_cell}
     if not raw:
@@ -248,7 +249,7 @@ def plot_risk_coverage(curves: Mapping[CellKey, Mapping[str, Mapping[str, Any]]]
     for k, (ax, (run, keys)) in enumerate(zip(axes, panels.items())):
         for key in keys:
             style = {**_style(key, decodings, faceted), "marker": None}
-            ax.plot(raw[key]["coverage"], raw[key]["accuracy"], linewidth=1.3, **style)
+            ax.plot(raw[key].coverage, raw[key].accuracy, linewidth=1.3, **style)
         for target in targets:
             ax.axhline(target, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xlim(0, 1)
@@ -265,26 +266,26 @@ def plot_risk_coverage(curves: Mapping[CellKey, Mapping[str, Mapping[str, Any]]]
     return _save(fig, path)
 
 
-def plot_learning_curve(curve: Mapping[str, Any], path: str | Path) -> Path:
+def plot_learning_curve(curve: LearningCurve, path: str | Path) -> Path:
     """Left: F1 against training questions (log scale), one line per heads · decoding with ≥ 2 sizes and a
     marker for each other cell, error bars the 95% intervals. Right: the BIO − span gap with its paired
     95% interval per size and the fitted trend, extended to where it closes (the ``learning_curve`` of
     the report's summary)."""
     fig = _new_figure((11.0, 4.2))
     ax = fig.add_subplot(1, 2, 1)
-    decodings = list(dict.fromkeys(p["decoding"] for p in curve["points"]))
+    decodings = list(dict.fromkeys(p.decoding for p in curve.points))
     on_curves = set()
-    for k, (name, points) in enumerate(curve["curves"].items()):
-        _errorbar(ax, points, f"C{decodings.index(points[0]['decoding']) % 10}", name, "-o" if k < 10 else "-s")
-        on_curves.update((p["run"], p["decoding"]) for p in points)
-    for p in (p for p in curve["points"] if (p["run"], p["decoding"]) not in on_curves):
-        _errorbar(ax, [p], f"C{decodings.index(p['decoding']) % 10}", f"{p['run']} · {p['decoding']}", "D")
-    _questions_axis(ax, [p["train_questions"] for p in curve["points"]])
+    for k, (name, points) in enumerate(curve.curves.items()):
+        _errorbar(ax, points, f"C{decodings.index(points[0].decoding) % 10}", name, "-o" if k < 10 else "-s")
+        on_curves.update(p.cell for p in points)
+    for p in (p for p in curve.points if p.cell not in on_curves):
+        _errorbar(ax, [p], f"C{decodings.index(p.decoding) % 10}", f"{p.run} · {p.decoding}", "D")
+    _questions_axis(ax, [p.train_questions for p in curve.points])
     ax.set_ylabel("F1")
     ax.set_title("F1 against training questions")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize="x-small")
-    _plot_gap(fig.add_subplot(1, 2, 2), curve["gaps"], curve.get("gap_trend"))
+    _plot_gap(fig.add_subplot(1, 2, 2), curve.gaps, curve.gap_trend)
     return _save(fig, path)
 
 
@@ -299,36 +300,35 @@ def _questions_axis(ax: Any, sizes: Any) -> None:
     ax.set_xlabel("training questions (log scale)")
 
 
-def _errorbar(ax: Any, points: list[Mapping[str, Any]], colour: str, label: str, style: str) -> None:
-    x = [p["train_questions"] for p in points]
-    y = np.array([p["f1"] for p in points])
-    low, high = np.array([p["ci_low"] for p in points]), np.array([p["ci_high"] for p in points])
+def _errorbar(ax: Any, points: list[CurvePoint], colour: str, label: str, style: str) -> None:
+    x = [p.train_questions for p in points]
+    y = np.array([p.f1 for p in points])
+    low, high = np.array([p.ci_low for p in points]), np.array([p.ci_high for p in points])
     ax.errorbar(x, y, yerr=[y - low, high - y], fmt=style, color=colour, capsize=3, markersize=4, linewidth=1.0, label=label)
 
 
-def _plot_trend(ax: Any, x: np.ndarray, trend: Mapping[str, Any], label: str, style: str = "--") -> None:
-    """A line in log-questions from its first size (or the trend's own start) on, and where it reaches zero."""
-    closing = trend["closing_questions"]
+def _plot_trend(ax: Any, x: np.ndarray, line: GapTrend | LastStep, start: float, closing: float | None, label: str, style: str = "--") -> None:
+    """A line in log-questions from ``start`` on, and where it reaches zero (``closing``, None: not drawn)."""
     end = x.max() if closing is None else max(x.max(), min(closing, 1e3 * x.max()))
-    line_x = np.logspace(np.log10(trend.get("from_questions", x.min())), np.log10(end), 50)
-    ax.plot(line_x, trend["intercept"] + trend["slope_per_decade"] * np.log10(line_x), style, color="C1", linewidth=1.0, label=label)
+    line_x = np.logspace(np.log10(start), np.log10(end), 50)
+    ax.plot(line_x, line.intercept + line.slope_per_decade * np.log10(line_x), style, color="C1", linewidth=1.0, label=label)
     if closing is not None and closing <= end:
         ax.plot([closing], [0.0], "x", color="C3", label=f"closes at ≈ {closing:,.0f} (extrapolated)")
 
 
-def _plot_gap(ax: Any, gaps: list[Mapping[str, Any]], trend: Mapping[str, Any] | None) -> None:
-    x = np.array([g["train_questions"] for g in gaps], dtype=np.float64)
-    y = np.array([g["diff"] for g in gaps])
-    low, high = np.array([g["ci_low"] for g in gaps]), np.array([g["ci_high"] for g in gaps])
+def _plot_gap(ax: Any, gaps: list[Gap], trend: GapTrend | None) -> None:
+    x = np.array([g.train_questions for g in gaps], dtype=np.float64)
+    y = np.array([g.diff for g in gaps])
+    low, high = np.array([g.ci_low for g in gaps]), np.array([g.ci_high for g in gaps])
     ax.axhline(0.0, color="grey", linewidth=0.8)
     ax.errorbar(x, y, yerr=[y - low, high - y], fmt="o", color="C1", capsize=3, label="BIO − span (paired 95% CI)")
     if trend is not None:
-        misfit = trend.get("lack_of_fit_p") is not None and trend["lack_of_fit_p"] < 0.05
-        _plot_trend(ax, x, trend if not misfit else {**trend, "closing_questions": None},
-                    f"straight line {trend['slope_per_decade']:+.2f} F1 per 10×" + (" (does not fit)" if misfit else ""))
-        if misfit and trend["last_step"] is not None:  # the report then extrapolates the last step instead
-            step = trend["last_step"]
-            _plot_trend(ax, x, step, f"last step {step['slope_per_decade']:+.2f} F1 per 10×", style=":")
+        misfit = trend.lack_of_fit_p is not None and trend.lack_of_fit_p < 0.05
+        _plot_trend(ax, x, trend, x.min(), None if misfit else trend.closing_questions,
+                    f"straight line {trend.slope_per_decade:+.2f} F1 per 10×" + (" (does not fit)" if misfit else ""))
+        if misfit and trend.last_step is not None:  # the report then extrapolates the last step instead
+            step = trend.last_step
+            _plot_trend(ax, x, step, step.from_questions, step.closing_questions, f"last step {step.slope_per_decade:+.2f} F1 per 10×", style=":")
     _questions_axis(ax, x)
     ax.set_ylabel("F1 difference")
     ax.set_title("BIO − span gap (joint models)")

@@ -230,11 +230,11 @@ def _abstain_section(results: ComparisonResults, summary: Summary, plots: dict[s
     if not reference:
         return []
     lines = ["## Against always abstaining (SQuAD 2.0)", "",
-             f"Always abstaining scores F1 = EM = **{reference['f1']:.2f}** on these questions (the share without an "
+             f"Always abstaining scores F1 = EM = **{reference.f1:.2f}** on these questions (the share without an "
              f"answer). Each cell's F1 minus that, with its 95% paired bootstrap interval ({BOOTSTRAP_RESAMPLES} resamples):", "",
              "| cell | F1 − always abstain | 95% CI |", "|---|---|---|"]
-    for label, c in reference["cells"].items():
-        lines.append(f"| {label} | {c['diff']:+.2f} | [{c['ci_low']:+.2f}, {c['ci_high']:+.2f}] |")
+    for key, c in reference.cells.items():
+        lines.append(f"| {key} | {c.diff:+.2f} | [{c.ci_low:+.2f}, {c.ci_high:+.2f}] |")
     return lines + [""]
 
 
@@ -306,7 +306,7 @@ def write_plots(results: ComparisonResults, summary: Summary, output_dir: Path) 
     if diagrams:
         plots[CALIBRATION_PLOT] = plot_reliability(diagrams, output_dir / "calibration.png").name
     if summary.selective:
-        curves = {CellKey.parse(label): {kind: m["curve"] for kind, m in kinds.items()} for label, kinds in summary.selective["cells"].items()}
+        curves = {key: {kind: m.curve for kind, m in kinds.items()} for key, kinds in summary.selective.cells.items()}
         plots[RISK_COVERAGE_PLOT] = plot_risk_coverage(curves, TARGET_ACCURACIES, output_dir / "risk_coverage.png").name
     if curves := loss_curves(results.cells):
         plots[TRAINING_LOSS_PLOT] = plot_training_loss(curves, output_dir / "training_loss.png").name

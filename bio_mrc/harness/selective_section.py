@@ -6,7 +6,7 @@ bootstrap intervals. Definitions: :mod:`bio_mrc.metrics.selective`."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -15,8 +15,9 @@ from ..metrics.selective import (
     TARGET_ACCURACIES, aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage,
     subsample_curve,
 )
+from .cell_key import CellKey
 from .results import Cell
-from .summary_records import CellKey
+from .selective_records import AurcContrast, ConfidenceMeasures, RiskCoverageCurve, SelectiveSummary
 from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_present, paired_bootstrap_recomputed
 
 KINDS = ("raw", "calibrated")
@@ -48,15 +49,15 @@ def measure(confidence: np.ndarray, right: np.ndarray) -> dict[str, float | None
             **{key: _number(value) for key, value in macro.items()}}
 
 
-def _cell_summary(cells: list[Cell]) -> dict[str, Any]:
+def _cell_summary(cells: list[Cell]) -> dict[str, ConfidenceMeasures]:
     """Per confidence: each number per seed, and the first seed's curve (subsampled)."""
     summary = {}
     for kind in KINDS:
         if not _has(cells, kind):
             continue
         per_seed = [measure(*_arrays(cell, kind)) for cell in cells]
-        summary[kind] = {key: [m[key] for m in per_seed] for key in per_seed[0]}
-        summary[kind]["curve"] = subsample_curve(risk_coverage(*_arrays(cells[0], kind)), CURVE_POINTS)
+        curve = RiskCoverageCurve(**subsample_curve(risk_coverage(*_arrays(cells[0], kind)), CURVE_POINTS))
+        summary[kind] = ConfidenceMeasures(**{key: [m[key] for m in per_seed] for key in per_seed[0]}, curve=curve)
     return summary
 
 
@@ -64,7 +65,7 @@ def _aurc_statistic(item: tuple[np.ndarray, np.ndarray], idx: np.ndarray) -> np.
     return aurc_of_resamples(item[0], item[1], idx)
 
 
-def _aurc_contrast(grouped: dict[CellKey, list[Cell]], a: CellKey, b: CellKey, kind: str) -> dict[str, Any] | None:
+def _aurc_contrast(grouped: dict[CellKey, list[Cell]], a: CellKey, b: CellKey, kind: str) -> AurcContrast | None:
     """AURC of cell ``a`` − cell ``b`` on the seeds both have, paired by seed and question (as the F1
     contrasts, ``BOOTSTRAP_RESAMPLES`` resamples, seed ``BOOTSTRAP_SEED``); None when they share no seed (AURC has no seed mean to pair)."""
     seeds_b = {cell.seed: cell for cell in grouped[b]}
@@ -75,12 +76,12 @@ def _aurc_contrast(grouped: dict[CellKey, list[Cell]], a: CellKey, b: CellKey, k
     values_b = [_arrays(seeds_b[cell.seed], kind) for cell in shared]
     result = paired_bootstrap_recomputed(values_a, values_b, _aurc_statistic, len(values_a[0][1]), n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED,
                                          max_chunk_elements=BOOTSTRAP_CHUNK)
-    return {"a": str(a), "b": str(b), "confidence": kind, "seeds": [cell.seed for cell in shared], **result.to_dict()}
+    return AurcContrast(a=a, b=b, confidence=kind, seeds=[cell.seed for cell in shared], **result.to_dict())
 
 
-def selective_summary(grouped: dict[CellKey, list[Cell]], pairs: Sequence[tuple[CellKey, CellKey]]) -> dict[str, Any] | None:
+def selective_summary(grouped: dict[CellKey, list[Cell]], pairs: Sequence[tuple[CellKey, CellKey]]) -> SelectiveSummary | None:
     """Each cell's numbers and the AURC contrasts of ``pairs``; None without per-question confidences
-    (MultiSpanQA, or cells cached before they were stored). The result is report.json's JSON: cells by label."""
+    (MultiSpanQA, or cells cached before they were stored)."""
     with_data = {key: cells for key, cells in grouped.items() if all(cell.selective is not None for cell in cells)}
     if not with_data:
         return None
@@ -90,10 +91,10 @@ def selective_summary(grouped: dict[CellKey, list[Cell]], pairs: Sequence[tuple[
             if a in with_data and b in with_data and _has(with_data[a] + with_data[b], kind):
                 contrast = _aurc_contrast(with_data, a, b, kind)
                 contrasts += [contrast] if contrast else []
-    return {"cells": {str(key): _cell_summary(cells) for key, cells in with_data.items()}, "contrasts": contrasts}
+    return SelectiveSummary({key: _cell_summary(cells) for key, cells in with_data.items()}, contrasts)
 
 
-def selective_section(selective: dict[str, Any] | None, plot: str | None) -> list[str]:
+def selective_section(selective: SelectiveSummary | None, plot: str | None) -> list[str]:
     """The report's Markdown: the per-cell table, the AURC contrasts, the figure."""
     if not selective:
         return []
@@ -110,19 +111,19 @@ def selective_section(selective: dict[str, Any] | None, plot: str | None) -> lis
              "docs/calibration.md says how to pick a threshold from it. With several seeds, mean ± sd.", "",
              "| cell | confidence | AURC | E-AURC | coverage at 80% | coverage at 90% | ECE | ECE wrong | MacroCE |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for label, kinds in selective["cells"].items():
+    for key, kinds in selective.cells.items():
         for kind, m in kinds.items():
-            lines.append(f"| {label} | {kind} | {format_present(m['aurc'], 3)} | {format_present(m['excess_aurc'], 3)} | "
-                         f"{format_present(m['coverage_at_80'], 1, 100)}% | {format_present(m['coverage_at_90'], 1, 100)}% | "
-                         f"{format_present(m['ece'], 3)} | {format_present(m['ice_wrong'], 3)} | "
-                         f"{format_present(m['macro_ce'], 3)} |")
-    if selective["contrasts"]:
+            lines.append(f"| {key} | {kind} | {format_present(m.aurc, 3)} | {format_present(m.excess_aurc, 3)} | "
+                         f"{format_present(m.coverage_at_80, 1, 100)}% | {format_present(m.coverage_at_90, 1, 100)}% | "
+                         f"{format_present(m.ece, 3)} | {format_present(m.ice_wrong, 3)} | "
+                         f"{format_present(m.macro_ce, 3)} |")
+    if selective.contrasts:
         lines += ["", "AURC of the contrasts, A − B (negative: A ranks its answers better), 95% paired bootstrap over the "
                   f"questions (and the seeds both cells share), {BOOTSTRAP_RESAMPLES} resamples, p unadjusted:", "",
                   "| A | B | confidence | AURC A − B | 95% CI | p |", "|---|---|---|---|---|---|"]
-        for c in selective["contrasts"]:
-            lines.append(f"| {c['a']} | {c['b']} | {c['confidence']} | {c['diff']:+.4f} | "
-                         f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}] | {c['p_value']:.3f} |")
+        for c in selective.contrasts:
+            lines.append(f"| {c.a} | {c.b} | {c.confidence} | {c.diff:+.4f} | "
+                         f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.3f} |")
     if plot:
         lines += ["", f"![{RISK_COVERAGE_PLOT}]({plot})"]
     return lines

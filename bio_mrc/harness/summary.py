@@ -19,7 +19,7 @@ from .config import resolve_contrasts
 from .learning_curve import learning_curve
 from .data_sets import data_set_summaries
 from .results import Cell, ComparisonResults
-from .summary_records import CellKey, Contrast, Row, Statistics, Summary
+from .summary_records import AgainstAbstaining, CellKey, Contrast, Row, Statistics, Summary
 from .selective_section import selective_summary
 from .groups import breakdown, length_bins, question_word
 from .stats import (
@@ -103,7 +103,7 @@ def task_question_groups(task: registry.TaskEntry, examples: Sequence[Example], 
     return QUESTION_GROUPS[task.groups](examples, answer_tokens, context_tokens, task.no_answer)
 
 
-def against_abstaining(f1_by_seed: dict[CellKey, np.ndarray], has_answer: np.ndarray) -> dict[str, Any]:
+def against_abstaining(f1_by_seed: dict[CellKey, np.ndarray], has_answer: np.ndarray) -> AgainstAbstaining:
     """SQuAD 2.0's trivial reader, "always abstain" (F1 100 on an unanswerable question, 0 elsewhere), on
     the same questions, and each cell's paired difference from it (over seeds × questions with several seeds)."""
     abstain = np.where(has_answer, 0.0, 100.0)
@@ -112,8 +112,8 @@ def against_abstaining(f1_by_seed: dict[CellKey, np.ndarray], has_answer: np.nda
         baseline = np.broadcast_to(abstain, f1.shape)
         result = (two_level_bootstrap(f1, baseline, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED) if len(f1) > 1
                   else paired_bootstrap(f1[0], abstain, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED))
-        cells[str(key)] = result.to_dict()
-    return {"f1": float(abstain.mean()), "cells": cells}
+        cells[key] = result
+    return AgainstAbstaining(float(abstain.mean()), cells)
 
 
 def _common_row(key: CellKey, cells: list[Cell], scores: dict[str, list[float | None]]) -> Row:

@@ -1,10 +1,11 @@
 """A comparison's summary as typed records: :class:`CellKey` (a cell's run and decoding, ``run/decoding`` as text),
-:class:`Row` (a cell's scores and settings per seed), :class:`Contrast` (a paired difference A − B) and
-:class:`Summary` (all of it), with their JSON form, ``report.json``'s ``summary``.
+:class:`Row` (a cell's scores and settings per seed), :class:`Contrast` (a paired difference A − B),
+:class:`AgainstAbstaining` (SQuAD 2.0's cells against always abstaining) and :class:`Summary` (all of it, with the
+selective-QA, learning-curve and data-set records of their own modules), with their JSON form, ``report.json``'s
+``summary``.
 
 A record is written with the keys it is read from, so a report reads back to the same numbers and writes
-the same JSON again. The parts that are only rendered (selective QA, always abstaining, the learning curve,
-the data sets of a multi-set evaluation) stay the JSON mappings they are written as, their cells named by label.
+the same JSON again.
 """
 
 from __future__ import annotations
@@ -14,26 +15,16 @@ from typing import Any
 
 from ..errors import ConfigError
 from .cell_key import CellKey
-from .stats import BootstrapResult, Interval
-
-
-def _checked(data: Any, required: tuple[str, ...], source: str, what: str) -> dict[str, Any]:
-    """``data`` as read, when it is an object with every ``required`` key; a :class:`ConfigError` naming ``source`` otherwise."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source} is not {what} (a JSON object), but {type(data).__name__}")
-    missing = [name for name in required if name not in data]
-    if missing:
-        raise ConfigError(f"{source} is not {what}: it lacks {missing}")
-    return data
-
+from .data_set_records import DataSetSummary
+from .learning_curve_records import LearningCurve
+from .record_json import checked, refuse_unknown
+from .selective_records import SelectiveSummary
+from .statistics_records import STATISTICS_KINDS, Contrast, Statistics, bootstrap_from_json, check_kinds
+from .stats import BootstrapResult
 
 _ROW_REQUIRED = ("run", "decoding", "seeds", "train_questions", "threshold", "bio_length_prior", "train_seconds",
                  "inference_seconds", "decode_seconds")
-_CONTRAST_REQUIRED = ("a", "b", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_value", "significant", "n_questions",
-                      "n_resamples")
-_KIND_NAMES = {list: "a list", dict: "an object", str: "a string"}
-_SUMMARY_KINDS = {"rows": list, "baseline": dict, "resampling": str, "contrasts": list, "comparisons": list, "intervals": dict,
-                  "breakdowns": dict}
+_SUMMARY_KINDS = {"rows": list, **STATISTICS_KINDS, "breakdowns": dict}
 
 
 @dataclass(frozen=True)
@@ -73,7 +64,7 @@ class Row:
 
     @classmethod
     def from_json(cls, data: Any, source: str = "a summary row") -> "Row":
-        data = _checked(data, _ROW_REQUIRED, source, "a summary row")
+        data = checked(data, _ROW_REQUIRED, source, "a summary row")
         for name in ("run", "decoding"):
             if not isinstance(data.get(name), str):
                 raise ConfigError(f"{source}: field {name!r} must be a string, got {data.get(name)!r}")
@@ -89,58 +80,29 @@ class Row:
         return cls(cell, scores=scores, **given)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Contrast(BootstrapResult):
-    """A paired difference, cell ``a`` − cell ``b``: the bootstrap's result (the fields of
-    :class:`~.stats.BootstrapResult`), the seeds it paired on and how it resampled, how often the two cells' answers
-    agree, and for a contrast the configuration names, its Holm-adjusted p-value (None in the full matrix of pairs)."""
+@dataclass(frozen=True)
+class AgainstAbstaining:
+    """SQuAD 2.0's trivial reader, always abstaining, on the same questions: its F1, and each cell's paired
+    difference from it (cell − always abstaining)."""
 
-    a: CellKey
-    b: CellKey
-    seeds: list[int] | None = None
-    resampling: str | None = None
-    agreement: float | None = None
-    p_holm: float | None = None
-    significant_holm: bool | None = None
+    f1: float
+    cells: dict[CellKey, BootstrapResult]
 
     def to_json(self) -> dict[str, Any]:
-        """The contrast as ``report.json`` keeps it: the cells by label, the fields set."""
-        values = {"a": str(self.a), "b": str(self.b), **{f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("a", "b")}}
-        return {key: value for key, value in values.items() if value is not None}
+        return {"f1": self.f1, "cells": {str(key): result.to_dict() for key, result in self.cells.items()}}
 
     @classmethod
-    def from_json(cls, data: Any, source: str = "a contrast") -> "Contrast":
-        data = _checked(data, _CONTRAST_REQUIRED, source, "a paired difference")
-        unknown = sorted(set(data) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ConfigError(f"{source}: unknown fields {unknown}")
-        return cls(**{**data, "a": CellKey.parse(data["a"], source), "b": CellKey.parse(data["b"], source)})
+    def from_json(cls, data: Any, source: str = "always abstaining") -> "AgainstAbstaining":
+        data = checked(data, ("f1", "cells"), source, "the cells against always abstaining")
+        refuse_unknown(data, ("f1", "cells"), source)
+        check_kinds(data, {"cells": dict}, source)
+        return cls(data["f1"], {CellKey.parse(label, f"{source}: cells"): bootstrap_from_json(value, f"{source}: {label}")
+                                for label, value in data["cells"].items()})
 
 
-def _interval_from_json(data: Any, source: str) -> Interval:
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source} is not an interval (a JSON object), but {type(data).__name__}")
-    names = {f.name for f in fields(Interval)}
-    missing = sorted(names - set(data))
-    if missing:
-        raise ConfigError(f"{source} is not an interval: it lacks {missing}")
-    return Interval(**{name: data[name] for name in names})
-
-
-@dataclass(frozen=True)
-class Statistics:
-    """The statistics :func:`~.summary.statistics` computes: the baseline, the contrasts, every pair, each interval."""
-
-    baseline: CellKey
-    baseline_named_in_config: bool
-    resampling: str
-    contrasts: list[Contrast]
-    comparisons: list[Contrast]
-    intervals: dict[CellKey, Interval]
-
-    def as_kwargs(self) -> dict[str, Any]:
-        """The fields by name, to build a :class:`Summary` from."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+# The parts of a summary that apply to some comparisons only, each a record of its own, by field.
+_PARTS = {"selective": SelectiveSummary.from_json, "always_abstain": AgainstAbstaining.from_json,
+          "learning_curve": LearningCurve.from_json}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,61 +110,44 @@ class Summary(Statistics):
     """A comparison's numbers before any rendering: a row per cell, the baseline (and whether the configuration
     named it), how the bootstrap resampled, the contrasts (Holm-adjusted), every pair of cells, each cell's
     interval, the breakdowns by question group (``{group kind: {cell: {group: numbers}}}``); and where they apply,
-    selective QA, always abstaining, the learning curve and the data sets, as their JSON."""
+    selective QA, always abstaining, the learning curve and each data set alone."""
 
     rows: list[Row]
     breakdowns: dict[str, dict[CellKey, dict[str, dict[str, float]]]] = field(default_factory=dict)
-    selective: dict[str, Any] | None = None
-    always_abstain: dict[str, Any] | None = None
-    learning_curve: dict[str, Any] | None = None
-    data_sets: list[dict[str, Any]] | None = None
+    selective: SelectiveSummary | None = None
+    always_abstain: AgainstAbstaining | None = None
+    learning_curve: LearningCurve | None = None
+    data_sets: list[DataSetSummary] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """``report.json``'s ``summary``: the keys it is read from."""
-        summary = {"rows": [row.to_json() for row in self.rows], **statistics_json(self),
+        summary = {"rows": [row.to_json() for row in self.rows], **self.statistics_json(),
                    "breakdowns": {name: {str(key): groups for key, groups in table.items()} for name, table in self.breakdowns.items()}}
-        for name in ("selective", "always_abstain", "learning_curve", "data_sets"):
-            if getattr(self, name):
-                summary[name] = getattr(self, name)
+        for name in _PARTS:
+            if part := getattr(self, name):
+                summary[name] = part.to_json()
+        if self.data_sets:
+            summary["data_sets"] = [part.to_json() for part in self.data_sets]
         return summary
 
     @classmethod
     def from_json(cls, data: Any, source: str = "the summary") -> "Summary":
-        data = _checked(data, tuple(_SUMMARY_KINDS), source, "a comparison summary")
-        for name, kind in _SUMMARY_KINDS.items():
-            if not isinstance(data[name], kind):
-                raise ConfigError(f"{source}: field {name!r} must be {_KIND_NAMES[kind]}, got {type(data[name]).__name__}")
-        baseline = data["baseline"]
-        if "cell" not in baseline:
-            raise ConfigError(f"{source}: field 'baseline' must name the baseline's cell, got {baseline!r}")
+        data = checked(data, tuple(_SUMMARY_KINDS), source, "a comparison summary")
+        check_kinds(data, _SUMMARY_KINDS, source)
         if not all(isinstance(table, dict) for table in data["breakdowns"].values()):
             raise ConfigError(f"{source}: field 'breakdowns' must map each kind of group to an object of cells")
-        unknown = sorted(set(data) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ConfigError(f"{source}: unknown fields {unknown}")
+        refuse_unknown(data, (f.name for f in fields(cls) if f.name != "baseline_named_in_config"), source)
+        data_sets = data.get("data_sets")
+        if data_sets is not None and not isinstance(data_sets, list):
+            raise ConfigError(f"{source}: field 'data_sets' must be a list, got {type(data_sets).__name__}")
         return cls(
             rows=[Row.from_json(row, f"{source}: row {k}") for k, row in enumerate(data["rows"])],
-            baseline=CellKey.parse(baseline["cell"], f"{source}: baseline"),
-            baseline_named_in_config=bool(baseline.get("named_in_config")), resampling=data["resampling"],
-            contrasts=[Contrast.from_json(c, f"{source}: contrast {k}") for k, c in enumerate(data["contrasts"])],
-            comparisons=[Contrast.from_json(c, f"{source}: comparison {k}") for k, c in enumerate(data["comparisons"])],
-            intervals={CellKey.parse(label, f"{source}: intervals"): _interval_from_json(value, f"{source}: interval of {label}")
-                       for label, value in data["intervals"].items()},
+            **Statistics.fields_from_json(data, source),
             breakdowns={name: {CellKey.parse(label, f"{source}: breakdown {name!r}"): groups for label, groups in table.items()}
                         for name, table in data["breakdowns"].items()},
-            **{name: data.get(name) for name in ("selective", "always_abstain", "learning_curve", "data_sets")},
+            **{name: read(data[name], f"{source}: {name}") for name, read in _PARTS.items() if data.get(name) is not None},
+            data_sets=None if data_sets is None else [DataSetSummary.from_json(part, f"{source}: data set {k}") for k, part in enumerate(data_sets)],
         )
 
 
-def statistics_json(statistics: Any) -> dict[str, Any]:
-    """The statistics of a summary (or of one data set's), as ``report.json`` keeps them."""
-    return {
-        "baseline": {"cell": str(statistics.baseline), "named_in_config": statistics.baseline_named_in_config},
-        "resampling": statistics.resampling,
-        "contrasts": [c.to_json() for c in statistics.contrasts],
-        "comparisons": [c.to_json() for c in statistics.comparisons],
-        "intervals": {str(key): interval.to_dict() for key, interval in statistics.intervals.items()},
-    }
-
-
-__all__ = ["CellKey", "Contrast", "Row", "Statistics", "Summary", "statistics_json"]
+__all__ = ["AgainstAbstaining", "CellKey", "Contrast", "Row", "Statistics", "Summary"]
