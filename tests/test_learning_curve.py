@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bio_mrc.harness.learning_curve import describe_trend, gap_trend, learning_curve
-from bio_mrc.harness.learning_curve_records import Gap
+from bio_mrc.harness.learning_curve_records import Gap, LearningCurve
 from bio_mrc.harness.report import write_report
 from bio_mrc.harness.summary import summarise
 from bio_mrc.harness.summary_records import CellKey, Row
@@ -104,6 +104,7 @@ def test_the_report_holds_each_size_the_gap_with_its_paired_interval_and_the_fig
         expected = np.mean(f1[run, "bio"]) - np.mean(f1[run, "span"])
         assert g.diff == pytest.approx(expected) and g.ci_low < g.diff < g.ci_high
     assert curve.gap_trend.sizes == 2
+    assert LearningCurve.from_json(curve.to_json()) == curve  # report.json reads back to the same records
     report = (tmp_path / "report.md").read_text()
     assert "## Learning curve" in report and "| 10,000 | joint-10k | 42, 43, 44 |" in report
     assert "- Train, run joint-3k: first 3000 questions: 3000 questions" in report

@@ -14,6 +14,7 @@ from bio_mrc.data.quoref import load_quoref
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.compare import compare, resolve_splits
 from bio_mrc.harness.config import load_config, parse_config
+from bio_mrc.harness.data_set_records import DataSetSummary
 from bio_mrc.types import Example
 
 from .conftest import FIXTURES, require_data
@@ -104,6 +105,7 @@ def test_the_report_scores_each_data_set(tiny_encoder_dir, tmp_path):
         for row in part.rows:
             assert 0.0 <= row.empty_share <= 1.0 and row.spans_per_question >= 1  # never an empty answer
     quoref_rows = parts[1].rows
+    assert [DataSetSummary.from_json(part.to_json(), "data set") for part in parts] == parts  # reads back the same
     assert all(row.single_span.questions == 4 for row in quoref_rows)  # the four one-span questions
     for cell in results.cells:  # each fold's tuned span-count rule, their mean as the cell's
         assert len(cell.fold_min_span_probabilities) == 2

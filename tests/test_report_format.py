@@ -14,7 +14,10 @@ from bio_mrc.errors import ConfigError
 from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.harness.results import REPORT_FORMAT, Cell, ComparisonResults, upgrade_report
 from bio_mrc.harness.saved_report import SavedReport
-from bio_mrc.harness.summary_records import CellKey, Contrast, Row, Summary
+from bio_mrc.harness.data_set_records import DataSetSummary
+from bio_mrc.harness.learning_curve_records import LearningCurve
+from bio_mrc.harness.selective_records import SelectiveSummary
+from bio_mrc.harness.summary_records import AgainstAbstaining, CellKey, Contrast, Row, Summary
 
 REPORT_FILES = sorted((Path(__file__).parents[1] / "benchmarks" / "reports").glob("*/report.json*"))
 
@@ -40,6 +43,11 @@ def test_every_committed_report_reads_as_typed_records_that_write_back_the_same(
     assert all(isinstance(row, Row) and isinstance(row.cell, CellKey) for row in summary.rows)
     assert all(isinstance(c, Contrast) for c in [*summary.contrasts, *summary.comparisons])
     assert all(isinstance(key, CellKey) for key in summary.intervals) and isinstance(summary.baseline, CellKey)
+    for name, record in (("selective", SelectiveSummary), ("always_abstain", AgainstAbstaining), ("learning_curve", LearningCurve)):
+        assert getattr(summary, name) is None or isinstance(getattr(summary, name), record), name
+    assert all(isinstance(part, DataSetSummary) and all(isinstance(row.cell, CellKey) for row in part.rows) for part in summary.data_sets or [])
+    assert all(isinstance(key, CellKey) for key in [*(summary.selective.cells if summary.selective else ()),
+                                                    *(summary.always_abstain.cells if summary.always_abstain else ())])
     # the summary's records write its JSON back key for key, in order: the same numbers, the same text
     assert json.dumps(summary.to_json()) == json.dumps(stored["summary"])
 
@@ -70,6 +78,59 @@ def test_a_hand_edited_summary_is_refused_naming_the_file_and_the_field(tmp_path
     path.write_text(json.dumps({**stored, "summary": {**stored["summary"], "intervals": []}}))
     with pytest.raises(ConfigError, match="summary: field 'intervals' must be an object, got list"):
         read_report(path)
+
+
+def _stored_summary(name: str) -> dict:
+    return _stored_json(next(path for path in REPORT_FILES if path.parent.name == name))["summary"]
+
+
+def _edited(summary: dict, path: tuple, value) -> dict:
+    """A deep copy of ``summary`` with the value at ``path`` (keys and indices) replaced, or removed given ``...``."""
+    edited = json.loads(json.dumps(summary))
+    *parents, last = path
+    target = edited
+    for key in parents:
+        target = target[key]
+    if value is ...:
+        del target[last]
+    else:
+        target[last] = value
+    return edited
+
+
+@pytest.mark.parametrize("name, path, value, message", [
+    ("v2-from-reader", ("selective", "cells", "joint/span", "raw", "aurc"), ...,
+     r"summary: selective: joint/span raw is not a confidence's measures: it lacks \['aurc'\]"),
+    ("v2-from-reader", ("selective", "contrasts", 0, "a"), "joint", "summary: selective: contrast 0: 'joint' is not a cell label"),
+    ("v2-from-reader", ("selective", "cells", "joint/span", "raw", "curve"), [0.5], r"curve is not a risk–coverage curve \(a JSON object\)"),
+    ("v2-from-reader", ("always_abstain", "cells", "joint/bio", "diff"), ...,
+     r"summary: always_abstain: joint/bio is not a paired bootstrap: it lacks \['diff'\]"),
+    ("v2-from-reader", ("always_abstain", "cells"), [], "summary: always_abstain: field 'cells' must be an object, got list"),
+    ("multispan-reader-cpu-reduced", ("data_sets", 1, "rows", 0, "single_span", "f1"), ...,
+     r"summary: data set 1: row 0: single_span is not single-span scores: it lacks \['f1'\]"),
+    ("multispan-reader-cpu-reduced", ("data_sets", 0, "rows", 0, "em_f1"), 17.6, "summary: data set 0: row 0: score 'em_f1' must be a list"),
+    ("multispan-reader-cpu-reduced", ("data_sets", 0, "baseline"), "reader/bio", "summary: data set 0: field 'baseline' must be an object"),
+    ("multispan-reader-cpu-reduced", ("data_sets",), {}, "summary: field 'data_sets' must be a list, got dict"),
+])
+def test_a_hand_edited_part_of_the_summary_is_refused_naming_the_field(name, path, value, message):
+    with pytest.raises(ConfigError, match=message):
+        Summary.from_json(_edited(_stored_summary(name), path, value), "report.json: summary")
+
+
+def test_a_hand_edited_learning_curve_is_refused_naming_the_field():
+    curve = {"points": [{"run": "joint-3k", "decoding": "span", "heads": "span+bio", "train_questions": 3000, "seeds": [42], "f1": 50.0,
+                         "f1_sd": None, "ci_low": 49.0, "ci_high": 51.0}], "curves": {}, "gaps": [], "gap_trend": None}
+    assert LearningCurve.from_json(curve).to_json() == curve
+    for path, value, message in [
+        (("points", 0, "run"), 3, "learning curve: point 0: field 'run' must be a string, got 3"),
+        (("points", 0, "f1"), ..., r"point 0 is not a point of the learning curve: it lacks \['f1'\]"),
+        (("points", 0, "f2"), 1.0, r"point 0: unknown fields \['f2'\]"),
+        (("gaps",), [{"run": "r"}], r"gap 0 is not a gap: it lacks \['train_questions', "),
+        (("gap_trend",), {"slope": 1.0}, r"gap_trend is not the gap's trend: it lacks \['last_step'\]"),
+        (("curves",), {"span": 3}, "field 'curves' must be a dict of points"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            LearningCurve.from_json(_edited(curve, path, value), "report.json: summary: learning curve")
 
 
 def test_the_console_table_is_built_from_the_rows_not_cut_from_the_markdown(monkeypatch):
