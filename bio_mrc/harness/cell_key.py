@@ -25,3 +25,25 @@ class CellKey:
         if not (slash and run and decoding):
             raise ConfigError(f"{source}: {label!r} is not a cell label of the form run/decoding")
         return cls(run, decoding)
+
+    @classmethod
+    def of_fields(cls, data: dict[str, Any], source: str) -> "CellKey":
+        """The key of a record read back that names its cell by its ``run`` and ``decoding`` fields."""
+        for name in ("run", "decoding"):
+            if not isinstance(data.get(name), str):
+                raise ConfigError(f"{source}: field {name!r} must be a string, got {data.get(name)!r}")
+        return cls(data["run"], data["decoding"])
+
+
+class OfOneCell:
+    """A record of one cell (its ``cell`` field): the cell's run and decoding."""
+
+    cell: CellKey
+
+    @property
+    def run(self) -> str:
+        return self.cell.run
+
+    @property
+    def decoding(self) -> str:
+        return self.cell.decoding

@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..errors import ConfigError
-from .cell_key import CellKey
-from .record_json import checked, plain_record, refuse_unknown
+from .cell_key import CellKey, OfOneCell
+from .record_json import checked, per_seed_scores, plain_record, refuse_unknown
 from .statistics_records import STATISTICS_KINDS, Statistics, check_kinds
 
 _ROW_FIELDS = ("empty_share", "spans_per_question", "single_span")
@@ -25,7 +24,7 @@ class SingleSpanScores:
 
 
 @dataclass(frozen=True)
-class DataSetRow:
+class DataSetRow(OfOneCell):
     """A cell on one data set: its metrics per seed (``scores``: MultiSpanQA's six), and its first seed's share of
     questions left without a span, spans per question and single-span scores (None without the questions at hand)."""
 
@@ -42,10 +41,7 @@ class DataSetRow:
     @classmethod
     def from_json(cls, data: Any, source: str) -> "DataSetRow":
         data = checked(data, ("cell", "empty_share", "spans_per_question"), source, "a data set's row")
-        scores = {key: value for key, value in data.items() if key not in ("cell", *_ROW_FIELDS)}
-        for key, value in scores.items():
-            if not isinstance(value, list):
-                raise ConfigError(f"{source}: score {key!r} must be a list of per-seed scores, got {value!r}")
+        scores = per_seed_scores(data, ("cell", *_ROW_FIELDS), source)
         single = data.get("single_span")
         return cls(CellKey.parse(data["cell"], source), scores, data["empty_share"], data["spans_per_question"],
                    None if single is None else plain_record(SingleSpanScores, single, f"{source}: single_span", "single-span scores"))

@@ -8,12 +8,12 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from ..errors import ConfigError
-from .cell_key import CellKey
+from .cell_key import CellKey, OfOneCell
 from .record_json import checked, plain_record, refuse_unknown
 
 
 @dataclass(frozen=True)
-class CurvePoint:
+class CurvePoint(OfOneCell):
     """A cell trained on ``train_questions``: the heads of its run, its seeds, F1's mean (and sd over seeds, None
     with one) and the 95% interval."""
 
@@ -26,25 +26,14 @@ class CurvePoint:
     ci_low: float
     ci_high: float
 
-    @property
-    def run(self) -> str:
-        return self.cell.run
-
-    @property
-    def decoding(self) -> str:
-        return self.cell.decoding
-
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "decoding": self.decoding, **{f.name: getattr(self, f.name) for f in fields(self)[1:]}}
 
     @classmethod
     def from_json(cls, data: Any, source: str) -> "CurvePoint":
-        data = checked(data, ("run", "decoding"), source, "a point of the learning curve")
-        for name in ("run", "decoding"):
-            if not isinstance(data[name], str):
-                raise ConfigError(f"{source}: field {name!r} must be a string, got {data[name]!r}")
+        cell = CellKey.of_fields(checked(data, (), source, "a point of the learning curve"), source)
         others = {key: value for key, value in data.items() if key not in ("run", "decoding")}
-        return plain_record(cls, others, source, "a point of the learning curve", cell=CellKey(data["run"], data["decoding"]))
+        return plain_record(cls, others, source, "a point of the learning curve", cell=cell)
 
 
 @dataclass(frozen=True)

@@ -40,3 +40,13 @@ def plain_record(cls: type[R], data: Any, source: str, what: str, **typed: Any) 
     data = checked(data, tuple(name for name in required_fields(cls) if name not in typed), source, what)
     refuse_unknown(data, (f.name for f in fields(cls)), source)
     return cls(**{**data, **typed})
+
+
+def per_seed_scores(data: dict[str, Any], other_fields: Any, source: str) -> dict[str, list[Any]]:
+    """The keys of a row read back that are not its ``other_fields``: its scores by metric, each a list per seed."""
+    other = set(other_fields)
+    scores = {key: value for key, value in data.items() if key not in other}
+    for key, value in scores.items():
+        if not isinstance(value, list):
+            raise ConfigError(f"{source}: score {key!r} must be a list of per-seed scores, got {value!r}")
+    return scores

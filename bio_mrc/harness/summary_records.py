@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..errors import ConfigError
-from .cell_key import CellKey
+from .cell_key import CellKey, OfOneCell
 from .data_set_records import DataSetSummary
 from .learning_curve_records import LearningCurve
-from .record_json import checked, refuse_unknown
+from .record_json import checked, per_seed_scores, refuse_unknown
 from .selective_records import SelectiveSummary
 from .statistics_records import STATISTICS_KINDS, Contrast, Statistics, bootstrap_from_json, check_kinds
 from .stats import BootstrapResult
@@ -28,7 +28,7 @@ _SUMMARY_KINDS = {"rows": list, **STATISTICS_KINDS, "breakdowns": dict}
 
 
 @dataclass(frozen=True)
-class Row:
+class Row(OfOneCell):
     """One cell's line of the score table: per seed (in ``seeds`` order) its scores (``scores``: the task's metrics,
     SQuAD 2.0's HasAns/NoAns subsets), settings and times; the mean tag scores and the ECE where they were measured."""
 
@@ -45,14 +45,6 @@ class Row:
     tag_scores: dict[str, float] | None = None
     ece: dict[str, list[float]] | None = None
 
-    @property
-    def run(self) -> str:
-        return self.cell.run
-
-    @property
-    def decoding(self) -> str:
-        return self.cell.decoding
-
     def to_json(self) -> dict[str, Any]:
         """The row as ``report.json`` keeps it: its label, run and decoding, then its fields, its scores by metric."""
         row: dict[str, Any] = {"cell": str(self.cell), "run": self.run, "decoding": self.decoding}
@@ -65,17 +57,11 @@ class Row:
     @classmethod
     def from_json(cls, data: Any, source: str = "a summary row") -> "Row":
         data = checked(data, _ROW_REQUIRED, source, "a summary row")
-        for name in ("run", "decoding"):
-            if not isinstance(data.get(name), str):
-                raise ConfigError(f"{source}: field {name!r} must be a string, got {data.get(name)!r}")
-        cell = CellKey(data["run"], data["decoding"])
+        cell = CellKey.of_fields(data, source)
         if data.get("cell", str(cell)) != str(cell):
             raise ConfigError(f"{source}: cell {data['cell']!r} is not its run and decoding, {str(cell)!r}")
         known = {f.name for f in fields(cls)} - {"cell", "scores"}
-        scores = {key: value for key, value in data.items() if key not in known | {"cell", "run", "decoding"}}
-        for key, value in scores.items():
-            if not isinstance(value, list):
-                raise ConfigError(f"{source}: score {key!r} must be a list of per-seed scores, got {value!r}")
+        scores = per_seed_scores(data, known | {"cell", "run", "decoding"}, source)
         given = {key: value for key, value in data.items() if key in known}
         return cls(cell, scores=scores, **given)
 
