@@ -376,6 +376,7 @@ def _png_size(path):
 @pytest.mark.slow
 def test_many_cells_are_laid_out_as_a_grid_of_facets_not_one_row(tmp_path):
     from bio_mrc.harness.plots import plot_reliability, plot_risk_coverage
+    from bio_mrc.harness.selective_records import RiskCoverageCurve
 
     runs = ["joint-3k", "joint-10k", "joint-30k", "joint-all"]
     labels = [CellKey(run, decoding) for run in runs for decoding in ("span", "bio", "joint")]
@@ -384,7 +385,7 @@ def test_many_cells_are_laid_out_as_a_grid_of_facets_not_one_row(tmp_path):
     reliability = plot_reliability({label: {"raw": bins, "calibrated": bins} for label in labels}, tmp_path / "cal.png")
     width, height = _png_size(reliability)
     assert 0.6 < width / height < 1.6  # 14 panels in rows of four, not 14 in a row
-    curve = {"coverage": [0.1, 0.5, 1.0], "accuracy": [1.0, 0.8, 0.6]}
+    curve = RiskCoverageCurve([0.9, 0.5, 0.1], [0.1, 0.5, 1.0], [1.0, 0.8, 0.6])
     one = plot_risk_coverage({label: {"raw": curve, "calibrated": curve} for label in labels[:2]}, [0.8], tmp_path / "rc2.png")
     many = plot_risk_coverage({label: {"raw": curve, "calibrated": curve} for label in labels}, [0.8], tmp_path / "rc14.png")
     assert _png_size(one)[0] < 700  # one panel: the calibrated curve repeats the raw one and is not drawn
