@@ -127,7 +127,8 @@ def test_a_hand_edited_learning_curve_is_refused_naming_the_field():
         (("points", 0, "f2"), 1.0, r"point 0: unknown fields \['f2'\]"),
         (("gaps",), [{"run": "r"}], r"gap 0 is not a gap: it lacks \['train_questions', "),
         (("gap_trend",), {"slope": 1.0}, r"gap_trend is not the gap's trend: it lacks \['last_step'\]"),
-        (("curves",), {"span": 3}, "field 'curves' must be a dict of points"),
+        (("curves",), {"span": 3}, "field 'curves' must map each curve's name to a list of points"),
+        (("gaps",), {}, "field 'gaps' must be a list, got dict"),
     ]:
         with pytest.raises(ConfigError, match=message):
             LearningCurve.from_json(_edited(curve, path, value), "report.json: summary: learning curve")

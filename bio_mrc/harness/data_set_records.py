@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .cell_key import CellKey, OfOneCell
-from .record_json import checked, per_seed_scores, plain_record, refuse_unknown
-from .statistics_records import STATISTICS_KINDS, Statistics, check_kinds
+from .record_json import check_kinds, checked, per_seed_scores, plain_record, refuse_unknown
+from .statistics_records import STATISTICS_KINDS, Statistics
 
 _ROW_FIELDS = ("empty_share", "spans_per_question", "single_span")
 

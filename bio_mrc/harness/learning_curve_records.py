@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .cell_key import CellKey, OfOneCell
-from .record_json import checked, plain_record, refuse_unknown
+from .record_json import check_kinds, checked, plain_record, refuse_unknown
 
 
 @dataclass(frozen=True)
@@ -107,9 +107,9 @@ class LearningCurve:
     def from_json(cls, data: Any, source: str = "the learning curve") -> "LearningCurve":
         data = checked(data, ("points", "curves", "gaps", "gap_trend"), source, "a learning curve")
         refuse_unknown(data, ("points", "curves", "gaps", "gap_trend"), source)
-        for name, kind in (("points", list), ("curves", dict), ("gaps", list)):
-            if not isinstance(data[name], kind) or (name == "curves" and not all(isinstance(c, list) for c in data[name].values())):
-                raise ConfigError(f"{source}: field {name!r} must be a {kind.__name__} of points, got {data[name]!r:.80}")
+        check_kinds(data, {"points": list, "curves": dict, "gaps": list}, source)
+        if not all(isinstance(curve, list) for curve in data["curves"].values()):
+            raise ConfigError(f"{source}: field 'curves' must map each curve's name to a list of points")
         trend = data["gap_trend"]
         return cls(points=[CurvePoint.from_json(p, f"{source}: point {k}") for k, p in enumerate(data["points"])],
                    curves={name: [CurvePoint.from_json(p, f"{source}: curve {name!r}") for p in curve] for name, curve in data["curves"].items()},

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigError
 
 R = TypeVar("R")
+_KIND_NAMES = {list: "a list", dict: "an object", str: "a string"}
 
 
 def checked(data: Any, required: tuple[str, ...], source: str, what: str) -> dict[str, Any]:
@@ -19,6 +20,13 @@ def checked(data: Any, required: tuple[str, ...], source: str, what: str) -> dic
     if missing:
         raise ConfigError(f"{source} is not {what}: it lacks {missing}")
     return data
+
+
+def check_kinds(data: dict[str, Any], kinds: dict[str, type], source: str) -> None:
+    """A :class:`ConfigError` naming the first field of ``data`` that is not of its JSON kind."""
+    for name, kind in kinds.items():
+        if not isinstance(data[name], kind):
+            raise ConfigError(f"{source}: field {name!r} must be {_KIND_NAMES[kind]}, got {type(data[name]).__name__}")
 
 
 def required_fields(cls: type) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .cell_key import CellKey
-from .record_json import checked, plain_record, refuse_unknown
+from .record_json import check_kinds, checked, plain_record, refuse_unknown
 from .stats import BootstrapResult
 
 
@@ -79,10 +79,9 @@ class SelectiveSummary:
     def from_json(cls, data: Any, source: str = "the selective-QA summary") -> "SelectiveSummary":
         data = checked(data, ("cells", "contrasts"), source, "a selective-QA summary")
         refuse_unknown(data, ("cells", "contrasts"), source)
-        if not isinstance(data["cells"], dict) or not all(isinstance(kinds, dict) for kinds in data["cells"].values()):
+        check_kinds(data, {"cells": dict, "contrasts": list}, source)
+        if not all(isinstance(kinds, dict) for kinds in data["cells"].values()):
             raise ConfigError(f"{source}: field 'cells' must map each cell to an object of confidences")
-        if not isinstance(data["contrasts"], list):
-            raise ConfigError(f"{source}: field 'contrasts' must be a list, got {type(data['contrasts']).__name__}")
         cells = {CellKey.parse(label, f"{source}: cells"): {kind: ConfidenceMeasures.from_json(m, f"{source}: {label} {kind}")
                                                             for kind, m in kinds.items()} for label, kinds in data["cells"].items()}
         return cls(cells, [AurcContrast.from_json(c, f"{source}: contrast {k}") for k, c in enumerate(data["contrasts"])])

@@ -9,20 +9,12 @@ from typing import Any
 
 from ..errors import ConfigError
 from .cell_key import CellKey
-from .record_json import checked, plain_record, refuse_unknown
+from .record_json import check_kinds, checked, plain_record, refuse_unknown
 from .stats import BootstrapResult, Interval
 
 _CONTRAST_REQUIRED = ("a", "b", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_value", "significant", "n_questions",
                       "n_resamples")
-_KIND_NAMES = {list: "a list", dict: "an object", str: "a string"}
 STATISTICS_KINDS = {"baseline": dict, "resampling": str, "contrasts": list, "comparisons": list, "intervals": dict}
-
-
-def check_kinds(data: dict[str, Any], kinds: dict[str, type], source: str) -> None:
-    """A :class:`ConfigError` naming the first field of ``data`` that is not of its JSON kind."""
-    for name, kind in kinds.items():
-        if not isinstance(data[name], kind):
-            raise ConfigError(f"{source}: field {name!r} must be {_KIND_NAMES[kind]}, got {type(data[name]).__name__}")
 
 
 @dataclass(frozen=True, kw_only=True)
