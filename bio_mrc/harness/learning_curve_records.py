@@ -27,7 +27,7 @@ class CurvePoint(OfOneCell):
     ci_high: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"run": self.run, "decoding": self.decoding, **{f.name: getattr(self, f.name) for f in fields(self)[1:]}}
+        return {"run": self.run, "decoding": self.decoding, **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "cell"}}
 
     @classmethod
     def from_json(cls, data: Any, source: str) -> "CurvePoint":
