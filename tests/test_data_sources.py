@@ -8,6 +8,7 @@ import json
 import pytest
 
 from bio_mrc.cli import main
+from bio_mrc.data import sources
 from bio_mrc.data.sources import is_hub_id, locate, split_spec
 from bio_mrc.data.squad import load_squad
 from bio_mrc.errors import DataFormatError
@@ -195,6 +196,7 @@ def test_hub_ids_go_to_load_dataset_and_fail_clearly_without_a_network(monkeypat
         calls.append((name, split))
         raise ConnectionError(f"Couldn't reach '{name}' on the Hub (LocalEntryNotFoundError)")
 
+    monkeypatch.setattr(sources, "hub_dataset_problem", lambda dataset_id: None)  # the hub answers; datasets fails
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(DataFormatError, match="hub dataset could not be loaded .ConnectionError: Couldn't reach .*without a network") as info:
         load_squad("rajpurkar/squad:validation")
@@ -208,6 +210,54 @@ def test_hub_ids_go_to_load_dataset_and_fail_clearly_without_a_network(monkeypat
         load_squad(tmp_path / "missing.jsonl")  # a missing local file is never looked up on the hub
     monkeypatch.setattr(datasets, "load_dataset", lambda name, split=None: datasets.Dataset.from_list(rows))
     assert load_squad("rajpurkar/squad_v2:validation[:4]").examples == load_squad(as_squad_json(tmp_path, squad_json())).examples
+
+
+def test_a_missing_name_fails_at_once_when_the_hub_is_out_of_reach(monkeypatch, tmp_path):
+    """A hub-shaped name is looked up once (no retries) and refused naming it; a path-shaped one never reaches the
+    hub; offline mode leaves the name to datasets' cache."""
+    from huggingface_hub import HfApi
+
+    looked_up, loaded = [], []
+
+    def unreachable(self, repo_id, **kwargs):
+        looked_up.append((repo_id, kwargs.get("timeout")))
+        raise OSError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(HfApi, "dataset_info", unreachable)
+    def cache_only(*args, **kwargs):
+        loaded.append(args)
+        raise ConnectionError(f"Couldn't reach '{args[0]}' on the Hub (OfflineModeIsEnabled)")
+
+    monkeypatch.setattr(datasets, "load_dataset", cache_only)
+    with pytest.raises(DataFormatError, match="^no such file or folder: dev; and the Hugging Face hub cannot be reached "
+                                              r"\(OSError: .Errno -2. Name or service not known\);.*HF_HUB_OFFLINE=1"):
+        load_squad("dev:validation")
+    assert looked_up == [("dev", sources.HUB_PROBE_TIMEOUT_S)] and loaded == []
+    for path in ("missing.json", "dev.jsonl.gz", "./dev", "~/dev", "/abs/dev", "data/squad/dev", "data\\dev",
+                 str(tmp_path / "none")):
+        with pytest.raises(DataFormatError, match="file not found"):
+            load_squad(path)
+    assert len(looked_up) == 1 and loaded == []  # never sent to the hub
+
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    with pytest.raises(DataFormatError, match="hub dataset could not be loaded"):
+        load_squad("owner/dev")  # datasets reads its cache (here: nothing), the hub is not asked
+    assert len(looked_up) == 1 and loaded == [("owner/dev",)]
+
+
+def test_a_name_the_hub_does_not_know_is_refused_naming_it(monkeypatch):
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    def unknown(self, repo_id, **kwargs):
+        raise RepositoryNotFoundError.__new__(RepositoryNotFoundError)  # as the hub's 404 (its response left out)
+
+    monkeypatch.setattr(HfApi, "dataset_info", unknown)
+    monkeypatch.setattr(datasets, "load_dataset", lambda *args, **kwargs: pytest.fail("loaded an unknown dataset"))
+    with pytest.raises(DataFormatError, match="^no such file or folder: owner/none; and the Hugging Face hub has no "
+                                              "dataset of that id;") as info:
+        load_squad("owner/none")
+    assert "\n" not in str(info.value)
 
 
 def test_split_specs_and_comparison_paths(tmp_path):

@@ -222,20 +222,47 @@ def folder_records(path: Path, split: str | None) -> Records:
     return dataset_records(loaded, split, str(path))
 
 
+HUB_PROBE_TIMEOUT_S = 5.0  # one look-up of the dataset's page; datasets' own retries take ~25 s offline
+
+
 def hub_records(dataset_id: str, split: str | None) -> Records:
-    """``datasets.load_dataset(id, split=...)``; without a network (or with an unknown id) a clear error."""
+    """``datasets.load_dataset(id, split=...)``, once the hub has said the dataset exists (or offline mode reads the
+    cache); without a network, or with an unknown id, a clear error at once."""
     import datasets
 
     name = f"{dataset_id}:{split}" if split else dataset_id
+    problem = hub_dataset_problem(dataset_id)
+    if problem:
+        raise DataFormatError(f"no such file or folder: {dataset_id}; and {problem}; without a network, pass a local "
+                              "SQuAD JSON or JSON Lines file or a folder saved with save_to_disk (or set HF_HUB_OFFLINE=1 "
+                              "to read a hub dataset from the cache)", source=name)
     try:
         loaded = datasets.load_dataset(dataset_id, split=split)
-    except Exception as err:  # ConnectionError, offline mode, unknown dataset or split: the user's next step is the same
+    except Exception as err:  # offline mode, unknown split, a dataset datasets cannot read: the user's next step is the same
         raise DataFormatError(
             f"no such local file or folder, and the Hugging Face hub dataset could not be loaded "
             f"({type(err).__name__}: {first_line(err)}); without a network, pass a local SQuAD JSON or "
             "JSON Lines file or a folder saved with save_to_disk", source=name,
         ) from None
     return dataset_records(loaded, None, name)
+
+
+def hub_dataset_problem(dataset_id: str) -> str | None:
+    """Why the hub cannot give ``dataset_id`` now, after one look-up of at most :data:`HUB_PROBE_TIMEOUT_S` seconds;
+    None when it can, or when offline mode (``HF_HUB_OFFLINE``, ``HF_DATASETS_OFFLINE``) leaves it to the cache."""
+    import datasets
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    if datasets.config.HF_HUB_OFFLINE or getattr(datasets.config, "HF_DATASETS_OFFLINE", False):
+        return None
+    try:
+        HfApi().dataset_info(dataset_id, timeout=HUB_PROBE_TIMEOUT_S)
+    except RepositoryNotFoundError:
+        return "the Hugging Face hub has no dataset of that id"
+    except Exception as err:  # noqa: BLE001  (no route, no name resolution, a timeout, a refusal: the hub is out of reach)
+        return f"the Hugging Face hub cannot be reached ({type(err).__name__}: {first_line(err)})"
+    return None
 
 
 def first_line(error: Exception) -> str:
