@@ -11,13 +11,16 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from bio_mrc.serving import app as app_module
+from bio_mrc.serving import answering as answering_module
+from bio_mrc.serving.answering import Question
 from bio_mrc.serving.app import create_app
 from bio_mrc.serving.batching import DynamicBatcher
 from bio_mrc.serving.config import ServeConfig
 from bio_mrc.serving.guards import BodyGuard, HostGuard, allowed_host_names, host_name
+from bio_mrc.serving.scheduler import AnswerScheduler
+from bio_mrc.serving.windows import question_windows
 
-from .test_serve import GOOD, extractor, model_dir, running  # noqa: F401  (fixtures)
+from .test_serve import GOOD, assert_same_answer, extractor, model_dir, running  # noqa: F401  (fixtures)
 
 
 def post(client, body: bytes | str, **headers):
@@ -98,45 +101,109 @@ def test_deep_brackets_inside_a_string_are_text():
 
 # --- time, clients that leave, fairness ----------------------------------------------------------
 
+MANY_WINDOWS = " ".join(["The Normans were famed for their martial spirit and built castles across England."] * 18)
+
+
+def slowed_passes(monkeypatch, delays):
+    """Forward passes that take ``delays[i]`` seconds more (the last delay for every later pass); what each pass ran,
+    in order: one (question, windows) pair per chunk."""
+    passes = []
+    real = answering_module.run_chunks
+
+    def slow(runner, chunks, *args):
+        time.sleep(delays[min(len(passes), len(delays) - 1)])
+        passes.append([(chunk.windows.examples[0].question, len(chunk)) for chunk in chunks])
+        return real(runner, chunks, *args)
+
+    monkeypatch.setattr(answering_module, "run_chunks", slow)
+    return passes
+
+
 @pytest.fixture
-def slow_batches(monkeypatch):
-    """Every forward pass takes 0.3 s more; the questions each ran, in order."""
-    ran = []
-    real = app_module.answer_batch
-
-    def slow(extractor, requests):
-        time.sleep(0.3)
-        ran.extend(example.question for request in requests for example in request.examples)
-        return real(extractor, requests)
-
-    monkeypatch.setattr(app_module, "answer_batch", slow)
-    return ran
+def slow_passes(monkeypatch):
+    """Every forward pass takes 0.3 s more; the chunks each ran."""
+    return slowed_passes(monkeypatch, [0.3])
 
 
-def test_a_request_past_its_time_is_a_504_and_its_questions_are_dropped(extractor, slow_batches):  # noqa: F811
-    config = ServeConfig(request_timeout_s=0.5, max_batch_chars=1, max_wait_ms=0)
-    questions = [f"Who {i}?" for i in range(8)]
+def windows_of(extractor, question, context):  # noqa: F811
+    examples, _ = extractor.examples(question, context)
+    return len(question_windows(extractor.trained, [examples])[0])
+
+
+def test_a_request_past_its_time_is_a_504_and_its_windows_are_dropped(extractor, slow_passes):  # noqa: F811
+    config = ServeConfig(request_timeout_s=0.5, max_batch_size=1, max_wait_ms=0)  # one window per forward pass
     with TestClient(create_app(extractor, config), raise_server_exceptions=False) as client:
-        response = client.post("/answer", json={"question": questions, "context": "Newton wrote it."})
-        time.sleep(0.7)  # any batch already running ends
-        ran_then = len(slow_batches)
+        response = client.post("/answer", json={"question": "Who built castles?", "context": MANY_WINDOWS})
+        time.sleep(0.7)  # any pass already running ends
+        ran_then = len(slow_passes)
         time.sleep(0.7)
     assert response.status_code == 504 and "--request-timeout-s" in response.json()["detail"]
-    assert len(slow_batches) == ran_then < len(questions)  # one batch per question: the rest never ran
+    assert len(slow_passes) == ran_then <= 3 < windows_of(extractor, "Who built castles?", MANY_WINDOWS)
 
 
-def test_work_for_a_client_that_hangs_up_is_cancelled(extractor, slow_batches):  # noqa: F811
-    config = ServeConfig(max_batch_chars=1, max_wait_ms=0)  # one question per forward pass
-    questions = [f"Who {i}?" for i in range(10)]
+def test_work_for_a_client_that_hangs_up_is_cancelled(extractor, slow_passes):  # noqa: F811
+    config = ServeConfig(max_batch_size=1, max_wait_ms=0)  # one window per forward pass
     with running(create_app(extractor, config)) as url:
         with httpx.Client(base_url=url, timeout=0.45) as client, pytest.raises(httpx.TimeoutException):
-            client.post("/answer", json={"question": questions, "context": "Newton wrote it."})
-        time.sleep(1.0)  # the server notices within 50 ms; a batch already running ends
-        ran_then = len(slow_batches)
+            client.post("/answer", json={"question": "Who built castles?", "context": MANY_WINDOWS})
+        time.sleep(1.0)  # the server notices within 50 ms; a pass already running ends
+        ran_then = len(slow_passes)
         time.sleep(1.0)
         with httpx.Client(base_url=url, timeout=30) as client:
             assert client.post("/answer", json=GOOD).status_code == 200
-    assert ran_then <= 4 and len(slow_batches) == ran_then + 1  # of ten; then only the next request's
+    assert ran_then <= 4 and len(slow_passes) == ran_then + 1  # of more than ten; then only the next request's
+    assert windows_of(extractor, "Who built castles?", MANY_WINDOWS) > 10
+
+
+def test_a_short_question_runs_in_the_pass_after_the_one_running_not_after_a_long_questions_windows(extractor, monkeypatch):  # noqa: F811
+    """A long question's windows run in chunks: a short question asked while its first chunk runs is answered in
+    the very next forward pass, and both answers are the extractor's."""
+    passes = slowed_passes(monkeypatch, [0.3, 0.0])
+    long, short = ("Who built castles?", MANY_WINDOWS), (GOOD["question"], GOOD["context"])
+
+    async def main():
+        scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=2, max_wait_ms=0))
+        await scheduler.start()
+        try:
+            greedy = asyncio.ensure_future(scheduler.answer(question(extractor, *long), "greedy"))
+            await asyncio.sleep(0.15)  # its first chunk is in the (slow) forward pass
+            polite = await scheduler.answer(question(extractor, *short), "polite")
+            return await greedy, polite
+        finally:
+            await scheduler.stop()
+
+    (got_long,), (got_short,) = asyncio.run(main())
+    windows = windows_of(extractor, *long)
+    assert passes[0] == [(long[0], 2)] and passes[1][0] == (short[0], 1)  # the short one next, first
+    assert all(sum(size for _, size in ran) <= 2 for ran in passes)  # at most --max-batch-size windows a pass
+    assert sum(size for ran in passes for text, size in ran if text == long[0]) == windows > 10  # each window once
+    assert_same_answer(got_long, extractor(*long, decoding="joint"))
+    assert_same_answer(got_short, extractor(*short, decoding="joint"))
+
+
+def test_a_request_cancelled_mid_question_runs_no_more_of_its_chunks(extractor, monkeypatch):  # noqa: F811
+    passes = slowed_passes(monkeypatch, [0.3, 0.0])
+
+    async def main():
+        scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=2, max_wait_ms=0))
+        await scheduler.start()
+        try:
+            left = asyncio.ensure_future(scheduler.answer(question(extractor, "Who built castles?", MANY_WINDOWS), "a"))
+            await asyncio.sleep(0.15)  # its first chunk is running
+            left.cancel()
+            await asyncio.sleep(0.4)  # that pass ends; nothing of it runs after
+            return await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "b")
+        finally:
+            await scheduler.stop()
+
+    (answer,) = asyncio.run(main())
+    assert passes == [[("Who built castles?", 2)], [(GOOD["question"], 1)]]  # of more than ten windows, two ran
+    assert_same_answer(answer, extractor(GOOD["question"], GOOD["context"], decoding="joint"))
+
+
+def question(extractor, text, context):  # noqa: F811
+    examples, _ = extractor.examples(text, context)
+    return Question(examples, "joint")
 
 
 def test_a_short_request_is_not_held_behind_another_clients_long_ones():

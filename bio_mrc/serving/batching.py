@@ -46,6 +46,7 @@ class BatchStats:
     requests: int = 0
     questions: int = 0
     busy_seconds: float = 0.0
+    windows: int = 0
 
 
 class DynamicBatcher(Generic[Item, Result]):
@@ -87,6 +88,12 @@ class DynamicBatcher(Generic[Item, Result]):
     async def submit(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> Result:
         """``item``'s result, once its batch has run (its exception, if it alone failed); cancelling
         the call drops the item if its batch has not started."""
+        return await self.enqueue(item, size, owner, cost)
+
+    def enqueue(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> asyncio.Future:
+        """:meth:`submit` without waiting: the future of ``item``'s result, the item queued before this returns
+        (so items queued together in one step of the event loop can share a batch even with no ``max_wait``);
+        cancelling the future drops the item if its batch has not started."""
         if not 1 <= size <= self.max_batch_size:
             raise ValueError(f"an item of size {size} cannot join batches of at most {self.max_batch_size}")
         if self._task is None or self._task.done():
@@ -97,7 +104,7 @@ class DynamicBatcher(Generic[Item, Result]):
             waiting.owner = waiting  # an item alone: owner of itself
         self._waiting.append(waiting)
         self._arrived.set()
-        return await waiting.future
+        return waiting.future
 
     async def _serve(self) -> None:
         while True:
