@@ -128,7 +128,7 @@ def test_one_batch_answers_every_request_as_the_extractor_alone(extractor, quest
     for (got,), want in zip(answers, wanted):
         assert_same_answer(got, want)
     assert any(len(w.spans) > 1 for w in wanted)  # top_k and multi-span answers were compared too
-    assert max(len(windows) for windows in featurize(extractor, requests)) > 3  # some questions were split
+    assert max(len(windows) for windows in featurize(extractor.trained, requests)) > 3  # some questions were split
 
 
 def test_chunked_windows_get_the_logits_of_one_pass(extractor, questions):
@@ -136,7 +136,7 @@ def test_chunked_windows_get_the_logits_of_one_pass(extractor, questions):
     over its windows alone (TrainedModel.windows), to float rounding."""
     examples, _ = extractor.examples([q for q, _ in questions], [c for _, c in questions])
     requests = [Question([example], "joint") for example in examples]
-    split = featurize(extractor, requests)
+    split = featurize(extractor.trained, requests)
     chunks = [chunk for windows in split for chunk in windows.chunks(2)]
     runner = window_runner(extractor.trained)
     for begin in range(0, len(chunks), 3):  # three chunks a pass: of one question, or of neighbours

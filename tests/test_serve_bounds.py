@@ -201,6 +201,40 @@ def test_a_request_cancelled_mid_question_runs_no_more_of_its_chunks(extractor, 
     assert_same_answer(answer, extractor(GOOD["question"], GOOD["context"], decoding="joint"))
 
 
+def test_a_question_longer_than_a_step_is_read_apart_and_holds_no_short_one_back(extractor, monkeypatch):  # noqa: F811
+    """A question of more than --max-batch-chars is tokenized in a queue of its own: a short question asked while it
+    is being read is answered before that reading ends."""
+    events = []
+    real = answering_module.question_windows
+
+    def reading(trained, questions, requests):
+        long = sum(len(example.context) for question in questions for example in question) > 500
+        events.append("long read starts" if long else "short read")
+        if long:
+            time.sleep(0.5)
+            events.append("long read ends")
+        return real(trained, questions, requests)
+
+    monkeypatch.setattr(answering_module, "question_windows", reading)
+
+    async def main():
+        scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_chars=500, max_wait_ms=0))
+        await scheduler.start()
+        try:
+            greedy = asyncio.ensure_future(scheduler.answer(question(extractor, "Who built castles?", MANY_WINDOWS), "a"))
+            await asyncio.sleep(0.1)
+            polite = await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "b")
+            events.append("short answered")
+            return await greedy, polite
+        finally:
+            await scheduler.stop()
+
+    (got_long,), (got_short,) = asyncio.run(main())
+    assert events == ["long read starts", "short read", "short answered", "long read ends"]
+    assert_same_answer(got_long, extractor("Who built castles?", MANY_WINDOWS, decoding="joint"))
+    assert_same_answer(got_short, extractor(GOOD["question"], GOOD["context"], decoding="joint"))
+
+
 def question(extractor, text, context):  # noqa: F811
     examples, _ = extractor.examples(text, context)
     return Question(examples, "joint")

@@ -20,6 +20,7 @@ from ..decoding.window_outputs import WindowOutputs
 from ..inference.documents import rank_across_documents
 from ..inference.extract import AnswerExtractor
 from ..inference.forward import WindowRunner
+from ..inference.loading import TrainedModel
 from ..types import Example, Prediction, RankedAnswers
 from .windows import Chunk, QuestionWindows, question_windows, run_chunks, window_runner
 
@@ -36,9 +37,9 @@ class Question:
     documents: bool = False
 
 
-def featurize(extractor: AnswerExtractor, questions: Sequence[Question]) -> list[QuestionWindows]:
+def featurize(trained: TrainedModel, questions: Sequence[Question]) -> list[QuestionWindows]:
     """Each question's windows (its logits still empty), all tokenized in one call."""
-    return question_windows(extractor.trained, [question.examples for question in questions], questions)
+    return question_windows(trained, [question.examples for question in questions], questions)
 
 
 def forward(extractor: AnswerExtractor, runner: WindowRunner, chunks: Sequence[Chunk]) -> list[list | None]:
@@ -84,7 +85,7 @@ def answer_batch(extractor: AnswerExtractor, requests: Sequence[Question], runne
     """Each request's predictions, in order, through the server's three steps: one featurisation, forward passes
     of one chunk of ``chunk_windows`` windows each (default: one pass over every window), one decoding."""
     runner = runner or window_runner(extractor.trained)
-    questions = featurize(extractor, requests)
+    questions = featurize(extractor.trained, requests)
     chunks = [chunk for question in questions for chunk in question.chunks(chunk_windows or len(question))]
     for step in ([chunk] for chunk in chunks) if chunk_windows else [chunks]:
         run_chunks(runner, step, extractor.trained.tokenizer.pad_token_id or 0, extractor.batch_size)
