@@ -38,7 +38,7 @@ class AnswerScheduler:
         self.windows = DynamicBatcher(partial(featurize, trained), config.max_batch_size, wait, config.max_batch_chars)
         # A tokenizer is not safe to share between threads (each call sets its truncation): the long queue has its own.
         apart = dataclasses.replace(trained, tokenizer=copy.deepcopy(trained.tokenizer))
-        self.long_windows = DynamicBatcher(partial(featurize, apart), config.max_batch_size, wait)
+        self.long_windows = DynamicBatcher(partial(featurize, apart), config.max_batch_size, wait, config.max_batch_chars)
         # No waiting: the chunks of a step of questions are queued together, in the same turn of the event loop.
         self.passes = DynamicBatcher(partial(forward, extractor, window_runner(trained)), config.max_batch_size, 0.0)
         self.queues = (self.windows, self.long_windows, self.passes)
