@@ -58,7 +58,7 @@ class DynamicBatcher(Generic[Item, Result]):
     """
 
     def __init__(self, run: Callable[[list[Item]], Sequence[Result]], max_batch_size: int, max_wait: float,
-                 max_batch_cost: float = math.inf) -> None:
+                 max_batch_cost: float = math.inf, worker: ThreadPoolExecutor | None = None) -> None:
         if max_batch_size < 1 or max_wait < 0:
             raise ValueError(f"max_batch_size must be at least 1 and max_wait at least 0, got {max_batch_size}, {max_wait}")
         self.run, self.max_batch_size, self.max_wait = run, max_batch_size, max_wait
@@ -68,11 +68,13 @@ class DynamicBatcher(Generic[Item, Result]):
         self._waiting: collections.deque[_Waiting] = collections.deque()
         self._arrived: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: ThreadPoolExecutor | None = worker  # shared with other batchers: theirs to shut down
+        self._own_executor = worker is None
 
     async def start(self) -> None:
         self._arrived = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bio-mrc-batch")
+        if self._own_executor:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bio-mrc-batch")
         self._task = asyncio.create_task(self._serve(), name="bio-mrc-batcher")
 
     async def stop(self) -> None:
@@ -82,7 +84,7 @@ class DynamicBatcher(Generic[Item, Result]):
             await asyncio.gather(self._task, return_exceptions=True)
         while self._waiting:
             self._waiting.popleft().future.cancel()
-        if self._executor is not None:
+        if self._executor is not None and self._own_executor:
             self._executor.shutdown(wait=True)
 
     async def submit(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> Result:

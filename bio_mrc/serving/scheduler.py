@@ -1,17 +1,17 @@
 """The server's work, scheduled in bounded steps and shared fairly between requests.
 
-A question goes through two :class:`~.batching.DynamicBatcher` queues, each with its own worker thread:
+A question goes through :class:`~.batching.DynamicBatcher` queues, the request served least so far first in each:
 
-1. its windows: questions tokenized together, at most ``--max-batch-chars`` characters a step, the request served
-   least first; a question longer than that is tokenized in a queue of its own (its own thread and tokenizer), so
-   that it never holds back a bounded step;
-2. its forward passes: its windows split into chunks of at most ``--max-batch-size`` windows, each chunk its own
-   item; a step takes at most ``--max-batch-size`` windows, the request served least (fewest windows) first, so a
-   long question's chunks interleave with the chunks of every other request. The step that fills a question's last
-   window decodes it.
+1. its windows: questions tokenized together, at most ``--max-batch-chars`` characters a step; a question longer
+   than that is tokenized in a queue of its own (its own thread and tokenizer), so that it never holds back a step;
+2. its forward passes: its windows split into chunks of one forward pass each (the extractor's batch of windows,
+   at most ``--max-batch-size``), each chunk its own item; a step runs at most one chunk's worth of windows, so a
+   long question's chunks interleave with every other request's. The step that fills a question's last window
+   decodes it.
 
-So a short request waits at most about one forward pass behind others' long questions, whatever they ask;
-a request whose client left, or whose time ran out, has its questions and chunks not yet run dropped unrun.
+Reading short questions and running forward passes take turns on one worker thread. So a short request waits for
+about one forward pass (two where one is already queued) behind others' long questions, whatever they ask; a
+request whose client left, or whose time ran out, has its questions and chunks not yet run dropped unrun.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -33,14 +34,20 @@ class AnswerScheduler:
     """Answers :class:`Question` s through the two queues above; ``await start()`` first, ``await stop()`` at the end."""
 
     def __init__(self, extractor: AnswerExtractor, config: ServeConfig) -> None:
-        self.chunk_windows, self.step_chars = config.max_batch_size, config.max_batch_chars
+        # A chunk is one forward pass of the model (the extractor's batch of windows): the longest a short question
+        # waits behind another's windows.
+        self.chunk_windows = min(config.max_batch_size, extractor.batch_size)
+        self.step_chars = config.max_batch_chars
         wait, trained = config.max_wait_ms / 1000, extractor.trained
-        self.windows = DynamicBatcher(partial(featurize, trained), config.max_batch_size, wait, config.max_batch_chars)
+        # Reading short questions and running forward passes take turns on one thread: in parallel they would only
+        # contend for the GIL, and in turns each step gathers more of the requests that arrived meanwhile.
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bio-mrc-steps")
+        self.windows = DynamicBatcher(partial(featurize, trained), config.max_batch_size, wait, config.max_batch_chars, self.worker)
         # A tokenizer is not safe to share between threads (each call sets its truncation): the long queue has its own.
         apart = dataclasses.replace(trained, tokenizer=copy.deepcopy(trained.tokenizer))
         self.long_windows = DynamicBatcher(partial(featurize, apart), config.max_batch_size, wait, config.max_batch_chars)
         # No waiting: the chunks of a step of questions are queued together, in the same turn of the event loop.
-        self.passes = DynamicBatcher(partial(forward, extractor, window_runner(trained)), config.max_batch_size, 0.0)
+        self.passes = DynamicBatcher(partial(forward, extractor, window_runner(trained)), self.chunk_windows, 0.0, worker=self.worker)
         self.queues = (self.windows, self.long_windows, self.passes)
 
     async def start(self) -> None:
@@ -50,6 +57,7 @@ class AnswerScheduler:
     async def stop(self) -> None:
         for queue in self.queues:
             await queue.stop()
+        self.worker.shutdown(wait=True)
 
     async def answer(self, question: Question, owner: Any) -> list:
         """``question``'s answers, its work counted to ``owner`` (one HTTP request) for fair shares."""
