@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,18 @@ class _Waiting:
     cost: float = 0.0
 
 
+class SharedWorker:
+    """One worker thread that several batchers take turns on (in the order they asked); each chooses its batch when
+    its turn comes, from the requests waiting then. Make it where the batchers are made; ``shutdown()`` at the end."""
+
+    def __init__(self, name: str) -> None:
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self.turn = asyncio.Lock()
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=True)
+
+
 @dataclass
 class BatchStats:
     """What the worker has run: batches, requests and questions (questions / batches: the batch size
@@ -46,7 +59,7 @@ class BatchStats:
     requests: int = 0
     questions: int = 0
     busy_seconds: float = 0.0
-    windows: int = 0
+    windows: int = 0  # of the forward passes (the server's; a plain batcher leaves it 0)
 
 
 class DynamicBatcher(Generic[Item, Result]):
@@ -58,7 +71,7 @@ class DynamicBatcher(Generic[Item, Result]):
     """
 
     def __init__(self, run: Callable[[list[Item]], Sequence[Result]], max_batch_size: int, max_wait: float,
-                 max_batch_cost: float = math.inf, worker: ThreadPoolExecutor | None = None) -> None:
+                 max_batch_cost: float = math.inf, worker: SharedWorker | None = None) -> None:
         if max_batch_size < 1 or max_wait < 0:
             raise ValueError(f"max_batch_size must be at least 1 and max_wait at least 0, got {max_batch_size}, {max_wait}")
         self.run, self.max_batch_size, self.max_wait = run, max_batch_size, max_wait
@@ -68,12 +81,12 @@ class DynamicBatcher(Generic[Item, Result]):
         self._waiting: collections.deque[_Waiting] = collections.deque()
         self._arrived: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
-        self._executor: ThreadPoolExecutor | None = worker  # shared with other batchers: theirs to shut down
-        self._own_executor = worker is None
+        self._worker = worker  # shared with other batchers: its owner shuts it down
+        self._executor: ThreadPoolExecutor | None = worker.executor if worker else None
 
     async def start(self) -> None:
         self._arrived = asyncio.Event()
-        if self._own_executor:
+        if self._worker is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bio-mrc-batch")
         self._task = asyncio.create_task(self._serve(), name="bio-mrc-batcher")
 
@@ -84,7 +97,7 @@ class DynamicBatcher(Generic[Item, Result]):
             await asyncio.gather(self._task, return_exceptions=True)
         while self._waiting:
             self._waiting.popleft().future.cancel()
-        if self._executor is not None and self._own_executor:
+        if self._executor is not None and self._worker is None:
             self._executor.shutdown(wait=True)
 
     async def submit(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> Result:
@@ -110,12 +123,14 @@ class DynamicBatcher(Generic[Item, Result]):
 
     async def _serve(self) -> None:
         while True:
-            batch = await self._gather()
-            if batch:
-                await self._run(batch)
+            await self._ready()
+            async with self._worker.turn if self._worker else contextlib.nullcontext():
+                batch = self._take_fairly()  # chosen when the worker is ours: from what waits now
+                if batch:
+                    await self._run(batch)
 
-    async def _gather(self) -> list[_Waiting]:
-        """The next batch: the oldest requests that fit, once the oldest has waited long enough or it is full."""
+    async def _ready(self) -> None:
+        """Until a batch can go: the oldest request has waited long enough, or the batch is full."""
         loop = asyncio.get_running_loop()
         while not self._waiting:
             self._arrived.clear()
@@ -127,7 +142,6 @@ class DynamicBatcher(Generic[Item, Result]):
                 await asyncio.wait_for(self._arrived.wait(), deadline - loop.time())
             except asyncio.TimeoutError:
                 break
-        return self._take_fairly()
 
     def _take_fairly(self) -> list[_Waiting]:
         """The batch: items that fit, each from the owner served least so far (then the oldest item)."""

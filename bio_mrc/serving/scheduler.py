@@ -9,9 +9,10 @@ A question goes through :class:`~.batching.DynamicBatcher` queues, the request s
    long question's chunks interleave with every other request's. The step that fills a question's last window
    decodes it.
 
-Reading short questions and running forward passes take turns on one worker thread. So a short request waits for
-about one forward pass (two where one is already queued) behind others' long questions, whatever they ask; a
-request whose client left, or whose time ran out, has its questions and chunks not yet run dropped unrun.
+Reading short questions and running forward passes take turns on one worker thread, each step chosen when the
+thread is free. So a short request waits for about one forward pass behind others' long questions (the one running
+when it comes; then it is read, then run), whatever they ask; a request whose client left, or whose time ran out,
+has its questions and chunks not yet run dropped unrun.
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
 from ..inference.extract import AnswerExtractor
 from .answering import Question, featurize, forward
-from .batching import BatchStats, DynamicBatcher
+from .batching import BatchStats, DynamicBatcher, SharedWorker
 from .config import ServeConfig
 from .windows import window_runner
 
@@ -40,9 +40,9 @@ class AnswerScheduler:
         self.step_chars = config.max_batch_chars
         wait, trained = config.max_wait_ms / 1000, extractor.trained
         # Reading short questions and running forward passes take turns on one thread: in parallel they would only
-        # contend for the GIL, and in turns each step gathers more of the requests that arrived meanwhile.
-        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bio-mrc-steps")
-        self.windows = DynamicBatcher(partial(featurize, trained), config.max_batch_size, wait, config.max_batch_chars, self.worker)
+        # contend for the GIL; in turns, each step is chosen when the thread is free, from what waits then.
+        self.worker = SharedWorker("bio-mrc-steps")
+        self.windows = DynamicBatcher(partial(featurize, trained), config.max_batch_size, wait, config.max_batch_chars, worker=self.worker)
         # A tokenizer is not safe to share between threads (each call sets its truncation): the long queue has its own.
         apart = dataclasses.replace(trained, tokenizer=copy.deepcopy(trained.tokenizer))
         self.long_windows = DynamicBatcher(partial(featurize, apart), config.max_batch_size, wait, config.max_batch_chars)
@@ -57,7 +57,7 @@ class AnswerScheduler:
     async def stop(self) -> None:
         for queue in self.queues:
             await queue.stop()
-        self.worker.shutdown(wait=True)
+        self.worker.shutdown()
 
     async def answer(self, question: Question, owner: Any) -> list:
         """``question``'s answers, its work counted to ``owner`` (one HTTP request) for fair shares."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import sys
 from pathlib import Path
@@ -31,6 +32,8 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device)
     app = HostGuard(create_app(extractor, config), allowed_host_names(config.host, config.allowed_hosts))
     print(f"serving {model_dir} on http://{config.host}:{config.port} (API docs at /docs)", file=sys.stderr)
+    gc.collect()
+    gc.freeze()  # the model and the libraries live as long as the server: full collections need not walk them
     previous, _ = sys.getswitchinterval(), sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         uvicorn.run(app, host=config.host, port=config.port, log_level="info")
