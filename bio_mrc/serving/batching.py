@@ -53,7 +53,8 @@ class SharedWorker:
 @dataclass
 class BatchStats:
     """What the worker has run: batches, requests and questions (questions / batches: the batch size
-    reached), and the seconds it spent running them (against the wall clock: how busy it was)."""
+    reached), and the seconds it spent running them (against the wall clock: how busy it was); the server's
+    also counts the ``windows`` of its forward passes."""
 
     batches: int = 0
     requests: int = 0
