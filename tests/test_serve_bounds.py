@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 
 import httpx
@@ -16,7 +17,7 @@ from bio_mrc.serving.answering import Question
 from bio_mrc.serving.app import create_app
 from bio_mrc.serving.batching import DynamicBatcher
 from bio_mrc.serving.config import ServeConfig
-from bio_mrc.serving.guards import BodyGuard, HostGuard, allowed_host_names, host_name
+from bio_mrc.serving.guards import LARGE_BODY_BYTES, BodyGuard, HostGuard, allowed_host_names, host_name, off_loop
 from bio_mrc.serving.scheduler import AnswerScheduler
 from bio_mrc.serving.windows import question_windows
 
@@ -299,3 +300,32 @@ def test_only_hosts_naming_this_server_are_answered(extractor):  # noqa: F811
         for host in ("evil.example", "evil.example:8000", "localhost.evil.example", ""):
             refused = client.get("/health", headers={"host": host})
             assert refused.status_code == 400 and "--allowed-hosts" in refused.json()["detail"], host
+
+
+# --- large bodies off the event loop -------------------------------------------------------------
+
+def test_a_large_body_is_parsed_in_another_thread_a_small_one_inline():
+    threads = []
+
+    def parse(body):
+        threads.append(threading.get_ident())
+        return len(body)
+
+    async def main():
+        return await off_loop(parse, b"x" * 10), await off_loop(parse, b"x" * LARGE_BODY_BYTES), threading.get_ident()
+
+    small, large, loop_thread = asyncio.run(main())
+    assert (small, large) == (10, LARGE_BODY_BYTES) and threads[0] == loop_thread != threads[1]
+
+
+def test_a_large_body_read_off_the_loop_is_refused_and_answered_as_a_small_one(extractor):  # noqa: F811
+    context = "Newton wrote it. " * (LARGE_BODY_BYTES // 16)
+    config = ServeConfig(max_context_chars=len(context))
+    with TestClient(create_app(extractor, config), raise_server_exceptions=False) as client:
+        broken = post(client, json.dumps({"question": "Who wrote it?", "context": context})[:-2])
+        duplicate = post(client, '{"question": "Who?", "question": "Who?", "context": "' + context + '"}')
+        answered = client.post("/answer", json={"question": "Who wrote it?", "context": context})
+    assert broken.status_code == 422 and "not valid JSON" in broken.json()["detail"]
+    assert duplicate.status_code == 400 and "appears twice" in duplicate.json()["detail"]
+    assert answered.status_code == 200
+    assert_same_answer(answered.json()["results"][0], extractor("Who wrote it?", context))
