@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from bio_mrc.serving import answering as answering_module
 from bio_mrc.serving.answering import Question
 from bio_mrc.serving.app import create_app
-from bio_mrc.serving.batching import DynamicBatcher
+from bio_mrc.serving.batching import DynamicBatcher, SharedWorker
 from bio_mrc.serving.config import ServeConfig
 from bio_mrc.serving.guards import LARGE_BODY_BYTES, BodyGuard, HostGuard, allowed_host_names, host_name, off_loop
 from bio_mrc.serving.scheduler import AnswerScheduler
@@ -201,6 +201,85 @@ def test_a_request_cancelled_mid_question_runs_no_more_of_its_chunks(extractor, 
     (answer,) = asyncio.run(main())
     assert passes == [[("Who built castles?", 2)], [(GOOD["question"], 1)]]  # of more than ten windows, two ran
     assert_same_answer(answer, extractor(GOOD["question"], GOOD["context"], decoding="joint"))
+
+
+SHORT_QUESTIONS = [("Who wrote it?", "Newton wrote it."), ("What did Newton write?", "Newton wrote a book."),
+                   ("Where did he live?", "He lived in Cambridge."), ("When?", "It was 1687."), ("Who?", "Halley paid.")]
+
+
+def counted_reads(monkeypatch, seconds=0.0):
+    """Reading steps that take ``seconds`` more; the questions each read, in order."""
+    reads = []
+    real = answering_module.question_windows
+
+    def reading(trained, questions, requests):
+        time.sleep(seconds)
+        reads.append([question[0].question for question in questions])
+        return real(trained, questions, requests)
+
+    monkeypatch.setattr(answering_module, "question_windows", reading)
+    return reads
+
+
+def ask_all(extractor, config, delays):  # noqa: F811
+    """Each short question asked ``delays[i]`` seconds after the start, of one scheduler; their answers."""
+    async def main():
+        scheduler = AnswerScheduler(extractor, config)
+        await scheduler.start()
+
+        async def ask(pair, delay):
+            await asyncio.sleep(delay)
+            return await scheduler.answer(question(extractor, *pair), pair)
+
+        try:
+            return await asyncio.gather(*(ask(pair, delay) for pair, delay in zip(SHORT_QUESTIONS, delays)))
+        finally:
+            await scheduler.stop()
+
+    return asyncio.run(main())
+
+
+def test_short_questions_waiting_together_are_read_in_one_step_and_run_in_one_pass(extractor, monkeypatch):  # noqa: F811
+    passes, reads = slowed_passes(monkeypatch, [0.0]), counted_reads(monkeypatch)
+    answers = ask_all(extractor, ServeConfig(max_batch_size=8, max_wait_ms=0), [0.0] * 5)
+    assert reads == [[text for text, _ in SHORT_QUESTIONS]]  # one tokenizer call
+    assert len(passes) == 1 and len(passes[0]) == 5  # one forward pass of the five questions' windows
+    for (got,), pair in zip(answers, SHORT_QUESTIONS):
+        assert_same_answer(got, extractor(*pair, decoding="joint"))
+
+
+def test_questions_asked_while_others_are_read_join_their_forward_pass(extractor, monkeypatch):  # noqa: F811
+    """The first question is read alone (0.2 s); two more come meanwhile. Its forward pass, not full, waits for their
+    reading (it is pending, and within --max-wait-ms) and runs all three at once."""
+    passes, reads = slowed_passes(monkeypatch, [0.0]), counted_reads(monkeypatch, 0.2)
+    answers = ask_all(extractor, ServeConfig(max_batch_size=8, max_wait_ms=300), [0.0, 0.35, 0.35])
+    texts = [text for text, _ in SHORT_QUESTIONS[:3]]
+    assert reads == [texts[:1], texts[1:]]
+    assert [sorted(text for text, _ in ran) for ran in passes] == [sorted(texts)]
+    for (got,), pair in zip(answers, SHORT_QUESTIONS):
+        assert_same_answer(got, extractor(*pair, decoding="joint"))
+
+
+def test_a_batch_not_full_waits_only_while_what_would_fill_it_is_being_read():
+    async def main():
+        worker = SharedWorker("test-steps")
+        reads = DynamicBatcher(lambda items: items, max_batch_size=4, max_wait=10.0, worker=worker)
+        passes = DynamicBatcher(lambda items: items, max_batch_size=4, max_wait=10.0, worker=worker, fed_by=reads)
+        await worker.start()
+        try:  # the worker's loop cannot run before the next await: nothing is taken meanwhile
+            passes.enqueue("chunk")
+            arrived = passes._waiting[0].arrived
+            due = [passes.due(worker.freed_at)]  # nothing being read: at once
+            reads.enqueue("question")
+            due.append(passes.due(worker.freed_at))  # a question being read: until the chunk has waited max_wait
+            for _ in range(3):
+                passes.enqueue("chunk")
+            due.append(passes.due(worker.freed_at))  # full: at once
+            return [when - arrived for when in due]
+        finally:
+            await worker.stop()
+
+    assert asyncio.run(main()) == [0.0, 10.0, 0.0]
 
 
 def test_a_question_longer_than_a_step_is_read_apart_and_holds_no_short_one_back(extractor, monkeypatch):  # noqa: F811

@@ -1,10 +1,10 @@
 """Dynamic batching: concurrent requests wait a few milliseconds for each other, then run as one batch.
 
-A request joins a queue; one background task takes the queue's oldest requests, waits until the
-oldest has waited ``max_wait`` seconds or the batch holds ``max_batch_size`` questions, and runs
-them with one call in one worker thread (so the event loop keeps accepting requests meanwhile);
-each request's future then gets its own results. Requests that arrive during a run wait for the
-next one, which starts at once if they have waited long enough already.
+A request joins a queue; when the worker thread is free, the queue's batch goes once it is full (``max_batch_size``
+questions), or its oldest request has waited ``max_wait`` seconds, or that request already waited through the
+worker's last batch (more waiting only adds); the batch runs with one call in the worker thread (so the event loop
+keeps accepting requests meanwhile) and each request's future then gets its own results. Several queues may take
+turns on one worker (:class:`SharedWorker`): each batch is chosen when the worker is free, from what waits then.
 
 Fairness: an item may name its ``owner`` (one HTTP request split into one item per question) and its
 ``cost`` (its characters). A batch holds at most ``max_batch_cost`` (one item alone may exceed it),
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,15 +38,65 @@ class _Waiting:
 
 
 class SharedWorker:
-    """One worker thread that several batchers take turns on (in the order they asked); each chooses its batch when
-    its turn comes, from the requests waiting then. Make it where the batchers are made; ``shutdown()`` at the end."""
+    """One worker thread that batchers take turns on. When it is free, it runs the batch of the next batcher in turn
+    (after the one that ran last) whose batch is due (:meth:`DynamicBatcher.due`), the batch chosen then, from what
+    waits then; with nothing due it sleeps until something arrives or a batch falls due. A batcher made without one
+    gets its own; a shared one is started and stopped by whoever made it."""
 
     def __init__(self, name: str) -> None:
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-        self.turn = asyncio.Lock()
+        self.name = name
+        self.batchers: list[DynamicBatcher] = []
+        self.executor: ThreadPoolExecutor | None = None
+        self.arrived = asyncio.Event()
+        self.freed_at = -math.inf  # when the last batch ended, in the event loop's time
+        self._task: asyncio.Task | None = None
 
-    def shutdown(self) -> None:
-        self.executor.shutdown(wait=True)
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def start(self) -> None:
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
+        self._task = asyncio.create_task(self._serve(), name=self.name)
+
+    async def stop(self) -> None:
+        """Stop taking batches; requests still waiting fail with :class:`asyncio.CancelledError`."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for batcher in self.batchers:
+            batcher.drop_waiting()
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
+
+    async def _serve(self) -> None:
+        last = -1
+        while True:
+            turn = await self._next_turn(last)
+            batcher = self.batchers[turn]
+            batch = batcher.take_fairly()
+            if batch:
+                await batcher.run_batch(batch)
+            self.freed_at = asyncio.get_running_loop().time()
+            await asyncio.sleep(0)  # the requests whose items just ran queue their next ones before the next turn
+            last = turn
+
+    async def _next_turn(self, last: int) -> int:
+        """The batcher whose batch goes next: the first due, in turn after ``last``."""
+        loop, count = asyncio.get_running_loop(), len(self.batchers)
+        while True:
+            self.arrived.clear()
+            order = [(last + 1 + offset) % count for offset in range(count)]
+            due = [self.batchers[index].due(self.freed_at) for index in order]
+            now = loop.time()
+            for index, when in zip(order, due):
+                if when <= now:
+                    return index
+            soonest = min(due)
+            try:
+                await asyncio.wait_for(self.arrived.wait(), None if soonest == math.inf else soonest - now)
+            except asyncio.TimeoutError:
+                pass
 
 
 @dataclass
@@ -67,39 +116,39 @@ class DynamicBatcher(Generic[Item, Result]):
     """Gathers concurrent :meth:`submit` calls into batches for ``run(items) -> results`` (one result
     per item, in order). ``size`` is what an item counts towards ``max_batch_size`` (its questions).
 
+    A batch waits for company while it is not full, at most until its oldest item has waited ``max_wait``; with
+    ``fed_by`` (the batcher whose batches make this one's items), only while ``fed_by`` has items waiting.
     A failing batch of several items is run again item by item, so that only the item at fault fails.
     Use it inside a running event loop: ``await start()`` before the first submit, ``await stop()`` at the end.
     """
 
     def __init__(self, run: Callable[[list[Item]], Sequence[Result]], max_batch_size: int, max_wait: float,
-                 max_batch_cost: float = math.inf, worker: SharedWorker | None = None) -> None:
+                 max_batch_cost: float = math.inf, worker: SharedWorker | None = None,
+                 fed_by: DynamicBatcher | None = None) -> None:
         if max_batch_size < 1 or max_wait < 0:
             raise ValueError(f"max_batch_size must be at least 1 and max_wait at least 0, got {max_batch_size}, {max_wait}")
         self.run, self.max_batch_size, self.max_wait = run, max_batch_size, max_wait
-        self.max_batch_cost = max_batch_cost
+        self.max_batch_cost, self.fed_by = max_batch_cost, fed_by
         self._served: dict[Any, float] = {}  # cost run so far, per owner with items still waiting
         self.stats = BatchStats()
         self._waiting: collections.deque[_Waiting] = collections.deque()
-        self._arrived: asyncio.Event | None = None
-        self._task: asyncio.Task | None = None
-        self._worker = worker  # shared with other batchers: its owner shuts it down
-        self._executor: ThreadPoolExecutor | None = worker.executor if worker else None
+        self._own_worker = worker is None  # a shared worker is started and stopped by its maker
+        self._worker = worker or SharedWorker("bio-mrc-batch")
+        self._worker.batchers.append(self)
 
     async def start(self) -> None:
-        self._arrived = asyncio.Event()
-        if self._worker is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bio-mrc-batch")
-        self._task = asyncio.create_task(self._serve(), name="bio-mrc-batcher")
+        if self._own_worker:
+            await self._worker.start()
 
     async def stop(self) -> None:
         """Stop taking batches; requests still waiting fail with :class:`asyncio.CancelledError`."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        if self._own_worker:
+            await self._worker.stop()
+        self.drop_waiting()
+
+    def drop_waiting(self) -> None:
         while self._waiting:
             self._waiting.popleft().future.cancel()
-        if self._executor is not None and self._worker is None:
-            self._executor.shutdown(wait=True)
 
     async def submit(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> Result:
         """``item``'s result, once its batch has run (its exception, if it alone failed); cancelling
@@ -112,39 +161,35 @@ class DynamicBatcher(Generic[Item, Result]):
         cancelling the future drops the item if its batch has not started."""
         if not 1 <= size <= self.max_batch_size:
             raise ValueError(f"an item of size {size} cannot join batches of at most {self.max_batch_size}")
-        if self._task is None or self._task.done():
+        if not self._worker.running:
             raise RuntimeError("the batcher is not running: await start() first")
         loop = asyncio.get_running_loop()
         waiting = _Waiting(item, size, loop.time(), loop.create_future(), owner, cost)
         if owner is None:
             waiting.owner = waiting  # an item alone: owner of itself
         self._waiting.append(waiting)
-        self._arrived.set()
+        self._worker.arrived.set()
         return waiting.future
 
-    async def _serve(self) -> None:
-        while True:
-            await self._ready()
-            async with self._worker.turn if self._worker else contextlib.nullcontext():
-                batch = self._take_fairly()  # chosen when the worker is ours: from what waits now
-                if batch:
-                    await self._run(batch)
+    @property
+    def has_waiting(self) -> bool:
+        return any(not waiting.future.done() for waiting in self._waiting)
 
-    async def _ready(self) -> None:
-        """Until a batch can go: the oldest request has waited long enough, or the batch is full."""
-        loop = asyncio.get_running_loop()
-        while not self._waiting:
-            self._arrived.clear()
-            await self._arrived.wait()
-        deadline = self._waiting[0].arrived + self.max_wait
-        while sum(w.size for w in self._waiting) < self.max_batch_size and loop.time() < deadline:
-            self._arrived.clear()
-            try:
-                await asyncio.wait_for(self._arrived.wait(), deadline - loop.time())
-            except asyncio.TimeoutError:
-                break
+    def due(self, freed_at: float) -> float:
+        """When the next batch may go, in the event loop's time (inf: nothing waits): at once when it is full, when
+        its oldest item waited through the worker's last batch (which ended at ``freed_at``: more waiting only adds)
+        or when nothing that would fill it is coming; else once its oldest item has waited ``max_wait``."""
+        self._waiting = collections.deque(w for w in self._waiting if not w.future.done())  # clients that left
+        if not self._waiting:
+            return math.inf
+        oldest = self._waiting[0].arrived
+        full = sum(w.size for w in self._waiting) >= self.max_batch_size \
+            or sum(w.cost for w in self._waiting) >= self.max_batch_cost
+        if full or oldest < freed_at or (self.fed_by is not None and not self.fed_by.has_waiting):
+            return oldest
+        return oldest + self.max_wait
 
-    def _take_fairly(self) -> list[_Waiting]:
+    def take_fairly(self) -> list[_Waiting]:
         """The batch: items that fit, each from the owner served least so far (then the oldest item)."""
         waiting = [w for w in self._waiting if not w.future.done()]  # a client that went away is not run
         batch, size, cost = [], 0, 0.0
@@ -163,17 +208,17 @@ class DynamicBatcher(Generic[Item, Result]):
         self._served = {owner: served for owner, served in self._served.items() if owner in still_waiting}
         return batch
 
-    async def _run(self, batch: list[_Waiting]) -> None:
+    async def run_batch(self, batch: list[_Waiting]) -> None:
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         try:
-            results = await loop.run_in_executor(self._executor, self.run, [w.item for w in batch])
+            results = await loop.run_in_executor(self._worker.executor, self.run, [w.item for w in batch])
             if len(results) != len(batch):
                 raise RuntimeError(f"a batch of {len(batch)} items gave {len(results)} results")
         except Exception as error:  # noqa: BLE001  (handed to the request that caused it)
             if len(batch) > 1:
                 for waiting in batch:
-                    await self._run([waiting])
+                    await self.run_batch([waiting])
             elif not batch[0].future.done():
                 batch[0].future.set_exception(error)
             return

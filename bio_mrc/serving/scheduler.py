@@ -42,22 +42,25 @@ class AnswerScheduler:
         # Reading short questions and running forward passes take turns on one thread: in parallel they would only
         # contend for the GIL; in turns, each step is chosen when the thread is free, from what waits then.
         self.worker = SharedWorker("bio-mrc-steps")
-        self.windows = DynamicBatcher(partial(featurize, trained), config.max_batch_size, wait, config.max_batch_chars, worker=self.worker)
+        self.windows = DynamicBatcher(partial(featurize, trained), config.max_batch_size, wait, config.max_batch_chars,
+                                      worker=self.worker)
         # A tokenizer is not safe to share between threads (each call sets its truncation): the long queue has its own.
         apart = dataclasses.replace(trained, tokenizer=copy.deepcopy(trained.tokenizer))
         self.long_windows = DynamicBatcher(partial(featurize, apart), config.max_batch_size, wait, config.max_batch_chars)
-        # No waiting: the chunks of a step of questions are queued together, in the same turn of the event loop.
-        self.passes = DynamicBatcher(partial(forward, extractor, window_runner(trained)), self.chunk_windows, 0.0, worker=self.worker)
+        # A pass not full waits for the questions being read (at most --max-wait-ms), never for questions not yet asked.
+        self.passes = DynamicBatcher(partial(forward, extractor, window_runner(trained)), self.chunk_windows, wait,
+                                     worker=self.worker, fed_by=self.windows)
         self.queues = (self.windows, self.long_windows, self.passes)
 
     async def start(self) -> None:
+        await self.worker.start()
         for queue in self.queues:
             await queue.start()
 
     async def stop(self) -> None:
         for queue in self.queues:
             await queue.stop()
-        self.worker.shutdown()
+        await self.worker.stop()
 
     async def answer(self, question: Question, owner: Any) -> list:
         """``question``'s answers, its work counted to ``owner`` (one HTTP request) for fair shares."""
