@@ -156,15 +156,18 @@ def test_work_for_a_client_that_hangs_up_is_cancelled(extractor, slow_passes):  
     assert windows_of(extractor, "Who built castles?", MANY_WINDOWS) > 10
 
 
-def test_a_short_question_runs_in_the_pass_after_the_one_running_not_after_a_long_questions_windows(extractor, monkeypatch):  # noqa: F811
+@pytest.mark.parametrize("max_wait_ms", [0, 10_000])
+def test_a_short_question_runs_in_the_pass_after_the_one_running_not_after_a_long_questions_windows(extractor, monkeypatch, max_wait_ms):  # noqa: F811
     """A long question's windows run in chunks: a short question asked while its first chunk runs is read when that
     pass ends, then runs in the very next pass (reading and passes take turns on one thread, each step chosen when
-    the thread is free), not after the long question's other chunks; both answers are the extractor's."""
+    the thread is free), not after the long question's other chunks; both answers are the extractor's. A reading
+    step waits for company only while the worker would idle: not while the long question's passes are due."""
     passes = slowed_passes(monkeypatch, [0.3, 0.0])
     long, short = ("Who built castles?", MANY_WINDOWS), (GOOD["question"], GOOD["context"])
+    config = ServeConfig(max_batch_size=2, max_wait_ms=max_wait_ms, max_batch_chars=len(long[0]) + len(long[1]))
 
-    async def main():
-        scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=2, max_wait_ms=0))
+    async def main():  # the long question alone fills a reading step: it waits for no company
+        scheduler = AnswerScheduler(extractor, config)
         await scheduler.start()
         try:
             greedy = asyncio.ensure_future(scheduler.answer(question(extractor, *long), "greedy"))
@@ -269,12 +272,12 @@ def test_a_batch_not_full_waits_only_while_what_would_fill_it_is_being_read():
         try:  # the worker's loop cannot run before the next await: nothing is taken meanwhile
             passes.enqueue("chunk")
             arrived = passes._waiting[0].arrived
-            due = [passes.due(worker.freed_at)]  # nothing being read: at once
+            due = [passes.due()]  # nothing being read: at once
             reads.enqueue("question")
-            due.append(passes.due(worker.freed_at))  # a question being read: until the chunk has waited max_wait
+            due.append(passes.due())  # a question being read: until the chunk has waited max_wait
             for _ in range(3):
                 passes.enqueue("chunk")
-            due.append(passes.due(worker.freed_at))  # full: at once
+            due.append(passes.due())  # full: at once
             return [when - arrived for when in due]
         finally:
             await worker.stop()

@@ -39,16 +39,16 @@ class _Waiting:
 
 class SharedWorker:
     """One worker thread that batchers take turns on. When it is free, it runs the batch of the next batcher in turn
-    (after the one that ran last) whose batch is due (:meth:`DynamicBatcher.due`), the batch chosen then, from what
-    waits then; with nothing due it sleeps until something arrives or a batch falls due. A batcher made without one
-    gets its own; a shared one is started and stopped by whoever made it."""
+    (after the one that ran last) whose batch is due, the batch chosen then, from what waits then; with nothing due
+    it sleeps until something arrives or a batch falls due. A batch waiting for company (:meth:`DynamicBatcher.due`)
+    is due as soon as another batcher's is (unless that one feeds it): it waits only while the worker would idle.
+    A batcher made without one gets its own; a shared one is started and stopped by whoever made it."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.batchers: list[DynamicBatcher] = []
         self.executor: ThreadPoolExecutor | None = None
         self.arrived = asyncio.Event()
-        self.freed_at = -math.inf  # when the last batch ended, in the event loop's time
         self._task: asyncio.Task | None = None
 
     @property
@@ -77,7 +77,6 @@ class SharedWorker:
             batch = batcher.take_fairly()
             if batch:
                 await batcher.run_batch(batch)
-            self.freed_at = asyncio.get_running_loop().time()
             await asyncio.sleep(0)  # the requests whose items just ran queue their next ones before the next turn
             last = turn
 
@@ -87,10 +86,12 @@ class SharedWorker:
         while True:
             self.arrived.clear()
             order = [(last + 1 + offset) % count for offset in range(count)]
-            due = [self.batchers[index].due(self.freed_at) for index in order]
+            due = [self.batchers[index].due() for index in order]
             now = loop.time()
+            ready = [self.batchers[index] for index, when in zip(order, due) if when <= now]
             for index, when in zip(order, due):
-                if when <= now:
+                batcher = self.batchers[index]
+                if when <= now or (when < math.inf and any(other is not batcher.fed_by for other in ready)):
                     return index
             soonest = min(due)
             try:
@@ -175,17 +176,16 @@ class DynamicBatcher(Generic[Item, Result]):
     def has_waiting(self) -> bool:
         return any(not waiting.future.done() for waiting in self._waiting)
 
-    def due(self, freed_at: float) -> float:
-        """When the next batch may go, in the event loop's time (inf: nothing waits): at once when it is full, when
-        its oldest item waited through the worker's last batch (which ended at ``freed_at``: more waiting only adds)
-        or when nothing that would fill it is coming; else once its oldest item has waited ``max_wait``."""
+    def due(self) -> float:
+        """When the next batch may go, in the event loop's time (inf: nothing waits): at once when it is full or
+        when nothing that would fill it is coming; else once its oldest item has waited ``max_wait``."""
         self._waiting = collections.deque(w for w in self._waiting if not w.future.done())  # clients that left
         if not self._waiting:
             return math.inf
         oldest = self._waiting[0].arrived
         full = sum(w.size for w in self._waiting) >= self.max_batch_size \
             or sum(w.cost for w in self._waiting) >= self.max_batch_cost
-        if full or oldest < freed_at or (self.fed_by is not None and not self.fed_by.has_waiting):
+        if full or (self.fed_by is not None and not self.fed_by.has_waiting):
             return oldest
         return oldest + self.max_wait
 
