@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import numpy as np
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
@@ -24,8 +25,10 @@ from bio_mrc.errors import ConfigError
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.model_card import write_model_card
-from bio_mrc.serving.answering import Question, answer_batch
+from bio_mrc.serving.answering import Question, answer_batch, featurize
+from bio_mrc.serving import windows as windows_module
 from bio_mrc.serving.app import create_app
+from bio_mrc.serving.windows import run_chunks, window_runner
 from bio_mrc.serving.batching import DynamicBatcher
 from bio_mrc.serving.config import ServeConfig
 
@@ -109,7 +112,10 @@ def as_dict(prediction):
 
 # --- one batch, many requests --------------------------------------------------------------------
 
-def test_one_batch_answers_every_request_as_the_extractor_alone(extractor, questions):
+@pytest.mark.parametrize("chunk_windows", [None, 1, 3])
+def test_one_batch_answers_every_request_as_the_extractor_alone(extractor, questions, chunk_windows):
+    """Whether a question's windows run in one forward pass or in chunks of 1 or 3 (each its own pass), its answers
+    are the extractor's."""
     kinds = [("span", False, 1), ("bio", True, 1), ("joint", False, 3), ("joint", True, 1), ("bio", False, 2), ("span", True, 1)]
     requests, wanted = [], []
     for i, (question, context) in enumerate(questions):
@@ -117,11 +123,31 @@ def test_one_batch_answers_every_request_as_the_extractor_alone(extractor, quest
         examples, _ = extractor.examples(question, context)
         requests.append(Question(examples, decoding, multi_span, top_k))
         wanted.append(expected(extractor, question, context, decoding, multi_span, top_k))
-    answers = answer_batch(extractor, requests)
+    answers = answer_batch(extractor, requests, chunk_windows=chunk_windows)
     assert [len(a) for a in answers] == [1] * len(questions)
     for (got,), want in zip(answers, wanted):
         assert_same_answer(got, want)
     assert any(len(w.spans) > 1 for w in wanted)  # top_k and multi-span answers were compared too
+    assert max(len(windows) for windows in featurize(extractor.trained, requests)) > 3  # some questions were split
+
+
+def test_chunked_windows_get_the_logits_of_one_pass(extractor, questions):
+    """The logits of a question's windows run chunk by chunk beside other questions' chunks are those of one pass
+    over its windows alone (TrainedModel.windows), to float rounding."""
+    examples, _ = extractor.examples([q for q, _ in questions], [c for _, c in questions])
+    requests = [Question([example], "joint") for example in examples]
+    split = featurize(extractor.trained, requests)
+    chunks = [chunk for windows in split for chunk in windows.chunks(2)]
+    runner = window_runner(extractor.trained)
+    for begin in range(0, len(chunks), 3):  # three chunks a pass: of one question, or of neighbours
+        run_chunks(runner, chunks[begin : begin + 3], 0, extractor.batch_size)
+    for example, windows in zip(examples, split):
+        alone = extractor.trained.windows([example])
+        got = windows.outputs()
+        assert windows.complete and np.array_equal(got.offsets, alone.offsets) and np.array_equal(got.mask, alone.mask)
+        for name in ("start_logits", "end_logits", "bio_logits"):
+            inside = alone.mask
+            assert np.allclose(getattr(got, name)[inside], getattr(alone, name)[inside], rtol=1e-5, atol=1e-5), name
 
 
 def test_the_batcher_gathers_concurrent_requests_up_to_the_batch_size():
@@ -225,7 +251,7 @@ def test_health_reports_the_model_its_card_and_the_limits(extractor, model_dir):
     assert card["windows"] == WINDOWS and card["calibrated"] == ["joint"]
     assert card["tuned"]["no_answer_thresholds"] == {"span": "-Infinity"}
     assert body["limits"]["max_batch_size"] == 4 and body["limits"]["max_wait_ms"] == 2.5
-    assert body["served"] == {"batches": 0, "requests": 0, "questions": 0, "busy_seconds": 0.0}
+    assert body["served"] == {"batches": 0, "requests": 0, "questions": 0, "busy_seconds": 0.0, "windows": 0}
 
 
 def test_the_openapi_page_describes_the_requests_and_their_limits(extractor):
@@ -298,7 +324,7 @@ def test_a_decoding_the_heads_cannot_do_is_refused(tiny_encoder_dir, tmp_path):
 
 def test_an_internal_error_is_a_500_without_a_traceback(extractor, monkeypatch):
     with TestClient(create_app(extractor), raise_server_exceptions=False) as client:
-        monkeypatch.setattr(extractor.trained, "windows", lambda *a, **k: 1 / 0)
+        monkeypatch.setattr(windows_module, "input_logits", lambda *a, **k: 1 / 0)
         response = client.post("/answer", json=GOOD)
     assert response.status_code == 500 and "Traceback" not in response.text and "ZeroDivision" not in response.text
     assert response.json()["detail"].startswith("internal error")

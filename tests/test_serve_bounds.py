@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 
 import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from bio_mrc.serving import app as app_module
+from bio_mrc.serving import answering as answering_module
+from bio_mrc.serving.answering import Question
 from bio_mrc.serving.app import create_app
-from bio_mrc.serving.batching import DynamicBatcher
+from bio_mrc.serving.batching import DynamicBatcher, SharedWorker
 from bio_mrc.serving.config import ServeConfig
-from bio_mrc.serving.guards import BodyGuard, HostGuard, allowed_host_names, host_name
+from bio_mrc.serving.guards import LARGE_BODY_BYTES, BodyGuard, HostGuard, allowed_host_names, host_name, off_loop
+from bio_mrc.serving.scheduler import AnswerScheduler
+from bio_mrc.serving.windows import question_windows
 
-from .test_serve import GOOD, extractor, model_dir, running  # noqa: F401  (fixtures)
+from .test_serve import GOOD, assert_same_answer, extractor, model_dir, running  # noqa: F401  (fixtures)
 
 
 def post(client, body: bytes | str, **headers):
@@ -98,45 +102,226 @@ def test_deep_brackets_inside_a_string_are_text():
 
 # --- time, clients that leave, fairness ----------------------------------------------------------
 
+MANY_WINDOWS = " ".join(["The Normans were famed for their martial spirit and built castles across England."] * 18)
+
+
+def slowed_passes(monkeypatch, delays):
+    """Forward passes that take ``delays[i]`` seconds more (the last delay for every later pass); what each pass ran,
+    in order: one (question, windows) pair per chunk."""
+    passes = []
+    real = answering_module.run_chunks
+
+    def slow(runner, chunks, *args):
+        time.sleep(delays[min(len(passes), len(delays) - 1)])
+        passes.append([(chunk.windows.examples[0].question, len(chunk)) for chunk in chunks])
+        return real(runner, chunks, *args)
+
+    monkeypatch.setattr(answering_module, "run_chunks", slow)
+    return passes
+
+
 @pytest.fixture
-def slow_batches(monkeypatch):
-    """Every forward pass takes 0.3 s more; the questions each ran, in order."""
-    ran = []
-    real = app_module.answer_batch
-
-    def slow(extractor, requests):
-        time.sleep(0.3)
-        ran.extend(example.question for request in requests for example in request.examples)
-        return real(extractor, requests)
-
-    monkeypatch.setattr(app_module, "answer_batch", slow)
-    return ran
+def slow_passes(monkeypatch):
+    """Every forward pass takes 0.3 s more; the chunks each ran."""
+    return slowed_passes(monkeypatch, [0.3])
 
 
-def test_a_request_past_its_time_is_a_504_and_its_questions_are_dropped(extractor, slow_batches):  # noqa: F811
-    config = ServeConfig(request_timeout_s=0.5, max_batch_chars=1, max_wait_ms=0)
-    questions = [f"Who {i}?" for i in range(8)]
+def windows_of(extractor, question, context):  # noqa: F811
+    examples, _ = extractor.examples(question, context)
+    return len(question_windows(extractor.trained, [examples])[0])
+
+
+def test_a_request_past_its_time_is_a_504_and_its_windows_are_dropped(extractor, slow_passes):  # noqa: F811
+    config = ServeConfig(request_timeout_s=0.5, max_batch_size=1, max_wait_ms=0)  # one window per forward pass
     with TestClient(create_app(extractor, config), raise_server_exceptions=False) as client:
-        response = client.post("/answer", json={"question": questions, "context": "Newton wrote it."})
-        time.sleep(0.7)  # any batch already running ends
-        ran_then = len(slow_batches)
+        response = client.post("/answer", json={"question": "Who built castles?", "context": MANY_WINDOWS})
+        time.sleep(0.7)  # any pass already running ends
+        ran_then = len(slow_passes)
         time.sleep(0.7)
     assert response.status_code == 504 and "--request-timeout-s" in response.json()["detail"]
-    assert len(slow_batches) == ran_then < len(questions)  # one batch per question: the rest never ran
+    assert len(slow_passes) == ran_then <= 3 < windows_of(extractor, "Who built castles?", MANY_WINDOWS)
 
 
-def test_work_for_a_client_that_hangs_up_is_cancelled(extractor, slow_batches):  # noqa: F811
-    config = ServeConfig(max_batch_chars=1, max_wait_ms=0)  # one question per forward pass
-    questions = [f"Who {i}?" for i in range(10)]
+def test_work_for_a_client_that_hangs_up_is_cancelled(extractor, slow_passes):  # noqa: F811
+    config = ServeConfig(max_batch_size=1, max_wait_ms=0)  # one window per forward pass
     with running(create_app(extractor, config)) as url:
         with httpx.Client(base_url=url, timeout=0.45) as client, pytest.raises(httpx.TimeoutException):
-            client.post("/answer", json={"question": questions, "context": "Newton wrote it."})
-        time.sleep(1.0)  # the server notices within 50 ms; a batch already running ends
-        ran_then = len(slow_batches)
+            client.post("/answer", json={"question": "Who built castles?", "context": MANY_WINDOWS})
+        time.sleep(1.0)  # the server notices within 50 ms; a pass already running ends
+        ran_then = len(slow_passes)
         time.sleep(1.0)
         with httpx.Client(base_url=url, timeout=30) as client:
             assert client.post("/answer", json=GOOD).status_code == 200
-    assert ran_then <= 4 and len(slow_batches) == ran_then + 1  # of ten; then only the next request's
+    assert ran_then <= 4 and len(slow_passes) == ran_then + 1  # of more than ten; then only the next request's
+    assert windows_of(extractor, "Who built castles?", MANY_WINDOWS) > 10
+
+
+@pytest.mark.parametrize("max_wait_ms", [0, 10_000])
+def test_a_short_question_runs_in_the_pass_after_the_one_running_not_after_a_long_questions_windows(extractor, monkeypatch, max_wait_ms):  # noqa: F811
+    """A long question's windows run in chunks: a short question asked while its first chunk runs is read when that
+    pass ends, then runs in the very next pass (reading and passes take turns on one thread, each step chosen when
+    the thread is free), not after the long question's other chunks; both answers are the extractor's. A reading
+    step waits for company only while the worker would idle: not while the long question's passes are due."""
+    passes = slowed_passes(monkeypatch, [0.3, 0.0])
+    long, short = ("Who built castles?", MANY_WINDOWS), (GOOD["question"], GOOD["context"])
+    config = ServeConfig(max_batch_size=2, max_wait_ms=max_wait_ms, max_batch_chars=len(long[0]) + len(long[1]))
+
+    async def main():  # the long question alone fills a reading step: it waits for no company
+        scheduler = AnswerScheduler(extractor, config)
+        await scheduler.start()
+        try:
+            greedy = asyncio.ensure_future(scheduler.answer(question(extractor, *long), "greedy"))
+            await asyncio.sleep(0.15)  # its first chunk is in the (slow) forward pass
+            polite = await scheduler.answer(question(extractor, *short), "polite")
+            return await greedy, polite
+        finally:
+            await scheduler.stop()
+
+    (got_long,), (got_short,) = asyncio.run(main())
+    windows = windows_of(extractor, *long)
+    assert passes[0] == [(long[0], 2)] and passes[1][0] == (short[0], 1)  # the short one next, first
+    assert all(sum(size for _, size in ran) <= 2 for ran in passes)  # at most --max-batch-size windows a pass
+    assert sum(size for ran in passes for text, size in ran if text == long[0]) == windows > 10  # each window once
+    assert_same_answer(got_long, extractor(*long, decoding="joint"))
+    assert_same_answer(got_short, extractor(*short, decoding="joint"))
+
+
+def test_a_request_cancelled_mid_question_runs_no_more_of_its_chunks(extractor, monkeypatch):  # noqa: F811
+    passes = slowed_passes(monkeypatch, [0.3, 0.0])
+
+    async def main():
+        scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=2, max_wait_ms=0))
+        await scheduler.start()
+        try:
+            left = asyncio.ensure_future(scheduler.answer(question(extractor, "Who built castles?", MANY_WINDOWS), "a"))
+            await asyncio.sleep(0.15)  # its first chunk is running
+            left.cancel()
+            await asyncio.sleep(0.4)  # that pass ends; nothing of it runs after
+            return await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "b")
+        finally:
+            await scheduler.stop()
+
+    (answer,) = asyncio.run(main())
+    assert passes == [[("Who built castles?", 2)], [(GOOD["question"], 1)]]  # of more than ten windows, two ran
+    assert_same_answer(answer, extractor(GOOD["question"], GOOD["context"], decoding="joint"))
+
+
+SHORT_QUESTIONS = [("Who wrote it?", "Newton wrote it."), ("What did Newton write?", "Newton wrote a book."),
+                   ("Where did he live?", "He lived in Cambridge."), ("When?", "It was 1687."), ("Who?", "Halley paid.")]
+
+
+def counted_reads(monkeypatch, seconds=0.0):
+    """Reading steps that take ``seconds`` more; the questions each read, in order."""
+    reads = []
+    real = answering_module.question_windows
+
+    def reading(trained, questions, requests):
+        time.sleep(seconds)
+        reads.append([question[0].question for question in questions])
+        return real(trained, questions, requests)
+
+    monkeypatch.setattr(answering_module, "question_windows", reading)
+    return reads
+
+
+def ask_all(extractor, config, delays):  # noqa: F811
+    """Each short question asked ``delays[i]`` seconds after the start, of one scheduler; their answers."""
+    async def main():
+        scheduler = AnswerScheduler(extractor, config)
+        await scheduler.start()
+
+        async def ask(pair, delay):
+            await asyncio.sleep(delay)
+            return await scheduler.answer(question(extractor, *pair), pair)
+
+        try:
+            return await asyncio.gather(*(ask(pair, delay) for pair, delay in zip(SHORT_QUESTIONS, delays)))
+        finally:
+            await scheduler.stop()
+
+    return asyncio.run(main())
+
+
+def test_short_questions_waiting_together_are_read_in_one_step_and_run_in_one_pass(extractor, monkeypatch):  # noqa: F811
+    passes, reads = slowed_passes(monkeypatch, [0.0]), counted_reads(monkeypatch)
+    answers = ask_all(extractor, ServeConfig(max_batch_size=8, max_wait_ms=0), [0.0] * 5)
+    assert reads == [[text for text, _ in SHORT_QUESTIONS]]  # one tokenizer call
+    assert len(passes) == 1 and len(passes[0]) == 5  # one forward pass of the five questions' windows
+    for (got,), pair in zip(answers, SHORT_QUESTIONS):
+        assert_same_answer(got, extractor(*pair, decoding="joint"))
+
+
+def test_questions_asked_while_others_are_read_join_their_forward_pass(extractor, monkeypatch):  # noqa: F811
+    """The first question is read alone (0.2 s); two more come meanwhile. Its forward pass, not full, waits for their
+    reading (it is pending, and within --max-wait-ms) and runs all three at once."""
+    passes, reads = slowed_passes(monkeypatch, [0.0]), counted_reads(monkeypatch, 0.2)
+    answers = ask_all(extractor, ServeConfig(max_batch_size=8, max_wait_ms=300), [0.0, 0.35, 0.35])
+    texts = [text for text, _ in SHORT_QUESTIONS[:3]]
+    assert reads == [texts[:1], texts[1:]]
+    assert [sorted(text for text, _ in ran) for ran in passes] == [sorted(texts)]
+    for (got,), pair in zip(answers, SHORT_QUESTIONS):
+        assert_same_answer(got, extractor(*pair, decoding="joint"))
+
+
+def test_a_batch_not_full_waits_only_while_what_would_fill_it_is_being_read():
+    async def main():
+        worker = SharedWorker("test-steps")
+        reads = DynamicBatcher(lambda items: items, max_batch_size=4, max_wait=10.0, worker=worker)
+        passes = DynamicBatcher(lambda items: items, max_batch_size=4, max_wait=10.0, worker=worker, fed_by=reads)
+        await worker.start()
+        try:  # the worker's loop cannot run before the next await: nothing is taken meanwhile
+            passes.enqueue("chunk")
+            arrived = passes._waiting[0].arrived
+            due = [passes.due()]  # nothing being read: at once
+            reads.enqueue("question")
+            due.append(passes.due())  # a question being read: until the chunk has waited max_wait
+            for _ in range(3):
+                passes.enqueue("chunk")
+            due.append(passes.due())  # full: at once
+            return [when - arrived for when in due]
+        finally:
+            await worker.stop()
+
+    assert asyncio.run(main()) == [0.0, 10.0, 0.0]
+
+
+def test_a_question_longer_than_a_step_is_read_apart_and_holds_no_short_one_back(extractor, monkeypatch):  # noqa: F811
+    """A question of more than --max-batch-chars is tokenized in a queue of its own: a short question asked while it
+    is being read is answered before that reading ends."""
+    events = []
+    real = answering_module.question_windows
+
+    def reading(trained, questions, requests):
+        long = sum(len(example.context) for question in questions for example in question) > 500
+        events.append("long read starts" if long else "short read")
+        if long:
+            time.sleep(0.5)
+            events.append("long read ends")
+        return real(trained, questions, requests)
+
+    monkeypatch.setattr(answering_module, "question_windows", reading)
+
+    async def main():
+        scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_chars=500, max_wait_ms=0))
+        await scheduler.start()
+        try:
+            greedy = asyncio.ensure_future(scheduler.answer(question(extractor, "Who built castles?", MANY_WINDOWS), "a"))
+            await asyncio.sleep(0.1)
+            polite = await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "b")
+            events.append("short answered")
+            return await greedy, polite
+        finally:
+            await scheduler.stop()
+
+    (got_long,), (got_short,) = asyncio.run(main())
+    assert events == ["long read starts", "short read", "short answered", "long read ends"]
+    assert_same_answer(got_long, extractor("Who built castles?", MANY_WINDOWS, decoding="joint"))
+    assert_same_answer(got_short, extractor(GOOD["question"], GOOD["context"], decoding="joint"))
+
+
+def question(extractor, text, context):  # noqa: F811
+    examples, _ = extractor.examples(text, context)
+    return Question(examples, "joint")
 
 
 def test_a_short_request_is_not_held_behind_another_clients_long_ones():
@@ -197,3 +382,32 @@ def test_only_hosts_naming_this_server_are_answered(extractor):  # noqa: F811
         for host in ("evil.example", "evil.example:8000", "localhost.evil.example", ""):
             refused = client.get("/health", headers={"host": host})
             assert refused.status_code == 400 and "--allowed-hosts" in refused.json()["detail"], host
+
+
+# --- large bodies off the event loop -------------------------------------------------------------
+
+def test_a_large_body_is_parsed_in_another_thread_a_small_one_inline():
+    threads = []
+
+    def parse(body):
+        threads.append(threading.get_ident())
+        return len(body)
+
+    async def main():
+        return await off_loop(parse, b"x" * 10), await off_loop(parse, b"x" * LARGE_BODY_BYTES), threading.get_ident()
+
+    small, large, loop_thread = asyncio.run(main())
+    assert (small, large) == (10, LARGE_BODY_BYTES) and threads[0] == loop_thread != threads[1]
+
+
+def test_a_large_body_read_off_the_loop_is_refused_and_answered_as_a_small_one(extractor):  # noqa: F811
+    context = "Newton wrote it. " * (LARGE_BODY_BYTES // 16)
+    config = ServeConfig(max_context_chars=len(context))
+    with TestClient(create_app(extractor, config), raise_server_exceptions=False) as client:
+        broken = post(client, json.dumps({"question": "Who wrote it?", "context": context})[:-2])
+        duplicate = post(client, '{"question": "Who?", "question": "Who?", "context": "' + context + '"}')
+        answered = client.post("/answer", json={"question": "Who wrote it?", "context": context})
+    assert broken.status_code == 422 and "not valid JSON" in broken.json()["detail"]
+    assert duplicate.status_code == 400 and "appears twice" in duplicate.json()["detail"]
+    assert answered.status_code == 200
+    assert_same_answer(answered.json()["results"][0], extractor("Who wrote it?", context))

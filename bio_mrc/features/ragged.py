@@ -9,6 +9,7 @@ gather.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +47,27 @@ class RaggedColumn:
             values = values.flatten()
         flat = values.to_numpy(zero_copy_only=False).reshape(-1, *item_shape)
         return cls(flat, offsets[:-1] - offsets[0], np.diff(offsets))
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Any]) -> "RaggedColumn":
+        """Rows given one by one (lists or arrays of equal item shape), in order."""
+        arrays = [np.asarray(row) for row in rows]
+        lengths = np.array([len(array) for array in arrays], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        values = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+        return cls(values, starts, lengths)
+
+    @classmethod
+    def concat(cls, columns: Sequence["RaggedColumn"]) -> "RaggedColumn":
+        """The rows of ``columns``, one after another."""
+        return cls.from_rows([column.row(r) for column in columns for r in range(len(column))])
+
+    def row(self, r: int) -> np.ndarray:
+        return self.values[self.starts[r] : self.starts[r] + self.lengths[r]]
+
+    def take(self, rows: Sequence[int]) -> "RaggedColumn":
+        """Rows ``rows`` only, renumbered 0, 1, … in that order."""
+        return RaggedColumn.from_rows([self.row(r) for r in rows])
 
     def __len__(self) -> int:
         return len(self.lengths)

@@ -101,6 +101,14 @@ def window_logits(
 ) -> dict[str, np.ndarray]:
     """Each head's logits of every window, padded to the longest window (-inf / 0 past a window's end)."""
     inputs = {name: RaggedColumn.from_dataset(features, name) for name in ENCODER_INPUTS if name in features.column_names}
+    return input_logits(runner, inputs, pad_token_id, batch_size, progress)
+
+
+def input_logits(
+    runner: WindowRunner, inputs: Mapping[str, RaggedColumn], pad_token_id: int, batch_size: int, progress: bool = False
+) -> dict[str, np.ndarray]:
+    """:func:`window_logits` of windows given as their encoder inputs (``input_ids`` and the others of
+    :data:`ENCODER_INPUTS` they have): batched by length, longest first."""
     lengths = inputs["input_ids"].lengths
     n, width = len(lengths), int(lengths.max(initial=1))
     entries = [registry.head(head) for head in runner.heads]

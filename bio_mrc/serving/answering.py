@@ -1,10 +1,10 @@
-"""One batch of requests -> one forward pass -> each request's answers, exactly as
-:class:`~bio_mrc.inference.AnswerExtractor` gives them one request at a time.
+"""The server's three steps of a question -> its answers, exactly as :class:`~bio_mrc.inference.AnswerExtractor` gives
+them one request at a time: its windows (:func:`featurize`, several questions tokenized together), forward passes
+over chunks of windows (:func:`forward`, chunks of several questions together), and the decoding of each question
+whose windows are all filled (by :meth:`AnswerExtractor.predict`, one call per kind of request).
 
-The questions of every request in the batch become one list of windows run together; the window
-outputs are then split by request options and each group is decoded by :meth:`AnswerExtractor.predict`,
-so a request's answers never depend on which other requests shared its batch (up to the last bits of
-a float: a window padded beside a longer one sums its attention over more zeros).
+A question's answers never depend on which other questions shared its steps, nor on how its windows were split
+into chunks (up to the last bits of a float: a window padded beside a longer one sums its attention over more zeros).
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ import numpy as np
 from ..decoding.window_outputs import WindowOutputs
 from ..inference.documents import rank_across_documents
 from ..inference.extract import AnswerExtractor
+from ..inference.forward import WindowRunner
+from ..inference.loading import TrainedModel
 from ..types import Example, Prediction, RankedAnswers
+from .windows import Chunk, QuestionWindows, question_windows, run_chunks, window_runner
 
 
 @dataclass(frozen=True)
@@ -33,22 +36,39 @@ class Question:
     documents: bool = False
 
 
-def answer_batch(extractor: AnswerExtractor, requests: Sequence[Question]) -> list[list[Prediction] | list[RankedAnswers]]:
-    """Each request's predictions, in order: one forward pass for all, one decoding per kind of request; a
-    request over several documents gets one :class:`RankedAnswers` (its ``top_k`` spans across the documents)."""
-    examples = [example for request in requests for example in request.examples]
-    outputs = extractor.trained.windows(examples, batch_size=extractor.batch_size, progress=False)
-    bounds = np.cumsum([0] + [len(request.examples) for request in requests]).tolist()
+def featurize(trained: TrainedModel, questions: Sequence[Question]) -> list[QuestionWindows]:
+    """Each question's windows (its logits still empty), all tokenized in one call."""
+    return question_windows(trained, [question.examples for question in questions], questions)
+
+
+def forward(extractor: AnswerExtractor, runner: WindowRunner, chunks: Sequence[Chunk]) -> list[list | None]:
+    """Run the chunks' windows; each chunk's result is its question's answers once all its windows are filled
+    (decoded here, once per question), else None."""
+    run_chunks(runner, chunks, extractor.trained.tokenizer.pad_token_id or 0, extractor.batch_size)
+    complete = list({id(chunk.windows): chunk.windows for chunk in chunks if chunk.windows.complete}.values())
+    answers = dict(zip(map(id, complete), decode(extractor, complete)))
+    return [answers.get(id(chunk.windows)) for chunk in chunks]
+
+
+def decode(extractor: AnswerExtractor, questions: Sequence[QuestionWindows]) -> list[list[Prediction] | list[RankedAnswers]]:
+    """Each question's answers from its filled windows: one :meth:`AnswerExtractor.predict` call per kind of request;
+    a request over several documents gets one :class:`RankedAnswers` (its ``top_k`` spans across the documents)."""
+    if not questions:
+        return []
+    outputs = joined_outputs(questions)
+    examples = [example for question in questions for example in question.examples]
+    bounds = np.cumsum([0] + [len(question.examples) for question in questions]).tolist()
     groups: dict[tuple[str, bool], list[int]] = defaultdict(list)
-    for request, begin, end in zip(requests, bounds, bounds[1:]):
-        groups[request.decoding, request.multi_span].extend(range(begin, end))
+    for question, begin, end in zip(questions, bounds, bounds[1:]):
+        groups[question.request.decoding, question.request.multi_span].extend(range(begin, end))
     predictions: list[Prediction] = [None] * len(examples)  # type: ignore[list-item]  (each filled by its group)
     for (decoding, multi_span), indices in groups.items():
         decoded = extractor.predict(select_examples(outputs, indices), [examples[i] for i in indices], multi_span, decoding)
         for index, prediction in zip(indices, decoded):
             predictions[index] = prediction
     answers: list = []
-    for request, begin, end in zip(requests, bounds, bounds[1:]):
+    for question, begin, end in zip(questions, bounds, bounds[1:]):
+        request = question.request
         if request.documents:
             answers.append([rank_across_documents(request.examples[0].question, predictions[begin:end], request.top_k)])
             continue
@@ -57,6 +77,29 @@ def answer_batch(extractor: AnswerExtractor, requests: Sequence[Question]) -> li
                 prediction.spans = prediction.spans[: request.top_k]
         answers.append(predictions[begin:end])
     return answers
+
+
+def answer_batch(extractor: AnswerExtractor, requests: Sequence[Question], runner: WindowRunner | None = None,
+                 chunk_windows: int | None = None) -> list[list[Prediction] | list[RankedAnswers]]:
+    """Each request's predictions, in order, through the server's three steps: one featurisation, forward passes
+    of one chunk of ``chunk_windows`` windows each (default: one pass over every window), one decoding."""
+    runner = runner or window_runner(extractor.trained)
+    questions = featurize(extractor.trained, requests)
+    chunks = [chunk for question in questions for chunk in question.chunks(chunk_windows or len(question))]
+    for step in ([chunk] for chunk in chunks) if chunk_windows else [chunks]:
+        run_chunks(runner, step, extractor.trained.tokenizer.pad_token_id or 0, extractor.batch_size)
+    return decode(extractor, questions)
+
+
+def joined_outputs(questions: Sequence[QuestionWindows]) -> WindowOutputs:
+    """The windows of several questions as one :class:`WindowOutputs`, their examples numbered one after another."""
+    width = max(question.width for question in questions)
+    parts = [question.outputs(width) for question in questions]
+    offsets = np.cumsum([0] + [len(question.examples) for question in questions])
+    joined = {f.name: None if getattr(parts[0], f.name) is None else np.concatenate([getattr(p, f.name) for p in parts])
+              for f in dataclasses.fields(WindowOutputs) if f.name != "example_index"}
+    example_index = np.concatenate([part.example_index + offset for part, offset in zip(parts, offsets)])
+    return WindowOutputs(example_index=example_index, **joined)
 
 
 def select_examples(outputs: WindowOutputs, indices: Sequence[int]) -> WindowOutputs:

@@ -5,18 +5,20 @@ Every request is checked before any work: the schema (422), the number of questi
 texts (:meth:`AnswerExtractor.examples`: 422) and the decoding (one the model's heads allow: 422).
 Refusals answer with :class:`ErrorResponse` (``detail``, ``problems``); nothing answers with a
 traceback. Before the application, :class:`~.guards.BodyGuard` bounds the body (413) and refuses
-JSON it will not read (400). Each question is its own batcher item, so requests share forward passes
-fairly; a request that outlives ``--request-timeout-s`` is a 504, and one whose client hangs up is
-dropped (:mod:`.bounded`).
+JSON it will not read (400); a large body is parsed in a worker thread, so the event loop keeps serving
+others. Each question is scheduled on its own (:mod:`.scheduler`), its windows in chunks, so requests share
+forward passes fairly; a request that outlives ``--request-timeout-s`` is a 504, and one whose client hangs
+up is dropped (:mod:`.bounded`).
 """
 
 import dataclasses
+import json
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.routing import APIRoute
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
@@ -26,11 +28,11 @@ from ..errors import BioMrcError
 from ..inference.extract import AnswerExtractor, asks_over_documents
 from ..model_card import card_summary
 from ..types import Prediction, RankedAnswers
-from .answering import Question, answer_batch
-from .batching import DynamicBatcher
+from .answering import Question
 from .bounded import ClientLeft, bounded, gather_cancelling
 from .config import ServeConfig
-from .guards import BodyGuard
+from .guards import BodyGuard, off_loop
+from .scheduler import AnswerScheduler
 from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, Span, answer_request_model
 
 _REFUSALS = {status: {"model": ErrorResponse, "description": description} for status, description in (
@@ -48,21 +50,21 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     config = config or ServeConfig()
     name = name or Path(extractor.trained.path).name or "model"
     AnswerRequest = answer_request_model(config)
-    batcher = DynamicBatcher(partial(answer_batch, extractor), config.max_batch_size, config.max_wait_ms / 1000,
-                             config.max_batch_chars)
+    scheduler = AnswerScheduler(extractor, config)
     card = card_summary(extractor.trained.path) if extractor.trained.path else {}
     limits = Limits(**{key: getattr(config, key) for key in Limits.model_fields})
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
-        await batcher.start()
+        await scheduler.start()
         yield
-        await batcher.stop()
+        await scheduler.stop()
 
     app = FastAPI(title=f"bio_mrc: {name}", version=__version__, lifespan=lifespan, description=(
         "Extractive question answering: POST a question (or a batch of them) with its context to /answer; the "
         "answers are spans of the context with character offsets, confidence and, for a calibrated model, the "
         "probability of being right. Concurrent requests are answered together in one forward pass."))
+    app.router.route_class = OffLoopJsonRoute
     _add_refusals(app, config)
 
     @app.post("/answer", response_model=AnswerResponse, responses=_REFUSALS, summary="answer questions from their contexts")
@@ -82,7 +84,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
         except (BioMrcError, ValueError) as error:
             raise HTTPException(422, str(error)) from None
         options = Question([], decoding, body.multi_span, body.top_k, documents)
-        work = (answer_whole if documents else answer_each)(batcher, examples, options)
+        work = (answer_whole if documents else answer_each)(scheduler, examples, options)
         try:
             predictions = await bounded(work, config.request_timeout_s, request.is_disconnected)
         except ClientLeft:
@@ -95,9 +97,30 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     @app.get("/health", response_model=Health, summary="the model that answers, its card, the limits")
     async def health() -> Response:
         return pydantic_json(Health(model=name, backend=extractor.trained.backend, card=card, limits=limits,
-                                    served=batcher.stats))
+                                    served=scheduler.stats))
 
     return app
+
+
+class OffLoopJsonRequest(Request):
+    """A request whose JSON body, when large, is parsed in a worker thread (:func:`~.guards.off_loop`)."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            self._json = await off_loop(json.loads, await self.body())
+        return self._json
+
+
+class OffLoopJsonRoute(APIRoute):
+    """FastAPI's route, its endpoints reading their bodies through :class:`OffLoopJsonRequest`."""
+
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def handle(request: Request) -> Response:
+            return await handler(OffLoopJsonRequest(request.scope, request.receive))
+
+        return handle
 
 
 def answer_of(prediction: Prediction | RankedAnswers, threshold: float | None) -> Answer:
@@ -151,19 +174,17 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
     app.add_middleware(BodyGuard, limit=config.max_body_bytes)
 
 
-async def answer_each(batcher: DynamicBatcher, examples: list, options: Question) -> list[Prediction]:
-    """Each example's prediction, each question its own batcher item (of this request, costing its
-    characters), so that the batcher can interleave requests fairly and drop what a leaving client asked."""
+async def answer_each(scheduler: AnswerScheduler, examples: list, options: Question) -> list[Prediction]:
+    """Each example's prediction, each question scheduled on its own (all of this request, for fair shares), so that
+    requests interleave and what a leaving client asked is dropped."""
     owner = object()
-    work = [batcher.submit(dataclasses.replace(options, examples=[example]), 1, owner,
-                           len(example.question) + len(example.context)) for example in examples]
+    work = [scheduler.answer(dataclasses.replace(options, examples=[example]), owner) for example in examples]
     return [prediction for (prediction,) in await gather_cancelling(*work)]
 
 
-async def answer_whole(batcher: DynamicBatcher, examples: list, options: Question) -> list:
+async def answer_whole(scheduler: AnswerScheduler, examples: list, options: Question) -> list:
     """The answers of a request whose questions are answered together (one question over several documents)."""
-    cost = sum(len(example.question) + len(example.context) for example in examples)
-    return await batcher.submit(dataclasses.replace(options, examples=examples), len(examples), object(), cost)
+    return await scheduler.answer(dataclasses.replace(options, examples=examples), object())
 
 
 def _problem(item: dict[str, Any]) -> Problem:

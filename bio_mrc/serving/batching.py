@@ -1,10 +1,10 @@
 """Dynamic batching: concurrent requests wait a few milliseconds for each other, then run as one batch.
 
-A request joins a queue; one background task takes the queue's oldest requests, waits until the
-oldest has waited ``max_wait`` seconds or the batch holds ``max_batch_size`` questions, and runs
-them with one call in one worker thread (so the event loop keeps accepting requests meanwhile);
-each request's future then gets its own results. Requests that arrive during a run wait for the
-next one, which starts at once if they have waited long enough already.
+A request joins a queue; when the worker thread is free, the queue's batch goes once it is full (``max_batch_size``
+questions), or its oldest request has waited ``max_wait`` seconds, or that request already waited through the
+worker's last batch (more waiting only adds); the batch runs with one call in the worker thread (so the event loop
+keeps accepting requests meanwhile) and each request's future then gets its own results. Several queues may take
+turns on one worker (:class:`SharedWorker`): each batch is chosen when the worker is free, from what waits then.
 
 Fairness: an item may name its ``owner`` (one HTTP request split into one item per question) and its
 ``cost`` (its characters). A batch holds at most ``max_batch_cost`` (one item alone may exceed it),
@@ -37,90 +37,159 @@ class _Waiting:
     cost: float = 0.0
 
 
-@dataclass
-class BatchStats:
-    """What the worker has run: batches, requests and questions (questions / batches: the batch size
-    reached), and the seconds it spent running them (against the wall clock: how busy it was)."""
+class SharedWorker:
+    """One worker thread that batchers take turns on. When it is free, it runs the batch of the next batcher in turn
+    (after the one that ran last) whose batch is due, the batch chosen then, from what waits then; with nothing due
+    it sleeps until something arrives or a batch falls due. A batch waiting for company (:meth:`DynamicBatcher.due`)
+    is due as soon as another batcher's is (unless that one feeds it): it waits only while the worker would idle.
+    A batcher made without one gets its own; a shared one is started and stopped by whoever made it."""
 
-    batches: int = 0
-    requests: int = 0
-    questions: int = 0
-    busy_seconds: float = 0.0
-
-
-class DynamicBatcher(Generic[Item, Result]):
-    """Gathers concurrent :meth:`submit` calls into batches for ``run(items) -> results`` (one result
-    per item, in order). ``size`` is what an item counts towards ``max_batch_size`` (its questions).
-
-    A failing batch of several items is run again item by item, so that only the item at fault fails.
-    Use it inside a running event loop: ``await start()`` before the first submit, ``await stop()`` at the end.
-    """
-
-    def __init__(self, run: Callable[[list[Item]], Sequence[Result]], max_batch_size: int, max_wait: float,
-                 max_batch_cost: float = math.inf) -> None:
-        if max_batch_size < 1 or max_wait < 0:
-            raise ValueError(f"max_batch_size must be at least 1 and max_wait at least 0, got {max_batch_size}, {max_wait}")
-        self.run, self.max_batch_size, self.max_wait = run, max_batch_size, max_wait
-        self.max_batch_cost = max_batch_cost
-        self._served: dict[Any, float] = {}  # cost run so far, per owner with items still waiting
-        self.stats = BatchStats()
-        self._waiting: collections.deque[_Waiting] = collections.deque()
-        self._arrived: asyncio.Event | None = None
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.batchers: list[DynamicBatcher] = []
+        self.executor: ThreadPoolExecutor | None = None
+        self.arrived = asyncio.Event()
         self._task: asyncio.Task | None = None
-        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
 
     async def start(self) -> None:
-        self._arrived = asyncio.Event()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bio-mrc-batch")
-        self._task = asyncio.create_task(self._serve(), name="bio-mrc-batcher")
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
+        self._task = asyncio.create_task(self._serve(), name=self.name)
 
     async def stop(self) -> None:
         """Stop taking batches; requests still waiting fail with :class:`asyncio.CancelledError`."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        for batcher in self.batchers:
+            batcher.drop_waiting()
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
+
+    async def _serve(self) -> None:
+        last = -1
+        while True:
+            turn = await self._next_turn(last)
+            batcher = self.batchers[turn]
+            batch = batcher.take_fairly()
+            if batch:
+                await batcher.run_batch(batch)
+            await asyncio.sleep(0)  # the requests whose items just ran queue their next ones before the next turn
+            last = turn
+
+    async def _next_turn(self, last: int) -> int:
+        """The batcher whose batch goes next: the first due, in turn after ``last``."""
+        loop, count = asyncio.get_running_loop(), len(self.batchers)
+        while True:
+            self.arrived.clear()
+            order = [(last + 1 + offset) % count for offset in range(count)]
+            due = [self.batchers[index].due() for index in order]
+            now = loop.time()
+            ready = [self.batchers[index] for index, when in zip(order, due) if when <= now]
+            for index, when in zip(order, due):
+                batcher = self.batchers[index]
+                if when <= now or (when < math.inf and any(other is not batcher.fed_by for other in ready)):
+                    return index
+            soonest = min(due)
+            try:
+                await asyncio.wait_for(self.arrived.wait(), None if soonest == math.inf else soonest - now)
+            except asyncio.TimeoutError:
+                pass
+
+
+@dataclass
+class BatchStats:
+    """What the worker has run: batches, requests and questions (questions / batches: the batch size
+    reached), and the seconds it spent running them (against the wall clock: how busy it was); the server's
+    also counts the ``windows`` of its forward passes."""
+
+    batches: int = 0
+    requests: int = 0
+    questions: int = 0
+    busy_seconds: float = 0.0
+    windows: int = 0  # of the forward passes (the server's; a plain batcher leaves it 0)
+
+
+class DynamicBatcher(Generic[Item, Result]):
+    """Gathers concurrent :meth:`submit` calls into batches for ``run(items) -> results`` (one result
+    per item, in order). ``size`` is what an item counts towards ``max_batch_size`` (its questions).
+
+    A batch waits for company while it is not full, at most until its oldest item has waited ``max_wait``; with
+    ``fed_by`` (the batcher whose batches make this one's items), only while ``fed_by`` has items waiting.
+    A failing batch of several items is run again item by item, so that only the item at fault fails.
+    Use it inside a running event loop: ``await start()`` before the first submit, ``await stop()`` at the end.
+    """
+
+    def __init__(self, run: Callable[[list[Item]], Sequence[Result]], max_batch_size: int, max_wait: float,
+                 max_batch_cost: float = math.inf, worker: SharedWorker | None = None,
+                 fed_by: DynamicBatcher | None = None) -> None:
+        if max_batch_size < 1 or max_wait < 0:
+            raise ValueError(f"max_batch_size must be at least 1 and max_wait at least 0, got {max_batch_size}, {max_wait}")
+        self.run, self.max_batch_size, self.max_wait = run, max_batch_size, max_wait
+        self.max_batch_cost, self.fed_by = max_batch_cost, fed_by
+        self._served: dict[Any, float] = {}  # cost run so far, per owner with items still waiting
+        self.stats = BatchStats()
+        self._waiting: collections.deque[_Waiting] = collections.deque()
+        self._own_worker = worker is None  # a shared worker is started and stopped by its maker
+        self._worker = worker or SharedWorker("bio-mrc-batch")
+        self._worker.batchers.append(self)
+
+    async def start(self) -> None:
+        if self._own_worker:
+            await self._worker.start()
+
+    async def stop(self) -> None:
+        """Stop taking batches; requests still waiting fail with :class:`asyncio.CancelledError`."""
+        if self._own_worker:
+            await self._worker.stop()
+        self.drop_waiting()
+
+    def drop_waiting(self) -> None:
         while self._waiting:
             self._waiting.popleft().future.cancel()
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
 
     async def submit(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> Result:
         """``item``'s result, once its batch has run (its exception, if it alone failed); cancelling
         the call drops the item if its batch has not started."""
+        return await self.enqueue(item, size, owner, cost)
+
+    def enqueue(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> asyncio.Future:
+        """:meth:`submit` without waiting: the future of ``item``'s result, the item queued before this returns
+        (so items queued together in one step of the event loop can share a batch even with no ``max_wait``);
+        cancelling the future drops the item if its batch has not started."""
         if not 1 <= size <= self.max_batch_size:
             raise ValueError(f"an item of size {size} cannot join batches of at most {self.max_batch_size}")
-        if self._task is None or self._task.done():
+        if not self._worker.running:
             raise RuntimeError("the batcher is not running: await start() first")
         loop = asyncio.get_running_loop()
         waiting = _Waiting(item, size, loop.time(), loop.create_future(), owner, cost)
         if owner is None:
             waiting.owner = waiting  # an item alone: owner of itself
         self._waiting.append(waiting)
-        self._arrived.set()
-        return await waiting.future
+        self._worker.arrived.set()
+        return waiting.future
 
-    async def _serve(self) -> None:
-        while True:
-            batch = await self._gather()
-            if batch:
-                await self._run(batch)
+    @property
+    def has_waiting(self) -> bool:
+        return any(not waiting.future.done() for waiting in self._waiting)
 
-    async def _gather(self) -> list[_Waiting]:
-        """The next batch: the oldest requests that fit, once the oldest has waited long enough or it is full."""
-        loop = asyncio.get_running_loop()
-        while not self._waiting:
-            self._arrived.clear()
-            await self._arrived.wait()
-        deadline = self._waiting[0].arrived + self.max_wait
-        while sum(w.size for w in self._waiting) < self.max_batch_size and loop.time() < deadline:
-            self._arrived.clear()
-            try:
-                await asyncio.wait_for(self._arrived.wait(), deadline - loop.time())
-            except asyncio.TimeoutError:
-                break
-        return self._take_fairly()
+    def due(self) -> float:
+        """When the next batch may go, in the event loop's time (inf: nothing waits): at once when it is full or
+        when nothing that would fill it is coming; else once its oldest item has waited ``max_wait``."""
+        self._waiting = collections.deque(w for w in self._waiting if not w.future.done())  # clients that left
+        if not self._waiting:
+            return math.inf
+        oldest = self._waiting[0].arrived
+        full = sum(w.size for w in self._waiting) >= self.max_batch_size \
+            or sum(w.cost for w in self._waiting) >= self.max_batch_cost
+        if full or (self.fed_by is not None and not self.fed_by.has_waiting):
+            return oldest
+        return oldest + self.max_wait
 
-    def _take_fairly(self) -> list[_Waiting]:
+    def take_fairly(self) -> list[_Waiting]:
         """The batch: items that fit, each from the owner served least so far (then the oldest item)."""
         waiting = [w for w in self._waiting if not w.future.done()]  # a client that went away is not run
         batch, size, cost = [], 0, 0.0
@@ -139,17 +208,17 @@ class DynamicBatcher(Generic[Item, Result]):
         self._served = {owner: served for owner, served in self._served.items() if owner in still_waiting}
         return batch
 
-    async def _run(self, batch: list[_Waiting]) -> None:
+    async def run_batch(self, batch: list[_Waiting]) -> None:
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         try:
-            results = await loop.run_in_executor(self._executor, self.run, [w.item for w in batch])
+            results = await loop.run_in_executor(self._worker.executor, self.run, [w.item for w in batch])
             if len(results) != len(batch):
                 raise RuntimeError(f"a batch of {len(batch)} items gave {len(results)} results")
         except Exception as error:  # noqa: BLE001  (handed to the request that caused it)
             if len(batch) > 1:
                 for waiting in batch:
-                    await self._run([waiting])
+                    await self.run_batch([waiting])
             elif not batch[0].future.done():
                 batch[0].future.set_exception(error)
             return

@@ -3,7 +3,8 @@
 * :class:`BodyGuard`: the body is read in pieces and refused (413) as soon as it passes the limit,
   whether its length is declared (``Content-Length``) or not (chunked), so no more than the limit is
   ever held; a JSON body is then parsed strictly (:func:`strict_json_problem`: duplicate keys, nesting
-  and integer digits bounded), a refusal (400) naming where in the body it is;
+  and integer digits bounded), a refusal (400) naming where in the body it is; a large body is checked in a
+  worker thread (:func:`off_loop`), so the event loop keeps serving short requests meanwhile;
 * :class:`HostGuard`: the ``Host`` header must name this server (DNS rebinding: a web page whose own
   name resolves to 127.0.0.1 must not reach a loopback server from the browser).
 
@@ -12,12 +13,14 @@ Refusals answer with the :class:`~bio_mrc.serving.schema.ErrorResponse` shape (`
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 MAX_JSON_DEPTH = 32  # a request is two levels deep; deeper is never valid
 MAX_INT_DIGITS = 32  # the largest valid integer (top_k) has two digits
+LARGE_BODY_BYTES = 1 << 16  # a body this long is parsed in a thread: its milliseconds are not the event loop's
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 ANY_HOST = "*"
 # A JSON string (escapes included), an opening or closing bracket, or a run of digits outside a string.
@@ -67,11 +70,22 @@ class BodyGuard:
         body = b"".join(chunks)
         del chunks
         if _is_json(scope):
-            problem = strict_json_problem(body)
+            problem = await off_loop(strict_json_problem, body)
             if problem:
                 await refuse(send, 400, problem)
                 return
         await self.app(scope, _replay(body, receive), send)
+
+
+Parsed = TypeVar("Parsed")
+
+
+async def off_loop(parse: Callable[[bytes], Parsed], body: bytes) -> Parsed:
+    """``parse(body)``; for a body of :data:`LARGE_BODY_BYTES` or more in a worker thread, so that the event loop
+    keeps reading and answering other requests meanwhile."""
+    if len(body) < LARGE_BODY_BYTES:
+        return parse(body)
+    return await asyncio.to_thread(parse, body)
 
 
 def _is_json(scope) -> bool:

@@ -154,8 +154,8 @@ class Health(BaseModel):
         "settings, calibrated decodings, training record, evaluations"))
     limits: Limits
     served: BatchStats = Field(description=(
-        "since the start: batches run, requests and questions answered (questions / batches: the mean batch size), "
-        "and the seconds the batch worker spent on them"))
+        "since the start: forward passes run (batches) and the windows they ran, requests and questions read "
+        "(questions / batches: questions per forward pass), and the seconds the workers spent on them"))
 
 
 class Problem(BaseModel):
