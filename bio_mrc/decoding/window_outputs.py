@@ -49,11 +49,20 @@ class WindowOutputs:
             return self.__dict__.get("logits", {}).get(name)
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
+    def per_window(self) -> dict[str, np.ndarray | None]:
+        """Every per-window array but ``example_index``, by the keyword that rebuilds it."""
+        return {"offsets": self.offsets, "mask": self.mask, "word_offsets": self.word_offsets, "tag_mask": self.tag_mask, **self.logits}
+
     def take(self, rows: np.ndarray, example_index: np.ndarray) -> "WindowOutputs":
         """The windows at ``rows``, their examples renumbered as ``example_index`` says."""
-        per_token = {"word_offsets": self.word_offsets, "tag_mask": self.tag_mask, **self.logits}
-        return WindowOutputs(example_index, self.offsets[rows], self.mask[rows],
-                             **{name: None if array is None else array[rows] for name, array in per_token.items()})
+        return WindowOutputs(example_index, **{name: None if array is None else array[rows] for name, array in self.per_window().items()})
+
+    @classmethod
+    def concatenate(cls, parts: "list[WindowOutputs]", example_index: np.ndarray) -> "WindowOutputs":
+        """The windows of ``parts`` (padded to one length) one after another, their examples numbered as ``example_index`` says."""
+        arrays = [part.per_window() for part in parts]
+        return cls(example_index, **{name: None if first is None else np.concatenate([a[name] for a in arrays])
+                                     for name, first in arrays[0].items()})
 
     @property
     def bio_log_probs(self) -> np.ndarray:

@@ -96,10 +96,8 @@ def joined_outputs(questions: Sequence[QuestionWindows]) -> WindowOutputs:
     width = max(question.width for question in questions)
     parts = [question.outputs(width) for question in questions]
     offsets = np.cumsum([0] + [len(question.examples) for question in questions])
-    joined = {f.name: None if getattr(parts[0], f.name) is None else np.concatenate([getattr(p, f.name) for p in parts])
-              for f in dataclasses.fields(WindowOutputs) if f.name != "example_index"}
     example_index = np.concatenate([part.example_index + offset for part, offset in zip(parts, offsets)])
-    return WindowOutputs(example_index=example_index, **joined)
+    return WindowOutputs.concatenate(parts, example_index)
 
 
 def select_examples(outputs: WindowOutputs, indices: Sequence[int]) -> WindowOutputs:

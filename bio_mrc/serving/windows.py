@@ -61,8 +61,7 @@ class QuestionWindows:
                   for name, (fill, dtype) in _DECODED_COLUMNS.items()}
         logits = {name: _pad_width(array, width, _pad_value(name)) for name, array in self.logits.items()}
         return WindowOutputs(self.example_index, arrays["offset_mapping"], arrays["paragraph_mask"],
-                             logits.get("start_logits"), logits.get("end_logits"), logits.get("bio_logits"),
-                             arrays["word_offsets"], arrays["tag_mask"])
+                             word_offsets=arrays["word_offsets"], tag_mask=arrays["tag_mask"], **logits)
 
     @property
     def width(self) -> int:
