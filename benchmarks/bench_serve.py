@@ -1,9 +1,11 @@
 """bio-mrc serve under load: dynamic batching against one request at a time, on a loopback port.
 
 Both sides are the same server (``bio-mrc serve`` in a subprocess, the same model, fp32 by default)
-under the same bounded load, one after the other: ``--clients`` concurrent clients (asyncio tasks
-over one httpx connection pool in this process), each sending one question at a time and the next
-as soon as its answer comes, for ``--duration`` seconds after a warm-up. The questions are the
+under the same bounded load, one after the other: ``--clients`` concurrent clients (asyncio tasks in
+this process, each with its own connection), each sending one question at a time and the next as
+soon as its answer comes, for ``--duration`` seconds after a warm-up. With ``--shared-pool`` the
+clients share one httpx connection pool instead: httpx then spends more of this process's CPU per
+request the more requests wait for a connection, and the clients, not the server, set the pace. The questions are the
 first ``--questions`` of SQuAD v1.1 dev, taken in turn.
 
 * ONE AT A TIME: ``--max-batch-size 1 --max-wait-ms 0``: each request is its own forward pass;
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -72,6 +75,8 @@ def parse_args() -> argparse.Namespace:
     _common.add_data_arguments(parser, "squad-v1.1/dev.json", "SQuAD v1.1 dev JSON")
     parser.add_argument("--questions", type=int, default=300, help="distinct questions sent, in turn")
     parser.add_argument("--clients", type=int, default=16, help="concurrent clients, each with one request in flight")
+    parser.add_argument("--shared-pool", action="store_true",
+                        help="the clients share one httpx connection pool (default: each its own connection)")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of measured load per side")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds of unmeasured load per side first")
     parser.add_argument("--max-batch-size", type=int, default=None, help="the batched server's (default: serve's default)")
@@ -150,9 +155,11 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def load(url: str, pid: int, bodies: list[dict], clients: int, warmup: float, duration: float) -> dict:
+async def load(url: str, pid: int, bodies: list[dict], clients: int, warmup: float, duration: float,
+               shared_pool: bool = False) -> dict:
     """``clients`` closed-loop clients for ``warmup`` then ``duration`` seconds: throughput, latencies, where the
-    CPU went (the server process, the batch worker inside it, this process: the clients) and the answers."""
+    CPU went (the server process, the batch worker inside it, this process: the clients) and the answers. Each
+    client has its own connection, as independent clients do; with ``shared_pool``, all share one httpx pool."""
     import httpx  # optional (the dev extra): parse_args has checked it is installed
 
     latencies: list[float] = []  # of the requests sent in the measured window
@@ -160,8 +167,13 @@ async def load(url: str, pid: int, bodies: list[dict], clients: int, warmup: flo
     answers: dict[int, dict] = {}
     turn = iter(range(10**12))
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client, \
-            httpx.AsyncClient(base_url=url, timeout=60) as monitor:  # its own connection: the clients hold every other
+    async with contextlib.AsyncExitStack() as stack:
+        def new_client(**options) -> httpx.AsyncClient:
+            return stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=60, **options))
+
+        monitor = await new_client()  # its own connection: the clients hold every other
+        pool = await new_client(limits=limits) if shared_pool else None
+
         async def snapshot() -> tuple[float, float, float, dict]:
             served = (await monitor.get("/health")).json()["served"]
             return time.perf_counter(), process_cpu_seconds(pid), time.process_time(), served
@@ -171,6 +183,7 @@ async def load(url: str, pid: int, bodies: list[dict], clients: int, warmup: flo
 
         async def one_client() -> None:
             nonlocal completed
+            client = pool or await new_client()
             while (sent := time.perf_counter()) < until:
                 index = next(turn) % len(bodies)
                 response = await client.post("/answer", json=bodies[index])
@@ -205,7 +218,7 @@ async def load(url: str, pid: int, bodies: list[dict], clients: int, warmup: flo
 def run_side(model_dir: Path, options: list[str], args: argparse.Namespace, bodies: list[dict], log: Path) -> dict:
     process, url = start_server(model_dir, options, args.precision, log, args.server_threads)
     try:
-        return asyncio.run(load(url, process.pid, bodies, args.clients, args.warmup, args.duration))
+        return asyncio.run(load(url, process.pid, bodies, args.clients, args.warmup, args.duration, args.shared_pool))
     finally:
         process.terminate()
         process.wait(30)
@@ -255,7 +268,7 @@ def main(args: argparse.Namespace) -> None:
           f"answers identical: {identical}")
     print(f"machine: {_common.machine_description()}; {_common.load_and_date()}")
     print(json.dumps({"benchmark": NAME, "ratio": round(ratio, 2), "identical": identical, "clients": args.clients,
-                      "duration_s": args.duration, "precision": args.precision,
+                      "shared_pool": args.shared_pool, "duration_s": args.duration, "precision": args.precision,
                       "server_threads": args.server_threads, "model": args.model or "tiny-random-2x32-384",
                       **results, "machine": _common.machine_description()}))
 
