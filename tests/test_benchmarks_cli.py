@@ -210,3 +210,69 @@ def test_the_timing_helpers_are_defined_once_in_common():
               for node in ast.parse(path.read_text(encoding="utf-8")).body
               if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in TIMING_HELPERS]
     assert not copies, copies
+
+
+def bench_serve_clients(monkeypatch, shared_pool: bool) -> tuple[int, set]:
+    """bench_serve's ``load`` with 4 clients for a moment against a stand-in server: the httpx clients it made
+    and the connections (client ports) the server saw answering."""
+    httpx = pytest.importorskip("httpx")
+    uvicorn = pytest.importorskip("uvicorn")
+    import asyncio
+    import json
+    import socket
+    import threading
+    import time
+
+    bench_serve = load_benchmark("bench_serve", monkeypatch)
+    made, ports = [], set()
+    original_init = httpx.AsyncClient.__init__
+
+    def counted_init(self, *args, **kwargs):
+        made.append(self)
+        original_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(httpx.AsyncClient, "__init__", counted_init)
+    served = {"batches": 0, "questions": 0, "busy_seconds": 0.0}
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        if scope["path"] == "/answer":
+            ports.add(scope["client"][1])
+        body = json.dumps({"served": served} if scope["path"] == "/health" else {"results": [{}]}).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": body})
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive()
+        time.sleep(0.02)
+    try:
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        result = asyncio.run(bench_serve.load(url, os.getpid(), [{"question": "q", "context": "c"}], 4, 0.05, 0.3, shared_pool))
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
+    assert result["answered"] > 0
+    return len(made), ports
+
+
+def test_bench_serve_gives_each_client_its_own_connection(monkeypatch):
+    """Independent clients: each its own httpx client and connection, besides the monitor's (a pool shared by all
+    paces the load itself: httpx's CPU per request grows with the requests waiting for a connection)."""
+    made, ports = bench_serve_clients(monkeypatch, shared_pool=False)
+    assert made == 4 + 1
+    assert len(ports) == 4
+
+
+def test_bench_serve_shared_pool_is_one_httpx_client(monkeypatch):
+    made, ports = bench_serve_clients(monkeypatch, shared_pool=True)
+    assert made == 1 + 1
+    assert 1 <= len(ports) <= 4
