@@ -300,11 +300,8 @@ def _read_file_list(path: Path, required: bool) -> dict[str, str | None]:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _sha256_or_none(path: Path) -> str | None:

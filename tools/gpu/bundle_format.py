@@ -12,11 +12,8 @@ PLANES_SUFFIX = ".planes2.xz"  # 16-bit words stored as two byte planes before x
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def byte_planes(data: bytes) -> bytes:
