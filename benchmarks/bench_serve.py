@@ -31,8 +31,10 @@ throughput, "identical": ..., "one_at_a_time": {...}, "batched": {...}, "machine
 With ``--hostile N`` it measures fairness instead, on one server with the defaults: one client sends
 one short question at a time for ``--duration`` seconds, first alone, then while ``N`` clients each
 send the largest request the server accepts (``--max-batch-size`` questions, each with a context of
-``max_context_chars``) and hang up after ``--hang-up-s``, over and over. Reported: the short
-question's p50 and p99 latency on both sides and their ratio (target: p99 within 3x).
+``max_context_chars``) and hang up after ``--hang-up-s``, over and over, from a process of their own (as other
+people's clients would: on the short client's event loop their work would delay its requests). Reported: the
+short question's p50 and p99 latency on both sides and their ratio (target: p99 within 3x), and the seconds a
+request of 4 of those long questions takes alone (what long questions pay for the short ones' turns).
 
     python benchmarks/bench_serve.py --hostile 3 --duration 15
 """
@@ -43,6 +45,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import multiprocessing
 import os
 import re
 import socket
@@ -65,6 +68,7 @@ import _common
 
 NAME = "serve"
 TARGET = 3.0  # batched throughput at least this many times one-at-a-time
+LONG_QUESTIONS = 4  # of the maximal request, timed alone: what a long question pays for the short ones' turns
 FAIR_TARGET = 3.0  # a short request's p99 beside hostile clients at most this many times its p99 alone
 
 
@@ -273,38 +277,85 @@ def main(args: argparse.Namespace) -> None:
                       **results, "machine": _common.machine_description()}))
 
 
-async def short_requests(url: str, body: dict, until: float, hostile: int, maximal: dict, hang_up: float) -> dict:
-    """One client sending ``body`` until ``until`` beside ``hostile`` clients sending ``maximal`` and hanging up."""
+async def short_requests(url: str, body: dict, until: float) -> dict:
+    """One client sending ``body`` again and again until ``until`` (``time.time()``): its latencies."""
     import httpx  # optional (the dev extra): parse_args has checked it is installed
 
     latencies: list[float] = []
-    abandoned = 0
-    payload = json.dumps(maximal).encode()
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+        while time.time() < until:
+            sent = time.perf_counter()
+            response = await client.post("/answer", json=body)
+            if response.status_code != 200:
+                raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+            latencies.append(time.perf_counter() - sent)
+    latencies.sort()
+    n = len(latencies)
+    return {"requests": n, "p50_ms": round(1000 * statistics.median(latencies), 1),
+            "p99_ms": round(1000 * latencies[min(n - 1, int(0.99 * n))], 1)}
 
-    async def polite() -> None:
-        async with httpx.AsyncClient(base_url=url, timeout=120) as client:
-            while time.perf_counter() < until:
-                sent = time.perf_counter()
-                response = await client.post("/answer", json=body)
-                if response.status_code != 200:
-                    raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
-                latencies.append(time.perf_counter() - sent)
+
+async def rude_clients(url: str, payload: bytes, until: float, clients: int, hang_up: float) -> int:
+    """``clients`` clients each sending ``payload`` and hanging up after ``hang_up`` s, over and over, until
+    ``until`` (``time.time()``): how many requests they abandoned."""
+    import httpx  # optional (the dev extra): parse_args has checked it is installed
+
+    abandoned = 0
 
     async def rude() -> None:
         nonlocal abandoned
-        while time.perf_counter() < until:
+        while time.time() < until:
             async with httpx.AsyncClient(base_url=url, timeout=hang_up) as client:
                 try:
                     await client.post("/answer", content=payload, headers={"content-type": "application/json"})
                 except httpx.TimeoutException:
                     abandoned += 1
 
-    await asyncio.gather(polite(), *(rude() for _ in range(hostile)))
-    latencies.sort()
-    n = len(latencies)
-    return {"requests": n, "abandoned_maximal_requests": abandoned,
-            "p50_ms": round(1000 * statistics.median(latencies), 1),
-            "p99_ms": round(1000 * latencies[min(n - 1, int(0.99 * n))], 1)}
+    await asyncio.gather(*(rude() for _ in range(clients)))
+    return abandoned
+
+
+def _rude_process(url: str, payload: bytes, clients: int, hang_up: float, ready, go, until, abandoned) -> None:
+    ready.set()
+    go.wait()
+    abandoned.value = asyncio.run(rude_clients(url, payload, until.value, clients, hang_up))
+
+
+def beside_hostile(url: str, body: dict, duration: float, hostile: int, maximal: dict, hang_up: float) -> dict:
+    """The short client's latencies while ``hostile`` clients send ``maximal`` and hang up. The hostile clients run
+    in a process of their own, as other people's clients would: on the short client's event loop, their work (an
+    httpx client made per request: ~20 ms of CPU each) would delay its own requests and count as the server's."""
+    context = multiprocessing.get_context("spawn")
+    ready, go, until, abandoned = context.Event(), context.Event(), context.Value("d", 0.0), context.Value("i", 0)
+    process = context.Process(target=_rude_process, args=(url, json.dumps(maximal).encode(), hostile, hang_up, ready, go,
+                                                           until, abandoned), daemon=True)
+    process.start()
+    try:
+        if not ready.wait(120):
+            _common.fail("the hostile clients' process did not start within 120 s")
+        until.value = time.time() + duration
+        go.set()
+        result = asyncio.run(short_requests(url, body, until.value))
+    finally:
+        process.join(hang_up + 30)
+        if process.is_alive():
+            process.kill()
+    return {**result, "abandoned_maximal_requests": abandoned.value}
+
+
+def long_request_seconds(url: str, body: dict, repeats: int = 4) -> list[float]:
+    """Seconds each of ``repeats`` requests of ``body`` took, one after another, nothing else asked meanwhile."""
+    import httpx  # optional (the dev extra): parse_args has checked it is installed
+
+    seconds = []
+    with httpx.Client(base_url=url, timeout=600) as client:
+        for _ in range(repeats):
+            started = time.perf_counter()
+            response = client.post("/answer", json=body)
+            if response.status_code != 200:
+                raise RuntimeError(f"{response.status_code}: {response.text[:300]}")
+            seconds.append(time.perf_counter() - started)
+    return seconds
 
 
 def fairness(args: argparse.Namespace) -> None:
@@ -321,14 +372,16 @@ def fairness(args: argparse.Namespace) -> None:
         options = ["--max-batch-size", str(config.max_batch_size), "--max-wait-ms", str(config.max_wait_ms)]
         process, url = start_server(model_dir, options, args.precision, Path(scratch) / "fair.log", args.server_threads)
         try:
-            asyncio.run(short_requests(url, body, time.perf_counter() + args.warmup, 0, maximal, args.hang_up_s))
-            alone = asyncio.run(short_requests(url, body, time.perf_counter() + args.duration, 0, maximal, args.hang_up_s))
-            beside = asyncio.run(short_requests(url, body, time.perf_counter() + args.duration, args.hostile, maximal,
-                                                args.hang_up_s))
+            asyncio.run(short_requests(url, body, time.time() + args.warmup))
+            alone = asyncio.run(short_requests(url, body, time.time() + args.duration))
+            long_alone = long_request_seconds(url, {key: value[:LONG_QUESTIONS] for key, value in maximal.items()})
+            beside = beside_hostile(url, body, args.duration, args.hostile, maximal, args.hang_up_s)
         finally:
             process.terminate()
             process.wait(30)
     ratio = beside["p99_ms"] / alone["p99_ms"]
+    print(f"long request alone ({LONG_QUESTIONS} questions of {config.max_context_chars:,} characters): "
+          f"{', '.join(f'{seconds:.2f}' for seconds in long_alone)} s")
     print(f"short request alone: p50 {alone['p50_ms']} ms, p99 {alone['p99_ms']} ms ({alone['requests']} requests)")
     print(f"beside {args.hostile} clients sending {config.max_batch_size} x {config.max_context_chars:,}-character "
           f"requests and hanging up after {args.hang_up_s} s ({beside['abandoned_maximal_requests']} abandoned): "
@@ -337,6 +390,7 @@ def fairness(args: argparse.Namespace) -> None:
     print(f"machine: {_common.machine_description()}; {_common.load_and_date()}")
     print(json.dumps({"benchmark": NAME + "-fairness", "ratio": round(ratio, 2), "hostile": args.hostile,
                       "hang_up_s": args.hang_up_s, "alone": alone, "beside": beside,
+                      "long_alone_s": [round(seconds, 3) for seconds in long_alone],
                       "model": args.model or "tiny-random-2x32-384", "machine": _common.machine_description()}))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 
@@ -215,10 +216,10 @@ def counted_reads(monkeypatch, seconds=0.0):
     reads = []
     real = answering_module.question_windows
 
-    def reading(trained, questions, requests):
+    def reading(trained, questions, requests, read=None):
         time.sleep(seconds)
         reads.append([question[0].question for question in questions])
-        return real(trained, questions, requests)
+        return real(trained, questions, requests, read)
 
     monkeypatch.setattr(answering_module, "question_windows", reading)
     return reads
@@ -291,13 +292,13 @@ def test_a_question_longer_than_a_step_is_read_apart_and_holds_no_short_one_back
     events = []
     real = answering_module.question_windows
 
-    def reading(trained, questions, requests):
+    def reading(trained, questions, requests, read=None):
         long = sum(len(example.context) for question in questions for example in question) > 500
         events.append("long read starts" if long else "short read")
         if long:
             time.sleep(0.5)
             events.append("long read ends")
-        return real(trained, questions, requests)
+        return real(trained, questions, requests, read)
 
     monkeypatch.setattr(answering_module, "question_windows", reading)
 
@@ -364,6 +365,76 @@ def test_a_cancelled_item_is_never_run():
             await batcher.stop()
 
     assert asyncio.run(main()) == "stays" and ran == ["stays"]
+
+
+def test_a_long_questions_chunk_runs_in_a_pass_of_its_own():
+    """A chunk limited to passes of 2: the short item asked with it, though it would fit the batch size, waits for
+    the next pass; short items share passes as before."""
+    batches = []
+
+    async def main():
+        batcher = DynamicBatcher(lambda items: batches.append(list(items)) or items, max_batch_size=8, max_wait=0.01)
+        await batcher.start()
+        try:
+            chunk = batcher.enqueue("chunk", 2, "long", 2, limit=2)
+            shorts = [batcher.enqueue(f"short {i}", 1, f"short {i}", 1) for i in range(3)]
+            return await asyncio.gather(chunk, *shorts)
+        finally:
+            await batcher.stop()
+
+    asyncio.run(main())
+    assert batches == [["chunk"], ["short 0", "short 1", "short 2"]]
+
+
+def test_a_long_question_runs_in_chunks_of_about_long_pass_ms(extractor, monkeypatch):  # noqa: F811
+    """Before any pass a long question's chunks are full passes; once passes are measured (here 0.1 s a window), a
+    chunk holds what runs in --long-pass-ms (at least one window), each in a pass of its own; the answer is the
+    extractor's whichever the chunks."""
+    slowed_passes(monkeypatch, [0.1])
+
+    async def main(long_pass_ms):
+        scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=4, long_pass_ms=long_pass_ms))
+        await scheduler.start()
+        try:
+            long = question_windows(extractor.trained, [question(extractor, "Who built castles?", MANY_WINDOWS).examples])[0]
+            before = [(len(chunk), limit) for chunk, limit in scheduler.chunks_of(long)]
+            await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "short")  # 1 window, >= 0.1 s
+            after = [(len(chunk), limit) for chunk, limit in scheduler.chunks_of(long)]
+            return before, after, await scheduler.answer(question(extractor, "Who built castles?", MANY_WINDOWS), "long")
+        finally:
+            await scheduler.stop()
+
+    windows = windows_of(extractor, "Who built castles?", MANY_WINDOWS)
+    before, after, (answer,) = asyncio.run(main(long_pass_ms=250))
+    assert sum(size for size, _ in before) == sum(size for size, _ in after) == windows > 10
+    assert {limit for _, limit in before} == {size for size, _ in before[:-1]} == {4}  # nothing measured: full passes
+    assert {limit for _, limit in after} == {2} and {size for size, _ in after[:-1]} == {2}  # 0.25 s / 0.1 s
+    assert_same_answer(answer, extractor("Who built castles?", MANY_WINDOWS, decoding="joint"))
+    assert {limit for _, limit in asyncio.run(main(long_pass_ms=50))[1]} == {1}  # at least one window a pass
+
+
+def test_long_questions_are_read_and_large_bodies_parsed_in_the_helper_process(extractor):  # noqa: F811
+    """The helper starts only when a long question or a large body needs it, runs in a process of its own, and
+    what it reads or parses is what the server's own process would."""
+    config = ServeConfig(max_batch_chars=500, max_wait_ms=0)
+    body = json.dumps({"question": "Who?", "context": "x" * LARGE_BODY_BYTES}).encode()
+
+    async def main():
+        scheduler = AnswerScheduler(extractor, config)
+        await scheduler.start()
+        try:
+            await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "short")
+            started_for_short = scheduler.helper.executor is not None
+            (long,) = await scheduler.answer(question(extractor, "Who built castles?", MANY_WINDOWS), "long")
+            parsed = await off_loop(json.loads, body, scheduler.helper)
+            return started_for_short, long, parsed, await scheduler.helper.run(os.getpid)
+        finally:
+            await scheduler.stop()
+
+    started_for_short, long, parsed, helper_pid = asyncio.run(main())
+    assert not started_for_short and helper_pid != os.getpid()
+    assert_same_answer(long, extractor("Who built castles?", MANY_WINDOWS, decoding="joint"))
+    assert parsed == json.loads(body)
 
 
 # --- the Host header -----------------------------------------------------------------------------

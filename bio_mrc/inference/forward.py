@@ -18,6 +18,7 @@ from transformers import PreTrainedTokenizerBase
 
 from .. import registry
 from ..decoding.window_outputs import WindowOutputs
+from ..features.question_columns import ENCODER_INPUTS
 from ..features.ragged import RaggedColumn
 from ..features.windows import FeatureConfig, build_features
 from ..model import BioMrcForQuestionAnswering
@@ -25,9 +26,6 @@ from ..precision import autocast, resolve_precision
 from ..precision_probe import MatrixShapes
 from ..types import Example
 from .defaults import INFERENCE_BATCH_SIZE
-
-# The encoder inputs a window carries (each head's logits: bio_mrc.registry).
-ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 @runtime_checkable

@@ -31,11 +31,11 @@ import torch
 
 from .. import __version__
 from ..errors import BioMrcError
+from ..features.question_columns import ENCODER_INPUTS
 from ..io import (UnsafePathError, atomic_move_files, atomic_write_json, atomic_write_text, check_outputs_apart, remove_file,
                   remove_tree)
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
-from .forward import ENCODER_INPUTS
 from .loading import TrainedModel
 # OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
 from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, head_outputs, require

@@ -21,7 +21,7 @@ from ..inference.extract import AnswerExtractor
 from ..inference.forward import WindowRunner
 from ..inference.loading import TrainedModel
 from ..types import Example, Prediction, RankedAnswers
-from .windows import Chunk, QuestionWindows, question_windows, run_chunks, window_runner
+from .windows import Chunk, ColumnReader, QuestionWindows, question_windows, run_chunks, window_runner
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,9 @@ class Question:
     documents: bool = False
 
 
-def featurize(trained: TrainedModel, questions: Sequence[Question]) -> list[QuestionWindows]:
-    """Each question's windows (its logits still empty), all tokenized in one call."""
-    return question_windows(trained, [question.examples for question in questions], questions)
+def featurize(trained: TrainedModel, questions: Sequence[Question], read: ColumnReader | None = None) -> list[QuestionWindows]:
+    """Each question's windows (its logits still empty), all tokenized in one call (by ``read``; default: here)."""
+    return question_windows(trained, [question.examples for question in questions], questions, read)
 
 
 def forward(extractor: AnswerExtractor, runner: WindowRunner, chunks: Sequence[Chunk]) -> list[list | None]:

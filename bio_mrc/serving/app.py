@@ -5,8 +5,8 @@ Every request is checked before any work: the schema (422), the number of questi
 texts (:meth:`AnswerExtractor.examples`: 422) and the decoding (one the model's heads allow: 422).
 Refusals answer with :class:`ErrorResponse` (``detail``, ``problems``); nothing answers with a
 traceback. Before the application, :class:`~.guards.BodyGuard` bounds the body (413) and refuses
-JSON it will not read (400); a large body is parsed in a worker thread, so the event loop keeps serving
-others. Each question is scheduled on its own (:mod:`.scheduler`), its windows in chunks, so requests share
+JSON it will not read (400); a large body is parsed in the server's helper process, so the event loop keeps
+serving others. Each question is scheduled on its own (:mod:`.scheduler`), its windows in chunks, so requests share
 forward passes fairly; a request that outlives ``--request-timeout-s`` is a 504, and one whose client hangs
 up is dropped (:mod:`.bounded`).
 """
@@ -65,6 +65,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
         "answers are spans of the context with character offsets, confidence and, for a calibrated model, the "
         "probability of being right. Concurrent requests are answered together in one forward pass."))
     app.router.route_class = OffLoopJsonRoute
+    app.state.helper = scheduler.helper
     _add_refusals(app, config)
 
     @app.post("/answer", response_model=AnswerResponse, responses=_REFUSALS, summary="answer questions from their contexts")
@@ -103,11 +104,11 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
 
 
 class OffLoopJsonRequest(Request):
-    """A request whose JSON body, when large, is parsed in a worker thread (:func:`~.guards.off_loop`)."""
+    """A request whose JSON body, when large, is parsed in the app's helper process (:func:`~.guards.off_loop`)."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = await off_loop(json.loads, await self.body())
+            self._json = await off_loop(json.loads, await self.body(), self.app.state.helper)
         return self._json
 
 
@@ -171,7 +172,7 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
     async def failed(_request: Request, _error: Exception) -> Response:
         return JSONResponse({"detail": "internal error: the server's log says more", "problems": []}, 500)
 
-    app.add_middleware(BodyGuard, limit=config.max_body_bytes)
+    app.add_middleware(BodyGuard, limit=config.max_body_bytes, helper=app.state.helper)
 
 
 async def answer_each(scheduler: AnswerScheduler, examples: list, options: Question) -> list[Prediction]:

@@ -35,6 +35,7 @@ class _Waiting:
     future: asyncio.Future = field(repr=False)
     owner: Any = None
     cost: float = 0.0
+    limit: float = math.inf  # the largest batch (in sizes) this item may be part of
 
 
 class SharedWorker:
@@ -156,16 +157,18 @@ class DynamicBatcher(Generic[Item, Result]):
         the call drops the item if its batch has not started."""
         return await self.enqueue(item, size, owner, cost)
 
-    def enqueue(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> asyncio.Future:
+    def enqueue(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0,
+                limit: float = math.inf) -> asyncio.Future:
         """:meth:`submit` without waiting: the future of ``item``'s result, the item queued before this returns
         (so items queued together in one step of the event loop can share a batch even with no ``max_wait``);
-        cancelling the future drops the item if its batch has not started."""
+        cancelling the future drops the item if its batch has not started. ``limit``: the largest batch (in
+        sizes) the item may be part of (a batch holding it takes no more than that; one item alone may exceed it)."""
         if not 1 <= size <= self.max_batch_size:
             raise ValueError(f"an item of size {size} cannot join batches of at most {self.max_batch_size}")
         if not self._worker.running:
             raise RuntimeError("the batcher is not running: await start() first")
         loop = asyncio.get_running_loop()
-        waiting = _Waiting(item, size, loop.time(), loop.create_future(), owner, cost)
+        waiting = _Waiting(item, size, loop.time(), loop.create_future(), owner, cost, limit)
         if owner is None:
             waiting.owner = waiting  # an item alone: owner of itself
         self._waiting.append(waiting)
@@ -190,18 +193,19 @@ class DynamicBatcher(Generic[Item, Result]):
         return oldest + self.max_wait
 
     def take_fairly(self) -> list[_Waiting]:
-        """The batch: items that fit, each from the owner served least so far (then the oldest item)."""
+        """The batch: items that fit (in size, cost and every chosen item's limit), each from the owner served least
+        so far (then the oldest item)."""
         waiting = [w for w in self._waiting if not w.future.done()]  # a client that went away is not run
-        batch, size, cost = [], 0, 0.0
+        batch, size, cost, limit = [], 0, 0.0, self.max_batch_size
         while True:
-            fits = [w for w in waiting if size + w.size <= self.max_batch_size
-                    and (not batch or cost + w.cost <= self.max_batch_cost)]
+            fits = [w for w in waiting if size + w.size <= min(limit, w.limit) and cost + w.cost <= self.max_batch_cost] \
+                if batch else waiting
             if not fits:
                 break
             chosen = min(fits, key=lambda w: (self._served.get(w.owner, 0.0), w.arrived))
             waiting.remove(chosen)
             batch.append(chosen)
-            size, cost = size + chosen.size, cost + chosen.cost
+            size, cost, limit = size + chosen.size, cost + chosen.cost, min(limit, chosen.limit)
             self._served[chosen.owner] = self._served.get(chosen.owner, 0.0) + chosen.cost
         self._waiting = collections.deque(waiting)
         still_waiting = {w.owner for w in waiting}

@@ -35,6 +35,11 @@ class ServeConfig:
         "help": "most characters (questions and contexts) one forward pass takes; a longer question runs alone. "
                 "Batches are filled request by request, the request served least first, so long requests "
                 "cannot hold back short ones", "minimum": 1, "maximum": 100_000_000})
+    long_pass_ms: float = field(default=10.0, metadata={
+        "help": "how long one forward pass over a long question's windows (more than one pass of them) may take, "
+                "judged by the passes run so far (at least one window a pass): a short request waits behind others' "
+                "long questions for about one such pass; longer passes answer long questions a little faster",
+        "exclusive_minimum": 0, "maximum": 60_000})
     allowed_hosts: str = field(default="", metadata={
         "help": "comma-separated host names the Host header may name (DNS-rebinding protection); "
                 "empty: localhost, 127.0.0.1, ::1 and --host; '*': any"})

@@ -3,8 +3,8 @@
 * :class:`BodyGuard`: the body is read in pieces and refused (413) as soon as it passes the limit,
   whether its length is declared (``Content-Length``) or not (chunked), so no more than the limit is
   ever held; a JSON body is then parsed strictly (:func:`strict_json_problem`: duplicate keys, nesting
-  and integer digits bounded), a refusal (400) naming where in the body it is; a large body is checked in a
-  worker thread (:func:`off_loop`), so the event loop keeps serving short requests meanwhile;
+  and integer digits bounded), a refusal (400) naming where in the body it is; a large body is checked in the
+  server's helper process (:func:`off_loop`), so the event loop keeps serving short requests meanwhile;
 * :class:`HostGuard`: the ``Host`` header must name this server (DNS rebinding: a web page whose own
   name resolves to 127.0.0.1 must not reach a loopback server from the browser).
 
@@ -18,9 +18,11 @@ import json
 import re
 from typing import Any, Callable, Iterable, TypeVar
 
+from .helper_process import HelperProcess
+
 MAX_JSON_DEPTH = 32  # a request is two levels deep; deeper is never valid
 MAX_INT_DIGITS = 32  # the largest valid integer (top_k) has two digits
-LARGE_BODY_BYTES = 1 << 16  # a body this long is parsed in a thread: its milliseconds are not the event loop's
+LARGE_BODY_BYTES = 1 << 16  # a body this long is parsed off the loop: its milliseconds are not the event loop's
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 ANY_HOST = "*"
 # A JSON string (escapes included), an opening or closing bracket, or a run of digits outside a string.
@@ -41,8 +43,8 @@ class BodyGuard:
     JSON body strictly (400), then hand the application the body as it came. ``bytes_read`` counts
     the body bytes taken from the client so far (what the limit bounds)."""
 
-    def __init__(self, app, limit: int) -> None:
-        self.app, self.limit, self.bytes_read = app, limit, 0
+    def __init__(self, app, limit: int, helper: HelperProcess | None = None) -> None:
+        self.app, self.limit, self.helper, self.bytes_read = app, limit, helper, 0
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
@@ -70,7 +72,7 @@ class BodyGuard:
         body = b"".join(chunks)
         del chunks
         if _is_json(scope):
-            problem = await off_loop(strict_json_problem, body)
+            problem = await off_loop(strict_json_problem, body, self.helper)
             if problem:
                 await refuse(send, 400, problem)
                 return
@@ -80,12 +82,15 @@ class BodyGuard:
 Parsed = TypeVar("Parsed")
 
 
-async def off_loop(parse: Callable[[bytes], Parsed], body: bytes) -> Parsed:
-    """``parse(body)``; for a body of :data:`LARGE_BODY_BYTES` or more in a worker thread, so that the event loop
-    keeps reading and answering other requests meanwhile."""
+async def off_loop(parse: Callable[[bytes], Parsed], body: bytes, helper: HelperProcess | None = None) -> Parsed:
+    """``parse(body)`` (a module-level function); for a body of :data:`LARGE_BODY_BYTES` or more in ``helper`` (or,
+    without one, a worker thread), so that the event loop keeps reading and answering other requests meanwhile,
+    and, in the helper, without the interpreter lock they need."""
     if len(body) < LARGE_BODY_BYTES:
         return parse(body)
-    return await asyncio.to_thread(parse, body)
+    if helper is None:
+        return await asyncio.to_thread(parse, body)
+    return await helper.run(parse, body)
 
 
 def _is_json(scope) -> bool:

@@ -3,23 +3,24 @@
 A question goes through :class:`~.batching.DynamicBatcher` queues, the request served least so far first in each:
 
 1. its windows: questions tokenized together, at most ``--max-batch-chars`` characters a step; a question longer
-   than that is tokenized in a queue of its own (its own thread and tokenizer), so that it never holds back a step;
-2. its forward passes: its windows split into chunks of one forward pass each (the extractor's batch of windows,
-   at most ``--max-batch-size``), each chunk its own item; a step runs at most one chunk's worth of windows, so a
-   long question's chunks interleave with every other request's. The step that fills a question's last window
-   decodes it.
+   than that is tokenized in a queue of its own, in the server's helper process (:mod:`.helper_process`), so that
+   it never holds back a step, nor the interpreter lock the other steps need;
+2. its forward passes: a question of at most one forward pass of windows (the extractor's batch, at most
+   ``--max-batch-size``) is one item, and passes fill with as many such items as fit; a longer question's windows
+   are split into chunks of about ``--long-pass-ms`` of forward pass each (measured on the passes run so far; at
+   least one window), each chunk its own item, in a pass of its own, so a long question's chunks interleave with
+   every other request's. The step that fills a question's last window decodes it.
 
 Reading short questions and running forward passes take turns on one worker thread, each step chosen when the
-thread is free. So a short request waits for about one forward pass behind others' long questions (the one running
-when it comes; then it is read, then run), whatever they ask; a request whose client left, or whose time ran out,
-has its questions and chunks not yet run dropped unrun.
+thread is free. So a short request waits for about one long chunk's pass behind others' long questions (the one
+running when it comes; then it is read, then run), whatever they ask; a request whose client left, or whose time
+ran out, has its questions and chunks not yet run dropped unrun.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import dataclasses
+import math
 from functools import partial
 from typing import Any
 
@@ -27,7 +28,8 @@ from ..inference.extract import AnswerExtractor
 from .answering import Question, featurize, forward
 from .batching import BatchStats, DynamicBatcher, SharedWorker
 from .config import ServeConfig
-from .windows import window_runner
+from .helper_process import HelperProcess, read_apart, reading_state
+from .windows import Chunk, QuestionWindows, window_runner
 
 
 class AnswerScheduler:
@@ -37,16 +39,17 @@ class AnswerScheduler:
         # A chunk is one forward pass of the model (the extractor's batch of windows): the longest a short question
         # waits behind another's windows.
         self.chunk_windows = min(config.max_batch_size, extractor.batch_size)
-        self.step_chars = config.max_batch_chars
+        self.step_chars, self.long_pass_s = config.max_batch_chars, config.long_pass_ms / 1000
         wait, trained = config.max_wait_ms / 1000, extractor.trained
         # Reading short questions and running forward passes take turns on one thread: in parallel they would only
         # contend for the GIL; in turns, each step is chosen when the thread is free, from what waits then.
         self.worker = SharedWorker("bio-mrc-steps")
         self.windows = DynamicBatcher(partial(featurize, trained), config.max_batch_size, wait, config.max_batch_chars,
                                       worker=self.worker)
-        # A tokenizer is not safe to share between threads (each call sets its truncation): the long queue has its own.
-        apart = dataclasses.replace(trained, tokenizer=copy.deepcopy(trained.tokenizer))
-        self.long_windows = DynamicBatcher(partial(featurize, apart), config.max_batch_size, wait, config.max_batch_chars)
+        # Long questions are read in the helper process (its own tokenizer), their thread here only waiting for it.
+        self.helper = HelperProcess(reading_state(trained.tokenizer, trained.features))
+        self.long_windows = DynamicBatcher(partial(featurize, trained, read=read_apart(self.helper)),
+                                           config.max_batch_size, wait, config.max_batch_chars)
         # A pass not full waits for the questions being read (at most --max-wait-ms), never for questions not yet asked.
         self.passes = DynamicBatcher(partial(forward, extractor, window_runner(trained)), self.chunk_windows, wait,
                                      worker=self.worker, fed_by=self.windows)
@@ -61,19 +64,32 @@ class AnswerScheduler:
         for queue in self.queues:
             await queue.stop()
         await self.worker.stop()
+        await asyncio.to_thread(self.helper.stop)
 
     async def answer(self, question: Question, owner: Any) -> list:
         """``question``'s answers, its work counted to ``owner`` (one HTTP request) for fair shares."""
         cost = sum(len(example.question) + len(example.context) for example in question.examples)
         reader = self.windows if cost <= self.step_chars else self.long_windows
         windows = await reader.submit(question, len(question.examples), owner, cost)
-        chunks = [self.passes.enqueue(chunk, len(chunk), owner, len(chunk)) for chunk in windows.chunks(self.chunk_windows)]
+        chunks = [self.passes.enqueue(chunk, len(chunk), owner, len(chunk), limit)
+                  for chunk, limit in self.chunks_of(windows)]
         try:
             results = await asyncio.gather(*chunks)
         finally:
             for chunk in chunks:
                 chunk.cancel()  # the client left or its time ran out: chunks not yet run are dropped
         return next(result for result in results if result is not None)
+
+    def chunks_of(self, windows: QuestionWindows) -> list[tuple[Chunk, float]]:
+        """A question's chunks, each with the largest pass it may join: one chunk, in any pass it fits, when its
+        windows fit one pass; else chunks of about ``--long-pass-ms`` of forward pass (full passes until one has
+        run), each in a pass of its own."""
+        if len(windows) <= self.chunk_windows:
+            return [(chunk, math.inf) for chunk in windows.chunks(self.chunk_windows)]
+        ran = self.passes.stats
+        fit = self.long_pass_s * ran.questions / max(ran.busy_seconds, 1e-9) if ran.questions else self.chunk_windows
+        size = max(1, min(self.chunk_windows, int(fit)))
+        return [(chunk, size) for chunk in windows.chunks(size)]
 
     @property
     def stats(self) -> BatchStats:

@@ -30,7 +30,9 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
 
     config = config or ServeConfig()
     extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device)
-    app = HostGuard(create_app(extractor, config), allowed_host_names(config.host, config.allowed_hosts))
+    application = create_app(extractor, config)
+    application.state.helper.start()  # ready before the first request: a long one does not wait for it to start
+    app = HostGuard(application, allowed_host_names(config.host, config.allowed_hosts))
     print(f"serving {model_dir} on http://{config.host}:{config.port} (API docs at /docs)", file=sys.stderr)
     gc.collect()
     gc.freeze()  # the model and the libraries live as long as the server: full collections need not walk them

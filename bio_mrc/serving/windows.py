@@ -11,21 +11,21 @@ longer one sums its attention over more zeros).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from functools import partial
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import registry
 from ..decoding.window_outputs import WindowOutputs
+from ..features.question_columns import DECODED_COLUMNS, ENCODER_INPUTS, window_columns
 from ..features.ragged import RaggedColumn
-from ..features.windows import tokenize_windows
-from ..inference.forward import ENCODER_INPUTS, WindowRunner, as_runner, input_logits
+from ..inference.forward import WindowRunner, as_runner, input_logits
 from ..inference.loading import TrainedModel
 from ..types import Example
 
-# What decoding reads of a window besides its logits, and the value past a window's end.
-_DECODED_COLUMNS = {"offset_mapping": (-1, np.int64), "paragraph_mask": (0, bool), "word_offsets": (-1, np.int64),
-                    "tag_mask": (0, bool)}
+# Reads questions' windows in one call: (questions' examples) -> each question's (example_index, columns).
+ColumnReader = Callable[[Sequence[Sequence[Example]]], list[tuple[np.ndarray, dict[str, RaggedColumn]]]]
 
 
 @dataclass(eq=False)
@@ -58,7 +58,7 @@ class QuestionWindows:
         """The filled windows as decoding reads them, padded to ``width`` (default: the longest window)."""
         width = width or self.width
         arrays = {name: self.columns[name].padded(width=width, fill=fill, dtype=dtype)
-                  for name, (fill, dtype) in _DECODED_COLUMNS.items()}
+                  for name, (fill, dtype) in DECODED_COLUMNS.items()}
         logits = {name: _pad_width(array, width, _pad_value(name)) for name, array in self.logits.items()}
         return WindowOutputs(self.example_index, arrays["offset_mapping"], arrays["paragraph_mask"],
                              word_offsets=arrays["word_offsets"], tag_mask=arrays["tag_mask"], **logits)
@@ -79,23 +79,18 @@ class Chunk:
         return len(self.rows)
 
 
-def question_windows(trained: TrainedModel, questions: Sequence[Sequence[Example]], requests: Sequence[Any] = ()) -> list[QuestionWindows]:
-    """Each question's (its examples') windows, tokenized together in one call, with empty logits for the model's
-    heads; ``requests`` ride along, one per question."""
-    examples = [example for question in questions for example in question]
-    features = tokenize_windows(examples, trained.tokenizer, trained.features)
-    example_index = np.asarray(features["example_index"], dtype=np.int64)
-    bounds = np.cumsum([0] + [len(question) for question in questions]).tolist()
-    names = [name for name in (*ENCODER_INPUTS, *_DECODED_COLUMNS) if name in features]
+def question_windows(trained: TrainedModel, questions: Sequence[Sequence[Example]], requests: Sequence[Any] = (),
+                     read: ColumnReader | None = None) -> list[QuestionWindows]:
+    """Each question's (its examples') windows, tokenized together in one call (by ``read``; default: here, with
+    ``trained``'s tokenizer), with empty logits for the model's heads; ``requests`` ride along, one per question."""
+    read = read or partial(window_columns, trained.tokenizer, trained.features)
     heads = [registry.head(head) for head in trained.model.config.head_names]
     found = []
-    for question, begin, end, request in zip(questions, bounds, bounds[1:], [*requests] + [None] * len(questions)):
-        rows = np.flatnonzero((example_index >= begin) & (example_index < end))
-        columns = {name: RaggedColumn.from_rows([features[name][r] for r in rows]) for name in names}
+    for question, (example_index, columns), request in zip(questions, read(questions), [*requests] + [None] * len(questions)):
         width = int(columns["input_ids"].lengths.max(initial=1))
-        logits = {name: np.full((len(rows), width, *dims), entry.pad, dtype=np.float32)
+        logits = {name: np.full((len(example_index), width, *dims), entry.pad, dtype=np.float32)
                   for entry in heads for name, dims in zip(entry.outputs, entry.output_dims)}
-        found.append(QuestionWindows(list(question), example_index[rows] - begin, columns, logits, request))
+        found.append(QuestionWindows(list(question), example_index, columns, logits, request))
     return found
 
 

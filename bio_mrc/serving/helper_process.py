@@ -1,0 +1,100 @@
+"""A process beside the server's for the work that would hold its interpreter lock for long.
+
+Checking and parsing a large JSON body and reading (tokenizing) a long question are Python work that holds the
+interpreter lock for milliseconds to hundreds of milliseconds at a time; in a thread of the server's own process,
+every other thread (the event loop, the forward passes, the short questions' reading) then waits for the lock at
+each step, and a short request's answer waits for other people's long ones. In a process of its own, that work
+takes a core, not the lock, and it runs at a lower OS priority (``nice``), so the short requests' work is
+scheduled first when the cores are busy.
+
+The process starts with the first work it is given, or ahead of it with :meth:`HelperProcess.start` (``bio-mrc
+serve`` starts it before it answers); its state (the tokenizer, the window settings) is sent once, when it starts.
+What it runs is a module-level function importing no PyTorch, with arguments and results that pickle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from functools import partial
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..features.config import FeatureConfig
+from ..features.question_columns import window_columns
+from ..features.ragged import RaggedColumn
+from ..types import Example
+
+HELPER_NICE = 10  # the helper's OS priority below the server's: its work yields the cores to short requests'
+_STATE: dict[str, Any] = {}  # the helper process's own: what start() sent it
+
+
+class HelperProcess:
+    """One helper process, its functions called from the event loop (:meth:`run`) or from a thread that may
+    block (:meth:`submit`); ``state`` reaches it once, as :func:`helper_state`."""
+
+    def __init__(self, state: dict[str, Any] | None = None, nice: int = HELPER_NICE) -> None:
+        self.state, self.nice = dict(state or {}), nice
+        self.executor: ProcessPoolExecutor | None = None
+        self._starting = threading.Lock()  # the loop and the long questions' thread may both start it
+
+    def start(self) -> None:
+        """Start the process now and wait until it is ready (blocking), rather than with its first work."""
+        self.submit(os.getpid).result()
+
+    def stop(self) -> None:
+        """Stop the process, if it started; what it was asked and has not begun is dropped."""
+        with self._starting:
+            executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, function: Callable, *args: Any) -> Future:
+        """The future of ``function(*args)`` in the helper process, started first if it is not running."""
+        with self._starting:
+            if self.executor is None:  # spawned: the server's threads and locks are not forked
+                self.executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                                    initializer=_begin, initargs=(self.state, self.nice))
+            return self.executor.submit(function, *args)
+
+    async def run(self, function: Callable, *args: Any) -> Any:
+        """``function(*args)`` in the helper process, awaited without holding the event loop."""
+        return await asyncio.wrap_future(self.submit(function, *args))
+
+
+def helper_state() -> dict[str, Any]:
+    """The state :meth:`HelperProcess.start` sent (in the helper process)."""
+    return _STATE
+
+
+def _begin(state: dict[str, Any], nice: int) -> None:
+    _STATE.update(state)
+    if nice and hasattr(os, "nice"):
+        try:
+            os.nice(nice)
+        except OSError:  # a priority the OS does not allow: run at the server's
+            pass
+
+
+def tokenized_questions(questions: Sequence[Sequence[Example]]) -> list[tuple[np.ndarray, dict[str, RaggedColumn]]]:
+    """Each question's windows as :func:`~bio_mrc.features.question_columns.window_columns` gives them, read in the
+    helper process with the tokenizer and window settings it was started with (:func:`reading_state`)."""
+    return window_columns(_STATE["tokenizer"], _STATE["features"], questions)
+
+
+def reading_state(tokenizer: Any, features: FeatureConfig) -> dict[str, Any]:
+    """What a helper process that reads questions (:func:`tokenized_questions`) is started with."""
+    return {"tokenizer": tokenizer, "features": features}
+
+
+def read_apart(helper: HelperProcess) -> Callable[[Sequence[Sequence[Example]]], list]:
+    """A blocking ``questions -> columns`` that reads in ``helper`` (for a worker thread: it waits without the lock)."""
+    return partial(_read_in, helper)
+
+
+def _read_in(helper: HelperProcess, questions: Sequence[Sequence[Example]]) -> list:
+    return helper.submit(tokenized_questions, list(questions)).result()
