@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import threading
 import time
 
@@ -435,6 +436,26 @@ def test_long_questions_are_read_and_large_bodies_parsed_in_the_helper_process(e
     assert not started_for_short and helper_pid != os.getpid()
     assert_same_answer(long, extractor("Who built castles?", MANY_WINDOWS, decoding="joint"))
     assert parsed == json.loads(body)
+
+
+def test_a_helper_process_that_dies_fails_its_work_and_is_replaced():
+    from concurrent.futures.process import BrokenProcessPool
+
+    from bio_mrc.serving.helper_process import HelperProcess
+
+    helper = HelperProcess()
+    try:
+        first = helper.submit(os.getpid).result(60)
+        os.kill(first, signal.SIGKILL)
+        answers = []
+        for _ in range(2):  # the call that finds it dead fails (or, once the pool has noticed, starts a new one)
+            try:
+                answers.append(helper.submit(os.getpid).result(60))
+            except BrokenProcessPool:
+                answers.append(None)
+        assert answers[-1] not in (None, first, os.getpid())
+    finally:
+        helper.stop()
 
 
 # --- the Host header -----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -54,12 +55,19 @@ class HelperProcess:
             executor.shutdown(wait=True, cancel_futures=True)
 
     def submit(self, function: Callable, *args: Any) -> Future:
-        """The future of ``function(*args)`` in the helper process, started first if it is not running."""
+        """The future of ``function(*args)`` in the helper process, started first if it is not running. A process
+        that died (killed, out of memory) fails the work it held and is replaced at the next call."""
         with self._starting:
-            if self.executor is None:  # spawned: the server's threads and locks are not forked
-                self.executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                                    initializer=_begin, initargs=(self.state, self.nice))
-            return self.executor.submit(function, *args)
+            for _ in range(2):
+                if self.executor is None:  # spawned: the server's threads and locks are not forked
+                    self.executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                                        initializer=_begin, initargs=(self.state, self.nice))
+                try:
+                    return self.executor.submit(function, *args)
+                except BrokenProcessPool:
+                    self.executor.shutdown(wait=False, cancel_futures=True)
+                    self.executor = None
+            raise BrokenProcessPool("the helper process could not be started")
 
     async def run(self, function: Callable, *args: Any) -> Any:
         """``function(*args)`` in the helper process, awaited without holding the event loop."""
