@@ -392,26 +392,26 @@ def test_a_long_question_runs_in_chunks_of_about_long_pass_ms(extractor, monkeyp
     chunk holds what runs in --long-pass-ms (at least one window), each in a pass of its own; the answer is the
     extractor's whichever the chunks."""
     slowed_passes(monkeypatch, [0.1])
+    long = ("Who built castles?", MANY_WINDOWS)
 
-    async def main(long_pass_ms):
+    async def main(long_pass_ms, answer_long):
         scheduler = AnswerScheduler(extractor, ServeConfig(max_batch_size=4, long_pass_ms=long_pass_ms))
         await scheduler.start()
         try:
-            long = question_windows(extractor.trained, [question(extractor, "Who built castles?", MANY_WINDOWS).examples])[0]
-            before = [(len(chunk), limit) for chunk, limit in scheduler.chunks_of(long)]
+            windows = question_windows(extractor.trained, [question(extractor, *long).examples])[0]
+            before = [(len(chunk), limit) for chunk, limit in scheduler.chunks_of(windows)]
             await scheduler.answer(question(extractor, GOOD["question"], GOOD["context"]), "short")  # 1 window, >= 0.1 s
-            after = [(len(chunk), limit) for chunk, limit in scheduler.chunks_of(long)]
-            return before, after, await scheduler.answer(question(extractor, "Who built castles?", MANY_WINDOWS), "long")
+            after = [(len(chunk), limit) for chunk, limit in scheduler.chunks_of(windows)]
+            return before, after, await scheduler.answer(question(extractor, *long), "long") if answer_long else None
         finally:
             await scheduler.stop()
 
-    windows = windows_of(extractor, "Who built castles?", MANY_WINDOWS)
-    before, after, (answer,) = asyncio.run(main(long_pass_ms=250))
-    assert sum(size for size, _ in before) == sum(size for size, _ in after) == windows > 10
+    before, after, (answer,) = asyncio.run(main(long_pass_ms=300, answer_long=True))
+    assert sum(size for size, _ in before) == sum(size for size, _ in after) == windows_of(extractor, *long) > 10
     assert {limit for _, limit in before} == {size for size, _ in before[:-1]} == {4}  # nothing measured: full passes
-    assert {limit for _, limit in after} == {2} and {size for size, _ in after[:-1]} == {2}  # 0.25 s / 0.1 s
-    assert_same_answer(answer, extractor("Who built castles?", MANY_WINDOWS, decoding="joint"))
-    assert {limit for _, limit in asyncio.run(main(long_pass_ms=50))[1]} == {1}  # at least one window a pass
+    assert {limit for _, limit in after} == {2} and {size for size, _ in after[:-1]} == {2}  # 0.3 s / (0.1 s and the pass itself)
+    assert_same_answer(answer, extractor(*long, decoding="joint"))
+    assert {limit for _, limit in asyncio.run(main(long_pass_ms=50, answer_long=False))[1]} == {1}  # at least one window
 
 
 def test_long_questions_are_read_and_large_bodies_parsed_in_the_helper_process(extractor):  # noqa: F811
