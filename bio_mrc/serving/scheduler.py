@@ -36,8 +36,7 @@ class AnswerScheduler:
     """Answers :class:`Question` s through the two queues above; ``await start()`` first, ``await stop()`` at the end."""
 
     def __init__(self, extractor: AnswerExtractor, config: ServeConfig) -> None:
-        # A chunk is one forward pass of the model (the extractor's batch of windows): the longest a short question
-        # waits behind another's windows.
+        # A forward pass holds at most the extractor's batch of windows; a long question's chunk, about long_pass_s.
         self.chunk_windows = min(config.max_batch_size, extractor.batch_size)
         self.step_chars, self.long_pass_s = config.max_batch_chars, config.long_pass_ms / 1000
         wait, trained = config.max_wait_ms / 1000, extractor.trained
@@ -86,9 +85,9 @@ class AnswerScheduler:
         run), each in a pass of its own."""
         if len(windows) <= self.chunk_windows:
             return [(chunk, math.inf) for chunk in windows.chunks(self.chunk_windows)]
-        ran = self.passes.stats
-        fit = self.long_pass_s * ran.questions / max(ran.busy_seconds, 1e-9) if ran.questions else self.chunk_windows
-        size = max(1, min(self.chunk_windows, int(fit)))
+        ran, size = self.passes.stats, self.chunk_windows
+        if ran.questions:  # the windows that run in long_pass_s at the seconds a window has taken so far
+            size = max(1, min(size, int(self.long_pass_s * ran.questions / max(ran.busy_seconds, 1e-9))))
         return [(chunk, size) for chunk in windows.chunks(size)]
 
     @property
