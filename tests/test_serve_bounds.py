@@ -7,6 +7,8 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -456,6 +458,28 @@ def test_a_helper_process_that_dies_fails_its_work_and_is_replaced():
         assert answers[-1] not in (None, first, os.getpid())
     finally:
         helper.stop()
+
+
+UNGUARDED_SCRIPT = """import os
+from bio_mrc.serving.helper_process import HelperProcess
+print("script ran", flush=True)
+helper = HelperProcess()
+print("helper pid differs:", helper.submit(os.getpid).result(60) != os.getpid(), flush=True)
+helper.stop()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["file", "stdin"])
+def test_the_helper_never_runs_the_callers_script_again(tmp_path, how):
+    """A script without a __main__ guard, or one read from standard input, starts the helper: the script runs once
+    (spawning would otherwise import it again in the helper) and the helper answers."""
+    script = tmp_path / "serve_it.py"
+    script.write_text(UNGUARDED_SCRIPT)
+    command, stdin = ([sys.executable, str(script)], None) if how == "file" else ([sys.executable, "-"], UNGUARDED_SCRIPT)
+    result = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == ["script ran", "helper pid differs: True"]
 
 
 # --- the Host header -----------------------------------------------------------------------------

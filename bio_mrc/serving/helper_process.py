@@ -15,13 +15,16 @@ What it runs is a module-level function importing no PyTorch, with arguments and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import os
+import sys
 import threading
+import types
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -58,20 +61,34 @@ class HelperProcess:
         """The future of ``function(*args)`` in the helper process, started first if it is not running. A process
         that died (killed, out of memory) fails the work it held and is replaced at the next call."""
         with self._starting:
-            for _ in range(2):
-                if self.executor is None:  # spawned: the server's threads and locks are not forked
-                    self.executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                                        initializer=_begin, initargs=(self.state, self.nice))
+            if self.executor is not None:
                 try:
                     return self.executor.submit(function, *args)
-                except BrokenProcessPool:
+                except BrokenProcessPool:  # it died: replaced below
                     self.executor.shutdown(wait=False, cancel_futures=True)
-                    self.executor = None
-            raise BrokenProcessPool("the helper process could not be started")
+            # Spawned, not forked: the server's threads and their locks stay behind.
+            self.executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=_begin,
+                                                initargs=(self.state, self.nice))
+            with _caller_script_hidden():  # the process starts with this first call
+                return self.executor.submit(function, *args)
 
     async def run(self, function: Callable, *args: Any) -> Any:
         """``function(*args)`` in the helper process, awaited without holding the event loop."""
         return await asyncio.wrap_future(self.submit(function, *args))
+
+
+@contextlib.contextmanager
+def _caller_script_hidden() -> Iterator[None]:
+    """Spawning imports the caller's ``__main__`` in the new process; the helper runs package functions only, so
+    it gets none: a script without an ``if __name__ == "__main__"`` guard (or one read from standard input) would
+    otherwise run again in it, loading its model and starting its server there."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def helper_state() -> dict[str, Any]:
