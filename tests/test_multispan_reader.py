@@ -86,7 +86,8 @@ def test_a_data_set_scored_otherwise_is_refused(tiny_encoder_dir, tmp_path):
 
 def test_the_recipe_configs_load():
     for name in ("multispan-reader", "benchmarks/ablations/multispan_reader_full_scale.json",
-                 "benchmarks/ablations/multispan_reader_cpu_reduced.json"):
+                 "benchmarks/ablations/multispan_reader_cpu_reduced.json", "benchmarks/ablations/multispan_reader_cpu_mid.json",
+                 "benchmarks/ablations/multispan_reader_cpu_3fold.json"):
         config = load_config(name)
         assert [spec.format for spec in (config.eval, *config.eval_also)] == ["multispanqa", "quoref"]
         assert config.cells() == ["reader/span", "reader/bio", "reader/joint"] and config.runs[0].train.init_from
