@@ -39,7 +39,7 @@ _STATE: dict[str, Any] = {}  # the helper process's own: what start() sent it
 
 class HelperProcess:
     """One helper process, its functions called from the event loop (:meth:`run`) or from a thread that may
-    block (:meth:`submit`); ``state`` reaches it once, as :func:`helper_state`."""
+    block (:meth:`submit`); ``state`` reaches it once, when it starts."""
 
     def __init__(self, state: dict[str, Any] | None = None, nice: int = HELPER_NICE) -> None:
         self.state, self.nice = dict(state or {}), nice
@@ -89,11 +89,6 @@ def _caller_script_hidden() -> Iterator[None]:
     finally:
         if main is not None:
             sys.modules["__main__"] = main
-
-
-def helper_state() -> dict[str, Any]:
-    """The state :meth:`HelperProcess.start` sent (in the helper process)."""
-    return _STATE
 
 
 def _begin(state: dict[str, Any], nice: int) -> None:
