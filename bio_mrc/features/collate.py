@@ -1,13 +1,17 @@
-"""Dynamic padding for windows of different lengths."""
+"""Dynamic padding for windows of different lengths, from rows or from one Arrow table per batch."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
+import pyarrow as pa
 import torch
+from torch.utils.data import Dataset as TorchDataset
 
 from .. import registry
+from .ragged import RaggedColumn
 from .targets import MISSING_ANNOTATOR
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "paragraph_mask", "tag_mask")
@@ -22,34 +26,68 @@ class WindowCollator:
     for the marginal likelihood ((seq, K) integers) are also padded to the
     batch's largest K with ``MISSING_ANNOTATOR``. Other columns
     (offsets, example indices) are dropped: they are for decoding, not the model.
+
+    A batch comes as rows (dicts of lists) or as one ``pyarrow.Table`` of its rows (:class:`WindowBatches`),
+    which pads each column in one numpy gather; both give the same tensors (integers int64, floats float32).
     """
 
     pad_token_id: int = 0
     pad_to_multiple_of: int | None = 8
 
-    def __call__(self, features: Sequence[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        length = max(len(f["input_ids"]) for f in features)
-        if self.pad_to_multiple_of:
-            length = -(-length // self.pad_to_multiple_of) * self.pad_to_multiple_of
+    def __call__(self, features: Sequence[dict[str, Any]] | pa.Table) -> dict[str, torch.Tensor]:
+        if isinstance(features, pa.Table):
+            return self._collate_table(features)
+        length = self._width(max(len(f["input_ids"]) for f in features))
         batch: dict[str, torch.Tensor] = {}
+        for key, kind in self._columns(features[0]):
+            batch[key] = self._collate_rows(key, kind, [f[key] for f in features], length)
+        return batch
+
+    def _width(self, longest: int) -> int:
+        if self.pad_to_multiple_of:
+            return -(-longest // self.pad_to_multiple_of) * self.pad_to_multiple_of
+        return longest
+
+    @staticmethod
+    def _columns(present: Any) -> list[tuple[str, str | None]]:
+        """(name, target kind or None for a model input) of every column the model takes that ``present`` holds."""
         targets = {key: kind for entry in registry.HEADS.values() for key, kind in entry.targets.items()}
-        for key in (*MODEL_INPUTS, *targets):
-            if key not in features[0]:
+        return [(key, targets.get(key)) for key in (*MODEL_INPUTS, *targets) if key in present]
+
+    def _collate_rows(self, key: str, kind: str | None, values: list[Any], length: int) -> torch.Tensor:
+        if kind == registry.POSITION_TARGET and not isinstance(values[0], (list, np.ndarray)):
+            return torch.tensor(values, dtype=torch.long)
+        fill = self.pad_token_id if key == "input_ids" else 0
+        tensors = [torch.as_tensor(v) for v in values]
+        if kind == registry.TOKEN_TARGET and not tensors[0].is_floating_point():  # (seq, K) tags of K annotators
+            annotators = max(t.shape[1] for t in tensors)
+            tensors = [self._pad(t.T, annotators, MISSING_ANNOTATOR).T for t in tensors]
+            fill = MISSING_ANNOTATOR
+        elif kind == registry.TOKEN_TARGET or tensors[0].is_floating_point():
+            tensors = [t.float() for t in tensors]
+        return torch.stack([self._pad(t, length, fill) for t in tensors])
+
+    def _collate_table(self, table: pa.Table) -> dict[str, torch.Tensor]:
+        lengths = RaggedColumn.from_arrow(table.column("input_ids"), "input_ids").lengths
+        length = self._width(int(lengths.max(initial=0)))
+        batch: dict[str, torch.Tensor] = {}
+        for key, kind in self._columns(table.column_names):
+            column = table.column(key)
+            if not pa.types.is_list(column.type):  # one position per window
+                batch[key] = torch.from_numpy(column.to_numpy().astype(np.int64))
                 continue
-            values = [f[key] for f in features]
-            kind = targets.get(key)
-            if kind == registry.POSITION_TARGET and not isinstance(values[0], list):
-                batch[key] = torch.tensor(values, dtype=torch.long)
+            try:
+                ragged = RaggedColumn.from_arrow(column, key)
+            except ValueError:  # items of different lengths: K annotators' tags, K varying across windows
+                batch[key] = self._collate_rows(key, kind, column.to_pylist(), length)
                 continue
-            fill = self.pad_token_id if key == "input_ids" else 0
-            tensors = [torch.as_tensor(v) for v in values]
-            if kind == registry.TOKEN_TARGET and not tensors[0].is_floating_point():  # (seq, K) tags of K annotators
-                annotators = max(t.shape[1] for t in tensors)
-                tensors = [self._pad(t.T, annotators, MISSING_ANNOTATOR).T for t in tensors]
-                fill = MISSING_ANNOTATOR
-            elif kind == registry.TOKEN_TARGET or tensors[0].is_floating_point():
-                tensors = [t.float() for t in tensors]
-            batch[key] = torch.stack([self._pad(t, length, fill) for t in tensors])
+            floating = np.issubdtype(ragged.values.dtype, np.floating)
+            if kind == registry.TOKEN_TARGET and not floating:  # (seq, K) tags, K the same in every window
+                fill, dtype = MISSING_ANNOTATOR, np.int64
+            else:
+                fill = self.pad_token_id if key == "input_ids" else 0
+                dtype = np.float32 if floating or kind == registry.TOKEN_TARGET else np.int64
+            batch[key] = torch.from_numpy(ragged.padded(width=length, fill=fill, dtype=dtype))
         return batch
 
     @staticmethod
@@ -59,3 +97,29 @@ class WindowCollator:
             return tensor
         pad = torch.full((missing, *tensor.shape[1:]), fill, dtype=tensor.dtype)
         return torch.cat([tensor, pad])
+
+
+class WindowBatches(TorchDataset):
+    """Training windows (a ``datasets.Dataset``) read a batch at a time, as one Arrow table of the batch's rows.
+
+    A ``DataLoader`` asks for a batch's rows together (``__getitems__``); reading them row by row builds a
+    Python list per token and caps training at about 1,500 windows/s on one core, below what a GPU takes.
+    ``lengths`` (tokens per window, from the Arrow offsets) is what the length-grouped sampler groups by.
+    """
+
+    def __init__(self, windows: Any) -> None:
+        self.windows = windows
+        self._arrow = windows.with_format("arrow")
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return self.windows[index]
+
+    def __getitems__(self, indices: Sequence[int]) -> pa.Table:
+        return self._arrow[list(indices)]
+
+    @property
+    def lengths(self) -> list[int]:
+        return RaggedColumn.from_dataset(self.windows, "input_ids").lengths.tolist()

@@ -31,7 +31,11 @@ class RaggedColumn:
     @classmethod
     def from_dataset(cls, dataset: Dataset, name: str) -> "RaggedColumn":
         """Column ``name`` of ``dataset`` in the dataset's row order (selections included)."""
-        column = dataset.with_format("arrow")[name]
+        return cls.from_arrow(dataset.with_format("arrow")[name], name)
+
+    @classmethod
+    def from_arrow(cls, column: pa.Array | pa.ChunkedArray, name: str = "column") -> "RaggedColumn":
+        """An Arrow list column (e.g. one of a table's) as it stands; ``name`` is for errors."""
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
         if not pa.types.is_list(column.type) and not pa.types.is_large_list(column.type):

@@ -15,7 +15,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_group
 
 from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
-from ..features.collate import WindowCollator
+from ..features.collate import WindowBatches, WindowCollator
 from ..features.targets import answers_no_window_holds
 from ..features.windows import build_features, default_windows_cache
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
@@ -34,6 +34,8 @@ _SCORED_BY_EVALUATOR = ("the evaluator's questions",)
 # AdamW's update in one fused kernel per parameter group: the same arithmetic as the per-tensor loop, 2-6% faster
 # steps on a 2-core CPU (benchmarks/bench_training_speed.py).
 OPTIMIZER = "adamw_torch_fused"
+# Batch readers beside each training process on a GPU machine: a batch of 256 windows takes a worker a few ms.
+GPU_LOADER_WORKERS = 4
 
 
 class UnheldAnswersWarning(UserWarning):
@@ -113,9 +115,14 @@ class HeadRateTrainer(Trainer):
         return optimizer
 
     def _get_train_sampler(self, train_dataset: Any = None) -> torch.utils.data.Sampler | None:
+        dataset = self.train_dataset if train_dataset is None else train_dataset
+        seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
+        if self.args.train_sampling_strategy == "group_by_length" and isinstance(dataset, WindowBatches):
+            # The lengths from the Arrow offsets: Trainer's sampler would read every window row by row to count them.
+            batch = self.args.train_batch_size * self.args.gradient_accumulation_steps
+            return EpochSeededLengthGroupedSampler(batch, dataset.lengths, seed)
         sampler = super()._get_train_sampler(train_dataset)
         if type(sampler) is LengthGroupedSampler:
-            seed = self.args.data_seed if self.args.data_seed is not None else self.args.seed
             return EpochSeededLengthGroupedSampler(sampler.batch_size, sampler.lengths, seed)
         return sampler
 
@@ -162,7 +169,7 @@ def build_trainer(
         evaluator=evaluator if args.eval_strategy != "no" else None,
         evaluation_tokenizer=tokenizer,
         args=args,
-        train_dataset=features,
+        train_dataset=WindowBatches(features),
         data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0),
         callbacks=list(callbacks),
     )
@@ -236,13 +243,24 @@ def _package_arguments(config: TrainConfig, output_dir: Path, save_checkpoints: 
         remove_unused_columns=False,
         train_sampling_strategy="group_by_length",
         disable_tqdm=not progress,
-        dataloader_num_workers=0,
-        dataloader_pin_memory=torch.cuda.is_available(),
+        **_loading_arguments(default_device()),
         bf16=config.precision == "bf16",  # autocast: fp32 weights and optimizer state, bf16 matrix products
         use_cpu=config.precision == "bf16" and default_device() == "cpu",  # Trainer refuses bf16 without a GPU unless told
         # Under torchrun on CPU transformers picks no backend, and every process would train alone on all the data.
         ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available() else None,
     )
+
+
+def _loading_arguments(device: str) -> dict[str, Any]:
+    """How batches reach the model. On a GPU, worker processes read and pad the windows into pinned memory, copies
+    do not wait, and the loss is not checked for NaN at each step (a GPU sync; a diverged run is refused when
+    training ends): the CPU queues the next step while the GPU runs this one. On the CPU one process does it all,
+    since workers would take the cores the matrix products use."""
+    if device != "cuda":
+        return {"dataloader_num_workers": 0, "dataloader_pin_memory": False}
+    workers = min(GPU_LOADER_WORKERS, max(1, len(os.sched_getaffinity(0)) // 2))
+    return {"dataloader_num_workers": workers, "dataloader_persistent_workers": True, "dataloader_prefetch_factor": 4,
+            "dataloader_pin_memory": True, "accelerator_config": {"non_blocking": True}, "logging_nan_inf_filter": False}
 
 
 __all__ = ["OPTIMIZER", "HeadRateTrainer", "UnheldAnswersWarning", "build_trainer", "fresh_model",

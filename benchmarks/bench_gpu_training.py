@@ -1,0 +1,239 @@
+"""Training throughput on one GPU (windows/s): the package's training path against the Hugging Face QA recipe.
+
+Every variant trains a fresh default encoder (all-MiniLM-L6-v2) in bf16 autocast, in this process, one after
+another, on the same windows: the first ``--limit`` SQuAD v1.1 training questions cut into windows of
+``--max-seq-length`` 384 tokens with stride ``--doc-stride`` 128, of which the first ``--steps`` x batch windows
+(in file order) are the training set. Each timed run is one epoch over them, so every variant sees each window
+once whatever its sampler; it is timed from the end of its first step to the end of its last (CUDA synchronised),
+which leaves out the model's load, the loader's start and torch's first-call costs. A throw-away run of
+``--warmup`` steps of the same set-up comes before each timed run.
+
+Variants:
+
+* ``reference``: the recipe of Hugging Face's ``run_qa.py`` (``reference_recipe.py``): windows padded to 384,
+  ``default_data_collator``, Trainer's random sampler, ``AutoModelForQuestionAnswering``, with ``bf16=True``,
+  at ``--batch-size``.
+* ``ours``: ``bio_mrc``'s Trainer as ``train_model`` builds it (``WindowBatches`` read by loader workers,
+  length-grouped batches padded to their longest window, span + BIO heads), at ``--batch-size``.
+* ``ours-32``: the same at 32 windows a batch (the batch size of the earlier GPU configs).
+* ``rows-32``: the package's batch loading before ``WindowBatches``, at 32: windows read row by row in the
+  training process, the loss checked for NaN (a GPU sync) at every step.
+
+The share of the GPU's rate counts 6 x the encoder's non-embedding parameters per token fed (padding included,
+attention left out), against ``--peak-tflops`` (dense bf16; default by the GPU's name).
+
+    python benchmarks/bench_gpu_training.py [--limit 12000] [--steps 80] [--batch-size 128] [--encoder DIR]
+
+The last line is one JSON object:
+``{"benchmark": "gpu_training", "reference_windows_s": ..., "ours_windows_s": ..., "ratio": ..., ...}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import datasets
+import torch
+import transformers
+from transformers import AutoModelForQuestionAnswering, PrinterCallback, TrainerCallback, set_seed
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.encoders import load_tokenizer, resolve_encoder
+from bio_mrc.features.collate import WindowBatches, WindowCollator
+from bio_mrc.features.windows import build_features
+from bio_mrc.training.config import TrainConfig
+from bio_mrc.training.trainer import HeadRateTrainer, fresh_model_and_tokenizer, training_arguments
+from reference_recipe import reference_load_squad, reference_train_features, reference_trainer, reference_training_arguments
+
+import _common
+
+NAME = "gpu_training"
+DENSE_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}  # by a word of torch.cuda.get_device_name
+# The package's loading before WindowBatches: rows into the collator in the training process, NaN checked each step.
+ROW_LOADING = {"dataloader_num_workers": 0, "dataloader_persistent_workers": False, "dataloader_prefetch_factor": None,
+               "logging_nan_inf_filter": True}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    _common.add_data_arguments(parser, "squad-v1.1/train.json", "SQuAD v1.1 training file")
+    parser.add_argument("--encoder", default="default", help="encoder folder or id (default: the embedded one)")
+    parser.add_argument("--limit", type=int, default=12000, help="training questions cut into windows (the pool)")
+    parser.add_argument("--steps", type=int, default=80, help="steps of each timed epoch")
+    parser.add_argument("--batch-size", type=int, default=128, help="windows a step for reference and ours")
+    parser.add_argument("--warmup", type=int, default=5, help="steps of the throw-away run before each timed run")
+    parser.add_argument("--max-seq-length", type=int, default=384)
+    parser.add_argument("--doc-stride", type=int, default=128)
+    parser.add_argument("--variants", default="reference,ours,ours-32,rows-32")
+    parser.add_argument("--peak-tflops", type=float, default=None, help="the GPU's dense bf16 TFLOP/s (default: by name)")
+    parser.add_argument("--output", default=None, help="also write the JSON result to this file")
+    args = parser.parse_args()
+    args.data = _common.data_file(args, "squad-v1.1/train.json")
+    return args
+
+
+class StepClock(TrainerCallback):
+    """CUDA-synchronised time at the end of every step."""
+
+    def __init__(self) -> None:
+        self.ends: list[float] = []
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        self.ends.append(time.perf_counter())
+
+
+@dataclass
+class Timed:
+    variant: str
+    batch_size: int
+    steps: int
+    seconds: float  # from the end of step 1 to the end of the last
+    windows: int  # windows of steps 2..last
+    tokens: int  # tokens fed (padding included) in steps 2..last
+
+    @property
+    def windows_per_s(self) -> float:
+        return self.windows / self.seconds
+
+
+class CountingCollator:
+    """Wraps a collator; records each batch's windows and padded tokens."""
+
+    def __init__(self, collate: Callable) -> None:
+        self.collate, self.batches = collate, []
+
+    def __call__(self, features: Any) -> dict[str, torch.Tensor]:
+        batch = self.collate(features)
+        self.batches.append(tuple(batch["input_ids"].shape))
+        return batch
+
+
+def our_trainer(config: TrainConfig, windows: datasets.Dataset, out: str, steps: int | None, rows: bool,
+                callbacks: list) -> tuple[Any, CountingCollator]:
+    set_seed(config.seed)
+    model, tokenizer, _ = fresh_model_and_tokenizer(config)
+    loading = ROW_LOADING if rows else {}
+    config = replace(config, training_args={**loading, **({"max_steps": steps} if steps else {})})
+    args = training_arguments(config, Path(out), save_checkpoints=False, progress=False, checkpoint_steps=None)
+    counter = CountingCollator(WindowCollator(pad_token_id=tokenizer.pad_token_id or 0))
+    trainer = HeadRateTrainer(model=model, head_learning_rate=config.head_learning_rate, args=args,
+                              train_dataset=windows if rows else WindowBatches(windows), data_collator=counter,
+                              callbacks=callbacks)
+    trainer.remove_callback(PrinterCallback)
+    return trainer, counter
+
+
+def reference_run(encoder: str, tokenizer, windows: datasets.Dataset, batch_size: int, out: str, steps: int | None,
+                  callbacks: list) -> tuple[Any, CountingCollator]:
+    set_seed(42)
+    model = AutoModelForQuestionAnswering.from_pretrained(encoder)
+    args = reference_training_arguments(out, batch_size=batch_size, num_train_epochs=1, max_steps=steps or -1, bf16=True,
+                                        use_cpu=not torch.cuda.is_available(),
+                                        dataloader_pin_memory=torch.cuda.is_available())
+    trainer = reference_trainer(model, args, windows, tokenizer, callbacks=callbacks)
+    trainer.remove_callback(PrinterCallback)
+    counter = CountingCollator(trainer.data_collator)
+    trainer.data_collator = counter
+    return trainer, counter
+
+
+def timed_epoch(name: str, batch_size: int, build: Callable[[int | None, list], tuple[Any, CountingCollator]],
+                warmup: int) -> Timed:
+    build(warmup, [])[0].train()
+    clock = StepClock()
+    trainer, counter = build(None, [clock])
+    trainer.train()
+    shapes = counter.batches[1 : len(clock.ends)]
+    return Timed(name, batch_size, len(clock.ends), clock.ends[-1] - clock.ends[0], sum(s[0] for s in shapes),
+                 sum(s[0] * s[1] for s in shapes))
+
+
+def pools(args: argparse.Namespace, tokenizer, config: TrainConfig) -> tuple[datasets.Dataset, datasets.Dataset]:
+    reference = reference_train_features(reference_load_squad(args.data, args.limit), tokenizer, args.max_seq_length,
+                                         args.doc_stride)
+    ours = build_features(load_squad(args.data, limit=args.limit).examples, tokenizer, config.features,
+                          desc="training windows", heads=["span", "bio"])
+    ours = ours.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window"])
+    return reference, ours
+
+
+def non_embedding_parameters(encoder: str) -> int:
+    model = AutoModelForQuestionAnswering.from_pretrained(encoder)
+    embeddings = sum(p.numel() for name, p in model.named_parameters() if "embeddings" in name)
+    return sum(p.numel() for p in model.parameters()) - embeddings
+
+
+def peak_tflops(args: argparse.Namespace) -> tuple[str, float | None]:
+    if not torch.cuda.is_available():
+        return "no GPU", args.peak_tflops
+    name = torch.cuda.get_device_name(0)
+    known = next((value for word, value in DENSE_BF16_TFLOPS.items() if word in name), None)
+    return name, args.peak_tflops or known
+
+
+def variant_builder(variant: str, batch: int, needed: int, encoder: str, tokenizer, config: TrainConfig,
+                    pools_: tuple[datasets.Dataset, datasets.Dataset], out: str) -> Callable:
+    """The variant's set-up, given its step limit (None: the epoch) and callbacks, on its first ``needed`` windows."""
+    if variant == "reference":
+        windows = pools_[0].select(range(needed))
+        return lambda steps, callbacks: reference_run(encoder, tokenizer, windows, batch, out, steps, callbacks)
+    windows, ours = pools_[1].select(range(needed)), replace(config, batch_size=batch)
+    rows = variant.startswith("rows")
+    return lambda steps, callbacks: our_trainer(ours, windows, out, steps, rows, callbacks)
+
+
+def main(args: argparse.Namespace) -> None:
+    datasets.disable_progress_bars()
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    encoder = resolve_encoder(args.encoder)
+    tokenizer = load_tokenizer(encoder)
+    out = tempfile.mkdtemp(prefix="bench-gpu-training-")
+    config = TrainConfig(encoder=encoder, max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
+                         precision="bf16", epochs=1.0)
+    reference_pool, our_pool = pools(args, tokenizer, config)
+    gpu, peak = peak_tflops(args)
+    print(f"machine: {_common.machine_description()}; GPU {gpu}; {_common.load_and_date()}", flush=True)
+    runs: dict[str, Timed] = {}
+    for variant in [v.strip() for v in args.variants.split(",")]:
+        batch = 32 if variant.endswith("-32") else args.batch_size
+        needed = args.steps * batch
+        if min(len(reference_pool), len(our_pool)) < needed:
+            _common.fail(f"--limit {args.limit} gives {len(our_pool)} windows, fewer than --steps x {batch} = {needed}")
+        build = variant_builder(variant, batch, needed, encoder, tokenizer, config, (reference_pool, our_pool), out)
+        runs[variant] = timed_epoch(variant, batch, build, args.warmup)
+        print(f"{variant}: batch {batch}, {runs[variant].steps} steps, {runs[variant].windows_per_s:,.0f} windows/s", flush=True)
+    report(args, runs, non_embedding_parameters(encoder), gpu, peak)
+
+
+def report(args: argparse.Namespace, runs: dict[str, Timed], parameters: int, gpu: str, peak: float | None) -> None:
+    print(f"\n| variant | batch | windows/s | tokens/s | model TFLOP/s | share of {peak or '?'} TFLOP/s |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for run in runs.values():
+        tokens_s = run.tokens / run.seconds
+        tflops = 6 * parameters * tokens_s / 1e12
+        share = f"{100 * tflops / peak:.1f}%" if peak else "n/a"
+        print(f"| {run.variant} | {run.batch_size} | {run.windows_per_s:,.0f} | {tokens_s:,.0f} | {tflops:.1f} | {share} |")
+    result = {"benchmark": NAME, "gpu": gpu, "machine": _common.machine_description(), "date": time.strftime("%Y-%m-%d"),
+              "batch_size": args.batch_size, "steps": args.steps,
+              **{f"{name}_windows_s": round(run.windows_per_s, 1) for name, run in runs.items()}}
+    if "reference" in runs and "ours" in runs:
+        result["ratio"] = round(runs["ours"].windows_per_s / runs["reference"].windows_per_s, 3)
+    if "rows-32" in runs and "ours-32" in runs:
+        result["loading_ratio_32"] = round(runs["ours-32"].windows_per_s / runs["rows-32"].windows_per_s, 3)
+    line = json.dumps(result)
+    if args.output:
+        Path(args.output).write_text(line + "\n")
+    print(line)
+
+
+if __name__ == "__main__":
+    main(parse_args())

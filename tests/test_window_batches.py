@@ -1,0 +1,105 @@
+"""Training batches read as one Arrow table per batch pad exactly as rows read one by one."""
+
+import numpy as np
+import pytest
+import torch
+
+from bio_mrc.features.collate import WindowBatches, WindowCollator
+from bio_mrc.features.targets import MISSING_ANNOTATOR
+from bio_mrc.features.windows import FeatureConfig, build_features
+from bio_mrc.types import Example
+
+DECODING_COLUMNS = ["offset_mapping", "word_offsets", "example_index", "answer_in_window"]
+CONTEXT = "the normans came from normandy in france . they spoke french and lived by the sea ."
+
+
+def several_annotators():
+    """Questions with one, two and three annotators, so (seq, K) tag columns have different K across windows."""
+    return [
+        Example("two", "where from ?", CONTEXT, (((22, 40),), ((34, 40),))),
+        Example("one", "who ?", CONTEXT, (((4, 11),),)),
+        Example("three", "what language ?", CONTEXT, (((50, 56),), ((43, 56),), ((50, 56),))),
+        Example("none", "why ?", CONTEXT, ()),
+    ]
+
+
+def windows(examples, tokenizer, config):
+    return build_features(examples, tokenizer, config).remove_columns(DECODING_COLUMNS)
+
+
+def assert_same_batches(features, collator, index_sets):
+    batches = WindowBatches(features)
+    for indices in index_sets:
+        by_rows = collator([features[i] for i in indices])
+        by_table = collator(batches.__getitems__(indices))
+        assert list(by_rows) == list(by_table)
+        for key in by_rows:
+            assert by_rows[key].dtype == by_table[key].dtype, key
+            assert torch.equal(by_rows[key], by_table[key]), key
+
+
+@pytest.mark.parametrize("config", [
+    FeatureConfig(40, 12, 10, "soft", "one-hot", "subword"),
+    FeatureConfig(64, 16, 16, "soft", "soft", "word"),  # start/end as distributions over positions
+    FeatureConfig(64, 16, 16, "marginal", "one-hot", "word"),  # (seq, K) integer tags, K varying
+    FeatureConfig(48, 16, 12, "one-hot", "one-hot", "subword"),
+])
+def test_table_batches_equal_row_batches(sample_v1, tiny_tokenizer, config):
+    examples = [*sample_v1.examples, *several_annotators()]
+    features = windows(examples, tiny_tokenizer, config)
+    rng = np.random.default_rng(0)
+    index_sets = [rng.choice(len(features), size=min(5, len(features)), replace=False).tolist() for _ in range(8)]
+    assert_same_batches(features, WindowCollator(pad_token_id=3), [*index_sets, list(range(len(features)))])
+
+
+def test_marginal_tags_of_different_annotator_counts_pad_with_missing(tiny_tokenizer):
+    features = windows(several_annotators(), tiny_tokenizer, FeatureConfig(64, 16, 16, "marginal", "one-hot", "word"))
+    batch = WindowCollator()(WindowBatches(features).__getitems__([0, 1, 2]))
+    tags = batch["bio_targets"]
+    assert tags.shape[:2] == batch["input_ids"].shape and tags.shape[2] == 3 and tags.dtype == torch.long
+    assert (tags[1, :, 1:] == MISSING_ANNOTATOR).all()  # the one-annotator question's window
+
+
+def test_width_is_the_longest_window_rounded_up_to_eight(sample_v1, tiny_tokenizer):
+    features = windows(sample_v1.examples, tiny_tokenizer, FeatureConfig(40, 12, 10, "soft", "one-hot", "subword"))
+    batches = WindowBatches(features)
+    lengths = batches.lengths
+    assert lengths == [len(row["input_ids"]) for row in features]
+    shortest = int(np.argmin(lengths))
+    batch = WindowCollator()(batches.__getitems__([shortest]))
+    assert batch["input_ids"].shape[1] == -(-lengths[shortest] // 8) * 8
+    assert (batch["attention_mask"][0, lengths[shortest]:] == 0).all()
+    assert len(batches) == len(features) and batches[shortest] == features[shortest]
+
+
+def test_the_trainer_groups_by_the_arrow_lengths_in_the_order_rows_gave(sample_v1, tiny_tokenizer, tmp_path):
+    from transformers import TrainingArguments
+
+    from bio_mrc.training.trainer import EpochSeededLengthGroupedSampler, HeadRateTrainer
+
+    features = windows(sample_v1.examples, tiny_tokenizer, FeatureConfig(40, 12, 10, "soft", "one-hot", "subword"))
+    args = TrainingArguments(str(tmp_path), per_device_train_batch_size=4, train_sampling_strategy="group_by_length",
+                             report_to="none", use_cpu=True, seed=7)
+    model = torch.nn.Linear(1, 1)
+    by_table = HeadRateTrainer(model=model, args=args, train_dataset=WindowBatches(features))._get_train_sampler()
+    by_rows = HeadRateTrainer(model=model, args=args, train_dataset=features)._get_train_sampler()
+    assert type(by_table) is EpochSeededLengthGroupedSampler and type(by_rows) is EpochSeededLengthGroupedSampler
+    for epoch in (0, 1):
+        by_table.set_epoch(epoch), by_rows.set_epoch(epoch)
+        assert list(by_table) == list(by_rows)
+
+
+def test_batches_are_read_by_workers_on_a_gpu_and_in_the_training_process_on_a_cpu():
+    from bio_mrc.training.trainer import GPU_LOADER_WORKERS, _loading_arguments
+
+    assert _loading_arguments("cpu") == {"dataloader_num_workers": 0, "dataloader_pin_memory": False}
+    gpu = _loading_arguments("cuda")
+    assert 1 <= gpu["dataloader_num_workers"] <= GPU_LOADER_WORKERS and gpu["dataloader_pin_memory"]
+    assert gpu["logging_nan_inf_filter"] is False  # no GPU sync each step
+    assert_training_arguments_accept(gpu)
+
+
+def assert_training_arguments_accept(values):
+    from transformers import TrainingArguments
+
+    TrainingArguments("unused", report_to="none", use_cpu=True, **{k: v for k, v in values.items() if k != "dataloader_pin_memory"})
