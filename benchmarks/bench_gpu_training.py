@@ -104,35 +104,36 @@ class Timed:
         return self.windows / self.seconds
 
 
-class CountingCollator:
-    """Wraps a collator; records each batch's windows and padded tokens."""
+class BatchShapes:
+    """The (windows, padded width) of every batch the model is given, recorded by a forward pre-hook: in the
+    training process, wherever the loader's workers collate."""
 
-    def __init__(self, collate: Callable) -> None:
-        self.collate, self.batches = collate, []
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.shapes: list[tuple[int, int]] = []
+        model.register_forward_pre_hook(self._record, with_kwargs=True)
 
-    def __call__(self, features: Any) -> dict[str, torch.Tensor]:
-        batch = self.collate(features)
-        self.batches.append(tuple(batch["input_ids"].shape))
-        return batch
+    def _record(self, module, args, kwargs) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is not None and module.training:
+            self.shapes.append(tuple(ids.shape))
 
 
 def our_trainer(config: TrainConfig, windows: datasets.Dataset, out: str, steps: int | None, rows: bool,
-                callbacks: list) -> tuple[Any, CountingCollator]:
+                callbacks: list) -> tuple[Any, BatchShapes]:
     set_seed(config.seed)
     model, tokenizer, _ = fresh_model_and_tokenizer(config)
     loading = ROW_LOADING if rows else {}
     config = replace(config, training_args={**loading, **({"max_steps": steps} if steps else {})})
     args = training_arguments(config, Path(out), save_checkpoints=False, progress=False, checkpoint_steps=None)
-    counter = CountingCollator(WindowCollator(pad_token_id=tokenizer.pad_token_id or 0))
     trainer = HeadRateTrainer(model=model, head_learning_rate=config.head_learning_rate, args=args,
-                              train_dataset=windows if rows else WindowBatches(windows), data_collator=counter,
-                              callbacks=callbacks)
+                              train_dataset=windows if rows else WindowBatches(windows),
+                              data_collator=WindowCollator(pad_token_id=tokenizer.pad_token_id or 0), callbacks=callbacks)
     trainer.remove_callback(PrinterCallback)
-    return trainer, counter
+    return trainer, BatchShapes(model)
 
 
 def reference_run(encoder: str, tokenizer, windows: datasets.Dataset, batch_size: int, out: str, steps: int | None,
-                  callbacks: list) -> tuple[Any, CountingCollator]:
+                  callbacks: list) -> tuple[Any, BatchShapes]:
     set_seed(42)
     model = AutoModelForQuestionAnswering.from_pretrained(encoder)
     args = reference_training_arguments(out, batch_size=batch_size, num_train_epochs=1, max_steps=steps or -1, bf16=True,
@@ -140,18 +141,16 @@ def reference_run(encoder: str, tokenizer, windows: datasets.Dataset, batch_size
                                         dataloader_pin_memory=torch.cuda.is_available())
     trainer = reference_trainer(model, args, windows, tokenizer, callbacks=callbacks)
     trainer.remove_callback(PrinterCallback)
-    counter = CountingCollator(trainer.data_collator)
-    trainer.data_collator = counter
-    return trainer, counter
+    return trainer, BatchShapes(model)
 
 
-def timed_epoch(name: str, batch_size: int, build: Callable[[int | None, list], tuple[Any, CountingCollator]],
+def timed_epoch(name: str, batch_size: int, build: Callable[[int | None, list], tuple[Any, BatchShapes]],
                 warmup: int) -> Timed:
     build(warmup, [])[0].train()
     clock = StepClock()
-    trainer, counter = build(None, [clock])
+    trainer, recorded = build(None, [clock])
     trainer.train()
-    shapes = counter.batches[1 : len(clock.ends)]
+    shapes = recorded.shapes[1 : len(clock.ends)]
     return Timed(name, batch_size, len(clock.ends), clock.ends[-1] - clock.ends[0], sum(s[0] for s in shapes),
                  sum(s[0] * s[1] for s in shapes))
 

@@ -22,8 +22,8 @@ the encoder and a fresh ``Linear(H, 2)``); ``Trainer`` with its defaults: the ra
 OURS is the training path of ``bio_mrc.training.train.train_model`` built from its own pieces (so
 that the training set can be the same windows; ``train_model`` itself builds its windows from whole
 questions and saves a model at the end): ``build_features`` (no padding; span and BIO targets),
-the columns ``_trainer`` removes, ``WindowCollator`` (each batch padded to its longest window,
-rounded up to a multiple of 8), ``HeadRateTrainer`` with ``training_arguments`` (length-grouped
+the columns ``build_trainer`` removes, ``WindowBatches`` (one Arrow table per batch), ``WindowCollator``
+(each batch padded to its longest window, rounded up to a multiple of 8), ``HeadRateTrainer`` with ``training_arguments`` (length-grouped
 batches from ``EpochSeededLengthGroupedSampler``, the heads at their own learning rate) and the
 joint model (span + BIO heads) from ``fresh_model_and_tokenizer``. Variants on the same windows:
 
@@ -63,6 +63,7 @@ from typing import Any, Callable
 
 import datasets
 import numpy as np
+import pyarrow as pa
 import torch
 import transformers
 from transformers import AutoModelForQuestionAnswering, PrinterCallback, TrainerCallback, set_seed
@@ -71,7 +72,7 @@ from transformers.trainer_pt_utils import get_length_grouped_indices
 from bio_mrc import registry
 from bio_mrc.data.squad import load_squad
 from bio_mrc.encoders import load_tokenizer, resolve_encoder
-from bio_mrc.features.collate import WindowCollator
+from bio_mrc.features.collate import WindowBatches, WindowCollator
 from bio_mrc.features.windows import build_features
 from bio_mrc.training.config import TrainConfig
 from bio_mrc.training.trainer import HeadRateTrainer, fresh_model_and_tokenizer, training_arguments
@@ -160,7 +161,8 @@ class RecordingCollator:
 
     def __call__(self, features):
         batch = self.collate(features)
-        self.batches.append(([window_key(f) for f in features], int(batch["input_ids"].shape[1])))
+        rows = features.to_pylist() if isinstance(features, pa.Table) else features  # WindowBatches gives a table
+        self.batches.append(([window_key(f) for f in rows], int(batch["input_ids"].shape[1])))
         return batch
 
 
@@ -205,7 +207,7 @@ def ours_run(config: TrainConfig, features: datasets.Dataset, pad_id: int, max_s
     clock = StepClock()
     recorder = RecordingCollator(WindowCollator(pad_token_id=pad_id))
     trainer = HeadRateTrainer(model=model, head_learning_rate=config.head_learning_rate, args=args,
-                              train_dataset=features, data_collator=recorder, callbacks=[clock])
+                              train_dataset=WindowBatches(features), data_collator=recorder, callbacks=[clock])
     trainer.remove_callback(PrinterCallback)
     clock.called = time.perf_counter()
     trainer.train()
