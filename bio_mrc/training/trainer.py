@@ -258,7 +258,8 @@ def _loading_arguments(device: str) -> dict[str, Any]:
     since workers would take the cores the matrix products use."""
     if device != "cuda":
         return {"dataloader_num_workers": 0, "dataloader_pin_memory": False}
-    workers = min(GPU_LOADER_WORKERS, max(1, len(os.sched_getaffinity(0)) // 2))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers = min(GPU_LOADER_WORKERS, max(1, cores // 2))
     return {"dataloader_num_workers": workers, "dataloader_persistent_workers": True, "dataloader_prefetch_factor": 4,
             "dataloader_pin_memory": True, "accelerator_config": {"non_blocking": True}, "logging_nan_inf_filter": False}
 
