@@ -21,7 +21,9 @@ from bio_mrc.serving.answering import Question
 from bio_mrc.serving.app import create_app
 from bio_mrc.serving.batching import DynamicBatcher, SharedWorker
 from bio_mrc.serving.config import ServeConfig
-from bio_mrc.serving.guards import LARGE_BODY_BYTES, BodyGuard, HostGuard, allowed_host_names, host_name, off_loop
+from bio_mrc.serving.guards import (
+    LARGE_BODY_BYTES, BodyGuard, HostGuard, StrictJson, allowed_host_names, host_name, off_loop,
+)
 from bio_mrc.serving.scheduler import AnswerScheduler
 from bio_mrc.serving.windows import question_windows
 
@@ -99,9 +101,37 @@ def test_json_the_server_will_not_read_is_a_400_naming_where(extractor, name):  
 
 
 def test_deep_brackets_inside_a_string_are_text():
-    from bio_mrc.serving.guards import strict_json_problem
+    from bio_mrc.serving.guards import read_strict_json
 
-    assert strict_json_problem(json.dumps({"question": "[" * 100, "context": "\\\"{" * 50}).encode()) is None
+    document = {"question": "[" * 100, "context": "\\\"{" * 50}
+    assert read_strict_json(json.dumps(document).encode()) == StrictJson(parsed=True, document=document)
+
+
+def test_a_body_is_parsed_once_by_the_guard_whose_document_the_route_takes(extractor, monkeypatch):  # noqa: F811
+    """The route reads the document BodyGuard parsed (a large body: one trip to the helper, not two)."""
+    from bio_mrc.serving import app as app_module
+
+    parsed_again = []
+    monkeypatch.setattr(app_module, "off_loop", lambda *args: parsed_again.append(args))
+    context = "Newton wrote it. " * (LARGE_BODY_BYTES // 16)
+    with TestClient(create_app(extractor, ServeConfig(max_context_chars=len(context)))) as client:
+        large = client.post("/answer", json={"question": "Who wrote it?", "context": context})
+        small = client.post("/answer", json=GOOD)
+    assert large.status_code == 200 and small.status_code == 200 and parsed_again == []
+    assert_same_answer(large.json()["results"][0], extractor("Who wrote it?", context))
+
+
+@pytest.mark.parametrize("body, read", [
+    (b'{"a": 1}', StrictJson(parsed=True, document={"a": 1})),
+    (b'{"a": 1, "a": 2}', StrictJson("body: the key 'a' appears twice in one object (JSON leaves which to keep undefined)")),
+    (b'{"a": ', StrictJson()),  # syntax: the application's 422, with its position
+    (b'{"a": "\xff"}', StrictJson()),  # not UTF-8: the application's 400
+    (b'null', StrictJson(parsed=True, document=None)),
+])
+def test_a_strict_read_refuses_parses_or_leaves_to_the_application(body, read):
+    from bio_mrc.serving.guards import read_strict_json
+
+    assert read_strict_json(body) == read
 
 
 # --- time, clients that leave, fairness ----------------------------------------------------------

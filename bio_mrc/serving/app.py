@@ -31,7 +31,7 @@ from ..types import Prediction, RankedAnswers
 from .answering import Question
 from .bounded import ClientLeft, bounded, gather_cancelling
 from .config import ServeConfig
-from .guards import BodyGuard, off_loop
+from .guards import PARSED_BODY, BodyGuard, off_loop
 from .scheduler import AnswerScheduler
 from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, Span, answer_request_model
 
@@ -104,11 +104,15 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
 
 
 class OffLoopJsonRequest(Request):
-    """A request whose JSON body, when large, is parsed in the app's helper process (:func:`~.guards.off_loop`)."""
+    """A request whose JSON body is the document :class:`~.guards.BodyGuard` parsed (once, a large one in the app's
+    helper process); a body it left alone is parsed here, likewise off the loop when large (:func:`~.guards.off_loop`)."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            self._json = await off_loop(json.loads, await self.body(), self.app.state.helper)
+            if PARSED_BODY in self.scope:
+                self._json = self.scope[PARSED_BODY]
+            else:
+                self._json = await off_loop(json.loads, await self.body(), self.app.state.helper)
         return self._json
 
 

@@ -2,9 +2,10 @@
 
 * :class:`BodyGuard`: the body is read in pieces and refused (413) as soon as it passes the limit,
   whether its length is declared (``Content-Length``) or not (chunked), so no more than the limit is
-  ever held; a JSON body is then parsed strictly (:func:`strict_json_problem`: duplicate keys, nesting
-  and integer digits bounded), a refusal (400) naming where in the body it is; a large body is checked in the
-  server's helper process (:func:`off_loop`), so the event loop keeps serving short requests meanwhile;
+  ever held; a JSON body is then parsed strictly (:func:`read_strict_json`: duplicate keys, nesting
+  and integer digits bounded), a refusal (400) naming where in the body it is; a large body is parsed in the
+  server's helper process (:func:`off_loop`), so the event loop keeps serving short requests meanwhile, and the
+  document goes to the application in the request's scope (:data:`PARSED_BODY`), so it is parsed once;
 * :class:`HostGuard`: the ``Host`` header must name this server (DNS rebinding: a web page whose own
   name resolves to 127.0.0.1 must not reach a loopback server from the browser).
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, TypeVar
 
 from .helper_process import HelperProcess
@@ -25,6 +27,7 @@ MAX_INT_DIGITS = 32  # the largest valid integer (top_k) has two digits
 LARGE_BODY_BYTES = 1 << 16  # a body this long is parsed off the loop: its milliseconds are not the event loop's
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 ANY_HOST = "*"
+PARSED_BODY = "bio_mrc.parsed_body"  # the scope key holding the JSON document BodyGuard parsed from the body
 # A JSON string (escapes included), an opening or closing bracket, or a run of digits outside a string.
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?\d{%d,}' % (MAX_INT_DIGITS + 1), re.DOTALL)
 
@@ -72,10 +75,12 @@ class BodyGuard:
         body = b"".join(chunks)
         del chunks
         if _is_json(scope):
-            problem = await off_loop(strict_json_problem, body, self.helper)
-            if problem:
-                await refuse(send, 400, problem)
+            read = await off_loop(read_strict_json, body, self.helper)
+            if read.problem:
+                await refuse(send, 400, read.problem)
                 return
+            if read.parsed:
+                scope = {**scope, PARSED_BODY: read.document}
         await self.app(scope, _replay(body, receive), send)
 
 
@@ -131,25 +136,36 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def strict_json_problem(body: bytes) -> str | None:
-    """Why ``body`` is refused as JSON this server reads (with where it is), or None. Syntax errors,
-    and non-UTF-8 bytes, are left to the application (422 and 400 with their own positions)."""
+@dataclass(frozen=True)
+class StrictJson:
+    """A body read as JSON this server takes: why it is refused, or its document (``parsed``). Neither when its
+    syntax or encoding is wrong: the application answers those (422 and 400, with their own positions)."""
+
+    problem: str | None = None
+    parsed: bool = False
+    document: Any = None
+
+
+def read_strict_json(body: bytes) -> StrictJson:
+    """``body`` parsed strictly: duplicate keys, integers of more than :data:`MAX_INT_DIGITS` digits and nesting
+    deeper than :data:`MAX_JSON_DEPTH` are refused, each naming where it is."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        return None
+        return StrictJson()
     try:
-        json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_bounded_int)
+        document = json.loads(text, object_pairs_hook=_no_duplicates, parse_int=_bounded_int)
     except _Refused as refused:
         if str(refused) == "too long":
             where = _first_token(text, lambda token: token[0] not in '"[]{}')
-            return f"body: an integer of more than {MAX_INT_DIGITS} digits at character {where}"
-        return f"body: {refused}"
+            return StrictJson(f"body: an integer of more than {MAX_INT_DIGITS} digits at character {where}")
+        return StrictJson(f"body: {refused}")
     except RecursionError:
-        return _too_deep(text)
+        return StrictJson(_too_deep(text))
     except ValueError:
-        return None
-    return _too_deep(text)
+        return StrictJson()
+    problem = _too_deep(text)
+    return StrictJson(problem) if problem else StrictJson(parsed=True, document=document)
 
 
 def _first_token(text: str, wanted) -> int:
