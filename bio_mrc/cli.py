@@ -27,7 +27,7 @@ from .data.text import read_text_file
 from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
-from .inference.defaults import DEFAULT_CHUNK_SIZE, INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS
+from .inference.defaults import DEFAULT_CHUNK_SIZE, GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS
 from .precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from .serving.config import ServeConfig
 from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
@@ -477,7 +477,8 @@ def _add_model_commands(add_command) -> None:
                          help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
                               "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
                               "- writes the answer lines to standard output and no file")
-    predict.add_argument("--batch-size", type=_count, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
+    predict.add_argument("--batch-size", type=_count, default=None,
+                         help=f"windows per forward batch (default: {INFERENCE_BATCH_SIZE} on a CPU, {GPU_INFERENCE_BATCH_SIZE} on a GPU)")
     predict.add_argument("--chunk-size", type=_count, default=DEFAULT_CHUNK_SIZE,
                          help="questions read, run and decoded at a time (memory grows with it, not with the file)")
     predict.add_argument("--resume", action="store_true",
@@ -507,7 +508,8 @@ def _add_model_commands(add_command) -> None:
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
     tune.add_argument("--limit", type=_count)
     tune.add_argument("--decoding", choices=registry.decoding_names(), nargs="+", help="default: every decoding the model has")
-    tune.add_argument("--batch-size", type=_count, default=INFERENCE_BATCH_SIZE, help="windows per forward batch")
+    tune.add_argument("--batch-size", type=_count, default=None,
+                         help=f"windows per forward batch (default: {INFERENCE_BATCH_SIZE} on a CPU, {GPU_INFERENCE_BATCH_SIZE} on a GPU)")
     _add_precision_option(tune)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
     tune.add_argument("--output-dir", help="a new folder: copy the model there and save the tuned settings in the copy "

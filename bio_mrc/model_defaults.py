@@ -14,8 +14,12 @@ BIO_LOSS_REDUCTION = "token_mean"
 BIO_PRIOR = (0.01, 0.02, 0.97)
 
 # Windows per forward batch when answering. On CPU, batches of 16 length-sorted windows ran 1.14x faster than 64
-# (bench_inference.py --levers; their activations stay in cache); on a GPU pass a larger one. Training measures
-# auto's inference precision at this batch too.
+# (bench_inference.py --levers; their activations stay in cache). Training measures auto's inference precision at
+# this batch too.
 INFERENCE_BATCH_SIZE = 16
+# On a GPU a pass of 16 windows is over before the host has launched the next: scoring on an H100 ran 21 such
+# passes a second with the GPU near idle, so a model on a GPU answers in passes of this many.
+GPU_INFERENCE_BATCH_SIZE = 128
 
-__all__ = ["BIO_LOSS_REDUCTION", "BIO_LOSS_REDUCTIONS", "BIO_LOSS_WEIGHT", "BIO_PRIOR", "HEADS", "INFERENCE_BATCH_SIZE", "SPAN_LOSS_WEIGHT"]
+__all__ = ["BIO_LOSS_REDUCTION", "BIO_LOSS_REDUCTIONS", "BIO_LOSS_WEIGHT", "BIO_PRIOR", "GPU_INFERENCE_BATCH_SIZE", "HEADS",
+           "INFERENCE_BATCH_SIZE", "SPAN_LOSS_WEIGHT"]

@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -123,3 +124,23 @@ def test_a_loaded_model_runs_on_the_gpu_when_there_is_one(trained_in, monkeypatc
     TrainedModel.load(trained_in["fp32"])
     TrainedModel.load(trained_in["fp32"], device="cpu")
     assert moved_to == ["cuda", "cpu"]
+
+
+def test_a_model_answers_in_passes_of_16_windows_on_a_cpu_and_128_on_a_gpu(trained_in, sample_v1, monkeypatch):
+    from bio_mrc.inference import forward
+    from bio_mrc.model import BioMrcForQuestionAnswering
+    from bio_mrc.model_defaults import GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE
+
+    trained = TrainedModel.load(trained_in["fp32"], device="cpu")
+    assert trained.batch_size == INFERENCE_BATCH_SIZE and AnswerExtractor(trained).batch_size == INFERENCE_BATCH_SIZE
+    assert AnswerExtractor(trained, batch_size=3).batch_size == 3
+    passes = []
+    real = forward.predict_windows
+    monkeypatch.setattr("bio_mrc.inference.loading.predict_windows",
+                        lambda *args: passes.append(args[4]) or real(*args))
+    default, explicit = trained.windows(sample_v1.examples), trained.windows(sample_v1.examples, batch_size=2)
+    assert passes == [INFERENCE_BATCH_SIZE, 2]
+    inside = default.mask  # past a window's end the logits depend on its batch's padding; decoding masks them
+    np.testing.assert_allclose(default.start_logits[inside], explicit.start_logits[inside], atol=1e-4)
+    monkeypatch.setattr(BioMrcForQuestionAnswering, "device", property(lambda self: torch.device("cuda", 0)))
+    assert trained.batch_size == GPU_INFERENCE_BATCH_SIZE and AnswerExtractor(trained).batch_size == GPU_INFERENCE_BATCH_SIZE

@@ -3,7 +3,7 @@ options' defaults without loading torch."""
 
 from __future__ import annotations
 
-from ..model_defaults import INFERENCE_BATCH_SIZE
+from ..model_defaults import GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE
 # Questions per chunk: large enough that windows batch well by length, small enough to hold at once.
 DEFAULT_CHUNK_SIZE = 1000
 
@@ -11,4 +11,4 @@ DEFAULT_CHUNK_SIZE = 1000
 # answers are what a three-parameter fit needs for its ECE to mean something (on 20, every answer may be wrong).
 MIN_CALIBRATION_QUESTIONS = 100
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "INFERENCE_BATCH_SIZE", "MIN_CALIBRATION_QUESTIONS"]
+__all__ = ["DEFAULT_CHUNK_SIZE", "GPU_INFERENCE_BATCH_SIZE", "INFERENCE_BATCH_SIZE", "MIN_CALIBRATION_QUESTIONS"]

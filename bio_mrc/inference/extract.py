@@ -19,7 +19,6 @@ from ..errors import ConfigError, DataFormatError
 from ..types import Example, Prediction, RankedAnswers
 from .answers import decode_answers
 from .documents import rank_across_documents
-from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel
 
 
@@ -89,7 +88,7 @@ class AnswerExtractor:
         multi_span: bool = False,
         decode_config: DecodeConfig | None = None,
         min_span_probability: float | None = None,
-        batch_size: int = INFERENCE_BATCH_SIZE,
+        batch_size: int | None = None,
         progress: bool = False,
     ) -> None:
         self.trained = trained
@@ -99,7 +98,7 @@ class AnswerExtractor:
         self.multi_span = multi_span
         self.decode_config = decode_config or DecodeConfig()
         self.min_span_probability = min_span_probability
-        self.batch_size = batch_size
+        self.batch_size = batch_size or trained.batch_size  # windows a forward pass: 16 on a CPU, 128 on a GPU
 
     @classmethod
     def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None, **kwargs) -> "AnswerExtractor":

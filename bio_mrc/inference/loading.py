@@ -20,7 +20,8 @@ from ..hub import local_folder
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import progress_bars
 from ..types import Example
-from .forward import INFERENCE_BATCH_SIZE, predict_windows
+from .defaults import GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE
+from .forward import predict_windows
 from .onnx_runner import ONNX_FILE, OnnxModel  # the runner only: the exporter (.onnx) builds on this module
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
@@ -97,10 +98,19 @@ class TrainedModel:
             return replace(config, bio_length_prior=self.model.config.bio_length_prior or 0.0)
         return config
 
-    def windows(self, examples: Sequence[Example], batch_size: int = INFERENCE_BATCH_SIZE, progress: bool = False) -> WindowOutputs:
+    @property
+    def batch_size(self) -> int:
+        """Windows a forward pass unless told otherwise: :data:`GPU_INFERENCE_BATCH_SIZE` for a model on a GPU,
+        :data:`INFERENCE_BATCH_SIZE` elsewhere (the CPU, ONNX Runtime)."""
+        device = getattr(self.model, "device", None)
+        return GPU_INFERENCE_BATCH_SIZE if getattr(device, "type", None) == "cuda" else INFERENCE_BATCH_SIZE
+
+    def windows(self, examples: Sequence[Example], batch_size: int | None = None, progress: bool = False) -> WindowOutputs:
+        """Every window's outputs, ``batch_size`` windows a forward pass (default: :attr:`batch_size`)."""
         with progress_bars(progress):
             precision = self.precision if self.backend == "torch" else None
-            return predict_windows(self.model, self.tokenizer, examples, self.features, batch_size, progress, precision)
+            return predict_windows(self.model, self.tokenizer, examples, self.features, batch_size or self.batch_size,
+                                   progress, precision)
 
 
 def forward_precision(precision: str | None, onnx: bool, where: str) -> str:

@@ -28,7 +28,7 @@ from ..io import check_outputs_apart, open_no_follow
 from ..types import Example
 from .extract import AnswerExtractor
 from .files import answer_record, answer_record_problem, prediction_paths, write_files_from_stream
-from .defaults import DEFAULT_CHUNK_SIZE, INFERENCE_BATCH_SIZE
+from .defaults import DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel
 from .sharding import Shard, SINGLE_PROCESS
 
@@ -46,7 +46,7 @@ class StreamPlan:
     multi_span: bool = False
     min_span_probability: float | None = None
     chunk_size: int = DEFAULT_CHUNK_SIZE
-    batch_size: int = INFERENCE_BATCH_SIZE
+    batch_size: int | None = None  # windows a forward pass (None: the model's device's default)
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1:
