@@ -1,7 +1,8 @@
 """End-to-end inference: bio_mrc's prediction path vs the common Hugging Face QA recipe.
 
 Both sides start from the raw SQuAD JSON and end with a predictions file on
-disk, with the same trained weights, in the same process, on the CPU, one after
+disk, with the same trained weights, in the same process, on the same device
+(the GPU when there is one, else the CPU), one after
 the other (reference first, then ours; ``--repeats N`` alternates them N times
 and reports the median of each). Each side also loads the model and its
 tokenizer inside its timed region. One untimed forward runs first so neither
@@ -19,7 +20,9 @@ recipe of Hugging Face's ``run_qa.py`` / question-answering notebook:
 * a plain ``AutoModelForQuestionAnswering``-style forward as ``Trainer.predict``
   runs it: the windows in dataset order (no length sorting) in fixed batches of
   ``--batch-size`` through a ``DataLoader`` with ``default_data_collator``,
-  under ``torch.no_grad()``, logits concatenated with numpy. The model is
+  under ``torch.no_grad()`` (and bf16 autocast with ``--reference-precision bf16``,
+  the recipe's ``--bf16``; ours runs in the package's ``auto`` precision), logits
+  concatenated with numpy. The model is
   loaded with ``AutoModelForQuestionAnswering.from_pretrained`` (bio_mrc
   registers its class there) and only ``input_ids``, ``attention_mask`` and
   ``token_type_ids`` are fed; ``start_logits``/``end_logits`` come from the
@@ -53,7 +56,7 @@ difference is classified from the reference's own logits (see ``classify``).
 Official v1.1 EM/F1 of both are printed.
 
     python benchmarks/bench_inference.py [--limit 1000] [--repeats 1] [--model DIR] [--max-seq-length 384 --doc-stride 128]
-        [--ours-batch-size N] [--onnx EXPORT_DIR] [--threads N] [--levers]
+        [--ours-batch-size N] [--reference-precision fp32|bf16] [--onnx EXPORT_DIR] [--threads N] [--levers]
 
 The last line is one JSON object:
 ``{"benchmark": ..., "reference_s": ..., "ours_s": ..., "ratio": ..., "identical": ..., "machine": ...}``
@@ -84,8 +87,9 @@ from bio_mrc.decoding.spans import best_spans
 from bio_mrc.features.ragged import RaggedColumn
 from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.inference import TrainedModel, write_prediction_files
-from bio_mrc.inference.forward import INFERENCE_BATCH_SIZE, as_runner, window_logits, window_outputs
+from bio_mrc.inference.forward import as_runner, window_logits, window_outputs
 from bio_mrc.metrics.squad_official import squad_metrics
+from bio_mrc.precision import default_device
 from reference_recipe import (
     MAX_ANSWER_LENGTH,
     N_BEST,
@@ -107,7 +111,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=1, help="runs per side (alternating); the median is reported")
     parser.add_argument("--batch-size", type=int, default=64, help="the reference's batch size (the recipe's eval batch)")
     parser.add_argument("--ours-batch-size", type=int, default=None,
-                        help="ours' batch size (default: the package's, TrainedModel.windows' default)")
+                        help="ours' batch size (default: the package's, TrainedModel.windows' default for the device)")
+    parser.add_argument("--reference-precision", choices=("fp32", "bf16"), default="fp32",
+                        help="the reference's: fp32 (the recipe's default) or bf16 (the recipe with --bf16, autocast)")
     parser.add_argument("--max-seq-length", type=int, default=None,
                         help="windows of both sides (default: the model's); the reference pads every window to it")
     parser.add_argument("--doc-stride", type=int, default=None, help="stride of both sides' windows (default: the model's)")
@@ -135,11 +141,13 @@ AGREEMENT = 0.995  # "identical": the same answer text on at least this share of
 # ---------------------------------------------------------------------------------------------
 
 
-def run_reference(model_dir: str, data: str, limit: int | None, max_length: int, stride: int, batch_size: int, out: Path):
-    """The whole recipe, raw JSON to predictions.json; returns ((predictions, kept for diagnosis), stage seconds)."""
+def run_reference(model_dir: str, data: str, limit: int | None, max_length: int, stride: int, batch_size: int, out: Path,
+                  precision: str = "fp32"):
+    """The whole recipe, raw JSON to predictions.json, on the device ours runs on (the GPU when there is one);
+    returns ((predictions, kept for diagnosis), stage seconds)."""
     times = _common.StageTimes()
     with times.stage("load model"):
-        model = AutoModelForQuestionAnswering.from_pretrained(model_dir)
+        model = AutoModelForQuestionAnswering.from_pretrained(model_dir).to(default_device())
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
     with times.stage("read JSON"):
         examples = reference_load_squad(data, limit)
@@ -149,7 +157,7 @@ def run_reference(model_dir: str, data: str, limit: int | None, max_length: int,
             fn_kwargs={"tokenizer": tokenizer, "max_length": max_length, "doc_stride": stride},
         )
     with times.stage("forward"):
-        logits = reference_predict(model, features, batch_size)
+        logits = reference_predict(model, features, batch_size, precision)
     with times.stage("post-process + write"):
         out.mkdir(parents=True, exist_ok=True)
         predictions = reference_postprocess_qa_predictions(examples, features, logits, output_dir=str(out))
@@ -305,8 +313,9 @@ def set_up(args: argparse.Namespace) -> Setup:
     windows = dataclasses.replace(probe.features, max_seq_length=args.max_seq_length or probe.features.max_seq_length,
                                   doc_stride=args.doc_stride or probe.features.doc_stride)
     with torch.inference_mode():  # one untimed forward: torch's first-call set-up is paid by neither side
-        probe.model(input_ids=torch.ones(8, 64, dtype=torch.long), attention_mask=torch.ones(8, 64, dtype=torch.long))
-    return Setup(args.model, args.onnx or args.model, args.ours_batch_size or INFERENCE_BATCH_SIZE, args.limit or None,
+        ones = torch.ones(8, 64, dtype=torch.long, device=probe.model.device)
+        probe.model(input_ids=ones, attention_mask=ones)
+    return Setup(args.model, args.onnx or args.model, args.ours_batch_size or probe.batch_size, args.limit or None,
                  root, probe, windows, windows.max_seq_length)
 
 
@@ -315,7 +324,7 @@ def timed_runs(args: argparse.Namespace, setup: Setup) -> Runs:
     windows, rss = setup.windows, {}
     sides = {
         "reference": lambda: run_reference(setup.model_dir, args.data, setup.limit, setup.ref_length, windows.doc_stride,
-                                           args.batch_size, setup.root / "reference"),
+                                           args.batch_size, setup.root / "reference", args.reference_precision),
         "ours": lambda: run_ours(setup.ours_dir, args.data, setup.limit, windows, setup.ours_batch, setup.root / "ours"),
     }
 
@@ -340,8 +349,10 @@ def print_header(args: argparse.Namespace, setup: Setup, runs: Runs) -> str:
     print()
     print(f"end-to-end inference, SQuAD v1.1 {Path(args.data).name}, {n} questions, model {setup.model_dir}"
           f"{f' (ours: its ONNX export {setup.ours_dir}, ONNX Runtime)' if args.onnx else ''}; batch size: reference "
-          f"{args.batch_size}, ours {setup.ours_batch}")
+          f"{args.batch_size}, ours {setup.ours_batch}; reference precision {args.reference_precision}")
     machine = _common.machine_description()
+    if torch.cuda.is_available():
+        machine += f"; both sides on GPU {torch.cuda.get_device_name(0)}"
     print(f"machine: {machine}; transformers {transformers.__version__}; {_common.load_and_date()}; "
           f"median of {args.repeats} run(s) per side")
     fed = _fed_tokens(lengths, setup.ours_batch) / (len(runs.ref_features) * setup.ref_length)

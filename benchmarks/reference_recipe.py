@@ -171,16 +171,18 @@ def reference_trainer(model, args: TrainingArguments, train_features: datasets.D
 
 
 @torch.no_grad()
-def reference_predict(model, features: datasets.Dataset, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """``Trainer.predict``: unused columns removed, sequential batches, ``torch.no_grad()``."""
+def reference_predict(model, features: datasets.Dataset, batch_size: int, precision: str = "fp32") -> tuple[np.ndarray, np.ndarray]:
+    """``Trainer.predict``: unused columns removed, sequential batches, ``torch.no_grad()``, each batch on the model's
+    device; ``precision`` bf16 is the recipe run with ``--bf16`` (autocast), fp32 its default."""
     model.eval()
     inputs = features.remove_columns([c for c in features.column_names if c not in ("input_ids", "attention_mask", "token_type_ids")])
     loader = DataLoader(inputs, batch_size=batch_size, shuffle=False, collate_fn=default_data_collator)
     starts, ends = [], []
     for batch in loader:
-        out = model(**batch)
-        starts.append(out.start_logits.cpu().numpy())
-        ends.append(out.end_logits.cpu().numpy())
+        with torch.autocast(device_type=model.device.type, dtype=torch.bfloat16, enabled=precision == "bf16"):
+            out = model(**{name: tensor.to(model.device) for name, tensor in batch.items()})
+        starts.append(out.start_logits.float().cpu().numpy())
+        ends.append(out.end_logits.float().cpu().numpy())
     return np.concatenate(starts), np.concatenate(ends)
 
 
