@@ -19,12 +19,13 @@ run in this process, one after the other, on the same inputs:
 in a fresh cache folder, so the probe runs as on a machine that meets the model for the first time; its choice,
 the rates it measured, and the probe's seconds are reported, and its speed against the faster fixed precision
 (the target: never more than 5% slower). ``--rounds N`` runs the precisions N times in alternating order and
-keeps each one's best run (on a shared machine another job slows some runs, never speeds one).
+keeps each one's best run (on a shared machine another job slows some runs, never speeds one). ``--skip-emulated``
+leaves out bf16 where it is emulated (there ``auto`` is fp32 by rule, and emulated bf16 trains about 20x slower).
 
 The CPU's model name and bf16 support (AMX-BF16, AVX512-BF16: ``bio_mrc.precision.cpu_features``)
 are recorded; where neither is present bf16 is emulated and slower.
 
-    python benchmarks/bench_precision.py [--train-questions 400] [--eval-questions 500] [--model DIR] [--threads N] [--rounds 1]
+    python benchmarks/bench_precision.py [--train-questions 400] [--eval-questions 500] [--model DIR] [--threads N] [--rounds 1] [--skip-emulated]
 
 The last line is one JSON object: ``{"benchmark": "precision", "machine": ..., "cpu": ..., "native_bf16": ...,
 "training_ratio": bf16 windows/s over fp32's, "inference_ratio": bf16 questions/s over fp32's,
@@ -67,12 +68,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--model", default=None, help="a trained model for the inference part (default: this run's fp32 one)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--rounds", type=int, default=1, help="runs of each precision, alternating; each one's best counts")
+    parser.add_argument("--skip-emulated", action="store_true",
+                        help="where bf16 is emulated (auto never picks it there), time fp32 and auto alone: emulated bf16 trains 20x slower")
     args = parser.parse_args()
     data_dir = _common.data_root(args)
     args.train = str(_common.require_data(data_dir / "squad-v1.1" / "train.json"))
     args.dev = str(_common.require_data(data_dir / "squad-v1.1" / "dev.json"))
     if args.model:
         args.model = _common.model_dir(args.model)
+    args.precisions = ("fp32", "auto") if args.skip_emulated and not native_bf16("cpu") else PRECISIONS
     return args
 
 
@@ -143,12 +147,15 @@ def auto_summary(choices: dict, training: dict, inference: dict) -> dict:
     """auto's choice per phase and its rate over the faster fixed precision's (>= 0.95 is the target)."""
     summary = {}
     for phase, results, rate in (("training", training, "windows_per_s"), ("inference", inference, "questions_per_s")):
-        faster = max(FIXED, key=lambda p: results[p][rate])
-        summary[phase] = {**choices.get(phase, {}), "faster_fixed": faster,
-                          "against_faster": results["auto"][rate] / results[faster][rate],
-                          "against_fp32": results["auto"][rate] / results["fp32"][rate],
-                          "against_bf16": results["auto"][rate] / results["bf16"][rate]}
+        faster = max((p for p in FIXED if p in results), key=lambda p: results[p][rate])
+        summary[phase] = {**choices.get(phase, {}), "faster_fixed": faster, "against_faster": ratio(results, "auto", faster, rate),
+                          "against_fp32": ratio(results, "auto", "fp32", rate), "against_bf16": ratio(results, "auto", "bf16", rate)}
     return summary
+
+
+def ratio(results: dict, over: str, under: str, rate: str) -> float | None:
+    """``over``'s rate over ``under``'s; None where one of them did not run (``--skip-emulated``)."""
+    return results[over][rate] / results[under][rate] if over in results and under in results else None
 
 
 def main(args: argparse.Namespace) -> None:
@@ -161,28 +168,28 @@ def main(args: argparse.Namespace) -> None:
           f"{_common.load_and_date()}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["BIO_MRC_CACHE_DIR"] = str(Path(tmp) / "cache")  # auto measures as on a machine new to the model
-        configs = {p: TrainConfig(heads="span+bio", precision=p, epochs=1, learning_rate=1e-4, seed=42, **WINDOWS) for p in PRECISIONS}
+        configs = {p: TrainConfig(heads="span+bio", precision=p, epochs=1, learning_rate=1e-4, seed=42, **WINDOWS) for p in args.precisions}
         choices, probe_seconds = auto_choices(configs["auto"])
-        training_runs = {p: [] for p in PRECISIONS}
+        training_runs = {p: [] for p in args.precisions}
         for round_ in range(args.rounds):
-            for p in PRECISIONS if round_ % 2 == 0 else PRECISIONS[::-1]:
+            for p in args.precisions if round_ % 2 == 0 else args.precisions[::-1]:
                 training_runs[p].append(training_throughput(train, configs[p], Path(tmp) / f"{p}-{round_}", args.warmup))
         training = {p: fastest_run(runs, "windows_per_s") for p, runs in training_runs.items()}
         model_dir = Path(args.model) if args.model else Path(tmp) / "fp32-0"
-        inference_runs, outputs = {p: [] for p in PRECISIONS}, {}
+        inference_runs, outputs = {p: [] for p in args.precisions}, {}
         for round_ in range(args.rounds):
-            for p in PRECISIONS if round_ % 2 == 0 else PRECISIONS[::-1]:
+            for p in args.precisions if round_ % 2 == 0 else args.precisions[::-1]:
                 stats, outputs[p] = inference_run(model_dir, dev, p)
                 inference_runs[p].append(stats)
     inference = {p: fastest_run(runs, "questions_per_s") for p, runs in inference_runs.items()}
-    outputs_agree = agreement(outputs["fp32"], outputs["bf16"], dev)
+    outputs_agree = agreement(outputs["fp32"], outputs["bf16"], dev) if "bf16" in outputs else {}
     auto = auto_summary(choices, training, inference)
     print_table(training, inference, outputs_agree, auto, probe_seconds, args)
     print(json.dumps({
         "benchmark": "precision", "machine": machine, "cpu": cpu_name(), "cpu_bf16_features": cpu_features(), "native_bf16": native_bf16("cpu"),
         "threads": torch.get_num_threads(), "rounds": args.rounds, "training": training, "inference": inference, "outputs": outputs_agree,
-        "training_ratio": training["bf16"]["windows_per_s"] / training["fp32"]["windows_per_s"],
-        "inference_ratio": inference["bf16"]["questions_per_s"] / inference["fp32"]["questions_per_s"],
+        "training_ratio": ratio(training, "bf16", "fp32", "windows_per_s"),
+        "inference_ratio": ratio(inference, "bf16", "fp32", "questions_per_s"),
         "auto": auto, "auto_probe_seconds": probe_seconds, "all_runs": {"training": training_runs, "inference": inference_runs},
     }))
 
@@ -190,11 +197,12 @@ def main(args: argparse.Namespace) -> None:
 def print_table(training: dict, inference: dict, outputs_agree: dict, auto: dict, probe_seconds: float, args: argparse.Namespace) -> None:
     print(f"| precision | training windows/s ({args.train_questions} questions) | inference questions/s "
           f"({args.eval_questions} dev questions) |\n|---|---|---|")
-    for p in PRECISIONS:
+    for p in training:
         name = f"auto (training: {auto['training'].get('precision')}, inference: {auto['inference'].get('precision')})" if p == "auto" else p
         print(f"| {name} | {training[p]['windows_per_s']:.2f} | {inference[p]['questions_per_s']:.2f} |")
-    print(f"| bf16 / fp32 | {training['bf16']['windows_per_s'] / training['fp32']['windows_per_s']:.2f}x | "
-          f"{inference['bf16']['questions_per_s'] / inference['fp32']['questions_per_s']:.2f}x |")
+    if "bf16" in training:
+        print(f"| bf16 / fp32 | {ratio(training, 'bf16', 'fp32', 'windows_per_s'):.2f}x | "
+              f"{ratio(inference, 'bf16', 'fp32', 'questions_per_s'):.2f}x |")
     print(f"| auto / the faster fixed | {auto['training']['against_faster']:.2f}x ({auto['training']['faster_fixed']}) | "
           f"{auto['inference']['against_faster']:.2f}x ({auto['inference']['faster_fixed']}) |")
     for phase in ("training", "inference"):
@@ -203,7 +211,8 @@ def print_table(training: dict, inference: dict, outputs_agree: dict, auto: dict
                  if "fp32_tokens_per_s" in choice else "")
         print(f"auto for {phase}: {choice.get('precision')} ({choice.get('how')}{rates})")
     print(f"auto's probe (both phases, uncached): {probe_seconds:.2f} s")
-    print("bf16 against fp32 outputs: " + ", ".join(f"{k} {v:.4f}" for k, v in outputs_agree.items()))
+    if outputs_agree:
+        print("bf16 against fp32 outputs: " + ", ".join(f"{k} {v:.4f}" for k, v in outputs_agree.items()))
 
 
 if __name__ == "__main__":

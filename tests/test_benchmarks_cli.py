@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = REPO / "benchmarks"
 SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("bench_*.py"))
 NEEDS_MODEL = ["bench_inference.py", "bench_onnx.py", "bench_postprocess.py", "bench_quantization.py"]
-NEEDS_DATA = [*NEEDS_MODEL, "bench_features.py", "bench_gpu_training.py",
+NEEDS_DATA = [*NEEDS_MODEL, "bench_features.py", "bench_gpu_training.py", "bench_main_job_bound.py",
               "bench_precision.py", "bench_serve.py", "bench_training.py", "bench_training_speed.py"]
 WHERE = ["root", "benchmarks"]
 
@@ -277,3 +277,21 @@ def test_bench_serve_shared_pool_is_one_httpx_client(monkeypatch):
     made, ports = bench_serve_clients(monkeypatch, shared_pool=True)
     assert made == 1 + 1
     assert 1 <= len(ports) <= 4
+
+
+def test_the_bound_pads_batches_as_the_package_does_and_counts_every_product(monkeypatch, tiny_encoder_dir):
+    bound = load_benchmark("bench_main_job_bound", monkeypatch)
+    # answering: sorted longest first, each batch padded to its first (longest) window
+    assert bound.inference_batches([5, 3, 9, 1, 7], 2) == [(2, 9), (2, 5), (1, 1)]
+    # training: the trainer's length-grouped order, each batch padded to a multiple of 8
+    batches = bound.training_batches([5, 3, 9, 1, 17], 2, seed=0)
+    assert sorted(n for n, _ in batches) == [1, 2, 2] and all(length % 8 == 0 for _, length in batches)
+    assert {length for _, length in batches} <= {8, 16, 24}
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").eval()
+    h, layers = model.config.encoder.hidden_size, model.config.encoder.num_hidden_layers
+    intermediate = model.config.encoder.intermediate_size
+    per_token = 2 * layers * (4 * h * h + 2 * h * intermediate) + 2 * h * (2 + 3)  # the layers' linears; span (2) and BIO (3) heads
+    for length in (4, 8):
+        assert bound.window_flops(model, length) == length * per_token + layers * 4 * length * length * h
