@@ -29,7 +29,6 @@ from pathlib import Path
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
-from transformers.trainer_pt_utils import get_length_grouped_indices
 
 from bench_training_speed import matmul_gflops
 from bio_mrc.errors import ConfigError
@@ -39,13 +38,12 @@ from bio_mrc.features.windows import build_features
 from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import load_config
 from bio_mrc.model import BioMrcForQuestionAnswering
+from bio_mrc.model_defaults import INFERENCE_BATCH_SIZE
 from bio_mrc.precision import resolve_precision
 from bio_mrc.precision_probe import MatrixShapes
+from bio_mrc.training.trainer import EpochSeededLengthGroupedSampler
 
 import _common
-
-INFERENCE_BATCH = 16  # a model on a CPU answers in batches of 16 windows
-
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -76,11 +74,10 @@ def window_flops(model: BioMrcForQuestionAnswering, length: int) -> int:
 
 
 def training_batches(lengths: list[int], batch_size: int, seed: int) -> list[tuple[int, int]]:
-    """(windows, padded length) of each training batch: the trainer's length-grouped order, padded as it pads."""
-    order = get_length_grouped_indices(lengths, batch_size, generator=torch.Generator().manual_seed(seed))
-    pad = WindowCollator.pad_to_multiple_of or 1
+    """(windows, padded length) of each training batch of the first epoch: the trainer's sampler, its collator's padding."""
+    order, width = list(EpochSeededLengthGroupedSampler(batch_size, lengths, seed)), WindowCollator()._width
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    return [(len(b), -(-max(lengths[i] for i in b) // pad) * pad) for b in batches]
+    return [(len(b), width(max(lengths[i] for i in b))) for b in batches]
 
 
 def inference_batches(lengths: list[int], batch_size: int) -> list[tuple[int, int]]:
@@ -107,16 +104,16 @@ def main(args: argparse.Namespace) -> None:
     print(f"machine: {machine}; {_common.load_and_date()}", file=sys.stderr)
     config = args.comparison
     run, data_dir = config.runs[0], _common.data_root(args)
-    train = config.run_seeds(run)[0], resolve_split(config.train, data_dir).examples
+    seed, training = config.run_seeds(run)[0], resolve_split(config.train, data_dir).examples
     questions = {name: resolve_split(spec, data_dir).examples for name, spec in (("tuning", config.tune), ("evaluation", config.eval)) if spec}
     encoder = resolve_encoder(run.train.encoder)
     tokenizer = load_tokenizer(encoder)
     lengths = {name: [len(ids) for ids in build_features(examples, tokenizer, run.train.features, with_targets=False)["input_ids"]]
-               for name, examples in {"training": train[1], **questions}.items()}
+               for name, examples in {"training": training, **questions}.items()}
     torch.manual_seed(0)
     model = BioMrcForQuestionAnswering.from_encoder(encoder, heads=run.train.heads).eval()
-    batches = {"training": training_batches(lengths["training"], run.train.batch_size, train[0]),
-               **{name: inference_batches(lengths[name], INFERENCE_BATCH) for name in questions}}
+    batches = {"training": training_batches(lengths["training"], run.train.batch_size, seed),
+               **{name: inference_batches(lengths[name], INFERENCE_BATCH_SIZE) for name in questions}}
     flops_of = {length: window_flops(model, length) for length in {length for b in batches.values() for _, length in b}}
     shapes = MatrixShapes.of(model.config.encoder, run.train.batch_size, run.train.max_seq_length)
     precision = {"training": resolve_precision(run.train.precision, "cpu", shapes, "training"),

@@ -74,9 +74,11 @@ def run_in_process(repo: Path, script: str, where: str, *args: str, data_dir: Pa
         os.chdir(repo if where == "root" else folder)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             runpy.run_path(str(folder / script), run_name="__main__")
-    except SystemExit as done:  # as the interpreter ends: a message goes to stderr with status 1
-        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-        if not isinstance(done.code, (int, type(None))):
+    except SystemExit as done:  # as the interpreter ends: a status as it is, a message to stderr with status 1
+        if done.code is None or isinstance(done.code, int):
+            code = done.code or 0
+        else:
+            code = 1
             err.write(f"{done.code}\n")
     except Exception:  # noqa: BLE001 - reported as the process would report it
         code = 1
