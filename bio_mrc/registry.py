@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 TAG_SEQUENCE = "tag sequence"  # multi-span answers: every span of the most probable tag sequence (the decoder's own)
 NBEST_SPANS = "n-best spans"  # multi-span answers: the non-overlapping n-best single spans
+TAGS_OR_NBEST = "tag sequence or n-best spans"  # multi-span answers: the tag sequence's spans where it holds several, else the n-best
 POSITION_TARGET = "position"  # a label per window: an integer position, or a distribution over positions
 TOKEN_TARGET = "token"  # a label per token: a distribution over tags, or (seq, K) integer tags of K annotators
 
@@ -83,7 +84,7 @@ class HeadEntry:
 class DecodingEntry:
     """A decoding: the heads it reads, ``function(outputs, examples, decode_config) -> predictions``, whether
     the BIO span-length prior applies, the key its no-answer threshold is saved under, how it gives several
-    answers (:data:`TAG_SEQUENCE` or :data:`NBEST_SPANS`), ``auto_rank`` (``auto`` picks the available
+    answers (:data:`TAG_SEQUENCE`, :data:`NBEST_SPANS` or :data:`TAGS_OR_NBEST`), ``auto_rank`` (``auto`` picks the available
     decoding of lowest rank, for one answer and several alike), and its span-count rule:
     a span after the first joins a multi-span answer only with a probability of at least ``min_span_probability``
     (this default until one is tuned on multi-span questions; ``span_probability`` says what that probability is).
@@ -136,7 +137,8 @@ LENGTHS_AND_QUESTION_WORDS = "lengths and question words"
 
 # How each kind of multi-span answer keeps its spans under the span-count rule.
 SPAN_COUNT_RULES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:keep_probable_spans",
-                    NBEST_SPANS: "bio_mrc.decoding.nbest_spans:nbest_multi_span"}
+                    NBEST_SPANS: "bio_mrc.decoding.nbest_spans:nbest_multi_span",
+                    TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:tagged_or_nbest_spans"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -424,8 +426,10 @@ register_decoding(DecodingEntry(
 ))
 register_decoding(DecodingEntry(
     name="joint", heads=frozenset({"span", "bio"}), function="bio_mrc.decoding.postprocess:decode_joint",
-    uses_length_prior=True, threshold_key="joint", multi_span=NBEST_SPANS, auto_rank=0,
+    uses_length_prior=True, threshold_key="joint", multi_span=TAGS_OR_NBEST, auto_rank=0,
     description="the span and BIO heads as a product of experts",
+    span_probability="where the BIO head's most probable tag sequence holds two or more spans each more likely than not, "
+                     "those spans (the threshold is not asked); else its share of the probability of the question's n-best spans",
 ))
 SQUAD_METRICS = ("em", "f1")
 SQUAD_TITLES = {"em": "EM", "f1": "F1", "HasAns_em": "HasAns EM", "HasAns_f1": "HasAns F1", "NoAns_em": "NoAns EM",

@@ -113,3 +113,32 @@ def test_the_report_scores_each_data_set(tiny_encoder_dir, tmp_path):
         assert cell.min_span_probability == pytest.approx(sum(cell.fold_min_span_probabilities) / 2)
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Per data set" in report and "quoref.json" in report and "## Span-count thresholds" in report
+
+
+@pytest.mark.slow  # two data sets' bootstrap intervals
+def test_the_joint_rule_re_decoded_from_the_gpu_readers_report(monkeypatch):
+    """``benchmarks/multispan_joint_rule_from_report.py`` on the committed GPU reader's report: the report's own
+    decodings re-scored from their answer texts give its numbers, and the rule answers with BIO's spans exactly where
+    BIO gave several, else with the joint answer."""
+    import sys
+    from pathlib import Path
+
+    data_dir = require_data("quoref-part/train.json").parents[1]
+    benchmarks = Path(__file__).parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(benchmarks))
+    rule = pytest.importorskip("multispan_joint_rule_from_report")
+    report_path = benchmarks / "reports" / "gpu-multispan-reader" / "report.json.xz"
+    report = rule.read_report(report_path)
+    answers = rule.answers_by_decoding(report, "reader")
+    for qid, bio in answers["bio"].items():
+        assert answers[rule.RULE][qid] == (bio if len(bio) >= 2 else answers["joint"][qid])
+    splits = resolve_splits(parse_config(report.results.config), data_dir)
+    summary = {data_set.description: data_set for data_set in report.summary.data_sets}
+    for part in splits.eval.parts:
+        rows = rule.data_set_rows(part, answers)
+        for decoding in ("span", "bio", "joint"):
+            scored = next(row for row in summary[part.description].rows if str(row.cell) == f"reader/{decoding}")
+            assert rows["decodings"][decoding]["em_f1"] == pytest.approx(scored.scores["em_f1"][0], abs=0.02)  # spans holding a line break
+        difference = rows["em_f1_differences"][f"{rule.RULE} - span"]
+        assert difference["ci"][0] <= difference["difference"] <= difference["ci"][1]
+    assert sys.modules["multispan_joint_rule_from_report"] is rule

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from bio_mrc import registry
 from bio_mrc.decoding.bio_spans import span_posteriors
 from bio_mrc.decoding.nbest_spans import keep_probable_spans
 from bio_mrc.decoding.postprocess import DecodeConfig, decode_merged_tags
 from bio_mrc.decoding.window_outputs import MergedTokens
-from bio_mrc.inference.answers import span_count_threshold
-from bio_mrc.inference.tuning import SPAN_PROBABILITY_GRID, best_span_count_threshold
+from bio_mrc.features.windows import FeatureConfig
+from bio_mrc.inference.answers import decode_answers, multi_span_answers, span_count_threshold
+from bio_mrc.inference.forward import predict_windows
+from bio_mrc.inference.tuning import SPAN_PROBABILITY_GRID, all_multi_span_candidates, best_span_count_threshold
+from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.tags import TAG_B, TAG_O
 from bio_mrc.types import AnswerSpan, Example, Prediction
 
@@ -80,3 +84,43 @@ def test_the_tuned_threshold_is_the_best_exact_match_f1_on_the_questions():
     assert 0.3 < value <= 0.7
     assert statistic.max() == pytest.approx(100.0)  # every gold span, no wrong one
     assert value == min(v for v, s in zip(SPAN_PROBABILITY_GRID, statistic) if s == statistic.max())
+
+
+def tagged(text_spans: list[tuple[str, int, float]]) -> list[AnswerSpan]:
+    return [AnswerSpan(text, start, start + 1, 1.0, probability) for text, start, probability in text_spans]
+
+
+def test_the_joint_rule_takes_the_tag_sequence_where_it_holds_several_likely_spans_else_the_nbest():
+    nbest = [AnswerSpan("a b", 0, 3, 2.0), AnswerSpan("c", 4, 5, 1.0), AnswerSpan("b", 2, 3, 0.5)]  # shares 0.63, 0.23, 0.14
+    rule = registry.decoding("joint").keep_spans
+    several = Prediction("q", nbest, tag_spans=tagged([("a", 0, 0.9), ("b", 2, 0.6), ("c", 4, 0.3)]))
+    (answer,) = rule([several], 0.9)
+    assert [s.text for s in answer.spans] == ["a", "b"]  # two spans more likely than not; the threshold is not asked
+    one_likely = Prediction("q", nbest, tag_spans=tagged([("a", 0, 0.9), ("c", 4, 0.3)]))
+    (answer,) = rule([one_likely], 0.2)
+    assert [s.text for s in answer.spans] == ["a b", "c"]  # the n-best rule: "c" holds 0.23 of the mass, "b" overlaps "a b"
+    assert answer.spans[1].probability == pytest.approx(np.exp(1.0) / np.exp([2.0, 1.0, 0.5]).sum())
+    (strict,) = rule([one_likely], 0.3)
+    assert [s.text for s in strict.spans] == ["a b"]
+    (untagged,) = rule([Prediction("q", nbest)], 0.2)
+    assert [s.text for s in untagged.spans] == ["a b", "c"]
+    (empty,) = rule([Prediction("q", [], tag_spans=[])], 0.2)
+    assert empty.spans == []
+
+
+@pytest.mark.parametrize("decoding", ["span", "joint", "bio"])
+def test_tuning_scores_each_threshold_as_decoding_with_it_answers(decoding, tiny_encoder_dir, tiny_tokenizer):
+    """The tuning grid's answers at a threshold are the answers the model gives with it: the rule is applied to the
+    candidates once, never to already kept n-best spans (their shares taken as scores again would flatten them)."""
+    examples = [Example(f"q{i}", "Who met Bob?", f"Ann {i} and Eve met Bob and Cy in Paris on day {i}.", (((0, 3),),)) for i in range(4)]
+    torch.manual_seed(1)
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio")
+    outputs = predict_windows(model, tiny_tokenizer, examples, FeatureConfig(64, 16, 16), progress=False)
+    config = DecodeConfig(bio_length_prior=0.0)
+    candidates = all_multi_span_candidates(outputs, examples, decoding, config)
+    for threshold in np.arange(0.0, 0.6, 0.01).tolist():
+        tuned = multi_span_answers(candidates, decoding, threshold)
+        decoded = decode_answers(outputs, examples, decoding, config, multi_span=True, min_span_probability=threshold)
+        assert [[(s.start, s.end) for s in p.spans] for p in tuned] == [[(s.start, s.end) for s in p.spans] for p in decoded]
+    if decoding == "joint":  # its untrained n-best spread their mass over many short spans: the thresholds differ here
+        assert len({sum(len(p.spans) for p in multi_span_answers(candidates, decoding, t)) for t in (0.0, 0.08, 0.5)}) == 3

@@ -12,6 +12,8 @@ from ..types import Prediction
 
 #: The n-best multi-span rule's default: spans below 10% of the n-best probability mass are dropped.
 MIN_SPAN_PROBABILITY = 0.1
+#: A span of the tag sequence counts towards a joint multi-span answer when it is more likely than not.
+TAGGED_SPAN_PROBABILITY = 0.5
 
 
 def keep_probable_spans(predictions: Sequence[Prediction], min_probability: float) -> list[Prediction]:
@@ -50,4 +52,18 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
             if all(span.end <= k.start or span.start >= k.end for k in kept):
                 kept.append(replace(span, score=p, probability=p))
         out.append(replace(prediction, spans=kept))
+    return out
+
+
+def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:
+    """The joint decoding's multi-span answers: where the BIO head's most probable tag sequence holds two or more spans
+    each more likely than not (``tag_spans``, with their posteriors), those spans; else the non-overlapping n-best
+    spans kept by ``min_probability`` (:func:`nbest_multi_span`).
+
+    The tagger is the head that can represent several spans, so it decides whether an answer has several; n-best
+    shares compete for one answer (two right spans split the probability), so they decide only where it does not."""
+    out = []
+    for prediction in predictions:
+        tagged = [s for s in prediction.tag_spans or () if s.probability is not None and s.probability >= TAGGED_SPAN_PROBABILITY]
+        out.append(replace(prediction, spans=tagged) if len(tagged) >= 2 else nbest_multi_span([prediction], min_probability)[0])
     return out

@@ -19,12 +19,14 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
   score is ``log P_start(0) + log P_end(0)`` (all tokens O adds 0). The BIO
   expert's span-length prior (``bio_length_prior``) applies here too. With a
   word-level tagger, spans start on a word's first piece and end on a word's
-  last piece.
+  last piece. With ``multi_span`` each prediction also carries the spans of
+  the BIO head's most probable tag sequence with their posteriors
+  (``tag_spans``), from which its multi-span answers take several spans.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -53,7 +55,7 @@ class DecodeConfig:
         "help": "in tokens (in words for the BIO decoding of a word-level tagger)", "minimum": 1})
     multi_span: bool = field(default=False, metadata={
         "help": "return every answer span, not only the best (the BIO decoding: every span of the most probable "
-                "tag sequence instead of the n-best single spans)"})
+                "tag sequence instead of the n-best single spans; the joint decoding: also that tag sequence's spans)"})
     require_answer: bool = field(default=True, metadata={
         "help": "with multi_span, add the best single span where the most probable tag sequence has none"})
     bio_length_prior: float | None = field(default=None, metadata={
@@ -61,7 +63,8 @@ class DecodeConfig:
     min_span_probability: float | None = field(default=None, metadata={
         "minimum": 0.0, "maximum": 1.0,
         "help": "multi-span answers: a span after the first joins the answer only with at least this probability (BIO: "
-                "the span's posterior under the tag distribution; span and joint: its share of the n-best probability); "
+                "the span's posterior under the tag distribution; span and joint: its share of the n-best probability, the joint "
+                "decoding's only where the tag sequence holds fewer than two spans more likely than not); "
                 "none: the value tuned for the model and decoding on multi-span questions, else the decoding's default"})
 
     def __post_init__(self) -> None:
@@ -160,7 +163,12 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
         config.max_answer_length, config.n_best, extra_token_scores=inside_ratio,
     )
     null = _window_null(outputs, log_start[:, 0] + log_end[:, 0], len(examples))
-    return _collect(examples, *_span_candidates_to_chars(outputs, candidates), config.n_best, null)
+    predictions = _collect(examples, *_span_candidates_to_chars(outputs, candidates), config.n_best, null)
+    if config.multi_span:  # its multi-span answers take the tag sequence's spans where it holds several
+        tagged = decode_merged_tags(merge_tag_log_probs(outputs, len(examples)), examples, replace(config, require_answer=False))
+        for prediction, tags in zip(predictions, tagged):
+            prediction.tag_spans = tags.spans
+    return predictions
 
 
 def decode_bio_predictions(

@@ -53,14 +53,14 @@ def decode_answers(
 ) -> list[Prediction]:
     """Answers as a user asks for them, with the saved settings: ``n_best`` single spans, or
     with ``multi_span`` several answers: the spans of the most probable BIO tag sequence for the
-    BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for the others, each
+    BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for span, those tag spans where
+    they are several and else the n-best for joint (the registry's ``multi_span`` of each), each
     further span kept by the decoding's span-count rule (:func:`span_count_threshold`). With the default
     ``require_answer`` no answerable question is left without a span; "no answer" is the saved no-answer
     threshold's decision (``abstain``). Each carries its raw ``confidence`` in its best span (an abstention
     included) and, with a calibrator for the decoding, the ``probability`` that the best span is right;
     each span of a multi-span answer carries its own ``probability``."""
-    own_rule = registry.decoding(decoding).decodes_tags  # its multi-span answers come from the decoder itself
-    config = replace(config, multi_span=multi_span and own_rule)
+    config = replace(config, multi_span=multi_span)
     predictions = decode_with_thresholds(outputs, examples, decoding, config, thresholds)
     threshold = (thresholds or {}).get(threshold_key(decoding))
     add_confidence(predictions, decoding, (calibrators or {}).get(decoding), threshold)  # before n-best scores become shares

@@ -110,13 +110,14 @@ def tune_bio_length_prior(
 
 
 def all_multi_span_candidates(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig) -> list[Prediction]:
-    """``decoding``'s multi-span answers with every candidate span kept (threshold 0), each with its probability:
-    a threshold's answers are these with the spans below it dropped (:func:`multi_span_answers`)."""
+    """``decoding``'s multi-span candidates, each span with its probability or (n-best) its score: a threshold's
+    answers are :func:`multi_span_answers` of these. The rule is applied to them once, as decoding applies it:
+    n-best shares computed again from shares would flatten them."""
     entry = registry.decoding(decoding)
     merged = entry.merged_tags(outputs, len(examples))
     if merged is not None:  # the spans of its tag sequence
         return entry.decode_merged(merged, examples, replace(config, multi_span=True, require_answer=True))
-    return multi_span_answers(decode(outputs, examples, decoding, replace(config, multi_span=False)), decoding, 0.0)
+    return decode(outputs, examples, decoding, replace(config, multi_span=True))
 
 
 def tune_span_count_rule(
