@@ -27,13 +27,14 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from bench_training import batch_widths
 from bench_training_speed import matmul_gflops
 from bio_mrc.errors import ConfigError
 from bio_mrc.encoders import load_tokenizer, resolve_encoder
-from bio_mrc.features.collate import WindowCollator
 from bio_mrc.features.windows import build_features
 from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import load_config
@@ -44,6 +45,7 @@ from bio_mrc.precision_probe import MatrixShapes
 from bio_mrc.training.trainer import EpochSeededLengthGroupedSampler
 
 import _common
+
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -75,9 +77,7 @@ def window_flops(model: BioMrcForQuestionAnswering, length: int) -> int:
 
 def training_batches(lengths: list[int], batch_size: int, seed: int) -> list[tuple[int, int]]:
     """(windows, padded length) of each training batch of the first epoch: the trainer's sampler, its collator's padding."""
-    order, width = list(EpochSeededLengthGroupedSampler(batch_size, lengths, seed)), WindowCollator()._width
-    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    return [(len(b), width(max(lengths[i] for i in b))) for b in batches]
+    return batch_widths(np.asarray(lengths), list(EpochSeededLengthGroupedSampler(batch_size, lengths, seed)), batch_size)
 
 
 def inference_batches(lengths: list[int], batch_size: int) -> list[tuple[int, int]]:

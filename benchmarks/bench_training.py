@@ -259,9 +259,9 @@ def step_cost_curve(results: dict[str, list], batch_size: int) -> tuple[np.ndarr
 
 
 def batch_widths(lengths: np.ndarray, order, batch_size: int) -> list[tuple[int, int]]:
-    """(windows, padded width rounded up to 8 as WindowCollator) of each batch of ``order``."""
-    order = np.asarray(order)
-    return [(len(order[i : i + batch_size]), -(-int(lengths[order[i : i + batch_size]].max()) // 8) * 8)
+    """(windows, padded width as WindowCollator pads it) of each batch of ``order``."""
+    order, width = np.asarray(order), WindowCollator().padded_width
+    return [(len(order[i : i + batch_size]), width(int(lengths[order[i : i + batch_size]].max())))
             for i in range(0, len(order), batch_size)]
 
 

@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument("--run", default=None, help="the run whose answers to combine (default: the report's first)")
     args = parser.parse_args()
     try:
-        report = read_report(args.report)
+        report = read_report(args.report, "--report")
         config = parse_config(report.results.config)
         splits = resolve_splits(config, Path(args.data_dir) if args.data_dir else default_data_dir())
     except (BioMrcError, OSError) as error:  # one line naming the file and the problem

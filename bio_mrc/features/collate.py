@@ -37,13 +37,14 @@ class WindowCollator:
     def __call__(self, features: Sequence[dict[str, Any]] | pa.Table) -> dict[str, torch.Tensor]:
         if isinstance(features, pa.Table):
             return self._collate_table(features)
-        length = self._width(max(len(f["input_ids"]) for f in features))
+        length = self.padded_width(max(len(f["input_ids"]) for f in features))
         batch: dict[str, torch.Tensor] = {}
         for key, kind in self._columns(features[0]):
             batch[key] = self._collate_rows(key, kind, [f[key] for f in features], length)
         return batch
 
-    def _width(self, longest: int) -> int:
+    def padded_width(self, longest: int) -> int:
+        """The length a batch whose longest window has ``longest`` tokens is padded to."""
         if self.pad_to_multiple_of:
             return -(-longest // self.pad_to_multiple_of) * self.pad_to_multiple_of
         return longest
@@ -69,7 +70,7 @@ class WindowCollator:
 
     def _collate_table(self, table: pa.Table) -> dict[str, torch.Tensor]:
         lengths = RaggedColumn.from_arrow(table.column("input_ids"), "input_ids").lengths
-        length = self._width(int(lengths.max(initial=0)))
+        length = self.padded_width(int(lengths.max(initial=0)))
         batch: dict[str, torch.Tensor] = {}
         for key, kind in self._columns(table.column_names):
             column = table.column(key)

@@ -28,12 +28,12 @@ from .saved_report import SavedReport
 _OPENERS = {".xz": lzma.open, ".gz": gzip.open}
 
 
-def read_report(path: str | Path) -> SavedReport:
+def read_report(path: str | Path, option: str = "--cells-from") -> SavedReport:
     """A ``report.json`` as ``compare`` writes it, plain or compressed (``.xz``, ``.gz``), typed in this version's
     form (an older form upgraded, a newer one refused: :func:`bio_mrc.harness.results.upgrade_report`); every
-    cell must score each of its evaluation questions."""
+    cell must score each of its evaluation questions. Errors name ``option`` (the flag that gave the path) and the file."""
     path = Path(path)
-    source = f"--cells-from {path}"
+    source = f"{option} {path}"
     opener = _OPENERS.get(path.suffix, open)
     try:
         with opener(path, "rt", encoding="utf-8") as handle:
