@@ -256,7 +256,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
     rows = [
         ("heads", f"`{heads}`"),
         ("decodings", ", ".join(f"`{d}`" for d in decodings_of(heads))),
-        ("multi-span answers", "yes: the spans of the BIO head's most probable tag sequence (`multi_span=True`)"
+        ("multi-span answers", "yes: the BIO head's spans of highest posterior, as many as maximise the expected F1 (`multi_span=True`)"
          if registry.decodes_tag_sequences(decodings) else "the span head's non-overlapping n-best spans"),
         ("BIO tag level", {"word": "`word`: the first piece of each word", "subword": "`subword`: every paragraph token"}
          .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-TAG_SEQUENCE = "tag sequence"  # multi-span answers: every span of the most probable tag sequence (the decoder's own)
+TAG_SEQUENCE = "tag sequence"  # multi-span answers: one tag sequence, the spans its decoder chose by their posteriors
 NBEST_SPANS = "n-best spans"  # multi-span answers: the non-overlapping n-best single spans
-TAGS_OR_NBEST = "tag sequence or n-best spans"  # multi-span answers: the tag sequence's spans where it holds several, else the n-best
+TAGS_OR_NBEST = "tag sequence or n-best spans"  # multi-span answers: the tagger's spans where it holds several likely ones, else the n-best
 POSITION_TARGET = "position"  # a label per window: an integer position, or a distribution over positions
 TOKEN_TARGET = "token"  # a label per token: a distribution over tags, or (seq, K) integer tags of K annotators
 
@@ -420,7 +420,7 @@ register_decoding(DecodingEntry(
 register_decoding(DecodingEntry(
     name="bio", heads=frozenset({"bio"}), function="bio_mrc.decoding.postprocess:decode_bio_predictions",
     uses_length_prior=True, threshold_key="bio/ratio", multi_span=TAG_SEQUENCE, auto_rank=2,
-    description="the BIO head's tag log-likelihood ratios", min_span_probability=0.5,
+    description="the BIO head's tag log-likelihood ratios", min_span_probability=0.0,
     span_probability="its posterior: the probability, over every tag sequence, that the tags hold exactly that span",
     merge_tags="bio_mrc.decoding.postprocess:merge_tag_log_probs", decode_tags="bio_mrc.decoding.postprocess:decode_merged_tags",
 ))
@@ -428,7 +428,7 @@ register_decoding(DecodingEntry(
     name="joint", heads=frozenset({"span", "bio"}), function="bio_mrc.decoding.postprocess:decode_joint",
     uses_length_prior=True, threshold_key="joint", multi_span=TAGS_OR_NBEST, auto_rank=0,
     description="the span and BIO heads as a product of experts",
-    span_probability="where the BIO head's most probable tag sequence holds two or more spans each more likely than not, "
+    span_probability="where the BIO decoding's multi-span answer holds two or more spans each more likely than not, "
                      "those spans (the threshold is not asked); else its share of the probability of the question's n-best spans",
 ))
 SQUAD_METRICS = ("em", "f1")

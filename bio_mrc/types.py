@@ -77,7 +77,7 @@ class Prediction:
     abstain: bool = False
     confidence: float | None = None  # the decoding's raw confidence in the best span
     probability: float | None = None  # calibrated: the probability that the best span is right
-    tag_spans: list[AnswerSpan] | None = None  # a multi-span joint decoding's: the tag sequence's spans with their posteriors
+    tag_spans: list[AnswerSpan] | None = None  # a multi-span joint decoding's: the BIO decoding's spans with their posteriors
 
     @property
     def answer(self) -> str:

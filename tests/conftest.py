@@ -26,6 +26,14 @@ import pytest
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# pytest-xdist (``-n auto`` in pyproject.toml) runs one worker a core; torch would give each worker a thread a core, so
+# the workers would share every core with each other's threads. One worker, its share of the cores.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    import torch
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    torch.set_num_threads(max(1, cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE_V1 = FIXTURES / "sample_squad_v1.json"
 
@@ -38,7 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Without ``--run-slow`` (or a ``-m`` expression that names ``slow``) the slow tier is deselected,
     except tests named by node id on the command line."""
-    if config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or ""):
+    if _runs_slow(config):
         return
     named = [(Path(path).name, rest) for path, _, rest in (arg.partition("::") for arg in config.args) if rest]
     slow = [item for item in items if item.get_closest_marker("slow") and not _named(item, named)]
@@ -61,6 +69,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if config.stash.get(SLOW_DESELECTED, 0):
         terminalreporter.write_line(f"fast tier: {config.stash[SLOW_DESELECTED]} slow tests deselected; "
                                     "python -m pytest -q --run-slow runs every test")
+    elif config.pluginmanager.hasplugin("dsession") and not _runs_slow(config):  # xdist: the workers deselected them
+        terminalreporter.write_line("fast tier: tests marked slow are deselected; python -m pytest -q --run-slow runs every test")
+
+
+def _runs_slow(config: pytest.Config) -> bool:
+    return config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or "")
 
 
 def shared_data_dir() -> Path:

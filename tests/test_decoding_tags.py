@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bio_mrc.decoding.bio_spans import best_tag_spans, likeliest_tag_spans, span_posteriors, tag_gains
+from bio_mrc.decoding.bio_spans import best_tag_spans, expected_f1_tag_spans, likeliest_tag_spans, span_posteriors, tag_gains
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 
 
@@ -162,3 +162,66 @@ def test_span_posteriors_match_brute_force(seed):
         for row, i, j, value in zip(rows, starts, ends, posterior):
             if row == n:
                 assert value == pytest.approx(mass.get((i, j), 0.0) / total, abs=1e-12), (n, i, j)
+
+
+def brute_force_distribution(log_probs: np.ndarray, mask: np.ndarray) -> tuple[dict, float]:
+    """Every span's posterior and the expected number of spans of one row, by enumerating its valid sequences."""
+    mass, spans_mass, total = {}, 0.0, 0.0
+    for tags in legal_sequences(mask, max_len=len(mask)):
+        p = math.exp(sequence_log_prob(log_probs, tags))
+        total += p
+        spans_mass += p * len(spans_of(tags))
+        for span in spans_of(tags):
+            mass[span] = mass.get(span, 0.0) + p
+    return {span: value / total for span, value in mass.items()}, spans_mass / total
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_expected_f1_answer_matches_brute_force(seed):
+    log_probs, mask = random_case(seed, length=6, holes=False)
+    spans, posterior = expected_f1_tag_spans(log_probs, mask, max_span_length=6, n_candidates=21)  # 21: every span of 6 tokens
+    for n in range(len(mask)):
+        chosen = [(s, e, p) for r, s, e, p in zip(spans.row, spans.start, spans.end, posterior) if r == n]
+        if not mask[n].any():
+            assert chosen == []
+            continue
+        truth, expected_spans = brute_force_distribution(log_probs[n], mask[n])
+        taken = []
+        for span in sorted(truth, key=truth.get, reverse=True):
+            if all(span[1] < t[0] or span[0] > t[1] for t in taken):
+                taken.append(span)
+        f1 = [2 * sum(truth[t] for t in taken[:k]) / (k + max(1.0, expected_spans)) for k in range(1, len(taken) + 1)]
+        want = taken[: int(np.argmax(f1)) + 1]
+        assert sorted((s, e) for s, e, _ in chosen) == sorted(want), n
+        assert [p for _, _, p in chosen] == pytest.approx([truth[(s, e)] for s, e, _ in chosen], abs=1e-12)
+        ratios = span_log_ratios(log_probs, np.full(len(chosen), n), *(np.array([s for s, _, _ in chosen]), np.array([e for _, e, _ in chosen])))
+        np.testing.assert_allclose([r for _, _, r in spans_in_row(spans, n)], ratios[np.argsort([s for s, _, _ in chosen])])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_expected_f1_answer_keeps_every_span_more_likely_than_not(seed):
+    rng = np.random.default_rng(seed)
+    log_probs = np.log(rng.dirichlet(np.ones(3) * 0.3, size=(20, 12)))
+    mask = np.ones((20, 12), dtype=bool)
+    spans, _ = expected_f1_tag_spans(log_probs, mask, max_span_length=12, n_candidates=78)  # 78: every span of 12 tokens
+    every = [(n, i, j) for n in range(20) for i in range(12) for j in range(i, 12)]
+    likely = {span for span, p in zip(every, span_posteriors(log_probs, mask, *np.array(every).T)) if p >= 0.5}
+    answers = set(zip(spans.row.tolist(), spans.start.tolist(), spans.end.tolist()))
+    assert likely <= answers and len(likely) < len(answers)
+    for n in range(20):
+        row = sorted((s, e) for r, s, e in answers if r == n)
+        assert row, "an answer always has a span"
+        assert all(a[1] < b[0] for a, b in zip(row, row[1:])), "its spans do not overlap"
+
+
+def test_a_sure_tagger_answers_with_its_most_probable_sequence_and_an_unsure_one_with_its_likeliest_spans():
+    sure = np.log(np.array([[[0.96, 0.02, 0.02], [0.02, 0.96, 0.02], [0.02, 0.02, 0.96], [0.96, 0.02, 0.02], [0.02, 0.02, 0.96]]]))
+    mask = np.ones((1, 5), dtype=bool)
+    spans, posterior = expected_f1_tag_spans(sure, mask, 30, 20)
+    assert spans_in_row(spans, 0) == spans_in_row(likeliest_tag_spans(sure, mask, 30), 0)  # (0, 1) and (3, 3)
+    # unsure: each of two one-word spans is B with probability 0.45, so "all O" is the most probable sequence
+    unsure = np.log(np.array([[[0.45, 0.0, 0.55], [0.01, 0.01, 0.98], [0.45, 0.0, 0.55]]]) + 1e-12)
+    assert len(likeliest_tag_spans(unsure, np.ones((1, 3), bool), 30)) == 0
+    spans, posterior = expected_f1_tag_spans(unsure, np.ones((1, 3), bool), 30, 20)
+    assert [(s, e) for s, e, _ in spans_in_row(spans, 0)] == [(0, 0), (2, 2)]
+    assert posterior == pytest.approx([0.45, 0.45], abs=5e-3)  # 2 * 0.9 / (2 + 0.9) > 2 * 0.45 / (1 + 0.9)

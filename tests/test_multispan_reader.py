@@ -142,3 +142,38 @@ def test_the_joint_rule_re_decoded_from_the_gpu_readers_report(monkeypatch):
         difference = rows["em_f1_differences"][f"{rule.RULE} - span"]
         assert difference["ci"][0] <= difference["difference"] <= difference["ci"][1]
     assert sys.modules["multispan_joint_rule_from_report"] is rule
+
+
+def test_the_out_of_domain_evaluation_tunes_each_rule_on_the_other_data_set(trained_dir, tmp_path, monkeypatch):
+    """``benchmarks/multispan_out_of_domain.py``: every decoding at its registry default and at the threshold tuning
+    picks on the other data set, each scored with MultiSpanQA's metrics on the answers those thresholds give."""
+    from pathlib import Path
+
+    from bio_mrc.data.multispanqa import load_multispanqa, multispan_gold_texts
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.inference.answers import multi_span_answers
+    from bio_mrc.inference.loading import TrainedModel
+    from bio_mrc.inference.tuning import all_multi_span_candidates, best_span_count_threshold
+    from bio_mrc.metrics.multispan_official import multispan_metrics
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
+    script = pytest.importorskip("multispan_out_of_domain")
+    trained = TrainedModel.load(trained_dir)
+    config = trained.decode_config(DecodeConfig())
+    data = {"spans": (load_multispanqa(multispan_file(tmp_path)), registry.task("multispanqa")),
+            "quoref": (load_quoref(quoref_file(tmp_path)), registry.task("quoref"))}
+    result = script.evaluate(trained, data, config)
+    for name, other in (("spans", "quoref"), ("quoref", "spans")):
+        examples, other_examples = data[name][0], data[other][0]
+        defaults, tuned = result[name]["defaults"], result[name][f"tuned on {other}"]
+        assert defaults["thresholds"] == {d: registry.decoding(d).min_span_probability for d in trained.decodings}
+        for decoding in trained.decodings:
+            found = all_multi_span_candidates(trained.windows(other_examples), other_examples, decoding, config)
+            assert tuned["thresholds"][decoding] == best_span_count_threshold(found, other_examples, decoding, data[other][1])[0]
+            mine = all_multi_span_candidates(trained.windows(examples), examples, decoding, config)
+            answers = {p.id: p.answers for p in multi_span_answers(mine, decoding, tuned["thresholds"][decoding])}
+            scored = tuned["parts"][name]["decodings"][decoding]
+            assert scored["em_f1"] == pytest.approx(multispan_metrics(multispan_gold_texts(examples), answers)["em_f1"])
+            assert scored["empty"] == 0 and scored["spans_per_question"] >= 1
+        assert set(tuned["parts"]) == ({name} if name == "spans" else {name, f"{name}, multi-span questions"})
+        assert tuned["parts"][name]["em_f1_differences"].keys() == {"bio - span", "joint - span"}

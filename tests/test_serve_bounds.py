@@ -90,7 +90,12 @@ STRICT = {  # name: (body, words of the 400's detail)
 }
 
 
-@pytest.mark.parametrize("name", STRICT)
+# A body of LARGE_BODY_BYTES or more is parsed in the helper process: a Python start, so the slow tier (tests/conftest.py).
+HELPER_PROCESS = "starts the helper process"
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if len(STRICT[name][0]) >= LARGE_BODY_BYTES else name
+                                  for name in STRICT])
 def test_json_the_server_will_not_read_is_a_400_naming_where(extractor, name):  # noqa: F811
     body, words = STRICT[name]
     with TestClient(create_app(extractor), raise_server_exceptions=False) as client:
@@ -305,6 +310,7 @@ def test_a_batch_not_full_waits_only_while_what_would_fill_it_is_being_read():
     assert asyncio.run(main()) == [0.0, 10.0, 0.0]
 
 
+@pytest.mark.slow(reason=HELPER_PROCESS)
 def test_a_question_longer_than_a_step_is_read_apart_and_holds_no_short_one_back(extractor, monkeypatch):  # noqa: F811
     """A question of more than --max-batch-chars is tokenized in a queue of its own: a short question asked while it
     is being read is answered before that reading ends."""
@@ -432,6 +438,7 @@ def test_a_long_question_runs_in_chunks_of_about_long_pass_ms(extractor, monkeyp
     assert {limit for _, limit in asyncio.run(main(long_pass_ms=50, answer_long=False))[1]} == {1}  # at least one window
 
 
+@pytest.mark.slow(reason=HELPER_PROCESS)
 def test_long_questions_are_read_and_large_bodies_parsed_in_the_helper_process(extractor):  # noqa: F811
     """The helper starts only when a long question or a large body needs it, runs in a process of its own, and
     what it reads or parses is what the server's own process would."""
@@ -456,6 +463,7 @@ def test_long_questions_are_read_and_large_bodies_parsed_in_the_helper_process(e
     assert parsed == json.loads(body)
 
 
+@pytest.mark.slow(reason=HELPER_PROCESS)
 def test_a_helper_process_that_dies_fails_its_work_and_is_replaced():
     from concurrent.futures.process import BrokenProcessPool
 
@@ -532,6 +540,7 @@ def test_a_large_body_is_parsed_in_another_thread_a_small_one_inline():
     assert (small, large) == (10, LARGE_BODY_BYTES) and threads[0] == loop_thread != threads[1]
 
 
+@pytest.mark.slow(reason=HELPER_PROCESS)
 def test_a_large_body_read_off_the_loop_is_refused_and_answered_as_a_small_one(extractor, monkeypatch):  # noqa: F811
     """A valid body is parsed once, by the guard: the route takes its document (one trip to the helper, not two)."""
     from bio_mrc.serving import app as app_module
@@ -539,14 +548,15 @@ def test_a_large_body_read_off_the_loop_is_refused_and_answered_as_a_small_one(e
     parsed_by_the_route = []
     parse_in_route = app_module.off_loop
     monkeypatch.setattr(app_module, "off_loop", lambda *args: parsed_by_the_route.append(args) or parse_in_route(*args))
-    context = "Newton wrote it. " * (LARGE_BODY_BYTES // 16)
-    config = ServeConfig(max_context_chars=len(context))
-    with TestClient(create_app(extractor, config), raise_server_exceptions=False) as client:
-        broken = post(client, json.dumps({"question": "Who wrote it?", "context": context})[:-2])
-        duplicate = post(client, '{"question": "Who?", "question": "Who?", "context": "' + context + '"}')
+    context, padding = "Newton wrote it.", " " * LARGE_BODY_BYTES  # JSON whitespace: a large body, a context quick to answer
+    body = '{"question": "Who wrote it?", "context": "' + context + '"' + padding + "}"
+    with TestClient(create_app(extractor), raise_server_exceptions=False) as client:
+        broken = post(client, body[:-1])
+        duplicate = post(client, '{"question": "Who?", "question": "Who?", "context": "' + context + '"' + padding + "}")
         parsed_by_the_route.clear()  # the broken body: its syntax error is the route's to answer (422)
-        answered = client.post("/answer", json={"question": "Who wrote it?", "context": context})
+        answered = post(client, body)
         small = client.post("/answer", json=GOOD)
+    assert len(body) > LARGE_BODY_BYTES and json.loads(body) == {"question": "Who wrote it?", "context": context}
     assert broken.status_code == 422 and "not valid JSON" in broken.json()["detail"]
     assert duplicate.status_code == 400 and "appears twice" in duplicate.json()["detail"]
     assert answered.status_code == 200 and small.status_code == 200 and parsed_by_the_route == []

@@ -63,11 +63,14 @@ def test_each_bio_span_carries_its_posterior():
     assert [s.text for s in kept.spans] == ["a"]
 
 
-def test_an_all_o_sequence_falls_back_to_the_best_single_span():
+def test_an_all_o_sequence_still_answers_with_its_likeliest_spans():
     merged = tag_rows([[(0.2, 0.0, 0.8), (0.3, 0.1, 0.6), (0.05, 0.05, 0.9)]])
     example = Example("q", "?", "a b c")
-    (fallback,) = decode_merged_tags(merged, [example], DecodeConfig(multi_span=True, bio_length_prior=0.0))
-    assert [s.text for s in fallback.spans] == ["b"]  # the best single span: log(0.3/0.6) > log(0.2/0.8)
+    (answer,) = decode_merged_tags(merged, [example], DecodeConfig(multi_span=True, bio_length_prior=0.0))
+    assert [s.text for s in answer.spans] == ["b", "a"]  # best first by r: log(0.3/0.6) > log(0.2/0.8)
+    assert all(s.probability < 0.5 for s in answer.spans)  # neither is in the most probable sequence, all O
+    (kept,) = keep_probable_spans([answer], 0.5)
+    assert [s.text for s in kept.spans] == ["b"]
     (abstaining,) = decode_merged_tags(merged, [example], DecodeConfig(multi_span=True, require_answer=False, bio_length_prior=0.0))
     assert abstaining.spans == []
     assert TAG_B == 0 and TAG_O == 2  # the rows above list B, I, O

@@ -16,14 +16,18 @@ span, up to the constant ``log P(all O)``. Every BIO decision reads ``r``:
 * the single answer is ``argmax r`` over spans of at most ``max_span_length``
   tokens: the most probable tag sequence with exactly one span
   (:func:`best_tag_spans`, an n-best list by ``r``);
-* several answers are the spans of the most probable tag sequence in which no
-  span is longer than ``max_span_length`` (:func:`likeliest_tag_spans`): the
-  non-overlapping spans with the largest total ``r``. Each has ``r >= 0`` (else
-  tagging it O would be more probable) and is ranked by ``r``;
-* the no-answer score is ``-max r = log P(all O) - log P(best single span)``;
+* the most probable tag sequence in which no span is longer than ``max_span_length``
+  (:func:`likeliest_tag_spans`) has the non-overlapping spans with the largest total
+  ``r``; each has ``r >= 0`` (else tagging it O would be more probable);
 * a span's confidence is its posterior (:func:`span_posteriors`): the probability
   that the tag sequence holds exactly that span, against every valid sequence (any
-  number of spans; ``I`` never follows ``O``), by forward–backward over the tag lattice.
+  number of spans; ``I`` never follows ``O``), by forward–backward over the tag lattice;
+* several answers are the non-overlapping spans of highest posterior, as many as
+  maximise the answer's expected exact-match F1 under the tag distribution
+  (:func:`expected_f1_tag_spans`). Where the tagger is sure this is the most probable
+  sequence's spans; where it is unsure, "all O" can be the most probable sequence
+  while several spans each hold a fair share of the probability;
+* the no-answer score is ``-max r = log P(all O) - log P(best single span)``.
 
 An over-long span is never cut to its first tokens: the length limit is a
 constraint of the search.
@@ -131,20 +135,88 @@ def span_posteriors(
     (row, start, end), under the tags' distribution restricted to valid sequences (no ``I`` first
     or after ``O``; masked-out tokens are ``O``): the answer's probability against all alternatives,
     other spans beside it included. Forward–backward in log space, rows together."""
+    return _TagLattice(log_probs, mask).span_posteriors(rows, starts, ends)
+
+
+def expected_f1_tag_spans(
+    log_probs: np.ndarray, mask: np.ndarray, max_span_length: int, n_candidates: int
+) -> tuple[TagSpans, np.ndarray]:
+    """Several answers of every row by the tag distribution (minimum Bayes risk): the candidates are the
+    ``n_candidates`` best single spans by ``r`` and the most probable sequence's spans; taken by posterior,
+    best first, each not overlapping one taken before, the answer is the first ``k`` that maximise
+    ``2 Σ_{i<=k} p_i / (k + max(1, E[spans]))``, the expected exact-match F1 of an answer whose spans are
+    right with their posteriors ``p_i`` against a gold answer of the expected number of spans
+    (``Σ_t P(tag_t = B)``; MultiSpanQA counts an empty gold answer as one span). A span of posterior 0.5 or
+    more is always taken, so a sure tagger gives its most probable sequence's spans; an unsure one still
+    answers with its likeliest spans. Returns the spans (``score`` is ``r``; rows with no tagged token have
+    none) and their posteriors."""
+    _check_length(max_span_length)
     mask = np.asarray(mask, dtype=bool)
-    log_u = _masked_tag_log_probs(np.asarray(log_probs, dtype=np.float64), mask)
-    forward, backward, log_z = _forward_backward(log_u)
-    rows, starts, ends = (np.asarray(a, dtype=np.int64) for a in (rows, starts, ends))
-    inside = np.cumsum(np.where(mask, log_u[..., TAG_I], 0.0), axis=1)
-    holes = np.cumsum(~mask, axis=1)  # a span over a masked-out token has probability 0
-    untagged = ~mask[rows, starts] | (holes[rows, ends] > holes[rows, starts])
-    before = np.where(starts > 0, np.logaddexp.reduce(forward[rows, np.maximum(starts - 1, 0)], axis=-1), 0.0)
-    span = log_u[rows, starts, TAG_B] + inside[rows, ends] - inside[rows, starts]
-    length = log_u.shape[1]
-    after_token = np.minimum(ends + 1, length - 1)
-    closed = log_u[rows, after_token][:, [TAG_B, TAG_O]] + backward[rows, after_token][:, [TAG_B, TAG_O]]
-    after = np.where(ends + 1 < length, np.logaddexp.reduce(closed, axis=-1), 0.0)
-    return np.where(untagged, 0.0, np.exp(before + span + after - log_z[rows]))
+    single = best_tag_spans(log_probs, mask, max_span_length, n_candidates)
+    likeliest = likeliest_tag_spans(log_probs, mask, max_span_length)
+    found = single.start >= 0
+    candidates = np.unique(np.concatenate([
+        np.stack([np.nonzero(found)[0], single.start[found], single.end[found]], axis=1),
+        np.stack([likeliest.row, likeliest.start, likeliest.end], axis=1),
+    ]).astype(np.int64), axis=0)
+    lattice = _TagLattice(log_probs, mask)
+    rows, starts, ends = candidates.T
+    posterior = lattice.span_posteriors(rows, starts, ends)
+    chosen = _expected_f1_choice(rows, starts, ends, posterior, lattice.expected_spans())
+    chosen = chosen[np.lexsort((starts[chosen], rows[chosen]))]
+    rows, starts, ends, posterior = rows[chosen], starts[chosen], ends[chosen], posterior[chosen]
+    return TagSpans(rows, starts, ends, lattice.ratios(rows, starts, ends)), posterior
+
+
+def _expected_f1_choice(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, posterior: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Indices of the spans :func:`expected_f1_tag_spans` keeps, row by row (sorted by row, then posterior)."""
+    order = np.lexsort((-posterior, rows))
+    kept: list[int] = []
+    for row_spans in np.split(order, np.flatnonzero(np.diff(rows[order])) + 1):
+        taken: list[int] = []
+        for i in row_spans.tolist():
+            if all(ends[i] < starts[j] or starts[i] > ends[j] for j in taken):
+                taken.append(i)
+        if taken:
+            hits = np.cumsum(posterior[taken])
+            f1 = 2 * hits / (np.arange(1, len(taken) + 1) + max(1.0, float(expected[rows[taken[0]]])))
+            kept.extend(taken[: int(f1.argmax()) + 1])
+    return np.array(kept, dtype=np.int64)
+
+
+class _TagLattice:
+    """The valid tag sequences of every row (no ``I`` first or after ``O``; masked-out tokens ``O``) under the
+    tags' distribution, by forward–backward in log space, rows together."""
+
+    def __init__(self, log_probs: np.ndarray, mask: np.ndarray) -> None:
+        self.mask = np.asarray(mask, dtype=bool)
+        self.log_u = _masked_tag_log_probs(np.asarray(log_probs, dtype=np.float64), self.mask)
+        self.forward, self.backward, self.log_z = _forward_backward(self.log_u)
+
+    def expected_spans(self) -> np.ndarray:
+        """The expected number of spans of every row: ``Σ_t P(tag_t = B)``."""
+        begin = self.forward[..., TAG_B] + self.backward[..., TAG_B] - self.log_z[:, None]
+        return np.exp(begin).sum(axis=1)
+
+    def ratios(self, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        """``r`` of each span (its log-likelihood ratio against tagging it O)."""
+        begin, inside = tag_gains(self.log_u, self.mask)
+        cumulative = np.cumsum(np.where(self.mask, inside, 0.0), axis=1)
+        return begin[rows, starts] + cumulative[rows, ends] - cumulative[rows, starts]
+
+    def span_posteriors(self, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        mask, log_u, forward, backward, log_z = self.mask, self.log_u, self.forward, self.backward, self.log_z
+        rows, starts, ends = (np.asarray(a, dtype=np.int64) for a in (rows, starts, ends))
+        inside = np.cumsum(np.where(mask, log_u[..., TAG_I], 0.0), axis=1)
+        holes = np.cumsum(~mask, axis=1)  # a span over a masked-out token has probability 0
+        untagged = ~mask[rows, starts] | (holes[rows, ends] > holes[rows, starts])
+        before = np.where(starts > 0, np.logaddexp.reduce(forward[rows, np.maximum(starts - 1, 0)], axis=-1), 0.0)
+        span = log_u[rows, starts, TAG_B] + inside[rows, ends] - inside[rows, starts]
+        length = log_u.shape[1]
+        after_token = np.minimum(ends + 1, length - 1)
+        closed = log_u[rows, after_token][:, [TAG_B, TAG_O]] + backward[rows, after_token][:, [TAG_B, TAG_O]]
+        after = np.where(ends + 1 < length, np.logaddexp.reduce(closed, axis=-1), 0.0)
+        return np.where(untagged, 0.0, np.exp(before + span + after - log_z[rows]))
 
 
 def _masked_tag_log_probs(log_probs: np.ndarray, mask: np.ndarray) -> np.ndarray:

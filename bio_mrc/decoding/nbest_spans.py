@@ -56,7 +56,7 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
 
 
 def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:
-    """The joint decoding's multi-span answers: where the BIO head's most probable tag sequence holds two or more spans
+    """The joint decoding's multi-span answers: where the BIO decoding's multi-span answer holds two or more spans
     each more likely than not (``tag_spans``, with their posteriors), those spans; else the non-overlapping n-best
     spans kept by ``min_probability`` (:func:`nbest_multi_span`).
 

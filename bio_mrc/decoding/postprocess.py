@@ -7,8 +7,9 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
 * ``bio``: the tagged tokens (first word pieces for a word-level tagger) of all
   windows merged token by token (maximum-context rule), then decoded by the
   tag log-likelihood ratio ``r`` against all-O (see :mod:`bio_mrc.decoding.bio_spans`):
-  the n-best single spans, or with ``multi_span`` the spans of the most
-  probable tag sequence; the no-answer score is ``-max r``.
+  the n-best single spans, or with ``multi_span`` the non-overlapping spans of
+  highest posterior that maximise the expected exact-match F1; the no-answer
+  score is ``-max r``.
 * ``joint``: the span head and the BIO head as a product of experts. A span
   ``(i, j)`` scores ``log P_start(i) + log P_end(j)`` plus the BIO head's
   log-likelihood ratio of tagging exactly that span (``B I … I``) against
@@ -19,9 +20,9 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
   score is ``log P_start(0) + log P_end(0)`` (all tokens O adds 0). The BIO
   expert's span-length prior (``bio_length_prior``) applies here too. With a
   word-level tagger, spans start on a word's first piece and end on a word's
-  last piece. With ``multi_span`` each prediction also carries the spans of
-  the BIO head's most probable tag sequence with their posteriors
-  (``tag_spans``), from which its multi-span answers take several spans.
+  last piece. With ``multi_span`` each prediction also carries the BIO
+  decoding's multi-span answer with the spans' posteriors (``tag_spans``),
+  from which its multi-span answers take several spans.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ..config_schema import check_fields
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
 from .spans import best_spans, null_scores
-from .bio_spans import best_tag_spans, likeliest_tag_spans, span_posteriors
+from .bio_spans import best_tag_spans, expected_f1_tag_spans, likeliest_tag_spans
 from .window_outputs import MergedTokens, WindowOutputs, log_softmax, merge_windows
 
 @dataclass(frozen=True)
@@ -54,10 +55,10 @@ class DecodeConfig:
     max_answer_length: int = field(default=30, metadata={
         "help": "in tokens (in words for the BIO decoding of a word-level tagger)", "minimum": 1})
     multi_span: bool = field(default=False, metadata={
-        "help": "return every answer span, not only the best (the BIO decoding: every span of the most probable "
-                "tag sequence instead of the n-best single spans; the joint decoding: also that tag sequence's spans)"})
+        "help": "return every answer span, not only the best (the BIO decoding: the spans of highest posterior that maximise "
+                "the expected exact-match F1 instead of the n-best single spans; the joint decoding: also those spans)"})
     require_answer: bool = field(default=True, metadata={
-        "help": "with multi_span, add the best single span where the most probable tag sequence has none"})
+        "help": "with multi_span, answer also where the most probable tag sequence has no span (off: no BIO span there)"})
     bio_length_prior: float | None = field(default=None, metadata={
         "help": "BIO span-length prior β (a span of n tags gains β(n-1)); none: the value tuned for the model"})
     min_span_probability: float | None = field(default=None, metadata={
@@ -164,8 +165,8 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     )
     null = _window_null(outputs, log_start[:, 0] + log_end[:, 0], len(examples))
     predictions = _collect(examples, *_span_candidates_to_chars(outputs, candidates), config.n_best, null)
-    if config.multi_span:  # its multi-span answers take the tag sequence's spans where it holds several
-        tagged = decode_merged_tags(merge_tag_log_probs(outputs, len(examples)), examples, replace(config, require_answer=False))
+    if config.multi_span:  # its multi-span answers take the tagger's spans where it holds several likely ones
+        tagged = decode_merged_tags(merge_tag_log_probs(outputs, len(examples)), examples, replace(config, require_answer=True))
         for prediction, tags in zip(predictions, tagged):
             prediction.tag_spans = tags.spans
     return predictions
@@ -205,9 +206,8 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     single = best_tag_spans(log_probs, merged.mask, config.max_answer_length, config.n_best)
     probabilities = None
     if config.multi_span:
-        rows, starts, ends, scores = _tag_sequence_spans(log_probs, merged.mask, single, config)
-        probabilities = span_posteriors(log_probs, merged.mask, rows, starts, ends)  # each span's own, for the span-count rule
-        limit = None  # every span of the most probable tag sequence
+        rows, starts, ends, scores, probabilities = _tag_distribution_spans(log_probs, merged.mask, config)
+        limit = None  # every span the expected-F1 rule chose
     else:
         valid = single.start >= 0
         rows = np.nonzero(valid)[0]
@@ -219,17 +219,15 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     return predictions
 
 
-def _tag_sequence_spans(log_probs: np.ndarray, mask: np.ndarray, single, config: DecodeConfig) -> tuple[np.ndarray, ...]:
-    """(row, start, end, r) of the spans of each row's most probable tag sequence; with
-    ``require_answer``, a row whose sequence is all O gets its best single span."""
-    spans = likeliest_tag_spans(log_probs, mask, config.max_answer_length)
-    columns = [spans.row, spans.start, spans.end, spans.score]
+def _tag_distribution_spans(log_probs: np.ndarray, mask: np.ndarray, config: DecodeConfig) -> tuple[np.ndarray, ...]:
+    """(row, start, end, r, posterior) of each row's multi-span answer (:func:`expected_f1_tag_spans`); without
+    ``require_answer``, a row whose most probable tag sequence is all O has none (it abstains)."""
+    spans, posterior = expected_f1_tag_spans(log_probs, mask, config.max_answer_length, config.n_best)
+    columns = (spans.row, spans.start, spans.end, spans.score, posterior)
     if config.require_answer:
-        empty = np.flatnonzero((np.bincount(spans.row, minlength=len(mask)) == 0) & (single.start[:, 0] >= 0))
-        extra = [empty, single.start[empty, 0], single.end[empty, 0], single.score[empty, 0]]
-        columns = [np.concatenate([a, b]) for a, b in zip(columns, extra)]
-    return tuple(columns)
-
+        return columns
+    answered = np.bincount(likeliest_tag_spans(log_probs, mask, config.max_answer_length).row, minlength=len(mask)) > 0
+    return tuple(column[answered[spans.row]] for column in columns)
 
 def decode(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
     """Decode the way the registered decoding ``decoding`` (``span``, ``bio``, ``joint``, ...) does."""

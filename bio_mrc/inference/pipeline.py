@@ -19,7 +19,7 @@ best answer's equals :func:`bio_mrc.inference.calibrators.raw_confidence`):
   for bio, the tag log-likelihood ratio of the sequence holding only that span against all-O, with the
   tuned length prior), as the old pipeline's post-processing; with ``multi_span``, span and joint:
   each kept non-overlapping n-best span's probability (:func:`nbest_multi_span`, the same softmax);
-* ``bio`` with ``multi_span``: the spans of the most probable tag sequence are not rivals, so each
+* ``bio`` with ``multi_span``: the spans of one tag sequence are not rivals, so each
   one's own probability: its posterior, the probability over every tag sequence that the tags hold exactly
   that span (the probability the span-count rule keeps it by).
 * the empty answer (``handle_impossible_answer=True``, given when ``Prediction.abstain``: the

@@ -96,8 +96,8 @@ def tune_bio_length_prior(
     span is biased short; β (added to every inside gain) is the one number that
     corrects it, chosen like a no-answer threshold. Ties go to the smaller β.
     Windows are merged once and every β decodes the merged arrays. ``task`` (None: SQuAD v1.1) says how:
-    a single-span task scores the single best span (official F1), a multi-span one every span of the most
-    probable tag sequence (MultiSpanQA: exact-match F1 over span sets), where β also decides how many spans survive.
+    a single-span task scores the single best span (official F1), a multi-span one the BIO decoding's multi-span
+    answers (MultiSpanQA: exact-match F1 over span sets), where β also decides how many spans survive.
     """
     task = task or registry.squad_task("1.1")
     tagged = registry.tag_decoding()
