@@ -32,7 +32,9 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     import torch
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    torch.set_num_threads(max(1, cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    WORKER_THREADS = max(1, cores // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    torch.set_num_threads(WORKER_THREADS)
+    os.environ.setdefault("OMP_NUM_THREADS", str(WORKER_THREADS))  # its subprocesses alike: a result may not depend on who ran it
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLE_V1 = FIXTURES / "sample_squad_v1.json"

@@ -56,8 +56,10 @@ def test_each_fold_decodes_with_the_prior_tuned_on_its_own_training_questions(ti
         for decoding in ("bio", "joint"):
             tuned, untuned = cells["joint-tuned", decoding], cells["joint", decoding]
             assert tuned.fold_bio_length_priors[k] == prior and untuned.fold_bio_length_priors[k] == own
-            # the pooled cell's counts of this fold's questions are those of its model decoded with its own prior
-            decoded = decode_cell(held_out_outputs, held_out, decoding, trained.decode_config(DecodeConfig(bio_length_prior=prior)), None)
+            # the pooled cell's counts of this fold's questions are those of its model decoded with its own prior and
+            # its own span-count threshold (tuned on the same training questions)
+            rules = {decoding: tuned.fold_min_span_probabilities[k]}
+            decoded = decode_cell(held_out_outputs, held_out, decoding, trained.decode_config(DecodeConfig(bio_length_prior=prior)), None, rules)
             np.testing.assert_allclose(np.asarray(tuned.counts)[rows], score_cell(held_out, decoded)["counts"])
     assert cells["joint-tuned", "bio"].fold_bio_length_priors != cells["joint", "bio"].fold_bio_length_priors  # tuning moved it
     assert cells["joint-tuned", "bio"].bio_length_prior == pytest.approx(np.mean(cells["joint-tuned", "bio"].fold_bio_length_priors))
