@@ -26,7 +26,7 @@ from bio_mrc.errors import BioMrcError
 from bio_mrc.harness.compare import resolve_splits
 from bio_mrc.harness.config import parse_config
 from bio_mrc.harness.earlier_report import read_report
-from bio_mrc.harness.stats import paired_bootstrap_recomputed
+from bio_mrc.harness.stats import paired_bootstrap_ratio
 from bio_mrc.metrics.multispan_official import f1_from_count_sums
 from bio_mrc.metrics.task_scores import span_count_metrics, span_count_scores
 
@@ -45,11 +45,6 @@ def answers_by_decoding(report, run: str) -> dict[str, dict[str, list[str]]]:
     return answers
 
 
-def resampled_em_f1(counts: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """EM F1 of each resample's questions (rows of ``idx``) from their summed span counts."""
-    return f1_from_count_sums(counts[idx].sum(axis=1))
-
-
 def data_set_rows(part, answers: dict[str, dict[str, list[str]]]) -> dict:
     """EM/PM F1 and spans per question of each decoding on one data set, and the rule's paired EM-F1 differences."""
     gold, ids = part.gold, part.ids
@@ -61,7 +56,7 @@ def data_set_rows(part, answers: dict[str, dict[str, list[str]]]) -> dict:
         rows[name] = {"em_f1": metrics["em_f1"], "pm_f1": metrics["pm_f1"], "spans_per_question": spans}
     contrasts = {}
     for other in ("span", "joint", "bio"):
-        result = paired_bootstrap_recomputed([counts[RULE]], [counts[other]], resampled_em_f1, len(ids))
+        result = paired_bootstrap_ratio(counts[RULE], counts[other], f1_from_count_sums)
         contrasts[f"{RULE} - {other}"] = {"difference": result.diff, "ci": [result.ci_low, result.ci_high], "p": result.p_value}
     return {"description": part.description, "questions": len(ids), "decodings": rows, "em_f1_differences": contrasts}
 

@@ -28,7 +28,7 @@ from bio_mrc.data.quoref import load_quoref
 from bio_mrc.data.sources import default_data_dir
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import BioMrcError
-from bio_mrc.harness.stats import paired_bootstrap_recomputed
+from bio_mrc.harness.stats import paired_bootstrap_ratio
 from bio_mrc.inference.answers import multi_span_answers, span_count_threshold
 from bio_mrc.inference.loading import TrainedModel
 from bio_mrc.inference.tuning import all_multi_span_candidates, best_span_count_threshold
@@ -37,10 +37,6 @@ from bio_mrc.metrics.task_scores import span_count_metrics, span_count_scores
 
 DATA_SETS = {"MultiSpanQA": ("multispanqa/valid.json", load_multispanqa, "multispanqa"),
              "Quoref part": ("quoref-part/train.json", load_quoref, "quoref")}
-
-
-def resampled_em_f1(counts: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return f1_from_count_sums(counts[idx].sum(axis=1))
 
 
 def candidates_of(trained: TrainedModel, examples, config: DecodeConfig) -> dict:
@@ -61,7 +57,7 @@ def scores(examples, answers: dict[str, dict[str, list[str]]], task) -> dict:
                       "empty": int(sum(not answers[name][q] for q in ids))}
     contrasts = {}
     for name in (n for n in ("bio", "joint") if n in counts and "span" in counts):
-        result = paired_bootstrap_recomputed([counts[name]], [counts["span"]], resampled_em_f1, len(ids))
+        result = paired_bootstrap_ratio(counts[name], counts["span"], f1_from_count_sums)
         contrasts[f"{name} - span"] = {"difference": result.diff, "ci": [result.ci_low, result.ci_high]}
     return {"questions": len(ids), "decodings": rows, "em_f1_differences": contrasts}
 
@@ -78,13 +74,13 @@ def evaluate(trained: TrainedModel, data: dict, config: DecodeConfig) -> dict:
         other = next(n for n in data if n != name)
         tuned = {d: best_span_count_threshold(c, data[other][0], d, data[other][1])[0] for d, c in found[other].items()}
         defaults = {d: span_count_threshold(d, None, None) for d in found[name]}
+        parts = {name: examples}
+        several = [e for e in examples if len(e.answer_texts()[0]) >= 2]
+        if len(several) < len(examples):
+            parts[f"{name}, multi-span questions"] = several
         result[name] = {}
         for setting, thresholds in (("defaults", defaults), (f"tuned on {other}", tuned)):
             answers = answers_at(found[name], thresholds)
-            parts = {name: examples}
-            several = [e for e in examples if len(e.answer_texts()[0]) >= 2]
-            if len(several) < len(examples):
-                parts[f"{name}, multi-span questions"] = several
             result[name][setting] = {"thresholds": thresholds,
                                      "parts": {part: scores(subset, answers, task) for part, subset in parts.items()}}
     return result

@@ -150,10 +150,14 @@ def expected_f1_tag_spans(
     more is always taken, so a sure tagger gives its most probable sequence's spans; an unsure one still
     answers with its likeliest spans. Returns the spans (``score`` is ``r``; rows with no tagged token have
     none) and their posteriors."""
-    _check_length(max_span_length)
-    mask = np.asarray(mask, dtype=bool)
     single = best_tag_spans(log_probs, mask, max_span_length, n_candidates)
-    likeliest = likeliest_tag_spans(log_probs, mask, max_span_length)
+    return expected_f1_answer(log_probs, mask, single, likeliest_tag_spans(log_probs, mask, max_span_length))
+
+
+def expected_f1_answer(log_probs: np.ndarray, mask: np.ndarray, single: SpanCandidates, likeliest: TagSpans) -> tuple[TagSpans, np.ndarray]:
+    """:func:`expected_f1_tag_spans` from its two searches, already made: ``single`` (:func:`best_tag_spans`) and
+    ``likeliest`` (:func:`likeliest_tag_spans`)."""
+    mask = np.asarray(mask, dtype=bool)
     found = single.start >= 0
     candidates = np.unique(np.concatenate([
         np.stack([np.nonzero(found)[0], single.start[found], single.end[found]], axis=1),

@@ -36,8 +36,8 @@ from .. import registry
 from ..config_schema import check_fields
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
-from .spans import best_spans, null_scores
-from .bio_spans import best_tag_spans, expected_f1_tag_spans, likeliest_tag_spans
+from .spans import SpanCandidates, best_spans, null_scores
+from .bio_spans import best_tag_spans, expected_f1_answer, likeliest_tag_spans
 from .window_outputs import MergedTokens, WindowOutputs, log_softmax, merge_windows
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     single = best_tag_spans(log_probs, merged.mask, config.max_answer_length, config.n_best)
     probabilities = None
     if config.multi_span:
-        rows, starts, ends, scores, probabilities = _tag_distribution_spans(log_probs, merged.mask, config)
+        rows, starts, ends, scores, probabilities = _tag_distribution_spans(log_probs, merged.mask, single, config)
         limit = None  # every span the expected-F1 rule chose
     else:
         valid = single.start >= 0
@@ -219,15 +219,18 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     return predictions
 
 
-def _tag_distribution_spans(log_probs: np.ndarray, mask: np.ndarray, config: DecodeConfig) -> tuple[np.ndarray, ...]:
-    """(row, start, end, r, posterior) of each row's multi-span answer (:func:`expected_f1_tag_spans`); without
+def _tag_distribution_spans(log_probs: np.ndarray, mask: np.ndarray, single: SpanCandidates, config: DecodeConfig) -> tuple[np.ndarray, ...]:
+    """(row, start, end, r, posterior) of each row's multi-span answer (the expected-F1 answer of
+    :func:`~bio_mrc.decoding.bio_spans.expected_f1_tag_spans`, from the ``single`` n-best already searched); without
     ``require_answer``, a row whose most probable tag sequence is all O has none (it abstains)."""
-    spans, posterior = expected_f1_tag_spans(log_probs, mask, config.max_answer_length, config.n_best)
+    likeliest = likeliest_tag_spans(log_probs, mask, config.max_answer_length)
+    spans, posterior = expected_f1_answer(log_probs, mask, single, likeliest)
     columns = (spans.row, spans.start, spans.end, spans.score, posterior)
     if config.require_answer:
         return columns
-    answered = np.bincount(likeliest_tag_spans(log_probs, mask, config.max_answer_length).row, minlength=len(mask)) > 0
+    answered = np.bincount(likeliest.row, minlength=len(mask)) > 0
     return tuple(column[answered[spans.row]] for column in columns)
+
 
 def decode(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
     """Decode the way the registered decoding ``decoding`` (``span``, ``bio``, ``joint``, ...) does."""
