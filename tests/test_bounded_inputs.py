@@ -208,6 +208,7 @@ def test_a_lone_surrogate_in_a_one_line_file_is_named_by_its_position(tmp_path):
 
 # --- extract on a long context -------------------------------------------------------------------------
 
+@pytest.mark.slow  # over 3 s alone on 2 cores
 def test_extract_shows_progress_on_a_long_context(model_dir, tmp_path, capsys):
     context = tmp_path / "long.txt"
     context.write_text("The Normans built castles across England and Wales. " * 2_000)  # 106,000 characters

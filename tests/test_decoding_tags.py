@@ -214,6 +214,44 @@ def test_the_expected_f1_answer_keeps_every_span_more_likely_than_not(seed):
         assert all(a[1] < b[0] for a, b in zip(row, row[1:])), "its spans do not overlap"
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_spans_of_one_text_are_one_answer_of_their_summed_posterior(seed):
+    log_probs, mask = random_case(seed, length=6, holes=False)
+    every = [(i, j) for i in range(6) for j in range(i, 6)]
+    text_of = {span: k % 4 for k, span in enumerate(every)}  # 21 spans, 4 texts
+    spans, posterior = expected_f1_tag_spans(log_probs, mask, 6, 21, lambda rows, starts, ends: np.array([text_of[s] for s in zip(starts, ends)]))
+    for n in range(len(mask)):
+        if not mask[n].any():
+            continue
+        truth, expected_spans = brute_force_distribution(log_probs[n], mask[n])
+        answers = {}  # text -> (its likeliest span, summed posterior)
+        for span in sorted(every, key=lambda s: -truth.get(s, 0.0)):
+            best, total = answers.get(text_of[span], (span, 0.0))
+            answers[text_of[span]] = (best, total + truth.get(span, 0.0))
+        taken = []
+        for span, p in sorted(answers.values(), key=lambda a: -a[1]):
+            if all(span[1] < t[0][0] or span[0] > t[0][1] for t in taken):
+                taken.append((span, min(p, 1.0)))
+        f1 = [2 * sum(p for _, p in taken[:k]) / (k + max(1.0, expected_spans)) for k in range(1, len(taken) + 1)]
+        want = sorted(taken[: int(np.argmax(f1)) + 1])
+        chosen = sorted((s, e, p) for r, s, e, p in zip(spans.row, spans.start, spans.end, posterior) if r == n)
+        assert [(s, e) for s, e, _ in chosen] == [span for span, _ in want], n
+        assert [p for _, _, p in chosen] == pytest.approx([p for _, p in want], abs=1e-12)
+
+
+def test_a_name_tagged_at_three_mentions_outweighs_a_likelier_single_span():
+    # "Tom" at tokens 0, 2 and 4, B with probability 0.3, 0.28, 0.32; "Mary" at token 6 with 0.35: the answer is Tom alone
+    b = [0.3, 0.0, 0.28, 0.0, 0.32, 0.0, 0.35]
+    probs = np.array([[[p, 0.0, 1 - p] for p in b]]) + 1e-12
+    words = ["tom", "and", "Tom", "met", "TOM.", "and", "mary"]
+    keys = lambda rows, starts, ends: np.array([hash(words[s].lower().strip(".")) for s in starts])  # noqa: E731
+    spans, posterior = expected_f1_tag_spans(np.log(probs), np.ones((1, 7), bool), 30, 20, keys)
+    assert [(s, e) for s, e, _ in spans_in_row(spans, 0)] == [(4, 4)]  # Tom's likeliest mention
+    assert posterior == pytest.approx([0.9], abs=1e-6)  # 2 * .9 / (1 + 1.25) > 2 * 1.25 / (2 + 1.25)
+    each, _ = expected_f1_tag_spans(np.log(probs), np.ones((1, 7), bool), 30, 20)
+    assert (6, 6) in [(s, e) for s, e, _ in spans_in_row(each, 0)]  # span by span, Mary's 0.4 comes first
+
+
 def test_a_sure_tagger_answers_with_its_most_probable_sequence_and_an_unsure_one_with_its_likeliest_spans():
     sure = np.log(np.array([[[0.96, 0.02, 0.02], [0.02, 0.96, 0.02], [0.02, 0.02, 0.96], [0.96, 0.02, 0.02], [0.02, 0.02, 0.96]]]))
     mask = np.ones((1, 5), dtype=bool)

@@ -1,5 +1,7 @@
 """AnswerExtractor and the span head's n-best multi-span baseline."""
 
+import math
+
 import pytest
 
 from bio_mrc.errors import DataFormatError
@@ -11,12 +13,23 @@ from bio_mrc.types import AnswerSpan, Prediction
 
 def test_nbest_multi_span_keeps_probable_non_overlapping_spans():
     # scores 2, 2, 1.9, -5: e^2 = 7.389, e^1.9 = 6.686, e^-5 = 0.0067, sum 21.471 -> (0.3441, 0.3441, 0.3114, 0.0003)
-    spans = [AnswerSpan("a b", 0, 3, 2.0), AnswerSpan("b", 2, 3, 2.0), AnswerSpan("c", 4, 5, 1.9), AnswerSpan("d", 6, 7, -5.0)]
+    spans = [AnswerSpan("x y", 0, 3, 2.0), AnswerSpan("y", 2, 3, 2.0), AnswerSpan("c", 4, 5, 1.9), AnswerSpan("d", 6, 7, -5.0)]
     (out,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.1)
-    assert [s.text for s in out.spans] == ["a b", "c"]  # "b" overlaps "a b"; "d" is improbable
+    assert [s.text for s in out.spans] == ["x y", "c"]  # "y" overlaps "x y"; "d" is improbable
     assert out.spans[0].score == pytest.approx(7.389 / 21.471, abs=1e-3)
     (empty,) = nbest_multi_span([Prediction("q", [])])
     assert empty.spans == []
+
+
+def test_the_mentions_of_one_text_are_one_nbest_answer():
+    # scores log .3, log .25, log .35, log .1 (softmax = those): "Tom" twice (.3 + .25 = .55) is the likeliest answer
+    spans = [AnswerSpan("Mary", 0, 4, math.log(0.35)), AnswerSpan("Tom", 9, 12, math.log(0.3)), AnswerSpan("tom.", 20, 24, math.log(0.25)),
+             AnswerSpan("Ann", 30, 33, math.log(0.1))]
+    (out,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.2)
+    assert [(s.text, s.start) for s in out.spans] == [("Tom", 9), ("Mary", 0)]  # each text once, by its best-ranked span
+    assert [s.probability for s in out.spans] == pytest.approx([0.55, 0.35])
+    (alone,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.4)
+    assert [s.text for s in alone.spans] == ["Tom"]
 
 
 def test_extractor_single_and_batched(trained_dir):  # noqa: F811

@@ -95,6 +95,7 @@ def comparison_copy(browser_comparison, tmp_path):
     return copy, parse_config(raw)
 
 
+@pytest.mark.slow  # over 3 s alone on 2 cores
 def test_a_rerun_renders_the_page_from_the_cache_without_the_model(comparison_copy, monkeypatch):
     copy, config = comparison_copy
     before = page_payload(copy / "report.html")
@@ -104,6 +105,7 @@ def test_a_rerun_renders_the_page_from_the_cache_without_the_model(comparison_co
     assert page_payload(copy / "report.html") == before
 
 
+@pytest.mark.slow  # over 3 s alone on 2 cores
 def test_cells_without_their_browser_data_are_scored_again(comparison_copy, monkeypatch):
     copy, config = comparison_copy
     for cached in copy.glob("cells/*.browser.npz"):

@@ -85,6 +85,7 @@ def curve_results():
     return replace(large, cells=cells, config={**large.config, "runs": runs, "seeds": [42]}, run_train=run_train)
 
 
+@pytest.mark.slow  # over 3 s alone on 2 cores
 def test_the_report_holds_each_size_the_gap_with_its_paired_interval_and_the_figure(tmp_path):
     results = curve_results()
     summary = write_report(results, tmp_path, np.arange(200) % 7, 50 + np.arange(200))

@@ -55,7 +55,11 @@ def snippets() -> list[tuple[str, str]]:
     return found
 
 
-@pytest.mark.parametrize("name,code", snippets(), ids=[name for name, _ in snippets()])
+SLOW_SNIPPETS = {"compare-api"}  # it runs a comparison: over 3 s alone on 2 cores
+
+
+@pytest.mark.parametrize("name,code", [pytest.param(name, code, id=name, marks=[pytest.mark.slow] if name in SLOW_SNIPPETS else [])
+                                       for name, code in snippets()])
 def test_readme_snippet_runs_as_written(name, code, trained_dir, tmp_path, monkeypatch):  # noqa: F811
     models = tmp_path / "runs" / "quick" / "models"
     models.mkdir(parents=True)

@@ -353,6 +353,7 @@ def test_serving_without_the_extra_says_what_to_install(monkeypatch, model_dir):
         server.run_server(model_dir)
 
 
+@pytest.mark.slow  # over 3 s alone on 2 cores
 def test_run_server_serves_the_folder_on_the_configured_address(monkeypatch, model_dir):
     from bio_mrc.serving import server
 

@@ -167,6 +167,7 @@ def test_a_request_past_its_time_is_a_504_and_its_windows_are_dropped(extractor,
     assert len(slow_passes) == ran_then <= 3 < windows_of(extractor, "Who built castles?", MANY_WINDOWS)
 
 
+@pytest.mark.slow  # over 3 s alone on 2 cores
 def test_work_for_a_client_that_hangs_up_is_cancelled(extractor, slow_passes):  # noqa: F811
     config = ServeConfig(max_batch_size=1, max_wait_ms=0)  # one window per forward pass
     with running(create_app(extractor, config)) as url:

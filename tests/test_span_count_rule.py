@@ -63,6 +63,14 @@ def test_each_bio_span_carries_its_posterior():
     assert [s.text for s in kept.spans] == ["a"]
 
 
+def test_one_text_tagged_at_two_mentions_is_one_answer():
+    # the words "A b a c": "A" and "a" (one text once normalised) B with 0.36 and 0.34, "c" with 0.3
+    merged = tag_rows([[(0.36, 0.0, 0.64), (0.0, 0.0, 1.0), (0.34, 0.0, 0.66), (0.3, 0.0, 0.7)]])
+    (prediction,) = decode_merged_tags(merged, [Example("q", "?", "A b a c")], DecodeConfig(multi_span=True, bio_length_prior=0.0))
+    assert [s.text for s in prediction.spans] == ["A"]  # 2 * .7 / (1 + 1) beats 2 * 1 / (2 + 1)
+    assert prediction.spans[0].probability == pytest.approx(0.7, abs=1e-6)
+
+
 def test_an_all_o_sequence_still_answers_with_its_likeliest_spans():
     merged = tag_rows([[(0.2, 0.0, 0.8), (0.3, 0.1, 0.6), (0.05, 0.05, 0.9)]])
     example = Example("q", "?", "a b c")

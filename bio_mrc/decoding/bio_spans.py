@@ -24,7 +24,7 @@ span, up to the constant ``log P(all O)``. Every BIO decision reads ``r``:
   number of spans; ``I`` never follows ``O``), by forward–backward over the tag lattice;
 * several answers are the non-overlapping spans of highest posterior, as many as
   maximise the answer's expected exact-match F1 under the tag distribution
-  (:func:`expected_f1_tag_spans`). Where the tagger is sure this is the most probable
+  (:func:`expected_f1_tag_spans`; spans of one text are one answer of their summed posterior). Where the tagger is sure this is the most probable
   sequence's spans; where it is unsure, "all O" can be the most probable sequence
   while several spans each hold a fair share of the probability;
 * the no-answer score is ``-max r = log P(all O) - log P(best single span)``.
@@ -36,6 +36,7 @@ constraint of the search.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -138,23 +139,31 @@ def span_posteriors(
     return _TagLattice(log_probs, mask).span_posteriors(rows, starts, ends)
 
 
+#: ``(rows, starts, ends) -> keys``: spans of one row with equal keys are one answer.
+AnswerKeys = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
 def expected_f1_tag_spans(
-    log_probs: np.ndarray, mask: np.ndarray, max_span_length: int, n_candidates: int
+    log_probs: np.ndarray, mask: np.ndarray, max_span_length: int, n_candidates: int, answer_keys: AnswerKeys | None = None
 ) -> tuple[TagSpans, np.ndarray]:
     """Several answers of every row by the tag distribution (minimum Bayes risk): the candidates are the
-    ``n_candidates`` best single spans by ``r`` and the most probable sequence's spans; taken by posterior,
-    best first, each not overlapping one taken before, the answer is the first ``k`` that maximise
-    ``2 Σ_{i<=k} p_i / (k + max(1, E[spans]))``, the expected exact-match F1 of an answer whose spans are
-    right with their posteriors ``p_i`` against a gold answer of the expected number of spans
-    (``Σ_t P(tag_t = B)``; MultiSpanQA counts an empty gold answer as one span). A span of posterior 0.5 or
+    ``n_candidates`` best single spans by ``r`` and the most probable sequence's spans. Spans of one row that
+    ``answer_keys`` gives one key are one answer (the same text: a name tagged at several of its mentions), of
+    their summed posterior (at most 1), standing as its likeliest span; without ``answer_keys`` each span is an
+    answer. Taken by posterior, best first, each not overlapping one taken before, the answer is the first ``k``
+    that maximise ``2 Σ_{i<=k} p_i / (k + max(1, E[spans]))``, the expected exact-match F1 of an answer whose
+    parts are right with their posteriors ``p_i`` against a gold answer of the expected number of spans
+    (``Σ_t P(tag_t = B)``; MultiSpanQA counts an empty gold answer as one span). A part of posterior 0.5 or
     more is always taken, so a sure tagger gives its most probable sequence's spans; an unsure one still
     answers with its likeliest spans. Returns the spans (``score`` is ``r``; rows with no tagged token have
-    none) and their posteriors."""
+    none) and their answers' posteriors."""
     single = best_tag_spans(log_probs, mask, max_span_length, n_candidates)
-    return expected_f1_answer(log_probs, mask, single, likeliest_tag_spans(log_probs, mask, max_span_length))
+    return expected_f1_answer(log_probs, mask, single, likeliest_tag_spans(log_probs, mask, max_span_length), answer_keys)
 
 
-def expected_f1_answer(log_probs: np.ndarray, mask: np.ndarray, single: SpanCandidates, likeliest: TagSpans) -> tuple[TagSpans, np.ndarray]:
+def expected_f1_answer(
+    log_probs: np.ndarray, mask: np.ndarray, single: SpanCandidates, likeliest: TagSpans, answer_keys: AnswerKeys | None = None
+) -> tuple[TagSpans, np.ndarray]:
     """:func:`expected_f1_tag_spans` from its two searches, already made: ``single`` (:func:`best_tag_spans`) and
     ``likeliest`` (:func:`likeliest_tag_spans`)."""
     mask = np.asarray(mask, dtype=bool)
@@ -165,11 +174,26 @@ def expected_f1_answer(log_probs: np.ndarray, mask: np.ndarray, single: SpanCand
     ]).astype(np.int64), axis=0)
     lattice = _TagLattice(log_probs, mask)
     rows, starts, ends = candidates.T
-    posterior = lattice.span_posteriors(rows, starts, ends)
+    keys = np.arange(len(rows)) if answer_keys is None else np.asarray(answer_keys(rows, starts, ends), dtype=np.int64)
+    standing, posterior = _answers_of_spans(rows, keys, lattice.span_posteriors(rows, starts, ends))
+    rows, starts, ends = rows[standing], starts[standing], ends[standing]
     chosen = _expected_f1_choice(rows, starts, ends, posterior, lattice.expected_spans())
     chosen = chosen[np.lexsort((starts[chosen], rows[chosen]))]
     rows, starts, ends, posterior = rows[chosen], starts[chosen], ends[chosen], posterior[chosen]
     return TagSpans(rows, starts, ends, lattice.ratios(rows, starts, ends)), posterior
+
+
+def _answers_of_spans(rows: np.ndarray, keys: np.ndarray, posterior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The answers of spans keyed by (row, key): each answer's likeliest span (indices) and its posterior, the sum of
+    its spans' (at most 1: spans of one answer that could be tagged together are not exclusive events)."""
+    if not len(rows):
+        return np.zeros(0, np.int64), np.zeros(0)
+    _, answer = np.unique(np.stack([rows, keys], axis=1), axis=0, return_inverse=True)
+    answer = answer.ravel()
+    summed = np.minimum(np.bincount(answer, weights=posterior), 1.0)
+    order = np.lexsort((-posterior, answer))
+    first = order[np.r_[True, answer[order][1:] != answer[order][:-1]]]
+    return first, summed[answer[first]]
 
 
 def _expected_f1_choice(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, posterior: np.ndarray, expected: np.ndarray) -> np.ndarray:

@@ -8,7 +8,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..types import Prediction
+from ..answer_text import normalize_answer
+from ..types import AnswerSpan, Prediction
 
 #: The n-best multi-span rule's default: spans below 10% of the n-best probability mass are dropped.
 MIN_SPAN_PROBABILITY = 0.1
@@ -29,30 +30,40 @@ def keep_probable_spans(predictions: Sequence[Prediction], min_probability: floa
 
 
 def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:
-    """Keep, per question, the n-best spans whose probability is at least ``min_probability``
-    and that overlap no better-ranked kept span.
+    """Keep, per question, the answers of the n-best spans whose probability is at least ``min_probability``
+    and whose span overlaps no better answer's kept span.
 
-    Probabilities are the softmax of the n-best span scores of the question
-    (as in Hugging Face's QA post-processing). The best span is always kept.
-    Each returned span's ``score`` and ``probability`` are that probability.
+    A span's probability is the softmax of the question's n-best span scores (as in Hugging Face's QA
+    post-processing); spans whose texts are one once normalised as the metrics normalise them (a name at
+    several of its mentions) are one answer, of their summed probability, standing as its best-ranked span.
+    The likeliest answer is always kept. Each returned span's ``score`` and ``probability`` are its answer's.
     """
     out = []
     for prediction in predictions:
-        spans = prediction.spans
-        if not spans:
-            out.append(replace(prediction, spans=[]))
-            continue
-        scores = np.array([s.score for s in spans], dtype=np.float64)
-        probs = np.exp(scores - scores.max())
-        probs /= probs.sum()
-        kept = []
-        for span, p in zip(spans, probs.tolist()):
+        kept: list[AnswerSpan] = []
+        for span, p in _answers_by_text(prediction.spans):
             if kept and p < min_probability:
-                break  # spans are sorted best first, so no later one qualifies
+                break  # answers are sorted likeliest first, so no later one qualifies
             if all(span.end <= k.start or span.start >= k.end for k in kept):
                 kept.append(replace(span, score=p, probability=p))
         out.append(replace(prediction, spans=kept))
     return out
+
+
+def _answers_by_text(spans: Sequence[AnswerSpan]) -> list[tuple[AnswerSpan, float]]:
+    """The n-best ``spans`` (best first) as answers, likeliest first: each normalised text's best-ranked span and
+    the summed softmax probability of its spans."""
+    if not spans:
+        return []
+    scores = np.array([s.score for s in spans], dtype=np.float64)
+    probs = np.exp(scores - scores.max())
+    probs /= probs.sum()
+    answers: dict[str, tuple[AnswerSpan, float]] = {}
+    for span, p in zip(spans, probs.tolist()):
+        text = normalize_answer(span.text)
+        first, total = answers.get(text, (span, 0.0))
+        answers[text] = (first, total + p)
+    return sorted(answers.values(), key=lambda answer: -answer[1])  # stable: ties keep the n-best order
 
 
 def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:

@@ -8,7 +8,8 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
   windows merged token by token (maximum-context rule), then decoded by the
   tag log-likelihood ratio ``r`` against all-O (see :mod:`bio_mrc.decoding.bio_spans`):
   the n-best single spans, or with ``multi_span`` the non-overlapping spans of
-  highest posterior that maximise the expected exact-match F1; the no-answer
+  highest posterior that maximise the expected exact-match F1 (the spans of one
+  normalised text one answer, of their summed posterior); the no-answer
   score is ``-max r``.
 * ``joint``: the span head and the BIO head as a product of experts. A span
   ``(i, j)`` scores ``log P_start(i) + log P_end(j)`` plus the BIO head's
@@ -33,11 +34,12 @@ from typing import Sequence
 import numpy as np
 
 from .. import registry
+from ..answer_text import normalize_answer
 from ..config_schema import check_fields
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
 from .spans import SpanCandidates, best_spans, null_scores
-from .bio_spans import best_tag_spans, expected_f1_answer, likeliest_tag_spans
+from .bio_spans import AnswerKeys, best_tag_spans, expected_f1_answer, likeliest_tag_spans
 from .window_outputs import MergedTokens, WindowOutputs, log_softmax, merge_windows
 
 @dataclass(frozen=True)
@@ -206,7 +208,8 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     single = best_tag_spans(log_probs, merged.mask, config.max_answer_length, config.n_best)
     probabilities = None
     if config.multi_span:
-        rows, starts, ends, scores, probabilities = _tag_distribution_spans(log_probs, merged.mask, single, config)
+        answer_keys = answer_text_keys(examples, merged.offsets)
+        rows, starts, ends, scores, probabilities = _tag_distribution_spans(log_probs, merged.mask, single, answer_keys, config)
         limit = None  # every span the expected-F1 rule chose
     else:
         valid = single.start >= 0
@@ -219,17 +222,31 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     return predictions
 
 
-def _tag_distribution_spans(log_probs: np.ndarray, mask: np.ndarray, single: SpanCandidates, config: DecodeConfig) -> tuple[np.ndarray, ...]:
+def _tag_distribution_spans(
+    log_probs: np.ndarray, mask: np.ndarray, single: SpanCandidates, answer_keys: AnswerKeys, config: DecodeConfig
+) -> tuple[np.ndarray, ...]:
     """(row, start, end, r, posterior) of each row's multi-span answer (the expected-F1 answer of
-    :func:`~bio_mrc.decoding.bio_spans.expected_f1_tag_spans`, from the ``single`` n-best already searched); without
-    ``require_answer``, a row whose most probable tag sequence is all O has none (it abstains)."""
+    :func:`~bio_mrc.decoding.bio_spans.expected_f1_tag_spans` over ``answer_keys``' answers, from the ``single``
+    n-best already searched); without ``require_answer``, a row whose most probable tag sequence is all O has none
+    (it abstains)."""
     likeliest = likeliest_tag_spans(log_probs, mask, config.max_answer_length)
-    spans, posterior = expected_f1_answer(log_probs, mask, single, likeliest)
+    spans, posterior = expected_f1_answer(log_probs, mask, single, likeliest, answer_keys)
     columns = (spans.row, spans.start, spans.end, spans.score, posterior)
     if config.require_answer:
         return columns
     answered = np.bincount(likeliest.row, minlength=len(mask)) > 0
     return tuple(column[answered[spans.row]] for column in columns)
+
+
+def answer_text_keys(examples: Sequence[Example], offsets: np.ndarray) -> AnswerKeys:
+    """Keys that make the tagged-token spans of one question one answer where their texts are one once normalised
+    as the metrics normalise them (a name tagged at several of its mentions). ``offsets``: each row's tokens'
+    character offsets into its question's context."""
+    def keys(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        texts = [normalize_answer(examples[row].context[begin:end]) for row, begin, end in
+                 zip(rows.tolist(), offsets[rows, starts, 0].tolist(), offsets[rows, ends, 1].tolist())]
+        return np.unique(np.array(texts, dtype=object), return_inverse=True)[1].ravel() if texts else np.zeros(0, np.int64)
+    return keys
 
 
 def decode(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig = DecodeConfig()) -> list[Prediction]:

@@ -86,6 +86,15 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _plain_numbers(flat: np.ndarray) -> bool:
+    """Whether a flat object array holds only JSON's numbers (Python ints and floats, no bools), at C speed."""
+    return set(map(type, flat.tolist())) <= {int, float}
+
+
+def _numbers_only(flat: np.ndarray) -> bool:
+    return _plain_numbers(flat) or all(_is_number(n) for n in flat)
+
+
 def _kind(check: Any, what: str) -> Any:
     return lambda value: None if check(value) else f"must be {what}, got {_shown(value)}"
 
@@ -101,6 +110,10 @@ def _scores(low: float, high: float | None) -> Any:
         if not isinstance(value, list):
             return f"must be a list of per-question scores, got {_shown(value)}"
         flat = np.asarray(value, dtype=object).ravel() if value else np.array([])
+        if _plain_numbers(flat):  # checked at once; the loop below only names a bad one
+            numbers = flat.astype(np.float64)
+            if ((numbers >= low) & (numbers <= (math.inf if high is None else high))).all():
+                return None
         for k, number in enumerate(flat):
             if not _is_number(number) or not low <= number <= (math.inf if high is None else high):
                 bound = f"[{low:g}, {high:g}]" if high is not None else f"a count >= {low:g}"
@@ -125,7 +138,7 @@ _CELL_CHECKS = {
     "train_questions": _kind(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a count >= 0"),
     "answers": _kind(lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v), "a list of answer strings"),
     "em": _scores(0.0, 100.0), "f1": _scores(0.0, 100.0), "counts": _scores(0.0, None),
-    "scores": _kind(lambda v: isinstance(v, dict) and all(isinstance(x, list) and all(_is_number(n) for n in np.ravel(np.asarray(x, dtype=object)))
+    "scores": _kind(lambda v: isinstance(v, dict) and all(isinstance(x, list) and _numbers_only(np.ravel(np.asarray(x, dtype=object)))
                                                       for x in v.values()), "an object of per-question score lists"),
     "decode_seconds": _SECONDS, "inference_seconds": _SECONDS, "train_seconds": _SECONDS,
     "threshold": _SETTING, "bio_length_prior": _SETTING,

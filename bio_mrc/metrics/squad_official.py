@@ -11,23 +11,11 @@ official scripts).
 from __future__ import annotations
 
 import collections
-import re
-import string
 from typing import Mapping, Sequence
 
 import numpy as np
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCTUATION = frozenset(string.punctuation)
-
-
-def normalize_answer(s: str) -> str:
-    """Lower-case, drop ASCII punctuation, then the articles a/an/the, then squash white space.
-
-    The package's only answer normalisation: every metric uses it.
-    """
-    s = "".join(ch for ch in s.lower() if ch not in _PUNCTUATION)
-    return " ".join(_ARTICLES.sub(" ", s).split())
+from ..answer_text import normalize_answer
 
 
 def _token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
