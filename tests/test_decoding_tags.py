@@ -233,10 +233,14 @@ def test_spans_of_one_text_are_one_answer_of_their_summed_posterior(seed):
             if all(span[1] < t[0][0] or span[0] > t[0][1] for t in taken):
                 taken.append((span, min(p, 1.0)))
         f1 = [2 * sum(p for _, p in taken[:k]) / (k + max(1.0, expected_spans)) for k in range(1, len(taken) + 1)]
-        want = sorted(taken[: int(np.argmax(f1)) + 1])
+        want = taken[: int(np.argmax(f1)) + 1]
+        for span in every:  # a chosen text's other mentions more likely than not stay, with their own posteriors
+            if (text_of[span] in {text_of[t] for t, _ in want} and truth.get(span, 0.0) >= 0.5
+                    and all(span[1] < t[0] or span[0] > t[1] for t, _ in want)):
+                want.append((span, truth[span]))
         chosen = sorted((s, e, p) for r, s, e, p in zip(spans.row, spans.start, spans.end, posterior) if r == n)
-        assert [(s, e) for s, e, _ in chosen] == [span for span, _ in want], n
-        assert [p for _, _, p in chosen] == pytest.approx([p for _, p in want], abs=1e-12)
+        assert [(s, e) for s, e, _ in chosen] == sorted(span for span, _ in want), n
+        assert [p for _, _, p in chosen] == pytest.approx([p for _, p in sorted(want)], abs=1e-12)
 
 
 def test_a_name_tagged_at_three_mentions_outweighs_a_likelier_single_span():
@@ -248,6 +252,10 @@ def test_a_name_tagged_at_three_mentions_outweighs_a_likelier_single_span():
     spans, posterior = expected_f1_tag_spans(np.log(probs), np.ones((1, 7), bool), 30, 20, keys)
     assert [(s, e) for s, e, _ in spans_in_row(spans, 0)] == [(4, 4)]  # Tom's likeliest mention
     assert posterior == pytest.approx([0.9], abs=1e-6)  # 2 * .9 / (1 + 1.25) > 2 * 1.25 / (2 + 1.25)
+    sure = np.array([[[p, 0.0, 1 - p] for p in [0.97, 0.0, 0.96, 0.0, 0.01, 0.0, 0.02]]]) + 1e-12
+    spans, posterior = expected_f1_tag_spans(np.log(sure), np.ones((1, 7), bool), 30, 20, keys)
+    assert [(s, e) for s, e, _ in spans_in_row(spans, 0)] == [(0, 0), (2, 2)]  # a sure tagger's two mentions of Tom both stay
+    assert posterior == pytest.approx([1.0, 0.96], abs=1e-6)
     each, _ = expected_f1_tag_spans(np.log(probs), np.ones((1, 7), bool), 30, 20)
     assert (6, 6) in [(s, e) for s, e, _ in spans_in_row(each, 0)]  # span by span, Mary's 0.4 comes first
 

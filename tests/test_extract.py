@@ -22,14 +22,17 @@ def test_nbest_multi_span_keeps_probable_non_overlapping_spans():
 
 
 def test_the_mentions_of_one_text_are_one_nbest_answer():
-    # scores log .3, log .25, log .35, log .1 (softmax = those): "Tom" twice (.3 + .25 = .55) is the likeliest answer
+    # shares .35, .3, .25, .1: "Tom" twice (.3 + .25 = .55) is one answer, likelier than "Mary", the best single span
     spans = [AnswerSpan("Mary", 0, 4, math.log(0.35)), AnswerSpan("Tom", 9, 12, math.log(0.3)), AnswerSpan("tom.", 20, 24, math.log(0.25)),
              AnswerSpan("Ann", 30, 33, math.log(0.1))]
     (out,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.2)
-    assert [(s.text, s.start) for s in out.spans] == [("Tom", 9), ("Mary", 0)]  # each text once, by its best-ranked span
-    assert [s.probability for s in out.spans] == pytest.approx([0.55, 0.35])
-    (alone,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.4)
-    assert [s.text for s in alone.spans] == ["Tom"]
+    assert [(s.text, s.start) for s in out.spans] == [("Mary", 0), ("Tom", 9)]  # the single answer first; each text once
+    assert [s.probability for s in out.spans] == pytest.approx([0.35, 0.55])
+    (alone,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.6)
+    assert [s.text for s in alone.spans] == ["Mary"]
+    spans.append(AnswerSpan("Zoe", 40, 43, math.log(0.3)))  # shares now .27, .23, .19, .08, .23 ("Tom" .42)
+    (ordered,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.05)
+    assert [s.text for s in ordered.spans] == ["Mary", "Tom", "Zoe", "Ann"]  # after the first, by their answers' probability
 
 
 def test_extractor_single_and_batched(trained_dir):  # noqa: F811

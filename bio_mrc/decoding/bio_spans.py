@@ -24,9 +24,10 @@ span, up to the constant ``log P(all O)``. Every BIO decision reads ``r``:
   number of spans; ``I`` never follows ``O``), by forward–backward over the tag lattice;
 * several answers are the non-overlapping spans of highest posterior, as many as
   maximise the answer's expected exact-match F1 under the tag distribution
-  (:func:`expected_f1_tag_spans`; spans of one text are one answer of their summed posterior). Where the tagger is sure this is the most probable
-  sequence's spans; where it is unsure, "all O" can be the most probable sequence
-  while several spans each hold a fair share of the probability;
+  (:func:`expected_f1_tag_spans`; spans of one text are one answer of their summed
+  posterior). Where the tagger is sure this is the most probable sequence's spans;
+  where it is unsure, "all O" can be the most probable sequence while several spans
+  each hold a fair share of the probability;
 * the no-answer score is ``-max r = log P(all O) - log P(best single span)``.
 
 An over-long span is never cut to its first tokens: the length limit is a
@@ -154,9 +155,10 @@ def expected_f1_tag_spans(
     that maximise ``2 Σ_{i<=k} p_i / (k + max(1, E[spans]))``, the expected exact-match F1 of an answer whose
     parts are right with their posteriors ``p_i`` against a gold answer of the expected number of spans
     (``Σ_t P(tag_t = B)``; MultiSpanQA counts an empty gold answer as one span). A part of posterior 0.5 or
-    more is always taken, so a sure tagger gives its most probable sequence's spans; an unsure one still
+    more is always taken, and so is every other span of a taken answer that is more likely than not, so a sure
+    tagger gives its most probable sequence's spans (every mention of a text it tagged); an unsure one still
     answers with its likeliest spans. Returns the spans (``score`` is ``r``; rows with no tagged token have
-    none) and their answers' posteriors."""
+    none) and their posteriors (an answer's for the span standing for it, their own for its other mentions)."""
     single = best_tag_spans(log_probs, mask, max_span_length, n_candidates)
     return expected_f1_answer(log_probs, mask, single, likeliest_tag_spans(log_probs, mask, max_span_length), answer_keys)
 
@@ -174,26 +176,40 @@ def expected_f1_answer(
     ]).astype(np.int64), axis=0)
     lattice = _TagLattice(log_probs, mask)
     rows, starts, ends = candidates.T
+    own = lattice.span_posteriors(rows, starts, ends)
     keys = np.arange(len(rows)) if answer_keys is None else np.asarray(answer_keys(rows, starts, ends), dtype=np.int64)
-    standing, posterior = _answers_of_spans(rows, keys, lattice.span_posteriors(rows, starts, ends))
-    rows, starts, ends = rows[standing], starts[standing], ends[standing]
-    chosen = _expected_f1_choice(rows, starts, ends, posterior, lattice.expected_spans())
-    chosen = chosen[np.lexsort((starts[chosen], rows[chosen]))]
-    rows, starts, ends, posterior = rows[chosen], starts[chosen], ends[chosen], posterior[chosen]
-    return TagSpans(rows, starts, ends, lattice.ratios(rows, starts, ends)), posterior
+    answer, standing, answer_posterior = _answers_of_spans(rows, keys, own)
+    picked = _expected_f1_choice(rows[standing], starts[standing], ends[standing], answer_posterior, lattice.expected_spans())
+    kept = _with_likely_mentions(standing[picked], np.isin(answer, picked) & (own >= 0.5), rows, starts, ends)
+    posterior = own.copy()
+    posterior[standing] = answer_posterior  # an answer's span stands for it; its other likely mentions keep their own
+    kept = kept[np.lexsort((starts[kept], rows[kept]))]
+    rows, starts, ends = rows[kept], starts[kept], ends[kept]
+    return TagSpans(rows, starts, ends, lattice.ratios(rows, starts, ends)), posterior[kept]
 
 
-def _answers_of_spans(rows: np.ndarray, keys: np.ndarray, posterior: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The answers of spans keyed by (row, key): each answer's likeliest span (indices) and its posterior, the sum of
-    its spans' (at most 1: spans of one answer that could be tagged together are not exclusive events)."""
+def _answers_of_spans(rows: np.ndarray, keys: np.ndarray, posterior: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The answers of spans keyed by (row, key): each span's answer, and by answer its likeliest span (an index) and
+    its posterior, the sum of its spans' (at most 1: spans of one answer that could be tagged together are not
+    exclusive events)."""
     if not len(rows):
-        return np.zeros(0, np.int64), np.zeros(0)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
     _, answer = np.unique(np.stack([rows, keys], axis=1), axis=0, return_inverse=True)
     answer = answer.ravel()
     summed = np.minimum(np.bincount(answer, weights=posterior), 1.0)
     order = np.lexsort((-posterior, answer))
     first = order[np.r_[True, answer[order][1:] != answer[order][:-1]]]
-    return first, summed[answer[first]]
+    return answer, first, summed
+
+
+def _with_likely_mentions(chosen: np.ndarray, likely: np.ndarray, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The ``chosen`` spans and the ``likely`` ones (more likely than not, of a chosen answer) that overlap none of
+    them: the answer is decided text by text, and a sure tagger's mentions of one text all stay."""
+    kept = chosen.tolist()
+    for i in np.flatnonzero(likely).tolist():
+        if i not in kept and all(rows[i] != rows[j] or ends[i] < starts[j] or starts[i] > ends[j] for j in kept):
+            kept.append(i)
+    return np.array(kept, dtype=np.int64)
 
 
 def _expected_f1_choice(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, posterior: np.ndarray, expected: np.ndarray) -> np.ndarray:

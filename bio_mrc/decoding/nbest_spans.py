@@ -36,14 +36,16 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
     A span's probability is the softmax of the question's n-best span scores (as in Hugging Face's QA
     post-processing); spans whose texts are one once normalised as the metrics normalise them (a name at
     several of its mentions) are one answer, of their summed probability, standing as its best-ranked span.
-    The likeliest answer is always kept. Each returned span's ``score`` and ``probability`` are its answer's.
+    The best span's answer comes first and is always kept (the single answer, which the prediction's
+    confidence describes); the others follow by probability. Each returned span's ``score`` and
+    ``probability`` are its answer's.
     """
     out = []
     for prediction in predictions:
         kept: list[AnswerSpan] = []
         for span, p in _answers_by_text(prediction.spans):
             if kept and p < min_probability:
-                break  # answers are sorted likeliest first, so no later one qualifies
+                break  # after the first, answers are sorted likeliest first, so no later one qualifies
             if all(span.end <= k.start or span.start >= k.end for k in kept):
                 kept.append(replace(span, score=p, probability=p))
         out.append(replace(prediction, spans=kept))
@@ -51,8 +53,8 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
 
 
 def _answers_by_text(spans: Sequence[AnswerSpan]) -> list[tuple[AnswerSpan, float]]:
-    """The n-best ``spans`` (best first) as answers, likeliest first: each normalised text's best-ranked span and
-    the summed softmax probability of its spans."""
+    """The n-best ``spans`` (best first) as answers: each normalised text's best-ranked span and the summed softmax
+    probability of its spans; the best span's answer first, then the others likeliest first."""
     if not spans:
         return []
     scores = np.array([s.score for s in spans], dtype=np.float64)
@@ -63,7 +65,8 @@ def _answers_by_text(spans: Sequence[AnswerSpan]) -> list[tuple[AnswerSpan, floa
         text = normalize_answer(span.text)
         first, total = answers.get(text, (span, 0.0))
         answers[text] = (first, total + p)
-    return sorted(answers.values(), key=lambda answer: -answer[1])  # stable: ties keep the n-best order
+    best, *others = answers.values()  # a dict keeps the order of first mention: the best span's answer first
+    return [best, *sorted(others, key=lambda answer: -answer[1])]  # stable: ties keep the n-best order
 
 
 def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:
