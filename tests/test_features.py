@@ -4,6 +4,7 @@ import numpy as np
 import torch
 import pytest
 
+from bio_mrc.errors import ConfigError
 from bio_mrc.features.targets import MISSING_ANNOTATOR
 from bio_mrc.features.windows import FeatureConfig, build_features, check_tokenizer, truncate_questions
 from bio_mrc.features.collate import WindowCollator
@@ -61,6 +62,41 @@ def test_soft_bio_targets_average_annotators(tiny_tokenizer):
     np.testing.assert_allclose(by_word["in"], [0, 1 / 3, 2 / 3], atol=1e-6)
     np.testing.assert_allclose(by_word["france"], [1 / 3, 1 / 3, 1 / 3], atol=1e-6)
     np.testing.assert_allclose(by_word["from"], [0, 0, 1], atol=1e-6)
+
+
+def test_every_mention_targets_tag_each_mention_of_the_answer_text(tiny_tokenizer):
+    context = "ann met bob . later bob met bobby and bob ."
+    example = Example("x", "who ?", context, (((8, 11),),))
+    tagged = {}
+    for mentions in ("annotated", "every"):
+        config = FeatureConfig(64, 16, 16, "one-hot", "one-hot", "subword", tag_mentions=mentions)
+        row = build_features([example], tiny_tokenizer, config)[0]
+        offsets, tags = np.asarray(row["offset_mapping"]), np.asarray(row["bio_targets"]).argmax(-1)
+        mask = np.asarray(row["paragraph_mask"], bool)
+        tagged[mentions] = [int(offsets[i][0]) for i in np.flatnonzero(mask & (tags == TAG_B))]  # where each B starts
+        assert context[offsets[row["start_positions"]][0]:offsets[row["end_positions"]][1]] == "bob"
+        assert offsets[row["start_positions"]][0] == 8  # the span head learns the annotated mention alone
+    assert tagged["annotated"] == [8]
+    assert tagged["every"] == [8, 20, 38]  # not "bobby" at 28
+
+
+def test_ignored_mentions_carry_no_loss_and_the_rest_keeps_its_tags(tiny_tokenizer):
+    context = "ann met bob . later bob met bobby and bob ."
+    example = Example("x", "who ?", context, (((8, 11),),))
+    config = FeatureConfig(64, 16, 16, "soft", "one-hot", "subword", tag_mentions="ignored")
+    row = build_features([example], tiny_tokenizer, config)[0]
+    offsets, targets = np.asarray(row["offset_mapping"]), np.asarray(row["bio_targets"])
+    mask = np.asarray(row["paragraph_mask"], bool)
+    unscored = mask & (targets.sum(-1) == 0)
+    starts = {int(offsets[i][0]) for i in np.flatnonzero(unscored)}
+    assert {20, 38} <= starts and all(20 <= start < 23 or 38 <= start < 41 for start in starts)  # the other two "bob"s
+    tags = targets[mask & ~unscored].argmax(-1)
+    assert (tags == TAG_B).sum() == 1 and (targets[mask & ~unscored].sum(-1) == 1).all()
+
+
+def test_ignored_mentions_need_a_tag_distribution():
+    with pytest.raises(ConfigError, match="ignored"):
+        FeatureConfig(bio_targets="marginal", tag_mentions="ignored")
 
 
 def test_marginal_targets_keep_every_annotator_and_collate(tiny_tokenizer):

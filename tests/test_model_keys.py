@@ -33,3 +33,11 @@ def test_the_full_scale_joint_model_keeps_its_folder_name():
     data_dir = require_data("squad-v1.1/train.json").parents[1]
     split = resolve_split(DataSpec(path="squad-v1.1/train.json", limit=86528), data_dir)
     assert model_key(TrainConfig.from_dict(FULL_SCALE_JOINT), split) == "af159685d23c"
+
+
+def test_an_option_added_later_changes_the_key_only_where_it_is_used():
+    split = Split(TOY_QUESTIONS, "squad-v2.0", "toy")
+    every = TrainConfig.from_dict({**FULL_SCALE_JOINT, "tag_mentions": "every"})
+    assert every.to_dict()["tag_mentions"] == "every" and TrainConfig.from_dict(every.to_dict()) == every
+    assert model_key(every, split) != "f7ea00b15cf1"
+    assert "tag_mentions" not in TrainConfig.from_dict({**FULL_SCALE_JOINT, "tag_mentions": "annotated"}).to_dict()

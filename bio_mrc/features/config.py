@@ -14,6 +14,7 @@ from ..errors import ConfigError
 TARGET_KINDS = ("one-hot", "soft")
 BIO_TARGET_KINDS = ("one-hot", "soft", "marginal")
 TAG_LEVELS = ("word", "subword")
+TAG_MENTIONS = ("annotated", "every", "ignored")
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,13 @@ class FeatureConfig:
     ``tag_level``: ``"word"`` tags only the first piece of each word (the other
     pieces carry no tag and no loss, as in NER taggers and TASE) and decodes on
     word boundaries; ``"subword"`` tags every paragraph token.
+
+    ``tag_mentions``: ``"annotated"`` tags the answer spans as given; ``"every"``
+    tags every other mention of their texts in the context too (TASE's targets);
+    ``"ignored"`` leaves those mentions out of the loss. Annotators of names often
+    mark one mention of several, and the others, left O, teach the tagger that the
+    same words are not the answer; the metrics score answers by text, so every
+    mention is as right as the marked one.
     """
 
     max_seq_length: int = 384
@@ -37,11 +45,15 @@ class FeatureConfig:
     bio_targets: str = "soft"
     span_targets: str = "one-hot"
     tag_level: str = "word"
+    tag_mentions: str = "annotated"
 
     def __post_init__(self) -> None:
-        for name, kinds in (("bio_targets", BIO_TARGET_KINDS), ("span_targets", TARGET_KINDS), ("tag_level", TAG_LEVELS)):
+        for name, kinds in (("bio_targets", BIO_TARGET_KINDS), ("span_targets", TARGET_KINDS), ("tag_level", TAG_LEVELS),
+                            ("tag_mentions", TAG_MENTIONS)):
             if getattr(self, name) not in kinds:
                 raise ConfigError(f"{name} must be one of {kinds}, got {getattr(self, name)!r}")
+        if self.tag_mentions == "ignored" and self.bio_targets == "marginal":
+            raise ConfigError("tag_mentions 'ignored' leaves tokens out of a tag distribution: it needs bio_targets 'soft' or 'one-hot'")
         if self.doc_stride >= self.max_seq_length - self.max_query_length - 3:
             raise ConfigError(
                 f"doc_stride ({self.doc_stride}) must leave room for new context tokens in each window: "
@@ -52,4 +64,4 @@ class FeatureConfig:
         return asdict(self)
 
 
-__all__ = ["BIO_TARGET_KINDS", "TAG_LEVELS", "TARGET_KINDS", "FeatureConfig"]
+__all__ = ["BIO_TARGET_KINDS", "TAG_LEVELS", "TAG_MENTIONS", "TARGET_KINDS", "FeatureConfig"]

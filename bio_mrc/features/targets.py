@@ -1,30 +1,36 @@
 """Training targets of tokenized windows: each head's labels, made by its registry entry's ``build_targets`` from
 a :class:`Window`; the package's own: the span head's gold start/end (one-hot or soft over annotators) and the BIO
-head's tags (soft, one-hot or every annotator's for the marginal likelihood)."""
+head's tags (soft, one-hot or every annotator's for the marginal likelihood), of the spans as annotated or of
+every mention of their texts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
 from .. import registry
+from ..answer_text import with_every_mention
 from ..tags import TAG_B, TAG_I, TAG_O, spans_to_tags
-from ..types import Alternative, Example
+from ..types import Alternative, CharSpan, Example
 
 MISSING_ANNOTATOR = -1  # fills the annotator axis of marginal targets for examples with fewer annotators
 
-__all__ = ["MISSING_ANNOTATOR", "Window", "add_targets", "answers_no_window_holds", "bio_targets", "bio_window_targets", "span_targets"]
+__all__ = ["MISSING_ANNOTATOR", "TAGGER_GOLD", "TaggerGold", "Window", "add_targets", "answers_no_window_holds", "bio_targets",
+           "bio_window_targets", "span_targets"]
 
 
-def bio_targets(words: np.ndarray, tagged: np.ndarray, alternatives: tuple[Alternative, ...], kind: str) -> np.ndarray:
+def bio_targets(
+    words: np.ndarray, tagged: np.ndarray, alternatives: tuple[Alternative, ...], kind: str, unscored: tuple[CharSpan, ...] = ()
+) -> np.ndarray:
     """BIO targets of one window over its tagged tokens (``words``: their character spans).
 
     ``soft``: (L, 3) the annotators' mean tag distribution; ``one-hot``: the
     same for the first annotator; ``marginal``: (L, K) every annotator's
     integer tags. An unanswerable question is one all-O annotator. Untagged
-    tokens get zero distributions (no loss) or O.
+    tokens, and the distributions' tokens that overlap an ``unscored`` span, get
+    zero distributions (no loss) or O.
     """
     chosen = alternatives[:1] if kind == "one-hot" else alternatives
     tags = np.stack([spans_to_tags(words, tagged, alt) for alt in chosen]) if chosen else np.full((1, len(words)), TAG_O)
@@ -32,6 +38,8 @@ def bio_targets(words: np.ndarray, tagged: np.ndarray, alternatives: tuple[Alter
         return np.ascontiguousarray(tags.T)
     dist = np.stack([(tags == t).mean(0) for t in (TAG_B, TAG_I, TAG_O)], axis=-1)
     dist[~tagged] = 0.0  # never scored; zeros keep the soft loss exactly 0 there
+    for start, end in unscored:
+        dist[(words[:, 0] < end) & (words[:, 1] > start)] = 0.0
     return dist.astype(np.float32)
 
 
@@ -51,14 +59,17 @@ def _span_positions(offsets: np.ndarray, para: np.ndarray, start: int, end: int)
 class Window:
     """One tokenized training window, what a head's ``build_targets`` reads: ``offsets`` (L, 2) character spans
     of the paragraph tokens (-1 elsewhere), ``paragraph`` (L,) the paragraph tokens, ``words`` (L, 2) each token's
-    word, ``tagged`` (L,) the tokens that carry a tag, and ``answers``: the question's alternatives of character
-    spans (empty: unanswerable)."""
+    word, ``tagged`` (L,) the tokens that carry a tag, ``answers``: the question's alternatives of character
+    spans (empty: unanswerable); ``tag_answers``: the same alternatives as the tagger learns them, and
+    ``unscored``: spans whose tokens the tagger is not scored on (``FeatureConfig.tag_mentions``; None: ``answers``)."""
 
     offsets: np.ndarray
     paragraph: np.ndarray
     words: np.ndarray
     tagged: np.ndarray
     answers: tuple[Alternative, ...]
+    tag_answers: tuple[Alternative, ...] | None = None
+    unscored: tuple[CharSpan, ...] = ()
 
     def span_positions(self) -> list[tuple[int, int]]:
         """Each alternative's first span as (start, end) tokens, ``(0, 0)`` where this window lacks it;
@@ -84,8 +95,31 @@ def span_targets(window: Window, config: Any) -> dict[str, Any]:
 
 def bio_window_targets(window: Window, config: Any) -> dict[str, Any]:
     """The BIO head's ``bio_targets`` of ``config.bio_targets``' kind (:func:`bio_targets`): every span of
-    every alternative; unanswerable: all O."""
-    return {"bio_targets": bio_targets(window.words, window.tagged, window.answers, config.bio_targets)}
+    every alternative as the tagger learns it; unanswerable: all O."""
+    answers = window.answers if window.tag_answers is None else window.tag_answers
+    return {"bio_targets": bio_targets(window.words, window.tagged, answers, config.bio_targets, window.unscored)}
+
+
+class TaggerGold(NamedTuple):
+    """What the tagger learns of one example: its alternatives, and the spans it is not scored on."""
+
+    answers: tuple[Alternative, ...]
+    unscored: tuple[CharSpan, ...] = ()
+
+
+def _every_mention(example: Example) -> TaggerGold:
+    return TaggerGold(tuple(with_every_mention(example.context, alternative) for alternative in example.answers or ()))
+
+
+def _other_mentions_unscored(example: Example) -> TaggerGold:
+    answers = example.answers or ()
+    others = {span for alternative, every in zip(answers, _every_mention(example).answers) for span in every[len(alternative):]}
+    return TaggerGold(answers, tuple(sorted(others)))
+
+
+# FeatureConfig.tag_mentions -> what the tagger learns of an example
+TAGGER_GOLD = {"annotated": lambda example: TaggerGold(example.answers or ()), "every": _every_mention,
+               "ignored": _other_mentions_unscored}
 
 
 def add_targets(
@@ -97,10 +131,11 @@ def add_targets(
     entries = [registry.head(name) for name in heads]
     columns: dict[str, list[Any]] = {label: [] for entry in entries for label in entry.targets}
     covered = []
+    gold = [TAGGER_GOLD[config.tag_mentions](example) for example in examples]
     windows = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"], features["example_index"])
     for offsets, para, words, tagged, ex_index in windows:
         window = Window(np.asarray(offsets), np.asarray(para, dtype=bool), np.asarray(words),
-                        np.asarray(tagged, dtype=bool), examples[ex_index].answers)
+                        np.asarray(tagged, dtype=bool), examples[ex_index].answers, *gold[ex_index])
         for entry in entries:
             for label, value in entry.window_targets(window, config).items():
                 columns[label].append(value)

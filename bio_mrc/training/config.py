@@ -16,7 +16,7 @@ from .. import model_defaults, registry
 from ..config_options import json_object_argument
 from ..config_schema import SEED_RANGE, check_fields
 from ..errors import ConfigError
-from ..features.config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig
+from ..features.config import BIO_TARGET_KINDS, TAG_LEVELS, TAG_MENTIONS, TARGET_KINDS, FeatureConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, precision_choice
 
 # Light on purpose: the command line builds its options from this module, so transformers (TrainingArguments,
@@ -114,6 +114,8 @@ def check_training_args(values: dict[str, Any]) -> None:
         raise ConfigError(f"training_args {values}: {err}") from None
 
 
+_LATER_FIELD_DEFAULTS = {"training_args": {}, "tag_mentions": FeatureConfig.tag_mentions}
+
 # Bounds on sizes no run needs more of; beyond them a typo (1e308) is refused instead of overflowing later.
 MAX_EPOCHS = 1000
 MAX_BATCH = 65_536
@@ -151,6 +153,10 @@ class TrainConfig:
     tag_level: str = field(default=FeatureConfig.tag_level, metadata={
         "help": "word: tag the first piece of each word and decode on word boundaries; subword: tag every token",
         "choices": TAG_LEVELS})
+    tag_mentions: str = field(default=FeatureConfig.tag_mentions, metadata={
+        "help": "annotated: the BIO head learns the answer spans as given, other mentions of their texts as O; every: "
+                "those mentions (same characters, whole words) tagged too; ignored: those mentions out of the loss",
+        "choices": TAG_MENTIONS})
     # Attention dropout sends PyTorch's CPU attention from its fused kernel to the math path, which draws a
     # random mask for every attention weight. Without encoder dropout training runs faster and, in a 3-seed
     # ablation, F1 rose in every decoding (benchmarks/ablations/dropout.json); the heads keep their dropout.
@@ -252,12 +258,13 @@ class TrainConfig:
             return None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config. Without
-        training_args it leaves the key out: the record, and the key of a model trained by the package's
-        own arguments, are those of a config that had no such field."""
+        """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config. The fields added
+        after the first models were saved are left out at their defaults: the record, and the key of a model
+        that does not use them, are those of a config that had no such field."""
         data = json.loads(json.dumps(asdict(self)))
-        if not data["training_args"]:
-            del data["training_args"]
+        for name, default in _LATER_FIELD_DEFAULTS.items():
+            if data[name] == default:
+                del data[name]
         return data
 
     @classmethod

@@ -1,0 +1,61 @@
+"""The other mentions of an answer's text: whole words only, never overlapping the answer's own spans."""
+
+from hypothesis import given, settings, strategies as st
+
+from bio_mrc.answer_text import mentions, with_every_mention
+
+
+def test_mentions_are_whole_words_left_to_right():
+    context = "Jack met Jackson. Jack's dog, Jack Smith and hijack: Jack"
+    assert mentions(context, "Jack") == [(0, 4), (18, 22), (30, 34), (53, 57)]
+    assert [context[s:e] for s, e in mentions(context, "Jack Smith")] == ["Jack Smith"]
+
+
+def test_a_text_that_ends_in_punctuation_may_touch_a_word_there():
+    # "U.S." ends in a full stop: a letter after it does not make it part of a longer word.
+    assert mentions("the U.S.A. and the U.S.", "U.S.") == [(4, 8), (19, 23)]
+    assert mentions("(1990)", "1990") == [(1, 5)]
+
+
+def test_blank_text_and_absent_text_have_no_mentions():
+    assert mentions("a b c", " ") == []
+    assert mentions("a b c", "d") == []
+
+
+def test_the_annotated_spans_come_first_then_the_other_mentions_in_order():
+    context = "Ann met Bob. Later Bob met Ann and Bobby."
+    assert with_every_mention(context, ((19, 22), (0, 3))) == ((19, 22), (0, 3), (8, 11), (27, 30))
+
+
+def test_a_longer_texts_mentions_claim_their_characters_first():
+    context = "Jack Smith and Jack. Then Jack Smith again."
+    # "Jack" inside the second "Jack Smith" would overlap that mention, which is taken first.
+    assert with_every_mention(context, ((0, 10), (15, 19))) == ((0, 10), (15, 19), (26, 36))
+
+
+def test_a_mention_overlapping_an_annotated_span_is_not_added():
+    context = "New York and York."
+    assert with_every_mention(context, ((4, 8),)) == ((4, 8), (13, 17))
+    assert with_every_mention(context, ((0, 8), (4, 8))) == ((0, 8), (4, 8), (13, 17))
+
+
+words = st.sampled_from(["Ann", "Bob", "Bobby", "the", "and", ",", "."])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(words, min_size=1, max_size=14), st.data())
+def test_every_added_mention_repeats_an_answer_text_and_none_overlap(tokens, data):
+    context = " ".join(tokens)
+    starts = [sum(len(t) + 1 for t in tokens[:i]) for i in range(len(tokens))]
+    chosen = data.draw(st.lists(st.integers(0, len(tokens) - 1), min_size=1, max_size=3, unique=True))
+    spans = tuple((starts[i], starts[i] + len(tokens[i])) for i in sorted(chosen))
+    result = with_every_mention(context, spans)
+    assert result[: len(spans)] == spans
+    texts = {context[s:e] for s, e in spans}
+    for start, end in result[len(spans):]:
+        assert context[start:end] in texts
+    ordered = sorted(result)
+    assert all(a[1] <= b[0] for a, b in zip(ordered, ordered[1:]))
+    # every whole-word token equal to an answer text is covered
+    covered = {i for i, s in enumerate(starts) if any(a <= s < b for a, b in result)}
+    assert {i for i, t in enumerate(tokens) if t in texts and t.strip(",.")} <= covered
