@@ -64,8 +64,9 @@ def reference_load_squad(path: str, limit: int | None) -> datasets.Dataset:
     return datasets.Dataset.from_dict(rows)
 
 
-def reference_prepare_validation_features(examples, tokenizer, max_length: int, doc_stride: int):
-    """``prepare_validation_features`` of the recipe: every window padded to ``max_length``."""
+def _reference_windows(examples, tokenizer, max_length: int, doc_stride: int):
+    """The recipe's tokenisation, shared by its two feature functions: question and context as a pair, the
+    context cut into overlapping windows of ``max_length``, each padded to it."""
     pad_on_right = tokenizer.padding_side == "right"
     examples["question"] = [q.lstrip() for q in examples["question"]]
     tokenized = tokenizer(
@@ -78,6 +79,12 @@ def reference_prepare_validation_features(examples, tokenizer, max_length: int, 
         return_offsets_mapping=True,
         padding="max_length",
     )
+    return tokenized, pad_on_right
+
+
+def reference_prepare_validation_features(examples, tokenizer, max_length: int, doc_stride: int):
+    """``prepare_validation_features`` of the recipe: every window padded to ``max_length``."""
+    tokenized, pad_on_right = _reference_windows(examples, tokenizer, max_length, doc_stride)
     sample_mapping = tokenized.pop("overflow_to_sample_mapping")
     tokenized["example_id"] = []
     for i in range(len(tokenized["input_ids"])):
@@ -93,18 +100,7 @@ def reference_prepare_validation_features(examples, tokenizer, max_length: int, 
 def reference_prepare_train_features(examples, tokenizer, max_length: int, doc_stride: int):
     """``prepare_train_features`` of the recipe: every window padded to ``max_length``; start/end
     token positions of the first answer, or the ``[CLS]`` index when the window lacks part of it."""
-    pad_on_right = tokenizer.padding_side == "right"
-    examples["question"] = [q.lstrip() for q in examples["question"]]
-    tokenized = tokenizer(
-        examples["question" if pad_on_right else "context"],
-        examples["context" if pad_on_right else "question"],
-        truncation="only_second" if pad_on_right else "only_first",
-        max_length=max_length,
-        stride=doc_stride,
-        return_overflowing_tokens=True,
-        return_offsets_mapping=True,
-        padding="max_length",
-    )
+    tokenized, pad_on_right = _reference_windows(examples, tokenizer, max_length, doc_stride)
     sample_mapping = tokenized.pop("overflow_to_sample_mapping")
     offset_mapping = tokenized.pop("offset_mapping")
     tokenized["start_positions"] = []

@@ -6,7 +6,6 @@ import re
 import pytest
 import torch
 from safetensors.torch import load_file
-from transformers import TrainerCallback
 
 from bio_mrc.harness import models as harness_models
 from bio_mrc.harness.compare import compare, train_models
@@ -14,19 +13,7 @@ from bio_mrc.harness.config import parse_config
 from bio_mrc.training.train import CHECKPOINT_DIR, load_run_record, scan_checkpoints
 
 from .conftest import FIXTURES, SAMPLE_V1
-
-
-class Killed(Exception):
-    pass
-
-
-class KillAtStep(TrainerCallback):
-    def __init__(self, step):
-        self.step = step
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == self.step:
-            raise Killed(f"killed at step {self.step}")
+from .training_kill import Killed, KillAtStep
 
 
 def config(encoder, **overrides):

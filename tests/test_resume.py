@@ -6,8 +6,6 @@ import json
 import pytest
 import torch
 from safetensors.torch import load_file
-from transformers import TrainerCallback
-
 from transformers.trainer import TRAINER_STATE_NAME
 
 from bio_mrc.training.checkpoints import TRAIN_CONFIG_FILE, TrainingClock
@@ -15,24 +13,11 @@ from bio_mrc.training.train import (
     CHECKPOINT_DIR, ResumeError, TrainConfig, load_run_record, scan_checkpoints, train_model,
 )
 
+from .training_kill import Killed, KillAtStep
+
 # 23 windows of 32 tokens, 6 steps an epoch, 18 in all; a checkpoint every 3 steps.
 EVERY = 3
 KILL_AT = 17  # in the third epoch, two steps after checkpoint-15
-
-
-class Killed(Exception):
-    pass
-
-
-class KillAtStep(TrainerCallback):
-    """Stands in for a kill: the run stops with an exception right after optimizer step ``step``."""
-
-    def __init__(self, step):
-        self.step = step
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == self.step:
-            raise Killed(f"killed at step {self.step}")
 
 
 @pytest.fixture
