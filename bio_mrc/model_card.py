@@ -26,6 +26,7 @@ from .encoders import is_default_encoder
 from .evaluation_record import EVAL_FILE, save_evaluation
 from .io import atomic_write_text, remove_file
 from .model import RUN_FILE, BioMrcConfig
+from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 
 __all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "record_evaluation",
            "render_model_card", "write_model_card"]
@@ -325,7 +326,9 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
                      f"hash `{trained_on.get('question_hash')}`).")
     else:
         lines.append("Which questions they were is not recorded (a comparison records its training split here).")
-    rows = [(f"`{key}`", f"`{json.dumps(value)}`") for key, value in (record.get("train") or {}).items()]
+    train = record.get("train") or {}
+    options = {**TRAIN_OPTIONS_WHEN_ABSENT, **train} if train else {}  # a record leaves out what it had before they existed
+    rows = [(f"`{key}`", f"`{json.dumps(value)}`") for key, value in options.items()]
     return ("## Training\n\n" + "\n".join(lines) + "\n\nTraining configuration (`TrainConfig`):\n\n"
             + _table(rows, ("option", "value")))
 

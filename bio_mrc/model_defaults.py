@@ -12,6 +12,10 @@ BIO_LOSS_REDUCTIONS = ("mean", "sum", "token_mean")
 BIO_LOSS_REDUCTION = "token_mean"
 # Initial B/I/O probabilities (the BIO head's bias is their log), about SQuAD's tag frequencies; None = uniform.
 BIO_PRIOR = (0.01, 0.02, 0.97)
+# Training options added after the first models were saved, and what a run record without one means: the value every
+# model had then, whatever the default is now. Records and model keys leave them out at that value, so older models
+# keep their keys; a model card shows them.
+TRAIN_OPTIONS_WHEN_ABSENT = {"training_args": {}, "tag_mentions": "annotated"}
 
 # Windows per forward batch when answering. On CPU, batches of 16 length-sorted windows ran 1.14x faster than 64
 # (bench_inference.py --levers; their activations stay in cache). Training measures auto's inference precision at

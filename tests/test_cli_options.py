@@ -70,7 +70,7 @@ def test_round_trip_train_options():
         "--encoder", "some/encoder", "--heads", "bio", "--span-loss-weight", "0.5", "--bio-loss-weight", "3",
         "--bio-targets", "marginal", "--span-targets", "soft", "--bio-loss-reduction", "sum",
         "--bio-prior", "0.1", "0.2", "0.7", "--bio-class-weights", "5", "5", "1", "--tag-level", "subword",
-        "--tag-mentions", "every", "--attention-dropout", "0.2", "--hidden-dropout", "none", "--max-seq-length", "256", "--doc-stride", "96",
+        "--tag-mentions", "annotated", "--attention-dropout", "0.2", "--hidden-dropout", "none", "--max-seq-length", "256", "--doc-stride", "96",
         "--max-query-length", "32", "--epochs", "0.5",
         "--learning-rate", "3e-5", "--head-learning-rate", "1e-3", "--batch-size", "8", "--warmup-ratio", "0",
         "--weight-decay", "0", "--seed", "7", "--init-from", "trained", "--precision", "bf16",
@@ -79,7 +79,7 @@ def test_round_trip_train_options():
     expected = TrainConfig(
         encoder="some/encoder", heads="bio", span_loss_weight=0.5, bio_loss_weight=3.0, bio_targets="marginal",
         span_targets="soft", bio_loss_reduction="sum", bio_prior=(0.1, 0.2, 0.7), bio_class_weights=(5.0, 5.0, 1.0),
-        tag_level="subword", tag_mentions="every", attention_dropout=0.2, hidden_dropout=None, max_seq_length=256,
+        tag_level="subword", tag_mentions="annotated", attention_dropout=0.2, hidden_dropout=None, max_seq_length=256,
         doc_stride=96, max_query_length=32, epochs=0.5, learning_rate=3e-5,
         head_learning_rate=1e-3, batch_size=8, warmup_ratio=0.0, weight_decay=0.0, seed=7, init_from="trained",
         precision="bf16", training_args={"gradient_accumulation_steps": 2},

@@ -177,10 +177,18 @@ def test_retraining_a_folder_drops_the_old_models_scores(model_dir, sample_v1, t
     model_card.record_evaluation(model_dir, [{"decoding": "span", "em": [100.0], "f1": [100.0]}],
                                  {"eval": {"description": "old.json", "questions": 1, "question_hash": "x"}})
     assert "100.00" in (model_dir / "README.md").read_text()
-    config = TrainConfig(**load_run_record(model_dir)["train"])
+    config = TrainConfig.from_record(load_run_record(model_dir)["train"])
     train_model(sample_v1.examples, config, model_dir, save_checkpoints=False)
     assert not (model_dir / model_card.EVAL_FILE).exists()
     assert "No evaluation recorded yet" in (model_dir / "README.md").read_text()
+
+
+def test_the_card_shows_what_an_older_record_leaves_out():
+    record = {"train": {"heads": "span+bio"}, "n_examples": 10, "n_windows": 12, "seconds": 9.0, "final_loss": 1.0, "finished": "then"}
+    older = model_card.render_model_card({"heads": "span+bio"}, record, None, "m")
+    assert '| `tag_mentions` | `"annotated"` |' in older  # saved before the option existed: taught the marked spans
+    newer = model_card.render_model_card({"heads": "span+bio"}, {**record, "train": {"tag_mentions": "every"}}, None, "m")
+    assert '| `tag_mentions` | `"every"` |' in newer
 
 
 def test_the_card_says_whose_sittings_the_training_time_covers():

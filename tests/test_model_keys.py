@@ -8,6 +8,7 @@ import pytest
 
 from bio_mrc.harness.config import DataSpec
 from bio_mrc.harness.models import model_key
+from bio_mrc.model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 from bio_mrc.harness.comparison_splits import Split, resolve_split
 from bio_mrc.training.train import TrainConfig
 from bio_mrc.types import Example
@@ -25,19 +26,30 @@ TOY_QUESTIONS = [Example("q1", "Who met Bob?", "Ann met Bob.", (((0, 3),),), "T"
 
 
 def test_a_committed_models_options_keep_their_hash():
-    assert model_key(TrainConfig.from_dict(FULL_SCALE_JOINT), Split(TOY_QUESTIONS, "squad-v2.0", "toy")) == "f7ea00b15cf1"
+    assert model_key(TrainConfig.from_record(FULL_SCALE_JOINT), Split(TOY_QUESTIONS, "squad-v2.0", "toy")) == "f7ea00b15cf1"
 
 
 @pytest.mark.slow  # real data: all of SQuAD's training questions
 def test_the_full_scale_joint_model_keeps_its_folder_name():
     data_dir = require_data("squad-v1.1/train.json").parents[1]
     split = resolve_split(DataSpec(path="squad-v1.1/train.json", limit=86528), data_dir)
-    assert model_key(TrainConfig.from_dict(FULL_SCALE_JOINT), split) == "af159685d23c"
+    assert model_key(TrainConfig.from_record(FULL_SCALE_JOINT), split) == "af159685d23c"
 
 
 def test_an_option_added_later_changes_the_key_only_where_it_is_used():
     split = Split(TOY_QUESTIONS, "squad-v2.0", "toy")
-    every = TrainConfig.from_dict({**FULL_SCALE_JOINT, "tag_mentions": "every"})
-    assert every.to_dict()["tag_mentions"] == "every" and TrainConfig.from_dict(every.to_dict()) == every
+    every = TrainConfig.from_record({**FULL_SCALE_JOINT, "tag_mentions": "every"})
+    assert every.to_dict()["tag_mentions"] == "every" and TrainConfig.from_record(every.to_dict()) == every
     assert model_key(every, split) != "f7ea00b15cf1"
-    assert "tag_mentions" not in TrainConfig.from_dict({**FULL_SCALE_JOINT, "tag_mentions": "annotated"}).to_dict()
+    assert "tag_mentions" not in TrainConfig.from_record({**FULL_SCALE_JOINT, "tag_mentions": "annotated"}).to_dict()
+
+
+def test_a_record_without_a_later_field_means_what_it_meant_when_saved():
+    # a model saved before tag_mentions existed was taught the annotated spans; options that leave it out ask for
+    # today's default
+    assert TRAIN_OPTIONS_WHEN_ABSENT["tag_mentions"] == "annotated" != TrainConfig().tag_mentions
+    assert TrainConfig.from_record(FULL_SCALE_JOINT).tag_mentions == "annotated"
+    assert TrainConfig.from_dict(FULL_SCALE_JOINT).tag_mentions == TrainConfig().tag_mentions == "every"
+    for config in (TrainConfig(tag_mentions="annotated"), TrainConfig(), TrainConfig(tag_mentions="ignored")):
+        assert TrainConfig.from_record(config.to_dict()) == config
+    assert "tag_mentions" not in TrainConfig(tag_mentions="annotated").to_dict()

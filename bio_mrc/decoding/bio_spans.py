@@ -152,10 +152,11 @@ def expected_f1_tag_spans(
     ``answer_keys`` gives one key are one answer (the same text: a name tagged at several of its mentions), of
     their summed posterior (at most 1), standing as its likeliest span; without ``answer_keys`` each span is an
     answer. Taken by posterior, best first, each not overlapping one taken before, the answer is the first ``k``
-    that maximise ``2 Σ_{i<=k} p_i / (k + max(1, E[spans]))``, the expected exact-match F1 of an answer whose
-    parts are right with their posteriors ``p_i`` against a gold answer of the expected number of spans
-    (``Σ_t P(tag_t = B)``; MultiSpanQA counts an empty gold answer as one span). A part of posterior 0.5 or
-    more is always taken, and so is every other span of a taken answer that is more likely than not, so a sure
+    that maximise ``2 Σ_{i<=k} p_i / (k + max(1, E[answers]))``, the expected exact-match F1 of an answer whose
+    parts are right with their posteriors ``p_i`` against a gold answer of the expected number of answers
+    (``Σ_t P(tag_t = B)``, the expected number of spans, with the mentions of each candidate answer counted once,
+    at its posterior: the gold lists a text once; MultiSpanQA counts an empty gold answer as one span). A part of
+    posterior 0.5 or more is always taken, and so is every other span of a taken answer that is more likely than not, so a sure
     tagger gives its most probable sequence's spans (every mention of a text it tagged); an unsure one still
     answers with its likeliest spans. Returns the spans (``score`` is ``r``; rows with no tagged token have
     none) and their posteriors (an answer's for the span standing for it, their own for its other mentions)."""
@@ -179,7 +180,8 @@ def expected_f1_answer(
     own = lattice.span_posteriors(rows, starts, ends)
     keys = np.arange(len(rows)) if answer_keys is None else np.asarray(answer_keys(rows, starts, ends), dtype=np.int64)
     answer, standing, answer_posterior = _answers_of_spans(rows, keys, own)
-    picked = _expected_f1_choice(rows[standing], starts[standing], ends[standing], answer_posterior, lattice.expected_spans())
+    expected = _expected_answers(lattice.expected_spans(), rows, own, rows[standing], answer_posterior)
+    picked = _expected_f1_choice(rows[standing], starts[standing], ends[standing], answer_posterior, expected)
     kept = _with_likely_mentions(standing[picked], np.isin(answer, picked) & (own >= 0.5), rows, starts, ends)
     posterior = own.copy()
     posterior[standing] = answer_posterior  # an answer's span stands for it; its other likely mentions keep their own
@@ -200,6 +202,18 @@ def _answers_of_spans(rows: np.ndarray, keys: np.ndarray, posterior: np.ndarray)
     order = np.lexsort((-posterior, answer))
     first = order[np.r_[True, answer[order][1:] != answer[order][:-1]]]
     return answer, first, summed
+
+
+def _expected_answers(
+    expected_spans: np.ndarray, rows: np.ndarray, own: np.ndarray, answer_rows: np.ndarray, answer_posterior: np.ndarray
+) -> np.ndarray:
+    """The expected number of answers of every row: its expected number of spans with each candidate answer's
+    mentions counted once, at the answer's posterior (a text tagged at three mentions is one answer, as the
+    metrics count it, and the gold it is scored against lists it once)."""
+    n_rows = len(expected_spans)
+    mentions = np.bincount(rows, weights=own, minlength=n_rows)
+    answers = np.bincount(answer_rows, weights=answer_posterior, minlength=n_rows)
+    return np.maximum(expected_spans - mentions + answers, 0.0)
 
 
 def _with_likely_mentions(chosen: np.ndarray, likely: np.ndarray, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

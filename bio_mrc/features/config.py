@@ -31,11 +31,11 @@ class FeatureConfig:
     pieces carry no tag and no loss, as in NER taggers and TASE) and decodes on
     word boundaries; ``"subword"`` tags every paragraph token.
 
-    ``tag_mentions``: ``"annotated"`` tags the answer spans as given; ``"every"``
-    tags every other mention of their texts in the context too (TASE's targets);
-    ``"ignored"`` leaves those mentions out of the loss. Annotators of names often
-    mark one mention of several, and the others, left O, teach the tagger that the
-    same words are not the answer; the metrics score answers by text, so every
+    ``tag_mentions``: ``"every"`` (default) tags every other mention of the answer
+    spans' texts in the context too (TASE's targets); ``"annotated"`` tags the spans
+    as given; ``"ignored"`` leaves those mentions out of the loss. Annotators of names
+    often mark one mention of several, and the others, left O, teach the tagger that
+    the same words are not the answer; the metrics score answers by text, so every
     mention is as right as the marked one.
     """
 
@@ -45,7 +45,7 @@ class FeatureConfig:
     bio_targets: str = "soft"
     span_targets: str = "one-hot"
     tag_level: str = "word"
-    tag_mentions: str = "annotated"
+    tag_mentions: str = "every"
 
     def __post_init__(self) -> None:
         for name, kinds in (("bio_targets", BIO_TARGET_KINDS), ("span_targets", TARGET_KINDS), ("tag_level", TAG_LEVELS),

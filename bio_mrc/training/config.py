@@ -114,8 +114,6 @@ def check_training_args(values: dict[str, Any]) -> None:
         raise ConfigError(f"training_args {values}: {err}") from None
 
 
-_LATER_FIELD_DEFAULTS = {"training_args": {}, "tag_mentions": FeatureConfig.tag_mentions}
-
 # Bounds on sizes no run needs more of; beyond them a typo (1e308) is refused instead of overflowing later.
 MAX_EPOCHS = 1000
 MAX_BATCH = 65_536
@@ -154,8 +152,8 @@ class TrainConfig:
         "help": "word: tag the first piece of each word and decode on word boundaries; subword: tag every token",
         "choices": TAG_LEVELS})
     tag_mentions: str = field(default=FeatureConfig.tag_mentions, metadata={
-        "help": "annotated: the BIO head learns the answer spans as given, other mentions of their texts as O; every: "
-                "those mentions (same characters, whole words) tagged too; ignored: those mentions out of the loss",
+        "help": "every: the BIO head learns every mention of the answer spans' texts (same characters, whole words) as an "
+                "answer; annotated: the spans as given, the other mentions as O; ignored: the other mentions out of the loss",
         "choices": TAG_MENTIONS})
     # Attention dropout sends PyTorch's CPU attention from its fused kernel to the math path, which draws a
     # random mask for every attention weight. Without encoder dropout training runs faster and, in a 3-seed
@@ -259,13 +257,19 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config. The fields added
-        after the first models were saved are left out at their defaults: the record, and the key of a model
-        that does not use them, are those of a config that had no such field."""
+        after the first models were saved are left out at the value a record without them means: the record, and
+        the key of a model that does not use them, are those of a config that had no such field."""
         data = json.loads(json.dumps(asdict(self)))
-        for name, default in _LATER_FIELD_DEFAULTS.items():
-            if data[name] == default:
+        for name, absent in model_defaults.TRAIN_OPTIONS_WHEN_ABSENT.items():
+            if data[name] == absent:
                 del data[name]
         return data
+
+    @classmethod
+    def from_record(cls, train: dict[str, Any]) -> "TrainConfig":
+        """The options a saved run record's ``train`` holds (``bio_mrc_run.json``): an option it leaves out has the
+        value every model had before the option existed, not today's default."""
+        return cls.from_dict({**model_defaults.TRAIN_OPTIONS_WHEN_ABSENT, **train})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
