@@ -163,7 +163,8 @@ class TaskEntry:
       (None: none); the summary and the groups are named, not imported, so what scores a cell never depends on
       how a report summarises it;
     - ``tuning_steps``: what is tuned on its held-out questions after the BIO length prior, each
-      ``step(tuned, outputs, examples, decodings, task)``;
+      ``step(tuned, outputs, examples, decodings, task, data_sets)`` (``data_sets``: the question ids of each data set
+      the questions come from, each weighed alike);
 
     the ``metrics`` of a summary row and their ``metric_titles``, the main ``statistic`` (``statistic_title``,
     what it is computed over: ``statistic_detail``), the ``squad_version`` of SQuAD's official scorer (None:

@@ -14,7 +14,10 @@ from bio_mrc.data.quoref import load_quoref
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.compare import compare, resolve_splits
 from bio_mrc.harness.config import load_config, parse_config
+from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.harness.data_set_records import DataSetSummary
+from bio_mrc.inference import TrainedModel
+from bio_mrc.inference.tuning import all_multi_span_candidates, best_span_count_threshold, tune_bio_length_prior
 from bio_mrc.types import Example
 
 from .conftest import FIXTURES, require_data
@@ -76,6 +79,11 @@ def test_several_data_sets_are_folded_together(tiny_encoder_dir, tmp_path):
     for train, test in splits.folds:
         quoref = lambda split: {ex.title for ex in split.examples if ex.title}  # noqa: E731
         assert not quoref(train) & quoref(test) and any(ex.id.startswith("m") for ex in test.examples)
+        # each fold knows which of its questions came from which data set, so tuning on it weighs them alike
+        for fold in (train, test):
+            assert [set(ids) for ids in fold.data_sets] == [set(ids) & set(fold.ids) for ids in (part.ids for part in splits.eval.parts)]
+            assert sum(map(len, fold.data_sets)) == len(fold.examples)
+    assert splits.eval.subset(splits.eval.examples, "one").data_sets == []
 
 
 def test_a_data_set_scored_otherwise_is_refused(tiny_encoder_dir, tmp_path):
@@ -111,6 +119,18 @@ def test_the_report_scores_each_data_set(tiny_encoder_dir, tmp_path):
     for cell in results.cells:  # each fold's tuned span-count rule, their mean as the cell's
         assert len(cell.fold_min_span_probabilities) == 2
         assert cell.min_span_probability == pytest.approx(sum(cell.fold_min_span_probabilities) / 2)
+    splits = resolve_splits(config, FIXTURES)
+    multispan = registry.task("multispanqa")
+    for k, (train, _) in enumerate(splits.folds):  # tuned on the fold's training questions, each data set weighed alike
+        trained = TrainedModel.load(results.cells[0].fold_model_dirs[k])
+        outputs = trained.windows(train.examples)
+        prior, _ = tune_bio_length_prior(outputs, train.examples, DecodeConfig(), task=multispan, data_sets=train.data_sets)
+        options = multispan.decode_config(trained.decode_config(DecodeConfig(bio_length_prior=prior)))
+        for cell in results.cells:
+            candidates = all_multi_span_candidates(outputs, train.examples, cell.decoding, options)
+            rule, _ = best_span_count_threshold(candidates, train.examples, cell.decoding, multispan, data_sets=train.data_sets)
+            assert cell.fold_min_span_probabilities[k] == rule
+            assert cell.fold_bio_length_priors[k] == registry.decoding(cell.decoding).length_prior(prior)
     report = (tmp_path / "out" / "report.md").read_text()
     assert "## Per data set" in report and "quoref.json" in report and "## Span-count thresholds" in report
 
@@ -150,10 +170,7 @@ def test_the_out_of_domain_evaluation_tunes_each_rule_on_the_other_data_set(trai
     from pathlib import Path
 
     from bio_mrc.data.multispanqa import load_multispanqa, multispan_gold_texts
-    from bio_mrc.decoding.postprocess import DecodeConfig
     from bio_mrc.inference.answers import multi_span_answers
-    from bio_mrc.inference.loading import TrainedModel
-    from bio_mrc.inference.tuning import all_multi_span_candidates, best_span_count_threshold
     from bio_mrc.metrics.multispan_official import multispan_metrics
 
     monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))

@@ -97,6 +97,25 @@ def test_the_tuned_threshold_is_the_best_exact_match_f1_on_the_questions():
     assert value == min(v for v, s in zip(SPAN_PROBABILITY_GRID, statistic) if s == statistic.max())
 
 
+def test_questions_of_two_data_sets_weigh_each_set_alike():
+    # set "one": four one-span questions, each with a wrong second span at 0.4; set "many": one question with three gold
+    # spans, its two further spans right at 0.4. Pooled, the larger set wins (drop the second spans: EM F1 83.3 against
+    # 77.8); each set weighed alike, keeping them wins (one 66.7 and many 100 against one 100 and many 50)
+    one = [Example(f"o{k}", "?", "x z", (((0, 1),),)) for k in range(4)]
+    many = [Example("m", "?", "x y w", (((0, 1), (2, 3), (4, 5)),))]
+    candidates = [Prediction(ex.id, [AnswerSpan("x", 0, 1, 2.0, 0.9), AnswerSpan("z", 2, 3, 1.0, 0.4)]) for ex in one]
+    candidates.append(Prediction("m", [AnswerSpan("x", 0, 1, 2.0, 0.9), AnswerSpan("y", 2, 3, 1.0, 0.4), AnswerSpan("w", 4, 5, 1.0, 0.4)]))
+    examples, data_sets = one + many, [[ex.id for ex in one], ["m"]]
+    pooled, pooled_statistic = best_span_count_threshold(candidates, examples, "bio", MULTISPAN, bandwidth=0.0)
+    weighed, weighed_statistic = best_span_count_threshold(candidates, examples, "bio", MULTISPAN, bandwidth=0.0, data_sets=data_sets)
+    assert pooled > 0.4 and pooled_statistic.max() == pytest.approx(100 * 10 / 12) and pooled_statistic[0] == pytest.approx(100 * 14 / 18)
+    assert weighed == 0.0 and weighed_statistic[0] == pytest.approx((100 * 2 / 3 + 100) / 2)
+    assert weighed_statistic[-1] == pytest.approx((100 + 50) / 2)
+    # one data set, or sets none of the questions belong to, is the pooled statistic
+    for alone in ([[ex.id for ex in examples]], [[ex.id for ex in examples], ["elsewhere"]]):
+        np.testing.assert_allclose(best_span_count_threshold(candidates, examples, "bio", MULTISPAN, data_sets=alone)[1], pooled_statistic)
+
+
 def tagged(text_spans: list[tuple[str, int, float]]) -> list[AnswerSpan]:
     return [AnswerSpan(text, start, start + 1, 1.0, probability) for text, start, probability in text_spans]
 

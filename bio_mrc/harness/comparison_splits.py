@@ -45,8 +45,13 @@ class Split:
     def ids(self) -> list[str]:
         return [ex.id for ex in self.examples]
 
-    def subset(self, examples: list[Example], description: str) -> "Split":
-        return Split(examples, self.task, description)
+    @property
+    def data_sets(self) -> list[list[str]]:
+        """The question ids of each data set it joins (none: it is one), which tuning weighs alike."""
+        return [part.ids for part in self.parts]
+
+    def subset(self, examples: list[Example], description: str, parts: list["Split"] | None = None) -> "Split":
+        return Split(examples, self.task, description, parts or [])
 
     def describe(self) -> dict[str, Any]:
         described = {"description": self.description, "questions": len(self.examples), "question_hash": question_set_hash(self.examples)}
@@ -109,9 +114,9 @@ def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Sp
     """``folds`` (train, held-out) pairs over the questions of ``split``: each question is held out once."""
     if split.parts:  # fold k of every data set is held out together
         per_part = [cross_validation_folds(part, folds, seed) for part in split.parts]
-        joined = lambda splits: [ex for part in splits for ex in part.examples]  # noqa: E731
-        return [(split.subset(joined(train for train, _ in fold), f"{split.description} (fold {k + 1} of {folds}, training part)"),
-                 split.subset(joined(test for _, test in fold), f"{split.description} (fold {k + 1} of {folds})"))
+        joined = lambda parts, description: split.subset([ex for part in parts for ex in part.examples], description, parts)  # noqa: E731
+        return [(joined([train for train, _ in fold], f"{split.description} (fold {k + 1} of {folds}, training part)"),
+                 joined([test for _, test in fold], f"{split.description} (fold {k + 1} of {folds})"))
                 for k, fold in enumerate(zip(*per_part))]
     if folds > len(split.examples):
         raise ConfigError(f"cross_validation.folds: {folds} folds need at least {folds} questions; "

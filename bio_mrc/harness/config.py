@@ -37,7 +37,8 @@ Cross-validation replaces the training split: ``"cross_validation": {"folds": 5,
 the ``eval`` questions and scores every question with the model that did not see
 it (MultiSpanQA's validation set has no separate training data at CPU scale). A run of
 a cross-validation may say ``"length_prior_tuning": "fold-training"``: each fold's model then
-decodes with the BIO length prior tuned on that fold's training questions (docs/multispan.md).
+decodes with the BIO length prior (and, on multi-span questions, each decoding's span-count rule) tuned on that
+fold's training questions, each data set of the evaluation weighed alike (docs/multispan.md).
 
 ``"eval_also": [data entries]`` adds further data sets to the evaluation, each scored by the same official
 scorer as ``eval`` (MultiSpanQA and Quoref: MultiSpanQA's metrics); in cross-validation each data set is cut
@@ -74,7 +75,7 @@ PRESETS = ("quick", "full", "v2-quick", "v2-from-reader", "multispanqa-cv", "mul
 FOLD_TRAINING = "fold-training"
 LENGTH_PRIOR_TUNINGS = (FOLD_TRAINING,)
 LENGTH_PRIOR_TUNING_HELP = ("cross-validation only: 'fold-training' tunes the BIO length prior of each fold's model on that fold's "
-                            "training questions, by the task's main statistic (the model has trained on them); "
+                            "training questions, by the task's main statistic, each data set of the evaluation weighed alike (the model has trained on them); "
                             "default: the prior tuned on the 'tune' split, else the one the model carries")
 
 

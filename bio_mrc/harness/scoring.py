@@ -44,7 +44,7 @@ def tuned_decoding(
     if tune_split is None:
         return TunedSettings(trained.decode_config(options), calibration=trained.calibrators), None
     tune_outputs = timed_windows(trained, tune_split, progress)[0]
-    tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, tune_split.kind)
+    tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, tune_split.kind, data_sets=tune_split.data_sets)
     if not (tuned.thresholds or tuned.settings):
         return tuned, None
     saved = save_tuned_settings(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -34,6 +34,8 @@ LENGTH_PRIOR_BANDWIDTH = 0.25
 # The span-count rule's thresholds: a span after the first joins a multi-span answer with at least this probability.
 SPAN_PROBABILITY_GRID = tuple(np.round(np.arange(0.0, 0.951, 0.05), 2).tolist())
 SPAN_PROBABILITY_BANDWIDTH = 0.05
+# The question ids of each data set a tuning split joins (none: one data set).
+DataSets = Sequence[Collection[str]]
 
 
 def smoothed_argmax(grid: Sequence[float], statistic: np.ndarray, bandwidth: float) -> int:
@@ -72,12 +74,25 @@ def _answerable_rows(merged: MergedTokens, examples: Sequence[Example]) -> tuple
     return MergedTokens(merged.values[rows], merged.offsets[rows], merged.mask[rows]), [examples[i] for i in rows]
 
 
-def task_statistic(task: registry.TaskEntry, examples: Sequence[Example], predictions: Sequence[Prediction]) -> float:
+def task_statistic(
+    task: registry.TaskEntry, examples: Sequence[Example], predictions: Sequence[Prediction], data_sets: DataSets = (),
+) -> float:
     """The task's main statistic (its registry entry's ``statistic``) of ``predictions`` on ``examples``, the metrics
     of its per-question scores: SQuAD's mean F1 (or EM) of the single answers, MultiSpanQA's micro-averaged span-set
-    F1 of every answer span."""
+    F1 of every answer span. Given ``data_sets`` (the question ids of each data set the questions come from), the
+    mean of each data set's statistic: every data set weighs alike, so a rule tuned on two sets of questions does
+    not follow the larger one's mix (mostly one-span questions, say) alone."""
     ids = [ex.id for ex in examples]
-    return float(task.metrics_of(task.scores(registry.resolve(task.gold)(examples), predictions, ids))[task.statistic])
+    columns = task.scores(registry.resolve(task.gold)(examples), predictions, ids)
+    rows_of_sets = [rows for rows in (_rows_in(ids, set(members)) for members in data_sets) if rows]
+    if len(rows_of_sets) < 2:
+        return float(task.metrics_of(columns)[task.statistic])
+    return float(np.mean([task.metrics_of({name: np.asarray(column)[rows] for name, column in columns.items()})[task.statistic]
+                          for rows in rows_of_sets]))
+
+
+def _rows_in(ids: Sequence[str], members: Collection[str]) -> list[int]:
+    return [k for k, qid in enumerate(ids) if qid in members]
 
 
 def tune_bio_length_prior(
@@ -87,6 +102,7 @@ def tune_bio_length_prior(
     grid: Sequence[float] = LENGTH_PRIOR_GRID,
     task: registry.TaskEntry | None = None,
     bandwidth: float = LENGTH_PRIOR_BANDWIDTH,
+    data_sets: DataSets = (),
 ) -> tuple[float, np.ndarray]:
     """The span-length prior β of the BIO decoding with the best main statistic of ``task`` on the answerable
     ``examples`` (held-out questions, never the evaluation ones), that statistic averaged over the grid values
@@ -98,6 +114,7 @@ def tune_bio_length_prior(
     Windows are merged once and every β decodes the merged arrays. ``task`` (None: SQuAD v1.1) says how:
     a single-span task scores the single best span (official F1), a multi-span one the BIO decoding's multi-span
     answers (MultiSpanQA: exact-match F1 over span sets), where β also decides how many spans survive.
+    ``data_sets``: see :func:`task_statistic`.
     """
     task = task or registry.squad_task("1.1")
     tagged = registry.tag_decoding()
@@ -105,7 +122,7 @@ def tune_bio_length_prior(
     statistic = np.zeros(len(grid))
     for k, prior in enumerate(grid):
         options = task.decode_config(replace(config, bio_length_prior=float(prior)))
-        statistic[k] = task_statistic(task, chosen, tagged.decode_merged(merged, chosen, options))
+        statistic[k] = task_statistic(task, chosen, tagged.decode_merged(merged, chosen, options), data_sets)
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
 
 
@@ -122,22 +139,24 @@ def all_multi_span_candidates(outputs: WindowOutputs, examples: Sequence[Example
 
 def tune_span_count_rule(
     outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig, task: registry.TaskEntry,
-    grid: Sequence[float] = SPAN_PROBABILITY_GRID, bandwidth: float = SPAN_PROBABILITY_BANDWIDTH,
+    grid: Sequence[float] = SPAN_PROBABILITY_GRID, bandwidth: float = SPAN_PROBABILITY_BANDWIDTH, data_sets: DataSets = (),
 ) -> tuple[float, np.ndarray]:
     """The probability a span after the first needs to join ``decoding``'s multi-span answer, with the best main
     statistic of the multi-span ``task`` (MultiSpanQA: exact-match F1 over span sets) on held-out ``examples``,
     averaged over the grid values within ``bandwidth`` (:func:`smoothed_argmax`); ties go to the smaller value.
-    Returns ``(threshold, statistic per grid value)``. The first span is always kept, so no threshold empties an answer."""
+    Returns ``(threshold, statistic per grid value)``. The first span is always kept, so no threshold empties an answer.
+    ``data_sets``: see :func:`task_statistic`."""
     candidates = all_multi_span_candidates(outputs, examples, decoding, config)
-    return best_span_count_threshold(candidates, examples, decoding, task, grid, bandwidth)
+    return best_span_count_threshold(candidates, examples, decoding, task, grid, bandwidth, data_sets)
 
 
 def best_span_count_threshold(
     candidates: Sequence[Prediction], examples: Sequence[Example], decoding: str, task: registry.TaskEntry,
-    grid: Sequence[float] = SPAN_PROBABILITY_GRID, bandwidth: float = SPAN_PROBABILITY_BANDWIDTH,
+    grid: Sequence[float] = SPAN_PROBABILITY_GRID, bandwidth: float = SPAN_PROBABILITY_BANDWIDTH, data_sets: DataSets = (),
 ) -> tuple[float, np.ndarray]:
     """:func:`tune_span_count_rule` from the decoding's every-candidate answers (:func:`all_multi_span_candidates`)."""
-    statistic = np.array([task_statistic(task, examples, multi_span_answers(candidates, decoding, float(value))) for value in grid])
+    statistic = np.array([task_statistic(task, examples, multi_span_answers(candidates, decoding, float(value)), data_sets)
+                          for value in grid])
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
 
 
@@ -167,14 +186,15 @@ class TunedSettings:
 
 def tune_for_model(
     trained: "TrainedModel", outputs: WindowOutputs, examples: Sequence[Example], options: DecodeConfig,
-    task: registry.TaskEntry, decodings: Sequence[str] | None = None, calibrate: bool = True,
+    task: registry.TaskEntry, decodings: Sequence[str] | None = None, calibrate: bool = True, data_sets: DataSets = (),
 ) -> TunedSettings:
     """The one tuning policy, of ``bio-mrc tune`` and ``bio-mrc compare`` alike, on questions of ``task``: the BIO
     length prior (by the task's main statistic) when ``options`` leave it open, a decoding of the model uses it and
     some question has an answer (else the model's saved prior); on multi-span questions each decoding's span-count
     rule when ``options`` leave ``min_span_probability`` open; a no-answer threshold per decoding when the task's
     questions may have no answer (SQuAD 2.0); a confidence calibrator per decoding unless the gold is multi-span
-    (MultiSpanQA's answers have no single right span), and unless ``calibrate`` is False."""
+    (MultiSpanQA's answers have no single right span), and unless ``calibrate`` is False. Questions from several
+    data sets (``data_sets``: each one's question ids) weigh each data set alike (:func:`task_statistic`)."""
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
     if unlabelled is not None:
         raise DataFormatError("question without answers: tuning needs labelled questions", unlabelled)
@@ -183,7 +203,7 @@ def tune_for_model(
     config = options if tune_prior else trained.decode_config(options)
     calibrate = calibrate and task.right is not None  # a task without a single answer to be right fits no calibrator
     return tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
-                         tune_thresholds=task.no_answer, calibrate=calibrate, task=task)
+                         tune_thresholds=task.no_answer, calibrate=calibrate, task=task, data_sets=data_sets)
 
 
 def tune_settings(
@@ -195,21 +215,22 @@ def tune_settings(
     tune_thresholds: bool,
     calibrate: bool = False,
     task: registry.TaskEntry | None = None,
+    data_sets: DataSets = (),
 ) -> TunedSettings:
     """Tune β (when ``tune_prior``) on the answerable ``examples`` by the main statistic of ``task`` (None: SQuAD
     v1.1's F1 of the single best span), then, decoding with it, a no-answer threshold per decoding (when
     ``tune_thresholds``: SQuAD 2.0 questions) and, with ``calibrate``, each decoding's confidence calibrator
     (a degenerate one is left out, its reason in ``skipped_calibrators``). The report gives each setting's
-    number of ``questions``."""
+    number of ``questions``. The prior and the task's settings weigh each of ``data_sets`` alike (:func:`task_statistic`)."""
     tuned = TunedSettings(config)
     if tune_prior:
-        prior, statistic = tune_bio_length_prior(outputs, examples, config, task=task)
+        prior, statistic = tune_bio_length_prior(outputs, examples, config, task=task, data_sets=data_sets)
         tuned.bio_length_prior, tuned.decode_config = prior, replace(config, bio_length_prior=prior)
         tuned.report["bio_length_prior"] = {"value": prior, "f1": float(statistic[LENGTH_PRIOR_GRID.index(prior)]),
                                             "best_f1": float(statistic.max()), "f1_without": float(statistic[0]),
                                             "questions": sum(1 for ex in examples if ex.answers)}
     for step in task.tuning_steps if task is not None else ():  # the task's own settings (multi-span: span-count rules)
-        registry.resolve(step)(tuned, outputs, examples, decodings, task)
+        registry.resolve(step)(tuned, outputs, examples, decodings, task, data_sets)
     if tune_thresholds:
         gold = gold_texts(examples)
         for decoding in decodings:
@@ -229,13 +250,14 @@ def tune_settings(
 
 def tune_span_count_rules(
     tuned: TunedSettings, outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], task: registry.TaskEntry,
+    data_sets: DataSets = (),
 ) -> None:
     """Each decoding's span-count threshold on the multi-span ``examples``, decoded with ``tuned``'s options, into ``tuned``
     (a task's tuning step); none when the options fix the rule (``min_span_probability``) or no question has an answer."""
     if tuned.decode_config.min_span_probability is not None or not any(ex.answers for ex in examples):
         return
     for decoding in decodings:
-        value, statistic = tune_span_count_rule(outputs, examples, decoding, tuned.decode_config, task)
+        value, statistic = tune_span_count_rule(outputs, examples, decoding, tuned.decode_config, task, data_sets=data_sets)
         default = registry.decoding(decoding).min_span_probability
         at_default = min(range(len(SPAN_PROBABILITY_GRID)), key=lambda k: abs(SPAN_PROBABILITY_GRID[k] - default))
         tuned.min_span_probabilities[decoding] = value
