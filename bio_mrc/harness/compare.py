@@ -199,8 +199,8 @@ def _score_folds(
 def prior_tuned_on(trained: TrainedModel, tuned: TunedSettings, split: Split, progress: bool) -> TunedSettings:
     """``tuned`` with the BIO length prior (and, on multi-span questions, each decoding's span-count rule) tuned on
     ``split`` (a fold's training questions, which the model has trained on) by the task's main statistic, each data set
-    of the fold weighed alike. They stay
-    out of the model's folder, which runs that decode with the model's own settings share."""
+    of the fold weighed alike. They stay out of the model's folder, which runs that decode with the model's own
+    settings share."""
     outputs = timed_windows(trained, split, progress)[0]
     fold = tune_settings(outputs, split.examples, trained.decodings, tuned.decode_config, tune_prior=True, tune_thresholds=False,
                          task=split.kind, data_sets=split.data_sets)
