@@ -327,7 +327,7 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
     else:
         lines.append("Which questions they were is not recorded (a comparison records its training split here).")
     train = record.get("train") or {}
-    options = {**TRAIN_OPTIONS_WHEN_ABSENT, **train} if train else {}  # a record leaves out what it had before they existed
+    options = {**TRAIN_OPTIONS_WHEN_ABSENT, **train} if train else {}  # a record leaves an option out at its value from before the option existed
     rows = [(f"`{key}`", f"`{json.dumps(value)}`") for key, value in options.items()]
     return ("## Training\n\n" + "\n".join(lines) + "\n\nTraining configuration (`TrainConfig`):\n\n"
             + _table(rows, ("option", "value")))

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from bio_mrc.harness.config import DataSpec
+from bio_mrc.harness.comparison_splits import Split, resolve_split
 from bio_mrc.harness.models import model_key
 from bio_mrc.model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
-from bio_mrc.harness.comparison_splits import Split, resolve_split
 from bio_mrc.training.train import TrainConfig
 from bio_mrc.types import Example
 from .conftest import require_data

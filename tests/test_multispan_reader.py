@@ -11,10 +11,10 @@ import pytest
 from bio_mrc import registry
 from bio_mrc.data.article_splits import kfold_by_article
 from bio_mrc.data.quoref import load_quoref
+from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.compare import compare, resolve_splits
 from bio_mrc.harness.config import load_config, parse_config
-from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.harness.data_set_records import DataSetSummary
 from bio_mrc.inference import TrainedModel
 from bio_mrc.inference.tuning import all_multi_span_candidates, best_span_count_threshold, tune_bio_length_prior
