@@ -26,6 +26,7 @@ import torch
 
 from bio_mrc.data import sources
 from bio_mrc.precision import cpu_features, cpu_name
+from bio_mrc.precision_probe import ISA_CAPS
 
 T = TypeVar("T")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -152,8 +153,9 @@ def cpuinfo_flags() -> set[str]:
 def machine_description() -> str:
     """One line: the CPU model and its instruction sets, the OS, cores, torch (threads) and Python."""
     sets = ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in instruction_sets().items())
+    caps = "".join(f"; {name}={os.environ[name]}" for name in ISA_CAPS if os.environ.get(name))  # kernels kept from some sets
     threads = torch.get_num_threads()
-    return (f"{cpu_name()}; {sets}; {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
+    return (f"{cpu_name()}; {sets}{caps}; {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
             f"({threads} thread{'' if threads == 1 else 's'}), Python {platform.python_version()}")
 
 

@@ -123,7 +123,7 @@ def agreement(reference, other, examples) -> dict[str, float]:
         a, b = getattr(reference, name), getattr(other, name)
         if a is not None:
             keep = reference.mask if name != "bio_logits" else reference.mask[..., None].repeat(a.shape[-1], -1)
-            result[f"max_abs_diff_{name}"] = float(np.abs(a - b)[keep].max())
+            result[f"max_abs_diff_{name}"] = float(np.abs(a[keep] - b[keep]).max())  # masked positions hold -inf
     config = DecodeConfig(n_best=20, max_answer_length=30, require_answer=True)
     for decoding in ("span", "bio"):
         answers = [decode_answers(out, examples, decoding, config, {}) for out in (reference, other)]

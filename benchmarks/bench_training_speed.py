@@ -6,33 +6,41 @@ are bf16 where native, no encoder dropout and the fused AdamW. In one run, on th
 * the matrix-product rate, fp32 and bf16 (``torch.matmul`` of two 2048 x 2048 matrices, best of 10): the
   ceiling every share below is taken of;
 * one training step (forward, backward, AdamW) of the joint model on the default encoder, on a fixed batch
-  of 16 windows of 256 tokens, under each setting (the baseline; bf16 with the encoder's dropout; bf16 with
-  attention dropout 0 alone; bf16 and no encoder dropout; the package's defaults: that and a fused AdamW;
-  the defaults with ``torch.compile`` of the encoder; the defaults where bf16 is not native, which train in
-  fp32): windows/s and GFLOP/s (the forward's FLOPs in eval mode counted by ``torch.utils.flop_counter``,
-  x3 for a training step) as a share of the matching precision's matrix-product rate; the forward alone
-  (eval mode) likewise;
+  of 16 windows of 256 tokens (every other one ending in 16 padding tokens), under each setting (the baseline;
+  bf16 with the encoder's dropout; bf16 with attention dropout 0 alone; bf16 and no encoder dropout; the
+  package's defaults: that and a fused AdamW; the defaults with ``torch.compile`` of the encoder; the defaults
+  with PyTorch's math attention or transformers' eager attention instead of the fused kernel; the defaults
+  in fp32, as ``auto`` trains where bf16 is emulated or measures slower): windows/s and GFLOP/s (the forward's FLOPs in eval mode
+  counted by ``torch.utils.flop_counter``, x3 for a training step) as a share of the matching precision's
+  matrix-product rate; the forward alone (eval mode) likewise;
+* with ``--profile``, the training step of the defaults in the precision ``auto`` trains in here under
+  ``torch.profiler``: its largest operators by self CPU time (what a step spends its time in beside the products);
 * training through the package (``train_model``, as ``bio-mrc train`` and ``compare`` run it) on the first
   ``--train-questions`` SQuAD v1.1 training questions (length-grouped batches of real windows), the baseline
   against the defaults: windows/s, their ratio and the padding share. The baseline's optimizer is chosen
   through ``TrainConfig.training_args`` (``{"optim": "adamw_torch"}``).
 
-    python benchmarks/bench_training_speed.py [--train-questions 400] [--steps 10] [--threads N]
+    python benchmarks/bench_training_speed.py [--train-questions 400] [--steps 10] [--threads N] [--profile]
 
 The last line is one JSON object: ``{"benchmark": "training_speed", "machine": ..., "matmul_gflops": ...,
 "steps": {setting: ...}, "package": {"baseline": ..., "defaults": ..., "padding_share": ...},
-"package_ratio": the defaults' windows/s over the baseline's}``.
+"package_ratio": the defaults' windows/s over the baseline's, "profile": {"precision", "ops": [{"op", "share",
+"ms_per_step", "calls_per_step"}]} or null}``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 from transformers.trainer_pt_utils import get_length_grouped_indices
 
@@ -41,7 +49,7 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.encoders import load_tokenizer, resolve_encoder
 from bio_mrc.features.windows import build_features
 from bio_mrc.model import BioMrcForQuestionAnswering
-from bio_mrc.precision import autocast, cpu_name, native_bf16, resolve_precision
+from bio_mrc.precision import autocast, cpu_name, native_bf16
 from bio_mrc.training.train import TrainConfig
 from bio_mrc.training.trainer import OPTIMIZER
 
@@ -55,24 +63,34 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--train-questions", type=int, default=400, help="questions of the package-level run (0: skip it)")
     parser.add_argument("--steps", type=int, default=10, help="timed training steps per setting (after 3 untimed)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also profile the training step of the defaults in this machine's precision: its largest operators")
     args = parser.parse_args()
     args.train = str(_common.require_data(_common.data_root(args) / "squad-v1.1" / "train.json")) if args.train_questions else None
     return args
 
 
 BATCH, TOKENS = 16, 256
+PADDED = 16  # padding tokens at the end of every other window (3% of the batch; SQuAD's length-grouped batches: about 5%)
 WARMUP_STEPS = 3
-# setting -> (precision, attention dropout, hidden dropout, compile the encoder, fused AdamW); None: the encoder's own
+PROFILE_ROWS = 12
+# attention path -> (transformers' attn_implementation, the SDPA backends it may use; None: PyTorch's choice)
+ATTENTION = {"sdpa": ("sdpa", None), "math": ("sdpa", [SDPBackend.MATH]), "eager": ("eager", None)}
+# setting -> (precision, attention dropout, hidden dropout, compile the encoder, fused AdamW, attention path);
+# dropout None: the encoder's own
 SETTINGS = {
-    "baseline (fp32, dropout 0.1)": ("fp32", None, None, False, False),
-    "bf16, dropout 0.1": ("bf16", None, None, False, False),
-    "bf16, attention dropout 0": ("bf16", 0.0, None, False, False),
-    "bf16, no encoder dropout": ("bf16", 0.0, 0.0, False, False),
-    "package defaults (bf16, no encoder dropout, fused AdamW)": ("bf16", 0.0, 0.0, False, True),
-    "package defaults + torch.compile": ("bf16", 0.0, 0.0, True, True),
-    "package defaults without native bf16 (fp32, no encoder dropout, fused AdamW)": ("fp32", 0.0, 0.0, False, True),
+    "baseline (fp32, dropout 0.1)": ("fp32", None, None, False, False, "sdpa"),
+    "bf16, dropout 0.1": ("bf16", None, None, False, False, "sdpa"),
+    "bf16, attention dropout 0": ("bf16", 0.0, None, False, False, "sdpa"),
+    "bf16, no encoder dropout": ("bf16", 0.0, 0.0, False, False, "sdpa"),
+    "package defaults (bf16, no encoder dropout, fused AdamW)": ("bf16", 0.0, 0.0, False, True, "sdpa"),
+    "package defaults + torch.compile": ("bf16", 0.0, 0.0, True, True, "sdpa"),
+    "package defaults, PyTorch's math attention": ("bf16", 0.0, 0.0, False, True, "math"),
+    "package defaults, transformers' eager attention": ("bf16", 0.0, 0.0, False, True, "eager"),
+    "package defaults in fp32 (where auto trains in fp32: no encoder dropout, fused AdamW)": ("fp32", 0.0, 0.0, False, True, "sdpa"),
 }
 BASELINE, DEFAULTS = "baseline (fp32, dropout 0.1)", "package defaults (bf16, no encoder dropout, fused AdamW)"
+FP32_DEFAULTS = "package defaults in fp32 (where auto trains in fp32: no encoder dropout, fused AdamW)"
 
 
 def matmul_gflops(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
@@ -83,55 +101,89 @@ def matmul_gflops(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> fl
 
 
 def synthetic_batch(vocab_size: int) -> dict[str, torch.Tensor]:
-    """16 full windows of 256 tokens: a question of 16 tokens, the rest paragraph; one gold span per window."""
+    """16 windows of 256 tokens, every other one ending in :data:`PADDED` padding tokens (a length-grouped batch
+    of real windows carries some, so attention takes a mask, as in training): a question of 16 tokens, the rest
+    paragraph; one gold span per window."""
     generator = torch.Generator().manual_seed(0)
     input_ids = torch.randint(1000, vocab_size, (BATCH, TOKENS), generator=generator)
+    attention_mask = torch.ones(BATCH, TOKENS, dtype=torch.long)
+    attention_mask[1::2, -PADDED:] = 0
+    input_ids[attention_mask == 0] = 0
     paragraph = torch.zeros(BATCH, TOKENS, dtype=torch.bool)
     paragraph[:, 18:-1] = True
-    starts = torch.randint(18, TOKENS - 10, (BATCH,), generator=generator)
+    paragraph &= attention_mask.bool()
+    starts = torch.randint(18, TOKENS - PADDED - 2, (BATCH,), generator=generator)
     tags = torch.full((BATCH, TOKENS), 2)
     tags[torch.arange(BATCH), starts] = 0
     tags[torch.arange(BATCH), starts + 1] = 1
-    return {"input_ids": input_ids, "attention_mask": torch.ones(BATCH, TOKENS, dtype=torch.long),
+    return {"input_ids": input_ids, "attention_mask": attention_mask,
             "token_type_ids": paragraph.long(), "paragraph_mask": paragraph, "tag_mask": paragraph,
             "start_positions": starts, "end_positions": starts + 1, "bio_targets": tags}
 
 
-def step_speed(setting: tuple, steps: int) -> dict[str, float]:
-    """Windows/s and GFLOP/s of the training step and of the forward alone under one setting."""
-    precision, attention, hidden, compiled, fused = setting
+def attention_context(path: str) -> contextlib.AbstractContextManager:
+    """Confines PyTorch's attention to the path's SDPA backends (none: PyTorch chooses)."""
+    backends = ATTENTION[path][1]
+    return sdpa_kernel(backends) if backends else contextlib.nullcontext()
+
+
+def training_step(setting: tuple) -> tuple[Callable[[], None], Callable[[], None], float]:
+    """(one training step, one forward in eval mode, the forward's FLOPs) of the joint model under one setting,
+    on :func:`synthetic_batch`."""
+    precision, attention, hidden, compiled, fused, path = setting
     torch.manual_seed(0)
     model = BioMrcForQuestionAnswering.from_encoder(
         resolve_encoder("default"), encoder_dropout={"attention": attention, "hidden": hidden}, heads="span+bio", bio_loss_weight=10.0)
+    model.encoder.set_attn_implementation(ATTENTION[path][0])
     batch = synthetic_batch(model.config.encoder.vocab_size)
     inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
     model.eval()  # the useful work: without dropout, which would also send attention down another path
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         model(**inputs)
-    forward_flops = counter.get_total_flops()
     if compiled:
         model.encoder = torch.compile(model.encoder)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=fused or None)
-    model.train()
 
     def train_step() -> None:
-        with autocast(precision, "cpu"):
-            loss = model(**batch).loss
-        loss.backward()
+        model.train()
+        with attention_context(path):
+            with autocast(precision, "cpu"):
+                loss = model(**batch).loss
+            loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    train_seconds = _common.median_of(train_step, steps, warmup=WARMUP_STEPS)[1]
-    model.eval()
-
     def forward() -> None:
-        with torch.no_grad(), autocast(precision, "cpu"):
+        model.eval()
+        with attention_context(path), torch.no_grad(), autocast(precision, "cpu"):
             model(**inputs)
 
+    return train_step, forward, counter.get_total_flops()
+
+
+def step_speed(setting: tuple, steps: int) -> dict[str, float]:
+    """Windows/s and GFLOP/s of the training step and of the forward alone under one setting."""
+    train_step, forward, forward_flops = training_step(setting)
+    train_seconds = _common.median_of(train_step, steps, warmup=WARMUP_STEPS)[1]
     forward_seconds = _common.median_of(forward, steps, warmup=WARMUP_STEPS)[1]
     return {"train_windows_per_s": BATCH / train_seconds, "train_gflops": 3 * forward_flops / train_seconds / 1e9,
             "forward_windows_per_s": BATCH / forward_seconds, "forward_gflops": forward_flops / forward_seconds / 1e9,
             "forward_gflop_per_window": forward_flops / BATCH / 1e9}
+
+
+def step_profile(setting: tuple, steps: int, rows: int = PROFILE_ROWS) -> list[dict]:
+    """The operators a training step spends its CPU time in (``torch.profiler``, self time over ``steps`` steps
+    after the untimed ones), the largest ``rows`` of them."""
+    train_step = training_step(setting)[0]
+    for _ in range(WARMUP_STEPS):
+        train_step()
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        for _ in range(steps):
+            train_step()
+    events = sorted(profiler.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events) or 1
+    return [{"op": e.key, "share": e.self_cpu_time_total / total, "ms_per_step": e.self_cpu_time_total / 1e3 / steps,
+             "calls_per_step": e.count / steps} for e in events[:rows]]
 
 
 def package_speed(examples, config: TrainConfig, output_dir: Path) -> dict[str, float]:
@@ -172,25 +224,43 @@ def main(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             package = {name: package_speed(examples, config, Path(tmp) / name) for name, config in configs.items()}
         package["padding_share"] = padding_share(examples, configs["defaults"])
-    print_tables(rates, steps, package)
+    precision_here = TrainConfig().with_resolved_precision().precision  # what `auto` trains the default encoder in here
+    profiled = defaults_profile(args.steps, precision_here) if args.profile else None
+    defaults_here = DEFAULTS if precision_here == "bf16" else FP32_DEFAULTS
+    print_tables(rates, steps, package, defaults_here)
+    if profiled:
+        print_profile(profiled)
     print(json.dumps({
         "benchmark": "training_speed", "machine": machine, "cpu": cpu_name(), "native_bf16": native_bf16("cpu"),
-        "default_precision_here": resolve_precision(TrainConfig().precision, "cpu"), "threads": torch.get_num_threads(),
+        "default_precision_here": precision_here, "threads": torch.get_num_threads(),
         "matmul_gflops": rates, "steps": steps, "package": package,
-        "step_ratio": steps[DEFAULTS]["train_windows_per_s"] / steps[BASELINE]["train_windows_per_s"],
+        "step_ratio": steps[defaults_here]["train_windows_per_s"] / steps[BASELINE]["train_windows_per_s"],
         "package_ratio": package["defaults"]["windows_per_s"] / package["baseline"]["windows_per_s"] if package else None,
+        "profile": profiled,
     }))
 
 
-def print_tables(rates: dict, steps: dict, package: dict) -> None:
+def defaults_profile(steps: int, precision: str) -> dict:
+    """The largest operators of the defaults' training step in ``precision``."""
+    return {"precision": precision, "ops": step_profile((precision, *SETTINGS[DEFAULTS][1:]), steps)}
+
+
+def print_profile(profiled: dict) -> None:
+    print(f"\nthe defaults' training step in {profiled['precision']}, its largest operators (self CPU time)\n"
+          "| operator | ms a step | calls a step | share of the step |\n|---|---|---|---|")
+    for op in profiled["ops"]:
+        print(f"| `{op['op']}` | {op['ms_per_step']:.1f} | {op['calls_per_step']:g} | {op['share']:.1%} |")
+
+
+def print_tables(rates: dict, steps: dict, package: dict, defaults_here: str) -> None:
     print(f"matrix products (2048^3): fp32 {rates['fp32']:.0f} GFLOP/s, bf16 {rates['bf16']:.0f} GFLOP/s\n")
     print(f"| setting ({BATCH} windows x {TOKENS} tokens) | training windows/s | GFLOP/s | share of the rate | "
           "forward windows/s | GFLOP/s | share |\n|---|---|---|---|---|---|---|")
     for name, s in steps.items():
         print(f"| {name} | {s['train_windows_per_s']:.1f} | {s['train_gflops']:.0f} | {s['train_share']:.0%} | "
               f"{s['forward_windows_per_s']:.1f} | {s['forward_gflops']:.0f} | {s['forward_share']:.0%} |")
-    print(f"\npackage defaults against the baseline, training step: "
-          f"{steps[DEFAULTS]['train_windows_per_s'] / steps[BASELINE]['train_windows_per_s']:.2f}x")
+    print(f"\npackage defaults here ({defaults_here}) against the baseline, training step: "
+          f"{steps[defaults_here]['train_windows_per_s'] / steps[BASELINE]['train_windows_per_s']:.2f}x")
     if package:
         baseline, defaults = package["baseline"], package["defaults"]
         print(f"through train_model on real windows ({defaults['all_windows']} windows, {package['padding_share']:.1%} "

@@ -34,6 +34,9 @@ MIN_REPEATS = 1
 MAX_REPEATS = 50  # a tiny model's layer takes microseconds: enough calls to see its speed
 CACHE_NAME = "precision.json"
 ROUNDS = (("fp32", "bf16"), ("bf16", "fp32"))  # each precision twice, alternating: a burst of other work hits both
+# Environment variables that confine oneDNN, ATen or MKL to fewer instructions (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16
+# leaves AMX unused, and bf16 then runs at a tenth of its rate): a machine under such a cap measures anew.
+ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
 STABLE = 1.3  # a precision's two rounds within this factor: the measurement is cached; else this process keeps it only
 
 _MEMO: dict[str, dict[str, Any]] = {}  # this process's choices: every caller in a process agrees even without a cache
@@ -137,7 +140,8 @@ def cache_file() -> Path:
 
 
 def machine_key(cpu: str) -> str:
-    """The CPU's model name and a hash of its feature flags, torch's version and threads: what a rate depends on."""
+    """The CPU's model name and a hash of its feature flags, torch's version and threads, and any cap set on the
+    instructions torch's kernels may use (:data:`ISA_CAPS`): what a rate depends on."""
     flags = ""
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -145,7 +149,8 @@ def machine_key(cpu: str) -> str:
                 flags = " ".join(sorted(line.split(":", 1)[1].split()))
                 break
     digest = hashlib.sha256(flags.encode()).hexdigest()[:12]
-    return f"{cpu} | flags {digest} | torch {torch.__version__} | {torch.get_num_threads()} threads"
+    caps = "".join(f" | {name}={os.environ[name]}" for name in ISA_CAPS if os.environ.get(name))
+    return f"{cpu} | flags {digest} | torch {torch.__version__} | {torch.get_num_threads()} threads{caps}"
 
 
 def cache_key(cpu: str, shapes: MatrixShapes, phase: str) -> str:

@@ -74,6 +74,21 @@ def test_other_shapes_phases_and_cpus_are_measured_anew():
     assert len(calls) == 16 and len(json.loads(cache_file().read_text())) == 4
 
 
+def test_a_cap_on_the_kernels_instructions_is_another_machine(monkeypatch):
+    """oneDNN confined to AVX512-BF16 on a CPU with AMX multiplies bf16 at a tenth of the rate: not the same cached choice."""
+    for name in precision_probe.ISA_CAPS:
+        monkeypatch.delenv(name, raising=False)
+    plain = precision_probe.machine_key("a CPU")
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")
+    capped = precision_probe.machine_key("a CPU")
+    assert capped == plain + " | ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16"
+    calls = []
+    measure = fake_measure({"fp32": 100.0, "bf16": 50.0}, calls)
+    measured_choice(SHAPES, "training", "a CPU", measure)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    assert measured_choice(SHAPES, "training", "a CPU", measure)["how"] == "measured" and len(calls) == 8
+
+
 @pytest.mark.parametrize("content", ["{not json", "[1, 2]", "", '{"KEY": {"precision": "fp16"}}'])
 def test_a_corrupt_cache_is_ignored_and_rewritten(content):
     path = cache_file()
