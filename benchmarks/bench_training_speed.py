@@ -13,6 +13,8 @@ are bf16 where native, no encoder dropout and the fused AdamW. In one run, on th
   in fp32, as ``auto`` trains where bf16 is emulated or measures slower): windows/s and GFLOP/s (the forward's FLOPs in eval mode
   counted by ``torch.utils.flop_counter``, x3 for a training step) as a share of the matching precision's
   matrix-product rate; the forward alone (eval mode) likewise;
+* one layer's fused attention alone (PyTorch's SDPA on the batch's shapes and padding mask) in fp32 and in
+  bf16, forward and forward + backward: what the attention costs a step in each precision;
 * with ``--profile``, the training step of the defaults in the precision ``auto`` trains in here under
   ``torch.profiler``: its largest operators by self CPU time (what a step spends its time in beside the products);
 * training through the package (``train_model``, as ``bio-mrc train`` and ``compare`` run it) on the first
@@ -24,7 +26,8 @@ are bf16 where native, no encoder dropout and the fused AdamW. In one run, on th
 
 The last line is one JSON object: ``{"benchmark": "training_speed", "machine": ..., "matmul_gflops": ...,
 "steps": {setting: ...}, "package": {"baseline": ..., "defaults": ..., "padding_share": ...},
-"package_ratio": the defaults' windows/s over the baseline's, "profile": {"precision", "ops": [{"op", "share",
+"package_ratio": the defaults' windows/s over the baseline's, "attention_alone": {precision: {"forward_ms",
+"forward_backward_ms"}}, "profile": {"precision", "ops": [{"op", "share",
 "ms_per_step", "calls_per_step"}]} or null}``.
 """
 
@@ -39,6 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
@@ -171,6 +175,30 @@ def step_speed(setting: tuple, steps: int) -> dict[str, float]:
             "forward_gflop_per_window": forward_flops / BATCH / 1e9}
 
 
+def attention_alone(repeats: int) -> dict[str, dict[str, float]]:
+    """Milliseconds of one layer's fused attention (PyTorch's SDPA on the batch's shapes: 12 heads of 32, the
+    padding mask) in fp32 and in bf16, forward and forward + backward, best of ``repeats``."""
+    return {name: attention_times(dtype, repeats) for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
+
+
+def attention_times(dtype: torch.dtype, repeats: int) -> dict[str, float]:
+    generator = torch.Generator().manual_seed(0)
+    mask = torch.zeros(BATCH, 1, 1, TOKENS)
+    mask[1::2, ..., -PADDED:] = float("-inf")
+    mask = mask.to(dtype)
+    q, k, v = (torch.randn(BATCH, 12, TOKENS, 32, generator=generator).to(dtype).requires_grad_() for _ in range(3))
+
+    def forward() -> None:
+        with torch.no_grad():
+            F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    def forward_backward() -> None:
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
+
+    return {"forward_ms": _common.best_of(forward, repeats, warmup=2)[1] * 1e3,
+            "forward_backward_ms": _common.best_of(forward_backward, repeats, warmup=2)[1] * 1e3}
+
+
 def step_profile(setting: tuple, steps: int, rows: int = PROFILE_ROWS) -> list[dict]:
     """The operators a training step spends its CPU time in (``torch.profiler``, self time over ``steps`` steps
     after the untimed ones), the largest ``rows`` of them."""
@@ -224,10 +252,13 @@ def main(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             package = {name: package_speed(examples, config, Path(tmp) / name) for name, config in configs.items()}
         package["padding_share"] = padding_share(examples, configs["defaults"])
+    attention = attention_alone(args.steps)
     precision_here = TrainConfig().with_resolved_precision().precision  # what `auto` trains the default encoder in here
     profiled = defaults_profile(args.steps, precision_here) if args.profile else None
     defaults_here = DEFAULTS if precision_here == "bf16" else FP32_DEFAULTS
     print_tables(rates, steps, package, defaults_here)
+    print("\none layer's fused attention alone: " + "; ".join(
+        f"{name} forward {t['forward_ms']:.1f} ms, forward + backward {t['forward_backward_ms']:.1f} ms" for name, t in attention.items()))
     if profiled:
         print_profile(profiled)
     print(json.dumps({
@@ -236,7 +267,7 @@ def main(args: argparse.Namespace) -> None:
         "matmul_gflops": rates, "steps": steps, "package": package,
         "step_ratio": steps[defaults_here]["train_windows_per_s"] / steps[BASELINE]["train_windows_per_s"],
         "package_ratio": package["defaults"]["windows_per_s"] / package["baseline"]["windows_per_s"] if package else None,
-        "profile": profiled,
+        "attention_alone": attention, "profile": profiled,
     }))
 
 
