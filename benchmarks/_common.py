@@ -26,7 +26,7 @@ import torch
 
 from bio_mrc.data import sources
 from bio_mrc.precision import cpu_features, cpu_name
-from bio_mrc.precision_probe import ISA_CAPS
+from bio_mrc.precision_probe import isa_caps
 
 T = TypeVar("T")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -153,7 +153,7 @@ def cpuinfo_flags() -> set[str]:
 def machine_description() -> str:
     """One line: the CPU model and its instruction sets, the OS, cores, torch (threads) and Python."""
     sets = ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in instruction_sets().items())
-    caps = "".join(f"; {name}={os.environ[name]}" for name in ISA_CAPS if os.environ.get(name))  # kernels kept from some sets
+    caps = "".join(f"; {name}={value}" for name, value in isa_caps().items())  # kernels kept from some of the sets
     threads = torch.get_num_threads()
     return (f"{cpu_name()}; {sets}{caps}; {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
             f"({threads} thread{'' if threads == 1 else 's'}), Python {platform.python_version()}")

@@ -10,9 +10,9 @@ are bf16 where native, no encoder dropout and the fused AdamW. In one run, on th
   bf16 with the encoder's dropout; bf16 with attention dropout 0 alone; bf16 and no encoder dropout; the
   package's defaults: that and a fused AdamW; the defaults with ``torch.compile`` of the encoder; the defaults
   with PyTorch's math attention or transformers' eager attention instead of the fused kernel; the defaults
-  in fp32, as ``auto`` trains where bf16 is emulated or measures slower): windows/s and GFLOP/s (the forward's FLOPs in eval mode
-  counted by ``torch.utils.flop_counter``, x3 for a training step) as a share of the matching precision's
-  matrix-product rate; the forward alone (eval mode) likewise;
+  in fp32, as ``auto`` trains where bf16 is emulated or measures slower): windows/s and GFLOP/s (the
+  forward's FLOPs in eval mode counted by ``torch.utils.flop_counter``, x3 for a training step) as a share of
+  the matching precision's matrix-product rate; the forward alone (eval mode) likewise;
 * one layer's fused attention alone (PyTorch's SDPA on the batch's shapes and padding mask) in fp32 and in
   bf16, forward and forward + backward: what the attention costs a step in each precision;
 * with ``--profile``, the training step of the defaults in the precision ``auto`` trains in here under
@@ -182,6 +182,7 @@ def attention_alone(repeats: int) -> dict[str, dict[str, float]]:
 
 
 def attention_times(dtype: torch.dtype, repeats: int) -> dict[str, float]:
+    """One precision's row of :func:`attention_alone`."""
     generator = torch.Generator().manual_seed(0)
     mask = torch.zeros(BATCH, 1, 1, TOKENS)
     mask[1::2, ..., -PADDED:] = float("-inf")

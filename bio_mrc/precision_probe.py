@@ -149,8 +149,13 @@ def machine_key(cpu: str) -> str:
                 flags = " ".join(sorted(line.split(":", 1)[1].split()))
                 break
     digest = hashlib.sha256(flags.encode()).hexdigest()[:12]
-    caps = "".join(f" | {name}={os.environ[name]}" for name in ISA_CAPS if os.environ.get(name))
+    caps = "".join(f" | {name}={value}" for name, value in isa_caps().items())
     return f"{cpu} | flags {digest} | torch {torch.__version__} | {torch.get_num_threads()} threads{caps}"
+
+
+def isa_caps() -> dict[str, str]:
+    """The caps of :data:`ISA_CAPS` set in this environment, by variable."""
+    return {name: os.environ[name] for name in ISA_CAPS if os.environ.get(name)}
 
 
 def cache_key(cpu: str, shapes: MatrixShapes, phase: str) -> str:
