@@ -343,6 +343,9 @@ def _precision_line(choices: Mapping[str, Any]) -> str:
         if "fp32_tokens_per_s" in choice:
             rates = (f": bf16 {choice['bf16_tokens_per_s']:,.0f} against fp32 {choice['fp32_tokens_per_s']:,.0f} tokens/s "
                      f"through one encoder layer of the model's shapes, measured {choice.get('measured', '?')}")
+        if choice.get("precision") == "bf16" and choice.get("attention") == "fp32":
+            rates += (f"; the attention in fp32, {choice['bf16_fp32_attention_tokens_per_s']:,.0f} tokens/s with it"
+                      if "bf16_fp32_attention_tokens_per_s" in choice else "; the attention in fp32")
         parts.append(f"{phase} `{choice.get('precision')}` ({choice.get('how')}{rates})")
     return "Precision: " + "; ".join(parts) + "."
 

@@ -5,12 +5,15 @@ trains 1.4-2.8x faster than fp32, on an Intel Xeon with AVX512-BF16 but no AMX i
 the CPU computes bf16 natively, ``auto`` times one encoder layer of the model's sizes (hidden size, intermediate
 size, attention heads, windows of the model's length) in both precisions on one core (a team of threads stalls
 whenever another job holds one of its cores): the forward pass for inference, forward and backward for training,
-each twice in alternating order, about 1 s in all. bf16 is chosen only when it is more than :data:`TIE_MARGIN` faster (a tie keeps
-fp32, exact everywhere). The result is cached per machine (CPU model and flags, torch version, threads, shapes,
-phase) in ``$XDG_CACHE_HOME/bio_mrc/precision.json`` (``~/.cache`` by default; ``$BIO_MRC_CACHE_DIR``
-names another folder), so a machine measures each model
-size once; a cache that cannot be read is measured again and rewritten, and a measurement whose two rounds
-disagree (another job took the cores) is used by this process but not cached.
+each twice in alternating order, about 1 s in all. bf16 is chosen only when it is more than :data:`TIE_MARGIN`
+faster (a tie keeps fp32, exact everywhere). Training is also timed in bf16 with the attention alone in fp32
+(PyTorch's fused CPU attention can train slower in bf16 than in fp32); where that is more than :data:`TIE_MARGIN`
+faster than bf16 throughout, the choice says ``"attention": "fp32"`` and training runs it
+(:mod:`bio_mrc.fp32_attention`). The result is cached per machine (CPU model and flags, torch version, threads,
+shapes, phase) in ``$XDG_CACHE_HOME/bio_mrc/precision.json`` (``~/.cache`` by default; ``$BIO_MRC_CACHE_DIR``
+names another folder), so a machine measures each model size once; a cache that cannot be read is measured again
+and rewritten, and a measurement whose two rounds disagree (another job took the cores) is used by this process
+but not cached.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ PROBE_SECONDS = 0.05  # each precision is timed this long after one warm-up call
 MIN_REPEATS = 1
 MAX_REPEATS = 50  # a tiny model's layer takes microseconds: enough calls to see its speed
 CACHE_NAME = "precision.json"
-ROUNDS = (("fp32", "bf16"), ("bf16", "fp32"))  # each precision twice, alternating: a burst of other work hits both
+FP32_ATTENTION = "bf16_fp32_attention"  # training in bf16 with the attention alone in fp32 (bio_mrc.fp32_attention)
+# Each variant twice, alternating: a burst of other work hits every one. Training also times bf16 with fp32 attention.
+ROUNDS = {"training": (("fp32", "bf16", FP32_ATTENTION), (FP32_ATTENTION, "bf16", "fp32")),
+          "inference": (("fp32", "bf16"), ("bf16", "fp32"))}
 # Environment variables that confine oneDNN, ATen or MKL to fewer instructions (ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16
 # leaves AMX unused, and bf16 then runs at a tenth of its rate): a machine under such a cap measures anew.
 ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
@@ -70,10 +76,10 @@ class MatrixShapes:
 class _Layer(torch.nn.Module):
     """One post-norm encoder layer (BERT's): attention projections, fused attention, the feed-forward pair."""
 
-    def __init__(self, shapes: MatrixShapes) -> None:
+    def __init__(self, shapes: MatrixShapes, fp32_attention: bool = False) -> None:
         super().__init__()
         h = shapes.hidden
-        self.heads = shapes.heads
+        self.heads, self.fp32_attention = shapes.heads, fp32_attention
         self.qkv, self.out = torch.nn.Linear(h, 3 * h), torch.nn.Linear(h, h)
         self.up, self.down = torch.nn.Linear(h, shapes.intermediate), torch.nn.Linear(shapes.intermediate, h)
         self.norm1, self.norm2 = torch.nn.LayerNorm(h), torch.nn.LayerNorm(h)
@@ -81,7 +87,12 @@ class _Layer(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, s, h = x.shape
         q, k, v = self.qkv(x).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
-        attended = torch.nn.functional.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, h)
+        if self.fp32_attention:  # as bio_mrc.fp32_attention runs it: autocast off, the products in fp32
+            with torch.autocast("cpu", enabled=False):
+                attended = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float()).to(q.dtype)
+        else:
+            attended = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        attended = attended.transpose(1, 2).reshape(b, s, h)
         x = self.norm1(x + self.out(attended))
         return self.norm2(x + self.down(torch.nn.functional.gelu(self.up(x))))
 
@@ -100,14 +111,15 @@ def timed_rate(step: Callable[[], Any], tokens: int, clock: Callable[[], float] 
 
 
 def measure_rate(shapes: MatrixShapes, phase: str, precision: str, clock: Callable[[], float] = time.perf_counter) -> float:
-    """Tokens/s of one layer of ``shapes`` on the CPU in ``precision`` (fp32 or bf16 autocast): forward for
-    inference, forward and backward for training."""
+    """Tokens/s of one layer of ``shapes`` on the CPU in ``precision`` (fp32, bf16 autocast, or bf16 autocast with
+    the attention in fp32: :data:`FP32_ATTENTION`): forward for inference, forward and backward for training."""
     generator = torch.Generator().manual_seed(0)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        layer = _Layer(shapes).train(phase == "training")
+        layer = _Layer(shapes, fp32_attention=precision == FP32_ATTENTION).train(phase == "training")
     x = torch.randn(shapes.probe_batch(phase), shapes.seq, shapes.hidden, generator=generator)
-    context = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if precision == "bf16" else contextlib.nullcontext
+    bf16 = precision in ("bf16", FP32_ATTENTION)
+    context = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
 
     def step() -> None:
         if phase == "training":
@@ -127,8 +139,16 @@ def measure_rate(shapes: MatrixShapes, phase: str, precision: str, clock: Callab
 
 
 def choose(rates: dict[str, float]) -> str:
-    """bf16 when it is more than :data:`TIE_MARGIN` faster than fp32, else fp32."""
-    return "bf16" if rates["bf16"] > rates["fp32"] * (1 + TIE_MARGIN) else "fp32"
+    """bf16 when it (with the attention in bf16 or in fp32, where that was timed) is more than :data:`TIE_MARGIN`
+    faster than fp32, else fp32."""
+    bf16 = max(rates["bf16"], rates.get(FP32_ATTENTION, 0.0))
+    return "bf16" if bf16 > rates["fp32"] * (1 + TIE_MARGIN) else "fp32"
+
+
+def choose_attention(rates: dict[str, float]) -> str:
+    """The attention's precision in bf16 training: fp32 when bf16 with fp32 attention is more than
+    :data:`TIE_MARGIN` faster than bf16 throughout, else bf16 (the plain autocast path)."""
+    return "fp32" if rates.get(FP32_ATTENTION, 0.0) > rates["bf16"] * (1 + TIE_MARGIN) else "bf16"
 
 
 def cache_file() -> Path:
@@ -172,8 +192,11 @@ def read_cache(path: Path) -> dict[str, Any]:
 
 
 def _valid(entry: Any) -> bool:
-    return (isinstance(entry, dict) and entry.get("precision") in ("fp32", "bf16")
-            and all(isinstance(entry.get(f"{p}_tokens_per_s"), (int, float)) for p in ("fp32", "bf16")))
+    if not isinstance(entry, dict) or entry.get("precision") not in ("fp32", "bf16"):
+        return False
+    variants = ROUNDS["training" if entry.get("phase") == "training" else "inference"][0]
+    attention_known = entry.get("phase") != "training" or entry.get("attention") in ("fp32", "bf16")  # entries before it: measured anew
+    return attention_known and all(isinstance(entry.get(f"{p}_tokens_per_s"), (int, float)) for p in variants)
 
 
 def store(path: Path, key: str, entry: dict[str, Any]) -> None:
@@ -207,13 +230,11 @@ def measured_choice(
     elif distributed():  # ranks must agree: a process among several measures nothing (see resolve_precision)
         return {}
     else:
-        runs: dict[str, list[float]] = {"fp32": [], "bf16": []}
-        for order in ROUNDS:
+        runs: dict[str, list[float]] = {p: [] for p in ROUNDS[phase][0]}
+        for order in ROUNDS[phase]:
             for p in order:
                 runs[p].append((measure or measure_rate)(shapes, phase, p))
-        rates = {p: max(r) for p, r in runs.items()}
-        entry = {"precision": choose(rates), "fp32_tokens_per_s": round(rates["fp32"], 1), "bf16_tokens_per_s": round(rates["bf16"], 1),
-                 "measured": time.strftime("%Y-%m-%d %H:%M:%S"), "shapes": asdict(shapes), "phase": phase}
+        entry = _entry({p: max(r) for p, r in runs.items()}, shapes, phase)
         stable = all(max(r) <= STABLE * max(min(r), 1e-9) for r in runs.values())
         if stable:  # another job's burst during one round would make the cached choice wrong for good
             store(path, key, entry)
@@ -222,9 +243,19 @@ def measured_choice(
     return choice
 
 
+def _entry(rates: dict[str, float], shapes: MatrixShapes, phase: str) -> dict[str, Any]:
+    """A cache entry: the choice, the rates it rests on, when, for what; in training, the attention's precision."""
+    entry = {"precision": choose(rates), **{f"{p}_tokens_per_s": round(rate, 1) for p, rate in rates.items()},
+             "measured": time.strftime("%Y-%m-%d %H:%M:%S"), "shapes": asdict(shapes), "phase": phase}
+    if phase == "training":
+        entry["attention"] = choose_attention(rates) if entry["precision"] == "bf16" else "fp32"
+    return entry
+
+
 def distributed() -> bool:
     """Whether this process is one of several (torchrun sets ``WORLD_SIZE``)."""
     return int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
 
 
-__all__ = ["MatrixShapes", "PHASES", "TIE_MARGIN", "cache_file", "choose", "measure_rate", "measured_choice", "timed_rate"]
+__all__ = ["FP32_ATTENTION", "MatrixShapes", "PHASES", "TIE_MARGIN", "cache_file", "choose", "choose_attention", "measure_rate",
+           "measured_choice", "timed_rate"]

@@ -8,7 +8,7 @@ import pytest
 from bio_mrc import precision as precision_module
 from bio_mrc import precision_probe
 from bio_mrc.precision import precision_choice, resolve_precision
-from bio_mrc.precision_probe import MatrixShapes, cache_file, choose, measure_rate, measured_choice, timed_rate
+from bio_mrc.precision_probe import FP32_ATTENTION, MatrixShapes, cache_file, choose, choose_attention, measure_rate, measured_choice, timed_rate
 from bio_mrc.training.train import TrainConfig, load_run_record, train_model
 
 SHAPES = MatrixShapes(hidden=32, intermediate=64, heads=2, batch=4, seq=48)
@@ -23,11 +23,12 @@ def fresh_memo(monkeypatch, tmp_path):
 
 
 def fake_measure(rates: dict[str, float], calls: list | None = None):
-    """A measurement that returns ``rates[precision]`` and notes each call."""
+    """A measurement that returns ``rates[precision]`` (bf16 with fp32 attention at bf16's rate unless given) and
+    notes each call."""
     def measure(shapes, phase, precision):
         if calls is not None:
             calls.append((phase, precision))
-        return rates[precision]
+        return rates[precision] if precision != FP32_ATTENTION else rates.get(precision, rates["bf16"])
     return measure
 
 
@@ -55,12 +56,12 @@ def test_a_measurement_is_cached_and_read_back(tmp_path):
     calls = []
     first = measured_choice(SHAPES, "training", "a CPU", fake_measure({"fp32": 100.0, "bf16": 300.0}, calls))
     assert first["precision"] == "bf16" and first["how"] == "measured"
-    assert calls == [("training", "fp32"), ("training", "bf16"), ("training", "bf16"), ("training", "fp32")]  # alternating rounds
+    assert calls == [("training", p) for p in ("fp32", "bf16", FP32_ATTENTION, FP32_ATTENTION, "bf16", "fp32")]  # alternating rounds
     assert (first["fp32_tokens_per_s"], first["bf16_tokens_per_s"]) == (100.0, 300.0)
     assert measured_choice(SHAPES, "training", "a CPU", fake_measure({}, calls)) == first  # this process remembers
     precision_probe._MEMO.clear()  # another process: the file answers
     again = measured_choice(SHAPES, "training", "a CPU", fake_measure({}, calls))
-    assert again["how"] == "cached" and again["precision"] == "bf16" and len(calls) == 4
+    assert again["how"] == "cached" and again["precision"] == "bf16" and len(calls) == 6
     cached = json.loads(cache_file().read_text())
     assert len(cached) == 1 and cache_file() == tmp_path / "cache" / "precision.json"
 
@@ -71,7 +72,7 @@ def test_other_shapes_phases_and_cpus_are_measured_anew():
     for shapes, phase, cpu in [(SHAPES, "training", "a"), (SHAPES, "inference", "a"),
                                (MatrixShapes(64, 256, 4, 4, 48), "training", "a"), (SHAPES, "training", "b")]:
         assert measured_choice(shapes, phase, cpu, measure)["how"] == "measured"
-    assert len(calls) == 16 and len(json.loads(cache_file().read_text())) == 4
+    assert len(calls) == 3 * 6 + 4 and len(json.loads(cache_file().read_text())) == 4  # training also times fp32 attention
 
 
 def test_a_cap_on_the_kernels_instructions_is_another_machine(monkeypatch):
@@ -86,7 +87,7 @@ def test_a_cap_on_the_kernels_instructions_is_another_machine(monkeypatch):
     measure = fake_measure({"fp32": 100.0, "bf16": 50.0}, calls)
     measured_choice(SHAPES, "training", "a CPU", measure)
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
-    assert measured_choice(SHAPES, "training", "a CPU", measure)["how"] == "measured" and len(calls) == 8
+    assert measured_choice(SHAPES, "training", "a CPU", measure)["how"] == "measured" and len(calls) == 12
 
 
 @pytest.mark.parametrize("content", ["{not json", "[1, 2]", "", '{"KEY": {"precision": "fp16"}}'])
@@ -103,10 +104,36 @@ def test_a_corrupt_cache_is_ignored_and_rewritten(content):
 
 def test_an_unsteady_measurement_is_used_but_not_cached():
     """Another job taking the cores during one round makes the two rounds disagree: the best rounds decide, nothing is cached."""
-    rounds = {"fp32": iter([100.0, 100.0]), "bf16": iter([40.0, 200.0])}  # bf16's first round was slowed 5x
+    rounds = {"fp32": iter([100.0, 100.0]), "bf16": iter([40.0, 200.0]), FP32_ATTENTION: iter([190.0, 190.0])}  # bf16's first round slowed 5x
     choice = measured_choice(SHAPES, "training", "a CPU", lambda shapes, phase, precision: next(rounds[precision]))
     assert choice["precision"] == "bf16" and choice["how"] == "measured (unsteady, not cached)"
     assert not cache_file().exists()
+
+
+@pytest.mark.parametrize("fp32, bf16, with_fp32_attention, precision, attention", [
+    (100, 150, 200, "bf16", "fp32"),  # the attention trains faster in fp32
+    (100, 150, 155, "bf16", "bf16"),  # within 5% of bf16 throughout: the plain autocast path
+    (100, 90, 120, "bf16", "fp32"),  # bf16 wins only with its attention in fp32
+    (100, 90, 103, "fp32", "fp32"),  # neither bf16 beats fp32 by more than 5%: fp32 throughout
+])
+def test_bf16_training_takes_fp32_attention_where_it_is_faster(fp32, bf16, with_fp32_attention, precision, attention):
+    rates = {"fp32": fp32, "bf16": bf16, FP32_ATTENTION: with_fp32_attention}
+    choice = measured_choice(SHAPES, "training", "a CPU", fake_measure(rates))
+    assert (choice["precision"], choice["attention"]) == (precision, attention) == (choose(rates), choice["attention"])
+    assert choice["bf16_fp32_attention_tokens_per_s"] == with_fp32_attention
+    if precision == "bf16":
+        assert choose_attention(rates) == attention
+
+
+def test_answering_never_times_fp32_attention_and_older_training_entries_are_measured_again():
+    calls = []
+    choice = measured_choice(SHAPES, "inference", "a CPU", fake_measure({"fp32": 1.0, "bf16": 2.0}, calls))
+    assert FP32_ATTENTION not in {precision for _, precision in calls} and "attention" not in choice
+    key = precision_probe.cache_key("a CPU", SHAPES, "training")
+    older = {"precision": "bf16", "fp32_tokens_per_s": 1.0, "bf16_tokens_per_s": 2.0, "phase": "training"}  # before the attention was timed
+    cache_file().write_text(json.dumps({key: older}))
+    precision_probe._MEMO.clear()
+    assert measured_choice(SHAPES, "training", "a CPU", fake_measure({"fp32": 1.0, "bf16": 2.0}))["how"] == "measured"
 
 
 def test_the_cache_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
@@ -161,7 +188,7 @@ def test_a_process_among_several_reads_the_cache_and_never_measures(monkeypatch)
 
 
 @pytest.mark.parametrize("phase", ["training", "inference"])
-@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16", FP32_ATTENTION])
 def test_the_real_measurement_runs_one_layer_of_the_models_shapes(phase, precision):
     rate = measure_rate(SHAPES, phase, precision)
     assert math.isfinite(rate) and rate > 0
@@ -192,7 +219,8 @@ def test_training_records_the_choice_and_the_rates(tiny_encoder_dir, tmp_path, s
     assert (training["fp32_tokens_per_s"], training["bf16_tokens_per_s"]) == (1000.0, 2500.0)
     assert training["shapes"] == {"hidden": 32, "intermediate": 64, "heads": 2, "batch": 8, "seq": 48}
     assert inference["phase"] == "inference" and inference["shapes"]["batch"] == 16
-    assert sorted(calls) == sorted([(p, q) for p in ("training", "inference") for q in ("fp32", "bf16")] * 2)
+    assert sorted(calls) == sorted([("training", q) for q in ("fp32", "bf16", FP32_ATTENTION)] * 2 + [("inference", q) for q in ("fp32", "bf16")] * 2)
+    assert training["attention"] == "bf16" and "attention" not in inference  # fp32 attention timed at bf16's rate: a tie
     card = write_model_card(model_dir).read_text()
     assert "Precision: training `bf16` (measured: bf16 2,500 against fp32 1,000 tokens/s" in card
 
