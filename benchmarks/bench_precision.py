@@ -209,6 +209,8 @@ def print_table(training: dict, inference: dict, outputs_agree: dict, auto: dict
         choice = auto[phase]
         rates = (f": one layer at fp32 {choice['fp32_tokens_per_s']:,.0f}, bf16 {choice['bf16_tokens_per_s']:,.0f} tokens/s"
                  if "fp32_tokens_per_s" in choice else "")
+        if "bf16_fp32_attention_tokens_per_s" in choice:
+            rates += f", bf16 with fp32 attention {choice['bf16_fp32_attention_tokens_per_s']:,.0f}; attention in {choice['attention']}"
         print(f"auto for {phase}: {choice.get('precision')} ({choice.get('how')}{rates})")
     print(f"auto's probe (both phases, uncached): {probe_seconds:.2f} s")
     if outputs_agree:
