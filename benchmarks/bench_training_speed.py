@@ -9,13 +9,14 @@ are bf16 where native, no encoder dropout and the fused AdamW. In one run, on th
   of 16 windows of 256 tokens (every other one ending in 16 padding tokens), under each setting (the baseline;
   bf16 with the encoder's dropout; bf16 with attention dropout 0 alone; bf16 and no encoder dropout; the
   package's defaults: that and a fused AdamW; the defaults with ``torch.compile`` of the encoder; the defaults
-  with PyTorch's math attention or transformers' eager attention instead of the fused kernel; the defaults
+  with the attention alone in fp32, as ``auto`` trains where it measures that faster; the defaults with
+  PyTorch's math attention or transformers' eager attention instead of the fused kernel; the defaults
   in fp32, as ``auto`` trains where bf16 is emulated or measures slower): windows/s and GFLOP/s (the
   forward's FLOPs in eval mode counted by ``torch.utils.flop_counter``, x3 for a training step) as a share of
   the matching precision's matrix-product rate; the forward alone (eval mode) likewise;
 * one layer's fused attention alone (PyTorch's SDPA on the batch's shapes and padding mask) in fp32 and in
   bf16, forward and forward + backward: what the attention costs a step in each precision;
-* with ``--profile``, the training step of the defaults in the precision ``auto`` trains in here under
+* with ``--profile``, the training step of the defaults as ``auto`` trains them here (precision and attention) under
   ``torch.profiler``: its largest operators by self CPU time (what a step spends its time in beside the products);
 * training through the package (``train_model``, as ``bio-mrc train`` and ``compare`` run it) on the first
   ``--train-questions`` SQuAD v1.1 training questions (length-grouped batches of real windows), the baseline
@@ -27,7 +28,7 @@ are bf16 where native, no encoder dropout and the fused AdamW. In one run, on th
 The last line is one JSON object: ``{"benchmark": "training_speed", "machine": ..., "matmul_gflops": ...,
 "steps": {setting: ...}, "package": {"baseline": ..., "defaults": ..., "padding_share": ...},
 "package_ratio": the defaults' windows/s over the baseline's, "attention_alone": {precision: {"forward_ms",
-"forward_backward_ms"}}, "profile": {"precision", "ops": [{"op", "share",
+"forward_backward_ms"}}, "profile": {"setting", "precision", "ops": [{"op", "share",
 "ms_per_step", "calls_per_step"}]} or null}``.
 """
 
@@ -52,6 +53,7 @@ from bench_precision import training_throughput  # windows/s of train_model, tim
 from bio_mrc.data.squad import load_squad
 from bio_mrc.encoders import load_tokenizer, resolve_encoder
 from bio_mrc.features.windows import build_features
+from bio_mrc.fp32_attention import ATTENTION_NAME, train_attention_in_fp32
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.precision import autocast, cpu_name, native_bf16
 from bio_mrc.training.train import TrainConfig
@@ -68,7 +70,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=10, help="timed training steps per setting (after 3 untimed)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--profile", action="store_true",
-                        help="also profile the training step of the defaults in this machine's precision: its largest operators")
+                        help="also profile the training step of the defaults as auto trains them here: its largest operators")
     args = parser.parse_args()
     args.train = str(_common.require_data(_common.data_root(args) / "squad-v1.1" / "train.json")) if args.train_questions else None
     return args
@@ -78,8 +80,9 @@ BATCH, TOKENS = 16, 256
 PADDED = 16  # padding tokens at the end of every other window (3% of the batch; SQuAD's length-grouped batches: about 5%)
 WARMUP_STEPS = 3
 PROFILE_ROWS = 12
-# attention path -> (transformers' attn_implementation, the SDPA backends it may use; None: PyTorch's choice)
-ATTENTION = {"sdpa": ("sdpa", None), "math": ("sdpa", [SDPBackend.MATH]), "eager": ("eager", None)}
+# attention path -> (transformers' attn_implementation, the SDPA backends it may use; None: PyTorch's choice);
+# "fp32": SDPA with the attention alone in fp32 inside bf16 (bio_mrc.fp32_attention, where auto measures it faster)
+ATTENTION = {"sdpa": ("sdpa", None), "math": ("sdpa", [SDPBackend.MATH]), "eager": ("eager", None), "fp32": (ATTENTION_NAME, None)}
 # setting -> (precision, attention dropout, hidden dropout, compile the encoder, fused AdamW, attention path);
 # dropout None: the encoder's own
 SETTINGS = {
@@ -89,12 +92,14 @@ SETTINGS = {
     "bf16, no encoder dropout": ("bf16", 0.0, 0.0, False, False, "sdpa"),
     "package defaults (bf16, no encoder dropout, fused AdamW)": ("bf16", 0.0, 0.0, False, True, "sdpa"),
     "package defaults + torch.compile": ("bf16", 0.0, 0.0, True, True, "sdpa"),
+    "package defaults, the attention alone in fp32": ("bf16", 0.0, 0.0, False, True, "fp32"),
     "package defaults, PyTorch's math attention": ("bf16", 0.0, 0.0, False, True, "math"),
     "package defaults, transformers' eager attention": ("bf16", 0.0, 0.0, False, True, "eager"),
     "package defaults in fp32 (where auto trains in fp32: no encoder dropout, fused AdamW)": ("fp32", 0.0, 0.0, False, True, "sdpa"),
 }
 BASELINE, DEFAULTS = "baseline (fp32, dropout 0.1)", "package defaults (bf16, no encoder dropout, fused AdamW)"
 FP32_DEFAULTS = "package defaults in fp32 (where auto trains in fp32: no encoder dropout, fused AdamW)"
+FP32_ATTENTION_DEFAULTS = "package defaults, the attention alone in fp32"
 
 
 def matmul_gflops(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
@@ -138,7 +143,10 @@ def training_step(setting: tuple) -> tuple[Callable[[], None], Callable[[], None
     torch.manual_seed(0)
     model = BioMrcForQuestionAnswering.from_encoder(
         resolve_encoder("default"), encoder_dropout={"attention": attention, "hidden": hidden}, heads="span+bio", bio_loss_weight=10.0)
-    model.encoder.set_attn_implementation(ATTENTION[path][0])
+    if path == "fp32":
+        train_attention_in_fp32(model)
+    else:
+        model.encoder.set_attn_implementation(ATTENTION[path][0])
     batch = synthetic_batch(model.config.encoder.vocab_size)
     inputs = {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
     model.eval()  # the useful work: without dropout, which would also send attention down another path
@@ -254,9 +262,11 @@ def main(args: argparse.Namespace) -> None:
             package = {name: package_speed(examples, config, Path(tmp) / name) for name, config in configs.items()}
         package["padding_share"] = padding_share(examples, configs["defaults"])
     attention = attention_alone(args.steps)
-    precision_here = TrainConfig().with_resolved_precision().precision  # what `auto` trains the default encoder in here
-    profiled = defaults_profile(args.steps, precision_here) if args.profile else None
-    defaults_here = DEFAULTS if precision_here == "bf16" else FP32_DEFAULTS
+    choice = TrainConfig().precision_choices()["training"]  # how `auto` trains the default encoder here
+    precision_here = choice["precision"]
+    defaults_here = (FP32_DEFAULTS if precision_here == "fp32" else FP32_ATTENTION_DEFAULTS if choice.get("attention") == "fp32"
+                     else DEFAULTS)
+    profiled = defaults_profile(args.steps, defaults_here) if args.profile else None
     print_tables(rates, steps, package, defaults_here)
     print("\none layer's fused attention alone: " + "; ".join(
         f"{name} forward {t['forward_ms']:.1f} ms, forward + backward {t['forward_backward_ms']:.1f} ms" for name, t in attention.items()))
@@ -272,13 +282,13 @@ def main(args: argparse.Namespace) -> None:
     }))
 
 
-def defaults_profile(steps: int, precision: str) -> dict:
-    """The largest operators of the defaults' training step in ``precision``."""
-    return {"precision": precision, "ops": step_profile((precision, *SETTINGS[DEFAULTS][1:]), steps)}
+def defaults_profile(steps: int, setting: str) -> dict:
+    """The largest operators of the training step of ``setting`` (the defaults as ``auto`` trains them here)."""
+    return {"setting": setting, "precision": SETTINGS[setting][0], "ops": step_profile(SETTINGS[setting], steps)}
 
 
 def print_profile(profiled: dict) -> None:
-    print(f"\nthe defaults' training step in {profiled['precision']}, its largest operators (self CPU time)\n"
+    print(f"\nthe training step of {profiled['setting']}, its largest operators (self CPU time)\n"
           "| operator | ms a step | calls a step | share of the step |\n|---|---|---|---|")
     for op in profiled["ops"]:
         print(f"| `{op['op']}` | {op['ms_per_step']:.1f} | {op['calls_per_step']:g} | {op['share']:.1%} |")

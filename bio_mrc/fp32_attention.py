@@ -1,12 +1,12 @@
 """The attention alone in fp32 while the rest of the encoder trains under bf16 autocast.
 
 PyTorch's fused CPU attention can train slower in bf16 than in fp32 while the linear layers gain from bf16: on an
-Intel Xeon with AVX512-BF16, one layer's attention took 55 ms forward and backward in bf16 against 37 ms in fp32.
+Intel Xeon with AMX, one layer's attention took 55 ms forward and backward in bf16 against 37 ms in fp32.
 ``precision: auto`` times one encoder layer both ways (:mod:`bio_mrc.precision_probe`), and where the attention in
 fp32 trains faster, training runs the encoder with :data:`ATTENTION_NAME`: transformers' SDPA attention with
-autocast off and its inputs in fp32, registered in transformers' ``AttentionInterface`` (with SDPA's masks). Nothing of it is saved:
-transformers keeps no attention implementation in a model's config, so a trained model answers with the encoder's
-own attention, where bf16 is the faster (a forward pass alone gains from bf16 attention).
+autocast off and its inputs in fp32, registered in transformers' ``AttentionInterface`` (with SDPA's masks).
+Nothing of it is saved: transformers keeps no attention implementation in a model's config, so a trained model
+answers with the encoder's own attention, where bf16 is the faster (a forward pass alone gains from it).
 """
 
 from __future__ import annotations
