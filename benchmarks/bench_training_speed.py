@@ -83,23 +83,23 @@ PROFILE_ROWS = 12
 # attention path -> (transformers' attn_implementation, the SDPA backends it may use; None: PyTorch's choice);
 # "fp32": SDPA with the attention alone in fp32 inside bf16 (bio_mrc.fp32_attention, where auto measures it faster)
 ATTENTION = {"sdpa": ("sdpa", None), "math": ("sdpa", [SDPBackend.MATH]), "eager": ("eager", None), "fp32": (ATTENTION_NAME, None)}
-# setting -> (precision, attention dropout, hidden dropout, compile the encoder, fused AdamW, attention path);
-# dropout None: the encoder's own
-SETTINGS = {
-    "baseline (fp32, dropout 0.1)": ("fp32", None, None, False, False, "sdpa"),
-    "bf16, dropout 0.1": ("bf16", None, None, False, False, "sdpa"),
-    "bf16, attention dropout 0": ("bf16", 0.0, None, False, False, "sdpa"),
-    "bf16, no encoder dropout": ("bf16", 0.0, 0.0, False, False, "sdpa"),
-    "package defaults (bf16, no encoder dropout, fused AdamW)": ("bf16", 0.0, 0.0, False, True, "sdpa"),
-    "package defaults + torch.compile": ("bf16", 0.0, 0.0, True, True, "sdpa"),
-    "package defaults, the attention alone in fp32": ("bf16", 0.0, 0.0, False, True, "fp32"),
-    "package defaults, PyTorch's math attention": ("bf16", 0.0, 0.0, False, True, "math"),
-    "package defaults, transformers' eager attention": ("bf16", 0.0, 0.0, False, True, "eager"),
-    "package defaults in fp32 (where auto trains in fp32: no encoder dropout, fused AdamW)": ("fp32", 0.0, 0.0, False, True, "sdpa"),
-}
 BASELINE, DEFAULTS = "baseline (fp32, dropout 0.1)", "package defaults (bf16, no encoder dropout, fused AdamW)"
 FP32_DEFAULTS = "package defaults in fp32 (where auto trains in fp32: no encoder dropout, fused AdamW)"
 FP32_ATTENTION_DEFAULTS = "package defaults, the attention alone in fp32"
+# setting -> (precision, attention dropout, hidden dropout, compile the encoder, fused AdamW, attention path);
+# dropout None: the encoder's own
+SETTINGS = {
+    BASELINE: ("fp32", None, None, False, False, "sdpa"),
+    "bf16, dropout 0.1": ("bf16", None, None, False, False, "sdpa"),
+    "bf16, attention dropout 0": ("bf16", 0.0, None, False, False, "sdpa"),
+    "bf16, no encoder dropout": ("bf16", 0.0, 0.0, False, False, "sdpa"),
+    DEFAULTS: ("bf16", 0.0, 0.0, False, True, "sdpa"),
+    "package defaults + torch.compile": ("bf16", 0.0, 0.0, True, True, "sdpa"),
+    FP32_ATTENTION_DEFAULTS: ("bf16", 0.0, 0.0, False, True, "fp32"),
+    "package defaults, PyTorch's math attention": ("bf16", 0.0, 0.0, False, True, "math"),
+    "package defaults, transformers' eager attention": ("bf16", 0.0, 0.0, False, True, "eager"),
+    FP32_DEFAULTS: ("fp32", 0.0, 0.0, False, True, "sdpa"),
+}
 
 
 def matmul_gflops(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:

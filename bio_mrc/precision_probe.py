@@ -194,9 +194,10 @@ def read_cache(path: Path) -> dict[str, Any]:
 def _valid(entry: Any) -> bool:
     if not isinstance(entry, dict) or entry.get("precision") not in ("fp32", "bf16"):
         return False
-    variants = ROUNDS["training" if entry.get("phase") == "training" else "inference"][0]
-    attention_known = entry.get("phase") != "training" or entry.get("attention") in ("fp32", "bf16")  # entries before it: measured anew
-    return attention_known and all(isinstance(entry.get(f"{p}_tokens_per_s"), (int, float)) for p in variants)
+    phase = "training" if entry.get("phase") == "training" else "inference"
+    if phase == "training" and entry.get("attention") not in ("fp32", "bf16"):
+        return False  # measured before training timed the attention in fp32: measured anew
+    return all(isinstance(entry.get(f"{p}_tokens_per_s"), (int, float)) for p in ROUNDS[phase][0])
 
 
 def store(path: Path, key: str, entry: dict[str, Any]) -> None:

@@ -125,6 +125,16 @@ def own_precision_cache(tmp_path_factory: pytest.TempPathFactory):
         os.environ["BIO_MRC_CACHE_DIR"] = before
 
 
+@pytest.fixture
+def fresh_precision_choices(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A test starts without this process's remembered precision choices, with its own cache file, in one process."""
+    from bio_mrc import precision_probe
+
+    monkeypatch.setattr(precision_probe, "_MEMO", {})
+    monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+
+
 @pytest.fixture(scope="session")
 def tiny_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 2-layer, H=32 random BERT saved with its tokenizer: loadable like any encoder."""

@@ -11,11 +11,7 @@ from bio_mrc.precision_probe import FP32_ATTENTION
 from bio_mrc.training.train import TrainConfig, load_run_record, train_model
 
 
-@pytest.fixture(autouse=True)
-def fresh_memo(monkeypatch, tmp_path):
-    monkeypatch.setattr(precision_probe, "_MEMO", {})
-    monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
+pytestmark = pytest.mark.usefixtures("fresh_precision_choices")
 
 
 def batch() -> dict[str, torch.Tensor]:

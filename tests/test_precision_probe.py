@@ -14,12 +14,7 @@ from bio_mrc.training.train import TrainConfig, load_run_record, train_model
 SHAPES = MatrixShapes(hidden=32, intermediate=64, heads=2, batch=4, seq=48)
 
 
-@pytest.fixture(autouse=True)
-def fresh_memo(monkeypatch, tmp_path):
-    """Every test starts without this process's remembered choices, with its own cache file."""
-    monkeypatch.setattr(precision_probe, "_MEMO", {})
-    monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
+pytestmark = pytest.mark.usefixtures("fresh_precision_choices")
 
 
 def fake_measure(rates: dict[str, float], calls: list | None = None):
