@@ -50,10 +50,11 @@ def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
         check_disjoint(held_out)
     if problem := eval_split.kind.tuning_split_problem(tune_split.kind if tune_split else None):
         raise ConfigError(problem)
-    folds = None
+    folds, seed = None, 0
     if config.cross_validation:
-        folds = cross_validation_folds(eval_split, config.cross_validation["folds"], config.cross_validation["seed"])
-    return Splits(eval_split, tune_split, train_split, folds, run_train)
+        seed = config.cross_validation["seed"]
+        folds = cross_validation_folds(eval_split, config.cross_validation["folds"], seed)
+    return Splits(eval_split, tune_split, train_split, folds, run_train, seed)
 
 
 def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: Splits) -> EarlierCells | None:
@@ -133,7 +134,7 @@ def train_models(
         for seed in config.run_seeds(run):
             if earlier and earlier.holds(run.name, seed):
                 continue
-            train_splits = [fold for fold, _ in splits.folds] if splits.folds else [splits.train_for(run)]
+            train_splits = [fold for fold, _ in splits.folds_for(run)] if splits.folds else [splits.train_for(run)]
             trained += [obtain_model(run, seed, split, models_dir, progress, config.checkpoint_steps, splits.tune).model_dir for split in train_splits]
     return trained
 
@@ -169,7 +170,8 @@ def _score_folds(
     browser_parts = []
     inference_seconds = train_seconds = 0.0
     reused_all, partial_any, model_dirs, fold_settings = True, False, [], []
-    for train_fold, held_out in splits.folds:
+    folds = splits.folds_for(run)
+    for train_fold, held_out in folds:
         model_dir, seconds, reused, partial = obtain_model(run, seed, train_fold, output_dir / "models", progress, config.checkpoint_steps, splits.tune)
         model_dirs.append(str(model_dir))
         trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
@@ -192,7 +194,7 @@ def _score_folds(
         cells.append(Cell.from_json({
             **cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds, **_fold_settings(fold_settings, decoding),
             "train_seconds": train_seconds, "train_seconds_partial": partial_any, "reused_model": reused_all,
-            "train_questions": len(splits.folds[0][0].examples)}, f"{CellKey(run.name, decoding)}, seed {seed}"))
+            "train_questions": len(folds[0][0].examples)}, f"{CellKey(run.name, decoding)}, seed {seed}"))
     return cells, pool_browser_data(browser_parts, splits.eval.ids)
 
 

@@ -3,6 +3,8 @@ files, and k folds for cross-validation; the same entry always gives the same qu
 
 from __future__ import annotations
 
+import math
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,8 +87,16 @@ class Splits:
     folds: list[tuple[Split, Split]] | None = None
     run_train: dict[str, Split] = field(default_factory=dict)  # runs with their own training questions
 
+    seed: int = 0  # the folds' seed, which also draws a run's share of each fold's training questions
+
     def train_for(self, run: RunSpec) -> Split:
         return self.run_train.get(run.name, self.train)
+
+    def folds_for(self, run: RunSpec) -> list[tuple[Split, Split]]:
+        """The (training, held-out) pairs ``run`` trains and is scored on: its share of each fold's training questions."""
+        if run.fold_training_share is None:
+            return list(self.folds or [])
+        return [(training_share(train, run.fold_training_share, self.seed), held_out) for train, held_out in self.folds or []]
 
 
 def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
@@ -131,6 +141,18 @@ def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Sp
          split.subset(test, f"{split.description} (fold {k + 1} of {folds})"))
         for k, (train, test) in enumerate(pairs)
     ]
+
+
+def training_share(split: Split, share: float, seed: int) -> Split:
+    """``share`` of the questions of ``split`` (at least one), of each data set it joins alike, in their order: the first
+    of one seeded shuffle, so a smaller share's questions are among a larger one's."""
+    if split.parts:
+        parts = [training_share(part, share, seed) for part in split.parts]
+        return split.subset([ex for part in parts for ex in part.examples], f"{split.description}, {share:g} of it", parts)
+    order = list(range(len(split.examples)))
+    random.Random(seed).shuffle(order)
+    kept = sorted(order[: max(1, math.ceil(share * len(order)))])
+    return split.subset([split.examples[i] for i in kept], f"{split.description}, {share:g} of it")
 
 
 def check_disjoint(named: list[tuple[str, Split]]) -> None:

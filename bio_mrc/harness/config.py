@@ -38,7 +38,10 @@ the ``eval`` questions and scores every question with the model that did not see
 it (MultiSpanQA's validation set has no separate training data at CPU scale). A run of
 a cross-validation may say ``"length_prior_tuning": "fold-training"``: each fold's model then
 decodes with the BIO length prior (and, on multi-span questions, each decoding's span-count rule) tuned on that
-fold's training questions, each data set of the evaluation weighed alike (docs/multispan.md).
+fold's training questions, each data set of the evaluation weighed alike (docs/multispan.md). A run may also say
+``"fold_training_share": 0.25``: each fold's model trains on that share of the fold's training questions (of each data
+set alike, the same seeded draw for every share, so smaller shares are nested in larger ones) and is scored on the
+whole held-out fold: a learning curve by cross-validation.
 
 ``"eval_also": [data entries]`` adds further data sets to the evaluation, each scored by the same official
 scorer as ``eval`` (MultiSpanQA and Quoref: MultiSpanQA's metrics); in cross-validation each data set is cut
@@ -77,6 +80,9 @@ LENGTH_PRIOR_TUNINGS = (FOLD_TRAINING,)
 LENGTH_PRIOR_TUNING_HELP = ("cross-validation only: 'fold-training' tunes the BIO length prior of each fold's model on that fold's "
                             "training questions, by the task's main statistic, each data set of the evaluation weighed alike (the model has trained on them); "
                             "default: the prior tuned on the 'tune' split, else the one the model carries")
+FOLD_TRAINING_SHARE_HELP = ("cross-validation only: each fold's model trains on this share of the fold's training questions, of each data "
+                            "set alike, drawn with the folds' seed (smaller shares nested in larger ones), and is scored on the whole "
+                            "held-out fold: a learning curve by cross-validation; default: all of them")
 
 
 # A comparison's and each run's name become folder and file names under the output folder.
@@ -138,6 +144,7 @@ class RunSpec:
     seeds: tuple[int, ...] | None = None
     inference_precision: str | None = None  # of the evaluation's forward passes; None: the training precision
     length_prior_tuning: str | None = None  # one of LENGTH_PRIOR_TUNINGS; None: the prior the model carries or the 'tune' split's
+    fold_training_share: float | None = None  # of each cross-validation fold's training questions; None: all of them
 
     @property
     def evaluation_precision(self) -> str:
@@ -145,7 +152,8 @@ class RunSpec:
 
     def to_dict(self) -> dict[str, Any]:
         own = {"train_data": asdict(self.data) if self.data else None, "seeds": list(self.seeds) if self.seeds else None,
-               "inference_precision": self.inference_precision, "length_prior_tuning": self.length_prior_tuning}
+               "inference_precision": self.inference_precision, "length_prior_tuning": self.length_prior_tuning,
+               "fold_training_share": self.fold_training_share}
         return {"name": self.name, **self.train.to_dict(), **{k: v for k, v in own.items() if v}}
 
 
@@ -263,7 +271,9 @@ def _comparison_schema_of(data_formats: tuple[str, ...]) -> dict[str, Any]:
     run = dataclass_schema(TrainConfig)
     run["properties"] = {"name": NAME_SCHEMA, **run["properties"], "train_data": data, "seeds": seeds,
                          "inference_precision": {"enum": [*PRECISIONS, None]},
-                         "length_prior_tuning": {"enum": [*LENGTH_PRIOR_TUNINGS, None], "description": LENGTH_PRIOR_TUNING_HELP}}
+                         "length_prior_tuning": {"enum": [*LENGTH_PRIOR_TUNINGS, None], "description": LENGTH_PRIOR_TUNING_HELP},
+                         "fold_training_share": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 1,
+                                                 "description": FOLD_TRAINING_SHARE_HELP}}
     cells = {"type": "string", "description": "a cell, \"run/decoding\""}
     properties = {
         "$schema": {"type": "string"}, "name": NAME_SCHEMA, "description": {"type": "string"},
@@ -281,7 +291,7 @@ def _comparison_schema_of(data_formats: tuple[str, ...]) -> dict[str, Any]:
             "type": "object", "required": ["eval", "runs"], "additionalProperties": False, "properties": properties}
 
 
-RUN_OWN_KEYS = ("train_data", "seeds", "inference_precision", "length_prior_tuning")  # a run's keys that are no TrainConfig fields
+RUN_OWN_KEYS = ("train_data", "seeds", "inference_precision", "length_prior_tuning", "fold_training_share")  # a run's keys that are no TrainConfig fields
 
 
 def parse_config(raw: dict[str, Any]) -> CompareConfig:
@@ -302,7 +312,7 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
             train = TrainConfig.from_dict({**defaults, **options, "training_args": training_args})
             data = _data_spec(own.get("train_data"), "train_data")
         runs.append(RunSpec(entry["name"], train, data, tuple(own["seeds"]) if "seeds" in own else None, own.get("inference_precision"),
-                            own.get("length_prior_tuning")))
+                            own.get("length_prior_tuning"), own.get("fold_training_share")))
     if repeated := sorted(name for name, count in collections.Counter(r.name for r in runs).items() if count > 1):
         raise ConfigError(f"runs: run names are unique; {repeated} appear more than once")
     evaluating = [r.name for r in runs if r.train.training_args.get("eval_strategy", "no") != "no"]
@@ -319,6 +329,9 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
     )
     resolve_contrasts(config.cells(), config.baseline, config.contrasts)  # unknown cells are errors at load time, not after training
     _check_length_prior_tuning(config)
+    if shared := [run.name for run in runs if run.fold_training_share is not None and not config.cross_validation]:
+        raise ConfigError(f"runs {shared}: 'fold_training_share' is a share of each cross-validation fold's training questions; "
+                          "add 'cross_validation' or leave it out")
     return config
 
 

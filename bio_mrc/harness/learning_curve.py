@@ -1,4 +1,5 @@
-"""A comparison's learning curve: F1 against training questions, and the trend of the BIO − span gap.
+"""A comparison's learning curve: the task's main statistic (SQuAD's F1, MultiSpanQA's EM F1) against training
+questions, and the trend of the BIO − span gap.
 
 Built from a report's summary when its runs trained on at least two numbers of questions (see
 ``benchmarks/ablations/learning_curve.json``). Pure functions of the summary's rows and paired
@@ -23,13 +24,14 @@ GAP_DECODINGS = ("bio", "span")  # the gap the curve follows: the BIO decoding m
 
 def learning_curve(
     rows: Sequence[Row], intervals: Mapping[CellKey, Interval], comparisons: Sequence[Contrast], heads_by_run: Mapping[str, str],
+    statistic: str = "f1", statistic_title: str = "F1",
 ) -> LearningCurve | None:
-    """Each cell as a point (training questions, F1 with its interval), the curves of the runs that share
-    their heads, the BIO − span gap of every run with both decodings, and the gap's trend. None when the runs
-    trained on fewer than two numbers of questions."""
+    """Each cell as a point (training questions, the task's main statistic with its interval), the curves of the runs
+    that share their heads, the BIO − span gap of every run with both decodings, and the gap's trend. None when the
+    runs trained on fewer than two numbers of questions."""
     if len({row.train_questions for row in rows} - {None}) < 2:
         return None
-    points = [_point(row, intervals[row.cell], heads_by_run[row.run]) for row in rows if row.train_questions]
+    points = [_point(row, intervals[row.cell], heads_by_run[row.run], statistic) for row in rows if row.train_questions]
     runs = list(dict.fromkeys(p.run for p in points))
     decodings = list(dict.fromkeys(p.decoding for p in points))  # the report's order (span, bio, joint)
     points.sort(key=lambda p: (p.train_questions, runs.index(p.run), decodings.index(p.decoding)))
@@ -38,11 +40,11 @@ def learning_curve(
         curves.setdefault(f"{point.heads} · {point.decoding}", []).append(point)
     gaps = [_gap(run, point.train_questions, comparisons) for run, point in _runs_with_both(points)]
     return LearningCurve(points=points, curves={name: curve for name, curve in curves.items() if len({p.train_questions for p in curve}) > 1},
-                         gaps=gaps, gap_trend=gap_trend(gaps))
+                         gaps=gaps, gap_trend=gap_trend(gaps), statistic=statistic_title)
 
 
-def _point(row: Row, interval: Interval, heads: str) -> CurvePoint:
-    f1 = np.asarray(row.scores["f1"], dtype=np.float64)
+def _point(row: Row, interval: Interval, heads: str, statistic: str) -> CurvePoint:
+    f1 = np.asarray(row.scores[statistic], dtype=np.float64)
     return CurvePoint(row.cell, heads, int(row.train_questions), list(row.seeds), float(f1.mean()),
                       float(f1.std(ddof=1)) if len(f1) > 1 else None, float(interval.ci_low), float(interval.ci_high))
 
@@ -117,13 +119,13 @@ def _last_step(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> LastStep | None:
     return LastStep(float(10 ** sizes[0]), float(10 ** sizes[1]), slope, gaps[1] - slope * float(sizes[1]), closing)
 
 
-def describe_trend(trend: GapTrend | None) -> str:
-    """One paragraph for the report on what the gap's trend says, and how far to trust it."""
+def describe_trend(trend: GapTrend | None, statistic: str = "F1") -> str:
+    """One paragraph for the report on what the gap's trend says (in ``statistic``, the task's main one), and how far to trust it."""
     if trend is None:
         return "The BIO − span gap was measured at one size only: no trend."
     slope_low, slope_high = trend.slope_ci
     text = (f"Weighted least squares of the gap on log10(training questions), each gap weighted by 1/SE² from its "
-            f"interval, over {trend.sizes} sizes: the gap changes by {trend.slope_per_decade:+.2f} F1 per 10× "
+            f"interval, over {trend.sizes} sizes: the gap changes by {trend.slope_per_decade:+.2f} {statistic} per 10× "
             f"more questions (95% CI [{slope_low:+.2f}, {slope_high:+.2f}] from the gaps' own errors")
     text += "; two sizes fit a line exactly, so the slope has no residual check). " if trend.sizes == 2 else "). "
     if trend.closes == "closed":
@@ -133,10 +135,10 @@ def describe_trend(trend: GapTrend | None) -> str:
     flat = " The slope's interval includes 0, so a flat gap fits these points too." if slope_low <= 0 else ""
     text += (f"If the trend holds, the gap closes at about {trend.closing_questions:,.0f} training questions; "
              f"an extrapolation in log-questions beyond the measured sizes.{flat}")
-    return text + _describe_fit(trend)
+    return text + _describe_fit(trend, statistic)
 
 
-def _describe_fit(trend: GapTrend) -> str:
+def _describe_fit(trend: GapTrend, statistic: str) -> str:
     """The residual check, and when the line does not fit, the slope of the last step instead."""
     p = trend.lack_of_fit_p
     if p is None:
@@ -148,20 +150,20 @@ def _describe_fit(trend: GapTrend) -> str:
     step = trend.last_step
     text += (": **the gaps do not lie on one line** in log-questions, so the closing size above is not to be trusted. "
              f"Between the two largest sizes ({step.from_questions:,.0f} and {step.to_questions:,.0f} questions) "
-             f"the gap changes by {step.slope_per_decade:+.2f} F1 per 10×")
+             f"the gap changes by {step.slope_per_decade:+.2f} {statistic} per 10×")
     if step.closing_questions is None:
         return text + ", and at that rate it does not close."
     return text + f"; at that rate it would close at about {step.closing_questions:,.0f} training questions."
 
 
 def learning_curve_section(curve: LearningCurve | None, plot: str | None) -> list[str]:
-    """The report's section: F1 of every decoding against training questions, the BIO − span gap per size,
+    """The report's section: the task's main statistic of every decoding against training questions, the BIO − span gap per size,
     its trend and the figure (``plot``, a file name beside the report)."""
     if not curve:
         return []
     decodings = list(dict.fromkeys(p.decoding for p in curve.points))
     gaps = {g.run: g for g in curve.gaps}
-    lines = ["## Learning curve: F1 against training questions", "",
+    lines = [f"## Learning curve: {curve.statistic} against training questions", "",
              "Mean ± sd over a run's seeds, [95% interval]; the gap is the paired BIO − span difference of the same "
              "model (seeds × questions with several seeds, questions with one).", "",
              "| training questions | run | seeds | " + " | ".join(decodings) + " | BIO − span [95% CI] |",
@@ -174,9 +176,9 @@ def learning_curve_section(curve: LearningCurve | None, plot: str | None) -> lis
         gap_text = f"{gap.diff:+.2f} [{gap.ci_low:+.2f}, {gap.ci_high:+.2f}]" if gap else "–"
         seeds = ", ".join(map(str, next(iter(points.values())).seeds))
         lines.append(f"| {questions:,} | {run} | {seeds} | " + " | ".join(cells) + f" | {gap_text} |")
-    lines += ["", describe_trend(curve.gap_trend)]
+    lines += ["", describe_trend(curve.gap_trend, curve.statistic)]
     if plot:
-        lines += ["", f"![F1 and the BIO − span gap against training questions]({plot})"]
+        lines += ["", f"![{curve.statistic} and the BIO − span gap against training questions]({plot})"]
     return lines + [""]
 
 

@@ -91,27 +91,29 @@ class GapTrend:
 @dataclass(frozen=True)
 class LearningCurve:
     """Every cell as a point (by training questions, then the report's order), the curves of the runs that share
-    their heads (``heads · decoding``, those with two sizes or more), the gaps and their trend (None with one size)."""
+    their heads (``heads · decoding``, those with two sizes or more), the gaps and their trend (None with one size),
+    all in ``statistic``, the title of the task's main statistic (a point's ``f1`` is its value: MultiSpanQA's EM F1)."""
 
     points: list[CurvePoint]
     curves: dict[str, list[CurvePoint]]
     gaps: list[Gap]
     gap_trend: GapTrend | None
+    statistic: str = "F1"
 
     def to_json(self) -> dict[str, Any]:
         return {"points": [p.to_json() for p in self.points],
                 "curves": {name: [p.to_json() for p in curve] for name, curve in self.curves.items()},
-                "gaps": [asdict(g) for g in self.gaps], "gap_trend": self.gap_trend and self.gap_trend.to_json()}
+                "gaps": [asdict(g) for g in self.gaps], "gap_trend": self.gap_trend and self.gap_trend.to_json(), "statistic": self.statistic}
 
     @classmethod
     def from_json(cls, data: Any, source: str = "the learning curve") -> "LearningCurve":
         data = checked(data, ("points", "curves", "gaps", "gap_trend"), source, "a learning curve")
-        refuse_unknown(data, ("points", "curves", "gaps", "gap_trend"), source)
-        check_kinds(data, {"points": list, "curves": dict, "gaps": list}, source)
+        refuse_unknown(data, ("points", "curves", "gaps", "gap_trend", "statistic"), source)  # reports before "statistic" are in F1
+        check_kinds(data, {"points": list, "curves": dict, "gaps": list, "statistic": str}, source)
         if not all(isinstance(curve, list) for curve in data["curves"].values()):
             raise ConfigError(f"{source}: field 'curves' must map each curve's name to a list of points")
         trend = data["gap_trend"]
         return cls(points=[CurvePoint.from_json(p, f"{source}: point {k}") for k, p in enumerate(data["points"])],
                    curves={name: [CurvePoint.from_json(p, f"{source}: curve {name!r}") for p in curve] for name, curve in data["curves"].items()},
                    gaps=[plain_record(Gap, g, f"{source}: gap {k}", "a gap") for k, g in enumerate(data["gaps"])],
-                   gap_trend=None if trend is None else GapTrend.from_json(trend, f"{source}: gap_trend"))
+                   gap_trend=None if trend is None else GapTrend.from_json(trend, f"{source}: gap_trend"), statistic=data.get("statistic", "F1"))

@@ -267,8 +267,8 @@ def plot_risk_coverage(curves: Mapping[CellKey, Mapping[str, RiskCoverageCurve]]
 
 
 def plot_learning_curve(curve: LearningCurve, path: str | Path) -> Path:
-    """Left: F1 against training questions (log scale), one line per heads · decoding with ≥ 2 sizes and a
-    marker for each other cell, error bars the 95% intervals. Right: the BIO − span gap with its paired
+    """Left: the task's main statistic against training questions (log scale), one line per heads · decoding with
+    ≥ 2 sizes and a marker for each other cell, error bars the 95% intervals. Right: the BIO − span gap with its paired
     95% interval per size and the fitted trend, extended to where it closes (the ``learning_curve`` of
     the report's summary)."""
     fig = _new_figure((11.0, 4.2))
@@ -281,11 +281,11 @@ def plot_learning_curve(curve: LearningCurve, path: str | Path) -> Path:
     for p in (p for p in curve.points if p.cell not in on_curves):
         _errorbar(ax, [p], f"C{decodings.index(p.decoding) % 10}", f"{p.run} · {p.decoding}", "D")
     _questions_axis(ax, [p.train_questions for p in curve.points])
-    ax.set_ylabel("F1")
-    ax.set_title("F1 against training questions")
+    ax.set_ylabel(curve.statistic)
+    ax.set_title(f"{curve.statistic} against training questions")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize="x-small")
-    _plot_gap(fig.add_subplot(1, 2, 2), curve.gaps, curve.gap_trend)
+    _plot_gap(fig.add_subplot(1, 2, 2), curve.gaps, curve.gap_trend, curve.statistic)
     return _save(fig, path)
 
 
@@ -316,7 +316,7 @@ def _plot_trend(ax: Any, x: np.ndarray, line: GapTrend | LastStep, start: float,
         ax.plot([closing], [0.0], "x", color="C3", label=f"closes at ≈ {closing:,.0f} (extrapolated)")
 
 
-def _plot_gap(ax: Any, gaps: list[Gap], trend: GapTrend | None) -> None:
+def _plot_gap(ax: Any, gaps: list[Gap], trend: GapTrend | None, statistic: str = "F1") -> None:
     x = np.array([g.train_questions for g in gaps], dtype=np.float64)
     y = np.array([g.diff for g in gaps])
     low, high = np.array([g.ci_low for g in gaps]), np.array([g.ci_high for g in gaps])
@@ -325,12 +325,12 @@ def _plot_gap(ax: Any, gaps: list[Gap], trend: GapTrend | None) -> None:
     if trend is not None:
         misfit = trend.lack_of_fit_p is not None and trend.lack_of_fit_p < 0.05
         _plot_trend(ax, x, trend, x.min(), None if misfit else trend.closing_questions,
-                    f"straight line {trend.slope_per_decade:+.2f} F1 per 10×" + (" (does not fit)" if misfit else ""))
+                    f"straight line {trend.slope_per_decade:+.2f} {statistic} per 10×" + (" (does not fit)" if misfit else ""))
         if misfit and trend.last_step is not None:  # the report then extrapolates the last step instead
             step = trend.last_step
-            _plot_trend(ax, x, step, step.from_questions, step.closing_questions, f"last step {step.slope_per_decade:+.2f} F1 per 10×", style=":")
+            _plot_trend(ax, x, step, step.from_questions, step.closing_questions, f"last step {step.slope_per_decade:+.2f} {statistic} per 10×", style=":")
     _questions_axis(ax, x)
-    ax.set_ylabel("F1 difference")
+    ax.set_ylabel(f"{statistic} difference")
     ax.set_title("BIO − span gap (joint models)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize="x-small")

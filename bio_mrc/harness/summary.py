@@ -48,13 +48,16 @@ def span_count_summary(
     results: ComparisonResults, grouped: dict[CellKey, list[Cell]], task: registry.TaskEntry, answer_tokens: Any, context_tokens: Any,
 ) -> Summary:
     """A task scored by summed span counts (MultiSpanQA): rows of its metrics, the contrasts of the ratio of the
-    summed counts (its main statistic), and each data set of the evaluation alone."""
+    summed counts (its main statistic), each data set of the evaluation alone, the learning curve."""
     answers = {label: cells[0].answers for label, cells in grouped.items()}
     rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
     counts = {label: np.array([c.counts for c in cells], dtype=np.float64) for label, cells in grouped.items()}
     seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
     data_sets = data_set_summaries(results, grouped, statistics)  # an evaluation of several data sets: each alone
-    return Summary(rows=rows, **statistics(results.config, counts, answers, f1_from_count_sums, seeds).as_kwargs(), data_sets=data_sets or None)
+    stats = statistics(results.config, counts, answers, f1_from_count_sums, seeds)
+    heads = {run["name"]: run["heads"] for run in results.config["runs"]}
+    curve = learning_curve(rows, stats.intervals, stats.comparisons, heads, task.statistic, task.statistic_title)
+    return Summary(rows=rows, **stats.as_kwargs(), data_sets=data_sets or None, learning_curve=curve)
 
 
 def per_question_summary(
