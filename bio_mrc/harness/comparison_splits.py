@@ -86,7 +86,6 @@ class Splits:
     train: Split | None
     folds: list[tuple[Split, Split]] | None = None
     run_train: dict[str, Split] = field(default_factory=dict)  # runs with their own training questions
-
     seed: int = 0  # the folds' seed, which also draws a run's share of each fold's training questions
 
     def train_for(self, run: RunSpec) -> Split:
