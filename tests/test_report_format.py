@@ -121,7 +121,9 @@ def test_a_hand_edited_learning_curve_is_refused_naming_the_field():
     curve = {"points": [{"run": "joint-3k", "decoding": "span", "heads": "span+bio", "train_questions": 3000, "seeds": [42], "f1": 50.0,
                          "f1_sd": None, "ci_low": 49.0, "ci_high": 51.0}], "curves": {}, "gaps": [], "gap_trend": None}
     assert LearningCurve.from_json(curve).to_json() == curve
+    assert LearningCurve.from_json({**curve, "statistic": "EM F1"}).to_json() == {**curve, "statistic": "EM F1"}
     for path, value, message in [
+        (("statistic",), 3, "field 'statistic' must be a string, got int"),
         (("points", 0, "run"), 3, "learning curve: point 0: field 'run' must be a string, got 3"),
         (("points", 0, "f1"), ..., r"point 0 is not a point of the learning curve: it lacks \['f1'\]"),
         (("points", 0, "f2"), 1.0, r"point 0: unknown fields \['f2'\]"),

@@ -103,13 +103,14 @@ class LearningCurve:
     def to_json(self) -> dict[str, Any]:
         return {"points": [p.to_json() for p in self.points],
                 "curves": {name: [p.to_json() for p in curve] for name, curve in self.curves.items()},
-                "gaps": [asdict(g) for g in self.gaps], "gap_trend": self.gap_trend and self.gap_trend.to_json(), "statistic": self.statistic}
+                "gaps": [asdict(g) for g in self.gaps], "gap_trend": self.gap_trend and self.gap_trend.to_json(),
+                **({"statistic": self.statistic} if self.statistic != "F1" else {})}  # F1 unsaid: reports before the field read back the same
 
     @classmethod
     def from_json(cls, data: Any, source: str = "the learning curve") -> "LearningCurve":
         data = checked(data, ("points", "curves", "gaps", "gap_trend"), source, "a learning curve")
-        refuse_unknown(data, ("points", "curves", "gaps", "gap_trend", "statistic"), source)  # reports before "statistic" are in F1
-        check_kinds(data, {"points": list, "curves": dict, "gaps": list, "statistic": str}, source)
+        refuse_unknown(data, ("points", "curves", "gaps", "gap_trend", "statistic"), source)
+        check_kinds(data, {"points": list, "curves": dict, "gaps": list, **({"statistic": str} if "statistic" in data else {})}, source)
         if not all(isinstance(curve, list) for curve in data["curves"].values()):
             raise ConfigError(f"{source}: field 'curves' must map each curve's name to a list of points")
         trend = data["gap_trend"]
