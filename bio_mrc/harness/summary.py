@@ -55,8 +55,7 @@ def span_count_summary(
     seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
     data_sets = data_set_summaries(results, grouped, statistics)  # an evaluation of several data sets: each alone
     stats = statistics(results.config, counts, answers, f1_from_count_sums, seeds)
-    heads = {run["name"]: run["heads"] for run in results.config["runs"]}
-    curve = learning_curve(rows, stats.intervals, stats.comparisons, heads, task.statistic, task.statistic_title)
+    curve = learning_curve(rows, stats.intervals, stats.comparisons, _heads_by_run(results), task.statistic, task.statistic_title)
     return Summary(rows=rows, **stats.as_kwargs(), data_sets=data_sets or None, learning_curve=curve)
 
 
@@ -80,8 +79,7 @@ def per_question_summary(
     stats = statistics(results.config, f1_by_seed, answers, seeds=seeds)
     selective = selective_summary(grouped, [(c.a, c.b) for c in stats.contrasts])
     always_abstain = against_abstaining(f1_by_seed, has_answer) if v2 else None
-    heads = {run["name"]: run["heads"] for run in results.config["runs"]}
-    curve = learning_curve(rows, stats.intervals, stats.comparisons, heads)
+    curve = learning_curve(rows, stats.intervals, stats.comparisons, _heads_by_run(results))
     return Summary(rows=rows, **stats.as_kwargs(), breakdowns=breakdowns, selective=selective, always_abstain=always_abstain, learning_curve=curve)
 
 
@@ -117,6 +115,10 @@ def against_abstaining(f1_by_seed: dict[CellKey, np.ndarray], has_answer: np.nda
                   else paired_bootstrap(f1[0], abstain, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED))
         cells[key] = result
     return AgainstAbstaining(float(abstain.mean()), cells)
+
+
+def _heads_by_run(results: ComparisonResults) -> dict[str, str]:
+    return {run["name"]: run["heads"] for run in results.config["runs"]}
 
 
 def _common_row(key: CellKey, cells: list[Cell], scores: dict[str, list[float | None]]) -> Row:
