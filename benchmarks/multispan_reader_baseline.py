@@ -16,6 +16,7 @@ import argparse
 import json
 from pathlib import Path
 
+from bio_mrc.answer_text import normalize_answer
 from bio_mrc.data.squad import gold_texts
 from bio_mrc.data.sources import default_data_dir
 from bio_mrc.harness.compare import resolve_splits
@@ -27,7 +28,8 @@ from bio_mrc.metrics.squad_official import per_question_scores
 
 def single_span_scores(extractor: AnswerExtractor, examples) -> dict[str, dict[str, float]]:
     """Per decoding, SQuAD F1 and EM of the joined multi-span answer on the one-span questions of ``examples``,
-    and the share of those questions answered with more than one span."""
+    and the share of those questions answered with more than one text (the metrics' normalised texts: the
+    mentions of one text are one answer, as the reader's report counts them)."""
     chosen = [ex for ex in examples if len(ex.answers) == 1 and len(ex.answers[0]) == 1]
     if not chosen:
         return {}
@@ -37,7 +39,7 @@ def single_span_scores(extractor: AnswerExtractor, examples) -> dict[str, dict[s
     for decoding in extractor.trained.decodings:
         predictions = extractor.predict(outputs, chosen, multi_span=True, decoding=decoding)
         em, f1 = per_question_scores(gold, {p.id: " ".join(p.answers) for p in predictions}, ids, "1.1")
-        split = sum(len(p.answers) > 1 for p in predictions) / len(predictions)
+        split = sum(len({normalize_answer(text) for text in p.answers}) > 1 for p in predictions) / len(predictions)
         scores[decoding] = {"questions": len(ids), "f1": float(f1.mean()), "em": float(em.mean()), "split_share": split}
     return scores
 

@@ -164,6 +164,41 @@ def test_the_joint_rule_re_decoded_from_the_gpu_readers_report(monkeypatch):
     assert sys.modules["multispan_joint_rule_from_report"] is rule
 
 
+@pytest.mark.slow  # three data-set groups' bootstrap intervals
+def test_the_readers_decodings_by_the_size_of_the_gold_answer(monkeypatch):
+    """``benchmarks/multispan_by_gold_size.py`` on the committed 5-fold CPU reader's report: its groups cut each data
+    set's questions in two by the gold's span count (the one-span group is the report's single-span questions), and a
+    data set whose questions all fall in one group scores there exactly as the report scores it."""
+    from pathlib import Path
+
+    data_dir = require_data("quoref-part/train.json").parents[1]
+    benchmarks = Path(__file__).parents[1] / "benchmarks"
+    monkeypatch.syspath_prepend(str(benchmarks))
+    by_size = pytest.importorskip("multispan_by_gold_size")
+    report = by_size.read_report(benchmarks / "reports" / "multispan-reader-full-scale" / "report.json.xz")
+    splits = resolve_splits(parse_config(report.results.config), data_dir)
+    cells = by_size.run_cells(report, "reader")
+    summary = {data_set.description: data_set for data_set in report.summary.data_sets}
+    begin = 0
+    for part in splits.eval.parts:
+        result = by_size.data_set_groups(part, begin, cells)
+        begin += len(part.examples)
+        groups = result["groups"]
+        assert sum(group["questions"] for group in groups.values()) == len(part.examples)
+        rows = {str(row.cell): row for row in summary[part.description].rows}
+        single = rows["reader/span"].single_span
+        assert groups.get("one-span gold", {"questions": 0})["questions"] == (single.questions if single else 0)
+        if len(groups) == 1:
+            (group,) = groups.values()
+            for decoding in ("span", "bio", "joint"):
+                assert group["decodings"][decoding]["em_f1"] == pytest.approx(rows[f"reader/{decoding}"].scores["em_f1"][0])
+        for group in groups.values():
+            assert all(0 <= row["several_texts_share"] <= 1 and row["spans_per_question"] >= 1 for row in group["decodings"].values())
+            for contrast in group["em_f1_differences"].values():
+                assert contrast["ci"][0] <= contrast["difference"] <= contrast["ci"][1]
+    assert begin == len(report.eval_ids)
+
+
 def test_the_out_of_domain_evaluation_tunes_each_rule_on_the_other_data_set(trained_dir, tmp_path, monkeypatch):
     """``benchmarks/multispan_out_of_domain.py``: every decoding at its registry default and at the threshold tuning
     picks on the other data set, each scored with MultiSpanQA's metrics on the answers those thresholds give."""

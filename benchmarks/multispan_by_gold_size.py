@@ -1,0 +1,107 @@
+"""A multi-span comparison's decodings on the questions whose gold answer is one span and on those whose gold holds
+several, per data set, from the report's own per-question counts.
+
+    python benchmarks/multispan_by_gold_size.py --report benchmarks/reports/multispan-reader-full-scale/report.json.xz \\
+        [--data-dir ../shared/data] [--run reader]
+
+A data set that is mostly one-span answers (the Quoref part: 9 in 10) can hide what each decoding does where the
+answer comes in pieces. For each data set of the evaluation and each group of its questions (gold of one span, gold
+of several), each decoding's MultiSpanQA EM and PM F1 (micro-averaged over the group's spans), spans per question,
+the share of questions answered with more than one text (the metrics' normalised texts), and the paired bootstrap
+of the EM-F1 differences against the span n-best (questions resampled, the micro-averaged F1 recomputed). The
+report's counts are used as scored; only the gold answers' sizes come from the data. The last line printed is one
+JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from bio_mrc.answer_text import normalize_answer
+from bio_mrc.data.sources import default_data_dir
+from bio_mrc.errors import BioMrcError
+from bio_mrc.harness.compare import resolve_splits
+from bio_mrc.harness.config import parse_config
+from bio_mrc.harness.earlier_report import read_report
+from bio_mrc.harness.stats import paired_bootstrap_ratio
+from bio_mrc.metrics.multispan_official import f1_from_count_sums, metrics_from_counts
+
+GROUPS = {"one-span gold": lambda sizes: sizes == 1, "several-span gold": lambda sizes: sizes > 1}
+
+
+def run_cells(report, run: str) -> dict:
+    """The run's cells by decoding."""
+    cells = {cell.decoding: cell for cell in report.results.cells if cell.run == run}
+    if "span" not in cells or len(cells) < 2:
+        raise SystemExit(f"error: the report has no span cell and another decoding of run {run!r}")
+    return cells
+
+
+def group_rows(cells: dict, rows: np.ndarray) -> dict:
+    """Each decoding's scores on the questions at ``rows``, and its paired EM-F1 difference against the span n-best."""
+    counts = {name: np.asarray(cell.counts, dtype=np.float64)[rows] for name, cell in cells.items()}
+    decodings = {}
+    for name, cell in cells.items():
+        metrics = metrics_from_counts(counts[name].sum(axis=0).tolist())
+        texts = [[normalize_answer(span) for span in cell.answers[k].split("\n") if span] for k in rows]
+        decodings[name] = {"em_f1": metrics["em_f1"], "pm_f1": metrics["pm_f1"],
+                           "spans_per_question": float(np.mean([len(t) for t in texts])),
+                           "several_texts_share": float(np.mean([len(set(t)) > 1 for t in texts]))}
+    differences = {}
+    for name in cells:
+        if name != "span":
+            result = paired_bootstrap_ratio(counts[name], counts["span"], f1_from_count_sums)
+            differences[f"{name} - span"] = {"difference": result.diff, "ci": [result.ci_low, result.ci_high], "p": result.p_value}
+    return {"questions": int(len(rows)), "decodings": decodings, "em_f1_differences": differences}
+
+
+def data_set_groups(part, begin: int, cells: dict) -> dict:
+    """A data set's questions (report rows ``begin`` onwards) by the size of their gold answer."""
+    sizes = np.array([max((len(answer) for answer in example.answers), default=0) for example in part.examples])
+    groups = {label: group_rows(cells, begin + np.flatnonzero(chosen(sizes))) for label, chosen in GROUPS.items()
+              if chosen(sizes).any()}
+    return {"description": part.description, "questions": len(part.examples), "groups": groups}
+
+
+def print_data_set(data_set: dict) -> None:
+    print(f"\n{data_set['description']} ({data_set['questions']} questions)")
+    for label, group in data_set["groups"].items():
+        print(f"  {label} ({group['questions']} questions)")
+        for name, row in group["decodings"].items():
+            print(f"    {name:6s} EM F1 {row['em_f1']:6.2f}  PM F1 {row['pm_f1']:6.2f}  spans/question "
+                  f"{row['spans_per_question']:.2f}  several texts {100 * row['several_texts_share']:5.1f}%")
+        for name, contrast in group["em_f1_differences"].items():
+            low, high = contrast["ci"]
+            print(f"    {name:13s} {contrast['difference']:+6.2f} [{low:+.2f}, {high:+.2f}]")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", required=True, help="a multi-span comparison's report.json (or .json.xz)")
+    parser.add_argument("--data-dir", default=None, help="where its data files are (default: the package's data folder)")
+    parser.add_argument("--run", default=None, help="the run whose decodings to compare (default: the report's first)")
+    args = parser.parse_args()
+    try:
+        report = read_report(args.report, "--report")
+        config = parse_config(report.results.config)
+        splits = resolve_splits(config, Path(args.data_dir) if args.data_dir else default_data_dir())
+    except (BioMrcError, OSError) as error:  # one line naming the file and the problem
+        raise SystemExit(f"error: {error}") from None
+    if splits.eval.ids != report.eval_ids:
+        raise SystemExit(f"error: {args.report}: its evaluation questions are not the data's (another data folder?)")
+    cells = run_cells(report, args.run or config.runs[0].name)
+    data_sets, begin = [], 0
+    for part in splits.eval.parts or [splits.eval]:
+        data_sets.append(data_set_groups(part, begin, cells))
+        begin += len(part.examples)
+    for data_set in data_sets:
+        print_data_set(data_set)
+    print(json.dumps({"report": args.report, "data_sets": data_sets}))
+
+
+if __name__ == "__main__":
+    main()
