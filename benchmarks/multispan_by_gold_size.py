@@ -17,16 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
+from _common import comparison_report
 
 from bio_mrc.answer_text import normalize_answer
-from bio_mrc.data.sources import default_data_dir
-from bio_mrc.errors import BioMrcError
-from bio_mrc.harness.compare import resolve_splits
-from bio_mrc.harness.config import parse_config
-from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.harness.stats import paired_bootstrap_ratio
 from bio_mrc.metrics.multispan_official import f1_from_count_sums, metrics_from_counts
 
@@ -85,14 +80,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None, help="where its data files are (default: the package's data folder)")
     parser.add_argument("--run", default=None, help="the run whose decodings to compare (default: the report's first)")
     args = parser.parse_args()
-    try:
-        report = read_report(args.report, "--report")
-        config = parse_config(report.results.config)
-        splits = resolve_splits(config, Path(args.data_dir) if args.data_dir else default_data_dir())
-    except (BioMrcError, OSError) as error:  # one line naming the file and the problem
-        raise SystemExit(f"error: {error}") from None
-    if splits.eval.ids != report.eval_ids:
-        raise SystemExit(f"error: {args.report}: its evaluation questions are not the data's (another data folder?)")
+    report, config, splits = comparison_report(args.report, args.data_dir)
     cells = run_cells(report, args.run or config.runs[0].name)
     data_sets, begin = [], 0
     for part in splits.eval.parts or [splits.eval]:

@@ -28,8 +28,8 @@ from bio_mrc.metrics.squad_official import per_question_scores
 
 def single_span_scores(extractor: AnswerExtractor, examples) -> dict[str, dict[str, float]]:
     """Per decoding, SQuAD F1 and EM of the joined multi-span answer on the one-span questions of ``examples``,
-    and the share of those questions answered with more than one text (the metrics' normalised texts: the
-    mentions of one text are one answer, as the reader's report counts them)."""
+    and the share of those questions answered with more than one text (normalised as the metrics normalise it:
+    the mentions of one text are one answer)."""
     chosen = [ex for ex in examples if len(ex.answers) == 1 and len(ex.answers[0]) == 1]
     if not chosen:
         return {}

@@ -15,6 +15,7 @@ from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.compare import compare, resolve_splits
 from bio_mrc.harness.config import load_config, parse_config
+from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.harness.data_set_records import DataSetSummary
 from bio_mrc.inference import TrainedModel
 from bio_mrc.inference.tuning import all_multi_span_candidates, best_span_count_threshold, tune_bio_length_prior
@@ -148,7 +149,7 @@ def test_the_joint_rule_re_decoded_from_the_gpu_readers_report(monkeypatch):
     monkeypatch.syspath_prepend(str(benchmarks))
     rule = pytest.importorskip("multispan_joint_rule_from_report")
     report_path = benchmarks / "reports" / "gpu-multispan-reader" / "report.json.xz"
-    report = rule.read_report(report_path)
+    report = read_report(report_path)
     answers = rule.answers_by_decoding(report, "reader")
     for qid, bio in answers["bio"].items():
         assert answers[rule.RULE][qid] == (bio if len(bio) >= 2 else answers["joint"][qid])
@@ -175,7 +176,7 @@ def test_the_readers_decodings_by_the_size_of_the_gold_answer(monkeypatch):
     benchmarks = Path(__file__).parents[1] / "benchmarks"
     monkeypatch.syspath_prepend(str(benchmarks))
     by_size = pytest.importorskip("multispan_by_gold_size")
-    report = by_size.read_report(benchmarks / "reports" / "multispan-reader-full-scale" / "report.json.xz")
+    report = read_report(benchmarks / "reports" / "multispan-reader-full-scale" / "report.json.xz")
     splits = resolve_splits(parse_config(report.results.config), data_dir)
     cells = by_size.run_cells(report, "reader")
     summary = {data_set.description: data_set for data_set in report.summary.data_sets}
