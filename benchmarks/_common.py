@@ -92,7 +92,7 @@ def comparison_inputs(args: argparse.Namespace) -> None:
         fail(f"no data folder at {args.data_dir}: {DATA_HINT}")
 
 
-def comparison_report(path: str, data_dir: str | None):
+def comparison_report(path: str, data_dir: str | None) -> tuple:
     """A multi-span comparison's ``report.json`` (or ``.json.xz``), its config and its questions' splits read from
     the data folder, which must hold the report's evaluation questions in order; else one line saying what is wrong."""
     from bio_mrc.errors import BioMrcError

@@ -57,8 +57,8 @@ def group_rows(cells: dict, rows: np.ndarray) -> dict:
 def data_set_groups(part, begin: int, cells: dict) -> dict:
     """A data set's questions (report rows ``begin`` onwards) by the size of their gold answer."""
     sizes = np.array([max((len(answer) for answer in example.answers), default=0) for example in part.examples])
-    groups = {label: group_rows(cells, begin + np.flatnonzero(chosen(sizes))) for label, chosen in GROUPS.items()
-              if chosen(sizes).any()}
+    masks = {label: chosen(sizes) for label, chosen in GROUPS.items()}
+    groups = {label: group_rows(cells, begin + np.flatnonzero(mask)) for label, mask in masks.items() if mask.any()}
     return {"description": part.description, "questions": len(part.examples), "groups": groups}
 
 
@@ -77,7 +77,7 @@ def print_data_set(data_set: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--report", required=True, help="a multi-span comparison's report.json (or .json.xz)")
-    parser.add_argument("--data-dir", default=None, help="where its data files are (default: the package's data folder)")
+    parser.add_argument("--data-dir", default=None, help="the data folder (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
     parser.add_argument("--run", default=None, help="the run whose decodings to compare (default: the report's first)")
     args = parser.parse_args()
     report, config, splits = comparison_report(args.report, args.data_dir)

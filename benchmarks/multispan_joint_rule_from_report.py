@@ -59,7 +59,7 @@ def data_set_rows(part, answers: dict[str, dict[str, list[str]]]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--report", required=True, help="a multi-span comparison's report.json (or .json.xz)")
-    parser.add_argument("--data-dir", default=None, help="where its data files are (default: the package's data folder)")
+    parser.add_argument("--data-dir", default=None, help="the data folder (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
     parser.add_argument("--run", default=None, help="the run whose answers to combine (default: the report's first)")
     args = parser.parse_args()
     report, config, splits = comparison_report(args.report, args.data_dir)

@@ -15,8 +15,8 @@ from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.compare import compare, resolve_splits
 from bio_mrc.harness.config import load_config, parse_config
-from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.harness.data_set_records import DataSetSummary
+from bio_mrc.harness.earlier_report import read_report
 from bio_mrc.inference import TrainedModel
 from bio_mrc.inference.tuning import all_multi_span_candidates, best_span_count_threshold, tune_bio_length_prior
 from bio_mrc.types import Example
