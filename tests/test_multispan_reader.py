@@ -230,3 +230,48 @@ def test_the_out_of_domain_evaluation_tunes_each_rule_on_the_other_data_set(trai
             assert scored["empty"] == 0 and scored["spans_per_question"] >= 1
         assert set(tuned["parts"]) == ({name} if name == "spans" else {name, f"{name}, multi-span questions"})
         assert tuned["parts"][name]["em_f1_differences"].keys() == {"bio - span", "joint - span"}
+
+
+def test_the_count_oracle_keeps_one_span_where_the_gold_has_one(monkeypatch):
+    """``benchmarks/multispan_count_oracle.py``: told the count, a one-span question keeps its first span and a
+    several-span question every span the rule kept; scored per group of questions (hand-computed EM F1)."""
+    from pathlib import Path
+
+    from bio_mrc.harness.comparison_splits import Split
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
+    oracle = pytest.importorskip("multispan_count_oracle")
+    context = "Ann met Bob and Cid."
+    one = Example("one", "Who met Bob?", context, (((0, 3),),))
+    several = Example("several", "Whom did Ann meet?", context, (((8, 11), (16, 19)),))
+
+    def spans(*texts: str) -> list[AnswerSpan]:
+        return [AnswerSpan(text, context.index(text), context.index(text) + len(text), 1.0) for text in texts]
+
+    predictions = [Prediction("one", spans("Ann", "Bob")), Prediction("several", spans("Bob", "Ann"))]
+    told = oracle.one_span_where_told(predictions, {"one": 1, "several": 2})
+    assert [[span.text for span in p.spans] for p in told] == [["Ann"], ["Bob", "Ann"]]
+    split = Split([one, several], "multispanqa", "two questions")
+    cells = {"span": oracle.as_cell(split.kind, split, predictions), "bio": oracle.as_cell(split.kind, split, told)}
+    groups = oracle.data_set_rows(split, 0, {"as given": cells})["groups"]
+    em_f1 = {label: {name: round(row["em_f1"], 2) for name, row in ways["as given"]["decodings"].items()}
+             for label, ways in groups.items()}
+    # every question: 2 of 4 predicted spans right, 2 of 3 gold found (F1 4/7); told: 2 of 3 and 2 of 3
+    assert em_f1 == {oracle.ALL_QUESTIONS: {"span": 57.14, "bio": 66.67}, "one-span gold": {"span": 66.67, "bio": 100.0},
+                     "several-span gold": {"span": 50.0, "bio": 50.0}}
+
+
+def test_the_count_oracle_refuses_a_report_whose_fold_models_are_gone(monkeypatch, tmp_path):
+    """Without the report's fold models on this machine the script stops before any work, naming the missing folder."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
+    oracle = pytest.importorskip("multispan_count_oracle")
+    gone = str(tmp_path / "models" / "reader-seed42-0")
+    config = SimpleNamespace(runs=[SimpleNamespace(name="reader")])
+    with pytest.raises(SystemExit, match="fold models are not on this machine") as stopped:
+        oracle.fold_predictions(config, None, {"span": SimpleNamespace(fold_model_dirs=[gone])}, "reader")
+    assert gone in str(stopped.value)
+

@@ -1,0 +1,125 @@
+"""How much of a multi-span decoding's score is the number of spans it gives: a cross-validated comparison's fold
+models decode again, once as the report scored them and once told by the gold which questions have one answer.
+
+    python benchmarks/multispan_count_oracle.py --report benchmarks/reports/multispan-reader-full-scale/report.json.xz \\
+        [--data-dir ../shared/data] [--run reader]
+
+Each fold's model (the folders the report names, on this machine) reads its held-out questions; each decoding decodes
+them with the fold's recorded BIO length prior and span-count rule, and the counts must equal the report's, question
+for question (else the script stops: another model or other code). Then the same answers with the count told: a
+question whose gold is one span keeps its answer's first span only; a question whose gold holds several keeps the
+spans the rule kept. Per data set and per group of questions (every question, gold of one span, gold of several):
+each decoding's EM and PM F1 both ways, and the paired bootstrap of the EM-F1 differences against the span n-best
+(``multispan_by_gold_size.py``'s). What the told count leaves between two decodings is what no rule for the number of
+spans can close: on one-span questions it is the quality of each decoding's first span. The last line printed is one
+JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+from _common import comparison_report, fail
+from multispan_by_gold_size import GROUPS, group_rows, run_cells
+
+from bio_mrc.harness.cells import decode_cell, pool
+from bio_mrc.inference.loading import TrainedModel
+
+ALL_QUESTIONS = "every question"
+
+
+@dataclass
+class DecodedAnswers:
+    """A decoding's per-question counts and answer texts over the evaluation, as a report's cell holds them."""
+
+    counts: list[list[float]]
+    answers: list[str]
+
+
+def fold_predictions(config, splits, cells: dict, run_name: str) -> dict[str, list]:
+    """Each decoding's predictions on the evaluation's questions, every question decoded by the fold model that did not
+    train on it with that fold's recorded length prior and span-count rule."""
+    run = next(r for r in config.runs if r.name == run_name)
+    any_cell = next(iter(cells.values()))
+    missing = [d for d in any_cell.fold_model_dirs or [] if not Path(d).is_dir()]
+    if not any_cell.fold_model_dirs or missing:
+        fail(f"error: the report's fold models are not on this machine ({missing[0] if missing else 'none named'}): "
+             "train them with the report's config first (bio-mrc compare --config ...)")
+    parts: dict[str, list] = {name: [] for name in cells}
+    for k, ((_, held_out), model_dir) in enumerate(zip(splits.folds_for(run), any_cell.fold_model_dirs)):
+        trained = TrainedModel.load(model_dir, precision=run.evaluation_precision)
+        outputs = trained.windows(held_out.examples, progress=True)
+        for name, cell in cells.items():
+            options = replace(trained.decode_config(config.decode), bio_length_prior=cell.fold_bio_length_priors[k])
+            rule = {name: cell.fold_min_span_probabilities[k]}
+            parts[name].append(decode_cell(outputs, held_out, name, options, None, rule))
+    return {name: pool(decoded, splits.eval.ids).predictions for name, decoded in parts.items()}
+
+
+def one_span_where_told(predictions: list, gold_sizes: dict[str, int]) -> list:
+    """The answers with the count told: a question whose gold is one span keeps its first span only."""
+    return [replace(p, spans=p.spans[:1]) if gold_sizes[p.id] == 1 else p for p in predictions]
+
+
+def as_cell(task, split, predictions: list) -> DecodedAnswers:
+    counts = np.asarray(task.scores(split.gold, predictions, split.ids)["counts"], dtype=np.float64)
+    by_id = {p.id: p for p in predictions}
+    return DecodedAnswers(counts.tolist(), [task.answer_text(by_id[qid]) for qid in split.ids])
+
+
+def check_as_reported(cells: dict, decoded: dict) -> None:
+    for name, cell in cells.items():
+        if not np.array_equal(np.asarray(cell.counts, dtype=np.float64), np.asarray(decoded[name].counts)):
+            fail(f"error: the {name} decoding's counts differ from the report's: these are not the report's models or code")
+
+
+def data_set_rows(part, begin: int, ways: dict[str, dict]) -> dict:
+    """A data set's groups of questions (every one, one-span gold, several-span gold), scored each way."""
+    sizes = np.array([max((len(answer) for answer in example.answers), default=0) for example in part.examples])
+    masks = {ALL_QUESTIONS: np.ones(len(sizes), dtype=bool)} | {label: chosen(sizes) for label, chosen in GROUPS.items()}
+    groups = {label: {way: group_rows(cells, begin + np.flatnonzero(mask)) for way, cells in ways.items()}
+              for label, mask in masks.items() if mask.any()}
+    return {"description": part.description, "questions": len(part.examples), "groups": groups}
+
+
+def print_data_set(data_set: dict) -> None:
+    print(f"\n{data_set['description']} ({data_set['questions']} questions)")
+    for label, ways in data_set["groups"].items():
+        for way, group in ways.items():
+            print(f"  {label}, {way} ({group['questions']} questions)")
+            scores = "  ".join(f"{name} {row['em_f1']:6.2f}" for name, row in group["decodings"].items())
+            contrasts = "  ".join(f"{name} {c['difference']:+.2f} [{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}]"
+                                  for name, c in group["em_f1_differences"].items())
+            print(f"    EM F1: {scores}\n    {contrasts}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", required=True, help="a cross-validated multi-span comparison's report.json (or .json.xz)")
+    parser.add_argument("--data-dir", default=None, help="the data folder (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
+    parser.add_argument("--run", default=None, help="the run whose decodings to compare (default: the report's first)")
+    args = parser.parse_args()
+    report, config, splits = comparison_report(args.report, args.data_dir)
+    run_name = args.run or config.runs[0].name
+    cells = run_cells(report, run_name)
+    predictions = fold_predictions(config, splits, cells, run_name)
+    task, sizes = splits.eval.kind, {ex.id: max((len(a) for a in ex.answers), default=0) for ex in splits.eval.examples}
+    as_reported = {name: as_cell(task, splits.eval, p) for name, p in predictions.items()}
+    check_as_reported(cells, as_reported)
+    told = {name: as_cell(task, splits.eval, one_span_where_told(p, sizes)) for name, p in predictions.items()}
+    ways = {"as reported": as_reported, "count told": told}
+    data_sets, begin = [], 0
+    for part in splits.eval.parts or [splits.eval]:
+        data_sets.append(data_set_rows(part, begin, ways))
+        begin += len(part.examples)
+    for data_set in data_sets:
+        print_data_set(data_set)
+    print(json.dumps({"report": args.report, "data_sets": data_sets}))
+
+
+if __name__ == "__main__":
+    main()
