@@ -26,7 +26,10 @@ import numpy as np
 from _common import comparison_report, fail
 from multispan_by_gold_size import GROUPS, group_rows, run_cells
 
+from bio_mrc.decoding.postprocess import DecodeConfig
+from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.harness.cells import decode_cell, pool
+from bio_mrc.harness.comparison_splits import Split
 from bio_mrc.inference.loading import TrainedModel
 
 ALL_QUESTIONS = "every question"
@@ -40,23 +43,38 @@ class DecodedAnswers:
     answers: list[str]
 
 
-def fold_predictions(config, splits, cells: dict, run_name: str) -> dict[str, list]:
-    """Each decoding's predictions on the evaluation's questions, every question decoded by the fold model that did not
-    train on it with that fold's recorded length prior and span-count rule."""
+@dataclass
+class FoldOutputs:
+    """One fold's held-out questions, its model's outputs on them and the options its model decodes with."""
+
+    held_out: Split
+    outputs: WindowOutputs
+    options: DecodeConfig
+
+
+def fold_outputs(config, splits, cells: dict, run_name: str) -> list[FoldOutputs]:
+    """Each fold model's outputs on its held-out questions (the report's fold models, which must be on this machine)."""
     run = next(r for r in config.runs if r.name == run_name)
-    any_cell = next(iter(cells.values()))
-    missing = [d for d in any_cell.fold_model_dirs or [] if not Path(d).is_dir()]
-    if not any_cell.fold_model_dirs or missing:
+    folders = next(iter(cells.values())).fold_model_dirs or []
+    missing = [folder for folder in folders if not Path(folder).is_dir()]
+    if not folders or missing:
         fail(f"error: the report's fold models are not on this machine ({missing[0] if missing else 'none named'}): "
              "train them with the report's config first (bio-mrc compare --config ...)")
+    folds = []
+    for (_, held_out), folder in zip(splits.folds_for(run), folders):
+        trained = TrainedModel.load(folder, precision=run.evaluation_precision)
+        folds.append(FoldOutputs(held_out, trained.windows(held_out.examples, progress=True), trained.decode_config(config.decode)))
+    return folds
+
+
+def fold_predictions(folds: list[FoldOutputs], splits, cells: dict) -> dict[str, list]:
+    """Each decoding's predictions on the evaluation's questions, every question decoded by the fold model that did not
+    train on it with that fold's recorded length prior and span-count rule."""
     parts: dict[str, list] = {name: [] for name in cells}
-    for k, ((_, held_out), model_dir) in enumerate(zip(splits.folds_for(run), any_cell.fold_model_dirs)):
-        trained = TrainedModel.load(model_dir, precision=run.evaluation_precision)
-        outputs = trained.windows(held_out.examples, progress=True)
+    for k, fold in enumerate(folds):
         for name, cell in cells.items():
-            options = replace(trained.decode_config(config.decode), bio_length_prior=cell.fold_bio_length_priors[k])
-            rule = {name: cell.fold_min_span_probabilities[k]}
-            parts[name].append(decode_cell(outputs, held_out, name, options, None, rule))
+            options = replace(fold.options, bio_length_prior=cell.fold_bio_length_priors[k])
+            parts[name].append(decode_cell(fold.outputs, fold.held_out, name, options, None, {name: cell.fold_min_span_probabilities[k]}))
     return {name: pool(decoded, splits.eval.ids).predictions for name, decoded in parts.items()}
 
 
@@ -106,7 +124,7 @@ def main() -> None:
     report, config, splits = comparison_report(args.report, args.data_dir)
     run_name = args.run or config.runs[0].name
     cells = run_cells(report, run_name)
-    predictions = fold_predictions(config, splits, cells, run_name)
+    predictions = fold_predictions(fold_outputs(config, splits, cells, run_name), splits, cells)
     task, sizes = splits.eval.kind, {ex.id: max((len(a) for a in ex.answers), default=0) for ex in splits.eval.examples}
     as_reported = {name: as_cell(task, splits.eval, p) for name, p in predictions.items()}
     check_as_reported(cells, as_reported)

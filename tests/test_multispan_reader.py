@@ -272,6 +272,32 @@ def test_the_count_oracle_refuses_a_report_whose_fold_models_are_gone(monkeypatc
     gone = str(tmp_path / "models" / "reader-seed42-0")
     config = SimpleNamespace(runs=[SimpleNamespace(name="reader")])
     with pytest.raises(SystemExit, match="fold models are not on this machine") as stopped:
-        oracle.fold_predictions(config, None, {"span": SimpleNamespace(fold_model_dirs=[gone])}, "reader")
+        oracle.fold_outputs(config, None, {"span": SimpleNamespace(fold_model_dirs=[gone])}, "reader")
     assert gone in str(stopped.value)
 
+
+
+def test_out_of_fold_tuning_joins_the_other_folds_windows_in_order(monkeypatch):
+    """``benchmarks/multispan_out_of_fold_tuning.py``: the folds' windows one after another, each fold's questions
+    numbered after the previous folds'; windows padded to different lengths are refused, not silently misaligned."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from bio_mrc.decoding.window_outputs import WindowOutputs
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
+    tuning = pytest.importorskip("multispan_out_of_fold_tuning")
+
+    def fold(example_index: list[int], questions: int, length: int = 4):
+        windows = len(example_index)
+        outputs = WindowOutputs(np.array(example_index), np.zeros((windows, length, 2)), np.ones((windows, length), dtype=bool),
+                                start_logits=np.arange(windows * length, dtype=np.float32).reshape(windows, length))
+        return tuning.FoldOutputs(SimpleNamespace(examples=[None] * questions), outputs, None)
+
+    joined = tuning.joined_outputs([fold([0, 0, 1], 2), fold([0, 1, 2], 3)])
+    assert joined.example_index.tolist() == [0, 0, 1, 2, 3, 4]
+    assert joined.start_logits[3:].tolist() == fold([0, 1, 2], 3).outputs.start_logits.tolist()
+    with pytest.raises(SystemExit, match="different lengths"):
+        tuning.joined_outputs([fold([0], 1), fold([0], 1, length=5)])
