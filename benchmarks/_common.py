@@ -111,6 +111,25 @@ def comparison_report(path: str, data_dir: str | None) -> tuple:
     return report, config, splits
 
 
+def report_arguments(description: str, report_help: str, run_help: str) -> argparse.Namespace:
+    """The command line of a script that reads a multi-span comparison's report: --report, --data-dir and --run."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--report", required=True, help=report_help)
+    parser.add_argument("--data-dir", default=None, help="the data folder (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
+    parser.add_argument("--run", default=None, help=run_help)
+    return parser.parse_args()
+
+
+def per_data_set(splits, rows_of: Callable) -> list:
+    """``rows_of(part, first_row)`` for each data set of the evaluation (the evaluation itself when it joins none),
+    ``first_row`` the position of the data set's first question among the evaluation's."""
+    rows, first_row = [], 0
+    for part in splits.eval.parts or [splits.eval]:
+        rows.append(rows_of(part, first_row))
+        first_row += len(part.examples)
+    return rows
+
+
 def require_data(path: Path) -> Path:
     if not path.is_file():
         fail(f"no data file at {path}: {DATA_HINT}")

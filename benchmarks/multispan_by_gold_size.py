@@ -15,11 +15,10 @@ JSON object.
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import numpy as np
-from _common import comparison_report
+from _common import comparison_report, per_data_set, report_arguments
 
 from bio_mrc.answer_text import normalize_answer
 from bio_mrc.harness.stats import paired_bootstrap_ratio
@@ -75,17 +74,11 @@ def print_data_set(data_set: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--report", required=True, help="a multi-span comparison's report.json (or .json.xz)")
-    parser.add_argument("--data-dir", default=None, help="the data folder (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
-    parser.add_argument("--run", default=None, help="the run whose decodings to compare (default: the report's first)")
-    args = parser.parse_args()
+    args = report_arguments(__doc__.splitlines()[0], "a multi-span comparison's report.json (or .json.xz)",
+                            "the run whose decodings to compare (default: the report's first)")
     report, config, splits = comparison_report(args.report, args.data_dir)
     cells = run_cells(report, args.run or config.runs[0].name)
-    data_sets, begin = [], 0
-    for part in splits.eval.parts or [splits.eval]:
-        data_sets.append(data_set_groups(part, begin, cells))
-        begin += len(part.examples)
+    data_sets = per_data_set(splits, lambda part, first_row: data_set_groups(part, first_row, cells))
     for data_set in data_sets:
         print_data_set(data_set)
     print(json.dumps({"report": args.report, "data_sets": data_sets}))

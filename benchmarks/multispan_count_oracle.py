@@ -17,13 +17,12 @@ JSON object.
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from _common import comparison_report, fail
+from _common import comparison_report, fail, per_data_set, report_arguments
 from multispan_by_gold_size import GROUPS, group_rows, run_cells
 
 from bio_mrc.decoding.postprocess import DecodeConfig
@@ -116,11 +115,8 @@ def print_data_set(data_set: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--report", required=True, help="a cross-validated multi-span comparison's report.json (or .json.xz)")
-    parser.add_argument("--data-dir", default=None, help="the data folder (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
-    parser.add_argument("--run", default=None, help="the run whose decodings to compare (default: the report's first)")
-    args = parser.parse_args()
+    args = report_arguments(__doc__.splitlines()[0], "a cross-validated multi-span comparison's report.json (or .json.xz)",
+                            "the run whose decodings to compare (default: the report's first)")
     report, config, splits = comparison_report(args.report, args.data_dir)
     run_name = args.run or config.runs[0].name
     cells = run_cells(report, run_name)
@@ -130,10 +126,7 @@ def main() -> None:
     check_as_reported(cells, as_reported)
     told = {name: as_cell(task, splits.eval, one_span_where_told(p, sizes)) for name, p in predictions.items()}
     ways = {"as reported": as_reported, "count told": told}
-    data_sets, begin = [], 0
-    for part in splits.eval.parts or [splits.eval]:
-        data_sets.append(data_set_rows(part, begin, ways))
-        begin += len(part.examples)
+    data_sets = per_data_set(splits, lambda part, first_row: data_set_rows(part, first_row, ways))
     for data_set in data_sets:
         print_data_set(data_set)
     print(json.dumps({"report": args.report, "data_sets": data_sets}))

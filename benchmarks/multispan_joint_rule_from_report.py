@@ -15,11 +15,10 @@ The last line printed is one JSON object.
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import numpy as np
-from _common import comparison_report
+from _common import comparison_report, report_arguments
 
 from bio_mrc.harness.stats import paired_bootstrap_ratio
 from bio_mrc.metrics.multispan_official import f1_from_count_sums
@@ -57,11 +56,8 @@ def data_set_rows(part, answers: dict[str, dict[str, list[str]]]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--report", required=True, help="a multi-span comparison's report.json (or .json.xz)")
-    parser.add_argument("--data-dir", default=None, help="the data folder (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
-    parser.add_argument("--run", default=None, help="the run whose answers to combine (default: the report's first)")
-    args = parser.parse_args()
+    args = report_arguments(__doc__.splitlines()[0], "a multi-span comparison's report.json (or .json.xz)",
+                            "the run whose answers to combine (default: the report's first)")
     report, config, splits = comparison_report(args.report, args.data_dir)
     answers = answers_by_decoding(report, args.run or config.runs[0].name)
     result = {"report": args.report, "rule": RULE,

@@ -18,12 +18,11 @@ printed is one JSON object.
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import replace
 
 import numpy as np
-from _common import comparison_report, fail
+from _common import comparison_report, fail, per_data_set, report_arguments
 from multispan_by_gold_size import run_cells
 from multispan_count_oracle import FoldOutputs, as_cell, check_as_reported, data_set_rows, fold_outputs, fold_predictions, print_data_set
 
@@ -75,11 +74,8 @@ def reported_settings(cells: dict, folds: int) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--report", required=True, help="a cross-validated multi-span comparison's report.json (or .json.xz)")
-    parser.add_argument("--data-dir", default=None, help="the data folder (default: $BIO_MRC_DATA, else ../shared/data beside the repository)")
-    parser.add_argument("--run", default=None, help="the run whose decodings to compare (default: the report's first)")
-    args = parser.parse_args()
+    args = report_arguments(__doc__.splitlines()[0], "a cross-validated multi-span comparison's report.json (or .json.xz)",
+                            "the run whose decodings to compare (default: the report's first)")
     report, config, splits = comparison_report(args.report, args.data_dir)
     run_name = args.run or config.runs[0].name
     cells = run_cells(report, run_name)
@@ -89,10 +85,7 @@ def main() -> None:
     check_as_reported(cells, as_reported)
     predictions, settings = out_of_fold_predictions(folds, splits, list(cells))
     ways = {"as reported": as_reported, "tuned out of fold": {name: as_cell(task, splits.eval, p) for name, p in predictions.items()}}
-    data_sets, begin = [], 0
-    for part in splits.eval.parts or [splits.eval]:
-        data_sets.append(data_set_rows(part, begin, ways))
-        begin += len(part.examples)
+    data_sets = per_data_set(splits, lambda part, first_row: data_set_rows(part, first_row, ways))
     fold_settings = {"as reported": reported_settings(cells, len(folds)), "tuned out of fold": settings}
     for way, per_fold in fold_settings.items():
         print(f"{way}: " + "; ".join(f"fold {k + 1}: β {s['bio_length_prior']}, span-count "
