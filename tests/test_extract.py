@@ -46,6 +46,20 @@ def test_extractor_single_and_batched(trained_dir):  # noqa: F811
     assert len(many) == 2 and many[0].answer == one.answer
 
 
+def test_extractor_takes_a_model_folder_as_from_pretrained_does(trained_dir):  # noqa: F811
+    """``AnswerExtractor("folder")`` loads the folder as ``from_pretrained`` does; anything else is refused by name."""
+    from pathlib import Path
+
+    context = "Isaac Newton formulated the laws of motion and universal gravitation in 1687."
+    question = "Who formulated the laws of motion?"
+    expected = AnswerExtractor.from_pretrained(trained_dir)(question, context).spans
+    assert AnswerExtractor(str(trained_dir))(question, context).spans == expected
+    first = AnswerExtractor(Path(trained_dir), multi_span=True)(question, context).spans[0]
+    assert (first.text, first.start, first.end) == (expected[0].text, expected[0].start, expected[0].end)
+    with pytest.raises(TypeError, match="a TrainedModel, a model folder or a hub id, got int"):
+        AnswerExtractor(42)
+
+
 @pytest.mark.parametrize("decoding", ["bio", "span", "joint"])
 def test_extractor_multi_span_on_a_long_context(trained_dir, decoding):  # noqa: F811
     # Longer than one window (48 tokens): stride windows are merged back into character offsets.

@@ -57,12 +57,22 @@ def _texts(value: Any, name: str) -> list[Any]:
     return list(value)
 
 
+def _model_source(given: Any) -> str | Path:
+    """A model folder or hub id as given to :class:`AnswerExtractor`, or a TypeError naming what it takes."""
+    if isinstance(given, (str, Path)):
+        return given
+    raise TypeError(f"AnswerExtractor takes a TrainedModel, a model folder or a hub id, got {type(given).__name__}")
+
+
 class AnswerExtractor:
     """Extract one or several answer spans from contexts of any length.
 
     >>> extractor = AnswerExtractor.from_pretrained("runs/quick/models/joint-seed42-…")
     >>> extractor("Who wrote it?", "It was written by Ada Lovelace.").answer
     'Ada Lovelace'
+
+    ``trained`` is a loaded :class:`TrainedModel`, or a model folder or hub id, loaded as
+    :meth:`from_pretrained` loads it (which also takes ``precision`` and ``device``).
 
     Each result is a :class:`~bio_mrc.types.Prediction`: ``spans`` (text,
     character ``start``/``end`` into the context, ``score``), best first;
@@ -83,7 +93,7 @@ class AnswerExtractor:
 
     def __init__(
         self,
-        trained: TrainedModel,
+        trained: TrainedModel | str | Path,
         decoding: str = "auto",
         multi_span: bool = False,
         decode_config: DecodeConfig | None = None,
@@ -91,14 +101,15 @@ class AnswerExtractor:
         batch_size: int | None = None,
         progress: bool = False,
     ) -> None:
-        self.trained = trained
+        # A folder or hub id loads as from_pretrained loads it (precision and device: auto).
+        self.trained = trained if isinstance(trained, TrainedModel) else TrainedModel.load(_model_source(trained))
         self.progress = progress  # bars for the windows and the forward passes (the command line's, on long contexts)
         self.decoding = decoding
-        registry.resolve_decoding(trained.decodings, decoding)  # one the heads can do, refused at once
+        registry.resolve_decoding(self.trained.decodings, decoding)  # one the heads can do, refused at once
         self.multi_span = multi_span
         self.decode_config = decode_config or DecodeConfig()
         self.min_span_probability = min_span_probability
-        self.batch_size = batch_size or trained.batch_size  # windows a forward pass: 16 on a CPU, 128 on a GPU
+        self.batch_size = batch_size or self.trained.batch_size  # windows a forward pass: 16 on a CPU, 128 on a GPU
 
     @classmethod
     def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None, **kwargs) -> "AnswerExtractor":
