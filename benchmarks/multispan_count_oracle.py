@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from _common import comparison_report, fail, per_data_set, report_arguments
@@ -114,22 +115,43 @@ def print_data_set(data_set: dict) -> None:
             print(f"    EM F1: {scores}\n    {contrasts}")
 
 
-def main() -> None:
-    args = report_arguments(__doc__.splitlines()[0], "a cross-validated multi-span comparison's report.json (or .json.xz)",
+@dataclass
+class ReadAgain:
+    """A cross-validated report's fold models read again: each fold's outputs, and each decoding's predictions with the
+    fold's recorded settings, scored (``as_reported``: checked equal to the report's counts)."""
+
+    report_path: str
+    splits: Any
+    cells: dict
+    folds: list[FoldOutputs]
+    predictions: dict[str, list]
+    as_reported: dict[str, DecodedAnswers]
+
+
+def read_report_again(description: str) -> ReadAgain:
+    """The command line's report, its fold models' outputs and the report's answers decoded from them again."""
+    args = report_arguments(description, "a cross-validated multi-span comparison's report.json (or .json.xz)",
                             "the run whose decodings to compare (default: the report's first)")
     report, config, splits = comparison_report(args.report, args.data_dir)
     run_name = args.run or config.runs[0].name
     cells = run_cells(report, run_name)
-    predictions = fold_predictions(fold_outputs(config, splits, cells, run_name), splits, cells)
-    task, sizes = splits.eval.kind, {ex.id: max((len(a) for a in ex.answers), default=0) for ex in splits.eval.examples}
-    as_reported = {name: as_cell(task, splits.eval, p) for name, p in predictions.items()}
+    folds = fold_outputs(config, splits, cells, run_name)
+    predictions = fold_predictions(folds, splits, cells)
+    as_reported = {name: as_cell(splits.eval.kind, splits.eval, p) for name, p in predictions.items()}
     check_as_reported(cells, as_reported)
-    told = {name: as_cell(task, splits.eval, one_span_where_told(p, sizes)) for name, p in predictions.items()}
-    ways = {"as reported": as_reported, "count told": told}
+    return ReadAgain(args.report, splits, cells, folds, predictions, as_reported)
+
+
+def main() -> None:
+    again = read_report_again(__doc__.splitlines()[0])
+    splits = again.splits
+    sizes = {ex.id: max((len(a) for a in ex.answers), default=0) for ex in splits.eval.examples}
+    told = {name: as_cell(splits.eval.kind, splits.eval, one_span_where_told(p, sizes)) for name, p in again.predictions.items()}
+    ways = {"as reported": again.as_reported, "count told": told}
     data_sets = per_data_set(splits, lambda part, first_row: data_set_rows(part, first_row, ways))
     for data_set in data_sets:
         print_data_set(data_set)
-    print(json.dumps({"report": args.report, "data_sets": data_sets}))
+    print(json.dumps({"report": again.report_path, "data_sets": data_sets}))
 
 
 if __name__ == "__main__":

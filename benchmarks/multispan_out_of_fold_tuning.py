@@ -22,9 +22,8 @@ import json
 from dataclasses import replace
 
 import numpy as np
-from _common import comparison_report, fail, per_data_set, report_arguments
-from multispan_by_gold_size import run_cells
-from multispan_count_oracle import FoldOutputs, as_cell, check_as_reported, data_set_rows, fold_outputs, fold_predictions, print_data_set
+from _common import fail, per_data_set
+from multispan_count_oracle import FoldOutputs, as_cell, data_set_rows, print_data_set, read_report_again
 
 from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.harness.cells import decode_cell, pool
@@ -74,26 +73,20 @@ def reported_settings(cells: dict, folds: int) -> list[dict]:
 
 
 def main() -> None:
-    args = report_arguments(__doc__.splitlines()[0], "a cross-validated multi-span comparison's report.json (or .json.xz)",
-                            "the run whose decodings to compare (default: the report's first)")
-    report, config, splits = comparison_report(args.report, args.data_dir)
-    run_name = args.run or config.runs[0].name
-    cells = run_cells(report, run_name)
-    folds = fold_outputs(config, splits, cells, run_name)
-    task = splits.eval.kind
-    as_reported = {name: as_cell(task, splits.eval, p) for name, p in fold_predictions(folds, splits, cells).items()}
-    check_as_reported(cells, as_reported)
-    predictions, settings = out_of_fold_predictions(folds, splits, list(cells))
-    ways = {"as reported": as_reported, "tuned out of fold": {name: as_cell(task, splits.eval, p) for name, p in predictions.items()}}
+    again = read_report_again(__doc__.splitlines()[0])
+    splits = again.splits
+    predictions, settings = out_of_fold_predictions(again.folds, splits, list(again.cells))
+    ways = {"as reported": again.as_reported,
+            "tuned out of fold": {name: as_cell(splits.eval.kind, splits.eval, p) for name, p in predictions.items()}}
     data_sets = per_data_set(splits, lambda part, first_row: data_set_rows(part, first_row, ways))
-    fold_settings = {"as reported": reported_settings(cells, len(folds)), "tuned out of fold": settings}
+    fold_settings = {"as reported": reported_settings(again.cells, len(again.folds)), "tuned out of fold": settings}
     for way, per_fold in fold_settings.items():
         print(f"{way}: " + "; ".join(f"fold {k + 1}: β {s['bio_length_prior']}, span-count "
                                      + ", ".join(f"{name} {value:g}" for name, value in s["min_span_probabilities"].items())
                                      for k, s in enumerate(per_fold)))
     for data_set in data_sets:
         print_data_set(data_set)
-    print(json.dumps({"report": args.report, "fold_settings": fold_settings, "data_sets": data_sets}))
+    print(json.dumps({"report": again.report_path, "fold_settings": fold_settings, "data_sets": data_sets}))
 
 
 if __name__ == "__main__":
