@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from _common import comparison_report, per_data_set, report_arguments
+from _common import comparison_report, fail, per_data_set, report_arguments
 
 from bio_mrc.answer_text import normalize_answer
 from bio_mrc.harness.stats import paired_bootstrap_ratio
@@ -31,7 +31,7 @@ def run_cells(report, run: str) -> dict:
     """The run's cells by decoding."""
     cells = {cell.decoding: cell for cell in report.results.cells if cell.run == run}
     if "span" not in cells or len(cells) < 2:
-        raise SystemExit(f"error: the report has no span cell and another decoding of run {run!r}")
+        fail(f"error: the report has no span cell and another decoding of run {run!r}")
     return cells
 
 
@@ -53,10 +53,19 @@ def group_rows(cells: dict, rows: np.ndarray) -> dict:
     return {"questions": int(len(rows)), "decodings": decodings, "em_f1_differences": differences}
 
 
+def gold_sizes(examples) -> np.ndarray:
+    """Each question's gold answer size in spans (its largest alternative's; 0 without an answer)."""
+    return np.array([max((len(answer) for answer in example.answers), default=0) for example in examples])
+
+
+def size_masks(sizes: np.ndarray) -> dict[str, np.ndarray]:
+    """Each of ``GROUPS``' questions among those of gold ``sizes``."""
+    return {label: chosen(sizes) for label, chosen in GROUPS.items()}
+
+
 def data_set_groups(part, begin: int, cells: dict) -> dict:
     """A data set's questions (report rows ``begin`` onwards) by the size of their gold answer."""
-    sizes = np.array([max((len(answer) for answer in example.answers), default=0) for example in part.examples])
-    masks = {label: chosen(sizes) for label, chosen in GROUPS.items()}
+    masks = size_masks(gold_sizes(part.examples))
     groups = {label: group_rows(cells, begin + np.flatnonzero(mask)) for label, mask in masks.items() if mask.any()}
     return {"description": part.description, "questions": len(part.examples), "groups": groups}
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 from _common import comparison_report, fail, per_data_set, report_arguments
-from multispan_by_gold_size import GROUPS, group_rows, run_cells
+from multispan_by_gold_size import gold_sizes, group_rows, run_cells, size_masks
 
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.decoding.window_outputs import WindowOutputs
@@ -97,8 +97,8 @@ def check_as_reported(cells: dict, decoded: dict) -> None:
 
 def data_set_rows(part, begin: int, ways: dict[str, dict]) -> dict:
     """A data set's groups of questions (every one, one-span gold, several-span gold), scored each way."""
-    sizes = np.array([max((len(answer) for answer in example.answers), default=0) for example in part.examples])
-    masks = {ALL_QUESTIONS: np.ones(len(sizes), dtype=bool)} | {label: chosen(sizes) for label, chosen in GROUPS.items()}
+    sizes = gold_sizes(part.examples)
+    masks = {ALL_QUESTIONS: np.ones(len(sizes), dtype=bool)} | size_masks(sizes)
     groups = {label: {way: group_rows(cells, begin + np.flatnonzero(mask)) for way, cells in ways.items()}
               for label, mask in masks.items() if mask.any()}
     return {"description": part.description, "questions": len(part.examples), "groups": groups}
@@ -145,7 +145,7 @@ def read_report_again(description: str) -> ReadAgain:
 def main() -> None:
     again = read_report_again(__doc__.splitlines()[0])
     splits = again.splits
-    sizes = {ex.id: max((len(a) for a in ex.answers), default=0) for ex in splits.eval.examples}
+    sizes = dict(zip(splits.eval.ids, gold_sizes(splits.eval.examples).tolist()))
     told = {name: as_cell(splits.eval.kind, splits.eval, one_span_where_told(p, sizes)) for name, p in again.predictions.items()}
     ways = {"as reported": again.as_reported, "count told": told}
     data_sets = per_data_set(splits, lambda part, first_row: data_set_rows(part, first_row, ways))

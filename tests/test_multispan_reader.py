@@ -276,7 +276,6 @@ def test_the_count_oracle_refuses_a_report_whose_fold_models_are_gone(monkeypatc
     assert gone in str(stopped.value)
 
 
-
 def test_out_of_fold_tuning_joins_the_other_folds_windows_in_order(monkeypatch):
     """``benchmarks/multispan_out_of_fold_tuning.py``: the folds' windows one after another, each fold's questions
     numbered after the previous folds'; windows padded to different lengths are refused, not silently misaligned."""
