@@ -23,10 +23,13 @@ are bf16 where native, no encoder dropout and the fused AdamW. In one run, on th
   against the defaults: windows/s, their ratio and the padding share. The baseline's optimizer is chosen
   through ``TrainConfig.training_args`` (``{"optim": "adamw_torch"}``).
 
-    python benchmarks/bench_training_speed.py [--train-questions 400] [--steps 10] [--threads N] [--profile]
+    python benchmarks/bench_training_speed.py [--train-questions 400] [--steps 10] [--threads N] [--profile] [--skip-emulated]
 
-The last line is one JSON object: ``{"benchmark": "training_speed", "machine": ..., "matmul_gflops": ...,
-"steps": {setting: ...}, "package": {"baseline": ..., "defaults": ..., "padding_share": ...},
+``--skip-emulated`` leaves out the bf16 settings and the bf16 matrix rate where bf16 is emulated (no native bf16 on this
+CPU), where each such setting's steps take minutes; the fixed attention's bf16 times stay (a few seconds).
+
+The last line is one JSON object: ``{"benchmark": "training_speed", "machine": ..., "matmul_gflops": ... (bf16 null when skipped),
+"steps": {setting: ...} (the settings that ran), "package": {"baseline": ..., "defaults": ..., "padding_share": ...},
 "package_ratio": the defaults' windows/s over the baseline's, "attention_alone": {precision: {"forward_ms",
 "forward_backward_ms"}}, "profile": {"setting", "precision", "ops": [{"op", "share",
 "ms_per_step", "calls_per_step"}]} or null}``.
@@ -71,7 +74,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--profile", action="store_true",
                         help="also profile the training step of the defaults as auto trains them here: its largest operators")
+    parser.add_argument("--skip-emulated", action="store_true",
+                        help="where bf16 is emulated (no native bf16 on this CPU), leave out the bf16 settings and rate")
     args = parser.parse_args()
+    args.settings = settings_to_run(args.skip_emulated, native_bf16("cpu"))
     args.train = str(_common.require_data(_common.data_root(args) / "squad-v1.1" / "train.json")) if args.train_questions else None
     return args
 
@@ -100,6 +106,11 @@ SETTINGS = {
     "package defaults, transformers' eager attention": ("bf16", 0.0, 0.0, False, True, "eager"),
     FP32_DEFAULTS: ("fp32", 0.0, 0.0, False, True, "sdpa"),
 }
+
+
+def settings_to_run(skip_emulated: bool, native: bool) -> dict[str, tuple]:
+    """Every setting, or the fp32 ones alone where ``skip_emulated`` and bf16 is not ``native``."""
+    return {name: setting for name, setting in SETTINGS.items() if native or not skip_emulated or setting[0] == "fp32"}
 
 
 def matmul_gflops(dtype: torch.dtype, size: int = 2048, repeats: int = 10) -> float:
@@ -246,9 +257,10 @@ def main(args: argparse.Namespace) -> None:
         torch.set_num_threads(args.threads)
     machine = _common.machine_description()
     print(f"machine: {machine}; bf16 native: {native_bf16('cpu')}; {_common.load_and_date()}", file=sys.stderr)
-    rates = {"fp32": matmul_gflops(torch.float32), "bf16": matmul_gflops(torch.bfloat16)}
-    steps = {name: step_speed(setting, args.steps) for name, setting in SETTINGS.items()}
-    for name, setting in SETTINGS.items():
+    with_bf16 = any(setting[0] == "bf16" for setting in args.settings.values())
+    rates = {"fp32": matmul_gflops(torch.float32), "bf16": matmul_gflops(torch.bfloat16) if with_bf16 else None}
+    steps = {name: step_speed(setting, args.steps) for name, setting in args.settings.items()}
+    for name, setting in args.settings.items():
         rate = rates[setting[0]]
         steps[name] |= {"train_share": steps[name]["train_gflops"] / rate, "forward_share": steps[name]["forward_gflops"] / rate}
     package = {}
@@ -295,7 +307,8 @@ def print_profile(profiled: dict) -> None:
 
 
 def print_tables(rates: dict, steps: dict, package: dict, defaults_here: str) -> None:
-    print(f"matrix products (2048^3): fp32 {rates['fp32']:.0f} GFLOP/s, bf16 {rates['bf16']:.0f} GFLOP/s\n")
+    bf16 = f"{rates['bf16']:.0f} GFLOP/s" if rates["bf16"] else "not measured (emulated)"
+    print(f"matrix products (2048^3): fp32 {rates['fp32']:.0f} GFLOP/s, bf16 {bf16}\n")
     print(f"| setting ({BATCH} windows x {TOKENS} tokens) | training windows/s | GFLOP/s | share of the rate | "
           "forward windows/s | GFLOP/s | share |\n|---|---|---|---|---|---|---|")
     for name, s in steps.items():

@@ -351,3 +351,12 @@ def test_the_bound_pads_batches_as_the_package_does_and_counts_every_product(mon
     per_token = 2 * layers * (4 * h * h + 2 * h * intermediate) + 2 * h * (2 + 3)  # the layers' linears; span (2) and BIO (3) heads
     for length in (4, 8):
         assert bound.window_flops(model, length) == length * per_token + layers * 4 * length * length * h
+
+
+def test_training_speed_skips_the_bf16_settings_only_where_bf16_is_emulated(monkeypatch):
+    speed = load_benchmark("bench_training_speed", monkeypatch)
+    everything = set(speed.SETTINGS)
+    assert set(speed.settings_to_run(skip_emulated=False, native=False)) == everything
+    assert set(speed.settings_to_run(skip_emulated=True, native=True)) == everything
+    fp32_only = speed.settings_to_run(skip_emulated=True, native=False)
+    assert set(fp32_only) == {speed.BASELINE, speed.FP32_DEFAULTS}  # the baseline and the defaults as auto trains them there
