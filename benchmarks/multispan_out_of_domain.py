@@ -24,7 +24,7 @@ import numpy as np
 
 from bio_mrc import registry
 from bio_mrc.data.multispanqa import load_multispanqa, multispan_gold_texts
-from bio_mrc.data.quoref import load_quoref
+from bio_mrc.data.answer_parts import load_answer_parts
 from bio_mrc.data.sources import default_data_dir
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import BioMrcError
@@ -36,7 +36,7 @@ from bio_mrc.metrics.multispan_official import f1_from_count_sums
 from bio_mrc.metrics.task_scores import span_count_metrics, span_count_scores
 
 DATA_SETS = {"MultiSpanQA": ("multispanqa/valid.json", load_multispanqa, "multispanqa"),
-             "Quoref part": ("quoref-part/train.json", load_quoref, "quoref")}
+             "Quoref part": ("quoref-part/train.json", load_answer_parts, "quoref")}
 
 
 def candidates_of(trained: TrainedModel, examples, config: DecodeConfig) -> dict:

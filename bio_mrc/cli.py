@@ -54,6 +54,11 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
                         help="relocate an answer_start that misses its text to the nearest occurrence of the text (reported)")
     parser.add_argument("--skip-invalid", action="store_true",
                         help="leave out bad questions instead of stopping at the first one (each is reported)")
+    parser.add_argument("--format", choices=registry.data_formats(),
+                        help="what the questions are, as a comparison config's \"format\" says (default: detected: multispanqa "
+                             "for MultiSpanQA's layout, else squad, whose listed answers are alternatives); answer-parts: any "
+                             "SQuAD-shaped form whose listed answers are the parts of one answer, scored with MultiSpanQA's "
+                             "metrics (your own multi-span questions)")
 
 
 # The forms load_squad reads (bio_mrc/data/formats.py), for every --data and --train.
@@ -77,23 +82,51 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, d
 
 def _load_task_data(args: argparse.Namespace, path: str, limit: int | None, task, needs_gold: str):
     """The questions of ``task`` (None: of whatever task the data's form is): read by the task's own loader where it
-    has one, else as _load_squad reads them, in the task's layout."""
+    has one, else as _load_squad reads them, in the task's layout, and as the task means them (its format named)."""
     from .data.squad import SquadFile
 
     if task is None or task.load is None:
-        return _load_squad(args, path, limit, data_format=task.layout if task else None, needs_gold=needs_gold)
+        data = _load_squad(args, path, limit, data_format=task.layout if task else None, needs_gold=needs_gold)
+        if task is not None:
+            data.examples, data.format = task.task_examples(data.examples), task.format_of_read(data.format)
+        return data
     examples = registry.resolve(task.load)(Path(path))[:limit]
     if not examples:
         raise ConfigError(f"no questions to use in {path}")
     return SquadFile(examples, "2.0" if any(not ex.is_answerable for ex in examples) else "1.1", str(path), task.format)
 
 
+def _format_task(args: argparse.Namespace):
+    """The task ``--format`` names (None: the data's own, detected)."""
+    return registry.task_for(args.format, False) if args.format else None
+
+
+def _requested_task(args: argparse.Namespace):
+    """The task ``--format`` names, else the one of ``--metric``'s scorer (None: the data's own); the two must agree."""
+    named = _format_task(args)
+    if not args.metric:
+        return named
+    scored_by = registry.scorer(args.metric)
+    if named is not None and named.scorer != scored_by.scorer:
+        raise ConfigError(f"--metric {args.metric} does not score --format {args.format} ({named.title}); give one of them")
+    return named or scored_by
+
+
+def _data_task(args: argparse.Namespace, data):
+    """The task the read questions are scored as: ``--metric``'s scorer's unless ``--format`` named the task."""
+    if args.metric and not args.format:
+        return registry.scorer(args.metric, data.is_v2)
+    return registry.task_of_data(data.format, data.is_v2)
+
+
 def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None, quiet: bool = False):
     """The questions as a stream (memory flat in their number) and their count: every one is read and
-    checked once here, before any work, as _load_squad checks them."""
+    checked once here, before any work, as _load_squad checks them, in ``--format``'s layout."""
     from .data.squad import stream_squad
 
-    questions = stream_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid)
+    task = _format_task(args)
+    questions = stream_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid,
+                             data_format=task.layout if task else None)
     count = sum(1 for _ in questions)
     if not quiet or not count:
         _report_read(questions, path, count)
@@ -122,8 +155,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if load_run_record(args.output_dir) is not None and not args.overwrite:
         raise ConfigError(f"{args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
     config = _train_config(args)
-    data = _load_squad(args, args.train, args.limit, needs_gold="bio-mrc train")
-    held_out = _load_squad(args, args.eval, needs_gold="bio-mrc train --eval") if args.eval else None
+    task = _format_task(args)
+    data = _load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
+    held_out = _load_task_data(args, args.eval, None, task, needs_gold="bio-mrc train --eval") if args.eval else None
     evaluator = TrainingEvaluator(held_out.examples, held_out.version) if held_out else None
     print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
     result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
@@ -168,7 +202,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device or args.device)
     config = trained.decode_config(decode)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
-    multi_span = registry.task_of_data(questions.format, False).answers_as_span_lists(args.multi_span)
+    task = _format_task(args)
+    read_format = task.format_of_read(questions.format) if task else questions.format
+    multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
     plan = StreamPlan(decodings, config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
     started = time.perf_counter()
@@ -199,12 +235,11 @@ def _unknown_ids_as_warning_lines() -> Iterator[None]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.predictions import load_na_probs, load_predictions
 
-    requested = registry.scorer(args.metric) if args.metric else None
-    data = _load_task_data(args, args.data, args.limit, requested, needs_gold="bio-mrc evaluate")
+    data = _load_task_data(args, args.data, args.limit, _requested_task(args), needs_gold="bio-mrc evaluate")
     scored = _scored_questions(args, data.examples)
     if scored.subset:
         print(f"note: scoring {scored.subset}", file=sys.stderr)
-    task = registry.scorer(args.metric, data.is_v2) if args.metric else registry.task_of_data(data.format, data.is_v2)
+    task = _data_task(args, data)
     gold = registry.resolve(task.gold)(scored.examples)
     with _unknown_ids_as_warning_lines():
         # A task whose official script scores only complete files (MultiSpanQA): a missing question is an error here too.
@@ -247,9 +282,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     target = _tune_target(args)
     check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
-    requested = registry.scorer(args.metric) if args.metric else None
-    data = _load_task_data(args, args.data, args.limit, requested, needs_gold="bio-mrc tune")
-    task = registry.scorer(args.metric, data.is_v2) if args.metric else registry.task_of_data(data.format, data.is_v2)
+    data = _load_task_data(args, args.data, args.limit, _requested_task(args), needs_gold="bio-mrc tune")
+    task = _data_task(args, data)
     calibrate = _calibrates(args, len(data.examples), task)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device)
     before = copy.deepcopy(trained.model.config)

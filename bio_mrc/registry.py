@@ -146,6 +146,8 @@ class TaskEntry:
     """A task: its data ``format`` (the comparison config's) and the official ``scorer`` that names it for
     ``bio-mrc evaluate --metric`` and ``bio-mrc tune --metric``; ``load(path)`` for data the format table
     (:mod:`bio_mrc.data.formats`) does not read (None: :func:`bio_mrc.data.squad.load_squad` reads it);
+    ``examples_as(examples)`` for a task that reads any SQuAD-shaped form but means something else by its answers
+    (the listed spans as the parts of one answer), what the read questions become (None: they stay as read);
     ``gold(examples)`` (each question's gold texts); whether questions may have no answer (``no_answer``: SQuAD
     2.0's no-answer thresholds are tuned); whether its answers are span lists (``multi_span_answers``: every span
     of a question, scored as a set) or one text per question; how it scores, each a function:
@@ -195,11 +197,21 @@ class TaskEntry:
     metric_titles: Mapping[str, str] = field(default_factory=dict, compare=False)
     statistic_detail: str = ""
     folds: str | Callable[..., Any] = "bio_mrc.data.article_splits:kfold_by_question"
+    examples_as: str | Callable[..., Any] | None = None
 
     @property
     def layout(self) -> str | None:
         """The layout :func:`bio_mrc.data.squad.load_squad` must find its data in (None: any SQuAD-shaped form)."""
-        return None if self.format == SQUAD_FORMAT else self.format
+        return None if self.format == SQUAD_FORMAT or self.examples_as is not None else self.format
+
+    def task_examples(self, examples: Any) -> list[Any]:
+        """The questions ``load_squad`` read, as this task means them (``examples_as``)."""
+        return list(examples) if self.examples_as is None else resolve(self.examples_as)(examples)
+
+    def format_of_read(self, read_format: str) -> str:
+        """The format of questions ``load_squad`` read as ``read_format`` for this task: its own where it means their
+        answers its way (``examples_as``), else the one read (MultiSpanQA's layout, or a SQuAD-shaped form)."""
+        return read_format if self.examples_as is None else self.format
 
     def metric_title(self, metric: str) -> str:
         return self.metric_titles.get(metric, metric)
@@ -463,7 +475,12 @@ register_task(TaskEntry(
     title="MultiSpanQA official metrics (micro-averaged over spans)", **MULTISPAN_SCORING,
 ))
 register_task(TaskEntry(
-    name="quoref", format="quoref", scorer="multispan", load="bio_mrc.data.quoref:load_quoref", no_answer=False,
-    title="Quoref (listed spans form one answer), MultiSpanQA official metrics", folds="bio_mrc.data.article_splits:kfold_by_article",
-    **MULTISPAN_SCORING,
+    name="quoref", format="quoref", scorer="multispan", load=None, examples_as="bio_mrc.data.answer_parts:as_answer_parts",
+    no_answer=False, title="Quoref (listed spans form one answer), MultiSpanQA official metrics",
+    folds="bio_mrc.data.article_splits:kfold_by_article", **MULTISPAN_SCORING,
+))
+register_task(TaskEntry(
+    name="answer-parts", format="answer-parts", scorer="multispan", load=None, examples_as="bio_mrc.data.answer_parts:as_answer_parts",
+    no_answer=False, title="SQuAD-shaped questions whose listed answers are the parts of one answer, MultiSpanQA official metrics",
+    folds="bio_mrc.data.article_splits:kfold_by_article", **MULTISPAN_SCORING,
 ))

@@ -10,7 +10,7 @@ import pytest
 
 from bio_mrc import registry
 from bio_mrc.data.article_splits import kfold_by_article
-from bio_mrc.data.quoref import load_quoref
+from bio_mrc.data.answer_parts import load_answer_parts
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.compare import compare, resolve_splits
@@ -40,7 +40,7 @@ def quoref_file(tmp_path, articles=4):
 
 
 def test_quoref_spans_are_one_answer(tmp_path):
-    examples = {ex.id: ex for ex in load_quoref(quoref_file(tmp_path))}
+    examples = {ex.id: ex for ex in load_answer_parts(quoref_file(tmp_path))}
     two = examples["a0-two"]
     assert two.answer_texts() == [["Ann", "Cy"]]  # one alternative holding both spans (SQuAD would read two alternatives)
     assert examples["a0-one"].answer_texts() == [["Ann"]] and two.title == "article 0"
@@ -48,7 +48,7 @@ def test_quoref_spans_are_one_answer(tmp_path):
 
 
 def test_the_shared_quoref_part_reads_as_documented():
-    examples = load_quoref(require_data("quoref-part/train.json"))
+    examples = load_answer_parts(require_data("quoref-part/train.json"))
     assert len(examples) == 2184 and len({ex.title for ex in examples}) == 267
     assert 200 <= sum(len(ex.answers[0]) > 1 for ex in examples) <= 203  # the README's 203, less repeated spans
 
@@ -214,7 +214,7 @@ def test_the_out_of_domain_evaluation_tunes_each_rule_on_the_other_data_set(trai
     trained = TrainedModel.load(trained_dir)
     config = trained.decode_config(DecodeConfig())
     data = {"spans": (load_multispanqa(multispan_file(tmp_path)), registry.task("multispanqa")),
-            "quoref": (load_quoref(quoref_file(tmp_path)), registry.task("quoref"))}
+            "quoref": (load_answer_parts(quoref_file(tmp_path)), registry.task("quoref"))}
     result = script.evaluate(trained, data, config)
     for name, other in (("spans", "quoref"), ("quoref", "spans")):
         examples, other_examples = data[name][0], data[other][0]

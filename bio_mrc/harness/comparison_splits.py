@@ -106,10 +106,11 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
         examples, is_v2, detected = registry.resolve(task.load)(path), False, spec.format
     else:
         # any form load_squad reads: a file, JSON Lines, a table, MRQA, MultiSpanQA, a saved dataset (FOLDER:SPLIT) under
-        # data_dir, or a hub id; a multi-span task's "format" insists on its layout, a SQuAD one takes any SQuAD-shaped form
+        # data_dir, or a hub id; MultiSpanQA's "format" insists on its layout, SQuAD's and the answer-parts tasks' take any
+        # SQuAD-shaped form (those read their listed answers as one answer's parts)
         data = load_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
                           data_format=task.layout, needs_gold="bio-mrc compare")
-        examples, is_v2, detected = data.examples, data.is_v2, data.format
+        examples, is_v2, detected = task.task_examples(data.examples), data.is_v2, task.format_of_read(data.format)
     if spec.split:
         examples = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))[spec.split["part"]]
     examples = examples[spec.skip : spec.skip + spec.limit if spec.limit else None]

@@ -1,0 +1,36 @@
+"""SQuAD-shaped questions whose listed answers are the parts of one answer (Quoref, a user's own multi-span data).
+
+In SQuAD a question's ``answers`` are annotators' alternatives, any one of them right. Here they are the spans
+that together form the answer, so each question becomes an :class:`Example` with one alternative holding every
+span, scored with MultiSpanQA's metrics. Any form :func:`bio_mrc.data.squad.load_squad` reads works, validated the
+same way; the article title is kept, so cross-validation folds split by it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from ..types import Example
+from .squad import load_squad
+
+
+def load_answer_parts(data: Any, **options: Any) -> list[Example]:
+    """The questions :func:`~bio_mrc.data.squad.load_squad` reads from ``data`` (with its ``options``), each one's
+    listed spans one answer (Quoref's training file, one's own multi-span questions)."""
+    return as_answer_parts(load_squad(data, **options).examples)
+
+
+def as_answer_parts(examples: Iterable[Example]) -> list[Example]:
+    """Each question with its listed spans joined into one answer (:func:`as_one_answer`), in order."""
+    return [as_one_answer(example) for example in examples]
+
+
+def as_one_answer(example: Example) -> Example:
+    """``example`` with its listed spans (deduplicated, in context order) one alternative; none, or an unlabelled
+    question, stays as it is."""
+    if not example.answers:
+        return example
+    spans = sorted({span for alternative in example.answers for span in alternative})
+    return replace(example, answers=(tuple(spans),))

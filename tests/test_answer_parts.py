@@ -1,0 +1,114 @@
+"""Multi-span questions of one's own in any SQuAD-shaped form: ``--format answer-parts`` (a comparison config's
+``"format": "answer-parts"``) reads a question's listed answers as the parts of one answer, for training, tuning,
+prediction and MultiSpanQA's metrics, where SQuAD reads them as alternatives."""
+
+import json
+
+import pytest
+
+from bio_mrc import registry
+from bio_mrc.cli import main
+from bio_mrc.data.answer_parts import as_answer_parts
+from bio_mrc.data.squad import load_squad
+from bio_mrc.harness.comparison_splits import resolve_split
+from bio_mrc.harness.config import DataSpec
+from bio_mrc.inference import TrainedModel
+
+PEOPLE = [("Dave", "Barbara"), ("Ann", "Bob"), ("Cleo", "Dan"), ("Eve", "Finn"), ("Gus", "Hana"), ("Ivo", "Jo")]
+
+
+def parts_rows() -> list[dict]:
+    """Six questions in the Hugging Face SQuAD columns, each with two listed answers that are one answer's parts
+    (the first with a repeated part, which counts once), and one with a single part."""
+    rows = []
+    for k, (first, second) in enumerate(PEOPLE):
+        context = f"{first} and {second} met in town {k}."
+        texts, starts = [first, second], [0, len(first) + 5]
+        if k == 0:
+            texts, starts = [*texts, first], [*starts, 0]
+        rows.append({"id": f"p{k}", "title": f"town {k}", "question": "Who met?", "context": context,
+                     "answers": {"text": texts, "answer_start": starts}})
+    rows.append({"id": "one", "title": "a city", "question": "Where did they meet?", "context": "They met in Rome.",
+                 "answers": {"text": ["Rome"], "answer_start": [12]}})
+    return rows
+
+
+def write_parts(tmp_path) -> str:
+    path = tmp_path / "parts.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in parts_rows()), encoding="utf-8")
+    return str(path)
+
+
+def test_listed_answers_become_one_answer_of_parts_in_context_order(tmp_path):
+    read = load_squad(write_parts(tmp_path)).examples
+    assert read[0].answer_texts() == [["Dave"], ["Barbara"], ["Dave"]]  # SQuAD: three alternatives
+    parts = as_answer_parts(read)
+    assert parts[0].answer_texts() == [["Dave", "Barbara"]]  # one answer, its parts once each, in context order
+    assert parts[-1].answer_texts() == [["Rome"]]
+    assert [(ex.id, ex.question, ex.context, ex.title) for ex in parts] == [(ex.id, ex.question, ex.context, ex.title) for ex in read]
+    unlabelled = load_squad([{"question": "Who?", "context": "Ann met Bob."}]).examples
+    assert as_answer_parts(unlabelled) == unlabelled  # nothing to join: questions to predict stay as they are
+
+
+def test_a_comparison_reads_any_squad_shaped_form_as_answer_parts(tmp_path):
+    path = write_parts(tmp_path)
+    as_parts = resolve_split(DataSpec(path="parts.jsonl", format="answer-parts"), tmp_path)
+    assert as_parts.task == "answer-parts" and as_parts.gold["p0"] == ["Dave", "Barbara"]
+    assert resolve_split(DataSpec(path="parts.jsonl"), tmp_path).gold["p0"] == ["Dave", "Barbara", "Dave"]  # alternatives
+    quoref = resolve_split(DataSpec(path=path, format="quoref", limit=3), tmp_path)
+    assert quoref.task == "quoref" and quoref.ids == ["p0", "p1", "p2"] and quoref.gold["p1"] == ["Ann", "Bob"]
+    task = registry.task("answer-parts")
+    assert task.scorer == "multispan" and task.multi_span_answers and task.layout is None
+
+
+def test_the_cli_trains_tunes_predicts_and_evaluates_answer_parts(tiny_encoder_dir, tmp_path, capsys):
+    data, model, preds = write_parts(tmp_path), tmp_path / "model", tmp_path / "preds.json"
+    window = ["--max-seq-length", "32", "--doc-stride", "8", "--max-query-length", "8"]
+    assert main(["train", "--train", data, "--format", "answer-parts", "--output-dir", str(model), "--encoder",
+                 str(tiny_encoder_dir), "--epochs", "1", *window]) == 0
+    assert json.loads(capsys.readouterr().out)["questions"] == len(parts_rows())
+    assert main(["tune", "--model", str(model), "--data", data, "--format", "answer-parts"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    decodings = TrainedModel.load(model).decodings
+    assert {f"min_span_probability/{d}" for d in decodings} <= set(report)  # the span-count rules, as on MultiSpanQA
+    assert main(["predict", "--model", str(model), "--data", data, "--format", "answer-parts", "--output", str(preds)]) == 0
+    answers = json.loads(preds.read_text())
+    assert set(answers) == {row["id"] for row in parts_rows()} and all(isinstance(a, list) and a for a in answers.values())
+    capsys.readouterr()
+    assert main(["evaluate", "--data", data, "--format", "answer-parts", "--predictions", str(preds)]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {"em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1"}
+    gold = tmp_path / "gold.json"
+    gold.write_text(json.dumps({row["id"]: row["answers"]["text"][:2] for row in parts_rows()}), encoding="utf-8")
+    assert main(["evaluate", "--data", data, "--format", "answer-parts", "--predictions", str(gold), "--metric", "multispan"]) == 0
+    assert json.loads(capsys.readouterr().out)["em_f1"] == 100.0  # each gold part once: every span right
+
+
+def test_a_metric_that_does_not_score_the_format_is_refused_in_one_line(tmp_path, capsys):
+    data = write_parts(tmp_path)
+    (tmp_path / "preds.json").write_text(json.dumps({row["id"]: "Dave" for row in parts_rows()}), encoding="utf-8")
+    assert main(["evaluate", "--data", data, "--format", "answer-parts", "--metric", "squad",
+                 "--predictions", str(tmp_path / "preds.json")]) == 2
+    err = capsys.readouterr().err
+    assert "--metric squad does not score --format answer-parts" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["train", "tune", "predict", "evaluate"])
+def test_every_command_that_reads_questions_takes_each_registered_format(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert "--format{" + ",".join(registry.data_formats()) + "}" in capsys.readouterr().out.replace("\n", "").replace(" ", "")
+
+
+def test_answer_parts_train_a_tag_for_every_part(tiny_tokenizer, tmp_path):
+    from bio_mrc.features.config import FeatureConfig
+    from bio_mrc.features.windows import build_features
+    from bio_mrc.tags import TAG_B
+
+    examples = as_answer_parts(load_squad(write_parts(tmp_path)).examples[:1])
+    features = build_features(examples, tiny_tokenizer, FeatureConfig(64, 16, 16), heads=("bio",))
+    assert sum(tag[TAG_B] == 1.0 for tag in features[0]["bio_targets"]) == 2  # Dave and Barbara both begin a span
+
+
+def test_quoref_and_answer_parts_share_their_reading():
+    quoref, parts = registry.task("quoref"), registry.task("answer-parts")
+    assert quoref.examples_as == parts.examples_as and quoref.scorer == parts.scorer and quoref.folds == parts.folds
