@@ -297,7 +297,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _copy_model(Path(args.model), target)
     # predict, compare and AnswerExtractor apply them from now on
     save_tuned_settings(target, trained.model.config, tuned.thresholds, tuned.settings, tuning_provenance(description, data.examples))
-    for line in tuning_summary(tuned, before):
+    for line in tuning_summary(tuned, before, task):
         print(line, file=sys.stderr)
     if not calibrate:
         print(f"calibrators: none fitted; kept as saved ({', '.join(before.calibration or {}) or 'none'})", file=sys.stderr)

@@ -68,9 +68,15 @@ def test_the_cli_trains_tunes_predicts_and_evaluates_answer_parts(tiny_encoder_d
                  str(tiny_encoder_dir), "--epochs", "1", *window]) == 0
     assert json.loads(capsys.readouterr().out)["questions"] == len(parts_rows())
     assert main(["tune", "--model", str(model), "--data", data, "--format", "answer-parts"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    printed = capsys.readouterr()
+    report = json.loads(printed.out)
     decodings = TrainedModel.load(model).decodings
     assert {f"min_span_probability/{d}" for d in decodings} <= set(report)  # the span-count rules, as on MultiSpanQA
+    for d in decodings:  # each said in one line on stderr, by the task's statistic
+        rule = report[f"min_span_probability/{d}"]
+        assert (f"span-count rule {d}: a further span kept from probability {rule['value']:g} (was none; EM F1 "
+                f"{rule['em_f1']:.2f}, {rule['em_f1_at_default']:.2f} at the default)") in printed.err
+    assert "answerable questions (EM F1 " in printed.err
     assert main(["predict", "--model", str(model), "--data", data, "--format", "answer-parts", "--output", str(preds)]) == 0
     answers = json.loads(preds.read_text())
     assert set(answers) == {row["id"] for row in parts_rows()} and all(isinstance(a, list) and a for a in answers.values())

@@ -289,14 +289,23 @@ def fit_calibrators(
     return calibrators
 
 
-def tuning_summary(tuned: TunedSettings, before: BioMrcConfig) -> list[str]:
-    """One line per setting :func:`tune_settings` fitted, with the questions it used and the value ``before``
-    held (the model's config as it was), and one ``warning:`` line per calibrator left out."""
+def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.TaskEntry | None = None) -> list[str]:
+    """One line per setting :func:`tune_settings` fitted on questions of ``task`` (None: SQuAD v1.1), with the questions
+    it used, its statistic and the value ``before`` held (the model's config as it was), and one ``warning:`` line per
+    calibrator left out."""
+    task = task or registry.squad_task("1.1")
     lines = []
     if tuned.bio_length_prior is not None:
         report = tuned.report["bio_length_prior"]
         lines.append(f"bio_length_prior: {tuned.bio_length_prior:g} (was {_shown(before.bio_length_prior)}), fitted on "
-                     f"{report['questions']} answerable questions (F1 {report['f1']:.2f}; {report['f1_without']:.2f} at 0)")
+                     f"{report['questions']} answerable questions ({task.statistic_title} {report['f1']:.2f}; "
+                     f"{report['f1_without']:.2f} at 0)")
+    old_rules = before.min_span_probabilities or {}
+    for decoding, value in tuned.min_span_probabilities.items():
+        report = tuned.report[f"min_span_probability/{decoding}"]
+        lines.append(f"span-count rule {decoding}: a further span kept from probability {value:g} "
+                     f"(was {_shown(old_rules.get(decoding))}; {task.statistic_title} {report[task.statistic]:.2f}, "
+                     f"{report[f'{task.statistic}_at_default']:.2f} at the default)")
     old_thresholds = before.no_answer_thresholds or {}
     for key, threshold in tuned.thresholds.items():
         report = tuned.report[key]
