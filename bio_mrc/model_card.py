@@ -214,7 +214,7 @@ def _tuned_results(config: BioMrcConfig) -> list:
     for key, threshold in sorted((config.no_answer_thresholds or {}).items()):
         if math.isfinite(threshold):  # -inf (always abstain) is no number the hub reads
             values.append(("no_answer_threshold", f"no-answer threshold, {key} (tuned setting)", key, threshold))
-    if not tuned_on or not values:
+    if not tuned_on or not values or "for_model" in tuned_on:  # values inherited from a model this one continues: not its own
         return []
     dataset = _dataset(tuned_on.get("description"), tuned_on.get("questions"), tuned_on.get("content_hash"),
                        suffix=" (tuning questions)")
@@ -392,6 +392,9 @@ def _tuned_section(config: BioMrcConfig) -> str:
     tuned_on = config.tuned_on or {}
     provenance = (f"Tuned on `{tuned_on.get('description')}` ({tuned_on.get('questions')} questions, content hash "
                   f"`{tuned_on.get('content_hash')}`)" if tuned_on else "Where these were tuned is not recorded")
+    if "for_model" in tuned_on:
+        provenance += (f" for the model this one continues, `{tuned_on['for_model']}`, not for this one (`bio-mrc tune --model "
+                       "DIR --data HELDOUT.json` tunes them for it)")
     return ("## Tuned settings\n\n" + provenance + "; saved in config.json, applied by `predict`, `compare` and "
             "`AnswerExtractor` (a question is left unanswered when its no-answer score exceeds the threshold).\n\n"
             + _table(rows, ("setting", "value")))

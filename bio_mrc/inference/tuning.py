@@ -344,11 +344,14 @@ def save_tuned_settings(
 
     Values tuned on the same questions are merged. Values tuned on other questions are
     replaced, or, without ``overwrite`` (a comparison reusing a cached model), kept:
-    then nothing is written and False is returned. The model card is remade with the new values.
+    then nothing is written and False is returned. Values a continued model holds from the model it continues
+    (``tuned_on["for_model"]``) were never tuned for it, and are always replaced. The model card is remade with
+    the new values.
     """
     previous = config.tuned_on or {}
-    same_questions = previous.get("content_hash") == tuned_on["content_hash"]
-    if previous and not same_questions and not overwrite:
+    inherited = "for_model" in previous
+    same_questions = not inherited and previous.get("content_hash") == tuned_on["content_hash"]
+    if previous and not inherited and not same_questions and not overwrite:
         return False
     kept = (config.no_answer_thresholds or {}) if same_questions else {}
     config.no_answer_thresholds = {**kept, **thresholds} or None  # -inf ("always abstain") survives the JSON round trip

@@ -127,13 +127,23 @@ class HeadRateTrainer(Trainer):
         return sampler
 
 
+def continued_config(model_config: BioMrcConfig, init_from: str) -> BioMrcConfig:
+    """The config of a model continued from ``init_from``: its decoding settings (β, thresholds, span-count rules) stay
+    as starting values, marked as tuned for the model it continues (``tuned_on["for_model"]``), which a tuning of this
+    one replaces; its calibrators go, since they map the earlier weights' confidence to P(right)."""
+    model_config.calibration = None
+    if model_config.tuned_on:
+        model_config.tuned_on = {**model_config.tuned_on, "for_model": model_config.tuned_on.get("for_model", str(init_from))}
+    return model_config
+
+
 def fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
     """New heads on the configured encoder, or a trained bio_mrc model to continue from; returns (model, its path).
     The model's config records the heads, losses and windows, so the saved folder runs on its own."""
     settings = config.model_settings()
     dropout = {"attention": config.attention_dropout, "hidden": config.hidden_dropout}
     if config.init_from:
-        model_config = BioMrcConfig.from_pretrained(config.init_from, **settings)
+        model_config = continued_config(BioMrcConfig.from_pretrained(config.init_from, **settings), config.init_from)
         set_encoder_dropout(model_config.encoder, **dropout)
         return BioMrcForQuestionAnswering.from_pretrained(config.init_from, config=model_config), config.init_from
     encoder = resolve_encoder(config.encoder)

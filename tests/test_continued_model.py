@@ -1,0 +1,45 @@
+"""A model continued from another (``init_from``) starts from its decoding settings, marked as tuned for that model,
+without its calibrators; a tuning of the continued model replaces what it inherited, a comparison's included."""
+
+import shutil
+from dataclasses import replace
+
+from bio_mrc.inference.tuning import save_tuned_settings
+from bio_mrc.model import BioMrcConfig
+from bio_mrc.model_card import CARD_FILE
+from bio_mrc.training.train import TrainConfig, train_model
+
+TUNED_ON = {"description": "dev.json (first 50 questions)", "questions": 50, "content_hash": "aaaa"}
+CALIBRATOR = {"a": 1.0, "b": 1.0, "c": 0.0, "questions": 50}
+
+
+def tuned_copy(trained_dir, folder):
+    shutil.copytree(trained_dir, folder)
+    config = BioMrcConfig.from_pretrained(folder)
+    settings = {"bio_length_prior": 1.25, "min_span_probabilities": {"joint": 0.3}, "calibration": {"joint": CALIBRATOR}}
+    assert save_tuned_settings(folder, config, {"joint": 0.5}, settings, TUNED_ON)
+    return folder
+
+
+def test_a_continued_model_keeps_the_settings_as_tuned_for_the_other_and_drops_its_calibrators(trained_dir, tmp_path, sample_v1):
+    first = tuned_copy(trained_dir, tmp_path / "first")
+    config = TrainConfig(init_from=str(first), max_seq_length=48, doc_stride=16, max_query_length=12, epochs=1, batch_size=8,
+                         precision="fp32")
+    continued = train_model(sample_v1.examples[:8], config, tmp_path / "continued").model_dir
+    saved = BioMrcConfig.from_pretrained(continued)
+    assert saved.calibration is None  # the earlier weights' confidence -> P(right): not this model's
+    assert (saved.bio_length_prior, saved.no_answer_thresholds, saved.min_span_probabilities) == (1.25, {"joint": 0.5}, {"joint": 0.3})
+    assert saved.tuned_on == {**TUNED_ON, "for_model": str(first)}
+    card = (continued / CARD_FILE).read_text(encoding="utf-8")
+    assert f"for the model this one continues, `{first}`, not for this one" in card
+
+    again = train_model(sample_v1.examples[:8], replace(config, init_from=str(continued)), tmp_path / "third")
+    assert BioMrcConfig.from_pretrained(again.model_dir).tuned_on["for_model"] == str(first)  # the model they were tuned for
+
+    # a comparison reusing a model keeps its own tuning (overwrite off), yet replaces what it inherited, even on the same questions
+    fresh = {"description": "tune split", "questions": 40, "content_hash": "bbbb"}
+    assert save_tuned_settings(continued, saved, {"span": 0.1}, {"bio_length_prior": 0.5}, fresh, overwrite=False)
+    retuned = BioMrcConfig.from_pretrained(continued)
+    assert retuned.tuned_on == fresh and retuned.no_answer_thresholds == {"span": 0.1} and retuned.bio_length_prior == 0.5
+    assert not save_tuned_settings(continued, retuned, {"span": 0.2}, {}, TUNED_ON, overwrite=False)  # now its own: kept
+    assert "not for this one" not in (continued / CARD_FILE).read_text(encoding="utf-8")
