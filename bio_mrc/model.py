@@ -47,7 +47,8 @@ class BioMrcConfig(PreTrainedConfig):
     probability that its answer is right (``bio_mrc.inference.calibrators``); ``min_span_probabilities`` maps a
     decoding to the probability a span after the first needs to join its multi-span answer, tuned on multi-span
     questions (``bio_mrc.inference.span_count``). ``tuned_on`` says on which questions they were tuned
-    (``{"description", "questions", "content_hash"}``). ``bio_mrc_format`` is the folder
+    (``{"description", "questions", "content_hash"}``, and ``"for_model"`` where they were tuned for a model this one
+    continues, ``init_from``). ``bio_mrc_format`` is the folder
     layout's version.
     """
 
