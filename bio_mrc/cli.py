@@ -119,14 +119,14 @@ def _data_task(args: argparse.Namespace, data):
     return registry.task_of_data(data.format, data.is_v2)
 
 
-def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None, quiet: bool = False):
+def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None, quiet: bool = False,
+                  data_format: str | None = None):
     """The questions as a stream (memory flat in their number) and their count: every one is read and
-    checked once here, before any work, as _load_squad checks them, in ``--format``'s layout."""
+    checked once here, before any work, as _load_squad checks them, in ``data_format``'s layout (None: any)."""
     from .data.squad import stream_squad
 
-    task = _format_task(args)
     questions = stream_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid,
-                             data_format=task.layout if task else None)
+                             data_format=data_format)
     count = sum(1 for _ in questions)
     if not quiet or not count:
         _report_read(questions, path, count)
@@ -198,11 +198,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     check_outputs_apart(prediction_outputs(output, args.decoding), [args.data], [args.model])
     decode = _decode_config(args)  # its ranges checked before any work
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
-    questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes)
+    task = _format_task(args)
+    questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes, data_format=task.layout if task else None)
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device or args.device)
     config = trained.decode_config(decode)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
-    task = _format_task(args)
     read_format = task.format_of_read(questions.format) if task else questions.format
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))

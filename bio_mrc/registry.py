@@ -474,13 +474,13 @@ register_task(TaskEntry(
     name="multispanqa", format="multispanqa", scorer="multispan", load=None, no_answer=False,
     title="MultiSpanQA official metrics (micro-averaged over spans)", **MULTISPAN_SCORING,
 ))
+# SQuAD-shaped files whose listed spans are one answer's parts: read by load_squad, scored as MultiSpanQA, folded by article
+ANSWER_PARTS = dict(scorer="multispan", load=None, examples_as="bio_mrc.data.answer_parts:as_answer_parts", no_answer=False,
+                    folds="bio_mrc.data.article_splits:kfold_by_article", **MULTISPAN_SCORING)
 register_task(TaskEntry(
-    name="quoref", format="quoref", scorer="multispan", load=None, examples_as="bio_mrc.data.answer_parts:as_answer_parts",
-    no_answer=False, title="Quoref (listed spans form one answer), MultiSpanQA official metrics",
-    folds="bio_mrc.data.article_splits:kfold_by_article", **MULTISPAN_SCORING,
+    name="quoref", format="quoref", title="Quoref (listed spans form one answer), MultiSpanQA official metrics", **ANSWER_PARTS,
 ))
 register_task(TaskEntry(
-    name="answer-parts", format="answer-parts", scorer="multispan", load=None, examples_as="bio_mrc.data.answer_parts:as_answer_parts",
-    no_answer=False, title="SQuAD-shaped questions whose listed answers are the parts of one answer, MultiSpanQA official metrics",
-    folds="bio_mrc.data.article_splits:kfold_by_article", **MULTISPAN_SCORING,
+    name="answer-parts", format="answer-parts",
+    title="SQuAD-shaped questions whose listed answers are the parts of one answer, MultiSpanQA official metrics", **ANSWER_PARTS,
 ))
