@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +26,11 @@ MODEL_FORMAT = 1
 RUN_FILE = "bio_mrc_run.json"
 WINDOW_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
 # Where encoder configs keep their dropout rates, by the names transformers' model families use
-# (BERT, RoBERTa, ELECTRA, MiniLM: *_prob; DistilBERT: attention_dropout and dropout).
+# (BERT, RoBERTa, ELECTRA, MiniLM: *_prob; DistilBERT: attention_dropout and dropout; ModernBERT: its embedding
+# and MLP dropout).
 ENCODER_DROPOUT_ATTRIBUTES = {
     "attention": ("attention_probs_dropout_prob", "attention_dropout"),
-    "hidden": ("hidden_dropout_prob", "dropout", "hidden_dropout"),
+    "hidden": ("hidden_dropout_prob", "dropout", "hidden_dropout", "embedding_dropout", "mlp_dropout"),
 }
 
 
@@ -225,6 +228,14 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         return model
 
     @property
+    def takes_token_types(self) -> bool:
+        """Whether the encoder reads token types: its forward takes them and it has more than one type. A tokenizer
+        may make types 0 and 1 for an encoder of a single type (a RoBERTa model paired with a BERT tokenizer),
+        whose embedding has no row for type 1."""
+        accepted = "token_type_ids" in inspect.signature(self.encoder.forward).parameters
+        return accepted and getattr(self.encoder.config, "type_vocab_size", 2) > 1
+
+    @property
     def heads(self) -> dict[str, torch.nn.Module]:
         present = ((name, getattr(self, entry.attribute, None)) for name, entry in registry.HEADS.items())
         return {name: head for name, head in present if head is not None}
@@ -257,7 +268,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
             raise TypeError(f"forward() got unexpected keyword arguments {unknown}; "
                             f"the registered heads' labels are {sorted(registry.head_labels())}")
         encoder_inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None:
+        if token_type_ids is not None and self.takes_token_types:
             encoder_inputs["token_type_ids"] = token_type_ids
         encoded = self.encoder(
             **encoder_inputs, output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True

@@ -35,7 +35,8 @@ SIZE_LIMITS = {
     "n_layers": 96, "dim": 16384, "n_heads": 256, "hidden_dim": 65536,  # DistilBERT's names
 }
 WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")
-ENCODER_RATES = ("attention_probs_dropout_prob", "hidden_dropout_prob", "attention_dropout", "dropout", "hidden_dropout")
+ENCODER_RATES = ("attention_probs_dropout_prob", "hidden_dropout_prob", "attention_dropout", "dropout", "hidden_dropout",
+                 "embedding_dropout", "mlp_dropout")
 DTYPES = (None, "float32", "float16", "bfloat16")
 TAG_LEVELS = ("word", "subword")  # as bio_mrc.features.windows reads them
 # Trained encoders' weights stay within a few hundred (all-MiniLM-L6-v2: 7.9); a flipped exponent bit makes ~1e38.

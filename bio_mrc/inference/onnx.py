@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import importlib
-import inspect
 import shutil
 import time
 import warnings
@@ -63,10 +62,9 @@ class LogitsModule(torch.nn.Module):
 
 def encoder_inputs(model: BioMrcForQuestionAnswering, tokenizer) -> list[str]:
     """``input_ids``, ``attention_mask`` and ``token_type_ids`` where the tokenizer makes them
-    (the windows carry them) and the encoder takes them; the graph has exactly these inputs."""
-    accepted = inspect.signature(model.encoder.forward).parameters
-    return [name for name in ENCODER_INPUTS
-            if name in ("input_ids", "attention_mask") or (name in tokenizer.model_input_names and name in accepted)]
+    (the windows carry them) and the encoder reads them (``takes_token_types``); the graph has exactly these inputs."""
+    return [name for name in ENCODER_INPUTS if name in ("input_ids", "attention_mask")
+            or (name == "token_type_ids" and name in tokenizer.model_input_names and model.takes_token_types)]
 
 
 def random_inputs(config: BioMrcConfig, names: Sequence[str], batch: int, length: int, seed: int = 0) -> dict[str, torch.Tensor]:
