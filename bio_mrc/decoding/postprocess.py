@@ -161,10 +161,8 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     log_tags, tagged, prior = outputs.bio_log_probs, outputs.tagged, config.bio_length_prior or 0.0
     inside_ratio = np.where(tagged, log_tags[..., TAG_I] - log_tags[..., TAG_O] + prior, 0.0)
     begin_bonus = log_tags[..., TAG_B] - log_tags[..., TAG_I] - prior  # the first tag is B: no I gain, no prior
-    candidates = best_spans(
-        np.where(tagged, log_start + begin_bonus, -np.inf), np.where(outputs.word_end, log_end, -np.inf), outputs.mask,
-        config.max_answer_length, config.n_best, extra_token_scores=inside_ratio,
-    )
+    starts, ends = np.where(tagged, log_start + begin_bonus, -np.inf), np.where(outputs.word_end, log_end, -np.inf)
+    candidates = _whole_word_spans(outputs, starts, ends, inside_ratio, config, len(examples))
     null = _window_null(outputs, log_start[:, 0] + log_end[:, 0], len(examples))
     predictions = _collect(examples, *_span_candidates_to_chars(outputs, candidates), config.n_best, null)
     if config.multi_span:  # its multi-span answers take the tagger's spans where it holds several likely ones
@@ -172,6 +170,24 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
         for prediction, tags in zip(predictions, tagged):
             prediction.tag_spans = tags.spans
     return predictions
+
+
+def _whole_word_spans(
+    outputs: WindowOutputs, starts: np.ndarray, ends: np.ndarray, inside: np.ndarray, config: DecodeConfig, n_examples: int
+) -> SpanCandidates:
+    """The joint decoding's n-best spans of every window, whole words of at most ``max_answer_length`` tokens; a
+    question none of whose words fits (each is longer) gets its windows' whole-word spans of any length instead."""
+    candidates = best_spans(starts, ends, outputs.mask, config.max_answer_length, config.n_best, extra_token_scores=inside)
+    found = np.zeros(n_examples, dtype=bool)
+    np.logical_or.at(found, outputs.example_index, np.isfinite(candidates.score).any(axis=1))
+    rows = np.flatnonzero(~found[outputs.example_index])
+    width = outputs.mask.shape[1]
+    if not len(rows) or config.max_answer_length >= width:
+        return candidates
+    wider = best_spans(starts[rows], ends[rows], outputs.mask[rows], width, config.n_best, extra_token_scores=inside[rows])
+    score, start, end = candidates.score.copy(), candidates.start.copy(), candidates.end.copy()
+    score[rows], start[rows], end[rows] = wider.score, wider.start, wider.end
+    return SpanCandidates(score, start, end)
 
 
 def decode_bio_predictions(

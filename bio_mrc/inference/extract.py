@@ -106,10 +106,15 @@ class AnswerExtractor:
         self.progress = progress  # bars for the windows and the forward passes (the command line's, on long contexts)
         self.decoding = decoding
         registry.resolve_decoding(self.trained.decodings, decoding)  # one the heads can do, refused at once
-        self.multi_span = multi_span
+        self.multi_span = _check_flag(multi_span, "multi_span")
+        if decode_config is not None and not isinstance(decode_config, DecodeConfig):
+            raise TypeError(f"decode_config is a DecodeConfig, got a {type(decode_config).__name__}")
         self.decode_config = decode_config or DecodeConfig()
+        if min_span_probability is not None:  # refused as DecodeConfig refuses it: a probability
+            replace(self.decode_config, min_span_probability=min_span_probability)
         self.min_span_probability = min_span_probability
-        self.batch_size = batch_size or self.trained.batch_size  # windows a forward pass: 16 on a CPU, 128 on a GPU
+        # windows a forward pass: 16 on a CPU, 128 on a GPU
+        self.batch_size = self.trained.batch_size if batch_size is None else check_batch_size(batch_size)
 
     @classmethod
     def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None, **kwargs) -> "AnswerExtractor":
@@ -151,12 +156,14 @@ class AnswerExtractor:
         """One question and one context: a :class:`Prediction` (its ``top_k`` best spans, default 1, or with
         ``multi_span`` every answer span). Lists of questions and contexts: a list of them. One question and a list
         of documents: :meth:`answer_documents` (``names`` name the documents)."""
+        multi_span = self.multi_span if multi_span is None else _check_flag(multi_span, "multi_span")
+        require_answer = None if require_answer is None else _check_flag(require_answer, "require_answer")
         if asks_over_documents(question, context):
-            return self.answer_documents(question, context, top_k or 1, names, multi_span, decoding, require_answer)
+            return self.answer_documents(question, context, 1 if top_k is None else top_k, names, multi_span, decoding,
+                                         require_answer)
         examples, single = self.examples(question, context)
         if not examples:
             return []
-        multi_span = self.multi_span if multi_span is None else multi_span
         registry.resolve_decoding(self.trained.decodings, decoding or self.decoding)  # refuse before the forward pass
         _check_top_k(top_k, multi_span)
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=self.progress)
@@ -174,7 +181,7 @@ class AnswerExtractor:
         """Ask ``question`` of every document; the ``top_k`` best single spans across them, best first, each naming
         its document (index, and ``names[index]`` where given), scored comparably across documents (see
         :mod:`bio_mrc.inference.documents`). Several spans per answer (``multi_span``) take one document at a time."""
-        if multi_span if multi_span is not None else self.multi_span:
+        if self.multi_span if multi_span is None else _check_flag(multi_span, "multi_span"):
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
         _check_top_k(top_k, False)
@@ -186,6 +193,19 @@ class AnswerExtractor:
         n_best = max(top_k, self.decode_config.n_best)
         predictions = self.predict(outputs, examples, False, decoding, require_answer=require_answer, n_best=n_best)
         return rank_across_documents(question, predictions, top_k, names)
+
+
+def check_batch_size(batch_size: Any) -> int:
+    """``batch_size`` if it is a positive whole number of windows a forward pass; else a ConfigError."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigError(f"batch_size is a positive number of windows a forward pass, got {batch_size!r}")
+    return batch_size
+
+
+def _check_flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} is true or false, got {value!r}")
+    return value
 
 
 def _check_top_k(top_k: int | None, multi_span: bool) -> None:

@@ -52,7 +52,7 @@ from ..model_folder import check_tokenizer
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .documents import rank_across_documents
-from .extract import AnswerExtractor, asks_over_documents
+from .extract import AnswerExtractor, asks_over_documents, check_batch_size
 from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
@@ -84,6 +84,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             raise ModelFormatError(f"the {TASK} pipeline needs the model's (fast) tokenizer", model.name_or_path)
         self.extractor = AnswerExtractor(trained_model(model, tokenizer, precision))  # before the options are checked
         super().__init__(model, tokenizer, **kwargs)  # moves the model (in place) to `device`
+        if self._batch_size is not None:
+            check_batch_size(self._batch_size)
 
     def _sanitize_parameters(
         self, top_k=None, handle_impossible_answer=None, max_answer_len=None, decoding=None, multi_span=None,
@@ -96,10 +98,12 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if unknown:
             raise TypeError(f"unknown {TASK} options: {sorted(unknown)}")
         for name, value in (("top_k", top_k), ("max_answer_len", max_answer_len)):
-            if value is not None and (not isinstance(value, int) or value < 1):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if align_to_words is not None and not isinstance(align_to_words, bool):
-            raise ValueError(f"align_to_words must be true or false, got {align_to_words!r}")
+        flags = {"align_to_words": align_to_words, "multi_span": multi_span, "handle_impossible_answer": handle_impossible_answer}
+        for name, value in flags.items():
+            if value is not None and not isinstance(value, bool):
+                raise ValueError(f"{name} must be true or false, got {value!r}")
         if decoding is not None:
             registry.resolve_decoding(self.extractor.trained.decodings, decoding)  # one the heads can do
         options = dict(top_k=top_k, handle_impossible_answer=handle_impossible_answer, max_answer_len=max_answer_len,
@@ -114,7 +118,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         answered ``batch_size`` questions at a time, as transformers pipelines stream them."""
         if len(args) == 1 and is_stream(args[0]):
             self._sanitize_parameters(**kwargs)  # refused now, not at the first next()
-            return self._stream(args[0], batch_size or self._batch_size or INFERENCE_BATCH_SIZE, kwargs)
+            size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or INFERENCE_BATCH_SIZE
+            return self._stream(args[0], size, kwargs)
         question, context = question_and_context(args, kwargs.pop("question", None), kwargs.pop("context", None))
         examples, single = self.extractor.examples(question, context)
         if not examples:
@@ -126,7 +131,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if documents and options.get("multi_span"):
             raise ValueError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
-        batch_size = batch_size or self._batch_size or INFERENCE_BATCH_SIZE
+        batch_size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or INFERENCE_BATCH_SIZE
         return super().__call__(_Questions(examples, single, batch_size, documents), **kwargs)
 
     def _stream(self, inputs: Iterable[Any], batch_size: int, options: dict[str, Any]) -> Iterator[Any]:

@@ -12,7 +12,6 @@ up is dropped (:mod:`.bounded`).
 """
 
 import dataclasses
-import json
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from ..types import Prediction, RankedAnswers
 from .answering import Question
 from .bounded import ClientLeft, bounded, gather_cancelling
 from .config import ServeConfig
-from .guards import PARSED_BODY, BodyGuard, off_loop
+from .guards import PARSED_BODY, BodyGuard, off_loop, read_utf8_json
 from .scheduler import AnswerScheduler
 from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, Span, answer_request_model
 
@@ -112,7 +111,7 @@ class OffLoopJsonRequest(Request):
             if PARSED_BODY in self.scope:
                 self._json = self.scope[PARSED_BODY]
             else:
-                self._json = await off_loop(json.loads, await self.body(), self.app.state.helper)
+                self._json = await off_loop(read_utf8_json, await self.body(), self.app.state.helper)
         return self._json
 
 

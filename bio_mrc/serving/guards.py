@@ -99,8 +99,9 @@ async def off_loop(parse: Callable[[bytes], Parsed], body: bytes, helper: Helper
 
 
 def _is_json(scope) -> bool:
-    content_type = dict(scope.get("headers", ())).get(b"content-type", b"").split(b";")[0].strip().lower()
-    return content_type == b"application/json" or content_type.endswith(b"+json")
+    """Whether any ``Content-Type`` header names JSON (the application reads the body by the first of them)."""
+    types = [value.split(b";")[0].strip().lower() for name, value in scope.get("headers", ()) if name == b"content-type"]
+    return any(kind == b"application/json" or kind.endswith(b"+json") for kind in types)
 
 
 def _replay(body: bytes, receive):
@@ -150,7 +151,7 @@ def read_strict_json(body: bytes) -> StrictJson:
     """``body`` parsed strictly: duplicate keys, integers of more than :data:`MAX_INT_DIGITS` digits and nesting
     deeper than :data:`MAX_JSON_DEPTH` are refused, each naming where it is."""
     try:
-        text = body.decode("utf-8")
+        text = body.decode("utf-8-sig")
     except UnicodeDecodeError:
         return StrictJson()
     try:
@@ -166,6 +167,12 @@ def read_strict_json(body: bytes) -> StrictJson:
         return StrictJson()
     problem = _too_deep(text)
     return StrictJson(problem) if problem else StrictJson(parsed=True, document=document)
+
+
+def read_utf8_json(body: bytes) -> Any:
+    """A JSON body the strict read left to the application, read as that read reads it: UTF-8 (a byte-order mark
+    allowed), never guessed to be UTF-16 or UTF-32 as ``json.loads`` guesses bytes (which would skip its checks)."""
+    return json.loads(body.decode("utf-8-sig"))
 
 
 def _first_token(text: str, wanted) -> int:

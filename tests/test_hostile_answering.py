@@ -1,0 +1,153 @@
+"""Odd arguments and requests at the answering doors: refused before any work, or answered with exact offsets."""
+
+import json
+import math
+
+import pytest
+
+from bio_mrc.decoding.postprocess import DecodeConfig
+from bio_mrc.errors import ConfigError
+from bio_mrc.inference import AnswerExtractor
+
+QUESTION = "Who formulated the laws of motion?"
+CONTEXT = "Isaac Newton formulated the laws of motion."
+DOCUMENTS = ["Isaac Newton formulated the laws.", "Newton was English."]
+LONG_WORDS = "zzzqqq xxxyyyww qqqzzz"  # every word several word pieces long
+
+
+@pytest.fixture(scope="module")
+def extractor(trained_dir):
+    return AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def qa(trained_dir):
+    import bio_mrc  # noqa: F401  (registers the task)
+    from transformers import pipeline
+
+    return pipeline("bio-mrc-qa", model=str(trained_dir), device="cpu")
+
+
+@pytest.fixture
+def no_forward_pass(extractor, monkeypatch):
+    """Any forward pass of ``extractor``'s model fails the test: what is refused must be refused before it."""
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError("a forward pass ran")
+
+    monkeypatch.setattr(extractor.trained, "windows", forbidden)
+
+
+@pytest.mark.parametrize("top_k", [0, False])
+def test_top_k_of_no_answers_over_several_documents_is_refused(extractor, no_forward_pass, top_k):
+    with pytest.raises(ConfigError, match="top_k is a positive number of answers"):
+        extractor(QUESTION, DOCUMENTS, top_k=top_k)
+
+
+@pytest.mark.parametrize("batch_size", [-1, 0, 2.5, True, "8"])
+def test_a_batch_size_that_is_no_positive_count_is_refused(extractor, batch_size):
+    with pytest.raises(ConfigError, match="batch_size is a positive number of windows"):
+        AnswerExtractor(extractor.trained, batch_size=batch_size)
+
+
+@pytest.mark.parametrize("options, words", [
+    (dict(min_span_probability=-1.0), "min_span_probability"),
+    (dict(min_span_probability=math.nan), "min_span_probability"),
+    (dict(min_span_probability="0.5"), "min_span_probability"),
+    (dict(multi_span="yes"), "multi_span is true or false"),
+])
+def test_extractor_options_out_of_range_are_refused_when_it_is_made(extractor, options, words):
+    with pytest.raises(ConfigError, match=words):
+        AnswerExtractor(extractor.trained, **options)
+    with pytest.raises(TypeError, match="decode_config is a DecodeConfig, got a dict"):
+        AnswerExtractor(extractor.trained, decode_config={"n_best": 3})
+
+
+@pytest.mark.parametrize("options, words", [
+    (dict(multi_span="no"), "multi_span is true or false, got 'no'"),
+    (dict(require_answer=1), "require_answer is true or false, got 1"),
+])
+def test_per_call_flags_that_are_no_booleans_are_refused_before_the_forward_pass(extractor, no_forward_pass, options, words):
+    with pytest.raises(ConfigError, match=words):
+        extractor(QUESTION, CONTEXT, **options)
+    with pytest.raises(ConfigError, match=words):
+        extractor(QUESTION, DOCUMENTS, **options)  # not "multi_span answers one document at a time"
+
+
+@pytest.mark.parametrize("options, words", [
+    (dict(top_k=True), "top_k must be a positive integer, got True"),
+    (dict(max_answer_len=True), "max_answer_len must be a positive integer, got True"),
+    (dict(multi_span="yes"), "multi_span must be true or false"),
+    (dict(multi_span=0), "multi_span must be true or false"),
+    (dict(handle_impossible_answer="no"), "handle_impossible_answer must be true or false"),
+    (dict(batch_size=-1), "batch_size is a positive number of windows"),
+    (dict(batch_size=0), "batch_size is a positive number of windows"),
+])
+def test_pipeline_options_of_the_wrong_kind_are_refused_before_the_forward_pass(qa, monkeypatch, options, words):
+    monkeypatch.setattr(qa.extractor.trained, "windows", lambda *a, **k: pytest.fail("a forward pass ran"))
+    with pytest.raises(ValueError, match=words):
+        qa(question=QUESTION, context=CONTEXT, **options)
+
+
+def test_a_pipeline_made_with_a_batch_size_of_no_windows_is_refused(trained_dir):
+    from transformers import pipeline
+
+    with pytest.raises(ValueError, match="batch_size is a positive number of windows a forward pass, got -1"):
+        pipeline("bio-mrc-qa", model=str(trained_dir), device="cpu", batch_size=-1)
+
+
+@pytest.mark.parametrize("decoding", ["joint", "auto"])
+@pytest.mark.parametrize("multi_span", [False, True])
+def test_words_longer_than_max_answer_length_are_still_answered(extractor, qa, decoding, multi_span):
+    # Joint spans are whole words; none of these fits in 2 tokens, so the longest allowed would be none at all.
+    config = DecodeConfig(max_answer_length=2)
+    answer = AnswerExtractor(extractor.trained, decoding=decoding, multi_span=multi_span, decode_config=config)
+    prediction = answer(QUESTION, LONG_WORDS)
+    assert prediction.spans and math.isfinite(prediction.no_answer_score)
+    assert all(LONG_WORDS[s.start:s.end] == s.text and s.text in LONG_WORDS.split() for s in prediction.spans)
+    result = qa(question=QUESTION, context=LONG_WORDS, decoding=decoding, multi_span=multi_span, max_answer_len=2)
+    spans = result["spans"] if multi_span else [result]
+    assert [(r["answer"], r["start"], r["end"]) for r in spans] == [(s.text, s.start, s.end) for s in prediction.spans]
+
+
+def test_spans_within_max_answer_length_are_unchanged_where_some_word_fits(extractor):
+    context = "zzzqqq xxxyyyww qqqzzz was Newton"  # "was" and "Newton" fit in 2 tokens
+    prediction = AnswerExtractor(extractor.trained, decoding="joint", decode_config=DecodeConfig(max_answer_length=2))(
+        QUESTION, context, top_k=5)
+    assert prediction.spans and all(s.text in ("was", "Newton") for s in prediction.spans)
+
+
+# --- the server's strict JSON read, whatever the body's encoding -----------------------------------------------
+
+DUPLICATE = '{"question": "Who?", "context": "Newton.", "question": "What?"}'
+
+
+@pytest.mark.parametrize("encoding, status, words", [
+    ("utf-8-sig", 400, "the key 'question' appears twice"),
+    ("utf-16", 400, "not UTF-8 JSON"),
+    ("utf-32", 400, "not UTF-8 JSON"),
+    ("utf-16-le", 422, "not valid JSON"),
+])
+def test_a_body_in_another_encoding_is_not_read_past_the_strict_checks(extractor, encoding, status, words):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from bio_mrc.serving.app import create_app
+
+    with TestClient(create_app(extractor), raise_server_exceptions=False) as client:
+        response = client.post("/answer", content=DUPLICATE.encode(encoding), headers={"content-type": "application/json"})
+        with_bom = client.post("/answer", content=json.dumps({"question": QUESTION, "context": CONTEXT}).encode("utf-8-sig"),
+                               headers={"content-type": "application/json"})
+    assert response.status_code == status and words in response.json()["detail"], response.text
+    assert with_bom.status_code == 200  # a byte-order mark alone is no reason to refuse
+
+
+def test_a_json_body_under_two_content_types_is_read_strictly(extractor):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from bio_mrc.serving.app import create_app
+
+    headers = [("content-type", "application/json"), ("content-type", "text/plain")]
+    with TestClient(create_app(extractor), raise_server_exceptions=False) as client:
+        response = client.post("/answer", content=DUPLICATE.encode(), headers=headers)
+    assert response.status_code == 400 and "appears twice" in response.json()["detail"], response.text
