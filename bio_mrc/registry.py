@@ -353,11 +353,13 @@ AUTO_DECODING = "auto"
 def resolve_decoding(available: Sequence[str], decoding: str) -> str:
     """``auto`` -> :func:`preferred_decoding` of the model's decodings; a decoding the heads cannot do is refused
     (one line naming it and what the model offers) rather than silently replaced."""
+    from .errors import ConfigError
+
     if decoding == AUTO_DECODING:
         return preferred_decoding(available)
+    if not isinstance(decoding, str) or decoding not in DECODINGS:
+        raise ConfigError(f"decoding must be one of {[AUTO_DECODING, *DECODINGS]}, got {decoding!r}")
     if decoding not in available:
-        from .errors import ConfigError
-
         raise ConfigError(f"decoding {decoding!r} needs heads this model lacks; it offers {list(available)}")
     return decoding
 

@@ -107,7 +107,7 @@ def test_extractor_rejects_bad_input(trained_dir):  # noqa: F811
         extractor(["Who?", "Who?"], ["Newton.", "New\ud800ton."])
     with pytest.raises(ValueError, match="2 questions but 3 contexts"):
         extractor(["a?", "b?"], ["x", "y", "z"])
-    with pytest.raises(ValueError, match="offers"):
+    with pytest.raises(ValueError, match="decoding must be one of"):
         AnswerExtractor(extractor.trained, decoding="crf")("Who?", "Newton.")
 
 

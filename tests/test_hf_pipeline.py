@@ -158,7 +158,7 @@ def test_bad_calls_are_refused_before_the_forward_pass(qa):
         qa([{"question": "a?", "context": "x"}, {"context": "y"}])
     with pytest.raises(DataFormatError, match="give question= and context="):
         qa(question="Who?")
-    with pytest.raises(ValueError, match="offers"):
+    with pytest.raises(ValueError, match="decoding must be one of"):
         qa(question="Who?", context="Newton.", decoding="crf")
     with pytest.raises(ValueError, match="pick one"):
         qa(question="Who?", context="Newton.", top_k=2, multi_span=True)

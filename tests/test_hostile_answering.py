@@ -151,3 +151,15 @@ def test_a_json_body_under_two_content_types_is_read_strictly(extractor):
     with TestClient(create_app(extractor), raise_server_exceptions=False) as client:
         response = client.post("/answer", content=DUPLICATE.encode(), headers=headers)
     assert response.status_code == 400 and "appears twice" in response.json()["detail"], response.text
+
+
+@pytest.mark.parametrize("names, words", [("ab", "names is a list of document names"), (["one"], "1 document names for 2")])
+def test_document_names_that_do_not_name_each_document_are_refused_before_the_forward_pass(extractor, no_forward_pass, names, words):
+    with pytest.raises(ConfigError, match=words):
+        extractor(QUESTION, DOCUMENTS, names=names)
+
+
+@pytest.mark.parametrize("decoding", [5, "spans", ""])
+def test_a_decoding_that_is_no_registered_name_is_refused_as_such(extractor, no_forward_pass, decoding):
+    with pytest.raises(ConfigError, match=r"decoding must be one of \['auto', 'span', 'bio', 'joint'"):
+        extractor(QUESTION, CONTEXT, decoding=decoding)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..errors import ConfigError
 from ..types import DocumentAnswer, Prediction, RankedAnswers
 
 
@@ -24,6 +25,17 @@ def cross_document_scores(prediction: Prediction) -> list[float]:
     return [span.score - null for span in prediction.spans]
 
 
+def document_names(names: Sequence[str | None] | None, documents: int) -> list[str | None]:
+    """``names`` as a list of one name (or None) a document; no names: None for each. A text is refused (it would be
+    read as one name a character), and so is a count other than ``documents``."""
+    if isinstance(names, (str, bytes)):
+        raise ConfigError(f"names is a list of document names, one a document, got the text {names!r}")
+    names = list(names) if names is not None else [None] * documents
+    if len(names) != documents:
+        raise ConfigError(f"got {len(names)} document names for {documents} documents")
+    return names
+
+
 def rank_across_documents(
     question: str, predictions: Sequence[Prediction], top_k: int = 1, names: Sequence[str | None] | None = None
 ) -> RankedAnswers:
@@ -31,9 +43,7 @@ def rank_across_documents(
     first by :func:`cross_document_scores`; ties go to the earlier document, then the earlier span."""
     if top_k < 1:
         raise ValueError(f"top_k is a positive number of answers, got {top_k!r}")
-    names = list(names) if names is not None else [None] * len(predictions)
-    if len(names) != len(predictions):
-        raise ValueError(f"got {len(names)} document names for {len(predictions)} documents")
+    names = document_names(names, len(predictions))
     candidates = []
     for document, prediction in enumerate(predictions):
         for rank, (span, score) in enumerate(zip(prediction.spans, cross_document_scores(prediction))):

@@ -18,7 +18,7 @@ from ..decoding.window_outputs import WindowOutputs
 from ..errors import ConfigError, DataFormatError
 from ..types import Example, Prediction, RankedAnswers
 from .answers import decode_answers
-from .documents import rank_across_documents
+from .documents import document_names, rank_across_documents
 from .loading import TrainedModel
 
 
@@ -136,7 +136,7 @@ class AnswerExtractor:
         n-best span. ``None`` options fall back to the extractor's own; ``decode_options``
         (``require_answer``, ``max_answer_length``, ``n_best``) override its :class:`DecodeConfig`."""
         multi_span = self.multi_span if multi_span is None else multi_span
-        decoding = registry.resolve_decoding(self.trained.decodings, decoding or self.decoding)
+        decoding = registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)
         overrides = {name: value for name, value in decode_options.items() if value is not None}
         config = self.trained.decode_config(replace(self.decode_config, **overrides))
         return decode_answers(
@@ -164,7 +164,7 @@ class AnswerExtractor:
         examples, single = self.examples(question, context)
         if not examples:
             return []
-        registry.resolve_decoding(self.trained.decodings, decoding or self.decoding)  # refuse before the forward pass
+        registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
         _check_top_k(top_k, multi_span)
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=self.progress)
         n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
@@ -185,10 +185,9 @@ class AnswerExtractor:
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
         _check_top_k(top_k, False)
-        if names is not None and len(names) != len(documents):
-            raise ConfigError(f"got {len(names)} document names for {len(documents)} documents")
+        document_names(names, len(documents))  # refused before the forward pass
         examples, _ = self.examples(question, list(documents))
-        registry.resolve_decoding(self.trained.decodings, decoding or self.decoding)  # refuse before the forward pass
+        registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
         n_best = max(top_k, self.decode_config.n_best)
         predictions = self.predict(outputs, examples, False, decoding, require_answer=require_answer, n_best=n_best)
