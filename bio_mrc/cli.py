@@ -195,7 +195,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.resume and args.output == "-":
         raise ConfigError("--resume continues PREDS.answers.jsonl; with --output - there is no such file")
     output = args.output if args.output == "-" else check_file_target(args.output)
-    check_outputs_apart(prediction_outputs(output, args.decoding), [args.data], [args.model])
+    outputs = [check_file_target(path) for path in prediction_outputs(output, args.decoding)]
+    check_outputs_apart(outputs, [args.data], [args.model])
     decode = _decode_config(args)  # its ranges checked before any work
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     task = _format_task(args)
@@ -378,12 +379,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from .inference import AnswerExtractor
+    from .inference.extract import AnswerExtractor, question_context_examples
 
     if args.html:
         check_file_target(args.html)
         check_outputs_apart([args.html], list(args.context_file or []), [args.model])
     texts, names = _extract_documents(args)
+    question_context_examples(args.question, texts if len(texts) > 1 else texts[0])  # the texts checked before the model loads
     extractor = AnswerExtractor.from_pretrained(
         args.model, precision=args.precision, device=args.device, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
         progress=sum(map(len, texts)) >= LONG_CONTEXT_CHARS,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import types
 import typing
 from typing import Any, Collection, TypeVar
@@ -20,25 +19,6 @@ from .config_schema import field_choices
 
 T = TypeVar("T")
 _PASSED_THROUGH = ("help", "choices", "metavar", "type")  # "type": a field's own parser of the option's text
-
-
-def json_object_argument(text: str) -> dict[str, Any]:
-    """An option's value as a JSON object: written out (``{...}``) or the path of a JSON file holding one."""
-    source = "the option's value"
-    if text.lstrip()[:1] not in ("{", "["):  # else JSON written out (a list is refused below, as the wrong kind)
-        source = text
-        try:
-            with open(text, encoding="utf-8") as handle:
-                text = handle.read()
-        except OSError as err:
-            raise argparse.ArgumentTypeError(f"neither a JSON object nor a readable JSON file: {err}") from None
-    try:
-        value = json.loads(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"{source} is not valid JSON: {err}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{source} holds a JSON {type(value).__name__}, not an object")
-    return value
 
 
 def _is_optional(annotation: Any) -> bool:
@@ -120,4 +100,4 @@ def config_from_args(cls: type[T], args: argparse.Namespace, **overrides: Any) -
     return cls(**values)
 
 
-__all__ = ["add_config_options", "config_from_args", "json_object_argument"]
+__all__ = ["add_config_options", "config_from_args"]

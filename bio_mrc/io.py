@@ -14,6 +14,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -24,7 +25,7 @@ __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "ch
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
            "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "replaced_together",
            "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
-           "open_no_follow"]
+           "open_no_follow", "special_file_kind"]
 
 
 # torch's checkpoint writer reports a full disk as a RuntimeError without the errno
@@ -72,12 +73,30 @@ def check_name_lengths(path: str | Path) -> Path:
     return path
 
 
+_SPECIAL_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def special_file_kind(path: str | Path) -> str | None:
+    """What ``path`` is when it names neither a regular file nor a folder (a FIFO, a device, a socket; a link is
+    followed), else None: reading one may wait or never end, and replacing one destroys it."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), None)
+
+
 def check_file_target(path: str | Path) -> Path:
-    """``path`` if a file can be written there: it is no folder, and no file stands where a folder on its way must be.
-    Commands check their outputs with this before any work, so a long run never fails at its last step."""
+    """``path`` if a file can be written there: it is no folder, no FIFO, device or socket, and no file stands where
+    a folder on its way must be. Commands check their outputs with this before any work, so a long run never fails
+    at its last step."""
     path = check_name_lengths(path)
     if path.is_dir():
         raise OutputError("a folder has this name; give a file name", str(path))
+    if kind := special_file_kind(path):
+        raise OutputError(f"this is {kind}, not a file; bio_mrc writes its outputs as new files, which would replace it: "
+                          "give a file name", str(path))
     _check_nearest_folder(path)
     return path
 
@@ -143,6 +162,8 @@ def atomic_writer(path: str | Path, encoding: str = "utf-8") -> Iterator[Any]:
 
 @contextlib.contextmanager
 def _atomic_binary(path: Path) -> Iterator[Any]:
+    if kind := special_file_kind(path):  # a rename would replace the device or pipe itself
+        raise OutputError(f"this is {kind}, not a file; give a file name", str(path))
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     # os.open with mode 0o666 lets the umask decide the permissions, as open() would (mkstemp gives 0o600).
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
-from .json_reader import DataFormatError, read_json
+from .json_reader import DataFormatError, check_not_special, read_json
 from .json_stream import SquadJsonStream
 from .mrqa import is_mrqa_header, mrqa_records
 from .multispanqa import parse_multispanqa
@@ -159,6 +159,7 @@ def detect_format(data: Any, split: str | None = None, expected: str | None = No
         if source.path is None:
             raise TypeError(f"expected a path, a hub dataset id, a datasets.Dataset/DatasetDict, a pandas DataFrame or "
                             f"a list of dicts, got {type(data).__name__}")
+        check_not_special(source.path, "a file or a folder")
         raise DataFormatError("file not found", source=source.name)
     if expected is not None and name != expected:
         raise DataFormatError(f"detected {name} ({FORMATS[name].expects}), expected {expected} ({FORMATS[expected].expects})",

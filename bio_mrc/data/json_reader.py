@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
+from ..io import special_file_kind
 
-__all__ = ["DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "lone_surrogate_escape", "loads", "read_json"]
+__all__ = ["DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "lone_surrogate_escape", "loads",
+           "read_json"]
 
 
 class NotPlainJsonError(ValueError):
@@ -77,9 +79,17 @@ def loads(text: str) -> Any:
         raise NotPlainJsonError("arrays or objects nested deeper than Python's JSON reader follows") from None
 
 
+def check_not_special(path: str | Path, expected: str = "a file") -> None:
+    """A :class:`DataFormatError` naming ``path`` when it is a FIFO, a device or a socket: reading one waits for a
+    writer or never ends (``/dev/zero``)."""
+    if kind := special_file_kind(path):
+        raise DataFormatError(f"expected {expected}, found {kind}", source=str(path))
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a UTF-8 JSON file, turning every failure into a DataFormatError naming the file."""
     source = str(path)
+    check_not_special(path, "a JSON file")
     try:
         text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is allowed, as Python's json.load allows it
     except FileNotFoundError:

@@ -157,6 +157,8 @@ class SquadJsonStream:
                 self.version = value if key == "version" else self.version
         if "data" not in seen:
             raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=str(self.path))
+        for _ in events:  # the parser refuses anything after the object (a second object, garbage), as read_json does
+            pass
 
     def _data_items(self, events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
         kind, _ = next(events)

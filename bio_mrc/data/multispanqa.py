@@ -24,7 +24,7 @@ import numpy as np
 from ..tags import PREFIX_IDS, TAG_B, chunk_bounds
 from ..types import Example
 from .json_reader import DataFormatError, read_json
-from .text import check_text
+from .text import carries_text, check_context_length, check_text
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +82,11 @@ def parse_record(record: Any, source: str = "", number: int | None = None) -> tu
         raise DataFormatError(f"'label' must have one tag per context word: {got} tags for {len(context)} words", qid, source)
     spans, orphans = label_spans(labels, qid, source)
     text, offsets = detokenize(context)
+    check_context_length(text, qid, source)
     chars = tuple((offsets[first][0], offsets[last - 1][1]) for first, last in spans)
+    if empty := next((span for span in chars if not carries_text(text[span[0] : span[1]])), None):
+        raise DataFormatError(f"the tagged words at characters {empty[0]}-{empty[1]} hold no readable text "
+                              f"({text[empty[0] : empty[1]]!r}), so the answer would be empty", qid, source)
     answers = (chars,) if chars else ()
     return Example(qid, " ".join(question), text, answers), orphans
 

@@ -106,12 +106,13 @@ def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
     line longer than :func:`~bio_mrc.data.limits.max_line_bytes` (decompressed) is refused unread past it."""
     source = str(path)
     with (gzip.open if path.suffix.lower() == ".gz" else open)(path, "rb") as handle:
-        for number, raw in enumerate(_lines(handle, source), 1):
+        for number, raw in enumerate(bounded_lines(handle, source), 1):
             if raw.strip():
                 yield f"line {number}", _json_line(raw, number, source)
 
 
-def _lines(handle: Any, source: str) -> Iterator[bytes]:
+def bounded_lines(handle: Any, source: str) -> Iterator[bytes]:
+    """The lines of a binary (or gzip) handle; one longer than :func:`~bio_mrc.data.limits.max_line_bytes` raises."""
     most = max_line_bytes()
     try:
         number = 0

@@ -12,7 +12,7 @@ from ..errors import ConfigError
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
-from .text import check_context_length, check_text
+from .text import carries_text, check_context_length, check_text
 
 
 @dataclass
@@ -120,7 +120,7 @@ def _row_question(row: Any, source: str) -> tuple[Any, Any, str, str]:
     """A row as ``(qa, context, title, source)``: in the Hugging Face layout the row is its own qa."""
     fields = row if isinstance(row, dict) else {}
     title = fields.get("title")
-    return row, fields.get("context"), title if isinstance(title, str) else "", source
+    return row, fields.get("context"), "" if title is None else title, source
 
 
 def _collect(
@@ -230,8 +230,9 @@ def _checked_limit(limit: int | None) -> int | None:
 
 def _questions_of(article: Any, number: int, source: str) -> Iterator[tuple[Any, Any, str]]:
     """``(qa, context, title)`` of every question of one article; a malformed article or paragraph raises."""
-    title = article.get("title", "") if isinstance(article, dict) else ""
-    name = title or f"article #{number}"
+    title = article.get("title") if isinstance(article, dict) else None
+    title = "" if title is None else title
+    name = title if isinstance(title, str) and title else f"article #{number}"
     paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
     if not isinstance(paragraphs, list):
         raise DataFormatError("article without a 'paragraphs' list", name, source)
@@ -255,6 +256,8 @@ def _parse_question(qa: Any, context: Any, title: str, source: str, fixed: list[
     if not isinstance(qa, dict):
         raise DataFormatError("question is not an object", title or None, source)
     given = qa.get("id")
+    if not isinstance(title, str):
+        raise DataFormatError(f"'title' must be a string, got {title!r}", given if isinstance(given, str) else None, source)
     if given not in (None, "") and not isinstance(given, str):
         raise DataFormatError(f"'id' must be a string, got {given!r}", title or None, source)
     named = check_text(given, "id", title or None, source) if given else None
@@ -299,6 +302,8 @@ def _answer_span(answer: Any, context: str, qid: str, source: str, fixed: list[s
     text, start = (answer.get("text"), answer.get("answer_start")) if isinstance(answer, dict) else (None, None)
     if not isinstance(text, str) or not text or not isinstance(start, int) or isinstance(start, bool):
         raise DataFormatError("answer needs a non-empty 'text' and an integer 'answer_start'", qid, source)
+    if not carries_text(text):  # the official scripts read such a gold answer as no answer
+        raise DataFormatError(f"answer text {text!r} holds no readable text, only whitespace or invisible characters", qid, source)
     if 0 <= start and context[start : start + len(text)] == text:
         return start, start + len(text)
     occurrences = [m.start() for m in re.finditer(re.escape(text), context)]

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .json_reader import DataFormatError
-from .limits import max_columns, max_header_bytes
-from .sources import Records, check_columns, dataset_records, first_line, table_rows
+from .limits import max_columns, max_header_bytes, max_line_bytes
+from .sources import Records, bounded_lines, check_columns, dataset_records, first_line, table_rows
 
 PARQUET_MAGIC = b"PAR1"
 
@@ -27,13 +27,22 @@ def delimited_records(path: Path, delimiter: str) -> Records:
 
     columns = _header(path, delimiter)
     check_columns(columns, str(path), f"header row ({'tab' if delimiter == chr(9) else 'comma'}-separated)")
+    if not _checked_rows(path, delimiter, len(columns)):
+        return Records(str(path), rows=iter(()))
     features = datasets.Features({column: datasets.Value("string") for column in columns})
     loaded = _load("csv", path, features=features, delimiter=delimiter, na_filter=False)
     return dataset_records(loaded, None, str(path))
 
 
 def parquet_records(path: Path) -> Records:
-    return dataset_records(_load("parquet", path), None, str(path))
+    """A Parquet file's rows; one of no rows has no questions (``datasets`` cannot read it)."""
+    import pyarrow.parquet
+
+    try:
+        empty = pyarrow.parquet.ParquetFile(path).metadata.num_rows == 0
+    except Exception as err:  # noqa: BLE001  (Arrow raises its own kinds for a damaged footer)
+        raise DataFormatError(f"could not read it as parquet: {type(err).__name__}: {first_line(err)}", source=str(path)) from None
+    return Records(str(path), rows=iter(())) if empty else dataset_records(_load("parquet", path), None, str(path))
 
 
 def dataframe_records(frame: Any, name: str = "pandas.DataFrame") -> Records:
@@ -65,7 +74,49 @@ def _header(path: Path, delimiter: str) -> list[str]:
     if len(columns) > max_columns():
         raise DataFormatError(f"the header row names {len(columns):,} columns, more than the limit of {max_columns():,} "
                               "(a SQuAD table names 4 to 6; BIO_MRC_MAX_COLUMNS raises the limit)", source=str(path))
+    if "" in columns:
+        raise DataFormatError(f"column {columns.index('') + 1} of the header row has no name", source=str(path))
+    if repeated := next((name for name in columns if columns.count(name) > 1), None):
+        raise DataFormatError(f"the header row names {repeated!r} twice (one of the two columns would be lost)", source=str(path))
     return columns
+
+
+def _checked_rows(path: Path, delimiter: str, width: int) -> int:
+    """How many rows follow the header (blank lines skipped, as pandas skips them). A row of more or fewer fields than
+    the header names, a quoted field never closed and a line that is not UTF-8 raise naming the line: pandas would
+    read a row of one field more as an index, shifting every cell into the wrong column."""
+    source, rows, line = str(path), 0, 1
+    with (gzip.open if path.suffix.lower() == ".gz" else open)(path, "rb") as handle, _field_size_limit(max_line_bytes()):
+        reader = csv.reader(_utf8_lines(bounded_lines(handle, source), source), delimiter=delimiter, strict=True)
+        try:
+            next(reader, None)  # the header row, read by _header
+            for row in reader:
+                line, start = reader.line_num, line + 1
+                if row and len(row) != width:
+                    raise DataFormatError(f"the row has {len(row)} fields, the header row names {width} (a delimiter too many "
+                                          "or too few, or a quote not closed?)", source=f"{source}, line {start}")
+                rows += bool(row)
+        except csv.Error as err:
+            problem = "a quoted field is never closed" if "end of data" in str(err) else f"not a readable table: {err}"
+            raise DataFormatError(problem, source=f"{source}, line {line + 1}") from None
+    return rows
+
+
+def _utf8_lines(lines: Any, source: str) -> Any:
+    for number, raw in enumerate(lines, 1):
+        try:
+            yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as err:
+            raise DataFormatError(f"not UTF-8 text ({err.reason} at line {number}, byte {err.start})", source=source) from None
+
+
+@contextlib.contextmanager
+def _field_size_limit(most: int) -> Any:
+    before = csv.field_size_limit(most)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(before)
 
 
 def _load(builder: str, path: Path, **options: Any) -> Any:
@@ -73,13 +124,17 @@ def _load(builder: str, path: Path, **options: Any) -> Any:
     reading a file writes nothing beside it or in the user's cache."""
     import datasets
 
-    quiet = datasets.are_progress_bars_disabled()
+    quiet, verbosity = datasets.are_progress_bars_disabled(), datasets.logging.get_verbosity()
     datasets.disable_progress_bars()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # its readers log each failure they raise
     try:
         with tempfile.TemporaryDirectory(prefix="bio_mrc_table_") as cache, contextlib.redirect_stderr(io.StringIO()):
             return datasets.load_dataset(builder, data_files=str(path), split="train", cache_dir=cache, keep_in_memory=True, **options)
     except Exception as err:  # pandas, Arrow and datasets each raise their own kinds for a damaged file; all mean the same
+        while err.__cause__ is not None:  # datasets wraps the reader's own error in a DatasetGenerationError
+            err = err.__cause__
         raise DataFormatError(f"could not read it as {builder}: {type(err).__name__}: {first_line(err)}", source=str(path)) from None
     finally:
+        datasets.logging.set_verbosity(verbosity)
         if not quiet:
             datasets.enable_progress_bars()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
+from .json_reader import check_not_special
 from .limits import max_context_chars
 
 
@@ -42,12 +43,12 @@ def check_text(value: Any, what: str, record: str | None = None, source: str | N
     if not isinstance(value, str) or not value.strip():
         raise DataFormatError(f"empty or missing {what}" + ("" if value is None or isinstance(value, str) else f" (got a {type(value).__name__})"),
                               record, source)
-    if not carries_text(value):
-        raise DataFormatError(f"the {what} holds no readable text: only whitespace, control or invisible characters "
-                              "(e.g. NUL, zero-width spaces, soft hyphens), which tokenize to nothing", record, source)
     if character := unwritable_character(value):
         raise DataFormatError(f"the {what} holds {character}, half of a UTF-16 surrogate pair or an undecodable byte, "
                               "which no UTF-8 file can hold (check the text's encoding)", record, source)
+    if not carries_text(value):
+        raise DataFormatError(f"the {what} holds no readable text: only whitespace, control or invisible characters "
+                              "(e.g. NUL, zero-width spaces, soft hyphens), which tokenize to nothing", record, source)
     return value
 
 
@@ -62,11 +63,14 @@ def check_context_length(context: str, record: str | None = None, source: str | 
 
 
 def read_text_file(path: str | Path) -> str:
-    """A UTF-8 text file (a byte-order mark allowed), or a :class:`DataFormatError` naming it: missing,
-    a folder, or another encoding such as Latin-1 (with the byte where decoding failed)."""
+    """A UTF-8 text file as it is, line endings included (a byte-order mark allowed and left out), or a
+    :class:`DataFormatError` naming it: missing, a folder, or another encoding such as Latin-1 (with the byte where
+    decoding failed)."""
     source = str(path)
-    try:
-        return check_text(Path(path).read_text(encoding="utf-8-sig"), "text", source=source)
+    check_not_special(path, "a text file")
+    try:  # line endings kept as they are: answers' offsets count the file's own characters
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            return check_text(handle.read(), "text", source=source)
     except FileNotFoundError:
         raise DataFormatError("file not found", source=source) from None
     except IsADirectoryError:

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError
-from ..io import check_outputs_apart, open_no_follow
+from ..io import check_file_target, check_outputs_apart, open_no_follow
 from ..types import Example
 from .extract import AnswerExtractor
 from .files import answer_record, answer_record_problem, prediction_paths, write_files_from_stream
@@ -167,7 +167,8 @@ def predict_to_files(
     stream = None if to_stdout else answers_stream_path(output)
     if resume and to_stdout:
         raise ValueError("--resume continues an answers file; standard output holds none")
-    check_outputs_apart(prediction_outputs(output, plan.decodings), model_dirs=[trained.path])
+    outputs = [check_file_target(path) for path in prediction_outputs(output, plan.decodings)]  # no FIFO or device
+    check_outputs_apart(outputs, model_dirs=[trained.path])
     done = resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if shard.writes and resume and stream.is_file() else []
     done = shard.broadcast(done)
     if shard.writes and stream is not None:

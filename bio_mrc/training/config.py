@@ -7,15 +7,17 @@ its default from there, and the model and the windows are built from the fields 
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from .. import model_defaults, registry
-from ..config_options import json_object_argument
 from ..config_schema import SEED_RANGE, check_fields
+from ..data.json_reader import loads
 from ..errors import ConfigError
+from ..io import special_file_kind
 from ..features.config import BIO_TARGET_KINDS, TAG_LEVELS, TAG_MENTIONS, TARGET_KINDS, FeatureConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, precision_choice
 
@@ -27,6 +29,28 @@ from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, precision
 # the weights cost the span decoding 2.9 F1; benchmarks/RESULTS.md, BIO quality.
 BIO_ONLY_CLASS_WEIGHTS = (10.0, 10.0, 1.0)
 DEFAULT_CHECKPOINT_STEPS = 500  # optimizer steps between resumable checkpoints
+
+
+def json_object_argument(text: str) -> dict[str, Any]:
+    """An option's value as a JSON object: written out (``{...}``) or the path of a JSON file holding one."""
+    source = "the option's value"
+    if text.lstrip()[:1] not in ("{", "["):  # else JSON written out (a list is refused below, as the wrong kind)
+        source = text
+        if kind := special_file_kind(text):
+            raise argparse.ArgumentTypeError(f"{text} is {kind}, not a JSON file")
+        try:
+            with open(text, encoding="utf-8") as handle:
+                text = handle.read()
+        except (OSError, UnicodeDecodeError) as err:
+            raise argparse.ArgumentTypeError(f"neither a JSON object nor a readable JSON file: {err}") from None
+    try:
+        value = loads(text)  # a repeated key, NaN or a lone surrogate is refused, never a value lost
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{source} is not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{source} holds a JSON {type(value).__name__}, not an object")
+    return value
+
 
 # The TrainingArguments fields the package sets from its own options (or owns outright), each with why.
 OWNED_TRAINING_ARGS = {

@@ -1,0 +1,234 @@
+"""Hostile input files: a stream that reads less than the whole file, pipes, devices and sockets where files belong,
+tables whose rows do not fit their header, values of the wrong kind; each is refused before any work, in one line
+naming the file, the record and the problem."""
+
+import gzip
+import json
+import os
+import socket
+import stat
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.data.multispanqa import load_multispanqa
+from bio_mrc.data.squad import load_squad, stream_squad
+from bio_mrc.errors import DataFormatError, OutputError
+from bio_mrc.io import check_file_target
+from bio_mrc.training.config import json_object_argument
+
+from .conftest import SAMPLE_V1
+from .test_bad_input import saved_model  # noqa: F401  (module-scoped fixture: an untrained saved model)
+
+CONTEXT = "Alpha beta gamma delta."
+OFFICIAL = {"version": "1.1", "data": [{"title": "Greek", "paragraphs": [{"context": CONTEXT, "qas": [
+    {"id": "q1", "question": "Which letter?", "answers": [{"text": "beta", "answer_start": 6}]}]}]}]}
+
+
+def written(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def error_of(path, **options):
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path, **options)
+    return str(info.value)
+
+
+# --- official JSON read as a stream ----------------------------------------------------------------
+
+@pytest.mark.parametrize("after", [json.dumps({**OFFICIAL, "data": [{**OFFICIAL["data"][0], "title": "Other"}]}), " garbage", "\x00"])
+def test_anything_after_the_official_object_is_refused_when_streamed_as_when_loaded(tmp_path, after):
+    path = written(tmp_path / "dev.json", json.dumps(OFFICIAL) + after)
+    with pytest.raises(DataFormatError, match="not valid JSON"):
+        load_squad(path)
+    with pytest.raises(DataFormatError, match="not valid JSON") as info:
+        list(stream_squad(path))
+    assert str(path) in str(info.value)
+
+
+def test_predict_refuses_a_second_object_before_loading_the_model(tmp_path, capsys):
+    data = written(tmp_path / "dev.json", json.dumps(OFFICIAL) * 2)
+    assert main(["predict", "--model", str(tmp_path / "no-model"), "--data", str(data), "--output", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: not valid JSON") and str(data) in err and len(err.strip().splitlines()) == 1
+
+
+# --- pipes, devices and sockets ----------------------------------------------------------------------
+
+@pytest.fixture
+def unix_socket(tmp_path):
+    path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as bound:
+        bound.bind(str(path))
+        yield path
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "pipe.json"
+    os.mkfifo(path)
+    return path
+
+
+def test_a_named_pipe_given_as_data_is_named_as_one_not_as_missing(fifo):
+    assert "expected a file or a folder, found a named pipe (FIFO)" in error_of(fifo)
+
+
+@pytest.mark.parametrize("argv", [
+    ["evaluate", "--data", str(SAMPLE_V1), "--predictions", "{socket}"],
+    ["compare", "--config", "{socket}"],
+])
+def test_a_socket_where_a_json_file_belongs_is_one_line(unix_socket, tmp_path, capsys, argv):
+    argv = [arg.replace("{socket}", str(unix_socket)) for arg in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: expected a JSON file, found a socket (in {unix_socket})\n"
+
+
+def test_a_socket_as_a_context_file_is_one_line(saved_model, unix_socket, capsys):  # noqa: F811
+    assert main(["extract", "--model", str(saved_model), "--question", "What?", "--context-file", str(unix_socket)]) == 2
+    assert capsys.readouterr().err == f"error: expected a text file, found a socket (in {unix_socket})\n"
+
+
+def test_a_pipe_is_never_replaced_by_an_output(saved_model, tmp_path, capsys):  # noqa: F811
+    pipe = tmp_path / "p.nbest.json"
+    os.mkfifo(pipe)
+    with pytest.raises(OutputError, match="named pipe"):
+        check_file_target(pipe)
+    assert main(["predict", "--model", str(saved_model), "--data", str(SAMPLE_V1), "--limit", "1",
+                 "--output", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: this is a named pipe (FIFO), not a file") and f"(in {pipe})" in err
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode) and not (tmp_path / "p.json").exists()
+
+
+def test_a_pipe_given_as_the_html_page_is_kept(saved_model, fifo, capsys):  # noqa: F811
+    assert main(["extract", "--model", str(saved_model), "--question", "What?", "--context", CONTEXT, "--html", str(fifo)]) == 2
+    assert "named pipe (FIFO), not a file" in capsys.readouterr().err and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_training_args_from_a_socket_or_with_a_repeated_key_are_refused(unix_socket):
+    import argparse
+
+    with pytest.raises(argparse.ArgumentTypeError, match="is a socket, not a JSON file"):
+        json_object_argument(str(unix_socket))
+    with pytest.raises(argparse.ArgumentTypeError, match="appears twice"):
+        json_object_argument('{"max_grad_norm": 1, "max_grad_norm": 2}')
+    with pytest.raises(argparse.ArgumentTypeError, match="NaN is not a JSON number"):
+        json_object_argument('{"max_grad_norm": NaN}')
+
+
+# --- CSV and TSV rows that do not fit their header -----------------------------------------------
+
+@pytest.mark.parametrize("name, text, words", [
+    ("shifted.csv", "id,context,question\nc1,Alpha beta,What?,extra\n", r"the row has 4 fields, the header row names 3.*line 2\)"),
+    ("shifted.tsv", "id\tcontext\tquestion\nc1\tAlpha\tWhat?\nc2\tBeta\tWho?\tx\n", r"the row has 4 fields.*line 3\)"),
+    ("short.csv", "id,context,question,answers\nc1,Alpha beta\n", r"the row has 2 fields, the header row names 4"),
+    ("open.csv", 'id,context,question\nc1,Alpha,What?\nc2,"Beta,Who?\nc3,Gamma,Why?\n', r"a quoted field is never closed.*line 3\)"),
+    ("twice.csv", "id,context,question,context\nc1,Alpha,What?,Beta\n", r"the header row names 'context' twice"),
+    ("blank.csv", "id,,context,question\nc1,x,Alpha,What?\n", r"column 2 of the header row has no name"),
+])
+def test_a_table_row_that_does_not_fit_the_header_is_refused_naming_its_line(tmp_path, name, text, words):
+    with pytest.raises(DataFormatError, match=words):
+        load_squad(written(tmp_path / name, text))
+
+
+def test_a_quoted_newline_and_a_gzip_table_still_read(tmp_path):
+    text = 'id,context,question,answers\nc1,"Alpha\nbeta",What?,"{""text"": [""beta""], ""answer_start"": [6]}"\n'
+    path = tmp_path / "dev.csv.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    assert [ex.answer_texts() for ex in load_squad(path).examples] == [[["beta"]]]
+
+
+def test_a_csv_line_not_in_utf8_is_named_in_one_line(tmp_path, capsys):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("id,context,question\nc1,café,What?\n".encode("latin-1"))
+    assert main(["evaluate", "--data", str(path), "--predictions", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert "not UTF-8 text (invalid continuation byte at line 2, byte 6)" in err and len(err.strip().splitlines()) == 1
+
+
+def test_tables_without_rows_have_no_questions(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    header_only = written(tmp_path / "empty.csv", "id,context,question\n")
+    assert load_squad(header_only).examples == []
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"context": pa.array([], pa.string()), "question": pa.array([], pa.string())}), empty)
+    assert load_squad(empty).examples == []
+    assert main(["evaluate", "--data", str(empty), "--predictions", str(tmp_path / "p.json")]) == 2
+    assert capsys.readouterr().err == f"error: no questions to use in {empty}\n"
+
+
+# --- values of the wrong kind ------------------------------------------------------------------------
+
+def test_a_title_that_is_no_string_is_refused_never_kept_or_dropped(tmp_path):
+    raw = {**OFFICIAL, "data": [{**OFFICIAL["data"][0], "title": ["Greek"]}]}
+    assert "'title' must be a string, got ['Greek']" in error_of(written(tmp_path / "dev.json", json.dumps(raw)))
+    row = {"id": "r1", "title": 7, "context": CONTEXT, "question": "Which?", "answers": {"text": ["beta"], "answer_start": [6]}}
+    message = error_of(written(tmp_path / "dev.jsonl", json.dumps(row) + "\n"))
+    assert "'title' must be a string, got 7" in message and "line 1" in message and "'r1'" in message
+    untitled = {k: v for k, v in row.items() if k != "title"}
+    assert load_squad(written(tmp_path / "ok.jsonl", json.dumps({**untitled, "title": None}) + "\n")).examples[0].title == ""
+
+
+def test_an_answer_of_only_whitespace_is_refused(tmp_path):
+    qas = [{"id": "q1", "question": "Which?", "answers": [{"text": " ", "answer_start": 5}]}]
+    raw = {**OFFICIAL, "data": [{"title": "Greek", "paragraphs": [{"context": CONTEXT, "qas": qas}]}]}
+    assert "answer text ' ' holds no readable text" in error_of(written(tmp_path / "dev.json", json.dumps(raw)))
+
+
+def multispanqa(tmp_path, **record):
+    raw = {"id": "m1", "question": ["Which", "?"], "context": ["Alpha", "beta", "gamma"], "label": ["O", "B", "O"], **record}
+    return written(tmp_path / "msqa.json", json.dumps({"data": [raw]}))
+
+
+def test_multispanqa_tags_on_empty_words_are_refused_not_read_as_an_empty_answer(tmp_path):
+    path = multispanqa(tmp_path, context=["", "beta"], label=["B", "O"])
+    with pytest.raises(DataFormatError, match=r"tagged words at characters 0-0 hold no readable text") as info:
+        load_multispanqa(path)
+    assert info.value.record == "m1" and info.value.source == str(path)
+
+
+def test_a_multispanqa_context_over_the_limit_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("BIO_MRC_MAX_CONTEXT_CHARS", "10")
+    with pytest.raises(DataFormatError, match=r"the context has 16 characters, more than the limit of 10"):
+        load_squad(multispanqa(tmp_path))
+
+
+def test_a_context_file_keeps_its_line_endings_so_offsets_count_its_own_characters(tmp_path):
+    from bio_mrc.data.text import read_text_file
+
+    for ending in ("\r\n", "\r", "\n"):
+        path = tmp_path / "doc.txt"
+        path.write_bytes(f"Isaac{ending}Newton wrote.".encode())
+        assert read_text_file(path) == f"Isaac{ending}Newton wrote."
+    path.write_bytes("\ufeffIsaac\r\nNewton".encode())
+    assert read_text_file(path) == "Isaac\r\nNewton"  # the byte-order mark is no character of the text
+
+
+def test_an_undecodable_byte_is_named_as_such(tmp_path):
+    from bio_mrc.data.text import check_text
+
+    with pytest.raises(DataFormatError, match="undecodable byte"):
+        check_text(b"\xff".decode("utf-8", "surrogateescape"), "question")
+
+
+def test_extract_refuses_a_question_of_no_text_before_loading_the_model(tmp_path, capsys):
+    missing_model = tmp_path / "no-model"  # never read: the question is refused first
+    assert main(["extract", "--model", str(missing_model), "--question", "\u200b", "--context", "Newton wrote."]) != 0
+    assert "the question holds no readable text" in capsys.readouterr().err
+
+
+def test_the_library_refuses_a_device_as_a_prediction_output(trained_dir, tmp_path):
+    from bio_mrc.inference.loading import TrainedModel
+    from bio_mrc.inference.streaming import StreamPlan, predict_to_files
+
+    fifo = tmp_path / "preds.json"
+    os.mkfifo(fifo)
+    with pytest.raises(OutputError, match="named pipe"):
+        predict_to_files(TrainedModel.load(trained_dir), [], StreamPlan(("span",)), fifo)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
