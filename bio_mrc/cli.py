@@ -147,6 +147,7 @@ def _report_read(data, path: str, count: int) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from .data.article_splits import shared_questions_and_contexts
     from .inference.during_training import TrainingEvaluator
     from .training.train import load_run_record, train_model
 
@@ -158,6 +159,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     task = _format_task(args)
     data = _load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
     held_out = _load_task_data(args, args.eval, None, task, needs_gold="bio-mrc train --eval") if args.eval else None
+    if held_out and any(shared := shared_questions_and_contexts(data.examples, held_out.examples)):
+        print(f"warning: the --eval questions share {shared[0]} question ids and {shared[1]} contexts with the training "
+              "questions: their scores during training overstate the model (hold out whole articles)", file=sys.stderr)
     evaluator = TrainingEvaluator(held_out.examples, held_out.version) if held_out else None
     print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
     result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,

@@ -232,3 +232,18 @@ def test_the_library_refuses_a_device_as_a_prediction_output(trained_dir, tmp_pa
     with pytest.raises(OutputError, match="named pipe"):
         predict_to_files(TrainedModel.load(trained_dir), [], StreamPlan(("span",)), fifo)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_train_warns_when_its_held_out_questions_are_training_questions(tiny_encoder_dir, tmp_path, capsys, monkeypatch):
+    from bio_mrc.training import train
+
+    def no_training(*_args, **_kwargs):  # the warning comes before any training
+        raise SystemExit(0)
+
+    monkeypatch.setattr(train, "train_model", no_training)
+    with pytest.raises(SystemExit):
+        main(["train", "--train", str(SAMPLE_V1), "--eval", str(SAMPLE_V1), "--output-dir", str(tmp_path / "m"),
+              "--encoder", str(tiny_encoder_dir)])
+    examples = load_squad(SAMPLE_V1).examples
+    assert (f"warning: the --eval questions share {len(examples)} question ids and {len({ex.context for ex in examples})} "
+            "contexts with the training questions") in capsys.readouterr().err

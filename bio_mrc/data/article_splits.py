@@ -1,4 +1,4 @@
-"""Reproducible splits that never separate questions of one article."""
+"""Reproducible splits that never separate questions of one article, and what two sets of questions share."""
 
 from __future__ import annotations
 
@@ -8,6 +8,12 @@ from typing import Sequence
 import numpy as np
 
 from ..types import Example
+
+
+def shared_questions_and_contexts(a: Sequence[Example], b: Sequence[Example]) -> tuple[int, int]:
+    """How many question ids and how many contexts two sets of questions share: a context in both leaks its answers
+    from one to the other."""
+    return len({ex.id for ex in a} & {ex.id for ex in b}), len({ex.context for ex in a} & {ex.context for ex in b})
 
 
 def split_by_article(

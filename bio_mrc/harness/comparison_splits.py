@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import registry
 from ..data.sources import locate
-from ..data.article_splits import question_set_hash, split_by_article
+from ..data.article_splits import question_set_hash, shared_questions_and_contexts, split_by_article
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError
@@ -159,10 +159,9 @@ def check_disjoint(named: list[tuple[str, Split]]) -> None:
     """No question and no paragraph in two splits: training on a paragraph leaks its answers."""
     for i, (name_a, a) in enumerate(named):
         for name_b, b in named[i + 1 :]:
-            shared = {ex.id for ex in a.examples} & {ex.id for ex in b.examples}
-            contexts = {ex.context for ex in a.examples} & {ex.context for ex in b.examples}
+            shared, contexts = shared_questions_and_contexts(a.examples, b.examples)
             if shared or contexts:
                 raise ConfigError(
-                    f"the {name_a} and {name_b} splits overlap ({len(shared)} questions, {len(contexts)} contexts): "
+                    f"the {name_a} and {name_b} splits overlap ({shared} questions, {contexts} contexts): "
                     "split by article so no paragraph is seen in training and evaluation"
                 )
