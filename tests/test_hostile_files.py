@@ -247,3 +247,15 @@ def test_train_warns_when_its_held_out_questions_are_training_questions(tiny_enc
     examples = load_squad(SAMPLE_V1).examples
     assert (f"warning: the --eval questions share {len(examples)} question ids and {len({ex.context for ex in examples})} "
             "contexts with the training questions") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv", ".txt"])
+def test_a_utf16_file_is_named_as_such_with_how_to_convert_it(tmp_path, suffix):
+    from bio_mrc.data.text import read_text_file
+
+    text = {".json": '{"version": "1.1", "data": []}', ".jsonl": '{"question": "Who?", "context": "Newton."}',
+            ".csv": "question,context\nWho?,Newton.\n", ".txt": "Newton wrote."}[suffix]
+    path = tmp_path / f"f{suffix}"
+    path.write_text(text, encoding="utf-16")  # with its byte-order mark, as Windows editors save "Unicode" text
+    with pytest.raises(DataFormatError, match="it looks like UTF-16: convert it first, e.g. iconv -f UTF-16 -t UTF-8"):
+        read_text_file(path) if suffix == ".txt" else load_squad(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 from ..errors import DataFormatError
 from ..io import special_file_kind
 
-__all__ = ["DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "lone_surrogate_escape", "loads",
+__all__ = ["DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "lone_surrogate_escape", "loads", "not_utf8",
            "read_json"]
 
 
@@ -79,6 +80,19 @@ def loads(text: str) -> Any:
         raise NotPlainJsonError("arrays or objects nested deeper than Python's JSON reader follows") from None
 
 
+_WIDE_MARKS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (codecs.BOM_UTF16_LE, "UTF-16"),
+               (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+def not_utf8(err: UnicodeDecodeError, where: str = "") -> str:
+    """The message of text that is not UTF-8: where decoding failed, and, for text that starts with a UTF-16 or UTF-32
+    byte-order mark (what Windows editors save as "Unicode"), that encoding and how to convert it."""
+    head = err.object[:4] if err.start < 4 else b""
+    wide = next((name for mark, name in _WIDE_MARKS if head.startswith(mark)), None)
+    hint = f"; it looks like {wide}: convert it first, e.g. iconv -f {wide} -t UTF-8" if wide else ""
+    return f"not UTF-8 text ({err.reason} {where or 'at'} byte {err.start}){hint}"
+
+
 def check_not_special(path: str | Path, expected: str = "a file") -> None:
     """A :class:`DataFormatError` naming ``path`` when it is a FIFO, a device or a socket: reading one waits for a
     writer or never ends (``/dev/zero``)."""
@@ -97,7 +111,7 @@ def read_json(path: str | Path) -> Any:
     except IsADirectoryError:
         raise DataFormatError("expected a JSON file, found a folder", source=source) from None
     except UnicodeDecodeError as err:
-        raise DataFormatError(f"not UTF-8 text ({err.reason} at byte {err.start})", source=source) from None
+        raise DataFormatError(not_utf8(err), source=source) from None
     try:
         return loads(text)
     except NotPlainJsonError as err:

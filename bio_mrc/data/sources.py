@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..types import Example
-from .json_reader import DataFormatError, NotPlainJsonError, loads
+from .json_reader import DataFormatError, NotPlainJsonError, loads, not_utf8
 from .limits import max_line_bytes
 
 SQUAD_COLUMNS = ("id", "context", "question", "answers")
@@ -133,7 +133,7 @@ def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise DataFormatError(f"not UTF-8 text ({err.reason} at line {number}, byte {err.start})", source=source) from None
+        raise DataFormatError(not_utf8(err, f"at line {number},"), source=source) from None
     try:
         record = loads(text.lstrip("\ufeff") if number == 1 else text)
     except NotPlainJsonError as err:

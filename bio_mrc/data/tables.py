@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-from .json_reader import DataFormatError
+from .json_reader import DataFormatError, not_utf8
 from .limits import max_columns, max_header_bytes, max_line_bytes
 from .sources import Records, bounded_lines, check_columns, dataset_records, first_line, table_rows
 
@@ -64,7 +64,7 @@ def _header(path: Path, delimiter: str) -> list[str]:
             raw = handle.readline(most + 1)
         first = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise DataFormatError(f"not UTF-8 text ({err.reason} in the header row, byte {err.start})", source=str(path)) from None
+        raise DataFormatError(not_utf8(err, "in the header row,"), source=str(path)) from None
     except (OSError, EOFError) as err:
         raise DataFormatError(f"could not read the header row: {err}", source=str(path)) from None
     if len(raw) > most:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
-from .json_reader import check_not_special
+from .json_reader import check_not_special, not_utf8
 from .limits import max_context_chars
 
 
@@ -76,5 +76,6 @@ def read_text_file(path: str | Path) -> str:
     except IsADirectoryError:
         raise DataFormatError("expected a text file, found a folder", source=source) from None
     except UnicodeDecodeError as err:
-        raise DataFormatError(f"not UTF-8 text ({err.reason} at byte {err.start}); convert it first, "
-                              "e.g. iconv -f latin1 -t utf-8", source=source) from None
+        wide = not_utf8(err)
+        raise DataFormatError(wide if "looks like" in wide else f"{wide}; convert it first, e.g. iconv -f latin1 -t utf-8",
+                              source=source) from None
