@@ -121,19 +121,19 @@ def tagged(text_spans: list[tuple[str, int, float]]) -> list[AnswerSpan]:
 
 
 def test_the_joint_rule_takes_the_tag_sequence_where_it_holds_several_likely_spans_else_the_nbest():
-    nbest = [AnswerSpan("a b", 0, 3, 2.0), AnswerSpan("c", 4, 5, 1.0), AnswerSpan("b", 2, 3, 0.5)]  # shares 0.63, 0.23, 0.14
+    nbest = [AnswerSpan("x y", 0, 3, 2.0), AnswerSpan("z", 4, 5, 1.0), AnswerSpan("y", 2, 3, 0.5)]  # shares 0.63, 0.23, 0.14
     rule = registry.decoding("joint").keep_spans
-    several = Prediction("q", nbest, tag_spans=tagged([("a", 0, 0.9), ("b", 2, 0.6), ("c", 4, 0.3)]))
+    several = Prediction("q", nbest, tag_spans=tagged([("x", 0, 0.9), ("y", 2, 0.6), ("z", 4, 0.3)]))
     (answer,) = rule([several], 0.9)
-    assert [s.text for s in answer.spans] == ["a", "b"]  # two spans more likely than not; the threshold is not asked
-    one_likely = Prediction("q", nbest, tag_spans=tagged([("a", 0, 0.9), ("c", 4, 0.3)]))
+    assert [s.text for s in answer.spans] == ["x", "y"]  # two spans more likely than not; the threshold is not asked
+    one_likely = Prediction("q", nbest, tag_spans=tagged([("x", 0, 0.9), ("z", 4, 0.3)]))
     (answer,) = rule([one_likely], 0.2)
-    assert [s.text for s in answer.spans] == ["a b", "c"]  # the n-best rule: "c" holds 0.23 of the mass, "b" overlaps "a b"
+    assert [s.text for s in answer.spans] == ["x y", "z"]  # the n-best rule: "z" holds 0.23 of the mass, "b" overlaps "x y"
     assert answer.spans[1].probability == pytest.approx(np.exp(1.0) / np.exp([2.0, 1.0, 0.5]).sum())
     (strict,) = rule([one_likely], 0.3)
-    assert [s.text for s in strict.spans] == ["a b"]
+    assert [s.text for s in strict.spans] == ["x y"]
     (untagged,) = rule([Prediction("q", nbest)], 0.2)
-    assert [s.text for s in untagged.spans] == ["a b", "c"]
+    assert [s.text for s in untagged.spans] == ["x y", "z"]
     (empty,) = rule([Prediction("q", [], tag_spans=[])], 0.2)
     assert empty.spans == []
 
@@ -154,3 +154,31 @@ def test_tuning_scores_each_threshold_as_decoding_with_it_answers(decoding, tiny
         assert [[(s.start, s.end) for s in p.spans] for p in tuned] == [[(s.start, s.end) for s in p.spans] for p in decoded]
     if decoding == "joint":  # its untrained n-best spread their mass over many short spans: the thresholds differ here
         assert len({sum(len(p.spans) for p in multi_span_answers(candidates, decoding, t)) for t in (0.0, 0.08, 0.5)}) == 3
+
+
+
+def test_a_further_span_of_punctuation_or_an_article_alone_joins_no_answer():
+    """Such a text normalises to nothing and scores 0 against any gold: it is never a further span, and never pools
+    the probability of other such spans into one candidate."""
+    nbest = [AnswerSpan("Rollo", 0, 5, 2.0), AnswerSpan("The", 6, 9, 1.9), AnswerSpan(",", 9, 10, 1.9), AnswerSpan("an", 11, 13, 1.9),
+             AnswerSpan("Norse", 14, 19, 1.0)]
+    (span_answer,) = registry.decoding("span").keep_spans([Prediction("q", nbest)], 0.05)
+    assert [s.text for s in span_answer.spans] == ["Rollo", "Norse"]
+    tagged_spans = tagged([("Rollo", 0, 0.9), (",", 9, 0.8), ("Norse", 14, 0.4)])
+    (bio_answer,) = registry.decoding("bio").keep_spans([Prediction("q", tagged_spans)], 0.3)
+    assert [s.text for s in bio_answer.spans] == ["Rollo", "Norse"]
+    (joint_answer,) = registry.decoding("joint").keep_spans([Prediction("q", nbest, tag_spans=tagged_spans)], 0.5)
+    assert [s.text for s in joint_answer.spans] == ["Rollo"]  # one tagged span with text: the n-best rule answers
+    (lone,) = registry.decoding("span").keep_spans([Prediction("q", [AnswerSpan(".", 0, 1, 1.0)])], 0.1)
+    assert [s.text for s in lone.spans] == ["."]  # the best span stays: an answered question is never empty
+
+
+def test_the_joint_rule_puts_the_single_answer_first_then_the_likeliest_tagged_spans():
+    """Where the tagger's spans answer, the span the prediction's confidence describes (the n-best's best) comes first
+    when the tagger holds its text, so ``answer`` and ``confidence`` speak of one span; the others likeliest first."""
+    nbest = [AnswerSpan("Bob", 8, 11, 2.0), AnswerSpan("Ann", 0, 3, 1.0)]
+    spans = tagged([("Ann", 0, 0.6), ("Eve", 4, 0.9), ("Bob", 8, 0.55)])
+    (answer,) = registry.decoding("joint").keep_spans([Prediction("q", nbest, tag_spans=spans)], 0.5)
+    assert [s.text for s in answer.spans] == ["Bob", "Eve", "Ann"] and answer.answer == "Bob"
+    (elsewhere,) = registry.decoding("joint").keep_spans([Prediction("q", [AnswerSpan("Cy", 12, 14, 2.0)], tag_spans=spans)], 0.5)
+    assert [s.text for s in elsewhere.spans] == ["Eve", "Ann", "Bob"]

@@ -20,11 +20,11 @@ TAGGED_SPAN_PROBABILITY = 0.5
 def keep_probable_spans(predictions: Sequence[Prediction], min_probability: float) -> list[Prediction]:
     """The span-count rule: each answer keeps its first (best) span always, so an answered question is never
     left empty, and each further span only if its own ``probability`` is at least ``min_probability``
-    (a span without one is kept)."""
+    (a span without one is kept) and its text is one once normalised (:func:`is_answer_text`)."""
     out = []
     for prediction in predictions:
-        kept = [span for k, span in enumerate(prediction.spans)
-                if k == 0 or span.probability is None or span.probability >= min_probability]
+        kept = [span for k, span in enumerate(prediction.spans) if k == 0 or (
+            is_answer_text(span.text) and (span.probability is None or span.probability >= min_probability))]
         out.append(replace(prediction, spans=kept))
     return out
 
@@ -37,7 +37,8 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
     post-processing); spans whose texts are one once normalised as the metrics normalise them (a name at
     several of its mentions) are one answer, of their summed probability, standing as its best-ranked span.
     The best span's answer comes first and is always kept (the single answer, which the prediction's
-    confidence describes); the others follow by probability. Each returned span's ``score`` and
+    confidence describes); the others follow by probability. A further span whose text normalises to nothing
+    (punctuation, an article) is no answer and joins none. Each returned span's ``score`` and
     ``probability`` are its answer's.
     """
     out = []
@@ -61,8 +62,10 @@ def _answers_by_text(spans: Sequence[AnswerSpan]) -> list[tuple[AnswerSpan, floa
     probs = np.exp(scores - scores.max())
     probs /= probs.sum()
     answers: dict[str, tuple[AnswerSpan, float]] = {}
-    for span, p in zip(spans, probs.tolist()):
+    for k, (span, p) in enumerate(zip(spans, probs.tolist())):
         text = normalize_answer(span.text)
+        if k and not text:  # punctuation or an article alone: no answer, pooled with none
+            continue
         first, total = answers.get(text, (span, 0.0))
         answers[text] = (first, total + p)
     best, *others = answers.values()  # a dict keeps the order of first mention: the best span's answer first
@@ -71,13 +74,23 @@ def _answers_by_text(spans: Sequence[AnswerSpan]) -> list[tuple[AnswerSpan, floa
 
 def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:
     """The joint decoding's multi-span answers: where the BIO decoding's multi-span answer holds two or more spans
-    each more likely than not (``tag_spans``, with their posteriors), those spans; else the non-overlapping n-best
-    spans kept by ``min_probability`` (:func:`nbest_multi_span`).
+    each more likely than not (``tag_spans``, with their posteriors), those spans, the single answer's text first (the
+    span the prediction's confidence describes, where the tagger holds it), the others likeliest first; else the
+    non-overlapping n-best spans kept by ``min_probability`` (:func:`nbest_multi_span`).
 
     The tagger is the head that can represent several spans, so it decides whether an answer has several; n-best
     shares compete for one answer (two right spans split the probability), so they decide only where it does not."""
     out = []
     for prediction in predictions:
-        tagged = [s for s in prediction.tag_spans or () if s.probability is not None and s.probability >= TAGGED_SPAN_PROBABILITY]
+        tagged = [s for s in prediction.tag_spans or ()
+                  if s.probability is not None and s.probability >= TAGGED_SPAN_PROBABILITY and is_answer_text(s.text)]
+        best = normalize_answer(prediction.spans[0].text) if prediction.spans else None
+        tagged.sort(key=lambda span: (normalize_answer(span.text) != best, -span.probability))  # the single answer first
         out.append(replace(prediction, spans=tagged) if len(tagged) >= 2 else nbest_multi_span([prediction], min_probability)[0])
     return out
+
+
+def is_answer_text(text: str) -> bool:
+    """Whether a span's text is something once normalised as the metrics normalise it: punctuation or an article
+    alone scores 0 against any gold, so it never joins a multi-span answer as a further span."""
+    return bool(normalize_answer(text))

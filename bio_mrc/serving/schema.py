@@ -107,7 +107,8 @@ class Answer(BaseModel):
     model_config = _RESPONSE
 
     answer: str = Field(description="the best span's text; empty when the model abstains or below_threshold")
-    answers: list[str] = Field(description="every span's text (multi_span); empty when the model abstains or below_threshold")
+    answers: list[str] = Field(description="every span's text, best first: the parts of one answer (multi_span) or the "
+                                           "alternatives (top_k); empty when the model abstains or below_threshold")
     spans: list[Span] = Field(description="the decoded spans, best first: top_k of them, or with multi_span every span")
     abstain: bool = Field(description="the no-answer threshold saved with the model fired: the model says there is no answer")
     below_threshold: bool = Field(description="the request's threshold was not met")
