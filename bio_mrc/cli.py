@@ -350,6 +350,9 @@ def _plot_threshold_curves(tuned, plot_dir: Path) -> None:
     from .harness.plots import plot_threshold_curve
     from .inference import threshold_key
 
+    if not tuned.curves:
+        print(f"note: nothing plotted in {plot_dir}: the curves are of no-answer thresholds, which questions that all have "
+              "an answer do not tune (SQuAD 2.0 questions do)", file=sys.stderr)
     for decoding, (xs, f1) in tuned.curves.items():
         finite = np.isfinite(xs)
         plot_threshold_curve(xs[finite], f1[finite], tuned.thresholds[threshold_key(decoding)],
@@ -551,7 +554,7 @@ def _add_model_commands(add_command) -> None:
     tune.add_argument("--batch-size", type=_count, default=None,
                          help=f"windows per forward batch (default: {INFERENCE_BATCH_SIZE} on a CPU, {GPU_INFERENCE_BATCH_SIZE} on a GPU)")
     _add_precision_option(tune)
-    tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the threshold)")
+    tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the no-answer threshold; SQuAD 2.0 questions)")
     tune.add_argument("--output-dir", help="a new folder: copy the model there and save the tuned settings in the copy "
                                            "(default: in the model's own config.json)")
     tune.add_argument("--min-calibration-questions", type=_count, default=MIN_CALIBRATION_QUESTIONS,

@@ -163,3 +163,20 @@ def test_document_names_that_do_not_name_each_document_are_refused_before_the_fo
 def test_a_decoding_that_is_no_registered_name_is_refused_as_such(extractor, no_forward_pass, decoding):
     with pytest.raises(ConfigError, match=r"decoding must be one of \['auto', 'span', 'bio', 'joint'"):
         extractor(QUESTION, CONTEXT, decoding=decoding)
+
+
+@pytest.mark.parametrize("body, status", [
+    ({"question": ["Who?", "What?", "When?"], "context": ["Newton.", "Newton."]}, 422),  # no one field's problem
+    ('{"question": "Who?", "context": "Newton.", "question": "What?"}', 400),  # refused by the strict reader
+])
+def test_every_refusal_lists_its_problem(extractor, body, status):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from bio_mrc.serving.app import create_app
+
+    content = body if isinstance(body, str) else json.dumps(body)
+    with TestClient(create_app(extractor), raise_server_exceptions=False) as client:
+        response = client.post("/answer", content=content.encode(), headers={"content-type": "application/json"})
+    refusal = response.json()
+    assert response.status_code == status and refusal["problems"] == [{"location": "body", "message": refusal["detail"]}]

@@ -65,3 +65,11 @@ def test_no_calibration_keeps_the_saved_calibrators(trained_dir, tmp_path, capsy
     assert json.loads((out / "config.json").read_text()).get("calibration") == json.loads(
         (trained_dir / "config.json").read_text()).get("calibration")
     assert "calibrators: none fitted; kept as saved" in capsys.readouterr().err
+
+
+def test_plot_dir_on_questions_that_all_have_an_answer_says_nothing_is_plotted(trained_dir, tmp_path, capsys):  # noqa: F811
+    plots = tmp_path / "plots"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(tmp_path / "tuned"),
+                 "--plot-dir", str(plots), "--no-calibration"]) == 0
+    assert f"note: nothing plotted in {plots}: the curves are of no-answer thresholds" in capsys.readouterr().err
+    assert not plots.exists() or not any(plots.iterdir())

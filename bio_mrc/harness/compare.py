@@ -28,6 +28,7 @@ from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, decode_cell, pool
 from .config import CompareConfig, RunSpec
+from .summary_records import Summary
 from .earlier_report import EarlierCells, load_earlier_cells
 from .models import obtain_model
 from .results import Cell, ComparisonResults
@@ -239,7 +240,7 @@ def _read_cells(path: Path) -> list[dict[str, Any]] | None:
 
 def compare(
     config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
-) -> tuple[ComparisonResults, dict[str, Any]]:
+) -> tuple[ComparisonResults, Summary]:
     """Run the comparison and write its report; returns (results, summary)."""
     from .report import REPORT_SET, token_counts, write_report
 

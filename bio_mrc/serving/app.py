@@ -169,7 +169,7 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
         detail = str(error.detail)
         if isinstance(error.__cause__, UnicodeDecodeError):  # FastAPI's body parser says only "error parsing the body"
             detail = f"the body is not UTF-8 JSON: {error.__cause__.reason} at byte {error.__cause__.start}"
-        return pydantic_json(ErrorResponse(detail=detail), error.status_code)
+        return pydantic_json(ErrorResponse(detail=detail, problems=[Problem(location="body", message=detail)]), error.status_code)
 
     @app.exception_handler(Exception)
     async def failed(_request: Request, _error: Exception) -> Response:

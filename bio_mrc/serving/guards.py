@@ -33,8 +33,8 @@ _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?\d{%d,}' % (MAX_INT_D
 
 
 async def refuse(send, status: int, detail: str) -> None:
-    """Answer ``status`` with an ErrorResponse body, closing the connection's request."""
-    body = json.dumps({"detail": detail, "problems": []}).encode()
+    """Answer ``status`` with an ErrorResponse body, closing the connection's request: the body is the problem."""
+    body = json.dumps({"detail": detail, "problems": [{"location": "body", "message": detail}]}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})

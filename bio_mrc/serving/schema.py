@@ -170,4 +170,5 @@ class ErrorResponse(BaseModel):
     """Why a request was refused (every 4xx, and the rare 5xx, answers with this body)."""
 
     detail: str = Field(description="what is wrong, in one sentence")
-    problems: list[Problem] = Field(default_factory=list, description="each field that failed its check (422)")
+    problems: list[Problem] = Field(default_factory=list, description="each field that failed its check (422), or the body "
+                                    "as a whole (location body) where the problem is not one field's")
