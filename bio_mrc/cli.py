@@ -12,7 +12,9 @@ import contextlib
 import functools
 import json
 import os
+import signal
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -635,7 +637,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
-        code = args.func(args)
+        with _terminate_as_exit():
+            code = args.func(args)
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code
     except (BioMrcError, FileNotFoundError) as err:
@@ -643,6 +646,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return _reader_gone()
+
+
+@contextlib.contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """SIGTERM (``kill``, a scheduler's stop) ends the command as Ctrl-C does, by an exception, so that its cleanups
+    run: no temporary folder or half-written file is left behind. A SIGTERM the caller ignores stays ignored; the
+    handler before is back afterwards (``main`` may be called in a longer process)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _exit_on_terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def _exit_on_terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # the status of a process the signal ended
 
 
 def _reader_gone() -> int:

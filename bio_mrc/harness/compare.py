@@ -93,9 +93,9 @@ def run_comparison(
     """
     data_dir, output_dir = Path(data_dir), Path(output_dir)
     check_own_folders(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
     splits = resolve_splits(config, data_dir)
     earlier = earlier_cells(cells_from, config, splits)
+    output_dir.mkdir(parents=True, exist_ok=True)  # once the splits and cells are known good: a refused config leaves no folder
     cells: list[Cell] = []
     browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
     reused: list[tuple[str, int]] = []

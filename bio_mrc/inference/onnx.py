@@ -134,6 +134,7 @@ def export_onnx(
         raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
     check_outputs_apart([output_dir], model_dirs=[model_dir])
     trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
+    fresh = not output_dir.exists()
     staging = prepare_output(model_dir, output_dir, overwrite)
     try:
         record = write_export(trained, staging, opset, atol)
@@ -143,6 +144,8 @@ def export_onnx(
         atomic_move_files(staging, output_dir)
     finally:
         remove_tree(staging, output_dir)
+        if fresh and not any(output_dir.iterdir()):  # a failed export leaves no empty folder of its own making
+            output_dir.rmdir()
     record["source"] = str(model_dir)
     atomic_write_json(output_dir / EXPORT_FILE, record, indent=2)
     write_model_card(output_dir)

@@ -13,6 +13,7 @@ model, and names ``pip install bio_mrc[onnx]`` when it is missing.
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -29,10 +30,15 @@ ONNX_FILE = "model.onnx"
 EXPORT_FILE = "bio_mrc_export.json"  # the format marker, written last: an export without it is unfinished
 EXPORT_FORMAT = 1
 INSTALL_HINT = "pip install bio_mrc[onnx]"
+# From its import on, onnxruntime's telemetry keeps a device id and an event store in the user's cache folder and a
+# session file in the temporary folder; set before the import, this keeps them unwritten (a caller's own value stands).
+QUIET_ENVIRONMENT = {"onnxruntime": {"ORT_DISABLE_TELEMETRY": "1"}}
 
 
 def require(module: str, purpose: str, source: str | None = None) -> Any:
     """Import an optional dependency, or say how to install it (a :class:`ModelFormatError`)."""
+    for name, value in QUIET_ENVIRONMENT.get(module, {}).items():
+        os.environ.setdefault(name, value)
     try:
         return importlib.import_module(module)
     except ImportError as err:

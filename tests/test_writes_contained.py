@@ -1,0 +1,153 @@
+"""A command writes nothing but its outputs: no stray temporary files when it is stopped (SIGTERM as Ctrl-C), no
+folder of its own making left empty by a failure, and nothing of a dependency's telemetry in the user's folders."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.errors import BioMrcError, ConfigError
+
+from .conftest import SAMPLE_V1
+
+
+def _parquet_questions(folder):
+    """The sample's questions as a Parquet table (read through a temporary ``datasets`` cache) and empty predictions."""
+    import datasets
+
+    rows = [{"id": q["id"], "title": article["title"], "context": paragraph["context"], "question": q["question"],
+             "answers": {"text": [a["text"] for a in q["answers"]], "answer_start": [a["answer_start"] for a in q["answers"]]}}
+            for article in json.loads(SAMPLE_V1.read_text(encoding="utf-8"))["data"]
+            for paragraph in article["paragraphs"] for q in paragraph["qas"]]
+    datasets.Dataset.from_list(rows).to_parquet(str(folder / "questions.parquet"))
+    (folder / "preds.json").write_text(json.dumps({row["id"]: "" for row in rows}))
+    return folder / "questions.parquet", folder / "preds.json"
+
+
+def _terminated_while_reading(monkeypatch, temporary):
+    """``datasets.load_dataset`` that has the process sent SIGTERM once it has read the table into its temporary cache."""
+    import datasets
+
+    real = datasets.load_dataset
+
+    def load_then_terminate(*args, **kwargs):
+        dataset = real(*args, **kwargs)
+        assert any(temporary.iterdir())  # the cache is there to be left behind
+        os.kill(os.getpid(), signal.SIGTERM)
+        return dataset
+
+    monkeypatch.setattr(datasets, "load_dataset", load_then_terminate)
+
+
+class Terminated(Exception):
+    """What SIGTERM raises in this test process outside ``main``."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signal handlers need the main thread")
+def test_sigterm_ends_a_command_with_its_cleanups_and_restores_the_handler(tmp_path, monkeypatch):
+    import tempfile
+
+    data, predictions = _parquet_questions(tmp_path)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    _terminated_while_reading(monkeypatch, temporary)
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            main(["evaluate", "--data", str(data), "--predictions", str(predictions)])
+        assert signal.getsignal(signal.SIGTERM) is _raise_terminated
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert list(temporary.iterdir()) == []
+
+
+DRIVER = """
+import os, signal, sys
+import datasets
+from bio_mrc.cli import main
+real = datasets.load_dataset
+def load_then_terminate(*args, **kwargs):
+    dataset = real(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return dataset
+datasets.load_dataset = load_then_terminate
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_a_command_killed_with_sigterm_leaves_nothing_in_the_temporary_folder(tmp_path):
+    data, predictions = _parquet_questions(tmp_path)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    done = subprocess.run([sys.executable, "-c", DRIVER, "evaluate", "--data", str(data), "--predictions", str(predictions)],
+                          env={**os.environ, "TMPDIR": str(temporary)}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    assert list(temporary.iterdir()) == []
+
+
+def test_onnxruntime_is_imported_with_its_telemetry_off_unless_the_caller_chose(monkeypatch):
+    from bio_mrc.inference import onnx_runner
+
+    seen = []
+    monkeypatch.setattr(onnx_runner.importlib, "import_module", lambda name: seen.append(os.environ.get("ORT_DISABLE_TELEMETRY")))
+    monkeypatch.delenv("ORT_DISABLE_TELEMETRY", raising=False)
+    onnx_runner.require("onnxruntime", "a test")
+    monkeypatch.setenv("ORT_DISABLE_TELEMETRY", "0")
+    onnx_runner.require("onnxruntime", "a test")
+    assert seen == ["1", "0"]
+
+
+@pytest.mark.slow
+def test_loading_onnxruntime_writes_nothing_in_the_users_folders(tmp_path):
+    pytest.importorskip("onnxruntime")
+    folders = {name: tmp_path / name for name in ("HOME", "XDG_CACHE_HOME", "TMPDIR")}
+    for folder in folders.values():
+        folder.mkdir()
+    env = {key: value for key, value in os.environ.items() if key != "ORT_DISABLE_TELEMETRY"}
+    code = "from bio_mrc.inference.onnx_runner import require; require('onnxruntime', 'a test')"
+    subprocess.run([sys.executable, "-c", code], env={**env, **{k: str(v) for k, v in folders.items()}}, check=True, timeout=300)
+    assert [p for folder in folders.values() for p in folder.rglob("*")] == []
+
+
+def test_a_comparison_refused_before_any_work_leaves_no_output_folder(tiny_encoder_dir, tmp_path):
+    from bio_mrc.harness.compare import compare
+    from bio_mrc.harness.config import parse_config
+
+    raw = {"name": "overlap", "train": {"path": str(SAMPLE_V1)}, "eval": {"path": str(SAMPLE_V1)},
+           "defaults": {"encoder": str(tiny_encoder_dir), "epochs": 1}, "runs": [{"name": "joint", "heads": "span+bio"}]}
+    with pytest.raises(ConfigError, match="overlap"):
+        compare(parse_config(raw), SAMPLE_V1.parent, tmp_path / "new" / "out")
+    assert not (tmp_path / "new" / "out").exists()
+
+
+def test_a_failed_export_leaves_no_folder_of_its_own_making(trained_dir, tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from bio_mrc.inference import onnx
+
+    def failing_export(trained, staging, opset, atol):
+        (staging / onnx.ONNX_FILE).write_bytes(b"half a graph")
+        raise BioMrcError("the exported graph's logits differ")
+
+    monkeypatch.setattr(onnx, "write_export", failing_export)
+    with pytest.raises(BioMrcError, match="differ"):
+        onnx.export_onnx(trained_dir, tmp_path / "exported")
+    assert not (tmp_path / "exported").exists()
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "notes.txt").write_text("the user's")
+    with pytest.raises(BioMrcError, match="differ"):
+        onnx.export_onnx(trained_dir, used, overwrite=True)
+    assert [p.name for p in used.iterdir()] == ["notes.txt"]
