@@ -107,7 +107,7 @@ def _utf8_lines(lines: Any, source: str) -> Any:
         try:
             yield raw.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError as err:
-            raise DataFormatError(f"not UTF-8 text ({err.reason} at line {number}, byte {err.start})", source=source) from None
+            raise DataFormatError(not_utf8(err, f"at line {number},"), source=source) from None
 
 
 @contextlib.contextmanager
