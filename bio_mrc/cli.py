@@ -646,6 +646,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return _reader_gone()
+    except KeyboardInterrupt:  # Ctrl-C: the command's clean-ups have run on the way out; a traceback would say nothing more
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 @contextlib.contextmanager

@@ -151,3 +151,14 @@ def test_a_failed_export_leaves_no_folder_of_its_own_making(trained_dir, tmp_pat
     with pytest.raises(BioMrcError, match="differ"):
         onnx.export_onnx(trained_dir, used, overwrite=True)
     assert [p.name for p in used.iterdir()] == ["notes.txt"]
+
+
+def test_ctrl_c_ends_a_command_with_one_line_and_status_130(monkeypatch, capsys):
+    import bio_mrc.cli as cli
+
+    def interrupted(_args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_evaluate", interrupted)
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
