@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,11 +227,11 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
                                    "trained encoder holds: a corrupt file?", str(pretrained_model_name_or_path))
         return model
 
-    @property
+    @functools.cached_property
     def takes_token_types(self) -> bool:
         """Whether the encoder reads token types: its forward takes them and it has more than one type. A tokenizer
         may make types 0 and 1 for an encoder of a single type (a RoBERTa model paired with a BERT tokenizer),
-        whose embedding has no row for type 1."""
+        whose embedding has no row for type 1. Read once: every forward pass asks."""
         accepted = "token_type_ids" in inspect.signature(self.encoder.forward).parameters
         return accepted and getattr(self.encoder.config, "type_vocab_size", 2) > 1
 

@@ -76,6 +76,4 @@ def read_text_file(path: str | Path) -> str:
     except IsADirectoryError:
         raise DataFormatError("expected a text file, found a folder", source=source) from None
     except UnicodeDecodeError as err:
-        wide = not_utf8(err)
-        raise DataFormatError(wide if "looks like" in wide else f"{wide}; convert it first, e.g. iconv -f latin1 -t utf-8",
-                              source=source) from None
+        raise DataFormatError(not_utf8(err, otherwise="; convert it first, e.g. iconv -f latin1 -t utf-8"), source=source) from None
