@@ -105,7 +105,8 @@ import _common
 def parse_args() -> argparse.Namespace:
     """The options, with the model and data checked: a missing one ends here, before any work."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=None, help=f"bio_mrc model folder (default: the newest {_common.QUICK_MODEL_GLOB})")
+    parser.add_argument("--model", default=None, help="a bio_mrc model folder, or transformers' extractive QA model's "
+                                                      f"(...ForQuestionAnswering) (default: the newest {_common.QUICK_MODEL_GLOB})")
     _common.add_data_arguments(parser, "squad-v1.1/dev.json", "SQuAD v1.1 dev JSON")
     parser.add_argument("--limit", type=int, default=1000, help="first N questions of the file; 0 = all")
     parser.add_argument("--repeats", type=int, default=1, help="runs per side (alternating); the median is reported")

@@ -29,6 +29,7 @@ from .data.text import read_text_file
 from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
+from .model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
 from .inference.defaults import DEFAULT_CHUNK_SIZE, GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS
 from .precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from .serving.config import ServeConfig
@@ -289,6 +290,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     target = _tune_target(args)
     check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
+    _check_tunable(args.model)
     data = _load_task_data(args, args.data, args.limit, _requested_task(args), needs_gold="bio-mrc tune")
     task = _data_task(args, data)
     calibrate = _calibrates(args, len(data.examples), task)
@@ -312,6 +314,16 @@ def cmd_tune(args: argparse.Namespace) -> int:
           file=sys.stderr)
     print(json.dumps(tuned.report, indent=2))
     return 0
+
+
+def _check_tunable(model: str) -> None:
+    """tune writes into a bio_mrc model folder: transformers' own QA model is converted into one first."""
+    from .hub import local_folder
+    from .qa_checkpoints import qa_architecture
+
+    if architecture := qa_architecture(local_folder(model)):
+        raise ConfigError(f"{model} is a {architecture}, which tune cannot save settings into; convert it into a bio_mrc "
+                          f"model first (bio-mrc convert --model {model} --output DIR), then tune DIR")
 
 
 def _tune_target(args: argparse.Namespace) -> Path:
@@ -424,13 +436,36 @@ def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] |
     return texts, list(args.context_file) if args.context_file else None
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def _export_onnx(args: argparse.Namespace) -> dict:
     from .inference.onnx import export_onnx
 
+    return export_onnx(args.model, args.output, opset=args.opset, atol=args.atol, overwrite=args.overwrite)
+
+
+def _export_transformers(args: argparse.Namespace) -> dict:
+    from .inference.conversion import export_qa_checkpoint
+
+    return export_qa_checkpoint(args.model, args.output, overwrite=args.overwrite)
+
+
+EXPORT_FORMATS = {"onnx": _export_onnx, "transformers": _export_transformers}  # --format: how each is written
+
+
+def cmd_export(args: argparse.Namespace) -> int:
     check_folder_target(args.output)
     print(f"exporting {args.model} to {args.format} in {args.output}", file=sys.stderr)
-    record = export_onnx(args.model, args.output, opset=args.opset, atol=args.atol, overwrite=args.overwrite)
+    record = EXPORT_FORMATS[args.format](args)
     print(json.dumps({"output": str(args.output), **record}, indent=2))
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    from .inference.conversion import convert_qa_checkpoint
+
+    print(f"converting {args.model} into a bio_mrc model in {args.output}", file=sys.stderr)
+    written = convert_qa_checkpoint(args.model, args.output, max_seq_length=args.max_seq_length,
+                                    doc_stride=args.doc_stride, max_query_length=args.max_query_length)
+    print(json.dumps(written, indent=2))
     return 0
 
 
@@ -608,16 +643,31 @@ def _add_export_command(add_command) -> None:
     """export: a saved model as a self-describing ONNX folder that predict, extract and AnswerExtractor run.
     The defaults are bio_mrc.inference.onnx's DEFAULT_OPSET and TOLERANCE (not imported here, so that
     building the parser does not load the inference package; tests/test_onnx.py ties them)."""
-    export = add_command("export", help="export a model to ONNX (needs pip install bio_mrc[onnx]); "
-                                         "predict/extract/AnswerExtractor run the folder with ONNX Runtime")
+    export = add_command("export", help="export a model to ONNX (needs pip install bio_mrc[onnx]; predict/extract/"
+                                         "AnswerExtractor run the folder with ONNX Runtime), or its span head as "
+                                         "transformers' ...ForQuestionAnswering")
     export.add_argument("--model", required=True, help="a saved bio_mrc model folder")
-    export.add_argument("--output", required=True, help="the folder to write: model.onnx, tokenizer, config.json, bio_mrc_export.json")
-    export.add_argument("--format", choices=("onnx",), default="onnx")
-    export.add_argument("--opset", type=int, default=18, help="ONNX opset version")
+    export.add_argument("--output", required=True, help="the folder to write: model.onnx, tokenizer, config.json, "
+                                                        "bio_mrc_export.json (onnx); config.json, weights, tokenizer (transformers)")
+    export.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="onnx",
+                        help="onnx: the whole model for ONNX Runtime; transformers: the encoder and span head as "
+                             "transformers' extractive QA model (no BIO head, windows or tuned settings)")
+    export.add_argument("--opset", type=int, default=18, help="ONNX opset version (onnx)")
     export.add_argument("--atol", type=float, default=1e-4,
-                        help="largest logit difference from PyTorch allowed on the random windows checked at export")
+                        help="largest logit difference from PyTorch allowed on the random windows checked at export (onnx)")
     export.add_argument("--overwrite", action="store_true", help="replace the files of a folder that is not empty")
     export.set_defaults(func=cmd_export)
+
+    convert = add_command("convert", help="save transformers' extractive QA model (BertForQuestionAnswering and its kin; "
+                                          "a folder or hub id) as a bio_mrc model with a span head, for tune and the rest")
+    convert.add_argument("--model", required=True, help="the ...ForQuestionAnswering model: a folder or a hub id")
+    convert.add_argument("--output", required=True, help="a new or empty folder for the bio_mrc model")
+    window_help = {"max_seq_length": "tokens a window holds; unset: {}, or the encoder's positions where fewer",
+                   "doc_stride": "tokens of overlap between a context's windows; unset: {}, or half a window where less",
+                   "max_query_length": "a question's tokens kept; unset: {}, or half a window where less"}
+    for option, default in QA_WINDOW_DEFAULTS.items():
+        convert.add_argument(f"--{option.replace('_', '-')}", type=_count, help=window_help[option].format(default))
+    convert.set_defaults(func=cmd_convert)
 
 
 def _add_serve_command(add_command) -> None:

@@ -415,6 +415,25 @@ def open_no_follow(path: str | Path, mode: str, encoding: str = "utf-8") -> Any:
     return os.fdopen(descriptor, mode, encoding=encoding, newline="")
 
 
+def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path:
+    """A fresh staging folder ``staging_name`` inside ``output_dir`` (which the caller has checked is not the folder it
+    reads); never over another folder's files unless ``overwrite``, never through a link."""
+    if output_dir.is_file():
+        raise OutputError("a file has this name; give a folder", str(output_dir))
+    existing = [p.name for p in output_dir.iterdir() if p.name != staging_name] if output_dir.is_dir() else []
+    links = sorted(name for name in existing if (output_dir / name).is_symlink())
+    if links:
+        raise UnsafePathError(f"{output_dir / links[0]} is a symbolic link, which bio_mrc neither follows nor replaces; "
+                              "remove it or choose another folder", str(output_dir))
+    if existing and not overwrite:
+        shown = ", ".join(sorted(existing)[:4])
+        raise OutputError(f"the folder is not empty ({shown}); choose another folder or pass --overwrite", str(output_dir))
+    staging = output_dir / staging_name
+    remove_tree(staging, output_dir)
+    staging.mkdir(parents=True)
+    return staging
+
+
 def check_outputs_apart(outputs: Iterable[str | Path], inputs: Iterable[str | Path] = (),
                         model_dirs: Iterable[str | Path] = ()) -> None:
     """Before any work: no output file is a symbolic link (an output folder may be one: the user chose where it

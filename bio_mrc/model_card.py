@@ -95,7 +95,7 @@ def write_model_card(model_dir: str | Path) -> Path | None:
 def _read_config(model_dir: Path) -> BioMrcConfig | None:
     """The folder's config.json as the model reads it; None without one (no model yet)."""
     config = _read_json(model_dir / "config.json")
-    return model_config(config) if isinstance(config, dict) else None
+    return model_config(config) if isinstance(config, dict) and config.get("model_type") == BioMrcConfig.model_type else None
 
 
 def clear_model_card(model_dir: str | Path) -> None:
@@ -275,12 +275,13 @@ def _encoder_name(config: BioMrcConfig, record: Mapping | None) -> str | None:
     return ((record or {}).get("train") or {}).get("encoder") or getattr(config.encoder, "name_or_path", None) or None
 
 
-def card_summary(model_dir: str | Path) -> dict[str, Any]:
+def card_summary(model_dir: str | Path, config: BioMrcConfig | None = None) -> dict[str, Any]:
     """The card's facts as plain data, for a program to read (``bio-mrc serve``'s ``/health``): what the
     model is, its tuned settings and calibrated decodings, how it was trained, how it scored. Made from
-    the same files as the card; an empty dict for a folder without ``config.json``."""
+    the same files as the card, or from ``config``, the loaded model's (a model converted as it loads); an empty
+    dict for a folder without a bio_mrc ``config.json``."""
     model_dir = Path(model_dir)
-    config = _read_config(model_dir)
+    config = config or _read_config(model_dir)
     if config is None:
         return {}
     record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)

@@ -16,6 +16,9 @@ BIO_PRIOR = (0.01, 0.02, 0.97)
 # model had then, whatever the default is now. Records and model keys leave them out at that value, so older models
 # keep their keys; a model card shows them.
 TRAIN_OPTIONS_WHEN_ABSENT = {"training_args": {}, "tag_mentions": "annotated"}
+# transformers' question-answering pipeline reads windows of these sizes: what its extractive QA models
+# (``...ForQuestionAnswering``) are trained and run with, and so the windows bio_mrc answers with them in.
+QA_WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
 
 # Windows per forward batch when answering. On CPU, batches of 16 length-sorted windows ran 1.14x faster than 64
 # (bench_inference.py --levers; their activations stay in cache). Training measures auto's inference precision at

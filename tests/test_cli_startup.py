@@ -15,7 +15,7 @@ from bio_mrc.cli import build_parser, main
 from .conftest import SAMPLE_V1
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS = ("train", "predict", "evaluate", "tune", "compare", "extract", "export", "serve")
+COMMANDS = ("train", "predict", "evaluate", "tune", "compare", "extract", "export", "convert", "serve")
 HEAVY = ("torch", "transformers", "datasets", "sklearn")
 
 
@@ -71,7 +71,7 @@ def test_run_qa_names_are_read_as_the_package_options():
     (["train", "--max_seq_lenght", "3"], "error: bio-mrc train has no option --max_seq_lenght; did you mean --max-seq-length?"),
     (["predict", "--modle", "m"], "error: bio-mrc predict has no option --modle; did you mean --model?"),
     (["predict", "--max_seq_length", "256"],
-     "error: bio-mrc predict has no option --max_seq_length: --max-seq-length is an option of train only "
+     "error: bio-mrc predict has no option --max_seq_length: --max-seq-length is an option of train, convert only "
      "(bio-mrc predict --help lists its own)"),
     (["--verison"], "error: bio-mrc has no option --verison; did you mean --version?"),
     (["predcit", "--model", "m"], "error: bio-mrc has no command 'predcit'; did you mean predict?"),

@@ -170,14 +170,14 @@ def test_bad_calls_are_refused_before_the_forward_pass(qa):
         qa(question="Who?", context="Newton.", topk=2)
 
 
-def test_a_model_that_is_not_bio_mrc_is_refused(tiny_encoder_dir, tiny_tokenizer):
-    from transformers import BertForQuestionAnswering
+def test_a_model_that_answers_no_questions_is_refused(tiny_encoder_dir, tiny_tokenizer):
+    from transformers import BertModel
 
     from bio_mrc.errors import ModelFormatError
     from bio_mrc.inference import BioMrcQuestionAnsweringPipeline
 
-    with pytest.raises(ModelFormatError, match="runs bio_mrc models, got a BertForQuestionAnswering"):
-        BioMrcQuestionAnsweringPipeline(BertForQuestionAnswering.from_pretrained(str(tiny_encoder_dir)), tiny_tokenizer)
+    with pytest.raises(ModelFormatError, match="runs bio_mrc models and transformers' extractive QA models, got a BertModel"):
+        BioMrcQuestionAnsweringPipeline(BertModel.from_pretrained(str(tiny_encoder_dir)), tiny_tokenizer)
 
 
 def test_a_saved_pipeline_loads_again_without_remote_code(qa, tmp_path):

@@ -35,7 +35,7 @@ CORE_MODULES = {"types", "answer_text", "tags", "errors", "io", "progress", "pre
                 "registry", "code_fingerprint", "evaluation_record", "__init__", "__version__"}
 
 
-MODEL_MODULES = {"model", "model_card"}  # the model and its card, made from the model's config
+MODEL_MODULES = {"model", "model_card", "qa_checkpoints"}  # the model, its card, and transformers' QA models as bio_mrc models
 
 
 def layer_of(module: str) -> str:

@@ -3,6 +3,7 @@
 The exported graph must give PyTorch's logits within 1e-4 on random windows of shapes it was not
 traced with, ``TrainedModel.load(onnx_dir).windows`` must give PyTorch's window outputs, so every
 decoding answers the same, and a missing onnxruntime must be a clear error, not an ImportError.
+The tests that read an export are in the slow tier: the dynamo exporter takes about 10 s on two cores.
 """
 
 import json
@@ -38,6 +39,7 @@ def onnx_dir(trained_dir, tmp_path_factory):  # noqa: F811
     return out
 
 
+@pytest.mark.slow
 def test_the_export_folder_describes_itself(onnx_dir, trained_dir):  # noqa: F811
     for name in (ONNX_FILE, EXPORT_FILE, "config.json", "tokenizer.json", "tokenizer_config.json"):
         assert (onnx_dir / name).is_file(), name
@@ -58,6 +60,7 @@ def test_the_cli_defaults_are_the_modules(tmp_path):
     assert (args.opset, args.atol, args.format) == (DEFAULT_OPSET, TOLERANCE, "onnx")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(2, 11), (5, 40)])
 def test_logits_match_pytorch_on_random_inputs(onnx_dir, trained_dir, shape):  # noqa: F811
     torch_model = BioMrcForQuestionAnswering.from_pretrained(str(trained_dir)).eval()
@@ -72,6 +75,7 @@ def test_logits_match_pytorch_on_random_inputs(onnx_dir, trained_dir, shape):  #
         np.testing.assert_allclose(values, getattr(expected, name).numpy(), atol=ATOL, rtol=0, err_msg=name)
 
 
+@pytest.mark.slow
 def test_window_outputs_match_pytorch(onnx_dir, trained_dir, sample_v1):  # noqa: F811
     ours, reference = TrainedModel.load(onnx_dir), TrainedModel.load(trained_dir, precision="fp32")  # ONNX computes in fp32
     assert (ours.backend, reference.backend) == ("onnx", "torch")
@@ -83,6 +87,7 @@ def test_window_outputs_match_pytorch(onnx_dir, trained_dir, sample_v1):  # noqa
         np.testing.assert_allclose(getattr(got, name), getattr(want, name), atol=ATOL, rtol=0, err_msg=name)
 
 
+@pytest.mark.slow
 def test_predict_answers_equal_pytorchs(onnx_dir, trained_dir, tmp_path):  # noqa: F811
     for name, folder in (("onnx", onnx_dir), ("torch", trained_dir)):
         assert main(["predict", "--model", str(folder), "--data", str(SAMPLE_V1), "--decoding", "span", "bio", "joint",
@@ -93,6 +98,7 @@ def test_predict_answers_equal_pytorchs(onnx_dir, trained_dir, tmp_path):  # noq
         assert got == want, decoding
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
 def test_answer_extractor_runs_the_export(onnx_dir, trained_dir, decoding):  # noqa: F811
     example = load_squad(SAMPLE_V1).examples[0]
@@ -103,6 +109,7 @@ def test_answer_extractor_runs_the_export(onnx_dir, trained_dir, decoding):  # n
     assert [s.score for s in got.spans] == pytest.approx([s.score for s in want.spans], abs=1e-3)
 
 
+@pytest.mark.slow
 def test_without_onnxruntime_loading_says_what_to_install(onnx_dir, monkeypatch, capsys, tmp_path):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails
     with pytest.raises(ModelFormatError, match=r"pip install bio_mrc\[onnx\]"):
@@ -126,6 +133,7 @@ def test_bio_mrc_imports_without_the_onnx_packages():
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_an_unfinished_export_and_a_used_folder_are_refused(onnx_dir, trained_dir, tmp_path):  # noqa: F811
     partial = tmp_path / "partial"
     partial.mkdir()
@@ -194,6 +202,7 @@ def test_the_torchscript_exporter_takes_over_when_dynamo_fails(trained_dir, tmp_
     np.testing.assert_allclose(got.start_logits, want.start_logits, atol=ATOL, rtol=0)
 
 
+@pytest.mark.slow
 def test_the_pipeline_runs_the_export(onnx_dir, trained_dir, sample_v1):  # noqa: F811
     from transformers import pipeline
 

@@ -17,6 +17,7 @@ from ..features.windows import FeatureConfig
 from ..model_folder import check_model_folder, read_json_object
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import local_folder
+from ..qa_checkpoints import qa_architecture, span_model_from_qa_checkpoint
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import progress_bars
 from ..types import Example
@@ -58,6 +59,8 @@ class TrainedModel:
         check_precision(precision or DEFAULT_PRECISION)  # options first: refused before any file is read or fetched
         device = resolve_device(device)
         model_dir = local_folder(model_dir)  # a hub id: its snapshot in the Hugging Face cache
+        if qa_architecture(model_dir) and backend != "onnx":  # transformers' own extractive QA model: its span head
+            return cls.from_qa_checkpoint(model_dir, name, precision, device, progress)
         backend = model_backend(model_dir, backend)
         precision = forward_precision(precision, backend == "onnx", name)
         check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
@@ -68,6 +71,18 @@ class TrainedModel:
             with progress_bars(progress):
                 model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir)).to(device)
         tokenizer = load_tokenizer(str(model_dir))
+        return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir), precision)
+
+    @classmethod
+    def from_qa_checkpoint(
+        cls, model_dir: Path, name: str, precision: str | None = None, device: str = "cpu", progress: bool = False,
+    ) -> "TrainedModel":
+        """The span-only bio_mrc model of transformers' extractive QA model in ``model_dir``
+        (:func:`bio_mrc.qa_checkpoints.span_model_from_qa_checkpoint`), with its tokenizer, for answering as it is."""
+        precision = forward_precision(precision, False, name)
+        with progress_bars(progress):
+            model, tokenizer = span_model_from_qa_checkpoint(model_dir, name)
+        model = model.to(device)
         return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir), precision)
 
     @property

@@ -31,7 +31,7 @@ import torch
 from .. import __version__
 from ..errors import BioMrcError
 from ..features.question_columns import ENCODER_INPUTS
-from ..io import (UnsafePathError, atomic_move_files, atomic_write_json, atomic_write_text, check_outputs_apart, remove_file,
+from ..io import (atomic_move_files, atomic_write_json, atomic_write_text, check_outputs_apart, prepare_output, remove_file,
                   remove_tree)
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
@@ -135,7 +135,7 @@ def export_onnx(
     check_outputs_apart([output_dir], model_dirs=[model_dir])
     trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
     fresh = not output_dir.exists()
-    staging = prepare_output(model_dir, output_dir, overwrite)
+    staging = prepare_output(output_dir, overwrite, STAGING_DIR)
     try:
         record = write_export(trained, staging, opset, atol)
         remove_file(output_dir / EXPORT_FILE, output_dir)  # the old export is unfinished from here on
@@ -150,25 +150,6 @@ def export_onnx(
     atomic_write_json(output_dir / EXPORT_FILE, record, indent=2)
     write_model_card(output_dir)
     return record
-
-
-def prepare_output(model_dir: Path, output_dir: Path, overwrite: bool) -> Path:
-    """A fresh staging folder inside ``output_dir`` (which :func:`export_onnx` has checked is not the model's own
-    folder); never over files of another export or model unless ``overwrite``, never through a link."""
-    if output_dir.is_file():
-        raise BioMrcError(f"{output_dir} is a file, not a folder")
-    existing = [p.name for p in output_dir.iterdir() if p.name != STAGING_DIR] if output_dir.is_dir() else []
-    links = sorted(name for name in existing if (output_dir / name).is_symlink())
-    if links:
-        raise UnsafePathError(f"{output_dir / links[0]} is a symbolic link, which bio_mrc neither follows nor replaces; "
-                              "remove it or choose another folder", str(output_dir))
-    if existing and not overwrite:
-        shown = ", ".join(sorted(existing)[:4])
-        raise BioMrcError(f"{output_dir} is not empty ({shown}); choose another folder or pass --overwrite")
-    staging = output_dir / STAGING_DIR
-    remove_tree(staging, output_dir)
-    staging.mkdir(parents=True)
-    return staging
 
 
 def write_export(trained: TrainedModel, staging: Path, opset: int, atol: float) -> dict[str, Any]:

@@ -49,6 +49,7 @@ from ..decoding.window_outputs import log_softmax
 from ..errors import DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import check_tokenizer
+from ..qa_checkpoints import is_qa_model, span_model_from_qa_model
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .documents import rank_across_documents
@@ -75,13 +76,15 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
 
     def __init__(self, model, tokenizer=None, precision: str | None = None, **kwargs) -> None:
         """``precision``: of the forward pass, auto (default: bf16 where the device computes it natively, else fp32), fp32 or bf16."""
+        if tokenizer is None:
+            raise ModelFormatError(f"the {TASK} pipeline needs the model's (fast) tokenizer", str(getattr(model, "name_or_path", "")))
+        if is_qa_model(model):  # transformers' own extractive QA model: its encoder and span head, as a bio_mrc model
+            model = span_model_from_qa_model(model, tokenizer).to(model.device)
         if not isinstance(model, (BioMrcForQuestionAnswering, OnnxModel)):
             raise ModelFormatError(
-                f"the {TASK} pipeline runs bio_mrc models, got a {type(model).__name__}",
+                f"the {TASK} pipeline runs bio_mrc models and transformers' extractive QA models, got a {type(model).__name__}",
                 str(getattr(model, "name_or_path", "")),
             )
-        if tokenizer is None:
-            raise ModelFormatError(f"the {TASK} pipeline needs the model's (fast) tokenizer", model.name_or_path)
         self.extractor = AnswerExtractor(trained_model(model, tokenizer, precision))  # before the options are checked
         super().__init__(model, tokenizer, **kwargs)  # moves the model (in place) to `device`
         if self._batch_size is not None:

@@ -50,7 +50,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     name = name or Path(extractor.trained.path).name or "model"
     AnswerRequest = answer_request_model(config)
     scheduler = AnswerScheduler(extractor, config)
-    card = card_summary(extractor.trained.path) if extractor.trained.path else {}
+    card = card_summary(extractor.trained.path, extractor.trained.model.config) if extractor.trained.path else {}
     limits = Limits(**{key: getattr(config, key) for key in Limits.model_fields})
 
     @asynccontextmanager

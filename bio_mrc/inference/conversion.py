@@ -1,0 +1,81 @@
+"""Between transformers' extractive QA models (``...ForQuestionAnswering``) and bio_mrc's: ``bio-mrc convert`` saves
+one as a bio_mrc model folder, which ``tune`` can then fit a no-answer threshold and a calibrator into;
+``bio-mrc export --format transformers`` saves a bio_mrc model's encoder and span head as one, for any tool that
+runs transformers' QA models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, ModelFormatError, OutputError
+from ..hub import local_folder
+from ..io import atomic_move_files, check_folder_target, check_outputs_apart, prepare_output, remove_tree
+from ..model import BioMrcConfig
+from ..model_card import write_model_card
+from ..qa_checkpoints import QA_HEADS, qa_architecture, qa_model_from_span_model, saved_config, span_model_from_qa_checkpoint
+from .loading import TrainedModel
+
+STAGING_DIR = ".convert-staging"
+EXPORT_STAGING_DIR = ".export-staging"
+
+
+def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, **windows: int | None) -> dict[str, Any]:
+    """Save the span-only bio_mrc model of the extractive QA model ``model`` (a folder or a hub id) in ``output_dir``,
+    a new or empty folder: config, weights, tokenizer and model card. ``windows`` (``max_seq_length``, ``doc_stride``,
+    ``max_query_length``) override :data:`bio_mrc.qa_checkpoints.QA_WINDOWS`. Returns what was written."""
+    name, output_dir = str(model), check_folder_target(output_dir)
+    folder = local_folder(model)
+    architecture = qa_architecture(folder)
+    if architecture is None:
+        kind = "already a bio_mrc model" if saved_config(folder).get("model_type") == BioMrcConfig.model_type else \
+            "not an extractive question-answering model of transformers (its config.json names no ...ForQuestionAnswering class)"
+        raise ModelFormatError(f"{kind}; convert reads such models only", name)
+    check_outputs_apart([output_dir], model_dirs=[folder])
+    if output_dir.is_dir() and any(output_dir.iterdir()):
+        raise OutputError("the folder is not empty; convert writes a new model into a new or empty folder", str(output_dir))
+    converted, tokenizer = span_model_from_qa_checkpoint(folder, name, **windows)
+    fresh = not output_dir.exists()
+    staging = output_dir / STAGING_DIR
+    staging.mkdir(parents=True)
+    try:
+        converted.save_pretrained(str(staging))
+        tokenizer.save_pretrained(str(staging))
+        atomic_move_files(staging, output_dir)
+    finally:
+        remove_tree(staging, output_dir)
+        if fresh and not any(output_dir.iterdir()):  # a failed conversion leaves no empty folder of its own making
+            output_dir.rmdir()
+    write_model_card(output_dir)
+    windows_written = {key: getattr(converted.config, key) for key in ("max_seq_length", "doc_stride", "max_query_length")}
+    return {"output": str(output_dir), "source": name, "architecture": architecture, "heads": converted.config.heads,
+            "windows": windows_written}
+
+
+def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrite: bool = False) -> dict[str, Any]:
+    """Save the encoder and span head of the bio_mrc model in ``model_dir`` (a folder or hub id) as transformers'
+    ``...ForQuestionAnswering`` of its encoder in ``output_dir`` (new or empty, or replaced with ``overwrite``), with
+    its tokenizer; its logits are checked against the bio_mrc model's first. A BIO head, which transformers has no class
+    for, is left out, and so are the windows and tuned settings (transformers' QA models keep none)."""
+    model_dir, output_dir = Path(model_dir), check_folder_target(output_dir)
+    trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")
+    check_outputs_apart([output_dir], model_dirs=[trained.path])
+    if trained.model.span_head is None:
+        raise ConfigError(f"{model_dir} has no span head (heads {trained.model.config.heads!r}); transformers' "
+                          "extractive QA models are start/end models")
+    qa = qa_model_from_span_model(trained.model, trained.tokenizer, str(model_dir))
+    fresh = not output_dir.exists()
+    staging = prepare_output(output_dir, overwrite, EXPORT_STAGING_DIR)
+    try:
+        qa.save_pretrained(str(staging))
+        trained.tokenizer.save_pretrained(str(staging))
+        atomic_move_files(staging, output_dir)
+    finally:
+        remove_tree(staging, output_dir)
+        if fresh and not any(output_dir.iterdir()):
+            output_dir.rmdir()
+    return {"format": "transformers", "architecture": type(qa).__name__, "source": str(model_dir),
+            "left_out": [name for name in trained.model.config.head_names if name != QA_HEADS]}
+
+
+__all__ = ["convert_qa_checkpoint", "export_qa_checkpoint"]

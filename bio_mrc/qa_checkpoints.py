@@ -1,0 +1,178 @@
+"""Extractive question-answering models of transformers (``BertForQuestionAnswering`` and its kin: an encoder and
+one ``qa_outputs`` layer of start and end logits) as span-only bio_mrc models.
+
+Such a model's ``qa_outputs`` is the span head's ``Linear(H, 2)`` exactly, start logits first, on the same encoder
+output; so the bio_mrc model built here from its encoder and that layer computes the same logits, and every door of
+the package (``predict``, ``extract``, ``serve``, :class:`~bio_mrc.inference.extract.AnswerExtractor`, ONNX export)
+answers with it through the span decoding: n-best, a maximum answer length, several documents, multi-span n-best.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import AutoModelForQuestionAnswering, PreTrainedModel
+
+from .encoders import as_data, load_tokenizer
+from .errors import ConfigError, ModelFormatError
+from .model import BioMrcConfig, BioMrcForQuestionAnswering
+from .model_defaults import QA_WINDOWS
+from .model_folder import check_sizes, check_tokenizer, read_json_object, weight_shapes
+
+QA_LAYER = "qa_outputs"
+QA_HEADS = "span"
+ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+# A question and context whose logits must be the same through the QA model's own forward pass and the bio_mrc model's.
+CHECK_QUESTION, CHECK_CONTEXT = "Who wrote the first program?", "The first program was written by Ada Lovelace in 1843."
+LOGIT_TOLERANCE = 1e-3
+
+
+def saved_config(folder: Path) -> dict:
+    """A model folder's ``config.json`` as a dict (empty where there is none, or it is not a JSON object of a sane size)."""
+    try:
+        return read_json_object(folder, "config.json")
+    except ModelFormatError:
+        return {}
+
+
+def check_qa_folder(folder: Path) -> None:
+    """The checks every model folder gets before anything is built (:mod:`bio_mrc.model_folder`), for a QA model's:
+    its config's sizes within bounds, weights files whose headers are whole, a tokenizer that fits the vocabulary."""
+    config = read_json_object(folder, "config.json")
+    check_sizes({"encoder": config}, folder)
+    weight_shapes(folder)
+    check_tokenizer(folder, config["vocab_size"], required=False)
+
+
+def qa_architecture(folder: Path) -> str | None:
+    """The ``...ForQuestionAnswering`` class a model folder's ``config.json`` names, or None (a bio_mrc model,
+    another kind of model, or no readable config)."""
+    config = saved_config(folder)
+    names = config.get("architectures")
+    if config.get("model_type") == BioMrcConfig.model_type or not isinstance(names, list):
+        return None
+    return next((name for name in names if isinstance(name, str) and name.endswith("ForQuestionAnswering")), None)
+
+
+def qa_windows(encoder_config, tokenizer_max_length: int | None = None, **windows: int | None) -> dict[str, int]:
+    """The window settings ``windows`` gives, the others :data:`QA_WINDOWS`' within the encoder's positions and the
+    tokenizer's ``model_max_length``: a shorter window keeps a question of at most a quarter of it and a stride that
+    leaves new context in each window. Settings that do not fit are refused (:class:`ConfigError`)."""
+    if given := {name: value for name, value in windows.items() if value is not None and (type(value) is not int or value < 1)}:
+        raise ConfigError(f"window settings are positive integers; got {given}")
+    positions = getattr(encoder_config, "max_position_embeddings", None) or QA_WINDOWS["max_seq_length"]
+    limits = [QA_WINDOWS["max_seq_length"], positions, *([tokenizer_max_length] if tokenizer_max_length else [])]
+    length = windows.get("max_seq_length") or min(limits)
+    question = windows.get("max_query_length") or min(QA_WINDOWS["max_query_length"], length // 4)
+    stride = windows.get("doc_stride") or min(QA_WINDOWS["doc_stride"], max(1, (length - question - 3) // 2))
+    if length > positions:
+        raise ConfigError(f"max_seq_length {length} exceeds the encoder's {positions} positions")
+    if stride >= length - question - 3:  # [CLS] and two [SEP]: the windows' rule (bio_mrc.features.config)
+        raise ConfigError(f"doc_stride {stride} leaves no new context in a window of max_seq_length {length} after "
+                          f"max_query_length {question} (it must be < max_seq_length - max_query_length - 3)")
+    return {"max_seq_length": length, "doc_stride": stride, "max_query_length": question}
+
+
+def span_model_from_qa_checkpoint(folder: Path, name: str | None = None, **windows: int | None) -> tuple[BioMrcForQuestionAnswering, Any]:
+    """The span-only bio_mrc model of the extractive QA model saved in ``folder`` (:func:`span_model_from_qa_model`)
+    and its fast tokenizer, the folder checked first (:func:`check_qa_folder`); ``name``: how its user named it (a hub
+    id), which the config records as the encoder's source."""
+    check_qa_folder(folder)
+    tokenizer = load_tokenizer(str(folder))
+    try:
+        with as_data(str(folder)):
+            source = AutoModelForQuestionAnswering.from_pretrained(str(folder), dtype=torch.float32, trust_remote_code=False)
+    except (OSError, RuntimeError, ValueError, TypeError, KeyError, AttributeError) as err:
+        if isinstance(err, ModelFormatError):
+            raise
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise ModelFormatError(f"transformers could not load it: {first[:300]}", str(folder)) from None
+    source.config._name_or_path = name or str(folder)
+    return span_model_from_qa_model(source, tokenizer, **windows), tokenizer
+
+
+def span_model_from_qa_model(source: PreTrainedModel, tokenizer, **windows: int | None) -> BioMrcForQuestionAnswering:
+    """The span-only bio_mrc model of an extractive QA model of transformers, in fp32 and eval mode: its encoder, and
+    its ``qa_outputs`` layer as the span head; its window settings :func:`qa_windows`'. A model whose start and end
+    logits are not one such layer on the encoder's output is refused, and so is one whose logits on a question and
+    context read with ``tokenizer`` are not the bio_mrc model's (:func:`check_same_logits`)."""
+    where = str(source.config._name_or_path or type(source).__name__)
+    layer = getattr(source, QA_LAYER, None)
+    encoder = getattr(source, source.base_model_prefix, None)
+    hidden = getattr(source.config, "hidden_size", None)
+    if not isinstance(layer, nn.Linear) or (layer.out_features, layer.in_features) != (2, hidden) or encoder is None:
+        raise ModelFormatError(
+            f"a {type(source).__name__}, whose start and end logits are not one {QA_LAYER} layer on the encoder's "
+            "output; bio_mrc answers with models of that form (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa and "
+            "their kin) or trains one: bio-mrc train --encoder PATH", where)
+    tokenizer_length = getattr(tokenizer, "model_max_length", None)
+    settings = qa_windows(source.config, tokenizer_length if isinstance(tokenizer_length, int) and tokenizer_length < 10**6 else None,
+                          **windows)
+    config = BioMrcConfig(encoder=source.config.to_dict(), heads=QA_HEADS, **settings)
+    model = BioMrcForQuestionAnswering(config)
+    missing, unexpected = model.encoder.load_state_dict(encoder.state_dict(), strict=False)
+    if missing or unexpected:
+        raise ModelFormatError(f"its encoder's weights do not fit a {type(encoder).__name__} "
+                               f"(missing {missing[:3]}, unexpected {unexpected[:3]})", where)
+    model.span_head.qa_outputs.load_state_dict(layer.state_dict())
+    model = model.float().eval()
+    check_same_logits(source, model, tokenizer, where)
+    return model
+
+
+def check_same_logits(source: PreTrainedModel, model: BioMrcForQuestionAnswering, tokenizer, where: str) -> None:
+    """Refuse a QA model whose own forward pass computes its start and end logits otherwise than its encoder and
+    ``qa_outputs`` do (attention it sets itself, masks, another head), on one real question and context padded to a
+    whole window (so a window its positions do not hold is refused here too)."""
+    length = model.config.max_seq_length
+    batch = tokenizer([CHECK_QUESTION], [CHECK_CONTEXT], truncation="only_second", max_length=length,
+                      padding="max_length", return_tensors="pt")
+    inputs = {key: value.to(source.device) for key, value in batch.items() if key in ENCODER_INPUTS}
+    try:
+        with torch.inference_mode():
+            expected, got = source.float().eval()(**inputs), model.to(source.device)(**inputs)
+    except (IndexError, RuntimeError, AssertionError, ValueError, TypeError) as err:
+        raise ModelFormatError(f"a question and context of a whole window ({length} tokens) do not run through it "
+                               f"({type(err).__name__}: {str(err).strip()[:200]}); a window it holds, a tokenizer that "
+                               "reads pairs as it was trained to, or a model of another class", where) from None
+    differences = [float((getattr(expected, name) - getattr(got, name)).abs().max()) for name in ("start_logits", "end_logits")]
+    if max(differences) > LOGIT_TOLERANCE:
+        raise ModelFormatError(
+            f"a {type(source).__name__}, whose start and end logits differ from its encoder's and {QA_LAYER}' by up to "
+            f"{max(differences):.3g}: its own forward pass computes them otherwise, which bio_mrc does not follow", where)
+
+
+def qa_model_from_span_model(model: BioMrcForQuestionAnswering, tokenizer, where: str) -> PreTrainedModel:
+    """transformers' ``...ForQuestionAnswering`` of ``model``'s encoder, its ``qa_outputs`` the span head, in eval mode;
+    its logits checked against ``model``'s (:func:`check_same_logits`). An encoder of a class transformers has no
+    such model for, or whose QA model has no ``qa_outputs`` layer, is refused."""
+    encoder_config = copy.deepcopy(model.config.encoder)
+    try:
+        qa = AutoModelForQuestionAnswering.from_config(encoder_config)
+    except ValueError as err:
+        raise ConfigError(f"transformers has no extractive QA model for a {type(encoder_config).__name__} encoder "
+                          f"({str(err).strip().splitlines()[0][:200]})") from None
+    layer, encoder = getattr(qa, QA_LAYER, None), getattr(qa, qa.base_model_prefix, None)
+    if not isinstance(layer, nn.Linear) or encoder is None:
+        raise ConfigError(f"transformers' {type(qa).__name__} has no {QA_LAYER} layer on its encoder for the span head")
+    missing, unexpected = encoder.load_state_dict(model.encoder.state_dict(), strict=False)
+    if [k for k in missing if "pooler" not in k] or unexpected:
+        raise ConfigError(f"the encoder's weights do not fit {type(qa).__name__} (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    layer.load_state_dict(model.span_head.qa_outputs.state_dict())
+    qa = qa.float().eval()
+    check_same_logits(qa, model, tokenizer, where)
+    return qa
+
+
+def is_qa_model(model: object) -> bool:
+    """Whether ``model`` is one of transformers' extractive QA models (not a bio_mrc one)."""
+    return isinstance(model, PreTrainedModel) and not isinstance(model, BioMrcForQuestionAnswering) \
+        and type(model).__name__.endswith("ForQuestionAnswering")
+
+
+__all__ = ["QA_WINDOWS", "check_qa_folder", "check_same_logits", "is_qa_model", "qa_architecture", "qa_windows", "saved_config", "qa_model_from_span_model",
+           "span_model_from_qa_checkpoint", "span_model_from_qa_model"]

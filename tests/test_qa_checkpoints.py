@@ -1,0 +1,295 @@
+"""transformers' extractive QA models (``...ForQuestionAnswering``: an encoder and one ``qa_outputs`` layer of start and
+end logits) answer through bio_mrc as span-only models: the logits transformers computes, the answers its
+question-answering pipeline gives, through every door; ``convert`` saves one as a bio_mrc model folder, which ``tune``
+then reads; a QA model of another form is refused with one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+from transformers import AutoModelForQuestionAnswering, AutoTokenizer, BertConfig, BertForQuestionAnswering
+
+from bio_mrc import AnswerExtractor
+from bio_mrc.cli import main
+from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig
+from bio_mrc.errors import ConfigError, ModelFormatError
+from bio_mrc.inference import TrainedModel
+from bio_mrc.inference.conversion import convert_qa_checkpoint
+from bio_mrc.model import BioMrcForQuestionAnswering
+from bio_mrc.qa_checkpoints import qa_architecture, qa_windows, span_model_from_qa_checkpoint
+
+from .conftest import SAMPLE_V1
+from .test_encoder_families import FAMILIES
+
+QA_FAMILIES = ["distilbert", "roberta", "xlm-roberta", "albert", "electra", "deberta-v2", "mpnet"]
+CONTEXT = "Rollo ruled Normandy. Later, William ruled England and Normandy."
+
+
+def random_qa_model(family: str, tokenizer_dir: Path, folder: Path) -> Path:
+    """A tiny random ``...ForQuestionAnswering`` of ``family`` saved with the tests' WordPiece tokenizer."""
+    config_class, options, token_types = FAMILIES[family]
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir), use_fast=True)
+    torch.manual_seed(0)
+    config = getattr(transformers, config_class)(vocab_size=len(tokenizer), **options)
+    AutoModelForQuestionAnswering.from_config(config).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    names = ["input_ids", "attention_mask", *(["token_type_ids"] if token_types else [])]
+    settings = folder / "tokenizer_config.json"
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "model_input_names": names}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def trained_qa_dir(trained_dir, tmp_path_factory) -> Path:  # noqa: F811
+    """The tests' trained joint model's encoder and span head saved as a BertForQuestionAnswering, as transformers
+    trains and saves one: a QA model that answers the sample's questions."""
+    model = BioMrcForQuestionAnswering.from_pretrained(str(trained_dir))
+    qa = BertForQuestionAnswering(BertConfig(**model.config.encoder.to_dict()))
+    qa.bert.load_state_dict(model.encoder.state_dict(), strict=True)
+    qa.qa_outputs.load_state_dict(model.span_head.qa_outputs.state_dict())
+    folder = tmp_path_factory.mktemp("bert-qa")
+    qa.save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(trained_dir)).save_pretrained(str(folder))
+    return folder
+
+
+@pytest.mark.parametrize("family", QA_FAMILIES)
+def test_the_span_model_computes_the_qa_models_logits(family, tiny_encoder_dir, tmp_path):
+    folder = random_qa_model(family, tiny_encoder_dir, tmp_path / "qa")
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model, _ = span_model_from_qa_checkpoint(folder, max_seq_length=48)  # RoBERTa's offset positions: 64 of 66
+    assert model.config.heads == "span" and qa_architecture(folder).endswith("ForQuestionAnswering")
+    batch = tokenizer(["who ruled normandy?", "who"], [CONTEXT.lower(), "rollo ruled"], padding=True, return_tensors="pt")
+    source = AutoModelForQuestionAnswering.from_pretrained(str(folder)).eval()
+    with torch.no_grad():
+        expected, got = source(**batch), model(**batch)
+    real = batch["attention_mask"].bool()
+    torch.testing.assert_close(got.start_logits[real], expected.start_logits[real])
+    torch.testing.assert_close(got.end_logits[real], expected.end_logits[real])
+
+
+def reference_answer(model, tokenizer, question: str, context: str, max_answer_length: int) -> tuple[str, int, int]:
+    """The best span of transformers' own logits on one window, by hand: the largest start + end logit over context
+    tokens, the end at most ``max_answer_length`` tokens after the start, mapped to characters by the offsets."""
+    batch = tokenizer(question, context, return_offsets_mapping=True, return_tensors="pt")
+    offsets, in_context = batch.pop("offset_mapping")[0], torch.tensor([part == 1 for part in batch.sequence_ids(0)])
+    with torch.no_grad():
+        out = model(**batch)
+    scores = out.start_logits[0][:, None] + out.end_logits[0][None, :]
+    length = torch.arange(len(offsets))[None, :] - torch.arange(len(offsets))[:, None]
+    allowed = in_context[:, None] & in_context[None, :] & (length >= 0) & (length < max_answer_length)
+    start, end = divmod(int(scores.masked_fill(~allowed, -torch.inf).argmax()), len(offsets))
+    first, last = int(offsets[start][0]), int(offsets[end][1])
+    return context[first:last], first, last
+
+
+def test_answers_are_the_best_spans_of_transformers_own_logits(trained_qa_dir, sample_v1):
+    """The reference is the QA model run by transformers and decoded by hand, on the sample's one-window contexts."""
+    model = AutoModelForQuestionAnswering.from_pretrained(str(trained_qa_dir)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(trained_qa_dir))
+    trained = TrainedModel.load(trained_qa_dir, precision="fp32")
+    assert trained.decodings == ["span"]
+    assert {k: getattr(trained.features, k) for k in ("max_seq_length", "doc_stride", "max_query_length")} == {
+        "max_seq_length": 128, "doc_stride": 46, "max_query_length": 32}
+    extractor = AnswerExtractor(trained, decoding="span", decode_config=DecodeConfig(max_answer_length=15))
+    answers = []
+    for example in sample_v1.examples:
+        assert len(tokenizer(example.question, example.context)["input_ids"]) <= 128  # one window
+        got = extractor(example.question, example.context)
+        answers.append((got.answer, got.spans[0].start, got.spans[0].end))
+        assert answers[-1] == reference_answer(model, tokenizer, example.question, example.context, 15)
+    right = sum([answer] in example.answer_texts() for (answer, *_), example in zip(answers, sample_v1.examples))
+    assert right >= len(answers) // 2  # the trained model's answers: a reference that decodes real logits
+
+
+def test_every_door_answers_with_a_qa_model(trained_qa_dir, sample_v1, tmp_path, capsys):
+    example = sample_v1.examples[0]
+    expected = AnswerExtractor.from_pretrained(str(trained_qa_dir))(example.question, example.context).answer
+    assert main(["extract", "--model", str(trained_qa_dir), "--question", example.question, "--context", example.context]) == 0
+    assert json.loads(capsys.readouterr().out)["answer"] == expected
+    qa = transformers.pipeline("bio-mrc-qa", model=str(trained_qa_dir))
+    assert qa(question=example.question, context=example.context)["answer"] == expected
+    assert main(["predict", "--model", str(trained_qa_dir), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")]) == 0
+    assert json.loads((tmp_path / "p.json").read_text())[example.id] == expected
+
+
+def test_convert_saves_a_bio_mrc_model_that_tune_reads(trained_qa_dir, sample_v1, tmp_path, capsys):
+    output = tmp_path / "converted"
+    assert main(["convert", "--model", str(trained_qa_dir), "--output", str(output), "--max-seq-length", "96"]) == 0
+    written = json.loads(capsys.readouterr().out)
+    assert written["architecture"] == "BertForQuestionAnswering" and written["windows"] == {
+        "max_seq_length": 96, "doc_stride": 34, "max_query_length": 24}
+    assert json.loads((output / "config.json").read_text())["model_type"] == "bio_mrc" and (output / "README.md").is_file()
+    example = sample_v1.examples[0]
+    converted = AnswerExtractor.from_pretrained(str(output))(example.question, example.context)
+    assert converted.answer == AnswerExtractor.from_pretrained(str(trained_qa_dir))(example.question, example.context).answer
+    assert main(["tune", "--model", str(output), "--data", str(SAMPLE_V1), "--no-calibration"]) == 0
+    assert json.loads((output / "config.json").read_text())["tuned_on"]["questions"] == len(sample_v1.examples)
+
+
+def test_tune_and_convert_refuse_what_they_cannot_write(trained_qa_dir, trained_dir, tmp_path, capsys):
+    before = sorted(p.name for p in trained_qa_dir.iterdir())
+    assert main(["tune", "--model", str(trained_qa_dir), "--data", str(SAMPLE_V1)]) == 2
+    assert "BertForQuestionAnswering, which tune cannot save settings into; convert it" in capsys.readouterr().err
+    assert sorted(p.name for p in trained_qa_dir.iterdir()) == before
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    for model, output, message in ((trained_qa_dir, tmp_path / "full", "the folder is not empty"),
+                                   (trained_dir, tmp_path / "new", "already a bio_mrc model"),
+                                   (trained_qa_dir, trained_qa_dir / "inside", "lies in the model folder")):
+        assert main(["convert", "--model", str(model), "--output", str(output)]) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "new").exists() and (tmp_path / "full" / "notes.txt").read_text() == "mine"
+
+
+def test_a_qa_model_of_another_form_is_refused_in_one_line(tiny_encoder_dir, tmp_path):
+    """ModernBERT's QA model puts an MLP between the encoder and its start/end layer: not a span head."""
+    folder = tmp_path / "modernbert-qa"
+    config_class, options, _ = FAMILIES["modernbert"]
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir), use_fast=True)
+    AutoModelForQuestionAnswering.from_config(getattr(transformers, config_class)(vocab_size=len(tokenizer), **options)) \
+        .save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    with pytest.raises(ModelFormatError, match=r"^a ModernBertForQuestionAnswering, whose start and end logits are not one "
+                                               r"qa_outputs layer.*\(in .*modernbert-qa\)$"):
+        TrainedModel.load(folder)
+
+
+def test_a_qa_model_that_computes_its_logits_otherwise_is_refused(trained_qa_dir, tmp_path, monkeypatch):
+    """A QA class whose own forward pass changes the logits (as Longformer's sets global attention itself) would answer
+    otherwise through bio_mrc: the logits are compared on a real question before the model is used."""
+    forward = BertForQuestionAnswering.forward
+
+    def shifted(self, *args, **kwargs):
+        out = forward(self, *args, **kwargs)
+        out.start_logits = out.start_logits + torch.arange(out.start_logits.shape[-1])
+        return out
+
+    monkeypatch.setattr(BertForQuestionAnswering, "forward", shifted)
+    with pytest.raises(ModelFormatError, match=r"its own forward pass computes them otherwise"):
+        TrainedModel.load(trained_qa_dir)
+
+
+def test_windows_fit_the_encoder_and_bad_ones_are_refused():
+    assert qa_windows(BertConfig()) == {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
+    assert qa_windows(BertConfig(max_position_embeddings=128)) == {"max_seq_length": 128, "doc_stride": 46, "max_query_length": 32}
+    assert qa_windows(BertConfig(), tokenizer_max_length=256)["max_seq_length"] == 256
+    for bad, message in (({"max_seq_length": 600}, "exceeds the encoder's 512 positions"),
+                         ({"max_seq_length": 64, "doc_stride": 64}, "leaves no new context"),
+                         ({"doc_stride": 0}, "positive integers"), ({"doc_stride": 1.5}, "positive integers")):
+        with pytest.raises(ConfigError, match=message):
+            qa_windows(BertConfig(), **bad)
+
+
+def test_only_question_answering_architectures_are_read_as_qa_models(trained_dir, tiny_encoder_dir, tmp_path):
+    assert qa_architecture(trained_dir) is None and qa_architecture(tiny_encoder_dir) is None
+    assert qa_architecture(tmp_path) is None  # no config.json
+    (tmp_path / "config.json").write_text('{"architectures": "BertForQuestionAnswering"}')
+    assert qa_architecture(tmp_path) is None
+
+
+def test_a_converted_model_loads_through_the_checked_path(trained_qa_dir, tmp_path):
+    convert_qa_checkpoint(trained_qa_dir, tmp_path / "converted")
+    trained = TrainedModel.load(tmp_path / "converted")
+    assert trained.decodings == ["span"] and load_squad(SAMPLE_V1).examples
+
+
+def test_a_qa_model_by_hub_id_answers_and_converts_from_the_cache_offline(trained_qa_dir, sample_v1, tmp_path, monkeypatch, capsys):
+    from huggingface_hub import constants
+
+    from .test_hub_models import cache_snapshot
+
+    cache_snapshot(tmp_path / "hub", "org/bert-qa", trained_qa_dir)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    example = sample_v1.examples[0]
+    by_id = AnswerExtractor.from_pretrained("org/bert-qa")(example.question, example.context)
+    assert by_id.answer == AnswerExtractor.from_pretrained(str(trained_qa_dir))(example.question, example.context).answer
+    assert main(["convert", "--model", "org/bert-qa", "--output", str(tmp_path / "converted")]) == 0
+    card = (tmp_path / "converted" / "README.md").read_text()
+    assert "| encoder | `org/bert-qa` |" in card and json.loads(capsys.readouterr().out)["source"] == "org/bert-qa"
+
+
+def test_serve_answers_with_a_qa_model_and_describes_it(trained_qa_dir, sample_v1):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from bio_mrc.serving.app import create_app
+
+    extractor = AnswerExtractor.from_pretrained(str(trained_qa_dir))
+    example = sample_v1.examples[0]
+    with TestClient(create_app(extractor)) as client:
+        card = client.get("/health").json()["card"]
+        answer = client.post("/answer", json={"question": example.question, "context": example.context}).json()
+    assert card["heads"] == "span" and card["decodings"] == ["span"] and card["windows"]["max_seq_length"] == 128
+    assert answer["decoding"] == "span" and answer["results"][0]["answer"] == extractor(example.question, example.context).answer
+
+
+@pytest.mark.slow
+def test_a_qa_model_exports_to_onnx_with_the_same_answers(trained_qa_dir, sample_v1, tmp_path):
+    pytest.importorskip("onnxruntime")
+    from bio_mrc.inference.onnx import export_onnx
+
+    export_onnx(trained_qa_dir, tmp_path / "exported")
+    for example in sample_v1.examples:
+        spans = [AnswerExtractor.from_pretrained(str(folder))(example.question, example.context).spans[0]
+                 for folder in (trained_qa_dir, tmp_path / "exported")]
+        assert (spans[0].start, spans[0].end) == (spans[1].start, spans[1].end)
+
+
+def test_export_to_transformers_gives_its_qa_model_the_span_heads_logits_and_back(trained_dir, sample_v1, tmp_path, capsys):
+    """bio_mrc → transformers → bio_mrc: the exported BertForQuestionAnswering computes the span head's logits in
+    transformers, and read back (at the model's own windows) it answers as the bio_mrc model's span decoding does."""
+    output = tmp_path / "bert-qa"
+    assert main(["export", "--model", str(trained_dir), "--format", "transformers", "--output", str(output)]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["architecture"] == "BertForQuestionAnswering" and record["left_out"] == ["bio"]
+    assert not (output / "bio_mrc_export.json").exists() and qa_architecture(output) == "BertForQuestionAnswering"
+    ours = BioMrcForQuestionAnswering.from_pretrained(str(trained_dir)).eval()
+    theirs = AutoModelForQuestionAnswering.from_pretrained(str(output)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(output))
+    batch = tokenizer([e.question for e in sample_v1.examples], [e.context for e in sample_v1.examples], padding=True,
+                      truncation="only_second", max_length=48, return_tensors="pt")
+    with torch.no_grad():
+        expected, got = ours(**batch), theirs(**batch)
+    torch.testing.assert_close(got.start_logits, expected.start_logits)
+    windows = {k: getattr(ours.config, k) for k in ("max_seq_length", "doc_stride", "max_query_length")}
+    back = TrainedModel.from_qa_checkpoint(output, str(output), precision="fp32")
+    back.features = TrainedModel.load(trained_dir).features
+    assert {k: getattr(back.features, k) for k in windows} == windows
+    original = AnswerExtractor.from_pretrained(str(trained_dir), decoding="span")
+    again = AnswerExtractor(back, decoding="span")
+    assert [original(e.question, e.context).answer for e in sample_v1.examples] == \
+        [again(e.question, e.context).answer for e in sample_v1.examples]
+
+
+def test_export_to_transformers_needs_a_span_head(tiny_encoder_dir, tmp_path, capsys):
+    bio_only = tmp_path / "bio-only"  # an untrained BIO-only model, saved as training saves one
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="bio", max_seq_length=48, doc_stride=16,
+                                            max_query_length=12).save_pretrained(str(bio_only))
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(bio_only))
+    assert main(["export", "--model", str(bio_only), "--format", "transformers", "--output", str(tmp_path / "out")]) == 2
+    assert "has no span head (heads 'bio')" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("spoil, message", [
+    (lambda folder: (folder / "config.json").write_text(json.dumps(
+        {**json.loads((folder / "config.json").read_text()), "num_hidden_layers": 10**9})),
+     r"config.json: encoder.num_hidden_layers must be an integer in \[1, "),
+    (lambda folder: (folder / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes()[:100]),
+     r"model.safetensors: "),
+    (lambda folder: (folder / "config.json").write_text("{"), r"config.json: not valid JSON"),
+])
+def test_a_broken_qa_model_folder_is_one_error_before_anything_is_built(trained_qa_dir, tmp_path, spoil, message):
+    import shutil
+
+    folder = tmp_path / "qa"
+    shutil.copytree(trained_qa_dir, folder)
+    spoil(folder)
+    with pytest.raises(ModelFormatError, match=message):
+        span_model_from_qa_checkpoint(folder)
