@@ -445,7 +445,7 @@ def _export_onnx(args: argparse.Namespace) -> dict:
 def _export_transformers(args: argparse.Namespace) -> dict:
     from .inference.conversion import export_qa_checkpoint
 
-    return export_qa_checkpoint(args.model, args.output, overwrite=args.overwrite)
+    return export_qa_checkpoint(args.model, args.output, overwrite=args.overwrite, progress=True)
 
 
 EXPORT_FORMATS = {"onnx": _export_onnx, "transformers": _export_transformers}  # --format: how each is written
@@ -462,8 +462,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from .inference.conversion import convert_qa_checkpoint
 
+    check_folder_target(args.output)
     print(f"converting {args.model} into a bio_mrc model in {args.output}", file=sys.stderr)
-    written = convert_qa_checkpoint(args.model, args.output, max_seq_length=args.max_seq_length,
+    written = convert_qa_checkpoint(args.model, args.output, progress=True, max_seq_length=args.max_seq_length,
                                     doc_stride=args.doc_stride, max_query_length=args.max_query_length)
     print(json.dumps(written, indent=2))
     return 0
@@ -663,8 +664,9 @@ def _add_export_command(add_command) -> None:
     convert.add_argument("--model", required=True, help="the ...ForQuestionAnswering model: a folder or a hub id")
     convert.add_argument("--output", required=True, help="a new or empty folder for the bio_mrc model")
     window_help = {"max_seq_length": "tokens a window holds; unset: {}, or the encoder's positions where fewer",
-                   "doc_stride": "tokens of overlap between a context's windows; unset: {}, or half a window where less",
-                   "max_query_length": "a question's tokens kept; unset: {}, or half a window where less"}
+                   "doc_stride": "tokens of overlap between a context's windows; unset: {}, or half of what a shorter "
+                                 "window holds besides the question",
+                   "max_query_length": "a question's tokens kept; unset: {}, or a quarter of a shorter window"}
     for option, default in QA_WINDOW_DEFAULTS.items():
         convert.add_argument(f"--{option.replace('_', '-')}", type=_count, help=window_help[option].format(default))
     convert.set_defaults(func=cmd_convert)

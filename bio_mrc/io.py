@@ -40,9 +40,10 @@ def writes_named(folder: str | Path) -> Iterator[None]:
         yield
     except OutputError:
         raise
-    except (OSError, RuntimeError) as err:
+    except Exception as err:  # noqa: BLE001 - writers (torch, safetensors) report a full disk in exceptions of their own
         full = isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
-        if not full and not (isinstance(err, RuntimeError) and any(sign in str(err) for sign in TORCH_WRITE_FAILURES)):
+        said = isinstance(err, RuntimeError) and any(sign in str(err) for sign in TORCH_WRITE_FAILURES)
+        if not (full or said or "No space left on device" in str(err) or "Disk quota exceeded" in str(err)):
             raise
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise OutputError(f"could not write there, {_free_space(Path(folder))} free on its device: {first_line}",
@@ -62,7 +63,10 @@ _TEMPORARY_EXTRA = len(".." + "4194304" + ".12345678.tmp")
 
 def check_name_lengths(path: str | Path) -> Path:
     """``path`` if each of its names fits a file system's limit, with room for an atomic write's temporary
-    name; else an :class:`OutputError` before any work (the system would refuse it only when writing)."""
+    name; else an :class:`OutputError` before any work (the system would refuse it only when writing). An empty
+    path names nothing (``Path("")`` would be the current folder)."""
+    if not str(path).strip():
+        raise OutputError("an empty path names no file or folder; give one", repr(str(path)))
     path = Path(path)
     for part in path.parts:
         size = len(os.fsencode(part))

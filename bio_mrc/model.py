@@ -218,13 +218,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
                 raise
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
             raise ModelFormatError(f"transformers could not load it: {first[:300]}", str(folder)) from None
-        if broken := non_finite_weights(model):
-            raise ModelFormatError(f"its weights hold NaN or infinite values ({', '.join(broken[:3])}"
-                                   f"{f' and {len(broken) - 3} more' if len(broken) > 3 else ''})", str(pretrained_model_name_or_path))
-        floats = [(name, tensor) for name, tensor in model.state_dict().items() if tensor.is_floating_point() and tensor.numel()]
-        if huge := [name for name, tensor in floats if tensor.abs().max() > MAX_WEIGHT_MAGNITUDE]:
-            raise ModelFormatError(f"its weights hold values beyond ±{MAX_WEIGHT_MAGNITUDE:g} ({', '.join(huge[:3])}), which no "
-                                   "trained encoder holds: a corrupt file?", str(pretrained_model_name_or_path))
+        check_weight_values(model, str(pretrained_model_name_or_path))
         return model
 
     @functools.cached_property
@@ -318,6 +312,18 @@ def set_encoder_dropout(encoder_config: PreTrainedConfig, attention: float | Non
                              f"(none of {', '.join(ENCODER_DROPOUT_ATTRIBUTES[kind])}); leave {kind}_dropout unset")
         for name in names:
             setattr(encoder_config, name, rate)
+
+
+def check_weight_values(model: torch.nn.Module, where: str) -> None:
+    """Refuse weights holding NaN or infinite values (they answer "" to every question without a word) or values no
+    trained encoder holds (a corrupt file)."""
+    if broken := non_finite_weights(model):
+        raise ModelFormatError(f"its weights hold NaN or infinite values ({', '.join(broken[:3])}"
+                               f"{f' and {len(broken) - 3} more' if len(broken) > 3 else ''})", where)
+    floats = [(name, tensor) for name, tensor in model.state_dict().items() if tensor.is_floating_point() and tensor.numel()]
+    if huge := [name for name, tensor in floats if tensor.abs().max() > MAX_WEIGHT_MAGNITUDE]:
+        raise ModelFormatError(f"its weights hold values beyond ±{MAX_WEIGHT_MAGNITUDE:g} ({', '.join(huge[:3])}), which no "
+                               "trained encoder holds: a corrupt file?", where)
 
 
 def non_finite_weights(model: torch.nn.Module) -> list[str]:

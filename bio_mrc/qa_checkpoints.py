@@ -10,8 +10,9 @@ answers with it through the span decoding: n-best, a maximum answer length, seve
 from __future__ import annotations
 
 import copy
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from torch import nn
@@ -19,9 +20,9 @@ from transformers import AutoModelForQuestionAnswering, PreTrainedModel
 
 from .encoders import as_data, load_tokenizer
 from .errors import ConfigError, ModelFormatError
-from .model import BioMrcConfig, BioMrcForQuestionAnswering
+from .model import BioMrcConfig, BioMrcForQuestionAnswering, check_weight_values
 from .model_defaults import QA_WINDOWS
-from .model_folder import check_sizes, check_tokenizer, read_json_object, weight_shapes
+from .model_folder import check_sizes, check_tokenizer, check_weights_fit, expected_shapes, read_json_object, weight_shapes
 
 QA_LAYER = "qa_outputs"
 QA_HEADS = "span"
@@ -29,6 +30,10 @@ ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # A question and context whose logits must be the same through the QA model's own forward pass and the bio_mrc model's.
 CHECK_QUESTION, CHECK_CONTEXT = "Who wrote the first program?", "The first program was written by Ada Lovelace in 1843."
 LOGIT_TOLERANCE = 1e-3
+# Saved tensors a QA class does not build and never reads: a pooler saved with the encoder, position ids buffers.
+IGNORED_WEIGHTS = ("pooler.", "position_ids")
+# Files a tokenizer is read from (a fast one, or the vocabulary a fast one is built from).
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
 
 
 def saved_config(folder: Path) -> dict:
@@ -41,11 +46,30 @@ def saved_config(folder: Path) -> dict:
 
 def check_qa_folder(folder: Path) -> None:
     """The checks every model folder gets before anything is built (:mod:`bio_mrc.model_folder`), for a QA model's:
-    its config's sizes within bounds, weights files whose headers are whole, a tokenizer that fits the vocabulary."""
+    its config's sizes within bounds; weights that are exactly those its QA class builds from the config, with their
+    shapes (transformers would fill a missing one with random values); tokenizer files."""
     config = read_json_object(folder, "config.json")
     check_sizes({"encoder": config}, folder)
-    weight_shapes(folder)
+    found = weight_shapes(folder)
+    qa_class = _qa_class(config, folder)
+    expected = expected_shapes(qa_class, config, folder)
+    kept = {name: shape for name, shape in found.items() if not any(part in name for part in IGNORED_WEIGHTS)}
+    check_weights_fit(folder, kept, {name: shape for name, shape in expected.items() if not any(part in name for part in IGNORED_WEIGHTS)})
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise ModelFormatError(f"no tokenizer ({', '.join(TOKENIZER_FILES)}): a QA model is read with its own", str(folder))
     check_tokenizer(folder, config["vocab_size"], required=False)
+
+
+def _qa_class(config: dict, folder: Path) -> type:
+    """The class transformers builds for the config's ``model_type`` as an extractive QA model."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES
+
+    name = MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES.get(str(config.get("model_type")))
+    if name is None or not hasattr(transformers, name):
+        raise ModelFormatError(f"config.json: transformers {transformers.__version__} has no extractive QA model for "
+                               f"model_type {config.get('model_type')!r}", str(folder))
+    return getattr(transformers, name)
 
 
 def qa_architecture(folder: Path) -> str | None:
@@ -58,19 +82,24 @@ def qa_architecture(folder: Path) -> str | None:
     return next((name for name in names if isinstance(name, str) and name.endswith("ForQuestionAnswering")), None)
 
 
-def qa_windows(encoder_config, tokenizer_max_length: int | None = None, **windows: int | None) -> dict[str, int]:
-    """The window settings ``windows`` gives, the others :data:`QA_WINDOWS`' within the encoder's positions and the
-    tokenizer's ``model_max_length``: a shorter window keeps a question of at most a quarter of it and a stride that
-    leaves new context in each window. Settings that do not fit are refused (:class:`ConfigError`)."""
+def qa_windows(encoder_config, tokenizer_max_length: int | None = None, positions: int | None = None,
+               **windows: int | None) -> dict[str, int]:
+    """The window settings ``windows`` gives, the others :data:`QA_WINDOWS`' within the encoder's ``positions`` (default:
+    its ``max_position_embeddings``) and the tokenizer's ``model_max_length``: a shorter window keeps a question of at
+    most a quarter of it and a stride that leaves new context in each window. Settings that do not fit are refused
+    (:class:`ConfigError`)."""
     if given := {name: value for name, value in windows.items() if value is not None and (type(value) is not int or value < 1)}:
         raise ConfigError(f"window settings are positive integers; got {given}")
-    positions = getattr(encoder_config, "max_position_embeddings", None) or QA_WINDOWS["max_seq_length"]
-    limits = [QA_WINDOWS["max_seq_length"], positions, *([tokenizer_max_length] if tokenizer_max_length else [])]
+    configured = getattr(encoder_config, "max_position_embeddings", None)
+    positions = positions or (configured if isinstance(configured, int) and configured > 0 else None)
+    limits = [QA_WINDOWS["max_seq_length"], *[limit for limit in (positions, tokenizer_max_length) if limit]]
     length = windows.get("max_seq_length") or min(limits)
     question = windows.get("max_query_length") or min(QA_WINDOWS["max_query_length"], length // 4)
     stride = windows.get("doc_stride") or min(QA_WINDOWS["doc_stride"], max(1, (length - question - 3) // 2))
-    if length > positions:
-        raise ConfigError(f"max_seq_length {length} exceeds the encoder's {positions} positions")
+    if positions and length > positions:
+        raise ConfigError(f"max_seq_length {length} exceeds the {positions} positions the encoder's windows may fill")
+    if question >= length - 4:
+        raise ConfigError(f"max_query_length {question} leaves no context in a window of max_seq_length {length}")
     if stride >= length - question - 3:  # [CLS] and two [SEP]: the windows' rule (bio_mrc.features.config)
         raise ConfigError(f"doc_stride {stride} leaves no new context in a window of max_seq_length {length} after "
                           f"max_query_length {question} (it must be < max_seq_length - max_query_length - 3)")
@@ -83,8 +112,12 @@ def span_model_from_qa_checkpoint(folder: Path, name: str | None = None, **windo
     id), which the config records as the encoder's source."""
     check_qa_folder(folder)
     tokenizer = load_tokenizer(str(folder))
+    vocab_size = saved_config(folder).get("vocab_size")
+    if max(tokenizer.get_vocab().values(), default=0) >= vocab_size:
+        raise ModelFormatError(f"its tokenizer maps tokens to ids up to {max(tokenizer.get_vocab().values())}, past the "
+                               f"encoder's vocab_size {vocab_size} (config.json): the tokenizer is not this model's", str(folder))
     try:
-        with as_data(str(folder)):
+        with as_data(str(folder)), _transformers_quiet():  # its load report names the pooler it leaves out, which is checked
             source = AutoModelForQuestionAnswering.from_pretrained(str(folder), dtype=torch.float32, trust_remote_code=False)
     except (OSError, RuntimeError, ValueError, TypeError, KeyError, AttributeError) as err:
         if isinstance(err, ModelFormatError):
@@ -111,7 +144,7 @@ def span_model_from_qa_model(source: PreTrainedModel, tokenizer, **windows: int 
             "their kin) or trains one: bio-mrc train --encoder PATH", where)
     tokenizer_length = getattr(tokenizer, "model_max_length", None)
     settings = qa_windows(source.config, tokenizer_length if isinstance(tokenizer_length, int) and tokenizer_length < 10**6 else None,
-                          **windows)
+                          positions=usable_positions(encoder), **windows)
     config = BioMrcConfig(encoder=source.config.to_dict(), heads=QA_HEADS, **settings)
     model = BioMrcForQuestionAnswering(config)
     missing, unexpected = model.encoder.load_state_dict(encoder.state_dict(), strict=False)
@@ -120,21 +153,50 @@ def span_model_from_qa_model(source: PreTrainedModel, tokenizer, **windows: int 
                                f"(missing {missing[:3]}, unexpected {unexpected[:3]})", where)
     model.span_head.qa_outputs.load_state_dict(layer.state_dict())
     model = model.float().eval()
+    check_weight_values(model, where)
     check_same_logits(source, model, tokenizer, where)
     return model
 
 
+@contextmanager
+def _transformers_quiet() -> Iterator[None]:
+    """transformers' warnings off inside the block (its level restored after)."""
+    from transformers.utils import logging
+
+    level = logging.get_verbosity()
+    logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)
+
+
+def usable_positions(encoder: nn.Module) -> int | None:
+    """The positions a window may fill: ``max_position_embeddings``, less the ids below the first position in
+    encoders that number positions from after their padding id (RoBERTa and its kin, MPNet). None: no limit known."""
+    positions = getattr(encoder.config, "max_position_embeddings", None)
+    if not isinstance(positions, int) or positions < 1:
+        return None
+    padding = getattr(getattr(encoder, "embeddings", None), "padding_idx", None)
+    return positions - (padding + 1) if isinstance(padding, int) and padding >= 0 else positions
+
+
 def check_same_logits(source: PreTrainedModel, model: BioMrcForQuestionAnswering, tokenizer, where: str) -> None:
     """Refuse a QA model whose own forward pass computes its start and end logits otherwise than its encoder and
-    ``qa_outputs`` do (attention it sets itself, masks, another head), on one real question and context padded to a
-    whole window (so a window its positions do not hold is refused here too)."""
+    ``qa_outputs`` do (attention it sets itself, masks, another head), on one question and a context of real tokens
+    filling a whole window (so a window its positions do not hold is refused here too). ``source`` is left as it was."""
     length = model.config.max_seq_length
-    batch = tokenizer([CHECK_QUESTION], [CHECK_CONTEXT], truncation="only_second", max_length=length,
-                      padding="max_length", return_tensors="pt")
+    try:
+        batch = tokenizer([CHECK_QUESTION], [" ".join([CHECK_CONTEXT] * (length // 4 + 1))], truncation="only_second",
+                          max_length=length, return_tensors="pt")
+    except Exception as err:  # noqa: BLE001 - tokenizers raises its own Exception when a window cannot hold the question
+        raise ModelFormatError(f"a window of {length} tokens cannot hold a question and context ({str(err).strip()[:200]}); "
+                               "give a longer max_seq_length", where) from None
+    reference = source if source.dtype == torch.float32 and not source.training else copy.deepcopy(source).float().eval()
     inputs = {key: value.to(source.device) for key, value in batch.items() if key in ENCODER_INPUTS}
     try:
         with torch.inference_mode():
-            expected, got = source.float().eval()(**inputs), model.to(source.device)(**inputs)
+            expected, got = reference(**inputs), model.to(source.device)(**inputs)
     except (IndexError, RuntimeError, AssertionError, ValueError, TypeError) as err:
         raise ModelFormatError(f"a question and context of a whole window ({length} tokens) do not run through it "
                                f"({type(err).__name__}: {str(err).strip()[:200]}); a window it holds, a tokenizer that "

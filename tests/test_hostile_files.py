@@ -259,3 +259,9 @@ def test_a_utf16_file_is_named_as_such_with_how_to_convert_it(tmp_path, suffix):
     path.write_text(text, encoding="utf-16")  # with its byte-order mark, as Windows editors save "Unicode" text
     with pytest.raises(DataFormatError, match="it looks like UTF-16: convert it first, e.g. iconv -f UTF-16 -t UTF-8"):
         read_text_file(path) if suffix == ".txt" else load_squad(path)
+
+
+@pytest.mark.parametrize("argv", [["export", "--model", "m", "--output", ""], ["convert", "--model", "m", "--output", ""]])
+def test_an_empty_output_path_is_one_line(argv, capsys):
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == "error: an empty path names no file or folder; give one (in '')"

@@ -19,7 +19,7 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import ConfigError, ModelFormatError
 from bio_mrc.inference import TrainedModel
-from bio_mrc.inference.conversion import convert_qa_checkpoint
+from bio_mrc.inference.conversion import convert_qa_checkpoint, export_qa_checkpoint
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.qa_checkpoints import qa_architecture, qa_windows, span_model_from_qa_checkpoint
 
@@ -179,7 +179,7 @@ def test_windows_fit_the_encoder_and_bad_ones_are_refused():
     assert qa_windows(BertConfig()) == {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
     assert qa_windows(BertConfig(max_position_embeddings=128)) == {"max_seq_length": 128, "doc_stride": 46, "max_query_length": 32}
     assert qa_windows(BertConfig(), tokenizer_max_length=256)["max_seq_length"] == 256
-    for bad, message in (({"max_seq_length": 600}, "exceeds the encoder's 512 positions"),
+    for bad, message in (({"max_seq_length": 600}, "exceeds the 512 positions"),
                          ({"max_seq_length": 64, "doc_stride": 64}, "leaves no new context"),
                          ({"doc_stride": 0}, "positive integers"), ({"doc_stride": 1.5}, "positive integers")):
         with pytest.raises(ConfigError, match=message):
@@ -277,6 +277,18 @@ def test_export_to_transformers_needs_a_span_head(tiny_encoder_dir, tmp_path, ca
     assert "has no span head (heads 'bio')" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
+def _save_weights(folder: Path, change) -> None:
+    from safetensors.torch import load_file, save_file
+
+    save_file(change(load_file(str(folder / "model.safetensors"))), str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def _tokenizer_past_the_vocabulary(folder: Path) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "vocab_size": config["vocab_size"] - 5}))
+    _save_weights(folder, lambda tensors: {k: v[:-5] if "word_embeddings" in k else v for k, v in tensors.items()})
+
+
 @pytest.mark.parametrize("spoil, message", [
     (lambda folder: (folder / "config.json").write_text(json.dumps(
         {**json.loads((folder / "config.json").read_text()), "num_hidden_layers": 10**9})),
@@ -284,6 +296,15 @@ def test_export_to_transformers_needs_a_span_head(tiny_encoder_dir, tmp_path, ca
     (lambda folder: (folder / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes()[:100]),
      r"model.safetensors: "),
     (lambda folder: (folder / "config.json").write_text("{"), r"config.json: not valid JSON"),
+    (lambda folder: (folder / "config.json").write_text(json.dumps(  # two layers saved, four named: two would be random
+        {**json.loads((folder / "config.json").read_text()), "num_hidden_layers": 4})), r"lacks 32 tensors the config implies"),
+    (lambda folder: _save_weights(folder, lambda tensors: {k: v for k, v in tensors.items() if "qa_outputs" not in k}),
+     r"lacks 2 tensors the config implies \(qa_outputs.bias, qa_outputs.weight\)"),
+    (lambda folder: _save_weights(folder, lambda tensors: {**tensors, "qa_outputs.weight": tensors["qa_outputs.weight"] * float("nan")}),
+     r"its weights hold NaN or infinite values \(span_head.qa_outputs.weight\)"),
+    (lambda folder: [(folder / name).unlink() for name in ("tokenizer.json", "tokenizer_config.json")],
+     r"no tokenizer \(tokenizer.json, vocab.txt"),
+    (lambda folder: _tokenizer_past_the_vocabulary(folder), r"maps tokens to ids up to \d+, past the encoder's vocab_size"),
 ])
 def test_a_broken_qa_model_folder_is_one_error_before_anything_is_built(trained_qa_dir, tmp_path, spoil, message):
     import shutil
@@ -293,3 +314,51 @@ def test_a_broken_qa_model_folder_is_one_error_before_anything_is_built(trained_
     spoil(folder)
     with pytest.raises(ModelFormatError, match=message):
         span_model_from_qa_checkpoint(folder)
+
+
+def test_an_encoder_numbering_positions_after_its_padding_id_gets_windows_it_can_fill(tiny_encoder_dir, tmp_path):
+    """RoBERTa's positions start after its padding id (0 here): of 66, a window fills 65. A long context answers."""
+    folder = random_qa_model("roberta", tiny_encoder_dir, tmp_path / "qa")
+    trained = TrainedModel.load(folder)
+    assert trained.features.max_seq_length == 65
+    answer = AnswerExtractor(trained)("who ruled normandy?", " ".join([CONTEXT] * 40))
+    assert answer.spans and answer.spans[0].text
+
+
+def test_windows_too_short_for_a_question_are_one_line(trained_qa_dir, tmp_path, capsys):
+    assert main(["convert", "--model", str(trained_qa_dir), "--output", str(tmp_path / "out"), "--max-seq-length", "8"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and "Traceback" not in "".join(err) and not (tmp_path / "out").exists()
+
+
+def test_the_pipeline_leaves_the_callers_model_as_it_was(trained_qa_dir):
+    model = AutoModelForQuestionAnswering.from_pretrained(str(trained_qa_dir), dtype=torch.bfloat16).train()
+    qa = transformers.pipeline("bio-mrc-qa", model=model, tokenizer=AutoTokenizer.from_pretrained(str(trained_qa_dir)))
+    assert qa(question="who ruled normandy?", context=CONTEXT)["answer"]
+    assert model.dtype == torch.bfloat16 and model.training
+
+
+def test_library_conversions_print_nothing(trained_qa_dir, trained_dir, tmp_path, capfd):
+    capfd.readouterr()
+    convert_qa_checkpoint(trained_qa_dir, tmp_path / "converted")
+    export_qa_checkpoint(trained_dir, tmp_path / "exported")
+    assert capfd.readouterr() == ("", "")
+
+
+def test_an_export_over_another_model_leaves_none_of_its_files(trained_dir, tmp_path):
+    output = tmp_path / "out"
+    output.mkdir()
+    for name in ("model.onnx", "bio_mrc_export.json", "bio_mrc_run.json", "model-00001-of-00002.safetensors", "notes.txt"):
+        (output / name).write_text("old")
+    export_qa_checkpoint(trained_dir, output, overwrite=True)
+    assert sorted(p.name for p in output.iterdir()) == ["config.json", "model.safetensors", "notes.txt", "tokenizer.json",
+                                                         "tokenizer_config.json"]
+
+
+def test_an_onnx_export_is_not_exported_to_transformers(tmp_path):
+    folder = tmp_path / "onnx"
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(b"graph")
+    (folder / "config.json").write_text('{"model_type": "bio_mrc"}')
+    with pytest.raises(ConfigError, match="is an ONNX export; export the PyTorch model it was made from"):
+        export_qa_checkpoint(folder, tmp_path / "out")

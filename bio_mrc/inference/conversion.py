@@ -5,25 +5,34 @@ runs transformers' QA models."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import ConfigError, ModelFormatError, OutputError
 from ..hub import local_folder
-from ..io import atomic_move_files, check_folder_target, check_outputs_apart, prepare_output, remove_tree
-from ..model import BioMrcConfig
-from ..model_card import write_model_card
+from ..evaluation_record import EVAL_FILE
+from ..io import (atomic_move_files, check_folder_target, check_outputs_apart, prepare_output, remove_file, remove_tree,
+                  writes_named)
+from ..model import RUN_FILE, BioMrcConfig
+from ..model_card import clear_model_card, write_model_card
+from ..progress import progress_bars
 from ..qa_checkpoints import QA_HEADS, qa_architecture, qa_model_from_span_model, saved_config, span_model_from_qa_checkpoint
-from .loading import TrainedModel
+from .loading import TrainedModel, model_backend
+from .onnx_runner import EXPORT_FILE
 
 STAGING_DIR = ".convert-staging"
 EXPORT_STAGING_DIR = ".export-staging"
+# The files of another model an overwritten export folder may hold: weights, an ONNX export, bio_mrc's records.
+OTHER_MODEL_FILES = ("model*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin", "pytorch_model.bin.index.json",
+                     "model.onnx", "model.onnx.data", EXPORT_FILE, RUN_FILE, EVAL_FILE)
 
 
-def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, **windows: int | None) -> dict[str, Any]:
+def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: bool = False, **windows: int | None) -> dict[str, Any]:
     """Save the span-only bio_mrc model of the extractive QA model ``model`` (a folder or a hub id) in ``output_dir``,
     a new or empty folder: config, weights, tokenizer and model card. ``windows`` (``max_seq_length``, ``doc_stride``,
-    ``max_query_length``) override :data:`bio_mrc.qa_checkpoints.QA_WINDOWS`. Returns what was written."""
+    ``max_query_length``) override :data:`bio_mrc.qa_checkpoints.QA_WINDOWS`; ``progress`` shows transformers' bars.
+    Returns what was written."""
     name, output_dir = str(model), check_folder_target(output_dir)
     folder = local_folder(model)
     architecture = qa_architecture(folder)
@@ -34,48 +43,68 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, **windows: 
     check_outputs_apart([output_dir], model_dirs=[folder])
     if output_dir.is_dir() and any(output_dir.iterdir()):
         raise OutputError("the folder is not empty; convert writes a new model into a new or empty folder", str(output_dir))
-    converted, tokenizer = span_model_from_qa_checkpoint(folder, name, **windows)
-    fresh = not output_dir.exists()
-    staging = output_dir / STAGING_DIR
-    staging.mkdir(parents=True)
-    try:
-        converted.save_pretrained(str(staging))
-        tokenizer.save_pretrained(str(staging))
-        atomic_move_files(staging, output_dir)
-    finally:
-        remove_tree(staging, output_dir)
-        if fresh and not any(output_dir.iterdir()):  # a failed conversion leaves no empty folder of its own making
-            output_dir.rmdir()
+    with progress_bars(progress):
+        converted, tokenizer = span_model_from_qa_checkpoint(folder, name, **windows)
+        with staged_folder(output_dir, False, STAGING_DIR) as staging:
+            converted.save_pretrained(str(staging))
+            tokenizer.save_pretrained(str(staging))
     write_model_card(output_dir)
     windows_written = {key: getattr(converted.config, key) for key in ("max_seq_length", "doc_stride", "max_query_length")}
     return {"output": str(output_dir), "source": name, "architecture": architecture, "heads": converted.config.heads,
             "windows": windows_written}
 
 
-def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrite: bool = False) -> dict[str, Any]:
+def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrite: bool = False, progress: bool = False) -> dict[str, Any]:
     """Save the encoder and span head of the bio_mrc model in ``model_dir`` (a folder or hub id) as transformers'
     ``...ForQuestionAnswering`` of its encoder in ``output_dir`` (new or empty, or replaced with ``overwrite``), with
     its tokenizer; its logits are checked against the bio_mrc model's first. A BIO head, which transformers has no class
     for, is left out, and so are the windows and tuned settings (transformers' QA models keep none)."""
     model_dir, output_dir = Path(model_dir), check_folder_target(output_dir)
+    check_outputs_apart([output_dir], model_dirs=[model_dir])
+    if model_backend(local_folder(model_dir)) == "onnx":
+        raise ConfigError(f"{model_dir} is an ONNX export; export the PyTorch model it was made from")
     trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")
-    check_outputs_apart([output_dir], model_dirs=[trained.path])
     if trained.model.span_head is None:
         raise ConfigError(f"{model_dir} has no span head (heads {trained.model.config.heads!r}); transformers' "
                           "extractive QA models are start/end models")
-    qa = qa_model_from_span_model(trained.model, trained.tokenizer, str(model_dir))
-    fresh = not output_dir.exists()
-    staging = prepare_output(output_dir, overwrite, EXPORT_STAGING_DIR)
-    try:
-        qa.save_pretrained(str(staging))
-        trained.tokenizer.save_pretrained(str(staging))
-        atomic_move_files(staging, output_dir)
-    finally:
-        remove_tree(staging, output_dir)
-        if fresh and not any(output_dir.iterdir()):
-            output_dir.rmdir()
+    with progress_bars(progress):
+        qa = qa_model_from_span_model(trained.model, trained.tokenizer, str(model_dir))
+        with staged_folder(output_dir, overwrite, EXPORT_STAGING_DIR) as staging:
+            qa.save_pretrained(str(staging))
+            trained.tokenizer.save_pretrained(str(staging))
+            remove_other_models(output_dir)
     return {"format": "transformers", "architecture": type(qa).__name__, "source": str(model_dir),
             "left_out": [name for name in trained.model.config.head_names if name != QA_HEADS]}
+
+
+@contextmanager
+def staged_folder(output_dir: Path, overwrite: bool, staging_name: str) -> Iterator[Path]:
+    """A staging folder inside ``output_dir`` (:func:`bio_mrc.io.prepare_output`) whose files move into ``output_dir``
+    once all are written; a full disk is one error naming the folder; a failure leaves neither the staging folder nor
+    the folders made for the output (``output_dir`` and those above it) where they hold nothing."""
+    missing = [folder for folder in (output_dir, *output_dir.parents) if not folder.exists()]
+    staging = prepare_output(output_dir, overwrite, staging_name)
+    done = False
+    try:
+        with writes_named(output_dir):
+            yield staging
+            atomic_move_files(staging, output_dir)
+        done = True
+    finally:
+        remove_tree(staging, output_dir)
+        for folder in missing if not done else ():
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+
+
+def remove_other_models(folder: Path) -> None:
+    """The files of another model an overwritten export folder holds (weights, an ONNX graph, bio_mrc's records and
+    card), which would otherwise sit beside the new model and be read as part of it."""
+    for pattern in OTHER_MODEL_FILES:
+        for path in folder.glob(pattern):
+            if path.is_file() and not path.is_symlink():
+                remove_file(path, folder)
+    clear_model_card(folder)
 
 
 __all__ = ["convert_qa_checkpoint", "export_qa_checkpoint"]

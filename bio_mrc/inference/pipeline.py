@@ -49,7 +49,7 @@ from ..decoding.window_outputs import log_softmax
 from ..errors import DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import check_tokenizer
-from ..qa_checkpoints import is_qa_model, span_model_from_qa_model
+from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_model
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .documents import rank_across_documents
@@ -79,6 +79,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if tokenizer is None:
             raise ModelFormatError(f"the {TASK} pipeline needs the model's (fast) tokenizer", str(getattr(model, "name_or_path", "")))
         if is_qa_model(model):  # transformers' own extractive QA model: its encoder and span head, as a bio_mrc model
+            if Path(str(model.name_or_path)).is_dir():  # the checks its folder gets through every other door
+                check_qa_folder(Path(str(model.name_or_path)))
             model = span_model_from_qa_model(model, tokenizer).to(model.device)
         if not isinstance(model, (BioMrcForQuestionAnswering, OnnxModel)):
             raise ModelFormatError(
