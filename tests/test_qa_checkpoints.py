@@ -17,7 +17,7 @@ from bio_mrc import AnswerExtractor
 from bio_mrc.cli import main
 from bio_mrc.data.squad import load_squad
 from bio_mrc.decoding.postprocess import DecodeConfig
-from bio_mrc.errors import ConfigError, ModelFormatError
+from bio_mrc.errors import ConfigError, ModelFormatError, OutputError
 from bio_mrc.inference import TrainedModel
 from bio_mrc.inference.conversion import convert_qa_checkpoint, export_qa_checkpoint
 from bio_mrc.model import BioMrcForQuestionAnswering
@@ -362,3 +362,14 @@ def test_an_onnx_export_is_not_exported_to_transformers(tmp_path):
     (folder / "config.json").write_text('{"model_type": "bio_mrc"}')
     with pytest.raises(ConfigError, match="is an ONNX export; export the PyTorch model it was made from"):
         export_qa_checkpoint(folder, tmp_path / "out")
+
+
+def test_an_export_into_a_used_folder_is_refused_before_the_model_is_converted(trained_dir, tmp_path, monkeypatch):
+    from bio_mrc.inference import conversion
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    monkeypatch.setattr(conversion, "qa_model_from_span_model", lambda *a: pytest.fail("converted before the refusal"))
+    with pytest.raises(OutputError, match="the folder is not empty"):
+        export_qa_checkpoint(trained_dir, tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["notes.txt"]

@@ -67,12 +67,11 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
     if trained.model.span_head is None:
         raise ConfigError(f"{model_dir} has no span head (heads {trained.model.config.heads!r}); transformers' "
                           "extractive QA models are start/end models")
-    with progress_bars(progress):
+    with progress_bars(progress), staged_folder(output_dir, overwrite, EXPORT_STAGING_DIR) as staging:
         qa = qa_model_from_span_model(trained.model, trained.tokenizer, str(model_dir))
-        with staged_folder(output_dir, overwrite, EXPORT_STAGING_DIR) as staging:
-            qa.save_pretrained(str(staging))
-            trained.tokenizer.save_pretrained(str(staging))
-            remove_other_models(output_dir)
+        qa.save_pretrained(str(staging))
+        trained.tokenizer.save_pretrained(str(staging))
+        remove_other_models(output_dir)
     return {"format": "transformers", "architecture": type(qa).__name__, "source": str(model_dir),
             "left_out": [name for name in trained.model.config.head_names if name != QA_HEADS]}
 
