@@ -438,6 +438,26 @@ def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path
     return staging
 
 
+@contextlib.contextmanager
+def staged_folder(output_dir: Path, overwrite: bool, staging_name: str) -> Iterator[Path]:
+    """A staging folder inside ``output_dir`` (:func:`prepare_output`) whose files move into ``output_dir``
+    once all are written; a full disk is one error naming the folder; a failure leaves neither the staging folder nor
+    the folders made for the output (``output_dir`` and those above it) where they hold nothing."""
+    missing = [folder for folder in (output_dir, *output_dir.parents) if not folder.exists()]
+    staging = prepare_output(output_dir, overwrite, staging_name)
+    done = False
+    try:
+        with writes_named(output_dir):
+            yield staging
+            atomic_move_files(staging, output_dir)
+        done = True
+    finally:
+        remove_tree(staging, output_dir)
+        for folder in missing if not done else ():
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+
+
 def check_outputs_apart(outputs: Iterable[str | Path], inputs: Iterable[str | Path] = (),
                         model_dirs: Iterable[str | Path] = ()) -> None:
     """Before any work: no output file is a symbolic link (an output folder may be one: the user chose where it

@@ -44,20 +44,20 @@ def saved_config(folder: Path) -> dict:
         return {}
 
 
-def check_qa_folder(folder: Path) -> None:
+def check_qa_folder(folder: Path) -> dict[str, Any]:
     """The checks every model folder gets before anything is built (:mod:`bio_mrc.model_folder`), for a QA model's:
     its config's sizes within bounds; weights that are exactly those its QA class builds from the config, with their
-    shapes (transformers would fill a missing one with random values); tokenizer files."""
+    shapes (transformers would fill a missing one with random values); tokenizer files. Returns its config."""
     config = read_json_object(folder, "config.json")
     check_sizes({"encoder": config}, folder)
-    found = weight_shapes(folder)
-    qa_class = _qa_class(config, folder)
-    expected = expected_shapes(qa_class, config, folder)
-    kept = {name: shape for name, shape in found.items() if not any(part in name for part in IGNORED_WEIGHTS)}
-    check_weights_fit(folder, kept, {name: shape for name, shape in expected.items() if not any(part in name for part in IGNORED_WEIGHTS)})
+    read = [weight_shapes(folder), expected_shapes(_qa_class(config, folder), config, folder)]
+    found, expected = ({name: shape for name, shape in shapes.items() if not any(part in name for part in IGNORED_WEIGHTS)}
+                       for shapes in read)
+    check_weights_fit(folder, found, expected)
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
         raise ModelFormatError(f"no tokenizer ({', '.join(TOKENIZER_FILES)}): a QA model is read with its own", str(folder))
     check_tokenizer(folder, config["vocab_size"], required=False)
+    return config
 
 
 def _qa_class(config: dict, folder: Path) -> type:
@@ -110,9 +110,8 @@ def span_model_from_qa_checkpoint(folder: Path, name: str | None = None, **windo
     """The span-only bio_mrc model of the extractive QA model saved in ``folder`` (:func:`span_model_from_qa_model`)
     and its fast tokenizer, the folder checked first (:func:`check_qa_folder`); ``name``: how its user named it (a hub
     id), which the config records as the encoder's source."""
-    check_qa_folder(folder)
+    vocab_size = check_qa_folder(folder)["vocab_size"]
     tokenizer = load_tokenizer(str(folder))
-    vocab_size = saved_config(folder).get("vocab_size")
     if max(tokenizer.get_vocab().values(), default=0) >= vocab_size:
         raise ModelFormatError(f"its tokenizer maps tokens to ids up to {max(tokenizer.get_vocab().values())}, past the "
                                f"encoder's vocab_size {vocab_size} (config.json): the tokenizer is not this model's", str(folder))

@@ -5,15 +5,13 @@ runs transformers' QA models."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import ConfigError, ModelFormatError, OutputError
 from ..hub import local_folder
 from ..evaluation_record import EVAL_FILE
-from ..io import (atomic_move_files, check_folder_target, check_outputs_apart, prepare_output, remove_file, remove_tree,
-                  writes_named)
+from ..io import check_folder_target, check_outputs_apart, remove_file, staged_folder
 from ..model import RUN_FILE, BioMrcConfig
 from ..model_card import clear_model_card, write_model_card
 from ..progress import progress_bars
@@ -74,26 +72,6 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
         remove_other_models(output_dir)
     return {"format": "transformers", "architecture": type(qa).__name__, "source": str(model_dir),
             "left_out": [name for name in trained.model.config.head_names if name != QA_HEADS]}
-
-
-@contextmanager
-def staged_folder(output_dir: Path, overwrite: bool, staging_name: str) -> Iterator[Path]:
-    """A staging folder inside ``output_dir`` (:func:`bio_mrc.io.prepare_output`) whose files move into ``output_dir``
-    once all are written; a full disk is one error naming the folder; a failure leaves neither the staging folder nor
-    the folders made for the output (``output_dir`` and those above it) where they hold nothing."""
-    missing = [folder for folder in (output_dir, *output_dir.parents) if not folder.exists()]
-    staging = prepare_output(output_dir, overwrite, staging_name)
-    done = False
-    try:
-        with writes_named(output_dir):
-            yield staging
-            atomic_move_files(staging, output_dir)
-        done = True
-    finally:
-        remove_tree(staging, output_dir)
-        for folder in missing if not done else ():
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
 
 
 def remove_other_models(folder: Path) -> None:

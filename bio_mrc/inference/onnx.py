@@ -31,8 +31,7 @@ import torch
 from .. import __version__
 from ..errors import BioMrcError
 from ..features.question_columns import ENCODER_INPUTS
-from ..io import (atomic_move_files, atomic_write_json, atomic_write_text, check_outputs_apart, prepare_output, remove_file,
-                  remove_tree)
+from ..io import atomic_write_json, atomic_write_text, check_outputs_apart, remove_file, staged_folder
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
 from .loading import TrainedModel
@@ -134,18 +133,11 @@ def export_onnx(
         raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
     check_outputs_apart([output_dir], model_dirs=[model_dir])
     trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
-    fresh = not output_dir.exists()
-    staging = prepare_output(output_dir, overwrite, STAGING_DIR)
-    try:
+    with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
         record = write_export(trained, staging, opset, atol)
         remove_file(output_dir / EXPORT_FILE, output_dir)  # the old export is unfinished from here on
         for stale in output_dir.glob(f"{ONNX_FILE}.data"):
             remove_file(stale, output_dir)
-        atomic_move_files(staging, output_dir)
-    finally:
-        remove_tree(staging, output_dir)
-        if fresh and not any(output_dir.iterdir()):  # a failed export leaves no empty folder of its own making
-            output_dir.rmdir()
     record["source"] = str(model_dir)
     atomic_write_json(output_dir / EXPORT_FILE, record, indent=2)
     write_model_card(output_dir)
