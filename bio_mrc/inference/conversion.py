@@ -22,8 +22,9 @@ from .onnx_runner import EXPORT_FILE
 STAGING_DIR = ".convert-staging"
 EXPORT_STAGING_DIR = ".export-staging"
 # The files of another model an overwritten export folder may hold: weights, an ONNX export, bio_mrc's records.
-OTHER_MODEL_FILES = ("model*.safetensors", "model.safetensors.index.json", "pytorch_model*.bin", "pytorch_model.bin.index.json",
-                     "model.onnx", "model.onnx.data", EXPORT_FILE, RUN_FILE, EVAL_FILE)
+OTHER_MODEL_FILES = ("model-?????-of-?????.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                     "pytorch_model-?????-of-?????.bin", "pytorch_model.bin.index.json", "model.onnx", "model.onnx.data",
+                     EXPORT_FILE, RUN_FILE, EVAL_FILE)
 
 
 def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: bool = False, **windows: int | None) -> dict[str, Any]:
