@@ -360,3 +360,31 @@ def test_training_speed_skips_the_bf16_settings_only_where_bf16_is_emulated(monk
     assert set(speed.settings_to_run(skip_emulated=True, native=True)) == everything
     fp32_only = speed.settings_to_run(skip_emulated=True, native=False)
     assert set(fp32_only) == {speed.BASELINE, speed.FP32_DEFAULTS}  # the baseline and the defaults as auto trains them there
+
+
+def test_profile_time_tree_sums_the_main_threads_package_frames(monkeypatch, tmp_path: Path):
+    """Hand-counted: samples over the rate are seconds; another thread's stacks and frames of other libraries
+    between two package frames are left out; the first library frame a package frame calls stays, bracketed."""
+    tree = load_benchmark("profile_time_tree", monkeypatch)
+    raw = tmp_path / "p.raw"
+    raw.write_text(
+        "<module> (bin/bio-mrc:8);main (bio_mrc/cli.py:10);train (bio_mrc/training/train.py:5);"
+        "Trainer.train (transformers/trainer.py:99);inner (transformers/trainer.py:120);"
+        "forward (bio_mrc/model.py:40) 30\n"
+        "<module> (bin/bio-mrc:8);main (bio_mrc/cli.py:11);train (bio_mrc/training/train.py:6) 10\n"
+        "<module> (bin/bio-mrc:8);main (bio_mrc/cli.py:12);load (bio_mrc/data/squad.py:3);loads (json/__init__.py:1) 5\n"
+        "Thread._bootstrap_inner (threading.py:1045);run (threading.py:1) 500\n"
+        " 7\n", encoding="utf-8")
+    stacks = tree.read_stacks(raw.read_text(), str(raw))
+    root = tree.main_thread_root(stacks)
+    assert root == "<module> (bin/bio-mrc:8)"
+    nodes = tree.as_json(tree.time_tree(stacks, root), rate=10.0, min_samples=0)
+    (main,) = nodes[0]["children"]
+    assert (nodes[0]["seconds"], main["frame"], main["seconds"]) == (4.5, "main (cli.py)", 4.5)
+    train, load = main["children"]
+    assert (train["frame"], train["seconds"], load["frame"], load["seconds"]) == ("train (training/train.py)", 4.0, "load (data/squad.py)", 0.5)
+    (library,) = train["children"]
+    assert (library["frame"], library["seconds"]) == ("[Trainer.train (trainer.py)]", 3.0)
+    assert library["children"] == [{"frame": "forward (model.py)", "seconds": 3.0, "children": []}]
+    assert load["children"][0]["frame"] == "[loads (__init__.py)]"
+    assert tree.as_json(tree.time_tree(stacks, root), rate=10.0, min_samples=6)[0]["children"][0]["children"] == [train]
