@@ -180,3 +180,46 @@ def test_every_refusal_lists_its_problem(extractor, body, status):
         response = client.post("/answer", content=content.encode(), headers={"content-type": "application/json"})
     refusal = response.json()
     assert response.status_code == status and refusal["problems"] == [{"location": "body", "message": refusal["detail"]}]
+
+
+@pytest.mark.parametrize("names, words", [
+    ({"a.txt", "b.txt"}, "names is a list of document names, one a document, got a set"),  # no order: names mixed up
+    ({"a.txt": 0, "b.txt": 1}, "got a dict"),
+    (5, "got a int"),
+    ((name for name in ["a.txt", "b.txt"]), "got a generator"),  # read twice: empty the second time
+    ([1, "b.txt"], r"names\[0\] is a int, not a string"),
+    ([b"a.txt", "b.txt"], r"names\[0\] is a bytes"),
+    (["a.txt", "\ud800.txt"], r"names\[1\] holds U\+D800"),
+])
+def test_document_names_of_no_order_or_no_text_are_refused_before_the_forward_pass(extractor, no_forward_pass, names, words):
+    with pytest.raises(ConfigError, match=words):
+        extractor(QUESTION, DOCUMENTS, names=names)
+
+
+def test_document_names_given_as_a_tuple_name_their_documents(extractor):
+    ranked = extractor(QUESTION, DOCUMENTS, top_k=2, names=("a.txt", None))
+    assert ranked.names == ["a.txt", None]
+    assert all(answer.name == ranked.names[answer.document] for answer in ranked.answers)
+
+
+def test_names_without_a_list_of_documents_are_refused_not_dropped(extractor, no_forward_pass):
+    with pytest.raises(ConfigError, match="names name the documents of one question asked of a list of them"):
+        extractor(QUESTION, CONTEXT, names=["a.txt"])
+
+
+def test_answer_documents_refuses_a_text_as_its_documents(extractor, no_forward_pass):
+    from bio_mrc.errors import DataFormatError
+
+    with pytest.raises(DataFormatError, match="one question \\(a string\\) of a list of documents, got a str and a str"):
+        extractor.answer_documents(QUESTION, CONTEXT)  # not one document a character
+
+
+def test_align_to_words_keeps_each_spans_own_probability():
+    from bio_mrc.inference.pipeline import span_probabilities, word_aligned
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    context = "Norse raiders from Denmark"
+    prediction = Prediction("0", [AnswerSpan("orse", 1, 5, 2.0, 0.3), AnswerSpan("Denmark", 19, 26, 0.3, 0.4)], -1.0)
+    aligned = word_aligned(prediction, context)
+    assert [(s.text, s.score, s.probability) for s in aligned.spans] == [("Norse", 2.0, 0.3), ("Denmark", 0.3, 0.4)]
+    assert span_probabilities(aligned, "bio", True) == [0.3, 0.4]  # the pipeline's multi-span scores: probabilities

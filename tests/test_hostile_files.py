@@ -135,6 +135,21 @@ def test_a_table_row_that_does_not_fit_the_header_is_refused_naming_its_line(tmp
         load_squad(written(tmp_path / name, text))
 
 
+@pytest.mark.parametrize("name, raw, line", [
+    ("mac.csv", b"id,context,question\rc1,Alpha beta,What?\rc2,Gamma,Who?\r", 1),  # old Mac line endings: one line
+    ("mac.tsv", b"id\tcontext\tquestion\rc1\tAlpha\tWhat?\r", 1),
+    ("inner.csv", b"id,context,question\nc1,Alpha\rbeta,What?\n", 2),  # a bare carriage return inside a row
+])
+def test_a_bare_carriage_return_is_one_line_naming_it_not_a_traceback(tmp_path, capsys, name, raw, line):
+    path = tmp_path / name
+    path.write_bytes(raw)
+    with pytest.raises(DataFormatError, match=rf"a carriage return \(\\r\) outside quotes.*{name}, line {line}\)"):
+        load_squad(path)
+    assert main(["evaluate", "--data", str(path), "--predictions", str(tmp_path / "p.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: a carriage return") and len(err.strip().splitlines()) == 1, err
+
+
 def test_a_quoted_newline_and_a_gzip_table_still_read(tmp_path):
     text = 'id,context,question,answers\nc1,"Alpha\nbeta",What?,"{""text"": [""beta""], ""answer_start"": [6]}"\n'
     path = tmp_path / "dev.csv.gz"

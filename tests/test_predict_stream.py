@@ -181,3 +181,41 @@ def test_options_that_cannot_work_are_refused_before_any_work(model_dir, tmp_pat
         predict(model_dir, "p.json", "--chunk-size", "0")
     assert "a positive number" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("output", ["preds", "out/preds", "preds.json", "a.b"])
+def test_no_two_decodings_share_a_file_whatever_the_outputs_suffix(output):
+    from bio_mrc.inference.streaming import prediction_outputs
+
+    files = prediction_outputs(output, ["span", "bio", "joint"])
+    assert len(set(files)) == len(files) == 10, files  # the stream, then three files a decoding
+    assert prediction_outputs("preds.json", ["joint"])[1:] == [Path("preds.json"), Path("preds.nbest.json"),
+                                                               Path("preds.na_probs.json")]  # the names as ever
+
+
+def test_resume_refuses_a_multi_span_stream_for_a_run_without_multi_span(tmp_path):
+    from bio_mrc.inference.files import answer_record
+    from bio_mrc.inference.streaming import resume_point
+    from bio_mrc.errors import DataFormatError
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    prediction = Prediction("q1", [AnswerSpan("Alpha", 0, 5, 0.9, 0.9), AnswerSpan("Beta", 10, 14, 0.8, 0.8)], -1.0)
+    stream = tmp_path / "preds.answers.jsonl"
+    stream.write_text(json.dumps(answer_record(prediction, "joint", multi_span=True)) + "\n", encoding="utf-8")
+    assert resume_point(stream, ["joint"], 1, multi_span=True) == ["q1"]
+    with pytest.raises(DataFormatError, match="line 1 was written with --multi-span"):
+        resume_point(stream, ["joint"], 1, multi_span=False)
+
+
+def test_each_decodings_nbest_file_survives_an_output_without_suffix(tmp_path):
+    from bio_mrc.inference.files import answer_record, write_files_from_stream
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    stream = tmp_path / "preds.answers.jsonl"
+    lines = [answer_record(Prediction("q1", [AnswerSpan(text, 0, 5, 1.0)], -1.0), decoding)
+             for decoding, text in (("span", "Alpha"), ("bio", "Omega"))]
+    stream.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    written = write_files_from_stream(stream, tmp_path / "preds", ["span", "bio"])
+    for decoding, text in (("span", "Alpha"), ("bio", "Omega")):
+        nbest = json.loads(written[decoding]["nbest"].read_text(encoding="utf-8"))
+        assert nbest["q1"]["spans"][0]["text"] == text, (decoding, written[decoding]["nbest"])

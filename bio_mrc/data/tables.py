@@ -67,10 +67,15 @@ def _header(path: Path, delimiter: str) -> list[str]:
         raise DataFormatError(not_utf8(err, "in the header row,"), source=str(path)) from None
     except (OSError, EOFError) as err:
         raise DataFormatError(f"could not read the header row: {err}", source=str(path)) from None
+    if len(raw) > most and b"\r" in raw:  # a file of old Mac line endings reads as one line
+        raise DataFormatError(_CR_ONLY, source=f"{path}, line 1")
     if len(raw) > most:
         raise DataFormatError(f"the header row is longer than {most:,} bytes (a SQuAD table names 4 to 6 columns; "
                               "BIO_MRC_MAX_HEADER_BYTES raises the limit)", source=str(path))
-    columns = next(csv.reader(io.StringIO(first), delimiter=delimiter), [])
+    try:
+        columns = next(csv.reader(io.StringIO(first), delimiter=delimiter), [])
+    except csv.Error as err:
+        raise DataFormatError(_csv_problem(err), source=f"{path}, line 1") from None
     if len(columns) > max_columns():
         raise DataFormatError(f"the header row names {len(columns):,} columns, more than the limit of {max_columns():,} "
                               "(a SQuAD table names 4 to 6; BIO_MRC_MAX_COLUMNS raises the limit)", source=str(path))
@@ -97,9 +102,22 @@ def _checked_rows(path: Path, delimiter: str, width: int) -> int:
                                           "or too few, or a quote not closed?)", source=f"{source}, line {start}")
                 rows += bool(row)
         except csv.Error as err:
-            problem = "a quoted field is never closed" if "end of data" in str(err) else f"not a readable table: {err}"
-            raise DataFormatError(problem, source=f"{source}, line {line + 1}") from None
+            raise DataFormatError(_csv_problem(err), source=f"{source}, line {line + 1}") from None
     return rows
+
+
+_CR_ONLY = ("a carriage return (\\r) outside quotes that ends no line (old Mac line endings?): end the lines with "
+            "\\n or \\r\\n, e.g. tr '\\r' '\\n' < IN > OUT, or quote the field")
+
+
+def _csv_problem(err: csv.Error) -> str:
+    """What Python's csv reader found wrong, in the user's words: a bare carriage return (\\r) ends no line here,
+    as in files saved with the old Mac line endings, which Python's reader would name "universal-newline mode"."""
+    if "end of data" in str(err):
+        return "a quoted field is never closed"
+    if "new-line character seen in unquoted field" in str(err):
+        return _CR_ONLY
+    return f"not a readable table: {err}"
 
 
 def _utf8_lines(lines: Any, source: str) -> Any:

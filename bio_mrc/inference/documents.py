@@ -11,8 +11,9 @@ A decoding without a no-answer score ranks by its own span score.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
+from ..data.text import unwritable_character
 from ..errors import ConfigError
 from ..types import DocumentAnswer, Prediction, RankedAnswers
 
@@ -26,14 +27,29 @@ def cross_document_scores(prediction: Prediction) -> list[float]:
 
 
 def document_names(names: Sequence[str | None] | None, documents: int) -> list[str | None]:
-    """``names`` as a list of one name (or None) a document; no names: None for each. A text is refused (it would be
-    read as one name a character), and so is a count other than ``documents``."""
+    """``names`` as a list of one name (or None) a document; no names: None for each. Only a list or tuple of
+    strings (or None) is read: a text would be one name a character, a set or a dict has no order of the documents,
+    and an iterator is used up by the first reading. A name that is no string, or one no UTF-8 file can hold (a
+    lone surrogate), is refused naming its place, and so is a count other than ``documents``."""
     if isinstance(names, (str, bytes)):
         raise ConfigError(f"names is a list of document names, one a document, got the text {names!r}")
+    if names is not None and not isinstance(names, (list, tuple)):
+        raise ConfigError(f"names is a list of document names, one a document, got a {type(names).__name__}")
     names = list(names) if names is not None else [None] * documents
     if len(names) != documents:
         raise ConfigError(f"got {len(names)} document names for {documents} documents")
+    for index, name in enumerate(names):
+        _check_name(name, index)
     return names
+
+
+def _check_name(name: Any, index: int) -> None:
+    """A document's name: None, or a string a UTF-8 file can hold (the answers are written as JSON)."""
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(f"names[{index}] is a {type(name).__name__}, not a string (or None)")
+    if name is not None and (character := unwritable_character(name)):
+        raise ConfigError(f"names[{index}] holds {character}, half of a UTF-16 surrogate pair or an undecodable byte, "
+                          "which no UTF-8 file can hold (check the text's encoding)")
 
 
 def rank_across_documents(

@@ -161,6 +161,9 @@ class AnswerExtractor:
         if asks_over_documents(question, context):
             return self.answer_documents(question, context, 1 if top_k is None else top_k, names, multi_span, decoding,
                                          require_answer)
+        if names is not None:  # never dropped unread
+            raise ConfigError("names name the documents of one question asked of a list of them; this call asks "
+                              "no list of documents (one question, a string, and a list of contexts)")
         examples, single = self.examples(question, context)
         if not examples:
             return []
@@ -185,7 +188,10 @@ class AnswerExtractor:
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
         _check_top_k(top_k, False)
-        document_names(names, len(documents))  # refused before the forward pass
+        if not isinstance(question, str) or not isinstance(documents, (list, tuple)):  # a text would be a document a character
+            raise DataFormatError("answer_documents asks one question (a string) of a list of documents, got a "
+                                  f"{type(question).__name__} and a {type(documents).__name__}")
+        names = document_names(names, len(documents))  # refused before the forward pass, read once
         examples, _ = self.examples(question, list(documents))
         registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)

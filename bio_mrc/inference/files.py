@@ -67,9 +67,14 @@ def answer_record_problem(record: dict[str, Any], multi_span: bool = False) -> s
 
 
 def prediction_paths(output: Path, decoding: str, several: bool) -> dict[str, Path]:
-    """Where one decoding's files go: ``output`` itself for a single decoding, ``<stem>.<decoding>.json`` for several."""
+    """Where one decoding's files go: ``output`` itself for a single decoding, ``<stem>.<decoding>.json`` for several;
+    its n-best and ``na_prob`` files beside it, ``<stem>[.<decoding>].nbest.json``. The decoding stays in their names
+    when ``output`` has no suffix (``preds`` -> ``preds.span``, ``preds.span.nbest.json``), so that no two decodings
+    share a file."""
+    stem = output.with_suffix(f".{decoding}") if several else output.with_suffix("")
     path = output.with_suffix(f".{decoding}{output.suffix}") if several else output
-    return {"predictions": path, "nbest": path.with_suffix(".nbest.json"), "na_probs": path.with_suffix(".na_probs.json")}
+    return {"predictions": path, "nbest": stem.with_name(stem.name + ".nbest.json"),
+            "na_probs": stem.with_name(stem.name + ".na_probs.json")}
 
 
 def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str], multi_span: bool = False) -> dict[str, dict[str, Path]]:

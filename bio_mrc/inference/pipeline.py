@@ -232,7 +232,7 @@ def word_aligned(prediction: Prediction, context: str) -> Prediction:
         while end < len(context) and context[end].isalnum() and context[end - 1].isalnum():
             end += 1
         if all((start, end) != (kept.start, kept.end) for kept in spans):  # two pieces of one word: one answer
-            spans.append(AnswerSpan(context[start:end], start, end, span.score))
+            spans.append(replace(span, text=context[start:end], start=start, end=end))  # its score and probability kept
     return replace(prediction, spans=spans)
 
 
