@@ -208,11 +208,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     task = _format_task(args)
     questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes, data_format=task.layout if task else None)
-    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device or args.device)
-    config = trained.decode_config(decode)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     read_format = task.format_of_read(questions.format) if task else questions.format
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
+    _check_span_count_option(args, multi_span)
+    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device or args.device)
+    config = trained.decode_config(decode)
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
     plan = StreamPlan(decodings, config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
     started = time.perf_counter()
@@ -405,6 +406,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if args.html:
         check_file_target(args.html)
         check_outputs_apart([args.html], list(args.context_file or []), [args.model])
+    _check_span_count_option(args, args.multi_span)
     texts, names = _extract_documents(args)
     question_context_examples(args.question, texts if len(texts) > 1 else texts[0])  # the texts checked before the model loads
     extractor = AnswerExtractor.from_pretrained(
@@ -420,9 +422,18 @@ def cmd_extract(args: argparse.Namespace) -> int:
         from .harness.html_report import extraction_page
         from .io import atomic_write_text
 
-        atomic_write_text(args.html, extraction_page(extractor, args.question, context))
+        page = Path(args.html)
+        page.parent.mkdir(parents=True, exist_ok=True)  # as predict makes its --output's folder
+        atomic_write_text(page, extraction_page(extractor, args.question, context))
         print(f"page: {args.html} (every decoding's answer and the BIO head's word probabilities)", file=sys.stderr)
     return 0
+
+
+def _check_span_count_option(args: argparse.Namespace, multi_span: bool) -> None:
+    """--min-span-probability judges a multi-span answer's spans after the first: refused, not ignored, for single spans."""
+    if args.min_span_probability is not None and not multi_span:
+        raise ConfigError("--min-span-probability judges the spans after the first of a multi-span answer; "
+                          "add --multi-span, or leave it out for single answers")
 
 
 def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:

@@ -216,3 +216,28 @@ def test_extract_shows_progress_on_a_long_context(model_dir, tmp_path, capsys):
                  "--precision", "fp32"]) == 0
     captured = capsys.readouterr()
     assert "inference" in captured.err and json.loads(captured.out)["spans"]
+
+
+@pytest.mark.parametrize("command", [
+    ["extract", "--question", "Who?", "--context", "Ada wrote it."],
+    ["predict", "--data", str(SAMPLE_V1), "--output", "-"],
+])
+def test_a_multi_span_threshold_without_multi_span_is_refused_not_ignored(command, tmp_path, capsys):
+    """--min-span-probability only judges a multi-span answer's further spans: with single answers it is refused in
+    one line before the model loads (the model folder does not exist), never silently dropped."""
+    command = [*command, "--model", str(tmp_path / "no-model")]
+    assert main([*command, "--min-span-probability", "0.5"]) == 2
+    err = one_line_error(capsys)
+    assert "--min-span-probability" in err and "add --multi-span" in err
+    assert main([*command, "--min-span-probability", "0.5", "--multi-span"]) == 2  # with it: on to the model, missing here
+    assert "no such model folder" in one_line_error(capsys)
+
+
+def test_a_multi_span_threshold_with_multi_span_data_needs_no_flag(tmp_path, capsys):
+    """MultiSpanQA-layout questions are answered as span lists without --multi-span, so the threshold applies there."""
+    data = tmp_path / "msqa.json"
+    data.write_text(json.dumps({"data": [{"id": "m1", "question": ["Who", "?"], "context": ["Ada", "and", "Bob", "."],
+                                          "label": ["B", "O", "B", "O"]}]}))
+    assert main(["predict", "--model", str(tmp_path / "no-model"), "--data", str(data), "--output", "-",
+                 "--min-span-probability", "0.5"]) == 2
+    assert "no such model folder" in one_line_error(capsys)  # past the check: it fails at the model, which is missing

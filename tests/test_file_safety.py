@@ -309,3 +309,14 @@ def test_compare_refuses_a_linked_report_set_or_harness_folder_before_any_work(t
             assert "symbolic link" in capsys.readouterr().err
         assert sorted(p.name for p in victim.iterdir()) == [".files.json", "precious.txt"]
         assert sorted(p.name for p in out.iterdir()) == [linked]
+
+
+def test_extract_html_makes_the_folder_it_names(saved_model, tmp_path, capsys):  # noqa: F811
+    """--html into a folder not made yet: the folder is made (as predict makes its --output's), not an error naming
+    a hidden temporary file after the answer was printed."""
+    page = tmp_path / "pages" / "deeper" / "q.html"
+    argv = ["extract", "--model", str(saved_model), "--question", "What?", "--context", "Paris is the capital of France.",
+            "--html", str(page)]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert page.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+    assert [p.name for p in page.parent.iterdir()] == ["q.html"]  # no temporary file left beside it

@@ -219,3 +219,14 @@ def test_each_decodings_nbest_file_survives_an_output_without_suffix(tmp_path):
     for decoding, text in (("span", "Alpha"), ("bio", "Omega")):
         nbest = json.loads(written[decoding]["nbest"].read_text(encoding="utf-8"))
         assert nbest["q1"]["spans"][0]["text"] == text, (decoding, written[decoding]["nbest"])
+
+
+@pytest.mark.parametrize("decodings", [["joint"], ["span", "bio"]])
+def test_two_outputs_differing_past_a_dot_share_no_file(decodings):
+    """``run.v1`` and ``run.v2`` are two outputs: their streams and side files keep the whole name."""
+    from bio_mrc.inference.streaming import prediction_outputs
+
+    first, second = prediction_outputs("run.v1", decodings), prediction_outputs("run.v2", decodings)
+    assert not set(first) & set(second), (first, second)
+    assert first[0] == Path("run.v1.answers.jsonl")
+    assert Path("run.v1.nbest.json" if decodings == ["joint"] else "run.v1.span.nbest.json") in first

@@ -15,17 +15,17 @@ def write_prediction_files(
     predictions: Sequence[Prediction], output: str | Path, with_na_probs: bool = True, multi_span: bool = False
 ) -> dict[str, Path]:
     """Write ``output`` (official ``{id: answer}``, or MultiSpanQA's ``{id: [span texts]}`` with
-    ``multi_span``), ``<stem>.nbest.json`` (every span with offsets and scores) and, when asked,
-    ``<stem>.na_probs.json``; each atomically."""
+    ``multi_span``), its :func:`side_file` ``.nbest.json`` (every span with offsets and scores) and, when asked,
+    ``.na_probs.json``; each atomically."""
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    paths = {"predictions": output, "nbest": output.with_suffix(".nbest.json")}
+    paths = {"predictions": output, "nbest": side_file(output, ".nbest.json")}
     answers = {p.id: p.answers if multi_span else p.answer for p in predictions}
     atomic_write_json(output, answers, ensure_ascii=False, indent=1)
     # No indent: json's C encoder only runs without one (3x faster on a full dev set's n-best lists).
     atomic_write_json(paths["nbest"], {p.id: p.to_dict() for p in predictions}, ensure_ascii=False)
     if with_na_probs:
-        paths["na_probs"] = output.with_suffix(".na_probs.json")
+        paths["na_probs"] = side_file(output, ".na_probs.json")
         atomic_write_json(paths["na_probs"], {p.id: no_answer_probability(p.no_answer_score) for p in predictions})
     return paths
 
@@ -66,15 +66,19 @@ def answer_record_problem(record: dict[str, Any], multi_span: bool = False) -> s
     return None
 
 
+def side_file(output: Path, suffix: str) -> Path:
+    """A file beside ``output`` named after it: ``preds.json`` -> ``preds<suffix>``; an output of another or no
+    suffix keeps its whole name (``run.v1`` -> ``run.v1<suffix>``), so that two outputs never share a side file."""
+    name = output.name
+    return output.with_name((name[: -len(".json")] if name.lower().endswith(".json") else name) + suffix)
+
+
 def prediction_paths(output: Path, decoding: str, several: bool) -> dict[str, Path]:
-    """Where one decoding's files go: ``output`` itself for a single decoding, ``<stem>.<decoding>.json`` for several;
-    its n-best and ``na_prob`` files beside it, ``<stem>[.<decoding>].nbest.json``. The decoding stays in their names
-    when ``output`` has no suffix (``preds`` -> ``preds.span``, ``preds.span.nbest.json``), so that no two decodings
-    share a file."""
-    stem = output.with_suffix(f".{decoding}") if several else output.with_suffix("")
-    path = output.with_suffix(f".{decoding}{output.suffix}") if several else output
-    return {"predictions": path, "nbest": stem.with_name(stem.name + ".nbest.json"),
-            "na_probs": stem.with_name(stem.name + ".na_probs.json")}
+    """Where one decoding's files go: ``output`` itself for a single decoding; for several, ``preds.<decoding>.json``
+    (``preds.<decoding>`` for an output without ``.json``); each one's n-best and ``na_prob`` files its
+    :func:`side_file`s, so that no two decodings share a file."""
+    path = side_file(output, f".{decoding}" + (".json" if output.name.lower().endswith(".json") else "")) if several else output
+    return {"predictions": path, "nbest": side_file(path, ".nbest.json"), "na_probs": side_file(path, ".na_probs.json")}
 
 
 def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str], multi_span: bool = False) -> dict[str, dict[str, Path]]:

@@ -27,7 +27,7 @@ from ..errors import DataFormatError
 from ..io import check_file_target, check_outputs_apart, open_no_follow
 from ..types import Example
 from .extract import AnswerExtractor
-from .files import answer_record, answer_record_problem, prediction_paths, write_files_from_stream
+from .files import answer_record, answer_record_problem, prediction_paths, side_file, write_files_from_stream
 from .defaults import DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel
 from .sharding import Shard, SINGLE_PROCESS
@@ -54,8 +54,8 @@ class StreamPlan:
 
 
 def answers_stream_path(output: str | Path) -> Path:
-    """``preds.json`` -> ``preds.answers.jsonl``, beside the official file."""
-    return Path(output).with_suffix(STREAM_SUFFIX)
+    """``preds.json`` -> ``preds.answers.jsonl``, beside the official file (:func:`side_file`)."""
+    return side_file(Path(output), STREAM_SUFFIX)
 
 
 def prediction_outputs(output: str | Path, decodings: Sequence[str]) -> list[Path]:
