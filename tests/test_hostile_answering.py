@@ -54,6 +54,7 @@ def test_a_batch_size_that_is_no_positive_count_is_refused(extractor, batch_size
     (dict(min_span_probability=math.nan), "min_span_probability"),
     (dict(min_span_probability="0.5"), "min_span_probability"),
     (dict(multi_span="yes"), "multi_span is true or false"),
+    (dict(progress="yes"), "progress is true or false, got 'yes'"),
 ])
 def test_extractor_options_out_of_range_are_refused_when_it_is_made(extractor, options, words):
     with pytest.raises(ConfigError, match=words):

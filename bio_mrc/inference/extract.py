@@ -103,7 +103,7 @@ class AnswerExtractor:
     ) -> None:
         # A folder or hub id loads as from_pretrained loads it (precision and device: auto).
         self.trained = trained if isinstance(trained, TrainedModel) else TrainedModel.load(_model_source(trained))
-        self.progress = progress  # bars for the windows and the forward passes (the command line's, on long contexts)
+        self.progress = _check_flag(progress, "progress")  # bars for the windows and forward passes (the command line's, on long contexts)
         self.decoding = decoding
         registry.resolve_decoding(self.trained.decodings, decoding)  # one the heads can do, refused at once
         self.multi_span = _check_flag(multi_span, "multi_span")
