@@ -43,3 +43,20 @@ def test_a_continued_model_keeps_the_settings_as_tuned_for_the_other_and_drops_i
     assert retuned.tuned_on == fresh and retuned.no_answer_thresholds == {"span": 0.1} and retuned.bio_length_prior == 0.5
     assert not save_tuned_settings(continued, retuned, {"span": 0.2}, {}, TUNED_ON, overwrite=False)  # now its own: kept
     assert "not for this one" not in (continued / CARD_FILE).read_text(encoding="utf-8")
+
+
+
+def test_a_tuning_of_some_decodings_on_the_same_questions_keeps_the_others_span_count_rules(tiny_encoder_dir, tmp_path):
+    """``bio-mrc tune --decoding bio`` on the questions the model was tuned on once replaced every decoding's
+    span-count rule with BIO's alone: joint and span fell back to the registry's defaults."""
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    folder = tmp_path / "model"
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").save_pretrained(str(folder))
+    config = BioMrcConfig.from_pretrained(folder)
+    assert save_tuned_settings(folder, config, {}, {"min_span_probabilities": {"joint": 0.3, "span": 0.0}}, TUNED_ON)
+    assert save_tuned_settings(folder, config, {}, {"min_span_probabilities": {"bio": 0.15}}, TUNED_ON)
+    assert BioMrcConfig.from_pretrained(folder).min_span_probabilities == {"joint": 0.3, "span": 0.0, "bio": 0.15}
+    other = {**TUNED_ON, "content_hash": "cccc"}  # other questions: what was tuned on the earlier ones is replaced
+    assert save_tuned_settings(folder, config, {}, {"min_span_probabilities": {"span": 0.05}}, other)
+    assert BioMrcConfig.from_pretrained(folder).min_span_probabilities == {"span": 0.05}

@@ -204,6 +204,20 @@ def test_datasets_key_datasets_and_generators_stream_the_answers_a_list_gets(qa)
         qa(dataset, no_such_option=1)  # refused at the call, not at the first answer
 
 
+
+def test_align_to_words_leaves_no_overlapping_parts_of_a_multi_span_answer():
+    """Widened, "Ice" and "land and Norway" both start at "Iceland": two overlapping parts of one answer."""
+    from bio_mrc.inference.pipeline import word_aligned
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    context = "from Denmark, Iceland and Norway"
+    parts = Prediction("q", [AnswerSpan("Ice", 14, 17, 0.5, 0.5), AnswerSpan("land and Norway", 17, 32, 0.3, 0.3),
+                             AnswerSpan("Denmark", 5, 12, 0.2, 0.2)])
+    widened = word_aligned(parts, context, multi_span=True)
+    assert [(s.text, s.start, s.end) for s in widened.spans] == [("Iceland", 14, 21), ("Denmark", 5, 12)]
+    alternatives = word_aligned(parts, context)  # alternative single answers may overlap, as before
+    assert [s.text for s in alternatives.spans] == ["Iceland", "Iceland and Norway", "Denmark"]
+
 def test_align_to_words_widens_a_span_to_whole_words(qa):
     from bio_mrc.inference.pipeline import word_aligned
     from bio_mrc.types import AnswerSpan, Prediction

@@ -17,7 +17,7 @@ from bio_mrc.inference.answers import decode_answers, multi_span_answers, span_c
 from bio_mrc.inference.forward import predict_windows
 from bio_mrc.inference.tuning import SPAN_PROBABILITY_GRID, all_multi_span_candidates, best_span_count_threshold
 from bio_mrc.model import BioMrcForQuestionAnswering
-from bio_mrc.tags import TAG_B, TAG_O
+from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 from bio_mrc.types import AnswerSpan, Example, Prediction
 
 MULTISPAN = registry.task("multispanqa")
@@ -64,10 +64,11 @@ def test_each_bio_span_carries_its_posterior():
 
 
 def test_one_text_tagged_at_two_mentions_is_one_answer():
-    # the words "A b a c": "A" and "a" (one text once normalised) B with 0.36 and 0.34, "c" with 0.3
+    # the words "B x b c": "B" and "b" (one text once normalised) B with 0.36 and 0.34, "c" with 0.3 (not "A" and "a":
+    # an article normalises to nothing, no answer, pooled with none)
     merged = tag_rows([[(0.36, 0.0, 0.64), (0.0, 0.0, 1.0), (0.34, 0.0, 0.66), (0.3, 0.0, 0.7)]])
-    (prediction,) = decode_merged_tags(merged, [Example("q", "?", "A b a c")], DecodeConfig(multi_span=True, bio_length_prior=0.0))
-    assert [s.text for s in prediction.spans] == ["A"]  # 2 * .7 / (1 + 1) beats 2 * 1 / (2 + 1)
+    (prediction,) = decode_merged_tags(merged, [Example("q", "?", "B x b c")], DecodeConfig(multi_span=True, bio_length_prior=0.0))
+    assert [s.text for s in prediction.spans] == ["B"]  # 2 * .7 / (1 + 1) beats 2 * 1 / (2 + 1)
     assert prediction.spans[0].probability == pytest.approx(0.7, abs=1e-6)
 
 
@@ -138,6 +139,18 @@ def test_the_joint_rule_takes_the_tag_sequence_where_it_holds_several_likely_spa
     assert empty.spans == []
 
 
+
+def test_the_joint_rule_counts_one_text_at_two_likely_mentions_as_one_answer():
+    """A tagger sure of "Paris" at two of its mentions holds one answer, not several: the n-best rule decides, as
+    where it holds one likely span (it once answered "Paris", "paris" and never the n-best's "Lyon")."""
+    nbest = [AnswerSpan("Paris", 0, 5, 2.0), AnswerSpan("Lyon", 40, 44, 1.6), AnswerSpan("France", 20, 26, 0.5)]
+    mentions = [AnswerSpan("Paris", 0, 5, 1.0, 0.95), AnswerSpan("paris", 60, 65, 1.0, 0.8)]
+    (answer,) = registry.decoding("joint").keep_spans([Prediction("q", nbest, tag_spans=mentions)], 0.2)
+    assert [s.text for s in answer.spans] == ["Paris", "Lyon"]
+    both = [*mentions, AnswerSpan("Lyon", 40, 44, 1.0, 0.7)]  # two texts: the tagger's spans, every likely mention
+    (answer,) = registry.decoding("joint").keep_spans([Prediction("q", nbest, tag_spans=both)], 0.1)
+    assert [s.text for s in answer.spans] == ["Paris", "paris", "Lyon"]
+
 @pytest.mark.parametrize("decoding", ["span", "joint", "bio"])
 def test_tuning_scores_each_threshold_as_decoding_with_it_answers(decoding, tiny_encoder_dir, tiny_tokenizer):
     """The tuning grid's answers at a threshold are the answers the model gives with it: the rule is applied to the
@@ -182,3 +195,25 @@ def test_the_joint_rule_puts_the_single_answer_first_then_the_likeliest_tagged_s
     assert [s.text for s in answer.spans] == ["Bob", "Eve", "Ann"] and answer.answer == "Bob"
     (elsewhere,) = registry.decoding("joint").keep_spans([Prediction("q", [AnswerSpan("Cy", 12, 14, 2.0)], tag_spans=spans)], 0.5)
     assert [s.text for s in elsewhere.spans] == ["Eve", "Ann", "Bob"]
+
+
+def word_tags(begin_probabilities: list[float]) -> np.ndarray:
+    """Tag log-probabilities of one row of words, each word B with the given probability (I almost never)."""
+    tiny = 1e-6
+    log_probs = np.zeros((1, len(begin_probabilities), 3))
+    for t, b in enumerate(begin_probabilities):
+        b = b or tiny
+        log_probs[0, t, [TAG_B, TAG_I, TAG_O]] = np.log([b, tiny, 1 - b - tiny])
+    return log_probs
+
+
+def test_spans_without_answer_text_pool_into_no_phantom_bio_answer():
+    """Punctuation tagged at two places is no answer: pooled into one candidate of their summed posterior, it took
+    the expected-F1 answer's second place and was then dropped as a further span, crowding out "Norse"."""
+    context = "Rollo led . them , the Norse"
+    words = np.array([[(0, 5), (6, 9), (10, 11), (12, 16), (17, 18), (19, 22), (23, 28)]])
+    log_probs = word_tags([0.9, 0.0, 0.3, 0.0, 0.3, 0.0, 0.35])
+    merged = MergedTokens(log_probs, words, np.ones((1, 7), bool))
+    (decoded,) = decode_merged_tags(merged, [Example("q", "Who?", context, None)], DecodeConfig(multi_span=True, bio_length_prior=0.0))
+    assert [s.text for s in decoded.spans] == ["Rollo", "Norse"]
+    assert [round(s.probability, 6) for s in decoded.spans] == [0.9, 0.35]

@@ -74,7 +74,8 @@ def _answers_by_text(spans: Sequence[AnswerSpan]) -> list[tuple[AnswerSpan, floa
 
 def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:
     """The joint decoding's multi-span answers: where the BIO decoding's multi-span answer holds two or more spans
-    each more likely than not (``tag_spans``, with their posteriors), those spans, the single answer's text first (the
+    each more likely than not (``tag_spans``, with their posteriors) of two or more texts once normalised (the mentions
+    of one text are one answer), those spans, the single answer's text first (the
     span the prediction's confidence describes, where the tagger holds it), the others likeliest first; else the
     non-overlapping n-best spans kept by ``min_probability`` (:func:`nbest_multi_span`).
 
@@ -86,7 +87,8 @@ def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: fl
                   if s.probability is not None and s.probability >= TAGGED_SPAN_PROBABILITY and is_answer_text(s.text)]
         best = normalize_answer(prediction.spans[0].text) if prediction.spans else None
         tagged.sort(key=lambda span: (normalize_answer(span.text) != best, -span.probability))  # the single answer first
-        out.append(replace(prediction, spans=tagged) if len(tagged) >= 2 else nbest_multi_span([prediction], min_probability)[0])
+        several = len({normalize_answer(span.text) for span in tagged}) >= 2  # one text at two mentions is one answer
+        out.append(replace(prediction, spans=tagged) if several else nbest_multi_span([prediction], min_probability)[0])
     return out
 
 

@@ -256,12 +256,17 @@ def _tag_distribution_spans(
 
 def answer_text_keys(examples: Sequence[Example], offsets: np.ndarray) -> AnswerKeys:
     """Keys that make the tagged-token spans of one question one answer where their texts are one once normalised
-    as the metrics normalise them (a name tagged at several of its mentions). ``offsets``: each row's tokens'
+    as the metrics normalise them (a name tagged at several of its mentions); a span whose text normalises to nothing
+    (punctuation or an article alone) is no answer, pooled with none: a key of its own. ``offsets``: each row's tokens'
     character offsets into its question's context."""
     def keys(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         texts = [normalize_answer(examples[row].context[begin:end]) for row, begin, end in
                  zip(rows.tolist(), offsets[rows, starts, 0].tolist(), offsets[rows, ends, 1].tolist())]
-        return np.unique(np.array(texts, dtype=object), return_inverse=True)[1].ravel() if texts else np.zeros(0, np.int64)
+        if not texts:
+            return np.zeros(0, np.int64)
+        keyed = np.unique(np.array(texts, dtype=object), return_inverse=True)[1].ravel()
+        textless = np.array([not text for text in texts])
+        return np.where(textless, len(texts) + np.arange(len(texts)), keyed)
     return keys
 
 

@@ -162,7 +162,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             model_outputs["windows"], questions.examples, multi_span, decoding, max_answer_length=max_answer_len, n_best=n_best
         )
         if align_to_words:
-            predictions = [word_aligned(p, example.context) for p, example in zip(predictions, questions.examples)]
+            predictions = [word_aligned(p, example.context, multi_span) for p, example in zip(predictions, questions.examples)]
         if questions.documents:
             return document_answer_dicts(questions.examples[0].question, predictions, top_k, handle_impossible_answer)
         results = [answer_dicts(p, decoding, top_k, multi_span, handle_impossible_answer) for p in predictions]
@@ -221,9 +221,10 @@ def is_stream(inputs: Any) -> bool:
     return isinstance(inputs, Iterable) or (hasattr(inputs, "__getitem__") and hasattr(inputs, "__len__"))
 
 
-def word_aligned(prediction: Prediction, context: str) -> Prediction:
+def word_aligned(prediction: Prediction, context: str, multi_span: bool = False) -> Prediction:
     """``align_to_words``: each span widened to whole words (a start or an end inside a run of letters and
-    digits moves to the run's edge), as the old pipeline's option widened them to the tokenizer's words."""
+    digits moves to the run's edge), as the old pipeline's option widened them to the tokenizer's words. The parts of
+    a multi-span answer never overlap: with ``multi_span``, a widened span that overlaps a better one's joins none."""
     spans = []
     for span in prediction.spans:
         start, end = span.start, span.end
@@ -231,6 +232,8 @@ def word_aligned(prediction: Prediction, context: str) -> Prediction:
             start -= 1
         while end < len(context) and context[end].isalnum() and context[end - 1].isalnum():
             end += 1
+        if multi_span and any(start < kept.end and kept.start < end for kept in spans):
+            continue
         if all((start, end) != (kept.start, kept.end) for kept in spans):  # two pieces of one word: one answer
             spans.append(replace(span, text=context[start:end], start=start, end=end))  # its score and probability kept
     return replace(prediction, spans=spans)

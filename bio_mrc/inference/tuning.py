@@ -342,7 +342,8 @@ def save_tuned_settings(
     """Save tuned no-answer ``thresholds`` and other tuned ``settings`` (e.g. ``bio_length_prior``)
     in the model's config, stamped with ``tuned_on`` (``description``, ``questions``, ``content_hash``).
 
-    Values tuned on the same questions are merged. Values tuned on other questions are
+    Values tuned on the same questions are merged (the no-answer thresholds and the span-count rules, decoding by
+    decoding: a tuning of some decodings keeps the others'). Values tuned on other questions are
     replaced, or, without ``overwrite`` (a comparison reusing a cached model), kept:
     then nothing is written and False is returned. Values a continued model holds from the model it continues
     (``tuned_on["for_model"]``) were never tuned for it, and are always replaced. The model card is remade with
@@ -356,6 +357,8 @@ def save_tuned_settings(
     kept = (config.no_answer_thresholds or {}) if same_questions else {}
     config.no_answer_thresholds = {**kept, **thresholds} or None  # -inf ("always abstain") survives the JSON round trip
     for name, value in settings.items():
+        if name == "min_span_probabilities" and same_questions:  # per decoding, as the thresholds
+            value = {**(config.min_span_probabilities or {}), **value}
         setattr(config, name, value)
     config.tuned_on = tuned_on
     atomic_write_text(Path(model_dir) / "config.json", config.to_json_string())
