@@ -91,12 +91,21 @@ def _load_task_data(args: argparse.Namespace, path: str, limit: int | None, task
     if task is None or task.load is None:
         data = _load_squad(args, path, limit, data_format=task.layout if task else None, needs_gold=needs_gold)
         if task is not None:
+            _check_read_as_named(task, data.format, path)
             data.examples, data.format = task.task_examples(data.examples), task.format_of_read(data.format)
         return data
     examples = registry.resolve(task.load)(Path(path))[:limit]
     if not examples:
         raise ConfigError(f"no questions to use in {path}")
     return SquadFile(examples, "2.0" if any(not ex.is_answerable for ex in examples) else "1.1", str(path), task.format)
+
+
+def _check_read_as_named(task, read_format: str, path: str) -> None:
+    """``--format`` named a task whose data keep their format, yet the file is in another task's own layout
+    (``--format squad`` on MultiSpanQA JSON): refused, as the other way round is, not scored as that other task."""
+    if task.examples_as is None and read_format != task.format and read_format in registry.data_formats():
+        raise ConfigError(f"--format {task.format}: {path} is in {read_format}'s layout, which is scored as {read_format}; "
+                          f"drop --format or give --format {read_format}")
 
 
 def _format_task(args: argparse.Namespace):
@@ -156,7 +165,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     check_folder_target(args.output_dir)
     check_outputs_apart([args.output_dir], [args.train, args.eval])
-    if load_run_record(args.output_dir) is not None and not args.overwrite:
+    if not args.overwrite and load_run_record(args.output_dir) is not None:  # --overwrite replaces even a damaged one
         raise ConfigError(f"{args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
     config = _train_config(args)
     task = _format_task(args)
@@ -244,17 +253,23 @@ def _unknown_ids_as_warning_lines() -> Iterator[None]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .data.predictions import load_na_probs, load_predictions
 
-    data = _load_task_data(args, args.data, args.limit, _requested_task(args), needs_gold="bio-mrc evaluate")
+    # The whole file is read even under --limit: an answer to a question past the limit is no unknown id.
+    data = _load_task_data(args, args.data, None, _requested_task(args), needs_gold="bio-mrc evaluate")
     scored = _scored_questions(args, data.examples)
     if scored.subset:
         print(f"note: scoring {scored.subset}", file=sys.stderr)
     task = _data_task(args, data)
+    if args.na_probs and task.squad_version is None:  # read and then ignored, it would look as if it were used
+        raise ConfigError(f"--na-probs: no-answer probabilities are for SQuAD's official scorer, and these questions are "
+                          f"scored with {task.title}, which take none (in {args.na_probs})")
     gold = registry.resolve(task.gold)(scored.examples)
+    unscored = [ex.id for ex in data.examples if ex.id not in gold]
     with _unknown_ids_as_warning_lines():
         # A task whose official script scores only complete files (MultiSpanQA): a missing question is an error here too.
         predictions, missing = load_predictions(args.predictions, list(gold), multi_span=task.multi_span_answers,
-                                                strict=task.strict_predictions(args.strict))
-        na_probs, missing_probs = load_na_probs(args.na_probs, list(gold), strict=args.strict) if args.na_probs else (None, [])
+                                                strict=task.strict_predictions(args.strict), unscored=unscored)
+        na_probs, missing_probs = (load_na_probs(args.na_probs, list(gold), strict=args.strict, unscored=unscored)
+                                   if args.na_probs else (None, []))
     if missing:
         print(f"warning: {len(missing)} of {len(gold)} questions have no prediction in {args.predictions} "
               f"(e.g. {missing[0]!r}); they are scored as wrong (--strict makes this an error)", file=sys.stderr)
@@ -267,11 +282,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _scored_questions(args: argparse.Namespace, examples):
-    """The questions ``evaluate`` scores: all it read (the first ``--limit``), or with ``--only-predicted`` those
+    """The questions ``evaluate`` scores: all it read (the first ``--limit`` of them), or with ``--only-predicted`` those
     the predictions file answers. A subset is stated on stderr and in the metrics' ``scored`` entry."""
     from .data.json_reader import read_json
     from .data.predictions import ScoredQuestions
 
+    examples = examples[:args.limit] if args.limit else examples
     if not args.only_predicted:
         subset = f"the first {len(examples)} questions of {args.data} (--limit {args.limit})" if args.limit else None
         return ScoredQuestions(list(examples), len(examples), subset)
@@ -286,6 +302,7 @@ def _scored_questions(args: argparse.Namespace, examples):
 def cmd_tune(args: argparse.Namespace) -> int:
     import copy
 
+    from .hub import local_folder
     from .inference import TrainedModel, save_tuned_settings, tuning_provenance
     from .inference.tuning import tune_for_model, tuning_summary
 
@@ -304,7 +321,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
     description = f"{args.data}" + (f" (first {args.limit} questions)" if args.limit else "")
     if target != Path(args.model):
-        _copy_model(Path(args.model), target)
+        _copy_model(local_folder(args.model), target)  # a hub id: its snapshot in the cache
     # predict, compare and AnswerExtractor apply them from now on
     save_tuned_settings(target, trained.model.config, tuned.thresholds, tuned.settings, tuning_provenance(description, data.examples))
     for line in tuning_summary(tuned, before, task):
@@ -328,11 +345,17 @@ def _check_tunable(model: str) -> None:
 
 
 def _tune_target(args: argparse.Namespace) -> Path:
-    """Where ``tune`` saves: the model folder itself, or ``--output-dir``, a new (or empty) folder it copies the model to."""
+    """Where ``tune`` saves: the model folder itself, or ``--output-dir``, a new (or empty) folder it copies the model to
+    (a hub id's model only there: its snapshot in the cache is not the user's folder)."""
+    from .hub import is_hub_id
+
     if not args.output_dir:
         if Path(args.model).is_dir():  # a missing folder is the loader's to name
             check_writable_folder(args.model, "tune saves the tuned settings in its config.json (--output-dir: "
                                               "in a copy elsewhere)")
+        elif is_hub_id(args.model):
+            raise ConfigError(f"{args.model} is a Hugging Face hub id, whose cached snapshot tune does not change; "
+                              "give --output-dir DIR to save a tuned copy of it there")
         return Path(args.model)
     target = check_folder_target(args.output_dir)
     if target.exists() and (target.resolve() == Path(args.model).resolve() or any(target.iterdir())):
@@ -385,10 +408,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(comparison_schema(), indent=2))
         return 0
     config = load_config(args.config).with_overrides(seeds=args.seeds, encoder=args.encoder, runs=args.runs)
-    data_dir = Path(args.data_dir) if args.data_dir else default_data_dir()
+    # An empty --data-dir or --output-dir (an unset shell variable) is refused, not read as "not given".
+    if args.data_dir is not None and not args.data_dir.strip():
+        raise ConfigError("--data-dir: an empty path names no folder; give one")
+    data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
     if not data_dir.exists():
         raise ConfigError(f"data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
-    output_dir = check_folder_target(args.output_dir or Path("runs") / config.name)
+    output_dir = check_folder_target(args.output_dir if args.output_dir is not None else Path("runs") / config.name)
     check_outputs_apart([output_dir], [args.config, data_dir])
     if args.train_only:
         for model_dir in train_models(config, data_dir, output_dir, progress=True, cells_from=args.cells_from):

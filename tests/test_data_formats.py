@@ -190,3 +190,17 @@ def test_cli_trains_predicts_and_evaluates_multispanqa_and_csv(tiny_encoder_dir,
     assert json.loads(capsys.readouterr().out)["exact"] == 100.0
     assert main(["evaluate", "--data", str(csv_path), "--predictions", str(preds), "--metric", "multispan"]) == 2
     assert "detected csv" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("header", [" id", "ID", "Answers", "title "])
+def test_a_known_column_spelt_otherwise_is_refused_not_ignored(tmp_path, header):
+    """' id' or 'Answers' was read as an unknown column and ignored: every id silently replaced by a generated one,
+    every answer lost. Now one line naming the column and what to rename it."""
+    columns = {"id": "q1", "title": "t", "context": "Paris is the capital of France.", "question": "Capital?",
+               "answers": '{"text": ["France"], "answer_start": [24]}'}
+    meant = header.strip().lower()
+    path = tmp_path / "near.csv"
+    with open(path, "w", newline="") as handle:
+        csv.writer(handle).writerows([[header if c == meant else c for c in columns], list(columns.values())])
+    with pytest.raises(DataFormatError, match=f"names the column '{header}', which is not '{meant}' as spelt"):
+        load_squad(path)

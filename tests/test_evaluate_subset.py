@@ -55,3 +55,63 @@ def test_only_predicted_with_no_common_id_is_one_line(capsys, tmp_path):
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(tmp_path / "other.json"), "--only-predicted"]) == 2
     error = capsys.readouterr().err.strip()
     assert "\n" not in error and "--only-predicted: no question of" in error and "has an answer in" in error
+
+
+def test_limit_with_strict_takes_a_predictions_file_of_the_whole_data(capsys, tmp_path):
+    """Answers to questions past --limit are of questions of the data: neither refused under --strict (nor always, as
+    MultiSpanQA's strict reading was) as "not questions of the data", nor warned about; a truly unknown id still is."""
+    examples = load_squad(SAMPLE_V1).examples
+    (tmp_path / "all.json").write_text(json.dumps({ex.id: ex.answer_texts()[0][0] for ex in examples}))
+    metrics, err = evaluate(capsys, tmp_path / "all.json", "--limit", "2", "--strict")
+    assert metrics["exact_match"] == 100.0 and metrics["scored"]["questions"] == 2 and "not questions" not in err
+    (tmp_path / "extra.json").write_text(json.dumps({examples[0].id: "x", "nope": "x"}))
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(tmp_path / "extra.json"), "--limit", "1",
+                 "--strict"]) == 2
+    assert "1 id(s) are not questions of the data: 'nope'" in capsys.readouterr().err
+
+
+def test_limit_on_multispanqa_scores_the_first_questions(capsys, tmp_path):
+    record = {"question": ["who", "sang", "?"], "context": ["Dave", "and", "Barbara", "sang", "."],
+              "label": ["B", "O", "B", "O", "O"]}
+    (tmp_path / "ms.json").write_text(json.dumps({"data": [{"id": f"m{n}", **record} for n in range(3)]}))
+    (tmp_path / "preds.json").write_text(json.dumps({f"m{n}": ["Dave", "Barbara"] for n in range(3)}))
+    assert main(["evaluate", "--data", str(tmp_path / "ms.json"), "--predictions", str(tmp_path / "preds.json"),
+                 "--limit", "2"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics["em_f1"] == 100.0 and metrics["scored"]["questions"] == 2
+
+
+def test_na_probs_for_multispanqa_are_refused_not_read_and_ignored(capsys, tmp_path):
+    record = {"id": "m0", "question": ["who", "sang", "?"], "context": ["Dave", "and", "Barbara", "sang", "."],
+              "label": ["B", "O", "B", "O", "O"]}
+    (tmp_path / "ms.json").write_text(json.dumps({"data": [record]}))
+    (tmp_path / "preds.json").write_text(json.dumps({"m0": ["Dave", "Barbara"]}))
+    (tmp_path / "na.json").write_text(json.dumps({"m0": 0.9}))
+    assert main(["evaluate", "--data", str(tmp_path / "ms.json"), "--predictions", str(tmp_path / "preds.json"),
+                 "--na-probs", str(tmp_path / "na.json")]) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert not captured.out and line.startswith("error: --na-probs: no-answer probabilities are for SQuAD's official")
+    assert line.endswith(f"(in {tmp_path / 'na.json'})")
+
+
+def test_format_squad_on_multispanqa_data_is_refused_not_ignored(capsys, tmp_path):
+    """--format multispanqa on SQuAD JSON is refused; --format squad on MultiSpanQA JSON was silently ignored, the
+    questions scored with MultiSpanQA's metrics all the same. Now refused both ways, in one line."""
+    record = {"id": "m0", "question": ["who", "sang", "?"], "context": ["Dave", "and", "Barbara", "sang", "."],
+              "label": ["B", "O", "B", "O", "O"]}
+    (tmp_path / "ms.json").write_text(json.dumps({"data": [record]}))
+    (tmp_path / "preds.json").write_text(json.dumps({"m0": ["Dave", "Barbara"]}))
+    assert main(["evaluate", "--data", str(tmp_path / "ms.json"), "--predictions", str(tmp_path / "preds.json"),
+                 "--format", "squad"]) == 2
+    captured = capsys.readouterr()
+    assert not captured.out and captured.err.splitlines()[-1].startswith(
+        f"error: --format squad: {tmp_path / 'ms.json'} is in multispanqa's layout")
+    metrics, _ = evaluate(capsys, _answers_all(tmp_path), "--format", "squad")
+    assert metrics["exact_match"] == 100.0
+
+
+def _answers_all(tmp_path):
+    path = tmp_path / "all.json"
+    path.write_text(json.dumps({ex.id: ex.answer_texts()[0][0] for ex in load_squad(SAMPLE_V1).examples}))
+    return path

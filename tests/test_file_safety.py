@@ -320,3 +320,20 @@ def test_extract_html_makes_the_folder_it_names(saved_model, tmp_path, capsys): 
     assert main(argv) == 0, capsys.readouterr().err
     assert page.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
     assert [p.name for p in page.parent.iterdir()] == ["q.html"]  # no temporary file left beside it
+
+
+@pytest.mark.parametrize("damage", ["cut", "folder", "list"])
+def test_a_damaged_run_record_in_the_output_folder_is_one_line_before_any_work(tmp_path, capsys, damage):
+    """train reads --output-dir's bio_mrc_run.json to refuse overwriting a finished model: a damaged one was a
+    JSONDecodeError (or IsADirectoryError) traceback; now one line naming it, and --overwrite goes past it."""
+    from bio_mrc.cli import main
+
+    out, record = tmp_path / "out", tmp_path / "out" / "bio_mrc_run.json"
+    out.mkdir()
+    if damage == "folder":
+        record.mkdir()
+    else:
+        record.write_text('{"train": {"heads": "sp' if damage == "cut" else "[1, 2]")
+    assert main(["train", "--train", str(tmp_path / "absent.json"), "--output-dir", str(out)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ") and line.endswith(f"(in {record})")

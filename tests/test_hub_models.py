@@ -1,6 +1,7 @@
 """Models and encoders by hub id, read through a local Hugging Face cache (no network), devices, the model
 card's tags and the weights' file mode."""
 
+import json
 import os
 import shutil
 import stat
@@ -128,3 +129,18 @@ def test_weights_are_written_with_the_usual_file_mode(span_model):
     assert usual_file_mode() == 0o666 & ~umask
     for name in ("model.safetensors", "config.json", "tokenizer.json"):
         assert stat.S_IMODE((span_model / name).stat().st_mode) == usual_file_mode(), name
+
+
+def test_tune_of_a_hub_id_saves_a_tuned_copy_and_never_in_place(offline_cache, tmp_path, capsys, monkeypatch):
+    """In place, the cached snapshot is refused before any work (it was a stray write, or an errno after tuning);
+    with --output-dir the snapshot is copied there (it was a traceback-free but baffling 'No such file' after tuning)."""
+    monkeypatch.chdir(tmp_path)
+    tune = ["tune", "--model", "org/tiny-qa", "--data", str(SAMPLE_V1), "--no-calibration"]
+    assert main(tune) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == ("error: org/tiny-qa is a Hugging Face hub id, whose cached snapshot tune does not change; give "
+                    "--output-dir DIR to save a tuned copy of it there")
+    assert not (tmp_path / "org").exists()
+    assert main([*tune, "--output-dir", "tuned"]) == 0
+    assert (tmp_path / "tuned" / "model.safetensors").is_file()
+    assert json.loads((tmp_path / "tuned" / "config.json").read_text())["tuned_on"] is not None

@@ -145,3 +145,19 @@ def test_the_train_command_resumes_and_never_overwrites_a_finished_model(tiny_en
     assert main(command) == 2
     assert "holds a finished model" in capsys.readouterr().err
     assert main([*command, "--overwrite"]) == 0
+
+
+@pytest.mark.parametrize("saved", ['{"train": {"epochs": 3', "[1]", '{"train": "x"}'])
+def test_a_damaged_record_of_the_checkpoints_options_is_one_line(tmp_path, saved):
+    """--resume compares the checkpoints' saved options with the run's: a cut or foreign file was a JSONDecodeError
+    or AttributeError traceback; now one BioMrcError naming the file or what it lacks."""
+    from bio_mrc.errors import BioMrcError
+    from bio_mrc.training.checkpoints import checkpoint_to_resume
+
+    folder = tmp_path / CHECKPOINT_DIR
+    (folder / "checkpoint-3").mkdir(parents=True)
+    (folder / "checkpoint-3" / TRAINER_STATE_NAME).write_text("{}")
+    (folder / TRAIN_CONFIG_FILE).write_text(saved)
+    with pytest.raises(BioMrcError, match=rf"{TRAIN_CONFIG_FILE}") as info:
+        checkpoint_to_resume(folder, {"train": {}, "questions": "h"}, True, True, True, False)
+    assert "\n" not in str(info.value)

@@ -39,6 +39,16 @@ def test_without_a_head_rate_the_optimizer_is_trainers(model, tmp_path):
     assert sum(len(g["params"]) for g in optimizer.param_groups) == len(list(model.parameters()))
 
 
+def test_a_zero_class_weight_is_refused_when_the_config_is_built():
+    """The head divides by each weight (its logits less log w): a weight of 0 is refused with the config's one line,
+    before any data is read or model built, not a ValueError traceback from the head."""
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.training.train import TrainConfig
+
+    with pytest.raises(ConfigError, match=r"bio_class_weights\[1\]: 0.0 is less than or equal to the minimum of 0"):
+        TrainConfig(bio_class_weights=(1.0, 0.0, 1.0))
+
+
 def test_class_weights_default_by_heads():
     from bio_mrc.training.train import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
 

@@ -43,6 +43,16 @@ def test_a_value_transformers_refuses_is_refused_before_training():
         TrainConfig(training_args={"lr_scheduler_type": "bogus"})
 
 
+@pytest.mark.parametrize("name, value", [("gradient_accumulation_steps", 0), ("gradient_accumulation_steps", -2),
+                                         ("dataloader_num_workers", -1), ("per_device_eval_batch_size", 0)])
+def test_a_count_transformers_takes_but_trainer_cannot_use_is_refused_before_training(name, value):
+    """TrainingArguments takes these; Trainer then divides by them or hands them to a DataLoader, a traceback once the
+    model is built (gradient_accumulation_steps 0: ZeroDivisionError), with a checkpoints/ folder left behind."""
+    with pytest.raises(ConfigError, match=rf"training_args: {name} is a count of at least [01], got {value}"):
+        TrainConfig(training_args={name: value})
+    assert TrainConfig(training_args={name: 2}).training_args == {name: 2}
+
+
 def test_training_args_go_over_the_package_defaults_and_leave_its_own_values(tmp_path):
     config = TrainConfig(epochs=2, training_args={"gradient_accumulation_steps": 4, "lr_scheduler_type": "cosine", "logging_steps": 3})
     args = training_arguments(config, tmp_path, save_checkpoints=True, progress=False, checkpoint_steps=None)

@@ -162,3 +162,17 @@ def test_ctrl_c_ends_a_command_with_one_line_and_status_130(monkeypatch, capsys)
     monkeypatch.setattr(cli, "cmd_evaluate", interrupted)
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)]) == 130
     assert capsys.readouterr().err == "interrupted\n"
+
+
+@pytest.mark.parametrize("option", ["--output-dir", "--data-dir"])
+def test_compare_refuses_an_empty_folder_option_instead_of_its_default(tmp_path, monkeypatch, capsys, option):
+    """``--output-dir ""`` (an unset shell variable) wrote the comparison into runs/NAME of the current folder, and
+    ``--data-dir ""`` read the default data folder: both are refused, as every other command refuses an empty path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.json").write_text(json.dumps({
+        "name": "c", "train": {"path": SAMPLE_V1.name}, "eval": {"path": SAMPLE_V1.name}, "runs": [{"name": "span"}]}))
+    given = {"--output-dir": str(tmp_path / "out"), "--data-dir": str(SAMPLE_V1.parent), option: ""}
+    assert main(["compare", "--config", "c.json", *[part for pair in given.items() for part in pair], "--train-only"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ") and "empty path" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]

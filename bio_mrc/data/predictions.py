@@ -35,15 +35,19 @@ class UnknownIdsWarning(UserWarning):
         self.ids, self.source = ids, source
 
 
-def check_question_ids(found: Mapping[str, Any], question_ids: Collection[str], source: str, strict: bool = False) -> list[str]:
+def check_question_ids(found: Mapping[str, Any], question_ids: Collection[str], source: str, strict: bool = False,
+                       unscored: Collection[str] = ()) -> list[str]:
     """The ids of ``question_ids`` that ``found`` lacks, in data order.
 
     An id of ``found`` that is not a question of the data raises
     :class:`DataFormatError` under ``strict``, else an :class:`UnknownIdsWarning`
     (the caller drops it, see :func:`keep_question_ids`). A missing id raises only under ``strict``.
+    ``unscored``: ids of the data's questions left out of this scoring (past ``evaluate --limit``), which
+    are neither unknown nor missing, and are dropped too.
     """
     known = set(question_ids)
-    unknown = [qid for qid in found if qid not in known]
+    skipped = set(unscored)
+    unknown = [qid for qid in found if qid not in known and qid not in skipped]
     if unknown:
         message = f"{len(unknown)} id(s) are not questions of the data: {_shown(unknown)}"
         if strict:
@@ -63,26 +67,28 @@ def keep_question_ids(found: Mapping[str, Any], question_ids: Collection[str]) -
     return {qid: value for qid, value in found.items() if qid in known}
 
 
-def _read_id_map(path: str | Path, question_ids: Collection[str], what: str, strict: bool) -> tuple[dict[str, Any], list[str]]:
+def _read_id_map(path: str | Path, question_ids: Collection[str], what: str, strict: bool,
+                 unscored: Collection[str] = ()) -> tuple[dict[str, Any], list[str]]:
     """``({question id: value}, missing ids)`` of a JSON object file, kept to the questions of the data."""
     found = read_json(path)
     if not isinstance(found, dict):
         raise DataFormatError(f"expected an object {{question id: {what}}}, got a JSON {type(found).__name__}", source=str(path))
-    missing = check_question_ids(found, question_ids, str(path), strict)
+    missing = check_question_ids(found, question_ids, str(path), strict, unscored)
     return keep_question_ids(found, question_ids), missing
 
 
 def load_predictions(
-    path: str | Path, question_ids: Collection[str], multi_span: bool = False, strict: bool = False
+    path: str | Path, question_ids: Collection[str], multi_span: bool = False, strict: bool = False,
+    unscored: Collection[str] = (),
 ) -> tuple[dict[str, Any], list[str]]:
     """``({id: answer}, missing ids)`` of an official predictions file.
 
     SQuAD files map ids to answer strings; with ``multi_span`` (MultiSpanQA) to
     lists of span strings. Every value kept is checked and a bad one names its id.
-    Ids that are not questions of the data are left out (see :func:`check_question_ids`).
+    Ids that are not questions of the data are left out (see :func:`check_question_ids`), as are ``unscored`` ones.
     """
     source = str(path)
-    predictions, missing = _read_id_map(path, question_ids, "answer", strict)
+    predictions, missing = _read_id_map(path, question_ids, "answer", strict, unscored)
     for qid, answer in predictions.items():
         if multi_span:
             if not isinstance(answer, list) or not all(isinstance(span, str) for span in answer):
@@ -92,9 +98,10 @@ def load_predictions(
     return predictions, missing
 
 
-def load_na_probs(path: str | Path, question_ids: Collection[str], strict: bool = False) -> tuple[dict[str, float], list[str]]:
+def load_na_probs(path: str | Path, question_ids: Collection[str], strict: bool = False,
+                  unscored: Collection[str] = ()) -> tuple[dict[str, float], list[str]]:
     """``({id: no-answer probability}, missing ids)``; every value kept must be a number in [0, 1]."""
-    probs, missing = _read_id_map(path, question_ids, "probability", strict)
+    probs, missing = _read_id_map(path, question_ids, "probability", strict, unscored)
     for qid, prob in probs.items():
         if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not (0.0 <= prob <= 1.0) or math.isnan(prob):
             raise DataFormatError(f"a no-answer probability must be a number in [0, 1], got {prob!r}", qid, str(path))

@@ -177,6 +177,18 @@ def check_columns(columns: Iterable[str] | None, name: str, kind: str) -> None:
     if missing:
         raise DataFormatError(f"the {kind} lacks the SQuAD columns {missing} (it has {list(columns or [])}; "
                               "id and answers are optional)", source=name)
+    check_near_misses(list(columns or []), name, kind)
+
+
+def check_near_misses(columns: list[str], name: str, kind: str) -> None:
+    """A column that is one bio_mrc reads but for case or surrounding spaces (``' id'``, ``'Answers'``) is refused:
+    read as an unknown column it would be ignored, and with it every question's id, title or answers."""
+    known = (*REQUIRED_COLUMNS, *_OPTIONAL)
+    for column in columns:
+        meant = str(column).strip().lower()
+        if column not in known and meant in known and meant not in columns:
+            raise DataFormatError(f"the {kind} names the column {column!r}, which is not {meant!r} as spelt, so its values "
+                                  f"would be ignored; rename it {meant!r}", source=name)
 
 
 def table_rows(rows: Iterable[tuple[int, Any]], name: str) -> Iterator[tuple[str, Any]]:

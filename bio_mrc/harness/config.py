@@ -199,6 +199,7 @@ class CompareConfig:
         if encoder:
             runs = [replace(r, train=replace(r.train, encoder=encoder)) for r in runs]
         if seeds:  # the command line's seeds are every run's
+            _check_seeds(seeds)
             runs = [replace(r, seeds=None) for r in runs]
         return replace(self, runs=runs, seeds=seeds or self.seeds)
 
@@ -398,3 +399,13 @@ def load_config(path_or_preset: str | Path) -> CompareConfig:
         return parse_config(raw)
     except ConfigError as err:
         raise DataFormatError(str(err), source=str(path)) from None
+
+
+def _check_seeds(seeds: Sequence[int]) -> None:
+    """``--seeds`` as the schema checks a config's ``seeds``: each in range, none twice (a repeated seed trains the
+    same model again and would count as another, its scores a mean ± sd of copies)."""
+    if (repeated := next((seed for seed in seeds if list(seeds).count(seed) > 1), None)) is not None:
+        raise ConfigError(f"--seeds: {repeated} is given twice; each seed trains one model, counted once")
+    if (wrong := next((seed for seed in seeds if not SEED_RANGE["minimum"] <= seed <= SEED_RANGE["maximum"]), None)) is not None:
+        raise ConfigError(f"--seeds: {wrong} is no seed; seeds are whole numbers from {SEED_RANGE['minimum']} to "
+                          f"{SEED_RANGE['maximum']:,}")

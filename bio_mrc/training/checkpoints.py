@@ -17,6 +17,7 @@ from transformers.trainer_callback import ExportableState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..errors import BioMrcError
+from ..data.json_reader import read_json
 from ..io import atomic_write_json, owned_path, remove_tree
 from .config import DEFAULT_CHECKPOINT_STEPS  # noqa: F401 (named here too)
 
@@ -91,7 +92,10 @@ def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path)
     path = folder / TRAIN_CONFIG_FILE
     if not path.exists():
         raise ResumeError(f"cannot resume from {checkpoint}: {path} is missing, so its training options are unknown")
-    saved = json.loads(path.read_text(encoding="utf-8"))
+    saved = read_json(path)  # a damaged file: one line naming it
+    if not isinstance(saved, dict) or not isinstance(saved.get("train", {}), dict):
+        raise ResumeError(f"cannot resume from {checkpoint}: {path} holds no run's options (a JSON object with 'train'), "
+                          "so its training options are unknown")
     old, new = saved.get("train", {}), run_options["train"]
     changed = [f"{k}: {old.get(k)!r} then, {new.get(k)!r} now" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
     if changed:

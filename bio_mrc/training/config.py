@@ -117,6 +117,19 @@ def check_network_args(values: dict[str, Any]) -> None:
         raise ConfigError(f"{values}: {err}") from None
 
 
+# Counts TrainingArguments takes unchecked that Trainer divides by or hands to a DataLoader: below these, a run
+# would end in a ZeroDivisionError or ValueError traceback once the model is built, instead of one line first.
+TRAINING_ARGS_MINIMUMS = {"gradient_accumulation_steps": 1, "eval_accumulation_steps": 1, "per_device_eval_batch_size": 1,
+                          "dataloader_num_workers": 0, "dataloader_prefetch_factor": 1}
+
+
+def _check_training_counts(values: dict[str, Any]) -> None:
+    for name, least in TRAINING_ARGS_MINIMUMS.items():
+        value = values.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < least:
+            raise ConfigError(f"training_args: {name} is a count of at least {least}, got {value!r}")
+
+
 def check_training_args(values: dict[str, Any]) -> None:
     """Refuse a name that is no TrainingArguments field (with the field it most likely misspells), one
     the package owns (with the option to use instead) or one that sends data off the machine (with the flag
@@ -132,6 +145,7 @@ def check_training_args(values: dict[str, Any]) -> None:
             guess = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {guess[0]!r}?)" if guess else ""
             raise ConfigError(f"training_args: {name!r} is not a TrainingArguments field{hint}")
+    _check_training_counts(values)
     try:
         TrainingArguments(output_dir="training-args-check", **{"report_to": "none", **values})
     except (ValueError, TypeError, ImportError, RuntimeError) as err:
@@ -171,7 +185,7 @@ class TrainConfig:
         "exclusive_minimum": 0, "maximum": 1})
     bio_class_weights: tuple[float, float, float] | None = field(default=None, metadata={
         "help": "weights of B/I/O tokens in the BIO loss, a departure from the plain loss (1 1 1); "
-                "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head", "metavar": ("B", "I", "O"), "minimum": 0})
+                "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head", "metavar": ("B", "I", "O"), "exclusive_minimum": 0})
     tag_level: str = field(default=FeatureConfig.tag_level, metadata={
         "help": "word: tag the first piece of each word and decode on word boundaries; subword: tag every token",
         "choices": TAG_LEVELS})

@@ -85,9 +85,17 @@ def load_training_log(model_dir: str | Path) -> list[dict[str, Any]] | None:
 
 
 def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:
-    """The run record of a complete model in ``model_dir``, or None (no model, or one still being saved)."""
+    """The run record of a complete model in ``model_dir``, or None (no model, or one still being saved). One that
+    cannot be read (cut short, not UTF-8, a folder, no JSON object) raises a DataFormatError naming it."""
+    from ..data.json_reader import DataFormatError, read_json
+
     path = Path(model_dir) / RUN_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    if not path.exists():
+        return None
+    record = read_json(path)
+    if not isinstance(record, dict):
+        raise DataFormatError(f"a run record is a JSON object, got a JSON {type(record).__name__}", source=str(path))
+    return record
 
 
 __all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "load_training_log", "check_output_folder", "load_run_record", "save_final_model"]
