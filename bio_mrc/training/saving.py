@@ -8,7 +8,8 @@ from typing import Any
 
 from transformers import Trainer
 
-from ..errors import ConfigError
+from ..data.json_reader import read_json
+from ..errors import ConfigError, DataFormatError
 from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_folder_target, remove_file, remove_tree
 from ..model import RUN_FILE, BioMrcConfig
 from ..model_card import clear_model_card, write_model_card
@@ -87,8 +88,6 @@ def load_training_log(model_dir: str | Path) -> list[dict[str, Any]] | None:
 def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:
     """The run record of a complete model in ``model_dir``, or None (no model, or one still being saved). One that
     cannot be read (cut short, not UTF-8, a folder, no JSON object) raises a DataFormatError naming it."""
-    from ..data.json_reader import DataFormatError, read_json
-
     path = Path(model_dir) / RUN_FILE
     if not path.exists():
         return None
