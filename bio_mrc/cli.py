@@ -407,10 +407,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         print(json.dumps(comparison_schema(), indent=2))
         return 0
+    # An empty --data-dir, --encoder or --output-dir (an unset shell variable) is refused, not read as "not given".
+    for option, value in (("--data-dir", args.data_dir), ("--encoder", args.encoder)):
+        if value is not None and not value.strip():
+            raise ConfigError(f"{option}: an empty path names no folder; give one")
     config = load_config(args.config).with_overrides(seeds=args.seeds, encoder=args.encoder, runs=args.runs)
-    # An empty --data-dir or --output-dir (an unset shell variable) is refused, not read as "not given".
-    if args.data_dir is not None and not args.data_dir.strip():
-        raise ConfigError("--data-dir: an empty path names no folder; give one")
     data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
     if not data_dir.exists():
         raise ConfigError(f"data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")

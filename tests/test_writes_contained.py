@@ -164,10 +164,11 @@ def test_ctrl_c_ends_a_command_with_one_line_and_status_130(monkeypatch, capsys)
     assert capsys.readouterr().err == "interrupted\n"
 
 
-@pytest.mark.parametrize("option", ["--output-dir", "--data-dir"])
+@pytest.mark.parametrize("option", ["--output-dir", "--data-dir", "--encoder"])
 def test_compare_refuses_an_empty_folder_option_instead_of_its_default(tmp_path, monkeypatch, capsys, option):
     """``--output-dir ""`` (an unset shell variable) wrote the comparison into runs/NAME of the current folder, and
-    ``--data-dir ""`` read the default data folder: both are refused, as every other command refuses an empty path."""
+    ``--data-dir ""`` read the default data folder, ``--encoder ""`` the config's encoder: each is refused, as every other
+    command refuses an empty path."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "c.json").write_text(json.dumps({
         "name": "c", "train": {"path": SAMPLE_V1.name}, "eval": {"path": SAMPLE_V1.name}, "runs": [{"name": "span"}]}))
