@@ -259,9 +259,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if scored.subset:
         print(f"note: scoring {scored.subset}", file=sys.stderr)
     task = _data_task(args, data)
-    if args.na_probs and task.squad_version is None:  # read and then ignored, it would look as if it were used
-        raise ConfigError(f"--na-probs: no-answer probabilities are for SQuAD's official scorer, and these questions are "
-                          f"scored with {task.title}, which take none (in {args.na_probs})")
+    if args.na_probs and (problem := task.no_answer_probabilities_problem()):  # read and then ignored, it would look used
+        raise ConfigError(f"--na-probs: {problem} (in {args.na_probs})")
     gold = registry.resolve(task.gold)(scored.examples)
     unscored = [ex.id for ex in data.examples if ex.id not in gold]
     with _unknown_ids_as_warning_lines():

@@ -247,6 +247,13 @@ class TaskEntry:
             return "a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on"
         return None
 
+    def no_answer_probabilities_problem(self) -> str | None:
+        """Why no-answer probabilities cannot be scored with this task's official metrics (None: they can: SQuAD's
+        official scorer reads them)."""
+        if self.squad_version is None:
+            return f"no-answer probabilities are for SQuAD's official scorer, and these questions are scored with {self.title}, which take none"
+        return None
+
     def scores(self, gold: Any, predictions: Any, ids: Sequence[str]) -> dict[str, Any]:
         """Per-question columns (``score``) of ``predictions`` (each question's :class:`~bio_mrc.types.Prediction`)."""
         by_id = {p.id: p for p in predictions}
