@@ -66,18 +66,24 @@ def answer_record_problem(record: dict[str, Any], multi_span: bool = False) -> s
     return None
 
 
+def _json_stem(output: Path) -> tuple[str, str]:
+    """``output``'s name split before a ``.json`` suffix (any case): ``("preds", ".json")``; ``("run.v1", "")``."""
+    name = output.name
+    return (name[: -len(".json")], name[-len(".json"):]) if name.lower().endswith(".json") else (name, "")
+
+
 def side_file(output: Path, suffix: str) -> Path:
     """A file beside ``output`` named after it: ``preds.json`` -> ``preds<suffix>``; an output of another or no
     suffix keeps its whole name (``run.v1`` -> ``run.v1<suffix>``), so that two outputs never share a side file."""
-    name = output.name
-    return output.with_name((name[: -len(".json")] if name.lower().endswith(".json") else name) + suffix)
+    return output.with_name(_json_stem(output)[0] + suffix)
 
 
 def prediction_paths(output: Path, decoding: str, several: bool) -> dict[str, Path]:
     """Where one decoding's files go: ``output`` itself for a single decoding; for several, ``preds.<decoding>.json``
     (``preds.<decoding>`` for an output without ``.json``); each one's n-best and ``na_prob`` files its
     :func:`side_file`s, so that no two decodings share a file."""
-    path = side_file(output, f".{decoding}" + (".json" if output.name.lower().endswith(".json") else "")) if several else output
+    stem, json_suffix = _json_stem(output)
+    path = output.with_name(f"{stem}.{decoding}{json_suffix}") if several else output
     return {"predictions": path, "nbest": side_file(path, ".nbest.json"), "na_probs": side_file(path, ".na_probs.json")}
 
 

@@ -134,17 +134,17 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
                 record = None
             if not isinstance(record, dict):
                 break
+            line = len(ids) * len(decodings) + len(group) + 1
             if problem := answer_record_problem(record, multi_span):
-                raise DataFormatError(f"line {len(ids) * len(decodings) + len(group) + 1} {problem}: it is no answers line "
-                                      "bio-mrc predict wrote; start again without --resume", source=str(stream))
+                raise DataFormatError(f"line {line} {problem}: it is no answers line bio-mrc predict wrote; start again "
+                                      "without --resume", source=str(stream))
             if not multi_span and "answers" in record:  # only a --multi-span run writes each answer's span texts
-                raise DataFormatError(f"line {len(ids) * len(decodings) + len(group) + 1} was written with --multi-span "
-                                      "(it lists the answer's span texts), this run has none; resume with the same "
-                                      "options", source=str(stream))
+                raise DataFormatError(f"line {line} was written with --multi-span (it lists the answer's span texts), this "
+                                      "run has none; resume with the same options", source=str(stream))
             if record.get("decoding") != decodings[len(group)] or (group and record.get("id") != group[0]):
-                raise DataFormatError(f"line {len(ids) * len(decodings) + len(group) + 1} answers {record.get('id')!r} with "
-                                      f"decoding {record.get('decoding')!r}, not what these options write (decodings "
-                                      f"{list(decodings)}); resume with the same options", source=str(stream))
+                raise DataFormatError(f"line {line} answers {record.get('id')!r} with decoding {record.get('decoding')!r}, "
+                                      f"not what these options write (decodings {list(decodings)}); resume with the same "
+                                      "options", source=str(stream))
             group.append(record.get("id"))
             position += len(raw)
             if len(group) == len(decodings):
