@@ -1,5 +1,7 @@
 """Windows and targets: every label maps back to the exact answer characters."""
 
+import os
+
 import numpy as np
 import torch
 import pytest
@@ -186,7 +188,7 @@ def test_windows_are_cached_by_content_and_read_back(sample_v1, tiny_tokenizer, 
 
 def test_no_default_cache_when_datasets_caching_is_off():
     import datasets
-    from bio_mrc.features.windows import default_windows_cache
+    from bio_mrc.features.windows_cache import default_windows_cache
 
     assert default_windows_cache() is not None
     datasets.disable_caching()
@@ -194,3 +196,47 @@ def test_no_default_cache_when_datasets_caching_is_off():
         assert default_windows_cache() is None
     finally:
         datasets.enable_caching()
+
+
+def _windows_file(folder, digit, size, mtime):
+    path = folder / f"windows-{digit * 20}.arrow"
+    path.write_bytes(b"x" * size)
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def test_the_windows_cache_removes_the_least_recently_used_files_past_its_budget(tmp_path):
+    from bio_mrc.features.windows_cache import mark_used_and_prune
+
+    oldest, older, recent = (_windows_file(tmp_path, d, 100, t) for d, t in (("a", 1000), ("b", 2000), ("c", 3000)))
+    used = _windows_file(tmp_path, "d", 100, 500)  # read again now, though written first
+    stranger = tmp_path / "windows-notes.arrow"  # not a windows file's name: never removed
+    stranger.write_bytes(b"y" * 1000)
+
+    assert mark_used_and_prune(used, budget_bytes=250) == [oldest, older]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([recent.name, used.name, stranger.name])
+    assert used.stat().st_mtime > 3000
+    assert mark_used_and_prune(recent, budget_bytes=0) == [used]  # 0 keeps only the windows last used
+    assert mark_used_and_prune(recent, budget_bytes=0) == []
+
+
+def test_the_windows_cache_budget_is_read_from_the_environment(monkeypatch):
+    from bio_mrc.features.windows_cache import BUDGET_VARIABLE, cache_budget_bytes
+
+    monkeypatch.delenv(BUDGET_VARIABLE, raising=False)
+    assert cache_budget_bytes() == 10_000_000_000
+    monkeypatch.setenv(BUDGET_VARIABLE, "0.5")
+    assert cache_budget_bytes() == 500_000_000
+    for bad in ("-1", "lots", "nan", "inf"):
+        monkeypatch.setenv(BUDGET_VARIABLE, bad)
+        with pytest.raises(ConfigError, match=f"{BUDGET_VARIABLE}='{bad}': give the windows cache's size"):
+            cache_budget_bytes()
+
+
+def test_building_windows_into_the_cache_prunes_older_ones(sample_v1, tiny_tokenizer, tmp_path, monkeypatch):
+    from bio_mrc.features.windows_cache import BUDGET_VARIABLE
+
+    stale = _windows_file(tmp_path, "e", 10, 1000)
+    monkeypatch.setenv(BUDGET_VARIABLE, "0")
+    build_features(sample_v1.examples, tiny_tokenizer, SMALL, cache_dir=tmp_path)
+    assert not stale.exists() and len(list(tmp_path.glob("windows-*.arrow"))) == 1

@@ -16,7 +16,6 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-import datasets
 import numpy as np
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
@@ -27,6 +26,7 @@ from ..errors import ConfigError
 from ..types import Example
 from .config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig  # noqa: F401 (imported from here too)
 from .targets import add_targets
+from .windows_cache import cache_budget_bytes, mark_used_and_prune, windows_cache_file
 from .words import context_words, dropped_attached_runs, extend_over_attached, word_of_tokens
 
 def check_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
@@ -139,17 +139,16 @@ def build_features(
 
     # An explicit fingerprint: otherwise datasets hashes ``prepare`` with every example it holds.
     fingerprint = windows_fingerprint(examples, tokenizer, config, with_targets, target_heads)
-    cache_file = None if cache_dir is None else str(Path(cache_dir) / f"windows-{fingerprint}.arrow")
-    if cache_file is not None:
-        Path(cache_dir).mkdir(parents=True, exist_ok=True)
-    return index.map(prepare, batched=True, batch_size=batch_size, remove_columns=["example_index"], desc=desc,
-                     new_fingerprint=fingerprint, cache_file_name=cache_file)
-
-
-def default_windows_cache() -> Path | None:
-    """Where training windows are cached: beside ``datasets``' own cache (``HF_DATASETS_CACHE``);
-    ``None`` (no cache) after ``datasets.disable_caching()``."""
-    return Path(datasets.config.HF_DATASETS_CACHE) / "bio_mrc_windows" if datasets.is_caching_enabled() else None
+    if cache_dir is None:
+        return index.map(prepare, batched=True, batch_size=batch_size, remove_columns=["example_index"], desc=desc,
+                         new_fingerprint=fingerprint)
+    budget = cache_budget_bytes()  # a bad setting is refused before the windows are built
+    cache_file = windows_cache_file(cache_dir, fingerprint)
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    features = index.map(prepare, batched=True, batch_size=batch_size, remove_columns=["example_index"], desc=desc,
+                         new_fingerprint=fingerprint, cache_file_name=str(cache_file))
+    mark_used_and_prune(cache_file, budget)
+    return features
 
 
 def windows_fingerprint(

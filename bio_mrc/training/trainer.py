@@ -17,7 +17,8 @@ from ..encoders import load_tokenizer, resolve_encoder
 from ..errors import ConfigError
 from ..features.collate import WindowBatches, WindowCollator
 from ..features.targets import answers_no_window_holds
-from ..features.windows import build_features, default_windows_cache
+from ..features.windows import build_features
+from ..features.windows_cache import default_windows_cache
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
 from ..precision import default_device
 from ..progress import progress_bars

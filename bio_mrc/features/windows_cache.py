@@ -1,0 +1,65 @@
+"""Where training windows are cached, and how the cache stays within its size: the least recently used
+windows files go first once the folder holds more than :func:`cache_budget_bytes`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from pathlib import Path
+
+import datasets
+
+from ..errors import ConfigError
+
+BUDGET_VARIABLE = "BIO_MRC_WINDOWS_CACHE_GB"
+DEFAULT_BUDGET_GB = 10.0  # about ten variants of all of SQuAD's training windows (about 1 GB each)
+_WINDOWS_FILE = re.compile(r"windows-[0-9a-f]{20}\.arrow")
+
+
+def default_windows_cache() -> Path | None:
+    """Where training windows are cached: beside ``datasets``' own cache (``HF_DATASETS_CACHE``);
+    ``None`` (no cache) after ``datasets.disable_caching()``."""
+    return Path(datasets.config.HF_DATASETS_CACHE) / "bio_mrc_windows" if datasets.is_caching_enabled() else None
+
+
+def windows_cache_file(cache_dir: str | Path, fingerprint: str) -> Path:
+    return Path(cache_dir) / f"windows-{fingerprint}.arrow"
+
+
+def cache_budget_bytes() -> int:
+    """``$BIO_MRC_WINDOWS_CACHE_GB`` gigabytes (10 unless set; 0 keeps only the windows last used)."""
+    text = os.environ.get(BUDGET_VARIABLE, "").strip()
+    if not text:
+        return int(DEFAULT_BUDGET_GB * 1e9)
+    try:
+        gigabytes = float(text)
+    except ValueError:
+        gigabytes = float("nan")
+    if not gigabytes >= 0 or gigabytes == float("inf"):
+        raise ConfigError(f"{BUDGET_VARIABLE}={text!r}: give the windows cache's size as a number of gigabytes, 0 or more")
+    return int(gigabytes * 1e9)
+
+
+def mark_used_and_prune(used: Path, budget_bytes: int) -> list[Path]:
+    """Mark ``used`` as just used, then remove the least recently used other windows files of its folder while the
+    folder's windows files come to more than ``budget_bytes``. Only files named as windows files are touched; one
+    that cannot be removed (open elsewhere, on a system that forbids that) is left. Returns the files removed."""
+    with contextlib.suppress(OSError):
+        os.utime(used)
+    others = []
+    for path in used.parent.iterdir():
+        if path != used and _WINDOWS_FILE.fullmatch(path.name) and path.is_file():
+            with contextlib.suppress(OSError):
+                stat = path.stat()
+                others.append((stat.st_mtime, stat.st_size, path))
+    total = sum(size for _, size, _ in others) + (used.stat().st_size if used.exists() else 0)
+    removed = []
+    for _, size, path in sorted(others):
+        if total <= budget_bytes:
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+            total -= size
+            removed.append(path)
+    return removed
