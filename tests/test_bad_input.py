@@ -220,10 +220,39 @@ def test_bad_prediction_values_are_named(tmp_path):
     preds.write_text(json.dumps(["France"]))
     with pytest.raises(DataFormatError, match="got a JSON list"):
         load_predictions(preds, ["q1"])
-    preds.write_text(json.dumps({"q1": 1.5}))
-    with pytest.raises(DataFormatError, match=r"number in \[0, 1\], got 1.5") as info:
+    preds.write_text(json.dumps({"q1": "high"}))
+    with pytest.raises(DataFormatError, match=r"a no-answer probability or score must be a finite number, got 'high'") as info:
         load_na_probs(preds, ["q1"])
     assert info.value.record == "q1"
+    preds.write_text('{"q1": 1e999}')  # infinity: no threshold can place it
+    with pytest.raises(DataFormatError, match=r"must be a finite number, got inf"):
+        load_na_probs(preds, ["q1"])
+
+
+def test_no_answer_scores_of_any_scale_are_read_as_the_official_script_reads_them(tmp_path, capsys):
+    # BERT's null_odds.json: a log-odds score per question, negative or above 1
+    data = squad_file(tmp_path, [question("q1"), {"id": "q2", "question": "?", "answers": [], "is_impossible": True}, question("q3")])
+    preds, odds = tmp_path / "preds.json", tmp_path / "null_odds.json"
+    preds.write_text(json.dumps({"q1": "France", "q2": "France", "q3": "Spain"}))
+    odds.write_text(json.dumps({"q1": -4.0, "q2": 2.5, "q3": 7.25}))
+    assert load_na_probs(odds, ["q1", "q2", "q3"]) == ({"q1": -4.0, "q2": 2.5, "q3": 7.25}, [])
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(odds)]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    # by the official rule (score > 1.0 abstains): q1 right, q2 abstains (right), q3 abstains (wrong): 2 of 3
+    assert scores["exact"] == pytest.approx(200 / 3)
+    # all abstaining scores 1; answering q1 (score -4) gives 2, q2 (2.5) 1, q3 (7.25) 1: the best is 2 at -4.0
+    assert (scores["best_exact"], scores["best_exact_thresh"]) == (pytest.approx(200 / 3), -4.0)
+
+
+def test_a_question_without_a_no_answer_score_answers_at_every_threshold(tmp_path, capsys):
+    data = squad_file(tmp_path, [question("q1"), {"id": "q2", "question": "?", "answers": [], "is_impossible": True}, question("q3")])
+    preds, odds = tmp_path / "preds.json", tmp_path / "null_odds.json"
+    preds.write_text(json.dumps({"q1": "France", "q2": "France", "q3": "Spain"}))
+    odds.write_text(json.dumps({"q1": -4.0, "q3": -3.0}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(odds)]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    # q2 (no score) answers, wrongly, at any threshold, even one below 0: never the abstention it would be scored for
+    assert scores["best_exact"] == pytest.approx(100 / 3) and scores["exact"] == pytest.approx(100 / 3)
 
 
 # --- model folders -----------------------------------------------------------------------------

@@ -100,11 +100,12 @@ def load_predictions(
 
 def load_na_probs(path: str | Path, question_ids: Collection[str], strict: bool = False,
                   unscored: Collection[str] = ()) -> tuple[dict[str, float], list[str]]:
-    """``({id: no-answer probability}, missing ids)``; every value kept must be a number in [0, 1]."""
+    """``({id: no-answer score}, missing ids)``; every value kept must be a finite number. As the official v2.0
+    script, any scale is read: probabilities, or the log-odds that BERT's ``null_odds.json`` holds."""
     probs, missing = _read_id_map(path, question_ids, "probability", strict, unscored)
     for qid, prob in probs.items():
-        if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not (0.0 <= prob <= 1.0) or math.isnan(prob):
-            raise DataFormatError(f"a no-answer probability must be a number in [0, 1], got {prob!r}", qid, str(path))
+        if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not math.isfinite(prob):
+            raise DataFormatError(f"a no-answer probability or score must be a finite number, got {prob!r}", qid, str(path))
     return {qid: float(p) for qid, p in probs.items()}, missing
 
 

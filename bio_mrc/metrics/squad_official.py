@@ -11,6 +11,7 @@ official scripts).
 from __future__ import annotations
 
 import collections
+import math
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -192,7 +193,8 @@ def squad_v2_metrics(
     ids = list(gold)
     if missing_as_wrong:
         predictions = {qid: predictions.get(qid) for qid in ids}
-        na_probs = None if na_probs is None else {qid: na_probs.get(qid, 0.0) for qid in ids}
+        # a question without a no-answer score answers at every threshold, whatever the scores' scale
+        na_probs = None if na_probs is None else {qid: na_probs.get(qid, -math.inf) for qid in ids}
     _missing(ids, predictions, "prediction")
     probs = {qid: 0.0 for qid in predictions} if na_probs is None else na_probs
     _missing(ids, probs, "no-answer probability")
