@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import re
 from pathlib import Path
 
@@ -88,4 +89,15 @@ def load_tokenizer(name_or_path: str):
             "to map tokens back to characters; use an encoder with a tokenizer.json (a `tokenizers` fast tokenizer)",
             name_or_path,
         )
+    return right_sided(tokenizer)
+
+
+def right_sided(tokenizer):
+    """``tokenizer`` cutting and padding on the right (a shallow copy where it does not): windows run left to right
+    through a context, padded by the package on the right, and a folder's saved ``truncation_side: left`` (or XLNet's
+    ``padding_side: left``) would cut them from the end, in another order."""
+    if tokenizer.padding_side == "right" and getattr(tokenizer, "truncation_side", "right") == "right":
+        return tokenizer
+    tokenizer = copy.copy(tokenizer)
+    tokenizer.padding_side = tokenizer.truncation_side = "right"
     return tokenizer

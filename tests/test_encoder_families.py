@@ -16,6 +16,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from bio_mrc import AnswerExtractor
 from bio_mrc.data.squad import load_squad
+from bio_mrc.errors import ConfigError
 from bio_mrc.inference.onnx import encoder_inputs, export_onnx
 from bio_mrc.model import BioMrcForQuestionAnswering, set_encoder_dropout
 from bio_mrc.training.train import TrainConfig, train_model
@@ -104,3 +105,54 @@ def test_an_encoder_family_exports_to_onnx(family, tiny_encoder_dir, tmp_path):
     spans = {backend: AnswerExtractor.from_pretrained(str(folder))("Who ruled Normandy?", CONTEXT).spans
              for backend, folder in (("torch", model_dir), ("onnx", tmp_path / "exported"))}
     assert [(s.start, s.end) for s in spans["torch"]] == [(s.start, s.end) for s in spans["onnx"]]
+
+
+def test_a_roberta_window_holds_the_positions_after_the_padding_id(tiny_encoder_dir, tmp_path):
+    """RoBERTa numbers positions from pad_token_id + 1: its 66 positions with padding id 0 hold windows of 65 tokens.
+    A window of 66 is refused in training and in a saved model folder, instead of an index error at the first long
+    context."""
+    from bio_mrc.errors import ModelFormatError
+    from bio_mrc.inference.loading import TrainedModel
+    from bio_mrc.training.trainer import fresh_model_and_tokenizer
+
+    encoder = build_encoder("roberta", tiny_encoder_dir, tmp_path / "encoder")
+    windows = {"doc_stride": 16, "max_query_length": 12}
+    with pytest.raises(ConfigError, match="exceeds the 65 positions"):
+        fresh_model_and_tokenizer(TrainConfig(encoder=str(encoder), max_seq_length=66, **windows))
+    model, tokenizer, _ = fresh_model_and_tokenizer(TrainConfig(encoder=str(encoder), max_seq_length=65, **windows))
+    model.config.max_seq_length = 66  # as a folder saved before the check was right
+    model.save_pretrained(str(tmp_path / "model"))
+    tokenizer.save_pretrained(str(tmp_path / "model"))
+    with pytest.raises(ModelFormatError, match="max_seq_length 66 exceeds the 65 positions"):
+        TrainedModel.load(tmp_path / "model")
+
+
+def test_a_tokenizer_saved_to_cut_or_pad_on_the_left_makes_windows_from_the_start(tiny_encoder_dir, tmp_path):
+    """A folder's tokenizer_config may say truncation_side or padding_side "left" (XLNet pads left): windows still
+    run from the context's first character on, in order, as the model was trained (before: padding left was refused
+    mid-training, and truncation left made the windows from the end, so the same model answered otherwise)."""
+    from bio_mrc.encoders import load_tokenizer
+    from bio_mrc.features.windows import FeatureConfig, tokenize_windows
+    from bio_mrc.types import Example
+
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(tmp_path))
+    settings = tmp_path / "tokenizer_config.json"
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "truncation_side": "left", "padding_side": "left"}))
+    context = " ".join(["rollo ruled normandy."] * 20)
+    windows = tokenize_windows([Example("q", "who ruled?", context)], load_tokenizer(str(tmp_path)),
+                               FeatureConfig(max_seq_length=24, doc_stride=4, max_query_length=8))
+    firsts = [int(offsets[offsets[:, 0] >= 0][0, 0]) for offsets in windows["offset_mapping"]]
+    assert firsts[0] == 0 and firsts == sorted(firsts) and len(firsts) > 2
+
+
+def test_the_pipeline_reads_a_left_cutting_tokenizer_as_the_model_was_trained(tiny_encoder_dir):
+    """transformers' pipeline loads the folder's tokenizer itself: the windows it makes are cut on the right too, with
+    the caller's tokenizer left as it was (before: a folder saved with truncation_side left answered otherwise)."""
+    from bio_mrc.encoders import right_sided
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    tokenizer.truncation_side = tokenizer.padding_side = "left"
+    windows = right_sided(tokenizer)
+    assert (windows.truncation_side, windows.padding_side, tokenizer.truncation_side) == ("right", "right", "left")
+    batch = windows("who?", "normandy was ruled by rollo", truncation="only_second", max_length=6)
+    assert batch.tokens() == ["[CLS]", "who", "?", "[SEP]", "normandy", "[SEP]"]  # the context's start kept, its end cut

@@ -105,3 +105,22 @@ def test_several_gold_spans_round_trip(tiny_tokenizer, tiny_bpe_tokenizer, which
     (prediction,) = decode_bio_predictions(outputs, [example], DecodeConfig(multi_span=True))
     assert sorted((s.start, s.end) for s in prediction.spans) == list(spans)
     assert [s.text for s in prediction.spans if s.text not in context] == []
+
+
+def test_a_sentencepiece_word_of_chinese_is_split_into_its_pieces():
+    """Sentencepiece splits words at spaces only, so "东京是首都" is one word; a tagger on words then answers the whole
+    clause for "东京". Each piece of a word written in such a script is a word of its own, as BERT's tokenizer makes
+    each ideograph one; a spaced word stays whole."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from bio_mrc.features.words import context_words
+
+    pieces = ["<unk>", "▁", "东京", "是", "首都", "▁Rollo", "ru", "led"]
+    backend = Tokenizer(models.Unigram([(piece, -1.0) for piece in pieces], unk_id=0))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+    context = "东京是首都 Rollo ruled"
+    assert tokenizer.tokenize(context) == ["▁", "东京", "是", "首都", "▁Rollo", "▁", "ru", "led"]
+    words = context_words(tokenizer, [context])[0]
+    assert [context[a:b] for a, b in words] == ["东京", "是", "首都", "Rollo", "ruled"]

@@ -36,8 +36,11 @@ def check_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
             f"{type(tokenizer).__name__} is not a fast tokenizer and cannot return offset mappings; "
             "load it with AutoTokenizer.from_pretrained(..., use_fast=True)"
         )
-    if tokenizer.padding_side != "right":
-        raise ConfigError("bio_mrc expects a right-padding tokenizer (question first, context second)")
+    sides = {"padding_side": tokenizer.padding_side, "truncation_side": getattr(tokenizer, "truncation_side", "right")}
+    if set(sides.values()) != {"right"}:
+        raise ConfigError(f"windows are cut and padded on the right; this tokenizer has {sides} "
+                          "(set tokenizer.padding_side = tokenizer.truncation_side = 'right', as "
+                          "bio_mrc.encoders.load_tokenizer does)")
 
 
 def check_window_room(tokenizer: PreTrainedTokenizerBase, config: FeatureConfig) -> None:

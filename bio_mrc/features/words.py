@@ -35,7 +35,7 @@ def context_words(
         ids = np.array([-1 if w is None else w for w in enc.word_ids(k)], dtype=np.int64)
         offsets = np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2)
         offsets = extend_over_attached(offsets, attached[first[context]])[ids >= 0]
-        ids = ids[ids >= 0]
+        ids = _unspaced_pieces_apart(context, offsets, ids[ids >= 0])
         n_words = int(ids.max(initial=-1)) + 1
         spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)
         np.minimum.at(spans[:, 0], ids, offsets[:, 0])
@@ -43,6 +43,27 @@ def context_words(
         stripped = np.array([_strip(context, a, b) for a, b in spans.tolist()], dtype=np.int64).reshape(-1, 2)
         spans_by_context[context] = stripped[stripped[:, 0] < stripped[:, 1]]  # whitespace-only "words" carry no tag
     return [spans_by_context[c] for c in contexts]
+
+
+# Scripts written without spaces between words: CJK ideographs, kana, Thai, Lao, Myanmar, Khmer.
+_UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
+                       "\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003ffff]")
+
+
+def _unspaced_pieces_apart(context: str, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Word ids in which each piece of a word holding a character of a script written without spaces is a word of
+    its own. Sentencepiece and byte-level BPE split words at spaces (and, BPE, punctuation) only, so one "word" of
+    Chinese or Japanese is a whole clause, and a tagger on words could answer nothing shorter; BERT's tokenizer makes
+    each ideograph a word. Pieces of one character (byte-level BPE) stay one word."""
+    if not len(ids) or not _UNSPACED.search(context):
+        return ids
+    lows, highs = np.full(ids.max() + 1, len(context)), np.zeros(ids.max() + 1, dtype=np.int64)
+    np.minimum.at(lows, ids, offsets[:, 0])
+    np.maximum.at(highs, ids, offsets[:, 1])
+    unspaced = np.array([_UNSPACED.search(context, a, b) is not None for a, b in zip(lows, highs)], dtype=bool)[ids]
+    starts = np.ones(len(ids), dtype=bool)
+    starts[1:] = (ids[1:] != ids[:-1]) | (unspaced[1:] & (offsets[1:, 0] >= offsets[:-1, 1]))
+    return np.cumsum(starts) - 1
 
 
 def dropped_attached_runs(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -> list[np.ndarray]:

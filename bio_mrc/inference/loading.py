@@ -17,7 +17,7 @@ from ..features.windows import FeatureConfig
 from ..model_folder import check_model_folder, read_json_object
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import local_folder
-from ..qa_checkpoints import qa_architecture, span_model_from_qa_checkpoint
+from ..qa_checkpoints import qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import progress_bars
 from ..types import Example
@@ -71,7 +71,10 @@ class TrainedModel:
             with progress_bars(progress):
                 model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir)).to(device)
         tokenizer = load_tokenizer(str(model_dir))
-        return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir), precision)
+        features = window_settings(model.config, model_dir)
+        if backend == "torch":
+            check_window_positions(model, features, model_dir)
+        return cls(model, tokenizer, features, str(model_dir), precision)
 
     @classmethod
     def from_qa_checkpoint(
@@ -144,6 +147,15 @@ def window_settings(config: BioMrcConfig, model_dir: Path) -> FeatureConfig:
         raise ModelFormatError(f"config.json lacks the window settings {missing}: set them in config.json "
                                "(the values the model was trained with, in its bio_mrc_run.json)", str(model_dir))
     return FeatureConfig(**values, tag_level=config.tag_level)
+
+
+def check_window_positions(model: BioMrcForQuestionAnswering, features: FeatureConfig, model_dir: Path) -> None:
+    """Refuse windows longer than the positions the encoder numbers: RoBERTa and its kin start numbering after their
+    padding id, so 514 ``max_position_embeddings`` hold windows of 512 tokens."""
+    positions = usable_positions(model.encoder)
+    if positions is not None and features.max_seq_length > positions:
+        raise ModelFormatError(f"config.json: max_seq_length {features.max_seq_length} exceeds the {positions} positions "
+                               "a window of its encoder may fill: the encoder cannot read its own windows", str(model_dir))
 
 
 def model_backend(model_dir: Path, backend: str = "auto") -> str:

@@ -46,6 +46,7 @@ from transformers.pipelines import PIPELINE_REGISTRY
 
 from .. import registry
 from ..decoding.window_outputs import log_softmax
+from ..encoders import right_sided
 from ..errors import DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import check_tokenizer
@@ -191,7 +192,7 @@ def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer, prec
     if path and Path(path).is_dir():  # transformers builds a stand-in tokenizer where the folder lacks tokenizer.json
         check_tokenizer(Path(path), model.config.encoder.vocab_size)
     precision = forward_precision(precision, isinstance(model, OnnxModel), path or "the model")
-    return TrainedModel(model, tokenizer, window_settings(model.config, Path(path)), path, precision)
+    return TrainedModel(model, right_sided(tokenizer), window_settings(model.config, Path(path)), path, precision)
 
 
 def question_and_context(args: tuple, question, context):

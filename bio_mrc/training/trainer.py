@@ -22,6 +22,7 @@ from ..features.windows_cache import default_windows_cache
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
 from ..precision import default_device
 from ..progress import progress_bars
+from ..qa_checkpoints import usable_positions
 from ..types import Example
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
 from .config import TrainConfig, check_network_args
@@ -155,9 +156,10 @@ def fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAns
     """``fresh_model`` with its tokenizer; refuses windows longer than the encoder's positions."""
     model, encoder = fresh_model(config)
     tokenizer = load_tokenizer(encoder)
-    positions = getattr(model.config.encoder, "max_position_embeddings", None)
+    positions = usable_positions(model.encoder)  # RoBERTa's kin number positions from after their padding id
     if positions is not None and config.max_seq_length > positions:
-        raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions of encoder {encoder}")
+        raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions a window of "
+                          f"encoder {encoder} may fill")
     return model, tokenizer, encoder
 
 
