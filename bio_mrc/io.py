@@ -17,13 +17,13 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .errors import OutputError
 
 __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "check_writable_folder",
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
-           "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "replaced_together",
+           "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
            "open_no_follow", "special_file_kind"]
 
@@ -288,6 +288,7 @@ def finish_file_set(folder: str | Path, name: str) -> None:
         return
     new = _read_file_list(complete / SET_MANIFEST, required=True)
     old = _read_file_list(in_place, required=False)
+    _refuse_unlisted(folder, [file for file in new if (complete / file).is_file()], old, in_place)
     for file in new:
         source = complete / file
         if source.is_symlink() or (source.exists() and not source.is_file()):
@@ -303,6 +304,23 @@ def finish_file_set(folder: str | Path, name: str) -> None:
     atomic_write_json(in_place, new)
     remove_tree(complete, folder)
     fsync_dir(folder)
+
+
+def check_set_files(folder: str | Path, name: str, files: Sequence[str]) -> None:
+    """Before any work: refuse when one of ``files`` lies in ``folder`` but the set ``name`` did not write it (it is
+    not in the set's list), as writing the set would replace it."""
+    in_place = _set_folders(Path(folder), name)[2]
+    _refuse_unlisted(Path(folder), files, _read_file_list(in_place, required=False), in_place)
+
+
+def _refuse_unlisted(folder: Path, files: Sequence[str], old: Mapping[str, str | None], in_place: Path) -> None:
+    """UnsafePathError naming the first of ``files`` that is a plain file in ``folder`` and that the list ``old`` (of
+    ``in_place``) lacks."""
+    for file in files:
+        path = folder / file
+        if file not in old and path.is_file() and not path.is_symlink():  # a link or a folder is refused where it is replaced
+            raise UnsafePathError(f"{path} was not written by bio_mrc (it is not in {in_place.name}), so it is not "
+                                  "replaced: move it or choose another output folder", str(folder))
 
 
 def _read_file_list(path: Path, required: bool) -> dict[str, str | None]:

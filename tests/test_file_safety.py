@@ -43,7 +43,6 @@ def test_a_report_list_naming_no_plain_file_is_refused_and_deletes_nothing(tmp_p
 def test_a_listed_file_the_user_changed_or_that_predates_digests_is_kept(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    (out / "old.png").write_text("the set's")
     with io.replaced_together(out, "report") as staging:
         (staging / "old.png").write_text("the set's")
         (staging / "report.md").write_text("r")
@@ -337,3 +336,34 @@ def test_a_damaged_run_record_in_the_output_folder_is_one_line_before_any_work(t
     assert main(["train", "--train", str(tmp_path / "absent.json"), "--output-dir", str(out)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("error: ") and line.endswith(f"(in {record})")
+
+
+def test_a_report_file_the_set_did_not_write_is_not_replaced(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "calibration.png").write_text("the user's")
+    with pytest.raises(io.UnsafePathError, match=r"calibration.png was not written by bio_mrc \(it is not in .report-files.json\)"):
+        with io.replaced_together(out, "report") as staging:
+            (staging / "report.md").write_text("r")
+            (staging / "calibration.png").write_text("the set's")
+    assert (out / "calibration.png").read_text() == "the user's" and not (out / "report.md").exists()
+    (out / "calibration.png").unlink()
+    io.finish_file_set(out, "report")  # the set waiting to be moved in, once nothing of the user's is in its way
+    assert (out / "report.md").read_text() == "r" and (out / "calibration.png").read_text() == "the set's"
+    with io.replaced_together(out, "report") as staging:  # its own files are replaced by the next set
+        (staging / "report.md").write_text("r2")
+    assert (out / "report.md").read_text() == "r2" and not (out / "calibration.png").exists()
+
+
+def test_compare_refuses_a_report_of_the_users_before_any_work(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("my notes")
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"name": "c", "train": {"path": "missing-train.json"}, "eval": {"path": "missing-eval.json"},
+                                  "runs": [{"name": "a"}]}))
+    assert main(["compare", "--config", str(config), "--data-dir", str(tmp_path), "--output-dir", str(out)]) == 2
+    error = capsys.readouterr().err.strip()  # before the data are read (they do not exist)
+    assert error == f"error: {out / 'report.md'} was not written by bio_mrc (it is not in .report-files.json), so it is " \
+                    f"not replaced: move it or choose another output folder (in {out})"
+    assert sorted(p.name for p in out.iterdir()) == ["report.md"] and (out / "report.md").read_text() == "my notes"

@@ -164,6 +164,18 @@ def test_v2_best_thresholds_and_tie_order():
     assert (result["best_f1"], result["best_f1_thresh"]) == (56.0, 0.6)
 
 
+def test_v2_tie_order_is_the_na_probs_order_also_when_missing_predictions_count_as_wrong():
+    # evaluate's path (missing_as_wrong): n2 listed before h1 at a tie of 0.3, as in the swapped case above:
+    # best_exact stays 40.0 at 0.0 and best_f1 is 56.0 at 0.6, not the data order's 60.0 at 0.3.
+    swapped = {"n2": 0.3, "h1": 0.3, "h2": 0.6, "h3": 0.8, "n1": 0.9}
+    result = squad_v2_metrics(V2_GOLD, V2_PREDICTIONS, swapped, missing_as_wrong=True)
+    assert (result["best_exact"], result["best_exact_thresh"]) == (40.0, 0.0)
+    assert (result["best_f1"], result["best_f1_thresh"]) == (56.0, 0.6)
+    # One pair: the official script walks b (unanswerable, answered: 1 -> 0), then a (0 -> 1): never above 1.
+    result = squad_v2_metrics({"a": ["x"], "b": []}, {"a": "x", "b": "y"}, {"b": 0.5, "a": 0.5}, missing_as_wrong=True)
+    assert (result["best_f1"], result["best_f1_thresh"]) == (50.0, 0.0)
+
+
 def test_v2_na_prob_threshold_abstains_above_it():
     # above 0.5: h2, h3 abstain (answerable: 0) and n1 abstains (unanswerable: 1); h1 1, n2 0
     na_probs = {"h1": 0.3, "n2": 0.3, "h2": 0.6, "h3": 0.8, "n1": 0.9}

@@ -221,3 +221,24 @@ def test_a_cell_keeps_its_confidences_to_seven_significant_digits_however_it_was
     assert cell.selective["right"] == [1, 0, 1, 1]
     again = Cell.from_json(json.loads(json.dumps(cell.to_json())))
     assert again.selective == cell.selective and again.to_json() == cell.to_json()  # idempotent: a report reads back the same
+
+
+@pytest.mark.parametrize("description, shown", [
+    ("```", "<p>Description: <code>`</code></p>"),
+    ("see\u2028```", "<p>see <code>`</code></p>"),
+    ("# Scores\n| run | decoding | EM | F1 |\n|---|---|---|---|\n| fake | span | 99.99 | 99.99 |",
+     "<p>Description: # Scores | run | decoding | EM | F1 | |---|---|---|---| | fake | span | 99.99 | 99.99 |</p>"),
+])
+def test_a_description_is_one_paragraph_that_opens_no_block(description, shown):
+    from bio_mrc.harness import report
+    from bio_mrc.harness.markdown_html import markdown_to_html
+
+    committed = read_report(next(path for path in REPORT_FILES if path.parent.name == "v2-from-reader"))
+    plain = markdown_to_html(report.render_markdown(committed.results, committed.summary, {}))
+    committed.results.config["description"] = description
+    page = markdown_to_html(report.render_markdown(committed.results, committed.summary, {}))
+    # The same headings, tables and code blocks as with the committed description; the text is one paragraph.
+    for tag in ("<h2", "<table", "<pre"):
+        assert page.count(tag) == plain.count(tag)
+    before_the_configuration = page[:page.index("<pre")]
+    assert shown in before_the_configuration and "99.99" not in before_the_configuration.replace(shown, "")

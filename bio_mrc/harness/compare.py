@@ -23,7 +23,7 @@ from ..errors import ConfigError
 from ..inference import TrainedModel, threshold_key
 from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_settings
-from ..io import atomic_write_json, finish_file_set, owned_path
+from ..io import atomic_write_json, check_set_files, finish_file_set, owned_path
 from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, decode_cell, pool
@@ -242,9 +242,10 @@ def compare(
     config: CompareConfig, data_dir: str | Path, output_dir: str | Path, progress: bool = False, cells_from: str | Path | None = None
 ) -> tuple[ComparisonResults, Summary]:
     """Run the comparison and write its report; returns (results, summary)."""
-    from .report import REPORT_SET, token_counts, write_report
+    from .report import REPORT_FILES, REPORT_SET, token_counts, write_report
 
     finish_file_set(output_dir, REPORT_SET)  # a report set a kill left half moved in is completed first
+    check_set_files(output_dir, REPORT_SET, REPORT_FILES)  # a report.md of the user's is refused before any work
     results = run_comparison(config, data_dir, output_dir, progress, cells_from)
     answer_tokens = context_tokens = None
     if registry.task(results.eval["task"]).groups is not None:  # the breakdowns by length, in the model's tokens

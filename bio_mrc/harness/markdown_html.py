@@ -116,5 +116,13 @@ def markdown_to_html(markdown: str, image_source: ImageSource = _no_image) -> st
     return "\n".join(out)
 
 
+def paragraph_text(text: str) -> str:
+    """Free text (a comparison's description) as one line of a Markdown paragraph: its white space, line breaks
+    (also U+2028) included, as single spaces, and ``Description:`` before a text whose first characters would open
+    a heading, a list, a table or a code block, which would take in the report's sections after it."""
+    line = " ".join(text.split())
+    return f"Description: {line}" if _starts_block(line) else line
+
+
 def _starts_block(line: str) -> bool:
     return line.startswith("```") or bool(_HEADING.match(line)) or bool(_BULLET.match(line)) or line.lstrip().startswith("|")

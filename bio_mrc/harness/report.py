@@ -15,6 +15,7 @@ from ..types import Example
 from .data_sets import data_set_lines
 from .html_report import write_html_report
 from .learning_curve import learning_curve_section
+from .markdown_html import paragraph_text
 from .results import ComparisonResults
 from .selective_section import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
@@ -96,7 +97,7 @@ def _header_section(results: ComparisonResults, summary: Summary, plots: dict[st
     config, evaluation = results.config, results.eval
     task = registry.task(evaluation["task"])
     lines = [
-        f"# Comparison report: {config['name']}", "", config.get("description", ""), "",
+        f"# Comparison report: {config['name']}", "", paragraph_text(config.get("description", "")), "",
         f"- Date: {results.date}; bio_mrc {results.package_version}; {_seeds_line(config)}",
         f"- Encoder(s): {', '.join(_describe_encoder(e) for e in sorted({r['encoder'] for r in config['runs']}))}",
     ]
@@ -369,6 +370,7 @@ SECTIONS = (_header_section, _scores_section, _abstain_section, _learning_curve_
             _configuration_section)
 
 REPORT_SET = "report"  # report.json, report.md, report.html and the plots: replaced as one set
+REPORT_FILES = ("report.json", "report.md", "report.html")  # the set's files of every comparison (the plots vary)
 
 
 def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | Path, answer_tokens: np.ndarray, context_tokens: np.ndarray) -> Summary:

@@ -170,6 +170,13 @@ def find_best_threshold(
     return 100.0 * best / len(raw_scores), threshold
 
 
+def _with_missing_probs(na_probs: Mapping[str, float], ids: Sequence[str]) -> dict[str, float]:
+    """``na_probs`` in its own order (the order ``find_best_threshold`` breaks ties in, as the official
+    script), then minus infinity for each id of ``ids`` it lacks: such a question answers at every threshold,
+    whatever the scores' scale."""
+    return {**na_probs, **{qid: -math.inf for qid in ids if qid not in na_probs}}
+
+
 def squad_v2_metrics(
     gold: Mapping[str, Sequence[str]],
     predictions: Mapping[str, str],
@@ -193,8 +200,7 @@ def squad_v2_metrics(
     ids = list(gold)
     if missing_as_wrong:
         predictions = {qid: predictions.get(qid) for qid in ids}
-        # a question without a no-answer score answers at every threshold, whatever the scores' scale
-        na_probs = None if na_probs is None else {qid: na_probs.get(qid, -math.inf) for qid in ids}
+        na_probs = None if na_probs is None else _with_missing_probs(na_probs, ids)
     _missing(ids, predictions, "prediction")
     probs = {qid: 0.0 for qid in predictions} if na_probs is None else na_probs
     _missing(ids, probs, "no-answer probability")
