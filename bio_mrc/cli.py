@@ -501,8 +501,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
     check_folder_target(args.output)
     print(f"converting {args.model} into a bio_mrc model in {args.output}", file=sys.stderr)
-    written = convert_qa_checkpoint(args.model, args.output, progress=True, max_seq_length=args.max_seq_length,
-                                    doc_stride=args.doc_stride, max_query_length=args.max_query_length)
+    written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite,
+                                    max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
+                                    max_query_length=args.max_query_length)
     print(json.dumps(written, indent=2))
     return 0
 
@@ -700,6 +701,8 @@ def _add_export_command(add_command) -> None:
                                           "a folder or hub id) as a bio_mrc model with a span head, for tune and the rest")
     convert.add_argument("--model", required=True, help="the ...ForQuestionAnswering model: a folder or a hub id")
     convert.add_argument("--output", required=True, help="a new or empty folder for the bio_mrc model")
+    convert.add_argument("--overwrite", action="store_true", help="replace the model in a folder that is not empty "
+                                                                  "(its model files; any other file stays)")
     window_help = {"max_seq_length": "tokens a window holds; unset: {}, or the encoder's positions where fewer",
                    "doc_stride": "tokens of overlap between a context's windows; unset: {}, or half of what a shorter "
                                  "window holds besides the question",

@@ -22,10 +22,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from . import registry
 from .errors import ModelFormatError
+from .evaluation_record import EVAL_FILE
+from .io import remove_file
 
 # Encoder sizes past these are refused before anything is built; the largest BERT-style encoders stay well
 # inside (some 48 layers of 4,096, vocabularies of some 250,000 tokens).
@@ -50,8 +52,27 @@ TOKENIZER_JSON_FILES = ("tokenizer_config.json", "special_tokens_map.json", "add
 PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 SAFETENSORS_FILE, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
 ONNX_FILE = "model.onnx"
+EXPORT_FILE = "bio_mrc_export.json"  # an ONNX export's format marker, written last: an export without it is unfinished
+# The names of a saved model's files, as train, export, convert and transformers' save_pretrained write them: weights in
+# every layout, an ONNX graph, the tokenizer, bio_mrc's records (run, evaluations, training log). A model replacing
+# another removes those of them it does not write itself (replaced_model_files), and no other file.
+MODEL_FILE_NAMES = (SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-?????-of-?????.safetensors", *PICKLED_WEIGHTS,
+                    "pytorch_model-?????-of-?????.bin", ONNX_FILE, f"{ONNX_FILE}.data", EXPORT_FILE, "bio_mrc_run.json",
+                    EVAL_FILE, "training_log.json", "training_args.bin", TOKENIZER_FILE, *TOKENIZER_JSON_FILES,
+                    "vocab.txt", "vocab.json", "merges.txt")
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
                "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
+
+
+def remove_replaced_model_files(folder: str | Path, new_files: Iterable[str]) -> list[str]:
+    """Before a new model's files (``new_files``: their names) move into ``folder``, remove the files of
+    :data:`MODEL_FILE_NAMES` there that the new model does not write, which would otherwise sit beside it and be read
+    as part of it (an old ``model.onnx`` beside new weights, old weights beside a new export, which loading prefers).
+    Any other file stays, and so does a link. Returns the names removed."""
+    folder, kept = Path(folder), set(new_files)
+    stale = sorted({path.name for pattern in MODEL_FILE_NAMES for path in folder.glob(pattern)} - kept)
+    return [name for name in stale if (folder / name).is_file() and not (folder / name).is_symlink()
+            and remove_file(folder / name, folder)]
 
 
 def check_model_folder(folder: str | Path, model_class: type | None = None, tokenizer_required: bool = True,

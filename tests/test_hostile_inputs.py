@@ -278,3 +278,23 @@ def test_compare_under_a_hostile_name_writes_nothing_anywhere(tmp_path, capsys, 
             assert main(["compare", "--config", str(tmp_path / "config.json"), "--data-dir", str(tmp_path), *output]) == 2
             assert "a name becomes a file name" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["config.json", "work"]
+
+
+@pytest.mark.slow
+def test_training_over_an_onnx_export_leaves_none_of_its_files(tiny_encoder_dir, tmp_path, sample_v1):
+    """An ONNX export's graph left beside new weights answered with the old model under backend="onnx"; weights
+    of another layout would be read in place of the new ones."""
+    from bio_mrc.inference.loading import model_backend
+    from bio_mrc.training.train import TrainConfig, train_model
+
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16, max_query_length=12,
+                         epochs=1, batch_size=8, precision="fp32")
+    folder = tmp_path / "exported"
+    folder.mkdir()
+    stale = ("model.onnx", "model.onnx.data", "bio_mrc_export.json", "bio_mrc_eval.json", "pytorch_model.bin")
+    for name in (*stale, "notes.txt"):
+        (folder / name).write_text("old")
+    (folder / "config.json").write_text('{"model_type": "bio_mrc"}')
+    train_model(sample_v1.examples[:8], config, folder, overwrite=True)
+    assert not [name for name in stale if (folder / name).exists()]
+    assert (folder / "notes.txt").read_text() == "old" and model_backend(folder, "auto") == "torch"

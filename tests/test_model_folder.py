@@ -369,3 +369,19 @@ def test_twenty_random_corruptions_each_end_in_a_model_or_a_model_format_error(s
 def test_two_hundred_random_corruptions_each_end_in_a_model_or_a_model_format_error(saved_model, tmp_path):
     outcomes = run_corruptions(saved_model, tmp_path, 200, seed=2026)
     assert sum(outcomes.values()) == 200 and outcomes["refused"] > 100 and outcomes["answered"] > 0
+
+
+def test_a_replaced_model_loses_only_the_model_files_the_new_one_does_not_write(tmp_path):
+    from bio_mrc.model_folder import remove_replaced_model_files
+
+    old = ["model.onnx", "model.onnx.data", "bio_mrc_export.json", "model-00001-of-00002.safetensors", "model.safetensors",
+           "bio_mrc_eval.json", "config.json", "notes.txt", "model.onnx.bak", "my-model.safetensors"]
+    for name in old:
+        (tmp_path / name).write_text("old")
+    (tmp_path / "elsewhere.txt").write_text("theirs")
+    (tmp_path / "pytorch_model.bin").symlink_to(tmp_path / "elsewhere.txt")  # a link is never removed
+    removed = remove_replaced_model_files(tmp_path, ["model.safetensors", "config.json", "tokenizer.json"])
+    assert removed == ["bio_mrc_eval.json", "bio_mrc_export.json", "model-00001-of-00002.safetensors", "model.onnx",
+                       "model.onnx.data"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "elsewhere.txt", "model.onnx.bak", "model.safetensors",
+                                                          "my-model.safetensors", "notes.txt", "pytorch_model.bin"]

@@ -7,6 +7,7 @@ The tests that read an export are in the slow tier: the dynamo exporter takes ab
 """
 
 import json
+import re
 import subprocess
 import sys
 
@@ -217,3 +218,42 @@ def test_the_pipeline_runs_the_export(onnx_dir, trained_dir, sample_v1):  # noqa
         theirs = original(question=example.question, context=example.context, decoding=decoding, top_k=3)
         assert [(a["start"], a["end"], a["answer"]) for a in ours] == [(a["start"], a["end"], a["answer"]) for a in theirs]
         assert [a["score"] for a in ours] == pytest.approx([a["score"] for a in theirs], abs=1e-4)
+
+
+@pytest.mark.parametrize("command", [["extract", "--question", "Who?", "--context", "Bob came."], ["serve"]])
+def test_bf16_for_an_onnx_export_is_one_line(tmp_path, capsys, monkeypatch, command):
+    """bf16 is refused for an export before anything is read; it was a ValueError traceback from serve and extract."""
+    folder = tmp_path / "exported"
+    folder.mkdir()
+    (folder / ONNX_FILE).write_bytes(b"a graph")
+    (folder / "config.json").write_text('{"model_type": "bio_mrc"}')
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("served"))
+    assert main([command[0], "--model", str(folder), "--precision", "bf16", *command[1:]]) == 2
+    assert capsys.readouterr().err == (f"error: precision bf16 runs PyTorch models; {folder} is an ONNX export, which "
+                                       "computes in fp32: choose precision fp32 or auto\n")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"opset": 99}, "opset is an ONNX opset version from 7 to "), ({"opset": 6}, "got 6"), ({"opset": True}, "got True"),
+    ({"atol": float("nan")}, "a number above 0, got nan"), ({"atol": -1.0}, "got -1.0"), ({"atol": 0}, "got 0")])
+def test_an_opset_or_tolerance_no_export_can_have_is_refused_before_any_work(tmp_path, options, message):
+    """NaN passed every logit check and was written into the marker as JSON cannot hold it; opset 99 was ONNX Runtime's
+    traceback after the export."""
+    from bio_mrc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        export_onnx(tmp_path / "no-model", tmp_path / "out", **options)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_graph_onnx_runtime_cannot_run_is_one_line(monkeypatch, tmp_path):
+    from bio_mrc.inference import onnx as exporter
+
+    def invalid(*_args, **_kwargs):
+        raise RuntimeError("[ONNXRuntimeError] : 10 : INVALID_GRAPH : No Op registered for Attention\nmore")
+
+    monkeypatch.setattr(exporter.OnnxModel, "from_file", invalid)
+    with pytest.raises(BioMrcError) as caught:
+        exporter.checked_runner(tmp_path / ONNX_FILE, None, 26)
+    assert str(caught.value) == ("ONNX Runtime cannot run the graph exported at opset 26 (choose another --opset, e.g. 18): "
+                                 "[ONNXRuntimeError] : 10 : INVALID_GRAPH : No Op registered for Attention")

@@ -373,3 +373,20 @@ def test_an_export_into_a_used_folder_is_refused_before_the_model_is_converted(t
     with pytest.raises(OutputError, match="the folder is not empty"):
         export_qa_checkpoint(trained_dir, tmp_path / "out")
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["notes.txt"]
+
+
+def test_convert_replaces_a_model_only_with_overwrite_and_only_its_files(trained_qa_dir, trained_dir, tmp_path, capsys):
+    output = tmp_path / "exported"
+    output.mkdir()
+    for name in ("model.onnx", "bio_mrc_export.json", "bio_mrc_run.json", "notes.txt"):
+        (output / name).write_text("old")
+    command = ["convert", "--model", str(trained_qa_dir), "--output", str(output)]
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "the folder is not empty (bio_mrc_export.json, bio_mrc_run.json, model.onnx, notes.txt); choose another folder " \
+           "or pass --overwrite" in err and len(err.strip().splitlines()) == 2  # the progress line, then the error
+    assert sorted(p.name for p in output.iterdir()) == ["bio_mrc_export.json", "bio_mrc_run.json", "model.onnx", "notes.txt"]
+    assert main([*command, "--overwrite"]) == 0
+    names = {p.name for p in output.iterdir()}
+    assert not names & {"model.onnx", "bio_mrc_export.json", "bio_mrc_run.json"} and "model.safetensors" in names
+    assert (output / "notes.txt").read_text() == "old" and TrainedModel.load(output).backend == "torch"

@@ -312,6 +312,20 @@ def test_bad_requests_get_a_4xx_with_a_message_and_no_traceback(extractor, name)
     assert still_fine.status_code == 200
 
 
+@pytest.mark.parametrize("content_type, named", [("text/plain", "its content-type is 'text/plain'"), (None, "it has no content-type"),
+                                                 ("application/x-www-form-urlencoded", "its content-type is 'application/x-www-form-urlencoded'")])
+def test_a_body_not_sent_as_json_is_a_415_that_says_so(extractor, content_type, named):
+    """curl -d sends a form's content-type: the JSON was never read, yet the answer said it was no dictionary."""
+    headers = {"content-type": content_type} if content_type else {}
+    with TestClient(create_app(extractor, ServeConfig(max_batch_size=4))) as client:
+        response = client.post("/answer", content=json.dumps(GOOD).encode(), headers=headers)
+        as_json = client.post("/answer", content=json.dumps(GOOD).encode(), headers={"content-type": "application/problem+json"})
+    assert response.status_code == 415 and response.json()["detail"] == (
+        f"the body is not read as JSON: {named}; send it with the header content-type: application/json")
+    assert response.json()["problems"] == [{"location": "body", "message": response.json()["detail"]}]
+    assert as_json.status_code == 200
+
+
 def test_a_decoding_the_heads_cannot_do_is_refused(tiny_encoder_dir, tmp_path):
     BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span", **WINDOWS).save_pretrained(str(tmp_path))
     AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(tmp_path))

@@ -3,6 +3,7 @@ folder of its own making left empty by a failure, and nothing of a dependency's 
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -177,3 +178,25 @@ def test_compare_refuses_an_empty_folder_option_instead_of_its_default(tmp_path,
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("error: ") and "empty path" in line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
+
+
+def test_an_onnx_export_over_a_trained_model_leaves_none_of_its_weights(trained_dir, tmp_path, monkeypatch):
+    """Weights left beside a new export were run by loading in its place (PyTorch comes first): the old model answered."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from bio_mrc.inference import onnx
+    from bio_mrc.inference.loading import model_backend
+
+    def export(trained, staging, opset, atol):
+        (staging / onnx.ONNX_FILE).write_bytes(b"a graph")
+        for name in ("config.json", "tokenizer.json"):
+            shutil.copyfile(trained_dir / name, staging / name)
+        return {"format": "onnx"}
+
+    used = tmp_path / "used"
+    shutil.copytree(trained_dir, used)
+    (used / "notes.txt").write_text("the user's")
+    monkeypatch.setattr(onnx, "write_export", export)
+    onnx.export_onnx(trained_dir, used, overwrite=True)
+    assert not (used / "model.safetensors").exists() and not (used / "training_log.json").exists()
+    assert (used / "notes.txt").read_text() == "the user's" and model_backend(used) == "onnx"

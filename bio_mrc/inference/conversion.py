@@ -8,30 +8,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, ModelFormatError, OutputError
+from ..errors import ConfigError, ModelFormatError
 from ..hub import local_folder
-from ..evaluation_record import EVAL_FILE
-from ..io import check_folder_target, check_outputs_apart, remove_file, staged_folder
-from ..model import RUN_FILE, BioMrcConfig
+from ..io import check_folder_target, check_outputs_apart, staged_folder
+from ..model import BioMrcConfig
 from ..model_card import clear_model_card, write_model_card
+from ..model_folder import remove_replaced_model_files
 from ..progress import progress_bars
 from ..qa_checkpoints import QA_HEADS, qa_architecture, qa_model_from_span_model, saved_config, span_model_from_qa_checkpoint
 from .loading import TrainedModel, model_backend
-from .onnx_runner import EXPORT_FILE
 
 STAGING_DIR = ".convert-staging"
 EXPORT_STAGING_DIR = ".export-staging"
-# The files of another model an overwritten export folder may hold: weights, an ONNX export, bio_mrc's records.
-OTHER_MODEL_FILES = ("model-?????-of-?????.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                     "pytorch_model-?????-of-?????.bin", "pytorch_model.bin.index.json", "model.onnx", "model.onnx.data",
-                     EXPORT_FILE, RUN_FILE, EVAL_FILE)
 
 
-def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: bool = False, **windows: int | None) -> dict[str, Any]:
+def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: bool = False, overwrite: bool = False,
+                          **windows: int | None) -> dict[str, Any]:
     """Save the span-only bio_mrc model of the extractive QA model ``model`` (a folder or a hub id) in ``output_dir``,
-    a new or empty folder: config, weights, tokenizer and model card. ``windows`` (``max_seq_length``, ``doc_stride``,
-    ``max_query_length``) override :data:`bio_mrc.qa_checkpoints.QA_WINDOWS`; ``progress`` shows transformers' bars.
-    Returns what was written."""
+    a new or empty folder (with ``overwrite``, one whose model files it replaces; any other file stays): config,
+    weights, tokenizer and model card. ``windows`` (``max_seq_length``, ``doc_stride``, ``max_query_length``) override
+    :data:`bio_mrc.qa_checkpoints.QA_WINDOWS`; ``progress`` shows transformers' bars. Returns what was written."""
     name, output_dir = str(model), check_folder_target(output_dir)
     folder = local_folder(model)
     architecture = qa_architecture(folder)
@@ -40,13 +36,11 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
             "not an extractive question-answering model of transformers (its config.json names no ...ForQuestionAnswering class)"
         raise ModelFormatError(f"{kind}; convert reads such models only", name)
     check_outputs_apart([output_dir], model_dirs=[folder])
-    if output_dir.is_dir() and any(output_dir.iterdir()):
-        raise OutputError("the folder is not empty; convert writes a new model into a new or empty folder", str(output_dir))
-    with progress_bars(progress):
+    with progress_bars(progress), staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # refused before any work
         converted, tokenizer = span_model_from_qa_checkpoint(folder, name, **windows)
-        with staged_folder(output_dir, False, STAGING_DIR) as staging:
-            converted.save_pretrained(str(staging))
-            tokenizer.save_pretrained(str(staging))
+        converted.save_pretrained(str(staging))
+        tokenizer.save_pretrained(str(staging))
+        replace_model_files(output_dir, staging)
     write_model_card(output_dir)
     windows_written = {key: getattr(converted.config, key) for key in ("max_seq_length", "doc_stride", "max_query_length")}
     return {"output": str(output_dir), "source": name, "architecture": architecture, "heads": converted.config.heads,
@@ -70,18 +64,16 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
         qa = qa_model_from_span_model(trained.model, trained.tokenizer, str(model_dir))
         qa.save_pretrained(str(staging))
         trained.tokenizer.save_pretrained(str(staging))
-        remove_other_models(output_dir)
+        replace_model_files(output_dir, staging)
     return {"format": "transformers", "architecture": type(qa).__name__, "source": str(model_dir),
             "left_out": [name for name in trained.model.config.head_names if name != QA_HEADS]}
 
 
-def remove_other_models(folder: Path) -> None:
-    """The files of another model an overwritten export folder holds (weights, an ONNX graph, bio_mrc's records and
-    card), which would otherwise sit beside the new model and be read as part of it."""
-    for pattern in OTHER_MODEL_FILES:
-        for path in folder.glob(pattern):
-            if path.is_file() and not path.is_symlink():
-                remove_file(path, folder)
+def replace_model_files(folder: Path, staging: Path) -> None:
+    """The files of the model a folder held that the new one in ``staging`` does not write (weights of another layout,
+    an ONNX graph, bio_mrc's records) and its generated card go before the new files move in: beside the new model
+    they would be read as part of it."""
+    remove_replaced_model_files(folder, [path.name for path in staging.iterdir()])
     clear_model_card(folder)
 
 

@@ -12,7 +12,7 @@ from .. import __version__
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs
 from ..encoders import load_tokenizer
-from ..errors import ModelFormatError
+from ..errors import ConfigError, ModelFormatError
 from ..features.windows import FeatureConfig
 from ..model_folder import check_model_folder, read_json_object
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
@@ -135,7 +135,8 @@ def forward_precision(precision: str | None, onnx: bool, where: str) -> str:
     """The precision of a model's forward passes (None: the default); ONNX exports compute in fp32 only."""
     precision = check_precision(precision or DEFAULT_PRECISION)
     if onnx and precision == "bf16":
-        raise ValueError(f"precision bf16 runs PyTorch models; {where} is an ONNX export (it computes in fp32)")
+        raise ConfigError(f"precision bf16 runs PyTorch models; {where} is an ONNX export, which computes in fp32: "
+                          "choose precision fp32 or auto")
     return precision
 
 

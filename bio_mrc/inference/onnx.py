@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import math
 import shutil
 import time
 import warnings
@@ -29,16 +30,18 @@ import numpy as np
 import torch
 
 from .. import __version__
-from ..errors import BioMrcError
+from ..errors import BioMrcError, ConfigError
 from ..features.question_columns import ENCODER_INPUTS
 from ..io import atomic_write_json, atomic_write_text, check_outputs_apart, remove_file, staged_folder
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
+from ..model_folder import remove_replaced_model_files
 from .loading import TrainedModel
 # OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
 from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, head_outputs, require
 
 DEFAULT_OPSET = 18
+MIN_OPSET = 7  # the oldest opset ONNX Runtime runs; the newest is the installed onnx's
 TOLERANCE = 1e-4  # the largest logit difference from PyTorch an export may have
 EXTERNAL_DATA_BYTES = 1_500_000_000  # weights above this go to model.onnx.data (one protobuf holds < 2 GB)
 STAGING_DIR = ".export-staging"
@@ -128,6 +131,7 @@ def export_onnx(
     one; a logit difference above ``atol`` is an error and leaves no export behind."""
     for module in ("onnx", "onnxruntime"):
         require(module, "ONNX export")
+    check_export_options(opset, atol)
     model_dir, output_dir = Path(model_dir), Path(output_dir)
     if output_dir.resolve() == model_dir.resolve():
         raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
@@ -135,13 +139,38 @@ def export_onnx(
     trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
     with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
         record = write_export(trained, staging, opset, atol)
-        remove_file(output_dir / EXPORT_FILE, output_dir)  # the old export is unfinished from here on
-        for stale in output_dir.glob(f"{ONNX_FILE}.data"):
-            remove_file(stale, output_dir)
+        # the marker first (the old export is unfinished from here on), then the old model's other files, its
+        # PyTorch weights included, which loading would otherwise run in place of the new graph
+        remove_file(output_dir / EXPORT_FILE, output_dir)
+        remove_replaced_model_files(output_dir, [path.name for path in staging.iterdir()])
     record["source"] = str(model_dir)
     atomic_write_json(output_dir / EXPORT_FILE, record, indent=2)
     write_model_card(output_dir)
     return record
+
+
+def check_export_options(opset: Any, atol: Any) -> None:
+    """Before any work: an opset the installed onnx knows (an unknown one ended in ONNX Runtime's traceback once the
+    model was exported), and a tolerance that is a positive number (NaN passed every check, and went into the marker
+    as JSON cannot write it)."""
+    newest = importlib.import_module("onnx").defs.onnx_opset_version()
+    if isinstance(opset, bool) or not isinstance(opset, int) or not MIN_OPSET <= opset <= newest:
+        raise ConfigError(f"opset is an ONNX opset version from {MIN_OPSET} to {newest} (the installed onnx's newest), "
+                          f"got {opset!r}")
+    if isinstance(atol, bool) or not isinstance(atol, (int, float)) or not math.isfinite(atol) or atol <= 0:
+        raise ConfigError(f"atol is the largest logit difference from PyTorch an export may have, a number above 0, got {atol!r}")
+
+
+def checked_runner(path: Path, config: BioMrcConfig, opset: int) -> OnnxModel:
+    """A session on the exported graph; a graph ONNX Runtime cannot run (an opset newer than it knows) is one line."""
+    try:
+        return OnnxModel.from_file(path, config)
+    except BioMrcError:
+        raise
+    except Exception as err:  # noqa: BLE001 - onnxruntime's own exception types (InvalidGraph, Fail, ...)
+        first = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
+        raise BioMrcError(f"ONNX Runtime cannot run the graph exported at opset {opset} (choose another --opset, e.g. "
+                          f"{DEFAULT_OPSET}): {first}") from None
 
 
 def write_export(trained: TrainedModel, staging: Path, opset: int, atol: float) -> dict[str, Any]:
@@ -150,7 +179,7 @@ def write_export(trained: TrainedModel, staging: Path, opset: int, atol: float) 
     model, config = trained.model.eval(), trained.model.config
     module, names = LogitsModule(model), encoder_inputs(model, trained.tokenizer)
     exported = export_graph(module, random_inputs(config, names, 2, 16), staging / ONNX_FILE, opset)
-    runner = OnnxModel.from_file(staging / ONNX_FILE, config)
+    runner = checked_runner(staging / ONNX_FILE, config, opset)
     longest = min(trained.features.max_seq_length, config.encoder.max_position_embeddings)
     shapes = [(3, 29), (1, longest)]
     differences: dict[str, float] = {}

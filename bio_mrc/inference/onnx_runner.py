@@ -24,10 +24,8 @@ from .. import __version__, registry
 from ..data.json_reader import read_json
 from ..errors import ModelFormatError
 from ..model import BioMrcConfig
-from ..model_folder import check_model_folder
+from ..model_folder import EXPORT_FILE, ONNX_FILE, check_model_folder
 
-ONNX_FILE = "model.onnx"
-EXPORT_FILE = "bio_mrc_export.json"  # the format marker, written last: an export without it is unfinished
 EXPORT_FORMAT = 1
 INSTALL_HINT = "pip install bio_mrc[onnx]"
 # From its import on, onnxruntime's telemetry keeps a device id and an event store in the user's cache folder and a

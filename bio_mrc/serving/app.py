@@ -12,6 +12,7 @@ up is dropped (:mod:`.bounded`).
 """
 
 import dataclasses
+import email.message
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ _REFUSALS = {status: {"model": ErrorResponse, "description": description} for st
     (400, "the body is not UTF-8 JSON, repeats a key in one object, nests deeper than 32 levels or holds an "
           "integer of more than 32 digits; or the Host header names another server"),
     (413, "more questions than the server's max batch size, or a body longer than any valid request"),
+    (415, "a body not sent as JSON (its content-type is not application/json, or there is none)"),
     (422, "a field breaks the schema, a text is empty or holds what no tokenizer reads, or the decoding needs "
           "heads the model lacks"),
     (504, "the request took longer than the server's --request-timeout-s"),
@@ -159,7 +161,10 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
     """Every refusal as an :class:`ErrorResponse`; an unexpected error as a bare 500 (its traceback stays in the log)."""
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_request: Request, error: RequestValidationError) -> Response:
+    async def invalid(request: Request, error: RequestValidationError) -> Response:
+        unread = _unread_media_type(request, error)
+        if unread is not None:  # FastAPI reads no JSON out of such a body: say why, not "not a dictionary"
+            return pydantic_json(ErrorResponse(detail=unread, problems=[Problem(location="body", message=unread)]), 415)
         problems = [_problem(item) for item in error.errors()]
         detail = f"{problems[0].location}: {problems[0].message}" if problems else "the request is not valid"
         return pydantic_json(ErrorResponse(detail=detail, problems=problems), 422)
@@ -176,6 +181,23 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
         return JSONResponse({"detail": "internal error: the server's log says more", "problems": []}, 500)
 
     app.add_middleware(BodyGuard, limit=config.max_body_bytes, helper=app.state.helper)
+
+
+def _unread_media_type(request: Request, error: RequestValidationError) -> str | None:
+    """Why the body was not read as JSON, where it was not: FastAPI parses a body only when its content-type is
+    ``application/json`` (or ``application/...+json``) and otherwise validates its bytes, which fail as "not a
+    dictionary". None where the body was sent as JSON, or none was sent."""
+    sent = request.headers.get("content-type")
+    if sent:
+        message = email.message.Message()
+        message["content-type"] = sent
+        subtype = message.get_content_subtype()
+        if message.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json")):
+            return None
+    if not any(tuple(item.get("loc", ())) == ("body",) and isinstance(item.get("input"), bytes) for item in error.errors()):
+        return None
+    what = f"its content-type is {sent!r}" if sent else "it has no content-type"
+    return f"the body is not read as JSON: {what}; send it with the header content-type: application/json"
 
 
 async def answer_each(scheduler: AnswerScheduler, examples: list, options: Question) -> list[Prediction]:

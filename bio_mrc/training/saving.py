@@ -13,6 +13,7 @@ from ..errors import ConfigError, DataFormatError
 from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_folder_target, remove_file, remove_tree
 from ..model import RUN_FILE, BioMrcConfig
 from ..model_card import clear_model_card, write_model_card
+from ..model_folder import remove_replaced_model_files
 from .checkpoints import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
 
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
@@ -58,7 +59,8 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
 
     The record is the "complete" marker (the harness reuses a folder that has one), so the old
     record goes first and the new one comes only once every file of the new model is in place;
-    the old model's scores and card go with the old record.
+    the old model's scores and card go with the old record, and its files the new model does not write
+    (an ONNX export's graph, weights in another layout) before the new files move in.
     """
     staging = output_dir / STAGING_DIR
     if trainer.is_world_process_zero():
@@ -71,6 +73,7 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
         atomic_write_json(staging / TRAINING_LOG_FILE, trainer.state.log_history, indent=1)
         remove_file(output_dir / RUN_FILE, output_dir)
         clear_model_card(output_dir)
+        remove_replaced_model_files(output_dir, [path.name for path in staging.iterdir()])  # an old export's graph too
         atomic_move_files(staging, output_dir)
     finally:
         remove_tree(staging, output_dir)
