@@ -72,3 +72,39 @@ def test_merge_takes_each_token_from_its_best_window():
     # char 6 is at window 0's edge (score 0.04) and central in window 1 (score 1.03).
     np.testing.assert_array_equal(merged.values[0], [10, 11, 12, 23, 24])
     assert not merged.mask[1].any()  # an example with no window gets an empty row
+
+
+def _word_windows(lengths, seed=0):
+    """One window a question, its i-th token the context's i-th word ("w{i} "), with random logits of every head."""
+    from bio_mrc.types import Example
+
+    rng, width = np.random.default_rng(seed), max(lengths)
+    tokens = np.arange(width)
+    offsets = np.where(tokens[None, :, None] < np.array(lengths)[:, None, None],
+                       np.stack([tokens * 4, tokens * 4 + 3], axis=-1)[None], -1)
+    examples = [Example(str(i), "q", "".join(f"w{k:02d} " for k in range(n)), None) for i, n in enumerate(lengths)]
+    logits = {name: rng.normal(size=(len(lengths), width, *shape)) for name, shape in
+              (("start_logits", ()), ("end_logits", ()), ("bio_logits", (3,)))}
+    return WindowOutputs(np.arange(len(lengths)), offsets, offsets[..., 0] >= 0, **logits), examples
+
+
+def test_one_long_question_does_not_pad_every_other_to_its_length(monkeypatch):
+    """Three 4-token questions and one of 40: in slots of 16 the short ones decode together and the long one alone,
+    so no merged row is padded to 40 tokens but the long one's, and every answer is the one it gets decoded alone."""
+    import bio_mrc.decoding.postprocess as postprocess
+    from bio_mrc.decoding.postprocess import DecodeConfig, decode, length_groups
+
+    outputs, examples = _word_windows([4, 4, 40, 4])
+    monkeypatch.setattr(postprocess, "DECODE_TOKEN_SLOTS", 16)
+    assert [group.tolist() for group in length_groups(outputs, 4)] == [[0, 1, 3], [2]]
+    padded = []
+    real_merge = postprocess.merge_windows
+    monkeypatch.setattr(postprocess, "merge_windows", lambda *args: padded.append(real_merge(*args).mask.size) or real_merge(*args))
+    for decoding in ("span", "bio", "joint"):
+        for multi_span in (False, True):
+            config = DecodeConfig(multi_span=multi_span)
+            together = decode(outputs, examples, decoding, config)
+            alone = [decode(outputs.take(np.array([i]), np.array([0])), [examples[i]], decoding, config)[0] for i in range(4)]
+            assert [p.id for p in together] == ["0", "1", "2", "3"]
+            assert [(p.spans, p.no_answer_score) for p in together] == [(p.spans, p.no_answer_score) for p in alone]
+    assert max(padded) == 40  # the long question's own row; before, 4 rows of 40 tokens

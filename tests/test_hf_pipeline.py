@@ -218,6 +218,23 @@ def test_align_to_words_leaves_no_overlapping_parts_of_a_multi_span_answer():
     alternatives = word_aligned(parts, context)  # alternative single answers may overlap, as before
     assert [s.text for s in alternatives.spans] == ["Iceland", "Iceland and Norway", "Denmark"]
 
+def test_align_to_words_keeps_combining_marks_and_reads_each_han_character_as_a_word():
+    """A vowel sign, a haraka or a decomposed accent belongs to its word; Han and kana are written without spaces,
+    so widening "北京" over letters would take the whole clause, where the tokenizer reads a word a character."""
+    import unicodedata
+
+    from bio_mrc.inference.pipeline import word_aligned
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    hindi, han = "भारत की राजधानी है।", "北京是中华人民共和国的首都，位于华北平原。"
+    french, arabic = unicodedata.normalize("NFD", "du café Pâquerette"), "القَاهِرَة هِيَ"
+    cases = [(hindi, 8, 14, "राजधानी"), (hindi, 9, 15, "राजधानी"), (han, 0, 2, "北京"), (han, 18, 20, "平原"),
+             ("東京タワーは", 2, 4, "タワ"), (french, 3, 6, "cafe\u0301"), (arabic, 0, 3, "القَاهِرَة"), ("Voßkuhle", 1, 3, "Voßkuhle")]
+    for context, start, end, expected in cases:
+        widened = word_aligned(Prediction("q", [AnswerSpan(context[start:end], start, end, 1.0)]), context).spans[0]
+        assert (widened.text, context[widened.start:widened.end]) == (expected, expected)
+
+
 def test_align_to_words_widens_a_span_to_whole_words(qa):
     from bio_mrc.inference.pipeline import word_aligned
     from bio_mrc.types import AnswerSpan, Prediction

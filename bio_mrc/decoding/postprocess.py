@@ -270,9 +270,46 @@ def answer_text_keys(examples: Sequence[Example], offsets: np.ndarray) -> Answer
     return keys
 
 
+#: Token slots (questions × the longest question's context tokens) one decoding pass pads its merged tag rows to, at
+#: most: a tag decoding holds several float64 arrays of that many rows × tags, so one 500,000-character document among
+#: 1,000 short questions would otherwise pad every question to its length (gigabytes). A longer question is decoded alone.
+DECODE_TOKEN_SLOTS = 1 << 20
+
+
 def decode(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
-    """Decode the way the registered decoding ``decoding`` (``span``, ``bio``, ``joint``, ...) does."""
-    return registry.decoding(decoding).decode(outputs, examples, config)
+    """Decode the way the registered decoding ``decoding`` (``span``, ``bio``, ``joint``, ...) does, questions of
+    like lengths together (:func:`length_groups`); each question's answer depends on its own windows alone."""
+    entry = registry.decoding(decoding)
+    groups = length_groups(outputs, len(examples))
+    if len(groups) == 1:
+        return entry.decode(outputs, examples, config)
+    predictions: list[Prediction | None] = [None] * len(examples)
+    renumbered = np.full(len(examples), -1, dtype=np.int64)
+    for group in groups:
+        renumbered[group] = np.arange(len(group))
+        rows = np.flatnonzero(np.isin(outputs.example_index, group))
+        part = outputs.take(rows, renumbered[outputs.example_index[rows]])
+        for index, prediction in zip(group.tolist(), entry.decode(part, [examples[i] for i in group], config)):
+            predictions[index] = prediction
+    return predictions  # type: ignore[return-value]
+
+
+def length_groups(outputs: WindowOutputs, n_examples: int, slots: int | None = None) -> list[np.ndarray]:
+    """The questions' indices in groups of like context length (tokens over their windows, an upper bound of the
+    merged count), each group's count × its longest at most ``slots`` (:data:`DECODE_TOKEN_SLOTS`; a longer question
+    alone), each in question order."""
+    slots = DECODE_TOKEN_SLOTS if slots is None else slots
+    tokens = np.bincount(outputs.example_index, weights=outputs.mask.sum(axis=1), minlength=n_examples)
+    order = np.argsort(tokens, kind="stable")
+    groups, current = [], []
+    for index in order.tolist():
+        if current and (len(current) + 1) * max(tokens[index], 1) > slots:
+            groups.append(np.sort(np.array(current, dtype=np.int64)))
+            current = []
+        current.append(index)
+    if current:
+        groups.append(np.sort(np.array(current, dtype=np.int64)))
+    return groups
 
 
 available_decodings = registry.decodings_for

@@ -36,6 +36,7 @@ compares across documents; ``score`` is its sigmoid, the probability of the span
 from __future__ import annotations
 
 import itertools
+import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -229,15 +230,32 @@ def word_aligned(prediction: Prediction, context: str, multi_span: bool = False)
     spans = []
     for span in prediction.spans:
         start, end = span.start, span.end
-        while start > 0 and context[start - 1].isalnum() and context[start].isalnum():
+        while start > 0 and _one_word(context[start - 1], context[start]):
             start -= 1
-        while end < len(context) and context[end].isalnum() and context[end - 1].isalnum():
+        while end < len(context) and _one_word(context[end - 1], context[end]):
             end += 1
         if multi_span and any(start < kept.end and kept.start < end for kept in spans):
             continue
         if all((start, end) != (kept.start, kept.end) for kept in spans):  # two pieces of one word: one answer
             spans.append(replace(span, text=context[start:end], start=start, end=end))  # its score and probability kept
     return replace(prediction, spans=spans)
+
+
+def _one_word(left: str, right: str) -> bool:
+    """Whether two neighbouring characters are of one word for ``align_to_words``: letters, digits and the
+    combining marks that belong to them (a Devanagari vowel sign, an Arabic haraka, a decomposed accent), except
+    that a Han ideograph or a kana is a word of its own, as BERT's tokenizer reads text written without spaces."""
+    return not (_own_word(left) or _own_word(right)) and _word_character(left) and _word_character(right)
+
+
+def _word_character(character: str) -> bool:
+    return character.isalnum() or unicodedata.category(character).startswith("M")
+
+
+def _own_word(character: str) -> bool:
+    """A Han ideograph, a hiragana or a katakana: a script written without spaces between its words."""
+    return unicodedata.name(character, "").startswith(("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH",
+                                                       "HIRAGANA", "KATAKANA", "HALFWIDTH KATAKANA"))
 
 
 def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: bool, handle_impossible: bool):
