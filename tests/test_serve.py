@@ -243,7 +243,9 @@ def test_health_reports_the_model_its_card_and_the_limits(extractor, model_dir):
     config = ServeConfig(max_batch_size=4, max_wait_ms=2.5)
     with TestClient(create_app(extractor, config)) as client:
         health = client.get("/health")
+        probe = client.head("/health")
     assert health.status_code == 200
+    assert probe.status_code == 200 and probe.content == b""  # a load balancer's HEAD probe
     body = json.loads(health.text)  # strict JSON: the -inf threshold is a string
     assert body["status"] == "ok" and body["model"] == model_dir.name == "tiny-joint" and body["backend"] == "torch"
     card = body["card"]
