@@ -254,7 +254,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
 
         ``labels``: those the registered heads' entries name (``start_positions``, ``end_positions``,
         ``bio_targets``, ...); any other keyword is a TypeError, so a misspelled label (``bio_target=``) is
-        refused, not a loss silently left out (and Trainer passes no ``num_items_in_batch``:
+        refused, not a loss silently left out, and so is a head given part of its labels (and Trainer passes no ``num_items_in_batch``:
         ``accepts_loss_kwargs``). As in transformers, ``output_attentions``/``output_hidden_states`` go to the
         encoder and ``return_dict=False`` returns ``BioMrcOutput.to_tuple()`` (what is set).
         """
@@ -291,7 +291,11 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         for name, head in self.heads.items():
             entry = registry.head(name)
             targets = {key: labels.get(key) for key in entry.targets}
-            if any(value is None for value in targets.values()):
+            missing = [key for key, value in targets.items() if value is None]
+            if missing and len(missing) < len(targets):  # a loss left out for a forgotten label would pass unseen
+                raise TypeError(f"forward() got {sorted(set(targets) - set(missing))} but not {missing}: "
+                                f"the {name} head's loss needs all of {list(targets)}")
+            if missing:
                 continue
             entry.check_tag_mask(tagged)
             losses[name] = head.loss(head_logits[name], attention_mask=attention_mask, tag_mask=tagged, **targets)

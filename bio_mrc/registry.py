@@ -18,7 +18,7 @@ TAG_SEQUENCE = "tag sequence"  # multi-span answers: one tag sequence, the spans
 NBEST_SPANS = "n-best spans"  # multi-span answers: the non-overlapping n-best single spans
 TAGS_OR_NBEST = "tag sequence or n-best spans"  # multi-span answers: the tagger's spans where it holds several likely ones, else the n-best
 POSITION_TARGET = "position"  # a label per window: an integer position, or a distribution over positions
-TOKEN_TARGET = "token"  # a label per token: a distribution over tags, or (seq, K) integer tags of K annotators
+TOKEN_TARGET = "token"  # a label per token: a distribution over tags, (seq,) integer tags, or (seq, K) integer tags of K annotators
 
 
 def resolve(target: str | Callable[..., Any]) -> Callable[..., Any]:

@@ -119,6 +119,43 @@ def test_prior_initialises_the_bias():
     assert torch.softmax(head(torch.zeros(1, 1, 4)), -1)[0, 0].tolist() == pytest.approx([0.01, 0.02, 0.97], rel=1e-5)
 
 
+def test_prior_under_class_weights_starts_the_output_at_the_prior():
+    # Weights (10, 10, 1) and prior (0.01, 0.02, 0.97): the head outputs W h + b - log w, so with b = log prior + log w
+    # its probabilities start at the prior, and the weighted loss's q = softmax(W h + b) at its minimiser
+    # q ∝ w·prior = (0.1, 0.2, 0.97) / 1.27, where the expected gradient over tags drawn from the prior is 0.
+    prior, weights = (0.01, 0.02, 0.97), (10.0, 10.0, 1.0)
+    head = BIOHead(4, reduction="sum", prior=prior, class_weights=weights)
+    zeros = torch.zeros(1, 1, 4)
+    assert torch.softmax(head(zeros), -1)[0, 0].tolist() == pytest.approx(list(prior), rel=1e-5)
+    assert torch.softmax(head.classifier(zeros), -1)[0, 0].tolist() == pytest.approx([0.1 / 1.27, 0.2 / 1.27, 0.97 / 1.27], rel=1e-5)
+    logits = head(zeros).detach().requires_grad_()
+    head.loss(logits, torch.tensor([[prior]]), torch.ones(1, 1)).backward()
+    assert logits.grad.abs().max().item() < 1e-6
+    assert torch.softmax(BIOHead(4, class_weights=weights)(zeros), -1)[0, 0].tolist() == pytest.approx([1 / 3] * 3, rel=1e-5)
+
+
+def test_losses_of_double_logits_are_exact_and_pass_gradcheck():
+    # Three annotators B, B, O on token 1; token 0 is [CLS] and token 3 padding, neither scored.
+    torch.manual_seed(0)
+    bio, span = torch.randn(1, 4, 3, dtype=torch.float64), torch.randn(2, 1, 4, dtype=torch.float64)
+    mask = torch.tensor([[0, 1, 1, 0]])
+    targets = torch.tensor([[[0.0, 0.0, 1.0], [2 / 3, 0.0, 1 / 3], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]], dtype=torch.float64)
+    log_p = torch.log_softmax(bio, -1)
+    by_hand = -(2 / 3 * log_p[0, 1, TAG_B] + 1 / 3 * log_p[0, 1, TAG_O] + log_p[0, 2, TAG_I]) / 2
+    head = BIOHead(4)
+    loss = head.loss(bio, targets, mask)
+    assert loss.dtype == torch.float64 and abs(loss.item() - by_hand.item()) < 1e-12
+    assert torch.autograd.gradcheck(lambda x: head.loss(x, targets, mask), (bio.clone().requires_grad_(),))
+    weighted = BIOHead(4, class_weights=(2.0, 3.0, 1.0))
+    assert torch.autograd.gradcheck(lambda x: weighted.loss(x, targets, mask), (bio.clone().requires_grad_(),))
+    attention, start, end = torch.tensor([[1, 1, 1, 0]]), torch.tensor([1]), torch.tensor([2])
+    log_s, log_e = (torch.log_softmax(x[0, :3], -1) for x in span)
+    span_loss = SpanHead(4).loss((span[0], span[1]), start, end, attention)
+    assert span_loss.dtype == torch.float64 and abs(span_loss.item() + (log_s[1] + log_e[2]).item() / 2) < 1e-12
+    assert torch.autograd.gradcheck(lambda s, e: SpanHead(4).loss((s, e), start, end, attention),
+                                    (span[0].clone().requires_grad_(), span[1].clone().requires_grad_()))
+
+
 def test_heads_map_hidden_states_to_logits():
     hidden = torch.randn(2, 7, 16)
     assert BIOHead(16)(hidden).shape == (2, 7, 3)
@@ -197,6 +234,9 @@ def test_class_weights_scale_each_gold_tag():
     assert BIOHead(4, reduction="mean").loss(logits, tags, torch.ones(1, 2)).item() == pytest.approx(3 * LN2, rel=1e-6)
     with pytest.raises(ValueError, match="class_weights"):
         BIOHead(4, class_weights=(1.0, 0.0, 1.0))
+    for prior in ((0.0, 0.1, 0.9), (0.1, float("nan"), 0.9), (0.1, 0.9)):  # log 0 = -inf: B never predicted, the bias not finite
+        with pytest.raises(ValueError, match=r"prior must be three positive numbers \(B, I, O\)"):
+            BIOHead(4, prior=prior)
     with pytest.raises(ValueError, match="marginal likelihood"):
         weighted.loss(corrected, tags.unsqueeze(-1), torch.ones(1, 2))
 

@@ -197,6 +197,19 @@ def test_an_unknown_argument_is_a_type_error_not_a_silently_missing_loss(tiny_en
         model(**data)
 
 
+def test_a_head_given_part_of_its_labels_is_a_type_error_not_a_silently_missing_loss(tiny_encoder_dir):
+    # end_positions forgotten: the loss was the BIO loss alone, the span head never trained.
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio")
+    data = batch()
+    del data["end_positions"]
+    with pytest.raises(TypeError, match=r"got \['start_positions'\] but not \['end_positions'\]: the span head's loss needs all of "
+                                        r"\['start_positions', 'end_positions'\]"):
+        model(**data)
+    del data["start_positions"]
+    out = model(**data)  # no span label at all: the BIO loss alone, as asked
+    assert out.span_loss is None and out.loss.item() == pytest.approx(model.config.bio_loss_weight * out.bio_loss.item(), rel=1e-6)
+
+
 def test_trainer_passes_no_loss_kwargs(tiny_encoder_dir, tmp_path):
     from transformers import Trainer, TrainingArguments
 

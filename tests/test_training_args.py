@@ -13,6 +13,7 @@ from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config
 from bio_mrc.harness.models import model_key
 from bio_mrc.harness.comparison_splits import Split
+from bio_mrc.inference.during_training import TrainingEvaluator
 from bio_mrc.training.config import OWNED_TRAINING_ARGS, TrainConfig
 from bio_mrc.training.train import train_model
 from bio_mrc.training.trainer import training_arguments
@@ -122,6 +123,20 @@ def test_training_args_that_clash_with_the_package_arguments_are_refused_before_
                          training_args={"load_best_model_at_end": True, "metric_for_best_model": "span_f1", "eval_strategy": "steps"})
     with pytest.raises(ConfigError, match="with the package's own arguments"):  # the best checkpoint needs checkpoints
         train_model(sample_v1.examples, config, tmp_path / "model", save_checkpoints=False)
+    assert not (tmp_path / "model").exists()
+
+
+@pytest.mark.parametrize("best, problem", [({}, "'loss'"), ({"metric_for_best_model": "f1"}, "'f1'")])
+def test_the_best_checkpoint_by_a_score_the_evaluation_never_gives_is_refused_before_training(
+        tiny_encoder_dir, sample_v1, tmp_path, best, problem):
+    # Trainer would look for eval_loss (or eval_f1) at the first evaluation and end in a KeyError; the evaluation
+    # during training gives each decoding's F1 and exact match, named here.
+    config = TrainConfig(encoder=str(tiny_encoder_dir), max_seq_length=48, doc_stride=16, max_query_length=12,
+                         training_args={"load_best_model_at_end": True, "eval_strategy": "steps", "eval_steps": 2, **best})
+    with pytest.raises(ConfigError, match=f"metric_for_best_model {problem} is no score of the evaluation during "
+                                          "training, which gives span_f1, span_exact, bio_f1, bio_exact, joint_f1, joint_exact"):
+        train_model(sample_v1.examples, config, tmp_path / "model", checkpoint_steps=2,
+                    evaluator=TrainingEvaluator(sample_v1.examples))
     assert not (tmp_path / "model").exists()
 
 

@@ -103,3 +103,13 @@ def assert_training_arguments_accept(values):
     from transformers import TrainingArguments
 
     TrainingArguments("unused", report_to="none", use_cpu=True, **{k: v for k, v in values.items() if k != "dataloader_pin_memory"})
+
+
+def test_integer_tags_of_one_annotator_pad_alike_from_rows_and_from_a_table():
+    # (seq,) integer tags, which BIOHead takes as (batch, seq): padded to 8 with MISSING_ANNOTATOR either way.
+    import pyarrow as pa
+
+    rows = [{"input_ids": [5, 6, 7], "bio_targets": [2, 0, 1]}, {"input_ids": [5, 6], "bio_targets": [2, 2]}]
+    expected = torch.tensor([[2, 0, 1, *[MISSING_ANNOTATOR] * 5], [2, 2, *[MISSING_ANNOTATOR] * 6]])
+    for batch in (WindowCollator()(rows), WindowCollator()(pa.Table.from_pylist(rows))):
+        assert torch.equal(batch["bio_targets"], expected) and batch["bio_targets"].dtype == torch.long

@@ -22,9 +22,9 @@ class WindowCollator:
     """Pads every per-token field to the longest window of the batch.
 
     Input ids pad with the tokenizer's pad id; masks and soft targets pad with
-    0, so padded positions never carry probability mass or loss. Annotator tags
-    for the marginal likelihood ((seq, K) integers) are also padded to the
-    batch's largest K with ``MISSING_ANNOTATOR``. Other columns
+    0, so padded positions never carry probability mass or loss. Integer tags
+    ((seq,), or (seq, K) of K annotators for the marginal likelihood, also padded
+    to the batch's largest K) pad with ``MISSING_ANNOTATOR``. Other columns
     (offsets, example indices) are dropped: they are for decoding, not the model.
 
     A batch comes as rows (dicts of lists) or as one ``pyarrow.Table`` of its rows (:class:`WindowBatches`),
@@ -60,9 +60,10 @@ class WindowCollator:
             return torch.tensor(values, dtype=torch.long)
         fill = self.pad_token_id if key == "input_ids" else 0
         tensors = [torch.as_tensor(v) for v in values]
-        if kind == registry.TOKEN_TARGET and not tensors[0].is_floating_point():  # (seq, K) tags of K annotators
-            annotators = max(t.shape[1] for t in tensors)
-            tensors = [self._pad(t.T, annotators, MISSING_ANNOTATOR).T for t in tensors]
+        if kind == registry.TOKEN_TARGET and not tensors[0].is_floating_point():  # (seq,) tags, or (seq, K) of K annotators
+            if tensors[0].dim() == 2:
+                annotators = max(t.shape[1] for t in tensors)
+                tensors = [self._pad(t.T, annotators, MISSING_ANNOTATOR).T for t in tensors]
             fill = MISSING_ANNOTATOR
         elif kind == registry.TOKEN_TARGET or tensors[0].is_floating_point():
             tensors = [t.float() for t in tensors]

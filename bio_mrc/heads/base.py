@@ -43,6 +43,12 @@ class Head(nn.Module):
         raise NotImplementedError
 
 
+def as_loss_precision(logits: torch.Tensor) -> torch.Tensor:
+    """Logits in the precision a loss is computed in: fp16 and bf16 raised to fp32, fp64 kept (so a loss of
+    double-precision logits is exact, as ``torch.autograd.gradcheck`` checks it)."""
+    return logits.to(torch.promote_types(logits.dtype, torch.float32))
+
+
 def soft_cross_entropy(log_probs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """``-Σ_j t_j log p_j`` along the last axis; integer targets are treated as one-hot."""
     if targets.dtype in (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8):

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from ..model_defaults import BIO_LOSS_REDUCTIONS
-from .base import Head, check_batch_seq, check_hidden_states, check_tensor, soft_cross_entropy
+from .base import Head, as_loss_precision, check_batch_seq, check_hidden_states, check_tensor, soft_cross_entropy
 
 
 class BIOHead(Head):
@@ -36,9 +36,10 @@ class BIOHead(Head):
     prior-corrected logits ``W h_i + b - log w`` (``p_i`` again, calibrated as far
     as the plain loss would be) and every decoder reads them unchanged.
 
-    ``prior`` initialises the bias to ``log prior`` so training starts from the
-    tag frequencies (most tokens are O) instead of a uniform guess, whose large
-    early O-token gradients would otherwise reshape the encoder first.
+    ``prior`` initialises the bias to ``log prior`` (``log prior + log w`` under
+    ``class_weights``) so the head's output starts at the tag frequencies (most
+    tokens are O) instead of a uniform guess, whose large early O-token gradients
+    would otherwise reshape the encoder first.
     """
 
     reductions = BIO_LOSS_REDUCTIONS
@@ -61,16 +62,21 @@ class BIOHead(Head):
         self.class_weights = tuple(class_weights) if class_weights is not None else None
         if self.class_weights is not None and (len(self.class_weights) != 3 or min(self.class_weights) <= 0):
             raise ValueError(f"class_weights must be three positive numbers (B, I, O), got {class_weights!r}")
+        if prior is not None and (len(prior) != 3 or not all(0 < p < float("inf") for p in prior)):
+            raise ValueError(f"prior must be three positive numbers (B, I, O), got {prior!r}")  # log 0: a tag never predicted
         self.reset_bias()
 
     def reset_bias(self) -> None:
-        """Bias = log prior (zero, i.e. uniform, without a prior)."""
+        """Bias = log prior (zero, i.e. uniform, without a prior), plus ``log w`` under ``class_weights``: the head's
+        output ``W h + b - log w`` starts at the prior, and the weighted loss's own ``q`` at its minimiser ``∝ w·prior``."""
         with torch.no_grad():
-            if self.prior is None:
-                self.classifier.bias.zero_()
-            else:
+            bias = torch.zeros(3)
+            if self.prior is not None:
                 prior = torch.tensor(self.prior, dtype=torch.float32)
-                self.classifier.bias.copy_(torch.log(prior / prior.sum()))
+                bias = torch.log(prior / prior.sum())
+            if self.class_weights is not None:
+                bias = bias + torch.tensor(self.class_weights, dtype=torch.float32).log()
+            self.classifier.bias.copy_(bias)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(batch, seq, hidden) -> (batch, seq, 3) B/I/O logits, prior-corrected under ``class_weights``."""
@@ -91,7 +97,7 @@ class BIOHead(Head):
         likelihood). ``tag_mask`` marks the tokens that carry a tag; ``attention_mask`` is
         taken for the common ``Head`` call and not read, as ``tag_mask`` already leaves padding out."""
         self._check_loss_inputs(logits, bio_targets, tag_mask)
-        scores = logits.float()
+        scores = as_loss_precision(logits)
         if self.class_weights is not None:  # back to the weighted loss's own logits (see the class docstring)
             scores = scores + scores.new_tensor(self.class_weights).log()
         log_probs = torch.log_softmax(scores, dim=-1)
@@ -100,9 +106,9 @@ class BIOHead(Head):
             per_example = self._marginal_loss(log_probs, bio_targets.long(), mask)
         else:
             if bio_targets.dim() == 3:
-                targets = torch.where(mask.unsqueeze(-1), bio_targets.float(), torch.zeros_like(bio_targets, dtype=torch.float))
+                targets = torch.where(mask.unsqueeze(-1), bio_targets.to(scores.dtype), torch.zeros_like(bio_targets, dtype=scores.dtype))
             else:
-                targets = torch.nn.functional.one_hot(torch.where(mask, bio_targets.long(), 2), 3).float()
+                targets = torch.nn.functional.one_hot(torch.where(mask, bio_targets.long(), 2), 3).to(scores.dtype)
             if self.class_weights is not None:
                 targets = targets * targets.new_tensor(self.class_weights)
             per_example = (soft_cross_entropy(log_probs, targets) * mask).sum(-1)

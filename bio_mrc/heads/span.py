@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import Head, check_batch_seq, check_hidden_states, check_tensor, soft_cross_entropy
+from .base import Head, as_loss_precision, check_batch_seq, check_hidden_states, check_tensor, soft_cross_entropy
 
 
 class SpanHead(Head):
@@ -43,7 +43,7 @@ class SpanHead(Head):
         self._check_loss_inputs(logits, start_positions, end_positions, attention_mask)
         losses = []
         for scores, target in zip(logits, (start_positions, end_positions)):
-            scores = scores.float()
+            scores = as_loss_precision(scores)
             if attention_mask is not None:
                 scores = scores.masked_fill(~attention_mask.bool(), torch.finfo(scores.dtype).min)
             losses.append(soft_cross_entropy(torch.log_softmax(scores, dim=-1), target).mean())

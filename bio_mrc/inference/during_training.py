@@ -45,5 +45,10 @@ class TrainingEvaluator:
             scores[f"{decoding}_exact"] = official.get("exact_match", official.get("exact"))
         return scores
 
+    @staticmethod
+    def metric_names(heads: str) -> list[str]:
+        """The names of the scores it gives a model with ``heads`` (``span_f1``, ``span_exact``, ...)."""
+        return [f"{decoding}_{score}" for decoding in available_decodings(heads) for score in ("f1", "exact")]
+
 
 __all__ = ["TrainingEvaluator"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from transformers import TrainerCallback, set_seed
+from transformers import TrainerCallback, TrainingArguments, set_seed
 
 from ..errors import ConfigError, DataFormatError
 from ..fp32_attention import train_attention_in_fp32
@@ -84,6 +84,7 @@ def train_model(
     check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)
     _check_evaluation(args.eval_strategy.value, evaluator)
+    _check_best_metric(args, evaluator, config.heads)
     set_seed(config.seed)
     with progress_bars(progress):
         model, tokenizer, encoder = fresh_model_and_tokenizer(config)
@@ -132,6 +133,19 @@ def _check_evaluation(eval_strategy: str, evaluator: Evaluator | None) -> None:
     if eval_strategy == "no" and evaluator is not None:
         raise ConfigError("questions to evaluate on during training (--eval, evaluator=) need evaluations: add "
                           "'{\"eval_strategy\": \"steps\", \"eval_steps\": N}' (or \"epoch\") to the training args")
+
+
+def _check_best_metric(args: TrainingArguments, evaluator: Evaluator | None, heads: str) -> None:
+    """``load_best_model_at_end`` picks by ``metric_for_best_model`` (``loss`` unless set): refused before any work
+    when it names no score the evaluator gives (one that lists its names, as ``TrainingEvaluator`` does), which
+    Trainer would find at the first evaluation with a traceback."""
+    names = getattr(evaluator, "metric_names", None)
+    if not args.load_best_model_at_end or names is None:
+        return
+    given = names(heads)
+    if args.metric_for_best_model.removeprefix("eval_") not in given:
+        raise ConfigError(f"training_args metric_for_best_model {args.metric_for_best_model!r} is no score of the "
+                          f"evaluation during training, which gives {', '.join(given)}")
 
 
 def _run_record(
