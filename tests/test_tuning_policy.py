@@ -61,3 +61,23 @@ def test_bio_mrc_tune_on_multispanqa_questions_tunes_the_prior_by_their_exact_ma
     assert saved["bio_length_prior"] == prior and saved["tuned_on"]["questions"] == len(examples) and not saved.get("calibration")
     assert saved["min_span_probabilities"] == {d: report[f"min_span_probability/{d}"]["value"] for d in trained.decodings}
     assert TrainedModel.load(model).span_count_rules == saved["min_span_probabilities"]  # what AnswerExtractor decodes with
+
+
+def test_questions_that_all_have_an_answer_tune_no_threshold_and_the_model_answers_every_one(trained_dir, sample_v1):  # noqa: F811
+    from dataclasses import replace
+
+    from bio_mrc.inference.tuning import tuning_summary
+
+    trained = TrainedModel.load(trained_dir)
+    examples = sample_v1.examples[:6]
+    # Gold a span the model does not answer (the context's first character): every answer scores F1 0, as abstaining
+    # would, so the official search's tie rule chose "abstain on all" for SQuAD 2.0 questions with no unanswerable one.
+    wrong = [replace(ex, answers=(((0, 1),),)) for ex in examples]
+    tuned = tune_for_model(trained, trained.windows(wrong), wrong, DecodeConfig(), SQUAD_V2, decodings=["span"], calibrate=False)
+    assert tuned.thresholds == {}  # was {"span": -inf}: every later question abstained
+    assert any(line.startswith("no-answer thresholds: none tuned: every tuning question has an answer")
+               for line in tuning_summary(tuned, trained.model.config, SQUAD_V2))
+    # one unanswerable question among them: thresholds are tuned as before
+    mixed = [*wrong, Example("u0", examples[0].question, examples[0].context, ())]
+    assert list(tune_for_model(trained, trained.windows(mixed), mixed, DecodeConfig(), SQUAD_V2, decodings=["span"],
+                               calibrate=False).thresholds) == [threshold_key("span")]

@@ -34,6 +34,9 @@ LENGTH_PRIOR_BANDWIDTH = 0.25
 # The span-count rule's thresholds: a span after the first joins a multi-span answer with at least this probability.
 SPAN_PROBABILITY_GRID = tuple(np.round(np.arange(0.0, 0.951, 0.05), 2).tolist())
 SPAN_PROBABILITY_BANDWIDTH = 0.05
+# Why no no-answer threshold is tuned on questions that all have an answer: "answer every question" scores as well as
+# abstaining on the ones answered wrong (F1 0 either way), and the official search's tie rule would pick abstaining.
+NO_UNANSWERABLE = "none tuned: every tuning question has an answer, so the model answers every question"
 # The question ids of each data set a tuning split joins (none: one data set).
 DataSets = Sequence[Collection[str]]
 
@@ -231,7 +234,9 @@ def tune_settings(
                                             "questions": sum(1 for ex in examples if ex.answers)}
     for step in task.tuning_steps if task is not None else ():  # the task's own settings (multi-span: span-count rules)
         registry.resolve(step)(tuned, outputs, examples, decodings, task, data_sets)
-    if tune_thresholds:
+    if tune_thresholds and not any(not ex.answers for ex in examples):
+        tuned.report["no_answer_thresholds"] = NO_UNANSWERABLE  # nothing to abstain on: abstaining would only break ties
+    elif tune_thresholds:
         gold = gold_texts(examples)
         for decoding in decodings:
             predictions = decode(outputs, examples, decoding, replace(tuned.decode_config, require_answer=False))
@@ -311,6 +316,8 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
         report = tuned.report[key]
         lines.append(f"no-answer threshold {key}: {threshold:.4g} (was {_shown(old_thresholds.get(key))}), fitted on "
                      f"{report['questions']} questions (F1 {report['best_f1']:.2f})")
+    if tuned.report.get("no_answer_thresholds") == NO_UNANSWERABLE:
+        lines.append(f"no-answer thresholds: {NO_UNANSWERABLE}")
     old_calibrators = before.calibration or {}
     for decoding, calibrator in tuned.calibration.items():
         old = old_calibrators.get(decoding)
