@@ -108,3 +108,73 @@ def test_one_long_question_does_not_pad_every_other_to_its_length(monkeypatch):
             assert [p.id for p in together] == ["0", "1", "2", "3"]
             assert [(p.spans, p.no_answer_score) for p in together] == [(p.spans, p.no_answer_score) for p in alone]
     assert max(padded) == 40  # the long question's own row; before, 4 rows of 40 tokens
+
+
+def _answered(examples, unanswerable=()):
+    """``examples`` with the second word ("w01") as every question's answer, none for the indices ``unanswerable``."""
+    from dataclasses import replace
+
+    return [replace(ex, answers=() if i in unanswerable else (((4, 7),),)) for i, ex in enumerate(examples)]
+
+
+def _padded_merges(monkeypatch):
+    """The sizes (rows × slots) of every merged tag array decoding makes from now on."""
+    import bio_mrc.decoding.postprocess as postprocess
+
+    padded, real_merge = [], postprocess.merge_windows
+    monkeypatch.setattr(postprocess, "merge_windows", lambda *args: padded.append(real_merge(*args).mask.size) or real_merge(*args))
+    return padded
+
+
+def test_tuning_merges_questions_of_like_length_and_tunes_the_same(monkeypatch):
+    """Tuning (the length prior, the no-answer thresholds, the calibrators, the span-count rules) on three 4-token
+    questions and one of 40 pads no merged row of a short question to 40 tokens in slots of 16, and every tuned value
+    and statistic is the one tuned without groups."""
+    import bio_mrc.decoding.postprocess as postprocess
+    from bio_mrc import registry
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.inference.tuning import tune_settings
+
+    outputs, examples = _word_windows([4, 4, 40, 4, 4, 4], seed=3)
+    examples = _answered(examples, unanswerable={4})
+
+    def tuned(task):
+        result = tune_settings(outputs, examples, ["span", "bio", "joint"], DecodeConfig(), True, task.no_answer,
+                               calibrate=task.right is not None, task=task)
+        return result.bio_length_prior, result.thresholds, result.min_span_probabilities, result.calibration, repr(result.report)
+
+    for task in (registry.squad_task("2.0"), registry.task("multispanqa")):
+        alone = tuned(task)
+        monkeypatch.setattr(postprocess, "DECODE_TOKEN_SLOTS", 16)
+        padded = _padded_merges(monkeypatch)
+        assert tuned(task) == alone
+        assert max(padded) == 40  # the long question's own row; before, every question padded to 40 tokens
+        monkeypatch.undo()
+
+
+def test_a_comparison_cell_and_its_browser_data_merge_questions_of_like_length(monkeypatch):
+    """A comparison's tag-decoding cell (answers and tag sequences) and the report browser's word probabilities are the
+    same in slots of 16 as without groups, and no short question is padded to the long one's 40 tokens."""
+    import bio_mrc.decoding.postprocess as postprocess
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.harness.browser_data import model_browser_data
+    from bio_mrc.harness.cells import decode_cell
+    from bio_mrc.harness.comparison_splits import Split
+
+    outputs, examples = _word_windows([4, 4, 40, 4], seed=5)
+    examples = _answered(examples)
+
+    def cell_and_browser(task):
+        cell = decode_cell(outputs, Split(examples, task, "toy"), "bio", DecodeConfig(), None)
+        words = model_browser_data(outputs, examples, {})
+        return ([(p.spans, p.no_answer_score) for p in cell.predictions], cell.gold_tags, cell.predicted_tags,
+                words.word_counts.tolist(), words.word_offsets.tolist(), words.tag_bytes.tolist())
+
+    for task in ("squad-v1.1", "multispanqa"):
+        alone = cell_and_browser(task)
+        assert alone[3] == [4, 4, 40, 4] and len(alone[1][2]) == 40
+        monkeypatch.setattr(postprocess, "DECODE_TOKEN_SLOTS", 16)
+        padded = _padded_merges(monkeypatch)
+        assert cell_and_browser(task) == alone
+        assert max(padded) == 40
+        monkeypatch.undo()

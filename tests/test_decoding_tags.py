@@ -291,3 +291,23 @@ def test_a_sure_tagger_answers_with_its_most_probable_sequence_and_an_unsure_one
     spans, posterior = expected_f1_tag_spans(unsure, np.ones((1, 3), bool), 30, 20)
     assert [(s, e) for s, e, _ in spans_in_row(spans, 0)] == [(0, 0), (2, 2)]
     assert posterior == pytest.approx([0.45, 0.45], abs=5e-3)  # 2 * 0.9 / (2 + 0.9) > 2 * 0.45 / (1 + 0.9)
+
+
+def test_choosing_among_many_likely_spans_keeps_the_expected_f1_answer():
+    """20,000 one-token spans of one row at even tokens, each of posterior 0.9, and 20,000 two-token spans of posterior
+    0.6 starting there (each overlapping one of the first): the expected-F1 choice takes the first 20,000 in posterior
+    order (``2·0.9k / (k + 18,000)`` grows with k) and none of the others; the likely ones overlap a chosen span and are
+    not added (a size at which comparing each span with every one taken before took minutes)."""
+    from bio_mrc.decoding.bio_spans import _expected_f1_choice, _with_likely_mentions
+
+    n = 20_000
+    starts = np.concatenate([2 * np.arange(n), 2 * np.arange(n)])
+    ends = starts + np.repeat([0, 1], n)
+    rows, posterior = np.zeros(2 * n, dtype=np.int64), np.repeat([0.9, 0.6], n)
+    chosen = _expected_f1_choice(rows, starts, ends, posterior, np.array([0.9 * n]))
+    np.testing.assert_array_equal(chosen, np.arange(n))
+    kept = _with_likely_mentions(chosen, np.ones(2 * n, dtype=bool), rows, starts, ends)
+    np.testing.assert_array_equal(kept, np.arange(n))
+    # A span of another row overlaps nothing taken in this one: it joins.
+    other = _with_likely_mentions(chosen[:2], np.r_[np.zeros(2 * n, dtype=bool), True], np.r_[rows, 1], np.r_[starts, 0], np.r_[ends, 5])
+    np.testing.assert_array_equal(other, [0, 1, 2 * n])

@@ -218,6 +218,14 @@ def word_tag_probabilities(merged: MergedTokens) -> tuple[np.ndarray, np.ndarray
     return mask.sum(axis=1), merged.offsets[mask], np.exp(merged.values[mask][:, [TAG_B, TAG_I]])
 
 
+def grouped_word_tag_probabilities(grouped: GroupedTags) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`word_tag_probabilities` of the merged rows of every group (:class:`GroupedTags`), in question order."""
+    empty = MergedTokens(np.zeros((0, 1, 3)), np.zeros((0, 1, 2), dtype=np.int64), np.zeros((0, 1), dtype=bool))
+    parts = [word_tag_probabilities(MergedTokens(merged.values[[row]], merged.offsets[[row]], merged.mask[[row]]))
+             for merged, row in grouped.rows()] or [word_tag_probabilities(empty)]
+    return tuple(np.concatenate([part[k] for part in parts]) for k in range(3))  # type: ignore[return-value]
+
+
 def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
     """:func:`decode_bio_predictions` from already merged tag log-probabilities (merge once, decode many ways)."""
     log_probs = merged.values + np.where(np.arange(3) == TAG_I, config.bio_length_prior or 0.0, 0.0)
@@ -283,15 +291,62 @@ def decode(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, c
     groups = length_groups(outputs, len(examples))
     if len(groups) == 1:
         return entry.decode(outputs, examples, config)
-    predictions: list[Prediction | None] = [None] * len(examples)
-    renumbered = np.full(len(examples), -1, dtype=np.int64)
-    for group in groups:
-        renumbered[group] = np.arange(len(group))
-        rows = np.flatnonzero(np.isin(outputs.example_index, group))
-        part = outputs.take(rows, renumbered[outputs.example_index[rows]])
-        for index, prediction in zip(group.tolist(), entry.decode(part, [examples[i] for i in group], config)):
-            predictions[index] = prediction
-    return predictions  # type: ignore[return-value]
+    parts = [entry.decode(question_outputs(outputs, group), [examples[i] for i in group], config) for group in groups]
+    return in_question_order(groups, parts, len(examples))
+
+
+def question_outputs(outputs: WindowOutputs, questions: np.ndarray) -> WindowOutputs:
+    """The windows of the questions at indices ``questions`` (in increasing order), renumbered ``0..len(questions)-1``."""
+    rows = np.flatnonzero(np.isin(outputs.example_index, questions))
+    return outputs.take(rows, np.searchsorted(questions, outputs.example_index[rows]))
+
+
+def in_question_order(groups: Sequence[np.ndarray], parts: Sequence[Sequence], n_examples: int) -> list:
+    """The items of each group's ``parts`` (one per question of ``groups``, in its order) as one list in question order."""
+    ordered: list = [None] * n_examples
+    for group, part in zip(groups, parts):
+        for index, item in zip(group.tolist(), part):
+            ordered[index] = item
+    return ordered
+
+
+@dataclass
+class GroupedTags:
+    """A tag decoding's merged tag rows (``merge_tags`` of its registry entry) of questions of like length, group by
+    group (:func:`length_groups`): ``groups`` holds each group's question indices, ``merged`` its merged rows. Merged
+    once, decoded many ways (tuning's grids), never padded past :data:`DECODE_TOKEN_SLOTS` but for one long question."""
+
+    groups: list[np.ndarray]
+    merged: list[MergedTokens]
+    n_examples: int
+
+    @classmethod
+    def of(cls, outputs: WindowOutputs, n_examples: int, merge) -> "GroupedTags":
+        """The groups of ``outputs`` merged by ``merge(outputs, n_questions)``."""
+        groups = length_groups(outputs, n_examples)
+        return cls(groups, [merge(question_outputs(outputs, group), len(group)) for group in groups], n_examples)
+
+    def decode(self, decode_tags, examples: Sequence[Example], config: DecodeConfig) -> list[Prediction]:
+        """``decode_tags(merged, examples, config)`` of every group, the predictions in question order."""
+        parts = [decode_tags(merged, [examples[i] for i in group], config) for group, merged in zip(self.groups, self.merged)]
+        return in_question_order(self.groups, parts, self.n_examples)
+
+    def rows(self) -> list[tuple[MergedTokens, int]]:
+        """Each question's (merged rows of its group, its row there), in question order."""
+        parts = [[(merged, row) for row in range(len(group))] for group, merged in zip(self.groups, self.merged)]
+        return in_question_order(self.groups, parts, self.n_examples)
+
+
+def merged_tag_groups(decoding: str, outputs: WindowOutputs, n_examples: int) -> GroupedTags | None:
+    """The registered decoding ``decoding``'s merged tag rows in groups (:class:`GroupedTags`), None for a decoding
+    that reads no tag sequence."""
+    entry = registry.decoding(decoding)
+    return None if entry.merge_tags is None else GroupedTags.of(outputs, n_examples, entry.merged_tags)
+
+
+def decode_tag_groups(decoding: str, grouped: GroupedTags, examples: Sequence[Example], config: DecodeConfig) -> list[Prediction]:
+    """The registered decoding ``decoding``'s predictions from its grouped merged tag rows (:func:`merged_tag_groups`)."""
+    return grouped.decode(registry.decoding(decoding).decode_merged, examples, config)
 
 
 def length_groups(outputs: WindowOutputs, n_examples: int, slots: int | None = None) -> list[np.ndarray]:

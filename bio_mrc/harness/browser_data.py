@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..decoding.postprocess import merge_tag_log_probs, word_tag_probabilities
+from ..decoding.postprocess import GroupedTags, grouped_word_tag_probabilities, merge_tag_log_probs
 from ..decoding.window_outputs import WindowOutputs
 from ..io import atomic_write_bytes
 from ..types import Example, Prediction
@@ -69,7 +69,8 @@ def model_browser_data(
     spans = np.stack([best_span_offsets(predictions[d]) for d in decodings]) if decodings else np.zeros((0, len(examples), 2))
     data = ModelBrowserData([ex.id for ex in examples], decodings, spans.astype(np.int64))
     if outputs.bio_logits is not None:
-        counts, offsets, probabilities = word_tag_probabilities(merge_tag_log_probs(outputs, len(examples)))
+        grouped = GroupedTags.of(outputs, len(examples), merge_tag_log_probs)  # no question padded to the longest
+        counts, offsets, probabilities = grouped_word_tag_probabilities(grouped)
         data.word_counts, data.word_offsets, data.tag_bytes = counts.astype(np.int64), offsets.astype(np.int64), quantise(probabilities)
     return data
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .. import registry
-from ..decoding.postprocess import DecodeConfig
-from ..decoding.window_outputs import MergedTokens, WindowOutputs
+from ..decoding.postprocess import DecodeConfig, GroupedTags, decode_tag_groups, merged_tag_groups
+from ..decoding.window_outputs import WindowOutputs
 from ..inference.answers import apply_no_answer_threshold, decode_answers, multi_span_answers, span_count_threshold, threshold_key
 from ..inference.calibrators import calibrated_probability, raw_confidence
 from ..metrics.calibration_error import expected_calibration_error, reliability_bins
@@ -49,30 +49,29 @@ def decode_cell(
     config = split.kind.decode_config(config)
     min_probability = span_count_threshold(decoding, config.min_span_probability, span_count_rules)
     rule = min_probability if config.multi_span else None
-    entry = registry.decoding(decoding)
     started = time.perf_counter()
-    merged = entry.merged_tags(outputs, len(split.examples))
+    merged = merged_tag_groups(decoding, outputs, len(split.examples))
     if merged is None:  # a decoding without a tag sequence
         thresholds = {} if threshold is None else {threshold_key(decoding): threshold}
         predictions = decode_answers(outputs, split.examples, decoding, config, thresholds, multi_span=config.multi_span,
                                      min_span_probability=min_probability)
         return DecodedCell(predictions, time.perf_counter() - started, min_span_probability=rule)
-    predictions = entry.decode_merged(merged, split.examples, config)
+    predictions = decode_tag_groups(decoding, merged, split.examples, config)
     if config.multi_span:
         predictions = multi_span_answers(predictions, decoding, min_probability)
     predictions = apply_no_answer_threshold(predictions, threshold)
     seconds = time.perf_counter() - started
     tagged = predictions if config.multi_span else apply_no_answer_threshold(
-        entry.decode_merged(merged, split.examples, replace(config, multi_span=True)), threshold
+        decode_tag_groups(decoding, merged, split.examples, replace(config, multi_span=True)), threshold
     )
     gold, predicted = tag_sequences(merged, split.examples, tagged)
     return DecodedCell(predictions, seconds, gold, predicted, rule)
 
 
-def tag_sequences(merged: MergedTokens, examples: Sequence[Example], predictions: Sequence[Prediction]) -> tuple[list[list[str]], list[list[str]]]:
+def tag_sequences(grouped: GroupedTags, examples: Sequence[Example], predictions: Sequence[Prediction]) -> tuple[list[list[str]], list[list[str]]]:
     """Gold (first annotator) and predicted (every predicted span) tags over each example's tagged tokens."""
     gold, pred = [], []
-    for row, (example, prediction) in enumerate(zip(examples, predictions)):
+    for (merged, row), example, prediction in zip(grouped.rows(), examples, predictions):
         n_tokens = int(merged.mask[row].sum())
         offsets, mask = merged.offsets[row, :n_tokens], merged.mask[row, :n_tokens]
         gold.append(TAG_LETTERS[spans_to_tags(offsets, mask, example.answers[0] if example.answers else ())].tolist())

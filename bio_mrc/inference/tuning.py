@@ -13,8 +13,8 @@ import numpy as np
 
 from .. import registry
 from ..data.squad import gold_texts
-from ..decoding.postprocess import DecodeConfig, decode
-from ..decoding.window_outputs import MergedTokens, WindowOutputs
+from ..decoding.postprocess import DecodeConfig, GroupedTags, decode, decode_tag_groups, merged_tag_groups, question_outputs
+from ..decoding.window_outputs import WindowOutputs
 from ..errors import DataFormatError
 from ..io import atomic_write_text
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
@@ -70,11 +70,11 @@ def tune_no_answer_threshold(predictions: Sequence[Prediction], gold: Mapping[st
     return best_no_answer_threshold(*_answer_and_abstain_f1(predictions, gold))
 
 
-def _answerable_rows(merged: MergedTokens, examples: Sequence[Example]) -> tuple[MergedTokens, list[Example]]:
-    rows = [i for i, ex in enumerate(examples) if ex.answers]
-    if not rows:
+def _answerable_questions(outputs: WindowOutputs, examples: Sequence[Example]) -> tuple[WindowOutputs, list[Example]]:
+    rows = np.array([i for i, ex in enumerate(examples) if ex.answers], dtype=np.int64)
+    if not len(rows):
         raise ValueError("tuning the BIO length prior needs answerable questions")
-    return MergedTokens(merged.values[rows], merged.offsets[rows], merged.mask[rows]), [examples[i] for i in rows]
+    return question_outputs(outputs, rows), [examples[i] for i in rows.tolist()]
 
 
 def task_statistic(
@@ -114,18 +114,20 @@ def tune_bio_length_prior(
     A per-token tagger is unsure of inner tokens, so the most probable single
     span is biased short; β (added to every inside gain) is the one number that
     corrects it, chosen like a no-answer threshold. Ties go to the smaller β.
-    Windows are merged once and every β decodes the merged arrays. ``task`` (None: SQuAD v1.1) says how:
+    Windows are merged once, questions of like length together (:class:`~bio_mrc.decoding.postprocess.GroupedTags`),
+    and every β decodes the merged arrays. ``task`` (None: SQuAD v1.1) says how:
     a single-span task scores the single best span (official F1), a multi-span one the BIO decoding's multi-span
     answers (MultiSpanQA: exact-match F1 over span sets), where β also decides how many spans survive.
     ``data_sets``: see :func:`task_statistic`.
     """
     task = task or registry.squad_task("1.1")
     tagged = registry.tag_decoding()
-    merged, chosen = _answerable_rows(tagged.merged_tags(outputs, len(examples)), examples)
+    answerable, chosen = _answerable_questions(outputs, examples)
+    merged = GroupedTags.of(answerable, len(chosen), tagged.merged_tags)
     statistic = np.zeros(len(grid))
     for k, prior in enumerate(grid):
         options = task.decode_config(replace(config, bio_length_prior=float(prior)))
-        statistic[k] = task_statistic(task, chosen, tagged.decode_merged(merged, chosen, options), data_sets)
+        statistic[k] = task_statistic(task, chosen, merged.decode(tagged.decode_merged, chosen, options), data_sets)
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
 
 
@@ -133,10 +135,9 @@ def all_multi_span_candidates(outputs: WindowOutputs, examples: Sequence[Example
     """``decoding``'s multi-span candidates, each span with its probability or (n-best) its score: a threshold's
     answers are :func:`multi_span_answers` of these. The rule is applied to them once, as decoding applies it:
     n-best shares computed again from shares would flatten them."""
-    entry = registry.decoding(decoding)
-    merged = entry.merged_tags(outputs, len(examples))
+    merged = merged_tag_groups(decoding, outputs, len(examples))
     if merged is not None:  # the spans of its tag sequence
-        return entry.decode_merged(merged, examples, replace(config, multi_span=True, require_answer=True))
+        return decode_tag_groups(decoding, merged, examples, replace(config, multi_span=True, require_answer=True))
     return decode(outputs, examples, decoding, replace(config, multi_span=True))
 
 
