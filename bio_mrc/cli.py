@@ -11,6 +11,8 @@ import argparse
 import contextlib
 import functools
 import json
+import math
+import numbers
 import os
 import signal
 import sys
@@ -91,7 +93,7 @@ def _load_task_data(args: argparse.Namespace, path: str, limit: int | None, task
     if task is None or task.load is None:
         data = _load_squad(args, path, limit, data_format=task.layout if task else None, needs_gold=needs_gold)
         if task is not None:
-            _check_read_as_named(task, data.format, path)
+            _check_read_as_named(task, data.format, path, args)
             data.examples, data.format = task.task_examples(data.examples), task.format_of_read(data.format)
         return data
     examples = registry.resolve(task.load)(Path(path))[:limit]
@@ -100,12 +102,15 @@ def _load_task_data(args: argparse.Namespace, path: str, limit: int | None, task
     return SquadFile(examples, "2.0" if any(not ex.is_answerable for ex in examples) else "1.1", str(path), task.format)
 
 
-def _check_read_as_named(task, read_format: str, path: str) -> None:
-    """``--format`` named a task whose data keep their format, yet the file is in another task's own layout
-    (``--format squad`` on MultiSpanQA JSON): refused, as the other way round is, not scored as that other task."""
+def _check_read_as_named(task, read_format: str, path: str, args: argparse.Namespace) -> None:
+    """``--format`` (else ``--metric``) named a task whose data keep their format, yet the file is in another task's
+    own layout (``--format squad`` on MultiSpanQA JSON): refused, as the other way round is, not scored as that other
+    task. The error names the option the command line gave."""
     if task.examples_as is None and read_format != task.format and read_format in registry.data_formats():
-        raise ConfigError(f"--format {task.format}: {path} is in {read_format}'s layout, which is scored as {read_format}; "
-                          f"drop --format or give --format {read_format}")
+        option, given, own = (("--format", args.format, read_format) if args.format else
+                              ("--metric", args.metric, registry.task_for(read_format, False).scorer))
+        raise ConfigError(f"{option} {given}: {path} is in {read_format}'s layout, which is scored as {read_format}; "
+                          f"drop {option} or give {option} {own}")
 
 
 def _format_task(args: argparse.Namespace):
@@ -329,7 +334,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(f"calibrators: none fitted; kept as saved ({', '.join(before.calibration or {}) or 'none'})", file=sys.stderr)
     print(f"saved in {target / 'config.json'}" + (" (in place)" if target == Path(args.model) else f" (a tuned copy of {args.model})"),
           file=sys.stderr)
-    print(json.dumps(tuned.report, indent=2))
+    print(json.dumps(json_numbers(tuned.report), indent=2))
     return 0
 
 
@@ -379,6 +384,19 @@ def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:
                           f"{args.min_calibration_questions}); --no-calibration tunes the rest, "
                           f"--min-calibration-questions {questions} fits one anyway")
     return True
+
+
+def json_numbers(value):
+    """``value`` with each non-finite number as the string JSON readers take for it (``"-Infinity"``: a no-answer
+    threshold that always abstains), as ``serve`` writes them: JSON has no such numbers, and ``jq`` or another
+    language's reader refuses Python's bare ``-Infinity``."""
+    if isinstance(value, dict):
+        return {key: json_numbers(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_numbers(item) for item in value]
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
 
 
 def _plot_threshold_curves(tuned, plot_dir: Path) -> None:

@@ -111,6 +111,21 @@ def test_format_squad_on_multispanqa_data_is_refused_not_ignored(capsys, tmp_pat
     assert metrics["exact_match"] == 100.0
 
 
+
+def test_metric_squad_on_multispanqa_data_names_the_metric_option(capsys, tmp_path):
+    """--metric squad on MultiSpanQA JSON (no --format given) was refused naming --format squad and telling to drop
+    --format, an option the command line never had."""
+    record = {"id": "m0", "question": ["who", "sang", "?"], "context": ["Dave", "and", "Barbara", "sang", "."],
+              "label": ["B", "O", "B", "O", "O"]}
+    (tmp_path / "ms.json").write_text(json.dumps({"data": [record]}))
+    (tmp_path / "preds.json").write_text(json.dumps({"m0": ["Dave", "Barbara"]}))
+    assert main(["evaluate", "--data", str(tmp_path / "ms.json"), "--predictions", str(tmp_path / "preds.json"),
+                 "--metric", "squad"]) == 2
+    captured = capsys.readouterr()
+    assert not captured.out and captured.err.splitlines()[-1] == (
+        f"error: --metric squad: {tmp_path / 'ms.json'} is in multispanqa's layout, which is scored as multispanqa; "
+        "drop --metric or give --metric multispan")
+
 def _answers_all(tmp_path):
     path = tmp_path / "all.json"
     path.write_text(json.dumps({ex.id: ex.answer_texts()[0][0] for ex in load_squad(SAMPLE_V1).examples}))

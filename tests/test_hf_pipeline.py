@@ -170,6 +170,18 @@ def test_bad_calls_are_refused_before_the_forward_pass(qa):
         qa(question="Who?", context="Newton.", topk=2)
 
 
+
+def test_bad_options_are_the_packages_own_errors(qa):
+    """Every error a user's input can cause is a BioMrcError (ConfigError is still a ValueError); these options
+    of the pipeline raised a bare ValueError."""
+    from bio_mrc.errors import ConfigError
+
+    bad = [dict(top_k=2, multi_span=True), dict(top_k=0), dict(max_answer_len=2.5), dict(multi_span="no"),
+           dict(doc_stride=64), dict(context=["Newton.", "Leibniz."], multi_span=True)]
+    for options in bad:
+        with pytest.raises(ConfigError):
+            qa(**{"question": "Who?", "context": "Newton.", **options})
+
 def test_a_model_that_answers_no_questions_is_refused(tiny_encoder_dir, tiny_tokenizer):
     from transformers import BertModel
 

@@ -207,6 +207,21 @@ def test_resume_refuses_a_multi_span_stream_for_a_run_without_multi_span(tmp_pat
         resume_point(stream, ["joint"], 1, multi_span=False)
 
 
+
+def test_resume_with_multi_span_names_a_stream_written_without_it(tmp_path):
+    from bio_mrc.inference.files import answer_record
+    from bio_mrc.inference.streaming import resume_point
+    from bio_mrc.errors import DataFormatError
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    prediction = Prediction("q1", [AnswerSpan("Alpha", 0, 5, 0.9)], -1.0)
+    stream = tmp_path / "preds.answers.jsonl"
+    stream.write_text(json.dumps(answer_record(prediction, "joint")) + "\n", encoding="utf-8")
+    assert resume_point(stream, ["joint"], 1) == ["q1"]
+    # the line is predict's own, written without --multi-span: the options differ, the line is not broken
+    with pytest.raises(DataFormatError, match="line 1 was written without --multi-span .*resume with the same options"):
+        resume_point(stream, ["joint"], 1, multi_span=True)
+
 def test_each_decodings_nbest_file_survives_an_output_without_suffix(tmp_path):
     from bio_mrc.inference.files import answer_record, write_files_from_stream
     from bio_mrc.types import AnswerSpan, Prediction

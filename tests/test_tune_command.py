@@ -73,3 +73,20 @@ def test_plot_dir_on_questions_that_all_have_an_answer_says_nothing_is_plotted(t
                  "--plot-dir", str(plots), "--no-calibration"]) == 0
     assert f"note: nothing plotted in {plots}: the curves are of no-answer thresholds" in capsys.readouterr().err
     assert not plots.exists() or not any(plots.iterdir())
+
+
+def test_an_always_abstaining_threshold_is_valid_json_on_stdout(trained_dir, tmp_path, capsys):  # noqa: F811
+    data = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            for question in paragraph["qas"]:
+                question.update(answers=[], is_impossible=True)
+    unanswerable = tmp_path / "unanswerable.json"
+    unanswerable.write_text(json.dumps({"version": "v2.0", "data": data["data"]}), encoding="utf-8")
+    assert main(["tune", "--model", str(trained_dir), "--data", str(unanswerable), "--no-calibration",
+                 "--output-dir", str(tmp_path / "tuned"), "--decoding", "span"]) == 0
+    # every question unanswerable: abstaining on all of them (a threshold of -inf) scores F1 100
+    def refuse(constant):
+        raise ValueError(f"{constant} is no JSON number")
+    report = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert report["span"] == {"threshold": "-Infinity", "best_f1": 100.0, "questions": 8}

@@ -48,7 +48,7 @@ from transformers.pipelines import PIPELINE_REGISTRY
 from .. import registry
 from ..decoding.window_outputs import log_softmax
 from ..encoders import right_sided
-from ..errors import DataFormatError, ModelFormatError
+from ..errors import ConfigError, DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import check_tokenizer
 from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_model
@@ -101,16 +101,16 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         """Every option is a decoding option: all go to ``postprocess``; the old window options are refused."""
         windows = [name for name in WINDOW_OPTIONS if name in unknown]
         if windows:
-            raise ValueError(f"{windows}: a bio_mrc model reads the windows it was trained with, from its config.json")
+            raise ConfigError(f"{windows}: a bio_mrc model reads the windows it was trained with, from its config.json")
         if unknown:
             raise TypeError(f"unknown {TASK} options: {sorted(unknown)}")
         for name, value in (("top_k", top_k), ("max_answer_len", max_answer_len)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         flags = {"align_to_words": align_to_words, "multi_span": multi_span, "handle_impossible_answer": handle_impossible_answer}
         for name, value in flags.items():
             if value is not None and not isinstance(value, bool):
-                raise ValueError(f"{name} must be true or false, got {value!r}")
+                raise ConfigError(f"{name} must be true or false, got {value!r}")
         if decoding is not None:
             registry.resolve_decoding(self.extractor.trained.decodings, decoding)  # one the heads can do
         options = dict(top_k=top_k, handle_impossible_answer=handle_impossible_answer, max_answer_len=max_answer_len,
@@ -133,10 +133,10 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             return []
         options = {**self._postprocess_params, **self._sanitize_parameters(**kwargs)[2]}  # checked before the forward pass
         if options.get("multi_span") and options.get("top_k", 1) > 1:
-            raise ValueError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
+            raise ConfigError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
         documents = asks_over_documents(question, context)
         if documents and options.get("multi_span"):
-            raise ValueError("several documents are answered with single spans ranked across them (top_k); "
+            raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
         batch_size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or INFERENCE_BATCH_SIZE
         return super().__call__(_Questions(examples, single, batch_size, documents), **kwargs)

@@ -135,6 +135,9 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
             if not isinstance(record, dict):
                 break
             line = len(ids) * len(decodings) + len(group) + 1
+            if multi_span and "answers" not in record and not answer_record_problem(record, False):
+                raise DataFormatError(f"line {line} was written without --multi-span (it lists no span texts), this run "
+                                      "has it; resume with the same options", source=str(stream))
             if problem := answer_record_problem(record, multi_span):
                 raise DataFormatError(f"line {line} {problem}: it is no answers line bio-mrc predict wrote; start again "
                                       "without --resume", source=str(stream))
