@@ -119,19 +119,17 @@ def test_prior_initialises_the_bias():
     assert torch.softmax(head(torch.zeros(1, 1, 4)), -1)[0, 0].tolist() == pytest.approx([0.01, 0.02, 0.97], rel=1e-5)
 
 
-def test_prior_under_class_weights_starts_the_output_at_the_prior():
-    # Weights (10, 10, 1) and prior (0.01, 0.02, 0.97): the head outputs W h + b - log w, so with b = log prior + log w
-    # its probabilities start at the prior, and the weighted loss's q = softmax(W h + b) at its minimiser
-    # q ∝ w·prior = (0.1, 0.2, 0.97) / 1.27, where the expected gradient over tags drawn from the prior is 0.
+def test_the_bias_starts_at_log_prior_with_or_without_class_weights():
+    # Weights (10, 10, 1) and prior (0.01, 0.02, 0.97): the weighted loss's own q = softmax(W h + b) starts at the
+    # prior, and the output W h + b - log w at prior / w normalised = (0.001, 0.002, 0.97) / 0.973.
     prior, weights = (0.01, 0.02, 0.97), (10.0, 10.0, 1.0)
-    head = BIOHead(4, reduction="sum", prior=prior, class_weights=weights)
     zeros = torch.zeros(1, 1, 4)
-    assert torch.softmax(head(zeros), -1)[0, 0].tolist() == pytest.approx(list(prior), rel=1e-5)
-    assert torch.softmax(head.classifier(zeros), -1)[0, 0].tolist() == pytest.approx([0.1 / 1.27, 0.2 / 1.27, 0.97 / 1.27], rel=1e-5)
-    logits = head(zeros).detach().requires_grad_()
-    head.loss(logits, torch.tensor([[prior]]), torch.ones(1, 1)).backward()
-    assert logits.grad.abs().max().item() < 1e-6
-    assert torch.softmax(BIOHead(4, class_weights=weights)(zeros), -1)[0, 0].tolist() == pytest.approx([1 / 3] * 3, rel=1e-5)
+    head = BIOHead(4, reduction="sum", prior=prior, class_weights=weights)
+    assert torch.softmax(head.classifier(zeros), -1)[0, 0].tolist() == pytest.approx(list(prior), rel=1e-5)
+    assert torch.softmax(head(zeros), -1)[0, 0].tolist() == pytest.approx([0.001 / 0.973, 0.002 / 0.973, 0.97 / 0.973], rel=1e-5)
+    assert torch.softmax(BIOHead(4, prior=prior)(zeros), -1)[0, 0].tolist() == pytest.approx(list(prior), rel=1e-5)
+    # no prior: a zero bias, so the weighted loss starts uniform and the output at 1 / w normalised
+    assert torch.softmax(BIOHead(4, class_weights=weights)(zeros), -1)[0, 0].tolist() == pytest.approx([0.1 / 1.2, 0.1 / 1.2, 1 / 1.2], rel=1e-5)
 
 
 def test_losses_of_double_logits_are_exact_and_pass_gradcheck():

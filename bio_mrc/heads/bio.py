@@ -36,10 +36,14 @@ class BIOHead(Head):
     prior-corrected logits ``W h_i + b - log w`` (``p_i`` again, calibrated as far
     as the plain loss would be) and every decoder reads them unchanged.
 
-    ``prior`` initialises the bias to ``log prior`` (``log prior + log w`` under
-    ``class_weights``) so the head's output starts at the tag frequencies (most
-    tokens are O) instead of a uniform guess, whose large early O-token gradients
-    would otherwise reshape the encoder first.
+    ``prior`` initialises the bias to ``log prior`` so training starts from the
+    tag frequencies (most tokens are O) instead of a uniform guess, whose large
+    early O-token gradients would otherwise reshape the encoder first. Under
+    ``class_weights`` that is the weighted loss's own distribution ``softmax(W h + b)``;
+    the output ``W h + b - log w`` starts below the prior on the weighted tags, and
+    the weighted loss's gradient lifts them first (a bias of ``log prior + log w``,
+    the output at the prior, trained BIO-only models 1.5 and 7.9 F1 worse on two
+    seeds: benchmarks/RESULTS.md).
     """
 
     reductions = BIO_LOSS_REDUCTIONS
@@ -67,16 +71,13 @@ class BIOHead(Head):
         self.reset_bias()
 
     def reset_bias(self) -> None:
-        """Bias = log prior (zero, i.e. uniform, without a prior), plus ``log w`` under ``class_weights``: the head's
-        output ``W h + b - log w`` starts at the prior, and the weighted loss's own ``q`` at its minimiser ``∝ w·prior``."""
+        """Bias = log prior (zero, i.e. uniform, without a prior), with or without ``class_weights``."""
         with torch.no_grad():
-            bias = torch.zeros(3)
-            if self.prior is not None:
+            if self.prior is None:
+                self.classifier.bias.zero_()
+            else:
                 prior = torch.tensor(self.prior, dtype=torch.float32)
-                bias = torch.log(prior / prior.sum())
-            if self.class_weights is not None:
-                bias = bias + torch.tensor(self.class_weights, dtype=torch.float32).log()
-            self.classifier.bias.copy_(bias)
+                self.classifier.bias.copy_(torch.log(prior / prior.sum()))
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(batch, seq, hidden) -> (batch, seq, 3) B/I/O logits, prior-corrected under ``class_weights``."""
