@@ -177,6 +177,7 @@ def test_tune_command_saves_thresholds_that_predict_applies(v2_file, tiny_encode
     assert main(["tune", "--model", str(model), "--data", str(v2_file), "--plot-dir", str(tmp_path),
                  "--min-calibration-questions", "2"]) == 0
     tuned = json.loads(capsys.readouterr().out)["span"]
+    tuned["threshold"] = float(tuned["threshold"])  # strict JSON on stdout: always abstaining is "-Infinity"
     assert (tmp_path / "threshold_span.png").stat().st_size > 0
     assert TrainedModel.load(model).thresholds == {"span": tuned["threshold"]}
     calibrator = TrainedModel.load(model).calibrators["span"]  # fitted on the same held-out questions, at the same threshold
