@@ -17,13 +17,10 @@ from transformers.utils import ModelOutput
 from . import model_defaults, registry
 from .encoders import as_data
 from .errors import ModelFormatError
-from .model_folder import MAX_WEIGHT_MAGNITUDE, check_model_folder
+from .model_folder import MAX_WEIGHT_MAGNITUDE, RUN_FILE, check_model_folder  # noqa: F401 (RUN_FILE imported from here too)
 
 # The layout of a saved model folder; a folder saved by a newer layout is refused, not misread.
 MODEL_FORMAT = 1
-# Written last into a model folder by training (provenance: options, data, time); its presence
-# marks a complete model.
-RUN_FILE = "bio_mrc_run.json"
 WINDOW_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
 # Where encoder configs keep their dropout rates, by the names transformers' model families use
 # (BERT, RoBERTa, ELECTRA, MiniLM: *_prob; DistilBERT: attention_dropout and dropout; ModernBERT: its embedding

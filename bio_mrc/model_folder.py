@@ -53,12 +53,15 @@ PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 SAFETENSORS_FILE, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
 ONNX_FILE = "model.onnx"
 EXPORT_FILE = "bio_mrc_export.json"  # an ONNX export's format marker, written last: an export without it is unfinished
+# Written last into a model folder by training (provenance: options, data, time); its presence marks a complete model.
+RUN_FILE = "bio_mrc_run.json"
+TRAINING_LOG_FILE = "training_log.json"  # Trainer's log history: loss, learning rate and evaluations by step
 # The names of a saved model's files, as train, export, convert and transformers' save_pretrained write them: weights in
 # every layout, an ONNX graph, the tokenizer, bio_mrc's records (run, evaluations, training log). A model replacing
 # another removes those of them it does not write itself (replaced_model_files), and no other file.
 MODEL_FILE_NAMES = (SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-?????-of-?????.safetensors", *PICKLED_WEIGHTS,
-                    "pytorch_model-?????-of-?????.bin", ONNX_FILE, f"{ONNX_FILE}.data", EXPORT_FILE, "bio_mrc_run.json",
-                    EVAL_FILE, "training_log.json", "training_args.bin", TOKENIZER_FILE, *TOKENIZER_JSON_FILES,
+                    "pytorch_model-?????-of-?????.bin", ONNX_FILE, f"{ONNX_FILE}.data", EXPORT_FILE, RUN_FILE,
+                    EVAL_FILE, TRAINING_LOG_FILE, "training_args.bin", TOKENIZER_FILE, *TOKENIZER_JSON_FILES,
                     "vocab.txt", "vocab.json", "merges.txt")
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
                "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}

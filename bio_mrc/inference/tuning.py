@@ -235,7 +235,7 @@ def tune_settings(
                                             "questions": sum(1 for ex in examples if ex.answers)}
     for step in task.tuning_steps if task is not None else ():  # the task's own settings (multi-span: span-count rules)
         registry.resolve(step)(tuned, outputs, examples, decodings, task, data_sets)
-    if tune_thresholds and not any(not ex.answers for ex in examples):
+    if tune_thresholds and all(ex.answers for ex in examples):
         tuned.report["no_answer_thresholds"] = NO_UNANSWERABLE  # nothing to abstain on: abstaining would only break ties
     elif tune_thresholds:
         gold = gold_texts(examples)

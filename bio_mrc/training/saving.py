@@ -13,11 +13,10 @@ from ..errors import ConfigError, DataFormatError
 from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_folder_target, remove_file, remove_tree
 from ..model import RUN_FILE, BioMrcConfig
 from ..model_card import clear_model_card, write_model_card
-from ..model_folder import remove_replaced_model_files
+from ..model_folder import TRAINING_LOG_FILE, remove_replaced_model_files
 from .checkpoints import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
 
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
-TRAINING_LOG_FILE = "training_log.json"  # Trainer's log history: loss, learning rate and evaluations by step
 LOG_DIR = "logs"  # under the output folder: trackers' files (TensorBoard's event files), kept with the model
 
 
