@@ -98,12 +98,7 @@ def test_na_probs_for_multispanqa_are_refused_not_read_and_ignored(capsys, tmp_p
 def test_format_squad_on_multispanqa_data_is_refused_not_ignored(capsys, tmp_path):
     """--format multispanqa on SQuAD JSON is refused; --format squad on MultiSpanQA JSON was silently ignored, the
     questions scored with MultiSpanQA's metrics all the same. Now refused both ways, in one line."""
-    record = {"id": "m0", "question": ["who", "sang", "?"], "context": ["Dave", "and", "Barbara", "sang", "."],
-              "label": ["B", "O", "B", "O", "O"]}
-    (tmp_path / "ms.json").write_text(json.dumps({"data": [record]}))
-    (tmp_path / "preds.json").write_text(json.dumps({"m0": ["Dave", "Barbara"]}))
-    assert main(["evaluate", "--data", str(tmp_path / "ms.json"), "--predictions", str(tmp_path / "preds.json"),
-                 "--format", "squad"]) == 2
+    assert main(_evaluate_one_multispanqa_question(tmp_path, "--format", "squad")) == 2
     captured = capsys.readouterr()
     assert not captured.out and captured.err.splitlines()[-1].startswith(
         f"error: --format squad: {tmp_path / 'ms.json'} is in multispanqa's layout")
@@ -111,20 +106,24 @@ def test_format_squad_on_multispanqa_data_is_refused_not_ignored(capsys, tmp_pat
     assert metrics["exact_match"] == 100.0
 
 
-
-def test_metric_squad_on_multispanqa_data_names_the_metric_option(capsys, tmp_path):
-    """--metric squad on MultiSpanQA JSON (no --format given) was refused naming --format squad and telling to drop
-    --format, an option the command line never had."""
+def _evaluate_one_multispanqa_question(tmp_path, *options):
+    """``evaluate``'s arguments for one MultiSpanQA question (its own layout) and its right answer, with ``options``."""
     record = {"id": "m0", "question": ["who", "sang", "?"], "context": ["Dave", "and", "Barbara", "sang", "."],
               "label": ["B", "O", "B", "O", "O"]}
     (tmp_path / "ms.json").write_text(json.dumps({"data": [record]}))
     (tmp_path / "preds.json").write_text(json.dumps({"m0": ["Dave", "Barbara"]}))
-    assert main(["evaluate", "--data", str(tmp_path / "ms.json"), "--predictions", str(tmp_path / "preds.json"),
-                 "--metric", "squad"]) == 2
+    return ["evaluate", "--data", str(tmp_path / "ms.json"), "--predictions", str(tmp_path / "preds.json"), *options]
+
+
+def test_metric_squad_on_multispanqa_data_names_the_metric_option(capsys, tmp_path):
+    """--metric squad on MultiSpanQA JSON (no --format given) was refused naming --format squad and telling to drop
+    --format, an option the command line never had."""
+    assert main(_evaluate_one_multispanqa_question(tmp_path, "--metric", "squad")) == 2
     captured = capsys.readouterr()
     assert not captured.out and captured.err.splitlines()[-1] == (
         f"error: --metric squad: {tmp_path / 'ms.json'} is in multispanqa's layout, which is scored as multispanqa; "
         "drop --metric or give --metric multispan")
+
 
 def _answers_all(tmp_path):
     path = tmp_path / "all.json"
