@@ -79,6 +79,12 @@ class BioMrcConfig(PreTrainedConfig):
     def head_names(self) -> list[str]:
         return registry.head_names(self.heads)
 
+    @property
+    def keys_to_ignore_at_inference(self) -> list[str]:
+        """What ``Trainer`` leaves out of its predictions: each head's loss, so that they are the heads' logits alone
+        (``start_logits``, ``end_logits``, ``bio_logits``), not a scalar per batch in front of them."""
+        return [f"{name}_loss" for name in registry.HEADS]
+
 
 @dataclass(init=False)
 class BioMrcOutput(ModelOutput):
@@ -155,6 +161,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         for name, entry in registry.HEADS.items():  # each under its registered attribute: the weights' names
             setattr(self, entry.attribute, registry.resolve(entry.build)(config, hidden) if name in names else None)
         self.post_init()
+        BioMrcForQuestionAnswering.forward.__signature__ = forward_signature()  # a head registered since import too
         for head in self.heads.values():
             head.reset_bias()  # post_init zeroed it; loaded checkpoints overwrite it anyway
 
@@ -179,6 +186,9 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
             module.weight.data.normal_(0.0, std)
             if module.bias is not None:
                 module.bias.data.zero_()
+            for head in self.heads.values():  # a head's layer the checkpoint lacks (from_pretrained(..., heads=...)):
+                if any(layer is module for layer in head.modules()):  # the head starts at its bias, as a fresh one does
+                    head.reset_bias()
         elif hasattr(self.encoder, "_init_weights") and module is not self:
             self.encoder._init_weights(module)
 
@@ -231,6 +241,14 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         present = ((name, getattr(self, entry.attribute, None)) for name, entry in registry.HEADS.items())
         return {name: head for name, head in present if head is not None}
 
+    def resize_token_embeddings(self, *args: Any, **kwargs: Any) -> torch.nn.Embedding:
+        """transformers' resize, with the new size written where the model is rebuilt from: ``config.encoder``'s
+        ``vocab_size`` (transformers writes it at the top of the config, which builds no encoder), so the saved
+        folder loads back."""
+        embeddings = super().resize_token_embeddings(*args, **kwargs)
+        self.config.encoder.vocab_size = self.get_input_embeddings().weight.shape[0]
+        return embeddings
+
     def head_parameters(self) -> list[torch.nn.Parameter]:
         """Parameters of the heads (not the encoder), e.g. for their own learning rate."""
         return [p for head in self.heads.values() for p in head.parameters()]
@@ -253,7 +271,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         ``bio_targets``, ...); any other keyword is a TypeError, so a misspelled label (``bio_target=``) is
         refused, not a loss silently left out, and so is a head given part of its labels (and Trainer passes no ``num_items_in_batch``:
         ``accepts_loss_kwargs``). As in transformers, ``output_attentions``/``output_hidden_states`` go to the
-        encoder and ``return_dict=False`` returns ``BioMrcOutput.to_tuple()`` (what is set).
+        encoder, unset they are the model config's, and ``return_dict=False`` returns ``BioMrcOutput.to_tuple()`` (what is set).
         """
         if unknown := sorted(set(labels) - set(registry.head_labels())):
             raise TypeError(f"forward() got unexpected keyword arguments {unknown}; "
@@ -261,8 +279,10 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         encoder_inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None and self.takes_token_types:
             encoder_inputs["token_type_ids"] = token_type_ids
-        encoded = self.encoder(
-            **encoder_inputs, output_attentions=output_attentions, output_hidden_states=output_hidden_states, return_dict=True
+        encoded = self.encoder(  # unset: the model's config (from_pretrained(..., output_hidden_states=True)), else the encoder's
+            **encoder_inputs, return_dict=True,
+            output_attentions=output_attentions if output_attentions is not None else self.config.output_attentions or None,
+            output_hidden_states=output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states or None,
         )
         head_logits, outputs = {}, {}
         for name, head in self.heads.items():  # span head first, then BIO: the dropout draws of every earlier run
@@ -297,6 +317,23 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
             entry.check_tag_mask(tagged)
             losses[name] = head.loss(head_logits[name], attention_mask=attention_mask, tag_mask=tagged, **targets)
         return losses
+
+
+# forward's own parameters, but **labels: each registered head's labels are named in its signature (forward_signature).
+_FORWARD_PARAMETERS = tuple(parameter for parameter in inspect.signature(BioMrcForQuestionAnswering.forward).parameters.values()
+                            if parameter.kind is not inspect.Parameter.VAR_KEYWORD)
+
+
+def forward_signature() -> inspect.Signature:
+    """``forward``'s signature as transformers' ``Trainer`` reads it: each registered head's label a keyword of its
+    own, so that it finds ``start_positions`` and ``end_positions`` (the labels it reads of a question-answering
+    model) and ``remove_unused_columns`` keeps every head's columns. ``**labels`` would read as one label named
+    ``labels``, which no batch holds: no evaluation loss, no label ids, and the heads' targets dropped."""
+    labels = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None) for name in registry.head_labels()]
+    return inspect.Signature([*_FORWARD_PARAMETERS, *labels])
+
+
+BioMrcForQuestionAnswering.forward.__signature__ = forward_signature()
 
 
 def set_encoder_dropout(encoder_config: PreTrainedConfig, attention: float | None = None, hidden: float | None = None) -> None:
@@ -365,5 +402,5 @@ def register_auto_classes() -> None:
 
 register_auto_classes()
 
-__all__ = ["BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "non_finite_weights", "register_auto_classes",
-           "set_encoder_dropout"]
+__all__ = ["BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "forward_signature", "non_finite_weights",
+           "register_auto_classes", "set_encoder_dropout"]

@@ -296,3 +296,19 @@ def test_span_loss_names_wrong_inputs(logits, start, mask, error, message):
 def test_heads_name_wrong_hidden_states(head, hidden, error, message):
     with pytest.raises(error, match=message):
         head(hidden)
+
+
+def test_negative_integer_tags_are_left_out_of_the_bio_loss():
+    """transformers' -100 on a tagged token: left out of the loss and of token_mean's count, as an untagged token is."""
+    # Logits (ln 2, 0, 0) give p = (1/2, 1/4, 1/4); tags B, -100, O on three tagged tokens: (ln 2 + ln 4) / 2 = 1.5 ln 2.
+    logits = bio_logits([LN2, 0.0, 0.0], [LN2, 0.0, 0.0], [LN2, 0.0, 0.0])
+    loss = BIOHead(4).loss(logits, torch.tensor([[TAG_B, -100, TAG_O]]), torch.ones(1, 3))
+    assert loss.item() == pytest.approx(1.5 * LN2, rel=1e-6)
+
+
+def test_a_row_of_zeros_is_left_out_of_token_means_count():
+    """A tagged token with no distribution (``--tag-mentions ignored``' other mentions) weighs nothing in the mean."""
+    # p = (1/2, 1/4, 1/4) everywhere; targets B, zeros, O: (ln 2 + ln 4) / 2 = 1.5 ln 2, not 3 ln 2 / 3.
+    logits = bio_logits([LN2, 0.0, 0.0], [LN2, 0.0, 0.0], [LN2, 0.0, 0.0])
+    targets = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]])
+    assert BIOHead(4).loss(logits, targets, torch.ones(1, 3)).item() == pytest.approx(1.5 * LN2, rel=1e-6)

@@ -238,3 +238,81 @@ def test_a_registered_heads_output_the_model_lacks_reads_none(tiny_encoder_dir):
     assert set(out.head_losses) == {"bio"} and set(out.logits) == {"bio_logits"}
     with pytest.raises(AttributeError):
         out.no_such_field  # noqa: B018
+
+
+def test_resized_token_embeddings_save_and_load_back(tiny_encoder_dir, tmp_path):
+    """The new vocabulary size is the encoder config's, which the saved folder's model is rebuilt from."""
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir))
+    rows = model.config.encoder.vocab_size + 7
+    model.resize_token_embeddings(rows)
+    assert model.config.encoder.vocab_size == rows
+    model.save_pretrained(tmp_path)
+    loaded = BioMrcForQuestionAnswering.from_pretrained(tmp_path)
+    assert loaded.get_input_embeddings().weight.shape[0] == rows
+    assert torch.equal(loaded.get_input_embeddings().weight, model.get_input_embeddings().weight)
+
+
+def _trainer_windows(heads: str) -> list[dict]:
+    """Three windows as the package's collator takes them, with the labels of ``heads``."""
+    rows = []
+    for length in (9, 11, 12):
+        paragraph = [0] * 4 + [1] * (length - 5) + [0]
+        row = {"input_ids": list(range(5, 5 + length)), "attention_mask": [1] * length, "tag_mask": paragraph}
+        if "span" in heads:
+            row |= {"start_positions": 5, "end_positions": 6}
+        if "bio" in heads:
+            row["bio_targets"] = [[1.0, 0.0, 0.0] if i == 5 else [0.0, 0.0, float(p)] for i, p in enumerate(paragraph)]
+        rows.append(row)
+    return rows
+
+
+def test_a_trainer_of_ones_own_finds_the_labels_and_predicts_the_heads_logits(tiny_encoder_dir, tmp_path):
+    """transformers' Trainer read ``**labels`` as one label named ``labels``: no evaluation loss, no label ids, the heads'
+    targets dropped from a dataset (``remove_unused_columns``), and each head's loss in front of the predicted logits."""
+    import datasets
+    from transformers import Trainer, TrainingArguments
+
+    from bio_mrc.features.collate import WindowCollator
+
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").eval()
+    windows = _trainer_windows("span+bio")
+    args = TrainingArguments(output_dir=str(tmp_path), report_to="none", per_device_eval_batch_size=2, use_cpu=True)
+    trainer = Trainer(model=model, args=args, data_collator=WindowCollator(pad_to_multiple_of=None))
+    assert trainer.label_names == ["start_positions", "end_positions"]
+    result = trainer.predict(datasets.Dataset.from_list(windows))  # remove_unused_columns keeps the targets
+    start, end, bio = result.predictions
+    assert start.shape == end.shape == (3, 12) and bio.shape == (3, 12, 3)
+    assert [labels.tolist() for labels in result.label_ids] == [[5, 5, 5], [6, 6, 6]]
+    batches = [WindowCollator(pad_to_multiple_of=None)(windows[:2]), WindowCollator(pad_to_multiple_of=None)(windows[2:])]
+    with torch.no_grad():
+        losses = [model(**batch).loss.item() for batch in batches]
+    assert result.metrics["test_loss"] == pytest.approx((2 * losses[0] + losses[1]) / 3, rel=1e-5)
+    with torch.no_grad():
+        expected_bio = model(**{k: v for k, v in batches[1].items() if k in ("input_ids", "attention_mask")}).bio_logits
+    assert torch.allclose(torch.from_numpy(bio[2]), expected_bio[0], atol=1e-5)
+
+
+def test_hidden_states_and_attentions_asked_by_the_models_config(tiny_encoder_dir, tmp_path):
+    """As every transformers model: ``from_pretrained(..., output_hidden_states=True)`` (the model's config) is read when
+    forward leaves them unset; they went to the top config, which the encoder never read."""
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir)).save_pretrained(tmp_path)
+    model = BioMrcForQuestionAnswering.from_pretrained(tmp_path, attn_implementation="eager", output_hidden_states=True,
+                                                       output_attentions=True).eval()
+    out = model(input_ids=batch()["input_ids"])
+    assert len(out.hidden_states) == 3 and len(out.attentions) == 2  # embeddings + 2 layers; 2 layers
+    out = model(input_ids=batch()["input_ids"], output_hidden_states=False, output_attentions=False)
+    assert out.hidden_states is None and out.attentions is None
+
+
+def test_a_head_from_pretrained_adds_starts_at_its_prior_and_loaded_heads_keep_their_bias(tiny_encoder_dir, tmp_path):
+    """``from_pretrained(span_only, heads="span+bio")`` (as ``train --init-from`` a span model with both heads) builds
+    the BIO head the checkpoint lacks at log prior, as a fresh model's; it started at a zero (uniform) bias."""
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span").save_pretrained(tmp_path / "span")
+    added = BioMrcForQuestionAnswering.from_pretrained(tmp_path / "span", heads="span+bio", bio_prior=[0.25, 0.25, 0.5])
+    assert torch.allclose(added.bio_head.classifier.bias, torch.log(torch.tensor([0.25, 0.25, 0.5])))
+    joint = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio", bio_prior=[0.25, 0.25, 0.5])
+    with torch.no_grad():
+        joint.bio_head.classifier.bias.copy_(torch.tensor([1.0, 2.0, 3.0]))
+    joint.save_pretrained(tmp_path / "joint")
+    loaded = BioMrcForQuestionAnswering.from_pretrained(tmp_path / "joint")
+    assert loaded.bio_head.classifier.bias.tolist() == [1.0, 2.0, 3.0]

@@ -95,7 +95,9 @@ class BIOHead(Head):
     ) -> torch.Tensor:
         """``logits``: what ``forward`` returned. ``bio_targets``: (batch, seq, 3) distributions,
         (batch, seq) integer tags, or (batch, seq, K) integer tags of K annotators (marginal
-        likelihood). ``tag_mask`` marks the tokens that carry a tag; ``attention_mask`` is
+        likelihood). ``tag_mask`` marks the tokens that carry a tag; a tagged token whose distribution is a row of
+        zeros or whose integer tag is negative (transformers' -100) carries none either: it is left out of the loss
+        and of ``token_mean``'s count. ``attention_mask`` is
         taken for the common ``Head`` call and not read, as ``tag_mask`` already leaves padding out."""
         self._check_loss_inputs(logits, bio_targets, tag_mask)
         scores = as_loss_precision(logits)
@@ -103,6 +105,10 @@ class BIOHead(Head):
             scores = scores + scores.new_tensor(self.class_weights).log()
         log_probs = torch.log_softmax(scores, dim=-1)
         mask = tag_mask.bool()
+        if bio_targets.dim() == 2:  # a negative tag (transformers' -100) is no tag: left out as an untagged token is
+            mask = mask & (bio_targets >= 0)
+        elif bio_targets.is_floating_point():  # so is a row of zeros (no distribution), from token_mean's count too
+            mask = mask & (bio_targets.sum(-1) > 0)
         if bio_targets.dim() == 3 and not bio_targets.is_floating_point():
             per_example = self._marginal_loss(log_probs, bio_targets.long(), mask)
         else:
