@@ -37,6 +37,7 @@ SIZE_LIMITS = {
     "n_layers": 96, "dim": 16384, "n_heads": 256, "hidden_dim": 65536,  # DistilBERT's names
 }
 WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")
+WINDOW_MINIMUMS = {"max_seq_length": 1, "doc_stride": 0, "max_query_length": 1}  # as TrainConfig bounds them
 ENCODER_RATES = ("attention_probs_dropout_prob", "hidden_dropout_prob", "attention_dropout", "dropout", "hidden_dropout",
                  "embedding_dropout", "mlp_dropout")
 DTYPES = (None, "float32", "float16", "bfloat16")
@@ -181,9 +182,10 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     except ValueError as err:
         raise fail(folder, "config.json", f"heads: {err}") from None
     windows = {name: config.get(name) for name in WINDOW_FIELDS}
-    for name, value in windows.items():
-        if value is not None and (not _is_int(value) or not 1 <= value <= SIZE_LIMITS["max_position_embeddings"]):
-            raise fail(folder, "config.json", f"{name} must be a positive integer, got {value!r}")
+    for name, value in windows.items():  # a doc_stride of 0 (windows without overlap) is one train makes
+        least, most = WINDOW_MINIMUMS[name], SIZE_LIMITS["max_position_embeddings"]
+        if value is not None and (not _is_int(value) or not least <= value <= most):
+            raise fail(folder, "config.json", f"{name} must be an integer in [{least}, {most:,}], got {value!r}")
     if config.get("tag_level", "word") not in TAG_LEVELS:
         raise fail(folder, "config.json", f"tag_level must be one of {TAG_LEVELS}, got {config.get('tag_level')!r}")
     if None not in windows.values() and windows["doc_stride"] >= windows["max_seq_length"] - windows["max_query_length"] - 3:

@@ -240,3 +240,23 @@ def test_building_windows_into_the_cache_prunes_older_ones(sample_v1, tiny_token
     monkeypatch.setenv(BUDGET_VARIABLE, "0")
     build_features(sample_v1.examples, tiny_tokenizer, SMALL, cache_dir=tmp_path)
     assert not stale.exists() and len(list(tmp_path.glob("windows-*.arrow"))) == 1
+
+
+@pytest.mark.parametrize("settings, match", [
+    (dict(max_query_length=0), "max_query_length must be an integer of at least 1, got 0"),  # the question dropped
+    (dict(max_query_length=-3), "max_query_length must be an integer of at least 1, got -3"),  # cut to its third-last token
+    (dict(doc_stride=-1), "doc_stride must be an integer of at least 0, got -1"),  # the tokenizer's OverflowError
+    (dict(max_seq_length=40.5), "max_seq_length must be an integer of at least 1, got 40.5"),
+])
+def test_window_settings_out_of_range_are_refused_when_the_config_is_made(settings, match):
+    with pytest.raises(ConfigError, match=match):
+        FeatureConfig(**{"max_seq_length": 40, "doc_stride": 8, "max_query_length": 12, **settings})
+
+
+def test_windows_without_overlap_are_made(tiny_tokenizer):
+    context = " ".join(["the normans were in normandy"] * 20)
+    features = build_features([Example("q", "where?", context, None)], tiny_tokenizer,
+                              FeatureConfig(max_seq_length=24, doc_stride=0, max_query_length=4), with_targets=False)
+    spans = [np.asarray(offsets)[np.asarray(mask, dtype=bool)] for offsets, mask in zip(features["offset_mapping"], features["paragraph_mask"])]
+    assert len(spans) > 2 and all(a[-1, 1] <= b[0, 0] for a, b in zip(spans, spans[1:]))  # each token in one window
+    assert spans[0][0, 0] == 0 and spans[-1][-1, 1] == len(context)

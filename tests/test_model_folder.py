@@ -144,6 +144,26 @@ def test_a_missing_or_broken_tokenizer_is_one_error_never_a_five_token_stand_in(
     refused(folder, match)
 
 
+def test_a_model_with_windows_that_do_not_overlap_loads_and_answers_past_its_first_window(saved_model, tmp_path):
+    """``train --doc-stride 0`` (its documented minimum) saves windows without overlap; every loader takes them."""
+    folder = edit_config(copy_of(saved_model, tmp_path), doc_stride=0)
+    context = " ".join(["the normans were in normandy"] * 40)  # some 200 tokens: several windows of 64
+    trained = TrainedModel.load(folder)
+    assert trained.features.doc_stride == 0 and len(trained.windows([_example(context)]).example_index) > 2
+    answer = AnswerExtractor(trained)("where were the normans?", context)
+    assert context[answer.spans[0].start:answer.spans[0].end] == answer.spans[0].text
+    for value, match in ((-1, r"doc_stride must be an integer in \[0, 131,072\], got -1"),
+                         (0.5, r"doc_stride must be an integer in \[0, 131,072\], got 0.5")):
+        refused(edit_config(copy_of(saved_model, tmp_path), doc_stride=value), match)
+    refused(edit_config(copy_of(saved_model, tmp_path), max_query_length=0), r"max_query_length must be an integer in \[1, 131,072\], got 0")
+
+
+def _example(context: str):
+    from bio_mrc.types import Example
+
+    return Example("q", "where were the normans?", context, None)
+
+
 def test_a_tokenizer_beyond_the_vocabulary_and_windows_beyond_the_positions_are_refused(saved_model, tmp_path):
     from safetensors.torch import load_file, save_file
 

@@ -9,6 +9,7 @@ from bio_mrc.decoding.postprocess import DecodeConfig, decode, trimmed_span
 from bio_mrc.features.ragged import RaggedColumn
 from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.inference.forward import window_outputs
+from bio_mrc.tags import TAG_O
 
 from .conftest import SAMPLE_V1
 
@@ -61,3 +62,33 @@ def test_no_answer_starts_or_ends_with_whitespace(sample_v1, metaspace_tokenizer
         assert span.text and span.text == span.text.strip() and example.context[span.start: span.end] == span.text
     for prediction in predictions:  # one entry per span after trimming
         assert len({(s.start, s.end) for s in prediction.spans}) == len(prediction.spans)
+
+
+def test_the_no_answer_score_is_measured_against_the_best_span_shown_not_one_of_whitespace():
+    """A span of whitespace alone (two newline tokens) scores best and is dropped: ``no_answer_score`` is
+    ``null - best`` of the best span shown, so a document's answer reads back as ``span.score - null``."""
+    from bio_mrc.decoding.window_outputs import WindowOutputs
+    from bio_mrc.inference.documents import rank_across_documents
+    from bio_mrc.types import Example
+
+    context = "Ada\n\nwrote it"
+    offsets = np.array([[[-1, -1], [0, 3], [3, 4], [4, 5], [5, 10], [11, 13]]])
+    mask = offsets[..., 0] >= 0
+    start, end = np.zeros((1, 6)), np.zeros((1, 6))
+    start[0, 0], end[0, 0] = 5.0, 5.0  # null 10
+    start[0, 2], end[0, 3] = 9.0, 9.0  # "\n\n": 18, dropped
+    end[0, 4] = 6.0  # "\n\nwrote" trimmed to "wrote": 9 + 6 = 15, the best span shown
+    bio = np.zeros((1, 6, 3))
+    bio[..., TAG_O] = 10.0
+    bio[0, 2] = [10.0, 0.0, 0.0]  # B at the first newline: r("\n\n") = 10 + 10 = 20, dropped
+    bio[0, 3] = [0.0, 10.0, 0.0]
+    bio[0, 4] = [4.0, -5.0, 0.0]  # r("\n\nwrote") = 20 - 5 = 15, shown as "wrote"; r("wrote") = 4
+    outputs = WindowOutputs(np.zeros(1, dtype=np.int64), offsets, mask, start_logits=start, end_logits=end, bio_logits=bio)
+    example = Example("q", "who wrote it?", context, None)
+    span = decode(outputs, [example], "span", DecodeConfig())[0]
+    assert (span.spans[0].text, span.spans[0].score) == ("wrote", 15.0)
+    assert span.no_answer_score == pytest.approx(10.0 - 15.0)
+    assert rank_across_documents("who wrote it?", [span]).answers[0].score == pytest.approx(15.0 - 10.0)
+    bio_answer = decode(outputs, [example], "bio", DecodeConfig(bio_length_prior=0.0))[0]
+    assert bio_answer.spans[0].text == "wrote"
+    assert bio_answer.no_answer_score == pytest.approx(-bio_answer.spans[0].score) == pytest.approx(-15.0, abs=1e-3)

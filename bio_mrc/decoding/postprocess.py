@@ -109,11 +109,24 @@ def _collect(
             kept.add((row, s, e))
             predictions[row].spans.append(AnswerSpan(examples[row].context[s:e], s, e, sc, None if np.isnan(p) else p))
     if null is not None:
-        best = np.full(len(examples), -np.inf)
-        np.maximum.at(best, ex, score)
+        best = best_shown_scores(examples, ex, char_start, char_end, score)
         for prediction, null_score, best_score in zip(predictions, null.tolist(), best.tolist()):
             prediction.no_answer_score = null_score - best_score if np.isfinite(best_score) else np.inf
     return predictions
+
+
+def best_shown_scores(
+    examples: Sequence[Example], ex: np.ndarray, char_start: np.ndarray, char_end: np.ndarray, score: np.ndarray
+) -> np.ndarray:
+    """Each example's best score among spans that keep some text once trimmed (-inf: none), the best span an answer
+    can show: a span of whitespace alone is dropped, so ``null - best`` is never measured against it (the rule
+    :mod:`bio_mrc.inference.documents` reads back, ``span.score - null``)."""
+    best = np.full(len(examples), -np.inf)
+    shown = [s < e for s, e in (trimmed_span(examples[row].context, begin, end)
+                                for row, begin, end in zip(ex.tolist(), char_start.tolist(), char_end.tolist()))]
+    shown = np.asarray(shown, dtype=bool).reshape(-1)
+    np.maximum.at(best, ex[shown], score[shown])
+    return best
 
 
 def trimmed_span(context: str, start: int, end: int) -> tuple[int, int]:
@@ -241,8 +254,12 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
         starts, ends, scores, limit = single.start[valid], single.end[valid], single.score[valid], config.n_best
     char_start, char_end = merged.offsets[rows, starts, 0], merged.offsets[rows, ends, 1]
     predictions = _collect(examples, rows, char_start, char_end, scores, n_best=limit, null=None, probability=probabilities)
-    for prediction, best in zip(predictions, single.score[:, 0].tolist()):
-        prediction.no_answer_score = -best  # +inf for an example without tagged tokens
+    found = single.start >= 0
+    single_rows = np.nonzero(found)[0]
+    best = best_shown_scores(examples, single_rows, merged.offsets[single_rows, single.start[found], 0],
+                             merged.offsets[single_rows, single.end[found], 1], single.score[found])
+    for prediction, best_score in zip(predictions, best.tolist()):
+        prediction.no_answer_score = -best_score  # +inf for an example without tagged tokens
     return predictions
 
 

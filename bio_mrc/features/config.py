@@ -7,6 +7,7 @@ the tokenizers (the windows themselves: :mod:`.windows`).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from numbers import Integral
 from typing import Any
 
 from ..errors import ConfigError
@@ -54,6 +55,10 @@ class FeatureConfig:
                 raise ConfigError(f"{name} must be one of {kinds}, got {getattr(self, name)!r}")
         if self.tag_mentions == "ignored" and self.bio_targets == "marginal":
             raise ConfigError("tag_mentions 'ignored' leaves tokens out of a tag distribution: it needs bio_targets 'soft' or 'one-hot'")
+        for name, least in (("max_seq_length", 1), ("doc_stride", 0), ("max_query_length", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < least:
+                raise ConfigError(f"{name} must be an integer of at least {least}, got {value!r}")
         if self.doc_stride >= self.max_seq_length - self.max_query_length - 3:
             raise ConfigError(
                 f"doc_stride ({self.doc_stride}) must leave room for new context tokens in each window: "
