@@ -580,14 +580,15 @@ def _add_device_option(parser: argparse.ArgumentParser, pin: bool = False) -> No
     parser.set_defaults(check_device=pin_process_device if pin else resolve_device)
 
 
-def _count(text: str) -> int:
-    """A positive whole number no larger than any run needs (``1e308`` and ``0`` are typos, not counts)."""
+def _count(text: str, least: int = 1) -> int:
+    """A whole number from ``least`` (a positive one unless told) to no larger than any run needs (``1e308`` and
+    ``0`` are typos, not counts)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"a whole number from 1 to {MAX_COUNT:,}, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"a positive number, not {value}")
+        raise argparse.ArgumentTypeError(f"a whole number from {least} to {MAX_COUNT:,}, not {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"a positive number, not {value}" if least == 1 else f"at least {least}, not {value}")
     if value > MAX_COUNT:
         raise argparse.ArgumentTypeError(f"at most {MAX_COUNT:,}, not {value}")
     return value
@@ -725,8 +726,10 @@ def _add_export_command(add_command) -> None:
                    "doc_stride": "tokens of overlap between a context's windows; unset: {}, or half of what a shorter "
                                  "window holds besides the question",
                    "max_query_length": "a question's tokens kept; unset: {}, or a quarter of a shorter window"}
+    least = {"doc_stride": 0}  # windows that do not overlap, as train takes them
     for option, default in QA_WINDOW_DEFAULTS.items():
-        convert.add_argument(f"--{option.replace('_', '-')}", type=_count, help=window_help[option].format(default))
+        convert.add_argument(f"--{option.replace('_', '-')}", type=functools.partial(_count, least=least.get(option, 1)),
+                             help=window_help[option].format(default))
     convert.set_defaults(func=cmd_convert)
 
 

@@ -343,8 +343,11 @@ def _read_file_list(path: Path, required: bool) -> dict[str, str | None]:
 
 
 def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()  # read in blocks: hashlib.file_digest is Python 3.11's, and the package runs on 3.10
     with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _sha256_or_none(path: Path) -> str | None:

@@ -88,14 +88,16 @@ def qa_windows(encoder_config, tokenizer_max_length: int | None = None, position
     its ``max_position_embeddings``) and the tokenizer's ``model_max_length``: a shorter window keeps a question of at
     most a quarter of it and a stride that leaves new context in each window. Settings that do not fit are refused
     (:class:`ConfigError`)."""
-    if given := {name: value for name, value in windows.items() if value is not None and (type(value) is not int or value < 1)}:
-        raise ConfigError(f"window settings are positive integers; got {given}")
+    least = {"doc_stride": 0}  # windows that do not overlap, as train takes them
+    if given := {name: value for name, value in windows.items()
+                 if value is not None and (type(value) is not int or value < least.get(name, 1))}:
+        raise ConfigError(f"window settings are positive integers (doc_stride may be 0); got {given}")
     configured = getattr(encoder_config, "max_position_embeddings", None)
     positions = positions or (configured if isinstance(configured, int) and configured > 0 else None)
     limits = [QA_WINDOWS["max_seq_length"], *[limit for limit in (positions, tokenizer_max_length) if limit]]
     length = windows.get("max_seq_length") or min(limits)
     question = windows.get("max_query_length") or min(QA_WINDOWS["max_query_length"], length // 4)
-    stride = windows.get("doc_stride") or min(QA_WINDOWS["doc_stride"], max(1, (length - question - 3) // 2))
+    stride = windows["doc_stride"] if windows.get("doc_stride") is not None else min(QA_WINDOWS["doc_stride"], max(1, (length - question - 3) // 2))
     if positions and length > positions:
         raise ConfigError(f"max_seq_length {length} exceeds the {positions} positions the encoder's windows may fill")
     if question >= length - 4:

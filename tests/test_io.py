@@ -95,6 +95,15 @@ def test_a_file_set_replaces_the_old_set_and_removes_only_its_own_files_the_new_
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [".report-files.json"]
 
 
+def test_a_file_set_is_written_without_python_3_11s_file_digest(tmp_path, monkeypatch):
+    import hashlib
+
+    monkeypatch.delattr(hashlib, "file_digest", raising=False)  # as on Python 3.10, which pyproject.toml allows
+    _write_set(tmp_path, {"report.md": "abc"})
+    listed = json.loads((tmp_path / ".report-files.json").read_text())
+    assert listed == {"report.md": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}  # SHA-256 of "abc" (FIPS 180-2)
+
+
 def test_a_crash_while_writing_a_set_leaves_the_old_set(tmp_path):
     _write_set(tmp_path, {"report.md": "old", "report.html": "old"})
     with pytest.raises(RuntimeError):

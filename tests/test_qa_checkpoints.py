@@ -132,6 +132,16 @@ def test_convert_saves_a_bio_mrc_model_that_tune_reads(trained_qa_dir, sample_v1
     assert json.loads((output / "config.json").read_text())["tuned_on"]["questions"] == len(sample_v1.examples)
 
 
+def test_convert_takes_windows_that_do_not_overlap_as_train_does(trained_qa_dir, tmp_path, capsys):
+    output = tmp_path / "converted"
+    assert main(["convert", "--model", str(trained_qa_dir), "--output", str(output), "--doc-stride", "0"]) == 0
+    assert json.loads(capsys.readouterr().out)["windows"]["doc_stride"] == 0
+    assert json.loads((output / "config.json").read_text())["doc_stride"] == 0
+    with pytest.raises(SystemExit) as refused:
+        main(["convert", "--model", str(trained_qa_dir), "--output", str(tmp_path / "other"), "--doc-stride", "-1"])
+    assert refused.value.code == 2 and "at least 0, not -1" in capsys.readouterr().err
+
+
 def test_tune_and_convert_refuse_what_they_cannot_write(trained_qa_dir, trained_dir, tmp_path, capsys):
     before = sorted(p.name for p in trained_qa_dir.iterdir())
     assert main(["tune", "--model", str(trained_qa_dir), "--data", str(SAMPLE_V1)]) == 2
@@ -181,7 +191,7 @@ def test_windows_fit_the_encoder_and_bad_ones_are_refused():
     assert qa_windows(BertConfig(), tokenizer_max_length=256)["max_seq_length"] == 256
     for bad, message in (({"max_seq_length": 600}, "exceeds the 512 positions"),
                          ({"max_seq_length": 64, "doc_stride": 64}, "leaves no new context"),
-                         ({"doc_stride": 0}, "positive integers"), ({"doc_stride": 1.5}, "positive integers")):
+                         ({"doc_stride": -1}, "positive integers"), ({"doc_stride": 1.5}, "positive integers")):
         with pytest.raises(ConfigError, match=message):
             qa_windows(BertConfig(), **bad)
 

@@ -50,6 +50,23 @@ def test_tensorboard_writes_its_event_files_into_the_model_folder(tiny_encoder_d
     assert not (out / "checkpoints").exists()
 
 
+@pytest.mark.parametrize("option, expected", [
+    (["--report-to", "tensorboard"], "report_to 'tensorboard' cannot run here, its package is not installed"),
+    (["--training-args", '{"report_to": "tensorboard"}'], "pip install 'bio_mrc[tensorboard]'"),
+    (["--report-to", "no-such-tracker"], "report_to 'no-such-tracker' is no tracker transformers knows"),
+])
+def test_a_tracker_that_cannot_run_is_one_line_before_any_work(tiny_encoder_dir, tmp_path, capsys, monkeypatch, option, expected):
+    from transformers.integrations import integration_utils
+
+    monkeypatch.setattr(integration_utils, "is_tensorboard_available", lambda: False)  # as without the tensorboard extra
+    out = tmp_path / "model"
+    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12", *option])
+    err = capsys.readouterr().err
+    assert code == 2 and expected in err and "Traceback" not in err
+    assert not out.exists()  # refused before the output folder is made
+
+
 @pytest.mark.slow
 def test_evaluation_during_training_scores_every_decoding_as_the_saved_model_scores(tiny_encoder_dir, sample_v1, tmp_path):
     held_out = TrainingEvaluator(sample_v1.examples[:6], sample_v1.version)

@@ -82,6 +82,25 @@ NETWORK_TRAINING_ARGS = {
     "report_to": "--report-to",
 }
 LOCAL_REPORTERS = ("none", "tensorboard")  # report_to values that keep everything in the model folder
+TRACKER_EXTRAS = {"tensorboard": "bio_mrc[tensorboard]"}  # the package's extra that installs a tracker
+
+
+def check_trackers_installed(reporters: list[str]) -> None:
+    """Refuse, before any work, a ``report_to`` tracker transformers does not know or cannot start here (its package
+    is not installed): Trainer would raise it in a traceback once the model is built, leaving the output folder made."""
+    from transformers.integrations import integration_utils as trackers
+
+    available = trackers.get_available_reporting_integrations()
+    for name in (r for r in reporters if r not in ("none", "all") and r not in available):
+        callback = trackers.INTEGRATION_TO_CALLBACK.get(name)
+        if callback is None:
+            raise ConfigError(f"report_to {name!r} is no tracker transformers knows (known: {', '.join(trackers.INTEGRATION_TO_CALLBACK)})")
+        try:
+            callback()
+        except (ImportError, RuntimeError) as err:
+            why = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            hint = f": pip install '{TRACKER_EXTRAS[name]}'" if name in TRACKER_EXTRAS else ""
+            raise ConfigError(f"report_to {name!r} cannot run here, its package is not installed ({why}){hint}") from None
 
 
 def check_stays_local(values: dict[str, Any], source: str = "training_args") -> None:
@@ -332,5 +351,5 @@ def _shapes(encoder: Any, batch: int, seq: int) -> Any:
         return None
 
 
-__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "DEFAULT_CHECKPOINT_STEPS", "LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TrainConfig",
-           "check_network_args", "check_stays_local", "check_training_args"]
+__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "DEFAULT_CHECKPOINT_STEPS", "LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TRACKER_EXTRAS",
+           "TrainConfig", "check_network_args", "check_stays_local", "check_trackers_installed", "check_training_args"]

@@ -23,7 +23,7 @@ from .checkpoints import (
     CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, ResumeError, TrainingClock, checkpoint_to_resume, remove_checkpoints,
     scan_checkpoints,
 )
-from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
+from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig, check_trackers_installed
 from .saving import TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, save_final_model
 from .trainer import (
     Evaluator, HeadRateTrainer, UnheldAnswersWarning, build_trainer, fresh_model_and_tokenizer, training_arguments,
@@ -83,6 +83,7 @@ def train_model(
     check_output_folder(output_dir, overwrite)
     check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)
+    check_trackers_installed(args.report_to)
     _check_evaluation(args.eval_strategy.value, evaluator)
     _check_best_metric(args, evaluator, config.heads)
     set_seed(config.seed)
