@@ -1,5 +1,7 @@
 """What a user installs: one version everywhere, the licence pyproject.toml names, the type-hints marker."""
 
+import ast
+import importlib
 import re
 import shutil
 import subprocess
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import bio_mrc
+import bio_mrc.inference
 from bio_mrc.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +44,26 @@ def test_the_wheel_ships_the_licence_the_type_marker_and_the_version(tmp_path):
         names = set(archive.namelist())
         metadata = archive.read(f"bio_mrc-{version}.dist-info/METADATA").decode()
         licence = archive.read(f"bio_mrc-{version}.dist-info/licenses/LICENSE").decode()
-    assert {"bio_mrc/py.typed", "bio_mrc/harness/presets/quick.json"} <= names
+    assert {"bio_mrc/py.typed", "bio_mrc/__init__.pyi", "bio_mrc/inference/__init__.pyi", "bio_mrc/harness/presets/quick.json"} <= names
     assert f"\nVersion: {version}\n" in metadata and "\nLicense-Expression: Apache-2.0\n" in metadata
     assert licence == (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert licence.split()[:4] == ["Apache", "License", "Version", "2.0,"] and "END OF TERMS AND CONDITIONS" in licence
+
+
+def _stub_names(package) -> dict[str, object]:
+    """``{name: object}`` of what a package's ``__init__.pyi`` imports, each looked up where the stub says."""
+    stub = Path(package.__file__).with_suffix(".pyi")
+    found = {}
+    for node in ast.parse(stub.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom):
+            module = importlib.import_module(f"{package.__name__}.{node.module}" if node.level else node.module)
+            found |= {alias.asname or alias.name: getattr(module, alias.name) for alias in node.names}
+    return found
+
+
+@pytest.mark.parametrize("package", [bio_mrc, bio_mrc.inference], ids=["bio_mrc", "bio_mrc.inference"])
+def test_the_type_stubs_name_each_lazy_export_as_the_package_loads_it(package):
+    # a type checker reads the stub, not __getattr__: a name missing there is Any, or an error, for the package's users
+    stubbed = _stub_names(package)
+    assert sorted(stubbed) == sorted(package._LAZY)
+    assert all(stubbed[name] is getattr(package, name) for name in package._LAZY)

@@ -1,0 +1,18 @@
+"""Type hints of ``bio_mrc.inference``'s exports, which ``__init__.py`` loads on first use (tests/test_packaging.py
+keeps the two in step)."""
+
+from .answers import (
+    apply_no_answer_threshold as apply_no_answer_threshold,
+    decode_with_thresholds as decode_with_thresholds,
+    no_answer_probability as no_answer_probability,
+    threshold_key as threshold_key,
+)
+from .during_training import TrainingEvaluator as TrainingEvaluator
+from .extract import AnswerExtractor as AnswerExtractor
+from .files import write_prediction_files as write_prediction_files
+from .forward import predict_windows as predict_windows, run_windows as run_windows
+from .loading import TrainedModel as TrainedModel, check_model_dir as check_model_dir
+from .pipeline import BioMrcQuestionAnsweringPipeline as BioMrcQuestionAnsweringPipeline, register_pipeline as register_pipeline
+from .sharding import Shard as Shard
+from .streaming import StreamPlan as StreamPlan, predict_to_files as predict_to_files
+from .tuning import save_tuned_settings as save_tuned_settings, tune_settings as tune_settings, tuning_provenance as tuning_provenance
