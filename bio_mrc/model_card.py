@@ -310,6 +310,14 @@ def training_time_is_partial(record: Mapping) -> bool:
     return record.get("resumed_from") is not None and record.get("earlier_seconds") is None
 
 
+def _loss_words(record: Mapping) -> str:
+    """The run record's ``final_loss``: Trainer's mean over the steps of the run's last sitting (all of it, unless resumed)."""
+    loss = record.get("final_loss", float("nan"))
+    if loss is None:  # resumed from the run's last step: nothing left to train, no loss measured
+        return "training loss not measured (its last sitting, resumed at the final step, trained no steps)"
+    return f"final training loss {loss:.4f}" + (" (the mean of its last sitting's steps)" if record.get("resumed_from") else "")
+
+
 def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str:
     """How the model was trained: the data and the full training configuration (the run record's)."""
     if not record:
@@ -318,8 +326,7 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
     resumed = f", resumed from {record['resumed_from']}" if record.get("resumed_from") else ""
     sittings = " (its last sitting's)" if training_time_is_partial(record) else " (every sitting's)" if resumed else ""
     lines = [f"Trained on {record.get('n_examples')} questions ({record.get('n_windows')} windows) in "
-             f"{record.get('seconds', 0):.0f} s{sittings}; final training loss {record.get('final_loss', float('nan')):.4f}; "
-             f"finished {record.get('finished')}{resumed}."]
+             f"{record.get('seconds', 0):.0f} s{sittings}; {_loss_words(record)}; finished {record.get('finished')}{resumed}."]
     if record.get("precision_choice"):
         lines.append(_precision_line(record["precision_choice"]))
     if trained_on:

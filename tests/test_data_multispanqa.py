@@ -136,3 +136,18 @@ def test_real_validation_split():
     gold = multispan_gold_texts(examples)
     assert multispan_metrics(gold, gold) == {k: 100.0 for k in
                                              ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1")}
+
+
+def test_a_question_without_spans_makes_the_file_squad_2(tmp_path):
+    """r3 tags no span: an unanswerable question, so the file is SQuAD 2.0 as any other form with one would be. Read
+    as 1.1, the evaluation during training (``train --eval``) scored it with the v1.1 scorer, which raised
+    ``ValueError: question 'r3' has no gold answer`` with a traceback."""
+    from bio_mrc.data.squad import gold_texts, load_squad, stream_squad
+    from bio_mrc.metrics.squad_official import squad_metrics
+
+    path = write(tmp_path, RECORDS)
+    data, stream = load_squad(path), stream_squad(path)
+    assert [example.answers for example in stream] and stream.version == data.version == "2.0"
+    assert load_squad(path, limit=2).version == "1.1"  # r1 and r2 both have spans
+    scores = squad_metrics(gold_texts(data.examples), {"r1": "Dave Stewart", "r2": "x", "r3": ""}, data.version)
+    assert scores["NoAns_exact"] == 100.0 and scores["total"] == 3

@@ -202,6 +202,10 @@ def test_the_card_says_whose_sittings_the_training_time_covers():
     assert "in 95 s (every sitting's); final" in text["every sitting's"]
     assert "in 95 s (its last sitting's); final" in text["last sitting's"]
     assert [model_card.training_time_is_partial(r) for r in records.values()] == [False, False, True]
+    assert "final training loss 1.0000; finished" in text["one sitting"]
+    assert "final training loss 1.0000 (the mean of its last sitting's steps); finished" in text["every sitting's"]
+    nothing_left = {**records["every sitting's"], "final_loss": None}  # resumed at its last step: no step trained
+    assert "; training loss not measured (its last sitting" in model_card.render_model_card(config, nothing_left, None, "m")
 
 
 @pytest.mark.parametrize("heads", ["span", "bio", "span+bio"])

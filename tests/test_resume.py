@@ -109,6 +109,27 @@ def test_resume_with_nothing_to_resume_trains_from_the_start(tmp_path, config, e
     assert load_run_record(second.model_dir)["earlier_seconds"] == 0.0
 
 
+class _KillAtTrainEnd(KillAtStep):
+    """A kill once training has ended, its last checkpoint saved, while the final model is being saved."""
+
+    def on_train_end(self, args, state, control, **kwargs):
+        raise Killed("killed while saving the model")
+
+
+@pytest.mark.slow
+def test_a_run_resumed_at_its_last_step_records_no_loss_rather_than_zero(config, examples, tmp_path):
+    """Resumed from the final step's checkpoint, the sitting trains no steps and Trainer reports a mean loss of 0.0,
+    which the record and the card gave as the run's final training loss."""
+    out = tmp_path / "killed-at-the-end"
+    with pytest.raises(Killed):
+        train_model(examples, config, out, progress=False, checkpoint_steps=EVERY, callbacks=[_KillAtTrainEnd(-1)])
+    assert [p.name for p in scan_checkpoints(out / CHECKPOINT_DIR)[0]] == ["checkpoint-18"]  # 18 steps in all
+    resumed = train_model(examples, config, out, progress=False, checkpoint_steps=EVERY, resume=True)
+    record = load_run_record(out)
+    assert resumed.final_loss is None and record["final_loss"] is None and record["resumed_from"] == "checkpoint-18"
+    assert "training loss not measured" in (out / "README.md").read_text()
+
+
 def test_resume_refuses_other_training_options(config, examples, killed_dir):
     changed = dataclasses.replace(config, learning_rate=2e-3, epochs=4)
     with pytest.raises(ResumeError, match=r"epochs: 3 then, 4 now; learning_rate: 0\.001 then, 0\.002 now"):

@@ -83,7 +83,8 @@ def load_squad(
     with detected.errors_described():
         records = detected.read()
         if records.examples is not None:
-            result = SquadFile(records.examples[: _checked_limit(limit)], "1.1", records.name)
+            examples = records.examples[: _checked_limit(limit)]
+            result = SquadFile(examples, _version_of(examples), records.name)
         elif records.rows is not None:
             result = parse_rows(records.rows, records.name, limit, fix_offsets, skip_invalid, needs_gold)
         else:
@@ -191,7 +192,9 @@ class SquadStream:
             self.source, self.format = records.name, detected.format
             self.skipped, self.fixed_offsets = result.skipped, result.fixed_offsets
             if records.examples is not None:  # a layout validated whole (MultiSpanQA)
-                yield from records.examples[: _checked_limit(self.limit)]
+                examples = records.examples[: _checked_limit(self.limit)]
+                yield from examples
+                self.version = _version_of(examples)
                 return
             if records.rows is not None:
                 questions = (_row_question(row, f"{records.name}, {where}") for where, row in records.rows)
@@ -220,6 +223,12 @@ def _article_questions(articles: Iterable[Any], source: str) -> Iterator[tuple[A
     for number, article in enumerate(articles, 1):
         for qa, context, title in _questions_of(article, number, source):
             yield qa, context, title, source
+
+
+def _version_of(examples: Sequence[Example]) -> str:
+    """The version of questions a layout validated whole (MultiSpanQA): 2.0 when one has no answer (no span tagged),
+    as in every other form, so that SQuAD's scorer, which needs an answer for each v1.1 question, scores it."""
+    return "2.0" if any(example.is_labelled and not example.is_answerable for example in examples) else "1.1"
 
 
 def _checked_limit(limit: int | None) -> int | None:

@@ -20,8 +20,8 @@ from ..model import non_finite_weights
 from ..progress import progress_bars
 from ..types import Example, content_hash
 from .checkpoints import (
-    CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, ResumeError, TrainingClock, checkpoint_to_resume, remove_checkpoints,
-    scan_checkpoints,
+    CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, ResumeError, TrainingClock, checkpoint_step, checkpoint_to_resume,
+    remove_checkpoints, scan_checkpoints,
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig, check_trackers_installed
 from .saving import TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, save_final_model
@@ -101,7 +101,8 @@ def train_model(
     # writes_named: a full disk while saving a checkpoint is one line, the checkpoints so far kept
     with writes_named(output_dir), progress_bars(progress):
         outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    result = TrainResult(output_dir, clock.seconds(), len(examples), len(trainer.train_dataset), outcome.training_loss)
+    result = TrainResult(output_dir, clock.seconds(), len(examples), len(trainer.train_dataset),
+                         _sitting_loss(outcome.training_loss, trainer.state.global_step, checkpoint))
     if non_finite_weights(trainer.model):  # a diverged run: its checkpoints (the last one kept) diverged too
         if trainer.is_world_process_zero():
             remove_checkpoints(Path(args.output_dir), save_checkpoints)
@@ -111,6 +112,12 @@ def train_model(
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
     return result
+
+
+def _sitting_loss(mean_loss: float, global_step: int, checkpoint: Path | None) -> float | None:
+    """Trainer's mean loss over this sitting's steps; None when it trained none (resumed from the run's last step,
+    e.g. after a kill while the final model was saved), where Trainer reports 0.0."""
+    return mean_loss if global_step > (checkpoint_step(checkpoint) if checkpoint else 0) else None
 
 
 def _refuse_diverged(model: Any, config: TrainConfig, output_dir: Path) -> None:
@@ -162,7 +169,7 @@ def _run_record(
         "earlier_seconds": earlier_seconds,
         "n_examples": result.n_examples,
         "n_windows": result.n_windows,
-        "final_loss": result.final_loss,  # the mean over this process's steps when resumed
+        "final_loss": result.final_loss,  # the mean over this sitting's steps when resumed; None when it trained none
         "resumed_from": checkpoint.name if checkpoint else None,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
         # How "precision" was decided: explicit, or auto's choice (with the rates it measured) for training and answering.
