@@ -279,9 +279,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
               f"(e.g. {missing[0]!r}); they are scored as wrong (--strict makes this an error)", file=sys.stderr)
     if missing_probs:
         print(f"warning: {len(missing_probs)} of {len(gold)} questions have no no-answer probability in {args.na_probs} "
-              f"(e.g. {missing_probs[0]!r}); best_exact and best_f1 take 0.0 for them, always answering "
+              f"(e.g. {missing_probs[0]!r}); best_exact and best_f1 answer them at every threshold "
               "(--strict makes this an error)", file=sys.stderr)
-    print(json.dumps({**registry.resolve(task.official)(task, gold, predictions, na_probs), **scored.record}, indent=2))
+    print(json.dumps(json_numbers({**registry.resolve(task.official)(task, gold, predictions, na_probs), **scored.record}), indent=2))
     return 0
 
 

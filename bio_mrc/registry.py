@@ -221,8 +221,9 @@ class TaskEntry:
         return list(prediction.answers) if self.multi_span_answers else prediction.answer
 
     def answer_text(self, prediction: Any) -> str:
-        """A prediction's answer as one line of text (a multi-span answer's texts sorted, one per line)."""
-        return "\n".join(sorted(prediction.answers)) if self.multi_span_answers else prediction.answer
+        """A prediction's answer as one line of text (a multi-span answer's texts sorted, one per line: a line break
+        inside a span becomes a space, so the lines are the spans)."""
+        return "\n".join(sorted(text.replace("\n", " ") for text in prediction.answers)) if self.multi_span_answers else prediction.answer
 
     def answers_as_span_lists(self, asked: bool = False) -> bool:
         """Whether answers are written as span lists: ``asked`` for (``--multi-span``), or the task's own."""

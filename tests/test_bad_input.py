@@ -255,6 +255,44 @@ def test_a_question_without_a_no_answer_score_answers_at_every_threshold(tmp_pat
     assert scores["best_exact"] == pytest.approx(100 / 3) and scores["exact"] == pytest.approx(100 / 3)
 
 
+
+def test_evaluate_writes_strict_json_when_the_best_threshold_is_minus_infinity(tmp_path, capsys):
+    # q1 has no no-answer score (-inf: it answers at every threshold); q2 (unanswerable, answered wrongly) has 0.9.
+    # Walk: start 1 (q2 abstains), q1 right: 2 (best, at -inf), q2 answered: 1. The threshold is -inf.
+    data = squad_file(tmp_path, [question("q1"), {"id": "q2", "question": "?", "answers": [], "is_impossible": True}])
+    preds, probs = tmp_path / "preds.json", tmp_path / "na_probs.json"
+    preds.write_text(json.dumps({"q1": "France", "q2": "France"}))
+    probs.write_text(json.dumps({"q2": 0.9}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs)]) == 0
+    captured = capsys.readouterr()
+    scores = json.loads(captured.out, parse_constant=lambda name: pytest.fail(f"bare {name} in the JSON"))
+    assert (scores["best_exact"], scores["best_exact_thresh"]) == (100.0, "-Infinity")
+    assert "answer them at every threshold" in captured.err and "take 0.0" not in captured.err
+
+
+def test_a_missing_v2_prediction_never_abstains_whatever_its_no_answer_score():
+    gold = {"a": ["x"], "b": []}
+    # b has no prediction but a no-answer score of 4.0, above the threshold 1.0: still wrong, not an abstention
+    result = squad_metrics(gold, {"a": "x"}, "2.0", {"a": -3.0, "b": 4.0}, missing_as_wrong=True)
+    assert (result["exact"], result["NoAns_exact"], result["HasAns_exact"]) == (50.0, 0.0, 100.0)
+    # start 0 (b is no abstention), a at -3.0: 1 (best), b: 1: 50.0 at -3.0
+    assert (result["best_exact"], result["best_exact_thresh"]) == (50.0, -3.0)
+    # a wrong, b missing: no threshold makes anything right, "abstain everywhere" included
+    result = squad_metrics(gold, {"a": "y"}, "2.0", {"a": 0.5}, missing_as_wrong=True)
+    assert (result["best_exact"], result["best_f1"]) == (0.0, 0.0)
+
+
+def test_an_unanswerable_question_without_a_no_answer_score_is_never_credited_as_abstaining(tmp_path, capsys):
+    # q2 (unanswerable) has no score, so it answers "France" (wrong) at every threshold; q1 answers wrongly at 0.5.
+    # No threshold makes anything right: best_exact 0, not the 50 of crediting q2 as abstaining at the start.
+    data = squad_file(tmp_path, [question("q1"), {"id": "q2", "question": "?", "answers": [], "is_impossible": True}])
+    preds, probs = tmp_path / "preds.json", tmp_path / "na_probs.json"
+    preds.write_text(json.dumps({"q1": "Paris", "q2": "France"}))
+    probs.write_text(json.dumps({"q1": 0.5}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs)]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert (scores["best_exact"], scores["best_f1"], scores["best_exact_thresh"]) == (0.0, 0.0, "-Infinity")
+
 # --- model folders -----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

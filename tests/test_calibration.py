@@ -22,6 +22,14 @@ def test_ece_by_hand():
     assert bins.count.tolist() == [2, 3] and bins.accuracy == pytest.approx([0.5, 2 / 3])
 
 
+
+def test_a_confidence_on_a_bin_edge_opens_the_bin_above():
+    # 0.3, 0.6 and 0.7 start the bins [0.3, 0.4), [0.6, 0.7), [0.7, 0.8) (np.linspace's edges were a hair above them)
+    assert reliability_bins(np.array([0.3, 0.6, 0.7]), np.array([1, 1, 1])).count.tolist() == [0, 0, 0, 1, 0, 0, 1, 1, 0, 0]
+    # bins {0.2} (acc 0, gap 0.2), {0.3} (acc 1, gap 0.7), {0.9, 1.0} (acc 0, gap 0.95): (0.2 + 0.7 + 2 * 0.95) / 4
+    confidence, right = np.array([0.3, 0.2, 1.0, 0.9]), np.array([1, 0, 0, 0])
+    assert expected_calibration_error(confidence, right) == pytest.approx(0.7, abs=1e-12)
+
 def test_ece_is_zero_for_perfect_calibration_and_refuses_non_probabilities():
     assert expected_calibration_error(np.array([1.0, 1.0, 0.0]), np.array([1, 1, 0])) == 0.0
     with pytest.raises(ValueError, match="probabilities"):

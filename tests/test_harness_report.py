@@ -330,14 +330,26 @@ def test_end_to_end_on_the_tiny_encoder(tiny_encoder_dir, tmp_path):
     assert "raw" in saved["summary"]["selective"]["cells"]["joint/bio"]
 
 
+
+def test_always_abstaining_is_scored_as_the_official_script_scores_an_empty_answer():
+    """An answerable question whose only gold text is "." normalises to nothing, and evaluate-v2.0.py scores it
+    against "": abstaining there is right (F1 100), as on the unanswerable question; "Paris" is 0."""
+    from bio_mrc.harness.summary import abstain_f1
+    from bio_mrc.registry import squad_task
+
+    context = "Paris. Lyon"
+    examples = [Example("dot", "?", context, (((5, 6),),)), Example("none", "?", context, ()),
+                Example("paris", "?", context, (((0, 5),), ((0, 6),)))]
+    assert abstain_f1(squad_task("2.0"), examples).tolist() == [100.0, 100.0, 0.0]
+
 def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
     """Always abstaining scores 100 on each unanswerable question and 0 elsewhere: here 3 of 4."""
     from bio_mrc.harness.summary import against_abstaining
 
-    has_answer = np.array([True, False, False, False])
+    abstain = np.array([0.0, 100.0, 100.0, 100.0])
     span, bio = CellKey("joint", "span"), CellKey("joint", "bio")
     f1 = {span: np.array([[100.0, 100.0, 0.0, 100.0]]), bio: np.array([[0.0, 100.0, 100.0, 100.0], [50.0, 100.0, 100.0, 0.0]])}
-    reference = against_abstaining(f1, has_answer)
+    reference = against_abstaining(f1, abstain)
     assert reference.f1 == 75.0
     assert reference.cells[span].diff == pytest.approx(0.0)  # +100 on q0, -100 on q2
     assert reference.cells[bio].diff == pytest.approx(-6.25)  # seed 1 ties abstaining, seed 2: (50 - 100) / 4

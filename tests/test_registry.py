@@ -381,3 +381,12 @@ def test_calibrators_are_fitted_against_the_task_s_own_notion_of_a_right_answer(
     outputs = predict_windows(model, tiny_tokenizer, examples, FeatureConfig(64, 16, 16), progress=False)
     fitted = fit_calibrators(outputs, examples, ["span"], DecodeConfig(), task=replace(TOY_TASK, right=every_other_right))
     assert asked == [("toy-lines", ["q0", "q1", "q2", "q3"])] and fitted["span"]["questions"] == 4
+
+
+def test_a_multi_span_answer_text_has_one_line_per_span():
+    # a span across a line break of the context ("New\nYork") is one line, so a report counts 2 spans, not 3
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    prediction = Prediction("q", [AnswerSpan("New\nYork", 0, 8, 1.0), AnswerSpan("LA", 10, 12, 0.5)])
+    text = registry.task("multispanqa").answer_text(prediction)
+    assert text == "LA\nNew York" and len(text.split("\n")) == 2

@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import registry
 from ..metrics.multispan_official import METRIC_NAMES, f1_from_count_sums, metrics_from_counts
-from ..metrics.squad_official import normalize_answer
+from ..data.squad import gold_texts
+from ..metrics.squad_official import normalize_answer, per_question_scores
 from ..types import Example
 from .config import resolve_contrasts
 from .learning_curve import learning_curve
@@ -78,7 +79,7 @@ def per_question_summary(
     breakdowns = {name: breakdown(per_question_f1, labels) for name, labels in groups.items()}
     stats = statistics(results.config, f1_by_seed, answers, seeds=seeds)
     selective = selective_summary(grouped, [(c.a, c.b) for c in stats.contrasts])
-    always_abstain = against_abstaining(f1_by_seed, has_answer) if v2 else None
+    always_abstain = against_abstaining(f1_by_seed, abstain_f1(task, examples)) if v2 else None
     curve = learning_curve(rows, stats.intervals, stats.comparisons, _heads_by_run(results))
     return Summary(rows=rows, **stats.as_kwargs(), breakdowns=breakdowns, selective=selective, always_abstain=always_abstain, learning_curve=curve)
 
@@ -104,10 +105,17 @@ def task_question_groups(task: registry.TaskEntry, examples: Sequence[Example], 
     return QUESTION_GROUPS[task.groups](examples, answer_tokens, context_tokens, task.no_answer)
 
 
-def against_abstaining(f1_by_seed: dict[CellKey, np.ndarray], has_answer: np.ndarray) -> AgainstAbstaining:
-    """SQuAD 2.0's trivial reader, "always abstain" (F1 100 on an unanswerable question, 0 elsewhere), on
+def abstain_f1(task: registry.TaskEntry, examples: Sequence[Example]) -> np.ndarray:
+    """Each question's official F1 (0..100) when the answer is ``""``: 100 on an unanswerable question, and on an
+    answerable one whose every listed text normalises to nothing (``"."``, ``"the"``), which the official script
+    scores against ``""``; 0 elsewhere."""
+    ids = [ex.id for ex in examples]
+    return per_question_scores(gold_texts(examples), dict.fromkeys(ids, ""), ids, task.squad_version)[1]
+
+
+def against_abstaining(f1_by_seed: dict[CellKey, np.ndarray], abstain: np.ndarray) -> AgainstAbstaining:
+    """SQuAD 2.0's trivial reader, "always abstain" (``abstain``: its F1 on each question, :func:`abstain_f1`), on
     the same questions, and each cell's paired difference from it (over seeds × questions with several seeds)."""
-    abstain = np.where(has_answer, 0.0, 100.0)
     cells = {}
     for key, f1 in f1_by_seed.items():
         baseline = np.broadcast_to(abstain, f1.shape)

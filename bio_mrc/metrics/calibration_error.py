@@ -28,7 +28,7 @@ def reliability_bins(confidence: np.ndarray, correct: np.ndarray, n_bins: int = 
         raise ValueError(f"confidence and correct must be 1-D arrays of one length, got {confidence.shape} and {correct.shape}")
     if confidence.size and (np.nanmin(confidence) < 0 or np.nanmax(confidence) > 1 or np.isnan(confidence).any()):
         raise ValueError("confidences must be probabilities in [0, 1]")
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    edges = np.arange(n_bins + 1) / n_bins  # k / n_bins exactly as a literal 0.3 is (linspace makes 0.30000000000000004)
     index = np.clip(np.searchsorted(edges, confidence, side="right") - 1, 0, n_bins - 1)
     count = np.bincount(index, minlength=n_bins).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):

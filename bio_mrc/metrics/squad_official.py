@@ -126,10 +126,13 @@ def _missing(ids: Sequence[str], mapping: Mapping[str, object], what: str) -> No
 
 
 def _apply_no_answer_threshold(
-    scores: Mapping[str, float], na_probs: Mapping[str, float], has_answer: Mapping[str, bool], threshold: float
+    scores: Mapping[str, float], na_probs: Mapping[str, float], has_answer: Mapping[str, bool], threshold: float,
+    predictions: Mapping[str, str | None],
 ) -> dict[str, float]:
-    """Where ``na_prob > threshold`` the model abstains: 1 for an unanswerable question, else 0."""
-    return {qid: (float(not has_answer[qid]) if na_probs[qid] > threshold else s) for qid, s in scores.items()}
+    """Where ``na_prob > threshold`` the model abstains: 1 for an unanswerable question, else 0. A missing
+    prediction (``None``, missing_as_wrong) never abstains: it keeps its raw 0."""
+    return {qid: (float(not has_answer[qid]) if na_probs[qid] > threshold and predictions[qid] is not None else s)
+            for qid, s in scores.items()}
 
 
 def _eval_dict(exact: Mapping[str, float], f1: Mapping[str, float], ids: Sequence[str]) -> dict[str, float]:
@@ -155,19 +158,33 @@ def find_best_threshold(
     are skipped) answering one more each step, and keeps the first strictly
     best score. Answering an unanswerable question costs 1 whenever its raw
     prediction text is non-empty, even if it normalises to nothing.
+
+    A question that cannot abstain, a missing prediction (``None``, missing_as_wrong,
+    scored 0) or an ``na_prob`` of minus infinity, is answered from the start, whose
+    threshold is then minus infinity (the official 0.0 otherwise).
     """
-    score = best = float(sum(1 for k in has_answer if not has_answer[k]))
-    threshold = 0.0
+    never = [qid for qid in raw_scores if predictions[qid] is None or na_probs.get(qid, 0.0) == -math.inf]
+    score = float(sum(1 for k in has_answer if not has_answer[k])) + sum(
+        _answering_gain(qid, predictions, raw_scores, has_answer) for qid in never)
+    best, threshold = score, (-math.inf if never else 0.0)
+    skipped = set(never)
     for qid in sorted(na_probs, key=lambda k: na_probs[k]):
-        if qid not in raw_scores:
+        if qid not in raw_scores or qid in skipped:
             continue
-        if has_answer[qid]:
-            score += raw_scores[qid]
-        elif predictions[qid] is None or predictions[qid]:
-            score -= 1
+        score += _answering_gain(qid, predictions, raw_scores, has_answer)
         if score > best:
             best, threshold = score, na_probs[qid]
     return 100.0 * best / len(raw_scores), threshold
+
+
+def _answering_gain(
+    qid: str, predictions: Mapping[str, str | None], raw_scores: Mapping[str, float], has_answer: Mapping[str, bool]
+) -> float:
+    """What answering ``qid`` instead of abstaining adds: its raw score if answerable; on an unanswerable one,
+    -1 for a non-empty (or missing) prediction, 0 for ``""``."""
+    if has_answer[qid]:
+        return raw_scores[qid]
+    return -1.0 if predictions[qid] is None or predictions[qid] else 0.0
 
 
 def _with_missing_probs(na_probs: Mapping[str, float], ids: Sequence[str]) -> dict[str, float]:
@@ -193,7 +210,8 @@ def squad_v2_metrics(
     every listed text normalises to nothing. Every gold id needs a prediction
     (and a no-answer probability, when ``na_probs`` is given): else ValueError.
     With ``missing_as_wrong`` a question without a prediction is scored as a wrong
-    answer instead (0, and never abstaining; the official script would drop it
+    answer instead (0, and never abstaining, whatever its no-answer probability, in ``exact``/``f1`` and
+    ``best_exact``/``best_f1`` alike; the official script would drop it
     from the total, which flatters a partial predictions file).
     """
     _require_questions(gold)
@@ -206,8 +224,8 @@ def squad_v2_metrics(
     _missing(ids, probs, "no-answer probability")
     has_answer = {qid: bool(truths) for qid, truths in gold.items()}
     exact_raw, f1_raw = _v2_raw_scores(gold, predictions)
-    exact = _apply_no_answer_threshold(exact_raw, probs, has_answer, na_prob_thresh)
-    f1 = _apply_no_answer_threshold(f1_raw, probs, has_answer, na_prob_thresh)
+    exact = _apply_no_answer_threshold(exact_raw, probs, has_answer, na_prob_thresh, predictions)
+    f1 = _apply_no_answer_threshold(f1_raw, probs, has_answer, na_prob_thresh, predictions)
     result = _eval_dict(exact, f1, ids)
     for prefix, wanted in (("HasAns", True), ("NoAns", False)):
         subset = [qid for qid in ids if has_answer[qid] == wanted]
