@@ -208,6 +208,25 @@ def tiny_bpe_tokenizer():
     )
 
 
+@pytest.fixture(scope="session")
+def metaspace_tokenizer():
+    """A SentencePiece-style tokenizer (Metaspace: each word's token holds the space before it), built offline."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.Unigram())
+    tokenizer.normalizer = normalizers.NFKC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    tokenizer.decoder = decoders.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=["<pad>", "<unk>", "[CLS]", "[SEP]"], unk_token="<unk>",
+                                      show_progress=False)
+    tokenizer.train_from_iterator([SAMPLE_V1.read_text(encoding="utf-8")], trainer)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", unk_token="<unk>", cls_token="[CLS]",
+                                   sep_token="[SEP]")
+
+
 # A context no page may execute or mangle, and one with a character beyond the BMP (two UTF-16 units in JavaScript).
 HOSTILE_TEXT = "</script><script>alert(1)</script>"
 BROWSER_PARAGRAPHS = [

@@ -178,3 +178,76 @@ def test_a_comparison_cell_and_its_browser_data_merge_questions_of_like_length(m
         assert cell_and_browser(task) == alone
         assert max(padded) == 40
         monkeypatch.undo()
+
+
+def test_the_joint_decoding_answers_one_word_longer_than_a_window_with_the_whole_word():
+    """One word of six 2-character pieces, tagged at its first piece, in two windows ([CLS] and four pieces each): no
+    window holds both its first and its last piece, so no window holds a whole-word span. The joint decoding answers
+    the whole word as the BIO decoding does, scored across the windows: ``log P_start`` of the first piece in the
+    first window, the tagger's ``log p_B - log p_O`` there and ``log P_end`` of the last piece in the second."""
+    from bio_mrc.decoding.postprocess import DecodeConfig, decode
+    from bio_mrc.types import Example
+
+    context = "ACGTACGTACGT"
+    pieces = [(2 * k, 2 * k + 2) for k in range(6)]
+    offsets = np.array([[(-1, -1), *pieces[0:4]], [(-1, -1), *pieces[2:6]]])
+    mask = offsets[..., 0] >= 0
+    words = np.where(mask[..., None], np.array([0, 12]), -1)
+    tag_mask = np.zeros((2, 5), dtype=bool)
+    tag_mask[0, 1] = True  # the word's first piece
+    start, end, bio = np.zeros((2, 5)), np.zeros((2, 5)), np.zeros((2, 5, 3))
+    start[0, 1], end[1, 4], bio[0, 1] = 2.0, 1.0, (1.0, 0.0, 0.0)  # B, I, O
+    outputs = WindowOutputs(np.array([0, 0]), offsets, mask, word_offsets=words, tag_mask=tag_mask,
+                            start_logits=start, end_logits=end, bio_logits=bio)
+    examples = [Example("dna", "which sequence?", context, None)]
+    for multi_span in (False, True):
+        (joint,) = decode(outputs, examples, "joint", DecodeConfig(max_answer_length=2, multi_span=multi_span))
+        (bio_answer,) = decode(outputs, examples, "bio", DecodeConfig(max_answer_length=2, multi_span=multi_span))
+        assert [(s.text, s.start, s.end) for s in joint.spans] == [(context, 0, 12)] == [
+            (s.text, s.start, s.end) for s in bio_answer.spans]
+        best = (2 - np.log(np.e ** 2 + 4)) + 1.0 + (1 - np.log(np.e + 4))
+        null = min(-np.log(np.e ** 2 + 4) - np.log(5), -np.log(5) - np.log(np.e + 4))  # the first window's
+        assert joint.spans[0].score == pytest.approx(best)
+        assert joint.no_answer_score == pytest.approx(null - best) == pytest.approx(-np.log(5) - 4 + np.log(np.e + 4))
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_every_decoding_answers_one_run_of_characters_longer_than_a_window(tiny_bpe_tokenizer, decoding):
+    """An 80-character DNA sequence, one word of byte-level BPE pieces, in windows of 40 tokens: each decoding answers
+    with a piece of it (span) or the whole word (the word-level BIO and joint decodings), never nothing."""
+    from bio_mrc.decoding.postprocess import DecodeConfig, decode
+    from bio_mrc.features.windows import FeatureConfig, build_features
+    from bio_mrc.inference.forward import window_outputs
+    from bio_mrc.types import Example
+
+    context = "ACGTTGCAACGGTACCGTAGCTAGCTAGGCTAACGTTGCAACGGTACCGTAGCTAGCTAGGCTAACGTTGCAACGGTACG"
+    examples = [Example("dna", "which sequence?", context, None)]
+    features = build_features(examples, tiny_bpe_tokenizer, FeatureConfig(40, 8, 12, tag_level="word"), with_targets=False)
+    assert len(features) > 1
+    rng = np.random.default_rng(0)
+    n, width = len(features), max(len(ids) for ids in features["input_ids"])
+    logits = {"start_logits": rng.normal(size=(n, width)), "end_logits": rng.normal(size=(n, width)),
+              "bio_logits": rng.normal(size=(n, width, 3))}
+    (prediction,) = decode(window_outputs(features, logits), examples, decoding, DecodeConfig())
+    assert prediction.spans and np.isfinite(prediction.no_answer_score)
+    assert all(context[s.start:s.end] == s.text for s in prediction.spans)
+    if decoding != "span":
+        assert [(s.start, s.end) for s in prediction.spans] == [(0, len(context))]
+
+
+def test_the_joint_decoding_answers_words_longer_than_the_limit_in_a_window_narrower_than_n_best():
+    """Two words of two pieces in a window of five tokens, ``max_answer_length=1``: no word fits, so the joint decoding
+    searches whole words of any length, a band of more spans (20) than the limited search's (5); the two had to
+    be put side by side (a shape mismatch ended the decoding). Every whole-word span comes back, best first."""
+    from bio_mrc.decoding.postprocess import DecodeConfig, decode
+    from bio_mrc.types import Example
+
+    offsets = np.array([[(-1, -1), (0, 2), (2, 4), (5, 7), (7, 9)]])
+    words = np.array([[(-1, -1), (0, 4), (0, 4), (5, 9), (5, 9)]])
+    tag_mask = np.array([[False, True, False, True, False]])
+    start, end = np.array([[0.0, 1.0, 0.0, 0.0, 0.0]]), np.array([[0.0, 0.0, 0.0, 0.0, 2.0]])
+    outputs = WindowOutputs(np.array([0]), offsets, offsets[..., 0] >= 0, word_offsets=words, tag_mask=tag_mask,
+                            start_logits=start, end_logits=end, bio_logits=np.zeros((1, 5, 3)))
+    (prediction,) = decode(outputs, [Example("q", "which?", "abcd efgh", None)], "joint", DecodeConfig(n_best=20, max_answer_length=1))
+    # log P_start + log P_end, the tags all even (B, I and O alike: no gain): start 1 at "abcd", end 2 at "efgh"
+    assert [s.text for s in prediction.spans] == ["abcd efgh", "efgh", "abcd"]

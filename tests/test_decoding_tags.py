@@ -146,6 +146,16 @@ def test_span_posteriors_by_hand():
     np.testing.assert_allclose(posterior, [0.30 / 0.70, 0.30 / 0.70, 0.08 / 0.70])
 
 
+def test_a_sure_span_posterior_is_never_above_one():
+    """Tags B at token 1 and I at token 2 each sure to within e^-10 or less: the span's posterior is 1 to rounding, and
+    forward-backward's rounding made it 1.0000000000000029, a probability above 1 in the multi-span answers."""
+    logits = np.array([[[5.0, 20.0, 40.0], [30.0, 5.0, 20.0], [5.0, 40.0, 0.0]]])  # B, I, O
+    log_probs = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
+    (posterior,) = span_posteriors(log_probs, np.ones((1, 3), dtype=bool), [0], [1], [2])
+    assert posterior <= 1.0
+    assert posterior == pytest.approx(1.0, abs=1e-6)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_span_posteriors_match_brute_force(seed):
     log_probs, mask = random_case(seed, length=6)
@@ -311,3 +321,24 @@ def test_choosing_among_many_likely_spans_keeps_the_expected_f1_answer():
     # A span of another row overlaps nothing taken in this one: it joins.
     other = _with_likely_mentions(chosen[:2], np.r_[np.zeros(2 * n, dtype=bool), True], np.r_[rows, 1], np.r_[starts, 0], np.r_[ends, 5])
     np.testing.assert_array_equal(other, [0, 1, 2 * n])
+
+
+def test_a_multi_span_bio_answer_is_never_only_whitespace_tokens():
+    """Sub-word tags sure of the two whitespace tokens " " and "\\n" between "Ada" and "wrote", and unsure of the words:
+    the spans chosen were those of whitespace alone, trimmed away, so the answer was empty. Only spans that keep some
+    text are candidates: the answer is "wrote", the likelier word (B at -2 against "Ada"'s -4, O at 0)."""
+    from bio_mrc.decoding.postprocess import DecodeConfig, decode
+    from bio_mrc.decoding.window_outputs import WindowOutputs
+    from bio_mrc.types import Example
+
+    context = "Ada \n wrote"
+    offsets = np.array([[(-1, -1), (0, 3), (3, 4), (4, 5), (5, 6), (6, 11)]])
+    bio = np.array([[[0.0, 0.0, 0.0], [-4.0, -30.0, 0.0], [30.0, 0.0, 0.0], [0.0, 30.0, 0.0], [-30.0, -30.0, 30.0],
+                     [-2.0, -30.0, 0.0]]])  # B, I, O
+    outputs = WindowOutputs(np.array([0]), offsets, offsets[..., 0] >= 0, start_logits=np.zeros((1, 6)),
+                            end_logits=np.zeros((1, 6)), bio_logits=bio)
+    examples = [Example("q", "who wrote?", context, None)]
+    for decoding in ("bio", "joint"):
+        (prediction,) = decode(outputs, examples, decoding, DecodeConfig(multi_span=True))
+        spans = prediction.tag_spans if decoding == "joint" else prediction.spans
+        assert [(s.text, s.start, s.end) for s in spans] == [("wrote", 6, 11)]

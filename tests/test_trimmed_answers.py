@@ -20,25 +20,6 @@ def test_trimmed_span_by_hand():
     assert trimmed_span("Ada", 0, 3) == (0, 3)
 
 
-@pytest.fixture(scope="module")
-def metaspace_tokenizer():
-    """A SentencePiece-style tokenizer (Metaspace: each word's token holds the space before it), built offline."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.Unigram())
-    tokenizer.normalizer = normalizers.NFKC()
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
-    tokenizer.decoder = decoders.Metaspace()
-    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=["<pad>", "<unk>", "[CLS]", "[SEP]"], unk_token="<unk>",
-                                      show_progress=False)
-    tokenizer.train_from_iterator([SAMPLE_V1.read_text(encoding="utf-8")], trainer)
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", unk_token="<unk>", cls_token="[CLS]",
-                                   sep_token="[SEP]")
-
-
 @pytest.mark.parametrize("which", ["metaspace", "byte-level BPE"])
 @pytest.mark.parametrize("decoding", ["span", "joint", "bio"])
 def test_no_answer_starts_or_ends_with_whitespace(sample_v1, metaspace_tokenizer, tiny_bpe_tokenizer, which, decoding):

@@ -299,7 +299,7 @@ class _TagLattice:
         after_token = np.minimum(ends + 1, length - 1)
         closed = log_u[rows, after_token][:, [TAG_B, TAG_O]] + backward[rows, after_token][:, [TAG_B, TAG_O]]
         after = np.where(ends + 1 < length, np.logaddexp.reduce(closed, axis=-1), 0.0)
-        return np.where(untagged, 0.0, np.exp(before + span + after - log_z[rows]))
+        return np.where(untagged, 0.0, np.minimum(np.exp(before + span + after - log_z[rows]), 1.0))  # rounding: never past 1
 
 
 def _masked_tag_log_probs(log_probs: np.ndarray, mask: np.ndarray) -> np.ndarray:

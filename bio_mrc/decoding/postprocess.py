@@ -21,7 +21,9 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
   score is ``log P_start(0) + log P_end(0)`` (all tokens O adds 0). The BIO
   expert's span-length prior (``bio_length_prior``) applies here too. With a
   word-level tagger, spans start on a word's first piece and end on a word's
-  last piece. With ``multi_span`` each prediction also carries the BIO
+  last piece; where no window holds a whole word (every word longer than a
+  window), the question's windows are merged into one row of words and
+  searched there. With ``multi_span`` each prediction also carries the BIO
   decoding's multi-span answer with the spans' posteriors (``tag_spans``),
   from which its multi-span answers take several spans.
 """
@@ -39,7 +41,7 @@ from ..config_schema import check_fields
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
 from .spans import SpanCandidates, best_spans, null_scores
-from .bio_spans import AnswerKeys, best_tag_spans, expected_f1_answer, likeliest_tag_spans
+from .bio_spans import AnswerKeys, TagSpans, best_tag_spans, expected_f1_answer, likeliest_tag_spans
 from .window_outputs import MergedTokens, WindowOutputs, log_softmax, merge_windows
 
 @dataclass(frozen=True)
@@ -177,7 +179,12 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     starts, ends = np.where(tagged, log_start + begin_bonus, -np.inf), np.where(outputs.word_end, log_end, -np.inf)
     candidates = _whole_word_spans(outputs, starts, ends, inside_ratio, config, len(examples))
     null = _window_null(outputs, log_start[:, 0] + log_end[:, 0], len(examples))
-    predictions = _collect(examples, *_span_candidates_to_chars(outputs, candidates), config.n_best, null)
+    columns = _span_candidates_to_chars(outputs, candidates)
+    unheld = np.flatnonzero(~np.isin(np.arange(len(examples)), columns[0]))
+    if len(unheld):  # no window holds a whole word of these: every word is longer than a window's context room
+        across = _spans_across_windows(outputs, starts, ends, inside_ratio, unheld, config.n_best)
+        columns = tuple(np.concatenate([ours, theirs]) for ours, theirs in zip(columns, across))
+    predictions = _collect(examples, *columns, config.n_best, null)
     if config.multi_span:  # its multi-span answers take the tagger's spans where it holds several likely ones
         tagged = decode_merged_tags(merge_tag_log_probs(outputs, len(examples)), examples, replace(config, require_answer=True))
         for prediction, tags in zip(predictions, tagged):
@@ -198,9 +205,44 @@ def _whole_word_spans(
     if not len(rows) or config.max_answer_length >= width:
         return candidates
     wider = best_spans(starts[rows], ends[rows], outputs.mask[rows], width, config.n_best, extra_token_scores=inside[rows])
-    score, start, end = candidates.score.copy(), candidates.start.copy(), candidates.end.copy()
-    score[rows], start[rows], end[rows] = wider.score, wider.start, wider.end
+    columns = max(candidates.score.shape[1], wider.score.shape[1])  # a band of fewer spans than n_best has fewer columns
+    score, start, end = (_padded_columns(array, columns, fill) for array, fill in
+                         ((candidates.score, -np.inf), (candidates.start, -1), (candidates.end, -1)))
+    score[rows], start[rows], end[rows] = (_padded_columns(array, columns, fill) for array, fill in
+                                           ((wider.score, -np.inf), (wider.start, -1), (wider.end, -1)))
     return SpanCandidates(score, start, end)
+
+
+def _padded_columns(array: np.ndarray, columns: int, fill: float) -> np.ndarray:
+    """A copy of the (rows, k) ``array`` with ``columns - k`` columns of ``fill`` after its own."""
+    return np.concatenate([array, np.full((len(array), columns - array.shape[1]), fill, dtype=array.dtype)], axis=1)
+
+
+def _spans_across_windows(
+    outputs: WindowOutputs, starts: np.ndarray, ends: np.ndarray, inside: np.ndarray, questions: np.ndarray, n_best: int
+) -> tuple[np.ndarray, ...]:
+    """(question, character start, character end, score) of the n-best whole-word spans, of any length, of the
+    ``questions`` none of whose words one window holds whole (one run of characters longer than a window: a DNA
+    sequence, a base64 blob): their windows merged into one row of words each, as the BIO decoding merges them, a
+    word's start and inside scores read at its first piece and its end score at its last piece, each from the window
+    where that piece has the most context. The scores stay the joint decoding's (``log P_start + log P_end + r``)."""
+    rows = np.flatnonzero(np.isin(outputs.example_index, questions))
+    part = outputs.take(rows, np.searchsorted(questions, outputs.example_index[rows]))
+    firsts = merge_windows(WindowOutputs(part.example_index, part.words, part.tagged),
+                           np.stack([starts[rows], inside[rows]], axis=-1), len(questions))
+    lasts = merge_windows(WindowOutputs(part.example_index, part.words, part.word_end), ends[rows], len(questions))
+    word_ends = np.full(firsts.mask.shape, -np.inf)
+    for row in range(len(questions)):  # each word's end score in its start's slot (words do not overlap: keyed by their start)
+        held, ending = firsts.offsets[row, firsts.mask[row], 0], lasts.offsets[row, lasts.mask[row], 0]
+        slot = np.minimum(np.searchsorted(held, ending), max(len(held) - 1, 0))
+        known = (held[slot] == ending) if len(held) else np.zeros(len(ending), dtype=bool)
+        word_ends[row, slot[known]] = lasts.values[row, lasts.mask[row]][known]
+    width = firsts.mask.shape[1]
+    found = best_spans(firsts.values[..., 0], word_ends, firsts.mask, width, n_best, extra_token_scores=firsts.values[..., 1])
+    rows_of = np.repeat(np.arange(len(questions)), found.start.shape[1])
+    start, end, valid = found.start.ravel(), found.end.ravel(), found.start.ravel() >= 0
+    rows_of, start, end = rows_of[valid], start[valid], end[valid]
+    return questions[rows_of], firsts.offsets[rows_of, start, 0], firsts.offsets[rows_of, end, 1], found.score.ravel()[valid]
 
 
 def decode_bio_predictions(
@@ -246,7 +288,8 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     probabilities = None
     if config.multi_span:
         answer_keys = answer_text_keys(examples, merged.offsets)
-        rows, starts, ends, scores, probabilities = _tag_distribution_spans(log_probs, merged.mask, single, answer_keys, config)
+        shown = shown_text(examples, merged.offsets)
+        rows, starts, ends, scores, probabilities = _tag_distribution_spans(log_probs, merged.mask, single, answer_keys, config, shown)
         limit = None  # every span the expected-F1 rule chose
     else:
         valid = single.start >= 0
@@ -264,19 +307,36 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
 
 
 def _tag_distribution_spans(
-    log_probs: np.ndarray, mask: np.ndarray, single: SpanCandidates, answer_keys: AnswerKeys, config: DecodeConfig
+    log_probs: np.ndarray, mask: np.ndarray, single: SpanCandidates, answer_keys: AnswerKeys, config: DecodeConfig, shown
 ) -> tuple[np.ndarray, ...]:
     """(row, start, end, r, posterior) of each row's multi-span answer (the expected-F1 answer of
     :func:`~bio_mrc.decoding.bio_spans.expected_f1_tag_spans` over ``answer_keys``' answers, from the ``single``
-    n-best already searched); without ``require_answer``, a row whose most probable tag sequence is all O has none
-    (it abstains)."""
+    n-best already searched), its candidates the spans that ``shown`` says keep some text once trimmed (a span of
+    whitespace tokens alone would be dropped from the answer, leaving it empty); without ``require_answer``, a row
+    whose most probable tag sequence is all O has none (it abstains)."""
     likeliest = likeliest_tag_spans(log_probs, mask, config.max_answer_length)
-    spans, posterior = expected_f1_answer(log_probs, mask, single, likeliest, answer_keys)
+    found = np.nonzero(single.start >= 0)
+    hidden = tuple(axis[~shown(found[0], single.start[found], single.end[found])] for axis in found)
+    start, end, score = single.start.copy(), single.end.copy(), single.score.copy()
+    start[hidden], end[hidden], score[hidden] = -1, -1, -np.inf
+    kept = shown(likeliest.row, likeliest.start, likeliest.end)
+    candidates = TagSpans(likeliest.row[kept], likeliest.start[kept], likeliest.end[kept], likeliest.score[kept])
+    spans, posterior = expected_f1_answer(log_probs, mask, SpanCandidates(score, start, end), candidates, answer_keys)
     columns = (spans.row, spans.start, spans.end, spans.score, posterior)
     if config.require_answer:
         return columns
     answered = np.bincount(likeliest.row, minlength=len(mask)) > 0
     return tuple(column[answered[spans.row]] for column in columns)
+
+
+def shown_text(examples: Sequence[Example], offsets: np.ndarray):
+    """``(rows, starts, ends) -> bool`` for tagged-token spans: whether each keeps some text once trimmed
+    (:func:`trimmed_span`). ``offsets``: each row's tokens' character offsets into its question's context."""
+    def shown(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+        spans = (trimmed_span(examples[row].context, begin, end) for row, begin, end in
+                 zip(rows.tolist(), offsets[rows, starts, 0].tolist(), offsets[rows, ends, 1].tolist()))
+        return np.array([begin < end for begin, end in spans], dtype=bool).reshape(-1)
+    return shown
 
 
 def answer_text_keys(examples: Sequence[Example], offsets: np.ndarray) -> AnswerKeys:
