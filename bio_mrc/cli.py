@@ -38,6 +38,7 @@ from .serving.config import ServeConfig
 from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
 MAX_COUNT = 10**9  # the largest count an option takes (questions, windows, steps)
+LOGGED_BAR_SECONDS = 30  # a progress bar's least interval between redraws when standard error is no terminal
 LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context length (about 100 windows)
 
 _DESCRIPTION = "bio-mrc: a thin command line over the library. Each command parses, calls, prints."
@@ -540,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     # Every option's help ends with its real default, read from the parser (so help and defaults cannot drift).
-    add_command = functools.partial(sub.add_parser, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_command = functools.partial(sub.add_parser, formatter_class=DefaultsHelpFormatter)
 
     train = add_command("train", help="fine-tune a model on SQuAD-format data")
     train.add_argument("--train", required=True, help=_DATA_HELP)
@@ -548,7 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--eval", help="held-out questions scored (official F1 of every decoding) whenever the training "
                                       "args' eval_strategy asks, e.g. --training-args '{\"eval_strategy\": \"steps\", "
                                       "\"eval_steps\": 200}'; any form --train takes")
-    train.add_argument("--output-dir", required=True)
+    train.add_argument("--output-dir", required=True, help="the folder to save the model in (new or empty; --overwrite, --resume)")
     train.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its last checkpoint in OUTPUT_DIR/checkpoints (same options and data)")
     train.add_argument("--checkpoint-steps", type=_count, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
@@ -563,6 +564,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export_command(add_command)
     _add_serve_command(add_command)
     return parser
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's help ends with its default, except where the option is unset by default and its help says what
+    that means (``--batch-size``: 16 on a CPU, 128 on a GPU): argparse's ``(default: None)`` would contradict it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None and "default:" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def _add_precision_option(parser: argparse.ArgumentParser) -> None:
@@ -608,7 +619,7 @@ def _add_model_commands(add_command) -> None:
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
     predict.add_argument("--model", required=True, help=_MODEL_HELP)
     predict.add_argument("--data", required=True, help=_DATA_HELP)
-    predict.add_argument("--limit", type=_count)
+    predict.add_argument("--limit", type=_count, help="answer the first N questions of --data (default: all)")
     predict.add_argument("--decoding", choices=_decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
                          help=f"one or several; {_AUTO_HELP}")
     predict.add_argument("--output", required=True,
@@ -628,8 +639,10 @@ def _add_model_commands(add_command) -> None:
 
     evaluate = add_command("evaluate", help="official SQuAD v1.1/v2.0 or MultiSpanQA metrics")
     evaluate.add_argument("--data", required=True, help=f"{_DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
-    evaluate.add_argument("--predictions", required=True)
-    evaluate.add_argument("--na-probs")
+    evaluate.add_argument("--predictions", required=True,
+                          help="the official {id: answer} file (predict --output), or {id: [span texts]} for multi-span scoring")
+    evaluate.add_argument("--na-probs", help="{id: no-answer probability} (predict's PREDS.na_probs.json): adds best_exact "
+                                             "and best_f1 on SQuAD 2.0 questions")
     evaluate.add_argument("--limit", type=_count, help="score the first N questions of --data, as predict --limit answers them")
     evaluate.add_argument("--only-predicted", action="store_true",
                           help="score only the questions the predictions file answers (a subset, stated in the output)")
@@ -644,7 +657,7 @@ def _add_model_commands(add_command) -> None:
                                        "on held-out questions and save them with the model")
     tune.add_argument("--model", required=True, help=_MODEL_HELP)
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
-    tune.add_argument("--limit", type=_count)
+    tune.add_argument("--limit", type=_count, help="tune on the first N questions of --data (default: all)")
     tune.add_argument("--decoding", choices=registry.decoding_names(), nargs="+", help="default: every decoding the model has")
     tune.add_argument("--batch-size", type=_count, default=None,
                          help=f"windows per forward batch (default: {INFERENCE_BATCH_SIZE} on a CPU, {GPU_INFERENCE_BATCH_SIZE} on a GPU)")
@@ -666,7 +679,8 @@ def _add_model_commands(add_command) -> None:
 def _add_compare_and_extract(add_command) -> None:
     """compare (the harness) and extract (one question about one text)."""
     compare = add_command("compare", help="train/reuse runs, evaluate every decoding on the same questions, write a report")
-    compare.add_argument("--config", default="quick", help=f"a JSON config (see benchmarks/ablations/) or a preset: {', '.join(PRESETS)}")
+    compare.add_argument("--config", default="quick", help=f"a JSON config file (--print-schema prints every key it takes) "
+                                                          f"or a preset: {', '.join(PRESETS)}")
     compare.add_argument("--data-dir", help="folder with squad-v1.1/, squad-v2.0/ (default: $BIO_MRC_DATA or ../shared/data)")
     compare.add_argument("--output-dir", help="default: runs/<config name>")
     compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")
@@ -684,11 +698,11 @@ def _add_compare_and_extract(add_command) -> None:
     extract = add_command("extract", help="answer one question about a text")
     extract.add_argument("--model", required=True, help=_MODEL_HELP)
     _add_precision_option(extract)
-    extract.add_argument("--question", required=True)
+    extract.add_argument("--question", required=True, help="the question, as text")
     extract.add_argument("--context-file", nargs="+", metavar="FILE",
                          help="UTF-8 text file(s); several: the answers are ranked across them, each naming its file")
     extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, as --context-file")
-    extract.add_argument("--top-k", type=_count, help="how many answers, best first (across every document)")
+    extract.add_argument("--top-k", type=_count, help="how many answers, best first (across every document; default: 1)")
     extract.add_argument("--decoding", choices=_decoding_choices(), default=registry.AUTO_DECODING, help=_AUTO_HELP)
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's answer "
@@ -750,7 +764,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
-        with _terminate_as_exit():
+        with _terminate_as_exit(), _bars_for_a_log(sys.stderr):
             code = args.func(args)
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code
@@ -762,6 +776,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: the command's clean-ups have run on the way out; a traceback would say nothing more
         print("interrupted", file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def _bars_for_a_log(stream) -> Iterator[None]:
+    """Progress bars on a standard error that is no terminal (a log file, a pipe) redraw at most every
+    ``LOGGED_BAR_SECONDS``, not ten times a second: each redraw is a carriage return and a line that a terminal
+    overwrites and a file keeps, thousands of them over a long training run. tqdm reads ``TQDM_MININTERVAL`` when it
+    is imported, so this holds where the command imports it (the console script), and a value of the user's stays."""
+    isatty = getattr(stream, "isatty", None)
+    if (isatty is not None and isatty()) or "TQDM_MININTERVAL" in os.environ:
+        yield
+        return
+    os.environ["TQDM_MININTERVAL"] = str(LOGGED_BAR_SECONDS)
+    try:
+        yield
+    finally:
+        os.environ.pop("TQDM_MININTERVAL", None)
 
 
 @contextlib.contextmanager

@@ -155,3 +155,30 @@ def test_unsupported_field_types_are_refused():
 
     with pytest.raises(TypeError):
         add_config_options(argparse.ArgumentParser(), Bad)
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    (commands,) = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    return dict(commands.choices)
+
+
+def test_every_option_of_every_command_says_what_it_is():
+    bare = [f"{name} {action.option_strings[0] if action.option_strings else action.dest}"
+            for name, parser in _subcommands().items() for action in parser._actions
+            if action.help is not argparse.SUPPRESS and not (action.help or "").strip()]
+    assert bare == []  # were: train --output-dir, predict --limit, evaluate --predictions and --na-probs, tune --limit, extract --question
+
+
+@pytest.mark.parametrize("command, option, default", [("predict", "--batch-size", "(default: 16 on a CPU, 128 on a GPU)"),
+                                                      ("compare", "--data-dir", "(default: $BIO_MRC_DATA or ../shared/data)"),
+                                                      ("extract", "--top-k", "default: 1)"), ("tune", "--limit", "(default: all)")])
+def test_an_option_whose_help_names_its_default_is_not_followed_by_argparses_none(command, option, default):
+    entries = re.split(r"\n  (?=-)", _subcommands()[command].format_help())  # one per option, its help wrapped below it
+    (own,) = [_squeezed(entry) for entry in entries if entry.startswith(option + " ")]
+    assert _squeezed(default) in own and "(default:None)" not in own
+
+
+def test_no_help_text_points_at_files_only_a_clone_of_the_repository_has():
+    texts = {name: parser.format_help() for name, parser in _subcommands().items()}
+    assert [name for name, text in texts.items() if re.search(r"\b(docs|benchmarks)/", text)] == []

@@ -167,3 +167,24 @@ print(type(qa).__name__)
     done = run_python(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "BioMrcQuestionAnsweringPipeline"
+
+
+BARS_INTO_A_LOG = """
+import io, time
+from bio_mrc.cli import _bars_for_a_log
+with _bars_for_a_log(io.StringIO()):  # standard error a file: no terminal
+    from tqdm.auto import tqdm
+    log = io.StringIO()
+    for _ in tqdm(range(40), file=log):
+        time.sleep(0.02)
+print(log.getvalue().count("\\r"))
+"""
+
+
+def test_progress_bars_into_a_log_file_redraw_rarely():
+    environment = {key: value for key, value in os.environ.items() if key != "TQDM_MININTERVAL"}
+    result = subprocess.run([sys.executable, "-c", BARS_INTO_A_LOG], capture_output=True, text=True, env=environment,
+                            cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == 2  # the empty bar and the full one (were a redraw every 0.1 s: about ten for these 0.8 s)
+    assert "TQDM_MININTERVAL" not in os.environ

@@ -257,3 +257,22 @@ def test_a_graph_onnx_runtime_cannot_run_is_one_line(monkeypatch, tmp_path):
         exporter.checked_runner(tmp_path / ONNX_FILE, None, 26)
     assert str(caught.value) == ("ONNX Runtime cannot run the graph exported at opset 26 (choose another --opset, e.g. 18): "
                                  "[ONNXRuntimeError] : 10 : INVALID_GRAPH : No Op registered for Attention")
+
+
+
+@pytest.mark.slow
+def test_an_export_logs_nothing_and_prints_nothing_but_its_record(trained_dir, tmp_path, capfd):  # noqa: F811
+    import logging
+
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append  # torch's own handler writes to the standard error it found when imported
+    logging.getLogger("torch.onnx").addHandler(handler)
+    try:
+        record = export_onnx(trained_dir, tmp_path / "quiet")
+    finally:
+        logging.getLogger("torch.onnx").removeHandler(handler)
+    assert record["exporter"] == "torch.onnx.export(dynamo=True)"
+    # were four lines on standard error, "torchvision is not installed. Skipping torchvision::nms" and the like
+    assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
+    assert capfd.readouterr() == ("", "")

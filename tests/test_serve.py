@@ -374,9 +374,68 @@ def test_run_server_serves_the_folder_on_the_configured_address(monkeypatch, mod
     from bio_mrc.serving import server
 
     calls = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: calls.append((app, options)))
+    monkeypatch.setattr(server, "serve_until_stopped", lambda app, host, port: calls.append((app, host, port)))
     server.run_server(model_dir, ServeConfig(port=8123), precision="fp32")
-    ((app, options),) = calls
-    assert options["host"] == "127.0.0.1" and options["port"] == 8123
+    ((app, host, port),) = calls
+    assert host == "127.0.0.1" and port == 8123
     with TestClient(app, base_url="http://localhost:8123") as client:  # the Host a browser on this machine sends
         assert client.get("/health").json()["model"] == "tiny-joint"
+
+
+async def _empty_app(scope, receive, send):
+    """An ASGI application with a lifespan that answers every request with an empty 204."""
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    await send({"type": "http.response.start", "status": 204, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def test_ctrl_c_stops_the_server_with_an_interrupt_and_its_log_lines_go_to_stderr(capfd):
+    import os
+    import signal
+
+    from bio_mrc.serving.server import serve_until_stopped
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    answered = []
+
+    def request_then_interrupt():
+        for _ in range(200):  # until the server answers, then Ctrl-C; never a signal to a process that is not serving
+            try:
+                answered.append(httpx.get(f"http://127.0.0.1:{port}/ping", timeout=5).status_code)
+            except httpx.TransportError:
+                time.sleep(0.05)
+                continue
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+
+    threading.Thread(target=request_then_interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):  # bio-mrc serve: `interrupted`, status 130 (uvicorn.run returned as if stopped by itself)
+        serve_until_stopped(_empty_app, "127.0.0.1", port)
+    out, err = capfd.readouterr()
+    assert answered == [204]
+    assert out == ""  # uvicorn's own logging writes each request's line to standard output
+    assert '"GET /ping HTTP/1.1" 204' in err and "Finished server process" in err
+
+
+@pytest.mark.slow  # over 3 s alone on 2 cores: a spawned process imports numpy and the package
+def test_the_helper_process_outlives_a_ctrl_c_to_the_process_group(capfd):
+    import os
+    import signal
+
+    from bio_mrc.serving.helper_process import HelperProcess
+
+    helper = HelperProcess(nice=0)
+    try:
+        pid = helper.submit(os.getpid).result(timeout=60)
+        os.kill(pid, signal.SIGINT)  # what Ctrl-C in a terminal sends the helper beside the server
+        time.sleep(0.5)
+        assert helper.submit(os.getpid).result(timeout=60) == pid  # the same process, still working
+    finally:
+        helper.stop()
+    assert "Traceback" not in capfd.readouterr().err  # the server stops it as it shuts down; no KeyboardInterrupt

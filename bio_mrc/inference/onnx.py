@@ -17,14 +17,16 @@ when it exports, and names ``pip install bio_mrc[onnx]`` when they are missing.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
+import logging
 import math
 import shutil
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -90,7 +92,7 @@ def export_graph(module: LogitsModule, inputs: Mapping[str, torch.Tensor], path:
     large = sum(p.numel() * p.element_size() for p in module.parameters()) > EXTERNAL_DATA_BYTES
     batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _exporter_logs_quiet():
             warnings.simplefilter("ignore")  # the exporter's notes on axis names and deprecations
             torch.onnx.export(
                 module, tuple(inputs.values()), str(path), dynamo=True, input_names=names, output_names=outputs,
@@ -110,6 +112,19 @@ def export_graph(module: LogitsModule, inputs: Mapping[str, torch.Tensor], path:
         torch.onnx.export(module, tuple(inputs.values()), str(path), dynamo=False, input_names=names, output_names=outputs,
                           dynamic_axes=axes, opset_version=opset)
     return {"exporter": "torch.onnx.export(dynamo=False) (TorchScript)", "dynamo_error": reason}
+
+
+@contextlib.contextmanager
+def _exporter_logs_quiet() -> Iterator[None]:
+    """The dynamo exporter's own log lines below errors held back (on every export, ``torchvision is not installed.
+    Skipping torchvision::nms`` and three more on standard error, about operators no bio_mrc model has)."""
+    logger = logging.getLogger("torch.onnx")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def logit_differences(module: LogitsModule, runner: OnnxModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, float]:

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import types
@@ -92,6 +93,9 @@ def _caller_script_hidden() -> Iterator[None]:
 
 
 def _begin(state: dict[str, Any], nice: int) -> None:
+    # Ctrl-C reaches the whole process group: the server stops this process as it shuts down, and a KeyboardInterrupt
+    # here would only print a traceback from its wait for work.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _STATE.update(state)
     if nice and hasattr(os, "nice"):
         try:

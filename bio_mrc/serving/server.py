@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import gc
 import importlib.util
+import signal
 import sys
+import threading
 from pathlib import Path
+from typing import Any, Iterator
 
 from ..errors import ConfigError
 from ..inference.extract import AnswerExtractor
@@ -19,12 +24,11 @@ SWITCH_INTERVAL_S = 0.0005
 
 def run_server(model_dir: str | Path, config: ServeConfig | None = None, precision: str | None = None, device: str | None = None) -> None:
     """Serve ``model_dir`` (a bio_mrc model folder, an ONNX export of one, or a hub id) on ``config``'s host and port,
-    the model on ``device`` (cpu, cuda, cuda:1, mps; default auto)."""
+    the model on ``device`` (cpu, cuda, cuda:1, mps; default auto). Ctrl-C raises :class:`KeyboardInterrupt` once the
+    server has shut down."""
     missing = [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
         raise ConfigError(f"bio-mrc serve needs {' and '.join(missing)}: pip install 'bio_mrc[serve]'")
-    import uvicorn
-
     from .app import create_app
     from .guards import HostGuard, allowed_host_names
 
@@ -38,6 +42,48 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     gc.freeze()  # the model and the libraries live as long as the server: full collections need not walk them
     previous, _ = sys.getswitchinterval(), sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
-        uvicorn.run(app, host=config.host, port=config.port, log_level="info")
+        serve_until_stopped(app, config.host, config.port)
     finally:
         sys.setswitchinterval(previous)
+
+
+def serve_until_stopped(app: Any, host: str, port: int) -> None:
+    """Run uvicorn on ``app`` until it is stopped. Its log lines (requests included) go to standard error, as the
+    package's messages do; Ctrl-C ends the call with :class:`KeyboardInterrupt` once the server has shut down
+    (``bio-mrc serve``: ``interrupted``, status 130), as SIGTERM does with the caller's handler."""
+    import uvicorn
+
+    # uvicorn.Server, not uvicorn.run, which swallows the KeyboardInterrupt
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", log_config=_logging_config()))
+    with _interrupt_raised():
+        server.run()
+
+
+def _logging_config() -> dict[str, Any]:
+    """uvicorn's logging, every handler on standard error (its own sends the request lines to standard output)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    for handler in config["handlers"].values():
+        if handler.get("stream") == "ext://sys.stdout":
+            handler["stream"] = "ext://sys.stderr"
+    return config
+
+
+@contextlib.contextmanager
+def _interrupt_raised() -> Iterator[None]:
+    """uvicorn answers Ctrl-C by shutting down and then raising SIGINT again for the handler it found, but with
+    Python's own handler that second signal lands in asyncio's runner, which swallows it: the server returned as
+    if it had ended by itself. With this handler in place the interrupt reaches the caller."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -250,7 +250,7 @@ class TrainConfig:
     training_args: dict[str, Any] = field(default_factory=dict, metadata={
         "schema": {"type": "object"}, "type": json_object_argument, "metavar": "JSON",
         "help": "further transformers TrainingArguments, a JSON object or a JSON file, e.g. "
-                "'{\"gradient_accumulation_steps\": 2, \"report_to\": [\"tensorboard\"]}' (docs/training.md)"})
+                "'{\"gradient_accumulation_steps\": 2, \"report_to\": [\"tensorboard\"]}'"})
 
     def __post_init__(self) -> None:
         check_fields(self)
