@@ -55,7 +55,7 @@ class DecodeConfig:
     and saved with the model (0 for a model without one).
     """
 
-    n_best: int = field(default=20, metadata={"help": "answer candidates kept per question (the n-best file)", "minimum": 1})
+    n_best: int = field(default=20, metadata={"help": "answer candidates kept per question (what predict writes to its n-best file)", "minimum": 1})
     max_answer_length: int = field(default=30, metadata={
         "help": "in tokens (in words for the BIO decoding of a word-level tagger)", "minimum": 1})
     multi_span: bool = field(default=False, metadata={
