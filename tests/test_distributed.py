@@ -32,7 +32,11 @@ def test_torchrun_on_two_cpu_processes_shards_the_windows(tiny_encoder_dir, tmp_
     assert all(r["world_size"] == 2 and r["backend"] == "gloo" for r in ranks)
     windows = ranks[0]["windows"]
     assert [r["seen"] for r in ranks] == [windows // 2, windows - windows // 2]  # each process: its half, once
-    assert load_run_record(out) is not None
+    record = load_run_record(out)
+    # the loss recorded is that of every step's batches on both processes, not rank 0's share alone
+    own_means = [sum(r["losses"]) / len(r["losses"]) for r in ranks]
+    assert record["final_loss"] == pytest.approx(sum(own_means) / 2, rel=1e-6)
+    assert ranks[0]["final_loss"] == ranks[1]["final_loss"] == record["final_loss"] and own_means[0] != own_means[1]
     examples = load_squad(SAMPLE_V1).examples[:3]  # the model predict loads answers with exact substrings
     trained = TrainedModel.load(out)
     for prediction, example in zip(decode(trained.windows(examples), examples, "joint", DecodeConfig()), examples):
@@ -70,3 +74,12 @@ def test_torchrun_predict_on_two_processes_writes_what_one_process_writes(tiny_e
     for name in files:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
     assert sharded.stdout.count('"questions": 8') == 1  # one report, from rank 0
+    # a stream rank 0 refuses to resume: one line from each rank, no rank left to fail in gloo with a traceback
+    (tmp_path / "three").mkdir()
+    stream = (tmp_path / "one" / "p.answers.jsonl").read_text().replace('"decoding": "span"', '"decoding": "bio"', 1)
+    (tmp_path / "three" / "p.answers.jsonl").write_text(stream)
+    refused = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", *predict,
+                    str(tmp_path / "three" / "p.json"), "--resume"], env, attempts=1)
+    assert refused.returncode != 0 and "]: Traceback" not in refused.stderr, refused.stderr[-3000:]  # no rank's traceback
+    assert "error: line 1 answers 'n1' with decoding 'bio'" in refused.stderr
+    assert "error: rank 0 refused the run: line 1 answers 'n1'" in refused.stderr

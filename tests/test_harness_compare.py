@@ -9,6 +9,7 @@ from bio_mrc.harness.compare import compare
 from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec, load_config, parse_config
 from bio_mrc.errors import ConfigError
+from bio_mrc.inference import TrainedModel
 
 from .conftest import FIXTURES, SAMPLE_V1
 
@@ -119,15 +120,50 @@ def without_timings_and_paths(value, root):
     return value.replace(str(root), "<out>") if isinstance(value, str) else value
 
 
+def squad2_file(tmp_path):
+    """The sample as SQuAD 2.0 (every third question unanswerable), its articles three times over (contexts told apart),
+    so that a comparison has training, tuning and evaluation articles."""
+    sample, articles, k = json.loads(SAMPLE_V1.read_text()), [], 0
+    for copy in range(3):
+        for article in json.loads(json.dumps(sample["data"])):
+            article["title"] = f"{article['title']} {copy}"
+            for paragraph in article["paragraphs"]:
+                paragraph["context"] += f" Copy {copy}."
+                for qa in paragraph["qas"]:
+                    qa["id"], k = f"{qa['id']}-{copy}", k + 1
+                    if k % 3 == 0:
+                        qa["answers"], qa["is_impossible"] = [], True
+            articles.append(article)
+    path = tmp_path / "squad2.json"
+    path.write_text(json.dumps({"version": "v2.0", "data": articles}), encoding="utf-8")
+    return path
+
+
+def _data_config(kind, tmp_path):
+    """The data of a comparison of each kind: SQuAD v1.1, SQuAD 2.0 with a tuning split (no-answer thresholds), and
+    MultiSpanQA cross-validated (multi-span cells)."""
+    if kind == "squad-v1.1":
+        return {}
+    if kind == "multispanqa":
+        return {"train": None, "eval": {"path": str(multispan_file(tmp_path)), "format": "multispanqa"},
+                "cross_validation": {"folds": 3, "seed": 0}}
+    path, thirds = str(squad2_file(tmp_path)), {"fractions": [0.5, 0.25, 0.25], "seed": 0}
+    return {name: {"path": path, "split": {**thirds, "part": part}} for part, name in enumerate(("train", "eval", "tune"))}
+
+
 @pytest.mark.slow
-def test_same_seed_and_inputs_give_identical_predictions_and_reports(tiny_encoder_dir, tmp_path):
-    raw = config_dict(tiny_encoder_dir, seeds=[3], runs=[{"name": "joint", "heads": "span+bio"}])
+@pytest.mark.parametrize("kind", ["squad-v1.1", "squad-v2.0", "multispanqa"])
+def test_same_seed_and_inputs_give_identical_predictions_and_reports(tiny_encoder_dir, tmp_path, kind):
+    raw = config_dict(tiny_encoder_dir, seeds=[3], runs=[{"name": "joint", "heads": "span+bio"}], **_data_config(kind, tmp_path))
+    raw = {key: value for key, value in raw.items() if value is not None}
     reports = []
     for name in ("a", "b"):
         compare(parse_config(raw), FIXTURES, tmp_path / name, progress=False)
         reports.append(without_timings_and_paths(json.loads((tmp_path / name / "report.json").read_text()), tmp_path / name))
         assert not any(c["reused_model"] for c in reports[-1]["cells"])  # trained from scratch both times
-    assert reports[0] == reports[1]
+    assert reports[0] == reports[1] and reports[0]["eval"]["task"] == kind
+    if kind == "squad-v2.0":  # thresholds tuned, and the unanswerable questions scored
+        assert all(c["threshold"] is not None for c in reports[0]["cells"])
     for decoding in ("span", "bio", "joint"):
         name = f"joint-seed3-{decoding}.nbest.json"
         assert (tmp_path / "a" / "predictions" / name).read_bytes() == (tmp_path / "b" / "predictions" / name).read_bytes()
@@ -262,3 +298,61 @@ def test_the_cells_cache_follows_the_code_that_scores_and_nothing_else(tmp_path)
     with (copy / "decoding" / "spans.py").open("a") as handle:
         handle.write("\n# a decoder change\n")
     assert fingerprint(("bio_mrc.harness.scoring",), copy) != before
+
+
+def test_a_model_is_stale_once_the_encoder_it_was_trained_from_changes(tiny_encoder_dir, tmp_path):
+    """A reused model's record keeps a digest of its encoder's weights and tokenizer: one tokenizer.json entry changed
+    in place makes it stale; a config.json change (a tuned model's thresholds) and a record without the digest do not."""
+    import shutil
+
+    from bio_mrc.encoders import starting_point_digest
+    from bio_mrc.harness.models import same_starting_point
+    from bio_mrc.training.train import TrainConfig
+
+    encoder = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir, encoder)
+    config = TrainConfig(encoder=str(encoder))
+    record = {"starting_point_digest": starting_point_digest(encoder)}
+    assert same_starting_point(record, config) and same_starting_point({}, config)
+    (encoder / "config.json").write_text((encoder / "config.json").read_text().replace("}", ', "note": 1}', 1))
+    assert same_starting_point(record, config)
+    definition = json.loads((encoder / "tokenizer.json").read_text())
+    vocabulary = definition["model"]["vocab"]
+    vocabulary["normans"], vocabulary["normandy"] = vocabulary["normandy"], vocabulary["normans"]
+    (encoder / "tokenizer.json").write_text(json.dumps(definition))
+    assert not same_starting_point(record, config) and same_starting_point({}, config)
+
+
+@pytest.mark.slow
+def test_a_comparison_trains_again_from_an_encoder_changed_in_place(tiny_encoder_dir, tmp_path):
+    import shutil
+
+    encoder = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir, encoder)
+    raw = config_dict(encoder, seeds=[1], runs=[{"name": "joint", "heads": "span+bio"}])
+    raw["defaults"]["epochs"] = 1
+    compare(parse_config(raw), FIXTURES, tmp_path / "out", progress=False)
+    definition = json.loads((encoder / "tokenizer.json").read_text())
+    vocabulary = definition["model"]["vocab"]
+    vocabulary["normans"], vocabulary["normandy"] = vocabulary["normandy"], vocabulary["normans"]
+    (encoder / "tokenizer.json").write_text(json.dumps(definition))
+    again, _ = compare(parse_config(raw), FIXTURES, tmp_path / "out", progress=False)
+    assert not any(c.reused_model for c in again.cells)  # trained again from the changed tokenizer, not reused
+    model = json.loads((tmp_path / "out" / "models" / again.cells[0].model_dir.rsplit("/", 1)[-1] / "tokenizer.json").read_text())
+    assert model["model"]["vocab"]["normans"] == vocabulary["normans"]
+
+
+@pytest.mark.parametrize("measured", ["fp32", "bf16"])
+def test_cells_are_cached_under_the_precision_auto_answers_in(comparison, monkeypatch, measured):
+    """``auto`` is keyed as what it resolves to on this machine (what the model's runner answers in), so cells scored in
+    one precision are not read back once the measurement chooses the other."""
+    from bio_mrc import precision, precision_probe
+    from bio_mrc.harness.compare import answering_precision
+    from bio_mrc.inference.forward import TorchRunner
+
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    monkeypatch.setattr(precision_probe, "measured_choice", lambda *args, **kwargs: {"precision": measured, "how": "cached"})
+    _, results, _ = comparison
+    model_dir = results.cells[0].model_dir
+    assert answering_precision(model_dir, "auto") == measured == TorchRunner(TrainedModel.load(model_dir).model, "auto").precision
+    assert answering_precision(model_dir, "fp32") == "fp32" and answering_precision(model_dir, "bf16") == "bf16"

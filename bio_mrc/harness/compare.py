@@ -23,7 +23,11 @@ from ..errors import ConfigError
 from ..inference import TrainedModel, threshold_key
 from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_settings
+from ..inference.defaults import INFERENCE_BATCH_SIZE
 from ..io import atomic_write_json, check_set_files, finish_file_set, owned_path
+from ..model import BioMrcConfig
+from ..precision import resolve_device, resolve_precision
+from ..precision_probe import MatrixShapes
 from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, decode_cell, pool
@@ -148,7 +152,8 @@ def _score_trained_run(
     train_split = splits.train_for(run)
     model_dir, train_seconds, reused, partial = obtain_model(
         run, seed, train_split, output_dir / "models", progress, config.checkpoint_steps, splits.tune)
-    cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits, run)}.json"
+    precision = answering_precision(model_dir, run.evaluation_precision)
+    cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits, precision)}.json"
     browser_cache = cache.with_suffix(".browser.npz")
     model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
     browser = load_browser_data(browser_cache) if model_cells is not None else None
@@ -223,11 +228,25 @@ def _fold_settings(folds: list[tuple[float | None, dict[str, float], str, dict[s
             "fold_min_span_probabilities": span_rules}
 
 
-def _cells_key(config: CompareConfig, splits: Splits, run: RunSpec) -> str:
+def answering_precision(model_dir: Path, precision: str) -> str:
+    """The precision the model's forward passes run in here: ``auto`` resolved as the model's runner resolves it (by
+    this machine's measurement for its sizes), so that cells scored in bf16 are never read back where it answers in fp32."""
+    if precision != "auto":
+        return precision
+    config = BioMrcConfig.from_pretrained(str(model_dir))
+    try:
+        shapes = MatrixShapes.of(config.encoder, INFERENCE_BATCH_SIZE, config.max_seq_length)
+    except (AttributeError, TypeError, ValueError):
+        shapes = None
+    return resolve_precision(precision, resolve_device(None), shapes, "inference")
+
+
+def _cells_key(config: CompareConfig, splits: Splits, precision: str) -> str:
     """What a model's cells depend on besides the model: the questions, the decoding options, the precision
-    of the forward passes and the code that scores them (:func:`bio_mrc.harness.scoring.cells_code_fingerprint`)."""
+    of the forward passes (resolved: :func:`answering_precision`) and the code that scores them
+    (:func:`bio_mrc.harness.scoring.cells_code_fingerprint`)."""
     blob = json.dumps({
-        "decode": config.decode.__dict__, "eval": content_hash(splits.eval.examples), "precision": run.evaluation_precision,
+        "decode": config.decode.__dict__, "eval": content_hash(splits.eval.examples), "precision": precision,
         "tune": content_hash(splits.tune.examples) if splits.tune else None, "code": cells_code_fingerprint(),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

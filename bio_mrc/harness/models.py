@@ -9,7 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import ConfigError
+from ..encoders import resolve_encoder, starting_point_digest
+from ..errors import ConfigError, ModelFormatError
 from ..inference.during_training import TrainingEvaluator
 from ..model_card import training_time_is_partial
 from ..training.train import TrainConfig, load_run_record, train_model
@@ -49,7 +50,7 @@ def obtain_model(
     # evaluates differently, e.g. in another precision, shares the model).
     for candidate in [model_dir, *sorted(models_dir.glob(f"*-seed{seed}-{key}"))]:
         record = load_run_record(candidate)  # written last, so a model cut short by a crash is never reused
-        if record is not None and record.get("train") == config.to_dict():
+        if record is not None and record.get("train") == config.to_dict() and same_starting_point(record, config):
             return ObtainedModel(candidate, float(record["seconds"]), True, training_time_is_partial(record))
     # A run cut short (a kill, the end of a session) continues from its last checkpoint.
     evaluates = held_out is not None and config.training_args.get("eval_strategy", "no") != "no"
@@ -58,6 +59,20 @@ def obtain_model(
                 checkpoint_steps=checkpoint_steps, evaluator=evaluator)
     record = load_run_record(model_dir)
     return ObtainedModel(model_dir, float(record["seconds"]), False, training_time_is_partial(record))
+
+
+def same_starting_point(record: dict, config: TrainConfig) -> bool:
+    """Whether the weights and tokenizer the model was trained from (its encoder's, or ``init_from``'s) are still those
+    of the folder the options name: an encoder or model edited or replaced in place makes its models stale. A record
+    written before this was kept, or a starting point no longer on this machine, cannot tell: the model is reused."""
+    if not record.get("starting_point_digest"):
+        return True
+    try:
+        folder = config.init_from or resolve_encoder(config.encoder)
+    except (ModelFormatError, ImportError):
+        return True
+    current = starting_point_digest(folder)
+    return current is None or current == record["starting_point_digest"]
 
 
 def resolve_init_from(init_from: str | None) -> str | None:

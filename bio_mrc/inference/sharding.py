@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
+
+from ..errors import BioMrcError, ConfigError
 
 
 @dataclass(frozen=True)
@@ -60,9 +62,31 @@ class Shard:
         dist.broadcast_object_list(box, src=0)
         return box[0]
 
+    def broadcast_result(self, call: Callable[[], Any]) -> Any:
+        """Rank 0's ``call()`` on every rank. Where rank 0 refuses (a :class:`BioMrcError`), it raises that error and the
+        other ranks a ConfigError naming rank 0's refusal, each one line, instead of waiting on it to fail in gloo."""
+        if self.world == 1:
+            return call()
+        try:
+            value = call() if self.writes else None
+        except BioMrcError as error:
+            self.broadcast(_Refused(str(error)))
+            raise
+        value = self.broadcast(value)
+        if isinstance(value, _Refused):
+            raise ConfigError(f"rank 0 refused the run: {value.message}")
+        return value
+
     def close(self) -> None:
         if self.world > 1 and dist.is_initialized():
             dist.destroy_process_group()
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """What rank 0 sends the others in place of a value when it refuses the run."""
+
+    message: str
 
 
 SINGLE_PROCESS = Shard()  # rank 0 of 1: the default where no launcher started several processes

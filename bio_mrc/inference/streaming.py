@@ -176,8 +176,8 @@ def predict_to_files(
         raise ValueError("--resume continues an answers file; standard output holds none")
     outputs = [check_file_target(path) for path in prediction_outputs(output, plan.decodings)]  # no FIFO or device
     check_outputs_apart(outputs, model_dirs=[trained.path])
-    done = resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if shard.writes and resume and stream.is_file() else []
-    done = shard.broadcast(done)
+    resumes = resume and stream.is_file()
+    done = shard.broadcast_result(lambda: resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if resumes else [])
     if shard.writes and stream is not None:
         stream.parent.mkdir(parents=True, exist_ok=True)
     sink = None if not shard.writes else sys.stdout if to_stdout else open_no_follow(stream, "a" if done else "w")

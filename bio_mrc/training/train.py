@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from transformers import TrainerCallback, TrainingArguments, set_seed
 
+from ..encoders import starting_point_digest
 from ..errors import ConfigError, DataFormatError
 from ..fp32_attention import train_attention_in_fp32
 from ..io import check_outputs_apart, writes_named
@@ -102,7 +103,7 @@ def train_model(
     with writes_named(output_dir), progress_bars(progress):
         outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     result = TrainResult(output_dir, clock.seconds(), len(examples), len(trainer.train_dataset),
-                         _sitting_loss(outcome.training_loss, trainer.state.global_step, checkpoint))
+                         _sitting_loss(_mean_over_processes(trainer, outcome.training_loss), trainer.state.global_step, checkpoint))
     if non_finite_weights(trainer.model):  # a diverged run: its checkpoints (the last one kept) diverged too
         if trainer.is_world_process_zero():
             remove_checkpoints(Path(args.output_dir), save_checkpoints)
@@ -118,6 +119,18 @@ def _sitting_loss(mean_loss: float, global_step: int, checkpoint: Path | None) -
     """Trainer's mean loss over this sitting's steps; None when it trained none (resumed from the run's last step,
     e.g. after a kill while the final model was saved), where Trainer reports 0.0."""
     return mean_loss if global_step > (checkpoint_step(checkpoint) if checkpoint else 0) else None
+
+
+def _mean_over_processes(trainer: HeadRateTrainer, mean_loss: float) -> float:
+    """Trainer's mean loss over all the processes of a torchrun job: each process's own mean holds the losses logged
+    so far (already averaged over the processes) and then only its own batches' losses since, so rank 0's alone
+    would be the loss of its share of the data; the mean of the processes' means is that of every batch."""
+    if trainer.args.world_size <= 1:
+        return mean_loss
+    import torch
+
+    value = torch.tensor(float(mean_loss), dtype=torch.float64, device=trainer.args.device)
+    return float(trainer.accelerator.reduce(value, reduction="mean"))
 
 
 def _refuse_diverged(model: Any, config: TrainConfig, output_dir: Path) -> None:
@@ -164,6 +177,9 @@ def _run_record(
     return {
         "train": config.to_dict(),
         "encoder_path": encoder,
+        # The weights and tokenizer trained from (the encoder's, or init_from's): a comparison reuses the model only while
+        # they are unchanged (bio_mrc.harness.models).
+        "starting_point_digest": starting_point_digest(encoder),
         "seconds": result.seconds,  # every sitting's when resumed, if its checkpoint kept the time (see earlier_seconds)
         # Resumed: the sittings before this one; None when the checkpoint predates the clock, so "seconds" is this sitting's only.
         "earlier_seconds": earlier_seconds,
