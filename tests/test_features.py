@@ -220,6 +220,23 @@ def test_the_windows_cache_removes_the_least_recently_used_files_past_its_budget
     assert mark_used_and_prune(recent, budget_bytes=0) == []
 
 
+def test_the_windows_cache_removes_a_killed_runs_temporary_file_once_a_day_old(tmp_path):
+    import os
+    import time
+
+    from bio_mrc.features.windows_cache import STALE_TEMPORARY_SECONDS, mark_used_and_prune
+
+    used = _windows_file(tmp_path, "a", 100, time.time())
+    left, writing, stranger = tmp_path / "tmpk3j_9zq1", tmp_path / "tmpab12cd34", tmp_path / "tmp-notes"
+    for path in (left, writing, stranger):
+        path.write_bytes(b"x" * 10)
+    day_and_a_minute_ago = time.time() - STALE_TEMPORARY_SECONDS - 60
+    for path in (left, stranger):
+        os.utime(path, (day_and_a_minute_ago, day_and_a_minute_ago))
+    assert mark_used_and_prune(used, budget_bytes=10**9) == [left]  # another run's file in progress and a stranger stay
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([used.name, writing.name, stranger.name])
+
+
 def test_the_windows_cache_budget_is_read_from_the_environment(monkeypatch):
     from bio_mrc.features.windows_cache import BUDGET_VARIABLE, cache_budget_bytes
 

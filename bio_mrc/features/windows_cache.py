@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from pathlib import Path
 
 import datasets
@@ -15,6 +16,10 @@ from ..errors import ConfigError
 BUDGET_VARIABLE = "BIO_MRC_WINDOWS_CACHE_GB"
 DEFAULT_BUDGET_GB = 10.0  # about ten variants of all of SQuAD's training windows (about 1 GB each)
 _WINDOWS_FILE = re.compile(r"windows-[0-9a-f]{20}\.arrow")
+# datasets writes a windows file as a temporary file (tempfile's name) renamed when whole: one a killed run left
+# behind is never renamed, and one untouched for a day is no run's work in progress.
+_TEMPORARY_FILE = re.compile(r"tmp[a-z0-9_]{8}")
+STALE_TEMPORARY_SECONDS = 24 * 3600
 
 
 def default_windows_cache() -> Path | None:
@@ -44,9 +49,11 @@ def cache_budget_bytes() -> int:
 def mark_used_and_prune(used: Path, budget_bytes: int) -> list[Path]:
     """Mark ``used`` as just used, then remove the least recently used other windows files of its folder while the
     folder's windows files come to more than ``budget_bytes``. Only files named as windows files are touched; one
-    that cannot be removed (open elsewhere, on a system that forbids that) is left. Returns the files removed."""
+    that cannot be removed (open elsewhere, on a system that forbids that) is left. A temporary file that a killed run
+    left (:data:`STALE_TEMPORARY_SECONDS` old) goes too. Returns the files removed."""
     with contextlib.suppress(OSError):
         os.utime(used)
+    removed = _remove_stale_temporary_files(used.parent)
     others = []
     for path in used.parent.iterdir():
         if path != used and _WINDOWS_FILE.fullmatch(path.name) and path.is_file():
@@ -54,7 +61,6 @@ def mark_used_and_prune(used: Path, budget_bytes: int) -> list[Path]:
                 stat = path.stat()
                 others.append((stat.st_mtime, stat.st_size, path))
     total = sum(size for _, size, _ in others) + (used.stat().st_size if used.exists() else 0)
-    removed = []
     for _, size, path in sorted(others):
         if total <= budget_bytes:
             break
@@ -62,4 +68,16 @@ def mark_used_and_prune(used: Path, budget_bytes: int) -> list[Path]:
             path.unlink()
             total -= size
             removed.append(path)
+    return removed
+
+
+def _remove_stale_temporary_files(folder: Path) -> list[Path]:
+    """The temporary files of ``folder`` last written over :data:`STALE_TEMPORARY_SECONDS` ago, removed."""
+    removed, now = [], time.time()
+    for path in folder.iterdir():
+        if _TEMPORARY_FILE.fullmatch(path.name) and path.is_file():
+            with contextlib.suppress(OSError):
+                if now - path.stat().st_mtime > STALE_TEMPORARY_SECONDS:
+                    path.unlink()
+                    removed.append(path)
     return removed
