@@ -1,6 +1,7 @@
 """``bio-mrc compare`` resumes a model whose training was interrupted and ends with the uninterrupted weights;
 runs may have their own training questions and seeds; ``--train-only`` trains and scores nothing."""
 
+import json
 import re
 
 import pytest
@@ -9,6 +10,7 @@ from safetensors.torch import load_file
 
 from bio_mrc.harness import models as harness_models
 from bio_mrc.harness.compare import compare, train_models
+from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config
 from bio_mrc.training.train import CHECKPOINT_DIR, load_run_record, scan_checkpoints
 
@@ -155,3 +157,49 @@ def test_the_command_line_keeps_some_runs(tiny_encoder_dir):
     for seeds, problem in (([0, 0], "0 is given twice"), ([1, 2, 1], "1 is given twice"), ([-1], "-1 is no seed")):
         with pytest.raises(ConfigError, match=rf"--seeds: {problem}"):
             cfg.with_overrides(seeds=seeds)
+
+
+def _prediction_files_hold_the_cells(results, output_dir):
+    files = {f"{c.run}/{c.decoding}": json.loads((output_dir / "predictions" / f"{c.run}-seed{c.seed}-{c.decoding}.json").read_text())
+             for c in results.cells}
+    return files == {f"{c.run}/{c.decoding}": dict(zip([ex.id for ex in results.eval_examples], c.answers)) for c in results.cells}
+
+
+@pytest.mark.slow
+def test_cells_read_back_bring_their_own_prediction_files_and_run(tiny_encoder_dir, tmp_path):
+    """Decoding options changed and changed back: the cells of the first are read back, and so are their prediction
+    files (not the second's, left under the same names); a run sharing another run's model gets cells of its own name."""
+    long, short = config(tiny_encoder_dir, checkpoint_steps=None), config(tiny_encoder_dir, checkpoint_steps=None,
+                                                                         decode={"max_answer_length": 1})
+    first, _ = compare(long, FIXTURES, tmp_path)
+    compare(short, FIXTURES, tmp_path)
+    again, _ = compare(long, FIXTURES, tmp_path)
+    assert {c.reused_model for c in again.cells} == {True}
+    assert [c.answers for c in again.cells] == [c.answers for c in first.cells]
+    assert _prediction_files_hold_the_cells(again, tmp_path)
+    twins = config(tiny_encoder_dir, checkpoint_steps=None, runs=[{"name": "joint", "heads": "span+bio"},
+                                                                  {"name": "twin", "heads": "span+bio"}])
+    both, summary = compare(twins, FIXTURES, tmp_path)
+    assert sorted(str(row.cell) for row in summary.rows) == sorted(f"{run}/{d}" for run in ("joint", "twin") for d in ("span", "bio", "joint"))
+    assert [row.seeds for row in summary.rows] == [[5]] * 6
+    assert _prediction_files_hold_the_cells(both, tmp_path)
+
+
+@pytest.mark.parametrize("run, key", [({"encoder": "no/such/encoder/folder"}, "runs[1].encoder"),
+                                      ({"init_from": "no/such/model"}, "runs[1].init_from"),
+                                      ({"init_from": "no/such/model-*"}, "runs[1].init_from")])
+def test_a_missing_encoder_or_model_of_any_run_is_refused_before_any_training(tiny_encoder_dir, tmp_path, run, key):
+    """The second run's encoder (or the model it continues) is checked before the first run trains: one line naming it."""
+    cfg = config(tiny_encoder_dir, runs=[{"name": "joint", "heads": "span+bio"}, {"name": "second", "heads": "bio", **run}])
+    for call in (compare, train_models):
+        with pytest.raises(ConfigError, match=rf"^{re.escape(key)}: .*no/such/"):
+            call(cfg, FIXTURES, tmp_path / "out")
+        assert not (tmp_path / "out" / "models").exists()
+
+
+def test_a_bare_encoder_as_init_from_is_refused_before_any_training(tiny_encoder_dir, tmp_path):
+    cfg = config(tiny_encoder_dir, runs=[{"name": "joint", "heads": "span+bio"},
+                                         {"name": "second", "heads": "bio", "init_from": str(tiny_encoder_dir)}])
+    with pytest.raises(ConfigError, match=r"^runs\[1\]\.init_from: config.json: has no 'encoder' object"):
+        compare(cfg, FIXTURES, tmp_path / "out")
+    assert not (tmp_path / "out" / "models").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 from transformers import TrainerCallback, TrainingArguments
@@ -45,11 +46,13 @@ def test_a_value_transformers_refuses_is_refused_before_training():
 
 
 @pytest.mark.parametrize("name, value", [("gradient_accumulation_steps", 0), ("gradient_accumulation_steps", -2),
-                                         ("dataloader_num_workers", -1), ("per_device_eval_batch_size", 0)])
+                                         ("dataloader_num_workers", -1), ("per_device_eval_batch_size", 0),
+                                         ("gradient_accumulation_steps", "x"), ("per_device_eval_batch_size", 2.5),
+                                         ("gradient_accumulation_steps", True)])
 def test_a_count_transformers_takes_but_trainer_cannot_use_is_refused_before_training(name, value):
     """TrainingArguments takes these; Trainer then divides by them or hands them to a DataLoader, a traceback once the
     model is built (gradient_accumulation_steps 0: ZeroDivisionError), with a checkpoints/ folder left behind."""
-    with pytest.raises(ConfigError, match=rf"training_args: {name} is a count of at least [01], got {value}"):
+    with pytest.raises(ConfigError, match=rf"training_args: {name} is a count of at least [01], got {re.escape(repr(value))}"):
         TrainConfig(training_args={name: value})
     assert TrainConfig(training_args={name: 2}).training_args == {name: 2}
 
@@ -146,3 +149,19 @@ def test_a_comparison_evaluating_during_training_needs_a_tune_split():
     with pytest.raises(ConfigError, match=r"runs \['a'\] evaluate during training .* add a 'tune' split"):
         parse_config(raw)
     assert parse_config({**raw, "tune": {"path": "t.json", "skip": 10}}).runs[0].train.training_args["eval_steps"] == 10
+
+
+def test_an_optional_count_may_be_null():
+    """eval_accumulation_steps and dataloader_prefetch_factor default to None in TrainingArguments: null stays allowed."""
+    TrainConfig(training_args={"eval_accumulation_steps": None, "dataloader_prefetch_factor": None})
+
+
+def test_train_init_from_a_missing_folder_is_one_line(tmp_path, capsys):
+    """transformers took the missing path for a hub id and ended in an OSError traceback."""
+    from bio_mrc.cli import main
+
+    from .conftest import SAMPLE_V1
+
+    missing = tmp_path / "no-such-model"
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--init-from", str(missing)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: no such model folder (and not a Hugging Face hub id) (in {missing})"

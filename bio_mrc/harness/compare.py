@@ -24,7 +24,7 @@ from ..inference import TrainedModel, threshold_key
 from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_settings
 from ..inference.defaults import INFERENCE_BATCH_SIZE
-from ..io import atomic_write_json, check_set_files, finish_file_set, owned_path
+from ..io import atomic_write_bytes, atomic_write_json, check_set_files, finish_file_set, owned_path
 from ..model import BioMrcConfig
 from ..precision import resolve_device, resolve_precision
 from ..precision_probe import MatrixShapes
@@ -34,7 +34,7 @@ from .cells import DecodedCell, decode_cell, pool
 from .config import CompareConfig, RunSpec
 from .summary_records import Summary
 from .earlier_report import EarlierCells, load_earlier_cells
-from .models import obtain_model
+from .models import check_model_sources, obtain_model
 from .results import Cell, ComparisonResults
 from .scoring import cells_code_fingerprint, finish_cell, score_model, timed_windows, tuned_decoding
 from .summary_records import CellKey
@@ -71,6 +71,11 @@ def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: 
     return load_earlier_cells(cells_from, config, questions)
 
 
+def runs_to_train(config: CompareConfig, earlier: EarlierCells | None) -> list[RunSpec]:
+    """The runs with a seed whose cells an earlier report (``--cells-from``) does not hold."""
+    return [run for run in config.runs if not earlier or not all(earlier.holds(run.name, seed) for seed in config.run_seeds(run))]
+
+
 HARNESS_FOLDERS = ("models", "cells", "predictions")  # under the output folder: the harness's own work
 
 
@@ -99,6 +104,7 @@ def run_comparison(
     check_own_folders(output_dir)
     splits = resolve_splits(config, data_dir)
     earlier = earlier_cells(cells_from, config, splits)
+    check_model_sources(runs_to_train(config, earlier), config.runs, output_dir / "models")
     output_dir.mkdir(parents=True, exist_ok=True)  # once the splits and cells are known good: a refused config leaves no folder
     cells: list[Cell] = []
     browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
@@ -134,6 +140,7 @@ def train_models(
     splits = resolve_splits(config, Path(data_dir))
     earlier = earlier_cells(cells_from, config, splits)
     models_dir = Path(output_dir) / "models"
+    check_model_sources(runs_to_train(config, earlier), config.runs, models_dir)
     trained = []
     for run in config.runs:
         for seed in config.run_seeds(run):
@@ -154,18 +161,35 @@ def _score_trained_run(
         run, seed, train_split, output_dir / "models", progress, config.checkpoint_steps, splits.tune)
     precision = answering_precision(model_dir, run.evaluation_precision)
     cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits, precision)}.json"
-    browser_cache = cache.with_suffix(".browser.npz")
+    browser_cache, kept_predictions = cache.with_suffix(".browser.npz"), cache.with_suffix(".predictions")
     model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
     browser = load_browser_data(browser_cache) if model_cells is not None else None
-    if model_cells is None or browser is None:
+    if model_cells is None or browser is None or not kept_predictions.is_dir():
         trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
         model_cells, browser = score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress)
         cache.parent.mkdir(parents=True, exist_ok=True)
-        save_browser_data(browser, browser_cache)  # first: cached cells always have their browser data
+        save_browser_data(browser, browser_cache)  # first: cached cells always have their browser data and prediction files
+        _copy_prediction_files(output_dir / "predictions", f"{run.name}-seed{seed}-", kept_predictions, "", model_cells)
         atomic_write_json(cache, model_cells)
+    else:  # the prediction files of the cells read back, not those a run of other options left under the same names
+        _copy_prediction_files(kept_predictions, "", output_dir / "predictions", f"{run.name}-seed{seed}-", model_cells)
     trained_with = {"train_seconds": train_seconds, "train_seconds_partial": partial, "reused_model": reused,
-                    "train_questions": len(train_split.examples)}
+                    "train_questions": len(train_split.examples), "run": run.name}  # a model shared by two runs: each its own
     return [Cell.from_json({**cell, **trained_with}, f"{cache}: cell {k}") for k, cell in enumerate(model_cells)], browser
+
+
+PREDICTION_FILE_SUFFIXES = (".json", ".nbest.json", ".na_probs.json")  # a cell's files (write_prediction_files)
+
+
+def _copy_prediction_files(source: Path, source_prefix: str, target: Path, target_prefix: str, cells: list[dict[str, Any]]) -> None:
+    """Copy each cell's prediction files, ``<prefix><decoding><suffix>``, from ``source`` to ``target`` (each atomically):
+    a model's cached cells keep the files they were scored from beside them, so cells read back bring their own."""
+    target.mkdir(parents=True, exist_ok=True)
+    for cell in cells:
+        for suffix in PREDICTION_FILE_SUFFIXES:
+            found = source / f"{source_prefix}{cell['decoding']}{suffix}"
+            if found.is_file():
+                atomic_write_bytes(target / f"{target_prefix}{cell['decoding']}{suffix}", found.read_bytes())
 
 
 def _score_folds(

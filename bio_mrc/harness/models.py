@@ -11,6 +11,8 @@ from typing import NamedTuple
 
 from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, ModelFormatError
+from ..hub import local_folder
+from ..model_folder import check_model_folder
 from ..inference.during_training import TrainingEvaluator
 from ..model_card import training_time_is_partial
 from ..training.train import TrainConfig, load_run_record, train_model
@@ -87,3 +89,22 @@ def resolve_init_from(init_from: str | None) -> str | None:
         raise ConfigError(f"init_from {init_from!r} must match exactly one trained model; it matches {found}. "
                           "Run the comparison that trains it first (see its config's description)")
     return complete[0]
+
+
+def check_model_sources(runs: list[RunSpec], all_runs: list[RunSpec], models_dir: Path) -> None:
+    """Before any training: the encoder of each of ``runs`` (or the trained model it continues from) is there and
+    loadable, else one :class:`ConfigError` naming the run's key (``runs[2].encoder``), not a traceback once earlier
+    runs have trained. A glob ``init_from`` into this comparison's own models (a chain of its runs) is left to its turn."""
+    own = models_dir.resolve()
+    for run in runs:
+        where = f"runs[{[r.name for r in all_runs].index(run.name)}]"
+        init_from = run.train.init_from
+        if init_from and glob.has_magic(init_from) and Path(init_from).parent.resolve() == own:
+            continue
+        try:
+            if init_from:
+                check_model_folder(local_folder(resolve_init_from(init_from), "model folder"), tokenizer_required=False)
+            else:
+                resolve_encoder(run.train.encoder)
+        except (ConfigError, ModelFormatError) as err:
+            raise ConfigError(f"{where}.{'init_from' if init_from else 'encoder'}: {err}") from None

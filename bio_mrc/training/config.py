@@ -141,11 +141,16 @@ def check_network_args(values: dict[str, Any]) -> None:
 TRAINING_ARGS_MINIMUMS = {"gradient_accumulation_steps": 1, "eval_accumulation_steps": 1, "per_device_eval_batch_size": 1,
                           "dataloader_num_workers": 0, "dataloader_prefetch_factor": 1}
 
+OPTIONAL_TRAINING_COUNTS = {"eval_accumulation_steps", "dataloader_prefetch_factor"}  # None: TrainingArguments' default
+
 
 def _check_training_counts(values: dict[str, Any]) -> None:
     for name, least in TRAINING_ARGS_MINIMUMS.items():
-        value = values.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < least:
+        value = values.get(name, least)
+        # TrainingArguments takes any type unchecked: a string or a fraction ends in a TypeError once a model has trained
+        if value is None and name in OPTIONAL_TRAINING_COUNTS:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
             raise ConfigError(f"training_args: {name} is a count of at least {least}, got {value!r}")
 
 

@@ -19,6 +19,7 @@ from ..features.collate import WindowBatches, WindowCollator
 from ..features.targets import answers_no_window_holds
 from ..features.windows import build_features
 from ..features.windows_cache import default_windows_cache
+from ..hub import local_folder
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
 from ..precision import default_device
 from ..progress import progress_bars
@@ -145,6 +146,7 @@ def fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
     settings = config.model_settings()
     dropout = {"attention": config.attention_dropout, "hidden": config.hidden_dropout}
     if config.init_from:
+        local_folder(config.init_from, "model folder")  # a missing folder is one line naming it, not transformers' hub error
         model_config = continued_config(BioMrcConfig.from_pretrained(config.init_from, **settings), config.init_from)
         set_encoder_dropout(model_config.encoder, **dropout)
         return BioMrcForQuestionAnswering.from_pretrained(config.init_from, config=model_config), config.init_from
