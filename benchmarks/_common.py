@@ -15,18 +15,15 @@ import contextlib
 import glob
 import importlib.util
 import os
-import platform
 import statistics
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
-import torch
-
 from bio_mrc.data import sources
-from bio_mrc.precision import cpu_features, cpu_name
-from bio_mrc.precision_probe import isa_caps
+from bio_mrc.machine import INSTRUCTION_SETS, cpuinfo_flags, instruction_sets, machine_description  # noqa: F401 (the benchmarks' names)
+from bio_mrc.precision import cpu_name  # noqa: F401 (the benchmarks' name)
 
 T = TypeVar("T")
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -164,37 +161,7 @@ def newest_model(pattern: str, command: str) -> Path:
 # The machine: ratios between runtimes and precisions differ across CPUs, so every record names it
 # ---------------------------------------------------------------------------------------------
 
-# name printed -> (torch.cpu.get_capabilities() key, /proc/cpuinfo flag)
-INSTRUCTION_SETS = {"AVX2": ("avx2", "avx2"), "AVX-512F": ("avx512_f", "avx512f"),
-                    "AVX512-BF16": ("avx512_bf16", "avx512_bf16"), "AMX-BF16": ("amx_bf16", "amx_bf16")}
-
-
-def instruction_sets() -> dict[str, bool]:
-    """Which vector and matrix instruction sets this CPU has: torch's CPU probe where the installed
-    torch has one (bf16 through ``bio_mrc.precision.cpu_features``), else ``/proc/cpuinfo``."""
-    probe = getattr(torch.cpu, "get_capabilities", None)
-    if probe is not None:
-        capabilities = {**probe(), **cpu_features()}
-        return {name: bool(capabilities.get(key, False)) for name, (key, _) in INSTRUCTION_SETS.items()}
-    flags = cpuinfo_flags()
-    return {name: flag in flags for name, (_, flag) in INSTRUCTION_SETS.items()}
-
-
-def cpuinfo_flags() -> set[str]:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    return set()
-
-
-def machine_description() -> str:
-    """One line: the CPU model and its instruction sets, the OS, cores, torch (threads) and Python."""
-    sets = ", ".join(f"{name} {'yes' if present else 'no'}" for name, present in instruction_sets().items())
-    caps = "".join(f"; {name}={value}" for name, value in isa_caps().items())  # kernels kept from some of the sets
-    threads = torch.get_num_threads()
-    return (f"{cpu_name()}; {sets}{caps}; {platform.platform()}, {os.cpu_count()} CPUs, torch {torch.__version__} "
-            f"({threads} thread{'' if threads == 1 else 's'}), Python {platform.python_version()}")
+# The line a comparison's report has too (bio_mrc.machine: machine_description, instruction_sets, imported above).
 
 
 def load_and_date() -> str:

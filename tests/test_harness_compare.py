@@ -10,6 +10,7 @@ from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec, load_config, parse_config
 from bio_mrc.errors import ConfigError
 from bio_mrc.inference import TrainedModel
+from bio_mrc.machine import machine_description
 
 from .conftest import FIXTURES, SAMPLE_V1
 
@@ -72,6 +73,7 @@ def test_report_files_and_table(comparison):
     assert (out / "f1_by_answer_length.png").stat().st_size > 0
     data = json.loads((out / "report.json").read_text())
     assert data["eval"]["question_hash"] and len(data["summary"]["rows"]) == 4
+    assert data["machine"] == machine_description() and f"- Machine: {data['machine']}" in report  # the times' machine
     seeds = next(r for r in summary.rows if str(r.cell) == "joint/bio").seeds
     assert seeds == [1, 2]
 

@@ -362,3 +362,20 @@ def test_squad2_cells_are_set_against_always_abstaining(tmp_path):
     assert summary.always_abstain.f1 == 50.0
     report = (tmp_path / "report.md").read_text()
     assert "## Against always abstaining (SQuAD 2.0)" in report and "F1 = EM = **50.00**" in report
+
+
+def test_a_report_names_the_machine_its_times_are_of_and_reads_it_back():
+    from bio_mrc.harness.report import render_markdown
+    from bio_mrc.harness.saved_report import SavedReport
+
+    machine = "AMD EPYC (family 25, model 17); AVX2 yes, AVX-512F yes, AVX512-BF16 yes, AMX-BF16 no; Linux, 2 CPUs"
+    unnamed = synthetic_results(runs=("joint",))  # a report written before machines were named
+    named = replace(unnamed, machine=machine)
+    summary = squad_summary(named)
+    written = named.report_json(summary)
+    assert written["machine"] == machine and "machine" not in unnamed.report_json(summary)
+    assert SavedReport.from_json(written, "report.json").results.machine == machine
+    assert f"- Machine: {machine} (the times below are its)" in render_markdown(named, summary, {}).splitlines()
+    assert not any(line.startswith("- Machine:") for line in render_markdown(unnamed, summary, {}).splitlines())
+    with pytest.raises(ConfigError, match="machine"):
+        SavedReport.from_json({**written, "machine": 7}, "report.json")

@@ -25,6 +25,7 @@ from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_settings
 from ..inference.defaults import INFERENCE_BATCH_SIZE
 from ..io import atomic_write_bytes, atomic_write_json, check_set_files, finish_file_set, owned_path
+from ..machine import machine_description
 from ..model import BioMrcConfig
 from ..precision import resolve_device, resolve_precision
 from ..precision_probe import MatrixShapes
@@ -126,7 +127,7 @@ def run_comparison(
         run_train={name: split.describe() for name, split in splits.run_train.items()},
         eval={**splits.eval.describe(), "task": splits.eval.task}, tune=splits.tune.describe() if splits.tune else None,
         eval_examples=splits.eval.examples, cells=cells,
-        browser=browser,
+        browser=browser, machine=machine_description(),
     )
 
 

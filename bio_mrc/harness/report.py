@@ -99,6 +99,7 @@ def _header_section(results: ComparisonResults, summary: Summary, plots: dict[st
     lines = [
         f"# Comparison report: {config['name']}", "", paragraph_text(config.get("description", "")), "",
         f"- Date: {results.date}; bio_mrc {results.package_version}; {_seeds_line(config)}",
+        *([f"- Machine: {results.machine} (the times below are its)"] if results.machine else []),
         f"- Encoder(s): {', '.join(_describe_encoder(e) for e in sorted({r['encoder'] for r in config['runs']}))}",
     ]
     own = results.run_train

@@ -262,6 +262,7 @@ class ComparisonResults:
     tune: dict[str, Any] | None = None
     cells_from: dict[str, Any] | None = None
     browser: list[dict[str, Any]] = field(default_factory=list)
+    machine: str | None = None  # where the cells were scored and their models trained (bio_mrc.machine); its times are that machine's
 
     @classmethod
     def coerce(cls, results: "ComparisonResults | dict[str, Any]", source: str = "comparison results") -> "ComparisonResults":

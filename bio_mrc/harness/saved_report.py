@@ -41,7 +41,7 @@ _REPORT_CHECKS = {
     "config": _OBJECT, "eval": _OBJECT, "cells": _kind(lambda v: isinstance(v, list), "a list of cells"),
     "eval_ids": _kind(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of question ids"),
     "summary": _OBJECT, "train": _OBJECT, "tune": _OBJECT, "run_train": _OBJECT, "cells_from": _OBJECT,
-    "date": _TEXT, "package_version": _TEXT, "code": _TEXT,
+    "date": _TEXT, "package_version": _TEXT, "code": _TEXT, "machine": _TEXT,
 }
 
 
