@@ -255,19 +255,23 @@ def test_a_question_without_a_no_answer_score_answers_at_every_threshold(tmp_pat
     assert scores["best_exact"] == pytest.approx(100 / 3) and scores["exact"] == pytest.approx(100 / 3)
 
 
+def _evaluate_with_an_unanswerable_q2(tmp_path, capsys, predictions: dict, na_probs: dict) -> tuple[dict, str]:
+    """``evaluate --na-probs`` on q1 (answer France) and q2 (unanswerable): its scores, read as strict JSON, and stderr."""
+    data = squad_file(tmp_path, [question("q1"), {"id": "q2", "question": "?", "answers": [], "is_impossible": True}])
+    preds, probs = tmp_path / "preds.json", tmp_path / "na_probs.json"
+    preds.write_text(json.dumps(predictions))
+    probs.write_text(json.dumps(na_probs))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs)]) == 0
+    captured = capsys.readouterr()
+    return json.loads(captured.out, parse_constant=lambda name: pytest.fail(f"bare {name} in the JSON")), captured.err
+
 
 def test_evaluate_writes_strict_json_when_the_best_threshold_is_minus_infinity(tmp_path, capsys):
     # q1 has no no-answer score (-inf: it answers at every threshold); q2 (unanswerable, answered wrongly) has 0.9.
     # Walk: start 1 (q2 abstains), q1 right: 2 (best, at -inf), q2 answered: 1. The threshold is -inf.
-    data = squad_file(tmp_path, [question("q1"), {"id": "q2", "question": "?", "answers": [], "is_impossible": True}])
-    preds, probs = tmp_path / "preds.json", tmp_path / "na_probs.json"
-    preds.write_text(json.dumps({"q1": "France", "q2": "France"}))
-    probs.write_text(json.dumps({"q2": 0.9}))
-    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs)]) == 0
-    captured = capsys.readouterr()
-    scores = json.loads(captured.out, parse_constant=lambda name: pytest.fail(f"bare {name} in the JSON"))
+    scores, err = _evaluate_with_an_unanswerable_q2(tmp_path, capsys, {"q1": "France", "q2": "France"}, {"q2": 0.9})
     assert (scores["best_exact"], scores["best_exact_thresh"]) == (100.0, "-Infinity")
-    assert "answer them at every threshold" in captured.err and "take 0.0" not in captured.err
+    assert "answer them at every threshold" in err and "take 0.0" not in err
 
 
 def test_a_missing_v2_prediction_never_abstains_whatever_its_no_answer_score():
@@ -285,13 +289,9 @@ def test_a_missing_v2_prediction_never_abstains_whatever_its_no_answer_score():
 def test_an_unanswerable_question_without_a_no_answer_score_is_never_credited_as_abstaining(tmp_path, capsys):
     # q2 (unanswerable) has no score, so it answers "France" (wrong) at every threshold; q1 answers wrongly at 0.5.
     # No threshold makes anything right: best_exact 0, not the 50 of crediting q2 as abstaining at the start.
-    data = squad_file(tmp_path, [question("q1"), {"id": "q2", "question": "?", "answers": [], "is_impossible": True}])
-    preds, probs = tmp_path / "preds.json", tmp_path / "na_probs.json"
-    preds.write_text(json.dumps({"q1": "Paris", "q2": "France"}))
-    probs.write_text(json.dumps({"q1": 0.5}))
-    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs)]) == 0
-    scores = json.loads(capsys.readouterr().out)
+    scores, _ = _evaluate_with_an_unanswerable_q2(tmp_path, capsys, {"q1": "Paris", "q2": "France"}, {"q1": 0.5})
     assert (scores["best_exact"], scores["best_f1"], scores["best_exact_thresh"]) == (0.0, 0.0, "-Infinity")
+
 
 # --- model folders -----------------------------------------------------------------------------
 
