@@ -227,7 +227,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     read_format = task.format_of_read(questions.format) if task else questions.format
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
     _check_span_count_option(args, multi_span)
-    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device or args.device)
+    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device))
     config = trained.decode_config(decode)
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
     plan = StreamPlan(decodings, config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)

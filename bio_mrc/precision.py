@@ -63,15 +63,26 @@ def resolve_device(device: str | None = None) -> str:
     raise ConfigError(f"device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto")
 
 
+_PINNED: dict[str, str] = {}  # the device pin_process_device pinned this process to, under "device"
+
+
+def pinned_device() -> str | None:
+    """The device :func:`pin_process_device` pinned this process to (``cpu``, ``cuda``, ``mps``); None: not pinned."""
+    return _PINNED.get("device")
+
+
 def pin_process_device(device: str | None) -> None:
     """Make ``device`` the only one this process sees, for code that picks its own (transformers' Trainer):
-    ``cpu`` hides the GPUs, ``cuda:N`` shows GPU N alone (as ``cuda``). Call it before torch touches CUDA."""
+    ``cpu`` hides the GPUs, ``cuda:N`` shows GPU N alone (as ``cuda``). Call it before torch touches CUDA.
+    An Apple GPU cannot be hidden so: :func:`pinned_device` tells Trainer ``cpu`` or ``mps`` instead."""
     import os
 
     from .errors import ConfigError
 
     name = str(device or "auto").strip().lower()
     kind, _, index = name.partition(":")
+    if name != "auto":
+        _PINNED["device"] = kind
     if name == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     elif kind == "cuda" and index.isdigit():
@@ -80,7 +91,10 @@ def pin_process_device(device: str | None) -> None:
         if visible is not None and int(index) >= len(visible):
             raise ConfigError(f"device {device!r}: CUDA_VISIBLE_DEVICES shows {len(visible)} GPU(s)")
         os.environ["CUDA_VISIBLE_DEVICES"] = visible[int(index)] if visible else index
-        resolve_device("cuda")
+        try:
+            resolve_device("cuda")
+        except ConfigError:  # named as asked: "device 'cuda'" and "no CUDA GPU" misread a machine with GPUs 0..N-1
+            raise ConfigError(f"device {device!r}: torch finds no CUDA GPU numbered {index} on this machine") from None
         return
     resolve_device(name)
 
@@ -120,12 +134,17 @@ def cpu_name() -> str:
 
 
 def native_bf16(device: str | torch.device = "cpu") -> bool:
-    """Whether ``device`` computes bfloat16 matrix products in hardware (not emulated)."""
+    """Whether ``device`` computes bfloat16 matrix products in hardware (not emulated). A GPU is asked by its own
+    number (``cuda:1`` is not the current GPU's question, which ``torch.cuda.is_bf16_supported`` answers)."""
     import torch
 
     device = torch.device(device)
     if device.type == "cuda":
-        return torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False)
+        if not torch.cuda.is_available():
+            return False
+        if torch.version.hip:  # every ROCm GPU, as torch.cuda.is_bf16_supported says
+            return True
+        return torch.cuda.get_device_capability(device)[0] >= 8  # Ampere and later: bf16 tensor cores
     if device.type == "cpu":
         return any(cpu_features().values())
     return False

@@ -276,3 +276,22 @@ def test_an_export_logs_nothing_and_prints_nothing_but_its_record(trained_dir, t
     # were four lines on standard error, "torchvision is not installed. Skipping torchvision::nms" and the like
     assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
     assert capfd.readouterr() == ("", "")
+
+
+@pytest.mark.slow
+def test_a_model_saved_in_bf16_exports_in_fp32(trained_dir, tmp_path, sample_v1):  # noqa: F811
+    """Weights saved in bfloat16 (``model.to(torch.bfloat16).save_pretrained``) were exported as a bf16 graph, which
+    ONNX Runtime's CPU provider cannot run: ``cannot run the graph exported at opset 18 (choose another --opset, e.g.
+    18)``. They are exported in fp32, and answer as the fp32 copy of those weights does in PyTorch."""
+    import shutil
+
+    saved = tmp_path / "bf16"
+    shutil.copytree(trained_dir, saved)
+    BioMrcForQuestionAnswering.from_pretrained(str(trained_dir)).to(torch.bfloat16).save_pretrained(str(saved))
+    record = export_onnx(saved, tmp_path / "exported")
+    assert record["format"] == "onnx"
+    reference = TrainedModel.load(saved, precision="fp32", device="cpu")
+    reference.model.float()
+    examples = sample_v1.examples[:3]
+    expected, actual = reference.windows(examples), TrainedModel.load(tmp_path / "exported").windows(examples)
+    np.testing.assert_allclose(actual.start_logits, expected.start_logits, atol=ATOL)

@@ -28,9 +28,26 @@ def test_auto_is_bf16_exactly_where_the_cpu_computes_it_natively(monkeypatch, fe
 
 def test_auto_on_a_gpu_asks_cuda_for_native_bf16(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    for native in (True, False):
-        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True, n=native: n and not including_emulation)
-        assert resolve_precision("auto", "cuda") == ("bf16" if native else "fp32")
+    for major in (8, 7):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, m=major: (m, 0))
+        assert resolve_precision("auto", "cuda") == ("bf16" if major == 8 else "fp32")
+
+
+def test_auto_asks_the_gpu_the_model_is_on_not_the_current_one(monkeypatch):
+    """An H100 as cuda:0 (current) beside a T4 as cuda:1: a model on the T4 answers in fp32 (its bf16 is emulated),
+    one on the H100 in bf16; torch.cuda.is_bf16_supported answers for the current GPU alone."""
+    capabilities = {0: (9, 0), 1: (7, 5)}
+
+    def capability(device=None):
+        index = torch.device(device).index if device is not None else None
+        return capabilities[0 if index is None else index]
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", capability)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: capabilities[0][0] >= 8)
+    assert resolve_precision("auto", "cuda:1") == "fp32" and native_bf16(torch.device("cuda", 1)) is False
+    assert resolve_precision("auto", "cuda:0") == "bf16" and resolve_precision("auto", "cuda") == "bf16"
 
 
 def test_cpu_features_fall_back_to_proc_cpuinfo(monkeypatch):

@@ -46,6 +46,13 @@ class Shard:
             return f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"
         return None
 
+    def device_for(self, asked: str | None) -> str | None:
+        """The device this process answers on: ``asked`` (``cpu``, ``cuda:1``, ``mps``) as given; ``auto`` (or None)
+        is this process's own GPU (:attr:`device`) among several, else the default."""
+        if asked is not None and str(asked).strip().lower() != "auto":
+            return asked
+        return self.device or asked
+
     def gather(self, value: Any) -> list[Any] | None:
         """Every rank's ``value`` in rank order on rank 0 (None elsewhere)."""
         if self.world == 1:

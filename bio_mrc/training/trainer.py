@@ -21,7 +21,7 @@ from ..features.windows import build_features
 from ..features.windows_cache import default_windows_cache
 from ..hub import local_folder
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
-from ..precision import default_device
+from ..precision import default_device, pinned_device
 from ..progress import progress_bars
 from ..qa_checkpoints import usable_positions
 from ..types import Example
@@ -260,10 +260,20 @@ def _package_arguments(config: TrainConfig, output_dir: Path, save_checkpoints: 
         disable_tqdm=not progress,
         **_loading_arguments(default_device()),
         bf16=config.precision == "bf16",  # autocast: fp32 weights and optimizer state, bf16 matrix products
-        use_cpu=config.precision == "bf16" and default_device() == "cpu",  # Trainer refuses bf16 without a GPU unless told
+        use_cpu=_trains_on_cpu(config.precision),
         # Under torchrun on CPU transformers picks no backend, and every process would train alone on all the data.
         ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available() else None,
     )
+
+
+def _trains_on_cpu(precision: str) -> bool:
+    """Trainer's ``use_cpu``: where the process was pinned to the CPU (Trainer takes an Apple GPU whenever it sees one,
+    and hiding the CUDA GPUs does not hide it) and not where it was pinned to the Apple GPU; otherwise in bf16 where
+    no CUDA GPU is seen (Trainer refuses bf16 without a GPU unless told)."""
+    pinned = pinned_device()
+    if pinned in ("cpu", "mps"):
+        return pinned == "cpu"
+    return precision == "bf16" and default_device() == "cpu"
 
 
 def _loading_arguments(device: str) -> dict[str, Any]:

@@ -1,0 +1,69 @@
+"""Device choices of the code paths that run on a GPU or an Apple GPU, exercised on the CPU with torch's probes replaced."""
+
+import pytest
+import torch
+
+from bio_mrc import cli
+from bio_mrc.errors import ConfigError
+from bio_mrc.inference import sharding
+from bio_mrc.inference.loading import TrainedModel
+
+from .conftest import SAMPLE_V1
+
+
+def _two_gpus(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+
+
+@pytest.mark.parametrize("asked, expected", [("cpu", "cpu"), ("cuda:0", "cuda:0"), ("auto", "cuda:1")])
+def test_predict_under_torchrun_runs_on_the_device_asked(monkeypatch, tmp_path, asked, expected):
+    """Under torchrun on a machine with GPUs each process took its LOCAL_RANK's GPU, also where --device named another."""
+    _two_gpus(monkeypatch)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(sharding.Shard, "from_environment", classmethod(lambda cls: cls(rank=1, world=2)))
+    loaded = []
+
+    def load(model, **options):
+        loaded.append(options["device"])
+        raise ConfigError("stop here")
+
+    monkeypatch.setattr(TrainedModel, "load", staticmethod(load))
+    argv = ["predict", "--model", str(tmp_path / "model"), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")]
+    assert cli.main([*argv, "--device", asked]) == 2
+    assert loaded == [expected]
+
+
+def test_train_on_a_gpu_number_the_machine_lacks_names_it(monkeypatch):
+    """``train --device cuda:1`` on a one-GPU machine: CUDA_VISIBLE_DEVICES=1 leaves torch no GPU, and the error said
+    ``device 'cuda': this machine has no CUDA GPU that torch can use`` of a machine with one."""
+    from bio_mrc.precision import pin_process_device
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    shown = lambda: __import__("os").environ.get("CUDA_VISIBLE_DEVICES", "0") == "0"  # noqa: E731 - GPU 0 alone exists
+    monkeypatch.setattr(torch.cuda, "is_available", shown)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: int(shown()))
+    with pytest.raises(ConfigError, match=r"^device 'cuda:1': torch finds no CUDA GPU numbered 1 on this machine$"):
+        pin_process_device("cuda:1")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    pin_process_device("cuda:0")  # the GPU it has
+
+
+@pytest.mark.parametrize("device, precision, on_cpu", [("cpu", "fp32", True), ("cpu", "bf16", True), ("mps", "bf16", False),
+                                                       ("mps", "fp32", False)])
+def test_train_pinned_to_a_device_on_a_mac_trains_there(monkeypatch, tmp_path, device, precision, on_cpu):
+    """On a Mac, Trainer trains on the Apple GPU unless ``use_cpu``: ``train --device cpu`` in fp32 trained on it, and
+    ``train --device mps --precision bf16`` on the CPU (``use_cpu`` followed the precision and the CUDA GPUs alone)."""
+    from transformers import training_args
+
+    from bio_mrc import precision as precision_module
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.trainer import training_arguments
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setattr(precision_module, "_PINNED", {})
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    monkeypatch.setattr(training_args, "is_torch_bf16_gpu_available", lambda: True)  # macOS 14 computes bf16 on the GPU
+    precision_module.pin_process_device(device)
+    args = training_arguments(TrainConfig(precision=precision), tmp_path, False, False, None)
+    assert args.use_cpu is on_cpu
