@@ -105,6 +105,22 @@ def test_bf16_logits_stay_close_to_fp32(trained_in, sample_v1):
     assert difference < 0.1
 
 
+def test_fp32_is_honoured_for_a_model_saved_in_bf16(trained_in, sample_v1, tmp_path):
+    import shutil
+
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    halved = tmp_path / "bf16-weights"
+    shutil.copytree(trained_in["fp32"], halved)
+    BioMrcForQuestionAnswering.from_pretrained(str(trained_in["fp32"]), dtype=torch.bfloat16).save_pretrained(str(halved))
+    loaded = TrainedModel.load(halved, precision="fp32")
+    assert {p.dtype for p in loaded.model.parameters()} == {torch.float32}  # not the bf16 the folder holds
+    examples = sample_v1.examples[:6]
+    rounded = BioMrcForQuestionAnswering.from_pretrained(str(trained_in["fp32"]), dtype=torch.bfloat16).float()
+    expected = TrainedModel(rounded, loaded.tokenizer, loaded.features, str(halved), "fp32").windows(examples)
+    np.testing.assert_array_equal(loaded.windows(examples).start_logits, expected.start_logits)  # fp32 arithmetic on its weights
+
+
 def test_auto_training_records_what_it_resolved_to(tiny_encoder_dir, tmp_path, sample_v1, monkeypatch):
     monkeypatch.setattr(precision_module, "cpu_features", lambda: {"amx_bf16": False, "avx512_bf16": False})
     config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16, max_query_length=12,

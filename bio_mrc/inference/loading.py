@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
+import torch
 from transformers import PreTrainedTokenizerBase
 
 from .. import __version__
@@ -69,7 +70,8 @@ class TrainedModel:
             model = OnnxModel.load(model_dir)
         else:
             with progress_bars(progress):
-                model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir)).to(device)
+                # fp32 weights whatever the folder holds (saved in bf16 or fp16 too): precision decides each forward pass
+                model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir), dtype=torch.float32).to(device)
         tokenizer = load_tokenizer(str(model_dir))
         features = window_settings(model.config, model_dir)
         if backend == "torch":
