@@ -358,3 +358,4 @@ def test_cells_are_cached_under_the_precision_auto_answers_in(comparison, monkey
     model_dir = results.cells[0].model_dir
     assert answering_precision(model_dir, "auto") == measured == TorchRunner(TrainedModel.load(model_dir).model, "auto").precision
     assert answering_precision(model_dir, "fp32") == "fp32" and answering_precision(model_dir, "bf16") == "bf16"
+    assert {cell.precision for cell in results.cells} <= {"fp32", "bf16"}  # what answered, never "auto"

@@ -166,7 +166,7 @@ def _score_trained_run(
     model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
     browser = load_browser_data(browser_cache) if model_cells is not None else None
     if model_cells is None or browser is None or not kept_predictions.is_dir():
-        trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
+        trained = TrainedModel.load(model_dir, progress=progress, precision=precision)  # auto as resolved: the cells say which
         model_cells, browser = score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress)
         cache.parent.mkdir(parents=True, exist_ok=True)
         save_browser_data(browser, browser_cache)  # first: cached cells always have their browser data and prediction files
@@ -205,7 +205,7 @@ def _score_folds(
     for train_fold, held_out in folds:
         model_dir, seconds, reused, partial = obtain_model(run, seed, train_fold, output_dir / "models", progress, config.checkpoint_steps, splits.tune)
         model_dirs.append(str(model_dir))
-        trained = TrainedModel.load(model_dir, progress=progress, precision=run.evaluation_precision)
+        trained = TrainedModel.load(model_dir, progress=progress, precision=answering_precision(model_dir, run.evaluation_precision))
         outputs, inference = timed_windows(trained, held_out, progress)
         tuned, _ = tuned_decoding(trained, config.decode, splits.tune, progress)
         if run.length_prior_tuning is not None:  # "fold-training", its one value: tuned on this fold's training questions
