@@ -14,6 +14,7 @@ the harness and serving can all keep the card up to date.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -28,7 +29,7 @@ from .io import atomic_write_text, remove_file
 from .model import RUN_FILE, BioMrcConfig
 from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 
-__all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "record_evaluation",
+__all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "public", "record_evaluation",
            "render_model_card", "write_model_card"]
 
 CARD_FILE = "README.md"
@@ -44,6 +45,10 @@ HUB_DATASETS = ((re.compile(r"(^|[/\\])squad-v2\.0[/\\]"), "rajpurkar/squad_v2")
 SPLIT_NAMES = {"dev": "validation", "train": "train", "test": "test"}  # file names -> the hub's split names
 WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")  # the windows the model was trained with
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
+# The folders of an absolute local path (POSIX, or a Windows drive's) up to its last two parts: they name the machine's
+# user and layout (a home folder, a temporary folder), which a card meant for the hub does not publish.
+_PART = r"[^\s/\\`'\"]+"
+LOCAL_PATH = re.compile(rf"(?<![^\s`'\"(\[=])(?:/|[A-Za-z]:[\\/])(?:{_PART}[/\\])*(?={_PART}[/\\]{_PART})")
 
 
 def decodings_of(heads: str) -> list[str]:
@@ -61,6 +66,18 @@ def card_tags(heads: str) -> list[str]:
     """The hub tags of a model with these heads: bio-tagging and multi-span only where a head tags (BIO)."""
     tags_sequences = registry.decodes_tag_sequences(decodings_of(heads))
     return [*TAGS, *(TAGGING_TAGS if tags_sequences else [])]
+
+
+def public(value: Any) -> Any:
+    """``value`` (a string, or a record's mappings and lists of them) as a card shows it: an absolute local path by
+    its last two parts (``/home/me/data/squad-v1.1/dev.json`` -> ``.../squad-v1.1/dev.json``)."""
+    if isinstance(value, str):
+        return LOCAL_PATH.sub(".../", value)
+    if isinstance(value, Mapping):
+        return {key: public(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [public(item) for item in value]
+    return value
 
 
 def _read_json(path: Path) -> Any:
@@ -129,14 +146,23 @@ def _hub_dataset(description: str | None) -> str | None:
     return None
 
 
-def _base_model(train: Mapping[str, Any]) -> str | None:
-    """The hub id the model was fine-tuned from (``init_from``, else the encoder); None for a local folder."""
+def _base_model(train: Mapping[str, Any], encoder_path: str | None = None) -> str | None:
+    """The hub id the model was fine-tuned from (``init_from``, else the encoder); None for a local folder.
+    ``encoder_path`` is the run record's: where a model trained from the encoder read it (a hub id's cached snapshot,
+    a local folder as it was named), so a relative folder is known as one from any working folder."""
     for name in (train.get("init_from"), train.get("encoder")):
         if name is not None and is_default_encoder(name):
             return DEFAULT_ENCODER_ID
-        if name and HUB_ID.fullmatch(name) and not Path(name).exists():
+        read_from = encoder_path if name == train.get("encoder") and not train.get("init_from") else None
+        if name and HUB_ID.fullmatch(name) and not _local_folder(name, read_from):
             return name
     return None
+
+
+def _local_folder(name: str, read_from: str | None) -> bool:
+    """Whether the model ``name`` was a local folder: read from the folder of that name, or (where it was read
+    from is not recorded) a folder of that name here."""
+    return Path(read_from) == Path(name) if read_from else Path(name).exists()
 
 
 def _finite(value: Any) -> Any:
@@ -157,7 +183,7 @@ def card_metadata(config: BioMrcConfig | Mapping[str, Any], record: Mapping | No
     results = _evaluation_results(evaluation, config) + _tuned_results(config)
     return ModelCardData(
         library_name=LIBRARY_NAME, tags=card_tags(config.heads), pipeline_tag="question-answering",
-        base_model=_base_model((record or {}).get("train") or {}), datasets=[dataset] if dataset else None,
+        base_model=_base_model((record or {}).get("train") or {}, (record or {}).get("encoder_path")), datasets=[dataset] if dataset else None,
         metrics=["exact_match", "f1"] if evaluation else None,
         model_name=name if results else None, eval_results=results or None,
     )
@@ -224,8 +250,10 @@ def _tuned_results(config: BioMrcConfig) -> list:
 
 
 def render_model_card(config: BioMrcConfig | Mapping[str, Any], record: Mapping | None, evaluation: Mapping | None, name: str) -> str:
-    """The whole card: YAML front matter, then what the model is, its training, scores, tuned settings, usage."""
-    config = model_config(config)
+    """The whole card: YAML front matter, then what the model is, its training, scores, tuned settings, usage.
+    Local absolute paths in the records are shown by their last two parts (:func:`public`)."""
+    config, record, evaluation = copy.deepcopy(model_config(config)), public(record), public(evaluation)
+    config.tuned_on = public(config.tuned_on)
     metadata = card_metadata(config, record, evaluation, name)
     sections = [
         f"# {name}",
@@ -252,7 +280,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
     parts = {name: registry.head(name).description for name in names}
     decodings = decodings_of(heads)
     tagging = any(registry.head(name).needs_tag_mask for name in names)
-    encoder = _encoder_name(config, record)
+    encoder = public(_encoder_name(config, record))
     tag_level = config.tag_level
     rows = [
         ("heads", f"`{heads}`"),
@@ -330,7 +358,7 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
     if record.get("precision_choice"):
         lines.append(_precision_line(record["precision_choice"]))
     if trained_on:
-        lines.append(f"Training questions: `{trained_on.get('description')}` ({trained_on.get('questions')} questions, "
+        lines.append(f"Training questions: {_code(trained_on.get('description'))} ({trained_on.get('questions')} questions, "
                      f"hash `{trained_on.get('question_hash')}`).")
     else:
         lines.append("Which questions they were is not recorded (a comparison records its training split here).")
@@ -358,6 +386,16 @@ def _precision_line(choices: Mapping[str, Any]) -> str:
     return "Precision: " + "; ".join(parts) + "."
 
 
+def _code(value: Any) -> str:
+    """``value`` (a data set's description, a folder) as inline code on one line: its line breaks as spaces, fenced by
+    more backticks than it holds in a row, so a file name with a backtick, a line break or markup in it can neither end
+    the code span nor start a heading or a table of its own."""
+    text = " ".join(str(value).splitlines())
+    fence = "`" * (1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _number(value: Any, digits: int = 2) -> str:
     if value is None:
         return "–"
@@ -377,10 +415,10 @@ def _evaluation_section(evaluation: Mapping | None) -> str:
         note = (f"{on.get('questions')} questions, official SQuAD v{on.get('version', '1.1')} metrics, measured "
                 f"{entry.get('date')} by `bio-mrc compare` (bio_mrc {entry.get('package_version')})")
         if tune:
-            note += f"; settings tuned on `{tune.get('description')}` ({tune.get('questions')} questions)"
+            note += f"; settings tuned on {_code(tune.get('description'))} ({tune.get('questions')} questions)"
         rows = [(f"`{d}`", _number(s["exact_match"]), _number(s["f1"]), _number(s.get("threshold")),
                  _number(s.get("bio_length_prior"))) for d, s in entry["results"].items()]
-        blocks.append(f"### `{on.get('description')}`\n\n{note}.\n\n"
+        blocks.append(f"### {_code(on.get('description'))}\n\n{note}.\n\n"
                       + _table(rows, ("decoding", "EM", "F1", "no-answer threshold", "BIO length prior β")))
     return "\n\n".join(blocks)
 
@@ -398,10 +436,10 @@ def _tuned_section(config: BioMrcConfig) -> str:
         (f"no-answer threshold `{key}`", _number(value, 4)) for key, value in sorted(thresholds.items())] + [
         (f"multi-span answers, `{key}`: a span after the first needs probability ≥", _number(value)) for key, value in sorted(span_counts.items())]
     tuned_on = config.tuned_on or {}
-    provenance = (f"Tuned on `{tuned_on.get('description')}` ({tuned_on.get('questions')} questions, content hash "
+    provenance = (f"Tuned on {_code(tuned_on.get('description'))} ({tuned_on.get('questions')} questions, content hash "
                   f"`{tuned_on.get('content_hash')}`)" if tuned_on else "Where these were tuned is not recorded")
     if "for_model" in tuned_on:
-        provenance += (f" for the model this one continues, `{tuned_on['for_model']}`, not for this one (`bio-mrc tune --model "
+        provenance += (f" for the model this one continues, {_code(tuned_on['for_model'])}, not for this one (`bio-mrc tune --model "
                        "DIR --data HELDOUT.json` tunes them for it)")
     return ("## Tuned settings\n\n" + provenance + "; saved in config.json, applied by `predict`, `compare` and "
             "`AnswerExtractor` (a question is left unanswered when its no-answer score exceeds the threshold).\n\n"

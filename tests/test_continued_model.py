@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from bio_mrc.inference.tuning import save_tuned_settings
 from bio_mrc.model import BioMrcConfig
-from bio_mrc.model_card import CARD_FILE
+from bio_mrc.model_card import CARD_FILE, public
 from bio_mrc.training.train import TrainConfig, train_model
 
 TUNED_ON = {"description": "dev.json (first 50 questions)", "questions": 50, "content_hash": "aaaa"}
@@ -31,7 +31,8 @@ def test_a_continued_model_keeps_the_settings_as_tuned_for_the_other_and_drops_i
     assert (saved.bio_length_prior, saved.no_answer_thresholds, saved.min_span_probabilities) == (1.25, {"joint": 0.5}, {"joint": 0.3})
     assert saved.tuned_on == {**TUNED_ON, "for_model": str(first)}
     card = (continued / CARD_FILE).read_text(encoding="utf-8")
-    assert f"for the model this one continues, `{first}`, not for this one" in card
+    assert f"for the model this one continues, `{public(str(first))}`, not for this one" in card
+    assert f"`.../{tmp_path.name}/first`" in card and str(tmp_path) not in card  # no temporary folder on a card
 
     again = train_model(sample_v1.examples[:8], replace(config, init_from=str(continued)), tmp_path / "third")
     assert BioMrcConfig.from_pretrained(again.model_dir).tuned_on["for_model"] == str(first)  # the model they were tuned for

@@ -4,6 +4,7 @@ with the folder's own files (config.json, the run record, the evaluation record)
 import json
 import math
 import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -57,8 +58,8 @@ def test_training_writes_a_card_the_hub_reads(trained):
     assert "base_model" not in meta  # a local encoder folder is no hub id
     assert ModelCard.load(trained / "README.md").data.library_name == "bio_mrc"
     record, config = load_run_record(trained), json.loads((trained / "config.json").read_text())
-    for option, value in record["train"].items():  # the full training configuration, as recorded
-        assert f"| `{option}` | `{json.dumps(value)}` |" in body
+    for option, value in record["train"].items():  # the full training configuration, as recorded (local paths shortened)
+        assert f"| `{option}` | `{json.dumps(model_card.public(value))}` |" in body
     assert f"Trained on {record['n_examples']} questions ({record['n_windows']} windows)" in body
     for window in ("max_seq_length", "doc_stride", "max_query_length"):
         assert f"`{window}` {config[window]}" in body
@@ -114,7 +115,7 @@ def test_a_comparison_records_each_decodings_scores_in_the_card(comparison):
         assert f"| `{cell.decoding}` | {scores['exact_match']:.2f} | {scores['f1']:.2f} |" in body
     saved = json.loads((folder / "config.json").read_text())  # the β the comparison tuned and saved
     assert found[("bio_length_prior", None)] == saved["bio_length_prior"] == entry["results"]["bio"]["bio_length_prior"]
-    assert saved["tuned_on"]["description"] in body
+    assert model_card.public(saved["tuned_on"]["description"]) in body
 
 
 def test_hub_dataset_ids_and_base_model_come_from_the_records():
@@ -130,6 +131,11 @@ def test_hub_dataset_ids_and_base_model_come_from_the_records():
     assert result["dataset"]["type"] == "rajpurkar/squad_v2"
     assert result["metrics"][0]["args"] == {"threshold": "always abstain (-inf)"}
     assert model_card._base_model({"encoder": "google-bert/bert-base-uncased"}) == "google-bert/bert-base-uncased"
+    snapshot = "/cache/huggingface/hub/models--google-bert--bert-base-uncased/snapshots/abc"
+    assert model_card._base_model({"encoder": "google-bert/bert-base-uncased"}, snapshot) == "google-bert/bert-base-uncased"
+    # a relative encoder folder, read as a folder when trained, is none from a working folder that lacks it
+    assert not Path("encoders/tiny").exists()
+    assert model_card._base_model({"encoder": "encoders/tiny", "init_from": None}, "encoders/tiny") is None
     assert model_card._hub_dataset(str(SAMPLE_V1)) is None  # a file in SQuAD's format is not SQuAD
 
 
@@ -234,3 +240,64 @@ def test_a_config_that_leaves_a_field_out_has_the_models_default():
     text = model_card.render_model_card({}, None, None, "m")  # config.json without heads, tag level or format
     assert f"| heads | `{defaults.heads}` |" in text and f"| bio_mrc model format | {defaults.bio_mrc_format} |" in text
     assert model_card.model_config({}).heads == defaults.heads and model_card.model_config(defaults) is defaults
+
+
+@pytest.mark.slow
+def test_a_push_to_the_hub_uploads_the_finished_folder_with_its_card(tiny_encoder_dir, sample_v1, tmp_path, monkeypatch):
+    import huggingface_hub
+    import transformers.trainer
+
+    uploads = []
+
+    class Hub:  # the hub, never reached: what would be uploaded is read as the upload starts
+        def create_repo(self, name, **kwargs):
+            return type("Repo", (), {"repo_id": name})()
+
+        def upload_folder(self, folder_path=None, repo_id=None, **kwargs):
+            files = {path.name: path.read_text(encoding="utf-8", errors="replace") for path in Path(folder_path).iterdir()
+                     if path.is_file()}
+            uploads.append((repo_id, Path(folder_path), files))
+
+    monkeypatch.setattr(transformers.trainer, "hf_api", Hub)
+    monkeypatch.setattr(huggingface_hub, "HfApi", Hub)
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=48, doc_stride=16,
+                         max_query_length=12, epochs=1, batch_size=4, seed=1)
+    out = tmp_path / "model"
+    train_model(sample_v1.examples, config, out, save_checkpoints=False, network_args={"push_to_hub": True, "hub_model_id": "me/m"})
+    assert [(repo, folder) for repo, folder, _ in uploads] == [("me/m", out)]  # the model folder, once, when finished
+    files = uploads[0][2]
+    assert {"README.md", RUN_FILE, "config.json", "model.safetensors", "tokenizer.json"} <= set(files)
+    assert ModelCard(files["README.md"]).data.library_name == "bio_mrc"
+    assert not (out / "checkpoints").exists()
+
+
+def test_a_card_names_local_paths_by_their_last_two_parts(tmp_path):
+    home = "/home/alice/private"
+    record = {"n_examples": 3, "n_windows": 3, "seconds": 1.0, "final_loss": 1.0, "finished": "now",
+              "resumed_from": f"{home}/out/checkpoints/checkpoint-5",
+              "train": {"encoder": f"{home}/encoders/tiny", "init_from": f"{home}/models/first"}}
+    evaluation = {"trained_on": {"description": f"{home}/squad-v1.1/train.json (first 3 questions)", "questions": 3},
+                  "evaluations": [{"evaluated_on": {"description": f"{home}/squad-v1.1/dev.json", "questions": 2,
+                                                    "question_hash": "h"}, "results": {"bio": {"exact_match": 50.0, "f1": 75.0}}}]}
+    config = {"heads": "bio", "bio_length_prior": 1.5,
+              "tuned_on": {"description": f"{home}/held out/tune.json", "questions": 2, "for_model": f"{home}/models/first"}}
+    text = model_card.render_model_card(config, record, evaluation, "m")
+    assert "alice" not in text and "/home" not in text
+    assert "| `encoder` | `\".../encoders/tiny\"` |" in text and "resumed from .../checkpoints/checkpoint-5" in text
+    assert "### `.../squad-v1.1/dev.json`" in text and "`.../models/first`" in text
+    assert ModelCard(text).data.datasets == ["rajpurkar/squad"]  # the hub's dataset is still recognised
+
+
+def test_a_data_set_name_with_markup_stays_inside_its_code_span():
+    hostile = "dev`s.json\n## Evaluation\n| `span` | 100.00 |\n<script>alert(1)</script>"
+    evaluation = {"trained_on": {"description": hostile, "questions": 3},
+                  "evaluations": [{"evaluated_on": {"description": hostile, "questions": 2, "question_hash": "h"},
+                                   "tuned_on": {"description": hostile, "questions": 2},
+                                   "results": {"bio": {"exact_match": 50.0, "f1": 75.0}}}]}
+    config = {"heads": "bio", "bio_length_prior": 1.5, "tuned_on": {"description": hostile, "questions": 2, "content_hash": "c"}}
+    text = model_card.render_model_card(config, {"n_examples": 3, "train": {"encoder": "default"}}, evaluation, "m")
+    shown = "``dev`s.json ## Evaluation | `span` | 100.00 | <script>alert(1)</script>``"
+    assert f"### {shown}\n" in text and f"Tuned on {shown} (2 questions" in text and f"Training questions: {shown} (3" in text
+    assert text.count("\n## Evaluation") == 1 and "\n| `span` | 100.00 |" not in text
+    card = ModelCard(text)
+    assert card.data.eval_results[0].dataset_name == hostile  # the metadata keeps the name as it is

@@ -64,7 +64,9 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
     staging = output_dir / STAGING_DIR
     if trainer.is_world_process_zero():
         remove_tree(staging, output_dir)  # left by a save that was killed
-    trainer.save_model(str(staging))  # every process: sharded (FSDP/DeepSpeed) saves gather on all of them
+    # every process: sharded (FSDP/DeepSpeed) saves gather on all of them. Internal: Trainer's own push (of its
+    # checkpoints folder, with transformers' card and no tokenizer) stays out; push_final_model uploads the folder.
+    trainer.save_model(str(staging), _internal_call=True)
     if not trainer.is_world_process_zero():
         return
     try:
@@ -78,6 +80,19 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
         remove_tree(staging, output_dir)
     atomic_write_json(output_dir / RUN_FILE, record, indent=2)
     write_model_card(output_dir)
+
+
+def push_final_model(trainer: Trainer, output_dir: Path) -> None:
+    """With ``push_to_hub`` (``train --push-to-hub``): upload the finished model folder (weights, tokenizer, run
+    record and the bio_mrc model card) to the hub repository Trainer made for it, once every file is in place."""
+    if not trainer.args.push_to_hub or not trainer.is_world_process_zero():
+        return
+    from huggingface_hub import HfApi
+
+    getattr(trainer, "_finish_current_push", lambda: None)()  # a checkpoint's upload still running ends first
+    HfApi().upload_folder(repo_id=trainer.hub_model_id, folder_path=str(output_dir), commit_message="End of training",
+                          token=trainer.args.hub_token, revision=trainer.args.hub_revision,
+                          ignore_patterns=["_*", f"{CHECKPOINT_DIR}/*", f"{STAGING_DIR}/*"])
 
 
 def load_training_log(model_dir: str | Path) -> list[dict[str, Any]] | None:
@@ -99,4 +114,5 @@ def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:
     return record
 
 
-__all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "load_training_log", "check_output_folder", "load_run_record", "save_final_model"]
+__all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "load_training_log", "check_output_folder", "load_run_record", "push_final_model",
+           "save_final_model"]

@@ -25,7 +25,8 @@ from .checkpoints import (
     remove_checkpoints, scan_checkpoints,
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig, check_trackers_installed
-from .saving import TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, save_final_model
+from .saving import (TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, push_final_model,
+                     save_final_model)
 from .trainer import (
     Evaluator, HeadRateTrainer, UnheldAnswersWarning, build_trainer, fresh_model_and_tokenizer, training_arguments,
 )
@@ -112,6 +113,7 @@ def train_model(
         save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint, choices))
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
+    push_final_model(trainer, output_dir)
     return result
 
 
