@@ -94,6 +94,19 @@ def test_span_loss_small_tensor():
     assert loss.item() == 1.1512925624847412
 
 
+def test_a_negative_span_position_is_left_out_of_the_loss_as_transformers_ignore_index():
+    # row 0 as in test_span_loss_small_tensor: ln(5/3) and ln 6; row 1's start is -100 (no label), its end 0: ln 3
+    logits = (torch.tensor([[0.0, math.log(3), 0.0], [0.0, 0.0, 0.0]]),
+              torch.tensor([[math.log(4), 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    loss = SpanHead(4).loss(logits, torch.tensor([1, -100]), torch.tensor([2, 0]))
+    assert loss.item() == pytest.approx((math.log(5 / 3) + (math.log(6) + math.log(3)) / 2) / 2, rel=1e-6)
+    none = SpanHead(4).loss(logits, torch.tensor([-100, -100]), torch.tensor([-100, -100]))
+    assert none.item() == 0.0 and none.requires_grad is False  # no label at all: nothing to learn, no nan
+    logits[0].requires_grad_(True)
+    SpanHead(4).loss(logits, torch.tensor([-100, -100]), torch.tensor([2, 0])).backward()
+    assert torch.equal(logits[0].grad, torch.zeros_like(logits[0]))  # an ignored start gives no gradient
+
+
 def test_span_loss_ignores_padding_and_accepts_soft_targets():
     logits = torch.tensor([[0.0, math.log(3), 0.0, 50.0]]), torch.tensor([[math.log(4), 0.0, 0.0, 50.0]])
     attention = torch.tensor([[1, 1, 1, 0]])

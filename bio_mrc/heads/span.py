@@ -38,15 +38,22 @@ class SpanHead(Head):
         tag_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``logits``: the ``(start_logits, end_logits)`` pair ``forward`` returned. Positions are
-        (batch,) integers or (batch, seq) distributions. ``tag_mask`` is taken for the common
-        ``Head`` call and not read: every position of the window may start or end the answer."""
+        (batch,) integers or (batch, seq) distributions; a negative integer position (transformers' -100) is no
+        label: left out of the loss and of its mean, as transformers' ignore index is. ``tag_mask`` is taken for
+        the common ``Head`` call and not read: every position of the window may start or end the answer."""
         self._check_loss_inputs(logits, start_positions, end_positions, attention_mask)
         losses = []
         for scores, target in zip(logits, (start_positions, end_positions)):
             scores = as_loss_precision(scores)
             if attention_mask is not None:
                 scores = scores.masked_fill(~attention_mask.bool(), torch.finfo(scores.dtype).min)
-            losses.append(soft_cross_entropy(torch.log_softmax(scores, dim=-1), target).mean())
+            log_probs = torch.log_softmax(scores, dim=-1)
+            if target.is_floating_point():
+                losses.append(soft_cross_entropy(log_probs, target).mean())
+                continue
+            labelled = (target >= 0).to(log_probs.dtype)  # no .any() here: no device sync in the training step
+            per_example = soft_cross_entropy(log_probs, target.clamp(min=0)) * labelled
+            losses.append(per_example.sum() / labelled.sum().clamp(min=1))
         return (losses[0] + losses[1]) / 2
 
     @staticmethod
