@@ -68,15 +68,26 @@ def spans_to_tags(offsets: np.ndarray, mask: np.ndarray, spans: Sequence[tuple[i
     into several tokens; windows merge them into one, which must be B whichever
     is kept). A span that began before the first token (in an earlier window)
     therefore shows as I's without a B: the truth about these tokens.
+
+    Spans whose tokens overlap (one nested in another, two that share tokens)
+    are one span of their union: a tagging holds no span inside another, so
+    the tags always read back (:func:`chunk_bounds`) as spans of the text
+    they cover. Spans that only touch (no token in common) stay two, B…B.
     """
     offsets, mask = np.asarray(offsets), np.asarray(mask, dtype=bool)
     tags = np.full(len(offsets), TAG_O, dtype=np.int64)
     if not mask.any():
         return tags
     first_start = offsets[np.argmax(mask), 0]
-    for start, end in spans:
+    for start, end in sorted(spans):
         inside = mask & (offsets[:, 0] < end) & (offsets[:, 1] > start)
+        if not inside.any():
+            continue
+        head = inside & (offsets == offsets[np.argmax(inside)]).all(axis=1)
+        if (tags[head] != TAG_O).any():  # begins inside a span before it: extends that span
+            tags[inside & (tags == TAG_O)] = TAG_I
+            continue
         tags[inside] = TAG_I
-        if inside.any() and first_start <= start:
-            tags[inside & (offsets == offsets[np.argmax(inside)]).all(axis=1)] = TAG_B
+        if first_start <= start:
+            tags[head] = TAG_B
     return tags

@@ -277,3 +277,40 @@ def test_windows_without_overlap_are_made(tiny_tokenizer):
     spans = [np.asarray(offsets)[np.asarray(mask, dtype=bool)] for offsets, mask in zip(features["offset_mapping"], features["paragraph_mask"])]
     assert len(spans) > 2 and all(a[-1, 1] <= b[0, 0] for a, b in zip(spans, spans[1:]))  # each token in one window
     assert spans[0][0, 0] == 0 and spans[-1][-1, 1] == len(context)
+
+
+WORDS = np.array([[0, 4], [5, 8], [9, 13], [14, 18], [19, 21]])  # "jack and jill went up"
+
+
+@pytest.mark.parametrize("spans, expected", [
+    ([(0, 13), (9, 13)], "BIIOO"),  # a part nested at the end of another: one span, the outer
+    ([(9, 13), (0, 13)], "BIIOO"),  # whichever is listed first
+    ([(0, 8), (5, 13)], "BIIOO"),  # two that share a word: one span of their union
+    ([(0, 4), (0, 13)], "BIIOO"),  # nested at the start
+    ([(0, 4), (5, 8)], "BBOOO"),  # adjacent: two spans
+    ([(0, 4), (4, 8)], "BBOOO"),  # one ends where the next begins: still two
+    ([(0, 4), (0, 4)], "BOOOO"),  # a repeated span is one
+    ([(0, 21)], "BIIII"),  # the whole context
+    ([(0, 4), (14, 21), (15, 18)], "BOOBI"),
+])
+def test_overlapping_spans_tag_as_one_span_and_read_back(spans, expected):
+    from bio_mrc.tags import chunk_bounds, spans_to_tags
+
+    tags = spans_to_tags(WORDS, np.ones(len(WORDS), dtype=bool), spans)
+    assert "".join("BIO"[t] for t in tags) == expected
+    starts, ends = chunk_bounds(tags, strict=True)  # a valid IOB2 tagging: every span read back begins with B
+    assert len(starts) == expected.count("B")
+
+
+def test_answer_parts_that_overlap_train_the_tagger_on_one_span(tiny_tokenizer):
+    from bio_mrc.data.answer_parts import as_one_answer
+    from bio_mrc.tags import chunk_bounds
+
+    context = "dave and barbara met in town."
+    example = as_one_answer(Example("n", "Who met?", context, (((0, 16),), ((9, 16),), ((17, 20),))))
+    row = build_features([example], tiny_tokenizer, SMALL, heads=("bio",))[0]
+    tags, words, tagged = (np.asarray(row[key]) for key in ("bio_targets", "word_offsets", "tag_mask"))
+    positions = np.flatnonzero(np.asarray(tagged, dtype=bool))
+    starts, ends = chunk_bounds(tags[positions].argmax(-1), strict=True)
+    read = [context[words[positions[s]][0]:words[positions[e - 1]][1]] for s, e in zip(starts, ends)]
+    assert read == ["dave and barbara", "met"]
