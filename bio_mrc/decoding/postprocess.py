@@ -124,11 +124,16 @@ def best_shown_scores(
     can show: a span of whitespace alone is dropped, so ``null - best`` is never measured against it (the rule
     :mod:`bio_mrc.inference.documents` reads back, ``span.score - null``)."""
     best = np.full(len(examples), -np.inf)
-    shown = [s < e for s, e in (trimmed_span(examples[row].context, begin, end)
-                                for row, begin, end in zip(ex.tolist(), char_start.tolist(), char_end.tolist()))]
-    shown = np.asarray(shown, dtype=bool).reshape(-1)
+    shown = keeps_text(examples, ex, char_start, char_end)
     np.maximum.at(best, ex[shown], score[shown])
     return best
+
+
+def keeps_text(examples: Sequence[Example], rows: np.ndarray, char_start: np.ndarray, char_end: np.ndarray) -> np.ndarray:
+    """Whether each character span of ``examples[rows]``'s contexts keeps some text once trimmed (:func:`trimmed_span`)."""
+    spans = (trimmed_span(examples[row].context, begin, end)
+             for row, begin, end in zip(rows.tolist(), char_start.tolist(), char_end.tolist()))
+    return np.array([begin < end for begin, end in spans], dtype=bool).reshape(-1)
 
 
 def trimmed_span(context: str, start: int, end: int) -> tuple[int, int]:
@@ -226,8 +231,8 @@ def _spans_across_windows(
     sequence, a base64 blob): their windows merged into one row of words each, as the BIO decoding merges them, a
     word's start and inside scores read at its first piece and its end score at its last piece, each from the window
     where that piece has the most context. The scores stay the joint decoding's (``log P_start + log P_end + r``)."""
-    rows = np.flatnonzero(np.isin(outputs.example_index, questions))
-    part = outputs.take(rows, np.searchsorted(questions, outputs.example_index[rows]))
+    rows = np.flatnonzero(np.isin(outputs.example_index, questions))  # the windows question_outputs keeps, in its order
+    part = question_outputs(outputs, questions)
     firsts = merge_windows(WindowOutputs(part.example_index, part.words, part.tagged),
                            np.stack([starts[rows], inside[rows]], axis=-1), len(questions))
     lasts = merge_windows(WindowOutputs(part.example_index, part.words, part.word_end), ends[rows], len(questions))
@@ -333,9 +338,7 @@ def shown_text(examples: Sequence[Example], offsets: np.ndarray):
     """``(rows, starts, ends) -> bool`` for tagged-token spans: whether each keeps some text once trimmed
     (:func:`trimmed_span`). ``offsets``: each row's tokens' character offsets into its question's context."""
     def shown(rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-        spans = (trimmed_span(examples[row].context, begin, end) for row, begin, end in
-                 zip(rows.tolist(), offsets[rows, starts, 0].tolist(), offsets[rows, ends, 1].tolist()))
-        return np.array([begin < end for begin, end in spans], dtype=bool).reshape(-1)
+        return keeps_text(examples, rows, offsets[rows, starts, 0], offsets[rows, ends, 1])
     return shown
 
 
