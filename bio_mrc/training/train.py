@@ -127,12 +127,14 @@ def _mean_over_processes(trainer: HeadRateTrainer, mean_loss: float) -> float:
     """Trainer's mean loss over all the processes of a torchrun job: each process's own mean holds the losses logged
     so far (already averaged over the processes) and then only its own batches' losses since, so rank 0's alone
     would be the loss of its share of the data; the mean of the processes' means is that of every batch."""
-    if trainer.args.world_size <= 1:
-        return mean_loss
     import torch
+    import torch.distributed as dist
 
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() <= 1:
+        return mean_loss
     value = torch.tensor(float(mean_loss), dtype=torch.float64, device=trainer.args.device)
-    return float(trainer.accelerator.reduce(value, reduction="mean"))
+    dist.all_reduce(value)  # the process group torchrun made, whatever state accelerate holds
+    return float(value) / dist.get_world_size()
 
 
 def _refuse_diverged(model: Any, config: TrainConfig, output_dir: Path) -> None:
