@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from .answer_text import normalize_answer
+
 TAG_SEQUENCE = "tag sequence"  # multi-span answers: one tag sequence, the spans its decoder chose by their posteriors
 NBEST_SPANS = "n-best spans"  # multi-span answers: the non-overlapping n-best single spans
 TAGS_OR_NBEST = "tag sequence or n-best spans"  # multi-span answers: the tagger's spans where it holds several likely ones, else the n-best
@@ -224,6 +226,13 @@ class TaskEntry:
         """A prediction's answer as one line of text (a multi-span answer's texts sorted, one per line: a line break
         inside a span becomes a space, so the lines are the spans)."""
         return "\n".join(sorted(text.replace("\n", " ") for text in prediction.answers)) if self.multi_span_answers else prediction.answer
+
+    def answer_key(self, answer_text: str) -> str:
+        """An :meth:`answer_text` as two answers agree by: a span list's set of normalised span texts (the order of its
+        spans and a repeated text are no difference, as for the metrics), else the normalised text."""
+        if not self.multi_span_answers:
+            return normalize_answer(answer_text)
+        return "\n".join(sorted({normalize_answer(line) for line in answer_text.split("\n")}))
 
     def answers_as_span_lists(self, asked: bool = False) -> bool:
         """Whether answers are written as span lists: ``asked`` for (``--multi-span``), or the task's own."""

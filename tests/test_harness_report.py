@@ -10,6 +10,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from bio_mrc import registry
+
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config, resolve_contrasts
 from bio_mrc.harness.report import CELL_PLOT, write_report
@@ -205,6 +207,23 @@ def test_multispan_cells_share_the_contrast_machinery():
     assert summary.intervals[span].value == pytest.approx(float(f1_from_count_sums(counts["span"].sum(axis=0))))
     several = synthetic_results(task="multispanqa", seeds=(1, 2))
     assert summarise(several, None, None).contrasts[0].n_seeds == 2
+
+
+def test_multispan_agreement_compares_sets_of_normalised_spans():
+    """Two decodings whose span lists hold the same texts once normalised agree, whatever their order (answers are
+    joined sorted by raw text: "The cat" sorts before "bird"); a list is not one span of its joined texts."""
+    results = replace(synthetic_results(task="multispanqa", baseline="joint/bio", n=4), eval_examples=[])
+    texts = {"bio": ["The cat\nbird", "x\ny", "one", "a\nb"], "span": ["bird\ncat", "y\nx", "One.", "a b"],
+             "joint": ["cat", "x", "two", "a\nb"]}
+    results = replace(results, cells=[replace(c, answers=texts[c.decoding]) for c in results.cells])
+    agreement = {frozenset((c.a.decoding, c.b.decoding)): c.agreement for c in summarise(results, None, None).comparisons}
+    assert agreement[frozenset(("bio", "span"))] == 0.75  # all but the last: two spans against one span "a b"
+    assert agreement[frozenset(("bio", "joint"))] == 0.25
+
+
+def test_single_answer_agreement_normalises_the_whole_text():
+    entry = registry.task("squad-v1.1")
+    assert entry.answer_key("The\nNormans.") == entry.answer_key("normans") == "normans"
 
 
 def write(results, tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import registry
 from ..data.squad import gold_texts
 from ..metrics.multispan_official import f1_from_count_sums, metrics_from_counts
 from ..metrics.squad_official import per_question_scores
@@ -20,12 +21,13 @@ def data_set_summaries(results: ComparisonResults, grouped: dict[CellKey, list[C
     metrics, empty share, spans per question and single-span SQuAD F1, and ``statistics`` (summary.statistics)
     of the data set's questions alone."""
     parts = results.eval.get("parts") or []
+    answer_key = registry.task(results.eval["task"]).answer_key
     summaries, begin = [], 0
     for part in parts:
         rows = slice(begin, begin + part["questions"])
         begin += part["questions"]
         counts = {label: np.array([c.counts[rows] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
-        answers = {label: list(cells[0].answers[rows]) for label, cells in grouped.items()}
+        answers = {label: [answer_key(a) for a in cells[0].answers[rows]] for label, cells in grouped.items()}
         seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
         single = _single_span_f1(results, grouped, rows)
         cell_rows = [_part_row(key, cells, rows, single.get(key)) for key, cells in grouped.items()]

@@ -14,7 +14,7 @@ import numpy as np
 from .. import registry
 from ..metrics.multispan_official import METRIC_NAMES, f1_from_count_sums, metrics_from_counts
 from ..data.squad import gold_texts
-from ..metrics.squad_official import normalize_answer, per_question_scores
+from ..metrics.squad_official import per_question_scores
 from ..types import Example
 from .config import resolve_contrasts
 from .learning_curve import learning_curve
@@ -50,7 +50,7 @@ def span_count_summary(
 ) -> Summary:
     """A task scored by summed span counts (MultiSpanQA): rows of its metrics, the contrasts of the ratio of the
     summed counts (its main statistic), each data set of the evaluation alone, the learning curve."""
-    answers = {label: cells[0].answers for label, cells in grouped.items()}
+    answers = {label: [task.answer_key(a) for a in cells[0].answers] for label, cells in grouped.items()}
     rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
     counts = {label: np.array([c.counts for c in cells], dtype=np.float64) for label, cells in grouped.items()}
     seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
@@ -67,7 +67,7 @@ def per_question_summary(
     """A task whose main statistic is a mean over questions (SQuAD's F1): rows of its metrics (on SQuAD 2.0 also the
     HasAns/NoAns subsets), the contrasts of the per-question statistic, the breakdowns by the task's question groups,
     selective QA where cells have confidences, "always abstain" where questions may have no answer, the learning curve."""
-    answers = {label: cells[0].answers for label, cells in grouped.items()}
+    answers = {label: [task.answer_key(a) for a in cells[0].answers] for label, cells in grouped.items()}
     examples = results.eval_examples
     has_answer = np.array([ex.is_answerable for ex in examples])
     v2 = task.no_answer
@@ -165,7 +165,8 @@ def statistics(
     """The baseline, the contrasts (A − B, with Holm-adjusted p-values), every pair of cells (unadjusted)
     and each cell's interval. ``per_question`` maps each cell to its ``(seeds, questions)`` F1 (or, given
     ``ratio``, ``(seeds, questions, k)`` counts whose summed ``ratio`` is compared); ``seeds`` names each
-    row's training seed (default: row index). Two cells pair by the seeds they share (the same model for
+    row's training seed (default: row index); ``answers`` each cell's answers as the task compares them
+    (:meth:`~bio_mrc.registry.TaskEntry.answer_key`), equal where two cells agree. Two cells pair by the seeds they share (the same model for
     decodings of one run) and by question; cells with no seed in common compare their seed means."""
     seeds = seeds or {key: list(range(len(values))) for key, values in per_question.items()}
     by_label = {str(key): key for key in per_question}  # the configuration names cells by label
@@ -207,7 +208,7 @@ def _compare(per_question: dict[CellKey, np.ndarray], answers: dict[CellKey, lis
     else:
         result = paired_bootstrap_ratio(x[0], y[0], ratio, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     return Contrast(a=a, b=b, **result.to_dict(), seeds=shared, resampling=resampling(len(x)) if shared else SEED_MEANS,
-                    agreement=agreement(answers[a], answers[b], normalize_answer))
+                    agreement=agreement(answers[a], answers[b], str))
 
 
 # Each way a task's cells are summarised and its questions grouped, by the names task entries give (bio_mrc.registry).
