@@ -86,6 +86,9 @@ def pin_process_device(device: str | None) -> None:
     if name == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     elif kind == "cuda" and index.isdigit():
+        if (world := int(os.environ.get("WORLD_SIZE", "1") or 1)) > 1:  # each process would see GPU N alone as its GPU 0
+            raise ConfigError(f"device {device!r}: under a launcher of {world} processes each process trains on its own "
+                              "GPU (LOCAL_RANK); choose the GPUs with CUDA_VISIBLE_DEVICES and pass --device cuda or auto")
         shown = os.environ.get("CUDA_VISIBLE_DEVICES")
         visible = None if shown is None else [d.strip() for d in shown.split(",") if d.strip()]
         if visible is not None and int(index) >= len(visible):

@@ -37,8 +37,10 @@ def test_predict_under_torchrun_runs_on_the_device_asked(monkeypatch, tmp_path, 
 def test_train_on_a_gpu_number_the_machine_lacks_names_it(monkeypatch):
     """``train --device cuda:1`` on a one-GPU machine: CUDA_VISIBLE_DEVICES=1 leaves torch no GPU, and the error said
     ``device 'cuda': this machine has no CUDA GPU that torch can use`` of a machine with one."""
+    from bio_mrc import precision
     from bio_mrc.precision import pin_process_device
 
+    monkeypatch.setattr(precision, "_PINNED", {})  # the pin stays with this test
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     shown = lambda: __import__("os").environ.get("CUDA_VISIBLE_DEVICES", "0") == "0"  # noqa: E731 - GPU 0 alone exists
     monkeypatch.setattr(torch.cuda, "is_available", shown)
@@ -47,6 +49,22 @@ def test_train_on_a_gpu_number_the_machine_lacks_names_it(monkeypatch):
         pin_process_device("cuda:1")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     pin_process_device("cuda:0")  # the GPU it has
+
+
+def test_train_under_a_launcher_refuses_one_gpu_number_for_every_process(monkeypatch):
+    """``torchrun --nproc_per_node 2 ... train --device cuda:1`` showed GPU 1 alone to both processes, and the second
+    asked for its GPU 1 of one (torch's "invalid device ordinal"); refused in one line before CUDA_VISIBLE_DEVICES changes."""
+    from bio_mrc import precision
+    from bio_mrc.precision import pin_process_device
+
+    monkeypatch.setattr(precision, "_PINNED", {})
+    _two_gpus(monkeypatch)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    with pytest.raises(ConfigError, match=r"^device 'cuda:1': under a launcher of 2 processes each process trains on its own GPU"):
+        pin_process_device("cuda:1")
+    assert __import__("os").environ["CUDA_VISIBLE_DEVICES"] == "0,1"
+    pin_process_device("cuda")  # each process's own GPU
 
 
 @pytest.mark.parametrize("device, precision, on_cpu", [("cpu", "fp32", True), ("cpu", "bf16", True), ("mps", "bf16", False),
