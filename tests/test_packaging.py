@@ -50,6 +50,26 @@ def test_the_wheel_ships_the_licence_the_type_marker_and_the_version(tmp_path):
     assert licence.split()[:4] == ["Apache", "License", "Version", "2.0,"] and "END OF TERMS AND CONDITIONS" in licence
 
 
+@pytest.mark.slow
+def test_the_source_distribution_holds_the_package_and_no_part_of_the_test_suite(tmp_path):
+    """setuptools adds ``tests/test_*.py`` to an sdist by itself, without the conftest and fixtures they need."""
+    import tarfile
+
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "CHANGELOG.md"):
+        shutil.copy(ROOT / name, source / name)
+    for folder in ("bio_mrc", "tests"):
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-c", "import sys; from setuptools import build_meta; build_meta.build_sdist(sys.argv[1])",
+                    str(tmp_path / "dist")], cwd=source, check=True, capture_output=True, timeout=600)
+    (sdist,) = (tmp_path / "dist").glob("bio_mrc-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"bio_mrc/cli.py", "bio_mrc/py.typed", "bio_mrc/harness/presets/quick.json", "LICENSE", "CHANGELOG.md"} <= names
+    assert not [name for name in names if name.startswith("tests")]
+
+
 def _stub_names(package) -> dict[str, object]:
     """``{name: object}`` of what a package's ``__init__.pyi`` imports, each looked up where the stub says."""
     stub = Path(package.__file__).with_suffix(".pyi")
