@@ -355,7 +355,7 @@ def _span_count_lines(results: ComparisonResults) -> list[str]:
         return []
     lines = ["", "## Span-count thresholds", "",
              "A span after the first joins a multi-span answer only with at least this probability (the span-count rule, "
-             "`docs/multispan.md` in the package); in cross-validation, each fold's value.", "",
+             "tuned on held-out questions and saved with the model); in cross-validation, each fold's value.", "",
              "| cell | seed | threshold | per fold |", "|---|---|---|---|"]
     for label, seed, value, folds in rules:
         per_fold = ", ".join(f"{v:g}" for v in folds) if folds else "–"

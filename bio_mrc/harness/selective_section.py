@@ -108,7 +108,8 @@ def selective_section(selective: SelectiveSummary | None, plot: str | None) -> l
              "**ECE** is over 10 equal-width bins; **ECE wrong** is the ECE of the wrong answers alone, their mean "
              "confidence; **MacroCE** is the mean of that and of the right answers' mean 1 − confidence (Si et al., "
              "Findings of EMNLP 2022). *calibrated* is the `probability` that `AnswerExtractor` and the pipeline return; "
-             "docs/calibration.md says how to pick a threshold from it. With several seeds, mean ± sd.", "",
+             "answers it gives probability p are right about a share p of the time, so a threshold on it sets the "
+             "accuracy of the answers kept. With several seeds, mean ± sd.", "",
              "| cell | confidence | AURC | E-AURC | coverage at 80% | coverage at 90% | ECE | ECE wrong | MacroCE |",
              "|---|---|---|---|---|---|---|---|---|"]
     for key, kinds in selective.cells.items():
