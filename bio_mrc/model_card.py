@@ -30,7 +30,7 @@ from .model import RUN_FILE, BioMrcConfig
 from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 
 __all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "public", "record_evaluation",
-           "render_model_card", "write_model_card"]
+           "render_exported_card", "render_model_card", "write_exported_card", "write_model_card"]
 
 CARD_FILE = "README.md"
 RUN_RECORD_FILE = RUN_FILE
@@ -101,12 +101,29 @@ def write_model_card(model_dir: str | Path) -> Path | None:
     config = _read_config(model_dir)
     if config is None:
         return None
-    card = model_dir / CARD_FILE
+    record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)
+    return _write_card(model_dir, render_model_card(config, record, evaluation, model_dir.name))
+
+
+def write_exported_card(output_dir: str | Path, model_dir: str | Path, architecture: str, left_out: Sequence[str]) -> Path | None:
+    """``output_dir/README.md`` for transformers' QA model exported there from the bio_mrc model in ``model_dir``
+    (``bio-mrc export --format transformers``): what it holds and leaves out (the heads ``left_out``), its base model,
+    how to run it."""
+    output_dir, model_dir = Path(output_dir), Path(model_dir)
+    config = _read_config(model_dir)
+    if config is None:
+        return None
+    return _write_card(output_dir, render_exported_card(config, _read_json(model_dir / RUN_RECORD_FILE), architecture,
+                                                        left_out, output_dir.name, model_dir.name))
+
+
+def _write_card(folder: Path, text: str) -> Path | None:
+    """Write a generated card, never over a README.md written by hand (one without the card's marker line)."""
+    card = folder / CARD_FILE
     if card.is_file() and CARD_MARKER not in card.read_text(encoding="utf-8", errors="replace"):
         warnings.warn(f"{card} was not written by bio_mrc (no '{CARD_MARKER}' line): left as it is", stacklevel=2)
         return None
-    record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)
-    return atomic_write_text(card, render_model_card(config, record, evaluation, model_dir.name))
+    return atomic_write_text(card, text)
 
 
 def _read_config(model_dir: Path) -> BioMrcConfig | None:
@@ -159,6 +176,13 @@ def _base_model(train: Mapping[str, Any], encoder_path: str | None = None) -> st
     return None
 
 
+def _converted_from(config: BioMrcConfig, record: Mapping | None) -> str | None:
+    """The hub id of the extractive QA model a model was converted from (``bio-mrc convert`` records a hub id as its
+    encoder's name, a local folder by its absolute path); None for a model bio_mrc trained (its run record says)."""
+    name = getattr(config.encoder, "name_or_path", None) or ""
+    return name if not (record or {}).get("train") and HUB_ID.fullmatch(name) else None
+
+
 def _local_folder(name: str, read_from: str | None) -> bool:
     """Whether the model ``name`` was a local folder: read from the folder of that name, or (where it was read
     from is not recorded) a folder of that name here."""
@@ -183,7 +207,8 @@ def card_metadata(config: BioMrcConfig | Mapping[str, Any], record: Mapping | No
     results = _evaluation_results(evaluation, config) + _tuned_results(config)
     return ModelCardData(
         library_name=LIBRARY_NAME, tags=card_tags(config.heads), pipeline_tag="question-answering",
-        base_model=_base_model((record or {}).get("train") or {}, (record or {}).get("encoder_path")), datasets=[dataset] if dataset else None,
+        base_model=_base_model((record or {}).get("train") or {}, (record or {}).get("encoder_path")) or _converted_from(config, record),
+        datasets=[dataset] if dataset else None,
         metrics=["exact_match", "f1"] if evaluation else None,
         model_name=name if results else None, eval_results=results or None,
     )
@@ -266,6 +291,33 @@ def render_model_card(config: BioMrcConfig | Mapping[str, Any], record: Mapping 
         _usage_section(config, name),
     ]
     return f"---\n{metadata.to_yaml()}\n---\n\n" + "\n\n".join(sections) + "\n"
+
+
+def render_exported_card(config: BioMrcConfig, record: Mapping | None, architecture: str, left_out: Sequence[str], name: str,
+                         source: str) -> str:
+    """The card of transformers' QA model exported from a bio_mrc model: the span head on its encoder, nothing else."""
+    from huggingface_hub import ModelCardData
+
+    config, record = model_config(config), public(record)
+    metadata = ModelCardData(library_name="transformers", pipeline_tag="question-answering", tags=[*TAGS, LIBRARY_NAME],
+                             base_model=_base_model((record or {}).get("train") or {}, (record or {}).get("encoder_path"))
+                             or _converted_from(config, record))
+    windows = ", ".join(f"`{k}` {getattr(config, k)}" for k in WINDOW_FIELDS)
+    body = [
+        f"# {name}",
+        f"{CARD_MARKER} made by bio-mrc export --format transformers; remove this line to keep edits -->",
+        f"transformers' `{architecture}` exported from the `bio_mrc` model {_code(source)}: its encoder and its span head "
+        "(start and end logits), checked to give the same logits. "
+        + (f"Left out: the {', '.join(left_out)} head, which transformers has no class for. " if left_out else "")
+        + f"It was trained on windows of {windows}; pass them to the pipeline (`max_seq_len`, `doc_stride`, "
+        "`max_question_len`). Tuned settings (a no-answer threshold, the BIO length prior, calibration) stay with the "
+        "bio_mrc model: transformers' QA models keep none.",
+        "## Usage\n\n```python\nfrom transformers import pipeline\n\n"
+        f'qa = pipeline("question-answering", model="{name}", max_seq_len={config.max_seq_length}, doc_stride={config.doc_stride})\n'
+        'print(qa(question="Which countries did the Norse come from?",\n'
+        '         context="The Normans were descended from Norse raiders from Denmark, Iceland and Norway."))\n```',
+    ]
+    return f"---\n{metadata.to_yaml()}\n---\n\n" + "\n\n".join(body) + "\n"
 
 
 def _table(rows: Sequence[tuple[Any, ...]], header: tuple[str, ...]) -> str:

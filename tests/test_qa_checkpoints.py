@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from huggingface_hub import ModelCard
 import torch
 import transformers
 from transformers import AutoModelForQuestionAnswering, AutoTokenizer, BertConfig, BertForQuestionAnswering
@@ -223,6 +224,22 @@ def test_a_qa_model_by_hub_id_answers_and_converts_from_the_cache_offline(traine
     assert main(["convert", "--model", "org/bert-qa", "--output", str(tmp_path / "converted")]) == 0
     card = (tmp_path / "converted" / "README.md").read_text()
     assert "| encoder | `org/bert-qa` |" in card and json.loads(capsys.readouterr().out)["source"] == "org/bert-qa"
+    assert "base_model: org/bert-qa" in card  # the hub's model tree links the converted model to its source
+
+
+def test_a_model_converted_from_a_relative_local_folder_claims_no_base_model(trained_qa_dir, tmp_path, monkeypatch):
+    """A folder named ``org/qa`` has a hub id's form: recorded as given, the card rewritten from another working
+    folder would name it as the model's base model on the hub."""
+    import shutil
+
+    from bio_mrc.model_card import write_model_card
+
+    shutil.copytree(trained_qa_dir, tmp_path / "org" / "qa")
+    monkeypatch.chdir(tmp_path)
+    assert main(["convert", "--model", "org/qa", "--output", "converted"]) == 0
+    monkeypatch.chdir(tmp_path / "org")
+    write_model_card(tmp_path / "converted")
+    assert "base_model" not in (tmp_path / "converted" / "README.md").read_text()
 
 
 def test_serve_answers_with_a_qa_model_and_describes_it(trained_qa_dir, sample_v1):
@@ -260,6 +277,9 @@ def test_export_to_transformers_gives_its_qa_model_the_span_heads_logits_and_bac
     record = json.loads(capsys.readouterr().out)
     assert record["architecture"] == "BertForQuestionAnswering" and record["left_out"] == ["bio"]
     assert not (output / "bio_mrc_export.json").exists() and qa_architecture(output) == "BertForQuestionAnswering"
+    card = ModelCard.load(output / "README.md")  # the folder describes itself on the hub
+    assert card.data.library_name == "transformers" and card.data.pipeline_tag == "question-answering"
+    assert "Left out: the bio head" in card.text and f"max_seq_len={json.loads((trained_dir / 'config.json').read_text())['max_seq_length']}" in card.text
     ours = BioMrcForQuestionAnswering.from_pretrained(str(trained_dir)).eval()
     theirs = AutoModelForQuestionAnswering.from_pretrained(str(output)).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(output))
@@ -361,7 +381,7 @@ def test_an_export_over_another_model_leaves_none_of_its_files(trained_dir, tmp_
     for name in ("model.onnx", "bio_mrc_export.json", "bio_mrc_run.json", "model-00001-of-00002.safetensors", "notes.txt"):
         (output / name).write_text("old")
     export_qa_checkpoint(trained_dir, output, overwrite=True)
-    assert sorted(p.name for p in output.iterdir()) == ["config.json", "model.safetensors", "notes.txt", "tokenizer.json",
+    assert sorted(p.name for p in output.iterdir()) == ["README.md", "config.json", "model.safetensors", "notes.txt", "tokenizer.json",
                                                          "tokenizer_config.json"]
 
 

@@ -12,7 +12,7 @@ from ..errors import ConfigError, ModelFormatError
 from ..hub import local_folder
 from ..io import check_folder_target, check_outputs_apart, staged_folder
 from ..model import BioMrcConfig
-from ..model_card import clear_model_card, write_model_card
+from ..model_card import clear_model_card, write_exported_card, write_model_card
 from ..model_folder import remove_replaced_model_files
 from ..progress import progress_bars
 from ..qa_checkpoints import QA_HEADS, qa_architecture, qa_model_from_span_model, saved_config, span_model_from_qa_checkpoint
@@ -37,7 +37,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
         raise ModelFormatError(f"{kind}; convert reads such models only", name)
     check_outputs_apart([output_dir], model_dirs=[folder])
     with progress_bars(progress), staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # refused before any work
-        converted, tokenizer = span_model_from_qa_checkpoint(folder, name, **windows)
+        converted, tokenizer = span_model_from_qa_checkpoint(folder, _source_name(model, folder), **windows)
         converted.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
         replace_model_files(output_dir, staging)
@@ -45,6 +45,12 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
     windows_written = {key: getattr(converted.config, key) for key in ("max_seq_length", "doc_stride", "max_query_length")}
     return {"output": str(output_dir), "source": name, "architecture": architecture, "heads": converted.config.heads,
             "windows": windows_written}
+
+
+def _source_name(model: str | Path, folder: Path) -> str:
+    """How a converted model names its source: a hub id as given, a local folder by its absolute path (a relative
+    one reads as a hub id once the working folder changes, and the card would claim it as its base model)."""
+    return str(folder.resolve()) if Path(model).expanduser().exists() else str(model)
 
 
 def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrite: bool = False, progress: bool = False) -> dict[str, Any]:
@@ -65,8 +71,9 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
         qa.save_pretrained(str(staging))
         trained.tokenizer.save_pretrained(str(staging))
         replace_model_files(output_dir, staging)
-    return {"format": "transformers", "architecture": type(qa).__name__, "source": str(model_dir),
-            "left_out": [name for name in trained.model.config.head_names if name != QA_HEADS]}
+    left_out = [name for name in trained.model.config.head_names if name != QA_HEADS]
+    write_exported_card(output_dir, local_folder(model_dir), type(qa).__name__, left_out)
+    return {"format": "transformers", "architecture": type(qa).__name__, "source": str(model_dir), "left_out": left_out}
 
 
 def replace_model_files(folder: Path, staging: Path) -> None:
