@@ -1,6 +1,7 @@
 """What every decoding's answers hold, whatever the logits: seeded random contexts (words, punctuation, CJK, odd
-spaces and unbroken runs of characters longer than a window) under three tokenizers (WordPiece, byte-level BPE,
-SentencePiece/Unigram), random logits of every head, small windows, every decoding, single and multi-span answers.
+spaces, characters that a normalising tokenizer reads as several pieces, and unbroken runs of characters longer
+than a window) under three tokenizers (WordPiece, byte-level BPE, SentencePiece/Unigram), random logits of every
+head, small windows, every decoding, single and multi-span answers.
 
 Each answer is the context's text at its offsets, trimmed, inside the context; an answerable question is never
 empty; n-best lists are best first, without a span twice, at most ``n_best`` long; multi-span answers do not overlap;
@@ -25,7 +26,8 @@ from bio_mrc.types import Example
 pytestmark = pytest.mark.slow  # about 1 s a case
 
 WORDS = ["the", "river", "city", "1066", "Normandy", "x", "a", "of", ",", ".", "(", ")", "“", "”", "café", "naïve",
-         "東京は日本", "e\u0301te\u0301", "'s", "—", "ACGTTGCAACGGTACCGTAGCTAGC", "SGVsbG8gd29ybGQhIEhlbGxvIHdvcmxkIQ=="]
+         "東京は日本", "e\u0301te\u0301", "'s", "—", "ACGTTGCAACGGTACCGTAGCTAGC", "SGVsbG8gd29ybGQhIEhlbGxvIHdvcmxkIQ==",
+         "Oﬃce", "½", "İstanbul", "Straße", "ＡＢＣ１２３"]  # characters a normalising tokenizer reads as several pieces
 SEPARATORS = [" ", " ", " ", "\n", "\u00a0", "  ", "", " \n "]
 
 

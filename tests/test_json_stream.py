@@ -47,6 +47,21 @@ def test_bytes_that_are_not_utf8_are_refused(tmp_path):
         list(stream_squad(path))
 
 
+@pytest.mark.parametrize("encoding, says", [
+    ("utf-16", "not UTF-8 text (invalid start byte at byte 0); it looks like UTF-16: convert it first, e.g. iconv -f UTF-16 -t UTF-8"),
+    ("utf-32", "not UTF-8 text (invalid start byte at byte 0); it looks like UTF-32: convert it first, e.g. iconv -f UTF-32 -t UTF-8"),
+    ("latin-1", "not UTF-8 text (invalid continuation byte at byte 55)"),  # the é of "Adé", 55 bytes in
+])
+def test_a_file_in_another_encoding_is_named_alike_by_both_readers(tmp_path, encoding, says):
+    """Windows editors save "Unicode" as UTF-16: the streamed reader (predict's) called it invalid JSON."""
+    path = tmp_path / f"{encoding}.json"
+    path.write_bytes(('{"data": [' + ARTICLE.replace("Ada wrote", "Adé wrote") + "]}").encode(encoding))
+    for read in (load_squad, lambda p: list(stream_squad(p))):
+        with pytest.raises(DataFormatError) as caught:
+            read(path)
+        assert caught.value.problem.startswith(says) and caught.value.source == str(path)
+
+
 @pytest.mark.parametrize("prefix", [b"", b"\xef\xbb\xbf"])
 def test_the_streamed_questions_are_load_squads(tmp_path, prefix):
     path = tmp_path / "sample.json"

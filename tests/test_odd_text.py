@@ -428,3 +428,32 @@ def test_a_stride_without_room_for_a_roberta_style_pair_is_refused(tiny_bpe_toke
     config = FeatureConfig(max_seq_length=48, doc_stride=32, max_query_length=12)
     with pytest.raises(ValueError, match="doc_stride"):
         build_features([Example("r", "who?", "Rollo ruled Normandy .")], tiny_bpe_tokenizer, config)
+
+
+def test_multi_span_parts_share_no_character_where_a_normalised_character_is_several_tokens(metaspace_tokenizer):
+    """An NFKC tokenizer (SentencePiece's kind) reads "ﬃ" as "f", "f" and a piece "ic" holding the next letter, each
+    with offsets into the one character: a tagger's "B I I" on "Oﬃ" and "B I" on "ﬃce" named distinct tokens, and the
+    BIO and joint multi-span answers were both spans, overlapping on "ﬃ" (characters 5-6)."""
+    from bio_mrc.inference.answers import decode_answers
+    from bio_mrc.tags import TAG_B, TAG_I, TAG_O
+
+    examples = [Example("q", "what is it?", "the Oﬃce river", None)]
+    features = build_features(examples, metaspace_tokenizer, FeatureConfig(48, 16, 8, tag_level="subword"),
+                              with_targets=False, desc="ligature")
+    offsets = [tuple(pair) for pair in features["offset_mapping"][0]]
+    office = [k for k, (start, end) in enumerate(offsets) if 4 <= start and end <= 8]
+    assert [offsets[k] for k in office] == [(4, 5), (5, 6), (5, 6), (5, 7), (7, 8)]  # "O", "f", "f", "ic", "e"
+    width = len(offsets)
+    bio = np.zeros((1, width, 3), np.float32)
+    bio[0, :, TAG_O] = 20.0
+    for k, tag in zip(office, [TAG_B, TAG_I, TAG_I, TAG_B, TAG_I]):
+        bio[0, k] = -20.0
+        bio[0, k, tag] = 20.0
+    zeros, tagged = np.zeros((1, width), np.float32), np.array([features["tag_mask"][0]], dtype=bool)
+    outputs = WindowOutputs(np.zeros(1, np.int64), np.array([offsets]), np.array([features["paragraph_mask"][0]], dtype=bool),
+                            start_logits=zeros, end_logits=zeros, bio_logits=bio, tag_mask=tagged,
+                            word_offsets=np.array([features["word_offsets"][0]], dtype=np.int64))
+    answers = {decoding: [(s.text, s.start, s.end) for s in decode_answers(outputs, examples, decoding, DECODE, multi_span=True)[0].spans]
+               for decoding in ("bio", "joint")}
+    assert answers["bio"] == [("Oﬃ", 4, 6)]  # the likelier of the two; "ﬃce" shares its "ﬃ"
+    assert answers["joint"] == [("Oﬃce", 4, 8)]  # one tagged text left: the n-best rule answers

@@ -13,7 +13,7 @@ from typing import Any, BinaryIO, Iterator
 
 import ijson
 
-from .json_reader import DataFormatError, RepeatedKeyError, lone_surrogate_escape
+from .json_reader import DataFormatError, RepeatedKeyError, lone_surrogate_escape, not_utf8
 
 _BOM = b"\xef\xbb\xbf"
 _ESCAPE_WIDTH = 12  # a surrogate pair's two escapes: deciding about one needs the 12 characters from it on
@@ -60,19 +60,25 @@ class _SurrogateCheckedReader:
         return f"line {self.lines + newlines + 1}, column {at - line_start + 1}, byte {at}"
 
 
-def first_non_utf8(path: Path, chunk_size: int = 1 << 20) -> int:
-    """The byte offset of the first byte of ``path`` that is not UTF-8 (-1: none), read a piece at a time."""
+def utf8_error(path: Path, chunk_size: int = 1 << 20) -> UnicodeDecodeError | None:
+    """The first place ``path`` is not UTF-8, read a piece at a time: an error whose ``start`` is the byte offset in
+    the file and whose ``object`` holds the file's first bytes (so :func:`not_utf8` names a UTF-16 or UTF-32
+    byte-order mark); None when it all is."""
     import codecs
 
-    decoder, offset = codecs.getincrementaldecoder("utf-8")(), 0
+    decoder, offset, head = codecs.getincrementaldecoder("utf-8")(), 0, b""
     with open(path, "rb") as handle:
-        while chunk := handle.read(chunk_size):
+        while True:
+            chunk = handle.read(chunk_size)
+            head, pending = head or chunk[:4], len(decoder.getstate()[0])
             try:
-                decoder.decode(chunk)
+                decoder.decode(chunk, final=not chunk)
             except UnicodeDecodeError as err:
-                return offset + err.start - len(decoder.getstate()[0])
+                start = offset + err.start - pending
+                return UnicodeDecodeError("utf-8", head, start, start + 1, err.reason)
+            if not chunk:
+                return None
             offset += len(chunk)
-    return -1
 
 
 class _Builder:
@@ -127,16 +133,22 @@ class SquadJsonStream:
             raise DataFormatError("expected a JSON file, found a folder", source=source) from None
         except RepeatedKeyError as err:
             raise DataFormatError(str(err), source=source) from None
-        except UnicodeDecodeError as err:  # yajl found bytes that are no UTF-8 inside a string
-            raise DataFormatError(f"not UTF-8 text ({err.reason} at byte {first_non_utf8(self.path)})", source=source) from None
+        except UnicodeDecodeError:  # yajl found bytes that are no UTF-8 inside a string
+            raise DataFormatError(self._not_utf8() or "not UTF-8 text", source=source) from None
         except ijson.JSONError as err:
             message = (str(err.args[0].decode("utf-8", "replace") if isinstance(err.args[0], bytes) else err)
                        if err.args else type(err).__name__)
             first = message.strip().splitlines()[0] if message.strip() else message
-            problem = "the JSON ends early (a truncated file?)" if "premature EOF" in first else "not valid JSON"
-            if "UTF8" in first:
-                problem = "not UTF-8 text"
+            truncated = "premature EOF" in first
+            if not truncated and (problem := self._not_utf8()):  # yajl calls bytes that are no UTF-8 (Latin-1, UTF-16) bad JSON
+                raise DataFormatError(problem, source=source) from None
+            problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
             raise DataFormatError(f"{problem}: {first}", source=source) from None
+
+    def _not_utf8(self) -> str | None:
+        """:func:`not_utf8`'s message where the file is not UTF-8 text (the byte, and how to convert UTF-16), else None."""
+        err = utf8_error(self.path)
+        return None if err is None else not_utf8(err)
 
     def _articles(self, events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
         """Each element of the top-level object's ``data`` list; the other top-level values are read whole."""

@@ -20,12 +20,13 @@ TAGGED_SPAN_PROBABILITY = 0.5
 def keep_probable_spans(predictions: Sequence[Prediction], min_probability: float) -> list[Prediction]:
     """The span-count rule: each answer keeps its first (best) span always, so an answered question is never
     left empty, and each further span only if its own ``probability`` is at least ``min_probability``
-    (a span without one is kept) and its text is one once normalised (:func:`is_answer_text`)."""
+    (a span without one is kept), its text is one once normalised (:func:`is_answer_text`) and it shares no
+    character with a span kept before it (:func:`apart`)."""
     out = []
     for prediction in predictions:
         kept = [span for k, span in enumerate(prediction.spans) if k == 0 or (
             is_answer_text(span.text) and (span.probability is None or span.probability >= min_probability))]
-        out.append(replace(prediction, spans=kept))
+        out.append(replace(prediction, spans=apart(kept)))
     return out
 
 
@@ -47,7 +48,7 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
         for span, p in _answers_by_text(prediction.spans):
             if kept and p < min_probability:
                 break  # after the first, answers are sorted likeliest first, so no later one qualifies
-            if all(span.end <= k.start or span.start >= k.end for k in kept):
+            if not overlaps(span, kept):
                 kept.append(replace(span, score=p, probability=p))
         out.append(replace(prediction, spans=kept))
     return out
@@ -87,9 +88,26 @@ def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: fl
                   if s.probability is not None and s.probability >= TAGGED_SPAN_PROBABILITY and is_answer_text(s.text)]
         best = normalize_answer(prediction.spans[0].text) if prediction.spans else None
         tagged.sort(key=lambda span: (normalize_answer(span.text) != best, -span.probability))  # the single answer first
+        tagged = apart(tagged)
         several = len({normalize_answer(span.text) for span in tagged}) >= 2  # one text at two mentions is one answer
         out.append(replace(prediction, spans=tagged) if several else nbest_multi_span([prediction], min_probability)[0])
     return out
+
+
+def overlaps(span: AnswerSpan, others: Sequence[AnswerSpan]) -> bool:
+    """Whether ``span`` shares a character of the context with one of ``others``."""
+    return any(span.start < other.end and other.start < span.end for other in others)
+
+
+def apart(spans: Sequence[AnswerSpan]) -> list[AnswerSpan]:
+    """``spans`` (best first) without each that shares a character with one before it. Tokens that do not overlap
+    may: a tokenizer that normalises text (NFKC: "ﬃ" becomes "ffi") gives each piece of one character that
+    character's offsets, so two tagged spans of distinct tokens can both hold it ("Oﬃ" and "ﬃce")."""
+    kept: list[AnswerSpan] = []
+    for span in spans:
+        if not overlaps(span, kept):
+            kept.append(span)
+    return kept
 
 
 def is_answer_text(text: str) -> bool:
