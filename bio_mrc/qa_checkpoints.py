@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import torch
 from torch import nn
-from transformers import AutoModelForQuestionAnswering, PreTrainedModel
+from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering, PreTrainedModel
 
 from .encoders import as_data, load_tokenizer
 from .errors import ConfigError, ModelFormatError
@@ -182,6 +182,19 @@ def usable_positions(encoder: nn.Module) -> int | None:
     return positions - (padding + 1) if isinstance(padding, int) and padding >= 0 else positions
 
 
+def encoder_positions(encoder: str) -> int | None:
+    """:func:`usable_positions` of the encoder saved in the folder ``encoder``, built from its config on the meta
+    device (no weights read, nothing allocated), so windows it cannot fill are refused before any work. None where
+    its config cannot be built so (the encoder's own load says why, later)."""
+    try:
+        with as_data(encoder):
+            config = AutoConfig.from_pretrained(encoder, trust_remote_code=False)
+        with torch.device("meta"):
+            return usable_positions(AutoModel.from_config(config))
+    except Exception:  # noqa: BLE001 - a check ahead of the load, which reports the folder's problem itself
+        return None
+
+
 def check_same_logits(source: PreTrainedModel, model: BioMrcForQuestionAnswering, tokenizer, where: str) -> None:
     """Refuse a QA model whose own forward pass computes its start and end logits otherwise than its encoder and
     ``qa_outputs`` do (attention it sets itself, masks, another head), on one question and a context of real tokens
@@ -231,11 +244,26 @@ def qa_model_from_span_model(model: BioMrcForQuestionAnswering, tokenizer, where
     return qa
 
 
+def reading_inputs(model: BioMrcForQuestionAnswering, tokenizer):
+    """``tokenizer`` making only the inputs ``model``'s encoder reads (a shallow copy where it makes more): a tokenizer
+    that makes token types 0 and 1 for an encoder of one type (``type_vocab_size`` 1, a RoBERTa model with a BERT
+    tokenizer), which bio_mrc's model leaves out, would send type 1 into transformers' QA model of that encoder, whose
+    type embedding has no row for it. Saved with the export, so every tool that tokenizes for it makes no types."""
+    names = list(tokenizer.model_input_names)
+    if model.takes_token_types or "token_type_ids" not in names:
+        return tokenizer
+    tokenizer = copy.copy(tokenizer)
+    tokenizer.model_input_names = [name for name in names if name != "token_type_ids"]
+    tokenizer.init_kwargs = {**tokenizer.init_kwargs, "model_input_names": tokenizer.model_input_names}
+    return tokenizer
+
+
 def is_qa_model(model: object) -> bool:
     """Whether ``model`` is one of transformers' extractive QA models (not a bio_mrc one)."""
     return isinstance(model, PreTrainedModel) and not isinstance(model, BioMrcForQuestionAnswering) \
         and type(model).__name__.endswith("ForQuestionAnswering")
 
 
-__all__ = ["QA_WINDOWS", "check_qa_folder", "check_same_logits", "is_qa_model", "qa_architecture", "qa_windows", "saved_config", "qa_model_from_span_model",
+__all__ = ["QA_WINDOWS", "check_qa_folder", "check_same_logits", "encoder_positions", "is_qa_model",
+           "qa_architecture", "qa_windows", "saved_config", "qa_model_from_span_model", "reading_inputs",
            "span_model_from_qa_checkpoint", "span_model_from_qa_model"]

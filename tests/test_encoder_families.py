@@ -34,6 +34,8 @@ FAMILIES = {  # name: (config class, its options, whether its tokenizer makes to
     "roberta-with-token-types": ("RobertaConfig", {"max_position_embeddings": 66, "type_vocab_size": 1, "pad_token_id": 0, **SMALL}, True),
     "xlm-roberta": ("XLMRobertaConfig", {"max_position_embeddings": 66, "type_vocab_size": 1, "pad_token_id": 0, **SMALL}, False),
     "mpnet": ("MPNetConfig", {"max_position_embeddings": 66, "pad_token_id": 0, **SMALL}, False),
+    "longformer": ("LongformerConfig", {"max_position_embeddings": 66, "type_vocab_size": 1, "pad_token_id": 0, "attention_window": 16,
+                                        **SMALL}, False),
     "modernbert": ("ModernBertConfig", {"max_position_embeddings": 64, "pad_token_id": 0, "global_attn_every_n_layers": 2,
                                         "local_attention": 16, **SMALL}, False),
 }
@@ -105,6 +107,18 @@ def test_an_encoder_family_exports_to_onnx(family, tiny_encoder_dir, tmp_path):
     spans = {backend: AnswerExtractor.from_pretrained(str(folder))("Who ruled Normandy?", CONTEXT).spans
              for backend, folder in (("torch", model_dir), ("onnx", tmp_path / "exported"))}
     assert [(s.start, s.end) for s in spans["torch"]] == [(s.start, s.end) for s in spans["onnx"]]
+
+
+@pytest.mark.slow
+def test_an_encoder_whose_graph_runs_at_its_traced_shape_alone_is_refused_in_one_line(tiny_encoder_dir, tmp_path, capsys):
+    """Longformer's windowed attention is traced for the export's one window length: ONNX Runtime fails on the check's
+    other shapes. ``export`` says so in one line and leaves no folder (before: onnxruntime's traceback)."""
+    from bio_mrc.cli import main
+
+    model_dir = trained_family("longformer", tiny_encoder_dir, tmp_path)
+    assert main(["export", "--model", str(model_dir), "--output", str(tmp_path / "exported")]) == 2
+    assert "error: the exported graph does not run in ONNX Runtime on windows of 29 tokens (batch 3)" in capsys.readouterr().err
+    assert not (tmp_path / "exported").exists()
 
 
 def test_a_roberta_window_holds_the_positions_after_the_padding_id(tiny_encoder_dir, tmp_path):

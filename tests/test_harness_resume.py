@@ -197,6 +197,17 @@ def test_a_missing_encoder_or_model_of_any_run_is_refused_before_any_training(ti
         assert not (tmp_path / "out" / "models").exists()
 
 
+def test_windows_longer_than_a_later_runs_encoder_positions_are_refused_before_any_training(tiny_encoder_dir, tmp_path):
+    """The tests' encoder has 128 positions: a second run's windows of 129 tokens are refused before the first run
+    trains, naming the run's key (before: the first run trained and was scored, then the second failed)."""
+    cfg = config(tiny_encoder_dir, runs=[{"name": "joint", "heads": "span+bio"},
+                                         {"name": "long", "heads": "span", "max_seq_length": 129}])
+    for call in (compare, train_models):
+        with pytest.raises(ConfigError, match=r"^runs\[1\]\.max_seq_length: 129 exceeds the 128 positions a window"):
+            call(cfg, FIXTURES, tmp_path / "out")
+        assert not (tmp_path / "out" / "models").exists()
+
+
 def test_a_bare_encoder_as_init_from_is_refused_before_any_training(tiny_encoder_dir, tmp_path):
     cfg = config(tiny_encoder_dir, runs=[{"name": "joint", "heads": "span+bio"},
                                          {"name": "second", "heads": "bio", "init_from": str(tiny_encoder_dir)}])

@@ -20,7 +20,8 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.errors import BioMrcError, ModelFormatError
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 from bio_mrc.inference.onnx import (
-    DEFAULT_OPSET, EXPORT_FILE, ONNX_FILE, TOLERANCE, LogitsModule, OnnxModel, encoder_inputs, export_onnx, random_inputs,
+    DEFAULT_OPSET, EXPORT_FILE, ONNX_FILE, TOLERANCE, LogitsModule, OnnxModel, checked_differences, encoder_inputs, export_onnx,
+    random_inputs,
 )
 from bio_mrc.model import BioMrcForQuestionAnswering
 
@@ -184,6 +185,26 @@ def test_the_wrapper_returns_plain_tensors_in_a_fixed_order(trained_dir):  # noq
     outputs = module(**random_inputs(model.config, ["input_ids", "attention_mask"], 2, 9))
     assert module.output_names == ["start_logits", "end_logits", "bio_logits"] and not module.training
     assert all(isinstance(t, torch.Tensor) for t in outputs) and [tuple(t.shape) for t in outputs] == [(2, 9), (2, 9), (2, 9, 3)]
+
+
+def test_a_graph_that_fails_at_another_shape_is_one_line(trained_dir):  # noqa: F811
+    """ONNX Runtime's own error on a checked shape (Longformer's graph, traced for one length, fails on windows of 29
+    tokens) is one line naming the shape and the encoder, not onnxruntime's traceback."""
+    model = BioMrcForQuestionAnswering.from_pretrained(str(trained_dir))
+
+    class FailsPast16:
+        def __call__(self, inputs):
+            if inputs["input_ids"].shape[1] != 16:
+                raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Reshape node")
+            with torch.inference_mode():
+                return {name: t.numpy() for name, t in zip(module.output_names, module(**inputs))}
+
+    module = LogitsModule(model)
+    assert checked_differences(module, FailsPast16(), model.config, ["input_ids", "attention_mask"], [(2, 16)])["start_logits"] == 0
+    with pytest.raises(BioMrcError, match=r"^the exported graph does not run in ONNX Runtime on windows of 29 tokens \(batch 3\), "
+                                          r"a shape other than the one it was traced at: the encoder \(BertModel\) does not "
+                                          r"export to ONNX; not exported \(\[ONNXRuntimeError\] : 1 : FAIL"):
+        checked_differences(module, FailsPast16(), model.config, ["input_ids", "attention_mask"], [(2, 16), (3, 29)])
 
 
 def test_the_torchscript_exporter_takes_over_when_dynamo_fails(trained_dir, tmp_path, monkeypatch, sample_v1):  # noqa: F811

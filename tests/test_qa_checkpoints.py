@@ -298,6 +298,31 @@ def test_export_to_transformers_gives_its_qa_model_the_span_heads_logits_and_bac
         [again(e.question, e.context).answer for e in sample_v1.examples]
 
 
+def test_export_to_transformers_of_a_single_type_encoder_makes_no_token_types(tiny_encoder_dir, tmp_path, capsys):
+    """A BERT encoder of one token type (type_vocab_size 1) with its BERT tokenizer, which makes type 1 for the context:
+    bio_mrc's model leaves the types out, and the export saves a tokenizer that makes none, so transformers' QA model
+    reads the windows as the bio_mrc model does (before: the export's logit check ran type 1 into the type embedding
+    of one row, and the export was refused with an IndexError)."""
+    encoder = tmp_path / "encoder"
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    tokenizer.save_pretrained(str(encoder))
+    torch.manual_seed(0)
+    transformers.BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                      intermediate_size=64, max_position_embeddings=128, type_vocab_size=1)).save_pretrained(str(encoder))
+    model = BioMrcForQuestionAnswering.from_encoder(str(encoder), heads="span+bio", max_seq_length=48, doc_stride=16,
+                                                    max_query_length=12)
+    model.save_pretrained(str(tmp_path / "model"))
+    tokenizer.save_pretrained(str(tmp_path / "model"))
+    assert main(["export", "--model", str(tmp_path / "model"), "--format", "transformers", "--output", str(tmp_path / "qa")]) == 0
+    saved = AutoTokenizer.from_pretrained(str(tmp_path / "qa"))
+    batch = saved("who ruled?", "rollo ruled normandy", return_tensors="pt")
+    assert list(batch) == ["input_ids", "attention_mask"] and "token_type_ids" in tokenizer("who?", "rollo")
+    with torch.no_grad():
+        got = AutoModelForQuestionAnswering.from_pretrained(str(tmp_path / "qa")).eval()(**batch)
+        expected = model.eval()(**batch)
+    torch.testing.assert_close(got.start_logits, expected.start_logits)
+
+
 def test_export_to_transformers_needs_a_span_head(tiny_encoder_dir, tmp_path, capsys):
     bio_only = tmp_path / "bio-only"  # an untrained BIO-only model, saved as training saves one
     BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="bio", max_seq_length=48, doc_stride=16,

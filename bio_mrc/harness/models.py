@@ -13,6 +13,7 @@ from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, ModelFormatError
 from ..hub import local_folder
 from ..model_folder import check_model_folder
+from ..qa_checkpoints import encoder_positions
 from ..inference.during_training import TrainingEvaluator
 from ..model_card import training_time_is_partial
 from ..training.train import TrainConfig, load_run_record, train_model
@@ -105,6 +106,17 @@ def check_model_sources(runs: list[RunSpec], all_runs: list[RunSpec], models_dir
             if init_from:
                 check_model_folder(local_folder(resolve_init_from(init_from), "model folder"), tokenizer_required=False)
             else:
-                resolve_encoder(run.train.encoder)
+                encoder = resolve_encoder(run.train.encoder)
         except (ConfigError, ModelFormatError) as err:
             raise ConfigError(f"{where}.{'init_from' if init_from else 'encoder'}: {err}") from None
+        if not init_from:
+            check_window_fits(run.train, encoder, where)
+
+
+def check_window_fits(train: TrainConfig, encoder: str, where: str) -> None:
+    """Refuse a run whose windows are longer than its encoder's positions (RoBERTa's kin number them from after their
+    padding id) before any run trains, as training itself refuses it (``fresh_model_and_tokenizer``) once its turn comes."""
+    positions = encoder_positions(encoder)
+    if positions is not None and train.max_seq_length > positions:
+        raise ConfigError(f"{where}.max_seq_length: {train.max_seq_length} exceeds the {positions} positions a window of "
+                          f"encoder {train.encoder} may fill")

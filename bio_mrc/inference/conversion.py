@@ -15,7 +15,8 @@ from ..model import BioMrcConfig
 from ..model_card import clear_model_card, write_exported_card, write_model_card
 from ..model_folder import remove_replaced_model_files
 from ..progress import progress_bars
-from ..qa_checkpoints import QA_HEADS, qa_architecture, qa_model_from_span_model, saved_config, span_model_from_qa_checkpoint
+from ..qa_checkpoints import (QA_HEADS, qa_architecture, qa_model_from_span_model, reading_inputs, saved_config,
+                              span_model_from_qa_checkpoint)
 from .loading import TrainedModel, model_backend
 
 STAGING_DIR = ".convert-staging"
@@ -66,10 +67,11 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
     if trained.model.span_head is None:
         raise ConfigError(f"{model_dir} has no span head (heads {trained.model.config.heads!r}); transformers' "
                           "extractive QA models are start/end models")
+    tokenizer = reading_inputs(trained.model, trained.tokenizer)  # no token types for an encoder of one type
     with progress_bars(progress), staged_folder(output_dir, overwrite, EXPORT_STAGING_DIR) as staging:
-        qa = qa_model_from_span_model(trained.model, trained.tokenizer, str(model_dir))
+        qa = qa_model_from_span_model(trained.model, tokenizer, str(model_dir))
         qa.save_pretrained(str(staging))
-        trained.tokenizer.save_pretrained(str(staging))
+        tokenizer.save_pretrained(str(staging))
         replace_model_files(output_dir, staging)
     left_out = [name for name in trained.model.config.head_names if name != QA_HEADS]
     write_exported_card(output_dir, local_folder(model_dir), type(qa).__name__, left_out)
