@@ -262,3 +262,80 @@ def test_align_to_words_widens_a_span_to_whole_words(qa):
                 assert not (answer["start"] > 0 and CONTEXT[answer["start"] - 1].isalnum() and CONTEXT[answer["start"]].isalnum())
     with pytest.raises(ValueError, match="align_to_words"):
         qa(question=QUESTIONS[0], context=CONTEXT, align_to_words="yes")
+
+
+def test_loading_the_pipeline_shows_no_bar_and_keeps_the_callers_setting(trained_dir, capfd):  # noqa: F811
+    """transformers' "Loading weights" bar was printed by every ``pipeline("bio-mrc-qa", ...)``; library calls are
+    quiet, and the caller's own setting for later calls is left as it was (on, then off)."""
+    import transformers.utils.logging as transformers_logging
+    from transformers import pipeline
+
+    before = transformers_logging.is_progress_bar_enabled()
+    try:
+        for enabled in (True, False):
+            transformers_logging.enable_progress_bar() if enabled else transformers_logging.disable_progress_bar()
+            capfd.readouterr()
+            pipeline(TASK, model=str(trained_dir), device="cpu")
+            assert "Loading weights" not in capfd.readouterr().err
+            assert transformers_logging.is_progress_bar_enabled() is enabled
+    finally:
+        transformers_logging.enable_progress_bar() if before else transformers_logging.disable_progress_bar()
+
+
+def test_dtype_is_the_precision_and_a_half_precision_folder_answers(trained_dir, tmp_path):  # noqa: F811
+    """A folder saved in float16 loaded in float16 (transformers' dtype "auto") and every call failed with torch's
+    ``mixed dtype (CPU)``; ``dtype=torch.bfloat16`` put bf16 weights under any precision. The weights are fp32 as
+    every loader keeps them, ``dtype`` names the precision, and float16, which bio_mrc does not compute in, is refused."""
+    import shutil
+
+    import torch
+    from transformers import pipeline
+
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    halved = tmp_path / "fp16"
+    shutil.copytree(trained_dir, halved)
+    BioMrcForQuestionAnswering.from_pretrained(str(trained_dir)).to(torch.float16).save_pretrained(str(halved))
+    qa = pipeline(TASK, model=str(halved), device="cpu", precision="fp32")
+    assert {p.dtype for p in qa.model.parameters()} == {torch.float32}
+    expected = AnswerExtractor(TrainedModel.load(halved, precision="fp32", device="cpu"))(QUESTIONS[0], CONTEXT).spans[0]
+    answer = qa(question=QUESTIONS[0], context=CONTEXT)
+    assert (answer["answer"], answer["start"], answer["end"]) == (expected.text, expected.start, expected.end)
+    assert pipeline(TASK, model=str(trained_dir), device="cpu", dtype=torch.bfloat16).extractor.trained.precision == "bf16"
+    assert pipeline(TASK, model=str(trained_dir), device="cpu", dtype="float32").extractor.trained.precision == "fp32"
+    with pytest.raises(ConfigError, match="torch.float16"):
+        pipeline(TASK, model=str(trained_dir), device="cpu", dtype=torch.float16)
+    with pytest.raises(ConfigError, match="give one of them"):
+        pipeline(TASK, model=str(trained_dir), device="cpu", dtype=torch.bfloat16, precision="fp32")
+
+
+def test_a_streamed_input_is_named_by_its_place_in_the_stream(qa):
+    """A stream is answered ``batch_size`` questions at a time, and a bad record was named by its place in its
+    chunk: the fifth of a generator (input 4) read ``input 0`` with ``batch_size=2``."""
+    from bio_mrc.errors import DataFormatError
+
+    items = [{"question": QUESTIONS[0], "context": CONTEXT} for _ in range(6)]
+    for bad, message in (({"question": QUESTIONS[0], "context": "  "}, "record 'input 4'"), ("text", "input 4 is not")):
+        items[4] = bad
+        with pytest.raises(DataFormatError, match=message):
+            list(qa(iter(items), batch_size=2))
+    assert list(qa(iter(items[:3]), batch_size=2)) == [qa(question=QUESTIONS[0], context=CONTEXT)] * 3
+
+
+def test_a_count_held_as_a_numpy_integer_is_a_count(qa, extractor):
+    """``top_k=np.int64(2)`` (a count read from an array) was refused as ``top_k must be a positive integer, got
+    np.int64(2)`` by the pipeline and the extractor alike; it is the count 2, as transformers' pipelines take it."""
+    import numpy as np
+
+    from bio_mrc.errors import ConfigError
+
+    options = dict(question=QUESTIONS[0], context=CONTEXT, decoding="span")
+    assert qa(**options, top_k=np.int64(2), max_answer_len=np.int32(30), batch_size=np.int64(4)) == qa(**options, top_k=2)
+    assert len(extractor(QUESTIONS[0], CONTEXT, top_k=np.int64(2), decoding="span").spans) == 2
+    assert len(extractor(QUESTIONS[0], [CONTEXT, CONTEXT], top_k=np.int16(3)).answers) == 3
+    sized = AnswerExtractor(extractor.trained, batch_size=np.int64(2)).batch_size
+    assert sized == 2 and type(sized) is int
+    for wrong in (np.float64(2.0), True, np.bool_(True)):
+        with pytest.raises(ConfigError, match="top_k"):
+            extractor(QUESTIONS[0], CONTEXT, top_k=wrong)

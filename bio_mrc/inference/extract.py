@@ -7,6 +7,7 @@ both turn inputs into examples with :meth:`AnswerExtractor.examples`, run the wi
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence, overload
@@ -28,10 +29,11 @@ def asks_over_documents(question: Any, context: Any) -> bool:
     return isinstance(question, str) and isinstance(context, (list, tuple))
 
 
-def question_context_examples(question, context) -> tuple[list[Example], bool]:
+def question_context_examples(question, context, first: int = 0) -> tuple[list[Example], bool]:
     """Questions and contexts (strings, or lists; one context may serve several questions; one question may ask
     several documents, see :func:`asks_over_documents`) -> one :class:`Example` per question and context (id = its
-    position), and whether a single string was asked. Every text is checked here, once, for every front end."""
+    position), and whether a single string was asked. Every text is checked here, once, for every front end; an error
+    names the input by its place (``first`` numbers the first: a chunk of a stream)."""
     single = isinstance(question, str)
     questions, contexts = (_texts(value, name) for value, name in ((question, "question"), (context, "context")))
     if asks_over_documents(question, context):
@@ -42,7 +44,7 @@ def question_context_examples(question, context) -> tuple[list[Example], bool]:
         contexts = contexts * len(questions)
     if len(questions) != len(contexts):
         raise DataFormatError(f"got {len(questions)} questions but {len(contexts)} contexts")
-    for i, (q, c) in enumerate(zip(questions, contexts)):
+    for i, (q, c) in enumerate(zip(questions, contexts), start=first):
         check_context_length(check_text(c, "context", record=f"input {i}"), record=f"input {i}")
         check_text(q, "question", record=f"input {i}")
     return [Example(str(i), q, c, None) for i, (q, c) in enumerate(zip(questions, contexts))], single  # unlabelled
@@ -168,7 +170,7 @@ class AnswerExtractor:
         if not examples:
             return []
         registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
-        _check_top_k(top_k, multi_span)
+        top_k = _check_top_k(top_k, multi_span)
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=self.progress)
         n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
         predictions = self.predict(outputs, examples, multi_span, decoding, require_answer=require_answer, n_best=n_best)
@@ -187,7 +189,7 @@ class AnswerExtractor:
         if self.multi_span if multi_span is None else _check_flag(multi_span, "multi_span"):
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
-        _check_top_k(top_k, False)
+        top_k = _check_top_k(top_k, False)
         if not isinstance(question, str) or not isinstance(documents, (list, tuple)):  # a text would be a document a character
             raise DataFormatError("answer_documents asks one question (a string) of a list of documents, got a "
                                   f"{type(question).__name__} and a {type(documents).__name__}")
@@ -202,9 +204,14 @@ class AnswerExtractor:
 
 def check_batch_size(batch_size: Any) -> int:
     """``batch_size`` if it is a positive whole number of windows a forward pass; else a ConfigError."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if not whole_number(batch_size) or batch_size < 1:
         raise ConfigError(f"batch_size is a positive number of windows a forward pass, got {batch_size!r}")
-    return batch_size
+    return int(batch_size)
+
+
+def whole_number(value: Any) -> bool:
+    """A count as a caller may hold it: a Python or numpy integer (``np.int64(3)``), never a bool or a float."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _check_flag(value: Any, name: str) -> bool:
@@ -213,8 +220,10 @@ def _check_flag(value: Any, name: str) -> bool:
     return value
 
 
-def _check_top_k(top_k: int | None, multi_span: bool) -> None:
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+def _check_top_k(top_k: Any, multi_span: bool) -> int | None:
+    """``top_k`` as a Python int (None stays None), or a ConfigError."""
+    if top_k is not None and (not whole_number(top_k) or top_k < 1):
         raise ConfigError(f"top_k is a positive number of answers, got {top_k!r}")
     if multi_span and top_k not in (None, 1):
         raise ConfigError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
+    return None if top_k is None else int(top_k)

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import numpy as np
+import torch
 from transformers import AutoModelForQuestionAnswering, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
@@ -51,11 +52,12 @@ from ..encoders import right_sided
 from ..errors import ConfigError, DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import check_tokenizer
+from ..progress import progress_bars
 from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_model
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .documents import rank_across_documents
-from .extract import AnswerExtractor, asks_over_documents, check_batch_size
+from .extract import AnswerExtractor, asks_over_documents, check_batch_size, whole_number
 from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
@@ -76,8 +78,10 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
     _load_tokenizer = True
     _load_processor = _load_image_processor = _load_video_processor = _load_feature_extractor = False
 
-    def __init__(self, model, tokenizer=None, precision: str | None = None, **kwargs) -> None:
-        """``precision``: of the forward pass, auto (default: bf16 where the device computes it natively, else fp32), fp32 or bf16."""
+    def __init__(self, model, tokenizer=None, precision: str | None = None, dtype: Any = None, **kwargs) -> None:
+        """``precision``: of the forward pass, auto (default: bf16 where the device computes it natively, else fp32), fp32 or bf16;
+        ``dtype`` (``pipeline(dtype=...)``, ``torch_dtype=``): ``torch.float32`` is fp32, ``torch.bfloat16`` bf16."""
+        precision = dtype_precision(dtype, precision)  # refused before the model is read further
         if tokenizer is None:
             raise ModelFormatError(f"the {TASK} pipeline needs the model's (fast) tokenizer", str(getattr(model, "name_or_path", "")))
         if is_qa_model(model):  # transformers' own extractive QA model: its encoder and span head, as a bio_mrc model
@@ -105,8 +109,9 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if unknown:
             raise TypeError(f"unknown {TASK} options: {sorted(unknown)}")
         for name, value in (("top_k", top_k), ("max_answer_len", max_answer_len)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            if value is not None and (not whole_number(value) or value < 1):
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        top_k, max_answer_len = (None if value is None else int(value) for value in (top_k, max_answer_len))
         flags = {"align_to_words": align_to_words, "multi_span": multi_span, "handle_impossible_answer": handle_impossible_answer}
         for name, value in flags.items():
             if value is not None and not isinstance(value, bool):
@@ -127,8 +132,12 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             self._sanitize_parameters(**kwargs)  # refused now, not at the first next()
             size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or INFERENCE_BATCH_SIZE
             return self._stream(args[0], size, kwargs)
-        question, context = question_and_context(args, kwargs.pop("question", None), kwargs.pop("context", None))
-        examples, single = self.extractor.examples(question, context)
+        return self._answer(args, kwargs, batch_size)
+
+    def _answer(self, args: tuple, kwargs: dict[str, Any], batch_size: int | None, first: int = 0):
+        """One call's questions answered together; ``first`` numbers the records of a stream's chunk (``input N``)."""
+        question, context = question_and_context(args, kwargs.pop("question", None), kwargs.pop("context", None), first)
+        examples, single = self.extractor.examples(question, context, first=first)
         if not examples:
             return []
         options = {**self._postprocess_params, **self._sanitize_parameters(**kwargs)[2]}  # checked before the forward pass
@@ -143,8 +152,10 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
 
     def _stream(self, inputs: Iterable[Any], batch_size: int, options: dict[str, Any]) -> Iterator[Any]:
         items = (inputs[i] for i in range(len(inputs))) if not isinstance(inputs, Iterable) else iter(inputs)
+        first = 0  # an error names the record by its place in the whole stream
         while chunk := list(itertools.islice(items, batch_size)):
-            yield from self(chunk, batch_size=batch_size, **options)
+            yield from self._answer((chunk,), dict(options), batch_size, first)
+            first += len(chunk)
 
     def preprocess(self, inputs: "_Questions") -> dict[str, Any]:
         return {"questions": inputs}
@@ -196,8 +207,24 @@ def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer, prec
     return TrainedModel(model, right_sided(tokenizer), window_settings(model.config, Path(path)), path, precision)
 
 
-def question_and_context(args: tuple, question, context):
-    """The old pipeline's input shapes -> (question, context) as :meth:`AnswerExtractor.examples` reads them."""
+def dtype_precision(dtype: Any, precision: str | None) -> str | None:
+    """``pipeline(dtype=...)`` as the forward pass's precision: ``torch.float32`` (or ``"float32"``) is fp32,
+    ``torch.bfloat16`` bf16; ``"auto"`` and None (transformers' default) leave ``precision``. A dtype bio_mrc does
+    not compute in (float16) and a dtype that contradicts ``precision`` are refused."""
+    if dtype is None or dtype == "auto":
+        return precision
+    chosen = {torch.float32: "fp32", torch.bfloat16: "bf16"}.get(getattr(torch, dtype, None) if isinstance(dtype, str) else dtype)
+    if chosen is None:
+        raise ConfigError(f"dtype {dtype}: a bio_mrc model answers in torch.float32 or torch.bfloat16 "
+                          "(precision fp32 or bf16; auto where the device computes bf16 natively)")
+    if precision is not None and precision != chosen:
+        raise ConfigError(f"dtype {dtype} asks for precision {chosen}, but precision={precision!r}: give one of them")
+    return chosen
+
+
+def question_and_context(args: tuple, question, context, first: int = 0):
+    """The old pipeline's input shapes -> (question, context) as :meth:`AnswerExtractor.examples` reads them
+    (``first``: the number of the first input, within a stream)."""
     if len(args) == 2 and question is None and context is None:
         return args
     if len(args) == 1 and question is None and context is None:
@@ -207,7 +234,7 @@ def question_and_context(args: tuple, question, context):
         if isinstance(inputs, (list, tuple)):
             for i, item in enumerate(inputs):
                 if not isinstance(item, dict):
-                    raise DataFormatError(f"input {i} is not a {{'question', 'context'}} dict", record=f"input {i}")
+                    raise DataFormatError(f"input {first + i} is not a {{'question', 'context'}} dict", record=f"input {first + i}")
             return [item.get("question") for item in inputs], [item.get("context") for item in inputs]
     if not args and question is not None and context is not None:
         return question, context
@@ -308,13 +335,26 @@ def _no_answer_score(prediction: Prediction) -> float:
     return 0.0 if prediction.no_answer_score is None else no_answer_probability(prediction.no_answer_score)
 
 
+class QuietModelLoader:
+    """What ``pipeline("bio-mrc-qa", model=DIR)`` loads a PyTorch model folder with: ``AutoModelForQuestionAnswering``
+    without transformers' "Loading weights" bar (library calls are quiet; the caller's own setting is restored after),
+    in fp32 whatever the folder holds, as every loader keeps the weights: ``dtype`` is the forward pass's precision
+    (:func:`dtype_precision`), not the weights' (transformers' ``"auto"`` loads them as saved, bf16 or fp16)."""
+
+    @classmethod
+    def from_pretrained(cls, *args: Any, **kwargs: Any):
+        kwargs.pop("torch_dtype", None)
+        with progress_bars(False):
+            return AutoModelForQuestionAnswering.from_pretrained(*args, **{**kwargs, "dtype": torch.float32})
+
+
 def register_pipeline() -> str:
     """Register the ``bio-mrc-qa`` task with transformers' pipeline registry (idempotent); returns its name.
     Importing this module calls it; after ``import bio_mrc``, ``pipeline("bio-mrc-qa", ...)`` imports this module."""
     if PIPELINE_REGISTRY.supported_tasks.get(TASK, {}).get("impl") is not BioMrcQuestionAnsweringPipeline:
         PIPELINE_REGISTRY.register_pipeline(
             # A PyTorch model folder loads as BioMrcForQuestionAnswering; an exported folder (no PyTorch weights) as OnnxModel.
-            TASK, pipeline_class=BioMrcQuestionAnsweringPipeline, pt_model=(AutoModelForQuestionAnswering, OnnxModel), type="text"
+            TASK, pipeline_class=BioMrcQuestionAnsweringPipeline, pt_model=(QuietModelLoader, OnnxModel), type="text"
         )
     return TASK
 
