@@ -28,7 +28,7 @@ from .errors import BioMrcError, ConfigError
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
-from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder
+from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder, staged_folder
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
@@ -312,6 +312,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .inference.tuning import tune_for_model, tuning_summary
 
     target = _tune_target(args)
+    if args.plot_dir:
+        check_folder_target(args.plot_dir)  # no file in its place, found before the tuning rather than after it
     check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
     _check_tunable(args.model)
     data = _load_task_data(args, args.data, args.limit, _requested_task(args), needs_gold="bio-mrc tune")
@@ -325,10 +327,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
     description = f"{args.data}" + (f" (first {args.limit} questions)" if args.limit else "")
-    if target != Path(args.model):
-        _copy_model(local_folder(args.model), target)  # a hub id: its snapshot in the cache
-    # predict, compare and AnswerExtractor apply them from now on
-    save_tuned_settings(target, trained.model.config, tuned.thresholds, tuned.settings, tuning_provenance(description, data.examples))
+    provenance = tuning_provenance(description, data.examples)
+    if target == Path(args.model):  # predict, compare and AnswerExtractor apply them from now on
+        save_tuned_settings(target, trained.model.config, tuned.thresholds, tuned.settings, provenance)
+    else:  # the copy is made whole in a staging folder, so a full disk leaves no model that looks complete but is not
+        with staged_folder(target, False, TUNE_STAGING_DIR) as staging:
+            _copy_model(local_folder(args.model), staging)  # a hub id: its snapshot in the cache
+            save_tuned_settings(staging, trained.model.config, tuned.thresholds, tuned.settings, provenance)
     for line in tuning_summary(tuned, before, task):
         print(line, file=sys.stderr)
     if not calibrate:
@@ -368,11 +373,18 @@ def _tune_target(args: argparse.Namespace) -> Path:
     return target
 
 
+TUNE_STAGING_DIR = ".tune-staging"  # under tune's --output-dir while the tuned copy is written
+
+
 def _copy_model(model: Path, target: Path) -> None:
-    """The model folder's files into ``target`` (made here; the package checked it was new or empty)."""
+    """The model folder's files (its top level: a model's files; a link is copied as the file it names) into
+    ``target``, each copy raising the OSError of a full disk as it comes (shutil.copytree gathers them into one
+    shutil.Error without an errno)."""
     import shutil
 
-    shutil.copytree(model, target, dirs_exist_ok=True)
+    for file in sorted(model.iterdir()):
+        if file.is_file():
+            shutil.copy2(file, target / file.name)
 
 
 def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:
@@ -759,8 +771,24 @@ def _add_serve_command(add_command) -> None:
     serve.set_defaults(func=cmd_serve)
 
 
+# The options naming a file or folder: a leading ~ is the home folder in each, as the shell reads it (which it does not
+# in --output=~/x or a quoted "~/x"), so a file read is found and an output never goes to a folder named ~ here.
+PATH_OPTIONS = ("model", "data", "train", "eval", "predictions", "na_probs", "config", "data_dir", "cells_from",
+                "context_file", "output", "output_dir", "html", "plot_dir", "encoder", "init_from")
+
+
+def _expand_home(args: argparse.Namespace) -> None:
+    for name in PATH_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value.startswith("~"):
+            setattr(args, name, os.path.expanduser(value))
+        elif isinstance(value, list):
+            setattr(args, name, [os.path.expanduser(v) if isinstance(v, str) and v.startswith("~") else v for v in value])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _expand_home(args)
     try:
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)

@@ -23,7 +23,7 @@ from .errors import OutputError
 
 __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "check_writable_folder",
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
-           "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "replaced_together",
+           "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
            "open_no_follow", "special_file_kind"]
 
@@ -311,6 +311,17 @@ def check_set_files(folder: str | Path, name: str, files: Sequence[str]) -> None
     not in the set's list), as writing the set would replace it."""
     in_place = _set_folders(Path(folder), name)[2]
     _refuse_unlisted(Path(folder), files, _read_file_list(in_place, required=False), in_place)
+
+
+def note_set_files(folder: str | Path, name: str, files: Sequence[str]) -> None:
+    """Add ``files`` to the list of the set ``name`` in ``folder``, for a set written file by file in place: each is
+    listed before it is written (a kill between the two leaves it listed), so :func:`check_set_files` tells them
+    from a file of the user's at the same name."""
+    in_place = _set_folders(Path(folder), name)[2]
+    listed = _read_file_list(in_place, required=False)
+    new = {plain_name(file, str(in_place)): None for file in files if file not in listed}
+    if new:
+        atomic_write_json(in_place, {**listed, **new})
 
 
 def _refuse_unlisted(folder: Path, files: Sequence[str], old: Mapping[str, str | None], in_place: Path) -> None:

@@ -310,6 +310,22 @@ def test_compare_refuses_a_linked_report_set_or_harness_folder_before_any_work(t
         assert sorted(p.name for p in out.iterdir()) == [linked]
 
 
+def test_compare_refuses_a_linked_cells_predictions_folder_before_any_work(tmp_path, capsys):
+    victim = _victim(tmp_path)
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"name": "c", "train": {"path": "missing-train.json"}, "eval": {"path": "missing-eval.json"},
+                                  "runs": [{"name": "joint"}]}))
+    out = tmp_path / "out"
+    (out / "cells").mkdir(parents=True)
+    linked = out / "cells" / "joint-seed13-0123456789ab-0123456789ab.predictions"  # a cell's prediction files, kept
+    linked.symlink_to(victim)  # scoring copied the cell's files through it, into the victim folder
+    assert main(["compare", "--config", str(config), "--data-dir", str(tmp_path), "--output-dir", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {linked} is a symbolic link, which bio_mrc did not make; it neither follows nor replaces it: remove the "
+        f"link or choose another output folder (in {out})")
+    assert _untouched(victim)
+
+
 def test_extract_html_makes_the_folder_it_names(saved_model, tmp_path, capsys):  # noqa: F811
     """--html into a folder not made yet: the folder is made (as predict makes its --output's), not an error naming
     a hidden temporary file after the answer was printed."""
@@ -367,3 +383,65 @@ def test_compare_refuses_a_report_of_the_users_before_any_work(tmp_path, capsys)
     assert error == f"error: {out / 'report.md'} was not written by bio_mrc (it is not in .report-files.json), so it is " \
                     f"not replaced: move it or choose another output folder (in {out})"
     assert sorted(p.name for p in out.iterdir()) == ["report.md"] and (out / "report.md").read_text() == "my notes"
+
+
+def test_compare_refuses_a_file_of_the_users_at_a_prediction_files_name_before_any_work(tmp_path, capsys):
+    out = tmp_path / "out"
+    (out / "predictions").mkdir(parents=True)
+    mine = out / "predictions" / "a-seed13-joint.nbest.json"
+    mine.write_text("my answers")
+    (out / "predictions" / "notes-seed13-joint.json").write_text("no run's name: left alone")
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"name": "c", "train": {"path": "missing-train.json"}, "eval": {"path": "missing-eval.json"},
+                                  "seeds": [13], "runs": [{"name": "a"}]}))
+    assert main(["compare", "--config", str(config), "--data-dir", str(tmp_path), "--output-dir", str(out)]) == 2
+    error = capsys.readouterr().err.strip()  # before the data are read (they do not exist)
+    assert error == f"error: {mine} was not written by bio_mrc (it is not in .predictions-files.json), so it is " \
+                    f"not replaced: move it or choose another output folder (in {out / 'predictions'})"
+    assert mine.read_text() == "my answers"
+
+
+def test_files_listed_as_the_comparisons_own_are_replaced_others_refused(tmp_path):
+    from bio_mrc.harness.scoring import PREDICTION_SET, note_prediction_files
+
+    folder = note_prediction_files(tmp_path, "a-seed1-", ["span"])
+    (folder / "a-seed1-span.json").write_text("{}")
+    io.check_set_files(folder, PREDICTION_SET, ["a-seed1-span.json", "a-seed1-span.nbest.json"])  # listed: accepted
+    (folder / "a-seed1-bio.json").write_text("the user's")
+    with pytest.raises(io.UnsafePathError, match="a-seed1-bio.json was not written by bio_mrc"):
+        io.check_set_files(folder, PREDICTION_SET, ["a-seed1-bio.json"])
+    assert json.loads((folder / ".predictions-files.json").read_text()) == {
+        "a-seed1-span.json": None, "a-seed1-span.nbest.json": None, "a-seed1-span.na_probs.json": None}
+
+
+def test_compare_refuses_an_output_folder_inside_a_runs_encoder_before_any_work(tmp_path, capsys):
+    encoder = tmp_path / "encoder"
+    encoder.mkdir()
+    (encoder / "config.json").write_text("{}")
+    out = encoder / "comparison"
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"name": "c", "train": {"path": "missing-train.json"}, "eval": {"path": "missing-eval.json"},
+                                  "runs": [{"name": "a"}, {"name": "b", "encoder": str(encoder)}]}))
+    assert main(["compare", "--config", str(config), "--data-dir", str(tmp_path), "--output-dir", str(out)]) == 2
+    error = capsys.readouterr().err.strip()  # before the data are read, and before run a trains
+    assert error == f"error: this output lies in the model folder {encoder}, which is being read; choose an output outside it (in {out})"
+    assert sorted(p.name for p in encoder.iterdir()) == ["config.json"]
+
+
+def test_prediction_files_a_comparison_wrote_before_it_listed_them_are_its_own(tmp_path):
+    from bio_mrc.harness.compare import check_prediction_files
+    from bio_mrc.harness.config import parse_config
+
+    config = parse_config({"name": "c", "train": {"path": "t.json"}, "eval": {"path": "e.json"}, "seeds": [13],
+                           "runs": [{"name": "a"}]})
+    out = tmp_path / "out"
+    (out / "predictions").mkdir(parents=True)
+    kept = out / "cells" / "a-seed13-0123456789ab-0123456789ab.predictions"
+    kept.mkdir(parents=True)
+    (kept / "span.json").write_text('{"q1": "x"}')
+    (out / "predictions" / "a-seed13-span.json").write_text('{"q1": "x"}')  # what the cell kept: the comparison's
+    check_prediction_files(config, out)
+    assert json.loads((out / "predictions" / ".predictions-files.json").read_text()) == {"a-seed13-span.json": None}
+    (out / "predictions" / "a-seed13-bio.json").write_text('{"q1": "mine"}')  # no kept copy holds it: the user's
+    with pytest.raises(io.UnsafePathError, match="a-seed13-bio.json was not written by bio_mrc"):
+        check_prediction_files(config, out)

@@ -276,7 +276,29 @@ def test_a_utf16_file_is_named_as_such_with_how_to_convert_it(tmp_path, suffix):
         read_text_file(path) if suffix == ".txt" else load_squad(path)
 
 
+@pytest.mark.parametrize("suffix", [".json", ".jsonl", ".csv", ".txt"])
+def test_a_gzip_file_without_gz_in_its_name_is_named_as_such(tmp_path, suffix):
+    from bio_mrc.data.text import read_text_file
+
+    path = tmp_path / f"f{suffix}"
+    path.write_bytes(gzip.compress(SAMPLE_V1.read_bytes()))
+    with pytest.raises(DataFormatError, match=r"not UTF-8 text \(invalid start byte .*byte 1\); it is gzip-compressed: "
+                                              r"decompress it first \(gunzip\), or, for JSON Lines, CSV or TSV, name it with .gz"):
+        read_text_file(path) if suffix == ".txt" else load_squad(path)
+
+
 @pytest.mark.parametrize("argv", [["export", "--model", "m", "--output", ""], ["convert", "--model", "m", "--output", ""]])
 def test_an_empty_output_path_is_one_line(argv, capsys):
     assert main(argv) == 2
     assert capsys.readouterr().err.strip() == "error: an empty path names no file or folder; give one (in '')"
+
+
+def test_a_leading_tilde_is_the_home_folder_in_every_path_option(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "d.json").write_bytes(SAMPLE_V1.read_bytes())
+    (tmp_path / "p.json").write_text("{}")
+    monkeypatch.chdir(tmp_path.parent)
+    # --data=~/x is not expanded by the shell (nor is a quoted "~/x"): it was "file not found" beside an existing file
+    assert main(["evaluate", "--data=~/d.json", "--predictions", "~/p.json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"exact_match": 0.0, "f1": 0.0}  # no answers given: all scored wrong
+    assert not (tmp_path.parent / "~").exists()

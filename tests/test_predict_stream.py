@@ -245,3 +245,33 @@ def test_two_outputs_differing_past_a_dot_share_no_file(decodings):
     assert not set(first) & set(second), (first, second)
     assert first[0] == Path("run.v1.answers.jsonl")
     assert Path("run.v1.nbest.json" if decodings == ["joint"] else "run.v1.span.nbest.json") in first
+
+
+def test_a_full_disk_while_the_answers_stream_grows_is_one_line_and_resumable(model_dir, tmp_path, capsys, monkeypatch):
+    import errno
+
+    from bio_mrc.inference import streaming
+
+    opened, writes = streaming.open_no_follow, []
+
+    class FillsUp:  # the disk fills after the first chunk's lines
+        def __init__(self, handle):
+            self.handle = handle
+
+        def write(self, text):
+            if writes:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            writes.append(text)
+            return self.handle.write(text)
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+    monkeypatch.setattr(streaming, "open_no_follow", lambda *args, **kwargs: FillsUp(opened(*args, **kwargs)))
+    out = tmp_path / "preds" / "p.json"
+    assert predict(model_dir, out, "--decoding", "span", "--chunk-size", "4") == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("error: could not write there, ") and line.endswith(f"[Errno 28] No space left on device (in {out.parent})")
+    monkeypatch.setattr(streaming, "open_no_follow", opened)
+    assert predict(model_dir, out, "--decoding", "span", "--chunk-size", "4", "--resume") == 0
+    assert len(json.loads(out.read_text())) == len(load_squad(SAMPLE_V1).examples)

@@ -90,3 +90,38 @@ def test_an_always_abstaining_threshold_is_valid_json_on_stdout(trained_dir, tmp
         raise ValueError(f"{constant} is no JSON number")
     report = json.loads(capsys.readouterr().out, parse_constant=refuse)
     assert report["span"] == {"threshold": "-Infinity", "best_f1": 100.0, "questions": 8}
+
+
+def test_a_full_disk_while_copying_the_model_is_one_line_and_leaves_no_half_copy(trained_dir, tmp_path, capsys, monkeypatch):  # noqa: F811
+    import errno
+    import os
+    import shutil
+
+    copy = shutil.copyfile
+
+    def full_disk(source, target, *args, **kwargs):
+        if os.fspath(source).endswith("model.safetensors"):  # the weights cut short, after config.json and the record
+            with open(target, "wb") as handle:
+                handle.write(b"cut")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return copy(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "copyfile", full_disk)
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out), "--no-calibration"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert line.startswith("error: could not write there, ") and line.endswith(f"[Errno 28] No space left on device (in {out})")
+    assert not out.exists()  # no folder holding config.json and a run record beside cut weights
+
+
+@pytest.mark.parametrize("where", ["file", "below a file"])
+def test_a_plot_dir_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, where):
+    mine = tmp_path / "notes.txt"
+    mine.write_text("mine")
+    plots = mine if where == "file" else mine / "plots"
+    # the model is not there: the plot folder is refused before it would be read (it was a FileExistsError traceback
+    # after the tuning, when the plots were drawn)
+    assert main(["tune", "--model", str(tmp_path / "absent-model"), "--data", str(SAMPLE_V1), "--plot-dir", str(plots)]) == 2
+    expected = "a file has this name; give a folder" if where == "file" else f"{mine} is a file, so no folder can be made there for this output"
+    assert capsys.readouterr().err.strip() == f"error: {expected} (in {plots})"
+    assert mine.read_text() == "mine"

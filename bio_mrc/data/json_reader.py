@@ -82,15 +82,19 @@ def loads(text: str) -> Any:
 
 _WIDE_MARKS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (codecs.BOM_UTF16_LE, "UTF-16"),
                (codecs.BOM_UTF16_BE, "UTF-16"))
+GZIP_MAGIC = b"\x1f\x8b"  # the first bytes of every gzip file
+GZIP_HINT = ("; it is gzip-compressed: decompress it first (gunzip), or, for JSON Lines, CSV or TSV, name it with .gz at "
+             "the end (.jsonl.gz), which is read decompressed")
 
 
 def not_utf8(err: UnicodeDecodeError, where: str = "", otherwise: str = "") -> str:
     """The message of text that is not UTF-8: where decoding failed, and, for text that starts with a UTF-16 or UTF-32
-    byte-order mark (what Windows editors save as "Unicode"), that encoding and how to convert it; for other text,
-    ``otherwise`` (a hint of the caller's)."""
+    byte-order mark (what Windows editors save as "Unicode"), that encoding and how to convert it; for gzip-compressed
+    bytes under a name without .gz, so; for other text, ``otherwise`` (a hint of the caller's)."""
     head = err.object[:4] if err.start < 4 else b""
     wide = next((name for mark, name in _WIDE_MARKS if head.startswith(mark)), None)
     hint = f"; it looks like {wide}: convert it first, e.g. iconv -f {wide} -t UTF-8" if wide else otherwise
+    hint = GZIP_HINT if head.startswith(GZIP_MAGIC) else hint
     return f"not UTF-8 text ({err.reason} {where or 'at'} byte {err.start}){hint}"
 
 

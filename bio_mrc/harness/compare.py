@@ -7,6 +7,7 @@ and ``metrics``) -> report (:mod:`.report`). Every step imports only the layers 
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import time
@@ -24,7 +25,7 @@ from ..inference import TrainedModel, threshold_key
 from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_settings
 from ..inference.defaults import INFERENCE_BATCH_SIZE
-from ..io import atomic_write_bytes, atomic_write_json, check_set_files, finish_file_set, owned_path
+from ..io import atomic_write_bytes, atomic_write_json, check_outputs_apart, check_set_files, finish_file_set, note_set_files, owned_path
 from ..machine import machine_description
 from ..model import BioMrcConfig
 from ..precision import resolve_device, resolve_precision
@@ -37,7 +38,8 @@ from .summary_records import Summary
 from .earlier_report import EarlierCells, load_earlier_cells
 from .models import check_model_sources, obtain_model
 from .results import Cell, ComparisonResults
-from .scoring import cells_code_fingerprint, finish_cell, score_model, timed_windows, tuned_decoding
+from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, note_prediction_files, prediction_file_names, score_model,
+                      timed_windows, tuned_decoding)
 from .summary_records import CellKey
 from .comparison_splits import Split, Splits, check_disjoint, cross_validation_folds, joined_split, resolve_split
 
@@ -81,13 +83,44 @@ HARNESS_FOLDERS = ("models", "cells", "predictions")  # under the output folder:
 
 
 def check_own_folders(output_dir: Path) -> None:
-    """Before any work: none of the harness's folders, nor a model folder in ``models/``, is a symbolic link
-    (training there would delete and write where it points)."""
+    """Before any work: none of the harness's folders, nor a model folder in ``models/`` or an entry of ``cells/``
+    (a cell's ``.predictions`` folder), is a symbolic link (training or scoring there would delete and write where
+    it points)."""
     for name in HARNESS_FOLDERS:
         owned_path(output_dir / name, output_dir)
-    models = output_dir / "models"
-    for model_dir in sorted(models.iterdir()) if models.is_dir() else []:
-        owned_path(model_dir, output_dir)
+    for folder in (output_dir / "models", output_dir / "cells"):
+        for entry in sorted(folder.iterdir()) if folder.is_dir() else []:
+            owned_path(entry, output_dir)
+
+
+def check_outside_models(config: CompareConfig, output_dir: Path) -> None:
+    """Before any work: the output folder lies in no run's encoder or ``init_from`` folder (a model being read, which
+    training there would refuse only once that run's turn came, after the runs before it had trained)."""
+    sources = [folder for run in config.runs for folder in (run.train.encoder, run.train.init_from) if folder]
+    check_outputs_apart([output_dir], model_dirs=sources)
+
+
+def check_prediction_files(config: CompareConfig, output_dir: Path) -> None:
+    """Before any work: a file of the user's in ``OUTPUT/predictions/`` at a name a cell's prediction files take
+    (any registered decoding) is refused, as the report's files are: the comparison replaces only files it listed."""
+    folder = Path(output_dir) / "predictions"
+    for run in config.runs:
+        for seed in config.run_seeds(run):
+            prefix = f"{run.name}-seed{seed}-"
+            names = [name for decoding in registry.DECODINGS for name in prediction_file_names(prefix, decoding)]
+            note_set_files(folder, PREDICTION_SET, [name for name in names if _kept_with_cells(output_dir, prefix, name)])
+            check_set_files(folder, PREDICTION_SET, names)
+
+
+def _kept_with_cells(output_dir: Path, prefix: str, name: str) -> bool:
+    """Whether ``predictions/NAME`` holds what a cell's kept copy holds (``cells/PREFIX*.predictions/``): a file the
+    comparison wrote before it listed its files there."""
+    path = Path(output_dir) / "predictions" / name
+    if path.is_symlink() or not path.is_file():
+        return False
+    kept = sorted((Path(output_dir) / "cells").glob(f"{glob.escape(prefix)}*.predictions/{glob.escape(name[len(prefix):])}"))
+    content = path.read_bytes()
+    return any(copy.is_file() and not copy.is_symlink() and copy.read_bytes() == content for copy in kept)
 
 
 def run_comparison(
@@ -103,6 +136,8 @@ def run_comparison(
     """
     data_dir, output_dir = Path(data_dir), Path(output_dir)
     check_own_folders(output_dir)
+    check_outside_models(config, output_dir)
+    check_prediction_files(config, output_dir)
     splits = resolve_splits(config, data_dir)
     earlier = earlier_cells(cells_from, config, splits)
     check_model_sources(runs_to_train(config, earlier), config.runs, output_dir / "models")
@@ -138,6 +173,7 @@ def train_models(
     nothing: the long part of a comparison, in as many sittings as it takes; ``compare`` then scores.
     Models whose cells ``cells_from`` holds are not trained."""
     check_own_folders(Path(output_dir))
+    check_outside_models(config, Path(output_dir))
     splits = resolve_splits(config, Path(data_dir))
     earlier = earlier_cells(cells_from, config, splits)
     models_dir = Path(output_dir) / "models"
@@ -173,13 +209,12 @@ def _score_trained_run(
         _copy_prediction_files(output_dir / "predictions", f"{run.name}-seed{seed}-", kept_predictions, "", model_cells)
         atomic_write_json(cache, model_cells)
     else:  # the prediction files of the cells read back, not those a run of other options left under the same names
-        _copy_prediction_files(kept_predictions, "", output_dir / "predictions", f"{run.name}-seed{seed}-", model_cells)
+        prefix = f"{run.name}-seed{seed}-"
+        target = note_prediction_files(output_dir, prefix, [cell["decoding"] for cell in model_cells])
+        _copy_prediction_files(kept_predictions, "", target, prefix, model_cells)
     trained_with = {"train_seconds": train_seconds, "train_seconds_partial": partial, "reused_model": reused,
                     "train_questions": len(train_split.examples), "run": run.name}  # a model shared by two runs: each its own
     return [Cell.from_json({**cell, **trained_with}, f"{cache}: cell {k}") for k, cell in enumerate(model_cells)], browser
-
-
-PREDICTION_FILE_SUFFIXES = (".json", ".nbest.json", ".na_probs.json")  # a cell's files (write_prediction_files)
 
 
 def _copy_prediction_files(source: Path, source_prefix: str, target: Path, target_prefix: str, cells: list[dict[str, Any]]) -> None:
@@ -187,10 +222,9 @@ def _copy_prediction_files(source: Path, source_prefix: str, target: Path, targe
     a model's cached cells keep the files they were scored from beside them, so cells read back bring their own."""
     target.mkdir(parents=True, exist_ok=True)
     for cell in cells:
-        for suffix in PREDICTION_FILE_SUFFIXES:
-            found = source / f"{source_prefix}{cell['decoding']}{suffix}"
-            if found.is_file():
-                atomic_write_bytes(target / f"{target_prefix}{cell['decoding']}{suffix}", found.read_bytes())
+        for found, name in zip(prediction_file_names(source_prefix, cell["decoding"]), prediction_file_names(target_prefix, cell["decoding"])):
+            if (source / found).is_file():
+                atomic_write_bytes(target / name, (source / found).read_bytes())
 
 
 def _score_folds(

@@ -14,6 +14,7 @@ from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files
 from ..inference.tuning import TunedSettings, tune_for_model
+from ..io import note_set_files
 from ..model_card import record_evaluation
 from .browser_data import ModelBrowserData, model_browser_data
 from .cells import DecodedCell, calibration_cell, decode_cell, score_cell
@@ -81,12 +82,31 @@ def score_model(
     return cells, model_browser_data(outputs, eval_split.examples, predictions)
 
 
+PREDICTION_SET = "predictions"  # OUTPUT/predictions/.predictions-files.json lists the files a comparison wrote there
+PREDICTION_FILE_SUFFIXES = (".json", ".nbest.json", ".na_probs.json")  # a cell's files (write_prediction_files)
+
+
+def prediction_file_names(prefix: str, decoding: str) -> list[str]:
+    """The names of one cell's prediction files, ``<prefix><decoding><suffix>``."""
+    return [f"{prefix}{decoding}{suffix}" for suffix in PREDICTION_FILE_SUFFIXES]
+
+
+def note_prediction_files(output_dir: Path, prefix: str, decodings: list[str]) -> Path:
+    """List the prediction files of these cells as the comparison's own (before they are written); returns
+    ``OUTPUT/predictions``."""
+    folder = Path(output_dir) / "predictions"
+    folder.mkdir(parents=True, exist_ok=True)
+    note_set_files(folder, PREDICTION_SET, [name for decoding in decodings for name in prediction_file_names(prefix, decoding)])
+    return folder
+
+
 def finish_cell(
     run: RunSpec, seed: int, decoding: str, decoded: DecodedCell, split: Split, output_dir: Path, model: str
 ) -> dict[str, Any]:
     """Write the cell's prediction files and score it."""
+    folder = note_prediction_files(output_dir, f"{run.name}-seed{seed}-", [decoding])
     write_prediction_files(
-        decoded.predictions, output_dir / "predictions" / f"{run.name}-seed{seed}-{decoding}.json",
+        decoded.predictions, folder / f"{run.name}-seed{seed}-{decoding}.json",
         with_na_probs=split.kind.no_answer, multi_span=split.kind.multi_span_answers,
     )
     return {"run": run.name, "decoding": decoding, "seed": seed, "model_dir": model, **score_cell(split, decoded)}

@@ -12,6 +12,7 @@ write the same bytes as one uninterrupted process.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -24,7 +25,7 @@ from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError
-from ..io import check_file_target, check_outputs_apart, open_no_follow
+from ..io import check_file_target, check_outputs_apart, open_no_follow, writes_named
 from ..types import Example
 from .extract import AnswerExtractor
 from .files import answer_record, answer_record_problem, prediction_paths, side_file, write_files_from_stream
@@ -181,12 +182,14 @@ def predict_to_files(
     if shard.writes and stream is not None:
         stream.parent.mkdir(parents=True, exist_ok=True)
     sink = None if not shard.writes else sys.stdout if to_stdout else open_no_follow(stream, "a" if done else "w")
-    try:
-        with tqdm(total=total, desc="questions", unit="question", disable=not (progress and shard.writes)) as bar:
-            stream_answers(trained, questions, plan, sink, shard, done, bar)
-    finally:
-        if sink is not None and sink is not sys.stdout:
-            sink.close()
+    # a full disk while the stream grows is one line naming its folder; the lines written stay for --resume
+    with writes_named(stream.parent) if stream is not None else contextlib.nullcontext():
+        try:
+            with tqdm(total=total, desc="questions", unit="question", disable=not (progress and shard.writes)) as bar:
+                stream_answers(trained, questions, plan, sink, shard, done, bar)
+        finally:
+            if sink is not None and sink is not sys.stdout:
+                sink.close()
     if not shard.writes or stream is None:
         return {}
     return write_files_from_stream(stream, Path(output), plan.decodings, plan.multi_span)
