@@ -68,6 +68,21 @@ def test_single_and_batched_calls_answer_as_the_extractor_does(qa, extractor, de
         assert result["answer"] == prediction.answer
 
 
+def test_without_batch_size_the_pipeline_takes_the_models_own_for_its_device(qa, monkeypatch):
+    """A pipeline on a GPU ran 16 windows a forward pass (the CPU's), not the 128 of a model on a GPU: its extractor is
+    made before transformers moves the model, so the batch size is asked of the model where it is when it runs."""
+    from bio_mrc.inference.loading import TrainedModel
+
+    monkeypatch.setattr(TrainedModel, "batch_size", property(lambda self: 7))  # as TrainedModel says for a model on a GPU
+    sizes = []
+    windows = TrainedModel.windows
+    monkeypatch.setattr(TrainedModel, "windows", lambda self, examples, batch_size=None, progress=False:
+                        sizes.append(batch_size) or windows(self, examples, batch_size, progress))
+    qa(question="Who?", context="Bob went home.")
+    qa(question="Who?", context="Bob went home.", batch_size=3)
+    assert sizes == [7, 3]
+
+
 def test_top_k_gives_the_n_best_with_their_softmax_probabilities(qa, extractor):
     three = qa(question=QUESTIONS[0], context=CONTEXT, top_k=3, decoding="span")
     assert isinstance(three, list) and len(three) == 3

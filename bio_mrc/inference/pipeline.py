@@ -58,7 +58,6 @@ from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .documents import rank_across_documents
 from .extract import AnswerExtractor, asks_over_documents, check_batch_size, whole_number
-from .forward import INFERENCE_BATCH_SIZE
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
 
@@ -130,7 +129,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         answered ``batch_size`` questions at a time, as transformers pipelines stream them."""
         if len(args) == 1 and is_stream(args[0]):
             self._sanitize_parameters(**kwargs)  # refused now, not at the first next()
-            size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or INFERENCE_BATCH_SIZE
+            size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or self.extractor.trained.batch_size
             return self._stream(args[0], size, kwargs)
         return self._answer(args, kwargs, batch_size)
 
@@ -147,7 +146,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if documents and options.get("multi_span"):
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
-        batch_size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or INFERENCE_BATCH_SIZE
+        batch_size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or self.extractor.trained.batch_size
         return super().__call__(_Questions(examples, single, batch_size, documents), **kwargs)
 
     def _stream(self, inputs: Iterable[Any], batch_size: int, options: dict[str, Any]) -> Iterator[Any]:
