@@ -119,4 +119,4 @@ def check_window_fits(train: TrainConfig, encoder: str, where: str) -> None:
     positions = encoder_positions(encoder)
     if positions is not None and train.max_seq_length > positions:
         raise ConfigError(f"{where}.max_seq_length: {train.max_seq_length} exceeds the {positions} positions a window of "
-                          f"encoder {train.encoder} may fill")
+                          f"encoder {train.encoder} may fill: give the run a max_seq_length of {positions} or less")

@@ -161,7 +161,7 @@ def fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAns
     positions = usable_positions(model.encoder)  # RoBERTa's kin number positions from after their padding id
     if positions is not None and config.max_seq_length > positions:
         raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions a window of "
-                          f"encoder {encoder} may fill")
+                          f"encoder {encoder} may fill: train with --max-seq-length {positions} or less")
     return model, tokenizer, encoder
 
 
