@@ -28,7 +28,7 @@ from .errors import BioMrcError, ConfigError
 from .config_options import add_config_options, config_from_args
 from .data.sources import default_data_dir
 from .data.text import read_text_file
-from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder, staged_folder
+from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder, printable_json, printable_line, staged_folder
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
@@ -154,12 +154,13 @@ def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None,
 def _report_read(data, path: str, count: int) -> None:
     """Print the relocated offsets and skipped questions of a read; no question left is an error."""
     if data.fixed_offsets:
-        print(f"note: relocated answer_start of {len(data.fixed_offsets)} question(s) in {path}: "
-              f"{', '.join(data.fixed_offsets[:10])}{', ...' if len(data.fixed_offsets) > 10 else ''}", file=sys.stderr)
+        print(printable_line(f"note: relocated answer_start of {len(data.fixed_offsets)} question(s) in {path}: "
+                             f"{', '.join(map(repr, data.fixed_offsets[:10]))}{', ...' if len(data.fixed_offsets) > 10 else ''}"),
+              file=sys.stderr)
     for error in data.skipped:
-        print(f"skipped: {error}", file=sys.stderr)
+        print(f"skipped: {printable_line(error)}", file=sys.stderr)
     if data.skipped:
-        print(f"warning: skipped {len(data.skipped)} invalid question(s) of {path}", file=sys.stderr)
+        print(printable_line(f"warning: skipped {len(data.skipped)} invalid question(s) of {path}"), file=sys.stderr)
     if not count:
         raise ConfigError(f"no questions to use in {path}")
 
@@ -251,7 +252,7 @@ def _unknown_ids_as_warning_lines() -> Iterator[None]:
         yield
     for warning in caught:
         if issubclass(warning.category, UnknownIdsWarning):
-            print(f"warning: {warning.message} (--strict makes this an error)", file=sys.stderr)
+            print(f"warning: {printable_line(warning.message)} (--strict makes this an error)", file=sys.stderr)
         else:  # not ours: shown as Python would have
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 
@@ -276,12 +277,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         na_probs, missing_probs = (load_na_probs(args.na_probs, list(gold), strict=args.strict, unscored=unscored)
                                    if args.na_probs else (None, []))
     if missing:
-        print(f"warning: {len(missing)} of {len(gold)} questions have no prediction in {args.predictions} "
-              f"(e.g. {missing[0]!r}); they are scored as wrong (--strict makes this an error)", file=sys.stderr)
+        print(printable_line(f"warning: {len(missing)} of {len(gold)} questions have no prediction in {args.predictions} "
+                             f"(e.g. {missing[0]!r}); they are scored as wrong (--strict makes this an error)"), file=sys.stderr)
     if missing_probs:
-        print(f"warning: {len(missing_probs)} of {len(gold)} questions have no no-answer probability in {args.na_probs} "
-              f"(e.g. {missing_probs[0]!r}); best_exact and best_f1 answer them at every threshold "
-              "(--strict makes this an error)", file=sys.stderr)
+        print(printable_line(f"warning: {len(missing_probs)} of {len(gold)} questions have no no-answer probability in "
+                             f"{args.na_probs} (e.g. {missing_probs[0]!r}); best_exact and best_f1 answer them at every threshold "
+                             "(--strict makes this an error)"), file=sys.stderr)
     print(json.dumps(json_numbers({**registry.resolve(task.official)(task, gold, predictions, na_probs), **scored.record}), indent=2))
     return 0
 
@@ -471,10 +472,10 @@ def cmd_extract(args: argparse.Namespace) -> int:
         progress=sum(map(len, texts)) >= LONG_CONTEXT_CHARS,
     )
     if len(texts) > 1:  # one question over several documents: answers ranked across them
-        print(json.dumps(extractor(args.question, texts, top_k=args.top_k, names=names).to_dict(), ensure_ascii=False, indent=2))
+        print(printable_json(extractor(args.question, texts, top_k=args.top_k, names=names).to_dict(), indent=2))
         return 0
     context = texts[0]
-    print(json.dumps(extractor(args.question, context, top_k=args.top_k).to_dict(), ensure_ascii=False, indent=2))
+    print(printable_json(extractor(args.question, context, top_k=args.top_k).to_dict(), indent=2))
     if args.html:
         from .harness.html_report import extraction_page
         from .io import atomic_write_text
@@ -797,7 +798,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code
     except (BioMrcError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {printable_line(err)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return _reader_gone()

@@ -3,6 +3,7 @@
 Each write goes to a temporary file in the target's own folder (so the rename stays on one file
 system), is flushed and fsynced, and is then renamed over the target with ``os.replace``, which
 POSIX and Windows both make atomic. A crash leaves at most a stray ``.NAME.*.tmp`` file behind.
+:func:`printable_json` and :func:`printable_line` are JSON and text for a terminal: every control character escaped.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -25,7 +27,7 @@ __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "ch
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
            "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
-           "open_no_follow", "special_file_kind"]
+           "open_no_follow", "special_file_kind", "printable_json", "printable_line"]
 
 
 # torch's checkpoint writer reports a full disk as a RuntimeError without the errno
@@ -187,6 +189,26 @@ def _atomic_binary(path: Path) -> Iterator[Any]:
 def atomic_write_json(path: str | Path, obj: Any, **json_dumps_kwargs: Any) -> Path:
     """``json.dumps(obj, **json_dumps_kwargs)`` written atomically; an object that does not serialise writes nothing."""
     return atomic_write_text(path, json.dumps(obj, **json_dumps_kwargs))
+
+
+_C1_CONTROLS = re.compile("[\x7f-\x9f]")  # DEL and the 8-bit controls (U+009B begins a terminal escape, as ESC [ does)
+
+
+def printable_json(value: Any, **json_dumps_kwargs: Any) -> str:
+    """``value`` as JSON that keeps a text's letters as they are (``ensure_ascii=False``) and escapes every control
+    character, DEL and U+0080-U+009F included, which ``json.dumps`` leaves as they are: the same JSON value, yet an
+    answer or question id cut from someone's document can neither clear nor retitle the terminal it is printed to."""
+    text = json.dumps(value, ensure_ascii=False, **json_dumps_kwargs)
+    return _C1_CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+_LINE_CONTROLS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")  # every control character but the tab
+
+
+def printable_line(text: Any) -> str:
+    """``text`` (a message naming a file) as one line for a terminal: each control character as Python writes it in
+    a string (``\\x1b``, ``\\n``), so a file name holding ``\\x1b[2J`` can neither clear the screen nor break the line."""
+    return _LINE_CONTROLS.sub(lambda match: repr(match.group())[1:-1], str(text))
 
 
 def atomic_move_files(source_dir: str | Path, target_dir: str | Path) -> list[Path]:

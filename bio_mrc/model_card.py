@@ -321,8 +321,10 @@ def render_exported_card(config: BioMrcConfig, record: Mapping | None, architect
 
 
 def _table(rows: Sequence[tuple[Any, ...]], header: tuple[str, ...]) -> str:
+    """A pipe table; a ``|`` in a cell (an encoder folder's name, a training option's text) is escaped, as a table
+    needs it to be even inside inline code, so it cannot end the cell and shift or cut off the row."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows])
+    return "\n".join(lines + ["| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |" for row in rows])
 
 
 def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
@@ -342,7 +344,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
         ("BIO tag level", {"word": "`word`: the first piece of each word", "subword": "`subword`: every paragraph token"}
          .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),
         ("windows", ", ".join(f"`{k}` {getattr(config, k)}" for k in WINDOW_FIELDS)),
-        ("encoder", f"`{encoder}`" if encoder else "unknown"),
+        ("encoder", _code(encoder) if encoder else "unknown"),
         ("bio_mrc model format", config.bio_mrc_format),
     ]
     intro = (f"Extractive question answering made with `bio_mrc`: one BERT-style encoder with "
@@ -416,7 +418,7 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
         lines.append("Which questions they were is not recorded (a comparison records its training split here).")
     train = record.get("train") or {}
     options = {**TRAIN_OPTIONS_WHEN_ABSENT, **train} if train else {}  # a record leaves an option out at its value from before the option existed
-    rows = [(f"`{key}`", f"`{json.dumps(value)}`") for key, value in options.items()]
+    rows = [(f"`{key}`", _code(json.dumps(value))) for key, value in options.items()]
     return ("## Training\n\n" + "\n".join(lines) + "\n\nTraining configuration (`TrainConfig`):\n\n"
             + _table(rows, ("option", "value")))
 

@@ -108,6 +108,17 @@ def test_cli_prints_one_line_without_a_traceback(tmp_path, capsys):
     assert json.loads(captured.out)["exact_match"] == 100.0 and "relocated answer_start of 1 question(s)" in captured.err
 
 
+def test_relocated_ids_reach_the_terminal_without_control_sequences(tmp_path, capsys):
+    hostile = "q\x1b[2J\x1b]0;title\x07"  # clears the screen and retitles the terminal when printed as it is
+    bad = squad_file(tmp_path, [question(hostile, start=3)])
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps({hostile: "France"}))
+    assert main(["evaluate", "--data", str(bad), "--predictions", str(preds), "--fix-offsets"]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert r"question(s) in " + str(bad) + r": 'q\x1b[2J\x1b]0;title\x07'" in err
+
+
 def test_cli_skip_invalid_counts(tmp_path, capsys):
     data = squad_file(tmp_path, [question("q1"), question("q2", text="Rome")])
     preds = tmp_path / "p.json"
@@ -408,3 +419,20 @@ def test_a_repeated_key_is_refused_never_a_value_dropped(tmp_path):
     rows.write_text(row + "\n" + repeated + "\n")
     with pytest.raises(DataFormatError, match=r"the key 'answers' appears twice in one object .*\(line 2\)"):
         load_squad(str(rows))
+
+
+def test_file_names_reach_the_terminal_without_control_sequences(tmp_path, capsys):
+    data = squad_file(tmp_path, [question("q1"), question("q2", start=3)], name="dev\x1b[2J.json")
+    preds = tmp_path / "p\x1b]0;title\x07.json"
+    preds.write_text(json.dumps({"zz": "France"}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--skip-invalid"]) == 0
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    shown_data, shown_preds = str(tmp_path) + "/dev\\x1b[2J.json", str(tmp_path) + "/p\\x1b]0;title\\x07.json"
+    assert "skipped: answer 'France' is not at answer_start 3; the text does occur at 24" in err and f"(in {shown_data}, record 'q2')" in err
+    assert f"warning: skipped 1 invalid question(s) of {shown_data}\n" in err
+    assert f"ignored, as the official SQuAD scripts do (in {shown_preds}) (--strict makes this an error)\n" in err
+    assert f"warning: 1 of 1 questions have no prediction in {shown_preds} (e.g. 'q1')" in err
+    assert main(["evaluate", "--data", str(tmp_path / "gone\x1b[2J\n.json"), "--predictions", str(preds)]) == 2
+    err = capsys.readouterr().err  # the error is one line, its file named with the controls escaped
+    assert err.startswith("error: ") and err.count("\n") == 1 and "\x1b" not in err and "gone\\x1b[2J\\n.json" in err

@@ -174,3 +174,18 @@ def test_a_threshold_saved_for_another_no_answer_score_is_not_applied(trained_di
     assert not extractor(question, context).abstain
     extractor.trained.model.config.no_answer_thresholds = {"bio/ratio": -1e9}
     assert extractor(question, context).abstain
+
+
+def test_extract_prints_an_answers_8_bit_terminal_controls_escaped(trained_dir, capsys):  # noqa: F811
+    import json
+
+    from bio_mrc.cli import main
+
+    context = "Is\u009baac New\u009bton for\u009bmulated the la\u009bws of mo\u009btion."  # every word holds U+009B (CSI)
+    capsys.readouterr()
+    assert main(["extract", "--model", str(trained_dir), "--question", "Who formulated the laws?", "--context", context,
+                 "--decoding", "span"]) == 0
+    out = capsys.readouterr().out
+    result = json.loads(out)
+    assert "\u009b" in result["answer"] and context[result["spans"][0]["start"]:result["spans"][0]["end"]] == result["spans"][0]["text"]
+    assert "\\u009b" in out and not any("\x7f" <= ch <= "\x9f" for ch in out)  # before: U+009B itself reached the terminal

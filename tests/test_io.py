@@ -135,3 +135,14 @@ def test_a_kill_while_moving_a_complete_set_in_is_finished_by_the_next_writer(tm
     assert _visible(tmp_path) == {"a.md": "new", "b.md": "new"}
     io.finish_file_set(tmp_path, "report")  # finishing again changes nothing
     assert _visible(tmp_path) == {"a.md": "new", "b.md": "new"}
+
+
+def test_printable_json_escapes_every_control_character_and_keeps_the_value():
+    value = {"id": "q\x1b[2J\u009b2J\x7f", "answer": "café 東京\u2028x"}
+    text = io.printable_json(value)
+    assert text == '{"id": "q\\u001b[2J\\u009b2J\\u007f", "answer": "café 東京\u2028x"}'
+    assert json.loads(text) == value
+
+
+def test_printable_line_writes_control_characters_as_python_does_and_keeps_the_rest():
+    assert io.printable_line("in dev\x1b[2J\n\u009b.json\tcafé") == "in dev\\x1b[2J\\n\\x9b.json\tcafé"

@@ -301,3 +301,14 @@ def test_a_data_set_name_with_markup_stays_inside_its_code_span():
     assert text.count("\n## Evaluation") == 1 and "\n| `span` | 100.00 |" not in text
     card = ModelCard(text)
     assert card.data.eval_results[0].dataset_name == hostile  # the metadata keeps the name as it is
+
+
+def test_a_pipe_or_a_backtick_in_an_encoder_name_or_a_training_option_keeps_its_table_cell():
+    record = {"n_examples": 3, "train": {"encoder": "encoders/my|tiny`v2", "training_args": {"run_name": "a | b"}}}
+    text = model_card.render_model_card({"heads": "span"}, record, None, "m")
+    # A table ends a cell at every unescaped "|", also inside inline code: before, the encoder's cell showed
+    # "`encoders/my" and the rest of the row was dropped.
+    assert "\n| encoder | ``encoders/my\\|tiny`v2`` |\n" in text
+    assert '\n| `encoder` | ``"encoders/my\\|tiny`v2"`` |\n' in text
+    assert '\n| `training_args` | `{"run_name": "a \\| b"}` |\n' in text
+    assert all(line.replace("\\|", "").count("|") == 3 for line in text.splitlines() if line.startswith("| "))

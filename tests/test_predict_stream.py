@@ -275,3 +275,15 @@ def test_a_full_disk_while_the_answers_stream_grows_is_one_line_and_resumable(mo
     monkeypatch.setattr(streaming, "open_no_follow", opened)
     assert predict(model_dir, out, "--decoding", "span", "--chunk-size", "4", "--resume") == 0
     assert len(json.loads(out.read_text())) == len(load_squad(SAMPLE_V1).examples)
+
+
+def test_a_question_id_with_8_bit_terminal_controls_is_printed_escaped(model_dir, tmp_path, capsys):
+    hostile = "q\u009b2J\u009d0;title\u009c\x7f"  # CSI "clear screen" and OSC "set title" in their one-character forms
+    data = tmp_path / "c1.json"
+    data.write_text(json.dumps({"version": "1.1", "data": [{"title": "T", "paragraphs": [{
+        "context": "Paris is the capital of France.",
+        "qas": [{"id": hostile, "question": "What is the capital?", "answers": [{"text": "Paris", "answer_start": 0}]}]}]}]}))
+    assert predict(model_dir, "-", "--decoding", "span", data=data) == 0
+    out = capsys.readouterr().out
+    assert '"id": "q\\u009b2J\\u009d0;title\\u009c\\u007f"' in out  # before: the characters themselves
+    assert not any("\x7f" <= ch <= "\x9f" for ch in out) and json.loads(out)["id"] == hostile

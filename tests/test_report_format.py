@@ -242,3 +242,25 @@ def test_a_description_is_one_paragraph_that_opens_no_block(description, shown):
         assert page.count(tag) == plain.count(tag)
     before_the_configuration = page[:page.index("<pre")]
     assert shown in before_the_configuration and "99.99" not in before_the_configuration.replace(shown, "")
+
+
+@pytest.mark.parametrize("report_name", ["v2-from-reader", "gpu-multispan-reader"])
+def test_a_data_file_name_with_a_line_break_opens_no_block(report_name):
+    import dataclasses
+
+    from bio_mrc.harness import report
+    from bio_mrc.harness.markdown_html import markdown_to_html
+
+    committed = read_report(next(path for path in REPORT_FILES if path.parent.name == report_name))
+    plain = markdown_to_html(report.render_markdown(committed.results, committed.summary, {}))
+    committed.results.eval["description"] = "dev\n```\n.json"  # a file name may hold line breaks
+    committed.results.cells_from = {"path": "earlier\n```\n/report.json", "date": "2026-01-01\n# Scores", "package_version": "0.1.0",
+                                    "code": None, "models": [{"run": "reader", "seed": 1}]}  # a report.json from elsewhere
+    parts = committed.summary.data_sets or []
+    parts[:1] = [dataclasses.replace(part, description="part\u2028# Scores\n```") for part in parts[:1]]
+    markdown = report.render_markdown(committed.results, committed.summary, {})
+    page = markdown_to_html(markdown)
+    for tag in ("<h2", "<h3", "<table", "<pre"):  # before: the fence took in every section after the evaluation's line
+        assert page.count(tag) == plain.count(tag), tag
+    assert "- Evaluation: dev ``` .json: " in markdown and "`earlier ``` /report.json` (`--cells-from`; its comparison of 2026-01-01 # Scores," in markdown
+    assert not parts or "### part # Scores ``` (" in markdown

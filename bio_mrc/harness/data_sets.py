@@ -13,6 +13,7 @@ from ..metrics.multispan_official import f1_from_count_sums, metrics_from_counts
 from ..metrics.squad_official import per_question_scores
 from .cell_key import CellKey
 from .data_set_records import DataSetRow, DataSetSummary, SingleSpanScores
+from .markdown_html import line_text
 from .results import Cell, ComparisonResults
 
 
@@ -73,7 +74,7 @@ def data_set_lines(summaries: list[DataSetSummary], resampling: str) -> list[str
              "questions' spans), the share of questions left without a span, the spans given per question, and on the "
              "questions whose gold answer is one span, SQuAD v1.1's F1 of the spans given (joined)."]
     for part in summaries:
-        lines += ["", f"### {part.description} ({part.questions} questions)", "",
+        lines += ["", f"### {line_text(part.description)} ({part.questions} questions)", "",
                   "| cell | EM F1 | PM F1 | empty | spans per question | single-span questions: SQuAD F1 |", "|---|---|---|---|---|---|"]
         for row in part.rows:
             single = row.single_span

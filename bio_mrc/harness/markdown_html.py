@@ -124,5 +124,11 @@ def paragraph_text(text: str) -> str:
     return f"Description: {line}" if _starts_block(line) else line
 
 
+def line_text(text: str) -> str:
+    """Text within one line of Markdown (a data file's name in a list item or a heading): its line breaks (also
+    U+2028) as spaces, so a file name holding one cannot end the line and open a code block or heading of its own."""
+    return " ".join(str(text).splitlines())
+
+
 def _starts_block(line: str) -> bool:
     return line.startswith("```") or bool(_HEADING.match(line)) or bool(_BULLET.match(line)) or line.lstrip().startswith("|")

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError
-from ..io import check_file_target, check_outputs_apart, open_no_follow, writes_named
+from ..io import check_file_target, check_outputs_apart, open_no_follow, printable_json, writes_named
 from ..types import Example
 from .extract import AnswerExtractor
 from .files import answer_record, answer_record_problem, prediction_paths, side_file, write_files_from_stream
@@ -78,7 +78,7 @@ def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPla
     extractor = AnswerExtractor(trained, multi_span=plan.multi_span, decode_config=plan.config,
                                 min_span_probability=plan.min_span_probability, batch_size=plan.batch_size)
     decoded = [extractor.predict(outputs, chunk, decoding=decoding) for decoding in plan.decodings]
-    return [json.dumps(answer_record(predictions[row], decoding, plan.multi_span), ensure_ascii=False) + "\n"
+    return [printable_json(answer_record(predictions[row], decoding, plan.multi_span)) + "\n"
             for row in range(len(chunk)) for decoding, predictions in zip(plan.decodings, decoded)]
 
 
