@@ -32,7 +32,8 @@ from .io import check_file_target, check_folder_target, check_outputs_apart, che
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
-from .inference.defaults import DEFAULT_CHUNK_SIZE, GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS
+from .inference.defaults import (DEFAULT_CHUNK_SIZE, FEWEST_CALIBRATION_QUESTIONS, GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE,
+                                 MIN_CALIBRATION_QUESTIONS)
 from .precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from .serving.config import ServeConfig
 from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
@@ -310,7 +311,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     from .hub import local_folder
     from .inference import TrainedModel, save_tuned_settings, tuning_provenance
-    from .inference.tuning import tune_for_model, tuning_summary
+    from .inference.tuning import dropped_settings, tune_for_model, tuning_summary
 
     target = _tune_target(args)
     if args.plot_dir:
@@ -335,7 +336,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         with staged_folder(target, False, TUNE_STAGING_DIR) as staging:
             _copy_model(local_folder(args.model), staging)  # a hub id: its snapshot in the cache
             save_tuned_settings(staging, trained.model.config, tuned.thresholds, tuned.settings, provenance)
-    for line in tuning_summary(tuned, before, task):
+    for line in tuning_summary(tuned, before, task) + dropped_settings(before, trained.model.config):
         print(line, file=sys.stderr)
     if not calibrate:
         print(f"calibrators: none fitted; kept as saved ({', '.join(before.calibration or {}) or 'none'})", file=sys.stderr)
@@ -393,10 +394,11 @@ def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:
     --no-calibration; too few questions are refused."""
     if args.no_calibration or task.right is None:
         return False
-    if questions < args.min_calibration_questions:
-        raise ConfigError(f"{args.data}: {questions} questions are too few to fit a calibrator (at least "
-                          f"{args.min_calibration_questions}); --no-calibration tunes the rest, "
-                          f"--min-calibration-questions {questions} fits one anyway")
+    least = max(args.min_calibration_questions, FEWEST_CALIBRATION_QUESTIONS)  # one question calibrates nothing
+    if questions < least:
+        anyway = f", --min-calibration-questions {questions} fits one anyway" if questions >= FEWEST_CALIBRATION_QUESTIONS else ""
+        raise ConfigError(f"{args.data}: {questions} question{'s are' if questions != 1 else ' is'} too few to fit a "
+                          f"calibrator (at least {least}); --no-calibration tunes the rest{anyway}")
     return True
 
 

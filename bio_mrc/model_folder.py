@@ -196,9 +196,8 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     if windows["max_seq_length"] is not None and positions is not None and positions < windows["max_seq_length"]:
         raise fail(folder, "config.json", f"encoder.max_position_embeddings {positions} is less than max_seq_length "
                                           f"{windows['max_seq_length']}: the encoder cannot read its own windows")
-    for key, value in _mapping(config, "no_answer_thresholds", folder).items():  # ±Infinity: always or never abstain
-        if not (_is_number(value) and abs(value) <= MAX_SETTING or value in (math.inf, -math.inf)):
-            raise fail(folder, "config.json", f"no_answer_thresholds.{key} must be a number, got {value!r}")
+    for key, value in _mapping(config, "no_answer_thresholds", folder).items():
+        _check_threshold(value, f"no_answer_thresholds.{key}", folder)
     numbers = {"bio_length_prior": config.get("bio_length_prior"), "head_dropout": config.get("head_dropout", 0.0)}
     for name, value in numbers.items():
         if value is not None and not (_is_number(value) and abs(value) <= MAX_SETTING):
@@ -210,6 +209,14 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
         if not isinstance(calibrator, dict) or not all(_is_number(calibrator.get(key)) and abs(calibrator[key]) <= MAX_SETTING
                                                        for key in ("a", "b", "c")):
             raise fail(folder, "config.json", f"calibration.{decoding} must hold the numbers a, b and c, got {calibrator!r}")
+        if "no_answer_threshold" in calibrator:  # the threshold it was fitted at scores its abstentions
+            _check_threshold(calibrator["no_answer_threshold"], f"calibration.{decoding}.no_answer_threshold", folder)
+
+
+def _check_threshold(value: Any, name: str, folder: Path) -> None:
+    """A saved no-answer threshold: a number, or ±Infinity (always or never abstain); NaN and the rest are refused."""
+    if not (_is_number(value) and abs(value) <= MAX_SETTING or value in (math.inf, -math.inf)):
+        raise fail(folder, "config.json", f"{name} must be a number, got {value!r}")
 
 
 def _is_number(value: Any) -> bool:

@@ -111,6 +111,19 @@ def test_a_span_count_rule_that_is_no_probability_is_refused(saved_model, tmp_pa
     refused(edit_config(copy_of(saved_model, tmp_path), min_span_probabilities=value), match)
 
 
+@pytest.mark.parametrize("value, match", [
+    ("high", r"calibration.joint.no_answer_threshold must be a number, got 'high'"),
+    ({"__float__": "NaN"}, r"calibration.joint.no_answer_threshold must be a number, got nan"),  # as config.json saves it
+])
+def test_a_calibrators_threshold_that_is_no_number_is_refused(saved_model, tmp_path, value, match):
+    """A calibrator's own no-answer threshold went unchecked: a string ended the first answer in a numpy traceback, NaN
+    gave every answer a probability of NaN."""
+    calibrator = {"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0, "no_answer_threshold": value}
+    refused(edit_config(copy_of(saved_model, tmp_path), calibration={"joint": calibrator}), match)
+    calibrator["no_answer_threshold"] = {"__float__": "-Infinity"}  # always abstain, as the saved thresholds may be
+    TrainedModel.load(edit_config(copy_of(saved_model, tmp_path), calibration={"joint": calibrator}))
+
+
 def test_pickled_checkpoints_are_refused_with_the_packages_own_line(saved_model, tmp_path):
     import torch
 

@@ -40,6 +40,16 @@ def test_aurc_and_coverage_by_hand():
     assert coverage_at_accuracy(CONFIDENCE, wrong, 0.8) == 0.0 and threshold_for_accuracy(CONFIDENCE, wrong, 0.8) == math.inf
 
 
+@pytest.mark.parametrize("target", [True, "0.8", math.nan, -0.1, 1.1])
+def test_a_target_accuracy_that_is_no_number_in_0_1_is_refused(target):
+    """``True`` was read as a target of 1.0 (threshold 0.8 here: the two most confident answers are right), a string
+    ended in a TypeError."""
+    for measure in (coverage_at_accuracy, threshold_for_accuracy):
+        with pytest.raises(ValueError, match=r"target accuracy must be a number in \[0, 1\], got "):
+            measure(CONFIDENCE, RIGHT, target)
+    assert threshold_for_accuracy(CONFIDENCE, RIGHT, 1) == 0.8 and threshold_for_accuracy(CONFIDENCE, RIGHT, np.float64(0.8)) == 0.8
+
+
 def test_ties_take_the_expected_risk_over_their_orders():
     confidence = np.array([0.9, 0.5, 0.5, 0.5, 0.2])
     right = np.array([1, 1, 0, 0, 1])

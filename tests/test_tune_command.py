@@ -125,3 +125,56 @@ def test_a_plot_dir_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, 
     expected = "a file has this name; give a folder" if where == "file" else f"{mine} is a file, so no folder can be made there for this output"
     assert capsys.readouterr().err.strip() == f"error: {expected} (in {plots})"
     assert mine.read_text() == "mine"
+
+
+def test_a_tuning_on_other_questions_drops_the_span_count_rules_it_did_not_fit(tiny_encoder_dir, tmp_path):
+    """Span-count rules tuned on multi-span questions stayed when the model was tuned again on SQuAD 2.0 questions,
+    and ``tuned_on`` and the card then named the SQuAD questions as theirs."""
+    import copy
+
+    from bio_mrc.inference.tuning import dropped_settings, save_tuned_settings
+    from bio_mrc.model import BioMrcConfig, BioMrcForQuestionAnswering
+    from bio_mrc.model_card import CARD_FILE
+
+    folder = tmp_path / "model"
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").save_pretrained(str(folder))
+    multi = {"description": "multispan.json", "questions": 30, "content_hash": "aaaa"}
+    squad2 = {"description": "squad2.json", "questions": 40, "content_hash": "bbbb"}
+    config = BioMrcConfig.from_pretrained(folder)
+    assert save_tuned_settings(folder, config, {}, {"bio_length_prior": 1.25, "min_span_probabilities": {"joint": 0.3}}, multi)
+    before = copy.deepcopy(config)
+    assert save_tuned_settings(folder, config, {"joint": -2.0}, {"bio_length_prior": 0.5}, squad2)
+    assert dropped_settings(before, config) == [
+        "min_span_probabilities: dropped (was {'joint': 0.3}, tuned on multispan.json, not on these questions)"]
+    saved = BioMrcConfig.from_pretrained(folder)
+    assert (saved.min_span_probabilities, saved.no_answer_thresholds, saved.bio_length_prior) == (None, {"joint": -2.0}, 0.5)
+    assert saved.tuned_on == squad2
+    assert "a span after the first needs probability" not in (folder / CARD_FILE).read_text(encoding="utf-8")
+
+
+def test_a_given_length_prior_is_saved_with_the_settings_fitted_with_it(trained_dir, tmp_path, capsys):  # noqa: F811
+    """``tune --bio-length-prior`` fitted the thresholds and calibrators with the given β but saved the model's old one."""
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out),
+                 "--no-calibration", "--bio-length-prior", "2.75"]) == 0
+    assert json.loads((out / "config.json").read_text())["bio_length_prior"] == 2.75
+    captured = capsys.readouterr()
+    assert "bio_length_prior: 2.75 (was " in captured.err and "as given; the other settings were fitted with it" in captured.err
+    assert json.loads(captured.out)["bio_length_prior"] == {"value": 2.75, "given": True}
+
+
+def test_one_question_is_refused_for_calibration_whatever_the_minimum(trained_dir, tmp_path, capsys):  # noqa: F811
+    """``--min-calibration-questions 1`` on one question tuned the rest, fitted no calibrator and kept the old ones
+    beside the new settings without a word."""
+    data = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    article = data["data"][0]
+    paragraph = article["paragraphs"][0]
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"version": "1.1", "data": [{**article, "paragraphs": [{**paragraph, "qas": paragraph["qas"][:1]}]}]}),
+                   encoding="utf-8")
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(one), "--output-dir", str(out),
+                 "--min-calibration-questions", "1"]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: {one}: 1 question is too few to fit a calibrator (at least 2); "
+                                               "--no-calibration tunes the rest")
+    assert not out.exists()

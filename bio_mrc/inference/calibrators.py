@@ -31,6 +31,7 @@ import numpy as np
 from .. import registry
 from ..metrics.task_scores import squad_right
 from ..types import Prediction
+from .defaults import FEWEST_CALIBRATION_QUESTIONS
 
 CORRECT_IF = "f1 > 0.5"
 _EDGE = 1e-6  # raw confidences are clipped into [_EDGE, 1 - _EDGE] before their logarithms
@@ -76,8 +77,8 @@ def fit_calibrator(raw: np.ndarray, right: np.ndarray) -> dict[str, Any]:
     ``P(right) = sigmoid(a ln p - b ln(1 - p) + c)`` with ``a, b >= 0``."""
     from sklearn.linear_model import LogisticRegression  # fitting only: answering with a calibrator needs no sklearn (seconds to import)
 
-    if len(raw) < 2:
-        raise ValueError("calibrating needs at least two held-out questions")
+    if len(raw) < FEWEST_CALIBRATION_QUESTIONS:
+        raise ValueError(f"calibrating needs at least {FEWEST_CALIBRATION_QUESTIONS} held-out questions")
     right = np.asarray(right, dtype=np.float64)
     features, weights, intercept = _beta_features(raw), np.zeros(2), 0.0
     columns = [0, 1]

@@ -10,5 +10,8 @@ DEFAULT_CHUNK_SIZE = 1000
 # Fewest tuning questions ``bio-mrc tune`` fits a calibrator on (--min-calibration-questions lowers it): about 100
 # answers are what a three-parameter fit needs for its ECE to mean something (on 20, every answer may be wrong).
 MIN_CALIBRATION_QUESTIONS = 100
+# Fewest questions any calibrator is fitted on, whatever --min-calibration-questions says: one answer calibrates nothing.
+FEWEST_CALIBRATION_QUESTIONS = 2
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "GPU_INFERENCE_BATCH_SIZE", "INFERENCE_BATCH_SIZE", "MIN_CALIBRATION_QUESTIONS"]
+__all__ = ["DEFAULT_CHUNK_SIZE", "GPU_INFERENCE_BATCH_SIZE", "INFERENCE_BATCH_SIZE", "MIN_CALIBRATION_QUESTIONS",
+           "FEWEST_CALIBRATION_QUESTIONS"]

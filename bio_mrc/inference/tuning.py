@@ -23,6 +23,7 @@ from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
 from .answers import apply_no_answer_threshold, multi_span_answers, threshold_key
 from .calibrators import degenerate_calibrator, fit_calibrator, raw_confidence
+from .defaults import FEWEST_CALIBRATION_QUESTIONS
 
 if TYPE_CHECKING:  # the loader runs models; tuning needs only its decodings and saved settings
     from .loading import TrainedModel
@@ -171,6 +172,7 @@ class TunedSettings:
 
     decode_config: DecodeConfig
     bio_length_prior: float | None = None  # None: not tuned
+    given_bio_length_prior: float | None = None  # given, not tuned: saved, as the other settings were fitted with it
     thresholds: dict[str, float] = field(default_factory=dict)
     min_span_probabilities: dict[str, float] = field(default_factory=dict)  # per decoding: the span-count rule (tuned)
     calibration: dict[str, dict[str, Any]] = field(default_factory=dict)  # per decoding, see .calibration
@@ -181,7 +183,8 @@ class TunedSettings:
     @property
     def settings(self) -> dict[str, Any]:
         """Config attributes to save besides the thresholds."""
-        settings: dict[str, Any] = {} if self.bio_length_prior is None else {"bio_length_prior": self.bio_length_prior}
+        prior = self.given_bio_length_prior if self.bio_length_prior is None else self.bio_length_prior
+        settings: dict[str, Any] = {} if prior is None else {"bio_length_prior": prior}
         settings |= {"min_span_probabilities": self.min_span_probabilities} if self.min_span_probabilities else {}
         # Calibrating replaces every saved calibrator: a degenerate one is left out, not kept from an older tuning.
         fitted = self.calibration or self.skipped_calibrators
@@ -194,7 +197,8 @@ def tune_for_model(
 ) -> TunedSettings:
     """The one tuning policy, of ``bio-mrc tune`` and ``bio-mrc compare`` alike, on questions of ``task``: the BIO
     length prior (by the task's main statistic) when ``options`` leave it open, a decoding of the model uses it and
-    some question has an answer (else the model's saved prior); on multi-span questions each decoding's span-count
+    some question has an answer (else the model's saved prior; a prior ``options`` give is saved, as the other settings
+    are fitted with it); on multi-span questions each decoding's span-count
     rule when ``options`` leave ``min_span_probability`` open; a no-answer threshold per decoding when the task's
     questions may have no answer (SQuAD 2.0); a confidence calibrator per decoding unless the gold is multi-span
     (MultiSpanQA's answers have no single right span), and unless ``calibrate`` is False. Questions from several
@@ -206,8 +210,12 @@ def tune_for_model(
     tune_prior = options.bio_length_prior is None and uses_prior and any(ex.answers for ex in examples)
     config = options if tune_prior else trained.decode_config(options)
     calibrate = calibrate and task.right is not None  # a task without a single answer to be right fits no calibrator
-    return tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
-                         tune_thresholds=task.no_answer, calibrate=calibrate, task=task, data_sets=data_sets)
+    tuned = tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
+                          tune_thresholds=task.no_answer, calibrate=calibrate, task=task, data_sets=data_sets)
+    if uses_prior and options.bio_length_prior is not None:  # given: the thresholds and calibrators were fitted with it
+        tuned.given_bio_length_prior = options.bio_length_prior
+        tuned.report["bio_length_prior"] = {"value": options.bio_length_prior, "given": True}
+    return tuned
 
 
 def tune_settings(
@@ -245,7 +253,7 @@ def tune_settings(
             tuned.thresholds[key], best_f1 = tune_no_answer_threshold(predictions, gold)
             tuned.report[key] = {"threshold": tuned.thresholds[key], "best_f1": best_f1, "questions": len(examples)}
             tuned.curves[decoding] = threshold_curve(predictions, gold)
-    if calibrate and len(examples) >= 2:  # one question calibrates nothing
+    if calibrate and len(examples) >= FEWEST_CALIBRATION_QUESTIONS:  # one question calibrates nothing
         fitted = fit_calibrators(outputs, examples, decodings, tuned.decode_config, tuned.thresholds, task)
         tuned.calibration = {decoding: c for decoding, c in fitted.items() if "degenerate" not in c}
         tuned.skipped_calibrators = {decoding: c["degenerate"] for decoding, c in fitted.items() if "degenerate" in c}
@@ -301,7 +309,10 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
     calibrator left out."""
     task = task or registry.squad_task("1.1")
     lines = []
-    if tuned.bio_length_prior is not None:
+    if tuned.given_bio_length_prior is not None:
+        lines.append(f"bio_length_prior: {tuned.given_bio_length_prior:g} (was {_shown(before.bio_length_prior)}), as given; "
+                     "the other settings were fitted with it")
+    elif tuned.bio_length_prior is not None:
         report = tuned.report["bio_length_prior"]
         lines.append(f"bio_length_prior: {tuned.bio_length_prior:g} (was {_shown(before.bio_length_prior)}), fitted on "
                      f"{report['questions']} answerable questions ({task.statistic_title} {report['f1']:.2f}; "
@@ -330,6 +341,14 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
     return lines
 
 
+def dropped_settings(before: BioMrcConfig, after: BioMrcConfig) -> list[str]:
+    """One line per tuned setting ``before`` held that saving a tuning on other questions dropped (see
+    :func:`save_tuned_settings`)."""
+    where = (before.tuned_on or {}).get("description", "other questions")
+    return [f"{name}: dropped (was {getattr(before, name)}, tuned on {where}, not on these questions)"
+            for name in ("no_answer_thresholds", *REPLACED_SETTINGS) if getattr(before, name) and not getattr(after, name)]
+
+
 def _shown(value: Any) -> str:
     return "none" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
@@ -337,6 +356,12 @@ def _shown(value: Any) -> str:
 def tuning_provenance(description: str, examples: Sequence[Example]) -> dict[str, Any]:
     """What tuned values saved with a model say about the questions they were tuned on."""
     return {"description": description, "questions": len(examples), "content_hash": content_hash(examples)}
+
+
+# Tuned settings that a tuning on other questions drops where it does not fit them again. The length prior stays: it is
+# the one the new thresholds and calibrators were fitted with. Calibrators are kept unless calibrated again
+# (--no-calibration); each names its own questions.
+REPLACED_SETTINGS = ("min_span_probabilities",)
 
 
 def save_tuned_settings(
@@ -352,7 +377,8 @@ def save_tuned_settings(
 
     Values tuned on the same questions are merged (the no-answer thresholds and the span-count rules, decoding by
     decoding: a tuning of some decodings keeps the others'). Values tuned on other questions are
-    replaced, or, without ``overwrite`` (a comparison reusing a cached model), kept:
+    replaced, and those this tuning did not fit (:data:`REPLACED_SETTINGS`, the no-answer thresholds) dropped, so
+    ``tuned_on`` names the questions they were tuned on; or, without ``overwrite`` (a comparison reusing a cached model), kept:
     then nothing is written and False is returned. Values a continued model holds from the model it continues
     (``tuned_on["for_model"]``) were never tuned for it, and are always replaced. The model card is remade with
     the new values.
@@ -364,6 +390,9 @@ def save_tuned_settings(
         return False
     kept = (config.no_answer_thresholds or {}) if same_questions else {}
     config.no_answer_thresholds = {**kept, **thresholds} or None  # -inf ("always abstain") survives the JSON round trip
+    if not same_questions:  # fitted on other questions, which the new tuned_on would not name: none is kept
+        for name in REPLACED_SETTINGS:
+            setattr(config, name, None)
     for name, value in settings.items():
         if name == "min_span_probabilities" and same_questions:  # per decoding, as the thresholds
             value = {**(config.min_span_probabilities or {}), **value}

@@ -15,6 +15,7 @@ not depend on the order of the questions, and equals the plain definition when t
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,8 +109,8 @@ def risk_coverage(confidence: np.ndarray, right: np.ndarray) -> RiskCoverage:
 
 
 def _reaching(curve: RiskCoverage, target: float) -> np.ndarray:
-    if not 0.0 <= target <= 1.0:
-        raise ValueError(f"target accuracy must lie in [0, 1], got {target}")
+    if isinstance(target, bool) or not isinstance(target, numbers.Real) or not 0.0 <= target <= 1.0:  # True is no accuracy
+        raise ValueError(f"target accuracy must be a number in [0, 1], got {target!r}")
     return np.flatnonzero(curve.accuracy >= target - _TOLERANCE)
 
 
