@@ -30,17 +30,65 @@ def mentions(context: str, text: str) -> list[tuple[int, int]]:
             end < len(context) and context[end].isalnum() and text[-1].isalnum())
         if not inside_a_word:
             found.append((start, end))
-        start = context.find(text, end if not inside_a_word else start + 1)
+        start = context.find(text, end if not inside_a_word else _next_start(context, text, start))
     return found
+
+
+_NOT_ALNUM = re.compile(r"[\W_]")  # a character that is not str.isalnum(), as \w is alnum or "_"
+
+
+def _next_start(context: str, text: str, start: int) -> int:
+    """Where to look for ``text`` after an occurrence at ``start`` inside a word: a text that begins with a letter or
+    digit begins no mention before the end of the word it is in (else a 1,000-character text in a 5,000,000-character
+    word, a DNA sequence, was compared at each of its characters)."""
+    if not text[0].isalnum():
+        return start + 1
+    after = _NOT_ALNUM.search(context, start)
+    return len(context) + 1 if after is None else after.end()
+
+
+class TakenCharacters:
+    """Characters of a text that spans (start, end; end exclusive) have taken, and whether another span overlaps one
+    of them (shares a character, or holds an empty span strictly inside, as ``a.start < b.end and b.start < a.end``
+    says), in time of the span's length: taking spans one by one against all taken before is linear in their
+    characters, not quadratic in their number. ``spans``: every span that will be asked about (what it spans)."""
+
+    def __init__(self, spans: Sequence[tuple[int, int]]) -> None:
+        self.offset = min((start for start, _ in spans), default=0)
+        size = max([self.offset, *(end for _, end in spans)]) - self.offset + 2
+        # characters of a span; places of an empty span; characters whose next one is of the same span
+        self.taken, self.points, self.joined = bytearray(size), bytearray(size), bytearray(size)
+
+    def overlaps(self, start: int, end: int) -> bool:
+        start, end = start - self.offset, end - self.offset
+        if end <= start:
+            return end == start and start > 0 and self.joined[start - 1] == 1
+        return self.taken.find(1, start, end) >= 0 or self.points.find(1, start + 1, end) >= 0
+
+    def take(self, start: int, end: int) -> None:
+        start, end = start - self.offset, end - self.offset
+        if end > start:
+            self.taken[start:end] = b"\x01" * (end - start)
+            self.joined[start:end - 1] = b"\x01" * (end - 1 - start)
+        elif end == start:
+            self.points[start] = 1
 
 
 def with_every_mention(context: str, spans: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     """``spans`` (one answer's, as annotated, first) followed by every other mention of their texts that
-    overlaps none of them, left to right; a longer text's mentions claim their characters first."""
+    overlaps none of them, left to right; a longer text's mentions claim their characters first.
+
+    Time linear in the context (per distinct text): a mention is checked against the characters taken
+    (:class:`TakenCharacters`), not against every span chosen before it (a text such as "a" occurs hundreds of
+    thousands of times in a long context)."""
     chosen = list(spans)
+    taken = TakenCharacters([*chosen, (0, len(context))])
+    for start, end in chosen:
+        taken.take(start, end)
     extra: list[tuple[int, int]] = []
     for text in sorted({context[s:e] for s, e in spans}, key=len, reverse=True):
         for start, end in mentions(context, text):
-            if all(end <= s or start >= e for s, e in chosen + extra):
+            if not taken.overlaps(start, end):
                 extra.append((start, end))
+                taken.take(start, end)
     return (*chosen, *sorted(extra))

@@ -59,3 +59,26 @@ def test_every_added_mention_repeats_an_answer_text_and_none_overlap(tokens, dat
     # every whole-word token equal to an answer text is covered
     covered = {i for i, s in enumerate(starts) if any(a <= s < b for a, b in result)}
     assert {i for i, t in enumerate(tokens) if t in texts and t.strip(",.")} <= covered
+
+
+def test_a_text_of_many_mentions_is_marked_once_each():
+    # "a" 40,000 times: each mention was checked against every span chosen before it (40,000² checks, minutes
+    # for the 5,000,000 characters a context may hold); the characters taken are marked instead.
+    context = "a b " * 40_000
+    result = with_every_mention(context, ((4, 5),))
+    assert len(result) == 40_000
+    assert result[:3] == ((4, 5), (0, 1), (8, 9)) and result[-1] == (159_996, 159_997)
+
+
+def test_an_empty_span_keeps_a_mention_that_holds_it_out():
+    # An empty span overlaps a mention holding its place strictly inside, not one that begins or ends there.
+    assert with_every_mention("ab ab ab", ((0, 2), (4, 4), (6, 6))) == ((0, 2), (4, 4), (6, 6), (6, 8))
+
+
+def test_a_long_text_inside_a_longer_word_is_looked_for_past_the_word():
+    # A 1,000-character text inside a 1,000,000-character word (a DNA sequence, a base64 blob) was compared again at
+    # each of the word's characters (8 s; a 5,000,000-character context: minutes); no mention begins inside a word.
+    context = "a" * 1_000_000 + " " + "a" * 1_000 + " a 1a b_a"
+    assert mentions(context, "a" * 1_000) == [(1_000_001, 1_001_001)]
+    assert mentions(context, "a") == [(1_001_002, 1_001_003), (1_001_009, 1_001_010)]  # not in "1a"; "_" is no letter
+    assert mentions("x.y .y", ".y") == [(1, 3), (4, 6)]  # a text that begins with punctuation may follow a letter

@@ -56,6 +56,28 @@ def test_empty_context_and_bad_files(tmp_path):
         load_squad(tmp_path / "missing.json")
 
 
+def test_a_paragraphs_context_is_read_whole_once_for_all_its_questions(monkeypatch):
+    # Each question read its paragraph's context whole again (its characters, its length), so 10,000 questions of one
+    # 5,000,000-character context took minutes to read; the paragraph's one string is checked with its first question.
+    from bio_mrc.data import squad as squad_module
+
+    contexts, check_text = [], squad_module.check_text
+
+    def counted(value, what, *rest):
+        if what == "context":
+            contexts.append(value)
+        return check_text(value, what, *rest)
+
+    monkeypatch.setattr(squad_module, "check_text", counted)
+    qas = [{"id": f"q{i}", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 0}]} for i in range(3)]
+    raw = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "Paris is big.", "qas": qas},
+                                                                    {"context": "Paris is old.", "qas": [{**qas[0], "id": "q9"}]}]}]}
+    assert len(parse_squad(raw).examples) == 4
+    assert contexts == ["Paris is big.", "Paris is old."]  # once each, for the first of their questions
+    with pytest.raises(DataFormatError, match="empty or missing context.*'q0'"):
+        parse_squad({"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": " ", "qas": qas}]}]})
+
+
 def test_unanswerable_questions_make_a_v2_file():
     raw = squad([{"id": "q1", "question": "What?", "answers": [], "is_impossible": True}])
     data = parse_squad(raw)

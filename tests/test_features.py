@@ -8,7 +8,7 @@ import pytest
 
 from bio_mrc.errors import ConfigError
 from bio_mrc.features.targets import MISSING_ANNOTATOR
-from bio_mrc.features.windows import FeatureConfig, build_features, check_tokenizer, truncate_questions
+from bio_mrc.features.windows import FeatureConfig, build_features, check_tokenizer, tokenize_windows, truncate_questions
 from bio_mrc.features.collate import WindowCollator
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 from bio_mrc.types import Example
@@ -94,6 +94,24 @@ def test_ignored_mentions_carry_no_loss_and_the_rest_keeps_its_tags(tiny_tokeniz
     assert {20, 38} <= starts and all(20 <= start < 23 or 38 <= start < 41 for start in starts)  # the other two "bob"s
     tags = targets[mask & ~unscored].argmax(-1)
     assert (tags == TAG_B).sum() == 1 and (targets[mask & ~unscored].sum(-1) == 1).all()
+
+
+def test_a_windows_tags_look_at_the_mentions_near_it_alone(tiny_tokenizer, monkeypatch):
+    # 300 mentions of "bob" over 100 windows: each window's tags looked at all 300 (windows times mentions, hours
+    # for a text repeated in a 5,000,000-character context); a window reads the few that may meet its words.
+    from bio_mrc.features import targets
+
+    seen, spans_to_tags = [], targets.spans_to_tags
+    monkeypatch.setattr(targets, "spans_to_tags", lambda words, tagged, spans: seen.append(len(spans)) or spans_to_tags(words, tagged, spans))
+    context = "bob met ann . " * 300
+    example = Example("x", "who ?", context, (((0, 3),),))
+    for mentions in ("every", "ignored"):
+        config = FeatureConfig(40, 12, 10, "one-hot", "one-hot", "subword", tag_mentions=mentions)
+        features = targets.add_targets(tokenize_windows([example], tiny_tokenizer, config), [example], config, ["bio"])
+        tags = [np.where(np.asarray(t).sum(-1) > 0, np.asarray(t).argmax(-1), TAG_O) for t in features["bio_targets"]]
+        starts = {int(o[0]) for row, t in zip(features["offset_mapping"], tags) for o in np.asarray(row)[t == TAG_B]}
+        assert starts == ({14 * i for i in range(300)} if mentions == "every" else {0})
+    assert len(seen) > 150 and max(seen) <= 10
 
 
 def test_ignored_mentions_need_a_tag_distribution():

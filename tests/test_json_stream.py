@@ -91,3 +91,27 @@ def test_lone_surrogates_are_found_wherever_the_reads_cut_the_text(size):
 
 def test_a_valid_pair_is_one_character():
     assert json.loads('"\\ud83d\\ude00"') == "😀" and lone_surrogate_escape('"\\ud83d\\ude00"') is None
+
+
+class _CountedReads(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.reads = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        self.reads += 1
+        return super().read(size)
+
+
+@pytest.mark.parametrize("character", ["é", '"', "\\"])
+def test_a_long_escaped_string_is_read_in_reads_that_double(character):
+    # 500,000 characters json.dump writes as 3 MB of escapes (\u00e9, \", \\): yajl reads a string a read cuts again
+    # from its start, so 46 reads of ijson's 64 KiB took time of the length squared (75 s for a 5,000,000-character
+    # context); reads inside a string double: 64 KiB (where it begins), 64 KiB, 128 KiB, ... 2 MiB, then the end of the file.
+    import ijson
+
+    document = {"data": [{"title": "t", "paragraphs": [{"context": character * 500_000, "qas": []}]}], "version": "1.1"}
+    raw = _CountedReads(json.dumps(document).encode())
+    events = list(ijson.basic_parse(_SurrogateCheckedReader(raw, "f.json"), use_float=True))
+    assert ("string", character * 500_000) in events
+    assert raw.reads <= 10

@@ -17,18 +17,25 @@ from .json_reader import DataFormatError, RepeatedKeyError, lone_surrogate_escap
 
 _BOM = b"\xef\xbb\xbf"
 _ESCAPE_WIDTH = 12  # a surrogate pair's two escapes: deciding about one needs the 12 characters from it on
+#: The most bytes one read of a long string takes. yajl reads a string that a read cuts again from its start with
+#: each read, so a string of many reads (a 5,000,000-character context written with ``\\u`` escapes, as Python's
+#: ``json.dump`` writes every character past ASCII: 30 MB) took time of its length squared over the read size (75 s
+#: in 64 KiB reads); reads inside a string double up to this, and a string's end brings them back to ijson's size.
+_LONGEST_READ = 16 << 20
 
 
 class _SurrogateCheckedReader:
     """A binary file whose bytes are scanned, as they are read, for a ``\\uD800``-``\\uDFFF`` escape
-    that is half of no pair (:func:`lone_surrogate_escape`; escapes are ASCII, so Latin-1 maps bytes to characters)."""
+    that is half of no pair (:func:`lone_surrogate_escape`; escapes are ASCII, so Latin-1 maps bytes to characters).
+    A read that ends no string is followed by one twice as long (:data:`_LONGEST_READ`)."""
 
     def __init__(self, raw: BinaryIO, source: str) -> None:
         self.raw, self.source, self.tail, self.decided = raw, source, "", 0
         self.offset, self.lines, self.line_start = 0, 0, 0  # of the tail's first byte: bytes and lines before it
+        self.reading = 0  # the bytes the next read takes at least: more than asked inside a long string
 
     def read(self, size: int = -1) -> bytes:
-        chunk = self.raw.read(size)
+        chunk = self.raw.read(size if size is None or size < 0 else max(size, self.reading))
         if self.tail == "" and self.decided == 0 and self.offset == 0 and chunk.startswith(_BOM):  # allowed, as read_json allows it
             chunk = chunk[len(_BOM):]
         text = self.tail + chunk.decode("latin-1")
@@ -38,9 +45,10 @@ class _SurrogateCheckedReader:
             raise DataFormatError(f"{hit.group()} is half of a UTF-16 surrogate pair, no character ({self._where(text, hit.start())})",
                                   source=self.source)
         start = max(limit - 6, 0)  # a low surrogate's leader sits 6 characters before it
-        while start > 0 and text[start - 1] == "\\":  # and an escape's backslashes count back from it
-            start -= 1
+        run = start - len(text[:start].rstrip("\\"))  # and an escape's backslashes count back from it: their parity
+        start -= run % 2  # alone decides, so a run of millions (a context of backslashes) is kept as one or none
         self._advance(text, start)
+        self.reading = 0 if _unescaped_quote(text, len(self.tail)) else min(2 * len(chunk), _LONGEST_READ)
         self.tail, self.decided = text[start:], limit - start
         return chunk
 
@@ -58,6 +66,20 @@ class _SurrogateCheckedReader:
         line_start = self.offset + text.rindex("\n", 0, index) + 1 if newlines else self.line_start
         at = self.offset + index
         return f"line {self.lines + newlines + 1}, column {at - line_start + 1}, byte {at}"
+
+
+def _unescaped_quote(text: str, begin: int) -> bool:
+    """Whether ``text[begin:]`` holds a ``"`` that begins or ends a string: one after an even run of backslashes
+    (the text before ``begin`` keeps such a run's parity, :class:`_SurrogateCheckedReader`)."""
+    at = text.find('"', begin)
+    while at >= 0:
+        before = at
+        while before > 0 and text[before - 1] == "\\":
+            before -= 1
+        if (at - before) % 2 == 0:
+            return True
+        at = text.find('"', at + 1)
+    return False
 
 
 def utf8_error(path: Path, chunk_size: int = 1 << 20) -> UnicodeDecodeError | None:

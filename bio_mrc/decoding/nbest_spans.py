@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..answer_text import normalize_answer
+from ..answer_text import TakenCharacters, normalize_answer
 from ..types import AnswerSpan, Prediction
 
 #: The n-best multi-span rule's default: spans below 10% of the n-best probability mass are dropped.
@@ -45,10 +45,13 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
     out = []
     for prediction in predictions:
         kept: list[AnswerSpan] = []
-        for span, p in _answers_by_text(prediction.spans):
+        answers = _answers_by_text(prediction.spans)
+        taken = TakenCharacters([(span.start, span.end) for span, _ in answers])  # time linear in a long n-best
+        for span, p in answers:
             if kept and p < min_probability:
                 break  # after the first, answers are sorted likeliest first, so no later one qualifies
-            if not overlaps(span, kept):
+            if not taken.overlaps(span.start, span.end):
+                taken.take(span.start, span.end)
                 kept.append(replace(span, score=p, probability=p))
         out.append(replace(prediction, spans=kept))
     return out
@@ -94,18 +97,17 @@ def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: fl
     return out
 
 
-def overlaps(span: AnswerSpan, others: Sequence[AnswerSpan]) -> bool:
-    """Whether ``span`` shares a character of the context with one of ``others``."""
-    return any(span.start < other.end and other.start < span.end for other in others)
-
-
 def apart(spans: Sequence[AnswerSpan]) -> list[AnswerSpan]:
     """``spans`` (best first) without each that shares a character with one before it. Tokens that do not overlap
     may: a tokenizer that normalises text (NFKC: "ﬃ" becomes "ffi") gives each piece of one character that
-    character's offsets, so two tagged spans of distinct tokens can both hold it ("Oﬃ" and "ﬃce")."""
+    character's offsets, so two tagged spans of distinct tokens can both hold it ("Oﬃ" and "ﬃce"). Time linear in
+    the spans' characters (:class:`~bio_mrc.answer_text.TakenCharacters`): a sure tagger's answer may hold every one
+    of the hundreds of thousands of mentions of a name in a long context."""
     kept: list[AnswerSpan] = []
+    taken = TakenCharacters([(span.start, span.end) for span in spans])
     for span in spans:
-        if not overlaps(span, kept):
+        if not taken.overlaps(span.start, span.end):
+            taken.take(span.start, span.end)
             kept.append(span)
     return kept
 

@@ -17,7 +17,7 @@ from ..types import Alternative, CharSpan, Example
 
 MISSING_ANNOTATOR = -1  # fills the annotator axis of marginal targets for examples with fewer annotators
 
-__all__ = ["MISSING_ANNOTATOR", "TAGGER_GOLD", "TaggerGold", "Window", "add_targets", "answers_no_window_holds", "bio_targets",
+__all__ = ["GoldByPlace", "MISSING_ANNOTATOR", "SpansByPlace", "TAGGER_GOLD", "TaggerGold", "Window", "add_targets", "answers_no_window_holds", "bio_targets",
            "bio_window_targets", "span_targets"]
 
 
@@ -122,6 +122,44 @@ TAGGER_GOLD = {"annotated": lambda example: TaggerGold(example.answers or ()), "
                "ignored": _other_mentions_unscored}
 
 
+class SpansByPlace:
+    """Character spans sorted by start, which give the spans that may meet a range of characters in time of
+    the spans near it: every mention of "a" in a long context is a span of every window's gold, and a window's
+    tags looked at each of them (time of the windows times the mentions)."""
+
+    def __init__(self, spans: Iterable[CharSpan]) -> None:
+        self.spans = sorted(spans)
+        self.starts = np.array([start for start, _ in self.spans], dtype=np.int64)
+        self.reach = np.maximum.accumulate(np.array([end for _, end in self.spans], dtype=np.int64)) if self.spans else self.starts
+
+    def meeting(self, low: int, high: int) -> tuple[CharSpan, ...]:
+        """Every span that may overlap a character span within [low, high) (one with ``start < high`` and
+        ``end > low``), and any of a negative start (which a token without characters, (-1, -1), overlaps), in order."""
+        negative = int(np.searchsorted(self.starts, 0, side="left"))
+        first = max(negative, int(np.searchsorted(self.reach, low, side="right")))  # those before it end by low
+        last = int(np.searchsorted(self.starts, high, side="left"))
+        return (*self.spans[:negative], *(span for span in self.spans[first:last] if span[1] > low))
+
+
+class GoldByPlace(NamedTuple):
+    """An example's :class:`TaggerGold`, each alternative's spans and the unscored ones by place."""
+
+    answers: tuple[SpansByPlace, ...]
+    unscored: SpansByPlace
+
+    @classmethod
+    def of(cls, gold: TaggerGold) -> GoldByPlace:
+        return cls(tuple(SpansByPlace(alternative) for alternative in gold.answers), SpansByPlace(gold.unscored))
+
+    def near(self, words: np.ndarray) -> TaggerGold:
+        """The gold a window of these ``words`` (L, 2) tags by: the spans that may overlap one of them (a row
+        ending at 0 or before, (-1, -1) outside the context, overlaps only spans of a negative start)."""
+        words = words.reshape(-1, 2)
+        words = words[words[:, 1] > 0]
+        low, high = (int(words[:, 0].min()), int(words[:, 1].max())) if len(words) else (0, 0)
+        return TaggerGold(tuple(spans.meeting(low, high) for spans in self.answers), self.unscored.meeting(low, high))
+
+
 def add_targets(
     features: dict[str, list[Any]], examples: Sequence[Example], config: Any, heads: Iterable[str]
 ) -> dict[str, list[Any]]:
@@ -131,11 +169,12 @@ def add_targets(
     entries = [registry.head(name) for name in heads]
     columns: dict[str, list[Any]] = {label: [] for entry in entries for label in entry.targets}
     covered = []
-    gold = [TAGGER_GOLD[config.tag_mentions](example) for example in examples]
+    gold = [GoldByPlace.of(TAGGER_GOLD[config.tag_mentions](example)) for example in examples]
     windows = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"], features["example_index"])
     for offsets, para, words, tagged, ex_index in windows:
-        window = Window(np.asarray(offsets), np.asarray(para, dtype=bool), np.asarray(words),
-                        np.asarray(tagged, dtype=bool), examples[ex_index].answers, *gold[ex_index])
+        words = np.asarray(words)
+        window = Window(np.asarray(offsets), np.asarray(para, dtype=bool), words,
+                        np.asarray(tagged, dtype=bool), examples[ex_index].answers, *gold[ex_index].near(words))
         for entry in entries:
             for label, value in entry.window_targets(window, config).items():
                 columns[label].append(value)
