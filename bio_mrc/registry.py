@@ -133,6 +133,7 @@ class DecodingEntry:
 
 
 # How a comparison summarises a task's cells (bio_mrc.harness.summary.SUMMARIES), and its question groups (QUESTION_GROUPS).
+SQUAD_TRAINING_SCORES = {"f1": ("f1",), "exact": ("exact_match", "exact")}  # the official scripts' v1.1 and v2.0 names
 MEAN_OVER_QUESTIONS = "mean over questions"  # the main statistic is the mean of a per-question column (SQuAD's F1)
 SUMMED_SPAN_COUNTS = "summed span counts"  # the main statistic is a ratio of summed span counts (MultiSpanQA's EM F1)
 LENGTHS_AND_QUESTION_WORDS = "lengths and question words"
@@ -174,7 +175,9 @@ class TaskEntry:
     what it is computed over: ``statistic_detail``), the ``squad_version`` of SQuAD's official scorer (None:
     another scorer), whether a predictions file must answer every question (``complete_predictions``), how reports
     name it (``title``), and how cross-validation draws its folds (``folds(examples, k, seed=)``: by question, or
-    by article where questions of one article share its paragraphs)."""
+    by article where questions of one article share its paragraphs); what the evaluation during training logs of each
+    decoding (``training_scores``: a score's name, ``<decoding>_<name>``, and the keys of ``official``'s metrics it is,
+    the first one given)."""
 
     name: str
     format: str
@@ -200,6 +203,7 @@ class TaskEntry:
     statistic_detail: str = ""
     folds: str | Callable[..., Any] = "bio_mrc.data.article_splits:kfold_by_question"
     examples_as: str | Callable[..., Any] | None = None
+    training_scores: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(SQUAD_TRAINING_SCORES), compare=False)
 
     @property
     def layout(self) -> str | None:
@@ -480,6 +484,7 @@ MULTISPAN_SCORING = dict(
     gold="bio_mrc.data.multispanqa:multispan_gold_texts", metrics=MULTISPAN_METRICS, statistic="em_f1", statistic_title="EM F1",
     metric_titles={"em_precision": "EM P", "em_recall": "EM R", "em_f1": "EM F1", "pm_precision": "PM P", "pm_recall": "PM R",
                    "pm_f1": "PM F1"}, statistic_detail=" of the summed span counts",
+    training_scores={"em_f1": ("em_f1",), "pm_f1": ("pm_f1",)},
 )
 register_task(TaskEntry(
     name="squad-v1.1", format="squad", scorer="squad", load=None, gold="bio_mrc.data.squad:gold_texts",

@@ -78,7 +78,6 @@ def broken(**changes):
         (broken(label=["B", "X"]), "label 'X' at word 1 is not one of B, I, O"),
         (broken(label=["b", "O"]), "label 'b' at word 0"),
         (broken(label=["B-PER", "O"]), "label 'B-PER' at word 0"),
-        (broken(label=None), r"missing key\(s\) \['label'\]"),
         (broken(context=None, question=None), r"missing key\(s\) \['question', 'context'\]"),
         (broken(context="a b"), "'context' must be a list of word strings"),
         (broken(context=[], label=[]), "'context' is empty"),
@@ -151,3 +150,22 @@ def test_a_question_without_spans_makes_the_file_squad_2(tmp_path):
     assert load_squad(path, limit=2).version == "1.1"  # r1 and r2 both have spans
     scores = squad_metrics(gold_texts(data.examples), {"r1": "Dave Stewart", "r2": "x", "r3": ""}, data.version)
     assert scores["NoAns_exact"] == 100.0 and scores["total"] == 3
+
+
+def test_a_record_without_labels_is_a_question_to_predict(tmp_path):
+    """MultiSpanQA's test file has no ``label``: its questions are to predict, as an unlabelled question of any other form.
+    It was read as official SQuAD JSON (``article without a 'paragraphs' list``), so ``predict`` refused it; ``train``,
+    ``tune`` and ``evaluate`` refuse it in one line naming the question."""
+    from bio_mrc.data.squad import load_squad, stream_squad
+
+    test = {"id": "t1", "question": ["who", "sang", "?"], "context": ["Dave", "and", "Barbara", "sang", "."]}
+    path = write(tmp_path, [test, {**test, "id": "t2"}], name="test.json")
+    data = load_squad(path, data_format="multispanqa")
+    assert [(example.id, example.context, example.answers) for example in data.examples] == [
+        ("t1", "Dave and Barbara sang .", None), ("t2", "Dave and Barbara sang .", None)]
+    assert data.version == "1.1" and [example.id for example in stream_squad(path)] == ["t1", "t2"]
+    for read in (load_squad, lambda *a, **k: list(stream_squad(*a, **k))):
+        with pytest.raises(DataFormatError, match=r"bio-mrc train needs labelled questions.*test.json, record 't1'"):
+            read(path, needs_gold="bio-mrc train")
+    mixed = load_squad(write(tmp_path, [RECORDS[0], test], name="mixed.json"), needs_gold=None)
+    assert [example.answers is None for example in mixed.examples] == [False, True]

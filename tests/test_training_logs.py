@@ -168,9 +168,9 @@ def test_a_comparison_run_evaluates_on_the_tune_questions_during_training(tiny_e
     scored = []
 
     class Recording(TrainingEvaluator):
-        def __init__(self, examples, *args):
+        def __init__(self, examples, *args, **options):
             scored.extend(example.id for example in examples)
-            super().__init__(examples, *args)
+            super().__init__(examples, *args, **options)
 
     monkeypatch.setattr(models, "TrainingEvaluator", Recording)
 
@@ -185,3 +185,32 @@ def test_a_comparison_run_evaluates_on_the_tune_questions_during_training(tiny_e
     evaluations = [entry for entry in load_training_log(model_dir) if "eval_span_f1" in entry]
     assert [entry["step"] for entry in evaluations] == [2, 4]
     assert not any("eval_bio_f1" in entry for entry in evaluations)  # a span-only model has the span decoding alone
+
+
+@pytest.mark.slow
+def test_multi_span_questions_are_scored_during_training_as_evaluate_scores_them(trained_dir, tmp_path):
+    """Held-out questions whose answers are span lists (``train --eval FILE --format answer-parts``, MultiSpanQA's layout)
+    are answered with span lists and scored with MultiSpanQA's metrics, as ``predict`` and ``evaluate`` do. They were
+    scored with SQuAD's F1 of the best span against the parts joined into one text ("Dave Stewart Barbara Gaskin"), so
+    the decodings' scores and the best checkpoint followed another measure than the one the reader is judged by."""
+    from transformers import AutoTokenizer
+
+    from bio_mrc.data.answer_parts import load_answer_parts
+    from bio_mrc.metrics.multispan_official import multispan_metrics
+
+    parts = tmp_path / "parts.jsonl"
+    parts.write_text(json.dumps({"id": "p1", "question": "Who sang in 1981?", "context": "Dave Stewart and Barbara Gaskin sang in 1981.",
+                                 "answers": {"text": ["Barbara Gaskin", "Dave Stewart"], "answer_start": [17, 0]}}) + "\n")
+    evaluator = TrainingEvaluator(load_answer_parts(parts), None, task="answer-parts")
+    model = BioMrcForQuestionAnswering.from_pretrained(str(trained_dir))
+    scores = evaluator(model, AutoTokenizer.from_pretrained(str(trained_dir)))
+    names = [f"{decoding}_{score}" for decoding in ("span", "bio", "joint") for score in ("em_f1", "pm_f1")]
+    assert list(scores) == evaluator.metric_names(model.config.heads) == names
+    for decoding in ("span", "bio", "joint"):
+        predictions = tmp_path / f"{decoding}.json"
+        assert main(["predict", "--model", str(trained_dir), "--data", str(parts), "--format", "answer-parts",
+                     "--decoding", decoding, "--output", str(predictions)]) == 0
+        answers = json.loads(predictions.read_text())
+        assert isinstance(answers["p1"], list)
+        official = multispan_metrics({"p1": ["Dave Stewart", "Barbara Gaskin"]}, answers)
+        assert (scores[f"{decoding}_em_f1"], scores[f"{decoding}_pm_f1"]) == (official["em_f1"], official["pm_f1"])

@@ -77,14 +77,15 @@ class DataFormat:
 
 
 def _is_multispanqa(source: Source) -> bool:
-    """A JSON file whose first ``data`` record has word labels; only that record is read."""
+    """A JSON file whose first ``data`` record has word labels, or a context of words (a file of questions to predict,
+    as MultiSpanQA's test file); only that record is read."""
     if not source.is_file:
         return False
     try:
         first = next(iter(SquadJsonStream(source.path)), None)
     except DataFormatError:  # not JSON, or not an object with a 'data' list: the squad reader says which
         return False
-    return isinstance(first, dict) and "label" in first
+    return isinstance(first, dict) and ("label" in first or isinstance(first.get("context"), list))
 
 
 def _multispanqa_records(source: Source) -> Records:
@@ -115,7 +116,8 @@ FORMATS: dict[str, DataFormat] = {
                        lambda s: mrqa_records(s.path)),
     "jsonl": DataFormat(f"JSON Lines, one question per line in {_HF_COLUMNS}",
                         lambda s: s.suffix_is(*ROW_SUFFIXES) or first_line_is_a_row(s.first_line), lambda s: jsonl_records(s.path)),
-    "multispanqa": DataFormat("MultiSpanQA JSON: {\"data\": [{id, question: [words], context: [words], label: [B/I/O per word]}]}",
+    "multispanqa": DataFormat("MultiSpanQA JSON: {\"data\": [{id, question: [words], context: [words], label: [B/I/O per word]}]} "
+                              "(no label: a question to predict)",
                               _is_multispanqa, _multispanqa_records),
     "squad": DataFormat("official SQuAD JSON: {\"data\": [{title, paragraphs: [{context, qas: [{id, question, answers}]}]}]}",
                         lambda s: s.is_file, lambda s: Records(s.name, squad=s.parsed_json()),

@@ -1,7 +1,8 @@
 """MultiSpanQA (original word-token layout) into the package's data model.
 
 A record is ``{"id", "question": [words], "context": [words], "label": [B/I/O
-per context word], "num_span"?, "type"?, "structure"?}``. The context words are
+per context word], "num_span"?, "type"?, "structure"?}``; a record without a
+``label`` (MultiSpanQA's test file) is a question to predict, unlabelled. The context words are
 joined with single spaces (so a span's text is its words joined by spaces,
 exactly the gold text of the official evaluation), and every tagged word span
 becomes a character span of that string. All spans of a question form ONE
@@ -28,7 +29,7 @@ from .text import carries_text, check_context_length, check_text
 
 logger = logging.getLogger(__name__)
 
-REQUIRED_KEYS = ("id", "question", "context", "label")
+REQUIRED_KEYS = ("id", "question", "context")
 
 
 def detokenize(words: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
@@ -76,6 +77,9 @@ def parse_record(record: Any, source: str = "", number: int | None = None) -> tu
         raise DataFormatError(f"'id' must be a non-empty string, got {qid!r}", position, source)
     question = _words(record, "question", qid, source)
     context = _words(record, "context", qid, source)
+    if record.get("label") is None:  # a question to predict (MultiSpanQA's test file has no labels)
+        text = check_context_length(detokenize(context)[0], qid, source)
+        return Example(qid, " ".join(question), text, None), 0
     labels = record["label"]
     if not isinstance(labels, list) or len(labels) != len(context):
         got = len(labels) if isinstance(labels, list) else type(labels).__name__

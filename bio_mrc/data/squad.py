@@ -83,7 +83,7 @@ def load_squad(
     with detected.errors_described():
         records = detected.read()
         if records.examples is not None:
-            examples = records.examples[: _checked_limit(limit)]
+            examples = _gold_given(records.examples[: _checked_limit(limit)], needs_gold, records.name)
             result = SquadFile(examples, _version_of(examples), records.name)
         elif records.rows is not None:
             result = parse_rows(records.rows, records.name, limit, fix_offsets, skip_invalid, needs_gold)
@@ -195,7 +195,7 @@ class SquadStream:
             self.source, self.format = records.name, detected.format
             self.skipped, self.fixed_offsets = result.skipped, result.fixed_offsets
             if records.examples is not None:  # a layout validated whole (MultiSpanQA)
-                examples = records.examples[: _checked_limit(self.limit)]
+                examples = _gold_given(records.examples[: _checked_limit(self.limit)], self.needs_gold, records.name)
                 yield from examples
                 self.version = _version_of(examples)
                 return
@@ -232,6 +232,16 @@ def _version_of(examples: Sequence[Example]) -> str:
     """The version of questions a layout validated whole (MultiSpanQA): 2.0 when one has no answer (no span tagged),
     as in every other form, so that SQuAD's scorer, which needs an answer for each v1.1 question, scores it."""
     return "2.0" if any(example.is_labelled and not example.is_answerable for example in examples) else "1.1"
+
+
+def _gold_given(examples: list[Example], needs_gold: str | None, source: str) -> list[Example]:
+    """``examples`` of a layout validated whole (MultiSpanQA), or, where ``needs_gold`` says what needs the answers,
+    a :class:`DataFormatError` naming the first question without them (a record with no ``label``)."""
+    unlabelled = next((example for example in examples if not example.is_labelled), None)
+    if needs_gold and unlabelled is not None:
+        raise DataFormatError(f"question without answers: {needs_gold} needs labelled questions (a 'label' of B/I/O "
+                              "per context word)", unlabelled.id, source)
+    return examples
 
 
 def _checked_limit(limit: int | None) -> int | None:

@@ -1,5 +1,6 @@
-"""Scores while a model trains: the official SQuAD F1 and exact match of every decoding its heads allow,
-on held-out questions, whenever ``TrainingArguments.eval_strategy`` asks (``train_model(evaluator=...)``)."""
+"""Scores while a model trains: the official scores of every decoding its heads allow on held-out questions (SQuAD's
+F1 and exact match; MultiSpanQA's EM and PM F1 for multi-span questions), whenever ``TrainingArguments.eval_strategy``
+asks (``train_model(evaluator=...)``)."""
 
 from __future__ import annotations
 
@@ -8,25 +9,28 @@ from typing import Any, Sequence
 from datasets import Dataset
 
 from .. import registry
-from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..features.windows import FeatureConfig, build_features
-from ..metrics.squad_official import squad_metrics
 from ..model import BioMrcForQuestionAnswering
 from ..types import Example
-from .answers import decode_with_thresholds
+from .answers import decode_answers
 from .forward import INFERENCE_BATCH_SIZE, run_windows
 
 
 class TrainingEvaluator:
-    """Called with the model in training and its tokenizer, returns ``{"<decoding>_f1": …, "<decoding>_exact": …}``
-    (percent) on ``examples``, scored as SQuAD ``version`` scores them; windows are built once, at the first call."""
+    """Called with the model in training and its tokenizer, returns ``{"<decoding>_<score>": …}`` (percent) on
+    ``examples``, answered as ``predict`` answers them (span lists, each further span kept by the model's span-count
+    rule, where the task's answers are span lists) and scored as ``task`` (a registered task or its name; None: SQuAD
+    ``version``'s) scores them: SQuAD's ``f1`` and ``exact``, a multi-span task's span lists with MultiSpanQA's ``em_f1`` and
+    ``pm_f1`` (the task's ``training_scores``); windows are built once, at the first call."""
 
-    def __init__(self, examples: Sequence[Example], version: str = "1.1", batch_size: int = INFERENCE_BATCH_SIZE) -> None:
+    def __init__(self, examples: Sequence[Example], version: str | None = "1.1", batch_size: int = INFERENCE_BATCH_SIZE,
+                 task: registry.TaskEntry | str | None = None) -> None:
         if not examples:
             raise ValueError("evaluation during training needs questions to evaluate on; got none")
-        self.examples, self.task, self.batch_size = list(examples), registry.squad_task(version.removeprefix("v")), batch_size
-        self.gold = gold_texts(self.examples)
+        self.examples, self.batch_size = list(examples), batch_size
+        self.task = registry.task(task) if isinstance(task, str) else task or registry.squad_task(str(version).removeprefix("v"))
+        self.gold = registry.resolve(self.task.gold)(self.examples)
         self._features: Dataset | None = None
 
     def __call__(self, model: BioMrcForQuestionAnswering, tokenizer: Any) -> dict[str, float]:
@@ -39,16 +43,17 @@ class TrainingEvaluator:
         decode = self.task.decode_config(DecodeConfig())
         scores = {}
         for decoding in available_decodings(config.heads):
-            predictions = decode_with_thresholds(outputs, self.examples, decoding, decode)
-            official = squad_metrics(self.gold, {p.id: p.answer for p in predictions}, self.task.squad_version)
-            scores[f"{decoding}_f1"] = official["f1"]
-            scores[f"{decoding}_exact"] = official.get("exact_match", official.get("exact"))
+            predictions = decode_answers(outputs, self.examples, decoding, decode, multi_span=decode.multi_span,
+                                         span_count_rules=getattr(config, "min_span_probabilities", None))
+            answers = {p.id: self.task.answer(p) for p in predictions}
+            official = registry.resolve(self.task.official)(self.task, self.gold, answers, None)
+            for name, keys in self.task.training_scores.items():
+                scores[f"{decoding}_{name}"] = next(official[key] for key in keys if key in official)
         return scores
 
-    @staticmethod
-    def metric_names(heads: str) -> list[str]:
+    def metric_names(self, heads: str) -> list[str]:
         """The names of the scores it gives a model with ``heads`` (``span_f1``, ``span_exact``, ...)."""
-        return [f"{decoding}_{score}" for decoding in available_decodings(heads) for score in ("f1", "exact")]
+        return [f"{decoding}_{score}" for decoding in available_decodings(heads) for score in self.task.training_scores]
 
 
 __all__ = ["TrainingEvaluator"]
