@@ -75,7 +75,8 @@ def test_plot_dir_on_questions_that_all_have_an_answer_says_nothing_is_plotted(t
     assert not plots.exists() or not any(plots.iterdir())
 
 
-def test_an_always_abstaining_threshold_is_valid_json_on_stdout(trained_dir, tmp_path, capsys):  # noqa: F811
+def test_questions_none_of_which_has_an_answer_tune_no_threshold(trained_dir, tmp_path, capsys):  # noqa: F811
+    """Abstaining on all of them (a threshold of -inf) scored F1 100 and was saved: a model that answers nothing."""
     data = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
     for article in data["data"]:
         for paragraph in article["paragraphs"]:
@@ -85,11 +86,19 @@ def test_an_always_abstaining_threshold_is_valid_json_on_stdout(trained_dir, tmp
     unanswerable.write_text(json.dumps({"version": "v2.0", "data": data["data"]}), encoding="utf-8")
     assert main(["tune", "--model", str(trained_dir), "--data", str(unanswerable), "--no-calibration",
                  "--output-dir", str(tmp_path / "tuned"), "--decoding", "span"]) == 0
-    # every question unanswerable: abstaining on all of them (a threshold of -inf) scores F1 100
+    out, err = capsys.readouterr()
+    assert "no-answer thresholds: none tuned: no tuning question has an answer" in err
+    assert "span" not in json.loads(out)
+    assert not json.loads((tmp_path / "tuned" / "config.json").read_text()).get("no_answer_thresholds")
+
+
+def test_an_always_abstaining_threshold_is_valid_json():
+    from bio_mrc.cli import json_numbers
+
     def refuse(constant):
         raise ValueError(f"{constant} is no JSON number")
-    report = json.loads(capsys.readouterr().out, parse_constant=refuse)
-    assert report["span"] == {"threshold": "-Infinity", "best_f1": 100.0, "questions": 8}
+    printed = json.dumps(json_numbers({"span": {"threshold": float("-inf"), "best_f1": 100.0}}))
+    assert json.loads(printed, parse_constant=refuse) == {"span": {"threshold": "-Infinity", "best_f1": 100.0}}
 
 
 def test_a_full_disk_while_copying_the_model_is_one_line_and_leaves_no_half_copy(trained_dir, tmp_path, capsys, monkeypatch):  # noqa: F811

@@ -38,6 +38,9 @@ SPAN_PROBABILITY_BANDWIDTH = 0.05
 # Why no no-answer threshold is tuned on questions that all have an answer: "answer every question" scores as well as
 # abstaining on the ones answered wrong (F1 0 either way), and the official search's tie rule would pick abstaining.
 NO_UNANSWERABLE = "none tuned: every tuning question has an answer, so the model answers every question"
+# And on questions none of which has an answer: "always abstain" (-inf) would win, a model that answers nothing.
+NO_ANSWERABLE = ("none tuned: no tuning question has an answer, and a threshold fitted on them abstains on every "
+                 "question; tune on questions with and without answers")
 # The question ids of each data set a tuning split joins (none: one data set).
 DataSets = Sequence[Collection[str]]
 
@@ -63,6 +66,13 @@ def threshold_curve(predictions: Sequence[Prediction], gold: Mapping[str, Sequen
     """F1 (0..100) at every threshold on the predictions' no-answer scores (see
     :func:`bio_mrc.metrics.squad_official.no_answer_threshold_curve`)."""
     return no_answer_threshold_curve(*_answer_and_abstain_f1(predictions, gold))
+
+
+def _untunable_thresholds(examples: Sequence[Example]) -> str | None:
+    """Why no no-answer threshold can be tuned on ``examples`` (all answerable: abstaining would only break ties;
+    none answerable: it would abstain always), else None."""
+    answerable = [bool(ex.answers) for ex in examples]
+    return NO_UNANSWERABLE if all(answerable) else NO_ANSWERABLE if not any(answerable) else None
 
 
 def tune_no_answer_threshold(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]]) -> tuple[float, float]:
@@ -243,8 +253,8 @@ def tune_settings(
                                             "questions": sum(1 for ex in examples if ex.answers)}
     for step in task.tuning_steps if task is not None else ():  # the task's own settings (multi-span: span-count rules)
         registry.resolve(step)(tuned, outputs, examples, decodings, task, data_sets)
-    if tune_thresholds and all(ex.answers for ex in examples):
-        tuned.report["no_answer_thresholds"] = NO_UNANSWERABLE  # nothing to abstain on: abstaining would only break ties
+    if tune_thresholds and (untunable := _untunable_thresholds(examples)):
+        tuned.report["no_answer_thresholds"] = untunable
     elif tune_thresholds:
         gold = gold_texts(examples)
         for decoding in decodings:
@@ -328,8 +338,8 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
         report = tuned.report[key]
         lines.append(f"no-answer threshold {key}: {threshold:.4g} (was {_shown(old_thresholds.get(key))}), fitted on "
                      f"{report['questions']} questions (F1 {report['best_f1']:.2f})")
-    if tuned.report.get("no_answer_thresholds") == NO_UNANSWERABLE:
-        lines.append(f"no-answer thresholds: {NO_UNANSWERABLE}")
+    if (untunable := tuned.report.get("no_answer_thresholds")) in (NO_UNANSWERABLE, NO_ANSWERABLE):
+        lines.append(f"no-answer thresholds: {untunable}")
     old_calibrators = before.calibration or {}
     for decoding, calibrator in tuned.calibration.items():
         old = old_calibrators.get(decoding)
