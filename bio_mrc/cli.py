@@ -140,16 +140,32 @@ def _data_task(args: argparse.Namespace, data):
 
 def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None, quiet: bool = False,
                   data_format: str | None = None):
-    """The questions as a stream (memory flat in their number) and their count: every one is read and
-    checked once here, before any work, as _load_squad checks them, in ``data_format``'s layout (None: any)."""
+    """The questions as a stream (memory flat in their number), their count and how many of them are labelled as
+    having no answer: every one is read and checked once here, before any work, as _load_squad checks them, in
+    ``data_format``'s layout (None: any)."""
     from .data.squad import stream_squad
 
     questions = stream_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid,
                              data_format=data_format)
-    count = sum(1 for _ in questions)
+    count = unanswerable = 0
+    for example in questions:
+        count += 1
+        unanswerable += example.is_labelled and not example.is_answerable
     if not quiet or not count:
         _report_read(questions, path, count)
-    return questions, count
+    return questions, count, unanswerable
+
+
+def _warn_untuned_abstention(trained, decodings: Sequence[str], unanswerable: int, path: str) -> None:
+    """A data file holding questions without an answer, answered by a decoding with no tuned no-answer threshold:
+    every question gets an answer, which a warning says before the work."""
+    from .inference import threshold_key
+
+    untuned = [d for d in decodings if threshold_key(d) not in trained.thresholds]
+    if unanswerable and untuned:
+        print(printable_line(f"warning: {path} holds {unanswerable} question(s) without an answer, and the model has no "
+                             f"tuned no-answer threshold for {', '.join(untuned)}, so it answers every question "
+                             "(bio-mrc tune fits one on held-out SQuAD 2.0 questions)"), file=sys.stderr)
 
 
 def _report_read(data, path: str, count: int) -> None:
@@ -224,7 +240,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     decode = _decode_config(args)  # its ranges checked before any work
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     task = _format_task(args)
-    questions, count = _stream_squad(args, args.data, args.limit, quiet=not shard.writes, data_format=task.layout if task else None)
+    questions, count, unanswerable = _stream_squad(args, args.data, args.limit, quiet=not shard.writes,
+                                                   data_format=task.layout if task else None)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     read_format = task.format_of_read(questions.format) if task else questions.format
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
@@ -233,6 +250,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     config = trained.decode_config(decode)
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
     plan = StreamPlan(decodings, config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
+    if shard.writes:
+        _warn_untuned_abstention(trained, decodings, unanswerable, args.data)
     started = time.perf_counter()
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}

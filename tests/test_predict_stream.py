@@ -287,3 +287,28 @@ def test_a_question_id_with_8_bit_terminal_controls_is_printed_escaped(model_dir
     out = capsys.readouterr().out
     assert '"id": "q\\u009b2J\\u009d0;title\\u009c\\u007f"' in out  # before: the characters themselves
     assert not any("\x7f" <= ch <= "\x9f" for ch in out) and json.loads(out)["id"] == hostile
+
+
+def test_questions_without_an_answer_and_no_tuned_threshold_are_warned_of_before_the_work(model_dir, tmp_path, capsys):
+    """A SQuAD 2.0 file answered by a decoding without a tuned no-answer threshold: every question got an answer,
+    without a word; a decoding with a threshold says nothing."""
+    raw = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    raw["version"] = "v2.0"
+    first = raw["data"][0]["paragraphs"][0]["qas"][0]
+    first.update(answers=[], is_impossible=True)
+    data = tmp_path / "v2.json"
+    data.write_text(json.dumps(raw), encoding="utf-8")
+    assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", "joint", data=data) == 0
+    warning = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warning == [f"warning: {data} holds 1 question(s) without an answer, and the model has no tuned no-answer "
+                       "threshold for span, joint, so it answers every question (bio-mrc tune fits one on held-out "
+                       "SQuAD 2.0 questions)"]
+    tuned = tmp_path / "tuned"
+    import shutil
+
+    shutil.copytree(model_dir, tuned)
+    config = json.loads((tuned / "config.json").read_text())
+    config["no_answer_thresholds"] = {"span": 0.0}
+    (tuned / "config.json").write_text(json.dumps(config))
+    assert predict(tuned, tmp_path / "q.json", "--decoding", "span", data=data) == 0
+    assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
