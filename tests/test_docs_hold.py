@@ -1,0 +1,96 @@
+"""What the docs quote is what the package does: each error line docs/reliability.md quotes for a command-line case is
+the line ``bio-mrc`` prints for it, word for word, and the ``TrainingArguments`` values docs/training.md names as the
+package's own are the ones it sets, on a CPU and on a CUDA GPU."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.training import trainer
+from bio_mrc.training.train import TrainConfig
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+RELIABILITY = DOCS / "reliability.md"
+TRAINING = DOCS / "training.md"
+
+# Each case is refused while its options are read, before any file is opened: no model or data is needed.
+CASES = {
+    "an option of other commands": ["predict", "--model", "m", "--data", "d.json", "--output", "p.json",
+                                    "--max_seq_length", "100"],
+    "a misspelt option": ["train", "--train", "t.json", "--output-dir", "out", "--max_seq_lenght", "100"],
+    "a misspelt command": ["predcit"],
+    "a limit of 0": ["predict", "--model", "m", "--data", "d.json", "--output", "p.json", "--limit", "0"],
+    "an absurd batch size": ["predict", "--model", "m", "--data", "d.json", "--output", "p.json", "--batch-size", "1e308"],
+}
+
+
+def _printed_error(argv: list[str], capsys) -> str:
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code == 2, f"bio-mrc {' '.join(argv)} exited {code}"
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    return last.partition("error: ")[2]
+
+
+@pytest.mark.parametrize("argv", CASES.values(), ids=CASES.keys())
+def test_reliability_quotes_the_error_line_the_command_prints(argv, capsys):
+    printed = _printed_error(argv, capsys)
+    assert printed, "no error line printed"
+    assert f"`{printed}`" in RELIABILITY.read_text(encoding="utf-8"), f"docs/reliability.md does not quote {printed!r}"
+
+
+def _stated_defaults() -> dict[str, tuple[str, str | None]]:
+    """``name: (value, value on a CUDA GPU or None)`` from training.md's sentence on the package's own values."""
+    text = TRAINING.read_text(encoding="utf-8")
+    sentence = re.search(r"The package's own values stay the defaults: (.*?\.)\n", text).group(1)
+    stated = {}
+    for part in sentence.split(", `"):
+        name, value = re.match(r"`?(\w+)` `?([\w-]+)`?", part).groups()
+        gpu = re.search(r"on a CUDA GPU a worker process for every two CPU cores, (\d+) to (\d+)", part)
+        stated[name] = (value, gpu.groups() if gpu else None)
+    return stated
+
+
+def test_training_md_names_the_trainer_values_the_package_sets(monkeypatch, tmp_path):
+    stated = _stated_defaults()
+    assert set(stated) >= {"optim", "lr_scheduler_type", "logging_steps", "dataloader_num_workers"}
+    cpu = {**trainer._package_arguments(TrainConfig(), tmp_path, True, False, 10), **trainer._loading_arguments("cpu")}
+    for name, (value, _) in stated.items():
+        assert str(cpu[name]) == value, f"training.md says {name} {value}; the package sets {cpu[name]!r} on a CPU"
+    # On a CUDA GPU the loader runs worker processes: one for every two cores, at least 1, at most 4.
+    counts = {}
+    for cores in (1, 2, 8, 64):
+        monkeypatch.setattr(trainer.os, "sched_getaffinity", lambda _pid, n=cores: set(range(n)), raising=False)
+        counts[cores] = trainer._loading_arguments("cuda")["dataloader_num_workers"]
+    assert counts == {1: 1, 2: 1, 8: 4, 64: 4}
+    assert stated["dataloader_num_workers"][1] == (str(min(counts.values())), str(max(counts.values()))), \
+        "training.md does not say how many loader workers a CUDA GPU gets"
+
+
+def _command_options() -> dict[str, dict[str, object]]:
+    """``{command: {option string: its argparse action}}`` of every ``bio-mrc`` command."""
+    import argparse
+
+    from bio_mrc.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    return {name: {o: action for action in parser._actions for o in action.option_strings}
+            for name, parser in commands.items()}
+
+
+def test_readme_names_the_commands_that_take_device_and_decoding():
+    text = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    stated = re.search(r"((?:`\w+`, )+`\w+` and `\w+`) take `--device ([\w:|]+)`", text)
+    assert stated, "README.md no longer says which commands take --device"
+    named = set(re.findall(r"`(\w+)`", stated.group(1)))
+    options = _command_options()
+    assert named == {name for name, opts in options.items() if "--device" in opts}
+    assert set(stated.group(2).split("|")) == set(options["predict"]["--device"].metavar.strip("{}").split(","))
+    decoding = re.search(r"`(\w+)` and `(\w+)` answer with the joint decoding \(both heads\) unless `--decoding`", text)
+    assert decoding and all(options[name]["--decoding"].default in ("auto", ["auto"]) for name in decoding.groups())
