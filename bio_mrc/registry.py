@@ -177,7 +177,7 @@ class TaskEntry:
     name it (``title``), and how cross-validation draws its folds (``folds(examples, k, seed=)``: by question, or
     by article where questions of one article share its paragraphs); what the evaluation during training logs of each
     decoding (``training_scores``: a score's name, ``<decoding>_<name>``, and the keys of ``official``'s metrics it is,
-    the first one given)."""
+    the first one given); the metrics the report's table of each data set of an evaluation shows (``data_set_metrics``)."""
 
     name: str
     format: str
@@ -201,6 +201,7 @@ class TaskEntry:
     squad_version: str | None = None
     metric_titles: Mapping[str, str] = field(default_factory=dict, compare=False)
     statistic_detail: str = ""
+    data_set_metrics: tuple[str, ...] = ("em", "f1")  # the metrics a report's table of each evaluation data set shows
     folds: str | Callable[..., Any] = "bio_mrc.data.article_splits:kfold_by_question"
     examples_as: str | Callable[..., Any] | None = None
     training_scores: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(SQUAD_TRAINING_SCORES), compare=False)
@@ -259,6 +260,10 @@ class TaskEntry:
         """What is wrong with tuning an evaluation of this task on questions of ``tune`` (None: nothing)."""
         if self.no_answer and (tune is None or not tune.no_answer):
             return "a SQuAD 2.0 evaluation needs a SQuAD 2.0 'tune' split (other articles) to tune no-answer thresholds on"
+        if tune is not None and tune.no_answer and not self.no_answer:
+            return (f"tune: its questions may have no answer ({tune.title}), so it tunes a no-answer threshold, which would make "
+                    f"the models abstain on an evaluation whose every question has an answer ({self.title}); tune on answerable "
+                    "questions, or evaluate on SQuAD 2.0 questions")
         return None
 
     def no_answer_probabilities_problem(self) -> str | None:
@@ -484,7 +489,7 @@ MULTISPAN_SCORING = dict(
     gold="bio_mrc.data.multispanqa:multispan_gold_texts", metrics=MULTISPAN_METRICS, statistic="em_f1", statistic_title="EM F1",
     metric_titles={"em_precision": "EM P", "em_recall": "EM R", "em_f1": "EM F1", "pm_precision": "PM P", "pm_recall": "PM R",
                    "pm_f1": "PM F1"}, statistic_detail=" of the summed span counts",
-    training_scores={"em_f1": ("em_f1",), "pm_f1": ("pm_f1",)},
+    training_scores={"em_f1": ("em_f1",), "pm_f1": ("pm_f1",)}, data_set_metrics=("em_f1", "pm_f1"),
 )
 register_task(TaskEntry(
     name="squad-v1.1", format="squad", scorer="squad", load=None, gold="bio_mrc.data.squad:gold_texts",

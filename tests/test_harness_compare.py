@@ -1,6 +1,7 @@
 """The comparison harness end to end on the tiny encoder."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -359,3 +360,27 @@ def test_cells_are_cached_under_the_precision_auto_answers_in(comparison, monkey
     assert answering_precision(model_dir, "auto") == measured == TorchRunner(TrainedModel.load(model_dir).model, "auto").precision
     assert answering_precision(model_dir, "fp32") == "fp32" and answering_precision(model_dir, "bf16") == "bf16"
     assert {cell.precision for cell in results.cells} <= {"fp32", "bf16"}  # what answered, never "auto"
+
+
+@pytest.mark.parametrize("key, entry", [
+    ("tune", {"tune": {"path": str(SAMPLE_V1), "skip": 8}}),
+    ("eval", {"eval": {"path": str(SAMPLE_V1), "skip": 20, "limit": 3}}),
+    ("train", {"train": {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}, "skip": 5}}),
+    ("eval_also[0]", {"eval_also": [{"path": str(SAMPLE_V1), "skip": 8}]}),
+])
+def test_an_entry_that_holds_no_questions_is_refused_before_training(tiny_encoder_dir, key, entry):
+    """The sample has 8 questions (5 in the train part): skipping them all leaves none to train, tune or score on."""
+    from bio_mrc.harness.compare import resolve_splits
+
+    config = parse_config(config_dict(tiny_encoder_dir, **entry))
+    with pytest.raises(ConfigError, match=rf"^{re.escape(key)}: .* holds no questions"):
+        resolve_splits(config, FIXTURES)
+
+
+def test_a_squad2_tune_split_for_an_evaluation_that_always_has_answers_is_refused(tiny_encoder_dir, tmp_path):
+    """Its tuned no-answer threshold made every SQuAD v1.1 question abstain (an F1 of 0 for answers the model had)."""
+    from bio_mrc.harness.compare import resolve_splits
+
+    config = parse_config(config_dict(tiny_encoder_dir, tune={"path": str(squad2_file(tmp_path))}))
+    with pytest.raises(ConfigError, match=r"^tune: its questions may have no answer .* every question has an answer"):
+        resolve_splits(config, FIXTURES)

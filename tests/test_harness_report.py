@@ -398,3 +398,37 @@ def test_a_report_names_the_machine_its_times_are_of_and_reads_it_back():
     assert not any(line.startswith("- Machine:") for line in render_markdown(unnamed, summary, {}).splitlines())
     with pytest.raises(ConfigError, match="machine"):
         SavedReport.from_json({**written, "machine": 7}, "report.json")
+
+
+def test_an_always_abstaining_threshold_stays_strict_json_and_reads_back(tmp_path):
+    """A SQuAD 2.0 threshold of minus infinity (tuned where abstaining always scores best) is written as
+    {"__float__": "-Infinity"}, which a strict reader (jq, JavaScript) takes, and read back as the float."""
+    from bio_mrc.harness.earlier_report import read_report
+
+    results = synthetic_results(runs=("span-only",), n=20)
+    results.eval["task"] = "squad-v2.0"
+    results.cells = [replace(cell, threshold=float("-inf")) for cell in results.cells]
+    write_report(results, tmp_path, np.arange(20) % 7, 50 + np.arange(20))
+    text = (tmp_path / "report.json").read_text()
+    saved = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} is no JSON number"))
+    assert saved["cells"][0]["threshold"] == {"__float__": "-Infinity"}
+    assert read_report(tmp_path / "report.json").results.cells[0].threshold == float("-inf")
+
+
+def test_each_squad_data_set_of_an_evaluation_is_scored_on_its_own(tmp_path):
+    """eval + eval_also on SQuAD: each data set gets its own rows and contrasts, the means of its questions alone."""
+    from bio_mrc.harness.summary_records import Summary
+
+    results = synthetic_results(runs=("joint",), n=20)
+    results.eval["parts"] = [{"description": "first.csv", "questions": 12, "question_hash": "a", "task": "squad-v1.1"},
+                             {"description": "second.jsonl", "questions": 8, "question_hash": "b", "task": "squad-v1.1"}]
+    summary, report, saved = write(results, tmp_path)
+    span, bio = (next(c for c in results.cells if c.decoding == name) for name in ("span", "bio"))
+    second = summary.data_sets[1]
+    assert [part.questions for part in summary.data_sets] == [12, 8]
+    row = next(r for r in second.rows if str(r.cell) == "joint/span")
+    assert row.scores["f1"] == [pytest.approx(span.f1[12:].mean())] and row.scores["em"] == [pytest.approx(span.em[12:].mean())]
+    contrast = next(c for c in second.contrasts if str(c.b) == "joint/bio")
+    assert contrast.diff == pytest.approx(span.f1[12:].mean() - bio.f1[12:].mean())
+    assert "### second.jsonl (8 questions)" in report and "| cell | EM | F1 | empty |" in report
+    assert Summary.from_json(saved["summary"], "report.json").data_sets == summary.data_sets

@@ -146,7 +146,7 @@ def validated(
     for position, (qa, context, title, source) in enumerate(questions, 1):
         try:
             example = _parse_question(qa, context, title, source, result.fixed_offsets if fix_offsets else None, position,
-                                      context_checked=context is checked)
+                                      context_checked=checked is not None and context is checked)
             checked = context
             if example.id in seen:
                 raise DataFormatError("duplicate question id", example.id, source)

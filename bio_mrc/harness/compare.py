@@ -33,7 +33,7 @@ from ..precision_probe import MatrixShapes
 from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, decode_cell, pool
-from .config import CompareConfig, RunSpec
+from .config import CompareConfig, DataSpec, RunSpec
 from .summary_records import Summary
 from .earlier_report import EarlierCells, load_earlier_cells
 from .models import check_model_sources, obtain_model
@@ -46,10 +46,11 @@ from .comparison_splits import Split, Splits, check_disjoint, cross_validation_f
 
 def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
     """Every split of ``config``, checked: disjoint, and a tuning split where SQuAD 2.0 needs one."""
-    eval_split = joined_split([resolve_split(spec, data_dir) for spec in [config.eval, *config.eval_also]])
-    tune_split = resolve_split(config.tune, data_dir) if config.tune else None
-    train_split = resolve_split(config.train, data_dir) if config.train else None
-    run_train = {run.name: resolve_split(run.data, data_dir) for run in config.runs if run.data}
+    named_eval = [("eval", config.eval), *((f"eval_also[{n}]", spec) for n, spec in enumerate(config.eval_also))]
+    eval_split = joined_split([_questions(key, spec, data_dir) for key, spec in named_eval])
+    tune_split = _questions("tune", config.tune, data_dir) if config.tune else None
+    train_split = _questions("train", config.train, data_dir) if config.train else None
+    run_train = {run.name: _questions(f"runs[{n}].train_data", run.data, data_dir) for n, run in enumerate(config.runs) if run.data}
     held_out = [(n, s) for n, s in (("eval", eval_split), ("tune", tune_split)) if s is not None]
     trained_on = [("train", train_split)] if train_split else []
     for named in trained_on + [(f"{name} run's training", split) for name, split in run_train.items()]:
@@ -63,6 +64,15 @@ def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
         seed = config.cross_validation["seed"]
         folds = cross_validation_folds(eval_split, config.cross_validation["folds"], seed)
     return Splits(eval_split, tune_split, train_split, folds, run_train, seed)
+
+
+def _questions(key: str, spec: DataSpec, data_dir: Path) -> Split:
+    """The questions of the config's entry ``key``; an entry that names none (a ``skip`` past the file's end, an empty
+    article part) is a :class:`ConfigError` naming the key, before any model trains."""
+    split = resolve_split(spec, data_dir)
+    if not split.examples:
+        raise ConfigError(f"{key}: {spec.describe()} holds no questions; a comparison trains, tunes and scores on at least one")
+    return split
 
 
 def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: Splits) -> EarlierCells | None:

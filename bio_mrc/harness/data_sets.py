@@ -21,12 +21,9 @@ def data_set_summaries(results: ComparisonResults, grouped: dict[CellKey, list[C
     """One summary per data set of a multi-span evaluation (none for one data set): each cell's six official
     metrics, empty share, spans per question and single-span SQuAD F1, and ``statistics`` (summary.statistics)
     of the data set's questions alone."""
-    parts = results.eval.get("parts") or []
     answer_key = registry.task(results.eval["task"]).answer_key
-    summaries, begin = [], 0
-    for part in parts:
-        rows = slice(begin, begin + part["questions"])
-        begin += part["questions"]
+    summaries = []
+    for part, rows in _part_rows(results):
         counts = {label: np.array([c.counts[rows] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
         answers = {label: [answer_key(a) for a in cells[0].answers[rows]] for label, cells in grouped.items()}
         seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
@@ -36,6 +33,35 @@ def data_set_summaries(results: ComparisonResults, grouped: dict[CellKey, list[C
         summaries.append(DataSetSummary(description=part["description"], task=part["task"], questions=part["questions"],
                                         rows=cell_rows, **stats.as_kwargs()))
     return summaries
+
+
+def per_question_data_sets(results: ComparisonResults, grouped: dict[CellKey, list[Cell]], task: registry.TaskEntry,
+                           statistics) -> list[DataSetSummary]:
+    """One summary per data set of an evaluation scored by a mean over questions (SQuAD; none for one data set): each
+    cell's metrics on the data set's questions per seed, its share left without an answer, and ``statistics``
+    (summary.statistics) of the task's statistic on those questions alone."""
+    summaries = []
+    for part, rows in _part_rows(results):
+        by_seed = {key: np.array([c.column(task.statistic)[rows] for c in cells], dtype=np.float64) for key, cells in grouped.items()}
+        answers = {key: [task.answer_key(a) for a in cells[0].answers[rows]] for key, cells in grouped.items()}
+        seeds = {key: [c.seed for c in cells] for key, cells in grouped.items()}
+        cell_rows = [DataSetRow(key, {name: [float(np.mean(c.column(name)[rows])) for c in cells] for name in task.metrics},
+                                float(np.mean([not text for text in cells[0].answers[rows]])),
+                                float(np.mean([bool(text) for text in cells[0].answers[rows]])))
+                     for key, cells in grouped.items()]
+        stats = statistics(results.config, by_seed, answers, seeds=seeds)
+        summaries.append(DataSetSummary(description=part["description"], task=part["task"], questions=part["questions"],
+                                        rows=cell_rows, **stats.as_kwargs()))
+    return summaries
+
+
+def _part_rows(results: ComparisonResults) -> list[tuple[dict, slice]]:
+    """Each data set the evaluation joins (none for one) and its questions' rows, in the evaluation's order."""
+    parts, begin = [], 0
+    for part in results.eval.get("parts") or []:
+        parts.append((part, slice(begin, begin + part["questions"])))
+        begin += part["questions"]
+    return parts
 
 
 def _part_row(key: CellKey, cells: list[Cell], rows: slice, single_f1: SingleSpanScores | None) -> DataSetRow:
@@ -70,19 +96,22 @@ def data_set_lines(summaries: list[DataSetSummary], resampling: str) -> list[str
     if not summaries:
         return []
     lines = ["", "## Per data set", "",
-             "Each data set of the evaluation on its own: MultiSpanQA's official EM and PM F1 (micro-averaged over its "
-             "questions' spans), the share of questions left without a span, the spans given per question, and on the "
-             "questions whose gold answer is one span, SQuAD v1.1's F1 of the spans given (joined)."]
+             "Each data set of the evaluation on its own: its official metrics (MultiSpanQA's EM and PM F1 are "
+             "micro-averaged over its questions' spans), the share of questions left without a span, the spans given per "
+             "question, and on the questions whose gold answer is one span, SQuAD v1.1's F1 of the spans given (joined)."]
     for part in summaries:
+        task = registry.task(part.task)
+        shown = task.data_set_metrics
         lines += ["", f"### {line_text(part.description)} ({part.questions} questions)", "",
-                  "| cell | EM F1 | PM F1 | empty | spans per question | single-span questions: SQuAD F1 |", "|---|---|---|---|---|---|"]
+                  f"| cell | {' | '.join(task.metric_title(name) for name in shown)} | empty | spans per question | "
+                  "single-span questions: SQuAD F1 |", "|---|" + "---|" * (len(shown) + 3)]
         for row in part.rows:
             single = row.single_span
             single_text = f"{single.f1:.2f} ({single.questions})" if single else "–"
-            lines.append(f"| {row.cell} | {np.mean(row.scores['em_f1']):.2f} | {np.mean(row.scores['pm_f1']):.2f} | {100 * row.empty_share:.1f}% | "
+            lines.append(f"| {row.cell} | {' | '.join(f'{np.mean(row.scores[name]):.2f}' for name in shown)} | {100 * row.empty_share:.1f}% | "
                          f"{row.spans_per_question:.2f} | {single_text} |")
-        lines += ["", f"EM F1 A − B on these questions alone (95% paired bootstrap {resampling}):", "",
-                  "| A | B | EM F1 A − B | 95% CI | Holm p |", "|---|---|---|---|---|"]
+        lines += ["", f"{task.statistic_title} A − B on these questions alone (95% paired bootstrap {resampling}):", "",
+                  f"| A | B | {task.statistic_title} A − B | 95% CI | Holm p |", "|---|---|---|---|---|"]
         lines += [f"| {c.a} | {c.b} | {c.diff:+.2f} | [{c.ci_low:+.2f}, {c.ci_high:+.2f}] | {c.p_holm:.3f} |"
                   for c in part.contrasts]
     return lines

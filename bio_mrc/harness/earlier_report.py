@@ -21,6 +21,7 @@ import numpy as np
 
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError
+from ..model_folder import special_floats
 from .config import CompareConfig
 from .results import Cell
 from .saved_report import SavedReport
@@ -37,7 +38,7 @@ def read_report(path: str | Path, option: str = "--cells-from") -> SavedReport:
     opener = _OPENERS.get(path.suffix, open)
     try:
         with opener(path, "rt", encoding="utf-8") as handle:
-            report = json.load(handle)
+            report = special_floats(json.load(handle))  # an infinite threshold written as {"__float__": "-Infinity"}
     except (OSError, EOFError, lzma.LZMAError, json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{source}: cannot read it as a comparison report ({error})") from None
     missing = [key for key in ("config", "eval", "eval_ids", "cells") if key not in report]

@@ -18,7 +18,7 @@ from ..metrics.squad_official import per_question_scores
 from ..types import Example
 from .config import resolve_contrasts
 from .learning_curve import learning_curve
-from .data_sets import data_set_summaries
+from .data_sets import data_set_summaries, per_question_data_sets
 from .results import Cell, ComparisonResults
 from .summary_records import AgainstAbstaining, CellKey, Contrast, Row, Statistics, Summary
 from .selective_section import selective_summary
@@ -81,7 +81,9 @@ def per_question_summary(
     selective = selective_summary(grouped, [(c.a, c.b) for c in stats.contrasts])
     always_abstain = against_abstaining(f1_by_seed, abstain_f1(task, examples)) if v2 else None
     curve = learning_curve(rows, stats.intervals, stats.comparisons, _heads_by_run(results))
-    return Summary(rows=rows, **stats.as_kwargs(), breakdowns=breakdowns, selective=selective, always_abstain=always_abstain, learning_curve=curve)
+    data_sets = per_question_data_sets(results, grouped, task, statistics)  # an evaluation of several data sets: each alone
+    return Summary(rows=rows, **stats.as_kwargs(), breakdowns=breakdowns, selective=selective, always_abstain=always_abstain,
+                   data_sets=data_sets or None, learning_curve=curve)
 
 
 def question_groups(
