@@ -185,10 +185,13 @@ def _report_read(data, path: str, count: int) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     from .data.article_splits import shared_questions_and_contexts
     from .inference.during_training import TrainingEvaluator
+    from .training.saving import finish_stopped_save
     from .training.train import load_run_record, train_model
 
     check_folder_target(args.output_dir)
     check_outputs_apart([args.output_dir], [args.train, args.eval])
+    if args.resume and not args.overwrite and finish_stopped_save(args.output_dir):
+        return _print_finished_run(args.output_dir, load_run_record(args.output_dir))
     if not args.overwrite and load_run_record(args.output_dir) is not None:  # --overwrite replaces even a damaged one
         raise ConfigError(f"{args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
     config = _train_config(args)
@@ -205,6 +208,16 @@ def cmd_train(args: argparse.Namespace) -> int:
                          network_args=_network_args(args))
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
                       "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
+    return 0
+
+
+def _print_finished_run(output_dir: str, record: dict) -> int:
+    """A run stopped while it finished, completed by ``train --resume``: its summary as the run printed it."""
+    print(printable_line(f"note: {output_dir} held a finished model whose run was stopped while it finished; its card "
+                         "is written and its checkpoints removed"), file=sys.stderr)
+    print(json.dumps({"model_dir": str(output_dir), "seconds": round(record.get("seconds") or 0.0, 1),
+                      "questions": record.get("n_examples"), "windows": record.get("n_windows"),
+                      "final_loss": record.get("final_loss")}, indent=2))
     return 0
 
 
@@ -860,8 +873,27 @@ def _terminate_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
+FINALIZER_RETRY_SECONDS = 0.05
+
+
 def _exit_on_terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)  # the status of a process the signal ended
+    """Raise SystemExit with the status of a process the signal ended. Inside a finalizer (a ``__del__`` that garbage
+    collection runs, such as a dataset's) Python would print the exception as "ignored" and carry on: the command
+    went on to exit 0 with a traceback. There the signal is sent again once the finalizer has had time to return."""
+    if _in_finalizer(frame):
+        timer = threading.Timer(FINALIZER_RETRY_SECONDS, signal.raise_signal, (signum,))
+        timer.daemon = True
+        timer.start()
+        return
+    raise SystemExit(128 + signum)
+
+
+def _in_finalizer(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _reader_gone() -> int:

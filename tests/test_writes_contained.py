@@ -73,6 +73,64 @@ def test_sigterm_ends_a_command_with_its_cleanups_and_restores_the_handler(tmp_p
     assert list(temporary.iterdir()) == []
 
 
+class _SignalledWhileCollected:
+    """An object whose finalizer runs while SIGTERM arrives, as a dataset's ``__del__`` did at the end of a training run."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100_000):  # the handler runs here, inside the finalizer
+            pass
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signal handlers need the main thread")
+def test_sigterm_inside_a_finalizer_still_ends_the_command(capfd):
+    """Raised inside ``__del__``, SystemExit was printed as "Exception ignored" and the command went on to exit 0."""
+    import time
+
+    from bio_mrc.cli import _terminate_as_exit
+
+    with pytest.raises(SystemExit) as stopped, _terminate_as_exit():
+        _SignalledWhileCollected()  # collected at once: its finalizer runs here
+        time.sleep(2)
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert "Exception ignored" not in capfd.readouterr().err
+
+
+def _with_checkpoints(folder, step):
+    """A model folder beside the checkpoints of a run (the last at ``step``) and their options."""
+    (folder / "checkpoints" / f"checkpoint-{step}").mkdir(parents=True)
+    (folder / "checkpoints" / "bio_mrc_train_config.json").write_text("{}")
+    return folder
+
+
+def _final_step(folder):
+    return json.loads((folder / "training_log.json").read_text(encoding="utf-8"))[-1]["step"]
+
+
+def test_train_resume_finishes_a_run_stopped_after_its_run_record(trained_dir, tmp_path, capsys):
+    """train --resume refused it as a finished model, leaving its checkpoints and no card."""
+    folder = tmp_path / "model"
+    shutil.copytree(trained_dir, folder)
+    (folder / "README.md").unlink()
+    _with_checkpoints(folder, _final_step(folder))  # a stop once the run record was written
+    weights = (folder / "model.safetensors").read_bytes()
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(folder), "--resume"]) == 0
+    assert not (folder / "checkpoints").exists()
+    assert (folder / "README.md").is_file()
+    assert (folder / "model.safetensors").read_bytes() == weights  # nothing trained again
+    assert json.loads(capsys.readouterr().out)["questions"] == 8
+
+
+def test_train_resume_keeps_the_checkpoints_of_another_run_over_a_model(trained_dir, tmp_path, capsys):
+    """train --overwrite over a finished model, stopped midway: its checkpoints are not the model's to finish."""
+    folder = tmp_path / "model"
+    shutil.copytree(trained_dir, folder)
+    _with_checkpoints(folder, _final_step(folder) - 1)
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(folder), "--resume"]) == 2
+    assert "holds a finished model" in capsys.readouterr().err
+    assert (folder / "checkpoints" / f"checkpoint-{_final_step(folder) - 1}").is_dir()
+
+
 DRIVER = """
 import os, signal, sys
 import datasets

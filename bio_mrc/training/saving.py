@@ -32,8 +32,7 @@ def check_output_folder(folder: Path, overwrite: bool) -> None:
         raise UnsafePathError(f"{folder / links[0]} is a symbolic link, which bio_mrc neither follows nor replaces in "
                               "an output folder; remove it or choose another output folder", str(folder))
     checkpoints = folder / CHECKPOINT_DIR
-    strangers = sorted(p.name for p in checkpoints.iterdir() if p.is_symlink() or
-                       (p.name != TRAIN_CONFIG_FILE and checkpoint_step(p) is None)) if checkpoints.is_dir() else []
+    strangers = _strangers(checkpoints) if checkpoints.is_dir() else []
     if strangers:
         raise ConfigError(f"{checkpoints} holds files bio_mrc did not write ({', '.join(strangers[:4])}), and training removes "
                           "its checkpoints folder when it ends; choose another output folder")
@@ -41,6 +40,12 @@ def check_output_folder(folder: Path, overwrite: bool) -> None:
     if others and not overwrite and not _holds_bio_mrc_model(folder):
         raise ConfigError(f"{folder} is not empty ({', '.join(others[:4])}) and holds no bio_mrc model; choose another "
                           "output folder or pass --overwrite (overwrite=True) to replace its files")
+
+
+def _strangers(checkpoints: Path) -> list[str]:
+    """The names in a checkpoints folder that bio_mrc did not write."""
+    return sorted(p.name for p in checkpoints.iterdir()
+                  if p.is_symlink() or (p.name != TRAIN_CONFIG_FILE and checkpoint_step(p) is None))
 
 
 def _holds_bio_mrc_model(folder: Path) -> bool:
@@ -82,6 +87,30 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
     write_model_card(output_dir)
 
 
+def finish_stopped_save(output_dir: str | Path) -> bool:
+    """A run stopped after its run record was written but before its card and the removal of its checkpoints (the last
+    moments of ``save_final_model`` and ``train_model``) holds the finished model: ``train --resume`` completes it,
+    writing the card and removing this run's checkpoints, rather than refusing it as a finished model and leaving them.
+    True when there was such a run to finish."""
+    output_dir = Path(output_dir)
+    checkpoints = output_dir / CHECKPOINT_DIR
+    if load_run_record(output_dir) is None or checkpoints.is_symlink() or not checkpoints.is_dir() or _strangers(checkpoints):
+        return False  # (a removal cut short may have taken the checkpoints' options file already)
+    if not _model_of_checkpoints(output_dir, checkpoints):
+        return False  # another run's (train --overwrite over this model, stopped): refused as a finished model
+    remove_tree(output_dir / STAGING_DIR, output_dir)
+    write_model_card(output_dir)
+    remove_tree(checkpoints, output_dir)
+    return True
+
+
+def _model_of_checkpoints(output_dir: Path, checkpoints: Path) -> bool:
+    """The folder's model ended at the step of the last checkpoint left: those checkpoints are its run's."""
+    steps = [step for step in map(checkpoint_step, checkpoints.iterdir()) if step is not None]
+    logged = [entry.get("step") for entry in load_training_log(output_dir) or [] if isinstance(entry, dict)]
+    return not steps or (bool(logged) and logged[-1] == max(steps))
+
+
 def push_final_model(trainer: Trainer, output_dir: Path) -> None:
     """With ``push_to_hub`` (``train --push-to-hub``): upload the finished model folder (weights, tokenizer, run
     record and the bio_mrc model card) to the hub repository Trainer made for it, once every file is in place."""
@@ -114,5 +143,5 @@ def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:
     return record
 
 
-__all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "load_training_log", "check_output_folder", "load_run_record", "push_final_model",
-           "save_final_model"]
+__all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "load_training_log", "check_output_folder", "finish_stopped_save", "load_run_record",
+           "push_final_model", "save_final_model"]
