@@ -11,8 +11,6 @@ import argparse
 import contextlib
 import functools
 import json
-import math
-import numbers
 import os
 import signal
 import sys
@@ -436,15 +434,10 @@ def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:
 
 def json_numbers(value):
     """``value`` with each non-finite number as the string JSON readers take for it (``"-Infinity"``: a no-answer
-    threshold that always abstains), as ``serve`` writes them: JSON has no such numbers, and ``jq`` or another
-    language's reader refuses Python's bare ``-Infinity``."""
-    if isinstance(value, dict):
-        return {key: json_numbers(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_numbers(item) for item in value]
-    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return value
+    threshold that always abstains), as ``serve`` writes them."""
+    from .model_folder import non_finite_as
+
+    return non_finite_as(value, str)
 
 
 def _plot_threshold_curves(tuned, plot_dir: Path) -> None:

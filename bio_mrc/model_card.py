@@ -28,6 +28,7 @@ from .evaluation_record import EVAL_FILE, save_evaluation
 from .io import atomic_write_text, remove_file
 from .model import RUN_FILE, BioMrcConfig
 from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
+from .model_folder import special_floats
 
 __all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "public", "record_evaluation",
            "render_exported_card", "render_model_card", "write_exported_card", "write_model_card"]
@@ -81,14 +82,7 @@ def public(value: Any) -> Any:
 
 
 def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"), object_hook=_special_float) if path.is_file() else None
-
-
-def _special_float(obj: dict[str, Any]) -> Any:
-    """transformers writes a non-finite float of a config as ``{"__float__": "-Infinity"}``; read it back as one."""
-    if set(obj) == {"__float__"} and obj["__float__"] in ("Infinity", "-Infinity", "NaN"):
-        return float(obj["__float__"].replace("Infinity", "inf"))
-    return obj
+    return special_floats(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
 
 
 def write_model_card(model_dir: str | Path) -> Path | None:

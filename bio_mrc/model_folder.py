@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from . import registry
 from .errors import ModelFormatError
@@ -144,6 +145,25 @@ def special_floats(value: Any) -> Any:
             return float(value["__float__"])
         return {key: special_floats(item) for key, item in value.items()}
     return [special_floats(item) for item in value] if isinstance(value, list) else value
+
+
+def non_finite_as(value: Any, spell: Callable[[str], Any]) -> Any:
+    """``value`` (dicts and lists of it) with each non-finite float, numpy's too, as ``spell("Infinity")``,
+    ``spell("-Infinity")`` or ``spell("NaN")``: JSON has no such numbers, and ``jq`` or another language's reader refuses
+    Python's bare ``-Infinity`` (an always-abstaining threshold). ``spell`` is ``str`` for the command line's JSON,
+    ``transformers_float`` for transformers' form, which :func:`special_floats` reads back."""
+    if isinstance(value, dict):
+        return {key: non_finite_as(item, spell) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [non_finite_as(item, spell) for item in value]
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and not math.isfinite(value):
+        return spell("NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity"))
+    return value
+
+
+def transformers_float(name: str) -> dict[str, str]:
+    """A non-finite float as transformers writes it in a ``config.json``: ``{"__float__": "-Infinity"}``."""
+    return {"__float__": name}
 
 
 def _is_int(value: Any) -> bool:

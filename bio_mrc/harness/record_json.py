@@ -3,11 +3,8 @@ from one. A malformed object is a :class:`ConfigError` naming where it was read 
 
 from __future__ import annotations
 
-import math
 from dataclasses import MISSING, fields
 from typing import Any, TypeVar
-
-import numpy as np
 
 from ..errors import ConfigError
 
@@ -62,18 +59,3 @@ def per_seed_scores(data: dict[str, Any], other_fields: Any, source: str) -> dic
             raise ConfigError(f"{source}: score {key!r} must be a list of per-seed scores, got {value!r}")
     return scores
 
-
-def strict_numbers(value: Any) -> Any:
-    """``value`` with each non-finite float (an always-abstaining threshold of minus infinity) as
-    ``{"__float__": "-Infinity"}``, as transformers writes a model's ``config.json``: strict JSON, which ``jq`` and
-    every other language's reader take, where Python's bare ``-Infinity`` is none. :func:`bio_mrc.model_folder.special_floats`
-    reads it back."""
-    if isinstance(value, dict):
-        return {key: strict_numbers(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_numbers(item) for item in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return {"__float__": "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
-    return value

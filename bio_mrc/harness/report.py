@@ -11,13 +11,13 @@ import numpy as np
 
 from .. import registry
 from ..io import atomic_write_json, atomic_write_text, replaced_together
+from ..model_folder import non_finite_as, transformers_float
 from ..types import Example
 from .data_sets import data_set_lines
 from .html_report import write_html_report
 from .learning_curve import learning_curve_section
 from .markdown_html import line_text, paragraph_text
 from .results import ComparisonResults
-from .record_json import strict_numbers
 from .selective_section import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
 from .summary import MIXED_RESAMPLING, summarise, task_question_groups
@@ -384,7 +384,7 @@ def write_report(results: ComparisonResults | dict[str, Any], output_dir: str | 
     summary = summarise(results, answer_tokens, context_tokens)
     with replaced_together(output_dir, REPORT_SET) as staging:  # a crash or kill leaves the old report or the new one
         plots = write_plots(results, summary, staging)
-        atomic_write_json(staging / "report.json", strict_numbers(results.report_json(summary)), indent=1, default=float,
+        atomic_write_json(staging / "report.json", non_finite_as(results.report_json(summary), transformers_float), indent=1, default=float,
                           allow_nan=False)
         markdown = render_markdown(results, summary, plots)
         atomic_write_text(staging / "report.md", markdown)
