@@ -207,6 +207,29 @@ def test_a_graph_that_fails_at_another_shape_is_one_line(trained_dir):  # noqa: 
         checked_differences(module, FailsPast16(), model.config, ["input_ids", "attention_mask"], [(2, 16), (3, 29)])
 
 
+def test_a_failing_run_leaves_onnx_runtime_silent(tmp_path, capfd):
+    """A graph ONNX Runtime cannot run on its input raises, and ONNX Runtime itself writes no coloured
+    ``[E:onnxruntime:...]`` line before the package's own one-line error."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from bio_mrc.inference.onnx_runner import session_options
+
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [2, 2])
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"])], "reshape_to_2x2",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [shape])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(tmp_path / "reshape.onnx"))
+    session = ort.InferenceSession(str(tmp_path / "reshape.onnx"), session_options(ort, threads=1),
+                                   providers=["CPUExecutionProvider"])
+    assert session.run(None, {"x": np.arange(4, dtype=np.float32)})[0].shape == (2, 2)
+    capfd.readouterr()
+    with pytest.raises(Exception, match="cannot be reshaped"):
+        session.run(None, {"x": np.zeros(5, dtype=np.float32)})
+    assert capfd.readouterr().err == ""
+
+
 def test_the_torchscript_exporter_takes_over_when_dynamo_fails(trained_dir, tmp_path, monkeypatch, sample_v1):  # noqa: F811
     export = torch.onnx.export
 

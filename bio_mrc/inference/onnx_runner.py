@@ -28,6 +28,7 @@ from ..model_folder import EXPORT_FILE, ONNX_FILE, check_model_folder
 
 EXPORT_FORMAT = 1
 INSTALL_HINT = "pip install bio_mrc[onnx]"
+ORT_FATAL = 4  # ONNX Runtime's log severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
 # From its import on, onnxruntime's telemetry keeps a device id and an event store in the user's cache folder and a
 # session file in the temporary folder; set before the import, this keeps them unwritten (a caller's own value stands).
 QUIET_ENVIRONMENT = {"onnxruntime": {"ORT_DISABLE_TELEMETRY": "1"}}
@@ -46,6 +47,17 @@ def require(module: str, purpose: str, source: str | None = None) -> Any:
 def head_outputs(heads: Sequence[str]) -> list[str]:
     """The exported graph's outputs, in the registry's fixed order (the span head's start and end logits, then BIO)."""
     return registry.head_outputs(heads)
+
+
+def session_options(ort: Any, threads: int | None = None) -> Any:
+    """ONNX Runtime's session options for the package: ``threads`` intra-op threads where given, and its own
+    log lines held back below fatal: a failing run reaches the caller as an exception, which the package
+    words in one line, so ONNX Runtime's own coloured ``[E:onnxruntime:...]`` line would only say it twice."""
+    options = ort.SessionOptions()
+    options.log_severity_level = ORT_FATAL
+    if threads:
+        options.intra_op_num_threads = threads
+    return options
 
 
 class OnnxModel:
@@ -79,9 +91,7 @@ class OnnxModel:
     ) -> "OnnxModel":
         """A session on one ONNX file with the config it was exported from (export checks its graph this way)."""
         ort = require("onnxruntime", "running an ONNX model", str(path))
-        options = ort.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
+        options = session_options(ort, threads)
         session = ort.InferenceSession(str(path), options, providers=list(providers or ["CPUExecutionProvider"]))
         return cls(session, config, str(path.parent))
 
