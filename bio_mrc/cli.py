@@ -23,10 +23,10 @@ from typing import Iterator, Sequence
 from . import __version__, registry
 from .argument_parser import RUN_QA_NOTE, CommandLineParser
 from .errors import BioMrcError, ConfigError
-from .config_options import add_config_options, config_from_args
+from .config_options import add_config_options, config_from_args, options_given
 from .data.sources import default_data_dir
 from .data.text import read_text_file
-from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder, printable_json, printable_line, staged_folder
+from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder, home_expanded, printable_json, printable_line, staged_folder
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
@@ -47,7 +47,49 @@ _DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and pr
 
 
 def _train_config(args: argparse.Namespace) -> TrainConfig:
-    return config_from_args(TrainConfig, args)
+    return config_from_args(TrainConfig, args, **_fitted_windows(args))
+
+
+_WINDOW_OPTIONS = ("max_seq_length", "doc_stride", "max_query_length")
+
+
+def _fitted_windows(args: argparse.Namespace) -> dict[str, int]:
+    """The window settings train takes when the command line gave not all of them: the defaults, but a window of the
+    encoder's positions where it has fewer than the default length, and, where the defaults' stride and question do
+    not fit the window, those ``qa_windows`` fits to it (said in one line on stderr). A given value is kept, and one
+    that does not fit is refused as before."""
+    given = options_given(args) & set(_WINDOW_OPTIONS)
+    if given == set(_WINDOW_OPTIONS):
+        return {}
+    windows = {name: getattr(args, name) for name in _WINDOW_OPTIONS}
+    positions = None if "max_seq_length" in given or getattr(args, "init_from", None) else _encoder_positions(args.encoder)
+    if positions is not None and positions < windows["max_seq_length"]:
+        windows["max_seq_length"] = positions
+    if windows["doc_stride"] >= windows["max_seq_length"] - windows["max_query_length"] - 3:  # the windows' rule
+        from .qa_checkpoints import qa_windows
+
+        windows = qa_windows(None, **{name: windows[name] if name in given or name == "max_seq_length" else None
+                                      for name in _WINDOW_OPTIONS})
+    changed = {name: value for name, value in windows.items() if value != getattr(args, name)}
+    if changed:
+        why = (f"encoder {args.encoder or 'default'} holds {positions} positions, fewer than the default window of "
+               f"{args.max_seq_length} tokens" if "max_seq_length" in changed else
+               f"the default doc stride and question length leave no new context in a window of {windows['max_seq_length']} tokens")
+        chosen = " ".join(f"--{name.replace('_', '-')} {windows[name]}" for name in _WINDOW_OPTIONS if name not in given)
+        print(printable_line(f"note: {why}: training with {chosen} (give them to choose others)"), file=sys.stderr)
+    return changed
+
+
+def _encoder_positions(encoder: str | None) -> int | None:
+    """The positions a window of ``encoder`` may fill; None where they cannot be read ahead (training's own load says
+    why)."""
+    from .encoders import resolve_encoder
+    from .qa_checkpoints import encoder_positions
+
+    try:
+        return encoder_positions(resolve_encoder(encoder))
+    except BioMrcError:
+        return None
 
 
 def _decode_config(args: argparse.Namespace, require_answer: bool = True) -> DecodeConfig:
@@ -808,10 +850,10 @@ PATH_OPTIONS = ("model", "data", "train", "eval", "predictions", "na_probs", "co
 def _expand_home(args: argparse.Namespace) -> None:
     for name in PATH_OPTIONS:
         value = getattr(args, name, None)
-        if isinstance(value, str) and value.startswith("~"):
-            setattr(args, name, os.path.expanduser(value))
+        if isinstance(value, str):
+            setattr(args, name, home_expanded(value))
         elif isinstance(value, list):
-            setattr(args, name, [os.path.expanduser(v) if isinstance(v, str) and v.startswith("~") else v for v in value])
+            setattr(args, name, [home_expanded(v) for v in value])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

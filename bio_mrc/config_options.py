@@ -55,6 +55,24 @@ def _option_fields(cls: type, exclude: Collection[str]) -> list[tuple[dataclasse
     return [(f, hints[f.name]) for f in dataclasses.fields(cls) if f.init and f.name not in exclude]
 
 
+GIVEN = "given_options"  # the namespace's set of the fields whose option the command line gave
+
+
+class _StoreGiven(argparse.Action):
+    """argparse's plain store, noting the field as given (:func:`options_given`), so a command can tell a default
+    from the same value typed."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        setattr(namespace, GIVEN, {*getattr(namespace, GIVEN, ()), self.dest})
+
+
+def options_given(args: argparse.Namespace) -> set[str]:
+    """The fields whose option (not a flag) the command line gave, whatever its value."""
+    return set(getattr(args, GIVEN, ()))
+
+
 def add_config_options(parser: argparse.ArgumentParser, cls: type, exclude: Collection[str] = ()) -> None:
     """Add ``--field-name`` for every field of the dataclass ``cls`` but ``exclude``.
 
@@ -82,6 +100,7 @@ def add_config_options(parser: argparse.ArgumentParser, cls: type, exclude: Coll
             options["type"] = _none_or(value_type) if _is_optional(annotation) and nargs is None else value_type
             if nargs is not None:
                 options["nargs"] = nargs
+        options.setdefault("action", _StoreGiven)
         parser.add_argument(f"--{name}", **options)
 
 
@@ -100,4 +119,4 @@ def config_from_args(cls: type[T], args: argparse.Namespace, **overrides: Any) -
     return cls(**values)
 
 
-__all__ = ["add_config_options", "config_from_args"]
+__all__ = ["add_config_options", "config_from_args", "options_given"]

@@ -27,7 +27,18 @@ __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "ch
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
            "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
-           "open_no_follow", "special_file_kind", "printable_json", "printable_line"]
+           "open_no_follow", "special_file_kind", "printable_json", "printable_line", "home_expanded", "json_with_controls_escaped"]
+
+
+def home_expanded(path: Any) -> Any:
+    """``path`` with a leading ``~`` read as the home folder, as the shell and the command line read it, so the
+    library finds ``load_squad("~/dev.json")`` and never writes into a folder named ``~``; anything else as it is
+    (a string stays a string, so errors name the path as given but for the home folder)."""
+    if isinstance(path, str) and path.startswith("~"):
+        return os.path.expanduser(path)
+    if isinstance(path, os.PathLike) and os.fspath(path).startswith("~"):
+        return Path(path).expanduser()
+    return path
 
 
 # torch's checkpoint writer reports a full disk as a RuntimeError without the errno
@@ -198,7 +209,12 @@ def printable_json(value: Any, **json_dumps_kwargs: Any) -> str:
     """``value`` as JSON that keeps a text's letters as they are (``ensure_ascii=False``) and escapes every control
     character, DEL and U+0080-U+009F included, which ``json.dumps`` leaves as they are: the same JSON value, yet an
     answer or question id cut from someone's document can neither clear nor retitle the terminal it is printed to."""
-    text = json.dumps(value, ensure_ascii=False, **json_dumps_kwargs)
+    return json_with_controls_escaped(json.dumps(value, ensure_ascii=False, **json_dumps_kwargs))
+
+
+def json_with_controls_escaped(text: str) -> str:
+    """JSON ``text`` (``json.dumps``', pydantic's) with DEL and U+0080-U+009F, which JSON writers leave as they are,
+    escaped as ``\\u0085``: the same JSON value (such a character stands only inside a string)."""
     return _C1_CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 

@@ -18,6 +18,7 @@ import copy
 import json
 import math
 import re
+import shlex
 import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -25,7 +26,7 @@ from typing import Any, Mapping, Sequence
 from . import registry
 from .encoders import is_default_encoder
 from .evaluation_record import EVAL_FILE, save_evaluation
-from .io import atomic_write_text, remove_file
+from .io import atomic_write_text, json_with_controls_escaped, printable_line, remove_file
 from .model import RUN_FILE, BioMrcConfig
 from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 from .model_folder import special_floats
@@ -275,7 +276,7 @@ def render_model_card(config: BioMrcConfig | Mapping[str, Any], record: Mapping 
     config.tuned_on = public(config.tuned_on)
     metadata = card_metadata(config, record, evaluation, name)
     sections = [
-        f"# {name}",
+        f"# {_heading(name)}",
         f"{CARD_MARKER} made from config.json, {RUN_RECORD_FILE} and {EVAL_FILE}, and remade when they change; "
         "remove this line to keep edits -->",
         _model_section(config, record),
@@ -298,7 +299,7 @@ def render_exported_card(config: BioMrcConfig, record: Mapping | None, architect
                              or _converted_from(config, record))
     windows = ", ".join(f"`{k}` {getattr(config, k)}" for k in WINDOW_FIELDS)
     body = [
-        f"# {name}",
+        f"# {_heading(name)}",
         f"{CARD_MARKER} made by bio-mrc export --format transformers; remove this line to keep edits -->",
         f"transformers' `{architecture}` exported from the `bio_mrc` model {_code(source)}: its encoder and its span head "
         "(start and end logits), checked to give the same logits. "
@@ -307,7 +308,7 @@ def render_exported_card(config: BioMrcConfig, record: Mapping | None, architect
         "`max_question_len`). Tuned settings (a no-answer threshold, the BIO length prior, calibration) stay with the "
         "bio_mrc model: transformers' QA models keep none.",
         "## Usage\n\n```python\nfrom transformers import pipeline\n\n"
-        f'qa = pipeline("question-answering", model="{name}", max_seq_len={config.max_seq_length}, doc_stride={config.doc_stride})\n'
+        f'qa = pipeline("question-answering", model={_python_string(name)}, max_seq_len={config.max_seq_length}, doc_stride={config.doc_stride})\n'
         'print(qa(question="Which countries did the Norse come from?",\n'
         '         context="The Normans were descended from Norse raiders from Denmark, Iceland and Norway."))\n```',
     ]
@@ -434,6 +435,21 @@ def _precision_line(choices: Mapping[str, Any]) -> str:
     return "Precision: " + "; ".join(parts) + "."
 
 
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]<>#|!~&])")
+
+
+def _heading(name: str) -> str:
+    """A folder's name as a heading's text: one line, its control characters as Python writes them (``\\x1b``), and the
+    characters that start markup (emphasis, links, HTML, code, a closing ``#``) escaped, so the name shows as it is."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", printable_line(name))
+
+
+def _python_string(text: str) -> str:
+    """``text`` as a Python string literal in a card's code (a JSON string is one): a quote, a backslash or a line
+    break in a folder's name stays inside it, and no control character is written raw."""
+    return json_with_controls_escaped(json.dumps(text, ensure_ascii=False))
+
+
 def _code(value: Any) -> str:
     """``value`` (a data set's description, a folder) as inline code on one line: its line breaks as spaces, fenced by
     more backticks than it holds in a row, so a file name with a backtick, a line break or markup in it can neither end
@@ -501,11 +517,11 @@ def _usage_section(config: BioMrcConfig, name: str) -> str:
     multi = ", multi_span=True" if registry.decodes_tag_sequences(decodings) else ""
     return (
         "## Usage\n\n```python\nfrom bio_mrc import AnswerExtractor\n\n"
-        f'model_dir = "{name}"  # this folder; from the hub: huggingface_hub.snapshot_download("USER/{name}")\n'
+        f'model_dir = {_python_string(name)}  # this folder; from the hub: huggingface_hub.snapshot_download({_python_string("USER/" + name)})\n'
         f"extractor = AnswerExtractor.from_pretrained(model_dir{multi})\n"
         'context = "The Normans were descended from Norse raiders from Denmark, Iceland and Norway."\n'
         'result = extractor("Which countries did the Norse come from?", context)\n'
         "print([(s.text, s.start, s.end, s.score) for s in result.spans])\n```\n\n"
-        f"```bash\nbio-mrc predict --model {name} --data dev.json --decoding {decoding} --output preds.json\n"
+        f"```bash\nbio-mrc predict --model {shlex.quote(printable_line(name))} --data dev.json --decoding {decoding} --output preds.json\n"
         "bio-mrc evaluate --data dev.json --predictions preds.json\n```"
     )

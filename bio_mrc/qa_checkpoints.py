@@ -172,6 +172,13 @@ def _transformers_quiet() -> Iterator[None]:
         logging.set_verbosity(level)
 
 
+def windows_that_fit(positions: int) -> str:
+    """The window settings :func:`qa_windows` takes for an encoder of ``positions``, as ``max_seq_length 128,
+    doc_stride 46, max_query_length 32``: a set that fits as a whole (a shorter window alone leaves the default stride
+    no room)."""
+    return ", ".join(f"{name} {value}" for name, value in qa_windows(None, positions=positions).items())
+
+
 def usable_positions(encoder: nn.Module) -> int | None:
     """The positions a window may fill: ``max_position_embeddings``, less the ids below the first position in
     encoders that number positions from after their padding id (RoBERTa and its kin, MPNet). None: no limit known."""

@@ -18,6 +18,8 @@ from bio_mrc.heads import BIOHead
 from bio_mrc.registry import head_choices
 from bio_mrc.training.train import TrainConfig
 
+from .conftest import SAMPLE_V1
+
 TRAIN = ["train", "--train", "t.json", "--output-dir", "out"]
 COMMANDS = {  # command line up to the options, config class, fields the command does not take
     "train": (TRAIN, TrainConfig, ()),
@@ -182,3 +184,41 @@ def test_an_option_whose_help_names_its_default_is_not_followed_by_argparses_non
 def test_no_help_text_points_at_files_only_a_clone_of_the_repository_has():
     texts = {name: parser.format_help() for name, parser in _subcommands().items()}
     assert [name for name, text in texts.items() if re.search(r"\b(docs|benchmarks)/", text)] == []
+
+
+def test_an_option_typed_is_told_from_its_default_of_the_same_value():
+    from bio_mrc.config_options import options_given
+
+    args = build_parser().parse_args([*TRAIN, "--max-seq-length", "384", "--bio-prior", "0.1", "0.2", "0.7"])
+    assert options_given(args) == {"max_seq_length", "bio_prior"}
+    assert options_given(build_parser().parse_args(TRAIN)) == set()
+
+
+@pytest.mark.parametrize("given, expected", [
+    ([], {"max_seq_length": 128, "doc_stride": 46, "max_query_length": 32}),  # the encoder's 128 positions: 384 fits not
+    (["--max-seq-length", "100"], {"max_seq_length": 100, "doc_stride": 36, "max_query_length": 25}),  # 128 leaves no room
+    (["--max-seq-length", "100", "--max-query-length", "20"], {"max_seq_length": 100, "doc_stride": 38, "max_query_length": 20}),
+])
+def test_train_fits_the_windows_it_was_not_given_to_the_encoder(given, expected, tiny_encoder_dir, tmp_path, capsys):
+    """The tiny encoder holds 128 positions, fewer than the default window of 384: with no window given, train takes
+    128 and a stride and question length that leave new context in each window (stride (length - question - 3) // 2,
+    question a quarter of the window), and says so in one line."""
+    from bio_mrc.cli import main
+    from bio_mrc.training.train import load_run_record
+
+    out = tmp_path / "m"
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--epochs", "1", "--limit", "2", *given]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "--doc-stride" in notes[0], notes
+    assert {name: load_run_record(out)["train"][name] for name in expected} == expected
+
+
+def test_a_window_given_that_the_encoder_cannot_hold_stays_refused_naming_windows_that_fit(tiny_encoder_dir, tmp_path, capsys):
+    from bio_mrc.cli import main
+
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "m"), "--encoder", str(tiny_encoder_dir),
+                 "--epochs", "1", "--max-seq-length", "200"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: max_seq_length 200 exceeds the 128 positions a window of encoder {tiny_encoder_dir} may fill: train with "
+        "windows that fit, e.g. max_seq_length 128, doc_stride 46, max_query_length 32")

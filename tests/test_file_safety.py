@@ -445,3 +445,32 @@ def test_prediction_files_a_comparison_wrote_before_it_listed_them_are_its_own(t
     (out / "predictions" / "a-seed13-bio.json").write_text('{"q1": "mine"}')  # no kept copy holds it: the user's
     with pytest.raises(io.UnsafePathError, match="a-seed13-bio.json was not written by bio_mrc"):
         check_prediction_files(config, out)
+
+
+def test_the_librarys_paths_read_a_leading_tilde_as_home_as_the_command_line_does(tmp_path, monkeypatch):
+    """``load_squad("~/dev.json")`` and the other readers find the file in the home folder, and the writers write
+    there, not into a folder named ``~`` in the working folder."""
+    import shutil
+
+    from bio_mrc.data.json_reader import read_json
+    from bio_mrc.data.predictions import load_predictions
+    from bio_mrc.data.squad import load_squad, stream_squad
+    from bio_mrc.data.text import read_text_file
+    from bio_mrc.inference.files import write_prediction_files
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.types import Prediction
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(), work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    shutil.copy(SAMPLE_V1, home / "dev.json")
+    (home / "preds.json").write_text(json.dumps({"q": "Ada"}), encoding="utf-8")
+    assert load_squad("~/dev.json").examples == load_squad(SAMPLE_V1).examples
+    assert list(stream_squad("~/dev.json", limit=2)) == load_squad(SAMPLE_V1, limit=2).examples
+    assert read_json("~/preds.json") == {"q": "Ada"} and read_text_file("~/preds.json") == '{"q": "Ada"}'
+    assert load_predictions("~/preds.json", ["q"]) == ({"q": "Ada"}, [])
+    paths = write_prediction_files([Prediction("q", [])], "~/out/p.json", with_na_probs=False)
+    assert paths["predictions"] == home / "out" / "p.json" and (home / "out" / "p.json").is_file()
+    assert TrainConfig(init_from="~/model").init_from == str(home / "model")
+    assert os.listdir(work) == []

@@ -384,3 +384,40 @@ def test_a_squad2_tune_split_for_an_evaluation_that_always_has_answers_is_refuse
     config = parse_config(config_dict(tiny_encoder_dir, tune={"path": str(squad2_file(tmp_path))}))
     with pytest.raises(ConfigError, match=r"^tune: its questions may have no answer .* every question has an answer"):
         resolve_splits(config, FIXTURES)
+
+
+def test_a_model_continued_from_a_pattern_is_stale_once_the_model_the_pattern_finds_changes(tmp_path, monkeypatch):
+    """``init_from`` a glob pattern: the pattern is resolved before the model's key and its staleness are read, so the
+    digest is of the folder it finds (a pattern itself names no folder to digest): reused while that folder is
+    unchanged, trained again once its weights change in place."""
+    import dataclasses
+
+    from bio_mrc.encoders import starting_point_digest
+    from bio_mrc.harness import models
+    from bio_mrc.harness.comparison_splits import Split
+    from bio_mrc.harness.config import RunSpec
+    from bio_mrc.model_folder import RUN_FILE
+    from bio_mrc.training.train import TrainConfig
+
+    upstream = tmp_path / "upstream" / "joint-seed5-0123456789ab"
+    upstream.mkdir(parents=True)
+    (upstream / RUN_FILE).write_text("{}")
+    (upstream / "model.safetensors").write_bytes(b"first weights")
+    run = RunSpec("next", TrainConfig(init_from=str(tmp_path / "upstream" / "joint-seed5-*"), precision="fp32"))
+    split = Split([], "squad-v1.1", "no questions")
+    resolved = dataclasses.replace(run.train, seed=5, init_from=str(upstream))
+    models_dir = tmp_path / "models"
+    kept = models_dir / f"next-seed5-{models.model_key(resolved, split)}"
+    kept.mkdir(parents=True)
+    (kept / RUN_FILE).write_text(json.dumps({"train": resolved.to_dict(), "seconds": 1.0,
+                                             "starting_point_digest": starting_point_digest(upstream)}))
+    trained = []
+
+    def train(examples, config, model_dir, **_):
+        trained.append(config.init_from)
+        (model_dir / RUN_FILE).write_text(json.dumps({"train": config.to_dict(), "seconds": 2.0}))
+
+    monkeypatch.setattr(models, "train_model", train)
+    assert models.obtain_model(run, 5, split, models_dir, progress=False).reused and trained == []
+    (upstream / "model.safetensors").write_bytes(b"weights replaced in place")
+    assert not models.obtain_model(run, 5, split, models_dir, progress=False).reused and trained == [str(upstream)]

@@ -71,7 +71,7 @@ def test_the_streamed_questions_are_load_squads(tmp_path, prefix):
     assert list(stream_squad(path, limit=3)) == load_squad(path, limit=3).examples
 
 
-PIECES = ["a", "\\\\", "\\ud83d", "\\ude00", "\\ud800", '"', "\\u0041"]
+PIECES = ["a", "ud800", "\\\\", "\\ud83d", "\\ude00", "\\ud800", '"', "\\u0041"]
 
 
 @pytest.mark.parametrize("size", [1, 2, 5, 7, 13])
@@ -91,6 +91,26 @@ def test_lone_surrogates_are_found_wherever_the_reads_cut_the_text(size):
 
 def test_a_valid_pair_is_one_character():
     assert json.loads('"\\ud83d\\ude00"') == "😀" and lone_surrogate_escape('"\\ud83d\\ude00"') is None
+
+
+ESCAPED = ["a", "\\\\", "\\ud83d", "\\ude00", "\\ud800", "ud800", "\\u0041", "\\uDC00"]
+
+
+def _holds_a_lone_surrogate(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def test_lone_surrogates_are_exactly_those_json_reads_as_lone():
+    """Every string of up to 4 pieces: refused exactly when Python's JSON reader gives a character of no pair
+    (an escaped backslash before the letters ``ud800`` is no high half: the ``\\udc00`` after it is lone)."""
+    for pieces in itertools.chain.from_iterable(itertools.product(ESCAPED, repeat=n) for n in range(1, 5)):
+        text = '"' + "".join(pieces) + '"'
+        assert (lone_surrogate_escape(text) is not None) == _holds_a_lone_surrogate(json.loads(text)), text
+    assert lone_surrogate_escape('"\\\\ud800\\udc00"').start() == 8
 
 
 class _CountedReads(io.BytesIO):

@@ -312,3 +312,20 @@ def test_a_pipe_or_a_backtick_in_an_encoder_name_or_a_training_option_keeps_its_
     assert '\n| `encoder` | ``"encoders/my\\|tiny`v2"`` |\n' in text
     assert '\n| `training_args` | `{"run_name": "a \\| b"}` |\n' in text
     assert all(line.replace("\\|", "").count("|") == 3 for line in text.splitlines() if line.startswith("| "))
+
+
+def test_a_folder_name_with_markup_quotes_or_controls_shows_as_it_is_and_runs_nothing():
+    """A folder's name goes into the card's heading, its Python snippet and its command line: a line break, markup,
+    a quote or a shell separator in it could start a section of its own, end the string or run a second command."""
+    import ast
+    import shlex
+
+    name = 'x"; import os #\n## Fake `[a](b)` \x9b2J; rm -rf ~'
+    body = model_card.render_model_card({"heads": "span+bio"}, None, None, name)
+    assert body.splitlines()[body.splitlines().index("---", 1) + 2] == (
+        '# x"; import os \\#\\\\n\\#\\# Fake \\`\\[a\\](b)\\` \\\\x9b2J; rm -rf \\~')
+    assert "\n## Fake" not in body and "\x9b" not in body
+    snippet = body.split("```python\n")[1].split("```")[0]
+    assert ast.literal_eval(snippet.split("model_dir = ")[1].split("  #")[0]) == name
+    command = body.split("```bash\n")[1].splitlines()[0]
+    assert shlex.split(command)[:4] == ["bio-mrc", "predict", "--model", 'x"; import os #\\n## Fake `[a](b)` \\x9b2J; rm -rf ~']

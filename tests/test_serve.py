@@ -439,3 +439,19 @@ def test_the_helper_process_outlives_a_ctrl_c_to_the_process_group(capfd):
     finally:
         helper.stop()
     assert "Traceback" not in capfd.readouterr().err  # the server stops it as it shuts down; no KeyboardInterrupt
+
+
+def test_no_raw_c1_control_reaches_a_response_from_a_folder_name_a_document_or_a_request_key(extractor):
+    """U+009B begins a terminal escape as ESC [ does; JSON writers leave U+0080-U+009F raw. The model's name (a
+    folder's), an answer cut from the document and a request's own key echoed in a refusal come back escaped,
+    the same JSON values."""
+    name, context = "tiny\x9b2J\x85joint", " ".join(["nor\x9bmans came\x85 from nor\x9bmandy"] * 4)
+    with TestClient(create_app(extractor, name=name)) as client:
+        responses = [client.get("/health"),
+                     client.post("/answer", json={"question": "who\x9b31m?", "context": context, "top_k": 5}),
+                     client.post("/answer", json={"question": "who?", "context": "x", "bad\x9bkey": 1})]
+    assert [r.status_code for r in responses] == [200, 200, 422]
+    assert all(b"\xc2\x9b" not in r.content and b"\xc2\x85" not in r.content for r in responses)
+    assert b"tiny\\u009b2J\\u0085joint" in responses[0].content and responses[0].json()["model"] == name
+    assert responses[2].json()["problems"][0]["location"] == "body.bad\x9bkey"
+    assert any("\x9b" in span["text"] for span in responses[1].json()["results"][0]["spans"])

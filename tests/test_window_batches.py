@@ -113,3 +113,26 @@ def test_integer_tags_of_one_annotator_pad_alike_from_rows_and_from_a_table():
     expected = torch.tensor([[2, 0, 1, *[MISSING_ANNOTATOR] * 5], [2, 2, *[MISSING_ANNOTATOR] * 6]])
     for batch in (WindowCollator()(rows), WindowCollator()(pa.Table.from_pylist(rows))):
         assert torch.equal(batch["bio_targets"], expected) and batch["bio_targets"].dtype == torch.long
+
+
+@pytest.mark.parametrize("position, attended, refused", [
+    (3, [1, 1, 1, 1], False), (-100, [1, 1, 1, 1], False),  # the last token; no label
+    (4, [1, 1, 1, 1], True),  # padding once the batch is 8 wide: scored against a logit masked to the float's least
+    (9, [1, 1, 1, 1], True),  # past the batch's width
+    (3, [1, 1, 1, 0], True),  # a token the window's own mask leaves out
+])
+def test_a_gold_position_the_window_does_not_attend_to_is_refused_from_rows_and_from_a_table(position, attended, refused):
+    """A span head's loss on such a batch was about 1.7e38 (or an index error past the width), finite and silent."""
+    from bio_mrc.errors import DataFormatError
+
+    rows = [{"input_ids": [5, 6, 7, 8], "attention_mask": attended, "start_positions": 1, "end_positions": position},
+            {"input_ids": [5, 6, 7, 8, 9, 10], "attention_mask": [1] * 6, "start_positions": 2, "end_positions": 2}]
+    import datasets
+
+    table = WindowBatches(datasets.Dataset.from_list(rows)).__getitems__([0, 1])
+    for batch in (rows, table):
+        if refused:
+            with pytest.raises(DataFormatError, match=rf"^end_positions {position} of the batch's window 0 is no token"):
+                WindowCollator()(batch)
+        else:
+            assert WindowCollator()(batch)["end_positions"].tolist() == [position, 2]

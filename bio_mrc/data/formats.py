@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
+from ..io import home_expanded
 from .json_reader import DataFormatError, check_not_special, read_json
 from .json_stream import SquadJsonStream
 from .mrqa import is_mrqa_header, mrqa_records
@@ -30,6 +31,7 @@ class Source:
     def __init__(self, data: Any, split: str | None) -> None:
         if isinstance(data, str) and split is None:
             data, split = split_spec(data)
+        data = home_expanded(data)
         self.data, self.split = data, split
         self.path = Path(data) if isinstance(data, (str, PathLike)) else None
         self.name = str(data) if self.path is not None else type(data).__name__

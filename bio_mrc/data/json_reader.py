@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
-from ..io import special_file_kind
+from ..io import home_expanded, special_file_kind
 
 __all__ = ["DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "lone_surrogate_escape", "loads", "not_utf8",
            "read_json"]
@@ -40,30 +40,28 @@ def _no_special_number(name: str) -> Any:
 
 
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_HIGH, _LOW = "89abAB", "cdefCDEF"
+# Text read from an escape boundary on: plain characters, an escape other than \\u (\\\\ among them, so a backslash's
+# parity is kept), a \\u escape of no surrogate, and a high surrogate's escape with its low one, each taken whole and
+# never given back (possessive), so the first surrogate escape that follows is one of no pair. One pass in the regex
+# engine, linear in the text (a loop over the escapes in Python took 35 s for a 5,000,000-character context).
+_PAIRED_THEN_LONE = re.compile(r"(?:[^\\]++|\\[^u]|\\u(?![dD][89a-fA-F])"
+                               r"|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})*+"
+                               r"(?=\\u[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 
 def lone_surrogate_escape(text: str, begin: int = 0, end: int | None = None) -> re.Match[str] | None:
     """The first ``\\uD800``-``\\uDFFF`` escape starting in ``text[begin:end]`` that is half of no UTF-16 pair:
     Python keeps it as a character no UTF-8 file can hold, so a model's answer, a report or a prediction file with
-    it could not be written. The text around that range is read for the escape's partner and backslashes."""
-    for hit in SURROGATE_ESCAPE.finditer(text, begin, len(text)):
-        start = hit.start()
-        if end is not None and start >= end:
+    it could not be written. ``text`` is read from its start (where no escape is cut), so an escape's partner and
+    the backslashes before it are known; an escape before ``begin`` is left to the caller that decided it."""
+    at = 0
+    while (found := _PAIRED_THEN_LONE.match(text, at)) is not None:
+        hit = SURROGATE_ESCAPE.match(text, found.end())
+        if end is not None and hit.start() >= end:
             return None
-        backslashes = 0
-        while start - backslashes - 1 >= 0 and text[start - backslashes - 1] == "\\":
-            backslashes += 1
-        if backslashes % 2:  # an escaped backslash followed by the letters u, d, ...
-            continue
-        if text[start + 3] in _HIGH:
-            follower = text[start + 6 : start + 12]
-            if not (SURROGATE_ESCAPE.fullmatch(follower) and follower[3] in _LOW):
-                return hit
-        else:
-            leader = text[max(start - 6, 0) : start]
-            if not (SURROGATE_ESCAPE.fullmatch(leader) and leader[3] in _HIGH):
-                return hit
+        if hit.start() >= begin:
+            return hit
+        at = hit.end()
     return None
 
 
@@ -107,6 +105,7 @@ def check_not_special(path: str | Path, expected: str = "a file") -> None:
 
 def read_json(path: str | Path) -> Any:
     """Parse a UTF-8 JSON file, turning every failure into a DataFormatError naming the file."""
+    path = home_expanded(path)
     source = str(path)
     check_not_special(path, "a JSON file")
     try:

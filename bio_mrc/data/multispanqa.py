@@ -22,6 +22,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..io import home_expanded
 from ..tags import PREFIX_IDS, TAG_B, chunk_bounds
 from ..types import Example
 from .json_reader import DataFormatError, read_json
@@ -125,6 +126,7 @@ def load_multispanqa(path: str | Path) -> list[Example]:
     context's, a tag other than B/I/O, an empty question or context, or a
     repeated id. Spans that start with an I are kept and logged as a warning.
     """
+    path = home_expanded(path)
     source = str(path)
     raw = read_json(path)
     return parse_multispanqa(raw, source)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
+from ..io import home_expanded
 from ..types import Example
 from .json_reader import DataFormatError, read_json
 
@@ -70,7 +71,7 @@ def keep_question_ids(found: Mapping[str, Any], question_ids: Collection[str]) -
 def _read_id_map(path: str | Path, question_ids: Collection[str], what: str, strict: bool,
                  unscored: Collection[str] = ()) -> tuple[dict[str, Any], list[str]]:
     """``({question id: value}, missing ids)`` of a JSON object file, kept to the questions of the data."""
-    found = read_json(path)
+    found = read_json(home_expanded(path))
     if not isinstance(found, dict):
         raise DataFormatError(f"expected an object {{question id: {what}}}, got a JSON {type(found).__name__}", source=str(path))
     missing = check_question_ids(found, question_ids, str(path), strict, unscored)

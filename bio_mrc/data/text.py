@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
+from ..io import home_expanded
 from .json_reader import check_not_special, not_utf8
 from .limits import max_context_chars
 
@@ -66,6 +67,7 @@ def read_text_file(path: str | Path) -> str:
     """A UTF-8 text file as it is, line endings included (a byte-order mark allowed and left out), or a
     :class:`DataFormatError` naming it: missing, a folder, or another encoding such as Latin-1 (with the byte where
     decoding failed)."""
+    path = home_expanded(path)
     source = str(path)
     check_not_special(path, "a text file")
     try:  # line endings kept as they are: answers' offsets count the file's own characters

@@ -11,6 +11,7 @@ import torch
 from torch.utils.data import Dataset as TorchDataset
 
 from .. import registry
+from ..errors import DataFormatError
 from .ragged import RaggedColumn
 from .targets import MISSING_ANNOTATOR
 
@@ -41,7 +42,7 @@ class WindowCollator:
         batch: dict[str, torch.Tensor] = {}
         for key, kind in self._columns(features[0]):
             batch[key] = self._collate_rows(key, kind, [f[key] for f in features], length)
-        return batch
+        return _positions_checked(batch, np.array([len(f["input_ids"]) for f in features]))
 
     def padded_width(self, longest: int) -> int:
         """The length a batch whose longest window has ``longest`` tokens is padded to."""
@@ -90,7 +91,7 @@ class WindowCollator:
                 fill = self.pad_token_id if key == "input_ids" else 0
                 dtype = np.float32 if floating or kind == registry.TOKEN_TARGET else np.int64
             batch[key] = torch.from_numpy(ragged.padded(width=length, fill=fill, dtype=dtype))
-        return batch
+        return _positions_checked(batch, lengths)
 
     @staticmethod
     def _pad(tensor: torch.Tensor, length: int, fill: float) -> torch.Tensor:
@@ -99,6 +100,29 @@ class WindowCollator:
             return tensor
         pad = torch.full((missing, *tensor.shape[1:]), fill, dtype=tensor.dtype)
         return torch.cat([tensor, pad])
+
+
+def _positions_checked(batch: dict[str, torch.Tensor], lengths: np.ndarray) -> dict[str, torch.Tensor]:
+    """``batch``, once every integer gold position (``start_positions``, ...) is a token the window attends to, or
+    negative (no label): one on padding or past the window would be scored against a logit masked to the float's
+    least value, a loss near 1.7e38 that ruins the step, and one past the batch's width fails deep in the loss. The
+    windows the package builds never hold one (a span the window lacks is ``[CLS]``); checked here, on the CPU, before
+    a batch reaches the device, so a window built elsewhere is refused naming itself."""
+    mask = batch.get("attention_mask")
+    for key, kind in WindowCollator._columns(batch):
+        target = batch[key]
+        if kind != registry.POSITION_TARGET or target.is_floating_point():
+            continue
+        positions = target.numpy()
+        inside = (positions >= 0) & (positions < lengths) & (positions < (mask.shape[1] if mask is not None else np.inf))
+        if mask is not None:
+            inside[inside] = mask.numpy()[np.flatnonzero(inside), positions[inside]] != 0
+        if bad := np.flatnonzero((positions >= 0) & ~inside).tolist():
+            raise DataFormatError(f"{key} {int(positions[bad[0]])} of the batch's window {bad[0]} is no token the window "
+                                  f"attends to (it has {int(lengths[bad[0]])} tokens; padding and positions past them "
+                                  f"hold no answer): {len(bad)} such window(s) in the batch; a gold position is a token "
+                                  "of the window, or negative for none")
+    return batch
 
 
 class WindowBatches(TorchDataset):

@@ -13,7 +13,7 @@ from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, ModelFormatError
 from ..hub import local_folder
 from ..model_folder import check_model_folder
-from ..qa_checkpoints import encoder_positions
+from ..qa_checkpoints import encoder_positions, windows_that_fit
 from ..inference.during_training import TrainingEvaluator
 from ..model_card import training_time_is_partial
 from ..training.train import TrainConfig, load_run_record, train_model
@@ -119,4 +119,4 @@ def check_window_fits(train: TrainConfig, encoder: str, where: str) -> None:
     positions = encoder_positions(encoder)
     if positions is not None and train.max_seq_length > positions:
         raise ConfigError(f"{where}.max_seq_length: {train.max_seq_length} exceeds the {positions} positions a window of "
-                          f"encoder {train.encoder} may fill: give the run a max_seq_length of {positions} or less")
+                          f"encoder {train.encoder} may fill: give the run windows that fit, e.g. {windows_that_fit(positions)}")

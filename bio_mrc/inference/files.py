@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from ..io import atomic_write_json, atomic_writer
+from ..io import atomic_write_json, atomic_writer, home_expanded
 from ..types import Prediction
 from .answers import no_answer_probability
 
@@ -17,7 +17,7 @@ def write_prediction_files(
     """Write ``output`` (official ``{id: answer}``, or MultiSpanQA's ``{id: [span texts]}`` with
     ``multi_span``), its :func:`side_file` ``.nbest.json`` (every span with offsets and scores) and, when asked,
     ``.na_probs.json``; each atomically."""
-    output = Path(output)
+    output = Path(home_expanded(output))
     output.parent.mkdir(parents=True, exist_ok=True)
     paths = {"predictions": output, "nbest": side_file(output, ".nbest.json")}
     answers = {p.id: p.answers if multi_span else p.answer for p in predictions}

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError
-from ..io import check_file_target, check_outputs_apart, open_no_follow, printable_json, writes_named
+from ..io import check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, writes_named
 from ..types import Example
 from .extract import AnswerExtractor
 from .files import answer_record, answer_record_problem, prediction_paths, side_file, write_files_from_stream
@@ -171,6 +171,7 @@ def predict_to_files(
     and ``na_prob`` files from it (rank 0; every rank of ``shard`` calls this). ``output`` ``-``: the stream goes
     to standard output and no file is written. ``resume``: the questions the stream answers already are skipped.
     Returns each decoding's file paths (none for ``-``, nor on ranks other than 0)."""
+    output = home_expanded(output)
     to_stdout = str(output) == "-"
     stream = None if to_stdout else answers_stream_path(output)
     if resume and to_stdout:

@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__, registry
 from ..errors import BioMrcError
+from ..io import json_with_controls_escaped
 from ..inference.extract import AnswerExtractor, asks_over_documents
 from ..model_card import card_summary
 from ..types import Prediction, RankedAnswers
@@ -156,8 +157,12 @@ def ranked_answer_of(ranked: RankedAnswers, threshold: float | None) -> Answer:
 
 
 def pydantic_json(model: Any, status_code: int = 200) -> Response:
-    """A response model written by pydantic (non-finite numbers as strings; the standard json module refuses them)."""
-    return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
+    """A response model written by pydantic (non-finite numbers as strings; the standard json module refuses them), with
+    DEL and U+0080-U+009F escaped: an answer cut from a document, a model folder's name or a request's own key echoed in
+    a refusal then carries no raw terminal control (U+009B begins an escape sequence as ESC [ does) to whoever prints
+    the response, the same JSON value."""
+    text = json_with_controls_escaped(model.model_dump_json())
+    return Response(text, status_code=status_code, media_type="application/json")
 
 
 def _add_refusals(app: FastAPI, config: ServeConfig) -> None:

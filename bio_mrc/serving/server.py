@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from ..errors import ConfigError
 from ..inference.extract import AnswerExtractor
+from ..io import printable_line
 from .config import ServeConfig
 
 EXTRA_PACKAGES = ("fastapi", "uvicorn")
@@ -37,7 +38,7 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     application = create_app(extractor, config)
     application.state.helper.start()  # ready before the first request: a long one does not wait for it to start
     app = HostGuard(application, allowed_host_names(config.host, config.allowed_hosts))
-    print(f"serving {model_dir} on http://{config.host}:{config.port} (API docs at /docs)", file=sys.stderr)
+    print(printable_line(f"serving {model_dir} on http://{config.host}:{config.port} (API docs at /docs)"), file=sys.stderr)
     gc.collect()
     gc.freeze()  # the model and the libraries live as long as the server: full collections need not walk them
     previous, _ = sys.getswitchinterval(), sys.setswitchinterval(SWITCH_INTERVAL_S)

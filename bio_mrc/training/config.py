@@ -17,7 +17,7 @@ from .. import model_defaults, registry
 from ..config_schema import SEED_RANGE, check_fields
 from ..data.json_reader import loads
 from ..errors import ConfigError
-from ..io import special_file_kind
+from ..io import home_expanded, special_file_kind
 from ..features.config import BIO_TARGET_KINDS, TAG_LEVELS, TAG_MENTIONS, TARGET_KINDS, FeatureConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, precision_choice
 
@@ -259,6 +259,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        self.encoder, self.init_from = home_expanded(self.encoder), home_expanded(self.init_from)
         self.features  # noqa: B018 (FeatureConfig refuses windows without room for the stride)
         if self.training_args:
             check_training_args(self.training_args)

@@ -16,7 +16,7 @@ from transformers import TrainerCallback, TrainingArguments, set_seed
 from ..encoders import starting_point_digest
 from ..errors import ConfigError, DataFormatError
 from ..fp32_attention import train_attention_in_fp32
-from ..io import check_outputs_apart, writes_named
+from ..io import check_outputs_apart, home_expanded, writes_named
 from ..model import non_finite_weights
 from ..progress import progress_bars
 from ..types import Example, content_hash
@@ -78,7 +78,7 @@ def train_model(
     ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
     choices = config.precision_choices()
-    output_dir, config = Path(output_dir), replace(config, precision=choices["training"]["precision"])
+    output_dir, config = Path(home_expanded(output_dir)), replace(config, precision=choices["training"]["precision"])
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
     if unlabelled is not None:
         raise DataFormatError("question without answers: training needs labelled questions", unlabelled)

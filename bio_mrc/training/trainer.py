@@ -23,7 +23,7 @@ from ..hub import local_folder
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
 from ..precision import default_device, pinned_device
 from ..progress import progress_bars
-from ..qa_checkpoints import usable_positions
+from ..qa_checkpoints import usable_positions, windows_that_fit
 from ..types import Example
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
 from .config import TrainConfig, check_network_args
@@ -161,7 +161,7 @@ def fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAns
     positions = usable_positions(model.encoder)  # RoBERTa's kin number positions from after their padding id
     if positions is not None and config.max_seq_length > positions:
         raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions a window of "
-                          f"encoder {encoder} may fill: train with --max-seq-length {positions} or less")
+                          f"encoder {encoder} may fill: train with windows that fit, e.g. {windows_that_fit(positions)}")
     return model, tokenizer, encoder
 
 
