@@ -27,7 +27,8 @@ __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "ch
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
            "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
-           "open_no_follow", "special_file_kind", "printable_json", "printable_line", "home_expanded", "json_with_controls_escaped"]
+           "open_no_follow", "sole_writer", "special_file_kind", "printable_json", "printable_line", "home_expanded",
+           "json_with_controls_escaped"]
 
 
 def home_expanded(path: Any) -> Any:
@@ -474,9 +475,10 @@ def replace_file(source: str | Path, target: str | Path, root: str | Path) -> Pa
 
 
 def open_no_follow(path: str | Path, mode: str, encoding: str = "utf-8") -> Any:
-    """``open(path, mode)`` for ``"w"``, ``"a"`` or ``"r+b"`` that refuses a symbolic link at ``path`` instead of
+    """``open(path, mode)`` for ``"w"``, ``"a"``, ``"r+b"`` or ``"a+b"`` that refuses a symbolic link at ``path`` instead of
     writing through it."""
-    flags = {"w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND, "r+b": os.O_RDWR}[mode]
+    flags = {"w": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "a": os.O_WRONLY | os.O_CREAT | os.O_APPEND, "r+b": os.O_RDWR,
+             "a+b": os.O_RDWR | os.O_CREAT | os.O_APPEND}[mode]
     try:
         descriptor = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0), 0o666)
     except OSError as err:
@@ -487,6 +489,26 @@ def open_no_follow(path: str | Path, mode: str, encoding: str = "utf-8") -> Any:
     if "b" in mode:
         return os.fdopen(descriptor, mode)
     return os.fdopen(descriptor, mode, encoding=encoding, newline="")
+
+
+@contextlib.contextmanager
+def sole_writer(path: str | Path, what: str) -> Iterator[None]:
+    """Hold ``path`` (created if missing, never emptied) as the one process writing it for the block: another
+    process asking while it is held is refused with one :class:`OutputError` line instead of both writing the
+    file at once. The lock is released when the block ends or the process dies, however it dies. Where the
+    system has no ``flock`` (Windows) the block runs unguarded."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open_no_follow(path, "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputError(f"another process is writing {what} into this file now; wait for it to end or "
+                              "choose another output", str(path)) from None
+        yield
 
 
 def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path:

@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -97,6 +98,10 @@ class _Layer(torch.nn.Module):
         return self.norm2(x + self.down(torch.nn.functional.gelu(self.up(x))))
 
 
+# One probe at a time in a process (extractors loaded from several threads), so each restores the thread count it found.
+_ONE_PROBE = threading.Lock()
+
+
 def timed_rate(step: Callable[[], Any], tokens: int, clock: Callable[[], float] = time.perf_counter,
                seconds: float = PROBE_SECONDS) -> float:
     """Tokens/s of ``step``: one untimed warm-up call, then calls until ``seconds`` have passed (at least
@@ -130,12 +135,13 @@ def measure_rate(shapes: MatrixShapes, phase: str, precision: str, clock: Callab
             with torch.inference_mode(), context():
                 layer(x)
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one core's rate: a team of threads stalls whenever another job holds one of its cores
-    try:
-        return timed_rate(step, x.shape[0] * x.shape[1], clock)
-    finally:
-        torch.set_num_threads(threads)
+    with _ONE_PROBE:  # torch's thread count is the whole process's: a second probe would save the first's 1 and restore it
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # one core's rate: a team of threads stalls whenever another job holds one of its cores
+        try:
+            return timed_rate(step, x.shape[0] * x.shape[1], clock)
+        finally:
+            torch.set_num_threads(threads)
 
 
 def choose(rates: dict[str, float]) -> str:

@@ -228,6 +228,50 @@ def test_marginal_likelihood_ignores_missing_annotators_and_masked_tokens():
     assert head.loss(logits, twice, mask).item() == pytest.approx(one_hot.item() - LN2, rel=1e-6)
 
 
+def test_marginal_likelihood_leaves_out_a_present_annotators_minus_100_token():
+    # Two tokens, p = (1/2, 1/4, 1/4) on each. Annotator 1 tags "B -100" (the second token no tag), annotator 2
+    # "O B": P_1 = 1/2 (the untagged token adds nothing), P_2 = 1/4 * 1/2 = 1/8, L = -log(5/8); read as B, the
+    # -100 gave P_1 = 1/4 and L = -log(3/8). token_mean counts both tokens: annotator 2 tags the second.
+    logits = bio_logits([LN2, 0.0, 0.0], [LN2, 0.0, 0.0])
+    annotators = torch.tensor([[[TAG_B, TAG_O], [-100, TAG_B]]])
+    assert BIOHead(4, reduction="sum").loss(logits, annotators, torch.ones(1, 2)).item() == pytest.approx(-math.log(5 / 8))
+    assert BIOHead(4).loss(logits, annotators, torch.ones(1, 2)).item() == pytest.approx(-math.log(5 / 8) / 2)
+
+
+def test_marginal_likelihood_of_an_example_no_annotator_tags_is_no_label_not_infinite():
+    logits = bio_logits([LN2, 0.0, 0.0], [LN2, 0.0, 0.0]).repeat(2, 1, 1)
+    tags = torch.tensor([[[TAG_B], [TAG_O]], [[-1], [-1]]])  # the second example: its one annotator missing
+    loss = BIOHead(4, reduction="token_mean").loss(logits, tags, torch.ones(2, 2))
+    assert loss.item() == pytest.approx(-(math.log(1 / 2) + math.log(1 / 4)) / 2)  # 2 tokens counted, not 4
+
+
+@pytest.mark.parametrize("row, problem", [
+    ([float("nan"), 0.0, 1.0], "nan"),  # was read as a row of zeros: no label, a loss of 0
+    ([1.5, -0.5, 0.0], "-0.5"),  # a negative entry: the loss is unbounded below
+    ([5.0, 0.0, 0.0], "5.0"),  # not summing to 1
+])
+def test_bio_soft_targets_that_are_no_distribution_are_refused_naming_the_token(row, problem):
+    targets = torch.tensor([[[0.0, 0.0, 1.0], row]])
+    with pytest.raises(ValueError, match=rf"bio_targets\[0, 1\] must be a distribution over B, I, O .*{problem}"):
+        BIOHead(4).loss(torch.zeros(1, 2, 3), targets, torch.ones(1, 2))
+    annotators = torch.tensor([[[2 / 3, 0.0, 1 / 3], [0.0, 0.0, 0.0]]])  # B, B, O: accepted, a row of zeros too
+    assert BIOHead(4).loss(torch.zeros(1, 2, 3), annotators, torch.ones(1, 2)).item() == pytest.approx(math.log(3))
+
+
+def test_span_soft_targets_a_zero_row_is_no_label_and_padding_or_negative_mass_is_refused():
+    start, end = torch.zeros(2, 4), torch.zeros(2, 4)  # uniform over the 3 unpadded positions: -log(1/3) each
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 0]])
+    soft = torch.tensor([[0.0, 0.5, 0.5, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    assert SpanHead(4).loss((start, end), soft, soft, attention_mask=mask).item() == pytest.approx(math.log(3))
+    integer = SpanHead(4).loss((start, end), torch.tensor([1, -100]), torch.tensor([2, -100]), attention_mask=mask)
+    assert integer.item() == pytest.approx(math.log(3))  # the same mean as the -100 of integer positions
+    on_padding = torch.tensor([[0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0]])
+    with pytest.raises(ValueError, match="start_positions puts probability on padding"):
+        SpanHead(4).loss((start, end), on_padding, soft, attention_mask=mask)
+    with pytest.raises(ValueError, match=r"end_positions\[1\] must be a distribution"):
+        SpanHead(4).loss((start, end), soft, torch.tensor([[1.0, 0, 0, 0], [2.0, -1.0, 0, 0]]), attention_mask=mask)
+
+
 def test_class_weights_scale_each_gold_tag():
     # q = (1/2, 1/4, 1/4); a B token and an O token, weights (w_B, w_I, w_O) = (4, 2, 1):
     # L = -(4 ln 1/2 + 1 ln 1/4) = 6 ln 2 per example, and the plain loss 3 ln 2.

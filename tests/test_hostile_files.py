@@ -249,6 +249,22 @@ def test_the_library_refuses_a_device_as_a_prediction_output(trained_dir, tmp_pa
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
+def test_a_second_predict_into_the_answers_another_is_writing_is_refused_and_leaves_them(trained_dir, tmp_path):
+    from bio_mrc.inference.loading import TrainedModel
+    from bio_mrc.inference.streaming import StreamPlan, predict_to_files
+    from bio_mrc.io import sole_writer
+
+    output, stream = tmp_path / "p.json", tmp_path / "p.answers.jsonl"
+    stream.write_text('{"id": "first"}\n', encoding="utf-8")
+    trained = TrainedModel.load(trained_dir)
+    with sole_writer(stream, "answers"):  # another run holds it (flock: another open file, as another process's)
+        with pytest.raises(OutputError, match="another process is writing answers into this file now"):
+            predict_to_files(trained, [], StreamPlan(("span",)), output)
+        assert stream.read_text(encoding="utf-8") == '{"id": "first"}\n' and not output.exists()
+    predict_to_files(trained, [], StreamPlan(("span",)), output)  # once it ends, the file is free again
+    assert stream.read_text(encoding="utf-8") == "" and json.loads(output.read_text(encoding="utf-8")) == {}
+
+
 def test_train_warns_when_its_held_out_questions_are_training_questions(tiny_encoder_dir, tmp_path, capsys, monkeypatch):
     from bio_mrc.training import train
 

@@ -189,6 +189,40 @@ def test_the_real_measurement_runs_one_layer_of_the_models_shapes(phase, precisi
     assert math.isfinite(rate) and rate > 0
 
 
+def test_two_probes_at_once_in_threads_leave_torchs_thread_count_as_they_found_it(monkeypatch):
+    import threading
+
+    import torch
+
+    count = {"threads": 3}  # torch's intra-op thread count: one for the whole process
+    monkeypatch.setattr(torch, "get_num_threads", lambda: count["threads"])
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: count.update(threads=n))
+    first_running, second_read, first_done = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_rate(step, tokens, clock=None):  # the second probe ends after the first: it restores last
+        if not first_running.is_set():
+            first_running.set()
+            second_read.wait(0.5)  # unguarded, the second probe reads the first's 1 meanwhile
+        else:
+            second_read.set()
+            first_done.wait(5)
+        return 1.0
+
+    def first_probe() -> None:
+        measure_rate(shapes, "inference", "fp32")
+        first_done.set()
+
+    monkeypatch.setattr(precision_probe, "timed_rate", slow_rate)
+    shapes = MatrixShapes(8, 16, 2, 1, 4)
+    first = threading.Thread(target=first_probe)
+    first.start()
+    assert first_running.wait(5)
+    second = threading.Thread(target=measure_rate, args=(shapes, "inference", "fp32"))
+    second.start()
+    first.join(), second.join()
+    assert count["threads"] == 3  # 1 before: the second saved the first's 1 and restored it last
+
+
 def test_shapes_come_from_the_encoder_config():
     from transformers import BertConfig
 

@@ -67,6 +67,24 @@ def check_tensor(name: str, value: Any, expected: str, dims: int | tuple[int, ..
     return value
 
 
+def check_distributions(name: str, targets: torch.Tensor, over: str) -> None:
+    """Floating ``targets`` as distributions along the last axis: every entry finite and non-negative, every row
+    summing to 1 (a row of zeros, no label, too), else a ValueError naming the first bad row. A NaN row would
+    otherwise be read as no label and a negative entry make the loss unbounded below. Checked where the targets
+    are on the CPU: on an accelerator the answer would cost a device sync every training step (the package's own
+    targets are means of annotators' one-hot rows, distributions by construction)."""
+    if targets.device.type != "cpu":
+        return
+    totals = targets.sum(-1)
+    tolerance = max(1e-4, 3 * torch.finfo(targets.dtype).eps)
+    bad = ~torch.isfinite(targets).all(-1) | (targets < 0).any(-1) | (((totals - 1).abs() > tolerance) & (totals != 0))
+    if bad.any():
+        row = tuple(int(i) for i in bad.nonzero()[0])
+        values = [round(float(v), 4) for v in targets[row].flatten()[:8]]
+        raise ValueError(f"{name}{list(row)} must be a distribution over {over} (non-negative, summing to 1, or all "
+                         f"0 for no label), got {values}{'...' if targets[row].numel() > 8 else ''}")
+
+
 def check_hidden_states(hidden_states: Any, hidden_size: int) -> torch.Tensor:
     """Hidden states as a (batch, seq, hidden_size) tensor, with a hint when an encoder output is passed whole."""
     if isinstance(hidden_states, Mapping) and "last_hidden_state" in hidden_states:

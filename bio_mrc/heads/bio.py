@@ -6,7 +6,9 @@ import torch
 from torch import nn
 
 from ..model_defaults import BIO_LOSS_REDUCTIONS
-from .base import Head, as_loss_precision, check_batch_seq, check_hidden_states, check_tensor, soft_cross_entropy
+from .base import (
+    Head, as_loss_precision, check_batch_seq, check_distributions, check_hidden_states, check_tensor, soft_cross_entropy,
+)
 
 
 class BIOHead(Head):
@@ -97,7 +99,8 @@ class BIOHead(Head):
         (batch, seq) integer tags, or (batch, seq, K) integer tags of K annotators (marginal
         likelihood). ``tag_mask`` marks the tokens that carry a tag; a tagged token whose distribution is a row of
         zeros or whose integer tag is negative (transformers' -100) carries none either: it is left out of the loss
-        and of ``token_mean``'s count. ``attention_mask`` is
+        and of ``token_mean``'s count, as is a token of the K annotators' tags that none tags, and an example none
+        tags adds 0. Distributions must be non-negative and sum to 1 (ValueError otherwise). ``attention_mask`` is
         taken for the common ``Head`` call and not read, as ``tag_mask`` already leaves padding out."""
         self._check_loss_inputs(logits, bio_targets, tag_mask)
         scores = as_loss_precision(logits)
@@ -109,6 +112,8 @@ class BIOHead(Head):
             mask = mask & (bio_targets >= 0)
         elif bio_targets.is_floating_point():  # so is a row of zeros (no distribution), from token_mean's count too
             mask = mask & (bio_targets.sum(-1) > 0)
+        else:  # and a token no annotator tags
+            mask = mask & (bio_targets >= 0).any(-1)
         if bio_targets.dim() == 3 and not bio_targets.is_floating_point():
             per_example = self._marginal_loss(log_probs, bio_targets.long(), mask)
         else:
@@ -141,15 +146,20 @@ class BIOHead(Head):
         if bio_targets.shape[:2] != batch_seq or (distributions and bio_targets.shape[-1] != 3):
             raise ValueError(f"bio_targets must be {expected}, got {tuple(bio_targets.shape)} {bio_targets.dtype}")
         check_batch_seq("tag_mask", tag_mask, batch_seq)
+        if distributions:
+            check_distributions("bio_targets", bio_targets, "B, I, O")
 
     def _marginal_loss(self, log_probs: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``-log Σ_k exp(Σ_i log p_{i,r_k(i)})`` per example, over the annotators present."""
+        """``-log Σ_k exp(Σ_i log p_{i,r_k(i)})`` per example, over the annotators present; a negative tag of a
+        present annotator leaves that token out of its sequence, and an example without any annotator adds 0."""
         if self.class_weights is not None and self.class_weights != (1.0, 1.0, 1.0):
             raise ValueError("class_weights apply to distribution targets, not to the marginal likelihood")
-        present = (tags >= 0).any(dim=1)  # (batch, K)
-        picked = log_probs.gather(-1, tags.clamp(min=0))  # (batch, seq, K)
-        sequence_log_prob = (picked * mask.unsqueeze(-1)).sum(1).masked_fill(~present, float("-inf"))
-        return -torch.logsumexp(sequence_log_prob, dim=-1)
+        tagged = (tags >= 0) & mask.unsqueeze(-1)  # (batch, seq, K)
+        present = tagged.any(dim=1)  # (batch, K)
+        picked = log_probs.gather(-1, tags.clamp(min=0)).masked_fill(~tagged, 0.0)  # (batch, seq, K)
+        sequence_log_prob = picked.sum(1).masked_fill(~present, float("-inf"))
+        loss = -torch.logsumexp(sequence_log_prob, dim=-1)
+        return loss.masked_fill(~present.any(-1), 0.0)  # -log of an empty sum is +inf: no annotator, no label
 
 
 def build_bio_head(config, hidden_size: int) -> BIOHead:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .base import Head, as_loss_precision, check_batch_seq, check_hidden_states, check_tensor, soft_cross_entropy
+from .base import (
+    Head, as_loss_precision, check_batch_seq, check_distributions, check_hidden_states, check_tensor, soft_cross_entropy,
+)
 
 
 class SpanHead(Head):
@@ -14,8 +16,9 @@ class SpanHead(Head):
     The loss is the mean of the start and end cross-entropies, averaged over
     the batch, as in BERT. Targets are integer positions (``[CLS]``, position 0,
     when the window does not hold the answer) or distributions over positions
-    (soft targets from several annotators). Positions where ``attention_mask``
-    is 0 (padding) get no probability.
+    (soft targets from several annotators: non-negative, summing to 1, none on
+    padding; a row of zeros is no label, left out of the mean as -100 is).
+    Positions where ``attention_mask`` is 0 (padding) get no probability.
     """
 
     def __init__(self, hidden_size: int, dropout: float = 0.0) -> None:
@@ -48,11 +51,12 @@ class SpanHead(Head):
             if attention_mask is not None:
                 scores = scores.masked_fill(~attention_mask.bool(), torch.finfo(scores.dtype).min)
             log_probs = torch.log_softmax(scores, dim=-1)
-            if target.is_floating_point():
-                losses.append(soft_cross_entropy(log_probs, target).mean())
-                continue
-            labelled = (target >= 0).to(log_probs.dtype)  # no .any() here: no device sync in the training step
-            per_example = soft_cross_entropy(log_probs, target.clamp(min=0)) * labelled
+            if target.is_floating_point():  # a row of zeros is no label, as -100 is
+                labelled = (target.sum(-1) > 0).to(log_probs.dtype)
+                per_example = soft_cross_entropy(log_probs, target.to(log_probs.dtype))
+            else:
+                labelled = (target >= 0).to(log_probs.dtype)  # no .any() here: no device sync in the training step
+                per_example = soft_cross_entropy(log_probs, target.clamp(min=0)) * labelled
             losses.append(per_example.sum() / labelled.sum().clamp(min=1))
         return (losses[0] + losses[1]) / 2
 
@@ -76,6 +80,11 @@ class SpanHead(Head):
             check_tensor(name, target, expected, (1, 2))
             if target.shape != (start.shape if target.is_floating_point() else start.shape[:1]):
                 raise ValueError(f"{name} must be {expected}, got {tuple(target.shape)} {target.dtype}")
+            if target.is_floating_point():
+                check_distributions(name, target, "the window's positions")
+                on_padding = attention_mask is not None and target.device.type == "cpu" and (target * ~attention_mask.bool()).any()
+                if on_padding:  # log 0 there: an infinite loss (checked on the CPU alone, as check_distributions is)
+                    raise ValueError(f"{name} puts probability on padding (attention_mask 0), which gets none")
         if attention_mask is not None:
             check_batch_seq("attention_mask", attention_mask, start.shape)
 

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError
-from ..io import check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, writes_named
+from ..io import check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
 from ..types import Example
 from .extract import AnswerExtractor
 from .files import answer_record, answer_record_problem, prediction_paths, side_file, write_files_from_stream
@@ -179,9 +179,24 @@ def predict_to_files(
     outputs = [check_file_target(path) for path in prediction_outputs(output, plan.decodings)]  # no FIFO or device
     check_outputs_apart(outputs, model_dirs=[trained.path])
     resumes = resume and stream.is_file()
-    done = shard.broadcast_result(lambda: resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if resumes else [])
-    if shard.writes and stream is not None:
-        stream.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as held:  # rank 0 holds the stream, alone, until the official files are written
+
+        def claim() -> list[str]:
+            if stream is not None:
+                stream.parent.mkdir(parents=True, exist_ok=True)
+                held.enter_context(sole_writer(stream, "answers"))
+            return resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if resumes else []
+
+        done = shard.broadcast_result(claim)
+        return _predict_into(trained, questions, plan, output, stream, shard, done, total, progress)
+
+
+def _predict_into(
+    trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, output: str | Path, stream: Path | None,
+    shard: Shard, done: list[str], total: int | None, progress: bool,
+) -> dict[str, dict[str, Path]]:
+    """:func:`predict_to_files` once the questions ``done`` are known: the stream grown, then the files written."""
+    to_stdout = stream is None
     sink = None if not shard.writes else sys.stdout if to_stdout else open_no_follow(stream, "a" if done else "w")
     # a full disk while the stream grows is one line naming its folder; the lines written stay for --resume
     with writes_named(stream.parent) if stream is not None else contextlib.nullcontext():
