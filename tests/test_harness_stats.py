@@ -121,6 +121,18 @@ def test_bootstrap_validation_and_to_dict():
     assert d["diff"] == 1.0 and d["n_questions"] == 3 and isinstance(d["significant"], bool)
 
 
+def test_one_question_is_never_significant():
+    """Every resample of one question repeats it: the "interval" is the point (3, 3), no evidence of a difference,
+    so p is 1 and the difference not significant (it read p 0, significant); two questions are resampled."""
+    one = paired_bootstrap([4.0], [1.0], n_resamples=200)
+    assert (one.diff, one.ci_low, one.ci_high, one.p_value, one.significant) == (3.0, 3.0, 3.0, 1.0, False)
+    assert two_level_bootstrap(np.array([[4.0]]), np.array([[1.0]]), n_resamples=200).significant is False
+    two = paired_bootstrap([4.0, 5.0], [1.0, 1.0], n_resamples=200)
+    assert (two.ci_low, two.ci_high, two.p_value, two.significant) == (3.0, 4.0, 0.0, True)
+    seeds = two_level_bootstrap(np.array([[4.0], [5.0]]), np.array([[1.0], [1.0]]), n_resamples=200)
+    assert seeds.n_questions == 1 and seeds.significant is True  # one question, two seeds: the seeds are resampled
+
+
 # ---------------------------------------------------------------- Holm
 
 

@@ -86,7 +86,8 @@ def paired_bootstrap(
     * p_value: two-sided bootstrap p,
       ``min(1, 2 * min(frac(d* <= 0), frac(d* >= 0)))`` over resampled diffs
       ``d*``; 0.0 means "below 1 / n_resamples".
-    * significant: the CI excludes 0 (``ci_low > 0 or ci_high < 0``).
+    * significant: the CI excludes 0 (``ci_low > 0 or ci_high < 0``) and there is more than one
+      observation; one question (of one seed) has no spread to resample: p 1, never significant.
 
     Indices are ``floor(u * n)`` with ``u`` uniform doubles from
     ``np.random.default_rng(seed)``; each double consumes exactly one draw of the
@@ -164,9 +165,12 @@ def _bootstrap_result(
 ) -> BootstrapResult:
     ci_low, ci_high = _percentiles(resampled, confidence)
     p = min(1.0, 2.0 * min(float(np.mean(resampled <= 0.0)), float(np.mean(resampled >= 0.0))))
+    significant = ci_low > 0.0 or ci_high < 0.0
+    if n * n_seeds < 2:  # one observation: every resample repeats it, a point "interval" that is no evidence
+        p, significant = 1.0, False
     return BootstrapResult(
         mean_a=mean_a, mean_b=mean_b, diff=diff, ci_low=ci_low, ci_high=ci_high, p_value=float(p),
-        significant=bool(ci_low > 0.0 or ci_high < 0.0), n_questions=int(n), n_resamples=int(len(resampled)),
+        significant=bool(significant), n_questions=int(n), n_resamples=int(len(resampled)),
         n_seeds=int(n_seeds),
     )
 
