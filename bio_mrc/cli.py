@@ -862,7 +862,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
-        with _terminate_as_exit(), _bars_for_a_log(sys.stderr):
+        with _terminate_as_exit(), _bars_for_a_log(sys.stderr), _setting_warnings_as_lines():
             code = args.func(args)
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code
@@ -874,6 +874,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C: the command's clean-ups have run on the way out; a traceback would say nothing more
         print("interrupted", file=sys.stderr)
         return 130
+    except Terminated:  # SIGTERM: the same line as Ctrl-C, and the status of a process the signal ended
+        print("interrupted", file=sys.stderr)
+        raise
+
+
+@contextlib.contextmanager
+def _setting_warnings_as_lines() -> Iterator[None]:
+    """A model's unused tuned setting (``UnusedSettingWarning``) as one ``warning:`` line on stderr, as the command's
+    other warnings are, not Python's two lines naming the package's source; any other warning as Python shows it."""
+    from .model_folder import UnusedSettingWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, UnusedSettingWarning):
+                print(printable_line(f"warning: {message}"), file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
 
 
 @contextlib.contextmanager
@@ -893,34 +915,83 @@ def _bars_for_a_log(stream) -> Iterator[None]:
         os.environ.pop("TQDM_MININTERVAL", None)
 
 
+class Terminated(SystemExit):
+    """What SIGTERM raises in a command: SystemExit with the status of a process the signal ended (143)."""
+
+
 @contextlib.contextmanager
 def _terminate_as_exit() -> Iterator[None]:
     """SIGTERM (``kill``, a scheduler's stop) ends the command as Ctrl-C does, by an exception, so that its cleanups
-    run: no temporary folder or half-written file is left behind. A SIGTERM the caller ignores stays ignored; the
-    handler before is back afterwards (``main`` may be called in a longer process)."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _exit_on_terminate)
+    run: no temporary folder or half-written file is left behind. Both signals are taken by ``_stop_on_signal``, which
+    holds one that lands in a finalizer until it has returned. A signal the caller ignores or handles itself stays
+    so; the handlers before are back afterwards (``main`` may be called in a longer process)."""
+    taken = _signals_to_take()
+    for signum in taken:
+        signal.signal(signum, _stop_on_signal)
     try:
         yield
+        _DEFERRED.deliver()  # one held while a finalizer ran in the command's last moments
     finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        _DEFERRED.cancel()
+        for signum, previous in taken.items():
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+
+
+def _signals_to_take() -> dict[int, object]:
+    """SIGTERM unless ignored, SIGINT while Python's own handler has it: each with the handler it had."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM), signal.SIGINT: signal.getsignal(signal.SIGINT)}
+    return {signum: handler for signum, handler in previous.items()
+            if handler != signal.SIG_IGN and (signum != signal.SIGINT or handler is signal.default_int_handler)}
 
 
 FINALIZER_RETRY_SECONDS = 0.05
 
 
-def _exit_on_terminate(signum: int, frame: object) -> None:
-    """Raise SystemExit with the status of a process the signal ended. Inside a finalizer (a ``__del__`` that garbage
+def _stop_on_signal(signum: int, frame: object) -> None:
+    """Raise KeyboardInterrupt for SIGINT, Terminated for SIGTERM. Inside a finalizer (a ``__del__`` that garbage
     collection runs, such as a dataset's) Python would print the exception as "ignored" and carry on: the command
-    went on to exit 0 with a traceback. There the signal is sent again once the finalizer has had time to return."""
+    went on to exit 0 with a traceback. There the signal is sent again once the finalizer has had time to return
+    (or raised when the command ends first)."""
     if _in_finalizer(frame):
-        timer = threading.Timer(FINALIZER_RETRY_SECONDS, signal.raise_signal, (signum,))
-        timer.daemon = True
-        timer.start()
+        _DEFERRED.defer(signum)
         return
-    raise SystemExit(128 + signum)
+    _DEFERRED.cancel()
+    raise _stop_for(signum)
+
+
+def _stop_for(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(128 + signum)
+
+
+class _DeferredSignal:
+    """A signal that landed in a finalizer: sent again shortly by a timer, or raised by the command's end."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.timer: threading.Timer | None = None
+
+    def defer(self, signum: int) -> None:
+        self.cancel()
+        self.signum = signum
+        self.timer = threading.Timer(FINALIZER_RETRY_SECONDS, signal.raise_signal, (signum,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.signum, self.timer = None, None
+
+    def deliver(self) -> None:
+        signum = self.signum
+        self.cancel()
+        if signum is not None:
+            raise _stop_for(signum)
+
+
+_DEFERRED = _DeferredSignal()
 
 
 def _in_finalizer(frame) -> bool:

@@ -86,39 +86,45 @@ def _read_json(path: Path) -> Any:
     return special_floats(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else None
 
 
-def write_model_card(model_dir: str | Path) -> Path | None:
+def write_model_card(model_dir: str | Path, staged_for: str | Path | None = None) -> Path | None:
     """(Re)write ``model_dir/README.md`` from the folder's files; returns its path.
 
     Nothing is written to a folder without ``config.json`` (no model yet), nor over a README.md
     written by hand (one without the card's marker line): that card is its author's to keep.
+    ``staged_for``: ``model_dir`` is a staging folder whose files move into that folder (see :func:`_write_card`).
     """
     model_dir = Path(model_dir)
     config = _read_config(model_dir)
     if config is None:
         return None
     record, evaluation = _read_json(model_dir / RUN_RECORD_FILE), _read_json(model_dir / EVAL_FILE)
-    return _write_card(model_dir, render_model_card(config, record, evaluation, model_dir.name))
+    target = Path(staged_for) if staged_for is not None else model_dir
+    return _write_card(model_dir, render_model_card(config, record, evaluation, target.name), target)
 
 
-def write_exported_card(output_dir: str | Path, model_dir: str | Path, architecture: str, left_out: Sequence[str]) -> Path | None:
+def write_exported_card(output_dir: str | Path, model_dir: str | Path, architecture: str, left_out: Sequence[str],
+                        staged_for: str | Path | None = None) -> Path | None:
     """``output_dir/README.md`` for transformers' QA model exported there from the bio_mrc model in ``model_dir``
     (``bio-mrc export --format transformers``): what it holds and leaves out (the heads ``left_out``), its base model,
-    how to run it."""
+    how to run it. ``staged_for``: ``output_dir`` is a staging folder whose files move into that folder."""
     output_dir, model_dir = Path(output_dir), Path(model_dir)
     config = _read_config(model_dir)
     if config is None:
         return None
+    target = Path(staged_for) if staged_for is not None else output_dir
     return _write_card(output_dir, render_exported_card(config, _read_json(model_dir / RUN_RECORD_FILE), architecture,
-                                                        left_out, output_dir.name, model_dir.name))
+                                                        left_out, target.name, model_dir.name), target)
 
 
-def _write_card(folder: Path, text: str) -> Path | None:
-    """Write a generated card, never over a README.md written by hand (one without the card's marker line)."""
-    card = folder / CARD_FILE
+def _write_card(folder: Path, text: str, target: Path | None = None) -> Path | None:
+    """Write a generated card in ``folder``, never where ``target`` (the folder the card ends in: ``folder`` itself, or
+    the output folder a staging folder's files move into along with the card, so that a stop after the move never
+    leaves a model without its card) holds a README.md written by hand (one without the card's marker line)."""
+    card = (target or folder) / CARD_FILE
     if card.is_file() and CARD_MARKER not in card.read_text(encoding="utf-8", errors="replace"):
         warnings.warn(f"{card} was not written by bio_mrc (no '{CARD_MARKER}' line): left as it is", stacklevel=2)
         return None
-    return atomic_write_text(card, text)
+    return atomic_write_text(folder / CARD_FILE, text)
 
 
 def _read_config(model_dir: Path) -> BioMrcConfig | None:

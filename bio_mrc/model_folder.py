@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -231,6 +232,31 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
             raise fail(folder, "config.json", f"calibration.{decoding} must hold the numbers a, b and c, got {calibrator!r}")
         if "no_answer_threshold" in calibrator:  # the threshold it was fitted at scores its abstentions
             _check_threshold(calibrator["no_answer_threshold"], f"calibration.{decoding}.no_answer_threshold", folder)
+    _warn_of_unknown_decodings(config, folder)
+
+
+class UnusedSettingWarning(UserWarning):
+    """A tuned setting of ``config.json`` that no registered decoding reads: the model loads, without it."""
+
+
+def _warn_of_unknown_decodings(config: Mapping[str, Any], folder: Path) -> None:
+    """A tuned setting keyed by no registered decoding (a misspelt key in a hand-edited ``config.json``, or a plug-in
+    decoding's, whose model still loads where the plug-in is not imported) is read by nothing: one warning each, as
+    naming the file and the key, once a process (every loader checks the folder, some twice)."""
+    scores = sorted({entry.threshold_key for entry in registry.DECODINGS.values()})
+    keyed = {"no_answer_thresholds": ("is the no-answer score of no registered decoding", scores),
+             "min_span_probabilities": ("names no registered decoding", sorted(registry.DECODINGS)),
+             "calibration": ("names no registered decoding", sorted(registry.DECODINGS))}
+    for name, (problem, known) in keyed.items():
+        for key in _mapping(config, name, folder):
+            message = (f"{folder / 'config.json'}: {name} key {key!r} {problem} ({', '.join(known)}), so nothing uses "
+                       "it: a misspelt key, or a plug-in decoding's not imported here?")
+            if key not in known and message not in _WARNED:
+                _WARNED.add(message)
+                warnings.warn(UnusedSettingWarning(message), stacklevel=2)
+
+
+_WARNED: set[str] = set()  # the unused settings already warned of
 
 
 def _check_threshold(value: Any, name: str, folder: Path) -> None:

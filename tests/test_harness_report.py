@@ -432,3 +432,19 @@ def test_each_squad_data_set_of_an_evaluation_is_scored_on_its_own(tmp_path):
     assert contrast.diff == pytest.approx(span.f1[12:].mean() - bio.f1[12:].mean())
     assert "### second.jsonl (8 questions)" in report and "| cell | EM | F1 | empty |" in report
     assert Summary.from_json(saved["summary"], "report.json").data_sets == summary.data_sets
+
+
+@pytest.mark.parametrize("questions, said", [(1, True), (2, False), (None, False)])
+def test_the_calibration_section_says_why_a_tuning_split_of_one_question_calibrates_no_cell(questions, said):
+    """Tuning fits no calibrator on fewer than 2 questions: the column of calibrated ECEs was empty without a word."""
+    from types import SimpleNamespace
+
+    from bio_mrc.harness.report import _calibration_section
+
+    results = SimpleNamespace(tune=None if questions is None else {"description": "t.json", "questions": questions})
+    summary = SimpleNamespace(rows=[SimpleNamespace(cell="joint/span", ece={"raw": [0.056], "calibrated": [None]})])
+    lines = _calibration_section(results, summary, {})
+    assert "| joint/span | 0.056 | – |" in lines
+    note = ("No cell is calibrated: the tuning split holds 1 question, too few to fit a calibrator on (at least 2); "
+            "its other settings are tuned.")
+    assert (note in lines) is said

@@ -418,3 +418,32 @@ def test_a_replaced_model_loses_only_the_model_files_the_new_one_does_not_write(
                        "model.onnx.data"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "elsewhere.txt", "model.onnx.bak", "model.safetensors",
                                                           "my-model.safetensors", "notes.txt", "pytorch_model.bin"]
+
+
+def test_a_tuned_setting_of_no_registered_decoding_loads_with_one_warning_line(saved_model, tmp_path, monkeypatch, capsys):
+    """A misspelt threshold key ("bio" for "bio/ratio") held nothing back and said nothing; a plug-in decoding's key
+    is no error: its model loads where the plug-in is registered, silently, and elsewhere with the warning."""
+    import dataclasses
+    import warnings
+
+    from bio_mrc import registry
+    from bio_mrc.model_folder import UnusedSettingWarning
+
+    folder = edit_config(copy_of(saved_model, tmp_path), no_answer_thresholds={"bio": 0.5, "span": 1.0})
+    with pytest.warns(UnusedSettingWarning) as caught:
+        TrainedModel.load(folder)
+    assert [str(w.message) for w in caught] == [
+        f"{folder / 'config.json'}: no_answer_thresholds key 'bio' is the no-answer score of no registered decoding "
+        "(bio/ratio, joint, span), so nothing uses it: a misspelt key, or a plug-in decoding's not imported here?"]
+    monkeypatch.setitem(registry.DECODINGS, "plugged", dataclasses.replace(registry.decoding("span"), name="plugged", threshold_key="bio"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnusedSettingWarning)
+        TrainedModel.load(folder)
+        monkeypatch.delitem(registry.DECODINGS, "plugged")
+        TrainedModel.load(folder)  # warned of once
+    edit_config(folder, calibration={"jiont": {"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0}})
+    capsys.readouterr()
+    assert main(["extract", "--model", str(folder), "--question", "who?", "--context", "the normans ruled."]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "jiont" in line or "Warning" in line] == [
+        f"warning: {folder / 'config.json'}: calibration key 'jiont' names no registered decoding (bio, joint, span), so "
+        "nothing uses it: a misspelt key, or a plug-in decoding's not imported here?"]

@@ -96,6 +96,64 @@ def test_sigterm_inside_a_finalizer_still_ends_the_command(capfd):
     assert "Exception ignored" not in capfd.readouterr().err
 
 
+class _InterruptedWhileCollected:
+    """An object whose finalizer runs while a signal arrives (Ctrl-C's SIGINT, a scheduler's SIGTERM)."""
+
+    def __init__(self, signum):
+        self.signum = signum
+
+    def __del__(self):
+        os.kill(os.getpid(), self.signum)
+        for _ in range(100_000):  # the handler runs here, inside the finalizer
+            pass
+
+
+def _command_collecting(monkeypatch, signum, then):
+    """``evaluate`` replaced by a command that frees such an object, then runs ``then`` and returns 0."""
+    import bio_mrc.cli as cli
+
+    went_on = []
+
+    def command(_args):
+        _InterruptedWhileCollected(signum)  # collected at once: its finalizer runs here
+        then()
+        went_on.append(True)
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_evaluate", command)
+    return went_on
+
+
+def _a_while():
+    import time
+
+    time.sleep(2)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread() or
+                    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+                    reason="needs the main thread and Python's own Ctrl-C handler")
+@pytest.mark.parametrize("then", [_a_while, lambda: None], ids=["midway", "at-the-end"])
+def test_ctrl_c_inside_a_finalizer_still_ends_the_command(monkeypatch, capfd, then):
+    """Python's own handler raised KeyboardInterrupt inside ``__del__``: printed as "Exception ignored", and the command
+    went on to exit 0."""
+    went_on = _command_collecting(monkeypatch, signal.SIGINT, then)
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)]) == 130
+    assert capfd.readouterr().err == "interrupted\n"
+    assert went_on == ([True] if then is not _a_while else [])
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signal handlers need the main thread")
+def test_sigterm_ends_a_command_with_the_line_ctrl_c_prints(monkeypatch, capfd):
+    """A SIGTERM stopped the command with status 143 and printed nothing."""
+    _command_collecting(monkeypatch, signal.SIGTERM, _a_while)
+    with pytest.raises(SystemExit) as stopped:
+        main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)])
+    assert stopped.value.code == 143
+    assert capfd.readouterr().err == "interrupted\n"
+
+
 def _with_checkpoints(folder, step):
     """A model folder beside the checkpoints of a run (the last at ``step``) and their options."""
     (folder / "checkpoints" / f"checkpoint-{step}").mkdir(parents=True)
@@ -258,3 +316,68 @@ def test_an_onnx_export_over_a_trained_model_leaves_none_of_its_weights(trained_
     onnx.export_onnx(trained_dir, used, overwrite=True)
     assert not (used / "model.safetensors").exists() and not (used / "training_log.json").exists()
     assert (used / "notes.txt").read_text() == "the user's" and model_backend(used) == "onnx"
+
+
+def _stopped_once_moved(monkeypatch):
+    """Ctrl-C landing the moment a staged model's files have moved into its output folder."""
+    from bio_mrc import io
+
+    real = io.atomic_move_files
+
+    def move_then_stop(source, target):
+        real(source, target)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(io, "atomic_move_files", move_then_stop)
+
+
+def _fake_onnx_export(trained_dir):
+    from bio_mrc.inference import onnx
+
+    def export(trained, staging, opset, atol):
+        (staging / onnx.ONNX_FILE).write_bytes(b"a graph")
+        for name in ("config.json", "tokenizer.json", "bio_mrc_run.json"):
+            shutil.copyfile(trained_dir / name, staging / name)
+        return {"format": "onnx"}
+
+    return export
+
+
+def test_an_onnx_export_stopped_after_its_files_moved_in_has_its_card(trained_dir, tmp_path, monkeypatch):
+    """The card was written after the marker, so an export stopped between them looked finished and had no card."""
+    from bio_mrc.inference import onnx
+    from bio_mrc.model_card import CARD_MARKER
+
+    monkeypatch.setattr(onnx, "require", lambda *_: None)
+    monkeypatch.setattr(onnx, "write_export", _fake_onnx_export(trained_dir))
+    whole = tmp_path / "whole"
+    onnx.export_onnx(trained_dir, whole)
+    _stopped_once_moved(monkeypatch)
+    stopped = tmp_path / "whole-stopped"
+    with pytest.raises(KeyboardInterrupt):
+        onnx.export_onnx(trained_dir, stopped)
+    card = (stopped / "README.md").read_text(encoding="utf-8")
+    assert CARD_MARKER in card and card == (whole / "README.md").read_text(encoding="utf-8").replace("whole", "whole-stopped")
+    assert not (stopped / onnx.EXPORT_FILE).exists()  # no marker: an unfinished export, as loading says
+
+
+def test_a_transformers_export_stopped_after_its_files_moved_in_has_its_card(trained_dir, tmp_path, monkeypatch):
+    from bio_mrc.inference.conversion import export_qa_checkpoint
+    from bio_mrc.model_card import CARD_MARKER
+
+    _stopped_once_moved(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        export_qa_checkpoint(trained_dir, tmp_path / "exported")
+    assert CARD_MARKER in (tmp_path / "exported" / "README.md").read_text(encoding="utf-8")
+    assert (tmp_path / "exported" / "model.safetensors").is_file()
+
+
+def test_an_export_keeps_a_card_written_by_hand_in_its_folder(trained_dir, tmp_path):
+    from bio_mrc.inference.conversion import export_qa_checkpoint
+
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "README.md").write_text("my notes")
+    with pytest.warns(UserWarning, match="not written by bio_mrc"):
+        export_qa_checkpoint(trained_dir, used, overwrite=True)
+    assert (used / "README.md").read_text() == "my notes"

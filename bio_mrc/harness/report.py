@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import registry
+from ..inference.defaults import FEWEST_CALIBRATION_QUESTIONS
 from ..io import atomic_write_json, atomic_write_text, replaced_together
 from ..model_folder import non_finite_as, transformers_float
 from ..types import Example
@@ -326,6 +327,16 @@ def _reliability_diagrams(results: ComparisonResults) -> dict[CellKey, dict[str,
     return diagrams
 
 
+def _too_few_to_calibrate(results: ComparisonResults) -> str | None:
+    """Why no cell has a calibrated ECE where the tuning split holds fewer questions than a calibrator is fitted on
+    (tuning fits none then, and a cell's calibrated column is empty without this line to say why)."""
+    questions = (results.tune or {}).get("questions")
+    if not isinstance(questions, int) or questions >= FEWEST_CALIBRATION_QUESTIONS:
+        return None
+    return (f"No cell is calibrated: the tuning split holds {questions} question{'' if questions == 1 else 's'}, too few "
+            f"to fit a calibrator on (at least {FEWEST_CALIBRATION_QUESTIONS}); its other settings are tuned.")
+
+
 def _calibration_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     rows = [r for r in summary.rows if r.ece is not None]
     if not rows:
@@ -338,6 +349,8 @@ def _calibration_section(results: ComparisonResults, summary: Summary, plots: di
              "| cell | ECE raw | ECE calibrated |", "|---|---|---|"]
     for r in rows:
         lines.append(f"| {r.cell} | {format_present(r.ece['raw'], 3)} | {format_present(r.ece['calibrated'], 3)} |")
+    if (note := _too_few_to_calibrate(results)) is not None:
+        lines += ["", note]
     if CALIBRATION_PLOT in plots:
         lines += ["", f"![reliability diagrams]({plots[CALIBRATION_PLOT]})"]
     return lines

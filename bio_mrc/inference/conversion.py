@@ -41,8 +41,8 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
         converted, tokenizer = span_model_from_qa_checkpoint(folder, _source_name(model, folder), **windows)
         converted.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
-        replace_model_files(output_dir, staging)
-    write_model_card(output_dir)
+        write_model_card(staging, staged_for=output_dir)
+        replace_model_files(output_dir, staging)  # the card moves in with the files: a stop after the move leaves it
     windows_written = {key: getattr(converted.config, key) for key in ("max_seq_length", "doc_stride", "max_query_length")}
     return {"output": str(output_dir), "source": name, "architecture": architecture, "heads": converted.config.heads,
             "windows": windows_written}
@@ -72,9 +72,9 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
         qa = qa_model_from_span_model(trained.model, tokenizer, str(model_dir))
         qa.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
-        replace_model_files(output_dir, staging)
-    left_out = [name for name in trained.model.config.head_names if name != QA_HEADS]
-    write_exported_card(output_dir, local_folder(model_dir), type(qa).__name__, left_out)
+        left_out = [name for name in trained.model.config.head_names if name != QA_HEADS]
+        write_exported_card(staging, local_folder(model_dir), type(qa).__name__, left_out, staged_for=output_dir)
+        replace_model_files(output_dir, staging)  # the card moves in with the files: a stop after the move leaves it
     return {"format": "transformers", "architecture": type(qa).__name__, "source": str(model_dir), "left_out": left_out}
 
 

@@ -155,13 +155,13 @@ def export_onnx(
     trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
     with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
         record = write_export(trained, staging, opset, atol)
+        write_model_card(staging, staged_for=output_dir)  # moves in with the files: the marker is then all that is left
         # the marker first (the old export is unfinished from here on), then the old model's other files, its
         # PyTorch weights included, which loading would otherwise run in place of the new graph
         remove_file(output_dir / EXPORT_FILE, output_dir)
         remove_replaced_model_files(output_dir, [path.name for path in staging.iterdir()])
     record["source"] = str(model_dir)
     atomic_write_json(output_dir / EXPORT_FILE, record, indent=2)
-    write_model_card(output_dir)
     return record
 
 
