@@ -18,7 +18,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from . import __version__, registry
 from .argument_parser import RUN_QA_NOTE, CommandLineParser
@@ -33,6 +33,7 @@ from .model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
 from .inference.defaults import (DEFAULT_CHUNK_SIZE, FEWEST_CALIBRATION_QUESTIONS, GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE,
                                  MIN_CALIBRATION_QUESTIONS)
 from .precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
+from .launcher import check_launcher_environment
 from .serving.config import ServeConfig
 from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
@@ -860,6 +861,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _expand_home(args)
     try:
+        check_launcher_environment()  # a WORLD_SIZE or RANK that is no number, before any work
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
         with _terminate_as_exit(), _bars_for_a_log(sys.stderr), _setting_warnings_as_lines():
@@ -903,16 +905,31 @@ def _bars_for_a_log(stream) -> Iterator[None]:
     """Progress bars on a standard error that is no terminal (a log file, a pipe) redraw at most every
     ``LOGGED_BAR_SECONDS``, not ten times a second: each redraw is a carriage return and a line that a terminal
     overwrites and a file keeps, thousands of them over a long training run. tqdm reads ``TQDM_MININTERVAL`` when it
-    is imported, so this holds where the command imports it (the console script), and a value of the user's stays."""
+    is imported, and a value of the user's stays; a tqdm imported already (the package imports transformers, which imports
+    it) takes the interval as its default keyword (:func:`_tqdm_defaults`)."""
     isatty = getattr(stream, "isatty", None)
     if (isatty is not None and isatty()) or "TQDM_MININTERVAL" in os.environ:
         yield
         return
     os.environ["TQDM_MININTERVAL"] = str(LOGGED_BAR_SECONDS)
+    defaults = _tqdm_defaults()
+    before = dict(defaults)
+    defaults["mininterval"] = float(LOGGED_BAR_SECONDS)
     try:
         yield
     finally:
         os.environ.pop("TQDM_MININTERVAL", None)
+        defaults.clear()
+        defaults.update(before)
+
+
+def _tqdm_defaults() -> dict[str, Any]:
+    """The default keywords of every tqdm bar made from now on: the ``TQDM_*`` variables tqdm read when it was imported
+    (its ``__init__`` is a ``functools.partialmethod`` of them); an empty dict to no purpose where tqdm is not imported
+    yet (it reads the variables then) or keeps them otherwise."""
+    module = sys.modules.get("tqdm.std")
+    init = vars(getattr(module, "tqdm", object)).get("__init__")
+    return init.keywords if isinstance(init, functools.partialmethod) else {}
 
 
 class Terminated(SystemExit):

@@ -7,6 +7,7 @@ the id and what to do, never a retry loop or a traceback.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .errors import ModelFormatError
@@ -32,7 +33,7 @@ def is_hub_id(name: str) -> bool:
 def local_folder(name_or_path: str | Path, what: str = "model folder") -> Path:
     """The folder ``name_or_path`` names: itself where it exists, else the hub id's snapshot (cache first).
     ``what`` names the thing in the error (``"model folder"``, ``"encoder"``)."""
-    path = Path(name_or_path).expanduser()
+    path = Path(os.path.expanduser(name_or_path))  # left as it is where no home is known (Path.expanduser raises)
     if path.exists() or not is_hub_id(str(name_or_path)):
         if not path.exists():
             raise ModelFormatError(f"no such {what} (and not a Hugging Face hub id)", str(name_or_path))

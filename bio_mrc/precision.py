@@ -78,6 +78,7 @@ def pin_process_device(device: str | None) -> None:
     import os
 
     from .errors import ConfigError
+    from .launcher import launcher_number
 
     name = str(device or "auto").strip().lower()
     kind, _, index = name.partition(":")
@@ -86,7 +87,7 @@ def pin_process_device(device: str | None) -> None:
     if name == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     elif kind == "cuda" and index.isdigit():
-        if (world := int(os.environ.get("WORLD_SIZE", "1") or 1)) > 1:  # each process would see GPU N alone as its GPU 0
+        if (world := launcher_number("WORLD_SIZE")) > 1:  # each process would see GPU N alone as its GPU 0
             raise ConfigError(f"device {device!r}: under a launcher of {world} processes each process trains on its own "
                               "GPU (LOCAL_RANK); choose the GPUs with CUDA_VISIBLE_DEVICES and pass --device cuda or auto")
         shown = os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -11,9 +11,9 @@ faster (a tie keeps fp32, exact everywhere). Training is also timed in bf16 with
 faster than bf16 throughout, the choice says ``"attention": "fp32"`` and training runs it
 (:mod:`bio_mrc.fp32_attention`). The result is cached per machine (CPU model and flags, torch version, threads,
 shapes, phase) in ``$XDG_CACHE_HOME/bio_mrc/precision.json`` (``~/.cache`` by default; ``$BIO_MRC_CACHE_DIR``
-names another folder), so a machine measures each model size once; a cache that cannot be read is measured again
-and rewritten, and a measurement whose two rounds disagree (another job took the cores) is used by this process
-but not cached.
+names another folder; no cache where none is set and no home folder is known), so a machine measures each model
+size once; a cache that cannot be read is measured again and rewritten, and a measurement whose two rounds disagree
+(another job took the cores) is used by this process but not cached.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+
+from .launcher import launcher_number
 
 PHASES = ("training", "inference")
 TIE_MARGIN = 0.05  # bf16 must beat fp32 by more than this to be chosen
@@ -157,12 +159,15 @@ def choose_attention(rates: dict[str, float]) -> str:
     return "fp32" if rates.get(FP32_ATTENTION, 0.0) > rates["bf16"] * (1 + TIE_MARGIN) else "bf16"
 
 
-def cache_file() -> Path:
-    """``precision.json`` in ``$BIO_MRC_CACHE_DIR``, else ``$XDG_CACHE_HOME/bio_mrc``, else ``~/.cache/bio_mrc``."""
+def cache_file() -> Path | None:
+    """``precision.json`` in ``$BIO_MRC_CACHE_DIR``, else ``$XDG_CACHE_HOME/bio_mrc``, else ``~/.cache/bio_mrc``;
+    None where none is set and no home folder is known (``HOME`` unset for a user the system does not list, as in a
+    container run under another user id): the choice is then kept for this process only."""
     if os.environ.get("BIO_MRC_CACHE_DIR"):
         return Path(os.environ["BIO_MRC_CACHE_DIR"]) / CACHE_NAME
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "bio_mrc" / CACHE_NAME
+    home = os.path.expanduser("~")  # Path.home() raises where no home is known; this leaves "~"
+    root = os.environ.get("XDG_CACHE_HOME") or (None if home == "~" else Path(home) / ".cache")
+    return None if root is None else Path(root) / "bio_mrc" / CACHE_NAME
 
 
 def machine_key(cpu: str) -> str:
@@ -188,8 +193,10 @@ def cache_key(cpu: str, shapes: MatrixShapes, phase: str) -> str:
     return f"{machine_key(cpu)} | {phase} | " + " ".join(f"{k} {v}" for k, v in asdict(shapes).items())
 
 
-def read_cache(path: Path) -> dict[str, Any]:
+def read_cache(path: Path | None) -> dict[str, Any]:
     """The cached choices; an unreadable or malformed file reads as empty (it is rewritten on the next store)."""
+    if path is None or not path.is_file():  # a named pipe there would never end its read
+        return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -206,11 +213,13 @@ def _valid(entry: Any) -> bool:
     return all(isinstance(entry.get(f"{p}_tokens_per_s"), (int, float)) for p in ROUNDS[phase][0])
 
 
-def store(path: Path, key: str, entry: dict[str, Any]) -> None:
+def store(path: Path | None, key: str, entry: dict[str, Any]) -> None:
     """Add ``entry`` to the cache file, written whole to a temporary file and renamed (never half-written);
     a cache folder that cannot be written keeps the choice for this process only."""
     from .io import atomic_write_text
 
+    if path is None:
+        return
     data = read_cache(path)
     data[key] = entry
     with contextlib.suppress(OSError):
@@ -261,7 +270,7 @@ def _entry(rates: dict[str, float], shapes: MatrixShapes, phase: str) -> dict[st
 
 def distributed() -> bool:
     """Whether this process is one of several (torchrun sets ``WORLD_SIZE``)."""
-    return int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
+    return launcher_number("WORLD_SIZE") > 1
 
 
 __all__ = ["FP32_ATTENTION", "MatrixShapes", "PHASES", "TIE_MARGIN", "cache_file", "choose", "choose_attention", "measure_rate",

@@ -173,6 +173,9 @@ def test_a_context_over_the_limit_is_refused_naming_its_record(tmp_path, monkeyp
     monkeypatch.setenv("BIO_MRC_MAX_CONTEXT_CHARS", "lots")
     with pytest.raises(BioMrcError, match="BIO_MRC_MAX_CONTEXT_CHARS='lots': a positive whole number"):
         load_squad(path)
+    monkeypatch.setenv("BIO_MRC_MAX_CONTEXT_CHARS", "2²")  # a digit to str.isdigit() that int() refuses (a ValueError traceback)
+    with pytest.raises(BioMrcError, match="BIO_MRC_MAX_CONTEXT_CHARS='2²': a positive whole number"):
+        load_squad(path)
 
 
 def test_a_csv_header_of_a_million_columns_or_over_a_megabyte_is_refused_at_once(tmp_path, monkeypatch):

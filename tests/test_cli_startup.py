@@ -181,6 +181,31 @@ print(log.getvalue().count("\\r"))
 """
 
 
+BARS_OF_A_TQDM_IMPORTED_BEFORE = """
+import io, time
+from tqdm.auto import tqdm  # as the command line has it: bio_mrc imports transformers, which imports tqdm
+from bio_mrc.cli import _bars_for_a_log
+log = io.StringIO()
+with _bars_for_a_log(io.StringIO()):
+    for _ in tqdm(range(40), file=log):
+        time.sleep(0.02)
+after = io.StringIO()
+for _ in tqdm(range(40), file=after, delay=0):  # the caller's default again afterwards
+    time.sleep(0.02)
+print(log.getvalue().count("\\r"), after.getvalue().count("\\r") > 2)
+"""
+
+
+def test_progress_bars_into_a_log_file_redraw_rarely_where_tqdm_was_imported_first():
+    """The command's bars redrew ten times a second into a log: tqdm, imported with the package, had read its
+    TQDM_MININTERVAL before the command set it."""
+    environment = {key: value for key, value in os.environ.items() if key != "TQDM_MININTERVAL"}
+    result = subprocess.run([sys.executable, "-c", BARS_OF_A_TQDM_IMPORTED_BEFORE], capture_output=True, text=True,
+                            env=environment, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["2", "True"]
+
+
 def test_progress_bars_into_a_log_file_redraw_rarely():
     environment = {key: value for key, value in os.environ.items() if key != "TQDM_MININTERVAL"}
     result = subprocess.run([sys.executable, "-c", BARS_INTO_A_LOG], capture_output=True, text=True, env=environment,

@@ -98,6 +98,15 @@ def test_the_dataclasses_refuse_out_of_range_values_from_python_too():
     assert TrainConfig(epochs=2, bio_prior=(0.1, 0.1, 0.8)).epochs == 2
 
 
+def test_a_length_prior_past_a_model_folders_bound_is_refused():
+    """β = 1e308 overflowed the BIO decoding's sums to NaN: every question answered its first token, confidence 1.0."""
+    with pytest.raises(ConfigError, match="DecodeConfig: bio_length_prior: 1e\\+308 is greater than the maximum of 1000000.0"):
+        DecodeConfig(bio_length_prior=1e308)
+    with pytest.raises(ConfigError, match="bio_length_prior: -10000000.0 is less than the minimum of -1000000.0"):
+        DecodeConfig(bio_length_prior=-1e7)
+    assert DecodeConfig(bio_length_prior=-1e6).bio_length_prior == -1e6
+
+
 def test_the_json_reader_refuses_nan_and_lone_surrogates_and_allows_a_byte_order_mark(tmp_path):
     with pytest.raises(ValueError, match="NaN is not a JSON number"):
         loads('{"epochs": NaN}')
@@ -158,3 +167,12 @@ def test_garbage_files_load_or_raise_a_bio_mrc_error(tmp_path_factory, content):
             load_squad(path)
         except BioMrcError:
             pass
+
+
+def test_a_head_whose_loss_weighs_nothing_is_refused():
+    """--span-loss-weight 0 trained nothing into the span head (final_loss 0.0) and saved its random initialisation."""
+    with pytest.raises(ConfigError, match=r"TrainConfig: span_loss_weight is 0, so the span head \(heads 'span\+bio'\) would not train"):
+        TrainConfig(span_loss_weight=0)
+    with pytest.raises(ConfigError, match="bio_loss_weight is 0, so the bio head"):
+        TrainConfig(heads="bio", bio_loss_weight=0.0)
+    assert TrainConfig(heads="bio", span_loss_weight=0).span_loss_weight == 0  # a head the model lacks

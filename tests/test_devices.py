@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from bio_mrc import cli
+from bio_mrc import cli, launcher
 from bio_mrc.errors import ConfigError
 from bio_mrc.inference import sharding
 from bio_mrc.inference.loading import TrainedModel
@@ -85,3 +85,23 @@ def test_train_pinned_to_a_device_on_a_mac_trains_there(monkeypatch, tmp_path, d
     precision_module.pin_process_device(device)
     args = training_arguments(TrainConfig(precision=precision), tmp_path, False, False, None)
     assert args.use_cpu is on_cpu
+
+
+@pytest.mark.parametrize("name, value", [("WORLD_SIZE", ""), ("WORLD_SIZE", "two"), ("RANK", "-1"), ("LOCAL_RANK", "1²")])
+def test_a_launchers_variable_that_is_no_count_is_refused_before_any_work(monkeypatch, tmp_path, capsys, name, value):
+    """An empty or wrong WORLD_SIZE, RANK or LOCAL_RANK ended predict (and train, in accelerate) in int()'s ValueError traceback."""
+    monkeypatch.setenv(name, value)
+    monkeypatch.setattr(TrainedModel, "load", staticmethod(lambda *a, **k: pytest.fail("the model was loaded")))
+    argv = ["predict", "--model", str(tmp_path / "model"), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")]
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err == f"error: {name}={value!r}: a launcher (torchrun) sets it to a whole number from " \
+                                      f"{0 if name != 'WORLD_SIZE' else 1}; unset it to run one process\n"
+    with pytest.raises(ConfigError, match=name):
+        sharding.Shard.from_environment() if name != "LOCAL_RANK" else launcher.check_launcher_environment()
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_launchers_variables_give_the_shard(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setenv("RANK", " 0 ")
+    assert sharding.Shard.from_environment() == sharding.Shard(rank=0, world=1)

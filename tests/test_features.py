@@ -262,7 +262,7 @@ def test_the_windows_cache_budget_is_read_from_the_environment(monkeypatch):
     assert cache_budget_bytes() == 10_000_000_000
     monkeypatch.setenv(BUDGET_VARIABLE, "0.5")
     assert cache_budget_bytes() == 500_000_000
-    for bad in ("-1", "lots", "nan", "inf"):
+    for bad in ("-1", "lots", "nan", "inf", "1e300"):  # 1e300 GB overflowed to infinity bytes: OverflowError
         monkeypatch.setenv(BUDGET_VARIABLE, bad)
         with pytest.raises(ConfigError, match=f"{BUDGET_VARIABLE}='{bad}': give the windows cache's size"):
             cache_budget_bytes()

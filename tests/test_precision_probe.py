@@ -140,6 +140,37 @@ def test_the_cache_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
     assert cache_file() == tmp_path / "home" / ".cache" / "bio_mrc" / "precision.json"
 
 
+def _no_home(monkeypatch):
+    """A user the system does not list, with HOME unset (a container run under another user id)."""
+    import pwd
+
+    for name in ("BIO_MRC_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: (_ for _ in ()).throw(KeyError(uid)))
+
+
+def test_without_a_home_folder_the_choice_is_kept_for_this_process(monkeypatch, tmp_path):
+    """Path.home() raised RuntimeError('Could not determine home directory.'): a traceback from --precision auto."""
+    _no_home(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    assert cache_file() is None
+    calls = []
+    measure = fake_measure({"fp32": 1.0, "bf16": 2.0}, calls)
+    assert measured_choice(SHAPES, "inference", "a CPU", measure)["precision"] == "bf16"
+    assert measured_choice(SHAPES, "inference", "a CPU", measure)["how"] == "measured"  # this process's memo
+    assert len(calls) == 4 and not list(tmp_path.iterdir())
+
+
+def test_a_model_path_of_no_known_home_is_one_line(monkeypatch, tmp_path):
+    from bio_mrc.errors import ModelFormatError
+    from bio_mrc.hub import local_folder
+
+    _no_home(monkeypatch)
+    for name in ("~/model", "~nosuchuser/model"):  # Path.expanduser raised RuntimeError for each
+        with pytest.raises(ModelFormatError, match=f"no such model folder \\(and not a Hugging Face hub id\\) \\(in {name}\\)"):
+            local_folder(name)
+
+
 def test_an_unwritable_cache_keeps_the_choice_for_this_process(monkeypatch, tmp_path):
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "file" / "below-a-file"))
@@ -261,3 +292,14 @@ def test_an_explicit_training_precision_is_recorded_as_asked(tiny_encoder_dir, t
                          epochs=1, batch_size=8, precision="fp32")
     record = load_run_record(train_model(sample_v1.examples[:8], config, tmp_path / "m").model_dir)
     assert record["precision_choice"] == {"training": {"precision": "fp32", "how": "explicit"}}
+
+
+def test_a_named_pipe_at_the_caches_name_is_no_cache(monkeypatch, tmp_path):
+    """Reading it waited for a writer for ever: --precision auto hung before answering."""
+    import os
+
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "precision.json")
+    monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "fifo"))
+    assert measured_choice(SHAPES, "inference", "a CPU", fake_measure({"fp32": 2.0, "bf16": 1.0}))["precision"] == "fp32"
+    assert (tmp_path / "fifo" / "precision.json").is_fifo()  # left as it is, the choice kept for this process

@@ -26,7 +26,7 @@ def limit(name: str) -> int:
     text = os.environ.get(name, "").strip()
     if not text:
         return DEFAULTS[name]
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # '²' is a digit to isdigit(), and no int
         raise ConfigError(f"{name}={text!r}: a positive whole number is needed (default {DEFAULTS[name]})")
     return int(text)
 

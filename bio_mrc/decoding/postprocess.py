@@ -38,6 +38,7 @@ import numpy as np
 from .. import registry
 from ..answer_text import normalize_answer
 from ..config_schema import check_fields
+from ..model_folder import MAX_SETTING
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
 from .spans import SpanCandidates, best_spans, null_scores
@@ -64,6 +65,7 @@ class DecodeConfig:
     require_answer: bool = field(default=True, metadata={
         "help": "with multi_span, answer also where the most probable tag sequence has no span (off: no BIO span there)"})
     bio_length_prior: float | None = field(default=None, metadata={
+        "minimum": -MAX_SETTING, "maximum": MAX_SETTING,  # as a model folder's tuned one: larger ones overflow the decoding
         "help": "BIO span-length prior β (a span of n tags gains β(n-1)); none: the value tuned for the model"})
     min_span_probability: float | None = field(default=None, metadata={
         "minimum": 0.0, "maximum": 1.0,

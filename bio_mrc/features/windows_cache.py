@@ -41,7 +41,7 @@ def cache_budget_bytes() -> int:
         gigabytes = float(text)
     except ValueError:
         gigabytes = float("nan")
-    if not gigabytes >= 0 or gigabytes == float("inf"):
+    if not gigabytes >= 0 or gigabytes * 1e9 == float("inf"):  # 1e300 GB is no number of bytes either
         raise ConfigError(f"{BUDGET_VARIABLE}={text!r}: give the windows cache's size as a number of gigabytes, 0 or more")
     return int(gigabytes * 1e9)
 

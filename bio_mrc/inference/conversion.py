@@ -5,6 +5,7 @@ runs transformers' QA models."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
 def _source_name(model: str | Path, folder: Path) -> str:
     """How a converted model names its source: a hub id as given, a local folder by its absolute path (a relative
     one reads as a hub id once the working folder changes, and the card would claim it as its base model)."""
-    return str(folder.resolve()) if Path(model).expanduser().exists() else str(model)
+    return str(folder.resolve()) if Path(os.path.expanduser(model)).exists() else str(model)
 
 
 def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrite: bool = False, progress: bool = False) -> dict[str, Any]:

@@ -8,7 +8,6 @@ whatever device the model runs on.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -16,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from ..errors import BioMrcError, ConfigError
+from ..launcher import launcher_number
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,7 @@ class Shard:
     @classmethod
     def from_environment(cls) -> "Shard":
         """The shard the launcher's environment names; the process group (gloo) is joined when there are several."""
-        world = int(os.environ.get("WORLD_SIZE", "1"))
-        rank = int(os.environ.get("RANK", "0"))
+        world, rank = launcher_number("WORLD_SIZE"), launcher_number("RANK")
         if world > 1 and not dist.is_initialized():
             dist.init_process_group("gloo")
         return cls(rank, world)
@@ -43,7 +42,7 @@ class Shard:
     def device(self) -> str | None:
         """Each process's own GPU when there are several processes and GPUs (``LOCAL_RANK``); None: the default."""
         if self.world > 1 and torch.cuda.is_available():
-            return f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"
+            return f"cuda:{launcher_number('LOCAL_RANK') % torch.cuda.device_count()}"
         return None
 
     def device_for(self, asked: str | None) -> str | None:

@@ -261,8 +261,19 @@ class TrainConfig:
         check_fields(self)
         self.encoder, self.init_from = home_expanded(self.encoder), home_expanded(self.init_from)
         self.features  # noqa: B018 (FeatureConfig refuses windows without room for the stride)
+        self._check_loss_weights()
         if self.training_args:
             check_training_args(self.training_args)
+
+    def _check_loss_weights(self) -> None:
+        """A head of ``heads`` whose loss weighs 0 never learns: the model would answer with its random initialisation."""
+        for name in registry.head_names(self.heads):
+            entry = registry.head(name)
+            if entry.weight(self) == 0:
+                option = entry.loss_weight if isinstance(entry.loss_weight, str) else f"the {name} head's loss weight"
+                raise ConfigError(f"TrainConfig: {option} is 0, so the {name} head (heads {self.heads!r}) would not train and "
+                                  f"would answer from its random initialisation; give it a weight above 0, or leave the "
+                                  f"head out of heads")
 
     @property
     def resolved_bio_class_weights(self) -> tuple[float, float, float] | None:

@@ -22,6 +22,7 @@ from ..features.windows_cache import default_windows_cache
 from ..hub import local_folder
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
 from ..precision import default_device, pinned_device
+from ..launcher import launcher_number
 from ..progress import progress_bars
 from ..qa_checkpoints import usable_positions, windows_that_fit
 from ..types import Example
@@ -262,7 +263,7 @@ def _package_arguments(config: TrainConfig, output_dir: Path, save_checkpoints: 
         bf16=config.precision == "bf16",  # autocast: fp32 weights and optimizer state, bf16 matrix products
         use_cpu=_trains_on_cpu(config.precision),
         # Under torchrun on CPU transformers picks no backend, and every process would train alone on all the data.
-        ddp_backend="gloo" if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available() else None,
+        ddp_backend="gloo" if launcher_number("WORLD_SIZE") > 1 and not torch.cuda.is_available() else None,
     )
 
 
