@@ -128,7 +128,7 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, d
     return data
 
 
-def _load_task_data(args: argparse.Namespace, path: str, limit: int | None, task, needs_gold: str):
+def _load_task_data(args: argparse.Namespace, path: str, limit: int | None, task, needs_gold: str | None):
     """The questions of ``task`` (None: of whatever task the data's form is): read by the task's own loader where it
     has one, else as _load_squad reads them, in the task's layout, and as the task means them (its format named)."""
     from .data.squad import SquadFile
@@ -195,6 +195,18 @@ def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None,
     if not quiet or not count:
         _report_read(questions, path, count)
     return questions, count, unanswerable
+
+
+def _prediction_questions(args: argparse.Namespace, task, quiet: bool):
+    """What ``predict`` answers: the questions, the format they are read as, their count and how many have no answer.
+    Streamed as _stream_squad reads them, in ``task``'s layout, or read whole by the loader of a task ``--format``
+    names that has one (a format the format table does not read)."""
+    if task is None or task.load is None:
+        questions, count, unanswerable = _stream_squad(args, args.data, args.limit, quiet=quiet,
+                                                       data_format=task.layout if task else None)
+        return questions, task.format_of_read(questions.format) if task else questions.format, count, unanswerable
+    examples = _load_task_data(args, args.data, args.limit, task, needs_gold=None).examples
+    return examples, task.format, len(examples), sum(example.is_labelled and not example.is_answerable for example in examples)
 
 
 def _warn_untuned_abstention(trained, decodings: Sequence[str], unanswerable: int, path: str) -> None:
@@ -294,10 +306,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     decode = _decode_config(args)  # its ranges checked before any work
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     task = _format_task(args)
-    questions, count, unanswerable = _stream_squad(args, args.data, args.limit, quiet=not shard.writes,
-                                                   data_format=task.layout if task else None)
+    questions, read_format, count, unanswerable = _prediction_questions(args, task, quiet=not shard.writes)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
-    read_format = task.format_of_read(questions.format) if task else questions.format
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
     _check_span_count_option(args, multi_span)
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device))

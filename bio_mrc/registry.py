@@ -177,7 +177,8 @@ class TaskEntry:
     name it (``title``), and how cross-validation draws its folds (``folds(examples, k, seed=)``: by question, or
     by article where questions of one article share its paragraphs); what the evaluation during training logs of each
     decoding (``training_scores``: a score's name, ``<decoding>_<name>``, and the keys of ``official``'s metrics it is,
-    the first one given); the metrics the report's table of each data set of an evaluation shows (``data_set_metrics``)."""
+    the first one given; None: each of ``metrics`` under its own name); the metrics the report's table of each data set
+    of an evaluation shows (``data_set_metrics``)."""
 
     name: str
     format: str
@@ -204,7 +205,7 @@ class TaskEntry:
     data_set_metrics: tuple[str, ...] = ("em", "f1")  # the metrics a report's table of each evaluation data set shows
     folds: str | Callable[..., Any] = "bio_mrc.data.article_splits:kfold_by_question"
     examples_as: str | Callable[..., Any] | None = None
-    training_scores: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(SQUAD_TRAINING_SCORES), compare=False)
+    training_scores: Mapping[str, tuple[str, ...]] | None = field(default=None, compare=False)
 
     @property
     def layout(self) -> str | None:
@@ -219,6 +220,23 @@ class TaskEntry:
         """The format of questions ``load_squad`` read as ``read_format`` for this task: its own where it means their
         answers its way (``examples_as``), else the one read (MultiSpanQA's layout, or a SQuAD-shaped form)."""
         return read_format if self.examples_as is None else self.format
+
+    def scores_during_training(self) -> dict[str, tuple[str, ...]]:
+        """What the evaluation during training logs of each decoding: ``training_scores``, or (None) each of its
+        ``metrics`` under its own name, the key ``official``'s default (the metrics of its columns) gives it."""
+        return {metric: (metric,) for metric in self.metrics} if self.training_scores is None else dict(self.training_scores)
+
+    def training_score(self, name: str, official: Mapping[str, float]) -> float:
+        """The training score ``name`` of :meth:`scores_during_training` from ``official``'s metrics: the first of its keys
+        they hold (none: refused, naming the task, the score and the metrics there are)."""
+        from .errors import ConfigError
+
+        keys = self.scores_during_training()[name]
+        found = next((official[key] for key in keys if key in official), None)
+        if found is None:
+            raise ConfigError(f"task {self.name!r}: its training score {name!r} reads {list(keys)}, which its official metrics "
+                             f"lack (they are {sorted(official)}); name them in its entry's training_scores")
+        return found
 
     def metric_title(self, metric: str) -> str:
         return self.metric_titles.get(metric, metric)
@@ -287,19 +305,31 @@ DECODINGS: dict[str, DecodingEntry] = {}
 TASKS: dict[str, TaskEntry] = {}
 
 
-def register_head(entry: HeadEntry) -> HeadEntry:
-    HEADS[entry.name] = entry
+def _register(table: dict[str, Any], kind: str, entry: Any, title: Callable[[Any], str], replace: bool) -> Any:
+    """``entry`` added to ``table`` under its name; a name registered already for another entry is refused unless
+    ``replace`` (a notebook cell run again builds new callables, so an equal entry is rare), so a head, decoding or
+    task of one's own never replaces a built-in one or another's by accident (the same entry again is no change)."""
+    registered = table.get(entry.name)
+    if registered is not None and registered != entry and not replace:
+        raise ValueError(f"a {kind} named {entry.name!r} is registered already ({title(registered)}); give yours another "
+                         "name, or pass replace=True to put yours in its place")
+    table[entry.name] = entry
     return entry
 
 
-def register_decoding(entry: DecodingEntry) -> DecodingEntry:
-    DECODINGS[entry.name] = entry
-    return entry
+def register_head(entry: HeadEntry, *, replace: bool = False) -> HeadEntry:
+    return _register(HEADS, "head", entry, lambda e: e.description, replace)
 
 
-def register_task(entry: TaskEntry) -> TaskEntry:
-    TASKS[entry.name] = entry
-    return entry
+def register_decoding(entry: DecodingEntry, *, replace: bool = False) -> DecodingEntry:
+    if entry.name == AUTO_DECODING:  # "auto" picks among the decodings, so one of that name could never be asked for
+        raise ValueError(f"a decoding cannot be named {AUTO_DECODING!r}: it asks for the best decoding a model's heads allow; "
+                         "give yours another name")
+    return _register(DECODINGS, "decoding", entry, lambda e: e.description, replace)
+
+
+def register_task(entry: TaskEntry, *, replace: bool = False) -> TaskEntry:
+    return _register(TASKS, "task", entry, lambda e: e.title, replace)
 
 
 def _lookup(table: Mapping[str, Any], kind: str, name: str) -> Any:
@@ -329,7 +359,11 @@ def head_choices() -> tuple[str, ...]:
 def head_names(heads: str) -> list[str]:
     """The heads ``heads`` (``"span+bio"``) names, in registry order; an unknown or repeated name is refused."""
     names = heads.split("+")
-    if len(set(names)) != len(names) or any(name not in HEADS for name in names):
+    unknown = [name for name in names if name not in HEADS]
+    if unknown:  # a head of one's own is registered in this process before a model naming it is built or loaded
+        raise ValueError(f"heads must be one of {head_choices()}, got {heads!r}: no head named {', '.join(map(repr, unknown))} "
+                         "is registered (a head of your own: import the code that calls bio_mrc.registry.register_head first)")
+    if len(set(names)) != len(names):
         raise ValueError(f"heads must be one of {head_choices()}, got {heads!r}")
     return [name for name in HEADS if name in names]
 
@@ -479,7 +513,7 @@ SQUAD_SCORING = dict(
     score="bio_mrc.metrics.task_scores:squad_question_scores", aggregate="bio_mrc.metrics.task_scores:column_means",
     official="bio_mrc.metrics.task_scores:squad_official", summary=MEAN_OVER_QUESTIONS,
     right="bio_mrc.metrics.task_scores:squad_right", groups=LENGTHS_AND_QUESTION_WORDS,
-    metrics=SQUAD_METRICS, metric_titles=SQUAD_TITLES, statistic="f1", statistic_title="F1",
+    metrics=SQUAD_METRICS, metric_titles=SQUAD_TITLES, statistic="f1", statistic_title="F1", training_scores=SQUAD_TRAINING_SCORES,
 )
 MULTISPAN_METRICS = ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1")
 MULTISPAN_SCORING = dict(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -390,3 +391,69 @@ def test_a_multi_span_answer_text_has_one_line_per_span():
     prediction = Prediction("q", [AnswerSpan("New\nYork", 0, 8, 1.0), AnswerSpan("LA", 10, 12, 0.5)])
     text = registry.task("multispanqa").answer_text(prediction)
     assert text == "LA\nNew York" and len(text.split("\n")) == 2
+
+
+def test_a_name_registered_already_is_refused_not_replaced(monkeypatch):
+    for table in ("HEADS", "DECODINGS", "TASKS"):  # whatever happens here leaves the package's tables as they were
+        monkeypatch.setattr(registry, table, dict(getattr(registry, table)))
+    span_decoding, span_head, squad = registry.decoding("span"), registry.head("span"), registry.task("squad-v1.1")
+    with pytest.raises(ValueError, match=r"a decoding named 'span' is registered already \(BERT's n-best start/end spans\); "
+                                         "give yours another name"):
+        registry.register_decoding(replace(span_decoding, description="my span decoding", auto_rank=-1))
+    with pytest.raises(ValueError, match="a head named 'span' is registered already"):
+        registry.register_head(replace(span_head, attribute="my_head"))
+    with pytest.raises(ValueError, match=r"a task named 'squad-v1.1' is registered already \(SQuAD v1.1 official metrics\)"):
+        registry.register_task(replace(squad, no_answer=True))
+    assert registry.decoding("span") is span_decoding and registry.head("span") is span_head and registry.task("squad-v1.1") is squad
+    assert registry.register_decoding(span_decoding) is span_decoding  # the same entry again: no change
+    with pytest.raises(ValueError, match="a decoding cannot be named 'auto'"):
+        registry.register_decoding(replace(TOY_DECODING, name="auto"))
+    assert "auto" not in registry.DECODINGS
+    registry.register_decoding(TOY_DECODING)  # a new name is taken
+    assert registry.decoding_names() == ("span", "bio", "joint", "shortest")
+    again = replace(TOY_DECODING, description="the shortest span, its cell run again")  # a notebook cell run again
+    with pytest.raises(ValueError, match="pass replace=True to put yours in its place"):
+        registry.register_decoding(again)
+    assert registry.register_decoding(again, replace=True) is again and registry.decoding("shortest") is again
+
+
+def test_a_head_that_is_not_registered_is_named_as_such(trained_dir, tmp_path):
+    from bio_mrc.errors import ModelFormatError
+    from bio_mrc.inference import TrainedModel
+
+    model = tmp_path / "model"
+    shutil.copytree(trained_dir, model)
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    (model / "config.json").write_text(json.dumps({**config, "heads": "span+pointer"}), encoding="utf-8")  # saved with a plug-in head
+    with pytest.raises(ModelFormatError, match=r"got 'span\+pointer': no head named 'pointer' is registered \(a head of your own: "
+                                               r"import the code that calls bio_mrc.registry.register_head first\)"):
+        TrainedModel.load(model)
+
+
+def test_predict_reads_the_questions_of_a_task_with_its_own_loader(toy_entries, trained_dir, tmp_path):
+    from bio_mrc.cli import main
+
+    data = write_toy_lines(tmp_path / "toy.jsonl", 0, 4)
+    assert main(["predict", "--model", str(trained_dir), "--data", str(data), "--format", "toy-lines", "--limit", "3",
+                 "--decoding", "span", "--output", str(tmp_path / "out" / "preds.json")]) == 0
+    predictions = json.loads((tmp_path / "out" / "preds.json").read_text(encoding="utf-8"))
+    assert sorted(predictions) == ["t0", "t1", "t2"] and all(isinstance(answer, str) for answer in predictions.values())
+
+
+def test_a_task_of_its_own_is_scored_during_training_by_its_own_metrics(tiny_encoder_dir, tiny_tokenizer):
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.inference import TrainingEvaluator
+
+    examples = [Example(f"q{i}", "Who met Bob?", f"Ann {i} met Bob in Paris.", (((0, 3),),)) for i in range(3)]
+    torch.manual_seed(0)
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span")
+    model.config.max_seq_length, model.config.doc_stride, model.config.max_query_length = 48, 16, 12
+    evaluator = TrainingEvaluator(examples, task=TOY_TASK)  # its entry names no training_scores: its metrics are logged
+    assert evaluator.metric_names("span") == ["span_lead_word", "span_answered"]
+    scores = evaluator(model, tiny_tokenizer)
+    assert sorted(scores) == ["span_answered", "span_lead_word"]
+    assert scores["span_answered"] == 100.0  # every question has an answer, so one is always given
+    assert scores["span_lead_word"] in (0.0, 100 / 3, 200 / 3, 100.0)
+    with pytest.raises(ConfigError, match=r"task 'toy-lines': its training score 'f1' reads \['f1'\], which its official metrics "
+                                          r"lack \(they are \['answered', 'lead_word'\]\)"):
+        TrainingEvaluator(examples, task=replace(TOY_TASK, training_scores={"f1": ("f1",)}))(model, tiny_tokenizer)

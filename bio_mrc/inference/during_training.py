@@ -22,7 +22,7 @@ class TrainingEvaluator:
     ``examples``, answered as ``predict`` answers them (span lists, each further span kept by the model's span-count
     rule, where the task's answers are span lists) and scored as ``task`` (a registered task or its name; None: SQuAD
     ``version``'s) scores them: SQuAD's ``f1`` and ``exact``, a multi-span task's span lists with MultiSpanQA's ``em_f1`` and
-    ``pm_f1`` (the task's ``training_scores``); windows are built once, at the first call."""
+    ``pm_f1`` (the task's ``training_scores``; a task of its own without them: its ``metrics``); windows are built once, at the first call."""
 
     def __init__(self, examples: Sequence[Example], version: str | None = "1.1", batch_size: int = INFERENCE_BATCH_SIZE,
                  task: registry.TaskEntry | str | None = None) -> None:
@@ -47,13 +47,13 @@ class TrainingEvaluator:
                                          span_count_rules=getattr(config, "min_span_probabilities", None))
             answers = {p.id: self.task.answer(p) for p in predictions}
             official = registry.resolve(self.task.official)(self.task, self.gold, answers, None)
-            for name, keys in self.task.training_scores.items():
-                scores[f"{decoding}_{name}"] = next(official[key] for key in keys if key in official)
+            for name in self.task.scores_during_training():
+                scores[f"{decoding}_{name}"] = self.task.training_score(name, official)
         return scores
 
     def metric_names(self, heads: str) -> list[str]:
         """The names of the scores it gives a model with ``heads`` (``span_f1``, ``span_exact``, ...)."""
-        return [f"{decoding}_{score}" for decoding in available_decodings(heads) for score in self.task.training_scores]
+        return [f"{decoding}_{score}" for decoding in available_decodings(heads) for score in self.task.scores_during_training()]
 
 
 __all__ = ["TrainingEvaluator"]
