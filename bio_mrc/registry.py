@@ -92,7 +92,10 @@ class DecodingEntry:
     (this default until one is tuned on multi-span questions; ``span_probability`` says what that probability is).
     A tag-sequence decoding also names ``merge_tags(outputs, n_questions)`` (its tag log-probabilities, windows
     merged into one row per question) and ``decode_tags(merged, examples, decode_config) -> predictions``, so
-    its answers and its tag-level scores come from one merge."""
+    its answers and its tag-level scores come from one merge. ``rank_windows(outputs)``, for a decoding whose no-answer
+    score is the minimum over a question's windows of each window's own null (the [CLS] rule), gives the windows as
+    questions of their own, so over several documents each span is measured against the null of the window it was
+    read in (:mod:`bio_mrc.inference.documents`)."""
 
     name: str
     heads: frozenset[str]
@@ -106,6 +109,7 @@ class DecodingEntry:
     span_probability: str = "its share of the probability of the question's n-best spans"
     merge_tags: str | Callable[..., Any] | None = None
     decode_tags: str | Callable[..., Any] | None = None
+    rank_windows: str | Callable[..., Any] | None = None
 
     @property
     def decodes_tags(self) -> bool:
@@ -114,6 +118,11 @@ class DecodingEntry:
 
     def decode(self, outputs: Any, examples: Any, config: Any) -> list[Any]:
         return resolve(self.function)(outputs, examples, config)
+
+    def ranking_windows(self, outputs: Any) -> Any:
+        """The windows whose spans rank across documents, each as a question of its own (``rank_windows``), or None
+        where the question's null is not a window's (then each document's own spans rank)."""
+        return None if self.rank_windows is None else resolve(self.rank_windows)(outputs)
 
     def merged_tags(self, outputs: Any, n_questions: int) -> Any:
         """The tag sequence of each question (``merge_tags``), or None for a decoding that reads none."""
@@ -487,9 +496,10 @@ register_head(HeadEntry(
     loss_weight="bio_loss_weight", needs_tag_mask=True,
     description="a BIO tagging head (B/I/O per paragraph token: one or several answer spans)",
 ))
+EACH_WINDOW = "bio_mrc.decoding.window_outputs:each_window"  # every window a question of its own
 register_decoding(DecodingEntry(
     name="span", heads=frozenset({"span"}), function="bio_mrc.decoding.postprocess:decode_span",
-    uses_length_prior=False, threshold_key="span", multi_span=NBEST_SPANS, auto_rank=1,
+    uses_length_prior=False, threshold_key="span", multi_span=NBEST_SPANS, auto_rank=1, rank_windows=EACH_WINDOW,
     description="BERT's n-best start/end spans",
 ))
 register_decoding(DecodingEntry(
@@ -501,7 +511,7 @@ register_decoding(DecodingEntry(
 ))
 register_decoding(DecodingEntry(
     name="joint", heads=frozenset({"span", "bio"}), function="bio_mrc.decoding.postprocess:decode_joint",
-    uses_length_prior=True, threshold_key="joint", multi_span=TAGS_OR_NBEST, auto_rank=0,
+    uses_length_prior=True, threshold_key="joint", multi_span=TAGS_OR_NBEST, auto_rank=0, rank_windows=EACH_WINDOW,
     description="the span and BIO heads as a product of experts",
     span_probability="where the BIO decoding's multi-span answer holds two or more spans each more likely than not, "
                      "those spans (the threshold is not asked); else its share of the probability of the question's n-best spans",

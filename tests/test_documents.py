@@ -5,9 +5,14 @@ import json
 
 import pytest
 
+import numpy as np
+
+from bio_mrc import registry
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
+from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.inference import AnswerExtractor
-from bio_mrc.inference.documents import cross_document_scores, rank_across_documents
-from bio_mrc.types import AnswerSpan, Prediction
+from bio_mrc.inference.documents import cross_document_scores, rank_across_documents, window_predictions
+from bio_mrc.types import AnswerSpan, Example, Prediction
 
 
 QUESTION = "Who formulated the laws of motion?"
@@ -37,13 +42,54 @@ def test_ranking_by_the_margin_over_each_documents_no_answer_score():
     assert rank_across_documents("Q?", abstaining).answer == ""
 
 
+def _scores_alone(extractor, decoding, document):
+    """(score, start, span) of a document asked alone, best first: where the decoding's null is a window's, each
+    window's spans against that window's null, a span read in two windows at its better margin."""
+    alone = extractor(QUESTION, document, top_k=20)  # the single-document API, unchanged
+    if not registry.decoding(decoding).rank_windows:
+        return [(score, span.start, span) for span, score in zip(alone.spans, cross_document_scores(alone))]
+    (example,), _ = extractor.examples(QUESTION, document)
+    outputs = extractor.trained.windows([example])
+    rows = np.arange(len(outputs.example_index))
+    best = {}
+    for window in extractor.predict(outputs.take(rows, rows), [example] * len(rows), False, decoding):
+        for span, score in zip(window.spans, cross_document_scores(window)):
+            if (span.start, span.end) not in best or score > best[span.start, span.end][0]:
+                best[span.start, span.end] = (score, span.start, span)
+    return sorted(best.values(), key=lambda item: (-item[0], item[1], item[2].end))
+
+
+def test_a_long_document_is_ranked_window_by_window_not_by_a_null_from_another_window():
+    """Document 0 has two windows: "Ada" scores 3 + 3 = 6 in window 0, whose null is 5 + 5 = 10 (margin -4), and
+    "Bob" 1 + 1 = 2 in window 1, whose null is 0 (margin 2). Document 1, one window: "Cy" 2 + 2 = 4, null 0.
+    Measured against the document's lowest null (0, window 1's), "Ada" would get 6 and outrank "Cy"'s 4."""
+    offsets = np.array([[[-1, -1], [0, 3]], [[-1, -1], [4, 7]], [[-1, -1], [0, 2]]])
+    start, end = np.zeros((3, 2)), np.zeros((3, 2))
+    start[0], end[0] = [5.0, 3.0], [5.0, 3.0]
+    start[1], end[1] = [0.0, 1.0], [0.0, 1.0]
+    start[2], end[2] = [0.0, 2.0], [0.0, 2.0]
+    outputs = WindowOutputs(np.array([0, 0, 1]), offsets, offsets[..., 0] >= 0, start_logits=start, end_logits=end)
+    examples = [Example("0", "who?", "Ada Bob", None), Example("1", "who?", "Cy", None)]
+
+    def decoded(windows, asked):
+        return decode(windows, asked, "span", DecodeConfig())
+
+    documents = decoded(outputs, examples)
+    assert documents[0].no_answer_score == pytest.approx(0.0 - 6.0)  # the single-document rule, unchanged
+    documents[0].probability = 0.7  # as a calibrator gives it to the document's best span, "Ada"
+    ranked = rank_across_documents("who?", documents, top_k=3, windows=window_predictions(outputs, examples, "span", decoded))
+    assert [(a.document, a.text, a.score) for a in ranked.answers] == [(1, "Cy", 4.0), (0, "Bob", 2.0), (0, "Ada", -4.0)]
+    assert ranked.answers[2].probability == 0.7 and ranked.answers[1].probability is None
+    assert window_predictions(outputs, examples, "bio", decoded) is None  # a null of 0 for every window: no split
+
+
 @pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
 def test_the_extractor_ranks_every_documents_spans_as_computed_document_by_document(trained_dir, decoding):  # noqa: F811
     extractor = AnswerExtractor.from_pretrained(trained_dir, decoding=decoding)
     ranked = extractor(QUESTION, DOCUMENTS, top_k=5, names=["n.txt", "newton.txt", "bio.txt"])
-    alone = [extractor(QUESTION, doc, top_k=20) for doc in DOCUMENTS]  # the single-document API, unchanged
-    expected = sorted(((score, -d, -k, d, span.text) for d, p in enumerate(alone)
-                       for k, (span, score) in enumerate(zip(p.spans, cross_document_scores(p)))), reverse=True)[:5]
+    expected = sorted(((-score, d, start, span.end, span.text, score) for d, doc in enumerate(DOCUMENTS)
+                       for score, start, span in _scores_alone(extractor, decoding, doc)))[:5]
+    expected = [(score, d, text) for _, d, _, _, text, score in expected]
     assert [(a.document, a.text) for a in ranked.answers] == [(d, text) for *_, d, text in expected]
     # several documents run in one padded batch: the same scores up to float32 rounding
     assert [a.score for a in ranked.answers] == pytest.approx([score for score, *_ in expected], rel=1e-5, abs=1e-5)

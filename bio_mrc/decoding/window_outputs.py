@@ -155,3 +155,9 @@ def merge_windows(outputs: WindowOutputs, values: np.ndarray, n_examples: int) -
     mask = np.zeros((n_examples, width), dtype=bool)
     mask[ex, slot] = True
     return MergedTokens(merged, offsets, mask)
+
+
+def each_window(outputs: WindowOutputs) -> WindowOutputs:
+    """``outputs`` with every window a question of its own: question ``i`` is window ``i``."""
+    rows = np.arange(len(outputs.example_index))
+    return outputs.take(rows, rows)

@@ -7,15 +7,45 @@ A span's cross-document score is its decoding score above its own document's no-
 log-odds of "this span" against "no answer in this document", computed inside one document with no softmax over its
 rivals, so a document with many plausible spans does not dilute its best one and the documents compare directly.
 A decoding without a no-answer score ranks by its own span score.
+
+Where a decoding's null is a window's own (the [CLS] rule, ``rank_windows`` in its registry entry), a document of
+several windows is ranked window by window (:func:`window_predictions`): each span against the null of the window it
+was read in, its best such margin. The document's own ``no_answer_score`` takes the lowest null of any window and the
+best span of any window, which may be two windows apart: across documents that margin grows with a document's length
+alone, so a long document that answers nothing outranked a short one that holds the answer.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
 
+from .. import registry
 from ..data.text import unwritable_character
+from ..decoding.window_outputs import WindowOutputs
 from ..errors import ConfigError
-from ..types import DocumentAnswer, Prediction, RankedAnswers
+from ..types import AnswerSpan, DocumentAnswer, Example, Prediction, RankedAnswers
+
+
+@dataclass(frozen=True)
+class WindowPredictions:
+    """Each window of several documents decoded as a question of its own, and the document each window is of."""
+
+    predictions: list[Prediction]
+    documents: list[int]
+
+
+def window_predictions(
+    outputs: WindowOutputs, examples: Sequence[Example], decoding: str,
+    decode: Callable[[WindowOutputs, list[Example]], list[Prediction]],
+) -> WindowPredictions | None:
+    """The documents' windows each decoded alone by ``decode`` (so each span's no-answer score is its own window's),
+    for a decoding whose null is a window's (its registry entry's ``rank_windows``); else None."""
+    windows = registry.decoding(decoding).ranking_windows(outputs)
+    if windows is None:
+        return None
+    documents = outputs.example_index.tolist()
+    return WindowPredictions(decode(windows, [examples[d] for d in documents]), documents)
 
 
 def cross_document_scores(prediction: Prediction) -> list[float]:
@@ -53,18 +83,40 @@ def _check_name(name: Any, index: int) -> None:
 
 
 def rank_across_documents(
-    question: str, predictions: Sequence[Prediction], top_k: int = 1, names: Sequence[str | None] | None = None
+    question: str, predictions: Sequence[Prediction], top_k: int = 1, names: Sequence[str | None] | None = None,
+    windows: WindowPredictions | None = None,
 ) -> RankedAnswers:
     """The ``top_k`` best spans over every document's n-best (``predictions``, one per document, in order), best
-    first by :func:`cross_document_scores`; ties go to the earlier document, then the earlier span."""
+    first by :func:`cross_document_scores` (with ``windows``, each span's best over the windows it was read in),
+    those of a document that abstains after every other; ties go to the earlier document, then the earlier span."""
     if top_k < 1:
         raise ValueError(f"top_k is a positive number of answers, got {top_k!r}")
     names = document_names(names, len(predictions))
+    scored = _window_candidates(windows) if windows is not None else _document_candidates(predictions)
     candidates = []
-    for document, prediction in enumerate(predictions):
-        for rank, (span, score) in enumerate(zip(prediction.spans, cross_document_scores(prediction))):
-            probability = prediction.probability if rank == 0 else None
-            candidates.append(((-score, document, rank), DocumentAnswer(
-                span.text, span.start, span.end, score, document, names[document], span.score, prediction.abstain, probability)))
+    for document, span, score in scored:
+        prediction = predictions[document]
+        best = prediction.spans[0] if prediction.spans else None
+        probability = prediction.probability if best is not None and (best.start, best.end) == (span.start, span.end) else None
+        candidates.append(((prediction.abstain, -score, document, span.start, span.end), DocumentAnswer(
+            span.text, span.start, span.end, score, document, names[document], span.score, prediction.abstain, probability)))
     candidates.sort(key=lambda item: item[0])
     return RankedAnswers(question, [answer for _, answer in candidates[:top_k]], list(predictions), names)
+
+
+def _document_candidates(predictions: Sequence[Prediction]) -> Iterable[tuple[int, AnswerSpan, float]]:
+    """(document, span, cross-document score) of every document's n-best."""
+    for document, prediction in enumerate(predictions):
+        for span, score in zip(prediction.spans, cross_document_scores(prediction)):
+            yield document, span, score
+
+
+def _window_candidates(windows: WindowPredictions) -> Iterable[tuple[int, AnswerSpan, float]]:
+    """(document, span, score) of every window's n-best, a span read in several windows once, at its best margin."""
+    best: dict[tuple[int, int, int], tuple[int, AnswerSpan, float]] = {}
+    for prediction, document in zip(windows.predictions, windows.documents):
+        for span, score in zip(prediction.spans, cross_document_scores(prediction)):
+            key = (document, span.start, span.end)
+            if key not in best or score > best[key][2]:
+                best[key] = (document, span, score)
+    return best.values()

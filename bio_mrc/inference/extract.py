@@ -19,7 +19,7 @@ from ..decoding.window_outputs import WindowOutputs
 from ..errors import ConfigError, DataFormatError
 from ..types import Example, Prediction, RankedAnswers
 from .answers import decode_answers
-from .documents import document_names, rank_across_documents
+from .documents import document_names, rank_across_documents, window_predictions
 from .loading import TrainedModel
 
 
@@ -195,11 +195,15 @@ class AnswerExtractor:
                                   f"{type(question).__name__} and a {type(documents).__name__}")
         names = document_names(names, len(documents))  # refused before the forward pass, read once
         examples, _ = self.examples(question, list(documents))
-        registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
+        decoding = registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
         n_best = max(top_k, self.decode_config.n_best)
-        predictions = self.predict(outputs, examples, False, decoding, require_answer=require_answer, n_best=n_best)
-        return rank_across_documents(question, predictions, top_k, names)
+
+        def decoded(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
+            return self.predict(windows, asked, False, decoding, require_answer=require_answer, n_best=n_best)
+
+        windows = window_predictions(outputs, examples, decoding, decoded)
+        return rank_across_documents(question, decoded(outputs, examples), top_k, names, windows)
 
 
 def check_batch_size(batch_size: Any) -> int:

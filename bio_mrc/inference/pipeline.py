@@ -47,7 +47,7 @@ from transformers import AutoModelForQuestionAnswering, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .. import registry
-from ..decoding.window_outputs import log_softmax
+from ..decoding.window_outputs import WindowOutputs, log_softmax
 from ..encoders import right_sided
 from ..errors import ConfigError, DataFormatError, ModelFormatError
 from ..model import BioMrcForQuestionAnswering
@@ -56,7 +56,7 @@ from ..progress import progress_bars
 from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_model
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
-from .documents import rank_across_documents
+from .documents import WindowPredictions, rank_across_documents, window_predictions
 from .extract import AnswerExtractor, asks_over_documents, check_batch_size, whole_number
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
@@ -170,13 +170,17 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         decoding = registry.resolve_decoding(self.extractor.trained.decodings, decoding)
         questions = model_outputs["questions"]
         n_best = max(top_k, self.extractor.decode_config.n_best)
-        predictions = self.extractor.predict(
-            model_outputs["windows"], questions.examples, multi_span, decoding, max_answer_length=max_answer_len, n_best=n_best
-        )
-        if align_to_words:
-            predictions = [word_aligned(p, example.context, multi_span) for p, example in zip(predictions, questions.examples)]
+
+        def decoded(windows: WindowOutputs, examples: list[Example]) -> list[Prediction]:
+            predictions = self.extractor.predict(windows, examples, multi_span, decoding, max_answer_length=max_answer_len, n_best=n_best)
+            if align_to_words:
+                predictions = [word_aligned(p, example.context, multi_span) for p, example in zip(predictions, examples)]
+            return predictions
+
+        predictions = decoded(model_outputs["windows"], questions.examples)
         if questions.documents:
-            return document_answer_dicts(questions.examples[0].question, predictions, top_k, handle_impossible_answer)
+            windows = window_predictions(model_outputs["windows"], questions.examples, decoding, decoded)
+            return document_answer_dicts(questions.examples[0].question, predictions, top_k, handle_impossible_answer, windows)
         results = [answer_dicts(p, decoding, top_k, multi_span, handle_impossible_answer) for p in predictions]
         return results[0] if questions.single else results
 
@@ -301,10 +305,12 @@ def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: 
     return answers if top_k > 1 else answers[0]
 
 
-def document_answer_dicts(question: str, predictions: list[Prediction], top_k: int, handle_impossible: bool):
-    """One question's answers over several documents (one prediction per document), ranked across them: each
-    answer's ``score`` is the sigmoid of its cross-document score, and ``document`` its document's index."""
-    ranked = rank_across_documents(question, predictions, top_k)
+def document_answer_dicts(question: str, predictions: list[Prediction], top_k: int, handle_impossible: bool,
+                          windows: WindowPredictions | None = None):
+    """One question's answers over several documents (one prediction per document; ``windows``: each window's,
+    where the decoding's null is a window's), ranked across them: each answer's ``score`` is the sigmoid of its
+    cross-document score, and ``document`` its document's index."""
+    ranked = rank_across_documents(question, predictions, top_k, windows=windows)
     answers = [{"score": _sigmoid(a.score), "start": a.start, "end": a.end, "answer": a.text, "document": a.document}
                for a in ranked.answers]
     if (handle_impossible and not ranked.answer) or not answers:  # every document abstains (or none has a span)

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from ..decoding.window_outputs import WindowOutputs
-from ..inference.documents import rank_across_documents
+from ..inference.documents import rank_across_documents, window_predictions
 from ..inference.extract import AnswerExtractor
 from ..inference.forward import WindowRunner
 from ..inference.loading import TrainedModel
@@ -70,13 +70,24 @@ def decode(extractor: AnswerExtractor, questions: Sequence[QuestionWindows]) -> 
     for question, begin, end in zip(questions, bounds, bounds[1:]):
         request = question.request
         if request.documents:
-            answers.append([rank_across_documents(request.examples[0].question, predictions[begin:end], request.top_k)])
+            answers.append([ranked_documents(extractor, outputs, examples, begin, end, predictions[begin:end], request)])
             continue
         if not request.multi_span:  # as AnswerExtractor: the best spans of the n-best they were scored among
             for prediction in predictions[begin:end]:
                 prediction.spans = prediction.spans[: request.top_k]
         answers.append(predictions[begin:end])
     return answers
+
+
+def ranked_documents(extractor: AnswerExtractor, outputs: WindowOutputs, examples: Sequence[Example], begin: int, end: int,
+                     predictions: list[Prediction], request: Question) -> RankedAnswers:
+    """One question's answers over its documents (``examples[begin:end]``), ranked across them as
+    :meth:`AnswerExtractor.answer_documents` ranks them: window by window where the decoding's null is a window's."""
+    def decoded(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
+        return extractor.predict(windows, asked, False, request.decoding)
+
+    windows = window_predictions(select_examples(outputs, range(begin, end)), examples[begin:end], request.decoding, decoded)
+    return rank_across_documents(request.examples[0].question, predictions, request.top_k, windows=windows)
 
 
 def answer_batch(extractor: AnswerExtractor, requests: Sequence[Question], runner: WindowRunner | None = None,
