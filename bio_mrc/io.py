@@ -27,7 +27,7 @@ __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "ch
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
            "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
-           "open_no_follow", "sole_writer", "special_file_kind", "printable_json", "printable_line", "home_expanded",
+           "open_no_follow", "sole_process_in", "sole_writer", "special_file_kind", "printable_json", "printable_line", "home_expanded",
            "json_with_controls_escaped"]
 
 
@@ -509,6 +509,29 @@ def sole_writer(path: str | Path, what: str) -> Iterator[None]:
             raise OutputError(f"another process is writing {what} into this file now; wait for it to end or "
                               "choose another output", str(path)) from None
         yield
+
+
+@contextlib.contextmanager
+def sole_process_in(folder: str | Path, refusal: str) -> Iterator[None]:
+    """Hold ``folder`` (created if missing; never a link) as the one process working in it for the block: another
+    process asking while it is held is refused with one :class:`OutputError` line, ``refusal``. The lock is released
+    when the block ends or the process dies, however it dies. Where the system has no ``flock`` (Windows) the block
+    runs unguarded."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputError(refusal, str(folder)) from None
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path:

@@ -160,14 +160,19 @@ def choose_attention(rates: dict[str, float]) -> str:
 
 
 def cache_file() -> Path | None:
-    """``precision.json`` in ``$BIO_MRC_CACHE_DIR``, else ``$XDG_CACHE_HOME/bio_mrc``, else ``~/.cache/bio_mrc``;
-    None where none is set and no home folder is known (``HOME`` unset for a user the system does not list, as in a
-    container run under another user id): the choice is then kept for this process only."""
-    if os.environ.get("BIO_MRC_CACHE_DIR"):
-        return Path(os.environ["BIO_MRC_CACHE_DIR"]) / CACHE_NAME
-    home = os.path.expanduser("~")  # Path.home() raises where no home is known; this leaves "~"
-    root = os.environ.get("XDG_CACHE_HOME") or (None if home == "~" else Path(home) / ".cache")
-    return None if root is None else Path(root) / "bio_mrc" / CACHE_NAME
+    """``precision.json`` in ``$BIO_MRC_CACHE_DIR`` (a leading ``~`` is the home folder, never a folder of that name in
+    the working folder), else ``$XDG_CACHE_HOME/bio_mrc`` (an absolute path, as the XDG specification asks: a relative
+    one is ignored), else ``~/.cache/bio_mrc``; None where the folder needs a home folder and none is known (``HOME``
+    unset for a user the system does not list, as in a container run under another user id): the choice is then
+    kept for this process only."""
+    given = os.environ.get("BIO_MRC_CACHE_DIR")
+    if given:
+        folder = os.path.expanduser(given)  # Path.expanduser raises where no home is known; this leaves the "~"
+        return None if folder.startswith("~") else Path(folder) / CACHE_NAME
+    xdg = Path(os.environ.get("XDG_CACHE_HOME") or ".")
+    home = os.path.expanduser("~")
+    root = xdg if xdg.is_absolute() else None if home == "~" else Path(home) / ".cache"
+    return None if root is None else root / "bio_mrc" / CACHE_NAME
 
 
 def machine_key(cpu: str) -> str:

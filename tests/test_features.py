@@ -204,6 +204,33 @@ def test_windows_are_cached_by_content_and_read_back(sample_v1, tiny_tokenizer, 
     assert len(keys) == 3 and files[0][len("windows-"):-len(".arrow")] not in keys
 
 
+def test_an_unreadable_windows_file_is_built_again_and_a_folder_in_its_place_is_one_line(sample_v1, tiny_tokenizer, tmp_path):
+    """A windows file cut short (a full disk, a copy interrupted) or overwritten is built again, never a pyarrow
+    traceback; a folder under its name is refused naming it."""
+    from pathlib import Path
+
+    from datasets import Dataset
+
+    expected = build_features(sample_v1.examples, tiny_tokenizer, SMALL).to_dict()
+    build_features(sample_v1.examples, tiny_tokenizer, SMALL, cache_dir=tmp_path)
+    (cached,) = tmp_path.glob("windows-*.arrow")
+    whole = cached.read_bytes()
+    # An Arrow stream cut between two batches reads as fewer windows, no error: one without the last question, one
+    # without the last question's last window.
+    fewer = build_features(sample_v1.examples[:-1], tiny_tokenizer, SMALL, cache_dir=tmp_path / "fewer").cache_files[0]["filename"]
+    short = Dataset.from_dict(expected).select(range(len(expected["input_ids"]) - 1))
+    short.flatten_indices(cache_file_name=str(tmp_path / "short.arrow"))
+    for broken in (whole[: len(whole) // 2], b"garbage\n", Path(fewer).read_bytes(), (tmp_path / "short.arrow").read_bytes()):
+        cached.unlink()  # a new file: the one built before stays memory-mapped as it was
+        cached.write_bytes(broken)
+        again = build_features(sample_v1.examples, tiny_tokenizer, SMALL, cache_dir=tmp_path)
+        assert again.to_dict() == expected and len(cached.read_bytes()) == len(whole)
+    cached.unlink()
+    cached.mkdir()
+    with pytest.raises(ConfigError, match=rf"{cached.name} is not a file, yet training caches its windows there"):
+        build_features(sample_v1.examples, tiny_tokenizer, SMALL, cache_dir=tmp_path)
+
+
 def test_no_default_cache_when_datasets_caching_is_off():
     import datasets
     from bio_mrc.features.windows_cache import default_windows_cache

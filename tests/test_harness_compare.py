@@ -421,3 +421,90 @@ def test_a_model_continued_from_a_pattern_is_stale_once_the_model_the_pattern_fi
     assert models.obtain_model(run, 5, split, models_dir, progress=False).reused and trained == []
     (upstream / "model.safetensors").write_bytes(b"weights replaced in place")
     assert not models.obtain_model(run, 5, split, models_dir, progress=False).reused and trained == [str(upstream)]
+
+
+def test_the_cells_cache_follows_the_models_own_files_not_its_folder(tmp_path):
+    """A model trained again in its folder (its encoder changed in place) has other weights: its cells are scored
+    again, never read back from the model that was there before; the same files in another folder keep the key."""
+    from types import SimpleNamespace
+
+    from bio_mrc.harness.compare import _cells_key
+
+    config, splits = SimpleNamespace(decode=SimpleNamespace(n_best=20)), SimpleNamespace(eval=SimpleNamespace(examples=[]), tune=None)
+    model, same = tmp_path / "model", tmp_path / "elsewhere"
+    for folder in (model, same):
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"weights of the first training")
+    before = _cells_key(config, splits, "fp32", model)
+    assert _cells_key(config, splits, "fp32", same) == before
+    (model / "model.safetensors").write_bytes(b"weights of the training from the changed encoder")
+    assert _cells_key(config, splits, "fp32", model) != before
+
+
+def test_an_unreadable_cells_cache_is_scored_again_and_a_folder_in_its_place_is_one_line(tmp_path):
+    from bio_mrc.harness.compare import _read_browser_data, _read_cells, check_cache_files
+
+    cells = tmp_path / "m-key.json"
+    cells.write_text('[{"run": "span-only", "decoding": "sp', encoding="utf-8")  # cut short
+    assert _read_cells(cells) is None
+    for content in ("[1, 2]", "{}", "[]", "\xff"):
+        cells.write_text(content, encoding="latin-1")
+        assert _read_cells(cells) is None
+    cells.write_text('[{"run": "span-only"}]', encoding="utf-8")
+    assert _read_cells(cells) == [{"run": "span-only"}]
+    browser = tmp_path / "m-key.browser.npz"
+    browser.write_bytes(b"PK\x03\x04 not a whole zip file")
+    assert _read_browser_data(browser) is None
+    browser.unlink()
+    browser.mkdir()
+    with pytest.raises(ConfigError, match=r"m-key\.browser\.npz is not a file.*move it away"):
+        check_cache_files(cells, browser)
+
+
+def test_a_model_another_process_is_training_is_refused_in_one_line(tiny_encoder_dir, tmp_path):
+    """Two comparisons sharing an output folder: the second never trains the same model at once (it would remove the
+    first's checkpoints under it)."""
+    from dataclasses import replace
+
+    from bio_mrc.errors import OutputError
+    from bio_mrc.harness.compare import resolve_splits
+    from bio_mrc.harness.models import model_key, obtain_model
+    from bio_mrc.io import sole_process_in
+
+    raw = config_dict(tiny_encoder_dir, runs=[{"name": "span-only", "heads": "span"}], seeds=[1])
+    raw["defaults"]["precision"] = "fp32"
+    config = parse_config(raw)
+    splits, run = resolve_splits(config, FIXTURES), config.runs[0]
+    key = model_key(replace(run.train, seed=1).with_resolved_precision(), splits.train_for(run))
+    models = tmp_path / "models"
+    with sole_process_in(models / f"span-only-seed1-{key}", "held"):  # another process training it now (flock: another open file)
+        with pytest.raises(OutputError, match=f"another process is training this model now.*span-only-seed1-{key}"):
+            obtain_model(run, 1, splits.train_for(run), models, progress=False)
+    assert [path.name for path in models.iterdir()] == [f"span-only-seed1-{key}"]
+    assert not any((models / f"span-only-seed1-{key}").iterdir())  # nothing trained there
+
+
+@pytest.mark.slow
+def test_a_model_trained_again_from_a_changed_encoder_is_scored_again(tiny_encoder_dir, tmp_path):
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from bio_mrc.harness.compare import train_models
+
+    encoder = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir, encoder)
+    raw = config_dict(encoder, runs=[{"name": "span-only", "heads": "span"}], seeds=[1])
+    raw["defaults"]["precision"] = "fp32"
+    config, out = parse_config(raw), tmp_path / "out"
+    first, _ = compare(config, FIXTURES, out, progress=False)
+    weights = load_file(encoder / "model.safetensors")
+    save_file({name: torch.randn_like(value) if value.is_floating_point() else value for name, value in weights.items()},
+              encoder / "model.safetensors")  # the encoder replaced in place
+    train_models(config, FIXTURES, out)  # trains the model again: its starting point changed
+    again, _ = compare(config, FIXTURES, out, progress=False)
+    shutil.rmtree(out / "cells")
+    fresh, _ = compare(config, FIXTURES, out, progress=False)
+    assert [cell.answers for cell in again.cells] == [cell.answers for cell in fresh.cells]
+    assert [cell.answers for cell in again.cells] != [cell.answers for cell in first.cells]

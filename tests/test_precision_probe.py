@@ -154,6 +154,9 @@ def test_without_a_home_folder_the_choice_is_kept_for_this_process(monkeypatch, 
     _no_home(monkeypatch)
     monkeypatch.chdir(tmp_path)
     assert cache_file() is None
+    monkeypatch.setenv("BIO_MRC_CACHE_DIR", "~/cache")  # no home to read the ~ as: no folder named ~ here either
+    assert cache_file() is None
+    monkeypatch.delenv("BIO_MRC_CACHE_DIR")
     calls = []
     measure = fake_measure({"fp32": 1.0, "bf16": 2.0}, calls)
     assert measured_choice(SHAPES, "inference", "a CPU", measure)["precision"] == "bf16"
@@ -169,6 +172,18 @@ def test_a_model_path_of_no_known_home_is_one_line(monkeypatch, tmp_path):
     for name in ("~/model", "~nosuchuser/model"):  # Path.expanduser raised RuntimeError for each
         with pytest.raises(ModelFormatError, match=f"no such model folder \\(and not a Hugging Face hub id\\) \\(in {name}\\)"):
             local_folder(name)
+
+
+def test_a_cache_folder_given_with_a_tilde_is_in_the_home_folder_and_a_relative_xdg_is_ignored(monkeypatch, tmp_path):
+    """``BIO_MRC_CACHE_DIR='~/cache'`` (quoted, or set where no shell expands it) is the home folder's, never a folder
+    named ``~`` in the working folder; a relative ``XDG_CACHE_HOME`` is ignored, as the XDG specification asks."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BIO_MRC_CACHE_DIR", "~/cache")
+    assert cache_file() == tmp_path / "home" / "cache" / "precision.json"
+    monkeypatch.delenv("BIO_MRC_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")
+    assert cache_file() == tmp_path / "home" / ".cache" / "bio_mrc" / "precision.json"
 
 
 def test_an_unwritable_cache_keeps_the_choice_for_this_process(monkeypatch, tmp_path):

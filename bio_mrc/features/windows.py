@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import pyarrow.compute as pc
 from datasets import Dataset
 from transformers import PreTrainedTokenizerBase
 
@@ -26,7 +27,7 @@ from ..errors import ConfigError
 from ..types import Example
 from .config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig  # noqa: F401 (imported from here too)
 from .targets import add_targets
-from .windows_cache import cache_budget_bytes, mark_used_and_prune, windows_cache_file
+from .windows_cache import cache_budget_bytes, drop_unreadable, mark_used_and_prune, windows_cache_file
 from .words import context_words, dropped_attached_runs, extend_over_attached, word_of_tokens
 
 def check_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
@@ -148,10 +149,24 @@ def build_features(
     budget = cache_budget_bytes()  # a bad setting is refused before the windows are built
     cache_file = windows_cache_file(cache_dir, fingerprint)
     cache_file.parent.mkdir(parents=True, exist_ok=True)
+    drop_unreadable(cache_file, lambda windows: holds_every_window(windows, examples, tokenizer, config))
     features = index.map(prepare, batched=True, batch_size=batch_size, remove_columns=["example_index"], desc=desc,
                          new_fingerprint=fingerprint, cache_file_name=str(cache_file))
     mark_used_and_prune(cache_file, budget)
     return features
+
+
+def holds_every_window(windows: Dataset, examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase,
+                       config: FeatureConfig) -> bool:
+    """Whether ``windows`` (in the order they were built) hold windows of every example and all of the last one's:
+    a windows file cut short reads as fewer rows, not as an error."""
+    if not examples:
+        return len(windows) == 0
+    indices = windows.data.column("example_index")
+    last = len(indices) and indices[len(indices) - 1].as_py()
+    expected = len(tokenize_windows([examples[-1]], tokenizer, config)["input_ids"])
+    return (last == len(examples) - 1 and pc.count_distinct(indices).as_py() == len(examples)
+            and pc.sum(pc.equal(indices, last)).as_py() == expected)
 
 
 def windows_fingerprint(

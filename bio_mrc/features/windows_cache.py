@@ -8,6 +8,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Callable
 
 import datasets
 
@@ -30,6 +31,23 @@ def default_windows_cache() -> Path | None:
 
 def windows_cache_file(cache_dir: str | Path, fingerprint: str) -> Path:
     return Path(cache_dir) / f"windows-{fingerprint}.arrow"
+
+
+def drop_unreadable(cache_file: Path, complete: Callable[[datasets.Dataset], bool]) -> None:
+    """Remove a windows file that cannot be read whole, or that reads as fewer windows than ``complete`` expects (an
+    Arrow stream cut between two of its batches reads as a shorter one), so that the windows are built again and it
+    is rewritten; refuse a folder or anything else but a file under its name, which would never be."""
+    if not os.path.lexists(cache_file):
+        return
+    if not cache_file.is_file():
+        raise ConfigError(f"{cache_file} is not a file, yet training caches its windows there: move it away, or delete it")
+    try:
+        whole = complete(datasets.Dataset.from_file(str(cache_file)))
+    except (OSError, ValueError, KeyError):  # pyarrow's ArrowInvalid is a ValueError, its ArrowIOError an OSError
+        whole = False
+    if not whole:
+        with contextlib.suppress(FileNotFoundError):
+            cache_file.unlink()
 
 
 def cache_budget_bytes() -> int:

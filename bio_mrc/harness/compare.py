@@ -11,6 +11,8 @@ import glob
 import hashlib
 import json
 import time
+import zipfile
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ import numpy as np
 
 from .. import __version__, registry
 from ..decoding.postprocess import available_decodings
-from ..encoders import load_tokenizer, resolve_encoder
+from ..encoders import load_tokenizer, resolve_encoder, starting_point_digest
 from ..errors import ConfigError
 from ..inference import TrainedModel, threshold_key
 from ..inference.answers import span_count_threshold
@@ -207,10 +209,11 @@ def _score_trained_run(
     model_dir, train_seconds, reused, partial = obtain_model(
         run, seed, train_split, output_dir / "models", progress, config.checkpoint_steps, splits.tune)
     precision = answering_precision(model_dir, run.evaluation_precision)
-    cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits, precision)}.json"
+    cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits, precision, model_dir)}.json"
     browser_cache, kept_predictions = cache.with_suffix(".browser.npz"), cache.with_suffix(".predictions")
+    check_cache_files(cache, browser_cache)
     model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
-    browser = load_browser_data(browser_cache) if model_cells is not None else None
+    browser = _read_browser_data(browser_cache) if model_cells is not None else None
     if model_cells is None or browser is None or not kept_predictions.is_dir():
         trained = TrainedModel.load(model_dir, progress=progress, precision=precision)  # auto as resolved: the cells say which
         model_cells, browser = score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress)
@@ -310,20 +313,42 @@ def answering_precision(model_dir: Path, precision: str) -> str:
     return resolve_precision(precision, resolve_device(None), shapes, "inference")
 
 
-def _cells_key(config: CompareConfig, splits: Splits, precision: str) -> str:
-    """What a model's cells depend on besides the model: the questions, the decoding options, the precision
+def _cells_key(config: CompareConfig, splits: Splits, precision: str, model_dir: Path) -> str:
+    """What a model's cells depend on: the model's weights and tokenizer files (a model trained again in its folder,
+    from an encoder changed in place, is scored again), the questions, the decoding options, the precision
     of the forward passes (resolved: :func:`answering_precision`) and the code that scores them
     (:func:`bio_mrc.harness.scoring.cells_code_fingerprint`)."""
     blob = json.dumps({
         "decode": config.decode.__dict__, "eval": content_hash(splits.eval.examples), "precision": precision,
         "tune": content_hash(splits.tune.examples) if splits.tune else None, "code": cells_code_fingerprint(),
+        "model": starting_point_digest(model_dir),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+def check_cache_files(*paths: Path) -> None:
+    """Refuse a folder (or anything but a file) where a model's cached cells keep a file: it could never be written."""
+    for path in paths:
+        if path.exists() and not path.is_file():
+            raise ConfigError(f"{path} is not a file, yet compare caches a model's scores there: move it away, or delete it")
+
+
 def _read_cells(path: Path) -> list[dict[str, Any]] | None:
-    """The cached cells of one model, or None when there are none (a cache file is written whole or not at all)."""
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    """The cached cells of one model, or None when there are none or the file is no list of cells (cut short by a full
+    disk, edited): such a model is scored again and its file rewritten."""
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return cells if isinstance(cells, list) and cells and all(isinstance(cell, dict) for cell in cells) else None
+
+
+def _read_browser_data(path: Path) -> ModelBrowserData | None:
+    """A model's cached browser data, or None when there is none or it cannot be read (scored again)."""
+    try:
+        return load_browser_data(path)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error):
+        return None
 
 
 def compare(

@@ -12,6 +12,7 @@ from typing import NamedTuple
 from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, ModelFormatError
 from ..hub import local_folder
+from ..io import sole_process_in
 from ..model_folder import check_model_folder
 from ..qa_checkpoints import encoder_positions, windows_that_fit
 from ..inference.during_training import TrainingEvaluator
@@ -49,19 +50,29 @@ def obtain_model(
     config = asked.with_resolved_precision()  # auto's choice is memoised: train_model below resolves it alike and records how
     key = model_key(config, train_split)
     model_dir = models_dir / f"{run.name}-seed{seed}-{key}"
-    # Its own folder first, then another run's with the same options and questions (a run that only
-    # evaluates differently, e.g. in another precision, shares the model).
+    if (finished := _finished_model(model_dir, models_dir, seed, key, config)) is not None:
+        return finished
+    # One process trains a model at a time: another comparison sharing the folder would remove its checkpoints.
+    with sole_process_in(model_dir, "another process is training this model now; wait for it to end, then run again to reuse it"):
+        if (finished := _finished_model(model_dir, models_dir, seed, key, config)) is not None:  # finished meanwhile
+            return finished
+        # A run cut short (a kill, the end of a session) continues from its last checkpoint.
+        evaluates = held_out is not None and config.training_args.get("eval_strategy", "no") != "no"
+        evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=held_out.kind) if evaluates else None
+        train_model(train_split.examples, asked, model_dir, save_checkpoints=True, resume=True, progress=progress,
+                    checkpoint_steps=checkpoint_steps, evaluator=evaluator)
+    record = load_run_record(model_dir)
+    return ObtainedModel(model_dir, float(record["seconds"]), False, training_time_is_partial(record))
+
+
+def _finished_model(model_dir: Path, models_dir: Path, seed: int, key: str, config: TrainConfig) -> ObtainedModel | None:
+    """A finished model to reuse: its own folder first, then another run's with the same options and questions (a run
+    that only evaluates differently, e.g. in another precision, shares the model); None when there is none."""
     for candidate in [model_dir, *sorted(models_dir.glob(f"*-seed{seed}-{key}"))]:
         record = load_run_record(candidate)  # written last, so a model cut short by a crash is never reused
         if record is not None and record.get("train") == config.to_dict() and same_starting_point(record, config):
             return ObtainedModel(candidate, float(record["seconds"]), True, training_time_is_partial(record))
-    # A run cut short (a kill, the end of a session) continues from its last checkpoint.
-    evaluates = held_out is not None and config.training_args.get("eval_strategy", "no") != "no"
-    evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=held_out.kind) if evaluates else None
-    train_model(train_split.examples, asked, model_dir, save_checkpoints=True, resume=True, progress=progress,
-                checkpoint_steps=checkpoint_steps, evaluator=evaluator)
-    record = load_run_record(model_dir)
-    return ObtainedModel(model_dir, float(record["seconds"]), False, training_time_is_partial(record))
+    return None
 
 
 def same_starting_point(record: dict, config: TrainConfig) -> bool:
