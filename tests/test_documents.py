@@ -127,6 +127,10 @@ def test_the_pipeline_ranks_documents_as_the_extractor_does(trained_dir):  # noq
     assert best == results[0]
     with pytest.raises(ValueError, match="multi_span answers one document at a time"):
         qa(question=QUESTION, context=DOCUMENTS, multi_span=True)
+    # several documents inside a batch of dicts: said as such (it read "empty or missing context (got a list)")
+    with pytest.raises(ValueError, match=r"^the context is a list of documents: one question over several documents is "
+                                         r"asked on its own .*\(record 'input 1'\)$"):
+        qa([{"question": QUESTION, "context": DOCUMENTS[0]}, {"question": QUESTION, "context": DOCUMENTS}])
 
 
 def test_serve_answers_one_question_over_several_documents(trained_dir):  # noqa: F811

@@ -45,6 +45,10 @@ def question_context_examples(question, context, first: int = 0) -> tuple[list[E
     if len(questions) != len(contexts):
         raise DataFormatError(f"got {len(questions)} questions but {len(contexts)} contexts")
     for i, (q, c) in enumerate(zip(questions, contexts), start=first):
+        if isinstance(c, (list, tuple)):  # several documents inside a batch of questions
+            raise DataFormatError("the context is a list of documents: one question over several documents is asked on its "
+                                  "own (question=\"...\", context=[...]); in a batch each question has one context",
+                                  f"input {i}")
         check_context_length(check_text(c, "context", record=f"input {i}"), record=f"input {i}")
         check_text(q, "question", record=f"input {i}")
     return [Example(str(i), q, c, None) for i, (q, c) in enumerate(zip(questions, contexts))], single  # unlabelled
