@@ -41,6 +41,15 @@ def local_folder(name_or_path: str | Path, what: str = "model folder") -> Path:
     return hub_snapshot(str(name_or_path), what)
 
 
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either keeps huggingface_hub from the network
+
+
+def offline_variable() -> str:
+    """The variable that keeps the hub offline here, to name it in a refusal."""
+    return next((name for name in OFFLINE_VARIABLES if os.environ.get(name, "").strip().upper() in {"1", "ON", "YES", "TRUE"}),
+                OFFLINE_VARIABLES[0])
+
+
 def hub_snapshot(repo_id: str, what: str = "model folder") -> Path:
     """The local snapshot of hub repository ``repo_id``: the cached one, else downloaded unless offline."""
     from huggingface_hub import constants, snapshot_download
@@ -50,9 +59,10 @@ def hub_snapshot(repo_id: str, what: str = "model folder") -> Path:
         return Path(snapshot_download(repo_id, local_files_only=True))
     except LocalEntryNotFoundError:
         if constants.HF_HUB_OFFLINE:
+            variable = offline_variable()
             raise ModelFormatError(
                 f"no such local {what}, and the hub id is not in the Hugging Face cache ({constants.HF_HUB_CACHE}); "
-                "HF_HUB_OFFLINE is set, so the hub is not asked: unset HF_HUB_OFFLINE to download it, or pass a local folder",
+                f"{variable} is set, so the hub is not asked: unset {variable} to download it, or pass a local folder",
                 repo_id) from None
     try:
         folder = Path(snapshot_download(repo_id, allow_patterns=list(MODEL_FILES)))

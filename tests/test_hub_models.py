@@ -67,6 +67,15 @@ def test_a_hub_id_missing_offline_is_one_line_naming_the_id_and_hf_hub_offline(o
     assert line.startswith("error: no such local model folder") and "HF_HUB_OFFLINE" in line and "org/missing" in line
 
 
+def test_offline_by_transformers_variable_names_that_variable(offline_cache, monkeypatch):
+    """TRANSFORMERS_OFFLINE=1 keeps huggingface_hub offline as HF_HUB_OFFLINE does; the line named HF_HUB_OFFLINE."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    with pytest.raises(ModelFormatError, match=r"TRANSFORMERS_OFFLINE is set, so the hub is not asked: unset "
+                                               r"TRANSFORMERS_OFFLINE to download it.*\(in org/missing\)$"):
+        TrainedModel.load("org/missing")
+
+
 def test_an_unreachable_hub_is_one_line_and_one_try(tmp_path, monkeypatch):
     from huggingface_hub.errors import LocalEntryNotFoundError
 
