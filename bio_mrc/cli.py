@@ -254,7 +254,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if held_out and any(shared := shared_questions_and_contexts(data.examples, held_out.examples)):
         print(f"warning: the --eval questions share {shared[0]} question ids and {shared[1]} contexts with the training "
               "questions: their scores during training overstate the model (hold out whole articles)", file=sys.stderr)
-    evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=registry.task_of_data(held_out.format, held_out.is_v2)) if held_out else None
+    evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=registry.task_of_data(held_out.format, held_out.is_v2),
+                                  precision=config.precision) if held_out else None  # scored in the run's precision
     print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
     result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
                          checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,

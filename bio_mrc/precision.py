@@ -25,6 +25,9 @@ PRECISIONS = ("fp32", "bf16", "auto")
 # default takes it there; a table that must reproduce to the last digit on any machine pins fp32.
 DEFAULT_PRECISION = "auto"
 CPU_BF16_FEATURES = ("amx_bf16", "avx512_bf16")
+# oneDNN's instruction caps (ONEDNN_MAX_CPU_ISA, or DNNL_MAX_CPU_ISA where that is unset) whose kernels have no bf16
+# instructions: under one, bf16 products are emulated whatever the CPU has (at 0.22x fp32's rate on an AMD Zen 4 under AVX2).
+ONEDNN_CAPS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
 
 
 def default_device() -> str:
@@ -139,7 +142,8 @@ def cpu_name() -> str:
 
 def native_bf16(device: str | torch.device = "cpu") -> bool:
     """Whether ``device`` computes bfloat16 matrix products in hardware (not emulated). A GPU is asked by its own
-    number (``cuda:1`` is not the current GPU's question, which ``torch.cuda.is_bf16_supported`` answers)."""
+    number (``cuda:1`` is not the current GPU's question, which ``torch.cuda.is_bf16_supported`` answers); a CPU
+    by its features and by any cap that keeps oneDNN's kernels from bf16 (:func:`kernels_capped_below_bf16`)."""
     import torch
 
     device = torch.device(device)
@@ -150,8 +154,16 @@ def native_bf16(device: str | torch.device = "cpu") -> bool:
             return True
         return torch.cuda.get_device_capability(device)[0] >= 8  # Ampere and later: bf16 tensor cores
     if device.type == "cpu":
-        return any(cpu_features().values())
+        return any(cpu_features().values()) and not kernels_capped_below_bf16()
     return False
+
+
+def kernels_capped_below_bf16() -> bool:
+    """Whether oneDNN's kernels are kept from every bf16 instruction (:data:`ONEDNN_CAPS_WITHOUT_BF16`)."""
+    import os
+
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or ""
+    return cap.strip().upper() in ONEDNN_CAPS_WITHOUT_BF16
 
 
 def check_precision(precision: str) -> str:

@@ -9,8 +9,8 @@ each twice in alternating order, about 1 s in all. bf16 is chosen only when it i
 faster (a tie keeps fp32, exact everywhere). Training is also timed in bf16 with the attention alone in fp32
 (PyTorch's fused CPU attention can train slower in bf16 than in fp32); where that is more than :data:`TIE_MARGIN`
 faster than bf16 throughout, the choice says ``"attention": "fp32"`` and training runs it
-(:mod:`bio_mrc.fp32_attention`). The result is cached per machine (CPU model and flags, torch version, threads,
-shapes, phase) in ``$XDG_CACHE_HOME/bio_mrc/precision.json`` (``~/.cache`` by default; ``$BIO_MRC_CACHE_DIR``
+(:mod:`bio_mrc.fp32_attention`). The result is cached per machine (CPU model and flags, torch version, caps on the
+kernels' instructions, shapes, phase) in ``$XDG_CACHE_HOME/bio_mrc/precision.json`` (``~/.cache`` by default; ``$BIO_MRC_CACHE_DIR``
 names another folder; no cache where none is set and no home folder is known), so a machine measures each model
 size once; a cache that cannot be read is measured again and rewritten, and a measurement whose two rounds disagree
 (another job took the cores) is used by this process but not cached.
@@ -176,8 +176,10 @@ def cache_file() -> Path | None:
 
 
 def machine_key(cpu: str) -> str:
-    """The CPU's model name and a hash of its feature flags, torch's version and threads, and any cap set on the
-    instructions torch's kernels may use (:data:`ISA_CAPS`): what a rate depends on."""
+    """The CPU's model name and a hash of its feature flags, torch's version, and any cap set on the instructions
+    torch's kernels may use (:data:`ISA_CAPS`): what a rate depends on. Not the process's thread count: the probe
+    times one core whatever it is, so processes that torchrun starts on one thread read what a single process
+    measured."""
     flags = ""
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -186,7 +188,7 @@ def machine_key(cpu: str) -> str:
                 break
     digest = hashlib.sha256(flags.encode()).hexdigest()[:12]
     caps = "".join(f" | {name}={value}" for name, value in isa_caps().items())
-    return f"{cpu} | flags {digest} | torch {torch.__version__} | {torch.get_num_threads()} threads{caps}"
+    return f"{cpu} | flags {digest} | torch {torch.__version__}{caps}"
 
 
 def isa_caps() -> dict[str, str]:

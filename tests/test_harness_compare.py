@@ -508,3 +508,26 @@ def test_a_model_trained_again_from_a_changed_encoder_is_scored_again(tiny_encod
     fresh, _ = compare(config, FIXTURES, out, progress=False)
     assert [cell.answers for cell in again.cells] == [cell.answers for cell in fresh.cells]
     assert [cell.answers for cell in again.cells] != [cell.answers for cell in first.cells]
+
+
+@pytest.mark.parametrize("inference_precision, expected", [(None, "fp32"), ("bf16", "bf16")])
+def test_evaluation_during_training_answers_in_the_precision_the_comparison_scores_in(
+        tmp_path, monkeypatch, sample_v1, tiny_encoder_dir, inference_precision, expected):
+    """A run pinned to fp32 chose its checkpoints on scores answered in auto (bf16 where it measured faster)."""
+    from bio_mrc.harness import models
+    from bio_mrc.harness.comparison_splits import Split
+    from bio_mrc.harness.config import RunSpec
+    from bio_mrc.training.train import TrainConfig
+
+    train = TrainConfig(encoder=str(tiny_encoder_dir), precision="fp32", training_args={"eval_strategy": "epoch"})
+    run = RunSpec("r", train, inference_precision=inference_precision)
+    evaluators = []
+
+    def train_model(examples, config, model_dir, evaluator=None, **_):
+        evaluators.append(evaluator)
+        (model_dir / "bio_mrc_run.json").write_text(json.dumps({"train": config.to_dict(), "seconds": 1.0}))
+
+    monkeypatch.setattr(models, "train_model", train_model)
+    split = Split(sample_v1.examples[:2], "squad-v1.1", "two questions")
+    models.obtain_model(run, 1, split, tmp_path / "models", progress=False, held_out=split)
+    assert [e.precision for e in evaluators] == [expected]

@@ -177,3 +177,24 @@ def test_a_model_answers_in_passes_of_16_windows_on_a_cpu_and_128_on_a_gpu(train
     np.testing.assert_allclose(default.start_logits[inside], explicit.start_logits[inside], atol=1e-4)
     monkeypatch.setattr(BioMrcForQuestionAnswering, "device", property(lambda self: torch.device("cuda", 0)))
     assert trained.batch_size == GPU_INFERENCE_BATCH_SIZE and AnswerExtractor(trained).batch_size == GPU_INFERENCE_BATCH_SIZE
+
+
+@pytest.mark.usefixtures("fresh_precision_choices")
+def test_train_pinned_to_fp32_scores_its_held_out_questions_in_fp32(tiny_encoder_dir, tmp_path, monkeypatch):
+    """On a CPU where bf16 measures faster, `train --precision fp32 --eval` scored during training in bf16 (auto)."""
+    from bio_mrc import precision_probe
+    from bio_mrc.cli import main
+    from bio_mrc.inference import forward
+
+    from .conftest import SAMPLE_V1, WINDOW_ARGS
+
+    monkeypatch.setattr(precision_module, "cpu_features", lambda: {"amx_bf16": False, "avx512_bf16": True})
+    monkeypatch.setattr(precision_probe, "measure_rate", lambda shapes, phase, precision: 100.0 if precision == "fp32" else 300.0)
+    answered_in = []
+    runner = forward.TorchRunner.__init__
+    monkeypatch.setattr(forward.TorchRunner, "__init__",
+                        lambda self, *args: runner(self, *args) or answered_in.append(self.precision))
+    code = main(["train", "--train", str(SAMPLE_V1), "--limit", "4", "--eval", str(SAMPLE_V1), "--output-dir", str(tmp_path / "m"),
+                 "--encoder", str(tiny_encoder_dir), "--epochs", "1", "--precision", "fp32",
+                 "--training-args", '{"eval_strategy": "epoch"}', *WINDOW_ARGS])
+    assert code == 0 and answered_in == ["fp32"]

@@ -4,6 +4,7 @@ import json
 import math
 
 import pytest
+import torch
 
 from bio_mrc import precision as precision_module
 from bio_mrc import precision_probe
@@ -318,3 +319,35 @@ def test_a_named_pipe_at_the_caches_name_is_no_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "fifo"))
     assert measured_choice(SHAPES, "inference", "a CPU", fake_measure({"fp32": 2.0, "bf16": 1.0}))["precision"] == "fp32"
     assert (tmp_path / "fifo" / "precision.json").is_fifo()  # left as it is, the choice kept for this process
+
+
+def test_a_process_on_another_thread_count_reads_what_a_single_process_measured(monkeypatch):
+    """torchrun starts each process on one thread; the probe times one core whatever the process's count, so the
+    entry a process on two threads measured is the one the ranks read (they took bf16, never finding it)."""
+    native_cpu(monkeypatch)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    measured_choice(SHAPES, "training", precision_module.cpu_name(), fake_measure({"fp32": 2.0, "bf16": 1.0}))
+    precision_probe._MEMO.clear()
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    choice = precision_choice("auto", "cpu", SHAPES, "training")
+    assert (choice["precision"], choice["how"]) == ("fp32", "cached")  # bf16 ("native") before: the entry went unread
+
+
+@pytest.mark.parametrize("variable, cap, expected", [
+    ("ONEDNN_MAX_CPU_ISA", "AVX2", {"precision": "fp32", "how": "not native"}),  # an AMD Zen 3's kernels
+    ("ONEDNN_MAX_CPU_ISA", "avx512_core", {"precision": "fp32", "how": "not native"}),  # AVX-512 without bf16
+    ("DNNL_MAX_CPU_ISA", "AVX512_CORE_VNNI", {"precision": "fp32", "how": "not native"}),
+    ("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16", {"precision": "bf16", "how": "native"}),  # a Xeon kept from AMX: bf16 native
+])
+def test_kernels_capped_below_bf16_are_not_native_even_among_several_processes(monkeypatch, variable, cap, expected):
+    """Under a cap that keeps oneDNN from bf16 instructions bf16 is emulated (0.22x fp32 on a Zen 4 under AVX2): auto is
+    fp32 measuring nothing, also where a process among several would take bf16 without a cached entry."""
+    native_cpu(monkeypatch)
+    for name in precision_probe.ISA_CAPS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, cap)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(precision_probe, "measure_rate", lambda *args: pytest.fail("nothing is measured here"))
+    assert precision_choice("auto", "cpu", SHAPES, "training") == expected
+    assert precision_module.native_bf16("cpu") is (expected["precision"] == "bf16")

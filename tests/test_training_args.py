@@ -30,7 +30,8 @@ def test_a_misspelled_field_is_refused_with_the_field_it_misspells():
 
 @pytest.mark.parametrize("name, option", [("learning_rate", "--learning-rate"), ("num_train_epochs", "--epochs"),
                                           ("per_device_train_batch_size", "--batch-size"), ("seed", "--seed"),
-                                          ("bf16", "--precision"), ("save_steps", "--checkpoint-steps")])
+                                          ("bf16", "--precision"), ("save_steps", "--checkpoint-steps"),
+                                          ("fp16_full_eval", "--precision"), ("bf16_full_eval", "--precision")])
 def test_a_field_the_package_owns_is_refused_naming_its_option(name, option):
     with pytest.raises(ConfigError, match=f"'{name}' is the package's own: .*{option}"):
         TrainConfig(training_args={name: 1})

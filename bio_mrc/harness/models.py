@@ -58,7 +58,8 @@ def obtain_model(
             return finished
         # A run cut short (a kill, the end of a session) continues from its last checkpoint.
         evaluates = held_out is not None and config.training_args.get("eval_strategy", "no") != "no"
-        evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=held_out.kind) if evaluates else None
+        evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=held_out.kind,  # as the report scores it
+                                      precision=run.evaluation_precision) if evaluates else None
         train_model(train_split.examples, asked, model_dir, save_checkpoints=True, resume=True, progress=progress,
                     checkpoint_steps=checkpoint_steps, evaluator=evaluator)
     record = load_run_record(model_dir)

@@ -12,6 +12,7 @@ from .. import registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..features.windows import FeatureConfig, build_features
 from ..model import BioMrcForQuestionAnswering
+from ..precision import DEFAULT_PRECISION, check_precision
 from ..types import Example
 from .answers import decode_answers
 from .forward import INFERENCE_BATCH_SIZE, run_windows
@@ -22,13 +23,15 @@ class TrainingEvaluator:
     ``examples``, answered as ``predict`` answers them (span lists, each further span kept by the model's span-count
     rule, where the task's answers are span lists) and scored as ``task`` (a registered task or its name; None: SQuAD
     ``version``'s) scores them: SQuAD's ``f1`` and ``exact``, a multi-span task's span lists with MultiSpanQA's ``em_f1`` and
-    ``pm_f1`` (the task's ``training_scores``; a task of its own without them: its ``metrics``); windows are built once, at the first call."""
+    ``pm_f1`` (the task's ``training_scores``; a task of its own without them: its ``metrics``); windows are built once, at the first call.
+    ``precision``: of the forward passes (:mod:`bio_mrc.precision`; None: auto, as ``predict`` answers by default); the
+    CLI and a comparison pass the run's own, so a run pinned to fp32 is scored in fp32 during training too."""
 
     def __init__(self, examples: Sequence[Example], version: str | None = "1.1", batch_size: int = INFERENCE_BATCH_SIZE,
-                 task: registry.TaskEntry | str | None = None) -> None:
+                 task: registry.TaskEntry | str | None = None, precision: str | None = None) -> None:
         if not examples:
             raise ValueError("evaluation during training needs questions to evaluate on; got none")
-        self.examples, self.batch_size = list(examples), batch_size
+        self.examples, self.batch_size, self.precision = list(examples), batch_size, check_precision(precision or DEFAULT_PRECISION)
         self.task = registry.task(task) if isinstance(task, str) else task or registry.squad_task(str(version).removeprefix("v"))
         self.gold = registry.resolve(self.task.gold)(self.examples)
         self._features: Dataset | None = None
@@ -39,7 +42,8 @@ class TrainingEvaluator:
             windows = FeatureConfig(max_seq_length=config.max_seq_length, doc_stride=config.doc_stride,
                                     max_query_length=config.max_query_length, tag_level=config.tag_level)
             self._features = build_features(self.examples, tokenizer, windows, with_targets=False)
-        outputs = run_windows(model, self._features, tokenizer.pad_token_id or 0, self.batch_size, progress=False)
+        outputs = run_windows(model, self._features, tokenizer.pad_token_id or 0, self.batch_size, progress=False,
+                              precision=self.precision)
         decode = self.task.decode_config(DecodeConfig())
         scores = {}
         for decoding in available_decodings(config.heads):

@@ -63,6 +63,8 @@ OWNED_TRAINING_ARGS = {
     "seed": "set seed (--seed); data_seed may differ from it",
     "bf16": "set precision (--precision): fp32, bf16 or auto",
     "fp16": "set precision (--precision): fp32, bf16 or auto (no fp16 training: it needs a loss scaler the package does not tune)",
+    "fp16_full_eval": "set precision (--precision): evaluation during training answers in the run's precision, fp32 or bf16 (no fp16)",
+    "bf16_full_eval": "set precision (--precision): evaluation during training answers in the run's precision, fp32 or bf16",
     "use_cpu": "the device follows precision and the machine; hide the GPUs (CUDA_VISIBLE_DEVICES='') to train on the CPU",
     "save_strategy": "checkpoints are the package's (save_checkpoints, checkpoint_steps / --checkpoint-steps): resuming relies on them",
     "save_steps": "set checkpoint_steps (--checkpoint-steps)",
