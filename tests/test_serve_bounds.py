@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -75,6 +76,121 @@ def test_a_chunked_body_over_the_limit_gets_413_over_http(extractor):  # noqa: F
     if response is not None:
         assert response.status_code == 413 and "sent in pieces" in response.json()["detail"]
     assert after.status_code == 200
+
+
+def _guarded(guard, body_parts, reached):
+    """``guard`` answering one POST whose body comes in ``body_parts``, then never ends (a client that stalls)."""
+    parts = list(body_parts)
+
+    async def receive():
+        if parts:
+            return {"type": "http.request", "body": parts.pop(0), "more_body": True}
+        await asyncio.Event().wait()  # the rest never comes
+
+    async def send(message):
+        reached.append(message)
+
+    scope = {"type": "http", "method": "POST", "headers": [(b"content-type", b"application/json")]}
+    return guard(scope, receive, send)
+
+
+def test_a_body_not_all_sent_within_the_request_time_is_a_408():
+    """A client that declares a body, or chunks one, and stops sending: refused once the request's time is up, not
+    held for ever."""
+    async def app(scope, receive, send):
+        raise AssertionError("the application never sees a body that did not all come")
+
+    reached = []
+    started = time.monotonic()
+    asyncio.run(_guarded(BodyGuard(app, 1000, timeout_s=0.2), [b'{"que', b"stion"], reached))
+    assert 0.2 <= time.monotonic() - started < 2
+    detail = json.loads(reached[1]["body"])["detail"]
+    assert reached[0]["status"] == 408 and "within 0.2 s (--request-timeout-s), 10 bytes of it came" in detail
+
+
+def test_a_client_that_stops_sending_its_body_gets_a_408_over_http_and_others_are_answered(extractor):  # noqa: F811
+    config = ServeConfig(request_timeout_s=0.5)
+    with running(create_app(extractor, config)) as url:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as stalled:
+            stalled.sendall(b"POST /answer HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
+                            b"content-length: 1000\r\n\r\n" + b'{"question"')
+            started, answer = time.monotonic(), b""
+            while chunk := stalled.recv(4096):
+                answer += chunk
+        assert time.monotonic() - started < 5 and answer.startswith(b"HTTP/1.1 408 ")
+        assert b"within 0.5 s (--request-timeout-s), 11 bytes of it came" in answer
+        assert httpx.post(url + "/answer", json=GOOD, timeout=60).status_code == 200
+    (guard,) = [middleware for middleware in create_app(extractor, ServeConfig(max_bodies_bytes=123)).user_middleware
+                if middleware.cls is BodyGuard]
+    assert guard.kwargs["budget"] == 123 and guard.kwargs["timeout_s"] == 60
+
+def test_bodies_held_at_once_stay_within_the_budget():
+    """Bodies being read or answered hold at most the budget between them: a body that would pass it is a 503 with
+    Retry-After; the bytes of a body answered (or refused) are given back, so the next body fits again."""
+    answering, release, seen = asyncio.Event(), asyncio.Event(), []
+
+    async def app(scope, receive, send):
+        seen.append((await receive())["body"])
+        answering.set()
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    guard = BodyGuard(app, limit=100, budget=150)
+
+    def one(body: bytes, reached: list):
+        async def receive():
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message):
+            reached.append(message)
+
+        return guard({"type": "http", "method": "POST", "headers": []}, receive, send)
+
+    async def scenario():
+        first, second, third = [], [], []
+        holding = asyncio.ensure_future(one(b"a" * 100, first))
+        await answering.wait()
+        assert guard.held == 100
+        await one(b"b" * 60, second)  # 100 + 60 > 150
+        release.set()
+        await holding
+        assert guard.held == 0
+        await one(b"c" * 60, third)
+        return first, second, third
+
+    first, second, third = asyncio.run(scenario())
+    assert first[0]["status"] == 200 and third[0]["status"] == 200 and seen == [b"a" * 100, b"c" * 60]
+    assert second[0]["status"] == 503 and (b"retry-after", b"1") in second[0]["headers"]
+    assert "holds 100 bytes of other requests' bodies and holds at most 150" in json.loads(second[1]["body"])["detail"]
+    assert guard.held == 0
+    assert BodyGuard(app, limit=100, budget=10).budget == 100  # one largest valid body always fits
+
+
+def test_a_refusal_stays_short_whatever_the_body_holds(extractor):  # noqa: F811
+    """More texts than a request may ask are a 413, and more unknown fields than a refusal lists one 422, before any is
+    validated; otherwise a refusal lists ten problems and counts the rest, each location cut to 200 characters: a
+    900 KB body of 300,000 questions of the wrong type got a 24 MB answer, after seconds of the event loop."""
+    with TestClient(create_app(extractor, ServeConfig(max_batch_size=4))) as client:
+        many = post(client, json.dumps({"question": [1] * 1000, "context": "x"}))
+        documents = post(client, json.dumps({"question": "Who?", "context": [""] * 50}))
+        unknown = post(client, json.dumps({**GOOD, **{f"field{i}": 0 for i in range(25)}}))
+        long_name = post(client, json.dumps({**GOOD, "k" * 1000: 0}))
+        wrong = post(client, json.dumps({"question": ["Who?"] * 4, "context": [7] * 4, **{f"f{i}": 0 for i in range(10)},
+                                         "top_k": "x", "threshold": "y", "decoding": 3, "multi_span": 4}))
+        assert post(client, json.dumps(GOOD)).status_code == 200
+    assert many.status_code == 413 and many.json()["detail"] == (
+        "1000 questions in one request; this server answers at most 4 (--max-batch-size): split the batch")
+    assert documents.status_code == 413 and documents.json()["detail"].startswith("50 documents for one question")
+    assert unknown.status_code == 422 and unknown.json()["detail"].startswith(
+        "25 unknown fields ('field0', 'field1', 'field2', …); a request has only the fields context, decoding, ")
+    problems = wrong.json()["problems"]
+    # 18 problems: four options, four contexts, ten unknown fields (as many as a refusal lists)
+    assert wrong.status_code == 422 and len(problems) == 11 and "body.context[3]" in {p["location"] for p in problems}
+    assert problems[10] == {"location": "body", "message": "and 8 more problems not listed"}
+    (problem,) = long_name.json()["problems"]
+    assert long_name.status_code == 422 and problem["location"] == "body." + "k" * 195 + "… (1005 characters)"
 
 
 # --- JSON the server will not read -------------------------------------------------------------------
@@ -514,13 +630,16 @@ def test_only_hosts_naming_this_server_are_answered(extractor):  # noqa: F811
     assert names == {"localhost", "127.0.0.1", "::1"}
     assert allowed_host_names("0.0.0.0", "*") is None and allowed_host_names("x", "a.example, B.example") == {
         "a.example", "b.example"}
-    assert [host_name(h) for h in ("[::1]:8000", "LocalHost:80", "::1", "evil.example")] == [
-        "::1", "localhost", "::1", "evil.example"]
+    assert [host_name(h) for h in ("[::1]:8000", "LocalHost:80", "::1", "evil.example", "localhost:")] == [
+        "::1", "localhost", "::1", "evil.example", "localhost"]
+    # what follows the name is a port or nothing: anything else names no host of this server
+    tricks = ("[::1]evil.example", "[::1].evil.example", "[::1]:80evil", "localhost:80@evil.example", "localhost:8o")
+    assert [host_name(h) for h in tricks] == [h.lower() for h in tricks]
     app = HostGuard(create_app(extractor), names)
     with TestClient(app, base_url="http://localhost:8000") as client:
         for host in ("localhost:8000", "127.0.0.1:8000", "[::1]:8000", "localhost"):
             assert client.get("/health", headers={"host": host}).status_code == 200, host
-        for host in ("evil.example", "evil.example:8000", "localhost.evil.example", ""):
+        for host in ("evil.example", "evil.example:8000", "localhost.evil.example", "", *tricks):
             refused = client.get("/health", headers={"host": host})
             assert refused.status_code == 400 and "--allowed-hosts" in refused.json()["detail"], host
 

@@ -36,13 +36,17 @@ from .guards import PARSED_BODY, BodyGuard, off_loop, read_utf8_json
 from .scheduler import AnswerScheduler
 from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, Span, answer_request_model
 
+MAX_PROBLEMS = 10  # a refusal lists this many of a body's problems, then counts the rest
+MAX_LOCATION_CHARS = 200  # a problem's location (a field's name) is cut to this many characters
 _REFUSALS = {status: {"model": ErrorResponse, "description": description} for status, description in (
     (400, "the body is not UTF-8 JSON, repeats a key in one object, nests deeper than 32 levels or holds an "
           "integer of more than 32 digits; or the Host header names another server"),
+    (408, "the body was not all sent within the server's --request-timeout-s"),
     (413, "more questions than the server's max batch size, or a body longer than any valid request"),
     (415, "a body not sent as JSON (its content-type is not application/json, or there is none)"),
     (422, "a field breaks the schema, a text is empty or holds what no tokenizer reads, or the decoding needs "
           "heads the model lacks"),
+    (503, "the bodies of requests being read or answered already fill the server's --max-bodies-bytes: try again"),
     (504, "the request took longer than the server's --request-timeout-s"),
 )}
 
@@ -68,16 +72,15 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
         "probability of being right. Concurrent requests are answered together in one forward pass."))
     app.router.route_class = OffLoopJsonRoute
     app.state.helper = scheduler.helper
+    app.state.max_batch_size, app.state.request_fields = config.max_batch_size, set(AnswerRequest.model_fields)
     _add_refusals(app, config)
 
     @app.post("/answer", response_model=AnswerResponse, responses=_REFUSALS, summary="answer questions from their contexts")
     async def answer(body: AnswerRequest, request: Request) -> Response:
         documents = asks_over_documents(body.question, body.context)
-        asked = len(body.context) if documents else len(body.question) if isinstance(body.question, list) else 1
-        if asked > config.max_batch_size:
-            what = "documents for one question" if documents else "questions"
-            raise HTTPException(413, f"{asked} {what} in one request; this server answers at most "
-                                     f"{config.max_batch_size} (--max-batch-size): split the batch")
+        too_many = too_many_asked(body.question, body.context, config.max_batch_size)
+        if too_many:
+            raise HTTPException(413, too_many)
         try:
             examples, _ = extractor.examples(body.question, body.context)
             decoding = registry.resolve_decoding(extractor.trained.decodings, body.decoding)
@@ -118,6 +121,9 @@ class OffLoopJsonRequest(Request):
                 self._json = self.scope[PARSED_BODY]
             else:
                 self._json = await off_loop(read_utf8_json, await self.body(), self.app.state.helper)
+            refusal = refused_unvalidated(self._json, self.app.state.request_fields, self.app.state.max_batch_size)
+            if refusal is not None:
+                raise refusal
         return self._json
 
 
@@ -131,6 +137,35 @@ class OffLoopJsonRoute(APIRoute):
             return await handler(OffLoopJsonRequest(request.scope, request.receive))
 
         return handle
+
+
+def refused_unvalidated(document: Any, fields: set[str], limit: int) -> HTTPException | None:
+    """A body's refusal found before the schema checks each of its items, which for a list of 300,000 texts or
+    300,000 unknown fields took seconds of the event loop: more texts than a request may ask (413), more unknown
+    fields than a refusal lists (422). None: the schema decides."""
+    if not isinstance(document, dict):
+        return None
+    too_many = too_many_asked(document.get("question"), document.get("context"), limit)
+    if too_many:
+        return HTTPException(413, too_many)
+    unknown = [name for name in document if name not in fields]
+    if len(unknown) <= MAX_PROBLEMS:
+        return None
+    named = ", ".join(repr(name[:MAX_LOCATION_CHARS]) for name in unknown[:3])
+    return HTTPException(422, f"{len(unknown)} unknown fields ({named}, …); a request has only the fields "
+                              f"{', '.join(sorted(fields))}")
+
+
+def too_many_asked(question: Any, context: Any, limit: int) -> str | None:
+    """Why a request asks more than ``limit`` questions (or documents for one question, or contexts), or None. Read
+    before the schema too: a list of 300,000 texts of the wrong type took seconds of the event loop to refuse."""
+    documents = asks_over_documents(question, context)
+    counts = {"questions": len(question) if isinstance(question, list) else 1,
+              "documents for one question" if documents else "contexts": len(context) if isinstance(context, list) else 1}
+    what, asked = max(counts.items(), key=lambda count: count[1])
+    if asked <= limit:
+        return None
+    return f"{asked} {what} in one request; this server answers at most {limit} (--max-batch-size): split the batch"
 
 
 def answer_of(prediction: Prediction | RankedAnswers, threshold: float | None) -> Answer:
@@ -173,7 +208,7 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
         unread = _unread_media_type(request, error)
         if unread is not None:  # FastAPI reads no JSON out of such a body: say why, not "not a dictionary"
             return pydantic_json(ErrorResponse(detail=unread, problems=[Problem(location="body", message=unread)]), 415)
-        problems = [_problem(item) for item in error.errors()]
+        problems = listed_problems(error.errors())
         detail = f"{problems[0].location}: {problems[0].message}" if problems else "the request is not valid"
         return pydantic_json(ErrorResponse(detail=detail, problems=problems), 422)
 
@@ -188,7 +223,8 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
     async def failed(_request: Request, _error: Exception) -> Response:
         return JSONResponse({"detail": "internal error: the server's log says more", "problems": []}, 500)
 
-    app.add_middleware(BodyGuard, limit=config.max_body_bytes, helper=app.state.helper)
+    app.add_middleware(BodyGuard, limit=config.max_body_bytes, helper=app.state.helper,
+                       timeout_s=config.request_timeout_s, budget=config.max_bodies_bytes)
 
 
 def _unread_media_type(request: Request, error: RequestValidationError) -> str | None:
@@ -221,11 +257,23 @@ async def answer_whole(scheduler: AnswerScheduler, examples: list, options: Ques
     return await scheduler.answer(dataclasses.replace(options, examples=examples), object())
 
 
+def listed_problems(items: list[dict[str, Any]]) -> list[Problem]:
+    """The first :data:`MAX_PROBLEMS` of pydantic's errors as problems, and a last one counting the rest: a body of
+    100,000 questions of the wrong type or unknown fields is refused in a few lines, not one line per item (a refusal
+    twenty times the body's size)."""
+    problems = [_problem(item) for item in items[:MAX_PROBLEMS]]
+    if len(items) > MAX_PROBLEMS:
+        problems.append(Problem(location="body", message=f"and {len(items) - MAX_PROBLEMS} more problems not listed"))
+    return problems
+
+
 def _problem(item: dict[str, Any]) -> Problem:
     """One of pydantic's errors without the input it quotes (a context can be long): where, and what."""
     parts = [part for part in item.get("loc", ()) if part not in (ONE, SEVERAL)]
     if item.get("type") == "json_invalid":  # its location is (body, character offset)
         error = (item.get("ctx") or {}).get("error", item.get("msg"))
         return Problem(location="body", message=f"not valid JSON at character {parts[-1]}: {error}")
-    location = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
-    return Problem(location=location.lstrip("."), message=str(item.get("msg", "invalid")))
+    location = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts).lstrip(".")
+    if len(location) > MAX_LOCATION_CHARS:  # an unknown field's name is the client's own, of any length
+        location = location[:MAX_LOCATION_CHARS] + f"… ({len(location)} characters)"
+    return Problem(location=location, message=str(item.get("msg", "invalid")))

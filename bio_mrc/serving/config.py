@@ -40,6 +40,10 @@ class ServeConfig:
                 "judged by the passes run so far (at least one window a pass): a short request waits behind others' "
                 "long questions for about one such pass; longer passes answer long questions a little faster",
         "exclusive_minimum": 0, "maximum": 60_000})
+    max_bodies_bytes: int = field(default=256 * 1024 * 1024, metadata={
+        "help": "most bytes of request bodies held at once, all requests being read or answered together (never "
+                "less than one body of the largest valid request); a body past it: 503, try again",
+        "minimum": 1, "maximum": 1 << 40})
     allowed_hosts: str = field(default="", metadata={
         "help": "comma-separated host names the Host header may name (DNS-rebinding protection); "
                 "empty: localhost, 127.0.0.1, ::1 and --host; '*': any"})

@@ -2,7 +2,8 @@
 
 * :class:`BodyGuard`: the body is read in pieces and refused (413) as soon as it passes the limit,
   whether its length is declared (``Content-Length``) or not (chunked), so no more than the limit is
-  ever held; a JSON body is then parsed strictly (:func:`read_strict_json`: duplicate keys, nesting
+  ever held; a body not all sent within the request's time is refused (408), and the bodies being read or answered
+  together hold at most a budget (503 past it); a JSON body is then parsed strictly (:func:`read_strict_json`: duplicate keys, nesting
   and integer digits bounded), a refusal (400) naming where in the body it is; a large body is parsed in the
   server's helper process (:func:`off_loop`), so the event loop keeps serving short requests meanwhile, and the
   document goes to the application in the request's scope (:data:`PARSED_BODY`), so it is parsed once;
@@ -27,27 +28,32 @@ MAX_INT_DIGITS = 32  # the largest valid integer (top_k) has two digits
 LARGE_BODY_BYTES = 1 << 16  # a body this long is parsed off the loop: its milliseconds are not the event loop's
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 ANY_HOST = "*"
+_PORT = re.compile(r"(?::[0-9]{0,5})?")  # what may follow a host name in a Host header: nothing, or its port
 PARSED_BODY = "bio_mrc.parsed_body"  # the scope key holding the JSON document BodyGuard parsed from the body
 # A JSON string (escapes included), an opening or closing bracket, or a run of digits outside a string.
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?\d{%d,}' % (MAX_INT_DIGITS + 1), re.DOTALL)
 
 
-async def refuse(send, status: int, detail: str) -> None:
+async def refuse(send, status: int, detail: str, headers: tuple = ()) -> None:
     """Answer ``status`` with an ErrorResponse body, closing the connection's request: the body is the problem."""
     body = json.dumps({"detail": detail, "problems": [{"location": "body", "message": detail}]}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
+                            (b"connection", b"close"), *headers]})
     await send({"type": "http.response.body", "body": body})
 
 
 class BodyGuard:
-    """Read an HTTP request's body up to ``limit`` bytes (413 beyond it, the rest never read), check a
-    JSON body strictly (400), then hand the application the body as it came. ``bytes_read`` counts
-    the body bytes taken from the client so far (what the limit bounds)."""
+    """Read an HTTP request's body up to ``limit`` bytes (413 beyond it, the rest never read) within ``timeout_s``
+    (408 after it), check a JSON body strictly (400), then hand the application the body as it came. ``bytes_read``
+    counts the body bytes taken from the client so far (what the limit bounds); ``held`` those of the bodies being
+    read or answered now, which stay within ``budget`` (at least ``limit``; None: unbounded): a body that would
+    pass it is refused (503, retry later), so that many clients sending large bodies at once cannot exhaust memory."""
 
-    def __init__(self, app, limit: int, helper: HelperProcess | None = None) -> None:
+    def __init__(self, app, limit: int, helper: HelperProcess | None = None, timeout_s: float | None = None,
+                 budget: int | None = None) -> None:
         self.app, self.limit, self.helper, self.bytes_read = app, limit, helper, 0
+        self.timeout_s, self.budget, self.held = timeout_s, None if budget is None else max(budget, limit), 0
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
@@ -57,23 +63,15 @@ class BodyGuard:
         if declared.isdigit() and int(declared) > self.limit:
             await refuse(send, 413, f"a body of {int(declared)} bytes; no valid request is longer than {self.limit}")
             return
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return  # the client left before sending its request: no work for it
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            self.bytes_read += len(chunk)
-            if size > self.limit:
-                await refuse(send, 413, f"a body of more than {self.limit} bytes (sent in pieces); "
-                                        f"no valid request is longer")
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        del chunks
+        body = await self._read_body(receive, send)
+        if body is None:
+            return
+        try:
+            await self._check_and_answer(scope, body, receive, send)
+        finally:
+            self.held -= len(body)
+
+    async def _check_and_answer(self, scope, body: bytes, receive, send) -> None:
         if _is_json(scope):
             read = await off_loop(read_strict_json, body, self.helper)
             if read.problem:
@@ -82,6 +80,43 @@ class BodyGuard:
             if read.parsed:
                 scope = {**scope, PARSED_BODY: read.document}
         await self.app(scope, _replay(body, receive), send)
+
+    async def _read_body(self, receive, send) -> bytes | None:
+        """The whole body, its bytes counted in ``held`` (the caller gives them back), or None once refused (413 past
+        the limit; 408 when it is not all sent within ``timeout_s``, a request's time; 503 past the budget) or its
+        client has left."""
+        loop = asyncio.get_running_loop()
+        deadline = None if self.timeout_s is None else loop.time() + self.timeout_s
+        chunks, size, body = [], 0, None
+        try:
+            while body is None:
+                try:
+                    message = await asyncio.wait_for(receive(), None if deadline is None else max(0.0, deadline - loop.time()))
+                except TimeoutError:
+                    await refuse(send, 408, f"the body was not all sent within {self.timeout_s:g} s "
+                                            f"(--request-timeout-s), {size} bytes of it came: send the whole body at once")
+                    return None
+                if message["type"] == "http.disconnect":
+                    return None  # the client left before sending its request: no work for it
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                self.bytes_read += len(chunk)
+                if size > self.limit:
+                    await refuse(send, 413, f"a body of more than {self.limit} bytes (sent in pieces); "
+                                            f"no valid request is longer")
+                    return None
+                if self.budget is not None and self.held + len(chunk) > self.budget:
+                    await refuse(send, 503, f"the server holds {self.held} bytes of other requests' bodies and holds at "
+                                            f"most {self.budget}: try again shortly", ((b"retry-after", b"1"),))
+                    return None
+                self.held += len(chunk)
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    body = b"".join(chunks)
+            return body
+        finally:
+            if body is None:
+                self.held -= sum(map(len, chunks))
 
 
 Parsed = TypeVar("Parsed")
@@ -224,8 +259,15 @@ class HostGuard:
 
 
 def host_name(host: str) -> str:
-    """``host`` without its port, lower case: ``[::1]:8000`` -> ``::1``, ``Localhost:80`` -> ``localhost``."""
+    """``host`` without its port, lower case: ``[::1]:8000`` -> ``::1``, ``Localhost:80`` -> ``localhost``. What
+    follows the name must be a port (``:`` and digits) or nothing; otherwise the whole header is returned, which
+    names no host (``[::1]evil.example`` or ``localhost:80@evil.example`` is not ``::1`` or ``localhost``)."""
     host = host.strip().lower()
     if host.startswith("["):
-        return host[1:].split("]", 1)[0]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        name, _, rest = host[1:].partition("]")
+    elif host.count(":") == 1:
+        name, colon, port = host.partition(":")
+        rest = colon + port
+    else:
+        name, rest = host, ""
+    return name if _PORT.fullmatch(rest) else host
