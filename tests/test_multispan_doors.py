@@ -22,6 +22,10 @@ from .conftest import SAMPLE_V1
 
 WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
 DECODINGS = ("bio", "joint", "span")
+# CRLF line ends, tabs, a no-break space, letters outside ASCII and an emoji, over several windows: offsets count
+# these characters as they are in every door
+ODD_CONTEXT = ("In 1066\tthe fleet sailed\r\nfrom Ærøskøbing to Café Zürich 🙂 with\u00a0Harald and Tostig.\r\n"
+               "The crew of\tthe ships were Normans, Danes and Saxons; they landed at dawn.\r\n") * 3
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +46,14 @@ def all_o_model(tiny_encoder_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def squad_v2_questions(tmp_path_factory):
     """The sample's questions as a SQuAD 2.0 file with one unanswerable question: data that once turned the
-    multi-span BIO decoding's fallback off in predict alone."""
+    multi-span BIO decoding's fallback off in predict alone, and one context of CRLF line ends, tabs and non-ASCII
+    text over several windows."""
     raw = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
     paragraph = raw["data"][0]["paragraphs"][0]
     paragraph["qas"].append({"id": "no-answer", "question": "Who painted it?", "answers": [], "is_impossible": True})
+    raw["data"][0]["paragraphs"].append({"context": ODD_CONTEXT, "qas": [{
+        "id": "odd-text", "question": "Who sailed to Café Zürich?",
+        "answers": [{"text": "Ærøskøbing", "answer_start": ODD_CONTEXT.index("Ærøskøbing")}]}]})
     path = tmp_path_factory.mktemp("v2") / "questions.json"
     path.write_text(json.dumps({**raw, "version": "v2.0"}), encoding="utf-8")
     return path
@@ -72,6 +80,9 @@ def test_every_door_gives_the_same_nonempty_spans(all_o_model, squad_v2_question
     want = {ex.id: spans_of(p.to_dict()["spans"]) for ex, p in
             zip(examples, extractor([e.question for e in examples], [e.context for e in examples]))}
     assert all(want.values()), "an answerable question left without a span"
+    contexts = {ex.id: ex.context for ex in examples}
+    assert contexts["odd-text"] == ODD_CONTEXT  # read as written: CRLF and tabs kept
+    assert all(contexts[id_][start:end] == text for id_, spans in want.items() for text, start, end in spans)
 
     output = tmp_path / "preds.json"
     assert main(["predict", "--model", str(all_o_model), "--data", str(squad_v2_questions), "--output", str(output),
@@ -79,7 +90,7 @@ def test_every_door_gives_the_same_nonempty_spans(all_o_model, squad_v2_question
     records = [json.loads(line) for line in output.with_suffix(".answers.jsonl").read_text().splitlines()]
     assert {r["id"]: spans_of(r["spans"]) for r in records} == want
 
-    qa = pipeline("bio-mrc-qa", model=str(all_o_model), device="cpu")
+    qa = pipeline("bio-mrc-qa", model=str(all_o_model), device="cpu", precision="fp32")
     with TestClient(create_app(extractor)) as client:
         for ex in examples:
             body = {"question": ex.question, "context": ex.context, "decoding": decoding, "multi_span": True}
@@ -90,3 +101,8 @@ def test_every_door_gives_the_same_nonempty_spans(all_o_model, squad_v2_question
     assert main(["extract", "--model", str(all_o_model), "--precision", "fp32", "--question", ex.question,
                  "--context", ex.context, "--decoding", decoding, "--multi-span"]) == 0
     assert spans_of(json.loads(capsys.readouterr().out)["spans"]) == want[ex.id]
+    odd = tmp_path / "odd.txt"
+    odd.write_bytes(ODD_CONTEXT.encode("utf-8"))  # the bytes as written: CRLF kept
+    assert main(["extract", "--model", str(all_o_model), "--precision", "fp32", "--question", "Who sailed to Café Zürich?",
+                 "--context-file", str(odd), "--decoding", decoding, "--multi-span"]) == 0
+    assert spans_of(json.loads(capsys.readouterr().out)["spans"]) == want["odd-text"]

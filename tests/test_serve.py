@@ -415,8 +415,12 @@ def test_ctrl_c_stops_the_server_with_an_interrupt_and_its_log_lines_go_to_stder
             return
 
     threading.Thread(target=request_then_interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):  # bio-mrc serve: `interrupted`, status 130 (uvicorn.run returned as if stopped by itself)
-        serve_until_stopped(_empty_app, "127.0.0.1", port)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own Ctrl-C handler, whatever ran before
+    try:
+        with pytest.raises(KeyboardInterrupt):  # bio-mrc serve: `interrupted`, status 130 (uvicorn.run returned as if stopped by itself)
+            serve_until_stopped(_empty_app, "127.0.0.1", port)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     out, err = capfd.readouterr()
     assert answered == [204]
     assert out == ""  # uvicorn's own logging writes each request's line to standard output
