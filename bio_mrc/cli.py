@@ -26,6 +26,7 @@ from .errors import BioMrcError, ConfigError
 from .config_options import add_config_options, config_from_args, options_given
 from .data.sources import default_data_dir
 from .data.text import read_text_file
+from .features.config import stride_leaves_new_context
 from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder, home_expanded, printable_json, printable_line, staged_folder
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
@@ -66,7 +67,7 @@ def _fitted_windows(args: argparse.Namespace) -> dict[str, int]:
     positions = None if "max_seq_length" in given or getattr(args, "init_from", None) else _encoder_positions(args.encoder)
     if positions is not None and positions < windows["max_seq_length"]:
         windows["max_seq_length"] = positions
-    if windows["doc_stride"] >= windows["max_seq_length"] - windows["max_query_length"] - 3:  # the windows' rule
+    if not stride_leaves_new_context(**windows):
         from .qa_checkpoints import qa_windows
 
         windows = qa_windows(None, **{name: windows[name] if name in given or name == "max_seq_length" else None

@@ -18,6 +18,12 @@ TAG_LEVELS = ("word", "subword")
 TAG_MENTIONS = ("annotated", "every", "ignored")
 
 
+
+def stride_leaves_new_context(max_seq_length: int, doc_stride: int, max_query_length: int) -> bool:
+    """Whether each window after the first reads context tokens its predecessor did not: a window holds [CLS], the
+    question, two [SEP] and its context, whose first ``doc_stride`` tokens overlap the window before."""
+    return doc_stride < max_seq_length - max_query_length - 3
+
 @dataclass(frozen=True)
 class FeatureConfig:
     """How examples become windows and which targets they carry.
@@ -59,7 +65,7 @@ class FeatureConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, Integral) or value < least:
                 raise ConfigError(f"{name} must be an integer of at least {least}, got {value!r}")
-        if self.doc_stride >= self.max_seq_length - self.max_query_length - 3:
+        if not stride_leaves_new_context(self.max_seq_length, self.doc_stride, self.max_query_length):
             raise ConfigError(
                 f"doc_stride ({self.doc_stride}) must leave room for new context tokens in each window: "
                 f"it must be < max_seq_length - max_query_length - 3 = {self.max_seq_length - self.max_query_length - 3}"
@@ -69,4 +75,4 @@ class FeatureConfig:
         return asdict(self)
 
 
-__all__ = ["BIO_TARGET_KINDS", "TAG_LEVELS", "TAG_MENTIONS", "TARGET_KINDS", "FeatureConfig"]
+__all__ = ["BIO_TARGET_KINDS", "TAG_LEVELS", "TAG_MENTIONS", "TARGET_KINDS", "FeatureConfig", "stride_leaves_new_context"]
