@@ -16,8 +16,10 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -26,7 +28,7 @@ from .errors import OutputError
 __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "check_writable_folder",
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
            "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
-           "UnsafePathError", "owned_path", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
+           "UnsafePathError", "owned_path", "signals_held", "updated_alone", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
            "open_no_follow", "sole_process_in", "sole_writer", "special_file_kind", "printable_json", "printable_line", "home_expanded",
            "json_with_controls_escaped"]
 
@@ -509,6 +511,47 @@ def sole_writer(path: str | Path, what: str) -> Iterator[None]:
             raise OutputError(f"another process is writing {what} into this file now; wait for it to end or "
                               "choose another output", str(path)) from None
         yield
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM that arrive during the block take effect once it ends, so files that only agree together
+    (a model's ``config.json`` and the card made from it) are both written or neither. Only the main thread receives
+    signals, so elsewhere the block runs as it is; a signal ignored, or handled outside Python, stays so."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    held = {signum: handler for signum, handler in previous.items() if handler not in (signal.SIG_IGN, None)}
+    for signum in held:
+        signal.signal(signum, lambda received, frame: arrived.append(received))
+    try:
+        yield
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
+        if arrived:
+            signal.raise_signal(arrived[0])
+
+
+@contextlib.contextmanager
+def updated_alone(path: str | Path) -> Iterator[None]:
+    """Hold ``path``'s update for the block: a process reading, changing and rewriting a file shared by many (a
+    cache of entries) waits here for another one doing the same, so neither rewrites the file without the other's
+    entry. The lock is on the file's folder (no file of its own left behind; never a link) and is released when the
+    block ends or the process dies. Where the system has no ``flock`` (Windows) the block runs unguarded."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    descriptor = os.open(Path(path).parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 @contextlib.contextmanager

@@ -221,17 +221,18 @@ def _valid(entry: Any) -> bool:
 
 
 def store(path: Path | None, key: str, entry: dict[str, Any]) -> None:
-    """Add ``entry`` to the cache file, written whole to a temporary file and renamed (never half-written);
-    a cache folder that cannot be written keeps the choice for this process only."""
-    from .io import atomic_write_text
+    """Add ``entry`` to the cache file, written whole to a temporary file and renamed (never half-written), one
+    process at a time; a cache folder that cannot be written keeps the choice for this process only."""
+    from .io import UnsafePathError, atomic_write_text, updated_alone
 
     if path is None:
         return
-    data = read_cache(path)
-    data[key] = entry
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, UnsafePathError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        with updated_alone(path):  # another process's entry, stored since this one read the file, is kept
+            data = read_cache(path)
+            data[key] = entry
+            atomic_write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def measured_choice(

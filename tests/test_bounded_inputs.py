@@ -53,6 +53,9 @@ def test_a_multi_span_threshold_out_of_range_is_refused_before_the_data_is_read(
     ("--epochs", "nan", "epochs: nan is not a finite number"),
     ("--batch-size", "100000", "batch_size: 100000 is greater than the maximum of 65536"),
     ("--weight-decay", "1e308", "weight_decay: 1e+308 is greater than the maximum of 1"),
+    # a weight of 1e308 made the loss infinite, refused only once training had diverged
+    ("--span-loss-weight", "1e308", "span_loss_weight: 1e+308 is greater than the maximum of 1000000.0"),
+    ("--bio-loss-weight", "2e6", "bio_loss_weight: 2000000.0 is greater than the maximum of 1000000.0"),
 ])
 def test_absurd_training_numbers_are_one_line_and_exit_2(tmp_path, capsys, option, value, words):
     assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), option, value]) == 2
@@ -244,3 +247,12 @@ def test_a_multi_span_threshold_with_multi_span_data_needs_no_flag(tmp_path, cap
     assert main(["predict", "--model", str(tmp_path / "no-model"), "--data", str(data), "--output", "-",
                  "--min-span-probability", "0.5"]) == 2
     assert "no such model folder" in one_line_error(capsys)  # past the check: it fails at the model, which is missing
+
+
+def test_a_class_weight_past_the_bound_is_refused_naming_its_place():
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.training.train import TrainConfig
+
+    with pytest.raises(ConfigError, match=r"bio_class_weights\[2\]: 1000000000.0 is greater than the maximum of 1000000.0"):
+        TrainConfig(bio_class_weights=(1.0, 1.0, 1e9))
+    assert TrainConfig(bio_class_weights=(1.0, 1.0, 1e6)).bio_class_weights == (1.0, 1.0, 1e6)

@@ -61,3 +61,33 @@ def test_a_tuning_of_some_decodings_on_the_same_questions_keeps_the_others_span_
     other = {**TUNED_ON, "content_hash": "cccc"}  # other questions: what was tuned on the earlier ones is replaced
     assert save_tuned_settings(folder, config, {}, {"min_span_probabilities": {"span": 0.05}}, other)
     assert BioMrcConfig.from_pretrained(folder).min_span_probabilities == {"span": 0.05}
+
+
+def test_a_stop_while_tuned_settings_are_saved_waits_for_the_card(tiny_encoder_dir, tmp_path, monkeypatch):
+    """A Ctrl-C between config.json and the card left a card of the settings before: it now lands once both are written."""
+    import signal
+
+    import pytest
+
+    from bio_mrc import model_card
+    from bio_mrc.inference import tuning
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    folder = tmp_path / "model"
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").save_pretrained(str(folder))
+    config = BioMrcConfig.from_pretrained(folder)
+    model_card.write_model_card(folder)  # the card of the settings before
+
+    def card_after_a_stop(model_dir):
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C just after config.json was written
+        model_card.write_model_card(model_dir)
+
+    monkeypatch.setattr(tuning, "write_model_card", card_after_a_stop)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            save_tuned_settings(folder, config, {"joint": 0.25}, {"bio_length_prior": 1.5}, TUNED_ON)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert BioMrcConfig.from_pretrained(folder).bio_length_prior == 1.5
+    assert "1.5" in (folder / CARD_FILE).read_text(encoding="utf-8")  # the card of the settings saved

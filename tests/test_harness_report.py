@@ -441,10 +441,29 @@ def test_the_calibration_section_says_why_a_tuning_split_of_one_question_calibra
 
     from bio_mrc.harness.report import _calibration_section
 
-    results = SimpleNamespace(tune=None if questions is None else {"description": "t.json", "questions": questions})
+    results = SimpleNamespace(tune=None if questions is None else {"description": "t.json", "questions": questions}, cells=[])
     summary = SimpleNamespace(rows=[SimpleNamespace(cell="joint/span", ece={"raw": [0.056], "calibrated": [None]})])
     lines = _calibration_section(results, summary, {})
     assert "| joint/span | 0.056 | – |" in lines
     note = ("No cell is calibrated: the tuning split holds 1 question, too few to fit a calibrator on (at least 2); "
             "its other settings are tuned.")
     assert (note in lines) is said
+
+
+def test_the_calibration_section_names_each_cell_whose_calibrator_was_degenerate_and_why():
+    """tune printed why it saved no calibrator; a comparison's report left that cell's calibrated column empty unsaid."""
+    from types import SimpleNamespace
+
+    from bio_mrc.harness.report import _calibration_section
+    from bio_mrc.harness.results import Cell
+
+    reason = "constant output 0.5: every answer would get the same probability"
+    skipped = Cell.from_json({"run": "joint", "decoding": "bio", "seed": 43, "model_dir": "m", "answers": ["a"], "decode_seconds": 0.1,
+                              "f1": [100.0], "em": [100.0], "calibration_skipped": reason})
+    assert Cell.from_json(skipped.to_json()).calibration_skipped == reason
+    calibrated = Cell("joint", "span", 43, "m", ["a"], 0.1, f1=[100.0], em=[100.0])
+    results = SimpleNamespace(tune={"description": "t.json", "questions": 300}, cells=[calibrated, skipped])
+    summary = SimpleNamespace(rows=[SimpleNamespace(cell="joint/bio", ece={"raw": [0.2], "calibrated": [None]})])
+    lines = _calibration_section(results, summary, {})
+    assert lines[-1] == f"No calibrator for joint/bio, seed 43: degenerate ({reason}); its answers get no probability."
+    assert sum("No calibrator" in line for line in lines) == 1

@@ -53,3 +53,14 @@ def test_a_record_without_a_later_field_means_what_it_meant_when_saved():
     for config in (TrainConfig(tag_mentions="annotated"), TrainConfig(), TrainConfig(tag_mentions="ignored")):
         assert TrainConfig.from_record(config.to_dict()) == config
     assert "tag_mentions" not in TrainConfig(tag_mentions="annotated").to_dict()
+
+
+def test_a_local_folder_spelt_several_ways_keys_one_model(tmp_path, monkeypatch):
+    (tmp_path / "enc").mkdir()
+    monkeypatch.chdir(tmp_path)
+    split = Split(TOY_QUESTIONS, "squad-v2.0", "toy")
+    spellings = ["enc", "enc/", "./enc", "enc//", f"{tmp_path}/enc"]
+    configs = [TrainConfig(encoder=name, init_from=name) for name in spellings]
+    assert [config.encoder for config in configs[:4]] == ["enc"] * 4 and configs[4].encoder == f"{tmp_path}/enc"
+    assert len({model_key(config, split) for config in configs[:4]}) == 1
+    assert TrainConfig(encoder="org/name/").encoder == "org/name/"  # no such folder: a hub id, as it is given

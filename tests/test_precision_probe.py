@@ -351,3 +351,22 @@ def test_kernels_capped_below_bf16_are_not_native_even_among_several_processes(m
     monkeypatch.setattr(precision_probe, "measure_rate", lambda *args: pytest.fail("nothing is measured here"))
     assert precision_choice("auto", "cpu", SHAPES, "training") == expected
     assert precision_module.native_bf16("cpu") is (expected["precision"] == "bf16")
+
+
+def _store_entries(path, process, count):
+    for n in range(count):
+        precision_probe.store(path, f"process {process} entry {n}", {"precision": "fp32"})
+
+
+def test_processes_storing_at_once_keep_every_entry(tmp_path):
+    import multiprocessing
+
+    path = tmp_path / "precision.json"
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_store_entries, args=(path, process, 40)) for process in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    assert len(json.loads(path.read_text())) == 160  # each process read, changed and rewrote the file alone

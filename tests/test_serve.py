@@ -291,6 +291,7 @@ BAD_REQUESTS = {  # name: (body as bytes or JSON, status, words the message hold
     "top_k beyond the n-best": ({**GOOD, "top_k": 21}, 422, "body.top_k"),
     "top_k with multi_span": ({**GOOD, "top_k": 2, "multi_span": True}, 422, "pick one"),
     "threshold above 1": ({**GOOD, "threshold": 1.5}, 422, "body.threshold"),
+    "threshold NaN": (b'{"question": "Who?", "context": "Newton.", "threshold": NaN}', 422, "body.threshold: Input should be a finite number"),
     "contexts not one per question": ({"question": ["a?", "b?"], "context": ["x", "y", "z"]}, 422, "2 questions but 3 contexts"),
     "context too long": ({**GOOD, "context": "x" * 201}, 422, "body.context: String should have at most 200 characters"),
     "oversize batch": ({**GOOD, "question": ["Who?"] * 5}, 413, "at most 4"),

@@ -337,6 +337,13 @@ def _too_few_to_calibrate(results: ComparisonResults) -> str | None:
             f"to fit a calibrator on (at least {FEWEST_CALIBRATION_QUESTIONS}); its other settings are tuned.")
 
 
+def _uncalibrated_lines(results: ComparisonResults) -> list[str]:
+    """The cells tuning fitted a degenerate calibrator for (none saved, so their calibrated column is empty), and why."""
+    reasons = {(cell.label, cell.seed): cell.calibration_skipped for cell in results.cells if cell.calibration_skipped}
+    return ["", *(f"No calibrator for {label}, seed {seed}: degenerate ({reason}); its answers get no probability."
+                  for (label, seed), reason in sorted(reasons.items()))] if reasons else []
+
+
 def _calibration_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     rows = [r for r in summary.rows if r.ece is not None]
     if not rows:
@@ -351,6 +358,7 @@ def _calibration_section(results: ComparisonResults, summary: Summary, plots: di
         lines.append(f"| {r.cell} | {format_present(r.ece['raw'], 3)} | {format_present(r.ece['calibrated'], 3)} |")
     if (note := _too_few_to_calibrate(results)) is not None:
         lines += ["", note]
+    lines += _uncalibrated_lines(results)
     if CALIBRATION_PLOT in plots:
         lines += ["", f"![reliability diagrams]({plots[CALIBRATION_PLOT]})"]
     return lines

@@ -145,7 +145,7 @@ _CELL_CHECKS = {
     "tuning_saved_with_model": _FLAG, "train_seconds_partial": _FLAG, "reused_model": _FLAG,
     "tag_scores": _kind(lambda v: isinstance(v, dict) and all(_is_number(x) and 0 <= x <= 1 for x in v.values()),
                         "an object of scores in [0, 1]"),
-    "calibration": _OBJECT, "selective": _OBJECT, "scored_in": _OBJECT,
+    "calibration": _OBJECT, "selective": _OBJECT, "scored_in": _OBJECT, "calibration_skipped": _TEXT,
     "fold_model_dirs": _kind(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of folders"),
     "fold_bio_length_priors": _kind(lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v), "a list of numbers"),
     "fold_thresholds": _kind(lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v), "a list of numbers"),
@@ -176,6 +176,7 @@ class Cell:
     bio_length_prior: float | None = None
     min_span_probability: float | None = None  # multi-span answers: the span-count rule's threshold it decoded with
     calibration: dict[str, Any] | None = None
+    calibration_skipped: str | None = None  # why tuning saved no calibrator for the decoding (a degenerate fit)
     selective: dict[str, Any] | None = None
     tuning_saved_with_model: bool | None = None
     train_seconds: float | None = None

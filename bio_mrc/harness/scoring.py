@@ -77,6 +77,8 @@ def score_model(
                       **calibration_cell(decoded, eval_split, decoding, tuned.calibration.get(decoding), threshold)})
         if saved is not None:
             cells[-1]["tuning_saved_with_model"] = saved
+        if (reason := tuned.skipped_calibrators.get(decoding)) is not None:
+            cells[-1]["calibration_skipped"] = reason
     # The model's card (README.md) shows these scores: kept in its evaluation record.
     record_evaluation(trained.path, cells, {"eval": eval_split, "train": splits.train_for(run), "tune": splits.tune}, vars(options))
     return cells, model_browser_data(outputs, eval_split.examples, predictions)

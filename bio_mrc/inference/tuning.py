@@ -16,7 +16,7 @@ from ..data.squad import gold_texts
 from ..decoding.postprocess import DecodeConfig, GroupedTags, decode, decode_tag_groups, merged_tag_groups, question_outputs
 from ..decoding.window_outputs import WindowOutputs
 from ..errors import DataFormatError
-from ..io import atomic_write_text
+from ..io import atomic_write_text, signals_held
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
 from ..model import BioMrcConfig
 from ..model_card import write_model_card
@@ -408,6 +408,7 @@ def save_tuned_settings(
             value = {**(config.min_span_probabilities or {}), **value}
         setattr(config, name, value)
     config.tuned_on = tuned_on
-    atomic_write_text(Path(model_dir) / "config.json", config.to_json_string())
-    write_model_card(model_dir)  # the card shows the values just saved
+    with signals_held():  # a stop between the two would leave a card of the settings before
+        atomic_write_text(Path(model_dir) / "config.json", config.to_json_string())
+        write_model_card(model_dir)  # the card shows the values just saved
     return True

@@ -41,7 +41,7 @@ class AnswerOptions(BaseModel):
         "non-overlapping n-best spans (span and joint decodings)"))
     top_k: int = Field(1, ge=1, le=MAX_TOP_K, strict=True, description=(
         "how many alternative single spans to return, best first (with multi_span: 1)"))
-    threshold: float | None = Field(None, ge=0.0, le=1.0, strict=True, description=_THRESHOLD_HELP)
+    threshold: float | None = Field(None, ge=0.0, le=1.0, strict=True, allow_inf_nan=False, description=_THRESHOLD_HELP)
 
     @model_validator(mode="after")
     def _one_kind_of_several(self) -> "AnswerOptions":

@@ -11,6 +11,7 @@ import argparse
 import difflib
 import json
 from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from .. import model_defaults, registry
@@ -182,6 +183,7 @@ def check_training_args(values: dict[str, Any]) -> None:
 MAX_EPOCHS = 1000
 MAX_BATCH = 65_536
 MAX_TOKENS = 65_536
+MAX_WEIGHT = 1e6  # a loss or class weight past it overflows the loss (1e308 gave an infinite one) long before it means anything
 
 
 @dataclass
@@ -194,9 +196,9 @@ class TrainConfig:
     heads: str = field(default=model_defaults.HEADS, metadata={
         "help": "span: start/end head; bio: B/I/O tagging head; span+bio: both on one encoder", "choices": registry.head_choices})
     span_loss_weight: float = field(default=model_defaults.SPAN_LOSS_WEIGHT, metadata={
-        "help": "weight of the span head's loss in the total loss", "minimum": 0})
+        "help": "weight of the span head's loss in the total loss", "minimum": 0, "maximum": MAX_WEIGHT})
     bio_loss_weight: float = field(default=model_defaults.BIO_LOSS_WEIGHT, metadata={
-        "help": "weight of the BIO head's loss in the total loss", "minimum": 0})
+        "help": "weight of the BIO head's loss in the total loss", "minimum": 0, "maximum": MAX_WEIGHT})
     bio_targets: str = field(default=FeatureConfig.bio_targets, metadata={
         "help": "several annotators: soft = their mean tag distribution; marginal = log Σ_k P(tags_k); one-hot = the first",
         "choices": BIO_TARGET_KINDS})
@@ -211,7 +213,8 @@ class TrainConfig:
         "exclusive_minimum": 0, "maximum": 1})
     bio_class_weights: tuple[float, float, float] | None = field(default=None, metadata={
         "help": "weights of B/I/O tokens in the BIO loss, a departure from the plain loss (1 1 1); "
-                "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head", "metavar": ("B", "I", "O"), "exclusive_minimum": 0})
+                "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head", "metavar": ("B", "I", "O"), "exclusive_minimum": 0,
+        "maximum": MAX_WEIGHT})
     tag_level: str = field(default=FeatureConfig.tag_level, metadata={
         "help": "word: tag the first piece of each word and decode on word boundaries; subword: tag every token",
         "choices": TAG_LEVELS})
@@ -261,7 +264,7 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        self.encoder, self.init_from = home_expanded(self.encoder), home_expanded(self.init_from)
+        self.encoder, self.init_from = _one_spelling(self.encoder), _one_spelling(self.init_from)
         self.features  # noqa: B018 (FeatureConfig refuses windows without room for the stride)
         self._check_loss_weights()
         if self.training_args:
@@ -357,6 +360,16 @@ class TrainConfig:
             if data.get(name) is not None:
                 data = {**data, name: tuple(data[name])}
         return cls(**data)
+
+
+def _one_spelling(name: Any) -> Any:
+    """A local folder's name spelt one way (``enc/``, ``./enc`` and ``enc`` are ``enc``), so the model a comparison
+    keys by its options is trained once whichever way the folder was written; a hub id or a glob as it is."""
+    name = home_expanded(name)
+    try:
+        return str(Path(name)) if isinstance(name, str) and Path(name).exists() else name
+    except (OSError, ValueError):  # a name too long for a path, or holding a NUL: no folder, left to the loader
+        return name
 
 
 def _shapes(encoder: Any, batch: int, seq: int) -> Any:
