@@ -208,6 +208,21 @@ def test_names_without_a_list_of_documents_are_refused_not_dropped(extractor, no
         extractor(QUESTION, CONTEXT, names=["a.txt"])
 
 
+@pytest.mark.parametrize("call", [
+    lambda e: e(QUESTION, DOCUMENTS, require_answer=False),
+    lambda e: e.answer_documents(QUESTION, DOCUMENTS, require_answer=False),
+    lambda e: e(QUESTION, CONTEXT, require_answer=False),  # one document, one span: nothing for it to change
+])
+def test_require_answer_off_where_single_spans_answer_is_refused_not_ignored(extractor, no_forward_pass, call):
+    # it leaves a multi-span BIO answer without spans where the tags are all O; a single span never read it
+    with pytest.raises(ConfigError, match=r"^require_answer=False changes only multi_span answers"):
+        call(extractor)
+
+
+def test_require_answer_on_over_several_documents_still_answers(extractor):
+    assert extractor(QUESTION, DOCUMENTS, require_answer=True).answers
+
+
 def test_answer_documents_refuses_a_text_as_its_documents(extractor, no_forward_pass):
     from bio_mrc.errors import DataFormatError
 

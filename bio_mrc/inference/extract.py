@@ -161,9 +161,12 @@ class AnswerExtractor:
                  require_answer: bool | None = None, top_k: int | None = None, names: Sequence[str] | None = None):
         """One question and one context: a :class:`Prediction` (its ``top_k`` best spans, default 1, or with
         ``multi_span`` every answer span). Lists of questions and contexts: a list of them. One question and a list
-        of documents: :meth:`answer_documents` (``names`` name the documents)."""
+        of documents: :meth:`answer_documents` (``names`` name the documents). ``require_answer=False`` shapes
+        ``multi_span`` answers alone, and is refused where single spans answer."""
         multi_span = self.multi_span if multi_span is None else _check_flag(multi_span, "multi_span")
         require_answer = None if require_answer is None else _check_flag(require_answer, "require_answer")
+        if require_answer is False and not multi_span and not asks_over_documents(question, context):
+            raise ConfigError(_SINGLE_SPANS_ANSWER)  # never dropped unread
         if asks_over_documents(question, context):
             return self.answer_documents(question, context, 1 if top_k is None else top_k, names, multi_span, decoding,
                                          require_answer)
@@ -193,6 +196,8 @@ class AnswerExtractor:
         if self.multi_span if multi_span is None else _check_flag(multi_span, "multi_span"):
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
+        if require_answer is not None and not _check_flag(require_answer, "require_answer"):  # never dropped unread
+            raise ConfigError(_SINGLE_SPANS_ANSWER)
         top_k = _check_top_k(top_k, False)
         if not isinstance(question, str) or not isinstance(documents, (list, tuple)):  # a text would be a document a character
             raise DataFormatError("answer_documents asks one question (a string) of a list of documents, got a "
@@ -208,6 +213,13 @@ class AnswerExtractor:
 
         windows = window_predictions(outputs, examples, decoding, decoded)
         return rank_across_documents(question, decoded(outputs, examples), top_k, names, windows)
+
+
+# require_answer=False leaves a multi-span BIO answer without spans where the likeliest tag sequence is all O;
+# a single span (one document's, or one ranked over several) is the best span whatever it says.
+_SINGLE_SPANS_ANSWER = ("require_answer=False changes only multi_span answers (no BIO span where the likeliest tag "
+                        "sequence is all O); single spans, several documents' included, abstain only by the no-answer "
+                        "threshold saved with the model")
 
 
 def check_batch_size(batch_size: Any) -> int:
