@@ -129,3 +129,15 @@ def _answers_all(tmp_path):
     path = tmp_path / "all.json"
     path.write_text(json.dumps({ex.id: ex.answer_texts()[0][0] for ex in load_squad(SAMPLE_V1).examples}))
     return path
+
+
+def test_multi_span_predictions_on_squad_questions_name_the_format_that_scores_them(capsys, tmp_path):
+    """predict --multi-span writes lists of spans: evaluate refused them with `must be a string` and no way on."""
+    examples = load_squad(SAMPLE_V1).examples
+    path = tmp_path / "preds.bio.json"
+    path.write_text(json.dumps({ex.id: [ex.answer_texts()[0][0]] for ex in examples}))
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(path)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "got the list of spans ['France']" in error and "--format answer-parts" in error
+    metrics, _ = evaluate(capsys, path, "--format", "answer-parts")  # the way it names: MultiSpanQA's metrics
+    assert metrics["em_precision"] == 100.0

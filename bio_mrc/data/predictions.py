@@ -94,6 +94,10 @@ def load_predictions(
         if multi_span:
             if not isinstance(answer, list) or not all(isinstance(span, str) for span in answer):
                 raise DataFormatError(f"a multi-span prediction must be a list of strings, got {answer!r}", qid, source)
+        elif isinstance(answer, list):  # predict --multi-span's file on questions whose listed answers are alternatives
+            raise DataFormatError(f"a prediction must be a string, got the list of spans {answer!r}: a multi-span answer "
+                                  "is scored with MultiSpanQA's metrics, against questions whose listed answers are its "
+                                  "parts (--format answer-parts); for SQuAD's metrics predict without --multi-span", qid, source)
         elif not isinstance(answer, str):
             raise DataFormatError(f"a prediction must be a string, got {answer!r}", qid, source)
     return predictions, missing
