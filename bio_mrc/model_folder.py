@@ -100,6 +100,26 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
     return config
 
 
+# A tokenizer's vocabulary is read from one of these; without any, transformers builds a tokenizer of the special
+# tokens alone (5 tokens for a BERT), which reads every word as [UNK] and trains a model on nothing without a word.
+VOCABULARY_FILES = (TOKENIZER_FILE, "vocab.txt", "vocab.json", "*.model")
+
+
+def check_encoder_folder(folder: str | Path) -> None:
+    """An encoder folder (``train --encoder``, a comparison's ``encoder``) holds what a model is built from: a
+    ``config.json`` that parses, weights (``model.safetensors`` or its shards checked as a model's are; pickled
+    ``pytorch_model.bin`` is loaded as tensors only) and a tokenizer's vocabulary (:data:`VOCABULARY_FILES`)."""
+    folder = Path(folder)
+    read_json_object(folder, "config.json")
+    if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
+        weight_shapes(folder)
+    elif not any((folder / name).is_file() for name in PICKLED_WEIGHTS):
+        raise fail(folder, None, f"no weights ({SAFETENSORS_FILE} or {PICKLED_WEIGHTS[0]}): an unfinished or partial copy?")
+    if not any(path.is_file() for pattern in VOCABULARY_FILES for path in folder.glob(pattern)):
+        raise fail(folder, None, "no tokenizer vocabulary (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model "
+                                 "file): copy the encoder's tokenizer files into it")
+
+
 def fail(folder: Path, file: str | None, problem: str) -> ModelFormatError:
     return ModelFormatError(f"{file}: {problem}" if file else problem, str(folder))
 

