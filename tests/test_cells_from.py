@@ -108,6 +108,26 @@ def test_a_report_of_other_questions_or_settings_is_refused(earlier, tiny_encode
     assert not (tmp_path / "models").exists()  # refused before anything was trained
 
 
+def test_a_report_that_scored_the_same_questions_as_another_task_is_refused(earlier, tiny_encoder_dir, tmp_path):
+    """The same file read as answer-parts holds the same questions (one span each) but is scored with MultiSpanQA's
+    metrics: SQuAD cells read back there have no counts to score (a traceback once the report was summed)."""
+    raw = tiny_config(tiny_encoder_dir)
+    raw["eval"] = {**raw["eval"], "format": "answer-parts"}
+    with pytest.raises(ConfigError, match=r"the evaluation's task and scorer differ .*\"squad-v1.1\" there, \"answer-parts\" here"):
+        compare(parse_config(raw), FIXTURES, tmp_path, cells_from=earlier[0])
+    assert not (tmp_path / "models").exists()
+
+
+def test_a_run_the_report_holds_with_an_option_at_its_older_value_is_its_own(tmp_path):
+    """A report keeps ``tag_mentions: annotated`` (the value a run without it means); one written before it kept it
+    names no ``tag_mentions``: both are the same run, and ``every`` is another."""
+    from bio_mrc.harness.earlier_report import _check_run
+
+    _check_run(tmp_path, "joint", {"name": "joint", "heads": "span+bio"}, {"name": "joint", "heads": "span+bio", "tag_mentions": "annotated"})
+    with pytest.raises(ConfigError, match=r"other settings there \(tag_mentions\)"):
+        _check_run(tmp_path, "joint", {"name": "joint", "heads": "span+bio"}, {"name": "joint", "heads": "span+bio", "tag_mentions": "every"})
+
+
 def test_what_is_not_a_readable_report_is_named(tmp_path):
     broken = tmp_path / "report.json.xz"
     broken.write_bytes(lzma.compress(b'{"cells": []}')[:-8])

@@ -2,6 +2,7 @@
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -423,6 +424,38 @@ def test_a_model_continued_from_a_pattern_is_stale_once_the_model_the_pattern_fi
     assert not models.obtain_model(run, 5, split, models_dir, progress=False).reused and trained == [str(upstream)]
 
 
+def test_a_model_that_keeps_its_best_checkpoint_is_the_tuning_questions_too(tmp_path, monkeypatch):
+    """With load_best_model_at_end the checkpoint kept is chosen by the scores on the 'tune' questions: other tuning
+    questions train another model, never reuse the one chosen on the first; a run that only logs its scores is reused."""
+    from bio_mrc.harness import models
+    from bio_mrc.harness.comparison_splits import Split
+    from bio_mrc.harness.config import RunSpec
+    from bio_mrc.model_folder import RUN_FILE
+    from bio_mrc.training.train import TrainConfig
+    from bio_mrc.types import Example
+
+    def split(name):
+        return Split([Example(name, "Who?", "Rollo came.", (((0, 5),),))], "squad-v1.1", name)
+
+    trained = []
+
+    def train(examples, config, model_dir, **_):
+        trained.append(model_dir.name)
+        model_dir.mkdir(parents=True, exist_ok=True)
+        (model_dir / RUN_FILE).write_text(json.dumps({"train": config.to_dict(), "seconds": 2.0}))
+
+    monkeypatch.setattr(models, "train_model", train)
+    monkeypatch.setattr(models, "TrainingEvaluator", lambda *args, **kwargs: None)
+    scores = {"eval_strategy": "steps", "eval_steps": 1}
+    for keeps_best, expected in ((True, 2), (False, 1)):
+        args = {**scores, "load_best_model_at_end": True, "metric_for_best_model": "span_f1"} if keeps_best else scores
+        run = RunSpec("joint", TrainConfig(precision="fp32", training_args=args))
+        models_dir, trained[:] = tmp_path / f"models-{keeps_best}", []
+        first = models.obtain_model(run, 5, split("train"), models_dir, progress=False, held_out=split("tune-a"))
+        again = models.obtain_model(run, 5, split("train"), models_dir, progress=False, held_out=split("tune-b"))
+        assert len(trained) == expected and again.reused == (not keeps_best) and (first.model_dir == again.model_dir) == (not keeps_best)
+
+
 def test_the_cells_cache_follows_the_models_own_files_not_its_folder(tmp_path):
     """A model trained again in its folder (its encoder changed in place) has other weights: its cells are scored
     again, never read back from the model that was there before; the same files in another folder keep the key."""
@@ -430,7 +463,8 @@ def test_the_cells_cache_follows_the_models_own_files_not_its_folder(tmp_path):
 
     from bio_mrc.harness.compare import _cells_key
 
-    config, splits = SimpleNamespace(decode=SimpleNamespace(n_best=20)), SimpleNamespace(eval=SimpleNamespace(examples=[]), tune=None)
+    config = SimpleNamespace(decode=SimpleNamespace(n_best=20))
+    splits = SimpleNamespace(eval=SimpleNamespace(examples=[], task="squad-v1.1", parts=[]), tune=None)
     model, same = tmp_path / "model", tmp_path / "elsewhere"
     for folder in (model, same):
         folder.mkdir()
@@ -441,17 +475,49 @@ def test_the_cells_cache_follows_the_models_own_files_not_its_folder(tmp_path):
     assert _cells_key(config, splits, "fp32", model) != before
 
 
+def test_the_cells_cache_follows_the_task_the_questions_are_scored_as(tmp_path):
+    """The same file read as another format (squad, answer-parts) holds the same questions but is scored otherwise
+    (SQuAD's EM/F1 against MultiSpanQA's counts): its cells are scored again, never read back (a traceback)."""
+    from types import SimpleNamespace
+
+    from bio_mrc.harness.compare import _cells_key
+
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    config = SimpleNamespace(decode=SimpleNamespace(n_best=20))
+    keys = {_cells_key(config, SimpleNamespace(eval=SimpleNamespace(examples=[], task=task, parts=parts), tune=None), "fp32", tmp_path)
+            for task, parts in [("squad-v1.1", []), ("answer-parts", []), ("multispanqa", [SimpleNamespace(task="multispanqa")]),
+                                ("multispanqa", [SimpleNamespace(task="quoref")])]}
+    assert len(keys) == 4
+
+
+def test_a_reports_configuration_trains_the_same_runs_again():
+    """report.md's configuration is to be repeated with --config: a run's tag_mentions 'annotated' (the value an older
+    model's record means when it names none) is kept in it, not left out to be read back as today's default, 'every'."""
+    config = load_config(Path(__file__).resolve().parents[1] / "benchmarks" / "ablations" / "every_mention_squad.json")
+    assert config.to_dict()["runs"][0]["tag_mentions"] == "annotated"
+    again = parse_config(json.loads(json.dumps(config.to_dict())))
+    assert [run.train.tag_mentions for run in again.runs] == ["annotated", "every"]
+    assert again.runs == config.runs
+
+
 def test_an_unreadable_cells_cache_is_scored_again_and_a_folder_in_its_place_is_one_line(tmp_path):
     from bio_mrc.harness.compare import _read_browser_data, _read_cells, check_cache_files
 
     cells = tmp_path / "m-key.json"
     cells.write_text('[{"run": "span-only", "decoding": "sp', encoding="utf-8")  # cut short
-    assert _read_cells(cells) is None
+    assert _read_cells(cells, 2) is None
     for content in ("[1, 2]", "{}", "[]", "\xff"):
         cells.write_text(content, encoding="latin-1")
-        assert _read_cells(cells) is None
-    cells.write_text('[{"run": "span-only"}]', encoding="utf-8")
-    assert _read_cells(cells) == [{"run": "span-only"}]
+        assert _read_cells(cells, 2) is None
+    whole = {"run": "span-only", "f1": [0.0, 50.0], "em": [0, 0], "answers": ["a", "b"],
+             "selective": {"right": [0, 1], "confidence": {"raw": [0.1, 0.9]}}}
+    cells.write_text(json.dumps([whole]), encoding="utf-8")
+    assert _read_cells(cells, 2) == [whole]
+    # a list that lost a question would pair the other questions' scores with the wrong ones (or a traceback)
+    for edited in ({**whole, "f1": [50.0]}, {**whole, "answers": ["a"]}, {**whole, "selective": {"right": [0], "confidence": {"raw": [0.1, 0.9]}}},
+                   {key: value for key, value in whole.items() if key != "answers"}, {**whole, "f1": 50.0}):
+        cells.write_text(json.dumps([whole, edited]), encoding="utf-8")
+        assert _read_cells(cells, 2) is None
     browser = tmp_path / "m-key.browser.npz"
     browser.write_bytes(b"PK\x03\x04 not a whole zip file")
     assert _read_browser_data(browser) is None

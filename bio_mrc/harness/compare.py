@@ -39,7 +39,7 @@ from .config import CompareConfig, DataSpec, RunSpec
 from .summary_records import Summary
 from .earlier_report import EarlierCells, load_earlier_cells
 from .models import check_model_sources, obtain_model
-from .results import Cell, ComparisonResults
+from .results import PER_QUESTION, Cell, ComparisonResults
 from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, note_prediction_files, prediction_file_names, score_model,
                       timed_windows, tuned_decoding)
 from .summary_records import CellKey
@@ -81,7 +81,8 @@ def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: 
     """The cells this comparison reuses from an earlier report (``--cells-from``), checked to be its own."""
     if cells_from is None:
         return None
-    questions = {"eval_ids": splits.eval.ids, "tune": splits.tune.describe()["question_hash"] if splits.tune else None,
+    questions = {"eval_ids": splits.eval.ids, "eval_task": splits.eval.task,
+                 "tune": splits.tune.describe()["question_hash"] if splits.tune else None,
                  "train": {run.name: None if splits.folds else splits.train_for(run).describe()["question_hash"] for run in config.runs}}
     return load_earlier_cells(cells_from, config, questions)
 
@@ -212,7 +213,7 @@ def _score_trained_run(
     cache = output_dir / "cells" / f"{model_dir.name}-{_cells_key(config, splits, precision, model_dir)}.json"
     browser_cache, kept_predictions = cache.with_suffix(".browser.npz"), cache.with_suffix(".predictions")
     check_cache_files(cache, browser_cache)
-    model_cells = _read_cells(cache) if reused else None  # a model trained just now has no cells yet
+    model_cells = _read_cells(cache, len(splits.eval.examples)) if reused else None  # a model trained just now has no cells yet
     browser = _read_browser_data(browser_cache) if model_cells is not None else None
     if model_cells is None or browser is None or not kept_predictions.is_dir():
         trained = TrainedModel.load(model_dir, progress=progress, precision=precision)  # auto as resolved: the cells say which
@@ -315,15 +316,22 @@ def answering_precision(model_dir: Path, precision: str) -> str:
 
 def _cells_key(config: CompareConfig, splits: Splits, precision: str, model_dir: Path) -> str:
     """What a model's cells depend on: the model's weights and tokenizer files (a model trained again in its folder,
-    from an encoder changed in place, is scored again), the questions, the decoding options, the precision
-    of the forward passes (resolved: :func:`answering_precision`) and the code that scores them
+    from an encoder changed in place, is scored again), the questions and the task each split is scored and tuned as
+    (the same file read as another ``format`` holds the same questions, scored otherwise), the decoding options, the
+    precision of the forward passes (resolved: :func:`answering_precision`) and the code that scores them
     (:func:`bio_mrc.harness.scoring.cells_code_fingerprint`)."""
     blob = json.dumps({
         "decode": config.decode.__dict__, "eval": content_hash(splits.eval.examples), "precision": precision,
         "tune": content_hash(splits.tune.examples) if splits.tune else None, "code": cells_code_fingerprint(),
-        "model": starting_point_digest(model_dir),
+        "model": starting_point_digest(model_dir), "tasks": _split_tasks(splits),
     }, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _split_tasks(splits: Splits) -> dict[str, Any]:
+    """The task the evaluation (and each data set it joins) and the tuning split are scored as."""
+    return {"eval": splits.eval.task, "eval_parts": [part.task for part in splits.eval.parts],
+            "tune": splits.tune.task if splits.tune else None}
 
 
 def check_cache_files(*paths: Path) -> None:
@@ -333,14 +341,26 @@ def check_cache_files(*paths: Path) -> None:
             raise ConfigError(f"{path} is not a file, yet compare caches a model's scores there: move it away, or delete it")
 
 
-def _read_cells(path: Path) -> list[dict[str, Any]] | None:
-    """The cached cells of one model, or None when there are none or the file is no list of cells (cut short by a full
-    disk, edited): such a model is scored again and its file rewritten."""
+def _read_cells(path: Path, n_questions: int) -> list[dict[str, Any]] | None:
+    """The cached cells of one model, or None when there are none or the file is no list of cells scoring each of the
+    ``n_questions`` evaluation questions (cut short by a full disk, edited): such a model is scored again and its file
+    rewritten, never paired question by question with scores that belong to other questions."""
     try:
         cells = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
     except (OSError, UnicodeDecodeError, ValueError):
         return None
-    return cells if isinstance(cells, list) and cells and all(isinstance(cell, dict) for cell in cells) else None
+    if not isinstance(cells, list) or not cells or not all(isinstance(cell, dict) for cell in cells):
+        return None
+    return cells if all(_scores_every_question(cell, n_questions) for cell in cells) else None
+
+
+def _scores_every_question(cell: dict[str, Any], n_questions: int) -> bool:
+    """Whether each per-question list of a cached cell (its scores, answers, confidences) holds one entry per question."""
+    selective = cell.get("selective") if isinstance(cell.get("selective"), dict) else {}
+    own = [cell.get("scores"), selective.get("confidence")]
+    columns = [cell.get(key) for key in (*PER_QUESTION, "answers")] + [selective.get("right")]
+    columns += [value for group in own if isinstance(group, dict) for value in group.values()]
+    return "answers" in cell and all(isinstance(column, list) and len(column) == n_questions for column in columns if column is not None)
 
 
 def _read_browser_data(path: Path) -> ModelBrowserData | None:

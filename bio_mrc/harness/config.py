@@ -58,14 +58,14 @@ import functools
 import json
 import math
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_errors
 from ..data.json_reader import DataFormatError, read_json
-from .. import registry
+from .. import model_defaults, registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError
 from ..precision import PRECISIONS
@@ -155,7 +155,15 @@ class RunSpec:
         own = {"train_data": asdict(self.data) if self.data else None, "seeds": list(self.seeds) if self.seeds else None,
                "inference_precision": self.inference_precision, "length_prior_tuning": self.length_prior_tuning,
                "fold_training_share": self.fold_training_share}
-        return {"name": self.name, **self.train.to_dict(), **{k: v for k, v in own.items() if v}}
+        return {"name": self.name, **self.train.to_dict(), **_kept_options(self.train), **{k: v for k, v in own.items() if v}}
+
+
+def _kept_options(train: TrainConfig) -> dict[str, Any]:
+    """The options ``TrainConfig.to_dict`` leaves out at the value a record without them means (an older model's), where
+    that value is not today's default: a run's settings, read back as a config, must train the same model again."""
+    defaults = {f.name: f.default for f in fields(TrainConfig) if f.default is not MISSING}
+    return {name: getattr(train, name) for name, absent in model_defaults.TRAIN_OPTIONS_WHEN_ABSENT.items()
+            if getattr(train, name) == absent and name in defaults and defaults[name] != absent}
 
 
 @dataclass
@@ -310,8 +318,8 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         options = {key: value for key, value in entry.items() if key not in ("name", *RUN_OWN_KEYS)}
         # A run's training_args go over the defaults' key by key: a run adds to them rather than replacing them.
         training_args = {**defaults.get("training_args", {}), **options.get("training_args", {})}
+        train = _run_train_config(defaults, {**defaults, **options, "training_args": training_args}, number)
         with _naming(f"runs[{number}]"):
-            train = TrainConfig.from_dict({**defaults, **options, "training_args": training_args})
             data = _data_spec(own.get("train_data"), "train_data")
         runs.append(RunSpec(entry["name"], train, data, tuple(own["seeds"]) if "seeds" in own else None, own.get("inference_precision"),
                             own.get("length_prior_tuning"), own.get("fold_training_share")))
@@ -335,6 +343,23 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         raise ConfigError(f"runs {shared}: 'fold_training_share' is a share of each cross-validation fold's training questions; "
                           "add 'cross_validation' or leave it out")
     return config
+
+
+def _run_train_config(defaults: dict[str, Any], merged: dict[str, Any], number: int) -> TrainConfig:
+    """A run's training options (``merged``: its own over the defaults); a refusal names ``defaults`` when the defaults
+    alone are refused alike (a typo there is not the run's), else ``runs[number]``."""
+    try:
+        return TrainConfig.from_dict(merged)
+    except ValueError as err:  # ConfigError among them
+        raise ConfigError(f"{'defaults' if _refused_alike(defaults, err) else f'runs[{number}]'}: {err}") from None
+
+
+def _refused_alike(defaults: dict[str, Any], err: ValueError) -> bool:
+    try:
+        TrainConfig.from_dict(defaults)
+    except ValueError as own:
+        return str(own) == str(err)
+    return False
 
 
 def _check_length_prior_tuning(config: CompareConfig) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..decoding.postprocess import available_decodings
+from .. import model_defaults
 from ..errors import ConfigError
 from ..model_folder import special_floats
 from .config import CompareConfig
@@ -72,12 +73,15 @@ class EarlierCells:
 def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mapping[str, Any]) -> EarlierCells:
     """The cells of ``path`` this comparison can reuse: those of its runs and seeds.
 
-    ``questions`` describes this comparison's questions: ``eval_ids`` (in order), and the question
+    ``questions`` describes this comparison's questions: ``eval_ids`` (in order), ``eval_task`` (the task they are
+    scored as), and the question
     hashes of ``tune`` and of each run's training split (``train``: run name -> hash; None for folds).
     """
     saved = read_report(path)
     earlier = saved.results
     _check_same(path, "the evaluation questions (ids, in order)", saved.eval_ids, questions["eval_ids"])
+    # the same questions read as another format are scored otherwise, into other columns
+    _check_same(path, "the evaluation's task and scorer", earlier.eval.get("task"), questions["eval_task"])
     _check_same(path, "the tuning questions", (earlier.tune or {}).get("question_hash"), questions["tune"])
     current = config.to_dict()
     for key in ("decode", "cross_validation"):
@@ -129,6 +133,8 @@ _NOT_MODEL_SETTINGS = {"seeds"}
 
 
 def _check_run(path: str | Path, name: str, earlier: dict[str, Any], current: dict[str, Any]) -> None:
+    # an option a run leaves out has the value every model had before the option existed
+    earlier, current = ({**model_defaults.TRAIN_OPTIONS_WHEN_ABSENT, **run} for run in (earlier, current))
     differing = sorted(key for key in (earlier.keys() | current.keys()) - _NOT_MODEL_SETTINGS if earlier.get(key) != current.get(key))
     if differing:
         raise ConfigError(f"--cells-from {path}: run {name!r} has other settings there ({', '.join(differing)}); rename the run "

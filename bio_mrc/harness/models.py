@@ -23,9 +23,13 @@ from .config import RunSpec
 from .comparison_splits import Split
 
 
-def model_key(train: TrainConfig, train_split: Split) -> str:
-    """Same configuration on the same training questions -> same key -> the model is reused."""
-    blob = json.dumps({"train": train.to_dict(), "questions": content_hash(train_split.examples)}, sort_keys=True)
+def model_key(train: TrainConfig, train_split: Split, chosen_on: Split | None = None) -> str:
+    """Same configuration on the same training questions -> same key -> the model is reused. A model that keeps its
+    best checkpoint by the scores on held-out questions (``chosen_on``: ``load_best_model_at_end``) is those questions' too."""
+    content = {"train": train.to_dict(), "questions": content_hash(train_split.examples)}
+    if chosen_on is not None:
+        content["checkpoint_chosen_on"] = content_hash(chosen_on.examples)
+    blob = json.dumps(content, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -48,7 +52,8 @@ def obtain_model(
     never the evaluation questions, which a best-checkpoint choice would otherwise be made on."""
     asked = replace(run.train, seed=seed, init_from=resolve_init_from(run.train.init_from))
     config = asked.with_resolved_precision()  # auto's choice is memoised: train_model below resolves it alike and records how
-    key = model_key(config, train_split)
+    evaluates = held_out is not None and config.training_args.get("eval_strategy", "no") != "no"
+    key = model_key(config, train_split, held_out if evaluates and config.training_args.get("load_best_model_at_end") else None)
     model_dir = models_dir / f"{run.name}-seed{seed}-{key}"
     if (finished := _finished_model(model_dir, models_dir, seed, key, config)) is not None:
         return finished
@@ -57,7 +62,6 @@ def obtain_model(
         if (finished := _finished_model(model_dir, models_dir, seed, key, config)) is not None:  # finished meanwhile
             return finished
         # A run cut short (a kill, the end of a session) continues from its last checkpoint.
-        evaluates = held_out is not None and config.training_args.get("eval_strategy", "no") != "no"
         evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=held_out.kind,  # as the report scores it
                                       precision=run.evaluation_precision) if evaluates else None
         train_model(train_split.examples, asked, model_dir, save_checkpoints=True, resume=True, progress=progress,
