@@ -318,3 +318,15 @@ def test_a_leading_tilde_is_the_home_folder_in_every_path_option(tmp_path, monke
     assert main(["evaluate", "--data=~/d.json", "--predictions", "~/p.json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"exact_match": 0.0, "f1": 0.0}  # no answers given: all scored wrong
     assert not (tmp_path.parent / "~").exists()
+
+
+def test_a_lone_surrogate_on_a_json_lines_line_is_named_by_that_line_alone(tmp_path):
+    """The third line's escape is at line 3 of the file, column 38 (its backslash follows the 37 characters of
+    `{"context": "Newton.", "question": "x`): one position, never the line's own "line 1" beside the file's line."""
+    ok = json.dumps({"question": "Who?", "context": "Newton."})
+    bad = '{"context": "Newton.", "question": "x\\ud800"}'
+    path = written(tmp_path / "dev.jsonl", f"{ok}\n{ok}\n{bad}\n")
+    with pytest.raises(DataFormatError) as caught:
+        load_squad(path)
+    assert caught.value.problem.startswith("\\ud800 is half of a UTF-16 surrogate pair, no character (line 3, column 38)")
+    assert "line 1" not in str(caught.value)

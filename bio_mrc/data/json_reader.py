@@ -16,7 +16,16 @@ __all__ = ["DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_no
 
 
 class NotPlainJsonError(ValueError):
-    """Text that parses as JSON but cannot stand for what it says: a value would be lost or unwritable."""
+    """Text that parses as JSON but cannot stand for what it says: a value would be lost or unwritable. ``located``:
+    the message names the line (and column) of the problem already."""
+
+    located = False
+
+
+class LoneSurrogateError(NotPlainJsonError):
+    """A ``\\uD800``-``\\uDFFF`` escape that is half of no UTF-16 pair, named by its line and column."""
+
+    located = True
 
 
 class RepeatedKeyError(NotPlainJsonError):
@@ -65,13 +74,14 @@ def lone_surrogate_escape(text: str, begin: int = 0, end: int | None = None) -> 
     return None
 
 
-def loads(text: str) -> Any:
+def loads(text: str, first_line: int = 1) -> Any:
     """``json.loads`` that refuses what would lose or garble a value (:class:`NotPlainJsonError`): an object with a
-    repeated key, ``NaN``/``Infinity``, and a lone UTF-16 surrogate escape (named by line and column)."""
+    repeated key, ``NaN``/``Infinity``, and a lone UTF-16 surrogate escape (named by line and column, the text's
+    first line numbered ``first_line``: a JSON Lines line's number in its file)."""
     if lone := lone_surrogate_escape(text):
-        line = text.count("\n", 0, lone.start()) + 1
+        line = text.count("\n", 0, lone.start()) + first_line
         column = lone.start() - text.rfind("\n", 0, lone.start())
-        raise NotPlainJsonError(f"{lone.group()} is half of a UTF-16 surrogate pair, no character (line {line}, column {column})")
+        raise LoneSurrogateError(f"{lone.group()} is half of a UTF-16 surrogate pair, no character (line {line}, column {column})")
     try:
         return json.loads(text, object_pairs_hook=_object_without_repeated_keys, parse_constant=_no_special_number)
     except RecursionError:

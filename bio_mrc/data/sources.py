@@ -135,9 +135,9 @@ def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
     except UnicodeDecodeError as err:
         raise DataFormatError(not_utf8(err, f"at line {number},"), source=source) from None
     try:
-        record = loads(text.lstrip("\ufeff") if number == 1 else text)
+        record = loads(text.lstrip("\ufeff") if number == 1 else text, first_line=number)
     except NotPlainJsonError as err:
-        raise DataFormatError(f"{err} (line {number})", source=source) from None
+        raise DataFormatError(str(err) if err.located else f"{err} (line {number})", source=source) from None
     except json.JSONDecodeError as err:
         # Only the last line of a file cut short lacks its newline.
         truncated = not text.endswith("\n") and (not text[err.pos :].strip() or err.msg.startswith("Unterminated string"))
