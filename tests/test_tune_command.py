@@ -187,3 +187,16 @@ def test_one_question_is_refused_for_calibration_whatever_the_minimum(trained_di
     assert capsys.readouterr().err.strip() == (f"error: {one}: 1 question is too few to fit a calibrator (at least 2); "
                                                "--no-calibration tunes the rest")
     assert not out.exists()
+
+
+def test_a_given_span_count_rule_is_saved_for_every_decoding(trained_dir, tmp_path, capsys):  # noqa: F811
+    """``tune --min-span-probability 0.3`` on multi-span questions tuned no rule, dropped the saved ones and saved nothing:
+    the model then answered with the registry's defaults, not the rule its other settings were fitted with."""
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--format", "answer-parts", "--output-dir", str(out),
+                 "--no-calibration", "--min-span-probability", "0.3"]) == 0
+    saved = json.loads((out / "config.json").read_text())
+    assert saved["min_span_probabilities"] == {"bio": 0.3, "joint": 0.3, "span": 0.3}
+    captured = capsys.readouterr()
+    assert "span-count rule joint: a further span kept from probability 0.3 (was " in captured.err and "), as given" in captured.err
+    assert json.loads(captured.out)["min_span_probability/bio"] == {"value": 0.3, "given": True}

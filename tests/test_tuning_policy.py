@@ -23,7 +23,9 @@ def test_the_prior_is_tuned_only_when_left_open_and_calibrators_only_for_single_
 
     given = tune_for_model(trained, outputs, examples, DecodeConfig(bio_length_prior=0.5, min_span_probability=0.5), MULTISPAN)
     assert given.bio_length_prior is None and given.decode_config.bio_length_prior == 0.5 and not given.calibration
-    assert not given.min_span_probabilities  # given, so not tuned
+    # given, so not tuned: saved as given for every decoding, as the given prior is
+    assert given.min_span_probabilities == {decoding: 0.5 for decoding in trained.decodings}
+    assert given.report["min_span_probability/joint"] == {"value": 0.5, "given": True}
 
 
 def test_questions_without_answers_leave_the_saved_prior_and_tune_no_threshold(trained_dir, sample_v1):  # noqa: F811

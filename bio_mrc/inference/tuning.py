@@ -277,8 +277,14 @@ def tune_span_count_rules(
     data_sets: DataSets = (),
 ) -> None:
     """Each decoding's span-count threshold on the multi-span ``examples``, decoded with ``tuned``'s options, into ``tuned``
-    (a task's tuning step); none when the options fix the rule (``min_span_probability``) or no question has an answer."""
-    if tuned.decode_config.min_span_probability is not None or not any(ex.answers for ex in examples):
+    (a task's tuning step); none when no question has an answer. A rule the options fix (``min_span_probability``) is
+    saved for every decoding, as given: it was dropped with the rules tuned before, and the model answered with the defaults."""
+    if not any(ex.answers for ex in examples):
+        return
+    if (given := tuned.decode_config.min_span_probability) is not None:
+        for decoding in decodings:
+            tuned.min_span_probabilities[decoding] = given
+            tuned.report[f"min_span_probability/{decoding}"] = {"value": given, "given": True}
         return
     for decoding in decodings:
         value, statistic = tune_span_count_rule(outputs, examples, decoding, tuned.decode_config, task, data_sets=data_sets)
@@ -330,6 +336,10 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
     old_rules = before.min_span_probabilities or {}
     for decoding, value in tuned.min_span_probabilities.items():
         report = tuned.report[f"min_span_probability/{decoding}"]
+        if report.get("given"):
+            lines.append(f"span-count rule {decoding}: a further span kept from probability {value:g} "
+                         f"(was {_shown(old_rules.get(decoding))}), as given")
+            continue
         lines.append(f"span-count rule {decoding}: a further span kept from probability {value:g} "
                      f"(was {_shown(old_rules.get(decoding))}; {task.statistic_title} {report[task.statistic]:.2f}, "
                      f"{report[f'{task.statistic}_at_default']:.2f} at the default)")
