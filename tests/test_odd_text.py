@@ -457,3 +457,28 @@ def test_multi_span_parts_share_no_character_where_a_normalised_character_is_sev
                for decoding in ("bio", "joint")}
     assert answers["bio"] == [("Oﬃ", 4, 6)]  # the likelier of the two; "ﬃce" shares its "ﬃ"
     assert answers["joint"] == [("Oﬃce", 4, 8)]  # one tagged text left: the n-best rule answers
+
+
+def test_answers_keep_the_marks_an_nfkc_normalizer_composes_away(metaspace_tokenizer):
+    """An NFKC normalizer (SentencePiece's) composes "e\\u0301" into "é" with the offsets of the "e" alone, and
+    decomposed Hangul into syllables whose offsets end before the last jamo: every decoding answered "cafe" for
+    "cafe\\u0301" (characters 0-4 of 0-5) and cut "한" short of its final consonant."""
+    context = "cafe\u0301 \u1112\u1161\u11ab river"
+    for level in ("word", "subword"):
+        for start, end in ((0, 5), (6, 9)):
+            example = Example("n", "what is it?", context, (((start, end),),))
+            assert_round_trip(metaspace_tokenizer, [example], level_config(level))
+
+
+def test_no_token_starts_or_ends_inside_a_user_perceived_character(default_tokenizer, tiny_bpe_tokenizer):
+    """The uncased WordPiece reads decomposed Hangul one jamo a token, byte-level BPE an accent apart from its letter:
+    every decoding could answer "하" of "한" (characters 0-2 of 0-3) or "e" without its accent. Each token holds its
+    user-perceived characters whole, as BPE's several tokens of one character all hold that character."""
+    context = "\u1112\u1161\u11ab e\u0301x river \U0001F468\u200d\U0001F469 end"
+    inside = {1, 2, 5, 15, 16}  # within 한 (0-3), é (4-6) and the ZWJ pair (14-17)
+    for tokenizer in (default_tokenizer, tiny_bpe_tokenizer):
+        for level in ("word", "subword"):
+            (row,) = build_features([Example("g", "q", context)], tokenizer, level_config(level), with_targets=False)
+            for key in ("offset_mapping", "word_offsets"):
+                ends = {int(x) for pair, p in zip(row[key], row["paragraph_mask"]) if p for x in pair}
+                assert not ends & inside, (key, level, sorted(ends))

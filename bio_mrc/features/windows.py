@@ -28,7 +28,7 @@ from ..types import Example
 from .config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig  # noqa: F401 (imported from here too)
 from .targets import add_targets
 from .windows_cache import cache_budget_bytes, drop_unreadable, mark_used_and_prune, windows_cache_file
-from .words import context_words, dropped_attached_runs, extend_over_attached, word_of_tokens
+from .words import context_words, dropped_attached_runs, extend_over_attached, grapheme_bounds, snap_to_graphemes, word_of_tokens
 
 def check_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
     """Offsets are what map tokens back to characters; only fast tokenizers have them."""
@@ -93,14 +93,19 @@ def tokenize_windows(
     features: dict[str, list[Any]] = {key: enc[key] for key in enc.keys() if key not in ("offset_mapping", "overflow_to_sample_mapping")}
     features["example_index"] = list(enc["overflow_to_sample_mapping"])
     contexts = [ex.context for ex in examples]
-    attached = dropped_attached_runs(tokenizer, contexts)
-    columns: dict[str, list[Any]] = {"offset_mapping": [], "paragraph_mask": [], "word_offsets": [], "tag_mask": []}
-    words_of_context = context_words(tokenizer, contexts, attached) if config.tag_level == "word" else None
-    for i, (offsets, example) in enumerate(zip(enc["offset_mapping"], features["example_index"])):
+    window_offsets, window_in_context = [], []
+    for i, offsets in enumerate(enc["offset_mapping"]):
         in_context = np.array([sid == 1 for sid in enc.sequence_ids(i)], dtype=bool)
         offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
         offsets[~in_context] = -1
-        offsets = extend_over_attached(offsets, attached[example])
+        window_offsets.append(offsets)
+        window_in_context.append(in_context)
+    attached = dropped_attached_runs(contexts, _offsets_of_examples(window_offsets, features["example_index"], len(contexts)))
+    bounds = grapheme_bounds(contexts)
+    columns: dict[str, list[Any]] = {"offset_mapping": [], "paragraph_mask": [], "word_offsets": [], "tag_mask": []}
+    words_of_context = context_words(tokenizer, contexts, attached, bounds) if config.tag_level == "word" else None
+    for offsets, in_context, example in zip(window_offsets, window_in_context, features["example_index"]):
+        offsets = snap_to_graphemes(extend_over_attached(offsets, attached[example]), bounds[example])
         if words_of_context is not None:
             words, tagged = word_of_tokens(offsets, in_context, words_of_context[example])
         else:
@@ -109,6 +114,14 @@ def tokenize_windows(
             columns[key].append(value)  # numpy: datasets writes it to Arrow without a detour through Python lists
     features.update(columns)
     return features
+
+
+def _offsets_of_examples(window_offsets: list[np.ndarray], example_index: Sequence[int], n_examples: int) -> list[np.ndarray]:
+    """Each example's token offsets, its windows' together: the characters some token of the context holds."""
+    by_example: list[list[np.ndarray]] = [[] for _ in range(n_examples)]
+    for offsets, example in zip(window_offsets, example_index):
+        by_example[example].append(offsets)
+    return [np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64) for parts in by_example]
 
 
 def build_features(

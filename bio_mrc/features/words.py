@@ -8,33 +8,37 @@ import unicodedata
 from typing import Sequence
 
 import numpy as np
+import regex  # grapheme clusters (\X), which re lacks
 from transformers import PreTrainedTokenizerBase
 
-__all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "word_of_tokens"]
+__all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "grapheme_bounds", "snap_to_graphemes",
+           "word_of_tokens"]
 
 
 def context_words(
-    tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str], attached: Sequence[np.ndarray] | None = None
+    tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str], attached: Sequence[np.ndarray] | None = None,
+    bounds: Sequence[np.ndarray | None] | None = None,
 ) -> list[np.ndarray]:
     """(W, 2) character spans of the words of each context, in order, without surrounding whitespace.
 
     Words are the tokenizer's own (``word_ids`` of the context tokenized alone, so
     a word cut by a window's edge keeps its whole span and is the same word in
     every window). Byte-level BPE words carry their leading space; it is stripped.
-    ``attached``: :func:`dropped_attached_runs` of ``contexts``, when the caller has them.
+    ``attached``, ``bounds``: :func:`dropped_attached_runs` and :func:`grapheme_bounds` of ``contexts``,
+    when the caller has them.
     """
-    if attached is None:
-        attached = dropped_attached_runs(tokenizer, contexts)
     first: dict[str, int] = {}  # each distinct context once, by its first position
     for i, context in enumerate(contexts):
         first.setdefault(context, i)
     unique = list(first)
     enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True, verbose=False)  # no window: no length warning
+    all_offsets = [np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2) for k in range(len(unique))]
+    runs = dropped_attached_runs(unique, all_offsets) if attached is None else [attached[first[c]] for c in unique]
+    bounds = grapheme_bounds(unique) if bounds is None else [bounds[first[c]] for c in unique]
     spans_by_context = {}
     for k, context in enumerate(unique):
         ids = np.array([-1 if w is None else w for w in enc.word_ids(k)], dtype=np.int64)
-        offsets = np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2)
-        offsets = extend_over_attached(offsets, attached[first[context]])[ids >= 0]
+        offsets = snap_to_graphemes(extend_over_attached(all_offsets[k], runs[k]), bounds[k])[ids >= 0]
         ids = _unspaced_pieces_apart(context, offsets, ids[ids >= 0])
         n_words = int(ids.max(initial=-1)) + 1
         spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)
@@ -66,23 +70,51 @@ def _unspaced_pieces_apart(context: str, offsets: np.ndarray, ids: np.ndarray) -
     return np.cumsum(starts) - 1
 
 
-def dropped_attached_runs(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -> list[np.ndarray]:
+def dropped_attached_runs(contexts: Sequence[str], token_offsets: Sequence[np.ndarray]) -> list[np.ndarray]:
     """(R, 2) character spans of each context's runs of characters that attach to the one before
-    them (combining marks, ZWJ/ZWNJ, variation selectors: no grapheme break before them) and
-    that the tokenizer's normalizer deletes (an uncased BERT strips accents).
+    them (combining marks, ZWJ/ZWNJ, emoji skin tones, Hangul vowel and final jamo: no grapheme
+    break before them) and that no token covers: ``token_offsets`` are each context's token
+    offsets (-1 rows, of other sequences, ignored).
 
-    No token covers such characters, so without them a token ends mid-grapheme and
-    ``cafe\\u0301`` decodes as ``cafe``, ``नहीं`` loses its final sign.
+    An uncased BERT strips accents; an NFKC normalizer (SentencePiece's) composes ``e\\u0301``
+    into one character, its offsets the ``e``'s alone, and decomposed Hangul into syllables
+    alike. Without these runs a token ends mid-grapheme: ``cafe\\u0301`` decodes as ``cafe``,
+    ``नहीं`` loses its final sign.
     """
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    normalizer = None if backend is None else backend.normalizer
-    chars = set().union(*map(set, contexts)) if normalizer is not None else set()
-    attaching = (c for c in chars if unicodedata.category(c).startswith("M") or c in "\u200c\u200d")
-    dropped = sorted(c for c in attaching if normalizer.normalize_str(c) == "")
-    if not dropped:
-        return [np.zeros((0, 2), dtype=np.int64)] * len(contexts)
-    pattern = re.compile("[" + "".join(map(re.escape, dropped)) + "]+")
-    return [np.array([m.span() for m in pattern.finditer(c)], dtype=np.int64).reshape(-1, 2) for c in contexts]
+    runs = []
+    for context, offsets in zip(contexts, token_offsets):
+        attaching = "".join(sorted(c for c in set(context) if _attaches(c)))
+        if not attaching:
+            runs.append(np.zeros((0, 2), dtype=np.int64))
+            continue
+        covered = _covered(len(context), offsets)
+        found = [(a, b) for m in re.finditer("[" + re.escape(attaching) + "]+", context)
+                 for a, b in _uncovered_parts(covered, *m.span())]
+        runs.append(np.array(found, dtype=np.int64).reshape(-1, 2))
+    return runs
+
+
+def _attaches(character: str) -> bool:
+    point = ord(character)
+    return (unicodedata.category(character).startswith("M") or character in "\u200c\u200d"
+            or 0x1F3FB <= point <= 0x1F3FF or 0x1160 <= point <= 0x11FF or 0xD7B0 <= point <= 0xD7FF)
+
+
+def _covered(length: int, offsets: np.ndarray) -> np.ndarray:
+    """Whether some token's offsets hold each character (difference counts: linear in the context)."""
+    offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    offsets = offsets[(offsets[:, 0] >= 0) & (offsets[:, 1] > offsets[:, 0])]
+    counts = np.zeros(length + 1, dtype=np.int64)
+    np.add.at(counts, offsets[:, 0], 1)
+    np.add.at(counts, offsets[:, 1], -1)
+    return np.cumsum(counts)[:length] > 0
+
+
+def _uncovered_parts(covered: np.ndarray, start: int, end: int) -> list[tuple[int, int]]:
+    """The runs of ``start:end`` no token covers, each after a character (a token may end there)."""
+    held = np.concatenate([[True], covered[start:end], [True]])
+    edges = np.flatnonzero(held[1:] != held[:-1])
+    return [(start + a, start + b) for a, b in zip(edges[::2], edges[1::2]) if start + a > 0]
 
 
 def extend_over_attached(offsets: np.ndarray, runs: np.ndarray) -> np.ndarray:
@@ -94,6 +126,30 @@ def extend_over_attached(offsets: np.ndarray, runs: np.ndarray) -> np.ndarray:
     offsets = offsets.copy()
     offsets[hit, 1] = runs[index[hit], 1]
     return offsets
+
+
+def grapheme_bounds(contexts: Sequence[str]) -> list[np.ndarray | None]:
+    """The positions between user-perceived characters (extended grapheme clusters) of each context, its
+    length included; None for ASCII text, where only CR LF is one character of two, and no token holds it."""
+    found: dict[str, np.ndarray | None] = {}
+    for context in contexts:
+        if context not in found:
+            found[context] = None if context.isascii() else np.fromiter(
+                (m.end() for m in regex.finditer(r"\X", context)), dtype=np.int64, count=-1)
+    return [None if found[c] is None else np.concatenate([[0], found[c]]) for c in contexts]
+
+
+def snap_to_graphemes(offsets: np.ndarray, bounds: np.ndarray | None) -> np.ndarray:
+    """Token offsets widened to whole user-perceived characters: a token that starts or ends inside one
+    (a combining mark, a Hangul jamo or an emoji of a ZWJ sequence a token of its own) holds all of it, as
+    byte-level BPE's tokens of one character all hold that character, so no answer splits it."""
+    if bounds is None or not len(offsets):
+        return offsets
+    real = (offsets[:, 0] >= 0) & (offsets[:, 1] > offsets[:, 0])
+    snapped = offsets.copy()
+    snapped[real, 0] = bounds[np.searchsorted(bounds, offsets[real, 0], side="right") - 1]
+    snapped[real, 1] = bounds[np.minimum(np.searchsorted(bounds, offsets[real, 1], side="left"), len(bounds) - 1)]
+    return snapped
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:
