@@ -565,7 +565,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
         page = Path(args.html)
         page.parent.mkdir(parents=True, exist_ok=True)  # as predict makes its --output's folder
         atomic_write_text(page, extraction_page(extractor, args.question, context))
-        print(f"page: {args.html} (every decoding's answer and the BIO head's word probabilities)", file=sys.stderr)
+        drawn = "best span (the page draws one span an answer)" if args.multi_span else "answer"
+        print(f"page: {args.html} (every decoding's {drawn} and the BIO head's word probabilities)", file=sys.stderr)
     return 0
 
 
@@ -800,8 +801,9 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--top-k", type=_count, help="how many answers, best first (across every document; default: 1)")
     extract.add_argument("--decoding", choices=_decoding_choices(), default=registry.AUTO_DECODING, help=_AUTO_HELP)
     extract.add_argument("--html", metavar="OUT.html",
-                         help="also write a page that shows the question as report.html's browser does: every decoding's answer "
-                              "highlighted in the context, its confidence and probability, the BIO head's per-word P(B) and P(I)")
+                         help="also write a page that shows the question as report.html's browser does: every decoding's best "
+                              "span highlighted in the context (one span each, with --multi-span too), its confidence and "
+                              "probability, the BIO head's per-word P(B) and P(I)")
     add_config_options(extract, DecodeConfig, exclude=("require_answer",))
     extract.set_defaults(func=cmd_extract)
 

@@ -132,3 +132,13 @@ def test_extract_html_draws_one_question_as_the_browser_does(browser_comparison,
     assert utf16_slice(context, start, end) == printed["answer"]  # extract's default decoding is joint
     assert payload["models"][0]["tags"] is not None
     assert page.read_text(encoding="utf-8").count("</script>") == 2 and HOSTILE_TEXT in payload["contexts"][0]
+
+
+def test_extract_html_with_multi_span_says_the_page_draws_each_decodings_best_span(browser_comparison, tmp_path, capsys):
+    """The page draws one span an answer: with --multi-span the line said it drew every decoding's answer, which printed several."""
+    out, _, _ = browser_comparison
+    model = next(out.glob("models/joint-*"))
+    page = tmp_path / "several.html"
+    assert main(["extract", "--model", str(model), "--question", "What does the tag hold?", "--context", BROWSER_PARAGRAPHS[1][0],
+                 "--multi-span", "--html", str(page)]) == 0
+    assert f"page: {page} (every decoding's best span (the page draws one span an answer)" in capsys.readouterr().err
