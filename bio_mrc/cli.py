@@ -248,6 +248,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         return _print_finished_run(args.output_dir, load_run_record(args.output_dir))
     if not args.overwrite and load_run_record(args.output_dir) is not None:  # --overwrite replaces even a damaged one
         raise ConfigError(f"{args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
+    if args.init_from and "encoder" in options_given(args):  # the run would train init_from's encoder, named as this one
+        raise ConfigError(f"--encoder {args.encoder} and --init-from {args.init_from} name two starting points: --init-from "
+                          "continues a trained model on its own encoder, so --encoder would be ignored (and named in the "
+                          "run record and model card as the encoder); give one of the two")
     config = _train_config(args)
     task = _format_task(args)
     data = _load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
@@ -878,7 +882,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_launcher_environment()  # a WORLD_SIZE or RANK that is no number, before any work
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
-        with _terminate_as_exit(), _bars_for_a_log(sys.stderr), _setting_warnings_as_lines():
+        with _terminate_as_exit(), _bars_for_a_log(sys.stderr), _input_warnings_as_lines():
             code = args.func(args)
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code
@@ -896,16 +900,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def _setting_warnings_as_lines() -> Iterator[None]:
-    """A model's unused tuned setting (``UnusedSettingWarning``) as one ``warning:`` line on stderr, as the command's
-    other warnings are, not Python's two lines naming the package's source; any other warning as Python shows it."""
-    from .model_folder import UnusedSettingWarning
+def _input_warnings_as_lines() -> Iterator[None]:
+    """A warning about the user's input (``InputWarning``: a model's unused tuned setting, training questions whose
+    answer no window holds) as one ``warning:`` line on stderr, as the command's other warnings are, not Python's two
+    lines naming the package's source; any other warning as Python shows it."""
+    from .errors import InputWarning
 
     with warnings.catch_warnings():
         shown = warnings.showwarning
 
         def show(message, category, filename, lineno, file=None, line=None):
-            if issubclass(category, UnusedSettingWarning):
+            if issubclass(category, InputWarning):
                 print(printable_line(f"warning: {message}"), file=sys.stderr)
             else:
                 shown(message, category, filename, lineno, file, line)

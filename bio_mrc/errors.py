@@ -36,6 +36,11 @@ class ConfigError(BioMrcError, ValueError):
     """Options that do not fit together, or do not fit the encoder and tokenizer they are used with."""
 
 
+class InputWarning(UserWarning):
+    """A warning about what the user passed in (training questions, a model folder's settings): the command line
+    prints it as one ``warning:`` line, as its other warnings, not as Python's two lines naming the package's source."""
+
+
 class OutputError(BioMrcError, OSError):
     """An output could not be written: its device is full, or the user's quota is spent."""
 

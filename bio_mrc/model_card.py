@@ -167,14 +167,13 @@ def _hub_dataset(description: str | None) -> str | None:
 def _base_model(train: Mapping[str, Any], encoder_path: str | None = None) -> str | None:
     """The hub id the model was fine-tuned from (``init_from``, else the encoder); None for a local folder.
     ``encoder_path`` is the run record's: where a model trained from the encoder read it (a hub id's cached snapshot,
-    a local folder as it was named), so a relative folder is known as one from any working folder."""
-    for name in (train.get("init_from"), train.get("encoder")):
-        if name is not None and is_default_encoder(name):
-            return DEFAULT_ENCODER_ID
-        read_from = encoder_path if name == train.get("encoder") and not train.get("init_from") else None
-        if name and HUB_ID.fullmatch(name) and not _local_folder(name, read_from):
-            return name
-    return None
+    a local folder as it was named), so a relative folder is known as one from any working folder. A model continued
+    from a local folder has none: the record's encoder is not what it was trained from (init_from's own encoder is)."""
+    init_from = train.get("init_from")
+    name, read_from = (init_from, None) if init_from else (train.get("encoder"), encoder_path)
+    if name is not None and is_default_encoder(name):
+        return DEFAULT_ENCODER_ID
+    return name if name and HUB_ID.fullmatch(name) and not _local_folder(name, read_from) else None
 
 
 def _converted_from(config: BioMrcConfig, record: Mapping | None) -> str | None:
@@ -336,6 +335,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
     decodings = decodings_of(heads)
     tagging = any(registry.head(name).needs_tag_mask for name in names)
     encoder = public(_encoder_name(config, record))
+    init_from = public(((record or {}).get("train") or {}).get("init_from"))  # its encoder trained, not the record's
     tag_level = config.tag_level
     rows = [
         ("heads", f"`{heads}`"),
@@ -345,7 +345,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
         ("BIO tag level", {"word": "`word`: the first piece of each word", "subword": "`subword`: every paragraph token"}
          .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),
         ("windows", ", ".join(f"`{k}` {getattr(config, k)}" for k in WINDOW_FIELDS)),
-        ("encoder", _code(encoder) if encoder else "unknown"),
+        ("encoder", f"that of {_code(init_from)}" if init_from else _code(encoder) if encoder else "unknown"),
         ("bio_mrc model format", config.bio_mrc_format),
     ]
     intro = (f"Extractive question answering made with `bio_mrc`: one BERT-style encoder with "

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from . import registry
-from .errors import ModelFormatError
+from .errors import InputWarning, ModelFormatError
 from .evaluation_record import EVAL_FILE
 from .io import remove_file
 
@@ -255,7 +255,7 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     _warn_of_unknown_decodings(config, folder)
 
 
-class UnusedSettingWarning(UserWarning):
+class UnusedSettingWarning(InputWarning):
     """A tuned setting of ``config.json`` that no registered decoding reads: the model loads, without it."""
 
 

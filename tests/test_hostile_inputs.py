@@ -235,6 +235,23 @@ def test_answers_no_token_covers_are_named_in_a_warning_before_training(tiny_enc
     assert [w.message.ids for w in caught if isinstance(w.message, UnheldAnswersWarning)] == [["zero-width", "blank"]]
 
 
+def test_the_command_line_names_unheld_answers_in_one_warning_line(tiny_encoder_dir, tmp_path, capsys):
+    """bio-mrc train prints the warning as its other warnings are, one line, not Python's two naming cli.py."""
+    from bio_mrc.cli import main
+
+    context = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+    line = {"id": "long", "question": "All?", "context": context, "answers": {"text": [context[4:]], "answer_start": [4]}}
+    (tmp_path / "long.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    assert main(["train", "--train", str(tmp_path / "long.jsonl"), "--output-dir", str(tmp_path / "model"), "--encoder",
+                 str(tiny_encoder_dir), "--epochs", "1", "--max-seq-length", "24", "--doc-stride", "4",
+                 "--max-query-length", "6"]) == 0
+    err = capsys.readouterr().err
+    shown = [row for row in err.splitlines() if "no window holds" in row]
+    assert shown == ["warning: 1 of 1 answerable training questions have an answer that no window holds as tokens (whitespace, "
+                     "characters the tokenizer drops, or longer than a window): they train as unanswerable; 'long'"]
+    assert "UnheldAnswersWarning" not in err and "cli.py" not in err
+
+
 def test_json_nested_past_the_readers_depth_is_one_error(tmp_path):
     from bio_mrc.data.squad import load_squad
     from bio_mrc.errors import DataFormatError

@@ -118,6 +118,17 @@ def test_a_comparison_records_each_decodings_scores_in_the_card(comparison):
     assert model_card.public(saved["tuned_on"]["description"]) in body
 
 
+def test_a_model_continued_from_a_local_folder_names_no_encoder_it_did_not_train(tmp_path):
+    """--init-from a local model trains that model's encoder: the record's encoder (the default, unread) was carded as
+    the base model and the encoder (a tiny BERT continued was published as all-MiniLM-L6-v2)."""
+    (tmp_path / "first").mkdir()
+    config = {"heads": "span", "max_seq_length": 32, "doc_stride": 4, "max_query_length": 6}
+    record = {"train": {"encoder": "default", "init_from": str(tmp_path / "first")}, "n_examples": 10, "n_windows": 18}
+    assert "base_model" not in model_card.card_metadata(config, record, None, "m").to_dict()
+    assert "| encoder | that of `.../" + f"{tmp_path.name}/first` |" in model_card.render_model_card(config, record, None, "m")
+    assert model_card._base_model({"encoder": "default", "init_from": "me/squad-reader"}) == "me/squad-reader"  # a hub id
+
+
 def test_hub_dataset_ids_and_base_model_come_from_the_records():
     config = {"heads": "span", "max_seq_length": 256, "doc_stride": 96, "max_query_length": 64}
     record = {"train": {"encoder": "default", "init_from": None}, "n_examples": 3000, "n_windows": 3100}

@@ -182,3 +182,14 @@ def test_a_damaged_record_of_the_checkpoints_options_is_one_line(tmp_path, saved
     with pytest.raises(BioMrcError, match=rf"{TRAIN_CONFIG_FILE}") as info:
         checkpoint_to_resume(folder, {"train": {}, "questions": "h"}, True, True, True, False)
     assert "\n" not in str(info.value)
+
+
+def test_a_refused_resume_names_an_option_left_out_of_the_record_by_its_value(tmp_path):
+    """tag_mentions 'annotated' is left out of a run's options (its value before the option existed): the refusal
+    names it, not None."""
+    from bio_mrc.training.checkpoints import _check_same_run
+
+    (tmp_path / TRAIN_CONFIG_FILE).write_text(json.dumps({"train": {"tag_mentions": "every"}, "questions": "h"}))
+    with pytest.raises(ResumeError) as refused:
+        _check_same_run(tmp_path, {"train": {}, "questions": "h"}, tmp_path / "checkpoint-5")
+    assert "(tag_mentions: 'every' then, 'annotated' now)" in str(refused.value)

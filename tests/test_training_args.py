@@ -166,3 +166,20 @@ def test_train_init_from_a_missing_folder_is_one_line(tmp_path, capsys):
     missing = tmp_path / "no-such-model"
     assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--init-from", str(missing)]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: no such model folder (and not a Hugging Face hub id) (in {missing})"
+
+
+def test_train_init_from_with_an_encoder_is_refused_before_any_work(tmp_path, capsys):
+    """--init-from trains the model's own encoder: an --encoder beside it was ignored, and the run record and model card
+    named it as the encoder (a MiniLM model continued on its questions carded as a tiny BERT)."""
+    from bio_mrc.cli import main
+
+    from .conftest import SAMPLE_V1
+
+    out, trained_dir, tiny_encoder_dir = tmp_path / "out", tmp_path / "first-model", tmp_path / "tiny-bert"
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--init-from", str(trained_dir),
+                 "--encoder", str(tiny_encoder_dir)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: --encoder {tiny_encoder_dir} and --init-from {trained_dir} name two starting points: --init-from continues "
+        "a trained model on its own encoder, so --encoder would be ignored (and named in the run record and model card as "
+        "the encoder); give one of the two")
+    assert not out.exists()

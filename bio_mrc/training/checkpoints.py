@@ -19,6 +19,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from ..errors import BioMrcError
 from ..data.json_reader import read_json
 from ..io import atomic_write_json, owned_path, remove_tree
+from ..model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 from .config import DEFAULT_CHECKPOINT_STEPS  # noqa: F401 (named here too)
 
 CHECKPOINT_DIR = "checkpoints"  # under the output folder; removed once the model is complete
@@ -96,7 +97,8 @@ def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path)
     if not isinstance(saved, dict) or not isinstance(saved.get("train", {}), dict):
         raise ResumeError(f"cannot resume from {checkpoint}: {path} holds no run's options (a JSON object with 'train'), "
                           "so its training options are unknown")
-    old, new = saved.get("train", {}), run_options["train"]
+    # a record leaves an option out at its value from before the option existed: name that value, never None
+    old, new = ({**TRAIN_OPTIONS_WHEN_ABSENT, **options} for options in (saved.get("train", {}), run_options["train"]))
     changed = [f"{k}: {old.get(k)!r} then, {new.get(k)!r} now" for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
     if changed:
         raise ResumeError(f"cannot resume from {checkpoint}: it was trained with other options ({'; '.join(changed)})")

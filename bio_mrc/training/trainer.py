@@ -14,7 +14,7 @@ from transformers.integrations import TensorBoardCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 
 from ..encoders import load_tokenizer, resolve_encoder
-from ..errors import ConfigError
+from ..errors import ConfigError, InputWarning
 from ..features.collate import WindowBatches, WindowCollator
 from ..features.targets import answers_no_window_holds
 from ..features.windows import build_features
@@ -42,7 +42,7 @@ OPTIMIZER = "adamw_torch_fused"
 GPU_LOADER_WORKERS = 4
 
 
-class UnheldAnswersWarning(UserWarning):
+class UnheldAnswersWarning(InputWarning):
     """Training questions whose answer no window holds as tokens: they train as unanswerable (``ids`` names them)."""
 
     def __init__(self, ids: list[str], answerable: int) -> None:
