@@ -309,15 +309,36 @@ def render_exported_card(config: BioMrcConfig, record: Mapping | None, architect
         f"transformers' `{architecture}` exported from the `bio_mrc` model {_code(source)}: its encoder and its span head "
         "(start and end logits), checked to give the same logits. "
         + (f"Left out: the {', '.join(left_out)} head, which transformers has no class for. " if left_out else "")
-        + f"It was trained on windows of {windows}; pass them to the pipeline (`max_seq_len`, `doc_stride`, "
-        "`max_question_len`). Tuned settings (a no-answer threshold, the BIO length prior, calibration) stay with the "
-        "bio_mrc model: transformers' QA models keep none.",
-        "## Usage\n\n```python\nfrom transformers import pipeline\n\n"
-        f'qa = pipeline("question-answering", model={_python_string(name)}, max_seq_len={config.max_seq_length}, doc_stride={config.doc_stride})\n'
-        'print(qa(question="Which countries did the Norse come from?",\n'
-        '         context="The Normans were descended from Norse raiders from Denmark, Iceland and Norway."))\n```',
+        + f"It was trained on windows of {windows}: the usage below reads one window of that length with "
+        "transformers' own classes (transformers 5 ships no question-answering pipeline); `bio-mrc convert` reads it "
+        "in the windows it was trained with, longer contexts included. Tuned settings (a no-answer threshold, the BIO "
+        "length prior, calibration) stay with the bio_mrc model: transformers' QA models keep none.",
+        _exported_usage(config, name),
     ]
     return f"---\n{metadata.to_yaml()}\n---\n\n" + "\n\n".join(body) + "\n"
+
+
+def _exported_usage(config: BioMrcConfig, name: str) -> str:
+    """The exported card's usage: the best span of one window by transformers' classes alone, and bio_mrc's reading."""
+    model = _python_string(name)
+    windows = " ".join(f"--{k.replace('_', '-')} {getattr(config, k)}" for k in WINDOW_FIELDS)
+    return (
+        "## Usage\n\n```python\nimport torch\nfrom transformers import AutoModelForQuestionAnswering, AutoTokenizer\n\n"
+        f"tokenizer = AutoTokenizer.from_pretrained({model})\n"
+        f"model = AutoModelForQuestionAnswering.from_pretrained({model}).eval()\n"
+        'question = "Which countries did the Norse come from?"\n'
+        'context = "The Normans were descended from Norse raiders from Denmark, Iceland and Norway."\n'
+        f'inputs = tokenizer(question, context, truncation="only_second", max_length={config.max_seq_length}, '
+        'return_offsets_mapping=True, return_tensors="pt")\n'
+        'offsets = inputs.pop("offset_mapping")[0]\n'
+        "with torch.no_grad():\n    logits = model(**inputs)\n"
+        "in_context = torch.tensor([part == 1 for part in inputs.sequence_ids(0)])\n"
+        "scores = logits.start_logits[0][:, None] + logits.end_logits[0][None, :]\n"
+        "allowed = (in_context[:, None] & in_context[None, :]).triu()  # a span of the context, its end not before its start\n"
+        'start, end = divmod(int(scores.masked_fill(~allowed, float("-inf")).argmax()), scores.shape[1])\n'
+        "print(context[offsets[start][0] : offsets[end][1]])\n```\n\n"
+        f"```bash\nbio-mrc convert --model {shlex.quote(printable_line(name))} --output reader {windows}\n```"
+    )
 
 
 def _table(rows: Sequence[tuple[Any, ...]], header: tuple[str, ...]) -> str:

@@ -6,6 +6,7 @@ then reads; a QA model of another form is refused with one line."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -269,6 +270,21 @@ def test_a_qa_model_exports_to_onnx_with_the_same_answers(trained_qa_dir, sample
         assert (spans[0].start, spans[0].end) == (spans[1].start, spans[1].end)
 
 
+def test_the_exported_cards_usage_runs_and_finds_the_span_decodings_best_span(trained_dir, tmp_path, capsys, monkeypatch):
+    """The card of `export --format transformers` runs as written with transformers' own classes (it called
+    `pipeline("question-answering")`, which transformers 5 no longer has: a KeyError) and prints the best span the
+    bio_mrc model's span decoding gives on the same question in one window."""
+    assert main(["export", "--model", str(trained_dir), "--format", "transformers", "--output", str(tmp_path / "bert-qa")]) == 0
+    capsys.readouterr()
+    code = re.search(r"```python\n(.*?)```", (tmp_path / "bert-qa" / "README.md").read_text(), re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(code, {})
+    question = "Which countries did the Norse come from?"
+    context = "The Normans were descended from Norse raiders from Denmark, Iceland and Norway."
+    expected = AnswerExtractor.from_pretrained(str(trained_dir), decoding="span")(question, context).spans[0].text
+    assert capsys.readouterr().out.strip() == expected
+
+
 def test_export_to_transformers_gives_its_qa_model_the_span_heads_logits_and_back(trained_dir, sample_v1, tmp_path, capsys):
     """bio_mrc → transformers → bio_mrc: the exported BertForQuestionAnswering computes the span head's logits in
     transformers, and read back (at the model's own windows) it answers as the bio_mrc model's span decoding does."""
@@ -279,7 +295,7 @@ def test_export_to_transformers_gives_its_qa_model_the_span_heads_logits_and_bac
     assert not (output / "bio_mrc_export.json").exists() and qa_architecture(output) == "BertForQuestionAnswering"
     card = ModelCard.load(output / "README.md")  # the folder describes itself on the hub
     assert card.data.library_name == "transformers" and card.data.pipeline_tag == "question-answering"
-    assert "Left out: the bio head" in card.text and f"max_seq_len={json.loads((trained_dir / 'config.json').read_text())['max_seq_length']}" in card.text
+    assert "Left out: the bio head" in card.text and f"max_length={json.loads((trained_dir / 'config.json').read_text())['max_seq_length']}" in card.text
     ours = BioMrcForQuestionAnswering.from_pretrained(str(trained_dir)).eval()
     theirs = AutoModelForQuestionAnswering.from_pretrained(str(output)).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(output))
