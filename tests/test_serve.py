@@ -21,6 +21,7 @@ from transformers import AutoTokenizer
 from bio_mrc.cli import build_parser
 from bio_mrc.config_options import config_from_args
 from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import ConfigError
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 from bio_mrc.model import BioMrcForQuestionAnswering
@@ -129,6 +130,23 @@ def test_one_batch_answers_every_request_as_the_extractor_alone(extractor, quest
         assert_same_answer(got, want)
     assert any(len(w.spans) > 1 for w in wanted)  # top_k and multi-span answers were compared too
     assert max(len(windows) for windows in featurize(extractor.trained, requests)) > 3  # some questions were split
+
+
+def test_an_extractor_keeping_fewer_spans_than_top_k_answers_top_k_as_alone(extractor, questions):
+    """An extractor that keeps 2 n-best spans answers top_k=4 with 4 spans, its confidence a share of those 4, alone
+    and through the server's steps alike (one question, and one asked of two documents)."""
+    narrow = AnswerExtractor(extractor.trained, decode_config=DecodeConfig(n_best=2))
+    question, context = questions[0]
+    alone = narrow(question, context, decoding="joint", top_k=4)
+    ranked = narrow(question, [context, questions[1][1]], decoding="joint", top_k=4)
+    examples, _ = narrow.examples(question, context)
+    documents, _ = narrow.examples(question, [context, questions[1][1]])
+    (got,), (got_ranked,) = answer_batch(narrow, [Question(examples, "joint", top_k=4),
+                                                  Question(documents, "joint", top_k=4, documents=True)])
+    assert len(alone.spans) == len(got.spans) == 4
+    assert_same_answer(got, alone)
+    assert [(a.text, a.document) for a in got_ranked.answers] == [(a.text, a.document) for a in ranked.answers]
+    assert len(ranked.answers) == 4
 
 
 def test_chunked_windows_get_the_logits_of_one_pass(extractor, questions):
@@ -270,6 +288,16 @@ def test_the_openapi_page_describes_the_requests_and_their_limits(extractor):
     assert request["question"]["oneOf"][0]["maxLength"] == 50 and "at most 3" in request["question"]["description"]
     assert request["decoding"]["enum"] == ["auto", "span", "bio", "joint"] and request["top_k"]["maximum"] == 20
     assert all(field.get("description") for field in schema["components"]["schemas"]["Answer"]["properties"].values())
+
+
+def test_the_openapi_page_says_what_multi_span_answers_under_each_decoding(extractor):
+    with TestClient(create_app(extractor, ServeConfig())) as client:
+        schema = client.get("/openapi.json").json()["components"]["schemas"]
+    multi_span = schema["AnswerRequest"]["properties"]["multi_span"]["description"]
+    # joint answers with the tagger's spans where it holds several likely ones, not the n-best spans alone
+    assert "span: the n-best spans; bio: the tag sequence; joint: the tag sequence or n-best spans" in multi_span
+    probability = schema["Span"]["properties"]["probability"]["description"]
+    assert "joint: where the BIO decoding's multi-span answer holds two or more spans" in probability
 
 
 # --- bad requests ------------------------------------------------------------------------------

@@ -58,12 +58,14 @@ def decode(extractor: AnswerExtractor, questions: Sequence[QuestionWindows]) -> 
     outputs = joined_outputs(questions)
     examples = [example for question in questions for example in question.examples]
     bounds = np.cumsum([0] + [len(question.examples) for question in questions]).tolist()
-    groups: dict[tuple[str, bool], list[int]] = defaultdict(list)
+    groups: dict[tuple[str, bool, int], list[int]] = defaultdict(list)
     for question, begin, end in zip(questions, bounds, bounds[1:]):
-        groups[question.request.decoding, question.request.multi_span].extend(range(begin, end))
+        request = question.request
+        groups[request.decoding, request.multi_span, n_best(extractor, request)].extend(range(begin, end))
     predictions: list[Prediction] = [None] * len(examples)  # type: ignore[list-item]  (each filled by its group)
-    for (decoding, multi_span), indices in groups.items():
-        decoded = extractor.predict(select_examples(outputs, indices), [examples[i] for i in indices], multi_span, decoding)
+    for (decoding, multi_span, kept), indices in groups.items():
+        decoded = extractor.predict(select_examples(outputs, indices), [examples[i] for i in indices], multi_span, decoding,
+                                    n_best=kept)
         for index, prediction in zip(indices, decoded):
             predictions[index] = prediction
     answers: list = []
@@ -79,12 +81,18 @@ def decode(extractor: AnswerExtractor, questions: Sequence[QuestionWindows]) -> 
     return answers
 
 
+def n_best(extractor: AnswerExtractor, request: Question) -> int:
+    """The spans a question's answers are decoded among, as :class:`AnswerExtractor` decodes them: its ``top_k``,
+    or more where the extractor's decoding keeps more (every confidence is a share of them)."""
+    return max(request.top_k, extractor.decode_config.n_best)
+
+
 def ranked_documents(extractor: AnswerExtractor, outputs: WindowOutputs, examples: Sequence[Example], begin: int, end: int,
                      predictions: list[Prediction], request: Question) -> RankedAnswers:
     """One question's answers over its documents (``examples[begin:end]``), ranked across them as
     :meth:`AnswerExtractor.answer_documents` ranks them: window by window where the decoding's null is a window's."""
     def decoded(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
-        return extractor.predict(windows, asked, False, request.decoding)
+        return extractor.predict(windows, asked, False, request.decoding, n_best=n_best(extractor, request))
 
     windows = window_predictions(select_examples(outputs, range(begin, end)), examples[begin:end], request.decoding, decoded)
     return rank_across_documents(request.examples[0].question, predictions, request.top_k, windows=windows)

@@ -29,6 +29,18 @@ _THRESHOLD_HELP = (
     "this; below it, answer and answers are empty and below_threshold is true. null: always answer")
 
 
+def _multi_span_help() -> str:
+    """What ``multi_span`` answers with under each decoding registered now, as its registry entry says."""
+    kinds = "; ".join(f"{name}: the {entry.multi_span}" for name, entry in registry.DECODINGS.items())
+    return f"several spans per answer, each after the first kept by the span-count rule ({kinds})"
+
+
+def _span_probability_help() -> str:
+    """What a span's ``probability`` is under each decoding registered now, as its registry entry says."""
+    meanings = "; ".join(f"{name}: {entry.span_probability}" for name, entry in registry.DECODINGS.items())
+    return f"with multi_span, the span's own probability, which the span-count rule keeps it by ({meanings}); null otherwise"
+
+
 class AnswerOptions(BaseModel):
     """How to answer: the decoding (its choices are the registry's, read when a server's request model is made:
     :func:`answer_request_model`), one span or several, how many alternatives, when to stay silent."""
@@ -36,9 +48,7 @@ class AnswerOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     decoding: str = Field(AUTO, description=_DECODING_HELP)
-    multi_span: StrictBool = Field(False, description=(
-        "several spans per answer: the spans of the most probable BIO tag sequence (bio decoding), or the "
-        "non-overlapping n-best spans (span and joint decodings)"))
+    multi_span: StrictBool = Field(False, description=_multi_span_help())
     top_k: int = Field(1, ge=1, le=MAX_TOP_K, strict=True, description=(
         "how many alternative single spans to return, best first (with multi_span: 1)"))
     threshold: float | None = Field(None, ge=0.0, le=1.0, strict=True, allow_inf_nan=False, description=_THRESHOLD_HELP)
@@ -61,6 +71,7 @@ def answer_request_model(config: ServeConfig) -> type[AnswerOptions]:
         """One question (strings) or a batch (lists); one context may serve every question of a batch."""
 
         decoding: decodings = Field(AUTO, description=_DECODING_HELP)  # type: ignore[valid-type]
+        multi_span: StrictBool = Field(False, description=_multi_span_help())
         question: questions = Field(description=(
             f"a question, or a list of at most {config.max_batch_size} (more: 413), each of 1 to "
             f"{config.max_question_chars} characters"))
@@ -96,9 +107,7 @@ class Span(BaseModel):
         "with multi_span for span and joint, the span's share of the n-best probability; over several documents, "
         "the score that ranks spans across them: the span's score above its own document's no-answer score"))
     document: int | None = Field(None, description="the index of the span's document, when a question asks several")
-    probability: float | None = Field(None, description=(
-        "with multi_span, the span's own probability, which the span-count rule keeps it by (bio: its posterior under "
-        "the tag distribution; span and joint: its share of the n-best probability); null otherwise"))
+    probability: float | None = Field(None, description=_span_probability_help())
 
 
 class Answer(BaseModel):
