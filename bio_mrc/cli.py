@@ -323,13 +323,23 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if shard.writes:
         _warn_untuned_abstention(trained, decodings, unanswerable, args.data)
     started = time.perf_counter()
-    files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True)
+    files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True,
+                             source=_data_source(args.data))
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
     report.update({decoding: {k: str(v) for k, v in paths.items()} for decoding, paths in files.items()})
     if shard.writes:  # with --output -, standard output holds the answers only
         print(json.dumps(report, indent=2), file=sys.stderr if output == "-" else sys.stdout)
     shard.close()
     return 0
+
+
+def _data_source(data: str) -> str:
+    """The data a predictions stream was made from, as its record names it: a file by its absolute path and size
+    (an edited file is other data), a folder by its path, a hub dataset by its id."""
+    path = Path(data).expanduser()
+    if not path.exists():
+        return data
+    return f"{path.resolve()}, {path.stat().st_size} bytes" if path.is_file() else str(path.resolve())
 
 
 @contextlib.contextmanager

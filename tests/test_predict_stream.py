@@ -140,6 +140,34 @@ def test_resume_refuses_a_stream_of_other_options_or_questions(model_dir, tmp_pa
         assert "where the data" in capsys.readouterr().err
 
 
+def test_resume_refuses_a_stream_made_with_another_model_option_chunk_size_or_data_file(model_dir, tmp_path, capsys):
+    """The stream's record of what it was made with: each difference is refused in one line naming it."""
+    options = ["--decoding", "span", "--chunk-size", "2"]
+    assert predict(model_dir, tmp_path / "p.json", *options, "--limit", "4") == 0
+    record = json.loads((tmp_path / "p.answers.run.json").read_text(encoding="utf-8"))
+    assert record["max_answer_length"] != 3 and record["chunk_size"] == 2 and record["data"] == f"{SAMPLE_V1.resolve()}, {SAMPLE_V1.stat().st_size} bytes"
+    stream = (tmp_path / "p.answers.jsonl").read_bytes()
+    other_data = tmp_path / "copy.json"
+    other_data.write_bytes(SAMPLE_V1.read_bytes())
+    refusals = {("--max-answer-length", "3"): "max_answer_length 30, this run has 3",
+                ("--chunk-size", "1"): "chunk_size 2, this run has 1", ("--n-best", "2"): "n_best 20, this run has 2"}
+    for changed, named in refusals.items():
+        assert predict(model_dir, tmp_path / "p.json", *options, *changed, "--resume") == 2
+        errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and errors[0].startswith(f"error: the answers stream was made with {named}"), errors
+    assert predict(model_dir, tmp_path / "p.json", *options, "--resume", data=other_data) == 2
+    assert f"made with data {record['data']!r}, this run has '{other_data}, {SAMPLE_V1.stat().st_size} bytes'" in capsys.readouterr().err
+    edited = tmp_path / "edited.json"  # the same ids, a question edited: other data at the same path
+    edited.write_text(SAMPLE_V1.read_text(encoding="utf-8").replace("Normandy located?", "Normandy located ?", 1), encoding="utf-8")
+    assert predict(model_dir, tmp_path / "e.json", *options, "--limit", "4", data=edited) == 0
+    edited.write_text(SAMPLE_V1.read_text(encoding="utf-8"), encoding="utf-8")
+    assert predict(model_dir, tmp_path / "e.json", *options, "--resume", data=edited) == 2
+    assert "bytes', this run has" in capsys.readouterr().err
+    assert (tmp_path / "p.answers.jsonl").read_bytes() == stream  # refused before the stream was touched
+    assert predict(model_dir, tmp_path / "p.json", *options, "--resume") == 0  # the same ones resume: more questions
+    assert len(json.loads((tmp_path / "p.json").read_text())) == 8
+
+
 def test_output_dash_writes_the_answer_lines_to_standard_output_and_nothing_else(model_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert predict(model_dir, "-", "--decoding", "span", "bio") == 0
@@ -188,8 +216,8 @@ def test_no_two_decodings_share_a_file_whatever_the_outputs_suffix(output):
     from bio_mrc.inference.streaming import prediction_outputs
 
     files = prediction_outputs(output, ["span", "bio", "joint"])
-    assert len(set(files)) == len(files) == 10, files  # the stream, then three files a decoding
-    assert prediction_outputs("preds.json", ["joint"])[1:] == [Path("preds.json"), Path("preds.nbest.json"),
+    assert len(set(files)) == len(files) == 11, files  # the stream and its record, then three files a decoding
+    assert prediction_outputs("preds.json", ["joint"])[2:] == [Path("preds.json"), Path("preds.nbest.json"),
                                                                Path("preds.na_probs.json")]  # the names as ever
 
 

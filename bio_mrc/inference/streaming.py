@@ -13,6 +13,7 @@ write the same bytes as one uninterrupted process.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -25,7 +26,7 @@ from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError
-from ..io import check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
+from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
 from ..types import Example
 from .extract import AnswerExtractor
 from .files import answer_record, answer_record_problem, prediction_paths, side_file, write_files_from_stream
@@ -34,6 +35,7 @@ from .loading import TrainedModel
 from .sharding import Shard, SINGLE_PROCESS
 
 STREAM_SUFFIX = ".answers.jsonl"
+RUN_SUFFIX = ".answers.run.json"  # the options and data the stream was made with, checked by --resume
 
 
 @dataclass(frozen=True)
@@ -59,14 +61,46 @@ def answers_stream_path(output: str | Path) -> Path:
     return side_file(Path(output), STREAM_SUFFIX)
 
 
+def run_record_path(output: str | Path) -> Path:
+    """``preds.json`` -> ``preds.answers.run.json``: what the answers stream beside it was made with."""
+    return side_file(Path(output), RUN_SUFFIX)
+
+
+def run_record(trained: TrainedModel, plan: StreamPlan, source: str | None) -> dict:
+    """What a stream's answers depend on: the model, its precision, the data and every option of ``plan``
+    (the chunk and batch sizes too: a batch's padding moves the last bits of a reduced-precision pass)."""
+    options = dataclasses.asdict(plan)
+    decode = options.pop("config")  # by the names of predict's options: a refusal names the one that differs
+    options = {**options, **{name: options.get(name) or value for name, value in decode.items()}}
+    model = Path(trained.path).expanduser()
+    model = str(model.resolve()) if model.exists() else trained.path  # a hub id as it was given
+    return json.loads(json.dumps({"model": model, "precision": trained.precision, "data": source, **options}))
+
+
+def check_run_record(record_path: Path, wanted: dict) -> None:
+    """A resumed stream's recorded options are this run's; the first one that differs is refused in one line."""
+    if not record_path.is_file():  # a stream copied without its record: its lines are still checked one by one
+        return
+    try:
+        recorded = json.loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise DataFormatError(f"cannot read the record of the answers stream's options ({error}); start again without "
+                              "--resume", source=str(record_path)) from None
+    for key, value in wanted.items():
+        then = recorded.get(key) if isinstance(recorded, dict) else None
+        if then != value:
+            raise DataFormatError(f"the answers stream was made with {key} {then!r}, this run has {value!r}; resume with "
+                                  "the same options and data, or start again without --resume", source=str(record_path))
+
+
 def prediction_outputs(output: str | Path, decodings: Sequence[str]) -> list[Path]:
-    """Every file :func:`predict_to_files` writes for ``output`` (none for ``-``): the answers stream, then
-    each decoding's official, n-best and ``na_prob`` files."""
+    """Every file :func:`predict_to_files` writes for ``output`` (none for ``-``): the answers stream and its record
+    of what it was made with, then each decoding's official, n-best and ``na_prob`` files."""
     if str(output) == "-":
         return []
     decodings = tuple(dict.fromkeys(decodings))
     files = [path for decoding in decodings for path in prediction_paths(Path(output), decoding, len(decodings) > 1).values()]
-    return [answers_stream_path(output), *files]
+    return [answers_stream_path(output), run_record_path(output), *files]
 
 
 def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPlan) -> list[str]:
@@ -165,12 +199,13 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
 
 def predict_to_files(
     trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, output: str | Path, resume: bool = False,
-    shard: Shard = SINGLE_PROCESS, total: int | None = None, progress: bool = False,
+    shard: Shard = SINGLE_PROCESS, total: int | None = None, progress: bool = False, source: str | None = None,
 ) -> dict[str, dict[str, Path]]:
     """Answer ``questions`` into the answers stream beside ``output``, then write each decoding's official, n-best
     and ``na_prob`` files from it (rank 0; every rank of ``shard`` calls this). ``output`` ``-``: the stream goes
     to standard output and no file is written. ``resume``: the questions the stream answers already are skipped.
-    Returns each decoding's file paths (none for ``-``, nor on ranks other than 0)."""
+    ``source`` names the data in the stream's record of its options (``<stem>.answers.run.json``), which a resume
+    must match. Returns each decoding's file paths (none for ``-``, nor on ranks other than 0)."""
     output = home_expanded(output)
     to_stdout = str(output) == "-"
     stream = None if to_stdout else answers_stream_path(output)
@@ -185,10 +220,18 @@ def predict_to_files(
             if stream is not None:
                 stream.parent.mkdir(parents=True, exist_ok=True)
                 held.enter_context(sole_writer(stream, "answers"))
+                _claim_record(run_record_path(output), run_record(trained, plan, source), resumes)
             return resume_point(stream, plan.decodings, plan.chunk_size, plan.multi_span) if resumes else []
 
         done = shard.broadcast_result(claim)
         return _predict_into(trained, questions, plan, output, stream, shard, done, total, progress)
+
+
+def _claim_record(record_path: Path, wanted: dict, resumes: bool) -> None:
+    """A resumed stream's record checked against this run's; a new stream's record written before its first line."""
+    if resumes:
+        check_run_record(record_path, wanted)
+    atomic_write_json(record_path, wanted, indent=1)
 
 
 def _predict_into(
