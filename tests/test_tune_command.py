@@ -200,3 +200,18 @@ def test_a_given_span_count_rule_is_saved_for_every_decoding(trained_dir, tmp_pa
     captured = capsys.readouterr()
     assert "span-count rule joint: a further span kept from probability 0.3 (was " in captured.err and "), as given" in captured.err
     assert json.loads(captured.out)["min_span_probability/bio"] == {"value": 0.3, "given": True}
+
+
+def test_questions_without_an_answer_scored_by_metrics_that_never_abstain_say_why_no_threshold(trained_dir, tmp_path, capsys):  # noqa: F811
+    """``tune --format answer-parts`` on questions some of which have no answer tuned no threshold without a word."""
+    data = json.loads(SAMPLE_V1.read_text())
+    for qa in data["data"][0]["paragraphs"][0]["qas"][:2]:
+        qa["answers"], qa["is_impossible"] = [], True
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps(data))
+    assert main(["tune", "--model", str(trained_dir), "--data", str(mixed), "--format", "answer-parts",
+                 "--output-dir", str(tmp_path / "tuned"), "--no-calibration"]) == 0
+    captured = capsys.readouterr()
+    assert ("no-answer thresholds: none tuned: 2 tuning questions without an answer, but they are scored with "
+            in captured.err and "which never abstain (SQuAD 2.0's metrics tune a no-answer threshold)" in captured.err)
+    assert json.loads((tmp_path / "tuned" / "config.json").read_text()).get("no_answer_thresholds") is None

@@ -68,6 +68,13 @@ def threshold_curve(predictions: Sequence[Prediction], gold: Mapping[str, Sequen
     return no_answer_threshold_curve(*_answer_and_abstain_f1(predictions, gold))
 
 
+def _no_abstention(unanswerable: int, task: registry.TaskEntry | None) -> str:
+    """Why questions without an answer tune no no-answer threshold: the task they are scored as never abstains."""
+    title = task.title if task is not None else "SQuAD v1.1 official metrics"
+    return (f"none tuned: {unanswerable} tuning question{'s' if unanswerable > 1 else ''} without an answer, but they are "
+            f"scored with {title}, which never abstain (SQuAD 2.0's metrics tune a no-answer threshold)")
+
+
 def _untunable_thresholds(examples: Sequence[Example]) -> str | None:
     """Why no no-answer threshold can be tuned on ``examples`` (all answerable: abstaining would only break ties;
     none answerable: it would abstain always), else None."""
@@ -253,7 +260,10 @@ def tune_settings(
                                             "questions": sum(1 for ex in examples if ex.answers)}
     for step in task.tuning_steps if task is not None else ():  # the task's own settings (multi-span: span-count rules)
         registry.resolve(step)(tuned, outputs, examples, decodings, task, data_sets)
-    if tune_thresholds and (untunable := _untunable_thresholds(examples)):
+    never_abstains = task is None or not task.no_answer
+    if not tune_thresholds and never_abstains and (unanswerable := sum(1 for ex in examples if not ex.answers)):
+        tuned.report["no_answer_thresholds"] = _no_abstention(unanswerable, task)
+    elif tune_thresholds and (untunable := _untunable_thresholds(examples)):
         tuned.report["no_answer_thresholds"] = untunable
     elif tune_thresholds:
         gold = gold_texts(examples)
@@ -348,7 +358,7 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
         report = tuned.report[key]
         lines.append(f"no-answer threshold {key}: {threshold:.4g} (was {_shown(old_thresholds.get(key))}), fitted on "
                      f"{report['questions']} questions (F1 {report['best_f1']:.2f})")
-    if (untunable := tuned.report.get("no_answer_thresholds")) in (NO_UNANSWERABLE, NO_ANSWERABLE):
+    if (untunable := tuned.report.get("no_answer_thresholds")) is not None:
         lines.append(f"no-answer thresholds: {untunable}")
     old_calibrators = before.calibration or {}
     for decoding, calibrator in tuned.calibration.items():
