@@ -229,6 +229,9 @@ def tune_for_model(
     calibrate = calibrate and task.right is not None  # a task without a single answer to be right fits no calibrator
     tuned = tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
                           tune_thresholds=task.no_answer, calibrate=calibrate, task=task, data_sets=data_sets)
+    unanswerable = sum(1 for ex in examples if not ex.answers)
+    if unanswerable and not tuned.thresholds and "no_answer_thresholds" not in tuned.report:  # the task never abstains
+        tuned.report["no_answer_thresholds"] = _no_abstention(unanswerable, task)
     if uses_prior and options.bio_length_prior is not None:  # given: the thresholds and calibrators were fitted with it
         tuned.given_bio_length_prior = options.bio_length_prior
         tuned.report["bio_length_prior"] = {"value": options.bio_length_prior, "given": True}
@@ -260,10 +263,7 @@ def tune_settings(
                                             "questions": sum(1 for ex in examples if ex.answers)}
     for step in task.tuning_steps if task is not None else ():  # the task's own settings (multi-span: span-count rules)
         registry.resolve(step)(tuned, outputs, examples, decodings, task, data_sets)
-    never_abstains = task is None or not task.no_answer
-    if not tune_thresholds and never_abstains and (unanswerable := sum(1 for ex in examples if not ex.answers)):
-        tuned.report["no_answer_thresholds"] = _no_abstention(unanswerable, task)
-    elif tune_thresholds and (untunable := _untunable_thresholds(examples)):
+    if tune_thresholds and (untunable := _untunable_thresholds(examples)):
         tuned.report["no_answer_thresholds"] = untunable
     elif tune_thresholds:
         gold = gold_texts(examples)
