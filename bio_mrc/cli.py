@@ -8,6 +8,7 @@ transformers and datasets load inside the command that runs a model, so ``--help
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import functools
 import json
@@ -886,6 +887,11 @@ def _expand_home(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with _escapes_what_stdout_cannot_hold():  # --help too: several commands' help holds β, Σ or ±
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     _expand_home(args)
     try:
@@ -902,11 +908,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _reader_gone()
     except KeyboardInterrupt:  # Ctrl-C: the command's clean-ups have run on the way out; a traceback would say nothing more
+        _close_open_bars()
         print("interrupted", file=sys.stderr)
         return 130
     except Terminated:  # SIGTERM: the same line as Ctrl-C, and the status of a process the signal ended
+        _close_open_bars()
         print("interrupted", file=sys.stderr)
         raise
+
+
+JSON_ESCAPES = "bio_mrc-json-escapes"
+PYTHON_STDOUT_ERRORS = ("strict", "surrogateescape")  # what Python gives standard output unless PYTHONIOENCODING names one
+
+
+def _json_escapes(error: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of :func:`_escapes_what_stdout_cannot_hold`: each character the encoding lacks as JSON's
+    ``\\u00eb`` (a character past U+FFFF as its UTF-16 pair, as ``json.dumps`` writes it)."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return "".join(_json_escape(char) for char in error.object[error.start:error.end]), error.end
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+codecs.register_error(JSON_ESCAPES, _json_escapes)
+
+
+@contextlib.contextmanager
+def _escapes_what_stdout_cannot_hold() -> Iterator[None]:
+    """A standard output whose encoding lacks a character the command prints (``PYTHONIOENCODING=ascii``, a Latin-1
+    locale) writes it as JSON's ``\\u00eb``, where it ended the command in a ``UnicodeEncodeError`` traceback after
+    the work was done: what the commands print there is JSON (an answer's letters stay the same JSON value) or
+    ``compare``'s table. An error handler the caller chose (``PYTHONIOENCODING=ascii:replace``) stays; the stream's own
+    is back afterwards. Python's own choices are replaced: ``strict``, and ``surrogateescape`` in the C locale."""
+    stream = sys.stdout
+    errors = getattr(stream, "errors", None)
+    if errors not in PYTHON_STDOUT_ERRORS or not hasattr(stream, "reconfigure"):
+        yield
+        return
+    stream.reconfigure(errors=JSON_ESCAPES)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError, OSError):  # a stream closed, or a reader gone (| head), by now
+            stream.reconfigure(errors=errors)
 
 
 @contextlib.contextmanager
@@ -1046,6 +1097,16 @@ def _in_finalizer(frame) -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _close_open_bars() -> None:
+    """Close the progress bars a stopped command left open (Trainer's training bar is closed only when training ends),
+    so that ``interrupted`` is a line of its own and the last one: it was written after the bar on the bar's own line,
+    and the bar, closed as the process ended, drew itself again below it."""
+    module = sys.modules.get("tqdm.std")
+    for bar in list(getattr(getattr(module, "tqdm", None), "_instances", ())):
+        with contextlib.suppress(Exception):  # a bar whose stream is gone is no reason for a traceback now
+            bar.close()
 
 
 def _reader_gone() -> int:

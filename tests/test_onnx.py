@@ -323,6 +323,17 @@ def test_an_export_logs_nothing_and_prints_nothing_but_its_record(trained_dir, t
 
 
 @pytest.mark.slow
+def test_an_export_logs_nothing_into_a_log_at_info(trained_dir, tmp_path, caplog):  # noqa: F811
+    """``logging.basicConfig(level=logging.INFO)`` in the caller: the export added some seventy INFO records of
+    onnxscript's and onnx_ir's optimizer passes (``Removed 12 unused nodes``) to the caller's log."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    export_onnx(trained_dir, tmp_path / "quiet")
+    assert [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno > logging.DEBUG] == []
+
+
+@pytest.mark.slow
 def test_a_model_saved_in_bf16_exports_in_fp32(trained_dir, tmp_path, sample_v1):  # noqa: F811
     """Weights saved in bfloat16 (``model.to(torch.bfloat16).save_pretrained``) were exported as a bf16 graph, which
     ONNX Runtime's CPU provider cannot run: ``cannot run the graph exported at opset 18 (choose another --opset, e.g.

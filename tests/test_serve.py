@@ -488,3 +488,39 @@ def test_no_raw_c1_control_reaches_a_response_from_a_folder_name_a_document_or_a
     assert b"tiny\\u009b2J\\u0085joint" in responses[0].content and responses[0].json()["model"] == name
     assert responses[2].json()["problems"][0]["location"] == "body.bad\x9bkey"
     assert any("\x9b" in span["text"] for span in responses[1].json()["results"][0]["spans"])
+
+
+class _Terminal:
+    def __init__(self, tty: bool) -> None:
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+@pytest.mark.parametrize(("stdout_tty", "stderr_tty", "env", "coloured"), [
+    (True, False, {}, False),  # serve 2> log from a terminal: the log file had colour escapes
+    (False, True, {}, True),
+    (False, True, {"NO_COLOR": "1"}, False),
+    (False, True, {"TERM": "dumb"}, False),
+])
+def test_the_log_lines_are_coloured_only_on_a_terminal_that_takes_colour(monkeypatch, stdout_tty, stderr_tty, env, coloured):
+    import logging
+
+    from uvicorn.logging import DefaultFormatter
+
+    from bio_mrc.serving.server import _logging_config
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr("sys.stdout", _Terminal(stdout_tty))
+    monkeypatch.setattr("sys.stderr", _Terminal(stderr_tty))
+    options = {k: v for k, v in _logging_config()["formatters"]["default"].items() if k != "()"}
+    line = DefaultFormatter(**options).format(logging.LogRecord("uvicorn.error", logging.INFO, "", 0, "Started", None, None))
+    assert ("\x1b[" in line) is coloured
+    assert line.endswith("Started")

@@ -381,3 +381,77 @@ def test_an_export_keeps_a_card_written_by_hand_in_its_folder(trained_dir, tmp_p
     with pytest.warns(UserWarning, match="not written by bio_mrc"):
         export_qa_checkpoint(trained_dir, used, overwrite=True)
     assert (used / "README.md").read_text() == "my notes"
+
+
+def test_ctrl_c_closes_the_open_bars_before_its_line(monkeypatch, capsys):
+    """Trainer's bar, left open by the stop, had ``interrupted`` written on its own line and drew itself again below it
+    as the process ended: the line was neither one of its own nor the last."""
+    import tqdm
+
+    import bio_mrc.cli as cli
+
+    left_open = []
+
+    def interrupted_midway(_args):
+        bar = tqdm.tqdm(total=10, file=sys.stderr, ascii=True)
+        bar.update(3)
+        left_open.append(bar)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_evaluate", interrupted_midway)
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)]) == 130
+    bar, line, end = capsys.readouterr().err.split("\r")[-1].split("\n")
+    assert "3/10" in bar and (line, end) == ("interrupted", "")
+    assert left_open[0].disable  # closed
+
+
+def test_answers_past_ascii_print_as_json_escapes_where_stdout_cannot_hold_them(monkeypatch):
+    """``PYTHONIOENCODING=ascii`` (or the C locale without UTF-8): an answer's "ë" ended the command in a
+    ``UnicodeEncodeError`` traceback once the work was done, and so did compare's table (its ``BIO β`` column)."""
+    import io
+
+    import bio_mrc.cli as cli
+    from bio_mrc.io import printable_json
+
+    def prints_answers(_args):
+        print(printable_json({"answer": "Zoë 😀"}))
+        print("| run | BIO β |")
+        return 0
+
+    for errors in ("strict", "surrogateescape"):
+        stdout = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors=errors)
+        monkeypatch.setattr(sys, "stdout", stdout)
+        monkeypatch.setattr(cli, "cmd_evaluate", prints_answers)
+        assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)]) == 0
+        stdout.flush()
+        first, table = stdout.buffer.getvalue().decode("ascii").splitlines()
+        assert first == '{"answer": "Zo\\u00eb \\ud83d\\ude00"}' and json.loads(first) == {"answer": "Zoë 😀"}
+        assert table == "| run | BIO \\u03b2 |"
+        assert stdout.errors == errors  # the stream's own handler is back
+
+
+def test_an_error_handler_the_caller_chose_for_stdout_stays(monkeypatch):
+    import io
+
+    import bio_mrc.cli as cli
+
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="replace")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    monkeypatch.setattr(cli, "cmd_evaluate", lambda _args: print("Zoë") or 0)
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)]) == 0
+    stdout.flush()
+    assert stdout.buffer.getvalue() == b"Zo?\n"
+
+
+def test_help_prints_where_stdout_cannot_hold_its_letters(monkeypatch):
+    """``PYTHONIOENCODING=ascii bio-mrc compare --help`` ended in a ``UnicodeEncodeError`` traceback on "mean ± sd"
+    (train's on "log Σ_k", predict's, extract's and tune's on "β")."""
+    import io
+
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    with pytest.raises(SystemExit) as ended:
+        main(["compare", "--help"])
+    assert ended.value.code == 0
+    stdout.flush()
+    assert "mean \\u00b1 sd" in stdout.buffer.getvalue().decode("ascii")

@@ -114,17 +114,24 @@ def export_graph(module: LogitsModule, inputs: Mapping[str, torch.Tensor], path:
     return {"exporter": "torch.onnx.export(dynamo=False) (TorchScript)", "dynamo_error": reason}
 
 
+EXPORTER_LOGGERS = ("torch.onnx", "onnxscript", "onnx_ir")
+
+
 @contextlib.contextmanager
 def _exporter_logs_quiet() -> Iterator[None]:
     """The dynamo exporter's own log lines below errors held back (on every export, ``torchvision is not installed.
-    Skipping torchvision::nms`` and three more on standard error, about operators no bio_mrc model has)."""
-    logger = logging.getLogger("torch.onnx")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
+    Skipping torchvision::nms`` and three more on standard error, about operators no bio_mrc model has), and those of
+    the graph optimizer it runs (onnxscript's and onnx_ir's: some seventy INFO records of removed nodes and folded
+    constants in the log of a program whose logging is at INFO)."""
+    loggers = [logging.getLogger(name) for name in EXPORTER_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def logit_differences(module: LogitsModule, runner: OnnxModel, inputs: Mapping[str, torch.Tensor]) -> dict[str, float]:

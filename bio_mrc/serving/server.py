@@ -6,6 +6,7 @@ import contextlib
 import copy
 import gc
 import importlib.util
+import os
 import signal
 import sys
 import threading
@@ -61,14 +62,26 @@ def serve_until_stopped(app: Any, host: str, port: int) -> None:
 
 
 def _logging_config() -> dict[str, Any]:
-    """uvicorn's logging, every handler on standard error (its own sends the request lines to standard output)."""
+    """uvicorn's logging, every handler on standard error (its own sends the request lines to standard output), in
+    colour only where standard error is a terminal that takes it (uvicorn asked standard output, so ``serve 2> log``
+    from a terminal wrote colour escapes into the log file)."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
     for handler in config["handlers"].values():
         if handler.get("stream") == "ext://sys.stdout":
             handler["stream"] = "ext://sys.stderr"
+    for formatter in config["formatters"].values():
+        formatter["use_colors"] = colours_on(sys.stderr)
     return config
+
+
+def colours_on(stream) -> bool:
+    """Colour escapes on ``stream``: a terminal, unless ``NO_COLOR`` is set (https://no-color.org) or ``TERM`` is
+    ``dumb``."""
+    isatty = getattr(stream, "isatty", None)
+    wanted = not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    return bool(wanted and isatty is not None and isatty())
 
 
 @contextlib.contextmanager
