@@ -189,3 +189,21 @@ def test_extract_prints_an_answers_8_bit_terminal_controls_escaped(trained_dir, 
     result = json.loads(out)
     assert "\u009b" in result["answer"] and context[result["spans"][0]["start"]:result["spans"][0]["end"]] == result["spans"][0]["text"]
     assert "\\u009b" in out and not any("\x7f" <= ch <= "\x9f" for ch in out)  # before: U+009B itself reached the terminal
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_a_small_n_best_keeps_the_answers_confidence(trained_dir, decoding):  # noqa: F811
+    from bio_mrc.decoding.postprocess import DecodeConfig
+
+    question, context = "Who formulated the laws?", "Isaac Newton formulated the laws of motion and universal gravitation in 1687."
+    full = AnswerExtractor.from_pretrained(trained_dir)(question, context, decoding=decoding, top_k=20)
+    best = full.spans[0].score
+    share = 1.0 / sum(math.exp(span.score - best) for span in full.spans)  # the best span's share of the 20 best
+    assert len(full.spans) > 1 and share < 1.0
+    for n_best in (1, 2):
+        small = AnswerExtractor.from_pretrained(trained_dir, decode_config=DecodeConfig(n_best=n_best))
+        one = small(question, context, decoding=decoding)
+        assert one.confidence == pytest.approx(share)  # it was 1.0 with n_best 1: the share of a list of one
+        examples, _ = small.examples(question, context)
+        (kept,) = small.predict(small.trained.windows(examples), examples, decoding=decoding)
+        assert kept.spans == full.spans[:n_best] and kept.confidence == pytest.approx(share)

@@ -12,6 +12,11 @@ from ..decoding.window_outputs import WindowOutputs
 from ..types import Example, Prediction
 from .calibrators import calibrated_probability, raw_confidence
 
+# The spans a single answer's raw confidence is the softmax share of, however few a caller keeps: the default n-best,
+# which tune fits each calibrator on (with n_best 1 every answer had confidence 1.0, and a calibrated probability
+# near 1 whatever the question).
+CONFIDENCE_SPANS = DecodeConfig().n_best
+
 
 def threshold_key(decoding: str) -> str:
     """Where a decoding's tuned threshold is saved: one per no-answer score, since a
@@ -61,13 +66,22 @@ def decode_answers(
     included) and, with a calibrator for the decoding, the ``probability`` that the best span is right;
     each span of a multi-span answer carries its own ``probability``."""
     config = replace(config, multi_span=multi_span)
-    predictions = decode_with_thresholds(outputs, examples, decoding, config, thresholds)
+    pooled = config if multi_span else replace(config, n_best=max(config.n_best, CONFIDENCE_SPANS))
+    predictions = decode_with_thresholds(outputs, examples, decoding, pooled, thresholds)
     threshold = (thresholds or {}).get(threshold_key(decoding))
     add_confidence(predictions, decoding, (calibrators or {}).get(decoding), threshold)  # before n-best scores become shares
     if not multi_span:
-        return predictions
+        return kept_spans(predictions, config.n_best)
     chosen = config.min_span_probability if min_span_probability is None else min_span_probability
     return multi_span_answers(predictions, decoding, span_count_threshold(decoding, chosen, span_count_rules))
+
+
+def kept_spans(predictions: list[Prediction], n_best: int) -> list[Prediction]:
+    """Each prediction's ``n_best`` best spans: its confidence, a share of at least :data:`CONFIDENCE_SPANS` spans
+    (those a calibrator was fitted on), stays what it is whatever ``n_best`` a user asks for."""
+    for prediction in predictions:
+        prediction.spans = prediction.spans[:n_best]
+    return predictions
 
 
 def span_count_threshold(decoding: str, chosen: float | None, tuned: Mapping[str, float] | None = None) -> float:

@@ -21,7 +21,7 @@ from ..metrics.squad_official import best_no_answer_threshold, no_answer_thresho
 from ..model import BioMrcConfig
 from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
-from .answers import apply_no_answer_threshold, multi_span_answers, threshold_key
+from .answers import CONFIDENCE_SPANS, apply_no_answer_threshold, multi_span_answers, threshold_key
 from .calibrators import degenerate_calibrator, fit_calibrator, raw_confidence
 from .defaults import FEWEST_CALIBRATION_QUESTIONS
 
@@ -319,7 +319,8 @@ def fit_calibrators(
     calibrators = {}
     for decoding in decodings:
         threshold = (thresholds or {}).get(threshold_key(decoding))
-        options = replace(config, multi_span=False) if threshold is None else replace(config, multi_span=False, require_answer=False)
+        pooled = replace(config, multi_span=False, n_best=max(config.n_best, CONFIDENCE_SPANS))  # the shares answers carry
+        options = pooled if threshold is None else replace(pooled, require_answer=False)
         predictions = apply_no_answer_threshold(decode(outputs, examples, decoding, options), threshold)
         raw = raw_confidence(predictions, threshold)
         fitted = fit_calibrator(raw, right(task, predictions, gold))
