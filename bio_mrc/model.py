@@ -372,10 +372,15 @@ def non_finite_weights(model: torch.nn.Module) -> list[str]:
 
 
 def _encoder_class(encoder_config: PreTrainedConfig) -> type[PreTrainedModel]:
-    """The class ``AutoModel`` builds for an encoder config (``BertModel`` for a ``BertConfig``)."""
+    """The class ``AutoModel`` builds for an encoder config (``BertModel`` for a ``BertConfig``); of a config that
+    maps to several (Funnel: ``FunnelModel`` and ``FunnelBaseModel``), the one its ``architectures`` names, else the first."""
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
-    return MODEL_MAPPING[type(encoder_config)]
+    found = MODEL_MAPPING[type(encoder_config)]
+    if not isinstance(found, (tuple, list)):
+        return found
+    named = set(getattr(encoder_config, "architectures", None) or ())
+    return next((cls for cls in found if cls.__name__ in named), found[0])
 
 
 def _encoder_from_config(encoder_config: PreTrainedConfig) -> PreTrainedModel:

@@ -117,7 +117,18 @@ def check_encoder_folder(folder: str | Path) -> None:
         raise fail(folder, None, f"no weights ({SAFETENSORS_FILE} or {PICKLED_WEIGHTS[0]}): an unfinished or partial copy?")
     if not any(path.is_file() for pattern in VOCABULARY_FILES for path in folder.glob(pattern)):
         raise fail(folder, None, "no tokenizer vocabulary (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model "
-                                 "file): copy the encoder's tokenizer files into it")
+                                 f"file): {_without_vocabulary(folder)}")
+
+
+def _without_vocabulary(folder: Path) -> str:
+    """What to do about an encoder folder without a vocabulary: copy the files in, unless its tokenizer_config.json
+    names a tokenizer of no vocabulary file (Canine reads characters), which has no fast form to give offsets."""
+    named = read_json_object(folder, "tokenizer_config.json").get("tokenizer_class") \
+        if (folder / "tokenizer_config.json").is_file() else None
+    if not isinstance(named, str):
+        return "copy the encoder's tokenizer files into it"
+    return (f"its tokenizer_config.json names {named}, a tokenizer without one, which gives no offset mappings to map "
+            "tokens back to characters; bio_mrc needs an encoder with a fast tokenizer (a tokenizer.json)")
 
 
 def fail(folder: Path, file: str | None, problem: str) -> ModelFormatError:

@@ -202,6 +202,29 @@ def encoder_positions(encoder: str) -> int | None:
         return None
 
 
+def check_encoder_runs(model: BioMrcForQuestionAnswering, tokenizer, length: int, where: str) -> None:
+    """Refuse an encoder that cannot run on the windows training makes: two windows, a whole one of ``length`` tokens
+    and a short one padded to it (an encoder that needs inputs of one fixed length, or whose attention does not take a
+    padding mask, such as a Nystromformer with fewer landmarks than its segment length), before any window is cut."""
+    context = " ".join([CHECK_CONTEXT] * (length // 4 + 1))
+    try:
+        batch = tokenizer([CHECK_QUESTION] * 2, [context, CHECK_CONTEXT.split()[0]], truncation="only_second",
+                          max_length=length, padding=True, return_tensors="pt")
+    except Exception:  # noqa: BLE001 - a window too short for the question is refused by the window checks, in their words
+        return
+    inputs = {key: value.to(model.device) for key, value in batch.items() if key in ENCODER_INPUTS}
+    training = model.training
+    try:
+        with torch.inference_mode():
+            model.eval()(**inputs)
+    except (IndexError, RuntimeError, AssertionError, ValueError, TypeError) as err:
+        raise ConfigError(f"encoder {where} ({type(model.encoder).__name__}) does not run on padded windows of {length} "
+                          f"tokens ({type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:200]}); "
+                          "bio_mrc cannot train it") from None
+    finally:
+        model.train(training)
+
+
 def check_same_logits(source: PreTrainedModel, model: BioMrcForQuestionAnswering, tokenizer, where: str) -> None:
     """Refuse a QA model whose own forward pass computes its start and end logits otherwise than its encoder and
     ``qa_outputs`` do (attention it sets itself, masks, another head), on one question and a context of real tokens

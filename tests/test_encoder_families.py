@@ -170,3 +170,69 @@ def test_the_pipeline_reads_a_left_cutting_tokenizer_as_the_model_was_trained(ti
     assert (windows.truncation_side, windows.padding_side, tokenizer.truncation_side) == ("right", "right", "left")
     batch = windows("who?", "normandy was ruled by rollo", truncation="only_second", max_length=6)
     assert batch.tokens() == ["[CLS]", "who", "?", "[SEP]", "normandy", "[SEP]"]  # the context's start kept, its end cut
+
+
+def test_an_encoder_that_cannot_run_on_padded_windows_is_refused_before_training(tiny_encoder_dir, tmp_path):
+    """A Nystromformer with fewer landmarks than its segment length reshapes every input to that one length, and its
+    attention cannot add a padding mask: training is refused in one line naming the encoder (before: a RuntimeError
+    traceback in the first training step, after the windows were cut)."""
+    from bio_mrc.training.trainer import fresh_model_and_tokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    tokenizer.save_pretrained(str(tmp_path / "encoder"))
+    config = transformers.NystromformerConfig(vocab_size=len(tokenizer), max_position_embeddings=66, num_landmarks=4,
+                                              segment_means_seq_len=48, **SMALL)
+    AutoModel.from_config(config).save_pretrained(str(tmp_path / "encoder"))
+    windows = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
+    with pytest.raises(ConfigError, match=r"\(NystromformerModel\) does not run on padded windows of 48 tokens"):
+        fresh_model_and_tokenizer(TrainConfig(encoder=str(tmp_path / "encoder"), **windows))
+    model, _, _ = fresh_model_and_tokenizer(TrainConfig(encoder=str(tiny_encoder_dir), **windows))
+    assert model.training  # the check leaves a model that runs as it was
+
+
+def test_a_character_level_encoder_without_a_vocabulary_is_refused_naming_its_tokenizer(tmp_path):
+    """Canine reads characters: its tokenizer has no vocabulary file and no fast form. The refusal says so, naming
+    the tokenizer class (before: it asked to copy tokenizer files that were already there)."""
+    from bio_mrc.encoders import resolve_encoder
+    from bio_mrc.errors import ModelFormatError
+
+    transformers.CanineTokenizer().save_pretrained(str(tmp_path))
+    config = transformers.CanineConfig(num_hash_buckets=16, max_position_embeddings=64, **SMALL)
+    AutoModel.from_config(config).save_pretrained(str(tmp_path))
+    with pytest.raises(ModelFormatError, match=r"names CanineTokenizer, a tokenizer without one, which gives no offset "):
+        resolve_encoder(str(tmp_path))
+
+
+def test_an_encoder_config_of_several_auto_classes_builds_the_one_it_names(tiny_encoder_dir, tmp_path):
+    """transformers maps a FunnelConfig to two classes (FunnelModel, FunnelBaseModel): the model asks the one its
+    encoder's ``architectures`` names which attention it supports (before: an AttributeError traceback building it)."""
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    tokenizer.save_pretrained(str(tmp_path))
+    config = transformers.FunnelConfig(vocab_size=len(tokenizer), d_model=32, n_head=2, d_head=16, d_inner=64,
+                                       block_sizes=[1, 1], num_decoder_layers=1)
+    transformers.FunnelModel(config).save_pretrained(str(tmp_path))
+    model = BioMrcForQuestionAnswering.from_encoder(str(tmp_path), heads="span+bio")
+    assert type(model.encoder).__name__ == "FunnelModel"
+    batch = tokenizer("who ruled?", "rollo ruled normandy", return_tensors="pt")
+    assert model(**batch).start_logits.shape == batch["input_ids"].shape
+
+
+@pytest.mark.slow
+def test_an_encoder_without_max_position_embeddings_is_checked_in_its_onnx_export(tiny_encoder_dir, tmp_path):
+    """A Funnel config has no ``max_position_embeddings``: the export checks windows of the model's own length, and
+    Funnel's graph, traced at one shape, is refused in one line as Longformer's is (before: an AttributeError
+    traceback after the graph was written)."""
+    from bio_mrc.errors import BioMrcError
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    tokenizer.save_pretrained(str(tmp_path / "encoder"))
+    config = transformers.FunnelConfig(vocab_size=len(tokenizer), d_model=32, n_head=2, d_head=16, d_inner=64,
+                                       block_sizes=[1, 1], num_decoder_layers=1)
+    transformers.FunnelModel(config).save_pretrained(str(tmp_path / "encoder"))
+    model = BioMrcForQuestionAnswering.from_encoder(str(tmp_path / "encoder"), heads="span+bio", max_seq_length=48,
+                                                    doc_stride=16, max_query_length=12)
+    model.save_pretrained(str(tmp_path / "model"))
+    tokenizer.save_pretrained(str(tmp_path / "model"))
+    with pytest.raises(BioMrcError, match=r"the encoder \(FunnelModel\) does not export to ONNX; not exported"):
+        export_onnx(tmp_path / "model", tmp_path / "exported")
+    assert not (tmp_path / "exported").exists()

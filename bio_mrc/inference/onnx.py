@@ -222,7 +222,8 @@ def write_export(trained: TrainedModel, staging: Path, opset: int, atol: float) 
     module, names = LogitsModule(model), encoder_inputs(model, trained.tokenizer)
     exported = export_graph(module, random_inputs(config, names, 2, 16), staging / ONNX_FILE, opset)
     runner = checked_runner(staging / ONNX_FILE, config, opset)
-    longest = min(trained.features.max_seq_length, config.encoder.max_position_embeddings)
+    positions = getattr(config.encoder, "max_position_embeddings", None)  # none: relative positions (Funnel)
+    longest = min(trained.features.max_seq_length, positions if isinstance(positions, int) else trained.features.max_seq_length)
     shapes = [(3, 29), (1, longest)]
     differences = checked_differences(module, runner, config, names, shapes)
     if max(differences.values()) > atol:

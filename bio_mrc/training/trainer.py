@@ -24,7 +24,7 @@ from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropou
 from ..precision import default_device, pinned_device
 from ..launcher import launcher_number
 from ..progress import progress_bars
-from ..qa_checkpoints import usable_positions, windows_that_fit
+from ..qa_checkpoints import check_encoder_runs, usable_positions, windows_that_fit
 from ..types import Example
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
 from .config import TrainConfig, check_network_args
@@ -163,6 +163,7 @@ def fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAns
     if positions is not None and config.max_seq_length > positions:
         raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions a window of "
                           f"encoder {encoder} may fill: train with windows that fit, e.g. {windows_that_fit(positions)}")
+    check_encoder_runs(model, tokenizer, config.max_seq_length, encoder)
     return model, tokenizer, encoder
 
 
