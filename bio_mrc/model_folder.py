@@ -261,6 +261,12 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
         if not isinstance(calibrator, dict) or not all(_is_number(calibrator.get(key)) and abs(calibrator[key]) <= MAX_SETTING
                                                        for key in ("a", "b", "c")):
             raise fail(folder, "config.json", f"calibration.{decoding} must hold the numbers a, b and c, got {calibrator!r}")
+        if calibrator.get("method") != "beta":  # the one method calibrate() reads a, b and c as
+            raise fail(folder, "config.json", f"calibration.{decoding}.method must be 'beta' (a, b and c are read as beta "
+                                              f"calibration), got {calibrator.get('method')!r}")
+        if calibrator["a"] < 0 or calibrator["b"] < 0:  # fitted ones never are: the map keeps the raw ranking
+            raise fail(folder, "config.json", f"calibration.{decoding}: a and b must be 0 or more (a negative one turns "
+                                              f"the map from raw confidence to probability around), got a={calibrator['a']!r}, b={calibrator['b']!r}")
         if "no_answer_threshold" in calibrator:  # the threshold it was fitted at scores its abstentions
             _check_threshold(calibrator["no_answer_threshold"], f"calibration.{decoding}.no_answer_threshold", folder)
     _warn_of_unknown_decodings(config, folder)
@@ -408,6 +414,7 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
     """``tokenizer.json`` exists (where required), parses and maps only to ids the encoder has; the special
     tokens the other tokenizer files name are in it (one that is not would be added past the vocabulary)."""
     settings = {name: read_json_object(folder, name) for name in TOKENIZER_JSON_FILES if (folder / name).is_file()}
+    _check_model_max_length(settings.get("tokenizer_config.json", {}), folder)
     path = folder / TOKENIZER_FILE
     if not path.is_file():
         if required:
@@ -435,6 +442,14 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
             if token not in vocabulary:
                 raise fail(folder, name, f"{key} {token!r} is not in {TOKENIZER_FILE}'s vocabulary "
                                          "(it would be added with an id past the model's)")
+
+
+def _check_model_max_length(settings: Mapping[str, Any], folder: Path) -> None:
+    """transformers compares every text's token count with ``model_max_length``: one that is no number (a string
+    ``"512"`` in a hand-edited file) ended the first question in a ``TypeError``."""
+    length = settings.get("model_max_length")
+    if length is not None and not (_is_number(length) and length >= 0):
+        raise fail(folder, "tokenizer_config.json", f"model_max_length must be a number of tokens (0 or more), got {length!r}")
 
 
 def _special_tokens(settings: Mapping[str, Any]) -> list[tuple[str, Any]]:

@@ -124,6 +124,46 @@ def test_a_calibrators_threshold_that_is_no_number_is_refused(saved_model, tmp_p
     TrainedModel.load(edit_config(copy_of(saved_model, tmp_path), calibration={"joint": calibrator}))
 
 
+@pytest.mark.parametrize("method, match", [
+    ("isotonic", r"calibration.joint.method must be 'beta' \(a, b and c are read as beta calibration\), got 'isotonic'"),
+    (7, r"calibration.joint.method must be 'beta' .*, got 7"),
+    (None, r"calibration.joint.method must be 'beta' .*, got None"),
+])
+def test_a_calibrator_of_another_method_is_refused_when_the_folder_loads(saved_model, tmp_path, method, match):
+    """A calibrator whose numbers were whole but whose method was not 'beta' (or missing) loaded, and the first answer
+    ended in calibrate()'s ValueError traceback."""
+    calibrator = {"a": 1.0, "b": 1.0, "c": 0.0} | ({} if method is None else {"method": method})
+    refused(edit_config(copy_of(saved_model, tmp_path), calibration={"joint": calibrator}), match)
+
+
+@pytest.mark.parametrize("a, b", [(-0.5, 1.0), (1.0, -2.0)])
+def test_a_calibrator_that_would_reverse_the_ranking_is_refused(saved_model, tmp_path, a, b):
+    """Beta calibration with a negative a or b is not monotone: a higher raw confidence could get a lower probability,
+    against what every fitted calibrator promises (fitting drops a negative weight)."""
+    calibrator = {"method": "beta", "a": a, "b": b, "c": 0.0}
+    refused(edit_config(copy_of(saved_model, tmp_path), calibration={"joint": calibrator}),
+            rf"calibration.joint: a and b must be 0 or more .*, got a={a}, b={b}")
+    calibrator.update(a=0.0, b=0.0)  # a constant map, as a degenerate fit saves it, still loads
+    TrainedModel.load(edit_config(copy_of(saved_model, tmp_path), calibration={"joint": calibrator}))
+
+
+@pytest.mark.parametrize("value, match", [
+    ("512", r"tokenizer_config.json: model_max_length must be a number of tokens \(0 or more\), got '512'"),
+    ([512], r"tokenizer_config.json: model_max_length must be a number of tokens \(0 or more\), got \[512\]"),
+    (-1, r"tokenizer_config.json: model_max_length must be a number of tokens \(0 or more\), got -1"),
+])
+def test_a_tokenizer_length_that_is_no_number_is_refused(saved_model, tmp_path, value, match):
+    """transformers compares each text's token count with model_max_length: a string there ended the first question
+    in a TypeError traceback."""
+    folder = copy_of(saved_model, tmp_path)
+    path = folder / "tokenizer_config.json"
+    settings = json.loads(path.read_text()) if path.is_file() else {}
+    path.write_text(json.dumps(settings | {"model_max_length": value}))
+    refused(folder, match)
+    path.write_text(json.dumps(settings | {"model_max_length": 1000000000000000019884624838656}))  # transformers' "none"
+    TrainedModel.load(folder)
+
+
 def test_pickled_checkpoints_are_refused_with_the_packages_own_line(saved_model, tmp_path):
     import torch
 
