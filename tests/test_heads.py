@@ -312,6 +312,9 @@ LOGITS, TAGS, MASK = torch.zeros(2, 5, 3), torch.zeros(2, 5, dtype=torch.long), 
         (LOGITS, TAGS.tolist(), MASK, TypeError, r"bio_targets must be a tensor"),
         (LOGITS, TAGS, MASK[:, :4], ValueError, r"tag_mask must have shape \(batch, seq\) = \(2, 5\), got \(2, 4\)"),
         (LOGITS, TAGS, None, TypeError, r"tag_mask must be a tensor"),
+        (LOGITS, torch.tensor([[2, 2, 3, 2, 2]] * 2), MASK, ValueError, r"bio_targets\[0, 2\] is 3, past the 3 tags"),
+        (LOGITS, torch.full((2, 5, 2), 2).index_put_((torch.tensor(1), torch.tensor(4), torch.tensor(1)), torch.tensor(7)),
+         MASK, ValueError, r"bio_targets\[1, 4, 1\] is 7, past the 3 tags \(B = 0, I = 1, O = 2\)"),
     ],
 )
 def test_bio_loss_names_wrong_inputs(logits, targets, mask, error, message):
@@ -334,6 +337,9 @@ START, END, POS = torch.zeros(2, 5), torch.zeros(2, 5), torch.tensor([1, 0])
         ((START, END), torch.zeros(2, 4), None, ValueError, r"start_positions must be"),
         ((START, END), {"start": POS}, None, TypeError, r"start_positions must be a tensor"),
         ((START, END), POS, torch.ones(2, 4), ValueError, r"attention_mask must have shape \(batch, seq\) = \(2, 5\)"),
+        ((START, END), torch.tensor([1, 5]), None, ValueError, r"start_positions\[1\] is 5, past the 5 positions of the window"),
+        ((START, END), torch.tensor([1, 3]), torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]), ValueError,
+         r"start_positions\[1\] is 3, a padding position \(attention_mask 0\)"),
     ],
 )
 def test_span_loss_names_wrong_inputs(logits, start, mask, error, message):
@@ -369,3 +375,13 @@ def test_a_row_of_zeros_is_left_out_of_token_means_count():
     logits = bio_logits([LN2, 0.0, 0.0], [LN2, 0.0, 0.0], [LN2, 0.0, 0.0])
     targets = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]])
     assert BIOHead(4).loss(logits, targets, torch.ones(1, 3)).item() == pytest.approx(1.5 * LN2, rel=1e-6)
+
+
+def test_tags_past_b_i_o_outside_tag_mask_are_never_read():
+    # uniform logits: each tagged token's loss is ln 3, whatever its tag; the untagged tokens hold 9, which tags nothing
+    logits, mask = torch.zeros(1, 4, 3), torch.tensor([[1, 1, 0, 0]])
+    assert BIOHead(4).loss(logits, torch.tensor([[0, 2, 9, 9]]), mask).item() == pytest.approx(math.log(3))
+    annotators = torch.tensor([[[0, 2], [1, 2], [9, 9], [9, 9]]])  # two annotators: -log(2 / 9) over the two tokens
+    assert BIOHead(4).loss(logits, annotators, mask).item() == pytest.approx(-math.log(2 / 9) / 2)
+    with pytest.raises(ValueError, match=r"bio_targets\[0, 1, 1\] is 9, past the 3 tags"):
+        BIOHead(4).loss(logits, annotators.index_put((torch.tensor(0), torch.tensor(1), torch.tensor(1)), torch.tensor(9)), mask)

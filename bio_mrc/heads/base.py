@@ -85,6 +85,22 @@ def check_distributions(name: str, targets: torch.Tensor, over: str) -> None:
                          f"0 for no label), got {values}{'...' if targets[row].numel() > 8 else ''}")
 
 
+def check_indices(name: str, targets: torch.Tensor, size: int, over: str, where: torch.Tensor | None = None) -> None:
+    """Integer ``targets`` as indices below ``size`` (a negative one is no label), else a ValueError naming the first
+    index past the end: ``one_hot`` and ``gather`` would fail with a bare RuntimeError, or a device-side assert on an
+    accelerator. ``where`` (a mask broadcast to ``targets``) limits the check to the labels read. Checked where the
+    targets are on the CPU, as :func:`check_distributions` is."""
+    if targets.device.type != "cpu" or targets.is_floating_point():
+        return
+    bad = targets >= size
+    if where is not None and where.device.type == "cpu":
+        bad = bad & where.bool()
+    if bad.any():
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        raise ValueError(f"{name}{list(index)} is {int(targets[index])}, past the {size} {over} "
+                         "(a negative value, such as -100, is no label)")
+
+
 def check_hidden_states(hidden_states: Any, hidden_size: int) -> torch.Tensor:
     """Hidden states as a (batch, seq, hidden_size) tensor, with a hint when an encoder output is passed whole."""
     if isinstance(hidden_states, Mapping) and "last_hidden_state" in hidden_states:

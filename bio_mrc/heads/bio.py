@@ -7,7 +7,8 @@ from torch import nn
 
 from ..model_defaults import BIO_LOSS_REDUCTIONS
 from .base import (
-    Head, as_loss_precision, check_batch_seq, check_distributions, check_hidden_states, check_tensor, soft_cross_entropy,
+    Head, as_loss_precision, check_batch_seq, check_distributions, check_hidden_states, check_indices, check_tensor,
+    soft_cross_entropy,
 )
 
 
@@ -100,8 +101,9 @@ class BIOHead(Head):
         likelihood). ``tag_mask`` marks the tokens that carry a tag; a tagged token whose distribution is a row of
         zeros or whose integer tag is negative (transformers' -100) carries none either: it is left out of the loss
         and of ``token_mean``'s count, as is a token of the K annotators' tags that none tags, and an example none
-        tags adds 0. Distributions must be non-negative and sum to 1 (ValueError otherwise). ``attention_mask`` is
-        taken for the common ``Head`` call and not read, as ``tag_mask`` already leaves padding out."""
+        tags adds 0. Distributions must be non-negative and sum to 1, and integer tags of ``tag_mask``'s tokens below 3
+        (ValueError otherwise). ``attention_mask`` is taken for the common ``Head`` call and not read, as ``tag_mask``
+        already leaves padding out."""
         self._check_loss_inputs(logits, bio_targets, tag_mask)
         scores = as_loss_precision(logits)
         if self.class_weights is not None:  # back to the weighted loss's own logits (see the class docstring)
@@ -148,6 +150,9 @@ class BIOHead(Head):
         check_batch_seq("tag_mask", tag_mask, batch_seq)
         if distributions:
             check_distributions("bio_targets", bio_targets, "B, I, O")
+        else:
+            tagged = tag_mask.unsqueeze(-1) if bio_targets.dim() == 3 else tag_mask  # untagged tokens are never read
+            check_indices("bio_targets", bio_targets, 3, "tags (B = 0, I = 1, O = 2)", where=tagged)
 
     def _marginal_loss(self, log_probs: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``-log Σ_k exp(Σ_i log p_{i,r_k(i)})`` per example, over the annotators present; a negative tag of a
@@ -156,7 +161,7 @@ class BIOHead(Head):
             raise ValueError("class_weights apply to distribution targets, not to the marginal likelihood")
         tagged = (tags >= 0) & mask.unsqueeze(-1)  # (batch, seq, K)
         present = tagged.any(dim=1)  # (batch, K)
-        picked = log_probs.gather(-1, tags.clamp(min=0)).masked_fill(~tagged, 0.0)  # (batch, seq, K)
+        picked = log_probs.gather(-1, torch.where(tagged, tags, 0)).masked_fill(~tagged, 0.0)  # (batch, seq, K)
         sequence_log_prob = picked.sum(1).masked_fill(~present, float("-inf"))
         loss = -torch.logsumexp(sequence_log_prob, dim=-1)
         return loss.masked_fill(~present.any(-1), 0.0)  # -log of an empty sum is +inf: no annotator, no label

@@ -6,7 +6,8 @@ import torch
 from torch import nn
 
 from .base import (
-    Head, as_loss_precision, check_batch_seq, check_distributions, check_hidden_states, check_tensor, soft_cross_entropy,
+    Head, as_loss_precision, check_batch_seq, check_distributions, check_hidden_states, check_indices, check_tensor,
+    soft_cross_entropy,
 )
 
 
@@ -42,7 +43,8 @@ class SpanHead(Head):
     ) -> torch.Tensor:
         """``logits``: the ``(start_logits, end_logits)`` pair ``forward`` returned. Positions are
         (batch,) integers or (batch, seq) distributions; a negative integer position (transformers' -100) is no
-        label: left out of the loss and of its mean, as transformers' ignore index is. ``tag_mask`` is taken for
+        label: left out of the loss and of its mean, as transformers' ignore index is; one past the window or on padding
+        (``attention_mask`` 0) is a ValueError, as a distribution on padding is. ``tag_mask`` is taken for
         the common ``Head`` call and not read: every position of the window may start or end the answer."""
         self._check_loss_inputs(logits, start_positions, end_positions, attention_mask)
         losses = []
@@ -75,6 +77,8 @@ class SpanHead(Head):
             )
         start = check_tensor("start_logits", logits[0], "(batch, seq)", 2)
         check_batch_seq("end_logits", logits[1], start.shape)
+        if attention_mask is not None:
+            check_batch_seq("attention_mask", attention_mask, start.shape)
         expected = f"(batch,) = ({start.shape[0]},) integer positions or (batch, seq) = {tuple(start.shape)} distributions"
         for name, target in (("start_positions", start_positions), ("end_positions", end_positions)):
             check_tensor(name, target, expected, (1, 2))
@@ -85,8 +89,23 @@ class SpanHead(Head):
                 on_padding = attention_mask is not None and target.device.type == "cpu" and (target * ~attention_mask.bool()).any()
                 if on_padding:  # log 0 there: an infinite loss (checked on the CPU alone, as check_distributions is)
                     raise ValueError(f"{name} puts probability on padding (attention_mask 0), which gets none")
-        if attention_mask is not None:
-            check_batch_seq("attention_mask", attention_mask, start.shape)
+            else:
+                check_indices(name, target, start.shape[1], "positions of the window")
+                if attention_mask is not None:
+                    _check_positions_on_tokens(name, target, attention_mask)
+
+
+def _check_positions_on_tokens(name: str, positions: torch.Tensor, attention_mask: torch.Tensor) -> None:
+    """Integer positions on a padding position (attention_mask 0) refused: it gets no probability, so its loss would
+    be about 1e38, not a label. Checked on the CPU alone, as the distributions are."""
+    if positions.device.type != "cpu" or attention_mask.device.type != "cpu":
+        return
+    labelled = positions >= 0
+    on_token = attention_mask.bool().gather(1, positions.clamp(min=0).long().unsqueeze(-1)).squeeze(-1)
+    if (bad := labelled & ~on_token).any():
+        row = int(bad.nonzero()[0, 0])
+        raise ValueError(f"{name}[{row}] is {int(positions[row])}, a padding position (attention_mask 0), which gets "
+                         "no probability")
 
 
 def build_span_head(config, hidden_size: int) -> SpanHead:
