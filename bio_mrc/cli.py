@@ -761,7 +761,8 @@ def _add_model_commands(add_command) -> None:
                           help="default: the data's own (multispan for MultiSpanQA's layout, else squad)")
     evaluate.add_argument("--strict", action="store_true",
                           help="a question without a prediction is an error, not a wrong answer, and so is an id "
-                               "that is not a question of the data (else ignored with a warning, as the official scripts)")
+                               "that is not a question of the data (else ignored with a warning, as the official SQuAD scripts; "
+                               "the multi-span metrics, like MultiSpanQA's official script, always refuse both)")
     _add_data_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
     tune = add_command("tune", help="tune the BIO span-length prior (and, on SQuAD 2.0 data, no-answer thresholds) "
