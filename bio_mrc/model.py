@@ -232,9 +232,14 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
     def takes_token_types(self) -> bool:
         """Whether the encoder reads token types: its forward takes them and it has more than one type. A tokenizer
         may make types 0 and 1 for an encoder of a single type (a RoBERTa model paired with a BERT tokenizer),
-        whose embedding has no row for type 1. Read once: every forward pass asks."""
+        whose embedding has no row for type 1. An encoder whose config counts no types reads them only where it has a
+        table of them: XLM's and FlauBERT's forward takes ``token_type_ids`` but looks them up in the word embeddings.
+        Read once: every forward pass asks."""
         accepted = "token_type_ids" in inspect.signature(self.encoder.forward).parameters
-        return accepted and getattr(self.encoder.config, "type_vocab_size", 2) > 1
+        types = getattr(self.encoder.config, "type_vocab_size", None)
+        if types is None:  # no count: a table of its own says the encoder has segments (XLM has none)
+            return accepted and any(name.endswith("token_type_embeddings") for name, _ in self.encoder.named_modules())
+        return accepted and types > 1
 
     @property
     def heads(self) -> dict[str, torch.nn.Module]:

@@ -181,11 +181,13 @@ def windows_that_fit(positions: int) -> str:
 
 def usable_positions(encoder: nn.Module) -> int | None:
     """The positions a window may fill: ``max_position_embeddings``, less the ids below the first position in
-    encoders that number positions from after their padding id (RoBERTa and its kin, MPNet). None: no limit known."""
+    encoders that number positions from after their padding id (RoBERTa and its kin, MPNet: their position table has
+    that padding id; XLM's ``embeddings``, its word table, has a padding id of its own). None: no limit known."""
     positions = getattr(encoder.config, "max_position_embeddings", None)
     if not isinstance(positions, int) or positions < 1:
         return None
-    padding = getattr(getattr(encoder, "embeddings", None), "padding_idx", None)
+    table = getattr(getattr(encoder, "embeddings", None), "position_embeddings", None)
+    padding = getattr(table, "padding_idx", None)
     return positions - (padding + 1) if isinstance(padding, int) and padding >= 0 else positions
 
 

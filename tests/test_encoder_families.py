@@ -87,6 +87,43 @@ def test_a_single_type_encoder_reads_no_token_types_its_tokenizer_makes(tiny_enc
     torch.testing.assert_close(with_types.start_logits, without.start_logits)
 
 
+def test_xlm_reads_no_token_types_which_it_would_look_up_as_words(tiny_encoder_dir, tmp_path):
+    """XLM's forward takes ``token_type_ids`` but adds the embedding of the word whose id is the type: with a
+    tokenizer making types, every context token had word 1's embedding added (outputs differ by whole units). The model
+    leaves the types out, so its windows read as the encoder reads the words alone, and so does its ONNX graph."""
+    folder = tmp_path / "encoder"
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    torch.manual_seed(0)
+    AutoModel.from_config(transformers.XLMConfig(vocab_size=len(tokenizer), emb_dim=32, n_layers=2, n_heads=2,
+                                                 max_position_embeddings=64)).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    model = BioMrcForQuestionAnswering.from_encoder(str(folder), heads="span", max_seq_length=48, doc_stride=16,
+                                                    max_query_length=12).eval()
+    assert not model.takes_token_types and encoder_inputs(model, tokenizer) == ["input_ids", "attention_mask"]
+    batch = tokenizer("who ruled?", "rollo ruled normandy", return_tensors="pt")
+    assert batch["token_type_ids"].max() == 1
+    with torch.no_grad():
+        words_alone = model.encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        assert not torch.allclose(model.encoder(**batch).last_hidden_state, words_alone, atol=1e-3)  # the types shift it
+        torch.testing.assert_close(model(**batch).start_logits,
+                                   model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).start_logits)
+
+
+def test_a_window_fills_every_position_of_an_encoder_numbering_from_zero(tiny_encoder_dir):
+    """XLM's ``embeddings`` is its word table, whose padding id is not the first position: its 64 positions hold
+    windows of 64 tokens (they held 63), while RoBERTa's, numbered from after padding id 1, hold 66 - 2."""
+    from bio_mrc.qa_checkpoints import usable_positions
+
+    xlm = AutoModel.from_config(transformers.XLMConfig(vocab_size=50, emb_dim=32, n_layers=1, n_heads=2,
+                                                       max_position_embeddings=64, pad_index=2))
+    roberta = AutoModel.from_config(transformers.RobertaConfig(vocab_size=50, max_position_embeddings=66, pad_token_id=1,
+                                                               **{**SMALL, "num_hidden_layers": 1}))
+    assert (usable_positions(xlm), usable_positions(roberta)) == (64, 64)
+    ids = torch.full((1, 64), 5)
+    with torch.no_grad():
+        assert xlm(input_ids=ids).last_hidden_state.shape == (1, 64, 32)
+
+
 def test_bert_reads_its_token_types(tiny_encoder_dir):
     model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span")
     assert model.takes_token_types
