@@ -8,8 +8,9 @@ What is checked, in this order, before any tensor is allocated:
   settings are positive integers and fit the encoder's ``max_position_embeddings``; tuned settings are numbers;
 * the weights: pickled checkpoints (``pytorch_model.bin``) are refused; ``model.safetensors`` (or each shard
   of its index) has a header that parses and tensors that tile the file exactly (an empty, cut short or
-  corrupt file is refused); given the model class, every tensor the config implies is there with its shape
-  and none other (built on the ``meta`` device: no memory);
+  corrupt file is refused; so is a ``__metadata__`` safetensors cannot read); given the model class, every tensor
+  the config implies is there with its shape, saved as floating point numbers where the model's is, and none other
+  (built on the ``meta`` device: no memory);
 * ``tokenizer.json``: present where required, at most :data:`MAX_TOKENIZER_BYTES`, read by ``tokenizers``
   (whose parser limits nesting), and every token id below the encoder's ``vocab_size``; the other tokenizer
   files parse as JSON objects;
@@ -68,6 +69,7 @@ MODEL_FILE_NAMES = (SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-?????-of-?????.s
                     "vocab.txt", "vocab.json", "merges.txt")
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
                "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
+FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
 
 
 def remove_replaced_model_files(folder: str | Path, new_files: Iterable[str]) -> list[str]:
@@ -355,11 +357,15 @@ def safetensors_shapes(folder: Path, name: str) -> dict[str, tuple[int, ...]]:
         raise fail(folder, name, "its header is not valid JSON (a corrupt file?)") from None
     if not isinstance(header, dict):
         raise fail(folder, name, "its header is not a JSON object (a corrupt file?)")
-    header.pop("__metadata__", None)
+    metadata = header.pop("__metadata__", None)
+    if metadata is not None and not (isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())):
+        raise fail(folder, name, "its header's __metadata__ is not an object of text values, as safetensors reads it "
+                                 "(a corrupt file?)")
     return _tiled_shapes(folder, name, header, size - 8 - length)
 
 
 def _tiled_shapes(folder: Path, name: str, header: Mapping[str, Any], data_bytes: int) -> dict[str, tuple[int, ...]]:
+    """Each tensor's shape; a :class:`Shape`, which also carries the tensor's safetensors dtype."""
     shapes, spans = {}, []
     for tensor, entry in header.items():
         entry = entry if isinstance(entry, dict) else {}
@@ -369,7 +375,7 @@ def _tiled_shapes(folder: Path, name: str, header: Mapping[str, Any], data_bytes
             raise fail(folder, name, f"tensor {tensor!r} has a corrupt header entry")
         if offsets[1] - offsets[0] != math.prod(shape) * DTYPE_BYTES[dtype]:
             raise fail(folder, name, f"tensor {tensor!r}: its bytes do not match its shape {shape} (a corrupt file?)")
-        shapes[tensor] = tuple(shape)
+        shapes[tensor] = Shape(shape, dtype)
         spans.append((offsets[0], offsets[1]))
     end = 0
     for start, stop in sorted(spans):
@@ -382,8 +388,21 @@ def _tiled_shapes(folder: Path, name: str, header: Mapping[str, Any], data_bytes
     return shapes
 
 
+class Shape(tuple):
+    """A saved tensor's shape (a tuple of its sizes) and, as ``dtype``, its safetensors dtype (``F32``, ``BOOL``, …);
+    a shape the model builds has the dtype of its own tensor's kind (``F32`` for a floating point one)."""
+
+    dtype: str
+
+    def __new__(cls, sizes: Iterable[int], dtype: str) -> Shape:
+        shape = super().__new__(cls, sizes)
+        shape.dtype = dtype
+        return shape
+
+
 def expected_shapes(model_class: type, config: Mapping[str, Any], folder: Path) -> dict[str, tuple[int, ...]]:
-    """The weights ``model_class`` builds from ``config``, built on the meta device (no memory is taken)."""
+    """The weights ``model_class`` builds from ``config``, built on the meta device (no memory is taken); each a
+    :class:`Shape`, of dtype ``F32`` where the model's tensor is floating point."""
     import torch
 
     try:
@@ -393,7 +412,8 @@ def expected_shapes(model_class: type, config: Mapping[str, Any], folder: Path) 
     except Exception as err:  # noqa: BLE001 - any failure to build is the config file's fault
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise fail(folder, "config.json", f"describes no model this version can build: {first}") from None
-    return {name: tuple(tensor.shape) for name, tensor in model.state_dict().items()}
+    return {name: Shape(tensor.shape, "F32" if tensor.is_floating_point() else str(tensor.dtype))
+            for name, tensor in model.state_dict().items()}
 
 
 def check_weights_fit(folder: Path, found: Mapping[str, tuple], expected: Mapping[str, tuple]) -> None:
@@ -408,6 +428,17 @@ def check_weights_fit(folder: Path, found: Mapping[str, tuple], expected: Mappin
         name = wrong[0]
         raise fail(folder, SAFETENSORS_FILE, f"{len(wrong)} tensors do not have the shapes config.json implies "
                                              f"(e.g. {name}: {list(found[name])}, config.json: {list(expected[name])})")
+    check_floating_weights(folder, found, expected)
+
+
+def check_floating_weights(folder: Path, found: Mapping[str, tuple], expected: Mapping[str, tuple]) -> None:
+    """A tensor the model holds as floating point numbers is saved as such (``F32``, ``BF16``, …): one saved as
+    integers or booleans (``I32``, ``BOOL``) holds no trained weights, and loading would cast it silently."""
+    if wrong := [name for name, shape in expected.items() if getattr(shape, "dtype", None) == "F32"
+                 and getattr(found[name], "dtype", "F32") not in FLOAT_DTYPES]:
+        name = wrong[0]
+        raise fail(folder, SAFETENSORS_FILE, f"{len(wrong)} tensors hold {found[name].dtype} values where the model "
+                                             f"has floating point weights (e.g. {name}): a corrupt or hand-edited file?")
 
 
 def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> None:

@@ -183,6 +183,46 @@ def test_weights_a_flipped_exponent_bit_made_huge_are_refused(saved_model, tmp_p
     refused(folder, r"values beyond ±1e\+06 \(bio_head.classifier.weight\).*a corrupt file")
 
 
+
+def _with_header(path: Path, edit) -> None:
+    """Rewrite a safetensors file's JSON header with ``edit`` (the tensors' bytes stay where they are)."""
+    data = path.read_bytes()
+    length = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + length])
+    edit(header)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data[8 + length :])
+
+
+@pytest.mark.parametrize("metadata", [{"format": 5}, "pt", ["pt"]])
+def test_a_weights_header_whose_metadata_safetensors_cannot_read_is_one_error(saved_model, tmp_path, metadata):
+    folder = copy_of(saved_model, tmp_path)
+    _with_header(folder / "model.safetensors", lambda header: header.update(__metadata__=metadata))
+    refused(folder, r"model.safetensors: its header's __metadata__ is not an object of text values")
+
+
+@pytest.mark.parametrize("dtype, name", [("bool", "BOOL"), ("uint8", "U8"), ("int32", "I32")])
+def test_floating_point_weights_saved_as_integers_or_booleans_are_refused_not_cast(saved_model, tmp_path, dtype, name):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    folder = copy_of(saved_model, tmp_path)
+    weights = load_file(folder / "model.safetensors")
+    weights["bio_head.classifier.bias"] = weights["bio_head.classifier.bias"].to(getattr(torch, dtype))  # small: all 0
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    refused(folder, rf"model.safetensors: 1 tensors hold {name} values where the model has floating point weights "
+                    r"\(e.g. bio_head.classifier.bias\)")
+
+
+def test_weights_saved_in_half_precision_still_load(saved_model, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    folder = copy_of(saved_model, tmp_path)
+    weights = {name: tensor.half() for name, tensor in load_file(folder / "model.safetensors").items()}
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    assert TrainedModel.load(folder).model.config.heads
+
 # --- the tokenizer and the windows -----------------------------------------------------------------
 
 @pytest.mark.parametrize("damage, match", [
