@@ -524,3 +524,20 @@ def test_the_log_lines_are_coloured_only_on_a_terminal_that_takes_colour(monkeyp
     line = DefaultFormatter(**options).format(logging.LogRecord("uvicorn.error", logging.INFO, "", 0, "Started", None, None))
     assert ("\x1b[" in line) is coloured
     assert line.endswith("Started")
+
+
+def test_a_dropped_app_releases_its_model(model_dir):
+    """FastAPI keeps every endpoint it has called in a module-level cache: an endpoint closing over the extractor
+    would keep each app's model in memory after the app, its client and the extractor are dropped."""
+    import gc
+    import weakref
+
+    extractor = AnswerExtractor(TrainedModel.load(model_dir, precision="fp32"))
+    model = weakref.ref(extractor.trained.model)
+    app = create_app(extractor)
+    with TestClient(app) as client:
+        assert client.post("/answer", json={"question": "Who?", "context": "Ada wrote it."}).status_code == 200
+        assert client.get("/health").status_code == 200
+    del extractor, app, client
+    gc.collect()
+    assert model() is None

@@ -72,11 +72,15 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
         "probability of being right. Concurrent requests are answered together in one forward pass."))
     app.router.route_class = OffLoopJsonRoute
     app.state.helper = scheduler.helper
+    # The routes read the model from the app's state, never from their closures: FastAPI keeps every endpoint it
+    # has seen in a module-level cache, which would keep a dropped app's model in memory with them.
+    app.state.extractor, app.state.scheduler = extractor, scheduler
     app.state.max_batch_size, app.state.request_fields = config.max_batch_size, set(AnswerRequest.model_fields)
     _add_refusals(app, config)
 
     @app.post("/answer", response_model=AnswerResponse, responses=_REFUSALS, summary="answer questions from their contexts")
     async def answer(body: AnswerRequest, request: Request) -> Response:
+        extractor, scheduler = request.app.state.extractor, request.app.state.scheduler
         documents = asks_over_documents(body.question, body.context)
         too_many = too_many_asked(body.question, body.context, config.max_batch_size)
         if too_many:
@@ -101,9 +105,10 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
         return pydantic_json(AnswerResponse(model=name, decoding=decoding, results=results))
 
     @app.get("/health", response_model=Health, summary="the model that answers, its card, the limits")
-    async def health() -> Response:
-        return pydantic_json(Health(model=name, backend=extractor.trained.backend, card=card, limits=limits,
-                                    served=scheduler.stats))
+    async def health(request: Request) -> Response:
+        state = request.app.state
+        return pydantic_json(Health(model=name, backend=state.extractor.trained.backend, card=card, limits=limits,
+                                    served=state.scheduler.stats))
 
     # HEAD too, outside the OpenAPI page: the probe of load balancers and uptime checks that read the status alone
     app.add_api_route("/health", health, methods=["HEAD"], include_in_schema=False)
