@@ -262,7 +262,7 @@ def cmd_train(args: argparse.Namespace) -> int:
               "questions: their scores during training overstate the model (hold out whole articles)", file=sys.stderr)
     evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=registry.task_of_data(held_out.format, held_out.is_v2),
                                   precision=config.precision) if held_out else None  # scored in the run's precision
-    print(f"training on {len(data.examples)} questions of {args.train}", file=sys.stderr)
+    print(printable_line(f"training on {len(data.examples)} questions of {args.train}"), file=sys.stderr)
     result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
                          checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,
                          network_args=_network_args(args))
@@ -440,8 +440,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     if not calibrate:
         print(f"calibrators: none fitted; kept as saved ({', '.join(before.calibration or {}) or 'none'})", file=sys.stderr)
-    print(f"saved in {target / 'config.json'}" + (" (in place)" if target == Path(args.model) else f" (a tuned copy of {args.model})"),
-          file=sys.stderr)
+    print(printable_line(f"saved in {target / 'config.json'}"
+                         + (" (in place)" if target == Path(args.model) else f" (a tuned copy of {args.model})")), file=sys.stderr)
     print(json.dumps(json_numbers(tuned.report), indent=2))
     return 0
 
@@ -517,8 +517,8 @@ def _plot_threshold_curves(tuned, plot_dir: Path) -> None:
     from .inference import threshold_key
 
     if not tuned.curves:
-        print(f"note: nothing plotted in {plot_dir}: the curves are of no-answer thresholds, which questions that all have "
-              "an answer do not tune (SQuAD 2.0 questions do)", file=sys.stderr)
+        print(printable_line(f"note: nothing plotted in {plot_dir}: the curves are of no-answer thresholds, which questions "
+                             "that all have an answer do not tune (SQuAD 2.0 questions do)"), file=sys.stderr)
     for decoding, (xs, f1) in tuned.curves.items():
         finite = np.isfinite(xs)
         plot_threshold_curve(xs[finite], f1[finite], tuned.thresholds[threshold_key(decoding)],
@@ -547,11 +547,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_outputs_apart([output_dir], [args.config, data_dir])
     if args.train_only:
         for model_dir in train_models(config, data_dir, output_dir, progress=True, cells_from=args.cells_from):
-            print(model_dir)
+            print(printable_line(model_dir))
         return 0
     results, summary = compare(config, data_dir, output_dir, progress=True, cells_from=args.cells_from)
     print(console_table(results, summary))
-    print(f"\nreport: {output_dir / 'report.md'} (also report.html with a question browser, report.json and PNG plots there)")
+    print("\n" + printable_line(f"report: {output_dir / 'report.md'} (also report.html with a question browser, report.json and PNG plots there)"))
     return 0
 
 
@@ -581,7 +581,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
         page.parent.mkdir(parents=True, exist_ok=True)  # as predict makes its --output's folder
         atomic_write_text(page, extraction_page(extractor, args.question, context))
         drawn = "best span (the page draws one span an answer)" if args.multi_span else "answer"
-        print(f"page: {args.html} (every decoding's {drawn} and the BIO head's word probabilities)", file=sys.stderr)
+        print(printable_line(f"page: {args.html} (every decoding's {drawn} and the BIO head's word probabilities)"), file=sys.stderr)
     return 0
 
 
@@ -620,7 +620,7 @@ EXPORT_FORMATS = {"onnx": _export_onnx, "transformers": _export_transformers}  #
 
 def cmd_export(args: argparse.Namespace) -> int:
     check_folder_target(args.output)
-    print(f"exporting {args.model} to {args.format} in {args.output}", file=sys.stderr)
+    print(printable_line(f"exporting {args.model} to {args.format} in {args.output}"), file=sys.stderr)
     record = EXPORT_FORMATS[args.format](args)
     print(json.dumps({"output": str(args.output), **record}, indent=2))
     return 0
@@ -630,7 +630,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from .inference.conversion import convert_qa_checkpoint
 
     check_folder_target(args.output)
-    print(f"converting {args.model} into a bio_mrc model in {args.output}", file=sys.stderr)
+    print(printable_line(f"converting {args.model} into a bio_mrc model in {args.output}"), file=sys.stderr)
     written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite,
                                     max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
                                     max_query_length=args.max_query_length)

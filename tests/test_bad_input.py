@@ -119,6 +119,23 @@ def test_relocated_ids_reach_the_terminal_without_control_sequences(tmp_path, ca
     assert r"question(s) in " + str(bad) + r": 'q\x1b[2J\x1b]0;title\x07'" in err
 
 
+def test_the_lines_naming_what_a_command_reads_and_writes_reach_the_terminal_without_control_sequences(
+        saved_model, tmp_path, capsys):
+    hostile = "\x1b[2J\x1b]8;;http:evil\x07\u202egnp"  # clears, links, and shows what follows reversed
+    page = tmp_path / f"page{hostile}.html"
+    assert main(["extract", "--model", str(saved_model), "--question", "who", "--context", "Ada wrote it.",
+                 "--html", str(page)]) == 0
+    assert page.is_file()
+    for command in ("export", "convert"):  # the line before the work; the missing model is then an error
+        assert main([command, "--model", str(tmp_path / f"gone{hostile}"), "--output", str(tmp_path / f"out{hostile}")]) == 2
+    err = capsys.readouterr().err
+    shown = "\\x1b[2J\\x1b]8;;http:evil\\x07\\u202egnp"
+    assert f"page: {tmp_path}/page{shown}.html (every decoding's answer" in err
+    assert f"exporting {tmp_path}/gone{shown} to onnx in {tmp_path}/out{shown}\n" in err
+    assert f"converting {tmp_path}/gone{shown} into a bio_mrc model in {tmp_path}/out{shown}\n" in err
+    assert not any(char in err for char in "\x1b\x07\u202e")
+
+
 def test_cli_skip_invalid_counts(tmp_path, capsys):
     data = squad_file(tmp_path, [question("q1"), question("q2", text="Rome")])
     preds = tmp_path / "p.json"

@@ -146,3 +146,11 @@ def test_printable_json_escapes_every_control_character_and_keeps_the_value():
 
 def test_printable_line_writes_control_characters_as_python_does_and_keeps_the_rest():
     assert io.printable_line("in dev\x1b[2J\n\u009b.json\tcafé") == "in dev\\x1b[2J\\n\\x9b.json\tcafé"
+
+
+def test_bidirectional_overrides_are_escaped_in_a_printed_line_and_in_printed_json():
+    # "evil\u202egnp.exe" shows as "evilexe.png" on a terminal that reorders right-to-left text; an isolate alike
+    assert io.printable_line("evil\u202egnp.exe \u2067x\u2069 שלום") == "evil\\u202egnp.exe \\u2067x\\u2069 שלום"
+    value = {"answer": "evil\u202egnp.exe", "id": "q\u202a"}
+    text = io.printable_json(value)
+    assert text == '{"answer": "evil\\u202egnp.exe", "id": "q\\u202a"}' and json.loads(text) == value

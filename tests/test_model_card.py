@@ -314,6 +314,20 @@ def test_a_data_set_name_with_markup_stays_inside_its_code_span():
     assert card.data.eval_results[0].dataset_name == hostile  # the metadata keeps the name as it is
 
 
+def test_a_data_set_or_source_name_with_terminal_controls_is_written_as_python_writes_them():
+    """``cat README.md`` prints the card: a file or folder name in its text cannot clear, retitle or link the terminal."""
+    hostile = "dev\x1b[2J\x1b]8;;http:evil\x07\u202egnp.json"
+    shown = "`dev\\x1b[2J\\x1b]8;;http:evil\\x07\\u202egnp.json`"
+    config = {"heads": "bio", "bio_length_prior": 1.5, "tuned_on": {"description": hostile, "questions": 2, "content_hash": "c"}}
+    text = model_card.render_model_card(config, {"n_examples": 3, "train": {"encoder": hostile}}, None, "m")
+    assert f"Tuned on {shown} (2 questions" in text and f"| encoder | {shown} |" in text
+    assert ModelCard(text).data.eval_results[0].dataset_name == hostile + " (tuning questions)"  # the metadata keeps it
+    exported = model_card.render_exported_card(model_card.model_config({"heads": "span"}), None, "BertForQuestionAnswering",
+                                               [], "out", hostile)
+    assert f"exported from the `bio_mrc` model {shown}:" in exported
+    assert not any(char in body for body in (text.split("\n---\n", 1)[1], exported) for char in "\x1b\x07\u202e")
+
+
 def test_a_pipe_or_a_backtick_in_an_encoder_name_or_a_training_option_keeps_its_table_cell():
     record = {"n_examples": 3, "train": {"encoder": "encoders/my|tiny`v2", "training_args": {"run_name": "a | b"}}}
     text = model_card.render_model_card({"heads": "span"}, record, None, "m")

@@ -262,5 +262,23 @@ def test_a_data_file_name_with_a_line_break_opens_no_block(report_name):
     page = markdown_to_html(markdown)
     for tag in ("<h2", "<h3", "<table", "<pre"):  # before: the fence took in every section after the evaluation's line
         assert page.count(tag) == plain.count(tag), tag
-    assert "- Evaluation: dev ``` .json: " in markdown and "`earlier ``` /report.json` (`--cells-from`; its comparison of 2026-01-01 # Scores," in markdown
-    assert not parts or "### part # Scores ``` (" in markdown
+    assert "- Evaluation: dev \\`\\`\\` .json: " in markdown
+    assert "`earlier ``` /report.json` (`--cells-from`; its comparison of 2026-01-01 # Scores," in markdown
+    assert not parts or "### part # Scores \\`\\`\\` (" in markdown
+
+
+def test_a_data_file_name_with_markup_or_terminal_controls_shows_as_its_characters():
+    from bio_mrc.harness import report
+    from bio_mrc.harness.markdown_html import markdown_to_html
+
+    committed = read_report(next(path for path in REPORT_FILES if path.parent.name == "v2-from-reader"))
+    committed.results.eval["description"] = "d\x1b[2J<img src=x onerror=alert(1)>[x](javascript:alert(1))*a*.json"
+    committed.results.config["description"] = "about\x1b]0;title\x07 this"
+    markdown = report.render_markdown(committed.results, committed.summary, {})
+    # report.md: no raw control character, and every character that starts HTML, a link or emphasis after a backslash
+    assert "\x1b" not in markdown and "\x07" not in markdown and "about\\x1b]0;title\\x07 this" in markdown
+    assert "- Evaluation: d\\\\x1b\\[2J\\<img src=x onerror=alert(1)\\>\\[x\\](javascript:alert(1))\\*a\\*.json: " in markdown
+    # report.html reads the backslashes back: the name's own characters, escaped, no tag, link or emphasis
+    page = markdown_to_html(markdown)
+    assert "<li>Evaluation: d\\x1b[2J&lt;img src=x onerror=alert(1)&gt;[x](javascript:alert(1))*a*.json: " in page
+    assert "<img" not in page and "<a " not in page and "<em>a" not in page

@@ -13,7 +13,7 @@ from ..metrics.multispan_official import f1_from_count_sums, metrics_from_counts
 from ..metrics.squad_official import per_question_scores
 from .cell_key import CellKey
 from .data_set_records import DataSetRow, DataSetSummary, SingleSpanScores
-from .markdown_html import line_text
+from .markdown_html import literal_text
 from .results import Cell, ComparisonResults
 
 
@@ -102,7 +102,7 @@ def data_set_lines(summaries: list[DataSetSummary], resampling: str) -> list[str
     for part in summaries:
         task = registry.task(part.task)
         shown = task.data_set_metrics
-        lines += ["", f"### {line_text(part.description)} ({part.questions} questions)", "",
+        lines += ["", f"### {literal_text(part.description)} ({part.questions} questions)", "",
                   f"| cell | {' | '.join(task.metric_title(name) for name in shown)} | empty | spans per question | "
                   "single-span questions: SQuAD F1 |", "|---|" + "---|" * (len(shown) + 3)]
         for row in part.rows:

@@ -1,6 +1,6 @@
 """The Markdown that ``report.md`` is written in, as HTML: headings, paragraphs, bullet lists, pipe tables,
-fenced code, and inline code, bold, italic, links and images. Only that subset: the report is the only
-input. Every text is HTML-escaped; a link keeps its target only when it is relative or http(s)/mailto,
+fenced code, and inline code, bold, italic, links, images and backslash escapes (``\\[`` is a ``[``). Only that subset:
+the report is the only input. Every text is HTML-escaped; a link keeps its target only when it is relative or http(s)/mailto,
 and an image's source goes through ``image_source`` (report.html embeds each plot as a data URI).
 """
 
@@ -10,10 +10,13 @@ import html
 import re
 from typing import Callable
 
+from ..io import printable_line
+
 ImageSource = Callable[[str], "str | None"]  # a Markdown image path -> the src to use, None when there is none
 
 _INLINE = re.compile(
-    r"(?P<ticks>`+)(?P<code>.+?)(?P=ticks)"
+    r"\\(?P<escaped>[!-/:-@\[-`{-~])"  # a backslash before ASCII punctuation: that character as it is
+    r"|(?P<ticks>`+)(?P<code>.+?)(?P=ticks)"
     r"|!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)"
     r"|\[(?P<text>[^\]]+)\]\((?P<href>[^)\s]+)\)"
     r"|\*\*(?P<bold>.+?)\*\*"
@@ -42,6 +45,8 @@ def inline_html(text: str, image_source: ImageSource = _no_image) -> str:
 
 
 def _inline_element(match: re.Match, image_source: ImageSource) -> str:
+    if match.group("escaped") is not None:
+        return html.escape(match.group("escaped"))
     if match.group("ticks"):
         return f"<code>{html.escape(match.group('code').strip())}</code>"
     if match.group("src") is not None:
@@ -120,14 +125,25 @@ def paragraph_text(text: str) -> str:
     """Free text (a comparison's description) as one line of a Markdown paragraph: its white space, line breaks
     (also U+2028) included, as single spaces, and ``Description:`` before a text whose first characters would open
     a heading, a list, a table or a code block, which would take in the report's sections after it."""
-    line = " ".join(text.split())
+    line = printable_line(" ".join(text.split()))
     return f"Description: {line}" if _starts_block(line) else line
 
 
 def line_text(text: str) -> str:
     """Text within one line of Markdown (a data file's name in a list item or a heading): its line breaks (also
-    U+2028) as spaces, so a file name holding one cannot end the line and open a code block or heading of its own."""
-    return " ".join(str(text).splitlines())
+    U+2028) as spaces, so a file name holding one cannot end the line and open a code block or heading of its own,
+    and its other control characters as Python writes them (``\\x1b``), so ``cat report.md`` cannot clear a terminal."""
+    return printable_line(" ".join(str(text).splitlines()))
+
+
+_MARKUP = re.compile(r"([\\`*_\[\]<>&~])")  # what starts code, emphasis, a link or an image, HTML or an entity
+
+
+def literal_text(text: str) -> str:
+    """Text shown as it is within one line of Markdown (a data file's name): :func:`line_text`, and a backslash before
+    each character that would start markup, so ``<img src=x onerror=...>``, ``[x](javascript:...)`` or ``*a*`` in a
+    file's name shows as those characters in any Markdown reader rather than as HTML, a link or emphasis."""
+    return _MARKUP.sub(r"\\\1", line_text(text))
 
 
 def _starts_block(line: str) -> bool:

@@ -17,7 +17,7 @@ from ..types import Example
 from .data_sets import data_set_lines
 from .html_report import write_html_report
 from .learning_curve import learning_curve_section
-from .markdown_html import line_text, paragraph_text
+from .markdown_html import line_text, literal_text, paragraph_text
 from .results import ComparisonResults
 from .selective_section import RISK_COVERAGE_PLOT, selective_section
 from .stats import BOOTSTRAP_RESAMPLES, format_present
@@ -108,20 +108,20 @@ def _header_section(results: ComparisonResults, summary: Summary, plots: dict[st
     if results.train and any(run["name"] not in own for run in config["runs"]):
         train = results.train
         whose = " (runs without their own `train_data`)" if own else ""
-        lines.append(f"- Train{whose}: {line_text(train['description'])}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
+        lines.append(f"- Train{whose}: {literal_text(train['description'])}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
     for name, train in own.items():
-        lines.append(f"- Train, run {name}: {line_text(train['description'])}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
+        lines.append(f"- Train, run {name}: {literal_text(train['description'])}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
     if not results.train and not own:
         cv = config["cross_validation"]
         lines.append(f"- Train: {cv['folds']}-fold cross-validation over the evaluation questions (seed {cv['seed']}): "
                      "every question is predicted by the model that did not train on it")
-    lines.append(f"- Evaluation: {line_text(evaluation['description'])}: {evaluation['questions']} questions, {task.title} "
+    lines.append(f"- Evaluation: {literal_text(evaluation['description'])}: {evaluation['questions']} questions, {task.title} "
                  f"(ids hash `{evaluation['question_hash']}`, the same questions for every cell)")
     lines += _earlier_cells_lines(results.cells_from)
     if results.tune:
         thresholds = any(cell.threshold is not None for cell in results.cells)
         tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if thresholds else "")
-        lines.append(f"- Tuned on {line_text(results.tune['description'])}: {results.tune['questions']} questions ({tuned})")
+        lines.append(f"- Tuned on {literal_text(results.tune['description'])}: {results.tune['questions']} questions ({tuned})")
     return lines
 
 
