@@ -290,6 +290,19 @@ def test_the_openapi_page_describes_the_requests_and_their_limits(extractor):
     assert all(field.get("description") for field in schema["components"]["schemas"]["Answer"]["properties"].values())
 
 
+def test_the_docs_pages_show_a_hostile_name_as_text(extractor):
+    """FastAPI writes the app's title into the docs pages' <title> as it is: a name holding ``</title><script>`` ran as
+    script there. It is HTML-escaped on both pages; the schema keeps the name as it is."""
+    name = "</title><script>alert(1)</script>"
+    with TestClient(create_app(extractor, ServeConfig(), name=name)) as client:
+        pages = [client.get(path) for path in ("/docs", "/redoc")]
+        schema = client.get("/openapi.json").json()
+    for page, viewer in zip(pages, ("Swagger UI", "ReDoc")):
+        assert page.status_code == 200 and "<script>alert(1)" not in page.text
+        assert f"<title>bio_mrc: &lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt; - {viewer}</title>" in page.text
+    assert schema["info"]["title"] == f"bio_mrc: {name}"
+
+
 def test_the_openapi_page_says_what_multi_span_answers_under_each_decoding(extractor):
     with TestClient(create_app(extractor, ServeConfig())) as client:
         schema = client.get("/openapi.json").json()["components"]["schemas"]

@@ -12,6 +12,7 @@ up is dropped (:mod:`.bounded`).
 """
 
 import dataclasses
+import html
 import email.message
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.routing import APIRoute
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from .. import __version__, registry
@@ -66,10 +67,11 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
         yield
         await scheduler.stop()
 
-    app = FastAPI(title=f"bio_mrc: {name}", version=__version__, lifespan=lifespan, description=(
+    app = FastAPI(title=f"bio_mrc: {name}", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, description=(
         "Extractive question answering: POST a question (or a batch of them) with its context to /answer; the "
         "answers are spans of the context with character offsets, confidence and, for a calibrated model, the "
         "probability of being right. Concurrent requests are answered together in one forward pass."))
+    _add_docs_pages(app)
     app.router.route_class = OffLoopJsonRoute
     app.state.helper = scheduler.helper
     # The routes read the model from the app's state, never from their closures: FastAPI keeps every endpoint it
@@ -203,6 +205,23 @@ def pydantic_json(model: Any, status_code: int = 200) -> Response:
     the response, the same JSON value."""
     text = json_with_controls_escaped(model.model_dump_json())
     return Response(text, status_code=status_code, media_type="application/json")
+
+
+def _add_docs_pages(app: FastAPI) -> None:
+    """FastAPI's ``/docs`` and ``/redoc`` pages, with the title HTML-escaped: FastAPI writes it into ``<title>`` as it
+    is, so a name holding ``</title><script>`` (``create_app(..., name=...)``) ran as script on the page."""
+    from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+
+    title = html.escape(app.title)
+
+    async def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=app.openapi_url, title=f"{title} - Swagger UI")
+
+    async def redoc() -> HTMLResponse:
+        return get_redoc_html(openapi_url=app.openapi_url, title=f"{title} - ReDoc")
+
+    app.add_api_route("/docs", swagger_ui, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/redoc", redoc, methods=["GET"], include_in_schema=False)
 
 
 def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
