@@ -13,7 +13,8 @@ What is checked, in this order, before any tensor is allocated:
   (built on the ``meta`` device: no memory);
 * ``tokenizer.json``: present where required, at most :data:`MAX_TOKENIZER_BYTES`, read by ``tokenizers``
   (whose parser limits nesting), and every token id below the encoder's ``vocab_size``; the other tokenizer
-  files parse as JSON objects;
+  files parse as JSON objects, and their special tokens are texts of its vocabulary (``cls_token`` and ``sep_token``
+  those its post-processor puts in every window, which loading rebuilds the windows from);
 * an ONNX export's ``model.onnx``: parses, its external data lies inside the folder, its inputs are
   ``(batch, sequence)`` and its outputs those of the config's heads.
 """
@@ -52,6 +53,10 @@ MAX_CONFIG_BYTES = 16 * 2**20
 MAX_TOKENIZER_BYTES = 256 * 2**20
 MAX_SAFETENSORS_HEADER = 100 * 2**20  # safetensors' own limit
 TOKENIZER_FILE = "tokenizer.json"
+# The special tokens transformers' tokenizer classes read from the tokenizer files; of them, those its BERT, RoBERTa and
+# most other classes rebuild a window's template from (``[CLS] question [SEP] context [SEP]``), whatever tokenizer.json says.
+SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+TEMPLATE_TOKEN_KEYS = ("cls_token", "sep_token")
 TOKENIZER_JSON_FILES = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
 PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 SAFETENSORS_FILE, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
@@ -443,7 +448,8 @@ def check_floating_weights(folder: Path, found: Mapping[str, tuple], expected: M
 
 def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> None:
     """``tokenizer.json`` exists (where required), parses and maps only to ids the encoder has; the special
-    tokens the other tokenizer files name are in it (one that is not would be added past the vocabulary)."""
+    tokens the other tokenizer files name are token texts in it (one that is not would be added past the vocabulary),
+    and their ``cls_token`` and ``sep_token`` those its post-processor puts in every window."""
     settings = {name: read_json_object(folder, name) for name in TOKENIZER_JSON_FILES if (folder / name).is_file()}
     _check_model_max_length(settings.get("tokenizer_config.json", {}), folder)
     path = folder / TOKENIZER_FILE
@@ -468,11 +474,49 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
     if max(vocabulary.values()) >= vocab_size:
         raise fail(folder, TOKENIZER_FILE, f"maps tokens to ids up to {max(vocabulary.values())}, past the encoder's "
                                            f"vocab_size {vocab_size} (config.json): the tokenizer is not this model's")
+    template = _template_tokens(tokenizer)
     for name, values in settings.items():
         for key, token in _special_tokens(values):
             if token not in vocabulary:
                 raise fail(folder, name, f"{key} {token!r} is not in {TOKENIZER_FILE}'s vocabulary "
                                          "(it would be added with an id past the model's)")
+        _check_special_values(folder, name, values, template)
+
+
+def _check_special_values(folder: Path, name: str, settings: Mapping[str, Any], template: frozenset[str]) -> None:
+    """Each special token a tokenizer file sets is a token's text (or an added token's object with its ``content``);
+    ``cls_token`` and ``sep_token``, which transformers' tokenizer classes rebuild a window's ``[CLS] question [SEP]
+    context [SEP]`` from on loading, name tokens ``tokenizer.json``'s post-processor places there (where it places any):
+    a ``null`` there put another id at the no-answer position (BERT's id 2), ``{}`` the unknown token's."""
+    for key in SPECIAL_TOKEN_KEYS:
+        if key not in settings:
+            continue
+        value = settings[key]
+        token = value.get("content") if isinstance(value, dict) else value
+        if value is not None and not isinstance(token, str):
+            raise fail(folder, name, f"{key} must be a token's text or an added token's object with its 'content', "
+                                     f"got {json.dumps(value)}")
+        if key in TEMPLATE_TOKEN_KEYS and template and token not in template:
+            raise fail(folder, name, f"{key} {json.dumps(token)} is not one of the special tokens {TOKENIZER_FILE} puts "
+                                     f"in every window ({', '.join(sorted(template))}): the model was not trained with it there")
+
+
+def _template_tokens(tokenizer: Any) -> frozenset[str]:
+    """The special tokens' texts a tokenizer's post-processor adds to each encoding (a template's, BERT's or RoBERTa's
+    ``cls`` and ``sep``, those of a sequence of processors); none where it has no post-processor."""
+    processor = tokenizer.post_processor
+    return frozenset(_processor_tokens(json.loads(processor.__getstate__()))) if processor is not None else frozenset()
+
+
+def _processor_tokens(processor: Any) -> list[str]:
+    if not isinstance(processor, dict):
+        return []
+    if isinstance(processor.get("processors"), list):
+        return [token for step in processor["processors"] for token in _processor_tokens(step)]
+    specials = processor.get("special_tokens")
+    found = [token for entry in specials.values() if isinstance(entry, dict) for token in entry.get("tokens", [])] \
+        if isinstance(specials, dict) else []
+    return found + [pair[0] for pair in (processor.get("cls"), processor.get("sep")) if isinstance(pair, list) and pair]
 
 
 def _check_model_max_length(settings: Mapping[str, Any], folder: Path) -> None:

@@ -276,6 +276,69 @@ def test_a_special_token_outside_the_vocabulary_is_refused_not_added_past_the_em
     refused(folder, r"tokenizer_config.json: cls_token '\[ALS\]' is not in tokenizer.json's vocabulary")
 
 
+def _with_special(folder: Path, key: str, value, file: str = "tokenizer_config.json") -> Path:
+    settings = json.loads((folder / file).read_text()) if (folder / file).is_file() else {}
+    (folder / file).write_text(json.dumps({**settings, key: value}))
+    return folder
+
+
+def test_a_cls_token_of_null_is_refused_not_loaded_with_another_token_at_the_no_answer_position(saved_model, tmp_path):
+    from bio_mrc.encoders import load_tokenizer
+
+    folder = _with_special(copy_of(saved_model, tmp_path), "cls_token", None)
+    # transformers rebuilds BERT's template from the file's cls_token, not tokenizer.json's: it loses its [CLS] and
+    # puts the fallback id 2 at the no-answer position (all-MiniLM-L6-v2's [unused1]; the tiny vocabulary's [CLS])
+    assert load_tokenizer(str(folder)).cls_token_id is None
+    refused(folder, r"tokenizer_config.json: cls_token null is not one of the special tokens tokenizer.json puts in every "
+                    r"window \(\[CLS\], \[SEP\]\)")
+
+
+@pytest.mark.parametrize("file", ["tokenizer_config.json", "special_tokens_map.json"])
+@pytest.mark.parametrize("key, value, problem", [
+    ("cls_token", {}, "cls_token must be a token's text or an added token's object with its 'content', got {}"),
+    ("sep_token", None, "sep_token null is not one of the special tokens"),
+    ("cls_token", "[MASK]", 'cls_token "\\[MASK\\]" is not one of the special tokens'),
+    ("pad_token", {}, "pad_token must be a token's text"),
+    ("unk_token", 5, "unk_token must be a token's text or an added token's object with its 'content', got 5"),
+    ("mask_token", {"special": True}, "mask_token must be a token's text"),
+])
+def test_special_tokens_other_than_the_trained_ones_are_refused_naming_the_file_and_key(saved_model, tmp_path, file, key,
+                                                                                         value, problem):
+    from bio_mrc.model_folder import check_tokenizer
+
+    folder = _with_special(copy_of(saved_model, tmp_path), key, value, file)
+    with pytest.raises(ModelFormatError, match=f"^{file}: {problem}"):
+        check_tokenizer(folder, 1000)
+
+
+@pytest.mark.parametrize("key, value", [("pad_token", None), ("mask_token", None), ("unk_token", None),
+                                        ("bos_token", None), ("cls_token", {"content": "[CLS]", "special": True})])
+def test_special_tokens_hub_tokenizers_save_still_load(saved_model, tmp_path, key, value):
+    from bio_mrc.model_folder import check_tokenizer
+
+    folder = _with_special(copy_of(saved_model, tmp_path), key, value)
+    check_tokenizer(_with_special(folder, key, value, "special_tokens_map.json"), 1000)
+
+
+@pytest.mark.parametrize("which", ["tiny_bpe_tokenizer", "metaspace_tokenizer", "without special tokens"])
+def test_roberta_sentencepiece_and_plain_tokenizers_still_load(which, request, tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from bio_mrc.model_folder import check_tokenizer
+
+    if which == "without special tokens":  # no post-processor: a null cls_token is what it is trained with
+        plain = Tokenizer(models.WordLevel({"a": 0, "b": 1, "<unk>": 2}, unk_token="<unk>"))
+        plain.pre_tokenizer = pre_tokenizers.Whitespace()
+        tokenizer = PreTrainedTokenizerFast(tokenizer_object=plain, unk_token="<unk>")
+    else:
+        tokenizer = request.getfixturevalue(which)
+    tokenizer.save_pretrained(str(tmp_path))
+    if which == "without special tokens":
+        _with_special(tmp_path, "cls_token", None)
+    check_tokenizer(tmp_path, len(tokenizer))
+
+
 def test_tokenizer_files_transformers_cannot_read_are_one_error(saved_model, tmp_path, monkeypatch):
     import transformers
 
