@@ -212,13 +212,13 @@ def _add_docs_pages(app: FastAPI) -> None:
     is, so a name holding ``</title><script>`` (``create_app(..., name=...)``) ran as script on the page."""
     from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 
-    title = html.escape(app.title)
+    async def swagger_ui(request: Request) -> HTMLResponse:  # the app from the request: see the routes' state below
+        page = request.app
+        return get_swagger_ui_html(openapi_url=page.openapi_url, title=f"{html.escape(page.title)} - Swagger UI")
 
-    async def swagger_ui() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url=app.openapi_url, title=f"{title} - Swagger UI")
-
-    async def redoc() -> HTMLResponse:
-        return get_redoc_html(openapi_url=app.openapi_url, title=f"{title} - ReDoc")
+    async def redoc(request: Request) -> HTMLResponse:
+        page = request.app
+        return get_redoc_html(openapi_url=page.openapi_url, title=f"{html.escape(page.title)} - ReDoc")
 
     app.add_api_route("/docs", swagger_ui, methods=["GET"], include_in_schema=False)
     app.add_api_route("/redoc", redoc, methods=["GET"], include_in_schema=False)
