@@ -132,9 +132,15 @@ class DecodingEntry:
         """Predictions from :meth:`merged_tags` (merge once, decode many ways)."""
         return resolve(self.decode_tags)(merged, examples, config)
 
-    def keep_spans(self, predictions: Any, min_probability: float) -> list[Any]:
-        """Its multi-span answers under the span-count rule with ``min_probability``, from its decoded predictions."""
-        return resolve(SPAN_COUNT_RULES[self.multi_span])(predictions, min_probability)
+    def keep_spans(self, predictions: Any, min_probability: float, n_best: int | None = None) -> list[Any]:
+        """Its multi-span answers under the span-count rule with ``min_probability``, from its decoded predictions
+        (of n-best spans, the first ``n_best`` the candidates: all with None)."""
+        return resolve(SPAN_COUNT_RULES[self.multi_span])(predictions, min_probability, n_best)
+
+    def with_nbest(self, predictions: Any, wider: Callable[[], list[Any]]) -> list[Any]:
+        """Its multi-span ``predictions`` with the n-best spans of ``wider()`` (the same questions decoded with more
+        n-best spans) where its answers read the n-best spans' shares; a tag sequence's as they are."""
+        return resolve(NBEST_SOURCES[self.multi_span])(predictions, wider)
 
     def length_prior(self, prior: float | None) -> float | None:
         """The BIO span-length prior it decodes with when the options hold ``prior`` (None: the prior does not apply)."""
@@ -151,6 +157,10 @@ LENGTHS_AND_QUESTION_WORDS = "lengths and question words"
 SPAN_COUNT_RULES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:keep_probable_spans",
                     NBEST_SPANS: "bio_mrc.decoding.nbest_spans:nbest_multi_span",
                     TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:tagged_or_nbest_spans"}
+# Where each kind of multi-span answer takes the n-best spans its shares are of, given them decoded more widely.
+NBEST_SOURCES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:chosen_spans",
+                 NBEST_SPANS: "bio_mrc.decoding.nbest_spans:wider_nbest",
+                 TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:wider_nbest"}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,6 +35,18 @@ def test_the_mentions_of_one_text_are_one_nbest_answer():
     assert [s.text for s in ordered.spans] == ["Mary", "Tom", "Zoe", "Ann"]  # after the first, by their answers' probability
 
 
+def test_a_small_n_best_limits_the_candidates_not_the_shares():
+    # shares .35, .3, .25, .1 of four spans: with n_best 2 the candidates are the first two spans' answers, "Mary" and
+    # "Tom", each with its share of all four ("Tom" .3 + .25 = .55 with its third-ranked mention), not of two (.54, .46)
+    spans = [AnswerSpan("Mary", 0, 4, math.log(0.35)), AnswerSpan("Tom", 9, 12, math.log(0.3)), AnswerSpan("tom.", 20, 24, math.log(0.25)),
+             AnswerSpan("Ann", 30, 33, math.log(0.1))]
+    (two,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.0, n_best=2)
+    assert [(s.text, s.start) for s in two.spans] == [("Mary", 0), ("Tom", 9)]  # "Ann", the fourth, is no candidate
+    assert [s.probability for s in two.spans] == pytest.approx([0.35, 0.55])
+    (one,) = nbest_multi_span([Prediction("q", spans)], min_probability=0.0, n_best=1)
+    assert [(s.text, s.probability) for s in one.spans] == [("Mary", pytest.approx(0.35))]
+
+
 def test_extractor_single_and_batched(trained_dir):  # noqa: F811
     extractor = AnswerExtractor.from_pretrained(trained_dir)
     context = "Isaac Newton formulated the laws of motion and universal gravitation in 1687."
@@ -207,3 +219,23 @@ def test_a_small_n_best_keeps_the_answers_confidence(trained_dir, decoding):  # 
         examples, _ = small.examples(question, context)
         (kept,) = small.predict(small.trained.windows(examples), examples, decoding=decoding)
         assert kept.spans == full.spans[:n_best] and kept.confidence == pytest.approx(share)
+
+
+@pytest.mark.parametrize("decoding", ["span", "joint"])
+def test_a_small_n_best_keeps_a_multi_span_answers_confidence_and_shares(trained_dir, decoding):  # noqa: F811
+    from bio_mrc.answer_text import normalize_answer
+    from bio_mrc.decoding.postprocess import DecodeConfig
+
+    question, context = "Who formulated the laws?", "Isaac Newton formulated the laws of motion and universal gravitation in 1687."
+    full = AnswerExtractor.from_pretrained(trained_dir)(question, context, decoding=decoding, top_k=20)
+    weights = [math.exp(span.score - full.spans[0].score) for span in full.spans]
+    first = normalize_answer(full.spans[0].text)
+    share = sum(w for w, span in zip(weights, full.spans) if normalize_answer(span.text) == first) / sum(weights)
+    assert len(full.spans) > 1 and share < 1.0
+    wide = AnswerExtractor.from_pretrained(trained_dir)(question, context, decoding=decoding, multi_span=True)
+    small = AnswerExtractor.from_pretrained(trained_dir, decode_config=DecodeConfig(n_best=1))
+    one = small(question, context, decoding=decoding, multi_span=True)
+    assert one.confidence == pytest.approx(1.0 / sum(weights)) and one.confidence == wide.confidence  # it was 1.0
+    assert one.probability == wide.probability
+    assert [(s.start, s.end) for s in one.spans] == [(full.spans[0].start, full.spans[0].end)]  # still one candidate
+    assert one.spans[0].probability == pytest.approx(share)  # its answer's share of the 20 best, not of one (1.0)

@@ -170,6 +170,27 @@ def test_tuning_scores_each_threshold_as_decoding_with_it_answers(decoding, tiny
 
 
 
+@pytest.mark.parametrize("decoding", ["span", "joint"])
+def test_tuning_with_a_small_n_best_reads_the_shares_answers_carry(decoding, tiny_encoder_dir, tiny_tokenizer):
+    """With n_best 2 the candidates are the first two n-best spans, each with its share of the default 20 (as at the
+    default n_best), in tuning's grid as in the answers."""
+    examples = [Example(f"q{i}", "Who met Bob?", f"Ann {i} and Eve met Bob and Cy in Paris on day {i}.", (((0, 3),),)) for i in range(4)]
+    torch.manual_seed(1)
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio")
+    outputs = predict_windows(model, tiny_tokenizer, examples, FeatureConfig(64, 16, 16), progress=False)
+    config = DecodeConfig(bio_length_prior=0.0, n_best=2)
+    candidates = all_multi_span_candidates(outputs, examples, decoding, config)
+    wide = decode_answers(outputs, examples, decoding, DecodeConfig(bio_length_prior=0.0), multi_span=True, min_span_probability=1.0)
+    for threshold in (0.0, 0.05, 0.2):
+        tuned = multi_span_answers(candidates, decoding, threshold, n_best=2)
+        decoded = decode_answers(outputs, examples, decoding, config, multi_span=True, min_span_probability=threshold)
+        assert [[(s.start, s.end, s.probability) for s in p.spans] for p in tuned] == [[(s.start, s.end, s.probability) for s in p.spans] for p in decoded]
+        assert all(len(p.spans) <= 2 for p in decoded)
+        # the best span's share is the one it has at the default n_best (with n_best 2 it was its share of two)
+        assert [p.spans[0].probability for p in decoded] == pytest.approx([p.spans[0].probability for p in wide])
+        assert [p.confidence for p in decoded] == [p.confidence for p in wide]
+
+
 def test_a_further_span_of_punctuation_or_an_article_alone_joins_no_answer():
     """Such a text normalises to nothing and scores 0 against any gold: it is never a further span, and never pools
     the probability of other such spans into one candidate."""

@@ -4,7 +4,7 @@ n-best multi-span answers of a start/end decoding."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -17,11 +17,12 @@ MIN_SPAN_PROBABILITY = 0.1
 TAGGED_SPAN_PROBABILITY = 0.5
 
 
-def keep_probable_spans(predictions: Sequence[Prediction], min_probability: float) -> list[Prediction]:
+def keep_probable_spans(predictions: Sequence[Prediction], min_probability: float, n_best: int | None = None) -> list[Prediction]:
     """The span-count rule: each answer keeps its first (best) span always, so an answered question is never
     left empty, and each further span only if its own ``probability`` is at least ``min_probability``
     (a span without one is kept), its text is one once normalised (:func:`is_answer_text`) and it shares no
-    character with a span kept before it (:func:`apart`)."""
+    character with a span kept before it (:func:`apart`). The spans are a tag sequence's, chosen among the n-best
+    as it was decoded, so ``n_best`` asks nothing more of them."""
     out = []
     for prediction in predictions:
         kept = [span for k, span in enumerate(prediction.spans) if k == 0 or (
@@ -30,12 +31,15 @@ def keep_probable_spans(predictions: Sequence[Prediction], min_probability: floa
     return out
 
 
-def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:
-    """Keep, per question, the answers of the n-best spans whose probability is at least ``min_probability``
-    and whose span overlaps no better answer's kept span.
+def nbest_multi_span(
+    predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY, n_best: int | None = None
+) -> list[Prediction]:
+    """Keep, per question, the answers of the first ``n_best`` n-best spans (all with None) whose probability is at
+    least ``min_probability`` and whose span overlaps no better answer's kept span.
 
-    A span's probability is the softmax of the question's n-best span scores (as in Hugging Face's QA
-    post-processing); spans whose texts are one once normalised as the metrics normalise them (a name at
+    A span's probability is the softmax of the question's n-best span scores, every one of them (as in Hugging Face's
+    QA post-processing; answers decode at least the default 20, so a small ``n_best`` limits the candidates, not the
+    shares); spans whose texts are one once normalised as the metrics normalise them (a name at
     several of its mentions) are one answer, of their summed probability, standing as its best-ranked span.
     The best span's answer comes first and is always kept (the single answer, which the prediction's
     confidence describes); the others follow by probability. A further span whose text normalises to nothing
@@ -45,7 +49,7 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
     out = []
     for prediction in predictions:
         kept: list[AnswerSpan] = []
-        answers = _answers_by_text(prediction.spans)
+        answers = _answers_by_text(prediction.spans, n_best)
         taken = TakenCharacters([(span.start, span.end) for span, _ in answers])  # time linear in a long n-best
         for span, p in answers:
             if kept and p < min_probability:
@@ -57,31 +61,37 @@ def nbest_multi_span(predictions: Sequence[Prediction], min_probability: float =
     return out
 
 
-def _answers_by_text(spans: Sequence[AnswerSpan]) -> list[tuple[AnswerSpan, float]]:
+def _answers_by_text(spans: Sequence[AnswerSpan], n_best: int | None = None) -> list[tuple[AnswerSpan, float]]:
     """The n-best ``spans`` (best first) as answers: each normalised text's best-ranked span and the summed softmax
-    probability of its spans; the best span's answer first, then the others likeliest first."""
+    probability of its spans; the best span's answer first, then the others likeliest first; only the answers whose
+    best-ranked span is among the first ``n_best`` (all with None)."""
     if not spans:
         return []
     scores = np.array([s.score for s in spans], dtype=np.float64)
     probs = np.exp(scores - scores.max())
     probs /= probs.sum()
     answers: dict[str, tuple[AnswerSpan, float]] = {}
+    candidates: set[str] = set()  # the texts of the first n_best spans
     for k, (span, p) in enumerate(zip(spans, probs.tolist())):
         text = normalize_answer(span.text)
         if k and not text:  # punctuation or an article alone: no answer, pooled with none
             continue
         first, total = answers.get(text, (span, 0.0))
         answers[text] = (first, total + p)
-    best, *others = answers.values()  # a dict keeps the order of first mention: the best span's answer first
+        if n_best is None or k < n_best:
+            candidates.add(text)
+    best, *others = [answers[text] for text in answers if text in candidates]  # in order of first mention: the best first
     return [best, *sorted(others, key=lambda answer: -answer[1])]  # stable: ties keep the n-best order
 
 
-def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY) -> list[Prediction]:
+def tagged_or_nbest_spans(
+    predictions: Sequence[Prediction], min_probability: float = MIN_SPAN_PROBABILITY, n_best: int | None = None
+) -> list[Prediction]:
     """The joint decoding's multi-span answers: where the BIO decoding's multi-span answer holds two or more spans
     each more likely than not (``tag_spans``, with their posteriors) of two or more texts once normalised (the mentions
     of one text are one answer), those spans, the single answer's text first (the
     span the prediction's confidence describes, where the tagger holds it), the others likeliest first; else the
-    non-overlapping n-best spans kept by ``min_probability`` (:func:`nbest_multi_span`).
+    non-overlapping n-best spans kept by ``min_probability``, the first ``n_best`` the candidates (:func:`nbest_multi_span`).
 
     The tagger is the head that can represent several spans, so it decides whether an answer has several; n-best
     shares compete for one answer (two right spans split the probability), so they decide only where it does not."""
@@ -93,8 +103,20 @@ def tagged_or_nbest_spans(predictions: Sequence[Prediction], min_probability: fl
         tagged.sort(key=lambda span: (normalize_answer(span.text) != best, -span.probability))  # the single answer first
         tagged = apart(tagged)
         several = len({normalize_answer(span.text) for span in tagged}) >= 2  # one text at two mentions is one answer
-        out.append(replace(prediction, spans=tagged) if several else nbest_multi_span([prediction], min_probability)[0])
+        out.append(replace(prediction, spans=tagged) if several else nbest_multi_span([prediction], min_probability, n_best)[0])
     return out
+
+
+def wider_nbest(predictions: Sequence[Prediction], wider: Callable[[], Sequence[Prediction]]) -> list[Prediction]:
+    """Multi-span ``predictions`` of an n-best decoding with the n-best spans of ``wider()``, the same questions decoded
+    with more n-best spans, which their shares are then of (each question's other findings, its tag spans, kept)."""
+    return [replace(prediction, spans=list(more.spans)) for prediction, more in zip(predictions, wider())]
+
+
+def chosen_spans(predictions: Sequence[Prediction], wider: Callable[[], Sequence[Prediction]]) -> list[Prediction]:
+    """A tag sequence's multi-span ``predictions`` as they are: their spans are chosen by their posteriors, no share
+    of the n-best (``wider`` is not decoded)."""
+    return list(predictions)
 
 
 def apart(spans: Sequence[AnswerSpan]) -> list[AnswerSpan]:

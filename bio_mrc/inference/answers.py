@@ -12,9 +12,9 @@ from ..decoding.window_outputs import WindowOutputs
 from ..types import Example, Prediction
 from .calibrators import calibrated_probability, raw_confidence
 
-# The spans a single answer's raw confidence is the softmax share of, however few a caller keeps: the default n-best,
+# The spans an answer's raw confidence is the softmax share of, however few a caller keeps: the default n-best,
 # which tune fits each calibrator on (with n_best 1 every answer had confidence 1.0, and a calibrated probability
-# near 1 whatever the question).
+# near 1 whatever the question); so are a multi-span n-best answer's shares, the first n_best spans its candidates.
 CONFIDENCE_SPANS = DecodeConfig().n_best
 
 
@@ -64,16 +64,31 @@ def decode_answers(
     ``require_answer`` no answerable question is left without a span; "no answer" is the saved no-answer
     threshold's decision (``abstain``). Each carries its raw ``confidence`` in its best span (an abstention
     included) and, with a calibrator for the decoding, the ``probability`` that the best span is right;
-    each span of a multi-span answer carries its own ``probability``."""
+    each span of a multi-span answer carries its own ``probability``. The confidence and the n-best shares are of at
+    least :data:`CONFIDENCE_SPANS` spans whatever ``n_best`` keeps; the first ``n_best`` are the candidates."""
     config = replace(config, multi_span=multi_span)
     pooled = config if multi_span else replace(config, n_best=max(config.n_best, CONFIDENCE_SPANS))
     predictions = decode_with_thresholds(outputs, examples, decoding, pooled, thresholds)
+    if multi_span:
+        predictions = with_confidence_spans(predictions, outputs, examples, decoding, config)
     threshold = (thresholds or {}).get(threshold_key(decoding))
     add_confidence(predictions, decoding, (calibrators or {}).get(decoding), threshold)  # before n-best scores become shares
     if not multi_span:
         return kept_spans(predictions, config.n_best)
     chosen = config.min_span_probability if min_span_probability is None else min_span_probability
-    return multi_span_answers(predictions, decoding, span_count_threshold(decoding, chosen, span_count_rules))
+    return multi_span_answers(predictions, decoding, span_count_threshold(decoding, chosen, span_count_rules), config.n_best)
+
+
+def with_confidence_spans(
+    predictions: list[Prediction], outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig
+) -> list[Prediction]:
+    """Multi-span ``predictions`` decoded with ``config`` with at least :data:`CONFIDENCE_SPANS` n-best spans where the
+    decoding's answers read the n-best spans' shares (its registry entry's ``with_nbest``): the first ``n_best`` stay the
+    candidates (:func:`multi_span_answers`), the others take their part in every share, as at the default n-best."""
+    if config.n_best >= CONFIDENCE_SPANS:
+        return predictions
+    wider = replace(config, multi_span=False, n_best=CONFIDENCE_SPANS)  # the same n-best spans, no tag spans
+    return registry.decoding(decoding).with_nbest(predictions, lambda: decode(outputs, examples, decoding, wider))
 
 
 def kept_spans(predictions: list[Prediction], n_best: int) -> list[Prediction]:
@@ -92,10 +107,12 @@ def span_count_threshold(decoding: str, chosen: float | None, tuned: Mapping[str
     return float((tuned or {}).get(decoding, registry.decoding(decoding).min_span_probability))
 
 
-def multi_span_answers(predictions: Sequence[Prediction], decoding: str, min_probability: float) -> list[Prediction]:
+def multi_span_answers(
+    predictions: Sequence[Prediction], decoding: str, min_probability: float, n_best: int | None = None
+) -> list[Prediction]:
     """Decoded predictions (a tag-sequence decoding's multi-span ones, another's n-best) -> multi-span answers
-    under the span-count rule with ``min_probability``."""
-    return registry.decoding(decoding).keep_spans(predictions, min_probability)
+    under the span-count rule with ``min_probability``, of the first ``n_best`` n-best spans (all with None)."""
+    return registry.decoding(decoding).keep_spans(predictions, min_probability, n_best)
 
 
 def add_confidence(predictions: Sequence[Prediction], decoding: str, calibrator: Mapping | None, threshold: float | None = None) -> None:

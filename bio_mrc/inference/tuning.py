@@ -21,7 +21,7 @@ from ..metrics.squad_official import best_no_answer_threshold, no_answer_thresho
 from ..model import BioMrcConfig
 from ..model_card import write_model_card
 from ..types import Example, Prediction, content_hash
-from .answers import CONFIDENCE_SPANS, apply_no_answer_threshold, multi_span_answers, threshold_key
+from .answers import CONFIDENCE_SPANS, apply_no_answer_threshold, multi_span_answers, threshold_key, with_confidence_spans
 from .calibrators import degenerate_calibrator, fit_calibrator, raw_confidence
 from .defaults import FEWEST_CALIBRATION_QUESTIONS
 
@@ -150,13 +150,15 @@ def tune_bio_length_prior(
 
 
 def all_multi_span_candidates(outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig) -> list[Prediction]:
-    """``decoding``'s multi-span candidates, each span with its probability or (n-best) its score: a threshold's
-    answers are :func:`multi_span_answers` of these. The rule is applied to them once, as decoding applies it:
-    n-best shares computed again from shares would flatten them."""
+    """``decoding``'s multi-span candidates, each span with its probability or (n-best) its score, the n-best at least
+    :data:`~bio_mrc.inference.answers.CONFIDENCE_SPANS` as answers read them: a threshold's answers are
+    :func:`multi_span_answers` of these (with ``config.n_best``). The rule is applied to them once, as decoding applies
+    it: n-best shares computed again from shares would flatten them."""
     merged = merged_tag_groups(decoding, outputs, len(examples))
     if merged is not None:  # the spans of its tag sequence
         return decode_tag_groups(decoding, merged, examples, replace(config, multi_span=True, require_answer=True))
-    return decode(outputs, examples, decoding, replace(config, multi_span=True))
+    predictions = decode(outputs, examples, decoding, replace(config, multi_span=True))
+    return with_confidence_spans(predictions, outputs, examples, decoding, config)
 
 
 def tune_span_count_rule(
@@ -169,15 +171,17 @@ def tune_span_count_rule(
     Returns ``(threshold, statistic per grid value)``. The first span is always kept, so no threshold empties an answer.
     ``data_sets``: see :func:`task_statistic`."""
     candidates = all_multi_span_candidates(outputs, examples, decoding, config)
-    return best_span_count_threshold(candidates, examples, decoding, task, grid, bandwidth, data_sets)
+    return best_span_count_threshold(candidates, examples, decoding, task, grid, bandwidth, data_sets, config.n_best)
 
 
 def best_span_count_threshold(
     candidates: Sequence[Prediction], examples: Sequence[Example], decoding: str, task: registry.TaskEntry,
     grid: Sequence[float] = SPAN_PROBABILITY_GRID, bandwidth: float = SPAN_PROBABILITY_BANDWIDTH, data_sets: DataSets = (),
+    n_best: int | None = None,
 ) -> tuple[float, np.ndarray]:
-    """:func:`tune_span_count_rule` from the decoding's every-candidate answers (:func:`all_multi_span_candidates`)."""
-    statistic = np.array([task_statistic(task, examples, multi_span_answers(candidates, decoding, float(value)), data_sets)
+    """:func:`tune_span_count_rule` from the decoding's every-candidate answers (:func:`all_multi_span_candidates`), the
+    first ``n_best`` n-best spans the candidates (all with None)."""
+    statistic = np.array([task_statistic(task, examples, multi_span_answers(candidates, decoding, float(value), n_best), data_sets)
                           for value in grid])
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
 
