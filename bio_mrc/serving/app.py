@@ -61,17 +61,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     card = card_summary(extractor.trained.path, extractor.trained.model.config) if extractor.trained.path else {}
     limits = Limits(**{key: getattr(config, key) for key in Limits.model_fields})
 
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI):
-        await scheduler.start()
-        yield
-        await scheduler.stop()
-
-    app = FastAPI(title=f"bio_mrc: {name}", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, description=(
-        "Extractive question answering: POST a question (or a batch of them) with its context to /answer; the "
-        "answers are spans of the context with character offsets, confidence and, for a calibrated model, the "
-        "probability of being right. Concurrent requests are answered together in one forward pass."))
-    _add_docs_pages(app)
+    app = _new_app(name, scheduler)
     app.router.route_class = OffLoopJsonRoute
     app.state.helper = scheduler.helper
     # The routes read the model from the app's state, never from their closures: FastAPI keeps every endpoint it
@@ -205,6 +195,22 @@ def pydantic_json(model: Any, status_code: int = 200) -> Response:
     the response, the same JSON value."""
     text = json_with_controls_escaped(model.model_dump_json())
     return Response(text, status_code=status_code, media_type="application/json")
+
+
+def _new_app(name: str, scheduler: AnswerScheduler) -> FastAPI:
+    """The FastAPI application of model ``name``, its scheduler started and stopped with it, its docs pages added."""
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        await scheduler.start()
+        yield
+        await scheduler.stop()
+
+    app = FastAPI(title=f"bio_mrc: {name}", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, description=(
+        "Extractive question answering: POST a question (or a batch of them) with its context to /answer; the "
+        "answers are spans of the context with character offsets, confidence and, for a calibrated model, the "
+        "probability of being right. Concurrent requests are answered together in one forward pass."))
+    _add_docs_pages(app)
+    return app
 
 
 def _add_docs_pages(app: FastAPI) -> None:
