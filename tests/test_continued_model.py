@@ -10,7 +10,7 @@ from bio_mrc.model_card import CARD_FILE, public
 from bio_mrc.training.train import TrainConfig, train_model
 
 TUNED_ON = {"description": "dev.json (first 50 questions)", "questions": 50, "content_hash": "aaaa"}
-CALIBRATOR = {"a": 1.0, "b": 1.0, "c": 0.0, "questions": 50}
+CALIBRATOR = {"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0, "questions": 50}
 
 
 def tuned_copy(trained_dir, folder):
