@@ -944,8 +944,8 @@ codecs.register_error(JSON_ESCAPES, _json_escapes)
 @contextlib.contextmanager
 def _escapes_what_stdout_cannot_hold() -> Iterator[None]:
     """A standard output whose encoding lacks a character the command prints (``PYTHONIOENCODING=ascii``, a Latin-1
-    locale) writes it as JSON's ``\\u00eb``, where it ended the command in a ``UnicodeEncodeError`` traceback after
-    the work was done: what the commands print there is JSON (an answer's letters stay the same JSON value) or
+    locale) writes it as JSON's ``\\u00eb`` rather than ending the command in a ``UnicodeEncodeError`` traceback after
+    the work is done: what the commands print there is JSON (an answer's letters stay the same JSON value) or
     ``compare``'s table. An error handler the caller chose (``PYTHONIOENCODING=ascii:replace``) stays; the stream's own
     is back afterwards. Python's own choices are replaced: ``strict``, and ``surrogateescape`` in the C locale."""
     stream = sys.stdout
@@ -1102,8 +1102,8 @@ def _in_finalizer(frame) -> bool:
 
 def _close_open_bars() -> None:
     """Close the progress bars a stopped command left open (Trainer's training bar is closed only when training ends),
-    so that ``interrupted`` is a line of its own and the last one: it was written after the bar on the bar's own line,
-    and the bar, closed as the process ended, drew itself again below it."""
+    so that ``interrupted`` is a line of its own and the last one: written while a bar is open, it lands on the bar's
+    line, and the bar, closed as the process ends, draws itself again below it."""
     module = sys.modules.get("tqdm.std")
     for bar in list(getattr(getattr(module, "tqdm", None), "_instances", ())):
         with contextlib.suppress(Exception):  # a bar whose stream is gone is no reason for a traceback now

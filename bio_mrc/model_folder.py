@@ -521,7 +521,7 @@ def _processor_tokens(processor: Any) -> list[str]:
 
 def _check_model_max_length(settings: Mapping[str, Any], folder: Path) -> None:
     """transformers compares every text's token count with ``model_max_length``: one that is no number (a string
-    ``"512"`` in a hand-edited file) ended the first question in a ``TypeError``."""
+    ``"512"`` in a hand-edited file) would end the first question in a ``TypeError``."""
     length = settings.get("model_max_length")
     if length is not None and not (_is_number(length) and length >= 0):
         raise fail(folder, "tokenizer_config.json", f"model_max_length must be a number of tokens (0 or more), got {length!r}")

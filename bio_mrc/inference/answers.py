@@ -13,7 +13,7 @@ from ..types import Example, Prediction
 from .calibrators import calibrated_probability, raw_confidence
 
 # The spans an answer's raw confidence is the softmax share of, however few a caller keeps: the default n-best,
-# which tune fits each calibrator on (with n_best 1 every answer had confidence 1.0, and a calibrated probability
+# which tune fits each calibrator on (a share of a list of one is 1.0 for every answer, and its calibrated probability
 # near 1 whatever the question); so are a multi-span n-best answer's shares, the first n_best spans its candidates.
 CONFIDENCE_SPANS = DecodeConfig().n_best
 

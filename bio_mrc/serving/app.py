@@ -215,7 +215,7 @@ def _new_app(name: str, scheduler: AnswerScheduler) -> FastAPI:
 
 def _add_docs_pages(app: FastAPI) -> None:
     """FastAPI's ``/docs`` and ``/redoc`` pages, with the title HTML-escaped: FastAPI writes it into ``<title>`` as it
-    is, so a name holding ``</title><script>`` (``create_app(..., name=...)``) ran as script on the page."""
+    is, so a name holding ``</title><script>`` (``create_app(..., name=...)``) would run as script on the page."""
     from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 
     async def swagger_ui(request: Request) -> HTMLResponse:  # the app from the request: see the routes' state below

@@ -63,8 +63,8 @@ def serve_until_stopped(app: Any, host: str, port: int) -> None:
 
 def _logging_config() -> dict[str, Any]:
     """uvicorn's logging, every handler on standard error (its own sends the request lines to standard output), in
-    colour only where standard error is a terminal that takes it (uvicorn asked standard output, so ``serve 2> log``
-    from a terminal wrote colour escapes into the log file)."""
+    colour only where standard error is a terminal that takes it (uvicorn asks standard output, so ``serve 2> log``
+    from a terminal would write colour escapes into the log file)."""
     from uvicorn.config import LOGGING_CONFIG
 
     config = copy.deepcopy(LOGGING_CONFIG)
