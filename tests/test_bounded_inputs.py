@@ -215,13 +215,17 @@ def test_a_lone_surrogate_in_a_one_line_file_is_named_by_its_position(tmp_path):
 # --- extract on a long context -------------------------------------------------------------------------
 
 @pytest.mark.slow  # over 3 s alone on 2 cores
-def test_extract_shows_progress_on_a_long_context(model_dir, tmp_path, capsys):
-    context = tmp_path / "long.txt"
-    context.write_text("The Normans built castles across England and Wales. " * 2_000)  # 106,000 characters
-    assert main(["extract", "--model", str(model_dir), "--question", "Who built castles?", "--context-file", str(context),
-                 "--precision", "fp32"]) == 0
+@pytest.mark.parametrize("documents", [1, 40])
+def test_extract_shows_progress_on_long_contexts(model_dir, tmp_path, capsys, documents):
+    """One long context or many documents of as much text in all: bars on standard error, the answer on stdout."""
+    files = [tmp_path / f"doc{i}.txt" for i in range(documents)]
+    for file in files:
+        file.write_text("The Normans built castles across England and Wales. " * (2_000 // documents))  # 106,000 characters in all
+    assert main(["extract", "--model", str(model_dir), "--question", "Who built castles?", "--context-file",
+                 *map(str, files), "--precision", "fp32"]) == 0
     captured = capsys.readouterr()
-    assert "inference" in captured.err and json.loads(captured.out)["spans"]
+    answer = json.loads(captured.out)
+    assert "inference" in captured.err and (answer["spans"] if documents == 1 else answer["answers"])
 
 
 @pytest.mark.parametrize("command", [

@@ -205,7 +205,7 @@ class AnswerExtractor:
         names = document_names(names, len(documents))  # refused before the forward pass, read once
         examples, _ = self.examples(question, list(documents))
         decoding = registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
-        outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=False)
+        outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=self.progress)
         n_best = max(top_k, self.decode_config.n_best)
 
         def decoded(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
