@@ -57,6 +57,7 @@ TOKENIZER_FILE = "tokenizer.json"
 # most other classes rebuild a window's template from (``[CLS] question [SEP] context [SEP]``), whatever tokenizer.json says.
 SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 TEMPLATE_TOKEN_KEYS = ("cls_token", "sep_token")
+FRAME_PROBE = ("Who wrote it?", "Ada wrote it.")  # a question and a context, as a window frames them
 TOKENIZER_JSON_FILES = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json")
 PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 SAFETENSORS_FILE, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
@@ -517,6 +518,31 @@ def _processor_tokens(processor: Any) -> list[str]:
     found = [token for entry in specials.values() if isinstance(entry, dict) for token in entry.get("tokens", [])] \
         if isinstance(specials, dict) else []
     return found + [pair[0] for pair in (processor.get("cls"), processor.get("sep")) if isinstance(pair, list) and pair]
+
+
+def check_window_frame(folder: str | Path, tokenizer: Any) -> None:
+    """The tokenizer transformers builds from ``folder`` frames a question and a context with the special tokens
+    ``tokenizer.json``'s post-processor places, those the model was trained with: its tokenizer classes rebuild the
+    frame from ``tokenizer_config.json``'s ``cls_token`` and ``sep_token``, so two swapped there (each still one of
+    the frame's tokens) put ``[SEP]`` where the no-answer score is read and every answer moves."""
+    folder = Path(folder)
+    if not (folder / TOKENIZER_FILE).is_file():
+        return
+    from tokenizers import Tokenizer
+
+    saved = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
+    saved.no_padding()
+    saved.no_truncation()
+    trained = saved.encode(*FRAME_PROBE).ids
+    built = list(tokenizer(*FRAME_PROBE)["input_ids"])
+    if built != trained:
+        def shown(ids: list[int]) -> str:
+            return " ".join(str(saved.id_to_token(i)) for i in ids)
+
+        raise fail(folder, "tokenizer_config.json", f"its special tokens frame a question and a context as "
+                                                    f"{json.dumps(shown(built))}, where {TOKENIZER_FILE}, which the model "
+                                                    f"was trained with, frames them as {json.dumps(shown(trained))} "
+                                                    "(cls_token and sep_token swapped or changed?)")
 
 
 def _check_model_max_length(settings: Mapping[str, Any], folder: Path) -> None:

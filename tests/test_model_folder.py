@@ -293,6 +293,18 @@ def test_a_cls_token_of_null_is_refused_not_loaded_with_another_token_at_the_no_
                     r"window \(\[CLS\], \[SEP\]\)")
 
 
+def test_cls_and_sep_tokens_swapped_are_refused_not_loaded_with_the_frame_reversed(saved_model, tmp_path):
+    """Each swapped token is still one of the frame's, so only the frame the tokenizer builds tells them apart."""
+    folder = copy_of(saved_model, tmp_path)
+    settings = json.loads((folder / "tokenizer_config.json").read_text())
+    _with_special(_with_special(folder, "cls_token", settings["sep_token"]), "sep_token", settings["cls_token"])
+    refused(folder, r'^tokenizer_config.json: its special tokens frame a question and a context as "\[SEP\] .* \[CLS\] .* '
+                    r'\[CLS\]", where tokenizer.json, which the model was trained with, frames them as '
+                    r'"\[CLS\] .* \[SEP\] .* \[SEP\]" \(cls_token and sep_token swapped or changed\?\)')
+    _with_special(_with_special(folder, "cls_token", settings["cls_token"]), "sep_token", settings["sep_token"])
+    assert TrainedModel.load(folder).tokenizer("a", "b")["input_ids"][0] == TrainedModel.load(saved_model).tokenizer.cls_token_id
+
+
 @pytest.mark.parametrize("file", ["tokenizer_config.json", "special_tokens_map.json"])
 @pytest.mark.parametrize("key, value, problem", [
     ("cls_token", {}, "cls_token must be a token's text or an added token's object with its 'content', got {}"),

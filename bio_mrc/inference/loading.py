@@ -15,7 +15,7 @@ from ..decoding.window_outputs import WindowOutputs
 from ..encoders import load_tokenizer
 from ..errors import ConfigError, ModelFormatError
 from ..features.windows import FeatureConfig
-from ..model_folder import check_model_folder, read_json_object
+from ..model_folder import check_model_folder, check_window_frame, read_json_object
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import local_folder
 from ..qa_checkpoints import qa_architecture, span_model_from_qa_checkpoint, usable_positions
@@ -73,6 +73,7 @@ class TrainedModel:
                 # fp32 weights whatever the folder holds (saved in bf16 or fp16 too): precision decides each forward pass
                 model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir), dtype=torch.float32).to(device)
         tokenizer = load_tokenizer(str(model_dir))
+        check_window_frame(model_dir, tokenizer)
         features = window_settings(model.config, model_dir)
         if backend == "torch":
             check_window_positions(model, features, model_dir)
