@@ -167,8 +167,10 @@ def kernels_capped_below_bf16() -> bool:
 
 
 def check_precision(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    if precision not in PRECISIONS:  # a ConfigError, as every option a caller can get wrong
+        from .errors import ConfigError
+
+        raise ConfigError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     return precision
 
 

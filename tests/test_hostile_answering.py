@@ -74,6 +74,15 @@ def test_per_call_flags_that_are_no_booleans_are_refused_before_the_forward_pass
         extractor(QUESTION, DOCUMENTS, **options)  # not "multi_span answers one document at a time"
 
 
+def test_numpy_bools_are_taken_as_the_flags_they_hold(extractor, qa):
+    import numpy as np
+
+    assert AnswerExtractor(extractor.trained, multi_span=np.True_).multi_span is True
+    assert extractor(QUESTION, CONTEXT, multi_span=np.True_, require_answer=np.False_) == \
+        extractor(QUESTION, CONTEXT, multi_span=True, require_answer=False)
+    assert qa(question=QUESTION, context=CONTEXT, multi_span=np.True_, handle_impossible_answer=np.False_) == \
+        qa(question=QUESTION, context=CONTEXT, multi_span=True, handle_impossible_answer=False)
+
 @pytest.mark.parametrize("options, words", [
     (dict(top_k=True), "top_k must be a positive integer, got True"),
     (dict(max_answer_len=True), "max_answer_len must be a positive integer, got True"),

@@ -57,9 +57,11 @@ def test_cpu_features_fall_back_to_proc_cpuinfo(monkeypatch):
 
 
 def test_unknown_precision_is_refused():
-    with pytest.raises(ValueError, match="precision must be one of"):
+    from bio_mrc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="precision must be one of"):  # a ValueError, as every bad option
         resolve_precision("fp16")
-    with pytest.raises(ValueError, match="precision must be one of"):
+    with pytest.raises(ConfigError, match="precision must be one of"):
         TrainedModel.load("nowhere", precision="half")
 
 

@@ -84,6 +84,34 @@ def test_the_run_record_comes_last_once_the_model_is_in_place(tiny_config, sampl
     assert not (result.model_dir / train.CHECKPOINT_DIR).exists()
 
 
+
+def test_training_leaves_the_callers_random_generators_as_it_found_them(tiny_config, sample_v1, tmp_path):
+    import random
+
+    import numpy as np
+    import torch
+
+    from bio_mrc.training import train
+
+    random.seed(7), np.random.seed(7), torch.manual_seed(7)
+    expected = random.Random(7).random(), np.random.RandomState(7).random_sample()
+    train.train_model(sample_v1.examples[:2], tiny_config, tmp_path / "model", save_checkpoints=False)
+    assert random.random() == expected[0]  # not the run's seed 1: training reseeds, then puts the caller's state back
+    assert np.random.random_sample() == expected[1]
+    assert torch.equal(torch.rand(3), torch.rand(3, generator=torch.Generator().manual_seed(7)))
+
+
+@pytest.mark.parametrize("given, words", [
+    ("file", "got a SquadFile"), ("generator", "got a generator"), ("ints", "got a list of int"),
+])
+def test_questions_that_are_no_list_of_examples_are_refused_in_one_line(tiny_config, sample_v1, tmp_path, given, words):
+    from bio_mrc.training import train
+
+    examples = {"file": sample_v1, "generator": (e for e in sample_v1.examples), "ints": [1, 2]}[given]
+    with pytest.raises(TypeError, match=rf"train_model takes a list of Example .*load_squad\(path\)\.examples\), {words}$"):
+        train.train_model(examples, tiny_config, tmp_path / "model")
+    assert not (tmp_path / "model").exists()
+
 @pytest.mark.slow
 def test_a_save_that_fails_midway_leaves_no_run_record(tiny_config, sample_v1, tmp_path, monkeypatch):
     from bio_mrc.training import saving, train

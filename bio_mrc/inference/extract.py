@@ -12,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence, overload
 
+import numpy as np
+
 from .. import registry
 from ..data.text import check_context_length, check_text
 from ..decoding.postprocess import DecodeConfig
@@ -150,12 +152,19 @@ class AnswerExtractor:
             calibrators=self.trained.calibrators, span_count_rules=self.trained.span_count_rules,
         )
 
+    # The options are spelt out, so a type checker catches a misspelt one (multispan=...) as the call itself does; one
+    # question (a string) over a list or tuple of documents is RankedAnswers, before the batch of the last overload.
     @overload
-    def __call__(self, question: str, context: str, **options) -> Prediction: ...
+    def __call__(self, question: str, context: str, multi_span: bool | None = None, decoding: str | None = None,  # type: ignore[overload-overlap]
+                 require_answer: bool | None = None, top_k: int | None = None, names: None = None) -> Prediction: ...
     @overload
-    def __call__(self, question: str, context: list[str], **options) -> RankedAnswers: ...
+    def __call__(self, question: str, context: list[str] | tuple[str, ...], multi_span: bool | None = None,  # type: ignore[overload-overlap]
+                 decoding: str | None = None, require_answer: bool | None = None, top_k: int | None = None,
+                 names: Sequence[str] | None = None) -> RankedAnswers: ...
     @overload
-    def __call__(self, question: Sequence[str], context: Sequence[str], **options) -> list[Prediction]: ...
+    def __call__(self, question: Sequence[str], context: Sequence[str], multi_span: bool | None = None,
+                 decoding: str | None = None, require_answer: bool | None = None, top_k: int | None = None,
+                 names: None = None) -> list[Prediction]: ...
 
     def __call__(self, question, context, multi_span: bool | None = None, decoding: str | None = None,
                  require_answer: bool | None = None, top_k: int | None = None, names: Sequence[str] | None = None):
@@ -234,10 +243,15 @@ def whole_number(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+def is_flag(value: Any) -> bool:
+    """A yes/no as a caller may hold it: a Python or numpy bool (``np.True_``), never a number or a string."""
+    return isinstance(value, (bool, np.bool_))
+
+
 def _check_flag(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
+    if not is_flag(value):
         raise ConfigError(f"{name} is true or false, got {value!r}")
-    return value
+    return bool(value)
 
 
 def _check_top_k(top_k: Any, multi_span: bool) -> int | None:

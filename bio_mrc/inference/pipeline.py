@@ -57,7 +57,7 @@ from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_mo
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .documents import WindowPredictions, rank_across_documents, window_predictions
-from .extract import AnswerExtractor, asks_over_documents, check_batch_size, whole_number
+from .extract import AnswerExtractor, asks_over_documents, check_batch_size, is_flag, whole_number
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
 
@@ -113,8 +113,9 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         top_k, max_answer_len = (None if value is None else int(value) for value in (top_k, max_answer_len))
         flags = {"align_to_words": align_to_words, "multi_span": multi_span, "handle_impossible_answer": handle_impossible_answer}
         for name, value in flags.items():
-            if value is not None and not isinstance(value, bool):
+            if value is not None and not is_flag(value):
                 raise ConfigError(f"{name} must be true or false, got {value!r}")
+        align_to_words, multi_span, handle_impossible_answer = (None if flags[name] is None else bool(flags[name]) for name in flags)
         if decoding is not None:
             registry.resolve_decoding(self.extractor.trained.decodings, decoding)  # one the heads can do
         options = dict(top_k=top_k, handle_impossible_answer=handle_impossible_answer, max_answer_len=max_answer_len,

@@ -6,10 +6,12 @@
 
 from __future__ import annotations
 
+import functools
+import random
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from transformers import TrainerCallback, TrainingArguments, set_seed
 
@@ -41,6 +43,33 @@ class TrainResult:
     final_loss: float | None
 
 
+Call = TypeVar("Call", bound=Callable[..., Any])
+
+
+def keeps_random_state(train: Call) -> Call:
+    """``train`` seeds Python's, numpy's and torch's generators with the run's seed; the caller's states are put back
+    afterwards (CUDA's where the caller had started CUDA), so training leaves the program's random numbers as it found them."""
+
+    @functools.wraps(train)
+    def kept(*args: Any, **kwargs: Any) -> Any:
+        import numpy as np
+        import torch
+
+        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+        try:
+            return train(*args, **kwargs)
+        finally:
+            random.setstate(states[0])
+            np.random.set_state(states[1])
+            torch.set_rng_state(states[2])
+            if cuda is not None:
+                torch.cuda.set_rng_state_all(cuda)
+
+    return kept  # type: ignore[return-value]
+
+
+@keeps_random_state
 def train_model(
     examples: Sequence[Example],
     config: TrainConfig,
@@ -77,6 +106,7 @@ def train_model(
     ``report_to`` an uploading tracker), which ``config.training_args`` may not hold; the CLI fills them from
     ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
+    _check_examples(examples)  # before the precision measurement, the first work
     choices = config.precision_choices()
     output_dir, config = Path(home_expanded(output_dir)), replace(config, precision=choices["training"]["precision"])
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
@@ -115,6 +145,14 @@ def train_model(
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
     push_final_model(trainer, output_dir)
     return result
+
+
+def _check_examples(examples: Any) -> None:
+    """A list or tuple of :class:`Example`, or a TypeError naming what was given (a loaded file: its ``.examples``)."""
+    if not isinstance(examples, (list, tuple)) or not all(isinstance(example, Example) for example in examples):
+        got = f"a {type(examples).__name__}" if not isinstance(examples, (list, tuple)) else \
+            f"a {type(examples).__name__} of {next(type(e).__name__ for e in examples if not isinstance(e, Example))}"
+        raise TypeError(f"train_model takes a list of Example (a loaded file's .examples, e.g. load_squad(path).examples), got {got}")
 
 
 def _sitting_loss(mean_loss: float, global_step: int, checkpoint: Path | None) -> float | None:
