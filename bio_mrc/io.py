@@ -433,7 +433,8 @@ def owned_path(path: str | Path, root: str | Path) -> Path:
     below ``root``, its own name included: the only paths bio_mrc deletes, renames or replaces. ``root`` itself
     may be a link (the user chose it)."""
     path, root = Path(path), Path(root)
-    if ".." in path.parts:
+    below_root = path.parts[len(root.parts):] if path.parts[:len(root.parts)] == root.parts else path.parts
+    if ".." in below_root:  # the root may be reached through '..' (an output folder such as ../models), nothing below it
         raise UnsafePathError(f"{path} goes up a folder with '..'; bio_mrc changes only files inside {root}", str(path))
     try:
         below = Path(os.path.abspath(path)).relative_to(os.path.abspath(root))

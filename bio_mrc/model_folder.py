@@ -266,18 +266,25 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
         if not (_is_number(probability) and 0 <= probability <= 1):
             raise fail(folder, "config.json", f"min_span_probabilities.{decoding} must be a probability in [0, 1], got {probability!r}")
     for decoding, calibrator in _mapping(config, "calibration", folder).items():
-        if not isinstance(calibrator, dict) or not all(_is_number(calibrator.get(key)) and abs(calibrator[key]) <= MAX_SETTING
-                                                       for key in ("a", "b", "c")):
-            raise fail(folder, "config.json", f"calibration.{decoding} must hold the numbers a, b and c, got {calibrator!r}")
-        if calibrator.get("method") != "beta":  # the one method calibrate() reads a, b and c as
-            raise fail(folder, "config.json", f"calibration.{decoding}.method must be 'beta' (a, b and c are read as beta "
-                                              f"calibration), got {calibrator.get('method')!r}")
-        if calibrator["a"] < 0 or calibrator["b"] < 0:  # fitted ones never are: the map keeps the raw ranking
-            raise fail(folder, "config.json", f"calibration.{decoding}: a and b must be 0 or more (a negative one turns "
-                                              f"the map from raw confidence to probability around), got a={calibrator['a']!r}, b={calibrator['b']!r}")
-        if "no_answer_threshold" in calibrator:  # the threshold it was fitted at scores its abstentions
-            _check_threshold(calibrator["no_answer_threshold"], f"calibration.{decoding}.no_answer_threshold", folder)
+        _check_calibrator(decoding, calibrator, folder)
     _warn_of_unknown_decodings(config, folder)
+
+
+def _check_calibrator(decoding: str, calibrator: Any, folder: Path) -> None:
+    """A beta calibrator. The method is read first: an earlier version's isotonic knots (``x``, ``y``, no method) are
+    refused as another method, with what to do (``tune`` loads the folder too, so the key goes by hand first)."""
+    if isinstance(calibrator, dict) and calibrator.get("method") != "beta":  # the one method calibrate() reads
+        raise fail(folder, "config.json", f"calibration.{decoding}.method must be 'beta' (a, b and c are read as beta "
+                                          f"calibration), got {calibrator.get('method')!r}: delete "
+                                          "'calibration' from config.json, then bio-mrc tune fits them again")
+    if not isinstance(calibrator, dict) or not all(_is_number(calibrator.get(key)) and abs(calibrator[key]) <= MAX_SETTING
+                                                   for key in ("a", "b", "c")):
+        raise fail(folder, "config.json", f"calibration.{decoding} must hold the numbers a, b and c, got {calibrator!r}")
+    if calibrator["a"] < 0 or calibrator["b"] < 0:  # fitted ones never are: the map keeps the raw ranking
+        raise fail(folder, "config.json", f"calibration.{decoding}: a and b must be 0 or more (a negative one turns "
+                                          f"the map from raw confidence to probability around), got a={calibrator['a']!r}, b={calibrator['b']!r}")
+    if "no_answer_threshold" in calibrator:  # the threshold it was fitted at scores its abstentions
+        _check_threshold(calibrator["no_answer_threshold"], f"calibration.{decoding}.no_answer_threshold", folder)
 
 
 class UnusedSettingWarning(InputWarning):

@@ -36,6 +36,16 @@ def test_every_command_answers_help(command, capsys):
     assert capsys.readouterr().out.startswith(f"usage: bio-mrc {command}")
 
 
+def test_python_m_bio_mrc_is_the_command(monkeypatch, capsys):
+    import runpy
+
+    monkeypatch.setattr(sys, "argv", ["bio_mrc", "--version"])
+    with pytest.raises(SystemExit) as exit:
+        runpy.run_module("bio_mrc", run_name="__main__", alter_sys=False)
+    assert exit.value.code == 0
+    assert capsys.readouterr().out.strip() == "bio-mrc 0.1.0"
+
+
 def test_version_and_every_help_import_no_torch():
     code = f"""
 import sys

@@ -3,6 +3,7 @@ never followed to delete or write, and no output replaces an input or a model be
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -94,6 +95,18 @@ def test_the_helpers_refuse_paths_outside_the_folder_or_through_links(tmp_path):
     linked_root.symlink_to(out)  # the folder the user gave may itself be a link
     (out / "own.txt").write_text("x")
     assert io.remove_file(linked_root / "own.txt", linked_root)
+
+
+def test_an_output_folder_reached_through_dot_dot_is_the_users_choice(tmp_path, monkeypatch):
+    """An output folder given as ../out was refused as if each file inside it went up a folder (export --output ../x)."""
+    out, work = tmp_path / "out", tmp_path / "work"
+    out.mkdir(), work.mkdir()
+    monkeypatch.chdir(work)
+    (out / "own.txt").write_text("x")
+    root = Path("..") / "out"
+    assert io.remove_file(root / "own.txt", root) and not (out / "own.txt").exists()
+    with pytest.raises(io.UnsafePathError, match="goes up a folder"):
+        io.remove_file(root / ".." / "work" / "x", root)
 
 
 def test_a_listed_name_that_is_a_folder_here_is_refused_not_replaced(tmp_path):

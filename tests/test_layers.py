@@ -45,7 +45,7 @@ def layer_of(module: str) -> str:
         return "core"
     if parts[0] in MODEL_MODULES:
         return "model"
-    if parts[0] == "cli":
+    if parts[0] in ("cli", "__main__"):  # python -m bio_mrc runs the command line
         return "cli"
     if parts[0] not in ALLOWED:
         raise AssertionError(f"bio_mrc.{parts[0]} belongs to no layer: add it to tests/test_layers.py and docs/layout.md")

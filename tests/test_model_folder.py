@@ -136,6 +136,14 @@ def test_a_calibrator_of_another_method_is_refused_when_the_folder_loads(saved_m
     refused(edit_config(copy_of(saved_model, tmp_path), calibration={"joint": calibrator}), match)
 
 
+def test_an_earlier_isotonic_calibrator_is_refused_with_what_to_do(saved_model, tmp_path):
+    """Models tuned before beta calibration saved isotonic knots without a method; they were refused as lacking a, b
+    and c, a line that named neither the method nor a way on (tune loads the folder too, and is refused alike)."""
+    calibrator = {"x": [0.1, 0.5, 0.9], "y": [0.0, 0.4, 0.8], "correct_if": "f1 > 0.5"}  # the earlier layout
+    refused(edit_config(copy_of(saved_model, tmp_path), calibration={"span": calibrator}),
+            r"calibration.span.method must be 'beta' .*, got None: delete 'calibration' from config.json, then bio-mrc tune")
+
+
 @pytest.mark.parametrize("a, b", [(-0.5, 1.0), (1.0, -2.0)])
 def test_a_calibrator_that_would_reverse_the_ranking_is_refused(saved_model, tmp_path, a, b):
     """Beta calibration with a negative a or b is not monotone: a higher raw confidence could get a lower probability,
