@@ -411,7 +411,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     from .hub import local_folder
     from .inference import TrainedModel, save_tuned_settings, tuning_provenance
-    from .inference.tuning import dropped_settings, tune_for_model, tuning_summary
+    from .inference.tuning import dropped_settings, stale_calibrator_lines, tune_for_model, tuning_summary
 
     target = _tune_target(args)
     if args.plot_dir:
@@ -439,7 +439,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for line in tuning_summary(tuned, before, task) + dropped_settings(before, trained.model.config):
         print(line, file=sys.stderr)
     if not calibrate:
-        print(f"calibrators: none fitted; kept as saved ({', '.join(before.calibration or {}) or 'none'})", file=sys.stderr)
+        for line in stale_calibrator_lines(before, trained.model.config):
+            print(line, file=sys.stderr)
+        kept = trained.model.config.calibration or {}
+        print(f"calibrators: none fitted; kept as saved ({', '.join(kept) or 'none'})", file=sys.stderr)
     print(printable_line(f"saved in {target / 'config.json'}"
                          + (" (in place)" if target == Path(args.model) else f" (a tuned copy of {args.model})")), file=sys.stderr)
     print(json.dumps(json_numbers(tuned.report), indent=2))

@@ -71,6 +71,52 @@ def test_all_right_or_all_wrong_tuning_questions_give_their_rate():
     assert calibrate(np.array([0.1]), fit_calibrator(np.array([0.2, 0.7]), np.ones(2)))[0] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_the_fit_is_the_bounded_maximum_likelihood_of_kull_et_al():
+    # Beta calibration: logistic regression on (ln p, -ln(1 - p)) with a, b >= 0, solved here by scipy's bounded L-BFGS-B.
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(0)
+    raw = rng.beta(2.0, 1.5, 500)
+    features = np.column_stack([np.log(raw), -np.log1p(-raw)])
+    for a, b, c in [(1.5, 1.5, -1.2), (1.0, -1.0, 0.1), (2.0, 0.8, 1.5)]:  # the second needs the bound b >= 0
+        right = (rng.random(raw.size) < 1 / (1 + np.exp(-(features @ [a, b] + c)))).astype(float)
+        nll = lambda w: np.sum(np.logaddexp(0, features @ w[:2] + w[2]) - right * (features @ w[:2] + w[2]))  # noqa: E731,B023
+        reference = minimize(nll, [1.0, 1.0, 0.0], bounds=[(0, None), (0, None), (None, None)], method="L-BFGS-B",
+                             options={"ftol": 1e-15, "gtol": 1e-12})
+        calibrator = fit_calibrator(raw, right)
+        assert nll([calibrator["a"], calibrator["b"], calibrator["c"]]) == pytest.approx(reference.fun, abs=1e-2)
+        expected = 1 / (1 + np.exp(-(features @ reference.x[:2] + reference.x[2])))
+        assert np.abs(calibrate(raw, calibrator) - expected).max() < 2e-3
+
+
+@pytest.mark.parametrize("raw, right, problem", [
+    ([0.1, float("nan"), 0.5], [0, 1, 0], "raw confidence nan of question 2 is not a probability"),
+    ([0.1, 1.5, 0.5], [0, 1, 0], "raw confidence 1.5 of question 2"),
+    ([-0.1, 0.5, 0.5], [0, 1, 0], "raw confidence -0.1 of question 1"),
+    ([0.1, 0.2, 0.5], [0, 2, 1], "rightness 2.0 of question 2 is not 0 or 1"),
+    ([0.1, 0.2, 0.5], [0, float("nan"), 1], "rightness nan of question 2"),
+    ([0.1, 0.2, 0.5], [0, 1], "1-D arrays of one length"),
+])
+def test_a_fit_on_what_is_not_a_probability_or_a_rightness_is_refused_in_one_line(raw, right, problem):
+    with pytest.raises(ValueError, match=problem) as refused:
+        fit_calibrator(np.array(raw), np.array(right))
+    assert "\n" not in str(refused.value)
+
+
+def test_the_same_questions_in_another_order_fit_the_same_numbers():
+    rng = np.random.default_rng(5)
+    raw = np.round(rng.random(400), 2)  # ties included
+    right = (rng.random(400) < raw).astype(float)
+    order = rng.permutation(400)
+    assert fit_calibrator(raw[order], right[order]) == fit_calibrator(raw, right)
+
+
+def test_confidences_of_exactly_0_and_1_are_fitted():
+    calibrator = fit_calibrator(np.array([0.0, 0.0, 1.0, 1.0, 0.5, 0.5]), np.array([0, 1, 1, 1, 0, 1.0]))
+    probabilities = calibrate(np.array([0.0, 0.5, 1.0]), calibrator)
+    assert np.isfinite(probabilities).all() and (np.diff(probabilities) >= 0).all()
+
+
 def test_a_calibrator_of_another_method_is_refused_with_what_to_do():
     isotonic = {"x": [0.0, 0.6, 1.0], "y": [0.1, 0.4, 0.9]}  # knots, not beta calibration
     with pytest.raises(ValueError, match="bio-mrc tune"):

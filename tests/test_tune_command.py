@@ -161,6 +161,31 @@ def test_a_tuning_on_other_questions_drops_the_span_count_rules_it_did_not_fit(t
     assert "a span after the first needs probability" not in (folder / CARD_FILE).read_text(encoding="utf-8")
 
 
+def test_a_calibrator_fitted_at_another_no_answer_threshold_is_dropped_when_a_tune_fits_none(tiny_encoder_dir, tmp_path):
+    """``tune --no-calibration`` on other SQuAD 2.0 questions kept a calibrator fitted at the old threshold, which scored
+    an abstention at the new one as the span it no longer gives (the probability of answering)."""
+    import copy
+
+    from bio_mrc.inference.tuning import save_tuned_settings, stale_calibrator_lines
+    from bio_mrc.model import BioMrcConfig, BioMrcForQuestionAnswering
+
+    folder = tmp_path / "model"
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").save_pretrained(str(folder))
+    beta = {"method": "beta", "a": 1.0, "b": 0.5, "c": 0.2, "correct_if": "f1 > 0.5", "questions": 40}
+    calibration = {"joint": beta | {"no_answer_threshold": -2.0}, "span": beta | {"no_answer_threshold": -1.0}, "bio": beta}
+    config = BioMrcConfig.from_pretrained(folder)
+    first = {"description": "a.json", "questions": 40, "content_hash": "aaaa"}
+    assert save_tuned_settings(folder, config, {"joint": -2.0, "span": -1.0}, {"calibration": calibration}, first)
+    assert set(config.calibration) == {"joint", "span", "bio"}  # each fitted at the threshold saved beside it
+    before = copy.deepcopy(config)
+    other = {"description": "b.json", "questions": 40, "content_hash": "bbbb"}
+    assert save_tuned_settings(folder, config, {"joint": -3.5, "span": -1.0}, {}, other)  # --no-calibration
+    assert set(BioMrcConfig.from_pretrained(folder).calibration) == {"span", "bio"}  # bio: fitted without a threshold
+    assert stale_calibrator_lines(before, config) == [
+        "calibrator joint: dropped (fitted at no-answer threshold -2, now -3.5); its answers get no probability until "
+        "a tune without --no-calibration fits one"]
+
+
 def test_a_given_length_prior_is_saved_with_the_settings_fitted_with_it(trained_dir, tmp_path, capsys):  # noqa: F811
     """``tune --bio-length-prior`` fitted the thresholds and calibrators with the given β but saved the model's old one."""
     out = tmp_path / "tuned"

@@ -72,14 +72,31 @@ def _beta_features(raw: np.ndarray) -> np.ndarray:
     return np.column_stack([np.log(clipped), -np.log1p(-clipped)])
 
 
+def _checked_fit_inputs(raw: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``raw`` and ``right`` as float arrays, or a one-line refusal: a NaN, a confidence outside [0, 1] or a
+    rightness other than 0/1 would otherwise be clipped or fitted into a plausible-looking calibrator."""
+    raw, right = np.asarray(raw, dtype=np.float64), np.asarray(right, dtype=np.float64)
+    if raw.ndim != 1 or raw.shape != right.shape:
+        raise ValueError(f"raw confidences and rightness must be 1-D arrays of one length, got {raw.shape} and {right.shape}")
+    if len(raw) < FEWEST_CALIBRATION_QUESTIONS:
+        raise ValueError(f"calibrating needs at least {FEWEST_CALIBRATION_QUESTIONS} held-out questions")
+    if not ((raw >= 0.0) & (raw <= 1.0)).all():  # NaN fails both
+        bad = int(np.flatnonzero(~((raw >= 0.0) & (raw <= 1.0)))[0])
+        raise ValueError(f"raw confidence {raw[bad]} of question {bad + 1} is not a probability in [0, 1]")
+    if not np.isin(right, (0.0, 1.0)).all():
+        bad = int(np.flatnonzero(~np.isin(right, (0.0, 1.0)))[0])
+        raise ValueError(f"rightness {right[bad]} of question {bad + 1} is not 0 or 1")
+    return raw, right
+
+
 def fit_calibrator(raw: np.ndarray, right: np.ndarray) -> dict[str, Any]:
     """Beta calibration of raw confidences against rightness, as JSON-ready numbers
     ``P(right) = sigmoid(a ln p - b ln(1 - p) + c)`` with ``a, b >= 0``."""
     from sklearn.linear_model import LogisticRegression  # fitting only: answering with a calibrator needs no sklearn (seconds to import)
 
-    if len(raw) < FEWEST_CALIBRATION_QUESTIONS:
-        raise ValueError(f"calibrating needs at least {FEWEST_CALIBRATION_QUESTIONS} held-out questions")
-    right = np.asarray(right, dtype=np.float64)
+    raw, right = _checked_fit_inputs(raw, right)
+    order = np.lexsort((right, raw))  # the solver's sums in one order: the same questions in any order, the same numbers
+    raw, right = raw[order], right[order]
     features, weights, intercept = _beta_features(raw), np.zeros(2), 0.0
     columns = [0, 1]
     while columns and len(np.unique(right)) == 2:

@@ -384,6 +384,26 @@ def dropped_settings(before: BioMrcConfig, after: BioMrcConfig) -> list[str]:
             for name in ("no_answer_thresholds", *REPLACED_SETTINGS) if getattr(before, name) and not getattr(after, name)]
 
 
+def calibrators_at_thresholds(calibration: Mapping[str, Any] | None, thresholds: Mapping[str, float] | None) -> dict | None:
+    """The calibrators that still describe the answers given at the no-answer ``thresholds`` saved beside them: one
+    fitted at another threshold (kept by ``--no-calibration``) would score an abstention as the answer it no longer
+    gives, so it is left out. A calibrator fitted without a threshold is kept: it scores the best span, as it was fitted."""
+    kept = {decoding: calibrator for decoding, calibrator in (calibration or {}).items()
+            if "no_answer_threshold" not in calibrator
+            or (thresholds or {}).get(threshold_key(decoding)) == calibrator["no_answer_threshold"]}
+    return kept or None
+
+
+def stale_calibrator_lines(before: BioMrcConfig, after: BioMrcConfig) -> list[str]:
+    """One line per calibrator ``before`` held that saving dropped as fitted at another no-answer threshold
+    (:func:`calibrators_at_thresholds`), for a tune that fitted none."""
+    thresholds = after.no_answer_thresholds or {}
+    return [f"calibrator {decoding}: dropped (fitted at no-answer threshold {calibrator['no_answer_threshold']:.4g}, "
+            f"now {_shown(thresholds.get(threshold_key(decoding)))}); its answers get no probability until a tune "
+            "without --no-calibration fits one"
+            for decoding, calibrator in (before.calibration or {}).items() if decoding not in (after.calibration or {})]
+
+
 def _shown(value: Any) -> str:
     return "none" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
@@ -432,6 +452,7 @@ def save_tuned_settings(
         if name == "min_span_probabilities" and same_questions:  # per decoding, as the thresholds
             value = {**(config.min_span_probabilities or {}), **value}
         setattr(config, name, value)
+    config.calibration = calibrators_at_thresholds(config.calibration, config.no_answer_thresholds)
     config.tuned_on = tuned_on
     with signals_held():  # a stop between the two would leave a card of the settings before
         atomic_write_text(Path(model_dir) / "config.json", config.to_json_string())
