@@ -33,7 +33,7 @@ def instruction_sets() -> dict[str, bool]:
 def cpuinfo_flags() -> set[str]:
     """The CPU's feature flags as Linux lists them (none elsewhere)."""
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("flags"):
                 return set(line.split(":", 1)[1].split())
     return set()

@@ -117,7 +117,7 @@ def cpu_features() -> dict[str, bool]:
         return {name: bool(capabilities.get(name, False)) for name in CPU_BF16_FEATURES}
     flags: set[str] = set()
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("flags"):
                 flags = set(line.split(":", 1)[1].split())
                 break
@@ -132,7 +132,7 @@ def cpu_name() -> str:
     name = probe().get("cpu_name") if probe is not None else None
     fields: dict[str, str] = {}
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             key, _, value = line.partition(":")
             fields.setdefault(key.strip(), value.strip())
     if "model name" in fields:  # "AMD EPYC" alone names no generation: the family and model do

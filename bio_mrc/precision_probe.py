@@ -182,7 +182,7 @@ def machine_key(cpu: str) -> str:
     measured."""
     flags = ""
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("flags"):
                 flags = " ".join(sorted(line.split(":", 1)[1].split()))
                 break

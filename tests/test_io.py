@@ -3,6 +3,7 @@
 import json
 import os
 import stat
+import sys
 
 import pytest
 
@@ -154,3 +155,60 @@ def test_bidirectional_overrides_are_escaped_in_a_printed_line_and_in_printed_js
     value = {"answer": "evil\u202egnp.exe", "id": "q\u202a"}
     text = io.printable_json(value)
     assert text == '{"answer": "evil\\u202egnp.exe", "id": "q\\u202a"}' and json.loads(text) == value
+
+
+def test_without_flock_the_locks_run_their_blocks_unguarded(tmp_path, monkeypatch):
+    # Windows has no fcntl: each lock runs its block, none refuses or fails
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # import fcntl now raises ImportError
+    ran = []
+    with io.sole_writer(tmp_path / "answers.jsonl", "answers"), io.sole_writer(tmp_path / "answers.jsonl", "answers"):
+        ran.append("writer")
+    with io.sole_process_in(tmp_path / "model", "busy"), io.sole_process_in(tmp_path / "model", "busy"):
+        ran.append("folder")
+    with io.updated_alone(tmp_path / "cache.json"):
+        ran.append("update")
+    assert ran == ["writer", "folder", "update"]
+
+
+def test_with_flock_a_second_writer_is_refused(tmp_path):
+    pytest.importorskip("fcntl")
+    with io.sole_writer(tmp_path / "answers.jsonl", "answers"), pytest.raises(io.OutputError, match="another process"):
+        with io.sole_writer(tmp_path / "answers.jsonl", "answers"):
+            pass
+
+
+def _text_opens_without_an_encoding(root):
+    """``file:line`` of each call in ``root``'s sources that reads or writes text in the locale's encoding: a
+    ``read_text``/``write_text``, or an ``open`` in a text mode, naming no ``encoding`` (cp1252 on Windows)."""
+    import ast
+    from pathlib import Path
+
+    found = []
+    for file in sorted(Path(root).rglob("*.py")):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or any(keyword.arg == "encoding" for keyword in node.keywords):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            owner = getattr(func.value, "id", None) if isinstance(func, ast.Attribute) else None
+            modes = [keyword.value for keyword in node.keywords if keyword.arg == "mode"] + node.args[1:2]
+            mode = modes[0].value if modes and isinstance(modes[0], ast.Constant) else "r" if not modes else "b"
+            text_open = name in ("open", "fdopen") and owner not in ("os", "Image") and "b" not in mode
+            if name in ("read_text", "write_text") or text_open:
+                found.append(f"{file.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_every_text_file_the_package_reads_or_writes_names_its_encoding():
+    from pathlib import Path
+
+    import bio_mrc
+
+    assert _text_opens_without_an_encoding(Path(bio_mrc.__file__).parent) == []
+
+
+def test_the_encoding_check_finds_text_opens_in_the_locales_encoding(tmp_path):
+    (tmp_path / "m.py").write_text('import os\nfrom pathlib import Path\nPath("a").read_text()\nopen("b", "w")\n'
+                                   'open("c")\nopen("d", "rb")\nopen("e", encoding="utf-8")\nos.open("f", 0)\n',
+                                   encoding="utf-8")
+    assert _text_opens_without_an_encoding(tmp_path) == ["m.py:3", "m.py:4", "m.py:5"]

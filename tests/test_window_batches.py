@@ -136,3 +136,41 @@ def test_a_gold_position_the_window_does_not_attend_to_is_refused_from_rows_and_
                 WindowCollator()(batch)
         else:
             assert WindowCollator()(batch)["end_positions"].tolist() == [position, 2]
+
+
+def test_loader_workers_are_counted_from_the_cores_where_no_affinity_call_exists(monkeypatch):
+    # macOS and Windows have no os.sched_getaffinity: the count is os.cpu_count()'s, one worker for two cores
+    from bio_mrc.training import trainer
+
+    monkeypatch.delattr(trainer.os, "sched_getaffinity", raising=False)
+    counts = {}
+    for cores in (None, 1, 6, 64):
+        monkeypatch.setattr(trainer.os, "cpu_count", lambda n=cores: n)
+        counts[cores] = trainer._loading_arguments("cuda")["dataloader_num_workers"]
+    assert counts == {None: 1, 1: 1, 6: 3, 64: trainer.GPU_LOADER_WORKERS}
+
+
+def test_windows_and_collator_survive_pickling_as_spawned_workers_receive_them(sample_v1, tiny_tokenizer):
+    import pickle
+
+    features = windows(sample_v1.examples, tiny_tokenizer, FeatureConfig(40, 12, 10, "soft", "one-hot", "subword"))
+    batches, collator = WindowBatches(features), WindowCollator(pad_token_id=3)
+    copied, copied_collator = pickle.loads(pickle.dumps((batches, collator)))
+    indices = list(range(len(features)))
+    assert copied.lengths == batches.lengths
+    by_original, by_copy = collator(batches.__getitems__(indices)), copied_collator(copied.__getitems__(indices))
+    assert list(by_original) == list(by_copy) and all(torch.equal(by_original[k], by_copy[k]) for k in by_original)
+
+
+@pytest.mark.slow  # each spawned worker imports torch and the package
+def test_spawned_loader_workers_give_the_batches_the_training_process_reads(sample_v1, tiny_tokenizer):
+    # macOS and Windows start worker processes by spawning: what they read arrives pickled, with no forked memory
+    from torch.utils.data import DataLoader
+
+    features = windows(sample_v1.examples, tiny_tokenizer, FeatureConfig(40, 12, 10, "soft", "one-hot", "subword"))
+    batches, collator = WindowBatches(features), WindowCollator(pad_token_id=3)
+    alone = list(DataLoader(batches, batch_size=4, collate_fn=collator))
+    spawned = list(DataLoader(batches, batch_size=4, collate_fn=collator, num_workers=2, multiprocessing_context="spawn"))
+    assert len(spawned) == len(alone) > 1
+    for a, b in zip(alone, spawned):
+        assert list(a) == list(b) and all(torch.equal(a[key], b[key]) for key in a)

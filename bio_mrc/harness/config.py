@@ -413,7 +413,7 @@ def load_config(path_or_preset: str | Path) -> CompareConfig:
     A file that is not valid JSON or not a valid comparison raises :class:`DataFormatError` naming it.
     """
     if str(path_or_preset) in PRESETS:
-        return parse_config(json.loads(resources.files("bio_mrc.harness.presets").joinpath(f"{path_or_preset}.json").read_text()))
+        return parse_config(json.loads(resources.files("bio_mrc.harness.presets").joinpath(f"{path_or_preset}.json").read_text(encoding="utf-8")))
     path = Path(path_or_preset)
     if not path.exists():
         raise DataFormatError(f"no such config file (presets: {', '.join(PRESETS)})", source=str(path))
