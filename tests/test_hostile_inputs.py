@@ -19,7 +19,8 @@ MINIMAL = {"name": "ok", "train": {"path": "squad-v1.1/train.json"}, "eval": {"p
            "runs": [{"name": "joint"}]}
 
 
-@pytest.mark.parametrize("name", ["../../../x", "/tmp/x", "", "a/b", "..", ".hidden", "x" * 101, None, 7])
+@pytest.mark.parametrize("name", ["../../../x", "/tmp/x", "", "a/b", "..", ".hidden", "x" * 101, None, 7, "nul", "CON",
+                                  "com1.json", "Lpt9", "joint."])
 def test_a_name_that_is_no_plain_file_name_is_refused_naming_its_key(tmp_path, name):
     for raw, key in (({**MINIMAL, "name": name}, "name"), ({**MINIMAL, "runs": [{"name": "joint"}, {"name": name}]}, "runs[1].name")):
         path = tmp_path / "config.json"
@@ -27,7 +28,8 @@ def test_a_name_that_is_no_plain_file_name_is_refused_naming_its_key(tmp_path, n
         with pytest.raises(BioMrcError, match=re.escape(f"{key}: a name becomes a file name")) as caught:
             load_config(path)
         assert str(path) in str(caught.value)
-    assert parse_config({**MINIMAL, "runs": [{"name": "joint-1ep.v2+bio_x"}]}).runs[0].name == "joint-1ep.v2+bio_x"
+    for fine in ("joint-1ep.v2+bio_x", "x" * 100, "a", "nullable", "console", "com10", "auxiliary.v2", "lpt"):
+        assert parse_config({**MINIMAL, "runs": [{"name": fine}]}).runs[0].name == fine
 
 
 @pytest.fixture

@@ -85,11 +85,14 @@ FOLD_TRAINING_SHARE_HELP = ("cross-validation only: each fold's model trains on 
                             "held-out fold: a learning curve by cross-validation; default: all of them")
 
 
-# A comparison's and each run's name become folder and file names under the output folder.
-SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
+# A comparison's and each run's name become folder and file names under the output folder, on every system: no name
+# Windows reserves for a device (CON, NUL, COM1, ..., with an extension too) and no trailing '.', which Windows drops.
+WINDOWS_DEVICES = r"(?:[Cc][Oo][Nn]|[Pp][Rr][Nn]|[Aa][Uu][Xx]|[Nn][Uu][Ll]|[Cc][Oo][Mm][0-9]|[Ll][Pp][Tt][0-9])(?:\.|$)"
+SAFE_NAME = re.compile(rf"(?!{WINDOWS_DEVICES})[A-Za-z0-9](?:[A-Za-z0-9._+-]{{0,98}}[A-Za-z0-9_+-])?")
 NAME_SCHEMA = {"type": "string", "pattern": f"^{SAFE_NAME.pattern}$",
                "problem": "a name becomes a file name, so it is 1 to 100 letters, digits, '.', '_', '+' or '-', "
-                          "beginning with a letter or digit"}
+                          "beginning with a letter or digit, not ending in '.', and no device name Windows reserves "
+                          "(CON, PRN, AUX, NUL, COM0-9, LPT0-9)"}
 SPLIT_SCHEMA = {
     "type": ["object", "null"], "required": ["fractions", "part"], "additionalProperties": False,
     "properties": {"fractions": {"type": "array", "minItems": 2, "items": {"type": "number", "exclusiveMinimum": 0}},
