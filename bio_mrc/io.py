@@ -51,19 +51,40 @@ TORCH_WRITE_FAILURES = ("file write failed", "inline_container", "No space left 
 @contextlib.contextmanager
 def writes_named(folder: str | Path) -> Iterator[None]:
     """A full disk or a spent quota while writing under ``folder`` becomes one :class:`OutputError`
-    naming the folder and its free space, instead of a traceback from deep inside a writer."""
+    naming the folder and its free space, and a write the system refuses there (permissions taken away, a file
+    system remounted read-only, a failing device) one naming the folder, instead of a traceback from deep inside a
+    writer."""
     try:
         yield
     except OutputError:
         raise
+    except OSError as err:
+        if err.errno in _REFUSED_WRITES and _written_under(err, folder):  # the folder was writable when checked
+            raise OutputError(f"could not write there: {err}", str(folder)) from None
+        _raise_full_disk(err, folder)
     except Exception as err:  # noqa: BLE001 - writers (torch, safetensors) report a full disk in exceptions of their own
-        full = isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
-        said = isinstance(err, RuntimeError) and any(sign in str(err) for sign in TORCH_WRITE_FAILURES)
-        if not (full or said or "No space left on device" in str(err) or "Disk quota exceeded" in str(err)):
-            raise
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise OutputError(f"could not write there, {_free_space(Path(folder))} free on its device: {first_line}",
-                          str(folder)) from None
+        _raise_full_disk(err, folder)
+
+
+_REFUSED_WRITES = (errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO)
+
+
+def _written_under(err: OSError, folder: str | Path) -> bool:
+    """Whether ``err`` names a path under ``folder``, or none (a writer's own error): not an input read meanwhile."""
+    if not isinstance(err.filename, (str, bytes, os.PathLike)):
+        return True
+    return Path(os.path.abspath(os.fsdecode(err.filename))).is_relative_to(os.path.abspath(folder))
+
+
+def _raise_full_disk(err: Exception, folder: str | Path) -> None:
+    """``err`` as one :class:`OutputError` line when it says the disk or the quota is full; else ``err`` itself."""
+    full = isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
+    said = isinstance(err, RuntimeError) and any(sign in str(err) for sign in TORCH_WRITE_FAILURES)
+    if not (full or said or "No space left on device" in str(err) or "Disk quota exceeded" in str(err)):
+        raise err
+    first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    raise OutputError(f"could not write there, {_free_space(Path(folder))} free on its device: {first_line}",
+                      str(folder)) from None
 
 
 def _free_space(folder: Path) -> str:

@@ -5,6 +5,7 @@ Python code never runs it and never prompts, and a --limit that is no positive c
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -159,6 +160,36 @@ def test_a_full_disk_while_writing_a_file_is_one_error_naming_the_folder(tmp_pat
                        + ".*" + re.escape(f"(in {tmp_path})")):
         io.atomic_write_text(tmp_path / "report.md", "text")
     assert os.listdir(tmp_path) == []  # no temporary file left behind
+
+
+@pytest.mark.parametrize("stop", ["full disk", "ctrl-c"])
+def test_a_final_save_cut_short_leaves_no_half_written_weights_and_keeps_the_checkpoints(tiny_encoder_dir, tmp_path, sample_v1,
+                                                                                        monkeypatch, stop):
+    import errno
+
+    from transformers import Trainer
+
+    from bio_mrc.errors import OutputError
+    from bio_mrc.training.saving import STAGING_DIR
+    from bio_mrc.training.train import TrainConfig, train_model
+
+    save = Trainer.save_model
+
+    def cut_short(self, output_dir=None, _internal_call=False):
+        if STAGING_DIR not in str(output_dir):  # a checkpoint: saved whole
+            return save(self, output_dir, _internal_call=_internal_call)
+        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(output_dir) / "model.safetensors").write_bytes(b"cut")  # the final weights, begun
+        raise OSError(errno.ENOSPC, "No space left on device") if stop == "full disk" else KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "save_model", cut_short)
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16, max_query_length=12,
+                         epochs=1, batch_size=4, precision="fp32")
+    out = tmp_path / "model"
+    with pytest.raises(OutputError if stop == "full disk" else KeyboardInterrupt):
+        train_model(sample_v1.examples[:8], config, out, checkpoint_steps=1)
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoints"]  # the staging folder's cut weights held the space
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["bio_mrc_train_config.json", "checkpoint-3"]  # --resume continues
 
 
 def test_a_full_disk_while_saving_a_checkpoint_is_one_error_and_keeps_the_folder(tiny_encoder_dir, tmp_path, sample_v1, monkeypatch):

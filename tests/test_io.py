@@ -1,5 +1,6 @@
 """Atomic writes: a file has its old content or its complete new content, and no temporary file stays behind."""
 
+import errno
 import json
 import os
 import stat
@@ -40,6 +41,30 @@ def test_a_failed_rename_keeps_the_old_file(tmp_path, monkeypatch):
         atomic_write_text(path, "new")
     assert path.read_text() == "old"
     assert os.listdir(tmp_path) == ["report.json"]  # the temporary file is removed too
+
+
+@pytest.mark.parametrize("code", [errno.EACCES, errno.EROFS, errno.EIO])
+def test_a_write_the_system_refuses_midway_is_one_error_naming_the_folder_and_keeps_the_old_file(tmp_path, monkeypatch, code):
+    path = tmp_path / "report.json"
+    path.write_text("old")
+
+    def refused(source, target):  # the folder became read-only (or its device failed) after the checks
+        raise OSError(code, os.strerror(code), str(source), None, str(target))
+
+    monkeypatch.setattr(io.os, "replace", refused)
+    with pytest.raises(io.OutputError) as raised:
+        atomic_write_text(path, "new")
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith(f"could not write there: [Errno {code}] {os.strerror(code)}: ")
+    assert message.endswith(f"(in {tmp_path})")
+    assert path.read_text() == "old" and os.listdir(tmp_path) == ["report.json"]
+
+
+def test_a_refused_read_of_a_file_outside_the_folder_stays_what_it_is(tmp_path, monkeypatch):
+    elsewhere = tmp_path.parent / "data.json"  # an input read while the output is written: not the output's fault
+    with pytest.raises(PermissionError):
+        with io.writes_named(tmp_path / "out"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(elsewhere))
 
 
 def test_a_failed_write_leaves_no_file(tmp_path):

@@ -305,6 +305,29 @@ def test_a_full_disk_while_the_answers_stream_grows_is_one_line_and_resumable(mo
     assert len(json.loads(out.read_text())) == len(load_squad(SAMPLE_V1).examples)
 
 
+def test_an_output_folder_made_read_only_midway_is_one_line_and_keeps_the_earlier_predictions(model_dir, tmp_path, capsys,
+                                                                                            monkeypatch):
+    import errno
+    import os
+
+    from bio_mrc import io
+
+    out = tmp_path / "p.json"
+    assert predict(model_dir, out, "--decoding", "span") == 0
+    earlier = out.read_bytes()
+    replace = io.os.replace
+
+    def read_only(source, target):  # the folder was remounted read-only once the stream was written
+        raise OSError(errno.EROFS, "Read-only file system", str(source), None, str(target))
+
+    monkeypatch.setattr(io.os, "replace", read_only)
+    assert predict(model_dir, out, "--decoding", "span", "--resume") == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()[-1:]
+    assert line.startswith("error: could not write there: [Errno 30] Read-only file system: ") and line.endswith(f"(in {tmp_path})")
+    monkeypatch.setattr(io.os, "replace", replace)
+    assert out.read_bytes() == earlier and not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
+
+
 def test_a_question_id_with_8_bit_terminal_controls_is_printed_escaped(model_dir, tmp_path, capsys):
     hostile = "q\u009b2J\u009d0;title\u009c\x7f"  # CSI "clear screen" and OSC "set title" in their one-character forms
     data = tmp_path / "c1.json"

@@ -66,23 +66,24 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
     the old model's scores and card go with the old record, and its files the new model does not write
     (an ONNX export's graph, weights in another layout) before the new files move in.
     """
-    staging = output_dir / STAGING_DIR
-    if trainer.is_world_process_zero():
+    staging, zero = output_dir / STAGING_DIR, trainer.is_world_process_zero()
+    if zero:
         remove_tree(staging, output_dir)  # left by a save that was killed
-    # every process: sharded (FSDP/DeepSpeed) saves gather on all of them. Internal: Trainer's own push (of its
-    # checkpoints folder, with transformers' card and no tokenizer) stays out; push_final_model uploads the folder.
-    trainer.save_model(str(staging), _internal_call=True)
-    if not trainer.is_world_process_zero():
-        return
     try:
+        # every process: sharded (FSDP/DeepSpeed) saves gather on all of them. Internal: Trainer's own push (of its
+        # checkpoints folder, with transformers' card and no tokenizer) stays out; push_final_model uploads the folder.
+        trainer.save_model(str(staging), _internal_call=True)
+        if not zero:
+            return
         tokenizer.save_pretrained(str(staging))
         atomic_write_json(staging / TRAINING_LOG_FILE, trainer.state.log_history, indent=1)
         remove_file(output_dir / RUN_FILE, output_dir)
         clear_model_card(output_dir)
         remove_replaced_model_files(output_dir, [path.name for path in staging.iterdir()])  # an old export's graph too
         atomic_move_files(staging, output_dir)
-    finally:
-        remove_tree(staging, output_dir)
+    finally:  # a full disk or a stop while saving leaves no half-written weights taking the space
+        if zero:
+            remove_tree(staging, output_dir)
     atomic_write_json(output_dir / RUN_FILE, record, indent=2)
     write_model_card(output_dir)
 
