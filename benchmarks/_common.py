@@ -15,7 +15,9 @@ import contextlib
 import glob
 import importlib.util
 import os
+import shlex
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -164,9 +166,15 @@ def newest_model(pattern: str, command: str) -> Path:
 # The line a comparison's report has too (bio_mrc.machine: machine_description, instruction_sets, imported above).
 
 
-def load_and_date() -> str:
-    """The load average now and the UTC time: how busy the machine was, and when."""
-    return f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+def command_line() -> str:
+    """The command that started this script, quoted so that it can be typed again."""
+    return f"python {shlex.join(sys.argv)}"
+
+
+def command_load_and_date() -> str:
+    """The command, the load average now and the UTC time: what ran, how busy the machine was, and when."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"command: {command_line()}; load average {load}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
 
 
 # ---------------------------------------------------------------- timing

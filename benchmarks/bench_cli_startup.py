@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import existing_input, fail, load_and_date, machine_description
+from _common import existing_input, fail, command_load_and_date, machine_description
 from _common import timed as timed_call
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,7 +98,7 @@ def main() -> None:
     if root is None or not (root / "bio_mrc" / "cli.py").is_file():
         fail(f"no bio_mrc checkout at {args.package_root}: pass --package-root DIR, a folder holding bio_mrc/cli.py")
     env = {**os.environ, "PYTHONPATH": str(root.resolve()) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    print(f"# bio-mrc start-up ({root.resolve()}): median of {args.runs} fresh processes\n\n{machine_description()}\n{load_and_date()}\n")
+    print(f"# bio-mrc start-up ({root.resolve()}): median of {args.runs} fresh processes\n\n{machine_description()}\n{command_load_and_date()}\n")
     print("| command | wall s | CPU s |\n|---|---:|---:|")
     for argv in (["--version"], ["--help"], *[[command, "--help"] for command in COMMANDS]):
         wall, cpu = timed_runs([sys.executable, "-m", "bio_mrc.cli", *argv], env, args.runs)

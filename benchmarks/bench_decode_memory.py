@@ -123,7 +123,7 @@ def main(args: argparse.Namespace) -> None:
     print(f"{args.short:,} questions of {args.short_tokens} tokens and one of {args.long_tokens:,}, in {len(outputs.example_index):,} "
           f"windows of {args.window} (stride {args.stride}), seed {args.seed}; "
           f"groups of at most {postprocess.DECODE_TOKEN_SLOTS:,} token slots")
-    print(f"machine: {machine}; numpy {np.__version__}; {_common.load_and_date()}")
+    print(f"machine: {machine}; numpy {np.__version__}; {_common.command_load_and_date()}")
     print()
     print("| step | one group: s, MiB | groups of like length: s, MiB | memory ratio | time ratio | answers |")
     print("|---|---:|---:|---:|---:|---|")

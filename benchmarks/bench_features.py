@@ -349,7 +349,7 @@ def print_header(args: argparse.Namespace, versions: str) -> str:
     print(f"feature building, SQuAD v1.1 {Path(args.data).name}{f' (first {args.limit})' if args.limit else ''}: "
           f"max_seq_length {args.max_seq_length}, stride {args.doc_stride}, datasets.map batch size {args.batch_size}")
     machine = _common.machine_description()
-    print(f"machine: {machine}; {versions}; {_common.load_and_date()} at the end; one run each")
+    print(f"machine: {machine}; {versions}; {_common.command_load_and_date()} at the end; one run each")
     return machine
 
 

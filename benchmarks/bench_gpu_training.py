@@ -60,6 +60,9 @@ ROW_LOADING = {"dataloader_num_workers": 0, "dataloader_persistent_workers": Fal
                "logging_nan_inf_filter": True}
 
 
+VARIANTS = ("reference", "ours", "ours-32", "rows-32")
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     _common.add_data_arguments(parser, "squad-v1.1/train.json", "SQuAD v1.1 training file")
@@ -74,6 +77,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--peak-tflops", type=float, default=None, help="the GPU's dense bf16 TFLOP/s (default: by name)")
     parser.add_argument("--output", default=None, help="also write the JSON result to this file")
     args = parser.parse_args()
+    unknown = sorted(set(variant.strip() for variant in args.variants.split(",")) - set(VARIANTS))
+    if unknown:
+        _common.fail(f"--variants: unknown {', '.join(unknown)} (choose from {', '.join(VARIANTS)})")
+    if args.steps < 2:
+        _common.fail(f"--steps must be at least 2 (an epoch is timed from the end of its first step), got {args.steps}")
     args.data = _common.data_file(args, "squad-v1.1/train.json")
     return args
 
@@ -200,7 +208,7 @@ def main(args: argparse.Namespace) -> None:
                          precision="bf16", epochs=1.0)
     reference_pool, our_pool = pools(args, tokenizer, config)
     gpu, peak = peak_tflops(args)
-    print(f"machine: {_common.machine_description()}; GPU {gpu}; {_common.load_and_date()}", flush=True)
+    print(f"machine: {_common.machine_description()}; GPU {gpu}; {_common.command_load_and_date()}", flush=True)
     runs: dict[str, Timed] = {}
     for variant in [v.strip() for v in args.variants.split(",")]:
         batch = 32 if variant.endswith("-32") else args.batch_size

@@ -354,7 +354,7 @@ def print_header(args: argparse.Namespace, setup: Setup, runs: Runs) -> str:
     machine = _common.machine_description()
     if torch.cuda.is_available():
         machine += f"; both sides on GPU {torch.cuda.get_device_name(0)}"
-    print(f"machine: {machine}; transformers {transformers.__version__}; {_common.load_and_date()}; "
+    print(f"machine: {machine}; transformers {transformers.__version__}; {_common.command_load_and_date()}; "
           f"median of {args.repeats} run(s) per side")
     fed = _fed_tokens(lengths, setup.ours_batch) / (len(runs.ref_features) * setup.ref_length)
     print(f"windows: {len(lengths)} (reference {len(runs.ref_features)}), max_seq_length {windows.max_seq_length}, stride {windows.doc_stride}; "

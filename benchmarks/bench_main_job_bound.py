@@ -101,7 +101,7 @@ def measured_seconds(report_path: str | None) -> dict[str, float]:
 
 def main(args: argparse.Namespace) -> None:
     machine = _common.machine_description()
-    print(f"machine: {machine}; {_common.load_and_date()}", file=sys.stderr)
+    print(f"machine: {machine}; {_common.command_load_and_date()}", file=sys.stderr)
     config = args.comparison
     run, data_dir = config.runs[0], _common.data_root(args)
     seed, training = config.run_seeds(run)[0], resolve_split(config.train, data_dir).examples

@@ -26,8 +26,6 @@ import argparse
 import functools
 import importlib.metadata
 import json
-import shlex
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -150,10 +148,9 @@ def report(args, model_dir, onnx_dir, data, features, seconds, forward, outputs,
     ratio = seconds["pytorch"] / seconds["onnx"]
     print()
     print(f"ONNX Runtime vs PyTorch, SQuAD v1.1 {Path(args.data).name}, {n} questions, {len(features)} windows, model {model_dir}")
-    print(f"command: python {' '.join(shlex.quote(a) for a in sys.argv)}")
     machine = _common.machine_description()
     print(f"machine: {machine}; onnxruntime {importlib.metadata.version('onnxruntime')}, transformers {transformers.__version__}; "
-          f"{_common.load_and_date()}; median of {args.repeats} run(s) per side")
+          f"{_common.command_load_and_date()}; median of {args.repeats} run(s) per side")
     print()
     print("| | PyTorch fp32 (s) | ONNX Runtime (s) | PyTorch / ONNX |")
     print("|---|---:|---:|---:|")

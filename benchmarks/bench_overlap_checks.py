@@ -89,7 +89,7 @@ def main(args: argparse.Namespace) -> None:
             rows.append({"step": step, "spans": size, "reference_s": round(reference_s, 3), "ours_s": round(ours_s, 3),
                          "time_ratio": round(reference_s / max(ours_s, 1e-9), 1)})
     machine = _common.machine_description()
-    print(f"machine: {machine}; {_common.load_and_date()}")
+    print(f"machine: {machine}; {_common.command_load_and_date()}")
     print()
     print("| step | spans | reference s | ours s | time ratio | results |")
     print("|---|---:|---:|---:|---:|---|")

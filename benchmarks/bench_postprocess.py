@@ -296,7 +296,7 @@ def print_header(args: argparse.Namespace, setup: Setup) -> str:
     print(f"post-processing alone, SQuAD v1.1 {Path(args.data).name}, {n} questions, {len(setup.features)} windows, model {args.model} "
           f"(max_seq_length {windows.max_seq_length}, stride {windows.doc_stride}); logits: {setup.source}")
     machine = _common.machine_description()
-    print(f"machine: {machine}; numpy {np.__version__}, datasets {datasets.__version__}; {_common.load_and_date()} "
+    print(f"machine: {machine}; numpy {np.__version__}, datasets {datasets.__version__}; {_common.command_load_and_date()} "
           f"at the end; median of {args.repeats} run(s) per side")
     print(f"windows (untimed): ours {setup.our_feature_s:.2f} s, the recipe's {setup.ref_feature_s:.2f} s; the same windows on both sides "
           f"(count, question of each, token ids); context offsets differ in {setup.offset_differences} window(s) (ours extends a token "

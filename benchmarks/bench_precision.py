@@ -165,7 +165,7 @@ def main(args: argparse.Namespace) -> None:
     dev = load_squad(args.dev, limit=args.eval_questions).examples
     machine = _common.machine_description()
     print(f"machine: {machine}; bf16 native: {native_bf16('cpu')}; transformers {transformers.__version__}; "
-          f"{_common.load_and_date()}", file=sys.stderr)
+          f"{_common.command_load_and_date()}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["BIO_MRC_CACHE_DIR"] = str(Path(tmp) / "cache")  # auto measures as on a machine new to the model
         configs = {p: TrainConfig(heads="span+bio", precision=p, epochs=1, learning_rate=1e-4, seed=42, **WINDOWS) for p in args.precisions}

@@ -50,6 +50,8 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.inference import TrainedModel, decode_with_thresholds, write_prediction_files
 
+import _common
+
 DECODINGS = ("span", "bio", "joint")
 WINDOW_ARGS = ["--max-seq-length", "64", "--doc-stride", "24", "--max-query-length", "16"]
 
@@ -161,6 +163,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.in_memory_child:
         return in_memory_predict(*args.in_memory_child)
+    check_sizes(args)
+    print(f"machine: {_common.machine_description()}; {_common.command_load_and_date()}", file=sys.stderr)
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
         model = tiny_model(folder, synthetic_squad(folder / "train.json", 32, args.words, seed=1))
@@ -176,9 +180,18 @@ def main() -> None:
     memory_ratio = rows[2]["peak_rss_mib"] / rows[1]["peak_rss_mib"]
     speed_ratio = rows[1]["questions_per_s"] / rows[0]["questions_per_s"]
     cpu_ratio = rows[1]["questions_per_cpu_s"] / rows[0]["questions_per_cpu_s"]
-    print(json.dumps({"runs": rows, "peak_large_over_small": round(memory_ratio, 3),
+    print(json.dumps({"runs": rows, "machine": _common.machine_description(), "peak_large_over_small": round(memory_ratio, 3),
                       "streaming_over_in_memory_questions_per_s": round(speed_ratio, 3),
                       "streaming_over_in_memory_questions_per_cpu_s": round(cpu_ratio, 3)}, indent=2))
+
+
+def check_sizes(args: argparse.Namespace) -> None:
+    """Sizes that make every run hold questions, checked before the model is trained."""
+    if args.words < 4:
+        _common.fail(f"--words must be at least 4 (an answer is up to 3 words of its context), got {args.words}")
+    smallest = 10 if args.unlabelled else 1  # --unlabelled also runs a tenth of --small
+    if args.small < smallest or args.large < 1:
+        _common.fail(f"--small must be at least {smallest} and --large at least 1, got {args.small} and {args.large}")
 
 
 def report_unlabelled(folder: Path, model: Path, squad: Path, questions: int, decodings: tuple[str, ...]) -> None:
@@ -189,7 +202,7 @@ def report_unlabelled(folder: Path, model: Path, squad: Path, questions: int, de
     tenth.write_text("".join(unlabelled.read_text().splitlines(keepends=True)[: questions // 10]))
     rows = [measure("streaming", model, data, folder, n, decodings)
             for data, n in ((labelled, questions), (unlabelled, questions), (tenth, questions // 10))]
-    print(json.dumps({"runs": rows, "decodings": list(decodings),
+    print(json.dumps({"runs": rows, "machine": _common.machine_description(), "decodings": list(decodings),
                       "unlabelled_over_labelled_questions_per_s": round(rows[1]["questions_per_s"] / rows[0]["questions_per_s"], 3),
                       "unlabelled_over_labelled_questions_per_cpu_s": round(rows[1]["questions_per_cpu_s"] / rows[0]["questions_per_cpu_s"], 3),
                       "unlabelled_peak_over_labelled_peak": round(rows[1]["peak_rss_mib"] / rows[0]["peak_rss_mib"], 3),
@@ -197,7 +210,8 @@ def report_unlabelled(folder: Path, model: Path, squad: Path, questions: int, de
 
 
 def report_sharded(rows: list[dict]) -> None:
-    print(json.dumps({"runs": rows, "two_processes_over_one_questions_per_s": round(rows[1]["questions_per_s"] / rows[0]["questions_per_s"], 3)},
+    print(json.dumps({"runs": rows, "machine": _common.machine_description(),
+                      "two_processes_over_one_questions_per_s": round(rows[1]["questions_per_s"] / rows[0]["questions_per_s"], 3)},
                      indent=2))
 
 

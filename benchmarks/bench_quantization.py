@@ -89,7 +89,7 @@ def main(args: argparse.Namespace) -> None:
 
     machine = _common.machine_description()
     print(f"{len(data.examples)} questions, {len(features)} windows, model {args.model}, median of {args.repeats}")
-    print(f"machine: {machine}; {_common.load_and_date()}")
+    print(f"machine: {machine}; {_common.command_load_and_date()}")
     print(f"forward fp32 {fp32_s:.2f} s, int8 {int8_s:.2f} s: {fp32_s / int8_s:.2f}x")
     for decoding in ("span", "bio"):
         same = sum(fp32[decoding]["answers"][q] == int8[decoding]["answers"][q] for q in fp32[decoding]["answers"])

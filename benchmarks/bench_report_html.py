@@ -234,7 +234,7 @@ def screenshot(page: Path, output: Path) -> None:
 def main(args: argparse.Namespace) -> None:
     page = args.comparison / "report.html" if args.comparison else write_synthetic_report(args)
     machine = _common.machine_description()
-    print(f"machine: {machine}; {_common.load_and_date()}", file=sys.stderr)
+    print(f"machine: {machine}; {_common.command_load_and_date()}", file=sys.stderr)
     runs = [time_page(page) for _ in range(args.repeats)]
     errors = sorted({e for run in runs for e in run["errors"]})
     load = statistics.median(r["load_seconds"] for r in runs)

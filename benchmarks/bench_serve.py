@@ -270,7 +270,7 @@ def main(args: argparse.Namespace) -> None:
     identical = all(differing == 0 for differing, _ in checks.values())
     print(f"batched / one at a time: {ratio:.2f}x (target {TARGET}x: {'met' if ratio >= TARGET else 'missed'}); "
           f"answers identical: {identical}")
-    print(f"machine: {_common.machine_description()}; {_common.load_and_date()}")
+    print(f"machine: {_common.machine_description()}; {_common.command_load_and_date()}")
     print(json.dumps({"benchmark": NAME, "ratio": round(ratio, 2), "identical": identical, "clients": args.clients,
                       "shared_pool": args.shared_pool, "duration_s": args.duration, "precision": args.precision,
                       "server_threads": args.server_threads, "model": args.model or "tiny-random-2x32-384",
@@ -387,7 +387,7 @@ def fairness(args: argparse.Namespace) -> None:
           f"requests and hanging up after {args.hang_up_s} s ({beside['abandoned_maximal_requests']} abandoned): "
           f"p50 {beside['p50_ms']} ms, p99 {beside['p99_ms']} ms ({beside['requests']} requests)")
     print(f"p99 beside / alone: {ratio:.2f}x (target within {FAIR_TARGET}x: {'met' if ratio <= FAIR_TARGET else 'missed'})")
-    print(f"machine: {_common.machine_description()}; {_common.load_and_date()}")
+    print(f"machine: {_common.machine_description()}; {_common.command_load_and_date()}")
     print(json.dumps({"benchmark": NAME + "-fairness", "ratio": round(ratio, 2), "hostile": args.hostile,
                       "hang_up_s": args.hang_up_s, "alone": alone, "beside": beside,
                       "long_alone_s": [round(seconds, 3) for seconds in long_alone],

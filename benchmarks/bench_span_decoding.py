@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> None:
     base = timings["reference top-20 x top-20 loop"][0]
     print(f"span search over {args.windows} windows x {args.length} tokens, max answer length 30, n-best 20")
     machine = _common.machine_description()
-    print(f"machine: {machine}; numpy {np.__version__}; {_common.load_and_date()}")
+    print(f"machine: {machine}; numpy {np.__version__}; {_common.command_load_and_date()}")
     print("| method | seconds (best of %d) | speed-up vs reference |" % args.repeats)
     print("|---|---|---|")
     for name, (seconds, _) in timings.items():

@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> None:
             rows.append({"text": name, "characters": size, "json_characters": len(text), "reference_s": reference_s,
                          "ours_s": ours_s, "time_ratio": reference_s / ours_s, "found_at": ours})
     machine = _common.machine_description()
-    print(f"machine: {machine}; {_common.load_and_date()}")
+    print(f"machine: {machine}; {_common.command_load_and_date()}")
     print()
     print("| text | context characters | JSON characters | reference s | ours s | time ratio | results |")
     print("|---|---:|---:|---:|---:|---:|---|")

@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> None:
     print(f"{args.sequences:,} random sequences x {args.length} tags ({tags}), seed {args.seed}; "
           f"tag_scores best of {args.repeat}, seqeval 1 run")
     machine = _common.machine_description()
-    print(f"machine: {machine}; numpy {np.__version__}; {_common.load_and_date()}")
+    print(f"machine: {machine}; numpy {np.__version__}; {_common.command_load_and_date()}")
     print()
     print("| mode | seqeval (s) | tag_scores (s) | speed-up | F1 (equal) |")
     print("|---|---:|---:|---:|---:|")

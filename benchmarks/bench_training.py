@@ -72,6 +72,7 @@ from transformers.trainer_pt_utils import get_length_grouped_indices
 from bio_mrc import registry
 from bio_mrc.data.squad import load_squad
 from bio_mrc.encoders import load_tokenizer, resolve_encoder
+from bio_mrc.errors import BioMrcError
 from bio_mrc.features.collate import WindowBatches, WindowCollator
 from bio_mrc.features.windows import build_features
 from bio_mrc.training.config import TrainConfig
@@ -121,8 +122,20 @@ def parse_args() -> argparse.Namespace:
                         help="also compute the tokens each sampler feeds on one epoch of the first N training questions "
                              "(0 = all 87,599), to see how the timed subset compares with a real training set")
     args = parser.parse_args()
+    unknown = sorted({v.strip() for v in args.variants.split(",")} - set(VARIANTS) - {""})
+    if unknown:
+        _common.fail(f"--variants: unknown {', '.join(unknown)} (choose from {', '.join(VARIANTS)})")
+    train_config(args)  # windows the package refuses end here, in one line
     args.data = _common.data_file(args, "squad-v1.1/train.json")
     return args
+
+
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    try:
+        return TrainConfig(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride, batch_size=args.batch_size,
+                           seed=args.seed, epochs=1.0)
+    except BioMrcError as error:
+        _common.fail(f"error: {error}")
 
 
 class StepClock(TrainerCallback):
@@ -391,8 +404,7 @@ def set_up(args: argparse.Namespace) -> Setup:
     transformers.utils.logging.disable_progress_bar()
     out = tempfile.mkdtemp(prefix="bench-training-")
     encoder = resolve_encoder("default")
-    config = TrainConfig(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride, batch_size=args.batch_size,
-                         seed=args.seed, epochs=1.0)
+    config = train_config(args)
     tokenizer = load_tokenizer(encoder)
     return Setup(variants, out, args.steps * args.batch_size, encoder, config, tokenizer, tokenizer.pad_token_id or 0)
 
@@ -487,7 +499,7 @@ def print_header(args: argparse.Namespace, setup: Setup, windows: TrainingWindow
           f"max_seq_length {args.max_seq_length}, stride {args.doc_stride}, encoder {setup.encoder}")
     machine = _common.machine_description()
     print(f"machine: {machine}; transformers {transformers.__version__}, datasets {datasets.__version__}; "
-          f"{_common.load_and_date()} at the end; median of {args.repeats} timed epoch(s) per variant")
+          f"{_common.command_load_and_date()} at the end; median of {args.repeats} timed epoch(s) per variant")
     print(f"windows trained on: mean length {lengths.mean():.1f} tokens, {100 * np.mean(lengths == args.max_seq_length):.1f}% "
           f"at {args.max_seq_length}; featurisation of the pool: reference {windows.ref_feature_s:.2f} s, ours {windows.our_feature_s:.2f} s")
     return machine

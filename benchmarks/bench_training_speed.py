@@ -256,7 +256,7 @@ def main(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     machine = _common.machine_description()
-    print(f"machine: {machine}; bf16 native: {native_bf16('cpu')}; {_common.load_and_date()}", file=sys.stderr)
+    print(f"machine: {machine}; bf16 native: {native_bf16('cpu')}; {_common.command_load_and_date()}", file=sys.stderr)
     with_bf16 = any(setting[0] == "bf16" for setting in args.settings.values())
     rates = {"fp32": matmul_gflops(torch.float32), "bf16": matmul_gflops(torch.bfloat16) if with_bf16 else None}
     steps = {name: step_speed(setting, args.steps) for name, setting in args.settings.items()}

@@ -210,6 +210,41 @@ def test_machine_description_names_the_cpu_and_its_instruction_sets():
         assert f"{name} yes" in line or f"{name} no" in line
 
 
+def test_every_record_names_the_command_that_ran_it(monkeypatch: pytest.MonkeyPatch):
+    """The line beside the machine's says what ran, quoted so that it can be typed again, then the load and the date."""
+    monkeypatch.setattr(sys, "argv", ["benchmarks/bench_x.py", "--limit", "5", "--data", "a b.json"])
+    line = _common.command_load_and_date()
+    assert line.startswith("command: python benchmarks/bench_x.py --limit 5 --data 'a b.json'; load average ")
+    assert line.endswith(" UTC") and "\n" not in line
+
+
+@pytest.mark.slow  # the first case imports the script's libraries
+@pytest.mark.parametrize(("args", "expected"), [(["--small", "0"], "--small must be at least 1"),
+                                                (["--large", "-1"], "got 10000 and -1"),
+                                                (["--small", "9", "--unlabelled"], "--small must be at least 10"),
+                                                (["--words", "3"], "--words must be at least 4")])
+def test_predict_memory_sizes_are_checked_before_the_model_is_trained(args, expected, empty_data: Path):
+    result = run_in_process(REPO, "bench_predict_memory.py", "root", *args, data_dir=empty_data)
+    assert_one_line_failure(result, expected)
+
+
+@pytest.mark.slow  # the first case imports the script's libraries
+@pytest.mark.parametrize(("args", "expected"), [(["--variants", "reference,ours-64"], "--variants: unknown ours-64"),
+                                                (["--steps", "1"], "--steps must be at least 2")])
+def test_gpu_training_options_are_checked_before_any_work(args, expected, empty_data: Path):
+    result = run_in_process(REPO, "bench_gpu_training.py", "root", *args, data_dir=empty_data)
+    assert_one_line_failure(result, expected)
+
+
+@pytest.mark.slow  # the first case imports the script's libraries
+@pytest.mark.parametrize(("args", "expected"), [(["--variants", "ours,rows"], "--variants: unknown rows"),
+                                                (["--max-seq-length", "128", "--doc-stride", "64"],
+                                                 "error: doc_stride (64) must leave room")])
+def test_training_options_are_checked_before_any_work(args, expected, empty_data: Path):
+    result = run_in_process(REPO, "bench_training.py", "root", *args, data_dir=empty_data)
+    assert_one_line_failure(result, expected)
+
+
 def fake_clock(monkeypatch: pytest.MonkeyPatch, *readings: float) -> None:
     """``time.perf_counter`` as _common sees it: these readings, in order."""
     values = iter(readings)
