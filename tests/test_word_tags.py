@@ -124,3 +124,94 @@ def test_a_sentencepiece_word_of_chinese_is_split_into_its_pieces():
     assert tokenizer.tokenize(context) == ["▁", "东京", "是", "首都", "▁Rollo", "▁", "ru", "led"]
     words = context_words(tokenizer, [context])[0]
     assert [context[a:b] for a, b in words] == ["东京", "是", "首都", "Rollo", "ruled"]
+
+
+def wordpiece_of(vocabulary: list[str]):
+    """A cased WordPiece fast tokenizer with BERT's normalizer and pre-tokenizer (each CJK ideograph a word of its
+    own, a Thai clause one word), as multilingual BERT reads text."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+    backend = Tokenizer(models.WordPiece({w: i for i, w in enumerate(specials + vocabulary)}, unk_token="[UNK]"))
+    backend.normalizer = normalizers.BertNormalizer(lowercase=False)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]")
+
+
+def sentencepiece_of(pieces: list[str]):
+    """A Unigram fast tokenizer with a Metaspace pre-tokenizer (words split at spaces only), as XLM-R reads text."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<unk>", "[CLS]", "[SEP]"]
+    backend = Tokenizer(models.Unigram([(piece, -1.0) for piece in specials + pieces], unk_id=1))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace()
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<pad>", cls_token="[CLS]",
+                                   sep_token="[SEP]")
+
+
+CHINESE, THAI = "北京是中国的首都。", "กรุงเทพเป็นเมืองหลวงของประเทศไทย"
+ENGLISH = "The Normans qzz ruled Normandy."
+UNSPACED_CASES = [  # (context, answer, WordPiece's table, sentencepiece's table) at word level
+    (CHINESE, "中国",
+     [("北", "O"), ("京", "O"), ("是", "O"), ("中", "B"), ("国", "I"), ("的", "O"), ("首", "O"), ("都", "O"), ("。", "O")],
+     [("▁北京", "O"), ("是", "O"), ("中国", "B"), ("的", "O"), ("首都", "O"), ("。", "O")]),
+    (THAI, "เมืองหลวง",
+     [("กรุงเทพ", "O"), ("##เป็น", "O"), ("##เมือง", "B"), ("##หลวง", "I"), ("##ของ", "O"), ("##ประเทศ", "O"), ("##ไทย", "O")],
+     [("▁กรุงเทพ", "O"), ("เป็น", "O"), ("เมือง", "B"), ("หลวง", "I"), ("ของ", "O"), ("ประเทศ", "O"), ("ไทย", "O")]),
+    (THAI, "ประเทศไทย",
+     [("กรุงเทพ", "O"), ("##เป็น", "O"), ("##เมือง", "O"), ("##หลวง", "O"), ("##ของ", "O"), ("##ประเทศ", "B"), ("##ไทย", "I")],
+     [("▁กรุงเทพ", "O"), ("เป็น", "O"), ("เมือง", "O"), ("หลวง", "O"), ("ของ", "O"), ("ประเทศ", "B"), ("ไทย", "I")]),
+    (ENGLISH, "qzz ruled",  # a spaced word of several pieces keeps its tag on its first piece
+     [("The", "O"), ("Normans", "O"), ("q", "B"), ("##z", None), ("##z", None), ("ruled", "I"), ("Normandy", "O"), (".", "O")],
+     [("▁The", "O"), ("▁Normans", "O"), ("▁q", "B"), ("z", None), ("z", None), ("▁ruled", "I"), ("▁Normandy", "O"), (".", None)]),
+]
+
+
+@pytest.fixture(scope="module")
+def unspaced_tokenizers():
+    thai = ["เป็น", "เมือง", "หลวง", "ของ", "ประเทศ", "ไทย"]
+    english = ["The", "Normans", "q", "ruled", "Normandy", "Who", "."]
+    wordpiece = wordpiece_of([*CHINESE, "กรุงเทพ", *("##" + w for w in thai), *english, "##z"])
+    sentencepiece = sentencepiece_of(["▁北京", "是", "中国", "的", "首都", "。", "▁กรุงเทพ", *thai,
+                                      *("▁" + w for w in english[:-1]), "z", "."])
+    return wordpiece, sentencepiece
+
+
+@pytest.mark.parametrize("context, text, wordpiece_table, sentencepiece_table", UNSPACED_CASES,
+                         ids=["chinese", "thai-inside", "thai-at-end", "english"])
+def test_an_answer_inside_a_run_without_spaces_is_tagged_exactly(
+    unspaced_tokenizers, context, text, wordpiece_table, sentencepiece_table,
+):
+    """BERT's pre-tokenizer makes a Thai clause one word and sentencepiece's a Chinese one too: each piece of a word
+    written in a script without spaces is a word of its own, so the answer inside the run gets its own B and I, and the
+    gold tags decode back to it exactly (one span, and several); a spaced word keeps one tag on its first piece."""
+    example = Example("u", "Who?", context, answer(context, text))
+    config = FeatureConfig(64, 16, 16, "one-hot", "one-hot", "word")
+    for tokenizer, table in zip(unspaced_tokenizers, (wordpiece_table, sentencepiece_table)):
+        assert window_table(tokenizer, example, config) == table
+        outputs = gold_outputs(tokenizer, [example], config)
+        for multi_span in (False, True):
+            (prediction,) = decode_bio_predictions(outputs, [example], DecodeConfig(multi_span=multi_span))
+            assert [s.text for s in prediction.spans][:1] == [text]
+            assert [context[s.start:s.end] for s in prediction.spans][:1] == [text]
+
+
+def test_every_character_of_the_scripts_written_without_spaces_splits_its_word():
+    """Whole scripts, not their main blocks: 々 and 〇 are Han, hentaigana kana, Myanmar's and Khmer's extensions
+    theirs; a Hangul, Latin or Arabic word, spaced, and the interpuncts of SQuAD's English stay whole."""
+    from bio_mrc.features.words import _unspaced_pieces_apart
+
+    unspaced = "東々〇𠀋ひカｶ𛀁ไລក᧠မꩠ"
+    spaced = "a1éßल한ب·ʼ"
+    offsets = np.array([[0, 1], [1, 2]])
+    for character in unspaced:
+        assert _unspaced_pieces_apart(character * 2, offsets, np.array([0, 0])).tolist() == [0, 1], hex(ord(character))
+    for character in spaced:
+        assert _unspaced_pieces_apart(character * 2, offsets, np.array([0, 0])).tolist() == [0, 0], hex(ord(character))

@@ -8,7 +8,7 @@ import unicodedata
 from typing import Sequence
 
 import numpy as np
-import regex  # grapheme clusters (\X), which re lacks
+import regex  # grapheme clusters (\X) and scripts (\p{Script=...}), which re lacks
 from transformers import PreTrainedTokenizerBase
 
 __all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "grapheme_bounds", "snap_to_graphemes",
@@ -49,9 +49,9 @@ def context_words(
     return [spans_by_context[c] for c in contexts]
 
 
-# Scripts written without spaces between words: CJK ideographs, kana, Thai, Lao, Myanmar, Khmer.
-_UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf"
-                       "\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003ffff]")
+# Scripts written without spaces between words, whole (their extension blocks, 々 and 〇 are Han, hentaigana kana).
+_UNSPACED = regex.compile(r"[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}"
+                          r"\p{Script=Khmer}\p{Script=Myanmar}]")
 
 
 def _unspaced_pieces_apart(context: str, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
