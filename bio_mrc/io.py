@@ -27,7 +27,8 @@ from .errors import OutputError
 
 __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "check_writable_folder",
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
-           "atomic_writer", "atomic_move_files", "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
+           "atomic_writer", "atomic_writers", "atomic_move_files", "replace_all",
+           "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "signals_held", "updated_alone", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
            "open_no_follow", "sole_process_in", "sole_writer", "special_file_kind", "printable_json", "printable_line", "home_expanded",
            "json_with_controls_escaped"]
@@ -203,6 +204,18 @@ def atomic_writer(path: str | Path, encoding: str = "utf-8") -> Iterator[Any]:
 
 @contextlib.contextmanager
 def _atomic_binary(path: Path) -> Iterator[Any]:
+    with _staged_binary(path) as (handle, temporary):
+        yield handle
+        handle.flush()
+        os.fsync(handle.fileno())  # the data is on disk before the name points at it
+        handle.close()
+        os.replace(temporary, path)
+    fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def _staged_binary(path: Path) -> Iterator[tuple[Any, Path]]:
+    """A binary handle on a new temporary file beside ``path``, and its name; the file is removed unless renamed."""
     if kind := special_file_kind(path):  # a rename would replace the device or pipe itself
         raise OutputError(f"this is {kind}, not a file; give a file name", str(path))
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
@@ -210,15 +223,10 @@ def _atomic_binary(path: Path) -> Iterator[Any]:
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(descriptor, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())  # the data is on disk before the name points at it
-        os.replace(temporary, path)
-    except BaseException:
+            yield handle, temporary
+    finally:
         with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    fsync_dir(path.parent)
+            os.unlink(temporary)  # gone already once renamed
 
 
 def atomic_write_json(path: str | Path, obj: Any, **json_dumps_kwargs: Any) -> Path:
@@ -273,12 +281,44 @@ def atomic_move_files(source_dir: str | Path, target_dir: str | Path) -> list[Pa
         with open(file, "rb") as handle:
             os.fsync(handle.fileno())
         os.chmod(file, mode)  # some writers (safetensors through transformers) leave 0o600: a model folder reads as any file
-    moved = []
-    for file in files:
-        os.replace(owned_path(file, source_dir), owned_path(target_dir / file.name, target_dir))
-        moved.append(target_dir / file.name)
-    fsync_dir(target_dir)
-    return moved
+    moves = [(owned_path(file, source_dir), owned_path(target_dir / file.name, target_dir)) for file in files]
+    replace_all(moves, target_dir)
+    return [target for _, target in moves]
+
+
+def replace_all(moves: Sequence[tuple[Path, Path]], folder: str | Path) -> None:
+    """Rename each ``(source, target)`` over its target in ``folder``, files that agree only together: a Ctrl-C or
+    SIGTERM during the renames takes effect after the last (:func:`signals_held`), and a rename that fails after
+    others is one :class:`OutputError` line saying the folder mixes new and old files."""
+    done = 0
+    with signals_held():
+        try:
+            for source, target in moves:
+                os.replace(source, target)
+                done += 1
+        except OSError as err:
+            if not done:
+                raise
+            raise OutputError(f"{done} of the {len(moves)} new files replaced old ones before {err}: the files there do not "
+                              "agree (new beside old); write them again", str(folder)) from None
+    fsync_dir(folder)
+
+
+@contextlib.contextmanager
+def atomic_writers(paths: Sequence[str | Path], encoding: str = "utf-8") -> Iterator[list[Any]]:
+    """Text handles whose contents replace ``paths`` (files that agree only together, in one folder) when the block
+    ends without an error: every file is written and fsynced before the first rename (:func:`replace_all`), so a
+    failure while writing leaves the old files, all of them."""
+    paths = [Path(path) for path in paths]
+    with writes_named(paths[0].parent), contextlib.ExitStack() as stack:
+        raws = [stack.enter_context(_staged_binary(path)) for path in paths]
+        handles = [stack.enter_context(open(raw.fileno(), "w", encoding=encoding, closefd=False, newline="")) for raw, _ in raws]
+        yield handles
+        for handle, (raw, _) in zip(handles, raws):
+            handle.close()  # flushed into the file, which stays open
+            os.fsync(raw.fileno())
+            raw.close()  # closed before the rename, which Windows needs
+        replace_all([(temporary, path) for (_, temporary), path in zip(raws, paths)], paths[0].parent)
 
 
 def usual_file_mode() -> int:

@@ -32,7 +32,7 @@ from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 from .model_folder import special_floats
 
 __all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "public", "record_evaluation",
-           "render_exported_card", "render_model_card", "write_exported_card", "write_model_card"]
+           "remove_generated_card", "render_exported_card", "render_model_card", "write_exported_card", "write_model_card"]
 
 CARD_FILE = "README.md"
 RUN_RECORD_FILE = RUN_FILE
@@ -138,7 +138,12 @@ def clear_model_card(model_dir: str | Path) -> None:
     hand stays), so a save cut short never leaves the old model's numbers beside the new weights."""
     model_dir = Path(model_dir)
     remove_file(model_dir / EVAL_FILE, model_dir)
-    card = model_dir / CARD_FILE
+    remove_generated_card(model_dir)
+
+
+def remove_generated_card(model_dir: str | Path) -> None:
+    """Remove the folder's card when bio_mrc wrote it (a card written by hand stays)."""
+    card = Path(model_dir) / CARD_FILE
     if card.is_file() and CARD_MARKER in card.read_text(encoding="utf-8", errors="replace"):
         remove_file(card, model_dir)
 

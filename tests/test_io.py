@@ -103,6 +103,102 @@ def test_move_files_refuses_folders(tmp_path):
         atomic_move_files(tmp_path / "staging", tmp_path)
 
 
+def _old_and_new(tmp_path, names=("a.bin", "b.json", "c.txt")):
+    source, target = tmp_path / "staging", tmp_path / "model"
+    source.mkdir()
+    target.mkdir()
+    for name in names:
+        (source / name).write_text(f"new {name}")
+        (target / name).write_text(f"old {name}")
+    return source, target, names
+
+
+def _on_call(monkeypatch, k, act):
+    """``os.replace`` that runs ``act`` on its ``k``-th call (1-based)."""
+    real, calls = os.replace, []
+
+    def replace(source, target):
+        calls.append(source)
+        if len(calls) == k:
+            act()
+        return real(source, target)
+
+    monkeypatch.setattr(io.os, "replace", replace)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_a_ctrl_c_between_two_moves_takes_effect_once_every_file_is_in(tmp_path, monkeypatch, k):
+    """A Ctrl-C between two renames left new files beside old ones (new weights with an old config.json)."""
+    import signal
+
+    source, target, names = _old_and_new(tmp_path)
+    _on_call(monkeypatch, k, lambda: signal.raise_signal(signal.SIGINT))
+    with pytest.raises(KeyboardInterrupt):
+        atomic_move_files(source, target)
+    assert [(target / name).read_text() for name in names] == [f"new {name}" for name in names]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_a_failed_move_leaves_the_old_files_or_says_they_are_mixed(tmp_path, monkeypatch, k):
+    source, target, names = _old_and_new(tmp_path)
+
+    def full_disk():
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    _on_call(monkeypatch, k, full_disk)
+    with pytest.raises(OSError) as raised:
+        atomic_move_files(source, target)
+    assert [(target / name).read_text()[:3] for name in names] == ["new"] * (k - 1) + ["old"] * (4 - k)
+    if k == 1:
+        assert raised.value.errno == errno.ENOSPC
+    else:
+        assert isinstance(raised.value, io.OutputError)
+        assert str(raised.value) == (f"{k - 1} of the 3 new files replaced old ones before [Errno 28] No space left on "
+                                     f"device: the files there do not agree (new beside old); write them again (in {target})")
+
+
+def test_signals_are_held_only_on_the_main_thread(monkeypatch):
+    import signal
+    import threading
+
+    seen = []
+
+    def held():
+        with io.signals_held():
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    thread = threading.Thread(target=held)
+    thread.start()
+    thread.join()
+    held()
+    assert seen[0] is signal.getsignal(signal.SIGINT) and seen[1] is not seen[0]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("stop", ["ctrl-c", "full disk"])
+def test_files_written_together_are_all_new_or_all_old(tmp_path, monkeypatch, k, stop):
+    """A failure while the third of three files was written left the first two new beside an old one."""
+    import signal
+
+    paths = [tmp_path / name for name in ("p.json", "p.nbest.json", "p.na_probs.json")]
+    for path in paths:
+        path.write_text("old")
+    if stop == "ctrl-c":
+        _on_call(monkeypatch, k, lambda: signal.raise_signal(signal.SIGINT))
+        with pytest.raises(KeyboardInterrupt), io.atomic_writers(paths) as handles:
+            for handle in handles:
+                handle.write("new")
+        assert [path.read_text() for path in paths] == ["new"] * 3
+    else:
+        with pytest.raises(io.OutputError), io.atomic_writers(paths) as handles:
+            for i, handle in enumerate(handles, 1):
+                if i == k:
+                    raise OSError(errno.ENOSPC, "No space left on device")
+                handle.write("new")
+        assert [path.read_text() for path in paths] == ["old"] * 3
+    assert sorted(os.listdir(tmp_path)) == sorted(path.name for path in paths)
+
+
 def _write_set(folder, files):
     with io.replaced_together(folder, "report") as staging:
         for name, text in files.items():

@@ -363,3 +363,45 @@ def test_questions_without_an_answer_and_no_tuned_threshold_are_warned_of_before
     (tuned / "config.json").write_text(json.dumps(config))
     assert predict(tuned, tmp_path / "q.json", "--decoding", "span", data=data) == 0
     assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("stop", ["ctrl-c", "full disk"])
+def test_a_stop_while_a_decodings_files_are_replaced_leaves_them_all_old_or_all_new(model_dir, tmp_path, monkeypatch, capsys,
+                                                                                             k, stop):
+    """A Ctrl-C between the renames of a decoding's files left the new official file beside the old n-best and na_prob
+    files (a full disk while writing them is in tests/test_io.py: every file is written before the first rename)."""
+    import errno
+
+    from bio_mrc import io
+
+    out = tmp_path / "p.json"
+    names = ("p.json", "p.nbest.json", "p.na_probs.json")
+    assert predict(model_dir, out, "--decoding", "span", "--limit", "2") == 0
+    old = {name: (tmp_path / name).read_bytes() for name in names}
+    (tmp_path / "p.answers.jsonl").unlink()
+    real, calls = io.os.replace, []
+
+    def replace(source, target):  # counts the renames of the three files alone
+        if Path(target).name in names:
+            calls.append(target)
+            if len(calls) == k and stop == "ctrl-c":
+                signal.raise_signal(signal.SIGINT)
+            elif len(calls) == k:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(source, target)
+
+    monkeypatch.setattr(io.os, "replace", replace)
+    code = predict(model_dir, out, "--decoding", "span")
+    monkeypatch.setattr(io.os, "replace", real)
+    new = {name: (tmp_path / name).read_bytes() for name in names}
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    if stop == "ctrl-c":  # the signal takes effect once the three are in
+        assert code == 130 and predict(model_dir, tmp_path / "q.json", "--decoding", "span") == 0
+        assert new == {name: (tmp_path / name.replace("p.", "q.", 1)).read_bytes() for name in names} != old
+    elif k == 1:  # no file replaced
+        assert code == 2 and new == old and line.endswith(f"No space left on device (in {tmp_path})")
+    else:  # a rename refused after others: the mix is named
+        assert code == 2 and new != old and line == (f"error: {k - 1} of the 3 new files replaced old ones before [Errno 28] No "
+                                                     "space left on device: the files there do not agree (new beside old); "
+                                                     f"write them again (in {tmp_path})")

@@ -159,3 +159,74 @@ def test_the_model_and_window_settings_are_defined_once():
                         "max_seq_length": 64, "doc_stride": 8, "max_query_length": 16}
     assert config.features == FeatureConfig(max_seq_length=64, doc_stride=8, max_query_length=16, bio_targets="one-hot",
                                             span_targets="soft", tag_level="subword")
+
+
+class _Saver:
+    """Trainer's part in the final save: the model's files into the folder it is given, and a log history."""
+
+    def __init__(self, model):
+        self.model, self.state = model, type("State", (), {"log_history": [{"step": 1}]})()
+
+    def is_world_process_zero(self):
+        return True
+
+    def save_model(self, folder, _internal_call=False):
+        self.model.save_pretrained(folder)
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "full disk"])
+def test_a_final_save_stopped_at_any_rename_never_leaves_a_record_or_card_beside_other_files(tiny_encoder_dir, tmp_path,
+                                                                                            monkeypatch, stop):
+    """Every rename of the final save, stopped in turn: a run record, and a card, are there only beside the new files,
+    and a rename refused after others says the folder mixes new and old files."""
+    import errno
+    import signal
+
+    from transformers import AutoTokenizer
+
+    from bio_mrc import io
+    from bio_mrc.errors import OutputError
+    from bio_mrc.model import RUN_FILE, BioMrcForQuestionAnswering
+    from bio_mrc.model_card import CARD_FILE
+    from bio_mrc.training import saving
+
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    models = [BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads=heads) for heads in ("span", "span+bio")]
+    real, calls = io.os.replace, []
+
+    def save(out, model, run, k=0):
+        def replace(source, target):
+            calls.append(target)
+            if len(calls) == k and stop == "ctrl-c":
+                signal.raise_signal(signal.SIGINT)
+            elif len(calls) == k:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real(source, target)
+
+        calls.clear()
+        monkeypatch.setattr(io.os, "replace", replace)
+        try:
+            saving.save_final_model(_Saver(model), tokenizer, out, {"run": run})
+        finally:
+            monkeypatch.setattr(io.os, "replace", real)
+
+    save(tmp_path / "new", models[1], "new")
+    new = {path.name: path.read_bytes() for path in (tmp_path / "new").iterdir()}
+    renames = len(calls)
+    assert renames > 4
+    for k in range(1, renames + 1):
+        out = tmp_path / f"at-{k}"
+        save(out, models[0], "old")
+        old = {path.name: path.read_bytes() for path in out.iterdir()}
+        with pytest.raises(KeyboardInterrupt if stop == "ctrl-c" else (OSError, OutputError)) as raised:
+            save(out, models[1], "new", k)
+        now = {path.name: path.read_bytes() for path in out.iterdir()}
+        if now == old:  # stopped before the old model was touched
+            continue
+        kept = [name for name in now if name in new and now[name] == old.get(name) != new[name]]
+        mixed = bool(kept) and any(now[name] == new[name] != old.get(name) for name in now if name in new)
+        assert not (mixed and RUN_FILE in now), k
+        assert RUN_FILE not in now or now[RUN_FILE] == new[RUN_FILE]
+        assert CARD_FILE not in now or now[CARD_FILE] == new[CARD_FILE], k
+        assert not mixed or (isinstance(raised.value, OutputError) and "do not agree" in str(raised.value)), k
+        assert stop == "full disk" or not mixed

@@ -455,3 +455,52 @@ def test_help_prints_where_stdout_cannot_hold_its_letters(monkeypatch):
     assert ended.value.code == 0
     stdout.flush()
     assert "mean \\u00b1 sd" in stdout.buffer.getvalue().decode("ascii")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", ["ctrl-c", "full disk"])
+def test_an_export_over_another_stopped_at_any_rename_is_all_old_all_new_or_says_it_is_mixed(trained_dir, tmp_path,
+                                                                                              monkeypatch, stop):
+    """A Ctrl-C between two of the renames that move an export in left the new weights beside the old config.json and
+    tokenizer, a folder that loaded as a model."""
+    import errno
+
+    from bio_mrc import io
+    from bio_mrc.errors import OutputError
+    from bio_mrc.inference.conversion import export_qa_checkpoint
+
+    real, calls = io.os.replace, []
+
+    def export(out, k=0):
+        def replace(source, target):
+            calls.append(target)
+            if len(calls) == k and stop == "ctrl-c":
+                signal.raise_signal(signal.SIGINT)
+            elif len(calls) == k:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real(source, target)
+
+        calls.clear()
+        monkeypatch.setattr(io.os, "replace", replace)
+        try:
+            export_qa_checkpoint(trained_dir, out, overwrite=True)
+        finally:
+            monkeypatch.setattr(io.os, "replace", real)
+
+    export(tmp_path / "new" / "out")
+    new = {path.name: path.read_bytes() for path in (tmp_path / "new" / "out").iterdir()}
+    renames = len(calls)
+    assert renames >= 3
+    for k in range(1, renames + 1):
+        out = tmp_path / f"at-{k}" / "out"
+        out.mkdir(parents=True)
+        old = {name: content + b" old" for name, content in new.items()}  # the card keeps its marker: one bio_mrc wrote
+        for name, content in old.items():
+            (out / name).write_bytes(content)
+        with pytest.raises(KeyboardInterrupt if stop == "ctrl-c" else (OSError, OutputError)) as raised:
+            export(out, k)
+        now = {path.name: path.read_bytes() for path in out.iterdir()}
+        bare = {name: content for name, content in old.items() if name != "README.md"}  # the old card goes first
+        if now not in (old, bare, new):  # a rename refused after others: said in one line
+            assert stop == "full disk" and isinstance(raised.value, OutputError), k
+            assert "do not agree (new beside old)" in str(raised.value)

@@ -19,7 +19,7 @@ from ..errors import DataFormatError
 from ..io import atomic_write_text, signals_held
 from ..metrics.squad_official import best_no_answer_threshold, no_answer_threshold_curve, per_question_scores
 from ..model import BioMrcConfig
-from ..model_card import write_model_card
+from ..model_card import remove_generated_card, write_model_card
 from ..types import Example, Prediction, content_hash
 from .answers import CONFIDENCE_SPANS, apply_no_answer_threshold, multi_span_answers, threshold_key, with_confidence_spans
 from .calibrators import degenerate_calibrator, fit_calibrator, raw_confidence
@@ -456,5 +456,9 @@ def save_tuned_settings(
     config.tuned_on = tuned_on
     with signals_held():  # a stop between the two would leave a card of the settings before
         atomic_write_text(Path(model_dir) / "config.json", config.to_json_string())
-        write_model_card(model_dir)  # the card shows the values just saved
+        try:
+            write_model_card(model_dir)  # the card shows the values just saved
+        except BaseException:  # a full disk: no card rather than one of the settings before
+            remove_generated_card(model_dir)
+            raise
     return True
