@@ -142,6 +142,12 @@ class DecodingEntry:
         n-best spans) where its answers read the n-best spans' shares; a tag sequence's as they are."""
         return resolve(NBEST_SOURCES[self.multi_span])(predictions, wider)
 
+    def single_nbest(self, predictions: Any, single: Callable[[], list[Any]]) -> list[Any]:
+        """The single answers' n-best spans of the questions of its multi-span ``predictions`` (as :meth:`with_nbest`
+        left them), which a multi-span answer's confidence is read from: ``predictions`` themselves where their spans
+        are those n-best spans, ``single()`` (the questions decoded for single answers) where they are a tag sequence's."""
+        return resolve(SINGLE_NBEST_SOURCES[self.multi_span])(predictions, single)
+
     def length_prior(self, prior: float | None) -> float | None:
         """The BIO span-length prior it decodes with when the options hold ``prior`` (None: the prior does not apply)."""
         return prior if self.uses_length_prior else None
@@ -161,6 +167,10 @@ SPAN_COUNT_RULES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:keep_probable_sp
 NBEST_SOURCES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:chosen_spans",
                  NBEST_SPANS: "bio_mrc.decoding.nbest_spans:wider_nbest",
                  TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:wider_nbest"}
+# Where each kind of multi-span answer takes the single answers' n-best spans its confidence is read from.
+SINGLE_NBEST_SOURCES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:single_answers",
+                        NBEST_SPANS: "bio_mrc.decoding.nbest_spans:own_nbest",
+                        TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:own_nbest"}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -129,7 +129,7 @@ def test_every_function_an_entry_names_exists():
                 assert callable(registry.resolve(getattr(entry, name))), (entry.name, name)
         for step in getattr(entry, "tuning_steps", ()):
             assert callable(registry.resolve(step)), (entry.name, step)
-    for rule in [*registry.SPAN_COUNT_RULES.values(), *registry.NBEST_SOURCES.values()]:
+    for rule in [*registry.SPAN_COUNT_RULES.values(), *registry.NBEST_SOURCES.values(), *registry.SINGLE_NBEST_SOURCES.values()]:
         assert callable(registry.resolve(rule)), rule
     from bio_mrc.harness.summary import QUESTION_GROUPS, SUMMARIES
 

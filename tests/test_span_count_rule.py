@@ -13,7 +13,9 @@ from bio_mrc.decoding.nbest_spans import keep_probable_spans, nbest_multi_span
 from bio_mrc.decoding.postprocess import DecodeConfig, decode_merged_tags
 from bio_mrc.decoding.window_outputs import MergedTokens
 from bio_mrc.features.windows import FeatureConfig
-from bio_mrc.inference.answers import decode_answers, multi_span_answers, span_count_threshold
+from bio_mrc.answer_text import normalize_answer
+from bio_mrc.inference.answers import add_first_span_confidence, decode_answers, multi_span_answers, span_count_threshold
+from bio_mrc.inference.calibrators import calibrate
 from bio_mrc.inference.forward import predict_windows
 from bio_mrc.inference.tuning import SPAN_PROBABILITY_GRID, all_multi_span_candidates, best_span_count_threshold
 from bio_mrc.model import BioMrcForQuestionAnswering
@@ -256,3 +258,39 @@ def test_a_long_nbest_is_kept_apart():
     spans += [AnswerSpan(f"w{i}", 4 * i, 4 * i + 3, -i * 1e-4) for i in range(2, 8_000)]
     (prediction,) = nbest_multi_span([Prediction("q", spans)], 0.0)
     assert [span.text for span in prediction.spans] == ["w0", *(f"w{i}" for i in range(2, 8_000))]
+
+
+BETA = {"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0, "correct_if": "f1 > 0.5"}
+
+
+def test_a_multi_span_answers_confidence_is_its_first_spans_share_of_the_single_answers_nbest():
+    """Read at the best-ranked single n-best span of the first span's text (once normalised); 0 where none has it; an
+    abstention's from the no-answer margin alone. Shares of scores 2, 1, 0: e^2, e^1, e^0 over their sum."""
+    single = [AnswerSpan("Bob", 8, 11, 2.0), AnswerSpan("Ann", 0, 3, 1.0), AnswerSpan("Eve", 4, 7, 0.0)]
+    total = np.exp([2.0, 1.0, 0.0]).sum()
+    answers = [Prediction("a", [AnswerSpan("Ann", 20, 23, 9.0, 1.0)]), Prediction("b", [AnswerSpan("the Bob", 12, 19, 5.0, 0.3)]),
+               Prediction("c", [AnswerSpan("Cy", 0, 2, 7.0, 1.0)]), Prediction("d", [])]
+    add_first_span_confidence(answers, [Prediction(p.id, single) for p in answers], "bio", BETA)
+    assert [p.confidence for p in answers] == pytest.approx([np.e / total, np.e ** 2 / total, 0.0, 0.0])
+    assert [p.probability for p in answers] == pytest.approx(calibrate(np.array([np.e / total, np.e ** 2 / total, 0.0, 0.0]), BETA).tolist())
+    assert [s.probability for s in answers[1].spans] == [0.3]  # each span keeps its own probability
+    abstaining = [Prediction("e", [AnswerSpan("Ann", 0, 3, 1.0)], no_answer_score=3.0, abstain=True)]
+    add_first_span_confidence(abstaining, [Prediction("e", single)], "bio", None, threshold=1.0)
+    assert abstaining[0].confidence == pytest.approx(1.0 - 1.0 / (1.0 + np.exp(2.0))) and abstaining[0].probability is None
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_a_multi_span_answer_is_as_confident_as_the_single_answer_of_its_first_span(decoding, tiny_encoder_dir, tiny_tokenizer):
+    """The calibrator is fitted on single answers: a multi-span answer led by the single answer's text has its
+    confidence and probability, to the bit (a one-span BIO answer's share among its own spans was always 1)."""
+    examples = [Example(f"q{i}", "Who met Bob?", f"Ann {i} and Eve met Bob and Cy in Paris on day {i}.", (((0, 3),),)) for i in range(6)]
+    torch.manual_seed(1)
+    model = BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio")
+    outputs = predict_windows(model, tiny_tokenizer, examples, FeatureConfig(64, 16, 16), progress=False)
+    config, calibrators = DecodeConfig(bio_length_prior=0.0), {decoding: BETA}
+    single = decode_answers(outputs, examples, decoding, config, calibrators=calibrators)
+    for threshold in (0.0, 1.0):
+        multi = decode_answers(outputs, examples, decoding, config, multi_span=True, min_span_probability=threshold, calibrators=calibrators)
+        led = [(m, s) for m, s in zip(multi, single) if normalize_answer(m.answer) == normalize_answer(s.answer)]
+        assert led and all((m.confidence, m.probability) == (s.confidence, s.probability) for m, s in led)
+        assert all(m.confidence < 1.0 for m in multi)

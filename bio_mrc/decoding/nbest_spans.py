@@ -119,6 +119,17 @@ def chosen_spans(predictions: Sequence[Prediction], wider: Callable[[], Sequence
     return list(predictions)
 
 
+def own_nbest(predictions: Sequence[Prediction], single: Callable[[], Sequence[Prediction]]) -> list[Prediction]:
+    """An n-best decoding's multi-span ``predictions`` before the span-count rule: their spans are the single answers'
+    n-best spans (``single`` is not decoded)."""
+    return list(predictions)
+
+
+def single_answers(predictions: Sequence[Prediction], single: Callable[[], Sequence[Prediction]]) -> list[Prediction]:
+    """A tag sequence's multi-span ``predictions`` hold its chosen spans, no n-best: the single answers ``single()``."""
+    return list(single())
+
+
 def apart(spans: Sequence[AnswerSpan]) -> list[AnswerSpan]:
     """``spans`` (best first) without each that shares a character with one before it. Tokens that do not overlap
     may: a tokenizer that normalises text (NFKC: "ﬃ" becomes "ffi") gives each piece of one character that

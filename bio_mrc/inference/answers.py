@@ -9,7 +9,8 @@ from typing import Mapping, Sequence
 from .. import registry
 from ..decoding.postprocess import DecodeConfig, decode
 from ..decoding.window_outputs import WindowOutputs
-from ..types import Example, Prediction
+from ..answer_text import normalize_answer
+from ..types import AnswerSpan, Example, Prediction
 from .calibrators import calibrated_probability, raw_confidence
 
 # The spans an answer's raw confidence is the softmax share of, however few a caller keeps: the default n-best,
@@ -63,21 +64,50 @@ def decode_answers(
     further span kept by the decoding's span-count rule (:func:`span_count_threshold`). With the default
     ``require_answer`` no answerable question is left without a span; "no answer" is the saved no-answer
     threshold's decision (``abstain``). Each carries its raw ``confidence`` in its best span (an abstention
-    included) and, with a calibrator for the decoding, the ``probability`` that the best span is right;
+    included; a multi-span answer's in its first span, as the single answer would give it:
+    :func:`add_first_span_confidence`) and, with a calibrator for the decoding, the ``probability`` that it is right;
     each span of a multi-span answer carries its own ``probability``. The confidence and the n-best shares are of at
     least :data:`CONFIDENCE_SPANS` spans whatever ``n_best`` keeps; the first ``n_best`` are the candidates."""
     config = replace(config, multi_span=multi_span)
-    pooled = config if multi_span else replace(config, n_best=max(config.n_best, CONFIDENCE_SPANS))
-    predictions = decode_with_thresholds(outputs, examples, decoding, pooled, thresholds)
-    if multi_span:
-        predictions = with_confidence_spans(predictions, outputs, examples, decoding, config)
-    threshold = (thresholds or {}).get(threshold_key(decoding))
-    add_confidence(predictions, decoding, (calibrators or {}).get(decoding), threshold)  # before n-best scores become shares
+    pooled = replace(config, multi_span=False, n_best=max(config.n_best, CONFIDENCE_SPANS))
+    threshold, calibrator = (thresholds or {}).get(threshold_key(decoding)), (calibrators or {}).get(decoding)
     if not multi_span:
+        predictions = decode_with_thresholds(outputs, examples, decoding, pooled, thresholds)
+        add_confidence(predictions, decoding, calibrator, threshold)
         return kept_spans(predictions, config.n_best)
+    predictions = decode_with_thresholds(outputs, examples, decoding, config, thresholds)
+    predictions = with_confidence_spans(predictions, outputs, examples, decoding, config)
+    single = registry.decoding(decoding).single_nbest(predictions, lambda: decode(outputs, examples, decoding, pooled))
     chosen = config.min_span_probability if min_span_probability is None else min_span_probability
-    return multi_span_answers(predictions, decoding, span_count_threshold(decoding, chosen, span_count_rules), config.n_best)
+    answers = multi_span_answers(predictions, decoding, span_count_threshold(decoding, chosen, span_count_rules), config.n_best)
+    add_first_span_confidence(answers, single, decoding, calibrator, threshold)
+    return answers
 
+
+def add_first_span_confidence(
+    answers: Sequence[Prediction], single: Sequence[Prediction], decoding: str, calibrator: Mapping | None,
+    threshold: float | None = None,
+) -> None:
+    """Set each multi-span answer's ``confidence`` and ``probability`` as the decoding's single answer would give them
+    for the answer's first span: its share of ``single``'s n-best spans (the same questions' single answers, at least
+    :data:`CONFIDENCE_SPANS`), read at the best-ranked of them whose text is the first span's once normalised (rightness
+    is judged on the text), so the calibrator, fitted on single answers, applies; 0 where none is (a span the single
+    decoding does not rank among them). An abstention's stay those of the abstention."""
+    led = [replace(answer, spans=led_by(answer.spans[0], one.spans) if answer.spans else [])
+           for answer, one in zip(answers, single)]
+    add_confidence(led, decoding, calibrator, threshold)
+    for answer, probe in zip(answers, led):
+        answer.confidence, answer.probability = probe.confidence, probe.probability
+
+
+def led_by(first: AnswerSpan, spans: Sequence[AnswerSpan]) -> list[AnswerSpan]:
+    """``spans`` (n-best, best first) led by the best-ranked one whose text is ``first``'s once normalised, the others
+    after it (a share needs them all, in any order); none where no span has that text."""
+    text = normalize_answer(first.text)
+    for k, span in enumerate(spans):
+        if normalize_answer(span.text) == text:
+            return [span, *spans[:k], *spans[k + 1:]]
+    return []
 
 def with_confidence_spans(
     predictions: list[Prediction], outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig
