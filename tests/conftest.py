@@ -11,9 +11,11 @@ its node id (``tests/test_x.py::test_y``) runs without the flag.
 
 from __future__ import annotations
 
+import errno
 import gc
 import os
 import re
+import signal
 import string
 import sys
 import tempfile
@@ -98,6 +100,24 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
 def _runs_slow(config: pytest.Config) -> bool:
     return config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or "")
+
+
+class StoppedReplace:
+    """``os.replace`` as bio_mrc.io calls it, stopped at its ``k``-th counted rename (0: never; ``counted`` says which
+    targets count): ``"ctrl-c"`` sends a real SIGINT, which a held signal defers past the rename, ``"full disk"``
+    raises ENOSPC instead of renaming. ``calls`` holds the counted targets."""
+
+    def __init__(self, stop: str, k: int = 0, counted=lambda target: True) -> None:
+        self.real, self.stop, self.k, self.counted, self.calls = os.replace, stop, k, counted, []
+
+    def __call__(self, source, target):
+        if self.counted(target):
+            self.calls.append(target)
+            if len(self.calls) == self.k and self.stop == "ctrl-c":
+                signal.raise_signal(signal.SIGINT)
+            elif len(self.calls) == self.k:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return self.real(source, target)
 
 
 def shared_data_dir() -> Path:

@@ -218,30 +218,21 @@ def test_every_record_names_the_command_that_ran_it(monkeypatch: pytest.MonkeyPa
     assert line.endswith(" UTC") and "\n" not in line
 
 
-@pytest.mark.slow  # the first case imports the script's libraries
-@pytest.mark.parametrize(("args", "expected"), [(["--small", "0"], "--small must be at least 1"),
-                                                (["--large", "-1"], "got 10000 and -1"),
-                                                (["--small", "9", "--unlabelled"], "--small must be at least 10"),
-                                                (["--words", "3"], "--words must be at least 4")])
-def test_predict_memory_sizes_are_checked_before_the_model_is_trained(args, expected, empty_data: Path):
-    result = run_in_process(REPO, "bench_predict_memory.py", "root", *args, data_dir=empty_data)
-    assert_one_line_failure(result, expected)
-
-
-@pytest.mark.slow  # the first case imports the script's libraries
-@pytest.mark.parametrize(("args", "expected"), [(["--variants", "reference,ours-64"], "--variants: unknown ours-64"),
-                                                (["--steps", "1"], "--steps must be at least 2")])
-def test_gpu_training_options_are_checked_before_any_work(args, expected, empty_data: Path):
-    result = run_in_process(REPO, "bench_gpu_training.py", "root", *args, data_dir=empty_data)
-    assert_one_line_failure(result, expected)
-
-
-@pytest.mark.slow  # the first case imports the script's libraries
-@pytest.mark.parametrize(("args", "expected"), [(["--variants", "ours,rows"], "--variants: unknown rows"),
-                                                (["--max-seq-length", "128", "--doc-stride", "64"],
-                                                 "error: doc_stride (64) must leave room")])
-def test_training_options_are_checked_before_any_work(args, expected, empty_data: Path):
-    result = run_in_process(REPO, "bench_training.py", "root", *args, data_dir=empty_data)
+@pytest.mark.slow  # each case imports the script's libraries
+@pytest.mark.parametrize(("script", "args", "expected"), [
+    ("bench_predict_memory.py", ["--small", "0"], "--small must be at least 1"),
+    ("bench_predict_memory.py", ["--large", "-1"], "got 10000 and -1"),
+    ("bench_predict_memory.py", ["--small", "9", "--unlabelled"], "--small must be at least 10"),
+    ("bench_predict_memory.py", ["--words", "3"], "--words must be at least 4"),
+    ("bench_gpu_training.py", ["--variants", "reference,ours-64"], "--variants: unknown ours-64"),
+    ("bench_gpu_training.py", ["--steps", "1"], "--steps must be at least 2"),
+    ("bench_training.py", ["--variants", "ours,rows"], "--variants: unknown rows"),
+    ("bench_training.py", ["--max-seq-length", "128", "--doc-stride", "64"], "error: doc_stride (64) must leave room"),
+])
+def test_sizes_variants_and_windows_are_checked_before_any_work(script, args, expected, empty_data: Path):
+    """Before the model is trained or the data read: bench_predict_memory's sizes, the training benchmarks' variants
+    and windows the package refuses."""
+    result = run_in_process(REPO, script, "root", *args, data_dir=empty_data)
     assert_one_line_failure(result, expected)
 
 

@@ -15,7 +15,7 @@ import pytest
 from bio_mrc.cli import main
 from bio_mrc.data.squad import load_squad
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, StoppedReplace
 
 WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
 CALIBRATOR = {"method": "beta", "a": 2.0, "b": 1.0, "c": 0.5, "correct_if": "f1 > 0.5"}
@@ -371,8 +371,6 @@ def test_a_stop_while_a_decodings_files_are_replaced_leaves_them_all_old_or_all_
                                                                                              k, stop):
     """A Ctrl-C between the renames of a decoding's files left the new official file beside the old n-best and na_prob
     files (a full disk while writing them is in tests/test_io.py: every file is written before the first rename)."""
-    import errno
-
     from bio_mrc import io
 
     out = tmp_path / "p.json"
@@ -380,20 +378,9 @@ def test_a_stop_while_a_decodings_files_are_replaced_leaves_them_all_old_or_all_
     assert predict(model_dir, out, "--decoding", "span", "--limit", "2") == 0
     old = {name: (tmp_path / name).read_bytes() for name in names}
     (tmp_path / "p.answers.jsonl").unlink()
-    real, calls = io.os.replace, []
-
-    def replace(source, target):  # counts the renames of the three files alone
-        if Path(target).name in names:
-            calls.append(target)
-            if len(calls) == k and stop == "ctrl-c":
-                signal.raise_signal(signal.SIGINT)
-            elif len(calls) == k:
-                raise OSError(errno.ENOSPC, "No space left on device")
-        return real(source, target)
-
-    monkeypatch.setattr(io.os, "replace", replace)
-    code = predict(model_dir, out, "--decoding", "span")
-    monkeypatch.setattr(io.os, "replace", real)
+    with monkeypatch.context() as patch:  # counts the renames of the three files alone
+        patch.setattr(io.os, "replace", StoppedReplace(stop, k, counted=lambda target: Path(target).name in names))
+        code = predict(model_dir, out, "--decoding", "span")
     new = {name: (tmp_path / name).read_bytes() for name in names}
     line = capsys.readouterr().err.strip().splitlines()[-1]
     if stop == "ctrl-c":  # the signal takes effect once the three are in

@@ -7,6 +7,8 @@ from bio_mrc.io import atomic_write_json
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.training.train import HeadRateTrainer
 
+from .conftest import StoppedReplace
+
 
 @pytest.fixture
 def model(tiny_encoder_dir):
@@ -179,9 +181,6 @@ def test_a_final_save_stopped_at_any_rename_never_leaves_a_record_or_card_beside
                                                                                             monkeypatch, stop):
     """Every rename of the final save, stopped in turn: a run record, and a card, are there only beside the new files,
     and a rename refused after others says the folder mixes new and old files."""
-    import errno
-    import signal
-
     from transformers import AutoTokenizer
 
     from bio_mrc import io
@@ -192,27 +191,15 @@ def test_a_final_save_stopped_at_any_rename_never_leaves_a_record_or_card_beside
 
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
     models = [BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads=heads) for heads in ("span", "span+bio")]
-    real, calls = io.os.replace, []
 
     def save(out, model, run, k=0):
-        def replace(source, target):
-            calls.append(target)
-            if len(calls) == k and stop == "ctrl-c":
-                signal.raise_signal(signal.SIGINT)
-            elif len(calls) == k:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return real(source, target)
-
-        calls.clear()
-        monkeypatch.setattr(io.os, "replace", replace)
-        try:
+        with monkeypatch.context() as patch:
+            patch.setattr(io.os, "replace", replace := StoppedReplace(stop, k))
             saving.save_final_model(_Saver(model), tokenizer, out, {"run": run})
-        finally:
-            monkeypatch.setattr(io.os, "replace", real)
+        return replace.calls
 
-    save(tmp_path / "new", models[1], "new")
+    renames = len(save(tmp_path / "new", models[1], "new"))
     new = {path.name: path.read_bytes() for path in (tmp_path / "new").iterdir()}
-    renames = len(calls)
     assert renames > 4
     for k in range(1, renames + 1):
         out = tmp_path / f"at-{k}"

@@ -9,7 +9,7 @@ import pytest
 from bio_mrc.cli import main
 from bio_mrc.inference.calibrators import degenerate_calibrator, fit_calibrator
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, StoppedReplace
 
 
 def files(folder):
@@ -247,10 +247,6 @@ def test_questions_without_an_answer_scored_by_metrics_that_never_abstain_say_wh
 def test_a_stop_while_tuned_settings_are_saved_leaves_no_card_of_other_settings(tiny_encoder_dir, tmp_path, monkeypatch,
                                                                                  k, stop):
     """A full disk once config.json was replaced left the card showing the settings before, without a word."""
-    import errno
-    import os
-    import signal
-
     from bio_mrc import io
     from bio_mrc.inference.tuning import save_tuned_settings
     from bio_mrc.model import BioMrcConfig, BioMrcForQuestionAnswering
@@ -260,21 +256,10 @@ def test_a_stop_while_tuned_settings_are_saved_leaves_no_card_of_other_settings(
     BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio").save_pretrained(str(folder))
     write_model_card(folder)
     old = {name: (folder / name).read_bytes() for name in ("config.json", CARD_FILE)}
-    real, calls = os.replace, []
-
-    def replace(source, target):  # 1: config.json, 2: the card
-        calls.append(target)
-        if len(calls) == k and stop == "ctrl-c":
-            signal.raise_signal(signal.SIGINT)
-        elif len(calls) == k:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real(source, target)
-
-    monkeypatch.setattr(io.os, "replace", replace)
-    with pytest.raises(KeyboardInterrupt if stop == "ctrl-c" else io.OutputError):
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt if stop == "ctrl-c" else io.OutputError):
+        patch.setattr(io.os, "replace", StoppedReplace(stop, k))  # 1: config.json, 2: the card
         save_tuned_settings(folder, BioMrcConfig.from_pretrained(folder), {"joint": -2.0}, {},
                             {"description": "d.json", "questions": 3, "content_hash": "cc"})
-    monkeypatch.setattr(io.os, "replace", real)
     saved = BioMrcConfig.from_pretrained(folder).no_answer_thresholds
     if stop == "full disk" and k == 1:  # nothing replaced
         assert {name: (folder / name).read_bytes() for name in old} == old

@@ -14,7 +14,7 @@ import pytest
 from bio_mrc.cli import main
 from bio_mrc.errors import BioMrcError, ConfigError
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, StoppedReplace
 
 
 def _parquet_questions(folder):
@@ -463,33 +463,18 @@ def test_an_export_over_another_stopped_at_any_rename_is_all_old_all_new_or_says
                                                                                               monkeypatch, stop):
     """A Ctrl-C between two of the renames that move an export in left the new weights beside the old config.json and
     tokenizer, a folder that loaded as a model."""
-    import errno
-
     from bio_mrc import io
     from bio_mrc.errors import OutputError
     from bio_mrc.inference.conversion import export_qa_checkpoint
 
-    real, calls = io.os.replace, []
-
     def export(out, k=0):
-        def replace(source, target):
-            calls.append(target)
-            if len(calls) == k and stop == "ctrl-c":
-                signal.raise_signal(signal.SIGINT)
-            elif len(calls) == k:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return real(source, target)
-
-        calls.clear()
-        monkeypatch.setattr(io.os, "replace", replace)
-        try:
+        with monkeypatch.context() as patch:
+            patch.setattr(io.os, "replace", replace := StoppedReplace(stop, k))
             export_qa_checkpoint(trained_dir, out, overwrite=True)
-        finally:
-            monkeypatch.setattr(io.os, "replace", real)
+        return replace.calls
 
-    export(tmp_path / "new" / "out")
+    renames = len(export(tmp_path / "new" / "out"))
     new = {path.name: path.read_bytes() for path in (tmp_path / "new" / "out").iterdir()}
-    renames = len(calls)
     assert renames >= 3
     for k in range(1, renames + 1):
         out = tmp_path / f"at-{k}" / "out"
