@@ -102,6 +102,15 @@ def _runs_slow(config: pytest.Config) -> bool:
     return config.getoption("--run-slow") or "slow" in (config.getoption("markexpr") or "")
 
 
+@pytest.fixture
+def sigint_as_in_a_terminal():
+    """Ctrl-C raising KeyboardInterrupt, as in a terminal, where the suite runs with SIGINT ignored (under nohup, or as a
+    shell's background job, Python leaves it ignored): the tests that send it test the package's holding of it."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 class StoppedReplace:
     """``os.replace`` as bio_mrc.io calls it, stopped at its ``k``-th counted rename (0: never; ``counted`` says which
     targets count): ``"ctrl-c"`` sends a real SIGINT, which a held signal defers past the rename, ``"full disk"``

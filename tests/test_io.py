@@ -127,7 +127,7 @@ def _on_call(monkeypatch, k, act):
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
-def test_a_ctrl_c_between_two_moves_takes_effect_once_every_file_is_in(tmp_path, monkeypatch, k):
+def test_a_ctrl_c_between_two_moves_takes_effect_once_every_file_is_in(tmp_path, monkeypatch, k, sigint_as_in_a_terminal):
     """A Ctrl-C between two renames left new files beside old ones (new weights with an old config.json)."""
     import signal
 
@@ -157,7 +157,7 @@ def test_a_failed_move_leaves_the_old_files_or_says_they_are_mixed(tmp_path, mon
                                      f"device: the files there do not agree (new beside old); write them again (in {target})")
 
 
-def test_signals_are_held_only_on_the_main_thread(monkeypatch):
+def test_signals_are_held_only_on_the_main_thread(monkeypatch, sigint_as_in_a_terminal):
     import signal
     import threading
 
@@ -176,7 +176,7 @@ def test_signals_are_held_only_on_the_main_thread(monkeypatch):
 
 @pytest.mark.parametrize("k", [1, 2, 3])
 @pytest.mark.parametrize("stop", ["ctrl-c", "full disk"])
-def test_files_written_together_are_all_new_or_all_old(tmp_path, monkeypatch, k, stop):
+def test_files_written_together_are_all_new_or_all_old(tmp_path, monkeypatch, k, stop, sigint_as_in_a_terminal):
     """A failure while the third of three files was written left the first two new beside an old one."""
     import signal
 

@@ -368,7 +368,7 @@ def test_questions_without_an_answer_and_no_tuned_threshold_are_warned_of_before
 @pytest.mark.parametrize("k", [1, 2, 3])
 @pytest.mark.parametrize("stop", ["ctrl-c", "full disk"])
 def test_a_stop_while_a_decodings_files_are_replaced_leaves_them_all_old_or_all_new(model_dir, tmp_path, monkeypatch, capsys,
-                                                                                             k, stop):
+                                                                                             k, stop, sigint_as_in_a_terminal):
     """A Ctrl-C between the renames of a decoding's files left the new official file beside the old n-best and na_prob
     files (a full disk while writing them is in tests/test_io.py: every file is written before the first rename)."""
     from bio_mrc import io

@@ -178,7 +178,8 @@ class _Saver:
 
 @pytest.mark.parametrize("stop", ["ctrl-c", "full disk"])
 def test_a_final_save_stopped_at_any_rename_never_leaves_a_record_or_card_beside_other_files(tiny_encoder_dir, tmp_path,
-                                                                                            monkeypatch, stop):
+                                                                                            monkeypatch, stop,
+                                                                                            sigint_as_in_a_terminal):
     """Every rename of the final save, stopped in turn: a run record, and a card, are there only beside the new files,
     and a rename refused after others says the folder mixes new and old files."""
     from transformers import AutoTokenizer

@@ -245,7 +245,7 @@ def test_questions_without_an_answer_scored_by_metrics_that_never_abstain_say_wh
 @pytest.mark.parametrize("k", [1, 2])
 @pytest.mark.parametrize("stop", ["ctrl-c", "full disk"])
 def test_a_stop_while_tuned_settings_are_saved_leaves_no_card_of_other_settings(tiny_encoder_dir, tmp_path, monkeypatch,
-                                                                                 k, stop):
+                                                                                 k, stop, sigint_as_in_a_terminal):
     """A full disk once config.json was replaced left the card showing the settings before, without a word."""
     from bio_mrc import io
     from bio_mrc.inference.tuning import save_tuned_settings

@@ -460,7 +460,8 @@ def test_help_prints_where_stdout_cannot_hold_its_letters(monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("stop", ["ctrl-c", "full disk"])
 def test_an_export_over_another_stopped_at_any_rename_is_all_old_all_new_or_says_it_is_mixed(trained_dir, tmp_path,
-                                                                                              monkeypatch, stop):
+                                                                                              monkeypatch, stop,
+                                                                                              sigint_as_in_a_terminal):
     """A Ctrl-C between two of the renames that move an export in left the new weights beside the old config.json and
     tokenizer, a folder that loaded as a model."""
     from bio_mrc import io
