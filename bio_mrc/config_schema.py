@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import functools
 import math
+import numbers
 import types
 import typing
 from typing import Any, Iterable, Mapping
@@ -26,9 +27,16 @@ BOUNDS = {"minimum": "minimum", "exclusive_minimum": "exclusiveMinimum", "maximu
           "exclusive_maximum": "exclusiveMaximum"}
 SEED_RANGE = {"minimum": 0, "maximum": 2**32 - 1}  # numpy's random seeds
 JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+
+
+def whole_number(value: Any) -> bool:
+    """A count as a caller may hold it: a Python or numpy integer (``np.int64(3)``), never a bool or a float."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 # JSON Schema counts 1.0 as an integer; a count given as 1.0 is refused here, as Python's range() would.
 _TYPE_CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+    "integer", lambda _checker, value: whole_number(value))
 Validator = jsonschema.validators.extend(jsonschema.Draft202012Validator, type_checker=_TYPE_CHECKER)
 
 
@@ -133,11 +141,15 @@ def _current_choices(cls: type) -> tuple[tuple[Any, ...], ...]:
 
 
 def check_fields(instance: Any) -> None:
-    """Refuse a dataclass instance whose fields break their own schema, naming the first such field."""
+    """Refuse a dataclass instance whose fields break their own schema, naming the first such field; then hold
+    each numpy integer given for a field as a Python int, so the instance writes the same JSON either way."""
     values = {f.name: getattr(instance, f.name) for f in dataclasses.fields(instance) if f.init}
     values = {name: list(value) if isinstance(value, tuple) else value for name, value in values.items()}
     if problems := schema_errors(values, _cached_schema(type(instance), _current_choices(type(instance)))):
         raise ConfigError(f"{type(instance).__name__}: {problems[0]}")
+    for name, value in values.items():
+        if whole_number(value) and type(value) is not int:
+            object.__setattr__(instance, name, int(value))  # frozen configs too: still in __post_init__
 
 
-__all__ = ["SEED_RANGE", "Validator", "check_fields", "dataclass_schema", "field_choices", "field_schema", "schema_errors"]
+__all__ = ["SEED_RANGE", "Validator", "check_fields", "dataclass_schema", "field_choices", "field_schema", "schema_errors", "whole_number"]

@@ -28,7 +28,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from . import registry
+from . import __version__, registry
+from .config_schema import whole_number
 from .errors import InputWarning, ModelFormatError
 from .evaluation_record import EVAL_FILE
 from .io import remove_file
@@ -141,6 +142,16 @@ def _without_vocabulary(folder: Path) -> str:
 
 def fail(folder: Path, file: str | None, problem: str) -> ModelFormatError:
     return ModelFormatError(f"{file}: {problem}" if file else problem, str(folder))
+
+
+def written_format_problem(value: Any, newest: int, kind: str) -> str | None:
+    """None for a format number bio_mrc has written (1 to ``newest``; never a bool); else the problem in one line."""
+    if whole_number(value) and 1 <= value <= newest:
+        return None
+    if whole_number(value) and value > newest:
+        return (f"written by a newer bio_mrc ({kind} format {value}); this bio_mrc {__version__} reads formats up to "
+                f"{newest}: upgrade bio_mrc")
+    return f"{kind} format {value!r} is not one bio_mrc writes (a whole number from 1 to {newest})"
 
 
 def read_json_object(folder: Path, name: str, limit: int = MAX_CONFIG_BYTES) -> dict[str, Any]:

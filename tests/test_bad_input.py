@@ -2,6 +2,7 @@
 and the command line prints it in one line, without a traceback."""
 
 import json
+import re
 
 import pytest
 
@@ -364,7 +365,11 @@ def test_model_folders_that_cannot_be_run(saved_model, tiny_encoder_dir, tmp_pat
     load_fails(tmp_path / "nowhere", "no such model folder")
     load_fails(tmp_path, "no config.json")
     load_fails(tiny_encoder_dir, "a bert model, not a bio_mrc model")
-    load_fails(copy_model(saved_model, tmp_path, edit={"bio_mrc_format": 99}), "format 99; this bio_mrc .* reads formats up to 1")
+    load_fails(copy_model(saved_model, tmp_path, edit={"bio_mrc_format": 99}),
+               r"^config.json: bio_mrc_format: written by a newer bio_mrc \(model format 99\); this bio_mrc .* reads formats up to 1: upgrade bio_mrc")
+    for number, bad in enumerate((True, 0, -1, 1.0, "1", None)):
+        load_fails(copy_model(saved_model, tmp_path / f"f{number}", edit={"bio_mrc_format": bad}),
+                   rf"^config.json: bio_mrc_format: model format {re.escape(repr(bad))} is not one bio_mrc writes")
     load_fails(copy_model(saved_model, tmp_path / "w", drop=["model.safetensors"]), "no weights")
     unwindowed = copy_model(saved_model, tmp_path / "u", edit={"max_seq_length": None, "doc_stride": None, "max_query_length": None})
     load_fails(unwindowed, r"lacks the window settings \['max_seq_length', 'doc_stride', 'max_query_length'\]: set them in config.json")

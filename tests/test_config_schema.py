@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -147,6 +148,19 @@ def test_the_dataclasses_refuse_out_of_range_values_from_python_too():
     with pytest.raises(ConfigError, match="DecodeConfig: n_best: 0 is less than the minimum of 1"):
         DecodeConfig(n_best=0)
     assert TrainConfig(epochs=2, bio_prior=(0.1, 0.1, 0.8)).epochs == 2
+
+
+def test_the_dataclasses_take_numpy_integers_as_python_ints_and_still_refuse_floats_and_bools():
+    from bio_mrc.serving.config import ServeConfig
+
+    decode = DecodeConfig(n_best=np.int64(5), max_answer_length=np.int32(7))
+    assert (decode.n_best, decode.max_answer_length) == (5, 7) and type(decode.n_best) is type(decode.max_answer_length) is int
+    train = TrainConfig(epochs=np.int64(2), batch_size=np.int16(4))
+    assert json.dumps(train.to_dict()) == json.dumps(TrainConfig(epochs=2, batch_size=4).to_dict())
+    assert type(ServeConfig(port=np.uint16(8080)).port) is int
+    for value in (5.0, np.float64(5), True, np.int64(0)):
+        with pytest.raises(ConfigError, match="DecodeConfig: n_best: "):
+            DecodeConfig(n_best=value)
 
 
 def test_a_length_prior_past_a_model_folders_bound_is_refused():

@@ -73,6 +73,13 @@ def test_extractor_single_and_batched(trained_dir):  # noqa: F811
     assert len(many) == 2 and many[0].answer == one.answer
 
 
+def test_the_model_and_the_extractor_say_what_they_are_in_one_line(trained_dir):  # noqa: F811
+    extractor = AnswerExtractor.from_pretrained(trained_dir, device="cpu", decoding="bio", multi_span=True, batch_size=8)
+    model = f"{str(trained_dir)!r}, backend='torch', decodings=['span', 'bio', 'joint'], device='cpu', precision='auto'"
+    assert repr(extractor.trained) == f"TrainedModel({model})"
+    assert repr(extractor) == f"AnswerExtractor({model}, decoding='bio', multi_span=True, batch_size=8)"
+
+
 def test_extractor_takes_a_model_folder_as_from_pretrained_does(trained_dir):  # noqa: F811
     """``AnswerExtractor("folder")`` loads the folder as ``from_pretrained`` does; anything else is refused by name."""
     from pathlib import Path

@@ -1,5 +1,6 @@
 """Windows and targets: every label maps back to the exact answer characters."""
 
+import json
 import os
 
 import numpy as np
@@ -359,3 +360,9 @@ def test_answer_parts_that_overlap_train_the_tagger_on_one_span(tiny_tokenizer):
     starts, ends = chunk_bounds(tags[positions].argmax(-1), strict=True)
     read = [context[words[positions[s]][0]:words[positions[e - 1]][1]] for s, e in zip(starts, ends)]
     assert read == ["dave and barbara", "met"]
+
+
+def test_feature_config_holds_numpy_integers_as_python_ints():
+    config = FeatureConfig(max_seq_length=np.int64(64), doc_stride=np.int32(16), max_query_length=np.int64(16))
+    assert config.to_dict()["max_seq_length"] == 64 and {type(config.max_seq_length), type(config.doc_stride)} == {int}
+    assert json.loads(json.dumps(config.to_dict())) == FeatureConfig(max_seq_length=64, doc_stride=16, max_query_length=16).to_dict()

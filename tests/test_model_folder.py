@@ -610,3 +610,19 @@ def test_a_tuned_setting_of_no_registered_decoding_loads_with_one_warning_line(s
     assert [line for line in capsys.readouterr().err.splitlines() if "jiont" in line or "Warning" in line] == [
         f"warning: {folder / 'config.json'}: calibration key 'jiont' names no registered decoding (bio, joint, span), so "
         "nothing uses it: a misspelt key, or a plug-in decoding's not imported here?"]
+
+
+@pytest.mark.parametrize("export_format, problem", [
+    (2, r"export_format: written by a newer bio_mrc \(export format 2\); this bio_mrc .* reads formats up to 1: upgrade bio_mrc"),
+    (True, "export_format: export format True is not one bio_mrc writes"),
+    (0, "export_format: export format 0 is not one bio_mrc writes"),
+    (-3, "export_format: export format -3 is not one bio_mrc writes"),
+])
+def test_an_export_marker_holds_a_format_bio_mrc_has_written(tmp_path, export_format, problem):
+    from bio_mrc.inference.onnx_runner import EXPORT_FILE, check_export_marker
+
+    (tmp_path / EXPORT_FILE).write_text(json.dumps({"format": "onnx", "export_format": 1}))
+    assert check_export_marker(tmp_path)["export_format"] == 1
+    (tmp_path / EXPORT_FILE).write_text(json.dumps({"format": "onnx", "export_format": export_format}))
+    with pytest.raises(ModelFormatError, match=f"^{EXPORT_FILE}: {problem}"):
+        check_export_marker(tmp_path)

@@ -160,6 +160,9 @@ def test_a_report_of_a_later_format_is_refused_saying_what_to_do(tmp_path):
     path.write_text(json.dumps({"format_version": REPORT_FORMAT + 1, "config": {}, "eval": {}, "eval_ids": [], "cells": []}))
     with pytest.raises(ConfigError, match=rf"report format {REPORT_FORMAT + 1}.*upgrade bio_mrc"):
         read_report(path)
+    path.write_text(json.dumps({"format_version": True, "config": {}, "eval": {}, "eval_ids": [], "cells": []}))
+    with pytest.raises(ConfigError, match="report format True, but this bio_mrc reads formats 1 to"):
+        read_report(path)
 
 
 def test_a_cell_with_an_unknown_or_a_missing_field_is_refused_where_it_is_made():

@@ -65,6 +65,7 @@ class FeatureConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, Integral) or value < least:
                 raise ConfigError(f"{name} must be an integer of at least {least}, got {value!r}")
+            object.__setattr__(self, name, int(value))  # a numpy integer as a Python int: to_dict writes JSON
         if not stride_leaves_new_context(self.max_seq_length, self.doc_stride, self.max_query_length):
             raise ConfigError(
                 f"doc_stride ({self.doc_stride}) must leave room for new context tokens in each window: "

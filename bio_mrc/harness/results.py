@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import registry
+from ..config_schema import whole_number
 from ..errors import ConfigError
 from ..types import Example
 from .cell_key import CellKey
@@ -41,7 +42,7 @@ def upgrade_report(report: dict[str, Any], source: str) -> dict[str, Any]:
     """``report`` in this version's form: the first form's evaluation gets its ``task``; a later
     version than this package reads is a :class:`ConfigError` naming ``source`` and what to do."""
     version = report_format(report)
-    if not isinstance(version, int) or version > REPORT_FORMAT or version < _FIRST_FORM:
+    if not whole_number(version) or version > REPORT_FORMAT or version < _FIRST_FORM:  # true is no version
         raise ConfigError(f"{source}: report format {version!r}, but this bio_mrc reads formats {_FIRST_FORM} to "
                           f"{REPORT_FORMAT}: upgrade bio_mrc (pip install -U bio_mrc) or run the comparison again")
     if version == _FIRST_FORM:

@@ -7,7 +7,6 @@ both turn inputs into examples with :meth:`AnswerExtractor.examples`, run the wi
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence, overload
@@ -16,6 +15,7 @@ import numpy as np
 
 from .. import registry
 from ..data.text import check_context_length, check_text
+from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import WindowOutputs
 from ..errors import ConfigError, DataFormatError
@@ -123,6 +123,10 @@ class AnswerExtractor:
         self.min_span_probability = min_span_probability
         # windows a forward pass: 16 on a CPU, 128 on a GPU
         self.batch_size = self.trained.batch_size if batch_size is None else check_batch_size(batch_size)
+
+    def __repr__(self) -> str:
+        return (f"AnswerExtractor({self.trained.description()}, decoding={self.decoding!r}, multi_span={self.multi_span}, "
+                f"batch_size={self.batch_size})")
 
     @classmethod
     def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None, **kwargs) -> "AnswerExtractor":
@@ -236,11 +240,6 @@ def check_batch_size(batch_size: Any) -> int:
     if not whole_number(batch_size) or batch_size < 1:
         raise ConfigError(f"batch_size is a positive number of windows a forward pass, got {batch_size!r}")
     return int(batch_size)
-
-
-def whole_number(value: Any) -> bool:
-    """A count as a caller may hold it: a Python or numpy integer (``np.int64(3)``), never a bool or a float."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def is_flag(value: Any) -> bool:

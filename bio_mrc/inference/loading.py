@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from .. import __version__
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs
 from ..encoders import load_tokenizer
 from ..errors import ConfigError, ModelFormatError
 from ..features.windows import FeatureConfig
-from ..model_folder import check_model_folder, check_window_frame, read_json_object
+from ..model_folder import check_model_folder, check_window_frame, read_json_object, written_format_problem
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import local_folder
 from ..qa_checkpoints import qa_architecture, span_model_from_qa_checkpoint, usable_positions
@@ -30,7 +29,7 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 BACKENDS = ("auto", "torch", "onnx")
 
 
-@dataclass
+@dataclass(repr=False)
 class TrainedModel:
     """A model with its tokenizer and the window settings its config names.
 
@@ -44,6 +43,7 @@ class TrainedModel:
     features: FeatureConfig
     path: str = ""
     precision: str = DEFAULT_PRECISION  # of the forward pass (bio_mrc.precision); auto resolves on the model's device
+    name: str = field(default="", compare=False)  # the folder or hub id as given to load (path: the folder read)
 
     @classmethod
     def load(
@@ -77,7 +77,7 @@ class TrainedModel:
         features = window_settings(model.config, model_dir)
         if backend == "torch":
             check_window_positions(model, features, model_dir)
-        return cls(model, tokenizer, features, str(model_dir), precision)
+        return cls(model, tokenizer, features, str(model_dir), precision, name)
 
     @classmethod
     def from_qa_checkpoint(
@@ -89,7 +89,19 @@ class TrainedModel:
         with progress_bars(progress):
             model, tokenizer = span_model_from_qa_checkpoint(model_dir, name)
         model = model.to(device)
-        return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir), precision)
+        return cls(model, tokenizer, window_settings(model.config, model_dir), str(model_dir), precision, name)
+
+    def __repr__(self) -> str:
+        return f"TrainedModel({self.description()})"
+
+    def description(self) -> str:
+        """The model in one line: where it came from, backend, decodings, device and precision (no tensors)."""
+        if isinstance(self.model, OnnxModel):
+            device = ",".join(self.model.session.get_providers())
+        else:
+            device = str(getattr(self.model, "device", "?"))
+        return (f"{self.name or self.path!r}, backend={self.backend!r}, decodings={self.decodings}, device={device!r}, "
+                f"precision={self.precision!r}")
 
     @property
     def backend(self) -> str:
@@ -188,12 +200,8 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
             f"a {model_type or 'non-bio_mrc'} model, not a bio_mrc model (model_type {model_type!r}); "
             "a bare encoder is trained into one with `bio-mrc train --encoder PATH`", source,
         )
-    saved_format = config.get("bio_mrc_format", 1)
-    if not isinstance(saved_format, int) or saved_format > MODEL_FORMAT:
-        raise ModelFormatError(
-            f"saved in bio_mrc model format {saved_format!r}; this bio_mrc {__version__} reads formats up to {MODEL_FORMAT} "
-            "(upgrade bio_mrc)", source,
-        )
+    if problem := written_format_problem(config.get("bio_mrc_format", 1), MODEL_FORMAT, "model"):
+        raise ModelFormatError(f"config.json: bio_mrc_format: {problem}", source)
     if not any((model_dir / name).is_file() for name in weights):
         named = weights[::2] if weights == WEIGHT_FILES else weights
         raise ModelFormatError(f"no weights ({' or '.join(named)}): an unfinished or partial copy?", source)

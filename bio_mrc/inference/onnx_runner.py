@@ -20,11 +20,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
-from .. import __version__, registry
+from .. import registry
 from ..data.json_reader import read_json
 from ..errors import ModelFormatError
 from ..model import BioMrcConfig
-from ..model_folder import EXPORT_FILE, ONNX_FILE, check_model_folder
+from ..model_folder import EXPORT_FILE, ONNX_FILE, check_model_folder, written_format_problem
 
 EXPORT_FORMAT = 1
 INSTALL_HINT = "pip install bio_mrc[onnx]"
@@ -131,9 +131,6 @@ def check_export_marker(model_dir: Path) -> dict[str, Any]:
     record = read_json(marker)
     if not isinstance(record, dict) or record.get("format") != "onnx":
         raise ModelFormatError(f"{EXPORT_FILE} does not describe an ONNX export", str(model_dir))
-    if not isinstance(record.get("export_format"), int) or record["export_format"] > EXPORT_FORMAT:
-        raise ModelFormatError(
-            f"exported in bio_mrc export format {record.get('export_format')!r}; this bio_mrc {__version__} reads "
-            f"formats up to {EXPORT_FORMAT} (upgrade bio_mrc)", str(model_dir),
-        )
+    if problem := written_format_problem(record.get("export_format"), EXPORT_FORMAT, "export"):
+        raise ModelFormatError(f"{EXPORT_FILE}: export_format: {problem}", str(model_dir))
     return record
