@@ -28,7 +28,8 @@ from .config_options import add_config_options, config_from_args, options_given
 from .data.sources import default_data_dir
 from .data.text import read_text_file
 from .features.config import stride_leaves_new_context
-from .io import check_file_target, check_folder_target, check_outputs_apart, check_writable_folder, home_expanded, printable_json, printable_line, staged_folder
+from .io import (check_file_target, check_folder_target, check_library_path, check_outputs_apart, check_writable_folder,
+                 home_expanded, printable_json, printable_line, staged_folder)
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
@@ -243,7 +244,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .training.saving import finish_stopped_save
     from .training.train import load_run_record, train_model
 
-    check_folder_target(args.output_dir)
+    check_library_path(check_folder_target(args.output_dir))  # before the data is read
     check_outputs_apart([args.output_dir], [args.train, args.eval])
     if args.resume and not args.overwrite and finish_stopped_save(args.output_dir):
         return _print_finished_run(args.output_dir, load_run_record(args.output_dir))
@@ -546,7 +547,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
     if not data_dir.exists():
         raise ConfigError(f"data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
-    output_dir = check_folder_target(args.output_dir if args.output_dir is not None else Path("runs") / config.name)
+    output_dir = check_library_path(check_folder_target(args.output_dir if args.output_dir is not None else Path("runs") / config.name))
     check_outputs_apart([output_dir], [args.config, data_dir])
     if args.train_only:
         for model_dir in train_models(config, data_dir, output_dir, progress=True, cells_from=args.cells_from):
@@ -622,7 +623,7 @@ EXPORT_FORMATS = {"onnx": _export_onnx, "transformers": _export_transformers}  #
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    check_folder_target(args.output)
+    check_library_path(check_folder_target(args.output))  # both formats save a tokenizer
     print(printable_line(f"exporting {args.model} to {args.format} in {args.output}"), file=sys.stderr)
     record = EXPORT_FORMATS[args.format](args)
     print(json.dumps({"output": str(args.output), **record}, indent=2))
@@ -632,7 +633,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from .inference.conversion import convert_qa_checkpoint
 
-    check_folder_target(args.output)
+    check_library_path(check_folder_target(args.output))
     print(printable_line(f"converting {args.model} into a bio_mrc model in {args.output}"), file=sys.stderr)
     written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite,
                                     max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,

@@ -18,12 +18,13 @@ import secrets
 import shutil
 import signal
 import stat
+import sys
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from .errors import OutputError
+from .errors import ConfigError, OutputError
 
 __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "check_writable_folder",
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
@@ -162,6 +163,21 @@ def check_folder_target(path: str | Path) -> Path:
     if path.exists() and not path.is_dir():
         raise OutputError("a file has this name; give a folder", str(path))
     _check_nearest_folder(path)
+    return path
+
+
+def check_library_path(path: str | Path) -> Path:
+    """``path`` if libraries that take a file name as UTF-8 text (tokenizers, ONNX Runtime) reach the same file
+    Python does: under a locale whose file-name encoding is not UTF-8 (``LC_ALL=C``, Latin-1), a non-ASCII name is
+    spelled otherwise, and such a library would end a save or load half done."""
+    path = Path(path)
+    try:
+        same = str(path).encode("utf-8") == os.fsencode(path)
+    except UnicodeEncodeError:  # surrogates: bytes the locale's encoding could not decode
+        same = False
+    if not same:
+        raise ConfigError(f"{path}: this name is not spelled in UTF-8 under the locale's file-name encoding "
+                          f"({sys.getfilesystemencoding()}); set a UTF-8 locale, e.g. PYTHONUTF8=1")
     return path
 
 

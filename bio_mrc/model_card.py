@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 from . import registry
 from .encoders import is_default_encoder
 from .evaluation_record import EVAL_FILE, save_evaluation
-from .io import atomic_write_text, json_with_controls_escaped, printable_line, remove_file
+from .io import atomic_write_bytes, json_with_controls_escaped, printable_line, remove_file
 from .model import RUN_FILE, BioMrcConfig
 from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 from .model_folder import special_floats
@@ -124,7 +124,8 @@ def _write_card(folder: Path, text: str, target: Path | None = None) -> Path | N
     if card.is_file() and CARD_MARKER not in card.read_text(encoding="utf-8", errors="replace"):
         warnings.warn(f"{card} was not written by bio_mrc (no '{CARD_MARKER}' line): left as it is", stacklevel=2)
         return None
-    return atomic_write_text(folder / CARD_FILE, text)
+    # a file name the locale could not decode (LC_ALL=C) holds surrogates: shown as \\udcNN, as Python's stderr does
+    return atomic_write_bytes(folder / CARD_FILE, text.encode("utf-8", "backslashreplace"))
 
 
 def _read_config(model_dir: Path) -> BioMrcConfig | None:

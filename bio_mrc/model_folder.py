@@ -548,7 +548,8 @@ def check_window_frame(folder: str | Path, tokenizer: Any) -> None:
         return
     from tokenizers import Tokenizer
 
-    saved = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
+    # read here, not by tokenizers: it opens a path as UTF-8, not in the locale's file-name encoding
+    saved = Tokenizer.from_str((folder / TOKENIZER_FILE).read_bytes().decode("utf-8"))
     saved.no_padding()
     saved.no_truncation()
     trained = saved.encode(*FRAME_PROBE).ids

@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import string
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -296,3 +297,17 @@ def browser_comparison(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPath
     }
     results, summary = compare(parse_config(raw), FIXTURES, folder / "out", progress=False)
     return folder / "out", results, summary
+
+
+def ascii_locale_run(code: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -c code *args`` under ``LC_ALL=C`` with UTF-8 mode off, where file names are ASCII to Python: a
+    non-ASCII name in ``args`` reaches it as surrogates, as it does from a shell on such a machine. Skips where the
+    locale cannot be made so (Windows, macOS: their file names are UTF-8 whatever the locale)."""
+    env = {**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+    env.pop("PYTHONIOENCODING", None)
+    probe = subprocess.run([sys.executable, "-c", "import sys; print(sys.getfilesystemencoding())"], env=env,
+                           capture_output=True, text=True)
+    if probe.returncode != 0 or probe.stdout.strip() == "utf-8":
+        pytest.skip("no locale here whose file-name encoding is not UTF-8")
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
+                          encoding="utf-8", errors="replace")

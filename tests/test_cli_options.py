@@ -18,7 +18,7 @@ from bio_mrc.heads import BIOHead
 from bio_mrc.registry import head_choices
 from bio_mrc.training.train import TrainConfig
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, ascii_locale_run
 
 TRAIN = ["train", "--train", "t.json", "--output-dir", "out"]
 COMMANDS = {  # command line up to the options, config class, fields the command does not take
@@ -222,3 +222,19 @@ def test_a_window_given_that_the_encoder_cannot_hold_stays_refused_naming_window
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"error: max_seq_length 200 exceeds the 128 positions a window of encoder {tiny_encoder_dir} may fill: train with "
         "windows that fit, e.g. max_seq_length 128, doc_stride 46, max_query_length 32")
+
+
+@pytest.mark.slow
+def test_train_and_export_refuse_a_folder_tokenizers_cannot_name_under_an_ascii_locale(tmp_path):
+    """Both save a tokenizer, which tokenizers writes by a UTF-8 name: under LC_ALL=C a non-ASCII output folder is
+    refused in one line before any work, not left half written by a traceback."""
+    code = ("import sys\nfrom bio_mrc.cli import main\n"
+            "print(main(['train', '--train', sys.argv[1], '--output-dir', sys.argv[2], '--encoder', 'none']))\n"
+            "print(main(['export', '--model', sys.argv[1], '--output', sys.argv[2], '--format', 'transformers']))")
+    out = tmp_path / "sortie-é"
+    run = ascii_locale_run(code, str(SAMPLE_V1), str(out))
+    assert run.stdout.split() == ["2", "2"], run.stderr[-2000:]
+    shown = f"{tmp_path}/sortie-\\udcc3\\udca9"  # stderr escapes what the locale could not decode
+    assert run.stderr.splitlines() == [f"error: {shown}: this name is not spelled in UTF-8 under the locale's file-name "
+                                       "encoding (ascii); set a UTF-8 locale, e.g. PYTHONUTF8=1"] * 2
+    assert not out.exists()

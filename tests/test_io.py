@@ -11,6 +11,8 @@ import pytest
 from bio_mrc import io
 from bio_mrc.io import atomic_move_files, atomic_write_json, atomic_write_text
 
+from .conftest import ascii_locale_run
+
 
 def test_write_text_creates_and_replaces(tmp_path):
     path = tmp_path / "out.txt"
@@ -333,3 +335,23 @@ def test_the_encoding_check_finds_text_opens_in_the_locales_encoding(tmp_path):
                                    'open("c")\nopen("d", "rb")\nopen("e", encoding="utf-8")\nos.open("f", 0)\n',
                                    encoding="utf-8")
     assert _text_opens_without_an_encoding(tmp_path) == ["m.py:3", "m.py:4", "m.py:5"]
+
+
+def test_a_name_libraries_spell_otherwise_is_refused_under_an_ascii_locale(tmp_path):
+    """tokenizers and ONNX Runtime take a file name as UTF-8 text: under LC_ALL=C a non-ASCII name, which reaches
+    Python as surrogates, is refused in one line saying what to set; an ASCII one passes."""
+    code = ("import sys\nfrom bio_mrc.errors import ConfigError\nfrom bio_mrc.io import check_library_path\n"
+            "for name in sys.argv[1:]:\n    try:\n        print(check_library_path(name) is not None)\n"
+            "    except ConfigError as err:\n        print(err)")
+    run = ascii_locale_run(code, str(tmp_path / "model"), str(tmp_path / "modèle"))
+    assert run.returncode == 0, run.stderr[-2000:]
+    passed, refused = run.stdout.splitlines()
+    assert passed == "True"
+    assert refused == (f"{tmp_path}/modèle: this name is not spelled in UTF-8 under the locale's "
+                       "file-name encoding (ascii); set a UTF-8 locale, e.g. PYTHONUTF8=1")
+
+
+def test_a_non_ascii_name_passes_where_file_names_are_utf8(tmp_path):
+    if sys.getfilesystemencoding() != "utf-8":
+        pytest.skip("file names here are not UTF-8")
+    assert io.check_library_path(tmp_path / "modèle-ü") == tmp_path / "modèle-ü"

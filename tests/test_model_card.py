@@ -354,3 +354,10 @@ def test_a_folder_name_with_markup_quotes_or_controls_shows_as_it_is_and_runs_no
     assert ast.literal_eval(snippet.split("model_dir = ")[1].split("  #")[0]) == name
     command = body.split("```bash\n")[1].splitlines()[0]
     assert shlex.split(command)[:4] == ["bio-mrc", "predict", "--model", 'x"; import os #\\n## Fake `[a](b)` \\x9b2J; rm -rf ~']
+
+
+def test_a_path_the_locale_could_not_decode_is_shown_escaped_in_the_card(tmp_path):
+    """Under LC_ALL=C the data's path ``données`` reaches Python as ``donn\\udcc3\\udca9es``: the card, a UTF-8 file,
+    shows those two as escapes instead of ending the save in a UnicodeEncodeError."""
+    card = model_card._write_card(tmp_path, "Tuned on `donn\udcc3\udca9es.json`\n")
+    assert card.read_bytes() == b"Tuned on `donn\\udcc3\\udca9es.json`\n"

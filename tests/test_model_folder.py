@@ -15,6 +15,7 @@ import pytest
 from bio_mrc.cli import main
 from bio_mrc.errors import ConfigError, DataFormatError, ModelFormatError
 from bio_mrc.inference import AnswerExtractor, TrainedModel
+from .conftest import ascii_locale_run
 
 WINDOWS = {"max_seq_length": 64, "doc_stride": 16, "max_query_length": 16}
 
@@ -626,3 +627,15 @@ def test_an_export_marker_holds_a_format_bio_mrc_has_written(tmp_path, export_fo
     (tmp_path / EXPORT_FILE).write_text(json.dumps({"format": "onnx", "export_format": export_format}))
     with pytest.raises(ModelFormatError, match=f"^{EXPORT_FILE}: {problem}"):
         check_export_marker(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_non_ascii_model_folder_loads_under_an_ascii_locale(tiny_tokenizer, tmp_path):
+    """Under LC_ALL=C the folder's name reaches Python as surrogates; tokenizers, handed it as a name, cannot encode
+    it (and under Latin-1 opens another name): ``tokenizer.json`` is read by Python instead."""
+    folder = tmp_path / "modèle-ü"
+    tiny_tokenizer.save_pretrained(str(folder))
+    code = ("import sys\nfrom transformers import AutoTokenizer\nfrom bio_mrc.model_folder import check_window_frame\n"
+            "check_window_frame(sys.argv[1], AutoTokenizer.from_pretrained(sys.argv[1]))\nprint('checked')")
+    run = ascii_locale_run(code, str(folder))
+    assert (run.returncode, run.stdout.strip()) == (0, "checked"), run.stderr[-2000:]

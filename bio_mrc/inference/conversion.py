@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import ConfigError, ModelFormatError
 from ..hub import local_folder
-from ..io import check_folder_target, check_outputs_apart, staged_folder
+from ..io import check_folder_target, check_library_path, check_outputs_apart, staged_folder
 from ..model import BioMrcConfig
 from ..model_card import clear_model_card, write_exported_card, write_model_card
 from ..model_folder import remove_replaced_model_files
@@ -30,7 +30,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
     a new or empty folder (with ``overwrite``, one whose model files it replaces; any other file stays): config,
     weights, tokenizer and model card. ``windows`` (``max_seq_length``, ``doc_stride``, ``max_query_length``) override
     :data:`bio_mrc.qa_checkpoints.QA_WINDOWS`; ``progress`` shows transformers' bars. Returns what was written."""
-    name, output_dir = str(model), check_folder_target(output_dir)
+    name, output_dir = str(model), check_library_path(check_folder_target(output_dir))
     folder = local_folder(model)
     architecture = qa_architecture(folder)
     if architecture is None:
@@ -60,7 +60,7 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
     ``...ForQuestionAnswering`` of its encoder in ``output_dir`` (new or empty, or replaced with ``overwrite``), with
     its tokenizer; its logits are checked against the bio_mrc model's first. A BIO head, which transformers has no class
     for, is left out, and so are the windows and tuned settings (transformers' QA models keep none)."""
-    model_dir, output_dir = Path(model_dir), check_folder_target(output_dir)
+    model_dir, output_dir = Path(model_dir), check_library_path(check_folder_target(output_dir))
     check_outputs_apart([output_dir], model_dirs=[model_dir])
     if model_backend(local_folder(model_dir)) == "onnx":
         raise ConfigError(f"{model_dir} is an ONNX export; export the PyTorch model it was made from")

@@ -34,7 +34,7 @@ import torch
 from .. import __version__
 from ..errors import BioMrcError, ConfigError
 from ..features.question_columns import ENCODER_INPUTS
-from ..io import atomic_write_json, atomic_write_text, check_outputs_apart, remove_file, staged_folder
+from ..io import atomic_write_json, atomic_write_text, check_library_path, check_outputs_apart, remove_file, staged_folder
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
 from ..model_folder import remove_replaced_model_files
@@ -154,7 +154,7 @@ def export_onnx(
     for module in ("onnx", "onnxruntime"):
         require(module, "ONNX export")
     check_export_options(opset, atol)
-    model_dir, output_dir = Path(model_dir), Path(output_dir)
+    model_dir, output_dir = Path(model_dir), check_library_path(output_dir)
     if output_dir.resolve() == model_dir.resolve():
         raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
     check_outputs_apart([output_dir], model_dirs=[model_dir])

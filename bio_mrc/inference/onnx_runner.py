@@ -23,6 +23,7 @@ import torch
 from .. import registry
 from ..data.json_reader import read_json
 from ..errors import ModelFormatError
+from ..io import check_library_path
 from ..model import BioMrcConfig
 from ..model_folder import EXPORT_FILE, ONNX_FILE, check_model_folder, written_format_problem
 
@@ -92,6 +93,7 @@ class OnnxModel:
         """A session on one ONNX file with the config it was exported from (export checks its graph this way)."""
         ort = require("onnxruntime", "running an ONNX model", str(path))
         options = session_options(ort, threads)
+        check_library_path(path)  # ONNX Runtime opens the file by a UTF-8 name
         session = ort.InferenceSession(str(path), options, providers=list(providers or ["CPUExecutionProvider"]))
         return cls(session, config, str(path.parent))
 

@@ -10,7 +10,7 @@ from transformers import Trainer
 
 from ..data.json_reader import read_json
 from ..errors import ConfigError, DataFormatError
-from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_folder_target, remove_file, remove_tree
+from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_folder_target, check_library_path, remove_file, remove_tree
 from ..model import RUN_FILE, BioMrcConfig
 from ..model_card import clear_model_card, write_model_card
 from ..model_folder import TRAINING_LOG_FILE, remove_replaced_model_files
@@ -24,7 +24,7 @@ def check_output_folder(folder: Path, overwrite: bool) -> None:
     """Before any work: train only into a folder that is new, empty or holds bio_mrc's own work, or, with
     ``overwrite``, replace another folder's files of the same names; never into a checkpoints folder bio_mrc
     did not write (a finished run removes its checkpoints folder)."""
-    check_folder_target(folder)
+    check_library_path(check_folder_target(folder))  # tokenizers writes tokenizer.json by a UTF-8 name
     if not folder.is_dir():
         return
     links = sorted(p.name for p in folder.iterdir() if p.is_symlink())
