@@ -164,13 +164,13 @@ SPAN_COUNT_RULES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:keep_probable_sp
                     NBEST_SPANS: "bio_mrc.decoding.nbest_spans:nbest_multi_span",
                     TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:tagged_or_nbest_spans"}
 # Where each kind of multi-span answer takes the n-best spans its shares are of, given them decoded more widely.
-NBEST_SOURCES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:chosen_spans",
+NBEST_SOURCES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:as_decoded",
                  NBEST_SPANS: "bio_mrc.decoding.nbest_spans:wider_nbest",
                  TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:wider_nbest"}
 # Where each kind of multi-span answer takes the single answers' n-best spans its confidence is read from.
 SINGLE_NBEST_SOURCES = {TAG_SEQUENCE: "bio_mrc.decoding.nbest_spans:single_answers",
-                        NBEST_SPANS: "bio_mrc.decoding.nbest_spans:own_nbest",
-                        TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:own_nbest"}
+                        NBEST_SPANS: "bio_mrc.decoding.nbest_spans:as_decoded",
+                        TAGS_OR_NBEST: "bio_mrc.decoding.nbest_spans:as_decoded"}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -113,15 +113,9 @@ def wider_nbest(predictions: Sequence[Prediction], wider: Callable[[], Sequence[
     return [replace(prediction, spans=list(more.spans)) for prediction, more in zip(predictions, wider())]
 
 
-def chosen_spans(predictions: Sequence[Prediction], wider: Callable[[], Sequence[Prediction]]) -> list[Prediction]:
-    """A tag sequence's multi-span ``predictions`` as they are: their spans are chosen by their posteriors, no share
-    of the n-best (``wider`` is not decoded)."""
-    return list(predictions)
-
-
-def own_nbest(predictions: Sequence[Prediction], single: Callable[[], Sequence[Prediction]]) -> list[Prediction]:
-    """An n-best decoding's multi-span ``predictions`` before the span-count rule: their spans are the single answers'
-    n-best spans (``single`` is not decoded)."""
+def as_decoded(predictions: Sequence[Prediction], other: Callable[[], Sequence[Prediction]]) -> list[Prediction]:
+    """Multi-span ``predictions`` as they are, ``other`` not decoded: a tag sequence's spans, chosen by their
+    posteriors, take no share of a wider n-best; an n-best decoding's spans are already its single answers' n-best."""
     return list(predictions)
 
 

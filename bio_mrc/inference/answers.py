@@ -109,6 +109,7 @@ def led_by(first: AnswerSpan, spans: Sequence[AnswerSpan]) -> list[AnswerSpan]:
             return [span, *spans[:k], *spans[k + 1:]]
     return []
 
+
 def with_confidence_spans(
     predictions: list[Prediction], outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig
 ) -> list[Prediction]:

@@ -80,12 +80,10 @@ def _checked_fit_inputs(raw: np.ndarray, right: np.ndarray) -> tuple[np.ndarray,
         raise ValueError(f"raw confidences and rightness must be 1-D arrays of one length, got {raw.shape} and {right.shape}")
     if len(raw) < FEWEST_CALIBRATION_QUESTIONS:
         raise ValueError(f"calibrating needs at least {FEWEST_CALIBRATION_QUESTIONS} held-out questions")
-    if not ((raw >= 0.0) & (raw <= 1.0)).all():  # NaN fails both
-        bad = int(np.flatnonzero(~((raw >= 0.0) & (raw <= 1.0)))[0])
-        raise ValueError(f"raw confidence {raw[bad]} of question {bad + 1} is not a probability in [0, 1]")
-    if not np.isin(right, (0.0, 1.0)).all():
-        bad = int(np.flatnonzero(~np.isin(right, (0.0, 1.0)))[0])
-        raise ValueError(f"rightness {right[bad]} of question {bad + 1} is not 0 or 1")
+    if (outside := np.flatnonzero(~((raw >= 0.0) & (raw <= 1.0)))).size:  # NaN fails both
+        raise ValueError(f"raw confidence {raw[outside[0]]} of question {outside[0] + 1} is not a probability in [0, 1]")
+    if (neither := np.flatnonzero(~np.isin(right, (0.0, 1.0)))).size:
+        raise ValueError(f"rightness {right[neither[0]]} of question {neither[0] + 1} is not 0 or 1")
     return raw, right
 
 

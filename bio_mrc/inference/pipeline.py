@@ -47,6 +47,7 @@ from transformers import AutoModelForQuestionAnswering, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .. import registry
+from ..config_schema import whole_number
 from ..decoding.window_outputs import WindowOutputs, log_softmax
 from ..encoders import right_sided
 from ..errors import ConfigError, DataFormatError, ModelFormatError
@@ -57,7 +58,7 @@ from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_mo
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .documents import WindowPredictions, rank_across_documents, window_predictions
-from .extract import AnswerExtractor, asks_over_documents, check_batch_size, is_flag, whole_number
+from .extract import AnswerExtractor, asks_over_documents, check_batch_size, is_flag
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
 
