@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 from bio_mrc import BIOHead, SpanHead, registry
 from bio_mrc.heads import Head
@@ -223,9 +224,43 @@ def test_marginal_likelihood_ignores_missing_annotators_and_masked_tokens():
     one_hot = head.loss(logits, tags, mask)
     padded = torch.stack([tags, torch.full_like(tags, -1)], dim=-1)  # a second, missing annotator
     assert head.loss(logits, padded, mask).item() == pytest.approx(one_hot.item(), rel=1e-6)
-    # The same annotator twice: log(2P) = log P + log 2.
+    # The same sequence twice is one member of the gold set: P, not 2P (which put the loss below 0 once P > 1/2).
     twice = torch.stack([tags, tags], dim=-1)
-    assert head.loss(logits, twice, mask).item() == pytest.approx(one_hot.item() - LN2, rel=1e-6)
+    assert head.loss(logits, twice, mask).item() == pytest.approx(one_hot.item(), rel=1e-6)
+
+
+def test_marginal_likelihood_counts_each_distinct_sequence_once_by_hand():
+    # Two tokens, p = (1/2, 1/4, 1/4) on each. Annotators 1 and 3 tag "B O", annotator 2 "O B" (a third column
+    # repeating the first, as SQuAD's annotators often agree): S = {B O, O B}, P(B O) = 1/2 * 1/4 = 1/8,
+    # P(O B) = 1/8, L = -log(1/4) = 2 log 2; counting "B O" twice gave -log(3/8).
+    logits = bio_logits([LN2, 0.0, 0.0], [LN2, 0.0, 0.0])
+    annotators = torch.tensor([[[TAG_B, TAG_O, TAG_B], [TAG_O, TAG_B, TAG_O]]])
+    assert BIOHead(4, reduction="sum").loss(logits, annotators, torch.ones(1, 2)).item() == pytest.approx(2 * LN2, rel=1e-6)
+    # A sequence repeated only on a token the mask leaves out is the same sequence.
+    masked = torch.tensor([[[TAG_B, TAG_B], [TAG_O, TAG_I]]])
+    assert BIOHead(4, reduction="sum").loss(logits, masked, torch.tensor([[1, 0]])).item() == pytest.approx(LN2, rel=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_marginal_likelihood_is_the_negative_log_of_a_probability(batch, seq, annotators, seed):
+    # However many annotators repeat one another, the gold set's probability is at most 1: the loss is never below 0,
+    # and it equals -log of the summed probability of the distinct sequences, enumerated here.
+    generator = torch.Generator().manual_seed(seed)
+    logits = torch.randn(batch, seq, 3, generator=generator) * 3
+    tags = torch.randint(-1, 3, (batch, seq, annotators), generator=generator)
+    tags[:, :, -1] = tags[:, :, 0]  # at least one repeat where K > 1
+    mask = torch.ones(batch, seq)
+    per_example = BIOHead(4, reduction="sum").loss(logits, tags, mask)
+    assert per_example.item() >= -1e-6
+    probabilities = torch.softmax(logits.double(), -1)
+    expected = 0.0
+    for b in range(batch):
+        gold = {tuple(tags[b, :, k].tolist()) for k in range(annotators) if (tags[b, :, k] >= 0).any()}
+        if gold:
+            total = sum(math.prod(float(probabilities[b, i, t]) for i, t in enumerate(s) if t >= 0) for s in gold)
+            expected -= math.log(total)
+    assert per_example.item() == pytest.approx(expected, rel=1e-4, abs=1e-4)
 
 
 def test_marginal_likelihood_leaves_out_a_present_annotators_minus_100_token():

@@ -155,16 +155,28 @@ class BIOHead(Head):
             check_indices("bio_targets", bio_targets, 3, "tags (B = 0, I = 1, O = 2)", where=tagged)
 
     def _marginal_loss(self, log_probs: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``-log Σ_k exp(Σ_i log p_{i,r_k(i)})`` per example, over the annotators present; a negative tag of a
-        present annotator leaves that token out of its sequence, and an example without any annotator adds 0."""
+        """``-log Σ_{s ∈ S} exp(Σ_i log p_{i,s(i)})`` per example, ``S`` the set of tag sequences the annotators
+        present gave (TASE's marginal likelihood of the gold set): an annotator repeating another's sequence adds
+        nothing, so the loss is the negative log of a probability, never below 0. A negative tag of a present
+        annotator leaves that token out of its sequence, and an example without any annotator adds 0."""
         if self.class_weights is not None and self.class_weights != (1.0, 1.0, 1.0):
             raise ValueError("class_weights apply to distribution targets, not to the marginal likelihood")
         tagged = (tags >= 0) & mask.unsqueeze(-1)  # (batch, seq, K)
         present = tagged.any(dim=1)  # (batch, K)
+        distinct = present & ~_repeats_an_earlier_sequence(torch.where(tagged, tags, -1), present)
         picked = log_probs.gather(-1, torch.where(tagged, tags, 0)).masked_fill(~tagged, 0.0)  # (batch, seq, K)
-        sequence_log_prob = picked.sum(1).masked_fill(~present, float("-inf"))
+        sequence_log_prob = picked.sum(1).masked_fill(~distinct, float("-inf"))
         loss = -torch.logsumexp(sequence_log_prob, dim=-1)
         return loss.masked_fill(~present.any(-1), 0.0)  # -log of an empty sum is +inf: no annotator, no label
+
+
+def _repeats_an_earlier_sequence(sequences: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+    """(batch, K): whether annotator k's sequence (``sequences[:, :, k]``, -1 where it tags nothing) equals that of
+    a present annotator before it."""
+    same = (sequences.unsqueeze(-1) == sequences.unsqueeze(-2)).all(dim=1)  # (batch, K, K)
+    annotators = sequences.shape[-1]
+    earlier = torch.ones(annotators, annotators, dtype=torch.bool, device=sequences.device).tril(-1)  # [k, j]: j < k
+    return (same & earlier & present.unsqueeze(1)).any(-1)
 
 
 def build_bio_head(config, hidden_size: int) -> BIOHead:
