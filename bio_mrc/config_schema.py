@@ -141,15 +141,30 @@ def _current_choices(cls: type) -> tuple[tuple[Any, ...], ...]:
 
 
 def check_fields(instance: Any) -> None:
-    """Refuse a dataclass instance whose fields break their own schema, naming the first such field; then hold
-    each numpy integer given for a field as a Python int, so the instance writes the same JSON either way."""
+    """Hold each numpy number given for a field (alone, or in a tuple or list) as a Python int or float, so the
+    instance is checked and writes JSON alike either way (``json`` cannot write ``np.float32``); then refuse an
+    instance whose fields break their own schema, naming the first such field."""
     values = {f.name: getattr(instance, f.name) for f in dataclasses.fields(instance) if f.init}
-    values = {name: list(value) if isinstance(value, tuple) else value for name, value in values.items()}
-    if problems := schema_errors(values, _cached_schema(type(instance), _current_choices(type(instance)))):
-        raise ConfigError(f"{type(instance).__name__}: {problems[0]}")
     for name, value in values.items():
-        if whole_number(value) and type(value) is not int:
-            object.__setattr__(instance, name, int(value))  # frozen configs too: still in __post_init__
+        if isinstance(value, (tuple, list)):
+            plain = type(value)(map(_plain_number, value))
+            changed = any(a is not b for a, b in zip(plain, value))
+        else:
+            plain = _plain_number(value)
+            changed = plain is not value
+        if changed:
+            object.__setattr__(instance, name, plain)  # frozen configs too: still in __post_init__
+            values[name] = plain
+    checked = {name: list(value) if isinstance(value, tuple) else value for name, value in values.items()}
+    if problems := schema_errors(checked, _cached_schema(type(instance), _current_choices(type(instance)))):
+        raise ConfigError(f"{type(instance).__name__}: {problems[0]}")
+
+
+def _plain_number(value: Any) -> Any:
+    """A numpy (or other non-builtin) number as the Python int or float of its value; anything else as it is."""
+    if isinstance(value, bool) or type(value) in (int, float) or not isinstance(value, numbers.Real):
+        return value
+    return int(value) if whole_number(value) else float(value)
 
 
 __all__ = ["SEED_RANGE", "Validator", "check_fields", "dataclass_schema", "field_choices", "field_schema", "schema_errors", "whole_number"]

@@ -1,6 +1,7 @@
 """Comparison configs are checked in full when they load: every key's type and range against the
 published JSON Schema, errors naming the key path; random garbage gives the package's own errors."""
 
+import dataclasses
 import json
 import math
 import re
@@ -161,6 +162,20 @@ def test_the_dataclasses_take_numpy_integers_as_python_ints_and_still_refuse_flo
     for value in (5.0, np.float64(5), True, np.int64(0)):
         with pytest.raises(ConfigError, match="DecodeConfig: n_best: "):
             DecodeConfig(n_best=value)
+
+
+def test_the_dataclasses_take_numpy_floats_as_python_floats_that_json_can_write():
+    """``np.float32`` passed the schema as a number, then ``json`` could not write the run record or model card."""
+    from bio_mrc.serving.config import ServeConfig
+
+    train = TrainConfig(learning_rate=np.float32(0.25), bio_prior=(np.float32(0.25), np.float64(0.25), 0.5))
+    assert type(train.learning_rate) is float and [type(p) for p in train.bio_prior] == [float, float, float]
+    assert json.dumps(train.to_dict()) == json.dumps(TrainConfig(learning_rate=0.25, bio_prior=(0.25, 0.25, 0.5)).to_dict())
+    decode = DecodeConfig(bio_length_prior=np.float32(1.5))
+    assert type(decode.bio_length_prior) is float and decode.bio_length_prior == 1.5
+    assert json.dumps(dataclasses.asdict(ServeConfig(max_wait_ms=np.float16(2.0))))
+    with pytest.raises(ConfigError, match="DecodeConfig: bio_length_prior: "):
+        DecodeConfig(bio_length_prior=np.float32(np.nan))
 
 
 def test_a_length_prior_past_a_model_folders_bound_is_refused():
