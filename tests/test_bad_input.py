@@ -256,6 +256,13 @@ def test_bad_prediction_values_are_named(tmp_path):
     preds.write_text('{"q1": 1e999}')  # infinity: no threshold can place it
     with pytest.raises(DataFormatError, match=r"must be a finite number, got inf"):
         load_na_probs(preds, ["q1"])
+    preds.write_text('{"q1": 1' + "0" * 400 + "}")  # an integer past the float range, as 1e999
+    with pytest.raises(DataFormatError, match=r"must be a finite number, got 10000") as info:
+        load_na_probs(preds, ["q1"])
+    assert info.value.record == "q1"
+    preds.write_text('{"q1": 1' + "0" * 5000 + "}")  # past Python's 4300-digit limit for reading an integer
+    with pytest.raises(DataFormatError, match=r"a number too long to read \(Exceeds the limit \(4300 digits\)"):
+        load_predictions(preds, ["q1"])
 
 
 def test_no_answer_scores_of_any_scale_are_read_as_the_official_script_reads_them(tmp_path, capsys):

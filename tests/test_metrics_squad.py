@@ -16,6 +16,8 @@ from bio_mrc.metrics.squad_official import (
     f1_score,
     find_best_threshold,
     normalize_answer,
+    per_question_scores,
+    question_scores,
     squad_metrics,
     squad_v1_metrics,
     squad_v2_metrics,
@@ -236,6 +238,21 @@ def test_squad_metrics_dispatch():
         squad_metrics(V1_GOLD, V1_PREDICTIONS, "3.0")
     with pytest.raises(ValueError, match="2.0"):
         squad_metrics(V1_GOLD, V1_PREDICTIONS, "1.1", na)
+
+
+
+def test_question_scores_take_the_version_as_squad_metrics_does():
+    # Gold "The" normalises to nothing: v2.0 scores "" against "" (EM 1, F1 1); v1.1 shares no token (F1 0).
+    assert question_scores(["The"], "", "v2.0") == question_scores(["The"], "", "2.0") == (1.0, 1.0)
+    assert question_scores(["The"], "", "1.1") == (1.0, 0.0)
+    assert question_scores([], "", "v2.0") == (1.0, 1.0)  # unanswerable: abstaining is right
+    em, f1 = per_question_scores({"q": ["The"]}, {"q": ""}, ["q"], "v2.0")
+    assert em.tolist() == [100.0] and f1.tolist() == [100.0]
+    for version in ("2", "V2.0", "3.0"):  # never scored by the other script's rules
+        with pytest.raises(ValueError, match="unknown SQuAD version"):
+            question_scores(["x"], "x", version)
+        with pytest.raises(ValueError, match="unknown SQuAD version"):
+            per_question_scores({}, {}, [], version)
 
 
 WORDS = ["the", "a", "An", "cat", "Cat", "sat", "down", "dog", "x-ray", "thé", "Über", ".", "!", "'s", "", " ", "\u00a0"]

@@ -86,6 +86,10 @@ def loads(text: str, first_line: int = 1) -> Any:
         return json.loads(text, object_pairs_hook=_object_without_repeated_keys, parse_constant=_no_special_number)
     except RecursionError:
         raise NotPlainJsonError("arrays or objects nested deeper than Python's JSON reader follows") from None
+    except ValueError as err:  # an integer past Python's digit limit: its int() refuses it, the scanner passes it on
+        if isinstance(err, (json.JSONDecodeError, NotPlainJsonError)):
+            raise
+        raise NotPlainJsonError(f"a number too long to read ({str(err).split(';')[0]})") from None
 
 
 _WIDE_MARKS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (codecs.BOM_UTF16_LE, "UTF-16"),

@@ -103,13 +103,23 @@ def load_predictions(
     return predictions, missing
 
 
+def _finite_number(value: Any) -> bool:
+    """A JSON number that is a finite float: no bool, and no integer past the float range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer no float holds
+        return False
+
+
 def load_na_probs(path: str | Path, question_ids: Collection[str], strict: bool = False,
                   unscored: Collection[str] = ()) -> tuple[dict[str, float], list[str]]:
     """``({id: no-answer score}, missing ids)``; every value kept must be a finite number. As the official v2.0
     script, any scale is read: probabilities, or the log-odds that BERT's ``null_odds.json`` holds."""
     probs, missing = _read_id_map(path, question_ids, "probability", strict, unscored)
     for qid, prob in probs.items():
-        if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not math.isfinite(prob):
+        if not _finite_number(prob):
             raise DataFormatError(f"a no-answer probability or score must be a finite number, got {prob!r}", qid, str(path))
     return {qid: float(p) for qid, p in probs.items()}, missing
 

@@ -54,13 +54,23 @@ def compute_f1_v2(gold: str, prediction: str) -> float:
     return _token_f1(pred_tokens, gold_tokens)
 
 
+def squad_version(version: str) -> str:
+    """``version`` as the official scripts are named, "1.1" or "2.0" (a leading "v" dropped); else ValueError, rather
+    than scoring by the other script's rules."""
+    plain = version.removeprefix("v")
+    if plain not in ("1.1", "2.0"):
+        raise ValueError(f"unknown SQuAD version {version!r}; expected '1.1' or '2.0'")
+    return plain
+
+
 def question_scores(truths: Sequence[str], prediction: str, version: str) -> tuple[float, float]:
     """Exact match (0 or 1) and F1 (0..1) of one question: the best over its gold ``truths``.
 
     v1.1 scores against every listed text; v2.0 only against texts that normalise
     to something, and against ``""`` when none does (only abstaining is right).
+    ``version`` is spelt as :func:`squad_metrics` takes it ("1.1", "v2.0", ...); any other is a ValueError.
     """
-    if version == "2.0":
+    if squad_version(version) == "2.0":
         answers = [t for t in truths if normalize_answer(t)] or [""]
         return float(max(compute_exact_v2(a, prediction) for a in answers)), max(compute_f1_v2(a, prediction) for a in answers)
     return float(max(exact_match_score(prediction, t) for t in truths)), max(f1_score(prediction, t) for t in truths)
@@ -72,8 +82,10 @@ def per_question_scores(
     """Exact match and F1 (0..100) of every question in ``ids``, for paired comparisons.
 
     Their means are the official ``exact_match``/``f1`` (v1.1) or ``exact``/``f1``
-    (v2.0, before any threshold) over these questions.
+    (v2.0, before any threshold) over these questions: exact match to the last digit, F1 to about 1e-12
+    (scaled per question and summed in another order than the scripts' ``100 * sum / total``).
     """
+    version = squad_version(version)
     scores = np.array([question_scores(gold[qid], predictions[qid], version) for qid in ids], dtype=np.float64).reshape(-1, 2)
     return 100.0 * scores[:, 0], 100.0 * scores[:, 1]
 
@@ -211,8 +223,8 @@ def squad_v2_metrics(
     (and a no-answer probability, when ``na_probs`` is given): else ValueError.
     With ``missing_as_wrong`` a question without a prediction is scored as a wrong
     answer instead (0, and never abstaining, whatever its no-answer probability, in ``exact``/``f1`` and
-    ``best_exact``/``best_f1`` alike; the official script would drop it
-    from the total, which flatters a partial predictions file).
+    ``best_exact``/``best_f1`` alike; the official script stops with a KeyError on a partial
+    predictions file, having left the missing questions out of its ``exact``/``f1`` total).
     """
     _require_questions(gold)
     ids = list(gold)
@@ -249,14 +261,11 @@ def squad_metrics(
 ) -> dict[str, float]:
     """Dispatch on ``version``: "1.1" (``na_probs`` must be None; a missing prediction
     scores 0, as in the official script) or "2.0" (see ``missing_as_wrong`` there)."""
-    version = version.removeprefix("v")
-    if version == "1.1":
+    if squad_version(version) == "1.1":
         if na_probs is not None:
             raise ValueError("no-answer probabilities need SQuAD 2.0 scoring")
         return squad_v1_metrics(gold, predictions)
-    if version == "2.0":
-        return squad_v2_metrics(gold, predictions, na_probs, missing_as_wrong=missing_as_wrong)
-    raise ValueError(f"unknown SQuAD version {version!r}; expected '1.1' or '2.0'")
+    return squad_v2_metrics(gold, predictions, na_probs, missing_as_wrong=missing_as_wrong)
 
 
 def no_answer_threshold_curve(
