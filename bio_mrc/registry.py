@@ -204,7 +204,7 @@ class TaskEntry:
     what it is computed over: ``statistic_detail``), the ``squad_version`` of SQuAD's official scorer (None:
     another scorer), whether a predictions file must answer every question (``complete_predictions``), how reports
     name it (``title``), and how cross-validation draws its folds (``folds(examples, k, seed=)``: by question, or
-    by article where questions of one article share its paragraphs); what the evaluation during training logs of each
+    by article where questions of one article share its paragraphs, as SQuAD's do); what the evaluation during training logs of each
     decoding (``training_scores``: a score's name, ``<decoding>_<name>``, and the keys of ``official``'s metrics it is,
     the first one given; None: each of ``metrics`` under its own name); the metrics the report's table of each data set
     of an evaluation shows (``data_set_metrics``)."""
@@ -544,6 +544,7 @@ SQUAD_SCORING = dict(
     official="bio_mrc.metrics.task_scores:squad_official", summary=MEAN_OVER_QUESTIONS,
     right="bio_mrc.metrics.task_scores:squad_right", groups=LENGTHS_AND_QUESTION_WORDS,
     metrics=SQUAD_METRICS, metric_titles=SQUAD_TITLES, statistic="f1", statistic_title="F1", training_scores=SQUAD_TRAINING_SCORES,
+    folds="bio_mrc.data.article_splits:kfold_by_article",  # an article's questions share its paragraphs: held out together
 )
 MULTISPAN_METRICS = ("em_precision", "em_recall", "em_f1", "pm_precision", "pm_recall", "pm_f1")
 MULTISPAN_SCORING = dict(

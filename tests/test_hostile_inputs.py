@@ -142,7 +142,10 @@ def test_more_folds_than_questions_is_refused_before_training(sample_v1):
     few = Split(sample_v1.examples[:3], "squad-v1.1", "three questions")
     with pytest.raises(ConfigError, match="cross_validation.folds: 5 folds need at least 5 questions; three questions has 3"):
         cross_validation_folds(few, 5, seed=0)
-    assert len(cross_validation_folds(few, 3, seed=0)) == 3
+    # SQuAD's folds are whole articles: the three questions share one, which cannot make three folds.
+    with pytest.raises(ConfigError, match="cross_validation.folds: three questions: 3 folds need at least 3 articles; the questions have 1"):
+        cross_validation_folds(few, 3, seed=0)
+    assert len(cross_validation_folds(Split(sample_v1.examples, "squad-v1.1", "two articles"), 2, seed=0)) == 2
 
 
 def test_a_full_disk_while_writing_a_file_is_one_error_naming_the_folder(tmp_path, monkeypatch):
