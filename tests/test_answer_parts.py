@@ -89,6 +89,26 @@ def test_the_cli_trains_tunes_predicts_and_evaluates_answer_parts(tiny_encoder_d
     assert json.loads(capsys.readouterr().out)["em_f1"] == 100.0  # each gold part once: every span right
 
 
+
+def test_drop_style_parts_are_scored_with_multispanqa_metrics(tmp_path, capsys):
+    """DROP's span answers as answer-parts JSON Lines (docs/data.md), parts repeated, out of order, an unanswerable
+    question among them. Hand-computed: gold d1 {robbie gould, matt forte}, d2 {devin hester}, d3 {}; predicted d1
+    {robbie gould, jay cutler}, d2 {devin hester}, d3 {}. EM: 3 right of 4 predicted and 4 gold (d3's empty pair counts
+    one each): P = R = F1 = 75. PM: jay cutler shares 1 character at most with either gold text (10 characters), and
+    matt forte with either prediction: credits 1.1 + 1 + 1 of 4 on both sides, so P = R = F1 = 77.5."""
+    context = "The Bears scored first with a field goal by Robbie Gould. Then Jay Cutler threw a pass to Devin Hester. Later Matt Forte ran in."
+    rows = [("d1", ["Matt Forte", "Robbie Gould", "Matt Forte"]), ("d2", ["Devin Hester"]), ("d3", [])]
+    data = tmp_path / "drop.jsonl"
+    data.write_text("".join(json.dumps({"id": qid, "title": "nfl_1", "context": context, "question": "Who?",
+                                        "answers": {"text": spans, "answer_start": [context.find(s) for s in spans]}}) + "\n"
+                            for qid, spans in rows), encoding="utf-8")
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({"d1": ["Robbie Gould", "Jay Cutler"], "d2": ["Devin Hester"], "d3": []}), encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--format", "answer-parts", "--predictions", str(preds)]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores == pytest.approx({"em_precision": 75.0, "em_recall": 75.0, "em_f1": 75.0,
+                                    "pm_precision": 77.5, "pm_recall": 77.5, "pm_f1": 77.5})
+
 def test_a_metric_that_does_not_score_the_format_is_refused_in_one_line(tmp_path, capsys):
     data = write_parts(tmp_path)
     (tmp_path / "preds.json").write_text(json.dumps({row["id"]: "Dave" for row in parts_rows()}), encoding="utf-8")

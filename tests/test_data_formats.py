@@ -119,6 +119,38 @@ def test_mrqa_files_round_trip(tmp_path, name, opener):
         (ex.id, ex.question, ex.context, ex.answers) for ex in expected]
 
 
+
+def test_mrqa_files_without_the_header_line(tmp_path):
+    """The task's sample files start at the first context line (its scorer skips a header only where there is one)."""
+    expected = load_squad(as_squad_json(tmp_path, squad_json())).examples
+    lines = mrqa_lines(squad_json())[1:]
+    lines[0]["qas"][0] |= {"id": "./cnn/stories/a.story#1", "is_impossible": False}  # the sample files' other keys
+    data = load_squad(write_jsonl(tmp_path / "sample.jsonl", lines))
+    assert data.format == "mrqa" and {ex.title for ex in data.examples} == {""}
+    assert [(ex.id, ex.question, ex.context, ex.answers) for ex in data.examples] == [
+        (ex.id, ex.question, ex.context, ex.answers) for ex in expected]
+    path = write_jsonl(tmp_path / "second.jsonl", [lines[0], {"header": {"dataset": "SQuAD"}}])
+    with pytest.raises(DataFormatError, match="line 2 needs a 'context' string and a 'qas' list; read as mrqa"):
+        load_squad(path)
+    paragraph = squad_json()["data"][0]["paragraphs"][0]  # a SQuAD paragraph a line, its questions with 'id': not MRQA
+    with pytest.raises(DataFormatError, match="empty or missing question; read as jsonl"):
+        load_squad(write_jsonl(tmp_path / "paragraphs.jsonl", [paragraph]))
+
+
+def test_an_mrqa_question_without_detected_answers_is_one_to_predict(tmp_path):
+    """Only an empty 'detected_answers' list says a question has no answer; without the key it is unlabelled (not
+    unanswerable: the file would turn into SQuAD 2.0 data and evaluate would score it)."""
+    lines = mrqa_lines(squad_json())
+    del lines[1]["qas"][0]["detected_answers"]  # q1: 'answers' alone, no spans
+    lines[1]["qas"][1] |= {"detected_answers": None, "is_impossible": False}
+    lines[2]["qas"][1] |= {"detected_answers": None, "is_impossible": True}  # q4: said to have none
+    path = write_jsonl(tmp_path / "ask.jsonl", lines)
+    data = load_squad(path)
+    assert [(ex.id, ex.answers) for ex in data.examples] == [("q1", None), ("q2", None), ("q3", ()), ("q4", ())]
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path, needs_gold="bio-mrc evaluate")
+    assert info.value.record == "q1" and info.value.problem.startswith("question without answers: bio-mrc evaluate needs")
+
 def test_mrqa_errors_name_line_record_and_format(tmp_path):
     lines = mrqa_lines(squad_json())
     lines[1]["qas"][1]["detected_answers"][0]["char_spans"] = [[47, 99]]
@@ -131,6 +163,24 @@ def test_mrqa_errors_name_line_record_and_format(tmp_path):
     with pytest.raises(DataFormatError, match="line 2 needs a 'context' string and a 'qas' list; read as mrqa"):
         load_squad(path)
 
+
+
+def test_mrqa_checks_every_char_span_of_a_detected_answer(tmp_path):
+    """Each occurrence of an answer is listed: the alternative is the first, and a later malformed one is refused."""
+    lines = mrqa_lines(squad_json())
+    spans = lines[1]["qas"][0]["detected_answers"][0]["char_spans"]  # q1's "France" at [24, 29]
+    spans.append([0, 4])  # a second span inside the context ("Paris")
+    data = load_squad(write_jsonl(tmp_path / "two.jsonl", lines))
+    assert data.examples[0].answers == (((24, 30),), ((13, 30),))
+    for second, problem in (([40, 60], "char span [40, 60] is not inside the context (53 characters; ends are inclusive)"),
+                            ([5], "char span #2 [5] of a detected answer is not [start, end] of integers"),
+                            ([30, 24], "char span [30, 24] is not inside the context")):
+        spans[1] = second
+        path = write_jsonl(tmp_path / "bad.jsonl", lines)
+        with pytest.raises(DataFormatError) as info:
+            load_squad(path)
+        assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
+        assert info.value.problem.startswith(problem)
 
 MULTISPAN = {"version": 1.0, "data": [
     {"id": "m1", "question": ["who", "sang", "?"], "context": ["Dave", "and", "Barbara", "sang", "."], "label": ["B", "O", "B", "O", "O"]},

@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..io import home_expanded
 from .json_reader import DataFormatError, check_not_special, read_json
 from .json_stream import SquadJsonStream
-from .mrqa import is_mrqa_header, mrqa_records
+from .mrqa import is_mrqa_start, mrqa_records
 from .multispanqa import parse_multispanqa
 from .sources import (
     ROW_SUFFIXES, Records, dataset_records, first_json_line, first_line_is_a_row, folder_records, from_datasets,
@@ -113,8 +113,8 @@ FORMATS: dict[str, DataFormat] = {
                       lambda s: s.suffix_is(".tsv", ".tab", ".tsv.gz"), lambda s: delimited_records(s.path, "\t")),
     "parquet": DataFormat(f"a Parquet file with {_HF_COLUMNS}", lambda s: s.is_file and s.head == PARQUET_MAGIC,
                           lambda s: parquet_records(s.path)),
-    "mrqa": DataFormat("an MRQA shared-task file: a {\"header\": ...} line, then one context per line with 'qas' of "
-                       "'qid', 'question' and 'detected_answers' with 'char_spans'", lambda s: is_mrqa_header(s.first_line),
+    "mrqa": DataFormat("an MRQA shared-task file: a {\"header\": ...} line (or none), then one context per line with 'qas' "
+                       "of 'qid', 'question' and 'detected_answers' with 'char_spans'", lambda s: is_mrqa_start(s.first_line),
                        lambda s: mrqa_records(s.path)),
     "jsonl": DataFormat(f"JSON Lines, one question per line in {_HF_COLUMNS}",
                         lambda s: s.suffix_is(*ROW_SUFFIXES) or first_line_is_a_row(s.first_line), lambda s: jsonl_records(s.path)),

@@ -1,14 +1,17 @@
 """MRQA 2019 shared-task files as rows in the Hugging Face SQuAD columns.
 
-A JSON Lines file (``.jsonl``, or ``.jsonl.gz`` as the task ships them): a first line ``{"header": {...}}``, then
-one context per line, ``{"context", "qas": [{"qid", "question", "detected_answers": [{"text", "char_spans":
-[[start, end], ...]}]}]}``, ``end`` inclusive. Each detected answer becomes one alternative at its first
-occurrence (the task's suggested training target); its text is the context's characters there, since the task
-normalises ``text`` in some datasets. A question without detected answers is unanswerable.
+A JSON Lines file (``.jsonl``, or ``.jsonl.gz`` as the task ships them): a first line ``{"header": {...}}``
+(which the task's sample files leave out), then one context per line, ``{"context", "qas": [{"qid", "question",
+"detected_answers": [{"text", "char_spans": [[start, end], ...]}]}]}``, ``end`` inclusive. Each detected answer
+becomes one alternative at its first occurrence (the task's suggested training target); its text is the context's
+characters there, since the task normalises ``text`` in some datasets. Every occurrence's span is checked. A
+question whose ``detected_answers`` list is empty is unanswerable; one without the key is a question to predict.
 """
 
 from __future__ import annotations
 
+import itertools
+import reprlib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -20,6 +23,16 @@ def is_mrqa_header(record: Any) -> bool:
     return isinstance(record, dict) and set(record) == {"header"}
 
 
+def is_mrqa_start(record: Any) -> bool:
+    """A first line of an MRQA file: the header, or (the header left out, as the task's own sample files and scorer
+    allow) a context line: a 'context' and a 'qas' list whose first question has the task's 'qid' (a SQuAD paragraph
+    on a line of its own, with 'id's, is not one)."""
+    if is_mrqa_header(record):
+        return True
+    qas = record.get("qas") if isinstance(record, dict) else None
+    return isinstance(qas, list) and bool(qas) and isinstance(record.get("context"), str) and isinstance(qas[0], dict) and "qid" in qas[0]
+
+
 def mrqa_records(path: Path) -> Records:
     return Records(str(path), rows=_mrqa_rows(path))
 
@@ -28,8 +41,11 @@ def _mrqa_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     source = str(path)
     lines = jsonl_rows(path)
     where, header = next(lines, ("line 1", None))
-    if not is_mrqa_header(header):
-        raise DataFormatError(f"{where} is not the header line {{\"header\": {{...}}}}", source=source)
+    if not is_mrqa_start(header):
+        raise DataFormatError(f"{where} is neither the header line {{\"header\": {{...}}}} nor a context line with "
+                              "'context' and 'qas'", source=source)
+    if not is_mrqa_header(header):  # no header: the first line is a context line, and the questions have no title
+        lines, header = itertools.chain([(where, header)], lines), {"header": None}
     title = header["header"].get("dataset", "") if isinstance(header["header"], dict) else ""
     for where, context_line in lines:
         context, qas = context_line.get("context"), context_line.get("qas")
@@ -40,29 +56,38 @@ def _mrqa_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _row(qa: Any, context: str, title: str, source: str) -> dict[str, Any]:
-    """One question in the Hugging Face columns; ``load_squad`` checks id, question and answers as for any row."""
+    """One question in the Hugging Face columns; ``load_squad`` checks id, question and answers as for any row. Without
+    ``detected_answers`` (or with null) it is a question to predict, unlabelled, as a row without ``answers`` is:
+    ``is_impossible: false`` says no more, ``true`` makes it unanswerable."""
     qa = qa if isinstance(qa, dict) else {}
+    row = {"id": qa.get("qid"), "title": title, "context": context, "question": qa.get("question")}
+    detected, impossible = qa.get("detected_answers"), qa.get("is_impossible")
+    if detected is None and (impossible is None or impossible is False):
+        return row
     qid = qa.get("qid") if isinstance(qa.get("qid"), str) else None
     starts, texts = [], []
-    detected = qa.get("detected_answers", [])
+    detected = [] if detected is None else detected
     if not isinstance(detected, list):
         raise DataFormatError("'detected_answers' must be a list", qid, source)
     for answer in detected:
         start, end = _first_span(answer, len(context), qid, source)
         starts.append(start)
         texts.append(context[start : end + 1])
-    row = {"id": qa.get("qid"), "title": title, "context": context, "question": qa.get("question"),
-           "answers": {"text": texts, "answer_start": starts}}
-    return row if "is_impossible" not in qa else {**row, "is_impossible": qa["is_impossible"]}
+    row["answers"] = {"text": texts, "answer_start": starts}
+    return row if "is_impossible" not in qa else {**row, "is_impossible": impossible}
 
 
 def _first_span(answer: Any, length: int, qid: Any, source: str) -> tuple[int, int]:
+    """The first of a detected answer's spans; every span is checked, so a malformed later one (each occurrence of
+    the answer is listed) is refused too, not passed over."""
     spans = answer.get("char_spans") if isinstance(answer, dict) else None
-    first = spans[0] if isinstance(spans, list) and spans else None
-    if not (isinstance(first, list) and len(first) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in first)):
+    if not isinstance(spans, list) or not spans:
         raise DataFormatError("a detected answer needs 'char_spans': [[start, end], ...] of integers", qid, source)
-    start, end = first
-    if not 0 <= start <= end < length:
-        raise DataFormatError(f"char span [{start}, {end}] is not inside the context ({length} characters; ends are inclusive)",
-                              qid, source)
-    return start, end
+    for number, span in enumerate(spans, 1):
+        if not (isinstance(span, list) and len(span) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in span)):
+            raise DataFormatError(f"char span #{number} {reprlib.repr(span)} of a detected answer is not [start, end] of integers", qid, source)
+        start, end = span
+        if not 0 <= start <= end < length:
+            raise DataFormatError(f"char span [{start}, {end}] is not inside the context ({length} characters; ends are inclusive)",
+                                  qid, source)
+    return spans[0][0], spans[0][1]
