@@ -58,8 +58,8 @@ def decode_answers(
     span_count_rules: Mapping[str, float] | None = None,
 ) -> list[Prediction]:
     """Answers as a user asks for them, with the saved settings: ``n_best`` single spans, or
-    with ``multi_span`` several answers: the spans of the most probable BIO tag sequence for the
-    BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for span, those tag spans where
+    with ``multi_span`` several answers: the spans of highest posterior that maximise the expected exact-match
+    F1 for the BIO decoding, the non-overlapping n-best spans (:func:`nbest_multi_span`) for span, those tag spans where
     they are several and else the n-best for joint (the registry's ``multi_span`` of each), each
     further span kept by the decoding's span-count rule (:func:`span_count_threshold`). With the default
     ``require_answer`` no answerable question is left without a span; "no answer" is the saved no-answer

@@ -88,13 +88,14 @@ class AnswerExtractor:
     no-answer threshold saved with the model fired. Long contexts are split
     into stride windows and merged back.
 
-    ``decoding``: ``"span"``, ``"bio"``, ``"joint"`` or ``"auto"`` (BIO for
-    multi-span when the model has a BIO head, else joint, else whichever head
-    exists). ``multi_span=False`` returns the single best span; ``True``
-    returns the spans of the most probable BIO tag sequence (with the default
-    ``require_answer`` its best single span when that sequence is all O: "no
-    answer" is the saved no-answer threshold's decision), or for span and joint decoding the non-overlapping
-    n-best spans; a span after the first is kept by the decoding's span-count rule: its own probability at least
+    ``decoding``: ``"span"``, ``"bio"``, ``"joint"`` or ``"auto"`` (the best the
+    model's heads allow, for one answer or several: joint with both heads, else
+    the one head's). ``multi_span=False`` returns the single best span; ``True``
+    returns, for BIO, the spans of highest posterior that maximise the expected
+    exact-match F1 (never none with the default ``require_answer``: "no answer" is
+    the saved no-answer threshold's decision), for span the non-overlapping n-best spans, and for joint
+    the tagger's spans where it holds two or more more likely than not, else its n-best
+    spans; a span after the first is kept by the decoding's span-count rule: its own probability at least
     ``min_span_probability`` (None: the value tuned for the model on multi-span questions, else the decoding's default).
     ``bio-mrc predict``, ``extract``, ``serve`` and the pipeline all answer through :meth:`predict`.
     """
