@@ -470,8 +470,10 @@ def _tune_target(args: argparse.Namespace) -> Path:
             check_writable_folder(args.model, "tune saves the tuned settings in its config.json (--output-dir: "
                                               "in a copy elsewhere)")
         elif is_hub_id(args.model):
-            raise ConfigError(f"{args.model} is a Hugging Face hub id, whose cached snapshot tune does not change; "
-                              "give --output-dir DIR to save a tuned copy of it there")
+            # a mistyped or not yet trained folder reads as a hub id too: say which was assumed
+            raise ConfigError(f"{args.model} is no folder here, so it names a Hugging Face hub id, whose cached snapshot "
+                              "tune does not change; give the model's folder, or --output-dir DIR to save a tuned copy "
+                              "of the hub model there")
         return Path(args.model)
     target = check_folder_target(args.output_dir)
     if target.exists() and (target.resolve() == Path(args.model).resolve() or any(target.iterdir())):

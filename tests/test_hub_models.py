@@ -148,9 +148,11 @@ def test_tune_of_a_hub_id_saves_a_tuned_copy_and_never_in_place(offline_cache, t
     tune = ["tune", "--model", "org/tiny-qa", "--data", str(SAMPLE_V1), "--no-calibration"]
     assert main(tune) == 2
     (line,) = capsys.readouterr().err.splitlines()
-    assert line == ("error: org/tiny-qa is a Hugging Face hub id, whose cached snapshot tune does not change; give "
-                    "--output-dir DIR to save a tuned copy of it there")
+    assert line == ("error: org/tiny-qa is no folder here, so it names a Hugging Face hub id, whose cached snapshot tune "
+                    "does not change; give the model's folder, or --output-dir DIR to save a tuned copy of the hub model there")
     assert not (tmp_path / "org").exists()
+    assert main(["tune", "--model", "my-modle", "--data", str(SAMPLE_V1), "--no-calibration"]) == 2  # a mistyped folder
+    assert capsys.readouterr().err.startswith("error: my-modle is no folder here, so it names a Hugging Face hub id")
     assert main([*tune, "--output-dir", "tuned"]) == 0
     assert (tmp_path / "tuned" / "model.safetensors").is_file()
     assert json.loads((tmp_path / "tuned" / "config.json").read_text())["tuned_on"] is not None
