@@ -436,7 +436,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     else:  # the copy is made whole in a staging folder, so a full disk leaves no model that looks complete but is not
         with staged_folder(target, False, TUNE_STAGING_DIR) as staging:
             _copy_model(local_folder(args.model), staging)  # a hub id: its snapshot in the cache
-            save_tuned_settings(staging, trained.model.config, tuned.thresholds, tuned.settings, provenance)
+            save_tuned_settings(staging, trained.model.config, tuned.thresholds, tuned.settings, provenance,
+                                staged_for=target)
     for line in tuning_summary(tuned, before, task) + dropped_settings(before, trained.model.config):
         print(line, file=sys.stderr)
     if not calibrate:

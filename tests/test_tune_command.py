@@ -52,6 +52,8 @@ def test_output_dir_writes_a_tuned_copy_and_every_setting_is_printed(trained_dir
         assert f"warning: no calibrator saved for {decoding}: degenerate (constant output" in err
     assert config["calibration"] is None
     assert f"saved in {out / 'config.json'} (a tuned copy of {trained_dir})" in err
+    card = copied["README.md"].decode()  # the card names the folder the copy lives in, not where it was staged
+    assert "# tuned\n" in card and "- name: tuned\n" in card and "tune-staging" not in card
     assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out),
                  "--no-calibration"]) == 2
     error = capsys.readouterr().err.strip()
@@ -159,6 +161,13 @@ def test_a_tuning_on_other_questions_drops_the_span_count_rules_it_did_not_fit(t
     assert (saved.min_span_probabilities, saved.no_answer_thresholds, saved.bio_length_prior) == (None, {"joint": -2.0}, 0.5)
     assert saved.tuned_on == squad2
     assert "a span after the first needs probability" not in (folder / CARD_FILE).read_text(encoding="utf-8")
+    # a tune of one decoding on other questions keeps its rule alone: the others' are dropped, and said to be
+    assert save_tuned_settings(folder, config, {}, {"min_span_probabilities": {"span": 0.1, "bio": 0.2, "joint": 0.3}}, multi)
+    before = copy.deepcopy(config)
+    assert save_tuned_settings(folder, config, {}, {"min_span_probabilities": {"bio": 0.4}}, squad2)
+    assert config.min_span_probabilities == {"bio": 0.4}
+    assert dropped_settings(before, config) == [
+        "min_span_probabilities: dropped (was {'span': 0.1, 'joint': 0.3}, tuned on multispan.json, not on these questions)"]
 
 
 def test_a_calibrator_fitted_at_another_no_answer_threshold_is_dropped_when_a_tune_fits_none(tiny_encoder_dir, tmp_path):

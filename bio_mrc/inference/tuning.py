@@ -380,8 +380,12 @@ def dropped_settings(before: BioMrcConfig, after: BioMrcConfig) -> list[str]:
     """One line per tuned setting ``before`` held that saving a tuning on other questions dropped (see
     :func:`save_tuned_settings`)."""
     where = (before.tuned_on or {}).get("description", "other questions")
-    return [f"{name}: dropped (was {getattr(before, name)}, tuned on {where}, not on these questions)"
-            for name in ("no_answer_thresholds", *REPLACED_SETTINGS) if getattr(before, name) and not getattr(after, name)]
+    lines = []
+    for name in ("no_answer_thresholds", *REPLACED_SETTINGS):  # per decoding: a tune of some decodings drops the others'
+        now = getattr(after, name) or {}
+        if gone := {decoding: value for decoding, value in (getattr(before, name) or {}).items() if decoding not in now}:
+            lines.append(f"{name}: dropped (was {gone}, tuned on {where}, not on these questions)")
+    return lines
 
 
 def calibrators_at_thresholds(calibration: Mapping[str, Any] | None, thresholds: Mapping[str, float] | None) -> dict | None:
@@ -426,6 +430,7 @@ def save_tuned_settings(
     settings: dict[str, Any],
     tuned_on: dict[str, Any],
     overwrite: bool = True,
+    staged_for: str | Path | None = None,
 ) -> bool:
     """Save tuned no-answer ``thresholds`` and other tuned ``settings`` (e.g. ``bio_length_prior``)
     in the model's config, stamped with ``tuned_on`` (``description``, ``questions``, ``content_hash``).
@@ -436,7 +441,8 @@ def save_tuned_settings(
     ``tuned_on`` names the questions they were tuned on; or, without ``overwrite`` (a comparison reusing a cached model), kept:
     then nothing is written and False is returned. Values a continued model holds from the model it continues
     (``tuned_on["for_model"]``) were never tuned for it, and are always replaced. The model card is remade with
-    the new values.
+    the new values; ``staged_for``: ``model_dir`` is a staging folder whose files move into that folder, the name the
+    card gives the model.
     """
     previous = config.tuned_on or {}
     inherited = "for_model" in previous
@@ -457,7 +463,7 @@ def save_tuned_settings(
     with signals_held():  # a stop between the two would leave a card of the settings before
         atomic_write_text(Path(model_dir) / "config.json", config.to_json_string())
         try:
-            write_model_card(model_dir)  # the card shows the values just saved
+            write_model_card(model_dir, staged_for=staged_for)  # the card shows the values just saved
         except BaseException:  # a full disk: no card rather than one of the settings before
             remove_generated_card(model_dir)
             raise
