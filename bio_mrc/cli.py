@@ -33,8 +33,8 @@ from .io import (check_file_target, check_folder_target, check_library_path, che
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
-from .inference.defaults import (DEFAULT_CHUNK_SIZE, FEWEST_CALIBRATION_QUESTIONS, GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE,
-                                 MIN_CALIBRATION_QUESTIONS)
+from .inference.defaults import (DEFAULT_CHUNK_SIZE, FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS, GPU_INFERENCE_BATCH_SIZE,
+                                 INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS)
 from .precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from .launcher import check_launcher_environment
 from .serving.config import ServeConfig
@@ -440,6 +440,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
                                 staged_for=target)
     for line in tuning_summary(tuned, before, task) + dropped_settings(before, trained.model.config):
         print(line, file=sys.stderr)
+    if len(data.examples) < FEW_TUNING_QUESTIONS:
+        print(f"warning: tuned on {len(data.examples)} questions: settings fitted on fewer than {FEW_TUNING_QUESTIONS} follow "
+              "the questions drawn; tune on a few hundred held-out questions, as the model will meet them, to rely on them",
+              file=sys.stderr)
     if not calibrate:
         for line in stale_calibrator_lines(before, trained.model.config):
             print(line, file=sys.stderr)

@@ -52,6 +52,7 @@ def test_output_dir_writes_a_tuned_copy_and_every_setting_is_printed(trained_dir
         assert f"warning: no calibrator saved for {decoding}: degenerate (constant output" in err
     assert config["calibration"] is None
     assert f"saved in {out / 'config.json'} (a tuned copy of {trained_dir})" in err
+    assert "warning: tuned on 8 questions: settings fitted on fewer than 100 follow the questions drawn" in err
     card = copied["README.md"].decode()  # the card names the folder the copy lives in, not where it was staged
     assert "# tuned\n" in card and "- name: tuned\n" in card and "tune-staging" not in card
     assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out),

@@ -13,5 +13,9 @@ MIN_CALIBRATION_QUESTIONS = 100
 # Fewest questions any calibrator is fitted on, whatever --min-calibration-questions says: one answer calibrates nothing.
 FEWEST_CALIBRATION_QUESTIONS = 2
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "GPU_INFERENCE_BATCH_SIZE", "INFERENCE_BATCH_SIZE", "MIN_CALIBRATION_QUESTIONS",
-           "FEWEST_CALIBRATION_QUESTIONS"]
+# Below this many tuning questions ``bio-mrc tune`` warns that what it fits (length prior, span-count rules, thresholds)
+# follows the questions drawn: even 1,000 SQuAD questions leave the length prior a grid step of noise (RESULTS.md).
+FEW_TUNING_QUESTIONS = 100
+
+__all__ = ["DEFAULT_CHUNK_SIZE", "FEW_TUNING_QUESTIONS", "GPU_INFERENCE_BATCH_SIZE", "INFERENCE_BATCH_SIZE",
+           "MIN_CALIBRATION_QUESTIONS", "FEWEST_CALIBRATION_QUESTIONS"]
