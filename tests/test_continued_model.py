@@ -78,9 +78,9 @@ def test_a_stop_while_tuned_settings_are_saved_waits_for_the_card(tiny_encoder_d
     config = BioMrcConfig.from_pretrained(folder)
     model_card.write_model_card(folder)  # the card of the settings before
 
-    def card_after_a_stop(model_dir):
+    def card_after_a_stop(model_dir, staged_for=None):
         signal.raise_signal(signal.SIGINT)  # Ctrl-C just after config.json was written
-        model_card.write_model_card(model_dir)
+        model_card.write_model_card(model_dir, staged_for=staged_for)
 
     monkeypatch.setattr(tuning, "write_model_card", card_after_a_stop)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
