@@ -244,12 +244,15 @@ def test_marginal_likelihood_counts_each_distinct_sequence_once_by_hand():
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 4), st.integers(0, 2**31 - 1))
 def test_marginal_likelihood_is_the_negative_log_of_a_probability(batch, seq, annotators, seed):
-    # However many annotators repeat one another, the gold set's probability is at most 1: the loss is never below 0,
-    # and it equals -log of the summed probability of the distinct sequences, enumerated here.
+    # Annotators who each tag every token (or none: a missing annotator), however many repeat one another, give
+    # disjoint whole sequences: the gold set's probability is at most 1, the loss never below 0, and it equals -log of
+    # the summed probability of the distinct sequences, enumerated here.
     generator = torch.Generator().manual_seed(seed)
     logits = torch.randn(batch, seq, 3, generator=generator) * 3
-    tags = torch.randint(-1, 3, (batch, seq, annotators), generator=generator)
+    tags = torch.randint(0, 3, (batch, seq, annotators), generator=generator)
     tags[:, :, -1] = tags[:, :, 0]  # at least one repeat where K > 1
+    missing = torch.rand(batch, 1, annotators, generator=generator) < 0.25
+    tags = tags.masked_fill(missing, -1)
     mask = torch.ones(batch, seq)
     per_example = BIOHead(4, reduction="sum").loss(logits, tags, mask)
     assert per_example.item() >= -1e-6

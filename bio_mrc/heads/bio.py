@@ -157,8 +157,9 @@ class BIOHead(Head):
     def _marginal_loss(self, log_probs: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``-log Σ_{s ∈ S} exp(Σ_i log p_{i,s(i)})`` per example, ``S`` the set of tag sequences the annotators
         present gave (TASE's marginal likelihood of the gold set): an annotator repeating another's sequence adds
-        nothing, so the loss is the negative log of a probability, never below 0. A negative tag of a present
-        annotator leaves that token out of its sequence, and an example without any annotator adds 0."""
+        nothing, so where the annotators tag the same tokens the loss is the negative log of a probability, never
+        below 0. A negative tag of a present annotator leaves that token out of its sequence (a partial sequence, whose
+        event holds the longer ones it agrees with), and an example without any annotator adds 0."""
         if self.class_weights is not None and self.class_weights != (1.0, 1.0, 1.0):
             raise ValueError("class_weights apply to distribution targets, not to the marginal likelihood")
         tagged = (tags >= 0) & mask.unsqueeze(-1)  # (batch, seq, K)
