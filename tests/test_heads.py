@@ -310,6 +310,27 @@ def test_span_soft_targets_a_zero_row_is_no_label_and_padding_or_negative_mass_i
         SpanHead(4).loss((start, end), soft, torch.tensor([[1.0, 0, 0, 0], [2.0, -1.0, 0, 0]]), attention_mask=mask)
 
 
+def test_class_weights_become_a_tensor_once_per_device_and_dtype(monkeypatch):
+    # On an accelerator a tensor made from Python numbers is a copy the host waits for: after the first step,
+    # forward and loss read the weights made then, and give what the weights made afresh give.
+    weighted = BIOHead(4, reduction="mean", class_weights=(4.0, 2.0, 1.0))
+    hidden, tags, mask = torch.randn(2, 3, 4), torch.tensor([[TAG_B, TAG_I, TAG_O], [TAG_O, TAG_B, TAG_O]]), torch.ones(2, 3)
+    first = weighted.loss(weighted(hidden), tags, mask)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # as training in bf16 runs it
+        first_bf16 = weighted(hidden)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a tensor made from the class weights again")
+
+    monkeypatch.setattr(torch.Tensor, "new_tensor", refuse)
+    assert torch.equal(weighted.loss(weighted(hidden), tags, mask), first)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert torch.equal(weighted(hidden), first_bf16)
+        raw = weighted.classifier(hidden)
+    assert first_bf16.dtype == torch.bfloat16  # the log taken in the logits' own dtype, as before
+    assert torch.equal(first_bf16, raw - torch.tensor([4.0, 2.0, 1.0], dtype=torch.bfloat16).log())
+
+
 def test_class_weights_scale_each_gold_tag():
     # q = (1/2, 1/4, 1/4); a B token and an O token, weights (w_B, w_I, w_O) = (4, 2, 1):
     # L = -(4 ln 1/2 + 1 ln 1/4) = 6 ln 2 per example, and the plain loss 3 ln 2.

@@ -67,6 +67,7 @@ class BIOHead(Head):
         self.reduction = reduction
         self.prior = prior
         self.class_weights = tuple(class_weights) if class_weights is not None else None
+        self._class_weight_tensors: dict[tuple, torch.Tensor] = {}
         if self.class_weights is not None and (len(self.class_weights) != 3 or min(self.class_weights) <= 0):
             raise ValueError(f"class_weights must be three positive numbers (B, I, O), got {class_weights!r}")
         if prior is not None and (len(prior) != 3 or not all(0 < p < float("inf") for p in prior)):
@@ -86,8 +87,16 @@ class BIOHead(Head):
         """(batch, seq, hidden) -> (batch, seq, 3) B/I/O logits, prior-corrected under ``class_weights``."""
         logits = self.classifier(self.dropout(check_hidden_states(hidden_states, self.classifier.in_features)))
         if self.class_weights is not None:
-            logits = logits - logits.new_tensor(self.class_weights).log()
+            logits = logits - self._class_weight_tensor(logits).log()
         return logits
+
+    def _class_weight_tensor(self, like: torch.Tensor) -> torch.Tensor:
+        """``class_weights`` on ``like``'s device in its dtype, made once for each: a tensor made from Python numbers on an
+        accelerator is a copy the host waits for, which every training step would otherwise pay two or three times."""
+        key = (self.class_weights, like.device, like.dtype)
+        if key not in self._class_weight_tensors:
+            self._class_weight_tensors[key] = like.new_tensor(self.class_weights)
+        return self._class_weight_tensors[key]
 
     def loss(
         self,
@@ -107,7 +116,7 @@ class BIOHead(Head):
         self._check_loss_inputs(logits, bio_targets, tag_mask)
         scores = as_loss_precision(logits)
         if self.class_weights is not None:  # back to the weighted loss's own logits (see the class docstring)
-            scores = scores + scores.new_tensor(self.class_weights).log()
+            scores = scores + self._class_weight_tensor(scores).log()
         log_probs = torch.log_softmax(scores, dim=-1)
         mask = tag_mask.bool()
         if bio_targets.dim() == 2:  # a negative tag (transformers' -100) is no tag: left out as an untagged token is
@@ -124,7 +133,7 @@ class BIOHead(Head):
             else:
                 targets = torch.nn.functional.one_hot(torch.where(mask, bio_targets.long(), 2), 3).to(scores.dtype)
             if self.class_weights is not None:
-                targets = targets * targets.new_tensor(self.class_weights)
+                targets = targets * self._class_weight_tensor(targets)
             per_example = (soft_cross_entropy(log_probs, targets) * mask).sum(-1)
         if self.reduction == "sum":
             return per_example.sum()
