@@ -154,6 +154,10 @@ def test_bad_json_lines_are_named_by_line(tmp_path):
         with pytest.raises(DataFormatError, match=match) as info:
             load_squad(path, skip_invalid=True)  # a damaged file is never skipped over
         assert info.value.source == str(path)
+    gzipped = tmp_path / "official.json.gz"  # official JSON is read uncompressed: the line says how to read it
+    gzipped.write_bytes(gzip.compress(json.dumps(squad_json()).encode()))
+    with pytest.raises(DataFormatError, match=r"official SQuAD JSON object, not one question .*: decompress it first \(gunzip\)"):
+        load_squad(gzipped)
     (tmp_path / "latin1.jsonl").write_bytes(good.encode() + b'\n{"id": "caf\xe9"}\n')
     with pytest.raises(DataFormatError, match="not UTF-8 text .invalid continuation byte at line 2"):
         load_squad(tmp_path / "latin1.jsonl")

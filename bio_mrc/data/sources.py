@@ -146,8 +146,10 @@ def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
     if not isinstance(record, dict):
         kind = _JSON_TYPES.get(type(record), type(record).__name__)
         raise DataFormatError(f"line {number} is a JSON {kind}, not an object (JSON Lines: one question per line)", source=source)
-    if "data" in record and "question" not in record:
-        raise DataFormatError(f"line {number} is an official SQuAD JSON object, not one question (JSON Lines expected)", source=source)
+    if "data" in record and "question" not in record:  # official JSON is read uncompressed: a .gz name says JSON Lines
+        hint = "; official SQuAD JSON is read uncompressed: decompress it first (gunzip)" if source.lower().endswith(".gz") else ""
+        raise DataFormatError(f"line {number} is an official SQuAD JSON object, not one question (JSON Lines expected){hint}",
+                              source=source)
     return record
 
 
