@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from typing import Sequence
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
@@ -18,16 +19,23 @@ def normalize_answer(s: str) -> str:
     return " ".join(_ARTICLES.sub(" ", s).split())
 
 
+def _of_a_word(character: str) -> bool:
+    """Whether ``character`` belongs to the word around it: a letter, a digit, or a combining mark (a Devanagari
+    vowel sign, an accent written apart), which is part of the letter before it."""
+    return character.isalnum() or unicodedata.category(character)[0] == "M"
+
+
 def mentions(context: str, text: str) -> list[tuple[int, int]]:
     """Every occurrence of ``text`` in ``context`` as (start, end) characters, end exclusive: the same
-    characters, not inside a longer word (no letter or digit touches either end), non-overlapping, left to right."""
+    characters, not inside a longer word (no letter, digit or combining mark touches either end), non-overlapping,
+    left to right."""
     if not text.strip():
         return []
     found, start = [], context.find(text)
     while start >= 0:
         end = start + len(text)
-        inside_a_word = (start > 0 and context[start - 1].isalnum() and text[0].isalnum()) or (
-            end < len(context) and context[end].isalnum() and text[-1].isalnum())
+        inside_a_word = (start > 0 and _of_a_word(context[start - 1]) and _of_a_word(text[0])) or (
+            end < len(context) and _of_a_word(context[end]) and _of_a_word(text[-1]))
         if not inside_a_word:
             found.append((start, end))
         start = context.find(text, end if not inside_a_word else _next_start(context, text, start))

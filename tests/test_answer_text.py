@@ -11,6 +11,16 @@ def test_mentions_are_whole_words_left_to_right():
     assert [context[s:e] for s, e in mentions(context, "Jack Smith")] == ["Jack Smith"]
 
 
+def test_a_combining_mark_after_a_text_makes_it_part_of_a_longer_word():
+    # A vowel sign or an accent written apart belongs to the letter before it: "राम" (Ram) is no mention
+    # inside "रामायण" (the Ramayana), nor "Zoe" inside "Zoë" written with U+0308; they were tagged as the answer.
+    hindi = "राम ने रामायण पढ़ी। राम घर गया।"
+    assert mentions(hindi, "राम") == [(0, 3), (20, 23)]
+    assert mentions("Zoe\u0308 met Zoe.", "Zoe") == [(9, 12)]
+    assert mentions("Zoe\u0308 met Zoe\u0308.", "Zoe\u0308") == [(0, 4), (9, 13)]
+    assert with_every_mention(hindi, ((0, 3),)) == ((0, 3), (20, 23))
+
+
 def test_a_text_that_ends_in_punctuation_may_touch_a_word_there():
     # "U.S." ends in a full stop: a letter after it does not make it part of a longer word.
     assert mentions("the U.S.A. and the U.S.", "U.S.") == [(4, 8), (19, 23)]

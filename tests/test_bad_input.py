@@ -71,6 +71,9 @@ def test_wrong_article_and_paragraph_layout(tmp_path):
         ([question("q1"), question("q2"), question("q1")], CONTEXT, "q1", "duplicate question id"),
         ([question("q1", start=3)], CONTEXT, "q1", "not at answer_start 3; the text does occur at 24 .--fix-offsets"),
         ([question("q1", text="Berlin")], CONTEXT, "q1", "answer text 'Berlin' is not in the context"),
+        ([question("q1", text="Zu\u0308rich")], "Paris is near Z\u00fcrich.", "q1",
+         "is not in the context as written, though it is once both are in one Unicode normalisation form"),
+        ([question("q1", text="Z\u00fcrich")], "Paris is near Zu\u0308rich.", "q1", "unicodedata.normalize"),
         ([question("q1", start="24")], CONTEXT, "q1", "integer 'answer_start'"),
         ([question("q1", is_impossible=True)], CONTEXT, "q1", "marked is_impossible has answers"),
         ([{"id": "q1", "question": "Where?", "answers": []}], CONTEXT, "q1", "no answers and is not marked is_impossible"),
@@ -88,6 +91,16 @@ def test_fix_offsets_relocates_to_the_nearest_occurrence(tmp_path):
     assert [ex.answers[0][0] for ex in data.examples] == [(46, 52), (0, 6), (46, 52)]
     assert data.fixed_offsets == ["q1", "q2"]  # q3 was right
     raises_naming(squad_file(tmp_path, [question("q1", text="Berlin")]), "q1", "not in the context", fix_offsets=True)
+
+
+def test_fix_offsets_takes_a_whole_word_before_a_piece_of_a_longer_one(tmp_path):
+    # "an" at 6 is off; the nearest "an" ends "plan" (5), the word is at 8.
+    context = "We plan an annual trip; an event."
+    path = squad_file(tmp_path, [question("q1", text="an", start=6)], context)
+    assert load_squad(path, fix_offsets=True).examples[0].answers == (((8, 10),),)
+    raises_naming(path, "q1", "the text does occur at 8 ")
+    inside = squad_file(tmp_path, [question("q1", text="lan", start=2)], context)  # only inside a word: still found
+    assert load_squad(inside, fix_offsets=True).examples[0].answers == (((4, 7),),)
 
 
 def test_skip_invalid_reports_every_skipped_question(tmp_path):

@@ -39,6 +39,20 @@ def test_span_targets_map_back_to_answer_text(sample_v1, tiny_tokenizer):
     assert seen_answer == {ex.id for ex in sample_v1.examples}
 
 
+def test_a_gold_span_with_whitespace_at_its_edges_trains_on_its_words(tiny_tokenizer):
+    # "france\n" ends past the window's last token and " normans" begins before its first: each window
+    # holds the words, so the span head learns them there (it learned [CLS] in every window).
+    context = " normans came from france\n"
+    examples = [Example("end", "where from ?", context, (((19, 26),),)),
+                Example("start", "who came ?", context, (((0, 8),),))]
+    config = FeatureConfig(64, 16, 16, "one-hot", "one-hot", "subword")
+    learned = {}
+    for row in rows(build_features(examples, tiny_tokenizer, config)):
+        offsets = row["offset_mapping"]
+        learned[examples[row["example_index"]].id] = context[offsets[row["start_positions"]][0]:offsets[row["end_positions"]][1]]
+    assert learned == {"end": "france", "start": "normans"}
+
+
 def test_bio_one_hot_tags_cover_answer_tokens(sample_v1, tiny_tokenizer):
     config = FeatureConfig(64, 16, 16, "one-hot", "one-hot", "subword")
     for row in rows(build_features(sample_v1.examples, tiny_tokenizer, config)):

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
+from ..answer_text import mentions
 from ..errors import ConfigError
 from ..types import Example
 from .json_reader import DataFormatError
@@ -68,7 +70,8 @@ def load_squad(
     the format it was read as and what that format expects: nothing is dropped silently.
 
     ``fix_offsets`` relocates an ``answer_start`` that misses its text to the
-    occurrence of the text nearest to it (the ids are listed in ``fixed_offsets``).
+    occurrence of the text nearest to it, a whole word before a piece of a longer one (the ids are listed in
+    ``fixed_offsets``).
     ``skip_invalid`` leaves bad questions out instead of raising, and lists their
     errors in ``skipped``; a malformed file, line or article still raises, and so does any bad record of
     MultiSpanQA's layout, which is validated whole. ``limit`` keeps the first ``limit`` questions in file
@@ -336,16 +339,27 @@ def _answer_span(answer: Any, context: str, qid: str, source: str, fixed: list[s
         return start, start + len(text)
     occurrences = [m.start() for m in re.finditer(re.escape(text), context)]
     if not occurrences:
-        raise DataFormatError(f"answer text {text!r} is not in the context", qid, source)
-    nearest = min(occurrences, key=lambda at: (abs(at - start), at))
+        raise DataFormatError(f"answer text {text!r} is not in the context{_other_normalisation(text, context)}", qid, source)
+    # A whole word first: "an" near "plan an" is the word, not the end of "plan" (whose tokens would become the target).
+    whole_words = [at for at, _ in mentions(context, text)]
+    nearest = min(whole_words or occurrences, key=lambda at: (abs(at - start), at))
     if fixed is None:
         raise DataFormatError(
             f"answer {text!r} is not at answer_start {start}; the text does occur at {nearest} "
-            "(--fix-offsets relocates it to the nearest occurrence)", qid, source,
+            "(--fix-offsets relocates it there: the nearest occurrence, a whole word before one inside a word)", qid, source,
         )
     if qid not in fixed:
         fixed.append(qid)
     return nearest, nearest + len(text)
+
+
+def _other_normalisation(text: str, context: str) -> str:
+    """A hint where the text is in the context once both are NFC: the same letters in other code points (an "é" as
+    one character in one, as "e" and U+0301 in the other), which look alike and never match."""
+    if unicodedata.normalize("NFC", text) not in unicodedata.normalize("NFC", context):
+        return ""
+    return (" as written, though it is once both are in one Unicode normalisation form (an accent as its own code point in one, "
+            "part of the letter in the other); normalise the file's texts alike, e.g. unicodedata.normalize('NFC', text)")
 
 
 def examples_to_squad_json(examples: Sequence[Example], version: str = "1.1") -> dict[str, Any]:

@@ -170,16 +170,29 @@ def add_targets(
     columns: dict[str, list[Any]] = {label: [] for entry in entries for label in entry.targets}
     covered = []
     gold = [GoldByPlace.of(TAGGER_GOLD[config.tag_mentions](example)) for example in examples]
+    answers = [_without_edge_whitespace(example.context, example.answers) for example in examples]
     windows = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"], features["example_index"])
     for offsets, para, words, tagged, ex_index in windows:
         words = np.asarray(words)
         window = Window(np.asarray(offsets), np.asarray(para, dtype=bool), words,
-                        np.asarray(tagged, dtype=bool), examples[ex_index].answers, *gold[ex_index].near(words))
+                        np.asarray(tagged, dtype=bool), answers[ex_index], *gold[ex_index].near(words))
         for entry in entries:
             for label, value in entry.window_targets(window, config).items():
                 columns[label].append(value)
         covered.append(window.holds_an_answer())
     return {**features, **columns, "answer_in_window": covered}
+
+
+def _without_edge_whitespace(context: str, alternatives: tuple[Alternative, ...] | None) -> tuple[Alternative, ...] | None:
+    """Each span without the whitespace at its edges, as every decoder trims its answers (a span of only whitespace
+    as given): a gold text of " Paris" or "Paris\n" ended past the last token of a window that holds "Paris", so the
+    span head learned [CLS] there, and in every window where the context begins or ends with it."""
+    def trimmed(start: int, end: int) -> CharSpan:
+        text = context[start:end]
+        if not text.strip():
+            return start, end
+        return start + len(text) - len(text.lstrip()), end - len(text) + len(text.rstrip())
+    return None if alternatives is None else tuple(tuple(trimmed(*span) for span in alt) for alt in alternatives)
 
 
 def answers_no_window_holds(features: Any, examples: Sequence[Example]) -> list[str]:
