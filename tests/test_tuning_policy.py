@@ -28,6 +28,17 @@ def test_the_prior_is_tuned_only_when_left_open_and_calibrators_only_for_single_
     assert given.report["min_span_probability/joint"] == {"value": 0.5, "given": True}
 
 
+def test_tuning_the_span_decoding_alone_leaves_the_saved_prior(trained_dir, sample_v1):  # noqa: F811
+    # The prior is the BIO and joint decodings': tuning the span decoding refitted it, and they decoded with it untuned.
+    trained = TrainedModel.load(trained_dir)
+    examples = sample_v1.examples[:8]
+    outputs = trained.windows(examples)
+    span_only = tune_for_model(trained, outputs, examples, DecodeConfig(), SQUAD_V1, decodings=["span"])
+    assert span_only.bio_length_prior is None and "bio_length_prior" not in span_only.settings
+    assert span_only.decode_config.bio_length_prior == (trained.model.config.bio_length_prior or 0.0)
+    assert tune_for_model(trained, outputs, examples, DecodeConfig(), SQUAD_V1, decodings=["bio"]).bio_length_prior is not None
+
+
 def test_questions_without_answers_leave_the_saved_prior_and_tune_no_threshold(trained_dir, sample_v1):  # noqa: F811
     trained = TrainedModel.load(trained_dir)
     unanswerable = [Example(f"u{i}", ex.question, ex.context) for i, ex in enumerate(sample_v1.examples[:4])]

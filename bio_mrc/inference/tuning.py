@@ -217,7 +217,7 @@ def tune_for_model(
     task: registry.TaskEntry, decodings: Sequence[str] | None = None, calibrate: bool = True, data_sets: DataSets = (),
 ) -> TunedSettings:
     """The one tuning policy, of ``bio-mrc tune`` and ``bio-mrc compare`` alike, on questions of ``task``: the BIO
-    length prior (by the task's main statistic) when ``options`` leave it open, a decoding of the model uses it and
+    length prior (by the task's main statistic) when ``options`` leave it open, a decoding tuned uses it and
     some question has an answer (else the model's saved prior; a prior ``options`` give is saved, as the other settings
     are fitted with it); on multi-span questions each decoding's span-count
     rule when ``options`` leave ``min_span_probability`` open; a no-answer threshold per decoding when the task's
@@ -228,7 +228,9 @@ def tune_for_model(
     if unlabelled is not None:
         raise DataFormatError("question without answers: tuning needs labelled questions", unlabelled)
     uses_prior = any(registry.decoding(d).uses_length_prior for d in trained.decodings)
-    tune_prior = options.bio_length_prior is None and uses_prior and any(ex.answers for ex in examples)
+    # Fitted only for a decoding being tuned that reads it: tuning the span decoding leaves the BIO decodings' prior.
+    tuned_use_prior = any(registry.decoding(d).uses_length_prior for d in decodings or trained.decodings)
+    tune_prior = options.bio_length_prior is None and tuned_use_prior and any(ex.answers for ex in examples)
     config = options if tune_prior else trained.decode_config(options)
     calibrate = calibrate and task.right is not None  # a task without a single answer to be right fits no calibrator
     tuned = tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
