@@ -227,13 +227,14 @@ def tune_for_model(
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
     if unlabelled is not None:
         raise DataFormatError("question without answers: tuning needs labelled questions", unlabelled)
-    uses_prior = any(registry.decoding(d).uses_length_prior for d in trained.decodings)
+    decodings = decodings or trained.decodings
+    reading_prior = set(registry.length_prior_decodings())
+    uses_prior = bool(reading_prior & set(trained.decodings))
     # Fitted only for a decoding being tuned that reads it: tuning the span decoding leaves the BIO decodings' prior.
-    tuned_use_prior = any(registry.decoding(d).uses_length_prior for d in decodings or trained.decodings)
-    tune_prior = options.bio_length_prior is None and tuned_use_prior and any(ex.answers for ex in examples)
+    tune_prior = options.bio_length_prior is None and bool(reading_prior & set(decodings)) and any(ex.answers for ex in examples)
     config = options if tune_prior else trained.decode_config(options)
     calibrate = calibrate and task.right is not None  # a task without a single answer to be right fits no calibrator
-    tuned = tune_settings(outputs, examples, decodings or trained.decodings, config, tune_prior,
+    tuned = tune_settings(outputs, examples, decodings, config, tune_prior,
                           tune_thresholds=task.no_answer, calibrate=calibrate, task=task, data_sets=data_sets)
     unanswerable = sum(1 for ex in examples if not ex.answers)
     if unanswerable and not tuned.thresholds and "no_answer_thresholds" not in tuned.report:  # the task never abstains
