@@ -39,3 +39,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [*_LAZY, "__version__"]
+
+
+def __dir__() -> list[str]:
+    # the lazy names too: what help(bio_mrc) documents and a notebook completes after `bio_mrc.`
+    return sorted({*globals(), *_LAZY})

@@ -159,6 +159,9 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         hidden = config.encoder.hidden_size
         names = config.head_names
         for name, entry in registry.HEADS.items():  # each under its registered attribute: the weights' names
+            if hasattr(self, entry.attribute):  # "encoder", "config": the model's own, which the head would replace
+                raise ValueError(f"head {name!r}: its attribute {entry.attribute!r} is the model's own; give its registry "
+                                 "entry another attribute")
             setattr(self, entry.attribute, registry.resolve(entry.build)(config, hidden) if name in names else None)
         self.post_init()
         BioMrcForQuestionAnswering.forward.__signature__ = forward_signature()  # a head registered since import too

@@ -346,11 +346,28 @@ def _register(table: dict[str, Any], kind: str, entry: Any, title: Callable[[Any
     return entry
 
 
+def _check_entry(entry: Any, entry_class: type) -> None:
+    """``entry`` an ``entry_class``: a dict or another kind of entry is refused here, not as an AttributeError later."""
+    if not isinstance(entry, entry_class):
+        raise TypeError(f"register a bio_mrc.registry.{entry_class.__name__}, got {type(entry).__name__}")
+
+
 def register_head(entry: HeadEntry, *, replace: bool = False) -> HeadEntry:
+    _check_entry(entry, HeadEntry)
+    # every model sets each registered head's attribute (None where it lacks the head): a shared one would unset another's
+    shared = next((other.name for other in HEADS.values() if other.attribute == entry.attribute and other.name != entry.name), None)
+    if not (isinstance(entry.attribute, str) and entry.attribute.isidentifier()) or shared is not None:
+        held = f"holds the {shared!r} head already" if shared is not None else "is no Python identifier"
+        raise ValueError(f"head {entry.name!r}: its attribute {entry.attribute!r} {held}; give it another attribute")
     return _register(HEADS, "head", entry, lambda e: e.description, replace)
 
 
 def register_decoding(entry: DecodingEntry, *, replace: bool = False) -> DecodingEntry:
+    _check_entry(entry, DecodingEntry)
+    if not isinstance(entry.heads, (set, frozenset)) or not all(isinstance(name, str) for name in entry.heads):
+        raise ValueError(f"decoding {entry.name!r}: heads must be a frozenset of head names, got {entry.heads!r}")
+    if entry.multi_span not in SPAN_COUNT_RULES:
+        raise ValueError(f"decoding {entry.name!r}: multi_span must be one of {tuple(SPAN_COUNT_RULES)}, got {entry.multi_span!r}")
     if entry.name == AUTO_DECODING:  # "auto" picks among the decodings, so one of that name could never be asked for
         raise ValueError(f"a decoding cannot be named {AUTO_DECODING!r}: it asks for the best decoding a model's heads allow; "
                          "give yours another name")
@@ -358,6 +375,7 @@ def register_decoding(entry: DecodingEntry, *, replace: bool = False) -> Decodin
 
 
 def register_task(entry: TaskEntry, *, replace: bool = False) -> TaskEntry:
+    _check_entry(entry, TaskEntry)
     return _register(TASKS, "task", entry, lambda e: e.title, replace)
 
 
@@ -394,6 +412,9 @@ def head_names(heads: str) -> list[str]:
                          "is registered (a head of your own: import the code that calls bio_mrc.registry.register_head first)")
     if len(set(names)) != len(names):
         raise ValueError(f"heads must be one of {head_choices()}, got {heads!r}")
+    outputs = head_outputs(names)  # a model's output holds one tensor a name: a second head's would replace the first's
+    if shared := sorted({name for name in outputs if outputs.count(name) > 1}):
+        raise ValueError(f"heads {heads!r} name the same logits {shared}: a model carries one head of each output name")
     return [name for name in HEADS if name in names]
 
 

@@ -87,3 +87,10 @@ def test_the_type_stubs_name_each_lazy_export_as_the_package_loads_it(package):
     stubbed = _stub_names(package)
     assert sorted(stubbed) == sorted(package._LAZY)
     assert all(stubbed[name] is getattr(package, name) for name in package._LAZY)
+
+
+@pytest.mark.parametrize("package", [bio_mrc, bio_mrc.inference], ids=["bio_mrc", "bio_mrc.inference"])
+def test_dir_lists_each_lazy_export(package):
+    # help(bio_mrc) documents and a notebook completes what dir() lists: without the lazy names, no class at all
+    assert set(package._LAZY) <= set(dir(package)) and "__version__" in dir(bio_mrc)
+    assert dir(package) == sorted(dir(package))

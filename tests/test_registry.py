@@ -417,6 +417,43 @@ def test_a_name_registered_already_is_refused_not_replaced(monkeypatch):
     assert registry.register_decoding(again, replace=True) is again and registry.decoding("shortest") is again
 
 
+
+def test_a_malformed_entry_is_refused_at_registration_in_one_line(monkeypatch, tiny_encoder_dir):
+    for table in ("HEADS", "DECODINGS", "TASKS"):
+        monkeypatch.setattr(registry, table, dict(getattr(registry, table)))
+    span_decoding = registry.decoding("span")
+    # each was taken, and failed later far from its cause: a KeyError decoding, a TypeError offering decodings
+    with pytest.raises(ValueError, match=r"^decoding 'two': multi_span must be one of \('tag sequence', 'n-best spans', "):
+        registry.register_decoding(replace(span_decoding, name="two", multi_span="two spans"))
+    with pytest.raises(ValueError, match=r"^decoding 'two': heads must be a frozenset of head names, got 'span'$"):
+        registry.register_decoding(replace(span_decoding, name="two", heads="span"))
+    with pytest.raises(TypeError, match=r"^register a bio_mrc.registry.DecodingEntry, got dict$"):
+        registry.register_decoding({"name": "two"})
+    with pytest.raises(TypeError, match=r"^register a bio_mrc.registry.TaskEntry, got HeadEntry$"):
+        registry.register_task(TOY_HEAD)
+    # a head sharing the span head's attribute would unset it (None) in every model that lacks the new head
+    with pytest.raises(ValueError, match=r"^head 'pointer': its attribute 'span_head' holds the 'span' head already; "):
+        registry.register_head(replace(TOY_HEAD, attribute="span_head"))
+    with pytest.raises(ValueError, match=r"^head 'pointer': its attribute 'pointer head' is no Python identifier; "):
+        registry.register_head(replace(TOY_HEAD, attribute="pointer head"))
+    assert list(registry.HEADS) == ["span", "bio"] and registry.decoding_names() == ("span", "bio", "joint")
+    # the model's own attribute: it replaced the encoder of every model (None), refused when a model is built
+    registry.register_head(replace(TOY_HEAD, attribute="encoder"))
+    with pytest.raises(ValueError, match=r"^head 'pointer': its attribute 'encoder' is the model's own; "):
+        BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span")
+
+
+
+def test_two_heads_naming_the_same_logits_are_refused_together(toy_entries):
+    # the toy pointer head names its logits as the span head does: a model of both held only the pointer's
+    assert registry.head_names("pointer") == ["pointer"] and registry.head_names("bio+span") == ["span", "bio"]
+    with pytest.raises(ValueError, match=r"^heads 'span\+pointer' name the same logits \['end_logits', 'start_logits'\]: "
+                                         "a model carries one head of each output name$"):
+        registry.head_names("span+pointer")
+    with pytest.raises(ValueError, match="name the same logits"):
+        BioMrcForQuestionAnswering(registry.resolve("bio_mrc.model:BioMrcConfig")(heads="span+pointer"))
+
+
 def test_a_head_that_is_not_registered_is_named_as_such(trained_dir, tmp_path):
     from bio_mrc.errors import ModelFormatError
     from bio_mrc.inference import TrainedModel

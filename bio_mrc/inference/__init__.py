@@ -40,6 +40,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})  # the lazy names too, as bio_mrc's own
+
+
 __all__ = [
     "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "Shard", "StreamPlan", "TrainedModel", "TrainingEvaluator",
     "apply_no_answer_threshold", "check_model_dir", "decode_with_thresholds", "no_answer_probability", "predict_to_files",
