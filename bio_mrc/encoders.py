@@ -121,7 +121,8 @@ def load_tokenizer(name_or_path: str):
     try:
         with as_data(name_or_path):
             tokenizer = AutoTokenizer.from_pretrained(name_or_path, use_fast=True, trust_remote_code=False)
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as err:
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, ImportError) as err:
+        # ImportError: a tokenizer class needing a package not installed here (XLM's and FlauBERT's need sacremoses)
         if isinstance(err, ModelFormatError) or not Path(str(name_or_path)).is_dir():
             raise
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]

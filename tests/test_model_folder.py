@@ -373,6 +373,20 @@ def test_tokenizer_files_transformers_cannot_read_are_one_error(saved_model, tmp
         load_tokenizer(str(saved_model))
 
 
+def test_a_tokenizer_class_needing_a_missing_package_is_one_error(saved_model, monkeypatch):
+    """XLM's and FlauBERT's tokenizers import sacremoses when they are made: where it is not installed, one line."""
+    import transformers
+
+    from bio_mrc.encoders import load_tokenizer
+
+    def needs_sacremoses(*args, **kwargs):
+        raise ImportError("You need to install sacremoses to use XLMTokenizer.")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", needs_sacremoses)
+    with pytest.raises(ModelFormatError, match="its tokenizer files cannot be loaded: You need to install sacremoses to use XLMTokenizer"):
+        load_tokenizer(str(saved_model))
+
+
 def test_the_pipeline_refuses_a_folder_without_its_tokenizer(saved_model, tmp_path):
     from transformers import pipeline
 

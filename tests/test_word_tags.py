@@ -126,6 +126,25 @@ def test_a_sentencepiece_word_of_chinese_is_split_into_its_pieces():
     assert [context[a:b] for a, b in words] == ["东京", "是", "首都", "Rollo", "ruled"]
 
 
+def test_a_latin_run_in_a_sentencepiece_word_of_chinese_stays_whole():
+    """A Latin word written straight after Chinese ("首都。Emoji", no space) is in the same sentencepiece word; the
+    Chinese pieces are words of their own, the Latin pieces one word with the full stop before them, never a letter
+    alone."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from bio_mrc.features.words import context_words
+
+    pieces = ["<unk>", "▁", "首都", "。", "E", "m", "o", "j", "i", "▁here"]
+    backend = Tokenizer(models.Unigram([(piece, -1.0) for piece in pieces], unk_id=0))
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+    context = "首都。Emoji here"
+    assert tokenizer.tokenize(context) == ["▁", "首都", "。", "E", "m", "o", "j", "i", "▁here"]
+    words = context_words(tokenizer, [context])[0]
+    assert [context[a:b] for a, b in words] == ["首都", "。Emoji", "here"]
+
+
 def wordpiece_of(vocabulary: list[str]):
     """A cased WordPiece fast tokenizer with BERT's normalizer and pre-tokenizer (each CJK ideograph a word of its
     own, a Thai clause one word), as multilingual BERT reads text."""

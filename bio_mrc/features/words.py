@@ -55,18 +55,16 @@ _UNSPACED = regex.compile(r"[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana
 
 
 def _unspaced_pieces_apart(context: str, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Word ids in which each piece of a word holding a character of a script written without spaces is a word of
-    its own. Sentencepiece and byte-level BPE split words at spaces (and, BPE, punctuation) only, so one "word" of
-    Chinese or Japanese is a whole clause, and a tagger on words could answer nothing shorter; BERT's tokenizer makes
-    each ideograph a word. Pieces of one character (byte-level BPE) stay one word."""
+    """Word ids in which each piece holding a character of a script written without spaces is a word of its own.
+    Sentencepiece and byte-level BPE split words at spaces (and, BPE, punctuation) only, so one "word" of Chinese or
+    Japanese is a whole clause, and a tagger on words could answer nothing shorter; BERT's tokenizer makes each
+    ideograph a word. The other pieces of such a word keep their runs whole (``首都。Emoji``: ``首都``, ``。Emoji``), so
+    no answer starts or ends inside ``Emoji``. Pieces of one character (byte-level BPE) stay one word."""
     if not len(ids) or not _UNSPACED.search(context):
         return ids
-    lows, highs = np.full(ids.max() + 1, len(context)), np.zeros(ids.max() + 1, dtype=np.int64)
-    np.minimum.at(lows, ids, offsets[:, 0])
-    np.maximum.at(highs, ids, offsets[:, 1])
-    unspaced = np.array([_UNSPACED.search(context, a, b) is not None for a, b in zip(lows, highs)], dtype=bool)[ids]
+    unspaced = np.array([_UNSPACED.search(context, a, b) is not None for a, b in offsets.tolist()], dtype=bool)
     starts = np.ones(len(ids), dtype=bool)
-    starts[1:] = (ids[1:] != ids[:-1]) | (unspaced[1:] & (offsets[1:, 0] >= offsets[:-1, 1]))
+    starts[1:] = (ids[1:] != ids[:-1]) | ((unspaced[1:] | unspaced[:-1]) & (offsets[1:, 0] >= offsets[:-1, 1]))
     return np.cumsum(starts) - 1
 
 
