@@ -29,14 +29,14 @@ from .data.sources import default_data_dir
 from .data.text import read_text_file
 from .features.config import stride_leaves_new_context
 from .io import (check_file_target, check_folder_target, check_library_path, check_outputs_apart, check_writable_folder,
-                 home_expanded, printable_json, printable_line, staged_folder)
+                 home_expanded, printable_json, printable_line, sole_process_in, staged_folder)
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
 from .inference.defaults import (DEFAULT_CHUNK_SIZE, FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS, GPU_INFERENCE_BATCH_SIZE,
                                  INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS)
 from .precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
-from .launcher import check_launcher_environment
+from .launcher import check_launcher_environment, launcher_number
 from .serving.config import ServeConfig
 from .training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 
@@ -240,13 +240,39 @@ def _report_read(data, path: str, count: int) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    check_library_path(check_folder_target(args.output_dir))  # before the data is read
+    check_outputs_apart([args.output_dir], [args.train, args.eval])
+    with _training_alone(Path(args.output_dir)):
+        return _train_into(args)
+
+
+@contextlib.contextmanager
+def _training_alone(output_dir: Path) -> Iterator[None]:
+    """Hold ``output_dir`` as the one ``train`` writing it: a second run there at once (``--resume`` or
+    ``--overwrite`` too) would save, rotate and remove the first one's checkpoints and mix their models. A launcher's
+    other processes train beside rank 0, which holds it; a folder made here and left empty by a failure is removed."""
+    if launcher_number("RANK") != 0:
+        yield
+        return
+    made = [folder for folder in (output_dir, *output_dir.parents) if not folder.exists()]
+    try:  # the folder's real path: an output folder may be a link the user chose, which the lock must not refuse
+        with sole_process_in(os.path.realpath(output_dir), "another process is training into this folder now; wait "
+                             "for it to end, or choose another --output-dir"):
+            yield
+    except BaseException:
+        for folder in made:
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
+
+
+def _train_into(args: argparse.Namespace) -> int:
+    """``train`` once its output folder is checked and held."""
     from .data.article_splits import shared_questions_and_contexts
     from .inference.during_training import TrainingEvaluator
     from .training.saving import finish_stopped_save
     from .training.train import load_run_record, train_model
 
-    check_library_path(check_folder_target(args.output_dir))  # before the data is read
-    check_outputs_apart([args.output_dir], [args.train, args.eval])
     if args.resume and not args.overwrite and finish_stopped_save(args.output_dir):
         return _print_finished_run(args.output_dir, load_run_record(args.output_dir))
     if not args.overwrite and load_run_record(args.output_dir) is not None:  # --overwrite replaces even a damaged one
@@ -920,6 +946,11 @@ def _run(argv: Sequence[str] | None) -> int:
         return 2
     except BrokenPipeError:
         return _reader_gone()
+    except OSError as err:
+        if err.filename is None:  # not about a path the user gave
+            raise
+        print(f"error: {printable_line(_path_error(err))}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # Ctrl-C: the command's clean-ups have run on the way out; a traceback would say nothing more
         _close_open_bars()
         print("interrupted", file=sys.stderr)
@@ -928,6 +959,14 @@ def _run(argv: Sequence[str] | None) -> int:
         _close_open_bars()
         print("interrupted", file=sys.stderr)
         raise
+
+
+def _path_error(err: OSError) -> str:
+    """A path the system would not open (no permission, a loop of links, a name too long) as one line naming it."""
+    name = os.fsdecode(err.filename) if isinstance(err.filename, (str, bytes, os.PathLike)) else str(err.filename)
+    shown = name if len(name) <= 300 else name[:300] + "..."
+    hint = "; check its permissions" if isinstance(err, PermissionError) else ""
+    return f"cannot open it: {err.strerror or err}{hint} (in {shown})"
 
 
 JSON_ESCAPES = "bio_mrc-json-escapes"

@@ -68,7 +68,8 @@ def writes_named(folder: str | Path) -> Iterator[None]:
         _raise_full_disk(err, folder)
 
 
-_REFUSED_WRITES = (errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO)
+# EFBIG: past a file size limit (ulimit -f, a file system's largest file), which Python meets as an error, not SIGXFSZ
+_REFUSED_WRITES = (errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO, errno.EFBIG)
 
 
 def _written_under(err: OSError, folder: str | Path) -> bool:
@@ -162,7 +163,7 @@ def check_folder_target(path: str | Path) -> Path:
     path = check_name_lengths(path)
     if path.exists() and not path.is_dir():
         raise OutputError("a file has this name; give a folder", str(path))
-    _check_nearest_folder(path)
+    _check_nearest_folder(path, itself=True)  # an existing folder is written into, so it must be writable itself
     return path
 
 
@@ -181,9 +182,11 @@ def check_library_path(path: str | Path) -> Path:
     return path
 
 
-def _check_nearest_folder(path: Path) -> None:
-    """The nearest existing folder above ``path`` is a writable folder, not a file."""
-    parent = next(p for p in path.parents if p.exists())  # "." or "/" at the latest
+def _check_nearest_folder(path: Path, itself: bool = False) -> None:
+    """The nearest existing folder above ``path`` (or ``path`` itself, with ``itself``) is a writable folder, not a
+    file."""
+    # "." or "/" at the latest: Path(".") has no parents, and a relative path's last one is "."
+    parent = next((p for p in (*([path] if itself else []), *path.parents) if p.exists()), Path("."))
     if not parent.is_dir():
         raise OutputError(f"{parent} is a file, so no folder can be made there for this output", str(path))
     if not os.access(parent, os.W_OK | os.X_OK):

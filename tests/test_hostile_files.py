@@ -330,3 +330,29 @@ def test_a_lone_surrogate_on_a_json_lines_line_is_named_by_that_line_alone(tmp_p
         load_squad(path)
     assert caught.value.problem.startswith("\\ud800 is half of a UTF-16 surrogate pair, no character (line 3, column 38)")
     assert "line 1" not in str(caught.value)
+
+
+# --- paths the system will not open ----------------------------------------------------------------
+
+def test_a_loop_of_links_given_as_an_input_is_one_line_naming_it(tmp_path, capsys):
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(tmp_path / "other.json")
+    (tmp_path / "other.json").symlink_to(loop)
+    for argv in (["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(loop)],
+                 ["extract", "--model", "m", "--question", "Which?", "--context-file", str(loop)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"error: cannot open it: Too many levels of symbolic links (in {loop})", err
+
+
+def test_an_input_without_read_permission_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    import bio_mrc.data.text
+
+    def refuse(path, *args, **kwargs):  # what open answers a user without read permission (root reads anyway)
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(bio_mrc.data.text, "open", refuse, raising=False)
+    document = written(tmp_path / "doc.txt", CONTEXT)
+    assert main(["extract", "--model", "m", "--question", "Which?", "--context-file", str(document)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: cannot open it: Permission denied; check its permissions (in {document})", err

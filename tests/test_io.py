@@ -45,7 +45,7 @@ def test_a_failed_rename_keeps_the_old_file(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["report.json"]  # the temporary file is removed too
 
 
-@pytest.mark.parametrize("code", [errno.EACCES, errno.EROFS, errno.EIO])
+@pytest.mark.parametrize("code", [errno.EACCES, errno.EROFS, errno.EIO, errno.EFBIG])
 def test_a_write_the_system_refuses_midway_is_one_error_naming_the_folder_and_keeps_the_old_file(tmp_path, monkeypatch, code):
     path = tmp_path / "report.json"
     path.write_text("old")
@@ -355,3 +355,36 @@ def test_a_non_ascii_name_passes_where_file_names_are_utf8(tmp_path):
     if sys.getfilesystemencoding() != "utf-8":
         pytest.skip("file names here are not UTF-8")
     assert io.check_library_path(tmp_path / "modèle-ü") == tmp_path / "modèle-ü"
+
+
+def test_the_working_folder_as_an_output_folder_is_checked_like_any_other(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert io.check_folder_target(".") == io.Path(".")  # Path(".") has no parents: it ended in StopIteration
+
+
+def test_an_existing_output_folder_that_is_not_writable_is_refused_before_any_work(tmp_path, monkeypatch):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(io.os, "access", lambda path, mode: False if io.Path(path) == folder else real_access(path, mode))
+    with pytest.raises(io.OutputError, match="out is not writable"):
+        io.check_folder_target(folder)
+    io.check_folder_target(tmp_path / "other")  # its parent is writable
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no RLIMIT_FSIZE")
+def test_a_write_past_the_file_size_limit_is_one_error_naming_the_folder_and_keeps_the_old_file(tmp_path):
+    import resource
+
+    path = tmp_path / "preds.json"
+    path.write_text("old")
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))  # ulimit -f 4: Python ignores SIGXFSZ, so the write fails
+    try:
+        with pytest.raises(io.OutputError) as raised:
+            with io.writes_named(tmp_path):
+                atomic_write_text(path, "x" * 10_000)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    assert str(raised.value) == f"could not write there: [Errno {errno.EFBIG}] File too large (in {tmp_path})"
+    assert path.read_text() == "old" and os.listdir(tmp_path) == ["preds.json"]

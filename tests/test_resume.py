@@ -193,3 +193,32 @@ def test_a_refused_resume_names_an_option_left_out_of_the_record_by_its_value(tm
     with pytest.raises(ResumeError) as refused:
         _check_same_run(tmp_path, {"train": {}, "questions": "h"}, tmp_path / "checkpoint-5")
     assert "(tag_mentions: 'every' then, 'annotated' now)" in str(refused.value)
+
+
+@pytest.mark.parametrize("option", [[], ["--resume"], ["--overwrite"], ["--resume", "--overwrite"]])
+def test_a_second_train_into_a_folder_another_is_training_is_refused_and_leaves_it(tmp_path, capsys, monkeypatch, option):
+    import bio_mrc.cli
+    from bio_mrc.cli import main
+    from bio_mrc.io import sole_process_in
+
+    from .conftest import SAMPLE_V1
+
+    out = tmp_path / "out"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "theirs.txt").write_text("the first run's")
+    monkeypatch.setattr(bio_mrc.cli, "_train_into", lambda args: pytest.fail("the second run went on"))
+    command = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", "e", *option]
+    with sole_process_in(out, "held"):  # the first run, training there now
+        assert main(command) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: another process is training into this folder now; wait for it to end, or choose another "
+                   f"--output-dir (in {out})"), err
+    assert (out / "checkpoints" / "theirs.txt").read_text() == "the first run's"
+
+
+def test_a_train_that_fails_before_writing_leaves_no_folder_it_made(tmp_path, capsys):
+    from bio_mrc.cli import main
+
+    out = tmp_path / "new" / "out"
+    assert main(["train", "--train", str(tmp_path / "missing.json"), "--output-dir", str(out), "--encoder", "e"]) == 2
+    assert "file not found" in capsys.readouterr().err and not (tmp_path / "new").exists()
