@@ -439,7 +439,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     from .hub import local_folder
     from .inference import TrainedModel, save_tuned_settings, tuning_provenance
-    from .inference.tuning import dropped_settings, stale_calibrator_lines, tune_for_model, tuning_summary
+    from .inference.tuning import dropped_settings, past_windows_line, stale_calibrator_lines, tune_for_model, tuning_summary
 
     target = _tune_target(args)
     if args.plot_dir:
@@ -465,7 +465,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
             _copy_model(local_folder(args.model), staging)  # a hub id: its snapshot in the cache
             save_tuned_settings(staging, trained.model.config, tuned.thresholds, tuned.settings, provenance,
                                 staged_for=target)
-    for line in tuning_summary(tuned, before, task) + dropped_settings(before, trained.model.config):
+    for line in (tuning_summary(tuned, before, task) + dropped_settings(before, trained.model.config)
+                 + past_windows_line(outputs, data.examples)):
         print(line, file=sys.stderr)
     if len(data.examples) < FEW_TUNING_QUESTIONS:
         print(f"warning: tuned on {len(data.examples)} questions: settings fitted on fewer than {FEW_TUNING_QUESTIONS} follow "

@@ -153,6 +153,28 @@ def test_handle_impossible_answer_follows_the_saved_threshold(qa, extractor):
         config.no_answer_thresholds = saved
 
 
+def test_an_abstention_carries_its_probability_and_a_span_given_in_its_place_none(qa, extractor):
+    config = qa.model.config
+    saved = config.no_answer_thresholds, config.calibration
+    beta = {"method": "beta", "a": 1.0, "b": 0.0, "c": 0.0, "correct_if": "f1 > 0.5", "questions": 100}
+    try:
+        config.no_answer_thresholds = {"joint": float("-inf")}
+        config.calibration = {"joint": {**beta, "no_answer_threshold": float("-inf")}}
+        abstention = extractor(QUESTIONS[0], CONTEXT, decoding="joint")
+        assert abstention.abstain and abstention.probability is not None
+        empty = qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint", handle_impossible_answer=True)
+        assert empty["answer"] == "" and empty["probability"] == pytest.approx(abstention.probability)
+        listed = qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint", handle_impossible_answer=True, top_k=2)
+        assert listed[0]["probability"] == pytest.approx(abstention.probability) and "probability" not in listed[1]
+        # the abstention's probability is not the span's: a span given in its place has none
+        forced = qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint")
+        assert forced["answer"] and "probability" not in forced
+        multi = qa(question=QUESTIONS[0], context=CONTEXT, decoding="joint", multi_span=True)
+        assert multi["answer"] and "probability" not in multi
+    finally:
+        config.no_answer_thresholds, config.calibration = saved
+
+
 def test_options_given_to_the_constructor_are_defaults(trained_dir, extractor):  # noqa: F811
     from transformers import pipeline
 

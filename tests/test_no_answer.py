@@ -15,7 +15,7 @@ from bio_mrc.harness.config import parse_config
 from bio_mrc.inference import (
     TrainedModel, apply_no_answer_threshold, decode_with_thresholds, no_answer_probability, threshold_key,
 )
-from bio_mrc.inference.tuning import threshold_curve, tune_no_answer_threshold
+from bio_mrc.inference.tuning import answers_past_every_window, past_windows_line, threshold_curve, tune_no_answer_threshold
 from bio_mrc.types import AnswerSpan, Example, Prediction
 
 from .conftest import SAMPLE_V1
@@ -211,3 +211,20 @@ def test_the_threshold_curve_has_only_thresholds_the_rule_can_apply():
     assert best_no_answer_threshold(scores, answer_f1, abstain_f1) == (-np.inf, 75.0)  # ties: abstain more
     abstained = apply_no_answer_threshold([Prediction(str(i), [], s) for i, s in enumerate(scores)], 1.0)
     assert [p.abstain for p in abstained] == [False, False, True, False]  # F1 (100 + 0 + 100 + 100) / 4 = 75
+
+
+def test_tuning_questions_whose_answer_no_window_holds_are_named():
+    # Two windows over "aaaa bbbb cccc dddd": characters 0-9 and 5-14 (tokens of 4 letters and a space).
+    offsets = np.tile(np.array([[[0, 4], [5, 9], [-1, -1]], [[5, 9], [10, 14], [-1, -1]]]), (5, 1, 1))  # 5 questions
+    mask = offsets[..., 0] >= 0
+    windows = WindowOutputs(np.repeat(np.arange(5), 2), offsets, mask)
+    context = "aaaa bbbb cccc dddd"
+    examples = [Example("inside", "q", context, (((5, 14),),)),  # the second window holds it
+                Example("longer", "q", context, (((0, 14),),)),  # longer than either window
+                Example("other", "q", context, (((0, 14),), ((0, 4),))),  # an alternative fits the first
+                Example("none", "q", context, ()),  # unanswerable: nothing to hold
+                Example("parts", "q", context, (((0, 4), (10, 14)),))]  # a multi-span answer: each part in a window
+    assert answers_past_every_window(windows, examples) == ["longer"]
+    (line,) = past_windows_line(windows, examples)
+    assert line.startswith("warning: 1 of 4 answerable tuning questions have an answer longer than a window") and "'longer'" in line
+    assert past_windows_line(windows, examples[:1]) == []

@@ -293,17 +293,19 @@ def _own_word(character: str) -> bool:
 def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: bool, handle_impossible: bool):
     """One question's result in the old pipeline's shape (see the module docstring for ``score``)."""
     impossible = (handle_impossible and prediction.abstain) or not prediction.spans
-    empty = {"score": _no_answer_score(prediction), "start": 0, "end": 0, "answer": ""}
-    # The best span's calibrated probability of being right, where the model has a calibrator.
+    # The calibrated probability that the answer the model gives is right: the abstention's where it abstains, so
+    # a span returned in its place (handle_impossible_answer=False) has none.
     calibrated = {} if prediction.probability is None else {"probability": prediction.probability}
+    empty = {"score": _no_answer_score(prediction), "start": 0, "end": 0, "answer": ""} | (calibrated if prediction.abstain else {})
+    span_calibrated = {} if prediction.abstain else calibrated
     if multi_span:
         spans = [_as_dict(s, p) for s, p in zip(prediction.spans, span_probabilities(prediction, decoding, True))]
-        return dict(empty, spans=[]) if impossible else dict(spans[0], **calibrated, spans=spans)
+        return dict(empty, spans=[]) if impossible else dict(spans[0], **span_calibrated, spans=spans)
     answers = [empty] if impossible else []  # "no answer" first, then the best spans
     scored = zip(prediction.spans, span_probabilities(prediction, decoding, False))
     answers += [_as_dict(s, p) for s, p in scored][: top_k - len(answers)]
     if not impossible and answers:
-        answers[0].update(calibrated)
+        answers[0].update(span_calibrated)
     return answers if top_k > 1 else answers[0]
 
 

@@ -82,6 +82,33 @@ def _untunable_thresholds(examples: Sequence[Example]) -> str | None:
     return NO_UNANSWERABLE if all(answerable) else NO_ANSWERABLE if not any(answerable) else None
 
 
+def answers_past_every_window(outputs: WindowOutputs, examples: Sequence[Example]) -> list[str]:
+    """The ids of answerable ``examples`` none of whose answers has each of its spans within one window's paragraph
+    characters (a span longer than a window): no decoding can give it, so such questions pull the tuned settings (a
+    longer length prior, a threshold) toward the partial credit a window's span earns."""
+    starts = np.where(outputs.mask, outputs.offsets[..., 0], np.iinfo(np.int64).max).min(axis=1)
+    ends = np.where(outputs.mask, outputs.offsets[..., 1], -1).max(axis=1)
+    order = np.argsort(outputs.example_index, kind="stable")
+    bounds = np.searchsorted(outputs.example_index[order], np.arange(len(examples) + 1))
+    missed = []
+    for k, example in enumerate(examples):
+        rows = order[bounds[k]:bounds[k + 1]]
+        held = (all(((starts[rows] <= s) & (ends[rows] >= e)).any() for s, e in alt) for alt in example.answers)
+        if example.is_answerable and not any(held):  # a multi-span answer's parts may lie in different windows
+            missed.append(example.id)
+    return missed
+
+
+def past_windows_line(outputs: WindowOutputs, examples: Sequence[Example]) -> list[str]:
+    """A ``warning:`` line for ``tune`` naming the tuning questions whose answer no window can hold, else none."""
+    if not (missed := answers_past_every_window(outputs, examples)):
+        return []
+    shown = ", ".join(repr(i) for i in missed[:5]) + (", …" if len(missed) > 5 else "")
+    answerable = sum(1 for example in examples if example.is_answerable)
+    return [f"warning: {len(missed)} of {answerable} answerable tuning questions have an answer longer than a window, "
+            f"which no decoding can give; the settings were fitted with them (a longer max_seq_length holds them): {shown}"]
+
+
 def tune_no_answer_threshold(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]]) -> tuple[float, float]:
     """The threshold (``abstain`` iff ``no_answer_score > threshold``) with the best F1 on
     ``predictions``; returns ``(threshold, best F1)``. ``-inf`` means "always abstain"."""
