@@ -20,6 +20,10 @@ RUN_QA_NAMES: Mapping[str, str | Mapping[str | None, str]] = {
     "--train_file": "--train",
     "--validation_file": "--eval",
 }
+# An option of the other commands that means one of two here: the line names both rather than a guess by spelling.
+AMBIGUOUS_NAMES: Mapping[tuple[str, str], str] = {
+    ("train", "--model"): "the encoder to start from is --encoder, a trained bio_mrc model to continue --init-from",
+}
 RUN_QA_NOTE = ("transformers' run_qa.py names (--model_name_or_path, --max_seq_length, --doc_stride, --n_best_size, "
                "--max_answer_length, --per_device_train_batch_size, --num_train_epochs, --learning_rate, ...) are read "
                "as the options they correspond to")
@@ -104,6 +108,8 @@ class CommandLineParser(argparse.ArgumentParser):
         elsewhere = [c for c, p in self._commands().items() if package_name in p._option_string_actions]
         if package_name != name and elsewhere:
             return f"{where} has no option {name}: {package_name} is an option of {', '.join(elsewhere)} only ({where} --help lists its own)"
+        if meaning := AMBIGUOUS_NAMES.get((command, package_name)):
+            return f"{where} has no option {name}: {meaning}"
         guess = difflib.get_close_matches(package_name, options, n=1, cutoff=0.6)
         hint = f"; did you mean {guess[0]}?" if guess else f"; {where} --help lists its options"
         return f"{where} has no option {name}{hint}"

@@ -84,6 +84,9 @@ def test_run_qa_names_are_read_as_the_package_options():
      "error: bio-mrc predict has no option --max_seq_length: --max-seq-length is an option of train, convert only "
      "(bio-mrc predict --help lists its own)"),
     (["--verison"], "error: bio-mrc has no option --verison; did you mean --version?"),
+    (["train", "--model", "m"],  # the other commands' --model: two options of train, not the one spelt alike
+     "error: bio-mrc train has no option --model: the encoder to start from is --encoder, a trained bio_mrc model to "
+     "continue --init-from"),
     (["predcit", "--model", "m"], "error: bio-mrc has no command 'predcit'; did you mean predict?"),
     (["extract", "--model", "m", "--question", "q", "stray"],
      "error: bio-mrc extract: unexpected argument 'stray' (bio-mrc extract --help lists what it takes)"),
