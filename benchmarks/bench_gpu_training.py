@@ -18,6 +18,15 @@ Variants:
 * ``ours-32``: the same at 32 windows a batch (the batch size of the earlier GPU configs).
 * ``rows-32``: the package's batch loading before ``WindowBatches``, at 32: windows read row by row in the
   training process, the loss checked for NaN (a GPU sync) at every step.
+* ``ours-compile``: ``ours`` with the model under ``torch.compile`` (Trainer's ``torch_compile``).
+
+``--profile-steps N`` then runs each variant again for N steps (after ``--warmup`` more) under ``torch.profiler``
+and reports where a step's time goes: the host's wall time a step, the device's busy time a step (its kernels'
+time, where there is a device), kernels launched and operators dispatched a step, and the host's waits a step
+(on a GPU the runtime's synchronize calls, which a tensor's value read on the host makes; without one, the
+operators that would: ``aten::_local_scalar_dense`` and ``aten::nonzero``); ``--output`` also gets each variant's
+operator table beside it (``OUTPUT.VARIANT.profile.txt``). A step whose wall time is well above the device's busy
+time leaves the device idle: the host sets its pace.
 
 The share of the GPU's rate counts 6 x the encoder's non-embedding parameters per token fed (padding included,
 attention left out), against ``--peak-tflops`` (dense bf16; default by the GPU's name).
@@ -45,6 +54,7 @@ from transformers import AutoModelForQuestionAnswering, PrinterCallback, Trainer
 
 from bio_mrc.data.squad import load_squad
 from bio_mrc.encoders import load_tokenizer, resolve_encoder
+from bio_mrc.errors import BioMrcError
 from bio_mrc.features.collate import WindowBatches, WindowCollator
 from bio_mrc.features.windows import build_features
 from bio_mrc.training.config import TrainConfig
@@ -58,9 +68,14 @@ DENSE_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0}  # by a word o
 # The package's loading before WindowBatches: rows into the collator in the training process, NaN checked each step.
 ROW_LOADING = {"dataloader_num_workers": 0, "dataloader_persistent_workers": False, "dataloader_prefetch_factor": None,
                "logging_nan_inf_filter": True}
+VARIANT_TRAINING_ARGS = {"rows-32": ROW_LOADING, "ours-compile": {"torch_compile": True}}
 
 
-VARIANTS = ("reference", "ours", "ours-32", "rows-32")
+VARIANTS = ("reference", "ours", "ours-32", "rows-32", "ours-compile")
+# What makes the host wait for the device: on a GPU the runtime's synchronisations (a value read on the host, item,
+# bool or a nonzero's size, makes one); without a device, the operators that would.
+HOST_WAIT_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+HOST_WAIT_OPERATORS = ("aten::_local_scalar_dense", "aten::nonzero")
 
 
 def parse_args() -> argparse.Namespace:
@@ -75,13 +90,21 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--doc-stride", type=int, default=128)
     parser.add_argument("--variants", default="reference,ours,ours-32,rows-32")
     parser.add_argument("--peak-tflops", type=float, default=None, help="the GPU's dense bf16 TFLOP/s (default: by name)")
+    parser.add_argument("--profile-steps", type=int, default=0,
+                        help="then profile each variant over this many steps (0: no profile)")
     parser.add_argument("--output", default=None, help="also write the JSON result to this file")
     args = parser.parse_args()
     unknown = sorted(set(variant.strip() for variant in args.variants.split(",")) - set(VARIANTS))
     if unknown:
         _common.fail(f"--variants: unknown {', '.join(unknown)} (choose from {', '.join(VARIANTS)})")
+    if args.profile_steps < 0:
+        _common.fail(f"--profile-steps must be 0 (no profile) or more, got {args.profile_steps}")
     if args.steps < 2:
         _common.fail(f"--steps must be at least 2 (an epoch is timed from the end of its first step), got {args.steps}")
+    try:  # windows the package refuses end here, in one line
+        TrainConfig(max_seq_length=args.max_seq_length, doc_stride=args.doc_stride, batch_size=args.batch_size, epochs=1.0)
+    except BioMrcError as error:
+        _common.fail(f"error: {error}")
     args.data = _common.data_file(args, "squad-v1.1/train.json")
     return args
 
@@ -96,6 +119,50 @@ class StepClock(TrainerCallback):
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         self.ends.append(time.perf_counter())
+
+
+class StepProfiler(TrainerCallback):
+    """``torch.profiler`` over steps ``start`` to ``start + count - 1`` (1-based), then :func:`profile_summary` of them."""
+
+    def __init__(self, start: int, count: int) -> None:
+        self.start, self.count, self.profile, self.wall, self._began = start, count, None, 0.0, 0.0
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.global_step + 1 == self.start:
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            if torch.cuda.is_available():
+                activities.append(torch.profiler.ProfilerActivity.CUDA)
+                torch.cuda.synchronize()
+            self.profile = torch.profiler.profile(activities=activities)
+            self.profile.__enter__()
+            self._began = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.profile is not None and state.global_step == self.start + self.count - 1:
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            self.wall = time.perf_counter() - self._began
+            self.profile.__exit__(None, None, None)
+
+
+def profile_summary(profile: Any, steps: int, wall_seconds: float) -> dict[str, float | None]:
+    """Per step of a profile over ``steps`` steps lasting ``wall_seconds``: wall ms, the device's busy ms (its kernels'
+    own time) and kernels (None without a device), the operators the host dispatched (``aten::`` calls not made by
+    another ``aten::`` call: the forward's, autograd's and the optimizer's), and its waits for the device."""
+    events, device = profile.events(), torch.cuda.is_available()
+    on_device = [e for e in events if e.device_type == torch.autograd.DeviceType.CUDA]
+    waits = sum(1 for e in events if e.name in (HOST_WAIT_CALLS if device else HOST_WAIT_OPERATORS))
+    operators = sum(1 for e in events if e.name.startswith("aten::") and not _called_by_an_operator(e))
+    busy_us = sum(e.self_device_time_total for e in on_device)
+    return {"wall_ms": round(1000 * wall_seconds / steps, 3),
+            "device_busy_ms": round(busy_us / 1000 / steps, 3) if device else None,
+            "kernels": round(len(on_device) / steps, 1) if device else None,
+            "operators": round(operators / steps, 1), "host_waits": round(waits / steps, 2)}
+
+
+def _called_by_an_operator(event: Any) -> bool:
+    parent = event.cpu_parent
+    return parent is not None and parent.name.startswith("aten::")
 
 
 @dataclass
@@ -126,12 +193,13 @@ class BatchShapes:
             self.shapes.append(tuple(ids.shape))
 
 
-def our_trainer(config: TrainConfig, windows: datasets.Dataset, out: str, steps: int | None, rows: bool,
+def our_trainer(config: TrainConfig, windows: datasets.Dataset, out: str, steps: int | None, variant: str,
                 callbacks: list) -> tuple[Any, BatchShapes]:
     set_seed(config.seed)
     model, tokenizer, _ = fresh_model_and_tokenizer(config)
-    loading = ROW_LOADING if rows else {}
-    config = replace(config, training_args={**loading, **({"max_steps": steps} if steps else {})})
+    rows = variant.startswith("rows")
+    extra = VARIANT_TRAINING_ARGS.get(variant, {})
+    config = replace(config, training_args={**extra, **({"max_steps": steps} if steps else {})})
     args = training_arguments(config, Path(out), save_checkpoints=False, progress=False, checkpoint_steps=None)
     trainer = HeadRateTrainer(model=model, head_learning_rate=config.head_learning_rate, args=args,
                               train_dataset=windows if rows else WindowBatches(windows),
@@ -161,6 +229,19 @@ def timed_epoch(name: str, batch_size: int, build: Callable[[int | None, list], 
     shapes = recorded.shapes[1 : len(clock.ends)]
     return Timed(name, batch_size, len(clock.ends), clock.ends[-1] - clock.ends[0], sum(s[0] for s in shapes),
                  sum(s[0] * s[1] for s in shapes))
+
+
+def profiled_steps(name: str, build: Callable[[int | None, list], tuple[Any, BatchShapes]], warmup: int, steps: int,
+                   output: str | None) -> dict[str, float]:
+    """The variant trained for ``warmup + steps`` steps, the last ``steps`` profiled; its operator table written
+    beside ``output`` when given."""
+    profiler = StepProfiler(warmup + 1, steps)
+    build(warmup + steps, [profiler])[0].train()
+    if output:
+        sort = "self_device_time_total" if torch.cuda.is_available() else "self_cpu_time_total"
+        table = profiler.profile.key_averages().table(sort_by=sort, row_limit=40)
+        Path(f"{output}.{name}.profile.txt").write_text(table + "\n")
+    return profile_summary(profiler.profile, steps, profiler.wall)
 
 
 def pools(args: argparse.Namespace, tokenizer, config: TrainConfig) -> tuple[datasets.Dataset, datasets.Dataset]:
@@ -193,8 +274,7 @@ def variant_builder(variant: str, batch: int, needed: int, encoder: str, tokeniz
         windows = pools_[0].select(range(needed))
         return lambda steps, callbacks: reference_run(encoder, tokenizer, windows, batch, out, steps, callbacks)
     windows, ours = pools_[1].select(range(needed)), replace(config, batch_size=batch)
-    rows = variant.startswith("rows")
-    return lambda steps, callbacks: our_trainer(ours, windows, out, steps, rows, callbacks)
+    return lambda steps, callbacks: our_trainer(ours, windows, out, steps, variant, callbacks)
 
 
 def main(args: argparse.Namespace) -> None:
@@ -210,6 +290,7 @@ def main(args: argparse.Namespace) -> None:
     gpu, peak = peak_tflops(args)
     print(f"machine: {_common.machine_description()}; GPU {gpu}; {_common.command_load_and_date()}", flush=True)
     runs: dict[str, Timed] = {}
+    profiles: dict[str, dict[str, float]] = {}
     for variant in [v.strip() for v in args.variants.split(",")]:
         batch = 32 if variant.endswith("-32") else args.batch_size
         needed = args.steps * batch
@@ -218,10 +299,14 @@ def main(args: argparse.Namespace) -> None:
         build = variant_builder(variant, batch, needed, encoder, tokenizer, config, (reference_pool, our_pool), out)
         runs[variant] = timed_epoch(variant, batch, build, args.warmup)
         print(f"{variant}: batch {batch}, {runs[variant].steps} steps, {runs[variant].windows_per_s:,.0f} windows/s", flush=True)
-    report(args, runs, non_embedding_parameters(encoder), gpu, peak)
+        if args.profile_steps:
+            profiles[variant] = profiled_steps(variant, build, args.warmup, args.profile_steps, args.output)
+            print(f"{variant}: a profiled step {profiles[variant]}", flush=True)
+    report(args, runs, non_embedding_parameters(encoder), gpu, peak, profiles)
 
 
-def report(args: argparse.Namespace, runs: dict[str, Timed], parameters: int, gpu: str, peak: float | None) -> None:
+def report(args: argparse.Namespace, runs: dict[str, Timed], parameters: int, gpu: str, peak: float | None,
+           profiles: dict[str, dict[str, float]]) -> None:
     print(f"\n| variant | batch | windows/s | tokens/s | model TFLOP/s | share of {peak or '?'} TFLOP/s |")
     print("| --- | --- | --- | --- | --- | --- |")
     for run in runs.values():
@@ -231,7 +316,8 @@ def report(args: argparse.Namespace, runs: dict[str, Timed], parameters: int, gp
         print(f"| {run.variant} | {run.batch_size} | {run.windows_per_s:,.0f} | {tokens_s:,.0f} | {tflops:.1f} | {share} |")
     result = {"benchmark": NAME, "gpu": gpu, "machine": _common.machine_description(), "date": time.strftime("%Y-%m-%d"),
               "batch_size": args.batch_size, "steps": args.steps,
-              **{f"{name}_windows_s": round(run.windows_per_s, 1) for name, run in runs.items()}}
+              **{f"{name}_windows_s": round(run.windows_per_s, 1) for name, run in runs.items()},
+              **{f"{name}_profile": profile for name, profile in profiles.items()}}
     if "reference" in runs and "ours" in runs:
         result["ratio"] = round(runs["ours"].windows_per_s / runs["reference"].windows_per_s, 3)
     if "rows-32" in runs and "ours-32" in runs:

@@ -47,6 +47,7 @@ def load_benchmark(name: str, monkeypatch) -> object:
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -226,6 +227,8 @@ def test_every_record_names_the_command_that_ran_it(monkeypatch: pytest.MonkeyPa
     ("bench_predict_memory.py", ["--words", "3"], "--words must be at least 4"),
     ("bench_gpu_training.py", ["--variants", "reference,ours-64"], "--variants: unknown ours-64"),
     ("bench_gpu_training.py", ["--steps", "1"], "--steps must be at least 2"),
+    ("bench_gpu_training.py", ["--profile-steps", "-1"], "--profile-steps must be 0 (no profile) or more"),
+    ("bench_gpu_training.py", ["--max-seq-length", "128", "--doc-stride", "64"], "error: doc_stride (64) must leave room"),
     ("bench_training.py", ["--variants", "ours,rows"], "--variants: unknown rows"),
     ("bench_training.py", ["--max-seq-length", "128", "--doc-stride", "64"], "error: doc_stride (64) must leave room"),
 ])
@@ -414,3 +417,21 @@ def test_profile_time_tree_sums_the_main_threads_package_frames(monkeypatch, tmp
     assert library["children"] == [{"frame": "forward (model.py)", "seconds": 3.0, "children": []}]
     assert load["children"][0]["frame"] == "[loads (__init__.py)]"
     assert tree.as_json(tree.time_tree(stacks, root), rate=10.0, min_samples=6)[0]["children"][0]["children"] == [train]
+
+
+def test_gpu_training_profile_counts_a_steps_operators_and_host_waits(monkeypatch):
+    """Hand-counted over two profiled "steps" of three operators each: ``sum``, ``item`` (whose own
+    ``_local_scalar_dense``, a read of the value on the host, is a wait but not another dispatch) and ``nonzero`` (a
+    wait: its size is read on the host); without a device no kernels or busy time."""
+    import torch
+
+    bench = load_benchmark("bench_gpu_training", monkeypatch)
+    values = torch.arange(6.0)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        for _ in range(2):
+            values.sum().item()
+            torch.nonzero(values)
+    summary = bench.profile_summary(profile, steps=2, wall_seconds=0.5)
+    assert summary["operators"] == 3.0 and summary["host_waits"] == 2.0 and summary["wall_ms"] == 250.0
+    if not torch.cuda.is_available():
+        assert summary["kernels"] is None and summary["device_busy_ms"] is None
