@@ -371,6 +371,10 @@ LOGITS, TAGS, MASK = torch.zeros(2, 5, 3), torch.zeros(2, 5, dtype=torch.long), 
         (LOGITS, TAGS.tolist(), MASK, TypeError, r"bio_targets must be a tensor"),
         (LOGITS, TAGS, MASK[:, :4], ValueError, r"tag_mask must have shape \(batch, seq\) = \(2, 5\), got \(2, 4\)"),
         (LOGITS, TAGS, None, TypeError, r"tag_mask must be a tensor"),
+        # float tags were truncated by .long() (0.5 read as B, 1.7 as I), or failed inside one_hot (3.5)
+        (LOGITS, torch.tensor([[0.5, 1.7, 2.0, 2.0, 3.5]] * 2), MASK, TypeError,
+         r"bio_targets must be \(batch, seq\) = \(2, 5\) integer tags.*got \(2, 5\) torch.float32"),
+        (LOGITS.to(torch.complex64), TAGS, MASK, TypeError, r"logits must be a real tensor .*got torch.complex64"),
         (LOGITS, torch.tensor([[2, 2, 3, 2, 2]] * 2), MASK, ValueError, r"bio_targets\[0, 2\] is 3, past the 3 tags"),
         (LOGITS, torch.full((2, 5, 2), 2).index_put_((torch.tensor(1), torch.tensor(4), torch.tensor(1)), torch.tensor(7)),
          MASK, ValueError, r"bio_targets\[1, 4, 1\] is 7, past the 3 tags \(B = 0, I = 1, O = 2\)"),
@@ -399,6 +403,7 @@ START, END, POS = torch.zeros(2, 5), torch.zeros(2, 5), torch.tensor([1, 0])
         ((START, END), torch.tensor([1, 5]), None, ValueError, r"start_positions\[1\] is 5, past the 5 positions of the window"),
         ((START, END), torch.tensor([1, 3]), torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]), ValueError,
          r"start_positions\[1\] is 3, a padding position \(attention_mask 0\)"),
+        ((START, END), POS.to(torch.complex64), None, TypeError, r"start_positions must be a real tensor"),
     ],
 )
 def test_span_loss_names_wrong_inputs(logits, start, mask, error, message):
@@ -413,6 +418,7 @@ def test_span_loss_names_wrong_inputs(logits, start, mask, error, message):
         (torch.zeros(2, 5, 6), ValueError, r"hidden_states must have shape \(batch, seq, 4\), got \(2, 5, 6\)"),
         (torch.zeros(5, 4), ValueError, r"hidden_states must have shape \(batch, seq, 4\)"),
         ({"last_hidden_state": torch.zeros(2, 5, 4)}, TypeError, r"\.last_hidden_state"),
+        (torch.zeros(2, 5, 4, dtype=torch.long), TypeError, r"hidden_states must be a floating-point tensor, got torch.int64"),
     ],
 )
 def test_heads_name_wrong_hidden_states(head, hidden, error, message):
@@ -444,3 +450,10 @@ def test_tags_past_b_i_o_outside_tag_mask_are_never_read():
     assert BIOHead(4).loss(logits, annotators, mask).item() == pytest.approx(-math.log(2 / 9) / 2)
     with pytest.raises(ValueError, match=r"bio_targets\[0, 1, 1\] is 9, past the 3 tags"):
         BIOHead(4).loss(logits, annotators.index_put((torch.tensor(0), torch.tensor(1), torch.tensor(1)), torch.tensor(9)), mask)
+
+
+@pytest.mark.parametrize("reduction", BIOHead.reductions)
+def test_bio_loss_of_an_empty_batch_is_zero(reduction):
+    # "mean" took the mean of no examples: nan
+    loss = BIOHead(4, reduction=reduction).loss(torch.zeros(0, 5, 3), torch.zeros(0, 5, dtype=torch.long), torch.ones(0, 5))
+    assert loss.item() == 0.0

@@ -239,6 +239,12 @@ def test_answer_documents_refuses_a_text_as_its_documents(extractor, no_forward_
         extractor.answer_documents(QUESTION, CONTEXT)  # not one document a character
 
 
+def test_answer_documents_takes_top_k_none_as_the_call_does(extractor):
+    # None was compared with n_best after the forward pass: a TypeError naming no argument
+    ranked = extractor.answer_documents(QUESTION, DOCUMENTS, top_k=None)
+    assert len(ranked.answers) == 1 and ranked.answers == extractor(QUESTION, DOCUMENTS, top_k=None).answers
+
+
 def test_align_to_words_keeps_each_spans_own_probability():
     from bio_mrc.inference.pipeline import span_probabilities, word_aligned
     from bio_mrc.types import AnswerSpan, Prediction

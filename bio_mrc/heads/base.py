@@ -62,6 +62,8 @@ def check_tensor(name: str, value: Any, expected: str, dims: int | tuple[int, ..
     if not isinstance(value, torch.Tensor):
         hint = " (a dict or model output: pass the tensor itself)" if isinstance(value, Mapping) else ""
         raise TypeError(f"{name} must be a tensor of shape {expected}, got {type(value).__name__}{hint}")
+    if value.is_complex():  # no head reads a complex number: torch would fail deep in the arithmetic
+        raise TypeError(f"{name} must be a real tensor of shape {expected}, got {value.dtype}")
     if value.dim() not in ((dims,) if isinstance(dims, int) else dims):
         raise ValueError(f"{name} must have shape {expected}, got {tuple(value.shape)}")
     return value
@@ -106,6 +108,8 @@ def check_hidden_states(hidden_states: Any, hidden_size: int) -> torch.Tensor:
     if isinstance(hidden_states, Mapping) and "last_hidden_state" in hidden_states:
         raise TypeError("hidden_states must be a tensor: pass the encoder output's .last_hidden_state")
     check_tensor("hidden_states", hidden_states, f"(batch, seq, {hidden_size})", 3)
+    if not hidden_states.is_floating_point():  # token ids or a mask passed by mistake: the Linear layer's error names neither
+        raise TypeError(f"hidden_states must be a floating-point tensor, got {hidden_states.dtype}")
     if hidden_states.shape[-1] != hidden_size:
         raise ValueError(f"hidden_states must have shape (batch, seq, {hidden_size}), got {tuple(hidden_states.shape)}")
     return hidden_states

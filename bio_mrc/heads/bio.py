@@ -139,7 +139,7 @@ class BIOHead(Head):
             return per_example.sum()
         if self.reduction == "token_mean":
             return per_example.sum() / mask.sum().clamp(min=1)
-        return per_example.mean()
+        return per_example.mean() if per_example.numel() else per_example.sum()  # an empty batch adds 0, not the nan of an empty mean
 
     @staticmethod
     def _check_loss_inputs(logits: torch.Tensor, bio_targets: torch.Tensor, tag_mask: torch.Tensor) -> None:
@@ -153,6 +153,8 @@ class BIOHead(Head):
             "or (batch, seq, K) integer tags of K annotators"
         )
         check_tensor("bio_targets", bio_targets, expected, (2, 3))
+        if bio_targets.dim() == 2 and bio_targets.is_floating_point():  # .long() would truncate 0.5 to B, 1.7 to I
+            raise TypeError(f"bio_targets must be {expected}, got {tuple(bio_targets.shape)} {bio_targets.dtype}")
         distributions = bio_targets.dim() == 3 and bio_targets.is_floating_point()
         if bio_targets.shape[:2] != batch_seq or (distributions and bio_targets.shape[-1] != 3):
             raise ValueError(f"bio_targets must be {expected}, got {tuple(bio_targets.shape)} {bio_targets.dtype}")

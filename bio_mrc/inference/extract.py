@@ -201,7 +201,7 @@ class AnswerExtractor:
         return predictions[0] if single else predictions
 
     def answer_documents(
-        self, question: str, documents: Sequence[str], top_k: int = 1, names: Sequence[str] | None = None,
+        self, question: str, documents: Sequence[str], top_k: int | None = 1, names: Sequence[str] | None = None,
         multi_span: bool | None = None, decoding: str | None = None, require_answer: bool | None = None,
     ) -> RankedAnswers:
         """Ask ``question`` of every document; the ``top_k`` best single spans across them, best first, each naming
@@ -212,7 +212,7 @@ class AnswerExtractor:
                              "multi_span answers one document at a time")
         if require_answer is not None and not _check_flag(require_answer, "require_answer"):  # never dropped unread
             raise ConfigError(_SINGLE_SPANS_ANSWER)
-        top_k = _check_top_k(top_k, False)
+        top_k = _check_top_k(1 if top_k is None else top_k, False)  # None: the default, as the call takes it
         if not isinstance(question, str) or not isinstance(documents, (list, tuple)):  # a text would be a document a character
             raise DataFormatError("answer_documents asks one question (a string) of a list of documents, got a "
                                   f"{type(question).__name__} and a {type(documents).__name__}")
