@@ -257,7 +257,7 @@ def _training_alone(output_dir: Path) -> Iterator[None]:
     made = [folder for folder in (output_dir, *output_dir.parents) if not folder.exists()]
     try:  # the folder's real path: an output folder may be a link the user chose, which the lock must not refuse
         with sole_process_in(os.path.realpath(output_dir), "another process is training into this folder now; wait "
-                             "for it to end, or choose another --output-dir"):
+                             "for it to end, or choose another --output-dir", shown=str(output_dir)):
             yield
     except BaseException:
         for folder in made:
@@ -502,7 +502,7 @@ def _tune_target(args: argparse.Namespace) -> Path:
         if Path(args.model).is_dir():  # a missing folder is the loader's to name
             check_writable_folder(args.model, "tune saves the tuned settings in its config.json (--output-dir: "
                                               "in a copy elsewhere)")
-        elif is_hub_id(args.model):
+        elif is_hub_id(args.model) and not Path(args.model).is_symlink():  # a broken link is the loader's to name
             # a mistyped or not yet trained folder reads as a hub id too: say which was assumed
             raise ConfigError(f"{args.model} is no folder here, so it names a Hugging Face hub id, whose cached snapshot "
                               "tune does not change; give the model's folder, or --output-dir DIR to save a tuned copy "

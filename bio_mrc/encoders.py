@@ -56,10 +56,12 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
     Anything else is a local folder, or a Hugging Face id fetched through the hub cache (one
     :class:`ModelFormatError` when neither is there, or when the folder lacks its config, weights or vocabulary).
     """
+    from .hub import named_as_given
     from .model_folder import check_encoder_folder
 
     folder = _encoder_folder(name_or_path)
-    check_encoder_folder(folder)  # a missing config, weights or vocabulary is one line, not a traceback or a 5-token tokenizer
+    with named_as_given(name_or_path, folder):  # a hub id's snapshot named by the id
+        check_encoder_folder(folder)  # a missing config, weights or vocabulary is one line, not a traceback or a 5-token tokenizer
     return folder
 
 

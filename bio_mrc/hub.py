@@ -7,10 +7,13 @@ the id and what to do, never a retry loop or a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 from .errors import ModelFormatError
+from .io import broken_link
 
 # What loading a model or an encoder reads; other frameworks' weights (TensorFlow, Flax, Core ML, ...) stay on the hub.
 MODEL_FILES = ("*.json", "*.safetensors", "*.txt", "*.model", "*.onnx")
@@ -34,11 +37,26 @@ def local_folder(name_or_path: str | Path, what: str = "model folder") -> Path:
     """The folder ``name_or_path`` names: itself where it exists, else the hub id's snapshot (cache first).
     ``what`` names the thing in the error (``"model folder"``, ``"encoder"``)."""
     path = Path(os.path.expanduser(name_or_path))  # left as it is where no home is known (Path.expanduser raises)
+    if problem := broken_link(path):  # a link named like org/name is a local path, not a hub id
+        raise ModelFormatError(f"the {what} is {problem}", str(name_or_path))
     if path.exists() or not is_hub_id(str(name_or_path)):
         if not path.exists():
             raise ModelFormatError(f"no such {what} (and not a Hugging Face hub id)", str(name_or_path))
         return path
     return hub_snapshot(str(name_or_path), what)
+
+
+@contextlib.contextmanager
+def named_as_given(name: str | Path | None, folder: str | Path) -> Iterator[None]:
+    """A :class:`ModelFormatError` about ``folder``, the cached snapshot of hub id ``name``, names the id as the user
+    gave it, the snapshot after it; about a local folder, it stays as it is."""
+    try:
+        yield
+    except ModelFormatError as err:
+        snapshot = str(folder)
+        if name is None or str(name) == snapshot or not is_hub_id(str(name)) or err.source != snapshot:
+            raise
+        raise ModelFormatError(err.problem, f"{name}, cached as {snapshot}") from None
 
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either keeps huggingface_hub from the network
@@ -76,4 +94,4 @@ def hub_snapshot(repo_id: str, what: str = "model folder") -> Path:
             "without a network, set HF_HUB_OFFLINE=1 to use the cache only, or pass a local folder", repo_id) from None
 
 
-__all__ = ["hub_snapshot", "is_hub_id", "local_folder"]
+__all__ = ["hub_snapshot", "is_hub_id", "local_folder", "named_as_given"]

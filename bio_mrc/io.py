@@ -31,7 +31,7 @@ __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "ch
            "atomic_writer", "atomic_writers", "atomic_move_files", "replace_all",
            "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "signals_held", "updated_alone", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
-           "open_no_follow", "sole_process_in", "sole_writer", "special_file_kind", "printable_json", "printable_line", "home_expanded",
+           "open_no_follow", "sole_process_in", "sole_writer", "special_file_kind", "broken_link", "printable_json", "printable_line", "home_expanded",
            "json_with_controls_escaped"]
 
 
@@ -61,6 +61,8 @@ def writes_named(folder: str | Path) -> Iterator[None]:
     except OutputError:
         raise
     except OSError as err:
+        if err.errno == errno.EFBIG and _written_under(err, folder):
+            raise OutputError(f"could not write there: {_size_limit_reached()}: {err}", str(folder)) from None
         if err.errno in _REFUSED_WRITES and _written_under(err, folder):  # the folder was writable when checked
             raise OutputError(f"could not write there: {err}", str(folder)) from None
         _raise_full_disk(err, folder)
@@ -86,13 +88,38 @@ def _raise_full_disk(err: Exception, folder: str | Path) -> None:
     if not (full or said or "No space left on device" in str(err) or "Disk quota exceeded" in str(err)):
         raise err
     first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    # torch's writer says no more than that a write fell short: more room than the size limit leaves that limit
+    if said and not full and (limit := file_size_limit()) is not None and _free_bytes(Path(folder)) > limit:
+        raise OutputError(f"could not write there: {_size_limit_reached()}: {first_line}", str(folder)) from None
     raise OutputError(f"could not write there, {_free_space(Path(folder))} free on its device: {first_line}",
                       str(folder)) from None
 
 
+def file_size_limit() -> int | None:
+    """The largest file this process may write, in bytes (``ulimit -f``); None where there is no limit."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _size_limit_reached() -> str:
+    """EFBIG in words: the process's size limit for files where one is set, else the file system's."""
+    limit = file_size_limit()
+    if limit is None:
+        return "a file reached the largest size this file system allows"
+    return f"a file reached the size limit for files ({limit:,} bytes: ulimit -f)"
+
+
 def _free_space(folder: Path) -> str:
+    return f"{_free_bytes(folder) / 2**20:,.0f} MiB"
+
+
+def _free_bytes(folder: Path) -> int:
     existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
-    return f"{shutil.disk_usage(existing).free / 2**20:,.0f} MiB"
+    return shutil.disk_usage(existing).free
 
 
 # A file name's longest length in bytes on common file systems (ext4, XFS, APFS, NTFS in UTF-16 units); an
@@ -129,6 +156,22 @@ def special_file_kind(path: str | Path) -> str | None:
     except (OSError, ValueError):
         return None
     return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), None)
+
+
+def broken_link(path: str | Path) -> str | None:
+    """What ``path`` is where it is a symbolic link that leads to nothing (its target missing, or a loop), else None:
+    such a name is a local path gone wrong, not a hub id to look up."""
+    try:
+        if not os.path.islink(path):
+            return None
+        os.stat(path)
+    except FileNotFoundError:
+        return f"a broken symbolic link: its target {os.readlink(path)} does not exist"
+    except OSError as err:
+        return "a symbolic link that loops (it leads back to itself)" if err.errno == errno.ELOOP else None
+    except ValueError:  # a NUL in the name: no link
+        return None
+    return None
 
 
 def check_file_target(path: str | Path) -> Path:
@@ -641,9 +684,10 @@ def updated_alone(path: str | Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def sole_process_in(folder: str | Path, refusal: str) -> Iterator[None]:
+def sole_process_in(folder: str | Path, refusal: str, shown: str | None = None) -> Iterator[None]:
     """Hold ``folder`` (created if missing; never a link) as the one process working in it for the block: another
-    process asking while it is held is refused with one :class:`OutputError` line, ``refusal``. The lock is released
+    process asking while it is held is refused with one :class:`OutputError` line, ``refusal``, naming the folder as
+    ``shown`` (default: ``folder``). The lock is released
     when the block ends or the process dies, however it dies. Where the system has no ``flock`` (Windows) the block
     runs unguarded."""
     try:
@@ -657,7 +701,7 @@ def sole_process_in(folder: str | Path, refusal: str) -> Iterator[None]:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise OutputError(refusal, str(folder)) from None
+            raise OutputError(refusal, shown or str(folder)) from None
         yield
     finally:
         os.close(descriptor)

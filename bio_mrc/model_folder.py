@@ -4,6 +4,8 @@ folder, the file and the problem, never a traceback, a random layer or a 5-token
 
 What is checked, in this order, before any tensor is allocated:
 
+* each file loading reads is a regular file (or a link to one) where present: a folder or FIFO under its name is
+  named as such;
 * ``config.json``: a JSON object; the encoder's sizes are integers within :data:`SIZE_LIMITS`; the window
   settings are positive integers and fit the encoder's ``max_position_embeddings``; tuned settings are numbers;
 * the weights: pickled checkpoints (``pytorch_model.bin``) are refused; ``model.safetensors`` (or each shard
@@ -32,7 +34,7 @@ from . import __version__, registry
 from .config_schema import whole_number
 from .errors import InputWarning, ModelFormatError
 from .evaluation_record import EVAL_FILE
-from .io import remove_file
+from .io import remove_file, special_file_kind
 
 # Encoder sizes past these are refused before anything is built; the largest BERT-style encoders stay well
 # inside (some 48 layers of 4,096, vocabularies of some 250,000 tokens).
@@ -79,6 +81,26 @@ DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16
 FLOAT_DTYPES = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
 
 
+# The files loading a model or an encoder reads, each a regular file (or a link to one) where present.
+READ_FILES = ("config.json", SAFETENSORS_FILE, SAFETENSORS_INDEX, *PICKLED_WEIGHTS, ONNX_FILE, EXPORT_FILE, TOKENIZER_FILE,
+              *TOKENIZER_JSON_FILES, "vocab.txt", "vocab.json", "merges.txt")
+
+
+def check_file_kinds(folder: str | Path) -> None:
+    """A folder, FIFO, socket or device under the name of a file loading reads is named as what it is, not reported
+    missing or passed over (nor opened: reading a FIFO waits for a writer)."""
+    folder = Path(folder)
+    for name in READ_FILES:
+        if problem := not_a_file(folder / name):
+            raise fail(folder, name, problem)
+
+
+def not_a_file(path: Path) -> str | None:
+    """What ``path`` is where it is there but not a regular file (``is a folder, not a file``); else None."""
+    kind = "a folder" if path.is_dir() else special_file_kind(path)
+    return f"is {kind}, not a file" if kind else None
+
+
 def remove_replaced_model_files(folder: str | Path, new_files: Iterable[str]) -> list[str]:
     """Before a new model's files (``new_files``: their names) move into ``folder``, remove the files of
     :data:`MODEL_FILE_NAMES` there that the new model does not write, which would otherwise sit beside it and be read
@@ -96,6 +118,7 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
     (a ``PreTrainedModel`` class) adds the check that the weights are exactly those it builds from the config;
     ``onnx`` checks ``model.onnx`` instead of PyTorch weights."""
     folder = Path(folder)
+    check_file_kinds(folder)
     config = read_config(folder)
     encoder = check_sizes(config, folder)
     check_settings(config, encoder, folder)
@@ -119,6 +142,7 @@ def check_encoder_folder(folder: str | Path) -> None:
     ``config.json`` that parses, weights (``model.safetensors`` or its shards checked as a model's are; pickled
     ``pytorch_model.bin`` is loaded as tensors only) and a tokenizer's vocabulary (:data:`VOCABULARY_FILES`)."""
     folder = Path(folder)
+    check_file_kinds(folder)
     read_json_object(folder, "config.json")
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
         weight_shapes(folder)

@@ -398,9 +398,11 @@ def task(name: str) -> TaskEntry:
 
 
 def head_choices() -> tuple[str, ...]:
-    """Every set of registered heads a model can carry, as ``heads`` spells it (registry order, ``+``-joined)."""
+    """Every set of registered heads a model can carry, as ``heads`` spells it (registry order, ``+``-joined); a set
+    of two heads naming the same logits is none (:func:`head_names` refuses it)."""
     names = list(HEADS)
-    return tuple("+".join(combo) for size in range(1, len(names) + 1) for combo in itertools.combinations(names, size))
+    combos = (combo for size in range(1, len(names) + 1) for combo in itertools.combinations(names, size))
+    return tuple("+".join(combo) for combo in combos if len(set(head_outputs(combo))) == len(head_outputs(combo)))
 
 
 def head_names(heads: str) -> list[str]:

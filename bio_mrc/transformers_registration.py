@@ -80,10 +80,12 @@ def _hub_ids_from_the_cache(module: ModuleType) -> None:
         if task == TASK and isinstance(model, str) and not args and kwargs.get("revision") is None:
             from pathlib import Path
 
-            from .hub import is_hub_id, local_folder
+            from .hub import is_hub_id, local_folder, named_as_given
 
             if not Path(model).exists() and is_hub_id(model):
-                model = str(local_folder(model))
+                snapshot = str(local_folder(model))
+                with named_as_given(model, snapshot):  # the snapshot's errors name the id given
+                    return made(task, snapshot, *args, **kwargs)
         return made(task, model, *args, **kwargs)
 
     pipeline.__doc__, pipeline.__wrapped__, pipeline.reads_hub_ids_from_the_cache = made.__doc__, made, True

@@ -254,3 +254,20 @@ def test_a_known_column_spelt_otherwise_is_refused_not_ignored(tmp_path, header)
         csv.writer(handle).writerows([[header if c == meant else c for c in columns], list(columns.values())])
     with pytest.raises(DataFormatError, match=f"names the column '{header}', which is not '{meant}' as spelt"):
         load_squad(path)
+
+
+def test_a_broken_or_looping_link_named_like_a_hub_id_is_named_as_such_not_looked_up(tmp_path, monkeypatch):
+    import os
+
+    def no_hub(*args, **kwargs):
+        raise AssertionError("a local link was looked up on the hub")
+
+    monkeypatch.setattr(datasets, "load_dataset", no_hub)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "org").mkdir()
+    os.symlink(tmp_path / "gone.json", "org/name")
+    os.symlink("loop", "org/loop")
+    with pytest.raises(DataFormatError, match=r"^a broken symbolic link: its target \S+gone.json does not exist \(in org/name\)$"):
+        load_squad("org/name")
+    with pytest.raises(DataFormatError, match=r"^a symbolic link that loops .*\(in org/loop\)$"):
+        load_squad("org/loop")

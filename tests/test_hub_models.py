@@ -111,6 +111,24 @@ def test_what_is_a_hub_id():
     assert not any(is_hub_id(name) for name in ("./org/name", "/abs/path", "runs/quick/models/x", "~/model", "a b"))
 
 
+def test_a_broken_or_looping_link_named_like_a_hub_id_is_named_as_such_not_looked_up(tmp_path, monkeypatch, capsys):
+    def no_hub(*args, **kwargs):
+        raise AssertionError("a local link was looked up on the hub")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", no_hub)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "org").mkdir()
+    os.symlink(tmp_path / "gone", "org/name")
+    os.symlink("loop", "org/loop")
+    with pytest.raises(ModelFormatError, match=r"^the model folder is a broken symbolic link: its target \S+gone does not "
+                                               r"exist \(in org/name\)$"):
+        local_folder("org/name")
+    with pytest.raises(ModelFormatError, match=r"^the encoder is a symbolic link that loops .*\(in org/loop\)$"):
+        resolve_encoder("org/loop")
+    assert main(["tune", "--model", "org/name", "--data", "q.jsonl"]) == 2
+    assert capsys.readouterr().err.startswith("error: the model folder is a broken symbolic link")
+
+
 def test_devices_are_checked_against_the_machine(span_model):
     import torch
 
@@ -181,7 +199,8 @@ def test_an_encoder_without_its_config_weights_or_vocabulary_is_one_line(tiny_en
 def test_a_cached_encoder_snapshot_without_its_vocabulary_is_one_line(offline_cache, tiny_encoder_dir):
     cache_snapshot(offline_cache, "org/bert-no-vocabulary", tiny_encoder_dir)
     (offline_cache / "models--org--bert-no-vocabulary" / "snapshots" / "0123abcd" / "tokenizer.json").unlink()
-    with pytest.raises(ModelFormatError, match=r"^no tokenizer vocabulary .*models--org--bert-no-vocabulary/snapshots/0123abcd\)$"):
+    with pytest.raises(ModelFormatError, match=r"^no tokenizer vocabulary .*\(in org/bert-no-vocabulary, cached as "
+                                               r"\S+models--org--bert-no-vocabulary/snapshots/0123abcd\)$"):
         resolve_encoder("org/bert-no-vocabulary")
 
 
@@ -199,8 +218,11 @@ def test_the_pipeline_by_hub_id_refuses_a_snapshot_without_its_tokenizer(offline
 
     cache_snapshot(offline_cache, "org/qa-no-tokenizer", span_model)
     (offline_cache / "models--org--qa-no-tokenizer" / "snapshots" / "0123abcd" / "tokenizer.json").unlink()
-    with pytest.raises(ModelFormatError, match=r"^tokenizer.json: missing: .*models--org--qa-no-tokenizer/snapshots/0123abcd\)$"):
+    named = r"\(in org/qa-no-tokenizer, cached as \S+models--org--qa-no-tokenizer/snapshots/0123abcd\)$"
+    with pytest.raises(ModelFormatError, match=r"^tokenizer.json: missing: .*" + named):
         pipeline("bio-mrc-qa", model="org/qa-no-tokenizer", device="cpu")
+    with pytest.raises(ModelFormatError, match=r"^tokenizer.json: missing: .*" + named):
+        TrainedModel.load("org/qa-no-tokenizer")
     qa = pipeline("bio-mrc-qa", model="org/tiny-qa", device="cpu")
     assert qa(question="Who wrote it?", context="Ada wrote it.")["answer"]
 

@@ -387,6 +387,37 @@ def test_a_tokenizer_class_needing_a_missing_package_is_one_error(saved_model, m
         load_tokenizer(str(saved_model))
 
 
+def test_a_model_whose_tokenizer_transformers_cannot_build_is_refused_before_its_weights_load(saved_model, tmp_path, monkeypatch):
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    folder = _with_special(copy_of(saved_model, tmp_path), "tokenizer_class", "XLNetTokenizer")
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("weights loaded before the tokenizer was checked")
+
+    monkeypatch.setattr(BioMrcForQuestionAnswering, "from_pretrained", no_weights)
+    with pytest.raises(ModelFormatError, match="its tokenizer files cannot be loaded"):
+        TrainedModel.load(folder, device="cpu")
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"])
+@pytest.mark.parametrize("kind, words", [("folder", "is a folder, not a file"), ("fifo", r"is a named pipe \(FIFO\), not a file")])
+def test_a_model_file_that_is_no_regular_file_is_named_as_what_it_is(saved_model, tmp_path, name, kind, words):
+    """Not "missing" (nor, for tokenizer_config.json, passed over): the line says what stands under the file's name."""
+    import os
+
+    folder = copy_of(saved_model, tmp_path)
+    (folder / name).unlink()
+    if kind == "folder":
+        (folder / name).mkdir()
+    elif hasattr(os, "mkfifo"):
+        os.mkfifo(folder / name)
+    else:
+        pytest.skip("no FIFOs here")
+    with pytest.raises(ModelFormatError, match=f"^{name}: {words} \\(in "):
+        TrainedModel.load(folder, device="cpu")
+
+
 def test_the_pipeline_refuses_a_folder_without_its_tokenizer(saved_model, tmp_path):
     from transformers import pipeline
 

@@ -305,6 +305,34 @@ def test_a_full_disk_while_the_answers_stream_grows_is_one_line_and_resumable(mo
     assert len(json.loads(out.read_text())) == len(load_squad(SAMPLE_V1).examples)
 
 
+def test_an_output_folder_removed_while_the_answers_stream_grows_is_one_line_naming_the_stream(model_dir, tmp_path, capsys,
+                                                                                             monkeypatch):
+    import shutil
+
+    from bio_mrc.inference import streaming
+
+    opened = streaming.open_no_follow
+
+    class RemovedMidway:  # the folder goes once the first chunk's lines are written; the open file takes the rest
+        def __init__(self, handle):
+            self.handle = handle
+
+        def write(self, text):
+            written = self.handle.write(text)
+            shutil.rmtree(out.parent, ignore_errors=True)
+            return written
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+    monkeypatch.setattr(streaming, "open_no_follow", lambda *args, **kwargs: RemovedMidway(opened(*args, **kwargs)))
+    out = tmp_path / "preds" / "p.json"
+    assert predict(model_dir, out, "--decoding", "span", "--chunk-size", "4") == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line == ("error: the output folder was removed while the answers were written to it; run predict again "
+                    f"(in {out.parent / 'p.answers.jsonl'})")
+
+
 def test_an_output_folder_made_read_only_midway_is_one_line_and_keeps_the_earlier_predictions(model_dir, tmp_path, capsys,
                                                                                             monkeypatch):
     import errno

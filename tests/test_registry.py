@@ -452,6 +452,9 @@ def test_two_heads_naming_the_same_logits_are_refused_together(toy_entries):
         registry.head_names("span+pointer")
     with pytest.raises(ValueError, match="name the same logits"):
         BioMrcForQuestionAnswering(registry.resolve("bio_mrc.model:BioMrcConfig")(heads="span+pointer"))
+    # nor are they offered as a choice (train --heads): every choice is one head_names takes
+    assert registry.head_choices() == ("span", "bio", "pointer", "span+bio", "bio+pointer")
+    assert all(registry.head_names(choice) for choice in registry.head_choices())
 
 
 def test_a_head_that_is_not_registered_is_named_as_such(trained_dir, tmp_path):

@@ -216,6 +216,24 @@ def test_a_second_train_into_a_folder_another_is_training_is_refused_and_leaves_
     assert (out / "checkpoints" / "theirs.txt").read_text() == "the first run's"
 
 
+@pytest.mark.parametrize("given", ["runs/out", "alias"])
+def test_the_lock_refusal_names_the_output_folder_as_given(tmp_path, capsys, monkeypatch, given):
+    """A relative path, or a link the user chose, is named as typed, as the other lines name it (not its real path)."""
+    import bio_mrc.cli
+    from bio_mrc.cli import main
+    from bio_mrc.io import sole_process_in
+
+    from .conftest import SAMPLE_V1
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "out").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(tmp_path / "runs" / "out")
+    monkeypatch.setattr(bio_mrc.cli, "_train_into", lambda args: pytest.fail("the second run went on"))
+    with sole_process_in(tmp_path / "runs" / "out", "held"):
+        assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", given, "--encoder", "e"]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"choose another --output-dir (in {given})")
+
+
 def test_a_train_that_fails_before_writing_leaves_no_folder_it_made(tmp_path, capsys):
     from bio_mrc.cli import main
 

@@ -218,3 +218,25 @@ def test_a_final_save_stopped_at_any_rename_never_leaves_a_record_or_card_beside
         assert CARD_FILE not in now or now[CARD_FILE] == new[CARD_FILE], k
         assert not mixed or (isinstance(raised.value, OutputError) and "do not agree" in str(raised.value)), k
         assert stop == "full disk" or not mixed
+
+
+def test_a_broken_tokenizer_is_refused_before_any_weights_load(tiny_encoder_dir, tmp_path, monkeypatch):
+    """An encoder's tokenizer is loaded before its weights: a broken one is refused without reading them."""
+    import shutil
+
+    from transformers import AutoModel
+
+    from bio_mrc.errors import ModelFormatError
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.trainer import fresh_model_and_tokenizer
+
+    encoder = tmp_path / "encoder"
+    shutil.copytree(tiny_encoder_dir, encoder)
+    (encoder / "tokenizer.json").write_text('{"broken', encoding="utf-8")
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("weights loaded before the tokenizer was checked")
+
+    monkeypatch.setattr(AutoModel, "from_pretrained", no_weights)
+    with pytest.raises(ModelFormatError, match="its tokenizer files cannot be loaded"):
+        fresh_model_and_tokenizer(TrainConfig(encoder=str(encoder), max_seq_length=48, doc_stride=16, max_query_length=12))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
-from ..io import home_expanded
+from ..io import broken_link, home_expanded
 from .json_reader import DataFormatError, check_not_special, read_json
 from .json_stream import SquadJsonStream
 from .mrqa import is_mrqa_start, mrqa_records
@@ -125,7 +125,7 @@ FORMATS: dict[str, DataFormat] = {
                         lambda s: s.is_file, lambda s: Records(s.name, squad=s.parsed_json()),
                         stream=lambda s: Records(s.name, squad=SquadJsonStream(s.path))),
     "hub": DataFormat("a Hugging Face hub dataset id with the SQuAD columns, e.g. rajpurkar/squad:validation",
-                      lambda s: isinstance(s.data, str) and not s.path.exists() and is_hub_id(s.data),
+                      lambda s: isinstance(s.data, str) and not s.path.exists() and not s.path.is_symlink() and is_hub_id(s.data),
                       lambda s: hub_records(s.data, s.split), takes_split=True),
 }
 
@@ -164,7 +164,7 @@ def detect_format(data: Any, split: str | None = None, expected: str | None = No
             raise TypeError(f"expected a path, a hub dataset id, a datasets.Dataset/DatasetDict, a pandas DataFrame or "
                             f"a list of dicts, got {type(data).__name__}")
         check_not_special(source.path, "a file or a folder")
-        raise DataFormatError("file not found", source=source.name)
+        raise DataFormatError(broken_link(source.path) or "file not found", source=source.name)
     if expected is not None and name != expected:
         raise DataFormatError(f"detected {name} ({FORMATS[name].expects}), expected {expected} ({FORMATS[expected].expects})",
                               source=source.name)

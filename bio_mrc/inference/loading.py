@@ -14,9 +14,9 @@ from ..decoding.window_outputs import WindowOutputs
 from ..encoders import load_tokenizer
 from ..errors import ConfigError, ModelFormatError
 from ..features.windows import FeatureConfig
-from ..model_folder import check_model_folder, check_window_frame, read_json_object, written_format_problem
+from ..model_folder import check_file_kinds, check_model_folder, check_window_frame, read_json_object, written_format_problem
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
-from ..hub import local_folder
+from ..hub import local_folder, named_as_given
 from ..qa_checkpoints import qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import progress_bars
@@ -60,20 +60,29 @@ class TrainedModel:
         check_precision(precision or DEFAULT_PRECISION)  # options first: refused before any file is read or fetched
         device = resolve_device(device)
         model_dir = local_folder(model_dir)  # a hub id: its snapshot in the Hugging Face cache
+        with named_as_given(name, model_dir):
+            return cls._load_folder(model_dir, name, progress, backend, precision, device)
+
+    @classmethod
+    def _load_folder(
+        cls, model_dir: Path, name: str, progress: bool, backend: str, precision: str | None, device: str,
+    ) -> "TrainedModel":
+        """:meth:`load` of the local folder ``model_dir`` (``name``: the folder or hub id as given)."""
         if qa_architecture(model_dir) and backend != "onnx":  # transformers' own extractive QA model: its span head
             return cls.from_qa_checkpoint(model_dir, name, precision, device, progress)
         backend = model_backend(model_dir, backend)
         precision = forward_precision(precision, backend == "onnx", name)
         check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
-        check_model_folder(model_dir, onnx=backend == "onnx")  # sizes, weights, tokenizer, positions; before any allocation
+        # sizes, weights (that the config builds: on the meta device), tokenizer, positions; before any allocation
+        check_model_folder(model_dir, None if backend == "onnx" else BioMrcForQuestionAnswering, onnx=backend == "onnx")
+        tokenizer = load_tokenizer(str(model_dir))  # before any weights load: a broken tokenizer is refused at once
+        check_window_frame(model_dir, tokenizer)
         if backend == "onnx":
             model = OnnxModel.load(model_dir)
         else:
             with progress_bars(progress):
                 # fp32 weights whatever the folder holds (saved in bf16 or fp16 too): precision decides each forward pass
                 model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir), dtype=torch.float32).to(device)
-        tokenizer = load_tokenizer(str(model_dir))
-        check_window_frame(model_dir, tokenizer)
         features = window_settings(model.config, model_dir)
         if backend == "torch":
             check_window_positions(model, features, model_dir)
@@ -191,6 +200,7 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
     source = str(model_dir)
     if not model_dir.is_dir():
         raise ModelFormatError("no such model folder", source)
+    check_file_kinds(model_dir)  # a folder or FIFO named config.json is that, not a missing file
     if not (model_dir / "config.json").is_file():
         raise ModelFormatError("not a saved model: no config.json (train one with `bio-mrc train`)", source)
     config = read_json_object(model_dir, "config.json")

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator, Sequence, TextIO
 from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
-from ..errors import DataFormatError
+from ..errors import DataFormatError, OutputError
 from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
 from ..types import Example
 from .extract import AnswerExtractor
@@ -251,4 +251,7 @@ def _predict_into(
                 sink.close()
     if not shard.writes or stream is None:
         return {}
+    if not stream.is_file():  # removed meanwhile, its lines written on into the removed file: no answers to read back
+        gone = "it was" if stream.parent.is_dir() else "the output folder was"
+        raise OutputError(f"{gone} removed while the answers were written to it; run predict again", str(stream))
     return write_files_from_stream(stream, Path(output), plan.decodings, plan.multi_span)

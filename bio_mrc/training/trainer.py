@@ -19,8 +19,9 @@ from ..features.collate import WindowBatches, WindowCollator
 from ..features.targets import answers_no_window_holds
 from ..features.windows import build_features
 from ..features.windows_cache import default_windows_cache
-from ..hub import local_folder
+from ..hub import local_folder, named_as_given
 from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
+from ..model_folder import check_model_folder
 from ..precision import default_device, pinned_device
 from ..launcher import launcher_number
 from ..progress import progress_bars
@@ -141,24 +142,36 @@ def continued_config(model_config: BioMrcConfig, init_from: str) -> BioMrcConfig
     return model_config
 
 
-def fresh_model(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, str]:
-    """New heads on the configured encoder, or a trained bio_mrc model to continue from; returns (model, its path).
+def starting_point(config: TrainConfig) -> str:
+    """What a model is built from: the ``init_from`` model (its folder checked, weights left unread) or the encoder."""
+    if config.init_from:
+        folder = local_folder(config.init_from, "model folder")  # a missing one is one line naming it, not a hub error
+        with named_as_given(config.init_from, folder):
+            check_model_folder(folder, BioMrcForQuestionAnswering, tokenizer_required=False)  # a config it builds
+        return config.init_from
+    return resolve_encoder(config.encoder)
+
+
+def fresh_model(config: TrainConfig, source: str | None = None) -> tuple[BioMrcForQuestionAnswering, str]:
+    """New heads on the configured encoder, or a trained bio_mrc model to continue from (``source``: their
+    :func:`starting_point`, found here when not given); returns (model, its path).
     The model's config records the heads, losses and windows, so the saved folder runs on its own."""
+    source = source or starting_point(config)
     settings = config.model_settings()
     dropout = {"attention": config.attention_dropout, "hidden": config.hidden_dropout}
     if config.init_from:
-        local_folder(config.init_from, "model folder")  # a missing folder is one line naming it, not transformers' hub error
-        model_config = continued_config(BioMrcConfig.from_pretrained(config.init_from, **settings), config.init_from)
+        model_config = continued_config(BioMrcConfig.from_pretrained(source, **settings), source)
         set_encoder_dropout(model_config.encoder, **dropout)
-        return BioMrcForQuestionAnswering.from_pretrained(config.init_from, config=model_config), config.init_from
-    encoder = resolve_encoder(config.encoder)
-    return BioMrcForQuestionAnswering.from_encoder(encoder, encoder_dropout=dropout, **settings), encoder
+        return BioMrcForQuestionAnswering.from_pretrained(source, config=model_config), source
+    return BioMrcForQuestionAnswering.from_encoder(source, encoder_dropout=dropout, **settings), source
 
 
 def fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAnswering, Any, str]:
     """``fresh_model`` with its tokenizer; refuses windows longer than the encoder's positions."""
-    model, encoder = fresh_model(config)
-    tokenizer = load_tokenizer(encoder)
+    source = starting_point(config)
+    with named_as_given(config.init_from or config.encoder, source):  # a hub id's snapshot named by the id
+        tokenizer = load_tokenizer(source)  # before any weights load: a broken tokenizer is refused at once
+        model, encoder = fresh_model(config, source)
     positions = usable_positions(model.encoder)  # RoBERTa's kin number positions from after their padding id
     if positions is not None and config.max_seq_length > positions:
         raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions a window of "
