@@ -137,13 +137,18 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
 VOCABULARY_FILES = (TOKENIZER_FILE, "vocab.txt", "vocab.json", "*.model")
 
 
+BIO_MRC_MODEL_TYPE = "bio_mrc"  # BioMrcConfig.model_type, which this module sits below
+
+
 def check_encoder_folder(folder: str | Path) -> None:
     """An encoder folder (``train --encoder``, a comparison's ``encoder``) holds what a model is built from: a
     ``config.json`` that parses, weights (``model.safetensors`` or its shards checked as a model's are; pickled
     ``pytorch_model.bin`` is loaded as tensors only) and a tokenizer's vocabulary (:data:`VOCABULARY_FILES`)."""
     folder = Path(folder)
     check_file_kinds(folder)
-    read_json_object(folder, "config.json")
+    if read_json_object(folder, "config.json").get("model_type") == BIO_MRC_MODEL_TYPE:  # its encoder is nested in it
+        raise fail(folder, "config.json", "a trained bio_mrc model, not an encoder: --init-from (a run's init_from) "
+                                          "continues it on its own encoder")
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
         weight_shapes(folder)
     elif not any((folder / name).is_file() for name in PICKLED_WEIGHTS):

@@ -253,7 +253,9 @@ def test_local_trackers_stay_allowed_in_configs():
     assert TrainConfig(training_args={"report_to": "none"}).training_args == {"report_to": "none"}
 
 
-def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path):
+def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path, monkeypatch):
+    import huggingface_hub
+
     from bio_mrc.cli import _network_args, build_parser
     from bio_mrc.errors import ConfigError
     from bio_mrc.training.config import TrainConfig
@@ -265,6 +267,8 @@ def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path):
     network = _network_args(args)
     assert network == {"push_to_hub": True, "hub_model_id": "me/m", "report_to": ["wandb"]}
     config = TrainConfig(training_args={"report_to": ["tensorboard"]})
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_x")  # a logged-in user
     built = training_arguments(config, tmp_path, False, False, None, network)
     assert built.push_to_hub and built.hub_model_id == "me/m" and built.report_to == ["tensorboard", "wandb"]
     plain = training_arguments(config, tmp_path, False, False, None)
@@ -272,6 +276,24 @@ def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path):
     with pytest.raises(ConfigError, match="need --push-to-hub"):
         training_arguments(config, tmp_path, False, False, None, {"hub_model_id": "me/m"})
 
+
+
+@pytest.mark.parametrize("offline, token, problem", [(True, "hf_x", "offline mode"), (False, None, "needs a Hugging Face token")])
+def test_a_push_that_cannot_happen_is_refused_before_training(tiny_encoder_dir, tmp_path, capsys, monkeypatch,
+                                                                 offline, token, problem):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", offline)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: token)
+    out = tmp_path / "out"
+    code = main(["train", "--train", str(SAMPLE_V1), "--limit", "4", "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--epochs", "1", "--batch-size", "4", "--push-to-hub", "--max-seq-length", "48", "--doc-stride", "16",
+                 "--max-query-length", "12"])
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and "Traceback" not in err and err.count("error:") == 1
+    assert last.startswith("error: --push-to-hub needs") and problem in last
+    assert not out.exists()  # the folder is not begun
 
 # --- a model whose weights are not finite is never saved as complete, nor read -----------------------------------
 

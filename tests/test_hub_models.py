@@ -176,6 +176,18 @@ def test_tune_of_a_hub_id_saves_a_tuned_copy_and_never_in_place(offline_cache, t
     assert json.loads((tmp_path / "tuned" / "config.json").read_text())["tuned_on"] is not None
 
 
+def test_a_bio_mrc_model_given_as_the_encoder_is_one_line_naming_init_from(tiny_encoder_dir, tmp_path):
+    """train --encoder (or a comparison's encoder) naming a trained bio_mrc model ended in a ValueError traceback about
+    its config's dropout rates, a checkpoints/ folder left behind: its encoder is nested in its config."""
+    model = tmp_path / "trained"
+    shutil.copytree(tiny_encoder_dir, model)
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "model_type": "bio_mrc"}))
+    with pytest.raises(ModelFormatError, match=rf"^config.json: a trained bio_mrc model, not an encoder: --init-from .*\(in {model}\)$"):
+        resolve_encoder(str(model))
+    assert resolve_encoder(str(tiny_encoder_dir)) == str(tiny_encoder_dir)
+
+
 def test_an_encoder_without_its_config_weights_or_vocabulary_is_one_line(tiny_encoder_dir, tmp_path, capsys):
     """Without a tokenizer file transformers built a tokenizer of the 5 special tokens and train trained on [UNK]s
     without a word; without config.json or weights, or with weights cut short, train ended in a traceback."""

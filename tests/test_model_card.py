@@ -271,6 +271,8 @@ def test_a_push_to_the_hub_uploads_the_finished_folder_with_its_card(tiny_encode
 
     monkeypatch.setattr(transformers.trainer, "hf_api", Hub)
     monkeypatch.setattr(huggingface_hub, "HfApi", Hub)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_x")  # a logged-in user
     config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=48, doc_stride=16,
                          max_query_length=12, epochs=1, batch_size=4, seed=1)
     out = tmp_path / "model"

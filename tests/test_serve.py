@@ -411,6 +411,24 @@ def test_serving_without_the_extra_says_what_to_install(monkeypatch, model_dir):
         server.run_server(model_dir)
 
 
+@pytest.mark.parametrize("host, problem", [("", "--host '' names no address"), (" ", "--host ' ' names no address"),
+                                           ("127.0.0.1", "cannot listen on 127.0.0.1:{port} (--host, --port): Address already in use")])
+def test_an_address_the_server_cannot_listen_on_is_refused_before_the_model_loads(monkeypatch, host, problem):
+    from bio_mrc.serving import server
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model loaded")
+
+    monkeypatch.setattr(server.AnswerExtractor, "from_pretrained", never)
+    with socket.socket() as taken:  # a port another program listens on
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError) as refused:
+            server.run_server("no-model", ServeConfig(host=host, port=port))
+    assert str(refused.value).startswith(problem.format(port=port))
+
+
 @pytest.mark.slow  # over 3 s alone on 2 cores
 def test_run_server_serves_the_folder_on_the_configured_address(monkeypatch, model_dir):
     from bio_mrc.serving import server

@@ -58,6 +58,16 @@ def test_a_count_transformers_takes_but_trainer_cannot_use_is_refused_before_tra
     assert TrainConfig(training_args={name: 2}).training_args == {name: 2}
 
 
+@pytest.mark.parametrize("name, value, what", [("max_grad_norm", "x", "a number"), ("max_grad_norm", True, "a number"),
+                                               ("eval_steps", "3", "a number"), ("max_steps", 1.5, "a whole number"),
+                                               ("torch_compile", 1, "true or false"), ("run_name", 5, "a string")])
+def test_a_value_of_the_wrong_type_is_refused_before_training(name, value, what):
+    """TrainingArguments keeps these unchecked; max_grad_norm "x" ends in a TypeError traceback at the first step."""
+    with pytest.raises(ConfigError, match=rf"training_args: {name} is {what}, got {re.escape(repr(value))}$"):
+        TrainConfig(training_args={name: value})
+    assert TrainConfig(training_args={"max_grad_norm": 1, "eval_steps": None}).training_args == {"max_grad_norm": 1, "eval_steps": None}
+
+
 def test_training_args_go_over_the_package_defaults_and_leave_its_own_values(tmp_path):
     config = TrainConfig(epochs=2, training_args={"gradient_accumulation_steps": 4, "lr_scheduler_type": "cosine", "logging_steps": 3})
     args = training_arguments(config, tmp_path, save_checkpoints=True, progress=False, checkpoint_steps=None)

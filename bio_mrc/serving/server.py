@@ -8,6 +8,7 @@ import gc
 import importlib.util
 import os
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -35,6 +36,7 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     from .guards import HostGuard, allowed_host_names
 
     config = config or ServeConfig()
+    check_listenable(config.host, config.port)  # before the model loads
     extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device)
     application = create_app(extractor, config)
     application.state.helper.start()  # ready before the first request: a long one does not wait for it to start
@@ -47,6 +49,22 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
         serve_until_stopped(app, config.host, config.port)
     finally:
         sys.setswitchinterval(previous)
+
+
+def check_listenable(host: str, port: int) -> None:
+    """Refuse an address the server could not listen on, in one line: uvicorn would load the model first, then log
+    the system's bare reason (``Name or service not known``) and exit with status 3. An empty host would listen on
+    every interface, which only ``0.0.0.0`` (or ``::``) asks for."""
+    if not host.strip():
+        raise ConfigError(f"--host {host!r} names no address: 127.0.0.1 serves this machine only, 0.0.0.0 every interface")
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET  # the family uvicorn binds ("localhost": 127.0.0.1)
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn listens: a port just closed is free
+            probe.bind(address)
+    except OSError as err:  # socket.gaierror too: a name that resolves to nothing
+        raise ConfigError(f"cannot listen on {host}:{port} (--host, --port): {err.strerror or err}") from None
 
 
 def serve_until_stopped(app: Any, host: str, port: int) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import types
+import typing
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -131,12 +133,26 @@ def check_network_args(values: dict[str, Any]) -> None:
         raise ConfigError(f"{unknown[0]!r} is no option that sends data off the machine; give it in training_args")
     if any(name.startswith("hub_") for name in values) and not values.get("push_to_hub"):
         raise ConfigError("--hub-model-id, --hub-strategy, --hub-private-repo and --hub-revision need --push-to-hub")
+    if values.get("push_to_hub"):
+        _check_hub_reachable()
     from transformers import TrainingArguments
 
     try:
         TrainingArguments(output_dir="network-args-check", **{"report_to": "none", **values})
     except (ValueError, TypeError, ImportError, RuntimeError) as err:
         raise ConfigError(f"{values}: {err}") from None
+
+
+def _check_hub_reachable() -> None:
+    """A push that cannot happen, refused before any work: Trainer creates the hub repository when it is built, and
+    offline mode or a missing token would end there in a traceback, the output folder begun."""
+    from huggingface_hub import constants, get_token
+
+    if constants.HF_HUB_OFFLINE:
+        raise ConfigError("--push-to-hub needs the Hugging Face Hub, which offline mode (HF_HUB_OFFLINE or "
+                          "TRANSFORMERS_OFFLINE) turns off; unset it or leave out --push-to-hub")
+    if get_token() is None:
+        raise ConfigError("--push-to-hub needs a Hugging Face token: run `hf auth login` or set HF_TOKEN")
 
 
 # Counts TrainingArguments takes unchecked that Trainer divides by or hands to a DataLoader: below these, a run
@@ -157,6 +173,28 @@ def _check_training_counts(values: dict[str, Any]) -> None:
             raise ConfigError(f"training_args: {name} is a count of at least {least}, got {value!r}")
 
 
+# TrainingArguments' plain field types and the JSON values each takes: it keeps any value unchecked, and a string
+# for a number (max_grad_norm "1") ends in a TypeError traceback once the model is training.
+_PLAIN_TYPES = {float: ((int, float), "a number"), int: ((int,), "a whole number"), bool: ((bool,), "true or false"),
+                str: ((str,), "a string")}
+
+
+def _check_training_types(values: dict[str, Any]) -> None:
+    from transformers import TrainingArguments
+
+    hints = typing.get_type_hints(TrainingArguments)
+    for name, value in values.items():
+        hint, optional = hints.get(name), False
+        if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint):
+            inner = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+            hint, optional = (inner[0] if len(inner) == 1 else None), True
+        if hint not in _PLAIN_TYPES or (value is None and optional):
+            continue
+        kinds, what = _PLAIN_TYPES[hint]
+        if not isinstance(value, kinds) or (isinstance(value, bool) and hint is not bool):
+            raise ConfigError(f"training_args: {name} is {what}, got {value!r}")
+
+
 def check_training_args(values: dict[str, Any]) -> None:
     """Refuse a name that is no TrainingArguments field (with the field it most likely misspells), one
     the package owns (with the option to use instead) or one that sends data off the machine (with the flag
@@ -173,6 +211,7 @@ def check_training_args(values: dict[str, Any]) -> None:
             hint = f" (did you mean {guess[0]!r}?)" if guess else ""
             raise ConfigError(f"training_args: {name!r} is not a TrainingArguments field{hint}")
     _check_training_counts(values)
+    _check_training_types(values)
     try:
         TrainingArguments(output_dir="training-args-check", **{"report_to": "none", **values})
     except (ValueError, TypeError, ImportError, RuntimeError) as err:
