@@ -208,6 +208,14 @@ def test_multispanqa_layout_loads_like_its_own_loader_and_refuses_other_layouts(
         load_squad({"q1"})
 
 
+def test_multispanqa_with_an_integer_past_64_bits_in_its_first_record_is_recognised(tmp_path):
+    """Recognising the layout reads the first record as predict reads official JSON, which refused such a number."""
+    path = tmp_path / "multispan.json"
+    path.write_text(json.dumps({"data": [{**MULTISPAN["data"][0], "num_span": 2**64}, MULTISPAN["data"][1]]}), encoding="utf-8")
+    data = load_squad(path)
+    assert data.format == "multispanqa" and data.examples[0].answer_texts() == [["Dave", "Barbara"]]
+
+
 def test_comparison_data_recognises_multispanqa_without_a_format(tmp_path):
     from bio_mrc.harness.config import DataSpec
     from bio_mrc.harness.comparison_splits import resolve_split

@@ -71,6 +71,20 @@ def test_the_streamed_questions_are_load_squads(tmp_path, prefix):
     assert list(stream_squad(path, limit=3)) == load_squad(path, limit=3).examples
 
 
+@pytest.mark.parametrize("number", [str(2**64), str(-2**63 - 1), "1" + "0" * 30])
+@pytest.mark.parametrize("where", [0, 1])
+def test_an_integer_past_64_bits_is_read_as_json_reads_it(tmp_path, number, where):
+    """yajl refused such a number as "integer overflow", so predict refused a file train read; in the first article
+    or after one already given."""
+    articles = [ARTICLE.replace('"id": "q"', f'"id": "q{i}"') for i in range(2)]
+    articles[where] = articles[where].replace('"title": "t"', f'"title": "t", "hash": {number}')
+    path = tmp_path / "big.json"
+    path.write_text('{"data": [' + ", ".join(articles) + "]}", encoding="utf-8")
+    questions = list(stream_squad(path))
+    assert [q.id for q in questions] == ["q0", "q1"] and questions[1].answer_texts() == [["Ada"]]
+    assert questions == load_squad(path).examples
+
+
 PIECES = ["a", "ud800", "\\\\", "\\ud83d", "\\ude00", "\\ud800", '"', "\\u0041"]
 
 

@@ -8,6 +8,7 @@ each becomes a :class:`DataFormatError` naming the file.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -139,6 +140,10 @@ class _Builder:
         return False
 
 
+class _BeyondInt64(Exception):
+    """yajl's parse refused an integer that does not fit in 64 bits: valid JSON, which json reads."""
+
+
 class SquadJsonStream:
     """The articles of an official SQuAD JSON file, one at a time; ``version`` is the file's header,
     known once the file is read up to it (SQuAD's files write it after the articles)."""
@@ -147,10 +152,19 @@ class SquadJsonStream:
         self.path, self.version = Path(path), None
 
     def __iter__(self) -> Iterator[Any]:
+        read = 0
+        try:
+            for article in self._parsed(ijson.basic_parse):
+                read += 1
+                yield article
+        except _BeyondInt64:  # yajl holds integers in 64 bits; ijson's Python parser, as json does, any integer
+            yield from itertools.islice(self._parsed(ijson.get_backend("python").basic_parse), read, None)
+
+    def _parsed(self, parse: Any) -> Iterator[Any]:
         source = str(self.path)
         try:
             with open(self.path, "rb") as handle:
-                yield from self._articles(ijson.basic_parse(_SurrogateCheckedReader(handle, source), use_float=True))
+                yield from self._articles(parse(_SurrogateCheckedReader(handle, source), use_float=True))
         except IsADirectoryError:
             raise DataFormatError("expected a JSON file, found a folder", source=source) from None
         except RepeatedKeyError as err:
@@ -161,6 +175,8 @@ class SquadJsonStream:
             message = (str(err.args[0].decode("utf-8", "replace") if isinstance(err.args[0], bytes) else err)
                        if err.args else type(err).__name__)
             first = message.strip().splitlines()[0] if message.strip() else message
+            if "integer overflow" in first:
+                raise _BeyondInt64() from None
             truncated = "premature EOF" in first
             if not truncated and (problem := self._not_utf8()):  # yajl calls bytes that are no UTF-8 (Latin-1, UTF-16) bad JSON
                 raise DataFormatError(problem, source=source) from None
