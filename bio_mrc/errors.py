@@ -7,6 +7,12 @@ so a program can catch them all at once and the CLI prints them without a traceb
 from __future__ import annotations
 
 
+def a_type(value: object) -> str:
+    """The type of ``value`` with its article, as an error names what it got: ``a dict``, ``an object``, ``an int``."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 class BioMrcError(Exception):
     """Base of the errors bad input can cause (data files, prediction files, model folders)."""
 

@@ -135,7 +135,7 @@ def test_extractor_rejects_bad_input(trained_dir):  # noqa: F811
         extractor("Who?", "   ")
     with pytest.raises(DataFormatError, match="the question is bytes, not text"):
         extractor(b"Who?", "Newton.")
-    with pytest.raises(DataFormatError, match="the question is a string or a list of strings; got a int"):
+    with pytest.raises(DataFormatError, match="the question is a string or a list of strings; got an int"):
         extractor(5, "Newton.")
     with pytest.raises(DataFormatError, match="the context holds U\\+D800.*\\(record 'input 1'\\)"):
         extractor(["Who?", "Who?"], ["Newton.", "New\ud800ton."])

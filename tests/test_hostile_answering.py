@@ -195,9 +195,9 @@ def test_every_refusal_lists_its_problem(extractor, body, status):
 @pytest.mark.parametrize("names, words", [
     ({"a.txt", "b.txt"}, "names is a list of document names, one a document, got a set"),  # no order: names mixed up
     ({"a.txt": 0, "b.txt": 1}, "got a dict"),
-    (5, "got a int"),
+    (5, "got an int"),
     ((name for name in ["a.txt", "b.txt"]), "got a generator"),  # read twice: empty the second time
-    ([1, "b.txt"], r"names\[0\] is a int, not a string"),
+    ([1, "b.txt"], r"names\[0\] is an int, not a string"),
     ([b"a.txt", "b.txt"], r"names\[0\] is a bytes"),
     (["a.txt", "\ud800.txt"], r"names\[1\] holds U\+D800"),
 ])

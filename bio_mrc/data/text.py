@@ -15,7 +15,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataFormatError
+from ..errors import DataFormatError, a_type
 from ..io import home_expanded
 from .json_reader import check_not_special, not_utf8
 from .limits import max_context_chars
@@ -42,7 +42,7 @@ def check_text(value: Any, what: str, record: str | None = None, source: str | N
     if isinstance(value, (bytes, bytearray)):
         raise DataFormatError(f"the {what} is bytes, not text (decode it, e.g. value.decode('utf-8'))", record, source)
     if not isinstance(value, str) or not value.strip():
-        raise DataFormatError(f"empty or missing {what}" + ("" if value is None or isinstance(value, str) else f" (got a {type(value).__name__})"),
+        raise DataFormatError(f"empty or missing {what}" + ("" if value is None or isinstance(value, str) else f" (got {a_type(value)})"),
                               record, source)
     if character := unwritable_character(value):
         raise DataFormatError(f"the {what} holds {character}, half of a UTF-16 surrogate pair or an undecodable byte, "

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 from .. import registry
 from ..data.text import unwritable_character
 from ..decoding.window_outputs import WindowOutputs
-from ..errors import ConfigError
+from ..errors import ConfigError, a_type
 from ..types import AnswerSpan, DocumentAnswer, Example, Prediction, RankedAnswers
 
 
@@ -64,7 +64,7 @@ def document_names(names: Sequence[str | None] | None, documents: int) -> list[s
     if isinstance(names, (str, bytes)):
         raise ConfigError(f"names is a list of document names, one a document, got the text {names!r}")
     if names is not None and not isinstance(names, (list, tuple)):
-        raise ConfigError(f"names is a list of document names, one a document, got a {type(names).__name__}")
+        raise ConfigError(f"names is a list of document names, one a document, got {a_type(names)}")
     names = list(names) if names is not None else [None] * documents
     if len(names) != documents:
         raise ConfigError(f"got {len(names)} document names for {documents} documents")
@@ -76,7 +76,7 @@ def document_names(names: Sequence[str | None] | None, documents: int) -> list[s
 def _check_name(name: Any, index: int) -> None:
     """A document's name: None, or a string a UTF-8 file can hold (the answers are written as JSON)."""
     if name is not None and not isinstance(name, str):
-        raise ConfigError(f"names[{index}] is a {type(name).__name__}, not a string (or None)")
+        raise ConfigError(f"names[{index}] is {a_type(name)}, not a string (or None)")
     if name is not None and (character := unwritable_character(name)):
         raise ConfigError(f"names[{index}] holds {character}, half of a UTF-16 surrogate pair or an undecodable byte, "
                           "which no UTF-8 file can hold (check the text's encoding)")

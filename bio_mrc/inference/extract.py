@@ -18,7 +18,7 @@ from ..data.text import check_context_length, check_text
 from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import WindowOutputs
-from ..errors import ConfigError, DataFormatError
+from ..errors import ConfigError, DataFormatError, a_type
 from ..types import Example, Prediction, RankedAnswers
 from .answers import decode_answers
 from .documents import document_names, rank_across_documents, window_predictions
@@ -61,7 +61,7 @@ def _texts(value: Any, name: str) -> list[Any]:
     if isinstance(value, (str, bytes, bytearray)):
         return [value]
     if not isinstance(value, (list, tuple)):
-        raise DataFormatError(f"the {name} is a string or a list of strings; got a {type(value).__name__}")
+        raise DataFormatError(f"the {name} is a string or a list of strings; got {a_type(value)}")
     return list(value)
 
 
@@ -117,7 +117,7 @@ class AnswerExtractor:
         registry.resolve_decoding(self.trained.decodings, decoding)  # one the heads can do, refused at once
         self.multi_span = _check_flag(multi_span, "multi_span")
         if decode_config is not None and not isinstance(decode_config, DecodeConfig):
-            raise TypeError(f"decode_config is a DecodeConfig, got a {type(decode_config).__name__}")
+            raise TypeError(f"decode_config is a DecodeConfig, got {a_type(decode_config)}")
         self.decode_config = decode_config or DecodeConfig()
         if min_span_probability is not None:  # refused as DecodeConfig refuses it: a probability
             replace(self.decode_config, min_span_probability=min_span_probability)

@@ -50,7 +50,7 @@ from .. import registry
 from ..config_schema import whole_number
 from ..decoding.window_outputs import WindowOutputs, log_softmax
 from ..encoders import right_sided
-from ..errors import ConfigError, DataFormatError, ModelFormatError
+from ..errors import ConfigError, DataFormatError, ModelFormatError, a_type
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import check_tokenizer
 from ..progress import progress_bars
@@ -90,7 +90,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             model = span_model_from_qa_model(model, tokenizer).to(model.device)
         if not isinstance(model, (BioMrcForQuestionAnswering, OnnxModel)):
             raise ModelFormatError(
-                f"the {TASK} pipeline runs bio_mrc models and transformers' extractive QA models, got a {type(model).__name__}",
+                f"the {TASK} pipeline runs bio_mrc models and transformers' extractive QA models, got {a_type(model)}",
                 str(getattr(model, "name_or_path", "")),
             )
         self.extractor = AnswerExtractor(trained_model(model, tokenizer, precision))  # before the options are checked

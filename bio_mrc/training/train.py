@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from transformers import TrainerCallback, TrainingArguments, set_seed
 
 from ..encoders import starting_point_digest
-from ..errors import ConfigError, DataFormatError
+from ..errors import ConfigError, DataFormatError, a_type
 from ..fp32_attention import train_attention_in_fp32
 from ..io import check_outputs_apart, home_expanded, writes_named
 from ..model import non_finite_weights
@@ -150,8 +150,8 @@ def train_model(
 def _check_examples(examples: Any) -> None:
     """A list or tuple of :class:`Example`, or a TypeError naming what was given (a loaded file: its ``.examples``)."""
     if not isinstance(examples, (list, tuple)) or not all(isinstance(example, Example) for example in examples):
-        got = f"a {type(examples).__name__}" if not isinstance(examples, (list, tuple)) else \
-            f"a {type(examples).__name__} of {next(type(e).__name__ for e in examples if not isinstance(e, Example))}"
+        got = a_type(examples) if not isinstance(examples, (list, tuple)) else \
+            f"{a_type(examples)} of {next(type(e).__name__ for e in examples if not isinstance(e, Example))}"
         raise TypeError(f"train_model takes a list of Example (a loaded file's .examples, e.g. load_squad(path).examples), got {got}")
 
 
