@@ -329,6 +329,8 @@ BAD_REQUESTS = {  # name: (body as bytes or JSON, status, words the message hold
     "lone surrogate": ({**GOOD, "context": "New\ud800ton"}, 422, "body.context"),
     "unknown decoding": ({**GOOD, "decoding": "crf"}, 422, "body.decoding: Input should be 'auto', 'span', 'bio' or 'joint'"),
     "unknown field": ({**GOOD, "multispan": True}, 422, "body.multispan: Extra inputs are not permitted"),
+    "lone surrogate in a field's name": ({**GOOD, "top\udc00k": 2}, 422,
+                                         "an unknown field 'top\\udc00k', its name holding a lone surrogate"),
     "top_k beyond the n-best": ({**GOOD, "top_k": 21}, 422, "body.top_k"),
     "top_k with multi_span": ({**GOOD, "top_k": 2, "multi_span": True}, 422, "pick one"),
     "threshold above 1": ({**GOOD, "threshold": 1.5}, 422, "body.threshold"),

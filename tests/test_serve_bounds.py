@@ -4,6 +4,7 @@ fair shares of the batches; and refuses JSON it will not read and Host headers n
 from __future__ import annotations
 
 import asyncio
+import email.message
 import json
 import os
 import signal
@@ -23,7 +24,7 @@ from bio_mrc.serving.app import create_app
 from bio_mrc.serving.batching import DynamicBatcher, SharedWorker
 from bio_mrc.serving.config import ServeConfig
 from bio_mrc.serving.guards import (
-    LARGE_BODY_BYTES, BodyGuard, HostGuard, StrictJson, allowed_host_names, host_name, off_loop,
+    LARGE_BODY_BYTES, BodyGuard, HostGuard, StrictJson, allowed_host_names, host_name, names_json, off_loop,
 )
 from bio_mrc.serving.scheduler import AnswerScheduler
 from bio_mrc.serving.windows import question_windows
@@ -240,6 +241,32 @@ def test_a_strict_read_refuses_parses_or_leaves_to_the_application(body, read):
 
     assert read_strict_json(body) == read
 
+
+
+@pytest.mark.parametrize("content_type, json_", [
+    ("application/json", True), ("application/json; charset=utf-8", True), ("APPLICATION/JSON", True),
+    ("application/problem+json", True), ("application/json\xa0", True), ("application/json\x85", True),
+    ("text/plain", False), ("application/jsonx", False), ("(c)application/x+json", False)])
+def test_the_guard_reads_as_json_what_fastapi_reads_as_json(content_type, json_):
+    """FastAPI's email parser strips a trailing no-break space or NEL: a body sent so was read as JSON, unchecked."""
+    message = email.message.Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    read_by_fastapi = message.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json"))
+    assert names_json(content_type) == read_by_fastapi == json_
+
+
+def test_a_duplicate_key_sent_with_a_content_type_ending_in_a_no_break_space_is_a_400_over_http(extractor):  # noqa: F811
+    body = b'{"question": "Who?", "context": "Newton.", "question": "What?"}'
+    with running(create_app(extractor)) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            sock.sendall(b"POST /answer HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\xa0\r\n"
+                         b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
+            reply = b"".join(iter(lambda: sock.recv(65536), b""))
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), reply
+    assert "the key 'question' appears twice" in json.loads(payload)["detail"]
 
 # --- time, clients that leave, fairness ----------------------------------------------------------
 

@@ -13,7 +13,6 @@ up is dropped (:mod:`.bounded`).
 
 import dataclasses
 import html
-import email.message
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from .. import __version__, registry
+from ..data.text import unwritable_character
 from ..errors import BioMrcError
 from ..io import json_with_controls_escaped
 from ..inference.extract import AnswerExtractor, asks_over_documents
@@ -33,7 +33,7 @@ from ..types import Prediction, RankedAnswers
 from .answering import Question
 from .bounded import ClientLeft, bounded, gather_cancelling
 from .config import ServeConfig
-from .guards import PARSED_BODY, BodyGuard, off_loop, read_utf8_json
+from .guards import PARSED_BODY, BodyGuard, names_json, off_loop, read_utf8_json
 from .scheduler import AnswerScheduler
 from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, Span, answer_request_model
 
@@ -139,13 +139,17 @@ class OffLoopJsonRoute(APIRoute):
 def refused_unvalidated(document: Any, fields: set[str], limit: int) -> HTTPException | None:
     """A body's refusal found before the schema checks each of its items, which for a list of 300,000 texts or
     300,000 unknown fields took seconds of the event loop: more texts than a request may ask (413), more unknown
-    fields than a refusal lists (422). None: the schema decides."""
+    fields than a refusal lists, or one whose name holds a lone surrogate (422). None: the schema decides."""
     if not isinstance(document, dict):
         return None
     too_many = too_many_asked(document.get("question"), document.get("context"), limit)
     if too_many:
         return HTTPException(413, too_many)
     unknown = [name for name in document if name not in fields]
+    unreadable = [name for name in unknown if unwritable_character(name)]
+    if unreadable:  # the schema refuses it as the body's, naming neither the field nor that it is unknown
+        return HTTPException(422, f"an unknown field {unreadable[0][:MAX_LOCATION_CHARS]!r}, its name holding a lone "
+                                  f"surrogate; a request has only the fields {', '.join(sorted(fields))}")
     if len(unknown) <= MAX_PROBLEMS:
         return None
     named = ", ".join(repr(name[:MAX_LOCATION_CHARS]) for name in unknown[:3])
@@ -262,12 +266,8 @@ def _unread_media_type(request: Request, error: RequestValidationError) -> str |
     ``application/json`` (or ``application/...+json``) and otherwise validates its bytes, which fail as "not a
     dictionary". None where the body was sent as JSON, or none was sent."""
     sent = request.headers.get("content-type")
-    if sent:
-        message = email.message.Message()
-        message["content-type"] = sent
-        subtype = message.get_content_subtype()
-        if message.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json")):
-            return None
+    if sent and names_json(sent):
+        return None
     if not any(tuple(item.get("loc", ())) == ("body",) and isinstance(item.get("input"), bytes) for item in error.errors()):
         return None
     what = f"its content-type is {sent!r}" if sent else "it has no content-type"

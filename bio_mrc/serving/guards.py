@@ -16,6 +16,7 @@ Refusals answer with the :class:`~bio_mrc.serving.schema.ErrorResponse` shape (`
 from __future__ import annotations
 
 import asyncio
+import email.message
 import json
 import re
 from dataclasses import dataclass
@@ -135,8 +136,16 @@ async def off_loop(parse: Callable[[bytes], Parsed], body: bytes, helper: Helper
 
 def _is_json(scope) -> bool:
     """Whether any ``Content-Type`` header names JSON (the application reads the body by the first of them)."""
-    types = [value.split(b";")[0].strip().lower() for name, value in scope.get("headers", ()) if name == b"content-type"]
-    return any(kind == b"application/json" or kind.endswith(b"+json") for kind in types)
+    return any(names_json(value.decode("latin-1")) for name, value in scope.get("headers", ()) if name == b"content-type")
+
+
+def names_json(content_type: str) -> bool:
+    """Whether FastAPI reads a body of this ``Content-Type`` as JSON, parsed as it parses it (the email parser, which
+    also strips a trailing no-break space or NEL): ``application/json`` or ``application/...+json``."""
+    message = email.message.Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
 def _replay(body: bytes, receive):
