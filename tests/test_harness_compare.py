@@ -10,7 +10,7 @@ import pytest
 from bio_mrc.harness.compare import compare
 from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec, load_config, parse_config
-from bio_mrc.errors import ConfigError
+from bio_mrc.errors import ConfigError, DataFormatError
 from bio_mrc.inference import TrainedModel
 from bio_mrc.machine import machine_description
 
@@ -376,6 +376,33 @@ def test_an_entry_that_holds_no_questions_is_refused_before_training(tiny_encode
     config = parse_config(config_dict(tiny_encoder_dir, **entry))
     with pytest.raises(ConfigError, match=rf"^{re.escape(key)}: .* holds no questions"):
         resolve_splits(config, FIXTURES)
+
+
+@pytest.mark.parametrize("fractions", [[1e-300, 1], [1.0, 1e-9]])
+def test_a_split_fraction_that_leaves_a_part_no_articles_is_refused_naming_the_key(tiny_encoder_dir, fractions):
+    """Both sum to 1 within the tolerance, yet one part's share rounds to none: scikit-learn's ValueError was a traceback."""
+    from bio_mrc.harness.compare import resolve_splits
+
+    config = parse_config(config_dict(tiny_encoder_dir, eval={"path": str(SAMPLE_V1), "split": {"fractions": fractions, "part": 0}}))
+    with pytest.raises(ConfigError, match=r"^eval: split: fraction .* leaves a part no share of the articles$"):
+        resolve_splits(config, FIXTURES)
+
+
+def test_a_data_file_that_is_not_there_is_refused_naming_the_key(tiny_encoder_dir, tmp_path):
+    from bio_mrc.harness.compare import resolve_splits
+
+    config = parse_config(config_dict(tiny_encoder_dir, train={"path": "nope.json"}))
+    with pytest.raises(DataFormatError, match=rf"^train: file not found \(in {re.escape(str(tmp_path / 'nope.json'))}\)$"):
+        resolve_splits(config, tmp_path)
+
+
+@pytest.mark.parametrize("key", ["encoder", "init_from"])
+def test_an_empty_encoder_or_init_from_is_refused_not_read_as_the_current_folder(tiny_encoder_dir, key):
+    """Path("") is "." : an empty name was read as the working folder, refused later as an output inside a model."""
+    raw = config_dict(tiny_encoder_dir)
+    raw["runs"][1][key] = ""
+    with pytest.raises(ConfigError, match=rf"^runs\[1\]: TrainConfig: {key}: an empty path names no folder; give one$"):
+        parse_config(raw)
 
 
 def test_a_squad2_tune_split_for_an_evaluation_that_always_has_answers_is_refused(tiny_encoder_dir, tmp_path):

@@ -31,7 +31,8 @@ def test_a_misspelled_field_is_refused_with_the_field_it_misspells():
 @pytest.mark.parametrize("name, option", [("learning_rate", "--learning-rate"), ("num_train_epochs", "--epochs"),
                                           ("per_device_train_batch_size", "--batch-size"), ("seed", "--seed"),
                                           ("bf16", "--precision"), ("save_steps", "--checkpoint-steps"),
-                                          ("fp16_full_eval", "--precision"), ("bf16_full_eval", "--precision")])
+                                          ("fp16_full_eval", "--precision"), ("bf16_full_eval", "--precision"),
+                                          ("label_smoothing_factor", "bio_targets")])
 def test_a_field_the_package_owns_is_refused_naming_its_option(name, option):
     with pytest.raises(ConfigError, match=f"'{name}' is the package's own: .*{option}"):
         TrainConfig(training_args={name: 1})
@@ -66,6 +67,48 @@ def test_a_value_of_the_wrong_type_is_refused_before_training(name, value, what)
     with pytest.raises(ConfigError, match=rf"training_args: {name} is {what}, got {re.escape(repr(value))}$"):
         TrainConfig(training_args={name: value})
     assert TrainConfig(training_args={"max_grad_norm": 1, "eval_steps": None}).training_args == {"max_grad_norm": 1, "eval_steps": None}
+
+
+@pytest.mark.parametrize("name, value, what", [("adam_beta1", 2, "from 0 up to, not including, 1"),
+                                               ("adam_beta2", 1.0, "from 0 up to, not including, 1"),
+                                               ("adam_beta1", -0.1, "from 0 up to, not including, 1"),
+                                               ("adam_epsilon", -1e-8, "at least 0")])
+def test_an_optimizer_setting_adamw_refuses_is_refused_before_training(name, value, what):
+    """TrainingArguments keeps these unchecked; torch's AdamW refused adam_beta1 2 once the model was built, a ValueError
+    traceback with the model's checkpoints/ folder begun."""
+    with pytest.raises(ConfigError, match=rf"training_args: {name} is {what}, got {re.escape(repr(value))}$"):
+        TrainConfig(training_args={name: value})
+    assert TrainConfig(training_args={"adam_beta1": 0.0, "adam_beta2": 0.5, "adam_epsilon": 0}).training_args["adam_beta1"] == 0.0
+
+
+@pytest.mark.parametrize("name, value", [("torch_compile_mode", "bogus"), ("torch_compile_backend", "no-such-backend")])
+def test_a_compile_mode_or_backend_torch_does_not_know_is_refused_before_training(name, value):
+    """torch.compile refused torch_compile_mode 'bogus' at the first step, a RuntimeError traceback."""
+    with pytest.raises(ConfigError, match=rf"training_args: {name} is one of .*, got {value!r}$"):
+        TrainConfig(training_args={name: value})
+    known = TrainConfig(training_args={"torch_compile_mode": "max-autotune", "torch_compile_backend": "inductor"})
+    assert known.training_args["torch_compile_backend"] == "inductor" and known.training_args["torch_compile_mode"] == "max-autotune"
+
+
+def test_liger_kernels_without_the_package_are_refused_before_training(monkeypatch):
+    """Trainer raised an ImportError traceback once the model was built."""
+    import transformers.utils
+
+    monkeypatch.setattr(transformers.utils, "is_liger_kernel_available", lambda: False)
+    with pytest.raises(ConfigError, match=r"^training_args: use_liger_kernel needs the liger-kernel package, which is not installed$"):
+        TrainConfig(training_args={"use_liger_kernel": True})
+    assert TrainConfig(training_args={"use_liger_kernel": False}).training_args == {"use_liger_kernel": False}
+
+
+def test_an_optimizer_whose_package_is_not_installed_is_refused_before_training():
+    """Trainer raised ImportError for optim adamw_bnb_8bit without bitsandbytes once the model was built."""
+    import importlib.util
+
+    if importlib.util.find_spec("bitsandbytes") is not None:
+        pytest.skip("bitsandbytes is installed here")
+    with pytest.raises(ConfigError, match=r"^training_args: optim 'adamw_bnb_8bit': You need to install `bitsandbytes`"):
+        TrainConfig(training_args={"optim": "adamw_bnb_8bit"})
+    assert TrainConfig(training_args={"optim": "sgd"}).training_args == {"optim": "sgd"}
 
 
 def test_training_args_go_over_the_package_defaults_and_leave_its_own_values(tmp_path):

@@ -37,6 +37,8 @@ def split_by_article(
         share = fraction / left
         if len(np.unique(groups[remaining])) < 2:
             raise ValueError("not enough articles to split")
+        if not 0 < 1.0 - share < 1:  # a fraction so small or so large beside the rest that rounding leaves a part no share
+            raise ValueError(f"fraction {fraction} of {list(fractions)} leaves a part no share of the articles")
         splitter = GroupShuffleSplit(n_splits=1, test_size=1.0 - share, random_state=seed)
         taken, rest = next(splitter.split(remaining, groups=groups[remaining]))
         parts.append([examples[i] for i in sorted(remaining[taken])])

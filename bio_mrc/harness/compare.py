@@ -22,7 +22,7 @@ import numpy as np
 from .. import __version__, registry
 from ..decoding.postprocess import available_decodings
 from ..encoders import load_tokenizer, resolve_encoder, starting_point_digest
-from ..errors import ConfigError
+from ..errors import ConfigError, DataFormatError
 from ..inference import TrainedModel, threshold_key
 from ..inference.answers import span_count_threshold
 from ..inference.tuning import TunedSettings, tune_settings
@@ -71,7 +71,12 @@ def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
 def _questions(key: str, spec: DataSpec, data_dir: Path) -> Split:
     """The questions of the config's entry ``key``; an entry that names none (a ``skip`` past the file's end, an empty
     article part) is a :class:`ConfigError` naming the key, before any model trains."""
-    split = resolve_split(spec, data_dir)
+    try:
+        split = resolve_split(spec, data_dir)
+    except ConfigError as err:
+        raise ConfigError(f"{key}: {err}") from None
+    except DataFormatError as err:  # the file's problem, named with the config key that points to it
+        raise DataFormatError(f"{key}: {err.problem}", err.record, err.source) from None
     if not split.examples:
         raise ConfigError(f"{key}: {spec.describe()} holds no questions; a comparison trains, tunes and scores on at least one")
     return split

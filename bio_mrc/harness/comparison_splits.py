@@ -112,7 +112,11 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
                           data_format=task.layout, needs_gold="bio-mrc compare")
         examples, is_v2, detected = task.task_examples(data.examples), data.is_v2, task.format_of_read(data.format)
     if spec.split:
-        examples = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))[spec.split["part"]]
+        try:
+            parts = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))
+        except ValueError as err:  # too few articles, or a fraction that leaves a part none
+            raise ConfigError(f"split: {err}") from None
+        examples = parts[spec.split["part"]]
     examples = examples[spec.skip : spec.skip + spec.limit if spec.limit else None]
     if spec.unanswerable_ratio:
         examples = add_unanswerable(examples, spec.unanswerable_ratio, seed=spec.split.get("seed", 0) if spec.split else 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 import types
 import typing
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -74,6 +75,8 @@ OWNED_TRAINING_ARGS = {
     "resume_from_checkpoint": "set resume (--resume): it checks the checkpoint is this run's",
     "remove_unused_columns": "the windows hold only the model's inputs and targets, which forward takes by name",
     "label_names": "each head names its own targets",
+    "label_smoothing_factor": "Trainer smooths a 'labels' input, which the model has none of: each head computes its own loss "
+                              "(bio_targets and span_targets soften the targets)",
     "disable_tqdm": "set progress (train_model(progress=...); the CLI shows bars)",
 }
 
@@ -163,6 +166,40 @@ TRAINING_ARGS_MINIMUMS = {"gradient_accumulation_steps": 1, "eval_accumulation_s
 OPTIONAL_TRAINING_COUNTS = {"eval_accumulation_steps", "dataloader_prefetch_factor"}  # None: TrainingArguments' default
 
 
+# The optimizer's own ranges (torch's AdamW refuses values outside them once the model is built and training begins):
+# name -> (least, bound, whether the bound itself is allowed).
+TRAINING_ARGS_RANGES = {"adam_beta1": (0.0, 1.0, False), "adam_beta2": (0.0, 1.0, False), "adam_epsilon": (0.0, math.inf, True)}
+
+
+def _check_training_ranges(values: dict[str, Any]) -> None:
+    for name, (least, bound, inclusive) in TRAINING_ARGS_RANGES.items():
+        value = values.get(name, least)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
+                least <= value and (value <= bound if inclusive else value < bound)):
+            span = f"at least {least:g}" if math.isinf(bound) else f"from {least:g} up to, not including, {bound:g}"
+            raise ConfigError(f"training_args: {name} is {span}, got {value!r}")
+
+
+def _check_compile_names(values: dict[str, Any]) -> None:
+    """A compile mode or backend torch does not know, or kernels not installed, refused here: torch.compile and Trainer
+    refuse them once training has begun."""
+    if isinstance(mode := values.get("torch_compile_mode"), str):
+        from torch._inductor import list_mode_options
+
+        if mode not in list_mode_options():
+            raise ConfigError(f"training_args: torch_compile_mode is one of {', '.join(list_mode_options())}, got {mode!r}")
+    if values.get("use_liger_kernel") is True:
+        from transformers.utils import is_liger_kernel_available
+
+        if not is_liger_kernel_available():  # Trainer raised ImportError once the model was built
+            raise ConfigError("training_args: use_liger_kernel needs the liger-kernel package, which is not installed")
+    if isinstance(backend := values.get("torch_compile_backend"), str):
+        from torch._dynamo import list_backends
+
+        if backend not in (known := list_backends(exclude_tags=())):
+            raise ConfigError(f"training_args: torch_compile_backend is one of {', '.join(known)}, got {backend!r}")
+
+
 def _check_training_counts(values: dict[str, Any]) -> None:
     for name, least in TRAINING_ARGS_MINIMUMS.items():
         value = values.get(name, least)
@@ -212,10 +249,25 @@ def check_training_args(values: dict[str, Any]) -> None:
             raise ConfigError(f"training_args: {name!r} is not a TrainingArguments field{hint}")
     _check_training_counts(values)
     _check_training_types(values)
+    _check_training_ranges(values)
+    _check_compile_names(values)
     try:
-        TrainingArguments(output_dir="training-args-check", **{"report_to": "none", **values})
+        arguments = TrainingArguments(output_dir="training-args-check", **{"report_to": "none", **values})
     except (ValueError, TypeError, ImportError, RuntimeError) as err:
         raise ConfigError(f"training_args {values}: {err}") from None
+    if "optim" in values:
+        _check_optimizer_installed(arguments)
+
+
+def _check_optimizer_installed(arguments: Any) -> None:
+    """An ``optim`` whose package is not installed (bitsandbytes, GaLore, ...): Trainer looks for it, and raises
+    ImportError, only once the model is built."""
+    from transformers import Trainer
+
+    try:
+        Trainer.get_optimizer_cls_and_kwargs(arguments)
+    except ImportError as err:
+        raise ConfigError(f"training_args: optim {arguments.optim.value!r}: {err}") from None
 
 
 # Bounds on sizes no run needs more of; beyond them a typo (1e308) is refused instead of overflowing later.
@@ -303,6 +355,9 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        # an empty name would be read as the current folder (Path("") is ".")
+        if empty := [name for name in ("encoder", "init_from") if isinstance(getattr(self, name), str) and not getattr(self, name).strip()]:
+            raise ConfigError(f"TrainConfig: {empty[0]}: an empty path names no folder; give one")
         self.encoder, self.init_from = _one_spelling(self.encoder), _one_spelling(self.init_from)
         self.features  # noqa: B018 (FeatureConfig refuses windows without room for the stride)
         self._check_loss_weights()
