@@ -419,7 +419,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def _scored_questions(args: argparse.Namespace, examples):
     """The questions ``evaluate`` scores: all it read (the first ``--limit`` of them), or with ``--only-predicted`` those
     the predictions file answers. A subset is stated on stderr and in the metrics' ``scored`` entry."""
-    from .data.json_reader import read_json
+    from .data.json_reader import DataFormatError, read_json
     from .data.predictions import ScoredQuestions
 
     examples = examples[:args.limit] if args.limit else examples
@@ -427,7 +427,10 @@ def _scored_questions(args: argparse.Namespace, examples):
         subset = f"the first {len(examples)} questions of {args.data} (--limit {args.limit})" if args.limit else None
         return ScoredQuestions(list(examples), len(examples), subset)
     answered = read_json(args.predictions)
-    kept = [ex for ex in examples if isinstance(answered, dict) and ex.id in answered]
+    if not isinstance(answered, dict):  # as load_predictions says it, not as "no question has an answer"
+        raise DataFormatError(f"expected an object {{question id: answer}}, got a JSON {type(answered).__name__}",
+                              source=str(args.predictions))
+    kept = [ex for ex in examples if ex.id in answered]
     if not kept:
         raise ConfigError(f"--only-predicted: no question of {args.data} has an answer in {args.predictions}")
     subset = f"the {len(kept)} of {len(examples)} questions of {args.data} that {args.predictions} answers (--only-predicted)"

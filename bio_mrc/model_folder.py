@@ -307,6 +307,7 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
             raise fail(folder, "config.json", f"min_span_probabilities.{decoding} must be a probability in [0, 1], got {probability!r}")
     for decoding, calibrator in _mapping(config, "calibration", folder).items():
         _check_calibrator(decoding, calibrator, folder)
+    _mapping(config, "tuned_on", folder)  # tune reads it as an object when it saves new settings
     _warn_of_unknown_decodings(config, folder)
 
 

@@ -278,6 +278,33 @@ def test_bad_prediction_values_are_named(tmp_path):
         load_predictions(preds, ["q1"])
 
 
+def test_a_nan_in_a_prediction_file_is_located(tmp_path):
+    """json.dump writes a NaN no-answer probability as NaN, which was refused without saying where: in a file of
+    thousands of questions it was not to be found. "NaN" inside a string is text, not the number."""
+    probs = tmp_path / "na_probs.json"
+    probs.write_text('{"NaN": 0.5,\n "a\\"NaN": NaN}')  # the number is on line 2, column 12
+    with pytest.raises(DataFormatError, match=r"^NaN is not a JSON number") as info:
+        load_na_probs(probs, ["NaN"])
+    assert info.value.problem.endswith("(line 2, column 12)") and info.value.source == str(probs)
+    probs.write_text('{"q1": "x", "q2": -Infinity}')
+    with pytest.raises(DataFormatError, match=r"-Infinity is not a JSON number") as info:
+        load_predictions(probs, ["q1", "q2"])
+    assert info.value.problem.endswith("(line 1, column 19)")
+
+
+def test_a_huge_prediction_value_is_shown_shortened(tmp_path):
+    """A value of the wrong type was shown whole: an n-best file given as predictions, or an answer list of a
+    million characters, made an error line of that length, the question's id at its end."""
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps({"q1": ["x" * 1_000_000, "y"]}))
+    with pytest.raises(DataFormatError, match="got the list of spans") as info:
+        load_predictions(preds, ["q1"])
+    assert info.value.record == "q1" and len(str(info.value)) < 1000
+    with pytest.raises(DataFormatError, match="must be a finite number") as info:
+        load_na_probs(preds, ["q1"])
+    assert info.value.record == "q1" and len(str(info.value)) < 1000
+
+
 def test_no_answer_scores_of_any_scale_are_read_as_the_official_script_reads_them(tmp_path, capsys):
     # BERT's null_odds.json: a log-odds score per question, negative or above 1
     data = squad_file(tmp_path, [question("q1"), {"id": "q2", "question": "?", "answers": [], "is_impossible": True}, question("q3")])

@@ -57,6 +57,14 @@ def test_only_predicted_with_no_common_id_is_one_line(capsys, tmp_path):
     assert "\n" not in error and "--only-predicted: no question of" in error and "has an answer in" in error
 
 
+def test_only_predicted_with_a_list_names_the_files_problem(capsys, tmp_path):
+    """A predictions file that is a JSON list was refused as answering no question of the data."""
+    (tmp_path / "list.json").write_text('["France"]')
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(tmp_path / "list.json"), "--only-predicted"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == f"error: expected an object {{question id: answer}}, got a JSON list (in {tmp_path / 'list.json'})"
+
+
 def test_limit_with_strict_takes_a_predictions_file_of_the_whole_data(capsys, tmp_path):
     """Answers to questions past --limit are of questions of the data: neither refused under --strict (nor always, as
     MultiSpanQA's strict reading was) as "not questions of the data", nor warned about; a truly unknown id still is."""

@@ -113,6 +113,17 @@ def test_a_span_count_rule_that_is_no_probability_is_refused(saved_model, tmp_pa
 
 
 @pytest.mark.parametrize("value, match", [
+    (["v2.json"], r"tuned_on must be an object, got \['v2.json'\]"),
+    ("v2.json", "tuned_on must be an object, got 'v2.json'"),
+    (5, "tuned_on must be an object, got 5"),
+])
+def test_a_tuned_on_that_is_no_object_is_refused(saved_model, tmp_path, value, match):
+    """A tuned_on of another type loaded, and tune ended in an AttributeError traceback after answering every question."""
+    refused(edit_config(copy_of(saved_model, tmp_path), tuned_on=value), match)
+    TrainedModel.load(edit_config(copy_of(saved_model, tmp_path), tuned_on={"description": "dev.json", "questions": 3}))
+
+
+@pytest.mark.parametrize("value, match", [
     ("high", r"calibration.joint.no_answer_threshold must be a number, got 'high'"),
     ({"__float__": "NaN"}, r"calibration.joint.no_answer_threshold must be a number, got nan"),  # as config.json saves it
 ])

@@ -44,8 +44,28 @@ def _object_without_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any
     return found
 
 
+class SpecialNumberError(NotPlainJsonError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` where a number is (Python's ``json.dumps`` writes them)."""
+
+
 def _no_special_number(name: str) -> Any:
-    raise NotPlainJsonError(f"{name} is not a JSON number (Python writes it, the JSON standard and other readers refuse it)")
+    raise SpecialNumberError(f"{name} is not a JSON number (Python writes it, the JSON standard and other readers refuse it)")
+
+
+# A whole string (skipped, so a "NaN" inside one is text) or a special number outside any string.
+_STRING_OR_SPECIAL = re.compile(r'"(?:[^"\\]++|\\.)*+"|(-?Infinity|NaN)')
+
+
+def _located_special_number(err: SpecialNumberError, text: str, first_line: int) -> SpecialNumberError:
+    """``err`` with the line and column of the first special number of ``text``: the parser names neither, and one
+    value among thousands of records is otherwise not to be found."""
+    found = next((m for m in _STRING_OR_SPECIAL.finditer(text) if m.group(1)), None)
+    if found is None:
+        return err
+    at = found.start(1)
+    located = SpecialNumberError(f"{err} (line {text.count(chr(10), 0, at) + first_line}, column {at - text.rfind(chr(10), 0, at)})")
+    located.located = True
+    return located
 
 
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -86,6 +106,8 @@ def loads(text: str, first_line: int = 1) -> Any:
         return json.loads(text, object_pairs_hook=_object_without_repeated_keys, parse_constant=_no_special_number)
     except RecursionError:
         raise NotPlainJsonError("arrays or objects nested deeper than Python's JSON reader follows") from None
+    except SpecialNumberError as err:
+        raise _located_special_number(err, text, first_line) from None
     except ValueError as err:  # an integer past Python's digit limit: its int() refuses it, the scanner passes it on
         if isinstance(err, (json.JSONDecodeError, NotPlainJsonError)):
             raise

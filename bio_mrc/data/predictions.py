@@ -11,6 +11,7 @@ its official script asserts that the ids match.
 from __future__ import annotations
 
 import math
+import reprlib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,15 @@ from typing import Any, Collection, Mapping
 from ..io import home_expanded
 from ..types import Example
 from .json_reader import DataFormatError, read_json
+
+
+_SHORT = reprlib.Repr()  # keywords only from Python 3.12
+_SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 80, 40, 80, 5, 5, 3
+
+
+def _value(value: Any) -> str:
+    """A value of the wrong kind, shortened: an n-best entry or a string of millions of characters would make a line as long."""
+    return _SHORT.repr(value)
 
 
 def _shown(ids: list[str]) -> str:
@@ -93,13 +103,13 @@ def load_predictions(
     for qid, answer in predictions.items():
         if multi_span:
             if not isinstance(answer, list) or not all(isinstance(span, str) for span in answer):
-                raise DataFormatError(f"a multi-span prediction must be a list of strings, got {answer!r}", qid, source)
+                raise DataFormatError(f"a multi-span prediction must be a list of strings, got {_value(answer)}", qid, source)
         elif isinstance(answer, list):  # predict --multi-span's file on questions whose listed answers are alternatives
-            raise DataFormatError(f"a prediction must be a string, got the list of spans {answer!r}: a multi-span answer "
+            raise DataFormatError(f"a prediction must be a string, got the list of spans {_value(answer)}: a multi-span answer "
                                   "is scored with MultiSpanQA's metrics, against questions whose listed answers are its "
                                   "parts (--format answer-parts); for SQuAD's metrics predict without --multi-span", qid, source)
         elif not isinstance(answer, str):
-            raise DataFormatError(f"a prediction must be a string, got {answer!r}", qid, source)
+            raise DataFormatError(f"a prediction must be a string, got {_value(answer)}", qid, source)
     return predictions, missing
 
 
@@ -120,7 +130,7 @@ def load_na_probs(path: str | Path, question_ids: Collection[str], strict: bool 
     probs, missing = _read_id_map(path, question_ids, "probability", strict, unscored)
     for qid, prob in probs.items():
         if not _finite_number(prob):
-            raise DataFormatError(f"a no-answer probability or score must be a finite number, got {prob!r}", qid, str(path))
+            raise DataFormatError(f"a no-answer probability or score must be a finite number, got {_value(prob)}", qid, str(path))
     return {qid: float(p) for qid, p in probs.items()}, missing
 
 
