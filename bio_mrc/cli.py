@@ -648,7 +648,8 @@ def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] |
 def _export_onnx(args: argparse.Namespace) -> dict:
     from .inference.onnx import export_onnx
 
-    return export_onnx(args.model, args.output, opset=args.opset, atol=args.atol, overwrite=args.overwrite)
+    given = {name: getattr(args, name) for name in EXPORT_OPTIONS if getattr(args, name) is not None}
+    return export_onnx(args.model, args.output, overwrite=args.overwrite, **given)  # the others: export_onnx's defaults
 
 
 def _export_transformers(args: argparse.Namespace) -> dict:
@@ -658,9 +659,16 @@ def _export_transformers(args: argparse.Namespace) -> dict:
 
 
 EXPORT_FORMATS = {"onnx": _export_onnx, "transformers": _export_transformers}  # --format: how each is written
+# The options of one format alone (unset by default): another format would ignore them, so given to it they are refused.
+EXPORT_OPTIONS = {"opset": "onnx", "atol": "onnx"}
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    unread = [name for name, owner in EXPORT_OPTIONS.items() if getattr(args, name) is not None and owner != args.format]
+    if unread:
+        named, one = " and ".join(f"--{name}" for name in unread), len(unread) == 1
+        raise ConfigError(f"{named} {'is' if one else 'are'} read by the {EXPORT_OPTIONS[unread[0]]} export alone, not by "
+                          f"--format {args.format}: leave {'it' if one else 'them'} out")
     check_library_path(check_folder_target(args.output))  # both formats save a tokenizer
     print(printable_line(f"exporting {args.model} to {args.format} in {args.output}"), file=sys.stderr)
     record = EXPORT_FORMATS[args.format](args)
@@ -868,8 +876,9 @@ def _add_compare_and_extract(add_command) -> None:
 
 def _add_export_command(add_command) -> None:
     """export: a saved model as a self-describing ONNX folder that predict, extract and AnswerExtractor run.
-    The defaults are bio_mrc.inference.onnx's DEFAULT_OPSET and TOLERANCE (not imported here, so that
-    building the parser does not load the inference package; tests/test_onnx.py ties them)."""
+    ``--opset`` and ``--atol`` are unset by default (export_onnx's defaults apply): their help names
+    bio_mrc.inference.onnx's DEFAULT_OPSET and TOLERANCE (not imported here, so that building the parser does not
+    load the inference package; tests/test_onnx.py ties them)."""
     export = add_command("export", help="export a model to ONNX (needs pip install bio_mrc[onnx]; predict/extract/"
                                          "AnswerExtractor run the folder with ONNX Runtime), or its span head as "
                                          "transformers' ...ForQuestionAnswering")
@@ -879,9 +888,9 @@ def _add_export_command(add_command) -> None:
     export.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="onnx",
                         help="onnx: the whole model for ONNX Runtime; transformers: the encoder and span head as "
                              "transformers' extractive QA model (no BIO head, windows or tuned settings)")
-    export.add_argument("--opset", type=int, default=18, help="ONNX opset version (onnx)")
-    export.add_argument("--atol", type=float, default=1e-4,
-                        help="largest logit difference from PyTorch allowed on the random windows checked at export (onnx)")
+    export.add_argument("--opset", type=int, help="ONNX opset version (onnx) (default: 18)")
+    export.add_argument("--atol", type=float, help="largest logit difference from PyTorch allowed on the random windows "
+                                                   "checked at export (onnx) (default: 0.0001)")
     export.add_argument("--overwrite", action="store_true", help="replace the files of a folder that is not empty")
     export.set_defaults(func=cmd_export)
 

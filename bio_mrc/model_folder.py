@@ -163,10 +163,27 @@ def _without_vocabulary(folder: Path) -> str:
     names a tokenizer of no vocabulary file (Canine reads characters), which has no fast form to give offsets."""
     named = read_json_object(folder, "tokenizer_config.json").get("tokenizer_class") \
         if (folder / "tokenizer_config.json").is_file() else None
-    if not isinstance(named, str):
+    needs = _vocabulary_files_of(named) if isinstance(named, str) else None
+    if needs is None:
         return "copy the encoder's tokenizer files into it"
+    if needs:  # BertTokenizer reads vocab.txt or tokenizer.json: the files are missing, not the tokenizer's kind wrong
+        return (f"its tokenizer_config.json names {named}, whose vocabulary file is missing (it looks for "
+                f"{', '.join(needs)}): copy the encoder's tokenizer files into it")
     return (f"its tokenizer_config.json names {named}, a tokenizer without one, which gives no offset mappings to map "
             "tokens back to characters; bio_mrc needs an encoder with a fast tokenizer (a tokenizer.json)")
+
+
+def _vocabulary_files_of(tokenizer_class: str) -> list[str] | None:
+    """The files transformers' tokenizer class of that name reads its vocabulary from (none for Canine, which reads
+    characters); None for a name transformers does not know."""
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    try:
+        found = tokenizer_class_from_name(tokenizer_class)
+    except (ImportError, AttributeError, ValueError):  # a class whose optional package is missing
+        return None
+    files = getattr(found, "vocab_files_names", None)
+    return None if not isinstance(files, dict) else list(dict.fromkeys(str(name) for name in files.values()))
 
 
 def fail(folder: Path, file: str | None, problem: str) -> ModelFormatError:

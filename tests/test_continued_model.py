@@ -91,3 +91,27 @@ def test_a_stop_while_tuned_settings_are_saved_waits_for_the_card(tiny_encoder_d
         signal.signal(signal.SIGINT, previous)
     assert BioMrcConfig.from_pretrained(folder).bio_length_prior == 1.5
     assert "1.5" in (folder / CARD_FILE).read_text(encoding="utf-8")  # the card of the settings saved
+
+
+def test_an_init_from_model_whose_encoder_config_transformers_rejects_is_one_line_before_any_work(trained_dir, tmp_path,
+                                                                                                   capsys):
+    """Its encoder's ``use_cache`` a string: refused in the line ``predict`` gives for the folder, before ``precision:
+    auto`` reads the encoder's config (which raised transformers' own error) and before the output folder is made."""
+    import json
+
+    from bio_mrc.cli import main
+
+    from .conftest import SAMPLE_V1
+
+    broken = tmp_path / "broken"
+    shutil.copytree(trained_dir, broken)
+    config = json.loads((broken / "config.json").read_text(encoding="utf-8"))
+    config["encoder"]["use_cache"] = "x"
+    (broken / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--init-from", str(broken),
+                 "--precision", "auto"])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2
+    assert error.startswith("error: config.json: describes no model this version can build: ")
+    assert error.endswith(f"(in {broken})")
+    assert not (tmp_path / "out").exists()

@@ -624,3 +624,24 @@ def test_evaluation_during_training_answers_in_the_precision_the_comparison_scor
     split = Split(sample_v1.examples[:2], "squad-v1.1", "two questions")
     models.obtain_model(run, 1, split, tmp_path / "models", progress=False, held_out=split)
     assert [e.precision for e in evaluators] == [expected]
+
+
+def test_a_run_init_from_a_model_whose_encoder_config_transformers_rejects_is_refused_before_training(trained_dir,
+                                                                                                       tmp_path):
+    """Its encoder's ``use_cache`` a string: the run's key names it in one line before any run trains, as training
+    would refuse it once the run's turn came."""
+    import shutil
+
+    from bio_mrc.harness.config import RunSpec
+    from bio_mrc.harness.models import check_model_sources
+    from bio_mrc.training.config import TrainConfig
+
+    broken = tmp_path / "broken"
+    shutil.copytree(trained_dir, broken)
+    config = json.loads((broken / "config.json").read_text(encoding="utf-8"))
+    config["encoder"]["use_cache"] = "x"
+    (broken / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    run = RunSpec("next", TrainConfig(init_from=str(broken)))
+    with pytest.raises(ConfigError, match=r"^runs\[0\]\.init_from: config\.json: describes no model this version can "
+                                          rf"build: .*\(in {re.escape(str(broken))}\)$"):
+        check_model_sources([run], [run], tmp_path / "models")

@@ -85,6 +85,36 @@ def test_an_integer_past_64_bits_is_read_as_json_reads_it(tmp_path, number, wher
     assert questions == load_squad(path).examples
 
 
+
+@pytest.mark.parametrize("number", ["1e400", "-1.5E+309", "1" + "0" * 400 + ".0"])
+def test_a_number_too_large_for_a_float_is_refused_alike_by_both_readers(tmp_path, number):
+    """In a field nothing reads: the whole-file reader read it as infinity, yajl refused it as a "numeric (floating
+    point) overflow"; both refuse it in the same words, naming the file. A float that is merely small (1e-400, read
+    as 0.0) and an integer of any size are read as json reads them."""
+    path = tmp_path / "huge.json"
+    path.write_text('{"data": [' + ARTICLE.replace('"title": "t"', f'"title": "t", "weight": {number}') + "]}",
+                    encoding="utf-8")
+    for read in (load_squad, lambda p: list(stream_squad(p))):
+        with pytest.raises(DataFormatError) as caught:
+            read(path)
+        assert caught.value.problem.startswith("a number too large for a float (it would be read as infinity)")
+        assert caught.value.source == str(path)
+    path.write_text('{"data": [' + ARTICLE.replace('"title": "t"', '"title": "t", "weight": 1e-400') + "]}",
+                    encoding="utf-8")
+    assert list(stream_squad(path)) == load_squad(path).examples
+
+
+def test_a_control_character_after_an_integer_past_64_bits_is_one_line(tmp_path):
+    """After such an integer the file is read by ijson's Python parser, whose strings json decodes: a raw control
+    character in one raised json's own error, a traceback, where yajl's reading refuses it in one line."""
+    articles = [ARTICLE.replace('"title": "t"', f'"title": "t", "hash": {2**64}'), ARTICLE.replace("Ada wrote", "Ada\x01 wrote")]
+    path = tmp_path / "control.json"
+    path.write_text('{"data": [' + ", ".join(articles) + "]}", encoding="utf-8")
+    with pytest.raises(DataFormatError) as caught:
+        list(stream_squad(path))
+    assert caught.value.problem.startswith("not valid JSON: Invalid control character inside a string;")
+    assert caught.value.source == str(path)
+
 PIECES = ["a", "ud800", "\\\\", "\\ud83d", "\\ude00", "\\ud800", '"', "\\u0041"]
 
 

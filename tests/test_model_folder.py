@@ -695,3 +695,20 @@ def test_a_non_ascii_model_folder_loads_under_an_ascii_locale(tiny_tokenizer, tm
             "check_window_frame(sys.argv[1], AutoTokenizer.from_pretrained(sys.argv[1]))\nprint('checked')")
     run = ascii_locale_run(code, str(folder))
     assert (run.returncode, run.stdout.strip()) == (0, "checked"), run.stderr[-2000:]
+
+
+def test_an_encoder_without_the_vocabulary_its_named_tokenizer_reads_is_told_which_files_are_missing(tiny_encoder_dir,
+                                                                                                     tmp_path):
+    """tokenizer_config.json names BertTokenizer, which reads vocab.txt or tokenizer.json: the line names those files
+    as missing, not BertTokenizer as a tokenizer without a vocabulary (what Canine is)."""
+    from bio_mrc.model_folder import check_encoder_folder
+
+    for name in ("config.json", "model.safetensors", "tokenizer_config.json"):
+        shutil.copy(tiny_encoder_dir / name, tmp_path / name)
+    assert json.loads((tmp_path / "tokenizer_config.json").read_text(encoding="utf-8"))["tokenizer_class"] == "BertTokenizer"
+    with pytest.raises(ModelFormatError) as refused:
+        check_encoder_folder(tmp_path)
+    assert str(refused.value) == (
+        "no tokenizer vocabulary (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model file): its "
+        "tokenizer_config.json names BertTokenizer, whose vocabulary file is missing (it looks for vocab.txt, "
+        f"tokenizer.json): copy the encoder's tokenizer files into it (in {tmp_path})")

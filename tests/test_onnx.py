@@ -57,9 +57,16 @@ def test_the_export_folder_describes_itself(onnx_dir, trained_dir):  # noqa: F81
     assert not list(onnx_dir.glob(".*staging*"))
 
 
-def test_the_cli_defaults_are_the_modules(tmp_path):
+def test_the_cli_defaults_are_the_modules(tmp_path, capsys):
+    """--opset and --atol are unset (export_onnx's defaults apply, and --format transformers can tell them given);
+    their help names those defaults."""
     args = build_parser().parse_args(["export", "--model", "m", "--output", str(tmp_path)])
-    assert (args.opset, args.atol, args.format) == (DEFAULT_OPSET, TOLERANCE, "onnx")
+    assert (args.opset, args.atol, args.format) == (None, None, "onnx")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["export", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert f"ONNX opset version (onnx) (default: {DEFAULT_OPSET})" in shown
+    assert f"checked at export (onnx) (default: {TOLERANCE})" in shown
 
 
 @pytest.mark.slow

@@ -348,6 +348,19 @@ def test_export_to_transformers_needs_a_span_head(tiny_encoder_dir, tmp_path, ca
     assert "has no span head (heads 'bio')" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
+
+@pytest.mark.parametrize(("given", "named"), [(["--atol", "nan", "--opset", "-1"], "--opset and --atol are"),
+                                              (["--atol", "-1"], "--atol is"), (["--opset", "18"], "--opset is")])
+def test_export_to_transformers_refuses_the_onnx_options(tmp_path, capsys, given, named):
+    """--opset and --atol are the ONNX export's: given with --format transformers (even at their ONNX defaults) they
+    are refused in one line before the model is read, not ignored."""
+    code = main(["export", "--model", str(tmp_path / "absent"), "--format", "transformers", "--output",
+                 str(tmp_path / "out"), *given])
+    err = capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "out").exists()
+    assert err == f"error: {named} read by the onnx export alone, not by --format transformers: leave " \
+                  f"{'them' if ' and ' in named else 'it'} out\n"
+
 def _save_weights(folder: Path, change) -> None:
     from safetensors.torch import load_file, save_file
 

@@ -57,7 +57,7 @@ class Source:
     def json(self) -> Any:
         """The whole file's JSON value; a file that is not JSON raises when its reader asks, not when detected."""
         try:
-            return read_json(self.path)
+            return read_json(self.path, finite=True)  # 1e400 refused, as the streaming reader refuses it
         except DataFormatError as error:
             return error
 

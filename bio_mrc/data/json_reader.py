@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 from ..errors import DataFormatError
 from ..io import home_expanded, special_file_kind
 
-__all__ = ["DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "lone_surrogate_escape", "loads", "not_utf8",
+__all__ = ["FLOAT_TOO_LARGE", "DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "lone_surrogate_escape", "loads", "not_utf8",
            "read_json"]
 
 
@@ -68,6 +69,17 @@ def _located_special_number(err: SpecialNumberError, text: str, first_line: int)
     return located
 
 
+FLOAT_TOO_LARGE = "a number too large for a float (it would be read as infinity)"
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number with a fraction or exponent, refused where it overflows (``1e400``), as yajl refuses it."""
+    value = float(text)
+    if math.isinf(value):
+        raise NotPlainJsonError(FLOAT_TOO_LARGE)
+    return value
+
+
 SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # Text read from an escape boundary on: plain characters, an escape other than \\u (\\\\ among them, so a backslash's
 # parity is kept), a \\u escape of no surrogate, and a high surrogate's escape with its low one, each taken whole and
@@ -94,16 +106,18 @@ def lone_surrogate_escape(text: str, begin: int = 0, end: int | None = None) -> 
     return None
 
 
-def loads(text: str, first_line: int = 1) -> Any:
+def loads(text: str, first_line: int = 1, finite: bool = False) -> Any:
     """``json.loads`` that refuses what would lose or garble a value (:class:`NotPlainJsonError`): an object with a
     repeated key, ``NaN``/``Infinity``, and a lone UTF-16 surrogate escape (named by line and column, the text's
-    first line numbered ``first_line``: a JSON Lines line's number in its file)."""
+    first line numbered ``first_line``: a JSON Lines line's number in its file); with ``finite``, a number too large
+    for a float (``1e400``), which the streaming reader of data files refuses too."""
     if lone := lone_surrogate_escape(text):
         line = text.count("\n", 0, lone.start()) + first_line
         column = lone.start() - text.rfind("\n", 0, lone.start())
         raise LoneSurrogateError(f"{lone.group()} is half of a UTF-16 surrogate pair, no character (line {line}, column {column})")
     try:
-        return json.loads(text, object_pairs_hook=_object_without_repeated_keys, parse_constant=_no_special_number)
+        return json.loads(text, object_pairs_hook=_object_without_repeated_keys, parse_constant=_no_special_number,
+                          parse_float=_finite_float if finite else float)
     except RecursionError:
         raise NotPlainJsonError("arrays or objects nested deeper than Python's JSON reader follows") from None
     except SpecialNumberError as err:
@@ -139,8 +153,9 @@ def check_not_special(path: str | Path, expected: str = "a file") -> None:
         raise DataFormatError(f"expected {expected}, found {kind}", source=str(path))
 
 
-def read_json(path: str | Path) -> Any:
-    """Parse a UTF-8 JSON file, turning every failure into a DataFormatError naming the file."""
+def read_json(path: str | Path, finite: bool = False) -> Any:
+    """Parse a UTF-8 JSON file, turning every failure into a DataFormatError naming the file (``finite``: as
+    :func:`loads`)."""
     path = home_expanded(path)
     source = str(path)
     check_not_special(path, "a JSON file")
@@ -153,7 +168,7 @@ def read_json(path: str | Path) -> Any:
     except UnicodeDecodeError as err:
         raise DataFormatError(not_utf8(err), source=source) from None
     try:
-        return loads(text)
+        return loads(text, finite=finite)
     except NotPlainJsonError as err:
         raise DataFormatError(str(err), source=source) from None
     except json.JSONDecodeError as err:

@@ -9,12 +9,13 @@ each becomes a :class:`DataFormatError` naming the file.
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
 import ijson
 
-from .json_reader import DataFormatError, RepeatedKeyError, lone_surrogate_escape, not_utf8
+from .json_reader import FLOAT_TOO_LARGE, DataFormatError, RepeatedKeyError, lone_surrogate_escape, not_utf8
 
 _BOM = b"\xef\xbb\xbf"
 _ESCAPE_WIDTH = 12  # a surrogate pair's two escapes: deciding about one needs the 12 characters from it on
@@ -169,6 +170,8 @@ class SquadJsonStream:
             raise DataFormatError("expected a JSON file, found a folder", source=source) from None
         except RepeatedKeyError as err:
             raise DataFormatError(str(err), source=source) from None
+        except json.JSONDecodeError as err:  # ijson's Python parser (after a >64-bit integer) reads strings with json's
+            raise DataFormatError(f"not valid JSON: {err.msg.removesuffix(' at')} inside a string", source=source) from None
         except UnicodeDecodeError:  # yajl found bytes that are no UTF-8 inside a string
             raise DataFormatError(self._not_utf8() or "not UTF-8 text", source=source) from None
         except ijson.JSONError as err:
@@ -177,6 +180,8 @@ class SquadJsonStream:
             first = message.strip().splitlines()[0] if message.strip() else message
             if "integer overflow" in first:
                 raise _BeyondInt64() from None
+            if "floating point) overflow" in first:  # 1e400: the whole-file reader refuses it in these words
+                raise DataFormatError(FLOAT_TOO_LARGE, source=source) from None
             truncated = "premature EOF" in first
             if not truncated and (problem := self._not_utf8()):  # yajl calls bytes that are no UTF-8 (Latin-1, UTF-16) bad JSON
                 raise DataFormatError(problem, source=source) from None

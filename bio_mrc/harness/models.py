@@ -13,6 +13,7 @@ from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, ModelFormatError
 from ..hub import local_folder
 from ..io import sole_process_in
+from ..model import BioMrcForQuestionAnswering
 from ..model_folder import check_model_folder
 from ..qa_checkpoints import encoder_positions, windows_that_fit
 from ..inference.during_training import TrainingEvaluator
@@ -120,7 +121,9 @@ def check_model_sources(runs: list[RunSpec], all_runs: list[RunSpec], models_dir
             continue
         try:
             if init_from:
-                check_model_folder(local_folder(resolve_init_from(init_from), "model folder"), tokenizer_required=False)
+                # with the model class: a config.json transformers rejects is refused here, as training refuses it
+                check_model_folder(local_folder(resolve_init_from(init_from), "model folder"), BioMrcForQuestionAnswering,
+                                   tokenizer_required=False)
             else:
                 encoder = resolve_encoder(run.train.encoder)
         except (ConfigError, ModelFormatError) as err:

@@ -30,7 +30,8 @@ from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig, check_trackers_installe
 from .saving import (TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, push_final_model,
                      save_final_model)
 from .trainer import (
-    Evaluator, HeadRateTrainer, UnheldAnswersWarning, build_trainer, fresh_model_and_tokenizer, training_arguments,
+    Evaluator, HeadRateTrainer, UnheldAnswersWarning, build_trainer, fresh_model_and_tokenizer, starting_point,
+    training_arguments,
 )
 
 
@@ -107,6 +108,8 @@ def train_model(
     ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
     _check_examples(examples)  # before the precision measurement, the first work
+    if config.init_from:  # a config.json transformers rejects is one line, not a traceback from reading its encoder
+        starting_point(config)
     choices = config.precision_choices()
     output_dir, config = Path(home_expanded(output_dir)), replace(config, precision=choices["training"]["precision"])
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
