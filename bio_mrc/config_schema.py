@@ -2,7 +2,7 @@
 
 A field's JSON type comes from its annotation and its allowed values from its ``metadata``:
 ``choices`` (an enum; a function of no arguments, such as a registry's names, is called when the schema
-is built, so it never holds a stale copy), ``minimum``, ``exclusive_minimum``, ``maximum``, ``exclusive_maximum`` (on a
+is built, so it never holds a stale copy), ``minimum``, ``exclusive_minimum``, ``maximum``, ``exclusive_maximum``, ``min_length`` (on a
 tuple field they bound each item), ``schema`` (a field schema given whole; its ``problem``, if any,
 is the error message) and ``help`` (the description). The command-line options (:mod:`bio_mrc.config_options`) read the same metadata, so
 an option, its range and its help are written once.
@@ -24,7 +24,7 @@ import jsonschema
 from .errors import ConfigError
 
 BOUNDS = {"minimum": "minimum", "exclusive_minimum": "exclusiveMinimum", "maximum": "maximum",
-          "exclusive_maximum": "exclusiveMaximum"}
+          "exclusive_maximum": "exclusiveMaximum", "min_length": "minLength"}
 SEED_RANGE = {"minimum": 0, "maximum": 2**32 - 1}  # numpy's random seeds
 JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
 

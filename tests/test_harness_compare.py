@@ -401,7 +401,7 @@ def test_an_empty_encoder_or_init_from_is_refused_not_read_as_the_current_folder
     """Path("") is "." : an empty name was read as the working folder, refused later as an output inside a model."""
     raw = config_dict(tiny_encoder_dir)
     raw["runs"][1][key] = ""
-    with pytest.raises(ConfigError, match=rf"^runs\[1\]: TrainConfig: {key}: an empty path names no folder; give one$"):
+    with pytest.raises(ConfigError, match=rf"^runs\[1\]\.{key}: '' should be non-empty$"):
         parse_config(raw)
 
 

@@ -282,8 +282,8 @@ class TrainConfig:
     """Everything that decides a trained model: saved beside it and in reports."""
 
     # Each field's metadata gives its command-line help and choices (bio_mrc.config_options builds the options).
-    encoder: str = field(default="default", metadata={
-        "help": "encoder folder or Hugging Face id ('default': the embedded all-MiniLM-L6-v2)"})
+    encoder: str = field(default="default", metadata={  # min_length: "" would read as the current folder
+        "help": "encoder folder or Hugging Face id ('default': the embedded all-MiniLM-L6-v2)", "min_length": 1})
     heads: str = field(default=model_defaults.HEADS, metadata={
         "help": "span: start/end head; bio: B/I/O tagging head; span+bio: both on one encoder", "choices": registry.head_choices})
     span_loss_weight: float = field(default=model_defaults.SPAN_LOSS_WEIGHT, metadata={
@@ -343,7 +343,7 @@ class TrainConfig:
     seed: int = field(default=42, metadata={"help": "random seed of the heads' initialisation and the data order",
         **SEED_RANGE})
     init_from: str | None = field(default=None, metadata={  # e.g. SQuAD -> MultiSpanQA
-        "help": "continue from a trained bio_mrc model instead of a bare encoder"})
+        "help": "continue from a trained bio_mrc model instead of a bare encoder", "min_length": 1})
     precision: str = field(default=DEFAULT_PRECISION, metadata={
         "help": "fp32; bf16: bfloat16 autocast (weights stay fp32); auto: fp32 where bf16 is not native; on a GPU "
                 "with native bf16, bf16; on such a CPU, the faster of the two for this model, measured once and cached",
@@ -355,9 +355,6 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        # an empty name would be read as the current folder (Path("") is ".")
-        if empty := [name for name in ("encoder", "init_from") if isinstance(getattr(self, name), str) and not getattr(self, name).strip()]:
-            raise ConfigError(f"TrainConfig: {empty[0]}: an empty path names no folder; give one")
         self.encoder, self.init_from = _one_spelling(self.encoder), _one_spelling(self.init_from)
         self.features  # noqa: B018 (FeatureConfig refuses windows without room for the stride)
         self._check_loss_weights()
