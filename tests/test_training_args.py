@@ -15,7 +15,8 @@ from bio_mrc.harness.config import parse_config
 from bio_mrc.harness.models import model_key
 from bio_mrc.harness.comparison_splits import Split
 from bio_mrc.inference.during_training import TrainingEvaluator
-from bio_mrc.training.config import OWNED_TRAINING_ARGS, TrainConfig
+from bio_mrc.training.config import TrainConfig
+from bio_mrc.training.training_args import OWNED_TRAINING_ARGS
 from bio_mrc.training.train import train_model
 from bio_mrc.training.trainer import training_arguments
 

@@ -8,11 +8,7 @@ its default from there, and the model and the windows are built from the fields 
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
-import math
-import types
-import typing
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +20,7 @@ from ..errors import ConfigError
 from ..io import home_expanded, special_file_kind
 from ..features.config import BIO_TARGET_KINDS, TAG_LEVELS, TAG_MENTIONS, TARGET_KINDS, FeatureConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, precision_choice
+from .training_args import check_training_args
 
 # Light on purpose: the command line builds its options from this module, so transformers (TrainingArguments,
 # BioMrcConfig) loads only where a config is checked or a model built. Choices read from the registry (a callable in
@@ -54,220 +51,6 @@ def json_object_argument(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"{source} holds a JSON {type(value).__name__}, not an object")
     return value
-
-
-# The TrainingArguments fields the package sets from its own options (or owns outright), each with why.
-OWNED_TRAINING_ARGS = {
-    "output_dir": "the model folder is the output folder (--output-dir); checkpoints go to its checkpoints/ folder",
-    "num_train_epochs": "set epochs (--epochs)",
-    "learning_rate": "set learning_rate (--learning-rate); the heads' own rate is head_learning_rate",
-    "per_device_train_batch_size": "set batch_size (--batch-size)",
-    "warmup_steps": "set warmup_ratio (--warmup-ratio), the fraction of the steps",
-    "weight_decay": "set weight_decay (--weight-decay)",
-    "seed": "set seed (--seed); data_seed may differ from it",
-    "bf16": "set precision (--precision): fp32, bf16 or auto",
-    "fp16": "set precision (--precision): fp32, bf16 or auto (no fp16 training: it needs a loss scaler the package does not tune)",
-    "fp16_full_eval": "set precision (--precision): evaluation during training answers in the run's precision, fp32 or bf16 (no fp16)",
-    "bf16_full_eval": "set precision (--precision): evaluation during training answers in the run's precision, fp32 or bf16",
-    "use_cpu": "the device follows precision and the machine; hide the GPUs (CUDA_VISIBLE_DEVICES='') to train on the CPU",
-    "save_strategy": "checkpoints are the package's (save_checkpoints, checkpoint_steps / --checkpoint-steps): resuming relies on them",
-    "save_steps": "set checkpoint_steps (--checkpoint-steps)",
-    "resume_from_checkpoint": "set resume (--resume): it checks the checkpoint is this run's",
-    "remove_unused_columns": "the windows hold only the model's inputs and targets, which forward takes by name",
-    "label_names": "each head names its own targets",
-    "label_smoothing_factor": "Trainer smooths a 'labels' input, which the model has none of: each head computes its own loss "
-                              "(bio_targets and span_targets soften the targets)",
-    "disable_tqdm": "set progress (train_model(progress=...); the CLI shows bars)",
-}
-
-
-# The TrainingArguments fields that send data off the machine (a hub push, an uploading tracker), each with the
-# command-line flag that alone turns it on: a config file never does.
-NETWORK_TRAINING_ARGS = {
-    "push_to_hub": "--push-to-hub", "hub_model_id": "--hub-model-id", "hub_strategy": "--hub-strategy",
-    "hub_private_repo": "--hub-private-repo", "hub_always_push": "--push-to-hub", "hub_revision": "--hub-revision",
-    "hub_token": "--push-to-hub, with the token of `hf auth login` or HF_TOKEN",
-    "report_to": "--report-to",
-}
-LOCAL_REPORTERS = ("none", "tensorboard")  # report_to values that keep everything in the model folder
-TRACKER_EXTRAS = {"tensorboard": "bio_mrc[tensorboard]"}  # the package's extra that installs a tracker
-
-
-def check_trackers_installed(reporters: list[str]) -> None:
-    """Refuse, before any work, a ``report_to`` tracker transformers does not know or cannot start here (its package
-    is not installed): Trainer would raise it in a traceback once the model is built, leaving the output folder made."""
-    from transformers.integrations import integration_utils as trackers
-
-    available = trackers.get_available_reporting_integrations()
-    for name in (r for r in reporters if r not in ("none", "all") and r not in available):
-        callback = trackers.INTEGRATION_TO_CALLBACK.get(name)
-        if callback is None:
-            raise ConfigError(f"report_to {name!r} is no tracker transformers knows (known: {', '.join(trackers.INTEGRATION_TO_CALLBACK)})")
-        try:
-            callback()
-        except (ImportError, RuntimeError) as err:
-            why = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            hint = f": pip install '{TRACKER_EXTRAS[name]}'" if name in TRACKER_EXTRAS else ""
-            raise ConfigError(f"report_to {name!r} cannot run here, its package is not installed ({why}){hint}") from None
-
-
-def check_stays_local(values: dict[str, Any], source: str = "training_args") -> None:
-    """Refuse options in ``values`` (a config's training_args) that would send data off the machine, naming the
-    command-line flag that asks for them."""
-    for name, value in values.items():
-        if name == "report_to":
-            reporters = [value] if isinstance(value, str) else value if isinstance(value, list) else [value]
-            uploading = [r for r in reporters if r not in LOCAL_REPORTERS]
-            if uploading:
-                raise ConfigError(f"{source}: report_to {uploading[0]!r} can send the run off this machine, which only the "
-                                  f"command line asks for: bio-mrc train --report-to {uploading[0]} (local here: "
-                                  f"{', '.join(LOCAL_REPORTERS)})")
-        elif name in NETWORK_TRAINING_ARGS or name.startswith(("hub_", "push_to_hub")):
-            flag = NETWORK_TRAINING_ARGS.get(name, "--push-to-hub")
-            raise ConfigError(f"{source}: {name!r} publishes the model, which only the command line asks for: "
-                              f"bio-mrc train {flag}")
-
-
-def check_network_args(values: dict[str, Any]) -> None:
-    """The command line's off-machine options (see :data:`NETWORK_TRAINING_ARGS`): known names that TrainingArguments
-    takes; a hub option other than the push itself needs the push."""
-    unknown = sorted(set(values) - set(NETWORK_TRAINING_ARGS))
-    if unknown:
-        raise ConfigError(f"{unknown[0]!r} is no option that sends data off the machine; give it in training_args")
-    if any(name.startswith("hub_") for name in values) and not values.get("push_to_hub"):
-        raise ConfigError("--hub-model-id, --hub-strategy, --hub-private-repo and --hub-revision need --push-to-hub")
-    if values.get("push_to_hub"):
-        _check_hub_reachable()
-    from transformers import TrainingArguments
-
-    try:
-        TrainingArguments(output_dir="network-args-check", **{"report_to": "none", **values})
-    except (ValueError, TypeError, ImportError, RuntimeError) as err:
-        raise ConfigError(f"{values}: {err}") from None
-
-
-def _check_hub_reachable() -> None:
-    """A push that cannot happen, refused before any work: Trainer creates the hub repository when it is built, and
-    offline mode or a missing token would end there in a traceback, the output folder begun."""
-    from huggingface_hub import constants, get_token
-
-    if constants.HF_HUB_OFFLINE:
-        raise ConfigError("--push-to-hub needs the Hugging Face Hub, which offline mode (HF_HUB_OFFLINE or "
-                          "TRANSFORMERS_OFFLINE) turns off; unset it or leave out --push-to-hub")
-    if get_token() is None:
-        raise ConfigError("--push-to-hub needs a Hugging Face token: run `hf auth login` or set HF_TOKEN")
-
-
-# Counts TrainingArguments takes unchecked that Trainer divides by or hands to a DataLoader: below these, a run
-# would end in a ZeroDivisionError or ValueError traceback once the model is built, instead of one line first.
-TRAINING_ARGS_MINIMUMS = {"gradient_accumulation_steps": 1, "eval_accumulation_steps": 1, "per_device_eval_batch_size": 1,
-                          "dataloader_num_workers": 0, "dataloader_prefetch_factor": 1}
-
-OPTIONAL_TRAINING_COUNTS = {"eval_accumulation_steps", "dataloader_prefetch_factor"}  # None: TrainingArguments' default
-
-
-# The optimizer's own ranges (torch's AdamW refuses values outside them once the model is built and training begins):
-# name -> (least, bound, whether the bound itself is allowed).
-TRAINING_ARGS_RANGES = {"adam_beta1": (0.0, 1.0, False), "adam_beta2": (0.0, 1.0, False), "adam_epsilon": (0.0, math.inf, True)}
-
-
-def _check_training_ranges(values: dict[str, Any]) -> None:
-    for name, (least, bound, inclusive) in TRAINING_ARGS_RANGES.items():
-        value = values.get(name, least)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and not (
-                least <= value and (value <= bound if inclusive else value < bound)):
-            span = f"at least {least:g}" if math.isinf(bound) else f"from {least:g} up to, not including, {bound:g}"
-            raise ConfigError(f"training_args: {name} is {span}, got {value!r}")
-
-
-def _check_compile_names(values: dict[str, Any]) -> None:
-    """A compile mode or backend torch does not know, or kernels not installed, refused here: torch.compile and Trainer
-    refuse them once training has begun."""
-    if isinstance(mode := values.get("torch_compile_mode"), str):
-        from torch._inductor import list_mode_options
-
-        if mode not in list_mode_options():
-            raise ConfigError(f"training_args: torch_compile_mode is one of {', '.join(list_mode_options())}, got {mode!r}")
-    if values.get("use_liger_kernel") is True:
-        from transformers.utils import is_liger_kernel_available
-
-        if not is_liger_kernel_available():  # Trainer raised ImportError once the model was built
-            raise ConfigError("training_args: use_liger_kernel needs the liger-kernel package, which is not installed")
-    if isinstance(backend := values.get("torch_compile_backend"), str):
-        from torch._dynamo import list_backends
-
-        if backend not in (known := list_backends(exclude_tags=())):
-            raise ConfigError(f"training_args: torch_compile_backend is one of {', '.join(known)}, got {backend!r}")
-
-
-def _check_training_counts(values: dict[str, Any]) -> None:
-    for name, least in TRAINING_ARGS_MINIMUMS.items():
-        value = values.get(name, least)
-        # TrainingArguments takes any type unchecked: a string or a fraction ends in a TypeError once a model has trained
-        if value is None and name in OPTIONAL_TRAINING_COUNTS:
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            raise ConfigError(f"training_args: {name} is a count of at least {least}, got {value!r}")
-
-
-# TrainingArguments' plain field types and the JSON values each takes: it keeps any value unchecked, and a string
-# for a number (max_grad_norm "1") ends in a TypeError traceback once the model is training.
-_PLAIN_TYPES = {float: ((int, float), "a number"), int: ((int,), "a whole number"), bool: ((bool,), "true or false"),
-                str: ((str,), "a string")}
-
-
-def _check_training_types(values: dict[str, Any]) -> None:
-    from transformers import TrainingArguments
-
-    hints = typing.get_type_hints(TrainingArguments)
-    for name, value in values.items():
-        hint, optional = hints.get(name), False
-        if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint):
-            inner = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-            hint, optional = (inner[0] if len(inner) == 1 else None), True
-        if hint not in _PLAIN_TYPES or (value is None and optional):
-            continue
-        kinds, what = _PLAIN_TYPES[hint]
-        if not isinstance(value, kinds) or (isinstance(value, bool) and hint is not bool):
-            raise ConfigError(f"training_args: {name} is {what}, got {value!r}")
-
-
-def check_training_args(values: dict[str, Any]) -> None:
-    """Refuse a name that is no TrainingArguments field (with the field it most likely misspells), one
-    the package owns (with the option to use instead) or one that sends data off the machine (with the flag
-    that asks for it), then values TrainingArguments itself refuses."""
-    from transformers import TrainingArguments
-
-    known = [f.name for f in fields(TrainingArguments) if f.init]
-    check_stays_local({name: value for name, value in values.items() if name in known or name.startswith(("hub_", "push_to_hub"))})
-    for name in values:
-        if name in OWNED_TRAINING_ARGS:
-            raise ConfigError(f"training_args: {name!r} is the package's own: {OWNED_TRAINING_ARGS[name]}")
-        if name not in known:
-            guess = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean {guess[0]!r}?)" if guess else ""
-            raise ConfigError(f"training_args: {name!r} is not a TrainingArguments field{hint}")
-    _check_training_counts(values)
-    _check_training_types(values)
-    _check_training_ranges(values)
-    _check_compile_names(values)
-    try:
-        arguments = TrainingArguments(output_dir="training-args-check", **{"report_to": "none", **values})
-    except (ValueError, TypeError, ImportError, RuntimeError) as err:
-        raise ConfigError(f"training_args {values}: {err}") from None
-    if "optim" in values:
-        _check_optimizer_installed(arguments)
-
-
-def _check_optimizer_installed(arguments: Any) -> None:
-    """An ``optim`` whose package is not installed (bitsandbytes, GaLore, ...): Trainer looks for it, and raises
-    ImportError, only once the model is built."""
-    from transformers import Trainer
-
-    try:
-        Trainer.get_optimizer_cls_and_kwargs(arguments)
-    except ImportError as err:
-        raise ConfigError(f"training_args: optim {arguments.optim.value!r}: {err}") from None
 
 
 # Bounds on sizes no run needs more of; beyond them a typo (1e308) is refused instead of overflowing later.
@@ -474,5 +257,4 @@ def _shapes(encoder: Any, batch: int, seq: int) -> Any:
         return None
 
 
-__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "DEFAULT_CHECKPOINT_STEPS", "LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TRACKER_EXTRAS",
-           "TrainConfig", "check_network_args", "check_stays_local", "check_trackers_installed", "check_training_args"]
+__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "DEFAULT_CHECKPOINT_STEPS", "TrainConfig", "json_object_argument"]

@@ -26,7 +26,8 @@ from .checkpoints import (
     CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, ResumeError, TrainingClock, checkpoint_step, checkpoint_to_resume,
     remove_checkpoints, scan_checkpoints,
 )
-from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig, check_trackers_installed
+from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
+from .training_args import check_trackers_installed
 from .saving import (TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, push_final_model,
                      save_final_model)
 from .trainer import (

@@ -28,7 +28,8 @@ from ..progress import progress_bars
 from ..qa_checkpoints import check_encoder_runs, usable_positions, windows_that_fit
 from ..types import Example
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
-from .config import TrainConfig, check_network_args
+from .config import TrainConfig
+from .training_args import check_network_args
 from .saving import LOG_DIR
 
 # Scores of the model in training on held-out questions, by name (e.g. {"span_f1": 71.2}): called with the model and tokenizer.
