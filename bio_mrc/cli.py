@@ -433,7 +433,9 @@ def _scored_questions(args: argparse.Namespace, examples):
     kept = [ex for ex in examples if ex.id in answered]
     if not kept:
         raise ConfigError(f"--only-predicted: no question of {args.data} has an answer in {args.predictions}")
-    subset = f"the {len(kept)} of {len(examples)} questions of {args.data} that {args.predictions} answers (--only-predicted)"
+    among, options = ((f"the first {len(examples)}", f"--limit {args.limit} --only-predicted") if args.limit
+                      else (str(len(examples)), "--only-predicted"))
+    subset = f"the {len(kept)} of {among} questions of {args.data} that {args.predictions} answers ({options})"
     return ScoredQuestions(kept, len(examples), subset)
 
 
@@ -815,8 +817,9 @@ def _add_model_commands(add_command) -> None:
                                "the multi-span metrics, like MultiSpanQA's official script, always refuse both)")
     _add_data_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
-    tune = add_command("tune", help="tune the BIO span-length prior (and, on SQuAD 2.0 data, no-answer thresholds) "
-                                       "on held-out questions and save them with the model")
+    tune = add_command("tune", help="tune the BIO span-length prior, no-answer thresholds (SQuAD 2.0 data), span-count "
+                                       "thresholds (multi-span data) and calibrators on held-out questions and save them "
+                                       "with the model")
     tune.add_argument("--model", required=True, help=_MODEL_HELP)
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
     tune.add_argument("--limit", type=_count, help="tune on the first N questions of --data (default: all)")
@@ -857,7 +860,7 @@ def _add_compare_and_extract(add_command) -> None:
                          help="an earlier report.json (or .json.xz, .json.gz) of this comparison: the models it holds are neither "
                               "trained nor scored, their cells are read from it (a comparison composed over sittings or machines)")
     compare.set_defaults(func=cmd_compare)
-    extract = add_command("extract", help="answer one question about a text")
+    extract = add_command("extract", help="answer one question about a text, or across several texts, ranked")
     extract.add_argument("--model", required=True, help=_MODEL_HELP)
     _add_precision_option(extract)
     extract.add_argument("--question", required=True, help="the question, as text")

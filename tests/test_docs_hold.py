@@ -94,3 +94,35 @@ def test_readme_names_the_commands_that_take_device_and_decoding():
     assert set(stated.group(2).split("|")) == set(options["predict"]["--device"].metavar.strip("{}").split(","))
     decoding = re.search(r"`(\w+)` and `(\w+)` answer with the joint decoding \(both heads\) unless `--decoding`", text)
     assert decoding and all(options[name]["--decoding"].default in ("auto", ["auto"]) for name in decoding.groups())
+
+
+def _documented_text() -> str:
+    return "".join(page.read_text(encoding="utf-8") for page in [DOCS.parent / "README.md", *sorted(DOCS.glob("*.md"))])
+
+
+def test_every_command_option_is_documented():
+    text = _documented_text()
+    missing = {name: [o for o in opts if o.startswith("--") and o != "--help" and not re.search(rf"(?<![\w-]){o}(?![\w-])", text)]
+               for name, opts in _command_options().items()}
+    assert not {name: opts for name, opts in missing.items() if opts}, \
+        f"options no page of the README or docs/ names: {missing}"
+
+
+def test_readme_command_table_names_only_each_commands_options():
+    rows = re.findall(r"^\| `bio-mrc (\w+) ([^|]*(?:\\\|[^|]*)*)` \|", (DOCS.parent / "README.md").read_text(encoding="utf-8"), re.M)
+    options = _command_options()
+    assert {name for name, _ in rows} == set(options), "the README's command table lost or added a command"
+    wrong = [(name, o) for name, usage in rows for o in re.findall(r"--[a-z][\w-]*", usage) if o not in options[name]]
+    assert not wrong, f"the README's command table names options these commands lack: {wrong}"
+
+
+def test_the_commands_one_line_help_names_what_tune_fits():
+    import argparse
+
+    from bio_mrc.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    line = next(choice.help for choice in sub._choices_actions if choice.dest == "tune")
+    readme_row = re.search(r"^\| `bio-mrc tune .*$", (DOCS.parent / "README.md").read_text(encoding="utf-8"), re.M).group(0)
+    for setting in ("span-length prior", "no-answer thresholds", "span-count thresholds", "calibrators"):
+        assert setting in line and setting in readme_row, f"bio-mrc --help or the README's tune row omits {setting!r}"

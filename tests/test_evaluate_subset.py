@@ -48,6 +48,9 @@ def test_limit_scores_the_first_questions_as_predict_limit_answers_them(capsys, 
     assert "no prediction" not in err  # the third answer is of a question past the limit: ignored, with a warning
     metrics, _ = evaluate(capsys, three_answers[0], "--limit", "4", "--only-predicted")
     assert metrics["exact_match"] == pytest.approx(100 * 2 / 3) and metrics["scored"]["questions"] == 3
+    # of the file's first 4 questions, not of a file of 4
+    assert metrics["scored"]["subset"].startswith("the 3 of the first 4 questions of ")
+    assert metrics["scored"]["subset"].endswith(" answers (--limit 4 --only-predicted)")
 
 
 def test_only_predicted_with_no_common_id_is_one_line(capsys, tmp_path):

@@ -363,3 +363,16 @@ def test_a_path_the_locale_could_not_decode_is_shown_escaped_in_the_card(tmp_pat
     shows those two as escapes instead of ending the save in a UnicodeEncodeError."""
     card = model_card._write_card(tmp_path, "Tuned on `donn\udcc3\udca9es.json`\n")
     assert card.read_bytes() == b"Tuned on `donn\\udcc3\\udca9es.json`\n"
+
+
+def test_the_cards_usage_snippet_runs_as_written(model_dir, monkeypatch, capsys):
+    import ast
+    import re
+
+    card = (model_dir / "README.md").read_text(encoding="utf-8")
+    snippet = re.search(r"## Usage\n\n```python\n(.*?)```", card, re.S)
+    assert snippet, "the card lost its Python usage snippet"
+    monkeypatch.chdir(model_dir.parent)  # the snippet names the folder by its own name
+    exec(compile(snippet.group(1), "card usage", "exec"), {})  # noqa: S102
+    spans = ast.literal_eval(capsys.readouterr().out.strip())  # [(text, start, end, score), ...] of the card's context
+    assert spans and all(text == CONTEXT[start:end] and math.isfinite(score) for text, start, end, score in spans)

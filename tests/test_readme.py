@@ -71,6 +71,9 @@ def test_readme_snippet_runs_as_written(name, code, trained_dir, tmp_path, monke
     if name == "heads":  # the snippet's backward pass reached both heads
         assert torch.isfinite(namespace["loss"])
         assert all(p.grad is not None for head in (namespace["bio"], namespace["span"]) for p in head.parameters())
+        stated = re.search(r"print\(bio_targets\[tag_mask\]\.tolist\(\)\)  # (\[[\d, ]+\])", code)
+        assert stated, "the heads snippet no longer states the tags it prints"
+        assert namespace["bio_targets"][namespace["tag_mask"]].tolist() == json.loads(stated.group(1))
 
 
 def test_readme_first_commands_come_first():
