@@ -29,7 +29,7 @@ from .data.sources import default_data_dir
 from .data.text import read_text_file
 from .features.config import stride_leaves_new_context
 from .io import (check_file_target, check_folder_target, check_library_path, check_outputs_apart, check_writable_folder,
-                 home_expanded, printable_json, printable_line, sole_process_in, staged_folder)
+                 home_expanded, printable_json, printable_line, sole_process_in, staged_folder, written_alone)
 from .decoding.postprocess import DecodeConfig
 from .harness.config import PRESETS
 from .model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
@@ -440,17 +440,25 @@ def _scored_questions(args: argparse.Namespace, examples):
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    target = _tune_target(args)
+    if args.plot_dir:
+        check_folder_target(args.plot_dir)  # no file in its place, found before the tuning rather than after it
+    check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
+    _check_tunable(args.model)
+    # held from the model's reading to the settings' saving: a tune or train writing the folder meanwhile would have its
+    # config replaced by one made from the model as it was read (a model folder not here is the loader's to name)
+    with written_alone(target) if args.output_dir or target.is_dir() else contextlib.nullcontext():
+        return _tune_into(args, target)
+
+
+def _tune_into(args: argparse.Namespace, target: Path) -> int:
+    """``tune`` once its output is checked and held."""
     import copy
 
     from .hub import local_folder
     from .inference import TrainedModel, save_tuned_settings, tuning_provenance
     from .inference.tuning import dropped_settings, past_windows_line, stale_calibrator_lines, tune_for_model, tuning_summary
 
-    target = _tune_target(args)
-    if args.plot_dir:
-        check_folder_target(args.plot_dir)  # no file in its place, found before the tuning rather than after it
-    check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
-    _check_tunable(args.model)
     data = _load_task_data(args, args.data, args.limit, _requested_task(args), needs_gold="bio-mrc tune")
     task = _data_task(args, data)
     calibrate = _calibrates(args, len(data.examples), task)

@@ -31,7 +31,8 @@ __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "ch
            "atomic_writer", "atomic_writers", "atomic_move_files", "replace_all",
            "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "signals_held", "updated_alone", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
-           "open_no_follow", "sole_process_in", "sole_writer", "special_file_kind", "broken_link", "printable_json", "printable_line", "home_expanded",
+           "open_no_follow", "sole_process_in", "written_alone",
+           "sole_writer", "special_file_kind", "broken_link", "printable_json", "printable_line", "home_expanded",
            "json_with_controls_escaped"]
 
 
@@ -421,34 +422,52 @@ def replaced_together(folder: str | Path, name: str) -> Iterator[Path]:
     A crash before the commit leaves the old set; a crash after it is finished by :func:`finish_file_set`,
     which the next writer runs first. Files of the old set that the new one lacks are removed when they
     still hold what the set wrote; no other file is.
+    Another process writing or finishing a set in ``folder`` (a second comparison into the same folder) waits for
+    this one to end: it would remove this staging folder, or write into it, and a mixture of the two sets would move in.
     """
     folder = Path(folder)
-    finish_file_set(folder, name)
-    writing, complete, _ = _set_folders(folder, name)
-    remove_tree(writing, folder)
-    writing.mkdir(parents=True)
-    try:
-        yield writing
-        files = {}
-        for file in sorted(writing.iterdir()):
-            with open(file, "rb") as handle:
-                os.fsync(handle.fileno())
-            files[plain_name(file.name, str(writing))] = _sha256(file)
-        atomic_write_json(writing / SET_MANIFEST, files)
-    except BaseException:
+    folder.mkdir(parents=True, exist_ok=True)
+    with _set_alone(folder):
+        _finish_file_set(folder, name)
+        writing, complete, _ = _set_folders(folder, name)
         remove_tree(writing, folder)
-        raise
-    replace_file(writing, complete, folder)
-    fsync_dir(folder)
-    finish_file_set(folder, name)
+        writing.mkdir(parents=True)
+        try:
+            yield writing
+            files = {}
+            for file in sorted(writing.iterdir()):
+                with open(file, "rb") as handle:
+                    os.fsync(handle.fileno())
+                files[plain_name(file.name, str(writing))] = _sha256(file)
+            atomic_write_json(writing / SET_MANIFEST, files)
+        except BaseException:
+            remove_tree(writing, folder)
+            raise
+        replace_file(writing, complete, folder)
+        fsync_dir(folder)
+        _finish_file_set(folder, name)
+
+
+def _set_alone(folder: Path) -> Any:
+    """The lock of the sets written in ``folder`` (:func:`updated_alone` on the folder's real path: it may be a link the
+    user chose)."""
+    return updated_alone(Path(os.path.realpath(folder)) / SET_MANIFEST)
 
 
 def finish_file_set(folder: str | Path, name: str) -> None:
     """Complete an interrupted :func:`replaced_together` (it may run any number of times): move a complete
-    set in, drop an incomplete one. Its bookkeeping is read as untrusted input: only plain file names
-    inside ``folder`` are moved or removed, a link in their place is refused, and an old file is removed only
-    while it holds the content the set wrote."""
+    set in, drop an incomplete one; a set another process is writing now is waited for, never removed."""
     folder = Path(folder)
+    if not folder.is_dir():  # no set was ever written there
+        return
+    with _set_alone(folder):
+        _finish_file_set(folder, name)
+
+
+def _finish_file_set(folder: Path, name: str) -> None:
+    """:func:`finish_file_set` with the folder's sets held. Its bookkeeping is read as untrusted input: only plain file
+    names inside ``folder`` are moved or removed, a link in their place is refused, and an old file is removed only
+    while it holds the content the set wrote."""
     writing, complete, in_place = _set_folders(folder, name)
     for bookkeeping in (writing, complete, in_place):
         owned_path(bookkeeping, folder)  # none is a link, so the journal never reaches outside the folder
@@ -707,6 +726,41 @@ def sole_process_in(folder: str | Path, refusal: str, shown: str | None = None) 
         os.close(descriptor)
 
 
+FOLDER_BUSY = "another process is writing into this folder now; wait for it to end, or choose another output folder"
+_WRITTEN = threading.local()  # the folders this thread holds with written_alone
+
+
+@contextlib.contextmanager
+def written_alone(folder: str | Path, refusal: str = FOLDER_BUSY) -> Iterator[None]:
+    """Hold the output folder ``folder`` (created if missing) as the one process writing it for the block, as ``train``
+    holds its own (:func:`sole_process_in` on its real path, so a link the user chose is followed, and ``train`` and
+    this exclude each other): another process is refused with one line, ``refusal``, where both would write one
+    staging folder and one set of model files at once. Held again inside the block by the same thread, it is taken
+    as held; folders made here and left empty by a failure are removed (none on a refusal: the folder is the other's)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise OutputError("a file has this name; give a folder", str(folder))
+    if broken := broken_link(folder):  # its target would be made
+        raise OutputError(f"this is {broken}; give a folder", str(folder))
+    real = os.path.realpath(folder)
+    held = _WRITTEN.__dict__.setdefault("folders", set())
+    if real in held:
+        yield
+        return
+    made = [path for path in (folder, *folder.parents) if not path.exists()]
+    with sole_process_in(real, refusal, shown=str(folder)):
+        held.add(real)
+        try:
+            yield
+        except BaseException:
+            for path in made:
+                if path.is_dir() and not any(path.iterdir()):
+                    path.rmdir()
+            raise
+        finally:
+            held.discard(real)
+
+
 def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path:
     """A fresh staging folder ``staging_name`` inside ``output_dir`` (which the caller has checked is not the folder it
     reads); never over another folder's files unless ``overwrite``, never through a link."""
@@ -730,20 +784,16 @@ def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path
 def staged_folder(output_dir: Path, overwrite: bool, staging_name: str) -> Iterator[Path]:
     """A staging folder inside ``output_dir`` (:func:`prepare_output`) whose files move into ``output_dir``
     once all are written; a full disk is one error naming the folder; a failure leaves neither the staging folder nor
-    the folders made for the output (``output_dir`` and those above it) where they hold nothing."""
-    missing = [folder for folder in (output_dir, *output_dir.parents) if not folder.exists()]
-    staging = prepare_output(output_dir, overwrite, staging_name)
-    done = False
-    try:
-        with writes_named(output_dir):
-            yield staging
-            atomic_move_files(staging, output_dir)
-        done = True
-    finally:
-        remove_tree(staging, output_dir)
-        for folder in missing if not done else ():
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
+    the folders made for the output (``output_dir`` and those above it) where they hold nothing. The folder is held
+    (:func:`written_alone`) for the block: a second writer would empty this staging folder under the first."""
+    with written_alone(output_dir):
+        staging = prepare_output(output_dir, overwrite, staging_name)
+        try:
+            with writes_named(output_dir):
+                yield staging
+                atomic_move_files(staging, output_dir)
+        finally:
+            remove_tree(staging, output_dir)
 
 
 def check_outputs_apart(outputs: Iterable[str | Path], inputs: Iterable[str | Path] = (),

@@ -1,6 +1,7 @@
 """Only what the package wrote is removed or replaced: bookkeeping files are untrusted input, symbolic links are
 never followed to delete or write, and no output replaces an input or a model being read."""
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -39,6 +40,31 @@ def test_a_report_list_naming_no_plain_file_is_refused_and_deletes_nothing(tmp_p
     with pytest.raises(io.UnsafePathError, match="not a plain file name"):
         io.finish_file_set(out, "report")
     assert _untouched(victim)
+
+
+def test_a_set_being_written_holds_its_folder_so_a_second_writer_or_finisher_waits(tmp_path, monkeypatch):
+    """A second comparison into the same folder removed the first one's ``.report-writing`` (its finishing step at the
+    start, or its own set): the first ended in a FileNotFoundError traceback, or the two wrote one staging folder and a
+    mixture of their reports moved in. Writing and finishing a set take one lock on the folder, which the other waits for."""
+    fcntl = pytest.importorskip("fcntl")
+    out = tmp_path / "out"
+    alias = tmp_path / "alias"  # a link the user chose: the lock is on the folder it reaches
+    out.mkdir()
+    alias.symlink_to(out)
+    descriptor = os.open(out, os.O_RDONLY)
+    try:
+        with io.replaced_together(alias, "report") as staging:
+            (staging / "report.md").write_text("the first set's")
+            with pytest.raises(BlockingIOError):  # another process asking now would wait
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released once the set is in
+    finally:
+        os.close(descriptor)
+    assert (out / "report.md").read_text() == "the first set's"
+    taken = []
+    monkeypatch.setattr(io, "updated_alone", lambda path: taken.append(Path(path).parent) or contextlib.nullcontext())
+    io.finish_file_set(alias, "report")
+    assert taken == [Path(os.path.realpath(out))]  # the same lock
 
 
 def test_a_listed_file_the_user_changed_or_that_predates_digests_is_kept(tmp_path):

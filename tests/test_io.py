@@ -404,3 +404,35 @@ def test_torchs_short_write_under_a_file_size_limit_names_the_limit_not_the_free
         assert str(raised.value) == f"could not write there: a file reached the size limit for files (4,096 bytes: ulimit -f): {short} (in {tmp_path})"
     else:
         assert str(raised.value).startswith("could not write there, ") and " free on its device: " in str(raised.value)
+
+
+def test_a_staged_folder_another_process_writes_is_refused_before_its_staging_is_touched(tmp_path):
+    """Two writers of one output folder shared one staging folder: the second emptied it under the first, which then
+    moved in a mixture or ended in a FileNotFoundError traceback."""
+    pytest.importorskip("fcntl")
+    out = tmp_path / "out"
+    (out / ".staging").mkdir(parents=True)
+    (out / ".staging" / "model.safetensors").write_text("the first writer's")
+    with io.sole_process_in(os.path.realpath(out), "held"):  # the first writer (flock: another open file)
+        with pytest.raises(io.OutputError) as refused, io.staged_folder(out, True, ".staging"):
+            pytest.fail("the second writer went on")
+    assert str(refused.value) == f"{io.FOLDER_BUSY} (in {out})"
+    assert (out / ".staging" / "model.safetensors").read_text() == "the first writer's"
+    alias = tmp_path / "alias"  # a link the user chose reaches the same folder, so the same lock
+    alias.symlink_to(out)
+    with io.written_alone(alias), pytest.raises(io.OutputError, match=f"^held \\(in {out}\\)$"):
+        with io.sole_process_in(os.path.realpath(out), "held"):
+            pass
+
+
+def test_a_folder_held_by_this_thread_is_staged_into_and_one_it_made_is_removed_on_a_failure(tmp_path):
+    out = tmp_path / "new" / "out"
+    with io.written_alone(out), io.staged_folder(out, False, ".staging") as staging:  # held once, taken as held within
+        (staging / "config.json").write_text("{}")
+    assert sorted(p.name for p in out.iterdir()) == ["config.json"]
+    with pytest.raises(RuntimeError), io.written_alone(tmp_path / "other" / "out"):
+        raise RuntimeError("the writing failed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new"]
+    (tmp_path / "file").write_text("the user's")
+    with pytest.raises(io.OutputError, match="a file has this name"), io.written_alone(tmp_path / "file"):
+        pass

@@ -277,3 +277,38 @@ def test_a_stop_while_tuned_settings_are_saved_leaves_no_card_of_other_settings(
         assert saved == {"joint": -2.0} and not (folder / CARD_FILE).exists()
     else:
         assert saved == {"joint": -2.0} and "-2" in (folder / CARD_FILE).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("into", ["the model", "--output-dir"])
+def test_a_tune_of_a_folder_another_process_writes_is_refused_before_it_reads_the_model(trained_dir, tmp_path, capsys,
+                                                                                       monkeypatch, into):
+    """A tune in place read the model, and minutes later wrote its config made from that reading over whatever a train
+    or another tune had saved there meanwhile: a config of the old model beside the new weights, or one tuning lost."""
+    pytest.importorskip("fcntl")
+    import os
+
+    from bio_mrc.inference import TrainedModel
+    from bio_mrc.io import sole_process_in
+
+    held = trained_dir if into == "the model" else tmp_path / "tuned"
+    before = files(trained_dir)
+    monkeypatch.setattr(TrainedModel, "load", classmethod(lambda cls, *args, **kwargs: pytest.fail("the model was read")))
+    command = ["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--no-calibration"]
+    with sole_process_in(os.path.realpath(held), "held"):  # a train (or tune) writing there now
+        assert main(command + ([] if into == "the model" else ["--output-dir", str(held)])) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: another process is writing into this folder now; wait for it to end, or choose another output folder (in {held})"
+    assert files(trained_dir) == before
+
+
+def test_a_train_into_a_folder_a_tune_or_export_writes_is_refused(tmp_path, capsys, monkeypatch):
+    """train's lock and the one tune and export hold are one: neither writes a model folder the other writes."""
+    pytest.importorskip("fcntl")
+    import bio_mrc.cli
+    from bio_mrc.io import written_alone
+
+    out = tmp_path / "model"
+    monkeypatch.setattr(bio_mrc.cli, "_train_into", lambda args: pytest.fail("the train went on"))
+    with written_alone(out):
+        assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", "e", "--overwrite"]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: another process is training into this folder now")

@@ -490,3 +490,26 @@ def test_an_export_over_another_stopped_at_any_rename_is_all_old_all_new_or_says
         if now not in (old, bare, new):  # a rename refused after others: said in one line
             assert stop == "full disk" and isinstance(raised.value, OutputError), k
             assert "do not agree (new beside old)" in str(raised.value)
+
+
+@pytest.mark.parametrize("export_format", ["onnx", "transformers"])
+def test_an_export_into_a_folder_another_process_writes_is_refused_before_it_loads_the_model(trained_dir, tmp_path,
+                                                                                            capsys, monkeypatch,
+                                                                                            export_format):
+    """Two exports into one folder at once shared its staging folder: one emptied it under the other, which ended in a
+    safetensors or FileNotFoundError traceback; the folder kept whichever files were moved in last."""
+    pytest.importorskip("fcntl")
+    from bio_mrc.inference import TrainedModel
+    from bio_mrc.io import sole_process_in
+
+    out = tmp_path / "exported"
+    (out / ".export-staging").mkdir(parents=True)
+    (out / ".export-staging" / "config.json").write_text("the first export's")
+    monkeypatch.setattr(TrainedModel, "load", classmethod(lambda cls, *args, **kwargs: pytest.fail("the model was loaded")))
+    with sole_process_in(os.path.realpath(out), "held"):  # the first export, writing there now
+        assert main(["export", "--model", str(trained_dir), "--output", str(out), "--format", export_format,
+                     "--overwrite"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == f"error: another process is writing into this folder now; wait for it to end, or choose another output folder (in {out})"
+    assert [p.name for p in out.rglob("*")] == [".export-staging", "config.json"]
+    assert (out / ".export-staging" / "config.json").read_text() == "the first export's"

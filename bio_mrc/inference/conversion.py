@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import ConfigError, ModelFormatError
 from ..hub import local_folder
-from ..io import check_folder_target, check_library_path, check_outputs_apart, staged_folder
+from ..io import check_folder_target, check_library_path, check_outputs_apart, staged_folder, written_alone
 from ..model import BioMrcConfig
 from ..model_card import clear_model_card, write_exported_card, write_model_card
 from ..model_folder import remove_replaced_model_files
@@ -64,6 +64,12 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
     check_outputs_apart([output_dir], model_dirs=[model_dir])
     if model_backend(local_folder(model_dir)) == "onnx":
         raise ConfigError(f"{model_dir} is an ONNX export; export the PyTorch model it was made from")
+    with written_alone(output_dir):  # before the model is loaded
+        return _export_qa_into(model_dir, output_dir, overwrite, progress)
+
+
+def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress: bool) -> dict[str, Any]:
+    """:func:`export_qa_checkpoint` once its output folder is checked and held."""
     trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")
     if trained.model.span_head is None:
         raise ConfigError(f"{model_dir} has no span head (heads {trained.model.config.heads!r}); transformers' "

@@ -34,7 +34,7 @@ import torch
 from .. import __version__
 from ..errors import BioMrcError, ConfigError
 from ..features.question_columns import ENCODER_INPUTS
-from ..io import atomic_write_json, atomic_write_text, check_library_path, check_outputs_apart, remove_file, staged_folder
+from ..io import atomic_write_json, atomic_write_text, check_library_path, check_outputs_apart, remove_file, staged_folder, written_alone
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
 from ..model_folder import remove_replaced_model_files
@@ -158,17 +158,18 @@ def export_onnx(
     if output_dir.resolve() == model_dir.resolve():
         raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
     check_outputs_apart([output_dir], model_dirs=[model_dir])
-    trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
-    trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
-    with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
-        record = write_export(trained, staging, opset, atol)
-        write_model_card(staging, staged_for=output_dir)  # moves in with the files: the marker is then all that is left
-        # the marker first (the old export is unfinished from here on), then the old model's other files, its
-        # PyTorch weights included, which loading would otherwise run in place of the new graph
-        remove_file(output_dir / EXPORT_FILE, output_dir)
-        remove_replaced_model_files(output_dir, [path.name for path in staging.iterdir()])
-    record["source"] = str(model_dir)
-    atomic_write_json(output_dir / EXPORT_FILE, record, indent=2)
+    with written_alone(output_dir):  # before any work, until the marker is written
+        trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
+        trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
+        with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
+            record = write_export(trained, staging, opset, atol)
+            write_model_card(staging, staged_for=output_dir)  # moves in with the files: the marker is then all that is left
+            # the marker first (the old export is unfinished from here on), then the old model's other files, its
+            # PyTorch weights included, which loading would otherwise run in place of the new graph
+            remove_file(output_dir / EXPORT_FILE, output_dir)
+            remove_replaced_model_files(output_dir, [path.name for path in staging.iterdir()])
+        record["source"] = str(model_dir)
+        atomic_write_json(output_dir / EXPORT_FILE, record, indent=2)
     return record
 
 
