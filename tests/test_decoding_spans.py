@@ -251,3 +251,37 @@ def test_the_joint_decoding_answers_words_longer_than_the_limit_in_a_window_narr
     (prediction,) = decode(outputs, [Example("q", "which?", "abcd efgh", None)], "joint", DecodeConfig(n_best=20, max_answer_length=1))
     # log P_start + log P_end, the tags all even (B, I and O alike: no gain): start 1 at "abcd", end 2 at "efgh"
     assert [s.text for s in prediction.spans] == ["abcd efgh", "efgh", "abcd"]
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+@pytest.mark.parametrize("multi_span", [False, True])
+def test_an_answer_cut_by_a_window_end_is_answered_whole_from_the_next_window(decoding, multi_span):
+    """Words ``w00 … w09`` (token ``i`` at characters ``4i..4i+3``) in two windows, ``w00..w05`` and ``w03..w09``; the
+    answer ``w05 w06`` begins at the first window's last token. The first window, which cannot see ``w06``, scores the
+    piece ``w05`` (4 + 3 = 7) and tags ``w05`` O; the second scores the whole answer (4 + 4 = 8) and tags it B I.
+    Every decoding answers ``w05 w06``; a multi-span answer holds it once, never beside the piece ``w05`` (the two
+    share characters). The BIO decoding reads ``w05``'s tag in the second window, where it has the more context
+    (2 tokens against 0): read in the first, ``w05`` would be O and the answer ``w06``."""
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.inference.answers import decode_answers
+    from bio_mrc.tags import TAG_B, TAG_I, TAG_O
+    from bio_mrc.types import Example
+
+    context = "".join(f"w{k:02d} " for k in range(10))
+    tokens = [list(range(0, 6)), list(range(3, 10))]
+    width = 1 + max(map(len, tokens))
+    offsets = np.full((2, width, 2), -1)
+    start, end = np.zeros((2, width)), np.zeros((2, width))
+    bio = np.zeros((2, width, 3))
+    bio[..., TAG_O] = 6.0
+    for w, window in enumerate(tokens):
+        offsets[w, 1:1 + len(window)] = [(4 * k, 4 * k + 3) for k in window]
+    start[0, 6], end[0, 6], bio[0, 6, TAG_O] = 4.0, 3.0, 12.0  # w05 at the first window's end, w06 unseen
+    start[1, 3], end[1, 4] = 4.0, 4.0  # w05 w06 in the second window: tokens 3 and 4 there
+    bio[1, 3, TAG_B], bio[1, 4, TAG_I] = 9.0, 9.0
+    outputs = WindowOutputs(np.array([0, 0]), offsets, offsets[..., 0] >= 0,
+                            start_logits=start, end_logits=end, bio_logits=bio)
+    (prediction,) = decode_answers(outputs, [Example("q", "which?", context, None)], decoding, DecodeConfig(), multi_span=multi_span)
+    assert prediction.spans[0].text == "w05 w06"
+    if multi_span:
+        assert [s.text for s in prediction.spans] == ["w05 w06"]

@@ -2,8 +2,9 @@
 
 Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
 
-* ``span``: BERT's rule, the n-best ``s_i + e_j`` over all windows of a
-  question, with the ``[CLS]`` null score (minimum over windows).
+* ``span``: the n-best ``s_i + e_j`` over all windows of a question, each
+  window's spans whatever context their start has there (no maximum-context
+  check), with the ``[CLS]`` null score (minimum over windows).
 * ``bio``: the tagged tokens (first word pieces for a word-level tagger) of all
   windows merged token by token (maximum-context rule), then decoded by the
   tag log-likelihood ratio ``r`` against all-O (see :mod:`bio_mrc.decoding.bio_spans`):
