@@ -345,7 +345,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
     _check_span_count_option(args, multi_span)
-    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device))
+    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device),
+                                decodings=args.decoding)
     config = trained.decode_config(decode)
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
     plan = StreamPlan(decodings, config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
@@ -402,8 +403,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     with _unknown_ids_as_warning_lines():
         # A task whose official script scores only complete files (MultiSpanQA): a missing question is an error here too.
         predictions, missing = load_predictions(args.predictions, list(gold), multi_span=task.multi_span_answers,
-                                                strict=task.strict_predictions(args.strict), unscored=unscored)
-        na_probs, missing_probs = (load_na_probs(args.na_probs, list(gold), strict=args.strict, unscored=unscored)
+                                                strict=task.strict_predictions(args.strict), unscored=unscored, data=args.data)
+        na_probs, missing_probs = (load_na_probs(args.na_probs, list(gold), strict=args.strict, unscored=unscored,
+                                                 data=args.data)
                                    if args.na_probs else (None, []))
     if missing:
         print(printable_line(f"warning: {len(missing)} of {len(gold)} questions have no prediction in {args.predictions} "
@@ -462,7 +464,8 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
     data = _load_task_data(args, args.data, args.limit, _requested_task(args), needs_gold="bio-mrc tune")
     task = _data_task(args, data)
     calibrate = _calibrates(args, len(data.examples), task)
-    trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device)
+    trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device,
+                                decodings=args.decoding or ())
     before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
     tuned = tune_for_model(trained, outputs, data.examples, _decode_config(args, require_answer=False),

@@ -146,9 +146,12 @@ def check_encoder_folder(folder: str | Path) -> None:
     ``pytorch_model.bin`` is loaded as tensors only) and a tokenizer's vocabulary (:data:`VOCABULARY_FILES`)."""
     folder = Path(folder)
     check_file_kinds(folder)
-    if read_json_object(folder, "config.json").get("model_type") == BIO_MRC_MODEL_TYPE:  # its encoder is nested in it
+    config = special_floats(read_json_object(folder, "config.json"))
+    if config.get("model_type") == BIO_MRC_MODEL_TYPE:  # its encoder is nested in it
         raise fail(folder, "config.json", "a trained bio_mrc model, not an encoder: --init-from (a run's init_from) "
                                           "continues it on its own encoder")
+    check_sizes({"encoder": config}, folder, where="")  # as a model's encoder is checked: a size would end in a traceback
+    _check_encoder_builds(config, folder)
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
         weight_shapes(folder)
     elif not any((folder / name).is_file() for name in PICKLED_WEIGHTS):
@@ -156,6 +159,18 @@ def check_encoder_folder(folder: str | Path) -> None:
     if not any(path.is_file() for pattern in VOCABULARY_FILES for path in folder.glob(pattern)):
         raise fail(folder, None, "no tokenizer vocabulary (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model "
                                  f"file): {_without_vocabulary(folder)}")
+
+
+def _check_encoder_builds(config: dict[str, Any], folder: Path) -> None:
+    """The encoder's config builds a model (on the meta device: no memory), as a model's is checked: a value
+    transformers refuses (``use_cache: "x"``) would end in a traceback. A ``model_type`` transformers does not know,
+    or code of its own (``auto_map``), is named by loading (:func:`bio_mrc.encoders.as_data`)."""
+    from transformers import CONFIG_MAPPING, AutoModel
+
+    model_type = config.get("model_type")
+    if model_type not in CONFIG_MAPPING or "auto_map" in config:
+        return
+    built_on_meta(lambda: AutoModel.from_config(CONFIG_MAPPING[model_type].from_dict(config)), folder)
 
 
 def _without_vocabulary(folder: Path) -> str:
@@ -267,26 +282,27 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_sizes(config: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+def check_sizes(config: Mapping[str, Any], folder: Path, where: str = "encoder.") -> dict[str, Any]:
     """The encoder's config, its sizes integers in [1, SIZE_LIMITS] (token types from 0): checked before anything is built;
-    a size the config leaves out takes its class's default, which the weights' shapes then check."""
+    a size the config leaves out takes its class's default, which the weights' shapes then check. ``where`` names
+    the encoder's config in the file (an encoder folder's is the file itself: ``""``)."""
     encoder = config["encoder"]
     for name, limit in SIZE_LIMITS.items():
-        if name not in encoder and name != "vocab_size":  # the tokenizer is checked against the vocabulary
+        if name not in encoder and (name != "vocab_size" or not where):  # a model's tokenizer is checked against it
             continue
         value, least = encoder.get(name), 0 if name == "type_vocab_size" else 1
         if not _is_int(value) or not least <= value <= limit:
-            raise fail(folder, "config.json", f"encoder.{name} must be an integer in [{least}, {limit:,}], got {value!r}")
+            raise fail(folder, "config.json", f"{where}{name} must be an integer in [{least}, {limit:,}], got {value!r}")
     for name in ENCODER_RATES:
         if name in encoder and encoder[name] is not None and not (_is_number(encoder[name]) and 0 <= encoder[name] < 1):
-            raise fail(folder, "config.json", f"encoder.{name} must be a number in [0, 1), got {encoder[name]!r}")
+            raise fail(folder, "config.json", f"{where}{name} must be a number in [0, 1), got {encoder[name]!r}")
     if "layer_norm_eps" in encoder and not (_is_number(encoder["layer_norm_eps"]) and 0 < encoder["layer_norm_eps"] < 1):
-        raise fail(folder, "config.json", f"encoder.layer_norm_eps must be a number in (0, 1), got {encoder['layer_norm_eps']!r}")
-    for where, settings in (("", config), ("encoder.", encoder)):
+        raise fail(folder, "config.json", f"{where}layer_norm_eps must be a number in (0, 1), got {encoder['layer_norm_eps']!r}")
+    for place, settings in (("", config), (where, encoder)):
         if settings.get("dtype") not in DTYPES:
-            raise fail(folder, "config.json", f"{where}dtype must be one of {[d for d in DTYPES if d]}, got {settings['dtype']!r}")
+            raise fail(folder, "config.json", f"{place}dtype must be one of {[d for d in DTYPES if d]}, got {settings['dtype']!r}")
     if "hidden_size" in encoder and encoder["hidden_size"] % encoder.get("num_attention_heads", 1):
-        raise fail(folder, "config.json", f"encoder.hidden_size {encoder['hidden_size']} is not a multiple of "
+        raise fail(folder, "config.json", f"{where}hidden_size {encoder['hidden_size']} is not a multiple of "
                                           f"num_attention_heads {encoder['num_attention_heads']}")
     return encoder
 
@@ -474,17 +490,23 @@ class Shape(tuple):
 def expected_shapes(model_class: type, config: Mapping[str, Any], folder: Path) -> dict[str, tuple[int, ...]]:
     """The weights ``model_class`` builds from ``config``, built on the meta device (no memory is taken); each a
     :class:`Shape`, of dtype ``F32`` where the model's tensor is floating point."""
+    model = built_on_meta(lambda: model_class(model_class.config_class.from_dict(dict(config))), folder)
+    return {name: Shape(tensor.shape, "F32" if tensor.is_floating_point() else str(tensor.dtype))
+            for name, tensor in model.state_dict().items()}
+
+
+def built_on_meta(build: Callable[[], Any], folder: Path) -> Any:
+    """What ``build`` makes of a folder's ``config.json``, on the meta device (no memory is taken); any failure to
+    build is one line naming the file."""
     import torch
 
     try:
-        built_config = model_class.config_class.from_dict(dict(config))
         with torch.device("meta"):
-            model = model_class(built_config)
+            return build()
     except Exception as err:  # noqa: BLE001 - any failure to build is the config file's fault
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        lines = [line.strip() for line in str(err).strip().splitlines()] or [type(err).__name__]
+        first = " ".join(lines[:2]) if lines[0].endswith(":") else lines[0]  # a heading line, then what it heads
         raise fail(folder, "config.json", f"describes no model this version can build: {first}") from None
-    return {name: Shape(tensor.shape, "F32" if tensor.is_floating_point() else str(tensor.dtype))
-            for name, tensor in model.state_dict().items()}
 
 
 def check_weights_fit(folder: Path, found: Mapping[str, tuple], expected: Mapping[str, tuple]) -> None:

@@ -241,6 +241,28 @@ def test_missing_predictions_are_wrong_with_a_warning_or_an_error_under_strict(t
     assert "2 of 3 questions have no entry: 'q2', 'q3'" in capsys.readouterr().err
 
 
+def test_a_predictions_file_that_shares_no_question_id_with_the_data_is_refused(tmp_path, capsys):
+    """Every question would be missing, and scored as wrong: a 0 with warnings, where the file is of another data set.
+    One shared id is enough for the rule above (the others scored as wrong)."""
+    data = squad_file(tmp_path, [question("q1"), question("q2")])
+    preds, probs = tmp_path / "preds.json", tmp_path / "na_probs.json"
+    preds.write_text(json.dumps({"other-1": "France", "other-2": "x"}))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 2
+    assert capsys.readouterr().err == (f"error: no question id of {preds} is in {data}: a predictions file of another "
+                                       "data set?\n")
+    preds.write_text("{}")
+    with pytest.raises(DataFormatError, match=r"^no question id of .* is in the data: the file is an empty object$"):
+        load_predictions(preds, ["q1"])
+    probs.write_text(json.dumps({"other-1": 0.5}))
+    with pytest.raises(DataFormatError, match=r"^no question id of .* is in d\.json: a no-answer probability file of"):
+        load_na_probs(probs, ["q1"], data="d.json")
+    (tmp_path / "some.json").write_text(json.dumps({"q2": "France", "other-1": "x"}))
+    with pytest.warns(UnknownIdsWarning):
+        assert load_predictions(tmp_path / "some.json", ["q1", "q2"]) == ({"q2": "France"}, ["q1"])
+    # an id past --limit (unscored) is the data's: the file is of this data set
+    assert load_predictions(tmp_path / "some.json", ["q1"], unscored=["q2", "other-1"]) == ({}, ["q1"])
+
+
 def test_missing_v2_predictions_score_as_wrong_never_as_abstaining():
     gold = {"a": ["x"], "b": []}
     result = squad_metrics(gold, {"a": "x"}, "2.0", {"a": 0.1}, missing_as_wrong=True)
@@ -491,9 +513,9 @@ def test_a_repeated_key_is_refused_never_a_value_dropped(tmp_path):
 
 
 def test_file_names_reach_the_terminal_without_control_sequences(tmp_path, capsys):
-    data = squad_file(tmp_path, [question("q1"), question("q2", start=3)], name="dev\x1b[2J.json")
+    data = squad_file(tmp_path, [question("q1"), question("q2", start=3), question("q3")], name="dev\x1b[2J.json")
     preds = tmp_path / "p\x1b]0;title\x07.json"
-    preds.write_text(json.dumps({"zz": "France"}))
+    preds.write_text(json.dumps({"zz": "France", "q3": "France"}))
     assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--skip-invalid"]) == 0
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err
@@ -501,7 +523,7 @@ def test_file_names_reach_the_terminal_without_control_sequences(tmp_path, capsy
     assert "skipped: answer 'France' is not at answer_start 3; the text does occur at 24" in err and f"(in {shown_data}, record 'q2')" in err
     assert f"warning: skipped 1 invalid question(s) of {shown_data}\n" in err
     assert f"ignored, as the official SQuAD scripts do (in {shown_preds}) (--strict makes this an error)\n" in err
-    assert f"warning: 1 of 1 questions have no prediction in {shown_preds} (e.g. 'q1')" in err
+    assert f"warning: 1 of 2 questions have no prediction in {shown_preds} (e.g. 'q1')" in err
     assert main(["evaluate", "--data", str(tmp_path / "gone\x1b[2J\n.json"), "--predictions", str(preds)]) == 2
     err = capsys.readouterr().err  # the error is one line, its file named with the controls escaped
     assert err.startswith("error: ") and err.count("\n") == 1 and "\x1b" not in err and "gone\\x1b[2J\\n.json" in err

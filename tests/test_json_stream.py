@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import re
 
 import pytest
 
@@ -102,6 +103,33 @@ def test_a_number_too_large_for_a_float_is_refused_alike_by_both_readers(tmp_pat
     path.write_text('{"data": [' + ARTICLE.replace('"title": "t"', '"title": "t", "weight": 1e-400') + "]}",
                     encoding="utf-8")
     assert list(stream_squad(path)) == load_squad(path).examples
+
+
+@pytest.mark.parametrize("text", [
+    '{"version": "1.1",\r\n "data": [\n  {"title": "\u00e9\u20ac", "paragraphs": [}]}]}',  # \r\n, 2 characters in 5 bytes
+    '\ufeff{"data": [\n' + ARTICLE + '\n ' + ARTICLE + ']}',  # a byte-order mark; a missing comma
+    '{"data": [' + ARTICLE.replace('"title": "t"', f'"title": "t", "hash": {2**64}') + ', }]}',  # the Python parser's
+])
+def test_a_syntax_error_is_located_alike_by_both_readers(tmp_path, text):
+    """yajl's messages name no place: the streaming reader names the line and column the whole-file reader names."""
+    path = tmp_path / "broken.json"
+    path.write_text(text, encoding="utf-8")
+    located = []
+    for read in (load_squad, lambda p: list(stream_squad(p))):
+        with pytest.raises(DataFormatError) as caught:
+            read(path)
+        located.append(re.search(r"\(line \d+, column \d+\)", caught.value.problem))
+    assert located[0] is not None and located[1] is not None
+    assert located[1].group() == located[0].group()
+
+
+def test_a_file_cut_short_is_located_at_its_end_by_the_streaming_reader(tmp_path):
+    path = tmp_path / "cut.json"
+    path.write_text('{"data": [\n' + ARTICLE + ',\n' + ARTICLE[:70], encoding="utf-8")
+    with pytest.raises(DataFormatError) as caught:
+        list(stream_squad(path))
+    assert caught.value.problem.startswith("the JSON ends early (a truncated file?): parse error: premature EOF "
+                                           "(line 3, column 71);")
 
 
 def test_a_control_character_after_an_integer_past_64_bits_is_one_line(tmp_path):

@@ -712,3 +712,36 @@ def test_an_encoder_without_the_vocabulary_its_named_tokenizer_reads_is_told_whi
         "no tokenizer vocabulary (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model file): its "
         "tokenizer_config.json names BertTokenizer, whose vocabulary file is missing (it looks for vocab.txt, "
         f"tokenizer.json): copy the encoder's tokenizer files into it (in {tmp_path})")
+
+
+@pytest.mark.parametrize(("key", "value", "problem"), [
+    ("use_cache", "x", "describes no model this version can build: Validation error for field 'use_cache': TypeError: "
+                       "Field 'use_cache' expected bool, got str (value: 'x')"),
+    ("num_hidden_layers", -1, "num_hidden_layers must be an integer in [1, 96], got -1"),
+    ("hidden_size", 10**9, "hidden_size must be an integer in [1, 16,384], got 1000000000"),
+    ("hidden_act", "nope", "describes no model this version can build: 'nope'"),
+])
+def test_an_encoder_whose_config_transformers_rejects_is_one_line(tiny_encoder_dir, tmp_path, key, value, problem):
+    """Checked as an init_from model's encoder is (sizes, then a build on the meta device): a negative layer count
+    trained a model of no layers, the others ended in a traceback once the encoder loaded."""
+    from bio_mrc.model_folder import check_encoder_folder
+
+    shutil.copytree(tiny_encoder_dir, tmp_path / "encoder")
+    config = json.loads((tmp_path / "encoder" / "config.json").read_text(encoding="utf-8"))
+    (tmp_path / "encoder" / "config.json").write_text(json.dumps({**config, key: value}), encoding="utf-8")
+    with pytest.raises(ModelFormatError) as refused:
+        check_encoder_folder(tmp_path / "encoder")
+    assert str(refused.value) == f"config.json: {problem} (in {tmp_path / 'encoder'})"
+
+
+def test_train_refuses_an_encoder_whose_config_transformers_rejects_before_any_work(tiny_encoder_dir, tmp_path, capsys):
+    from .conftest import SAMPLE_V1
+
+    shutil.copytree(tiny_encoder_dir, tmp_path / "encoder")
+    config = json.loads((tmp_path / "encoder" / "config.json").read_text(encoding="utf-8"))
+    (tmp_path / "encoder" / "config.json").write_text(json.dumps({**config, "use_cache": "x"}), encoding="utf-8")
+    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--encoder",
+                 str(tmp_path / "encoder"), "--precision", "auto"])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: config.json: describes no model this version")
+    assert not (tmp_path / "out").exists()

@@ -8,6 +8,7 @@ import re
 
 import pytest
 from transformers import TrainerCallback, TrainingArguments
+from transformers.training_args import OptimizerNames
 
 from bio_mrc.cli import _train_config, build_parser
 from bio_mrc.errors import ConfigError
@@ -110,6 +111,38 @@ def test_an_optimizer_whose_package_is_not_installed_is_refused_before_training(
     with pytest.raises(ConfigError, match=r"^training_args: optim 'adamw_bnb_8bit': You need to install `bitsandbytes`"):
         TrainConfig(training_args={"optim": "adamw_bnb_8bit"})
     assert TrainConfig(training_args={"optim": "sgd"}).training_args == {"optim": "sgd"}
+
+
+@pytest.mark.parametrize("optim", [name.value for name in OptimizerNames])
+def test_every_optimizer_trainingarguments_takes_trains_or_is_refused_in_one_line(optim):
+    """An optimizer TrainConfig takes is built by Trainer's own lookup and takes a step on a tiny model; any other is one
+    ConfigError line (adamw_anyprecision, grokadamw, adamw_torch_xla ended in Trainer's ValueError traceback)."""
+    import torch
+    from transformers import Trainer
+
+    try:
+        config = TrainConfig(training_args={"optim": optim})
+    except ConfigError as err:
+        assert str(err).startswith(f"training_args: optim {optim!r}: ") and "\n" not in str(err)
+        return
+    layer = torch.nn.Linear(4, 2)
+    arguments = TrainingArguments(output_dir="unused", report_to="none", **config.training_args)
+    optimizer_class, settings = Trainer.get_optimizer_cls_and_kwargs(arguments, layer)
+    optimizer = optimizer_class(layer.parameters(), **settings)
+    before = layer.weight.detach().clone()
+    layer(torch.ones(3, 4)).sum().backward()
+    optimizer.step()
+    assert not torch.equal(before, layer.weight)
+
+
+@pytest.mark.parametrize(("optim", "package"), [("adamw_anyprecision", "torchdistx"), ("grokadamw", "grokadamw")])
+def test_an_optimizer_trainer_refuses_with_a_valueerror_when_missing_is_refused_before_training(optim, package):
+    import importlib.util
+
+    if importlib.util.find_spec(package) is not None:
+        pytest.skip(f"{package} is installed here")
+    with pytest.raises(ConfigError, match=rf"^training_args: optim '{optim}': Please install .*{package}"):
+        TrainConfig(training_args={"optim": optim})
 
 
 def test_training_args_go_over_the_package_defaults_and_leave_its_own_values(tmp_path):

@@ -1,6 +1,11 @@
 """``bio-mrc tune`` and ``bio-mrc compare`` tune a model by one policy (``tune_for_model``)."""
 
+from types import SimpleNamespace
+
+import pytest
+
 from bio_mrc import registry
+from bio_mrc.errors import ConfigError
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.inference import TrainedModel, threshold_key
 from bio_mrc.inference.tuning import tune_for_model
@@ -26,6 +31,14 @@ def test_the_prior_is_tuned_only_when_left_open_and_calibrators_only_for_single_
     # given, so not tuned: saved as given for every decoding, as the given prior is
     assert given.min_span_probabilities == {decoding: 0.5 for decoding in trained.decodings}
     assert given.report["min_span_probability/joint"] == {"value": 0.5, "given": True}
+
+
+def test_a_decoding_the_model_cannot_do_is_refused_before_any_tuning():
+    """Tuning the BIO prior of a span-only model ended in a ValueError traceback ("BIO decoding needs a model with a BIO
+    head") once the tags were merged; the model is asked for nothing but its decodings (no outputs are read)."""
+    span_only = SimpleNamespace(decodings=["span"])
+    with pytest.raises(ConfigError, match=r"^decoding 'bio' needs heads this model lacks; it offers \['span'\]$"):
+        tune_for_model(span_only, None, [], DecodeConfig(), SQUAD_V1, decodings=["bio"])
 
 
 def test_tuning_the_span_decoding_alone_leaves_the_saved_prior(trained_dir, sample_v1):  # noqa: F811

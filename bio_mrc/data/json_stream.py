@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -105,6 +106,35 @@ def utf8_error(path: Path, chunk_size: int = 1 << 20) -> UnicodeDecodeError | No
             offset += len(chunk)
 
 
+def _stop_index(message: str, path: Path) -> int | None:
+    """The index (in characters, from 0) where ``path`` stops being JSON: yajl names no place, so ijson's Python
+    parser, which names it ("Unexpected symbol '}' at 62"), reads the file again, on this error path only."""
+    found = re.search(r" at (\d+)$", message)  # already the Python parser's (after an integer past 64 bits)
+    if found is None:
+        try:
+            with open(path, "rb") as handle:
+                for _ in ijson.get_backend("python").basic_parse(_SurrogateCheckedReader(handle, str(path)), use_float=True):
+                    pass
+        except ijson.JSONError as err:
+            found = re.search(r" at (\d+)$", str(err))
+        except ValueError:  # a problem of another kind, which the Python parser names no place for
+            pass
+    return int(found.group(1)) if found else None
+
+
+def _line_and_column(path: Path, index: int | None) -> str:
+    """`` (line L, column C)`` of the character at ``index`` (None: the end of the file), counted as json counts them
+    in the whole-file reader's messages: lines by ``\n``, columns in characters, from 1."""
+    line, line_start, seen = 1, 0, 0
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
+        while (index is None or seen < index) and (chunk := handle.read(1 << 20)):
+            part = chunk if index is None else chunk[: index - seen]
+            if newlines := part.count("\n"):
+                line, line_start = line + newlines, seen + part.rindex("\n") + 1
+            seen += len(part)
+    return f" (line {line}, column {(seen if index is None else index) - line_start + 1})"
+
+
 class _Builder:
     """Objects from ijson's events, a repeated key refused (ijson would keep the last value only)."""
 
@@ -182,11 +212,13 @@ class SquadJsonStream:
                 raise _BeyondInt64() from None
             if "floating point) overflow" in first:  # 1e400: the whole-file reader refuses it in these words
                 raise DataFormatError(FLOAT_TOO_LARGE, source=source) from None
-            truncated = "premature EOF" in first
+            truncated = "premature EOF" in first or "Incomplete JSON" in first  # yajl's words, the Python parser's
             if not truncated and (problem := self._not_utf8()):  # yajl calls bytes that are no UTF-8 (Latin-1, UTF-16) bad JSON
                 raise DataFormatError(problem, source=source) from None
             problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
-            raise DataFormatError(f"{problem}: {first}", source=source) from None
+            at = None if truncated else _stop_index(first, self.path)
+            where = _line_and_column(self.path, at) if truncated or at is not None else ""
+            raise DataFormatError(f"{problem}: {first}{where}", source=source) from None
 
     def _not_utf8(self) -> str | None:
         """:func:`not_utf8`'s message where the file is not UTF-8 text (the byte, and how to convert UTF-16), else None."""

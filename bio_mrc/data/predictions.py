@@ -79,27 +79,33 @@ def keep_question_ids(found: Mapping[str, Any], question_ids: Collection[str]) -
 
 
 def _read_id_map(path: str | Path, question_ids: Collection[str], what: str, strict: bool,
-                 unscored: Collection[str] = ()) -> tuple[dict[str, Any], list[str]]:
-    """``({question id: value}, missing ids)`` of a JSON object file, kept to the questions of the data."""
+                 unscored: Collection[str] = (), data: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """``({question id: value}, missing ids)`` of a JSON object file, kept to the questions of the data (named by
+    ``data``). A file that shares no id with the data is refused: scoring it would give every question as wrong."""
     found = read_json(home_expanded(path))
     if not isinstance(found, dict):
         raise DataFormatError(f"expected an object {{question id: {what}}}, got a JSON {type(found).__name__}", source=str(path))
+    if question_ids and not any(qid in found for qid in (*question_ids, *unscored)):
+        kind = "predictions file" if what == "answer" else "no-answer probability file"
+        why = f"a {kind} of another data set?" if found else "the file is an empty object"
+        raise DataFormatError(f"no question id of {path} is in {data or 'the data'}: {why}")
     missing = check_question_ids(found, question_ids, str(path), strict, unscored)
     return keep_question_ids(found, question_ids), missing
 
 
 def load_predictions(
     path: str | Path, question_ids: Collection[str], multi_span: bool = False, strict: bool = False,
-    unscored: Collection[str] = (),
+    unscored: Collection[str] = (), data: str | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """``({id: answer}, missing ids)`` of an official predictions file.
 
     SQuAD files map ids to answer strings; with ``multi_span`` (MultiSpanQA) to
     lists of span strings. Every value kept is checked and a bad one names its id.
-    Ids that are not questions of the data are left out (see :func:`check_question_ids`), as are ``unscored`` ones.
+    Ids that are not questions of the data are left out (see :func:`check_question_ids`), as are ``unscored`` ones; a
+    file with no question of the data (``data`` names it) is refused.
     """
     source = str(path)
-    predictions, missing = _read_id_map(path, question_ids, "answer", strict, unscored)
+    predictions, missing = _read_id_map(path, question_ids, "answer", strict, unscored, data)
     for qid, answer in predictions.items():
         if multi_span:
             if not isinstance(answer, list) or not all(isinstance(span, str) for span in answer):
@@ -124,10 +130,10 @@ def _finite_number(value: Any) -> bool:
 
 
 def load_na_probs(path: str | Path, question_ids: Collection[str], strict: bool = False,
-                  unscored: Collection[str] = ()) -> tuple[dict[str, float], list[str]]:
+                  unscored: Collection[str] = (), data: str | None = None) -> tuple[dict[str, float], list[str]]:
     """``({id: no-answer score}, missing ids)``; every value kept must be a finite number. As the official v2.0
     script, any scale is read: probabilities, or the log-odds that BERT's ``null_odds.json`` holds."""
-    probs, missing = _read_id_map(path, question_ids, "probability", strict, unscored)
+    probs, missing = _read_id_map(path, question_ids, "probability", strict, unscored, data)
     for qid, prob in probs.items():
         if not _finite_number(prob):
             raise DataFormatError(f"a no-answer probability or score must be a finite number, got {_value(prob)}", qid, str(path))

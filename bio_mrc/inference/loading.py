@@ -14,12 +14,14 @@ from ..decoding.window_outputs import WindowOutputs
 from ..encoders import load_tokenizer
 from ..errors import ConfigError, ModelFormatError
 from ..features.windows import FeatureConfig
+from ..model_defaults import HEADS
 from ..model_folder import check_file_kinds, check_model_folder, check_window_frame, read_json_object, written_format_problem
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import local_folder, named_as_given
-from ..qa_checkpoints import qa_architecture, span_model_from_qa_checkpoint, usable_positions
+from ..qa_checkpoints import QA_HEADS, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import progress_bars
+from ..registry import resolve_decoding
 from ..types import Example
 from .defaults import GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE
 from .forward import predict_windows
@@ -48,33 +50,37 @@ class TrainedModel:
     @classmethod
     def load(
         cls, model_dir: str | Path, progress: bool = False, backend: str = "auto", precision: str | None = None,
-        device: str | None = None,
+        device: str | None = None, decodings: Sequence[str] = (),
     ) -> "TrainedModel":
         """Load a saved bio_mrc model folder, or an ONNX export of one (``backend``: ``auto`` finds
         which); a folder that is not one raises :class:`ModelFormatError`. ``model_dir`` may be a Hugging
         Face hub id, read from the hub cache first (:func:`bio_mrc.hub.local_folder`). ``precision`` (fp32, bf16,
         auto; default auto) is that of every forward pass; an ONNX model computes in its own. A PyTorch
         model runs on ``device``: ``cpu``, ``cuda``, ``cuda:1``, ``mps`` or ``auto`` (default: the GPU when
-        there is one, else the CPU); one this machine lacks raises :class:`ConfigError`."""
+        there is one, else the CPU); one this machine lacks raises :class:`ConfigError`. ``decodings``: those the caller
+        will ask of it, one its heads cannot do refused (:func:`bio_mrc.registry.resolve_decoding`) before the weights load."""
         name = str(model_dir)
         check_precision(precision or DEFAULT_PRECISION)  # options first: refused before any file is read or fetched
         device = resolve_device(device)
         model_dir = local_folder(model_dir)  # a hub id: its snapshot in the Hugging Face cache
         with named_as_given(name, model_dir):
-            return cls._load_folder(model_dir, name, progress, backend, precision, device)
+            return cls._load_folder(model_dir, name, progress, backend, precision, device, decodings)
 
     @classmethod
     def _load_folder(
         cls, model_dir: Path, name: str, progress: bool, backend: str, precision: str | None, device: str,
+        decodings: Sequence[str] = (),
     ) -> "TrainedModel":
         """:meth:`load` of the local folder ``model_dir`` (``name``: the folder or hub id as given)."""
         if qa_architecture(model_dir) and backend != "onnx":  # transformers' own extractive QA model: its span head
+            _check_decodings(QA_HEADS, decodings)
             return cls.from_qa_checkpoint(model_dir, name, precision, device, progress)
         backend = model_backend(model_dir, backend)
         precision = forward_precision(precision, backend == "onnx", name)
         check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
         # sizes, weights (that the config builds: on the meta device), tokenizer, positions; before any allocation
-        check_model_folder(model_dir, None if backend == "onnx" else BioMrcForQuestionAnswering, onnx=backend == "onnx")
+        config = check_model_folder(model_dir, None if backend == "onnx" else BioMrcForQuestionAnswering, onnx=backend == "onnx")
+        _check_decodings(config.get("heads", HEADS), decodings)  # before a weight (and its progress bar) loads
         tokenizer = load_tokenizer(str(model_dir))  # before any weights load: a broken tokenizer is refused at once
         check_window_frame(model_dir, tokenizer)
         if backend == "onnx":
@@ -215,3 +221,9 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
     if not any((model_dir / name).is_file() for name in weights):
         named = weights[::2] if weights == WEIGHT_FILES else weights
         raise ModelFormatError(f"no weights ({' or '.join(named)}): an unfinished or partial copy?", source)
+
+
+def _check_decodings(heads: str, decodings: Sequence[str]) -> None:
+    """Each of ``decodings`` one that ``heads`` (a model's, as its config names them) can do."""
+    for decoding in decodings:
+        resolve_decoding(available_decodings(heads), decoding)

@@ -251,10 +251,11 @@ def tune_for_model(
     questions may have no answer (SQuAD 2.0); a confidence calibrator per decoding unless the gold is multi-span
     (MultiSpanQA's answers have no single right span), and unless ``calibrate`` is False. Questions from several
     data sets (``data_sets``: each one's question ids) weigh each data set alike (:func:`task_statistic`)."""
+    # a decoding the heads cannot do, refused in one line (tuning a BIO prior on a span-only model found no tags)
+    decodings = [registry.resolve_decoding(trained.decodings, d) for d in decodings] if decodings else trained.decodings
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
     if unlabelled is not None:
         raise DataFormatError("question without answers: tuning needs labelled questions", unlabelled)
-    decodings = decodings or trained.decodings
     reading_prior = set(registry.length_prior_decodings())
     uses_prior = bool(reading_prior & set(trained.decodings))
     # Fitted only for a decoding being tuned that reads it: tuning the span decoding leaves the BIO decodings' prior.

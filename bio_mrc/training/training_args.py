@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import types
 import typing
 from dataclasses import fields
@@ -222,14 +223,18 @@ def check_training_args(values: dict[str, Any]) -> None:
 
 
 def _check_optimizer_installed(arguments: Any) -> None:
-    """An ``optim`` whose package is not installed (bitsandbytes, GaLore, ...): Trainer looks for it, and raises
-    ImportError, only once the model is built."""
+    """An ``optim`` whose package is not installed (bitsandbytes, GaLore, torchdistx, grokadamw, torch_xla, ...):
+    Trainer looks for it, and raises ImportError or ValueError, only once the model is built. An optimizer that
+    needs the model itself (GaLore, LOMO, installed) is left to Trainer, which has it."""
     from transformers import Trainer
 
     try:
         Trainer.get_optimizer_cls_and_kwargs(arguments)
-    except ImportError as err:
-        raise ConfigError(f"training_args: optim {arguments.optim.value!r}: {err}") from None
+    except (ImportError, ValueError) as err:
+        if isinstance(err, ValueError) and re.search(r"pass a `?model`?", str(err)):
+            return
+        why = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise ConfigError(f"training_args: optim {arguments.optim.value!r}: {why}") from None
 
 
 __all__ = ["LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TRACKER_EXTRAS", "check_network_args",
