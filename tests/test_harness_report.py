@@ -14,7 +14,7 @@ from bio_mrc import registry
 
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config, resolve_contrasts
-from bio_mrc.harness.report import CELL_PLOT, write_report
+from bio_mrc.harness.report import CELL_PLOT, render_markdown, write_report
 from bio_mrc.harness.results import Cell, ComparisonResults
 from bio_mrc.harness.summary import summarise
 from bio_mrc.harness.summary_records import AgainstAbstaining, CellKey
@@ -112,6 +112,15 @@ def test_contrast_p_values_are_adjusted_with_holm():
     np.testing.assert_allclose([contrasts[i].p_holm for i in order], expected)
     assert all(c.p_holm >= c.p_value and c.significant_holm == (c.p_holm <= 0.05) for c in contrasts)
     assert all(c.p_holm is None and "p_holm" not in c.to_json() for c in summary.comparisons)  # the full matrix is unadjusted
+
+
+def test_answers_agree_is_the_first_seeds_and_the_report_says_so():
+    results = synthetic_results(seeds=(1, 2))
+    # seed 1: joint/span answers a0 a1 a2 ..., joint/bio a1 a2 a0 ...: never the same; seed 2: every answer "x"
+    cells = [replace(c, answers=["x"] * len(c.answers)) if c.seed == 2 else c for c in results.cells]
+    summary = squad_summary(replace(results, cells=cells))
+    assert summary.contrasts[0].agreement == 0.0  # the first seeds' 0 of 200, not the seeds' mean 0.5
+    assert "with several seeds, each cell's first seed's answers" in render_markdown(results, summary, {})
 
 
 def test_unknown_cells_are_refused_naming_them():

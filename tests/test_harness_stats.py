@@ -315,6 +315,12 @@ def test_group_order():
     assert group_order(["other", "who", "how", "what", "how"]) == ["how", "what", "who", "other"]
 
 
+def test_group_order_keeps_the_bins_in_order_beside_no_answer():
+    # SQuAD 2.0's answer-length groups: the bins by their lower bound, then "no answer" (not "1, 17+, 2, ...")
+    labels = ["17+", "2", "no answer", "1", "9-16", "3-4", "5-8", "no answer"]
+    assert group_order(labels) == ["1", "2", "3-4", "5-8", "9-16", "17+", "no answer"]
+
+
 def test_breakdown_counts_and_means():
     groups = np.array(["1", "3-4", "1", "9+", "3-4", "3-4"])
     scores = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -26,6 +27,14 @@ def test_two_sizes_fit_a_line_exactly_and_say_where_it_crosses_zero():
     assert trend.closes == "extrapolated" and trend.closing_questions == pytest.approx(1e6)
     assert trend.sizes == 2 and trend.fitted_gap_at_largest == pytest.approx(-4.0)
     assert "1,000,000 training questions" in describe_trend(trend)
+
+
+def test_a_gap_that_barely_shrinks_closes_beyond_any_float_instead_of_failing():
+    # +0.001 per decade from -3 at 10^3: zero at 10^3003 questions, past the largest float
+    trend = gap_trend([gap(1_000, -3.0), gap(10_000, -2.999)])
+    assert trend.closes == "extrapolated" and trend.closing_questions == math.inf
+    assert trend.last_step.closing_questions == math.inf
+    assert "closes only beyond 10^308 training questions" in describe_trend(trend)
 
 
 def test_the_fit_weights_each_gap_by_its_inverse_variance_as_numpy_does():

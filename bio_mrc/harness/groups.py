@@ -70,14 +70,14 @@ def _bin_key(label: str) -> float | None:
 def group_order(labels: Sequence[str]) -> list[str]:
     """Distinct labels in report order.
 
-    Length-bin labels (all of the form ``"<k"``, ``"k"``, ``"a-b"``, ``"k+"``) are
-    ordered by their lower bound; anything else alphabetically with ``"other"`` last.
+    Length-bin labels (of the form ``"<k"``, ``"k"``, ``"a-b"``, ``"k+"``) first, ordered by
+    their lower bound; then anything else (SQuAD 2.0's ``"no answer"`` beside the answer-length
+    bins, question words) alphabetically with ``"other"`` last.
     """
     distinct = sorted({str(x) for x in labels})
-    keys = [_bin_key(x) for x in distinct]
-    if distinct and all(k is not None for k in keys):
-        return [x for _, x in sorted(zip(keys, distinct))]
-    return sorted(distinct, key=lambda x: (x == "other", x))
+    bins = sorted((key, x) for x in distinct if (key := _bin_key(x)) is not None)
+    rest = [x for x in distinct if _bin_key(x) is None]
+    return [x for _, x in bins] + sorted(rest, key=lambda x: (x == "other", x))
 
 
 SMALL_GROUP = 50  # a breakdown group with fewer questions is marked: its interval is wide and its mean unsteady

@@ -8,6 +8,7 @@ differences, and the report's Markdown section; :func:`bio_mrc.harness.plots.plo
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -93,7 +94,15 @@ def gap_trend(gaps: Sequence[Gap]) -> GapTrend | None:
         return GapTrend(**trend, closes="closed", closing_questions=None)
     if slope <= 0:
         return GapTrend(**trend, closes="never", closing_questions=None)
-    return GapTrend(**trend, closes="extrapolated", closing_questions=float(10 ** (-intercept / slope)))
+    return GapTrend(**trend, closes="extrapolated", closing_questions=_power_of_ten(-intercept / slope))
+
+
+def _power_of_ten(exponent: float) -> float:
+    """``10 ** exponent``, infinity beyond the largest float (a slope a hair above 0 closes the gap at 10^3000 questions)."""
+    try:
+        return float(10.0 ** exponent)
+    except OverflowError:
+        return math.inf
 
 
 def _residual_check(x: np.ndarray, y: np.ndarray, w: np.ndarray, slope: float, intercept: float) -> dict[str, Any]:
@@ -115,7 +124,7 @@ def _last_step(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> LastStep | None:
         return None
     gaps = [float(np.sum(w[x == size] * y[x == size]) / np.sum(w[x == size])) for size in sizes]
     slope = (gaps[1] - gaps[0]) / float(sizes[1] - sizes[0])
-    closing = float(10 ** (sizes[1] - gaps[1] / slope)) if slope > 0 and gaps[1] < 0 else None
+    closing = _power_of_ten(float(sizes[1]) - gaps[1] / slope) if slope > 0 and gaps[1] < 0 else None
     return LastStep(float(10 ** sizes[0]), float(10 ** sizes[1]), slope, gaps[1] - slope * float(sizes[1]), closing)
 
 
@@ -133,7 +142,7 @@ def describe_trend(trend: GapTrend | None, statistic: str = "F1") -> str:
     if trend.closes == "never":
         return text + "The gap does not shrink with more questions: on this trend BIO never catches up."
     flat = " The slope's interval includes 0, so a flat gap fits these points too." if slope_low <= 0 else ""
-    text += (f"If the trend holds, the gap closes at about {trend.closing_questions:,.0f} training questions; "
+    text += (f"If the trend holds, the gap closes {_closing_size(trend.closing_questions)} training questions; "
              f"an extrapolation in log-questions beyond the measured sizes.{flat}")
     return text + _describe_fit(trend, statistic)
 
@@ -153,7 +162,11 @@ def _describe_fit(trend: GapTrend, statistic: str) -> str:
              f"the gap changes by {step.slope_per_decade:+.2f} {statistic} per 10×")
     if step.closing_questions is None:
         return text + ", and at that rate it does not close."
-    return text + f"; at that rate it would close at about {step.closing_questions:,.0f} training questions."
+    return text + f"; at that rate it would close {_closing_size(step.closing_questions)} training questions."
+
+
+def _closing_size(questions: float) -> str:
+    return f"at about {questions:,.0f}" if math.isfinite(questions) else "only beyond 10^308"
 
 
 def learning_curve_section(curve: LearningCurve | None, plot: str | None) -> list[str]:

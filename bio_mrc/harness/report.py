@@ -193,7 +193,9 @@ def _contrast_section(results: ComparisonResults, summary: Summary, plots: dict[
              f"Baseline: `{summary.baseline}` ({named}). Each row is A − B: every cell against the baseline, then the pairs "
              f"the configuration lists. The p-values are adjusted for these {len(contrasts)} contrasts with Holm's step-down "
              "method (significant after Holm: adjusted p ≤ 0.05, a family-wise error of 5%); the intervals are per contrast. "
-             f"{sentence} All {n_cells * (n_cells - 1) // 2} pairs of cells, unadjusted, are in `report.json` "
+             f"{sentence} *Answers agree* is the share of questions on which the two cells give the same answer once "
+             "normalised (with several seeds, each cell's first seed's answers). "
+             f"All {n_cells * (n_cells - 1) // 2} pairs of cells, unadjusted, are in `report.json` "
              "(`summary.comparisons`).", "",
              *_contrast_table(contrasts, _what(results, short=True), mixed=summary.resampling == MIXED_RESAMPLING)]
     return lines
