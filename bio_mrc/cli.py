@@ -394,7 +394,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     data = _load_task_data(args, args.data, None, _requested_task(args), needs_gold="bio-mrc evaluate")
     scored = _scored_questions(args, data.examples)
     if scored.subset:
-        print(f"note: scoring {scored.subset}", file=sys.stderr)
+        print(printable_line(f"note: scoring {scored.subset}"), file=sys.stderr)
     task = _data_task(args, data)
     if args.na_probs and (problem := task.no_answer_probabilities_problem()):  # read and then ignored, it would look used
         raise ConfigError(f"--na-probs: {problem} (in {args.na_probs})")
@@ -483,16 +483,16 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
                                 staged_for=target)
     for line in (tuning_summary(tuned, before, task) + dropped_settings(before, trained.model.config)
                  + past_windows_line(outputs, data.examples)):
-        print(line, file=sys.stderr)
+        print(printable_line(line), file=sys.stderr)  # names and keys of the model's config.json: one line each
     if len(data.examples) < FEW_TUNING_QUESTIONS:
         print(f"warning: tuned on {len(data.examples)} questions: settings fitted on fewer than {FEW_TUNING_QUESTIONS} follow "
               "the questions drawn; tune on a few hundred held-out questions, as the model will meet them, to rely on them",
               file=sys.stderr)
     if not calibrate:
         for line in stale_calibrator_lines(before, trained.model.config):
-            print(line, file=sys.stderr)
+            print(printable_line(line), file=sys.stderr)
         kept = trained.model.config.calibration or {}
-        print(f"calibrators: none fitted; kept as saved ({', '.join(kept) or 'none'})", file=sys.stderr)
+        print(printable_line(f"calibrators: none fitted; kept as saved ({', '.join(kept) or 'none'})"), file=sys.stderr)
     print(printable_line(f"saved in {target / 'config.json'}"
                          + (" (in place)" if target == Path(args.model) else f" (a tuned copy of {args.model})")), file=sys.stderr)
     print(json.dumps(json_numbers(tuned.report), indent=2))

@@ -440,8 +440,8 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
     if record.get("precision_choice"):
         lines.append(_precision_line(record["precision_choice"]))
     if trained_on:
-        lines.append(f"Training questions: {_code(trained_on.get('description'))} ({trained_on.get('questions')} questions, "
-                     f"hash `{trained_on.get('question_hash')}`).")
+        lines.append(f"Training questions: {_code(trained_on.get('description'))} ({_count(trained_on.get('questions'))} questions, "
+                     f"hash {_code(trained_on.get('question_hash'))}).")
     else:
         lines.append("Which questions they were is not recorded (a comparison records its training split here).")
     train = record.get("train") or {}
@@ -494,6 +494,13 @@ def _code(value: Any) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def _count(value: Any) -> str:
+    """A record's count of questions: a whole number as it is, any other value (a hand-edited or copied config.json
+    holds what it likes, and ``train --init-from`` carries its ``tuned_on`` over) as :func:`_code`, so it cannot break
+    the line into a table, a heading or HTML of its own."""
+    return str(value) if isinstance(value, int) or value is None else _code(value)
+
+
 def _number(value: Any, digits: int = 2) -> str:
     if value is None:
         return "–"
@@ -510,10 +517,10 @@ def _evaluation_section(evaluation: Mapping | None) -> str:
     blocks = ["## Evaluation"]
     for entry in entries:
         on, tune = entry["evaluated_on"], entry.get("tuned_on")
-        note = (f"{on.get('questions')} questions, official SQuAD v{on.get('version', '1.1')} metrics, measured "
+        note = (f"{_count(on.get('questions'))} questions, official SQuAD v{on.get('version', '1.1')} metrics, measured "
                 f"{entry.get('date')} by `bio-mrc compare` (bio_mrc {entry.get('package_version')})")
         if tune:
-            note += f"; settings tuned on {_code(tune.get('description'))} ({tune.get('questions')} questions)"
+            note += f"; settings tuned on {_code(tune.get('description'))} ({_count(tune.get('questions'))} questions)"
         rows = [(f"`{d}`", _number(s["exact_match"]), _number(s["f1"]), _number(s.get("threshold")),
                  _number(s.get("bio_length_prior"))) for d, s in entry["results"].items()]
         blocks.append(f"### {_code(on.get('description'))}\n\n{note}.\n\n"
@@ -531,11 +538,11 @@ def _tuned_section(config: BioMrcConfig) -> str:
         return (f"## Tuned settings\n\nNone: {prior_note}no no-answer threshold is set "
                 "(`bio-mrc tune --model DIR --data HELDOUT.json` tunes them on held-out questions).")
     rows = ([("BIO span-length prior β", _number(prior))] if prior is not None else []) + [
-        (f"no-answer threshold `{key}`", _number(value, 4)) for key, value in sorted(thresholds.items())] + [
-        (f"multi-span answers, `{key}`: a span after the first needs probability ≥", _number(value)) for key, value in sorted(span_counts.items())]
+        (f"no-answer threshold {_code(key)}", _number(value, 4)) for key, value in sorted(thresholds.items())] + [
+        (f"multi-span answers, {_code(key)}: a span after the first needs probability ≥", _number(value)) for key, value in sorted(span_counts.items())]
     tuned_on = config.tuned_on or {}
-    provenance = (f"Tuned on {_code(tuned_on.get('description'))} ({tuned_on.get('questions')} questions, content hash "
-                  f"`{tuned_on.get('content_hash')}`)" if tuned_on else "Where these were tuned is not recorded")
+    provenance = (f"Tuned on {_code(tuned_on.get('description'))} ({_count(tuned_on.get('questions'))} questions, content hash "
+                  f"{_code(tuned_on.get('content_hash'))})" if tuned_on else "Where these were tuned is not recorded")
     if "for_model" in tuned_on:
         provenance += (f" for the model this one continues, {_code(tuned_on['for_model'])}, not for this one (`bio-mrc tune --model "
                        "DIR --data HELDOUT.json` tunes them for it)")

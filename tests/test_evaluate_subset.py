@@ -152,3 +152,12 @@ def test_multi_span_predictions_on_squad_questions_name_the_format_that_scores_t
     assert "\n" not in error and "got the list of spans ['France']" in error and "--format answer-parts" in error
     metrics, _ = evaluate(capsys, path, "--format", "answer-parts")  # the way it names: MultiSpanQA's metrics
     assert metrics["em_precision"] == 100.0
+
+
+def test_the_subset_note_names_a_data_file_on_one_line(capsys, three_answers, tmp_path):
+    """A data file named with an escape sequence cannot clear the terminal the note is printed to."""
+    data = tmp_path / "dev\x1b[2J\u202egnp.json"
+    data.write_bytes(SAMPLE_V1.read_bytes())
+    assert main(["evaluate", "--data", str(data), "--predictions", str(three_answers[0]), "--only-predicted"]) == 0
+    note = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: scoring")]
+    assert len(note) == 1 and "dev\\x1b[2J\\u202egnp.json" in note[0] and "\x1b" not in note[0] and "\u202e" not in note[0]

@@ -312,11 +312,11 @@ def test_an_empty_output_path_is_one_line(argv, capsys):
 def test_a_leading_tilde_is_the_home_folder_in_every_path_option(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / "d.json").write_bytes(SAMPLE_V1.read_bytes())
-    (tmp_path / "p.json").write_text("{}")
+    (tmp_path / "p.json").write_text('{"n1": ""}')  # one question answered, with nothing
     monkeypatch.chdir(tmp_path.parent)
     # --data=~/x is not expanded by the shell (nor is a quoted "~/x"): it was "file not found" beside an existing file
     assert main(["evaluate", "--data=~/d.json", "--predictions", "~/p.json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"exact_match": 0.0, "f1": 0.0}  # no answers given: all scored wrong
+    assert json.loads(capsys.readouterr().out) == {"exact_match": 0.0, "f1": 0.0}  # one empty answer, the rest missing: all wrong
     assert not (tmp_path.parent / "~").exists()
 
 

@@ -376,3 +376,25 @@ def test_the_cards_usage_snippet_runs_as_written(model_dir, monkeypatch, capsys)
     exec(compile(snippet.group(1), "card usage", "exec"), {})  # noqa: S102
     spans = ast.literal_eval(capsys.readouterr().out.strip())  # [(text, start, end, score), ...] of the card's context
     assert spans and all(text == CONTEXT[start:end] and math.isfinite(score) for text, start, end, score in spans)
+
+
+def test_a_copied_tuning_record_cannot_break_the_card_out_of_its_line():
+    """``train --init-from`` carries the first model's ``tuned_on`` over as it is: its count and hash stay on their line."""
+    hostile = "3\n\n| fake | row |\n|---|---|\n<img src=x onerror=alert(1)>\x1b[2J"
+    config = {"heads": "bio", "bio_length_prior": 1.5, "no_answer_thresholds": {"bio\n# Pwned": 0.5},
+              "min_span_probabilities": {"bio\n| fake | row |": 0.25},
+              "tuned_on": {"description": "dev.json", "questions": hostile, "content_hash": "c`\n# Pwned", "for_model": "first"}}
+    evaluation = {"trained_on": {"description": "train.json", "questions": hostile, "question_hash": "h\n# Pwned"},
+                  "evaluations": [{"evaluated_on": {"description": "dev.json", "questions": hostile, "question_hash": "h"},
+                                   "tuned_on": {"description": "dev.json", "questions": hostile},
+                                   "results": {"bio": {"exact_match": 50.0, "f1": 75.0}}}]}
+    text = model_card.render_model_card(config, {"n_examples": 3, "train": {"encoder": "default"}}, evaluation, "m")
+    shown = "`3  | fake | row | |---|---| <img src=x onerror=alert(1)>\\x1b[2J`"
+    assert f"Tuned on `dev.json` ({shown} questions, content hash ``c` # Pwned``)" in text
+    assert f"Training questions: `train.json` ({shown} questions, hash `h # Pwned`)." in text
+    assert text.count(f"{shown} questions") == 4
+    assert "| no-answer threshold `bio # Pwned` | 0.5000 |" in text and "| multi-span answers, `bio \\| fake \\| row \\|`: " in text
+    lines = text.splitlines()
+    assert "# Pwned" not in lines and "| fake | row |" not in lines and "\x1b" not in text
+    assert model_card.render_model_card({**config, "tuned_on": {"description": "d", "questions": 5, "content_hash": "abc"}},
+                                        None, None, "m").count("(5 questions, content hash `abc`)") == 1

@@ -70,6 +70,27 @@ def test_no_calibration_keeps_the_saved_calibrators(trained_dir, tmp_path, capsy
     assert "calibrators: none fitted; kept as saved" in capsys.readouterr().err
 
 
+def test_names_from_the_models_config_are_printed_on_one_line_each(trained_dir, tmp_path, capsys):  # noqa: F811
+    """A copied config.json's tuning file name and calibrator keys reach stderr as Python writes their controls."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(trained_dir, model)
+    config = json.loads((model / "config.json").read_text())
+    hostile = "dev\x1b[2J\u202egnp.json\rX"
+    config.update(no_answer_thresholds={"span": 0.5, "bio": 0.5}, tuned_on={"description": hostile, "questions": 3, "content_hash": "c"},
+                  calibration={"span" + hostile: {"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0, "questions": 5}})
+    (model / "config.json").write_text(json.dumps(config))
+    assert main(["tune", "--model", str(model), "--data", str(SAMPLE_V1), "--output-dir", str(tmp_path / "tuned"),
+                 "--no-calibration", "--decoding", "span"]) == 0
+    err = capsys.readouterr().err
+    shown = "dev\\x1b[2J\\u202egnp.json\\rX"
+    assert f"tuned on {shown}, not on these questions)" in err
+    assert f"calibrators: none fitted; kept as saved (span{shown})" in err
+    named = [line for line in err.split("\n") if "gnp.json" in line]  # the progress bars' own \r aside
+    assert len(named) >= 2 and not any(char in line for line in named for char in "\x1b\r\u202e")
+
+
 def test_plot_dir_on_questions_that_all_have_an_answer_says_nothing_is_plotted(trained_dir, tmp_path, capsys):  # noqa: F811
     plots = tmp_path / "plots"
     assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(tmp_path / "tuned"),
