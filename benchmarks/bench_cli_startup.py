@@ -95,8 +95,8 @@ def main() -> None:
     if args.model and model is None:
         fail(f"no model folder at {args.model}: pass an existing --model DIR, or leave it out to build one")
     root = existing_input(args.package_root)
-    if root is None or not (root / "bio_mrc" / "cli.py").is_file():
-        fail(f"no bio_mrc checkout at {args.package_root}: pass --package-root DIR, a folder holding bio_mrc/cli.py")
+    if root is None or not (root / "bio_mrc" / "cli" / "__init__.py").is_file():
+        fail(f"no bio_mrc checkout at {args.package_root}: pass --package-root DIR, a folder holding bio_mrc/cli/")
     env = {**os.environ, "PYTHONPATH": str(root.resolve()) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     print(f"# bio-mrc start-up ({root.resolve()}): median of {args.runs} fresh processes\n\n{machine_description()}\n{command_load_and_date()}\n")
     print("| command | wall s | CPU s |\n|---|---:|---:|")

@@ -83,7 +83,7 @@ def test_tune_on_a_read_only_model_folder_stops_before_reading_the_data(model_di
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(bio_mrc.io.tempfile, "TemporaryFile", refuse)  # what a read-only folder answers
-    monkeypatch.setattr(cli, "_load_squad", lambda *a, **k: pytest.fail("the data was read before the check"))
+    monkeypatch.setattr(cli.command_data, "_load_squad", lambda *a, **k: pytest.fail("the data was read before the check"))
     assert main(["tune", "--model", str(model_dir), "--data", str(SAMPLE_V1)]) == 2
     err = one_line_error(capsys)
     assert "the folder is not writable (Permission denied)" in err and "--output-dir" in err and str(model_dir) in err
@@ -135,7 +135,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(monkeypatch, capsys)
     def writes_to_a_closed_pipe(_args):
         raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setattr(cli, "cmd_evaluate", writes_to_a_closed_pipe)
+    monkeypatch.setattr(cli.parser, "cmd_evaluate", writes_to_a_closed_pipe)
     read, write = os.pipe()
     stdout = os.fdopen(write, "w")
     monkeypatch.setattr(sys, "stdout", stdout)

@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from bio_mrc.cli import _decode_config, _train_config, build_parser
+from bio_mrc.cli import build_parser
+from bio_mrc.cli.options import _decode_config, _train_config
 from bio_mrc.config_options import add_config_options, config_from_args
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS

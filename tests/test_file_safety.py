@@ -282,7 +282,8 @@ def test_local_trackers_stay_allowed_in_configs():
 def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path, monkeypatch):
     import huggingface_hub
 
-    from bio_mrc.cli import _network_args, build_parser
+    from bio_mrc.cli import build_parser
+    from bio_mrc.cli.options import _network_args
     from bio_mrc.errors import ConfigError
     from bio_mrc.training.config import TrainConfig
     from bio_mrc.training.trainer import training_arguments

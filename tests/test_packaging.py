@@ -66,7 +66,7 @@ def test_the_source_distribution_holds_the_package_and_no_part_of_the_test_suite
     (sdist,) = (tmp_path / "dist").glob("bio_mrc-*.tar.gz")
     with tarfile.open(sdist) as archive:
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    assert {"bio_mrc/cli.py", "bio_mrc/py.typed", "bio_mrc/harness/presets/quick.json", "LICENSE", "CHANGELOG.md"} <= names
+    assert {"bio_mrc/cli/__init__.py", "bio_mrc/cli/parser.py", "bio_mrc/py.typed", "bio_mrc/harness/presets/quick.json", "LICENSE", "CHANGELOG.md"} <= names
     assert not [name for name in names if name.startswith("tests")]
 
 

@@ -197,7 +197,7 @@ def test_a_refused_resume_names_an_option_left_out_of_the_record_by_its_value(tm
 
 @pytest.mark.parametrize("option", [[], ["--resume"], ["--overwrite"], ["--resume", "--overwrite"]])
 def test_a_second_train_into_a_folder_another_is_training_is_refused_and_leaves_it(tmp_path, capsys, monkeypatch, option):
-    import bio_mrc.cli
+    import bio_mrc.cli.train_command
     from bio_mrc.cli import main
     from bio_mrc.io import sole_process_in
 
@@ -206,7 +206,7 @@ def test_a_second_train_into_a_folder_another_is_training_is_refused_and_leaves_
     out = tmp_path / "out"
     (out / "checkpoints").mkdir(parents=True)
     (out / "checkpoints" / "theirs.txt").write_text("the first run's")
-    monkeypatch.setattr(bio_mrc.cli, "_train_into", lambda args: pytest.fail("the second run went on"))
+    monkeypatch.setattr(bio_mrc.cli.train_command, "_train_into", lambda args: pytest.fail("the second run went on"))
     command = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", "e", *option]
     with sole_process_in(out, "held"):  # the first run, training there now
         assert main(command) == 2
@@ -219,7 +219,7 @@ def test_a_second_train_into_a_folder_another_is_training_is_refused_and_leaves_
 @pytest.mark.parametrize("given", ["runs/out", "alias"])
 def test_the_lock_refusal_names_the_output_folder_as_given(tmp_path, capsys, monkeypatch, given):
     """A relative path, or a link the user chose, is named as typed, as the other lines name it (not its real path)."""
-    import bio_mrc.cli
+    import bio_mrc.cli.train_command
     from bio_mrc.cli import main
     from bio_mrc.io import sole_process_in
 
@@ -228,7 +228,7 @@ def test_the_lock_refusal_names_the_output_folder_as_given(tmp_path, capsys, mon
     monkeypatch.chdir(tmp_path)
     (tmp_path / "runs" / "out").mkdir(parents=True)
     (tmp_path / "alias").symlink_to(tmp_path / "runs" / "out")
-    monkeypatch.setattr(bio_mrc.cli, "_train_into", lambda args: pytest.fail("the second run went on"))
+    monkeypatch.setattr(bio_mrc.cli.train_command, "_train_into", lambda args: pytest.fail("the second run went on"))
     with sole_process_in(tmp_path / "runs" / "out", "held"):
         assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", given, "--encoder", "e"]) == 2
     assert capsys.readouterr().err.strip().endswith(f"choose another --output-dir (in {given})")

@@ -10,7 +10,8 @@ import pytest
 from transformers import TrainerCallback, TrainingArguments
 from transformers.training_args import OptimizerNames
 
-from bio_mrc.cli import _train_config, build_parser
+from bio_mrc.cli import build_parser
+from bio_mrc.cli.options import _train_config
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config
 from bio_mrc.harness.models import model_key

@@ -117,7 +117,7 @@ def test_questions_none_of_which_has_an_answer_tune_no_threshold(trained_dir, tm
 
 
 def test_an_always_abstaining_threshold_is_valid_json():
-    from bio_mrc.cli import json_numbers
+    from bio_mrc.cli.console import json_numbers
 
     def refuse(constant):
         raise ValueError(f"{constant} is no JSON number")
@@ -325,11 +325,11 @@ def test_a_tune_of_a_folder_another_process_writes_is_refused_before_it_reads_th
 def test_a_train_into_a_folder_a_tune_or_export_writes_is_refused(tmp_path, capsys, monkeypatch):
     """train's lock and the one tune and export hold are one: neither writes a model folder the other writes."""
     pytest.importorskip("fcntl")
-    import bio_mrc.cli
+    import bio_mrc.cli.train_command
     from bio_mrc.io import written_alone
 
     out = tmp_path / "model"
-    monkeypatch.setattr(bio_mrc.cli, "_train_into", lambda args: pytest.fail("the train went on"))
+    monkeypatch.setattr(bio_mrc.cli.train_command, "_train_into", lambda args: pytest.fail("the train went on"))
     with written_alone(out):
         assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", "e", "--overwrite"]) == 2
     assert capsys.readouterr().err.strip().startswith("error: another process is training into this folder now")

@@ -87,7 +87,7 @@ def test_sigterm_inside_a_finalizer_still_ends_the_command(capfd):
     """Raised inside ``__del__``, SystemExit was printed as "Exception ignored" and the command went on to exit 0."""
     import time
 
-    from bio_mrc.cli import _terminate_as_exit
+    from bio_mrc.cli.console import _terminate_as_exit
 
     with pytest.raises(SystemExit) as stopped, _terminate_as_exit():
         _SignalledWhileCollected()  # collected at once: its finalizer runs here
@@ -120,7 +120,7 @@ def _command_collecting(monkeypatch, signum, then):
         went_on.append(True)
         return 0
 
-    monkeypatch.setattr(cli, "cmd_evaluate", command)
+    monkeypatch.setattr(cli.parser, "cmd_evaluate", command)
     return went_on
 
 
@@ -276,7 +276,7 @@ def test_ctrl_c_ends_a_command_with_one_line_and_status_130(monkeypatch, capsys)
     def interrupted(_args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "cmd_evaluate", interrupted)
+    monkeypatch.setattr(cli.parser, "cmd_evaluate", interrupted)
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)]) == 130
     assert capsys.readouterr().err == "interrupted\n"
 
@@ -398,7 +398,7 @@ def test_ctrl_c_closes_the_open_bars_before_its_line(monkeypatch, capsys):
         left_open.append(bar)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "cmd_evaluate", interrupted_midway)
+    monkeypatch.setattr(cli.parser, "cmd_evaluate", interrupted_midway)
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)]) == 130
     bar, line, end = capsys.readouterr().err.split("\r")[-1].split("\n")
     assert "3/10" in bar and (line, end) == ("interrupted", "")
@@ -421,7 +421,7 @@ def test_answers_past_ascii_print_as_json_escapes_where_stdout_cannot_hold_them(
     for errors in ("strict", "surrogateescape"):
         stdout = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors=errors)
         monkeypatch.setattr(sys, "stdout", stdout)
-        monkeypatch.setattr(cli, "cmd_evaluate", prints_answers)
+        monkeypatch.setattr(cli.parser, "cmd_evaluate", prints_answers)
         assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)]) == 0
         stdout.flush()
         first, table = stdout.buffer.getvalue().decode("ascii").splitlines()
@@ -437,7 +437,7 @@ def test_an_error_handler_the_caller_chose_for_stdout_stays(monkeypatch):
 
     stdout = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="replace")
     monkeypatch.setattr(sys, "stdout", stdout)
-    monkeypatch.setattr(cli, "cmd_evaluate", lambda _args: print("Zoë") or 0)
+    monkeypatch.setattr(cli.parser, "cmd_evaluate", lambda _args: print("Zoë") or 0)
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(SAMPLE_V1)]) == 0
     stdout.flush()
     assert stdout.buffer.getvalue() == b"Zo?\n"

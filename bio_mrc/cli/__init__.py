@@ -1,0 +1,59 @@
+"""``bio-mrc``: a thin command line over the library. Each command parses, calls, prints.
+
+Building the parser loads only light modules (the config dataclasses and their option tables); torch,
+transformers and datasets load inside the command that runs a model, so ``--help`` answers at once
+(tests/test_cli_startup.py checks that ``--version`` imports no torch). One module a job: ``parser`` (the options),
+``options`` and ``command_data`` (what options and data files become), one module per command or pair of commands,
+``console`` (what the process shows and how it ends).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from ..errors import BioMrcError
+from ..io import printable_line
+from ..launcher import check_launcher_environment
+from .console import (Terminated, _bars_for_a_log, _close_open_bars, _escapes_what_stdout_cannot_hold, _input_warnings_as_lines, _path_error,
+                      _reader_gone, _terminate_as_exit)
+from .options import _expand_home
+from .parser import build_parser
+
+__all__ = ["build_parser", "main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    with _escapes_what_stdout_cannot_hold():  # --help too: several commands' help holds β, Σ or ±
+        return _run(argv)
+def _run(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    _expand_home(args)
+    try:
+        check_launcher_environment()  # a WORLD_SIZE or RANK that is no number, before any work
+        if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
+            args.check_device(args.device)
+        with _terminate_as_exit(), _bars_for_a_log(sys.stderr), _input_warnings_as_lines():
+            code = args.func(args)
+        sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
+        return code
+    except (BioMrcError, FileNotFoundError) as err:
+        print(f"error: {printable_line(err)}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return _reader_gone()
+    except OSError as err:
+        if err.filename is None:  # not about a path the user gave
+            raise
+        print(f"error: {printable_line(_path_error(err))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # Ctrl-C: the command's clean-ups have run on the way out; a traceback would say nothing more
+        _close_open_bars()
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Terminated:  # SIGTERM: the same line as Ctrl-C, and the status of a process the signal ended
+        _close_open_bars()
+        print("interrupted", file=sys.stderr)
+        raise
+
+

@@ -1,0 +1,105 @@
+"""``bio-mrc predict``, ``extract`` and ``serve``: the commands that answer questions with a trained model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .. import registry
+from ..errors import ConfigError
+from ..config_options import config_from_args
+from ..data.text import read_text_file
+from ..io import (check_file_target, check_outputs_apart, printable_json, printable_line)
+from ..serving.config import ServeConfig
+from .command_data import _check_span_count_option, _data_source, _format_task, _prediction_questions, _warn_untuned_abstention
+from .options import _decode_config
+
+LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context length (about 100 windows)
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from ..inference import TrainedModel
+    from ..inference.sharding import Shard
+    from ..inference.streaming import StreamPlan, predict_to_files, prediction_outputs
+
+    if args.resume and args.output == "-":
+        raise ConfigError("--resume continues PREDS.answers.jsonl; with --output - there is no such file")
+    output = args.output if args.output == "-" else check_file_target(args.output)
+    outputs = [check_file_target(path) for path in prediction_outputs(output, args.decoding)]
+    check_outputs_apart(outputs, [args.data], [args.model])
+    decode = _decode_config(args)  # its ranges checked before any work
+    shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
+    task = _format_task(args)
+    questions, read_format, count, unanswerable = _prediction_questions(args, task, quiet=not shard.writes)
+    # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
+    multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
+    _check_span_count_option(args, multi_span)
+    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device),
+                                decodings=args.decoding)
+    config = trained.decode_config(decode)
+    decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
+    plan = StreamPlan(decodings, config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
+    if shard.writes:
+        _warn_untuned_abstention(trained, decodings, unanswerable, args.data)
+    started = time.perf_counter()
+    files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True,
+                             source=_data_source(args.data))
+    report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
+    report.update({decoding: {k: str(v) for k, v in paths.items()} for decoding, paths in files.items()})
+    if shard.writes:  # with --output -, standard output holds the answers only
+        print(json.dumps(report, indent=2), file=sys.stderr if output == "-" else sys.stdout)
+    shard.close()
+    return 0
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from ..inference.extract import AnswerExtractor, question_context_examples
+
+    if args.html:
+        check_file_target(args.html)
+        check_outputs_apart([args.html], list(args.context_file or []), [args.model])
+    _check_span_count_option(args, args.multi_span)
+    texts, names = _extract_documents(args)
+    question_context_examples(args.question, texts if len(texts) > 1 else texts[0])  # the texts checked before the model loads
+    extractor = AnswerExtractor.from_pretrained(
+        args.model, precision=args.precision, device=args.device, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
+        progress=sum(map(len, texts)) >= LONG_CONTEXT_CHARS,
+    )
+    if len(texts) > 1:  # one question over several documents: answers ranked across them
+        print(printable_json(extractor(args.question, texts, top_k=args.top_k, names=names).to_dict(), indent=2))
+        return 0
+    context = texts[0]
+    print(printable_json(extractor(args.question, context, top_k=args.top_k).to_dict(), indent=2))
+    if args.html:
+        from ..harness.html_report import extraction_page
+        from ..io import atomic_write_text
+
+        page = Path(args.html)
+        page.parent.mkdir(parents=True, exist_ok=True)  # as predict makes its --output's folder
+        atomic_write_text(page, extraction_page(extractor, args.question, context))
+        drawn = "best span (the page draws one span an answer)" if args.multi_span else "answer"
+        print(printable_line(f"page: {args.html} (every decoding's {drawn} and the BIO head's word probabilities)"), file=sys.stderr)
+    return 0
+
+
+def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
+    """The texts ``extract`` answers from and their names (the files', or none for --context), checked before any work."""
+    if bool(args.context_file) == bool(args.context):
+        raise ConfigError("give --context-file FILE... or --context TEXT..., one of them")
+    texts = [read_text_file(path) for path in args.context_file] if args.context_file else list(args.context)
+    if len(texts) > 1 and (args.html or args.multi_span):
+        raise ConfigError(f"{'--html' if args.html else '--multi-span'} takes one document; several are answered with "
+                          "single spans ranked across them (--top-k)")
+    return texts, list(args.context_file) if args.context_file else None
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..serving.server import run_server
+
+    if (args.model is None) == (args.model_option is None):
+        raise ConfigError("serve takes the model once: --model DIR (or DIR alone)")
+    run_server(args.model_option or args.model, config_from_args(ServeConfig, args), precision=args.precision, device=args.device)
+    return 0

@@ -1,0 +1,235 @@
+"""What the command line's process shows and how it ends: standard output that cannot hold a character, warnings as one line,
+progress bars written to a log, Ctrl-C and SIGTERM as one line and a status, a reader that stopped early."""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import functools
+import os
+import signal
+import sys
+import threading
+import warnings
+from typing import Any, Iterator
+
+from ..io import (printable_line)
+
+LOGGED_BAR_SECONDS = 30  # a progress bar's least interval between redraws when standard error is no terminal
+
+
+def json_numbers(value):
+    """``value`` with each non-finite number as the string JSON readers take for it (``"-Infinity"``: a no-answer
+    threshold that always abstains), as ``serve`` writes them."""
+    from ..model_folder import non_finite_as
+
+    return non_finite_as(value, str)
+
+
+def _path_error(err: OSError) -> str:
+    """A path the system would not open (no permission, a loop of links, a name too long) as one line naming it."""
+    name = os.fsdecode(err.filename) if isinstance(err.filename, (str, bytes, os.PathLike)) else str(err.filename)
+    shown = name if len(name) <= 300 else name[:300] + "..."
+    hint = "; check its permissions" if isinstance(err, PermissionError) else ""
+    return f"cannot open it: {err.strerror or err}{hint} (in {shown})"
+
+
+JSON_ESCAPES = "bio_mrc-json-escapes"
+PYTHON_STDOUT_ERRORS = ("strict", "surrogateescape")  # what Python gives standard output unless PYTHONIOENCODING names one
+
+
+def _json_escapes(error: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of :func:`_escapes_what_stdout_cannot_hold`: each character the encoding lacks as JSON's
+    ``\\u00eb`` (a character past U+FFFF as its UTF-16 pair, as ``json.dumps`` writes it)."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return "".join(_json_escape(char) for char in error.object[error.start:error.end]), error.end
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+codecs.register_error(JSON_ESCAPES, _json_escapes)
+
+
+@contextlib.contextmanager
+def _escapes_what_stdout_cannot_hold() -> Iterator[None]:
+    """A standard output whose encoding lacks a character the command prints (``PYTHONIOENCODING=ascii``, a Latin-1
+    locale) writes it as JSON's ``\\u00eb`` rather than ending the command in a ``UnicodeEncodeError`` traceback after
+    the work is done: what the commands print there is JSON (an answer's letters stay the same JSON value) or
+    ``compare``'s table. An error handler the caller chose (``PYTHONIOENCODING=ascii:replace``) stays; the stream's own
+    is back afterwards. Python's own choices are replaced: ``strict``, and ``surrogateescape`` in the C locale."""
+    stream = sys.stdout
+    errors = getattr(stream, "errors", None)
+    if errors not in PYTHON_STDOUT_ERRORS or not hasattr(stream, "reconfigure"):
+        yield
+        return
+    stream.reconfigure(errors=JSON_ESCAPES)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError, OSError):  # a stream closed, or a reader gone (| head), by now
+            stream.reconfigure(errors=errors)
+
+
+@contextlib.contextmanager
+def _input_warnings_as_lines() -> Iterator[None]:
+    """A warning about the user's input (``InputWarning``: a model's unused tuned setting, training questions whose
+    answer no window holds) as one ``warning:`` line on stderr, as the command's other warnings are, not Python's two
+    lines naming the package's source; any other warning as Python shows it."""
+    from ..errors import InputWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, InputWarning):
+                print(printable_line(f"warning: {message}"), file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
+@contextlib.contextmanager
+def _bars_for_a_log(stream) -> Iterator[None]:
+    """Progress bars on a standard error that is no terminal (a log file, a pipe) redraw at most every
+    ``LOGGED_BAR_SECONDS``, not ten times a second: each redraw is a carriage return and a line that a terminal
+    overwrites and a file keeps, thousands of them over a long training run. tqdm reads ``TQDM_MININTERVAL`` when it
+    is imported, and a value of the user's stays; a tqdm imported already (the package imports transformers, which imports
+    it) takes the interval as its default keyword (:func:`_tqdm_defaults`)."""
+    isatty = getattr(stream, "isatty", None)
+    if (isatty is not None and isatty()) or "TQDM_MININTERVAL" in os.environ:
+        yield
+        return
+    os.environ["TQDM_MININTERVAL"] = str(LOGGED_BAR_SECONDS)
+    defaults = _tqdm_defaults()
+    before = dict(defaults)
+    defaults["mininterval"] = float(LOGGED_BAR_SECONDS)
+    try:
+        yield
+    finally:
+        os.environ.pop("TQDM_MININTERVAL", None)
+        defaults.clear()
+        defaults.update(before)
+
+
+def _tqdm_defaults() -> dict[str, Any]:
+    """The default keywords of every tqdm bar made from now on: the ``TQDM_*`` variables tqdm read when it was imported
+    (its ``__init__`` is a ``functools.partialmethod`` of them); an empty dict to no purpose where tqdm is not imported
+    yet (it reads the variables then) or keeps them otherwise."""
+    module = sys.modules.get("tqdm.std")
+    init = vars(getattr(module, "tqdm", object)).get("__init__")
+    return init.keywords if isinstance(init, functools.partialmethod) else {}
+
+
+class Terminated(SystemExit):
+    """What SIGTERM raises in a command: SystemExit with the status of a process the signal ended (143)."""
+
+
+@contextlib.contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """SIGTERM (``kill``, a scheduler's stop) ends the command as Ctrl-C does, by an exception, so that its cleanups
+    run: no temporary folder or half-written file is left behind. Both signals are taken by ``_stop_on_signal``, which
+    holds one that lands in a finalizer until it has returned. A signal the caller ignores or handles itself stays
+    so; the handlers before are back afterwards (``main`` may be called in a longer process)."""
+    taken = _signals_to_take()
+    for signum in taken:
+        signal.signal(signum, _stop_on_signal)
+    try:
+        yield
+        _DEFERRED.deliver()  # one held while a finalizer ran in the command's last moments
+    finally:
+        _DEFERRED.cancel()
+        for signum, previous in taken.items():
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+
+
+def _signals_to_take() -> dict[int, object]:
+    """SIGTERM unless ignored, SIGINT while Python's own handler has it: each with the handler it had."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM), signal.SIGINT: signal.getsignal(signal.SIGINT)}
+    return {signum: handler for signum, handler in previous.items()
+            if handler != signal.SIG_IGN and (signum != signal.SIGINT or handler is signal.default_int_handler)}
+
+
+FINALIZER_RETRY_SECONDS = 0.05
+
+
+def _stop_on_signal(signum: int, frame: object) -> None:
+    """Raise KeyboardInterrupt for SIGINT, Terminated for SIGTERM. Inside a finalizer (a ``__del__`` that garbage
+    collection runs, such as a dataset's) Python would print the exception as "ignored" and carry on: the command
+    went on to exit 0 with a traceback. There the signal is sent again once the finalizer has had time to return
+    (or raised when the command ends first)."""
+    if _in_finalizer(frame):
+        _DEFERRED.defer(signum)
+        return
+    _DEFERRED.cancel()
+    raise _stop_for(signum)
+
+
+def _stop_for(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(128 + signum)
+
+
+class _DeferredSignal:
+    """A signal that landed in a finalizer: sent again shortly by a timer, or raised by the command's end."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.timer: threading.Timer | None = None
+
+    def defer(self, signum: int) -> None:
+        self.cancel()
+        self.signum = signum
+        self.timer = threading.Timer(FINALIZER_RETRY_SECONDS, signal.raise_signal, (signum,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        self.signum, self.timer = None, None
+
+    def deliver(self) -> None:
+        signum = self.signum
+        self.cancel()
+        if signum is not None:
+            raise _stop_for(signum)
+
+
+_DEFERRED = _DeferredSignal()
+
+
+def _in_finalizer(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _close_open_bars() -> None:
+    """Close the progress bars a stopped command left open (Trainer's training bar is closed only when training ends),
+    so that ``interrupted`` is a line of its own and the last one: written while a bar is open, it lands on the bar's
+    line, and the bar, closed as the process ends, draws itself again below it."""
+    module = sys.modules.get("tqdm.std")
+    for bar in list(getattr(getattr(module, "tqdm", None), "_instances", ())):
+        with contextlib.suppress(Exception):  # a bar whose stream is gone is no reason for a traceback now
+            bar.close()
+
+
+def _reader_gone() -> int:
+    """What a Unix tool does when the reader of its output goes away (``| head``): stop quietly, with the
+    status of a process ended by SIGPIPE. Standard output is pointed at /dev/null so that Python's final
+    flush finds no broken pipe to report."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + 13

@@ -1,0 +1,172 @@
+"""Options shared by several commands, and what they become: configs, decoding settings, windows, counts, paths."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import registry
+from ..errors import BioMrcError
+from ..config_options import config_from_args, options_given
+from ..features.config import stride_leaves_new_context
+from ..io import (home_expanded, printable_line)
+from ..decoding.postprocess import DecodeConfig
+from ..precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
+from ..training.config import TrainConfig
+
+MAX_COUNT = 10**9  # the largest count an option takes (questions, windows, steps)
+# Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
+# require_answer is the command's to set: tune never, predict and extract always (abstaining is the saved threshold's decision).
+_DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and predict take --multi-span
+
+
+def _train_config(args: argparse.Namespace) -> TrainConfig:
+    return config_from_args(TrainConfig, args, **_fitted_windows(args))
+
+
+_WINDOW_OPTIONS = ("max_seq_length", "doc_stride", "max_query_length")
+
+
+def _fitted_windows(args: argparse.Namespace) -> dict[str, int]:
+    """The window settings train takes when the command line gave not all of them: the defaults, but a window of the
+    encoder's positions where it has fewer than the default length, and, where the defaults' stride and question do
+    not fit the window, those ``qa_windows`` fits to it (said in one line on stderr). A given value is kept, and one
+    that does not fit is refused as before."""
+    given = options_given(args) & set(_WINDOW_OPTIONS)
+    if given == set(_WINDOW_OPTIONS):
+        return {}
+    windows = {name: getattr(args, name) for name in _WINDOW_OPTIONS}
+    positions = None if "max_seq_length" in given or getattr(args, "init_from", None) else _encoder_positions(args.encoder)
+    if positions is not None and positions < windows["max_seq_length"]:
+        windows["max_seq_length"] = positions
+    if not stride_leaves_new_context(**windows):
+        from ..qa_checkpoints import qa_windows
+
+        windows = qa_windows(None, **{name: windows[name] if name in given or name == "max_seq_length" else None
+                                      for name in _WINDOW_OPTIONS})
+    changed = {name: value for name, value in windows.items() if value != getattr(args, name)}
+    if changed:
+        why = (f"encoder {args.encoder or 'default'} holds {positions} positions, fewer than the default window of "
+               f"{args.max_seq_length} tokens" if "max_seq_length" in changed else
+               f"the default doc stride and question length leave no new context in a window of {windows['max_seq_length']} tokens")
+        chosen = " ".join(f"--{name.replace('_', '-')} {windows[name]}" for name in _WINDOW_OPTIONS if name not in given)
+        print(printable_line(f"note: {why}: training with {chosen} (give them to choose others)"), file=sys.stderr)
+    return changed
+
+
+def _encoder_positions(encoder: str | None) -> int | None:
+    """The positions a window of ``encoder`` may fill; None where they cannot be read ahead (training's own load says
+    why)."""
+    from ..encoders import resolve_encoder
+    from ..qa_checkpoints import encoder_positions
+
+    try:
+        return encoder_positions(resolve_encoder(encoder))
+    except BioMrcError:
+        return None
+
+
+def _decode_config(args: argparse.Namespace, require_answer: bool = True) -> DecodeConfig:
+    return config_from_args(DecodeConfig, args, require_answer=require_answer)
+
+
+def _add_data_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--fix-offsets", action="store_true",
+                        help="relocate an answer_start that misses its text to the nearest occurrence of the text, "
+                             "a whole word before a piece of a longer one (reported)")
+    parser.add_argument("--skip-invalid", action="store_true",
+                        help="leave out bad questions instead of stopping at the first one (each is reported)")
+    parser.add_argument("--format", choices=registry.data_formats(),
+                        help="what the questions are, as a comparison config's \"format\" says (default: detected: multispanqa "
+                             "for MultiSpanQA's layout, else squad, whose listed answers are alternatives); answer-parts: any "
+                             "SQuAD-shaped form whose listed answers are the parts of one answer, scored with MultiSpanQA's "
+                             "metrics (your own multi-span questions)")
+
+
+# The forms load_squad reads (bio_mrc/data/formats.py), for every --data and --train.
+_DATA_HELP = ("questions: official SQuAD JSON; JSON Lines with the Hugging Face SQuAD columns "
+              "(.jsonl, .jsonl.gz, or by content); CSV, TSV or Parquet with those columns; an MRQA shared-task file "
+              "(.jsonl.gz); MultiSpanQA JSON; a folder saved with datasets' save_to_disk (FOLDER:SPLIT picks "
+              "a DatasetDict's split); or a hub dataset id with a split, e.g. rajpurkar/squad:validation (needs a network)")
+
+
+def _add_network_options(parser: argparse.ArgumentParser) -> None:
+    """The only way to send a run off the machine: no config file turns these on."""
+    parser.add_argument("--push-to-hub", action="store_true",
+                        help="publish to the Hugging Face Hub as Trainer does (needs `hf auth login` or HF_TOKEN)")
+    parser.add_argument("--hub-model-id", metavar="ID", help="the hub repository to push to (with --push-to-hub)")
+    parser.add_argument("--hub-strategy", choices=("end", "every_save", "checkpoint", "all_checkpoints"),
+                        help="when Trainer pushes (with --push-to-hub)")
+    parser.add_argument("--hub-private-repo", action="store_true", help="make a new hub repository private (with --push-to-hub)")
+    parser.add_argument("--report-to", nargs="+", metavar="TRACKER",
+                        help="send logs to these trackers (wandb, mlflow, comet_ml, ...); a config's training_args take only "
+                             "local ones (tensorboard)")
+
+
+def _network_args(args: argparse.Namespace) -> dict[str, object]:
+    values = {"push_to_hub": args.push_to_hub or None, "hub_model_id": args.hub_model_id, "hub_strategy": args.hub_strategy,
+              "hub_private_repo": args.hub_private_repo or None, "report_to": args.report_to}
+    return {name: value for name, value in values.items() if value is not None}
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's help ends with its default, except where the option is unset by default and its help says what
+    that means (``--batch-size``: 16 on a CPU, 128 on a GPU): argparse's ``(default: None)`` would contradict it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None and "default:" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _add_precision_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                        help="of the forward pass: bf16 = bfloat16 autocast; auto = the faster of the two on this machine "
+                             "(measured once and cached; fp32 where bf16 is not native)")
+    _add_device_option(parser)
+
+
+def _add_device_option(parser: argparse.ArgumentParser, pin: bool = False) -> None:
+    """``--device``, checked in main before the command's work; ``pin``: the process sees that device alone
+    (for transformers' Trainer, which picks its own)."""
+    parser.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,cuda:N,mps}",
+                        help="where the model runs: auto = the GPU when there is one, else the CPU")
+    parser.set_defaults(check_device=pin_process_device if pin else resolve_device)
+
+
+def _count(text: str, least: int = 1) -> int:
+    """A whole number from ``least`` (a positive one unless told) to no larger than any run needs (``1e308`` and
+    ``0`` are typos, not counts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number from {least} to {MAX_COUNT:,}, not {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"a positive number, not {value}" if least == 1 else f"at least {least}, not {value}")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"at most {MAX_COUNT:,}, not {value}")
+    return value
+
+
+def _decoding_choices() -> tuple[str, ...]:
+    """auto and every registered decoding, read when the parser is built (a decoding registered later is offered)."""
+    return registry.decoding_choices()
+
+
+_MODEL_HELP = "a saved bio_mrc model folder, an ONNX export of one, or a Hugging Face hub id (read from the hub cache first)"
+_AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads, for one answer or several)"
+
+
+# The options naming a file or folder: a leading ~ is the home folder in each, as the shell reads it (which it does not
+# in --output=~/x or a quoted "~/x"), so a file read is found and an output never goes to a folder named ~ here.
+PATH_OPTIONS = ("model", "data", "train", "eval", "predictions", "na_probs", "config", "data_dir", "cells_from",
+                "context_file", "output", "output_dir", "html", "plot_dir", "encoder", "init_from")
+
+
+def _expand_home(args: argparse.Namespace) -> None:
+    for name in PATH_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            setattr(args, name, home_expanded(value))
+        elif isinstance(value, list):
+            setattr(args, name, [home_expanded(v) for v in value])

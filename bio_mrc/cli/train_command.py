@@ -1,0 +1,88 @@
+"""``bio-mrc train``: one process trains into its output folder, alone."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Iterator
+
+from .. import registry
+from ..errors import ConfigError
+from ..config_options import options_given
+from ..io import (check_folder_target, check_library_path, check_outputs_apart, printable_line, sole_process_in)
+from ..launcher import launcher_number
+from .command_data import _format_task, _load_task_data
+from .options import _network_args, _train_config
+
+def cmd_train(args: argparse.Namespace) -> int:
+    check_library_path(check_folder_target(args.output_dir))  # before the data is read
+    check_outputs_apart([args.output_dir], [args.train, args.eval])
+    with _training_alone(Path(args.output_dir)):
+        return _train_into(args)
+
+
+@contextlib.contextmanager
+def _training_alone(output_dir: Path) -> Iterator[None]:
+    """Hold ``output_dir`` as the one ``train`` writing it: a second run there at once (``--resume`` or
+    ``--overwrite`` too) would save, rotate and remove the first one's checkpoints and mix their models. A launcher's
+    other processes train beside rank 0, which holds it; a folder made here and left empty by a failure is removed."""
+    if launcher_number("RANK") != 0:
+        yield
+        return
+    made = [folder for folder in (output_dir, *output_dir.parents) if not folder.exists()]
+    try:  # the folder's real path: an output folder may be a link the user chose, which the lock must not refuse
+        with sole_process_in(os.path.realpath(output_dir), "another process is training into this folder now; wait "
+                             "for it to end, or choose another --output-dir", shown=str(output_dir)):
+            yield
+    except BaseException:
+        for folder in made:
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
+
+
+def _train_into(args: argparse.Namespace) -> int:
+    """``train`` once its output folder is checked and held."""
+    from ..data.article_splits import shared_questions_and_contexts
+    from ..inference.during_training import TrainingEvaluator
+    from ..training.saving import finish_stopped_save
+    from ..training.train import load_run_record, train_model
+
+    if args.resume and not args.overwrite and finish_stopped_save(args.output_dir):
+        return _print_finished_run(args.output_dir, load_run_record(args.output_dir))
+    if not args.overwrite and load_run_record(args.output_dir) is not None:  # --overwrite replaces even a damaged one
+        raise ConfigError(f"{args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
+    if args.init_from and "encoder" in options_given(args):  # the run would train init_from's encoder, named as this one
+        raise ConfigError(f"--encoder {args.encoder} and --init-from {args.init_from} name two starting points: --init-from "
+                          "continues a trained model on its own encoder, so --encoder would be ignored (and named in the "
+                          "run record and model card as the encoder); give one of the two")
+    config = _train_config(args)
+    task = _format_task(args)
+    data = _load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
+    held_out = _load_task_data(args, args.eval, None, task, needs_gold="bio-mrc train --eval") if args.eval else None
+    if held_out and any(shared := shared_questions_and_contexts(data.examples, held_out.examples)):
+        print(f"warning: the --eval questions share {shared[0]} question ids and {shared[1]} contexts with the training "
+              "questions: their scores during training overstate the model (hold out whole articles)", file=sys.stderr)
+    evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=registry.task_of_data(held_out.format, held_out.is_v2),
+                                  precision=config.precision) if held_out else None  # scored in the run's precision
+    print(printable_line(f"training on {len(data.examples)} questions of {args.train}"), file=sys.stderr)
+    result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
+                         checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,
+                         network_args=_network_args(args))
+    print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
+                      "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
+    return 0
+
+
+def _print_finished_run(output_dir: str, record: dict) -> int:
+    """A run stopped while it finished, completed by ``train --resume``: its summary as the run printed it."""
+    print(printable_line(f"note: {output_dir} held a finished model whose run was stopped while it finished; its card "
+                         "is written and its checkpoints removed"), file=sys.stderr)
+    print(json.dumps({"model_dir": str(output_dir), "seconds": round(record.get("seconds") or 0.0, 1),
+                      "questions": record.get("n_examples"), "windows": record.get("n_windows"),
+                      "final_loss": record.get("final_loss")}, indent=2))
+    return 0
