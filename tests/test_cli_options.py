@@ -11,7 +11,7 @@ import re
 import pytest
 
 from bio_mrc.cli import build_parser
-from bio_mrc.cli.options import _decode_config, _train_config
+from bio_mrc.cli.options import decode_config, train_config
 from bio_mrc.config_options import add_config_options, config_from_args
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.features.windows import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS
@@ -63,9 +63,9 @@ def test_every_field_is_an_option_with_its_default_and_help(command):
 
 
 def test_defaults_build_the_default_configs():
-    assert _train_config(build_parser().parse_args(TRAIN)) == TrainConfig()
+    assert train_config(build_parser().parse_args(TRAIN)) == TrainConfig()
     for argv, _, _ in list(COMMANDS.values())[1:]:
-        assert _decode_config(build_parser().parse_args(argv)) == DecodeConfig()
+        assert decode_config(build_parser().parse_args(argv)) == DecodeConfig()
 
 
 def test_round_trip_train_options():
@@ -89,14 +89,14 @@ def test_round_trip_train_options():
     )
     # every field is set away from its default, so a field the round trip drops shows up
     assert all(getattr(expected, f.name) != _default(f) for f in dataclasses.fields(TrainConfig))
-    config = _train_config(build_parser().parse_args(argv))
+    config = train_config(build_parser().parse_args(argv))
     assert config == expected
     assert isinstance(config.bio_prior, tuple) and isinstance(config.bio_class_weights, tuple)
 
 
 def test_round_trip_decode_options():
     argv = COMMANDS["extract"][0] + ["--n-best", "5", "--max-answer-length", "12", "--bio-length-prior", "0.5", "--multi-span"]
-    config = _decode_config(build_parser().parse_args(argv), require_answer=False)
+    config = decode_config(build_parser().parse_args(argv), require_answer=False)
     assert config == DecodeConfig(n_best=5, max_answer_length=12, multi_span=True, require_answer=False, bio_length_prior=0.5)
 
 

@@ -184,8 +184,8 @@ print(type(qa).__name__)
 
 BARS_INTO_A_LOG = """
 import io, time
-from bio_mrc.cli.console import _bars_for_a_log
-with _bars_for_a_log(io.StringIO()):  # standard error a file: no terminal
+from bio_mrc.cli.console import bars_for_a_log
+with bars_for_a_log(io.StringIO()):  # standard error a file: no terminal
     from tqdm.auto import tqdm
     log = io.StringIO()
     for _ in tqdm(range(40), file=log):
@@ -197,9 +197,9 @@ print(log.getvalue().count("\\r"))
 BARS_OF_A_TQDM_IMPORTED_BEFORE = """
 import io, time
 from tqdm.auto import tqdm  # as the command line has it: bio_mrc imports transformers, which imports tqdm
-from bio_mrc.cli.console import _bars_for_a_log
+from bio_mrc.cli.console import bars_for_a_log
 log = io.StringIO()
-with _bars_for_a_log(io.StringIO()):
+with bars_for_a_log(io.StringIO()):
     for _ in tqdm(range(40), file=log):
         time.sleep(0.02)
 after = io.StringIO()

@@ -283,15 +283,15 @@ def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path, monkeypa
     import huggingface_hub
 
     from bio_mrc.cli import build_parser
-    from bio_mrc.cli.options import _network_args
+    from bio_mrc.cli.options import network_args
     from bio_mrc.errors import ConfigError
     from bio_mrc.training.config import TrainConfig
     from bio_mrc.training.trainer import training_arguments
 
     base = ["train", "--train", "t.json", "--output-dir", "out"]
-    assert _network_args(build_parser().parse_args(base)) == {}
+    assert network_args(build_parser().parse_args(base)) == {}
     args = build_parser().parse_args([*base, "--push-to-hub", "--hub-model-id", "me/m", "--report-to", "wandb"])
-    network = _network_args(args)
+    network = network_args(args)
     assert network == {"push_to_hub": True, "hub_model_id": "me/m", "report_to": ["wandb"]}
     config = TrainConfig(training_args={"report_to": ["tensorboard"]})
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)

@@ -11,7 +11,7 @@ from transformers import TrainerCallback, TrainingArguments
 from transformers.training_args import OptimizerNames
 
 from bio_mrc.cli import build_parser
-from bio_mrc.cli.options import _train_config
+from bio_mrc.cli.options import train_config
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.config import parse_config
 from bio_mrc.harness.models import model_key
@@ -167,10 +167,10 @@ def test_no_training_args_leave_the_record_and_the_model_key_as_they_were(sample
 
 
 def test_the_command_line_takes_a_json_object_or_a_json_file(tmp_path):
-    written = _train_config(build_parser().parse_args(TRAIN + ["--training-args", '{"max_steps": 7}']))
+    written = train_config(build_parser().parse_args(TRAIN + ["--training-args", '{"max_steps": 7}']))
     path = tmp_path / "args.json"
     path.write_text(json.dumps({"max_steps": 7}))
-    assert written.training_args == _train_config(build_parser().parse_args(TRAIN + ["--training-args", str(path)])).training_args \
+    assert written.training_args == train_config(build_parser().parse_args(TRAIN + ["--training-args", str(path)])).training_args \
         == {"max_steps": 7}
 
 

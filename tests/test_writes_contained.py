@@ -87,9 +87,9 @@ def test_sigterm_inside_a_finalizer_still_ends_the_command(capfd):
     """Raised inside ``__del__``, SystemExit was printed as "Exception ignored" and the command went on to exit 0."""
     import time
 
-    from bio_mrc.cli.console import _terminate_as_exit
+    from bio_mrc.cli.console import terminate_as_exit
 
-    with pytest.raises(SystemExit) as stopped, _terminate_as_exit():
+    with pytest.raises(SystemExit) as stopped, terminate_as_exit():
         _SignalledWhileCollected()  # collected at once: its finalizer runs here
         time.sleep(2)
     assert stopped.value.code == 128 + signal.SIGTERM

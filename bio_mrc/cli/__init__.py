@@ -15,25 +15,25 @@ from typing import Sequence
 from ..errors import BioMrcError
 from ..io import printable_line
 from ..launcher import check_launcher_environment
-from .console import (Terminated, _bars_for_a_log, _close_open_bars, _escapes_what_stdout_cannot_hold, _input_warnings_as_lines, _path_error,
-                      _reader_gone, _terminate_as_exit)
-from .options import _expand_home
+from .console import (Terminated, bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error,
+                      reader_gone, terminate_as_exit)
+from .options import expand_home
 from .parser import build_parser
 
 __all__ = ["build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    with _escapes_what_stdout_cannot_hold():  # --help too: several commands' help holds β, Σ or ±
+    with escapes_what_stdout_cannot_hold():  # --help too: several commands' help holds β, Σ or ±
         return _run(argv)
 def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    _expand_home(args)
+    expand_home(args)
     try:
         check_launcher_environment()  # a WORLD_SIZE or RANK that is no number, before any work
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
-        with _terminate_as_exit(), _bars_for_a_log(sys.stderr), _input_warnings_as_lines():
+        with terminate_as_exit(), bars_for_a_log(sys.stderr), input_warnings_as_lines():
             code = args.func(args)
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code
@@ -41,18 +41,18 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"error: {printable_line(err)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
-        return _reader_gone()
+        return reader_gone()
     except OSError as err:
         if err.filename is None:  # not about a path the user gave
             raise
-        print(f"error: {printable_line(_path_error(err))}", file=sys.stderr)
+        print(f"error: {printable_line(path_error(err))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: the command's clean-ups have run on the way out; a traceback would say nothing more
-        _close_open_bars()
+        close_open_bars()
         print("interrupted", file=sys.stderr)
         return 130
     except Terminated:  # SIGTERM: the same line as Ctrl-C, and the status of a process the signal ended
-        _close_open_bars()
+        close_open_bars()
         print("interrupted", file=sys.stderr)
         raise
 

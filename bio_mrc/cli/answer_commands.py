@@ -12,10 +12,10 @@ from .. import registry
 from ..errors import ConfigError
 from ..config_options import config_from_args
 from ..data.text import read_text_file
-from ..io import (check_file_target, check_outputs_apart, printable_json, printable_line)
+from ..io import check_file_target, check_outputs_apart, printable_json, printable_line
 from ..serving.config import ServeConfig
-from .command_data import _check_span_count_option, _data_source, _format_task, _prediction_questions, _warn_untuned_abstention
-from .options import _decode_config
+from .command_data import check_span_count_option, data_source, format_task, prediction_questions, warn_untuned_abstention
+from .options import decode_config
 
 LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context length (about 100 windows)
 
@@ -30,23 +30,23 @@ def cmd_predict(args: argparse.Namespace) -> int:
     output = args.output if args.output == "-" else check_file_target(args.output)
     outputs = [check_file_target(path) for path in prediction_outputs(output, args.decoding)]
     check_outputs_apart(outputs, [args.data], [args.model])
-    decode = _decode_config(args)  # its ranges checked before any work
+    decode = decode_config(args)  # its ranges checked before any work
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
-    task = _format_task(args)
-    questions, read_format, count, unanswerable = _prediction_questions(args, task, quiet=not shard.writes)
+    task = format_task(args)
+    questions, read_format, count, unanswerable = prediction_questions(args, task, quiet=not shard.writes)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
-    _check_span_count_option(args, multi_span)
+    check_span_count_option(args, multi_span)
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device),
                                 decodings=args.decoding)
     config = trained.decode_config(decode)
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
     plan = StreamPlan(decodings, config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
     if shard.writes:
-        _warn_untuned_abstention(trained, decodings, unanswerable, args.data)
+        warn_untuned_abstention(trained, decodings, unanswerable, args.data)
     started = time.perf_counter()
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True,
-                             source=_data_source(args.data))
+                             source=data_source(args.data))
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
     report.update({decoding: {k: str(v) for k, v in paths.items()} for decoding, paths in files.items()})
     if shard.writes:  # with --output -, standard output holds the answers only
@@ -61,11 +61,11 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if args.html:
         check_file_target(args.html)
         check_outputs_apart([args.html], list(args.context_file or []), [args.model])
-    _check_span_count_option(args, args.multi_span)
+    check_span_count_option(args, args.multi_span)
     texts, names = _extract_documents(args)
     question_context_examples(args.question, texts if len(texts) > 1 else texts[0])  # the texts checked before the model loads
     extractor = AnswerExtractor.from_pretrained(
-        args.model, precision=args.precision, device=args.device, decoding=args.decoding, multi_span=args.multi_span, decode_config=_decode_config(args),
+        args.model, precision=args.precision, device=args.device, decoding=args.decoding, multi_span=args.multi_span, decode_config=decode_config(args),
         progress=sum(map(len, texts)) >= LONG_CONTEXT_CHARS,
     )
     if len(texts) > 1:  # one question over several documents: answers ranked across them

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from .. import registry
 from ..errors import ConfigError
-from ..io import (printable_line)
+from ..io import printable_line
 
 def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None,
                 needs_gold: str | None = None):
@@ -23,7 +23,7 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, d
     return data
 
 
-def _load_task_data(args: argparse.Namespace, path: str, limit: int | None, task, needs_gold: str | None):
+def load_task_data(args: argparse.Namespace, path: str, limit: int | None, task, needs_gold: str | None):
     """The questions of ``task`` (None: of whatever task the data's form is): read by the task's own loader where it
     has one, else as _load_squad reads them, in the task's layout, and as the task means them (its format named)."""
     from ..data.squad import SquadFile
@@ -51,14 +51,14 @@ def _check_read_as_named(task, read_format: str, path: str, args: argparse.Names
                           f"drop {option} or give {option} {own}")
 
 
-def _format_task(args: argparse.Namespace):
+def format_task(args: argparse.Namespace):
     """The task ``--format`` names (None: the data's own, detected)."""
     return registry.task_for(args.format, False) if args.format else None
 
 
-def _requested_task(args: argparse.Namespace):
+def requested_task(args: argparse.Namespace):
     """The task ``--format`` names, else the one of ``--metric``'s scorer (None: the data's own); the two must agree."""
-    named = _format_task(args)
+    named = format_task(args)
     if not args.metric:
         return named
     scored_by = registry.scorer(args.metric)
@@ -67,7 +67,7 @@ def _requested_task(args: argparse.Namespace):
     return named or scored_by
 
 
-def _data_task(args: argparse.Namespace, data):
+def data_task(args: argparse.Namespace, data):
     """The task the read questions are scored as: ``--metric``'s scorer's unless ``--format`` named the task."""
     if args.metric and not args.format:
         return registry.scorer(args.metric, data.is_v2)
@@ -92,7 +92,7 @@ def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None,
     return questions, count, unanswerable
 
 
-def _prediction_questions(args: argparse.Namespace, task, quiet: bool):
+def prediction_questions(args: argparse.Namespace, task, quiet: bool):
     """What ``predict`` answers: the questions, the format they are read as, their count and how many have no answer.
     Streamed as _stream_squad reads them, in ``task``'s layout, or read whole by the loader of a task ``--format``
     names that has one (a format the format table does not read)."""
@@ -100,11 +100,11 @@ def _prediction_questions(args: argparse.Namespace, task, quiet: bool):
         questions, count, unanswerable = _stream_squad(args, args.data, args.limit, quiet=quiet,
                                                        data_format=task.layout if task else None)
         return questions, task.format_of_read(questions.format) if task else questions.format, count, unanswerable
-    examples = _load_task_data(args, args.data, args.limit, task, needs_gold=None).examples
+    examples = load_task_data(args, args.data, args.limit, task, needs_gold=None).examples
     return examples, task.format, len(examples), sum(example.is_labelled and not example.is_answerable for example in examples)
 
 
-def _warn_untuned_abstention(trained, decodings: Sequence[str], unanswerable: int, path: str) -> None:
+def warn_untuned_abstention(trained, decodings: Sequence[str], unanswerable: int, path: str) -> None:
     """A data file holding questions without an answer, answered by a decoding with no tuned no-answer threshold:
     every question gets an answer, which a warning says before the work."""
     from ..inference import threshold_key
@@ -130,7 +130,7 @@ def _report_read(data, path: str, count: int) -> None:
         raise ConfigError(f"no questions to use in {path}")
 
 
-def _data_source(data: str) -> str:
+def data_source(data: str) -> str:
     """The data a predictions stream was made from, as its record names it: a file by its absolute path and size
     (an edited file is other data), a folder by its path, a hub dataset by its id."""
     path = Path(data).expanduser()
@@ -139,7 +139,7 @@ def _data_source(data: str) -> str:
     return f"{path.resolve()}, {path.stat().st_size} bytes" if path.is_file() else str(path.resolve())
 
 
-def _check_span_count_option(args: argparse.Namespace, multi_span: bool) -> None:
+def check_span_count_option(args: argparse.Namespace, multi_span: bool) -> None:
     """--min-span-probability judges a multi-span answer's spans after the first: refused, not ignored, for single spans."""
     if args.min_span_probability is not None and not multi_span:
         raise ConfigError("--min-span-probability judges the spans after the first of a multi-span answer; "

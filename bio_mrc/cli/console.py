@@ -13,7 +13,7 @@ import threading
 import warnings
 from typing import Any, Iterator
 
-from ..io import (printable_line)
+from ..io import printable_line
 
 LOGGED_BAR_SECONDS = 30  # a progress bar's least interval between redraws when standard error is no terminal
 
@@ -26,7 +26,7 @@ def json_numbers(value):
     return non_finite_as(value, str)
 
 
-def _path_error(err: OSError) -> str:
+def path_error(err: OSError) -> str:
     """A path the system would not open (no permission, a loop of links, a name too long) as one line naming it."""
     name = os.fsdecode(err.filename) if isinstance(err.filename, (str, bytes, os.PathLike)) else str(err.filename)
     shown = name if len(name) <= 300 else name[:300] + "..."
@@ -39,7 +39,7 @@ PYTHON_STDOUT_ERRORS = ("strict", "surrogateescape")  # what Python gives standa
 
 
 def _json_escapes(error: UnicodeError) -> tuple[str, int]:
-    """The codec error handler of :func:`_escapes_what_stdout_cannot_hold`: each character the encoding lacks as JSON's
+    """The codec error handler of :func:`escapes_what_stdout_cannot_hold`: each character the encoding lacks as JSON's
     ``\\u00eb`` (a character past U+FFFF as its UTF-16 pair, as ``json.dumps`` writes it)."""
     if not isinstance(error, UnicodeEncodeError):
         raise error
@@ -58,7 +58,7 @@ codecs.register_error(JSON_ESCAPES, _json_escapes)
 
 
 @contextlib.contextmanager
-def _escapes_what_stdout_cannot_hold() -> Iterator[None]:
+def escapes_what_stdout_cannot_hold() -> Iterator[None]:
     """A standard output whose encoding lacks a character the command prints (``PYTHONIOENCODING=ascii``, a Latin-1
     locale) writes it as JSON's ``\\u00eb`` rather than ending the command in a ``UnicodeEncodeError`` traceback after
     the work is done: what the commands print there is JSON (an answer's letters stay the same JSON value) or
@@ -78,7 +78,7 @@ def _escapes_what_stdout_cannot_hold() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _input_warnings_as_lines() -> Iterator[None]:
+def input_warnings_as_lines() -> Iterator[None]:
     """A warning about the user's input (``InputWarning``: a model's unused tuned setting, training questions whose
     answer no window holds) as one ``warning:`` line on stderr, as the command's other warnings are, not Python's two
     lines naming the package's source; any other warning as Python shows it."""
@@ -98,7 +98,7 @@ def _input_warnings_as_lines() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _bars_for_a_log(stream) -> Iterator[None]:
+def bars_for_a_log(stream) -> Iterator[None]:
     """Progress bars on a standard error that is no terminal (a log file, a pipe) redraw at most every
     ``LOGGED_BAR_SECONDS``, not ten times a second: each redraw is a carriage return and a line that a terminal
     overwrites and a file keeps, thousands of them over a long training run. tqdm reads ``TQDM_MININTERVAL`` when it
@@ -134,7 +134,7 @@ class Terminated(SystemExit):
 
 
 @contextlib.contextmanager
-def _terminate_as_exit() -> Iterator[None]:
+def terminate_as_exit() -> Iterator[None]:
     """SIGTERM (``kill``, a scheduler's stop) ends the command as Ctrl-C does, by an exception, so that its cleanups
     run: no temporary folder or half-written file is left behind. Both signals are taken by ``_stop_on_signal``, which
     holds one that lands in a finalizer until it has returned. A signal the caller ignores or handles itself stays
@@ -216,7 +216,7 @@ def _in_finalizer(frame) -> bool:
     return False
 
 
-def _close_open_bars() -> None:
+def close_open_bars() -> None:
     """Close the progress bars a stopped command left open (Trainer's training bar is closed only when training ends),
     so that ``interrupted`` is a line of its own and the last one: written while a bar is open, it lands on the bar's
     line, and the bar, closed as the process ends, draws itself again below it."""
@@ -226,7 +226,7 @@ def _close_open_bars() -> None:
             bar.close()
 
 
-def _reader_gone() -> int:
+def reader_gone() -> int:
     """What a Unix tool does when the reader of its output goes away (``| head``): stop quietly, with the
     status of a process ended by SIGPIPE. Standard output is pointed at /dev/null so that Python's final
     flush finds no broken pipe to report."""

@@ -9,7 +9,7 @@ from .. import registry
 from ..errors import BioMrcError
 from ..config_options import config_from_args, options_given
 from ..features.config import stride_leaves_new_context
-from ..io import (home_expanded, printable_line)
+from ..io import home_expanded, printable_line
 from ..decoding.postprocess import DecodeConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from ..training.config import TrainConfig
@@ -17,10 +17,10 @@ from ..training.config import TrainConfig
 MAX_COUNT = 10**9  # the largest count an option takes (questions, windows, steps)
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
 # require_answer is the command's to set: tune never, predict and extract always (abstaining is the saved threshold's decision).
-_DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and predict take --multi-span
+DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and predict take --multi-span
 
 
-def _train_config(args: argparse.Namespace) -> TrainConfig:
+def train_config(args: argparse.Namespace) -> TrainConfig:
     return config_from_args(TrainConfig, args, **_fitted_windows(args))
 
 
@@ -66,11 +66,11 @@ def _encoder_positions(encoder: str | None) -> int | None:
         return None
 
 
-def _decode_config(args: argparse.Namespace, require_answer: bool = True) -> DecodeConfig:
+def decode_config(args: argparse.Namespace, require_answer: bool = True) -> DecodeConfig:
     return config_from_args(DecodeConfig, args, require_answer=require_answer)
 
 
-def _add_data_options(parser: argparse.ArgumentParser) -> None:
+def add_data_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fix-offsets", action="store_true",
                         help="relocate an answer_start that misses its text to the nearest occurrence of the text, "
                              "a whole word before a piece of a longer one (reported)")
@@ -84,13 +84,13 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
 
 
 # The forms load_squad reads (bio_mrc/data/formats.py), for every --data and --train.
-_DATA_HELP = ("questions: official SQuAD JSON; JSON Lines with the Hugging Face SQuAD columns "
+DATA_HELP = ("questions: official SQuAD JSON; JSON Lines with the Hugging Face SQuAD columns "
               "(.jsonl, .jsonl.gz, or by content); CSV, TSV or Parquet with those columns; an MRQA shared-task file "
               "(.jsonl.gz); MultiSpanQA JSON; a folder saved with datasets' save_to_disk (FOLDER:SPLIT picks "
               "a DatasetDict's split); or a hub dataset id with a split, e.g. rajpurkar/squad:validation (needs a network)")
 
 
-def _add_network_options(parser: argparse.ArgumentParser) -> None:
+def add_network_options(parser: argparse.ArgumentParser) -> None:
     """The only way to send a run off the machine: no config file turns these on."""
     parser.add_argument("--push-to-hub", action="store_true",
                         help="publish to the Hugging Face Hub as Trainer does (needs `hf auth login` or HF_TOKEN)")
@@ -103,7 +103,7 @@ def _add_network_options(parser: argparse.ArgumentParser) -> None:
                              "local ones (tensorboard)")
 
 
-def _network_args(args: argparse.Namespace) -> dict[str, object]:
+def network_args(args: argparse.Namespace) -> dict[str, object]:
     values = {"push_to_hub": args.push_to_hub or None, "hub_model_id": args.hub_model_id, "hub_strategy": args.hub_strategy,
               "hub_private_repo": args.hub_private_repo or None, "report_to": args.report_to}
     return {name: value for name, value in values.items() if value is not None}
@@ -119,14 +119,14 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def _add_precision_option(parser: argparse.ArgumentParser) -> None:
+def add_precision_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help="of the forward pass: bf16 = bfloat16 autocast; auto = the faster of the two on this machine "
                              "(measured once and cached; fp32 where bf16 is not native)")
-    _add_device_option(parser)
+    add_device_option(parser)
 
 
-def _add_device_option(parser: argparse.ArgumentParser, pin: bool = False) -> None:
+def add_device_option(parser: argparse.ArgumentParser, pin: bool = False) -> None:
     """``--device``, checked in main before the command's work; ``pin``: the process sees that device alone
     (for transformers' Trainer, which picks its own)."""
     parser.add_argument("--device", default="auto", metavar="{auto,cpu,cuda,cuda:N,mps}",
@@ -134,7 +134,7 @@ def _add_device_option(parser: argparse.ArgumentParser, pin: bool = False) -> No
     parser.set_defaults(check_device=pin_process_device if pin else resolve_device)
 
 
-def _count(text: str, least: int = 1) -> int:
+def count_option(text: str, least: int = 1) -> int:
     """A whole number from ``least`` (a positive one unless told) to no larger than any run needs (``1e308`` and
     ``0`` are typos, not counts)."""
     try:
@@ -148,13 +148,13 @@ def _count(text: str, least: int = 1) -> int:
     return value
 
 
-def _decoding_choices() -> tuple[str, ...]:
+def decoding_choices() -> tuple[str, ...]:
     """auto and every registered decoding, read when the parser is built (a decoding registered later is offered)."""
     return registry.decoding_choices()
 
 
-_MODEL_HELP = "a saved bio_mrc model folder, an ONNX export of one, or a Hugging Face hub id (read from the hub cache first)"
-_AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads, for one answer or several)"
+MODEL_HELP = "a saved bio_mrc model folder, an ONNX export of one, or a Hugging Face hub id (read from the hub cache first)"
+AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads, for one answer or several)"
 
 
 # The options naming a file or folder: a leading ~ is the home folder in each, as the shell reads it (which it does not
@@ -163,7 +163,7 @@ PATH_OPTIONS = ("model", "data", "train", "eval", "predictions", "na_probs", "co
                 "context_file", "output", "output_dir", "html", "plot_dir", "encoder", "init_from")
 
 
-def _expand_home(args: argparse.Namespace) -> None:
+def expand_home(args: argparse.Namespace) -> None:
     for name in PATH_OPTIONS:
         value = getattr(args, name, None)
         if isinstance(value, str):

@@ -17,8 +17,8 @@ from ..serving.config import ServeConfig
 from ..training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 from .answer_commands import cmd_extract, cmd_predict, cmd_serve
 from .export_commands import EXPORT_FORMATS, cmd_convert, cmd_export
-from .options import (DefaultsHelpFormatter, _AUTO_HELP, _DATA_HELP, _DECODE_NOT_OPTIONS, _MODEL_HELP, _add_data_options, _add_device_option,
-                      _add_network_options, _add_precision_option, _count, _decoding_choices)
+from .options import (DefaultsHelpFormatter, AUTO_HELP, DATA_HELP, DECODE_NOT_OPTIONS, MODEL_HELP, add_data_options, add_device_option,
+                      add_network_options, add_precision_option, count_option, decoding_choices)
 from .score_commands import cmd_compare, cmd_evaluate
 from .train_command import cmd_train
 from .tune_command import cmd_tune
@@ -34,20 +34,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_command = functools.partial(sub.add_parser, formatter_class=DefaultsHelpFormatter)
 
     train = add_command("train", help="fine-tune a model on SQuAD-format data")
-    train.add_argument("--train", required=True, help=_DATA_HELP)
-    train.add_argument("--limit", type=_count, help="first N questions of the file")
+    train.add_argument("--train", required=True, help=DATA_HELP)
+    train.add_argument("--limit", type=count_option, help="first N questions of the file")
     train.add_argument("--eval", help="held-out questions scored (official F1 of every decoding) whenever the training "
                                       "args' eval_strategy asks, e.g. --training-args '{\"eval_strategy\": \"steps\", "
                                       "\"eval_steps\": 200}'; any form --train takes")
     train.add_argument("--output-dir", required=True, help="the folder to save the model in (new or empty; --overwrite, --resume)")
     train.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its last checkpoint in OUTPUT_DIR/checkpoints (same options and data)")
-    train.add_argument("--checkpoint-steps", type=_count, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
+    train.add_argument("--checkpoint-steps", type=count_option, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
     train.add_argument("--overwrite", action="store_true", help="replace a finished model, or the files of a folder that holds no bio_mrc model, in OUTPUT_DIR")
     add_config_options(train, TrainConfig)
-    _add_device_option(train, pin=True)
-    _add_data_options(train)
-    _add_network_options(train)
+    add_device_option(train, pin=True)
+    add_data_options(train)
+    add_network_options(train)
     train.set_defaults(func=cmd_train)
     _add_model_commands(add_command)
     _add_compare_and_extract(add_command)
@@ -59,33 +59,33 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_model_commands(add_command) -> None:
     """The commands that run a trained model: predict, evaluate, tune."""
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
-    predict.add_argument("--model", required=True, help=_MODEL_HELP)
-    predict.add_argument("--data", required=True, help=_DATA_HELP)
-    predict.add_argument("--limit", type=_count, help="answer the first N questions of --data (default: all)")
-    predict.add_argument("--decoding", choices=_decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
-                         help=f"one or several; {_AUTO_HELP}")
+    predict.add_argument("--model", required=True, help=MODEL_HELP)
+    predict.add_argument("--data", required=True, help=DATA_HELP)
+    predict.add_argument("--limit", type=count_option, help="answer the first N questions of --data (default: all)")
+    predict.add_argument("--decoding", choices=decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
+                         help=f"one or several; {AUTO_HELP}")
     predict.add_argument("--output", required=True,
                          help="the official {id: answer} file; PREDS.answers.jsonl (the answers as they finish, one line per "
                               "question and decoding), PREDS.nbest.json and PREDS.na_probs.json beside it; "
                               "- writes the answer lines to standard output and no file")
-    predict.add_argument("--batch-size", type=_count, default=None,
+    predict.add_argument("--batch-size", type=count_option, default=None,
                          help=f"windows per forward batch (default: {INFERENCE_BATCH_SIZE} on a CPU, {GPU_INFERENCE_BATCH_SIZE} on a GPU)")
-    predict.add_argument("--chunk-size", type=_count, default=DEFAULT_CHUNK_SIZE,
+    predict.add_argument("--chunk-size", type=count_option, default=DEFAULT_CHUNK_SIZE,
                          help="questions read, run and decoded at a time (memory grows with it, not with the file)")
     predict.add_argument("--resume", action="store_true",
                          help="continue an interrupted run: skip the questions PREDS.answers.jsonl answers (same options and data)")
-    _add_precision_option(predict)
+    add_precision_option(predict)
     add_config_options(predict, DecodeConfig, exclude=("require_answer",))
-    _add_data_options(predict)
+    add_data_options(predict)
     predict.set_defaults(func=cmd_predict)
 
     evaluate = add_command("evaluate", help="official SQuAD v1.1/v2.0 or MultiSpanQA metrics")
-    evaluate.add_argument("--data", required=True, help=f"{_DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
+    evaluate.add_argument("--data", required=True, help=f"{DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
     evaluate.add_argument("--predictions", required=True,
                           help="the official {id: answer} file (predict --output), or {id: [span texts]} for multi-span scoring")
     evaluate.add_argument("--na-probs", help="{id: no-answer probability} (predict's PREDS.na_probs.json): adds best_exact "
                                              "and best_f1 on SQuAD 2.0 questions")
-    evaluate.add_argument("--limit", type=_count, help="score the first N questions of --data, as predict --limit answers them")
+    evaluate.add_argument("--limit", type=count_option, help="score the first N questions of --data, as predict --limit answers them")
     evaluate.add_argument("--only-predicted", action="store_true",
                           help="score only the questions the predictions file answers (a subset, stated in the output)")
     evaluate.add_argument("--metric", choices=registry.scorers(),
@@ -94,29 +94,29 @@ def _add_model_commands(add_command) -> None:
                           help="a question without a prediction is an error, not a wrong answer, and so is an id "
                                "that is not a question of the data (else ignored with a warning, as the official SQuAD scripts; "
                                "the multi-span metrics, like MultiSpanQA's official script, always refuse both)")
-    _add_data_options(evaluate)
+    add_data_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
     tune = add_command("tune", help="tune the BIO span-length prior, no-answer thresholds (SQuAD 2.0 data), span-count "
                                        "thresholds (multi-span data) and calibrators on held-out questions and save them "
                                        "with the model")
-    tune.add_argument("--model", required=True, help=_MODEL_HELP)
-    tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {_DATA_HELP}")
-    tune.add_argument("--limit", type=_count, help="tune on the first N questions of --data (default: all)")
+    tune.add_argument("--model", required=True, help=MODEL_HELP)
+    tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {DATA_HELP}")
+    tune.add_argument("--limit", type=count_option, help="tune on the first N questions of --data (default: all)")
     tune.add_argument("--decoding", choices=registry.decoding_names(), nargs="+", help="default: every decoding the model has")
-    tune.add_argument("--batch-size", type=_count, default=None,
+    tune.add_argument("--batch-size", type=count_option, default=None,
                          help=f"windows per forward batch (default: {INFERENCE_BATCH_SIZE} on a CPU, {GPU_INFERENCE_BATCH_SIZE} on a GPU)")
-    _add_precision_option(tune)
+    add_precision_option(tune)
     tune.add_argument("--plot-dir", help="write threshold_<decoding>.png (F1 against the no-answer threshold; SQuAD 2.0 questions)")
     tune.add_argument("--output-dir", help="a new folder: copy the model there and save the tuned settings in the copy "
                                            "(default: in the model's own config.json)")
-    tune.add_argument("--min-calibration-questions", type=_count, default=MIN_CALIBRATION_QUESTIONS,
+    tune.add_argument("--min-calibration-questions", type=count_option, default=MIN_CALIBRATION_QUESTIONS,
                       help="fewer tuning questions than this are refused for fitting calibrators")
     tune.add_argument("--metric", choices=registry.scorers(),
                       help="the official scorer to tune by (default: the data's own: multispan for MultiSpanQA's layout, else squad)")
     tune.add_argument("--no-calibration", action="store_true",
                       help="tune the length prior and thresholds only; the saved calibrators stay as they are")
-    add_config_options(tune, DecodeConfig, exclude=_DECODE_NOT_OPTIONS)
-    _add_data_options(tune)
+    add_config_options(tune, DecodeConfig, exclude=DECODE_NOT_OPTIONS)
+    add_data_options(tune)
     tune.set_defaults(func=cmd_tune)
 
 
@@ -129,7 +129,7 @@ def _add_compare_and_extract(add_command) -> None:
     compare.add_argument("--output-dir", help="default: runs/<config name>")
     compare.add_argument("--seeds", type=int, nargs="+", help="override the config's seeds; cells become mean ± sd")
     compare.add_argument("--encoder", help="override every run's encoder (a local folder or a Hugging Face hub id)")
-    _add_device_option(compare, pin=True)
+    add_device_option(compare, pin=True)
     compare.add_argument("--print-schema", action="store_true",
                          help="print the JSON Schema of comparison configs (every key, type and range) and exit")
     compare.add_argument("--runs", nargs="+", metavar="NAME", help="only these runs of the config (e.g. one per sitting or machine)")
@@ -140,14 +140,14 @@ def _add_compare_and_extract(add_command) -> None:
                               "trained nor scored, their cells are read from it (a comparison composed over sittings or machines)")
     compare.set_defaults(func=cmd_compare)
     extract = add_command("extract", help="answer one question about a text, or across several texts, ranked")
-    extract.add_argument("--model", required=True, help=_MODEL_HELP)
-    _add_precision_option(extract)
+    extract.add_argument("--model", required=True, help=MODEL_HELP)
+    add_precision_option(extract)
     extract.add_argument("--question", required=True, help="the question, as text")
     extract.add_argument("--context-file", nargs="+", metavar="FILE",
                          help="UTF-8 text file(s); several: the answers are ranked across them, each naming its file")
     extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, as --context-file")
-    extract.add_argument("--top-k", type=_count, help="how many answers, best first (across every document; default: 1)")
-    extract.add_argument("--decoding", choices=_decoding_choices(), default=registry.AUTO_DECODING, help=_AUTO_HELP)
+    extract.add_argument("--top-k", type=count_option, help="how many answers, best first (across every document; default: 1)")
+    extract.add_argument("--decoding", choices=decoding_choices(), default=registry.AUTO_DECODING, help=AUTO_HELP)
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's best "
                               "span highlighted in the context (one span each, with --multi-span too), its confidence and "
@@ -188,7 +188,7 @@ def _add_export_command(add_command) -> None:
                    "max_query_length": "a question's tokens kept; unset: {}, or a quarter of a shorter window"}
     least = {"doc_stride": 0}  # windows that do not overlap, as train takes them
     for option, default in QA_WINDOW_DEFAULTS.items():
-        convert.add_argument(f"--{option.replace('_', '-')}", type=functools.partial(_count, least=least.get(option, 1)),
+        convert.add_argument(f"--{option.replace('_', '-')}", type=functools.partial(count_option, least=least.get(option, 1)),
                              help=window_help[option].format(default))
     convert.set_defaults(func=cmd_convert)
 
@@ -200,6 +200,6 @@ def _add_serve_command(add_command) -> None:
     serve.add_argument("--model", dest="model_option", metavar="MODEL",
                        help="a saved bio_mrc model folder, an ONNX export of one, or a hub id (or give it as MODEL)")
     serve.add_argument("model", nargs="?", metavar="MODEL", help="the same as --model")
-    _add_precision_option(serve)
+    add_precision_option(serve)
     add_config_options(serve, ServeConfig)
     serve.set_defaults(func=cmd_serve)

@@ -13,8 +13,8 @@ from typing import Iterator
 from .. import registry
 from ..errors import ConfigError
 from ..data.sources import default_data_dir
-from ..io import (check_folder_target, check_library_path, check_outputs_apart, printable_line)
-from .command_data import _data_task, _load_task_data, _requested_task
+from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line
+from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
 
 @contextlib.contextmanager
@@ -36,11 +36,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..data.predictions import load_na_probs, load_predictions
 
     # The whole file is read even under --limit: an answer to a question past the limit is no unknown id.
-    data = _load_task_data(args, args.data, None, _requested_task(args), needs_gold="bio-mrc evaluate")
+    data = load_task_data(args, args.data, None, requested_task(args), needs_gold="bio-mrc evaluate")
     scored = _scored_questions(args, data.examples)
     if scored.subset:
         print(printable_line(f"note: scoring {scored.subset}"), file=sys.stderr)
-    task = _data_task(args, data)
+    task = data_task(args, data)
     if args.na_probs and (problem := task.no_answer_probabilities_problem()):  # read and then ignored, it would look used
         raise ConfigError(f"--na-probs: {problem} (in {args.na_probs})")
     gold = registry.resolve(task.gold)(scored.examples)

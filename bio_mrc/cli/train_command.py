@@ -13,10 +13,10 @@ from typing import Iterator
 from .. import registry
 from ..errors import ConfigError
 from ..config_options import options_given
-from ..io import (check_folder_target, check_library_path, check_outputs_apart, printable_line, sole_process_in)
+from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line, sole_process_in
 from ..launcher import launcher_number
-from .command_data import _format_task, _load_task_data
-from .options import _network_args, _train_config
+from .command_data import format_task, load_task_data
+from .options import network_args, train_config
 
 def cmd_train(args: argparse.Namespace) -> int:
     check_library_path(check_folder_target(args.output_dir))  # before the data is read
@@ -60,10 +60,10 @@ def _train_into(args: argparse.Namespace) -> int:
         raise ConfigError(f"--encoder {args.encoder} and --init-from {args.init_from} name two starting points: --init-from "
                           "continues a trained model on its own encoder, so --encoder would be ignored (and named in the "
                           "run record and model card as the encoder); give one of the two")
-    config = _train_config(args)
-    task = _format_task(args)
-    data = _load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
-    held_out = _load_task_data(args, args.eval, None, task, needs_gold="bio-mrc train --eval") if args.eval else None
+    config = train_config(args)
+    task = format_task(args)
+    data = load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
+    held_out = load_task_data(args, args.eval, None, task, needs_gold="bio-mrc train --eval") if args.eval else None
     if held_out and any(shared := shared_questions_and_contexts(data.examples, held_out.examples)):
         print(f"warning: the --eval questions share {shared[0]} question ids and {shared[1]} contexts with the training "
               "questions: their scores during training overstate the model (hold out whole articles)", file=sys.stderr)
@@ -72,7 +72,7 @@ def _train_into(args: argparse.Namespace) -> int:
     print(printable_line(f"training on {len(data.examples)} questions of {args.train}"), file=sys.stderr)
     result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
                          checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,
-                         network_args=_network_args(args))
+                         network_args=network_args(args))
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
                       "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
     return 0

@@ -11,10 +11,10 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..io import (check_folder_target, check_outputs_apart, check_writable_folder,
                  printable_line, staged_folder, written_alone)
-from ..inference.defaults import (FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS)
-from .command_data import _data_task, _load_task_data, _requested_task
+from ..inference.defaults import FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS
+from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
-from .options import _decode_config
+from .options import decode_config
 
 def cmd_tune(args: argparse.Namespace) -> int:
     target = _tune_target(args)
@@ -36,14 +36,14 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
     from ..inference import TrainedModel, save_tuned_settings, tuning_provenance
     from ..inference.tuning import dropped_settings, past_windows_line, stale_calibrator_lines, tune_for_model, tuning_summary
 
-    data = _load_task_data(args, args.data, args.limit, _requested_task(args), needs_gold="bio-mrc tune")
-    task = _data_task(args, data)
+    data = load_task_data(args, args.data, args.limit, requested_task(args), needs_gold="bio-mrc tune")
+    task = data_task(args, data)
     calibrate = _calibrates(args, len(data.examples), task)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device,
                                 decodings=args.decoding or ())
     before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
-    tuned = tune_for_model(trained, outputs, data.examples, _decode_config(args, require_answer=False),
+    tuned = tune_for_model(trained, outputs, data.examples, decode_config(args, require_answer=False),
                            task, decodings=args.decoding, calibrate=calibrate)
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
