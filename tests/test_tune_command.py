@@ -2,6 +2,7 @@
 few questions, no degenerate calibrator ever saved, and ``--output-dir`` for a tuned copy instead of in place."""
 
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -330,6 +331,19 @@ def test_a_train_into_a_folder_a_tune_or_export_writes_is_refused(tmp_path, caps
 
     out = tmp_path / "model"
     monkeypatch.setattr(bio_mrc.cli.train_command, "_train_into", lambda args: pytest.fail("the train went on"))
-    with written_alone(out):
+    held, release = threading.Event(), threading.Event()
+
+    def other_writer():  # another thread stands for another process: a thread's own hold is taken as held again
+        with written_alone(out):
+            held.set()
+            release.wait(60)
+
+    writer = threading.Thread(target=other_writer)
+    writer.start()
+    try:
+        assert held.wait(60)
         assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", "e", "--overwrite"]) == 2
+    finally:
+        release.set()
+        writer.join()
     assert capsys.readouterr().err.strip().startswith("error: another process is training into this folder now")

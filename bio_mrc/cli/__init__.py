@@ -26,6 +26,8 @@ __all__ = ["build_parser", "main"]
 def main(argv: Sequence[str] | None = None) -> int:
     with escapes_what_stdout_cannot_hold():  # --help too: several commands' help holds β, Σ or ±
         return _run(argv)
+
+
 def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     expand_home(args)
@@ -55,5 +57,3 @@ def _run(argv: Sequence[str] | None) -> int:
         close_open_bars()
         print("interrupted", file=sys.stderr)
         raise
-
-

@@ -11,6 +11,7 @@ from .. import registry
 from ..errors import ConfigError
 from ..io import printable_line
 
+
 def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None,
                 needs_gold: str | None = None):
     """Questions in any form load_squad reads, under the command's data options,

@@ -9,6 +9,7 @@ import sys
 from ..errors import ConfigError
 from ..io import check_folder_target, check_library_path, printable_line
 
+
 def _export_onnx(args: argparse.Namespace) -> dict:
     from ..inference.onnx import export_onnx
 

@@ -17,6 +17,7 @@ from ..io import check_folder_target, check_library_path, check_outputs_apart, p
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
 
+
 @contextlib.contextmanager
 def _unknown_ids_as_warning_lines() -> Iterator[None]:
     """Print each ignored-ids warning of the prediction loaders as one ``warning:`` line on stderr."""

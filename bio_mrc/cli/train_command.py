@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -13,10 +12,11 @@ from typing import Iterator
 from .. import registry
 from ..errors import ConfigError
 from ..config_options import options_given
-from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line, sole_process_in
+from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line, written_alone
 from ..launcher import launcher_number
 from .command_data import format_task, load_task_data
 from .options import network_args, train_config
+
 
 def cmd_train(args: argparse.Namespace) -> int:
     check_library_path(check_folder_target(args.output_dir))  # before the data is read
@@ -29,20 +29,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _training_alone(output_dir: Path) -> Iterator[None]:
     """Hold ``output_dir`` as the one ``train`` writing it: a second run there at once (``--resume`` or
     ``--overwrite`` too) would save, rotate and remove the first one's checkpoints and mix their models. A launcher's
-    other processes train beside rank 0, which holds it; a folder made here and left empty by a failure is removed."""
+    other processes train beside rank 0, which holds it."""
     if launcher_number("RANK") != 0:
         yield
         return
-    made = [folder for folder in (output_dir, *output_dir.parents) if not folder.exists()]
-    try:  # the folder's real path: an output folder may be a link the user chose, which the lock must not refuse
-        with sole_process_in(os.path.realpath(output_dir), "another process is training into this folder now; wait "
-                             "for it to end, or choose another --output-dir", shown=str(output_dir)):
-            yield
-    except BaseException:
-        for folder in made:
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
-        raise
+    with written_alone(output_dir, "another process is training into this folder now; wait for it to end, or choose "
+                                   "another --output-dir"):
+        yield
 
 
 def _train_into(args: argparse.Namespace) -> int:

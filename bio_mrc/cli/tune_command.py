@@ -16,6 +16,7 @@ from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
 from .options import decode_config
 
+
 def cmd_tune(args: argparse.Namespace) -> int:
     target = _tune_target(args)
     if args.plot_dir:
