@@ -709,12 +709,12 @@ def sole_process_in(folder: str | Path, refusal: str, shown: str | None = None) 
     ``shown`` (default: ``folder``). The lock is released
     when the block ends or the process dies, however it dies. Where the system has no ``flock`` (Windows) the block
     runs unguarded."""
+    Path(folder).mkdir(parents=True, exist_ok=True)  # made where the lock is not taken too (Windows)
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    Path(folder).mkdir(parents=True, exist_ok=True)
     descriptor = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0))
     try:
         try:

@@ -37,9 +37,6 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-DEVICES = ("auto", "cpu", "cuda", "cuda:N", "mps")  # what --device and device= take
-
-
 def resolve_device(device: str | None = None) -> str:
     """The device a model runs on: ``auto`` (or None) is :func:`default_device`; ``cpu``, ``cuda``, ``cuda:N``
     and ``mps`` are checked against this machine, and one it lacks is a :class:`ConfigError` in one line."""

@@ -297,6 +297,21 @@ def test_an_opset_or_tolerance_no_export_can_have_is_refused_before_any_work(tmp
     assert not (tmp_path / "out").exists()
 
 
+def test_an_onnx_export_given_as_the_model_is_refused_before_any_work(tmp_path, capsys):
+    """Loading it as PyTorch found no weights and called the export an unfinished or partial copy."""
+    exported = tmp_path / "exported"
+    exported.mkdir()
+    (exported / "config.json").write_text("{}", encoding="utf-8")
+    (exported / ONNX_FILE).write_bytes(b"")
+    from bio_mrc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(exported))} is an ONNX export; export the PyTorch model"):
+        export_onnx(exported, tmp_path / "out")
+    assert main(["export", "--model", str(exported), "--output", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().endswith("is an ONNX export; export the PyTorch model it was made from")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_graph_onnx_runtime_cannot_run_is_one_line(monkeypatch, tmp_path):
     from bio_mrc.inference import onnx as exporter
 

@@ -159,6 +159,19 @@ def test_tune_and_convert_refuse_what_they_cannot_write(trained_qa_dir, trained_
     assert not (tmp_path / "new").exists() and (tmp_path / "full" / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.parametrize("config, kind", [({"model_type": "bio_mrc"}, "already a bio_mrc model"),
+                                          ({"model_type": "bert"}, "not an extractive question-answering model")])
+def test_convert_names_the_models_it_reads(tmp_path, config, kind):
+    """It said ``already a bio_mrc model; convert reads such models only``, as if it read bio_mrc models alone."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(ModelFormatError, match=rf"^{kind}.*; convert reads transformers' extractive question-answering "
+                                               rf"models only \(in {re.escape(str(folder))}\)$"):
+        convert_qa_checkpoint(folder, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_qa_model_of_another_form_is_refused_in_one_line(tiny_encoder_dir, tmp_path):
     """ModernBERT's QA model puts an MLP between the encoder and its start/end layer: not a span head."""
     folder = tmp_path / "modernbert-qa"

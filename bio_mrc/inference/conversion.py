@@ -36,7 +36,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
     if architecture is None:
         kind = "already a bio_mrc model" if saved_config(folder).get("model_type") == BioMrcConfig.model_type else \
             "not an extractive question-answering model of transformers (its config.json names no ...ForQuestionAnswering class)"
-        raise ModelFormatError(f"{kind}; convert reads such models only", name)
+        raise ModelFormatError(f"{kind}; convert reads transformers' extractive question-answering models only", name)
     check_outputs_apart([output_dir], model_dirs=[folder])
     with progress_bars(progress), staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # refused before any work
         converted, tokenizer = span_model_from_qa_checkpoint(folder, _source_name(model, folder), **windows)

@@ -38,7 +38,7 @@ from ..io import atomic_write_json, atomic_write_text, check_library_path, check
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
 from ..model_folder import remove_replaced_model_files
-from .loading import TrainedModel
+from .loading import TrainedModel, model_backend
 # OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
 from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, head_outputs, require
 
@@ -158,6 +158,8 @@ def export_onnx(
     if output_dir.resolve() == model_dir.resolve():
         raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
     check_outputs_apart([output_dir], model_dirs=[model_dir])
+    if model_backend(model_dir) == "onnx":  # else its missing PyTorch weights read as a partial copy
+        raise ConfigError(f"{model_dir} is an ONNX export; export the PyTorch model it was made from")
     with written_alone(output_dir):  # before any work, until the marker is written
         trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
         trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
