@@ -347,3 +347,30 @@ def test_a_train_into_a_folder_a_tune_or_export_writes_is_refused(tmp_path, caps
         release.set()
         writer.join()
     assert capsys.readouterr().err.strip().startswith("error: another process is training into this folder now")
+
+
+def test_a_tune_of_one_decoding_on_the_same_questions_keeps_the_others_calibrators(trained_dir, tmp_path, capsys):  # noqa: F811
+    """Their thresholds stayed and their calibrators went: bio and joint answers lost their probability. The
+    tuned decoding's own calibrator is replaced, here by none (the tiny model's is degenerate), not kept."""
+    data = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    paragraph = data["data"][0]["paragraphs"][0]
+    paragraph["qas"] += [{"id": f"none-{k}", "question": question, "answers": [], "is_impossible": True}
+                         for k, question in enumerate(["Who painted it?", "Where was it sold?", "How old is it?"])]
+    questions = tmp_path / "v2.json"
+    questions.write_text(json.dumps({"version": "v2.0", "data": data["data"]}), encoding="utf-8")
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(questions), "--output-dir", str(first),
+                 "--no-calibration"]) == 0
+    config = json.loads((first / "config.json").read_text())
+    thresholds = config["no_answer_thresholds"]
+    keys = {"span": "span", "bio": "bio/ratio", "joint": "joint"}
+    config["calibration"] = {decoding: {"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0, "correct_if": "f1 > 0.5",
+                                        "questions": 11, "no_answer_threshold": thresholds[key]}
+                             for decoding, key in keys.items()}  # as fitted on these questions at these thresholds
+    (first / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert main(["tune", "--model", str(first), "--data", str(questions), "--output-dir", str(second),
+                 "--min-calibration-questions", "2", "--decoding", "span"]) == 0
+    assert "warning: no calibrator saved for span: degenerate" in capsys.readouterr().err
+    after = json.loads((second / "config.json").read_text())
+    assert after["no_answer_thresholds"] == thresholds
+    assert after["calibration"] == {decoding: config["calibration"][decoding] for decoding in ("bio", "joint")}

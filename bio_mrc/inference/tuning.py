@@ -234,9 +234,10 @@ class TunedSettings:
         prior = self.given_bio_length_prior if self.bio_length_prior is None else self.bio_length_prior
         settings: dict[str, Any] = {} if prior is None else {"bio_length_prior": prior}
         settings |= {"min_span_probabilities": self.min_span_probabilities} if self.min_span_probabilities else {}
-        # Calibrating replaces every saved calibrator: a degenerate one is left out, not kept from an older tuning.
+        # Calibrating replaces the saved calibrator of every decoding it calibrates: a degenerate one (None here) is
+        # left out, not kept from an older tuning; on the same questions the other decodings' stay (save_tuned_settings).
         fitted = self.calibration or self.skipped_calibrators
-        return settings | ({"calibration": self.calibration or None} if fitted else {})
+        return settings | ({"calibration": {**dict.fromkeys(self.skipped_calibrators), **self.calibration}} if fitted else {})
 
 
 def tune_for_model(
@@ -452,6 +453,8 @@ def tuning_provenance(description: str, examples: Sequence[Example]) -> dict[str
 # the one the new thresholds and calibrators were fitted with. Calibrators are kept unless calibrated again
 # (--no-calibration); each names its own questions.
 REPLACED_SETTINGS = ("min_span_probabilities",)
+# Tuned settings saved per decoding: a tuning of some decodings on the model's own questions keeps the others'.
+MERGED_SETTINGS = ("min_span_probabilities", "calibration")
 
 
 def save_tuned_settings(
@@ -466,8 +469,8 @@ def save_tuned_settings(
     """Save tuned no-answer ``thresholds`` and other tuned ``settings`` (e.g. ``bio_length_prior``)
     in the model's config, stamped with ``tuned_on`` (``description``, ``questions``, ``content_hash``).
 
-    Values tuned on the same questions are merged (the no-answer thresholds and the span-count rules, decoding by
-    decoding: a tuning of some decodings keeps the others'). Values tuned on other questions are
+    Values tuned on the same questions are merged (the no-answer thresholds, the span-count rules and the calibrators,
+    decoding by decoding: a tuning of some decodings keeps the others'). Values tuned on other questions are
     replaced, and those this tuning did not fit (:data:`REPLACED_SETTINGS`, the no-answer thresholds) dropped, so
     ``tuned_on`` names the questions they were tuned on; or, without ``overwrite`` (a comparison reusing a cached model), kept:
     then nothing is written and False is returned. Values a continued model holds from the model it continues
@@ -486,8 +489,9 @@ def save_tuned_settings(
         for name in REPLACED_SETTINGS:
             setattr(config, name, None)
     for name, value in settings.items():
-        if name == "min_span_probabilities" and same_questions:  # per decoding, as the thresholds
-            value = {**(config.min_span_probabilities or {}), **value}
+        if name in MERGED_SETTINGS:  # per decoding, as the thresholds; None: this tuning's, left out
+            kept_values = (getattr(config, name) or {}) if same_questions else {}
+            value = {key: one for key, one in {**kept_values, **value}.items() if one is not None} or None
         setattr(config, name, value)
     config.calibration = calibrators_at_thresholds(config.calibration, config.no_answer_thresholds)
     config.tuned_on = tuned_on
