@@ -293,27 +293,30 @@ def _staged_binary(path: Path) -> Iterator[tuple[Any, Path]]:
 
 
 def atomic_write_json(path: str | Path, obj: Any, **json_dumps_kwargs: Any) -> Path:
-    """``json.dumps(obj, **json_dumps_kwargs)`` written atomically; an object that does not serialise writes nothing."""
-    return atomic_write_text(path, json.dumps(obj, **json_dumps_kwargs))
+    """``json.dumps(obj, **json_dumps_kwargs)`` written atomically (through :func:`json_with_controls_escaped`, so
+    ``ensure_ascii=False`` writes no raw line separator); an object that does not serialise writes nothing."""
+    return atomic_write_text(path, json_with_controls_escaped(json.dumps(obj, **json_dumps_kwargs)))
 
 
 _BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069"  # embeddings, overrides, isolates: "evil\u202egnp.exe" shows as "evilexe.png"
-_C1_CONTROLS = re.compile(f"[\x7f-\x9f{_BIDI_CONTROLS}]")  # DEL, the 8-bit controls (U+009B begins a terminal escape, as
-# ESC [ does) and the bidirectional overrides, which reorder what a terminal shows after them
+_C1_CONTROLS = re.compile(f"[\x7f-\x9f{_BIDI_CONTROLS}\u2028\u2029]")  # DEL, the 8-bit controls (U+009B begins a terminal
+# escape, as ESC [ does), the bidirectional overrides, which reorder what a terminal shows after them, and U+2028 and
+# U+2029, where str.splitlines(), JavaScript before ES2019 and many log tools end a line
 
 
 def printable_json(value: Any, **json_dumps_kwargs: Any) -> str:
     """``value`` as JSON that keeps a text's letters as they are (``ensure_ascii=False``) and escapes every control
     character, DEL and U+0080-U+009F included, which ``json.dumps`` leaves as they are, and the bidirectional overrides
-    (U+202E): the same JSON value, yet an answer or question id cut from someone's document can neither clear nor
-    retitle the terminal it is printed to, nor show the text after it reversed."""
+    (U+202E), and U+2028 and U+2029: the same JSON value, yet an answer or question id cut from someone's document can
+    neither clear nor retitle the terminal it is printed to, nor show the text after it reversed, nor split a JSON
+    Lines record for a reader that ends lines at U+2028."""
     return json_with_controls_escaped(json.dumps(value, ensure_ascii=False, **json_dumps_kwargs))
 
 
 def json_with_controls_escaped(text: str) -> str:
-    """JSON ``text`` (``json.dumps``', pydantic's) with DEL, U+0080-U+009F and the bidirectional overrides and isolates
-    (U+202A-U+202E, U+2066-U+2069), which JSON writers leave as they are, escaped as ``\\u0085``: the same JSON value
-    (such a character stands only inside a string)."""
+    """JSON ``text`` (``json.dumps``', pydantic's) with DEL, U+0080-U+009F, the bidirectional overrides and isolates
+    (U+202A-U+202E, U+2066-U+2069) and the line and paragraph separators (U+2028, U+2029), which JSON writers leave as
+    they are, escaped as ``\\u0085``: the same JSON value (such a character stands only inside a string)."""
     return _C1_CONTROLS.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 

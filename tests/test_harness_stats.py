@@ -462,3 +462,18 @@ def test_importing_plots_does_not_import_matplotlib():
     code = "import sys, bio_mrc.harness.plots, bio_mrc.harness.stats; print('matplotlib' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "False"
+
+
+def test_a_resampled_difference_that_is_exactly_zero_is_a_tie_whatever_float_summation_leaves():
+    # the same three scores permuted between the systems: d = a - b = (-0.5, -0.1, +0.6), so a resample drawing each
+    # question once differs by exactly 0, which float summation leaves as about +9e-18
+    a, b = np.array([0.2, 0.1, 0.7]), np.array([0.7, 0.2, 0.1])
+    rows = np.minimum((np.random.default_rng(0).random((10, 3)) * 3).astype(np.intp), 2)  # the documented draws
+    assert rows.tolist() == [[1, 0, 0], [0, 2, 2], [1, 2, 1], [2, 2, 0], [2, 0, 2], [0, 2, 1], [0, 1, 0], [0, 2, 1],
+                             [1, 1, 2], [2, 2, 1]]
+    # exact d* = (-5 c0 - c1 + 6 c2) / 30 for question counts c: -11, +7, +4, +7, +7, 0, -11, 0, +4, +11 (over 30):
+    # 2 below 0, 6 above, 2 ties counted on both sides, so p = 2 * min(4, 8) / 10
+    ties = (a - b)[rows[[5, 7]]].mean(axis=1)
+    assert np.all(ties != 0.0) and np.all(np.abs(ties) < 1e-16)  # the floats miss 0
+    assert paired_bootstrap(a, b, n_resamples=10).p_value == pytest.approx(0.8)  # 0.4 when the ties counted on one side
+    assert paired_bootstrap(b, a, n_resamples=10).p_value == pytest.approx(0.8)

@@ -264,8 +264,18 @@ def test_a_kill_while_moving_a_complete_set_in_is_finished_by_the_next_writer(tm
 def test_printable_json_escapes_every_control_character_and_keeps_the_value():
     value = {"id": "q\x1b[2J\u009b2J\x7f", "answer": "café 東京\u2028x"}
     text = io.printable_json(value)
-    assert text == '{"id": "q\\u001b[2J\\u009b2J\\u007f", "answer": "café 東京\u2028x"}'
+    assert text == '{"id": "q\\u001b[2J\\u009b2J\\u007f", "answer": "café 東京\\u2028x"}'
     assert json.loads(text) == value
+
+
+def test_json_written_keeps_no_raw_line_or_paragraph_separator(tmp_path):
+    # str.splitlines() ends a line at U+2028 and U+2029: a JSON Lines record holding one would read as two lines
+    value = {"id": "q\u2028", "answer": "a\u2029b", "context": "café"}
+    assert io.printable_json(value) == '{"id": "q\\u2028", "answer": "a\\u2029b", "context": "café"}'
+    io.atomic_write_json(tmp_path / "v.json", value, ensure_ascii=False)
+    text = (tmp_path / "v.json").read_text(encoding="utf-8")
+    assert text == '{"id": "q\\u2028", "answer": "a\\u2029b", "context": "café"}' and json.loads(text) == value
+    assert len(text.splitlines()) == 1
 
 
 def test_printable_line_writes_control_characters_as_python_does_and_keeps_the_rest():

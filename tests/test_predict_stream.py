@@ -420,3 +420,48 @@ def test_a_stop_while_a_decodings_files_are_replaced_leaves_them_all_old_or_all_
         assert code == 2 and new != old and line == (f"error: {k - 1} of the 3 new files replaced old ones before [Errno 28] No "
                                                      "space left on device: the files there do not agree (new beside old); "
                                                      f"write them again (in {tmp_path})")
+
+
+def test_answers_with_line_separators_keep_one_line_a_record_and_an_older_raw_stream_resumes(tmp_path):
+    # U+2028 and U+2029 end a line for str.splitlines(): they are written as \u2028 escapes, the same JSON value
+    from bio_mrc.inference.files import answer_record, write_files_from_stream, write_prediction_files
+    from bio_mrc.inference.streaming import resume_point
+    from bio_mrc.io import printable_json
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    predictions = [Prediction("q\u2028one", [AnswerSpan("Par\u2028is", 0, 6, 0.9, 0.9)], -1.0),
+                   Prediction("q2", [AnswerSpan("a\u2029b", 7, 10, 0.8, 0.8)], -1.0)]
+    lines = [printable_json(answer_record(p, "joint")) + "\n" for p in predictions]  # as chunk_lines writes them
+    stream = tmp_path / "preds.answers.jsonl"
+    stream.write_text("".join(lines), encoding="utf-8")
+    text = stream.read_text(encoding="utf-8")
+    assert len(text.splitlines()) == 2 and [json.loads(line) for line in text.splitlines()] == [
+        answer_record(p, "joint") for p in predictions]
+    written = write_files_from_stream(stream, tmp_path / "preds.json", ["joint"])["joint"]
+    direct = write_prediction_files(predictions, tmp_path / "direct" / "preds.json")
+    for name in ("predictions", "nbest", "na_probs"):  # from the stream or at once: the same bytes, no raw separator
+        assert written[name].read_bytes() == direct[name].read_bytes()
+        assert not {"\u2028", "\u2029"} & set(written[name].read_text(encoding="utf-8"))
+    assert json.loads(written["predictions"].read_text(encoding="utf-8")) == {"q\u2028one": "Par\u2028is", "q2": "a\u2029b"}
+    # a stream written with the characters raw (as before) is read as values: it resumes, and gives the same files
+    stream.write_text("".join(json.dumps(answer_record(p, "joint"), ensure_ascii=False) + "\n" for p in predictions),
+                      encoding="utf-8")
+    assert "\u2028" in stream.read_text(encoding="utf-8")
+    assert resume_point(stream, ["joint"], 1) == ["q\u2028one", "q2"]
+    rewritten = write_files_from_stream(stream, tmp_path / "again" / "preds.json", ["joint"])["joint"]
+    assert all(rewritten[name].read_bytes() == direct[name].read_bytes() for name in direct)
+
+
+def test_a_question_id_and_context_with_a_line_separator_give_one_stream_line_a_record(model_dir, tmp_path, capsys):
+    data = tmp_path / "ls.json"
+    data.write_text(json.dumps({"version": "1.1", "data": [{"title": "T", "paragraphs": [{
+        "context": "Paris\u2028is the capital\u2029of France.",
+        "qas": [{"id": f"q\u2028{n}", "question": "What is\u2028the capital?", "answers": [{"text": "Paris", "answer_start": 0}]}
+                for n in range(2)]}]}]}))
+    assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", "joint", data=data) == 0
+    text = (tmp_path / "p.answers.jsonl").read_text(encoding="utf-8")
+    assert len(text.splitlines()) == 4 and [json.loads(line)["id"] for line in text.splitlines()] == ["q\u20280"] * 2 + ["q\u20281"] * 2
+    capsys.readouterr()
+    assert predict(model_dir, "-", "--decoding", "span", data=data) == 0
+    out = capsys.readouterr().out
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["q\u20280", "q\u20281"]

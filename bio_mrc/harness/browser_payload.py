@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..io import json_with_controls_escaped
 from ..metrics.squad_official import normalize_answer
 from ..types import Example
 from .browser_data import NO_ANSWER, ModelBrowserData, quantise
@@ -226,6 +227,7 @@ def browser_payload(
 
 def payload_json(payload: Mapping[str, Any]) -> str:
     """The payload as JSON that is safe inside a ``<script>`` element: ``<``, ``>`` and ``&`` are
-    escaped (``\\u003c`` ...), so no text of a context or question can close the element."""
-    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    escaped (``\\u003c`` ...), so no text of a context or question can close the element, and U+2028 and U+2029 too
+    (:func:`json_with_controls_escaped`), which end a line in JavaScript before ES2019."""
+    text = json_with_controls_escaped(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

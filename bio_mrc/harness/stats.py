@@ -37,6 +37,10 @@ __all__ = [
 #: Resample index matrices larger than this many elements are drawn in row chunks.
 DEFAULT_MAX_CHUNK_ELEMENTS = 20_000_000
 
+# A resampled difference that is 0 in exact arithmetic can come out of float summation as ±1e-17 (0.1 + 0.5 - 0.6):
+# within this share of the scores' scale (at least 1) it is a tie, which counts on both sides of the p-value.
+TIE_TOLERANCE = 1e-12
+
 
 @dataclass(frozen=True)
 class BootstrapResult:
@@ -85,7 +89,9 @@ def paired_bootstrap(
     * CI: percentile interval of the resampled diffs at ``confidence``.
     * p_value: two-sided bootstrap p,
       ``min(1, 2 * min(frac(d* <= 0), frac(d* >= 0)))`` over resampled diffs
-      ``d*``; 0.0 means "below 1 / n_resamples".
+      ``d*``; 0.0 means "below 1 / n_resamples". A tie, ``|d*| <= 1e-12 * max(1, scale)`` (``scale`` the
+      largest absolute score), counts on both sides, as an exact 0 does: float summation may leave ±1e-17 where
+      the exact difference is 0.
     * significant: the CI excludes 0 (``ci_low > 0 or ci_high < 0``) and there is more than one
       observation; one question (of one seed) has no spread to resample: p 1, never significant.
 
@@ -102,7 +108,13 @@ def paired_bootstrap(
     resampled = np.empty(n_resamples, dtype=np.float64)
     for rows, idx in _resample_indices(n, n_resamples, seed, max_chunk_elements):
         resampled[rows] = d[idx].mean(axis=1)
-    return _bootstrap_result(float(a.mean()), float(b.mean()), float(d.mean()), resampled, confidence, n)
+    return _bootstrap_result(float(a.mean()), float(b.mean()), float(d.mean()), resampled, confidence, n,
+                             scale=_largest(a, b))
+
+
+def _largest(a: np.ndarray, b: np.ndarray) -> float:
+    """The scores' scale: their largest absolute value."""
+    return float(max(np.abs(a).max(), np.abs(b).max()))
 
 
 def paired_bootstrap_ratio(
@@ -161,10 +173,15 @@ def _percentiles(resampled: np.ndarray, confidence: float) -> tuple[float, float
 
 
 def _bootstrap_result(
-    mean_a: float, mean_b: float, diff: float, resampled: np.ndarray, confidence: float, n: int, n_seeds: int = 1
+    mean_a: float, mean_b: float, diff: float, resampled: np.ndarray, confidence: float, n: int, n_seeds: int = 1,
+    scale: float | None = None,
 ) -> BootstrapResult:
+    """``scale``: that of the compared values (default: the larger absolute of ``mean_a`` and ``mean_b``), which
+    sets how near 0 a resampled difference is a tie (:data:`TIE_TOLERANCE`)."""
     ci_low, ci_high = _percentiles(resampled, confidence)
-    p = min(1.0, 2.0 * min(float(np.mean(resampled <= 0.0)), float(np.mean(resampled >= 0.0))))
+    scale = max(abs(mean_a), abs(mean_b)) if scale is None else scale
+    tied = np.abs(resampled) <= TIE_TOLERANCE * max(1.0, scale)
+    p = min(1.0, 2.0 * min(float(np.mean((resampled <= 0.0) | tied)), float(np.mean((resampled >= 0.0) | tied))))
     significant = ci_low > 0.0 or ci_high < 0.0
     if n * n_seeds < 2:  # one observation: every resample repeats it, a point "interval" that is no evidence
         p, significant = 1.0, False
@@ -245,13 +262,14 @@ def two_level_bootstrap(
     if statistic is None:
         resampled = _two_level_totals(a - b, n_resamples, seed, max_chunk_elements)[:, 0] / n
         value_a, value_b, diff = float(a.mean()), float(b.mean()), float((a - b).mean())
+        scale = _largest(a, b)
     else:
         k = a.shape[2]
         totals = _two_level_totals(np.concatenate([a, b], axis=2), n_resamples, seed, max_chunk_elements)
         resampled = statistic(totals[:, :k]) - statistic(totals[:, k:])
         value_a, value_b = float(statistic(a.sum(axis=(0, 1)))), float(statistic(b.sum(axis=(0, 1))))
-        diff = value_a - value_b
-    return _bootstrap_result(value_a, value_b, diff, resampled, confidence, n, n_seeds=a.shape[0])
+        diff, scale = value_a - value_b, None
+    return _bootstrap_result(value_a, value_b, diff, resampled, confidence, n, n_seeds=a.shape[0], scale=scale)
 
 
 def paired_bootstrap_recomputed(

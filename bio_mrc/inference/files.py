@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from ..io import atomic_writers, home_expanded
+from ..io import atomic_writers, home_expanded, printable_json
 from ..types import Prediction
 from .answers import no_answer_probability
 
@@ -22,7 +22,7 @@ def write_prediction_files(
     paths = {"predictions": output, "nbest": side_file(output, ".nbest.json")}
     answers = {p.id: p.answers if multi_span else p.answer for p in predictions}
     # No indent for the n-best: json's C encoder only runs without one (3x faster on a full dev set's n-best lists).
-    texts = [json.dumps(answers, ensure_ascii=False, indent=1), json.dumps({p.id: p.to_dict() for p in predictions}, ensure_ascii=False)]
+    texts = [printable_json(answers, indent=1), printable_json({p.id: p.to_dict() for p in predictions})]
     if with_na_probs:
         paths["na_probs"] = side_file(output, ".na_probs.json")
         texts.append(json.dumps({p.id: no_answer_probability(p.no_answer_score) for p in predictions}))
@@ -119,22 +119,25 @@ def read_stream(stream: Path, decoding: str | None = None) -> Iterator[dict[str,
 
 
 class _JsonObjectWriter:
-    """A JSON object written one member at a time, byte for byte what ``json.dumps`` writes for the whole
-    object (``indent=None`` or ``indent=1``)."""
+    """A JSON object written one member at a time, byte for byte what ``json.dumps`` (:func:`printable_json` without
+    ``ensure_ascii``) writes for the whole object (``indent=None`` or ``indent=1``)."""
 
     def __init__(self, handle: TextIO, indent: int | None = None, ensure_ascii: bool = False) -> None:
         self.handle, self.indent, self.ensure_ascii, self.count = handle, indent, ensure_ascii, 0
         self.handle.write("{")
 
     def add(self, key: str, value: Any) -> None:
-        text = json.dumps(value, ensure_ascii=self.ensure_ascii, indent=self.indent)
+        text = self._json(value, indent=self.indent)
         if self.indent is not None:
             text = text.replace("\n", "\n" + " " * self.indent)
             self.handle.write(("," if self.count else "") + "\n" + " " * self.indent)
         elif self.count:
             self.handle.write(", ")
-        self.handle.write(f"{json.dumps(key, ensure_ascii=self.ensure_ascii)}: {text}")
+        self.handle.write(f"{self._json(key)}: {text}")
         self.count += 1
+
+    def _json(self, value: Any, indent: int | None = None) -> str:
+        return json.dumps(value, indent=indent) if self.ensure_ascii else printable_json(value, indent=indent)
 
     def close(self) -> None:
         self.handle.write("\n}" if self.indent is not None and self.count else "}")
