@@ -141,7 +141,8 @@ class DocumentAnswer:
 @dataclass
 class RankedAnswers:
     """One question's answers over several documents, best first across them (``answers``), and each document's own
-    :class:`Prediction` in document order (``documents``)."""
+    :class:`Prediction` in document order (``documents``); ``names``: each document's name as the caller gave it
+    (None where none was given)."""
 
     question: str
     answers: list[DocumentAnswer]

@@ -94,3 +94,33 @@ def test_dir_lists_each_lazy_export(package):
     # help(bio_mrc) documents and a notebook completes what dir() lists: without the lazy names, no class at all
     assert set(package._LAZY) <= set(dir(package)) and "__version__" in dir(bio_mrc)
     assert dir(package) == sorted(dir(package))
+
+
+@pytest.mark.parametrize("package", [bio_mrc, bio_mrc.inference], ids=["bio_mrc", "bio_mrc.inference"])
+def test_the_type_stubs_name_what_all_exports_and_nothing_else(package):
+    # `from package import *` reads __all__, a type checker the stub: the two name the same things; a stub import
+    # re-exports only as `name as name`, and a stub annotation (`__version__: str`) names a value the package has;
+    # nothing else (a `def` written out there could drift from the signature it copies)
+    body = ast.parse(Path(package.__file__).with_suffix(".pyi").read_text(encoding="utf-8")).body
+    assert all(isinstance(node, (ast.ImportFrom, ast.AnnAssign)) for node in body[1:]) and isinstance(body[0], ast.Expr)
+    aliases = [alias for node in body if isinstance(node, ast.ImportFrom) for alias in node.names]
+    annotated = [node.target.id for node in body if isinstance(node, ast.AnnAssign)]
+    assert all(alias.asname == alias.name for alias in aliases)
+    assert sorted([alias.name for alias in aliases] + annotated) == sorted(package.__all__)
+    assert all(hasattr(package, name) for name in package.__all__)
+
+
+def test_every_docstring_example_of_the_package_runs_or_is_marked_skipped():
+    # help() shows these examples; one that needs a trained model folder is marked `# doctest: +SKIP`
+    import doctest
+
+    finder, runner = doctest.DocTestFinder(exclude_empty=True), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    package = ROOT / "bio_mrc"  # only the modules that hold an example are imported: others may need an optional extra
+    names = [".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+             for path in sorted(package.rglob("*.py")) if ">>>" in path.read_text(encoding="utf-8")]
+    tests = [test for name in names for test in finder.find(importlib.import_module(name), name) if test.examples]
+    assert {test.name for test in tests} >= {"bio_mrc.inference.extract.AnswerExtractor",
+                                             "bio_mrc.inference.pipeline.BioMrcQuestionAnsweringPipeline"}
+    for test in tests:
+        runner.run(test, out=lambda text: None)
+    assert runner.summarize(verbose=False).failed == 0

@@ -75,18 +75,21 @@ def _model_source(given: Any) -> str | Path:
 class AnswerExtractor:
     """Extract one or several answer spans from contexts of any length.
 
-    >>> extractor = AnswerExtractor.from_pretrained("runs/quick/models/joint-seed42-…")
-    >>> extractor("Who wrote it?", "It was written by Ada Lovelace.").answer
+    >>> extractor = AnswerExtractor.from_pretrained("runs/quick/models/joint-seed42-…")  # doctest: +SKIP
+    >>> extractor("Who wrote it?", "It was written by Ada Lovelace.").answer  # doctest: +SKIP
     'Ada Lovelace'
+
+    (The example needs a trained model folder, so doctest skips it.)
 
     ``trained`` is a loaded :class:`TrainedModel`, or a model folder or hub id, loaded as
     :meth:`from_pretrained` loads it (which also takes ``precision`` and ``device``).
 
     Each result is a :class:`~bio_mrc.types.Prediction`: ``spans`` (text,
-    character ``start``/``end`` into the context, ``score``), best first;
-    ``no_answer_score`` where the decoding has one; ``abstain`` when the
-    no-answer threshold saved with the model fired. Long contexts are split
-    into stride windows and merged back.
+    character ``start``/``end`` into the context, ``score``; in a multi-span answer each span's
+    ``probability``), best first; ``no_answer_score`` where the decoding has one; ``abstain`` when the
+    no-answer threshold saved with the model fired; ``confidence`` and the calibrated ``probability``.
+    One question over a list of documents gives a :class:`~bio_mrc.types.RankedAnswers`
+    (:meth:`answer_documents`). Long contexts are split into stride windows and merged back.
 
     ``decoding``: ``"span"``, ``"bio"``, ``"joint"`` or ``"auto"`` (the best the
     model's heads allow, for one answer or several: joint with both heads, else
@@ -97,6 +100,9 @@ class AnswerExtractor:
     the tagger's spans where it holds two or more more likely than not, else its n-best
     spans; a span after the first is kept by the decoding's span-count rule: its own probability at least
     ``min_span_probability`` (None: the value tuned for the model on multi-span questions, else the decoding's default).
+    ``decode_config``: the other decoding options (:class:`~bio_mrc.decoding.postprocess.DecodeConfig`; None: its
+    defaults). ``batch_size``: windows a forward pass (None: the model's, 16 on a CPU, 128 on a GPU). ``progress``:
+    progress bars on stderr for the windows and forward passes.
     ``bio-mrc predict``, ``extract``, ``serve`` and the pipeline all answer through :meth:`predict`.
     """
 
@@ -132,7 +138,8 @@ class AnswerExtractor:
     @classmethod
     def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None, **kwargs) -> "AnswerExtractor":
         """The extractor of a saved model folder or a hub id (read from the hub cache first); ``precision``: auto
-        (default), fp32 or bf16 (:mod:`bio_mrc.precision`); ``device``: cpu, cuda, cuda:1, mps or auto (default)."""
+        (default), fp32 or bf16 (:mod:`bio_mrc.precision`); ``device``: cpu, cuda, cuda:1, mps or auto (default); any other
+        keyword (``decoding``, ``multi_span``, ...) is the constructor's."""
         return cls(TrainedModel.load(model_dir, precision=precision, device=device), **kwargs)
 
     examples = staticmethod(question_context_examples)
@@ -206,7 +213,9 @@ class AnswerExtractor:
     ) -> RankedAnswers:
         """Ask ``question`` of every document; the ``top_k`` best single spans across them, best first, each naming
         its document (index, and ``names[index]`` where given), scored comparably across documents (see
-        :mod:`bio_mrc.inference.documents`). Several spans per answer (``multi_span``) take one document at a time."""
+        :mod:`bio_mrc.inference.documents`). Several spans per answer (``multi_span``) take one document at a time.
+        ``decoding`` (None: the extractor's) as in the constructor; ``require_answer=False`` is refused, as single
+        spans abstain only by the saved no-answer threshold."""
         if self.multi_span if multi_span is None else _check_flag(multi_span, "multi_span"):
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")

@@ -62,7 +62,8 @@ MAX_WEIGHT = 1e6  # a loss or class weight past it overflows the loss (1e308 gav
 
 @dataclass
 class TrainConfig:
-    """Everything that decides a trained model: saved beside it and in reports."""
+    """Everything that decides a trained model: saved beside it and in reports. What each field means: its
+    metadata's ``help`` (``dataclasses.fields(TrainConfig)``), the same text as ``bio-mrc train --help``."""
 
     # Each field's metadata gives its command-line help and choices (bio_mrc.config_options builds the options).
     encoder: str = field(default="default", metadata={  # min_length: "" would read as the current folder
@@ -87,8 +88,8 @@ class TrainConfig:
         "exclusive_minimum": 0, "maximum": 1})
     bio_class_weights: tuple[float, float, float] | None = field(default=None, metadata={
         "help": "weights of B/I/O tokens in the BIO loss, a departure from the plain loss (1 1 1); "
-                "none: 10 10 1 for a BIO-only model, 1 1 1 with a span head", "metavar": ("B", "I", "O"), "exclusive_minimum": 0,
-        "maximum": MAX_WEIGHT})
+                "none: 10 10 1 for a BIO-only model of one-hot or soft BIO targets, else 1 1 1",
+        "metavar": ("B", "I", "O"), "exclusive_minimum": 0, "maximum": MAX_WEIGHT})
     tag_level: str = field(default=FeatureConfig.tag_level, metadata={
         "help": "word: tag the first piece of each word and decode on word boundaries; subword: tag every token",
         "choices": TAG_LEVELS})
