@@ -684,7 +684,7 @@ def _import_onnx(folder: Path):
     try:
         import onnx
     except ImportError as err:
-        raise fail(folder, ONNX_FILE, f"checking an ONNX model needs the 'onnx' package ({err}): pip install bio_mrc[onnx]") from None
+        raise fail(folder, ONNX_FILE, f"checking an ONNX model needs the 'onnx' package ({err}): pip install 'bio_mrc[onnx]'") from None
     return onnx
 
 

@@ -646,3 +646,16 @@ def test_a_run_init_from_a_model_whose_encoder_config_transformers_rejects_is_re
     with pytest.raises(ConfigError, match=r"^runs\[0\]\.init_from: config\.json: describes no model this version can "
                                           rf"build: .*\(in {re.escape(str(broken))}\)$"):
         check_model_sources([run], [run], tmp_path / "models")
+
+
+def test_a_tracker_that_cannot_run_is_refused_before_any_folder(tiny_encoder_dir, tmp_path, monkeypatch):
+    from transformers.integrations import integration_utils
+
+    monkeypatch.setattr(integration_utils, "is_tensorboard_available", lambda: False)  # as without the tensorboard extra
+    raw = config_dict(tiny_encoder_dir, runs=[{"name": "span-only", "heads": "span"},
+                                              {"name": "logged", "heads": "span", "training_args": {"report_to": ["tensorboard"]}}])
+    out = tmp_path / "cmp"
+    with pytest.raises(ConfigError, match=r"^runs\[1\]\.training_args: report_to 'tensorboard' cannot run here, .*: "
+                                          r"pip install 'bio_mrc\[tensorboard\]'$"):
+        compare(parse_config(raw), FIXTURES, out)
+    assert not out.exists()  # not even the first run's model folder

@@ -119,17 +119,18 @@ def test_answer_extractor_runs_the_export(onnx_dir, trained_dir, decoding):  # n
 
 
 @pytest.mark.slow
-def test_without_onnxruntime_loading_says_what_to_install(onnx_dir, monkeypatch, capsys, tmp_path):
-    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now fails
-    with pytest.raises(ModelFormatError, match=r"pip install bio_mrc\[onnx\]"):
+@pytest.mark.parametrize("missing", ["onnxruntime", "onnx"])  # without the onnx extra both are: onnx is asked first
+def test_without_onnxruntime_loading_says_what_to_install(onnx_dir, monkeypatch, capsys, tmp_path, missing):
+    monkeypatch.setitem(sys.modules, missing, None)  # `import onnxruntime` (or onnx) now fails
+    with pytest.raises(ModelFormatError, match=r"pip install 'bio_mrc\[onnx\]'"):
         TrainedModel.load(onnx_dir)
     assert main(["predict", "--model", str(onnx_dir), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")]) == 2
-    assert "pip install bio_mrc[onnx]" in capsys.readouterr().err
+    assert "pip install 'bio_mrc[onnx]'" in capsys.readouterr().err
 
 
 def test_without_onnxruntime_export_says_what_to_install(trained_dir, monkeypatch, tmp_path):  # noqa: F811
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    with pytest.raises(BioMrcError, match=r"pip install bio_mrc\[onnx\]"):
+    with pytest.raises(BioMrcError, match=r"pip install 'bio_mrc\[onnx\]'"):
         export_onnx(trained_dir, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 

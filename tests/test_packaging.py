@@ -45,6 +45,9 @@ def test_the_wheel_ships_the_licence_the_type_marker_and_the_version(tmp_path):
         metadata = archive.read(f"bio_mrc-{version}.dist-info/METADATA").decode()
         licence = archive.read(f"bio_mrc-{version}.dist-info/licenses/LICENSE").decode()
     assert {"bio_mrc/py.typed", "bio_mrc/__init__.pyi", "bio_mrc/inference/__init__.pyi", "bio_mrc/harness/presets/quick.json"} <= names
+    # every file the package reads at run time (presets, report.html's assets, stubs), not only the ones named above
+    data = {path.relative_to(source).as_posix() for path in (source / "bio_mrc").rglob("*") if path.is_file() and path.suffix != ".py"}
+    assert data and not data - names, sorted(data - names)
     assert f"\nVersion: {version}\n" in metadata and "\nLicense-Expression: Apache-2.0\n" in metadata
     assert licence == (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert licence.split()[:4] == ["Apache", "License", "Version", "2.0,"] and "END OF TERMS AND CONDITIONS" in licence

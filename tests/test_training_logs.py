@@ -64,6 +64,7 @@ def test_a_tracker_that_cannot_run_is_one_line_before_any_work(tiny_encoder_dir,
                  "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12", *option])
     err = capsys.readouterr().err
     assert code == 2 and expected in err and "Traceback" not in err
+    assert "training on" not in err  # before the training questions are read
     assert not out.exists()  # refused before the output folder is made
 
 

@@ -161,7 +161,7 @@ def _add_export_command(add_command) -> None:
     ``--opset`` and ``--atol`` are unset by default (export_onnx's defaults apply): their help names
     bio_mrc.inference.onnx's DEFAULT_OPSET and TOLERANCE (not imported here, so that building the parser does not
     load the inference package; tests/test_onnx.py ties them)."""
-    export = add_command("export", help="export a model to ONNX (needs pip install bio_mrc[onnx]; predict/extract/"
+    export = add_command("export", help="export a model to ONNX (needs pip install 'bio_mrc[onnx]'; predict/extract/"
                                          "AnswerExtractor run the folder with ONNX Runtime), or its span head as "
                                          "transformers' ...ForQuestionAnswering")
     export.add_argument("--model", required=True, help="a saved bio_mrc model folder")
@@ -196,7 +196,7 @@ def _add_export_command(add_command) -> None:
 def _add_serve_command(add_command) -> None:
     """serve: answers over HTTP, concurrent requests batched into one forward pass (bio_mrc.serving)."""
     serve = add_command("serve", help="answer questions over HTTP: POST /answer, GET /health, OpenAPI page at /docs "
-                                      "(needs pip install bio_mrc[serve])")
+                                      "(needs pip install 'bio_mrc[serve]')")
     serve.add_argument("--model", dest="model_option", metavar="MODEL",
                        help="a saved bio_mrc model folder, an ONNX export of one, or a hub id (or give it as MODEL)")
     serve.add_argument("model", nargs="?", metavar="MODEL", help="the same as --model")

@@ -19,6 +19,7 @@ from ..qa_checkpoints import encoder_positions, windows_that_fit
 from ..inference.during_training import TrainingEvaluator
 from ..model_card import training_time_is_partial
 from ..training.train import TrainConfig, load_run_record, train_model
+from ..training.training_args import check_run_trackers
 from ..types import content_hash
 from .config import RunSpec
 from .comparison_splits import Split
@@ -111,11 +112,15 @@ def resolve_init_from(init_from: str | None) -> str | None:
 
 def check_model_sources(runs: list[RunSpec], all_runs: list[RunSpec], models_dir: Path) -> None:
     """Before any training: the encoder of each of ``runs`` (or the trained model it continues from) is there and
-    loadable, else one :class:`ConfigError` naming the run's key (``runs[2].encoder``), not a traceback once earlier
-    runs have trained. A glob ``init_from`` into this comparison's own models (a chain of its runs) is left to its turn."""
+    loadable and its trackers can start, else one :class:`ConfigError` naming the run's key (``runs[2].encoder``), not
+    a traceback once earlier runs have trained. A glob ``init_from`` into this comparison's own models (a chain of its runs) is left to its turn."""
     own = models_dir.resolve()
     for run in runs:
         where = f"runs[{[r.name for r in all_runs].index(run.name)}]"
+        try:
+            check_run_trackers(run.train.training_args)  # a tracker whose package is missing: before any run trains
+        except ConfigError as err:
+            raise ConfigError(f"{where}.training_args: {err}") from None
         init_from = run.train.init_from
         if init_from and glob.has_magic(init_from) and Path(init_from).parent.resolve() == own:
             continue

@@ -12,7 +12,7 @@ The arrows go one way: this module loads the PyTorch model through ``TrainedMode
 the graph with the runner; the loader imports only the runner, never the exporter.
 
 onnx, onnxruntime and onnxscript are the optional ``onnx`` extra: this module imports them only
-when it exports, and names ``pip install bio_mrc[onnx]`` when they are missing.
+when it exports, and names ``pip install 'bio_mrc[onnx]'`` when they are missing.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ thresholds and calibration are the PyTorch path's own code. Writing an export is
 other way round, so that the loader and the exporter do not import each other.
 
 onnxruntime is part of the optional ``onnx`` extra: this module imports it only when it loads a
-model, and names ``pip install bio_mrc[onnx]`` when it is missing.
+model, and names ``pip install 'bio_mrc[onnx]'`` when it is missing.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ..model import BioMrcConfig
 from ..model_folder import EXPORT_FILE, ONNX_FILE, check_model_folder, written_format_problem
 
 EXPORT_FORMAT = 1
-INSTALL_HINT = "pip install bio_mrc[onnx]"
+INSTALL_HINT = "pip install 'bio_mrc[onnx]'"  # quoted: zsh reads bare brackets as a glob
 ORT_FATAL = 4  # ONNX Runtime's log severities: 0 verbose, 1 info, 2 warning, 3 error, 4 fatal
 # From its import on, onnxruntime's telemetry keeps a device id and an event store in the user's cache folder and a
 # session file in the temporary folder; set before the import, this keeps them unwritten (a caller's own value stands).

@@ -27,7 +27,7 @@ from .checkpoints import (
     remove_checkpoints, scan_checkpoints,
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
-from .training_args import check_trackers_installed
+from .training_args import check_run_trackers
 from .saving import (TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, push_final_model,
                      save_final_model)
 from .trainer import (
@@ -109,6 +109,7 @@ def train_model(
     ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
     _check_examples(examples)  # before the precision measurement, the first work
+    check_run_trackers(config.training_args, network_args)
     if config.init_from:  # a config.json transformers rejects is one line, not a traceback from reading its encoder
         starting_point(config)
     choices = config.precision_choices()
@@ -119,7 +120,6 @@ def train_model(
     check_output_folder(output_dir, overwrite)
     check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)
-    check_trackers_installed(args.report_to)
     _check_evaluation(args.eval_strategy.value, evaluator)
     _check_best_metric(args, evaluator, config.heads)
     set_seed(config.seed)

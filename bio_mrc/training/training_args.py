@@ -74,6 +74,13 @@ def check_trackers_installed(reporters: list[str]) -> None:
             raise ConfigError(f"report_to {name!r} cannot run here, its package is not installed ({why}){hint}") from None
 
 
+def check_run_trackers(training_args: dict[str, Any], network_args: dict[str, Any] | None = None) -> None:
+    """:func:`check_trackers_installed` on the trackers a run asks for, as given: its ``training_args`` and the command
+    line's ``--report-to`` (``network_args``), so a caller refuses them before it reads data or makes a folder."""
+    asked = [training_args.get("report_to"), (network_args or {}).get("report_to")]
+    check_trackers_installed([name for value in asked if value is not None for name in ([value] if isinstance(value, str) else value)])
+
+
 def check_stays_local(values: dict[str, Any], source: str = "training_args") -> None:
     """Refuse options in ``values`` (a config's training_args) that would send data off the machine, naming the
     command-line flag that asks for them."""
@@ -238,4 +245,4 @@ def _check_optimizer_installed(arguments: Any) -> None:
 
 
 __all__ = ["LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TRACKER_EXTRAS", "check_network_args",
-           "check_stays_local", "check_trackers_installed", "check_training_args"]
+           "check_run_trackers", "check_stays_local", "check_trackers_installed", "check_training_args"]
