@@ -12,8 +12,9 @@ faster than bf16 throughout, the choice says ``"attention": "fp32"`` and trainin
 (:mod:`bio_mrc.fp32_attention`). The result is cached per machine (CPU model and flags, torch version, caps on the
 kernels' instructions, shapes, phase) in ``$XDG_CACHE_HOME/bio_mrc/precision.json`` (``~/.cache`` by default; ``$BIO_MRC_CACHE_DIR``
 names another folder; no cache where none is set and no home folder is known), so a machine measures each model
-size once; a cache that cannot be read is measured again and rewritten, and a measurement whose two rounds disagree
-(another job took the cores) is used by this process but not cached.
+size once; a cache that cannot be read (or an entry whose choice its rates contradict) is measured again and
+rewritten, and a measurement whose two rounds disagree (another job took the cores) is used by this process but not
+cached.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ class _Layer(torch.nn.Module):
         return self.norm2(x + self.down(torch.nn.functional.gelu(self.up(x))))
 
 
+# One choice measured at a time in a process: threads asking for the same one at once would each time the others' probes.
+_ONE_CHOICE = threading.Lock()
 # One probe at a time in a process (extractors loaded from several threads), so each restores the thread count it found.
 _ONE_PROBE = threading.Lock()
 
@@ -206,18 +209,29 @@ def read_cache(path: Path | None) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than the parser's stack
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def _valid(entry: Any) -> bool:
-    if not isinstance(entry, dict) or entry.get("precision") not in ("fp32", "bf16"):
+    """Whether a cached entry can be used: its rates are positive finite numbers and its choice is the one they
+    make (an entry edited or damaged into another choice is measured anew, never trusted)."""
+    if not isinstance(entry, dict):
         return False
     phase = "training" if entry.get("phase") == "training" else "inference"
-    if phase == "training" and entry.get("attention") not in ("fp32", "bf16"):
-        return False  # measured before training timed the attention in fp32: measured anew
-    return all(isinstance(entry.get(f"{p}_tokens_per_s"), (int, float)) for p in ROUNDS[phase][0])
+    rates = {p: entry.get(f"{p}_tokens_per_s") for p in ROUNDS[phase][0]}
+    if not all(_rate(rate) for rate in rates.values()):
+        return False
+    if entry.get("precision") != choose(rates):
+        return False
+    if phase == "training":  # measured before training timed the attention in fp32: measured anew
+        return entry.get("attention") == (choose_attention(rates) if entry["precision"] == "bf16" else "fp32")
+    return True
+
+
+def _rate(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
 
 
 def store(path: Path | None, key: str, entry: dict[str, Any]) -> None:
@@ -229,6 +243,7 @@ def store(path: Path | None, key: str, entry: dict[str, Any]) -> None:
         return
     with contextlib.suppress(OSError, UnsafePathError):
         path.parent.mkdir(parents=True, exist_ok=True)
+        path = Path(os.path.realpath(path.parent)) / path.name  # a cache folder that is a link is the user's choice
         with updated_alone(path):  # another process's entry, stored since this one read the file, is kept
             data = read_cache(path)
             data[key] = entry
@@ -248,23 +263,26 @@ def measured_choice(
     memo_key = f"{path}\n{key}"
     if memo_key in _MEMO:
         return _MEMO[memo_key]
-    entry = read_cache(path).get(key)
-    if _valid(entry):
-        choice = {**entry, "how": "cached"}
-    elif distributed():  # ranks must agree: a process among several measures nothing (see resolve_precision)
-        return {}
-    else:
-        runs: dict[str, list[float]] = {p: [] for p in ROUNDS[phase][0]}
-        for order in ROUNDS[phase]:
-            for p in order:
-                runs[p].append((measure or measure_rate)(shapes, phase, p))
-        entry = _entry({p: max(r) for p, r in runs.items()}, shapes, phase)
-        stable = all(max(r) <= STABLE * max(min(r), 1e-9) for r in runs.values())
-        if stable:  # another job's burst during one round would make the cached choice wrong for good
-            store(path, key, entry)
-        choice = {**entry, "how": "measured" if stable else "measured (unsteady, not cached)"}
-    _MEMO[memo_key] = choice
-    return choice
+    with _ONE_CHOICE:  # models loaded from several threads: one measures, the others take its choice
+        if memo_key in _MEMO:
+            return _MEMO[memo_key]
+        entry = read_cache(path).get(key)
+        if _valid(entry):
+            choice = {**entry, "how": "cached"}
+        elif distributed():  # ranks must agree: a process among several measures nothing (see resolve_precision)
+            return {}
+        else:
+            runs: dict[str, list[float]] = {p: [] for p in ROUNDS[phase][0]}
+            for order in ROUNDS[phase]:
+                for p in order:
+                    runs[p].append((measure or measure_rate)(shapes, phase, p))
+            entry = _entry({p: max(r) for p, r in runs.items()}, shapes, phase)
+            stable = all(max(r) <= STABLE * max(min(r), 1e-9) for r in runs.values())
+            if stable:  # another job's burst during one round would make the cached choice wrong for good
+                store(path, key, entry)
+            choice = {**entry, "how": "measured" if stable else "measured (unsteady, not cached)"}
+        _MEMO[memo_key] = choice
+        return choice
 
 
 def _entry(rates: dict[str, float], shapes: MatrixShapes, phase: str) -> dict[str, Any]:

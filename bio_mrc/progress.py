@@ -3,11 +3,12 @@
 transformers ("Loading weights") and datasets (``map``) keep a process-wide
 switch for their bars; :func:`progress_bars` sets both for the duration of a
 call and restores what the caller had, so a quiet library call never changes
-the settings of the program that made it.
+the settings of the program that made it, nor do calls made from several threads at once.
 """
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -17,14 +18,31 @@ import transformers.utils.logging as transformers_logging
 _SWITCHES = (datasets_logging, transformers_logging)
 
 
+# The switches are the process's: the blocks open in any thread are counted, the latest decides, and the setting found
+# by the first is restored by the last to end (two threads each saving and restoring would leave it as one found it
+# inside the other's block).
+_LOCK = threading.Lock()
+_OPEN: list[list[bool]] = []  # each open block's wish, in the order they opened
+_FOUND: list[bool] = []  # the switches as the first open block found them
+
+
 @contextmanager
 def progress_bars(enabled: bool) -> Iterator[None]:
     """Show (``True``) or hide (``False``) the bars of transformers and datasets inside the block."""
-    before = [switch.is_progress_bar_enabled() for switch in _SWITCHES]
+    wish = [bool(enabled)]  # a list of its own: the block is removed by identity, not by value
+    with _LOCK:
+        if not _OPEN:
+            _FOUND[:] = [switch.is_progress_bar_enabled() for switch in _SWITCHES]
+        _OPEN.append(wish)
+        _set(wish * len(_SWITCHES))
     try:
-        for switch in _SWITCHES:
-            switch.enable_progress_bar() if enabled else switch.disable_progress_bar()
         yield
     finally:
-        for switch, was_enabled in zip(_SWITCHES, before):
-            switch.enable_progress_bar() if was_enabled else switch.disable_progress_bar()
+        with _LOCK:
+            del _OPEN[next(i for i, block in enumerate(_OPEN) if block is wish)]
+            _set(_OPEN[-1] * len(_SWITCHES) if _OPEN else _FOUND)
+
+
+def _set(states: list[bool]) -> None:
+    for switch, state in zip(_SWITCHES, states):
+        switch.enable_progress_bar() if state else switch.disable_progress_bar()

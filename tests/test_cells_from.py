@@ -139,6 +139,13 @@ def test_what_is_not_a_readable_report_is_named(tmp_path):
         read_report(other)
     with pytest.raises(ConfigError, match="cannot read it"):
         read_report(tmp_path / "missing.json")
+    for content in ("5", "null", '"cells config eval eval_ids"', "[]"):  # JSON, but no object
+        other.write_text(content)
+        with pytest.raises(ConfigError, match=f"--cells-from {other}: not a bio_mrc comparison report"):
+            read_report(other)
+    other.write_text("[" * 100_000 + "]" * 100_000)  # nested past the parser's stack
+    with pytest.raises(ConfigError, match=f"--cells-from {other}: cannot read it as a comparison report"):
+        read_report(other)
 
 
 def test_a_cut_or_edited_report_is_refused_not_misaligned(earlier, tiny_encoder_dir, tmp_path):

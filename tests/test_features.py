@@ -380,3 +380,46 @@ def test_feature_config_holds_numpy_integers_as_python_ints():
     config = FeatureConfig(max_seq_length=np.int64(64), doc_stride=np.int32(16), max_query_length=np.int64(16))
     assert config.to_dict()["max_seq_length"] == 64 and {type(config.max_seq_length), type(config.doc_stride)} == {int}
     assert json.loads(json.dumps(config.to_dict())) == FeatureConfig(max_seq_length=64, doc_stride=16, max_query_length=16).to_dict()
+
+
+def test_one_tokenizer_cuts_windows_in_one_thread_while_another_reads_questions(tiny_tokenizer, monkeypatch):
+    # The question thread sets its settings (no truncation) on the shared tokenizer just after the window call has set
+    # its own (only_second): held apart, the windows keep their truncation; interleaved, they would be cut with the
+    # question call's settings (one window as long as the whole context) or fail.
+    import threading
+
+    from transformers.tokenization_utils_base import TruncationStrategy
+
+    real = tiny_tokenizer.set_truncation_and_padding
+    windows_set, questions_set = threading.Event(), threading.Event()
+
+    def set_and_interleave(*args, **kwargs):
+        real(*args, **kwargs)
+        if kwargs["truncation_strategy"] == TruncationStrategy.ONLY_SECOND:
+            windows_set.set()
+            questions_set.wait(timeout=1)  # held apart, the question call cannot set its settings before this encodes
+        elif windows_set.is_set():
+            questions_set.set()
+
+    monkeypatch.setattr(tiny_tokenizer, "set_truncation_and_padding", set_and_interleave)
+    context = "the cat sat on the mat and the dog lay on the rug " * 20
+    alone = tokenize_windows([Example("0", "where did the cat sit", context, None)], tiny_tokenizer, SMALL)["input_ids"]
+    question_alone = truncate_questions(["where did the cat sit on the mat today"], tiny_tokenizer, 4)
+    windows_set.clear(), questions_set.clear()  # the calls alone above set both
+    results, errors = {}, []
+
+    def cut_windows():
+        try:
+            results["windows"] = tokenize_windows([Example("0", "where did the cat sit", context, None)], tiny_tokenizer,
+                                                  SMALL)["input_ids"]
+        except Exception as err:  # noqa: BLE001 - the failure is the finding
+            errors.append(err)
+
+    thread = threading.Thread(target=cut_windows)
+    thread.start()
+    windows_set.wait()
+    questions = truncate_questions(["where did the cat sit on the mat today"], tiny_tokenizer, 4)
+    thread.join()
+    assert not errors
+    assert results["windows"] == alone and max(map(len, alone)) <= SMALL.max_seq_length
+    assert questions == question_alone and len(question_alone[0]) < len("where did the cat sit on the mat today")

@@ -452,6 +452,31 @@ def test_a_model_continued_from_a_pattern_is_stale_once_the_model_the_pattern_fi
     assert not models.obtain_model(run, 5, split, models_dir, progress=False).reused and trained == [str(upstream)]
 
 
+@pytest.mark.parametrize("seconds", [None, "12", -1.0, True, "missing"])
+def test_a_kept_models_run_record_of_no_training_time_is_one_line(tmp_path, seconds):
+    """A model's record whose options match but whose ``seconds`` is edited into no time was a KeyError, TypeError or
+    ValueError traceback on every later comparison (or a negative time in its cells)."""
+    from dataclasses import replace
+
+    from bio_mrc.harness import models
+    from bio_mrc.harness.comparison_splits import Split
+    from bio_mrc.harness.config import RunSpec
+    from bio_mrc.model_folder import RUN_FILE
+    from bio_mrc.training.train import TrainConfig
+
+    run, split = RunSpec("span", TrainConfig(precision="fp32")), Split([], "squad-v1.1", "no questions")
+    resolved = replace(run.train, seed=5)
+    kept = tmp_path / "models" / f"span-seed5-{models.model_key(resolved, split)}"
+    kept.mkdir(parents=True)
+    record = {"train": resolved.to_dict(), **({} if seconds == "missing" else {"seconds": seconds})}
+    (kept / RUN_FILE).write_text(json.dumps(record))
+    with pytest.raises(DataFormatError, match=rf"'seconds' holds .*not a number of seconds trained.*\(in {re.escape(str(kept / RUN_FILE))}\)"):
+        models.obtain_model(run, 5, split, tmp_path / "models", progress=False)
+    record["seconds"] = 7
+    (kept / RUN_FILE).write_text(json.dumps(record))
+    assert models.obtain_model(run, 5, split, tmp_path / "models", progress=False) == (kept, 7.0, True, False)
+
+
 def test_a_model_that_keeps_its_best_checkpoint_is_the_tuning_questions_too(tmp_path, monkeypatch):
     """With load_best_model_at_end the checkpoint kept is chosen by the scores on the 'tune' questions: other tuning
     questions train another model, never reuse the one chosen on the first; a run that only logs its scores is reused."""
@@ -530,11 +555,12 @@ def test_a_reports_configuration_trains_the_same_runs_again():
 
 def test_an_unreadable_cells_cache_is_scored_again_and_a_folder_in_its_place_is_one_line(tmp_path):
     from bio_mrc.harness.compare import _read_browser_data, _read_cells, check_cache_files
+    from bio_mrc.harness.browser_data import ModelBrowserData, save_browser_data
 
     cells = tmp_path / "m-key.json"
     cells.write_text('[{"run": "span-only", "decoding": "sp', encoding="utf-8")  # cut short
     assert _read_cells(cells, 2) is None
-    for content in ("[1, 2]", "{}", "[]", "\xff"):
+    for content in ("[1, 2]", "{}", "[]", "\xff", "[" * 100_000 + "]" * 100_000):  # the last nested past the parser's stack
         cells.write_text(content, encoding="latin-1")
         assert _read_cells(cells, 2) is None
     whole = {"run": "span-only", "f1": [0.0, 50.0], "em": [0, 0], "answers": ["a", "b"],
@@ -548,7 +574,18 @@ def test_an_unreadable_cells_cache_is_scored_again_and_a_folder_in_its_place_is_
         assert _read_cells(cells, 2) is None
     browser = tmp_path / "m-key.browser.npz"
     browser.write_bytes(b"PK\x03\x04 not a whole zip file")
-    assert _read_browser_data(browser) is None
+    assert _read_browser_data(browser, ["q1", "q2"]) is None
+    spans = np.array([[[0, 3], [-1, -1]]])
+    tags = {"word_counts": np.array([1, 2]), "word_offsets": np.zeros((3, 2), int), "tag_bytes": np.zeros((3, 2), np.uint8)}
+    save_browser_data(ModelBrowserData(["q1", "q2"], ["span"], spans, **tags), browser)
+    assert _read_browser_data(browser, ["q1", "q2"]).ids == ["q1", "q2"]
+    # another model's or questions' data under its name, or arrays of other shapes, would show answers against the
+    # wrong questions or stop the report: scored again
+    assert _read_browser_data(browser, ["q2", "q1"]) is None
+    for data in (ModelBrowserData(["q1", "q2"], ["span", "bio"], spans), ModelBrowserData(["q1", "q2"], ["span"], spans[:, :1]),
+                 ModelBrowserData(["q1", "q2"], ["span"], spans, **{**tags, "word_counts": np.array([1, 1])})):
+        save_browser_data(data, browser)
+        assert _read_browser_data(browser, ["q1", "q2"]) is None
     browser.unlink()
     browser.mkdir()
     with pytest.raises(ConfigError, match=r"m-key\.browser\.npz is not a file.*move it away"):

@@ -86,7 +86,14 @@ def test_a_cap_on_the_kernels_instructions_is_another_machine(monkeypatch):
     assert measured_choice(SHAPES, "training", "a CPU", measure)["how"] == "measured" and len(calls) == 12
 
 
-@pytest.mark.parametrize("content", ["{not json", "[1, 2]", "", '{"KEY": {"precision": "fp16"}}'])
+@pytest.mark.parametrize("content", [
+    "{not json", "[1, 2]", "", '{"KEY": {"precision": "fp16"}}', "[" * 100_000 + "]" * 100_000,  # nested past the parser's stack
+    # a choice its own rates contradict, rates that are no speed: measured anew, never trusted
+    '{"KEY": {"precision": "bf16", "fp32_tokens_per_s": 100.0, "bf16_tokens_per_s": 1.0, "phase": "inference"}}',
+    '{"KEY": {"precision": "bf16", "fp32_tokens_per_s": NaN, "bf16_tokens_per_s": NaN, "phase": "inference"}}',
+    '{"KEY": {"precision": "bf16", "fp32_tokens_per_s": true, "bf16_tokens_per_s": true, "phase": "inference"}}',
+    '{"KEY": {"precision": "bf16", "fp32_tokens_per_s": -1, "bf16_tokens_per_s": 5, "phase": "inference"}}',
+])
 def test_a_corrupt_cache_is_ignored_and_rewritten(content):
     path = cache_file()
     path.parent.mkdir(parents=True)
@@ -104,6 +111,36 @@ def test_an_unsteady_measurement_is_used_but_not_cached():
     choice = measured_choice(SHAPES, "training", "a CPU", lambda shapes, phase, precision: next(rounds[precision]))
     assert choice["precision"] == "bf16" and choice["how"] == "measured (unsteady, not cached)"
     assert not cache_file().exists()
+
+
+def test_threads_asking_for_one_choice_at_once_measure_it_once():
+    """Models loaded from several threads at once: one thread measures (its probes unshared with another's), the
+    others take its choice; measuring in each would time each other's probes and could choose differently."""
+    import threading
+
+    calls, first_measuring, second_measuring = [], threading.Event(), threading.Event()
+    plain = fake_measure({"fp32": 100.0, "bf16": 300.0}, calls)
+
+    def measure(shapes, phase, precision):
+        if threading.current_thread().name == "second":
+            second_measuring.set()
+        elif not first_measuring.is_set():
+            first_measuring.set()
+            second_measuring.wait(timeout=1)  # the second thread measuring too would have started by now
+        return plain(shapes, phase, precision)
+
+    choices = {}
+
+    def second():
+        first_measuring.wait()
+        choices["second"] = measured_choice(SHAPES, "inference", "a CPU", measure)
+
+    thread = threading.Thread(target=second, name="second")
+    thread.start()
+    choices["first"] = measured_choice(SHAPES, "inference", "a CPU", measure)
+    thread.join()
+    assert choices["first"] == choices["second"] and choices["first"]["precision"] == "bf16"
+    assert len(calls) == sum(map(len, precision_probe.ROUNDS["inference"]))
 
 
 @pytest.mark.parametrize("fp32, bf16, with_fp32_attention, precision, attention", [
@@ -191,6 +228,18 @@ def test_an_unwritable_cache_keeps_the_choice_for_this_process(monkeypatch, tmp_
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "file" / "below-a-file"))
     assert measured_choice(SHAPES, "inference", "a CPU", fake_measure({"fp32": 1.0, "bf16": 2.0}))["precision"] == "bf16"
+
+
+def test_a_cache_folder_that_is_a_link_caches_where_it_points(monkeypatch, tmp_path):
+    """A cache folder given as a link (to a larger disk, say) cached nothing: every process measured again, and processes
+    among several, which never measure, never found the choice a single process had made."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    monkeypatch.setenv("BIO_MRC_CACHE_DIR", str(tmp_path / "link"))
+    measured_choice(SHAPES, "inference", "a CPU", fake_measure({"fp32": 1.0, "bf16": 2.0}))
+    assert list(json.loads((tmp_path / "elsewhere" / "precision.json").read_text()).values())[0]["precision"] == "bf16"
+    precision_probe._MEMO.clear()
+    assert measured_choice(SHAPES, "inference", "a CPU", fake_measure({}))["how"] == "cached"
 
 
 def test_auto_takes_the_measured_choice_where_bf16_is_native(monkeypatch):

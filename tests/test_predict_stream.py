@@ -236,6 +236,24 @@ def test_resume_refuses_a_multi_span_stream_for_a_run_without_multi_span(tmp_pat
 
 
 
+def test_a_stream_line_or_run_record_nested_past_the_parsers_stack_is_no_traceback(tmp_path):
+    """A line nested deeper than the JSON parser's stack is a line to answer again, as one cut short; a run record so
+    nested is one line naming it (both ended --resume in RecursionError)."""
+    from bio_mrc.inference.files import answer_record
+    from bio_mrc.inference.streaming import check_run_record, resume_point
+    from bio_mrc.errors import DataFormatError
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    stream = tmp_path / "preds.answers.jsonl"
+    whole = json.dumps(answer_record(Prediction("q1", [AnswerSpan("Alpha", 0, 5, 0.9)], -1.0), "joint")) + "\n"
+    stream.write_text(whole + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    assert resume_point(stream, ["joint"], 1) == ["q1"] and stream.read_text(encoding="utf-8") == whole
+    record = tmp_path / "preds.answers.run.json"
+    record.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(DataFormatError, match="cannot read the record of the answers stream's options .*without --resume"):
+        check_run_record(record, {"model": "m"})
+
+
 def test_resume_with_multi_span_names_a_stream_written_without_it(tmp_path):
     from bio_mrc.inference.files import answer_record
     from bio_mrc.inference.streaming import resume_point

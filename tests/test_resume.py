@@ -184,6 +184,28 @@ def test_a_damaged_record_of_the_checkpoints_options_is_one_line(tmp_path, saved
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("state", ["[1]", "5", "[" * 100_000 + "]" * 100_000])
+def test_a_trainer_state_that_is_no_json_object_is_no_complete_checkpoint(tmp_path, state):
+    """A state of another shape, or nested past the parser's stack, was an AttributeError or RecursionError traceback
+    on every later --resume; it is a checkpoint cut short, as a state that does not parse."""
+    for step, text in ((3, "{}"), (6, state)):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / TRAINER_STATE_NAME).write_text(text)
+    assert [[p.name for p in found] for found in scan_checkpoints(tmp_path)] == [["checkpoint-3"], ["checkpoint-6"]]
+
+
+@pytest.mark.parametrize("callbacks, seconds", [
+    ({"TrainingClock": {"attributes": {"trained_seconds": 12.5}}}, 12.5), ([1], None), ({"TrainingClock": [1]}, None),
+    ({"TrainingClock": {"attributes": 5}}, None), ({"TrainingClock": {"attributes": {"trained_seconds": "12"}}}, None),
+    ({"TrainingClock": {"attributes": {"trained_seconds": -3}}}, None), ({"TrainingClock": {"attributes": {"trained_seconds": True}}}, None),
+])
+def test_a_checkpoints_clock_of_another_shape_is_time_unknown(tmp_path, callbacks, seconds):
+    """An edited clock is the time of a checkpoint saved without it (the run's time then says partial), never a traceback
+    or a sum with a string."""
+    (tmp_path / TRAINER_STATE_NAME).write_text(json.dumps({"stateful_callbacks": callbacks}))
+    assert TrainingClock.seconds_saved_in(tmp_path) == seconds
+
+
 def test_a_refused_resume_names_an_option_left_out_of_the_record_by_its_value(tmp_path):
     """tag_mentions 'annotated' is left out of a run's options (its value before the option existed): the refusal
     names it, not None."""

@@ -27,6 +27,7 @@ from ..errors import ConfigError
 from ..types import Example
 from .config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig  # noqa: F401 (imported from here too)
 from .targets import add_targets
+from .tokenizer_lock import tokenizer_lock
 from .windows_cache import cache_budget_bytes, drop_unreadable, mark_used_and_prune, windows_cache_file
 from .words import context_words, dropped_attached_runs, extend_over_attached, grapheme_bounds, snap_to_graphemes, word_of_tokens
 
@@ -63,7 +64,8 @@ def truncate_questions(questions: Sequence[str], tokenizer: PreTrainedTokenizerB
     one character into several tokens, and keeping that whole character would keep
     more than ``max_query_length`` tokens (the windows then lack room for the stride).
     """
-    encoded = tokenizer(list(questions), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    with tokenizer_lock(tokenizer):
+        encoded = tokenizer(list(questions), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
     return [
         q if len(offsets) <= max_query_length else q[: offsets[max_query_length][0]].rstrip()
         for q, offsets in zip(questions, encoded["offset_mapping"])
@@ -80,16 +82,17 @@ def tokenize_windows(
     check_tokenizer(tokenizer)
     check_window_room(tokenizer, config)
     questions = truncate_questions([ex.question.lstrip() for ex in examples], tokenizer, config.max_query_length)
-    enc = tokenizer(
-        questions,
-        [ex.context for ex in examples],
-        truncation="only_second",
-        max_length=config.max_seq_length,
-        stride=config.doc_stride,
-        return_overflowing_tokens=True,
-        return_offsets_mapping=True,
-        padding=False,
-    )
+    with tokenizer_lock(tokenizer):  # the truncation set for this call stays this call's
+        enc = tokenizer(
+            questions,
+            [ex.context for ex in examples],
+            truncation="only_second",
+            max_length=config.max_seq_length,
+            stride=config.doc_stride,
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+            padding=False,
+        )
     features: dict[str, list[Any]] = {key: enc[key] for key in enc.keys() if key not in ("offset_mapping", "overflow_to_sample_mapping")}
     features["example_index"] = list(enc["overflow_to_sample_mapping"])
     contexts = [ex.context for ex in examples]
@@ -225,7 +228,8 @@ def _function_identity(target: Any) -> str:
 def _tokenizer_definition(tokenizer: PreTrainedTokenizerBase) -> str:
     """The fast tokenizer's serialisation without its truncation and padding state, which
     every call with other settings rewrites."""
-    definition = json.loads(tokenizer.backend_tokenizer.to_str())
+    with tokenizer_lock(tokenizer):
+        definition = json.loads(tokenizer.backend_tokenizer.to_str())
     definition.pop("truncation", None)
     definition.pop("padding", None)
     return json.dumps(definition, sort_keys=True)

@@ -11,6 +11,8 @@ import numpy as np
 import regex  # grapheme clusters (\X) and scripts (\p{Script=...}), which re lacks
 from transformers import PreTrainedTokenizerBase
 
+from .tokenizer_lock import tokenizer_lock
+
 __all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "grapheme_bounds", "snap_to_graphemes",
            "word_of_tokens"]
 
@@ -31,7 +33,8 @@ def context_words(
     for i, context in enumerate(contexts):
         first.setdefault(context, i)
     unique = list(first)
-    enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True, verbose=False)  # no window: no length warning
+    with tokenizer_lock(tokenizer):
+        enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True, verbose=False)  # no window: no length warning
     all_offsets = [np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2) for k in range(len(unique))]
     runs = dropped_attached_runs(unique, all_offsets) if attached is None else [attached[first[c]] for c in unique]
     bounds = grapheme_bounds(unique) if bounds is None else [bounds[first[c]] for c in unique]

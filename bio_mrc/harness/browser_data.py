@@ -45,6 +45,16 @@ class ModelBrowserData:
     def has_tags(self) -> bool:
         return self.tag_bytes is not None
 
+    def fits(self, ids: Sequence[str]) -> bool:
+        """Whether this is data of the questions ``ids``, in order, with arrays of the shapes above (a cached file
+        edited, or another model's copied over it, is none)."""
+        if self.ids != list(ids) or np.shape(self.span_offsets) != (len(self.decodings), len(ids), 2):
+            return False
+        if not self.has_tags:
+            return self.word_counts is None and self.word_offsets is None
+        words = int(np.sum(self.word_counts)) if np.shape(self.word_counts) == (len(ids),) else -1
+        return np.shape(self.word_offsets) == np.shape(self.tag_bytes) == (words, 2)
+
 
 def quantise(probabilities: np.ndarray) -> np.ndarray:
     """Probabilities in [0, 1] as bytes, ``round(255 p)``: a byte is within 0.002 of the probability."""

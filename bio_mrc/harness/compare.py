@@ -219,7 +219,7 @@ def _score_trained_run(
     browser_cache, kept_predictions = cache.with_suffix(".browser.npz"), cache.with_suffix(".predictions")
     check_cache_files(cache, browser_cache)
     model_cells = _read_cells(cache, len(splits.eval.examples)) if reused else None  # a model trained just now has no cells yet
-    browser = _read_browser_data(browser_cache) if model_cells is not None else None
+    browser = _read_browser_data(browser_cache, splits.eval.ids) if model_cells is not None else None
     if model_cells is None or browser is None or not kept_predictions.is_dir():
         trained = TrainedModel.load(model_dir, progress=progress, precision=precision)  # auto as resolved: the cells say which
         model_cells, browser = score_model(trained, run, seed, config.decode, splits, splits.eval, output_dir, progress)
@@ -352,7 +352,7 @@ def _read_cells(path: Path, n_questions: int) -> list[dict[str, Any]] | None:
     rewritten, never paired question by question with scores that belong to other questions."""
     try:
         cells = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested past the parser's stack
         return None
     if not isinstance(cells, list) or not cells or not all(isinstance(cell, dict) for cell in cells):
         return None
@@ -368,12 +368,14 @@ def _scores_every_question(cell: dict[str, Any], n_questions: int) -> bool:
     return "answers" in cell and all(isinstance(column, list) and len(column) == n_questions for column in columns if column is not None)
 
 
-def _read_browser_data(path: Path) -> ModelBrowserData | None:
-    """A model's cached browser data, or None when there is none or it cannot be read (scored again)."""
+def _read_browser_data(path: Path, ids: list[str]) -> ModelBrowserData | None:
+    """A model's cached browser data, or None when there is none, it cannot be read, or it is not the data of the
+    evaluation questions ``ids`` (scored again)."""
     try:
-        return load_browser_data(path)
+        data = load_browser_data(path)
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error):
         return None
+    return data if data is not None and data.fits(ids) else None
 
 
 def compare(

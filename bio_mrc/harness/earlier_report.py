@@ -42,6 +42,10 @@ def read_report(path: str | Path, option: str = "--cells-from") -> SavedReport:
             report = special_floats(json.load(handle))  # an infinite threshold written as {"__float__": "-Infinity"}
     except (OSError, EOFError, lzma.LZMAError, json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{source}: cannot read it as a comparison report ({error})") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: cannot read it as a comparison report (JSON nested deeper than any report)") from None
+    if not isinstance(report, dict):
+        raise ConfigError(f"{source}: not a bio_mrc comparison report (its JSON is no object)")
     missing = [key for key in ("config", "eval", "eval_ids", "cells") if key not in report]
     if missing or not isinstance(report["cells"], list):
         raise ConfigError(f"{source}: not a bio_mrc comparison report (no {', '.join(missing) or 'list of cells'})")

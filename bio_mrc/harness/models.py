@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..encoders import resolve_encoder, starting_point_digest
-from ..errors import ConfigError, ModelFormatError
+from ..errors import ConfigError, DataFormatError, ModelFormatError
 from ..hub import local_folder
 from ..io import sole_process_in
 from ..model import BioMrcForQuestionAnswering
-from ..model_folder import check_model_folder
+from ..model_folder import RUN_FILE, check_model_folder
 from ..qa_checkpoints import encoder_positions, windows_that_fit
 from ..inference.during_training import TrainingEvaluator
 from ..model_card import training_time_is_partial
@@ -68,8 +68,7 @@ def obtain_model(
                                       precision=run.evaluation_precision) if evaluates else None
         train_model(train_split.examples, asked, model_dir, save_checkpoints=True, resume=True, progress=progress,
                     checkpoint_steps=checkpoint_steps, evaluator=evaluator)
-    record = load_run_record(model_dir)
-    return ObtainedModel(model_dir, float(record["seconds"]), False, training_time_is_partial(record))
+    return _obtained(model_dir, load_run_record(model_dir), False)
 
 
 def _finished_model(model_dir: Path, models_dir: Path, seed: int, key: str, config: TrainConfig) -> ObtainedModel | None:
@@ -78,8 +77,17 @@ def _finished_model(model_dir: Path, models_dir: Path, seed: int, key: str, conf
     for candidate in [model_dir, *sorted(models_dir.glob(f"*-seed{seed}-{key}"))]:
         record = load_run_record(candidate)  # written last, so a model cut short by a crash is never reused
         if record is not None and record.get("train") == config.to_dict() and same_starting_point(record, config):
-            return ObtainedModel(candidate, float(record["seconds"]), True, training_time_is_partial(record))
+            return _obtained(candidate, record, True)
     return None
+
+
+def _obtained(model_dir: Path, record: dict, reused: bool) -> ObtainedModel:
+    """The model and its run record's training time; a record whose ``seconds`` is no time (edited) is refused."""
+    seconds = record.get("seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
+        raise DataFormatError(f"'seconds' holds {seconds!r}, not a number of seconds trained: a record bio_mrc did not write "
+                              "as it is; train the model again (delete its folder)", source=str(model_dir / RUN_FILE))
+    return ObtainedModel(model_dir, float(seconds), reused, training_time_is_partial(record))
 
 
 def same_starting_point(record: dict, config: TrainConfig) -> bool:

@@ -83,7 +83,7 @@ def check_run_record(record_path: Path, wanted: dict) -> None:
         return
     try:
         recorded = json.loads(record_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested past the parser's stack
         raise DataFormatError(f"cannot read the record of the answers stream's options ({error}); start again without "
                               "--resume", source=str(record_path)) from None
     for key, value in wanted.items():
@@ -165,7 +165,7 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
         for raw in handle:
             try:
                 record = json.loads(raw) if raw.endswith(b"\n") else None
-            except ValueError:
+            except (ValueError, RecursionError):
                 record = None
             if not isinstance(record, dict):
                 break

@@ -50,10 +50,17 @@ class TrainingClock(TrainerCallback, ExportableState):
 
     @classmethod
     def seconds_saved_in(cls, checkpoint: Path) -> float | None:
-        """The time a checkpoint's run had trained when it was saved; None for one saved without the clock."""
-        state = json.loads((checkpoint / TRAINER_STATE_NAME).read_text(encoding="utf-8"))
-        saved = state.get("stateful_callbacks", {}).get(cls.__name__)
-        return saved.get("attributes", {}).get("trained_seconds") if isinstance(saved, dict) else None
+        """The time a checkpoint's run had trained when it was saved; None for one saved without the clock (or with
+        no number of seconds in its place: an edited state is partial time, never a wrong sum)."""
+        state = json.loads((checkpoint / TRAINER_STATE_NAME).read_text(encoding="utf-8"))  # an object: scan_checkpoints
+        saved = _object(_object(_object(state.get("stateful_callbacks")).get(cls.__name__)).get("attributes"))
+        seconds = saved.get("trained_seconds")
+        known = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds < float("inf")
+        return float(seconds) if known else None
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _note(progress: bool, message: str) -> None:
@@ -108,7 +115,7 @@ def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path)
 
 def scan_checkpoints(folder: str | Path) -> tuple[list[Path], list[Path]]:
     """(complete, incomplete) ``checkpoint-N`` folders, by step. Trainer writes ``trainer_state.json`` last,
-    so a checkpoint is complete when that file reads as JSON; a kill while saving leaves it missing or cut."""
+    so a checkpoint is complete when that file reads as a JSON object; a kill while saving leaves it missing or cut."""
     folder = Path(folder)
     if folder.is_symlink():  # its checkpoint-N folders are not this run's to delete or continue
         raise ResumeError(f"{folder} is a symbolic link, which bio_mrc does not follow to delete or write checkpoints; "
@@ -127,11 +134,11 @@ def checkpoint_step(path: Path) -> int | None:
 
 
 def _reads_as_json(path: Path) -> bool:
+    """Whether ``path`` holds one JSON object (Trainer's state always is; anything else is no state to resume)."""
     try:
-        json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return isinstance(json.loads(path.read_text(encoding="utf-8")), dict)
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the parser's stack
         return False
-    return True
 
 
 def remove_checkpoints(folder: Path, ours: bool) -> None:
