@@ -8,12 +8,15 @@ the settings of the program that made it, nor do calls made from several threads
 
 from __future__ import annotations
 
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Iterator
 
 import datasets.utils.logging as datasets_logging
 import transformers.utils.logging as transformers_logging
+
+from .io import printable_line
 
 _SWITCHES = (datasets_logging, transformers_logging)
 
@@ -46,3 +49,10 @@ def progress_bars(enabled: bool) -> Iterator[None]:
 def _set(states: list[bool]) -> None:
     for switch, state in zip(_SWITCHES, states):
         switch.enable_progress_bar() if state else switch.disable_progress_bar()
+
+
+def progress_note(shown: bool, message: str) -> None:
+    """One line of what a long call is doing, on standard error, when its ``progress`` asks for it (library calls
+    stay quiet); control characters in names are shown escaped (:func:`bio_mrc.io.printable_line`)."""
+    if shown:
+        print(printable_line(message), file=sys.stderr)

@@ -140,13 +140,18 @@ def test_the_lines_naming_what_a_command_reads_and_writes_reach_the_terminal_wit
     assert main(["extract", "--model", str(saved_model), "--question", "who", "--context", "Ada wrote it.",
                  "--html", str(page)]) == 0
     assert page.is_file()
-    for command in ("export", "convert"):  # the line before the work; the missing model is then an error
-        assert main([command, "--model", str(tmp_path / f"gone{hostile}"), "--output", str(tmp_path / f"out{hostile}")]) == 2
+    exported, converted = tmp_path / f"qa{hostile}", tmp_path / f"back{hostile}"  # each line where its work begins
+    assert main(["export", "--model", str(saved_model), "--output", str(exported), "--format", "transformers"]) == 0
+    assert main(["convert", "--model", str(exported), "--output", str(converted)]) == 0
     err = capsys.readouterr().err
+    for command in ("export", "convert"):  # refused: one line, no line of work begun before it
+        assert main([command, "--model", str(tmp_path / f"gone{hostile}"), "--output", str(tmp_path / "out")]) == 2
+        refusal = capsys.readouterr().err
+        assert refusal.count("\n") == 1 and refusal.startswith("error: ") and "\\x1b[2J" in refusal, refusal
     shown = "\\x1b[2J\\x1b]8;;http:evil\\x07\\u202egnp"
     assert f"page: {tmp_path}/page{shown}.html (every decoding's answer" in err
-    assert f"exporting {tmp_path}/gone{shown} to onnx in {tmp_path}/out{shown}\n" in err
-    assert f"converting {tmp_path}/gone{shown} into a bio_mrc model in {tmp_path}/out{shown}\n" in err
+    assert f"exporting {saved_model} to transformers in {tmp_path}/qa{shown}\n" in err
+    assert f"converting {tmp_path}/qa{shown} into a bio_mrc model in {tmp_path}/back{shown}\n" in err
     assert not any(char in err for char in "\x1b\x07\u202e")
 
 

@@ -320,6 +320,7 @@ def test_a_push_that_cannot_happen_is_refused_before_training(tiny_encoder_dir, 
     last = err.strip().splitlines()[-1]
     assert code == 2 and "Traceback" not in err and err.count("error:") == 1
     assert last.startswith("error: --push-to-hub needs") and problem in last
+    assert "training on" not in err  # before the training questions are read
     assert not out.exists()  # the folder is not begun
 
 # --- a model whose weights are not finite is never saved as complete, nor read -----------------------------------

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from ..errors import ConfigError
-from ..io import check_folder_target, check_library_path, printable_line
+from ..io import check_folder_target, check_library_path
 
 
 def _export_onnx(args: argparse.Namespace) -> dict:
     from ..inference.onnx import export_onnx
 
     given = {name: getattr(args, name) for name in EXPORT_OPTIONS if getattr(args, name) is not None}
-    return export_onnx(args.model, args.output, overwrite=args.overwrite, **given)  # the others: export_onnx's defaults
+    return export_onnx(args.model, args.output, overwrite=args.overwrite, progress=True, **given)  # the others: export_onnx's defaults
 
 
 def _export_transformers(args: argparse.Namespace) -> dict:
@@ -35,7 +34,6 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ConfigError(f"{named} {'is' if one else 'are'} read by the {EXPORT_OPTIONS[unread[0]]} export alone, not by "
                           f"--format {args.format}: leave {'it' if one else 'them'} out")
     check_library_path(check_folder_target(args.output))  # both formats save a tokenizer
-    print(printable_line(f"exporting {args.model} to {args.format} in {args.output}"), file=sys.stderr)
     record = EXPORT_FORMATS[args.format](args)
     print(json.dumps({"output": str(args.output), **record}, indent=2))
     return 0
@@ -45,7 +43,6 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from ..inference.conversion import convert_qa_checkpoint
 
     check_library_path(check_folder_target(args.output))
-    print(printable_line(f"converting {args.model} into a bio_mrc model in {args.output}"), file=sys.stderr)
     written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite,
                                     max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
                                     max_query_length=args.max_query_length)

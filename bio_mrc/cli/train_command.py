@@ -44,7 +44,7 @@ def _train_into(args: argparse.Namespace) -> int:
     from ..inference.during_training import TrainingEvaluator
     from ..training.saving import finish_stopped_save
     from ..training.train import load_run_record, train_model
-    from ..training.training_args import check_run_trackers
+    from ..training.training_args import check_network_args, check_run_trackers
 
     if args.resume and not args.overwrite and finish_stopped_save(args.output_dir):
         return _print_finished_run(args.output_dir, load_run_record(args.output_dir))
@@ -55,7 +55,8 @@ def _train_into(args: argparse.Namespace) -> int:
                           "continues a trained model on its own encoder, so --encoder would be ignored (and named in the "
                           "run record and model card as the encoder); give one of the two")
     config = train_config(args)
-    check_run_trackers(config.training_args, network_args(args))  # before the data is read
+    check_run_trackers(config.training_args, network_args(args))  # before the data is read, as is
+    check_network_args(network_args(args))  # a push that cannot happen (offline, no token)
     task = format_task(args)
     data = load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
     held_out = load_task_data(args, args.eval, None, task, needs_gold="bio-mrc train --eval") if args.eval else None

@@ -15,7 +15,7 @@ from ..io import check_folder_target, check_library_path, check_outputs_apart, s
 from ..model import BioMrcConfig
 from ..model_card import clear_model_card, write_exported_card, write_model_card
 from ..model_folder import remove_replaced_model_files
-from ..progress import progress_bars
+from ..progress import progress_bars, progress_note
 from ..qa_checkpoints import (QA_HEADS, qa_architecture, qa_model_from_span_model, reading_inputs, saved_config,
                               span_model_from_qa_checkpoint)
 from .loading import TrainedModel, model_backend
@@ -39,6 +39,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
         raise ModelFormatError(f"{kind}; convert reads transformers' extractive question-answering models only", name)
     check_outputs_apart([output_dir], model_dirs=[folder])
     with progress_bars(progress), staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # refused before any work
+        progress_note(progress, f"converting {model} into a bio_mrc model in {output_dir}")
         converted, tokenizer = span_model_from_qa_checkpoint(folder, _source_name(model, folder), **windows)
         converted.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
@@ -76,6 +77,7 @@ def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress
                           "extractive QA models are start/end models")
     tokenizer = reading_inputs(trained.model, trained.tokenizer)  # no token types for an encoder of one type
     with progress_bars(progress), staged_folder(output_dir, overwrite, EXPORT_STAGING_DIR) as staging:
+        progress_note(progress, f"exporting {model_dir} to transformers in {output_dir}")
         qa = qa_model_from_span_model(trained.model, tokenizer, str(model_dir))
         qa.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))

@@ -38,6 +38,7 @@ from ..io import atomic_write_json, atomic_write_text, check_library_path, check
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..model_card import EVAL_FILE, write_model_card
 from ..model_folder import remove_replaced_model_files
+from ..progress import progress_note
 from .loading import TrainedModel, model_backend
 # OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
 from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, head_outputs, require
@@ -146,11 +147,13 @@ def logit_differences(module: LogitsModule, runner: OnnxModel, inputs: Mapping[s
 
 def export_onnx(
     model_dir: str | Path, output_dir: str | Path, opset: int = DEFAULT_OPSET, atol: float = TOLERANCE, overwrite: bool = False,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Export a saved bio_mrc model to a self-describing ONNX folder; returns its marker record.
 
     The graph is checked against PyTorch on random windows of two shapes other than the traced
-    one; a logit difference above ``atol`` is an error and leaves no export behind."""
+    one; a logit difference above ``atol`` is an error and leaves no export behind. ``progress`` says when the export
+    begins, once every check has passed."""
     for module in ("onnx", "onnxruntime"):
         require(module, "ONNX export")
     check_export_options(opset, atol)
@@ -164,6 +167,7 @@ def export_onnx(
         trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
         trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
         with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
+            progress_note(progress, f"exporting {model_dir} to onnx in {output_dir}")
             record = write_export(trained, staging, opset, atol)
             write_model_card(staging, staged_for=output_dir)  # moves in with the files: the marker is then all that is left
             # the marker first (the old export is unfinished from here on), then the old model's other files, its

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from ..errors import BioMrcError
 from ..data.json_reader import read_json
 from ..io import atomic_write_json, owned_path, remove_tree
+from ..progress import progress_note
 from ..model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
 from .config import DEFAULT_CHECKPOINT_STEPS  # noqa: F401 (named here too)
 
@@ -63,11 +63,6 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _note(progress: bool, message: str) -> None:
-    if progress:
-        print(message, file=sys.stderr)
-
-
 def checkpoint_to_resume(
     folder: Path, run_options: dict[str, Any], resume: bool, save_checkpoints: bool, main_process: bool, progress: bool
 ) -> Path | None:
@@ -85,10 +80,10 @@ def checkpoint_to_resume(
         for partial in incomplete:  # cut short by a kill; rotation could keep one and delete our newest good one
             remove_tree(partial, folder)
     if last is not None and resume:
-        _note(progress, f"resuming training from {last} (step {checkpoint_step(last)})")
+        progress_note(progress, f"resuming training from {last} (step {checkpoint_step(last)})")
         return last
     if resume:
-        _note(progress, f"nothing to resume in {folder}: training from the start")
+        progress_note(progress, f"nothing to resume in {folder}: training from the start")
     if save_checkpoints and main_process:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(folder / TRAIN_CONFIG_FILE, run_options, indent=2)
