@@ -330,6 +330,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
 # forward's own parameters, but **labels: each registered head's labels are named in its signature (forward_signature).
 _FORWARD_PARAMETERS = tuple(parameter for parameter in inspect.signature(BioMrcForQuestionAnswering.forward).parameters.values()
                             if parameter.kind is not inspect.Parameter.VAR_KEYWORD)
+_FORWARD_RETURN = inspect.signature(BioMrcForQuestionAnswering.forward).return_annotation  # kept: help() and IDEs show it
 
 
 def forward_signature() -> inspect.Signature:
@@ -338,7 +339,7 @@ def forward_signature() -> inspect.Signature:
     model) and ``remove_unused_columns`` keeps every head's columns. ``**labels`` would read as one label named
     ``labels``, which no batch holds: no evaluation loss, no label ids, and the heads' targets dropped."""
     labels = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None) for name in registry.head_labels()]
-    return inspect.Signature([*_FORWARD_PARAMETERS, *labels])
+    return inspect.Signature([*_FORWARD_PARAMETERS, *labels], return_annotation=_FORWARD_RETURN)
 
 
 BioMrcForQuestionAnswering.forward.__signature__ = forward_signature()

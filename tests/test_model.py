@@ -316,3 +316,13 @@ def test_a_head_from_pretrained_adds_starts_at_its_prior_and_loaded_heads_keep_t
     joint.save_pretrained(tmp_path / "joint")
     loaded = BioMrcForQuestionAnswering.from_pretrained(tmp_path / "joint")
     assert loaded.bio_head.classifier.bias.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_forwards_signature_names_each_heads_labels_and_keeps_its_return_type():
+    import inspect
+    import typing
+
+    signature = inspect.signature(BioMrcForQuestionAnswering.forward)
+    assert {"start_positions", "end_positions", "bio_targets"} <= set(signature.parameters)  # what Trainer reads
+    assert signature.return_annotation == "BioMrcOutput | tuple[torch.Tensor, ...]"  # help() shows what it returns
+    assert typing.get_type_hints(BioMrcForQuestionAnswering.forward)["return"] == BioMrcOutput | tuple[torch.Tensor, ...]
