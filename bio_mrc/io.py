@@ -31,7 +31,7 @@ __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "ch
            "atomic_writer", "atomic_writers", "atomic_move_files", "replace_all",
            "fsync_dir", "usual_file_mode", "finish_file_set", "check_set_files", "note_set_files", "replaced_together",
            "UnsafePathError", "owned_path", "signals_held", "updated_alone", "remove_file", "remove_tree", "replace_file", "plain_name", "check_outputs_apart",
-           "open_no_follow", "sole_process_in", "written_alone",
+           "open_no_follow", "sole_process_in", "written_alone", "FolderBusyError",
            "sole_writer", "special_file_kind", "broken_link", "printable_json", "printable_line", "home_expanded",
            "json_with_controls_escaped"]
 
@@ -705,10 +705,14 @@ def updated_alone(path: str | Path) -> Iterator[None]:
         os.close(descriptor)
 
 
+class FolderBusyError(OutputError):
+    """Another process holds the folder (:func:`sole_process_in`): a caller that can do without writing it skips."""
+
+
 @contextlib.contextmanager
 def sole_process_in(folder: str | Path, refusal: str, shown: str | None = None) -> Iterator[None]:
     """Hold ``folder`` (created if missing; never a link) as the one process working in it for the block: another
-    process asking while it is held is refused with one :class:`OutputError` line, ``refusal``, naming the folder as
+    process asking while it is held is refused with one :class:`FolderBusyError` line, ``refusal``, naming the folder as
     ``shown`` (default: ``folder``). The lock is released
     when the block ends or the process dies, however it dies. Where the system has no ``flock`` (Windows) the block
     runs unguarded."""
@@ -723,7 +727,7 @@ def sole_process_in(folder: str | Path, refusal: str, shown: str | None = None) 
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise OutputError(refusal, shown or str(folder)) from None
+            raise FolderBusyError(refusal, shown or str(folder)) from None
         yield
     finally:
         os.close(descriptor)

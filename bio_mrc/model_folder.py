@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from . import __version__, registry
 from .config_schema import whole_number
-from .errors import InputWarning, ModelFormatError
+from .errors import InputWarning, ModelFormatError, a_type
 from .evaluation_record import EVAL_FILE
 from .io import remove_file, special_file_kind
 
@@ -340,8 +340,24 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
             raise fail(folder, "config.json", f"min_span_probabilities.{decoding} must be a probability in [0, 1], got {probability!r}")
     for decoding, calibrator in _mapping(config, "calibration", folder).items():
         _check_calibrator(decoding, calibrator, folder)
-    _mapping(config, "tuned_on", folder)  # tune reads it as an object when it saves new settings
+    _check_tuned_on(_mapping(config, "tuned_on", folder), folder)  # tune reads it as an object when it saves new settings
     _warn_of_unknown_decodings(config, folder)
+
+
+# The fields of ``tuned_on`` and what each holds: tune writes the first three, train --init-from adds for_model. The card,
+# tune's lines and a comparison read them as such; another field is kept unread.
+TUNED_ON_FIELDS = {"description": "a string", "questions": "a whole number of questions (0 or more)",
+                   "content_hash": "a string", "for_model": "a string"}
+
+
+def _check_tuned_on(tuned_on: Mapping[str, Any], folder: Path) -> None:
+    """Each field ``tuned_on`` holds is of its kind (:data:`TUNED_ON_FIELDS`)."""
+    for name, kind in TUNED_ON_FIELDS.items():
+        value = tuned_on.get(name)
+        fits = _is_int(value) and value >= 0 if name == "questions" else isinstance(value, str)
+        if name in tuned_on and not fits:
+            shown = repr(value) if len(repr(value)) <= 60 else f"{a_type(value)} of {len(repr(value)):,} characters"
+            raise fail(folder, "config.json", f"tuned_on.{name} must be {kind}, got {shown}")
 
 
 def _check_calibrator(decoding: str, calibrator: Any, folder: Path) -> None:

@@ -15,6 +15,7 @@ from importlib import import_module
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .answer_text import normalize_answer
+from .errors import BioMrcError, DataFormatError
 
 TAG_SEQUENCE = "tag sequence"  # multi-span answers: one tag sequence, the spans its decoder chose by their posteriors
 NBEST_SPANS = "n-best spans"  # multi-span answers: the non-overlapping n-best single spans
@@ -240,6 +241,19 @@ class TaskEntry:
     def layout(self) -> str | None:
         """The layout :func:`bio_mrc.data.squad.load_squad` must find its data in (None: any SQuAD-shaped form)."""
         return None if self.format == SQUAD_FORMAT or self.examples_as is not None else self.format
+
+    def load_questions(self, path: Any) -> list[Any]:
+        """The questions of ``path`` as its own ``load`` reads them. A loader's failure other than a
+        :class:`~bio_mrc.errors.BioMrcError` (which says its own line) is one line naming the task and the file:
+        a plug-in's loader meeting a record it cannot read raises what Python raises there (a KeyError, …)."""
+        load = resolve(self.load)
+        try:
+            return list(load(path))
+        except BioMrcError:
+            raise
+        except Exception as error:
+            raise DataFormatError(f"the loader of task {self.name!r} could not read it: {type(error).__name__}: {error}",
+                                  source=str(path)) from None
 
     def task_examples(self, examples: Any) -> list[Any]:
         """The questions ``load_squad`` read, as this task means them (``examples_as``)."""

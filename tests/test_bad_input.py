@@ -177,6 +177,28 @@ def test_truncated_predictions_file_is_named(tmp_path, capsys):
     assert "truncated" in capsys.readouterr().err
 
 
+def test_predicts_answers_stream_given_as_the_predictions_file_is_named_with_the_file_to_give(tmp_path, capsys):
+    """``PREDS.answers.jsonl`` read as a JSON object: "not valid JSON: Extra data", or with one line "no question id of
+    it is in the data: a predictions file of another data set?"."""
+    data = squad_file(tmp_path)
+    stream = tmp_path / "preds.answers.jsonl"
+    stream.write_text(json.dumps({"id": "q1", "decoding": "span", "answer": "France"}) + "\n", encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(stream)]) == 2
+    assert capsys.readouterr().err == (f"error: this is predict's answers stream (JSON Lines, one line per question and "
+                                       f"decoding), not an official predictions file {{id: answer}}; give the one predict "
+                                       f"wrote beside it: {tmp_path / 'preds.json'} (in {stream})\n")
+    (tmp_path / "preds.answers.run.json").write_text(json.dumps({"decodings": ["span", "bio"]}), encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(stream)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: this is predict's answers stream (JSON Lines, one line per question "
+                                              f"and decoding), not an official predictions file {{id: answer}}; give the one "
+                                              f"predict wrote beside it for the decoding to score: "
+                                              f"{tmp_path / 'preds.span.json'}, {tmp_path / 'preds.bio.json'} (in {stream})")
+    (tmp_path / "preds.json").write_text(json.dumps({"q1": "France"}), encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(tmp_path / "preds.json"), "--na-probs", str(stream)]) == 2
+    assert ("not a no-answer probability file; give the one predict wrote beside it for the decoding to score: "
+            f"{tmp_path / 'preds.span.na_probs.json'}, {tmp_path / 'preds.bio.na_probs.json'} (in {stream})") in capsys.readouterr().err
+
+
 EXTRA_IDS = [f"old-{i}" for i in range(7)]  # as a published file made for an older copy of the data
 
 

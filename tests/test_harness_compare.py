@@ -212,6 +212,39 @@ def test_a_reused_model_keeps_the_values_tuned_on_its_first_tuning_split(tiny_en
     assert json.loads(config_file.read_text()) == saved  # another comparison's tuning never lands in the cached model
 
 
+def test_a_comparison_saves_its_tuning_only_while_it_alone_writes_the_model_folder(trained_dir, tmp_path):
+    """A comparison saved its tuned settings into a cached model without the lock tune holds: a user's tune of that
+    model at the same time, or one that saved since the comparison read the model, had its settings written over."""
+    pytest.importorskip("fcntl")
+    import os
+    import shutil
+
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.harness.comparison_splits import Split
+    from bio_mrc.harness.scoring import tuned_decoding
+    from bio_mrc.io import sole_process_in
+
+    model = tmp_path / "model"
+    shutil.copytree(trained_dir, model)
+    config = model / "config.json"
+    tune = Split(load_squad(SAMPLE_V1).examples, "squad-v1.1", "tune questions")
+    before = config.read_bytes()
+    with sole_process_in(os.path.realpath(model), "held"):  # a user's tune writing the folder now
+        tuned, saved = tuned_decoding(TrainedModel.load(model), DecodeConfig(), tune, progress=False)
+    assert saved is False and config.read_bytes() == before  # not saved, and said to be
+    assert tuned.settings["bio_length_prior"] is not None  # tuned all the same: the comparison scores with it
+    trained = TrainedModel.load(model)
+    mine = {"description": "mine.json", "questions": 3, "content_hash": "mine"}
+    config.write_text(json.dumps({**json.loads(before), "tuned_on": mine}), encoding="utf-8")  # a tune that saved since
+    after_tune = config.read_bytes()
+    assert tuned_decoding(trained, DecodeConfig(), tune, progress=False)[1] is False
+    assert config.read_bytes() == after_tune
+    config.write_bytes(before)
+    tuned, saved = tuned_decoding(TrainedModel.load(model), DecodeConfig(), tune, progress=False)
+    assert saved is True and json.loads(config.read_text())["tuned_on"]["description"] == "tune questions"
+
+
 MULTISPAN_CONTEXTS = [
     ["In", "1981", ",", "Dave", "Stewart", "and", "Barbara", "Gaskin", "sang", "."],
     ["Red", ",", "green", "and", "blue", "are", "primary", "colours", "of", "light", "."],

@@ -123,6 +123,24 @@ def test_a_tuned_on_that_is_no_object_is_refused(saved_model, tmp_path, value, m
     TrainedModel.load(edit_config(copy_of(saved_model, tmp_path), tuned_on={"description": "dev.json", "questions": 3}))
 
 
+@pytest.mark.parametrize("field, value, match", [
+    ("description", 5, "tuned_on.description must be a string, got 5"),
+    ("description", ["dev.json"], r"tuned_on.description must be a string, got \['dev.json'\]"),
+    ("questions", "three", "tuned_on.questions must be a whole number of questions \\(0 or more\\), got 'three'"),
+    ("questions", True, "tuned_on.questions must be a whole number of questions \\(0 or more\\), got True"),
+    ("questions", -3, "tuned_on.questions must be a whole number of questions \\(0 or more\\), got -3"),
+    ("content_hash", 7, "tuned_on.content_hash must be a string, got 7"),
+    ("for_model", None, "tuned_on.for_model must be a string, got None"),
+    ("description", ["x" * 100], "tuned_on.description must be a string, got a list of 104 characters"),  # ['xx…x']: 100 + 4
+])
+def test_a_tuned_on_field_of_another_kind_is_refused_naming_it(saved_model, tmp_path, field, value, match):
+    """A hub model's tuned_on of a description that is no string loaded; writing its card (export, convert, a model
+    continued from it by train --init-from) ended in an AttributeError traceback."""
+    tuned_on = {"description": "dev.json", "questions": 3, "content_hash": "abc", field: value}
+    error = refused(edit_config(copy_of(saved_model, tmp_path), tuned_on=tuned_on), match)
+    assert str(error).startswith("config.json: tuned_on.") and "\n" not in str(error)
+
+
 @pytest.mark.parametrize("value, match", [
     ("high", r"calibration.joint.no_answer_threshold must be a number, got 'high'"),
     ({"__float__": "NaN"}, r"calibration.joint.no_answer_threshold must be a number, got nan"),  # as config.json saves it

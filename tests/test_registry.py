@@ -236,6 +236,26 @@ def test_a_toy_head_decoding_and_task_run_from_their_registration_alone(toy_entr
     assert cell["scores"]["lead_word"] == [100.0 * (lead_word(p.answer) == "ann") for p in decoded.predictions]
 
 
+def test_a_task_loader_that_fails_is_one_line_naming_the_task_and_the_file(toy_entries, tmp_path, capsys, monkeypatch):
+    """The toy loader's KeyError on a line without an answer ended evaluate (and tune, predict, compare) in a traceback."""
+    from bio_mrc.cli import main
+    from bio_mrc.errors import DataFormatError
+
+    data, preds = tmp_path / "toy.jsonl", tmp_path / "preds.json"
+    data.write_text(json.dumps({"id": "q1", "question": "Who?", "context": "Ann met Bob."}), encoding="utf-8")
+    preds.write_text(json.dumps({"q1": "Ann"}), encoding="utf-8")
+    assert main(["evaluate", "--metric", "lead-word", "--data", str(data), "--predictions", str(preds)]) == 2
+    assert capsys.readouterr().err == f"error: the loader of task 'toy-lines' could not read it: KeyError: 'answer' (in {data})\n"
+
+    def refuses(path):
+        raise DataFormatError("line 1 lacks its answer", "q1", str(path))
+
+    monkeypatch.setitem(registry.TASKS, TOY_TASK.name, replace(TOY_TASK, load=refuses))
+    with pytest.raises(DataFormatError) as info:  # the loader's own line, as it said it
+        registry.task("toy-lines").load_questions(data)
+    assert str(info.value) == f"line 1 lacks its answer (in {data}, record 'q1')"
+
+
 def test_the_cli_offers_what_the_registry_holds(toy_entries):
     parser = build_parser()
     predict = parser.parse_args(["predict", "--model", "m", "--data", "d.json", "--decoding", "shortest", "--output", "o.json"])

@@ -374,3 +374,27 @@ def test_a_tune_of_one_decoding_on_the_same_questions_keeps_the_others_calibrato
     after = json.loads((second / "config.json").read_text())
     assert after["no_answer_thresholds"] == thresholds
     assert after["calibration"] == {decoding: config["calibration"][decoding] for decoding in ("bio", "joint")}
+
+
+def test_a_tune_on_other_questions_says_which_calibrators_it_dropped(trained_dir, tmp_path, capsys):  # noqa: F811
+    """A tune of one decoding on other questions dropped the other decodings' calibrators, fitted on the questions the
+    saved tuned_on named, without a word: their answers lost their probability."""
+    import shutil
+
+    model, tuned = tmp_path / "model", tmp_path / "tuned"
+    shutil.copytree(trained_dir, model)
+    config = json.loads((model / "config.json").read_text())
+    beta = {"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0, "correct_if": "f1 > 0.5", "questions": 11}
+    config["calibration"] = {"bio": beta, "joint": beta, "span": beta}
+    config["tuned_on"] = {"description": "old\nheld-out.json", "questions": 11, "content_hash": "other"}
+    (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    assert main(["tune", "--model", str(model), "--data", str(SAMPLE_V1), "--output-dir", str(tuned),
+                 "--min-calibration-questions", "2", "--decoding", "span"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert "calibration: dropped (was bio, joint, tuned on old\\nheld-out.json, not on these questions)" in err
+    assert set(json.loads((tuned / "config.json").read_text())["calibration"] or {}) <= {"span"}
+    # the same questions again: the span calibrator is replaced, and nothing is said to be dropped
+    tuned_again = tmp_path / "again"
+    assert main(["tune", "--model", str(tuned), "--data", str(SAMPLE_V1), "--output-dir", str(tuned_again),
+                 "--min-calibration-questions", "2", "--decoding", "span"]) == 0
+    assert "dropped" not in capsys.readouterr().err

@@ -35,7 +35,7 @@ def load_task_data(args: argparse.Namespace, path: str, limit: int | None, task,
             _check_read_as_named(task, data.format, path, args)
             data.examples, data.format = task.task_examples(data.examples), task.format_of_read(data.format)
         return data
-    examples = registry.resolve(task.load)(Path(path))[:limit]
+    examples = task.load_questions(Path(path))[:limit]
     if not examples:
         raise ConfigError(f"no questions to use in {path}")
     return SquadFile(examples, "2.0" if any(not ex.is_answerable for ex in examples) else "1.1", str(path), task.format)

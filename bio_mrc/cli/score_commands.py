@@ -35,7 +35,11 @@ def _unknown_ids_as_warning_lines() -> Iterator[None]:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..data.predictions import load_na_probs, load_predictions
+    from ..inference.files import check_no_answers_stream
 
+    check_no_answers_stream(args.predictions)
+    if args.na_probs:
+        check_no_answers_stream(args.na_probs, "na_probs")
     # The whole file is read even under --limit: an answer to a question past the limit is no unknown id.
     data = load_task_data(args, args.data, None, requested_task(args), needs_gold="bio-mrc evaluate")
     scored = _scored_questions(args, data.examples)

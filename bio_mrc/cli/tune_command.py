@@ -57,7 +57,7 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
             _copy_model(local_folder(args.model), staging)  # a hub id: its snapshot in the cache
             save_tuned_settings(staging, trained.model.config, tuned.thresholds, tuned.settings, provenance,
                                 staged_for=target)
-    for line in (tuning_summary(tuned, before, task) + dropped_settings(before, trained.model.config)
+    for line in (tuning_summary(tuned, before, task) + dropped_settings(before, trained.model.config, tuned.settings)
                  + past_windows_line(outputs, data.examples)):
         print(printable_line(line), file=sys.stderr)  # names and keys of the model's config.json: one line each
     if len(data.examples) < FEW_TUNING_QUESTIONS:

@@ -103,7 +103,7 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
     task = registry.task_for(spec.format, False)
     if task.load is not None:  # a task whose data the format table does not read
         path = Path(spec.path) if Path(spec.path).is_absolute() else data_dir / spec.path
-        examples, is_v2, detected = registry.resolve(task.load)(path), False, spec.format
+        examples, is_v2, detected = task.load_questions(path), False, spec.format
     else:
         # any form load_squad reads: a file, JSON Lines, a table, MRQA, MultiSpanQA, a saved dataset (FOLDER:SPLIT) under
         # data_dir, or a hub id; MultiSpanQA's "format" insists on its layout, SQuAD's and the answer-parts tasks' take any

@@ -14,8 +14,9 @@ from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs
 from ..inference import TrainedModel, save_tuned_settings, threshold_key, tuning_provenance, write_prediction_files
 from ..inference.tuning import TunedSettings, tune_for_model
-from ..io import note_set_files
+from ..io import FolderBusyError, note_set_files, written_alone
 from ..model_card import record_evaluation
+from ..model_folder import read_config
 from .browser_data import ModelBrowserData, model_browser_data
 from .cells import DecodedCell, calibration_cell, decode_cell, score_cell
 
@@ -48,11 +49,22 @@ def tuned_decoding(
     tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, tune_split.kind, data_sets=tune_split.data_sets)
     if not (tuned.thresholds or tuned.settings):
         return tuned, None
-    saved = save_tuned_settings(
-        trained.path, trained.model.config, tuned.thresholds, tuned.settings,
-        tuning_provenance(tune_split.description, tune_split.examples), overwrite=False,
-    )
-    return tuned, saved
+    return tuned, _saved_with_model(trained, tuned, tune_split)
+
+
+def _saved_with_model(trained: TrainedModel, tuned: TunedSettings, tune_split: Split) -> bool:
+    """Save ``tuned`` in the model's folder, holding it as ``tune`` does, unless other settings are kept there
+    (:func:`save_tuned_settings` without overwrite). Another process writing the folder now (a user's ``tune`` of
+    the model), or one that saved settings since the model was read, keeps the folder as it is: the comparison
+    scores with the values tuned here all the same, and False says the model does not hold them."""
+    try:
+        with written_alone(trained.path):
+            if read_config(Path(trained.path)).get("tuned_on") != trained.model.config.tuned_on:
+                return False
+            return save_tuned_settings(trained.path, trained.model.config, tuned.thresholds, tuned.settings,
+                                       tuning_provenance(tune_split.description, tune_split.examples), overwrite=False)
+    except FolderBusyError:
+        return False
 
 
 def score_model(

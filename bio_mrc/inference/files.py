@@ -6,9 +6,13 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
+from ..errors import DataFormatError
 from ..io import atomic_writers, home_expanded, printable_json
 from ..types import Prediction
 from .answers import no_answer_probability
+
+STREAM_SUFFIX = ".answers.jsonl"  # predict's answers stream, beside the official file (bio_mrc.inference.streaming)
+RUN_SUFFIX = ".answers.run.json"  # the options and data the stream was made with, checked by --resume
 
 
 def write_prediction_files(
@@ -87,6 +91,33 @@ def prediction_paths(output: Path, decoding: str, several: bool) -> dict[str, Pa
     stem, json_suffix = _json_stem(output)
     path = output.with_name(f"{stem}.{decoding}{json_suffix}") if several else output
     return {"predictions": path, "nbest": side_file(path, ".nbest.json"), "na_probs": side_file(path, ".na_probs.json")}
+
+
+def check_no_answers_stream(path: str | Path, kind: str = "predictions") -> None:
+    """Refuse ``path`` where an official file is read (``kind``: ``predictions`` or ``na_probs``) when it is named as
+    predict's answers stream, naming the file of that kind predict wrote beside it for each decoding."""
+    path = Path(path)
+    if not path.name.endswith(STREAM_SUFFIX):
+        return
+    stem = path.name[: -len(STREAM_SUFFIX)]
+    decodings = _recorded_decodings(path.with_name(stem + RUN_SUFFIX)) or [None]
+    shown = {"predictions": "an official predictions file {id: answer}", "na_probs": "a no-answer probability file"}[kind]
+    outputs = [path.with_name(stem + ".json"), path.with_name(stem)]  # predict --output preds.json, or run.v1 kept whole
+    files = [[prediction_paths(output, decoding, len(decodings) > 1)[kind] for decoding in decodings] for output in outputs]
+    named = next((one for one in files if all(file.is_file() for file in one)), files[0])
+    several = " for the decoding to score" if len(decodings) > 1 else ""
+    raise DataFormatError(f"this is predict's answers stream (JSON Lines, one line per question and decoding), not "
+                          f"{shown}; give the one predict wrote beside it{several}: {', '.join(map(str, named))}",
+                          source=str(path))
+
+
+def _recorded_decodings(record: Path) -> list[str]:
+    """The decodings a stream's record of its options lists (none where it is missing or unreadable)."""
+    try:
+        decodings = json.loads(record.read_text(encoding="utf-8")).get("decodings")
+    except (OSError, ValueError, RecursionError, AttributeError):
+        return []
+    return [decoding for decoding in decodings if isinstance(decoding, str)] if isinstance(decodings, list) else []
 
 
 def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str], multi_span: bool = False) -> dict[str, dict[str, Path]]:

@@ -29,13 +29,11 @@ from ..errors import DataFormatError, OutputError
 from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
 from ..types import Example
 from .extract import AnswerExtractor
-from .files import answer_record, answer_record_problem, prediction_paths, side_file, write_files_from_stream
+from .files import (RUN_SUFFIX, STREAM_SUFFIX, answer_record, answer_record_problem, prediction_paths, side_file,
+                    write_files_from_stream)
 from .defaults import DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel
 from .sharding import Shard, SINGLE_PROCESS
-
-STREAM_SUFFIX = ".answers.jsonl"
-RUN_SUFFIX = ".answers.run.json"  # the options and data the stream was made with, checked by --resume
 
 
 @dataclass(frozen=True)

@@ -408,15 +408,21 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
     return lines
 
 
-def dropped_settings(before: BioMrcConfig, after: BioMrcConfig) -> list[str]:
+def dropped_settings(before: BioMrcConfig, after: BioMrcConfig, fitted: Mapping[str, Any] | None = None) -> list[str]:
     """One line per tuned setting ``before`` held that saving a tuning on other questions dropped (see
-    :func:`save_tuned_settings`)."""
+    :func:`save_tuned_settings`). ``fitted``: the settings the tuning saved (:attr:`TunedSettings.settings`); the
+    calibrators among them replace every saved one, so the other decodings' are dropped too (a decoding it fitted, or
+    found degenerate, says so in its own line)."""
+    if same_questions(before.tuned_on or {}, after.tuned_on or {}):
+        return []
     where = (before.tuned_on or {}).get("description", "other questions")
+    names = ("no_answer_thresholds", *REPLACED_SETTINGS, *(name for name in MERGED_SETTINGS if name in (fitted or {})))
     lines = []
-    for name in ("no_answer_thresholds", *REPLACED_SETTINGS):  # per decoding: a tune of some decodings drops the others'
-        now = getattr(after, name) or {}
+    for name in dict.fromkeys(names):  # per decoding: a tune of some decodings drops the others'
+        now = {**(getattr(after, name) or {}), **((fitted or {}).get(name) or {})}
         if gone := {decoding: value for decoding, value in (getattr(before, name) or {}).items() if decoding not in now}:
-            lines.append(f"{name}: dropped (was {gone}, tuned on {where}, not on these questions)")
+            shown = ", ".join(gone) if name == "calibration" else gone  # a calibrator's fields would fill the line
+            lines.append(f"{name}: dropped (was {shown}, tuned on {where}, not on these questions)")
     return lines
 
 
@@ -457,6 +463,12 @@ REPLACED_SETTINGS = ("min_span_probabilities",)
 MERGED_SETTINGS = ("min_span_probabilities", "calibration")
 
 
+def same_questions(previous: Mapping[str, Any], tuned_on: Mapping[str, Any]) -> bool:
+    """Whether settings saved with ``previous`` (a model's ``tuned_on``) were tuned on the questions ``tuned_on`` names,
+    for this model: not those a continued model holds from the model it continues (``for_model``)."""
+    return "for_model" not in previous and previous.get("content_hash") == tuned_on.get("content_hash")
+
+
 def save_tuned_settings(
     model_dir: str | Path,
     config: BioMrcConfig,
@@ -479,18 +491,17 @@ def save_tuned_settings(
     card gives the model.
     """
     previous = config.tuned_on or {}
-    inherited = "for_model" in previous
-    same_questions = not inherited and previous.get("content_hash") == tuned_on["content_hash"]
-    if previous and not inherited and not same_questions and not overwrite:
+    same = same_questions(previous, tuned_on)
+    if previous and "for_model" not in previous and not same and not overwrite:
         return False
-    kept = (config.no_answer_thresholds or {}) if same_questions else {}
+    kept = (config.no_answer_thresholds or {}) if same else {}
     config.no_answer_thresholds = {**kept, **thresholds} or None  # -inf ("always abstain") survives the JSON round trip
-    if not same_questions:  # fitted on other questions, which the new tuned_on would not name: none is kept
+    if not same:  # fitted on other questions, which the new tuned_on would not name: none is kept
         for name in REPLACED_SETTINGS:
             setattr(config, name, None)
     for name, value in settings.items():
         if name in MERGED_SETTINGS:  # per decoding, as the thresholds; None: this tuning's, left out
-            kept_values = (getattr(config, name) or {}) if same_questions else {}
+            kept_values = (getattr(config, name) or {}) if same else {}
             value = {key: one for key, one in {**kept_values, **value}.items() if one is not None} or None
         setattr(config, name, value)
     config.calibration = calibrators_at_thresholds(config.calibration, config.no_answer_thresholds)
