@@ -433,7 +433,7 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
     if not record:
         return f"## Training\n\nNo run record ({RUN_RECORD_FILE}): how this model was trained is not recorded."
     trained_on = (evaluation or {}).get("trained_on")
-    resumed = f", resumed from {record['resumed_from']}" if record.get("resumed_from") else ""
+    resumed = f", resumed from {_code(record['resumed_from'])}" if record.get("resumed_from") else ""
     sittings = " (its last sitting's)" if training_time_is_partial(record) else " (every sitting's)" if resumed else ""
     lines = [f"Trained on {record.get('n_examples')} questions ({record.get('n_windows')} windows) in "
              f"{record.get('seconds', 0):.0f} s{sittings}; {_loss_words(record)}; finished {record.get('finished')}{resumed}."]

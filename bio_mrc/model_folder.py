@@ -35,6 +35,7 @@ from .config_schema import whole_number
 from .errors import InputWarning, ModelFormatError, a_type
 from .evaluation_record import EVAL_FILE
 from .io import remove_file, special_file_kind
+from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 
 # Encoder sizes past these are refused before anything is built; the largest BERT-style encoders stay well
 # inside (some 48 layers of 4,096, vocabularies of some 250,000 tokens).
@@ -67,7 +68,6 @@ SAFETENSORS_FILE, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.in
 ONNX_FILE = "model.onnx"
 EXPORT_FILE = "bio_mrc_export.json"  # an ONNX export's format marker, written last: an export without it is unfinished
 # Written last into a model folder by training (provenance: options, data, time); its presence marks a complete model.
-RUN_FILE = "bio_mrc_run.json"
 TRAINING_LOG_FILE = "training_log.json"  # Trainer's log history: loss, learning rate and evaluations by step
 # The names of a saved model's files, as train, export, convert and transformers' save_pretrained write them: weights in
 # every layout, an ONNX graph, the tokenizer, bio_mrc's records (run, evaluations, training log). A model replacing
@@ -122,6 +122,7 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
     config = read_config(folder)
     encoder = check_sizes(config, folder)
     check_settings(config, encoder, folder)
+    check_records(folder)
     if onnx:
         check_onnx(folder, config)
     else:
@@ -138,6 +139,25 @@ VOCABULARY_FILES = (TOKENIZER_FILE, "vocab.txt", "vocab.json", "*.model")
 
 
 BIO_MRC_MODEL_TYPE = "bio_mrc"  # BioMrcConfig.model_type, which this module sits below
+
+
+def check_records(folder: Path) -> None:
+    """The run and evaluation records, where the folder keeps them, hold what the model card reads
+    (:mod:`bio_mrc.model_records`): an edited or foreign one is refused here, not in a traceback once the work is done."""
+    for name in RECORD_SCHEMAS:
+        path = folder / name
+        if not path.is_file():
+            continue
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise fail(folder, name, f"{path.stat().st_size:,} bytes, more than the {MAX_CONFIG_BYTES:,} a model folder's file may hold")
+        try:  # as bio_mrc writes it: an always-abstaining threshold as -Infinity
+            record = special_floats(json.loads(path.read_bytes().decode("utf-8-sig")))
+        except (UnicodeDecodeError, RecursionError, ValueError) as err:
+            raise fail(folder, name, f"cannot be read as JSON ({type(err).__name__}: {str(err)[:120]}); delete it, and the "
+                                     "model card leaves out what it said") from None
+        if problem := record_problem(name, record):
+            raise fail(folder, name, f"{problem}; a record bio_mrc did not write as it is: delete it, and the model card "
+                                     "leaves out what it said")
 
 
 def check_encoder_folder(folder: str | Path) -> None:

@@ -296,7 +296,7 @@ def test_a_card_names_local_paths_by_their_last_two_parts(tmp_path):
               "tuned_on": {"description": f"{home}/held out/tune.json", "questions": 2, "for_model": f"{home}/models/first"}}
     text = model_card.render_model_card(config, record, evaluation, "m")
     assert "alice" not in text and "/home" not in text
-    assert "| `encoder` | `\".../encoders/tiny\"` |" in text and "resumed from .../checkpoints/checkpoint-5" in text
+    assert "| `encoder` | `\".../encoders/tiny\"` |" in text and "resumed from `.../checkpoints/checkpoint-5`" in text
     assert "### `.../squad-v1.1/dev.json`" in text and "`.../models/first`" in text
     assert ModelCard(text).data.datasets == ["rajpurkar/squad"]  # the hub's dataset is still recognised
 

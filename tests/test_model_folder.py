@@ -141,6 +141,67 @@ def test_a_tuned_on_field_of_another_kind_is_refused_naming_it(saved_model, tmp_
     assert str(error).startswith("config.json: tuned_on.") and "\n" not in str(error)
 
 
+RUN_RECORD = {"train": {"encoder": "enc", "init_from": None, "seed": 42}, "seconds": 12.5, "n_examples": 8, "n_windows": 9,
+              "final_loss": 2.5, "resumed_from": None, "finished": "2026-12-05 01:07:34",
+              "precision_choice": {"training": {"precision": "bf16", "how": "measured", "fp32_tokens_per_s": 1.0,
+                                                "bf16_tokens_per_s": 2.0, "measured": "2026-12-05 01:02:51"}}}
+EVAL_RECORD = {"bio_mrc_eval_format": 1, "trained_on": {"description": "train.json", "questions": 8, "question_hash": "ab"},
+               "evaluations": [{"evaluated_on": {"description": "dev.json", "questions": 3, "question_hash": "cd", "version": "2.0"},
+                                "tuned_on": None, "date": "2026-12-05 01:10:07", "package_version": "0.1.0",
+                                "results": {"span": {"exact_match": 50.0, "f1": 60.0, "threshold": -math.inf}}}]}
+
+
+def with_records(folder: Path, run: object = RUN_RECORD, evaluation: object = EVAL_RECORD) -> Path:
+    (folder / "bio_mrc_run.json").write_text(json.dumps(run))  # an always-abstaining threshold as -Infinity, as written
+    (folder / "bio_mrc_eval.json").write_text(json.dumps(evaluation))
+    return folder
+
+
+def test_a_models_run_and_evaluation_records_as_written_load_and_make_its_card(saved_model, tmp_path):
+    from bio_mrc.model_card import write_model_card
+
+    folder = with_records(copy_of(saved_model, tmp_path))
+    TrainedModel.load(folder)
+    card = write_model_card(folder).read_text(encoding="utf-8")
+    assert "Trained on 8 questions (9 windows) in 12 s" in card and "| `span` | 50.00 | 60.00 | −∞ (always abstain) |" in card
+
+
+def _edited(record: dict, path: str, value: object) -> dict:
+    record = json.loads(json.dumps(record))
+    *parents, last = path.split(".")
+    place = record
+    for key in parents:
+        place = place[int(key)] if key.isdigit() else place[key]
+    place[last] = value
+    return record
+
+
+@pytest.mark.parametrize("file, path, value, match", [
+    ("run", "train", [1], r"bio_mrc_run.json: train: \[1\] is not of type 'object', 'null'"),
+    ("run", "train.encoder", 5, r"bio_mrc_run.json: train.encoder: 5 is not of type 'string', 'null'"),
+    ("run", "seconds", "12", r"bio_mrc_run.json: seconds: '12' is not of type 'number'"),
+    ("run", "finished", "<img src=x onerror=alert(1)>", r"bio_mrc_run.json: finished: '<img src=x onerror=alert\(1\)>' is not a date"),
+    ("run", "precision_choice.training.bf16_tokens_per_s", "fast", r"precision_choice.training.bf16_tokens_per_s: 'fast' is not of type"),
+    ("eval", "evaluations", 5, r"bio_mrc_eval.json: evaluations: 5 is not of type 'array', 'null'"),
+    ("eval", "evaluations.0.results", [1], r"evaluations.0.results: \[1\] is not of type 'object'"),
+    ("eval", "evaluations.0.results.span.f1", "high", r"evaluations.0.results.span.f1: 'high' is not of type 'number'"),
+    ("eval", "evaluations.0.date", "`x` | <b>", r"evaluations.0.date: '`x` \| <b>' is not a date and time"),
+    ("eval", "trained_on.description", 5, r"bio_mrc_eval.json: trained_on.description: 5 is not of type 'string', 'null'"),
+])
+def test_a_run_or_evaluation_record_of_another_kind_is_refused_before_any_work(saved_model, tmp_path, file, path, value, match):
+    """A hub model's records were read by the card alone, unchecked: a field of another kind ended export, tune (after
+    answering every question) or train --init-from in a traceback, and a date held markup the card showed as it is."""
+    run, evaluation = (_edited(RUN_RECORD, path, value), EVAL_RECORD) if file == "run" else (RUN_RECORD, _edited(EVAL_RECORD, path, value))
+    error = refused(with_records(copy_of(saved_model, tmp_path), run, evaluation), match)
+    assert "a record bio_mrc did not write as it is: delete it" in str(error) and "\n" not in str(error)
+
+
+def test_a_run_record_that_is_no_json_is_refused_in_one_line(saved_model, tmp_path):
+    folder = with_records(copy_of(saved_model, tmp_path))
+    (folder / "bio_mrc_run.json").write_text("{\"train\": ")
+    assert "\n" not in str(refused(folder, r"bio_mrc_run.json: cannot be read as JSON \(JSONDecodeError: "))
+
+
 @pytest.mark.parametrize("value, match", [
     ("high", r"calibration.joint.no_answer_threshold must be a number, got 'high'"),
     ({"__float__": "NaN"}, r"calibration.joint.no_answer_threshold must be a number, got nan"),  # as config.json saves it
