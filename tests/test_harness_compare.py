@@ -212,6 +212,29 @@ def test_a_reused_model_keeps_the_values_tuned_on_its_first_tuning_split(tiny_en
     assert json.loads(config_file.read_text()) == saved  # another comparison's tuning never lands in the cached model
 
 
+def test_a_comparison_scores_a_model_another_process_writes_and_leaves_its_folder_as_it_is(tiny_encoder_dir, tmp_path):
+    """The evaluation record and card went into a cached model folder without the lock tune holds, as the tuned
+    settings did: another process writing the folder (a user's tune) has it kept as it is, and the comparison ends."""
+    pytest.importorskip("fcntl")
+    import os
+    import shutil
+
+    from bio_mrc.io import sole_process_in
+
+    normans = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}}
+    raw = config_dict(tiny_encoder_dir, seeds=[1], runs=[{"name": "joint", "heads": "span+bio"}], train={**normans, "limit": 3})
+    config = parse_config({**raw, "tune": {**normans, "skip": 3, "limit": 1}})
+    results, _ = compare(config, FIXTURES, tmp_path, progress=False)
+    model = Path(os.path.realpath(tmp_path / "models" / results.cells[0].model_dir.rsplit("/", 1)[-1]))
+    before = {path.name: path.read_bytes() for path in model.iterdir() if path.is_file()}
+    shutil.rmtree(tmp_path / "cells")  # scored again below
+    with sole_process_in(model, "held"):
+        again, _ = compare(config, FIXTURES, tmp_path, progress=False)
+    assert all(c.reused_model and not c.tuning_saved_with_model for c in again.cells)
+    assert all(np.array_equal(a.f1, b.f1) for a, b in zip(again.cells, results.cells))  # scored all the same
+    assert {path.name: path.read_bytes() for path in model.iterdir() if path.is_file()} == before
+
+
 def test_a_comparison_saves_its_tuning_only_while_it_alone_writes_the_model_folder(trained_dir, tmp_path):
     """A comparison saved its tuned settings into a cached model without the lock tune holds: a user's tune of that
     model at the same time, or one that saved since the comparison read the model, had its settings written over."""

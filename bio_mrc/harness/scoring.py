@@ -4,6 +4,7 @@ cells depend on in the code is what this module imports (:func:`cells_code_finge
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,7 +93,8 @@ def score_model(
         if (reason := tuned.skipped_calibrators.get(decoding)) is not None:
             cells[-1]["calibration_skipped"] = reason
     # The model's card (README.md) shows these scores: kept in its evaluation record.
-    record_evaluation(trained.path, cells, {"eval": eval_split, "train": splits.train_for(run), "tune": splits.tune}, vars(options))
+    with contextlib.suppress(FolderBusyError), written_alone(trained.path):  # kept as it is while another process writes it
+        record_evaluation(trained.path, cells, {"eval": eval_split, "train": splits.train_for(run), "tune": splits.tune}, vars(options))
     return cells, model_browser_data(outputs, eval_split.examples, predictions)
 
 
