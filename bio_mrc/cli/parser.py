@@ -57,7 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_model_commands(add_command) -> None:
-    """The commands that run a trained model: predict, evaluate, tune."""
+    """The commands that run a trained model, or score what it wrote: predict, evaluate, tune."""
+    for add in (_add_predict_command, _add_evaluate_command, _add_tune_command):
+        add(add_command)
+
+
+def _add_predict_command(add_command) -> None:
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
     predict.add_argument("--model", required=True, help=MODEL_HELP)
     predict.add_argument("--data", required=True, help=DATA_HELP)
@@ -79,6 +84,8 @@ def _add_model_commands(add_command) -> None:
     add_data_options(predict)
     predict.set_defaults(func=cmd_predict)
 
+
+def _add_evaluate_command(add_command) -> None:
     evaluate = add_command("evaluate", help="official SQuAD v1.1/v2.0 or MultiSpanQA metrics")
     evaluate.add_argument("--data", required=True, help=f"{DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
     evaluate.add_argument("--predictions", required=True,
@@ -96,6 +103,9 @@ def _add_model_commands(add_command) -> None:
                                "the multi-span metrics, like MultiSpanQA's official script, always refuse both)")
     add_data_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
+
+
+def _add_tune_command(add_command) -> None:
     tune = add_command("tune", help="tune the BIO span-length prior, no-answer thresholds (SQuAD 2.0 data), span-count "
                                        "thresholds (multi-span data) and calibrators on held-out questions and save them "
                                        "with the model")
