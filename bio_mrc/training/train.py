@@ -108,17 +108,7 @@ def train_model(
     ``report_to`` an uploading tracker), which ``config.training_args`` may not hold; the CLI fills them from
     ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
-    _check_examples(examples)  # before the precision measurement, the first work
-    check_run_trackers(config.training_args, network_args)
-    if config.init_from:  # a config.json transformers rejects is one line, not a traceback from reading its encoder
-        starting_point(config)
-    choices = config.precision_choices()
-    output_dir, config = Path(home_expanded(output_dir)), replace(config, precision=choices["training"]["precision"])
-    unlabelled = next((example.id for example in examples if not example.is_labelled), None)
-    if unlabelled is not None:
-        raise DataFormatError("question without answers: training needs labelled questions", unlabelled)
-    check_output_folder(output_dir, overwrite)
-    check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
+    config, choices, output_dir = _checked_run(examples, config, output_dir, overwrite, network_args)
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)
     _check_evaluation(args.eval_strategy.value, evaluator)
     _check_best_metric(args, evaluator, config.heads)
@@ -139,10 +129,8 @@ def train_model(
         outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     result = TrainResult(output_dir, clock.seconds(), len(examples), len(trainer.train_dataset),
                          _sitting_loss(_mean_over_processes(trainer, outcome.training_loss), trainer.state.global_step, checkpoint))
-    if non_finite_weights(trainer.model):  # a diverged run: its checkpoints (the last one kept) diverged too
-        if trainer.is_world_process_zero():
-            remove_checkpoints(Path(args.output_dir), save_checkpoints)
-        _refuse_diverged(trainer.model, config, output_dir)
+    if non_finite_weights(trainer.model):
+        _refuse_diverged(trainer, config, output_dir, save_checkpoints)
     with writes_named(output_dir), progress_bars(progress):
         save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint, choices))
     if trainer.is_world_process_zero():
@@ -179,9 +167,30 @@ def _mean_over_processes(trainer: HeadRateTrainer, mean_loss: float) -> float:
     return float(value) / dist.get_world_size()
 
 
-def _refuse_diverged(model: Any, config: TrainConfig, output_dir: Path) -> None:
-    """A diverged run (NaN or infinite weights) is never saved as a model: no run record, so nothing reuses it."""
-    broken = non_finite_weights(model)
+def _checked_run(examples: Sequence[Example], config: TrainConfig, output_dir: str | Path, overwrite: bool,
+                 network_args: dict[str, Any] | None) -> tuple[TrainConfig, dict[str, Any], Path]:
+    """The checks before any work of :func:`train_model`; returns the options at the precision training runs in, the
+    precision choices (per phase, as the run record keeps them) and the output folder."""
+    _check_examples(examples)  # before the precision measurement, the first work
+    check_run_trackers(config.training_args, network_args)
+    if config.init_from:  # a config.json transformers rejects is one line, not a traceback from reading its encoder
+        starting_point(config)
+    choices = config.precision_choices()
+    output_dir, config = Path(home_expanded(output_dir)), replace(config, precision=choices["training"]["precision"])
+    unlabelled = next((example.id for example in examples if not example.is_labelled), None)
+    if unlabelled is not None:
+        raise DataFormatError("question without answers: training needs labelled questions", unlabelled)
+    check_output_folder(output_dir, overwrite)
+    check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
+    return config, choices, output_dir
+
+
+def _refuse_diverged(trainer: Any, config: TrainConfig, output_dir: Path, save_checkpoints: bool) -> None:
+    """A diverged run (NaN or infinite weights) is never saved as a model: no run record, so nothing reuses it; its
+    checkpoints (the last one kept) diverged too, and are removed."""
+    if trainer.is_world_process_zero():
+        remove_checkpoints(Path(trainer.args.output_dir), save_checkpoints)
+    broken = non_finite_weights(trainer.model)
     raise TrainingDivergedError(
         f"training diverged: {len(broken)} weight tensor(s) hold NaN or infinity (first: {broken[0]}), so no model is "
         f"saved in {output_dir}; train again with a lower learning rate (--learning-rate {config.learning_rate:g}, "
