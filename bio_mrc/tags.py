@@ -79,15 +79,35 @@ def spans_to_tags(offsets: np.ndarray, mask: np.ndarray, spans: Sequence[tuple[i
     if not mask.any():
         return tags
     first_start = offsets[np.argmax(mask), 0]
+    near = _TokensNear(offsets, mask)
     for start, end in sorted(spans):
-        inside = mask & (offsets[:, 0] < end) & (offsets[:, 1] > start)
+        part = near.around(start, end)  # the tokens near the span, not every token for every span
+        held, own, found = offsets[part], mask[part], tags[part]  # views: tags are set through ``found``
+        inside = own & (held[:, 0] < end) & (held[:, 1] > start)
         if not inside.any():
             continue
-        head = inside & (offsets == offsets[np.argmax(inside)]).all(axis=1)
-        if (tags[head] != TAG_O).any():  # begins inside a span before it: extends that span
-            tags[inside & (tags == TAG_O)] = TAG_I
+        head = inside & (held == held[np.argmax(inside)]).all(axis=1)
+        if (found[head] != TAG_O).any():  # begins inside a span before it: extends that span
+            found[inside & (found == TAG_O)] = TAG_I
             continue
-        tags[inside] = TAG_I
+        found[inside] = TAG_I
         if first_start <= start:
-            tags[head] = TAG_B
+            found[head] = TAG_B
     return tags
+
+
+class _TokensNear:
+    """The run of tokens outside which no masked token overlaps a character span, found by binary search: before it
+    every masked token ends by the span's start, after it every one starts at or past its end (whatever the order of
+    the offsets), so each span looks at the tokens near it, not at all of them."""
+
+    def __init__(self, offsets: np.ndarray, mask: np.ndarray) -> None:
+        offsets = offsets.astype(np.float64 if offsets.dtype.kind == "f" else np.int64)
+        least, most = (-np.inf, np.inf) if offsets.dtype.kind == "f" else (np.iinfo(np.int64).min, np.iinfo(np.int64).max)
+        starts = np.where(mask, offsets[:, 0], most)
+        self.reach = np.maximum.accumulate(np.where(mask, offsets[:, 1], least))
+        self.later_start = np.minimum.accumulate(starts[::-1])[::-1]  # the least start from each token on
+
+    def around(self, start: int, end: int) -> slice:
+        first = int(np.searchsorted(self.reach, start, side="right"))
+        return slice(first, max(first, int(np.searchsorted(self.later_start, end, side="left"))))

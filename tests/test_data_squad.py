@@ -56,6 +56,26 @@ def test_empty_context_and_bad_files(tmp_path):
         load_squad(tmp_path / "missing.json")
 
 
+def test_a_misplaced_answer_text_is_looked_for_once_in_its_paragraph(monkeypatch):
+    # Each answer at a wrong answer_start searched its whole context again: 10,000 such answers of one text (in one
+    # question's list, or one each of a paragraph's questions) searched a 5,000,000-character context 10,000 times.
+    # A text's places are found once for the paragraph's one string; the nearest is the same.
+    from bio_mrc.data import squad as squad_module
+
+    searched, mentions = [], squad_module.mentions
+    monkeypatch.setattr(squad_module, "mentions", lambda context, text: searched.append(text) or mentions(context, text))
+    context = "the dog ran, hotdog, a dog sat"  # "dog" a whole word at 4 and 23; inside "hotdog" at 16
+    starts = [0, 17, 14, 9] * 250
+    qas = [{"id": f"q{i}", "question": "Which?", "answers": [{"text": "dog", "answer_start": start}] * 3}
+           for i, start in enumerate(starts)]
+    read = parse_squad({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}, fix_offsets=True)
+    assert [example.answers[0] for example in read.examples[:4]] == [((4, 7),), ((23, 26),), ((23, 26),), ((4, 7),)]
+    assert len(read.fixed_offsets) == 1_000 and searched == ["dog"]
+    tie = {"data": [{"title": "t", "paragraphs": [{"context": "dog x dog", "qas": [{**qas[0], "answers": [
+        {"text": "dog", "answer_start": 3}]}]}]}]}
+    assert parse_squad(tie, fix_offsets=True).examples[0].answers == (((0, 3),),)  # as near: the earlier
+
+
 def test_a_paragraphs_context_is_read_whole_once_for_all_its_questions(monkeypatch):
     # Each question read its paragraph's context whole again (its characters, its length), so 10,000 questions of one
     # 5,000,000-character context took minutes to read; the paragraph's one string is checked with its first question.

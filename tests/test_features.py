@@ -362,6 +362,22 @@ def test_overlapping_spans_tag_as_one_span_and_read_back(spans, expected):
     assert len(starts) == expected.count("B")
 
 
+def test_a_hundred_thousand_tokens_with_fifty_thousand_spans_are_tagged_span_by_span_near_each():
+    # Each span compared every token's offsets, time of the spans times the tokens: a MultiSpanQA context of 100,000
+    # words tagged B at every other word took minutes to score in a comparison's tag-level report. A span reads the
+    # tokens near it; tokens outside the context (offsets -1, as a window's question) stay O.
+    from bio_mrc.tags import spans_to_tags
+
+    words = 100_000
+    offsets = np.concatenate([np.full((3, 2), -1), np.stack([np.arange(words) * 2, np.arange(words) * 2 + 1], axis=1)])
+    mask = np.arange(len(offsets)) >= 3
+    spans = [(4 * k, 4 * k + 1) for k in range(words // 2)][::-1]  # any order: tagged in order of start
+    tags = spans_to_tags(offsets, mask, spans)
+    assert "".join("BIO"[t] for t in tags) == "OOO" + "BO" * (words // 2)
+    joined = spans_to_tags(offsets, mask, [(0, 3), (2, 7), (9, 9)])  # overlapping spans are one; (9, 9) holds nothing
+    assert "".join("BIO"[t] for t in joined[:8]) == "OOOBIIIO"
+
+
 def test_answer_parts_that_overlap_train_the_tagger_on_one_span(tiny_tokenizer):
     from bio_mrc.data.answer_parts import as_one_answer
     from bio_mrc.tags import chunk_bounds

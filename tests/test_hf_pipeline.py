@@ -199,13 +199,43 @@ def test_bad_calls_are_refused_before_the_forward_pass(qa):
         qa(question="Who?", context="Newton.", decoding="crf")
     with pytest.raises(ValueError, match="pick one"):
         qa(question="Who?", context="Newton.", top_k=2, multi_span=True)
-    with pytest.raises(ValueError, match="top_k must be a positive integer"):
+    with pytest.raises(ValueError, match="top_k is a positive number of answers"):
         qa(question="Who?", context="Newton.", top_k=0)
     with pytest.raises(ValueError, match="windows it was trained with"):
         qa(question="Who?", context="Newton.", doc_stride=64)
     with pytest.raises(TypeError, match="topk"):
         qa(question="Who?", context="Newton.", topk=2)
 
+
+
+@pytest.mark.parametrize("question, context, options", [
+    ("", "Newton.", {}),
+    ("Who?", "\x00\x01\u200b", {}),
+    ("Who\ud800?", "Newton.", {}),
+    ("Who?", "New\udc00ton.", {}),
+    (b"Who?", "Newton.", {}),
+    ("Who?", 5, {}),
+    (["a?", "b?"], ["x", "y", "z"], {}),
+    ("Who?", [], {}),
+    ("Who?", "Newton.", dict(top_k=0)),
+    ("Who?", "Newton.", dict(top_k=True)),
+    ("Who?", "Newton.", dict(top_k=2, multi_span=True)),
+    ("Who?", "Newton.", dict(multi_span="no")),
+    ("Who?", ["Newton.", "Leibniz."], dict(multi_span=True)),
+    ("Who?", "Newton.", dict(decoding="crf")),
+])
+def test_the_pipeline_refuses_a_bad_input_with_the_extractors_own_error_and_line(qa, extractor, question, context, options):
+    """The pipeline said ``top_k must be a positive integer, got 0`` and ``multi_span must be true or false`` where
+    AnswerExtractor says ``top_k is a positive number of answers`` and ``multi_span is true or false``."""
+    from bio_mrc.errors import BioMrcError
+
+    with pytest.raises(BioMrcError) as by_extractor:
+        extractor(question, context, **options)
+    with pytest.raises(BioMrcError) as by_pipeline:
+        qa(question=question, context=context, **options)
+    assert type(by_pipeline.value) is type(by_extractor.value)
+    assert str(by_pipeline.value) == str(by_extractor.value) and "\n" not in str(by_pipeline.value)
+    assert by_pipeline.value.__cause__ is None and by_pipeline.value.__context__ is None
 
 
 def test_bad_options_are_the_packages_own_errors(qa):

@@ -84,11 +84,11 @@ def test_numpy_bools_are_taken_as_the_flags_they_hold(extractor, qa):
         qa(question=QUESTION, context=CONTEXT, multi_span=True, handle_impossible_answer=False)
 
 @pytest.mark.parametrize("options, words", [
-    (dict(top_k=True), "top_k must be a positive integer, got True"),
+    (dict(top_k=True), "top_k is a positive number of answers, got True"),
     (dict(max_answer_len=True), "max_answer_len must be a positive integer, got True"),
-    (dict(multi_span="yes"), "multi_span must be true or false"),
-    (dict(multi_span=0), "multi_span must be true or false"),
-    (dict(handle_impossible_answer="no"), "handle_impossible_answer must be true or false"),
+    (dict(multi_span="yes"), "multi_span is true or false"),
+    (dict(multi_span=0), "multi_span is true or false"),
+    (dict(handle_impossible_answer="no"), "handle_impossible_answer is true or false"),
     (dict(batch_size=-1), "batch_size is a positive number of windows"),
     (dict(batch_size=0), "batch_size is a positive number of windows"),
 ])

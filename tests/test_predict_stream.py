@@ -168,6 +168,46 @@ def test_resume_refuses_a_stream_made_with_another_model_option_chunk_size_or_da
     assert len(json.loads((tmp_path / "p.json").read_text())) == 8
 
 
+def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model_dir, tmp_path, capsys, monkeypatch):
+    """A resume with other options or data was refused only once the model had loaded (its loading bar first): what
+    the options and data settle alone is checked before, in the same one line; what the model settles, after."""
+    import shutil
+
+    from bio_mrc.inference import TrainedModel
+
+    options = ["--decoding", "span", "--chunk-size", "2"]
+    assert predict(model_dir, tmp_path / "p.json", *options, "--limit", "4") == 0
+    capsys.readouterr()
+    stream = (tmp_path / "p.answers.jsonl").read_bytes()
+    other_model, other_data = tmp_path / "other-model", tmp_path / "copy.json"
+    shutil.copytree(model_dir, other_model)
+    other_data.write_bytes(SAMPLE_V1.read_bytes())
+    load = TrainedModel.load
+    monkeypatch.setattr(TrainedModel, "load", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    refusals = {
+        ("--chunk-size", "1"): "chunk_size 2, this run has 1",
+        ("--batch-size", "3"): "batch_size None, this run has 3",
+        ("--decoding", "bio"): "decodings ['span'], this run has ['bio']",
+        ("--precision", "bf16"): "precision 'fp32', this run has 'bf16'",
+        ("--bio-length-prior", "0.5"): "bio_length_prior 0.0, this run has 0.5",
+        ("--decoding", "auto", "--max-answer-length", "3"): "max_answer_length 30, this run has 3",
+    }
+    for changed, named in refusals.items():
+        assert predict(model_dir, tmp_path / "p.json", *options, *changed, "--resume") == 2
+        errors = capsys.readouterr().err.splitlines()
+        assert errors == [f"error: the answers stream was made with {named}; resume with the same options and data, or "
+                          f"start again without --resume (in {tmp_path / 'p.answers.run.json'})"]
+    assert predict(other_model, tmp_path / "p.json", *options, "--resume") == 2
+    assert f"made with model '{model_dir.resolve()}', this run has '{other_model.resolve()}'" in capsys.readouterr().err
+    assert predict(model_dir, tmp_path / "p.json", *options, "--resume", data=other_data) == 2
+    assert f"this run has '{other_data.resolve()}, " in capsys.readouterr().err
+    monkeypatch.setattr(TrainedModel, "load", load)
+    assert predict(model_dir, tmp_path / "p.json", *options, "--decoding", "auto", "--resume") == 2  # the heads' joint
+    assert "made with decodings ['span'], this run has ['joint']" in capsys.readouterr().err
+    assert (tmp_path / "p.answers.jsonl").read_bytes() == stream
+    assert predict(model_dir, tmp_path / "p.json", *options, "--resume") == 0
+
+
 def test_output_dash_writes_the_answer_lines_to_standard_output_and_nothing_else(model_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert predict(model_dir, "-", "--decoding", "span", "bio") == 0

@@ -285,3 +285,14 @@ def test_a_data_file_name_with_markup_or_terminal_controls_shows_as_its_characte
     page = markdown_to_html(markdown)
     assert "<li>Evaluation: d\\x1b[2J&lt;img src=x onerror=alert(1)&gt;[x](javascript:alert(1))*a*.json: " in page
     assert "<img" not in page and "<a " not in page and "<em>a" not in page
+
+
+def test_a_heading_with_a_long_run_of_spaces_is_read_in_one_pass():
+    # A data file's name shows in a heading of report.md; the heading's text was a lazy group before "\s*#*\s*$",
+    # which tried every split of a run of spaces at each of its characters (2,000 spaces: 10 s; 5,000: minutes).
+    from bio_mrc.harness.markdown_html import markdown_to_html
+
+    name = "part" + " " * 5_000 + "two.json"
+    assert markdown_to_html(f"### {name} (3 questions)") == f'<h3 id="part{"-" * 5_000}twojson-3-questions">{name} (3 questions)</h3>'
+    assert markdown_to_html("## Scores ## \t") == '<h2 id="scores">Scores</h2>'  # closing #s and white space left out
+    assert markdown_to_html("# #") == '<h1 id=""></h1>' and markdown_to_html("####### x") == "<p>####### x</p>"

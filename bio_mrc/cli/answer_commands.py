@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from .. import registry
@@ -23,7 +24,7 @@ LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context le
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..inference import TrainedModel
     from ..inference.sharding import Shard
-    from ..inference.streaming import StreamPlan, predict_to_files, prediction_outputs
+    from ..inference.streaming import StreamPlan, check_resumed_options, given_run_record, predict_to_files, prediction_outputs
 
     if args.resume and args.output == "-":
         raise ConfigError("--resume continues PREDS.answers.jsonl; with --output - there is no such file")
@@ -37,16 +38,19 @@ def cmd_predict(args: argparse.Namespace) -> int:
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
     check_span_count_option(args, multi_span)
+    source = data_source(args.data)
+    plan = StreamPlan(tuple(dict.fromkeys(args.decoding)), decode, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
+    if args.resume:  # other options or data refused before the model loads; what the model settles, once it has
+        given = given_run_record(args.model, args.precision, plan, source)
+        shard.broadcast_result(lambda: check_resumed_options(output, given))
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device),
                                 decodings=args.decoding)
-    config = trained.decode_config(decode)
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
-    plan = StreamPlan(decodings, config, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
+    plan = replace(plan, decodings=decodings, config=trained.decode_config(decode))
     if shard.writes:
         warn_untuned_abstention(trained, decodings, unanswerable, args.data)
     started = time.perf_counter()
-    files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True,
-                             source=data_source(args.data))
+    files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True, source=source)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
     report.update({decoding: {k: str(v) for k, v in paths.items()} for decoding, paths in files.items()})
     if shard.writes:  # with --output -, standard output holds the answers only

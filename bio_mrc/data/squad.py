@@ -3,6 +3,7 @@ columns (JSON Lines, datasets), through one per-question validation."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 import unicodedata
@@ -146,10 +147,11 @@ def validated(
     _checked_limit(limit)
     seen: set[str] = set()
     checked: Any = None  # the context last read whole: a paragraph's questions share it (one string)
+    places = _AnswerPlaces()
     for position, (qa, context, title, source) in enumerate(questions, 1):
         try:
             example = _parse_question(qa, context, title, source, result.fixed_offsets if fix_offsets else None, position,
-                                      context_checked=checked is not None and context is checked)
+                                      context_checked=checked is not None and context is checked, places=places)
             checked = context
             if example.id in seen:
                 raise DataFormatError("duplicate question id", example.id, source)
@@ -279,10 +281,12 @@ def generated_id(position: int, question: str, context: str) -> str:
 
 def _parse_question(
     qa: Any, context: Any, title: str, source: str, fixed: list[str] | None, position: int = 1, context_checked: bool = False,
+    places: _AnswerPlaces | None = None,
 ) -> Example:
     """One question as an :class:`Example`, checked; ``context_checked``: the context (this very string) passed the
     checks with an earlier question of its paragraph, which are not made again: they read it whole, so 10,000 questions
-    of one 5,000,000-character context took minutes to read (a paragraph's questions share its one string)."""
+    of one 5,000,000-character context took minutes to read (a paragraph's questions share its one string).
+    ``places``: where the answer texts of the questions read before occur in their context, if any."""
     if not isinstance(qa, dict):
         raise DataFormatError("question is not an object", title or None, source)
     given = qa.get("id")
@@ -304,7 +308,8 @@ def _parse_question(
         raise DataFormatError("question marked is_impossible has answers", qid, source)
     if not answers and not impossible:
         raise DataFormatError("question has no answers and is not marked is_impossible", qid, source)
-    alternatives = tuple((_answer_span(answer, context, qid, source, fixed),) for answer in answers)
+    places = _AnswerPlaces() if places is None else places
+    alternatives = tuple((_answer_span(answer, context, qid, source, fixed, places),) for answer in answers)
     return Example(qid, question, context, alternatives, title)
 
 
@@ -328,7 +333,9 @@ def _answers_of(qa: dict[str, Any], qid: str, source: str) -> tuple[list[Any] | 
     return answers, qa.get("is_impossible", False)
 
 
-def _answer_span(answer: Any, context: str, qid: str, source: str, fixed: list[str] | None) -> tuple[int, int]:
+def _answer_span(
+    answer: Any, context: str, qid: str, source: str, fixed: list[str] | None, places: _AnswerPlaces,
+) -> tuple[int, int]:
     """The answer's character span; with ``fixed`` (``fix_offsets``) a start that misses the text is relocated."""
     text, start = (answer.get("text"), answer.get("answer_start")) if isinstance(answer, dict) else (None, None)
     if not isinstance(text, str) or not text or not isinstance(start, int) or isinstance(start, bool):
@@ -337,12 +344,10 @@ def _answer_span(answer: Any, context: str, qid: str, source: str, fixed: list[s
         raise DataFormatError(f"answer text {text!r} holds no readable text, only whitespace or invisible characters", qid, source)
     if 0 <= start and context[start : start + len(text)] == text:
         return start, start + len(text)
-    occurrences = [m.start() for m in re.finditer(re.escape(text), context)]
-    if not occurrences:
+    found = places.of(context, text)
+    if not found:
         raise DataFormatError(f"answer text {text!r} is not in the context{_other_normalisation(text, context)}", qid, source)
-    # A whole word first: "an" near "plan an" is the word, not the end of "plan" (whose tokens would become the target).
-    whole_words = [at for at, _ in mentions(context, text)]
-    nearest = min(whole_words or occurrences, key=lambda at: (abs(at - start), at))
+    nearest = _nearest(found, start)
     if fixed is None:
         raise DataFormatError(
             f"answer {text!r} is not at answer_start {start}; the text does occur at {nearest} "
@@ -351,6 +356,34 @@ def _answer_span(answer: Any, context: str, qid: str, source: str, fixed: list[s
     if qid not in fixed:
         fixed.append(qid)
     return nearest, nearest + len(text)
+
+
+class _AnswerPlaces:
+    """Where each answer text occurs in the context read last, found once a text (a paragraph's questions share its one
+    string): 10,000 answers of a text at a wrong ``answer_start`` each searched a 5,000,000-character context again."""
+
+    def __init__(self) -> None:
+        self.context: str | None = None
+        self.places: dict[str, list[int]] = {}
+
+    def of(self, context: str, text: str) -> list[int]:
+        """The starts of ``text`` in ``context``, ascending: its whole-word mentions, else every occurrence (none:
+        not in it). A whole word first: "an" near "plan an" is the word, not the end of "plan" (whose tokens would
+        become the target)."""
+        if context is not self.context:
+            self.context, self.places = context, {}
+        if text not in self.places:
+            occurrences = [m.start() for m in re.finditer(re.escape(text), context)]
+            self.places[text] = (occurrences and [at for at, _ in mentions(context, text)]) or occurrences
+        return self.places[text]
+
+
+def _nearest(places: list[int], start: int) -> int:
+    """The place nearest to ``start``, the earlier of two as near (``places`` ascending, not empty)."""
+    after = bisect.bisect_left(places, start)
+    if after == len(places) or (after > 0 and start - places[after - 1] <= places[after] - start):
+        return places[after - 1]
+    return places[after]
 
 
 def _other_normalisation(text: str, context: str) -> str:

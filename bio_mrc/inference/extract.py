@@ -118,10 +118,10 @@ class AnswerExtractor:
     ) -> None:
         # A folder or hub id loads as from_pretrained loads it (precision and device: auto).
         self.trained = trained if isinstance(trained, TrainedModel) else TrainedModel.load(_model_source(trained))
-        self.progress = _check_flag(progress, "progress")  # bars for the windows and forward passes (the command line's, on long contexts)
+        self.progress = check_flag(progress, "progress")  # bars for the windows and forward passes (the command line's, on long contexts)
         self.decoding = decoding
         registry.resolve_decoding(self.trained.decodings, decoding)  # one the heads can do, refused at once
-        self.multi_span = _check_flag(multi_span, "multi_span")
+        self.multi_span = check_flag(multi_span, "multi_span")
         if decode_config is not None and not isinstance(decode_config, DecodeConfig):
             raise TypeError(f"decode_config is a DecodeConfig, got {a_type(decode_config)}")
         self.decode_config = decode_config or DecodeConfig()
@@ -184,8 +184,8 @@ class AnswerExtractor:
         ``multi_span`` every answer span). Lists of questions and contexts: a list of them. One question and a list
         of documents: :meth:`answer_documents` (``names`` name the documents). ``require_answer=False`` shapes
         ``multi_span`` answers alone, and is refused where single spans answer."""
-        multi_span = self.multi_span if multi_span is None else _check_flag(multi_span, "multi_span")
-        require_answer = None if require_answer is None else _check_flag(require_answer, "require_answer")
+        multi_span = self.multi_span if multi_span is None else check_flag(multi_span, "multi_span")
+        require_answer = None if require_answer is None else check_flag(require_answer, "require_answer")
         if require_answer is False and not multi_span and not asks_over_documents(question, context):
             raise ConfigError(_SINGLE_SPANS_ANSWER)  # never dropped unread
         if asks_over_documents(question, context):
@@ -198,7 +198,7 @@ class AnswerExtractor:
         if not examples:
             return []
         registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
-        top_k = _check_top_k(top_k, multi_span)
+        top_k = check_top_k(top_k, multi_span)
         outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=self.progress)
         n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
         predictions = self.predict(outputs, examples, multi_span, decoding, require_answer=require_answer, n_best=n_best)
@@ -216,12 +216,12 @@ class AnswerExtractor:
         :mod:`bio_mrc.inference.documents`). Several spans per answer (``multi_span``) take one document at a time.
         ``decoding`` (None: the extractor's) as in the constructor; ``require_answer=False`` is refused, as single
         spans abstain only by the saved no-answer threshold."""
-        if self.multi_span if multi_span is None else _check_flag(multi_span, "multi_span"):
+        if self.multi_span if multi_span is None else check_flag(multi_span, "multi_span"):
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
-        if require_answer is not None and not _check_flag(require_answer, "require_answer"):  # never dropped unread
+        if require_answer is not None and not check_flag(require_answer, "require_answer"):  # never dropped unread
             raise ConfigError(_SINGLE_SPANS_ANSWER)
-        top_k = _check_top_k(1 if top_k is None else top_k, False)  # None: the default, as the call takes it
+        top_k = check_top_k(1 if top_k is None else top_k, False)  # None: the default, as the call takes it
         if not isinstance(question, str) or not isinstance(documents, (list, tuple)):  # a text would be a document a character
             raise DataFormatError("answer_documents asks one question (a string) of a list of documents, got a "
                                   f"{type(question).__name__} and a {type(documents).__name__}")
@@ -257,13 +257,14 @@ def is_flag(value: Any) -> bool:
     return isinstance(value, (bool, np.bool_))
 
 
-def _check_flag(value: Any, name: str) -> bool:
+def check_flag(value: Any, name: str) -> bool:
+    """``value`` as a Python bool where it :func:`is_flag`; else a ConfigError naming ``name``."""
     if not is_flag(value):
         raise ConfigError(f"{name} is true or false, got {value!r}")
     return bool(value)
 
 
-def _check_top_k(top_k: Any, multi_span: bool) -> int | None:
+def check_top_k(top_k: Any, multi_span: bool) -> int | None:
     """``top_k`` as a Python int (None stays None), or a ConfigError."""
     if top_k is not None and (not whole_number(top_k) or top_k < 1):
         raise ConfigError(f"top_k is a positive number of answers, got {top_k!r}")

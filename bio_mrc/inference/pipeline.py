@@ -58,7 +58,7 @@ from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_mo
 from ..types import AnswerSpan, Example, Prediction
 from .answers import no_answer_probability
 from .documents import WindowPredictions, rank_across_documents, window_predictions
-from .extract import AnswerExtractor, asks_over_documents, check_batch_size, is_flag
+from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_flag, check_top_k
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
 
@@ -112,15 +112,13 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             raise ConfigError(f"{windows}: a bio_mrc model reads the windows it was trained with, from its config.json")
         if unknown:
             raise TypeError(f"unknown {TASK} options: {sorted(unknown)}")
-        for name, value in (("top_k", top_k), ("max_answer_len", max_answer_len)):
-            if value is not None and (not whole_number(value) or value < 1):
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        top_k, max_answer_len = (None if value is None else int(value) for value in (top_k, max_answer_len))
+        top_k = check_top_k(top_k, False)  # AnswerExtractor's line for the same value; with multi_span, _answer's
+        if max_answer_len is not None and (not whole_number(max_answer_len) or max_answer_len < 1):
+            raise ConfigError(f"max_answer_len must be a positive integer, got {max_answer_len!r}")
+        max_answer_len = None if max_answer_len is None else int(max_answer_len)
         flags = {"align_to_words": align_to_words, "multi_span": multi_span, "handle_impossible_answer": handle_impossible_answer}
-        for name, value in flags.items():
-            if value is not None and not is_flag(value):
-                raise ConfigError(f"{name} must be true or false, got {value!r}")
-        align_to_words, multi_span, handle_impossible_answer = (None if flags[name] is None else bool(flags[name]) for name in flags)
+        align_to_words, multi_span, handle_impossible_answer = (None if flags[name] is None else check_flag(flags[name], name)
+                                                                for name in flags)
         if decoding is not None:
             registry.resolve_decoding(self.extractor.trained.decodings, decoding)  # one the heads can do
         options = dict(top_k=top_k, handle_impossible_answer=handle_impossible_answer, max_answer_len=max_answer_len,

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError, OutputError
 from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
+from ..registry import AUTO_DECODING
 from ..types import Example
 from .extract import AnswerExtractor
 from .files import (RUN_SUFFIX, STREAM_SUFFIX, answer_record, answer_record_problem, prediction_paths, side_file,
@@ -67,12 +68,27 @@ def run_record_path(output: str | Path) -> Path:
 def run_record(trained: TrainedModel, plan: StreamPlan, source: str | None) -> dict:
     """What a stream's answers depend on: the model, its precision, the data and every option of ``plan``
     (the chunk and batch sizes too: a batch's padding moves the last bits of a reduced-precision pass)."""
+    return _record(trained.path, trained.precision, plan, source)
+
+
+def given_run_record(model: str, precision: str, plan: StreamPlan, source: str | None) -> dict:
+    """The part of :func:`run_record` the options and data settle before the model loads (``model`` and ``precision``
+    as given, ``plan`` with the decodings as given): all of it but the decodings where one is ``auto`` (the heads
+    resolve it), the BIO length prior where none is given (the model's tuned one) and a hub id (its snapshot's folder)."""
+    record = _record(model, precision, plan, source)
+    unsettled = {"decodings"} if AUTO_DECODING in plan.decodings else set()
+    unsettled |= {"bio_length_prior"} if plan.config.bio_length_prior is None else set()
+    unsettled |= set() if Path(model).expanduser().exists() else {"model"}
+    return {key: value for key, value in record.items() if key not in unsettled}
+
+
+def _record(model: str, precision: str, plan: StreamPlan, source: str | None) -> dict:
     options = dataclasses.asdict(plan)
     decode = options.pop("config")  # by the names of predict's options: a refusal names the one that differs
     options = {**options, **{name: options.get(name) or value for name, value in decode.items()}}
-    model = Path(trained.path).expanduser()
-    model = str(model.resolve()) if model.exists() else trained.path  # a hub id as it was given
-    return json.loads(json.dumps({"model": model, "precision": trained.precision, "data": source, **options}))
+    folder = Path(model).expanduser()
+    model = str(folder.resolve()) if folder.exists() else model  # a hub id as it was given
+    return json.loads(json.dumps({"model": model, "precision": precision, "data": source, **options}))
 
 
 def check_run_record(record_path: Path, wanted: dict) -> None:
@@ -89,6 +105,14 @@ def check_run_record(record_path: Path, wanted: dict) -> None:
         if then != value:
             raise DataFormatError(f"the answers stream was made with {key} {then!r}, this run has {value!r}; resume with "
                                   "the same options and data, or start again without --resume", source=str(record_path))
+
+
+def check_resumed_options(output: str | Path, given: dict) -> None:
+    """Before the model loads: the record of the stream a ``--resume`` continues against ``given``
+    (:func:`given_run_record`), so other options or data are refused before any weight loads."""
+    output = home_expanded(output)
+    if str(output) != "-" and answers_stream_path(output).is_file():
+        check_run_record(run_record_path(output), given)
 
 
 def prediction_outputs(output: str | Path, decodings: Sequence[str]) -> list[Path]:

@@ -92,8 +92,8 @@ def _encode(
         raise ValueError("tags must be strings like 'B', 'I-PER', 'O'") from None
     parsed = [_parse(tag, strict) for tag in coder]  # a loop over distinct tags, not tokens
     prefix_of = np.array([p for p, _ in parsed], dtype=np.int8).reshape(-1)
-    names = sorted({name for _, name in parsed})
-    type_of = np.array([names.index(name) for _, name in parsed], dtype=np.int32).reshape(-1)
+    names = {name: number for number, name in enumerate(sorted({name for _, name in parsed}))}  # looked up, not searched
+    type_of = np.array([names[name] for _, name in parsed], dtype=np.int32).reshape(-1)
     if len(names) <= 1:  # untyped (or a single type): type changes cannot happen
         return prefix_of[gold_codes], prefix_of[pred_codes], None, None, lengths
     return prefix_of[gold_codes], prefix_of[pred_codes], type_of[gold_codes], type_of[pred_codes], lengths
