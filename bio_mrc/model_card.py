@@ -521,7 +521,7 @@ def _evaluation_section(evaluation: Mapping | None) -> str:
                 f"{entry.get('date')} by `bio-mrc compare` (bio_mrc {entry.get('package_version')})")
         if tune:
             note += f"; settings tuned on {_code(tune.get('description'))} ({_count(tune.get('questions'))} questions)"
-        rows = [(f"`{d}`", _number(s["exact_match"]), _number(s["f1"]), _number(s.get("threshold")),
+        rows = [(_code(d), _number(s["exact_match"]), _number(s["f1"]), _number(s.get("threshold")),
                  _number(s.get("bio_length_prior"))) for d, s in entry["results"].items()]
         blocks.append(f"### {_code(on.get('description'))}\n\n{note}.\n\n"
                       + _table(rows, ("decoding", "EM", "F1", "no-answer threshold", "BIO length prior β")))

@@ -55,7 +55,8 @@ EVAL_RECORD_SCHEMA = {
             "type": "object", "required": ["evaluated_on", "results"],
             "properties": {"evaluated_on": {**_QUESTIONS, "type": "object"}, "tuned_on": _QUESTIONS, "date": _DATE,
                            "package_version": _WORDS,
-                           "results": {"type": "object", **_NAMES, "additionalProperties": _SCORES}}}},
+                           # a decoding's registered name, any text: the card shows it as code
+                           "results": {"type": "object", "propertyNames": {"minLength": 1}, "additionalProperties": _SCORES}}}},
     },
 }
 RECORD_SCHEMAS = {RUN_FILE: RUN_RECORD_SCHEMA, EVAL_FILE: EVAL_RECORD_SCHEMA}

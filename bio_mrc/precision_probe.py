@@ -286,8 +286,10 @@ def measured_choice(
 
 
 def _entry(rates: dict[str, float], shapes: MatrixShapes, phase: str) -> dict[str, Any]:
-    """A cache entry: the choice, the rates it rests on, when, for what; in training, the attention's precision."""
-    entry = {"precision": choose(rates), **{f"{p}_tokens_per_s": round(rate, 1) for p, rate in rates.items()},
+    """A cache entry: the choice, the rates it rests on, when, for what; in training, the attention's precision. The
+    choice is made on the rates as kept (to one decimal), which :func:`_valid` checks it against when it is read back."""
+    rates = {p: round(rate, 1) for p, rate in rates.items()}
+    entry = {"precision": choose(rates), **{f"{p}_tokens_per_s": rate for p, rate in rates.items()},
              "measured": time.strftime("%Y-%m-%d %H:%M:%S"), "shapes": asdict(shapes), "phase": phase}
     if phase == "training":
         entry["attention"] = choose_attention(rates) if entry["precision"] == "bf16" else "fp32"

@@ -196,6 +196,23 @@ def test_a_run_or_evaluation_record_of_another_kind_is_refused_before_any_work(s
     assert "a record bio_mrc did not write as it is: delete it" in str(error) and "\n" not in str(error)
 
 
+def test_an_evaluation_record_of_a_plug_in_decoding_of_any_name_loads_and_its_card_shows_the_name_as_code(saved_model, tmp_path):
+    """A comparison records each decoding's scores under its registered name, and the registry takes any name: one
+    such as ``décodage`` or ``span k=5`` made every later load of the model refused as a record bio_mrc did not
+    write, the comparison's next run included. The card shows the name as code, on its own row."""
+    from bio_mrc.evaluation_record import save_evaluation
+    from bio_mrc.model_card import write_model_card
+
+    folder = with_records(copy_of(saved_model, tmp_path))
+    evaluated = {"description": "dev.json", "questions": 1, "question_hash": "cd"}
+    names = ["décodage", "span k=5", "a|b `c`\nd"]
+    save_evaluation(folder, [{"decoding": name, "em": [100.0], "f1": [100.0]} for name in names], {"eval": evaluated})
+    TrainedModel.load(folder)
+    card = write_model_card(folder).read_text(encoding="utf-8")
+    assert "| `décodage` | 100.00 |" in card and "| `span k=5` | 100.00 |" in card
+    assert "| ``a\\|b `c` d`` | 100.00 |" in card  # one row: the pipe escaped, the backticks fenced, the break a space
+
+
 def test_a_run_record_that_is_no_json_is_refused_in_one_line(saved_model, tmp_path):
     folder = with_records(copy_of(saved_model, tmp_path))
     (folder / "bio_mrc_run.json").write_text("{\"train\": ")

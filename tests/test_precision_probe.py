@@ -62,6 +62,21 @@ def test_a_measurement_is_cached_and_read_back(tmp_path):
     assert len(cached) == 1 and cache_file() == tmp_path / "cache" / "precision.json"
 
 
+@pytest.mark.parametrize("phase, rates", [
+    ("inference", {"fp32": 100.04, "bf16": 105.05}),  # bf16 by 5.0013%, kept as 100.0 and 105.0: a tie
+    ("training", {"fp32": 100.0, "bf16": 90.0, FP32_ATTENTION: 105.04}),
+])
+def test_a_measurement_at_the_margin_is_cached_as_the_choice_its_kept_rates_make(phase, rates):
+    """The cache keeps rates to one decimal and trusts an entry only where they make its choice: one chosen on rates
+    a hair past the 5% margin read back as a tie, so every later process measured again, and a process among several
+    (torchrun), which never measures, took bf16 with its own attention, whatever was measured."""
+    first = measured_choice(SHAPES, phase, "a CPU", fake_measure(rates))
+    precision_probe._MEMO.clear()  # another process: the file answers
+    again = measured_choice(SHAPES, phase, "a CPU", fake_measure({}))
+    assert again["how"] == "cached" and again["precision"] == first["precision"]
+    assert again.get("attention") == first.get("attention")
+
+
 def test_other_shapes_phases_and_cpus_are_measured_anew():
     calls = []
     measure = fake_measure({"fp32": 100.0, "bf16": 50.0}, calls)

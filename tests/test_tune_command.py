@@ -36,6 +36,19 @@ def test_too_few_questions_are_refused_before_any_work(trained_dir, capsys):  # 
     assert files(trained_dir) == before
 
 
+@pytest.mark.parametrize("inside", ["plots", "."])
+def test_a_plot_dir_inside_the_output_dir_is_refused_before_any_work(trained_dir, tmp_path, capsys, inside):  # noqa: F811
+    """The copy goes into a new folder, which the plots were written into first: the copy was then refused as a
+    folder that is not empty, after every question was answered and tuned, and the plots left there."""
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--no-calibration",
+                 "--output-dir", str(out), "--plot-dir", str(out / inside)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (f"error: --plot-dir {out / inside} lies in --output-dir {out}, the new folder of the tuned copy "
+                     "of the model alone; give a plot folder outside it")
+    assert not out.exists()
+
+
 def test_output_dir_writes_a_tuned_copy_and_every_setting_is_printed(trained_dir, tmp_path, capsys):  # noqa: F811
     before = files(trained_dir)
     out = tmp_path / "tuned"

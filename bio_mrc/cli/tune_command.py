@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.plot_dir:
         check_folder_target(args.plot_dir)  # no file in its place, found before the tuning rather than after it
     check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
+    _check_plots_apart(args)
     _check_tunable(args.model)
     # held from the model's reading to the settings' saving: a tune or train writing the folder meanwhile would have its
     # config replaced by one made from the model as it was read (a model folder not here is the loader's to name)
@@ -73,6 +75,17 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
                          + (" (in place)" if target == Path(args.model) else f" (a tuned copy of {args.model})")), file=sys.stderr)
     print(json.dumps(json_numbers(tuned.report), indent=2))
     return 0
+
+
+def _check_plots_apart(args: argparse.Namespace) -> None:
+    """``--plot-dir`` outside ``--output-dir``: the copy of the model goes into a new folder, which plots written first
+    would make one that is not empty, refused once the tuning is done."""
+    if not (args.plot_dir and args.output_dir):
+        return
+    plots, output = (Path(os.path.realpath(path)) for path in (args.plot_dir, args.output_dir))
+    if plots == output or output in plots.parents:
+        raise ConfigError(f"--plot-dir {args.plot_dir} lies in --output-dir {args.output_dir}, the new folder of the tuned "
+                          "copy of the model alone; give a plot folder outside it")
 
 
 def _check_tunable(model: str) -> None:
