@@ -13,6 +13,13 @@ def a_type(value: object) -> str:
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
+def shown_value(value: object, limit: int = 60) -> str:
+    """``value`` as an error line shows what it got: its ``repr``, or past ``limit`` characters its type and length
+    (a value copied into a file may be megabytes)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{a_type(value)} of {len(text):,} characters"
+
+
 class BioMrcError(Exception):
     """Base of the errors bad input can cause (data files, prediction files, model folders)."""
 

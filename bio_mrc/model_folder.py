@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from . import __version__, registry
 from .config_schema import whole_number
-from .errors import InputWarning, ModelFormatError, a_type
+from .errors import InputWarning, ModelFormatError, shown_value
 from .evaluation_record import EVAL_FILE
 from .io import remove_file, special_file_kind
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
@@ -376,8 +376,7 @@ def _check_tuned_on(tuned_on: Mapping[str, Any], folder: Path) -> None:
         value = tuned_on.get(name)
         fits = _is_int(value) and value >= 0 if name == "questions" else isinstance(value, str)
         if name in tuned_on and not fits:
-            shown = repr(value) if len(repr(value)) <= 60 else f"{a_type(value)} of {len(repr(value)):,} characters"
-            raise fail(folder, "config.json", f"tuned_on.{name} must be {kind}, got {shown}")
+            raise fail(folder, "config.json", f"tuned_on.{name} must be {kind}, got {shown_value(value)}")
 
 
 def _check_calibrator(decoding: str, calibrator: Any, folder: Path) -> None:

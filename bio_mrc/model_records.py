@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config_schema import Validator
+from .errors import shown_value
 from .evaluation_record import EVAL_FILE
 
 RUN_FILE = "bio_mrc_run.json"
@@ -70,8 +71,7 @@ def record_problem(name: str, record: Any) -> str | None:
         return None
     error = errors[0]
     where = ".".join(str(part) for part in error.absolute_path) or "top level"
-    shown = repr(error.instance) if len(repr(error.instance)) <= 60 else f"a value of {len(repr(error.instance)):,} characters"
-    problem = f"{shown} is not {error.schema['problem']}" if "problem" in error.schema else error.message
+    problem = f"{shown_value(error.instance)} is not {error.schema['problem']}" if "problem" in error.schema else error.message
     return f"{where}: {problem if len(problem) <= 200 else problem[:200] + '…'}"
 
 

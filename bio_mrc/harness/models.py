@@ -18,6 +18,7 @@ from ..model_folder import RUN_FILE, check_model_folder
 from ..qa_checkpoints import encoder_positions, windows_that_fit
 from ..inference.during_training import TrainingEvaluator
 from ..model_card import training_time_is_partial
+from ..training.checkpoints import seconds_trained
 from ..training.train import TrainConfig, load_run_record, train_model
 from ..training.training_args import check_run_trackers
 from ..types import content_hash
@@ -83,11 +84,11 @@ def _finished_model(model_dir: Path, models_dir: Path, seed: int, key: str, conf
 
 def _obtained(model_dir: Path, record: dict, reused: bool) -> ObtainedModel:
     """The model and its run record's training time; a record whose ``seconds`` is no time (edited) is refused."""
-    seconds = record.get("seconds")
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
-        raise DataFormatError(f"'seconds' holds {seconds!r}, not a number of seconds trained: a record bio_mrc did not write "
-                              "as it is; train the model again (delete its folder)", source=str(model_dir / RUN_FILE))
-    return ObtainedModel(model_dir, float(seconds), reused, training_time_is_partial(record))
+    seconds = seconds_trained(record.get("seconds"))
+    if seconds is None:
+        raise DataFormatError(f"'seconds' holds {record.get('seconds')!r}, not a number of seconds trained: a record bio_mrc "
+                              "did not write as it is; train the model again (delete its folder)", source=str(model_dir / RUN_FILE))
+    return ObtainedModel(model_dir, seconds, reused, training_time_is_partial(record))
 
 
 def same_starting_point(record: dict, config: TrainConfig) -> bool:

@@ -18,7 +18,7 @@ from ..model_folder import remove_replaced_model_files
 from ..progress import progress_bars, progress_note
 from ..qa_checkpoints import (QA_HEADS, qa_architecture, qa_model_from_span_model, reading_inputs, saved_config,
                               span_model_from_qa_checkpoint)
-from .loading import TrainedModel, model_backend
+from .loading import TrainedModel, check_pytorch_model
 
 STAGING_DIR = ".convert-staging"
 EXPORT_STAGING_DIR = ".export-staging"
@@ -63,8 +63,7 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
     for, is left out, and so are the windows and tuned settings (transformers' QA models keep none)."""
     model_dir, output_dir = Path(model_dir), check_library_path(check_folder_target(output_dir))
     check_outputs_apart([output_dir], model_dirs=[model_dir])
-    if model_backend(local_folder(model_dir)) == "onnx":
-        raise ConfigError(f"{model_dir} is an ONNX export; export the PyTorch model it was made from")
+    check_pytorch_model(model_dir)
     with written_alone(output_dir):  # before the model is loaded
         return _export_qa_into(model_dir, output_dir, overwrite, progress)
 

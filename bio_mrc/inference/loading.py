@@ -200,6 +200,13 @@ def model_backend(model_dir: Path, backend: str = "auto") -> str:
     return "onnx" if not has_weights and (model_dir / ONNX_FILE).is_file() else "torch"
 
 
+def check_pytorch_model(model_dir: str | Path) -> None:
+    """An export reads a PyTorch model: an ONNX export of one (no PyTorch weights, which would otherwise read as a
+    partial copy) is refused, naming what to give instead."""
+    if model_backend(local_folder(model_dir)) == "onnx":
+        raise ConfigError(f"{model_dir} is an ONNX export; export the PyTorch model it was made from")
+
+
 def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> None:
     """Raise :class:`ModelFormatError` naming what makes ``model_dir`` unusable as a bio_mrc model
     (``weights``: the files one of which must hold the weights)."""

@@ -39,7 +39,7 @@ from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAn
 from ..model_card import EVAL_FILE, write_model_card
 from ..model_folder import remove_replaced_model_files
 from ..progress import progress_note
-from .loading import TrainedModel, model_backend
+from .loading import TrainedModel, check_pytorch_model
 # OnnxModel and the file names are importable from here too: this is the module users import for ONNX.
 from .onnx_runner import EXPORT_FILE, EXPORT_FORMAT, ONNX_FILE, OnnxModel, head_outputs, require
 
@@ -161,8 +161,7 @@ def export_onnx(
     if output_dir.resolve() == model_dir.resolve():
         raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
     check_outputs_apart([output_dir], model_dirs=[model_dir])
-    if model_backend(model_dir) == "onnx":  # else its missing PyTorch weights read as a partial copy
-        raise ConfigError(f"{model_dir} is an ONNX export; export the PyTorch model it was made from")
+    check_pytorch_model(model_dir)
     with written_alone(output_dir):  # before any work, until the marker is written
         trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
         trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul

@@ -54,9 +54,13 @@ class TrainingClock(TrainerCallback, ExportableState):
         no number of seconds in its place: an edited state is partial time, never a wrong sum)."""
         state = json.loads((checkpoint / TRAINER_STATE_NAME).read_text(encoding="utf-8"))  # an object: scan_checkpoints
         saved = _object(_object(_object(state.get("stateful_callbacks")).get(cls.__name__)).get("attributes"))
-        seconds = saved.get("trained_seconds")
-        known = isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 <= seconds < float("inf")
-        return float(seconds) if known else None
+        return seconds_trained(saved.get("trained_seconds"))
+
+
+def seconds_trained(value: Any) -> float | None:
+    """``value`` as a time trained, in seconds: a finite number from 0; None for anything else (an edited record)."""
+    known = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
+    return float(value) if known else None
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -147,4 +151,4 @@ def remove_checkpoints(folder: Path, ours: bool) -> None:
 
 
 __all__ = ["CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "TRAIN_CONFIG_FILE", "ResumeError", "TrainingClock",
-           "checkpoint_step", "checkpoint_to_resume", "remove_checkpoints", "scan_checkpoints"]
+           "checkpoint_step", "checkpoint_to_resume", "remove_checkpoints", "scan_checkpoints", "seconds_trained"]
