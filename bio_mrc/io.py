@@ -451,17 +451,22 @@ def replaced_together(folder: str | Path, name: str) -> Iterator[Path]:
         _finish_file_set(folder, name)
 
 
+SETS_LOCK = ".sets.lock"  # in a folder of sets: their lock, a file apart from the folder's own (written_alone)
+
+
 def _set_alone(folder: Path) -> Any:
-    """The lock of the sets written in ``folder`` (:func:`updated_alone` on the folder's real path: it may be a link the
-    user chose)."""
-    return updated_alone(Path(os.path.realpath(folder)) / SET_MANIFEST)
+    """The lock of the sets written in ``folder``, waited for: :data:`SETS_LOCK` in the folder's real path (it may be
+    a link the user chose). Not the folder itself, which ``tune`` or ``export`` writing there holds
+    (:func:`written_alone`): a set then neither waits on them nor, taken inside such a hold, on its own process."""
+    return sole_writer(Path(os.path.realpath(folder)) / SETS_LOCK, "a set of files", wait=True)
 
 
 def finish_file_set(folder: str | Path, name: str) -> None:
     """Complete an interrupted :func:`replaced_together` (it may run any number of times): move a complete
     set in, drop an incomplete one; a set another process is writing now is waited for, never removed."""
     folder = Path(folder)
-    if not folder.is_dir():  # no set was ever written there
+    writing, complete, _ = _owned_set_folders(folder, name)
+    if not (os.path.lexists(writing) or os.path.lexists(complete)):  # none being written, none to move in: no lock taken
         return
     with _set_alone(folder):
         _finish_file_set(folder, name)
@@ -471,9 +476,7 @@ def _finish_file_set(folder: Path, name: str) -> None:
     """:func:`finish_file_set` with the folder's sets held. Its bookkeeping is read as untrusted input: only plain file
     names inside ``folder`` are moved or removed, a link in their place is refused, and an old file is removed only
     while it holds the content the set wrote."""
-    writing, complete, in_place = _set_folders(folder, name)
-    for bookkeeping in (writing, complete, in_place):
-        owned_path(bookkeeping, folder)  # none is a link, so the journal never reaches outside the folder
+    writing, complete, in_place = _owned_set_folders(folder, name)
     remove_tree(writing, folder)
     if not complete.is_dir():
         return
@@ -497,6 +500,14 @@ def _finish_file_set(folder: Path, name: str) -> None:
     fsync_dir(folder)
 
 
+def _owned_set_folders(folder: Path, name: str) -> tuple[Path, Path, Path]:
+    """:func:`_set_folders`, none of them a link, so the journal never reaches outside the folder."""
+    paths = _set_folders(folder, name)
+    for bookkeeping in paths:
+        owned_path(bookkeeping, folder)
+    return paths
+
+
 def check_set_files(folder: str | Path, name: str, files: Sequence[str]) -> None:
     """Before any work: refuse when one of ``files`` lies in ``folder`` but the set ``name`` did not write it (it is
     not in the set's list), as writing the set would replace it."""
@@ -507,12 +518,16 @@ def check_set_files(folder: str | Path, name: str, files: Sequence[str]) -> None
 def note_set_files(folder: str | Path, name: str, files: Sequence[str]) -> None:
     """Add ``files`` to the list of the set ``name`` in ``folder``, for a set written file by file in place: each is
     listed before it is written (a kill between the two leaves it listed), so :func:`check_set_files` tells them
-    from a file of the user's at the same name."""
+    from a file of the user's at the same name. Processes adding names at once (comparisons into one folder) keep
+    each other's."""
     in_place = _set_folders(Path(folder), name)[2]
-    listed = _read_file_list(in_place, required=False)
-    new = {plain_name(file, str(in_place)): None for file in files if file not in listed}
-    if new:
-        atomic_write_json(in_place, {**listed, **new})
+    if set(files) <= set(_read_file_list(in_place, required=False)):  # listed already: no lock, no write
+        return
+    with _set_alone(Path(folder)):  # read and rewritten alone: another process's names, added meanwhile, are kept
+        listed = _read_file_list(in_place, required=False)
+        new = {plain_name(file, str(in_place)): None for file in files if file not in listed}
+        if new:
+            atomic_write_json(in_place, {**listed, **new})
 
 
 def _refuse_unlisted(folder: Path, files: Sequence[str], old: Mapping[str, str | None], in_place: Path) -> None:
@@ -645,11 +660,11 @@ def open_no_follow(path: str | Path, mode: str, encoding: str = "utf-8") -> Any:
 
 
 @contextlib.contextmanager
-def sole_writer(path: str | Path, what: str) -> Iterator[None]:
+def sole_writer(path: str | Path, what: str, wait: bool = False) -> Iterator[None]:
     """Hold ``path`` (created if missing, never emptied) as the one process writing it for the block: another
     process asking while it is held is refused with one :class:`OutputError` line instead of both writing the
-    file at once. The lock is released when the block ends or the process dies, however it dies. Where the
-    system has no ``flock`` (Windows) the block runs unguarded."""
+    file at once, or with ``wait`` waits for it. The lock is released when the block ends or the process dies,
+    however it dies. Where the system has no ``flock`` (Windows) the block runs unguarded."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
@@ -657,7 +672,7 @@ def sole_writer(path: str | Path, what: str) -> Iterator[None]:
         return
     with open_no_follow(path, "a+b") as handle:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise OutputError(f"another process is writing {what} into this file now; wait for it to end or "
                               "choose another output", str(path)) from None

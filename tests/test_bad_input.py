@@ -199,6 +199,28 @@ def test_predicts_answers_stream_given_as_the_predictions_file_is_named_with_the
             f"{tmp_path / 'preds.span.na_probs.json'}, {tmp_path / 'preds.bio.na_probs.json'} (in {stream})") in capsys.readouterr().err
 
 
+def test_predicts_answers_stream_under_another_name_is_named_by_its_first_line(tmp_path, capsys):
+    """A stream renamed ``out.json`` was read as one JSON object: "not valid JSON: Extra data"."""
+    data = squad_file(tmp_path)
+    stream = tmp_path / "out.json"
+    lines = [{"id": "q1", "decoding": "span", "answer": "France"}, {"id": "q1", "decoding": "bio", "answer": "France"}]
+    stream.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(stream)]) == 2
+    assert capsys.readouterr().err == (f"error: this is predict's answers stream (JSON Lines, one line per question and "
+                                       f"decoding), not an official predictions file {{id: answer}}; give the one predict "
+                                       f"wrote beside it, as it writes PREDS.json beside PREDS.answers.jsonl "
+                                       f"(PREDS.DECODING.json for each of several decodings) (in {stream})\n")
+    (tmp_path / "preds.json").write_text(json.dumps({"q1": "France"}), encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(tmp_path / "preds.json"), "--na-probs", str(stream)]) == 2
+    assert ("not a no-answer probability file; give the one predict wrote beside it, as it writes PREDS.na_probs.json "
+            f"beside PREDS.answers.jsonl (PREDS.DECODING.na_probs.json for each of several decodings) (in {stream})"
+            ) in capsys.readouterr().err
+    one_line = tmp_path / "one-line.json"  # an official file on one line is read as ever
+    one_line.write_text(json.dumps({"q1": "France"}) + "\n", encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(one_line)]) == 0
+    assert json.loads(capsys.readouterr().out)["exact_match"] == 100.0
+
+
 EXTRA_IDS = [f"old-{i}" for i in range(7)]  # as a published file made for an older copy of the data
 
 

@@ -45,13 +45,13 @@ def test_a_report_list_naming_no_plain_file_is_refused_and_deletes_nothing(tmp_p
 def test_a_set_being_written_holds_its_folder_so_a_second_writer_or_finisher_waits(tmp_path, monkeypatch):
     """A second comparison into the same folder removed the first one's ``.report-writing`` (its finishing step at the
     start, or its own set): the first ended in a FileNotFoundError traceback, or the two wrote one staging folder and a
-    mixture of their reports moved in. Writing and finishing a set take one lock on the folder, which the other waits for."""
+    mixture of their reports moved in. Writing and finishing a set take one lock in the folder, which the other waits for."""
     fcntl = pytest.importorskip("fcntl")
     out = tmp_path / "out"
-    alias = tmp_path / "alias"  # a link the user chose: the lock is on the folder it reaches
+    alias = tmp_path / "alias"  # a link the user chose: the lock is in the folder it reaches
     out.mkdir()
     alias.symlink_to(out)
-    descriptor = os.open(out, os.O_RDONLY)
+    descriptor = os.open(out / io.SETS_LOCK, os.O_RDONLY | os.O_CREAT)
     try:
         with io.replaced_together(alias, "report") as staging:
             (staging / "report.md").write_text("the first set's")
@@ -62,9 +62,11 @@ def test_a_set_being_written_holds_its_folder_so_a_second_writer_or_finisher_wai
         os.close(descriptor)
     assert (out / "report.md").read_text() == "the first set's"
     taken = []
-    monkeypatch.setattr(io, "updated_alone", lambda path: taken.append(Path(path).parent) or contextlib.nullcontext())
+    monkeypatch.setattr(io, "sole_writer", lambda path, what, wait: taken.append((Path(path), wait)) or contextlib.nullcontext())
+    (out / ".report-complete").mkdir()  # a set waiting to move in: finished under the lock
+    (out / ".report-complete" / ".files.json").write_text("{}")
     io.finish_file_set(alias, "report")
-    assert taken == [Path(os.path.realpath(out))]  # the same lock
+    assert taken == [(Path(os.path.realpath(out)) / io.SETS_LOCK, True)]  # the same lock, waited for
 
 
 def test_a_listed_file_the_user_changed_or_that_predates_digests_is_kept(tmp_path):
@@ -475,6 +477,31 @@ def test_files_listed_as_the_comparisons_own_are_replaced_others_refused(tmp_pat
         io.check_set_files(folder, PREDICTION_SET, ["a-seed1-bio.json"])
     assert json.loads((folder / ".predictions-files.json").read_text()) == {
         "a-seed1-span.json": None, "a-seed1-span.nbest.json": None, "a-seed1-span.na_probs.json": None}
+
+
+def _note_cells(output_dir, process, count):
+    from bio_mrc.harness.scoring import note_prediction_files
+
+    for n in range(count):
+        note_prediction_files(output_dir, f"p{process}-", [f"d{n}"])
+
+
+def test_comparisons_listing_prediction_files_at_once_keep_every_entry(tmp_path):
+    """Two comparisons into one output folder each read ``.predictions-files.json``, added their names and rewrote it:
+    one rewrite dropped the other's names, and its files then read as the user's. Each update now holds the set's lock."""
+    import multiprocessing
+
+    from bio_mrc.harness.scoring import note_prediction_files  # noqa: F401  (imported once, before the processes start)
+
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_note_cells, args=(tmp_path, process, 25)) for process in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    listed = json.loads((tmp_path / "predictions" / ".predictions-files.json").read_text())
+    assert len(listed) == 2 * 25 * 3  # each cell's official, n-best and na_prob files, of both processes
 
 
 def test_compare_refuses_an_output_folder_inside_a_runs_encoder_before_any_work(tmp_path, capsys):

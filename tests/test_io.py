@@ -216,7 +216,7 @@ def test_a_file_set_replaces_the_old_set_and_removes_only_its_own_files_the_new_
     _write_set(tmp_path, {"report.md": "old", "report.json": "old", "calibration.png": "old"})
     _write_set(tmp_path, {"report.md": "new", "report.json": "new"})
     assert _visible(tmp_path) == {"report.md": "new", "report.json": "new", "mine.png": "the user's"}
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == [".report-files.json"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [".report-files.json", ".sets.lock"]
 
 
 def test_a_file_set_is_written_without_python_3_11s_file_digest(tmp_path, monkeypatch):
@@ -433,6 +433,35 @@ def test_a_staged_folder_another_process_writes_is_refused_before_its_staging_is
     with io.written_alone(alias), pytest.raises(io.OutputError, match=f"^held \\(in {out}\\)$"):
         with io.sole_process_in(os.path.realpath(out), "held"):
             pass
+
+
+def _waited_too_long(signum, frame):
+    raise TimeoutError("the lock waited on its own process")
+
+
+def test_the_sets_lock_and_the_folders_writer_lock_are_apart(tmp_path):
+    """The lock of a folder's sets (a comparison's report) and the lock of its writer (``tune``, ``export``) were one
+    ``flock`` on the folder: a set written while the folder was held waited on its own process for ever, the folder
+    taken while a set was written was refused as held by another process, and a comparison into a folder a ``tune``
+    held waited without a word."""
+    import signal
+
+    pytest.importorskip("fcntl")
+    out = tmp_path / "out"
+    with io.replaced_together(out, "report") as staging, io.written_alone(out):
+        (staging / "report.md").write_text("the first set's")
+    previous = signal.signal(signal.SIGALRM, _waited_too_long)
+    signal.alarm(20)  # a guard: the old single lock waited here for ever
+    try:
+        with io.written_alone(out):
+            with io.replaced_together(out, "report") as staging:
+                (staging / "report.md").write_text("the second set's")
+            io.note_set_files(out, "report", ["notes.md"])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert (out / "report.md").read_text() == "the second set's"
+    assert sorted(json.loads((out / ".report-files.json").read_text())) == ["notes.md", "report.md"]
 
 
 def test_a_folder_held_by_this_thread_is_staged_into_and_one_it_made_is_removed_on_a_failure(tmp_path):

@@ -93,22 +93,53 @@ def prediction_paths(output: Path, decoding: str, several: bool) -> dict[str, Pa
     return {"predictions": path, "nbest": side_file(path, ".nbest.json"), "na_probs": side_file(path, ".na_probs.json")}
 
 
+_OFFICIAL_KINDS = {"predictions": "an official predictions file {id: answer}", "na_probs": "a no-answer probability file"}
+
+
 def check_no_answers_stream(path: str | Path, kind: str = "predictions") -> None:
-    """Refuse ``path`` where an official file is read (``kind``: ``predictions`` or ``na_probs``) when it is named as
-    predict's answers stream, naming the file of that kind predict wrote beside it for each decoding."""
+    """Refuse ``path`` where an official file is read (``kind``: ``predictions`` or ``na_probs``) when it is predict's
+    answers stream, by its name or, renamed, by its first line, naming the file of that kind predict wrote beside it
+    for each decoding (for a renamed stream, how predict names it)."""
     path = Path(path)
-    if not path.name.endswith(STREAM_SUFFIX):
+    if path.name.endswith(STREAM_SUFFIX):
+        files, several = _files_beside_stream(path, kind)
+        beside = f"{several}: {', '.join(map(str, files))}"
+    elif _starts_with_an_answer_line(Path(home_expanded(path))):
+        official, one_of_several = (prediction_paths(Path("PREDS.json"), "DECODING", several)[kind] for several in (False, True))
+        beside = f", as it writes {official} beside PREDS{STREAM_SUFFIX} ({one_of_several} for each of several decodings)"
+    else:
         return
+    raise DataFormatError(f"this is predict's answers stream (JSON Lines, one line per question and decoding), not "
+                          f"{_OFFICIAL_KINDS[kind]}; give the one predict wrote beside it{beside}", source=str(path))
+
+
+def _files_beside_stream(path: Path, kind: str) -> tuple[list[Path], str]:
+    """The files of ``kind`` predict wrote beside the stream ``path``, one per decoding its record lists, and words
+    saying which to give where there are several."""
     stem = path.name[: -len(STREAM_SUFFIX)]
     decodings = _recorded_decodings(path.with_name(stem + RUN_SUFFIX)) or [None]
-    shown = {"predictions": "an official predictions file {id: answer}", "na_probs": "a no-answer probability file"}[kind]
     outputs = [path.with_name(stem + ".json"), path.with_name(stem)]  # predict --output preds.json, or run.v1 kept whole
     files = [[prediction_paths(output, decoding, len(decodings) > 1)[kind] for decoding in decodings] for output in outputs]
     named = next((one for one in files if all(file.is_file() for file in one)), files[0])
-    several = " for the decoding to score" if len(decodings) > 1 else ""
-    raise DataFormatError(f"this is predict's answers stream (JSON Lines, one line per question and decoding), not "
-                          f"{shown}; give the one predict wrote beside it{several}: {', '.join(map(str, named))}",
-                          source=str(path))
+    return named, " for the decoding to score" if len(decodings) > 1 else ""
+
+
+_LONGEST_FIRST_LINE = 1 << 20  # past this a first line is no answers line: a one-line official file is not read whole
+
+
+def _starts_with_an_answer_line(path: Path) -> bool:
+    """Whether the regular file ``path`` begins with a line that is a JSON object holding an answers line's ``id``,
+    ``decoding`` and ``answer`` (:func:`answer_record`), which no official file's first line is; anything unreadable
+    is left to the reader that names its problem."""
+    try:
+        if not path.is_file():  # a FIFO or device is never opened here: reading one may wait for ever
+            return False
+        with open(path, encoding="utf-8-sig") as handle:
+            record = json.loads(handle.readline(_LONGEST_FIRST_LINE))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return (isinstance(record, dict) and all(key in record for key in ("id", "decoding", "answer"))
+            and isinstance(record["id"], str) and isinstance(record["decoding"], str))
 
 
 def _recorded_decodings(record: Path) -> list[str]:
