@@ -142,6 +142,26 @@ def require_data(relative: str) -> Path:
     return path
 
 
+def hub_answering(monkeypatch: pytest.MonkeyPatch, answer: int | BaseException) -> list[str]:
+    """The hub, never reached: each request of huggingface_hub's HTTP session gets ``answer``, an HTTP status or an
+    exception raised (as a missing network raises one). Returns the URLs asked, in order."""
+    import huggingface_hub.errors
+    import huggingface_hub.utils
+
+    http = sys.modules[huggingface_hub.errors.HTTPError.__module__.split(".")[0]]  # the HTTP client huggingface_hub uses
+    asked: list[str] = []
+
+    class Session:
+        def get(self, url: str, **kwargs):
+            asked.append(url)
+            if isinstance(answer, BaseException):
+                raise answer
+            return http.Response(answer, request=http.Request("GET", url), json={"name": "someone"})
+
+    monkeypatch.setattr(huggingface_hub.utils, "get_session", Session)
+    return asked
+
+
 def _vocabulary() -> list[str]:
     words = set(re.findall(r"\w+", SAMPLE_V1.read_text(encoding="utf-8").lower()))
     chars = set(string.ascii_lowercase + string.digits + "éüïç")

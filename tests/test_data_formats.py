@@ -182,6 +182,33 @@ def test_mrqa_checks_every_char_span_of_a_detected_answer(tmp_path):
         assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
         assert info.value.problem.startswith(problem)
 
+def test_an_mrqa_text_that_is_not_at_its_char_span_is_refused_as_a_squad_answer_start_is(tmp_path):
+    """A detected answer's text must be the context's characters at its first span once both are normalised (the task
+    lower-cases some datasets' texts); a misaligned record is refused naming line and question, as a SQuAD
+    answer_start that misses its text is, and --fix-offsets moves it to the text's nearest occurrence alike."""
+    lines = mrqa_lines(squad_json())  # q1's "France" at [24, 29] of "Paris is the capital of France. ..."
+    answer = lines[1]["qas"][0]["detected_answers"][0]
+    answer |= {"text": "France.", "char_spans": [[24, 30]]}  # normalised alike: the context's characters are read
+    assert load_squad(write_jsonl(tmp_path / "dot.jsonl", lines)).examples[0].answer_texts()[0] == ["France."]
+    answer |= {"text": "Capital-of france .", "char_spans": [[13, 30]]}  # cased and spaced as a tokenizer split it
+    assert load_squad(write_jsonl(tmp_path / "split.jsonl", lines)).examples[0].answer_texts()[0] == ["capital of France."]
+    answer |= {"text": "France", "char_spans": [[13, 18]]}  # "capita": a span moved off its text
+    path = write_jsonl(tmp_path / "moved.jsonl", lines)
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path)
+    assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
+    assert info.value.problem.startswith("answer 'France' is not at answer_start 13; the text does occur at 24 (--fix-offsets")
+    fixed = load_squad(path, fix_offsets=True)
+    assert fixed.examples[0].answers[0] == ((24, 30),) and fixed.fixed_offsets == ["q1"]
+    answer["text"] = "france"  # a lower-cased text as written is nowhere in the context
+    with pytest.raises(DataFormatError, match="answer text 'france' is not in the context; read as mrqa") as info:
+        load_squad(write_jsonl(tmp_path / "lower.jsonl", lines))
+    assert info.value.record == "q1"
+    answer["text"] = None
+    with pytest.raises(DataFormatError, match="a detected answer needs a 'text' string, got None; read as mrqa"):
+        load_squad(write_jsonl(tmp_path / "none.jsonl", lines))
+
+
 MULTISPAN = {"version": 1.0, "data": [
     {"id": "m1", "question": ["who", "sang", "?"], "context": ["Dave", "and", "Barbara", "sang", "."], "label": ["B", "O", "B", "O", "O"]},
     {"id": "m2", "question": ["none", "?"], "context": ["no", "answer", "here"], "label": ["O", "O", "O"]},

@@ -12,7 +12,7 @@ from bio_mrc import io
 from bio_mrc.cli import main
 from bio_mrc.errors import BioMrcError
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, hub_answering
 from .test_bad_input import saved_model  # noqa: F401  (module-scoped fixture: an untrained saved model)
 
 
@@ -298,8 +298,11 @@ def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path, monkeypa
     config = TrainConfig(training_args={"report_to": ["tensorboard"]})
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_x")  # a logged-in user
+    hub_answering(monkeypatch, 200)
     built = training_arguments(config, tmp_path, False, False, None, network)
     assert built.push_to_hub and built.hub_model_id == "me/m" and built.report_to == ["tensorboard", "wandb"]
+    hub_answering(monkeypatch, 429)  # the check's own request rate-limited: says nothing of the push, which goes ahead
+    assert training_arguments(config, tmp_path, False, False, None, network).push_to_hub
     plain = training_arguments(config, tmp_path, False, False, None)
     assert not plain.push_to_hub and plain.report_to == ["tensorboard"]
     with pytest.raises(ConfigError, match="need --push-to-hub"):
@@ -307,13 +310,23 @@ def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path, monkeypa
 
 
 
-@pytest.mark.parametrize("offline, token, problem", [(True, "hf_x", "offline mode"), (False, None, "needs a Hugging Face token")])
+@pytest.mark.parametrize("offline, token, hub, problem", [
+    (True, "hf_x", None, "offline mode"),
+    (False, None, None, "needs a Hugging Face token"),
+    (False, "hf_x", ConnectionRefusedError(111, "Connection refused"),  # no network
+     "needs the Hugging Face Hub, which cannot be reached at http://127.0.0.1:9 (ConnectionRefusedError: [Errno 111] "
+     "Connection refused); check the network"),
+    (False, "hf_x", 401, "needs a Hugging Face token the hub accepts, and http://127.0.0.1:9 refuses this one (HTTP 401)"),
+    (False, "hf_x", 503, "needs the Hugging Face Hub, and http://127.0.0.1:9 answers HTTP 503"),
+])
 def test_a_push_that_cannot_happen_is_refused_before_training(tiny_encoder_dir, tmp_path, capsys, monkeypatch,
-                                                                 offline, token, problem):
+                                                                 offline, token, hub, problem):
     import huggingface_hub
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", offline)
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens: never the real hub
     monkeypatch.setattr(huggingface_hub, "get_token", lambda: token)
+    asked = hub_answering(monkeypatch, AssertionError("the hub is asked") if hub is None else hub)
     out = tmp_path / "out"
     code = main(["train", "--train", str(SAMPLE_V1), "--limit", "4", "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
                  "--epochs", "1", "--batch-size", "4", "--push-to-hub", "--max-seq-length", "48", "--doc-stride", "16",
@@ -324,6 +337,7 @@ def test_a_push_that_cannot_happen_is_refused_before_training(tiny_encoder_dir, 
     assert last.startswith("error: --push-to-hub needs") and problem in last
     assert "training on" not in err  # before the training questions are read
     assert not out.exists()  # the folder is not begun
+    assert asked == ([] if hub is None else ["http://127.0.0.1:9/api/whoami-v2"])  # offline or no token: not asked
 
 # --- a model whose weights are not finite is never saved as complete, nor read -----------------------------------
 

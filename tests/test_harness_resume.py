@@ -197,6 +197,42 @@ def test_a_missing_encoder_or_model_of_any_run_is_refused_before_any_training(ti
         assert not (tmp_path / "out" / "models").exists()
 
 
+@pytest.mark.parametrize("pattern", ["second-seed5-*", "*", "second-*"])
+def test_a_run_continuing_from_its_own_models_is_refused_before_any_training(tiny_encoder_dir, tmp_path, monkeypatch, pattern):
+    """A glob ``init_from`` into the comparison's own models that matches the run's own model cannot name the model it
+    starts from (that model is the one being trained): refused before the first run trains, naming the run's key."""
+    trained = []
+
+    def train_model(*args, **kwargs):
+        trained.append(args)
+        raise Killed
+
+    monkeypatch.setattr(harness_models, "train_model", train_model)
+    own = str(tmp_path / "out" / "models" / pattern)
+    cfg = config(tiny_encoder_dir, runs=[{"name": "joint", "heads": "span+bio"}, {"name": "second", "heads": "bio", "init_from": own}])
+    for call in (compare, train_models):
+        with pytest.raises(ConfigError, match=rf"^runs\[1\]\.init_from: {re.escape(repr(own))} matches this run's own model "
+                                              r"second-seed5-\.\.\.: a run cannot continue from itself"):
+            call(cfg, FIXTURES, tmp_path / "out")
+        assert trained == [] and not (tmp_path / "out" / "models").exists()
+
+
+def test_a_run_continuing_from_an_earlier_runs_models_is_left_to_its_turn(tiny_encoder_dir, tmp_path, monkeypatch):
+    """A chain of the comparison's runs: the pattern names the earlier run's models only, which train first."""
+    calls = []
+
+    def train_model(*args, **kwargs):
+        calls.append(args[1].init_from)
+        raise Killed
+
+    monkeypatch.setattr(harness_models, "train_model", train_model)
+    earlier = str(tmp_path / "out" / "models" / "joint-seed5-*")
+    cfg = config(tiny_encoder_dir, runs=[{"name": "joint", "heads": "span+bio"}, {"name": "second", "heads": "bio", "init_from": earlier}])
+    with pytest.raises(Killed):
+        train_models(cfg, FIXTURES, tmp_path / "out")
+    assert calls == [None]  # the first run's training started: the chain was not refused
+
+
 def test_windows_longer_than_a_later_runs_encoder_positions_are_refused_before_any_training(tiny_encoder_dir, tmp_path):
     """The tests' encoder has 128 positions: a second run's windows of 129 tokens are refused before the first run
     trains, naming the run's key (before: the first run trained and was scored, then the second failed)."""

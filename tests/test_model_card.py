@@ -19,7 +19,7 @@ from bio_mrc.model import RUN_FILE, BioMrcConfig
 from bio_mrc.registry import head_choices
 from bio_mrc.training.train import TrainConfig, load_run_record, train_model
 
-from .conftest import FIXTURES, SAMPLE_V1
+from .conftest import FIXTURES, SAMPLE_V1, hub_answering
 
 CONTEXT = "The Normans were descended from Norse raiders from Denmark, Iceland and Norway."
 
@@ -273,6 +273,7 @@ def test_a_push_to_the_hub_uploads_the_finished_folder_with_its_card(tiny_encode
     monkeypatch.setattr(huggingface_hub, "HfApi", Hub)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_x")  # a logged-in user
+    hub_answering(monkeypatch, 200)
     config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=48, doc_stride=16,
                          max_query_length=12, epochs=1, batch_size=4, seed=1)
     out = tmp_path / "model"

@@ -4,17 +4,21 @@ A JSON Lines file (``.jsonl``, or ``.jsonl.gz`` as the task ships them): a first
 (which the task's sample files leave out), then one context per line, ``{"context", "qas": [{"qid", "question",
 "detected_answers": [{"text", "char_spans": [[start, end], ...]}]}]}``, ``end`` inclusive. Each detected answer
 becomes one alternative at its first occurrence (the task's suggested training target); its text is the context's
-characters there, since the task normalises ``text`` in some datasets. Every occurrence's span is checked. A
-question whose ``detected_answers`` list is empty is unanswerable; one without the key is a question to predict.
+characters there, since the task normalises ``text`` in some datasets, once ``text`` and they agree when normalised as
+the metrics normalise answers (spacing aside): a ``text`` that does not is checked as a SQuAD answer at that ``answer_start``. Every
+occurrence's span is checked to lie in the context. A question whose ``detected_answers`` list is empty is
+unanswerable; one without the key is a question to predict.
 """
 
 from __future__ import annotations
 
 import itertools
 import reprlib
+import unicodedata
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..answer_text import normalize_answer
 from .json_reader import DataFormatError
 from .sources import Records, jsonl_rows
 
@@ -72,9 +76,26 @@ def _row(qa: Any, context: str, title: str, source: str) -> dict[str, Any]:
     for answer in detected:
         start, end = _first_span(answer, len(context), qid, source)
         starts.append(start)
-        texts.append(context[start : end + 1])
+        texts.append(_answer_text(answer, context[start : end + 1], qid, source))
     row["answers"] = {"text": texts, "answer_start": starts}
     return row if "is_impossible" not in qa else {**row, "is_impossible": impossible}
+
+
+def _answer_text(answer: dict[str, Any], there: str, qid: Any, source: str) -> str:
+    """The context's characters at the first span (``there``) when the detected answer's ``text`` is them once both are
+    normalised as the metrics are (the task lower-cases some datasets' texts); else ``text`` itself, which the SQuAD
+    checks then refuse as an answer not at its ``answer_start`` (or relocate with ``--fix-offsets``): a misaligned
+    record would train on other characters."""
+    text = answer.get("text")
+    if not isinstance(text, str):
+        raise DataFormatError(f"a detected answer needs a 'text' string, got {reprlib.repr(text)}", qid, source)
+    return there if _normalised(text) == _normalised(there) else text
+
+
+def _normalised(text: str) -> str:
+    """As the metrics normalise an answer, its spaces dropped too: the task found spans by matching tokens, so a
+    ``text`` may be spaced as its tokenizer split it (``1 , 000`` for ``1,000``)."""
+    return normalize_answer(unicodedata.normalize("NFKC", text)).replace(" ", "")
 
 
 def _first_span(answer: Any, length: int, qid: Any, source: str) -> tuple[int, int]:

@@ -158,7 +158,7 @@ def run_comparison(
     check_prediction_files(config, output_dir)
     splits = resolve_splits(config, data_dir)
     earlier = earlier_cells(cells_from, config, splits)
-    check_model_sources(runs_to_train(config, earlier), config.runs, output_dir / "models")
+    check_model_sources(runs_to_train(config, earlier), config.runs, output_dir / "models", config.run_seeds)
     output_dir.mkdir(parents=True, exist_ok=True)  # once the splits and cells are known good: a refused config leaves no folder
     cells: list[Cell] = []
     browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
@@ -195,7 +195,7 @@ def train_models(
     splits = resolve_splits(config, Path(data_dir))
     earlier = earlier_cells(cells_from, config, splits)
     models_dir = Path(output_dir) / "models"
-    check_model_sources(runs_to_train(config, earlier), config.runs, models_dir)
+    check_model_sources(runs_to_train(config, earlier), config.runs, models_dir, config.run_seeds)
     trained = []
     for run in config.runs:
         for seed in config.run_seeds(run):

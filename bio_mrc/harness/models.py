@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, DataFormatError, ModelFormatError
@@ -119,10 +120,13 @@ def resolve_init_from(init_from: str | None) -> str | None:
     return complete[0]
 
 
-def check_model_sources(runs: list[RunSpec], all_runs: list[RunSpec], models_dir: Path) -> None:
+def check_model_sources(
+    runs: list[RunSpec], all_runs: list[RunSpec], models_dir: Path, seeds: Callable[[RunSpec], list[int]] | None = None,
+) -> None:
     """Before any training: the encoder of each of ``runs`` (or the trained model it continues from) is there and
     loadable and its trackers can start, else one :class:`ConfigError` naming the run's key (``runs[2].encoder``), not
-    a traceback once earlier runs have trained. A glob ``init_from`` into this comparison's own models (a chain of its runs) is left to its turn."""
+    a traceback once earlier runs have trained. A glob ``init_from`` into this comparison's own models (a chain of its
+    runs) is left to its turn, unless it matches the run's own models (``seeds``: each run's seeds)."""
     own = models_dir.resolve()
     for run in runs:
         where = f"runs[{[r.name for r in all_runs].index(run.name)}]"
@@ -132,6 +136,7 @@ def check_model_sources(runs: list[RunSpec], all_runs: list[RunSpec], models_dir
             raise ConfigError(f"{where}.training_args: {err}") from None
         init_from = run.train.init_from
         if init_from and glob.has_magic(init_from) and Path(init_from).parent.resolve() == own:
+            check_not_from_itself(run, (seeds or (lambda r: list(r.seeds or ())))(run), init_from, where)
             continue
         try:
             if init_from:
@@ -144,6 +149,16 @@ def check_model_sources(runs: list[RunSpec], all_runs: list[RunSpec], models_dir
             raise ConfigError(f"{where}.{'init_from' if init_from else 'encoder'}: {err}") from None
         if not init_from:
             check_window_fits(run.train, encoder, where)
+
+
+def check_not_from_itself(run: RunSpec, seeds: list[int], init_from: str, where: str) -> None:
+    """Refuse a pattern into the comparison's own models that matches one of the run's own: the model it would start
+    from is the one it trains (at its turn the pattern finds none complete; run again, the run's own model besides)."""
+    for seed in seeds:
+        if fnmatch.fnmatchcase(f"{run.name}-seed{seed}-{'0' * 12}", Path(init_from).name):  # any key: it is not known yet
+            raise ConfigError(f"{where}.init_from: {init_from!r} matches this run's own model {run.name}-seed{seed}-...: a run "
+                              "cannot continue from itself; name an earlier run's models (e.g. models/NAME-seed42-*) or a trained "
+                              "model's folder")
 
 
 def check_window_fits(train: TrainConfig, encoder: str, where: str) -> None:

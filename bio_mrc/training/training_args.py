@@ -118,14 +118,43 @@ def check_network_args(values: dict[str, Any]) -> None:
 
 def _check_hub_reachable() -> None:
     """A push that cannot happen, refused before any work: Trainer creates the hub repository when it is built, and
-    offline mode or a missing token would end there in a traceback, the output folder begun."""
+    offline mode, a missing or refused token or no network would end there in a traceback, the output folder begun."""
     from huggingface_hub import constants, get_token
 
     if constants.HF_HUB_OFFLINE:
         raise ConfigError("--push-to-hub needs the Hugging Face Hub, which offline mode (HF_HUB_OFFLINE or "
                           "TRANSFORMERS_OFFLINE) turns off; unset it or leave out --push-to-hub")
-    if get_token() is None:
+    token = get_token()
+    if token is None:
         raise ConfigError("--push-to-hub needs a Hugging Face token: run `hf auth login` or set HF_TOKEN")
+    _check_token_accepted(token)
+
+
+HUB_CHECK_SECONDS = 10.0  # how long the check waits for the hub: without a network a request may hang for minutes
+
+
+def _check_token_accepted(token: str) -> None:
+    """Ask the hub who the token belongs to (the cheapest request that needs both the network and the token): no
+    answer, or the token refused, ends the run here, not in a traceback from Trainer once the data and model are read."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    url = f"{constants.ENDPOINT}/api/whoami-v2"
+    try:
+        hf_raise_for_status(get_session().get(url, headers=build_hf_headers(token=token), timeout=HUB_CHECK_SECONDS))
+    except HfHubHTTPError as err:
+        status = getattr(err.response, "status_code", None)
+        if status in (401, 403):
+            raise ConfigError(f"--push-to-hub needs a Hugging Face token the hub accepts, and {constants.ENDPOINT} refuses "
+                              f"this one (HTTP {status}): run `hf auth login` again or set HF_TOKEN") from None
+        if status != 429:  # this request's own strict rate limit says nothing of the push
+            raise ConfigError(f"--push-to-hub needs the Hugging Face Hub, and {constants.ENDPOINT} answers HTTP {status}: "
+                              "try again later, or leave out --push-to-hub") from None
+    except Exception as err:  # no answer at all (no route, name lookup, proxy, TLS, timeout): the push would fail alike
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else "no answer"
+        raise ConfigError(f"--push-to-hub needs the Hugging Face Hub, which cannot be reached at {constants.ENDPOINT} "
+                          f"({type(err).__name__}: {reason}); check the network, or leave out --push-to-hub") from None
 
 
 # Counts TrainingArguments takes unchecked that Trainer divides by or hands to a DataLoader: below these, a run
