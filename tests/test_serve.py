@@ -372,6 +372,38 @@ def test_a_body_not_sent_as_json_is_a_415_that_says_so(extractor, content_type, 
     assert as_json.status_code == 200
 
 
+ACCENTED = {"question": "Who wrote the Café?", "context": "Amélie wrote the Café in Zürich."}
+
+
+def test_a_body_in_the_charset_its_content_type_names_is_read_as_that_charset(extractor):
+    """A body in Latin-1 or UTF-16 that says so is answered as its text in UTF-8 is (it was a 400, "not UTF-8"); a
+    large one (past 64 KiB, here of spaces) is decoded in the helper process."""
+    text = json.dumps(ACCENTED, ensure_ascii=False)
+    sent = [(text, "utf-8"), (text, "iso-8859-1"), (text, "utf-16"), (text, "UTF-16LE"), (text + " " * 40_000, "utf-16")]
+    with TestClient(create_app(extractor, ServeConfig(max_batch_size=4))) as client:
+        answers = [client.post("/answer", content=body.encode(charset),
+                               headers={"content-type": f"application/json; charset={charset}"})
+                   for body, charset in sent]
+    assert [answer.status_code for answer in answers] == [200] * 5, [answer.text for answer in answers]
+    assert all(answer.json() == answers[0].json() for answer in answers)
+
+
+@pytest.mark.parametrize("charset, body, status, detail", [
+    ("klingon", b"{}", 415, "the body's content-type names the charset 'klingon', which this server cannot read; "
+                            "send it in UTF-8 (content-type: application/json; charset=utf-8)"),
+    ("base64", b"{}", 415, "the body's content-type names the charset 'base64', which this server cannot read; "
+                           "send it in UTF-8 (content-type: application/json; charset=utf-8)"),
+    ("utf-16-le", b'{\x00}', 400, "the body is not utf-16-le text, as its content-type says: truncated data at byte 2; "
+                                 "send it in that charset, or say which it is in"),
+])
+def test_a_body_in_a_charset_unknown_or_not_kept_is_a_4xx_naming_it(extractor, charset, body, status, detail):
+    with TestClient(create_app(extractor, ServeConfig(max_batch_size=4)), raise_server_exceptions=False) as client:
+        response = client.post("/answer", content=body, headers={"content-type": f"application/json; charset={charset}"})
+        still_fine = client.post("/answer", json=GOOD)
+    assert (response.status_code, response.json()["detail"]) == (status, detail)
+    assert "Traceback" not in response.text and still_fine.status_code == 200
+
+
 def test_a_decoding_the_heads_cannot_do_is_refused(tiny_encoder_dir, tmp_path):
     BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span", **WINDOWS).save_pretrained(str(tmp_path))
     AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(tmp_path))

@@ -440,7 +440,7 @@ def test_a_batch_not_full_waits_only_while_what_would_fill_it_is_being_read():
         await worker.start()
         try:  # the worker's loop cannot run before the next await: nothing is taken meanwhile
             passes.enqueue("chunk")
-            arrived = passes._waiting[0].arrived
+            arrived = next(iter(passes._waiting)).arrived
             due = [passes.due()]  # nothing being read: at once
             reads.enqueue("question")
             due.append(passes.due())  # a question being read: until the chunk has waited max_wait

@@ -16,26 +16,16 @@ item whose future is cancelled (its client left, its time ran out) is dropped un
 from __future__ import annotations
 
 import asyncio
-import collections
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Generic, Sequence, TypeVar
+
+from .fair_queue import FairQueue, Ticket, Waiting
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
-
-
-@dataclass(eq=False)  # compared and hashed by identity: an item alone is its own owner
-class _Waiting:
-    item: Any
-    size: int
-    arrived: float
-    future: asyncio.Future = field(repr=False)
-    owner: Any = None
-    cost: float = 0.0
-    limit: float = math.inf  # the largest batch (in sizes) this item may be part of
 
 
 class SharedWorker:
@@ -131,9 +121,8 @@ class DynamicBatcher(Generic[Item, Result]):
             raise ValueError(f"max_batch_size must be at least 1 and max_wait at least 0, got {max_batch_size}, {max_wait}")
         self.run, self.max_batch_size, self.max_wait = run, max_batch_size, max_wait
         self.max_batch_cost, self.fed_by = max_batch_cost, fed_by
-        self._served: dict[Any, float] = {}  # cost run so far, per owner with items still waiting
         self.stats = BatchStats()
-        self._waiting: collections.deque[_Waiting] = collections.deque()
+        self._waiting = FairQueue(max_batch_size, max_batch_cost)
         self._own_worker = worker is None  # a shared worker is started and stopped by its maker
         self._worker = worker or SharedWorker("bio-mrc-batch")
         self._worker.batchers.append(self)
@@ -149,8 +138,8 @@ class DynamicBatcher(Generic[Item, Result]):
         self.drop_waiting()
 
     def drop_waiting(self) -> None:
-        while self._waiting:
-            self._waiting.popleft().future.cancel()
+        for waiting in self._waiting.drop():
+            waiting.future.cancel()
 
     async def submit(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> Result:
         """``item``'s result, once its batch has run (its exception, if it alone failed); cancelling
@@ -168,51 +157,45 @@ class DynamicBatcher(Generic[Item, Result]):
         if not self._worker.running:
             raise RuntimeError("the batcher is not running: await start() first")
         loop = asyncio.get_running_loop()
-        waiting = _Waiting(item, size, loop.time(), loop.create_future(), owner, cost, limit)
+        waiting = Waiting(item, size, loop.time(), Ticket(loop), owner, cost, limit)
         if owner is None:
             waiting.owner = waiting  # an item alone: owner of itself
-        self._waiting.append(waiting)
+        waiting.future.on_cancel = lambda: self._waiting.leave(waiting)
+        self._waiting.add(waiting)
         self._worker.arrived.set()
         return waiting.future
 
     @property
     def has_waiting(self) -> bool:
-        return any(not waiting.future.done() for waiting in self._waiting)
+        return bool(self._waiting)
 
     def due(self) -> float:
         """When the next batch may go, in the event loop's time (inf: nothing waits): at once when it is full or
         when nothing that would fill it is coming; else once its oldest item has waited ``max_wait``."""
-        self._waiting = collections.deque(w for w in self._waiting if not w.future.done())  # clients that left
         if not self._waiting:
             return math.inf
-        oldest = self._waiting[0].arrived
-        full = sum(w.size for w in self._waiting) >= self.max_batch_size \
-            or sum(w.cost for w in self._waiting) >= self.max_batch_cost
-        if full or (self.fed_by is not None and not self.fed_by.has_waiting):
+        oldest = next(iter(self._waiting)).arrived
+        if self._full() or (self.fed_by is not None and not self.fed_by.has_waiting):
             return oldest
         return oldest + self.max_wait
 
-    def take_fairly(self) -> list[_Waiting]:
-        """The batch: items that fit (in size, cost and every chosen item's limit), each from the owner served least
-        so far (then the oldest item)."""
-        waiting = [w for w in self._waiting if not w.future.done()]  # a client that went away is not run
-        batch, size, cost, limit = [], 0, 0.0, self.max_batch_size
-        while True:
-            fits = [w for w in waiting if size + w.size <= min(limit, w.limit) and cost + w.cost <= self.max_batch_cost] \
-                if batch else waiting
-            if not fits:
-                break
-            chosen = min(fits, key=lambda w: (self._served.get(w.owner, 0.0), w.arrived))
-            waiting.remove(chosen)
-            batch.append(chosen)
-            size, cost, limit = size + chosen.size, cost + chosen.cost, min(limit, chosen.limit)
-            self._served[chosen.owner] = self._served.get(chosen.owner, 0.0) + chosen.cost
-        self._waiting = collections.deque(waiting)
-        still_waiting = {w.owner for w in waiting}
-        self._served = {owner: served for owner, served in self._served.items() if owner in still_waiting}
-        return batch
+    def _full(self) -> bool:
+        """Whether what waits fills a batch, in size or in cost: it looks at fewer than ``max_batch_size`` items
+        (each is at least 1 in size), and at all of them only when their sizes do not fill one."""
+        size, cost = 0, 0
+        for waiting in self._waiting:
+            size += waiting.size
+            if size >= self.max_batch_size:
+                return True
+            cost += waiting.cost
+        return cost >= self.max_batch_cost
 
-    async def run_batch(self, batch: list[_Waiting]) -> None:
+    def take_fairly(self) -> list[Waiting]:
+        """The batch: items that fit (in size, cost and every chosen item's limit), each from the owner served least
+        so far (then the oldest item); see :mod:`.fair_queue`."""
+        return self._waiting.take()
+
+    async def run_batch(self, batch: list[Waiting]) -> None:
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         try:
@@ -228,8 +211,8 @@ class DynamicBatcher(Generic[Item, Result]):
             return
         self.stats.busy_seconds += time.perf_counter() - started
         self.stats.batches += 1
-        still_waiting = {w.owner for w in self._waiting if not w.future.done()}
-        self.stats.requests += len({w.owner for w in batch} - still_waiting)  # requests whose last item ran
+        owners = {w.owner for w in batch}
+        self.stats.requests += sum(not self._waiting.waits_for(owner) for owner in owners)  # requests whose last item ran
         self.stats.questions += sum(w.size for w in batch)
         for waiting, result in zip(batch, results):
             if not waiting.future.done():

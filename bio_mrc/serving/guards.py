@@ -3,10 +3,12 @@
 * :class:`BodyGuard`: the body is read in pieces and refused (413) as soon as it passes the limit,
   whether its length is declared (``Content-Length``) or not (chunked), so no more than the limit is
   ever held; a body not all sent within the request's time is refused (408), and the bodies being read or answered
-  together hold at most a budget (503 past it); a JSON body is then parsed strictly (:func:`read_strict_json`: duplicate keys, nesting
-  and integer digits bounded), a refusal (400) naming where in the body it is; a large body is parsed in the
-  server's helper process (:func:`off_loop`), so the event loop keeps serving short requests meanwhile, and the
-  document goes to the application in the request's scope (:data:`PARSED_BODY`), so it is parsed once;
+  together hold at most a budget (503 past it); a JSON body is read in the charset its content-type names
+  (:mod:`.body_charset`: 415 for one unknown, 400 for a body not in it), then parsed strictly
+  (:func:`read_strict_json`: duplicate keys, nesting and integer digits bounded), a refusal (400) naming where in
+  the body it is; a large body is decoded and parsed in the server's helper process (:func:`off_loop`), so the
+  event loop keeps serving short requests meanwhile, and the document goes to the application in the request's
+  scope (:data:`PARSED_BODY`), so it is parsed once;
 * :class:`HostGuard`: the ``Host`` header must name this server (DNS rebinding: a web page whose own
   name resolves to 127.0.0.1 must not reach a loopback server from the browser).
 
@@ -20,8 +22,10 @@ import email.message
 import json
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Iterable, TypeVar
 
+from .body_charset import as_utf8, declared_charset, unknown_charset
 from .helper_process import HelperProcess
 
 MAX_JSON_DEPTH = 32  # a request is two levels deep; deeper is never valid
@@ -74,6 +78,16 @@ class BodyGuard:
 
     async def _check_and_answer(self, scope, body: bytes, receive, send) -> None:
         if _is_json(scope):
+            charset = declared_charset(scope)
+            if charset is not None:  # read as the content-type says, then as any other body: in UTF-8
+                refusal = unknown_charset(charset)
+                if refusal:
+                    await refuse(send, 415, refusal)
+                    return
+                body, problem = await off_loop(partial(as_utf8, charset=charset), body, self.helper)
+                if problem:
+                    await refuse(send, 400, problem)
+                    return
             read = await off_loop(read_strict_json, body, self.helper)
             if read.problem:
                 await refuse(send, 400, read.problem)
