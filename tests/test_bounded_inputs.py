@@ -260,3 +260,30 @@ def test_a_class_weight_past_the_bound_is_refused_naming_its_place():
     with pytest.raises(ConfigError, match=r"bio_class_weights\[2\]: 1000000000.0 is greater than the maximum of 1000000.0"):
         TrainConfig(bio_class_weights=(1.0, 1.0, 1e9))
     assert TrainConfig(bio_class_weights=(1.0, 1.0, 1e6)).bio_class_weights == (1.0, 1.0, 1e6)
+
+
+def test_a_context_file_over_the_limit_is_refused_naming_it_and_never_held_whole(tmp_path, monkeypatch, capsys):
+    # extract read the whole file, then refused "the context has N characters ... (record 'input 1')": no file named,
+    # and a file of gigabytes held in memory first.
+    import builtins
+
+    from bio_mrc.data import text
+
+    reads: list[int] = []
+
+    def counted_open(*args, **kwargs):
+        handle = builtins.open(*args, **kwargs)
+        read = handle.read
+        handle.read = lambda size=-1: reads.append(len(chunk := read(size))) or chunk
+        return handle
+
+    monkeypatch.setattr(text, "open", counted_open, raising=False)
+    monkeypatch.setenv("BIO_MRC_MAX_CONTEXT_CHARS", "1000")
+    (tmp_path / "short.txt").write_text("Newton wrote it.")
+    (tmp_path / "long.txt").write_text("Newton wrote it. " * 100)  # 1,700 characters
+    code = main(["extract", "--model", str(tmp_path / "no-model"), "--question", "Who?",
+                 "--context-file", str(tmp_path / "short.txt"), str(tmp_path / "long.txt")])
+    assert code == 2 and one_line_error(capsys) == (
+        f"error: the context has 1,700 characters, more than the limit of 1,000 (BIO_MRC_MAX_CONTEXT_CHARS raises it) "
+        f"(in {tmp_path / 'long.txt'})")
+    assert max(reads) <= 1_001  # no more than the limit (and one) held at once

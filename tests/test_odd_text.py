@@ -482,3 +482,22 @@ def test_no_token_starts_or_ends_inside_a_user_perceived_character(default_token
             for key in ("offset_mapping", "word_offsets"):
                 ends = {int(x) for pair, p in zip(row[key], row["paragraph_mask"]) if p for x in pair}
                 assert not ends & inside, (key, level, sorted(ends))
+
+
+@pytest.mark.parametrize("tag_level", ["word", "subword"])
+def test_the_text_of_a_special_token_is_read_as_written(default_tokenizer, tiny_bpe_tokenizer, tag_level):
+    """A document about tokenizers holds "[SEP]" or "</s>": the window read it as the separator itself, so the
+    model saw a question and context cut in other places than the window's own (and "[PAD]" as padding)."""
+    from bio_mrc.features.windows import tokenize_windows
+
+    for tokenizer, words in ((default_tokenizer, "[CLS] [SEP] [PAD] [MASK]"), (tiny_bpe_tokenizer, "<s> </s> <pad>")):
+        question, context = f"What do {words} mean?", f"The tokens {words} frame a window."
+        config = level_config(tag_level, max_seq_length=96, max_query_length=32)  # one window holds both whole
+        features = tokenize_windows([Example("s", question, context)], tokenizer, config)
+        (ids,) = features["input_ids"]
+        specials = [i for i in ids if i in set(tokenizer.all_special_ids)]
+        assert len(specials) == tokenizer.num_special_tokens_to_add(pair=True)  # the window's frame, no more
+        offsets, in_context = np.asarray(features["offset_mapping"][0]), np.asarray(features["paragraph_mask"][0], bool)
+        start = context.index(words)
+        read = {c for s, e in offsets[in_context] for c in range(s, e)}
+        assert set(range(start, start + len(words))) - read <= {i for i, c in enumerate(context) if c == " "}

@@ -264,3 +264,34 @@ def test_pieces_of_one_long_grapheme_are_looked_through_once(monkeypatch):
     ids = np.array([0, *[1] * 2_500, 2])
     assert words._unspaced_pieces_apart(context, offsets, ids).tolist() == [0, *[1] * 2_500, 2]
     assert scanned.scanned <= 2 * len(context)
+
+
+FLAG_FR, FLAG_DE = "\U0001f1eb\U0001f1f7", "\U0001f1e9\U0001f1ea"  # each flag two regional indicators
+
+
+@pytest.mark.parametrize("context, bounds", [
+    (FLAG_FR * 3, [0, 2, 4, 6]),
+    (FLAG_FR + FLAG_DE + "\U0001f1eb", [0, 2, 4, 5]),  # a lone indicator after two flags is a character of its own
+    ("a" + FLAG_FR * 2 + "\u0301x", [0, 1, 3, 6, 7]),  # the accent belongs to the last flag
+    ("\u0600" + FLAG_FR * 2, [0, 3, 5]),  # a prepended mark joins the first flag
+    ("\U0001f1eb" + FLAG_FR * 2, [0, 2, 4, 5]),  # pairs counted from the run's start
+])
+def test_flags_are_user_perceived_characters_as_unicode_pairs_them(context, bounds):
+    from bio_mrc.features.words import grapheme_bounds
+
+    assert grapheme_bounds([context])[0].tolist() == bounds
+
+
+def test_a_run_of_flags_is_paired_without_looking_back_over_it():
+    # \X looked back over the whole run of regional indicators before each flag: a context of 100,000 characters of
+    # flags took 25 s, one of 5,000,000 (the limit) hours. Each flag followed by another is matched as a pair now;
+    # \X reads only the run's last.
+    import regex
+
+    from bio_mrc.features import words
+
+    context = "x " + FLAG_FR * 1_000 + " y " + FLAG_DE * 500 + "\U0001f1eb"
+    matches = list(words._GRAPHEME.finditer(context))
+    in_runs = [m for m in matches if m.group().startswith(("\U0001f1eb", "\U0001f1e9"))]
+    assert [m.lastgroup for m in in_runs].count(None) == 2  # one a run: the first's last flag, the second's lone indicator
+    assert [m.end() for m in matches] == [m.end() for m in regex.finditer(r"\X", context)]

@@ -56,23 +56,33 @@ def check_text(value: Any, what: str, record: str | None = None, source: str | N
 def check_context_length(context: str, record: str | None = None, source: str | None = None) -> str:
     """``context`` if it is no longer than :func:`~bio_mrc.data.limits.max_context_chars`; else a
     :class:`DataFormatError` before any window of it is made."""
-    most = max_context_chars()
-    if len(context) > most:
-        raise DataFormatError(f"the context has {len(context):,} characters, more than the limit of {most:,} "
-                              "(BIO_MRC_MAX_CONTEXT_CHARS raises it)", record, source)
+    check_context_chars(len(context), record, source)
     return context
+
+
+def check_context_chars(length: int, record: str | None = None, source: str | None = None) -> None:
+    """A :class:`DataFormatError` where a context of ``length`` characters is longer than
+    :func:`~bio_mrc.data.limits.max_context_chars`."""
+    most = max_context_chars()
+    if length > most:
+        raise DataFormatError(f"the context has {length:,} characters, more than the limit of {most:,} "
+                              "(BIO_MRC_MAX_CONTEXT_CHARS raises it)", record, source)
 
 
 def read_text_file(path: str | Path) -> str:
     """A UTF-8 text file as it is, line endings included (a byte-order mark allowed and left out), or a
-    :class:`DataFormatError` naming it: missing, a folder, or another encoding such as Latin-1 (with the byte where
-    decoding failed)."""
+    :class:`DataFormatError` naming it: missing, a folder, another encoding such as Latin-1 (with the byte where
+    decoding failed), or longer than a context may be (read no further than the limit; the rest is counted)."""
     path = home_expanded(path)
     source = str(path)
     check_not_special(path, "a text file")
     try:  # line endings kept as they are: answers' offsets count the file's own characters
         with open(path, encoding="utf-8-sig", newline="") as handle:
-            return check_text(handle.read(), "text", source=source)
+            most = max_context_chars()
+            text = handle.read(most + 1)
+            if len(text) > most:  # a file of gigabytes is counted a chunk at a time, never held
+                check_context_chars(len(text) + sum(map(len, iter(lambda: handle.read(1 << 20), ""))), source=source)
+            return check_text(text, "text", source=source)
     except FileNotFoundError:
         raise DataFormatError("file not found", source=source) from None
     except IsADirectoryError:

@@ -65,7 +65,8 @@ def truncate_questions(questions: Sequence[str], tokenizer: PreTrainedTokenizerB
     more than ``max_query_length`` tokens (the windows then lack room for the stride).
     """
     with tokenizer_lock(tokenizer):
-        encoded = tokenizer(list(questions), add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+        encoded = tokenizer(list(questions), add_special_tokens=False, return_offsets_mapping=True, verbose=False,
+                            split_special_tokens=True)
     return [
         q if len(offsets) <= max_query_length else q[: offsets[max_query_length][0]].rstrip()
         for q, offsets in zip(questions, encoded["offset_mapping"])
@@ -92,6 +93,7 @@ def tokenize_windows(
             return_overflowing_tokens=True,
             return_offsets_mapping=True,
             padding=False,
+            split_special_tokens=True,  # a text's "[SEP]" is its five characters, never the separator the window holds
         )
     features: dict[str, list[Any]] = {key: enc[key] for key in enc.keys() if key not in ("offset_mapping", "overflow_to_sample_mapping")}
     features["example_index"] = list(enc["overflow_to_sample_mapping"])
