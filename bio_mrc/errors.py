@@ -45,6 +45,16 @@ class ModelFormatError(BioMrcError, ValueError):
         self.problem, self.source = problem, source
 
 
+class ModelOutputError(BioMrcError, ValueError):
+    """A model's forward pass gave a question scores no decoding can read (NaN or infinity): a damaged model, or a
+    forward pass that overflowed. ``record`` names the question, ``source`` the model."""
+
+    def __init__(self, problem: str, record: str | None = None, source: str | None = None) -> None:
+        where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
+        super().__init__(f"{problem} ({where})" if where else problem)
+        self.problem, self.record, self.source = problem, record, source
+
+
 class ConfigError(BioMrcError, ValueError):
     """Options that do not fit together, or do not fit the encoder and tokenizer they are used with."""
 

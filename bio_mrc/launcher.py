@@ -5,6 +5,7 @@ package would each end in int()'s traceback). Imports no torch, so the command l
 from __future__ import annotations
 
 import os
+import sys
 
 from .errors import ConfigError
 
@@ -31,4 +32,13 @@ def check_launcher_environment() -> None:
         launcher_number(name)
 
 
-__all__ = ["LAUNCHER_VARIABLES", "check_launcher_environment", "launcher_number"]
+def close_process_group() -> None:
+    """Leave the process group this process joined (``Shard``'s, or the one ``TrainingArguments`` joins under a
+    launcher), if any: gloo left to the interpreter's exit can abort the process after its one-line refusal
+    (``terminate called without an active exception``). Imports no torch: a process that never did joined none."""
+    distributed = sys.modules.get("torch.distributed")
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        distributed.destroy_process_group()
+
+
+__all__ = ["LAUNCHER_VARIABLES", "check_launcher_environment", "close_process_group", "launcher_number"]

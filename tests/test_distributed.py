@@ -83,3 +83,42 @@ def test_torchrun_predict_on_two_processes_writes_what_one_process_writes(tiny_e
     assert refused.returncode != 0 and "]: Traceback" not in refused.stderr, refused.stderr[-3000:]  # no rank's traceback
     assert "error: line 1 answers 'n1' with decoding 'bio'" in refused.stderr
     assert "error: rank 0 refused the run: line 1 answers 'n1'" in refused.stderr
+
+
+# Each rank records how main ended, then waits for the other's record: torchrun stops the other ranks once one exits
+# with a status but 0, which would cut a rank short before it wrote.
+PROBE = """import json, os, sys, time
+import torch.distributed as dist
+from bio_mrc.cli import main
+joined = []
+init = dist.init_process_group
+dist.init_process_group = lambda *args, **kwargs: joined.append(True) or init(*args, **kwargs)
+code = main(sys.argv[2:])
+record = os.path.join(sys.argv[1], "rank-{}.json")
+with open(record.format(os.environ["RANK"]) + ".part", "w") as handle:
+    json.dump({"code": code, "joined": bool(joined), "still_joined": dist.is_initialized()}, handle)
+os.replace(record.format(os.environ["RANK"]) + ".part", record.format(os.environ["RANK"]))
+deadline = time.monotonic() + 120
+while not all(os.path.exists(record.format(rank)) for rank in (0, 1)) and time.monotonic() < deadline:
+    time.sleep(0.1)
+sys.exit(code)
+"""
+
+
+def test_torchrun_train_refused_leaves_the_process_group_on_each_rank(tiny_encoder_dir, tmp_path):
+    """A refusal after TrainingArguments joined the group (a duplicate question id): each rank prints its one line and
+    leaves the group, so none ends in gloo's ``terminate called without an active exception``."""
+    bad = tmp_path / "dup.json"
+    qa = {"question": "Who wrote it?", "answers": [{"text": "Ada", "answer_start": 0}]}
+    bad.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [
+        {"context": "Ada wrote it.", "qas": [{"id": "q1", **qa}, {"id": "q1", **qa}]}]}]}))
+    probe = tmp_path / "probe.py"
+    probe.write_text(PROBE)
+    train = ["train", "--train", str(bad), "--output-dir", str(tmp_path / "out"), "--encoder", str(tiny_encoder_dir)]
+    done = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(probe),
+                 str(tmp_path), *train], {**os.environ, "OMP_NUM_THREADS": "1"}, attempts=1)
+    assert done.returncode != 0  # torchrun reports any rank's status but 0 as a failure
+    records = [json.loads((tmp_path / f"rank-{rank}.json").read_text()) for rank in (0, 1)]
+    assert records == [{"code": 2, "joined": True, "still_joined": False}] * 2, done.stderr[-3000:]
+    assert done.stderr.count("error: duplicate question id") == 2
+    assert "terminate called" not in done.stderr and "SIGABRT" not in done.stderr, done.stderr[-3000:]

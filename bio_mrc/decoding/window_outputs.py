@@ -6,10 +6,13 @@ This is the single place of the maximum-context rule and of tokens -> characters
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
 from .. import registry
+from ..errors import ModelOutputError
+from ..types import Example
 
 
 @dataclass(init=False)
@@ -86,6 +89,34 @@ class WindowOutputs:
     def tag_view(self) -> "WindowOutputs":
         """The tagged tokens only, each standing for its whole word: what the BIO decoding reads."""
         return WindowOutputs(self.example_index, self.words, self.tagged, **self.logits)
+
+
+def first_non_finite(outputs: WindowOutputs) -> tuple[int, str] | None:
+    """The first question (its example index) whose windows' scores a decoding reads hold NaN or infinity, with the
+    head output that holds them; None where all are finite. A decoding reads the paragraph's tokens and a window's
+    first token, whose span scores are the null score; the rest (-inf past a window's end) it never reads."""
+    read = outputs.mask.copy()
+    read[:, 0] = True
+    found: tuple[int, str] | None = None
+    for name, logits in outputs.logits.items():
+        finite = np.isfinite(logits)
+        broken = read & ~(finite.all(axis=-1) if finite.ndim == 3 else finite)
+        if broken.any():
+            question = int(outputs.example_index[broken.any(axis=1)].min())
+            if found is None or question < found[0]:
+                found = (question, name)
+    return found
+
+
+def check_finite_scores(outputs: WindowOutputs, examples: Sequence[Example], model: str | None = None) -> None:
+    """Refuse scores no decoding can read, naming the first question that got them (:func:`first_non_finite`): a
+    NaN or infinite score would leave its question without an answer, or with any, without a word."""
+    found = first_non_finite(outputs)
+    if found is not None:
+        question, name = found
+        raise ModelOutputError(f"the model's {name} for this question hold NaN or infinity, from which no answer can "
+                               "be decoded: a damaged model, or a forward pass that overflowed (in bf16: answer with "
+                               "--precision fp32)", examples[question].id, model)
 
 
 def log_softmax(logits: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:

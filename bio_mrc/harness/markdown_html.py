@@ -11,54 +11,12 @@ import re
 from typing import Callable
 
 from ..io import printable_line
+from .markdown_inline import ImageSource, inline_html, no_image
 
-ImageSource = Callable[[str], "str | None"]  # a Markdown image path -> the src to use, None when there is none
-
-_INLINE = re.compile(
-    r"\\(?P<escaped>[!-/:-@\[-`{-~])"  # a backslash before ASCII punctuation: that character as it is
-    r"|(?P<ticks>`+)(?P<code>.+?)(?P=ticks)"
-    r"|!\[(?P<alt>[^\]]*)\]\((?P<src>[^)\s]+)\)"
-    r"|\[(?P<text>[^\]]+)\]\((?P<href>[^)\s]+)\)"
-    r"|\*\*(?P<bold>.+?)\*\*"
-    r"|(?<![\w*])\*(?P<em>[^*\s](?:[^*]*[^*\s])?)\*(?![\w*])"
-)
-_SAFE_LINK = re.compile(r"^(?:https?:|mailto:|#|[^:]*$)", re.I)  # no javascript: or data: targets
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")  # closing #s are stripped apart, in linear time (_heading_text)
 _TABLE_RULE = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _BULLET = re.compile(r"^[-*]\s+")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
-
-
-def _no_image(src: str) -> None:
-    return None
-
-
-def inline_html(text: str, image_source: ImageSource = _no_image) -> str:
-    """One line's inline Markdown as HTML, everything else escaped."""
-    parts, last = [], 0
-    for match in _INLINE.finditer(text):
-        parts.append(html.escape(text[last:match.start()]))
-        parts.append(_inline_element(match, image_source))
-        last = match.end()
-    parts.append(html.escape(text[last:]))
-    return "".join(parts)
-
-
-def _inline_element(match: re.Match, image_source: ImageSource) -> str:
-    if match.group("escaped") is not None:
-        return html.escape(match.group("escaped"))
-    if match.group("ticks"):
-        return f"<code>{html.escape(match.group('code').strip())}</code>"
-    if match.group("src") is not None:
-        alt = html.escape(match.group("alt"))
-        src = image_source(match.group("src"))
-        return f'<img src="{html.escape(src)}" alt="{alt}">' if src else f"<em>[{alt}: image not found]</em>"
-    if match.group("href") is not None:
-        text, href = inline_html(match.group("text"), image_source), match.group("href")
-        return f'<a href="{html.escape(href)}">{text}</a>' if _SAFE_LINK.match(href) else text
-    if match.group("bold") is not None:
-        return f"<strong>{inline_html(match.group('bold'), image_source)}</strong>"
-    return f"<em>{inline_html(match.group('em'), image_source)}</em>"
 
 
 def slug(heading: str) -> str:
@@ -87,7 +45,7 @@ def _block_end(lines: list[str], start: int, belongs: Callable[[str], bool]) -> 
     return end
 
 
-def markdown_to_html(markdown: str, image_source: ImageSource = _no_image) -> str:
+def markdown_to_html(markdown: str, image_source: ImageSource = no_image) -> str:
     """``report.md``'s Markdown as an HTML fragment (see the module docstring for the subset)."""
     lines, out, i = markdown.splitlines(), [], 0
     while i < len(lines):

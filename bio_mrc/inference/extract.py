@@ -17,7 +17,7 @@ from .. import registry
 from ..data.text import check_context_length, check_text
 from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig
-from ..decoding.window_outputs import WindowOutputs
+from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..errors import ConfigError, DataFormatError, a_type
 from ..types import Example, Prediction, RankedAnswers
 from .answers import decode_answers
@@ -154,9 +154,11 @@ class AnswerExtractor:
     ) -> list[Prediction]:
         """Decode window outputs with the saved thresholds and tuned settings, keeping every
         n-best span. ``None`` options fall back to the extractor's own; ``decode_options``
-        (``require_answer``, ``max_answer_length``, ``n_best``) override its :class:`DecodeConfig`."""
+        (``require_answer``, ``max_answer_length``, ``n_best``) override its :class:`DecodeConfig`. Scores no decoding
+        can read (NaN, infinity) raise :class:`~bio_mrc.errors.ModelOutputError` naming the question."""
         multi_span = self.multi_span if multi_span is None else multi_span
         decoding = registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)
+        check_finite_scores(outputs, examples, self.trained.name or self.trained.path)
         overrides = {name: value for name, value in decode_options.items() if value is not None}
         config = self.trained.decode_config(replace(self.decode_config, **overrides))
         return decode_answers(

@@ -10,7 +10,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from ..decoding.postprocess import DecodeConfig, available_decodings
-from ..decoding.window_outputs import WindowOutputs
+from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..encoders import load_tokenizer
 from ..errors import ConfigError, ModelFormatError
 from ..features.windows import FeatureConfig
@@ -154,11 +154,14 @@ class TrainedModel:
         return GPU_INFERENCE_BATCH_SIZE if getattr(device, "type", None) == "cuda" else INFERENCE_BATCH_SIZE
 
     def windows(self, examples: Sequence[Example], batch_size: int | None = None, progress: bool = False) -> WindowOutputs:
-        """Every window's outputs, ``batch_size`` windows a forward pass (default: :attr:`batch_size`)."""
+        """Every window's outputs, ``batch_size`` windows a forward pass (default: :attr:`batch_size`); scores no
+        decoding can read (NaN, infinity) raise :class:`~bio_mrc.errors.ModelOutputError` naming the question."""
         with progress_bars(progress):
             precision = self.precision if self.backend == "torch" else None
-            return predict_windows(self.model, self.tokenizer, examples, self.features, batch_size or self.batch_size,
-                                   progress, precision)
+            outputs = predict_windows(self.model, self.tokenizer, examples, self.features, batch_size or self.batch_size,
+                                      progress, precision)
+        check_finite_scores(outputs, examples, self.name or self.path)
+        return outputs
 
 
 def forward_precision(precision: str | None, onnx: bool, where: str) -> str:

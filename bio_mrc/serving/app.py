@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__, registry
 from ..data.text import unwritable_character
-from ..errors import BioMrcError
+from ..errors import BioMrcError, ModelOutputError
 from ..io import json_with_controls_escaped
 from ..inference.extract import AnswerExtractor, asks_over_documents
 from ..model_card import card_summary
@@ -91,6 +91,8 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
             predictions = await bounded(work, config.request_timeout_s, request.is_disconnected)
         except ClientLeft:
             return Response(status_code=499)  # nobody reads it: the client is gone
+        except ModelOutputError as error:  # the model's scores, not the request: the server's error (its folder unnamed)
+            raise HTTPException(500, str(ModelOutputError(error.problem, error.record))) from None
         except BioMrcError as error:  # bad input only the tokenizer could see; anything else is the server's (500)
             raise HTTPException(422, str(error)) from None
         results = [answer_of(prediction, body.threshold) for prediction in predictions]
