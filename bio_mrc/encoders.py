@@ -135,7 +135,31 @@ def load_tokenizer(name_or_path: str):
             "to map tokens back to characters; use an encoder with a tokenizer.json (a `tokenizers` fast tokenizer)",
             name_or_path,
         )
+    check_no_answer_position(tokenizer, name_or_path)
     return right_sided(tokenizer)
+
+
+def check_no_answer_position(tokenizer, name_or_path: str) -> None:
+    """The tokenizer starts a window with a special token (``[CLS]``, ``<s>``): position 0 carries the no-answer
+    score, and one that frames a pair without it (GPT-2's, XLNet's ``<cls>`` at the end) puts the question's first
+    word there."""
+    from .errors import ModelFormatError
+    from .model_folder import FRAME_PROBE
+
+    from tokenizers import Tokenizer
+
+    framing = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())  # a copy: calling the tokenizer changes its state
+    framing.no_truncation()
+    framing.no_padding()
+    ids = framing.encode(*FRAME_PROBE).ids
+    # its tokenizer.json's special tokens too: one the other files leave unnamed is still no word
+    special = {*tokenizer.all_special_ids, *(i for i, token in tokenizer.added_tokens_decoder.items() if token.special)}
+    if not ids or ids[0] not in special:
+        shown = " ".join(tokenizer.convert_ids_to_tokens(ids[:4]))
+        raise ModelFormatError(f"its tokenizer starts a window ({FRAME_PROBE[0]!r}, {FRAME_PROBE[1]!r}) as {shown!r}, "
+                               "not with a special token such as [CLS] or <s>, where bio_mrc reads the no-answer score: "
+                               "use an encoder whose tokenizer frames a question and a context as BERT's or RoBERTa's does",
+                               str(name_or_path))
 
 
 def right_sided(tokenizer):

@@ -6,8 +6,9 @@ What is checked, in this order, before any tensor is allocated:
 
 * each file loading reads is a regular file (or a link to one) where present: a folder or FIFO under its name is
   named as such;
-* ``config.json``: a JSON object; the encoder's sizes are integers within :data:`SIZE_LIMITS`; the window
-  settings are positive integers and fit the encoder's ``max_position_embeddings``; tuned settings are numbers;
+* ``config.json``: a JSON object; the encoder's sizes are integers within :data:`SIZE_LIMITS`, and it is no decoder
+  (``is_decoder``) nor an encoder-decoder model; the window settings are positive integers and fit the encoder's
+  ``max_position_embeddings``; tuned settings are numbers; ``return_dict`` is not turned off;
 * the weights: pickled checkpoints (``pytorch_model.bin``) are refused; ``model.safetensors`` (or each shard
   of its index) has a header that parses and tensors that tile the file exactly (an empty, cut short or
   corrupt file is refused; so is a ``__metadata__`` safetensors cannot read); given the model class, every tensor
@@ -121,6 +122,7 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
     check_file_kinds(folder)
     config = read_config(folder)
     encoder = check_sizes(config, folder)
+    check_reads_both_ways(encoder, folder)
     check_settings(config, encoder, folder)
     check_records(folder)
     if onnx:
@@ -165,32 +167,89 @@ def check_encoder_folder(folder: str | Path) -> None:
     ``config.json`` that parses, weights (``model.safetensors`` or its shards checked as a model's are; pickled
     ``pytorch_model.bin`` is loaded as tensors only) and a tokenizer's vocabulary (:data:`VOCABULARY_FILES`)."""
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise fail(folder, None, "is a file, not an encoder's folder (its config.json, weights and tokenizer files)")
     check_file_kinds(folder)
     config = special_floats(read_json_object(folder, "config.json"))
     if config.get("model_type") == BIO_MRC_MODEL_TYPE:  # its encoder is nested in it
         raise fail(folder, "config.json", "a trained bio_mrc model, not an encoder: --init-from (a run's init_from) "
                                           "continues it on its own encoder")
     check_sizes({"encoder": config}, folder, where="")  # as a model's encoder is checked: a size would end in a traceback
-    _check_encoder_builds(config, folder)
+    check_reads_both_ways(config, folder, where="")
+    model = _encoder_built(config, folder)
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
-        weight_shapes(folder)
+        shapes = weight_shapes(folder)
+        if model is not None:
+            _check_encoder_weights(folder, shapes, model)
     elif not any((folder / name).is_file() for name in PICKLED_WEIGHTS):
         raise fail(folder, None, f"no weights ({SAFETENSORS_FILE} or {PICKLED_WEIGHTS[0]}): an unfinished or partial copy?")
     if not any(path.is_file() for pattern in VOCABULARY_FILES for path in folder.glob(pattern)):
         raise fail(folder, None, "no tokenizer vocabulary (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model "
                                  f"file): {_without_vocabulary(folder)}")
+    if (folder / TOKENIZER_FILE).is_file():
+        _check_token_ids(folder, _read_tokenizer(folder), config["vocab_size"])
 
 
-def _check_encoder_builds(config: dict[str, Any], folder: Path) -> None:
-    """The encoder's config builds a model (on the meta device: no memory), as a model's is checked: a value
-    transformers refuses (``use_cache: "x"``) would end in a traceback. A ``model_type`` transformers does not know,
-    or code of its own (``auto_map``), is named by loading (:func:`bio_mrc.encoders.as_data`)."""
+# What an encoder's config says when it is no bidirectional encoder: each window's question, context and no-answer
+# position are read together, and a decoder's causal attention lets no token see those after it.
+BIDIRECTIONAL_ONLY = "bio_mrc reads the tokens of a bidirectional encoder (BERT, RoBERTa, DeBERTa, ...)"
+
+
+def check_reads_both_ways(encoder: Mapping[str, Any], folder: Path, where: str = "encoder.") -> None:
+    """The encoder's config is no decoder's (``is_decoder``: causal attention, each token reading only those before it)
+    nor an encoder-decoder model's (T5, BART: a model of two stacks, whose forward pass needs decoder inputs)."""
+    if encoder.get("is_encoder_decoder"):
+        raise fail(folder, "config.json", f"{where}is_encoder_decoder is true: a sequence-to-sequence model "
+                                          f"({encoder.get('model_type')}), not an encoder; {BIDIRECTIONAL_ONLY}")
+    if encoder.get("is_decoder"):
+        raise fail(folder, "config.json", f"{where}is_decoder is true: the encoder would read each token with only the "
+                                          f"tokens before it (causal attention); {BIDIRECTIONAL_ONLY} (set it to false "
+                                          "where the encoder was trained as one)")
+
+
+def _encoder_built(config: dict[str, Any], folder: Path) -> Any:
+    """The encoder its config builds (on the meta device: no memory), as a model's is checked: a value transformers
+    refuses (``use_cache: "x"``) would end in a traceback; one whose attention is causal (GPT-2, Llama: decoder-only
+    language models) is refused. None where a ``model_type`` transformers does not know, or code of its own
+    (``auto_map``), leaves it to loading to name (:func:`bio_mrc.encoders.as_data`)."""
     from transformers import CONFIG_MAPPING, AutoModel
 
     model_type = config.get("model_type")
     if model_type not in CONFIG_MAPPING or "auto_map" in config:
-        return
-    built_on_meta(lambda: AutoModel.from_config(CONFIG_MAPPING[model_type].from_dict(config)), folder)
+        return None
+    model = built_on_meta(lambda: AutoModel.from_config(CONFIG_MAPPING[model_type].from_dict(config)), folder)
+    if any(getattr(module, "is_causal", False) is True for module in model.modules()):
+        raise fail(folder, "config.json", f"model_type {model_type!r} builds {type(model).__name__}, a decoder-only model "
+                                          f"whose tokens read only the tokens before them; {BIDIRECTIONAL_ONLY}")
+    return model
+
+
+def _check_encoder_weights(folder: Path, found: Mapping[str, tuple], model: Any) -> None:
+    """Every tensor the encoder's class builds from ``config.json`` (a pooler aside, which bio_mrc does not use) is
+    saved with its shape, under its own name or its class's prefix (``bert.``: a checkpoint with a pretraining head):
+    transformers would start a missing one at random, and end a wrong shape in a traceback."""
+    prefix = getattr(model, "base_model_prefix", "")
+    missing, wrong = [], []
+    for name, tensor in model.state_dict().items():
+        saved = next((found[key] for key in _saved_names(name, prefix) if key in found), None)
+        if saved is None and "pooler" not in name:
+            missing.append(name)
+        elif saved is not None and tuple(saved) != tuple(tensor.shape):
+            wrong.append(f"{name}: {list(saved)}, config.json: {list(tensor.shape)}")
+    if missing:
+        raise fail(folder, SAFETENSORS_FILE, f"lacks {len(missing)} of the tensors {type(model).__name__} builds from "
+                                             f"config.json ({', '.join(missing[:3])}): weights of another model?")
+    if wrong:
+        raise fail(folder, SAFETENSORS_FILE, f"{len(wrong)} tensors do not have the shapes config.json implies "
+                                             f"(e.g. {wrong[0]})")
+
+
+def _saved_names(name: str, prefix: str) -> list[str]:
+    """The names a checkpoint may keep a tensor under: its own, after the base model's prefix, and earlier
+    checkpoints' ``gamma`` and ``beta`` for a layer norm's weight and bias (which transformers renames on loading)."""
+    names = [name, f"{prefix}.{name}"] if prefix else [name]
+    legacy = {".weight": ".gamma", ".bias": ".beta"}
+    return names + [n[: -len(end)] + old for n in names for end, old in legacy.items() if n.endswith(end)]
 
 
 def _without_vocabulary(folder: Path) -> str:
@@ -329,6 +388,9 @@ def check_sizes(config: Mapping[str, Any], folder: Path, where: str = "encoder."
 
 def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder: Path) -> None:
     """Heads, windows and tuned settings of the right kinds; windows that fit the encoder's positions."""
+    if config.get("return_dict", True) is not True:  # bio_mrc reads the heads' outputs by name, never a tuple's places
+        raise fail(folder, "config.json", f"return_dict must be true (the forward pass's outputs by name), got "
+                                          f"{shown_value(config['return_dict'])}: delete it")
     heads = config.get("heads", "span+bio")
     try:
         registry.head_names(heads if isinstance(heads, str) else "")
@@ -581,22 +643,8 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
             raise fail(folder, TOKENIZER_FILE, "missing: a model folder carries its fast tokenizer's file "
                                                "(copy it from the encoder the model was trained from)")
         return
-    if path.stat().st_size > MAX_TOKENIZER_BYTES:
-        raise fail(folder, TOKENIZER_FILE, f"{path.stat().st_size:,} bytes, more than {MAX_TOKENIZER_BYTES:,}")
-    from tokenizers import Tokenizer
-
-    try:
-        tokenizer = Tokenizer.from_str(path.read_bytes().decode("utf-8"))
-    except Exception as err:  # noqa: BLE001 - tokenizers raises its own Exception for every malformed file
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise fail(folder, TOKENIZER_FILE, f"not a tokenizer file tokenizers can read (a truncated or corrupt file?): "
-                                           f"{first[:200]}") from None
-    vocabulary = tokenizer.get_vocab(with_added_tokens=True)
-    if not vocabulary:
-        raise fail(folder, TOKENIZER_FILE, "holds no tokens")
-    if max(vocabulary.values()) >= vocab_size:
-        raise fail(folder, TOKENIZER_FILE, f"maps tokens to ids up to {max(vocabulary.values())}, past the encoder's "
-                                           f"vocab_size {vocab_size} (config.json): the tokenizer is not this model's")
+    tokenizer = _read_tokenizer(folder)
+    vocabulary = _check_token_ids(folder, tokenizer, vocab_size)
     template = _template_tokens(tokenizer)
     for name, values in settings.items():
         for key, token in _special_tokens(values):
@@ -604,6 +652,32 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
                 raise fail(folder, name, f"{key} {token!r} is not in {TOKENIZER_FILE}'s vocabulary "
                                          "(it would be added with an id past the model's)")
         _check_special_values(folder, name, values, template)
+
+
+def _read_tokenizer(folder: Path) -> Any:
+    """``tokenizer.json`` as ``tokenizers`` reads it, at most :data:`MAX_TOKENIZER_BYTES`; one error where it cannot."""
+    path = folder / TOKENIZER_FILE
+    if path.stat().st_size > MAX_TOKENIZER_BYTES:
+        raise fail(folder, TOKENIZER_FILE, f"{path.stat().st_size:,} bytes, more than {MAX_TOKENIZER_BYTES:,}")
+    from tokenizers import Tokenizer
+
+    try:
+        return Tokenizer.from_str(path.read_bytes().decode("utf-8"))
+    except Exception as err:  # noqa: BLE001 - tokenizers raises its own Exception for every malformed file
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise fail(folder, TOKENIZER_FILE, f"not a tokenizer file tokenizers can read (a truncated or corrupt file?): "
+                                           f"{first[:200]}") from None
+
+
+def _check_token_ids(folder: Path, tokenizer: Any, vocab_size: int) -> dict[str, int]:
+    """The tokenizer's vocabulary (added tokens too), every id of it a row of the encoder's embeddings."""
+    vocabulary = tokenizer.get_vocab(with_added_tokens=True)
+    if not vocabulary:
+        raise fail(folder, TOKENIZER_FILE, "holds no tokens")
+    if max(vocabulary.values()) >= vocab_size:
+        raise fail(folder, TOKENIZER_FILE, f"maps tokens to ids up to {max(vocabulary.values())}, past the encoder's "
+                                           f"vocab_size {vocab_size} (config.json): the tokenizer is not this model's")
+    return vocabulary
 
 
 def _check_special_values(folder: Path, name: str, settings: Mapping[str, Any], template: frozenset[str]) -> None:

@@ -79,7 +79,9 @@ def qa_architecture(folder: Path) -> str | None:
     names = config.get("architectures")
     if config.get("model_type") == BioMrcConfig.model_type or not isinstance(names, list):
         return None
-    return next((name for name in names if isinstance(name, str) and name.endswith("ForQuestionAnswering")), None)
+    # bio_mrc's own class names a bio_mrc model whose model_type was edited: read as one, and refused as such
+    return next((name for name in names if isinstance(name, str) and name.endswith("ForQuestionAnswering")
+                 and name != BioMrcForQuestionAnswering.__name__), None)
 
 
 def qa_windows(encoder_config, tokenizer_max_length: int | None = None, positions: int | None = None,

@@ -44,6 +44,7 @@ def _train_into(args: argparse.Namespace) -> int:
     from ..inference.during_training import TrainingEvaluator
     from ..training.saving import finish_stopped_save
     from ..training.train import load_run_record, train_model
+    from ..training.trainer import starting_point
     from ..training.training_args import check_network_args, check_run_trackers
 
     if args.resume and not args.overwrite and finish_stopped_save(args.output_dir):
@@ -58,6 +59,7 @@ def _train_into(args: argparse.Namespace) -> int:
     check_run_trackers(config.training_args, network_args(args))  # before the data is read, as is
     check_network_args(network_args(args))  # a push that cannot happen (offline, no token)
     task = format_task(args)
+    starting_point(config)  # the encoder's folder (or init_from's) checked before the data is read
     data = load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
     held_out = load_task_data(args, args.eval, None, task, needs_gold="bio-mrc train --eval") if args.eval else None
     if held_out and any(shared := shared_questions_and_contexts(data.examples, held_out.examples)):

@@ -1,0 +1,161 @@
+"""Encoders and model folders of another kind than bio_mrc reads (a decoder, a sequence-to-sequence model, weights or
+a tokenizer of another model, outputs turned into tuples) are one ModelFormatError naming the folder and the problem,
+before any work: never a traceback, never a model trained or answering on random weights or one-way attention."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.encoders import load_tokenizer, resolve_encoder
+from bio_mrc.errors import ModelFormatError
+from bio_mrc.inference import TrainedModel
+from .conftest import WINDOW_ARGS
+
+
+@pytest.fixture(scope="module")
+def saved_model(tiny_encoder_dir, tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    folder = tmp_path_factory.mktemp("model") / "tiny"
+    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), max_seq_length=64, doc_stride=16,
+                                            max_query_length=16).save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
+    return folder
+
+
+def copy_with(source: Path, folder: Path, encoder: bool = False, **values) -> Path:
+    """A copy of ``source`` whose config.json (its encoder's, with ``encoder``) holds ``values``."""
+    shutil.copytree(source, folder)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    (config["encoder"] if encoder else config).update(values)
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def refused_encoder(folder: Path) -> str:
+    with pytest.raises(ModelFormatError) as refused:
+        resolve_encoder(str(folder))
+    assert refused.value.source == str(folder)
+    return refused.value.problem
+
+
+# --- model folders --------------------------------------------------------------------------------
+def test_a_model_whose_config_turns_return_dict_off_is_refused_not_a_traceback(saved_model, tmp_path):
+    """Its forward pass returned a tuple, and the first question ended in AttributeError: 'tuple' object has no
+    attribute 'start_logits'."""
+    folder = copy_with(saved_model, tmp_path / "model", return_dict=False)
+    with pytest.raises(ModelFormatError) as refused:
+        TrainedModel.load(folder)
+    assert str(refused.value) == f"config.json: return_dict must be true (the forward pass's outputs by name), got False: delete it (in {folder})"
+
+
+def test_a_model_whose_encoder_is_marked_a_decoder_is_refused_not_run_with_causal_attention(saved_model, tmp_path):
+    """encoder.is_decoder: true loaded and answered with each token reading only those before it: other scores, no error."""
+    folder = copy_with(saved_model, tmp_path / "model", encoder=True, is_decoder=True)
+    with pytest.raises(ModelFormatError, match=r"^config.json: encoder.is_decoder is true: the encoder would read each token "
+                                               r"with only the tokens before it \(causal attention\)"):
+        TrainedModel.load(folder)
+
+
+def test_a_bio_mrc_model_whose_model_type_was_edited_is_named_as_not_one(saved_model, tmp_path, capsys):
+    """Its class name ends in ForQuestionAnswering, so it was read as transformers' QA model: the line named a missing
+    encoder.vocab_size."""
+    folder = copy_with(saved_model, tmp_path / "model", model_type="nosuch")
+    assert main(["extract", "--model", str(folder), "--question", "Who?", "--context", "Ada."]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: a nosuch model, not a bio_mrc model (model_type 'nosuch'); a bare encoder is trained into one with "
+        f"`bio-mrc train --encoder PATH` (in {folder})")
+
+
+# --- encoders -------------------------------------------------------------------------------------
+def test_an_encoder_marked_a_decoder_is_refused(tiny_encoder_dir, tmp_path):
+    """A BERT saved with is_decoder: true trained a model whose tokens never read the context after them."""
+    problem = refused_encoder(copy_with(tiny_encoder_dir, tmp_path / "encoder", is_decoder=True))
+    assert problem.startswith("config.json: is_decoder is true: the encoder would read each token with only the tokens before it")
+
+
+def test_a_decoder_only_or_sequence_to_sequence_model_is_refused_naming_what_it_is(tiny_encoder_dir, tmp_path):
+    """GPT-2 and T5 given to train --encoder ended in a traceback (ValueError: no attention dropout rate)."""
+    from transformers import GPT2Config, GPT2Model, T5Config, T5Model
+
+    models = {"gpt2": GPT2Model(GPT2Config(vocab_size=224, n_embd=32, n_layer=1, n_head=2, n_positions=64)),
+              "t5": T5Model(T5Config(vocab_size=224, d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16))}
+    problems = {}
+    for name, model in models.items():
+        model.save_pretrained(str(tmp_path / name))
+        shutil.copy(tiny_encoder_dir / "tokenizer.json", tmp_path / name / "tokenizer.json")
+        problems[name] = refused_encoder(tmp_path / name)
+    assert problems["gpt2"].startswith("config.json: model_type 'gpt2' builds GPT2Model, a decoder-only model whose tokens "
+                                       "read only the tokens before them")
+    assert problems["t5"].startswith("config.json: is_encoder_decoder is true: a sequence-to-sequence model (t5), not an encoder")
+
+
+def test_an_encoders_weights_of_another_model_or_other_sizes_are_refused(tiny_encoder_dir, tmp_path):
+    """Weights of another model trained a model on a random encoder without a word; weights of other sizes than
+    config.json says ended in transformers' RuntimeError."""
+    from transformers import GPT2Config, GPT2Model
+
+    other = shutil.copytree(tiny_encoder_dir, tmp_path / "other")
+    GPT2Model(GPT2Config(vocab_size=224, n_embd=32, n_layer=1, n_head=2, n_positions=64)).save_pretrained(str(tmp_path / "gpt2"))
+    shutil.copy(tmp_path / "gpt2" / "model.safetensors", other / "model.safetensors")
+    assert refused_encoder(other).startswith("model.safetensors: lacks 37 of the tensors BertModel builds from config.json "
+                                             "(embeddings.word_embeddings.weight, ")
+    resized = copy_with(tiny_encoder_dir, tmp_path / "resized", intermediate_size=48)  # 3 tensors a layer, 2 layers
+    assert refused_encoder(resized) == ("model.safetensors: 6 tensors do not have the shapes config.json implies (e.g. "
+                                        "encoder.layer.0.intermediate.dense.weight: [64, 32], config.json: [48, 32])")
+
+
+def test_an_encoder_saved_with_a_pretraining_head_and_its_prefix_still_loads(tiny_encoder_dir, tmp_path):
+    """A checkpoint of BertForMaskedLM names its encoder's tensors bert.*, and holds a head bio_mrc leaves out."""
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    config = BertConfig.from_pretrained(str(tiny_encoder_dir))
+    BertForMaskedLM(config).save_pretrained(str(tmp_path / "mlm"))
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(tmp_path / "mlm"))
+    assert resolve_encoder(str(tmp_path / "mlm")) == str(tmp_path / "mlm")
+
+
+def test_an_encoder_whose_tokenizer_maps_past_its_embeddings_is_refused_naming_the_tokenizer(tiny_encoder_dir, tmp_path):
+    """It was refused once the encoder ran, as an encoder that 'does not run on padded windows (IndexError)'."""
+    from transformers import BertConfig, BertModel
+
+    folder = shutil.copytree(tiny_encoder_dir, tmp_path / "encoder")
+    BertModel(BertConfig.from_pretrained(str(tiny_encoder_dir), vocab_size=100)).save_pretrained(str(folder))
+    assert refused_encoder(folder) == ("tokenizer.json: maps tokens to ids up to 223, past the encoder's vocab_size 100 "
+                                       "(config.json): the tokenizer is not this model's")
+
+
+def test_a_file_given_as_the_encoder_is_named_as_a_file(tmp_path):
+    (tmp_path / "encoder").write_text("not a model", encoding="utf-8")
+    assert refused_encoder(tmp_path / "encoder").startswith("is a file, not an encoder's folder")
+
+
+def test_a_tokenizer_that_starts_a_window_with_no_special_token_is_refused(tiny_encoder_dir, tmp_path):
+    """GPT-2's tokenizer frames a question and a context without [CLS]: the no-answer score was read at the
+    question's first word, and train trained on it without a word."""
+    folder = shutil.copytree(tiny_encoder_dir, tmp_path / "encoder")
+    tokenizer = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    (folder / "tokenizer.json").write_text(json.dumps({**tokenizer, "post_processor": None}), encoding="utf-8")
+    settings = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({**settings, "tokenizer_class": "PreTrainedTokenizerFast"}),
+                                                  encoding="utf-8")
+    with pytest.raises(ModelFormatError, match=r"^its tokenizer starts a window \('Who wrote it\?', 'Ada wrote it.'\) as "
+                                               r"'who w ##r ##o', not with a special token such as \[CLS\] or <s>"):
+        load_tokenizer(str(folder))
+
+
+def test_train_refuses_a_broken_encoder_before_reading_the_data(tiny_encoder_dir, tmp_path, capsys):
+    """The data was read (and its errors named) first: a large training file was read whole before a decoder given as
+    the encoder was refused."""
+    encoder = copy_with(tiny_encoder_dir, tmp_path / "encoder", is_decoder=True)
+    missing = tmp_path / "no-such-data.json"
+    code = main(["train", "--train", str(missing), "--output-dir", str(tmp_path / "out"), "--encoder", str(encoder), *WINDOW_ARGS])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: config.json: is_decoder is true")
