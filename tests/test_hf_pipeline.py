@@ -406,3 +406,22 @@ def test_a_count_held_as_a_numpy_integer_is_a_count(qa, extractor):
     for wrong in (np.float64(2.0), True, np.bool_(True)):
         with pytest.raises(ConfigError, match="top_k"):
             extractor(QUESTIONS[0], CONTEXT, top_k=wrong)
+
+
+def test_an_option_inside_an_input_dict_is_refused_not_ignored(qa):
+    """``{"question", "context", "top_k": 3}`` answered with one span: the dict is read for its question and
+    context alone, so an option there was dropped unread. A data set's other columns (id, title, answers) pass."""
+    from bio_mrc.errors import DataFormatError
+
+    asked = {"question": QUESTIONS[0], "context": CONTEXT}
+    with pytest.raises(DataFormatError, match=r"^input 0 holds 'top_k', an option of the call, not of one input: pass it "
+                                              r"as a keyword argument, qa\(\.\.\., top_k=\.\.\.\) \(record 'input 0'\)$"):
+        qa({**asked, "top_k": 3})
+    for option, value in (("multi_span", True), ("decoding", "span"), ("max_answer_len", 3), ("handle_impossible_answer", True),
+                          ("align_to_words", True), ("doc_stride", 16), ("batch_size", 2)):
+        with pytest.raises(DataFormatError, match=f"input 1 holds '{option}'.*keyword argument"):
+            qa([asked, {**asked, option: value}])
+        with pytest.raises(DataFormatError, match=f"input 4 holds '{option}'"):
+            list(qa(iter([asked] * 4 + [{**asked, option: value}]), batch_size=2))
+    columns = {"id": "q1", "title": "Newton", "answers": {"text": ["Isaac Newton"], "answer_start": [0]}}
+    assert qa({**asked, **columns}) == qa(**asked)

@@ -323,7 +323,10 @@ BAD_REQUESTS = {  # name: (body as bytes or JSON, status, words the message hold
     "top_k as a string": ({**GOOD, "top_k": "2"}, 422, "body.top_k"),
     "multi_span as a number": ({**GOOD, "multi_span": 1}, 422, "body.multi_span"),
     "empty question": ({**GOOD, "question": ""}, 422, "body.question: String should have at least 1 character"),
-    "blank question": ({**GOOD, "question": "   "}, 422, "empty or missing question (record 'input 0')"),
+    "blank question": ({**GOOD, "question": "   "}, 422, "body.question: empty or missing question"),
+    "blank item of a list": ({**GOOD, "question": ["Who?", " \t"]}, 422, "body.question[1]: empty or missing question"),
+    "blank document": ({**GOOD, "context": ["Newton.", "\n"]}, 422, "body.context[1]: empty or missing context"),
+    "invisible question": ({**GOOD, "question": "\u200b\u00ad"}, 422, "body.question: the question holds no readable text"),
     "empty list": ({**GOOD, "question": []}, 422, "body.question"),
     "empty item of a list": ({**GOOD, "question": ["Who?", ""]}, 422, "body.question[1]"),
     "lone surrogate": ({**GOOD, "context": "New\ud800ton"}, 422, "body.context"),
@@ -356,6 +359,18 @@ def test_bad_requests_get_a_4xx_with_a_message_and_no_traceback(extractor, name)
     assert response.status_code == status, response.text
     assert words in response.json()["detail"] and "Traceback" not in response.text
     assert still_fine.status_code == 200
+
+
+def test_a_blank_text_is_located_at_its_field_as_an_empty_one_is(extractor):
+    """A question of whitespace alone was refused at location ``body`` with the record ``input 1``, where an empty
+    one is at ``body.question[1]``: both are one field's problem, located as the schema locates it."""
+    with TestClient(create_app(extractor, ServeConfig(max_batch_size=4))) as client:
+        empty = client.post("/answer", json={**GOOD, "question": ["Who?", ""]})
+        blank = client.post("/answer", json={**GOOD, "question": ["Who?", "   "]})
+    assert empty.status_code == blank.status_code == 422
+    assert [p["location"] for p in empty.json()["problems"]] == ["body.question[1]"]
+    assert blank.json()["problems"] == [{"location": "body.question[1]", "message": "empty or missing question"}]
+    assert blank.json()["detail"] == "body.question[1]: empty or missing question"
 
 
 @pytest.mark.parametrize("content_type, named", [("text/plain", "its content-type is 'text/plain'"), (None, "it has no content-type"),

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Sequence
 
-import numpy as np
-
 from ..answer_text import TakenCharacters, normalize_answer
 from ..types import AnswerSpan, Prediction
+from .shares import CONFIDENCE_SPANS, nbest_shares
 
 #: The n-best multi-span rule's default: spans below 10% of the n-best probability mass are dropped.
 MIN_SPAN_PROBABILITY = 0.1
@@ -37,10 +36,13 @@ def nbest_multi_span(
     """Keep, per question, the answers of the first ``n_best`` n-best spans (all with None) whose probability is at
     least ``min_probability`` and whose span overlaps no better answer's kept span.
 
-    A span's probability is the softmax of the question's n-best span scores, every one of them (as in Hugging Face's
-    QA post-processing; answers decode at least the default 20, so a small ``n_best`` limits the candidates, not the
-    shares); spans whose texts are one once normalised as the metrics normalise them (a name at
-    several of its mentions) are one answer, of their summed probability, standing as its best-ranked span.
+    A span's probability is its n-best share (:func:`~bio_mrc.decoding.shares.nbest_shares`: the softmax of the
+    question's n-best span scores, as in Hugging Face's QA post-processing, always over the best
+    :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS`; answers decode at least that many, so ``n_best`` limits the
+    candidates, never the shares); spans whose texts are one once normalised as the metrics normalise them (a name at
+    several of its mentions) are one answer, of their summed probability, standing as its best-ranked span: the sum
+    of its mentions among those best spans, or, for a text first met past them, its first mention's alone, so a
+    longer n-best adds candidates, never probability to an answer.
     The best span's answer comes first and is always kept (the single answer, which the prediction's
     confidence describes); the others follow by probability. A further span whose text normalises to nothing
     (punctuation, an article) is no answer and joins none. Each returned span's ``score`` and
@@ -62,19 +64,18 @@ def nbest_multi_span(
 
 
 def _answers_by_text(spans: Sequence[AnswerSpan], n_best: int | None = None) -> list[tuple[AnswerSpan, float]]:
-    """The n-best ``spans`` (best first) as answers: each normalised text's best-ranked span and the summed softmax
-    probability of its spans; the best span's answer first, then the others likeliest first; only the answers whose
+    """The n-best ``spans`` (best first) as answers: each normalised text's best-ranked span and the summed n-best
+    share of its spans among the best :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS` (a text first met past them:
+    its first span's); the best span's answer first, then the others likeliest first; only the answers whose
     best-ranked span is among the first ``n_best`` (all with None)."""
     if not spans:
         return []
-    scores = np.array([s.score for s in spans], dtype=np.float64)
-    probs = np.exp(scores - scores.max())
-    probs /= probs.sum()
+    probs = nbest_shares([s.score for s in spans])
     answers: dict[str, tuple[AnswerSpan, float]] = {}
     candidates: set[str] = set()  # the texts of the first n_best spans
     for k, (span, p) in enumerate(zip(spans, probs.tolist())):
         text = normalize_answer(span.text)
-        if k and not text:  # punctuation or an article alone: no answer, pooled with none
+        if (k and not text) or (k >= CONFIDENCE_SPANS and text in answers):  # no answer; a mention past the shares' spans
             continue
         first, total = answers.get(text, (span, 0.0))
         answers[text] = (first, total + p)

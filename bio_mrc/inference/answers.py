@@ -8,15 +8,12 @@ from typing import Mapping, Sequence
 
 from .. import registry
 from ..decoding.postprocess import DecodeConfig, decode
+from ..decoding.shares import CONFIDENCE_SPANS
 from ..decoding.window_outputs import WindowOutputs
 from ..answer_text import normalize_answer
 from ..types import AnswerSpan, Example, Prediction
 from .calibrators import calibrated_probability, raw_confidence
 
-# The spans an answer's raw confidence is the softmax share of, however few a caller keeps: the default n-best,
-# which tune fits each calibrator on (a share of a list of one is 1.0 for every answer, and its calibrated probability
-# near 1 whatever the question); so are a multi-span n-best answer's shares, the first n_best spans its candidates.
-CONFIDENCE_SPANS = DecodeConfig().n_best
 
 
 def threshold_key(decoding: str) -> str:
@@ -66,8 +63,9 @@ def decode_answers(
     threshold's decision (``abstain``). Each carries its raw ``confidence`` in its best span (an abstention
     included; a multi-span answer's in its first span, as the single answer would give it:
     :func:`add_first_span_confidence`) and, with a calibrator for the decoding, the ``probability`` that it is right;
-    each span of a multi-span answer carries its own ``probability``. The confidence and the n-best shares are of at
-    least :data:`CONFIDENCE_SPANS` spans whatever ``n_best`` keeps; the first ``n_best`` are the candidates."""
+    each span of a multi-span answer carries its own ``probability``. The confidence and the n-best shares are of the
+    best :data:`CONFIDENCE_SPANS` spans whatever ``n_best`` keeps or asks for (decoded at least that many); the first
+    ``n_best`` are the candidates."""
     config = replace(config, multi_span=multi_span)
     pooled = replace(config, multi_span=False, n_best=max(config.n_best, CONFIDENCE_SPANS))
     threshold, calibrator = (thresholds or {}).get(threshold_key(decoding)), (calibrators or {}).get(decoding)
@@ -89,8 +87,8 @@ def add_first_span_confidence(
     threshold: float | None = None,
 ) -> None:
     """Set each multi-span answer's ``confidence`` and ``probability`` as the decoding's single answer would give them
-    for the answer's first span: its share of ``single``'s n-best spans (the same questions' single answers, at least
-    :data:`CONFIDENCE_SPANS`), read at the best-ranked of them whose text is the first span's once normalised (rightness
+    for the answer's first span: its share of ``single``'s n-best spans (the same questions' single answers, of their
+    best :data:`CONFIDENCE_SPANS`), read at the best-ranked of them whose text is the first span's once normalised (rightness
     is judged on the text), so the calibrator, fitted on single answers, applies; 0 where none is (a span the single
     decoding does not rank among them). An abstention's stay those of the abstention."""
     led = [replace(answer, spans=led_by(answer.spans[0], one.spans) if answer.spans else [])
@@ -123,8 +121,8 @@ def with_confidence_spans(
 
 
 def kept_spans(predictions: list[Prediction], n_best: int) -> list[Prediction]:
-    """Each prediction's ``n_best`` best spans: its confidence, a share of at least :data:`CONFIDENCE_SPANS` spans
-    (those a calibrator was fitted on), stays what it is whatever ``n_best`` a user asks for."""
+    """Each prediction's ``n_best`` best spans: its confidence, a share of the best :data:`CONFIDENCE_SPANS` spans
+    (what a calibrator was fitted on), stays what it is whatever ``n_best`` a user asks for."""
     for prediction in predictions:
         prediction.spans = prediction.spans[:n_best]
     return predictions

@@ -3,8 +3,8 @@ questions (never the evaluation ones) and saved with the model.
 
 "Right" is the official SQuAD F1 of the answer above 0.5 (``CORRECT_IF``), which credits a
 nearly right span as right, as a reader would. Every decoding's raw confidence is the best span's
-softmax share of the question's n-best spans under the decoding's own span score (span
-``s_i + e_j``; joint ``log P_start + log P_end + r``; BIO ``r``, the tag log-likelihood ratio
+softmax share of the question's n-best spans (always of the best 20, ``CONFIDENCE_SPANS``, however many a caller
+asks to see) under the decoding's own span score (span ``s_i + e_j``; joint ``log P_start + log P_end + r``; BIO ``r``, the tag log-likelihood ratio
 against all-O, so the share of the best single-span tag sequence among the n-best ones). For BIO
 this replaced ``sigmoid(r)``, the best sequence against the all-O one alone, which ignores every
 rival span: on held-out dev articles the share ranks BIO answers far better (AURC 0.262 -> 0.200,
@@ -29,6 +29,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .. import registry
+from ..decoding.shares import nbest_shares
 from ..metrics.task_scores import squad_right
 from ..types import Prediction
 from .defaults import FEWEST_CALIBRATION_QUESTIONS
@@ -40,8 +41,9 @@ _EDGE = 1e-6  # raw confidences are clipped into [_EDGE, 1 - _EDGE] before their
 def raw_confidence(predictions: Sequence[Prediction], threshold: float | None = None) -> np.ndarray:
     """Each prediction's uncalibrated confidence in the answer it gives.
 
-    Without a no-answer threshold (SQuAD v1.1) the answer is the best span, and its confidence the
-    span's softmax share of the n-best spans' scores (0 without a span). With one (SQuAD 2.0) the
+    Without a no-answer threshold (SQuAD v1.1) the answer is the first span, and its confidence the
+    span's n-best share (:func:`~bio_mrc.decoding.shares.nbest_shares`: of the best
+    :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS` spans' scores, however many follow; 0 without a span). With one (SQuAD 2.0) the
     answer may be an abstention, which is right where the question has no answer: from the margin
     to the tuned threshold, ``P(answerable) = sigmoid(threshold - no_answer_score)`` (1/2 at the
     threshold), an answer's confidence is its share × P(answerable), an abstention's 1 − P(answerable).
@@ -49,8 +51,7 @@ def raw_confidence(predictions: Sequence[Prediction], threshold: float | None = 
     shares = np.zeros(len(predictions))
     for k, prediction in enumerate(predictions):
         if prediction.spans:
-            scores = np.array([s.score for s in prediction.spans], dtype=np.float64)
-            shares[k] = 1.0 / np.exp(scores - scores[0]).sum()
+            shares[k] = nbest_shares([s.score for s in prediction.spans])[0]
     if threshold is None:
         return shares
     no_answer = np.array([np.nan if p.no_answer_score is None else p.no_answer_score for p in predictions], dtype=np.float64)

@@ -15,10 +15,12 @@ for (:mod:`bio_mrc.transformers_registration`); importing this module registers 
 best answer's equals :func:`bio_mrc.inference.calibrators.raw_confidence`):
 
 * every decoding: the softmax of the decoding's span scores over the question's n-best spans
-  (n = max(20, ``top_k``); ``s_i + e_j`` for span, ``log P_start + log P_end + r`` for joint, ``r``
-  for bio, the tag log-likelihood ratio of the sequence holding only that span against all-O, with the
-  tuned length prior), as the old pipeline's post-processing; with ``multi_span``, span and joint:
-  each kept non-overlapping n-best span's probability (:func:`nbest_multi_span`, the same softmax);
+  (``s_i + e_j`` for span, ``log P_start + log P_end + r`` for joint, ``r`` for bio, the tag
+  log-likelihood ratio of the sequence holding only that span against all-O, with the tuned length
+  prior), as the old pipeline's post-processing, always over the best 20 spans whatever ``top_k`` is
+  (:func:`~bio_mrc.decoding.shares.nbest_shares`: a span past them gets ``exp(score)`` over the same sum),
+  so asking for more alternatives changes no answer's ``score`` or ``probability``; with ``multi_span``,
+  span and joint: each kept non-overlapping n-best span's probability (:func:`nbest_multi_span`, the same shares);
 * ``bio`` with ``multi_span``: the spans of one tag sequence are not rivals, so each
   one's own probability: its posterior, the probability over every tag sequence that the tags hold exactly
   that span (the probability the span-count rule keeps it by).
@@ -35,6 +37,7 @@ compares across documents; ``score`` is its sigmoid, the probability of the span
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import unicodedata
 from dataclasses import dataclass, replace
@@ -48,7 +51,8 @@ from transformers.pipelines import PIPELINE_REGISTRY
 
 from .. import registry
 from ..config_schema import whole_number
-from ..decoding.window_outputs import WindowOutputs, log_softmax
+from ..decoding.shares import nbest_shares
+from ..decoding.window_outputs import WindowOutputs
 from ..encoders import right_sided
 from ..errors import ConfigError, DataFormatError, ModelFormatError, a_type
 from ..model import BioMrcForQuestionAnswering
@@ -237,17 +241,34 @@ def question_and_context(args: tuple, question, context, first: int = 0):
     if len(args) == 1 and question is None and context is None:
         inputs = args[0]
         if isinstance(inputs, dict):
+            check_input_keys(inputs, first)
             return inputs.get("question"), inputs.get("context")
         if isinstance(inputs, (list, tuple)):
             for i, item in enumerate(inputs):
                 if not isinstance(item, dict):
                     raise DataFormatError(f"input {first + i} is not a {{'question', 'context'}} dict", record=f"input {first + i}")
+                check_input_keys(item, first + i)
             return [item.get("question") for item in inputs], [item.get("context") for item in inputs]
     if not args and question is not None and context is not None:
         return question, context
     raise DataFormatError(
         "give question= and context=, (question, context), a {'question', 'context'} dict or a list of them"
     )
+
+
+def call_options() -> tuple[str, ...]:
+    """The names a call takes as options (``_sanitize_parameters``'s, the refused window options and ``batch_size``)."""
+    named = inspect.signature(BioMrcQuestionAnsweringPipeline._sanitize_parameters).parameters.values()
+    return (*(p.name for p in named if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self"), *WINDOW_OPTIONS, "batch_size")
+
+
+def check_input_keys(item: dict, index: int) -> None:
+    """Refuse an input dict that holds one of the call's options: the dict is read for its question and context
+    alone, so the option would be dropped unread. Other keys (a data set's ``id``, ``title``, ``answers``) pass."""
+    options = [name for name in call_options() if name in item]
+    if options:
+        raise DataFormatError(f"input {index} holds {options[0]!r}, an option of the call, not of one input: pass it as a "
+                              f"keyword argument, qa(..., {options[0]}=...)", record=f"input {index}")
 
 
 def is_stream(inputs: Any) -> bool:
@@ -332,10 +353,9 @@ def _sigmoid(value: float) -> float:
 
 def span_probabilities(prediction: Prediction, decoding: str, multi_span: bool) -> list[float]:
     """Each span's ``score`` as the module docstring defines it, from the decoder's own score."""
-    scores = np.array([s.score for s in prediction.spans], dtype=np.float64)
     if multi_span:  # each span's own probability: a tag sequence's posterior, or its n-best share
         return [s.score if s.probability is None else s.probability for s in prediction.spans]
-    return np.exp(log_softmax(scores)).tolist()
+    return nbest_shares([s.score for s in prediction.spans]).tolist()
 
 
 def _as_dict(span: AnswerSpan, score: float) -> dict[str, Any]:

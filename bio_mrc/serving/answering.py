@@ -83,7 +83,7 @@ def decode(extractor: AnswerExtractor, questions: Sequence[QuestionWindows]) -> 
 
 def n_best(extractor: AnswerExtractor, request: Question) -> int:
     """The spans a question's answers are decoded among, as :class:`AnswerExtractor` decodes them: its ``top_k``,
-    or more where the extractor's decoding keeps more (every confidence is a share of them)."""
+    or more where the extractor's decoding keeps more (every confidence is a share of the best 20 of them, however many)."""
     return max(request.top_k, extractor.decode_config.n_best)
 
 

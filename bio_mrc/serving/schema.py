@@ -8,15 +8,18 @@ always abstain) is written as the string ``"Infinity"`` or ``"-Infinity"``; JSON
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StringConstraints, Tag, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, StrictBool, StringConstraints, Tag, model_validator
+from pydantic_core import PydanticCustomError
 
 from .. import registry
+from ..data.text import check_text
 from ..decoding.postprocess import DecodeConfig
+from ..errors import DataFormatError
 from .batching import BatchStats
 from .config import ServeConfig
 
 AUTO = registry.AUTO_DECODING
-# Spans beyond the n-best a decoding keeps would change every confidence (a share of that n-best).
+# The n-best every confidence is a share of: a request asks no more decoding than that.
 MAX_TOP_K = DecodeConfig().n_best
 _RESPONSE = ConfigDict(ser_json_inf_nan="strings")
 ONE, SEVERAL = "one", "several"  # the branches of a text-or-list field: error locations leave them out
@@ -64,8 +67,10 @@ def answer_request_model(config: ServeConfig) -> type[AnswerOptions]:
     """The ``POST /answer`` body under ``config``'s limits: the options above, the decodings registered now
     and the texts."""
     decodings = Literal[registry.decoding_choices()]  # type: ignore[valid-type]
-    questions = one_or_several(Annotated[str, StringConstraints(min_length=1, max_length=config.max_question_chars)])
-    contexts = one_or_several(Annotated[str, StringConstraints(min_length=1, max_length=config.max_context_chars)])
+    questions = one_or_several(Annotated[str, StringConstraints(min_length=1, max_length=config.max_question_chars),
+                                         readable_text("question")])
+    contexts = one_or_several(Annotated[str, StringConstraints(min_length=1, max_length=config.max_context_chars),
+                                        readable_text("context")])
 
     class AnswerRequest(AnswerOptions):
         """One question (strings) or a batch (lists); one context may serve every question of a batch."""
@@ -82,6 +87,17 @@ def answer_request_model(config: ServeConfig) -> type[AnswerOptions]:
             "overlapping windows"))
 
     return AnswerRequest
+
+
+def readable_text(what: str) -> AfterValidator:
+    """A text field's check that it holds readable text (:func:`~bio_mrc.data.text.check_text`: not whitespace
+    alone), refused as the schema refuses a field, at its location (``body.question[2]``), not as the body's."""
+    def check(value: str) -> str:
+        try:
+            return check_text(value, what)
+        except DataFormatError as error:
+            raise PydanticCustomError("unreadable_text", "{problem}", {"problem": error.problem}) from None
+    return AfterValidator(check)
 
 
 def one_or_several(text: Any) -> Any:
