@@ -15,7 +15,6 @@ from ..types import AnswerSpan, Example, Prediction
 from .calibrators import calibrated_probability, raw_confidence
 
 
-
 def threshold_key(decoding: str) -> str:
     """Where a decoding's tuned threshold is saved: one per no-answer score, since a
     threshold tuned on one score means nothing for another."""
