@@ -483,7 +483,7 @@ def test_run_server_serves_the_folder_on_the_configured_address(monkeypatch, mod
     from bio_mrc.serving import server
 
     calls = []
-    monkeypatch.setattr(server, "serve_until_stopped", lambda app, host, port: calls.append((app, host, port)))
+    monkeypatch.setattr(server, "serve_until_stopped", lambda app, host, port, **options: calls.append((app, host, port)))
     server.run_server(model_dir, ServeConfig(port=8123), precision="fp32")
     ((app, host, port),) = calls
     assert host == "127.0.0.1" and port == 8123
@@ -534,6 +534,110 @@ def test_ctrl_c_stops_the_server_with_an_interrupt_and_its_log_lines_go_to_stder
     assert answered == [204]
     assert out == ""  # uvicorn's own logging writes each request's line to standard output
     assert '"GET /ping HTTP/1.1" 204' in err and "Finished server process" in err
+
+
+def test_sigterm_stops_the_server_its_queue_first_and_returns():
+    """SIGTERM (an orchestrator's stop) is the server's ordinary end: ``stopping`` is called as the stop begins, the
+    call returns (``bio-mrc serve``: status 0), and the handler before it is back."""
+    import os
+    import signal
+
+    from bio_mrc.serving.server import serve_until_stopped
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    answered, stopped = [], []
+
+    def request_then_terminate():
+        for _ in range(200):  # until the server answers; never a signal to a process that is not serving
+            try:
+                answered.append(httpx.get(f"http://127.0.0.1:{port}/ping", timeout=5).status_code)
+            except httpx.TransportError:
+                time.sleep(0.05)
+                continue
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+
+    def terminated(signum, frame):  # the command's own handler: a stop it raises would fail the command (143)
+        raise SystemExit(128 + signum)
+
+    threading.Thread(target=request_then_terminate, daemon=True).start()
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        serve_until_stopped(_empty_app, "127.0.0.1", port, stopping=lambda: stopped.append(True), grace_s=1)
+        assert signal.getsignal(signal.SIGTERM) is terminated
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert answered == [204] and stopped == [True]
+
+
+@pytest.mark.slow  # a server in a subprocess, busy for seconds
+def test_sigterm_under_load_answers_queued_requests_503_and_exits_0_promptly(model_dir, tmp_path):
+    """Every question of 8 full requests read, their forward passes (about 15,000 windows) mostly still queued: a
+    SIGTERM ends the server with status 0 well within 20 s (it ran the whole queue first, then exited 143), and each
+    client gets its answers or a 503 saying the server is stopping, never a dropped connection."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url, log = f"http://127.0.0.1:{port}", tmp_path / "serve.log"
+    command = [sys.executable, "-m", "bio_mrc.cli", "serve", str(model_dir), "--port", str(port), "--precision", "fp32",
+               "--device", "cpu"]
+    with log.open("w") as err:  # a file, not a pipe: the helper process holds it too
+        server = subprocess.Popen(command, stderr=err, env={**os.environ, "NO_COLOR": "1"})
+    requests, asked = 8, 32  # 32 questions a request: the default --max-batch-size
+    body = {"question": ["Who built castles?"] * asked, "context": " ".join([LONG] * 10)}
+    clients = ThreadPoolExecutor(requests)
+    try:
+        _wait_until(lambda: _served(url) is not None, server, "the server did not start")
+        answers = [clients.submit(_posted, f"{url}/answer", body) for _ in range(requests)]
+        _wait_until(lambda: (_served(url) or {}).get("questions", 0) >= requests * asked, server,
+                    "the server did not read every question")
+        server.send_signal(signal.SIGTERM)
+        try:
+            code = server.wait(timeout=20)  # a hang guard, no measurement
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server was still running 20 s after SIGTERM")
+    finally:
+        server.kill()  # only if still running: then the clients' connections end too
+        server.wait()
+        clients.shutdown()
+    outcomes, err = [answer.result() for answer in answers], log.read_text()
+    assert code == 0, err
+    assert "Traceback" not in err and "interrupted" not in err
+    stopping = [outcome for outcome in outcomes if outcome[0] == 503]
+    assert stopping and all(status in (200, 503) for status, _ in outcomes), outcomes
+    assert all(len(body["results"]) == asked for status, body in outcomes if status == 200)
+    assert all(body["detail"].startswith("the server is stopping: ") for _, body in stopping)
+
+
+def _served(url):
+    """The server's ``served`` counts, or None while it does not answer."""
+    try:
+        return httpx.get(f"{url}/health", timeout=5).json()["served"]
+    except httpx.TransportError:
+        return None
+
+
+def _wait_until(condition, server, failure, limit_s=120):
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        assert server.poll() is None and time.monotonic() < deadline, failure
+        time.sleep(0.05)
+
+
+def _posted(url, body):
+    """(status, JSON body) of one POST, or (the transport error's name, None): a connection dropped unanswered."""
+    try:
+        response = httpx.post(url, json=body, timeout=120)
+    except httpx.TransportError as error:
+        return type(error).__name__, None
+    return response.status_code, response.json()
 
 
 @pytest.mark.slow  # over 3 s alone on 2 cores: a spawned process imports numpy and the package

@@ -650,6 +650,80 @@ def test_the_helper_never_runs_the_callers_script_again(tmp_path, how):
     assert result.stdout.splitlines() == ["script ran", "helper pid differs: True"]
 
 
+# --- a stop -----------------------------------------------------------------------------------------
+
+def test_closing_a_batcher_lets_the_batch_running_finish_and_fails_what_waits_at_once():
+    from bio_mrc.serving.batching import Stopping
+
+    started, release = threading.Event(), threading.Event()
+
+    def run(items):
+        started.set()
+        release.wait(30)
+        return items
+
+    async def main():
+        batcher = DynamicBatcher(run, max_batch_size=1, max_wait=0)
+        await batcher.start()
+        try:
+            running = batcher.enqueue("running")
+            await asyncio.to_thread(started.wait, 30)
+            queued = batcher.enqueue("queued")
+            batcher.close()
+            assert isinstance(queued.exception(), Stopping)  # at once, not after the batch running
+            with pytest.raises(Stopping):
+                batcher.enqueue("asked after")
+            release.set()
+            return await running
+        finally:
+            release.set()
+            await batcher.stop()
+
+    assert asyncio.run(main()) == "running"
+
+
+def test_a_request_to_a_stopping_server_is_a_503_saying_so(extractor):  # noqa: F811
+    app = create_app(extractor, ServeConfig(max_wait_ms=0))
+    with TestClient(app) as client:
+        assert client.post("/answer", json=GOOD).status_code == 200
+        app.state.scheduler.close()  # what a stop does first
+        response = client.post("/answer", json=GOOD)
+    assert response.status_code == 503 and response.headers["retry-after"] == "1"
+    assert response.headers["connection"] == "close"
+    body = response.json()
+    assert body["detail"].startswith("the server is stopping: this request's questions not yet answered were dropped")
+    assert body["problems"] == [{"location": "body", "message": body["detail"]}]
+
+
+def test_a_request_cut_at_the_end_of_a_stops_grace_is_a_503_saying_so():
+    """uvicorn cancels the requests still running when a stop's grace ends: one whose response has not begun (its
+    body still coming) is answered 503, not uvicorn's 500; one whose response has begun is left to end as it can."""
+    from bio_mrc.serving.server import CutAtStop
+
+    async def cut(respond_first):
+        sent = []
+
+        async def app(scope, receive, send):
+            if respond_first:
+                await send({"type": "http.response.start", "status": 200, "headers": []})
+            await receive()  # a body that never comes
+
+        async def send(message):
+            sent.append(message)
+
+        task = asyncio.ensure_future(CutAtStop(app)({"type": "http"}, asyncio.Event().wait, send))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return sent, task.cancelled()
+
+    sent, cancelled = asyncio.run(cut(respond_first=False))
+    assert not cancelled and sent[0]["status"] == 503 and (b"retry-after", b"1") in sent[0]["headers"]
+    assert json.loads(sent[1]["body"])["detail"].startswith("the server is stopping: this request was not all sent")
+    sent, cancelled = asyncio.run(cut(respond_first=True))
+    assert cancelled and [message["status"] for message in sent] == [200]
+
+
 # --- the Host header -----------------------------------------------------------------------------
 
 def test_only_hosts_naming_this_server_are_answered(extractor):  # noqa: F811

@@ -8,7 +8,7 @@ traceback. Before the application, :class:`~.guards.BodyGuard` bounds the body (
 JSON it will not read (400); a large body is parsed in the server's helper process, so the event loop keeps
 serving others. Each question is scheduled on its own (:mod:`.scheduler`), its windows in chunks, so requests share
 forward passes fairly; a request that outlives ``--request-timeout-s`` is a 504, and one whose client hangs
-up is dropped (:mod:`.bounded`).
+up is dropped (:mod:`.bounded`). Once the server begins to stop, a request not yet answered is a 503.
 """
 
 import dataclasses
@@ -31,6 +31,7 @@ from ..inference.extract import AnswerExtractor, asks_over_documents
 from ..model_card import card_summary
 from ..types import Prediction, RankedAnswers
 from .answering import Question
+from .batching import Stopping
 from .bounded import ClientLeft, bounded, gather_cancelling
 from .config import ServeConfig
 from .guards import PARSED_BODY, BodyGuard, names_json, off_loop, read_utf8_json
@@ -39,6 +40,8 @@ from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health,
 
 MAX_PROBLEMS = 10  # a refusal lists this many of a body's problems, then counts the rest
 MAX_LOCATION_CHARS = 200  # a problem's location (a field's name) is cut to this many characters
+STOPPING = ("the server is stopping: this request's questions not yet answered were dropped; send it again (to "
+            "another server, or to this one once it is back)")
 _REFUSALS = {status: {"model": ErrorResponse, "description": description} for status, description in (
     (400, "the body is not UTF-8 JSON, repeats a key in one object, nests deeper than 32 levels or holds an "
           "integer of more than 32 digits; or the Host header names another server"),
@@ -47,7 +50,8 @@ _REFUSALS = {status: {"model": ErrorResponse, "description": description} for st
     (415, "a body not sent as JSON (its content-type is not application/json, or there is none)"),
     (422, "a field breaks the schema, a text is empty or holds what no tokenizer reads, or the decoding needs "
           "heads the model lacks"),
-    (503, "the bodies of requests being read or answered already fill the server's --max-bodies-bytes: try again"),
+    (503, "the bodies of requests being read or answered already fill the server's --max-bodies-bytes, or the "
+          "server is stopping: try again"),
     (504, "the request took longer than the server's --request-timeout-s"),
 )}
 
@@ -91,6 +95,8 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
             predictions = await bounded(work, config.request_timeout_s, request.is_disconnected)
         except ClientLeft:
             return Response(status_code=499)  # nobody reads it: the client is gone
+        except Stopping:
+            raise HTTPException(503, STOPPING, headers={"Retry-After": "1", "Connection": "close"}) from None
         except ModelOutputError as error:  # the model's scores, not the request: the server's error (its folder unnamed)
             raise HTTPException(500, str(ModelOutputError(error.problem, error.record))) from None
         except BioMrcError as error:  # bad input only the tokenizer could see; anything else is the server's (500)
@@ -253,7 +259,9 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
         detail = str(error.detail)
         if isinstance(error.__cause__, UnicodeDecodeError):  # FastAPI's body parser says only "error parsing the body"
             detail = f"the body is not UTF-8 JSON: {error.__cause__.reason} at byte {error.__cause__.start}"
-        return pydantic_json(ErrorResponse(detail=detail, problems=[Problem(location="body", message=detail)]), error.status_code)
+        refusal = pydantic_json(ErrorResponse(detail=detail, problems=[Problem(location="body", message=detail)]), error.status_code)
+        refusal.headers.update(error.headers or {})
+        return refusal
 
     @app.exception_handler(Exception)
     async def failed(_request: Request, _error: Exception) -> Response:

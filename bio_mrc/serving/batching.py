@@ -10,7 +10,8 @@ Fairness: an item may name its ``owner`` (one HTTP request split into one item p
 ``cost`` (its characters). A batch holds at most ``max_batch_cost`` (one item alone may exceed it),
 and it is filled owner by owner, the owner served least so far first (then the oldest): a request
 of one short question is answered in the next batch even behind many long questions of others. An
-item whose future is cancelled (its client left, its time ran out) is dropped unrun.
+item whose future is cancelled (its client left, its time ran out) is dropped unrun. A batcher closed (the server
+stopping) takes no more items, and those waiting fail with :class:`Stopping`; the batch running finishes.
 """
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ from .fair_queue import FairQueue, Ticket, Waiting
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+
+
+class Stopping(Exception):
+    """The server is stopping: an item it had not begun to run when it began to stop is not run."""
+
+    def __init__(self) -> None:
+        super().__init__("the server is stopping")
 
 
 class SharedWorker:
@@ -51,7 +59,7 @@ class SharedWorker:
         self._task = asyncio.create_task(self._serve(), name=self.name)
 
     async def stop(self) -> None:
-        """Stop taking batches; requests still waiting fail with :class:`asyncio.CancelledError`."""
+        """Stop taking batches; requests still waiting fail with :class:`Stopping`."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -126,20 +134,30 @@ class DynamicBatcher(Generic[Item, Result]):
         self._own_worker = worker is None  # a shared worker is started and stopped by its maker
         self._worker = worker or SharedWorker("bio-mrc-batch")
         self._worker.batchers.append(self)
+        self.closed = False
 
     async def start(self) -> None:
+        self.closed = False
         if self._own_worker:
             await self._worker.start()
 
     async def stop(self) -> None:
-        """Stop taking batches; requests still waiting fail with :class:`asyncio.CancelledError`."""
+        """Stop taking batches; requests still waiting fail with :class:`Stopping`."""
+        self.close()
         if self._own_worker:
             await self._worker.stop()
+
+    def close(self) -> None:
+        """Take no more items, and fail those waiting with :class:`Stopping` (a stop need not wait for them); the
+        batch running finishes and its items get their results."""
+        self.closed = True
         self.drop_waiting()
 
     def drop_waiting(self) -> None:
         for waiting in self._waiting.drop():
-            waiting.future.cancel()
+            if not waiting.future.done():
+                waiting.future.set_exception(Stopping())
+                waiting.future.exception()  # an item nobody awaits any more is no error to log
 
     async def submit(self, item: Item, size: int = 1, owner: Any = None, cost: float = 0.0) -> Result:
         """``item``'s result, once its batch has run (its exception, if it alone failed); cancelling
@@ -154,6 +172,8 @@ class DynamicBatcher(Generic[Item, Result]):
         sizes) the item may be part of (a batch holding it takes no more than that; one item alone may exceed it)."""
         if not 1 <= size <= self.max_batch_size:
             raise ValueError(f"an item of size {size} cannot join batches of at most {self.max_batch_size}")
+        if self.closed:
+            raise Stopping()
         if not self._worker.running:
             raise RuntimeError("the batcher is not running: await start() first")
         loop = asyncio.get_running_loop()

@@ -44,6 +44,10 @@ class ServeConfig:
         "help": "most bytes of request bodies held at once, all requests being read or answered together (never "
                 "less than one body of the largest valid request); a body past it: 503, try again",
         "minimum": 1, "maximum": 1 << 40})
+    stop_grace_s: float = field(default=10.0, metadata={
+        "help": "on SIGTERM or Ctrl-C, how long the server waits for the requests it is answering (a forward pass "
+                "running, a body still being sent) before it cuts them (503); questions still queued are answered 503 "
+                "at once", "minimum": 0, "maximum": 3_600})
     allowed_hosts: str = field(default="", metadata={
         "help": "comma-separated host names the Host header may name (DNS-rebinding protection); "
                 "empty: localhost, 127.0.0.1, ::1 and --host; '*': any"})

@@ -14,7 +14,8 @@ A question goes through :class:`~.batching.DynamicBatcher` queues, the request s
 Reading short questions and running forward passes take turns on one worker thread, each step chosen when the
 thread is free. So a short request waits for about one long chunk's pass behind others' long questions (the one
 running when it comes; then it is read, then run), whatever they ask; a request whose client left, or whose time
-ran out, has its questions and chunks not yet run dropped unrun.
+ran out, has its questions and chunks not yet run dropped unrun. Once the server begins to stop (:meth:`close`), what
+waits fails at once, so a stop waits only for the steps running.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ class AnswerScheduler:
         await self.worker.start()
         for queue in self.queues:
             await queue.start()
+
+    def close(self) -> None:
+        """The server begins to stop: questions not yet read or run, and any asked from now on, fail with
+        :class:`~.batching.Stopping` at once; the steps running finish and their questions go on to the next."""
+        for queue in self.queues:
+            queue.close()
 
     async def stop(self) -> None:
         for queue in self.queues:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import gc
@@ -12,7 +13,7 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
 from ..inference.extract import AnswerExtractor
@@ -23,12 +24,14 @@ EXTRA_PACKAGES = ("fastapi", "uvicorn")
 # How often the GIL changes hands (Python's default: 5 ms): the event loop gets its turn within half a millisecond
 # while the worker threads tokenize and run forward passes, so a short request is not kept waiting 5 ms at a time.
 SWITCH_INTERVAL_S = 0.0005
+CUT_AT_STOP = ("the server is stopping: this request was not all sent or answered within its --stop-grace-s; "
+               "send it again (to another server, or to this one once it is back)")
 
 
 def run_server(model_dir: str | Path, config: ServeConfig | None = None, precision: str | None = None, device: str | None = None) -> None:
     """Serve ``model_dir`` (a bio_mrc model folder, an ONNX export of one, or a hub id) on ``config``'s host and port,
     the model on ``device`` (cpu, cuda, cuda:1, mps; default auto). Ctrl-C raises :class:`KeyboardInterrupt` once the
-    server has shut down."""
+    server has shut down; SIGTERM returns once it has."""
     missing = [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
         raise ConfigError(f"bio-mrc serve needs {' and '.join(missing)}: pip install 'bio_mrc[serve]'")
@@ -40,15 +43,44 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device)
     application = create_app(extractor, config)
     application.state.helper.start()  # ready before the first request: a long one does not wait for it to start
-    app = HostGuard(application, allowed_host_names(config.host, config.allowed_hosts))
+    app = CutAtStop(HostGuard(application, allowed_host_names(config.host, config.allowed_hosts)))
     print(printable_line(f"serving {model_dir} on http://{config.host}:{config.port} (API docs at /docs)"), file=sys.stderr)
     gc.collect()
     gc.freeze()  # the model and the libraries live as long as the server: full collections need not walk them
     previous, _ = sys.getswitchinterval(), sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
-        serve_until_stopped(app, config.host, config.port)
+        serve_until_stopped(app, config.host, config.port, stopping=application.state.scheduler.close,
+                            grace_s=config.stop_grace_s)
     finally:
         sys.setswitchinterval(previous)
+
+
+class CutAtStop:
+    """ASGI middleware: a request still being sent or answered when a stop's grace ends (uvicorn cancels it) is
+    answered 503, saying so, where uvicorn would log a traceback and answer 500."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: dict) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except asyncio.CancelledError:
+            if started:
+                raise
+            from .guards import refuse
+
+            await refuse(send, 503, CUT_AT_STOP, ((b"retry-after", b"1"),))
 
 
 def check_listenable(host: str, port: int) -> None:
@@ -67,15 +99,25 @@ def check_listenable(host: str, port: int) -> None:
         raise ConfigError(f"cannot listen on {host}:{port} (--host, --port): {err.strerror or err}") from None
 
 
-def serve_until_stopped(app: Any, host: str, port: int) -> None:
+def serve_until_stopped(app: Any, host: str, port: int, stopping: Callable[[], None] | None = None,
+                        grace_s: float | None = None) -> None:
     """Run uvicorn on ``app`` until it is stopped. Its log lines (requests included) go to standard error, as the
-    package's messages do; Ctrl-C ends the call with :class:`KeyboardInterrupt` once the server has shut down
-    (``bio-mrc serve``: ``interrupted``, status 130), as SIGTERM does with the caller's handler."""
+    package's messages do. A stop calls ``stopping()`` first (the scheduler answers what waits 503 at once), stops
+    accepting connections, waits at most ``grace_s`` for the requests being answered (None: for all), then closes.
+    Ctrl-C ends the call with :class:`KeyboardInterrupt` once the server has shut down (``bio-mrc serve``:
+    ``interrupted``, status 130); SIGTERM, an orchestrator's stop, returns (status 0)."""
     import uvicorn
 
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            if stopping is not None:
+                stopping()  # before uvicorn waits for the requests being answered: queued ones end at once
+            await super().shutdown(sockets)
+
     # uvicorn.Server, not uvicorn.run, which swallows the KeyboardInterrupt
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", log_config=_logging_config()))
-    with _interrupt_raised():
+    server = Server(uvicorn.Config(app, host=host, port=port, log_level="info", log_config=_logging_config(),
+                                   timeout_graceful_shutdown=grace_s))
+    with _interrupt_raised(), _terminate_stops(server):
         server.run()
 
 
@@ -119,3 +161,18 @@ def _interrupt_raised() -> Iterator[None]:
 
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _terminate_stops(server: Any) -> Iterator[None]:
+    """SIGTERM stops the server as its ordinary end: uvicorn shuts down, then raises the signal again for the handler
+    it found, which in ``bio-mrc serve`` ends the command as a failure (status 143). This one only asks the server to
+    stop (one that comes before uvicorn takes the signal is not lost)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: setattr(server, "should_exit", True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
