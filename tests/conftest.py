@@ -162,6 +162,18 @@ def hub_answering(monkeypatch: pytest.MonkeyPatch, answer: int | BaseException) 
     return asked
 
 
+def untrained_model_folder(encoder_dir: Path, folder: Path, **options) -> Path:
+    """An untrained model of the tiny encoder (``options``: heads, windows) saved in ``folder`` with its tokenizer,
+    as training saves one: enough to run the commands that read a model."""
+    from transformers import AutoTokenizer
+
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    BioMrcForQuestionAnswering.from_encoder(str(encoder_dir), **options).save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(encoder_dir)).save_pretrained(str(folder))
+    return folder
+
+
 def _vocabulary() -> list[str]:
     words = set(re.findall(r"\w+", SAMPLE_V1.read_text(encoding="utf-8").lower()))
     chars = set(string.ascii_lowercase + string.digits + "éüïç")

@@ -12,6 +12,8 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.errors import BioMrcError, DataFormatError, ModelFormatError
 from bio_mrc.metrics.squad_official import squad_metrics
 
+from .conftest import untrained_model_folder
+
 CONTEXT = "Paris is the capital of France."
 
 
@@ -444,15 +446,8 @@ def test_an_unanswerable_question_without_a_no_answer_score_is_never_credited_as
 
 @pytest.fixture(scope="module")
 def saved_model(tiny_encoder_dir, tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    from bio_mrc.model import BioMrcForQuestionAnswering
-
-    folder = tmp_path_factory.mktemp("model")
-    windows = {"max_seq_length": 64, "doc_stride": 16, "max_query_length": 16}
-    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), **windows).save_pretrained(str(folder))
-    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
-    return folder
+    return untrained_model_folder(tiny_encoder_dir, tmp_path_factory.mktemp("model"), max_seq_length=64, doc_stride=16,
+                                  max_query_length=16)
 
 
 def copy_model(saved_model, tmp_path, edit=None, drop=()):

@@ -18,7 +18,7 @@ from bio_mrc.errors import BioMrcError, DataFormatError
 from bio_mrc.inference.streaming import resume_point
 from bio_mrc.model import BioMrcForQuestionAnswering
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, untrained_model_folder
 
 WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
 
@@ -26,10 +26,7 @@ WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
 @pytest.fixture(scope="module")
 def model_dir(tiny_encoder_dir, tmp_path_factory):
     """An untrained tiny joint model: enough to run the commands."""
-    folder = tmp_path_factory.mktemp("bounded") / "model"
-    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio", **WINDOWS).save_pretrained(str(folder))
-    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
-    return folder
+    return untrained_model_folder(tiny_encoder_dir, tmp_path_factory.mktemp("bounded") / "model", heads="span+bio", **WINDOWS)
 
 
 def one_line_error(capsys) -> str:

@@ -15,21 +15,14 @@ import pytest
 from bio_mrc.cli import main
 from bio_mrc.errors import ConfigError, DataFormatError, ModelFormatError
 from bio_mrc.inference import AnswerExtractor, TrainedModel
-from .conftest import ascii_locale_run
+from .conftest import ascii_locale_run, untrained_model_folder
 
 WINDOWS = {"max_seq_length": 64, "doc_stride": 16, "max_query_length": 16}
 
 
 @pytest.fixture(scope="module")
 def saved_model(tiny_encoder_dir, tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    from bio_mrc.model import BioMrcForQuestionAnswering
-
-    folder = tmp_path_factory.mktemp("model") / "tiny"
-    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), **WINDOWS).save_pretrained(str(folder))
-    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
-    return folder
+    return untrained_model_folder(tiny_encoder_dir, tmp_path_factory.mktemp("model") / "tiny", **WINDOWS)
 
 
 def copy_of(saved_model: Path, tmp_path: Path) -> Path:

@@ -19,6 +19,8 @@ from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.serving.app import create_app
 from bio_mrc.types import Example
 
+from .conftest import untrained_model_folder
+
 WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
 PROBLEM = ("the model's start_logits for this question hold NaN or infinity, from which no answer can be decoded: "
            "a damaged model, or a forward pass that overflowed (in bf16: answer with --precision fp32)")
@@ -26,10 +28,8 @@ PROBLEM = ("the model's start_logits for this question hold NaN or infinity, fro
 
 @pytest.fixture(scope="module")
 def model_dir(tiny_encoder_dir, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("scores") / "tiny-joint"
-    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span+bio", **WINDOWS).save_pretrained(str(folder))
-    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
-    return folder
+    return untrained_model_folder(tiny_encoder_dir, tmp_path_factory.mktemp("scores") / "tiny-joint", heads="span+bio",
+                                  **WINDOWS)
 
 
 def outputs_of(start: np.ndarray, bio: np.ndarray | None = None) -> WindowOutputs:

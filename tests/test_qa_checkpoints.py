@@ -25,7 +25,7 @@ from bio_mrc.inference.conversion import convert_qa_checkpoint, export_qa_checkp
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.qa_checkpoints import qa_architecture, qa_windows, span_model_from_qa_checkpoint
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, untrained_model_folder
 from .test_encoder_families import FAMILIES
 
 QA_FAMILIES = ["distilbert", "roberta", "xlm-roberta", "albert", "electra", "deberta-v2", "mpnet"]
@@ -353,10 +353,8 @@ def test_export_to_transformers_of_a_single_type_encoder_makes_no_token_types(ti
 
 
 def test_export_to_transformers_needs_a_span_head(tiny_encoder_dir, tmp_path, capsys):
-    bio_only = tmp_path / "bio-only"  # an untrained BIO-only model, saved as training saves one
-    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="bio", max_seq_length=48, doc_stride=16,
-                                            max_query_length=12).save_pretrained(str(bio_only))
-    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(bio_only))
+    bio_only = untrained_model_folder(tiny_encoder_dir, tmp_path / "bio-only", heads="bio", max_seq_length=48,
+                                      doc_stride=16, max_query_length=12)
     assert main(["export", "--model", str(bio_only), "--format", "transformers", "--output", str(tmp_path / "out")]) == 2
     assert "has no span head (heads 'bio')" in capsys.readouterr().err and not (tmp_path / "out").exists()
 

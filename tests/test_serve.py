@@ -33,7 +33,7 @@ from bio_mrc.serving.windows import run_chunks, window_runner
 from bio_mrc.serving.batching import DynamicBatcher
 from bio_mrc.serving.config import ServeConfig
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, untrained_model_folder
 
 WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
 LONG = " ".join(["The Normans were famed for their martial spirit and built castles across England."] * 6)  # many windows
@@ -420,8 +420,7 @@ def test_a_body_in_a_charset_unknown_or_not_kept_is_a_4xx_naming_it(extractor, c
 
 
 def test_a_decoding_the_heads_cannot_do_is_refused(tiny_encoder_dir, tmp_path):
-    BioMrcForQuestionAnswering.from_encoder(str(tiny_encoder_dir), heads="span", **WINDOWS).save_pretrained(str(tmp_path))
-    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(tmp_path))
+    untrained_model_folder(tiny_encoder_dir, tmp_path, heads="span", **WINDOWS)
     with TestClient(create_app(AnswerExtractor.from_pretrained(tmp_path, precision="fp32"))) as client:
         refused = client.post("/answer", json={**GOOD, "decoding": "bio"})
         auto = client.post("/answer", json={**GOOD, "multi_span": True})
