@@ -16,7 +16,7 @@ from transformers.utils import ModelOutput
 
 from . import model_defaults, registry
 from .encoders import as_data
-from .errors import ModelFormatError
+from .errors import ConfigError, ModelFormatError
 from .model_folder import MAX_WEIGHT_MAGNITUDE, RUN_FILE, check_model_folder  # noqa: F401 (RUN_FILE imported from here too)
 
 # The layout of a saved model folder; a folder saved by a newer layout is refused, not misread.
@@ -347,18 +347,31 @@ BioMrcForQuestionAnswering.forward.__signature__ = forward_signature()
 
 def set_encoder_dropout(encoder_config: PreTrainedConfig, attention: float | None = None, hidden: float | None = None) -> None:
     """Set an encoder config's attention and hidden dropout rates in place (None keeps the encoder's own).
-    Attention dropout 0 lets PyTorch's fused attention kernels run on the CPU (benchmarks/RESULTS.md)."""
+    Attention dropout 0 lets PyTorch's fused attention kernels run on the CPU (benchmarks/RESULTS.md).
+    A rate the config has no setting for is refused (:func:`encoder_dropout_unset`)."""
     for kind, rate in (("attention", attention), ("hidden", hidden)):
         if rate is None:
             continue
         if not 0.0 <= rate < 1.0:
             raise ValueError(f"{kind} dropout must be in [0, 1), got {rate}")
-        names = [name for name in ENCODER_DROPOUT_ATTRIBUTES[kind] if hasattr(encoder_config, name)]
-        if not names:
-            raise ValueError(f"the encoder's config ({type(encoder_config).__name__}) has no {kind} dropout rate "
-                             f"(none of {', '.join(ENCODER_DROPOUT_ATTRIBUTES[kind])}); leave {kind}_dropout unset")
+        if not (names := encoder_dropout_names(encoder_config, kind)):
+            raise ConfigError(encoder_dropout_unset(encoder_config, kind))
         for name in names:
             setattr(encoder_config, name, rate)
+
+
+def encoder_dropout_names(encoder_config: PreTrainedConfig, kind: str) -> list[str]:
+    """The settings of ``encoder_config`` holding its ``kind`` (attention or hidden) dropout rate; none where its
+    family keeps no such rate under a name of :data:`ENCODER_DROPOUT_ATTRIBUTES` (FNet has no attention)."""
+    return [name for name in ENCODER_DROPOUT_ATTRIBUTES[kind] if hasattr(encoder_config, name)]
+
+
+def encoder_dropout_unset(encoder_config: PreTrainedConfig, kind: str) -> str:
+    """Why a ``kind`` dropout rate cannot be set on ``encoder_config``, in one line naming its model_type."""
+    model_type = getattr(encoder_config, "model_type", None) or type(encoder_config).__name__
+    return (f"the encoder (model_type {model_type!r}) has no {kind} dropout setting bio_mrc can set (none of "
+            f"{', '.join(ENCODER_DROPOUT_ATTRIBUTES[kind])}); leave {kind}_dropout unset (its default) or none, "
+            "which keeps the encoder's own")
 
 
 def check_weight_values(model: torch.nn.Module, where: str) -> None:
@@ -416,5 +429,5 @@ def register_auto_classes() -> None:
 
 register_auto_classes()
 
-__all__ = ["BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "forward_signature", "non_finite_weights",
-           "register_auto_classes", "set_encoder_dropout"]
+__all__ = ["BioMrcConfig", "BioMrcForQuestionAnswering", "BioMrcOutput", "encoder_dropout_names", "encoder_dropout_unset",
+           "forward_signature", "non_finite_weights", "register_auto_classes", "set_encoder_dropout"]

@@ -175,8 +175,7 @@ def check_encoder_folder(folder: str | Path) -> None:
         raise fail(folder, "config.json", "a trained bio_mrc model, not an encoder: --init-from (a run's init_from) "
                                           "continues it on its own encoder")
     check_sizes({"encoder": config}, folder, where="")  # as a model's encoder is checked: a size would end in a traceback
-    check_reads_both_ways(config, folder, where="")
-    model = _encoder_built(config, folder)
+    model = check_bidirectional(config, folder)
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
         shapes = weight_shapes(folder)
         if model is not None:
@@ -205,6 +204,14 @@ def check_reads_both_ways(encoder: Mapping[str, Any], folder: Path, where: str =
         raise fail(folder, "config.json", f"{where}is_decoder is true: the encoder would read each token with only the "
                                           f"tokens before it (causal attention); {BIDIRECTIONAL_ONLY} (set it to false "
                                           "where the encoder was trained as one)")
+
+
+def check_bidirectional(config: Mapping[str, Any], folder: Path) -> Any:
+    """A folder's own ``config.json`` (an encoder's, a QA model's) describes a bidirectional encoder: neither a decoder
+    nor an encoder-decoder (:func:`check_reads_both_ways`), nor a decoder-only model; returns what
+    :func:`_encoder_built` builds of it."""
+    check_reads_both_ways(config, folder, where="")
+    return _encoder_built(dict(config), folder)
 
 
 def _encoder_built(config: dict[str, Any], folder: Path) -> Any:

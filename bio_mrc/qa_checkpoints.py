@@ -22,7 +22,7 @@ from .encoders import as_data, load_tokenizer
 from .errors import ConfigError, ModelFormatError
 from .model import BioMrcConfig, BioMrcForQuestionAnswering, check_weight_values
 from .model_defaults import QA_WINDOWS
-from .model_folder import check_sizes, check_tokenizer, check_weights_fit, expected_shapes, read_json_object, weight_shapes
+from .model_folder import check_bidirectional, check_sizes, check_tokenizer, check_weights_fit, expected_shapes, read_json_object, weight_shapes
 
 QA_LAYER = "qa_outputs"
 QA_HEADS = "span"
@@ -47,9 +47,11 @@ def saved_config(folder: Path) -> dict:
 def check_qa_folder(folder: Path) -> dict[str, Any]:
     """The checks every model folder gets before anything is built (:mod:`bio_mrc.model_folder`), for a QA model's:
     its config's sizes within bounds; weights that are exactly those its QA class builds from the config, with their
-    shapes (transformers would fill a missing one with random values); tokenizer files. Returns its config."""
+    shapes (transformers would fill a missing one with random values); tokenizer files; a bidirectional encoder, not a
+    decoder (GPT-2's QA model) or an encoder-decoder (T5's). Returns its config."""
     config = read_json_object(folder, "config.json")
     check_sizes({"encoder": config}, folder)
+    check_bidirectional(config, folder)  # a GPT-2 or T5 QA model: its encoder reads no window as bio_mrc's do
     read = [weight_shapes(folder), expected_shapes(_qa_class(config, folder), config, folder)]
     found, expected = ({name: shape for name, shape in shapes.items() if not any(part in name for part in IGNORED_WEIGHTS)}
                        for shapes in read)

@@ -3,10 +3,14 @@ applied to fresh encoders and to models training continues from, refused where a
 
 import pytest
 import torch
-from transformers import BertConfig, T5Config
+from transformers import AutoTokenizer, BertConfig, FNetConfig, FNetModel, T5Config
 
+from bio_mrc.cli import main
+from bio_mrc.errors import ConfigError
 from bio_mrc.model import BioMrcForQuestionAnswering, set_encoder_dropout
 from bio_mrc.training.train import TrainConfig, train_model
+
+from .conftest import SAMPLE_V1, WINDOW_ARGS
 
 
 def encoder_dropouts(model: BioMrcForQuestionAnswering) -> set[float]:
@@ -45,7 +49,7 @@ def test_each_rate_is_set_alone_under_every_name_the_config_uses():
     with pytest.raises(ValueError, match=r"in \[0, 1\)"):
         set_encoder_dropout(config, attention=1.0)
     t5 = T5Config()  # one dropout_rate for everything: neither kind by our names
-    with pytest.raises(ValueError, match="no attention dropout rate"):
+    with pytest.raises(ConfigError, match=r"^the encoder \(model_type 't5'\) has no attention dropout setting"):
         set_encoder_dropout(t5, attention=0.0)
 
 
@@ -61,3 +65,27 @@ def test_training_applies_the_configured_dropout_also_when_it_continues_a_model(
                                                                 hidden_dropout=None), tmp_path / "second").model_dir
     encoder = BioMrcForQuestionAnswering.from_pretrained(str(continued)).config.encoder
     assert (encoder.attention_probs_dropout_prob, encoder.hidden_dropout_prob) == (0.2, 0.0)  # None keeps what it had
+
+
+def test_an_encoder_with_no_attention_dropout_trains_with_its_own_and_refuses_a_rate_asked(tiny_encoder_dir, tmp_path, capsys):
+    """FNet mixes tokens with a Fourier transform: no attention, so no attention dropout rate. train --encoder ended in a
+    ValueError traceback even with no dropout option given; a rate given is refused before the data is read."""
+    encoder = tmp_path / "fnet"
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
+    torch.manual_seed(0)
+    FNetModel(FNetConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, intermediate_size=64,
+                         max_position_embeddings=64)).save_pretrained(str(encoder))
+    tokenizer.save_pretrained(str(encoder))
+    common = ["train", "--train", str(SAMPLE_V1), "--encoder", str(encoder), "--heads", "span", "--epochs", "1",
+              "--batch-size", "8", "--limit", "8", *WINDOW_ARGS]
+    assert main([*common, "--output-dir", str(tmp_path / "model")]) == 0
+    saved = BioMrcForQuestionAnswering.from_pretrained(str(tmp_path / "model")).config.encoder
+    assert saved.hidden_dropout_prob == 0.0  # the rate it has is set as for any encoder
+
+    capsys.readouterr()
+    assert main([*common, "--output-dir", str(tmp_path / "asked"), "--attention-dropout", "0.1"]) != 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: the encoder (model_type 'fnet') has no attention dropout setting bio_mrc can set (none of "
+        "attention_probs_dropout_prob, attention_dropout); leave attention_dropout unset (its default) or none, which "
+        "keeps the encoder's own"]
+    assert not (tmp_path / "asked").exists()

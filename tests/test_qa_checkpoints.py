@@ -487,3 +487,22 @@ def test_convert_replaces_a_model_only_with_overwrite_and_only_its_files(trained
     names = {p.name for p in output.iterdir()}
     assert not names & {"model.onnx", "bio_mrc_export.json", "bio_mrc_run.json"} and "model.safetensors" in names
     assert (output / "notes.txt").read_text() == "old" and TrainedModel.load(output).backend == "torch"
+
+
+def test_a_decoder_only_qa_model_is_refused_before_it_is_converted(tiny_encoder_dir, tmp_path, capsys):
+    """GPT-2's QA model has a qa_outputs layer on its causal transformer: convert saved it as a bio_mrc model whose
+    tokens read only the tokens before them."""
+    folder = tmp_path / "gpt2-qa"
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir), use_fast=True)
+    torch.manual_seed(0)
+    transformers.GPT2ForQuestionAnswering(transformers.GPT2Config(
+        vocab_size=len(tokenizer), n_embd=32, n_layer=1, n_head=2, n_positions=64)).save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    settings = folder / "tokenizer_config.json"  # no token types: GPT-2 would read them as words
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "model_input_names": ["input_ids", "attention_mask"]}))
+    capsys.readouterr()
+    assert main(["convert", "--model", str(folder), "--output", str(tmp_path / "out")]) != 0
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: config.json: model_type 'gpt2' builds GPT2Model, a decoder-only model whose tokens read only the tokens "
+        f"before them; bio_mrc reads the tokens of a bidirectional encoder (BERT, RoBERTa, DeBERTa, ...) (in {folder})"]
+    assert not (tmp_path / "out").exists()

@@ -21,6 +21,7 @@ from ..inference.during_training import TrainingEvaluator
 from ..model_card import training_time_is_partial
 from ..training.checkpoints import seconds_trained
 from ..training.train import TrainConfig, load_run_record, train_model
+from ..training.trainer import encoder_dropout, source_encoder_config
 from ..training.training_args import check_run_trackers
 from ..types import content_hash
 from .config import RunSpec
@@ -141,10 +142,11 @@ def check_model_sources(
         try:
             if init_from:
                 # with the model class: a config.json transformers rejects is refused here, as training refuses it
-                check_model_folder(local_folder(resolve_init_from(init_from), "model folder"), BioMrcForQuestionAnswering,
-                                   tokenizer_required=False)
+                folder = str(local_folder(resolve_init_from(init_from), "model folder"))
+                check_model_folder(folder, BioMrcForQuestionAnswering, tokenizer_required=False)
             else:
-                encoder = resolve_encoder(run.train.encoder)
+                encoder = folder = resolve_encoder(run.train.encoder)
+            encoder_dropout(run.train, source_encoder_config(run.train, folder))  # a rate its encoder cannot take
         except (ConfigError, ModelFormatError) as err:
             raise ConfigError(f"{where}.{'init_from' if init_from else 'encoder'}: {err}") from None
         if not init_from:

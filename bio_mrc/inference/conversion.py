@@ -14,7 +14,7 @@ from ..hub import local_folder
 from ..io import check_folder_target, check_library_path, check_outputs_apart, staged_folder, written_alone
 from ..model import BioMrcConfig
 from ..model_card import clear_model_card, write_exported_card, write_model_card
-from ..model_folder import remove_replaced_model_files
+from ..model_folder import check_bidirectional, remove_replaced_model_files
 from ..progress import progress_bars, progress_note
 from ..qa_checkpoints import (QA_HEADS, qa_architecture, qa_model_from_span_model, reading_inputs, saved_config,
                               span_model_from_qa_checkpoint)
@@ -37,6 +37,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
         kind = "already a bio_mrc model" if saved_config(folder).get("model_type") == BioMrcConfig.model_type else \
             "not an extractive question-answering model of transformers (its config.json names no ...ForQuestionAnswering class)"
         raise ModelFormatError(f"{kind}; convert reads transformers' extractive question-answering models only", name)
+    check_bidirectional(saved_config(folder), folder)  # a GPT-2 or T5 QA model, before the output folder is made
     check_outputs_apart([output_dir], model_dirs=[folder])
     with progress_bars(progress), staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # refused before any work
         progress_note(progress, f"converting {model} into a bio_mrc model in {output_dir}")

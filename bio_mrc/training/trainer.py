@@ -9,18 +9,19 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
-from transformers import PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
+from transformers import AutoConfig, PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.integrations import TensorBoardCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 
-from ..encoders import load_tokenizer, resolve_encoder
+from ..encoders import as_data, load_tokenizer, resolve_encoder
 from ..errors import ConfigError, InputWarning
 from ..features.collate import WindowBatches, WindowCollator
 from ..features.targets import answers_no_window_holds
 from ..features.windows import build_features
 from ..features.windows_cache import default_windows_cache
 from ..hub import local_folder, named_as_given
-from ..model import BioMrcConfig, BioMrcForQuestionAnswering, set_encoder_dropout
+from ..model import (BioMrcConfig, BioMrcForQuestionAnswering, encoder_dropout_names, encoder_dropout_unset,
+                     set_encoder_dropout)
 from ..model_folder import check_model_folder
 from ..precision import default_device, pinned_device
 from ..launcher import launcher_number
@@ -31,6 +32,9 @@ from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
 from .config import TrainConfig
 from .training_args import check_network_args
 from .saving import LOG_DIR
+
+# The package's encoder dropout rates, set only where an encoder has such a rate (encoder_dropout).
+DEFAULT_ENCODER_DROPOUT = {"attention": TrainConfig.attention_dropout, "hidden": TrainConfig.hidden_dropout}
 
 # Scores of the model in training on held-out questions, by name (e.g. {"span_f1": 71.2}): called with the model and tokenizer.
 Evaluator = Callable[[BioMrcForQuestionAnswering, Any], dict[str, float]]
@@ -144,13 +148,39 @@ def continued_config(model_config: BioMrcConfig, init_from: str) -> BioMrcConfig
 
 
 def starting_point(config: TrainConfig) -> str:
-    """What a model is built from: the ``init_from`` model (its folder checked, weights left unread) or the encoder."""
+    """What a model is built from: the ``init_from`` model (its folder checked, weights left unread) or the encoder;
+    a dropout rate asked that its encoder has no setting for is refused here, before any work (:func:`encoder_dropout`)."""
     if config.init_from:
         folder = local_folder(config.init_from, "model folder")  # a missing one is one line naming it, not a hub error
         with named_as_given(config.init_from, folder):
             check_model_folder(folder, BioMrcForQuestionAnswering, tokenizer_required=False)  # a config it builds
+        encoder_dropout(config, source_encoder_config(config, config.init_from))
         return config.init_from
-    return resolve_encoder(config.encoder)
+    source = resolve_encoder(config.encoder)
+    encoder_dropout(config, source_encoder_config(config, source))
+    return source
+
+
+def source_encoder_config(config: TrainConfig, source: str) -> Any:
+    """The encoder config of ``source``, the model ``init_from`` continues (its config's encoder) or the encoder."""
+    if config.init_from:
+        return BioMrcConfig.from_pretrained(source).encoder
+    with as_data(source):
+        return AutoConfig.from_pretrained(source, trust_remote_code=False)
+
+
+def encoder_dropout(config: TrainConfig, encoder_config: Any) -> dict[str, float | None]:
+    """The encoder dropout rates ``config`` sets on ``encoder_config``. A rate left at the package's default (0) is set
+    where the encoder has such a rate and left out where it has none (FNet has no attention, Ultrabert no hidden
+    dropout rate): the encoder keeps its own. Any other rate is asked for, and refused where there is no such rate."""
+    rates = {"attention": config.attention_dropout, "hidden": config.hidden_dropout}
+    for kind, rate in rates.items():
+        if rate is None or encoder_dropout_names(encoder_config, kind):
+            continue
+        if rate != DEFAULT_ENCODER_DROPOUT[kind]:
+            raise ConfigError(encoder_dropout_unset(encoder_config, kind))
+        rates[kind] = None
+    return rates
 
 
 def fresh_model(config: TrainConfig, source: str | None = None) -> tuple[BioMrcForQuestionAnswering, str]:
@@ -159,11 +189,11 @@ def fresh_model(config: TrainConfig, source: str | None = None) -> tuple[BioMrcF
     The model's config records the heads, losses and windows, so the saved folder runs on its own."""
     source = source or starting_point(config)
     settings = config.model_settings()
-    dropout = {"attention": config.attention_dropout, "hidden": config.hidden_dropout}
     if config.init_from:
         model_config = continued_config(BioMrcConfig.from_pretrained(source, **settings), source)
-        set_encoder_dropout(model_config.encoder, **dropout)
+        set_encoder_dropout(model_config.encoder, **encoder_dropout(config, model_config.encoder))
         return BioMrcForQuestionAnswering.from_pretrained(source, config=model_config), source
+    dropout = encoder_dropout(config, source_encoder_config(config, source))
     return BioMrcForQuestionAnswering.from_encoder(source, encoder_dropout=dropout, **settings), source
 
 
