@@ -226,10 +226,10 @@ def test_the_expected_f1_answer_keeps_every_span_more_likely_than_not(seed):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_spans_of_one_text_are_one_answer_of_their_summed_posterior(seed):
-    log_probs, mask = random_case(seed, length=6, holes=False)
-    every = [(i, j) for i in range(6) for j in range(i, 6)]
-    text_of = {span: k % 4 for k, span in enumerate(every)}  # 21 spans, 4 texts
-    spans, posterior = expected_f1_tag_spans(log_probs, mask, 6, 21, lambda rows, starts, ends: np.array([text_of[s] for s in zip(starts, ends)]))
+    log_probs, mask = random_case(seed, length=5, holes=False)
+    every = [(i, j) for i in range(5) for j in range(i, 5)]
+    text_of = {span: k % 4 for k, span in enumerate(every)}  # 15 spans, 4 texts: every mention among the best 20
+    spans, posterior = expected_f1_tag_spans(log_probs, mask, 5, 15, lambda rows, starts, ends: np.array([text_of[s] for s in zip(starts, ends)]))
     for n in range(len(mask)):
         if not mask[n].any():
             continue
@@ -342,3 +342,24 @@ def test_a_multi_span_bio_answer_is_never_only_whitespace_tokens():
         (prediction,) = decode(outputs, examples, decoding, DecodeConfig(multi_span=True))
         spans = prediction.tag_spans if decoding == "joint" else prediction.spans
         assert [(s.text, s.start, s.end) for s in spans] == [("wrote", 6, 11)]
+
+
+def test_a_longer_candidate_list_adds_no_posterior_to_an_answer():
+    # one-word spans only: "Tom" B with 0.6, "Mary" with 0.3, 19 fillers with 0.02 down to 0.011, "Tom" again with 0.01,
+    # ranked 22nd: past the best 20 it is no candidate, so Tom's posterior stays 0.6 (it was 0.61 with 60 candidates)
+    words = ["Tom", "Mary", *(f"w{k}" for k in range(19)), "Tom"]
+    b_probabilities = [0.6, 0.3, *(0.02 - 0.0005 * k for k in range(19)), 0.01]
+    log_probs = np.log(np.array([[[p, 0.0, 1 - p] for p in b_probabilities]]) + 1e-12)
+    keys = lambda rows, starts, ends: np.array([hash(" ".join(words[s:e + 1])) for s, e in zip(starts, ends)])  # noqa: E731
+    mask = np.ones((1, len(words)), bool)
+    answers = {n: expected_f1_tag_spans(log_probs, mask, 30, n, keys) for n in (1, 20, 60)}
+    # 2 * .9 / (2 + 1.2045) > 2 * .6 / (1 + 1.2045): Tom and Mary, against 1.2045 expected spans
+    spans, posterior = answers[20]
+    assert [(s, e) for s, e, _ in spans_in_row(spans, 0)] == [(0, 0), (1, 1)]
+    assert posterior == pytest.approx([0.6, 0.3], abs=1e-9)
+    spans, posterior = answers[60]
+    assert [(s, e) for s, e, _ in spans_in_row(spans, 0)] == [(0, 0), (1, 1)]
+    assert posterior == pytest.approx([0.6, 0.3], abs=1e-9)
+    spans, posterior = answers[1]  # one candidate besides the most probable sequence's Tom: Tom alone, of the same posterior
+    assert [(s, e) for s, e, _ in spans_in_row(spans, 0)] == [(0, 0)]
+    assert posterior == pytest.approx([0.6], abs=1e-9)

@@ -42,6 +42,7 @@ from typing import Callable
 import numpy as np
 
 from ..tags import TAG_B, TAG_I, TAG_O
+from .shares import CONFIDENCE_SPANS
 from .spans import SpanCandidates, best_spans
 
 
@@ -150,44 +151,75 @@ def expected_f1_tag_spans(
     """Several answers of every row by the tag distribution (minimum Bayes risk): the candidates are the
     ``n_candidates`` best single spans by ``r`` and the most probable sequence's spans. Spans of one row that
     ``answer_keys`` gives one key are one answer (the same text: a name tagged at several of its mentions), of
-    their summed posterior (at most 1), standing as its likeliest span; without ``answer_keys`` each span is an
-    answer. Taken by posterior, best first, each not overlapping one taken before, the answer is the first ``k``
-    that maximise ``2 Σ_{i<=k} p_i / (k + max(1, E[answers]))``, the expected exact-match F1 of an answer whose
-    parts are right with their posteriors ``p_i`` against a gold answer of the expected number of answers
-    (``Σ_t P(tag_t = B)``, the expected number of spans, with the mentions of each candidate answer counted once,
-    at its posterior: the gold lists a text once; MultiSpanQA counts an empty gold answer as one span). A part of
-    posterior 0.5 or more is always taken, and so is every other span of a taken answer that is more likely than not, so a sure
-    tagger gives its most probable sequence's spans (every mention of a text it tagged); an unsure one still
-    answers with its likeliest spans. Returns the spans (``score`` is ``r``; rows with no tagged token have
-    none) and their posteriors (an answer's for the span standing for it, their own for its other mentions)."""
-    single = best_tag_spans(log_probs, mask, max_span_length, n_candidates)
-    return expected_f1_answer(log_probs, mask, single, likeliest_tag_spans(log_probs, mask, max_span_length), answer_keys)
+    their summed posterior (at most 1) over its mentions among the best :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS`
+    and the most probable sequence's (an answer first met past them: its first mention's alone, the later ones no
+    candidates), standing as its likeliest span, an answer when one of its mentions is a candidate; without
+    ``answer_keys`` each span is an answer. So however many candidates are asked for, an answer's posterior and the
+    expected number of answers stay what they are: a longer list adds answers, never probability to one.
+    Taken by posterior, best first, each not overlapping one taken before, the answer is the first ``k`` that maximise
+    ``2 Σ_{i<=k} p_i / (k + max(1, E[answers]))``, the expected exact-match F1 of an answer whose parts are right with
+    their posteriors ``p_i`` against a gold answer of the expected number of answers (``Σ_t P(tag_t = B)``, the expected
+    number of spans, with the mentions of each candidate answer counted once, at its posterior: the gold lists a text
+    once; MultiSpanQA counts an empty gold answer as one span). A part of posterior 0.5 or more is always taken, and so
+    is every other span of a taken answer that is more likely than not, so a sure tagger gives its most probable
+    sequence's spans (every mention of a text it tagged); an unsure one still answers with its likeliest spans. Returns
+    the spans (``score`` is ``r``; rows with no tagged token have none) and their posteriors (an answer's for the span
+    standing for it, their own for its other mentions)."""
+    single = best_tag_spans(log_probs, mask, max_span_length, max(n_candidates, CONFIDENCE_SPANS))
+    likeliest = likeliest_tag_spans(log_probs, mask, max_span_length)
+    return expected_f1_answer(log_probs, mask, single, likeliest, answer_keys, n_candidates)
 
 
 def expected_f1_answer(
-    log_probs: np.ndarray, mask: np.ndarray, single: SpanCandidates, likeliest: TagSpans, answer_keys: AnswerKeys | None = None
+    log_probs: np.ndarray, mask: np.ndarray, single: SpanCandidates, likeliest: TagSpans, answer_keys: AnswerKeys | None = None,
+    n_candidates: int | None = None,
 ) -> tuple[TagSpans, np.ndarray]:
-    """:func:`expected_f1_tag_spans` from its two searches, already made: ``single`` (:func:`best_tag_spans`) and
-    ``likeliest`` (:func:`likeliest_tag_spans`)."""
+    """:func:`expected_f1_tag_spans` from its two searches, already made: ``single`` (:func:`best_tag_spans`, best
+    first, at least :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS` where a row has them) and ``likeliest``
+    (:func:`likeliest_tag_spans`); the first ``n_candidates`` of ``single`` are candidates (all with None)."""
     mask = np.asarray(mask, dtype=bool)
-    found = single.start >= 0
-    candidates = np.unique(np.concatenate([
-        np.stack([np.nonzero(found)[0], single.start[found], single.end[found]], axis=1),
-        np.stack([likeliest.row, likeliest.start, likeliest.end], axis=1),
-    ]).astype(np.int64), axis=0)
-    lattice = _TagLattice(log_probs, mask)
-    rows, starts, ends = candidates.T
-    own = lattice.span_posteriors(rows, starts, ends)
+    rows, starts, ends, rank = _candidate_spans(single, likeliest)
     keys = np.arange(len(rows)) if answer_keys is None else np.asarray(answer_keys(rows, starts, ends), dtype=np.int64)
+    counted = _counted_mentions(rows, keys, rank)
+    rows, starts, ends, rank, keys = rows[counted], starts[counted], ends[counted], rank[counted], keys[counted]
+    lattice = _TagLattice(log_probs, mask)
+    own = lattice.span_posteriors(rows, starts, ends)
     answer, standing, answer_posterior = _answers_of_spans(rows, keys, own)
     expected = _expected_answers(lattice.expected_spans(), rows, own, rows[standing], answer_posterior)
-    picked = _expected_f1_choice(rows[standing], starts[standing], ends[standing], answer_posterior, expected)
+    limit = single.start.shape[1] if n_candidates is None else n_candidates
+    offered = np.isin(np.arange(len(standing)), answer[rank < limit])  # an answer with a mention among the candidates
+    picked = np.flatnonzero(offered)[_expected_f1_choice(
+        rows[standing[offered]], starts[standing[offered]], ends[standing[offered]], answer_posterior[offered], expected)]
     kept = _with_likely_mentions(standing[picked], np.isin(answer, picked) & (own >= 0.5), rows, starts, ends)
     posterior = own.copy()
     posterior[standing] = answer_posterior  # an answer's span stands for it; its other likely mentions keep their own
     kept = kept[np.lexsort((starts[kept], rows[kept]))]
     rows, starts, ends = rows[kept], starts[kept], ends[kept]
     return TagSpans(rows, starts, ends, lattice.ratios(rows, starts, ends)), posterior[kept]
+
+
+def _candidate_spans(single: SpanCandidates, likeliest: TagSpans) -> tuple[np.ndarray, ...]:
+    """(row, start, end, rank) of every distinct span of ``single`` and ``likeliest``, sorted by (row, start, end):
+    ``rank`` its best place in its row's ``single`` list, -1 for a span of the most probable sequence."""
+    found = single.start >= 0
+    places = np.broadcast_to(np.arange(single.start.shape[1]), single.start.shape)
+    spans = np.concatenate([
+        np.stack([likeliest.row, likeliest.start, likeliest.end, np.full(len(likeliest), -1)], axis=1),
+        np.stack([np.nonzero(found)[0], single.start[found], single.end[found], places[found]], axis=1),
+    ]).astype(np.int64)
+    _, first = np.unique(spans[:, :3], axis=0, return_index=True)  # first: the best place, rows listed best first
+    return tuple(spans[first].T)
+
+
+def _counted_mentions(rows: np.ndarray, keys: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Which candidate spans count: those of the most probable sequence and among the best
+    :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS`, and past them the first mention of an answer not met before
+    (a later one would add to an answer what a shorter list leaves out)."""
+    order = np.lexsort((rank, keys, rows))
+    earlier = np.r_[False, (rows[order][1:] == rows[order][:-1]) & (keys[order][1:] == keys[order][:-1])]
+    counted = np.empty(len(rows), dtype=bool)
+    counted[order] = (rank[order] < CONFIDENCE_SPANS) | ~earlier
+    return counted
 
 
 def _answers_of_spans(rows: np.ndarray, keys: np.ndarray, posterior: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

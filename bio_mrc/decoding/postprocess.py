@@ -42,6 +42,7 @@ from ..config_schema import check_fields
 from ..model_folder import MAX_SETTING
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
+from .shares import CONFIDENCE_SPANS
 from .spans import SpanCandidates, best_spans, null_scores
 from .bio_spans import AnswerKeys, TagSpans, best_tag_spans, expected_f1_answer, likeliest_tag_spans
 from .window_outputs import MergedTokens, WindowOutputs, log_softmax, merge_windows
@@ -297,7 +298,8 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     if config.multi_span:
         answer_keys = answer_text_keys(examples, merged.offsets)
         shown = shown_text(examples, merged.offsets)
-        rows, starts, ends, scores, probabilities = _tag_distribution_spans(log_probs, merged.mask, single, answer_keys, config, shown)
+        wider = single if config.n_best >= CONFIDENCE_SPANS else best_tag_spans(log_probs, merged.mask, config.max_answer_length, CONFIDENCE_SPANS)
+        rows, starts, ends, scores, probabilities = _tag_distribution_spans(log_probs, merged.mask, wider, answer_keys, config, shown)
         limit = None  # every span the expected-F1 rule chose
     else:
         valid = single.start >= 0
@@ -319,7 +321,8 @@ def _tag_distribution_spans(
 ) -> tuple[np.ndarray, ...]:
     """(row, start, end, r, posterior) of each row's multi-span answer (the expected-F1 answer of
     :func:`~bio_mrc.decoding.bio_spans.expected_f1_tag_spans` over ``answer_keys``' answers, from the ``single``
-    n-best already searched), its candidates the spans that ``shown`` says keep some text once trimmed (a span of
+    n-best already searched, at least :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS`, the first ``config.n_best``
+    the candidates), its candidates the spans that ``shown`` says keep some text once trimmed (a span of
     whitespace tokens alone would be dropped from the answer, leaving it empty); without ``require_answer``, a row
     whose most probable tag sequence is all O has none (it abstains)."""
     likeliest = likeliest_tag_spans(log_probs, mask, config.max_answer_length)
@@ -329,7 +332,7 @@ def _tag_distribution_spans(
     start[hidden], end[hidden], score[hidden] = -1, -1, -np.inf
     kept = shown(likeliest.row, likeliest.start, likeliest.end)
     candidates = TagSpans(likeliest.row[kept], likeliest.start[kept], likeliest.end[kept], likeliest.score[kept])
-    spans, posterior = expected_f1_answer(log_probs, mask, SpanCandidates(score, start, end), candidates, answer_keys)
+    spans, posterior = expected_f1_answer(log_probs, mask, SpanCandidates(score, start, end), candidates, answer_keys, config.n_best)
     columns = (spans.row, spans.start, spans.end, spans.score, posterior)
     if config.require_answer:
         return columns
