@@ -628,6 +628,66 @@ def test_a_helper_process_that_dies_fails_its_work_and_is_replaced():
         helper.stop()
 
 
+ORPHANED_SCRIPT = """import os, sys, threading, time
+from bio_mrc.serving.helper_process import HelperProcess
+helper, pids = HelperProcess(), []
+start = threading.Thread(target=lambda: pids.append(helper.submit(os.getpid).result(60)))
+if sys.argv[1] == "another thread":
+    start.start()
+    start.join()  # the starting thread ends; the helper goes on working for the server
+else:
+    start.run()
+print(pids[0], helper.submit(os.getpid).result(60) == pids[0], flush=True)
+time.sleep(600)
+"""
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie no process reaped counts: it holds no files and runs nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+    except OSError:  # no /proc: ask the OS whether the pid is still there
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+
+@pytest.mark.slow(reason=HELPER_PROCESS)
+@pytest.mark.parametrize("started_in", ["the main thread", "another thread"])
+def test_the_helper_process_ends_when_the_server_is_killed(tmp_path, started_in):
+    """A server killed outright (SIGKILL: an orchestrator's grace spent, the OOM killer) stops no helper; the helper
+    ends anyway, so the server's standard error, which it shares, reaches its end for whoever reads it."""
+    script = tmp_path / "server.py"
+    script.write_text(ORPHANED_SCRIPT)
+    server = subprocess.Popen([sys.executable, str(script), started_in], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    helper = None
+    try:
+        pid, same = server.stdout.readline().split()
+        helper = int(pid)
+        assert same == "True"
+        server.kill()
+        server.wait(60)
+        read_to_end = threading.Thread(target=server.stderr.read, daemon=True)
+        read_to_end.start()
+        read_to_end.join(30)  # a hang guard: the helper ends within a second or so
+        assert not read_to_end.is_alive(), "the server's standard error is still held open"
+        for _ in range(150):  # a hang guard as well
+            if _gone(helper):
+                break
+            time.sleep(0.1)
+        assert _gone(helper)
+    finally:
+        server.kill()
+        if helper is not None and not _gone(helper):
+            os.kill(helper, signal.SIGKILL)
+
+
 UNGUARDED_SCRIPT = """import os
 from bio_mrc.serving.helper_process import HelperProcess
 print("script ran", flush=True)
