@@ -501,28 +501,37 @@ async def _empty_app(scope, receive, send):
     await send({"type": "http.response.body", "body": b""})
 
 
-def test_ctrl_c_stops_the_server_with_an_interrupt_and_its_log_lines_go_to_stderr(capfd):
-    import os
-    import signal
-
-    from bio_mrc.serving.server import serve_until_stopped
-
+def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    answered = []
+        return sock.getsockname()[1]
 
-    def request_then_interrupt():
-        for _ in range(200):  # until the server answers, then Ctrl-C; never a signal to a process that is not serving
+
+def _signal_once_answering(port: int, signum: int, answered: list) -> None:
+    """In a thread: ask the server on ``port`` until it answers, then send this process ``signum``; never a signal to
+    a process that is not serving."""
+    import os
+
+    def request_then_signal():
+        for _ in range(200):
             try:
                 answered.append(httpx.get(f"http://127.0.0.1:{port}/ping", timeout=5).status_code)
             except httpx.TransportError:
                 time.sleep(0.05)
                 continue
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signum)
             return
 
-    threading.Thread(target=request_then_interrupt, daemon=True).start()
+    threading.Thread(target=request_then_signal, daemon=True).start()
+
+
+def test_ctrl_c_stops_the_server_with_an_interrupt_and_its_log_lines_go_to_stderr(capfd):
+    import signal
+
+    from bio_mrc.serving.server import serve_until_stopped
+
+    port, answered = _free_port(), []
+    _signal_once_answering(port, signal.SIGINT, answered)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own Ctrl-C handler, whatever ran before
     try:
         with pytest.raises(KeyboardInterrupt):  # bio-mrc serve: `interrupted`, status 130 (uvicorn.run returned as if stopped by itself)
@@ -538,30 +547,16 @@ def test_ctrl_c_stops_the_server_with_an_interrupt_and_its_log_lines_go_to_stder
 def test_sigterm_stops_the_server_its_queue_first_and_returns():
     """SIGTERM (an orchestrator's stop) is the server's ordinary end: ``stopping`` is called as the stop begins, the
     call returns (``bio-mrc serve``: status 0), and the handler before it is back."""
-    import os
     import signal
 
     from bio_mrc.serving.server import serve_until_stopped
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    answered, stopped = [], []
-
-    def request_then_terminate():
-        for _ in range(200):  # until the server answers; never a signal to a process that is not serving
-            try:
-                answered.append(httpx.get(f"http://127.0.0.1:{port}/ping", timeout=5).status_code)
-            except httpx.TransportError:
-                time.sleep(0.05)
-                continue
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
+    port, answered, stopped = _free_port(), [], []
 
     def terminated(signum, frame):  # the command's own handler: a stop it raises would fail the command (143)
         raise SystemExit(128 + signum)
 
-    threading.Thread(target=request_then_terminate, daemon=True).start()
+    _signal_once_answering(port, signal.SIGTERM, answered)
     previous = signal.signal(signal.SIGTERM, terminated)
     try:
         serve_until_stopped(_empty_app, "127.0.0.1", port, stopping=lambda: stopped.append(True), grace_s=1)
