@@ -256,9 +256,10 @@ def test_the_lock_refusal_names_the_output_folder_as_given(tmp_path, capsys, mon
     assert capsys.readouterr().err.strip().endswith(f"choose another --output-dir (in {given})")
 
 
-def test_a_train_that_fails_before_writing_leaves_no_folder_it_made(tmp_path, capsys):
+def test_a_train_that_fails_before_writing_leaves_no_folder_it_made(tiny_encoder_dir, tmp_path, capsys):
     from bio_mrc.cli import main
 
     out = tmp_path / "new" / "out"
-    assert main(["train", "--train", str(tmp_path / "missing.json"), "--output-dir", str(out), "--encoder", "e"]) == 2
+    assert main(["train", "--train", str(tmp_path / "missing.json"), "--output-dir", str(out),
+                 "--encoder", str(tiny_encoder_dir)]) == 2
     assert "file not found" in capsys.readouterr().err and not (tmp_path / "new").exists()
