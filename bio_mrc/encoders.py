@@ -146,12 +146,7 @@ def check_no_answer_position(tokenizer, name_or_path: str) -> None:
     from .errors import ModelFormatError
     from .model_folder import FRAME_PROBE
 
-    from tokenizers import Tokenizer
-
-    framing = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())  # a copy: calling the tokenizer changes its state
-    framing.no_truncation()
-    framing.no_padding()
-    ids = framing.encode(*FRAME_PROBE).ids
+    ids = list(tokenizer(*FRAME_PROBE)["input_ids"])  # as check_window_frame frames it
     # its tokenizer.json's special tokens too: one the other files leave unnamed is still no word
     special = {*tokenizer.all_special_ids, *(i for i, token in tokenizer.added_tokens_decoder.items() if token.special)}
     if not ids or ids[0] not in special:

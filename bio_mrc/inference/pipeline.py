@@ -37,6 +37,7 @@ compares across documents; ``score`` is its sigmoid, the probability of the span
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import unicodedata
@@ -256,6 +257,7 @@ def question_and_context(args: tuple, question, context, first: int = 0):
     )
 
 
+@functools.cache  # read for every input: the signature is the class's, fixed once imported
 def call_options() -> tuple[str, ...]:
     """The names a call takes as options (``_sanitize_parameters``'s, the refused window options and ``batch_size``)."""
     named = inspect.signature(BioMrcQuestionAnsweringPipeline._sanitize_parameters).parameters.values()
