@@ -160,11 +160,18 @@ def check_fields(instance: Any) -> None:
         raise ConfigError(f"{type(instance).__name__}: {problems[0]}")
 
 
+class UnaskedFloat(float):
+    """A float field's default that a caller giving the same number is told apart from (``isinstance``): it compares,
+    writes to JSON and checks as its value, and :func:`check_fields` keeps it as it is."""
+
+    __slots__ = ()
+
+
 def _plain_number(value: Any) -> Any:
     """A numpy (or other non-builtin) number as the Python int or float of its value; anything else as it is."""
-    if isinstance(value, bool) or type(value) in (int, float) or not isinstance(value, numbers.Real):
+    if isinstance(value, (bool, UnaskedFloat)) or type(value) in (int, float) or not isinstance(value, numbers.Real):
         return value
     return int(value) if whole_number(value) else float(value)
 
 
-__all__ = ["SEED_RANGE", "Validator", "check_fields", "dataclass_schema", "field_choices", "field_schema", "schema_errors", "whole_number"]
+__all__ = ["SEED_RANGE", "UnaskedFloat", "Validator", "check_fields", "dataclass_schema", "field_choices", "field_schema", "schema_errors", "whole_number"]

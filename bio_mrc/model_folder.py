@@ -37,6 +37,7 @@ from .errors import InputWarning, ModelFormatError, shown_value
 from .evaluation_record import EVAL_FILE
 from .io import remove_file, special_file_kind
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
+from .pickled_weights import pickled_shapes
 
 # Encoder sizes past these are refused before anything is built; the largest BERT-style encoders stay well
 # inside (some 48 layers of 4,096, vocabularies of some 250,000 tokens).
@@ -165,7 +166,8 @@ def check_records(folder: Path) -> None:
 def check_encoder_folder(folder: str | Path) -> None:
     """An encoder folder (``train --encoder``, a comparison's ``encoder``) holds what a model is built from: a
     ``config.json`` that parses, weights (``model.safetensors`` or its shards checked as a model's are; pickled
-    ``pytorch_model.bin`` is loaded as tensors only) and a tokenizer's vocabulary (:data:`VOCABULARY_FILES`)."""
+    ``pytorch_model.bin`` or its shards read as tensors only, :mod:`bio_mrc.pickled_weights`), each tensor the encoder
+    builds there with its shape, and a tokenizer's vocabulary (:data:`VOCABULARY_FILES`)."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise fail(folder, None, "is a file, not an encoder's folder (its config.json, weights and tokenizer files)")
@@ -177,11 +179,13 @@ def check_encoder_folder(folder: str | Path) -> None:
     check_sizes({"encoder": config}, folder, where="")  # as a model's encoder is checked: a size would end in a traceback
     model = check_bidirectional(config, folder)
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
-        shapes = weight_shapes(folder)
-        if model is not None:
-            _check_encoder_weights(folder, shapes, model)
-    elif not any((folder / name).is_file() for name in PICKLED_WEIGHTS):
+        file, shapes = SAFETENSORS_FILE, weight_shapes(folder)
+    elif any((folder / name).is_file() for name in PICKLED_WEIGHTS):
+        file, shapes = pickled_shapes(folder)
+    else:
         raise fail(folder, None, f"no weights ({SAFETENSORS_FILE} or {PICKLED_WEIGHTS[0]}): an unfinished or partial copy?")
+    if model is not None:
+        _check_encoder_weights(folder, shapes, model, file)
     if not any(path.is_file() for pattern in VOCABULARY_FILES for path in folder.glob(pattern)):
         raise fail(folder, None, "no tokenizer vocabulary (tokenizer.json, vocab.txt, vocab.json or a SentencePiece .model "
                                  f"file): {_without_vocabulary(folder)}")
@@ -216,22 +220,53 @@ def check_bidirectional(config: Mapping[str, Any], folder: Path) -> Any:
 
 def _encoder_built(config: dict[str, Any], folder: Path) -> Any:
     """The encoder its config builds (on the meta device: no memory), as a model's is checked: a value transformers
-    refuses (``use_cache: "x"``) would end in a traceback; one whose attention is causal (GPT-2, Llama: decoder-only
-    language models) is refused. None where a ``model_type`` transformers does not know, or code of its own
-    (``auto_map``), leaves it to loading to name (:func:`bio_mrc.encoders.as_data`)."""
+    refuses (``use_cache: "x"``) would end in a traceback; a decoder-only language model (:func:`decoder_only`: BLOOM,
+    Llama), refused before it is built, or one whose attention is causal is refused. None where a ``model_type``
+    transformers does not know, or code of its own (``auto_map``), leaves it to loading to name
+    (:func:`bio_mrc.encoders.as_data`)."""
     from transformers import CONFIG_MAPPING, AutoModel
 
     model_type = config.get("model_type")
     if model_type not in CONFIG_MAPPING or "auto_map" in config:
         return None
+    if decoder_only(model_type):
+        raise _decoder_only_model(folder, model_type, _base_model_name(model_type))
     model = built_on_meta(lambda: AutoModel.from_config(CONFIG_MAPPING[model_type].from_dict(config)), folder)
     if any(getattr(module, "is_causal", False) is True for module in model.modules()):
-        raise fail(folder, "config.json", f"model_type {model_type!r} builds {type(model).__name__}, a decoder-only model "
-                                          f"whose tokens read only the tokens before them; {BIDIRECTIONAL_ONLY}")
+        raise _decoder_only_model(folder, model_type, type(model).__name__)
     return model
 
 
-def _check_encoder_weights(folder: Path, found: Mapping[str, tuple], model: Any) -> None:
+def _decoder_only_model(folder: Path, model_type: str, built: str) -> ModelFormatError:
+    return fail(folder, "config.json", f"model_type {model_type!r} builds {built}, a decoder-only model whose tokens read "
+                                       f"only the tokens before them; {BIDIRECTIONAL_ONLY}")
+
+
+def _base_model_name(model_type: str) -> str:
+    """The class ``AutoModel`` builds for ``model_type`` (``BloomModel``), named without importing it."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    found = MODEL_MAPPING_NAMES.get(model_type, f"a {model_type} model")
+    return found if isinstance(found, str) else found[0]
+
+
+# Families transformers gives a causal language-model head and no masked one whose base model still reads both ways:
+# BertGeneration's encoder (a decoder only with is_decoder, checked above) and XLNet's permutations (its tokenizer is
+# refused, framing no [CLS] first).
+BIDIRECTIONAL_CAUSAL_LM_TYPES = frozenset({"bert-generation", "xlnet"})
+
+
+def decoder_only(model_type: str) -> bool:
+    """Whether transformers knows ``model_type`` as a decoder-only language model: one with a causal language-model
+    head and no masked one (BLOOM, MPT, XGLM, Mamba). Their configs need not say so (BLOOM's attention marks itself
+    causal nowhere); BERT-style families have both heads, and their ``is_decoder`` says which way they read."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    return (model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+            and model_type not in BIDIRECTIONAL_CAUSAL_LM_TYPES)
+
+
+def _check_encoder_weights(folder: Path, found: Mapping[str, tuple], model: Any, file: str = SAFETENSORS_FILE) -> None:
     """Every tensor the encoder's class builds from ``config.json`` (a pooler aside, which bio_mrc does not use) is
     saved with its shape, under its own name or its class's prefix (``bert.``: a checkpoint with a pretraining head):
     transformers would start a missing one at random, and end a wrong shape in a traceback."""
@@ -244,11 +279,10 @@ def _check_encoder_weights(folder: Path, found: Mapping[str, tuple], model: Any)
         elif saved is not None and tuple(saved) != tuple(tensor.shape):
             wrong.append(f"{name}: {list(saved)}, config.json: {list(tensor.shape)}")
     if missing:
-        raise fail(folder, SAFETENSORS_FILE, f"lacks {len(missing)} of the tensors {type(model).__name__} builds from "
-                                             f"config.json ({', '.join(missing[:3])}): weights of another model?")
+        raise fail(folder, file, f"lacks {len(missing)} of the tensors {type(model).__name__} builds from config.json "
+                                 f"({', '.join(missing[:3])}): weights of another model?")
     if wrong:
-        raise fail(folder, SAFETENSORS_FILE, f"{len(wrong)} tensors do not have the shapes config.json implies "
-                                             f"(e.g. {wrong[0]})")
+        raise fail(folder, file, f"{len(wrong)} tensors do not have the shapes config.json implies (e.g. {wrong[0]})")
 
 
 def _saved_names(name: str, prefix: str) -> list[str]:

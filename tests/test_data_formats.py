@@ -169,7 +169,7 @@ def test_mrqa_checks_every_char_span_of_a_detected_answer(tmp_path):
     """Each occurrence of an answer is listed: the alternative is the first, and a later malformed one is refused."""
     lines = mrqa_lines(squad_json())
     spans = lines[1]["qas"][0]["detected_answers"][0]["char_spans"]  # q1's "France" at [24, 29]
-    spans.append([0, 4])  # a second span inside the context ("Paris")
+    spans.append([32, 37])  # its second occurrence ("France. France borders")
     data = load_squad(write_jsonl(tmp_path / "two.jsonl", lines))
     assert data.examples[0].answers == (((24, 30),), ((13, 30),))
     for second, problem in (([40, 60], "char span [40, 60] is not inside the context (53 characters; ends are inclusive)"),
@@ -181,6 +181,30 @@ def test_mrqa_checks_every_char_span_of_a_detected_answer(tmp_path):
             load_squad(path)
         assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
         assert info.value.problem.startswith(problem)
+
+def test_every_char_span_of_every_detected_answer_holds_its_text(tmp_path):
+    """Only the first span's characters were compared with the text: a later span of other characters (a misaligned
+    record) loaded without a word. Each is compared, spacing and case aside; --fix-offsets passes over it."""
+    lines = mrqa_lines(squad_json())  # q1: "france" at [24, 29], "capital of france" at [13, 29]
+    first, second = lines[1]["qas"][0]["detected_answers"]
+    first["char_spans"].append([32, 37])  # "France" again: the text, its case aside
+    second |= {"text": "Capital  of-France", "char_spans": [[13, 29], [13, 29], [0, 4]]}  # "Paris": misplaced
+    path = write_jsonl(tmp_path / "moved.jsonl", lines)
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path)
+    assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
+    assert info.value.problem.startswith("char span #3 [0, 4] holds 'Paris', not the detected answer's text "
+                                         "'Capital  of-France'; --fix-offsets reads the answer where its text is and "
+                                         "passes over a misplaced occurrence; read as mrqa")
+    fixed = load_squad(path, fix_offsets=True)
+    assert fixed.examples[0].answers == (((24, 30),), ((13, 30),)) and fixed.fixed_offsets == ["q1"]
+    assert fixed.examples[0].answer_texts()[1] == ["capital of France"]
+    second["char_spans"][2] = [0, 52]  # the whole context
+    with pytest.raises(DataFormatError, match=r"^char span #3 \[0, 52\] holds 'Paris is the\.\.\.orders Spain\.', not "):
+        load_squad(write_jsonl(tmp_path / "long.jsonl", lines))
+    lines[1]["qas"][0]["detected_answers"] = [first]
+    assert load_squad(write_jsonl(tmp_path / "kept.jsonl", lines)).fixed_offsets == []
+
 
 def test_an_mrqa_text_that_is_not_at_its_char_span_is_refused_as_a_squad_answer_start_is(tmp_path):
     """A detected answer's text must be the context's characters at its first span once both are normalised (the task

@@ -67,15 +67,20 @@ def test_training_applies_the_configured_dropout_also_when_it_continues_a_model(
     assert (encoder.attention_probs_dropout_prob, encoder.hidden_dropout_prob) == (0.2, 0.0)  # None keeps what it had
 
 
-def test_an_encoder_with_no_attention_dropout_trains_with_its_own_and_refuses_a_rate_asked(tiny_encoder_dir, tmp_path, capsys):
-    """FNet mixes tokens with a Fourier transform: no attention, so no attention dropout rate. train --encoder ended in a
-    ValueError traceback even with no dropout option given; a rate given is refused before the data is read."""
-    encoder = tmp_path / "fnet"
+def saved_fnet(tiny_encoder_dir, encoder):
+    """A tiny random FNet encoder with the tests' tokenizer."""
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_encoder_dir))
     torch.manual_seed(0)
     FNetModel(FNetConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, intermediate_size=64,
                          max_position_embeddings=64)).save_pretrained(str(encoder))
     tokenizer.save_pretrained(str(encoder))
+    return encoder
+
+
+def test_an_encoder_with_no_attention_dropout_trains_with_its_own_and_refuses_a_rate_asked(tiny_encoder_dir, tmp_path, capsys):
+    """FNet mixes tokens with a Fourier transform: no attention, so no attention dropout rate. train --encoder ended in a
+    ValueError traceback even with no dropout option given; a rate given is refused before the data is read."""
+    encoder = saved_fnet(tiny_encoder_dir, tmp_path / "fnet")
     common = ["train", "--train", str(SAMPLE_V1), "--encoder", str(encoder), "--heads", "span", "--epochs", "1",
               "--batch-size", "8", "--limit", "8", *WINDOW_ARGS]
     assert main([*common, "--output-dir", str(tmp_path / "model")]) == 0
@@ -89,3 +94,61 @@ def test_an_encoder_with_no_attention_dropout_trains_with_its_own_and_refuses_a_
         "attention_probs_dropout_prob, attention_dropout); leave attention_dropout unset (its default) or none, which "
         "keeps the encoder's own"]
     assert not (tmp_path / "asked").exists()
+
+
+UNSET = ("error: the encoder (model_type 'fnet') has no attention dropout setting bio_mrc can set (none of "
+         "attention_probs_dropout_prob, attention_dropout); leave attention_dropout unset (its default) or none, which "
+         "keeps the encoder's own")
+
+
+def test_an_explicit_zero_is_asked_for_as_any_rate_and_the_default_is_not(tiny_encoder_dir, tmp_path, capsys):
+    """--attention-dropout 0 could not be told from the default and passed on FNet, where --attention-dropout 0.1 is
+    refused: bio_mrc cannot tell an encoder without the rate from one keeping it under a name it does not know."""
+    from bio_mrc.training.trainer import encoder_dropout
+
+    encoder = saved_fnet(tiny_encoder_dir, tmp_path / "fnet")
+    common = ["train", "--train", str(SAMPLE_V1), "--encoder", str(encoder), "--heads", "span", "--epochs", "1",
+              "--batch-size", "8", "--limit", "8", *WINDOW_ARGS]
+    capsys.readouterr()
+    assert main([*common, "--output-dir", str(tmp_path / "zero"), "--attention-dropout", "0"]) != 0
+    assert capsys.readouterr().err.strip().splitlines() == [UNSET]
+    assert not (tmp_path / "zero").exists()
+
+    fnet, bert = FNetConfig(), BertConfig()
+    with pytest.raises(ConfigError, match=r"^the encoder \(model_type 'fnet'\) has no attention dropout setting"):
+        encoder_dropout(TrainConfig(attention_dropout=0.0), fnet)
+    assert encoder_dropout(TrainConfig(), fnet) == {"attention": None, "hidden": 0.0}
+    assert encoder_dropout(TrainConfig(attention_dropout=None), fnet) == {"attention": None, "hidden": 0.0}
+    assert encoder_dropout(TrainConfig(attention_dropout=0.0), bert) == encoder_dropout(TrainConfig(), bert) == {
+        "attention": 0.0, "hidden": 0.0}
+
+
+def test_the_default_rate_is_written_and_keyed_as_zero_and_read_back_unasked(tiny_encoder_dir):
+    """Records and model keys of the default stay those of a 0 (the model trained is the same); a record's 0 reads back
+    as the default, so a run on FNet recorded by an earlier version trains again."""
+    from bio_mrc.config_schema import UnaskedFloat
+    from bio_mrc.training.trainer import encoder_dropout
+
+    default, given = TrainConfig(), TrainConfig(attention_dropout=0.0, hidden_dropout=0.0)
+    assert default.to_dict() == given.to_dict() and default.to_dict()["attention_dropout"] == 0.0
+    assert not isinstance(given.attention_dropout, UnaskedFloat)
+    record = TrainConfig.from_record(given.to_dict())
+    assert isinstance(record.attention_dropout, UnaskedFloat) and isinstance(record.hidden_dropout, UnaskedFloat)
+    assert encoder_dropout(record, FNetConfig())["attention"] is None
+    assert TrainConfig.from_record({**given.to_dict(), "attention_dropout": None}).attention_dropout is None
+    assert TrainConfig.from_record({**given.to_dict(), "attention_dropout": 0.2}).attention_dropout == 0.2
+
+
+def test_a_comparison_run_giving_a_zero_rate_to_an_encoder_without_one_is_refused(tiny_encoder_dir, tmp_path):
+    from bio_mrc.harness.config import parse_config
+    from bio_mrc.harness.models import check_model_sources
+
+    encoder = str(saved_fnet(tiny_encoder_dir, tmp_path / "fnet"))
+    raw = {"name": "c", "train": {"path": "t.json"}, "eval": {"path": "e.json"},
+           "defaults": {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12},
+           "runs": [{"name": "own", "encoder": encoder, "heads": "span"},
+                    {"name": "zero", "encoder": encoder, "heads": "span", "attention_dropout": 0}]}
+    config = parse_config(raw)
+    check_model_sources(config.runs[:1], config.runs, tmp_path / "models")
+    with pytest.raises(ConfigError, match=r"^runs\[1\]\.encoder: the encoder \(model_type 'fnet'\) has no attention dropout"):
+        check_model_sources(config.runs, config.runs, tmp_path / "models")

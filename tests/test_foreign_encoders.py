@@ -159,3 +159,67 @@ def test_train_refuses_a_broken_encoder_before_reading_the_data(tiny_encoder_dir
     code = main(["train", "--train", str(missing), "--output-dir", str(tmp_path / "out"), "--encoder", str(encoder), *WINDOW_ARGS])
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: config.json: is_decoder is true")
+
+
+def saved_decoder(config_class: str, folder: Path, tiny_encoder_dir: Path, **options) -> Path:
+    """A tiny random model of ``config_class`` saved with the tests' tokenizer."""
+    import transformers
+    from transformers import AutoModel
+
+    AutoModel.from_config(getattr(transformers, config_class)(vocab_size=224, **options)).save_pretrained(str(folder))
+    shutil.copy(tiny_encoder_dir / "tokenizer.json", folder / "tokenizer.json")
+    return folder
+
+
+def test_a_decoder_only_model_whose_config_does_not_say_causal_is_refused(tiny_encoder_dir, tmp_path):
+    """BLOOM's attention marks itself causal nowhere and its config has no is_decoder: it was taken for an encoder and
+    trained with each token reading only those before it. MPT and XGLM alike."""
+    small = {"hidden_size": 32, "n_layer": 1, "n_head": 2}
+    folders = {"bloom": saved_decoder("BloomConfig", tmp_path / "bloom", tiny_encoder_dir, **small),
+               "mpt": saved_decoder("MptConfig", tmp_path / "mpt", tiny_encoder_dir, d_model=32, n_layers=1, n_heads=2),
+               "xglm": saved_decoder("XGLMConfig", tmp_path / "xglm", tiny_encoder_dir, d_model=32, num_layers=1,
+                                     attention_heads=2, ffn_dim=64)}
+    built = {"bloom": "BloomModel", "mpt": "MptModel", "xglm": "XGLMModel"}
+    for name, folder in folders.items():
+        assert refused_encoder(folder) == (f"config.json: model_type {name!r} builds {built[name]}, a decoder-only model "
+                                           "whose tokens read only the tokens before them; bio_mrc reads the tokens of a "
+                                           "bidirectional encoder (BERT, RoBERTa, DeBERTa, ...)")
+
+
+def test_the_decoder_only_rule_keeps_every_encoder_family_and_names_the_decoders():
+    from bio_mrc.model_folder import decoder_only
+
+    encoders = ["bert", "roberta", "distilbert", "albert", "electra", "deberta", "deberta-v2", "mpnet", "xlm-roberta",
+                "fnet", "modernbert", "longformer", "big_bird", "mobilebert", "convbert", "roformer", "squeezebert",
+                "data2vec-text", "ernie", "rembert", "megatron-bert", "camembert", "xlm", "flaubert", "funnel",
+                "bert-generation", "xlnet", "canine", "nystromformer"]
+    decoders = ["bloom", "falcon", "gpt_neox", "opt", "llama", "mistral", "qwen2", "gemma", "gpt2", "mpt", "xglm", "mamba"]
+    assert [name for name in encoders if decoder_only(name)] == []
+    assert [name for name in decoders if not decoder_only(name)] == []
+
+
+def test_an_encoders_pickled_weights_of_another_model_or_other_sizes_are_refused(tiny_encoder_dir, tmp_path):
+    """pytorch_model.bin without model.safetensors had no weight check: GPT-2's weights trained a model on a random
+    BERT without a word, and weights of other sizes ended in transformers' RuntimeError."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import GPT2Config, GPT2Model
+
+    def pickled(folder: Path, state: dict) -> Path:
+        (folder / "model.safetensors").unlink()
+        torch.save(state, folder / "pytorch_model.bin")
+        return folder
+
+    own = load_file(str(tiny_encoder_dir / "model.safetensors"))
+    kept = pickled(shutil.copytree(tiny_encoder_dir, tmp_path / "kept"), own)
+    assert resolve_encoder(str(kept)) == str(kept)
+    gpt2 = GPT2Model(GPT2Config(vocab_size=224, n_embd=32, n_layer=1, n_head=2, n_positions=64)).state_dict()
+    other = pickled(shutil.copytree(tiny_encoder_dir, tmp_path / "other"), gpt2)
+    assert refused_encoder(other).startswith("pytorch_model.bin: lacks 37 of the tensors BertModel builds from config.json "
+                                             "(embeddings.word_embeddings.weight, ")
+    resized = pickled(copy_with(tiny_encoder_dir, tmp_path / "resized", intermediate_size=48), own)
+    assert refused_encoder(resized) == ("pytorch_model.bin: 6 tensors do not have the shapes config.json implies (e.g. "
+                                        "encoder.layer.0.intermediate.dense.weight: [64, 32], config.json: [48, 32])")
+    (resized / "pytorch_model.bin").write_bytes(b"not a checkpoint")
+    assert refused_encoder(resized).startswith("pytorch_model.bin: cannot be read as tensors alone (a corrupt file, or one "
+                                               "pickling more than weights?): ")

@@ -73,11 +73,15 @@ def _row(qa: Any, context: str, title: str, source: str) -> dict[str, Any]:
     detected = [] if detected is None else detected
     if not isinstance(detected, list):
         raise DataFormatError("'detected_answers' must be a list", qid, source)
+    misplaced = []
     for answer in detected:
         start, end = _first_span(answer, len(context), qid, source)
         starts.append(start)
         texts.append(_answer_text(answer, context[start : end + 1], qid, source))
+        misplaced += _misplaced_spans(answer, context)
     row["answers"] = {"text": texts, "answer_start": starts}
+    if misplaced:  # refused, or passed over under --fix-offsets, where the question's other checks are made
+        row[MISPLACED_SPANS] = misplaced
     return row if "is_impossible" not in qa else {**row, "is_impossible": impossible}
 
 
@@ -90,6 +94,28 @@ def _answer_text(answer: dict[str, Any], there: str, qid: Any, source: str) -> s
     if not isinstance(text, str):
         raise DataFormatError(f"a detected answer needs a 'text' string, got {reprlib.repr(text)}", qid, source)
     return there if _normalised(text) == _normalised(there) else text
+
+
+def _misplaced_spans(answer: dict[str, Any], context: str) -> list[str]:
+    """Each later span of a detected answer (``char_spans`` after the first, which :func:`_answer_text` reads) whose
+    characters are not its ``text`` once both are normalised, described in a line: a misaligned occurrence. Each span
+    is read once and compared with the text normalised once, and a span far longer than the text is no spacing of it
+    (it is not normalised), so the check costs about the characters of the text and its spans."""
+    text, spans = answer["text"], answer["char_spans"]
+    wanted, seen, found = _normalised(text), set(), []
+    for number, (start, end) in enumerate(spans[1:], 2):
+        if (start, end) in seen:
+            continue
+        seen.add((start, end))
+        there = context[start : end + 1] if end - start < 4 * len(text) + 64 else None
+        if there is None or there != text and _normalised(there) != wanted:
+            shown = reprlib.repr(there if there is not None else context[start : start + 40])
+            found.append(f"char span #{number} [{start}, {end}] holds {shown}, not the detected answer's text {reprlib.repr(text)}")
+    return found
+
+
+# The row key of a question's misplaced spans (:func:`_misplaced_spans`): no name a file's column could take.
+MISPLACED_SPANS = ("mrqa", "misplaced char spans")
 
 
 def _normalised(text: str) -> str:

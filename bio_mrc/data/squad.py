@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
+from .mrqa import MISPLACED_SPANS
 from .text import carries_text, check_context_length, check_text
 
 
@@ -310,7 +311,22 @@ def _parse_question(
         raise DataFormatError("question has no answers and is not marked is_impossible", qid, source)
     places = _AnswerPlaces() if places is None else places
     alternatives = tuple((_answer_span(answer, context, qid, source, fixed, places),) for answer in answers)
+    _misplaced_occurrences(qa.get(MISPLACED_SPANS), qid, source, fixed)
     return Example(qid, question, context, alternatives, title)
+
+
+def _misplaced_occurrences(misplaced: list[str] | None, qid: str, source: str, fixed: list[str] | None) -> None:
+    """An MRQA answer's later occurrences (its other char spans) that miss its text: refused, naming the first; with
+    ``fixed`` (``fix_offsets``) passed over, the question noted as relocated: the answer is read at its first span,
+    or at its text's nearest occurrence as any answer_start is."""
+    if not misplaced:
+        return
+    if fixed is None:
+        more = f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else ""
+        raise DataFormatError(f"{misplaced[0]}{more}; --fix-offsets reads the answer where its text is and passes over "
+                              "a misplaced occurrence", qid, source)
+    if qid not in fixed:
+        fixed.append(qid)
 
 
 def _answers_of(qa: dict[str, Any], qid: str, source: str) -> tuple[list[Any] | None, Any]:

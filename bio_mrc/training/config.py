@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import model_defaults, registry
-from ..config_schema import SEED_RANGE, check_fields
+from ..config_schema import SEED_RANGE, UnaskedFloat, check_fields
 from ..data.json_reader import loads
 from ..errors import ConfigError
 from ..io import home_expanded, special_file_kind
@@ -51,6 +51,14 @@ def json_object_argument(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"{source} holds a JSON {type(value).__name__}, not an object")
     return value
+
+
+# An encoder dropout rate left at the package's default, 0: set where the encoder has such a rate and left out where it
+# has none (FNet has no attention), where a rate given, 0 too, is refused. Records, keys and cards write it as the 0 the
+# model trains at, and a record's 0 reads back as it (TrainConfig.from_record): a rate was given only where the encoder
+# took it, and there both train the same model.
+UNASKED_DROPOUT = UnaskedFloat(0.0)
+DROPOUT_FIELDS = ("attention_dropout", "hidden_dropout")
 
 
 # Bounds on sizes no run needs more of; beyond them a typo (1e308) is refused instead of overflowing later.
@@ -100,10 +108,10 @@ class TrainConfig:
     # Attention dropout sends PyTorch's CPU attention from its fused kernel to the math path, which draws a
     # random mask for every attention weight. Without encoder dropout training runs faster and, in a 3-seed
     # ablation, F1 rose in every decoding (benchmarks/ablations/dropout.json); the heads keep their dropout.
-    attention_dropout: float | None = field(default=0.0, metadata={
+    attention_dropout: float | None = field(default=UNASKED_DROPOUT, metadata={
         "help": "the encoder's attention dropout while training (none: the encoder's own, 0.1 for BERT-like models)",
         "minimum": 0, "exclusive_maximum": 1})
-    hidden_dropout: float | None = field(default=0.0, metadata={
+    hidden_dropout: float | None = field(default=UNASKED_DROPOUT, metadata={
         "help": "the encoder's hidden-state dropout while training (none: the encoder's own, 0.1 for BERT-like models)",
         "minimum": 0, "exclusive_maximum": 1})
     max_seq_length: int = field(default=FeatureConfig.max_seq_length, metadata={
@@ -223,7 +231,8 @@ class TrainConfig:
     def from_record(cls, train: dict[str, Any]) -> "TrainConfig":
         """The options a saved run record's ``train`` holds (``bio_mrc_run.json``): an option it leaves out has the
         value every model had before the option existed, not today's default."""
-        return cls.from_dict({**model_defaults.TRAIN_OPTIONS_WHEN_ABSENT, **train})
+        rates = {name: UNASKED_DROPOUT for name in DROPOUT_FIELDS if _is_zero(train.get(name, 0))}
+        return cls.from_dict({**model_defaults.TRAIN_OPTIONS_WHEN_ABSENT, **train, **rates})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
@@ -235,6 +244,10 @@ class TrainConfig:
             if data.get(name) is not None:
                 data = {**data, name: tuple(data[name])}
         return cls(**data)
+
+
+def _is_zero(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
 
 
 def _one_spelling(name: Any) -> Any:
@@ -258,4 +271,4 @@ def _shapes(encoder: Any, batch: int, seq: int) -> Any:
         return None
 
 
-__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "DEFAULT_CHECKPOINT_STEPS", "TrainConfig", "json_object_argument"]
+__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "DEFAULT_CHECKPOINT_STEPS", "UNASKED_DROPOUT", "TrainConfig", "json_object_argument"]

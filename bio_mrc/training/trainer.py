@@ -13,6 +13,7 @@ from transformers import AutoConfig, PrinterCallback, ProgressCallback, Trainer,
 from transformers.integrations import TensorBoardCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
 
+from ..config_schema import UnaskedFloat
 from ..encoders import as_data, load_tokenizer, resolve_encoder
 from ..errors import ConfigError, InputWarning
 from ..features.collate import WindowBatches, WindowCollator
@@ -33,8 +34,6 @@ from .config import TrainConfig
 from .training_args import check_network_args
 from .saving import LOG_DIR
 
-# The package's encoder dropout rates, set only where an encoder has such a rate (encoder_dropout).
-DEFAULT_ENCODER_DROPOUT = {"attention": TrainConfig.attention_dropout, "hidden": TrainConfig.hidden_dropout}
 
 # Scores of the model in training on held-out questions, by name (e.g. {"span_f1": 71.2}): called with the model and tokenizer.
 Evaluator = Callable[[BioMrcForQuestionAnswering, Any], dict[str, float]]
@@ -170,14 +169,17 @@ def source_encoder_config(config: TrainConfig, source: str) -> Any:
 
 
 def encoder_dropout(config: TrainConfig, encoder_config: Any) -> dict[str, float | None]:
-    """The encoder dropout rates ``config`` sets on ``encoder_config``. A rate left at the package's default (0) is set
-    where the encoder has such a rate and left out where it has none (FNet has no attention, Ultrabert no hidden
-    dropout rate): the encoder keeps its own. Any other rate is asked for, and refused where there is no such rate."""
+    """The encoder dropout rates ``config`` sets on ``encoder_config``. A rate left at the package's default (0,
+    :data:`~bio_mrc.training.config.UNASKED_DROPOUT`) is set where the encoder has such a rate and left out where it
+    has none (FNet has no attention, Ultrabert no hidden dropout rate): the encoder keeps its own. A rate given, 0 too,
+    is asked for, and refused where there is no such rate: bio_mrc cannot tell an encoder without that dropout from one
+    keeping it under a name of its own, which a 0 would leave on."""
     rates = {"attention": config.attention_dropout, "hidden": config.hidden_dropout}
     for kind, rate in rates.items():
         if rate is None or encoder_dropout_names(encoder_config, kind):
+            rates[kind] = None if rate is None else float(rate)
             continue
-        if rate != DEFAULT_ENCODER_DROPOUT[kind]:
+        if not isinstance(rate, UnaskedFloat):
             raise ConfigError(encoder_dropout_unset(encoder_config, kind))
         rates[kind] = None
     return rates
