@@ -46,6 +46,21 @@ def local_folder(name_or_path: str | Path, what: str = "model folder") -> Path:
     return hub_snapshot(str(name_or_path), what)
 
 
+def cached_folder(name_or_path: str | Path) -> Path | None:
+    """The folder :func:`local_folder` would give, where it is at hand without a download: the folder itself, or a hub
+    id's snapshot already in the Hugging Face cache; else None (nothing is fetched, nothing raised)."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    path = Path(os.path.expanduser(name_or_path))
+    if path.exists() or broken_link(path) or not is_hub_id(str(name_or_path)):
+        return path if path.exists() else None
+    try:
+        return Path(snapshot_download(str(name_or_path), local_files_only=True))
+    except (LocalEntryNotFoundError, OSError, ValueError):
+        return None
+
+
 @contextlib.contextmanager
 def named_as_given(name: str | Path | None, folder: str | Path) -> Iterator[None]:
     """A :class:`ModelFormatError` about ``folder``, the cached snapshot of hub id ``name``, names the id as the user
@@ -94,4 +109,4 @@ def hub_snapshot(repo_id: str, what: str = "model folder") -> Path:
             "without a network, set HF_HUB_OFFLINE=1 to use the cache only, or pass a local folder", repo_id) from None
 
 
-__all__ = ["hub_snapshot", "is_hub_id", "local_folder", "named_as_given"]
+__all__ = ["cached_folder", "hub_snapshot", "is_hub_id", "local_folder", "named_as_given"]

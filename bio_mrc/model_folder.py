@@ -19,7 +19,8 @@ What is checked, in this order, before any tensor is allocated:
   files parse as JSON objects, and their special tokens are texts of its vocabulary (``cls_token`` and ``sep_token``
   those its post-processor puts in every window, which loading rebuilds the windows from);
 * an ONNX export's ``model.onnx``: parses, its external data lies inside the folder, its inputs are
-  ``(batch, sequence)`` and its outputs those of the config's heads.
+  ``(batch, sequence)`` and its outputs those of the config's heads, and no float initializer holds NaN (nor infinity
+  beside other values).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import numbers
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
 
 from . import __version__, registry
 from .config_schema import whole_number
@@ -803,7 +806,8 @@ def _special_tokens(settings: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def check_onnx(folder: Path, config: Mapping[str, Any]) -> None:
-    """``model.onnx`` parses, keeps its external data inside the folder, and has the inputs and outputs its heads need."""
+    """``model.onnx`` parses, keeps its external data inside the folder, has the inputs and outputs its heads need, and
+    finite weights."""
     onnx = _import_onnx(folder)
     path = folder / ONNX_FILE
     if not path.is_file():
@@ -820,6 +824,38 @@ def check_onnx(folder: Path, config: Mapping[str, Any]) -> None:
         if location is not None and not (root / location).is_file():
             raise fail(folder, ONNX_FILE, f"its external data {location!r} is missing")
     _check_onnx_signature(folder, graph, config)
+    for tensor in graph.initializer:
+        if problem := _initializer_problem(onnx, tensor, root):
+            raise fail(folder, ONNX_FILE, f"its initializer {tensor.name!r} {problem}")
+
+
+def _initializer_problem(onnx: Any, tensor: Any, root: Path) -> str | None:
+    """Why a float initializer cannot be run (it holds NaN, or infinity among other values), else None. NaN weights
+    answer every question with scores no decoding reads; a lone infinity is an attention mask's fill value."""
+    if tensor.data_type not in _onnx_float_types(onnx):
+        return None
+    held = tensor
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:  # read into a copy: one tensor's data held at a time
+        held = onnx.TensorProto()
+        held.CopyFrom(tensor)
+    try:
+        values = onnx.numpy_helper.to_array(held, base_dir=str(root))
+    except (OSError, ValueError) as err:
+        return f"cannot be read ({str(err)[:200]})"
+    values = values if values.dtype.kind == "f" else values.astype(np.float32)  # bfloat16, float8: ml_dtypes' types
+    if np.isfinite(values).all():
+        return None
+    nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
+    if nan or (inf and values.size > 1):
+        shape = "x".join(map(str, values.shape)) or "scalar"
+        return (f"({shape}) holds {nan:,} NaN and {inf:,} infinite values of {values.size:,}: the model's weights "
+                "were not finite when it was exported (a diverged training run or a corrupt file)")
+    return None
+
+
+def _onnx_float_types(onnx: Any) -> set[int]:
+    names = ("FLOAT", "FLOAT16", "DOUBLE", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ")
+    return {getattr(onnx.TensorProto, name) for name in names if hasattr(onnx.TensorProto, name)}
 
 
 def _inside(root: Path, path: Path) -> bool:

@@ -179,6 +179,21 @@ def test_truncated_predictions_file_is_named(tmp_path, capsys):
     assert "truncated" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("raw", [b"", b" \n", b"\xef\xbb\xbf"])
+@pytest.mark.parametrize("option", ["--predictions", "--na-probs", "--data"])
+def test_an_empty_predictions_probabilities_or_data_file_is_named_empty_not_truncated(tmp_path, capsys, raw, option):
+    """An empty file (or one of blanks, or a byte-order mark alone) was called a JSON that ends early, a truncated file."""
+    files = {"--data": squad_file(tmp_path), "--predictions": tmp_path / "preds.json", "--na-probs": tmp_path / "na.json"}
+    files["--predictions"].write_text('{"q1": "France"}', encoding="utf-8")
+    files["--na-probs"].write_text('{"q1": 0.5}', encoding="utf-8")
+    files[option].write_bytes(raw)
+    assert main(["evaluate", *(part for name, path in files.items() for part in (name, str(path)))]) == 2
+    problem = "the file is empty: it holds no JSON value"
+    if option == "--data":
+        problem += '; read as squad: official SQuAD JSON: {"data": [{title, paragraphs: [{context, qas: [{id, question, answers}]}]}]}'
+    assert capsys.readouterr().err.splitlines() == [f"error: {problem} (in {files[option]})"]
+
+
 def test_predicts_answers_stream_given_as_the_predictions_file_is_named_with_the_file_to_give(tmp_path, capsys):
     """``PREDS.answers.jsonl`` read as a JSON object: "not valid JSON: Extra data", or with one line "no question id of
     it is in the data: a predictions file of another data set?"."""

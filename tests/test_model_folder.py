@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from bio_mrc.cli import main
 from bio_mrc.errors import ConfigError, DataFormatError, ModelFormatError
 from bio_mrc.inference import AnswerExtractor, TrainedModel
+from bio_mrc.model_folder import check_model_folder
 from .conftest import ascii_locale_run, untrained_model_folder
 
 WINDOWS = {"max_seq_length": 64, "doc_stride": 16, "max_query_length": 16}
@@ -540,8 +542,9 @@ def test_the_cli_names_a_broken_model_in_one_line_with_exit_2(saved_model, tmp_p
 # --- ONNX --------------------------------------------------------------------------------------------
 
 def onnx_folder(tmp_path: Path, saved_model: Path, graph_outputs=(("start_logits", 2), ("end_logits", 2), ("bio_logits", 3)),
-                location: str | None = None) -> Path:
-    """A folder with the model's config and tokenizer and a small hand-made graph of the given outputs."""
+                location: str | None = None, values=(0.0,)) -> Path:
+    """A folder with the model's config and tokenizer and a small hand-made graph of the given outputs (its one
+    initializer ``w`` holds ``values``)."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -551,7 +554,7 @@ def onnx_folder(tmp_path: Path, saved_model: Path, graph_outputs=(("start_logits
     ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])
     outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", "sequence", *([3] if rank == 3 else [])])
                for name, rank in graph_outputs]
-    weight = numpy_helper.from_array(np.zeros(1, dtype=np.float32), "w")
+    weight = numpy_helper.from_array(np.array(values, dtype=np.float32), "w")
     if location is not None:
         weight.data_location = TensorProto.EXTERNAL
         weight.external_data.add(key="location", value=location)
@@ -562,8 +565,6 @@ def onnx_folder(tmp_path: Path, saved_model: Path, graph_outputs=(("start_logits
 
 
 def test_onnx_models_are_checked_before_a_session_opens(saved_model, tmp_path):
-    from bio_mrc.model_folder import check_model_folder
-
     check_model_folder(onnx_folder(tmp_path, saved_model), onnx=True)  # a graph of the right signature passes
     folder = onnx_folder(tmp_path, saved_model, location="../outside.bin")
     with pytest.raises(ModelFormatError, match=r"model.onnx: its external data '../outside.bin' lies outside the folder"):
@@ -577,6 +578,32 @@ def test_onnx_models_are_checked_before_a_session_opens(saved_model, tmp_path):
     _truncate(folder / "model.onnx", 40)
     with pytest.raises(ModelFormatError, match="model.onnx: not an ONNX model"):
         check_model_folder(folder, onnx=True)
+
+
+@pytest.mark.parametrize("values, held", [((0.5, float("nan"), 1.0), "holds 1 NaN and 0 infinite values of 3"),
+                                          ((float("inf"), -float("inf")), "holds 0 NaN and 2 infinite values of 2")])
+@pytest.mark.parametrize("external", [False, True])
+def test_an_onnx_initializer_holding_nan_or_infinity_is_refused_at_load(saved_model, tmp_path, capsys, values, held, external):
+    """Non-finite weights in an export were found only once its scores came out; its initializers (their external
+    data too) are read at load, and one that is not finite is one line naming it."""
+    import numpy as np
+    import onnx
+
+    folder = onnx_folder(tmp_path, saved_model, values=values)
+    if external:  # the export's weights in model.onnx.data beside it, as a large model's are
+        onnx.save(onnx.load(str(folder / "model.onnx")), str(folder / "model.onnx"), save_as_external_data=True,
+                  all_tensors_to_one_file=True, location="model.onnx.data", size_threshold=0)
+        assert (folder / "model.onnx.data").read_bytes() == np.array(values, dtype=np.float32).tobytes()
+    problem = f"model.onnx: its initializer 'w' ({len(values)}) {held}"
+    with pytest.raises(ModelFormatError, match=re.escape(problem)):
+        check_model_folder(folder, onnx=True)
+    assert main(["extract", "--model", str(folder), "--question", "Who?", "--context", "Ada wrote it."]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: {problem}: the model's weights were not finite when it was "
+                                                    f"exported (a diverged training run or a corrupt file) (in {folder})"]
+
+
+def test_an_onnx_attention_masks_lone_infinity_passes_the_check(saved_model, tmp_path):
+    check_model_folder(onnx_folder(tmp_path, saved_model, values=(-float("inf"),)), onnx=True)
 
 
 # --- texts that tokenize to nothing ------------------------------------------------------------------

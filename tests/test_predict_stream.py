@@ -170,7 +170,7 @@ def test_resume_refuses_a_stream_made_with_another_model_option_chunk_size_or_da
 
 def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model_dir, tmp_path, capsys, monkeypatch):
     """A resume with other options or data was refused only once the model had loaded (its loading bar first): what
-    the options and data settle alone is checked before, in the same one line; what the model settles, after."""
+    the options, data and model files settle is checked before, in the same one line."""
     import shutil
 
     from bio_mrc.inference import TrainedModel
@@ -190,7 +190,7 @@ def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model
         ("--decoding", "bio"): "decodings ['span'], this run has ['bio']",
         ("--precision", "bf16"): "precision 'fp32', this run has 'bf16'",
         ("--bio-length-prior", "0.5"): "bio_length_prior 0.0, this run has 0.5",
-        ("--decoding", "auto", "--max-answer-length", "3"): "max_answer_length 30, this run has 3",
+        ("--max-answer-length", "3"): "max_answer_length 30, this run has 3",
     }
     for changed, named in refusals.items():
         assert predict(model_dir, tmp_path / "p.json", *options, *changed, "--resume") == 2
@@ -201,11 +201,45 @@ def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model
     assert f"made with model '{model_dir.resolve()}', this run has '{other_model.resolve()}'" in capsys.readouterr().err
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume", data=other_data) == 2
     assert f"this run has '{other_data.resolve()}, " in capsys.readouterr().err
-    monkeypatch.setattr(TrainedModel, "load", load)
     assert predict(model_dir, tmp_path / "p.json", *options, "--decoding", "auto", "--resume") == 2  # the heads' joint
     assert "made with decodings ['span'], this run has ['joint']" in capsys.readouterr().err
+    monkeypatch.setattr(TrainedModel, "load", load)
     assert (tmp_path / "p.answers.jsonl").read_bytes() == stream
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume") == 0
+
+
+def test_resume_refuses_what_the_model_files_settle_before_the_model_loads(model_dir, tmp_path, capsys, monkeypatch):
+    """An ``auto`` decoding, the model's tuned length prior and a hub id's snapshot were checked against the stream only
+    once the model had loaded: config.json and the local hub cache settle them, so the refusal comes first."""
+    import shutil
+
+    from huggingface_hub import constants
+
+    from bio_mrc.inference import TrainedModel
+
+    tuned = tmp_path / "tuned"
+    shutil.copytree(model_dir, tuned)
+    config = json.loads((tuned / "config.json").read_text(encoding="utf-8"))
+    (tuned / "config.json").write_text(json.dumps({**config, "bio_length_prior": 0.25}), encoding="utf-8")
+    snapshot = tmp_path / "hub" / "models--org--tiny" / "snapshots" / "0123abcd"
+    (snapshot.parent.parent / "refs").mkdir(parents=True)
+    (snapshot.parent.parent / "refs" / "main").write_text("0123abcd")
+    shutil.copytree(model_dir, snapshot)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    options = ["--chunk-size", "2", "--limit", "2"]
+    assert predict(model_dir, tmp_path / "span.json", *options, "--decoding", "span") == 0
+    assert predict(tuned, tmp_path / "prior.json", *options, "--decoding", "bio", "--bio-length-prior", "0.5") == 0
+    capsys.readouterr()
+    monkeypatch.setattr(TrainedModel, "load", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    refusals = [(model_dir, "span", ["--decoding", "auto"], "decodings ['span'], this run has ['joint']"),
+                (tuned, "prior", ["--decoding", "bio"], "bio_length_prior 0.5, this run has 0.25"),
+                ("org/tiny", "span", ["--decoding", "span"], f"model '{model_dir.resolve()}', this run has '{snapshot.resolve()}'")]
+    for model, stem, changed, named in refusals:
+        assert predict(model, tmp_path / f"{stem}.json", *options, *changed, "--resume") == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: the answers stream was made with {named}; resume with the same options and data, or start again "
+            f"without --resume (in {tmp_path / f'{stem}.answers.run.json'})"]
 
 
 def test_output_dash_writes_the_answer_lines_to_standard_output_and_nothing_else(model_dir, tmp_path, capsys, monkeypatch):

@@ -113,8 +113,15 @@ def test_plot_dir_on_questions_that_all_have_an_answer_says_nothing_is_plotted(t
     assert not plots.exists() or not any(plots.iterdir())
 
 
-def test_questions_none_of_which_has_an_answer_tune_no_threshold(trained_dir, tmp_path, capsys):  # noqa: F811
-    """Abstaining on all of them (a threshold of -inf) scored F1 100 and was saved: a model that answers nothing."""
+@pytest.mark.parametrize("calibration", [["--no-calibration"], ["--min-calibration-questions", "8"]])
+def test_questions_none_of_which_has_an_answer_are_refused_before_the_model_loads(trained_dir, tmp_path, capsys, monkeypatch,
+                                                                                calibration):  # noqa: F811
+    """Abstaining on all of them (a threshold of -inf) scored F1 100 and was saved: a model that answers nothing. Then
+    no threshold was tuned, but only after the model's whole pass, and a tune in place dropped the thresholds saved."""
+    import shutil
+
+    from bio_mrc.inference import TrainedModel
+
     data = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
     for article in data["data"]:
         for paragraph in article["paragraphs"]:
@@ -122,12 +129,18 @@ def test_questions_none_of_which_has_an_answer_tune_no_threshold(trained_dir, tm
                 question.update(answers=[], is_impossible=True)
     unanswerable = tmp_path / "unanswerable.json"
     unanswerable.write_text(json.dumps({"version": "v2.0", "data": data["data"]}), encoding="utf-8")
-    assert main(["tune", "--model", str(trained_dir), "--data", str(unanswerable), "--no-calibration",
-                 "--output-dir", str(tmp_path / "tuned"), "--decoding", "span"]) == 0
-    out, err = capsys.readouterr()
-    assert "no-answer thresholds: none tuned: no tuning question has an answer" in err
-    assert "span" not in json.loads(out)
-    assert not json.loads((tmp_path / "tuned" / "config.json").read_text()).get("no_answer_thresholds")
+    model = tmp_path / "model"
+    shutil.copytree(trained_dir, model)
+    config = json.loads((model / "config.json").read_text(encoding="utf-8"))
+    (model / "config.json").write_text(json.dumps({**config, "no_answer_thresholds": {"span": 0.5}}), encoding="utf-8")
+    before = files(model)
+    monkeypatch.setattr(TrainedModel, "load", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    assert main(["tune", "--model", str(model), "--data", str(unanswerable), *calibration]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: none of its 8 questions has an answer: tune fits the length prior and span-count rules on answered "
+        "questions, no-answer thresholds on answered and unanswerable ones, and calibrators on the answers given; tune "
+        f"on held-out questions with and without answers (in {unanswerable})"]
+    assert files(model) == before
 
 
 def test_an_always_abstaining_threshold_is_valid_json():

@@ -40,7 +40,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     check_span_count_option(args, multi_span)
     source = data_source(args.data)
     plan = StreamPlan(tuple(dict.fromkeys(args.decoding)), decode, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
-    if args.resume:  # other options or data refused before the model loads; what the model settles, once it has
+    if args.resume:  # other options, data or model refused before the model loads; the rest once it has
         given = given_run_record(args.model, args.precision, plan, source)
         shard.broadcast_result(lambda: check_resumed_options(output, given))
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device),

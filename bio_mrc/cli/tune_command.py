@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataFormatError
 from ..io import (check_folder_target, check_outputs_apart, check_writable_folder,
                  printable_line, staged_folder, written_alone)
 from ..inference.defaults import FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS
@@ -41,6 +41,7 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
 
     data = load_task_data(args, args.data, args.limit, requested_task(args), needs_gold="bio-mrc tune")
     task = data_task(args, data)
+    _check_some_answered(data.examples, args.data)
     calibrate = _calibrates(args, len(data.examples), task)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device,
                                 decodings=args.decoding or ())
@@ -131,6 +132,16 @@ def _copy_model(model: Path, target: Path) -> None:
     for file in sorted(model.iterdir()):
         if file.is_file():
             shutil.copy2(file, target / file.name)
+
+
+def _check_some_answered(examples, path: str) -> None:
+    """Every setting tune fits needs questions with an answer: on none it tuned nothing after the model's whole pass
+    (a calibrator would learn only how often the model abstains), and in place dropped the thresholds saved before."""
+    if not any(example.is_answerable for example in examples):
+        raise DataFormatError(f"none of its {len(examples)} questions has an answer: tune fits the length prior and "
+                              "span-count rules on answered questions, no-answer thresholds on answered and unanswerable "
+                              "ones, and calibrators on the answers given; tune on held-out questions with and without "
+                              "answers", source=str(path))
 
 
 def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:

@@ -167,6 +167,8 @@ def read_json(path: str | Path, finite: bool = False) -> Any:
         raise DataFormatError("expected a JSON file, found a folder", source=source) from None
     except UnicodeDecodeError as err:
         raise DataFormatError(not_utf8(err), source=source) from None
+    if not text.strip():  # no value at all: an empty file, not one cut short
+        raise DataFormatError("the file is empty: it holds no JSON value", source=source)
     try:
         return loads(text, finite=finite)
     except NotPlainJsonError as err:

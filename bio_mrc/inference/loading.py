@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
@@ -21,7 +22,7 @@ from ..hub import local_folder, named_as_given
 from ..qa_checkpoints import QA_HEADS, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import progress_bars
-from ..registry import resolve_decoding
+from ..registry import head_names, resolve_decoding
 from ..types import Example
 from .defaults import GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE
 from .forward import predict_windows
@@ -84,7 +85,7 @@ class TrainedModel:
         tokenizer = load_tokenizer(str(model_dir))  # before any weights load: a broken tokenizer is refused at once
         check_window_frame(model_dir, tokenizer)
         if backend == "onnx":
-            model = OnnxModel.load(model_dir)
+            model = OnnxModel.load(model_dir, checked=True)
         else:
             with progress_bars(progress):
                 # fp32 weights whatever the folder holds (saved in bf16 or fp16 too): precision decides each forward pass
@@ -231,6 +232,28 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
     if not any((model_dir / name).is_file() for name in weights):
         named = weights[::2] if weights == WEIGHT_FILES else weights
         raise ModelFormatError(f"no weights ({' or '.join(named)}): an unfinished or partial copy?", source)
+
+
+def saved_settings(model_dir: Path) -> tuple[list[str], float] | None:
+    """The decodings and the BIO length prior :meth:`TrainedModel.load` gives the model of ``model_dir``, read from its
+    ``config.json`` alone (no weight loads); None where that config is none load reads so (load refuses it, or reads it
+    as something else)."""
+    if qa_architecture(model_dir):
+        return available_decodings(QA_HEADS), 0.0
+    try:
+        config = read_json_object(model_dir, "config.json")
+        heads = config.get("heads", HEADS)
+        names = head_names(heads) if isinstance(heads, str) else []
+    except (ModelFormatError, ValueError):
+        return None
+    prior = config.get("bio_length_prior")
+    if config.get("model_type") != BioMrcConfig.model_type or not names or not (prior is None or _is_number(prior)):
+        return None
+    return available_decodings(names), prior or 0.0
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _check_decodings(heads: str, decodings: Sequence[str]) -> None:

@@ -77,12 +77,16 @@ class OnnxModel:
             raise ModelFormatError(f"{ONNX_FILE} lacks the inputs or outputs of its heads ({lacking})", name_or_path)
 
     @classmethod
-    def load(cls, model_dir: str | Path, providers: Sequence[str] | None = None, threads: int | None = None) -> "OnnxModel":
-        """Open an exported folder's ``model.onnx`` with ONNX Runtime (CPU unless ``providers`` say otherwise)."""
+    def load(cls, model_dir: str | Path, providers: Sequence[str] | None = None, threads: int | None = None,
+             checked: bool = False) -> "OnnxModel":
+        """Open an exported folder's ``model.onnx`` with ONNX Runtime (CPU unless ``providers`` say otherwise).
+        ``checked``: the caller has run :func:`~bio_mrc.model_folder.check_model_folder` on it (parsing a large graph
+        and reading its weights again would double the load's cost)."""
         model_dir = Path(model_dir)
         require("onnxruntime", "running an ONNX model", str(model_dir))
         check_export_marker(model_dir)
-        check_model_folder(model_dir, onnx=True)
+        if not checked:
+            check_model_folder(model_dir, onnx=True)
         config = BioMrcConfig.from_pretrained(str(model_dir))
         return cls.from_file(model_dir / ONNX_FILE, config, providers, threads)
 

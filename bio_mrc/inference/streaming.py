@@ -18,7 +18,7 @@ import itertools
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence, TextIO
 
@@ -27,13 +27,14 @@ from tqdm.auto import tqdm
 from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError, OutputError
 from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
-from ..registry import AUTO_DECODING
+from ..hub import cached_folder
+from ..registry import AUTO_DECODING, preferred_decoding
 from ..types import Example
 from .extract import AnswerExtractor
 from .files import (RUN_SUFFIX, STREAM_SUFFIX, answer_record, answer_record_problem, prediction_paths, side_file,
                     write_files_from_stream)
 from .defaults import DEFAULT_CHUNK_SIZE
-from .loading import TrainedModel
+from .loading import TrainedModel, saved_settings
 from .sharding import Shard, SINGLE_PROCESS
 
 
@@ -72,13 +73,21 @@ def run_record(trained: TrainedModel, plan: StreamPlan, source: str | None) -> d
 
 
 def given_run_record(model: str, precision: str, plan: StreamPlan, source: str | None) -> dict:
-    """The part of :func:`run_record` the options and data settle before the model loads (``model`` and ``precision``
-    as given, ``plan`` with the decodings as given): all of it but the decodings where one is ``auto`` (the heads
-    resolve it), the BIO length prior where none is given (the model's tuned one) and a hub id (its snapshot's folder)."""
-    record = _record(model, precision, plan, source)
+    """The part of :func:`run_record` settled before any weight loads (``model`` and ``precision`` as given, ``plan``
+    with the decodings as given): the model's ``config.json``, in its folder or a hub id's snapshot already in the
+    local cache, settles an ``auto`` decoding and the tuned BIO length prior. What no file at hand settles (a hub id
+    not cached yet, a config load refuses) is left out, for the check once the model has loaded."""
+    folder = cached_folder(model)
+    settings = saved_settings(folder) if folder is not None and folder.is_dir() else None
+    if settings is not None:
+        decodings, prior = settings
+        resolved = tuple(dict.fromkeys(preferred_decoding(decodings) if d == AUTO_DECODING else d for d in plan.decodings))
+        config = plan.config if plan.config.bio_length_prior is not None else replace(plan.config, bio_length_prior=prior)
+        plan = replace(plan, decodings=resolved, config=config)
+    record = _record(str(folder) if folder is not None else model, precision, plan, source)
     unsettled = {"decodings"} if AUTO_DECODING in plan.decodings else set()
     unsettled |= {"bio_length_prior"} if plan.config.bio_length_prior is None else set()
-    unsettled |= set() if Path(model).expanduser().exists() else {"model"}
+    unsettled |= set() if folder is not None else {"model"}
     return {key: value for key, value in record.items() if key not in unsettled}
 
 
