@@ -10,7 +10,7 @@ checks that both chose the same batches, and prints the CPU seconds of each and 
     python benchmarks/bench_batching.py                      # W = 2,000, 4,000, 8,000, 16,000
     python benchmarks/bench_batching.py --sizes 1000 2000    # quicker
     python benchmarks/bench_batching.py --workload mixed     # requests of several questions, long ones' chunks
-    python benchmarks/bench_batching.py --workload long-first --sizes 1000 2000 4000   # the fair queue's worst case
+    python benchmarks/bench_batching.py --workload long-first --sizes 1000 2000 4000   # long ones waiting ahead of short ones
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ def workload(count: int, chars: int, kind: str) -> list[tuple]:
     """(item, size, owner, cost, limit) of ``count`` items. ``single``: one question a request. ``mixed``: requests
     of one to three questions of 1 to 7 times ``chars``, and every tenth a long question's three chunks of 2 windows,
     each in a pass of its own (an oldest item that fits no batch it does not start). ``long-first``: half the
-    requests one question of 30,000 characters, then the other half one of ``chars`` (the fair queue's worst case:
-    each batch of a long one and short ones looks at every long one waiting)."""
+    requests one question of 30,000 characters, then the other half one of ``chars`` (each batch of a long one and
+    short ones has every other long one waiting too costly for what it has left: the queue steps over them by blocks)."""
     if kind == "long-first":
         return [(index, 1, f"request {index}", 30_000 if index < count // 2 else chars, math.inf) for index in range(count)]
     if kind == "single":

@@ -704,6 +704,40 @@ def test_the_log_lines_are_coloured_only_on_a_terminal_that_takes_colour(monkeyp
     assert line.endswith("Started")
 
 
+def _answers_over_two_starts(app, bodies):
+    """Each body's answer from ``app`` started, stopped, then started again in this process: both starts' answers."""
+    starts = []
+    for _ in range(2):
+        with TestClient(app) as client:
+            responses = [client.post("/answer", json=body) for body in bodies]
+            assert [response.status_code for response in responses] == [200] * len(bodies), responses[-1].text
+            starts.append([response.json() for response in responses])
+    return starts
+
+
+def test_an_app_started_again_answers_as_it_did_the_first_time(extractor):
+    """A second start of one app (a second TestClient, a server restarted in-process) failed every request with a 500:
+    the batch worker's wake-up event stayed bound to the first start's event loop, so its task died at once."""
+    app = create_app(extractor)
+    first, second = _answers_over_two_starts(app, [GOOD, {"question": "Who built castles?", "context": LONG}])
+    assert first == second
+    with TestClient(app) as client:
+        assert client.get("/health").json()["served"]["requests"] == 4
+
+
+@pytest.mark.slow  # starts the helper process twice
+def test_an_app_started_again_reads_long_questions_and_large_bodies_in_a_new_helper(extractor):
+    """Long questions (past --max-batch-chars) and bodies of 64 KiB or more go to the helper process, which the first
+    stop ended: the second start's are read in a new one."""
+    from bio_mrc.serving.guards import LARGE_BODY_BYTES
+
+    app = create_app(extractor, ServeConfig(max_batch_chars=100))
+    long = {"question": "Who built castles?", "context": LONG, "top_k": 2}
+    large = {**long, "context": LONG + " " * LARGE_BODY_BYTES}  # a body parsed in the helper; trailing spaces are no windows
+    first, second = _answers_over_two_starts(app, [GOOD, long, large])
+    assert first == second
+
+
 def test_a_dropped_app_releases_its_model(model_dir):
     """FastAPI keeps every endpoint it has called in a module-level cache: an endpoint closing over the extractor
     would keep each app's model in memory after the app, its client and the extractor are dropped."""

@@ -169,6 +169,83 @@ def test_bodies_held_at_once_stay_within_the_budget():
     assert BodyGuard(app, limit=100, budget=10).budget == 100  # one largest valid body always fits
 
 
+# --- requests open at once ---------------------------------------------------------------------------
+
+def _http_scope(method: str = "POST", path: str = "/answer") -> dict:
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+            "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"", "client": ("127.0.0.1", 1),
+            "server": ("localhost", 80), "headers": [(b"host", b"localhost"), (b"content-type", b"application/json")]}
+
+
+async def _good_body():
+    return {"type": "http.request", "body": json.dumps(GOOD).encode(), "more_body": False}
+
+
+async def _stalls():  # a body that never comes
+    await asyncio.Event().wait()
+
+
+async def _leaves():  # a client that hangs up before sending its body
+    return {"type": "http.disconnect"}
+
+
+async def _never():
+    raise AssertionError("a refused request's body is never read")
+
+
+def test_requests_past_the_limit_get_a_json_503_unread_and_the_count_always_comes_back(extractor, monkeypatch):  # noqa: F811
+    """With one request allowed open: a second is refused (503, JSON, Retry-After) before any of its body is read;
+    the count comes back to zero after a client that leaves, a request cancelled mid-body and one that fails; then
+    requests are answered again. uvicorn's own limit answered such a request in plain text."""
+    app = create_app(extractor, ServeConfig(max_concurrent_requests=1))
+    count = app.state.open_requests
+
+    async def call(receive, method="POST", path="/answer"):
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        await app(_http_scope(method, path), receive, send)
+        return sent
+
+    async def scenario():
+        async with app.router.lifespan_context(app):
+            held = asyncio.ensure_future(call(_stalls))
+            await asyncio.sleep(0)  # it enters, and waits for its body
+            assert count.open == 1
+            refused = await call(_never)
+            probe = await call(_never, "GET", "/health")  # a liveness probe is answered, however busy
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+                over_http = await client.post("/answer", json=GOOD)
+            held.cancel()
+            await asyncio.gather(held, return_exceptions=True)
+            after_cancel = count.open
+            await call(_leaves)
+            after_leaving = count.open
+            monkeypatch.setattr(AnswerScheduler, "answer", lambda *args: 1 / 0)
+            with pytest.raises(ZeroDivisionError):  # answered 500, then raised on to the server to log
+                await call(_good_body)
+            after_error = count.open
+            monkeypatch.undo()
+            answered = await call(_good_body)
+            return refused, probe, over_http, (after_cancel, after_leaving, after_error, count.open), answered
+
+    refused, probe, over_http, counts, answered = asyncio.run(scenario())
+    assert probe[0]["status"] == 200
+    for start, body in (refused,):
+        assert start["status"] == 503 and (b"retry-after", b"1") in start["headers"]
+        assert (b"content-type", b"application/json") in start["headers"]
+        detail = json.loads(body["body"])["detail"]
+        assert detail == ("the server is reading or answering as many requests as it takes at once "
+                          "(1, --max-concurrent-requests): try again shortly")
+    assert over_http.status_code == 503 and over_http.headers["retry-after"] == "1"
+    assert over_http.json()["problems"] == [{"location": "body", "message": over_http.json()["detail"]}]
+    assert counts == (0, 0, 0, 0)
+    assert answered[0]["status"] == 200
+    assert ServeConfig().max_concurrent_requests == 256
+
+
 def test_a_refusal_stays_short_whatever_the_body_holds(extractor):  # noqa: F811
     """More texts than a request may ask are a 413, and more unknown fields than a refusal lists one 422, before any is
     validated; otherwise a refusal lists ten problems and counts the rest, each location cut to 200 characters: a

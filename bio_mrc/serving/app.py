@@ -4,11 +4,12 @@
 Every request is checked before any work: the schema (422), the number of questions (413), the
 texts (:meth:`AnswerExtractor.examples`: 422) and the decoding (one the model's heads allow: 422).
 Refusals answer with :class:`ErrorResponse` (``detail``, ``problems``); nothing answers with a
-traceback. Before the application, :class:`~.guards.BodyGuard` bounds the body (413) and refuses
-JSON it will not read (400); a large body is parsed in the server's helper process, so the event loop keeps
-serving others. Each question is scheduled on its own (:mod:`.scheduler`), its windows in chunks, so requests share
-forward passes fairly; a request that outlives ``--request-timeout-s`` is a 504, and one whose client hangs
-up is dropped (:mod:`.bounded`). Once the server begins to stop, a request not yet answered is a 503.
+traceback. Before the application, :class:`~.open_requests.OpenRequestLimit` bounds the requests open at once
+(503), :class:`~.guards.BodyGuard` bounds the body (413) and refuses JSON it will not read (400); a large body is
+parsed in the server's helper process, so the event loop keeps serving others. Each question is scheduled on its
+own (:mod:`.scheduler`), its windows in chunks, so requests share forward passes fairly; a request that outlives
+``--request-timeout-s`` is a 504, and one whose client hangs up is dropped (:mod:`.bounded`). Once the server
+begins to stop, a request not yet answered is a 503.
 """
 
 import dataclasses
@@ -35,6 +36,7 @@ from .batching import Stopping
 from .bounded import ClientLeft, bounded, gather_cancelling
 from .config import ServeConfig
 from .guards import PARSED_BODY, BodyGuard, names_json, off_loop, read_utf8_json
+from .open_requests import OpenRequestLimit, OpenRequests
 from .scheduler import AnswerScheduler
 from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, Span, answer_request_model
 
@@ -50,8 +52,8 @@ _REFUSALS = {status: {"model": ErrorResponse, "description": description} for st
     (415, "a body not sent as JSON (its content-type is not application/json, or there is none)"),
     (422, "a field breaks the schema, a text is empty or holds what no tokenizer reads, or the decoding needs "
           "heads the model lacks"),
-    (503, "the bodies of requests being read or answered already fill the server's --max-bodies-bytes, or the "
-          "server is stopping: try again"),
+    (503, "the bodies of requests being read or answered already fill the server's --max-bodies-bytes, it reads "
+          "or answers --max-concurrent-requests already, or it is stopping: try again"),
     (504, "the request took longer than the server's --request-timeout-s"),
 )}
 
@@ -72,6 +74,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     # has seen in a module-level cache, which would keep a dropped app's model in memory with them.
     app.state.extractor, app.state.scheduler = extractor, scheduler
     app.state.max_batch_size, app.state.request_fields = config.max_batch_size, set(AnswerRequest.model_fields)
+    app.state.open_requests = OpenRequests(config.max_concurrent_requests)
     _add_refusals(app, config)
 
     @app.post("/answer", response_model=AnswerResponse, responses=_REFUSALS, summary="answer questions from their contexts")
@@ -269,6 +272,8 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
 
     app.add_middleware(BodyGuard, limit=config.max_body_bytes, helper=app.state.helper,
                        timeout_s=config.request_timeout_s, budget=config.max_bodies_bytes)
+    # Added last, so it runs first: a request past the limit is refused before its body is read.
+    app.add_middleware(OpenRequestLimit, requests=app.state.open_requests)
 
 
 def _unread_media_type(request: Request, error: RequestValidationError) -> str | None:

@@ -55,6 +55,8 @@ class SharedWorker:
         return self._task is not None and not self._task.done()
 
     async def start(self) -> None:
+        # An event waited on is bound to its loop: each start (an app started again) has its own.
+        self.arrived = asyncio.Event()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
         self._task = asyncio.create_task(self._serve(), name=self.name)
 

@@ -44,6 +44,9 @@ class ServeConfig:
         "help": "most bytes of request bodies held at once, all requests being read or answered together (never "
                 "less than one body of the largest valid request); a body past it: 503, try again",
         "minimum": 1, "maximum": 1 << 40})
+    max_concurrent_requests: int = field(default=256, metadata={
+        "help": "most requests being read or answered at once (a connection idle between requests is none); one more "
+                "is refused unread: 503, try again", "minimum": 1, "maximum": 1_000_000})
     stop_grace_s: float = field(default=10.0, metadata={
         "help": "on SIGTERM or Ctrl-C, how long the server waits for the requests it is answering (a forward pass "
                 "running, a body still being sent) before it cuts them (503); questions still queued are answered 503 "
