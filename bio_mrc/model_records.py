@@ -38,6 +38,7 @@ RUN_RECORD_SCHEMA = {
         "train": {"type": ["object", "null"], **_NAMES, "properties": {"encoder": _TEXT, "init_from": _TEXT}},
         "encoder_path": _TEXT, "seconds": {"type": "number", "minimum": 0},
         "earlier_seconds": {"type": ["number", "null"], "minimum": 0}, "n_examples": _COUNT, "n_windows": _COUNT,
+        "unanswerable_questions": _COUNT,
         "final_loss": _NUMBER, "resumed_from": _TEXT, "finished": _DATE,
         "precision_choice": {"type": ["object", "null"], "additionalProperties": _PRECISION_CHOICE},
     },

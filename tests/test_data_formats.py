@@ -11,7 +11,7 @@ import pytest
 from bio_mrc.cli import main
 from bio_mrc.data.formats import FORMATS, detect_format
 from bio_mrc.data.multispanqa import load_multispanqa
-from bio_mrc.data.squad import load_squad
+from bio_mrc.data.squad import load_squad, stream_squad
 from bio_mrc.errors import ConfigError, DataFormatError
 
 from .test_data_sources import as_squad_json, hf_rows, squad_json, write_jsonl
@@ -182,6 +182,40 @@ def test_mrqa_checks_every_char_span_of_a_detected_answer(tmp_path):
         assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
         assert info.value.problem.startswith(problem)
 
+def test_a_bad_mrqa_span_is_one_question_skipped_under_skip_invalid(tmp_path):
+    """A malformed span, one outside the context and a text that is no string were raised while the file was read,
+    before the per-question checks: one such question stopped the load even under --skip-invalid. Each is now that
+    question's problem, skipped and counted as any other; without --skip-invalid the first is refused naming it."""
+    lines = mrqa_lines(squad_json())
+    lines[1]["qas"][0]["detected_answers"][0]["char_spans"] = [[24, 29], [5]]  # q1: a later span malformed
+    lines[1]["qas"][1]["detected_answers"][0]["char_spans"] = [[47, 99]]  # q2: past the 53 characters
+    lines[2]["qas"][1]["detected_answers"][0]["text"] = None  # q4: no text
+    path = write_jsonl(tmp_path / "bad.jsonl", lines)
+    data = load_squad(path, skip_invalid=True)
+    assert [ex.id for ex in data.examples] == ["q3"] and data.version == "2.0"
+    assert [(error.record, error.source) for error in data.skipped] == [
+        ("q1", f"{path}, line 2"), ("q2", f"{path}, line 2"), ("q4", f"{path}, line 3")]
+    assert data.skipped[1].problem.startswith("char span [47, 99] is not inside the context")
+    streamed = stream_squad(path, skip_invalid=True)
+    assert [ex.id for ex in streamed] == ["q3"] and len(streamed.skipped) == 3
+    with pytest.raises(DataFormatError) as info:
+        load_squad(path)
+    assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
+    assert info.value.problem.startswith("char span #2 [5] of a detected answer is not [start, end] of integers; read as mrqa")
+
+
+def test_a_bad_answers_cell_is_one_question_skipped_under_skip_invalid(tmp_path):
+    """A table's 'answers' text that is not JSON stopped the whole load even under --skip-invalid."""
+    rows = hf_rows(squad_json())
+    path = tmp_path / "bad.csv"
+    path.write_text(as_csv(tmp_path, rows).read_text(encoding="utf-8").replace('{""text"": [""Spain""]', "{text: Spain"),
+                    encoding="utf-8")
+    data = load_squad(path, skip_invalid=True)
+    assert [ex.id for ex in data.examples] == ["q1", "q3", "q4"]
+    assert [(error.record, error.source) for error in data.skipped] == [("q2", f"{path}, row 1")]
+    assert data.skipped[0].problem.startswith("'answers' is text but not JSON")
+
+
 def test_every_char_span_of_every_detected_answer_holds_its_text(tmp_path):
     """Only the first span's characters were compared with the text: a later span of other characters (a misaligned
     record) loaded without a word. Each is compared, spacing and case aside; --fix-offsets passes over it."""
@@ -257,6 +291,24 @@ def test_multispanqa_layout_loads_like_its_own_loader_and_refuses_other_layouts(
         detect_format(squad, expected="xml")
     with pytest.raises(TypeError, match="a pandas DataFrame or a list of dicts, got set"):
         load_squad({"q1"})
+
+
+def test_a_bad_multispanqa_record_is_one_question_skipped_under_skip_invalid(tmp_path):
+    """MultiSpanQA's records were validated whole, so one bad record (a tag that is not B/I/O, a repeated id) stopped
+    the load even under --skip-invalid; each is now its question's problem, skipped and counted as in any form."""
+    first, second = MULTISPAN["data"]
+    records = [first, {**second, "id": "m3", "label": ["O", "X", "O"]}, second, {**first, "question": ["again", "?"]}]
+    path = tmp_path / "multispan.json"
+    path.write_text(json.dumps({"data": records}), encoding="utf-8")
+    data = load_squad(path, skip_invalid=True)
+    assert [ex.id for ex in data.examples] == ["m1", "m2"] and data.version == "2.0" and data.format == "multispanqa"
+    assert [(error.record, error.problem.split(";")[0]) for error in data.skipped] == [
+        ("m3", "label 'X' at word 1 is not one of B, I, O"), ("m1", "duplicate question id")]
+    streamed = stream_squad(path, skip_invalid=True, limit=1)
+    assert [ex.id for ex in streamed] == ["m1"] and streamed.version == "1.1"
+    with pytest.raises(DataFormatError, match="label 'X' at word 1 is not one of B, I, O; read as multispanqa") as info:
+        load_squad(path)
+    assert info.value.record == "m3" and info.value.source == str(path)
 
 
 def test_multispanqa_with_an_integer_past_64_bits_in_its_first_record_is_recognised(tmp_path):

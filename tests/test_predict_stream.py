@@ -472,14 +472,15 @@ def test_questions_without_an_answer_and_no_tuned_threshold_are_warned_of_before
     assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", "joint", data=data) == 0
     warning = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert warning == [f"warning: {data} holds 1 question(s) without an answer, and the model has no tuned no-answer "
-                       "threshold for span, joint, so it answers every question (bio-mrc tune fits one on held-out "
-                       "SQuAD 2.0 questions)"]
+                       "threshold for span, joint, so it answers every question (its no-answer score is untrained: it "
+                       "was trained on no question without an answer) (bio-mrc tune fits one on held-out SQuAD 2.0 questions)"]
     tuned = tmp_path / "tuned"
     import shutil
 
     shutil.copytree(model_dir, tuned)
     config = json.loads((tuned / "config.json").read_text())
-    config["no_answer_thresholds"] = {"span": 0.0}
+    config["no_answer_thresholds"] = {"span": 0.0}  # as tune saves it, with the questions it was tuned on
+    config["tuned_on"] = {"description": "held-out", "questions": 9, "content_hash": "c"}
     (tuned / "config.json").write_text(json.dumps(config))
     assert predict(tuned, tmp_path / "q.json", "--decoding", "span", data=data) == 0
     assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]

@@ -23,6 +23,7 @@ LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context le
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..inference import TrainedModel
+    from ..inference.abstention import check_abstention
     from ..inference.sharding import Shard
     from ..inference.streaming import StreamPlan, check_resumed_options, given_run_record, predict_to_files, prediction_outputs
 
@@ -45,6 +46,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         shard.broadcast_result(lambda: check_resumed_options(output, given))
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device),
                                 decodings=args.decoding)
+    check_abstention(trained)  # before the first question, as AnswerExtractor asks it
     decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
     plan = replace(plan, decodings=decodings, config=trained.decode_config(decode))
     if shard.writes:

@@ -108,13 +108,11 @@ def prediction_questions(args: argparse.Namespace, task, quiet: bool):
 def warn_untuned_abstention(trained, decodings: Sequence[str], unanswerable: int, path: str) -> None:
     """A data file holding questions without an answer, answered by a decoding with no tuned no-answer threshold:
     every question gets an answer, which a warning says before the work."""
-    from ..inference import threshold_key
+    from ..inference.abstention import never_abstains_line
 
-    untuned = [d for d in decodings if threshold_key(d) not in trained.thresholds]
-    if unanswerable and untuned:
-        print(printable_line(f"warning: {path} holds {unanswerable} question(s) without an answer, and the model has no "
-                             f"tuned no-answer threshold for {', '.join(untuned)}, so it answers every question "
-                             "(bio-mrc tune fits one on held-out SQuAD 2.0 questions)"), file=sys.stderr)
+    line = never_abstains_line(trained, decodings, f"{path} holds {unanswerable} question(s) without an answer")
+    if unanswerable and line:
+        print(printable_line(f"warning: {line}"), file=sys.stderr)
 
 
 def _report_read(data, path: str, count: int) -> None:

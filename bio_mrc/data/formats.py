@@ -17,7 +17,7 @@ from ..io import broken_link, home_expanded
 from .json_reader import DataFormatError, check_not_special, read_json
 from .json_stream import SquadJsonStream
 from .mrqa import is_mrqa_start, mrqa_records
-from .multispanqa import parse_multispanqa
+from .multispanqa import multispanqa_questions
 from .sources import (
     ROW_SUFFIXES, Records, dataset_records, first_json_line, first_line_is_a_row, folder_records, from_datasets,
     hub_records, is_hub_id, jsonl_records, split_spec,
@@ -91,7 +91,7 @@ def _is_multispanqa(source: Source) -> bool:
 
 
 def _multispanqa_records(source: Source) -> Records:
-    return Records(source.name, examples=parse_multispanqa(source.parsed_json(), source.name))
+    return Records(source.name, examples=multispanqa_questions(source.parsed_json(), source.name))
 
 
 _HF_COLUMNS = ("the Hugging Face SQuAD columns context, question, and optionally id, title and answers "

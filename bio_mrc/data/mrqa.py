@@ -56,7 +56,16 @@ def _mrqa_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         if not isinstance(context, str) or not isinstance(qas, list):
             raise DataFormatError(f"{where} needs a 'context' string and a 'qas' list", source=source)
         for qa in qas:
-            yield where, _row(qa, context, title if isinstance(title, str) else "", f"{source}, {where}")
+            yield where, _row_or_problem(qa, context, title if isinstance(title, str) else "", f"{source}, {where}")
+
+
+def _row_or_problem(qa: Any, context: str, title: str, source: str) -> dict[str, Any] | DataFormatError:
+    """The question's row, or its own problem (a malformed or misplaced span, a text that is no string) in its place:
+    raised where every question's checks are made, so ``skip_invalid`` skips and counts it as any other."""
+    try:
+        return _row(qa, context, title, source)
+    except DataFormatError as problem:
+        return problem
 
 
 def _row(qa: Any, context: str, title: str, source: str) -> dict[str, Any]:

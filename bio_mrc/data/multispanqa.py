@@ -97,25 +97,38 @@ def parse_record(record: Any, source: str = "", number: int | None = None) -> tu
 
 
 def parse_multispanqa(raw: Any, source: str = "") -> list[Example]:
-    """Validate an already-parsed MultiSpanQA object (see :func:`load_multispanqa`)."""
+    """Validate an already-parsed MultiSpanQA object (see :func:`load_multispanqa`); the first bad record raises."""
+    questions = multispanqa_questions(raw, source)
+    if error := next((question for question in questions if isinstance(question, DataFormatError)), None):
+        raise error
+    return questions
+
+
+def multispanqa_questions(raw: Any, source: str = "") -> list[Example | DataFormatError]:
+    """Each record's :class:`Example`, in file order, or the :class:`DataFormatError` of a bad record (a repeated id
+    included) in its place: a reader raises the first, or skips them as any question under ``skip_invalid``."""
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
         raise DataFormatError("expected an object with a 'data' list (MultiSpanQA layout)", source=source)
-    examples: list[Example] = []
+    questions: list[Example | DataFormatError] = []
     seen: set[str] = set()
     orphan_ids: list[str] = []
     for number, record in enumerate(raw["data"], 1):
-        example, orphans = parse_record(record, source, number)
-        if example.id in seen:
-            raise DataFormatError("duplicate question id", example.id, source)
+        try:
+            example, orphans = parse_record(record, source, number)
+            if example.id in seen:
+                raise DataFormatError("duplicate question id", example.id, source)
+        except DataFormatError as error:
+            questions.append(error)
+            continue
         seen.add(example.id)
         orphan_ids += [example.id] * orphans
-        examples.append(example)
+        questions.append(example)
     if orphan_ids:
         logger.warning(
             "%d span(s) in %s start with I after O (not IOB2); read as span starts, e.g. in %s",
             len(orphan_ids), source or "the input", sorted(set(orphan_ids))[:5],
         )
-    return examples
+    return questions
 
 
 def load_multispanqa(path: str | Path) -> list[Example]:

@@ -39,13 +39,15 @@ _JSON_TYPES = {list: "list", str: "string", int: "number", float: "number", bool
 @dataclass
 class Records:
     """One source's questions before validation: ``squad`` (an official JSON object), ``rows``
-    (``(where, row)`` pairs in the Hugging Face SQuAD columns; ``where`` is ``line N`` or ``row N``) or
-    ``examples`` (already validated, from a layout with its own rules such as MultiSpanQA's)."""
+    (``(where, row)`` pairs in the Hugging Face SQuAD columns; ``where`` is ``line N`` or ``row N``; a question
+    that could not be read as a row has its :class:`DataFormatError` in its place, raised or skipped with its checks) or
+    ``examples`` (already validated, from a layout with its own rules such as MultiSpanQA's; a bad record's
+    :class:`DataFormatError` in its place)."""
 
     name: str
     squad: Any = None
     rows: Iterable[tuple[str, Any]] | None = None
-    examples: list[Example] | None = None
+    examples: list[Example | DataFormatError] | None = None
 
 
 def split_spec(text: str) -> tuple[str, str | None]:
@@ -207,9 +209,9 @@ def table_rows(rows: Iterable[tuple[int, Any]], name: str) -> Iterator[tuple[str
         elif isinstance(answers, str):
             try:
                 row = {**row, "answers": loads(answers)}
-            except (ValueError, NotPlainJsonError) as err:
-                raise DataFormatError(f"'answers' is text but not JSON {{\"text\": [...], \"answer_start\": [...]}}: {err}",
-                                      row.get("id") or None, f"{name}, row {index}") from None
+            except (ValueError, NotPlainJsonError) as err:  # the question's own problem, raised with its checks
+                row = DataFormatError(f"'answers' is text but not JSON {{\"text\": [...], \"answer_start\": [...]}}: {err}",
+                                      row.get("id") or None, f"{name}, row {index}")
         yield f"row {index}", row
 
 

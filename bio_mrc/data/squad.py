@@ -75,8 +75,8 @@ def load_squad(
     occurrence of the text nearest to it, a whole word before a piece of a longer one (the ids are listed in
     ``fixed_offsets``).
     ``skip_invalid`` leaves bad questions out instead of raising, and lists their
-    errors in ``skipped``; a malformed file, line or article still raises, and so does any bad record of
-    MultiSpanQA's layout, which is validated whole. ``limit`` keeps the first ``limit`` questions in file
+    errors in ``skipped`` (a bad MRQA span, a table's ``answers`` text that is not JSON and a bad MultiSpanQA record
+    too); a malformed file, line or article still raises. ``limit`` keeps the first ``limit`` questions in file
     order (a fixed, reproducible slice).
 
     Questions to predict need neither answers nor ids: a question with no ``answers`` (and no ``is_impossible``)
@@ -88,8 +88,7 @@ def load_squad(
     with detected.errors_described():
         records = detected.read()
         if records.examples is not None:
-            examples = _gold_given(records.examples[: _checked_limit(limit)], needs_gold, records.name)
-            result = SquadFile(examples, _version_of(examples), records.name)
+            result = _whole_layout(records.examples, SquadFile([], "1.1", records.name), limit, skip_invalid, needs_gold)
         elif records.rows is not None:
             result = parse_rows(records.rows, records.name, limit, fix_offsets, skip_invalid, needs_gold)
         else:
@@ -201,9 +200,8 @@ class SquadStream:
             self.source, self.format = records.name, detected.format
             self.skipped, self.fixed_offsets = result.skipped, result.fixed_offsets
             if records.examples is not None:  # a layout validated whole (MultiSpanQA)
-                examples = _gold_given(records.examples[: _checked_limit(self.limit)], self.needs_gold, records.name)
-                yield from examples
-                self.version = _version_of(examples)
+                yield from _whole_layout(records.examples, result, self.limit, self.skip_invalid, self.needs_gold).examples
+                self.version = result.version
                 return
             if records.rows is not None:
                 questions = (_row_question(row, f"{records.name}, {where}") for where, row in records.rows)
@@ -240,14 +238,27 @@ def _version_of(examples: Sequence[Example]) -> str:
     return "2.0" if any(example.is_labelled and not example.is_answerable for example in examples) else "1.1"
 
 
-def _gold_given(examples: list[Example], needs_gold: str | None, source: str) -> list[Example]:
-    """``examples`` of a layout validated whole (MultiSpanQA), or, where ``needs_gold`` says what needs the answers,
-    a :class:`DataFormatError` naming the first question without them (a record with no ``label``)."""
-    unlabelled = next((example for example in examples if not example.is_labelled), None)
-    if needs_gold and unlabelled is not None:
-        raise DataFormatError(f"question without answers: {needs_gold} needs labelled questions (a 'label' of B/I/O "
-                              "per context word)", unlabelled.id, source)
-    return examples
+def _whole_layout(
+    questions: list[Example | DataFormatError], result: SquadFile, limit: int | None, skip_invalid: bool, needs_gold: str | None,
+) -> SquadFile:
+    """The questions of a layout validated whole (MultiSpanQA), a bad record's error in its place, into ``result`` as
+    :func:`validated` takes them: each error raised, or skipped under ``skip_invalid``; where ``needs_gold`` says what
+    needs the answers, a question without them (a record with no ``label``) is one; the first ``limit`` kept."""
+    _checked_limit(limit)
+    for question in questions:
+        if limit is not None and len(result.examples) >= limit:
+            break
+        if isinstance(question, Example) and needs_gold and not question.is_labelled:
+            question = DataFormatError(f"question without answers: {needs_gold} needs labelled questions (a 'label' of B/I/O "
+                                       "per context word)", question.id, result.source)
+        if isinstance(question, DataFormatError):
+            if not skip_invalid:
+                raise question
+            result.skipped.append(question)
+            continue
+        result.examples.append(question)
+    result.version = _version_of(result.examples)
+    return result
 
 
 def _checked_limit(limit: int | None) -> int | None:
@@ -288,6 +299,8 @@ def _parse_question(
     checks with an earlier question of its paragraph, which are not made again: they read it whole, so 10,000 questions
     of one 5,000,000-character context took minutes to read (a paragraph's questions share its one string).
     ``places``: where the answer texts of the questions read before occur in their context, if any."""
+    if isinstance(qa, DataFormatError):  # a question its reader could not make a row of (a bad MRQA span)
+        raise qa
     if not isinstance(qa, dict):
         raise DataFormatError("question is not an object", title or None, source)
     given = qa.get("id")

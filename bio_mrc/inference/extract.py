@@ -20,6 +20,7 @@ from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..errors import ConfigError, DataFormatError, a_type
 from ..types import Example, Prediction, RankedAnswers
+from .abstention import check_abstention
 from .answers import decode_answers
 from .documents import document_names, rank_across_documents, window_predictions
 from .loading import TrainedModel
@@ -118,6 +119,7 @@ class AnswerExtractor:
     ) -> None:
         # A folder or hub id loads as from_pretrained loads it (precision and device: auto).
         self.trained = trained if isinstance(trained, TrainedModel) else TrainedModel.load(_model_source(trained))
+        check_abstention(self.trained)  # a threshold on an untrained no-answer score, refused before any work
         self.progress = check_flag(progress, "progress")  # bars for the windows and forward passes (the command line's, on long contexts)
         self.decoding = decoding
         registry.resolve_decoding(self.trained.decodings, decoding)  # one the heads can do, refused at once

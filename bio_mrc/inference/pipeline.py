@@ -41,6 +41,7 @@ import functools
 import inspect
 import itertools
 import unicodedata
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -61,6 +62,7 @@ from ..model_folder import check_tokenizer
 from ..progress import progress_bars
 from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_model
 from ..types import AnswerSpan, Example, Prediction
+from .abstention import NeverAbstainsWarning, never_abstains_line
 from .answers import no_answer_probability
 from .documents import WindowPredictions, rank_across_documents, window_predictions
 from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_flag, check_top_k
@@ -126,9 +128,18 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
                                                                 for name in flags)
         if decoding is not None:
             registry.resolve_decoding(self.extractor.trained.decodings, decoding)  # one the heads can do
+        if handle_impossible_answer:
+            self._warn_never_abstains(decoding)
         options = dict(top_k=top_k, handle_impossible_answer=handle_impossible_answer, max_answer_len=max_answer_len,
                        decoding=decoding, multi_span=multi_span, align_to_words=align_to_words)
         return {}, {}, {name: value for name, value in options.items() if value is not None}
+
+    def _warn_never_abstains(self, decoding: str | None) -> None:
+        """``handle_impossible_answer=True`` of a decoding without a tuned no-answer threshold returns no empty answer."""
+        trained = self.extractor.trained
+        chosen = registry.resolve_decoding(trained.decodings, decoding or self.extractor.decoding)
+        if line := never_abstains_line(trained, [chosen], "handle_impossible_answer=True asks for no answer where there is none"):
+            warnings.warn(line, NeverAbstainsWarning, stacklevel=4)
 
     def __call__(self, *args, batch_size: int | None = None, **kwargs):
         """``qa(question=..., context=...)``, ``qa(question, context)``, ``qa({"question": ..., "context": ...})``

@@ -132,7 +132,7 @@ def train_model(
     if non_finite_weights(trainer.model):
         _refuse_diverged(trainer, config, output_dir, save_checkpoints)
     with writes_named(output_dir), progress_bars(progress):
-        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint, choices))
+        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint, choices, _unanswerable(examples)))
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
     push_final_model(trainer, output_dir)
@@ -224,9 +224,14 @@ def _check_best_metric(args: TrainingArguments, evaluator: Evaluator | None, hea
                           f"evaluation during training, which gives {', '.join(given)}")
 
 
+def _unanswerable(examples: Sequence[Example]) -> int:
+    """The training questions without an answer: none leaves the no-answer score ([CLS], all O) untrained on them."""
+    return sum(1 for example in examples if example.is_labelled and not example.is_answerable)
+
+
 def _run_record(
     result: TrainResult, config: TrainConfig, encoder: str, earlier_seconds: float | None, checkpoint: Path | None,
-    precision_choices: dict[str, Any] | None = None,
+    precision_choices: dict[str, Any] | None = None, unanswerable: int | None = None,
 ) -> dict[str, Any]:
     """Provenance: how the model came about (the model folder runs without it)."""
     return {
@@ -240,6 +245,8 @@ def _run_record(
         "earlier_seconds": earlier_seconds,
         "n_examples": result.n_examples,
         "n_windows": result.n_windows,
+        # 0: the model abstains only by a no-answer threshold bio-mrc tune fits for it (bio_mrc.inference.abstention)
+        "unanswerable_questions": unanswerable,
         "final_loss": result.final_loss,  # the mean over this sitting's steps when resumed; None when it trained none
         "resumed_from": checkpoint.name if checkpoint else None,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
