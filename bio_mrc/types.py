@@ -121,7 +121,8 @@ class DocumentAnswer:
     log-odds of "this span" against "no answer in this document"), which needs nothing from the other documents
     and no softmax within one; ``span_score`` is the decoding's own score. ``abstain``: the no-answer threshold
     saved with the model fired for this document. ``probability``: the calibrated probability that the answer is
-    right, for a document's best answer under a model with a calibrator (else None)."""
+    right, for the best answer of a document that does not abstain, under a model with a calibrator (else None: an
+    abstaining document's probability is that of the abstention being right)."""
 
     text: str
     start: int

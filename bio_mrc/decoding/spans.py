@@ -55,6 +55,8 @@ def best_spans(
     their band of ``max_answer_length`` ends is scored. Extra token scores
     fold into the ends through cumulative sums:
     ``Σ_{t=i..j} x_t = C_j - C_{i-1}``, so ``s'_i = s_i - C_{i-1}``, ``e'_j = e_j + C_j``.
+    Equal scores go to the earlier start, then the earlier end (bf16 logits tie often), so a window's spans
+    never depend on the padding other windows of the call give its row.
     """
     s = np.where(mask, start_logits, NEG_INF).astype(np.float64)
     e = np.where(mask, end_logits, NEG_INF).astype(np.float64)
@@ -66,14 +68,12 @@ def best_spans(
     width = max(1, min(max_answer_length, length))
     per_start = s + sliding_max(e, width)
     k = min(n_best, length)
-    starts = np.argpartition(-per_start, k - 1, axis=1)[:, :k]  # (n, k)
+    starts = np.sort(_best_first(per_start, k), axis=1)  # (n, k), in position order: the band's ties by position
     e_padded = np.concatenate([e, np.full((n, width - 1), NEG_INF)], axis=1)
     ends = starts[:, :, None] + np.arange(width)  # (n, k, width)
     rows = np.arange(n)[:, None, None]
     band = (np.take_along_axis(s, starts, axis=1)[:, :, None] + e_padded[rows, ends]).reshape(n, -1)
-    top = min(n_best, band.shape[1])
-    part = np.argpartition(-band, top - 1, axis=1)[:, :top]
-    part = np.take_along_axis(part, np.argsort(-np.take_along_axis(band, part, axis=1), axis=1, kind="stable"), axis=1)
+    part = _best_first(band, n_best)
     score = np.take_along_axis(band, part, axis=1)
     start = np.take_along_axis(starts, part // width, axis=1)
     valid = np.isfinite(score)
@@ -82,6 +82,20 @@ def best_spans(
         start=np.where(valid, start, -1),
         end=np.where(valid, start + part % width, -1),
     )
+
+
+def _best_first(values: np.ndarray, k: int) -> np.ndarray:
+    """The column indices of each row's ``k`` highest values (all, where a row has fewer), highest first, equal
+    values in column order. ``argpartition`` alone picks among equal values by the row's length, which padding sets."""
+    k = min(k, values.shape[1])
+    if k == 0:
+        return np.zeros((len(values), 0), dtype=np.int64)
+    negated = np.where(np.isnan(values), np.inf, -values)  # a NaN last, as -inf: each row still gives k
+    cut = np.partition(negated, k - 1, axis=1)[:, [k - 1]]  # each row's k-th highest value
+    better, tied = negated < cut, negated == cut
+    chosen = better | (tied & (np.cumsum(tied, axis=1) <= k - better.sum(axis=1, keepdims=True)))
+    columns = np.nonzero(chosen)[1].reshape(len(values), k)  # exactly k a row, in column order
+    return np.take_along_axis(columns, np.argsort(np.take_along_axis(negated, columns, axis=1), axis=1, kind="stable"), axis=1)
 
 
 def null_scores(start_logits: np.ndarray, end_logits: np.ndarray) -> np.ndarray:

@@ -96,12 +96,21 @@ def rank_across_documents(
     candidates = []
     for document, span, score in scored:
         prediction = predictions[document]
-        best = prediction.spans[0] if prediction.spans else None
-        probability = prediction.probability if best is not None and (best.start, best.end) == (span.start, span.end) else None
+        probability = best_span_probability(prediction, span)
         candidates.append(((prediction.abstain, -score, document, span.start, span.end), DocumentAnswer(
             span.text, span.start, span.end, score, document, names[document], span.score, prediction.abstain, probability)))
     candidates.sort(key=lambda item: item[0])
     return RankedAnswers(question, [answer for _, answer in candidates[:top_k]], list(predictions), names)
+
+
+def best_span_probability(prediction: Prediction, span: AnswerSpan) -> float | None:
+    """The calibrated probability that ``span`` is right: the document's own, where ``span`` is the answer it gives
+    (its best span, the document not abstaining); else None. An abstaining document's probability is that of its
+    abstention being right, no span's."""
+    best = prediction.spans[0] if prediction.spans else None
+    if prediction.abstain or best is None or (best.start, best.end) != (span.start, span.end):
+        return None
+    return prediction.probability
 
 
 def _document_candidates(predictions: Sequence[Prediction]) -> Iterable[tuple[int, AnswerSpan, float]]:
