@@ -1,6 +1,6 @@
 """The package's one answer normalisation, SQuAD's: what every metric compares, and what makes two spans
-of a context one answer (the same text once normalised); and the other mentions of an answer's text in its
-context, which a tagger may learn as the answer too."""
+of a context one answer (the same text once normalised); the edges of an answer (no blank user-perceived character
+at either end); and the other mentions of an answer's text in its context, which a tagger may learn as the answer too."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import re
 import string
 import unicodedata
 from typing import Sequence
+
+import regex  # grapheme clusters (\X), which re lacks
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)
@@ -17,6 +19,34 @@ def normalize_answer(s: str) -> str:
     """Lower-case, drop ASCII punctuation, then the articles a/an/the, then squash white space."""
     s = "".join(ch for ch in s.lower() if ch not in _PUNCTUATION)
     return " ".join(_ARTICLES.sub(" ", s).split())
+
+
+# Characters nobody reads as an answer's first or last: whitespace, controls and format characters (zero-width
+# spaces and joiners, a byte-order mark, soft hyphens, bidirectional controls), and combining marks with no letter.
+_BLANK = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Mc", "Me"})
+_CLUSTER = regex.compile(r"\X")
+
+
+def _blank(character: str) -> bool:
+    return unicodedata.category(character) in _BLANK
+
+
+def trimmed_span(context: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)``, both on user-perceived character (grapheme cluster) boundaries, without the clusters at its
+    edges that hold only blank characters (whitespace, zero-width and bidirectional controls, a byte-order mark, soft
+    hyphens, a mark on a space): a SentencePiece token holds the space before its word, and a byte-level BPE token may
+    be a zero-width space alone. A cluster with a letter keeps its marks and joiners (``cafe\\u0301``). Empty: no text."""
+    while start < end and _blank(context[start]):  # a cluster starting with a letter has text: the common case ends here
+        cluster = _CLUSTER.match(context, start, end)
+        if not all(map(_blank, cluster.group())):
+            break
+        start = cluster.end()
+    last = end
+    while last > start and _blank(context[last - 1]):
+        last -= 1
+    if last < end:  # the cluster of the last readable character ends within the blank run after it, as no rule looks back
+        end = start if last == start else _CLUSTER.match(context, last - 1, end).end()
+    return start, end
 
 
 def _of_a_word(character: str) -> bool:

@@ -17,7 +17,7 @@ Which golds are representable. A decoder names tokens, so it can only output
 spans whose ends are ends of its units: word-level tags name whole words (as
 the tokenizer's ``word_ids`` group tokens; a word's span is its tokens' span),
 sub-word tags and the start/end head name tokens; a gold never starts or ends
-with whitespace. An answer starting mid-word cannot be said with word tags, so the
+with whitespace or a zero-width space (a blank grapheme cluster). An answer starting mid-word cannot be said with word tags, so the
 property is stated for answers from the start of a unit to the end of a unit,
 where both ends are also *grapheme* boundaries (a reader never selects half of
 "e\\u0301" or of an emoji ZWJ sequence) that no token straddles. When a
@@ -33,6 +33,7 @@ name an answer that one window holds.
 from __future__ import annotations
 
 import string
+import unicodedata
 
 import numpy as np
 import pytest
@@ -41,6 +42,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from bio_mrc import registry
+from bio_mrc.answer_text import trimmed_span
 from bio_mrc.decoding.postprocess import DecodeConfig, decode
 from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.features.windows import FeatureConfig, build_features
@@ -134,7 +136,7 @@ class Units:
             spans = [(self.tokens[ids == w, 0].min(), self.tokens[ids == w, 1].max()) for w in np.unique(ids)]
         else:
             spans = self.tokens.tolist()
-        spans = [_strip(context, int(a), int(b)) for a, b in spans]  # golds never start or end with a space
+        spans = [_unit_edges(context, int(a), int(b)) for a, b in spans]
         self.spans = np.array(sorted({s for s in spans if s[0] < s[1]}), dtype=np.int64).reshape(-1, 2)
         self.context = context
         graphemes = [m.start() for m in regex.finditer(r"\X", context)] + [len(context)]
@@ -180,7 +182,12 @@ class Units:
         return sorted(set(found))
 
 
-def _strip(text: str, start: int, end: int) -> tuple[int, int]:
+def _unit_edges(text: str, start: int, end: int) -> tuple[int, int]:
+    """A unit without its blank edges, as an answer's (golds never start or end with whitespace or a zero-width space);
+    a unit of combining marks alone (a token that split them from their letter) is kept: an answer may end there."""
+    trimmed = trimmed_span(text, start, end)
+    if trimmed[0] < trimmed[1] or not any(unicodedata.category(c).startswith("M") for c in text[start:end]):
+        return trimmed
     piece = text[start:end]
     return start + len(piece) - len(piece.lstrip()), end - len(piece) + len(piece.rstrip())
 

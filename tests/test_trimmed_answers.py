@@ -1,4 +1,5 @@
-"""Answers never begin or end with whitespace, whatever the tokenizer's offsets hold."""
+"""Answers never begin or end with whitespace or another blank user-perceived character (a zero-width space, a
+bidirectional control, a byte-order mark, a soft hyphen), whatever the tokenizer's offsets hold."""
 
 from __future__ import annotations
 
@@ -18,6 +19,31 @@ def test_trimmed_span_by_hand():
     assert trimmed_span(" Ada\u00a0wrote it. \n", 0, 10) == (1, 10)
     assert trimmed_span("a  \t b", 1, 5) == (5, 5)  # only whitespace: empty, and dropped by the decoders
     assert trimmed_span("Ada", 0, 3) == (0, 3)
+
+
+@pytest.mark.parametrize("context, start, end, kept", [
+    ("\u200bAda\u200b", 0, 5, "Ada"),  # zero-width spaces
+    ("\ufeffAda\u00ad", 0, 5, "Ada"),  # a byte-order mark inside text, a soft hyphen
+    ("\u202bשלום\u202c", 0, 6, "שלום"),  # bidirectional embedding and its end
+    ("x \u200d Ada", 1, 7, "Ada"),  # a joiner on a space: one blank cluster, never half of it
+    ("x \u0301Ada\x07", 1, 7, "Ada"),  # a mark on a space, a control character
+    ("cafe\u0301 \u2069", 0, 7, "cafe\u0301"),  # a letter keeps its mark
+    ("zero\u200dwidth", 0, 5, "zero\u200d"),  # and the joiner after it (one cluster with it)
+    ("\u200b\u2067\u00ad", 0, 3, ""),  # nothing readable: empty, and dropped by the decoders
+])
+def test_blank_clusters_at_the_edges_are_trimmed_whole(context, start, end, kept):
+    begin, finish = trimmed_span(context, start, end)
+    assert context[begin:finish] == kept and (kept or begin == finish)
+
+
+def test_a_word_of_a_zero_width_space_alone_is_no_word(tiny_bpe_tokenizer):
+    """Byte-level BPE makes a zero-width space a word of its own: a tagger would answer it (and a BIO answer whose
+    candidates are all such words would be empty once trimmed)."""
+    from bio_mrc.features.words import context_words
+
+    context = "the \u200b river \u2067 city"
+    (words,) = context_words(tiny_bpe_tokenizer, [context])
+    assert [context[a:b] for a, b in words.tolist()] == ["the", "river", "city"]
 
 
 @pytest.mark.parametrize("which", ["metaspace", "byte-level BPE"])
@@ -73,3 +99,25 @@ def test_the_no_answer_score_is_measured_against_the_best_span_shown_not_one_of_
     bio_answer = decode(outputs, [example], "bio", DecodeConfig(bio_length_prior=0.0))[0]
     assert bio_answer.spans[0].text == "wrote"
     assert bio_answer.no_answer_score == pytest.approx(-bio_answer.spans[0].score) == pytest.approx(-15.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("blank", ["\n", "\u200b"])
+@pytest.mark.parametrize("decoding", ["span", "joint"])
+def test_spans_of_blank_tokens_alone_never_leave_a_question_without_an_answer(decoding, blank):
+    """Newline or zero-width-space tokens (byte-level BPE makes one of each) score best as starts and ends: every span
+    among the n-best of the window is blank, and trimming dropped them all, leaving no answer; the best spans with text
+    stand in."""
+    from bio_mrc.decoding.window_outputs import WindowOutputs
+    from bio_mrc.types import Example
+
+    context = f"Ada{blank * 3} wrote"
+    offsets = np.array([[[-1, -1], [0, 3], [3, 4], [4, 5], [5, 6], [7, 12]]])
+    start, end = np.zeros((1, 6)), np.zeros((1, 6))
+    start[0, 2:5], end[0, 2:5] = 9.0, 9.0  # the blank tokens
+    start[0, 1], end[0, 1] = 2.0, 3.0  # "Ada": 5, the best span with text
+    bio = np.zeros((1, 6, 3))
+    outputs = WindowOutputs(np.zeros(1, dtype=np.int64), offsets, offsets[..., 0] >= 0, start_logits=start, end_logits=end,
+                            bio_logits=bio)
+    (prediction,) = decode(outputs, [Example("q", "who wrote it?", context, None)], decoding, DecodeConfig(n_best=2))
+    assert prediction.spans and prediction.spans[0].text == "Ada"
+    assert all(context[s.start:s.end] == s.text and s.text.strip(" \n\u200b") == s.text for s in prediction.spans)

@@ -37,7 +37,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import registry
-from ..answer_text import normalize_answer
+from ..answer_text import normalize_answer, trimmed_span
 from ..config_schema import check_fields
 from ..model_folder import MAX_SETTING
 from ..tags import TAG_B, TAG_I, TAG_O
@@ -90,11 +90,16 @@ def _collect(
     null: np.ndarray | None,
     probability: np.ndarray | None = None,
 ) -> list[Prediction]:
-    """Deduplicate (example, char span) keeping the best score, rank per example, keep the
-    ``n_best`` best of each (all with ``None``), build predictions (with each span's ``probability``, if given)."""
-    valid = np.isfinite(score)
+    """Trim each span (:func:`trimmed_span`; one left empty is dropped), deduplicate (example, char span) keeping the
+    best score, rank per example, keep the ``n_best`` best of each (all with ``None``), build predictions (with each
+    span's ``probability``, if given). Spans are trimmed before they are ranked: spans of blank tokens alone never take
+    the places of spans with text."""
+    char_start, char_end = _trimmed_columns(examples, ex, char_start, char_end)
+    valid = np.isfinite(score) & (char_start < char_end)
     probability = np.full(len(score), np.nan) if probability is None else np.asarray(probability, dtype=np.float64)
     ex, char_start, char_end, score, probability = ex[valid], char_start[valid], char_end[valid], score[valid], probability[valid]
+    best = np.full(len(examples), -np.inf)  # each example's best span shown (best_shown_scores)
+    np.maximum.at(best, ex, score)
     order = np.lexsort((-score, char_end, char_start, ex))
     ex, char_start, char_end, score, probability = ex[order], char_start[order], char_end[order], score[order], probability[order]
     first = np.ones(len(ex), dtype=bool)
@@ -107,18 +112,19 @@ def _collect(
     keep = rank < n_best if n_best is not None else np.ones(len(ex), dtype=bool)
 
     predictions = [Prediction(e.id) for e in examples]
-    kept: set[tuple[int, int, int]] = set()
     rows = zip(ex[keep].tolist(), char_start[keep].tolist(), char_end[keep].tolist(), score[keep].tolist(), probability[keep].tolist())
     for row, s, e, sc, p in rows:
-        s, e = trimmed_span(examples[row].context, s, e)
-        if s < e and (row, s, e) not in kept:  # a better-scored span may already have become this one
-            kept.add((row, s, e))
-            predictions[row].spans.append(AnswerSpan(examples[row].context[s:e], s, e, sc, None if np.isnan(p) else p))
+        predictions[row].spans.append(AnswerSpan(examples[row].context[s:e], s, e, sc, None if np.isnan(p) else p))
     if null is not None:
-        best = best_shown_scores(examples, ex, char_start, char_end, score)
         for prediction, null_score, best_score in zip(predictions, null.tolist(), best.tolist()):
             prediction.no_answer_score = null_score - best_score if np.isfinite(best_score) else np.inf
     return predictions
+
+
+def _trimmed_columns(examples: Sequence[Example], ex: np.ndarray, char_start: np.ndarray, char_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    spans = [trimmed_span(examples[row].context, begin, end) for row, begin, end in zip(ex.tolist(), char_start.tolist(), char_end.tolist())]
+    trimmed = np.array(spans, dtype=np.int64).reshape(-1, 2)
+    return trimmed[:, 0], trimmed[:, 1]
 
 
 def best_shown_scores(
@@ -140,14 +146,28 @@ def keeps_text(examples: Sequence[Example], rows: np.ndarray, char_start: np.nda
     return np.array([begin < end for begin, end in spans], dtype=bool).reshape(-1)
 
 
-def trimmed_span(context: str, start: int, end: int) -> tuple[int, int]:
-    """``(start, end)`` without the whitespace at its edges: a SentencePiece (Metaspace) token's offsets hold the
-    space before its word, and a byte-level BPE token's may at a window's first token. Every answer is trimmed here."""
-    while start < end and context[start].isspace():
-        start += 1
-    while end > start and context[end - 1].isspace():
-        end -= 1
-    return start, end
+def _readable_fallback(outputs: WindowOutputs, examples: Sequence[Example], columns: tuple[np.ndarray, ...], search) -> tuple[np.ndarray, ...]:
+    """``columns`` (question, character start, character end, score) and, for each question none of whose spans keeps
+    text once trimmed (its windows' n-best filled by spans of newline or zero-width tokens alone), the n-best spans
+    that start and end on readable tokens: ``search(rows, readable)``, the windows' :class:`SpanCandidates` where only
+    ``readable`` tokens may end a span. Other questions' spans and scores are unchanged."""
+    ex, char_start, char_end = columns[:3]
+    held = np.zeros(len(examples), dtype=bool)
+    held[ex[keeps_text(examples, ex, char_start, char_end)]] = True
+    rows = np.flatnonzero(~held[outputs.example_index] & outputs.mask.any(axis=1))
+    if not len(rows):
+        return columns
+    places = np.nonzero(outputs.mask[rows])
+    readable = np.zeros(outputs.mask[rows].shape, dtype=bool)
+    tokens = outputs.offsets[rows[places[0]], places[1]]
+    kept = keeps_text(examples, outputs.example_index[rows[places[0]]], tokens[:, 0], tokens[:, 1])
+    readable[places[0][kept], places[1][kept]] = True
+    found = search(rows, readable)
+    window, start, end = np.repeat(rows, found.start.shape[1]), found.start.ravel(), found.end.ravel()
+    valid = start >= 0
+    window, start, end = window[valid], start[valid], end[valid]
+    extra = (outputs.example_index[window], outputs.offsets[window, start, 0], outputs.offsets[window, end, 1], found.score.ravel()[valid])
+    return tuple(np.concatenate([ours, theirs]) for ours, theirs in zip(columns, extra))
 
 
 def _span_candidates_to_chars(outputs: WindowOutputs, candidates) -> tuple[np.ndarray, ...]:
@@ -171,7 +191,9 @@ def decode_span(outputs: WindowOutputs, examples: Sequence[Example], config: Dec
         raise ValueError("span decoding needs a model with a span head")
     candidates = best_spans(outputs.start_logits, outputs.end_logits, outputs.mask, config.max_answer_length, config.n_best)
     null = _window_null(outputs, null_scores(outputs.start_logits, outputs.end_logits), len(examples))
-    return _collect(examples, *_span_candidates_to_chars(outputs, candidates), config.n_best, null)
+    columns = _readable_fallback(outputs, examples, _span_candidates_to_chars(outputs, candidates), lambda rows, readable: best_spans(
+        outputs.start_logits[rows], outputs.end_logits[rows], readable, config.max_answer_length, config.n_best))
+    return _collect(examples, *columns, config.n_best, null)
 
 
 def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
@@ -193,6 +215,9 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     if len(unheld):  # no window holds a whole word of these: every word is longer than a window's context room
         across = _spans_across_windows(outputs, starts, ends, inside_ratio, unheld, config.n_best)
         columns = tuple(np.concatenate([ours, theirs]) for ours, theirs in zip(columns, across))
+    columns = _readable_fallback(outputs, examples, columns, lambda rows, readable: best_spans(
+        np.where(readable, starts[rows], -np.inf), np.where(readable, ends[rows], -np.inf), outputs.mask[rows],
+        config.max_answer_length, config.n_best, extra_token_scores=inside_ratio[rows]))
     predictions = _collect(examples, *columns, config.n_best, null)
     if config.multi_span:  # its multi-span answers take the tagger's spans where it holds several likely ones
         tagged = decode_merged_tags(merge_tag_log_probs(outputs, len(examples)), examples, replace(config, require_answer=True))

@@ -11,6 +11,7 @@ import numpy as np
 import regex  # grapheme clusters (\X) and scripts (\p{Script=...}), which re lacks
 from transformers import PreTrainedTokenizerBase
 
+from ..answer_text import trimmed_span
 from .tokenizer_lock import tokenizer_lock
 
 __all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "grapheme_bounds", "snap_to_graphemes",
@@ -21,7 +22,8 @@ def context_words(
     tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str], attached: Sequence[np.ndarray] | None = None,
     bounds: Sequence[np.ndarray | None] | None = None,
 ) -> list[np.ndarray]:
-    """(W, 2) character spans of the words of each context, in order, without surrounding whitespace.
+    """(W, 2) character spans of the words of each context, in order, without blank edges (whitespace, zero-width and
+    bidirectional controls: :func:`~bio_mrc.answer_text.trimmed_span`).
 
     Words are the tokenizer's own (``word_ids`` of the context tokenized alone, so
     a word cut by a window's edge keeps its whole span and is the same word in
@@ -48,8 +50,8 @@ def context_words(
         spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)
         np.minimum.at(spans[:, 0], ids, offsets[:, 0])
         np.maximum.at(spans[:, 1], ids, offsets[:, 1])
-        stripped = np.array([_strip(context, a, b) for a, b in spans.tolist()], dtype=np.int64).reshape(-1, 2)
-        spans_by_context[context] = stripped[stripped[:, 0] < stripped[:, 1]]  # whitespace-only "words" carry no tag
+        stripped = np.array([trimmed_span(context, a, b) for a, b in spans.tolist()], dtype=np.int64).reshape(-1, 2)
+        spans_by_context[context] = stripped[stripped[:, 0] < stripped[:, 1]]  # blank "words" (a zero-width space) carry no tag
     return [spans_by_context[c] for c in contexts]
 
 
@@ -166,11 +168,6 @@ def snap_to_graphemes(offsets: np.ndarray, bounds: np.ndarray | None) -> np.ndar
     snapped[real, 0] = bounds[np.searchsorted(bounds, offsets[real, 0], side="right") - 1]
     snapped[real, 1] = bounds[np.minimum(np.searchsorted(bounds, offsets[real, 1], side="left"), len(bounds) - 1)]
     return snapped
-
-
-def _strip(text: str, start: int, end: int) -> tuple[int, int]:
-    piece = text[start:end]
-    return start + len(piece) - len(piece.lstrip()), end - len(piece) + len(piece.rstrip())
 
 
 def word_of_tokens(offsets: np.ndarray, in_context: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,156 @@
+"""Exact character offsets under hostile Unicode, at every door.
+
+Seeded random contexts mix characters an uncased normalizer changes in length (``İ``, ``ß``, ``ﬁ``, ``Ⅻ``, full-width
+forms, decomposed accents), zero-width joiners and spaces, byte-order marks and soft hyphens inside text,
+right-to-left text with bidirectional controls, emoji sequences, CJK and Thai without spaces, control characters,
+CRLF and tabs, Unicode spaces, characters past the Basic Multilingual Plane and words longer than a window. Random
+untrained models of three tokenizers (uncased and cased WordPiece, byte-level BPE) answer them, as any model may:
+every answer is the context's own characters at its offsets (``context[start:end] == text``, ``start < end``),
+starts and ends on user-perceived characters (grapheme clusters), has a readable character in its first and last
+cluster (no whitespace, zero-width or bidirectional control alone at either end), and a multi-span answer's spans
+share no character. ``AnswerExtractor``, the ``bio-mrc-qa`` pipeline, ``bio-mrc extract``, ``bio-mrc predict`` and
+``serve`` give the same spans.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import unicodedata
+
+import pytest
+import regex
+import torch
+
+from bio_mrc.data.text import carries_text
+from bio_mrc.inference import AnswerExtractor, TrainedModel
+
+from .conftest import _vocabulary, untrained_model_folder
+
+WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
+QUESTION = "What is the ﬁrst Straße in İstanbul?"
+PIECES = [
+    "İstanbul", "Straße", "ﬁnal", "Ⅻ", "ＡＢＣ１２３", "e\u0301te\u0301", "cafe\u0301", "a\u0308\u0323", "Ǆ", "ﬃ", "ŉ", "ᾳ",
+    "zero\u200dwidth", "non\u200cjoiner", "\ufeffmark", "mid\ufeffdle", "soft\u00adhyphen", "\u00ad", "\u200b", "word\u200b",
+    "\u2060joined", "\u202bשלום עולם\u202c", "\u200fمرحبا\u200e", "\u2067עברית\u2069", "\u202eevil\u202c",
+    "👨\u200d👩\u200d👧\u200d👦", "👍🏽", "🇫🇷🇩🇪", "❤\ufe0f", "東京は日本の首都です", "ภาษาไทยง่ายมาก", "\x01ctl\x07", "\x7f",
+    "line\r\nbreak", "tab\there", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "𠜎𠜱", "the", "river", "Normandy", "1066", "x" * 120, "ACGT" * 40,
+]
+SEPARATORS = [" ", " ", " ", "\n", "\r\n", "\t", "\u00a0", "\u2009", "\u3000", "\u202f", "", "\u200b", "\u2028", "\u0085",
+              " \u200d ", " \u0301 "]
+DECODINGS = ("span", "bio", "joint")
+# A cluster holding only these is blank: whitespace, controls, format characters, marks on no letter.
+BLANK = {"Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Mc", "Me"}
+
+
+def hostile_context(rng: random.Random) -> str:
+    while True:
+        context = "".join(rng.choice(PIECES) + rng.choice(SEPARATORS) for _ in range(rng.randint(2, 24)))
+        if carries_text(context):
+            return context
+
+
+def hostile_contexts(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    return [hostile_context(rng) for _ in range(n)]
+
+
+def check_spans(context: str, spans: list[tuple[str, int, int]], several: bool) -> None:
+    """What every answer holds (see the module docstring); ``spans``: (text, start, end), ``several``: one answer's."""
+    bounds = {0, *(m.end() for m in regex.finditer(r"\X", context))}
+    for text, start, end in spans:
+        assert 0 <= start < end <= len(context) and context[start:end] == text, (text, start, end, context)
+        assert start in bounds and end in bounds, f"{text!r} splits a user-perceived character of {context!r}"
+        clusters = regex.findall(r"\X", text)
+        for edge in (clusters[0], clusters[-1]):
+            assert any(unicodedata.category(c) not in BLANK for c in edge), f"{text!r} begins or ends with {edge!r}"
+    if several:
+        ordered = sorted((start, end) for _, start, end in spans)
+        assert all(a[1] <= b[0] for a, b in zip(ordered, ordered[1:])), ordered
+
+
+def spans_of(dicts) -> list[tuple[str, int, int]]:
+    return [(d["text"] if "text" in d else d["answer"], d["start"], d["end"]) for d in dicts]
+
+
+@pytest.fixture(scope="module")
+def hostile_models(tiny_encoder_dir, tiny_bpe_tokenizer, tmp_path_factory) -> dict:
+    """Untrained joint models (random heads answer as well as any): the tests' uncased WordPiece, a cased WordPiece
+    whose vocabulary holds every character of the pieces, and a RoBERTa of the byte-level BPE tokenizer."""
+    from transformers import AutoModel, BertConfig, BertModel, BertTokenizer, RobertaConfig
+
+    folder = tmp_path_factory.mktemp("hostile-models")
+    cased, bpe = folder / "cased-encoder", folder / "bpe-encoder"
+    characters = sorted(set("".join(PIECES)) - set(_vocabulary()) - set(string.whitespace))
+    tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(dict.fromkeys(_vocabulary() + characters))}, do_lower_case=False)
+    tokenizer.save_pretrained(str(cased))
+    small = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tokenizer), max_position_embeddings=128, **small)).save_pretrained(str(cased))
+    tiny_bpe_tokenizer.save_pretrained(str(bpe))
+    AutoModel.from_config(RobertaConfig(vocab_size=len(tiny_bpe_tokenizer), max_position_embeddings=66, type_vocab_size=1,
+                                        pad_token_id=1, **small)).save_pretrained(str(bpe))
+    encoders = {"uncased WordPiece": tiny_encoder_dir, "cased WordPiece": cased, "byte-level BPE": bpe}
+    return {name: untrained_model_folder(encoder, folder / name.replace(" ", "-"), heads="span+bio", **WINDOWS)
+            for name, encoder in encoders.items()}
+
+
+@pytest.mark.parametrize("which", ["uncased WordPiece", "cased WordPiece", "byte-level BPE"])
+def test_every_answer_is_the_contexts_own_readable_characters(hostile_models, which):
+    extractor = AnswerExtractor(TrainedModel.load(hostile_models[which], precision="fp32"))
+    contexts = hostile_contexts(seed=len(which), n=6)
+    for decoding in DECODINGS:
+        for predictions, several in ((extractor([QUESTION] * len(contexts), contexts, decoding=decoding, top_k=5), False),
+                                     (extractor([QUESTION] * len(contexts), contexts, decoding=decoding, multi_span=True), True)):
+            for context, prediction in zip(contexts, predictions):
+                assert prediction.spans
+                check_spans(context, spans_of(s.to_dict() for s in prediction.spans), several)
+        ranked = extractor(QUESTION, contexts, decoding=decoding, top_k=10)
+        assert ranked.answers
+        for answer in ranked.answers:
+            check_spans(contexts[answer.document], [(answer.text, answer.start, answer.end)], False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["uncased WordPiece", "byte-level BPE"])
+def test_every_door_gives_the_same_spans_of_hostile_text(hostile_models, which, tmp_path, capsys):
+    from fastapi.testclient import TestClient
+    from transformers import pipeline
+
+    from bio_mrc.cli import main
+    from bio_mrc.serving.app import create_app
+
+    model = str(hostile_models[which])
+    contexts = hostile_contexts(seed=7, n=3)
+    extractor = AnswerExtractor(TrainedModel.load(model, precision="fp32"))
+    qa = pipeline("bio-mrc-qa", model=model, device="cpu", precision="fp32")
+    data = tmp_path / "hostile.json"
+    paragraphs = [{"context": c, "qas": [{"id": f"q{i}", "question": QUESTION, "answers": [], "is_impossible": True}]} for i, c in enumerate(contexts)]
+    data.write_text(json.dumps({"version": "v2.0", "data": [{"title": "hostile", "paragraphs": paragraphs}]}), encoding="utf-8")
+    with TestClient(create_app(extractor)) as client:
+        for decoding in DECODINGS:
+            for multi_span in (False, True):
+                options = ["--decoding", decoding, *(["--multi-span"] if multi_span else [])]
+                want = [spans_of(p.to_dict()["spans"]) for p in extractor([QUESTION] * 3, contexts, decoding=decoding,
+                                                                         multi_span=multi_span)]
+                output = tmp_path / f"{decoding}-{multi_span}.json"
+                assert main(["predict", "--model", model, "--data", str(data), "--output", str(output), "--precision", "fp32",
+                             *options]) == 0
+                records = [json.loads(line) for line in output.with_suffix(".answers.jsonl").read_text(encoding="utf-8").splitlines()]
+                assert [spans_of(r["spans"])[:len(w)] for r, w in zip(records, want)] == want
+                for context, spans in zip(contexts, want):
+                    check_spans(context, spans, multi_span)
+                    body = {"question": QUESTION, "context": context, "decoding": decoding, "multi_span": multi_span}
+                    assert spans_of(client.post("/answer", json=body).json()["results"][0]["spans"]) == spans
+                    answer = qa(question=QUESTION, context=context, decoding=decoding, multi_span=multi_span)
+                    assert spans_of(answer["spans"] if multi_span else [answer]) == spans
+                    capsys.readouterr()
+                    assert main(["extract", "--model", model, "--precision", "fp32", "--question", QUESTION,
+                                 "--context", context, *options]) == 0
+                    assert spans_of(json.loads(capsys.readouterr().out)["spans"]) == spans
+            ranked = [(a.text, a.start, a.end, a.document) for a in extractor(QUESTION, contexts, decoding=decoding, top_k=3).answers]
+            assert [(a["answer"], a["start"], a["end"], a["document"]) for a in qa(question=QUESTION, context=contexts,
+                                                                                  decoding=decoding, top_k=3)] == ranked
+            served = client.post("/answer", json={"question": QUESTION, "context": contexts, "decoding": decoding, "top_k": 3})
+            assert [(s["text"], s["start"], s["end"], s["document"]) for s in served.json()["results"][0]["spans"]] == ranked
