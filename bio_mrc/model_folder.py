@@ -470,17 +470,19 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     _warn_of_unknown_decodings(config, folder)
 
 
-# The fields of ``tuned_on`` and what each holds: tune writes the first three, train --init-from adds for_model. The card,
-# tune's lines and a comparison read them as such; another field is kept unread.
+# The fields of ``tuned_on`` and what each holds: tune writes the first three (and training_questions where the run record
+# keeps a fingerprint), train --init-from adds for_model. The card, tune's lines and a comparison read them as such;
+# another field is kept unread.
 TUNED_ON_FIELDS = {"description": "a string", "questions": "a whole number of questions (0 or more)",
-                   "content_hash": "a string", "for_model": "a string"}
+                   "content_hash": "a string", "for_model": "a string",
+                   "training_questions": "a whole number of questions (0 or more)"}
 
 
 def _check_tuned_on(tuned_on: Mapping[str, Any], folder: Path) -> None:
     """Each field ``tuned_on`` holds is of its kind (:data:`TUNED_ON_FIELDS`)."""
     for name, kind in TUNED_ON_FIELDS.items():
         value = tuned_on.get(name)
-        fits = _is_int(value) and value >= 0 if name == "questions" else isinstance(value, str)
+        fits = _is_int(value) and value >= 0 if name.endswith("questions") else isinstance(value, str)
         if name in tuned_on and not fits:
             raise fail(folder, "config.json", f"tuned_on.{name} must be {kind}, got {shown_value(value)}")
 

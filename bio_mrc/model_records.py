@@ -13,6 +13,7 @@ from typing import Any
 from .config_schema import Validator
 from .errors import shown_value
 from .evaluation_record import EVAL_FILE
+from .question_fingerprint import MAX_BASE64_CHARS, MAX_QUESTIONS, fingerprint_problem
 
 RUN_FILE = "bio_mrc_run.json"
 
@@ -32,13 +33,21 @@ _PRECISION_CHOICE = {
                    "bf16_fp32_attention_tokens_per_s": {"type": "number"}},
     "dependentRequired": {"fp32_tokens_per_s": ["bf16_tokens_per_s"]},
 }
+# The training questions' hashes (bio_mrc.question_fingerprint): bounded before the base64 is read.
+_FINGERPRINT = {
+    "type": ["object", "null"], "required": ["scheme", "version", "questions", "hashes"],
+    "properties": {"scheme": {"type": "string", "maxLength": 100}, "version": {"type": "integer", "minimum": 1},
+                   "questions": {"type": "integer", "minimum": 0, "maximum": MAX_QUESTIONS},
+                   "hashes": {"type": "string", "maxLength": MAX_BASE64_CHARS, "pattern": r"^[A-Za-z0-9+/]*={0,2}$",
+                              "problem": f"base64 text of at most {MAX_BASE64_CHARS:,} characters"}},
+}
 RUN_RECORD_SCHEMA = {
     "type": "object",
     "properties": {
         "train": {"type": ["object", "null"], **_NAMES, "properties": {"encoder": _TEXT, "init_from": _TEXT}},
         "encoder_path": _TEXT, "seconds": {"type": "number", "minimum": 0},
         "earlier_seconds": {"type": ["number", "null"], "minimum": 0}, "n_examples": _COUNT, "n_windows": _COUNT,
-        "unanswerable_questions": _COUNT,
+        "unanswerable_questions": _COUNT, "training_questions": _FINGERPRINT,
         "final_loss": _NUMBER, "resumed_from": _TEXT, "finished": _DATE,
         "precision_choice": {"type": ["object", "null"], "additionalProperties": _PRECISION_CHOICE},
     },
@@ -69,7 +78,9 @@ def record_problem(name: str, record: Any) -> str | None:
     naming the field (``train.encoder: 5 is not of type 'string', 'null'``); None when nothing is."""
     errors = sorted(Validator(RECORD_SCHEMAS[name]).iter_errors(record), key=lambda error: [str(p) for p in error.absolute_path])
     if not errors:
-        return None
+        fingerprint = record.get("training_questions") if name == RUN_FILE else None
+        problem = fingerprint_problem(fingerprint) if fingerprint else None
+        return f"training_questions.{problem}" if problem else None
     error = errors[0]
     where = ".".join(str(part) for part in error.absolute_path) or "top level"
     problem = f"{shown_value(error.instance)} is not {error.schema['problem']}" if "problem" in error.schema else error.message

@@ -18,7 +18,7 @@ from bio_mrc.model import BioMrcConfig
 from bio_mrc.model_records import RUN_FILE
 from bio_mrc.training.train import TrainConfig, train_model
 
-from .conftest import untrained_model_folder
+from .conftest import forget_training_questions, untrained_model_folder
 
 QUESTION, CONTEXT = "Who wrote it?", "It was written by Ada Lovelace in 1843."
 
@@ -116,7 +116,7 @@ def test_handle_impossible_answer_without_a_threshold_warns_that_the_model_answe
 def test_a_threshold_tune_fits_on_held_out_questions_is_the_models_own(models, tmp_path, capsys):
     """tune reads the refused model, and the threshold it fits is one the model abstains by."""
     v1, _, v2_data, _ = models
-    hand = with_thresholds(v1, tmp_path / "hand", {"span": 0.0})
+    hand = forget_training_questions(with_thresholds(v1, tmp_path / "hand", {"span": 0.0}))  # v2_data holds its questions
     assert main(["tune", "--model", str(hand), "--data", str(v2_data), "--decoding", "span", "--no-calibration",
                  "--device", "cpu"]) == 0
     tuned = BioMrcConfig.from_pretrained(hand)

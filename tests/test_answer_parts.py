@@ -14,6 +14,8 @@ from bio_mrc.harness.comparison_splits import resolve_split
 from bio_mrc.harness.config import DataSpec
 from bio_mrc.inference import TrainedModel
 
+from .conftest import forget_training_questions
+
 PEOPLE = [("Dave", "Barbara"), ("Ann", "Bob"), ("Cleo", "Dan"), ("Eve", "Finn"), ("Gus", "Hana"), ("Ivo", "Jo")]
 
 
@@ -67,6 +69,7 @@ def test_the_cli_trains_tunes_predicts_and_evaluates_answer_parts(tiny_encoder_d
     assert main(["train", "--train", data, "--format", "answer-parts", "--output-dir", str(model), "--encoder",
                  str(tiny_encoder_dir), "--epochs", "1", *window]) == 0
     assert json.loads(capsys.readouterr().out)["questions"] == len(parts_rows())
+    forget_training_questions(model)  # tuned on its training questions: a test has no others
     assert main(["tune", "--model", str(model), "--data", data, "--format", "answer-parts"]) == 0
     printed = capsys.readouterr()
     report = json.loads(printed.out)

@@ -33,6 +33,8 @@ def test_torchrun_on_two_cpu_processes_shards_the_windows(tiny_encoder_dir, tmp_
     windows = ranks[0]["windows"]
     assert [r["seen"] for r in ranks] == [windows // 2, windows - windows // 2]  # each process: its half, once
     record = load_run_record(out)
+    # every question, not rank 0's share of the windows: what tune refuses is all the model trained on
+    assert record["training_questions"]["questions"] == len({(ex.question, ex.context) for ex in load_squad(SAMPLE_V1).examples}) == 8
     # the loss recorded is that of every step's batches on both processes, not rank 0's share alone
     own_means = [sum(r["losses"]) / len(r["losses"]) for r in ranks]
     assert record["final_loss"] == pytest.approx(sum(own_means) / 2, rel=1e-6)

@@ -69,6 +69,9 @@ def test_resumed_run_ends_with_the_uninterrupted_weights(tmp_path, config, examp
     _assert_same_weights(_weights(uninterrupted.model_dir), _weights(resumed.model_dir))  # bit for bit
     record = load_run_record(killed_dir)
     assert record["resumed_from"] == "checkpoint-15" and record["train"] == config.with_resolved_precision().to_dict()
+    # every question of the run, as the uninterrupted run records them
+    assert record["training_questions"] == load_run_record(uninterrupted.model_dir)["training_questions"]
+    assert record["training_questions"]["questions"] == len({(ex.question, ex.context) for ex in examples})
     assert not (killed_dir / CHECKPOINT_DIR).exists()  # the model is complete: nothing is left to resume
 
 

@@ -36,13 +36,14 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
     import copy
 
     from ..hub import local_folder
-    from ..inference import TrainedModel, save_tuned_settings, tuning_provenance
+    from ..inference import TrainedModel, check_held_out, save_tuned_settings, tuning_provenance
     from ..inference.tuning import dropped_settings, past_windows_line, stale_calibrator_lines, tune_for_model, tuning_summary
 
     data = load_task_data(args, args.data, args.limit, requested_task(args), needs_gold="bio-mrc tune")
     task = data_task(args, data)
     _check_some_answered(data.examples, args.data)
     calibrate = _calibrates(args, len(data.examples), task)
+    training_questions = check_held_out(args.model, data.examples, args.data)  # from the run record, before the model loads
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device,
                                 decodings=args.decoding or ())
     before = copy.deepcopy(trained.model.config)
@@ -52,7 +53,7 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
     description = f"{args.data}" + (f" (first {args.limit} questions)" if args.limit else "")
-    provenance = tuning_provenance(description, data.examples)
+    provenance = tuning_provenance(description, data.examples, training_questions)
     if target == Path(args.model):  # predict, compare and AnswerExtractor apply them from now on
         save_tuned_settings(target, trained.model.config, tuned.thresholds, tuned.settings, provenance)
     else:  # the copy is made whole in a staging folder, so a full disk leaves no model that looks complete but is not

@@ -4,7 +4,7 @@
 * :mod:`.forward`: the forward pass over stride windows (``WindowOutputs``) through a runner;
 * :mod:`.onnx_runner`: ONNX Runtime as a runner, for exported folders; :mod:`.onnx` writes those exports;
 * :mod:`.answers`: decoding with the no-answer thresholds saved with the model;
-* :mod:`.tuning`: tuning those settings on held-out questions and saving them;
+* :mod:`.tuning`: tuning those settings on held-out questions and saving them; :mod:`.held_out`: whether they are held out;
 * :mod:`.files`: official prediction, n-best and ``na_prob`` files, and the answers stream's lines;
 * :mod:`.streaming`: prediction a chunk of questions at a time into the answers stream, resumable;
   :mod:`.sharding`: its share of the chunks for each process under ``torchrun``;
@@ -25,6 +25,7 @@ _LAZY = dict(reversed(reference.split(":")) for reference in (
     "bio_mrc.inference.extract:AnswerExtractor",
     "bio_mrc.inference.files:write_prediction_files",
     "bio_mrc.inference.forward:predict_windows", "bio_mrc.inference.forward:run_windows",
+    "bio_mrc.inference.held_out:check_held_out",
     "bio_mrc.inference.loading:TrainedModel", "bio_mrc.inference.loading:check_model_dir",
     "bio_mrc.inference.pipeline:BioMrcQuestionAnsweringPipeline", "bio_mrc.inference.pipeline:register_pipeline",
     "bio_mrc.inference.sharding:Shard",
@@ -46,7 +47,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "Shard", "StreamPlan", "TrainedModel", "TrainingEvaluator",
-    "apply_no_answer_threshold", "check_model_dir", "decode_with_thresholds", "no_answer_probability", "predict_to_files",
+    "apply_no_answer_threshold", "check_held_out", "check_model_dir", "decode_with_thresholds", "no_answer_probability", "predict_to_files",
     "predict_windows", "register_pipeline",
     "run_windows", "save_tuned_settings", "threshold_key", "tune_settings", "tuning_provenance",
     "write_prediction_files",

@@ -11,6 +11,7 @@ from .during_training import TrainingEvaluator as TrainingEvaluator
 from .extract import AnswerExtractor as AnswerExtractor
 from .files import write_prediction_files as write_prediction_files
 from .forward import predict_windows as predict_windows, run_windows as run_windows
+from .held_out import check_held_out as check_held_out
 from .loading import TrainedModel as TrainedModel, check_model_dir as check_model_dir
 from .pipeline import BioMrcQuestionAnsweringPipeline as BioMrcQuestionAnsweringPipeline, register_pipeline as register_pipeline
 from .sharding import Shard as Shard

@@ -450,9 +450,11 @@ def _shown(value: Any) -> str:
     return "none" if value is None else f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def tuning_provenance(description: str, examples: Sequence[Example]) -> dict[str, Any]:
-    """What tuned values saved with a model say about the questions they were tuned on."""
-    return {"description": description, "questions": len(examples), "content_hash": content_hash(examples)}
+def tuning_provenance(description: str, examples: Sequence[Example], training_questions: int | None = None) -> dict[str, Any]:
+    """What tuned values saved with a model say about the questions they were tuned on; ``training_questions``: how many
+    of them the model was trained on, where its run record says (:func:`bio_mrc.inference.held_out.check_held_out`)."""
+    known = {} if training_questions is None else {"training_questions": training_questions}
+    return {"description": description, "questions": len(examples), "content_hash": content_hash(examples), **known}
 
 
 # Tuned settings that a tuning on other questions drops where it does not fit them again. The length prior stays: it is

@@ -19,8 +19,10 @@ from ..encoders import starting_point_digest
 from ..errors import ConfigError, DataFormatError, a_type
 from ..fp32_attention import train_attention_in_fp32
 from ..io import check_outputs_apart, home_expanded, writes_named
+from ..hub import local_folder
 from ..model import non_finite_weights
 from ..progress import progress_bars
+from ..question_fingerprint import fingerprint
 from ..types import Example, content_hash
 from .checkpoints import (
     CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, ResumeError, TrainingClock, checkpoint_step, checkpoint_to_resume,
@@ -132,7 +134,8 @@ def train_model(
     if non_finite_weights(trainer.model):
         _refuse_diverged(trainer, config, output_dir, save_checkpoints)
     with writes_named(output_dir), progress_bars(progress):
-        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint, choices, _unanswerable(examples)))
+        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint, choices,
+                                                                     _unanswerable(examples), _training_questions(examples, config)))
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
     push_final_model(trainer, output_dir)
@@ -229,9 +232,18 @@ def _unanswerable(examples: Sequence[Example]) -> int:
     return sum(1 for example in examples if example.is_labelled and not example.is_answerable)
 
 
+def _training_questions(examples: Sequence[Example], config: TrainConfig) -> dict[str, Any] | None:
+    """The fingerprint of every question the model was trained on: ``examples`` whole (each process of a torchrun job
+    holds them all, and Trainer's sampler shares them out), joined with the fingerprint of the model ``init_from``
+    continues, so a model continued in stages knows each stage's questions (a resumed run trains on the same ones)."""
+    earlier = load_run_record(local_folder(config.init_from)) if config.init_from else None
+    return fingerprint(examples, (earlier or {}).get("training_questions"))
+
+
 def _run_record(
     result: TrainResult, config: TrainConfig, encoder: str, earlier_seconds: float | None, checkpoint: Path | None,
     precision_choices: dict[str, Any] | None = None, unanswerable: int | None = None,
+    training_questions: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Provenance: how the model came about (the model folder runs without it)."""
     return {
@@ -247,6 +259,8 @@ def _run_record(
         "n_windows": result.n_windows,
         # 0: the model abstains only by a no-answer threshold bio-mrc tune fits for it (bio_mrc.inference.abstention)
         "unanswerable_questions": unanswerable,
+        # Hashes of every question trained on, earlier stages' too (bio_mrc.question_fingerprint): tune refuses them.
+        "training_questions": training_questions,
         "final_loss": result.final_loss,  # the mean over this sitting's steps when resumed; None when it trained none
         "resumed_from": checkpoint.name if checkpoint else None,
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),

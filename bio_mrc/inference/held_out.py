@@ -1,0 +1,63 @@
+"""Whether tuning questions are held out. A model's run record keeps a fingerprint of the questions it trained on
+(``training_questions``, :mod:`bio_mrc.question_fingerprint`); ``bio-mrc tune`` reads it before the model loads. Settings
+fitted on training questions follow the model's confidence where it learnt the answers: no-answer thresholds that abstain
+too rarely, calibrators that say 0.99. A model whose record keeps no fingerprint (an older one, none, transformers' own
+QA model) is tuned as it is.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..data.json_reader import read_json
+from ..errors import DataFormatError, InputWarning
+from ..hub import local_folder
+from ..model_folder import check_records
+from ..model_records import RUN_FILE
+from ..question_fingerprint import is_readable, known_questions
+from ..types import Example
+
+
+class TrainingQuestionsError(DataFormatError):
+    """At least half of the tuning questions are questions the model was trained on."""
+
+
+class TrainingQuestionsWarning(InputWarning):
+    """Some of the tuning questions are questions the model was trained on."""
+
+
+def training_fingerprint(model: str | Path) -> dict[str, Any] | None:
+    """The fingerprint of the questions ``model`` (a folder or hub id) was trained on, its run record checked first;
+    None where the record keeps none this version reads."""
+    folder = local_folder(model)
+    check_records(folder)  # a crafted record: one line naming the folder, before its hashes are read
+    path = folder / RUN_FILE
+    record: Any = read_json(path) if path.is_file() else None
+    fingerprint = record.get("training_questions") if isinstance(record, dict) else None
+    return fingerprint if fingerprint and is_readable(fingerprint) else None
+
+
+def check_held_out(model: str | Path, examples: Sequence[Example], data: str | Path) -> int | None:
+    """How many of ``examples`` (the questions of ``data``) ``model`` was trained on, by its run record; None where the
+    record does not say. At least half refused (:class:`TrainingQuestionsError`); fewer but some warned of once
+    (:class:`TrainingQuestionsWarning`). What ``tune`` does before the model loads."""
+    fingerprint = training_fingerprint(model)
+    if fingerprint is None:
+        return None
+    known, asked = known_questions(fingerprint, examples), len(examples)
+    if known and 2 * known >= asked:
+        raise TrainingQuestionsError(
+            f"{known} of its {asked} questions are questions {model} was trained on (its {RUN_FILE} keeps their "
+            "fingerprint): settings tuned on them follow the model's confidence where it learnt the answers, thresholds "
+            "that abstain too rarely and calibrators near 1; tune on held-out questions, neither trained nor evaluated on",
+            source=str(data))
+    if known:
+        warnings.warn(f"{data}: {known} of its {asked} questions {'is a question' if known == 1 else 'are questions'} "
+                      f"{model} was trained on; the settings are tuned on {'it' if known == 1 else 'them'} too (tune on "
+                      "held-out questions alone to rely on them)", TrainingQuestionsWarning, stacklevel=2)
+    return known
+
+
+__all__ = ["TrainingQuestionsError", "TrainingQuestionsWarning", "check_held_out", "training_fingerprint"]
