@@ -17,6 +17,7 @@ from ..io import printable_line
 from ..launcher import check_launcher_environment, close_process_group
 from .console import (Terminated, bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error,
                       reader_gone, terminate_as_exit)
+from .leftovers import no_empty_torch_cache_folder
 from .options import expand_home
 from .parser import build_parser
 
@@ -24,7 +25,7 @@ __all__ = ["build_parser", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    with escapes_what_stdout_cannot_hold():  # --help too: several commands' help holds β, Σ or ±
+    with escapes_what_stdout_cannot_hold(), no_empty_torch_cache_folder():  # --help too: several commands' help holds β, Σ or ±
         try:
             return _run(argv)
         finally:  # under torchrun, a refusal too: each rank ends with its one line and status, not gloo's abort

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -21,12 +24,27 @@ _DPI = 120
 
 def _new_figure(figsize: tuple[float, float]) -> Any:
     """A pyplot-free Figure on an Agg canvas (no global state, no display)."""
+    _import_matplotlib_leaving_no_cache()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=figsize)
     FigureCanvasAgg(fig)
     return fig
+
+
+def _import_matplotlib_leaving_no_cache() -> None:
+    """matplotlib lists the machine's fonts when it is first imported and caches the list in the user's folders
+    (``~/.cache/matplotlib``, and an empty ``~/.config/matplotlib``); the figures use its bundled font alone, so the list
+    is made in a temporary folder removed once it is read. A ``MPLCONFIGDIR`` of the user's is used as set."""
+    if "matplotlib" in sys.modules or "MPLCONFIGDIR" in os.environ:
+        return
+    with tempfile.TemporaryDirectory(prefix="bio_mrc-matplotlib-") as folder:
+        os.environ["MPLCONFIGDIR"] = folder
+        try:
+            import matplotlib.font_manager  # noqa: F401  (reads its config and lists the fonts now)
+        finally:
+            del os.environ["MPLCONFIGDIR"]
 
 
 def _save(fig: Any, path: str | Path) -> Path:
@@ -145,6 +163,7 @@ def plot_cell_scores(intervals: Mapping[CellKey, Any], title: str, ylabel: str, 
     Input is ``{cell: interval}`` (the ``intervals`` of the report's summary: :class:`~.stats.Interval`);
     cells are plotted in order, the value written above each bar. Returns the PNG path.
     """
+    _import_matplotlib_leaving_no_cache()
     from matplotlib.patches import Patch
 
     if not intervals:
