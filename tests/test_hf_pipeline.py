@@ -314,6 +314,19 @@ def test_align_to_words_keeps_combining_marks_and_reads_each_han_character_as_a_
         assert (widened.text, context[widened.start:widened.end]) == (expected, expected)
 
 
+@pytest.mark.parametrize("multi_span", [False, True])
+def test_align_to_words_never_widens_a_span_over_a_mark_on_a_space(multi_span):
+    """" \\u0301" is one blank user-perceived character (a mark on a space): widening "da" took its mark as a letter
+    of "Ada", an answer beginning with half of a blank character."""
+    from bio_mrc.inference.pipeline import word_aligned
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    context = "x \u0301Ada wrote \u0301\u0301it"
+    spans = [AnswerSpan("da", 4, 6, 1.0, 0.5), AnswerSpan("t", 16, 17, 0.5, 0.2)]
+    widened = word_aligned(Prediction("q", spans), context, multi_span).spans
+    assert [(s.text, s.start, s.end) for s in widened] == [("Ada", 3, 6), ("it", 15, 17)]
+
+
 def test_align_to_words_widens_a_span_to_whole_words(qa):
     from bio_mrc.inference.pipeline import word_aligned
     from bio_mrc.types import AnswerSpan, Prediction

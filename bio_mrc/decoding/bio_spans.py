@@ -68,9 +68,12 @@ def tag_gains(log_probs: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.n
     return begin, inside
 
 
-def best_tag_spans(log_probs: np.ndarray, mask: np.ndarray, max_span_length: int, n_best: int = 1) -> SpanCandidates:
+def best_tag_spans(
+    log_probs: np.ndarray, mask: np.ndarray, max_span_length: int, n_best: int = 1, ends: np.ndarray | None = None
+) -> SpanCandidates:
     """The ``n_best`` single spans of every row by ``r``, best first (the span search of
-    :mod:`bio_mrc.decoding.spans` with the inside gains as per-token scores).
+    :mod:`bio_mrc.decoding.spans` with the inside gains as per-token scores); with ``ends`` (N, L), only the
+    tokens it marks begin or end a span, while every tagged token inside one still adds its gain.
 
     Each row's tagged tokens must be one contiguous run, as in merged rows.
     """
@@ -81,7 +84,10 @@ def best_tag_spans(log_probs: np.ndarray, mask: np.ndarray, max_span_length: int
         raise ValueError("best_tag_spans needs each row's tagged tokens to be one contiguous run")
     begin, inside = tag_gains(log_probs, mask)
     first_token = np.where(mask, begin - np.where(mask, inside, 0.0), -np.inf)  # the first token is B, not I
-    return best_spans(first_token, np.zeros_like(first_token), mask, max_span_length, n_best, extra_token_scores=inside)
+    last_token = np.zeros_like(first_token)
+    if ends is not None:
+        first_token, last_token = np.where(ends, first_token, -np.inf), np.where(ends, last_token, -np.inf)
+    return best_spans(first_token, last_token, mask, max_span_length, n_best, extra_token_scores=inside)
 
 
 def likeliest_tag_spans(log_probs: np.ndarray, mask: np.ndarray, max_span_length: int) -> TagSpans:

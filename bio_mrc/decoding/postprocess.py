@@ -11,7 +11,9 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
   the n-best single spans, or with ``multi_span`` the non-overlapping spans of
   highest posterior that maximise the expected exact-match F1 (the spans of one
   normalised text one answer, of their summed posterior); the no-answer
-  score is ``-max r``.
+  score is ``-max r``. A question none of whose n-best spans keeps text once
+  trimmed (sub-word tags on runs of newline or zero-width tokens) searches
+  its spans that begin and end on readable tokens, as span and joint do.
 * ``joint``: the span head and the BIO head as a product of experts. A span
   ``(i, j)`` scores ``log P_start(i) + log P_end(j)`` plus the BIO head's
   log-likelihood ratio of tagging exactly that span (``B I … I``) against
@@ -157,17 +159,22 @@ def _readable_fallback(outputs: WindowOutputs, examples: Sequence[Example], colu
     rows = np.flatnonzero(~held[outputs.example_index] & outputs.mask.any(axis=1))
     if not len(rows):
         return columns
-    places = np.nonzero(outputs.mask[rows])
-    readable = np.zeros(outputs.mask[rows].shape, dtype=bool)
-    tokens = outputs.offsets[rows[places[0]], places[1]]
-    kept = keeps_text(examples, outputs.example_index[rows[places[0]]], tokens[:, 0], tokens[:, 1])
-    readable[places[0][kept], places[1][kept]] = True
-    found = search(rows, readable)
+    found = search(rows, _readable_tokens(examples, outputs.example_index[rows], outputs.offsets[rows], outputs.mask[rows]))
     window, start, end = np.repeat(rows, found.start.shape[1]), found.start.ravel(), found.end.ravel()
     valid = start >= 0
     window, start, end = window[valid], start[valid], end[valid]
     extra = (outputs.example_index[window], outputs.offsets[window, start, 0], outputs.offsets[window, end, 1], found.score.ravel()[valid])
     return tuple(np.concatenate([ours, theirs]) for ours, theirs in zip(columns, extra))
+
+
+def _readable_tokens(examples: Sequence[Example], questions: np.ndarray, offsets: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(rows, L): the tokens of ``mask`` that keep some text once trimmed (``offsets`` of row ``k`` are into the context
+    of ``examples[questions[k]]``), the tokens a span falling back on readable text begins and ends on."""
+    places = np.nonzero(mask)
+    tokens = offsets[places]
+    readable = np.zeros(mask.shape, dtype=bool)
+    readable[places] = keeps_text(examples, questions[places[0]], tokens[:, 0], tokens[:, 1])
+    return readable
 
 
 def _span_candidates_to_chars(outputs: WindowOutputs, candidates) -> tuple[np.ndarray, ...]:
@@ -238,12 +245,17 @@ def _whole_word_spans(
     width = outputs.mask.shape[1]
     if not len(rows) or config.max_answer_length >= width:
         return candidates
-    wider = best_spans(starts[rows], ends[rows], outputs.mask[rows], width, config.n_best, extra_token_scores=inside[rows])
-    columns = max(candidates.score.shape[1], wider.score.shape[1])  # a band of fewer spans than n_best has fewer columns
+    return _with_rows(candidates, rows, best_spans(starts[rows], ends[rows], outputs.mask[rows], width, config.n_best,
+                                                   extra_token_scores=inside[rows]))
+
+
+def _with_rows(candidates: SpanCandidates, rows: np.ndarray, other: SpanCandidates) -> SpanCandidates:
+    """``candidates`` with its ``rows`` those of ``other`` (a band of fewer spans than n_best has fewer columns)."""
+    columns = max(candidates.score.shape[1], other.score.shape[1])
     score, start, end = (_padded_columns(array, columns, fill) for array, fill in
                          ((candidates.score, -np.inf), (candidates.start, -1), (candidates.end, -1)))
     score[rows], start[rows], end[rows] = (_padded_columns(array, columns, fill) for array, fill in
-                                           ((wider.score, -np.inf), (wider.start, -1), (wider.end, -1)))
+                                           ((other.score, -np.inf), (other.start, -1), (other.end, -1)))
     return SpanCandidates(score, start, end)
 
 
@@ -318,12 +330,13 @@ def grouped_word_tag_probabilities(grouped: GroupedTags) -> tuple[np.ndarray, np
 def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
     """:func:`decode_bio_predictions` from already merged tag log-probabilities (merge once, decode many ways)."""
     log_probs = merged.values + np.where(np.arange(3) == TAG_I, config.bio_length_prior or 0.0, 0.0)
-    single = best_tag_spans(log_probs, merged.mask, config.max_answer_length, config.n_best)
+    single = _shown_tag_spans(log_probs, merged, examples, config.max_answer_length, config.n_best)
     probabilities = None
     if config.multi_span:
         answer_keys = answer_text_keys(examples, merged.offsets)
         shown = shown_text(examples, merged.offsets)
-        wider = single if config.n_best >= CONFIDENCE_SPANS else best_tag_spans(log_probs, merged.mask, config.max_answer_length, CONFIDENCE_SPANS)
+        wider = single if config.n_best >= CONFIDENCE_SPANS else _shown_tag_spans(
+            log_probs, merged, examples, config.max_answer_length, CONFIDENCE_SPANS)
         rows, starts, ends, scores, probabilities = _tag_distribution_spans(log_probs, merged.mask, wider, answer_keys, config, shown)
         limit = None  # every span the expected-F1 rule chose
     else:
@@ -339,6 +352,21 @@ def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config
     for prediction, best_score in zip(predictions, best.tolist()):
         prediction.no_answer_score = -best_score  # +inf for an example without tagged tokens
     return predictions
+
+
+def _shown_tag_spans(log_probs: np.ndarray, merged: MergedTokens, examples: Sequence[Example], max_length: int, n_best: int) -> SpanCandidates:
+    """The ``n_best`` single tag spans of every merged row (:func:`best_tag_spans`); a row none of whose spans keeps
+    text once trimmed (its n-best filled by spans of newline or zero-width tokens alone, each a tag of its own at
+    sub-word level) gets the n-best spans that begin and end on readable tokens instead. Other rows are unchanged."""
+    found = best_tag_spans(log_probs, merged.mask, max_length, n_best)
+    places = np.nonzero(found.start >= 0)
+    held = np.zeros(len(merged.mask), dtype=bool)
+    held[places[0][shown_text(examples, merged.offsets)(places[0], found.start[places], found.end[places])]] = True
+    rows = np.flatnonzero(~held & merged.mask.any(axis=1))
+    if not len(rows):
+        return found
+    readable = _readable_tokens(examples, rows, merged.offsets[rows], merged.mask[rows])
+    return _with_rows(found, rows, best_tag_spans(log_probs[rows], merged.mask[rows], max_length, n_best, ends=readable))
 
 
 def _tag_distribution_spans(

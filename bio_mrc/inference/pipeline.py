@@ -52,6 +52,7 @@ from transformers import AutoModelForQuestionAnswering, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .. import registry
+from ..answer_text import trimmed_span
 from ..config_schema import whole_number
 from ..decoding.shares import nbest_shares
 from ..decoding.window_outputs import WindowOutputs
@@ -293,8 +294,9 @@ def is_stream(inputs: Any) -> bool:
 
 def word_aligned(prediction: Prediction, context: str, multi_span: bool = False) -> Prediction:
     """``align_to_words``: each span widened to whole words (a start or an end inside a run of letters and
-    digits moves to the run's edge), as the old pipeline's option widened them to the tokenizer's words. The parts of
-    a multi-span answer never overlap: with ``multi_span``, a widened span that overlaps a better one's joins none."""
+    digits moves to the run's edge; a combining mark on a space before it is no letter of it), as the old pipeline's
+    option widened them to the tokenizer's words. The parts of a multi-span answer never overlap: with
+    ``multi_span``, a widened span that overlaps a better one's joins none."""
     spans = []
     for span in prediction.spans:
         start, end = span.start, span.end
@@ -302,6 +304,7 @@ def word_aligned(prediction: Prediction, context: str, multi_span: bool = False)
             start -= 1
         while end < len(context) and _one_word(context[end - 1], context[end]):
             end += 1
+        start, end = trimmed_span(context, start, end)  # a mark on a space before the word is no part of it
         if multi_span and any(start < kept.end and kept.start < end for kept in spans):
             continue
         if all((start, end) != (kept.start, kept.end) for kept in spans):  # two pieces of one word: one answer

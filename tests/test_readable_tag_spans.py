@@ -1,0 +1,143 @@
+"""A sub-word tagger tags every token, a newline or a zero-width space alone too: where its n-best single spans are
+all of such tokens, the BIO decoding answers with its best spans that begin and end on readable tokens, single and
+multi-span; a question that had an answer keeps it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bio_mrc.decoding import postprocess
+from bio_mrc.decoding.bio_spans import best_tag_spans
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
+from bio_mrc.decoding.window_outputs import WindowOutputs
+from bio_mrc.types import Example
+
+BLANK = " \n\u200b"
+
+
+def one_window(context: str, tokens: list[tuple[int, int]], bio: np.ndarray) -> WindowOutputs:
+    """One window of ``tokens`` (character spans) after a ``[CLS]`` slot, every token tagged (sub-word level)."""
+    offsets = np.full((1, len(tokens) + 1, 2), -1)
+    offsets[0, 1:] = tokens
+    return WindowOutputs(np.zeros(1, dtype=np.int64), offsets, offsets[..., 0] >= 0, bio_logits=bio[None])
+
+
+def tokens_of(context: str) -> list[tuple[int, int]]:
+    """Each run of letters a token, and each other character but a space a token of its own."""
+    tokens, start = [], None
+    for i, character in enumerate(context + " "):
+        if character.isalpha():
+            start = i if start is None else start
+            continue
+        if start is not None:
+            tokens.append((start, i))
+            start = None
+        if character != " " and i < len(context):
+            tokens.append((i, i + 1))
+    return tokens
+
+
+@pytest.mark.parametrize("context", ["the " + "\u200b " * 500, "the " + "\n \n " * 300])
+@pytest.mark.parametrize("multi_span", [False, True])
+def test_runs_of_blank_tokens_never_leave_a_bio_answer_empty(context, multi_span):
+    """Every blank token is likelier B than O, "the" likelier O: the 20 best single spans and the most probable tag
+    sequence's spans are blank tokens alone, and trimming dropped them all, leaving no answer."""
+    tokens = tokens_of(context)
+    bio = np.zeros((len(tokens) + 1, 3))
+    bio[2:] = [6.0, 6.0, 0.0]  # B, I, O logits of each blank token
+    bio[1] = [0.0, 0.0, 1.0]  # "the": r = log p_B - log p_O = -1
+    config = DecodeConfig(multi_span=multi_span, bio_length_prior=0.0)
+    (prediction,) = decode(one_window(context, tokens, bio), [Example("q", "which?", context, None)], "bio", config)
+    assert [(s.text, s.start, s.end) for s in prediction.spans] == [("the", 0, 3)]
+    assert prediction.spans[0].score == pytest.approx(-1.0)
+    assert prediction.no_answer_score == pytest.approx(1.0)  # -r of the best span shown
+
+
+def old_tag_spans(log_probs, merged, examples, max_length, n_best):
+    return best_tag_spans(log_probs, merged.mask, max_length, n_best)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_answers_that_had_a_span_are_unchanged(seed, monkeypatch):
+    """Seeded random tag logits over ordinary text (words, punctuation, a newline now and then): every question that
+    had an answer gets the same spans, scores and probabilities as before; one that had none (its best spans
+    newlines alone) now has one."""
+    rng = np.random.default_rng(seed)
+    words = ["Ada", "wrote", "the", "first", "program", "in", "London", ",", ".", "\n"]
+    contexts = [" ".join(rng.choice(words, size=int(rng.integers(3, 40)), p=[.11] * 8 + [.04, .08])) + " end" for _ in range(8)]
+    examples = [Example(f"q{k}", "who?", context, None) for k, context in enumerate(contexts)]
+    windows = [one_window(c, tokens_of(c), rng.normal(0.0, 3.0, (len(tokens_of(c)) + 1, 3))) for c in contexts]
+    width = max(w.mask.shape[1] for w in windows)
+    padded = {name: np.concatenate([np.pad(getattr(w, name), [(0, 0), (0, width - getattr(w, name).shape[1])]
+                                           + [(0, 0)] * (getattr(w, name).ndim - 2), constant_values=fill) for w in windows])
+              for name, fill in (("offsets", -1), ("mask", False), ("bio_logits", 0.0))}
+    outputs = WindowOutputs(np.arange(len(windows)), **padded)
+    for config in (DecodeConfig(n_best=1), DecodeConfig(n_best=3, max_answer_length=4), DecodeConfig(multi_span=True),
+                   DecodeConfig(n_best=2, multi_span=True), DecodeConfig(multi_span=True, require_answer=False)):
+        config = DecodeConfig(**{**config.__dict__, "bio_length_prior": float(rng.normal())})
+        new = decode(outputs, examples, "bio", config)
+        with monkeypatch.context() as patched:
+            patched.setattr(postprocess, "_shown_tag_spans", old_tag_spans)
+            old = decode(outputs, examples, "bio", config)
+        for before, after in zip(old, new):
+            if before.spans:
+                assert after.spans == before.spans
+                assert after.no_answer_score == before.no_answer_score or np.isinf(before.no_answer_score)
+            elif config.require_answer:
+                assert after.spans and all(s.text.strip(BLANK) == s.text for s in after.spans)
+
+
+@pytest.fixture(scope="module")
+def subword_tagger(tiny_bpe_tokenizer, tmp_path_factory):
+    """An untrained joint model of a byte-level BPE RoBERTa that tags every token (a newline, a zero-width space):
+    its random heads put those tokens' spans first, as on the contexts below any untrained model does."""
+    import torch
+    from transformers import AutoModel, RobertaConfig
+
+    from .conftest import untrained_model_folder
+
+    folder = tmp_path_factory.mktemp("subword-tagger")
+    tiny_bpe_tokenizer.save_pretrained(str(folder / "encoder"))
+    torch.manual_seed(0)
+    AutoModel.from_config(RobertaConfig(vocab_size=len(tiny_bpe_tokenizer), max_position_embeddings=66, type_vocab_size=1,
+                                        pad_token_id=1, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                        intermediate_size=64)).save_pretrained(str(folder / "encoder"))
+    return untrained_model_folder(folder / "encoder", folder / "model", heads="span+bio", tag_level="subword",
+                                  max_seq_length=48, doc_stride=16, max_query_length=12)
+
+
+CONTEXTS = ["the " + "\u200b " * 500, "the " + "\n \n " * 300]
+
+
+def test_every_door_answers_a_sub_word_tagger_on_runs_of_blank_tokens(subword_tagger):
+    """"the" is the contexts' one readable word: AnswerExtractor, one question over several documents and the
+    pipeline (words aligned or not) answered nothing from the BIO decoding."""
+    from transformers import pipeline
+
+    from bio_mrc.inference import AnswerExtractor, TrainedModel
+
+    extractor = AnswerExtractor(TrainedModel.load(subword_tagger, precision="fp32"))
+    for multi_span in (False, True):
+        for prediction in extractor(["what?"] * 2, CONTEXTS, decoding="bio", multi_span=multi_span):
+            assert [(s.text, s.start, s.end) for s in prediction.spans] == [("the", 0, 3)]
+    ranked = extractor("what?", CONTEXTS, decoding="bio", top_k=2).answers
+    assert sorted((a.text, a.document) for a in ranked) == [("the", 0), ("the", 1)]
+    qa = pipeline("bio-mrc-qa", model=str(subword_tagger), device="cpu", precision="fp32")
+    for align_to_words in (False, True):
+        for context in CONTEXTS:
+            answer = qa(question="what?", context=context, decoding="bio", align_to_words=align_to_words)
+            assert (answer["answer"], answer["start"], answer["end"]) == ("the", 0, 3)
+
+
+@pytest.mark.slow
+def test_an_onnx_export_of_a_sub_word_tagger_answers_runs_of_blank_tokens(subword_tagger, tmp_path):
+    pytest.importorskip("onnxruntime")
+    from bio_mrc.inference import AnswerExtractor, TrainedModel
+    from bio_mrc.inference.onnx import export_onnx
+
+    export_onnx(subword_tagger, tmp_path / "exported")
+    extractor = AnswerExtractor(TrainedModel.load(tmp_path / "exported"))
+    for multi_span in (False, True):
+        for prediction in extractor(["what?"] * 2, CONTEXTS, decoding="bio", multi_span=multi_span):
+            assert [(s.text, s.start, s.end) for s in prediction.spans] == [("the", 0, 3)]
