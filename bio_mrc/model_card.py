@@ -439,6 +439,10 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
              f"{record.get('seconds', 0):.0f} s{sittings}; {_loss_words(record)}; finished {record.get('finished')}{resumed}."]
     if record.get("precision_choice"):
         lines.append(_precision_line(record["precision_choice"]))
+    if isinstance(fingerprint := record.get("training_questions"), Mapping):
+        lines.append(f"Its run record keeps a fingerprint of the {_count(fingerprint.get('questions'))} questions it was trained on in "
+                     "every stage (`training_questions`: a 64-bit hash of each question's text and context), which `tune` and "
+                     "`compare` read to keep them out of tuning and evaluation.")
     if trained_on:
         lines.append(f"Training questions: {_code(trained_on.get('description'))} ({_count(trained_on.get('questions'))} questions, "
                      f"hash {_code(trained_on.get('question_hash'))}).")
@@ -542,13 +546,22 @@ def _tuned_section(config: BioMrcConfig) -> str:
         (f"multi-span answers, {_code(key)}: a span after the first needs probability ≥", _number(value)) for key, value in sorted(span_counts.items())]
     tuned_on = config.tuned_on or {}
     provenance = (f"Tuned on {_code(tuned_on.get('description'))} ({_count(tuned_on.get('questions'))} questions, content hash "
-                  f"{_code(tuned_on.get('content_hash'))})" if tuned_on else "Where these were tuned is not recorded")
+                  f"{_code(tuned_on.get('content_hash'))}{_known_questions(tuned_on)})" if tuned_on else "Where these were tuned is not recorded")
     if "for_model" in tuned_on:
         provenance += (f" for the model this one continues, {_code(tuned_on['for_model'])}, not for this one (`bio-mrc tune --model "
                        "DIR --data HELDOUT.json` tunes them for it)")
     return ("## Tuned settings\n\n" + provenance + "; saved in config.json, applied by `predict`, `compare` and "
             "`AnswerExtractor` (a question is left unanswered when its no-answer score exceeds the threshold).\n\n"
             + _table(rows, ("setting", "value")))
+
+
+def _known_questions(tuned_on: Mapping[str, Any]) -> str:
+    """How many of the tuning questions the model tuned was trained on, as ``tune`` counted them in its run record's
+    fingerprint (``tuned_on.training_questions``; nothing where that record kept none)."""
+    if (known := tuned_on.get("training_questions")) is None:
+        return ""
+    return (f"; {'none' if known == 0 else _count(known)} of them among the training questions of the model tuned, by its "
+            "run record's fingerprint")
 
 
 def _usage_section(config: BioMrcConfig, name: str) -> str:

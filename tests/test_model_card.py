@@ -82,6 +82,28 @@ def test_tuned_settings_refresh_the_card(model_dir):
     assert "Tuned on `heldout.json (first 5 questions)` (5 questions, content hash `abc123`)" in body
 
 
+def test_the_card_counts_the_training_questions_fingerprinted_and_those_tuned_on(model_dir):
+    """The run record's fingerprint of the 8 training questions, and the 2 tuning questions ``tune`` found in it."""
+    _, body = front_matter(model_dir)
+    assert load_run_record(model_dir)["training_questions"]["questions"] == 8
+    assert ("Its run record keeps a fingerprint of the 8 questions it was trained on in every stage (`training_questions`: a "
+            "64-bit hash of each question's text and context), which `tune` and `compare` read to keep them out of tuning "
+            "and evaluation.") in body
+    config = BioMrcConfig.from_pretrained(str(model_dir))
+    for known, shown in ((2, "; 2 of them"), (0, "; none of them")):
+        tuned_on = {"description": "dev.json", "questions": 5, "content_hash": "abc", "training_questions": known}
+        assert save_tuned_settings(model_dir, config, {"span": -1.25}, {"bio_length_prior": 2.25}, tuned_on)
+        _, body = front_matter(model_dir)
+        assert (f"Tuned on `dev.json` (5 questions, content hash `abc`{shown} among the training questions of the model tuned, "
+                "by its run record's fingerprint); saved in config.json") in body
+
+
+def test_a_card_without_the_fingerprint_or_the_count_says_neither():
+    config = {"heads": "bio", "bio_length_prior": 1.5, "tuned_on": {"description": "d", "questions": 5, "content_hash": "abc"}}
+    text = model_card.render_model_card(config, {"n_examples": 3, "train": {"encoder": "default"}}, None, "m")
+    assert "fingerprint" not in text and "(5 questions, content hash `abc`);" in text
+
+
 @pytest.fixture(scope="module")
 def comparison(tiny_encoder_dir, tmp_path_factory):
     normans = {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0, "seed": 0}}

@@ -38,6 +38,7 @@ from .cells import DecodedCell, decode_cell, pool
 from .config import CompareConfig, DataSpec, RunSpec
 from .summary_records import Summary
 from .earlier_report import EarlierCells, load_earlier_cells
+from .held_out_questions import check_held_out_questions
 from .models import check_model_sources, obtain_model
 from .results import PER_QUESTION, Cell, ComparisonResults
 from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, note_prediction_files, prediction_file_names, score_model,
@@ -159,6 +160,7 @@ def run_comparison(
     splits = resolve_splits(config, data_dir)
     earlier = earlier_cells(cells_from, config, splits)
     check_model_sources(runs_to_train(config, earlier), config.runs, output_dir / "models", config.run_seeds)
+    check_held_out_questions(config, splits)  # its init_from models found: every stage they trained on
     output_dir.mkdir(parents=True, exist_ok=True)  # once the splits and cells are known good: a refused config leaves no folder
     cells: list[Cell] = []
     browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
@@ -196,6 +198,7 @@ def train_models(
     earlier = earlier_cells(cells_from, config, splits)
     models_dir = Path(output_dir) / "models"
     check_model_sources(runs_to_train(config, earlier), config.runs, models_dir, config.run_seeds)
+    check_held_out_questions(config, splits)
     trained = []
     for run in config.runs:
         for seed in config.run_seeds(run):

@@ -1,0 +1,134 @@
+"""``compare`` scores and tunes on held-out questions: an ``eval``, ``eval_also`` or ``tune`` question that a run's
+models train on (its training split under other ids or spacing, the cross-validation folds, any stage of its
+``init_from`` model) is refused before any model trains, in one line naming the comparison, the entries and the count."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from bio_mrc.data.squad import load_squad
+from bio_mrc.errors import ConfigError
+from bio_mrc.harness import models as harness_models
+from bio_mrc.harness.compare import compare, resolve_splits, train_models
+from bio_mrc.harness.config import load_config, parse_config
+from bio_mrc.model_records import RUN_FILE
+from bio_mrc.question_fingerprint import fingerprint
+
+from .conftest import require_data, shared_data_dir, untrained_model_folder
+
+COLOURS = ["red", "blue", "green", "white"]
+
+
+class Trained(Exception):
+    """A model began to train."""
+
+
+def squad_file(path: Path, prefix: str, spaced: bool = False) -> Path:
+    """One question per colour, each its own article; ``spaced``: the same questions under
+    other ids, every space of their questions and contexts doubled (no id and no context as the plain file's)."""
+    space = "  " if spaced else " "
+    articles = []
+    for n, colour in enumerate(COLOURS):
+        context = f"The {prefix} number {n} is {colour}.".replace(" ", space)
+        question = f"What colour is the {prefix} number {n}?".replace(" ", space)
+        answer = {"text": colour, "answer_start": context.index(colour)}
+        articles.append({"title": f"{prefix} {n}", "paragraphs": [{"context": context, "qas": [
+            {"id": f"{'copy-' * spaced}{prefix}-{n}", "question": question, "answers": [answer]}]}]})
+    path.write_text(json.dumps({"version": "1.1", "data": articles}), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    return {name: squad_file(tmp_path / f"{name}.json", name) for name in ("train", "eval", "tune", "also")}
+
+
+def config(encoder, files, **overrides):
+    raw = {"name": "held-out", "train": {"path": str(files["train"])}, "eval": {"path": str(files["eval"])},
+           "tune": {"path": str(files["tune"])}, "eval_also": [{"path": str(files["also"])}],
+           "defaults": {"encoder": str(encoder), "max_seq_length": 32, "doc_stride": 8, "max_query_length": 12, "epochs": 1},
+           "runs": [{"name": "joint", "heads": "span+bio"}], "seeds": [5]}
+    return parse_config(raw | overrides)
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    def train_model(*args, **kwargs):
+        raise Trained
+
+    monkeypatch.setattr(harness_models, "train_model", train_model)
+
+
+def model_trained_on(encoder, folder: Path, *data: Path, limit: int | None = None) -> Path:
+    """A model folder whose run record keeps the fingerprint of the first ``limit`` questions of each of ``data``."""
+    untrained_model_folder(encoder, folder, heads="span+bio")
+    examples = [ex for path in data for ex in load_squad(path).examples[:limit]]
+    (folder / RUN_FILE).write_text(json.dumps({"training_questions": fingerprint(examples)}), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("key, file, shared", [("eval", "eval", 2), ("eval_also[0]", "also", 1), ("tune", "tune", 2)])
+def test_an_init_from_model_trained_on_held_out_questions_is_refused_before_any_model_trains(
+        tiny_encoder_dir, files, tmp_path, no_training, key, file, shared):
+    """Its run record's fingerprint holds ``shared`` of the entry's questions, in a stage besides the training file's."""
+    source = files[file]
+    model = model_trained_on(tiny_encoder_dir, tmp_path / "reader", files["train"], source, limit=shared)
+    cfg = config(tiny_encoder_dir, files, runs=[{"name": "joint", "heads": "span+bio"},
+                                                {"name": "continued", "heads": "span+bio", "init_from": str(model)}])
+    questions = "is" if shared == 1 else "are"
+    for call in (compare, train_models):
+        with pytest.raises(ConfigError) as refused:
+            call(cfg, tmp_path, tmp_path / "out")
+        assert str(refused.value) == (
+            f"comparison 'held-out': {shared} of the 4 '{key}' questions ({source}) {questions} among the questions "
+            f"runs[1].init_from ({model}), the model run 'continued' continues, was trained on (its {RUN_FILE} keeps every "
+            f"stage's): a comparison scores and tunes its models on questions none of them trained on; give '{key}' other "
+            "questions")
+        assert not (tmp_path / "out").exists()
+
+
+def test_a_training_split_holding_the_evaluation_questions_under_other_ids_and_spacing_is_refused(
+        tiny_encoder_dir, files, tmp_path, no_training):
+    """No id and no context is the evaluation's (the split check passes it), yet every question is one of them."""
+    spaced = squad_file(tmp_path / "spaced.json", "eval", spaced=True)
+    cfg = config(tiny_encoder_dir, files, runs=[{"name": "joint", "heads": "span+bio"},
+                                                {"name": "more", "heads": "span", "train_data": {"path": str(spaced)}}])
+    with pytest.raises(ConfigError, match=re.escape(
+            f"comparison 'held-out': 4 of the 4 'eval' questions ({files['eval']}) are in 'runs[1].train_data' (the same "
+            "text and context, under any id or spacing), which run 'more' trains on: a comparison scores and tunes its "
+            "models on questions none of them trained on; give 'eval' other questions")):
+        train_models(cfg, tmp_path, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_tune_split_holding_questions_of_the_cross_validation_folds_is_refused(tiny_encoder_dir, files, tmp_path, no_training):
+    spaced = squad_file(tmp_path / "spaced.json", "eval", spaced=True)
+    cfg = config(tiny_encoder_dir, files, train=None, eval_also=[], tune={"path": str(spaced), "limit": 3},
+                 cross_validation={"folds": 2, "seed": 0})
+    with pytest.raises(ConfigError, match=re.escape(
+            f"comparison 'held-out': 3 of the 3 'tune' questions ({spaced} (first 3 questions)) are in 'eval' (the same "
+            "text and context, under any id or spacing), whose cross-validation folds its models train on: ")):
+        compare(cfg, tmp_path, tmp_path / "out")
+
+
+def test_held_out_questions_and_an_init_from_model_trained_elsewhere_train(tiny_encoder_dir, files, tmp_path, no_training):
+    """The model continued was trained on the training file alone; the comparison goes on to train."""
+    model = model_trained_on(tiny_encoder_dir, tmp_path / "reader", files["train"])
+    cfg = config(tiny_encoder_dir, files, runs=[{"name": "continued", "heads": "span+bio", "init_from": str(model)}])
+    with pytest.raises(Trained):
+        train_models(cfg, tmp_path, tmp_path / "out")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["quick", "full", "v2-quick"])
+def test_the_presets_hold_their_evaluation_and_tuning_questions_out(preset):
+    from bio_mrc.harness.held_out_questions import check_held_out_questions
+
+    require_data("squad-v1.1/train.json")
+    require_data("squad-v2.0/dev.json")
+    cfg = load_config(preset)
+    check_held_out_questions(cfg, resolve_splits(cfg, shared_data_dir()))
