@@ -202,9 +202,17 @@ def encoder_positions(encoder: str) -> int | None:
     try:
         with as_data(encoder):
             config = AutoConfig.from_pretrained(encoder, trust_remote_code=False)
+    except Exception:  # noqa: BLE001 - a check ahead of the load, which reports the folder's problem itself
+        return None
+    return config_positions(config)
+
+
+def config_positions(config: Any) -> int | None:
+    """:func:`usable_positions` of an encoder built from ``config`` on the meta device; None where it cannot be built so."""
+    try:
         with torch.device("meta"):
             return usable_positions(AutoModel.from_config(config))
-    except Exception:  # noqa: BLE001 - a check ahead of the load, which reports the folder's problem itself
+    except Exception:  # noqa: BLE001 - a check ahead of the load, which reports the encoder's problem itself
         return None
 
 

@@ -144,6 +144,27 @@ def test_resume_refuses_other_training_options(config, examples, killed_dir):
         train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
 
 
+def test_a_refused_resume_is_refused_before_the_model_loads(config, examples, killed_dir, monkeypatch, capsys):
+    from bio_mrc.cli import main, train_command
+    from bio_mrc.training import train
+
+    from .conftest import SAMPLE_V1
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the model loaded")
+
+    monkeypatch.setattr(train, "fresh_model_and_tokenizer", fail)
+    with pytest.raises(ResumeError, match=r"learning_rate: 0\.001 then, 0\.002 now"):
+        train_model(examples, dataclasses.replace(config, learning_rate=2e-3), killed_dir, checkpoint_steps=EVERY, resume=True)
+    with pytest.raises(ResumeError, match="unfinished run.*resume"):
+        train_model(examples, config, killed_dir, checkpoint_steps=EVERY)
+    monkeypatch.setattr(train_command, "load_task_data", fail)  # without --resume, before the data is read
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(killed_dir), "--encoder", config.encoder,
+                 "--max-seq-length", "32", "--doc-stride", "8", "--max-query-length", "12"]) == 2
+    assert capsys.readouterr().err == (f"error: {killed_dir / CHECKPOINT_DIR} holds the checkpoints of an unfinished run "
+                                       "(last: checkpoint-15); resume it (resume=True, --resume) or delete that folder to start over\n")
+
+
 @pytest.mark.slow
 def test_a_fresh_run_does_not_overwrite_an_unfinished_one(config, examples, killed_dir):
     with pytest.raises(ResumeError, match="unfinished run.*resume"):

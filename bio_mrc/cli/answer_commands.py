@@ -24,6 +24,7 @@ LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context le
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..inference import TrainedModel
     from ..inference.abstention import check_abstention
+    from ..inference.loading import check_saved_decodings
     from ..inference.sharding import Shard
     from ..inference.streaming import StreamPlan, check_resumed_options, given_run_record, predict_to_files, prediction_outputs
 
@@ -35,6 +36,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     decode = decode_config(args)  # its ranges checked before any work
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     task = format_task(args)
+    check_saved_decodings(args.model, args.decoding)  # before the data is read
     questions, read_format, count, unanswerable = prediction_questions(args, task, quiet=not shard.writes)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)

@@ -93,6 +93,7 @@ def _scored_questions(args: argparse.Namespace, examples):
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..harness.compare import compare, train_models
+    from ..harness.comparison_splits import check_data_dir
     from ..harness.config import load_config
     from ..harness.report import console_table
 
@@ -107,8 +108,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             raise ConfigError(f"{option}: an empty path names no folder; give one")
     config = load_config(args.config).with_overrides(seeds=args.seeds, encoder=args.encoder, runs=args.runs)
     data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
-    if not data_dir.exists():
-        raise ConfigError(f"data directory {data_dir} not found; pass --data-dir or set BIO_MRC_DATA")
+    check_data_dir(config, data_dir, args.config)  # needed only where a config path is relative to it
     output_dir = check_library_path(check_folder_target(args.output_dir if args.output_dir is not None else Path("runs") / config.name))
     check_outputs_apart([output_dir], [args.config, data_dir])
     if args.train_only:

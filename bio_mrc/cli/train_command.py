@@ -44,6 +44,7 @@ def _train_into(args: argparse.Namespace) -> int:
     from ..inference.during_training import TrainingEvaluator
     from ..training.saving import finish_stopped_save
     from ..training.train import load_run_record, train_model
+    from ..training.run_checks import check_best_metric
     from ..training.trainer import starting_point
     from ..training.training_args import check_network_args, check_run_trackers
 
@@ -59,7 +60,7 @@ def _train_into(args: argparse.Namespace) -> int:
     check_run_trackers(config.training_args, network_args(args))  # before the data is read, as is
     check_network_args(network_args(args))  # a push that cannot happen (offline, no token)
     task = format_task(args)
-    starting_point(config)  # the encoder's folder (or init_from's) checked before the data is read
+    training_args = _checked_options(args, config, starting_point(config))  # before the data is read
     data = load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
     held_out = load_task_data(args, args.eval, None, task, needs_gold="bio-mrc train --eval") if args.eval else None
     if held_out and any(shared := shared_questions_and_contexts(data.examples, held_out.examples)):
@@ -67,6 +68,7 @@ def _train_into(args: argparse.Namespace) -> int:
               "questions: their scores during training overstate the model (hold out whole articles)", file=sys.stderr)
     evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=registry.task_of_data(held_out.format, held_out.is_v2),
                                   precision=config.precision) if held_out else None  # scored in the run's precision
+    check_best_metric(training_args, evaluator.metric_names(config.heads) if evaluator else None)  # the scores of its task
     print(printable_line(f"training on {len(data.examples)} questions of {args.train}"), file=sys.stderr)
     result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
                          checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,
@@ -74,6 +76,22 @@ def _train_into(args: argparse.Namespace) -> int:
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
                       "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
     return 0
+
+
+def _checked_options(args: argparse.Namespace, config, source: str):
+    """The run's options checked together against its encoder (or ``init_from``'s model, ``source``) and output folder,
+    as training checks them once the data is read and the model built; returns its ``TrainingArguments``."""
+    from ..training.checkpoints import CHECKPOINT_DIR, check_resumable
+    from ..training.run_checks import check_run_options, check_windows_fit
+    from ..training.saving import check_output_folder
+
+    check_windows_fit(config, source)
+    training_args = check_run_options(config, args.output_dir, bool(args.eval), True, args.checkpoint_steps)
+    check_output_folder(Path(args.output_dir), args.overwrite)
+    if not args.resume:  # an unfinished run's checkpoints, which a resumed run checks against its questions once read
+        check_resumable(Path(args.output_dir) / CHECKPOINT_DIR, {}, False, True)
+    check_outputs_apart([args.output_dir], model_dirs=[config.encoder, config.init_from])
+    return training_args
 
 
 def _print_finished_run(output_dir: str, record: dict) -> int:

@@ -37,8 +37,10 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
 
     from ..hub import local_folder
     from ..inference import TrainedModel, check_held_out, save_tuned_settings, tuning_provenance
+    from ..inference.loading import check_saved_decodings
     from ..inference.tuning import dropped_settings, past_windows_line, stale_calibrator_lines, tune_for_model, tuning_summary
 
+    check_saved_decodings(args.model, args.decoding or ())  # before the data is read
     data = load_task_data(args, args.data, args.limit, requested_task(args), needs_gold="bio-mrc tune")
     task = data_task(args, data)
     _check_some_answered(data.examples, args.data)

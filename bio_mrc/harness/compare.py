@@ -39,16 +39,17 @@ from .config import CompareConfig, DataSpec, RunSpec
 from .summary_records import Summary
 from .earlier_report import EarlierCells, load_earlier_cells
 from .held_out_questions import check_held_out_questions
-from .models import check_model_sources, obtain_model
+from .models import check_model_sources, check_run_trainings, obtain_model
 from .results import PER_QUESTION, Cell, ComparisonResults
 from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, note_prediction_files, prediction_file_names, score_model,
                       timed_windows, tuned_decoding)
 from .summary_records import CellKey
-from .comparison_splits import Split, Splits, check_disjoint, cross_validation_folds, joined_split, resolve_split
+from .comparison_splits import Split, Splits, check_data_dir, check_disjoint, cross_validation_folds, joined_split, resolve_split
 
 
 def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
     """Every split of ``config``, checked: disjoint, and a tuning split where SQuAD 2.0 needs one."""
+    check_data_dir(config, data_dir, f"comparison {config.name!r}")
     named_eval = [("eval", config.eval), *((f"eval_also[{n}]", spec) for n, spec in enumerate(config.eval_also))]
     eval_split = joined_split([_questions(key, spec, data_dir) for key, spec in named_eval])
     tune_split = _questions("tune", config.tune, data_dir) if config.tune else None
@@ -161,6 +162,7 @@ def run_comparison(
     earlier = earlier_cells(cells_from, config, splits)
     check_model_sources(runs_to_train(config, earlier), config.runs, output_dir / "models", config.run_seeds)
     check_held_out_questions(config, splits)  # its init_from models found: every stage they trained on
+    check_run_trainings(runs_to_train(config, earlier), config.runs, output_dir / "models", config.checkpoint_steps, splits.tune)
     output_dir.mkdir(parents=True, exist_ok=True)  # once the splits and cells are known good: a refused config leaves no folder
     cells: list[Cell] = []
     browser: list[dict[str, Any]] = []  # the question browser's data of each model (report.html)
@@ -199,6 +201,7 @@ def train_models(
     models_dir = Path(output_dir) / "models"
     check_model_sources(runs_to_train(config, earlier), config.runs, models_dir, config.run_seeds)
     check_held_out_questions(config, splits)
+    check_run_trainings(runs_to_train(config, earlier), config.runs, models_dir, config.checkpoint_steps, splits.tune)
     trained = []
     for run in config.runs:
         for seed in config.run_seeds(run):

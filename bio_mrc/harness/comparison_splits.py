@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..data.sources import locate
+from ..data.sources import is_hub_id, locate, split_spec
 from ..data.article_splits import question_set_hash, shared_questions_and_contexts, split_by_article
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError
 from ..types import Example
-from .config import DataSpec, RunSpec
+from .config import CompareConfig, DataSpec, RunSpec
 
 
 @dataclass
@@ -96,6 +96,28 @@ class Splits:
         if run.fold_training_share is None:
             return list(self.folds or [])
         return [(training_share(train, run.fold_training_share, self.seed), held_out) for train, held_out in self.folds or []]
+
+
+def check_data_dir(config: CompareConfig, data_dir: Path, source: str) -> None:
+    """Before any work: a data folder that is not there is refused only where an entry's path is resolved against it,
+    naming the config (``source``), the entry and the path; absolute paths and hub ids need no data folder."""
+    if data_dir.exists():
+        return
+    entries = [("eval", config.eval), *((f"eval_also[{n}]", spec) for n, spec in enumerate(config.eval_also)),
+               ("tune", config.tune), ("train", config.train),
+               *((f"runs[{n}].train_data (run {run.name!r})", run.data) for n, run in enumerate(config.runs))]
+    for key, spec in entries:
+        if spec is not None and needs_data_dir(spec):
+            raise ConfigError(f"{key}: the path {spec.path!r} is relative to the data directory {data_dir}, which is not "
+                              f"found; pass --data-dir or set BIO_MRC_DATA, or give the path in full (in {source})")
+
+
+def needs_data_dir(spec: DataSpec) -> bool:
+    """Whether an entry's path is read under the data folder: a relative one, unless it is a hub id (read from the hub
+    where no local path shadows it) in a format the table of forms reads."""
+    if Path(spec.path).is_absolute():
+        return False
+    return registry.task_for(spec.format, False).load is not None or not is_hub_id(split_spec(spec.path)[0])
 
 
 def resolve_split(spec: DataSpec, data_dir: Path) -> Split:

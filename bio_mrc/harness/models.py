@@ -17,10 +17,11 @@ from ..io import sole_process_in
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import RUN_FILE, check_model_folder
 from ..qa_checkpoints import encoder_positions, windows_that_fit
-from ..inference.during_training import TrainingEvaluator
+from ..inference.during_training import TrainingEvaluator, metric_names
 from ..model_card import training_time_is_partial
 from ..training.checkpoints import seconds_trained
 from ..training.train import TrainConfig, load_run_record, train_model
+from ..training.run_checks import check_best_metric, check_run_options, check_windows_fit
 from ..training.trainer import encoder_dropout, source_encoder_config
 from ..training.training_args import check_run_trackers
 from ..types import content_hash
@@ -151,6 +152,24 @@ def check_model_sources(
             raise ConfigError(f"{where}.{'init_from' if init_from else 'encoder'}: {err}") from None
         if not init_from:
             check_window_fits(run.train, encoder, where)
+        else:
+            try:
+                check_windows_fit(run.train, folder)  # the windows of the model it continues
+            except ConfigError as err:
+                raise ConfigError(f"{where}.max_seq_length: {err}") from None
+
+
+def check_run_trainings(runs: list[RunSpec], all_runs: list[RunSpec], models_dir: Path, checkpoint_steps: int | None,
+                        held_out: Split | None) -> None:
+    """Before any training: each of ``runs``' training_args with the package's own (``checkpoint_steps`` among them) and
+    with the evaluation during training that scores ``held_out`` (the 'tune' split), as its turn would check them."""
+    for run in runs:
+        evaluates = held_out is not None and run.train.training_args.get("eval_strategy", "no") != "no"
+        try:
+            args = check_run_options(run.train, models_dir, evaluates, True, checkpoint_steps)
+            check_best_metric(args, metric_names(held_out.kind, run.train.heads) if evaluates else None)
+        except ConfigError as err:
+            raise ConfigError(f"runs[{[r.name for r in all_runs].index(run.name)}]: {err}") from None
 
 
 def check_not_from_itself(run: RunSpec, seeds: list[int], init_from: str, where: str) -> None:

@@ -57,7 +57,12 @@ class TrainingEvaluator:
 
     def metric_names(self, heads: str) -> list[str]:
         """The names of the scores it gives a model with ``heads`` (``span_f1``, ``span_exact``, ...)."""
-        return [f"{decoding}_{score}" for decoding in available_decodings(heads) for score in self.task.scores_during_training()]
+        return metric_names(self.task, heads)
 
 
-__all__ = ["TrainingEvaluator"]
+def metric_names(task: registry.TaskEntry, heads: str) -> list[str]:
+    """The scores evaluation during training gives a model with ``heads`` on questions of ``task``."""
+    return [f"{decoding}_{score}" for decoding in available_decodings(heads) for score in task.scores_during_training()]
+
+
+__all__ = ["TrainingEvaluator", "metric_names"]

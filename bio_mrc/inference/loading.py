@@ -252,6 +252,15 @@ def saved_settings(model_dir: Path) -> tuple[list[str], float] | None:
     return available_decodings(names), prior or 0.0
 
 
+def check_saved_decodings(model: str | Path, decodings: Sequence[str]) -> None:
+    """Each of ``decodings`` one the heads of the model folder ``model`` can do, read from its ``config.json`` alone,
+    so a command refuses it before reading its data (:meth:`TrainedModel.load` refuses it alike; a folder it cannot
+    read so is left to the load)."""
+    settings = saved_settings(Path(model)) if Path(model).is_dir() else None
+    for decoding in decodings if settings else ():
+        resolve_decoding(settings[0], decoding)
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 

@@ -71,15 +71,8 @@ def checkpoint_to_resume(
     folder: Path, run_options: dict[str, Any], resume: bool, save_checkpoints: bool, main_process: bool, progress: bool
 ) -> Path | None:
     """The checkpoint to continue from (None: from the start), after the checks that keep a resumed run exact."""
-    complete, incomplete = scan_checkpoints(folder)
-    last = complete[-1] if complete else None
-    if last is not None and not resume and save_checkpoints:
-        raise ResumeError(
-            f"{folder} holds the checkpoints of an unfinished run (last: {last.name}); resume it "
-            "(resume=True, --resume) or delete that folder to start over"
-        )
-    if last is not None and resume:
-        _check_same_run(folder, run_options, last)
+    last = check_resumable(folder, run_options, resume, save_checkpoints)
+    incomplete = scan_checkpoints(folder)[1]
     if main_process and save_checkpoints:
         for partial in incomplete:  # cut short by a kill; rotation could keep one and delete our newest good one
             remove_tree(partial, folder)
@@ -92,6 +85,22 @@ def checkpoint_to_resume(
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_json(folder / TRAIN_CONFIG_FILE, run_options, indent=2)
     return None
+
+
+def check_resumable(folder: Path, run_options: dict[str, Any], resume: bool, save_checkpoints: bool) -> Path | None:
+    """The checks of :func:`checkpoint_to_resume` alone, which write and remove nothing (so they run before the model
+    loads): an unfinished run's checkpoints are resumed, never overwritten, and only by the same run. Returns the last
+    complete checkpoint."""
+    complete = scan_checkpoints(folder)[0]
+    last = complete[-1] if complete else None
+    if last is not None and not resume and save_checkpoints:
+        raise ResumeError(
+            f"{folder} holds the checkpoints of an unfinished run (last: {last.name}); resume it "
+            "(resume=True, --resume) or delete that folder to start over"
+        )
+    if last is not None and resume:
+        _check_same_run(folder, run_options, last)
+    return last
 
 
 def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path) -> None:

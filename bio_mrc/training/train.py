@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
-from transformers import TrainerCallback, TrainingArguments, set_seed
+from transformers import TrainerCallback, set_seed
 
 from ..encoders import starting_point_digest
 from ..errors import ConfigError, DataFormatError, a_type
@@ -25,10 +25,11 @@ from ..progress import progress_bars
 from ..question_fingerprint import fingerprint
 from ..types import Example, content_hash
 from .checkpoints import (
-    CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, ResumeError, TrainingClock, checkpoint_step, checkpoint_to_resume,
+    CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, ResumeError, TrainingClock, check_resumable, checkpoint_step, checkpoint_to_resume,
     remove_checkpoints, scan_checkpoints,
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
+from .run_checks import check_best_metric, check_run_options
 from .training_args import check_run_trackers
 from .saving import (TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, push_final_model,
                      save_final_model)
@@ -110,18 +111,17 @@ def train_model(
     ``report_to`` an uploading tracker), which ``config.training_args`` may not hold; the CLI fills them from
     ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
-    config, choices, output_dir = _checked_run(examples, config, output_dir, overwrite, network_args)
+    config, choices, output_dir = _checked_run(examples, config, output_dir, overwrite, network_args,
+                                               (evaluator, save_checkpoints, checkpoint_steps))
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)
-    _check_evaluation(args.eval_strategy.value, evaluator)
-    _check_best_metric(args, evaluator, config.heads)
+    run_options = {"train": config.to_dict(), "questions": content_hash(examples)}
+    check_resumable(Path(args.output_dir), run_options, resume, save_checkpoints)  # before the model loads
     set_seed(config.seed)
     with progress_bars(progress):
         model, tokenizer, encoder = fresh_model_and_tokenizer(config)
     if config.precision == "bf16" and choices["training"].get("attention") == "fp32":  # auto measured it faster here
         train_attention_in_fp32(model)
     started = time.perf_counter()
-    # Before the windows are built: a run that cannot resume as asked fails at once.
-    run_options = {"train": config.to_dict(), "questions": content_hash(examples)}
     checkpoint = checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
     earlier_seconds = TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0
     clock = TrainingClock(started, earlier_seconds)
@@ -171,21 +171,27 @@ def _mean_over_processes(trainer: HeadRateTrainer, mean_loss: float) -> float:
 
 
 def _checked_run(examples: Sequence[Example], config: TrainConfig, output_dir: str | Path, overwrite: bool,
-                 network_args: dict[str, Any] | None) -> tuple[TrainConfig, dict[str, Any], Path]:
-    """The checks before any work of :func:`train_model`; returns the options at the precision training runs in, the
-    precision choices (per phase, as the run record keeps them) and the output folder."""
+                 network_args: dict[str, Any] | None, evaluation: tuple[Evaluator | None, bool, int | None],
+                 ) -> tuple[TrainConfig, dict[str, Any], Path]:
+    """The checks before any work of :func:`train_model` (``evaluation``: its evaluator, ``save_checkpoints`` and
+    ``checkpoint_steps``); returns the options at the precision training runs in, the precision choices (per phase, as
+    the run record keeps them) and the output folder."""
     _check_examples(examples)  # before the precision measurement, the first work
     check_run_trackers(config.training_args, network_args)
+    evaluator, save_checkpoints, checkpoint_steps = evaluation
+    output_dir = Path(home_expanded(output_dir))
+    args = check_run_options(config, output_dir, evaluator is not None, save_checkpoints, checkpoint_steps)
+    names = getattr(evaluator, "metric_names", None)
+    check_best_metric(args, names(config.heads) if names else None)
     if config.init_from:  # a config.json transformers rejects is one line, not a traceback from reading its encoder
         starting_point(config)
-    choices = config.precision_choices()
-    output_dir, config = Path(home_expanded(output_dir)), replace(config, precision=choices["training"]["precision"])
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
     if unlabelled is not None:
         raise DataFormatError("question without answers: training needs labelled questions", unlabelled)
     check_output_folder(output_dir, overwrite)
     check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
-    return config, choices, output_dir
+    choices = config.precision_choices()
+    return replace(config, precision=choices["training"]["precision"]), choices, output_dir
 
 
 def _refuse_diverged(trainer: Any, config: TrainConfig, output_dir: Path, save_checkpoints: bool) -> None:
@@ -202,29 +208,6 @@ def _refuse_diverged(trainer: Any, config: TrainConfig, output_dir: Path, save_c
 
 class TrainingDivergedError(ConfigError):
     """The trained weights are not finite: the options made training diverge."""
-
-
-def _check_evaluation(eval_strategy: str, evaluator: Evaluator | None) -> None:
-    """Evaluations need questions, and questions to evaluate on need evaluations (never silently unused)."""
-    if eval_strategy != "no" and evaluator is None:
-        raise ConfigError(f"training_args eval_strategy {eval_strategy!r} needs questions to evaluate on: "
-                          "bio-mrc train --eval FILE, or train_model(evaluator=TrainingEvaluator(questions))")
-    if eval_strategy == "no" and evaluator is not None:
-        raise ConfigError("questions to evaluate on during training (--eval, evaluator=) need evaluations: add "
-                          "'{\"eval_strategy\": \"steps\", \"eval_steps\": N}' (or \"epoch\") to the training args")
-
-
-def _check_best_metric(args: TrainingArguments, evaluator: Evaluator | None, heads: str) -> None:
-    """``load_best_model_at_end`` picks by ``metric_for_best_model`` (``loss`` unless set): refused before any work
-    when it names no score the evaluator gives (one that lists its names, as ``TrainingEvaluator`` does), which
-    Trainer would find at the first evaluation with a traceback."""
-    names = getattr(evaluator, "metric_names", None)
-    if not args.load_best_model_at_end or names is None:
-        return
-    given = names(heads)
-    if args.metric_for_best_model.removeprefix("eval_") not in given:
-        raise ConfigError(f"training_args metric_for_best_model {args.metric_for_best_model!r} is no score of the "
-                          f"evaluation during training, which gives {', '.join(given)}")
 
 
 def _unanswerable(examples: Sequence[Example]) -> int:

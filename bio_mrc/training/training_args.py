@@ -250,8 +250,11 @@ def check_training_args(values: dict[str, Any]) -> None:
     _check_training_types(values)
     _check_training_ranges(values)
     _check_compile_names(values)
+    # save_steps is the run's checkpoint_steps, not known here: one that fits eval_steps leaves that pair to the run's check
+    eval_steps = values.get("eval_steps")
+    steps = {"save_steps": eval_steps} if isinstance(eval_steps, (int, float)) and not isinstance(eval_steps, bool) and eval_steps > 0 else {}
     try:
-        arguments = TrainingArguments(output_dir="training-args-check", **{"report_to": "none", **values})
+        arguments = TrainingArguments(output_dir="training-args-check", **{"report_to": "none", **steps, **values})
     except (ValueError, TypeError, ImportError, RuntimeError) as err:
         raise ConfigError(f"training_args {values}: {err}") from None
     if "optim" in values:

@@ -1,0 +1,53 @@
+"""compare needs the data folder only where a config path is relative to it."""
+
+import json
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.harness import compare as compare_module
+
+from .conftest import SAMPLE_V1
+
+
+class Trained(Exception):
+    """Raised where the first model would train: everything before it passed."""
+
+
+def _config(tmp_path, encoder, **overrides):
+    raw = {"name": "c", "train": {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 0}},
+           "eval": {"path": str(SAMPLE_V1), "split": {"fractions": [0.5, 0.5], "part": 1}},
+           "defaults": {"encoder": str(encoder), "max_seq_length": 48, "doc_stride": 16, "max_query_length": 12},
+           "runs": [{"name": "a"}], **overrides}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def _fail_at_training(monkeypatch):
+    def obtain_model(*args, **kwargs):
+        raise Trained
+
+    monkeypatch.setattr(compare_module, "obtain_model", obtain_model)
+
+
+def test_compare_with_absolute_paths_needs_no_data_folder(tmp_path, tiny_encoder_dir, monkeypatch):
+    _fail_at_training(monkeypatch)
+    config = _config(tmp_path, tiny_encoder_dir)
+    with pytest.raises(Trained):  # not refused: the splits are read from their absolute paths
+        main(["compare", "--config", str(config), "--data-dir", str(tmp_path / "missing"), "--output-dir", str(tmp_path / "out")])
+    monkeypatch.setenv("BIO_MRC_DATA", str(tmp_path / "missing-too"))  # the default folder, missing, alike
+    with pytest.raises(Trained):
+        main(["compare", "--config", str(config), "--output-dir", str(tmp_path / "out"), "--train-only"])
+
+
+def test_a_relative_path_without_its_data_folder_is_refused_naming_the_entry(tmp_path, tiny_encoder_dir, monkeypatch, capsys):
+    _fail_at_training(monkeypatch)
+    config = _config(tmp_path, tiny_encoder_dir,
+                     runs=[{"name": "a"}, {"name": "b", "train_data": {"path": "squad-v1.1/train.json", "limit": 5}}])
+    missing = tmp_path / "missing"
+    assert main(["compare", "--config", str(config), "--data-dir", str(missing), "--output-dir", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (
+        f"error: runs[1].train_data (run 'b'): the path 'squad-v1.1/train.json' is relative to the data directory {missing}, "
+        f"which is not found; pass --data-dir or set BIO_MRC_DATA, or give the path in full (in {config})\n")
+    assert not (tmp_path / "out").exists()
