@@ -151,19 +151,26 @@ def check_records(folder: Path) -> None:
     """The run and evaluation records, where the folder keeps them, hold what the model card reads
     (:mod:`bio_mrc.model_records`): an edited or foreign one is refused here, not in a traceback once the work is done."""
     for name in RECORD_SCHEMAS:
-        path = folder / name
-        if not path.is_file():
-            continue
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise fail(folder, name, f"{path.stat().st_size:,} bytes, more than the {MAX_CONFIG_BYTES:,} a model folder's file may hold")
-        try:  # as bio_mrc writes it: an always-abstaining threshold as -Infinity
-            record = special_floats(json.loads(path.read_bytes().decode("utf-8-sig")))
-        except (UnicodeDecodeError, RecursionError, ValueError) as err:
-            raise fail(folder, name, f"cannot be read as JSON ({type(err).__name__}: {str(err)[:120]}); delete it, and the "
-                                     "model card leaves out what it said") from None
-        if problem := record_problem(name, record):
-            raise fail(folder, name, f"{problem}; a record bio_mrc did not write as it is: delete it, and the model card "
-                                     "leaves out what it said")
+        checked_record(folder, name)
+
+
+def checked_record(folder: Path, name: str) -> dict[str, Any] | None:
+    """The record ``name`` (one of :data:`~bio_mrc.model_records.RECORD_SCHEMAS`) of the folder, read and checked as
+    :func:`check_records` checks it; None where the folder keeps none."""
+    path = folder / name
+    if not path.is_file():
+        return None
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise fail(folder, name, f"{path.stat().st_size:,} bytes, more than the {MAX_CONFIG_BYTES:,} a model folder's file may hold")
+    try:  # as bio_mrc writes it: an always-abstaining threshold as -Infinity
+        record = special_floats(json.loads(path.read_bytes().decode("utf-8-sig")))
+    except (UnicodeDecodeError, RecursionError, ValueError) as err:
+        raise fail(folder, name, f"cannot be read as JSON ({type(err).__name__}: {str(err)[:120]}); delete it, and the "
+                                 "model card leaves out what it said") from None
+    if problem := record_problem(name, record):
+        raise fail(folder, name, f"{problem}; a record bio_mrc did not write as it is: delete it, and the model card "
+                                 "leaves out what it said")
+    return record
 
 
 def check_encoder_folder(folder: str | Path) -> None:
@@ -184,7 +191,7 @@ def check_encoder_folder(folder: str | Path) -> None:
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():
         file, shapes = SAFETENSORS_FILE, weight_shapes(folder)
     elif any((folder / name).is_file() for name in PICKLED_WEIGHTS):
-        file, shapes = pickled_shapes(folder)
+        file, shapes = _pickled_weight_shapes(folder)
     else:
         raise fail(folder, None, f"no weights ({SAFETENSORS_FILE} or {PICKLED_WEIGHTS[0]}): an unfinished or partial copy?")
     if model is not None:
@@ -555,18 +562,38 @@ def weight_shapes(folder: Path) -> dict[str, tuple[int, ...]]:
         raise fail(folder, None, f"no weights ({SAFETENSORS_FILE}): an unfinished or partial copy?")
     if not (folder / SAFETENSORS_INDEX).is_file():
         return safetensors_shapes(folder, SAFETENSORS_FILE)
-    index = read_json_object(folder, SAFETENSORS_INDEX)
-    weight_map = index.get("weight_map")
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-        raise fail(folder, SAFETENSORS_INDEX, "has no 'weight_map' of tensor names to shard files")
+    weight_map = _index_weight_map(folder, SAFETENSORS_INDEX)
     shapes: dict[str, tuple[int, ...]] = {}
     for shard in sorted(set(weight_map.values())):
-        if Path(shard).name != shard:
-            raise fail(folder, SAFETENSORS_INDEX, f"names a shard outside the folder: {shard!r}")
         shapes.update(safetensors_shapes(folder, shard))
     if missing := sorted(set(weight_map) - set(shapes)):
         raise fail(folder, SAFETENSORS_INDEX, f"names tensors no shard holds: {', '.join(missing[:3])}")
     return shapes
+
+
+def _pickled_weight_shapes(folder: Path) -> tuple[str, dict[str, tuple[int, ...]]]:
+    """(the file named in errors, every tensor's shape by name) of an encoder folder's pickled weights: the one file,
+    or the shards of its index, each read as tensors only (:mod:`bio_mrc.pickled_weights`)."""
+    single, index = PICKLED_WEIGHTS
+    if (folder / single).is_file():
+        return single, pickled_shapes(folder, single)
+    shards = sorted(set(_index_weight_map(folder, index).values()))
+    if missing := [shard for shard in shards if not (folder / shard).is_file()]:
+        raise fail(folder, index, f"names a shard that is missing: {missing[0]!r}")
+    shapes: dict[str, tuple[int, ...]] = {}
+    for shard in shards:
+        shapes.update(pickled_shapes(folder, shard))
+    return index, shapes
+
+
+def _index_weight_map(folder: Path, index: str) -> dict[str, str]:
+    """A sharded checkpoint's ``weight_map`` (tensor name -> shard file), each shard a file of the folder itself."""
+    weight_map = read_json_object(folder, index).get("weight_map")
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise fail(folder, index, "has no 'weight_map' of tensor names to shard files")
+    if outside := sorted(shard for shard in set(weight_map.values()) if Path(shard).name != shard):
+        raise fail(folder, index, f"names a shard outside the folder: {outside[0]!r}")
+    return weight_map
 
 
 def safetensors_shapes(folder: Path, name: str) -> dict[str, tuple[int, ...]]:

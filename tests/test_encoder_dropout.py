@@ -1,6 +1,11 @@
 """The encoder's dropout while training: set by TrainConfig (0 by default), kept as the encoder's own with None,
 applied to fresh encoders and to models training continues from, refused where an encoder has no such rate."""
 
+import copy
+import dataclasses
+import json
+import pickle
+
 import pytest
 import torch
 from transformers import AutoTokenizer, BertConfig, FNetConfig, FNetModel, T5Config
@@ -137,6 +142,23 @@ def test_the_default_rate_is_written_and_keyed_as_zero_and_read_back_unasked(tin
     assert encoder_dropout(record, FNetConfig())["attention"] is None
     assert TrainConfig.from_record({**given.to_dict(), "attention_dropout": None}).attention_dropout is None
     assert TrainConfig.from_record({**given.to_dict(), "attention_dropout": 0.2}).attention_dropout == 0.2
+
+
+@pytest.mark.parametrize("copied, given_stays_given", [
+    (lambda config: dataclasses.replace(config, seed=7), True),  # a comparison's seeds, a resolved precision
+    (copy.deepcopy, True),
+    (lambda config: pickle.loads(pickle.dumps(config)), True),  # to spawned DataLoader workers and processes
+    # A run record written and read back: its 0 reads back unasked, as every record's (the model trained is the same).
+    (lambda config: TrainConfig.from_record(json.loads(json.dumps(config.to_dict()))), False),
+], ids=["replace", "deepcopy", "pickle", "run-record"])
+def test_a_default_rate_stays_unasked_however_the_config_is_copied(copied, given_stays_given):
+    from bio_mrc.config_schema import UnaskedFloat
+
+    default, given = copied(TrainConfig()), copied(TrainConfig(attention_dropout=0.0, hidden_dropout=0.0))
+    assert isinstance(default.attention_dropout, UnaskedFloat) and isinstance(default.hidden_dropout, UnaskedFloat)
+    assert default == given and default.to_dict()["attention_dropout"] == default.to_dict()["hidden_dropout"] == 0.0
+    kept = [isinstance(rate, UnaskedFloat) for rate in (given.attention_dropout, given.hidden_dropout)]
+    assert kept == [not given_stays_given] * 2
 
 
 def test_a_comparison_run_giving_a_zero_rate_to_an_encoder_without_one_is_refused(tiny_encoder_dir, tmp_path):

@@ -223,3 +223,35 @@ def test_an_encoders_pickled_weights_of_another_model_or_other_sizes_are_refused
     (resized / "pytorch_model.bin").write_bytes(b"not a checkpoint")
     assert refused_encoder(resized).startswith("pytorch_model.bin: cannot be read as tensors alone (a corrupt file, or one "
                                                "pickling more than weights?): ")
+
+
+def test_an_encoders_sharded_pickled_weights_are_checked_shard_by_shard(tiny_encoder_dir, tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    own = load_file(str(tiny_encoder_dir / "model.safetensors"))
+    names = sorted(own)
+    halves = {"pytorch_model-00001-of-00002.bin": names[::2], "pytorch_model-00002-of-00002.bin": names[1::2]}
+
+    def sharded(folder: Path, weight_map: dict, dropped: str | None = None) -> Path:
+        shutil.copytree(tiny_encoder_dir, folder)
+        (folder / "model.safetensors").unlink()
+        for shard, held in halves.items():
+            if shard != dropped:
+                torch.save({name: own[name] for name in held}, folder / shard)
+        (folder / "pytorch_model.bin.index.json").write_text(json.dumps({"weight_map": weight_map}), encoding="utf-8")
+        return folder
+
+    weight_map = {name: shard for shard, held in halves.items() for name in held}
+    kept = sharded(tmp_path / "kept", weight_map)
+    assert resolve_encoder(str(kept)) == str(kept)
+    first = next(iter(halves))
+    partial = sharded(tmp_path / "partial", weight_map, dropped=first)
+    assert refused_encoder(partial) == f"pytorch_model.bin.index.json: names a shard that is missing: {first!r}"
+    outside = sharded(tmp_path / "outside", {**weight_map, names[0]: "../elsewhere.bin"})
+    assert refused_encoder(outside) == "pytorch_model.bin.index.json: names a shard outside the folder: '../elsewhere.bin'"
+    lacking = sharded(tmp_path / "lacking", {name: shard for name, shard in weight_map.items() if shard == first}, dropped=None)
+    (lacking / list(halves)[1]).unlink()
+    assert refused_encoder(lacking).startswith("pytorch_model.bin.index.json: lacks ")
+    (kept / "pytorch_model.bin.index.json").write_text("[]", encoding="utf-8")
+    assert refused_encoder(kept).startswith("pytorch_model.bin.index.json: ")

@@ -558,3 +558,27 @@ def test_a_question_id_and_context_with_a_line_separator_give_one_stream_line_a_
     assert predict(model_dir, "-", "--decoding", "span", data=data) == 0
     out = capsys.readouterr().out
     assert [json.loads(line)["id"] for line in out.splitlines()] == ["q\u20280", "q\u20281"]
+
+
+@pytest.mark.parametrize("kind", ["span", "bio", "span+bio", "tuned prior", "qa checkpoint"])
+def test_the_settings_resume_reads_from_the_files_are_those_the_loaded_model_gives(tiny_encoder_dir, tmp_path, kind):
+    """``predict --resume`` settles the decodings and the length prior from ``config.json`` before the model loads
+    (:func:`saved_settings`): they are the loaded model's own."""
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.inference import TrainedModel
+    from bio_mrc.inference.loading import saved_settings
+
+    from .conftest import untrained_model_folder
+    from .test_qa_checkpoints import random_qa_model
+
+    if kind == "qa checkpoint":
+        folder = random_qa_model("distilbert", tiny_encoder_dir, tmp_path / "qa")
+    else:
+        folder = untrained_model_folder(tiny_encoder_dir, tmp_path / "model", heads="span+bio" if kind == "tuned prior" else kind,
+                                        max_seq_length=48, doc_stride=16, max_query_length=12)
+    if kind == "tuned prior":
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        (folder / "config.json").write_text(json.dumps({**config, "bio_length_prior": 0.75}), encoding="utf-8")
+    trained = TrainedModel.load(folder, precision="fp32", device="cpu")
+    assert saved_settings(folder) == (trained.decodings, trained.decode_config(DecodeConfig()).bio_length_prior)
+    assert saved_settings(folder)[1] == (0.75 if kind == "tuned prior" else 0.0)

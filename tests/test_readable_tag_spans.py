@@ -88,26 +88,52 @@ def test_answers_that_had_a_span_are_unchanged(seed, monkeypatch):
                 assert after.spans and all(s.text.strip(BLANK) == s.text for s in after.spans)
 
 
+CONTEXTS = ["the " + "\u200b " * 500, "the " + "\n \n " * 300]
+
+
 @pytest.fixture(scope="module")
 def subword_tagger(tiny_bpe_tokenizer, tmp_path_factory):
-    """An untrained joint model of a byte-level BPE RoBERTa that tags every token (a newline, a zero-width space):
-    its random heads put those tokens' spans first, as on the contexts below any untrained model does."""
+    """A joint model of a byte-level BPE RoBERTa that tags every token (a newline, a zero-width space), its weights set
+    by hand: each token's hidden state is its word embedding alone (no positions, every layer's residual branch zero),
+    which is +-4 on two dimensions, and the BIO head reads the first: every blank token of the contexts below scores B and
+    I at 4 and O at -4, every readable one the reverse, so their n-best single spans are all blank ones."""
     import torch
     from transformers import AutoModel, RobertaConfig
 
-    from .conftest import untrained_model_folder
+    from bio_mrc.model import BioMrcForQuestionAnswering
 
     folder = tmp_path_factory.mktemp("subword-tagger")
     tiny_bpe_tokenizer.save_pretrained(str(folder / "encoder"))
-    torch.manual_seed(0)
-    AutoModel.from_config(RobertaConfig(vocab_size=len(tiny_bpe_tokenizer), max_position_embeddings=66, type_vocab_size=1,
-                                        pad_token_id=1, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                        intermediate_size=64)).save_pretrained(str(folder / "encoder"))
-    return untrained_model_folder(folder / "encoder", folder / "model", heads="span+bio", tag_level="subword",
-                                  max_seq_length=48, doc_stride=16, max_query_length=12)
+    encoder = AutoModel.from_config(RobertaConfig(vocab_size=len(tiny_bpe_tokenizer), max_position_embeddings=66, type_vocab_size=1,
+                                                  pad_token_id=1, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                                  intermediate_size=64))
+    tokens = [(token, not context[start:end].strip(BLANK)) for context in CONTEXTS
+              for token, (start, end) in zip(*_tokens_and_offsets(tiny_bpe_tokenizer, context))]
+    blank = sorted({token for token, is_blank in tokens if is_blank})
+    assert blank and not set(blank) & {token for token, is_blank in tokens if not is_blank}  # no token both
+    with torch.no_grad():
+        for name, parameter in encoder.named_parameters():
+            if name.endswith(("output.dense.weight", "output.dense.bias")) or "position_embeddings" in name or "token_type" in name:
+                parameter.zero_()  # a layer adds nothing to its input: its LayerNorm keeps each token's state as it is
+        words = encoder.embeddings.word_embeddings.weight
+        words.zero_()
+        words[:, :2] = torch.tensor([-1.0, 1.0])
+        words[blank, :2] = torch.tensor([1.0, -1.0])
+    encoder.save_pretrained(str(folder / "encoder"))
+    model = BioMrcForQuestionAnswering.from_encoder(str(folder / "encoder"), heads="span+bio", tag_level="subword",
+                                                    max_seq_length=48, doc_stride=16, max_query_length=12)
+    with torch.no_grad():
+        model.bio_head.classifier.weight.zero_()
+        model.bio_head.classifier.weight[:, 0] = torch.tensor([1.0, 1.0, -1.0])  # B, I, O
+        model.bio_head.classifier.bias.zero_()
+    model.save_pretrained(str(folder / "model"))
+    tiny_bpe_tokenizer.save_pretrained(str(folder / "model"))
+    return folder / "model"
 
 
-CONTEXTS = ["the " + "\u200b " * 500, "the " + "\n \n " * 300]
+def _tokens_and_offsets(tokenizer, context: str) -> tuple[list[int], list[tuple[int, int]]]:
+    encoded = tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)
+    return encoded["input_ids"], encoded["offset_mapping"]
 
 
 def test_every_door_answers_a_sub_word_tagger_on_runs_of_blank_tokens(subword_tagger):

@@ -8,7 +8,7 @@ import sys
 import tempfile
 from typing import Iterator
 
-_TORCH_CACHE_FOLDERS = "torch._inductor.runtime.cache_dir_utils"
+_TORCH_CACHE_MODULE = "torch._inductor.runtime.cache_dir_utils"  # names torch's compiler cache folder
 _TORCH_CACHE_PREFIX = "torchinductor_"  # torch's compiler cache folder in the temporary folder: torchinductor_USER
 
 
@@ -22,9 +22,9 @@ def no_empty_torch_cache_folder() -> Iterator[None]:
     try:
         yield
     finally:
-        folders = sys.modules.get(_TORCH_CACHE_FOLDERS)
-        if not chosen and folders is not None:
-            folder = folders.default_cache_dir()
+        cache_module = sys.modules.get(_TORCH_CACHE_MODULE)  # not imported: torch made no such folder
+        if not chosen and cache_module is not None:
+            folder = cache_module.default_cache_dir()
             if os.path.basename(folder) not in there_before:
                 _remove_if_empty(folder)
 

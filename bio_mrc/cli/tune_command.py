@@ -138,8 +138,8 @@ def _copy_model(model: Path, target: Path) -> None:
 
 
 def _check_some_answered(examples, path: str) -> None:
-    """Every setting tune fits needs questions with an answer: on none it tuned nothing after the model's whole pass
-    (a calibrator would learn only how often the model abstains), and in place dropped the thresholds saved before."""
+    """Every setting tune fits needs questions with an answer: on none, tune would fit nothing after the model's whole
+    pass (a calibrator would learn only how often the model abstains) and, in place, drop the thresholds saved."""
     if not any(example.is_answerable for example in examples):
         raise DataFormatError(f"none of its {len(examples)} questions has an answer: tune fits the length prior and "
                               "span-count rules on answered questions, no-answer thresholds on answered and unanswerable "

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from ..data.json_reader import read_json
 from ..errors import InputWarning, ModelFormatError
+from ..model_folder import checked_record
 from ..model_records import RUN_FILE
 
 if TYPE_CHECKING:
@@ -30,12 +30,9 @@ class NeverAbstainsWarning(InputWarning):
 
 def unanswerable_questions(model_dir: str | Path) -> int | None:
     """The number of training questions without an answer, as the folder's run record gives it; None where it does not
-    say (no record, an older one). The folder check has read the record as the schema wants it."""
-    path = Path(model_dir) / RUN_FILE if str(model_dir) else None
-    if path is None or not path.is_file():
-        return None
-    record: Any = read_json(path)
-    count = record.get("unanswerable_questions") if isinstance(record, dict) else None
+    say (no record, an older one)."""
+    record = checked_record(Path(model_dir), RUN_FILE) if str(model_dir) else None
+    count = record.get("unanswerable_questions") if record is not None else None
     return count if isinstance(count, int) and not isinstance(count, bool) else None
 
 

@@ -11,10 +11,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..data.json_reader import read_json
 from ..errors import DataFormatError, InputWarning
 from ..hub import local_folder
-from ..model_folder import check_records
+from ..model_folder import checked_record
 from ..model_records import RUN_FILE
 from ..question_fingerprint import is_readable, known_questions
 from ..types import Example
@@ -31,11 +30,8 @@ class TrainingQuestionsWarning(InputWarning):
 def training_fingerprint(model: str | Path) -> dict[str, Any] | None:
     """The fingerprint of the questions ``model`` (a folder or hub id) was trained on, its run record checked first;
     None where the record keeps none this version reads."""
-    folder = local_folder(model)
-    check_records(folder)  # a crafted record: one line naming the folder, before its hashes are read
-    path = folder / RUN_FILE
-    record: Any = read_json(path) if path.is_file() else None
-    fingerprint = record.get("training_questions") if isinstance(record, dict) else None
+    record = checked_record(local_folder(model), RUN_FILE)  # a crafted record: one line naming the folder
+    fingerprint = record.get("training_questions") if record is not None else None
     return fingerprint if fingerprint and is_readable(fingerprint) else None
 
 
