@@ -439,3 +439,20 @@ def test_one_tokenizer_cuts_windows_in_one_thread_while_another_reads_questions(
     assert not errors
     assert results["windows"] == alone and max(map(len, alone)) <= SMALL.max_seq_length
     assert questions == question_alone and len(question_alone[0]) < len("where did the cat sit on the mat today")
+
+
+def test_long_contexts_are_tokenized_in_smaller_batches(tiny_tokenizer, monkeypatch):
+    """A batch's windows are Python lists until written: questions of long contexts are tokenized fewer at a time, so
+    a batch holds about the same characters of context (and windows) whatever their length; the windows are the same."""
+    from bio_mrc.features import windows as module
+
+    context = " ".join(["the normans came from normandy"] * 20)  # 619 characters
+    examples = [Example(f"q{i}", "where from ?", context) for i in range(12)]
+    config = FeatureConfig(48, 16, 12, tag_level="subword")
+    whole = rows(build_features(examples, tiny_tokenizer, config, with_targets=False, batch_size=len(examples)))
+    sizes = []
+    tokenize = module.tokenize_windows
+    monkeypatch.setattr(module, "tokenize_windows", lambda chunk, *args: sizes.append(len(chunk)) or tokenize(chunk, *args))
+    monkeypatch.setattr(module, "BATCH_CONTEXT_CHARS", 4 * len(context), raising=False)
+    assert rows(build_features(examples, tiny_tokenizer, config, with_targets=False)) == whole
+    assert sizes == [4, 4, 4]

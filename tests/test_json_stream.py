@@ -10,7 +10,7 @@ import re
 import pytest
 
 from bio_mrc.data.json_reader import lone_surrogate_escape
-from bio_mrc.data.json_stream import _SurrogateCheckedReader
+from bio_mrc.data.json_stream import SquadJsonStream, _SurrogateCheckedReader
 from bio_mrc.data.squad import load_squad, stream_squad
 from bio_mrc.errors import DataFormatError
 
@@ -207,3 +207,62 @@ def test_a_long_escaped_string_is_read_in_reads_that_double(character):
     events = list(ijson.basic_parse(_SurrogateCheckedReader(raw, "f.json"), use_float=True))
     assert ("string", character * 500_000) in events
     assert raw.reads <= 10
+
+
+def _one_article_file(path, paragraphs: int, title_first: bool = True):
+    """One article of ``paragraphs`` paragraphs, four questions each (every question in the file in one article)."""
+    context = " ".join(f"word{i}" for i in range(60))
+    items = [{"context": context, "qas": [{"id": f"p{p}q{q}", "question": f"Which word {q}?",
+                                           "answers": [{"text": f"word{q}", "answer_start": context.index(f"word{q}")}]}
+                                          for q in range(4)]} for p in range(paragraphs)]
+    article = {"title": "One", "paragraphs": items} if title_first else {"paragraphs": items, "title": "One"}
+    path.write_text(json.dumps({"version": "1.1", "data": [article]}), encoding="utf-8")
+    return path
+
+
+def _streamed_peak(path) -> tuple[int, int]:
+    """The items the official-JSON stream yields for ``path``, each dropped once read, and the most memory Python held
+    meanwhile (tracemalloc's peak, in bytes)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in SquadJsonStream(path))
+        return count, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_file_of_one_article_streams_a_paragraph_at_a_time(tmp_path):
+    """SQuAD's layout (a title, then the paragraphs): eight times the paragraphs of one article hold about the same
+    memory while streamed, where the article was built whole (its peak eight times as large)."""
+    small, small_peak = _streamed_peak(_one_article_file(tmp_path / "small.json", 100))
+    large, large_peak = _streamed_peak(_one_article_file(tmp_path / "large.json", 800))
+    assert large_peak < 2 * small_peak, (small_peak, large_peak)
+    assert (small, large) == (100, 800)  # a paragraph at a time
+
+
+@pytest.mark.parametrize("title_first", [True, False])
+def test_an_article_read_a_paragraph_at_a_time_gives_what_the_whole_file_reader_gives(tmp_path, title_first):
+    path = _one_article_file(tmp_path / "one.json", 3, title_first)
+    streamed, whole = list(stream_squad(path)), load_squad(path).examples
+    assert [(e.id, e.title, e.context, e.answers) for e in streamed] == [(e.id, e.title, e.context, e.answers) for e in whole]
+    assert [e.id for e in streamed][:5] == ["p0q0", "p0q1", "p0q2", "p0q3", "p1q0"]
+
+
+BAD_PARAGRAPHS = {  # articles -> the error both readers give (paragraphs streamed after a title, whole without one)
+    '{"title": "A", "paragraphs": [{"context": "c", "qas": []}, {"context": "c"}]}': "paragraph 1 has no 'qas' list",
+    '{"title": "A", "paragraphs": {}}': "article without a 'paragraphs' list",
+    '{"title": "A", "paragraphs": [], "paragraphs": []}': "appears twice",
+    '{"title": "A", "paragraphs": []}, {"paragraphs": [7]}': r"paragraph 0 has no 'qas' list.*record 'article #2'",
+    '{"title": "A", "paragraphs": [{"context": "c", "qas": []}]}, {"title": "", "paragraphs": [{}]}': r"record 'article #2'",
+}
+
+
+@pytest.mark.parametrize("articles", list(BAD_PARAGRAPHS))
+def test_a_bad_paragraph_is_named_alike_by_both_readers(tmp_path, articles):
+    path = tmp_path / "bad.json"
+    path.write_text('{"data": [' + articles + "]}", encoding="utf-8")
+    for read in (load_squad, lambda p: list(stream_squad(p))):
+        with pytest.raises(DataFormatError, match=BAD_PARAGRAPHS[articles]):
+            read(path)

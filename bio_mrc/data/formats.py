@@ -138,7 +138,7 @@ class Detected:
     source: Source
 
     def read(self, stream: bool = False) -> Records:
-        """The records; with ``stream``, read lazily where the format can be (official JSON one article at a time)."""
+        """The records; with ``stream``, read lazily where the format can be (official JSON one article, or paragraph, at a time)."""
         form = FORMATS[self.format]
         return (form.stream if stream and form.stream else form.read)(self.source)
 

@@ -1,6 +1,8 @@
 """An official SQuAD JSON file read one article at a time (``ijson``), refusing what :func:`read_json` refuses.
 
-The whole-file reader holds every article in memory; this one holds one. Its checks are the same:
+The whole-file reader holds every article in memory; this one holds one, and of an article whose ``paragraphs``
+follow its ``title`` (SQuAD's own layout) one paragraph (:class:`Paragraph`): a file of one article with every
+question in it stays as flat as one of many articles. Its checks are the same:
 a repeated key, ``NaN``/``Infinity``, a lone UTF-16 surrogate escape (yajl would turn it into ``?``
 without a word, so the raw bytes are scanned for one), text that is not UTF-8, a file cut short;
 each becomes a :class:`DataFormatError` naming the file.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
@@ -251,17 +254,71 @@ class SquadJsonStream:
         kind, _ = next(events)
         if kind != "start_array":
             raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=str(self.path))
-        builder = _Builder()
-        for kind, value in events:
-            if kind == "end_array" and not builder.stack:
+        for number, (kind, value) in enumerate(events, 1):
+            if kind == "end_array":
                 return
-            if builder.event(kind, value):
-                yield builder.value
+            if kind == "start_map":
+                yield from _article(events, number)
+            else:
+                yield _value_from(kind, value, events)
 
 
-def _whole_value(events: Iterator[tuple[str, Any]]) -> Any:
+@dataclass(frozen=True)
+class Paragraph:
+    """One paragraph of an article whose ``paragraphs`` follow its ``title``, read on its own: ``article`` is the
+    article's place in ``data`` (from 1), ``index`` the paragraph's in its ``paragraphs``."""
+
+    article: int
+    title: Any
+    index: int
+    value: Any
+
+
+def _article(events: Iterator[tuple[str, Any]], number: int) -> Iterator[Any]:
+    """The article begun (its ``start_map`` read): a :class:`Paragraph` at a time where ``paragraphs`` is a list that
+    follows ``title``; else (no title before it, or no list) the article whole, which the reader checks as before."""
+    article: dict[str, Any] = {}
+    streamed = 0
+    for kind, key in events:
+        if kind == "end_map":
+            break
+        if key in article:
+            raise RepeatedKeyError(key)
+        kind, value = next(events)
+        if key == "paragraphs" and "title" in article and kind == "start_array":
+            article[key] = []  # read: a repeated key is still refused
+            for index, paragraph in enumerate(_array_items(events)):
+                streamed += 1
+                yield Paragraph(number, article["title"], index, paragraph)
+        else:
+            article[key] = _value_from(kind, value, events)
+    if not streamed:
+        yield article
+
+
+def _array_items(events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
+    """Each element of the array begun (its ``start_array`` read), built one at a time."""
     builder = _Builder()
+    for kind, value in events:
+        if kind == "end_array" and not builder.stack:
+            return
+        if builder.event(kind, value):
+            yield builder.value
+
+
+def _value_from(kind: str, value: Any, events: Iterator[tuple[str, Any]]) -> Any:
+    """The whole value whose first event is ``(kind, value)``."""
+    builder = _Builder()
+    if builder.event(kind, value):
+        return builder.value
     for kind, value in events:
         if builder.event(kind, value):
             return builder.value
     raise DataFormatError("the JSON ends early (a truncated file?)")
+
+
+def _whole_value(events: Iterator[tuple[str, Any]]) -> Any:
+    kind, value = next(events, ("end", None))
+    if kind == "end":
+        raise DataFormatError("the JSON ends early (a truncated file?)")
+    return _value_from(kind, value, events)

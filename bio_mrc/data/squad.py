@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
+from .json_stream import Paragraph
 from .mrqa import MISPLACED_SPANS
 from .text import carries_text, check_context_length, check_text
 
@@ -174,7 +175,8 @@ def validated(
 @dataclass
 class SquadStream:
     """SQuAD questions read lazily, in file order: each iteration reads the source again, holding one question
-    (one article of an official JSON file) at a time, and validates every question as :func:`load_squad` does.
+    (one paragraph of an official JSON file; an article with no title before its paragraphs, whole) at a time, and
+    validates every question as :func:`load_squad` does.
 
     After an iteration, ``version``, ``skipped`` and ``fixed_offsets`` describe what it read (see :class:`SquadFile`).
     """
@@ -221,14 +223,24 @@ def stream_squad(
     data_format: str | None = None, needs_gold: str | None = None,
 ) -> SquadStream:
     """The questions :func:`load_squad` reads, as a :class:`SquadStream`: memory stays flat in their number
-    (official JSON is read one article at a time, JSON Lines one line at a time), and ``limit`` stops reading
-    the source at the ``limit``-th question."""
+    (official JSON is read one paragraph at a time where an article's ``paragraphs`` follow its ``title``, else one
+    article at a time; JSON Lines one line at a time), and ``limit`` stops reading the source at the ``limit``-th question."""
     return SquadStream(data, limit, fix_offsets, skip_invalid, split, data_format, needs_gold)
 
 
 def _article_questions(articles: Iterable[Any], source: str) -> Iterator[tuple[Any, Any, str, str]]:
-    for number, article in enumerate(articles, 1):
-        for qa, context, title in _questions_of(article, number, source):
+    """``(qa, context, title, source)`` of every question of ``articles``: whole articles, or the paragraphs (:class:`Paragraph`)
+    of an article the stream reads one at a time (each names its article's place)."""
+    number = 0
+    for article in articles:
+        if isinstance(article, Paragraph):
+            number = article.article
+            title = "" if article.title is None else article.title
+            questions = _paragraph_questions(article.value, article.index, title, _article_name(title, number), source)
+        else:
+            number += 1
+            questions = _questions_of(article, number, source)
+        for qa, context, title in questions:
             yield qa, context, title, source
 
 
@@ -271,16 +283,25 @@ def _questions_of(article: Any, number: int, source: str) -> Iterator[tuple[Any,
     """``(qa, context, title)`` of every question of one article; a malformed article or paragraph raises."""
     title = article.get("title") if isinstance(article, dict) else None
     title = "" if title is None else title
-    name = title if isinstance(title, str) and title else f"article #{number}"
+    name = _article_name(title, number)
     paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
     if not isinstance(paragraphs, list):
         raise DataFormatError("article without a 'paragraphs' list", name, source)
     for index, paragraph in enumerate(paragraphs):
-        qas = paragraph.get("qas") if isinstance(paragraph, dict) else None
-        if not isinstance(qas, list):
-            raise DataFormatError(f"paragraph {index} has no 'qas' list", name, source)
-        for qa in qas:
-            yield qa, paragraph.get("context"), title
+        yield from _paragraph_questions(paragraph, index, title, name, source)
+
+
+def _article_name(title: Any, number: int) -> str:
+    return title if isinstance(title, str) and title else f"article #{number}"
+
+
+def _paragraph_questions(paragraph: Any, index: int, title: Any, name: str, source: str) -> Iterator[tuple[Any, Any, str]]:
+    """``(qa, context, title)`` of every question of one paragraph (the ``index``-th of the article ``name``)."""
+    qas = paragraph.get("qas") if isinstance(paragraph, dict) else None
+    if not isinstance(qas, list):
+        raise DataFormatError(f"paragraph {index} has no 'qas' list", name, source)
+    for qa in qas:
+        yield qa, paragraph.get("context"), title
 
 
 def generated_id(position: int, question: str, context: str) -> str:

@@ -129,12 +129,27 @@ def _offsets_of_examples(window_offsets: list[np.ndarray], example_index: Sequen
     return [np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64) for parts in by_example]
 
 
+# Questions tokenized at once: their windows are Python lists (tens of bytes a token) until the batch is written, so
+# a batch holds at most this many questions and, on average, this many characters of context (250 contexts of 9,000
+# characters, 16,500 windows of 64 tokens, held about 700 MB at once; SQuAD's contexts fill 500 questions' batches).
+BATCH_QUESTIONS = 500
+BATCH_CONTEXT_CHARS = 500_000
+
+
+def questions_per_batch(examples: Sequence[Example]) -> int:
+    """How many of ``examples`` to tokenize at once: :data:`BATCH_QUESTIONS`, fewer where their contexts are long."""
+    characters = sum(len(example.context) for example in examples)
+    if not characters:
+        return BATCH_QUESTIONS
+    return max(1, min(BATCH_QUESTIONS, BATCH_CONTEXT_CHARS * len(examples) // characters))
+
+
 def build_features(
     examples: Sequence[Example],
     tokenizer: PreTrainedTokenizerBase,
     config: FeatureConfig,
     with_targets: bool = True,
-    batch_size: int = 500,
+    batch_size: int | None = None,
     desc: str = "windows",
     cache_dir: str | Path | None = None,
     heads: Sequence[str] | None = None,
@@ -146,9 +161,10 @@ def build_features(
     questions, tokenizer and settings memory-maps that file instead of tokenizing again
     (``datasets``' own cache lookup; ``load_from_cache_file`` follows ``datasets.is_caching_enabled``).
     ``with_targets`` adds the labels of ``heads`` (a model's heads; None: every registered head), each made by
-    its registry entry's ``build_targets``.
+    its registry entry's ``build_targets``. ``batch_size``: questions tokenized at once (None: :func:`questions_per_batch`).
     """
     target_heads = _target_heads(with_targets, heads)
+    batch_size = questions_per_batch(examples) if batch_size is None else batch_size
     index = Dataset.from_dict({"example_index": list(range(len(examples)))})
 
     def prepare(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
