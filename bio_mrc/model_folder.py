@@ -20,7 +20,7 @@ What is checked, in this order, before any tensor is allocated:
   those its post-processor puts in every window, which loading rebuilds the windows from);
 * an ONNX export's ``model.onnx``: parses, its external data lies inside the folder, its inputs are
   ``(batch, sequence)`` and its outputs those of the config's heads, and no float initializer holds NaN (nor infinity
-  beside other values).
+  beside values other than 0; a mask holds only zeros and infinities).
 """
 
 from __future__ import annotations
@@ -859,8 +859,9 @@ def check_onnx(folder: Path, config: Mapping[str, Any]) -> None:
 
 
 def _initializer_problem(onnx: Any, tensor: Any, root: Path) -> str | None:
-    """Why a float initializer cannot be run (it holds NaN, or infinity among other values), else None. NaN weights
-    answer every question with scores no decoding reads; a lone infinity is an attention mask's fill value."""
+    """Why a float initializer cannot be run (it holds NaN, or infinity beside values other than 0), else None. NaN
+    weights answer every question with scores no decoding reads; a tensor of infinities and zeros alone (a lone
+    fill value, a mask of 0 and -inf) is an attention mask's, not a weight."""
     if tensor.data_type not in _onnx_float_types(onnx):
         return None
     held = tensor
@@ -875,7 +876,8 @@ def _initializer_problem(onnx: Any, tensor: Any, root: Path) -> str | None:
     if np.isfinite(values).all():
         return None
     nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
-    if nan or (inf and values.size > 1):
+    mask_like = not nan and bool(np.all(np.isinf(values) | (values == 0)))
+    if not mask_like:
         shape = "x".join(map(str, values.shape)) or "scalar"
         return (f"({shape}) holds {nan:,} NaN and {inf:,} infinite values of {values.size:,}: the model's weights "
                 "were not finite when it was exported (a diverged training run or a corrupt file)")

@@ -581,7 +581,7 @@ def test_onnx_models_are_checked_before_a_session_opens(saved_model, tmp_path):
 
 
 @pytest.mark.parametrize("values, held", [((0.5, float("nan"), 1.0), "holds 1 NaN and 0 infinite values of 3"),
-                                          ((float("inf"), -float("inf")), "holds 0 NaN and 2 infinite values of 2")])
+                                          ((0.5, float("inf"), -float("inf")), "holds 0 NaN and 2 infinite values of 3")])
 @pytest.mark.parametrize("external", [False, True])
 def test_an_onnx_initializer_holding_nan_or_infinity_is_refused_at_load(saved_model, tmp_path, capsys, values, held, external):
     """Non-finite weights in an export were found only once its scores came out; its initializers (their external
@@ -602,8 +602,10 @@ def test_an_onnx_initializer_holding_nan_or_infinity_is_refused_at_load(saved_mo
                                                     f"exported (a diverged training run or a corrupt file) (in {folder})"]
 
 
-def test_an_onnx_attention_masks_lone_infinity_passes_the_check(saved_model, tmp_path):
-    check_model_folder(onnx_folder(tmp_path, saved_model, values=(-float("inf"),)), onnx=True)
+@pytest.mark.parametrize("values", [(-float("inf"),), (0.0, -float("inf"), 0.0, -float("inf")), (float("inf"), -float("inf"))])
+def test_an_onnx_attention_masks_infinities_pass_the_check(saved_model, tmp_path, values):
+    """A lone fill value, or a mask of zeros and infinities alone, is a mask's: no weight holds it."""
+    check_model_folder(onnx_folder(tmp_path / "m", saved_model, values=values), onnx=True)
 
 
 # --- texts that tokenize to nothing ------------------------------------------------------------------
