@@ -274,7 +274,7 @@ def test_train_warns_when_its_held_out_questions_are_training_questions(tiny_enc
     monkeypatch.setattr(train, "train_model", no_training)
     with pytest.raises(SystemExit):
         main(["train", "--train", str(SAMPLE_V1), "--eval", str(SAMPLE_V1), "--output-dir", str(tmp_path / "m"),
-              "--encoder", str(tiny_encoder_dir)])
+              "--encoder", str(tiny_encoder_dir), "--training-args", '{"eval_strategy": "epoch"}'])
     examples = load_squad(SAMPLE_V1).examples
     assert (f"warning: the --eval questions share {len(examples)} question ids and {len({ex.context for ex in examples})} "
             "contexts with the training questions") in capsys.readouterr().err
