@@ -124,6 +124,7 @@ def _collect(
 
 
 def _trimmed_columns(examples: Sequence[Example], ex: np.ndarray, char_start: np.ndarray, char_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each character span of ``examples[ex]``'s contexts trimmed (:func:`trimmed_span`): empty where it keeps no text."""
     spans = [trimmed_span(examples[row].context, begin, end) for row, begin, end in zip(ex.tolist(), char_start.tolist(), char_end.tolist())]
     trimmed = np.array(spans, dtype=np.int64).reshape(-1, 2)
     return trimmed[:, 0], trimmed[:, 1]
@@ -143,9 +144,8 @@ def best_shown_scores(
 
 def keeps_text(examples: Sequence[Example], rows: np.ndarray, char_start: np.ndarray, char_end: np.ndarray) -> np.ndarray:
     """Whether each character span of ``examples[rows]``'s contexts keeps some text once trimmed (:func:`trimmed_span`)."""
-    spans = (trimmed_span(examples[row].context, begin, end)
-             for row, begin, end in zip(rows.tolist(), char_start.tolist(), char_end.tolist()))
-    return np.array([begin < end for begin, end in spans], dtype=bool).reshape(-1)
+    begin, end = _trimmed_columns(examples, rows, char_start, char_end)
+    return begin < end
 
 
 def _readable_fallback(outputs: WindowOutputs, examples: Sequence[Example], columns: tuple[np.ndarray, ...], search) -> tuple[np.ndarray, ...]:
