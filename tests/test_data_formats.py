@@ -183,9 +183,9 @@ def test_mrqa_checks_every_char_span_of_a_detected_answer(tmp_path):
         assert info.value.problem.startswith(problem)
 
 def test_a_bad_mrqa_span_is_one_question_skipped_under_skip_invalid(tmp_path):
-    """A malformed span, one outside the context and a text that is no string were raised while the file was read,
-    before the per-question checks: one such question stopped the load even under --skip-invalid. Each is now that
-    question's problem, skipped and counted as any other; without --skip-invalid the first is refused naming it."""
+    """A malformed span, one outside the context and a text that is no string are each that question's problem, met
+    where every question is checked: skipped and counted as any other under --skip-invalid, the file's other questions
+    read; without --skip-invalid the first is refused naming it."""
     lines = mrqa_lines(squad_json())
     lines[1]["qas"][0]["detected_answers"][0]["char_spans"] = [[24, 29], [5]]  # q1: a later span malformed
     lines[1]["qas"][1]["detected_answers"][0]["char_spans"] = [[47, 99]]  # q2: past the 53 characters

@@ -95,7 +95,7 @@ def test_train_refuses_a_best_model_metric_its_evaluation_lacks_before_training(
 
 
 def test_training_args_are_checked_with_the_runs_own_checkpoint_steps():
-    """eval_steps 7 fits --checkpoint-steps 14 (it was refused against the default 500) and not 10."""
+    """eval_steps 7 is checked against the run's --checkpoint-steps, not the default 500: it fits 14 and not 10."""
     config = TrainConfig(training_args={"load_best_model_at_end": True, "eval_strategy": "steps", "eval_steps": 7})
     from bio_mrc.training.run_checks import check_run_options
 
