@@ -27,7 +27,8 @@ MAX_QUESTIONS = 1_000_000
 MAX_BASE64_CHARS = 4 * ((HASH_BYTES * MAX_QUESTIONS + 2) // 3)
 
 
-def _normalised(text: str) -> bytes:
+def normalised(text: str) -> bytes:
+    """``text`` as a question's hash reads it (UTF-8): in NFC, each run of whitespace one space, none at either end."""
     text = unicodedata.normalize("NFC", text)
     # printable: no whitespace but the ASCII space (str.isprintable), so single spaces inside are already the form
     if not (text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " "):
@@ -42,8 +43,8 @@ def question_hashes(examples: Sequence[Example]) -> np.ndarray:
     for example in examples:
         context = contexts.get(example.context)
         if context is None:
-            context = contexts[example.context] = _normalised(example.context)
-        digests += hashlib.blake2b(_normalised(example.question) + b"\0" + context, digest_size=HASH_BYTES).digest()
+            context = contexts[example.context] = normalised(example.context)
+        digests += hashlib.blake2b(normalised(example.question) + b"\0" + context, digest_size=HASH_BYTES).digest()
     return np.frombuffer(bytes(digests), dtype="<u8")
 
 
@@ -93,4 +94,4 @@ def known_questions(record: Mapping[str, Any], examples: Sequence[Example]) -> i
 
 
 __all__ = ["MAX_BASE64_CHARS", "MAX_QUESTIONS", "SCHEME", "VERSION", "decoded_hashes", "fingerprint", "fingerprint_problem",
-           "is_readable", "known_questions", "question_hashes"]
+           "is_readable", "known_questions", "normalised", "question_hashes"]

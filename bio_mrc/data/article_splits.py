@@ -1,12 +1,14 @@
-"""Reproducible splits that never separate questions of one article, and what two sets of questions share."""
+"""Reproducible splits that never separate questions of one article (nor one question asked twice), and what two sets
+of questions share."""
 
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..question_fingerprint import normalised, question_hashes
 from ..types import Example
 
 
@@ -58,18 +60,70 @@ def kfold_by_question(examples: Sequence[Example], k: int = 5, seed: int = 0) ->
 
 def kfold_by_article(examples: Sequence[Example], k: int = 5, seed: int = 0) -> list[tuple[list[Example], list[Example]]]:
     """``k`` (train, test) folds over articles (title, else context), shuffled with ``seed``: an article's
-    questions are held out together, so no paragraph is both trained on and scored."""
-    groups = [ex.title or ex.context for ex in examples]
-    articles = list(dict.fromkeys(groups))
-    if k > len(articles):
-        raise ValueError(f"{k} folds need at least {k} articles; the questions have {len(articles)}")
+    questions are held out together, so no paragraph is both trained on and scored; articles that share a
+    paragraph (up to spacing) are one article here."""
+    groups, articles = article_groups(examples)
+    count = max(groups, default=-1) + 1
+    if k > count:
+        joined = f" ({articles} articles, those sharing a paragraph counted as one)" if count < articles else ""
+        raise ValueError(f"{k} folds need at least {k} articles; the questions have {count}{joined}")
     from sklearn.model_selection import KFold
 
     fold_of = {}
-    for fold, (_, test) in enumerate(KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(len(articles)))):
-        fold_of.update({articles[i]: fold for i in test})
+    for fold, (_, test) in enumerate(KFold(n_splits=k, shuffle=True, random_state=seed).split(np.arange(count))):
+        fold_of.update({group: fold for group in test})
     return [([ex for ex, g in zip(examples, groups) if fold_of[g] != fold], [ex for ex, g in zip(examples, groups) if fold_of[g] == fold])
             for fold in range(k)]
+
+
+def article_groups(examples: Sequence[Example]) -> tuple[list[int], int]:
+    """Each question's group, numbered by first appearance, and how many articles (title, else context) there are: a
+    group is an article, joined with every article that holds one of its paragraphs, as the question fingerprint
+    normalises a paragraph (so a question filed under two titles, or a context spaced two ways, stays in one group)."""
+    parent: dict[tuple[str, Any], tuple[str, Any]] = {}
+
+    def root(node: tuple[str, Any]) -> tuple[str, Any]:
+        while parent.setdefault(node, node) != node:
+            parent[node] = parent[parent[node]]  # halves the path to the root
+            node = parent[node]
+        return node
+
+    contexts: dict[str, bytes] = {}
+    for ex in examples:
+        if ex.context not in contexts:
+            contexts[ex.context] = normalised(ex.context)
+        article, paragraph = root(("article", ex.title or ex.context)), root(("context", contexts[ex.context]))
+        if article != paragraph:
+            parent[paragraph] = article
+    number: dict[tuple[str, Any], int] = {}
+    groups = [number.setdefault(root(("article", ex.title or ex.context)), len(number)) for ex in examples]
+    return groups, len({ex.title or ex.context for ex in examples})
+
+
+def folds_of_distinct_questions(draw: Callable[..., Any], examples: Sequence[Example], k: int,
+                                seed: int) -> list[tuple[list[Example], list[Example]]]:
+    """``draw``'s ``k`` folds over the distinct questions of ``examples``, each repeat (the same question and context
+    under another id or spacing, by its fingerprint) on the side of the fold its first is: trained on and scored at
+    once, it would be scored as a question its model has seen. Without repeats, ``draw``'s folds as it draws them."""
+    first: dict[int, int] = {}
+    firsts = [first.setdefault(int(h), n) for n, h in enumerate(question_hashes(examples))]
+    if len(first) == len(examples):
+        return draw(examples, k, seed=seed)
+    pairs = draw([examples[n] for n in first.values()], k, seed=seed)
+
+    def following(part: Sequence[Example]) -> list[Example]:  # in the questions' order, each with its first
+        drawn = {id(ex) for ex in part}
+        return [ex for ex, n in zip(examples, firsts) if id(examples[n]) in drawn]
+
+    folds = [(following(train), following(test)) for train, test in pairs]
+    if (held := sum(len(test) for _, test in folds)) != len(examples):  # a drawer that returns copies of the questions
+        raise ValueError(f"the fold drawer holds out {held} of the {len(examples)} questions, not each of those it is given once")
+    return folds
+
+
+def distinct_questions(examples: Sequence[Example]) -> int:
+    """How many questions ``examples`` holds, a repeat (by its fingerprint) counted once."""
+    return len(np.unique(question_hashes(examples)))
 
 
 def question_set_hash(examples: Sequence[Example]) -> str:

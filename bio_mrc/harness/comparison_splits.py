@@ -9,12 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import registry
 from ..data.sources import is_hub_id, locate, split_spec
-from ..data.article_splits import question_set_hash, shared_questions_and_contexts, split_by_article
+from ..data.article_splits import (distinct_questions, folds_of_distinct_questions, question_set_hash, shared_questions_and_contexts,
+                                   split_by_article)
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError
+from ..question_fingerprint import question_hashes
 from ..types import Example
 from .config import CompareConfig, DataSpec, RunSpec
 
@@ -147,19 +151,22 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
 
 
 def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Split, Split]]:
-    """``folds`` (train, held-out) pairs over the questions of ``split``: each question is held out once."""
+    """``folds`` (train, held-out) pairs over the questions of ``split``: each question is held out once, with every
+    repeat of it (the same text and context under another id or spacing)."""
     if split.parts:  # fold k of every data set is held out together
+        check_no_question_in_two_parts(split.parts)
         per_part = [cross_validation_folds(part, folds, seed) for part in split.parts]
         joined = lambda parts, description: split.subset([ex for part in parts for ex in part.examples], description, parts)  # noqa: E731
         return [(joined([train for train, _ in fold], f"{split.description} (fold {k + 1} of {folds}, training part)"),
                  joined([test for _, test in fold], f"{split.description} (fold {k + 1} of {folds})"))
                 for k, fold in enumerate(zip(*per_part))]
-    if folds > len(split.examples):
+    if folds > (distinct := distinct_questions(split.examples)):
+        repeats = f" distinct ones of its {len(split.examples)} (a question asked again counts once)" if distinct < len(split.examples) else ""
         raise ConfigError(f"cross_validation.folds: {folds} folds need at least {folds} questions; "
-                          f"{split.description} has {len(split.examples)}")
+                          f"{split.description} has {distinct}{repeats}")
     draw = registry.resolve(split.kind.folds)
     try:
-        pairs = draw(split.examples, folds, seed=seed)
+        pairs = folds_of_distinct_questions(draw, split.examples, folds, seed)
     except ValueError as err:
         raise ConfigError(f"cross_validation.folds: {split.description}: {err}") from None
     return [
@@ -167,6 +174,20 @@ def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Sp
          split.subset(test, f"{split.description} (fold {k + 1} of {folds})"))
         for k, (train, test) in enumerate(pairs)
     ]
+
+
+def check_no_question_in_two_parts(parts: list[Split]) -> None:
+    """Each data set's folds are drawn apart, so a question in two of them (under any id or spacing) could be held out
+    in one fold and trained on in another: refused, naming both data sets and the count."""
+    hashes = [np.unique(question_hashes(part.examples)) for part in parts]
+    for a in range(len(parts)):
+        for b in range(a + 1, len(parts)):
+            if shared := len(np.intersect1d(hashes[a], hashes[b], assume_unique=True)):
+                raise ConfigError(
+                    f"cross_validation: {shared} question{'s' if shared > 1 else ''} of {parts[b].description} "
+                    f"{'are' if shared > 1 else 'is'} in {parts[a].description} too (the same text and context, under any id "
+                    "or spacing): each data set's folds are drawn apart, so a model would train on a question it is scored "
+                    "on; leave the repeats out of one of them")
 
 
 def training_share(split: Split, share: float, seed: int) -> Split:
