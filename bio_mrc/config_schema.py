@@ -167,6 +167,17 @@ class UnaskedFloat(float):
     __slots__ = ()
 
 
+def unasked_fields(instance: Any) -> frozenset[str]:
+    """The fields of a config dataclass left at an :class:`UnaskedFloat` default. A config written to be read back
+    leaves them out: its number would read back as asked."""
+    return frozenset(f.name for f in dataclasses.fields(instance) if isinstance(getattr(instance, f.name), UnaskedFloat))
+
+
+def unasked_defaults(cls: type) -> dict[str, float]:
+    """Each field of ``cls`` whose default is an :class:`UnaskedFloat`, with the number a record writes for it."""
+    return {f.name: float(f.default) for f in dataclasses.fields(cls) if isinstance(f.default, UnaskedFloat)}
+
+
 def _plain_number(value: Any) -> Any:
     """A numpy (or other non-builtin) number as the Python int or float of its value; anything else as it is."""
     if isinstance(value, (bool, UnaskedFloat)) or type(value) in (int, float) or not isinstance(value, numbers.Real):
@@ -174,4 +185,5 @@ def _plain_number(value: Any) -> Any:
     return int(value) if whole_number(value) else float(value)
 
 
-__all__ = ["SEED_RANGE", "UnaskedFloat", "Validator", "check_fields", "dataclass_schema", "field_choices", "field_schema", "schema_errors", "whole_number"]
+__all__ = ["SEED_RANGE", "UnaskedFloat", "Validator", "check_fields", "dataclass_schema", "field_choices", "field_schema",
+           "schema_errors", "unasked_defaults", "unasked_fields", "whole_number"]

@@ -7,8 +7,9 @@ What is checked, in this order, before any tensor is allocated:
 * each file loading reads is a regular file (or a link to one) where present: a folder or FIFO under its name is
   named as such;
 * ``config.json``: a JSON object; the encoder's sizes are integers within :data:`SIZE_LIMITS`, and it is no decoder
-  (``is_decoder``) nor an encoder-decoder model; the window settings are positive integers and fit the encoder's
-  ``max_position_embeddings``; tuned settings are numbers; ``return_dict`` is not turned off;
+  (``is_decoder``), no decoder-only language model (GPT-2, BLOOM) nor an encoder-decoder model; the window settings
+  are positive integers and fit the encoder's ``max_position_embeddings``; tuned settings are numbers;
+  ``return_dict`` is not turned off;
 * the weights: pickled checkpoints (``pytorch_model.bin``) are refused; ``model.safetensors`` (or each shard
   of its index) has a header that parses and tensors that tile the file exactly (an empty, cut short or
   corrupt file is refused; so is a ``__metadata__`` safetensors cannot read); given the model class, every tensor
@@ -210,7 +211,8 @@ BIDIRECTIONAL_ONLY = "bio_mrc reads the tokens of a bidirectional encoder (BERT,
 
 def check_reads_both_ways(encoder: Mapping[str, Any], folder: Path, where: str = "encoder.") -> None:
     """The encoder's config is no decoder's (``is_decoder``: causal attention, each token reading only those before it)
-    nor an encoder-decoder model's (T5, BART: a model of two stacks, whose forward pass needs decoder inputs)."""
+    nor an encoder-decoder model's (T5, BART: a model of two stacks, whose forward pass needs decoder inputs), nor that
+    of a decoder-only language model (:func:`decoder_only`), which a model saved before training refused them holds."""
     if encoder.get("is_encoder_decoder"):
         raise fail(folder, "config.json", f"{where}is_encoder_decoder is true: a sequence-to-sequence model "
                                           f"({encoder.get('model_type')}), not an encoder; {BIDIRECTIONAL_ONLY}")
@@ -218,6 +220,9 @@ def check_reads_both_ways(encoder: Mapping[str, Any], folder: Path, where: str =
         raise fail(folder, "config.json", f"{where}is_decoder is true: the encoder would read each token with only the "
                                           f"tokens before it (causal attention); {BIDIRECTIONAL_ONLY} (set it to false "
                                           "where the encoder was trained as one)")
+    model_type = encoder.get("model_type")
+    if isinstance(model_type, str) and decoder_only(model_type):
+        raise _decoder_only_model(folder, model_type, _base_model_name(model_type), where)
 
 
 def check_bidirectional(config: Mapping[str, Any], folder: Path) -> Any:
@@ -230,26 +235,24 @@ def check_bidirectional(config: Mapping[str, Any], folder: Path) -> Any:
 
 def _encoder_built(config: dict[str, Any], folder: Path) -> Any:
     """The encoder its config builds (on the meta device: no memory), as a model's is checked: a value transformers
-    refuses (``use_cache: "x"``) would end in a traceback; a decoder-only language model (:func:`decoder_only`: BLOOM,
-    Llama), refused before it is built, or one whose attention is causal is refused. None where a ``model_type``
-    transformers does not know, or code of its own (``auto_map``), leaves it to loading to name
+    refuses (``use_cache: "x"``) would end in a traceback; one whose attention is causal is refused (a decoder-only
+    language model, :func:`decoder_only`, is refused before, by :func:`check_reads_both_ways`). None where a
+    ``model_type`` transformers does not know, or code of its own (``auto_map``), leaves it to loading to name
     (:func:`bio_mrc.encoders.as_data`)."""
     from transformers import CONFIG_MAPPING, AutoModel
 
     model_type = config.get("model_type")
     if model_type not in CONFIG_MAPPING or "auto_map" in config:
         return None
-    if decoder_only(model_type):
-        raise _decoder_only_model(folder, model_type, _base_model_name(model_type))
     model = built_on_meta(lambda: AutoModel.from_config(CONFIG_MAPPING[model_type].from_dict(config)), folder)
     if any(getattr(module, "is_causal", False) is True for module in model.modules()):
         raise _decoder_only_model(folder, model_type, type(model).__name__)
     return model
 
 
-def _decoder_only_model(folder: Path, model_type: str, built: str) -> ModelFormatError:
-    return fail(folder, "config.json", f"model_type {model_type!r} builds {built}, a decoder-only model whose tokens read "
-                                       f"only the tokens before them; {BIDIRECTIONAL_ONLY}")
+def _decoder_only_model(folder: Path, model_type: str, built: str, where: str = "") -> ModelFormatError:
+    return fail(folder, "config.json", f"{where}model_type {model_type!r} builds {built}, a decoder-only model whose tokens "
+                                       f"read only the tokens before them; {BIDIRECTIONAL_ONLY}")
 
 
 def _base_model_name(model_type: str) -> str:

@@ -174,3 +174,48 @@ def test_a_comparison_run_giving_a_zero_rate_to_an_encoder_without_one_is_refuse
     check_model_sources(config.runs[:1], config.runs, tmp_path / "models")
     with pytest.raises(ConfigError, match=r"^runs\[1\]\.encoder: the encoder \(model_type 'fnet'\) has no attention dropout"):
         check_model_sources(config.runs, config.runs, tmp_path / "models")
+
+
+def test_a_comparison_reports_config_reads_back_as_the_same_runs(tiny_encoder_dir, tmp_path):
+    """The config a report holds (``compare`` writes ``config.to_dict()``), given to ``compare --config``, is the same
+    runs: a default rate reads back unasked (FNet trains with its own attention), a rate given stays given, and every
+    run keeps its model key and its run record."""
+    from types import SimpleNamespace
+
+    from bio_mrc.config_schema import UnaskedFloat
+    from bio_mrc.harness.config import load_config, parse_config
+    from bio_mrc.harness.models import check_model_sources, model_key
+
+    fnet = str(saved_fnet(tiny_encoder_dir, tmp_path / "fnet"))
+    raw = {"name": "c", "train": {"path": "t.json"}, "eval": {"path": "e.json"},
+           "defaults": {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12, "heads": "span"},
+           "runs": [{"name": "fnet", "encoder": fnet}, {"name": "fnet-hidden", "encoder": fnet, "hidden_dropout": 0},
+                    {"name": "bert", "encoder": str(tiny_encoder_dir), "attention_dropout": 0.0, "hidden_dropout": None}]}
+    config = parse_config(raw)
+    (tmp_path / "report-config.json").write_text(json.dumps(config.to_dict()), encoding="utf-8")
+    again = load_config(tmp_path / "report-config.json")
+    check_model_sources(again.runs, again.runs, tmp_path / "models")  # the FNet runs are not refused
+
+    unasked = [[isinstance(getattr(run.train, name), UnaskedFloat) for name in ("attention_dropout", "hidden_dropout")]
+               for run in again.runs]
+    assert unasked == [[True, True], [True, False], [False, False]]
+    split = SimpleNamespace(examples=[])
+    for before, after in zip(config.runs, again.runs):
+        assert json.dumps(after.train.to_dict()) == json.dumps(before.train.to_dict())
+        assert model_key(after.train, split) == model_key(before.train, split)
+    assert again.to_dict() == config.to_dict()
+
+
+def test_cells_from_an_earlier_report_holding_the_default_rate_written_match_the_run():
+    """A report's run leaves a default rate out; one that writes it as 0 (or a run giving 0) is the same model."""
+    from bio_mrc.harness.config import parse_config
+    from bio_mrc.harness.earlier_report import _check_run
+
+    raw = {"train": {"path": "t.json"}, "eval": {"path": "e.json"}, "runs": [{"name": "a"}]}
+    default = parse_config(raw).runs[0]
+    given = parse_config({**raw, "runs": [{"name": "a", "attention_dropout": 0, "hidden_dropout": 0.0}]}).runs[0]
+    assert "attention_dropout" not in default.to_dict() and given.to_dict()["attention_dropout"] == 0.0
+    _check_run("report.json", "a", given.to_dict(), default.to_dict())
+    _check_run("report.json", "a", default.to_dict(), given.to_dict())
+    with pytest.raises(ConfigError, match=r"run 'a' has other settings there \(attention_dropout\)"):
+        _check_run("report.json", "a", {**default.to_dict(), "attention_dropout": 0.1}, default.to_dict())

@@ -255,3 +255,34 @@ def test_an_encoders_sharded_pickled_weights_are_checked_shard_by_shard(tiny_enc
     assert refused_encoder(lacking).startswith("pytorch_model.bin.index.json: lacks ")
     (kept / "pytorch_model.bin.index.json").write_text("[]", encoding="utf-8")
     assert refused_encoder(kept).startswith("pytorch_model.bin.index.json: ")
+
+
+def test_a_model_saved_on_a_decoder_only_encoder_is_refused_at_load_before_its_weights(tiny_encoder_dir, tmp_path, capsys):
+    """A model trained on BLOOM before such encoders were refused (its config has no is_decoder) loads no more: every
+    door says why in one line naming the folder, before the weights are read (here: not weights at all)."""
+    from transformers import AutoTokenizer
+
+    from bio_mrc.inference import AnswerExtractor
+    from bio_mrc.model import BioMrcForQuestionAnswering
+    from bio_mrc.model_folder import check_model_folder
+
+    encoder = saved_decoder("BloomConfig", tmp_path / "bloom", tiny_encoder_dir, hidden_size=32, n_layer=1, n_head=2)
+    folder = tmp_path / "model"
+    BioMrcForQuestionAnswering.from_encoder(str(encoder), heads="span", max_seq_length=48, doc_stride=16,
+                                            max_query_length=12).save_pretrained(str(folder))
+    AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
+    (folder / "model.safetensors").write_bytes(b"not weights")
+    why = ("config.json: encoder.model_type 'bloom' builds BloomModel, a decoder-only model whose tokens read only the "
+           "tokens before them; bio_mrc reads the tokens of a bidirectional encoder (BERT, RoBERTa, DeBERTa, ...)")
+    for load in (TrainedModel.load, AnswerExtractor, BioMrcForQuestionAnswering.from_pretrained,
+                 lambda path: check_model_folder(path, onnx=True)):
+        with pytest.raises(ModelFormatError) as refused:
+            load(str(folder))
+        assert str(refused.value) == f"{why} (in {folder})"
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "Ada wrote.", "qas": [
+        {"id": "q", "question": "Who?", "answers": [{"text": "Ada", "answer_start": 0}]}]}]}]}), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["predict", "--model", str(folder), "--data", str(data), "--output", str(tmp_path / "out.json")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: {why} (in {folder})"]
+    assert not (tmp_path / "out.json").exists()

@@ -167,3 +167,48 @@ def test_an_onnx_export_of_a_sub_word_tagger_answers_runs_of_blank_tokens(subwor
     for multi_span in (False, True):
         for prediction in extractor(["what?"] * 2, CONTEXTS, decoding="bio", multi_span=multi_span):
             assert [(s.text, s.start, s.end) for s in prediction.spans] == [("the", 0, 3)]
+
+
+# B, I, O logits of a token tagged B (a blank one below) and of one tagged O
+TAGGED_B, TAGGED_O = [4.0, 0.0, 0.0], [0.0, 0.0, 4.0]
+
+
+@pytest.mark.parametrize("blank", ["\u200b", "\n", "\u200b \n"])
+def test_a_likeliest_tag_sequence_of_blank_spans_alone_abstains_as_all_o_does(blank):
+    """Without require_answer, the multi-span BIO answer of a tag sequence whose spans are blank characters alone
+    (trimmed, nothing) is no answer, as all O is; with it, both answer with a readable span; a sequence that also tags
+    a word answers with that word."""
+    context = f"Ada {blank} wrote"
+    tokens = tokens_of(context)  # Ada, each blank character, wrote
+    example = [Example("q", "who?", context, None)]
+
+    def spans(tags: list[list[float]], require_answer: bool) -> list[str]:
+        bio = np.array([[0.0, 0.0, 0.0], *tags])  # [CLS] first
+        config = DecodeConfig(multi_span=True, require_answer=require_answer, bio_length_prior=0.0)
+        (prediction,) = decode(one_window(context, tokens, bio), example, "bio", config)
+        return [s.text for s in prediction.spans]
+
+    blanks = len(tokens) - 2
+    blank_only, all_o = [TAGGED_O, *[TAGGED_B] * blanks, TAGGED_O], [TAGGED_O] * len(tokens)
+    assert spans(blank_only, require_answer=False) == spans(all_o, require_answer=False) == []
+    assert spans(blank_only, require_answer=True) and spans(all_o, require_answer=True)
+    assert spans([TAGGED_B, *[TAGGED_B] * blanks, TAGGED_O], require_answer=False) == ["Ada"]
+
+
+def test_every_door_without_require_answer_abstains_on_a_tag_sequence_of_blank_tokens(subword_tagger):
+    """The sub-word tagger's most probable tag sequence of each context tags its blank tokens alone: AnswerExtractor
+    (asked per call, or by its decode_config) and serve on such an extractor answer nothing, as for all O."""
+    from fastapi.testclient import TestClient
+
+    from bio_mrc.inference import AnswerExtractor, TrainedModel
+    from bio_mrc.serving.app import create_app
+
+    trained = TrainedModel.load(subword_tagger, precision="fp32")
+    asked = AnswerExtractor(trained, decoding="bio", multi_span=True)
+    assert [p.spans for p in asked(["what?"] * 2, CONTEXTS, require_answer=False)] == [[], []]
+    assert [[s.text for s in p.spans] for p in asked(["what?"] * 2, CONTEXTS)] == [["the"], ["the"]]
+    configured = AnswerExtractor(trained, decoding="bio", multi_span=True, decode_config=DecodeConfig(require_answer=False))
+    assert [p.spans for p in configured(["what?"] * 2, CONTEXTS)] == [[], []]
+    with TestClient(create_app(configured)) as client:
+        body = {"question": ["what?"] * 2, "context": CONTEXTS, "decoding": "bio", "multi_span": True}
+        assert [result["spans"] for result in client.post("/answer", json=body).json()["results"]] == [[], []]

@@ -377,7 +377,7 @@ def _tag_distribution_spans(
     n-best already searched, at least :data:`~bio_mrc.decoding.shares.CONFIDENCE_SPANS`, the first ``config.n_best``
     the candidates), its candidates the spans that ``shown`` says keep some text once trimmed (a span of
     whitespace tokens alone would be dropped from the answer, leaving it empty); without ``require_answer``, a row
-    whose most probable tag sequence is all O has none (it abstains)."""
+    whose most probable tag sequence tags no text (all O, or spans of blank characters alone) has none (it abstains)."""
     likeliest = likeliest_tag_spans(log_probs, mask, config.max_answer_length)
     found = np.nonzero(single.start >= 0)
     hidden = tuple(axis[~shown(found[0], single.start[found], single.end[found])] for axis in found)
@@ -389,7 +389,7 @@ def _tag_distribution_spans(
     columns = (spans.row, spans.start, spans.end, spans.score, posterior)
     if config.require_answer:
         return columns
-    answered = np.bincount(likeliest.row, minlength=len(mask)) > 0
+    answered = np.bincount(candidates.row, minlength=len(mask)) > 0  # its blank spans are no answer: trimmed, nothing
     return tuple(column[answered[spans.row]] for column in columns)
 
 

@@ -65,7 +65,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_errors
+from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_errors, unasked_defaults, unasked_fields
 from ..data.json_reader import DataFormatError, read_json
 from .. import model_defaults, registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
@@ -160,7 +160,9 @@ class RunSpec:
         own = {"train_data": asdict(self.data) if self.data else None, "seeds": list(self.seeds) if self.seeds else None,
                "inference_precision": self.inference_precision, "length_prior_tuning": self.length_prior_tuning,
                "fold_training_share": self.fold_training_share}
-        return {"name": self.name, **self.train.to_dict(), **_kept_options(self.train), **{k: v for k, v in own.items() if v}}
+        # A default not asked is left out, so the run reads back unasked (a 0 read back is a rate asked, which FNet refuses).
+        settings = {k: v for k, v in self.train.to_dict().items() if k not in unasked_fields(self.train)}
+        return {"name": self.name, **settings, **_kept_options(self.train), **{k: v for k, v in own.items() if v}}
 
 
 def _kept_options(train: TrainConfig) -> dict[str, Any]:
@@ -306,6 +308,9 @@ def _comparison_schema_of(data_formats: tuple[str, ...]) -> dict[str, Any]:
             "type": "object", "required": ["eval", "runs"], "additionalProperties": False, "properties": properties}
 
 
+# The value a run's settings mean by an option they leave out: an option added later (as every earlier model had it) or
+# a default not asked (as its models trained, the same whether asked or not).
+RUN_OPTIONS_WHEN_ABSENT = {**model_defaults.TRAIN_OPTIONS_WHEN_ABSENT, **unasked_defaults(TrainConfig)}
 RUN_OWN_KEYS = ("train_data", "seeds", "inference_precision", "length_prior_tuning", "fold_training_share")  # a run's keys that are no TrainConfig fields
 
 

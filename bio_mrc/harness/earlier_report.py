@@ -20,10 +20,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..decoding.postprocess import available_decodings
-from .. import model_defaults
 from ..errors import ConfigError
 from ..model_folder import special_floats
-from .config import CompareConfig
+from .config import RUN_OPTIONS_WHEN_ABSENT, CompareConfig
 from .results import Cell
 from .saved_report import SavedReport
 
@@ -137,8 +136,7 @@ _NOT_MODEL_SETTINGS = {"seeds"}
 
 
 def _check_run(path: str | Path, name: str, earlier: dict[str, Any], current: dict[str, Any]) -> None:
-    # an option a run leaves out has the value every model had before the option existed
-    earlier, current = ({**model_defaults.TRAIN_OPTIONS_WHEN_ABSENT, **run} for run in (earlier, current))
+    earlier, current = ({**RUN_OPTIONS_WHEN_ABSENT, **run} for run in (earlier, current))
     differing = sorted(key for key in (earlier.keys() | current.keys()) - _NOT_MODEL_SETTINGS if earlier.get(key) != current.get(key))
     if differing:
         raise ConfigError(f"--cells-from {path}: run {name!r} has other settings there ({', '.join(differing)}); rename the run "
