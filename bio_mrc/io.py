@@ -216,6 +216,9 @@ def check_library_path(path: str | Path) -> Path:
     Python does: under a locale whose file-name encoding is not UTF-8 (``LC_ALL=C``, Latin-1), a non-ASCII name is
     spelled otherwise, and such a library would end a save or load half done."""
     path = Path(path)
+    if byte := non_utf8_byte(path):  # no locale spells it in UTF-8: only another name does
+        raise ConfigError(f"{path}: this name holds the byte {byte}, which is not UTF-8 and which tokenizers and ONNX "
+                          "Runtime cannot name a file by; give a name spelled in UTF-8")
     try:
         same = str(path).encode("utf-8") == os.fsencode(path)
     except UnicodeEncodeError:  # surrogates: bytes the locale's encoding could not decode
@@ -224,6 +227,17 @@ def check_library_path(path: str | Path) -> Path:
         raise ConfigError(f"{path}: this name is not spelled in UTF-8 under the locale's file-name encoding "
                           f"({sys.getfilesystemencoding()}); set a UTF-8 locale, e.g. PYTHONUTF8=1")
     return path
+
+
+def non_utf8_byte(path: str | Path) -> str | None:
+    """The first byte of ``path``'s name, as the system spells it, that is no part of UTF-8 text (``\\xff``: a name
+    written in Latin-1), or None. safetensors, tokenizers and ONNX Runtime open a file by a UTF-8 name alone."""
+    spelled = os.fsencode(path)
+    try:
+        spelled.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return f"\\x{spelled[err.start]:02x}"
+    return None
 
 
 def _check_nearest_folder(path: Path, itself: bool = False) -> None:

@@ -39,7 +39,7 @@ from . import __version__, registry
 from .config_schema import whole_number
 from .errors import InputWarning, ModelFormatError, shown_value
 from .evaluation_record import EVAL_FILE
-from .io import remove_file, special_file_kind
+from .io import non_utf8_byte, remove_file, special_file_kind
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 from .pickled_weights import pickled_shapes
 
@@ -94,8 +94,12 @@ READ_FILES = ("config.json", SAFETENSORS_FILE, SAFETENSORS_INDEX, *PICKLED_WEIGH
 
 def check_file_kinds(folder: str | Path) -> None:
     """A folder, FIFO, socket or device under the name of a file loading reads is named as what it is, not reported
-    missing or passed over (nor opened: reading a FIFO waits for a writer)."""
+    missing or passed over (nor opened: reading a FIFO waits for a writer); a folder whose name is not UTF-8 is
+    refused, as safetensors and tokenizers open its files by a UTF-8 name alone."""
     folder = Path(folder)
+    if byte := non_utf8_byte(folder):
+        raise fail(folder, None, f"its name holds the byte {byte}, which is not UTF-8 and which safetensors and tokenizers "
+                                 "cannot name a file by (a name written in Latin-1?): rename the folder in UTF-8")
     for name in READ_FILES:
         if problem := not_a_file(folder / name):
             raise fail(folder, name, problem)

@@ -22,7 +22,8 @@ from .encoders import as_data, load_tokenizer
 from .errors import ConfigError, ModelFormatError
 from .model import BioMrcConfig, BioMrcForQuestionAnswering, check_weight_values
 from .model_defaults import QA_WINDOWS
-from .model_folder import check_bidirectional, check_sizes, check_tokenizer, check_weights_fit, expected_shapes, read_json_object, weight_shapes
+from .model_folder import (check_bidirectional, check_file_kinds, check_sizes, check_tokenizer, check_weights_fit, expected_shapes,
+                           read_json_object, weight_shapes)
 
 QA_LAYER = "qa_outputs"
 QA_HEADS = "span"
@@ -49,6 +50,7 @@ def check_qa_folder(folder: Path) -> dict[str, Any]:
     its config's sizes within bounds; weights that are exactly those its QA class builds from the config, with their
     shapes (transformers would fill a missing one with random values); tokenizer files; a bidirectional encoder, not a
     decoder (GPT-2's QA model) or an encoder-decoder (T5's). Returns its config."""
+    check_file_kinds(folder)
     config = read_json_object(folder, "config.json")
     check_sizes({"encoder": config}, folder)
     check_bidirectional(config, folder)  # a GPT-2 or T5 QA model: its encoder reads no window as bio_mrc's do
@@ -147,8 +149,7 @@ def span_model_from_qa_model(source: PreTrainedModel, tokenizer, **windows: int 
             f"a {type(source).__name__}, whose start and end logits are not one {QA_LAYER} layer on the encoder's "
             "output; bio_mrc answers with models of that form (BERT, RoBERTa, DistilBERT, ALBERT, ELECTRA, DeBERTa and "
             "their kin) or trains one: bio-mrc train --encoder PATH", where)
-    tokenizer_length = getattr(tokenizer, "model_max_length", None)
-    settings = qa_windows(source.config, tokenizer_length if isinstance(tokenizer_length, int) and tokenizer_length < 10**6 else None,
+    settings = qa_windows(source.config, _tokenizer_limit(getattr(tokenizer, "model_max_length", None)),
                           positions=usable_positions(encoder), **windows)
     config = BioMrcConfig(encoder=source.config.to_dict(), heads=QA_HEADS, **settings)
     model = BioMrcForQuestionAnswering(config)
@@ -181,6 +182,21 @@ def windows_that_fit(positions: int) -> str:
     doc_stride 46, max_query_length 32``: a set that fits as a whole (a shorter window alone leaves the default stride
     no room)."""
     return ", ".join(f"{name} {value}" for name, value in qa_windows(None, positions=positions).items())
+
+
+def _tokenizer_limit(length: Any) -> int | None:
+    """A tokenizer's ``model_max_length`` where it is a limit (transformers writes 10**30 for none)."""
+    return length if isinstance(length, int) and not isinstance(length, bool) and 0 < length < 10**6 else None
+
+
+def check_qa_windows(folder: Path, **windows: int | None) -> None:
+    """:func:`qa_windows` of the QA model saved in ``folder`` from its config and tokenizer settings alone (no weight
+    read), so window settings it cannot take are refused before any work; the conversion checks them again."""
+    try:
+        saved = read_json_object(folder, "tokenizer_config.json").get("model_max_length")
+    except ModelFormatError:  # none, or one the load names itself
+        saved = None
+    qa_windows(None, _tokenizer_limit(saved), positions=encoder_positions(str(folder)), **windows)
 
 
 def usable_positions(encoder: nn.Module) -> int | None:
@@ -308,6 +324,6 @@ def is_qa_model(model: object) -> bool:
         and type(model).__name__.endswith("ForQuestionAnswering")
 
 
-__all__ = ["QA_WINDOWS", "check_qa_folder", "check_same_logits", "encoder_positions", "is_qa_model",
+__all__ = ["QA_WINDOWS", "check_qa_folder", "check_qa_windows", "check_same_logits", "encoder_positions", "is_qa_model",
            "qa_architecture", "qa_windows", "saved_config", "qa_model_from_span_model", "reading_inputs",
            "span_model_from_qa_checkpoint", "span_model_from_qa_model"]

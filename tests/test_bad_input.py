@@ -238,6 +238,44 @@ def test_predicts_answers_stream_under_another_name_is_named_by_its_first_line(t
     assert json.loads(capsys.readouterr().out)["exact_match"] == 100.0
 
 
+def test_predicts_other_files_given_in_the_wrong_place_are_named_with_the_file_to_give(tmp_path, capsys):
+    """predict's n-best file, its no-answer probabilities and its answers each given where another is read, another
+    tool's n-best lists, and the data file itself: each is one line saying what the file is and what to give."""
+    data = squad_file(tmp_path)
+    preds, nbest, probs = (tmp_path / name for name in ("preds.json", "preds.nbest.json", "preds.na_probs.json"))
+    preds.write_text(json.dumps({"q1": "France"}), encoding="utf-8")
+    entry = {"id": "q1", "answer": "France", "abstain": False, "spans": [{"text": "France", "start": 24, "end": 30}]}
+    nbest.write_text(json.dumps({"q1": entry}), encoding="utf-8")
+    probs.write_text(json.dumps({"q1": 0.25}), encoding="utf-8")
+    lists = tmp_path / "nbest_predictions.json"  # transformers' run_qa.py writes its n-best lists so
+    lists.write_text(json.dumps({"q1": [{"text": "France", "probability": 0.9}]}), encoding="utf-8")
+    shown = "{'abstain': False, 'answer': 'France', 'id': 'q1', 'spans': [{'end': 30, 'start': 24, 'text': 'France'}]}"
+    cases = [
+        (["--predictions", nbest], f"a prediction must be a string, got {shown}: this is predict's n-best file {{id: "
+                                   f"{{answer, spans, ...}}}}, not an official predictions file {{id: answer}}; give the "
+                                   f"one written with it: {preds} (in {nbest}, record 'q1')"),
+        (["--predictions", preds, "--na-probs", nbest], f"a no-answer probability or score must be a finite number, got "
+                                                        f"{shown}: this is predict's n-best file {{id: {{answer, spans, ...}}}}, "
+                                                        f"not a no-answer probability file {{id: probability}}; give the one "
+                                                        f"written with it: {probs} (in {nbest}, record 'q1')"),
+        (["--predictions", probs], "a prediction must be a string, got 0.25: this is a no-answer probability file {id: "
+                                   "probability}, not an official predictions file {id: answer}: give it as --na-probs, and "
+                                   f"the answers as --predictions (in {probs}, record 'q1')"),
+        (["--predictions", preds, "--na-probs", preds], "a no-answer probability or score must be a finite number, got "
+                                                        "'France': this is a predictions file {id: answer}, not a no-answer "
+                                                        "probability file {id: probability}: give it as --predictions, and "
+                                                        f"the no-answer probabilities as --na-probs (in {preds}, record 'q1')"),
+        (["--predictions", lists], "a prediction must be a string, got [{'probability': 0.9, 'text': 'France'}]: this is an "
+                                   "n-best file {id: [{text, ...}]}, not an official predictions file {id: answer}; give the "
+                                   f"one written with it (in {lists}, record 'q1')"),
+        (["--predictions", data], f"no question id of {data} is in {data}: it is a data file (a 'data' list of articles), "
+                                  "not a predictions file {question id: answer}"),
+    ]
+    for options, line in cases:
+        assert main(["evaluate", "--data", str(data), *map(str, options)]) == 2
+        assert capsys.readouterr().err.splitlines() == [f"error: {line}"]
+
+
 EXTRA_IDS = [f"old-{i}" for i in range(7)]  # as a published file made for an older copy of the data
 
 

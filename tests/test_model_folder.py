@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -863,3 +866,36 @@ def test_train_refuses_an_encoder_whose_config_transformers_rejects_before_any_w
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: config.json: describes no model this version")
     assert not (tmp_path / "out").exists()
+
+
+def _latin1_named(folder: Path) -> Path:
+    """``folder`` renamed with an ``è`` spelled in Latin-1 (the byte 0xe8), as an archive made on another system unpacks
+    it."""
+    renamed = Path(os.fsdecode(os.fsencode(folder) + b"-mod\xe8le"))
+    try:
+        os.rename(folder, renamed)
+    except OSError:
+        pytest.skip("this file system takes UTF-8 names alone")
+    return renamed
+
+
+def test_a_model_folder_whose_name_is_not_utf8_is_refused_in_one_line_at_every_door(saved_model, tiny_encoder_dir,
+                                                                                        tmp_path):
+    """safetensors and tokenizers open a file by a UTF-8 name alone: a model, encoder or QA model folder named in
+    Latin-1 is one line naming the byte, and an output folder so named is refused saying to rename it."""
+    from bio_mrc.io import check_library_path
+    from bio_mrc.model_folder import check_encoder_folder
+    from bio_mrc.qa_checkpoints import check_qa_folder
+
+    folder = _latin1_named(copy_of(saved_model, tmp_path))
+    line = ("its name holds the byte \\xe8, which is not UTF-8 and which safetensors and tokenizers cannot name a file by "
+            "(a name written in Latin-1?): rename the folder in UTF-8")
+    refused(folder, re.escape(line))
+    for check, copied in ((check_encoder_folder, tiny_encoder_dir), (check_qa_folder, saved_model)):
+        with pytest.raises(ModelFormatError, match=re.escape(line)):
+            check(_latin1_named(shutil.copytree(copied, tmp_path / check.__name__)))
+    with pytest.raises(ConfigError, match=r"this name holds the byte \\xe8, which is not UTF-8 .*; give a name spelled in UTF-8"):
+        check_library_path(str(folder) + "-export")
+    run = subprocess.run([sys.executable, "-m", "bio_mrc", "extract", "--model", str(folder), "--question", "Who?",
+                          "--context", "Ada wrote it."], capture_output=True, text=True, encoding="utf-8", errors="replace")
+    assert (run.returncode, run.stderr.splitlines()) == (2, [f"error: {line} (in {tmp_path}/copy-mod\\udce8le)"])

@@ -144,6 +144,31 @@ def test_convert_takes_windows_that_do_not_overlap_as_train_does(trained_qa_dir,
     assert refused.value.code == 2 and "at least 0, not -1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("options, line", [
+    (["--max-seq-length", "66"], "max_seq_length 66 exceeds the 65 positions the encoder's windows may fill"),
+    (["--max-seq-length", "48", "--max-query-length", "47"], "max_query_length 47 leaves no context in a window of "
+                                                             "max_seq_length 48"),
+    (["--doc-stride", "60"], "doc_stride 60 leaves no new context in a window of max_seq_length 65 after max_query_length 16 "
+                             "(it must be < max_seq_length - max_query_length - 3)"),
+])
+def test_convert_refuses_windows_the_model_cannot_take_before_its_weights_load(tiny_encoder_dir, tmp_path, capsys,
+                                                                                monkeypatch, options, line):
+    """A RoBERTa of 66 positions numbered after its padding id fills windows of 65 tokens: settings past them are one
+    line before the weights are read and before the output folder is made; windows that fit still convert."""
+    from bio_mrc.inference import conversion
+
+    folder = random_qa_model("roberta", tiny_encoder_dir, tmp_path / "qa")
+    capsys.readouterr()  # the bars of its saving
+    load = conversion.span_model_from_qa_checkpoint
+    monkeypatch.setattr(conversion, "span_model_from_qa_checkpoint", lambda *a, **k: pytest.fail("the weights were read"))
+    assert main(["convert", "--model", str(folder), "--output", str(tmp_path / "out"), *options]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: {line}"]
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(conversion, "span_model_from_qa_checkpoint", load)
+    assert main(["convert", "--model", str(folder), "--output", str(tmp_path / "out"), "--max-seq-length", "65"]) == 0
+    assert json.loads(capsys.readouterr().out)["windows"]["max_seq_length"] == 65
+
+
 def test_tune_and_convert_refuse_what_they_cannot_write(trained_qa_dir, trained_dir, tmp_path, capsys):
     before = sorted(p.name for p in trained_qa_dir.iterdir())
     assert main(["tune", "--model", str(trained_qa_dir), "--data", str(SAMPLE_V1)]) == 2

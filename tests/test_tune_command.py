@@ -187,6 +187,26 @@ def test_a_plot_dir_that_is_a_file_is_refused_before_any_work(tmp_path, capsys, 
     assert mine.read_text() == "mine"
 
 
+def test_a_folder_or_link_at_a_plots_name_is_refused_before_any_work(trained_dir, tmp_path, capsys):  # noqa: F811
+    """A plot is written once every question is answered and tuned, before the settings are saved: a folder at its
+    name (``threshold_joint.png`` for a joint model, or for the decoding asked for) is refused before the data or the
+    model is read, and so is a link there, as any output file's."""
+    plots, before = tmp_path / "plots", files(trained_dir)
+    (plots / "threshold_joint.png").mkdir(parents=True)
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--plot-dir", str(plots), "--no-calibration"]) == 2
+    assert capsys.readouterr().err.strip() == f"error: a folder has this name; give a file name (in {plots / 'threshold_joint.png'})"
+    assert files(trained_dir) == before
+    mine = tmp_path / "mine.png"
+    mine.write_bytes(b"mine")
+    (plots / "threshold_span.png").symlink_to(mine)
+    assert main(["tune", "--model", str(tmp_path / "absent-model"), "--data", str(SAMPLE_V1), "--plot-dir", str(plots),
+                 "--decoding", "span"]) == 2
+    link = plots / "threshold_span.png"
+    assert capsys.readouterr().err.strip() == (f"error: {link} is a symbolic link; bio_mrc writes no output through a link "
+                                               f"(remove it or choose another output) (in {link})")
+    assert mine.read_bytes() == b"mine"
+
+
 def test_a_tuning_on_other_questions_drops_the_span_count_rules_it_did_not_fit(tiny_encoder_dir, tmp_path):
     """Span-count rules tuned on multi-span questions stayed when the model was tuned again on SQuAD 2.0 questions,
     and ``tuned_on`` and the card then named the SQuAD questions as theirs."""

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError, DataFormatError
-from ..io import (check_folder_target, check_outputs_apart, check_writable_folder,
+from ..io import (check_file_target, check_folder_target, check_outputs_apart, check_writable_folder,
                  printable_line, staged_folder, written_alone)
 from ..inference.defaults import FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS
 from .command_data import data_task, load_task_data, requested_task
@@ -20,9 +20,12 @@ from .options import decode_config
 
 def cmd_tune(args: argparse.Namespace) -> int:
     target = _tune_target(args)
+    plots = _plot_files(args) if args.plot_dir else []
     if args.plot_dir:
         check_folder_target(args.plot_dir)  # no file in its place, found before the tuning rather than after it
-    check_outputs_apart([args.plot_dir, args.output_dir], [args.data], [args.model])
+    for plot in plots:  # no folder at a plot's name either: it would end the command once the tuning is done, unsaved
+        check_file_target(plot)
+    check_outputs_apart([args.plot_dir, args.output_dir, *plots], [args.data], [args.model])
     _check_plots_apart(args)
     _check_tunable(args.model)
     # held from the model's reading to the settings' saving: a tune or train writing the folder meanwhile would have its
@@ -90,6 +93,21 @@ def _check_plots_apart(args: argparse.Namespace) -> None:
     if plots == output or output in plots.parents:
         raise ConfigError(f"--plot-dir {args.plot_dir} lies in --output-dir {args.output_dir}, the new folder of the tuned "
                           "copy of the model alone; give a plot folder outside it")
+
+
+def _plot_files(args: argparse.Namespace) -> list[Path]:
+    """The plots ``--plot-dir`` may receive, one per decoding tuned: those asked for, else the model's (read from its
+    ``config.json``), else every registered one (a folder the loader reads otherwise, a hub id)."""
+    from .. import registry
+    from ..inference.loading import saved_settings
+
+    settings = saved_settings(Path(args.model)) if Path(args.model).is_dir() else None
+    decodings = args.decoding or (settings[0] if settings else registry.decoding_names())
+    return [plot_file(Path(args.plot_dir), decoding) for decoding in decodings]
+
+
+def plot_file(plot_dir: Path, decoding: str) -> Path:
+    return plot_dir / f"threshold_{decoding}.png"
 
 
 def _check_tunable(model: str) -> None:
@@ -172,4 +190,4 @@ def _plot_threshold_curves(tuned, plot_dir: Path) -> None:
     for decoding, (xs, f1) in tuned.curves.items():
         finite = np.isfinite(xs)
         plot_threshold_curve(xs[finite], f1[finite], tuned.thresholds[threshold_key(decoding)],
-                             f"no-answer threshold, {decoding} decoding", plot_dir / f"threshold_{decoding}.png")
+                             f"no-answer threshold, {decoding} decoding", plot_file(plot_dir, decoding))

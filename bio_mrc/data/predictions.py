@@ -88,6 +88,8 @@ def _read_id_map(path: str | Path, question_ids: Collection[str], what: str, str
     if question_ids and not any(qid in found for qid in (*question_ids, *unscored)):
         kind = "predictions file" if what == "answer" else "no-answer probability file"
         why = f"a {kind} of another data set?" if found else "the file is an empty object"
+        if isinstance(found.get("data"), list):  # the questions' own file, given in the answers' place
+            why = f"it is a data file (a 'data' list of articles), not a {kind} {{question id: {what}}}"
         raise DataFormatError(f"no question id of {path} is in {data or 'the data'}: {why}")
     missing = check_question_ids(found, question_ids, str(path), strict, unscored)
     return keep_question_ids(found, question_ids), missing
@@ -107,8 +109,11 @@ def load_predictions(
     source = str(path)
     predictions, missing = _read_id_map(path, question_ids, "answer", strict, unscored, data)
     for qid, answer in predictions.items():
+        if kind := _file_kind(answer, "answer"):  # a file of another kind: named, with the file to give
+            raise DataFormatError(f"a prediction must be {'a list of strings' if multi_span else 'a string'}, got "
+                                  f"{_value(answer)}: {_other_file(kind, source, 'answer')}", qid, source)
         if multi_span:
-            if not isinstance(answer, list) or not all(isinstance(span, str) for span in answer):
+            if not _span_strings(answer):
                 raise DataFormatError(f"a multi-span prediction must be a list of strings, got {_value(answer)}", qid, source)
         elif isinstance(answer, list):  # predict --multi-span's file on questions whose listed answers are alternatives
             raise DataFormatError(f"a prediction must be a string, got the list of spans {_value(answer)}: a multi-span answer "
@@ -117,6 +122,39 @@ def load_predictions(
         elif not isinstance(answer, str):
             raise DataFormatError(f"a prediction must be a string, got {_value(answer)}", qid, source)
     return predictions, missing
+
+
+def _span_strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(span, str) for span in value)
+
+
+# predict's files beside its official predictions PREDS.json, by the suffix that replaces .json
+_SIDE_FILES = {"nbest": ".nbest.json", "probability": ".na_probs.json", "answer": ".json"}
+_KINDS = {"nbest": "predict's n-best file {id: {answer, spans, ...}}", "nbest list": "an n-best file {id: [{text, ...}]}",
+          "probability": "a no-answer probability file {id: probability}", "answer": "a predictions file {id: answer}"}
+
+
+def _file_kind(value: Any, expected: str) -> str | None:
+    """The kind of file a value of the wrong kind comes from (a key of :data:`_KINDS`), where it tells: an n-best
+    entry, a probability where an answer is expected, an answer where a probability is; else None."""
+    if isinstance(value, dict) and {"answer", "spans"} <= value.keys():
+        return "nbest"
+    if isinstance(value, list) and value and all(isinstance(entry, dict) and "text" in entry for entry in value):
+        return "nbest list"
+    if expected == "answer" and _finite_number(value):
+        return "probability"
+    return "answer" if expected == "probability" and isinstance(value, str) else None
+
+
+def _other_file(kind: str, source: str, expected: str) -> str:
+    """Which file to give instead of ``source``, a file of ``kind`` given where one of ``expected`` values is read."""
+    wanted = _KINDS[expected].replace("a predictions file", "an official predictions file")
+    option = {"answer": ("--predictions", "the answers"), "probability": ("--na-probs", "the no-answer probabilities")}
+    if kind in option:  # the other file of the pair: each goes to its own option
+        return f"this is {_KINDS[kind]}, not {wanted}: give it as {option[kind][0]}, and {option[expected][1]} as {option[expected][0]}"
+    stem = next((source[: -len(suffix)] for suffix in _SIDE_FILES.values() if source.endswith(suffix)), None)
+    beside = f": {stem}{_SIDE_FILES[expected]}" if stem and kind == "nbest" else ""
+    return f"this is {_KINDS[kind]}, not {wanted}; give the one written with it{beside}"
 
 
 def _finite_number(value: Any) -> bool:
@@ -135,6 +173,9 @@ def load_na_probs(path: str | Path, question_ids: Collection[str], strict: bool 
     script, any scale is read: probabilities, or the log-odds that BERT's ``null_odds.json`` holds."""
     probs, missing = _read_id_map(path, question_ids, "probability", strict, unscored, data)
     for qid, prob in probs.items():
+        if kind := _file_kind(prob, "probability"):
+            raise DataFormatError(f"a no-answer probability or score must be a finite number, got {_value(prob)}: "
+                                  f"{_other_file(kind, str(path), 'probability')}", qid, str(path))
         if not _finite_number(prob):
             raise DataFormatError(f"a no-answer probability or score must be a finite number, got {_value(prob)}", qid, str(path))
     return {qid: float(p) for qid, p in probs.items()}, missing

@@ -16,7 +16,7 @@ from ..model import BioMrcConfig
 from ..model_card import clear_model_card, write_exported_card, write_model_card
 from ..model_folder import check_bidirectional, remove_replaced_model_files
 from ..progress import progress_bars, progress_note
-from ..qa_checkpoints import (QA_HEADS, qa_architecture, qa_model_from_span_model, reading_inputs, saved_config,
+from ..qa_checkpoints import (QA_HEADS, check_qa_windows, qa_architecture, qa_model_from_span_model, reading_inputs, saved_config,
                               span_model_from_qa_checkpoint)
 from .loading import TrainedModel, check_pytorch_model
 
@@ -39,6 +39,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
         raise ModelFormatError(f"{kind}; convert reads transformers' extractive question-answering models only", name)
     check_bidirectional(saved_config(folder), folder)  # a GPT-2 or T5 QA model, before the output folder is made
     check_outputs_apart([output_dir], model_dirs=[folder])
+    check_qa_windows(folder, **windows)  # settings the model cannot take, before its weights load
     with progress_bars(progress), staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # refused before any work
         progress_note(progress, f"converting {model} into a bio_mrc model in {output_dir}")
         converted, tokenizer = span_model_from_qa_checkpoint(folder, _source_name(model, folder), **windows)
