@@ -386,7 +386,7 @@ def test_bad_prediction_values_are_named(tmp_path):
     with pytest.raises(DataFormatError, match="list of strings"):
         load_predictions(preds, ["q1"], multi_span=True)
     preds.write_text(json.dumps(["France"]))
-    with pytest.raises(DataFormatError, match="got a JSON list"):
+    with pytest.raises(DataFormatError, match="entry 1 is a JSON string, not a record"):
         load_predictions(preds, ["q1"])
     preds.write_text(json.dumps({"q1": "high"}))
     with pytest.raises(DataFormatError, match=r"a no-answer probability or score must be a finite number, got 'high'") as info:

@@ -61,11 +61,13 @@ def test_only_predicted_with_no_common_id_is_one_line(capsys, tmp_path):
 
 
 def test_only_predicted_with_a_list_names_the_files_problem(capsys, tmp_path):
-    """A predictions file that is a JSON list was refused as answering no question of the data."""
+    """A predictions file that is a JSON list was refused as answering no question of the data; a list is read as
+    Hugging Face evaluate's records, so one of strings names its first entry."""
     (tmp_path / "list.json").write_text('["France"]')
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(tmp_path / "list.json"), "--only-predicted"]) == 2
     error = capsys.readouterr().err.strip()
-    assert error == f"error: expected an object {{question id: answer}}, got a JSON list (in {tmp_path / 'list.json'})"
+    assert error == ('error: entry 1 is a JSON string, not a record {"id": ..., "prediction_text": ...}; the official layout '
+                     f"is an object {{question id: answer}} (in {tmp_path / 'list.json'})")
 
 
 def test_limit_with_strict_takes_a_predictions_file_of_the_whole_data(capsys, tmp_path):

@@ -89,9 +89,11 @@ def _add_evaluate_command(add_command) -> None:
     evaluate = add_command("evaluate", help="official SQuAD v1.1/v2.0 or MultiSpanQA metrics")
     evaluate.add_argument("--data", required=True, help=f"{DATA_HELP}; with --metric multispan, a MultiSpanQA JSON file")
     evaluate.add_argument("--predictions", required=True,
-                          help="the official {id: answer} file (predict --output), or {id: [span texts]} for multi-span scoring")
-    evaluate.add_argument("--na-probs", help="{id: no-answer probability} (predict's PREDS.na_probs.json): adds best_exact "
-                                             "and best_f1 on SQuAD 2.0 questions")
+                          help="the official {id: answer} file (predict --output), or {id: [span texts]} for multi-span scoring; "
+                               "or Hugging Face evaluate's list of {id, prediction_text[, no_answer_probability]}, or JSON "
+                               "Lines of such records (answer or prediction for prediction_text); gzip-compressed too")
+    evaluate.add_argument("--na-probs", help="{id: no-answer probability} (predict's PREDS.na_probs.json; gzip-compressed too): "
+                                             "adds best_exact and best_f1 on SQuAD 2.0 questions")
     evaluate.add_argument("--limit", type=count_option, help="score the first N questions of --data, as predict --limit answers them")
     evaluate.add_argument("--only-predicted", action="store_true",
                           help="score only the questions the predictions file answers (a subset, stated in the output)")

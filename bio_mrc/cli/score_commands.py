@@ -34,6 +34,7 @@ def _unknown_ids_as_warning_lines() -> Iterator[None]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from ..data.prediction_layouts import NO_ANSWER_KEY, read_prediction_file
     from ..data.predictions import load_na_probs, load_predictions
     from ..inference.files import check_no_answers_stream
 
@@ -42,46 +43,60 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         check_no_answers_stream(args.na_probs, "na_probs")
     # The whole file is read even under --limit: an answer to a question past the limit is no unknown id.
     data = load_task_data(args, args.data, None, requested_task(args), needs_gold="bio-mrc evaluate")
-    scored = _scored_questions(args, data.examples)
+    read = read_prediction_file(args.predictions)  # in its layout, told from its content
+    if args.na_probs and read.na_probs is not None:
+        raise ConfigError(f"--na-probs: {args.predictions} gives a {NO_ANSWER_KEY} with its answers (Hugging Face's "
+                          f"squad_v2 layout), so the probabilities would be given twice; drop --na-probs {args.na_probs}, "
+                          f"or the {NO_ANSWER_KEY} of {args.predictions}")
+    scored = _scored_questions(args, data.examples, read.answers)
     if scored.subset:
         print(printable_line(f"note: scoring {scored.subset}"), file=sys.stderr)
     task = data_task(args, data)
-    if args.na_probs and (problem := task.no_answer_probabilities_problem()):  # read and then ignored, it would look used
-        raise ConfigError(f"--na-probs: {problem} (in {args.na_probs})")
+    probs_given, probs_source = _no_answer_probabilities(args, read, task)
     gold = registry.resolve(task.gold)(scored.examples)
     unscored = [ex.id for ex in data.examples if ex.id not in gold]
     with _unknown_ids_as_warning_lines():
         # A task whose official script scores only complete files (MultiSpanQA): a missing question is an error here too.
-        predictions, missing = load_predictions(args.predictions, list(gold), multi_span=task.multi_span_answers,
+        predictions, missing = load_predictions(read, list(gold), multi_span=task.multi_span_answers,
                                                 strict=task.strict_predictions(args.strict), unscored=unscored, data=args.data)
-        na_probs, missing_probs = (load_na_probs(args.na_probs, list(gold), strict=args.strict, unscored=unscored,
-                                                 data=args.data)
-                                   if args.na_probs else (None, []))
+        na_probs, missing_probs = (load_na_probs(probs_given, list(gold), strict=args.strict, unscored=unscored, data=args.data)
+                                   if probs_given is not None else (None, []))
     if missing:
         print(printable_line(f"warning: {len(missing)} of {len(gold)} questions have no prediction in {args.predictions} "
                              f"(e.g. {missing[0]!r}); they are scored as wrong (--strict makes this an error)"), file=sys.stderr)
     if missing_probs:
         print(printable_line(f"warning: {len(missing_probs)} of {len(gold)} questions have no no-answer probability in "
-                             f"{args.na_probs} (e.g. {missing_probs[0]!r}); best_exact and best_f1 answer them at every threshold "
+                             f"{probs_source} (e.g. {missing_probs[0]!r}); best_exact and best_f1 answer them at every threshold "
                              "(--strict makes this an error)"), file=sys.stderr)
     print(json.dumps(json_numbers({**registry.resolve(task.official)(task, gold, predictions, na_probs), **scored.record}), indent=2))
     return 0
 
 
-def _scored_questions(args: argparse.Namespace, examples):
+def _no_answer_probabilities(args: argparse.Namespace, read, task):
+    """``(what to read no-answer probabilities from, its name)``: ``--na-probs``, else the predictions file ``read``
+    where its records give them, else ``(None, None)``. Probabilities the task's scorer takes none of are refused, as
+    read and then ignored they would look used."""
+    from ..data.prediction_layouts import NO_ANSWER_KEY
+
+    given = args.na_probs or (read if read.na_probs is not None else None)
+    if given is None:
+        return None, None
+    source = args.na_probs or f"the {NO_ANSWER_KEY} of {args.predictions}"
+    if problem := task.no_answer_probabilities_problem():
+        raise ConfigError(f"--na-probs: {problem} (in {args.na_probs})" if args.na_probs else f"{source}: {problem}")
+    return given, source
+
+
+def _scored_questions(args: argparse.Namespace, examples, answered):
     """The questions ``evaluate`` scores: all it read (the first ``--limit`` of them), or with ``--only-predicted`` those
-    the predictions file answers. A subset is stated on stderr and in the metrics' ``scored`` entry."""
-    from ..data.json_reader import DataFormatError, read_json
+    ``answered`` (the predictions file's ``{id: answer}``) answers. A subset is stated on stderr and in the metrics'
+    ``scored`` entry."""
     from ..data.predictions import ScoredQuestions
 
     examples = examples[:args.limit] if args.limit else examples
     if not args.only_predicted:
         subset = f"the first {len(examples)} questions of {args.data} (--limit {args.limit})" if args.limit else None
         return ScoredQuestions(list(examples), len(examples), subset)
-    answered = read_json(args.predictions)
-    if not isinstance(answered, dict):  # as load_predictions says it, not as "no question has an answer"
-        raise DataFormatError(f"expected an object {{question id: answer}}, got a JSON {type(answered).__name__}",
-                              source=str(args.predictions))
     kept = [ex for ex in examples if ex.id in answered]
     if not kept:
         raise ConfigError(f"--only-predicted: no question of {args.data} has an answer in {args.predictions}")

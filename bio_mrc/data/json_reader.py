@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
 import math
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
 from ..errors import DataFormatError
 from ..io import home_expanded, special_file_kind
 
-__all__ = ["FLOAT_TOO_LARGE", "DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "lone_surrogate_escape", "loads", "not_utf8",
-           "read_json"]
+__all__ = ["FLOAT_TOO_LARGE", "DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "gunzipped", "lone_surrogate_escape", "loads",
+           "not_utf8", "parse_json_text", "read_json", "read_json_text"]
 
 
 class NotPlainJsonError(ValueError):
@@ -153,22 +155,48 @@ def check_not_special(path: str | Path, expected: str = "a file") -> None:
         raise DataFormatError(f"expected {expected}, found {kind}", source=str(path))
 
 
-def read_json(path: str | Path, finite: bool = False) -> Any:
+def read_json(path: str | Path, finite: bool = False, decompress: bool = False) -> Any:
     """Parse a UTF-8 JSON file, turning every failure into a DataFormatError naming the file (``finite``: as
-    :func:`loads`)."""
+    :func:`loads`; ``decompress``: as :func:`read_json_text`)."""
+    path = home_expanded(path)
+    return parse_json_text(read_json_text(path, decompress), str(path), finite)
+
+
+def read_json_text(path: str | Path, decompress: bool = False) -> str:
+    """The text of a UTF-8 JSON (or JSON Lines) file, not empty; with ``decompress``, a gzip-compressed file, told by
+    its first bytes whatever its name, is read decompressed. Every failure is a DataFormatError naming the file."""
     path = home_expanded(path)
     source = str(path)
     check_not_special(path, "a JSON file")
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is allowed, as Python's json.load allows it
+        raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise DataFormatError("file not found", source=source) from None
     except IsADirectoryError:
         raise DataFormatError("expected a JSON file, found a folder", source=source) from None
+    if decompress and raw.startswith(GZIP_MAGIC):
+        raw = gunzipped(raw, source)
+    try:
+        text = raw.decode("utf-8-sig")  # a byte-order mark is allowed, as Python's json.load allows it
     except UnicodeDecodeError as err:
         raise DataFormatError(not_utf8(err), source=source) from None
     if not text.strip():  # no value at all: an empty file, not one cut short
         raise DataFormatError("the file is empty: it holds no JSON value", source=source)
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text  # universal newlines, as a text read
+
+
+def gunzipped(raw: bytes, source: str) -> bytes:
+    """The decompressed bytes of a gzip file; a cut or damaged one is a DataFormatError naming ``source``."""
+    try:
+        return gzip.decompress(raw)
+    except EOFError:
+        raise DataFormatError("the gzip stream ends early (a truncated file?)", source=source) from None
+    except (OSError, zlib.error) as err:
+        raise DataFormatError(f"not a readable gzip file: {err}", source=source) from None
+
+
+def parse_json_text(text: str, source: str, finite: bool = False) -> Any:
+    """The JSON value of a file's whole ``text``; a failure is a DataFormatError naming ``source`` and where."""
     try:
         return loads(text, finite=finite)
     except NotPlainJsonError as err:

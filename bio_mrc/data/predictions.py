@@ -20,6 +20,7 @@ from typing import Any, Collection, Mapping
 from ..io import home_expanded
 from ..types import Example
 from .json_reader import DataFormatError, read_json
+from .prediction_layouts import NO_ANSWER_KEY, PredictionFile, is_record, read_prediction_file
 
 
 _SHORT = reprlib.Repr()  # keywords only from Python 3.12
@@ -78,50 +79,70 @@ def keep_question_ids(found: Mapping[str, Any], question_ids: Collection[str]) -
     return {qid: value for qid, value in found.items() if qid in known}
 
 
-def _read_id_map(path: str | Path, question_ids: Collection[str], what: str, strict: bool,
+def _read_id_map(found: Any, source: str, question_ids: Collection[str], what: str, strict: bool,
                  unscored: Collection[str] = (), data: str | None = None) -> tuple[dict[str, Any], list[str]]:
-    """``({question id: value}, missing ids)`` of a JSON object file, kept to the questions of the data (named by
-    ``data``). A file that shares no id with the data is refused: scoring it would give every question as wrong."""
-    found = read_json(home_expanded(path))
-    if not isinstance(found, dict):
-        raise DataFormatError(f"expected an object {{question id: {what}}}, got a JSON {type(found).__name__}", source=str(path))
+    """``({question id: value}, missing ids)`` of a file's ``{id: value}`` map, kept to the questions of the data
+    (named by ``data``). A file that shares no id with the data is refused: scoring it would give every question as
+    wrong."""
     if question_ids and not any(qid in found for qid in (*question_ids, *unscored)):
         kind = "predictions file" if what == "answer" else "no-answer probability file"
         why = f"a {kind} of another data set?" if found else "the file is an empty object"
         if isinstance(found.get("data"), list):  # the questions' own file, given in the answers' place
             why = f"it is a data file (a 'data' list of articles), not a {kind} {{question id: {what}}}"
-        raise DataFormatError(f"no question id of {path} is in {data or 'the data'}: {why}")
-    missing = check_question_ids(found, question_ids, str(path), strict, unscored)
+        raise DataFormatError(f"no question id of {source} is in {data or 'the data'}: {why}")
+    missing = check_question_ids(found, question_ids, source, strict, unscored)
     return keep_question_ids(found, question_ids), missing
 
 
+def _probability_map(path: str | Path) -> dict[str, Any]:
+    """A no-answer probability file's ``{id: value}``, read decompressed where it is gzip-compressed."""
+    found = read_json(home_expanded(path), decompress=True)
+    if not isinstance(found, dict):
+        records = isinstance(found, list) and any(is_record(entry) for entry in found)
+        hint = (": it is a list of prediction records; give it as --predictions, which reads their "
+                f"{NO_ANSWER_KEY}") if records else ""
+        raise DataFormatError(f"expected an object {{question id: probability}}, got a JSON {type(found).__name__}{hint}",
+                              source=str(path))
+    return found
+
+
 def load_predictions(
-    path: str | Path, question_ids: Collection[str], multi_span: bool = False, strict: bool = False,
+    path: str | Path | PredictionFile, question_ids: Collection[str], multi_span: bool = False, strict: bool = False,
     unscored: Collection[str] = (), data: str | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """``({id: answer}, missing ids)`` of an official predictions file.
+    """``({id: answer}, missing ids)`` of a predictions file, in any layout of :mod:`~bio_mrc.data.prediction_layouts`
+    (``path`` may be one read already).
 
     SQuAD files map ids to answer strings; with ``multi_span`` (MultiSpanQA) to
     lists of span strings. Every value kept is checked and a bad one names its id.
     Ids that are not questions of the data are left out (see :func:`check_question_ids`), as are ``unscored`` ones; a
     file with no question of the data (``data`` names it) is refused.
     """
-    source = str(path)
-    predictions, missing = _read_id_map(path, question_ids, "answer", strict, unscored, data)
+    read = path if isinstance(path, PredictionFile) else read_prediction_file(path)
+    predictions, missing = _read_id_map(read.answers, read.source, question_ids, "answer", strict, unscored, data)
     for qid, answer in predictions.items():
-        if kind := _file_kind(answer, "answer"):  # a file of another kind: named, with the file to give
-            raise DataFormatError(f"a prediction must be {'a list of strings' if multi_span else 'a string'}, got "
-                                  f"{_value(answer)}: {_other_file(kind, source, 'answer')}", qid, source)
-        if multi_span:
-            if not _span_strings(answer):
-                raise DataFormatError(f"a multi-span prediction must be a list of strings, got {_value(answer)}", qid, source)
-        elif isinstance(answer, list):  # predict --multi-span's file on questions whose listed answers are alternatives
-            raise DataFormatError(f"a prediction must be a string, got the list of spans {_value(answer)}: a multi-span answer "
-                                  "is scored with MultiSpanQA's metrics, against questions whose listed answers are its "
-                                  "parts (--format answer-parts); for SQuAD's metrics predict without --multi-span", qid, source)
-        elif not isinstance(answer, str):
-            raise DataFormatError(f"a prediction must be a string, got {_value(answer)}", qid, source)
+        _check_answer(answer, qid, read.source, multi_span)
     return predictions, missing
+
+
+def _check_answer(answer: Any, qid: str, source: str, multi_span: bool) -> None:
+    """Refuse a prediction that is not a string (with ``multi_span``, a list of strings), saying what it is."""
+    if kind := _file_kind(answer, "answer"):  # a file of another kind: named, with the file to give
+        raise DataFormatError(f"a prediction must be {'a list of strings' if multi_span else 'a string'}, got "
+                              f"{_value(answer)}: {_other_file(kind, source, 'answer')}", qid, source)
+    if answer is None:  # the official v2.0 script stops on null with an AttributeError; "" is its abstention
+        empty = "[], the empty list" if multi_span else '"", the empty string, as the official SQuAD v2.0 script reads it'
+        raise DataFormatError(f"a prediction must be {'a list of strings' if multi_span else 'a string'}, got null: "
+                              f"an abstention is written as {empty}", qid, source)
+    if multi_span:
+        if not _span_strings(answer):
+            raise DataFormatError(f"a multi-span prediction must be a list of strings, got {_value(answer)}", qid, source)
+    elif isinstance(answer, list):  # predict --multi-span's file on questions whose listed answers are alternatives
+        raise DataFormatError(f"a prediction must be a string, got the list of spans {_value(answer)}: a multi-span answer "
+                              "is scored with MultiSpanQA's metrics, against questions whose listed answers are its "
+                              "parts (--format answer-parts); for SQuAD's metrics predict without --multi-span", qid, source)
+    elif not isinstance(answer, str):
+        raise DataFormatError(f"a prediction must be a string, got {_value(answer)}", qid, source)
 
 
 def _span_strings(value: Any) -> bool:
@@ -167,17 +188,21 @@ def _finite_number(value: Any) -> bool:
         return False
 
 
-def load_na_probs(path: str | Path, question_ids: Collection[str], strict: bool = False,
+def load_na_probs(path: str | Path | PredictionFile, question_ids: Collection[str], strict: bool = False,
                   unscored: Collection[str] = (), data: str | None = None) -> tuple[dict[str, float], list[str]]:
-    """``({id: no-answer score}, missing ids)``; every value kept must be a finite number. As the official v2.0
-    script, any scale is read: probabilities, or the log-odds that BERT's ``null_odds.json`` holds."""
-    probs, missing = _read_id_map(path, question_ids, "probability", strict, unscored, data)
+    """``({id: no-answer score}, missing ids)`` of a no-answer probability file ``{id: value}`` (or of the
+    ``no_answer_probability`` of a predictions file's records, ``path`` read already); every value kept must be a
+    finite number. As the official v2.0 script, any scale is read: probabilities, or the log-odds that BERT's
+    ``null_odds.json`` holds."""
+    found, source = ((path.na_probs or {}, path.source) if isinstance(path, PredictionFile)
+                     else (_probability_map(path), str(path)))
+    probs, missing = _read_id_map(found, source, question_ids, "probability", strict, unscored, data)
     for qid, prob in probs.items():
         if kind := _file_kind(prob, "probability"):
             raise DataFormatError(f"a no-answer probability or score must be a finite number, got {_value(prob)}: "
-                                  f"{_other_file(kind, str(path), 'probability')}", qid, str(path))
+                                  f"{_other_file(kind, source, 'probability')}", qid, source)
         if not _finite_number(prob):
-            raise DataFormatError(f"a no-answer probability or score must be a finite number, got {_value(prob)}", qid, str(path))
+            raise DataFormatError(f"a no-answer probability or score must be a finite number, got {_value(prob)}", qid, source)
     return {qid: float(p) for qid, p in probs.items()}, missing
 
 
