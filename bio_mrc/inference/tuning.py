@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import registry
 from ..data.squad import gold_texts
-from ..decoding.postprocess import DecodeConfig, GroupedTags, decode, decode_tag_groups, merged_tag_groups, question_outputs
+from ..decoding.postprocess import DecodeConfig, GroupedTags, decode, decode_tag_groups, merged_tag_groups
 from ..decoding.window_outputs import WindowOutputs
 from ..errors import DataFormatError
 from ..io import atomic_write_text, signals_held
@@ -24,6 +24,7 @@ from ..types import Example, Prediction, content_hash
 from .answers import CONFIDENCE_SPANS, apply_no_answer_threshold, multi_span_answers, threshold_key, with_confidence_spans
 from .calibrators import degenerate_calibrator, fit_calibrator, raw_confidence
 from .defaults import FEWEST_CALIBRATION_QUESTIONS
+from .tuning_chunks import columns_statistic, each_chunk, joined_columns, score_columns
 
 if TYPE_CHECKING:  # the loader runs models; tuning needs only its decodings and saved settings
     from .loading import TrainedModel
@@ -60,6 +61,15 @@ def _answer_and_abstain_f1(predictions: Sequence[Prediction], gold: Mapping[str,
     abstained = per_question_scores(gold, dict.fromkeys(ids, ""), ids, "2.0")[1]
     scores = np.array([p.no_answer_score for p in predictions], dtype=np.float64)
     return scores, answered, abstained
+
+
+def no_answer_columns(
+    outputs: WindowOutputs, examples: Sequence[Example], decoding: str, config: DecodeConfig, gold: Mapping[str, Sequence[str]],
+) -> tuple[np.ndarray, ...]:
+    """:func:`_answer_and_abstain_f1` of ``decoding``'s answers to every question, decoded a chunk at a time."""
+    parts = [_answer_and_abstain_f1(decode(part_outputs, part, decoding, config), gold)
+             for part_outputs, part in each_chunk(outputs, examples)]
+    return tuple(np.concatenate(column) for column in zip(*parts))
 
 
 def threshold_curve(predictions: Sequence[Prediction], gold: Mapping[str, Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
@@ -115,11 +125,11 @@ def tune_no_answer_threshold(predictions: Sequence[Prediction], gold: Mapping[st
     return best_no_answer_threshold(*_answer_and_abstain_f1(predictions, gold))
 
 
-def _answerable_questions(outputs: WindowOutputs, examples: Sequence[Example]) -> tuple[WindowOutputs, list[Example]]:
+def _answerable_rows(examples: Sequence[Example]) -> np.ndarray:
     rows = np.array([i for i, ex in enumerate(examples) if ex.answers], dtype=np.int64)
     if not len(rows):
         raise ValueError("tuning the BIO length prior needs answerable questions")
-    return question_outputs(outputs, rows), [examples[i] for i in rows.tolist()]
+    return rows
 
 
 def task_statistic(
@@ -130,17 +140,7 @@ def task_statistic(
     F1 of every answer span. Given ``data_sets`` (the question ids of each data set the questions come from), the
     mean of each data set's statistic: every data set weighs alike, so a rule tuned on two sets of questions does
     not follow the larger one's mix (mostly one-span questions, say) alone."""
-    ids = [ex.id for ex in examples]
-    columns = task.scores(registry.resolve(task.gold)(examples), predictions, ids)
-    rows_of_sets = [rows for rows in (_rows_in(ids, set(members)) for members in data_sets) if rows]
-    if len(rows_of_sets) < 2:
-        return float(task.metrics_of(columns)[task.statistic])
-    return float(np.mean([task.metrics_of({name: np.asarray(column)[rows] for name, column in columns.items()})[task.statistic]
-                          for rows in rows_of_sets]))
-
-
-def _rows_in(ids: Sequence[str], members: Collection[str]) -> list[int]:
-    return [k for k, qid in enumerate(ids) if qid in members]
+    return columns_statistic(task, [ex.id for ex in examples], score_columns(task, examples, predictions), data_sets)
 
 
 def tune_bio_length_prior(
@@ -159,20 +159,24 @@ def tune_bio_length_prior(
     A per-token tagger is unsure of inner tokens, so the most probable single
     span is biased short; β (added to every inside gain) is the one number that
     corrects it, chosen like a no-answer threshold. Ties go to the smaller β.
-    Windows are merged once, questions of like length together (:class:`~bio_mrc.decoding.postprocess.GroupedTags`),
-    and every β decodes the merged arrays. ``task`` (None: SQuAD v1.1) says how:
+    Windows are merged once, a chunk of questions at a time (:func:`~bio_mrc.inference.tuning_chunks.each_chunk`),
+    questions of like length together (:class:`~bio_mrc.decoding.postprocess.GroupedTags`), and every β decodes the
+    merged arrays; only each question's score per β is kept. ``task`` (None: SQuAD v1.1) says how:
     a single-span task scores the single best span (official F1), a multi-span one the BIO decoding's multi-span
     answers (MultiSpanQA: exact-match F1 over span sets), where β also decides how many spans survive.
     ``data_sets``: see :func:`task_statistic`.
     """
     task = task or registry.squad_task("1.1")
     tagged = registry.tag_decoding()
-    answerable, chosen = _answerable_questions(outputs, examples)
-    merged = GroupedTags.of(answerable, len(chosen), tagged.merged_tags)
-    statistic = np.zeros(len(grid))
-    for k, prior in enumerate(grid):
-        options = task.decode_config(replace(config, bio_length_prior=float(prior)))
-        statistic[k] = task_statistic(task, chosen, merged.decode(tagged.decode_merged, chosen, options), data_sets)
+    rows = _answerable_rows(examples)
+    options = [task.decode_config(replace(config, bio_length_prior=float(prior))) for prior in grid]
+    parts: list[list[dict]] = [[] for _ in grid]  # per β, each chunk's per-question columns
+    for part_outputs, part in each_chunk(outputs, examples, rows):
+        merged = GroupedTags.of(part_outputs, len(part), tagged.merged_tags)
+        for columns, chosen in zip(parts, options):
+            columns.append(score_columns(task, part, merged.decode(tagged.decode_merged, part, chosen)))
+    ids = [examples[i].id for i in rows.tolist()]
+    statistic = np.array([columns_statistic(task, ids, joined_columns(columns), data_sets) for columns in parts])
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
 
 
@@ -196,9 +200,20 @@ def tune_span_count_rule(
     statistic of the multi-span ``task`` (MultiSpanQA: exact-match F1 over span sets) on held-out ``examples``,
     averaged over the grid values within ``bandwidth`` (:func:`smoothed_argmax`); ties go to the smaller value.
     Returns ``(threshold, statistic per grid value)``. The first span is always kept, so no threshold empties an answer.
-    ``data_sets``: see :func:`task_statistic`."""
-    candidates = all_multi_span_candidates(outputs, examples, decoding, config)
-    return best_span_count_threshold(candidates, examples, decoding, task, grid, bandwidth, data_sets, config.n_best)
+    ``data_sets``: see :func:`task_statistic`. The candidates are found a chunk of questions at a time."""
+    parts = [span_count_columns(all_multi_span_candidates(part_outputs, part, decoding, config), part, decoding, task, grid,
+                                config.n_best) for part_outputs, part in each_chunk(outputs, examples)]
+    ids = [example.id for example in examples]
+    statistic = np.array([columns_statistic(task, ids, joined_columns(columns), data_sets) for columns in zip(*parts)])
+    return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
+
+
+def span_count_columns(
+    candidates: Sequence[Prediction], examples: Sequence[Example], decoding: str, task: registry.TaskEntry,
+    grid: Sequence[float], n_best: int | None,
+) -> list[dict]:
+    """Per grid value, the task's per-question columns of the multi-span answers that threshold keeps of ``candidates``."""
+    return [score_columns(task, examples, multi_span_answers(candidates, decoding, float(value), n_best)) for value in grid]
 
 
 def best_span_count_threshold(
@@ -208,8 +223,9 @@ def best_span_count_threshold(
 ) -> tuple[float, np.ndarray]:
     """:func:`tune_span_count_rule` from the decoding's every-candidate answers (:func:`all_multi_span_candidates`), the
     first ``n_best`` n-best spans the candidates (all with None)."""
-    statistic = np.array([task_statistic(task, examples, multi_span_answers(candidates, decoding, float(value), n_best), data_sets)
-                          for value in grid])
+    ids = [example.id for example in examples]
+    statistic = np.array([columns_statistic(task, ids, columns, data_sets)
+                          for columns in span_count_columns(candidates, examples, decoding, task, grid, n_best)])
     return float(grid[smoothed_argmax(grid, statistic, bandwidth)]), statistic
 
 
@@ -304,11 +320,11 @@ def tune_settings(
     elif tune_thresholds:
         gold = gold_texts(examples)
         for decoding in decodings:
-            predictions = decode(outputs, examples, decoding, replace(tuned.decode_config, require_answer=False))
+            columns = no_answer_columns(outputs, examples, decoding, replace(tuned.decode_config, require_answer=False), gold)
             key = threshold_key(decoding)
-            tuned.thresholds[key], best_f1 = tune_no_answer_threshold(predictions, gold)
+            tuned.thresholds[key], best_f1 = best_no_answer_threshold(*columns)
             tuned.report[key] = {"threshold": tuned.thresholds[key], "best_f1": best_f1, "questions": len(examples)}
-            tuned.curves[decoding] = threshold_curve(predictions, gold)
+            tuned.curves[decoding] = no_answer_threshold_curve(*columns)
     if calibrate and len(examples) >= FEWEST_CALIBRATION_QUESTIONS:  # one question calibrates nothing
         fitted = fit_calibrators(outputs, examples, decodings, tuned.decode_config, tuned.thresholds, task)
         tuned.calibration = {decoding: c for decoding, c in fitted.items() if "degenerate" not in c}
@@ -357,13 +373,24 @@ def fit_calibrators(
         threshold = (thresholds or {}).get(threshold_key(decoding))
         pooled = replace(config, multi_span=False, n_best=max(config.n_best, CONFIDENCE_SPANS))  # the shares answers carry
         options = pooled if threshold is None else replace(pooled, require_answer=False)
-        predictions = apply_no_answer_threshold(decode(outputs, examples, decoding, options), threshold)
-        raw = raw_confidence(predictions, threshold)
-        fitted = fit_calibrator(raw, right(task, predictions, gold))
+        raw, rightness = _confidence_columns(outputs, examples, decoding, options, threshold, task, gold, right)
+        fitted = fit_calibrator(raw, rightness)
         calibrators[decoding] = {**fitted, "questions": len(examples)} | ({} if threshold is None else {"no_answer_threshold": threshold})
         if reason := degenerate_calibrator(fitted, raw):
             calibrators[decoding]["degenerate"] = reason
     return calibrators
+
+
+def _confidence_columns(
+    outputs: WindowOutputs, examples: Sequence[Example], decoding: str, options: DecodeConfig, threshold: float | None,
+    task: registry.TaskEntry, gold: Any, right: Any,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each question's raw confidence and rightness (0/1) of ``decoding``'s answer at ``threshold``, a chunk at a time."""
+    parts = []
+    for part_outputs, part in each_chunk(outputs, examples):
+        predictions = apply_no_answer_threshold(decode(part_outputs, part, decoding, options), threshold)
+        parts.append((raw_confidence(predictions, threshold), right(task, predictions, gold)))
+    return np.concatenate([raw for raw, _ in parts]), np.concatenate([rightness for _, rightness in parts])
 
 
 def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.TaskEntry | None = None) -> list[str]:
