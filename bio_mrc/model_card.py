@@ -291,7 +291,7 @@ def render_model_card(config: BioMrcConfig | Mapping[str, Any], record: Mapping 
         f"{CARD_MARKER} made from config.json, {RUN_RECORD_FILE} and {EVAL_FILE}, and remade when they change; "
         "remove this line to keep edits -->",
         _model_section(config, record),
-        _training_section(record, evaluation),
+        _training_section(record, evaluation, config),
         _evaluation_section(evaluation),
         _tuned_section(config),
         _usage_section(config, name),
@@ -428,8 +428,9 @@ def _loss_words(record: Mapping) -> str:
     return f"final training loss {loss:.4f}" + (" (the mean of its last sitting's steps)" if record.get("resumed_from") else "")
 
 
-def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str:
-    """How the model was trained: the data and the full training configuration (the run record's)."""
+def _training_section(record: Mapping | None, evaluation: Mapping | None, config: BioMrcConfig) -> str:
+    """How the model was trained: the data and the full training configuration (the run record's, with the
+    defaults the model resolved as its config holds them)."""
     if not record:
         return f"## Training\n\nNo run record ({RUN_RECORD_FILE}): how this model was trained is not recorded."
     trained_on = (evaluation or {}).get("trained_on")
@@ -450,9 +451,17 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None) -> str
         lines.append("Which questions they were is not recorded (a comparison records its training split here).")
     train = record.get("train") or {}
     options = {**TRAIN_OPTIONS_WHEN_ABSENT, **train} if train else {}  # a record leaves an option out at its value from before the option existed
-    rows = [(f"`{key}`", _code(json.dumps(value))) for key, value in options.items()]
+    rows = [(f"`{key}`", _option_value(key, value, config)) for key, value in options.items()]
     return ("## Training\n\n" + "\n".join(lines) + "\n\nTraining configuration (`TrainConfig`):\n\n"
             + _table(rows, ("option", "value")))
+
+
+def _option_value(key: str, value: Any, config: BioMrcConfig) -> str:
+    """A training option's cell: as recorded, but an option left to its default that the model's config holds
+    resolved (the class weights of a BIO-only model) is shown as the model trained with it."""
+    if key == "bio_class_weights" and value is None and config.bio_class_weights:
+        return f"{_code(json.dumps(list(config.bio_class_weights)))} (a BIO-only model's default)"
+    return _code(json.dumps(value))
 
 
 def _precision_line(choices: Mapping[str, Any]) -> str:

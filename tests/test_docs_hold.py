@@ -126,3 +126,22 @@ def test_the_commands_one_line_help_names_what_tune_fits():
     readme_row = re.search(r"^\| `bio-mrc tune .*$", (DOCS.parent / "README.md").read_text(encoding="utf-8"), re.M).group(0)
     for setting in ("span-length prior", "no-answer thresholds", "span-count thresholds", "calibrators"):
         assert setting in line and setting in readme_row, f"bio-mrc --help or the README's tune row omits {setting!r}"
+
+
+def test_training_md_names_the_class_weights_a_bio_only_model_trains_with():
+    text = TRAINING.read_text(encoding="utf-8")
+    stated = re.search(r"Left out, a BIO-only model of soft or one-hot BIO targets trains with (\d+) (\d+) (\d+)", text)
+    assert stated, "training.md does not say which class weights a BIO-only model trains with by default"
+    for targets in ("soft", "one-hot"):
+        assert TrainConfig(heads="bio", bio_targets=targets).resolved_bio_class_weights == tuple(map(float, stated.groups()))
+    assert TrainConfig(heads="bio", bio_targets="marginal").resolved_bio_class_weights is None
+    assert TrainConfig(heads="span+bio").resolved_bio_class_weights is None
+
+
+def test_every_commands_model_option_says_it_takes_a_hub_id():
+    """The README: every command that reads a model takes a Hugging Face hub id in place of a folder."""
+    text = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    assert "every command that reads a model takes a Hugging Face hub id in place of a folder" in text
+    helps = {name: opts["--model"].help for name, opts in _command_options().items() if "--model" in opts}
+    assert set(helps) >= {"predict", "extract", "tune", "export", "convert", "serve"}
+    assert not [name for name, help_ in helps.items() if "hub id" not in help_], helps

@@ -78,6 +78,15 @@ def test_tune_on_the_training_file_is_refused_before_the_model_loads(stages, tmp
     assert not (tmp_path / "tuned").exists()
 
 
+def test_tune_on_the_training_file_is_refused_as_such_whatever_else_it_lacks(stages, tmp_path, capsys):
+    """Ten training questions are also too few to calibrate on; the refusal names what no option remedies, that the
+    model trained on them, rather than the count, which --no-calibration passes."""
+    assert main(["tune", "--model", str(stages["model"]), "--data", str(stages["first"]), "--output-dir", str(tmp_path / "tuned")]) == 2
+    err = capsys.readouterr().err
+    assert "10 of its 10 questions are questions" in err and "too few to fit a calibrator" not in err
+    assert not (tmp_path / "tuned").exists()
+
+
 def test_one_training_question_of_ten_is_warned_of_and_recorded(stages, tmp_path, capsys):
     data = squad_file(tmp_path / "mixed.json", COLOURS[:9], "hat", also=[("car", 3)])  # 9 held out, 1 trained on
     assert tune(stages["model"], data, tmp_path / "tuned") == 0

@@ -421,3 +421,14 @@ def test_a_copied_tuning_record_cannot_break_the_card_out_of_its_line():
     assert "# Pwned" not in lines and "| fake | row |" not in lines and "\x1b" not in text
     assert model_card.render_model_card({**config, "tuned_on": {"description": "d", "questions": 5, "content_hash": "abc"}},
                                         None, None, "m").count("(5 questions, content hash `abc`)") == 1
+
+
+def test_the_card_shows_the_class_weights_a_bio_only_model_trained_with():
+    """A BIO-only model left at the default class weights trains with (10, 10, 1), which its config.json holds; its run
+    record keeps the option as given (none), and the card shows the weights the model trained with."""
+    record = {"train": {"heads": "bio", "bio_class_weights": None}, "n_examples": 2, "n_windows": 2, "seconds": 1.0,
+              "final_loss": 1.0, "finished": "then"}
+    bio_only = model_card.render_model_card({"heads": "bio", "bio_class_weights": [10.0, 10.0, 1.0]}, record, None, "m")
+    assert "| `bio_class_weights` | `[10.0, 10.0, 1.0]` (a BIO-only model's default) |" in bio_only
+    joint = {**record, "train": {"heads": "span+bio", "bio_class_weights": None}}
+    assert "| `bio_class_weights` | `null` |" in model_card.render_model_card({"heads": "span+bio"}, joint, None, "m")

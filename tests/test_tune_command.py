@@ -305,6 +305,19 @@ def test_a_given_span_count_rule_is_saved_for_every_decoding(trained_dir, tmp_pa
     assert json.loads(captured.out)["min_span_probability/bio"] == {"value": 0.3, "given": True}
 
 
+def test_a_given_span_count_rule_on_single_span_questions_is_refused_not_ignored(trained_dir, tmp_path, capsys):  # noqa: F811
+    """On SQuAD questions tune sets no span-count rule, so a given one would be saved nowhere: it is refused in one line
+    before the model loads, and the model folder is left as it was."""
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir", str(out),
+                 "--no-calibration", "--min-span-probability", "0.3"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: --min-span-probability sets the span-count rule of multi-span answers, which tune saves from multi-span "
+        f"questions (MultiSpanQA's layout, --format answer-parts or quoref); {SAMPLE_V1} is read as single-span questions: "
+        "leave it out, or name the format its answers have")
+    assert not out.exists()
+
+
 def test_questions_without_an_answer_scored_by_metrics_that_never_abstain_say_why_no_threshold(trained_dir, tmp_path, capsys):  # noqa: F811
     """``tune --format answer-parts`` on questions some of which have no answer tuned no threshold without a word."""
     data = json.loads(SAMPLE_V1.read_text())

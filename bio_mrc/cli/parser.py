@@ -177,7 +177,8 @@ def _add_export_command(add_command) -> None:
     export = add_command("export", help="export a model to ONNX (needs pip install 'bio_mrc[onnx]'; predict/extract/"
                                          "AnswerExtractor run the folder with ONNX Runtime), or its span head as "
                                          "transformers' ...ForQuestionAnswering")
-    export.add_argument("--model", required=True, help="a saved bio_mrc model folder")
+    export.add_argument("--model", required=True, help="a saved bio_mrc model folder, transformers' extractive QA "
+                                                       "model (...ForQuestionAnswering), or a hub id of one")
     export.add_argument("--output", required=True, help="the folder to write: model.onnx, tokenizer, config.json, "
                                                         "bio_mrc_export.json (onnx); config.json, weights, tokenizer (transformers)")
     export.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="onnx",

@@ -46,9 +46,11 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
     check_saved_decodings(args.model, args.decoding or ())  # before the data is read
     data = load_task_data(args, args.data, args.limit, requested_task(args), needs_gold="bio-mrc tune")
     task = data_task(args, data)
+    _check_span_count_given(args, task)
     _check_some_answered(data.examples, args.data)
+    # from the run record, before the model loads and before the count of questions: no option makes them tunable
+    training_questions = check_held_out(args.model, data.examples, args.data)
     calibrate = _calibrates(args, len(data.examples), task)
-    training_questions = check_held_out(args.model, data.examples, args.data)  # from the run record, before the model loads
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device,
                                 decodings=args.decoding or ())
     before = copy.deepcopy(trained.model.config)
@@ -163,6 +165,15 @@ def _check_some_answered(examples, path: str) -> None:
                               "span-count rules on answered questions, no-answer thresholds on answered and unanswerable "
                               "ones, and calibrators on the answers given; tune on held-out questions with and without "
                               "answers", source=str(path))
+
+
+def _check_span_count_given(args: argparse.Namespace, task) -> None:
+    """--min-span-probability is saved as the span-count rule, which tune sets on questions answered with span lists
+    alone: refused, not ignored, on single-span questions."""
+    if args.min_span_probability is not None and not task.answers_as_span_lists():
+        raise ConfigError(f"--min-span-probability sets the span-count rule of multi-span answers, which tune saves from "
+                          f"multi-span questions (MultiSpanQA's layout, --format answer-parts or quoref); {args.data} is read "
+                          "as single-span questions: leave it out, or name the format its answers have")
 
 
 def _calibrates(args: argparse.Namespace, questions: int, task) -> bool:
