@@ -66,11 +66,11 @@ def questions():
 
 
 @contextlib.contextmanager
-def running(app):
-    """``app`` under uvicorn in a thread, on a free loopback port: its base URL."""
+def running(app, **settings):
+    """``app`` under uvicorn in a thread, on a free loopback port (``settings``: more of uvicorn's): its base URL."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", **settings))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -482,10 +482,10 @@ def test_run_server_serves_the_folder_on_the_configured_address(monkeypatch, mod
     from bio_mrc.serving import server
 
     calls = []
-    monkeypatch.setattr(server, "serve_until_stopped", lambda app, host, port, **options: calls.append((app, host, port)))
-    server.run_server(model_dir, ServeConfig(port=8123), precision="fp32")
-    ((app, host, port),) = calls
-    assert host == "127.0.0.1" and port == 8123
+    monkeypatch.setattr(server, "serve_until_stopped", lambda app, host, port, **options: calls.append((app, host, port, options)))
+    server.run_server(model_dir, ServeConfig(port=8123, head_timeout_s=3), precision="fp32")
+    ((app, host, port, options),) = calls
+    assert host == "127.0.0.1" and port == 8123 and options["connections"]["http"].head_timeout_s == 3
     with TestClient(app, base_url="http://localhost:8123") as client:  # the Host a browser on this machine sends
         assert client.get("/health").json()["model"] == "tiny-joint"
 

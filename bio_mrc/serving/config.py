@@ -47,6 +47,22 @@ class ServeConfig:
     max_concurrent_requests: int = field(default=256, metadata={
         "help": "most requests being read or answered at once (a connection idle between requests is none); one more "
                 "is refused unread: 503, try again", "minimum": 1, "maximum": 1_000_000})
+    head_timeout_s: float = field(default=10.0, metadata={
+        "help": "longest a connection may take to send a request's line and headers, from its opening or from the first "
+                "byte of its next request (longer: 408, and the connection closed)", "exclusive_minimum": 0, "maximum": 3_600})
+    keep_alive_s: float = field(default=5.0, metadata={
+        "help": "how long a connection may stay idle after a response before the server closes it",
+        "exclusive_minimum": 0, "maximum": 3_600})
+    max_connections: int = field(default=1_000, metadata={
+        "help": "most connections open at once, idle ones included; one more is answered 503 and closed at once (the "
+                "server raises its open-file limit to hold them, up to the hard limit, else lowers this bound to fit)", "minimum": 1, "maximum": 1_000_000})
+    max_head_bytes: int = field(default=16_384, metadata={
+        "help": "most bytes of a request line and headers not yet ended that the server holds (more: 400, and the "
+                "connection closed)",
+        "minimum": 1_024, "maximum": 1 << 20})
+    backlog: int = field(default=2_048, metadata={
+        "help": "most connections the system queues before the server accepts them (at most the system's somaxconn)",
+        "minimum": 1, "maximum": 65_535})
     stop_grace_s: float = field(default=10.0, metadata={
         "help": "on SIGTERM or Ctrl-C, how long the server waits for the requests it is answering (a forward pass "
                 "running, a body still being sent) before it cuts them (503); questions still queued are answered 503 "

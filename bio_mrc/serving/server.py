@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import gc
 import importlib.util
 import os
@@ -12,6 +13,7 @@ import signal
 import socket
 import sys
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -19,6 +21,7 @@ from ..errors import ConfigError
 from ..inference.extract import AnswerExtractor
 from ..io import printable_line
 from .config import ServeConfig
+from .connections import bounded_protocol, make_room_for, unsupported
 
 EXTRA_PACKAGES = ("fastapi", "uvicorn")
 # How often the GIL changes hands (Python's default: 5 ms): the event loop gets its turn within half a millisecond
@@ -40,6 +43,7 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
 
     config = config or ServeConfig()
     check_listenable(config.host, config.port)  # before the model loads
+    config = dataclasses.replace(config, max_connections=make_room_for(config.max_connections, config.backlog))
     extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device)
     application = create_app(extractor, config)
     application.state.helper.start()  # ready before the first request: a long one does not wait for it to start
@@ -50,7 +54,7 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     previous, _ = sys.getswitchinterval(), sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         serve_until_stopped(app, config.host, config.port, stopping=application.state.scheduler.close,
-                            grace_s=config.stop_grace_s)
+                            grace_s=config.stop_grace_s, connections=connection_settings(config))
     finally:
         sys.setswitchinterval(previous)
 
@@ -99,13 +103,26 @@ def check_listenable(host: str, port: int) -> None:
         raise ConfigError(f"cannot listen on {host}:{port} (--host, --port): {err.strerror or err}") from None
 
 
+def connection_settings(config: ServeConfig) -> dict[str, Any]:
+    """uvicorn's settings bounding connections before a request reaches the application (:mod:`.connections`). Where
+    the installed uvicorn cannot take the head timeout and the connection bound, a warning says so, and the others
+    still hold (h11, which bounds the head's bytes, rather than httptools, which uvicorn may prefer)."""
+    protocol = bounded_protocol(config.head_timeout_s, config.max_connections)
+    if protocol is None:
+        warnings.warn(f"--head-timeout-s and --max-connections are off: {unsupported()}; a reverse proxy in front "
+                      f"bounds slow and idle clients (nginx: client_header_timeout)", stacklevel=2)
+    return {"http": protocol or "h11", "timeout_keep_alive": config.keep_alive_s,
+            "h11_max_incomplete_event_size": config.max_head_bytes, "backlog": config.backlog}
+
+
 def serve_until_stopped(app: Any, host: str, port: int, stopping: Callable[[], None] | None = None,
-                        grace_s: float | None = None) -> None:
+                        grace_s: float | None = None, connections: dict[str, Any] | None = None) -> None:
     """Run uvicorn on ``app`` until it is stopped. Its log lines (requests included) go to standard error, as the
     package's messages do. A stop calls ``stopping()`` first (the scheduler answers what waits 503 at once), stops
     accepting connections, waits at most ``grace_s`` for the requests being answered (None: for all), then closes.
     Ctrl-C ends the call with :class:`KeyboardInterrupt` once the server has shut down (``bio-mrc serve``:
-    ``interrupted``, status 130); SIGTERM, an orchestrator's stop, returns (status 0)."""
+    ``interrupted``, status 130); SIGTERM, an orchestrator's stop, returns (status 0). ``connections``: uvicorn's
+    settings bounding connections (:func:`connection_settings`)."""
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -116,7 +133,7 @@ def serve_until_stopped(app: Any, host: str, port: int, stopping: Callable[[], N
 
     # uvicorn.Server, not uvicorn.run, which swallows the KeyboardInterrupt
     server = Server(uvicorn.Config(app, host=host, port=port, log_level="info", log_config=_logging_config(),
-                                   timeout_graceful_shutdown=grace_s))
+                                   timeout_graceful_shutdown=grace_s, **(connections or {})))
     with _interrupt_raised(), _terminate_stops(server):
         server.run()
 
