@@ -314,6 +314,79 @@ def test_align_to_words_keeps_combining_marks_and_reads_each_han_character_as_a_
         assert (widened.text, context[widened.start:widened.end]) == (expected, expected)
 
 
+def reference_word_aligned(prediction, context, multi_span):
+    """``align_to_words`` as its rule reads: each part widened and trimmed, then checked against every part kept."""
+    from dataclasses import replace
+
+    from bio_mrc.answer_text import trimmed_span
+    from bio_mrc.inference.pipeline import _one_word
+
+    spans = []
+    for span in prediction.spans:
+        start, end = span.start, span.end
+        while start > 0 and _one_word(context[start - 1], context[start]):
+            start -= 1
+        while end < len(context) and _one_word(context[end - 1], context[end]):
+            end += 1
+        start, end = trimmed_span(context, start, end)
+        if multi_span and any(start < kept.end and kept.start < end for kept in spans):
+            continue
+        if all((start, end) != (kept.start, kept.end) for kept in spans):
+            spans.append(replace(span, text=context[start:end], start=start, end=end))
+    return replace(prediction, spans=spans)
+
+
+@pytest.mark.parametrize("multi_span", [False, True])
+def test_align_to_words_keeps_the_parts_a_check_against_every_kept_part_keeps(multi_span):
+    """Random parts, empty ones and pieces of one word among them, over words, marks, Han and blanks: the same
+    parts, texts, offsets, scores and probabilities as checking each against every part kept before it."""
+    import random
+
+    from bio_mrc.inference.pipeline import word_aligned
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    rng = random.Random(7)
+    pieces = ["Ada", "Lovelace", " ", "  ", ", ", "1843", "北京", "cafe\u0301", " \u0301", "\u200b", "-", "ok"]
+    for _ in range(400):
+        context = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+        spans = []
+        for _ in range(rng.randint(0, 12)):
+            start = rng.randint(0, len(context) - 1)
+            end = rng.randint(start, min(len(context), start + 6))
+            spans.append(AnswerSpan(context[start:end], start, end, rng.random(), rng.choice([None, rng.random()])))
+        prediction = Prediction("q", spans)
+        assert word_aligned(prediction, context, multi_span) == reference_word_aligned(prediction, context, multi_span)
+
+
+def test_align_to_words_reads_each_part_of_a_long_answer_a_few_times():
+    """A long document's multi-span answer of thousands of parts: each part's offsets are read a bounded number of
+    times, not once for every part kept before it."""
+    from dataclasses import dataclass
+
+    from bio_mrc.inference.pipeline import word_aligned
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    reads = []
+
+    @dataclass(frozen=True)
+    class CountedSpan(AnswerSpan):
+        def __getattribute__(self, name):
+            if name in ("start", "end"):
+                reads.append(name)
+            return object.__getattribute__(self, name)
+
+    parts = 600
+    context = " ".join(f"w{i}" for i in range(parts))  # "w0 w1 w2 ...": a part a word, none overlapping
+    starts = [i for i, character in enumerate(context) if character == "w"]
+    spans = [CountedSpan(context[s:s + 2], s, s + 2, 1.0, 0.9) for s in reversed(starts)]  # the later words first
+    for multi_span in (True, False):
+        reads.clear()
+        widened = word_aligned(Prediction("q", spans), context, multi_span)
+        assert [(s.start, s.end) for s in widened.spans] == [(s, context.index(" ", s) if " " in context[s:] else len(context))
+                                                             for s in reversed(starts)]
+        assert len(reads) <= 4 * parts  # a check against every kept part read 2 × 600 × 599 / 2
+
+
 @pytest.mark.parametrize("multi_span", [False, True])
 def test_align_to_words_never_widens_a_span_over_a_mark_on_a_space(multi_span):
     """" \\u0301" is one blank user-perceived character (a mark on a space): widening "da" took its mark as a letter

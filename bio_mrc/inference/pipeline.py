@@ -52,7 +52,7 @@ from transformers import AutoModelForQuestionAnswering, Pipeline
 from transformers.pipelines import PIPELINE_REGISTRY
 
 from .. import registry
-from ..answer_text import trimmed_span
+from ..answer_text import TakenCharacters, trimmed_span
 from ..config_schema import whole_number
 from ..decoding.shares import nbest_shares
 from ..decoding.window_outputs import WindowOutputs
@@ -296,20 +296,30 @@ def word_aligned(prediction: Prediction, context: str, multi_span: bool = False)
     """``align_to_words``: each span widened to whole words (a start or an end inside a run of letters and
     digits moves to the run's edge; a combining mark on a space before it is no letter of it), as the old pipeline's
     option widened them to the tokenizer's words. The parts of a multi-span answer never overlap: with
-    ``multi_span``, a widened span that overlaps a better one's joins none."""
+    ``multi_span``, a widened span that overlaps a better one's joins none. Each span is checked against the
+    characters kept (:class:`TakenCharacters`) and a set of those kept, not against every kept span: a long document's
+    multi-span answer may have tens of thousands of parts."""
+    widened = [(span, *_widened(context, span.start, span.end)) for span in prediction.spans]
+    taken = TakenCharacters([(start, end) for _, start, end in widened]) if multi_span else None
+    kept: set[tuple[int, int]] = set()
     spans = []
-    for span in prediction.spans:
-        start, end = span.start, span.end
-        while start > 0 and _one_word(context[start - 1], context[start]):
-            start -= 1
-        while end < len(context) and _one_word(context[end - 1], context[end]):
-            end += 1
-        start, end = trimmed_span(context, start, end)  # a mark on a space before the word is no part of it
-        if multi_span and any(start < kept.end and kept.start < end for kept in spans):
+    for span, start, end in widened:
+        if (taken is not None and taken.overlaps(start, end)) or (start, end) in kept:  # two pieces of one word: one answer
             continue
-        if all((start, end) != (kept.start, kept.end) for kept in spans):  # two pieces of one word: one answer
-            spans.append(replace(span, text=context[start:end], start=start, end=end))  # its score and probability kept
+        kept.add((start, end))
+        if taken is not None:
+            taken.take(start, end)
+        spans.append(replace(span, text=context[start:end], start=start, end=end))  # its score and probability kept
     return replace(prediction, spans=spans)
+
+
+def _widened(context: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` moved to the edges of the words it begins and ends in, trimmed."""
+    while start > 0 and _one_word(context[start - 1], context[start]):
+        start -= 1
+    while end < len(context) and _one_word(context[end - 1], context[end]):
+        end += 1
+    return trimmed_span(context, start, end)  # a mark on a space before the word is no part of it
 
 
 def _one_word(left: str, right: str) -> bool:
