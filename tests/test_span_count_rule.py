@@ -220,6 +220,19 @@ def test_the_joint_rule_puts_the_single_answer_first_then_the_likeliest_tagged_s
     assert [s.text for s in elsewhere.spans] == ["Eve", "Ann", "Bob"]
 
 
+def test_the_joint_rule_lists_the_single_answers_other_mentions_by_their_probability():
+    """The single answer's text leads at its likeliest mention; its other mentions follow the other spans by
+    probability, as every multi-span answer lists its spans after the first (they came right after it, before a
+    likelier span of another text)."""
+    nbest = [AnswerSpan("Paris", 0, 5, 2.0), AnswerSpan("Lyon", 40, 44, 1.6)]
+    spans = [AnswerSpan("paris", 60, 65, 1.0, 0.6), AnswerSpan("Lyon", 40, 44, 1.0, 0.9), AnswerSpan("Paris", 0, 5, 1.0, 0.95)]
+    (answer,) = registry.decoding("joint").keep_spans([Prediction("q", nbest, tag_spans=spans)], 0.5)
+    assert [(s.text, s.probability) for s in answer.spans] == [("Paris", 0.95), ("Lyon", 0.9), ("paris", 0.6)]
+    led = [AnswerSpan("Paris", 0, 5, 1.0, 0.7), AnswerSpan("Lyon", 40, 44, 1.0, 0.9), AnswerSpan("paris", 60, 65, 1.0, 0.8)]
+    (answer,) = registry.decoding("joint").keep_spans([Prediction("q", nbest, tag_spans=led)], 0.5)
+    assert [(s.start, s.probability) for s in answer.spans] == [(60, 0.8), (40, 0.9), (0, 0.7)]
+
+
 def word_tags(begin_probabilities: list[float]) -> np.ndarray:
     """Tag log-probabilities of one row of words, each word B with the given probability (I almost never)."""
     tiny = 1e-6

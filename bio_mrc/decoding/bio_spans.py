@@ -30,8 +30,9 @@ span, up to the constant ``log P(all O)``. Every BIO decision reads ``r``:
   each hold a fair share of the probability;
 * the no-answer score is ``-max r = log P(all O) - log P(best single span)``.
 
-An over-long span is never cut to its first tokens: the length limit is a
-constraint of the search.
+An over-long span is never cut to its first tokens by rule: the length limit is
+a constraint of the search (the best span within it by ``r``; the posterior of
+a piece of a run that goes on past it stays near 0).
 """
 
 from __future__ import annotations

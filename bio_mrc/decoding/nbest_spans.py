@@ -90,7 +90,7 @@ def tagged_or_nbest_spans(
 ) -> list[Prediction]:
     """The joint decoding's multi-span answers: where the BIO decoding's multi-span answer holds two or more spans
     each more likely than not (``tag_spans``, with their posteriors) of two or more texts once normalised (the mentions
-    of one text are one answer), those spans, the single answer's text first (the
+    of one text are one answer), those spans, the single answer's text first at its likeliest mention (the
     span the prediction's confidence describes, where the tagger holds it), the others likeliest first; else the
     non-overlapping n-best spans kept by ``min_probability``, the first ``n_best`` the candidates (:func:`nbest_multi_span`).
 
@@ -101,7 +101,10 @@ def tagged_or_nbest_spans(
         tagged = [s for s in prediction.tag_spans or ()
                   if s.probability is not None and s.probability >= TAGGED_SPAN_PROBABILITY and is_answer_text(s.text)]
         best = normalize_answer(prediction.spans[0].text) if prediction.spans else None
-        tagged.sort(key=lambda span: (normalize_answer(span.text) != best, -span.probability))  # the single answer first
+        tagged.sort(key=lambda span: -span.probability)
+        lead = next((k for k, span in enumerate(tagged) if normalize_answer(span.text) == best), None)
+        if lead is not None:  # the single answer's likeliest mention first; its other mentions keep their places
+            tagged.insert(0, tagged.pop(lead))
         tagged = apart(tagged)
         several = len({normalize_answer(span.text) for span in tagged}) >= 2  # one text at two mentions is one answer
         out.append(replace(prediction, spans=tagged) if several else nbest_multi_span([prediction], min_probability, n_best)[0])
