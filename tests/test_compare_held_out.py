@@ -12,6 +12,7 @@ import pytest
 
 from bio_mrc.data.squad import load_squad
 from bio_mrc.errors import ConfigError
+from bio_mrc.harness import compare as harness_compare
 from bio_mrc.harness import models as harness_models
 from bio_mrc.harness.compare import compare, resolve_splits, train_models
 from bio_mrc.harness.config import load_config, parse_config
@@ -92,11 +93,16 @@ def test_an_init_from_model_trained_on_held_out_questions_is_refused_before_any_
 
 
 def test_a_training_split_holding_the_evaluation_questions_under_other_ids_and_spacing_is_refused(
-        tiny_encoder_dir, files, tmp_path, no_training):
-    """No id and no context is the evaluation's (the split check passes it), yet every question is one of them."""
+        tiny_encoder_dir, files, tmp_path, no_training, monkeypatch):
+    """No id and no raw context is the evaluation's, yet every question is one of them: the splits' check refuses them
+    first, as paragraphs in both up to spacing; without it, the held-out check finds every question by its fingerprint."""
     spaced = squad_file(tmp_path / "spaced.json", "eval", spaced=True)
     cfg = config(tiny_encoder_dir, files, runs=[{"name": "joint", "heads": "span+bio"},
                                                 {"name": "more", "heads": "span", "train_data": {"path": str(spaced)}}])
+    with pytest.raises(ConfigError, match=re.escape(
+            "the more run's training and eval splits overlap (4 questions, 4 contexts, under any id or spacing): ")):
+        train_models(cfg, tmp_path, tmp_path / "out")
+    monkeypatch.setattr(harness_compare, "check_disjoint", lambda named: None)
     with pytest.raises(ConfigError, match=re.escape(
             f"comparison 'held-out': 4 of the 4 'eval' questions ({files['eval']}) are in 'runs[1].train_data' (the same "
             "text and context, under any id or spacing), which run 'more' trains on: a comparison scores and tunes its "
@@ -105,10 +111,15 @@ def test_a_training_split_holding_the_evaluation_questions_under_other_ids_and_s
     assert not (tmp_path / "out").exists()
 
 
-def test_a_tune_split_holding_questions_of_the_cross_validation_folds_is_refused(tiny_encoder_dir, files, tmp_path, no_training):
+def test_a_tune_split_holding_questions_of_the_cross_validation_folds_is_refused(tiny_encoder_dir, files, tmp_path, no_training,
+                                                                                 monkeypatch):
+    """The splits' check refuses them first (paragraphs in both up to spacing); without it, the held-out check does."""
     spaced = squad_file(tmp_path / "spaced.json", "eval", spaced=True)
     cfg = config(tiny_encoder_dir, files, train=None, eval_also=[], tune={"path": str(spaced), "limit": 3},
                  cross_validation={"folds": 2, "seed": 0})
+    with pytest.raises(ConfigError, match=re.escape("the eval and tune splits overlap (3 questions, 3 contexts, under any id or spacing)")):
+        compare(cfg, tmp_path, tmp_path / "out")
+    monkeypatch.setattr(harness_compare, "check_disjoint", lambda named: None)
     with pytest.raises(ConfigError, match=re.escape(
             f"comparison 'held-out': 3 of the 3 'tune' questions ({spaced} (first 3 questions)) are in 'eval' (the same "
             "text and context, under any id or spacing), whose cross-validation folds its models train on: ")):

@@ -64,8 +64,9 @@ def _train_into(args: argparse.Namespace) -> int:
     data = load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
     held_out = load_task_data(args, args.eval, None, task, needs_gold="bio-mrc train --eval") if args.eval else None
     if held_out and any(shared := shared_questions_and_contexts(data.examples, held_out.examples)):
-        print(f"warning: the --eval questions share {shared[0]} question ids and {shared[1]} contexts with the training "
-              "questions: their scores during training overstate the model (hold out whole articles)", file=sys.stderr)
+        print(f"warning: the --eval questions share {shared[0]} questions and {shared[1]} contexts (under any id or spacing) "
+              "with the training questions: their scores during training overstate the model (hold out whole articles)",
+              file=sys.stderr)
     evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=registry.task_of_data(held_out.format, held_out.is_v2),
                                   precision=config.precision) if held_out else None  # scored in the run's precision
     check_best_metric(training_args, evaluator.metric_names(config.heads) if evaluator else None)  # the scores of its task

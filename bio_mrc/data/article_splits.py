@@ -13,25 +13,44 @@ from ..types import Example
 
 
 def shared_questions_and_contexts(a: Sequence[Example], b: Sequence[Example]) -> tuple[int, int]:
-    """How many question ids and how many contexts two sets of questions share: a context in both leaks its answers
-    from one to the other."""
-    return len({ex.id for ex in a} & {ex.id for ex in b}), len({ex.context for ex in a} & {ex.context for ex in b})
+    """How many questions of ``b`` are in ``a`` (by id, or by text and context under any id or spacing, as the question
+    fingerprint matches them) and how many paragraphs the two share (as the fingerprint normalises a context): a
+    paragraph in both leaks its answers from one to the other."""
+    paragraphs_a, paragraphs_b = paragraphs(a), paragraphs(b)
+    shared = set(paragraphs_a.values()) & set(paragraphs_b.values())
+    ids = {ex.id for ex in b} & {ex.id for ex in a}
+    if shared:  # a question in both has its paragraph in both: only those are hashed
+        in_a = [ex for ex in a if paragraphs_a[ex.context] in shared]
+        in_b = [ex for ex in b if paragraphs_b[ex.context] in shared]
+        hashes = set(question_hashes(in_a).tolist())
+        ids |= {ex.id for ex, h in zip(in_b, question_hashes(in_b).tolist()) if h in hashes}
+    return len(ids), len(shared)
+
+
+def paragraphs(examples: Sequence[Example]) -> dict[str, bytes]:
+    """Each distinct context of ``examples``, as the question fingerprint normalises it."""
+    contexts: dict[str, bytes] = {}
+    for ex in examples:
+        if ex.context not in contexts:
+            contexts[ex.context] = normalised(ex.context)
+    return contexts
 
 
 def split_by_article(
     examples: Sequence[Example], fractions: Sequence[float], seed: int = 0
 ) -> list[list[Example]]:
-    """Split into ``len(fractions)`` parts by article title (never by question).
+    """Split into ``len(fractions)`` parts by article (title, else context; never by question).
 
     Questions of one article share paragraphs, so a question-level split leaks
-    contexts between train and test. Fractions are of articles, drawn with
+    contexts between train and test; articles that share a paragraph (up to
+    spacing) are one article here. Fractions are of articles, drawn with
     scikit-learn's ``GroupShuffleSplit`` in turn; the result is fixed by ``seed``.
     """
     from sklearn.model_selection import GroupShuffleSplit  # here, not at import: scikit-learn costs every command a second to load
 
     if not np.isclose(sum(fractions), 1.0):
         raise ValueError(f"fractions must sum to 1, got {list(fractions)}")
-    groups = np.array([ex.title or ex.context for ex in examples])
+    groups = np.array(article_keys(examples))
     remaining = np.arange(len(examples))
     parts: list[list[Example]] = []
     left = 1.0
@@ -88,16 +107,26 @@ def article_groups(examples: Sequence[Example]) -> tuple[list[int], int]:
             node = parent[node]
         return node
 
-    contexts: dict[str, bytes] = {}
+    contexts = paragraphs(examples)
     for ex in examples:
-        if ex.context not in contexts:
-            contexts[ex.context] = normalised(ex.context)
         article, paragraph = root(("article", ex.title or ex.context)), root(("context", contexts[ex.context]))
         if article != paragraph:
             parent[paragraph] = article
     number: dict[tuple[str, Any], int] = {}
     groups = [number.setdefault(root(("article", ex.title or ex.context)), len(number)) for ex in examples]
     return groups, len({ex.title or ex.context for ex in examples})
+
+
+def article_keys(examples: Sequence[Example]) -> list[str]:
+    """Each question's article key (title, else context), every article of a group (:func:`article_groups`) under the
+    key of its group that sorts first: questions without such a group keep their own key, so their splits stay as drawn."""
+    groups, _ = article_groups(examples)
+    first: dict[int, str] = {}
+    for ex, group in zip(examples, groups):
+        key = ex.title or ex.context
+        if group not in first or key < first[group]:
+            first[group] = key
+    return [first[group] for group in groups]
 
 
 def folds_of_distinct_questions(draw: Callable[..., Any], examples: Sequence[Example], k: int,

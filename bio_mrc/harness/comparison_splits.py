@@ -155,6 +155,7 @@ def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Sp
     repeat of it (the same text and context under another id or spacing)."""
     if split.parts:  # fold k of every data set is held out together
         check_no_question_in_two_parts(split.parts)
+        check_no_paragraph_in_two_parts(split.parts)
         per_part = [cross_validation_folds(part, folds, seed) for part in split.parts]
         joined = lambda parts, description: split.subset([ex for part in parts for ex in part.examples], description, parts)  # noqa: E731
         return [(joined([train for train, _ in fold], f"{split.description} (fold {k + 1} of {folds}, training part)"),
@@ -190,6 +191,20 @@ def check_no_question_in_two_parts(parts: list[Split]) -> None:
                     "on; leave the repeats out of one of them")
 
 
+def check_no_paragraph_in_two_parts(parts: list[Split]) -> None:
+    """A paragraph in two data sets (up to spacing, as the question fingerprint reads it) could be trained on in one
+    set's folds and its questions scored in another's: refused as a question in two of them is, as grouping it across
+    the sets would redraw the folds of sets each drawn by its own task's rule."""
+    for a in range(len(parts)):
+        for b in range(a + 1, len(parts)):
+            if shared := shared_questions_and_contexts(parts[a].examples, parts[b].examples)[1]:
+                raise ConfigError(
+                    f"cross_validation: {shared} paragraph{'s' if shared > 1 else ''} of {parts[b].description} "
+                    f"{'are' if shared > 1 else 'is'} in {parts[a].description} too (up to spacing): each data set's "
+                    "folds are drawn apart, so a model would train on a paragraph whose questions it is scored on; leave the "
+                    "shared paragraphs' questions out of one of them")
+
+
 def training_share(split: Split, share: float, seed: int) -> Split:
     """``share`` of the questions of ``split`` (at least one), of each data set it joins alike, in their order: the first
     of one seeded shuffle, so a smaller share's questions are among a larger one's."""
@@ -203,12 +218,13 @@ def training_share(split: Split, share: float, seed: int) -> Split:
 
 
 def check_disjoint(named: list[tuple[str, Split]]) -> None:
-    """No question and no paragraph in two splits: training on a paragraph leaks its answers."""
+    """No question (by id, or text and context under any id or spacing) and no paragraph (up to spacing) in two splits:
+    training on a paragraph leaks its answers."""
     for i, (name_a, a) in enumerate(named):
         for name_b, b in named[i + 1 :]:
             shared, contexts = shared_questions_and_contexts(a.examples, b.examples)
             if shared or contexts:
                 raise ConfigError(
-                    f"the {name_a} and {name_b} splits overlap ({shared} questions, {contexts} contexts): "
+                    f"the {name_a} and {name_b} splits overlap ({shared} questions, {contexts} contexts, under any id or spacing): "
                     "split by article so no paragraph is seen in training and evaluation"
                 )

@@ -1,0 +1,87 @@
+"""A comparison never trains on a paragraph it scores: an article split keeps articles that share a paragraph (up to
+spacing, as the question fingerprint reads it) on one side, the splits' check finds a paragraph or question in two
+splits under any id or spacing, and cross-validation refuses a paragraph in two of its data sets. Data without such
+cases keeps the splits and folds drawn before."""
+
+import pytest
+
+from bio_mrc.data.article_splits import shared_questions_and_contexts, split_by_article
+from bio_mrc.errors import ConfigError
+from bio_mrc.harness.comparison_splits import Split, check_disjoint, cross_validation_folds, joined_split
+from bio_mrc.types import Example
+
+SIX = [Example(f"{a}{n}", f"Question {n} on {a}?", f"Paragraph of article {a}.", title=f"article {a}") for a in "ABCDEF" for n in range(2)]
+UNTITLED = [Example(f"u{n}", f"Question {n}?", f"Paragraph {n}.") for n in range(6)]
+SIX_HALVES = [["A0", "A1", "D0", "D1", "E0", "E1"], ["B0", "B1", "C0", "C1", "F0", "F1"]]  # seed 0, as drawn before
+UNTITLED_HALVES = [["u0", "u3", "u4"], ["u1", "u2", "u5"]]
+
+
+def halves(examples, seed=0):
+    return [[ex.id for ex in part] for part in split_by_article(examples, [0.5, 0.5], seed=seed)]
+
+
+def test_an_article_split_without_shared_paragraphs_is_as_drawn_before():
+    assert halves(SIX) == SIX_HALVES
+    assert halves(UNTITLED) == UNTITLED_HALVES
+
+
+def test_a_paragraph_filed_under_a_second_title_falls_beside_its_first():
+    """``mirror`` holds article A's paragraph re-spaced: it joins A's group under A's key, so every article falls where it
+    fell without it and ``mirror`` beside A (it fell on the other half, with D moved over)."""
+    mirror = Example("mirror", "Another question?", " Paragraph  of article A.", title="mirror")
+    assert halves(SIX + [mirror]) == [SIX_HALVES[0] + ["mirror"], SIX_HALVES[1]]
+
+
+def test_a_title_less_paragraph_spaced_two_ways_falls_beside_its_first():
+    again = Example("again", "Asked again?", "Paragraph 0.\n")
+    assert halves(UNTITLED + [again]) == [UNTITLED_HALVES[0] + ["again"], UNTITLED_HALVES[1]]
+
+
+def test_shared_questions_and_paragraphs_are_counted_under_any_id_or_spacing():
+    a = [Example("x", "Who?", "One paragraph."), Example("y", "What?", "One paragraph."), Example("z", "Why?", "Two.")]
+    b = [Example("x2", "Who ?", "One paragraph."), Example("y2", "What?", " One\nparagraph. "), Example("z", "How?", "Three.")]
+    # y2 is y re-spaced (x2's question text differs), z is one id in both; one paragraph ("One paragraph.") in both
+    assert shared_questions_and_contexts(a, b) == (2, 1)
+    assert shared_questions_and_contexts(a, [Example("w", "When?", "Four.")]) == (0, 0)
+    composed, decomposed = [Example("c", "Where?", "Caf\u00e9.")], [Example("d", "Where?", "Cafe\u0301.")]  # NFC and NFD
+    assert shared_questions_and_contexts(composed, decomposed) == (1, 1)
+
+
+def test_two_splits_sharing_a_paragraph_up_to_spacing_are_refused():
+    train = Split(SIX[:4], "squad-v1.1", "train")
+    respaced = Example("other", "A question never asked?", "Paragraph of\tarticle B.", title="B again")
+    evaluation = Split([*SIX[4:], respaced], "squad-v1.1", "eval")
+    with pytest.raises(ConfigError, match=r"^the train and eval splits overlap \(0 questions, 1 contexts, under any id or spacing\)"):
+        check_disjoint([("train", train), ("eval", evaluation)])
+    check_disjoint([("train", train), ("eval", Split(SIX[4:], "squad-v1.1", "eval"))])  # no paragraph in both
+
+
+def test_a_question_copied_under_another_id_and_spacing_is_counted_as_shared():
+    train = Split(SIX[:2], "squad-v1.1", "train")
+    copy = Example("copy", "Question  0 on A?", "Paragraph of article A. ", title="another title")
+    with pytest.raises(ConfigError, match=r"^the train and eval splits overlap \(1 questions, 1 contexts, under any id or spacing\)"):
+        check_disjoint([("train", train), ("eval", Split([copy], "squad-v1.1", "eval"))])
+
+
+EIGHT = [Example(f"q{n}", f"Who is {n}?", f"Context {n % 3} holds names.") for n in range(8)]
+FIVE_ARTICLES = [Example(f"a{a}-{n}", f"Question {n} on {a}?", f"Paragraph of article {a}.", title=f"article {a}")
+                 for a in range(5) for n in range(2)]
+
+
+def test_two_data_sets_without_a_shared_paragraph_fold_as_each_alone():
+    """Fold k of each set as it is drawn alone (tests/test_fold_repeats.py's two folds, seed 0), held out together."""
+    split = joined_split([Split(EIGHT, "multispanqa", "eight"), Split(FIVE_ARTICLES, "quoref", "stories")])
+    held_out = [[ex.id for ex in test.examples] for _, test in cross_validation_folds(split, 2, seed=0)]
+    assert held_out == [["q1", "q2", "q6", "q7", "a0-0", "a0-1", "a1-0", "a1-1", "a2-0", "a2-1"],
+                        ["q0", "q3", "q4", "q5", "a3-0", "a3-1", "a4-0", "a4-1"]]
+
+
+@pytest.mark.parametrize("context", ["Context 2 holds names.", "Context  2 holds\nnames."])
+def test_a_paragraph_in_two_cross_validation_data_sets_is_refused(context):
+    """A question of its own on a paragraph of ``eight``: each set's folds are drawn apart, so the paragraph could be
+    trained on in one and its questions scored in the other."""
+    stories = Split([*FIVE_ARTICLES, Example("r-new", "Which names?", context, title="story 9")], "quoref", "stories")
+    split = joined_split([Split(EIGHT, "multispanqa", "eight"), stories])
+    with pytest.raises(ConfigError, match=r"^cross_validation: 1 paragraph of stories is in eight too \(up to spacing\): each "
+                                          r"data set's folds are drawn apart"):
+        cross_validation_folds(split, 2, seed=0)
