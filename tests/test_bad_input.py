@@ -121,7 +121,7 @@ def test_cli_prints_one_line_without_a_traceback(tmp_path, capsys):
     preds.write_text(json.dumps({"q1": "France"}))
     assert main(["evaluate", "--data", str(bad), "--predictions", str(preds), "--fix-offsets"]) == 0
     captured = capsys.readouterr()
-    assert json.loads(captured.out)["exact_match"] == 100.0 and "relocated answer_start of 1 question(s)" in captured.err
+    assert json.loads(captured.out)["exact_match"] == 100.0 and "relocated answer_start of 1 question in" in captured.err
 
 
 def test_relocated_ids_reach_the_terminal_without_control_sequences(tmp_path, capsys):
@@ -132,7 +132,7 @@ def test_relocated_ids_reach_the_terminal_without_control_sequences(tmp_path, ca
     assert main(["evaluate", "--data", str(bad), "--predictions", str(preds), "--fix-offsets"]) == 0
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err
-    assert r"question(s) in " + str(bad) + r": 'q\x1b[2J\x1b]0;title\x07'" in err
+    assert r"question in " + str(bad) + r": 'q\x1b[2J\x1b]0;title\x07'" in err
 
 
 def test_the_lines_naming_what_a_command_reads_and_writes_reach_the_terminal_without_control_sequences(
@@ -163,7 +163,7 @@ def test_cli_skip_invalid_counts(tmp_path, capsys):
     preds.write_text(json.dumps({"q1": "France"}))
     assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--skip-invalid"]) == 0
     err = capsys.readouterr().err
-    assert "skipped: answer text 'Rome'" in err and "skipped 1 invalid question(s)" in err
+    assert "skipped: answer text 'Rome'" in err and "skipped 1 invalid question" in err
 
 
 # --- prediction files --------------------------------------------------------------------------
@@ -291,7 +291,7 @@ def test_predictions_for_unknown_questions_are_ignored_with_a_warning_as_the_off
     warning = next(line for line in captured.err.splitlines() if "not questions of the data" in line)
     assert warning.startswith("warning: 7 id(s) are not questions of the data: 'old-0', 'old-1', 'old-2', 'old-3', 'old-4', ...")
     assert str(preds) in warning and "--strict makes this an error" in warning
-    assert "1 of 3 questions have no prediction" in captured.err
+    assert "1 of 3 questions has no prediction" in captured.err
 
 
 def test_loaders_leave_out_unknown_ids_and_warn_with_them(tmp_path):
@@ -618,9 +618,9 @@ def test_file_names_reach_the_terminal_without_control_sequences(tmp_path, capsy
     assert "\x1b" not in err and "\x07" not in err
     shown_data, shown_preds = str(tmp_path) + "/dev\\x1b[2J.json", str(tmp_path) + "/p\\x1b]0;title\\x07.json"
     assert "skipped: answer 'France' is not at answer_start 3; the text does occur at 24" in err and f"(in {shown_data}, record 'q2')" in err
-    assert f"warning: skipped 1 invalid question(s) of {shown_data}\n" in err
+    assert f"warning: skipped 1 invalid question of {shown_data}\n" in err
     assert f"ignored, as the official SQuAD scripts do (in {shown_preds}) (--strict makes this an error)\n" in err
-    assert f"warning: 1 of 2 questions have no prediction in {shown_preds} (e.g. 'q1')" in err
+    assert f"warning: 1 of 2 questions has no prediction in {shown_preds} (e.g. 'q1')" in err
     assert main(["evaluate", "--data", str(tmp_path / "gone\x1b[2J\n.json"), "--predictions", str(preds)]) == 2
     err = capsys.readouterr().err  # the error is one line, its file named with the controls escaped
     assert err.startswith("error: ") and err.count("\n") == 1 and "\x1b" not in err and "gone\\x1b[2J\\n.json" in err

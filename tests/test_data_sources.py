@@ -286,4 +286,4 @@ def test_cli_evaluates_jsonl_and_saved_datasets(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: answer 'Spain' is not at answer_start 3") and f"{bad}, line 2, record 'q2'" in err
     assert main(["evaluate", "--data", bad, "--predictions", str(preds), "--fix-offsets"]) == 0
-    assert "relocated answer_start of 1 question(s)" in capsys.readouterr().err
+    assert "relocated answer_start of 1 question in" in capsys.readouterr().err

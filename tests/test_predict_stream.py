@@ -189,7 +189,6 @@ def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model
         ("--batch-size", "3"): "batch_size None, this run has 3",
         ("--decoding", "bio"): "decodings ['span'], this run has ['bio']",
         ("--precision", "bf16"): "precision 'fp32', this run has 'bf16'",
-        ("--bio-length-prior", "0.5"): "bio_length_prior 0.0, this run has 0.5",
         ("--max-answer-length", "3"): "max_answer_length 30, this run has 3",
     }
     for changed, named in refusals.items():
@@ -197,6 +196,10 @@ def test_resume_refuses_other_options_data_or_model_before_the_model_loads(model
         errors = capsys.readouterr().err.splitlines()
         assert errors == [f"error: the answers stream was made with {named}; resume with the same options and data, or "
                           f"start again without --resume (in {tmp_path / 'p.answers.run.json'})"]
+    # a prior the span decoding never reads changes no answer of the stream: refused as no option of this run
+    assert predict(model_dir, tmp_path / "p.json", *options, "--bio-length-prior", "0.5", "--resume") == 2
+    assert capsys.readouterr().err.startswith("error: --bio-length-prior sets the length prior of the BIO head's spans, which "
+                                              "the span decoding never reads")
     assert predict(other_model, tmp_path / "p.json", *options, "--resume") == 2
     assert f"made with model '{model_dir.resolve()}', this run has '{other_model.resolve()}'" in capsys.readouterr().err
     assert predict(model_dir, tmp_path / "p.json", *options, "--resume", data=other_data) == 2
@@ -471,7 +474,7 @@ def test_questions_without_an_answer_and_no_tuned_threshold_are_warned_of_before
     data.write_text(json.dumps(raw), encoding="utf-8")
     assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", "joint", data=data) == 0
     warning = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
-    assert warning == [f"warning: {data} holds 1 question(s) without an answer, and the model has no tuned no-answer "
+    assert warning == [f"warning: {data} holds 1 question without an answer, and the model has no tuned no-answer "
                        "threshold for span, joint, so it answers every question (its no-answer score is untrained: it "
                        "was trained on no question without an answer) (bio-mrc tune fits one on held-out SQuAD 2.0 questions)"]
     tuned = tmp_path / "tuned"
@@ -484,6 +487,27 @@ def test_questions_without_an_answer_and_no_tuned_threshold_are_warned_of_before
     (tuned / "config.json").write_text(json.dumps(config))
     assert predict(tuned, tmp_path / "q.json", "--decoding", "span", data=data) == 0
     assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+
+
+def test_the_warning_of_questions_without_an_answer_counts_those_limit_answers(model_dir, tmp_path, capsys):
+    """``--limit 2`` of a file whose first and last questions have no answer: the warning named the file as holding the
+    count of the first two alone; it now says the count is of the questions answered."""
+    raw = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    raw["version"] = "v2.0"
+    for qa in (raw["data"][0]["paragraphs"][0]["qas"][0], raw["data"][-1]["paragraphs"][-1]["qas"][-1]):
+        qa.update(answers=[], is_impossible=True)
+    data = tmp_path / "v2.json"
+    data.write_text(json.dumps(raw), encoding="utf-8")
+    untuned = ("and the model has no tuned no-answer threshold for span, so it answers every question (its no-answer score is "
+               "untrained: it was trained on no question without an answer) (bio-mrc tune fits one on held-out SQuAD 2.0 questions)")
+    for limit, asked in [(["--limit", "2"], f"1 of the first 2 questions of {data} has no answer"),
+                         (["--limit", "1"], f"1 of the first 1 question of {data} has no answer"),
+                         (["--limit", "8"], f"2 of the first 8 questions of {data} have no answer"),
+                         (["--limit", "9"], f"{data} holds 2 questions without an answer"),  # all 8 answered
+                         ([], f"{data} holds 2 questions without an answer")]:
+        assert predict(model_dir, tmp_path / "p.json", "--decoding", "span", *limit, data=data) == 0
+        warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+        assert warnings == [f"warning: {asked}, {untuned}"], limit
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])

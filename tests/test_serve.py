@@ -285,6 +285,7 @@ def test_the_openapi_page_describes_the_requests_and_their_limits(extractor):
     request = schema["components"]["schemas"]["AnswerRequest"]["properties"]
     one_context, several = request["context"]["oneOf"]
     assert one_context["maxLength"] == 500 and several["items"]["maxLength"] == 500
+    assert one_context["minLength"] == several["items"]["minLength"] == request["question"]["oneOf"][0]["minLength"] == 1
     assert request["question"]["oneOf"][0]["maxLength"] == 50 and "at most 3" in request["question"]["description"]
     assert request["decoding"]["enum"] == ["auto", "span", "bio", "joint"] and request["top_k"]["maximum"] == 20
     assert all(field.get("description") for field in schema["components"]["schemas"]["Answer"]["properties"].values())
@@ -322,13 +323,14 @@ BAD_REQUESTS = {  # name: (body as bytes or JSON, status, words the message hold
     "question of the wrong type": ({**GOOD, "question": 5}, 422, "body.question: Input should be a string or a list of strings"),
     "top_k as a string": ({**GOOD, "top_k": "2"}, 422, "body.top_k"),
     "multi_span as a number": ({**GOOD, "multi_span": 1}, 422, "body.multi_span"),
-    "empty question": ({**GOOD, "question": ""}, 422, "body.question: String should have at least 1 character"),
+    "empty question": ({**GOOD, "question": ""}, 422, "body.question: empty or missing question"),
     "blank question": ({**GOOD, "question": "   "}, 422, "body.question: empty or missing question"),
     "blank item of a list": ({**GOOD, "question": ["Who?", " \t"]}, 422, "body.question[1]: empty or missing question"),
     "blank document": ({**GOOD, "context": ["Newton.", "\n"]}, 422, "body.context[1]: empty or missing context"),
     "invisible question": ({**GOOD, "question": "\u200b\u00ad"}, 422, "body.question: the question holds no readable text"),
     "empty list": ({**GOOD, "question": []}, 422, "body.question"),
-    "empty item of a list": ({**GOOD, "question": ["Who?", ""]}, 422, "body.question[1]"),
+    "empty item of a list": ({**GOOD, "question": ["Who?", ""]}, 422, "body.question[1]: empty or missing question"),
+    "empty context": ({**GOOD, "context": ""}, 422, "body.context: empty or missing context"),
     "lone surrogate": ({**GOOD, "context": "New\ud800ton"}, 422, "body.context"),
     "unknown decoding": ({**GOOD, "decoding": "crf"}, 422, "body.decoding: Input should be 'auto', 'span', 'bio' or 'joint'"),
     "unknown field": ({**GOOD, "multispan": True}, 422, "body.multispan: Extra inputs are not permitted"),
@@ -363,12 +365,13 @@ def test_bad_requests_get_a_4xx_with_a_message_and_no_traceback(extractor, name)
 
 def test_a_blank_text_is_located_at_its_field_as_an_empty_one_is(extractor):
     """A question of whitespace alone was refused at location ``body`` with the record ``input 1``, where an empty
-    one is at ``body.question[1]``: both are one field's problem, located as the schema locates it."""
+    one is at ``body.question[1]``: both are one field's problem, located as the schema locates it, and said in one
+    message (an empty one got pydantic's "String should have at least 1 character")."""
     with TestClient(create_app(extractor, ServeConfig(max_batch_size=4))) as client:
         empty = client.post("/answer", json={**GOOD, "question": ["Who?", ""]})
         blank = client.post("/answer", json={**GOOD, "question": ["Who?", "   "]})
     assert empty.status_code == blank.status_code == 422
-    assert [p["location"] for p in empty.json()["problems"]] == ["body.question[1]"]
+    assert empty.json()["problems"] == [{"location": "body.question[1]", "message": "empty or missing question"}]
     assert blank.json()["problems"] == [{"location": "body.question[1]", "message": "empty or missing question"}]
     assert blank.json()["detail"] == "body.question[1]: empty or missing question"
 

@@ -292,6 +292,27 @@ def test_one_question_is_refused_for_calibration_whatever_the_minimum(trained_di
     assert not out.exists()
 
 
+def test_a_tune_on_one_question_speaks_of_it_in_the_singular(trained_dir, tmp_path, capsys):  # noqa: F811
+    """``--limit 1``: "fitted on 1 answerable questions", "tuned on 1 questions", "(first 1 questions)"."""
+    out = tmp_path / "tuned"
+    assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--limit", "1", "--no-calibration",
+                 "--output-dir", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "), fitted on 1 answerable question (" in err and "warning: tuned on 1 question: settings fitted on fewer" in err
+    assert "questions" not in err.split("fitted on 1 answerable question")[1].split("\n")[0]
+    tuned_on = json.loads((out / "config.json").read_text(encoding="utf-8"))["tuned_on"]
+    assert tuned_on["description"] == f"{SAMPLE_V1} (first 1 question)" and tuned_on["questions"] == 1
+
+
+def test_counted_nouns_and_verbs_agree_with_their_count():
+    from bio_mrc.plurals import counted, number_form
+
+    assert [counted(n, "question") for n in (0, 1, 2)] == ["0 questions", "1 question", "2 questions"]
+    assert counted(1, "answerable question") == "1 answerable question"
+    assert counted("?", "question") == "? questions" and counted(True, "question") == "True questions"
+    assert [number_form(n, "has", "have") for n in (1, 3)] == ["has", "have"]
+
+
 def test_a_given_span_count_rule_is_saved_for_every_decoding(trained_dir, tmp_path, capsys):  # noqa: F811
     """``tune --min-span-probability 0.3`` on multi-span questions tuned no rule, dropped the saved ones and saved nothing:
     the model then answered with the registry's defaults, not the rule its other settings were fitted with."""

@@ -19,12 +19,13 @@ from .command_data import check_span_count_option, data_source, format_task, pre
 from .options import decode_config
 
 LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context length (about 100 windows)
+PRIOR_OPTION = "--bio-length-prior"
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..inference import TrainedModel
     from ..inference.abstention import check_abstention
-    from ..inference.loading import check_saved_decodings
+    from ..inference.loading import check_length_prior, check_saved_decodings, check_saved_length_prior
     from ..inference.sharding import Shard
     from ..inference.streaming import StreamPlan, check_resumed_options, given_run_record, predict_to_files, prediction_outputs
 
@@ -37,6 +38,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     task = format_task(args)
     check_saved_decodings(args.model, args.decoding)  # before the data is read
+    check_saved_length_prior(args.model, args.decoding, decode.bio_length_prior, PRIOR_OPTION)
     questions, read_format, count, unanswerable = prediction_questions(args, task, quiet=not shard.writes)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
@@ -49,10 +51,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device),
                                 decodings=args.decoding)
     check_abstention(trained)  # before the first question, as AnswerExtractor asks it
-    decodings = tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding))
-    plan = replace(plan, decodings=decodings, config=trained.decode_config(decode))
+    check_length_prior(trained.decodings, args.decoding, decode.bio_length_prior, PRIOR_OPTION)  # a hub id's, settled now
+    plan = replace(plan, decodings=tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding)))
+    decodings = plan.decodings
     if shard.writes:
-        warn_untuned_abstention(trained, decodings, unanswerable, args.data)
+        warn_untuned_abstention(trained, decodings, unanswerable, args.data, count, args.limit)
     started = time.perf_counter()
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True, source=source)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
@@ -64,7 +67,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
+    from ..inference import TrainedModel
     from ..inference.extract import AnswerExtractor, question_context_examples
+    from ..inference.loading import check_length_prior, check_saved_length_prior
 
     if args.html:
         check_file_target(args.html)
@@ -72,10 +77,12 @@ def cmd_extract(args: argparse.Namespace) -> int:
     check_span_count_option(args, args.multi_span)
     texts, names = _extract_documents(args)
     question_context_examples(args.question, texts if len(texts) > 1 else texts[0])  # the texts checked before the model loads
-    extractor = AnswerExtractor.from_pretrained(
-        args.model, precision=args.precision, device=args.device, decoding=args.decoding, multi_span=args.multi_span, decode_config=decode_config(args),
-        progress=sum(map(len, texts)) >= LONG_CONTEXT_CHARS,
-    )
+    decode = decode_config(args)
+    check_saved_length_prior(args.model, [args.decoding], decode.bio_length_prior, PRIOR_OPTION)
+    trained = TrainedModel.load(args.model, precision=args.precision, device=args.device)
+    check_length_prior(trained.decodings, [args.decoding], decode.bio_length_prior, PRIOR_OPTION)  # a hub id's, settled now
+    extractor = AnswerExtractor(trained, decoding=args.decoding, multi_span=args.multi_span, decode_config=decode,
+                                progress=sum(map(len, texts)) >= LONG_CONTEXT_CHARS)
     if len(texts) > 1:  # one question over several documents: answers ranked across them
         print(printable_json(extractor(args.question, texts, top_k=args.top_k, names=names).to_dict(), indent=2))
         return 0

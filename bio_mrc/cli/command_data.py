@@ -10,6 +10,7 @@ from typing import Sequence
 from .. import registry
 from ..errors import ConfigError
 from ..io import printable_line
+from ..plurals import counted, number_form
 
 
 def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None,
@@ -105,12 +106,17 @@ def prediction_questions(args: argparse.Namespace, task, quiet: bool):
     return examples, task.format, len(examples), sum(example.is_labelled and not example.is_answerable for example in examples)
 
 
-def warn_untuned_abstention(trained, decodings: Sequence[str], unanswerable: int, path: str) -> None:
-    """A data file holding questions without an answer, answered by a decoding with no tuned no-answer threshold:
-    every question gets an answer, which a warning says before the work."""
+def warn_untuned_abstention(trained, decodings: Sequence[str], unanswerable: int, path: str, count: int,
+                            limit: int | None = None) -> None:
+    """Questions without an answer (``unanswerable`` of the ``count`` answered: the first ``limit`` of ``path``'s
+    questions, or all), answered by a decoding with no tuned no-answer threshold: every question gets an answer, which
+    a warning says before the work, counting the questions answered alone."""
     from ..inference.abstention import never_abstains_line
 
-    line = never_abstains_line(trained, decodings, f"{path} holds {unanswerable} question(s) without an answer")
+    asked = (f"{unanswerable} of the first {counted(count, 'question')} of {path} {number_form(unanswerable, 'has', 'have')} "
+             "no answer" if limit is not None and count == limit else
+             f"{path} holds {counted(unanswerable, 'question')} without an answer")
+    line = never_abstains_line(trained, decodings, asked)
     if unanswerable and line:
         print(printable_line(f"warning: {line}"), file=sys.stderr)
 
@@ -118,13 +124,13 @@ def warn_untuned_abstention(trained, decodings: Sequence[str], unanswerable: int
 def _report_read(data, path: str, count: int) -> None:
     """Print the relocated offsets and skipped questions of a read; no question left is an error."""
     if data.fixed_offsets:
-        print(printable_line(f"note: relocated answer_start of {len(data.fixed_offsets)} question(s) in {path}: "
+        print(printable_line(f"note: relocated answer_start of {counted(len(data.fixed_offsets), 'question')} in {path}: "
                              f"{', '.join(map(repr, data.fixed_offsets[:10]))}{', ...' if len(data.fixed_offsets) > 10 else ''}"),
               file=sys.stderr)
     for error in data.skipped:
         print(f"skipped: {printable_line(error)}", file=sys.stderr)
     if data.skipped:
-        print(printable_line(f"warning: skipped {len(data.skipped)} invalid question(s) of {path}"), file=sys.stderr)
+        print(printable_line(f"warning: skipped {counted(len(data.skipped), 'invalid question')} of {path}"), file=sys.stderr)
     if not count:
         raise ConfigError(f"no questions to use in {path}")
 

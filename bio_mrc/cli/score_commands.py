@@ -14,6 +14,7 @@ from .. import registry
 from ..errors import ConfigError
 from ..data.sources import default_data_dir
 from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line
+from ..plurals import counted, number_form
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
 
@@ -62,10 +63,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         na_probs, missing_probs = (load_na_probs(probs_given, list(gold), strict=args.strict, unscored=unscored, data=args.data)
                                    if probs_given is not None else (None, []))
     if missing:
-        print(printable_line(f"warning: {len(missing)} of {len(gold)} questions have no prediction in {args.predictions} "
+        print(printable_line(f"warning: {len(missing)} of {counted(len(gold), 'question')} {number_form(len(missing), 'has', 'have')} "
+                             f"no prediction in {args.predictions} "
                              f"(e.g. {missing[0]!r}); they are scored as wrong (--strict makes this an error)"), file=sys.stderr)
     if missing_probs:
-        print(printable_line(f"warning: {len(missing_probs)} of {len(gold)} questions have no no-answer probability in "
+        print(printable_line(f"warning: {len(missing_probs)} of {counted(len(gold), 'question')} {number_form(len(missing_probs), 'has', 'have')} "
+                             "no no-answer probability in "
                              f"{probs_source} (e.g. {missing_probs[0]!r}); best_exact and best_f1 answer them at every threshold "
                              "(--strict makes this an error)"), file=sys.stderr)
     print(json.dumps(json_numbers({**registry.resolve(task.official)(task, gold, predictions, na_probs), **scored.record}), indent=2))
@@ -95,14 +98,14 @@ def _scored_questions(args: argparse.Namespace, examples, answered):
 
     examples = examples[:args.limit] if args.limit else examples
     if not args.only_predicted:
-        subset = f"the first {len(examples)} questions of {args.data} (--limit {args.limit})" if args.limit else None
+        subset = f"the first {counted(len(examples), 'question')} of {args.data} (--limit {args.limit})" if args.limit else None
         return ScoredQuestions(list(examples), len(examples), subset)
     kept = [ex for ex in examples if ex.id in answered]
     if not kept:
         raise ConfigError(f"--only-predicted: no question of {args.data} has an answer in {args.predictions}")
     among, options = ((f"the first {len(examples)}", f"--limit {args.limit} --only-predicted") if args.limit
                       else (str(len(examples)), "--only-predicted"))
-    subset = f"the {len(kept)} of {among} questions of {args.data} that {args.predictions} answers ({options})"
+    subset = f"the {len(kept)} of {among} {number_form(len(examples), 'question')} of {args.data} that {args.predictions} answers ({options})"
     return ScoredQuestions(kept, len(examples), subset)
 
 

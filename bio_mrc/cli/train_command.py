@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from ..config_options import options_given
 from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line, written_alone
 from ..launcher import launcher_number
+from ..plurals import counted
 from .command_data import format_task, load_task_data
 from .options import network_args, train_config
 
@@ -70,7 +71,7 @@ def _train_into(args: argparse.Namespace) -> int:
     evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=registry.task_of_data(held_out.format, held_out.is_v2),
                                   precision=config.precision) if held_out else None  # scored in the run's precision
     check_best_metric(training_args, evaluator.metric_names(config.heads) if evaluator else None)  # the scores of its task
-    print(printable_line(f"training on {len(data.examples)} questions of {args.train}"), file=sys.stderr)
+    print(printable_line(f"training on {counted(len(data.examples), 'question')} of {args.train}"), file=sys.stderr)
     result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
                          checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,
                          network_args=network_args(args))

@@ -13,6 +13,7 @@ from ..errors import ConfigError, DataFormatError
 from ..io import (check_file_target, check_folder_target, check_outputs_apart, check_writable_folder,
                  printable_line, staged_folder, written_alone)
 from ..inference.defaults import FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS
+from ..plurals import counted
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
 from .options import decode_config
@@ -59,7 +60,7 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
                            task, decodings=args.decoding, calibrate=calibrate)
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
-    description = f"{args.data}" + (f" (first {args.limit} questions)" if args.limit else "")
+    description = f"{args.data}" + (f" (first {counted(args.limit, 'question')})" if args.limit else "")
     provenance = tuning_provenance(description, data.examples, training_questions)
     if target == Path(args.model):  # predict, compare and AnswerExtractor apply them from now on
         save_tuned_settings(target, trained.model.config, tuned.thresholds, tuned.settings, provenance)
@@ -72,7 +73,7 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
                  + past_windows_line(outputs, data.examples)):
         print(printable_line(line), file=sys.stderr)  # names and keys of the model's config.json: one line each
     if len(data.examples) < FEW_TUNING_QUESTIONS:
-        print(f"warning: tuned on {len(data.examples)} questions: settings fitted on fewer than {FEW_TUNING_QUESTIONS} follow "
+        print(f"warning: tuned on {counted(len(data.examples), 'question')}: settings fitted on fewer than {FEW_TUNING_QUESTIONS} follow "
               "the questions drawn; tune on a few hundred held-out questions, as the model will meet them, to rely on them",
               file=sys.stderr)
     if not calibrate:
@@ -161,7 +162,7 @@ def _check_some_answered(examples, path: str) -> None:
     """Every setting tune fits needs questions with an answer: on none, tune would fit nothing after the model's whole
     pass (a calibrator would learn only how often the model abstains) and, in place, drop the thresholds saved."""
     if not any(example.is_answerable for example in examples):
-        raise DataFormatError(f"none of its {len(examples)} questions has an answer: tune fits the length prior and "
+        raise DataFormatError(f"none of its {counted(len(examples), 'question')} has an answer: tune fits the length prior and "
                               "span-count rules on answered questions, no-answer thresholds on answered and unanswerable "
                               "ones, and calibrators on the answers given; tune on held-out questions with and without "
                               "answers", source=str(path))

@@ -19,6 +19,7 @@ from typing import Any, Collection, Mapping
 
 from ..io import home_expanded
 from ..types import Example
+from ..plurals import counted, number_form
 from .json_reader import DataFormatError, read_json
 from .prediction_layouts import NO_ANSWER_KEY, PredictionFile, is_record, read_prediction_file
 
@@ -69,7 +70,8 @@ def check_question_ids(found: Mapping[str, Any], question_ids: Collection[str], 
                       stacklevel=4)
     missing = [qid for qid in question_ids if qid not in found]
     if missing and strict:
-        raise DataFormatError(f"{len(missing)} of {len(known)} questions have no entry: {_shown(missing)}", missing[0], source)
+        raise DataFormatError(f"{len(missing)} of {counted(len(known), 'question')} {number_form(len(missing), 'has', 'have')} no entry: "
+                              f"{_shown(missing)}", missing[0], source)
     return missing
 
 

@@ -20,10 +20,11 @@ from ..decoding.postprocess import DecodeConfig
 from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..errors import ConfigError, DataFormatError, a_type
 from ..types import Example, Prediction, RankedAnswers
+from ..plurals import counted
 from .abstention import check_abstention
 from .answers import decode_answers
 from .documents import document_names, rank_across_documents, window_predictions
-from .loading import TrainedModel
+from .loading import TrainedModel, check_length_prior
 
 
 def asks_over_documents(question: Any, context: Any) -> bool:
@@ -46,7 +47,7 @@ def question_context_examples(question, context, first: int = 0) -> tuple[list[E
     if len(contexts) == 1 and len(questions) > 1:
         contexts = contexts * len(questions)
     if len(questions) != len(contexts):
-        raise DataFormatError(f"got {len(questions)} questions but {len(contexts)} contexts")
+        raise DataFormatError(f"got {counted(len(questions), 'question')} but {counted(len(contexts), 'context')}")
     for i, (q, c) in enumerate(zip(questions, contexts), start=first):
         if isinstance(c, (list, tuple)):  # several documents inside a batch of questions
             raise DataFormatError("the context is a list of documents: one question over several documents is asked on its "
@@ -102,7 +103,8 @@ class AnswerExtractor:
     spans; a span after the first is kept by the decoding's span-count rule: its own probability at least
     ``min_span_probability`` (None: the value tuned for the model on multi-span questions, else the decoding's default).
     ``decode_config``: the other decoding options (:class:`~bio_mrc.decoding.postprocess.DecodeConfig`; None: its
-    defaults). ``batch_size``: windows a forward pass (None: the model's, 16 on a CPU, 128 on a GPU). ``progress``:
+    defaults; a ``bio_length_prior`` given with a ``decoding`` that never reads it, span's, is refused). ``batch_size``:
+    windows a forward pass (None: the model's, 16 on a CPU, 128 on a GPU). ``progress``:
     progress bars on stderr for the windows and forward passes.
     ``bio-mrc predict``, ``extract``, ``serve`` and the pipeline all answer through :meth:`predict`.
     """
@@ -127,6 +129,8 @@ class AnswerExtractor:
         if decode_config is not None and not isinstance(decode_config, DecodeConfig):
             raise TypeError(f"decode_config is a DecodeConfig, got {a_type(decode_config)}")
         self.decode_config = decode_config or DecodeConfig()
+        # a prior no decoding of this extractor reads is refused, not ignored
+        check_length_prior(self.trained.decodings, [decoding], self.decode_config.bio_length_prior, "bio_length_prior")
         if min_span_probability is not None:  # refused as DecodeConfig refuses it: a probability
             replace(self.decode_config, min_span_probability=min_span_probability)
         self.min_span_probability = min_span_probability

@@ -17,6 +17,7 @@ from ..model_folder import checked_record
 from ..model_records import RUN_FILE
 from ..question_fingerprint import is_readable, known_questions
 from ..types import Example
+from ..plurals import counted, number_form
 
 
 class TrainingQuestionsError(DataFormatError):
@@ -45,13 +46,13 @@ def check_held_out(model: str | Path, examples: Sequence[Example], data: str | P
     known, asked = known_questions(fingerprint, examples), len(examples)
     if known and 2 * known >= asked:
         raise TrainingQuestionsError(
-            f"{known} of its {asked} questions are questions {model} was trained on (its {RUN_FILE} keeps their "
-            "fingerprint): settings tuned on them follow the model's confidence where it learnt the answers, thresholds "
+            f"{known} of its {counted(asked, 'question')} {number_form(known, 'is a question', 'are questions')} {model} was trained "
+            f"on (its {RUN_FILE} keeps their fingerprint): settings tuned on them follow the model's confidence where it learnt the answers, thresholds "
             "that abstain too rarely and calibrators near 1; tune on held-out questions, neither trained nor evaluated on",
             source=str(data))
     if known:
-        warnings.warn(f"{data}: {known} of its {asked} questions {'is a question' if known == 1 else 'are questions'} "
-                      f"{model} was trained on; the settings are tuned on {'it' if known == 1 else 'them'} too (tune on "
+        warnings.warn(f"{data}: {known} of its {counted(asked, 'question')} {number_form(known, 'is a question', 'are questions')} "
+                      f"{model} was trained on; the settings are tuned on {number_form(known, 'it', 'them')} too (tune on "
                       "held-out questions alone to rely on them)", TrainingQuestionsWarning, stacklevel=2)
     return known
 

@@ -22,8 +22,10 @@ from ..hub import local_folder, named_as_given
 from ..qa_checkpoints import QA_HEADS, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import progress_bars
+from .. import registry
 from ..registry import head_names, resolve_decoding
 from ..types import Example
+from ..plurals import number_form
 from .defaults import GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE
 from .forward import predict_windows
 from .onnx_runner import ONNX_FILE, OnnxModel  # the runner only: the exporter (.onnx) builds on this module
@@ -259,6 +261,31 @@ def check_saved_decodings(model: str | Path, decodings: Sequence[str]) -> None:
     settings = saved_settings(Path(model)) if Path(model).is_dir() else None
     for decoding in decodings if settings else ():
         resolve_decoding(settings[0], decoding)
+
+
+def check_length_prior(available: Sequence[str], decodings: Sequence[str], prior: float | None, option: str) -> None:
+    """A BIO span-length ``prior`` given where none of ``decodings`` (``auto``: the preferred of ``available``, the
+    model's) reads it: refused in one line naming ``option``, not ignored."""
+    if prior is None:
+        return
+    readers = registry.length_prior_decodings()
+    resolved = list(dict.fromkeys(resolve_decoding(available, decoding) for decoding in decodings))
+    if any(decoding in readers for decoding in resolved):
+        return
+    offered = [decoding for decoding in available if decoding in readers]
+    fix = f"decode with {' or '.join(offered)}, or leave it out" if offered else "the model has no BIO head: leave it out"
+    raise ConfigError(f"{option} sets the length prior of the BIO head's spans, which the {' and '.join(resolved)} "
+                      f"{number_form(len(resolved), 'decoding never reads', 'decodings never read')}; {fix}")
+
+
+def check_saved_length_prior(model: str | Path, decodings: Sequence[str], prior: float | None, option: str) -> None:
+    """:func:`check_length_prior` before the model loads: ``auto`` settled by the model folder's ``config.json``
+    (:func:`saved_settings`); a named decoding needs no file. What neither settles is left to the loaded model."""
+    settings = saved_settings(Path(model)) if Path(model).is_dir() else None
+    if settings is not None:
+        check_length_prior(settings[0], decodings, prior, option)
+    elif registry.AUTO_DECODING not in decodings:
+        check_length_prior(registry.decoding_names(), decodings, prior, option)
 
 
 def _is_number(value: object) -> bool:

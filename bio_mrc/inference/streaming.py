@@ -68,8 +68,9 @@ def run_record_path(output: str | Path) -> Path:
 
 def run_record(trained: TrainedModel, plan: StreamPlan, source: str | None) -> dict:
     """What a stream's answers depend on: the model, its precision, the data and every option of ``plan``
-    (the chunk and batch sizes too: a batch's padding moves the last bits of a reduced-precision pass)."""
-    return _record(trained.path, trained.precision, plan, source)
+    (the chunk and batch sizes too: a batch's padding moves the last bits of a reduced-precision pass), with the
+    model's tuned settings where ``plan`` leaves them open."""
+    return _record(trained.path, trained.precision, replace(plan, config=trained.decode_config(plan.config)), source)
 
 
 def given_run_record(model: str, precision: str, plan: StreamPlan, source: str | None) -> dict:

@@ -21,6 +21,7 @@ from ..metrics.squad_official import best_no_answer_threshold, no_answer_thresho
 from ..model import BioMrcConfig
 from ..model_card import remove_generated_card, write_model_card
 from ..types import Example, Prediction, content_hash
+from ..plurals import counted
 from .answers import CONFIDENCE_SPANS, apply_no_answer_threshold, multi_span_answers, threshold_key, with_confidence_spans
 from .calibrators import degenerate_calibrator, fit_calibrator, raw_confidence
 from .defaults import FEWEST_CALIBRATION_QUESTIONS
@@ -81,7 +82,7 @@ def threshold_curve(predictions: Sequence[Prediction], gold: Mapping[str, Sequen
 def _no_abstention(unanswerable: int, task: registry.TaskEntry | None) -> str:
     """Why questions without an answer tune no no-answer threshold: the task they are scored as never abstains."""
     title = task.title if task is not None else "SQuAD v1.1 official metrics"
-    return (f"none tuned: {unanswerable} tuning question{'s' if unanswerable > 1 else ''} without an answer, but they are "
+    return (f"none tuned: {counted(unanswerable, 'tuning question')} without an answer, but they are "
             f"scored with {title}, which never abstain (SQuAD 2.0's metrics tune a no-answer threshold)")
 
 
@@ -405,7 +406,7 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
     elif tuned.bio_length_prior is not None:
         report = tuned.report["bio_length_prior"]
         lines.append(f"bio_length_prior: {tuned.bio_length_prior:g} (was {_shown(before.bio_length_prior)}), fitted on "
-                     f"{report['questions']} answerable questions ({task.statistic_title} {report['f1']:.2f}; "
+                     f"{counted(report['questions'], 'answerable question')} ({task.statistic_title} {report['f1']:.2f}; "
                      f"{report['f1_without']:.2f} at 0)")
     old_rules = before.min_span_probabilities or {}
     for decoding, value in tuned.min_span_probabilities.items():
@@ -421,15 +422,15 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
     for key, threshold in tuned.thresholds.items():
         report = tuned.report[key]
         lines.append(f"no-answer threshold {key}: {threshold:.4g} (was {_shown(old_thresholds.get(key))}), fitted on "
-                     f"{report['questions']} questions (F1 {report['best_f1']:.2f})")
+                     f"{counted(report['questions'], 'question')} (F1 {report['best_f1']:.2f})")
     if (untunable := tuned.report.get("no_answer_thresholds")) is not None:
         lines.append(f"no-answer thresholds: {untunable}")
     old_calibrators = before.calibration or {}
     for decoding, calibrator in tuned.calibration.items():
         old = old_calibrators.get(decoding)
-        was = f"one fitted on {old.get('questions', '?')} questions" if old else "none"
+        was = f"one fitted on {counted(old.get('questions', '?'), 'question')}" if old else "none"
         lines.append(f"calibrator {decoding}: beta a={calibrator['a']:.4g} b={calibrator['b']:.4g} c={calibrator['c']:.4g}, "
-                     f"fitted on {calibrator['questions']} questions (was {was})")
+                     f"fitted on {counted(calibrator['questions'], 'question')} (was {was})")
     for decoding, reason in tuned.skipped_calibrators.items():
         lines.append(f"warning: no calibrator saved for {decoding}: degenerate ({reason}); its answers get no probability")
     return lines

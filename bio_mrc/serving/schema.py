@@ -67,10 +67,8 @@ def answer_request_model(config: ServeConfig) -> type[AnswerOptions]:
     """The ``POST /answer`` body under ``config``'s limits: the options above, the decodings registered now
     and the texts."""
     decodings = Literal[registry.decoding_choices()]  # type: ignore[valid-type]
-    questions = one_or_several(Annotated[str, StringConstraints(min_length=1, max_length=config.max_question_chars),
-                                         readable_text("question")])
-    contexts = one_or_several(Annotated[str, StringConstraints(min_length=1, max_length=config.max_context_chars),
-                                        readable_text("context")])
+    questions = one_or_several(text_type("question", config.max_question_chars))
+    contexts = one_or_several(text_type("context", config.max_context_chars))
 
     class AnswerRequest(AnswerOptions):
         """One question (strings) or a batch (lists); one context may serve every question of a batch."""
@@ -87,6 +85,12 @@ def answer_request_model(config: ServeConfig) -> type[AnswerOptions]:
             "overlapping windows"))
 
     return AnswerRequest
+
+
+def text_type(what: str, max_chars: int) -> Any:
+    """A text field of at most ``max_chars`` characters; an empty one is refused by :func:`readable_text`, in the one
+    message of a blank one (``empty or missing question``), while the OpenAPI page still shows its 1 character at least."""
+    return Annotated[str, StringConstraints(max_length=max_chars), Field(json_schema_extra={"minLength": 1}), readable_text(what)]
 
 
 def readable_text(what: str) -> AfterValidator:
