@@ -314,19 +314,26 @@ def test_align_to_words_keeps_combining_marks_and_reads_each_han_character_as_a_
         assert (widened.text, context[widened.start:widened.end]) == (expected, expected)
 
 
+def reference_one_word(left, right):
+    """Whether two neighbouring characters are of one word, as ``align_to_words`` reads them."""
+    from bio_mrc.inference.pipeline import _own_word, _word_character
+
+    return not (_own_word(left) or _own_word(right)) and _word_character(left) and _word_character(right)
+
+
 def reference_word_aligned(prediction, context, multi_span):
-    """``align_to_words`` as its rule reads: each part widened and trimmed, then checked against every part kept."""
+    """``align_to_words`` as its rule reads: each part widened character by character and trimmed (an empty part
+    stays empty), then checked against every part kept."""
     from dataclasses import replace
 
     from bio_mrc.answer_text import trimmed_span
-    from bio_mrc.inference.pipeline import _one_word
 
     spans = []
     for span in prediction.spans:
         start, end = span.start, span.end
-        while start > 0 and _one_word(context[start - 1], context[start]):
+        while start < end and start > 0 and reference_one_word(context[start - 1], context[start]):
             start -= 1
-        while end < len(context) and _one_word(context[end - 1], context[end]):
+        while start < end < len(context) and reference_one_word(context[end - 1], context[end]):
             end += 1
         start, end = trimmed_span(context, start, end)
         if multi_span and any(start < kept.end and kept.start < end for kept in spans):
@@ -385,6 +392,65 @@ def test_align_to_words_reads_each_part_of_a_long_answer_a_few_times():
         assert [(s.start, s.end) for s in widened.spans] == [(s, context.index(" ", s) if " " in context[s:] else len(context))
                                                              for s in reversed(starts)]
         assert len(reads) <= 4 * parts  # a check against every kept part read 2 × 600 × 599 / 2
+
+
+@pytest.mark.parametrize("multi_span", [False, True])
+def test_align_to_words_keeps_an_empty_span_empty(multi_span):
+    """An empty span at the end of the context raised IndexError; one inside a word, or at its start (read against
+    the context's last character), became the whole word."""
+    from bio_mrc.inference.pipeline import word_aligned
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    context = "Ada wrote it"
+    for start in (12, 0, 1, 3, 6):
+        widened = word_aligned(Prediction("q", [AnswerSpan("", start, start, 1.0)]), context, multi_span).spans
+        assert [(s.text, s.start, s.end) for s in widened] == [("", start, start)]
+    assert word_aligned(Prediction("q", [AnswerSpan("", 0, 0, 1.0)]), "", multi_span).spans[0].end == 0
+
+
+def test_align_to_words_finds_each_position_s_word_edges_as_the_character_walk_does():
+    """Random contexts of letters, scripts written without spaces, combining marks, digits, blanks and punctuation,
+    asked in random order: every position's word is the one walking character by character finds."""
+    import random
+
+    from bio_mrc.inference.pipeline import _WordRuns
+
+    rng = random.Random(11)
+    characters = list("Aaz\u00e9\u00df09\u0663\u00b2 \u00a0\n\u200b,.-_'\u0301\u093e\u064e")
+    characters += ["\u0915", "\u0628", "\u5317", "\u3042", "\u30ab", "\uff76", "\U0001f600", "\u200d", "\uf900"]
+    for _ in range(300):
+        context = "".join(rng.choice(characters) for _ in range(rng.randint(1, 40)))
+        runs, positions = _WordRuns(context), list(range(len(context)))
+        rng.shuffle(positions)
+        for at in positions:
+            start, end = at, at + 1
+            while start > 0 and reference_one_word(context[start - 1], context[start]):
+                start -= 1
+            while end < len(context) and reference_one_word(context[end - 1], context[end]):
+                end += 1
+            assert runs.run(at) == (start, end), (context, at)
+
+
+@pytest.mark.parametrize("multi_span", [False, True])
+def test_align_to_words_reads_a_long_word_once_for_all_its_parts(multi_span):
+    """100 parts inside one 10,000-letter word (a DNA sequence): the word's characters are read once, not once a part
+    (100 × 2 × 10,000 reads)."""
+    from bio_mrc.inference.pipeline import word_aligned
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    reads = []
+
+    class CountedText(str):
+        def __getitem__(self, key):
+            if isinstance(key, int):
+                reads.append(key)
+            return str.__getitem__(self, key)
+
+    context = CountedText("see " + "ACGT" * 2500 + " end")
+    spans = [AnswerSpan(context[s:s + 3], s, s + 3, 1.0 - k / 100) for k, s in enumerate(range(5, 10_005, 100))]
+    widened = word_aligned(Prediction("q", spans), context, multi_span).spans
+    assert [(s.start, s.end, s.score) for s in widened] == [(4, 10_004, 1.0)]
+    assert len(reads) <= 2 * len(context)
 
 
 @pytest.mark.parametrize("multi_span", [False, True])

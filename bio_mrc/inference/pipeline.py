@@ -37,6 +37,7 @@ compares across documents; ``score`` is its sigmoid, the probability of the span
 
 from __future__ import annotations
 
+import bisect
 import functools
 import inspect
 import itertools
@@ -295,11 +296,12 @@ def is_stream(inputs: Any) -> bool:
 def word_aligned(prediction: Prediction, context: str, multi_span: bool = False) -> Prediction:
     """``align_to_words``: each span widened to whole words (a start or an end inside a run of letters and
     digits moves to the run's edge; a combining mark on a space before it is no letter of it), as the old pipeline's
-    option widened them to the tokenizer's words. The parts of a multi-span answer never overlap: with
-    ``multi_span``, a widened span that overlaps a better one's joins none. Each span is checked against the
-    characters kept (:class:`TakenCharacters`) and a set of those kept, not against every kept span: a long document's
-    multi-span answer may have tens of thousands of parts."""
-    widened = [(span, *_widened(context, span.start, span.end)) for span in prediction.spans]
+    option widened them to the tokenizer's words; an empty span stays empty. The parts of a multi-span answer never
+    overlap: with ``multi_span``, a widened span that overlaps a better one's joins none. Each span is checked against
+    the characters kept (:class:`TakenCharacters`) and a set of those kept, not against every kept span: a long
+    document's multi-span answer may have tens of thousands of parts."""
+    words = _WordRuns(context)
+    widened = [(span, *_widened(words, span.start, span.end)) for span in prediction.spans]
     taken = TakenCharacters([(start, end) for _, start, end in widened]) if multi_span else None
     kept: set[tuple[int, int]] = set()
     spans = []
@@ -313,20 +315,46 @@ def word_aligned(prediction: Prediction, context: str, multi_span: bool = False)
     return replace(prediction, spans=spans)
 
 
-def _widened(context: str, start: int, end: int) -> tuple[int, int]:
-    """``(start, end)`` moved to the edges of the words it begins and ends in, trimmed."""
-    while start > 0 and _one_word(context[start - 1], context[start]):
-        start -= 1
-    while end < len(context) and _one_word(context[end - 1], context[end]):
-        end += 1
-    return trimmed_span(context, start, end)  # a mark on a space before the word is no part of it
+def _widened(words: _WordRuns, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` moved to the edges of the words it begins and ends in, trimmed; an empty span stays empty."""
+    if start >= end:
+        return start, end
+    start, end = words.run(start)[0], words.run(end - 1)[1]
+    return trimmed_span(words.context, start, end)  # a mark on a space before the word is no part of it
 
 
-def _one_word(left: str, right: str) -> bool:
-    """Whether two neighbouring characters are of one word for ``align_to_words``: letters, digits and the
-    combining marks that belong to them (a Devanagari vowel sign, an Arabic haraka, a decomposed accent), except
+class _WordRuns:
+    """The runs of one context's word characters (:func:`_joins`), each walked once and then found by bisection:
+    the parts of an answer inside one long word (a DNA sequence, base64, a long identifier) cost its length once."""
+
+    def __init__(self, context: str):
+        self.context = context
+        self.starts: list[int] = []  # the runs walked so far, in order; they never overlap
+        self.ends: list[int] = []
+
+    def run(self, at: int) -> tuple[int, int]:
+        """The run holding character ``at``; ``(at, at + 1)`` where that character joins no word."""
+        i = bisect.bisect_right(self.starts, at) - 1
+        if i >= 0 and at < self.ends[i]:
+            return self.starts[i], self.ends[i]
+        context, start, end = self.context, at, at + 1
+        if not _joins(context[at]):
+            return start, end
+        while start > 0 and _joins(context[start - 1]):
+            start -= 1
+        while end < len(context) and _joins(context[end]):
+            end += 1
+        self.starts.insert(i + 1, start)
+        self.ends.insert(i + 1, end)
+        return start, end
+
+
+@functools.lru_cache(maxsize=65536)  # a long word repeats few characters
+def _joins(character: str) -> bool:
+    """Whether a character is of one word with a neighbour that also joins, for ``align_to_words``: letters, digits and
+    the combining marks that belong to them (a Devanagari vowel sign, an Arabic haraka, a decomposed accent), except
     that a Han ideograph or a kana is a word of its own, as BERT's tokenizer reads text written without spaces."""
-    return not (_own_word(left) or _own_word(right)) and _word_character(left) and _word_character(right)
+    return _word_character(character) and not _own_word(character)
 
 
 def _word_character(character: str) -> bool:
