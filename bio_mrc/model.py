@@ -37,7 +37,8 @@ class BioMrcConfig(PreTrainedConfig):
 
     ``max_seq_length``, ``doc_stride`` and ``max_query_length`` are the window
     settings it was trained with (and is run with); ``tag_level`` says which
-    tokens its BIO head tags.
+    tokens its BIO head tags, ``word_units`` which words (a config without it: the
+    tokenizer's words, as every model had before the setting; a fresh model: punctuation apart).
 
     ``no_answer_thresholds`` maps a no-answer score (``threshold_key``: ``"span"``,
     ``"bio/ratio"``, ``"joint"``) to the threshold tuned on held-out questions and
@@ -64,6 +65,8 @@ class BioMrcConfig(PreTrainedConfig):
     bio_class_weights: list | None = None  # (w_B, w_I, w_O) in the BIO loss; None = the plain loss
     # Which tokens the BIO head tags: "word" (first piece of each word) or "subword" (every token).
     tag_level: str = "word"
+    # Which words "word" tags live on (bio_mrc.features.words.context_words); absent: the rule before the setting.
+    word_units: str = model_defaults.WORD_UNITS_WHEN_ABSENT
     head_dropout: float = 0.1
     max_seq_length: int | None = None
     doc_stride: int | None = None
@@ -205,7 +208,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         with as_data(encoder_name_or_path):
             encoder = AutoModel.from_pretrained(encoder_name_or_path, dtype=torch.float32, trust_remote_code=False)
         set_encoder_dropout(encoder.config, **(encoder_dropout or {}))
-        config = BioMrcConfig(encoder=encoder.config.to_dict(), **config_kwargs)
+        config = BioMrcConfig(encoder=encoder.config.to_dict(), **{"word_units": model_defaults.WORD_UNITS_NOW, **config_kwargs})
         model = cls(config)
         missing, unexpected = model.encoder.load_state_dict(encoder.state_dict(), strict=False)
         if [k for k in missing if "pooler" not in k] or [k for k in unexpected if "pooler" not in k]:

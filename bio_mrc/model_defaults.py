@@ -16,6 +16,12 @@ BIO_PRIOR = (0.01, 0.02, 0.97)
 # model had then, whatever the default is now. Records and model keys leave them out at that value, so older models
 # keep their keys; a model card shows them.
 TRAIN_OPTIONS_WHEN_ABSENT = {"training_args": {}, "tag_mentions": "annotated"}
+# The words BIO tags live on. "punctuation": a piece of punctuation alone is a word of its own where the tokenizer's
+# words hold punctuation (sentencepiece's "Paris." is "Paris" and "."), as BERT's words are; "tokenizer": its words as
+# they are, the rule of every model saved before the setting, which a model config without it keeps.
+WORD_UNITS = ("punctuation", "tokenizer")
+WORD_UNITS_NOW = "punctuation"
+WORD_UNITS_WHEN_ABSENT = "tokenizer"
 # transformers' question-answering pipeline reads windows of these sizes: what its extractive QA models
 # (``...ForQuestionAnswering``) are trained and run with, and so the windows bio_mrc answers with them in.
 QA_WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
@@ -29,4 +35,4 @@ INFERENCE_BATCH_SIZE = 16
 GPU_INFERENCE_BATCH_SIZE = 128
 
 __all__ = ["BIO_LOSS_REDUCTION", "BIO_LOSS_REDUCTIONS", "BIO_LOSS_WEIGHT", "BIO_PRIOR", "GPU_INFERENCE_BATCH_SIZE", "HEADS",
-           "INFERENCE_BATCH_SIZE", "SPAN_LOSS_WEIGHT"]
+           "INFERENCE_BATCH_SIZE", "SPAN_LOSS_WEIGHT", "WORD_UNITS", "WORD_UNITS_NOW", "WORD_UNITS_WHEN_ABSENT"]

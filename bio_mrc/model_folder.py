@@ -40,6 +40,7 @@ from .config_schema import whole_number
 from .errors import InputWarning, ModelFormatError, shown_value
 from .evaluation_record import EVAL_FILE
 from .io import non_utf8_byte, remove_file, special_file_kind
+from .model_defaults import WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 from .pickled_weights import pickled_shapes
 
@@ -461,6 +462,8 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
             raise fail(folder, "config.json", f"{name} must be an integer in [{least}, {most:,}], got {value!r}")
     if config.get("tag_level", "word") not in TAG_LEVELS:
         raise fail(folder, "config.json", f"tag_level must be one of {TAG_LEVELS}, got {config.get('tag_level')!r}")
+    if config.get("word_units", WORD_UNITS_WHEN_ABSENT) not in WORD_UNITS:
+        raise fail(folder, "config.json", f"word_units must be one of {WORD_UNITS}, got {shown_value(config['word_units'])}")
     if None not in windows.values() and windows["doc_stride"] >= windows["max_seq_length"] - windows["max_query_length"] - 3:
         raise fail(folder, "config.json", f"doc_stride {windows['doc_stride']} leaves no new context in a window of "
                                           f"max_seq_length {windows['max_seq_length']} after max_query_length "

@@ -158,7 +158,7 @@ def test_the_model_and_window_settings_are_defined_once():
     settings = config.model_settings()
     assert settings == {"heads": "bio", "span_loss_weight": 1.0, "bio_loss_weight": 3.0, "bio_loss_reduction": "token_mean",
                         "bio_prior": [0.2, 0.3, 0.5], "bio_class_weights": [10.0, 10.0, 1.0], "tag_level": "subword",
-                        "max_seq_length": 64, "doc_stride": 8, "max_query_length": 16}
+                        "max_seq_length": 64, "doc_stride": 8, "max_query_length": 16, "word_units": "punctuation"}
     assert config.features == FeatureConfig(max_seq_length=64, doc_stride=8, max_query_length=16, bio_targets="one-hot",
                                             span_targets="soft", tag_level="subword")
 

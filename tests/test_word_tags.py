@@ -128,8 +128,8 @@ def test_a_sentencepiece_word_of_chinese_is_split_into_its_pieces():
 
 def test_a_latin_run_in_a_sentencepiece_word_of_chinese_stays_whole():
     """A Latin word written straight after Chinese ("首都。Emoji", no space) is in the same sentencepiece word; the
-    Chinese pieces are words of their own, the Latin pieces one word with the full stop before them, never a letter
-    alone."""
+    Chinese pieces are words of their own, the Latin pieces one word, never a letter alone: the full stop before them a
+    word apart, or, on the tokenizer's words, with them."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -142,6 +142,8 @@ def test_a_latin_run_in_a_sentencepiece_word_of_chinese_stays_whole():
     context = "首都。Emoji here"
     assert tokenizer.tokenize(context) == ["▁", "首都", "。", "E", "m", "o", "j", "i", "▁here"]
     words = context_words(tokenizer, [context])[0]
+    assert [context[a:b] for a, b in words] == ["首都", "。", "Emoji", "here"]
+    words = context_words(tokenizer, [context], units="tokenizer")[0]
     assert [context[a:b] for a, b in words] == ["首都", "。Emoji", "here"]
 
 
@@ -187,9 +189,9 @@ UNSPACED_CASES = [  # (context, answer, WordPiece's table, sentencepiece's table
     (THAI, "ประเทศไทย",
      [("กรุงเทพ", "O"), ("##เป็น", "O"), ("##เมือง", "O"), ("##หลวง", "O"), ("##ของ", "O"), ("##ประเทศ", "B"), ("##ไทย", "I")],
      [("▁กรุงเทพ", "O"), ("เป็น", "O"), ("เมือง", "O"), ("หลวง", "O"), ("ของ", "O"), ("ประเทศ", "B"), ("ไทย", "I")]),
-    (ENGLISH, "qzz ruled",  # a spaced word of several pieces keeps its tag on its first piece
+    (ENGLISH, "qzz ruled",  # a spaced word of several pieces keeps its tag on its first piece; the full stop is a word
      [("The", "O"), ("Normans", "O"), ("q", "B"), ("##z", None), ("##z", None), ("ruled", "I"), ("Normandy", "O"), (".", "O")],
-     [("▁The", "O"), ("▁Normans", "O"), ("▁q", "B"), ("z", None), ("z", None), ("▁ruled", "I"), ("▁Normandy", "O"), (".", None)]),
+     [("▁The", "O"), ("▁Normans", "O"), ("▁q", "B"), ("z", None), ("z", None), ("▁ruled", "I"), ("▁Normandy", "O"), (".", "O")]),
 ]
 
 

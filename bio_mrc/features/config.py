@@ -11,6 +11,7 @@ from numbers import Integral
 from typing import Any
 
 from ..errors import ConfigError
+from ..model_defaults import WORD_UNITS, WORD_UNITS_NOW
 
 TARGET_KINDS = ("one-hot", "soft")
 BIO_TARGET_KINDS = ("one-hot", "soft", "marginal")
@@ -44,6 +45,11 @@ class FeatureConfig:
     often mark one mention of several, and the others, left O, teach the tagger that
     the same words are not the answer; the metrics score answers by text, so every
     mention is as right as the marked one.
+
+    ``word_units``: which words ``"word"`` tags live on: ``"punctuation"`` (default)
+    makes a piece of punctuation alone a word of its own where the tokenizer's words
+    hold punctuation (sentencepiece's); ``"tokenizer"`` keeps the tokenizer's words,
+    as models saved before the setting were trained on them.
     """
 
     max_seq_length: int = 384
@@ -53,10 +59,11 @@ class FeatureConfig:
     span_targets: str = "one-hot"
     tag_level: str = "word"
     tag_mentions: str = "every"
+    word_units: str = WORD_UNITS_NOW
 
     def __post_init__(self) -> None:
         for name, kinds in (("bio_targets", BIO_TARGET_KINDS), ("span_targets", TARGET_KINDS), ("tag_level", TAG_LEVELS),
-                            ("tag_mentions", TAG_MENTIONS)):
+                            ("tag_mentions", TAG_MENTIONS), ("word_units", WORD_UNITS)):
             if getattr(self, name) not in kinds:
                 raise ConfigError(f"{name} must be one of {kinds}, got {getattr(self, name)!r}")
         if self.tag_mentions == "ignored" and self.bio_targets == "marginal":

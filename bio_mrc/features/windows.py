@@ -108,7 +108,7 @@ def tokenize_windows(
     attached = dropped_attached_runs(contexts, _offsets_of_examples(window_offsets, features["example_index"], len(contexts)))
     bounds = grapheme_bounds(contexts)
     columns: dict[str, list[Any]] = {"offset_mapping": [], "paragraph_mask": [], "word_offsets": [], "tag_mask": []}
-    words_of_context = context_words(tokenizer, contexts, attached, bounds) if config.tag_level == "word" else None
+    words_of_context = context_words(tokenizer, contexts, attached, bounds, config.word_units) if config.tag_level == "word" else None
     for offsets, in_context, example in zip(window_offsets, window_in_context, features["example_index"]):
         offsets = snap_to_graphemes(extend_over_attached(offsets, attached[example]), bounds[example])
         if words_of_context is not None:

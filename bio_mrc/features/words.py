@@ -20,7 +20,7 @@ __all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "gr
 
 def context_words(
     tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str], attached: Sequence[np.ndarray] | None = None,
-    bounds: Sequence[np.ndarray | None] | None = None,
+    bounds: Sequence[np.ndarray | None] | None = None, units: str = "punctuation",
 ) -> list[np.ndarray]:
     """(W, 2) character spans of the words of each context, in order, without blank edges (whitespace, zero-width and
     bidirectional controls: :func:`~bio_mrc.answer_text.trimmed_span`).
@@ -29,7 +29,8 @@ def context_words(
     a word cut by a window's edge keeps its whole span and is the same word in
     every window). Byte-level BPE words carry their leading space; it is stripped.
     ``attached``, ``bounds``: :func:`dropped_attached_runs` and :func:`grapheme_bounds` of ``contexts``,
-    when the caller has them.
+    when the caller has them. ``units``: ``"punctuation"`` makes punctuation pieces words of their own where the
+    tokenizer's words hold punctuation (:func:`_punctuation_apart`); ``"tokenizer"`` keeps its words as they are.
     """
     first: dict[str, int] = {}  # each distinct context once, by its first position
     for i, context in enumerate(contexts):
@@ -38,6 +39,7 @@ def context_words(
     with tokenizer_lock(tokenizer):
         # no window: no length warning; special tokens' texts read as written, as the windows read them
         enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True, verbose=False, split_special_tokens=True)
+        punctuation_apart = units == "punctuation" and _words_hold_punctuation(tokenizer)
     all_offsets = [np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2) for k in range(len(unique))]
     runs = dropped_attached_runs(unique, all_offsets) if attached is None else [attached[first[c]] for c in unique]
     bounds = grapheme_bounds(unique) if bounds is None else [bounds[first[c]] for c in unique]
@@ -46,6 +48,8 @@ def context_words(
         ids = np.array([-1 if w is None else w for w in enc.word_ids(k)], dtype=np.int64)
         offsets = snap_to_graphemes(extend_over_attached(all_offsets[k], runs[k]), bounds[k])[ids >= 0]
         ids = _unspaced_pieces_apart(context, offsets, ids[ids >= 0])
+        if punctuation_apart:
+            ids = _punctuation_apart(context, offsets, ids)
         n_words = int(ids.max(initial=-1)) + 1
         spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)
         np.minimum.at(spans[:, 0], ids, offsets[:, 0])
@@ -80,6 +84,67 @@ def _holds_unspaced(context: str, offsets: np.ndarray) -> np.ndarray:
     and searching each span's characters took time of the pieces times the grapheme."""
     places = np.fromiter((m.start() for m in _UNSPACED.finditer(context)), dtype=np.int64, count=-1)
     return np.searchsorted(places, offsets[:, 0], side="left") < np.searchsorted(places, offsets[:, 1], side="left")
+
+
+# Punctuation as BERT's pre-tokenizer reads it (ASCII symbols too), and what stays inside a word: the separators of a
+# decimal or a thousands group (3.5, 1,000) and the full stops of an abbreviation of single letters (U.S., e.g.).
+_PUNCTUATION = regex.compile(r"[!-/:-@\[-`{-~\p{P}]+")
+_BLANK = regex.compile(r"[\p{Cc}\p{Cf}\p{Zs}\p{Zl}\p{Zp}\p{M}]+")
+_KEPT = regex.compile(r"(?<=\d)[.,](?=\d)|(?<![\w.])(?:[^\W\d_]\.){2,}")
+# Words that hold punctuation next to letters where the tokenizer splits at spaces only.
+_PROBE = "Rollo, (Rollo)."
+
+
+def _words_hold_punctuation(tokenizer: PreTrainedTokenizerBase) -> bool:
+    """Whether one of the tokenizer's words holds punctuation and a letter: sentencepiece's (``Rollo,``) do; those of
+    WordPiece and byte-level BPE, whose pre-tokenizers split punctuation off, never do, and stay as they are."""
+    enc = tokenizer(_PROBE, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    spans: dict[int, list[int]] = {}
+    for word, (start, end) in zip(enc.word_ids(), enc["offset_mapping"]):
+        if word is not None:
+            span = spans.setdefault(word, [start, end])
+            span[0], span[1] = min(span[0], start), max(span[1], end)
+    texts = [_PROBE[a:b] for a, b in spans.values()]
+    return any(_PUNCTUATION.search(t) and regex.search(r"\p{L}", t) for t in texts)
+
+
+def _punctuation_apart(context: str, offsets: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Word ids in which a piece of punctuation alone is a word apart from the pieces of letters or digits beside it.
+    Sentencepiece splits words at spaces only, so ``Paris.`` is one word and a tagger on words answers with the full
+    stop, as BERT's words (``Paris`` ``.``) never do. Only between pieces, never inside one: a piece of letters and
+    punctuation stays whole. A blank piece (a space alone) never starts a word: it stays where the tokenizer put it;
+    the separators of decimals and abbreviations are no punctuation here (:data:`_KEPT`)."""
+    if not len(ids) or not _PUNCTUATION.search(context):
+        return ids
+    kinds = _piece_kinds(context, offsets)  # 0 blank, 1 punctuation only, 2 anything else
+    places = np.arange(len(ids))
+    before = np.concatenate([[-1], np.maximum.accumulate(np.where(kinds > 0, places, -1))[:-1]])  # last non-blank piece
+    prior = np.maximum(before, 0)
+    apart = ((kinds > 0) & (before >= 0) & (ids[prior] == ids) & ((kinds == 1) | (kinds[prior] == 1))
+             & (offsets[:, 0] >= offsets[prior, 1]))  # pieces of one character (byte-level BPE) are never apart
+    starts = apart.copy()
+    starts[0] = True
+    starts[1:] |= ids[1:] != ids[:-1]
+    return np.cumsum(starts) - 1
+
+
+def _piece_kinds(context: str, offsets: np.ndarray) -> np.ndarray:
+    """For each piece: 0 when its characters are blank, 1 when the others are punctuation, 2 otherwise, by counts of
+    each kind of character before each place (linear in the context and the pieces)."""
+    punctuation = _marked(_PUNCTUATION, context) & ~_marked(_KEPT, context)
+    counts = {name: np.concatenate([[0], np.cumsum(found)]) for name, found in
+              (("punctuation", punctuation), ("solid", ~_marked(_BLANK, context)))}
+    n_solid, n_punctuation = (counts[name][offsets[:, 1]] - counts[name][offsets[:, 0]] for name in ("solid", "punctuation"))
+    return np.where(n_solid == 0, 0, np.where(n_punctuation == n_solid, 1, 2))
+
+
+def _marked(pattern: regex.Pattern, context: str) -> np.ndarray:
+    """Whether a match of ``pattern`` holds each character of ``context`` (difference counts of its runs)."""
+    spans = np.array([m.span() for m in pattern.finditer(context)], dtype=np.int64).reshape(-1, 2)
+    counts = np.zeros(len(context) + 1, dtype=np.int64)
+    np.add.at(counts, spans[:, 0], 1)
+    np.add.at(counts, spans[:, 1], -1)
+    return np.cumsum(counts)[:-1] > 0
 
 
 def dropped_attached_runs(contexts: Sequence[str], token_offsets: Sequence[np.ndarray]) -> list[np.ndarray]:

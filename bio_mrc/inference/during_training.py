@@ -40,7 +40,8 @@ class TrainingEvaluator:
         config = model.config
         if self._features is None:
             windows = FeatureConfig(max_seq_length=config.max_seq_length, doc_stride=config.doc_stride,
-                                    max_query_length=config.max_query_length, tag_level=config.tag_level)
+                                    max_query_length=config.max_query_length, tag_level=config.tag_level,
+                                    word_units=config.word_units)
             self._features = build_features(self.examples, tokenizer, windows, with_targets=False)
         outputs = run_windows(model, self._features, tokenizer.pad_token_id or 0, self.batch_size, progress=False,
                               precision=self.precision)

@@ -183,7 +183,7 @@ def window_settings(config: BioMrcConfig, model_dir: Path) -> FeatureConfig:
     if missing:
         raise ModelFormatError(f"config.json lacks the window settings {missing}: set them in config.json "
                                "(the values the model was trained with, in its bio_mrc_run.json)", str(model_dir))
-    return FeatureConfig(**values, tag_level=config.tag_level)
+    return FeatureConfig(**values, tag_level=config.tag_level, word_units=config.word_units)
 
 
 def check_window_positions(model: BioMrcForQuestionAnswering, features: FeatureConfig, model_dir: Path) -> None:

@@ -173,7 +173,7 @@ class TrainConfig:
 
     @property
     def features(self) -> FeatureConfig:
-        return FeatureConfig(**{f.name: getattr(self, f.name) for f in fields(FeatureConfig)})
+        return FeatureConfig(**{f.name: getattr(self, f.name) for f in fields(FeatureConfig) if hasattr(self, f.name)})
 
     def model_settings(self) -> dict[str, Any]:
         """The model config's fields this config sets (heads, losses, tag level, windows), JSON-shaped."""
@@ -183,6 +183,7 @@ class TrainConfig:
         shared = {f.name for f in fields(BioMrcConfig)} & {f.name for f in fields(self)} - {"encoder"}
         settings = {name: getattr(self, name) for name in sorted(shared)}
         settings["bio_class_weights"] = self.resolved_bio_class_weights
+        settings["word_units"] = self.features.word_units  # a continued model tags the words it trains on now
         return json.loads(json.dumps(settings))
 
     def with_resolved_precision(self) -> "TrainConfig":
