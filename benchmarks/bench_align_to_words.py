@@ -17,12 +17,17 @@ import random
 from dataclasses import replace
 
 from bio_mrc.answer_text import trimmed_span
-from bio_mrc.inference.pipeline import _one_word, word_aligned
+from bio_mrc.inference.pipeline import _own_word, _word_character, word_aligned
 from bio_mrc.types import AnswerSpan, Prediction
 
 import _common
 
 NAME = "align_to_words"
+
+
+def _one_word(left: str, right: str) -> bool:
+    """Whether two neighbouring characters are of one word, as ``align_to_words`` reads them: the previous way's test."""
+    return not (_own_word(left) or _own_word(right)) and _word_character(left) and _word_character(right)
 
 
 def parse_args() -> argparse.Namespace:

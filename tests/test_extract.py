@@ -1,5 +1,6 @@
 """AnswerExtractor and the span head's n-best multi-span baseline."""
 
+import dataclasses
 import math
 
 import pytest
@@ -71,6 +72,59 @@ def test_extractor_single_and_batched(trained_dir):  # noqa: F811
     assert context[span.start: span.end] == span.text == one.answer
     many = extractor(["Who formulated the laws of motion?", "When were the laws published?"], context)
     assert len(many) == 2 and many[0].answer == one.answer
+
+
+NORMANS = " ".join(["The Normans were famed for their martial spirit."] * 8)  # several 48-token windows
+CHUNKED_QUESTIONS = [("Who formulated the laws of motion?", "Isaac Newton formulated the laws of motion in 1687."),
+                     ("What were the Normans famed for?", NORMANS), ("When were the laws published?", "They were published in 1687."),
+                     ("Who were famed?", NORMANS), ("What did Newton formulate?", "Isaac Newton formulated the laws of motion."),
+                     ("Where is Normandy?", "Normandy is a region in the north of France."), ("Who?", "Ada Lovelace wrote it.")]
+
+
+def windows_asked(monkeypatch, trained) -> list[int]:
+    """The number of questions of each call of ``trained.windows`` from now on."""
+    asked, windows = [], trained.windows
+    monkeypatch.setattr(trained, "windows", lambda examples, **options: asked.append(len(examples)) or windows(examples, **options))
+    return asked
+
+
+def floats_apart(value) -> tuple:
+    """Answers (dataclasses, dicts, lists) with each float taken out, and those floats in order."""
+    floats = []
+
+    def walk(item):
+        if dataclasses.is_dataclass(item):
+            return walk(dataclasses.asdict(item))
+        if isinstance(item, dict):
+            return {key: walk(part) for key, part in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [walk(part) for part in item]
+        if isinstance(item, float):
+            floats.append(item)
+            return float
+        return item
+
+    return walk(value), floats
+
+
+def assert_same_answers(got, expected) -> None:
+    """The same spans, offsets and decisions; scores to float32 rounding, as a window's logits move in their last
+    bits with the windows padded and batched beside it."""
+    (shape, scores), (expected_shape, expected_scores) = floats_apart(got), floats_apart(expected)
+    assert shape == expected_shape
+    assert scores == pytest.approx(expected_scores, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_a_list_of_questions_is_answered_a_chunk_at_a_time_as_in_one(trained_dir, monkeypatch, decoding):  # noqa: F811
+    extractor = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu", decoding=decoding)
+    questions, contexts = map(list, zip(*CHUNKED_QUESTIONS))
+    whole = {multi_span: extractor(questions, contexts, multi_span=multi_span) for multi_span in (False, True)}
+    asked = windows_asked(monkeypatch, extractor.trained)
+    monkeypatch.setattr(extractor, "chunk_size", 3)
+    for multi_span in (False, True):
+        assert_same_answers(extractor(questions, contexts, multi_span=multi_span), whole[multi_span])
+    assert asked == [3, 3, 1, 3, 3, 1]  # 7 questions: two chunks of 3, then 1, each call
 
 
 def test_the_model_and_the_extractor_say_what_they_are_in_one_line(trained_dir):  # noqa: F811

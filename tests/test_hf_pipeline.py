@@ -83,6 +83,23 @@ def test_without_batch_size_the_pipeline_takes_the_models_own_for_its_device(qa,
     assert sizes == [7, 3]
 
 
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_a_list_of_questions_is_answered_a_chunk_at_a_time_as_in_one(trained_dir, monkeypatch, decoding):  # noqa: F811
+    from transformers import pipeline
+
+    from .test_extract import CHUNKED_QUESTIONS, assert_same_answers, windows_asked
+
+    qa = pipeline(TASK, model=str(trained_dir), device="cpu", precision="fp32")
+    inputs = [{"question": q, "context": c} for q, c in CHUNKED_QUESTIONS]
+    whole = [qa(inputs, decoding=decoding, multi_span=multi_span) for multi_span in (False, True)]
+    whole_top = qa(inputs, decoding=decoding, top_k=2)
+    asked, calls = windows_asked(monkeypatch, qa.extractor.trained), qa.call_count
+    monkeypatch.setattr(qa.extractor, "chunk_size", 2)
+    assert_same_answers([qa(inputs, decoding=decoding, multi_span=multi_span) for multi_span in (False, True)], whole)
+    assert_same_answers(qa(inputs, decoding=decoding, top_k=2), whole_top)
+    assert asked == [2, 2, 2, 1] * 3 and qa.call_count == calls + 3  # 7 questions: three chunks of 2, then 1; a call counts once
+
+
 def test_top_k_gives_the_n_best_with_their_softmax_probabilities(qa, extractor):
     three = qa(question=QUESTIONS[0], context=CONTEXT, top_k=3, decoding="span")
     assert isinstance(three, list) and len(three) == 3

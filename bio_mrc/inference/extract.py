@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence, overload
+from typing import Any, Iterator, Sequence, overload
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from ..types import Example, Prediction, RankedAnswers
 from ..plurals import counted
 from .abstention import check_abstention
 from .answers import decode_answers
+from .defaults import DEFAULT_CHUNK_SIZE
 from .documents import document_names, rank_across_documents, window_predictions
 from .loading import TrainedModel, check_length_prior
 
@@ -56,6 +57,11 @@ def question_context_examples(question, context, first: int = 0) -> tuple[list[E
         check_context_length(check_text(c, "context", record=f"input {i}"), record=f"input {i}")
         check_text(q, "question", record=f"input {i}")
     return [Example(str(i), q, c, None) for i, (q, c) in enumerate(zip(questions, contexts))], single  # unlabelled
+
+
+def question_chunks(examples: Sequence[Example], size: int) -> Iterator[Sequence[Example]]:
+    """``examples`` in slices of ``size``, in order (none for no examples)."""
+    return (examples[begin : begin + size] for begin in range(0, len(examples), size))
 
 
 def _texts(value: Any, name: str) -> list[Any]:
@@ -107,7 +113,11 @@ class AnswerExtractor:
     windows a forward pass (None: the model's, 16 on a CPU, 128 on a GPU). ``progress``:
     progress bars on stderr for the windows and forward passes.
     ``bio-mrc predict``, ``extract``, ``serve`` and the pipeline all answer through :meth:`predict`.
+    A list of questions is answered :attr:`chunk_size` questions at a time, as ``bio-mrc predict`` answers them, so
+    memory holds one chunk's windows whatever the number of questions.
     """
+
+    chunk_size = DEFAULT_CHUNK_SIZE  # questions whose windows are held at once: bio-mrc predict's chunk
 
     def __init__(
         self,
@@ -207,9 +217,11 @@ class AnswerExtractor:
             return []
         registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
         top_k = check_top_k(top_k, multi_span)
-        outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=self.progress)
         n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
-        predictions = self.predict(outputs, examples, multi_span, decoding, require_answer=require_answer, n_best=n_best)
+        predictions = []
+        for chunk in question_chunks(examples, self.chunk_size):  # one chunk's windows held at a time
+            outputs = self.trained.windows(chunk, batch_size=self.batch_size, progress=self.progress)
+            predictions += self.predict(outputs, chunk, multi_span, decoding, require_answer=require_answer, n_best=n_best)
         if not multi_span:
             for p in predictions:
                 p.spans = p.spans[: top_k or 1]

@@ -67,7 +67,7 @@ from ..types import AnswerSpan, Example, Prediction
 from .abstention import NeverAbstainsWarning, never_abstains_line
 from .answers import no_answer_probability
 from .documents import WindowPredictions, rank_across_documents, window_predictions
-from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_flag, check_top_k
+from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_flag, check_top_k, question_chunks
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
 
@@ -146,7 +146,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
     def __call__(self, *args, batch_size: int | None = None, **kwargs):
         """``qa(question=..., context=...)``, ``qa(question, context)``, ``qa({"question": ..., "context": ...})``
         or a list of such dicts. One string (or dict) in, one result out; lists in, a list out.
-        ``batch_size`` is the number of windows per forward pass (one call decodes all its questions).
+        ``batch_size`` is the number of windows per forward pass (a list is run and decoded the extractor's ``chunk_size``
+        questions at a time).
         A ``datasets.Dataset``, a ``KeyDataset`` or a generator of such dicts in: an iterator of results out,
         answered ``batch_size`` questions at a time, as transformers pipelines stream them."""
         if len(args) == 1 and is_stream(args[0]):
@@ -169,7 +170,13 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
         batch_size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or self.extractor.trained.batch_size
-        return super().__call__(_Questions(examples, single, batch_size, documents), **kwargs)
+        if single or documents:  # one question; or one question's documents, ranked together
+            return super().__call__(_Questions(examples, single, batch_size, documents), **kwargs)
+        answers, calls = [], self.call_count
+        for chunk in question_chunks(examples, self.extractor.chunk_size):  # one chunk's windows held at a time
+            answers += super().__call__(_Questions(list(chunk), False, batch_size), **kwargs)
+        self.call_count = calls + 1  # one call, whatever its chunks, toward transformers' warning of sequential calls
+        return answers
 
     def _stream(self, inputs: Iterable[Any], batch_size: int, options: dict[str, Any]) -> Iterator[Any]:
         items = (inputs[i] for i in range(len(inputs))) if not isinstance(inputs, Iterable) else iter(inputs)
@@ -215,7 +222,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
 
 @dataclass(frozen=True)
 class _Questions:
-    """One call's examples as a single pipeline input, so all their windows are batched by length together."""
+    """A chunk of one call's examples as a single pipeline input, so all their windows are batched by length together."""
 
     examples: list[Example]
     single: bool
