@@ -16,6 +16,8 @@ from bio_mrc.inference.answers import decode_answers
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 from bio_mrc.types import Example
 
+from .test_word_tags import sentencepiece_of
+
 TAG_OF = {TAG_B: "B", TAG_I: "I", TAG_O: "O"}
 PIECES = ["▁The", "▁They", "▁It", "▁Vikings", "▁were", "▁Nor", "se", ",", "▁not", "▁Franks", ".", "▁settled", "▁in", "▁Paris", "▁He",
           "▁said", "▁\"", "Rol", "lo", "\"", "▁was", "▁king", "▁duchy", "▁(", "Normandy", ")", "▁An", "▁Anglo", "-",
@@ -37,20 +39,6 @@ CASES = [
      ["Visit", "https://example.com/page."]),
     ("In 911, Rouens.", ["In", "911", ",", "Rouens."], ["In", "911,", "Rouens."]),  # "s." is one piece: never cut
 ]
-
-
-def sentencepiece_of(pieces: list[str]):
-    """A Unigram fast tokenizer with a Metaspace pre-tokenizer (words split at spaces only), as XLM-R reads text."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    from transformers import PreTrainedTokenizerFast
-
-    specials = ["<pad>", "<unk>", "[CLS]", "[SEP]"]
-    backend = Tokenizer(models.Unigram([(piece, -1.0) for piece in specials + pieces], unk_id=1))
-    backend.pre_tokenizer = pre_tokenizers.Metaspace()
-    backend.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", pad_token="<pad>", cls_token="[CLS]",
-                                   sep_token="[SEP]")
 
 
 @pytest.fixture(scope="module")
