@@ -45,6 +45,7 @@ import numpy as np
 from ..tags import TAG_B, TAG_I, TAG_O
 from .shares import CONFIDENCE_SPANS
 from .spans import SpanCandidates, best_spans
+from .tag_recurrences import forward_backward, path_spans, viterbi_totals
 
 
 @dataclass(frozen=True)
@@ -95,44 +96,21 @@ def likeliest_tag_spans(log_probs: np.ndarray, mask: np.ndarray, max_span_length
     """Spans of the most probable tag sequence of every row with no span over ``max_span_length`` tokens.
 
     A semi-Markov Viterbi pass over boundaries ``p = 0..L``: ``V[p]`` is the best
-    total ``r`` of tokens before ``p``, ``V[p] = max(V[p-1], max_k V[p-k] + r(p-k, p-1))``.
-    Rows are processed together; ties go to O (fewer spans).
+    total ``r`` of tokens before ``p``, ``V[p] = max(V[p-1], max_k V[p-k] + r(p-k, p-1))``
+    (:func:`~bio_mrc.decoding.tag_recurrences.viterbi_totals`); ties go to O (fewer spans),
+    then to the shorter span.
     """
     _check_length(max_span_length)
     mask = np.asarray(mask, dtype=bool)
-    n, length = mask.shape
+    length = mask.shape[1]
     begin, inside = tag_gains(log_probs, mask)
     cumulative = np.cumsum(np.where(mask, inside, 0.0), axis=1)
     open_at = begin - cumulative  # r(i, j) = open_at[i] + cumulative[j]
     positions = np.arange(length)
     run_start = np.maximum.accumulate(np.where(mask & ~np.pad(mask, ((0, 0), (1, 0)))[:, :-1], positions, 0), axis=1)
     width = max(1, min(max_span_length, length))
-    best = np.zeros((n, length + 1))
-    back = np.zeros((n, length + 1), dtype=np.int64)  # length of the span ending before p, 0 for O
-    lengths = np.arange(1, width + 1)
-    for p in range(1, length + 1):
-        starts = p - lengths
-        valid = (starts >= 0)[None, :] & (starts[None, :] >= run_start[:, [p - 1]]) & mask[:, [p - 1]]
-        safe = np.maximum(starts, 0)
-        candidate = np.where(valid, best[:, safe] + open_at[:, safe] + cumulative[:, [p - 1]], -np.inf)
-        k = candidate.argmax(axis=1)
-        take = candidate[np.arange(n), k] > best[:, p - 1]
-        best[:, p] = np.where(take, candidate[np.arange(n), k], best[:, p - 1])
-        back[:, p] = np.where(take, k + 1, 0)
-    return _trace_back(back, open_at, cumulative)
-
-
-def _trace_back(back: np.ndarray, open_at: np.ndarray, cumulative: np.ndarray) -> TagSpans:
-    n, boundary_count = back.shape
-    rows_all = np.arange(n)
-    position = np.full(n, boundary_count - 1)
-    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    while (position > 0).any():
-        step = back[rows_all, position]
-        ends_span = (step > 0) & (position > 0)
-        found.append((rows_all[ends_span], (position - step)[ends_span], (position - 1)[ends_span]))
-        position = np.maximum(position - np.maximum(step, 1), 0)
-    rows, starts, ends = (np.concatenate([f[i] for f in found]).astype(np.int64) if found else np.zeros(0, np.int64) for i in range(3))
+    best = viterbi_totals(open_at, cumulative, mask, run_start, width)
+    rows, starts, ends = path_spans(best, open_at, cumulative, width)
     order = np.lexsort((starts, rows))
     rows, starts, ends = rows[order], starts[order], ends[order]
     return TagSpans(rows, starts, ends, open_at[rows, starts] + cumulative[rows, ends])
@@ -313,7 +291,7 @@ class _TagLattice:
     def __init__(self, log_probs: np.ndarray, mask: np.ndarray) -> None:
         self.mask = np.asarray(mask, dtype=bool)
         self.log_u = _masked_tag_log_probs(np.asarray(log_probs, dtype=np.float64), self.mask)
-        self.forward, self.backward, self.log_z = _forward_backward(self.log_u)
+        self.forward, self.backward, self.log_z = forward_backward(self.log_u)
 
     def expected_spans(self) -> np.ndarray:
         """The expected number of spans of every row: ``Σ_t P(tag_t = B)``."""
@@ -345,25 +323,6 @@ def _masked_tag_log_probs(log_probs: np.ndarray, mask: np.ndarray) -> np.ndarray
     """Tag log-probabilities with masked-out tokens forced to ``O``."""
     forced_o = np.where(np.arange(3) == TAG_O, 0.0, -np.inf)
     return np.where(mask[..., None], log_probs, forced_o)
-
-
-def _forward_backward(log_u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Forward and backward log-messages (N, L, 3) over valid tag sequences of the masked tag
-    log-probabilities ``log_u``, and log Z (N,)."""
-    n, length, _ = log_u.shape
-    forward, backward = np.empty_like(log_u), np.zeros_like(log_u)
-    forward[:, 0] = log_u[:, 0] + np.where(np.arange(3) == TAG_I, -np.inf, 0.0)
-    for t in range(1, length):
-        from_any = np.logaddexp.reduce(forward[:, t - 1], axis=-1)
-        forward[:, t, TAG_B] = log_u[:, t, TAG_B] + from_any
-        forward[:, t, TAG_O] = log_u[:, t, TAG_O] + from_any
-        forward[:, t, TAG_I] = log_u[:, t, TAG_I] + np.logaddexp(forward[:, t - 1, TAG_B], forward[:, t - 1, TAG_I])
-    for t in range(length - 2, -1, -1):
-        next_tag = log_u[:, t + 1] + backward[:, t + 1]
-        to_any = np.logaddexp.reduce(next_tag, axis=-1)
-        backward[:, t, TAG_B] = backward[:, t, TAG_I] = to_any
-        backward[:, t, TAG_O] = np.logaddexp(next_tag[:, TAG_B], next_tag[:, TAG_O])
-    return forward, backward, np.logaddexp.reduce(forward[:, -1], axis=-1)
 
 
 def _check_length(max_span_length: int) -> None:
