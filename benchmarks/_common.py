@@ -242,3 +242,26 @@ def alternate(sides: dict[str, Callable[[], tuple[T, dict[str, float]]]], repeat
             after_side(side)
         after_repeat(repeat, {side: side_runs[-1] for side, side_runs in runs.items()})
     return {side: median_times(side_runs) for side, side_runs in runs.items()}, last
+
+
+def untrained_tiny_model(folder: Path, vocabulary: list[str]) -> Path:
+    """A random 2-layer BERT joint model (H=32, untrained heads) with windows of 384 (stride 128), its WordPiece
+    vocabulary BERT's special tokens and then ``vocabulary``: ``folder/tiny-joint``."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    encoder, model_dir = folder / "encoder", folder / "tiny-joint"
+    encoder.mkdir(parents=True)
+    (encoder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *vocabulary]) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(encoder / "vocab.txt"), do_lower_case=True)
+    tokenizer.save_pretrained(str(encoder))
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=512)).save_pretrained(str(encoder))
+    model = BioMrcForQuestionAnswering.from_encoder(str(encoder), heads="span+bio", max_seq_length=384, doc_stride=128,
+                                                    max_query_length=64)
+    model.save_pretrained(str(model_dir))
+    tokenizer.save_pretrained(str(model_dir))
+    return model_dir

@@ -56,12 +56,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from bio_mrc.data.squad import load_squad
 from bio_mrc.inference import AnswerExtractor, TrainedModel
-from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.serving.config import ServeConfig
 
 import _common
@@ -104,20 +101,7 @@ def tiny_model(folder: Path, texts: list[str]) -> Path:
     """A random 2-layer BERT joint model with windows of 384, its vocabulary the words of ``texts``."""
     words = sorted({w for text in texts for w in re.findall(r"\w+|[^\w\s]", text.lower())})
     chars = sorted({c for w in words for c in w})
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(words + chars + ["##" + c for c in chars])]
-    encoder, model_dir = folder / "encoder", folder / "tiny-joint"
-    encoder.mkdir(parents=True)
-    (encoder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(encoder / "vocab.txt"), do_lower_case=True)
-    tokenizer.save_pretrained(str(encoder))
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=512)).save_pretrained(str(encoder))
-    model = BioMrcForQuestionAnswering.from_encoder(str(encoder), heads="span+bio", max_seq_length=384, doc_stride=128,
-                                                    max_query_length=64)
-    model.save_pretrained(str(model_dir))
-    tokenizer.save_pretrained(str(model_dir))
-    return model_dir
+    return _common.untrained_tiny_model(folder, list(dict.fromkeys(words + chars + ["##" + c for c in chars])))
 
 
 def free_port() -> int:

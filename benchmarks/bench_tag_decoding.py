@@ -145,24 +145,7 @@ def recurrences(likeliest, forward_backward, stopwatch: Stopwatch) -> Iterator[N
 
 def tiny_model(folder: Path, vocabulary: list[str]) -> Path:
     """A random 2-layer BERT joint model with windows of 384 (stride 128), a token a word of ``vocabulary``."""
-    import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
-
-    from bio_mrc.model import BioMrcForQuestionAnswering
-
-    encoder, model_dir = folder / "encoder", folder / "tiny-joint"
-    encoder.mkdir(parents=True)
-    (encoder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "?", *vocabulary]) + "\n")
-    tokenizer = BertTokenizerFast(vocab_file=str(encoder / "vocab.txt"), do_lower_case=True)
-    tokenizer.save_pretrained(str(encoder))
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=512)).save_pretrained(str(encoder))
-    model = BioMrcForQuestionAnswering.from_encoder(str(encoder), heads="span+bio", max_seq_length=384, doc_stride=128,
-                                                    max_query_length=64)
-    model.save_pretrained(str(model_dir))
-    tokenizer.save_pretrained(str(model_dir))
-    return model_dir
+    return _common.untrained_tiny_model(folder, ["?", *vocabulary])
 
 
 def text_of(rng: random.Random, vocabulary: list[str], characters: int) -> str:

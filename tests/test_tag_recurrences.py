@@ -1,5 +1,5 @@
 """The BIO decodings' recurrences over token positions (bio_mrc.decoding.tag_recurrences) give every output of the
-plain step loop over all rows, kept here as the reference, to the last bit: the most probable sequence's spans and
+plain step loop over all rows (the copy benchmarks/bench_tag_decoding.py times them against), to the last bit: the most probable sequence's spans and
 their scores, the forward–backward messages, log Z, posteriors and the expected-F1 answer; on random tag
 log-probabilities with ties forced, several rows, masks with holes and empty rows, span-length limits from 1 to past
 the row, and infinite and NaN scores; each way (a row at a time on Python floats, a step at a time over all rows)."""
@@ -11,57 +11,13 @@ from bio_mrc.decoding import bio_spans, tag_recurrences
 from bio_mrc.decoding.bio_spans import TagSpans, _TagLattice, expected_f1_tag_spans, likeliest_tag_spans
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 
-
-def reference_likeliest_tag_spans(log_probs: np.ndarray, mask: np.ndarray, max_span_length: int) -> TagSpans:
-    """The semi-Markov Viterbi search a step at a time over all rows, every candidate compared, and its trace."""
-    mask = np.asarray(mask, dtype=bool)
-    n, length = mask.shape
-    begin, inside = bio_spans.tag_gains(log_probs, mask)
-    cumulative = np.cumsum(np.where(mask, inside, 0.0), axis=1)
-    open_at = begin - cumulative
-    positions = np.arange(length)
-    run_start = np.maximum.accumulate(np.where(mask & ~np.pad(mask, ((0, 0), (1, 0)))[:, :-1], positions, 0), axis=1)
-    width = max(1, min(max_span_length, length))
-    best = np.zeros((n, length + 1))
-    back = np.zeros((n, length + 1), dtype=np.int64)
-    lengths = np.arange(1, width + 1)
-    for p in range(1, length + 1):
-        starts = p - lengths
-        valid = (starts >= 0)[None, :] & (starts[None, :] >= run_start[:, [p - 1]]) & mask[:, [p - 1]]
-        safe = np.maximum(starts, 0)
-        candidate = np.where(valid, best[:, safe] + open_at[:, safe] + cumulative[:, [p - 1]], -np.inf)
-        k = candidate.argmax(axis=1)
-        take = candidate[np.arange(n), k] > best[:, p - 1]
-        best[:, p] = np.where(take, candidate[np.arange(n), k], best[:, p - 1])
-        back[:, p] = np.where(take, k + 1, 0)
-    rows_all, position, found = np.arange(n), np.full(n, length), []
-    while (position > 0).any():
-        step = back[rows_all, position]
-        ends_span = (step > 0) & (position > 0)
-        found.append((rows_all[ends_span], (position - step)[ends_span], (position - 1)[ends_span]))
-        position = np.maximum(position - np.maximum(step, 1), 0)
-    rows, starts, ends = (np.concatenate([f[i] for f in found]).astype(np.int64) if found else np.zeros(0, np.int64) for i in range(3))
-    order = np.lexsort((starts, rows))
-    rows, starts, ends = rows[order], starts[order], ends[order]
-    return TagSpans(rows, starts, ends, open_at[rows, starts] + cumulative[rows, ends])
+from .test_benchmarks_cli import load_benchmark
 
 
-def reference_forward_backward(log_u: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Forward and backward log-messages a step at a time over all rows, each step's sums by ``logaddexp.reduce``."""
-    n, length, _ = log_u.shape
-    forward, backward = np.empty_like(log_u), np.zeros_like(log_u)
-    forward[:, 0] = log_u[:, 0] + np.where(np.arange(3) == TAG_I, -np.inf, 0.0)
-    for t in range(1, length):
-        from_any = np.logaddexp.reduce(forward[:, t - 1], axis=-1)
-        forward[:, t, TAG_B] = log_u[:, t, TAG_B] + from_any
-        forward[:, t, TAG_O] = log_u[:, t, TAG_O] + from_any
-        forward[:, t, TAG_I] = log_u[:, t, TAG_I] + np.logaddexp(forward[:, t - 1, TAG_B], forward[:, t - 1, TAG_I])
-    for t in range(length - 2, -1, -1):
-        next_tag = log_u[:, t + 1] + backward[:, t + 1]
-        to_any = np.logaddexp.reduce(next_tag, axis=-1)
-        backward[:, t, TAG_B] = backward[:, t, TAG_I] = to_any
-        backward[:, t, TAG_O] = np.logaddexp(next_tag[:, TAG_B], next_tag[:, TAG_O])
-    return forward, backward, np.logaddexp.reduce(forward[:, -1], axis=-1)
+@pytest.fixture
+def before(monkeypatch):
+    """The step loops over all rows, every candidate compared: the benchmark's copy of the way before, the reference."""
+    return load_benchmark("bench_tag_decoding", monkeypatch)
 
 
 def random_tags(rng: np.random.Generator, rows: int, length: int, ties: bool, holes: bool, non_finite: bool):
@@ -103,7 +59,7 @@ def way(request, monkeypatch):
 
 
 @pytest.mark.parametrize("non_finite", [False, True])
-def test_outputs_equal_the_step_loops_to_the_last_bit(way, non_finite):
+def test_outputs_equal_the_step_loops_to_the_last_bit(way, non_finite, before):
     rng = np.random.default_rng(7 if non_finite else 3)
     for case in range(150):
         rows, length = int(rng.choice([1, 2, 5, 12])), int(rng.integers(1, 40))
@@ -112,15 +68,15 @@ def test_outputs_equal_the_step_loops_to_the_last_bit(way, non_finite):
         what = f"{way}, case {case}: {rows} rows of {length}, width {width}"
         with np.errstate(all="ignore"):
             spans = likeliest_tag_spans(log_probs, mask, width)
-            assert_same_spans(spans, reference_likeliest_tag_spans(log_probs, mask, width), what)
+            assert_same_spans(spans, before.step_likeliest_tag_spans(log_probs, mask, width), what)
             lattice = _TagLattice(log_probs, mask)
             for ours, theirs, name in zip((lattice.forward, lattice.backward, lattice.log_z),
-                                          reference_forward_backward(lattice.log_u), ("forward", "backward", "log Z")):
+                                          before.step_forward_backward(lattice.log_u), ("forward", "backward", "log Z")):
                 assert_same_bits(ours, theirs, f"{what}: {name}")
             assert lattice.forward.flags.c_contiguous and lattice.backward.flags.c_contiguous  # sums read them in order
 
 
-def test_multi_span_answers_equal_the_step_loops(way, monkeypatch):
+def test_multi_span_answers_equal_the_step_loops(way, monkeypatch, before):
     """The expected-F1 answer through both recurrences: spans, scores and posteriors to the last bit."""
     rng = np.random.default_rng(11)
     for case in range(40):
@@ -128,15 +84,15 @@ def test_multi_span_answers_equal_the_step_loops(way, monkeypatch):
         log_probs, mask = random_tags(rng, rows, length, ties=case % 2 == 0, holes=False, non_finite=False)
         answers = [expected_f1_tag_spans(log_probs, mask, 8, 5)]
         with monkeypatch.context() as patched:
-            patched.setattr(bio_spans, "likeliest_tag_spans", reference_likeliest_tag_spans)
-            patched.setattr(bio_spans, "forward_backward", reference_forward_backward)
+            patched.setattr(bio_spans, "likeliest_tag_spans", before.step_likeliest_tag_spans)
+            patched.setattr(bio_spans, "forward_backward", before.step_forward_backward)
             answers.append(expected_f1_tag_spans(log_probs, mask, 8, 5))
         (ours, ours_posterior), (theirs, theirs_posterior) = answers
         assert_same_spans(ours, theirs, f"{way}, case {case}")
         assert_same_bits(ours_posterior, theirs_posterior, f"{way}, case {case}: posteriors")
 
 
-def test_a_long_row_of_many_spans(way):
+def test_a_long_row_of_many_spans(way, before):
     """A sure tagger over 3,000 tokens: a span of one to four tokens every few tokens, ties among equal gains."""
     rng = np.random.default_rng(5)
     tags = np.full(3000, TAG_O)
@@ -146,9 +102,9 @@ def test_a_long_row_of_many_spans(way):
     log_probs = np.log(np.where(np.arange(3) == tags[:, None], 0.8, 0.1))[None]
     mask = np.ones((1, 3000), dtype=bool)
     spans = likeliest_tag_spans(log_probs, mask, 30)
-    assert_same_spans(spans, reference_likeliest_tag_spans(log_probs, mask, 30), way)
+    assert_same_spans(spans, before.step_likeliest_tag_spans(log_probs, mask, 30), way)
     assert len(spans) == len(range(0, 2990, 7))
-    for ours, theirs in zip(tag_recurrences.forward_backward(log_probs), reference_forward_backward(log_probs)):
+    for ours, theirs in zip(tag_recurrences.forward_backward(log_probs), before.step_forward_backward(log_probs)):
         assert_same_bits(ours, theirs, way)
 
 
