@@ -9,15 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .. import registry
 from ..data.sources import is_hub_id, locate, split_spec
-from ..data.article_splits import (distinct_questions, folds_of_distinct_questions, question_set_hash, shared_questions_and_contexts,
-                                   split_by_article)
+from ..data.article_splits import (distinct_questions, folds_of_distinct_questions, paragraphs, question_set_hash,
+                                   shared_questions_and_contexts, split_by_article)
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError
+from ..plurals import counted, number_form
 from ..question_fingerprint import question_hashes
 from ..types import Example
 from .config import CompareConfig, DataSpec, RunSpec
@@ -180,29 +179,33 @@ def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Sp
 def check_no_question_in_two_parts(parts: list[Split]) -> None:
     """Each data set's folds are drawn apart, so a question in two of them (under any id or spacing) could be held out
     in one fold and trained on in another: refused, naming both data sets and the count."""
-    hashes = [np.unique(question_hashes(part.examples)) for part in parts]
-    for a in range(len(parts)):
-        for b in range(a + 1, len(parts)):
-            if shared := len(np.intersect1d(hashes[a], hashes[b], assume_unique=True)):
-                raise ConfigError(
-                    f"cross_validation: {shared} question{'s' if shared > 1 else ''} of {parts[b].description} "
-                    f"{'are' if shared > 1 else 'is'} in {parts[a].description} too (the same text and context, under any id "
-                    "or spacing): each data set's folds are drawn apart, so a model would train on a question it is scored "
-                    "on; leave the repeats out of one of them")
+    if found := _first_shared(parts, [set(question_hashes(part.examples).tolist()) for part in parts]):
+        a, b, shared = found
+        raise ConfigError(
+            f"cross_validation: {counted(shared, 'question')} of {parts[b].description} {number_form(shared, 'is', 'are')} "
+            f"in {parts[a].description} too (the same text and context, under any id or spacing): each data set's folds "
+            "are drawn apart, so a model would train on a question it is scored on; leave the repeats out of one of them")
 
 
 def check_no_paragraph_in_two_parts(parts: list[Split]) -> None:
     """A paragraph in two data sets (up to spacing, as the question fingerprint reads it) could be trained on in one
     set's folds and its questions scored in another's: refused as a question in two of them is, as grouping it across
     the sets would redraw the folds of sets each drawn by its own task's rule."""
+    if found := _first_shared(parts, [set(paragraphs(part.examples).values()) for part in parts]):
+        a, b, shared = found
+        raise ConfigError(
+            f"cross_validation: {counted(shared, 'paragraph')} of {parts[b].description} {number_form(shared, 'is', 'are')} "
+            f"in {parts[a].description} too (up to spacing): each data set's folds are drawn apart, so a model would train "
+            "on a paragraph whose questions it is scored on; leave the shared paragraphs' questions out of one of them")
+
+
+def _first_shared(parts: list[Split], keys: list[set]) -> tuple[int, int, int] | None:
+    """The first two data sets (in order) whose ``keys`` meet, and how many they share; None where no two do."""
     for a in range(len(parts)):
         for b in range(a + 1, len(parts)):
-            if shared := shared_questions_and_contexts(parts[a].examples, parts[b].examples)[1]:
-                raise ConfigError(
-                    f"cross_validation: {shared} paragraph{'s' if shared > 1 else ''} of {parts[b].description} "
-                    f"{'are' if shared > 1 else 'is'} in {parts[a].description} too (up to spacing): each data set's "
-                    "folds are drawn apart, so a model would train on a paragraph whose questions it is scored on; leave the "
-                    "shared paragraphs' questions out of one of them")
+            if shared := len(keys[a] & keys[b]):
+                return a, b, shared
+    return None
 
 
 def training_share(split: Split, share: float, seed: int) -> Split:
