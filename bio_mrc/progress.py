@@ -3,7 +3,8 @@
 transformers ("Loading weights") and datasets (``map``) keep a process-wide
 switch for their bars; :func:`progress_bars` sets both for the duration of a
 call and restores what the caller had, so a quiet library call never changes
-the settings of the program that made it, nor do calls made from several threads at once.
+the settings of the program that made it, nor do calls made from several threads at once. :func:`window_bars` are
+the bars of answering questions, one a stage over a whole list however many chunks it is run in.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 import sys
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Iterator
 
 import datasets.utils.logging as datasets_logging
 import transformers.utils.logging as transformers_logging
+from tqdm.auto import tqdm
 
 from .io import printable_line
 
@@ -56,3 +59,26 @@ def progress_note(shown: bool, message: str) -> None:
     stay quiet); control characters in names are shown escaped (:func:`bio_mrc.io.printable_line`)."""
     if shown:
         print(printable_line(message), file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class WindowBars:
+    """The bars of answering questions: ``windows`` counts the questions cut into windows, ``inference`` the windows
+    run through the model. No count of windows comes before a chunk's are cut, so :meth:`cut` adds each chunk's to
+    the inference bar's total."""
+
+    windows: tqdm
+    inference: tqdm
+
+    def cut(self, windows: int) -> None:
+        """A chunk's questions are cut into ``windows`` windows, which the inference bar now waits for."""
+        self.inference.total += windows
+        self.inference.refresh()
+
+
+@contextmanager
+def window_bars(questions: int, shown: bool) -> Iterator[WindowBars]:
+    """One bar a stage over ``questions`` questions, on standard error where ``shown`` (library calls stay quiet)."""
+    with (tqdm(total=questions, desc="windows", unit="question", disable=not shown) as windows,
+          tqdm(total=0, desc="inference", unit="window", disable=not shown) as inference):
+        yield WindowBars(windows, inference)

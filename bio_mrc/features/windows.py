@@ -14,7 +14,7 @@ import hashlib
 import inspect
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow.compute as pc
@@ -153,8 +153,10 @@ def build_features(
     desc: str = "windows",
     cache_dir: str | Path | None = None,
     heads: Sequence[str] | None = None,
+    advance: Callable[[int], None] | None = None,
 ) -> Dataset:
-    """Windows of all examples as a ``datasets.Dataset`` (mapped in batches, with a progress bar).
+    """Windows of all examples as a ``datasets.Dataset`` (mapped in batches, with datasets' progress bar; ``advance``,
+    where given, is called with each batch's number of questions as they are cut: a bar of the caller's).
 
     ``example_index`` points into ``examples``. With ``cache_dir``, the windows are written there
     as an Arrow file named by :func:`windows_fingerprint`, and a later call with the same
@@ -173,6 +175,8 @@ def build_features(
         if with_targets:
             feats = add_targets(feats, chunk, config, target_heads)
         feats["example_index"] = [batch["example_index"][i] for i in feats["example_index"]]
+        if advance is not None:
+            advance(len(chunk))
         return feats
 
     # An explicit fingerprint: otherwise datasets hashes ``prepare`` with every example it holds.

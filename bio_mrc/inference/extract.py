@@ -21,6 +21,7 @@ from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..errors import ConfigError, DataFormatError, a_type
 from ..types import Example, Prediction, RankedAnswers
 from ..plurals import counted
+from ..progress import window_bars
 from .abstention import check_abstention
 from .answers import decode_answers
 from .defaults import DEFAULT_CHUNK_SIZE
@@ -111,7 +112,8 @@ class AnswerExtractor:
     ``decode_config``: the other decoding options (:class:`~bio_mrc.decoding.postprocess.DecodeConfig`; None: its
     defaults; a ``bio_length_prior`` given with a ``decoding`` that never reads it, span's, is refused). ``batch_size``:
     windows a forward pass (None: the model's, 16 on a CPU, 128 on a GPU). ``progress``:
-    progress bars on stderr for the windows and forward passes.
+    progress bars on stderr, one for the questions cut into windows and one for the windows run, each over a call's
+    whole list of questions.
     ``bio-mrc predict``, ``extract``, ``serve`` and the pipeline all answer through :meth:`predict`.
     A list of questions is answered :attr:`chunk_size` questions at a time, as ``bio-mrc predict`` answers them, so
     memory holds one chunk's windows whatever the number of questions.
@@ -219,9 +221,10 @@ class AnswerExtractor:
         top_k = check_top_k(top_k, multi_span)
         n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
         predictions = []
-        for chunk in question_chunks(examples, self.chunk_size):  # one chunk's windows held at a time
-            outputs = self.trained.windows(chunk, batch_size=self.batch_size, progress=self.progress)
-            predictions += self.predict(outputs, chunk, multi_span, decoding, require_answer=require_answer, n_best=n_best)
+        with window_bars(len(examples), self.progress) as bars:  # one bar a stage over the whole list, not one a chunk
+            for chunk in question_chunks(examples, self.chunk_size):  # one chunk's windows held at a time
+                outputs = self.trained.windows(chunk, batch_size=self.batch_size, bars=bars)
+                predictions += self.predict(outputs, chunk, multi_span, decoding, require_answer=require_answer, n_best=n_best)
         if not multi_span:
             for p in predictions:
                 p.spans = p.spans[: top_k or 1]

@@ -8,6 +8,7 @@ is a runner itself, so both give the same :class:`WindowOutputs` and decoding ne
 
 from __future__ import annotations
 
+import contextlib
 from typing import Collection, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -24,6 +25,7 @@ from ..features.windows import FeatureConfig, build_features
 from ..model import BioMrcForQuestionAnswering
 from ..precision import autocast, resolve_precision
 from ..precision_probe import MatrixShapes
+from ..progress import WindowBars, progress_bars, window_bars
 from ..types import Example
 from .defaults import INFERENCE_BATCH_SIZE
 
@@ -86,41 +88,46 @@ def run_windows(
     batch_size: int = INFERENCE_BATCH_SIZE,
     progress: bool = True,
     precision: str | None = None,
+    bar: tqdm | None = None,
 ) -> WindowOutputs:
     """Forward every window; windows are batched by length so padding costs little.
     ``model`` is a PyTorch model (run in ``precision``, default auto) or any :class:`WindowRunner`
-    (an ONNX Runtime session)."""
+    (an ONNX Runtime session). ``bar`` counts the windows run (None: a bar of the call's own, shown with ``progress``)."""
     runner = as_runner(model, precision)
-    return window_outputs(features, window_logits(runner, features, pad_token_id, batch_size, progress))
+    return window_outputs(features, window_logits(runner, features, pad_token_id, batch_size, progress, bar))
 
 
 def window_logits(
-    runner: WindowRunner, features: Dataset, pad_token_id: int, batch_size: int, progress: bool
+    runner: WindowRunner, features: Dataset, pad_token_id: int, batch_size: int, progress: bool, bar: tqdm | None = None
 ) -> dict[str, np.ndarray]:
     """Each head's logits of every window, padded to the longest window (-inf / 0 past a window's end)."""
     inputs = {name: RaggedColumn.from_dataset(features, name) for name in ENCODER_INPUTS if name in features.column_names}
-    return input_logits(runner, inputs, pad_token_id, batch_size, progress)
+    return input_logits(runner, inputs, pad_token_id, batch_size, progress, bar)
 
 
 def input_logits(
-    runner: WindowRunner, inputs: Mapping[str, RaggedColumn], pad_token_id: int, batch_size: int, progress: bool = False
+    runner: WindowRunner, inputs: Mapping[str, RaggedColumn], pad_token_id: int, batch_size: int, progress: bool = False,
+    bar: tqdm | None = None,
 ) -> dict[str, np.ndarray]:
     """:func:`window_logits` of windows given as their encoder inputs (``input_ids`` and the others of
-    :data:`ENCODER_INPUTS` they have): batched by length, longest first."""
+    :data:`ENCODER_INPUTS` they have): batched by length, longest first; ``bar`` as :func:`run_windows` takes it."""
     lengths = inputs["input_ids"].lengths
     n, width = len(lengths), int(lengths.max(initial=1))
     entries = [registry.head(head) for head in runner.heads]
     arrays = {name: np.full((n, width, *dims), entry.pad, dtype=np.float32)
               for entry in entries for name, dims in zip(entry.outputs, entry.output_dims)}
     order = np.argsort(-lengths, kind="stable")
-    for begin in tqdm(range(0, n, batch_size), desc="inference", disable=not progress, unit="batch"):
-        rows = order[begin : begin + batch_size]
-        batch = {name: torch.from_numpy(column.padded(rows, fill=pad_token_id if name == "input_ids" else 0, dtype=np.int64))
-                 for name, column in inputs.items()}
-        length = batch["input_ids"].shape[1]
-        for name, logits in runner(batch).items():
-            if name in arrays:
-                arrays[name][rows, :length] = logits
+    own = tqdm(total=n, desc="inference", unit="window", disable=not progress) if bar is None else contextlib.nullcontext(bar)
+    with own as bar:
+        for begin in range(0, n, batch_size):
+            rows = order[begin : begin + batch_size]
+            batch = {name: torch.from_numpy(column.padded(rows, fill=pad_token_id if name == "input_ids" else 0, dtype=np.int64))
+                     for name, column in inputs.items()}
+            length = batch["input_ids"].shape[1]
+            for name, logits in runner(batch).items():
+                if name in arrays:
+                    arrays[name][rows, :length] = logits
+            bar.update(len(rows))
     return arrays
 
 
@@ -147,7 +154,16 @@ def predict_windows(
     batch_size: int = INFERENCE_BATCH_SIZE,
     progress: bool = True,
     precision: str | None = None,
+    bars: WindowBars | None = None,
 ) -> WindowOutputs:
-    """Tokenize ``examples`` into windows and run the model (or runner) over them."""
-    features = build_features(examples, tokenizer, feature_config, with_targets=False, desc="evaluation windows")
-    return run_windows(model, features, tokenizer.pad_token_id or 0, batch_size, progress, precision)
+    """Tokenize ``examples`` into windows and run the model (or runner) over them. ``bars`` count the questions cut
+    and the windows run (None: bars of the call's own, shown with ``progress``): a list answered in chunks passes
+    the same bars to each chunk's call, so they run once over the whole list."""
+    with contextlib.ExitStack() as held:
+        if bars is None:
+            bars = held.enter_context(window_bars(len(examples), progress))
+        with progress_bars(False):  # the windows bar counts the questions, in place of datasets' own bar
+            features = build_features(examples, tokenizer, feature_config, with_targets=False, desc="evaluation windows",
+                                      advance=bars.windows.update)
+        bars.cut(len(features))
+        return run_windows(model, features, tokenizer.pad_token_id or 0, batch_size, progress, precision, bars.inference)

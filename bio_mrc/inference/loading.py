@@ -21,7 +21,7 @@ from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuesti
 from ..hub import local_folder, named_as_given
 from ..qa_checkpoints import QA_HEADS, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
-from ..progress import progress_bars
+from ..progress import WindowBars, progress_bars
 from .. import registry
 from ..registry import head_names, resolve_decoding
 from ..types import Example
@@ -156,13 +156,15 @@ class TrainedModel:
         device = getattr(self.model, "device", None)
         return GPU_INFERENCE_BATCH_SIZE if getattr(device, "type", None) == "cuda" else INFERENCE_BATCH_SIZE
 
-    def windows(self, examples: Sequence[Example], batch_size: int | None = None, progress: bool = False) -> WindowOutputs:
+    def windows(self, examples: Sequence[Example], batch_size: int | None = None, progress: bool = False,
+                bars: WindowBars | None = None) -> WindowOutputs:
         """Every window's outputs, ``batch_size`` windows a forward pass (default: :attr:`batch_size`); scores no
-        decoding can read (NaN, infinity) raise :class:`~bio_mrc.errors.ModelOutputError` naming the question."""
-        with progress_bars(progress):
-            precision = self.precision if self.backend == "torch" else None
-            outputs = predict_windows(self.model, self.tokenizer, examples, self.features, batch_size or self.batch_size,
-                                      progress, precision)
+        decoding can read (NaN, infinity) raise :class:`~bio_mrc.errors.ModelOutputError` naming the question.
+        ``progress`` shows a bar for the questions cut into windows and one for the windows run; ``bars``
+        (:func:`bio_mrc.progress.window_bars`) are bars a caller holds over several calls, one chunk of a list each."""
+        precision = self.precision if self.backend == "torch" else None
+        outputs = predict_windows(self.model, self.tokenizer, examples, self.features, batch_size or self.batch_size,
+                                  progress, precision, bars)
         check_finite_scores(outputs, examples, self.name or self.path)
         return outputs
 

@@ -1,0 +1,76 @@
+"""The bars of answering a list of questions: one a stage over the whole list, however many chunks it is run in;
+none where the call is quiet."""
+
+import pytest
+import tqdm.std
+
+from bio_mrc.inference import AnswerExtractor, TrainedModel
+
+from .conftest import untrained_model_folder
+
+QUESTIONS = ["who wrote it?", "when was it written?", "who wrote the book?", "what was written?", "who read it?"]
+# each a few words: with the question, one window of 48 tokens holds it, so five questions are five windows
+CONTEXTS = ["it was written by ada lovelace.", "it was written in 1843.", "the book was written by ada.",
+            "a note was written.", "it was read by babbage."]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_encoder_dir, tmp_path_factory):
+    return untrained_model_folder(tiny_encoder_dir, tmp_path_factory.mktemp("bars") / "model", heads="span+bio",
+                                  max_seq_length=48, doc_stride=16, max_query_length=12)
+
+
+@pytest.fixture
+def shown_bars(monkeypatch):
+    """(description, count, total, unit) of every bar drawn, as it closes: transformers', datasets' and bio_mrc's alike."""
+    closed = []
+    close = tqdm.std.tqdm.close
+
+    def recording_close(bar):
+        if not bar.disable:  # a hidden bar, or one closed already, draws nothing
+            closed.append((bar.desc.rstrip(": "), bar.n, bar.total, bar.unit.strip()))
+        close(bar)
+
+    monkeypatch.setattr(tqdm.std.tqdm, "close", recording_close)
+    return closed
+
+
+@pytest.fixture
+def three_chunks(monkeypatch):
+    monkeypatch.setattr(AnswerExtractor, "chunk_size", 2)  # five questions: chunks of 2, 2 and 1
+
+
+def test_a_list_answered_in_chunks_shows_one_bar_a_stage(model_dir, three_chunks, shown_bars, capsys):
+    trained = TrainedModel.load(model_dir, precision="fp32", device="cpu")
+    quiet = AnswerExtractor(trained)(QUESTIONS, CONTEXTS)
+    capsys.readouterr()
+    shown = AnswerExtractor(trained, progress=True)(QUESTIONS, CONTEXTS)
+    assert shown_bars == [("inference", 5, 5, "window"), ("windows", 5, 5, "question")]
+    assert "windows: 100%" in capsys.readouterr().err
+    assert [p.to_dict() for p in shown] == [p.to_dict() for p in quiet]
+
+
+def test_a_quiet_list_in_chunks_prints_nothing(model_dir, three_chunks, shown_bars, capsys):
+    trained = TrainedModel.load(model_dir, precision="fp32", device="cpu")
+    capsys.readouterr()
+    assert len(AnswerExtractor(trained)(QUESTIONS, CONTEXTS)) == 5
+    assert shown_bars == []
+    assert capsys.readouterr().err == ""
+
+
+def test_the_windows_of_one_call_show_the_same_bars(model_dir, shown_bars):
+    # tune and compare run a whole list's windows in one call
+    trained = TrainedModel.load(model_dir, precision="fp32", device="cpu")
+    examples, _ = AnswerExtractor.examples(QUESTIONS, CONTEXTS)
+    trained.windows(examples, batch_size=2, progress=True)
+    assert shown_bars == [("inference", 5, 5, "window"), ("windows", 5, 5, "question")]
+
+
+def test_the_pipeline_answers_a_list_in_chunks_quietly(model_dir, three_chunks, shown_bars, capsys):
+    from transformers import pipeline
+
+    qa = pipeline("bio-mrc-qa", model=str(model_dir), device="cpu")
+    capsys.readouterr()
+    assert len(qa(question=QUESTIONS, context=CONTEXTS)) == 5
+    assert shown_bars == []
+    assert capsys.readouterr().err == ""
