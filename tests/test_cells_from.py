@@ -195,3 +195,43 @@ def test_impossible_numbers_in_a_report_or_a_cached_cell_are_refused_naming_the_
     cache.write_text(json.dumps(cells))
     with pytest.raises(ConfigError, match=f"{cache}: cell 0: field 'f1' holds 250.0 at position 0, outside"):
         compare(config, FIXTURES, out)
+
+
+COMMITTED = FIXTURES.parent.parent / "benchmarks" / "reports" / "bio-only-init" / "log-prior-seed42" / "report.json.xz"
+
+
+def test_a_report_is_read_by_its_content_whatever_its_name(tmp_path):
+    """A .gz name on a plain report was 'Not a gzipped file', and xz content under a plain name a UnicodeDecodeError."""
+    expected = read_report(COMMITTED).eval_ids
+    plain = tmp_path / "report.json.gz"
+    plain.write_bytes(lzma.decompress(COMMITTED.read_bytes()))
+    renamed = tmp_path / "report.json"
+    renamed.write_bytes(COMMITTED.read_bytes())
+    assert read_report(plain).eval_ids == read_report(renamed).eval_ids == expected
+
+
+def test_a_compressed_report_past_the_limit_stops_there_and_a_damaged_gzip_is_one_line(tmp_path, monkeypatch):
+    import gzip
+
+    bomb = tmp_path / "report.json.xz"
+    bomb.write_bytes(lzma.compress(b"[" + b" " * 2_000_000 + b"]"))  # 2 MB of blanks in about 400 bytes
+    assert bomb.stat().st_size < 1_000
+    monkeypatch.setenv("BIO_MRC_MAX_JSON_BYTES", "1000000")
+    with pytest.raises(ConfigError, match=rf"^--cells-from {bomb}: larger than 1,000,000 bytes decompressed, more than any "
+                                          r"comparison report holds \(BIO_MRC_MAX_JSON_BYTES raises the limit\)$"):
+        read_report(bomb)
+    damaged = tmp_path / "damaged.json.gz"
+    raw = bytearray(gzip.compress(json.dumps({"cells": [{"q": i} for i in range(2_000)]}).encode()))
+    raw[30:40] = b"\xff" * 10  # the deflate stream broken: zlib.error, which is no OSError
+    damaged.write_bytes(bytes(raw))
+    with pytest.raises(ConfigError, match=rf"^--cells-from {damaged}: cannot read it as a comparison report \(Error -3 while decompressing"):
+        read_report(damaged)
+
+
+def test_a_named_pipe_as_the_earlier_report_is_one_line_not_a_wait(tmp_path):
+    import os
+
+    pipe = tmp_path / "report.json"
+    os.mkfifo(pipe)  # opened for reading, it waited for ever for a writer
+    with pytest.raises(ConfigError, match=rf"^--cells-from {pipe}: expected a comparison report file, found a named pipe \(FIFO\)$"):
+        read_report(pipe)

@@ -157,6 +157,16 @@ def test_a_quoted_newline_and_a_gzip_table_still_read(tmp_path):
     assert [ex.answer_texts() for ex in load_squad(path).examples] == [[["beta"]]]
 
 
+def test_a_damaged_gzip_table_is_one_line_naming_it(tmp_path):
+    """A broken deflate stream raises zlib.error, no OSError: the header row's reader let it out as a traceback."""
+    path = tmp_path / "q.csv.gz"
+    raw = bytearray(gzip.compress(("id,context,question,answers\n" + "q,Alpha beta.,Which?,\n" * 2_000).encode()))
+    raw[30:40] = b"\xff" * 10
+    path.write_bytes(bytes(raw))
+    assert error_of(path).startswith("could not read the header row: Error -3 while decompressing data")
+    assert f"(in {path})" in error_of(path)
+
+
 def test_a_csv_line_not_in_utf8_is_named_in_one_line(tmp_path, capsys):
     path = tmp_path / "latin1.csv"
     path.write_bytes("id,context,question\nc1,café,What?\n".encode("latin-1"))

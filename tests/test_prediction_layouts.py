@@ -171,3 +171,43 @@ def test_the_loaders_read_every_layout(tmp_path):
     assert load_na_probs(read_prediction_file(path), ["q1"]) == ({"q1": 0.5}, [])
     with pytest.raises(DataFormatError, match="it is a list of prediction records; give it as --predictions"):
         load_na_probs(path, ["q1"])
+
+
+# --- files over the size limit: a small gzip file can hold gigabytes ---------------------------------------
+
+def test_a_gzip_bomb_is_refused_once_past_the_limit_decompressed_never_held_whole(tmp_path, capsys, official, monkeypatch):
+    """300,000 bytes of blanks after the answers compress to about 400 bytes; past BIO_MRC_MAX_JSON_BYTES the reading
+    stops (gzip.decompress held the whole file first, whatever its size)."""
+    from bio_mrc.data import json_reader
+
+    data, plain, with_probs = official
+    held: list[int] = []
+
+    class CountedGzipFile(gzip.GzipFile):
+        def read(self, size=-1):
+            held.append(len(chunk := super().read(size)))
+            return chunk
+
+    monkeypatch.setattr(json_reader.gzip, "GzipFile", CountedGzipFile)
+    bomb = write(tmp_path / "bomb.json.gz", json.dumps(ANSWERS) + " " * 300_000, compress=True)
+    probs = write(tmp_path / "na.json.gz", json.dumps(NA_PROBS) + " " * 300_000, compress=True)
+    assert bomb.stat().st_size < 1_000
+    monkeypatch.setenv("BIO_MRC_MAX_JSON_BYTES", "100000")
+    assert refused(capsys, data, bomb) == (f"error: the file is larger than 100,000 bytes decompressed "
+                                           f"(BIO_MRC_MAX_JSON_BYTES raises the limit) (in {bomb})")
+    assert sum(held) <= 100_001 + 2  # the limit and one, after the two bytes that tell gzip
+    assert refused(capsys, data, tmp_path / "preds.json", "--na-probs", probs) == (
+        f"error: the file is larger than 100,000 bytes decompressed (BIO_MRC_MAX_JSON_BYTES raises the limit) (in {probs})")
+    monkeypatch.setenv("BIO_MRC_MAX_JSON_BYTES", "400000")
+    assert evaluate(capsys, data, bomb, "--na-probs", probs) == with_probs
+
+
+def test_a_plain_predictions_file_over_the_limit_is_refused_unread(tmp_path, capsys, official, monkeypatch):
+    data, plain, _ = official
+    big = write(tmp_path / "big.json", json.dumps(ANSWERS) + " " * 2_000)
+    monkeypatch.setenv("BIO_MRC_MAX_JSON_BYTES", "1000")
+    assert refused(capsys, data, big) == f"error: the file is larger than 1,000 bytes (BIO_MRC_MAX_JSON_BYTES raises the limit) (in {big})"
+    monkeypatch.setenv("BIO_MRC_MAX_JSON_BYTES", "1e9")
+    assert refused(capsys, data, big) == "error: BIO_MRC_MAX_JSON_BYTES='1e9': a positive whole number is needed (default 1073741824)"
+    monkeypatch.setenv("BIO_MRC_MAX_JSON_BYTES", "3000")
+    assert evaluate(capsys, data, big) == plain

@@ -9,12 +9,13 @@ import math
 import re
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import DataFormatError
 from ..io import home_expanded, special_file_kind
+from .limits import max_json_bytes, read_at_most
 
-__all__ = ["FLOAT_TOO_LARGE", "DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "gunzipped", "lone_surrogate_escape", "loads",
+__all__ = ["FLOAT_TOO_LARGE", "DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "lone_surrogate_escape", "loads",
            "not_utf8", "parse_json_text", "read_json", "read_json_text"]
 
 
@@ -155,27 +156,28 @@ def check_not_special(path: str | Path, expected: str = "a file") -> None:
         raise DataFormatError(f"expected {expected}, found {kind}", source=str(path))
 
 
-def read_json(path: str | Path, finite: bool = False, decompress: bool = False) -> Any:
+def read_json(path: str | Path, finite: bool = False, decompress: bool = False, bounded: bool = False) -> Any:
     """Parse a UTF-8 JSON file, turning every failure into a DataFormatError naming the file (``finite``: as
-    :func:`loads`; ``decompress``: as :func:`read_json_text`)."""
+    :func:`loads`; ``decompress`` and ``bounded``: as :func:`read_json_text`)."""
     path = home_expanded(path)
-    return parse_json_text(read_json_text(path, decompress), str(path), finite)
+    return parse_json_text(read_json_text(path, decompress, bounded), str(path), finite)
 
 
-def read_json_text(path: str | Path, decompress: bool = False) -> str:
+def read_json_text(path: str | Path, decompress: bool = False, bounded: bool = False) -> str:
     """The text of a UTF-8 JSON (or JSON Lines) file, not empty; with ``decompress``, a gzip-compressed file, told by
-    its first bytes whatever its name, is read decompressed. Every failure is a DataFormatError naming the file."""
+    its first bytes whatever its name, is read decompressed; with ``bounded``, a file larger than
+    :func:`~bio_mrc.data.limits.max_json_bytes` (decompressed) is refused, read no further. Every failure is a
+    DataFormatError naming the file."""
     path = home_expanded(path)
     source = str(path)
     check_not_special(path, "a JSON file")
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            raw = _file_bytes(handle, source, decompress, bounded)
     except FileNotFoundError:
         raise DataFormatError("file not found", source=source) from None
     except IsADirectoryError:
         raise DataFormatError("expected a JSON file, found a folder", source=source) from None
-    if decompress and raw.startswith(GZIP_MAGIC):
-        raw = gunzipped(raw, source)
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark is allowed, as Python's json.load allows it
     except UnicodeDecodeError as err:
@@ -185,14 +187,25 @@ def read_json_text(path: str | Path, decompress: bool = False) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text  # universal newlines, as a text read
 
 
-def gunzipped(raw: bytes, source: str) -> bytes:
-    """The decompressed bytes of a gzip file; a cut or damaged one is a DataFormatError naming ``source``."""
+def _file_bytes(handle: BinaryIO, source: str, decompress: bool, bounded: bool) -> bytes | bytearray:
+    """The bytes of an open file, decompressed a chunk at a time where ``decompress`` and its first bytes are gzip's
+    (a 1 MB gzip file can hold a gigabyte), and within the limit where ``bounded``."""
+    compressed = decompress and handle.read(2) == GZIP_MAGIC
+    handle.seek(0)
+    reader = gzip.GzipFile(fileobj=handle, mode="rb") if compressed else handle
+    most = max_json_bytes() if bounded else None
     try:
-        return gzip.decompress(raw)
+        raw = reader.read() if most is None else read_at_most(reader, most, compressed)
     except EOFError:
         raise DataFormatError("the gzip stream ends early (a truncated file?)", source=source) from None
     except (OSError, zlib.error) as err:
+        if not compressed:
+            raise
         raise DataFormatError(f"not a readable gzip file: {err}", source=source) from None
+    if raw is None:
+        raise DataFormatError(f"the file is larger than {most:,} bytes{' decompressed' if compressed else ''} "
+                              "(BIO_MRC_MAX_JSON_BYTES raises the limit)", source=source)
+    return raw
 
 
 def parse_json_text(text: str, source: str, finite: bool = False) -> Any:

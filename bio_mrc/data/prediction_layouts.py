@@ -6,7 +6,8 @@
 
 A record is ``{"id": ..., KEY: answer}`` with KEY exactly one of ``prediction_text`` (Hugging Face's),
 ``prediction`` or ``answer``, and an optional ``no_answer_probability`` (squad_v2's); other keys are left alone.
-Any of these may be gzip-compressed, told by its first bytes. An id given twice is refused, naming both records.
+Any of these may be gzip-compressed, told by its first bytes; the file, decompressed, is at most
+:func:`~bio_mrc.data.limits.max_json_bytes`. An id given twice is refused, naming both records.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def read_prediction_file(path: str | Path) -> PredictionFile:
     """The answers of a predictions file in any layout of the module's list; a record that is not one is refused
     naming its line (JSON Lines) or entry (a JSON list)."""
     source, expanded = str(path), home_expanded(path)  # a record's line names the file as the user wrote it
-    text = read_json_text(expanded, decompress=True)
+    text = read_json_text(expanded, decompress=True, bounded=True)
     lines = _json_lines(text, source)
     if lines is not None:
         return _from_records(lines, "JSON Lines", source)

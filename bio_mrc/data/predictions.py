@@ -97,8 +97,9 @@ def _read_id_map(found: Any, source: str, question_ids: Collection[str], what: s
 
 
 def _probability_map(path: str | Path) -> dict[str, Any]:
-    """A no-answer probability file's ``{id: value}``, read decompressed where it is gzip-compressed."""
-    found = read_json(home_expanded(path), decompress=True)
+    """A no-answer probability file's ``{id: value}``, read decompressed where it is gzip-compressed, and refused
+    past :func:`~bio_mrc.data.limits.max_json_bytes`."""
+    found = read_json(home_expanded(path), decompress=True, bounded=True)
     if not isinstance(found, dict):
         records = isinstance(found, list) and any(is_record(entry) for entry in found)
         hint = (": it is a list of prediction records; give it as --predictions, which reads their "

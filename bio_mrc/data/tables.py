@@ -10,6 +10,7 @@ import csv
 import gzip
 import io
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -65,7 +66,7 @@ def _header(path: Path, delimiter: str) -> list[str]:
         first = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise DataFormatError(not_utf8(err, "in the header row,"), source=str(path)) from None
-    except (OSError, EOFError) as err:
+    except (OSError, EOFError, zlib.error) as err:  # zlib.error: a damaged .gz, no OSError
         raise DataFormatError(f"could not read the header row: {err}", source=str(path)) from None
     if len(raw) > most and b"\r" in raw:  # a file of old Mac line endings reads as one line
         raise DataFormatError(_CR_ONLY, source=f"{path}, line 1")

@@ -13,33 +13,36 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
+from ..data.limits import max_json_bytes, read_at_most
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError
+from ..io import special_file_kind
 from ..model_folder import special_floats
 from .config import RUN_OPTIONS_WHEN_ABSENT, CompareConfig
 from .results import Cell
 from .saved_report import SavedReport
 
-_OPENERS = {".xz": lzma.open, ".gz": gzip.open}
+# A compressed report told by its first bytes, whatever its name: gzip's and xz's
+_OPENERS = {b"\x1f\x8b": gzip.open, b"\xfd7zXZ\x00": lzma.open}
 
 
 def read_report(path: str | Path, option: str = "--cells-from") -> SavedReport:
-    """A ``report.json`` as ``compare`` writes it, plain or compressed (``.xz``, ``.gz``), typed in this version's
+    """A ``report.json`` as ``compare`` writes it, plain or compressed (xz or gzip, told by its first bytes), typed in this version's
     form (an older form upgraded, a newer one refused: :func:`bio_mrc.harness.results.upgrade_report`); every
     cell must score each of its evaluation questions. Errors name ``option`` (the flag that gave the path) and the file."""
     path = Path(path)
     source = f"{option} {path}"
-    opener = _OPENERS.get(path.suffix, open)
     try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            report = special_floats(json.load(handle))  # an infinite threshold written as {"__float__": "-Infinity"}
-    except (OSError, EOFError, lzma.LZMAError, json.JSONDecodeError, UnicodeDecodeError) as error:
+        # an infinite threshold is written as {"__float__": "-Infinity"}
+        report = special_floats(json.loads(_report_bytes(path, source).decode("utf-8")))
+    except (OSError, EOFError, lzma.LZMAError, zlib.error, json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{source}: cannot read it as a comparison report ({error})") from None
     except RecursionError:
         raise ConfigError(f"{source}: cannot read it as a comparison report (JSON nested deeper than any report)") from None
@@ -52,6 +55,24 @@ def read_report(path: str | Path, option: str = "--cells-from") -> SavedReport:
     for number, cell in enumerate(saved.results.cells):
         _check_cell(source, number, cell, len(saved.eval_ids))
     return saved
+
+
+def _report_bytes(path: Path, source: str) -> bytearray:
+    """The report's bytes, decompressed (gzip or xz) a chunk at a time where its first bytes say so: a small xz file
+    can hold gigabytes, and more than :func:`~bio_mrc.data.limits.max_json_bytes` are refused, read no further."""
+    if kind := special_file_kind(path):  # reading a FIFO waits for a writer, a device may never end
+        raise ConfigError(f"{source}: expected a comparison report file, found {kind}")
+    with open(path, "rb") as plain:
+        head = plain.read(6)
+    opener = next((opener for magic, opener in _OPENERS.items() if head.startswith(magic)), open)
+    most = max_json_bytes()
+    with opener(path, "rb") as handle:
+        raw = read_at_most(handle, most, compressed=opener is not open)
+    if raw is None:
+        decompressed = "" if opener is open else " decompressed"
+        raise ConfigError(f"{source}: larger than {most:,} bytes{decompressed}, more than any comparison report holds "
+                          "(BIO_MRC_MAX_JSON_BYTES raises the limit)")
+    return raw
 
 
 @dataclass(frozen=True)
