@@ -50,6 +50,15 @@ def test_a_list_answered_in_chunks_shows_one_bar_a_stage(model_dir, three_chunks
     assert [p.to_dict() for p in shown] == [p.to_dict() for p in quiet]
 
 
+def test_one_question_over_documents_in_chunks_shows_one_bar_a_stage(model_dir, three_chunks, shown_bars):
+    trained = TrainedModel.load(model_dir, precision="fp32", device="cpu")
+    quiet = AnswerExtractor(trained).answer_documents(QUESTIONS[0], CONTEXTS, top_k=3)
+    assert shown_bars == []
+    shown = AnswerExtractor(trained, progress=True).answer_documents(QUESTIONS[0], CONTEXTS, top_k=3)
+    assert shown_bars == [("inference", 5, 5, "window"), ("windows", 5, 5, "question")]
+    assert shown == quiet
+
+
 def test_a_quiet_list_in_chunks_prints_nothing(model_dir, three_chunks, shown_bars, capsys):
     trained = TrainedModel.load(model_dir, precision="fp32", device="cpu")
     capsys.readouterr()

@@ -233,6 +233,8 @@ def test_every_record_names_the_command_that_ran_it(monkeypatch: pytest.MonkeyPa
     ("bench_training.py", ["--max-seq-length", "128", "--doc-stride", "64"], "error: doc_stride (64) must leave room"),
     ("bench_tag_decoding.py", ["--sizes", "100000", "10"], "--sizes are at least 1000 characters each"),
     ("bench_tag_decoding.py", ["--long-repeats", "0"], "got [100000, 1000000, 5000000], 1000, 150, 3 and 0"),
+    ("bench_documents_memory.py", ["--documents", "10", "0"], "--documents are at least 1 each"),
+    ("bench_documents_memory.py", ["--top-k", "0"], "got [1000, 10000], 60 and 0"),
 ])
 def test_sizes_variants_and_windows_are_checked_before_any_work(script, args, expected, empty_data: Path):
     """Before the model is trained or the data read: bench_predict_memory's sizes, the training benchmarks' variants

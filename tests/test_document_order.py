@@ -4,9 +4,12 @@ documents or questions of the call (whose longer windows pad a row), and equal s
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
 
+from bio_mrc import registry
 from bio_mrc.decoding.spans import best_spans
 from bio_mrc.inference import AnswerExtractor
 from bio_mrc.inference.documents import rank_across_documents
@@ -131,3 +134,85 @@ def test_an_abstaining_documents_spans_carry_no_probability():
     assert [(a.document, a.text, a.abstain, a.probability) for a in ranked.answers] == [
         (1, "c", False, 0.6), (0, "a", True, None), (0, "b", True, None)]
     assert ranked.to_dict()["documents"][0]["probability"] == 0.8  # the document's own, as predicted
+
+
+def test_documents_ranked_a_chunk_at_a_time_rank_as_in_one():
+    from bio_mrc.inference.documents import DocumentRanking
+
+    # margins (span - null, null = no_answer_score + best): a -1, -3; b 4; c 0.5; b again (d) 4; e abstains, 9 - 0 = 9
+    documents = [Prediction("a", [AnswerSpan("a0", 0, 1, 5.0), AnswerSpan("a1", 2, 3, 3.0)], 1.0),
+                 Prediction("b", [AnswerSpan("b0", 0, 1, 2.0)], -4.0), Prediction("c", [AnswerSpan("c0", 0, 1, 0.5)], -0.5),
+                 Prediction("d", [AnswerSpan("b0", 0, 1, 2.0)], -4.0),
+                 Prediction("e", [AnswerSpan("e0", 0, 1, 9.0)], -9.0, abstain=True)]
+    for top_k in (1, 3, 10):
+        ranking = DocumentRanking(top_k)
+        for begin in range(0, len(documents), 2):
+            ranking.add(documents[begin : begin + 2])
+        ranked = ranking.ranked("Q?", ["a", "b", "c", "d", "e"])
+        assert ranked == rank_across_documents("Q?", documents, top_k, ["a", "b", "c", "d", "e"])
+        assert [(a.document, a.text, a.score) for a in ranked.answers] == [
+            (1, "b0", 4.0), (3, "b0", 4.0), (2, "c0", 0.5), (0, "a0", -1.0), (0, "a1", -3.0), (4, "e0", 9.0)][:top_k]
+        assert [p.id for p in ranked.documents] == ["a", "b", "c", "d", "e"] and len(ranking.best) == min(top_k, 6)
+
+
+def documents_alive(extractor: AnswerExtractor, monkeypatch) -> list[int]:
+    """For each forward pass of ``extractor`` from now on: the documents whose window logits are alive as it begins,
+    its own included (a view of the logits keeps them alive)."""
+    windows, alive, counts = extractor.trained.windows, {}, []
+
+    def counted(examples, **options):
+        counts.append(sum(alive.values()) + len(examples))
+        outputs = windows(examples, **options)
+        alive[len(counts)] = len(examples)
+        weakref.finalize(outputs.logits["start_logits"], alive.pop, len(counts))
+        return outputs
+    monkeypatch.setattr(extractor.trained, "windows", counted)
+    return counts
+
+
+def abstaining_half(extractor: AnswerExtractor, documents: list[str], decoding: str, monkeypatch) -> None:
+    """A no-answer threshold saved with the model at the median of the documents' no-answer scores: the documents
+    above it abstain."""
+    nulls = sorted(p.no_answer_score for p in extractor(QUESTION, documents, decoding=decoding).documents)
+    key = registry.decoding(decoding).threshold_key
+    monkeypatch.setattr(extractor.trained.model.config, "no_answer_thresholds", {key: nulls[len(nulls) // 2]})
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_documents_are_run_a_chunk_at_a_time_with_the_answers_of_one_pass(extractor, decoding, monkeypatch):
+    with_tied_logits(extractor, monkeypatch)  # logits of each token's own: the numbers of one pass, bit for bit
+    rng = np.random.default_rng(5)
+    documents = [" ".join(rng.choice(WORDS, size=int(rng.integers(2, 70)))) for _ in range(5)]
+    documents += ["newton", "the laws", documents[1], documents[3]]  # no-answer scores apart; equal answers in chunks apart
+    abstaining_half(extractor, documents, decoding, monkeypatch)
+    names = [f"{k}.txt" for k in range(len(documents))]
+    whole = {top_k: extractor(QUESTION, documents, top_k=top_k, decoding=decoding, names=names) for top_k in (1, 3, 100_000)}
+    answers = whole[100_000].answers
+    assert {p.abstain for p in whole[1].documents} == {False, True}
+    assert any(a.score == b.score and a.document // 2 != b.document // 2 for a, b in zip(answers, answers[1:]))
+    alive = documents_alive(extractor, monkeypatch)
+    monkeypatch.setattr(extractor, "chunk_size", 2)
+    for top_k, expected in whole.items():
+        assert extractor(QUESTION, documents, top_k=top_k, decoding=decoding, names=names) == expected
+    assert alive == [2, 2, 2, 2, 1] * 3  # 9 documents: four chunks of 2, then 1, the windows of one chunk alive at a time
+
+
+@pytest.mark.parametrize("decoding", ["span", "joint"])
+def test_the_pipeline_runs_documents_a_chunk_at_a_time_with_the_answers_of_one_pass(extractor, decoding, monkeypatch):
+    from transformers import pipeline
+
+    from bio_mrc.inference.pipeline import TASK
+
+    qa = pipeline(TASK, model=extractor.trained.path, device="cpu", precision="fp32")
+    with_tied_logits(qa.extractor, monkeypatch)
+    rng = np.random.default_rng(9)
+    documents = [" ".join(rng.choice(WORDS, size=int(rng.integers(2, 70)))) for _ in range(5)]
+    documents += ["newton", documents[0]]
+    abstaining_half(qa.extractor, documents, decoding, monkeypatch)
+    whole = [qa(question=QUESTION, context=documents, top_k=top_k, decoding=decoding, handle_impossible_answer=True)
+             for top_k in (1, 4, 100)]
+    alive, calls = documents_alive(qa.extractor, monkeypatch), qa.call_count
+    monkeypatch.setattr(qa.extractor, "chunk_size", 4)
+    assert [qa(question=QUESTION, context=documents, top_k=top_k, decoding=decoding, handle_impossible_answer=True)
+            for top_k in (1, 4, 100)] == whole
+    assert alive == [4, 3] * 3 and qa.call_count == calls + 3  # a call counts once, whatever its chunks

@@ -13,10 +13,17 @@ several windows is ranked window by window (:func:`window_predictions`): each sp
 was read in, its best such margin. The document's own ``no_answer_score`` takes the lowest null of any window and the
 best span of any window, which may be two windows apart: across documents that margin grows with a document's length
 alone, so a long document that answers nothing outranked a short one that holds the answer.
+
+The ranking reads each document's own scores alone, with no sum or softmax across documents, so documents may be
+ranked a chunk at a time (:class:`DocumentRanking`): each chunk's windows are decoded, their candidates cut to the
+``top_k`` best so far, and the windows let go; the answers are those of one pass over every document, bit for bit,
+given the same window outputs.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -89,18 +96,45 @@ def rank_across_documents(
     """The ``top_k`` best spans over every document's n-best (``predictions``, one per document, in order), best
     first by :func:`cross_document_scores` (with ``windows``, each span's best over the windows it was read in),
     those of a document that abstains after every other; ties go to the earlier document, then the earlier span."""
-    if top_k < 1:
-        raise ValueError(f"top_k is a positive number of answers, got {top_k!r}")
+    ranking = DocumentRanking(top_k)
     names = document_names(names, len(predictions))
-    scored = _window_candidates(windows) if windows is not None else _document_candidates(predictions)
-    candidates = []
-    for document, span, score in scored:
-        prediction = predictions[document]
-        probability = best_span_probability(prediction, span)
-        candidates.append(((prediction.abstain, -score, document, span.start, span.end), DocumentAnswer(
-            span.text, span.start, span.end, score, document, names[document], span.score, prediction.abstain, probability)))
-    candidates.sort(key=lambda item: item[0])
-    return RankedAnswers(question, [answer for _, answer in candidates[:top_k]], list(predictions), names)
+    ranking.add(predictions, windows)
+    return ranking.ranked(question, names)
+
+
+# A candidate: its sort key (abstains, -score, document, start, end), its document, its span and its score.
+Candidate = tuple[tuple[bool, float, int, int, int], int, AnswerSpan, float]
+
+
+class DocumentRanking:
+    """:func:`rank_across_documents` over documents given a chunk at a time, in order: every document's prediction
+    (the answer's ``documents``) and the ``top_k`` best candidates so far, nothing of a chunk's windows. A cut is
+    ``sorted(...)[:top_k]`` (``heapq.nsmallest``, stable) and the best so far come before a chunk's, so the cuts
+    keep the one pass's answers in its order, equal keys included."""
+
+    def __init__(self, top_k: int = 1) -> None:
+        if top_k < 1:
+            raise ValueError(f"top_k is a positive number of answers, got {top_k!r}")
+        self.top_k = top_k
+        self.predictions: list[Prediction] = []
+        self.best: list[Candidate] = []
+
+    def add(self, predictions: Sequence[Prediction], windows: WindowPredictions | None = None) -> None:
+        """The next documents' predictions (one each, in order), with ``windows`` their windows' (numbered from 0)."""
+        first = len(self.predictions)
+        self.predictions += predictions
+        scored = _window_candidates(windows) if windows is not None else _document_candidates(predictions)
+        candidates = (((self.predictions[first + d].abstain, -score, first + d, span.start, span.end), first + d, span, score)
+                      for d, span, score in scored)
+        self.best = heapq.nsmallest(self.top_k, itertools.chain(self.best, candidates), key=lambda item: item[0])
+
+    def ranked(self, question: str, names: Sequence[str | None] | None = None) -> RankedAnswers:
+        """The answers of every document added, best first (``names``: one a document, or None)."""
+        names = document_names(names, len(self.predictions))
+        answers = [DocumentAnswer(span.text, span.start, span.end, score, document, names[document], span.score,
+                                  self.predictions[document].abstain, best_span_probability(self.predictions[document], span))
+                   for _, document, span, score in self.best]
+        return RankedAnswers(question, answers, list(self.predictions), names)
 
 
 def best_span_probability(prediction: Prediction, span: AnswerSpan) -> float | None:

@@ -21,11 +21,11 @@ from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..errors import ConfigError, DataFormatError, a_type
 from ..types import Example, Prediction, RankedAnswers
 from ..plurals import counted
-from ..progress import window_bars
+from ..progress import WindowBars, window_bars
 from .abstention import check_abstention
 from .answers import decode_answers
 from .defaults import DEFAULT_CHUNK_SIZE
-from .documents import document_names, rank_across_documents, window_predictions
+from .documents import DocumentRanking, document_names, window_predictions
 from .loading import TrainedModel, check_length_prior
 
 
@@ -115,11 +115,12 @@ class AnswerExtractor:
     progress bars on stderr, one for the questions cut into windows and one for the windows run, each over a call's
     whole list of questions.
     ``bio-mrc predict``, ``extract``, ``serve`` and the pipeline all answer through :meth:`predict`.
-    A list of questions is answered :attr:`chunk_size` questions at a time, as ``bio-mrc predict`` answers them, so
-    memory holds one chunk's windows whatever the number of questions.
+    A list of questions is answered :attr:`chunk_size` questions at a time, as ``bio-mrc predict`` answers them, and
+    one question over a list of documents :attr:`chunk_size` documents at a time, so memory holds one chunk's windows
+    whatever the number of questions or documents.
     """
 
-    chunk_size = DEFAULT_CHUNK_SIZE  # questions whose windows are held at once: bio-mrc predict's chunk
+    chunk_size = DEFAULT_CHUNK_SIZE  # questions (or documents) whose windows are held at once: bio-mrc predict's chunk
 
     def __init__(
         self,
@@ -238,7 +239,8 @@ class AnswerExtractor:
         its document (index, and ``names[index]`` where given), scored comparably across documents (see
         :mod:`bio_mrc.inference.documents`). Several spans per answer (``multi_span``) take one document at a time.
         ``decoding`` (None: the extractor's) as in the constructor; ``require_answer=False`` is refused, as single
-        spans abstain only by the saved no-answer threshold."""
+        spans abstain only by the saved no-answer threshold. The documents are run and decoded :attr:`chunk_size` at a
+        time, each chunk's windows let go once its spans are ranked, with the answers of one pass."""
         if self.multi_span if multi_span is None else check_flag(multi_span, "multi_span"):
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
@@ -251,14 +253,20 @@ class AnswerExtractor:
         names = document_names(names, len(documents))  # refused before the forward pass, read once
         examples, _ = self.examples(question, list(documents))
         decoding = registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
-        outputs = self.trained.windows(examples, batch_size=self.batch_size, progress=self.progress)
-        n_best = max(top_k, self.decode_config.n_best)
+        ranking = DocumentRanking(top_k)
+        with window_bars(len(examples), self.progress) as bars:  # one bar a stage over every document
+            for chunk in question_chunks(examples, self.chunk_size):  # one chunk's windows held at a time
+                self._rank_chunk(ranking, list(chunk), decoding, max(top_k, self.decode_config.n_best), require_answer, bars)
+        return ranking.ranked(question, names)
 
+    def _rank_chunk(self, ranking: DocumentRanking, documents: list[Example], decoding: str, n_best: int,
+                    require_answer: bool | None, bars: WindowBars) -> None:
+        """Run and decode one chunk of documents into ``ranking``; their windows go when this returns."""
         def decoded(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
             return self.predict(windows, asked, False, decoding, require_answer=require_answer, n_best=n_best)
 
-        windows = window_predictions(outputs, examples, decoding, decoded)
-        return rank_across_documents(question, decoded(outputs, examples), top_k, names, windows)
+        outputs = self.trained.windows(documents, batch_size=self.batch_size, bars=bars)
+        ranking.add(decoded(outputs, documents), window_predictions(outputs, documents, decoding, decoded))
 
 
 # require_answer=False leaves a multi-span BIO answer without spans where the likeliest tag sequence is all O;

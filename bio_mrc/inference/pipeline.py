@@ -66,7 +66,7 @@ from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_mo
 from ..types import AnswerSpan, Example, Prediction
 from .abstention import NeverAbstainsWarning, never_abstains_line
 from .answers import no_answer_probability
-from .documents import WindowPredictions, rank_across_documents, window_predictions
+from .documents import DocumentRanking, window_predictions
 from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_flag, check_top_k, question_chunks
 from .loading import TrainedModel, forward_precision, window_settings
 from .onnx_runner import OnnxModel
@@ -170,11 +170,23 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
                              "multi_span answers one document at a time")
         batch_size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or self.extractor.trained.batch_size
-        if single or documents:  # one question; or one question's documents, ranked together
-            return super().__call__(_Questions(examples, single, batch_size, documents), **kwargs)
+        if documents:
+            return self._answer_documents(examples, batch_size, options.get("top_k", 1), kwargs)
+        if single:
+            return super().__call__(_Questions(examples, single, batch_size), **kwargs)
         answers, calls = [], self.call_count
         for chunk in question_chunks(examples, self.extractor.chunk_size):  # one chunk's windows held at a time
             answers += super().__call__(_Questions(list(chunk), False, batch_size), **kwargs)
+        self.call_count = calls + 1  # one call, whatever its chunks, toward transformers' warning of sequential calls
+        return answers
+
+    def _answer_documents(self, examples: list[Example], batch_size: int, top_k: int, kwargs: dict[str, Any]):
+        """One question's documents run and decoded the extractor's ``chunk_size`` at a time into one ranking, which
+        the last chunk's ``postprocess`` formats."""
+        ranking, calls, answers = DocumentRanking(top_k), self.call_count, None
+        chunks = list(question_chunks(examples, self.extractor.chunk_size))
+        for k, chunk in enumerate(chunks):  # one chunk's windows held at a time
+            answers = super().__call__(_Questions(list(chunk), False, batch_size, ranking, k == len(chunks) - 1), **kwargs)
         self.call_count = calls + 1  # one call, whatever its chunks, toward transformers' warning of sequential calls
         return answers
 
@@ -207,9 +219,9 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             return predictions
 
         predictions = decoded(model_outputs["windows"], questions.examples)
-        if questions.documents:
-            windows = window_predictions(model_outputs["windows"], questions.examples, decoding, decoded)
-            return document_answer_dicts(questions.examples[0].question, predictions, top_k, handle_impossible_answer, windows)
+        if (ranking := questions.documents) is not None:  # a chunk of one question's documents: formatted after the last
+            ranking.add(predictions, window_predictions(model_outputs["windows"], questions.examples, decoding, decoded))
+            return document_answer_dicts(questions.examples[0].question, ranking, handle_impossible_answer) if questions.last else None
         results = [answer_dicts(p, decoding, top_k, multi_span, handle_impossible_answer) for p in predictions]
         return results[0] if questions.single else results
 
@@ -227,7 +239,8 @@ class _Questions:
     examples: list[Example]
     single: bool
     batch_size: int
-    documents: bool = False  # one question over several documents
+    documents: DocumentRanking | None = None  # one question over several documents: their ranking so far
+    last: bool = True  # the last chunk of them
 
 
 def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer, precision: str | None = None) -> TrainedModel:
@@ -393,12 +406,10 @@ def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: 
     return answers if top_k > 1 else answers[0]
 
 
-def document_answer_dicts(question: str, predictions: list[Prediction], top_k: int, handle_impossible: bool,
-                          windows: WindowPredictions | None = None):
-    """One question's answers over several documents (one prediction per document; ``windows``: each window's,
-    where the decoding's null is a window's), ranked across them: each answer's ``score`` is the sigmoid of its
-    cross-document score, and ``document`` its document's index."""
-    ranked = rank_across_documents(question, predictions, top_k, windows=windows)
+def document_answer_dicts(question: str, ranking: DocumentRanking, handle_impossible: bool):
+    """One question's answers over several documents, ranked across them (``ranking``: every document added, its
+    ``top_k``): each answer's ``score`` is the sigmoid of its cross-document score, and ``document`` its document's index."""
+    ranked, predictions, top_k = ranking.ranked(question), ranking.predictions, ranking.top_k
     answers = [{"score": _sigmoid(a.score), "start": a.start, "end": a.end, "answer": a.text, "document": a.document}
                for a in ranked.answers]
     if (handle_impossible and not ranked.answer) or not answers:  # every document abstains (or none has a span)
