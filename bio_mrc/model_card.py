@@ -371,6 +371,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
          if registry.decodes_tag_sequences(decodings) else "the span head's non-overlapping n-best spans"),
         ("BIO tag level", {"word": "`word`: the first piece of each word", "subword": "`subword`: every paragraph token"}
          .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),
+        *([("BIO words", _word_units(config.word_units))] if tagging and tag_level == "word" else []),
         ("windows", ", ".join(f"`{k}` {getattr(config, k)}" for k in WINDOW_FIELDS)),
         ("encoder", f"that of {_code(init_from)}" if init_from else _code(encoder) if encoder else "unknown"),
         ("bio_mrc model format", config.bio_mrc_format),
@@ -378,6 +379,15 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
     intro = (f"Extractive question answering made with `bio_mrc`: one BERT-style encoder with "
              f"{' and '.join(parts[h] for h in names if h in parts)}.")
     return "## Model\n\n" + intro + "\n\n" + _table(rows, ("", ""))
+
+
+# The words a word-level tagger tags (the config's word_units; a config without it: the tokenizer's, as models had then).
+_WORD_UNITS = {"punctuation": "the tokenizer's words, a piece of punctuation alone a word of its own (`Paris` `.`)",
+               "tokenizer": "the tokenizer's own words (sentencepiece's keep punctuation beside letters: `Paris.`)"}
+
+
+def _word_units(units: str) -> str:
+    return f"`{units}`: {_WORD_UNITS[units]}" if units in _WORD_UNITS else _code(units)
 
 
 def _encoder_name(config: BioMrcConfig, record: Mapping | None) -> str | None:
@@ -401,6 +411,7 @@ def card_summary(model_dir: str | Path, config: BioMrcConfig | None = None) -> d
         "heads": config.heads,
         "decodings": decodings_of(config.heads),
         "tag_level": config.tag_level,
+        "word_units": config.word_units,
         "windows": {key: getattr(config, key) for key in WINDOW_FIELDS},
         "encoder": _encoder_name(config, train),
         "bio_mrc_format": config.bio_mrc_format,

@@ -43,6 +43,7 @@ from .io import non_utf8_byte, remove_file, special_file_kind
 from .model_defaults import WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 from .pickled_weights import pickled_shapes
+from .plurals import counted, number_form
 
 # Encoder sizes past these are refused before anything is built; the largest BERT-style encoders stay well
 # inside (some 48 layers of 4,096, vocabularies of some 250,000 tokens).
@@ -300,7 +301,8 @@ def _check_encoder_weights(folder: Path, found: Mapping[str, tuple], model: Any,
         raise fail(folder, file, f"lacks {len(missing)} of the tensors {type(model).__name__} builds from config.json "
                                  f"({', '.join(missing[:3])}): weights of another model?")
     if wrong:
-        raise fail(folder, file, f"{len(wrong)} tensors do not have the shapes config.json implies (e.g. {wrong[0]})")
+        raise fail(folder, file, f"{counted(len(wrong), 'tensor')} {number_form(len(wrong), 'does', 'do')} not have the shapes "
+                                 f"config.json implies (e.g. {wrong[0]})")
 
 
 def _saved_names(name: str, prefix: str) -> list[str]:
@@ -616,7 +618,7 @@ def safetensors_shapes(folder: Path, name: str) -> dict[str, tuple[int, ...]]:
         prefix = file.read(8)
         length = int.from_bytes(prefix, "little") if len(prefix) == 8 else -1
         if length < 2 or length > min(size - 8, MAX_SAFETENSORS_HEADER):
-            raise fail(folder, name, f"not a safetensors file, or cut short ({size:,} bytes)")
+            raise fail(folder, name, f"not a safetensors file, or cut short ({size:,} {number_form(size, 'byte')})")
         header_bytes = file.read(length)
     try:
         header = json.loads(header_bytes.decode("utf-8"))
@@ -651,7 +653,7 @@ def _tiled_shapes(folder: Path, name: str, header: Mapping[str, Any], data_bytes
         end = stop
     if end != data_bytes:
         problem = "cut short" if end > data_bytes else "longer than its tensors"
-        raise fail(folder, name, f"{problem}: the header names {end:,} bytes of tensors, the file holds {data_bytes:,}")
+        raise fail(folder, name, f"{problem}: the header names {end:,} {number_form(end, 'byte')} of tensors, the file holds {data_bytes:,}")
     return shapes
 
 
@@ -693,13 +695,13 @@ def check_weights_fit(folder: Path, found: Mapping[str, tuple], expected: Mappin
     """The saved tensors are exactly those the config implies, each with its shape."""
     missing, extra = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
     if missing or extra:
-        parts = [f"lacks {len(missing)} tensors the config implies ({', '.join(missing[:3])})" if missing else "",
+        parts = [f"lacks {counted(len(missing), 'tensor')} the config implies ({', '.join(missing[:3])})" if missing else "",
                  f"holds {len(extra)} the config does not ({', '.join(extra[:3])})" if extra else ""]
         raise fail(folder, SAFETENSORS_FILE, " and ".join(p for p in parts if p) + ": config.json and the weights disagree "
                                              "(layer count or heads edited?)")
     if wrong := [name for name in expected if tuple(found[name]) != tuple(expected[name])]:
         name = wrong[0]
-        raise fail(folder, SAFETENSORS_FILE, f"{len(wrong)} tensors do not have the shapes config.json implies "
+        raise fail(folder, SAFETENSORS_FILE, f"{counted(len(wrong), 'tensor')} {number_form(len(wrong), 'does', 'do')} not have the shapes config.json implies "
                                              f"(e.g. {name}: {list(found[name])}, config.json: {list(expected[name])})")
     check_floating_weights(folder, found, expected)
 
@@ -710,8 +712,8 @@ def check_floating_weights(folder: Path, found: Mapping[str, tuple], expected: M
     if wrong := [name for name, shape in expected.items() if getattr(shape, "dtype", None) == "F32"
                  and getattr(found[name], "dtype", "F32") not in FLOAT_DTYPES]:
         name = wrong[0]
-        raise fail(folder, SAFETENSORS_FILE, f"{len(wrong)} tensors hold {found[name].dtype} values where the model "
-                                             f"has floating point weights (e.g. {name}): a corrupt or hand-edited file?")
+        raise fail(folder, SAFETENSORS_FILE, f"{counted(len(wrong), 'tensor')} {number_form(len(wrong), 'holds', 'hold')} {found[name].dtype} "
+                                             f"values where the model has floating point weights (e.g. {name}): a corrupt or hand-edited file?")
 
 
 def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> None:

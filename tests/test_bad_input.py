@@ -372,7 +372,7 @@ def test_missing_v2_predictions_score_as_wrong_never_as_abstaining():
     result = squad_metrics(gold, {"a": "x"}, "2.0", {"a": 0.1}, missing_as_wrong=True)
     assert result["exact"] == 50.0 and result["NoAns_exact"] == 0.0
     assert result["best_exact"] == 50.0  # abstaining on "b" is not something the missing prediction did
-    with pytest.raises(ValueError, match="1 of 2 questions have no prediction"):
+    with pytest.raises(ValueError, match="1 of 2 questions has no prediction"):
         squad_metrics(gold, {"a": "x"}, "2.0")
 
 

@@ -51,7 +51,7 @@ def test_two_splits_sharing_a_paragraph_up_to_spacing_are_refused():
     train = Split(SIX[:4], "squad-v1.1", "train")
     respaced = Example("other", "A question never asked?", "Paragraph of\tarticle B.", title="B again")
     evaluation = Split([*SIX[4:], respaced], "squad-v1.1", "eval")
-    with pytest.raises(ConfigError, match=r"^the train and eval splits overlap \(0 questions, 1 contexts, under any id or spacing\)"):
+    with pytest.raises(ConfigError, match=r"^the train and eval splits overlap \(0 questions, 1 context, under any id or spacing\)"):
         check_disjoint([("train", train), ("eval", evaluation)])
     check_disjoint([("train", train), ("eval", Split(SIX[4:], "squad-v1.1", "eval"))])  # no paragraph in both
 
@@ -59,7 +59,7 @@ def test_two_splits_sharing_a_paragraph_up_to_spacing_are_refused():
 def test_a_question_copied_under_another_id_and_spacing_is_counted_as_shared():
     train = Split(SIX[:2], "squad-v1.1", "train")
     copy = Example("copy", "Question  0 on A?", "Paragraph of article A. ", title="another title")
-    with pytest.raises(ConfigError, match=r"^the train and eval splits overlap \(1 questions, 1 contexts, under any id or spacing\)"):
+    with pytest.raises(ConfigError, match=r"^the train and eval splits overlap \(1 question, 1 context, under any id or spacing\)"):
         check_disjoint([("train", train), ("eval", Split([copy], "squad-v1.1", "eval"))])
 
 

@@ -96,3 +96,96 @@ def test_answer_extractor_refuses_a_prior_its_decoding_never_reads(models):
     assert str(refused.value) == f"bio_length_prior {SPAN_ONLY}{LEAVE_IT_OUT}"
     assert AnswerExtractor(trained["span+bio"], decode_config=prior).decode_config.bio_length_prior == 0.5
     assert AnswerExtractor(trained["span"], decode_config=DecodeConfig(bio_length_prior=None)).decoding == "auto"
+
+
+def _windows_fail(monkeypatch, trained):
+    monkeypatch.setattr(trained, "windows", lambda *args, **kwargs: pytest.fail("a forward pass ran"))
+
+
+def test_a_calls_decoding_that_never_reads_the_extractors_prior_is_refused_before_the_forward_pass(models, monkeypatch):
+    trained = TrainedModel.load(models["span+bio"], precision="fp32", device="cpu")
+    extractor = AnswerExtractor(trained, decoding="bio", decode_config=DecodeConfig(bio_length_prior=0.5))
+    _windows_fail(monkeypatch, trained)
+    for call in (lambda: extractor("Who?", "Ada wrote it.", decoding="span"),
+                 lambda: extractor("Who?", ["Ada wrote it.", "Bo read it."], decoding="span"),
+                 lambda: extractor.answer_documents("Who?", ["Ada wrote it."], decoding="span")):
+        with pytest.raises(ConfigError) as refused:
+            call()
+        assert str(refused.value) == f"bio_length_prior {SPAN_ONLY}{DECODE_WITH}"
+
+
+def test_predict_refuses_a_prior_its_decoding_never_reads_given_there_or_held(models):
+    trained = TrainedModel.load(models["span+bio"], precision="fp32", device="cpu")
+    examples, _ = AnswerExtractor.examples("Who?", "Ada wrote it.")
+    outputs = trained.windows(examples)
+    held = AnswerExtractor(trained, decode_config=DecodeConfig(bio_length_prior=0.5))
+    plain = AnswerExtractor(trained, decoding="span")
+    for call in (lambda: held.predict(outputs, examples, decoding="span"),
+                 lambda: plain.predict(outputs, examples, bio_length_prior=0.5),
+                 lambda: held.predict_each(outputs, examples, ["span"])):
+        with pytest.raises(ConfigError) as refused:
+            call()
+        assert str(refused.value) == f"bio_length_prior {SPAN_ONLY}{DECODE_WITH}"
+    span, bio = held.predict_each(outputs, examples, ["span", "bio"])  # one of them reads it
+    assert span[0].spans == plain.predict(outputs, examples)[0].spans
+    assert plain.predict(outputs, examples, decoding="bio", bio_length_prior=0.5)[0].spans == bio[0].spans
+
+
+def test_the_pipeline_refuses_a_decoding_that_never_reads_its_extractors_prior_before_the_forward_pass(models, monkeypatch):
+    from transformers import pipeline
+
+    from bio_mrc.inference.pipeline import TASK
+
+    qa = pipeline(TASK, model=str(models["span+bio"]), device="cpu", precision="fp32")
+    qa.extractor.decode_config = DecodeConfig(bio_length_prior=0.5)
+    _windows_fail(monkeypatch, qa.extractor.trained)
+    with pytest.raises(ConfigError) as refused:
+        qa(question="Who?", context="Ada wrote it.", decoding="span")
+    assert str(refused.value) == f"bio_length_prior {SPAN_ONLY}{DECODE_WITH}"
+
+
+def test_predict_to_files_refuses_a_plan_whose_decodings_never_read_its_prior_before_any_file(models, tmp_path, monkeypatch):
+    from bio_mrc.inference.streaming import StreamPlan, predict_to_files
+
+    trained = TrainedModel.load(models["span+bio"], precision="fp32", device="cpu")
+    _windows_fail(monkeypatch, trained)
+    plan = StreamPlan(("span",), DecodeConfig(bio_length_prior=0.5))
+    with pytest.raises(ConfigError) as refused:
+        predict_to_files(trained, AnswerExtractor.examples("Who?", "Ada wrote it.")[0], plan, tmp_path / "out" / "p.json")
+    assert str(refused.value) == f"bio_length_prior {SPAN_ONLY}{DECODE_WITH}"
+    assert list(tmp_path.iterdir()) == []
+
+
+def _tune(model, output, *options) -> int:
+    return main(["tune", "--model", str(model), "--data", str(SAMPLE_V1), "--output-dir", str(output), "--no-calibration",
+                 "--precision", "fp32", "--bio-length-prior", "2.75", *options])
+
+
+@pytest.mark.parametrize("heads, decoding, fix", [("span+bio", ["span"], DECODE_WITH), ("span", [], LEAVE_IT_OUT),
+                                                  ("span", ["span"], LEAVE_IT_OUT)])
+def test_tune_refuses_a_prior_no_tuned_decoding_reads_before_the_model_loads(models, tmp_path, capsys, monkeypatch,
+                                                                             heads, decoding, fix):
+    """It was saved with the model as "given; the other settings were fitted with it", though none read it (or, on a
+    span-only model, dropped without a word)."""
+    _no_load(monkeypatch)
+    before = {path.name: path.read_bytes() for path in models[heads].iterdir()}
+    decodings = ["--decoding", *decoding] if decoding else []
+    assert _tune(models[heads], tmp_path / "tuned", *decodings) == 2
+    assert capsys.readouterr().err == f"error: --bio-length-prior {SPAN_ONLY}{fix}\n"
+    assert list(tmp_path.iterdir()) == []
+    assert {path.name: path.read_bytes() for path in models[heads].iterdir()} == before
+
+
+def test_tune_refuses_a_prior_a_hub_models_decodings_never_read_before_the_forward_pass(models, tmp_path, capsys, monkeypatch):
+    from huggingface_hub import constants
+
+    snapshot = tmp_path / "hub" / "models--org--tiny" / "snapshots" / "0123abcd"
+    (snapshot.parent.parent / "refs").mkdir(parents=True)
+    (snapshot.parent.parent / "refs" / "main").write_text("0123abcd")
+    shutil.copytree(models["span"], snapshot)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(TrainedModel, "windows", lambda *args, **kwargs: pytest.fail("a forward pass ran"))
+    assert _tune("org/tiny", tmp_path / "tuned") == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"error: --bio-length-prior {SPAN_ONLY}{LEAVE_IT_OUT}"
+    assert not (tmp_path / "tuned").exists()

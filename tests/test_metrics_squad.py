@@ -225,7 +225,7 @@ def test_v2_missing_prediction_is_a_value_error():
     gold = {f"q{i}": ["x"] for i in range(8)}
     with pytest.raises(ValueError, match=r"7 of 8 questions have no prediction: 'q1', 'q2', 'q3', 'q4', 'q5', \.\.\."):
         squad_v2_metrics(gold, {"q0": "x"})
-    with pytest.raises(ValueError, match=r"1 of 2 questions have no no-answer probability: 'b'$"):
+    with pytest.raises(ValueError, match=r"1 of 2 questions has no no-answer probability: 'b'$"):
         squad_v2_metrics({"a": ["x"], "b": []}, {"a": "x", "b": ""}, {"a": 0.5})
 
 

@@ -432,3 +432,26 @@ def test_the_card_shows_the_class_weights_a_bio_only_model_trained_with():
     assert "| `bio_class_weights` | `[10.0, 10.0, 1.0]` (a BIO-only model's default) |" in bio_only
     joint = {**record, "train": {"heads": "span+bio", "bio_class_weights": None}}
     assert "| `bio_class_weights` | `null` |" in model_card.render_model_card({"heads": "span+bio"}, joint, None, "m")
+
+
+@pytest.mark.parametrize("saved, shown", [
+    ({"word_units": "punctuation"}, "| BIO words | `punctuation`: the tokenizer's words, a piece of punctuation alone a word of its own (`Paris` `.`) |"),
+    ({"word_units": "tokenizer"}, "| BIO words | `tokenizer`: the tokenizer's own words (sentencepiece's keep punctuation beside letters: `Paris.`) |"),
+    ({}, "| BIO words | `tokenizer`: the tokenizer's own words (sentencepiece's keep punctuation beside letters: `Paris.`) |"),
+])
+def test_the_card_names_the_words_a_word_level_tagger_tags(saved, shown):
+    """A config without word_units is a model trained on the tokenizer's words, as the model reads it."""
+    text = model_card.render_model_card({"heads": "span+bio", **saved}, None, None, "m")
+    assert shown in text.splitlines()
+    no_words = [model_card.render_model_card({"heads": heads, "tag_level": level, **saved}, None, None, "m")
+                for heads, level in (("span", "word"), ("span+bio", "subword"))]
+    assert not any("| BIO words |" in text for text in no_words)  # no word-level tagger: no words to name
+
+
+def test_the_summary_names_the_words_the_tagger_tags(tmp_path):
+    BioMrcConfig(heads="span+bio", word_units="punctuation").save_pretrained(tmp_path)
+    assert model_card.card_summary(tmp_path)["word_units"] == "punctuation"
+    raw = json.loads((tmp_path / "config.json").read_text())
+    del raw["word_units"]
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    assert model_card.card_summary(tmp_path)["word_units"] == "tokenizer"

@@ -325,7 +325,7 @@ def test_floating_point_weights_saved_as_integers_or_booleans_are_refused_not_ca
     weights = load_file(folder / "model.safetensors")
     weights["bio_head.classifier.bias"] = weights["bio_head.classifier.bias"].to(getattr(torch, dtype))  # small: all 0
     save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
-    refused(folder, rf"model.safetensors: 1 tensors hold {name} values where the model has floating point weights "
+    refused(folder, rf"model.safetensors: 1 tensor holds {name} values where the model has floating point weights "
                     r"\(e.g. bio_head.classifier.bias\)")
 
 

@@ -423,7 +423,7 @@ def _tokenizer_past_the_vocabulary(folder: Path) -> None:
     (lambda folder: _save_weights(folder, lambda tensors: {**tensors, "qa_outputs.weight": tensors["qa_outputs.weight"] * float("nan")}),
      r"its weights hold NaN or infinite values \(span_head.qa_outputs.weight\)"),
     (lambda folder: _save_weights(folder, lambda tensors: {**tensors, "qa_outputs.weight": tensors["qa_outputs.weight"].int()}),
-     r"1 tensors hold I32 values where the model has floating point weights \(e.g. qa_outputs.weight\)"),
+     r"1 tensor holds I32 values where the model has floating point weights \(e.g. qa_outputs.weight\)"),
     (lambda folder: [(folder / name).unlink() for name in ("tokenizer.json", "tokenizer_config.json")],
      r"no tokenizer \(tokenizer.json, vocab.txt"),
     (lambda folder: _tokenizer_past_the_vocabulary(folder), r"maps tokens to ids up to \d+, past the encoder's vocab_size"),

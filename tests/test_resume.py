@@ -8,6 +8,7 @@ import torch
 from safetensors.torch import load_file
 from transformers.trainer import TRAINER_STATE_NAME
 
+from bio_mrc.features.windows import build_features
 from bio_mrc.training.checkpoints import TRAIN_CONFIG_FILE, TrainingClock
 from bio_mrc.training.train import (
     CHECKPOINT_DIR, ResumeError, TrainConfig, load_run_record, scan_checkpoints, train_model,
@@ -287,3 +288,47 @@ def test_a_train_that_fails_before_writing_leaves_no_folder_it_made(tiny_encoder
     assert main(["train", "--train", str(tmp_path / "missing.json"), "--output-dir", str(out),
                  "--encoder", str(tiny_encoder_dir)]) == 2
     assert "file not found" in capsys.readouterr().err and not (tmp_path / "new").exists()
+
+
+def _drop_word_units(checkpoint):
+    """The checkpoint's config as a bio_mrc before ``word_units`` saved it: trained on the tokenizer's words."""
+    path = checkpoint / "config.json"
+    saved = json.loads(path.read_text())
+    assert saved.pop("word_units") == "punctuation"
+    path.write_text(json.dumps(saved))
+
+
+def test_a_run_resumed_from_a_checkpoint_without_word_units_keeps_the_tokenizers_words(config, examples, killed_dir,
+                                                                                       monkeypatch):
+    """It trained its last steps on the punctuation words and saved a model saying so, on weights whose first steps
+    learnt the tokenizer's words (sentencepiece's ``Paris.``)."""
+    from bio_mrc.model import BioMrcConfig
+    from bio_mrc.training import trainer
+
+    _drop_word_units(killed_dir / CHECKPOINT_DIR / "checkpoint-15")
+    built = []
+    monkeypatch.setattr(trainer, "build_features", lambda examples, tokenizer, features, **kwargs: (
+        built.append(features.word_units), build_features(examples, tokenizer, features, **kwargs))[1])
+    train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
+    assert built == ["tokenizer"]
+    assert BioMrcConfig.from_pretrained(killed_dir).word_units == "tokenizer"
+
+
+@pytest.mark.parametrize("saved, problem", [
+    ({"word_units": "letters"}, "word_units is 'letters', not one of ('punctuation', 'tokenizer')"),
+    ([], "no model config (a JSON object)"),
+    (None, "no config.json, so the words its BIO head was trained on are unknown"),
+])
+def test_a_checkpoints_words_that_read_as_none_are_refused_before_the_model_loads(config, examples, killed_dir, monkeypatch,
+                                                                                  saved, problem):
+    from bio_mrc.training import train
+
+    monkeypatch.setattr(train, "fresh_model_and_tokenizer", lambda *args, **kwargs: pytest.fail("the model loaded"))
+    checkpoint = killed_dir / CHECKPOINT_DIR / "checkpoint-15"
+    if saved is None:
+        (checkpoint / "config.json").unlink()
+    else:
+        (checkpoint / "config.json").write_text(json.dumps(saved))
+    with pytest.raises(ResumeError) as refused:
+        train_model(examples, config, killed_dir, progress=False, checkpoint_steps=EVERY, resume=True)
+    assert str(refused.value) == f"cannot resume from {checkpoint}: {problem}"

@@ -16,7 +16,7 @@ from ..inference.defaults import FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTI
 from ..plurals import counted
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
-from .options import decode_config
+from .options import PRIOR_OPTION, decode_config
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -41,10 +41,12 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
 
     from ..hub import local_folder
     from ..inference import TrainedModel, check_held_out, save_tuned_settings, tuning_provenance
-    from ..inference.loading import check_saved_decodings
+    from ..inference.loading import check_length_prior, check_saved_decodings, check_saved_length_prior
     from ..inference.tuning import dropped_settings, past_windows_line, stale_calibrator_lines, tune_for_model, tuning_summary
 
     check_saved_decodings(args.model, args.decoding or ())  # before the data is read
+    options = decode_config(args, require_answer=False)
+    check_saved_length_prior(args.model, args.decoding, options.bio_length_prior, PRIOR_OPTION)  # a prior none tuned reads
     data = load_task_data(args, args.data, args.limit, requested_task(args), needs_gold="bio-mrc tune")
     task = data_task(args, data)
     _check_span_count_given(args, task)
@@ -54,10 +56,10 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
     calibrate = _calibrates(args, len(data.examples), task)
     trained = TrainedModel.load(args.model, progress=True, precision=args.precision, device=args.device,
                                 decodings=args.decoding or ())
+    check_length_prior(trained.decodings, args.decoding or trained.decodings, options.bio_length_prior, PRIOR_OPTION)  # a hub id's
     before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
-    tuned = tune_for_model(trained, outputs, data.examples, decode_config(args, require_answer=False),
-                           task, decodings=args.decoding, calibrate=calibrate)
+    tuned = tune_for_model(trained, outputs, data.examples, options, task, decodings=args.decoding, calibrate=calibrate)
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
     description = f"{args.data}" + (f" (first {counted(args.limit, 'question')})" if args.limit else "")

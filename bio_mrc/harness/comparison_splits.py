@@ -228,6 +228,6 @@ def check_disjoint(named: list[tuple[str, Split]]) -> None:
             shared, contexts = shared_questions_and_contexts(a.examples, b.examples)
             if shared or contexts:
                 raise ConfigError(
-                    f"the {name_a} and {name_b} splits overlap ({shared} questions, {contexts} contexts, under any id or spacing): "
+                    f"the {name_a} and {name_b} splits overlap ({counted(shared, 'question')}, {counted(contexts, 'context')}, under any id or spacing): "
                     "split by article so no paragraph is seen in training and evaluation"
                 )

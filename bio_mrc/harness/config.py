@@ -70,6 +70,7 @@ from ..data.json_reader import DataFormatError, read_json
 from .. import model_defaults, registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError
+from ..plurals import counted
 from ..precision import PRECISIONS
 from ..training.config import TrainConfig
 from .summary_records import CellKey
@@ -131,7 +132,7 @@ class DataSpec:
         if self.skip:
             text += f" (questions {self.skip + 1} to {self.skip + self.limit})" if self.limit else f" (from question {self.skip + 1})"
         elif self.limit:
-            text += f" (first {self.limit} questions)"
+            text += f" (first {counted(self.limit, 'question')})"
         if self.split:
             text += f" (article split {self.split['fractions']}, part {self.split['part']}, seed {self.split.get('seed', 0)})"
         if self.unanswerable_ratio:

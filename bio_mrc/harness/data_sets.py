@@ -11,6 +11,7 @@ from .. import registry
 from ..data.squad import gold_texts
 from ..metrics.multispan_official import f1_from_count_sums, metrics_from_counts
 from ..metrics.squad_official import per_question_scores
+from ..plurals import counted
 from .cell_key import CellKey
 from .data_set_records import DataSetRow, DataSetSummary, SingleSpanScores
 from .markdown_html import literal_text
@@ -102,7 +103,7 @@ def data_set_lines(summaries: list[DataSetSummary], resampling: str) -> list[str
     for part in summaries:
         task = registry.task(part.task)
         shown = task.data_set_metrics
-        lines += ["", f"### {literal_text(part.description)} ({part.questions} questions)", "",
+        lines += ["", f"### {literal_text(part.description)} ({counted(part.questions, 'question')})", "",
                   f"| cell | {' | '.join(task.metric_title(name) for name in shown)} | empty | spans per question | "
                   "single-span questions: SQuAD F1 |", "|---|" + "---|" * (len(shown) + 3)]
         for row in part.rows:

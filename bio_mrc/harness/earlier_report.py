@@ -25,6 +25,7 @@ from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError
 from ..io import special_file_kind
 from ..model_folder import special_floats
+from ..plurals import counted
 from .config import RUN_OPTIONS_WHEN_ABSENT, CompareConfig
 from .results import Cell
 from .saved_report import SavedReport
@@ -138,7 +139,7 @@ def _check_cell(source: str, number: int, cell: Cell, n_questions: int) -> None:
     lengths = {key: len(value) if np.ndim(value) else None for key, value in values.items()}
     if values.keys() == {"answers"} or any(length != n_questions for length in lengths.values()):
         raise ConfigError(f"{source}: cell {number} ({cell.label}, seed {cell.seed}) does not score the "
-                          f"{n_questions} evaluation questions ({lengths if len(lengths) > 1 else 'no em, f1 or counts'})")
+                          f"{counted(n_questions, 'evaluation question')} ({lengths if len(lengths) > 1 else 'no em, f1 or counts'})")
 
 
 def _check_same(path: str | Path, what: str, earlier: Any, current: Any) -> None:

@@ -8,6 +8,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..plurals import counted
 from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, as_scores
 
 __all__ = ["QUESTION_WORDS", "SMALL_GROUP", "bin_labels", "breakdown", "group_order", "length_bins", "question_word"]
@@ -105,7 +106,7 @@ def breakdown(
     for name, s in scores.items():
         arrays[name] = as_scores(s, f"scores[{name!r}]")
         if arrays[name].shape != g.shape:
-            raise ValueError(f"scores[{name!r}] has {arrays[name].shape[0]} values for {g.shape[0]} groups")
+            raise ValueError(f"scores[{name!r}] has {counted(arrays[name].shape[0], 'value')} for {counted(g.shape[0], 'group')}")
     out: dict[str, dict[str, dict]] = {name: {} for name in arrays}
     rng = np.random.default_rng(seed)
     for label in ordered:

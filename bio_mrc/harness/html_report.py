@@ -107,7 +107,7 @@ def extraction_page(extractor: "AnswerExtractor", question: str, context: str) -
     examples, _ = extractor.examples(question, context)
     outputs = extractor.trained.windows(examples, batch_size=extractor.batch_size, progress=False)
     decodings = extractor.trained.decodings
-    predictions = {d: extractor.predict(outputs, examples, multi_span=False, decoding=d) for d in decodings}
+    predictions = dict(zip(decodings, extractor.predict_each(outputs, examples, decodings, multi_span=False)))
     model = model_browser_data(outputs, examples, predictions)
     name = Path(extractor.trained.path).name or "model"
     cells = [BrowserCell(name, None, d, [p.answer for p in predictions[d]], model.span_offsets[k], 0,

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..plurals import counted
 from .cell_key import CellKey
 from .learning_curve_records import CurvePoint, Gap, GapTrend, LastStep, LearningCurve
 from .stats import Interval
@@ -152,8 +153,7 @@ def _describe_fit(trend: GapTrend, statistic: str) -> str:
     p = trend.lack_of_fit_p
     if p is None:
         return ""
-    text = (f" Residual check: χ² = {trend.residual_chi2:.1f} on {trend.residual_dof} degree"
-            f"{'s' if trend.residual_dof > 1 else ''} of freedom, p = {p:.3g}")
+    text = f" Residual check: χ² = {trend.residual_chi2:.1f} on {counted(trend.residual_dof, 'degree')} of freedom, p = {p:.3g}"
     if p >= 0.05:
         return text + ": the gaps are consistent with one line in log-questions."
     step = trend.last_step

@@ -13,6 +13,7 @@ from .. import registry
 from ..inference.defaults import FEWEST_CALIBRATION_QUESTIONS
 from ..io import atomic_write_json, atomic_write_text, replaced_together
 from ..model_folder import non_finite_as, transformers_float
+from ..plurals import counted, number_form
 from ..types import Example
 from .data_sets import data_set_lines
 from .html_report import write_html_report
@@ -108,20 +109,22 @@ def _header_section(results: ComparisonResults, summary: Summary, plots: dict[st
     if results.train and any(run["name"] not in own for run in config["runs"]):
         train = results.train
         whose = " (runs without their own `train_data`)" if own else ""
-        lines.append(f"- Train{whose}: {literal_text(train['description'])}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
+        lines.append(f"- Train{whose}: {literal_text(train['description'])}: {counted(train['questions'], 'question')} "
+                     f"(ids hash `{train['question_hash']}`)")
     for name, train in own.items():
-        lines.append(f"- Train, run {name}: {literal_text(train['description'])}: {train['questions']} questions (ids hash `{train['question_hash']}`)")
+        lines.append(f"- Train, run {name}: {literal_text(train['description'])}: {counted(train['questions'], 'question')} "
+                     f"(ids hash `{train['question_hash']}`)")
     if not results.train and not own:
         cv = config["cross_validation"]
         lines.append(f"- Train: {cv['folds']}-fold cross-validation over the evaluation questions (seed {cv['seed']}): "
                      "every question is predicted by the model that did not train on it")
-    lines.append(f"- Evaluation: {literal_text(evaluation['description'])}: {evaluation['questions']} questions, {task.title} "
+    lines.append(f"- Evaluation: {literal_text(evaluation['description'])}: {counted(evaluation['questions'], 'question')}, {task.title} "
                  f"(ids hash `{evaluation['question_hash']}`, the same questions for every cell)")
     lines += _earlier_cells_lines(results.cells_from)
     if results.tune:
         thresholds = any(cell.threshold is not None for cell in results.cells)
         tuned = "the BIO span-length prior β" + (" and the no-answer thresholds" if thresholds else "")
-        lines.append(f"- Tuned on {literal_text(results.tune['description'])}: {results.tune['questions']} questions ({tuned})")
+        lines.append(f"- Tuned on {literal_text(results.tune['description'])}: {counted(results.tune['questions'], 'question')} ({tuned})")
     return lines
 
 
@@ -178,6 +181,14 @@ def _resampling_text(summary: Summary) -> tuple[str, str]:
         "draws, paired by seed (the same model for decodings of one run, the same training seed across runs) and by question.")
 
 
+def _these_contrasts(count: int) -> str:
+    return number_form(count, "this one contrast", f"these {count} contrasts")
+
+
+def _pairs_of_cells(pairs: int) -> str:
+    return number_form(pairs, "The one pair of cells, unadjusted, is", f"All {pairs} pairs of cells, unadjusted, are")
+
+
 def _interval_resampling(summary: Summary) -> str:
     """What a cell's own interval resampled, in title words."""
     return "over each cell's seeds × questions" if summary.resampling == MIXED_RESAMPLING else _resampling_text(summary)[0]
@@ -191,12 +202,11 @@ def _contrast_section(results: ComparisonResults, summary: Summary, plots: dict[
     contrasts, n_cells = summary.contrasts, len(summary.rows)
     lines = [f"## Paired differences: the contrasts ({_what(results)}, 95% paired bootstrap {how}, {BOOTSTRAP_RESAMPLES} resamples)", "",
              f"Baseline: `{summary.baseline}` ({named}). Each row is A − B: every cell against the baseline, then the pairs "
-             f"the configuration lists. The p-values are adjusted for these {len(contrasts)} contrasts with Holm's step-down "
+             f"the configuration lists. The p-values are adjusted for {_these_contrasts(len(contrasts))} with Holm's step-down "
              "method (significant after Holm: adjusted p ≤ 0.05, a family-wise error of 5%); the intervals are per contrast. "
              f"{sentence} *Answers agree* is the share of questions on which the two cells give the same answer once "
              "normalised (with several seeds, each cell's first seed's answers). "
-             f"All {n_cells * (n_cells - 1) // 2} pairs of cells, unadjusted, are in `report.json` "
-             "(`summary.comparisons`).", "",
+             f"{_pairs_of_cells(n_cells * (n_cells - 1) // 2)} in `report.json` (`summary.comparisons`).", "",
              *_contrast_table(contrasts, _what(results, short=True), mixed=summary.resampling == MIXED_RESAMPLING)]
     return lines
 
@@ -335,7 +345,7 @@ def _too_few_to_calibrate(results: ComparisonResults) -> str | None:
     questions = (results.tune or {}).get("questions")
     if not isinstance(questions, int) or questions >= FEWEST_CALIBRATION_QUESTIONS:
         return None
-    return (f"No cell is calibrated: the tuning split holds {questions} question{'' if questions == 1 else 's'}, too few "
+    return (f"No cell is calibrated: the tuning split holds {counted(questions, 'question')}, too few "
             f"to fit a calibrator on (at least {FEWEST_CALIBRATION_QUESTIONS}); its other settings are tuned.")
 
 

@@ -110,7 +110,8 @@ class AnswerExtractor:
     spans; a span after the first is kept by the decoding's span-count rule: its own probability at least
     ``min_span_probability`` (None: the value tuned for the model on multi-span questions, else the decoding's default).
     ``decode_config``: the other decoding options (:class:`~bio_mrc.decoding.postprocess.DecodeConfig`; None: its
-    defaults; a ``bio_length_prior`` given with a ``decoding`` that never reads it, span's, is refused). ``batch_size``:
+    defaults; a ``bio_length_prior`` given with a ``decoding`` that never reads it, span's, is refused, here and at a call
+    that chooses such a decoding). ``batch_size``:
     windows a forward pass (None: the model's, 16 on a CPU, 128 on a GPU). ``progress``:
     progress bars on stderr, one for the questions cut into windows and one for the windows run, each over a call's
     whole list of questions.
@@ -142,8 +143,7 @@ class AnswerExtractor:
         if decode_config is not None and not isinstance(decode_config, DecodeConfig):
             raise TypeError(f"decode_config is a DecodeConfig, got {a_type(decode_config)}")
         self.decode_config = decode_config or DecodeConfig()
-        # a prior no decoding of this extractor reads is refused, not ignored
-        check_length_prior(self.trained.decodings, [decoding], self.decode_config.bio_length_prior, "bio_length_prior")
+        self.checked_decodings([decoding])  # a prior no decoding of this extractor reads is refused, not ignored
         if min_span_probability is not None:  # refused as DecodeConfig refuses it: a probability
             replace(self.decode_config, min_span_probability=min_span_probability)
         self.min_span_probability = min_span_probability
@@ -174,16 +174,34 @@ class AnswerExtractor:
         """Decode window outputs with the saved thresholds and tuned settings, keeping every
         n-best span. ``None`` options fall back to the extractor's own; ``decode_options``
         (``require_answer``, ``max_answer_length``, ``n_best``) override its :class:`DecodeConfig`. Scores no decoding
-        can read (NaN, infinity) raise :class:`~bio_mrc.errors.ModelOutputError` naming the question."""
+        can read (NaN, infinity) raise :class:`~bio_mrc.errors.ModelOutputError` naming the question; a
+        ``bio_length_prior`` (given here or the extractor's) that the decoding never reads is refused."""
+        return self.predict_each(outputs, examples, [self.decoding if decoding is None else decoding], multi_span,
+                                 **decode_options)[0]
+
+    def predict_each(
+        self, outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], multi_span: bool | None = None,
+        **decode_options,
+    ) -> list[list[Prediction]]:
+        """:meth:`predict` with each of ``decodings`` in turn, one list of predictions each: a ``bio_length_prior``
+        is refused only where none of them reads it (``bio-mrc predict --decoding span bio``)."""
         multi_span = self.multi_span if multi_span is None else multi_span
-        decoding = registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)
-        check_finite_scores(outputs, examples, self.trained.name or self.trained.path)
         overrides = {name: value for name, value in decode_options.items() if value is not None}
-        config = self.trained.decode_config(replace(self.decode_config, **overrides))
-        return decode_answers(
-            outputs, examples, decoding, config, self.trained.thresholds, multi_span, self.min_span_probability,
-            calibrators=self.trained.calibrators, span_count_rules=self.trained.span_count_rules,
-        )
+        given = replace(self.decode_config, **overrides)
+        resolved = self.checked_decodings(decodings, given.bio_length_prior)  # before any decoding
+        check_finite_scores(outputs, examples, self.trained.name or self.trained.path)
+        config = self.trained.decode_config(given)
+        return [decode_answers(outputs, examples, decoding, config, self.trained.thresholds, multi_span,
+                               self.min_span_probability, calibrators=self.trained.calibrators,
+                               span_count_rules=self.trained.span_count_rules) for decoding in resolved]
+
+    def checked_decodings(self, decodings: Sequence[str], prior: float | None = None) -> list[str]:
+        """``decodings`` resolved (``auto``: the model's preferred), each one the heads can do; a BIO length ``prior``
+        (None: the extractor's) that none of them reads is refused in one line, as the constructor refuses it."""
+        resolved = [registry.resolve_decoding(self.trained.decodings, decoding) for decoding in decodings]
+        prior = self.decode_config.bio_length_prior if prior is None else prior
+        check_length_prior(self.trained.decodings, resolved, prior, "bio_length_prior")
+        return resolved
 
     # The options are spelt out, so a type checker catches a misspelt one (multispan=...) as the call itself does; one
     # question (a string) over a list or tuple of documents is RankedAnswers, before the batch of the last overload.
@@ -218,7 +236,7 @@ class AnswerExtractor:
         examples, single = self.examples(question, context)
         if not examples:
             return []
-        registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
+        self.checked_decodings([self.decoding if decoding is None else decoding])  # refused before the forward pass
         top_k = check_top_k(top_k, multi_span)
         n_best = None if top_k is None else max(top_k, self.decode_config.n_best)
         predictions = []
@@ -252,7 +270,7 @@ class AnswerExtractor:
                                   f"{type(question).__name__} and a {type(documents).__name__}")
         names = document_names(names, len(documents))  # refused before the forward pass, read once
         examples, _ = self.examples(question, list(documents))
-        decoding = registry.resolve_decoding(self.trained.decodings, self.decoding if decoding is None else decoding)  # refuse before the forward pass
+        decoding = self.checked_decodings([self.decoding if decoding is None else decoding])[0]  # refused before the forward pass
         ranking = DocumentRanking(top_k)
         with window_bars(len(examples), self.progress) as bars:  # one bar a stage over every document
             for chunk in question_chunks(examples, self.chunk_size):  # one chunk's windows held at a time

@@ -280,13 +280,14 @@ def check_length_prior(available: Sequence[str], decodings: Sequence[str], prior
                       f"{number_form(len(resolved), 'decoding never reads', 'decodings never read')}; {fix}")
 
 
-def check_saved_length_prior(model: str | Path, decodings: Sequence[str], prior: float | None, option: str) -> None:
-    """:func:`check_length_prior` before the model loads: ``auto`` settled by the model folder's ``config.json``
-    (:func:`saved_settings`); a named decoding needs no file. What neither settles is left to the loaded model."""
+def check_saved_length_prior(model: str | Path, decodings: Sequence[str] | None, prior: float | None, option: str) -> None:
+    """:func:`check_length_prior` before the model loads: ``auto`` and ``decodings`` None (every decoding the model
+    has: ``bio-mrc tune``'s default) settled by the model folder's ``config.json`` (:func:`saved_settings`); a named
+    decoding needs no file. What neither settles is left to the loaded model."""
     settings = saved_settings(Path(model)) if Path(model).is_dir() else None
     if settings is not None:
-        check_length_prior(settings[0], decodings, prior, option)
-    elif registry.AUTO_DECODING not in decodings:
+        check_length_prior(settings[0], settings[0] if decodings is None else decodings, prior, option)
+    elif decodings is not None and registry.AUTO_DECODING not in decodings:
         check_length_prior(registry.decoding_names(), decodings, prior, option)
 
 

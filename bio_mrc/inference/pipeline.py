@@ -129,7 +129,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         align_to_words, multi_span, handle_impossible_answer = (None if flags[name] is None else check_flag(flags[name], name)
                                                                 for name in flags)
         if decoding is not None:
-            registry.resolve_decoding(self.extractor.trained.decodings, decoding)  # one the heads can do
+            self.extractor.checked_decodings([decoding])  # one the heads can do, and reads a prior the extractor holds
         if handle_impossible_answer:
             self._warn_never_abstains(decoding)
         options = dict(top_k=top_k, handle_impossible_answer=handle_impossible_answer, max_answer_len=max_answer_len,

@@ -34,7 +34,7 @@ from .extract import AnswerExtractor
 from .files import (RUN_SUFFIX, STREAM_SUFFIX, answer_record, answer_record_problem, prediction_paths, side_file,
                     write_files_from_stream)
 from .defaults import DEFAULT_CHUNK_SIZE
-from .loading import TrainedModel, saved_settings
+from .loading import TrainedModel, check_length_prior, saved_settings
 from .sharding import Shard, SINGLE_PROCESS
 
 
@@ -143,7 +143,7 @@ def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPla
     # AnswerExtractor's decoding, so predict answers as extract, serve and the pipeline do
     extractor = AnswerExtractor(trained, multi_span=plan.multi_span, decode_config=plan.config,
                                 min_span_probability=plan.min_span_probability, batch_size=plan.batch_size)
-    decoded = [extractor.predict(outputs, chunk, decoding=decoding) for decoding in plan.decodings]
+    decoded = extractor.predict_each(outputs, chunk, plan.decodings)
     return [printable_json(answer_record(predictions[row], decoding, plan.multi_span)) + "\n"
             for row in range(len(chunk)) for decoding, predictions in zip(plan.decodings, decoded)]
 
@@ -238,6 +238,8 @@ def predict_to_files(
     to standard output and no file is written. ``resume``: the questions the stream answers already are skipped.
     ``source`` names the data in the stream's record of its options (``<stem>.answers.run.json``), which a resume
     must match. Returns each decoding's file paths (none for ``-``, nor on ranks other than 0)."""
+    # a prior none of the plan's decodings reads is refused before any file is written
+    check_length_prior(trained.decodings, plan.decodings, plan.config.bio_length_prior, "bio_length_prior")
     output = home_expanded(output)
     to_stdout = str(output) == "-"
     stream = None if to_stdout else answers_stream_path(output)

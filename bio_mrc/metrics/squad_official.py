@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..answer_text import normalize_answer
+from ..plurals import counted, number_form
 
 
 def _token_f1(pred_tokens: list[str], gold_tokens: list[str]) -> float:
@@ -134,7 +135,8 @@ def _missing(ids: Sequence[str], mapping: Mapping[str, object], what: str) -> No
     if missing:
         shown = ", ".join(repr(qid) for qid in missing[:5])
         more = ", ..." if len(missing) > 5 else ""
-        raise ValueError(f"{len(missing)} of {len(ids)} questions have no {what}: {shown}{more}")
+        raise ValueError(f"{len(missing)} of {counted(len(ids), 'question')} {number_form(len(missing), 'has', 'have')} no {what}: "
+                         f"{shown}{more}")
 
 
 def _apply_no_answer_threshold(

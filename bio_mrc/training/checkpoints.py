@@ -19,7 +19,7 @@ from ..errors import BioMrcError
 from ..data.json_reader import read_json
 from ..io import atomic_write_json, owned_path, remove_tree
 from ..progress import progress_note
-from ..model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
+from ..model_defaults import TRAIN_OPTIONS_WHEN_ABSENT, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .config import DEFAULT_CHECKPOINT_STEPS  # noqa: F401 (named here too)
 
 CHECKPOINT_DIR = "checkpoints"  # under the output folder; removed once the model is complete
@@ -119,6 +119,21 @@ def _check_same_run(folder: Path, run_options: dict[str, Any], checkpoint: Path)
         raise ResumeError(f"cannot resume from {checkpoint}: it was trained with other options ({'; '.join(changed)})")
     if saved.get("questions") != run_options["questions"]:
         raise ResumeError(f"cannot resume from {checkpoint}: it was trained on other questions (or in another order)")
+
+
+def checkpoint_word_units(checkpoint: Path) -> str:
+    """The words the BIO head of ``checkpoint`` was trained on, from its ``config.json``, which a resumed run keeps
+    tagging: a checkpoint saved before ``word_units`` has none and was trained on the tokenizer's words."""
+    path = checkpoint / "config.json"
+    if not path.is_file():
+        raise ResumeError(f"cannot resume from {checkpoint}: no config.json, so the words its BIO head was trained on are unknown")
+    saved = read_json(path)  # a damaged file: one line naming it
+    if not isinstance(saved, dict):
+        raise ResumeError(f"cannot resume from {checkpoint}: no model config (a JSON object)")
+    units = saved.get("word_units", WORD_UNITS_WHEN_ABSENT)
+    if units not in WORD_UNITS:
+        raise ResumeError(f"cannot resume from {checkpoint}: word_units is {units!r}, not one of {WORD_UNITS}")
+    return units
 
 
 def scan_checkpoints(folder: str | Path) -> tuple[list[Path], list[Path]]:

@@ -26,7 +26,7 @@ from ..question_fingerprint import fingerprint
 from ..types import Example, content_hash
 from .checkpoints import (
     CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS, ResumeError, TrainingClock, check_resumable, checkpoint_step, checkpoint_to_resume,
-    remove_checkpoints, scan_checkpoints,
+    checkpoint_word_units, remove_checkpoints, scan_checkpoints,
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
 from .run_checks import check_best_metric, check_run_options
@@ -115,12 +115,9 @@ def train_model(
                                                (evaluator, save_checkpoints, checkpoint_steps))
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)
     run_options = {"train": config.to_dict(), "questions": content_hash(examples)}
-    check_resumable(Path(args.output_dir), run_options, resume, save_checkpoints)  # before the model loads
-    set_seed(config.seed)
-    with progress_bars(progress):
-        model, tokenizer, encoder = fresh_model_and_tokenizer(config)
-    if config.precision == "bf16" and choices["training"].get("attention") == "fp32":  # auto measured it faster here
-        train_attention_in_fp32(model)
+    last = check_resumable(Path(args.output_dir), run_options, resume, save_checkpoints)  # before the model loads
+    words = checkpoint_word_units(last) if resume and last is not None else None  # those its weights learnt
+    model, tokenizer, encoder = _fresh_model(config, choices, progress, words)
     started = time.perf_counter()
     checkpoint = checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
     earlier_seconds = TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0
@@ -140,6 +137,18 @@ def train_model(
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
     push_final_model(trainer, output_dir)
     return result
+
+
+def _fresh_model(config: TrainConfig, choices: dict[str, Any], progress: bool, resumed_words: str | None):
+    """The seeded fresh model, tokenizer and encoder name; ``resumed_words``: the words a resumed checkpoint's BIO head
+    learnt, which the training windows and the saved model then tag."""
+    set_seed(config.seed)
+    with progress_bars(progress):
+        model, tokenizer, encoder = fresh_model_and_tokenizer(config)
+    model.config.word_units = resumed_words or model.config.word_units
+    if config.precision == "bf16" and choices["training"].get("attention") == "fp32":  # auto measured it faster here
+        train_attention_in_fp32(model)
+    return model, tokenizer, encoder
 
 
 def _check_examples(examples: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -221,7 +222,8 @@ def build_trainer(
     questions with ``evaluator`` when ``args.eval_strategy`` asks, its logs on stderr (progress) or nowhere."""
     # The main process builds (or finds) the cached windows first; the others of a torchrun job then read them.
     with progress_bars(progress), args.main_process_first(desc="training windows"):
-        features = build_features(examples, tokenizer, config.features, desc="training windows",
+        windows = replace(config.features, word_units=model.config.word_units)  # a resumed run's: its checkpoint's
+        features = build_features(examples, tokenizer, windows, desc="training windows",
                                   cache_dir=default_windows_cache(), heads=model.config.head_names)
     if missed := answers_no_window_holds(features, examples):
         warnings.warn(UnheldAnswersWarning(missed, sum(example.is_answerable for example in examples)), stacklevel=3)
