@@ -4,7 +4,8 @@ transformers ("Loading weights") and datasets (``map``) keep a process-wide
 switch for their bars; :func:`progress_bars` sets both for the duration of a
 call and restores what the caller had, so a quiet library call never changes
 the settings of the program that made it, nor do calls made from several threads at once. :func:`window_bars` are
-the bars of answering questions, one a stage over a whole list however many chunks it is run in.
+the bars of answering questions, one a stage over a whole list however many chunks it is run in; a
+:func:`question_bar` counts the questions a stage decodes, in passes, a chunk at a time.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import sys
 import threading
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator, TypeVar
 
 import datasets.utils.logging as datasets_logging
 import transformers.utils.logging as transformers_logging
@@ -22,6 +24,7 @@ from tqdm.auto import tqdm
 from .io import printable_line
 
 _SWITCHES = (datasets_logging, transformers_logging)
+Item = TypeVar("Item")
 
 
 # The switches are the process's: the blocks open in any thread are counted, the latest decides, and the setting found
@@ -82,3 +85,43 @@ def window_bars(questions: int, shown: bool) -> Iterator[WindowBars]:
     with (tqdm(total=questions, desc="windows", unit="question", disable=not shown) as windows,
           tqdm(total=0, desc="inference", unit="window", disable=not shown) as inference):
         yield WindowBars(windows, inference)
+
+
+# The question bar open in this context: the chunk loops of a stage advance it without each being handed it (a
+# registered tuning step is called with the task's arguments alone); another thread's call has its own.
+_QUESTION_BAR: ContextVar[tqdm | None] = ContextVar("bio_mrc_question_bar", default=None)
+
+
+@contextmanager
+def question_bar(description: str, questions: int, shown: bool) -> Iterator[None]:
+    """One bar over ``questions`` questions a stage decodes (a question decoded in two passes counts twice), on
+    standard error where ``shown`` (library calls stay quiet); a pass the stage does not plan adds its own
+    (:func:`questions_planned`). Inside it :func:`questions_done` advances it."""
+    with tqdm(total=questions, desc=description, unit="question", disable=not shown) as bar:
+        token = _QUESTION_BAR.set(bar)
+        try:
+            yield
+        finally:
+            _QUESTION_BAR.reset(token)
+
+
+def questions_planned(questions: int) -> None:
+    """A pass over ``questions`` more questions joins the open question bar's total (none open: nothing)."""
+    if (bar := _QUESTION_BAR.get()) is not None:
+        bar.total += questions
+        bar.refresh()
+
+
+def questions_done(questions: int) -> None:
+    """``questions`` more are decoded: the open question bar advances (none open: nothing)."""
+    if (bar := _QUESTION_BAR.get()) is not None:
+        bar.update(questions)
+
+
+def stage_bar(items: Iterable[Item], description: str, unit: str, shown: bool) -> Iterator[Item]:
+    """``items`` one at a time, a bar counting them on standard error where ``shown`` (library calls stay quiet)."""
+    items = list(items)
+    with tqdm(total=len(items), desc=description, unit=unit, disable=not shown) as bar:
+        for item in items:
+            yield item
+            bar.update(1)

@@ -182,6 +182,23 @@ def _vocabulary() -> list[str]:
     return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(pieces)]
 
 
+@pytest.fixture
+def shown_bars(monkeypatch):
+    """(description, count, total, unit) of every bar drawn, as it closes: transformers', datasets' and bio_mrc's alike."""
+    import tqdm.std
+
+    closed = []
+    close = tqdm.std.tqdm.close
+
+    def recording_close(bar):
+        if not bar.disable:  # a hidden bar, or one closed already, draws nothing
+            closed.append((bar.desc.rstrip(": "), bar.n, bar.total, bar.unit.strip()))
+        close(bar)
+
+    monkeypatch.setattr(tqdm.std.tqdm, "close", recording_close)
+    return closed
+
+
 @pytest.fixture(scope="session", autouse=True)
 def own_precision_cache(tmp_path_factory: pytest.TempPathFactory):
     """``precision: auto``'s measurements go to a folder of this session, not the user's cache (subprocesses inherit it)."""

@@ -2,7 +2,6 @@
 none where the call is quiet."""
 
 import pytest
-import tqdm.std
 
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 
@@ -18,21 +17,6 @@ CONTEXTS = ["it was written by ada lovelace.", "it was written in 1843.", "the b
 def model_dir(tiny_encoder_dir, tmp_path_factory):
     return untrained_model_folder(tiny_encoder_dir, tmp_path_factory.mktemp("bars") / "model", heads="span+bio",
                                   max_seq_length=48, doc_stride=16, max_query_length=12)
-
-
-@pytest.fixture
-def shown_bars(monkeypatch):
-    """(description, count, total, unit) of every bar drawn, as it closes: transformers', datasets' and bio_mrc's alike."""
-    closed = []
-    close = tqdm.std.tqdm.close
-
-    def recording_close(bar):
-        if not bar.disable:  # a hidden bar, or one closed already, draws nothing
-            closed.append((bar.desc.rstrip(": "), bar.n, bar.total, bar.unit.strip()))
-        close(bar)
-
-    monkeypatch.setattr(tqdm.std.tqdm, "close", recording_close)
-    return closed
 
 
 @pytest.fixture

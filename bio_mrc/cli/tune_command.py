@@ -59,7 +59,8 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
     check_length_prior(trained.decodings, args.decoding or trained.decodings, options.bio_length_prior, PRIOR_OPTION)  # a hub id's
     before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(data.examples, batch_size=args.batch_size, progress=True)
-    tuned = tune_for_model(trained, outputs, data.examples, options, task, decodings=args.decoding, calibrate=calibrate)
+    tuned = tune_for_model(trained, outputs, data.examples, options, task, decodings=args.decoding, calibrate=calibrate,
+                           progress=True)
     if args.plot_dir:
         _plot_threshold_curves(tuned, Path(args.plot_dir))
     description = f"{args.data}" + (f" (first {counted(args.limit, 'question')})" if args.limit else "")

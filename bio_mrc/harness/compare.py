@@ -32,6 +32,7 @@ from ..machine import machine_description
 from ..model import BioMrcConfig
 from ..precision import resolve_device, resolve_precision
 from ..precision_probe import MatrixShapes
+from ..progress import stage_bar
 from ..types import content_hash
 from .browser_data import ModelBrowserData, load_browser_data, model_browser_data, pool_browser_data, save_browser_data
 from .cells import DecodedCell, decode_cell, pool
@@ -272,7 +273,7 @@ def _score_folds(
         decode_config = tuned.decode_config
         rules = {**trained.span_count_rules, **tuned.min_span_probabilities}
         fold_settings.append((decode_config.bio_length_prior, tuned.thresholds, trained.precision, rules))
-        for decoding in available_decodings(run.train.heads):
+        for decoding in stage_bar(available_decodings(run.train.heads), "scoring", "decoding", progress):
             threshold = tuned.thresholds.get(threshold_key(decoding))
             decoded.setdefault(decoding, []).append(decode_cell(outputs, held_out, decoding, decode_config, threshold, rules))
         browser_parts.append(model_browser_data(outputs, held_out.examples, {d: parts[-1].predictions for d, parts in decoded.items()}))
@@ -295,7 +296,7 @@ def prior_tuned_on(trained: TrainedModel, tuned: TunedSettings, split: Split, pr
     settings share."""
     outputs = timed_windows(trained, split, progress)[0]
     fold = tune_settings(outputs, split.examples, trained.decodings, tuned.decode_config, tune_prior=True, tune_thresholds=False,
-                         task=split.kind, data_sets=split.data_sets)
+                         task=split.kind, data_sets=split.data_sets, progress=progress)
     return replace(tuned, bio_length_prior=fold.bio_length_prior, decode_config=fold.decode_config, report={**tuned.report, **fold.report},
                    min_span_probabilities={**tuned.min_span_probabilities, **fold.min_span_probabilities})
 

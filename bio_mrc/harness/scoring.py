@@ -18,6 +18,7 @@ from ..inference.tuning import TunedSettings, tune_for_model
 from ..io import FolderBusyError, note_set_files, written_alone
 from ..model_card import record_evaluation
 from ..model_folder import read_config
+from ..progress import stage_bar
 from .browser_data import ModelBrowserData, model_browser_data
 from .cells import DecodedCell, calibration_cell, decode_cell, score_cell
 
@@ -47,7 +48,8 @@ def tuned_decoding(
     if tune_split is None:
         return TunedSettings(trained.decode_config(options), calibration=trained.calibrators), None
     tune_outputs = timed_windows(trained, tune_split, progress)[0]
-    tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, tune_split.kind, data_sets=tune_split.data_sets)
+    tuned = tune_for_model(trained, tune_outputs, tune_split.examples, options, tune_split.kind, data_sets=tune_split.data_sets,
+                           progress=progress)
     if not (tuned.thresholds or tuned.settings):
         return tuned, None
     return tuned, _saved_with_model(trained, tuned, tune_split)
@@ -79,7 +81,7 @@ def score_model(
     decode_config = tuned.decode_config
     rules = {**trained.span_count_rules, **tuned.min_span_probabilities}
     cells, predictions = [], {}
-    for decoding in available_decodings(run.train.heads):
+    for decoding in stage_bar(available_decodings(run.train.heads), "scoring", "decoding", progress):
         threshold = tuned.thresholds.get(threshold_key(decoding))
         decoded = decode_cell(outputs, eval_split, decoding, decode_config, threshold, rules)
         predictions[decoding] = decoded.predictions

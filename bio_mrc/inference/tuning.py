@@ -22,6 +22,7 @@ from ..model import BioMrcConfig
 from ..model_card import remove_generated_card, write_model_card
 from ..types import Example, Prediction, content_hash
 from ..plurals import counted
+from ..progress import question_bar, questions_planned
 from .answers import CONFIDENCE_SPANS, apply_no_answer_threshold, multi_span_answers, threshold_key, with_confidence_spans
 from .calibrators import degenerate_calibrator, fit_calibrator, raw_confidence
 from .defaults import FEWEST_CALIBRATION_QUESTIONS
@@ -260,6 +261,7 @@ class TunedSettings:
 def tune_for_model(
     trained: "TrainedModel", outputs: WindowOutputs, examples: Sequence[Example], options: DecodeConfig,
     task: registry.TaskEntry, decodings: Sequence[str] | None = None, calibrate: bool = True, data_sets: DataSets = (),
+    progress: bool = False,
 ) -> TunedSettings:
     """The one tuning policy, of ``bio-mrc tune`` and ``bio-mrc compare`` alike, on questions of ``task``: the BIO
     length prior (by the task's main statistic) when ``options`` leave it open, a decoding tuned uses it and
@@ -268,7 +270,8 @@ def tune_for_model(
     rule when ``options`` leave ``min_span_probability`` open; a no-answer threshold per decoding when the task's
     questions may have no answer (SQuAD 2.0); a confidence calibrator per decoding unless the gold is multi-span
     (MultiSpanQA's answers have no single right span), and unless ``calibrate`` is False. Questions from several
-    data sets (``data_sets``: each one's question ids) weigh each data set alike (:func:`task_statistic`)."""
+    data sets (``data_sets``: each one's question ids) weigh each data set alike (:func:`task_statistic`). ``progress``:
+    a bar on standard error over the questions decoded (:func:`tune_settings`)."""
     # a decoding the heads cannot do, refused in one line (tuning a BIO prior on a span-only model found no tags)
     decodings = [registry.resolve_decoding(trained.decodings, d) for d in decodings] if decodings else trained.decodings
     unlabelled = next((example.id for example in examples if not example.is_labelled), None)
@@ -281,7 +284,7 @@ def tune_for_model(
     config = options if tune_prior else trained.decode_config(options)
     calibrate = calibrate and task.right is not None  # a task without a single answer to be right fits no calibrator
     tuned = tune_settings(outputs, examples, decodings, config, tune_prior,
-                          tune_thresholds=task.no_answer, calibrate=calibrate, task=task, data_sets=data_sets)
+                          tune_thresholds=task.no_answer, calibrate=calibrate, task=task, data_sets=data_sets, progress=progress)
     unanswerable = sum(1 for ex in examples if not ex.answers)
     if unanswerable and not tuned.thresholds and "no_answer_thresholds" not in tuned.report:  # the task never abstains
         tuned.report["no_answer_thresholds"] = _no_abstention(unanswerable, task)
@@ -301,12 +304,35 @@ def tune_settings(
     calibrate: bool = False,
     task: registry.TaskEntry | None = None,
     data_sets: DataSets = (),
+    progress: bool = False,
 ) -> TunedSettings:
     """Tune β (when ``tune_prior``) on the answerable ``examples`` by the main statistic of ``task`` (None: SQuAD
     v1.1's F1 of the single best span), then, decoding with it, a no-answer threshold per decoding (when
     ``tune_thresholds``: SQuAD 2.0 questions) and, with ``calibrate``, each decoding's confidence calibrator
     (a degenerate one is left out, its reason in ``skipped_calibrators``). The report gives each setting's
-    number of ``questions``. The prior and the task's settings weigh each of ``data_sets`` alike (:func:`task_statistic`)."""
+    number of ``questions``. The prior and the task's settings weigh each of ``data_sets`` alike (:func:`task_statistic`).
+    ``progress``: one ``decoding`` bar on standard error over the questions each pass decodes (library calls stay quiet)."""
+    planned = _planned_questions(examples, decodings, tune_prior, tune_thresholds, calibrate)
+    with question_bar("decoding", planned, progress):
+        return _tune_settings(outputs, examples, decodings, config, tune_prior, tune_thresholds, calibrate, task, data_sets)
+
+
+def _planned_questions(
+    examples: Sequence[Example], decodings: Sequence[str], tune_prior: bool, tune_thresholds: bool, calibrate: bool,
+) -> int:
+    """The questions :func:`tune_settings` decodes, a pass at a time, besides those of the task's own steps (each
+    plans its own): the prior's answerable ones, and every one per decoding for its threshold and its calibrator."""
+    passes = int(tune_thresholds and _untunable_thresholds(examples) is None)
+    passes += int(calibrate and len(examples) >= FEWEST_CALIBRATION_QUESTIONS)
+    answerable = sum(1 for example in examples if example.answers) if tune_prior else 0
+    return answerable + passes * len(decodings) * len(examples)
+
+
+def _tune_settings(
+    outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], config: DecodeConfig, tune_prior: bool,
+    tune_thresholds: bool, calibrate: bool, task: registry.TaskEntry | None, data_sets: DataSets,
+) -> TunedSettings:
+    """:func:`tune_settings` inside its bar."""
     tuned = TunedSettings(config)
     if tune_prior:
         prior, statistic = tune_bio_length_prior(outputs, examples, config, task=task, data_sets=data_sets)
@@ -349,6 +375,7 @@ def tune_span_count_rules(
             tuned.min_span_probabilities[decoding] = given
             tuned.report[f"min_span_probability/{decoding}"] = {"value": given, "given": True}
         return
+    questions_planned(len(decodings) * len(examples))  # a pass over every question per decoding
     for decoding in decodings:
         value, statistic = tune_span_count_rule(outputs, examples, decoding, tuned.decode_config, task, data_sets=data_sets)
         default = registry.decoding(decoding).min_span_probability

@@ -12,6 +12,7 @@ import numpy as np
 from .. import registry
 from ..decoding.postprocess import question_outputs
 from ..decoding.window_outputs import WindowOutputs
+from ..progress import questions_done
 from ..types import Example, Prediction
 from .defaults import DEFAULT_CHUNK_SIZE
 
@@ -23,14 +24,17 @@ def each_chunk(
     outputs: WindowOutputs, examples: Sequence[Example], questions: np.ndarray | None = None,
 ) -> Iterator[tuple[WindowOutputs, list[Example]]]:
     """The windows and examples of ``questions`` (indices in increasing order; None: every question),
-    :data:`TUNING_CHUNK_QUESTIONS` at a time, each chunk's questions renumbered from 0."""
+    :data:`TUNING_CHUNK_QUESTIONS` at a time, each chunk's questions renumbered from 0. A chunk the caller is done
+    with advances the open question bar (:func:`bio_mrc.progress.question_bar`) by its questions."""
     chosen = np.arange(len(examples), dtype=np.int64) if questions is None else np.asarray(questions, dtype=np.int64)
     if len(chosen) == len(examples) <= TUNING_CHUNK_QUESTIONS:  # one chunk of them all: no copy of the windows
         yield outputs, list(examples)
+        questions_done(len(examples))
         return
     for begin in range(0, len(chosen), TUNING_CHUNK_QUESTIONS):
         part = chosen[begin : begin + TUNING_CHUNK_QUESTIONS]
         yield question_outputs(outputs, part), [examples[i] for i in part.tolist()]
+        questions_done(len(part))
 
 
 def joined_columns(parts: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
