@@ -42,7 +42,6 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from ..inference.conversion import convert_qa_checkpoint
 
-    check_library_path(check_folder_target(args.output))
     written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite,
                                     max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
                                     max_query_length=args.max_query_length)

@@ -3,8 +3,10 @@
 * :mod:`.loading`: a model folder -> model, tokenizer, window settings (``TrainedModel``);
 * :mod:`.forward`: the forward pass over stride windows (``WindowOutputs``) through a runner;
 * :mod:`.onnx_runner`: ONNX Runtime as a runner, for exported folders; :mod:`.onnx` writes those exports;
+* :mod:`.conversion`: transformers' extractive QA models read into bio_mrc models and written from them;
 * :mod:`.answers`: decoding with the no-answer thresholds saved with the model;
 * :mod:`.tuning`: tuning those settings on held-out questions and saving them; :mod:`.held_out`: whether they are held out;
+* :mod:`.evaluation`: a predictions file scored with the official metrics (``evaluate_predictions``);
 * :mod:`.files`: official prediction, n-best and ``na_prob`` files, and the answers stream's lines;
 * :mod:`.streaming`: prediction a chunk of questions at a time into the answers stream, resumable;
   :mod:`.sharding`: its share of the chunks for each process under ``torchrun``;
@@ -21,12 +23,15 @@ from typing import Any
 _LAZY = dict(reversed(reference.split(":")) for reference in (
     "bio_mrc.inference.answers:apply_no_answer_threshold", "bio_mrc.inference.answers:decode_with_thresholds",
     "bio_mrc.inference.answers:no_answer_probability", "bio_mrc.inference.answers:threshold_key",
+    "bio_mrc.inference.conversion:convert_qa_checkpoint", "bio_mrc.inference.conversion:export_qa_checkpoint",
     "bio_mrc.inference.during_training:TrainingEvaluator",
+    "bio_mrc.inference.evaluation:Evaluation", "bio_mrc.inference.evaluation:evaluate_predictions",
     "bio_mrc.inference.extract:AnswerExtractor",
     "bio_mrc.inference.files:write_prediction_files",
     "bio_mrc.inference.forward:predict_windows", "bio_mrc.inference.forward:run_windows",
     "bio_mrc.inference.held_out:check_held_out",
     "bio_mrc.inference.loading:TrainedModel", "bio_mrc.inference.loading:check_model_dir",
+    "bio_mrc.inference.onnx:export_onnx",
     "bio_mrc.inference.pipeline:BioMrcQuestionAnsweringPipeline", "bio_mrc.inference.pipeline:register_pipeline",
     "bio_mrc.inference.sharding:Shard",
     "bio_mrc.inference.streaming:StreamPlan", "bio_mrc.inference.streaming:predict_to_files",
@@ -46,8 +51,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "Shard", "StreamPlan", "TrainedModel", "TrainingEvaluator",
-    "apply_no_answer_threshold", "check_held_out", "check_model_dir", "decode_with_thresholds", "no_answer_probability", "predict_to_files",
+    "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "Evaluation", "Shard", "StreamPlan", "TrainedModel", "TrainingEvaluator",
+    "apply_no_answer_threshold", "check_held_out", "check_model_dir", "convert_qa_checkpoint", "decode_with_thresholds",
+    "evaluate_predictions", "export_onnx", "export_qa_checkpoint", "no_answer_probability", "predict_to_files",
     "predict_windows", "register_pipeline",
     "run_windows", "save_tuned_settings", "threshold_key", "tune_settings", "tuning_provenance",
     "write_prediction_files",

@@ -7,12 +7,15 @@ from .answers import (
     no_answer_probability as no_answer_probability,
     threshold_key as threshold_key,
 )
+from .conversion import convert_qa_checkpoint as convert_qa_checkpoint, export_qa_checkpoint as export_qa_checkpoint
 from .during_training import TrainingEvaluator as TrainingEvaluator
+from .evaluation import Evaluation as Evaluation, evaluate_predictions as evaluate_predictions
 from .extract import AnswerExtractor as AnswerExtractor
 from .files import write_prediction_files as write_prediction_files
 from .forward import predict_windows as predict_windows, run_windows as run_windows
 from .held_out import check_held_out as check_held_out
 from .loading import TrainedModel as TrainedModel, check_model_dir as check_model_dir
+from .onnx import export_onnx as export_onnx
 from .pipeline import BioMrcQuestionAnsweringPipeline as BioMrcQuestionAnsweringPipeline, register_pipeline as register_pipeline
 from .sharding import Shard as Shard
 from .streaming import StreamPlan as StreamPlan, predict_to_files as predict_to_files
