@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 import _common
-from bench_predict_memory import synthetic_squad, tiny_model
+import _memory
+from bench_predict_memory import synthetic_squad
 
 NAME = "extract_memory"
 WAYS = ("ours", "every question at once")
@@ -33,26 +30,19 @@ WAYS = ("ours", "every question at once")
 # Answer the questions one way; print the peaks, the seconds and the answers. A ``-c`` program, so that the process
 # holds only what the call needs.
 CHILD = """
-import dataclasses, json, sys, time
+import dataclasses, json, sys
 from bio_mrc.inference import AnswerExtractor
-
-def peak_mib():
-    status = dict(line.split(":", 1) for line in open("/proc/self/status", encoding="ascii"))
-    return int(status["VmHWM"].split()[0]) / 1024
-
+""" + _memory.MEASURED_CALL + """
 way, model, data, decoding, multi_span = sys.argv[1:]
 if way == "every question at once":  # the call before: every question's windows run and decoded together
     AnswerExtractor.chunk_size = 1 << 62
 extractor = AnswerExtractor.from_pretrained(model, precision="fp32", device="cpu", decoding=decoding,
                                             multi_span=multi_span == "yes")
 asked = json.loads(open(data, encoding="utf-8").read())
-before, started, cpu = peak_mib(), time.perf_counter(), time.process_time()
-answers = extractor(asked["questions"], asked["contexts"])
-seconds, cpu, after = time.perf_counter() - started, time.process_time() - cpu, peak_mib()
+answers, measures = measured(lambda: extractor(asked["questions"], asked["contexts"]))
 spans = [[(s.text, s.start, s.end) for s in p.spans] + [p.abstain] for p in answers]
 scores = [x for p in answers for x in (*(s.score for s in p.spans), p.confidence) if x is not None]
-print(json.dumps({"before_mib": before, "peak_mib": after, "seconds": seconds, "cpu_seconds": cpu, "spans": spans,
-                  "scores": scores}))
+print(json.dumps({**measures, "spans": spans, "scores": scores}))
 """
 
 
@@ -77,45 +67,21 @@ def questions_file(folder: Path, questions: int, words: int) -> Path:
     return path
 
 
+def rows_at(folder: Path, model: Path, questions: int, args: argparse.Namespace) -> list[dict]:
+    """Both ways' rows at ``questions`` questions; their spans and decisions must be equal."""
+    data = questions_file(folder, questions, args.words)
+    runs = {way: measure(way, model, data, args) for way in WAYS}
+    return _memory.call_rows(runs, "questions", questions, ("spans",))
+
+
 def measure(way: str, model: Path, data: Path, args: argparse.Namespace) -> dict:
-    command = [sys.executable, "-c", CHILD, way, str(model), str(data), args.decoding, "yes" if args.multi_span else "no"]
-    process = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    if process.returncode != 0 or not process.stdout.strip():
-        _common.fail(f"the call ({way}) on {data.name} failed: {(process.stderr.strip().splitlines() or ['?'])[-1]}")
-    return json.loads(process.stdout.strip().splitlines()[-1])
-
-
-def compared(runs: dict[str, dict], questions: int) -> float:
-    """The largest score difference between the two ways; their spans and decisions must be equal."""
-    ours, before = (runs[way] for way in WAYS)
-    if ours["spans"] != before["spans"] or len(ours["scores"]) != len(before["scores"]):
-        _common.fail(f"the answers differ at {questions:,} questions")
-    return max((abs(a - b) for a, b in zip(ours["scores"], before["scores"])), default=0.0)
+    arguments = [way, str(model), str(data), args.decoding, "yes" if args.multi_span else "no"]
+    return _memory.run_child(CHILD, arguments, f"the call ({way}) on {data.name}")[0]
 
 
 def main(args: argparse.Namespace) -> None:
-    rows = []
-    with tempfile.TemporaryDirectory() as temporary:
-        folder = Path(temporary)
-        model = tiny_model(folder, synthetic_squad(folder / "train.json", 32, args.words, seed=1))
-        for questions in args.questions:
-            data = questions_file(folder, questions, args.words)
-            runs = {way: measure(way, model, data, args) for way in WAYS}
-            difference = compared(runs, questions)
-            rows += [{"questions": questions, "way": way, "score_difference": difference,
-                      **{key: run[key] for key in ("before_mib", "peak_mib", "seconds", "cpu_seconds")}}
-                     for way, run in runs.items()]
-    machine = _common.machine_description()
-    print(f"machine: {machine}; {_common.command_load_and_date()}")
-    print()
-    print("| questions | way | peak MiB before the call | peak MiB | at once / ours | call CPU s | largest score difference |")
-    print("|---:|---|---:|---:|---:|---:|---:|")
-    peaks = {(row["questions"], row["way"]): row["peak_mib"] for row in rows}
-    for row in rows:
-        ratio = peaks[(row["questions"], WAYS[1])] / row["peak_mib"]
-        print(f"| {row['questions']:,} | {row['way']} | {row['before_mib']:.0f} | {row['peak_mib']:.0f} | {ratio:.2f} | "
-              f"{row['cpu_seconds']:.1f} | {row['score_difference']:.1e} |")
-    print(json.dumps({"benchmark": NAME, "rows": rows, "spans_equal": True, "machine": machine}))
+    rows = _memory.rows_by_size(args.words, args.questions, lambda folder, model, n: rows_at(folder, model, n, args))
+    _memory.print_report(NAME, rows, "questions", WAYS[1], _memory.CALL_COLUMNS, _memory.call_cells, "spans_equal")
 
 
 if __name__ == "__main__":

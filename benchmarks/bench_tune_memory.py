@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
 import _common
-from bench_predict_memory import synthetic_squad, tiny_model
+import _memory
+from bench_predict_memory import synthetic_squad
 
 NAME = "tune_memory"
 WAYS = ("ours", "every question at once")
+COLUMNS = (("peak RSS MiB", "---:"), ("ours / at once", "---:"), ("wall s", "---:"), ("report and config.json", "---"))
 
 # Tune a copy of the model one way; print the peak memory and a digest of the report and the saved config. A ``-c``
 # program, so that the process holds only what the tuning needs.
@@ -37,7 +34,7 @@ CHILD = """
 import contextlib, hashlib, io, json, sys
 from bio_mrc.cli import main
 from bio_mrc.inference import tuning_chunks
-
+""" + _memory.PEAK_MIB + """
 way, model, data, output = sys.argv[1:]
 if way == "every question at once":  # the tuning before: one decoding of every question, its answers held whole
     tuning_chunks.TUNING_CHUNK_QUESTIONS = 1 << 62
@@ -45,8 +42,7 @@ report = io.StringIO()
 with contextlib.redirect_stdout(report):
     code = main(["tune", "--model", model, "--data", data, "--output-dir", output, "--precision", "fp32"])
 digest = hashlib.sha256(report.getvalue().encode() + open(output + "/config.json", "rb").read()).hexdigest()
-status = dict(line.split(":", 1) for line in open("/proc/self/status", encoding="ascii"))
-print(json.dumps({"code": code, "digest": digest, "peak_mib": int(status["VmHWM"].split()[0]) / 1024}))
+print(json.dumps({"code": code, "digest": digest, "peak_mib": peak_mib()}))
 """
 
 
@@ -74,41 +70,31 @@ def squad_v2(path: Path, questions: int, words: int) -> Path:
     return path
 
 
+def rows_at(folder: Path, model: Path, questions: int, args: argparse.Namespace) -> list[dict]:
+    """Both ways' rows at ``questions`` questions; what they wrote must be the same."""
+    data = squad_v2(folder / f"tune-{questions}.json", questions, args.words)
+    runs = {way: measure(way, model, data, folder / f"tuned-{questions}-{k}") for k, way in enumerate(WAYS)}
+    if len({run["digest"] for run in runs.values()}) != 1:
+        _common.fail(f"the tuned settings differ at {questions:,} questions: {runs}")
+    return [{"questions": questions, "way": way, **run} for way, run in runs.items()]
+
+
 def measure(way: str, model: Path, data: Path, output: Path) -> dict:
-    started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", CHILD, way, str(model), str(data), str(output)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    out, err = process.communicate()
-    seconds = time.perf_counter() - started
-    if process.returncode != 0 or not out.strip():
-        _common.fail(f"tuning ({way}) on {data.name} failed: {err.strip().splitlines()[-1] if err.strip() else process.returncode}")
-    result = json.loads(out.strip().splitlines()[-1])
+    what = f"tuning ({way}) on {data.name}"
+    result, process, seconds = _memory.run_child(CHILD, [way, str(model), str(data), str(output)], what)
     if result["code"] != 0:
-        _common.fail(f"tuning ({way}) on {data.name} ended with {result['code']}: {err.strip().splitlines()[-1]}")
+        _common.fail(f"{what} ended with {result['code']}: {_memory.stderr_end(process)}")
     return {"digest": result["digest"], "peak_mib": result["peak_mib"], "seconds": seconds}
 
 
+def cells(row: dict, at_once_peak: float) -> list[str]:
+    """A row's cells under ``COLUMNS``."""
+    return [f"{row['peak_mib']:.0f}", f"{row['peak_mib'] / at_once_peak:.2f}", f"{row['seconds']:.1f}", "equal"]
+
+
 def main(args: argparse.Namespace) -> None:
-    rows = []
-    with tempfile.TemporaryDirectory() as temporary:
-        folder = Path(temporary)
-        model = tiny_model(folder, synthetic_squad(folder / "train.json", 32, args.words, seed=1))
-        for questions in args.questions:
-            data = squad_v2(folder / f"tune-{questions}.json", questions, args.words)
-            runs = {way: measure(way, model, data, folder / f"tuned-{questions}-{k}") for k, way in enumerate(WAYS)}
-            if len({run["digest"] for run in runs.values()}) != 1:
-                _common.fail(f"the tuned settings differ at {questions:,} questions: {runs}")
-            rows += [{"questions": questions, "way": way, **run} for way, run in runs.items()]
-    machine = _common.machine_description()
-    print(f"machine: {machine}; {_common.command_load_and_date()}")
-    print()
-    print("| questions | way | peak RSS MiB | ours / at once | wall s | report and config.json |")
-    print("|---:|---|---:|---:|---:|---|")
-    peaks = {(row["questions"], row["way"]): row["peak_mib"] for row in rows}
-    for row in rows:
-        ratio = row["peak_mib"] / peaks[(row["questions"], WAYS[1])]
-        print(f"| {row['questions']:,} | {row['way']} | {row['peak_mib']:.0f} | {ratio:.2f} | {row['seconds']:.1f} | equal |")
-    print(json.dumps({"benchmark": NAME, "rows": rows, "identical": True, "machine": machine}))
+    rows = _memory.rows_by_size(args.words, args.questions, lambda folder, model, n: rows_at(folder, model, n, args))
+    _memory.print_report(NAME, rows, "questions", WAYS[1], COLUMNS, cells, "identical")
 
 
 if __name__ == "__main__":

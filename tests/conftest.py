@@ -16,6 +16,7 @@ import gc
 import json
 import os
 import re
+import shutil
 import signal
 import string
 import subprocess
@@ -161,6 +162,26 @@ def hub_answering(monkeypatch: pytest.MonkeyPatch, answer: int | BaseException) 
 
     monkeypatch.setattr(huggingface_hub.utils, "get_session", Session)
     return asked
+
+
+def cache_snapshot(cache: Path, repo_id: str, folder: Path) -> Path:
+    """A hub cache entry as huggingface_hub lays it out (refs/main names the snapshot folder): its snapshot folder."""
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0123abcd")
+    shutil.copytree(folder, repo / "snapshots" / "0123abcd")
+    return repo / "snapshots" / "0123abcd"
+
+
+def offline_hub(monkeypatch: pytest.MonkeyPatch, cache: Path, repos: dict[str, Path]) -> dict[str, Path]:
+    """HF_HUB_OFFLINE=1 with ``cache`` as the hub cache, holding each folder of ``repos`` under its hub id: their
+    snapshot folders."""
+    from huggingface_hub import constants
+
+    snapshots = {repo_id: cache_snapshot(cache, repo_id, folder) for repo_id, folder in repos.items()}
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return snapshots
 
 
 def untrained_model_folder(encoder_dir: Path, folder: Path, **options) -> Path:

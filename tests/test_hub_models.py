@@ -20,7 +20,7 @@ from bio_mrc.io import usual_file_mode
 from bio_mrc.model_card import card_metadata
 from bio_mrc.precision import resolve_device
 
-from .conftest import SAMPLE_V1, forget_training_questions
+from .conftest import SAMPLE_V1, cache_snapshot, forget_training_questions, offline_hub
 
 WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
 
@@ -33,23 +33,11 @@ def span_model(tiny_encoder_dir, tmp_path_factory):
     return forget_training_questions(out)  # tuned on the sample too, the one set of questions at hand
 
 
-def cache_snapshot(cache, repo_id: str, folder) -> None:
-    """A hub cache entry as huggingface_hub lays it out: refs/main names the snapshot folder."""
-    repo = cache / f"models--{repo_id.replace('/', '--')}"
-    (repo / "refs").mkdir(parents=True)
-    (repo / "refs" / "main").write_text("0123abcd")
-    shutil.copytree(folder, repo / "snapshots" / "0123abcd")
-
-
 @pytest.fixture
 def offline_cache(tmp_path, monkeypatch, span_model, tiny_encoder_dir):
     """HF_HUB_OFFLINE=1 with a cache holding the model as org/tiny-qa and the encoder as org/tiny-bert."""
-    cache = tmp_path / "hub"
-    cache_snapshot(cache, "org/tiny-qa", span_model)
-    cache_snapshot(cache, "org/tiny-bert", tiny_encoder_dir)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    return cache
+    offline_hub(monkeypatch, tmp_path / "hub", {"org/tiny-qa": span_model, "org/tiny-bert": tiny_encoder_dir})
+    return tmp_path / "hub"
 
 
 def test_a_hub_id_loads_from_the_cache_offline(offline_cache, capsys):

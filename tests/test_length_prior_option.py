@@ -2,7 +2,6 @@
 one line, before the model loads where the options or the model folder's config.json settle the decodings."""
 
 import json
-import shutil
 
 import pytest
 
@@ -11,7 +10,7 @@ from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import ConfigError
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 
-from .conftest import SAMPLE_V1, untrained_model_folder
+from .conftest import SAMPLE_V1, offline_hub, untrained_model_folder
 
 WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
 SPAN_ONLY = "sets the length prior of the BIO head's spans, which the span decoding never reads; "
@@ -59,16 +58,9 @@ def test_a_named_span_decoding_is_refused_without_reading_the_model(tmp_path, ca
 
 
 def test_a_hub_models_decodings_are_settled_once_it_loads_before_any_answer(models, tmp_path, capsys, monkeypatch):
-    from huggingface_hub import constants
-
     from bio_mrc.inference import streaming
 
-    snapshot = tmp_path / "hub" / "models--org--tiny" / "snapshots" / "0123abcd"
-    (snapshot.parent.parent / "refs").mkdir(parents=True)
-    (snapshot.parent.parent / "refs" / "main").write_text("0123abcd")
-    shutil.copytree(models["span"], snapshot)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    offline_hub(monkeypatch, tmp_path / "hub", {"org/tiny": models["span"]})
     monkeypatch.setattr(streaming, "chunk_lines", lambda *args, **kwargs: pytest.fail("a question was answered"))
     assert _predict("org/tiny", tmp_path / "out" / "p.json") == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"error: --bio-length-prior {SPAN_ONLY}{LEAVE_IT_OUT}"
@@ -177,14 +169,7 @@ def test_tune_refuses_a_prior_no_tuned_decoding_reads_before_the_model_loads(mod
 
 
 def test_tune_refuses_a_prior_a_hub_models_decodings_never_read_before_the_forward_pass(models, tmp_path, capsys, monkeypatch):
-    from huggingface_hub import constants
-
-    snapshot = tmp_path / "hub" / "models--org--tiny" / "snapshots" / "0123abcd"
-    (snapshot.parent.parent / "refs").mkdir(parents=True)
-    (snapshot.parent.parent / "refs" / "main").write_text("0123abcd")
-    shutil.copytree(models["span"], snapshot)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    offline_hub(monkeypatch, tmp_path / "hub", {"org/tiny": models["span"]})
     monkeypatch.setattr(TrainedModel, "windows", lambda *args, **kwargs: pytest.fail("a forward pass ran"))
     assert _tune("org/tiny", tmp_path / "tuned") == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"error: --bio-length-prior {SPAN_ONLY}{LEAVE_IT_OUT}"

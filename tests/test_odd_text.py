@@ -260,6 +260,16 @@ def level_config(tag_level: str, **overrides) -> FeatureConfig:
     return FeatureConfig(**{**SMALL, "tag_level": tag_level, **overrides})
 
 
+def assert_drawn_round_trip(tokenizer, tag_level: str, data, batch, draw_spans, multi_span: bool = False) -> None:
+    """Each (context, question) of ``batch`` with the gold spans ``draw_spans(data, units, max_tokens)`` draws in it:
+    :func:`assert_round_trip` at ``tag_level``."""
+    config = level_config(tag_level)
+    examples = [Example(f"{'multi' if multi_span else 'odd'}-{k}", question, context,
+                        (draw_spans(data, Units(tokenizer, context, tag_level), config.doc_stride),))
+                for k, (context, question) in enumerate(batch)]
+    assert_round_trip(tokenizer, examples, config, multi_span=multi_span)
+
+
 # ---------------------------------------------------------------- properties
 
 
@@ -268,12 +278,7 @@ def level_config(tag_level: str, **overrides) -> FeatureConfig:
 @PROPERTY
 @given(data=st.data(), batch=st.lists(st.tuples(contexts, questions), min_size=1, max_size=3))
 def test_single_answers_round_trip_for_every_decoding(tokenizer, tag_level, data, batch):
-    config = level_config(tag_level)
-    examples = []
-    for k, (context, question) in enumerate(batch):
-        span = draw_answer(data, Units(tokenizer, context, tag_level), config.doc_stride)
-        examples.append(Example(f"odd-{k}", question, context, ((span,),)))
-    assert_round_trip(tokenizer, examples, config)
+    assert_drawn_round_trip(tokenizer, tag_level, data, batch, lambda *drawing: (draw_answer(*drawing),))
 
 
 @pytest.mark.slow
@@ -281,12 +286,7 @@ def test_single_answers_round_trip_for_every_decoding(tokenizer, tag_level, data
 @PROPERTY
 @given(data=st.data(), batch=st.lists(st.tuples(long_contexts, questions), min_size=1, max_size=3))
 def test_several_answer_spans_round_trip_with_multi_span_bio(tokenizer, tag_level, data, batch):
-    config = level_config(tag_level)
-    examples = []
-    for k, (context, question) in enumerate(batch):
-        spans = draw_disjoint_answers(data, Units(tokenizer, context, tag_level), config.doc_stride)
-        examples.append(Example(f"multi-{k}", question, context, (spans,)))
-    assert_round_trip(tokenizer, examples, config, multi_span=True)
+    assert_drawn_round_trip(tokenizer, tag_level, data, batch, draw_disjoint_answers, multi_span=True)
 
 
 # ---------------------------------------------------------------- explicit cases

@@ -15,7 +15,7 @@ import pytest
 from bio_mrc.cli import main
 from bio_mrc.data.squad import load_squad
 
-from .conftest import SAMPLE_V1, StoppedReplace
+from .conftest import SAMPLE_V1, StoppedReplace, offline_hub
 
 WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
 CALIBRATOR = {"method": "beta", "a": 2.0, "b": 1.0, "c": 0.5, "correct_if": "f1 > 0.5"}
@@ -216,20 +216,13 @@ def test_resume_refuses_what_the_model_files_settle_before_the_model_loads(model
     once the model had loaded: config.json and the local hub cache settle them, so the refusal comes first."""
     import shutil
 
-    from huggingface_hub import constants
-
     from bio_mrc.inference import TrainedModel
 
     tuned = tmp_path / "tuned"
     shutil.copytree(model_dir, tuned)
     config = json.loads((tuned / "config.json").read_text(encoding="utf-8"))
     (tuned / "config.json").write_text(json.dumps({**config, "bio_length_prior": 0.25}), encoding="utf-8")
-    snapshot = tmp_path / "hub" / "models--org--tiny" / "snapshots" / "0123abcd"
-    (snapshot.parent.parent / "refs").mkdir(parents=True)
-    (snapshot.parent.parent / "refs" / "main").write_text("0123abcd")
-    shutil.copytree(model_dir, snapshot)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    snapshot = offline_hub(monkeypatch, tmp_path / "hub", {"org/tiny": model_dir})["org/tiny"]
     options = ["--chunk-size", "2", "--limit", "2"]
     assert predict(model_dir, tmp_path / "span.json", *options, "--decoding", "span") == 0
     assert predict(tuned, tmp_path / "prior.json", *options, "--decoding", "bio", "--bio-length-prior", "0.5") == 0

@@ -25,7 +25,7 @@ from bio_mrc.inference.conversion import convert_qa_checkpoint, export_qa_checkp
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.qa_checkpoints import qa_architecture, qa_windows, span_model_from_qa_checkpoint
 
-from .conftest import SAMPLE_V1, untrained_model_folder
+from .conftest import SAMPLE_V1, offline_hub, untrained_model_folder
 from .test_encoder_families import FAMILIES
 
 QA_FAMILIES = ["distilbert", "roberta", "xlm-roberta", "albert", "electra", "deberta-v2", "mpnet"]
@@ -250,13 +250,7 @@ def test_a_converted_model_loads_through_the_checked_path(trained_qa_dir, tmp_pa
 
 
 def test_a_qa_model_by_hub_id_answers_and_converts_from_the_cache_offline(trained_qa_dir, sample_v1, tmp_path, monkeypatch, capsys):
-    from huggingface_hub import constants
-
-    from .test_hub_models import cache_snapshot
-
-    cache_snapshot(tmp_path / "hub", "org/bert-qa", trained_qa_dir)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    offline_hub(monkeypatch, tmp_path / "hub", {"org/bert-qa": trained_qa_dir})
     example = sample_v1.examples[0]
     by_id = AnswerExtractor.from_pretrained("org/bert-qa")(example.question, example.context)
     assert by_id.answer == AnswerExtractor.from_pretrained(str(trained_qa_dir))(example.question, example.context).answer

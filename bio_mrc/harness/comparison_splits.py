@@ -179,24 +179,26 @@ def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Sp
 def check_no_question_in_two_parts(parts: list[Split]) -> None:
     """Each data set's folds are drawn apart, so a question in two of them (under any id or spacing) could be held out
     in one fold and trained on in another: refused, naming both data sets and the count."""
-    if found := _first_shared(parts, [set(question_hashes(part.examples).tolist()) for part in parts]):
-        a, b, shared = found
-        raise ConfigError(
-            f"cross_validation: {counted(shared, 'question')} of {parts[b].description} {number_form(shared, 'is', 'are')} "
-            f"in {parts[a].description} too (the same text and context, under any id or spacing): each data set's folds "
-            "are drawn apart, so a model would train on a question it is scored on; leave the repeats out of one of them")
+    _refuse_shared(parts, [set(question_hashes(part.examples).tolist()) for part in parts], "question",
+                   "the same text and context, under any id or spacing", "a question it is scored on", "the repeats")
 
 
 def check_no_paragraph_in_two_parts(parts: list[Split]) -> None:
     """A paragraph in two data sets (up to spacing, as the question fingerprint reads it) could be trained on in one
     set's folds and its questions scored in another's: refused as a question in two of them is, as grouping it across
     the sets would redraw the folds of sets each drawn by its own task's rule."""
-    if found := _first_shared(parts, [set(paragraphs(part.examples).values()) for part in parts]):
+    _refuse_shared(parts, [set(paragraphs(part.examples).values()) for part in parts], "paragraph", "up to spacing",
+                   "a paragraph whose questions it is scored on", "the shared paragraphs' questions")
+
+
+def _refuse_shared(parts: list[Split], keys: list[set], noun: str, alike: str, trained_on: str, leave_out: str) -> None:
+    """Refused where two data sets' ``keys`` meet, naming both sets, how many ``noun``s they share and what to leave out."""
+    if found := _first_shared(parts, keys):
         a, b, shared = found
         raise ConfigError(
-            f"cross_validation: {counted(shared, 'paragraph')} of {parts[b].description} {number_form(shared, 'is', 'are')} "
-            f"in {parts[a].description} too (up to spacing): each data set's folds are drawn apart, so a model would train "
-            "on a paragraph whose questions it is scored on; leave the shared paragraphs' questions out of one of them")
+            f"cross_validation: {counted(shared, noun)} of {parts[b].description} {number_form(shared, 'is', 'are')} "
+            f"in {parts[a].description} too ({alike}): each data set's folds are drawn apart, so a model would train "
+            f"on {trained_on}; leave {leave_out} out of one of them")
 
 
 def _first_shared(parts: list[Split], keys: list[set]) -> tuple[int, int, int] | None:
