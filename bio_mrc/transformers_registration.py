@@ -71,21 +71,23 @@ def _hub_ids_from_the_cache(module: ModuleType) -> None:
     """``pipeline("bio-mrc-qa", model=HUB_ID)`` reads the id's snapshot as every other door does (:mod:`bio_mrc.hub`:
     the cache first, the hub once, one line naming the id), not through transformers' own lookups, which ask an
     unreachable hub again and again (some 5 retries a file: minutes) before they read the cache. ``revision=`` is
-    transformers' to resolve."""
+    transformers' to resolve. A local folder, or a path that names none, is checked as every other door checks it
+    before transformers reads it, so a folder that holds no model is the same one line, not transformers' error."""
     made = module.pipeline
     if getattr(made, "reads_hub_ids_from_the_cache", False):
         return
 
     def pipeline(task: Any = None, model: Any = None, *args: Any, **kwargs: Any):
-        if task == TASK and isinstance(model, str) and not args and kwargs.get("revision") is None:
-            from pathlib import Path
+        from pathlib import Path, PurePath
 
-            from .hub import is_hub_id, local_folder, named_as_given
+        if task == TASK and isinstance(model, (str, PurePath)) and not args:
+            from .hub import is_hub_id, named_as_given
 
-            if not Path(model).exists() and is_hub_id(model):
-                snapshot = str(local_folder(model))
-                with named_as_given(model, snapshot):  # the snapshot's errors name the id given
-                    return made(task, snapshot, *args, **kwargs)
+            name = str(model)
+            if kwargs.get("revision") is None or Path(name).exists() or not is_hub_id(name):
+                folder = import_module(PIPELINE_MODULE).checked_model_folder(name)
+                with named_as_given(name, folder):  # the snapshot's errors name the id given
+                    return made(task, str(folder), *args, **kwargs)
         return made(task, model, *args, **kwargs)
 
     pipeline.__doc__, pipeline.__wrapped__, pipeline.reads_hub_ids_from_the_cache = made.__doc__, made, True

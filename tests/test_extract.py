@@ -148,6 +148,24 @@ def test_extractor_takes_a_model_folder_as_from_pretrained_does(trained_dir):  #
         AnswerExtractor(42)
 
 
+def test_from_pretrained_refuses_a_misspelt_keyword_and_a_missing_head_before_the_weights_load(trained_dir, monkeypatch):  # noqa: F811
+    """Both loaded the whole model first (seconds for a real one), then the constructor refused them."""
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.inference import TrainedModel
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("the weights were loaded")
+
+    monkeypatch.setattr(BioMrcForQuestionAnswering, "from_pretrained", loaded)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'multispan'"):
+        AnswerExtractor.from_pretrained(trained_dir, multispan=True)
+    with pytest.raises(ConfigError, match="decoding must be one of .*got 'crf'"):
+        AnswerExtractor.from_pretrained(trained_dir, decoding="crf")
+    monkeypatch.setattr(TrainedModel, "load", loaded)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'topk'"):
+        AnswerExtractor.from_pretrained(trained_dir, decoding="span", topk=3)
+
 @pytest.mark.parametrize("decoding", ["bio", "span", "joint"])
 def test_extractor_multi_span_on_a_long_context(trained_dir, decoding):  # noqa: F811
     # Longer than one window (48 tokens): stride windows are merged back into character offsets.
@@ -169,6 +187,7 @@ def test_inputs_become_examples_in_one_place():
     examples, single = question_context_examples(["a?", "b?"], "shared context")
     assert not single and [(e.id, e.question, e.context) for e in examples] == [("0", "a?", "shared context"), ("1", "b?", "shared context")]
     assert question_context_examples("a?", "c")[1]
+    assert question_context_examples([], "shared context") == ([], False)  # an empty batch: no answers, as with []
     assert resolve_decoding(["span", "bio", "joint"], "auto") == "joint"
     assert resolve_decoding(["span"], "auto") == "span"
 

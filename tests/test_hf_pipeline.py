@@ -594,3 +594,58 @@ def test_an_option_inside_an_input_dict_is_refused_not_ignored(qa):
             list(qa(iter([asked] * 4 + [{**asked, option: value}]), batch_size=2))
     columns = {"id": "q1", "title": "Newton", "answers": {"text": ["Isaac Newton"], "answer_start": [0]}}
     assert qa({**asked, **columns}) == qa(**asked)
+
+
+@pytest.mark.parametrize("key", ["question", "context"])
+def test_an_input_dict_without_its_question_or_context_gets_the_line_of_a_list_without_one(qa, key):
+    """``{"question": ...}`` alone, or its context under a misspelt key, said ``the context is a string or a list of
+    strings; got a NoneType``, where the same dict in a list says the text is missing and names the input."""
+    from bio_mrc.errors import DataFormatError
+
+    asked = {"question": QUESTIONS[0], "context": CONTEXT}
+    missing = {name: value for name, value in asked.items() if name != key}
+    line = rf"^empty or missing {key} \(record 'input 0'\)$"
+    with pytest.raises(DataFormatError, match=line):
+        qa([missing])
+    for given in (missing, {**missing, key[:3] + key[4:]: asked[key]}, {**asked, key: None}):
+        with pytest.raises(DataFormatError, match=line):
+            qa(given)
+    with pytest.raises(DataFormatError, match=r"^empty or missing context \(record 'input 2'\)$"):
+        list(qa(iter([asked, asked, {"question": QUESTIONS[0]}]), batch_size=2))
+
+
+def _not_a_model(kind: str, tmp_path, trained_dir, encoder_dir) -> str:  # noqa: F811
+    """A path a user may give as a model that holds none: ``kind`` says which."""
+    import shutil
+
+    if kind == "missing":
+        return "./no/such-model"
+    if kind == "file":
+        (tmp_path / "questions.csv").write_text("question,context\n", encoding="utf-8")
+        return str(tmp_path / "questions.csv")
+    folder = tmp_path / kind
+    folder.mkdir()
+    if kind == "no weights":
+        shutil.copy(trained_dir / "config.json", folder)
+    if kind == "bare encoder":
+        shutil.copytree(encoder_dir, folder, dirs_exist_ok=True)
+    return str(folder)
+
+
+@pytest.mark.parametrize("kind", ["missing", "file", "empty folder", "no weights", "bare encoder"])
+def test_a_path_that_holds_no_model_is_the_line_every_door_gives(kind, tmp_path, trained_dir, tiny_encoder_dir, capfd):  # noqa: F811
+    """The pipeline handed such a path to transformers, which raised its own OSError or ValueError (a repository id
+    that is not one, a config that is not JSON, a list of classes that could not load it) or, for an encoder, read its
+    weights, printed its load report and named tensors the config implies; every other door refuses it in one line."""
+    from transformers import pipeline
+
+    from bio_mrc.errors import ModelFormatError
+
+    model = _not_a_model(kind, tmp_path, trained_dir, tiny_encoder_dir)
+    with pytest.raises(ModelFormatError) as expected:
+        TrainedModel.load(model)
+    capfd.readouterr()
+    with pytest.raises(ModelFormatError) as got:
+        pipeline(TASK, model=model, device="cpu")
+    assert str(got.value) == str(expected.value)
+    assert capfd.readouterr().err == ""  # nothing read: no load report

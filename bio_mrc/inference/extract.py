@@ -7,6 +7,7 @@ both turn inputs into examples with :meth:`AnswerExtractor.examples`, run the wi
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence, overload
@@ -46,7 +47,7 @@ def question_context_examples(question, context, first: int = 0) -> tuple[list[E
         if not contexts:
             raise DataFormatError("no documents to answer the question from: the list of contexts is empty")
         questions = questions * len(contexts)
-    if len(contexts) == 1 and len(questions) > 1:
+    if len(contexts) == 1:  # one context serves every question of the list, none where the list is empty
         contexts = contexts * len(questions)
     if len(questions) != len(contexts):
         raise DataFormatError(f"got {counted(len(questions), 'question')} but {counted(len(contexts), 'context')}")
@@ -158,8 +159,11 @@ class AnswerExtractor:
     def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None, **kwargs) -> "AnswerExtractor":
         """The extractor of a saved model folder or a hub id (read from the hub cache first); ``precision``: auto
         (default), fp32 or bf16 (:mod:`bio_mrc.precision`); ``device``: cpu, cuda, cuda:1, mps or auto (default); any other
-        keyword (``decoding``, ``multi_span``, ...) is the constructor's."""
-        return cls(TrainedModel.load(model_dir, precision=precision, device=device), **kwargs)
+        keyword (``decoding``, ``multi_span``, ...) is the constructor's: one it lacks (``multispan=``), and a decoding the
+        model's heads lack, are refused before the weights load."""
+        inspect.signature(cls).bind(None, **kwargs)  # a TypeError naming the keyword, as the constructor's own
+        decodings = [kwargs["decoding"]] if isinstance(kwargs.get("decoding"), str) else []
+        return cls(TrainedModel.load(model_dir, precision=precision, device=device, decodings=decodings), **kwargs)
 
     examples = staticmethod(question_context_examples)
 

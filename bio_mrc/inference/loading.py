@@ -19,7 +19,7 @@ from ..model_defaults import HEADS
 from ..model_folder import check_file_kinds, check_model_folder, check_window_frame, read_json_object, written_format_problem
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import local_folder, named_as_given
-from ..qa_checkpoints import QA_HEADS, qa_architecture, span_model_from_qa_checkpoint, usable_positions
+from ..qa_checkpoints import QA_HEADS, check_qa_folder, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import WindowBars, progress_bars
 from .. import registry
@@ -236,6 +236,16 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
     if not any((model_dir / name).is_file() for name in weights):
         named = weights[::2] if weights == WEIGHT_FILES else weights
         raise ModelFormatError(f"no weights ({' or '.join(named)}): an unfinished or partial copy?", source)
+
+
+def check_folder_to_load(model_dir: Path) -> None:
+    """What :meth:`TrainedModel.load` refuses in the local folder ``model_dir`` before it reads a weight, for a door that
+    loads the folder through transformers (the pipeline): a folder that holds no bio_mrc model, export of one or
+    transformers' extractive QA model is one :class:`ModelFormatError`."""
+    if qa_architecture(model_dir):
+        check_qa_folder(model_dir)
+    else:
+        check_model_dir(model_dir, (ONNX_FILE,) if model_backend(model_dir) == "onnx" else WEIGHT_FILES)
 
 
 def saved_settings(model_dir: Path) -> tuple[list[str], float] | None:

@@ -59,6 +59,7 @@ from ..decoding.shares import nbest_shares
 from ..decoding.window_outputs import WindowOutputs
 from ..encoders import right_sided
 from ..errors import ConfigError, DataFormatError, ModelFormatError, a_type
+from ..hub import local_folder, named_as_given
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import check_tokenizer
 from ..progress import progress_bars
@@ -68,7 +69,7 @@ from .abstention import NeverAbstainsWarning, never_abstains_line
 from .answers import no_answer_probability
 from .documents import DocumentRanking, window_predictions
 from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_flag, check_top_k, question_chunks
-from .loading import TrainedModel, forward_precision, window_settings
+from .loading import TrainedModel, check_folder_to_load, forward_precision, window_settings
 from .onnx_runner import OnnxModel
 
 TASK = "bio-mrc-qa"
@@ -243,6 +244,16 @@ class _Questions:
     last: bool = True  # the last chunk of them
 
 
+def checked_model_folder(name: str) -> Path:
+    """The local folder of the model ``name`` (a folder, or a hub id's snapshot, the cache first) as
+    ``pipeline("bio-mrc-qa", model=name)`` reads it, refused in the line every other door gives before transformers
+    reads a file of it (:func:`~bio_mrc.inference.loading.check_folder_to_load`); a refusal names it as given."""
+    folder = local_folder(name)
+    with named_as_given(name, folder):
+        check_folder_to_load(folder)
+    return folder
+
+
 def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer, precision: str | None = None) -> TrainedModel:
     """The pipeline's model and tokenizer with the windows its config names (or its folder's run record)."""
     path = str(getattr(model, "name_or_path", "") or "")
@@ -276,7 +287,7 @@ def question_and_context(args: tuple, question, context, first: int = 0):
         inputs = args[0]
         if isinstance(inputs, dict):
             check_input_keys(inputs, first)
-            return inputs.get("question"), inputs.get("context")
+            return _given(inputs, "question", first), _given(inputs, "context", first)
         if isinstance(inputs, (list, tuple)):
             for i, item in enumerate(inputs):
                 if not isinstance(item, dict):
@@ -288,6 +299,13 @@ def question_and_context(args: tuple, question, context, first: int = 0):
     raise DataFormatError(
         "give question= and context=, (question, context), a {'question', 'context'} dict or a list of them"
     )
+
+
+def _given(item: dict, name: str, index: int) -> Any:
+    """``item[name]``; where it is missing or None, the line an input of a list without it gets."""
+    if item.get(name) is None:
+        raise DataFormatError(f"empty or missing {name}", record=f"input {index}")
+    return item[name]
 
 
 @functools.cache  # read for every input: the signature is the class's, fixed once imported
