@@ -139,7 +139,7 @@ def test_zero_runs_decode_segment_by_segment(seed):
 def test_unsigned_arrays_take_the_smallest_type():
     assert [unsigned(v)["type"] for v in ([0, 255], [256], [70_000], [])] == ["uint8", "uint16", "uint32", "uint8"]
     assert array(unsigned([3, 70_000])).tolist() == [3, 70_000]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"unsigned\(\) takes non-negative integers"):
         unsigned([-1])
 
 

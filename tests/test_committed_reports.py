@@ -40,6 +40,7 @@ def _cell_scores(cell):
 def test_every_cell_scores_its_questions(committed):
     report, _ = committed
     rows = {row.cell: row for row in report.summary.rows}
+    assert rows and {cell.key for cell in report.results.cells} == set(rows)  # every row has its cells
     for cell in report.results.cells:
         row = rows[cell.key]
         at = row.seeds.index(cell.seed)
@@ -54,6 +55,7 @@ def test_the_task_entry_scores_each_cell_as_the_report_did(committed):
     report, _ = committed
     task = registry.task(report.results.eval["task"])
     rows = {row.cell: row for row in report.summary.rows}
+    assert rows and {cell.key for cell in report.results.cells} == set(rows)
     for cell in report.results.cells:
         row, metrics = rows[cell.key], task.metrics_of(cell.columns())
         assert set(task.metrics) <= set(metrics)
@@ -63,7 +65,9 @@ def test_the_task_entry_scores_each_cell_as_the_report_did(committed):
 
 def test_the_markdown_report_shows_the_json_scores(committed):
     report, markdown = committed
-    for line in _score_table(report.results, report.summary):
+    lines = _score_table(report.results, report.summary)
+    assert report.summary.rows and len(lines) == 2 + len(report.summary.rows)  # a head, its rule and a line a row
+    for line in lines:
         assert line in markdown
 
 
@@ -73,7 +77,9 @@ def test_the_learning_curve_follows_from_its_gaps(committed):
     if curve is None:
         pytest.skip("no learning curve in this report")
     _assert_same(gap_trend(curve.gaps).to_json(), curve.gap_trend.to_json())
-    for line in learning_curve_section(curve, "learning_curve.png"):
+    lines = learning_curve_section(curve, "learning_curve.png")
+    assert lines
+    for line in lines:
         assert line in markdown
 
 

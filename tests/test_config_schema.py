@@ -217,23 +217,39 @@ CONFIG_LIKE = st.dictionaries(CONFIG_KEYS, JSON_VALUES | st.just(MINIMAL["runs"]
 GARBAGE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+def _one_line(error):
+    """The package's refusal: one line that says something."""
+    assert str(error).strip() and "\n" not in str(error), repr(str(error))
+
+
+def _spans_inside(examples):
+    """What a reader returns: every answer span a non-empty stretch of its own context."""
+    for example in examples:
+        for alternative in example.answers or ():
+            assert all(0 <= start < end <= len(example.context) for start, end in alternative), example
+
+
 @GARBAGE
 @given(raw=CONFIG_LIKE)
 def test_garbage_configs_parse_or_raise_a_config_error(raw):
     try:
-        parse_config(raw)
-    except ConfigError:
-        pass
+        config = parse_config(raw)
+    except ConfigError as error:
+        _one_line(error)
+    else:
+        assert config.runs and all(run.name for run in config.runs)
 
 
 @GARBAGE
 @given(raw=JSON_VALUES | st.dictionaries(st.sampled_from(["data", "version"]), JSON_VALUES, max_size=2))
 def test_garbage_squad_and_multispanqa_objects_parse_or_raise_a_data_format_error(raw):
-    for parse in (parse_squad, parse_multispanqa):
+    for parse, examples in ((parse_squad, lambda read: read.examples), (parse_multispanqa, lambda read: read)):
         try:
-            parse(raw)
-        except DataFormatError:
-            pass
+            read = parse(raw)
+        except DataFormatError as error:
+            _one_line(error)
+        else:
+            _spans_inside(examples(read))
 
 
 @GARBAGE
@@ -244,9 +260,12 @@ def test_garbage_files_load_or_raise_a_bio_mrc_error(tmp_path_factory, content):
         path = folder / name
         path.write_bytes(content)
         try:
-            load_squad(path)
-        except BioMrcError:
-            pass
+            read = load_squad(path)
+        except BioMrcError as error:
+            _one_line(error)
+            assert name in str(error)  # the file is named
+        else:
+            _spans_inside(read.examples)
 
 
 def test_a_head_whose_loss_weighs_nothing_is_refused():

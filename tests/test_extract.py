@@ -247,7 +247,9 @@ def test_multi_span_answers_plain_questions_on_short_foreign_contexts(trained_di
     # The caller's DecodeConfig decides: with the default (require_answer=True) every question gets a span,
     # even where the most probable tag sequence is all O; "no answer" is a threshold's decision.
     extractor = AnswerExtractor.from_pretrained(trained_dir, multi_span=True, decoding=decoding)
-    for (_question, context), result in zip(FOREIGN, extractor([q for q, _ in FOREIGN], [c for _, c in FOREIGN])):
+    results = extractor([q for q, _ in FOREIGN], [c for _, c in FOREIGN])
+    assert len(results) == len(FOREIGN)
+    for (_question, context), result in zip(FOREIGN, results):
         assert result.spans and not result.abstain
         assert all(context[s.start: s.end] == s.text for s in result.spans)
 

@@ -55,7 +55,10 @@ def test_a_gold_span_with_whitespace_at_its_edges_trains_on_its_words(tiny_token
 
 def test_bio_one_hot_tags_cover_answer_tokens(sample_v1, tiny_tokenizer):
     config = FeatureConfig(64, 16, 16, "one-hot", "one-hot", "subword")
-    for row in rows(build_features(sample_v1.examples, tiny_tokenizer, config)):
+    windows = rows(build_features(sample_v1.examples, tiny_tokenizer, config))
+    assert len(windows) >= len(sample_v1.examples)
+    assert any(row["start_positions"] > 0 for row in windows)  # the answer's tags below are checked
+    for row in windows:
         targets = np.asarray(row["bio_targets"])
         mask = np.asarray(row["paragraph_mask"], bool)
         assert np.all(targets[~mask] == 0)  # question, special and padding tokens carry nothing
@@ -152,7 +155,9 @@ def test_marginal_targets_keep_every_annotator_and_collate(tiny_tokenizer):
 
 def test_soft_span_targets_are_distributions(sample_v1, tiny_tokenizer):
     config = FeatureConfig(64, 16, 16, "soft", "soft", "subword")
-    for row in rows(build_features(sample_v1.examples, tiny_tokenizer, config)):
+    windows = rows(build_features(sample_v1.examples, tiny_tokenizer, config))
+    assert len(windows) >= len(sample_v1.examples)
+    for row in windows:
         for key in ("start_positions", "end_positions"):
             assert sum(row[key]) == pytest.approx(1.0)
 

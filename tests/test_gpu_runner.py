@@ -178,7 +178,9 @@ def test_the_gpu_configs_name_files_the_bundle_carries_and_keep_tuning_apart():
     from bio_mrc.harness.config import load_config
 
     carried = set(build_bundle.DATA_FILES)
-    for plan_path in sorted((REPO / "benchmarks" / "gpu").glob("plan*.json")):
+    plans = sorted((REPO / "benchmarks" / "gpu").glob("plan*.json"))
+    assert REPO / "benchmarks" / "gpu" / "plan.json" in plans
+    for plan_path in plans:
         for stage in runner.load_plan(plan_path).stages:
             raw = runner.stage_config(stage)
             named = {raw[key]["path"] for key in ("train", "tune", "eval") if raw.get(key)}
@@ -317,7 +319,9 @@ def test_a_plan_that_does_not_read_is_refused_naming_the_file_and_field(tmp_path
 
 
 def test_every_committed_plan_reads_as_typed_stages():
-    for path in sorted((REPO / "benchmarks" / "gpu").glob("plan*.json")):
+    plans = sorted((REPO / "benchmarks" / "gpu").glob("plan*.json"))
+    assert REPO / "benchmarks" / "gpu" / "plan.json" in plans
+    for path in plans:
         plan = runner.load_plan(path)
         steps = runner.plan_steps(plan)
         assert [step.kind for step in steps[:2]] == [runner.StepKind.UNPACK, runner.StepKind.INSTALL], path.name

@@ -58,6 +58,7 @@ def test_bootstrap_is_paired_on_per_question_scores(comparison):
     f1 = {}
     for c in results.cells:
         f1.setdefault(c.key, []).append(c.f1)
+    assert summary.comparisons
     for comp in summary.comparisons:
         a, b = np.mean(f1[comp.a], axis=0), np.mean(f1[comp.b], axis=0)
         assert comp.diff == pytest.approx(a.mean() - b.mean())
@@ -85,6 +86,7 @@ def test_models_are_reused_not_retrained(comparison, tiny_encoder_dir):
     again, _ = compare(parse_config(config_dict(tiny_encoder_dir, seeds=[1])), FIXTURES, out, progress=False)
     assert all(c.reused_model for c in again.cells)
     first = {(c.run, c.decoding): c.f1 for c in results.cells if c.seed == 1}
+    assert first and sorted((c.run, c.decoding) for c in again.cells) == sorted(first)  # every cell of seed 1 again
     for c in again.cells:
         np.testing.assert_array_equal(c.f1, first[(c.run, c.decoding)])
 
@@ -208,6 +210,7 @@ def test_a_reused_model_keeps_the_values_tuned_on_its_first_tuning_split(tiny_en
     assert saved["tuned_on"]["questions"] == 1 and "bio_length_prior" in saved
     assert all(c.tuning_saved_with_model for c in results.cells)
     again, _ = compare(parse_config({**raw, "tune": {**normans, "skip": 4}}), FIXTURES, tmp_path, progress=False)
+    assert len(again.cells) == len(results.cells) > 0
     assert all(c.reused_model and not c.tuning_saved_with_model for c in again.cells)
     assert json.loads(config_file.read_text()) == saved  # another comparison's tuning never lands in the cached model
 
@@ -230,6 +233,7 @@ def test_a_comparison_scores_a_model_another_process_writes_and_leaves_its_folde
     shutil.rmtree(tmp_path / "cells")  # scored again below
     with sole_process_in(model, "held"):
         again, _ = compare(config, FIXTURES, tmp_path, progress=False)
+    assert len(again.cells) == len(results.cells) > 0
     assert all(c.reused_model and not c.tuning_saved_with_model for c in again.cells)
     assert all(np.array_equal(a.f1, b.f1) for a, b in zip(again.cells, results.cells))  # scored all the same
     assert {path.name: path.read_bytes() for path in model.iterdir() if path.is_file()} == before

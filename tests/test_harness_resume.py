@@ -135,9 +135,11 @@ def test_every_preset_and_ablation_config_parses():
 
     for name in PRESETS:
         assert load_config(name).runs, name
-    for path in sorted((Path(__file__).parents[1] / "benchmarks" / "ablations").glob("*.json")):
-        if not path.name.endswith(".schema.json"):
-            assert load_config(path).runs, path
+    configs = [path for path in sorted((Path(__file__).parents[1] / "benchmarks" / "ablations").glob("*.json"))
+               if not path.name.endswith(".schema.json")]
+    assert "gpu_squad_full.json" in {path.name for path in configs}
+    for path in configs:
+        assert load_config(path).runs, path
     curve = load_config(Path(__file__).parents[1] / "benchmarks" / "ablations" / "learning_curve.json")
     assert [(r.name, curve.run_seeds(r)) for r in curve.runs][:2] == [("joint-3k", [42]), ("joint-10k", [42, 43, 44])]
 

@@ -1,6 +1,7 @@
 """Statistics and plots of the comparison report."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -107,13 +108,13 @@ def test_chunked_equals_unchunked(max_chunk_elements):
 
 
 def test_bootstrap_validation_and_to_dict():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="score arrays differ in length: 3 vs 4"):
         paired_bootstrap(np.ones(3), np.ones(4))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="score arrays are empty"):
         paired_bootstrap(np.array([]), np.array([]))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="confidence must lie strictly between 0 and 1"):
         paired_bootstrap(np.ones(3), np.ones(3), confidence=1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="scores_a contains non-finite values"):
         paired_bootstrap(np.array([1.0, np.nan]), np.ones(2))
     r = paired_bootstrap([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], n_resamples=50)
     d = json.loads(json.dumps(r.to_dict()))
@@ -144,9 +145,9 @@ def test_holm_against_a_hand_computed_example():
     np.testing.assert_allclose(holm([0.9, 0.001]), [0.9, 0.002])
     assert holm([0.03]).tolist() == [0.03]  # a family of one is not adjusted
     assert holm([]).tolist() == []
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("numbers in [0, 1], got [0.1, 1.5]")):
         holm([0.1, 1.5])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("one-dimensional sequence of numbers in [0, 1], got [[0.1, 0.2]]")):
         holm([[0.1, 0.2]])
 
 
@@ -211,9 +212,9 @@ def test_two_level_bootstrap_is_paired_and_chunk_invariant():
         assert (chunked.ci_low, chunked.ci_high, chunked.p_value) == pytest.approx((whole.ci_low, whole.ci_high, whole.p_value))
     shifted = two_level_bootstrap(a, a - 5.0, seed=0)  # a constant difference in every seed and question
     assert (shifted.diff, shifted.ci_low, shifted.ci_high, shifted.p_value) == pytest.approx((5.0, 5.0, 5.0, 0.0))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("value arrays differ in shape: (3, 123, 1) vs (2, 123, 1)")):
         two_level_bootstrap(a, b[:2])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("values_a must be (seeds, questions) scores, got shape (123,)")):
         two_level_bootstrap(a[0], b[0])  # one-dimensional: use paired_bootstrap
 
 
@@ -240,7 +241,7 @@ def test_two_level_bootstrap_of_a_ratio_of_summed_counts():
     assert (two_level_bootstrap(seeds_a, seeds_b, micro_f1, seed=2).ci_high - one.ci_high) == pytest.approx(0, abs=0.3)
     varied = two_level_bootstrap(np.stack([a, counts(400, 0.9, 3), counts(400, 0.4, 4)]), seeds_b, micro_f1, seed=2)
     assert varied.ci_high - varied.ci_low > 2 * (one.ci_high - one.ci_low)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("values_a must be (seeds, questions, k) counts, got shape (400, 3)")):
         two_level_bootstrap(a, b, micro_f1)  # counts need a seed axis
 
 
@@ -269,7 +270,7 @@ def test_agreement_uses_normaliser():
     b = ["beatles", "1970", "paris ", ""]
     assert agreement(a, b, norm) == 0.75
     assert agreement(a, b, lambda s: s) == 0.25
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="answer lists differ in length: 4 vs 2"):
         agreement(a, b[:2], norm)
 
 
@@ -306,7 +307,7 @@ def test_length_bins_labels():
     assert length_bins(values, edges).tolist() == ["<1", "1", "2", "3-4", "3-4", "5-8", "5-8", "9+", "9+"]
     assert length_bins(np.array([0, 99, 100, 250, 256, 1000]), (0, 100, 256)).tolist() == [
         "0-99", "0-99", "100-255", "100-255", "256+", "256+"]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("edges must be strictly increasing: [3, 2]")):
         bin_labels((3, 2))
 
 
@@ -342,7 +343,7 @@ def test_breakdown_counts_and_means():
     assert (by_word["x"]["what"]["n"], by_word["x"]["what"]["mean"]) == (2, 30.0)
     explicit = breakdown({"x": np.array([10.0, 20.0, 30.0, 50.0])}, words, order=["other", "what", "how", "who"])
     assert list(explicit["x"]) == ["other", "what", "how"]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("scores['x'] has 3 values for 4 groups")):
         breakdown({"x": np.ones(3)}, words)
 
 
@@ -364,7 +365,7 @@ def test_mean_sd_and_format():
     assert format_mean_sd([46.51]) == "46.51"
     assert format_mean_sd([46.0, 47.0, 46.5]) == "46.50 ± 0.50"
     assert format_mean_sd([1.0, 2.0], digits=1) == "1.5 ± 0.7"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="mean_sd of no values"):
         mean_sd([])
 
 
@@ -380,7 +381,7 @@ def test_plot_breakdown_writes_png(tmp_path):
     assert out == tmp_path / "sub" / "ans.png"
     data = out.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 1000
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="nothing to plot"):
         plot_breakdown({}, "t", "x", tmp_path / "empty.png")
 
 
@@ -422,7 +423,7 @@ def test_plot_threshold_curve_writes_png(tmp_path):
     out = plot_threshold_curve(t, f1, best=1.0, title="no-answer threshold", path=str(tmp_path / "thr.png"))
     data = out.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 1000
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("thresholds and f1 must be non-empty and equal in length: (41,) vs (40,)")):
         plot_threshold_curve(t, f1[:-1], 1.0, "t", tmp_path / "bad.png")
 
 
@@ -433,7 +434,7 @@ def test_plot_cell_scores_writes_png(tmp_path):
     out = plot_cell_scores(intervals, "F1 per cell", "F1", tmp_path / "cells.png")
     data = out.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 1000
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="nothing to plot"):
         plot_cell_scores({}, "t", "F1", tmp_path / "empty.png")
 
 

@@ -132,6 +132,7 @@ def test_the_best_answers_score_is_the_raw_confidence_calibration_starts_from(qa
 def test_max_answer_len_bounds_the_answers(qa):
     results = qa(question=QUESTIONS[0], context=CONTEXT, top_k=5, max_answer_len=1, decoding="span")
     tokenizer = qa.tokenizer
+    assert len(results) == 5  # the context has more than five one-token spans
     for result in results:
         assert_substring(result, CONTEXT)
         assert len(tokenizer(result["answer"], add_special_tokens=False)["input_ids"]) == 1
@@ -492,7 +493,9 @@ def test_align_to_words_widens_a_span_to_whole_words(qa):
                                             AnswerSpan("ovelace", 5, 12, 0.2), AnswerSpan(", in", 18, 22, 0.1)]), context)
     assert [(s.text, s.start, s.end) for s in widened.spans] == [("Lovelace", 4, 12), ("Lovelace wrote", 4, 18), (", in", 18, 22)]
     for align in (True, False):  # accepted, as transformers' question-answering pipeline accepts it
-        for answer in qa(question=QUESTIONS[0], context=CONTEXT, top_k=5, decoding="span", align_to_words=align):
+        answers = qa(question=QUESTIONS[0], context=CONTEXT, top_k=5, decoding="span", align_to_words=align)
+        assert len(answers) == 5
+        for answer in answers:
             assert_substring(answer, CONTEXT)
             if align:
                 assert not (answer["start"] > 0 and CONTEXT[answer["start"] - 1].isalnum() and CONTEXT[answer["start"]].isalnum())

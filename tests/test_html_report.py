@@ -53,6 +53,7 @@ def test_every_highlight_is_the_exact_substring_it_stands_for(browser_comparison
     payload = page_payload(out / "report.html")
     paragraph = array(payload["paragraph"])
     context = lambda q: payload["contexts"][paragraph[q]]  # noqa: E731
+    assert len(payload["cells"]) == len(results.cells) > 0
     for cell, entry in zip(results.cells, payload["cells"]):
         start, end = array(entry["start"]), array(entry["end"])
         shown = [utf16_slice(context(q), s, e) if s >= 0 else "" for q, (s, e) in enumerate(zip(start, end))]

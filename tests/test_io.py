@@ -79,7 +79,7 @@ def test_json_that_does_not_serialise_writes_nothing(tmp_path):
     path = tmp_path / "record.json"
     atomic_write_json(path, {"a": [1, 2]}, indent=2)
     assert path.read_text() == json.dumps({"a": [1, 2]}, indent=2)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
         atomic_write_json(path, {"a": object()})
     assert json.loads(path.read_text()) == {"a": [1, 2]}
     assert os.listdir(tmp_path) == ["record.json"]

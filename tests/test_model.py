@@ -236,7 +236,7 @@ def test_a_registered_heads_output_the_model_lacks_reads_none(tiny_encoder_dir):
     out = model(**batch())
     assert out.start_logits is None and out.span_loss is None and "start_logits" not in out
     assert set(out.head_losses) == {"bio"} and set(out.logits) == {"bio_logits"}
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="no_such_field"):
         out.no_such_field  # noqa: B018
 
 

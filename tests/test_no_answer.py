@@ -94,7 +94,7 @@ def test_na_probability_is_monotone_and_bounded():
     scores = [-math.inf, -800.0, -3.0, 0.0, 2.0, math.inf]
     probs = [no_answer_probability(s) for s in scores]
     assert probs == sorted(probs) and probs[0] == 0.0 and probs[-1] == 1.0 and probs[3] == 0.5
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="this decoding has no no-answer score"):
         no_answer_probability(None)
 
 

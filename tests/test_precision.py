@@ -92,7 +92,9 @@ def test_each_precision_trains_and_decodes_to_exact_substrings(trained_in, sampl
     extractor = AnswerExtractor.from_pretrained(model_dir, precision=inference_precision, multi_span=True)
     assert extractor.trained.precision == inference_precision
     examples = sample_v1.examples[:6]
-    for example, prediction in zip(examples, extractor([e.question for e in examples], [e.context for e in examples])):
+    predictions = extractor([e.question for e in examples], [e.context for e in examples])
+    assert len(predictions) == len(examples) and all(prediction.spans for prediction in predictions)
+    for example, prediction in zip(examples, predictions):
         for span in prediction.spans:
             assert example.context[span.start : span.end] == span.text
 

@@ -145,8 +145,8 @@ def test_every_door_answers_a_sub_word_tagger_on_runs_of_blank_tokens(subword_ta
 
     extractor = AnswerExtractor(TrainedModel.load(subword_tagger, precision="fp32"))
     for multi_span in (False, True):
-        for prediction in extractor(["what?"] * 2, CONTEXTS, decoding="bio", multi_span=multi_span):
-            assert [(s.text, s.start, s.end) for s in prediction.spans] == [("the", 0, 3)]
+        predictions = extractor(["what?"] * 2, CONTEXTS, decoding="bio", multi_span=multi_span)
+        assert [[(s.text, s.start, s.end) for s in prediction.spans] for prediction in predictions] == [[("the", 0, 3)]] * 2
     ranked = extractor("what?", CONTEXTS, decoding="bio", top_k=2).answers
     assert sorted((a.text, a.document) for a in ranked) == [("the", 0), ("the", 1)]
     qa = pipeline("bio-mrc-qa", model=str(subword_tagger), device="cpu", precision="fp32")
@@ -165,8 +165,8 @@ def test_an_onnx_export_of_a_sub_word_tagger_answers_runs_of_blank_tokens(subwor
     export_onnx(subword_tagger, tmp_path / "exported")
     extractor = AnswerExtractor(TrainedModel.load(tmp_path / "exported"))
     for multi_span in (False, True):
-        for prediction in extractor(["what?"] * 2, CONTEXTS, decoding="bio", multi_span=multi_span):
-            assert [(s.text, s.start, s.end) for s in prediction.spans] == [("the", 0, 3)]
+        predictions = extractor(["what?"] * 2, CONTEXTS, decoding="bio", multi_span=multi_span)
+        assert [[(s.text, s.start, s.end) for s in prediction.spans] for prediction in predictions] == [[("the", 0, 3)]] * 2
 
 
 # B, I, O logits of a token tagged B (a blank one below) and of one tagged O

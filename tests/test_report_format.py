@@ -260,6 +260,7 @@ def test_a_data_file_name_with_a_line_break_opens_no_block(report_name):
     committed.results.cells_from = {"path": "earlier\n```\n/report.json", "date": "2026-01-01\n# Scores", "package_version": "0.1.0",
                                     "code": None, "models": [{"run": "reader", "seed": 1}]}  # a report.json from elsewhere
     parts = committed.summary.data_sets or []
+    assert bool(parts) == (report_name == "gpu-multispan-reader")  # the reader's report has its data sets' sections
     parts[:1] = [dataclasses.replace(part, description="part\u2028# Scores\n```") for part in parts[:1]]
     markdown = report.render_markdown(committed.results, committed.summary, {})
     page = markdown_to_html(markdown)

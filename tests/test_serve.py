@@ -159,6 +159,7 @@ def test_chunked_windows_get_the_logits_of_one_pass(extractor, questions):
     runner = window_runner(extractor.trained)
     for begin in range(0, len(chunks), 3):  # three chunks a pass: of one question, or of neighbours
         run_chunks(runner, chunks[begin : begin + 3], 0, extractor.batch_size)
+    assert len(split) == len(examples) == len(questions)
     for example, windows in zip(examples, split):
         alone = extractor.trained.windows([example])
         got = windows.outputs()

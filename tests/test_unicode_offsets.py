@@ -103,6 +103,7 @@ def test_every_answer_is_the_contexts_own_readable_characters(hostile_models, wh
     for decoding in DECODINGS:
         for predictions, several in ((extractor([QUESTION] * len(contexts), contexts, decoding=decoding, top_k=5), False),
                                      (extractor([QUESTION] * len(contexts), contexts, decoding=decoding, multi_span=True), True)):
+            assert len(predictions) == len(contexts)
             for context, prediction in zip(contexts, predictions):
                 assert prediction.spans
                 check_spans(context, spans_of(s.to_dict() for s in prediction.spans), several)
