@@ -1,6 +1,6 @@
 """What a command does, a Python user does with one public call, with the same result: ``evaluate`` is
 ``evaluate_predictions``, ``export`` and ``convert`` are ``export_onnx``, ``export_qa_checkpoint`` and
-``convert_qa_checkpoint``, each exported by ``bio_mrc.inference``."""
+``convert_qa_checkpoint``, ``tune`` is ``tune_model``, each exported by ``bio_mrc.inference``."""
 
 import json
 
@@ -8,6 +8,7 @@ import pytest
 
 from bio_mrc.cli import main
 from bio_mrc.data.squad import load_squad
+from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import BioMrcError
 
 from .conftest import SAMPLE_V1
@@ -91,3 +92,74 @@ def test_export_onnx_refuses_a_file_where_its_folder_goes(trained_dir, tmp_path)
     with pytest.raises(BioMrcError, match="a file has this name; give a folder"):
         export_onnx(trained_dir, taken)
     assert taken.read_text() == "mine"
+
+
+def model_files(folder):
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir()) if path.is_file()}
+
+
+def cli_tune(capsys, *argv):
+    """``bio-mrc tune``'s JSON report and its lines on standard error (the progress bars' aside)."""
+    capsys.readouterr()
+    assert main(["tune", *argv]) == 0
+    printed = capsys.readouterr()
+    return json.loads(printed.out), [line for line in printed.err.split("\n") if line and "\r" not in line]
+
+
+def test_tune_model_saves_and_says_what_tune_does(trained_dir, tmp_path, capsys):
+    from bio_mrc.cli.console import json_numbers
+    from bio_mrc.inference import tune_model
+
+    before = model_files(trained_dir)
+    report, err = cli_tune(capsys, "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output-dir",
+                           str(tmp_path / "cli"), "--min-calibration-questions", "8")
+    result = tune_model(trained_dir, SAMPLE_V1, output_dir=tmp_path / "python", min_calibration_questions=8)
+    assert model_files(trained_dir) == before and not capsys.readouterr().err  # the model untouched, the call quiet
+    assert result.folder == tmp_path / "python" and result.config.tuned_on["questions"] == 8
+    cli_config, python_config = (json.loads((tmp_path / out / "config.json").read_text()) for out in ("cli", "python"))
+    assert python_config == cli_config and python_config["bio_length_prior"] == result.config.bio_length_prior
+    assert json.loads(json.dumps(json_numbers(result.report))) == report
+    assert result.lines[-1] == f"saved in {tmp_path / 'python' / 'config.json'} (a tuned copy of {trained_dir})"
+    assert result.lines[:-1] == err[-len(result.lines):-1] and "fitted on 8 answerable questions" in result.lines[0]
+    assert err[-1] == f"saved in {tmp_path / 'cli' / 'config.json'} (a tuned copy of {trained_dir})"
+
+
+def test_tune_model_tunes_in_place_as_tune_does(trained_dir, tmp_path, capsys):
+    import shutil
+
+    from bio_mrc.inference import tune_model
+
+    for copy in ("cli", "python"):
+        shutil.copytree(trained_dir, tmp_path / copy)
+    report, err = cli_tune(capsys, "--model", str(tmp_path / "cli"), "--data", str(SAMPLE_V1), "--limit", "6",
+                           "--decoding", "span", "--no-calibration", "--metric", "squad")
+    result = tune_model(str(tmp_path / "python"), load_squad(SAMPLE_V1), limit=6, decodings=["span"], calibrate=False,
+                        task="squad", name=str(SAMPLE_V1))
+    cli_config, python_config = (json.loads((tmp_path / copy / "config.json").read_text()) for copy in ("cli", "python"))
+    assert python_config == cli_config and cli_config["tuned_on"]["description"] == f"{SAMPLE_V1} (first 6 questions)"
+    assert result.report == report and result.lines[-1] == f"saved in {tmp_path / 'python' / 'config.json'} (in place)"
+    assert result.lines[:-1] == err[-len(result.lines):-1]
+    assert result.lines[-2] == "calibrators: none fitted; kept as saved (none)"
+
+
+def test_tune_model_refuses_what_tune_refuses_before_the_model_loads(trained_dir, tmp_path, monkeypatch):
+    import dataclasses
+
+    from bio_mrc.inference import TrainedModel, tune_model
+
+    monkeypatch.setattr(TrainedModel, "load", classmethod(lambda cls, *args, **kwargs: pytest.fail("the model loaded")))
+    before = model_files(trained_dir)
+    with pytest.raises(BioMrcError, match=r"8 questions are too few to fit a calibrator \(at least 100\)"):
+        tune_model(trained_dir, SAMPLE_V1)
+    unanswered = load_squad(SAMPLE_V1)
+    unanswered.examples = [dataclasses.replace(example, answers=()) for example in unanswered.examples]
+    with pytest.raises(BioMrcError, match="none of its 8 questions has an answer"):
+        tune_model(trained_dir, unanswered, calibrate=False)
+    with pytest.raises(BioMrcError, match="--min-span-probability sets the span-count rule"):
+        tune_model(trained_dir, SAMPLE_V1, options=DecodeConfig(require_answer=False, min_span_probability=0.5))
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "mine.txt").write_text("mine")
+    with pytest.raises(BioMrcError, match="is not empty; give a new folder"):
+        tune_model(trained_dir, SAMPLE_V1, output_dir=taken)
+    assert model_files(trained_dir) == before and model_files(taken) == {"mine.txt": b"mine"}

@@ -16,7 +16,8 @@ from ..data.text import read_text_file
 from ..io import check_file_target, check_outputs_apart, printable_json, printable_line
 from ..serving.config import ServeConfig
 from .command_data import check_span_count_option, data_source, format_task, prediction_questions, warn_untuned_abstention
-from .options import PRIOR_OPTION, decode_config
+from ..inference.defaults import PRIOR_OPTION
+from .options import decode_config
 
 LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context length (about 100 windows)
 

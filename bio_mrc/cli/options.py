@@ -18,7 +18,6 @@ MAX_COUNT = 10**9  # the largest count an option takes (questions, windows, step
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
 # require_answer is the command's to set: tune never, predict and extract always (abstaining is the saved threshold's decision).
 DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and predict take --multi-span
-PRIOR_OPTION = "--bio-length-prior"  # named by the refusal of a prior no chosen decoding reads
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:

@@ -6,6 +6,7 @@
 * :mod:`.conversion`: transformers' extractive QA models read into bio_mrc models and written from them;
 * :mod:`.answers`: decoding with the no-answer thresholds saved with the model;
 * :mod:`.tuning`: tuning those settings on held-out questions and saving them; :mod:`.held_out`: whether they are held out;
+  :mod:`.model_tuning`: a model tuned and saved, in place or as a copy (``tune_model``);
 * :mod:`.evaluation`: a predictions file scored with the official metrics (``evaluate_predictions``);
 * :mod:`.files`: official prediction, n-best and ``na_prob`` files, and the answers stream's lines;
 * :mod:`.streaming`: prediction a chunk of questions at a time into the answers stream, resumable;
@@ -31,6 +32,7 @@ _LAZY = dict(reversed(reference.split(":")) for reference in (
     "bio_mrc.inference.forward:predict_windows", "bio_mrc.inference.forward:run_windows",
     "bio_mrc.inference.held_out:check_held_out",
     "bio_mrc.inference.loading:TrainedModel", "bio_mrc.inference.loading:check_model_dir",
+    "bio_mrc.inference.model_tuning:ModelTuning", "bio_mrc.inference.model_tuning:tune_model",
     "bio_mrc.inference.onnx:export_onnx",
     "bio_mrc.inference.pipeline:BioMrcQuestionAnsweringPipeline", "bio_mrc.inference.pipeline:register_pipeline",
     "bio_mrc.inference.sharding:Shard",
@@ -51,10 +53,10 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "Evaluation", "Shard", "StreamPlan", "TrainedModel", "TrainingEvaluator",
+    "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "Evaluation", "ModelTuning", "Shard", "StreamPlan", "TrainedModel", "TrainingEvaluator",
     "apply_no_answer_threshold", "check_held_out", "check_model_dir", "convert_qa_checkpoint", "decode_with_thresholds",
     "evaluate_predictions", "export_onnx", "export_qa_checkpoint", "no_answer_probability", "predict_to_files",
     "predict_windows", "register_pipeline",
-    "run_windows", "save_tuned_settings", "threshold_key", "tune_settings", "tuning_provenance",
+    "run_windows", "save_tuned_settings", "threshold_key", "tune_model", "tune_settings", "tuning_provenance",
     "write_prediction_files",
 ]

@@ -15,6 +15,7 @@ from .files import write_prediction_files as write_prediction_files
 from .forward import predict_windows as predict_windows, run_windows as run_windows
 from .held_out import check_held_out as check_held_out
 from .loading import TrainedModel as TrainedModel, check_model_dir as check_model_dir
+from .model_tuning import ModelTuning as ModelTuning, tune_model as tune_model
 from .onnx import export_onnx as export_onnx
 from .pipeline import BioMrcQuestionAnsweringPipeline as BioMrcQuestionAnsweringPipeline, register_pipeline as register_pipeline
 from .sharding import Shard as Shard

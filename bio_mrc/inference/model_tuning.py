@@ -1,0 +1,242 @@
+"""A model's decoding settings fitted on held-out questions and saved with it, in its folder or in a tuned copy:
+what ``bio-mrc tune`` does (:func:`tune_model`)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .. import registry
+from ..data.squad import SquadFile, load_squad
+from ..decoding.postprocess import DecodeConfig
+from ..errors import ConfigError, DataFormatError
+from ..io import check_folder_target, check_outputs_apart, check_writable_folder, staged_folder, written_alone
+from ..model import BioMrcConfig
+from ..plurals import counted
+from ..types import Example
+from .defaults import FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS, MIN_CALIBRATION_QUESTIONS, PRIOR_OPTION
+from .tuning import TunedSettings
+
+TUNE_STAGING_DIR = ".tune-staging"  # under tune's output folder while the tuned copy is written
+
+
+@dataclass
+class ModelTuning:
+    """What :func:`tune_model` did: ``tuned``, the settings fitted (``report``: how each scored, as ``bio-mrc tune``
+    prints it); ``folder``, the model folder whose ``config.json`` now holds them (the model's own, or the tuned copy);
+    ``config``, that config as saved; ``lines``, what the command prints of them on standard error, one line each
+    (each setting with the value it replaces, the warnings, where they were saved)."""
+
+    tuned: TunedSettings
+    folder: Path
+    config: BioMrcConfig
+    lines: list[str]
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return self.tuned.report
+
+
+def tune_model(
+    model: str | Path, data: str | Path | SquadFile, *, output_dir: str | Path | None = None,
+    decodings: Sequence[str] | None = None, options: DecodeConfig | None = None, task: Any = None,
+    limit: int | None = None, calibrate: bool = True, min_calibration_questions: int = MIN_CALIBRATION_QUESTIONS,
+    batch_size: int | None = None, precision: str | None = None, device: str | None = None, name: str | None = None,
+    before_saving: Callable[[TunedSettings], None] | None = None, progress: bool = False,
+) -> ModelTuning:
+    """Fit the decoding settings of the bio_mrc model ``model`` (a folder, or a hub id with ``output_dir``) on the
+    held-out labelled questions ``data`` (a file, or what :func:`~bio_mrc.data.squad.load_squad` returned) and save
+    them in its ``config.json``, or in a copy of it made in ``output_dir`` (a new or empty folder), as
+    ``bio-mrc tune`` does: the length prior, span-count rules, no-answer thresholds and calibrators
+    (:func:`~bio_mrc.inference.tuning.tune_for_model`). ``decodings``: those tuned (None: the model's); ``options``:
+    the decoding options (default: ``DecodeConfig(require_answer=False)``, the command's; a ``bio_length_prior`` or
+    ``min_span_probability`` given is saved, not fitted); ``task``: a :mod:`bio_mrc.registry` task or a scorer's name
+    (None: the data's own); ``limit``: the first questions alone; ``calibrate`` False keeps the saved calibrators, which
+    are fitted on at least ``min_calibration_questions``. ``name`` names the data in messages and in the saved
+    ``tuned_on``; ``before_saving`` is called with the settings fitted before they are saved; ``progress`` shows the
+    bars the command shows. Each refusal comes before the weights load, as the command's do."""
+    target = tuning_folder(model, output_dir)
+    check_outputs_apart([output_dir], [] if isinstance(data, SquadFile) else [data], [model])
+    check_tunable(model)
+    with held_for_tuning(target, output_dir):
+        from .loading import check_saved_decodings, check_saved_length_prior
+
+        check_saved_decodings(model, decodings or ())  # before the data is read
+        options = options if options is not None else DecodeConfig(require_answer=False)
+        check_saved_length_prior(model, decodings, options.bio_length_prior, PRIOR_OPTION)  # a prior none tuned reads
+        if not isinstance(data, SquadFile):
+            data = load_squad(data, limit=limit, needs_gold="tune_model")
+        name = str(name or data.source)
+        examples = data.examples[:limit] if limit else data.examples
+        task = registry.scorer(task, data.is_v2) if isinstance(task, str) else task or registry.task_of_data(data.format, data.is_v2)
+        check_span_count_given(options, task, name)
+        check_some_answered(examples, name)
+        plan = _Plan(model, target, decodings, options, task, name, limit, batch_size, precision, device, progress)
+        return _tune_questions(plan, examples, calibrate, min_calibration_questions, before_saving)
+
+
+@dataclass
+class _Plan:
+    """A tuning's model, folder, settings and data, as :func:`tune_model` checked them."""
+
+    model: str | Path
+    target: Path
+    decodings: Sequence[str] | None
+    options: DecodeConfig
+    task: registry.TaskEntry
+    name: str
+    limit: int | None
+    batch_size: int | None
+    precision: str | None
+    device: str | None
+    progress: bool
+
+
+def _tune_questions(plan: _Plan, examples: list[Example], calibrate: bool, least: int,
+                    before_saving: Callable[[TunedSettings], None] | None) -> ModelTuning:
+    """:func:`tune_model` once its questions are read and checked: the run record's check, the model's pass, the
+    tuning and the saving."""
+    import copy
+
+    from .held_out import check_held_out
+    from .loading import TrainedModel, check_length_prior
+    from .tuning import tune_for_model, tuning_provenance
+
+    # from the run record, before the model loads and before the count of questions: no option makes them tunable
+    training_questions = check_held_out(plan.model, examples, plan.name)
+    calibrate = calibrates(calibrate, least, len(examples), plan.task, plan.name)
+    trained = TrainedModel.load(plan.model, progress=plan.progress, precision=plan.precision, device=plan.device,
+                                decodings=plan.decodings or ())
+    check_length_prior(trained.decodings, plan.decodings or trained.decodings, plan.options.bio_length_prior,
+                       PRIOR_OPTION)  # a hub id's, settled now
+    before = copy.deepcopy(trained.model.config)
+    outputs = trained.windows(examples, batch_size=plan.batch_size, progress=plan.progress)
+    tuned = tune_for_model(trained, outputs, examples, plan.options, plan.task, decodings=plan.decodings,
+                           calibrate=calibrate, progress=plan.progress)
+    if before_saving is not None:
+        before_saving(tuned)
+    description = plan.name + (f" (first {counted(plan.limit, 'question')})" if plan.limit else "")
+    _save(plan.model, plan.target, trained.model.config, tuned, tuning_provenance(description, examples, training_questions))
+    lines = _tuning_lines(tuned, before, trained.model.config, plan.task, calibrate, outputs, examples)
+    lines.append(f"saved in {plan.target / 'config.json'}"
+                 + (" (in place)" if plan.target == Path(plan.model) else f" (a tuned copy of {plan.model})"))
+    return ModelTuning(tuned, plan.target, trained.model.config, lines)
+
+
+def _tuning_lines(tuned: TunedSettings, before: BioMrcConfig, after: BioMrcConfig, task, calibrate: bool, outputs,
+                  examples: Sequence[Example]) -> list[str]:
+    """What a tuning prints of itself, one line each: each setting fitted with the value it replaces, those dropped,
+    the answers no window holds, too few questions, and the calibrators kept where none was fitted."""
+    from .tuning import dropped_settings, past_windows_line, stale_calibrator_lines, tuning_summary
+
+    lines = tuning_summary(tuned, before, task) + dropped_settings(before, after, tuned.settings) + past_windows_line(outputs, examples)
+    if len(examples) < FEW_TUNING_QUESTIONS:
+        lines.append(f"warning: tuned on {counted(len(examples), 'question')}: settings fitted on fewer than "
+                     f"{FEW_TUNING_QUESTIONS} follow the questions drawn; tune on a few hundred held-out questions, as "
+                     "the model will meet them, to rely on them")
+    if not calibrate:
+        lines += stale_calibrator_lines(before, after)
+        kept = after.calibration or {}
+        lines.append(f"calibrators: none fitted; kept as saved ({', '.join(kept) or 'none'})")
+    return lines
+
+
+def _save(model: str | Path, target: Path, config: BioMrcConfig, tuned: TunedSettings, provenance: dict[str, Any]) -> None:
+    """The tuned settings into the model's ``config.json``, or into a copy of the model made whole in a staging folder
+    in ``target``, so a full disk leaves no model that looks complete but is not."""
+    from ..hub import local_folder
+    from .tuning import save_tuned_settings
+
+    if target == Path(model):  # predict, compare and AnswerExtractor apply them from now on
+        save_tuned_settings(target, config, tuned.thresholds, tuned.settings, provenance)
+        return
+    with staged_folder(target, False, TUNE_STAGING_DIR) as staging:
+        copy_model(local_folder(model), staging)  # a hub id: its snapshot in the cache
+        save_tuned_settings(staging, config, tuned.thresholds, tuned.settings, provenance, staged_for=target)
+
+
+def copy_model(model: Path, target: Path) -> None:
+    """The model folder's files (its top level: a model's files; a link is copied as the file it names) into
+    ``target``, each copy raising the OSError of a full disk as it comes (shutil.copytree gathers them into one
+    shutil.Error without an errno)."""
+    import shutil
+
+    for file in sorted(model.iterdir()):
+        if file.is_file():
+            shutil.copy2(file, target / file.name)
+
+
+def tuning_folder(model: str | Path, output_dir: str | Path | None = None) -> Path:
+    """Where a tuning saves: the model folder itself, or ``output_dir``, a new (or empty) folder the model is copied to
+    (a hub id's model only there: its snapshot in the cache is not the user's folder)."""
+    from ..hub import is_hub_id
+
+    if not output_dir:
+        if Path(model).is_dir():  # a missing folder is the loader's to name
+            check_writable_folder(model, "tune saves the tuned settings in its config.json (--output-dir: "
+                                         "in a copy elsewhere)")
+        elif is_hub_id(str(model)) and not Path(model).is_symlink():  # a broken link is the loader's to name
+            # a mistyped or not yet trained folder reads as a hub id too: say which was assumed
+            raise ConfigError(f"{model} is no folder here, so it names a Hugging Face hub id, whose cached snapshot "
+                              "tune does not change; give the model's folder, or --output-dir DIR to save a tuned copy "
+                              "of the hub model there")
+        return Path(model)
+    target = check_folder_target(output_dir)
+    if target.exists() and (target.resolve() == Path(model).resolve() or any(target.iterdir())):
+        raise ConfigError(f"--output-dir {target} is not empty; give a new folder (the tuned copy of the model goes there)")
+    return target
+
+
+def held_for_tuning(target: Path, output_dir: str | Path | None):
+    """The tuning's folder held from the model's reading to the settings' saving: a tune or train writing the folder
+    meanwhile would have its config replaced by one made from the model as it was read (a model folder not here is
+    the loader's to name)."""
+    return written_alone(target) if output_dir or target.is_dir() else contextlib.nullcontext()
+
+
+def check_tunable(model: str | Path) -> None:
+    """tune writes into a bio_mrc model folder: transformers' own QA model is converted into one first."""
+    from ..hub import local_folder
+    from ..qa_checkpoints import qa_architecture
+
+    if architecture := qa_architecture(local_folder(model)):
+        raise ConfigError(f"{model} is a {architecture}, which tune cannot save settings into; convert it into a bio_mrc "
+                          f"model first (bio-mrc convert --model {model} --output DIR), then tune DIR")
+
+
+def check_some_answered(examples: Sequence[Example], name: str) -> None:
+    """Every setting tune fits needs questions with an answer: on none, tune would fit nothing after the model's whole
+    pass (a calibrator would learn only how often the model abstains) and, in place, drop the thresholds saved."""
+    if not any(example.is_answerable for example in examples):
+        raise DataFormatError(f"none of its {counted(len(examples), 'question')} has an answer: tune fits the length prior and "
+                              "span-count rules on answered questions, no-answer thresholds on answered and unanswerable "
+                              "ones, and calibrators on the answers given; tune on held-out questions with and without "
+                              "answers", source=name)
+
+
+def check_span_count_given(options: DecodeConfig, task, name: str) -> None:
+    """A given ``min_span_probability`` is saved as the span-count rule, which tune sets on questions answered with span
+    lists alone: refused, not ignored, on single-span questions."""
+    if options.min_span_probability is not None and not task.answers_as_span_lists():
+        raise ConfigError(f"--min-span-probability sets the span-count rule of multi-span answers, which tune saves from "
+                          f"multi-span questions (MultiSpanQA's layout, --format answer-parts or quoref); {name} is read "
+                          "as single-span questions: leave it out, or name the format its answers have")
+
+
+def calibrates(calibrate: bool, least: int, questions: int, task, name: str) -> bool:
+    """Whether a tuning fits calibrators: not for a task without a single answer to be right (multi-span gold) nor
+    unless ``calibrate``; fewer questions than ``least`` are refused."""
+    if not calibrate or task.right is None:
+        return False
+    least = max(least, FEWEST_CALIBRATION_QUESTIONS)  # one question calibrates nothing
+    if questions < least:
+        anyway = f", --min-calibration-questions {questions} fits one anyway" if questions >= FEWEST_CALIBRATION_QUESTIONS else ""
+        raise ConfigError(f"{name}: {questions} question{'s are' if questions != 1 else ' is'} too few to fit a "
+                          f"calibrator (at least {least}); --no-calibration tunes the rest{anyway}")
+    return True
+
+
+__all__ = ["ModelTuning", "TUNE_STAGING_DIR", "calibrates", "check_some_answered", "check_span_count_given",
+           "check_tunable", "copy_model", "held_for_tuning", "tune_model", "tuning_folder"]
