@@ -91,7 +91,9 @@ def test_training_never_deletes_or_replaces_files_it_did_not_write(tiny_encoder_
     assert json.loads((own / "config.json").read_text()) == {"mine": True} and sorted(p.name for p in own.iterdir()) == ["config.json"]
     train_model(sample_v1.examples[:8], config, own, overwrite=True)  # asked for: its files are replaced
     assert json.loads((own / "config.json").read_text())["model_type"] == "bio_mrc"
-    train_model(sample_v1.examples[:8], config, own)  # a bio_mrc model's folder takes a new model without --overwrite
+    with pytest.raises(ConfigError, match="holds a finished model; choose another output folder or pass overwrite=True"):
+        train_model(sample_v1.examples[:8], config, own)  # a finished model is replaced only when asked, as train refuses it
+    train_model(sample_v1.examples[:8], config, own, overwrite=True)
 
 
 @pytest.mark.parametrize("limit", [0, -1, -5, "3", 2.5, True])

@@ -217,7 +217,7 @@ def test_retraining_a_folder_drops_the_old_models_scores(model_dir, sample_v1, t
                                  {"eval": {"description": "old.json", "questions": 1, "question_hash": "x"}})
     assert "100.00" in (model_dir / "README.md").read_text()
     config = TrainConfig.from_record(load_run_record(model_dir)["train"])
-    train_model(sample_v1.examples, config, model_dir, save_checkpoints=False)
+    train_model(sample_v1.examples, config, model_dir, save_checkpoints=False, overwrite=True)
     assert not (model_dir / model_card.EVAL_FILE).exists()
     assert "No evaluation recorded yet" in (model_dir / "README.md").read_text()
 

@@ -1,8 +1,10 @@
 """What a command does, a Python user does with one public call, with the same result: ``evaluate`` is
 ``evaluate_predictions``, ``export`` and ``convert`` are ``export_onnx``, ``export_qa_checkpoint`` and
-``convert_qa_checkpoint``, ``tune`` is ``tune_model``, each exported by ``bio_mrc.inference``."""
+``convert_qa_checkpoint``, ``tune`` is ``tune_model``, each exported by ``bio_mrc.inference``; ``train`` is
+``bio_mrc.training.train.train_model``."""
 
 import json
+import shutil
 
 import pytest
 
@@ -163,3 +165,72 @@ def test_tune_model_refuses_what_tune_refuses_before_the_model_loads(trained_dir
     with pytest.raises(BioMrcError, match="is not empty; give a new folder"):
         tune_model(trained_dir, SAMPLE_V1, output_dir=taken)
     assert model_files(trained_dir) == before and model_files(taken) == {"mine.txt": b"mine"}
+
+
+def test_train_model_fits_the_default_windows_to_a_smaller_encoder_as_train_does(tiny_encoder_dir, tmp_path, capsys):
+    """The tiny encoder holds 128 positions, fewer than the default window of 384: ``train`` fitted its windows, while
+    ``train_model`` refused the same defaults; both now train with 128, stride (128 - 32 - 3) // 2 = 46, question 32."""
+    from bio_mrc.training.train import TrainConfig, WindowsFittedWarning, load_run_record, train_model
+
+    printed = cli_metrics(capsys, "train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "cli"),
+                          "--encoder", str(tiny_encoder_dir), "--epochs", "1", "--limit", "2")
+    with pytest.warns(WindowsFittedWarning, match="max_seq_length=128, doc_stride=46, max_query_length=32"):
+        result = train_model(load_squad(SAMPLE_V1).examples[:2], TrainConfig(encoder=str(tiny_encoder_dir), epochs=1),
+                             tmp_path / "python")
+    windows = {"max_seq_length": 128, "doc_stride": 46, "max_query_length": 32}
+    for folder in ("cli", "python"):
+        assert {name: load_run_record(tmp_path / folder)["train"][name] for name in windows} == windows
+    assert printed["questions"] == result.n_examples == 2 and printed["windows"] == result.n_windows
+
+
+def _stopped_while_saving(trained_dir, folder):
+    """A copy of a finished model whose run was stopped after its run record: no card yet, its checkpoints left."""
+    shutil.copytree(trained_dir, folder)
+    (folder / "README.md").unlink()
+    step = json.loads((folder / "training_log.json").read_text(encoding="utf-8"))[-1]["step"]
+    (folder / "checkpoints" / f"checkpoint-{step}").mkdir(parents=True)
+    (folder / "checkpoints" / "bio_mrc_train_config.json").write_text("{}")
+    return folder
+
+
+def test_train_model_completes_a_run_stopped_while_saving_and_refuses_a_finished_model_as_train_does(trained_dir, tmp_path, capsys):
+    from bio_mrc.training.train import FinishedModelError, TrainConfig, train_model
+
+    printed = cli_metrics(capsys, "train", "--train", str(SAMPLE_V1), "--resume",
+                          "--output-dir", str(_stopped_while_saving(trained_dir, tmp_path / "cli")))
+    folder = _stopped_while_saving(trained_dir, tmp_path / "python")
+    weights = (folder / "model.safetensors").read_bytes()
+    examples, config = load_squad(SAMPLE_V1).examples, TrainConfig.from_record(json.loads((folder / "bio_mrc_run.json").read_text())["train"])
+    result = train_model(examples, config, folder, resume=True)
+    assert {**printed, "model_dir": str(folder)} == {"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
+                                                     "questions": 8, "windows": result.n_windows, "final_loss": result.final_loss}
+    assert (folder / "README.md").is_file() and not (folder / "checkpoints").exists()
+    assert (folder / "model.safetensors").read_bytes() == weights  # nothing trained again
+    with pytest.raises(FinishedModelError, match=f"^{folder} holds a finished model; choose another output folder or pass overwrite=True$"):
+        train_model(examples, config, folder)
+    assert (folder / "model.safetensors").read_bytes() == weights
+
+
+def test_train_model_warns_of_held_out_questions_that_are_training_ones_as_train_does(tiny_encoder_dir, tmp_path, capsys, monkeypatch):
+    from bio_mrc.inference import TrainingEvaluator
+    from bio_mrc.training import train
+    from bio_mrc.training.train import SharedHeldOutWarning, TrainConfig
+
+    examples = load_squad(SAMPLE_V1).examples
+    both = ["--encoder", str(tiny_encoder_dir), "--epochs", "1", "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
+    assert main(["train", "--train", str(SAMPLE_V1), "--eval", str(SAMPLE_V1), "--output-dir", str(tmp_path / "cli"),
+                 "--training-args", '{"eval_strategy": "epoch"}', *both]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "share" in line]
+    assert said == ["warning: the --eval questions share 8 questions and 3 contexts (under any id or spacing) with the training "
+                    "questions: their scores during training overstate the model (hold out whole articles)"]  # once
+
+    def no_model(*_args, **_kwargs):  # the warning comes before the model is built
+        raise SystemExit(0)
+
+    monkeypatch.setattr(train, "fresh_model_and_tokenizer", no_model)
+    config = TrainConfig(encoder=str(tiny_encoder_dir), max_seq_length=48, doc_stride=16, max_query_length=12,
+                         training_args={"eval_strategy": "epoch"})
+    with pytest.warns(SharedHeldOutWarning) as warned, pytest.raises(SystemExit):
+        train.train_model(examples, config, tmp_path / "python", evaluator=TrainingEvaluator(examples))
+    assert [str(w.message) for w in warned if w.category is SharedHeldOutWarning] == [
+        said[0].removeprefix("warning: ").replace("the --eval questions", "the evaluator's questions")]

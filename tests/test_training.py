@@ -130,7 +130,7 @@ def test_a_save_that_fails_midway_leaves_no_run_record(tiny_config, sample_v1, t
     # Retraining into the folder: the old record goes before any new file arrives.
     monkeypatch.setattr(saving, "atomic_move_files", crash_after_one_file)
     with pytest.raises(OSError, match="killed"):
-        train.train_model(sample_v1.examples, tiny_config, out, progress=False, save_checkpoints=False)
+        train.train_model(sample_v1.examples, tiny_config, out, progress=False, save_checkpoints=False, overwrite=True)
     assert train.load_run_record(out) is None  # the harness retrains rather than trust a mixed folder
     assert not (out / saving.STAGING_DIR).exists()
 

@@ -6,13 +6,12 @@ import argparse
 import sys
 
 from .. import registry
-from ..errors import BioMrcError
 from ..config_options import config_from_args, options_given
-from ..features.config import stride_leaves_new_context
 from ..io import home_expanded, printable_line
 from ..decoding.postprocess import DecodeConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from ..training.config import TrainConfig
+from ..training.run_start import WINDOW_FIELDS, fitted_windows
 
 MAX_COUNT = 10**9  # the largest count an option takes (questions, windows, steps)
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
@@ -24,46 +23,21 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
     return config_from_args(TrainConfig, args, **_fitted_windows(args))
 
 
-_WINDOW_OPTIONS = ("max_seq_length", "doc_stride", "max_query_length")
-
-
 def _fitted_windows(args: argparse.Namespace) -> dict[str, int]:
-    """The window settings train takes when the command line gave not all of them: the defaults, but a window of the
-    encoder's positions where it has fewer than the default length, and, where the defaults' stride and question do
-    not fit the window, those ``qa_windows`` fits to it (said in one line on stderr). A given value is kept, and one
-    that does not fit is refused as before."""
-    given = options_given(args) & set(_WINDOW_OPTIONS)
-    if given == set(_WINDOW_OPTIONS):
-        return {}
-    windows = {name: getattr(args, name) for name in _WINDOW_OPTIONS}
-    positions = None if "max_seq_length" in given or getattr(args, "init_from", None) else _encoder_positions(args.encoder)
-    if positions is not None and positions < windows["max_seq_length"]:
-        windows["max_seq_length"] = positions
-    if not stride_leaves_new_context(**windows):
-        from ..qa_checkpoints import qa_windows
-
-        windows = qa_windows(None, **{name: windows[name] if name in given or name == "max_seq_length" else None
-                                      for name in _WINDOW_OPTIONS})
-    changed = {name: value for name, value in windows.items() if value != getattr(args, name)}
+    """The window settings train takes when the command line gave not all of them (``fitted_windows``), said in one
+    line on stderr."""
+    given = options_given(args) & set(WINDOW_FIELDS)
+    windows = {name: getattr(args, name) for name in WINDOW_FIELDS}
+    changed, positions = fitted_windows(args.encoder, getattr(args, "init_from", None), windows, given)
     if changed:
         why = (f"encoder {args.encoder or 'default'} holds {positions} positions, fewer than the default window of "
                f"{args.max_seq_length} tokens" if "max_seq_length" in changed else
-               f"the default doc stride and question length leave no new context in a window of {windows['max_seq_length']} tokens")
-        chosen = " ".join(f"--{name.replace('_', '-')} {windows[name]}" for name in _WINDOW_OPTIONS if name not in given)
+               f"the default doc stride and question length leave no new context in a window of "
+               f"{changed.get('max_seq_length', args.max_seq_length)} tokens")
+        chosen = " ".join(f"--{name.replace('_', '-')} {changed.get(name, windows[name])}" for name in WINDOW_FIELDS
+                          if name not in given)
         print(printable_line(f"note: {why}: training with {chosen} (give them to choose others)"), file=sys.stderr)
     return changed
-
-
-def _encoder_positions(encoder: str | None) -> int | None:
-    """The positions a window of ``encoder`` may fill; None where they cannot be read ahead (training's own load says
-    why)."""
-    from ..encoders import resolve_encoder
-    from ..qa_checkpoints import encoder_positions
-
-    try:
-        return encoder_positions(resolve_encoder(encoder))
-    except BioMrcError:
-        return None
 
 
 def decode_config(args: argparse.Namespace, require_answer: bool = True) -> DecodeConfig:

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Iterator
 
@@ -41,18 +42,15 @@ def _training_alone(output_dir: Path) -> Iterator[None]:
 
 def _train_into(args: argparse.Namespace) -> int:
     """``train`` once its output folder is checked and held."""
-    from ..data.article_splits import shared_questions_and_contexts
     from ..inference.during_training import TrainingEvaluator
-    from ..training.saving import finish_stopped_save
-    from ..training.train import load_run_record, train_model
+    from ..training.run_start import SharedHeldOutWarning, finished_run, warn_shared_held_out
+    from ..training.train import train_model
     from ..training.run_checks import check_best_metric
     from ..training.trainer import starting_point
     from ..training.training_args import check_network_args, check_run_trackers
 
-    if args.resume and not args.overwrite and finish_stopped_save(args.output_dir):
-        return _print_finished_run(args.output_dir, load_run_record(args.output_dir))
-    if not args.overwrite and load_run_record(args.output_dir) is not None:  # --overwrite replaces even a damaged one
-        raise ConfigError(f"{args.output_dir} holds a finished model; choose another --output-dir or pass --overwrite")
+    if (record := finished_run(args.output_dir, args.resume, args.overwrite, ("--output-dir", "--overwrite"))) is not None:
+        return _print_finished_run(args.output_dir, record)
     if args.init_from and "encoder" in options_given(args):  # the run would train init_from's encoder, named as this one
         raise ConfigError(f"--encoder {args.encoder} and --init-from {args.init_from} name two starting points: --init-from "
                           "continues a trained model on its own encoder, so --encoder would be ignored (and named in the "
@@ -64,17 +62,17 @@ def _train_into(args: argparse.Namespace) -> int:
     training_args = _checked_options(args, config, starting_point(config))  # before the data is read
     data = load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")
     held_out = load_task_data(args, args.eval, None, task, needs_gold="bio-mrc train --eval") if args.eval else None
-    if held_out and any(shared := shared_questions_and_contexts(data.examples, held_out.examples)):
-        print(f"warning: the --eval questions share {shared[0]} questions and {shared[1]} contexts (under any id or spacing) "
-              "with the training questions: their scores during training overstate the model (hold out whole articles)",
-              file=sys.stderr)
+    if held_out:
+        warn_shared_held_out(data.examples, held_out.examples, "the --eval questions")
     evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=registry.task_of_data(held_out.format, held_out.is_v2),
                                   precision=config.precision) if held_out else None  # scored in the run's precision
     check_best_metric(training_args, evaluator.metric_names(config.heads) if evaluator else None)  # the scores of its task
     print(printable_line(f"training on {counted(len(data.examples), 'question')} of {args.train}"), file=sys.stderr)
-    result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
-                         checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,
-                         network_args=network_args(args))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SharedHeldOutWarning)  # said above, before the --eval questions' scoring was set up
+        result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
+                             checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,
+                             network_args=network_args(args))
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
                       "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
     return 0

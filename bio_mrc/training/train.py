@@ -30,6 +30,7 @@ from .checkpoints import (
 )
 from .config import BIO_ONLY_CLASS_WEIGHTS, TrainConfig
 from .run_checks import check_best_metric, check_run_options
+from .run_start import FinishedModelError, SharedHeldOutWarning, WindowsFittedWarning, finished_run, fit_default_windows, warn_shared_held_out
 from .training_args import check_run_trackers
 from .saving import (TRAINING_LOG_FILE, check_output_folder, load_run_record, load_training_log, push_final_model,
                      save_final_model)
@@ -88,19 +89,20 @@ def train_model(
     evaluator: Evaluator | None = None,
     network_args: dict[str, Any] | None = None,
 ) -> TrainResult:
-    """Train a fresh model on ``examples`` and save it (with its tokenizer and config) in ``output_dir``.
+    """Train a fresh model on ``examples`` and save it (with its tokenizer and config) in ``output_dir``, as ``bio-mrc
+    train`` does (:mod:`.run_start`): window settings left at their defaults fit an encoder of fewer positions (said in
+    a ``WindowsFittedWarning``); an evaluator's questions shared with ``examples`` are a ``SharedHeldOutWarning``.
 
-    ``output_dir`` is empty, new, or holds bio_mrc's own work (a model, its checkpoints); another folder's
-    files are replaced only with ``overwrite`` (see ``check_output_folder``).
+    ``output_dir`` is empty, new, or holds bio_mrc's checkpoints; a finished model there is refused unless ``overwrite``
+    (``FinishedModelError``), which replaces another folder's files too (``check_output_folder``).
 
-    Checkpoints go to ``output_dir/checkpoints`` every ``checkpoint_steps`` optimizer steps (default
-    500) while ``save_checkpoints``. ``resume=True`` continues from the last complete checkpoint there
-    and ends with the weights an uninterrupted run would have; with no checkpoint it trains from the
-    start (with a note). A checkpoint of other training options or questions raises ``ResumeError``,
-    and so does an unfinished run's checkpoint when ``resume`` is off and ``save_checkpoints`` on (the
-    new run would overwrite it).
-    The model appears atomically: its run record (``RUN_FILE``) is written last, once every file is in
-    place, and the checkpoints are removed after it. ``callbacks`` go to the ``Trainer``.
+    Checkpoints go to ``output_dir/checkpoints`` every ``checkpoint_steps`` optimizer steps (default 500) while
+    ``save_checkpoints``. ``resume=True`` continues from the last complete checkpoint there and ends with the weights an
+    uninterrupted run would have; with no checkpoint it trains from the start (with a note); a run stopped while saving
+    its model is completed, and its result returned. A checkpoint of other training options or questions raises
+    ``ResumeError``, and so does an unfinished run's checkpoint when ``resume`` is off and ``save_checkpoints`` on (the
+    new run would overwrite it). The model appears atomically: its run record (``RUN_FILE``) is written last, once every
+    file is in place, and the checkpoints are removed after it. ``callbacks`` go to the ``Trainer``.
 
     ``config.training_args`` are further ``TrainingArguments``. When their ``eval_strategy`` asks for
     evaluations, ``evaluator`` (e.g. ``bio_mrc.inference.TrainingEvaluator(questions)``) scores the model
@@ -111,17 +113,16 @@ def train_model(
     ``report_to`` an uploading tracker), which ``config.training_args`` may not hold; the CLI fills them from
     ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
+    if (finished := _finished_run(examples, output_dir, resume, overwrite)) is not None:
+        return finished
     config, choices, output_dir = _checked_run(examples, config, output_dir, overwrite, network_args,
                                                (evaluator, save_checkpoints, checkpoint_steps))
     args = training_arguments(config, output_dir, save_checkpoints, progress, checkpoint_steps, network_args)
     run_options = {"train": config.to_dict(), "questions": content_hash(examples)}
     last = check_resumable(Path(args.output_dir), run_options, resume, save_checkpoints)  # before the model loads
-    words = checkpoint_word_units(last) if resume and last is not None else None  # those its weights learnt
-    model, tokenizer, encoder = _fresh_model(config, choices, progress, words)
-    started = time.perf_counter()
+    model, tokenizer, encoder = _fresh_model(config, choices, progress, last if resume else None)
     checkpoint = checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
-    earlier_seconds = TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0
-    clock = TrainingClock(started, earlier_seconds)
+    clock = TrainingClock(time.perf_counter(), TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0)
     trainer = build_trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock], evaluator)
     # writes_named: a full disk while saving a checkpoint is one line, the checkpoints so far kept
     with writes_named(output_dir), progress_bars(progress):
@@ -131,7 +132,7 @@ def train_model(
     if non_finite_weights(trainer.model):
         _refuse_diverged(trainer, config, output_dir, save_checkpoints)
     with writes_named(output_dir), progress_bars(progress):
-        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, earlier_seconds, checkpoint, choices,
+        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, clock.earlier_seconds, checkpoint, choices,
                                                                      _unanswerable(examples), _training_questions(examples, config)))
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
@@ -139,13 +140,14 @@ def train_model(
     return result
 
 
-def _fresh_model(config: TrainConfig, choices: dict[str, Any], progress: bool, resumed_words: str | None):
-    """The seeded fresh model, tokenizer and encoder name; ``resumed_words``: the words a resumed checkpoint's BIO head
-    learnt, which the training windows and the saved model then tag."""
+def _fresh_model(config: TrainConfig, choices: dict[str, Any], progress: bool, resumed: Path | None):
+    """The seeded fresh model, tokenizer and encoder name; ``resumed``: the checkpoint a resumed run continues, whose
+    BIO head's words the training windows and the saved model then tag."""
+    words = checkpoint_word_units(resumed) if resumed is not None else None  # a checkpoint's unknown words refused first
     set_seed(config.seed)
     with progress_bars(progress):
         model, tokenizer, encoder = fresh_model_and_tokenizer(config)
-    model.config.word_units = resumed_words or model.config.word_units
+    model.config.word_units = words or model.config.word_units
     if config.precision == "bf16" and choices["training"].get("attention") == "fp32":  # auto measured it faster here
         train_attention_in_fp32(model)
     return model, tokenizer, encoder
@@ -185,11 +187,13 @@ def _checked_run(examples: Sequence[Example], config: TrainConfig, output_dir: s
     """The checks before any work of :func:`train_model` (``evaluation``: its evaluator, ``save_checkpoints`` and
     ``checkpoint_steps``); returns the options at the precision training runs in, the precision choices (per phase, as
     the run record keeps them) and the output folder."""
-    _check_examples(examples)  # before the precision measurement, the first work
+    config = fit_default_windows(config)  # before the precision measurement, which runs windows of its length
     check_run_trackers(config.training_args, network_args)
     evaluator, save_checkpoints, checkpoint_steps = evaluation
     output_dir = Path(home_expanded(output_dir))
     args = check_run_options(config, output_dir, evaluator is not None, save_checkpoints, checkpoint_steps)
+    if hasattr(evaluator, "examples"):  # as train warns of its --eval questions, once the evaluations are checked
+        warn_shared_held_out(examples, evaluator.examples, stacklevel=4)  # train_model's caller
     names = getattr(evaluator, "metric_names", None)
     check_best_metric(args, names(config.heads) if names else None)
     if config.init_from:  # a config.json transformers rejects is one line, not a traceback from reading its encoder
@@ -201,6 +205,17 @@ def _checked_run(examples: Sequence[Example], config: TrainConfig, output_dir: s
     check_outputs_apart([output_dir], model_dirs=[config.encoder, config.init_from])
     choices = config.precision_choices()
     return replace(config, precision=choices["training"]["precision"]), choices, output_dir
+
+
+def _finished_run(examples: Any, output_dir: str | Path, resume: bool, overwrite: bool) -> TrainResult | None:
+    """The result of a run that was stopped while saving its model, which ``resume`` completes (:func:`finished_run`),
+    read from its record; None where training goes on."""
+    _check_examples(examples)  # before the precision measurement, the first work
+    output_dir = Path(home_expanded(output_dir))
+    if (record := finished_run(output_dir, resume, overwrite)) is None:
+        return None
+    return TrainResult(output_dir, float(record.get("seconds") or 0.0), record.get("n_examples"), record.get("n_windows"),
+                       record.get("final_loss"))
 
 
 def _refuse_diverged(trainer: Any, config: TrainConfig, output_dir: Path, save_checkpoints: bool) -> None:
@@ -262,6 +277,7 @@ def _run_record(
 
 
 # The training API, importable from this module.
-__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "HeadRateTrainer", "ResumeError", "TrainingDivergedError",
+__all__ = ["BIO_ONLY_CLASS_WEIGHTS", "CHECKPOINT_DIR", "DEFAULT_CHECKPOINT_STEPS", "FinishedModelError", "HeadRateTrainer", "ResumeError",
+           "SharedHeldOutWarning", "TrainingDivergedError", "WindowsFittedWarning", "finished_run",
            "TRAINING_LOG_FILE", "TrainConfig", "TrainResult", "UnheldAnswersWarning", "check_output_folder",
            "load_run_record", "load_training_log", "scan_checkpoints", "train_model"]

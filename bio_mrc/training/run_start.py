@@ -1,0 +1,103 @@
+"""What a run settles before it trains, as ``train_model`` and ``bio-mrc train`` alike settle it: windows fitted to an
+encoder of fewer positions, a finished model already in its folder, and held-out questions that are training ones."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any, Collection, Mapping, Sequence
+
+from ..encoders import resolve_encoder
+from ..errors import BioMrcError, ConfigError, InputWarning
+from ..features.config import stride_leaves_new_context
+from ..qa_checkpoints import encoder_positions, qa_windows
+from ..types import Example
+from .config import TrainConfig
+from .saving import finish_stopped_save, load_run_record
+
+WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")
+
+
+def fitted_windows(encoder: str | None, init_from: str | None, windows: Mapping[str, int],
+                   given: Collection[str]) -> tuple[dict[str, int], int | None]:
+    """The window settings a run takes where not all of ``windows`` were ``given`` (the others are the defaults): a
+    window of the encoder's positions where it has fewer than ``windows``' length, and, where the stride and question
+    then leave no new context, those ``qa_windows`` fits to it. A given value is kept (one that does not fit is refused
+    later). Returns the settings that change and the positions read (None: a window given, an ``init_from`` model, or
+    an encoder whose config cannot be read ahead, whose own load says why)."""
+    given = set(given) & set(WINDOW_FIELDS)
+    if given == set(WINDOW_FIELDS):
+        return {}, None
+    fitted = {name: windows[name] for name in WINDOW_FIELDS}
+    positions = None if "max_seq_length" in given or init_from else _positions(encoder)
+    if positions is not None and positions < fitted["max_seq_length"]:
+        fitted["max_seq_length"] = positions
+    if not stride_leaves_new_context(**fitted):
+        fitted = qa_windows(None, **{name: fitted[name] if name in given or name == "max_seq_length" else None
+                                     for name in WINDOW_FIELDS})
+    return {name: value for name, value in fitted.items() if value != windows[name]}, positions
+
+
+def _positions(encoder: str | None) -> int | None:
+    try:
+        return encoder_positions(resolve_encoder(encoder))
+    except BioMrcError:
+        return None
+
+
+class WindowsFittedWarning(InputWarning):
+    """``train_model`` trains with windows other than the config's defaults, which its encoder cannot fill."""
+
+
+def fit_default_windows(config: TrainConfig) -> TrainConfig:
+    """``config`` with the window settings left at their defaults fitted to its encoder (:func:`fitted_windows`), said
+    in a :class:`WindowsFittedWarning`; a setting other than its default counts as given."""
+    defaults = {field.name: field.default for field in fields(TrainConfig) if field.name in WINDOW_FIELDS}
+    windows = {name: getattr(config, name) for name in WINDOW_FIELDS}
+    given = {name for name in WINDOW_FIELDS if windows[name] != defaults[name]}
+    changed, positions = fitted_windows(config.encoder, config.init_from, windows, given)
+    if not changed:
+        return config
+    chosen = ", ".join(f"{name}={value}" for name, value in {**windows, **changed}.items() if name not in given)
+    warnings.warn(WindowsFittedWarning(f"encoder {config.encoder} holds {positions} positions, fewer than the default "
+                                       f"window of {windows['max_seq_length']} tokens: training with {chosen} (give them "
+                                       "to choose others)"), stacklevel=5)  # train_model's caller
+    return replace(config, **changed)
+
+
+class FinishedModelError(ConfigError):
+    """The output folder holds a finished model, which a run replaces only with ``overwrite``."""
+
+
+def finished_run(output_dir: str | Path, resume: bool, overwrite: bool,
+                 names: tuple[str, str] = ("output folder", "overwrite=True")) -> dict[str, Any] | None:
+    """Before any work: the run record of a run that was stopped while saving its finished model, which ``resume``
+    completes (:func:`~bio_mrc.training.saving.finish_stopped_save`) rather than training again; None where there is
+    none. A folder holding another finished model is refused (``names``: the folder's and overwrite's names in the
+    refusal) unless ``overwrite``, which replaces even a damaged one."""
+    if resume and not overwrite and finish_stopped_save(output_dir):
+        return load_run_record(output_dir)
+    if not overwrite and load_run_record(output_dir) is not None:
+        raise FinishedModelError(f"{output_dir} holds a finished model; choose another {names[0]} or pass {names[1]}")
+    return None
+
+
+class SharedHeldOutWarning(InputWarning):
+    """The questions scored during training share questions or contexts with the training questions."""
+
+
+def warn_shared_held_out(examples: Sequence[Example], held_out: Sequence[Example],
+                         name: str = "the evaluator's questions", stacklevel: int = 2) -> None:
+    """A :class:`SharedHeldOutWarning` where ``held_out`` (``name``) shares questions or contexts with ``examples``:
+    their scores during training would overstate the model (``stacklevel``: the caller it names, as ``warnings.warn``)."""
+    from ..data.article_splits import shared_questions_and_contexts
+
+    if held_out and any(shared := shared_questions_and_contexts(examples, held_out)):
+        warnings.warn(SharedHeldOutWarning(
+            f"{name} share {shared[0]} questions and {shared[1]} contexts (under any id or spacing) with the training "
+            "questions: their scores during training overstate the model (hold out whole articles)"), stacklevel=stacklevel + 1)
+
+
+__all__ = ["WINDOW_FIELDS", "FinishedModelError", "SharedHeldOutWarning", "WindowsFittedWarning", "finished_run",
+           "fit_default_windows", "fitted_windows", "warn_shared_held_out"]
