@@ -8,9 +8,25 @@ from __future__ import annotations
 
 
 def a_type(value: object) -> str:
-    """The type of ``value`` with its article, as an error names what it got: ``a dict``, ``an object``, ``an int``."""
+    """The type of ``value`` with its article, as an error names what it got: ``a dict``, ``an object``, ``an int``,
+    ``an ndarray``, ``a Series``."""
     name = type(value).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+    return f"{'an' if _vowel_sound(name.lower()) else 'a'} {name}"
+
+
+# The starts of names said as a word though a letter of "fhlmnrsx" begins them (str, frozenset, float); any other
+# such letter before a consonant is said as the letter (ndarray, HTTPResponse, LSTM), which begins with a vowel sound.
+_SAID_AS_WORDS = ("fl", "fr", "sc", "sh", "sk", "sl", "sm", "sn", "sp", "sq", "st", "sw", "rh")
+
+
+def _vowel_sound(name: str) -> bool:
+    """Whether ``name`` (lower case) is said beginning with a vowel sound, so ``an`` goes before it."""
+    if name[:1] in ("a", "e", "i", "o"):
+        return not name.startswith("one")
+    if name[:1] == "u":
+        return not name.startswith(("uni", "us", "uu", "ur", "ut"))  # unicode, UserDict, UUID, URL: a "you" sound
+    initial = name[:1] in "fhlmnrsx" and name[1:2] not in ("", "a", "e", "i", "o", "u", "y")
+    return bool(initial) and not name.startswith(_SAID_AS_WORDS)
 
 
 def shown_value(value: object, limit: int = 60) -> str:

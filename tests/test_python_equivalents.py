@@ -1,7 +1,7 @@
 """What a command does, a Python user does with one public call, with the same result: ``evaluate`` is
-``evaluate_predictions``, ``export`` and ``convert`` are ``export_onnx``, ``export_qa_checkpoint`` and
-``convert_qa_checkpoint``, ``tune`` is ``tune_model``, each exported by ``bio_mrc.inference``; ``train`` is
-``bio_mrc.training.train.train_model``."""
+``evaluate_predictions``, ``predict`` is ``predict_to_files``, ``export`` and ``convert`` are ``export_onnx``,
+``export_qa_checkpoint`` and ``convert_qa_checkpoint``, ``tune`` is ``tune_model``, each exported by
+``bio_mrc.inference``; ``train`` is ``bio_mrc.training.train.train_model``."""
 
 import json
 import shutil
@@ -234,3 +234,74 @@ def test_train_model_warns_of_held_out_questions_that_are_training_ones_as_train
         train.train_model(examples, config, tmp_path / "python", evaluator=TrainingEvaluator(examples))
     assert [str(w.message) for w in warned if w.category is SharedHeldOutWarning] == [
         said[0].removeprefix("warning: ").replace("the --eval questions", "the evaluator's questions")]
+
+
+def _v2_data(tmp_path):
+    """The sample as SQuAD 2.0, its first question without an answer."""
+    raw = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    raw["version"] = "v2.0"
+    raw["data"][0]["paragraphs"][0]["qas"][0].update(answers=[], is_impossible=True)
+    data = tmp_path / "v2.json"
+    data.write_text(json.dumps(raw), encoding="utf-8")
+    return data
+
+
+def test_predict_to_files_writes_what_predict_writes(trained_dir, tmp_path, capsys):
+    """``auto`` went into the files as a decoding's name ("decoding": "auto"); it is the model's preferred one, as predict's."""
+    from bio_mrc.inference import StreamPlan, TrainedModel, predict_to_files
+
+    assert main(["predict", "--model", str(trained_dir), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "cli" / "p.json"),
+                 "--precision", "fp32", "--device", "cpu"]) == 0
+    trained = TrainedModel.load(trained_dir, precision="fp32", device="cpu")
+    files = predict_to_files(trained, load_squad(SAMPLE_V1).examples, StreamPlan(("auto",)), tmp_path / "python" / "p.json")
+    assert list(files) == ["joint"]
+    cli, python = ({path.name: path.read_bytes() for path in (tmp_path / name).iterdir()} for name in ("cli", "python"))
+    assert sorted(cli) == sorted(python) == ["p.answers.jsonl", "p.answers.run.json", "p.json", "p.na_probs.json", "p.nbest.json"]
+    assert {name: data for name, data in cli.items() if name != "p.answers.run.json"} == {
+        name: data for name, data in python.items() if name != "p.answers.run.json"}
+    recorded = [json.loads(record[name]) for record in (cli, python) for name in ["p.answers.run.json"]]
+    assert recorded[0]["decodings"] == recorded[1]["decodings"] == ["joint"]
+
+
+def test_predict_to_files_warns_of_untuned_abstention_as_predict_does(trained_dir, tmp_path, capsys):
+    """Questions without an answer and no tuned no-answer threshold: predict warned, predict_to_files said nothing."""
+    from bio_mrc.inference import StreamPlan, TrainedModel, predict_to_files
+    from bio_mrc.inference.abstention import NeverAbstainsWarning
+
+    data = _v2_data(tmp_path)
+    assert main(["predict", "--model", str(trained_dir), "--data", str(data), "--output", str(tmp_path / "cli.json"),
+                 "--decoding", "span", "--limit", "3", "--precision", "fp32"]) == 0
+    (printed,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    trained = TrainedModel.load(trained_dir, precision="fp32")
+    examples = load_squad(data).examples
+    with pytest.warns(NeverAbstainsWarning) as caught:
+        predict_to_files(trained, examples, StreamPlan(("span",)), tmp_path / "python.json", name=str(data), limit=3)
+    assert [f"warning: {warning.message}" for warning in caught] == [printed]
+    assert printed.startswith(f"warning: 1 of the first 3 questions of {data} has no answer, and the model has no tuned ")
+    with pytest.warns(NeverAbstainsWarning, match=r"^1 of the 8 questions has no answer, and the model has no tuned no-answer "
+                      r"threshold for span, so it answers every question \(its no-answer score is untrained"):
+        predict_to_files(trained, examples, StreamPlan(("span",)), tmp_path / "all.json")
+    assert len(json.loads((tmp_path / "python.json").read_text())) == 3 and len(json.loads((tmp_path / "all.json").read_text())) == 8
+
+
+def test_predict_to_files_refuses_a_model_that_may_not_abstain_as_predict_does(trained_dir, tmp_path, capsys):
+    """A model trained on SQuAD 1.1 holding a no-answer threshold no tune fitted: predict refused it before any work,
+    predict_to_files only at its first chunk, its output folder, answers stream and record written by then."""
+    import shutil
+
+    from bio_mrc.errors import ModelFormatError
+    from bio_mrc.inference import StreamPlan, TrainedModel, predict_to_files
+
+    model = tmp_path / "model"
+    shutil.copytree(trained_dir, model)
+    config = json.loads((model / "config.json").read_text())
+    config["no_answer_thresholds"] = {"span": 0.0}
+    (model / "config.json").write_text(json.dumps(config))
+    assert main(["predict", "--model", str(model), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "out" / "cli.json"),
+                 "--precision", "fp32"]) == 2
+    printed = capsys.readouterr().err.strip().splitlines()[-1]
+    with pytest.raises(ModelFormatError) as refused:
+        predict_to_files(TrainedModel.load(model, precision="fp32"), load_squad(SAMPLE_V1).examples, StreamPlan(("span",)),
+                         tmp_path / "out" / "python.json")
+    assert printed == f"error: {refused.value}" and "no-answer threshold it holds without a tuning" in printed
+    assert not (tmp_path / "out").exists()

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from .. import registry
@@ -15,7 +14,7 @@ from ..config_options import config_from_args
 from ..data.text import read_text_file
 from ..io import check_file_target, check_outputs_apart, printable_json, printable_line
 from ..serving.config import ServeConfig
-from .command_data import check_span_count_option, data_source, format_task, prediction_questions, warn_untuned_abstention
+from .command_data import check_span_count_option, data_source, format_task, prediction_questions
 from ..inference.defaults import PRIOR_OPTION
 from .options import decode_config
 
@@ -24,8 +23,7 @@ LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context le
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..inference import TrainedModel
-    from ..inference.abstention import check_abstention
-    from ..inference.loading import check_length_prior, check_saved_decodings, check_saved_length_prior
+    from ..inference.loading import check_saved_decodings, check_saved_length_prior
     from ..inference.sharding import Shard
     from ..inference.streaming import StreamPlan, check_resumed_options, given_run_record, predict_to_files, prediction_outputs
 
@@ -50,14 +48,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
         shard.broadcast_result(lambda: check_resumed_options(output, given))
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device),
                                 decodings=args.decoding)
-    check_abstention(trained)  # before the first question, as AnswerExtractor asks it
-    check_length_prior(trained.decodings, args.decoding, decode.bio_length_prior, PRIOR_OPTION)  # a hub id's, settled now
-    plan = replace(plan, decodings=tuple(dict.fromkeys(registry.resolve_decoding(trained.decodings, d) for d in args.decoding)))
-    decodings = plan.decodings
-    if shard.writes:
-        warn_untuned_abstention(trained, decodings, unanswerable, args.data, count, args.limit)
     started = time.perf_counter()
-    files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True, source=source)
+    # it refuses a model that may not abstain and a hub id's unread prior, settles auto and warns of untuned abstention
+    files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True, source=source,
+                             name=args.data, limit=args.limit, unanswerable=unanswerable, prior_option=PRIOR_OPTION)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
     report.update({decoding: {k: str(v) for k, v in paths.items()} for decoding, paths in files.items()})
     if shard.writes:  # with --output -, standard output holds the answers only

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
 
 from .. import registry
 from ..errors import ConfigError
 from ..io import printable_line
-from ..plurals import counted, number_form
+from ..plurals import counted
 
 
 def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None,
@@ -104,21 +103,6 @@ def prediction_questions(args: argparse.Namespace, task, quiet: bool):
         return questions, task.format_of_read(questions.format) if task else questions.format, count, unanswerable
     examples = load_task_data(args, args.data, args.limit, task, needs_gold=None).examples
     return examples, task.format, len(examples), sum(example.is_labelled and not example.is_answerable for example in examples)
-
-
-def warn_untuned_abstention(trained, decodings: Sequence[str], unanswerable: int, path: str, count: int,
-                            limit: int | None = None) -> None:
-    """Questions without an answer (``unanswerable`` of the ``count`` answered: the first ``limit`` of ``path``'s
-    questions, or all), answered by a decoding with no tuned no-answer threshold: every question gets an answer, which
-    a warning says before the work, counting the questions answered alone."""
-    from ..inference.abstention import never_abstains_line
-
-    asked = (f"{unanswerable} of the first {counted(count, 'question')} of {path} {number_form(unanswerable, 'has', 'have')} "
-             "no answer" if limit is not None and count == limit else
-             f"{path} holds {counted(unanswerable, 'question')} without an answer")
-    line = never_abstains_line(trained, decodings, asked)
-    if unanswerable and line:
-        print(printable_line(f"warning: {line}"), file=sys.stderr)
 
 
 def _report_read(data, path: str, count: int) -> None:

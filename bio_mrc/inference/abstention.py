@@ -13,12 +13,14 @@ before the count, transformers' own QA model) keeps its thresholds as they are.
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from ..errors import InputWarning, ModelFormatError
 from ..model_folder import checked_record
 from ..model_records import RUN_FILE
+from ..plurals import counted, number_form
 
 if TYPE_CHECKING:
     from .loading import TrainedModel
@@ -70,3 +72,23 @@ def never_abstains_line(trained: TrainedModel, decodings: Sequence[str], asked: 
            if unanswerable_questions(trained.path) == 0 else "")
     return (f"{asked}, and the model has no tuned no-answer threshold for {', '.join(untuned)}, so it answers every "
             f"question{why} (bio-mrc tune fits one on held-out SQuAD 2.0 questions)")
+
+
+def warn_untuned_abstention(trained: TrainedModel, decodings: Sequence[str], unanswerable: int | None, count: int | None = None,
+                            name: str | None = None, limit: int | None = None) -> None:
+    """Questions without an answer (``unanswerable`` of the ``count`` answered: the first ``limit`` of the data ``name``
+    names, or all), answered by a decoding with no tuned no-answer threshold: every question gets an answer, which a
+    :class:`NeverAbstainsWarning` says before the work, counting the questions answered alone."""
+    if not unanswerable:
+        return
+    have = number_form(unanswerable, "has", "have")
+    if limit is not None and count == limit:
+        asked = f"{unanswerable} of the first {counted(count, 'question')}{f' of {name}' if name else ''} {have} no answer"
+    elif name is not None:
+        asked = f"{name} holds {counted(unanswerable, 'question')} without an answer"
+    elif count:
+        asked = f"{unanswerable} of the {counted(count, 'question')} {have} no answer"
+    else:  # questions read once, not counted
+        asked = f"{counted(unanswerable, 'question')} {have} no answer"
+    if line := never_abstains_line(trained, decodings, asked):
+        warnings.warn(line, NeverAbstainsWarning, stacklevel=3)

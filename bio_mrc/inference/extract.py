@@ -28,6 +28,7 @@ from .answers import decode_answers
 from .defaults import DEFAULT_CHUNK_SIZE
 from .documents import DocumentRanking, document_names, window_predictions
 from .loading import TrainedModel, check_length_prior
+from .text_inputs import text_input
 
 
 def asks_over_documents(question: Any, context: Any) -> bool:
@@ -39,8 +40,10 @@ def asks_over_documents(question: Any, context: Any) -> bool:
 def question_context_examples(question, context, first: int = 0) -> tuple[list[Example], bool]:
     """Questions and contexts (strings, or lists; one context may serve several questions; one question may ask
     several documents, see :func:`asks_over_documents`) -> one :class:`Example` per question and context (id = its
-    position), and whether a single string was asked. Every text is checked here, once, for every front end; an error
-    names the input by its place (``first`` numbers the first: a chunk of a stream)."""
+    position), and whether a single string was asked. A tuple, a pandas Series, a numpy array of strings or an
+    iterator is read as its list (:func:`~bio_mrc.inference.text_inputs.text_input`). Every text is checked here,
+    once, for every front end; an error names the input by its place (``first`` numbers the first: a chunk of a stream)."""
+    question, context = text_input(question), text_input(context)
     single = isinstance(question, str)
     questions, contexts = (_texts(value, name) for value, name in ((question, "question"), (context, "context")))
     if asks_over_documents(question, context):
@@ -224,9 +227,11 @@ class AnswerExtractor:
     def __call__(self, question, context, multi_span: bool | None = None, decoding: str | None = None,
                  require_answer: bool | None = None, top_k: int | None = None, names: Sequence[str] | None = None):
         """One question and one context: a :class:`Prediction` (its ``top_k`` best spans, default 1, or with
-        ``multi_span`` every answer span). Lists of questions and contexts: a list of them. One question and a list
+        ``multi_span`` every answer span). Lists of questions and contexts: a list of them (a pandas Series, a numpy
+        array of strings, any other sequence or an iterator of texts answers as its list). One question and a list
         of documents: :meth:`answer_documents` (``names`` name the documents). ``require_answer=False`` shapes
         ``multi_span`` answers alone, and is refused where single spans answer."""
+        question, context = text_input(question), text_input(context)  # an iterator read once, before it is looked at
         multi_span = self.multi_span if multi_span is None else check_flag(multi_span, "multi_span")
         require_answer = None if require_answer is None else check_flag(require_answer, "require_answer")
         if require_answer is False and not multi_span and not asks_over_documents(question, context):
@@ -269,9 +274,10 @@ class AnswerExtractor:
         if require_answer is not None and not check_flag(require_answer, "require_answer"):  # never dropped unread
             raise ConfigError(_SINGLE_SPANS_ANSWER)
         top_k = check_top_k(1 if top_k is None else top_k, False)  # None: the default, as the call takes it
+        documents = text_input(documents)
         if not isinstance(question, str) or not isinstance(documents, (list, tuple)):  # a text would be a document a character
-            raise DataFormatError("answer_documents asks one question (a string) of a list of documents, got a "
-                                  f"{type(question).__name__} and a {type(documents).__name__}")
+            raise DataFormatError("answer_documents asks one question (a string) of a list of documents, got "
+                                  f"{a_type(question)} and {a_type(documents)}")
         names = document_names(names, len(documents))  # refused before the forward pass, read once
         examples, _ = self.examples(question, list(documents))
         decoding = self.checked_decodings([self.decoding if decoding is None else decoding])[0]  # refused before the forward pass

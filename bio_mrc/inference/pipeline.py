@@ -71,6 +71,7 @@ from .documents import DocumentRanking, window_predictions
 from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_flag, check_top_k, question_chunks
 from .loading import TrainedModel, check_folder_to_load, forward_precision, window_settings
 from .onnx_runner import OnnxModel
+from .text_inputs import text_input
 
 TASK = "bio-mrc-qa"
 # The window options of transformers' question-answering pipeline: a bio_mrc model reads the windows it was trained with, from its config.
@@ -160,6 +161,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
     def _answer(self, args: tuple, kwargs: dict[str, Any], batch_size: int | None, first: int = 0):
         """One call's questions answered together; ``first`` numbers the records of a stream's chunk (``input N``)."""
         question, context = question_and_context(args, kwargs.pop("question", None), kwargs.pop("context", None), first)
+        question, context = text_input(question), text_input(context)  # an iterator read once, before it is looked at
         examples, single = self.extractor.examples(question, context, first=first)
         if not examples:
             return []

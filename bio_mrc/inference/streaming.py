@@ -20,7 +20,8 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence, TextIO
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TextIO
 
 from tqdm.auto import tqdm
 
@@ -28,8 +29,9 @@ from ..decoding.postprocess import DecodeConfig
 from ..errors import DataFormatError, OutputError
 from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
 from ..hub import cached_folder
-from ..registry import AUTO_DECODING, preferred_decoding
+from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
 from ..types import Example
+from .abstention import check_abstention, warn_untuned_abstention
 from .extract import AnswerExtractor
 from .files import (RUN_SUFFIX, STREAM_SUFFIX, answer_record, answer_record_problem, prediction_paths, side_file,
                     write_files_from_stream)
@@ -231,15 +233,24 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
 
 def predict_to_files(
     trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, output: str | Path, resume: bool = False,
-    shard: Shard = SINGLE_PROCESS, total: int | None = None, progress: bool = False, source: str | None = None,
+    shard: Shard = SINGLE_PROCESS, total: int | None = None, progress: bool = False, source: str | None = None, *,
+    name: str | None = None, limit: int | None = None, unanswerable: int | None = None, prior_option: str = "bio_length_prior",
 ) -> dict[str, dict[str, Path]]:
     """Answer ``questions`` into the answers stream beside ``output``, then write each decoding's official, n-best
-    and ``na_prob`` files from it (rank 0; every rank of ``shard`` calls this). ``output`` ``-``: the stream goes
-    to standard output and no file is written. ``resume``: the questions the stream answers already are skipped.
-    ``source`` names the data in the stream's record of its options (``<stem>.answers.run.json``), which a resume
-    must match. Returns each decoding's file paths (none for ``-``, nor on ranks other than 0)."""
-    # a prior none of the plan's decodings reads is refused before any file is written
-    check_length_prior(trained.decodings, plan.decodings, plan.config.bio_length_prior, "bio_length_prior")
+    and ``na_prob`` files from it (rank 0; every rank of ``shard`` calls this), as ``bio-mrc predict`` does.
+    ``plan``'s decodings are settled first (:func:`answering_plan`: ``auto`` is the model's preferred one), and
+    questions without an answer that a decoding with no tuned no-answer threshold answers are a
+    :class:`~bio_mrc.inference.abstention.NeverAbstainsWarning`. ``output`` ``-``: the stream goes to standard output
+    and no file is written. ``resume``: the questions the stream answers already are skipped. ``source`` names the
+    data in the stream's record of its options (``<stem>.answers.run.json``), which a resume must match; ``name``
+    names it in the warning. ``limit``: the first questions alone. ``total``: the number of questions (None: a
+    list's length), and ``unanswerable`` how many have no answer (None: counted in a list; questions read once, an
+    iterator's, are not counted, so give it for the warning). ``prior_option`` names the BIO length prior in the
+    refusal of one no decoding reads. Returns each decoding's file paths (none for ``-``, nor on ranks other than 0)."""
+    plan = answering_plan(trained, plan, prior_option)  # before any file is written
+    questions, total = _limited(questions, limit, total)
+    if shard.writes:
+        warn_untuned_abstention(trained, plan.decodings, _unanswerable(questions, unanswerable), total, name, limit)
     output = home_expanded(output)
     to_stdout = str(output) == "-"
     stream = None if to_stdout else answers_stream_path(output)
@@ -259,6 +270,32 @@ def predict_to_files(
 
         done = shard.broadcast_result(claim)
         return _predict_into(trained, questions, plan, output, stream, shard, done, total, progress)
+
+
+def answering_plan(trained: TrainedModel, plan: StreamPlan, prior_option: str = "bio_length_prior") -> StreamPlan:
+    """``plan`` as ``trained`` answers it, each decoding once (``auto``: the model's preferred), once the model may
+    abstain by the thresholds it holds (:func:`~bio_mrc.inference.abstention.check_abstention`) and a BIO length
+    prior that none of the decodings reads is refused in one line naming ``prior_option``."""
+    check_abstention(trained)
+    check_length_prior(trained.decodings, plan.decodings, plan.config.bio_length_prior, prior_option)
+    return replace(plan, decodings=tuple(dict.fromkeys(resolve_decoding(trained.decodings, d) for d in plan.decodings)))
+
+
+def _unanswerable(questions: Iterable[Example], given: int | None) -> int | None:
+    """``given``, else the number of a list's questions labelled as having no answer (None for questions read once)."""
+    if given is not None or not isinstance(questions, Sequence):
+        return given
+    return sum(example.is_labelled and not example.is_answerable for example in questions)
+
+
+def _limited(questions: Iterable[Example], limit: int | None, total: int | None) -> tuple[Iterable[Example], int | None]:
+    """The first ``limit`` questions (all for None) and their number: ``total``, else a list's length."""
+    if limit is not None:
+        questions = list(itertools.islice(questions, limit)) if isinstance(questions, Sequence) else itertools.islice(questions, limit)
+        total = min(total, limit) if total is not None else None
+    if total is None and isinstance(questions, Sequence):
+        total = len(questions)
+    return questions, total
 
 
 def _claim_record(record_path: Path, wanted: dict, resumes: bool) -> None:
