@@ -199,7 +199,7 @@ def test_predict_keeps_the_n_best_and_takes_per_call_settings(trained_dir):  # n
     (nbest,) = extractor.predict(outputs, examples, n_best=5)
     (short,) = extractor.predict(outputs, examples, n_best=5, max_answer_length=1)
     assert len(nbest.spans) == 5 and nbest.spans[0] == extractor(examples[0].question, examples[0].context).spans[0]
-    assert all(" " not in s.text for s in short.spans)
+    assert len(short.spans) == 5 and all(" " not in s.text for s in short.spans)
 
 
 def test_extractor_rejects_bad_input(trained_dir):  # noqa: F811

@@ -4,6 +4,7 @@ per data set."""
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import pytest
@@ -147,7 +148,7 @@ def test_the_joint_rule_re_decoded_from_the_gpu_readers_report(monkeypatch):
     data_dir = require_data("quoref-part/train.json").parents[1]
     benchmarks = Path(__file__).parents[1] / "benchmarks"
     monkeypatch.syspath_prepend(str(benchmarks))
-    rule = pytest.importorskip("multispan_joint_rule_from_report")
+    rule = importlib.import_module("multispan_joint_rule_from_report")
     report_path = benchmarks / "reports" / "gpu-multispan-reader" / "report.json.xz"
     report = read_report(report_path)
     answers = rule.answers_by_decoding(report, "reader")
@@ -175,7 +176,7 @@ def test_the_readers_decodings_by_the_size_of_the_gold_answer(monkeypatch):
     data_dir = require_data("quoref-part/train.json").parents[1]
     benchmarks = Path(__file__).parents[1] / "benchmarks"
     monkeypatch.syspath_prepend(str(benchmarks))
-    by_size = pytest.importorskip("multispan_by_gold_size")
+    by_size = importlib.import_module("multispan_by_gold_size")
     report = read_report(benchmarks / "reports" / "multispan-reader-full-scale" / "report.json.xz")
     splits = resolve_splits(parse_config(report.results.config), data_dir)
     cells = by_size.run_cells(report, "reader")
@@ -210,7 +211,7 @@ def test_the_out_of_domain_evaluation_tunes_each_rule_on_the_other_data_set(trai
     from bio_mrc.metrics.multispan_official import multispan_metrics
 
     monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
-    script = pytest.importorskip("multispan_out_of_domain")
+    script = importlib.import_module("multispan_out_of_domain")
     trained = TrainedModel.load(trained_dir)
     config = trained.decode_config(DecodeConfig())
     data = {"spans": (load_multispanqa(multispan_file(tmp_path)), registry.task("multispanqa")),
@@ -241,7 +242,7 @@ def test_the_count_oracle_keeps_one_span_where_the_gold_has_one(monkeypatch):
     from bio_mrc.types import AnswerSpan, Prediction
 
     monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
-    oracle = pytest.importorskip("multispan_count_oracle")
+    oracle = importlib.import_module("multispan_count_oracle")
     context = "Ann met Bob and Cid."
     one = Example("one", "Who met Bob?", context, (((0, 3),),))
     several = Example("several", "Whom did Ann meet?", context, (((8, 11), (16, 19)),))
@@ -268,7 +269,7 @@ def test_the_count_oracle_refuses_a_report_whose_fold_models_are_gone(monkeypatc
     from types import SimpleNamespace
 
     monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
-    oracle = pytest.importorskip("multispan_count_oracle")
+    oracle = importlib.import_module("multispan_count_oracle")
     gone = str(tmp_path / "models" / "reader-seed42-0")
     config = SimpleNamespace(runs=[SimpleNamespace(name="reader")])
     with pytest.raises(SystemExit, match="fold models are not on this machine") as stopped:
@@ -287,7 +288,7 @@ def test_out_of_fold_tuning_joins_the_other_folds_windows_in_order(monkeypatch):
     from bio_mrc.decoding.window_outputs import WindowOutputs
 
     monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
-    tuning = pytest.importorskip("multispan_out_of_fold_tuning")
+    tuning = importlib.import_module("multispan_out_of_fold_tuning")
 
     def fold(example_index: list[int], questions: int, length: int = 4):
         windows = len(example_index)

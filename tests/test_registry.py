@@ -123,6 +123,8 @@ HOOKS = ("build", "function", "merge_tags", "decode_tags", "rank_windows", "load
 
 
 def test_every_function_an_entry_names_exists():
+    assert {"span", "bio"} <= set(registry.HEADS) and {"span", "bio", "joint"} <= set(registry.DECODINGS)
+    assert {"squad-v1.1", "squad-v2.0", "multispanqa", "quoref", "answer-parts"} <= set(registry.TASKS)
     for entry in [*registry.HEADS.values(), *registry.DECODINGS.values(), *registry.TASKS.values()]:
         for name in HOOKS:
             if isinstance(getattr(entry, name, None), str):
@@ -147,6 +149,7 @@ def test_each_head_entry_names_what_its_head_class_takes_and_returns():
     from bio_mrc.model import BioMrcConfig
 
     config = BioMrcConfig(encoder={"model_type": "bert", "hidden_size": 8})
+    assert {"span", "bio"} <= set(registry.HEADS)
     for entry in registry.HEADS.values():
         head = registry.resolve(entry.build)(config, 8)
         logits = head(torch.randn(2, 5, 8))

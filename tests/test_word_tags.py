@@ -88,7 +88,9 @@ def test_gold_targets_round_trip_through_merged_windows(sample_v1, tiny_tokenize
     examples = [ex for ex in sample_v1.examples if ex.answers]
     outputs = gold_outputs(tokenizer, examples, config)
     assert np.bincount(outputs.example_index).max() > 1
-    for prediction, example in zip(decode_bio_predictions(outputs, examples, DecodeConfig(max_answer_length=64)), examples):
+    predictions = decode_bio_predictions(outputs, examples, DecodeConfig(max_answer_length=64))
+    assert len(predictions) == len(examples)
+    for prediction, example in zip(predictions, examples):
         (start, end), = example.answers[0]
         assert (prediction.spans[0].start, prediction.spans[0].end) == (start, end)
         assert prediction.answer == example.context[start:end]
