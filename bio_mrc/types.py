@@ -122,7 +122,8 @@ class DocumentAnswer:
     and no softmax within one; ``span_score`` is the decoding's own score. ``abstain``: the no-answer threshold
     saved with the model fired for this document. ``probability``: the calibrated probability that the answer is
     right, for the best answer of a document that does not abstain, under a model with a calibrator (else None: an
-    abstaining document's probability is that of the abstention being right)."""
+    abstaining document's probability is that of the abstention being right); of a multi-span answer's span, its own
+    probability, as its document's answer gives it (ranking nothing: a share within its document)."""
 
     text: str
     start: int

@@ -101,8 +101,11 @@ def test_the_extractor_ranks_every_documents_spans_as_computed_document_by_docum
 
 def test_several_documents_refuse_what_they_cannot_do(trained_dir):  # noqa: F811
     extractor = AnswerExtractor.from_pretrained(trained_dir)
-    with pytest.raises(ValueError, match="multi_span answers one document at a time"):
-        extractor(QUESTION, DOCUMENTS, multi_span=True)
+    with pytest.raises(ValueError, match="^require_answer=False changes only multi_span answers"):  # single spans
+        extractor(QUESTION, DOCUMENTS, require_answer=False)
+    several = extractor(QUESTION, DOCUMENTS, multi_span=True)  # each document's multi-span answer, ranked across them
+    assert [[(s.start, s.end) for s in p.spans] for p in several.documents] == [  # padded beside the others: the same spans
+        [(s.start, s.end) for s in extractor(QUESTION, d, multi_span=True).spans] for d in DOCUMENTS]
     with pytest.raises(ValueError, match="the list of contexts is empty"):
         extractor(QUESTION, [])
     with pytest.raises(ValueError, match="empty or missing context \\(record 'input 1'\\)"):
@@ -125,8 +128,9 @@ def test_the_pipeline_ranks_documents_as_the_extractor_does(trained_dir):  # noq
     assert [r["score"] for r in results] == pytest.approx([1 / (1 + math.exp(-a.score)) for a in ranked.answers])
     best = qa(question=QUESTION, context=DOCUMENTS, decoding="joint")  # top_k 1: one dict
     assert best == results[0]
-    with pytest.raises(ValueError, match="multi_span answers one document at a time"):
-        qa(question=QUESTION, context=DOCUMENTS, multi_span=True)
+    several = qa(question=QUESTION, context=DOCUMENTS, multi_span=True, decoding="joint")  # every span, a list
+    ranked = AnswerExtractor.from_pretrained(trained_dir, decoding="joint")(QUESTION, DOCUMENTS, multi_span=True)
+    assert [(r["document"], r["answer"], r["start"]) for r in several] == [(a.document, a.text, a.start) for a in ranked.answers]
     # several documents inside a batch of dicts: said as such (it read "empty or missing context (got a list)")
     with pytest.raises(ValueError, match=r"^the context is a list of documents: one question over several documents is "
                                          r"asked on its own .*\(record 'input 1'\)$"):
@@ -154,7 +158,9 @@ def test_serve_answers_one_question_over_several_documents(trained_dir):  # noqa
     assert result["answer"] == ranked.answer and result["document"] == ranked.answers[0].document
     assert single.json()["results"][0]["document"] is None and single.json()["results"][0]["spans"][0]["document"] is None
     assert too_many.status_code == 413 and "6 documents for one question" in too_many.json()["detail"]
-    assert multi.status_code == 422 and "one document at a time" in multi.json()["detail"]
+    multi_ranked = extractor(QUESTION, DOCUMENTS, multi_span=True)  # every document's spans, ranked across them
+    assert multi.status_code == 200 and [(s["document"], s["text"]) for s in multi.json()["results"][0]["spans"]] == [
+        (a.document, a.text) for a in multi_ranked.answers]
 
 
 def test_extract_ranks_the_answers_of_several_context_files(trained_dir, tmp_path, capsys):  # noqa: F811
@@ -175,9 +181,10 @@ def test_extract_ranks_the_answers_of_several_context_files(trained_dir, tmp_pat
     assert main(["extract", "--model", str(trained_dir), "--question", QUESTION, "--context", DOCUMENTS[1], "--top-k", "2"]) == 0
     assert len(json.loads(capsys.readouterr().out)["spans"]) == 2  # one document: the single-document record
     assert main(["extract", "--model", str(trained_dir), "--question", QUESTION, "--context-file", *map(str, paths),
-                 "--multi-span"]) == 2
+                 "--html", str(tmp_path / "page.html")]) == 2
     error = capsys.readouterr().err.strip()
-    assert error == "error: --multi-span takes one document; several are answered with single spans ranked across them (--top-k)"
+    assert error == "error: --html takes one document; several are answered with spans ranked across them (--top-k, --multi-span)"
+    assert not (tmp_path / "page.html").exists()
     assert main(["extract", "--model", str(trained_dir), "--question", QUESTION]) == 2
     assert "give --context-file FILE... or --context TEXT..." in capsys.readouterr().err
     assert main(["extract", "--model", str(trained_dir), "--question", QUESTION, "--context", DOCUMENTS[1],

@@ -239,7 +239,7 @@ def test_bad_calls_are_refused_before_the_forward_pass(qa):
     ("Who?", "Newton.", dict(top_k=True)),
     ("Who?", "Newton.", dict(top_k=2, multi_span=True)),
     ("Who?", "Newton.", dict(multi_span="no")),
-    ("Who?", ["Newton.", "Leibniz."], dict(multi_span=True)),
+    ("Who?", ["Newton.", "Leibniz."], dict(multi_span=True, top_k=0)),
     ("Who?", "Newton.", dict(decoding="crf")),
 ])
 def test_the_pipeline_refuses_a_bad_input_with_the_extractors_own_error_and_line(qa, extractor, question, context, options):
@@ -262,7 +262,7 @@ def test_bad_options_are_the_packages_own_errors(qa):
     from bio_mrc.errors import ConfigError
 
     bad = [dict(top_k=2, multi_span=True), dict(top_k=0), dict(max_answer_len=2.5), dict(multi_span="no"),
-           dict(doc_stride=64), dict(context=["Newton.", "Leibniz."], multi_span=True)]
+           dict(doc_stride=64), dict(context=["Newton.", "Leibniz."], multi_span=True, top_k=0)]
     for options in bad:
         with pytest.raises(ConfigError):
             qa(**{"question": "Who?", "context": "Newton.", **options})

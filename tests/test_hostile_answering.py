@@ -71,7 +71,7 @@ def test_per_call_flags_that_are_no_booleans_are_refused_before_the_forward_pass
     with pytest.raises(ConfigError, match=words):
         extractor(QUESTION, CONTEXT, **options)
     with pytest.raises(ConfigError, match=words):
-        extractor(QUESTION, DOCUMENTS, **options)  # not "multi_span answers one document at a time"
+        extractor(QUESTION, DOCUMENTS, **options)  # over documents too, before any work
 
 
 def test_numpy_bools_are_taken_as_the_flags_they_hold(extractor, qa):

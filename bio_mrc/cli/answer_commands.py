@@ -99,9 +99,9 @@ def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] |
     if bool(args.context_file) == bool(args.context):
         raise ConfigError("give --context-file FILE... or --context TEXT..., one of them")
     texts = [read_text_file(path) for path in args.context_file] if args.context_file else list(args.context)
-    if len(texts) > 1 and (args.html or args.multi_span):
-        raise ConfigError(f"{'--html' if args.html else '--multi-span'} takes one document; several are answered with "
-                          "single spans ranked across them (--top-k)")
+    if len(texts) > 1 and args.html:
+        raise ConfigError("--html takes one document; several are answered with spans ranked across them (--top-k, "
+                          "--multi-span)")
     return texts, list(args.context_file) if args.context_file else None
 
 

@@ -18,12 +18,21 @@ The ranking reads each document's own scores alone, with no sum or softmax acros
 ranked a chunk at a time (:class:`DocumentRanking`): each chunk's windows are decoded, their candidates cut to the
 ``top_k`` best so far, and the windows let go; the answers are those of one pass over every document, bit for bit,
 given the same window outputs.
+
+With ``multi_span`` each document gives its own multi-span answer (the decoding's span-count rule, as asked of that
+document alone; a document that abstains gives none), and every document's spans are listed, ranked across the
+documents by each span's cross-document score above: the score the single-span ranking gives the same characters of
+the same document (decoded alongside, its n-best spans). A span's own probability (its posterior, or its n-best share)
+is a share within its document, against that document's other spans and not against its no-answer score, so it does
+not compare across documents; it stays the span's ``probability``. A span the single decoding does not rank among its
+n-best (a joint answer's tag span) takes its document's lowest n-best margin, the most it can score.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -90,15 +99,16 @@ def _check_name(name: Any, index: int) -> None:
 
 
 def rank_across_documents(
-    question: str, predictions: Sequence[Prediction], top_k: int = 1, names: Sequence[str | None] | None = None,
-    windows: WindowPredictions | None = None,
+    question: str, predictions: Sequence[Prediction], top_k: int | None = 1, names: Sequence[str | None] | None = None,
+    windows: WindowPredictions | None = None, answers: Sequence[Prediction] | None = None,
 ) -> RankedAnswers:
-    """The ``top_k`` best spans over every document's n-best (``predictions``, one per document, in order), best
-    first by :func:`cross_document_scores` (with ``windows``, each span's best over the windows it was read in),
-    those of a document that abstains after every other; ties go to the earlier document, then the earlier span."""
-    ranking = DocumentRanking(top_k)
+    """The ``top_k`` best spans (None: all) over every document's n-best (``predictions``, one per document, in
+    order), best first by :func:`cross_document_scores` (with ``windows``, each span's best over the windows it was
+    read in), those of a document that abstains after every other; ties go to the earlier document, then the earlier
+    span. With ``answers`` (each document's multi-span answer), their spans instead, scored as ``predictions`` score them."""
+    ranking = DocumentRanking(top_k, multi_span=answers is not None)
     names = document_names(names, len(predictions))
-    ranking.add(predictions, windows)
+    ranking.add(predictions, windows, answers)
     return ranking.ranked(question, names)
 
 
@@ -110,31 +120,44 @@ class DocumentRanking:
     """:func:`rank_across_documents` over documents given a chunk at a time, in order: every document's prediction
     (the answer's ``documents``) and the ``top_k`` best candidates so far, nothing of a chunk's windows. A cut is
     ``sorted(...)[:top_k]`` (``heapq.nsmallest``, stable) and the best so far come before a chunk's, so the cuts
-    keep the one pass's answers in its order, equal keys included."""
+    keep the one pass's answers in its order, equal keys included. ``top_k`` None keeps every candidate; with
+    ``multi_span`` the candidates are the spans of each document's multi-span answer (``add``'s ``answers``)."""
 
-    def __init__(self, top_k: int = 1) -> None:
-        if top_k < 1:
+    def __init__(self, top_k: int | None = 1, multi_span: bool = False) -> None:
+        if top_k is not None and top_k < 1:
             raise ValueError(f"top_k is a positive number of answers, got {top_k!r}")
-        self.top_k = top_k
+        self.top_k, self.multi_span = top_k, multi_span
         self.predictions: list[Prediction] = []
         self.best: list[Candidate] = []
 
-    def add(self, predictions: Sequence[Prediction], windows: WindowPredictions | None = None) -> None:
-        """The next documents' predictions (one each, in order), with ``windows`` their windows' (numbered from 0)."""
+    def add(self, predictions: Sequence[Prediction], windows: WindowPredictions | None = None,
+            answers: Sequence[Prediction] | None = None) -> None:
+        """The next documents' predictions (one each, in order), with ``windows`` their windows' (numbered from 0);
+        with ``multi_span``, ``answers`` are the same documents' multi-span answers, ranked by ``predictions``' scores."""
+        if self.multi_span != (answers is not None):
+            raise ValueError("a multi-span ranking takes each document's multi-span answer, a single-span one none")
         first = len(self.predictions)
-        self.predictions += predictions
         scored = _window_candidates(windows) if windows is not None else _document_candidates(predictions)
+        if answers is not None:
+            scored, predictions = _answer_candidates(answers, scored), answers
+        self.predictions += predictions
         candidates = (((self.predictions[first + d].abstain, -score, first + d, span.start, span.end), first + d, span, score)
                       for d, span, score in scored)
-        self.best = heapq.nsmallest(self.top_k, itertools.chain(self.best, candidates), key=lambda item: item[0])
+        every = itertools.chain(self.best, candidates)
+        self.best = (sorted(every, key=lambda item: item[0]) if self.top_k is None
+                     else heapq.nsmallest(self.top_k, every, key=lambda item: item[0]))
 
     def ranked(self, question: str, names: Sequence[str | None] | None = None) -> RankedAnswers:
         """The answers of every document added, best first (``names``: one a document, or None)."""
         names = document_names(names, len(self.predictions))
         answers = [DocumentAnswer(span.text, span.start, span.end, score, document, names[document], span.score,
-                                  self.predictions[document].abstain, best_span_probability(self.predictions[document], span))
+                                  self.predictions[document].abstain, self._probability(self.predictions[document], span))
                    for _, document, span, score in self.best]
         return RankedAnswers(question, answers, list(self.predictions), names)
+
+    def _probability(self, prediction: Prediction, span: AnswerSpan) -> float | None:
+        """A multi-span answer's span: its own probability, as its document's answer gives it; else the best span's."""
+        return span.probability if self.multi_span else best_span_probability(prediction, span)
 
 
 def best_span_probability(prediction: Prediction, span: AnswerSpan) -> float | None:
@@ -163,3 +186,18 @@ def _window_candidates(windows: WindowPredictions) -> Iterable[tuple[int, Answer
             if key not in best or score > best[key][2]:
                 best[key] = (document, span, score)
     return best.values()
+
+
+def _answer_candidates(answers: Sequence[Prediction], scored: Iterable[tuple[int, AnswerSpan, float]]
+                       ) -> Iterable[tuple[int, AnswerSpan, float]]:
+    """(document, span, score) of every span of each document's multi-span answer, none of one that abstains, each
+    scored as ``scored`` (the same documents' single n-best) scores those characters; one it lacks, at its document's
+    lowest n-best score (no span outside the n-best scores more)."""
+    margins: dict[tuple[int, int, int], float] = {}
+    floors: dict[int, float] = {}
+    for document, span, score in scored:
+        margins[document, span.start, span.end] = score
+        floors[document] = min(score, floors.get(document, score))
+    for document, answer in enumerate(answers):
+        for span in [] if answer.abstain else answer.spans:
+            yield document, span, margins.get((document, span.start, span.end), floors.get(document, -math.inf))

@@ -237,8 +237,7 @@ class AnswerExtractor:
         if require_answer is False and not multi_span and not asks_over_documents(question, context):
             raise ConfigError(_SINGLE_SPANS_ANSWER)  # never dropped unread
         if asks_over_documents(question, context):
-            return self.answer_documents(question, context, 1 if top_k is None else top_k, names, multi_span, decoding,
-                                         require_answer)
+            return self.answer_documents(question, context, top_k, names, multi_span, decoding, require_answer)
         if names is not None:  # never dropped unread
             raise ConfigError("names name the documents of one question asked of a list of them; this call asks "
                               "no list of documents (one question, a string, and a list of contexts)")
@@ -259,21 +258,23 @@ class AnswerExtractor:
         return predictions[0] if single else predictions
 
     def answer_documents(
-        self, question: str, documents: Sequence[str], top_k: int | None = 1, names: Sequence[str] | None = None,
+        self, question: str, documents: Sequence[str], top_k: int | None = None, names: Sequence[str] | None = None,
         multi_span: bool | None = None, decoding: str | None = None, require_answer: bool | None = None,
     ) -> RankedAnswers:
-        """Ask ``question`` of every document; the ``top_k`` best single spans across them, best first, each naming
-        its document (index, and ``names[index]`` where given), scored comparably across documents (see
-        :mod:`bio_mrc.inference.documents`). Several spans per answer (``multi_span``) take one document at a time.
-        ``decoding`` (None: the extractor's) as in the constructor; ``require_answer=False`` is refused, as single
-        spans abstain only by the saved no-answer threshold. The documents are run and decoded :attr:`chunk_size` at a
-        time, each chunk's windows let go once its spans are ranked, with the answers of one pass."""
-        if self.multi_span if multi_span is None else check_flag(multi_span, "multi_span"):
-            raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
-                             "multi_span answers one document at a time")
-        if require_answer is not None and not check_flag(require_answer, "require_answer"):  # never dropped unread
-            raise ConfigError(_SINGLE_SPANS_ANSWER)
-        top_k = check_top_k(1 if top_k is None else top_k, False)  # None: the default, as the call takes it
+        """Ask ``question`` of every document; the ``top_k`` best single spans across them (None: 1), best first,
+        each naming its document (index, and ``names[index]`` where given), scored comparably across documents (see
+        :mod:`bio_mrc.inference.documents`). With ``multi_span``, each document's own multi-span answer (none from a
+        document that abstains), every span of every document ranked across them by the same score (``top_k``: the
+        best so many; None: all), each span's ``probability`` its own, as its document's answer gives it.
+        ``decoding`` (None: the extractor's) as in the constructor; ``require_answer=False`` shapes multi-span answers
+        and is refused for single spans, which abstain only by the saved no-answer threshold. The documents are run and
+        decoded :attr:`chunk_size` at a time, each chunk's windows let go once its spans are ranked, with the answers
+        of one pass."""
+        multi_span = self.multi_span if multi_span is None else check_flag(multi_span, "multi_span")
+        if require_answer is not None and not check_flag(require_answer, "require_answer") and not multi_span:
+            raise ConfigError(_SINGLE_SPANS_ANSWER)  # never dropped unread
+        top_k = check_top_k(top_k, False)
+        top_k = 1 if top_k is None and not multi_span else top_k
         documents = text_input(documents)
         if not isinstance(question, str) or not isinstance(documents, (list, tuple)):  # a text would be a document a character
             raise DataFormatError("answer_documents asks one question (a string) of a list of documents, got "
@@ -281,20 +282,26 @@ class AnswerExtractor:
         names = document_names(names, len(documents))  # refused before the forward pass, read once
         examples, _ = self.examples(question, list(documents))
         decoding = self.checked_decodings([self.decoding if decoding is None else decoding])[0]  # refused before the forward pass
-        ranking = DocumentRanking(top_k)
+        ranking = DocumentRanking(top_k, multi_span)
+        n_best = max(top_k or 1, self.decode_config.n_best) if not multi_span else self.decode_config.n_best
         with window_bars(len(examples), self.progress) as bars:  # one bar a stage over every document
             for chunk in question_chunks(examples, self.chunk_size):  # one chunk's windows held at a time
-                self._rank_chunk(ranking, list(chunk), decoding, max(top_k, self.decode_config.n_best), require_answer, bars)
+                self._rank_chunk(ranking, list(chunk), decoding, n_best, require_answer, bars)
         return ranking.ranked(question, names)
 
     def _rank_chunk(self, ranking: DocumentRanking, documents: list[Example], decoding: str, n_best: int,
                     require_answer: bool | None, bars: WindowBars) -> None:
-        """Run and decode one chunk of documents into ``ranking``; their windows go when this returns."""
+        """Run and decode one chunk of documents into ``ranking`` (with its ``multi_span``, each document's
+        multi-span answer too, scored by its single n-best); their windows go when this returns."""
+        single_require = None if ranking.multi_span else require_answer
+
         def decoded(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
-            return self.predict(windows, asked, False, decoding, require_answer=require_answer, n_best=n_best)
+            return self.predict(windows, asked, False, decoding, require_answer=single_require, n_best=n_best)
 
         outputs = self.trained.windows(documents, batch_size=self.batch_size, bars=bars)
-        ranking.add(decoded(outputs, documents), window_predictions(outputs, documents, decoding, decoded))
+        answers = (self.predict(outputs, documents, True, decoding, require_answer=require_answer, n_best=n_best)
+                   if ranking.multi_span else None)
+        ranking.add(decoded(outputs, documents), window_predictions(outputs, documents, decoding, decoded), answers)
 
 
 # require_answer=False leaves a multi-span BIO answer without spans where the likeliest tag sequence is all O;

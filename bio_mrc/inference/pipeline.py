@@ -33,6 +33,8 @@ One question over several documents (``question="...", context=[doc, doc, ...]``
 across the documents, each with ``document`` (its index), ranked by the span's score above its own document's
 no-answer score (:mod:`bio_mrc.inference.documents`), which needs no softmax over one document's rivals and so
 compares across documents; ``score`` is its sigmoid, the probability of the span against no answer in its document.
+With ``multi_span``, every document's own multi-span answer's spans (none of one that abstains), ranked alike, a list
+(``top_k`` cuts it), each with its own ``probability`` too.
 """
 
 from __future__ import annotations
@@ -166,15 +168,13 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if not examples:
             return []
         options = {**self._postprocess_params, **self._sanitize_parameters(**kwargs)[2]}  # checked before the forward pass
-        if options.get("multi_span") and options.get("top_k", 1) > 1:
-            raise ConfigError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
         documents = asks_over_documents(question, context)
-        if documents and options.get("multi_span"):
-            raise ConfigError("several documents are answered with single spans ranked across them (top_k); "
-                             "multi_span answers one document at a time")
+        if options.get("multi_span") and options.get("top_k", 1) > 1 and not documents:  # over documents: a cut of every span
+            raise ConfigError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
         batch_size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or self.extractor.trained.batch_size
         if documents:
-            return self._answer_documents(examples, batch_size, options.get("top_k", 1), kwargs)
+            multi_span = bool(options.get("multi_span"))
+            return self._answer_documents(examples, batch_size, options.get("top_k", None if multi_span else 1), multi_span, kwargs)
         if single:
             return super().__call__(_Questions(examples, single, batch_size), **kwargs)
         answers, calls = [], self.call_count
@@ -183,10 +183,11 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         self.call_count = calls + 1  # one call, whatever its chunks, toward transformers' warning of sequential calls
         return answers
 
-    def _answer_documents(self, examples: list[Example], batch_size: int, top_k: int, kwargs: dict[str, Any]):
-        """One question's documents run and decoded the extractor's ``chunk_size`` at a time into one ranking, which
-        the last chunk's ``postprocess`` formats."""
-        ranking, calls, answers = DocumentRanking(top_k), self.call_count, None
+    def _answer_documents(self, examples: list[Example], batch_size: int, top_k: int | None, multi_span: bool,
+                          kwargs: dict[str, Any]):
+        """One question's documents run and decoded the extractor's ``chunk_size`` at a time into one ranking (its
+        ``top_k`` spans, None: all), which the last chunk's ``postprocess`` formats."""
+        ranking, calls, answers = DocumentRanking(top_k, multi_span), self.call_count, None
         chunks = list(question_chunks(examples, self.extractor.chunk_size))
         for k, chunk in enumerate(chunks):  # one chunk's windows held at a time
             answers = super().__call__(_Questions(list(chunk), False, batch_size, ranking, k == len(chunks) - 1), **kwargs)
@@ -213,18 +214,21 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         """Decode (AnswerExtractor's code) and format: a dict per question, a list of ``top_k`` dicts when ``top_k > 1``."""
         decoding = registry.resolve_decoding(self.extractor.trained.decodings, decoding)
         questions = model_outputs["questions"]
-        n_best = max(top_k, self.extractor.decode_config.n_best)
+        n_best = max(1 if multi_span else top_k, self.extractor.decode_config.n_best)  # with multi_span top_k cuts the ranking
 
-        def decoded(windows: WindowOutputs, examples: list[Example]) -> list[Prediction]:
-            predictions = self.extractor.predict(windows, examples, multi_span, decoding, max_answer_length=max_answer_len, n_best=n_best)
+        def decoded(windows: WindowOutputs, examples: list[Example], several: bool = multi_span) -> list[Prediction]:
+            predictions = self.extractor.predict(windows, examples, several, decoding, max_answer_length=max_answer_len, n_best=n_best)
             if align_to_words:
-                predictions = [word_aligned(p, example.context, multi_span) for p, example in zip(predictions, examples)]
+                predictions = [word_aligned(p, example.context, several) for p, example in zip(predictions, examples)]
             return predictions
 
-        predictions = decoded(model_outputs["windows"], questions.examples)
         if (ranking := questions.documents) is not None:  # a chunk of one question's documents: formatted after the last
-            ranking.add(predictions, window_predictions(model_outputs["windows"], questions.examples, decoding, decoded))
-            return document_answer_dicts(questions.examples[0].question, ranking, handle_impossible_answer) if questions.last else None
+            windows, asked = model_outputs["windows"], questions.examples
+            single = functools.partial(decoded, several=False)  # the scores that rank spans across documents
+            answers = decoded(windows, asked) if multi_span else None
+            ranking.add(single(windows, asked), window_predictions(windows, asked, decoding, single), answers)
+            return document_answer_dicts(asked[0].question, ranking, handle_impossible_answer) if questions.last else None
+        predictions = decoded(model_outputs["windows"], questions.examples)
         results = [answer_dicts(p, decoding, top_k, multi_span, handle_impossible_answer) for p in predictions]
         return results[0] if questions.single else results
 
@@ -428,15 +432,17 @@ def answer_dicts(prediction: Prediction, decoding: str, top_k: int, multi_span: 
 
 def document_answer_dicts(question: str, ranking: DocumentRanking, handle_impossible: bool):
     """One question's answers over several documents, ranked across them (``ranking``: every document added, its
-    ``top_k``): each answer's ``score`` is the sigmoid of its cross-document score, and ``document`` its document's index."""
+    ``top_k``, None: every span, a list): each answer's ``score`` is the sigmoid of its cross-document score, and
+    ``document`` its document's index; a multi-span answer's span also has its own ``probability``."""
     ranked, predictions, top_k = ranking.ranked(question), ranking.predictions, ranking.top_k
-    answers = [{"score": _sigmoid(a.score), "start": a.start, "end": a.end, "answer": a.text, "document": a.document}
+    own = (lambda a: {"probability": a.probability}) if ranking.multi_span else (lambda a: {})
+    answers = [{"score": _sigmoid(a.score), "start": a.start, "end": a.end, "answer": a.text, "document": a.document} | own(a)
                for a in ranked.answers]
     if (handle_impossible and not ranked.answer) or not answers:  # every document abstains (or none has a span)
         best = ranked.answers[0].document if ranked.answers else 0
         answers = [{"score": _no_answer_score(predictions[best]), "start": 0, "end": 0, "answer": "", "document": None},
                    *answers][:top_k]
-    return answers if top_k > 1 else answers[0]
+    return answers if top_k is None or top_k > 1 else answers[0]
 
 
 def _sigmoid(value: float) -> float:

@@ -32,7 +32,7 @@ class Question:
     examples: list[Example]
     decoding: str
     multi_span: bool = False
-    top_k: int = 1
+    top_k: int | None = 1  # None: every span (multi_span over documents)
     documents: bool = False
 
 
@@ -83,19 +83,25 @@ def decode(extractor: AnswerExtractor, questions: Sequence[QuestionWindows]) -> 
 
 def n_best(extractor: AnswerExtractor, request: Question) -> int:
     """The spans a question's answers are decoded among, as :class:`AnswerExtractor` decodes them: its ``top_k``,
-    or more where the extractor's decoding keeps more (every confidence is a share of the best 20 of them, however many)."""
-    return max(request.top_k, extractor.decode_config.n_best)
+    or more where the extractor's decoding keeps more (every confidence is a share of the best 20 of them, however many);
+    with ``multi_span``, the extractor's alone (``top_k`` cuts the spans ranked across documents, not a document's n-best)."""
+    return max(1 if request.multi_span else request.top_k or 1, extractor.decode_config.n_best)
 
 
 def ranked_documents(extractor: AnswerExtractor, outputs: WindowOutputs, examples: Sequence[Example], begin: int, end: int,
                      predictions: list[Prediction], request: Question) -> RankedAnswers:
     """One question's answers over its documents (``examples[begin:end]``), ranked across them as
-    :meth:`AnswerExtractor.answer_documents` ranks them: window by window where the decoding's null is a window's."""
+    :meth:`AnswerExtractor.answer_documents` ranks them: window by window where the decoding's null is a window's;
+    with ``multi_span``, ``predictions`` are the documents' multi-span answers, scored by their single n-best."""
     def decoded(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
         return extractor.predict(windows, asked, False, request.decoding, n_best=n_best(extractor, request))
 
-    windows = window_predictions(select_examples(outputs, range(begin, end)), examples[begin:end], request.decoding, decoded)
-    return rank_across_documents(request.examples[0].question, predictions, request.top_k, windows=windows)
+    own, asked = select_examples(outputs, range(begin, end)), list(examples[begin:end])
+    windows = window_predictions(own, asked, request.decoding, decoded)
+    if not request.multi_span:
+        return rank_across_documents(request.examples[0].question, predictions, request.top_k, windows=windows)
+    return rank_across_documents(request.examples[0].question, decoded(own, asked), request.top_k, windows=windows,
+                                 answers=predictions)
 
 
 def answer_batch(extractor: AnswerExtractor, requests: Sequence[Question], runner: WindowRunner | None = None,

@@ -87,12 +87,10 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
         try:
             examples, _ = extractor.examples(body.question, body.context)
             decoding = registry.resolve_decoding(extractor.trained.decodings, body.decoding)
-            if documents and body.multi_span:
-                raise ValueError("several documents are answered with single spans ranked across them (top_k); "
-                                 "multi_span answers one document at a time")
         except (BioMrcError, ValueError) as error:
             raise HTTPException(422, str(error)) from None
-        options = Question([], decoding, body.multi_span, body.top_k, documents)
+        every = documents and body.multi_span and "top_k" not in body.model_fields_set  # every document's every span
+        options = Question([], decoding, body.multi_span, None if every else body.top_k, documents)
         work = (answer_whole if documents else answer_each)(scheduler, examples, options)
         try:
             predictions = await bounded(work, config.request_timeout_s, request.is_disconnected)
@@ -104,7 +102,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
             raise HTTPException(500, str(ModelOutputError(error.problem, error.record))) from None
         except BioMrcError as error:  # bad input only the tokenizer could see; anything else is the server's (500)
             raise HTTPException(422, str(error)) from None
-        results = [answer_of(prediction, body.threshold) for prediction in predictions]
+        results = [answer_of(prediction, body.threshold, body.multi_span) for prediction in predictions]
         return pydantic_json(AnswerResponse(model=name, decoding=decoding, results=results))
 
     @app.get("/health", response_model=Health, summary="the model that answers, its card, the limits")
@@ -180,10 +178,10 @@ def too_many_asked(question: Any, context: Any, limit: int) -> str | None:
     return f"{asked} {what} in one request; this server answers at most {limit} (--max-batch-size): split the batch"
 
 
-def answer_of(prediction: Prediction | RankedAnswers, threshold: float | None) -> Answer:
+def answer_of(prediction: Prediction | RankedAnswers, threshold: float | None, multi_span: bool = False) -> Answer:
     """A prediction as the response shows it; with ``threshold``, an answer less sure than it is withheld."""
     if isinstance(prediction, RankedAnswers):
-        return ranked_answer_of(prediction, threshold)
+        return ranked_answer_of(prediction, threshold, multi_span)
     sureness = prediction.probability if prediction.probability is not None else prediction.confidence
     below = threshold is not None and (sureness is None or sureness < threshold)
     fields = {name: value for name, value in prediction.to_dict().items() if name != "id"}
@@ -192,12 +190,14 @@ def answer_of(prediction: Prediction | RankedAnswers, threshold: float | None) -
     return Answer(**fields, answers=[] if below else prediction.answers, below_threshold=below)
 
 
-def ranked_answer_of(ranked: RankedAnswers, threshold: float | None) -> Answer:
+def ranked_answer_of(ranked: RankedAnswers, threshold: float | None, multi_span: bool = False) -> Answer:
     """Answers over several documents as one :class:`Answer`: its spans ranked across the documents, each naming
-    its document; the answer-level fields are those of the best span's document."""
+    its document (with ``multi_span``, each span's own probability too); the answer-level fields are those of the
+    best span's document."""
     best = ranked.answers[0].document if ranked.answers else 0
     answer = answer_of(ranked.documents[best], threshold)
-    spans = [Span(text=a.text, start=a.start, end=a.end, score=a.score, document=a.document) for a in ranked.answers]
+    spans = [Span(text=a.text, start=a.start, end=a.end, score=a.score, document=a.document,
+                  probability=a.probability if multi_span else None) for a in ranked.answers]
     texts = [] if answer.below_threshold or not ranked.answer else [a.text for a in ranked.answers]
     return answer.model_copy(update={"answer": ranked.answer if not answer.below_threshold else "", "answers": texts,
                                      "spans": spans, "document": best})

@@ -53,12 +53,14 @@ class AnswerOptions(BaseModel):
     decoding: str = Field(AUTO, description=_DECODING_HELP)
     multi_span: StrictBool = Field(False, description=_multi_span_help())
     top_k: int = Field(1, ge=1, le=MAX_TOP_K, strict=True, description=(
-        "how many alternative single spans to return, best first (with multi_span: 1)"))
+        "how many alternative single spans to return, best first (with multi_span: 1); with multi_span over several "
+        "documents, how many of their spans (not given: every one)"))
     threshold: float | None = Field(None, ge=0.0, le=1.0, strict=True, allow_inf_nan=False, description=_THRESHOLD_HELP)
 
     @model_validator(mode="after")
     def _one_kind_of_several(self) -> "AnswerOptions":
-        if self.multi_span and self.top_k > 1:
+        over_documents = isinstance(getattr(self, "question", None), str) and isinstance(getattr(self, "context", None), list)
+        if self.multi_span and self.top_k > 1 and not over_documents:  # over documents: a cut of every span
             raise ValueError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
         return self
 
@@ -81,7 +83,8 @@ def answer_request_model(config: ServeConfig) -> type[AnswerOptions]:
         context: contexts = Field(description=(
             f"the text to answer from, of 1 to {config.max_context_chars} characters: one for every question, or a "
             "list with one per question; with one question (a string), a list of documents: the answer is the top_k "
-            "spans ranked across them, each naming its document. Longer than the model's window, a text is read in "
+            "spans ranked across them, each naming its document (with multi_span, every document's multi-span answer's "
+            "spans, ranked across them). Longer than the model's window, a text is read in "
             "overlapping windows"))
 
     return AnswerRequest
