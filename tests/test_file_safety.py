@@ -14,6 +14,7 @@ from bio_mrc.errors import BioMrcError
 
 from .conftest import SAMPLE_V1, hub_answering
 from .test_bad_input import saved_model  # noqa: F401  (module-scoped fixture: an untrained saved model)
+from .test_python_doors import DOORS, place  # noqa: F401  (the Python calls as doors, and the files they are given)
 
 
 def _victim(tmp_path):
@@ -236,6 +237,29 @@ def test_other_commands_refuse_outputs_over_inputs_or_inside_the_model(saved_mod
     assert main(["train", "--train", str(dataset), "--output-dir", str(dataset), "--overwrite"]) == 2
     assert "is the input" in capsys.readouterr().err
     assert not (saved_model / "plots").exists() and not (saved_model / "onnx").exists()
+
+
+@pytest.mark.parametrize("within", [False, True])
+@pytest.mark.parametrize("call, argument", [("tune_model", "output_dir"), ("predict_to_files", "output"),
+                                            ("export_onnx", "output_dir"), ("export_qa_checkpoint", "output_dir"),
+                                            ("train_model", "output_dir")])
+def test_python_calls_refuse_outputs_over_the_model_they_read(place, call, argument, within):  # noqa: F811
+    model = place["model"]
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    target = model / ("preds.json" if argument == "output" else "sub") if within or argument == "output" else model
+    with pytest.raises(BioMrcError, match="model folder|the model's own|is not empty"):
+        DOORS[call](place, **{argument: target})
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before
+
+
+@pytest.mark.parametrize("call, argument", [("tune_model", "output_dir"), ("predict_to_files", "output"),
+                                            ("train_model", "output_dir")])
+def test_python_calls_refuse_the_data_file_as_their_output(place, call, argument):  # noqa: F811
+    named = {"source": str(place["data"])} if call == "predict_to_files" else {}
+    with pytest.raises(BioMrcError, match="is the input|a file has this name"):
+        DOORS[call](place, **{argument: place["data"]}, **named)
+    assert place["data"].read_bytes() == SAMPLE_V1.read_bytes()
+    assert sorted(p.name for p in place["data"].parent.iterdir()) == ["data.json", "preds.json"]
 
 
 def test_check_outputs_apart_accepts_outputs_elsewhere(saved_model, tmp_path):  # noqa: F811

@@ -15,6 +15,8 @@ from bio_mrc.harness.config import load_config, parse_config
 from bio_mrc.model import BioMrcForQuestionAnswering
 
 from .conftest import SAMPLE_V1
+from .test_bad_input import saved_model  # noqa: F401  (module-scoped fixture: an untrained saved model)
+from .test_python_doors import DOORS, place  # noqa: F401  (the Python calls as doors, and the files they are given)
 
 MINIMAL = {"name": "ok", "train": {"path": "squad-v1.1/train.json"}, "eval": {"path": "squad-v1.1/dev.json"},
            "runs": [{"name": "joint"}]}
@@ -319,6 +321,19 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, c
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err and ("a file" in err or "a folder has this name" in err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE", "FOLDER"]
+
+
+@pytest.mark.parametrize("call, argument", [("tune_model", "output_dir"), ("predict_to_files", "output"),
+                                            ("export_onnx", "output_dir"), ("export_qa_checkpoint", "output_dir"),
+                                            ("convert_qa_checkpoint", "output_dir"), ("train_model", "output_dir")])
+def test_a_python_calls_output_that_cannot_be_written_is_refused_before_any_work(place, call, argument):  # noqa: F811
+    folder = place["data"].parent
+    (folder / "FILE").write_text("a file where a folder must be")
+    target = folder / "FILE" / "predictions.json" if argument == "output" else folder / "FILE"
+    with pytest.raises(BioMrcError, match="a file") as info:
+        DOORS[call](place, **{argument: target})
+    assert "\n" not in str(info.value)
+    assert sorted(p.name for p in folder.iterdir()) == ["FILE", "data.json", "preds.json"]
 
 
 def test_compare_under_a_hostile_name_writes_nothing_anywhere(tmp_path, capsys, monkeypatch):

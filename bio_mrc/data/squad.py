@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..answer_text import mentions
-from ..errors import ConfigError
+from ..arguments import checked_limit
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
@@ -274,9 +274,7 @@ def _whole_layout(
 
 
 def _checked_limit(limit: int | None) -> int | None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ConfigError(f"limit is a positive number of questions (or none for all); got {limit!r}")
-    return limit
+    return checked_limit(limit)
 
 
 def _questions_of(article: Any, number: int, source: str) -> Iterator[tuple[Any, Any, str]]:

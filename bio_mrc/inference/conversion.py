@@ -9,10 +9,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..arguments import path_argument
 from ..errors import ConfigError, ModelFormatError
 from ..hub import local_folder
 from ..io import check_folder_target, check_library_path, check_outputs_apart, staged_folder, written_alone
 from ..model import BioMrcConfig
+from ..model_defaults import QA_WINDOWS
 from ..model_card import clear_model_card, write_exported_card, write_model_card
 from ..model_folder import check_bidirectional, remove_replaced_model_files
 from ..progress import progress_bars, progress_note
@@ -30,6 +32,11 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
     a new or empty folder (with ``overwrite``, one whose model files it replaces; any other file stays): config,
     weights, tokenizer and model card. ``windows`` (``max_seq_length``, ``doc_stride``, ``max_query_length``) override
     :data:`bio_mrc.qa_checkpoints.QA_WINDOWS`; ``progress`` shows transformers' bars. Returns what was written."""
+    path_argument(model, "model", "convert_qa_checkpoint")
+    path_argument(output_dir, "output_dir", "convert_qa_checkpoint")
+    if unknown := sorted(set(windows) - set(QA_WINDOWS)):  # a misspelt window would be dropped unread
+        raise TypeError(f"convert_qa_checkpoint: unknown window setting {unknown[0]!r}; the window settings are "
+                        f"{', '.join(QA_WINDOWS)}")
     name, output_dir = str(model), check_library_path(check_folder_target(output_dir))
     folder = local_folder(model)
     architecture = qa_architecture(folder)
@@ -63,6 +70,8 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
     ``...ForQuestionAnswering`` of its encoder in ``output_dir`` (new or empty, or replaced with ``overwrite``), with
     its tokenizer; its logits are checked against the bio_mrc model's first. A BIO head, which transformers has no class
     for, is left out, and so are the windows and tuned settings (transformers' QA models keep none)."""
+    path_argument(model_dir, "model_dir", "export_qa_checkpoint")
+    path_argument(output_dir, "output_dir", "export_qa_checkpoint")
     model_dir, output_dir = Path(model_dir), check_library_path(check_folder_target(output_dir))
     check_outputs_apart([output_dir], model_dirs=[model_dir])
     check_pytorch_model(model_dir)

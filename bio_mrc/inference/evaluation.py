@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
+from ..arguments import checked_limit, path_argument, task_argument
 from ..data.prediction_layouts import NO_ANSWER_KEY, PredictionFile, read_prediction_file
 from ..data.predictions import ScoredQuestions, load_na_probs, load_predictions
 from ..data.squad import SquadFile, load_squad
@@ -50,6 +51,7 @@ def evaluate_predictions(
     ``"multispan"``; None: the data's own). ``limit``: the first questions alone; ``only_predicted``: those the file
     answers; ``strict``: unknown or missing ids are errors. ``name`` names the data in messages; ``progress`` prints
     the note of a subset scored. Unknown ids are an :class:`~bio_mrc.data.predictions.UnknownIdsWarning` each."""
+    _check_arguments(data, predictions, na_probs, task, limit)
     check_prediction_files(predictions, na_probs)
     if not isinstance(data, SquadFile):
         data = load_squad(data, needs_gold="evaluate_predictions")
@@ -75,6 +77,17 @@ def evaluate_predictions(
                             if probs_given is not None else (None, []))
     metrics = {**registry.resolve(task.official)(task, gold, answers, probs), **scored.record}
     return Evaluation(metrics, scored, task, len(gold), missing, missing_probs, probs_source)
+
+
+def _check_arguments(data: Any, predictions: Any, na_probs: Any, task: Any, limit: Any) -> None:
+    """Before any file is read: each argument of :func:`evaluate_predictions` of a type it takes."""
+    call = "evaluate_predictions"
+    if not isinstance(data, SquadFile):
+        path_argument(data, "data", call)
+    path_argument(predictions, "predictions", call)
+    path_argument(na_probs, "na_probs", call, optional=True)
+    task_argument(task, call)
+    checked_limit(limit)
 
 
 def _no_answer_probabilities(read: PredictionFile, na_probs: str | Path | None, predictions: str | Path, task):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .. import registry
+from ..arguments import checked_limit, count_argument, instance_argument, names_argument, path_argument, task_argument
 from ..data.squad import SquadFile, load_squad
 from ..decoding.postprocess import DecodeConfig
 from ..errors import ConfigError, DataFormatError
@@ -57,6 +58,9 @@ def tune_model(
     are fitted on at least ``min_calibration_questions``. ``name`` names the data in messages and in the saved
     ``tuned_on``; ``before_saving`` is called with the settings fitted before they are saved; ``progress`` shows the
     bars the command shows. Each refusal comes before the weights load, as the command's do."""
+    _check_arguments(model, data, output_dir, decodings, options, task, limit)
+    count_argument(batch_size, "batch_size", "tune_model")
+    count_argument(min_calibration_questions, "min_calibration_questions", "tune_model", optional=False)
     target = tuning_folder(model, output_dir)
     check_outputs_apart([output_dir], [] if isinstance(data, SquadFile) else [data], [model])
     check_tunable(model)
@@ -75,6 +79,19 @@ def tune_model(
         check_some_answered(examples, name)
         plan = _Plan(model, target, decodings, options, task, name, limit, batch_size, precision, device, progress)
         return _tune_questions(plan, examples, calibrate, min_calibration_questions, before_saving)
+
+
+def _check_arguments(model: Any, data: Any, output_dir: Any, decodings: Any, options: Any, task: Any, limit: Any) -> None:
+    """Before any file is read: each argument of :func:`tune_model` of a type it takes."""
+    call = "tune_model"
+    path_argument(model, "model", call)
+    if not isinstance(data, SquadFile):
+        path_argument(data, "data", call)
+    path_argument(output_dir, "output_dir", call, optional=True)
+    names_argument(decodings, "decodings", call)
+    instance_argument(options, DecodeConfig, "options", call, optional=True)
+    task_argument(task, call)
+    checked_limit(limit)
 
 
 @dataclass

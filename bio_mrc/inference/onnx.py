@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from .. import __version__
+from ..arguments import path_argument
 from ..errors import BioMrcError, ConfigError
 from ..features.question_columns import ENCODER_INPUTS
 from ..io import atomic_write_json, atomic_write_text, check_library_path, check_outputs_apart, remove_file, staged_folder, written_alone
@@ -154,6 +155,8 @@ def export_onnx(
     The graph is checked against PyTorch on random windows of two shapes other than the traced
     one; a logit difference above ``atol`` is an error and leaves no export behind. ``progress`` says when the export
     begins, once every check has passed."""
+    path_argument(model_dir, "model_dir", "export_onnx")
+    path_argument(output_dir, "output_dir", "export_onnx")
     for module in ("onnx", "onnxruntime"):
         require(module, "ONNX export")
     check_export_options(opset, atol)

@@ -20,12 +20,13 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TextIO
 
 from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
+from ..arguments import checked_limit, count_argument, given_type, instance_argument, names_argument, path_argument
 from ..errors import DataFormatError, OutputError
 from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
 from ..hub import cached_folder
@@ -54,8 +55,9 @@ class StreamPlan:
     batch_size: int | None = None  # windows a forward pass (None: the model's device's default)
 
     def __post_init__(self) -> None:
-        if self.chunk_size < 1:
-            raise ValueError(f"chunk_size is a positive number of questions, got {self.chunk_size}")
+        names_argument(self.decodings, "decodings", "StreamPlan", optional=False)  # a lone string would be read letter by letter
+        object.__setattr__(self, "decodings", tuple(self.decodings))
+        count_argument(self.chunk_size, "chunk_size", "StreamPlan", optional=False)
 
 
 def answers_stream_path(output: str | Path) -> Path:
@@ -247,6 +249,7 @@ def predict_to_files(
     list's length), and ``unanswerable`` how many have no answer (None: counted in a list; questions read once, an
     iterator's, are not counted, so give it for the warning). ``prior_option`` names the BIO length prior in the
     refusal of one no decoding reads. Returns each decoding's file paths (none for ``-``, nor on ranks other than 0)."""
+    questions = _check_arguments(trained, questions, plan, output, limit)
     plan = answering_plan(trained, plan, prior_option)  # before any file is written
     questions, total = _limited(questions, limit, total)
     if shard.writes:
@@ -257,7 +260,7 @@ def predict_to_files(
     if resume and to_stdout:
         raise ValueError("--resume continues an answers file; standard output holds none")
     outputs = [check_file_target(path) for path in prediction_outputs(output, plan.decodings)]  # no FIFO or device
-    check_outputs_apart(outputs, model_dirs=[trained.path])
+    check_outputs_apart(outputs, [p for p in (source, name) if isinstance(p, (str, os.PathLike))], [trained.path])
     resumes = resume and stream.is_file()
     with contextlib.ExitStack() as held:  # rank 0 holds the stream, alone, until the official files are written
 
@@ -270,6 +273,34 @@ def predict_to_files(
 
         done = shard.broadcast_result(claim)
         return _predict_into(trained, questions, plan, output, stream, shard, done, total, progress)
+
+
+def _check_arguments(trained: object, questions: object, plan: object, output: object, limit: object) -> Iterable[Example]:
+    """Before any file is written: each argument of :func:`predict_to_files` of a type it takes; returns the questions
+    to read (an iterator's first question checked, then put back)."""
+    call = "predict_to_files"
+    instance_argument(trained, TrainedModel, "trained", call, hint=" (load a model folder with TrainedModel.load(path))")
+    instance_argument(plan, StreamPlan, "plan", call, hint=" (e.g. StreamPlan(('span',)))")
+    path_argument(output, "output", call)
+    checked_limit(limit)
+    wrong = (str, bytes, os.PathLike, Mapping)
+    if isinstance(questions, wrong) or not isinstance(questions, Iterable):
+        raise TypeError(f"{call}: questions is a list or iterator of Example (a loaded file's .examples, e.g. "
+                        f"load_squad(path).examples), got {given_type(questions)}")
+    if isinstance(questions, Sequence):
+        first = next((question for question in questions if not isinstance(question, Example)), None)
+        stray = first is not None or any(question is None for question in questions)
+    else:
+        iterator = iter(questions)
+        first = next(iterator, _NONE)
+        questions = iterator if first is _NONE else itertools.chain([first], iterator)
+        stray = first is not _NONE and not isinstance(first, Example)
+    if stray:
+        raise TypeError(f"{call}: questions holds {given_type(first)}, not an Example (a loaded file's .examples)")
+    return questions
+
+
+_NONE = object()  # an iterator's first question where it holds none
 
 
 def answering_plan(trained: TrainedModel, plan: StreamPlan, prior_option: str = "bio_length_prior") -> StreamPlan:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from transformers import TrainerCallback, set_seed
 
+from ..arguments import count_argument, given_type, instance_argument, path_argument
 from ..encoders import starting_point_digest
 from ..errors import ConfigError, DataFormatError, a_type
 from ..fp32_attention import train_attention_in_fp32
@@ -113,6 +114,7 @@ def train_model(
     ``report_to`` an uploading tracker), which ``config.training_args`` may not hold; the CLI fills them from
     ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
     """
+    _check_arguments(config, output_dir, checkpoint_steps, callbacks, network_args)
     if (finished := _finished_run(examples, output_dir, resume, overwrite)) is not None:
         return finished
     config, choices, output_dir = _checked_run(examples, config, output_dir, overwrite, network_args,
@@ -159,6 +161,22 @@ def _check_examples(examples: Any) -> None:
         got = a_type(examples) if not isinstance(examples, (list, tuple)) else \
             f"{a_type(examples)} of {next(type(e).__name__ for e in examples if not isinstance(e, Example))}"
         raise TypeError(f"train_model takes a list of Example (a loaded file's .examples, e.g. load_squad(path).examples), got {got}")
+
+
+def _check_arguments(config: Any, output_dir: Any, checkpoint_steps: Any, callbacks: Any, network_args: Any) -> None:
+    """Before any work: each argument of :func:`train_model` of a type it takes."""
+    call = "train_model"
+    instance_argument(config, TrainConfig, "config", call, hint=" (e.g. TrainConfig(encoder=...))")
+    path_argument(output_dir, "output_dir", call)
+    count_argument(checkpoint_steps, "checkpoint_steps", call)
+    instance_argument(network_args, dict, "network_args", call, optional=True)
+    if callbacks is None:
+        return
+    stray = callbacks if not isinstance(callbacks, (list, tuple)) else next(
+        (c for c in callbacks if not (isinstance(c, TrainerCallback) or (isinstance(c, type) and issubclass(c, TrainerCallback)))), None)
+    if stray is not None:
+        raise TypeError(f"{call}: callbacks is a list of TrainerCallback (instances or classes), "
+                        f"{'holding' if stray is not callbacks else 'got'} {given_type(stray)}")
 
 
 def _sitting_loss(mean_loss: float, global_step: int, checkpoint: Path | None) -> float | None:

@@ -1,0 +1,66 @@
+"""The arguments of the public calls checked before any work: a wrong type is one TypeError naming the call and the
+argument, not Python's own error from deep inside (``expected str, bytes or os.PathLike object, not dict``)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .errors import ConfigError, a_type
+
+
+def path_argument(value: Any, name: str, call: str, optional: bool = False) -> Any:
+    """``value`` if it is a path (a ``str`` or ``os.PathLike``; None too where ``optional``), else a TypeError."""
+    if (optional and value is None) or isinstance(value, (str, os.PathLike)):
+        return value
+    raise TypeError(f"{call}: {name} is a path (a str or os.PathLike){' or None' if optional else ''}, got {given_type(value)}")
+
+
+def instance_argument(value: Any, kind: type, name: str, call: str, optional: bool = False, hint: str = "") -> Any:
+    """``value`` if it is a ``kind`` (None too where ``optional``), else a TypeError (``hint``: how to make one)."""
+    if (optional and value is None) or isinstance(value, kind):
+        return value
+    raise TypeError(f"{call}: {name} is a {kind.__name__}{' or None' if optional else ''}, got {given_type(value)}{hint}")
+
+
+def names_argument(value: Any, name: str, call: str, optional: bool = True) -> Any:
+    """``value`` if it is a list or tuple of strings (or None where ``optional``); a lone string, read letter by
+    letter, is refused."""
+    if (optional and value is None) or (isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value)):
+        return value
+    got = f"the string {value!r}: give [{value!r}]" if isinstance(value, str) else given_type(value)
+    raise TypeError(f"{call}: {name} is a list of names{' (or None)' if optional else ''}, got {got}")
+
+
+def count_argument(value: Any, name: str, call: str, optional: bool = True) -> Any:
+    """``value`` if it is a positive whole number (None too where ``optional``), else a ConfigError."""
+    if (optional and value is None) or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        return value
+    raise ConfigError(f"{call}: {name} is a positive whole number{' (or None)' if optional else ''}; got {value!r}")
+
+
+def checked_limit(limit: Any) -> int | None:
+    """``limit`` if it is None or a positive whole number of questions (True, 2.5, "3", 0 and -1 are not)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"limit is a positive number of questions (or none for all); got {limit!r}")
+    return limit
+
+
+def task_argument(task: Any, call: str) -> Any:
+    """``task`` if it is None, a :mod:`bio_mrc.registry` task entry or the name of an official scorer."""
+    from . import registry
+
+    if isinstance(task, str) and task not in registry.scorers():
+        raise ConfigError(f"{call}: task {task!r} is no official scorer; choose one of {', '.join(registry.scorers())}")
+    if task is None or isinstance(task, (str, registry.TaskEntry)):
+        return task
+    raise TypeError(f"{call}: task is a registry task entry or a scorer's name ({', '.join(registry.scorers())}), "
+                    f"got {given_type(task)}")
+
+
+def given_type(value: Any) -> str:
+    """What a refusal says it got: ``None``, or the type with its article (``a dict``)."""
+    return "None" if value is None else a_type(value)
+
+
+__all__ = ["checked_limit", "count_argument", "given_type", "instance_argument", "names_argument", "path_argument", "task_argument"]
