@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from .errors import ModelFormatError
+from .errors import ConfigError, ModelFormatError
 from .io import broken_link
 
 # What loading a model or an encoder reads; other frameworks' weights (TensorFlow, Flax, Core ML, ...) stay on the hub.
@@ -33,9 +33,18 @@ def is_hub_id(name: str) -> bool:
     return True
 
 
+def check_name_given(name: object, what: str = "model folder", option: str | None = None) -> None:
+    """Refuse an empty name (``""``, or spaces alone: an unset shell variable), which ``Path`` reads as the current
+    folder, in one line naming ``option`` where given; any other name is left for the loader to check."""
+    if isinstance(name, str) and not name.strip():
+        where = f"{option}: " if option else ""
+        raise ConfigError(f"{where}an empty name ({name!r}) names no {what} and no Hugging Face hub id; give one")
+
+
 def local_folder(name_or_path: str | Path, what: str = "model folder") -> Path:
     """The folder ``name_or_path`` names: itself where it exists, else the hub id's snapshot (cache first).
     ``what`` names the thing in the error (``"model folder"``, ``"encoder"``)."""
+    check_name_given(name_or_path, what)
     path = Path(os.path.expanduser(name_or_path))  # left as it is where no home is known (Path.expanduser raises)
     if problem := broken_link(path):  # a link named like org/name is a local path, not a hub id
         raise ModelFormatError(f"the {what} is {problem}", str(name_or_path))

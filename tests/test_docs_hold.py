@@ -25,6 +25,7 @@ CASES = {
     "a misspelt command": ["predcit"],
     "a limit of 0": ["predict", "--model", "m", "--data", "d.json", "--output", "p.json", "--limit", "0"],
     "an absurd batch size": ["predict", "--model", "m", "--data", "d.json", "--output", "p.json", "--batch-size", "1e308"],
+    "an empty model name": ["predict", "--model", "", "--data", "d.json", "--output", "p.json"],
 }
 
 

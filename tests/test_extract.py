@@ -51,17 +51,18 @@ def test_a_small_n_best_limits_the_candidates_not_the_shares():
 
 def test_the_call_overloads_type_what_the_call_takes_and_returns():
     """A type checker reads the overloads: each names every option of the call (a misspelt one is an error there
-    too), and one question over a tuple of documents is RankedAnswers, as it is at run time."""
+    too), and one question over a tuple (or a Series, or an iterator) of documents is RankedAnswers, as it is at run time."""
     import inspect
     from typing import get_overloads, get_type_hints
 
+    from bio_mrc.inference.text_inputs import TextBatch
     from bio_mrc.types import RankedAnswers
 
     options = list(inspect.signature(AnswerExtractor.__call__).parameters)
     overloads = get_overloads(AnswerExtractor.__call__)
     assert [list(inspect.signature(o).parameters) for o in overloads] == [options] * 3
     documents = get_type_hints(overloads[1])
-    assert documents["return"] is RankedAnswers and documents["context"] == list[str] | tuple[str, ...]
+    assert documents["return"] is RankedAnswers and documents["context"] == TextBatch
 
 def test_extractor_single_and_batched(trained_dir):  # noqa: F811
     extractor = AnswerExtractor.from_pretrained(trained_dir)

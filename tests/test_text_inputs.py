@@ -91,3 +91,56 @@ def test_a_type_names_its_article_by_sound():
 
     assert [a_type(value) for value in (np.zeros(1), 5, object(), "x", frozenset(), uuid.uuid4(), {})] == [
         "an ndarray", "an int", "an object", "a str", "a frozenset", "a UUID", "a dict"]
+
+
+def _open_files(tmp_path):
+    """An open text file and an open binary file of two questions, one a line."""
+    path = tmp_path / "questions.txt"
+    path.write_text("\n".join(QUESTIONS) + "\n", encoding="utf-8")
+    return {"text": lambda: open(path, encoding="utf-8"), "binary": lambda: open(path, "rb")}
+
+
+@pytest.mark.parametrize("kind", ["text", "binary"])
+def test_an_open_file_is_refused_with_a_hint(extractor, tmp_path, kind):
+    """A file was read as an iterator: each line, its newline kept, was a question."""
+    import io
+
+    opened = _open_files(tmp_path)[kind]
+    refusal = r"^the {} is an open file \(an? \w+\), whose lines, newlines and all, would each be read as one: give its " \
+              r"text \(f.read\(\)\), or its lines as a list \(f.read\(\).splitlines\(\)\)$"
+    with opened() as questions, pytest.raises(DataFormatError, match=refusal.format("question")):
+        extractor(questions, CONTEXTS[0])
+    with opened() as contexts, pytest.raises(DataFormatError, match=refusal.format("context")):
+        extractor(QUESTIONS, contexts)
+    with opened() as documents, pytest.raises(DataFormatError, match=refusal.format("context")):
+        extractor(QUESTIONS[0], documents)  # one question over the lines as documents
+    with opened() as documents, pytest.raises(DataFormatError, match=refusal.format("list of documents")):
+        extractor.answer_documents(QUESTIONS[0], documents)
+    with pytest.raises(DataFormatError, match=refusal.format("question")):
+        extractor(io.StringIO("\n".join(QUESTIONS)), CONTEXTS[0])
+
+
+def test_the_pipeline_refuses_an_open_file(trained_dir, tmp_path):
+    from transformers import pipeline
+
+    qa = pipeline("bio-mrc-qa", model=str(trained_dir), device="cpu", precision="fp32")
+    with _open_files(tmp_path)["text"]() as questions, pytest.raises(DataFormatError, match=r"^the question is an open file"):
+        qa(question=questions, context=CONTEXTS[0])
+
+
+def test_a_batch_is_typed_as_what_is_answered_as_its_list(extractor):
+    """The batch overloads said ``Sequence[str]``, so a type checker refused a Series, an array or an iterator that
+    the call answers; a str stays one question (its overload comes first) and a set stays refused."""
+    from typing import get_args, get_origin, get_overloads, get_type_hints
+
+    pd = pytest.importorskip("pandas")
+    first, documents, batch = (get_type_hints(o) for o in get_overloads(AnswerExtractor.__call__))
+    assert first["question"] is str and first["context"] is str
+
+    def typed(hint, value) -> bool:
+        return any(isinstance(value, get_origin(member) or member) for member in get_args(hint))
+
+    for value in (pd.Series(QUESTIONS), pd.Index(QUESTIONS), np.array(QUESTIONS), iter(QUESTIONS), (q for q in QUESTIONS),
+                  Column(QUESTIONS), tuple(QUESTIONS), QUESTIONS):
+        assert typed(batch["question"], value) and typed(batch["context"], value) and typed(documents["context"], value)
+    assert not typed(batch["question"], {"Who?"}) and not typed(batch["question"], 5)

@@ -110,5 +110,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if (args.model is None) == (args.model_option is None):
         raise ConfigError("serve takes the model once: --model DIR (or DIR alone)")
-    run_server(args.model_option or args.model, config_from_args(ServeConfig, args), precision=args.precision, device=args.device)
+    model = args.model if args.model_option is None else args.model_option
+    run_server(model, config_from_args(ServeConfig, args), precision=args.precision, device=args.device)
     return 0

@@ -81,10 +81,13 @@ def escapes_what_stdout_cannot_hold() -> Iterator[None]:
 def input_warnings_as_lines() -> Iterator[None]:
     """A warning about the user's input (``InputWarning``: a model's unused tuned setting, training questions whose
     answer no window holds) as one ``warning:`` line on stderr, as the command's other warnings are, not Python's two
-    lines naming the package's source; any other warning as Python shows it."""
+    lines naming the package's source; any other warning as Python shows it. The line is the command's own output, so
+    the user's warning filters (``PYTHONWARNINGS=ignore`` or ``error``, ``python -W error``) neither hide it nor make it a
+    traceback; each is shown once where it is said, as Python's default filter shows it."""
     from ..errors import InputWarning
 
     with warnings.catch_warnings():
+        warnings.simplefilter("default", InputWarning)  # before the user's filters; a command's own filter goes before it
         shown = warnings.showwarning
 
         def show(message, category, filename, lineno, file=None, line=None):

@@ -137,6 +137,14 @@ PATH_OPTIONS = ("model", "data", "train", "eval", "predictions", "na_probs", "co
                 "context_file", "output", "output_dir", "html", "plot_dir", "encoder", "init_from")
 
 
+def check_model_names(args: argparse.Namespace) -> None:
+    """An empty ``--model`` (an unset shell variable) refused before any work: ``Path("")`` is the current folder."""
+    from ..hub import check_name_given
+
+    for name in ("model", "model_option"):  # serve takes its model as --model or as MODEL
+        check_name_given(getattr(args, name, None), option="--model")
+
+
 def expand_home(args: argparse.Namespace) -> None:
     for name in PATH_OPTIONS:
         value = getattr(args, name, None)

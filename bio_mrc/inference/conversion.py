@@ -11,7 +11,7 @@ from typing import Any
 
 from ..arguments import path_argument
 from ..errors import ConfigError, ModelFormatError
-from ..hub import local_folder
+from ..hub import check_name_given, local_folder
 from ..io import check_folder_target, check_library_path, check_outputs_apart, staged_folder, written_alone
 from ..model import BioMrcConfig
 from ..model_defaults import QA_WINDOWS
@@ -37,6 +37,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
     if unknown := sorted(set(windows) - set(QA_WINDOWS)):  # a misspelt window would be dropped unread
         raise TypeError(f"convert_qa_checkpoint: unknown window setting {unknown[0]!r}; the window settings are "
                         f"{', '.join(QA_WINDOWS)}")
+    check_name_given(model)
     name, output_dir = str(model), check_library_path(check_folder_target(output_dir))
     folder = local_folder(model)
     architecture = qa_architecture(folder)
@@ -72,6 +73,7 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
     for, is left out, and so are the windows and tuned settings (transformers' QA models keep none)."""
     path_argument(model_dir, "model_dir", "export_qa_checkpoint")
     path_argument(output_dir, "output_dir", "export_qa_checkpoint")
+    check_name_given(model_dir)  # before Path reads "" as the current folder
     model_dir, output_dir = Path(model_dir), check_library_path(check_folder_target(output_dir))
     check_outputs_apart([output_dir], model_dirs=[model_dir])
     check_pytorch_model(model_dir)

@@ -28,7 +28,7 @@ from .answers import decode_answers
 from .defaults import DEFAULT_CHUNK_SIZE
 from .documents import DocumentRanking, document_names, window_predictions
 from .loading import TrainedModel, check_length_prior
-from .text_inputs import text_input
+from .text_inputs import TextBatch, text_input
 
 
 def asks_over_documents(question: Any, context: Any) -> bool:
@@ -43,7 +43,7 @@ def question_context_examples(question, context, first: int = 0) -> tuple[list[E
     position), and whether a single string was asked. A tuple, a pandas Series, a numpy array of strings or an
     iterator is read as its list (:func:`~bio_mrc.inference.text_inputs.text_input`). Every text is checked here,
     once, for every front end; an error names the input by its place (``first`` numbers the first: a chunk of a stream)."""
-    question, context = text_input(question), text_input(context)
+    question, context = text_input(question, "question"), text_input(context, "context")
     single = isinstance(question, str)
     questions, contexts = (_texts(value, name) for value, name in ((question, "question"), (context, "context")))
     if asks_over_documents(question, context):
@@ -211,16 +211,17 @@ class AnswerExtractor:
         return resolved
 
     # The options are spelt out, so a type checker catches a misspelt one (multispan=...) as the call itself does; one
-    # question (a string) over a list or tuple of documents is RankedAnswers, before the batch of the last overload.
+    # question (a string) over several documents is RankedAnswers, before the batch of the last overload. A batch is
+    # any TextBatch (a pandas Series, a numpy array, an iterator), as text_input reads it.
     @overload
     def __call__(self, question: str, context: str, multi_span: bool | None = None, decoding: str | None = None,  # type: ignore[overload-overlap]
                  require_answer: bool | None = None, top_k: int | None = None, names: None = None) -> Prediction: ...
     @overload
-    def __call__(self, question: str, context: list[str] | tuple[str, ...], multi_span: bool | None = None,  # type: ignore[overload-overlap]
+    def __call__(self, question: str, context: TextBatch, multi_span: bool | None = None,  # type: ignore[overload-overlap]
                  decoding: str | None = None, require_answer: bool | None = None, top_k: int | None = None,
                  names: Sequence[str] | None = None) -> RankedAnswers: ...
     @overload
-    def __call__(self, question: Sequence[str], context: Sequence[str], multi_span: bool | None = None,
+    def __call__(self, question: TextBatch, context: TextBatch, multi_span: bool | None = None,
                  decoding: str | None = None, require_answer: bool | None = None, top_k: int | None = None,
                  names: None = None) -> list[Prediction]: ...
 
@@ -231,7 +232,7 @@ class AnswerExtractor:
         array of strings, any other sequence or an iterator of texts answers as its list). One question and a list
         of documents: :meth:`answer_documents` (``names`` name the documents). ``require_answer=False`` shapes
         ``multi_span`` answers alone, and is refused where single spans answer."""
-        question, context = text_input(question), text_input(context)  # an iterator read once, before it is looked at
+        question, context = text_input(question, "question"), text_input(context, "context")  # an iterator read once, before it is looked at
         multi_span = self.multi_span if multi_span is None else check_flag(multi_span, "multi_span")
         require_answer = None if require_answer is None else check_flag(require_answer, "require_answer")
         if require_answer is False and not multi_span and not asks_over_documents(question, context):
@@ -258,7 +259,7 @@ class AnswerExtractor:
         return predictions[0] if single else predictions
 
     def answer_documents(
-        self, question: str, documents: Sequence[str], top_k: int | None = None, names: Sequence[str] | None = None,
+        self, question: str, documents: TextBatch, top_k: int | None = None, names: Sequence[str] | None = None,
         multi_span: bool | None = None, decoding: str | None = None, require_answer: bool | None = None,
     ) -> RankedAnswers:
         """Ask ``question`` of every document; the ``top_k`` best single spans across them (None: 1), best first,
@@ -275,7 +276,7 @@ class AnswerExtractor:
             raise ConfigError(_SINGLE_SPANS_ANSWER)  # never dropped unread
         top_k = check_top_k(top_k, False)
         top_k = 1 if top_k is None and not multi_span else top_k
-        documents = text_input(documents)
+        documents = text_input(documents, "list of documents")
         if not isinstance(question, str) or not isinstance(documents, (list, tuple)):  # a text would be a document a character
             raise DataFormatError("answer_documents asks one question (a string) of a list of documents, got "
                                   f"{a_type(question)} and {a_type(documents)}")

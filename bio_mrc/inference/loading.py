@@ -18,7 +18,7 @@ from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
 from ..model_folder import check_file_kinds, check_model_folder, check_window_frame, read_json_object, written_format_problem
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
-from ..hub import local_folder, named_as_given
+from ..hub import check_name_given, local_folder, named_as_given
 from ..qa_checkpoints import QA_HEADS, check_qa_folder, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import WindowBars, progress_bars
@@ -62,6 +62,7 @@ class TrainedModel:
         model runs on ``device``: ``cpu``, ``cuda``, ``cuda:1``, ``mps`` or ``auto`` (default: the GPU when
         there is one, else the CPU); one this machine lacks raises :class:`ConfigError`. ``decodings``: those the caller
         will ask of it, one its heads cannot do refused (:func:`bio_mrc.registry.resolve_decoding`) before the weights load."""
+        check_name_given(model_dir)  # "" would be the current folder
         name = str(model_dir)
         check_precision(precision or DEFAULT_PRECISION)  # options first: refused before any file is read or fetched
         device = resolve_device(device)

@@ -13,6 +13,7 @@ from ..arguments import checked_limit, count_argument, instance_argument, names_
 from ..data.squad import SquadFile, load_squad
 from ..decoding.postprocess import DecodeConfig
 from ..errors import ConfigError, DataFormatError
+from ..hub import check_name_given
 from ..io import check_folder_target, check_outputs_apart, check_writable_folder, staged_folder, written_alone
 from ..model import BioMrcConfig
 from ..plurals import counted
@@ -61,6 +62,7 @@ def tune_model(
     _check_arguments(model, data, output_dir, decodings, options, task, limit)
     count_argument(batch_size, "batch_size", "tune_model")
     count_argument(min_calibration_questions, "min_calibration_questions", "tune_model", optional=False)
+    check_name_given(model)  # "" would tune the current folder
     target = tuning_folder(model, output_dir)
     check_outputs_apart([output_dir], [] if isinstance(data, SquadFile) else [data], [model])
     check_tunable(model)

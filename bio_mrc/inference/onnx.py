@@ -34,6 +34,7 @@ import torch
 from .. import __version__
 from ..arguments import path_argument
 from ..errors import BioMrcError, ConfigError
+from ..hub import check_name_given
 from ..features.question_columns import ENCODER_INPUTS
 from ..io import atomic_write_json, atomic_write_text, check_library_path, check_outputs_apart, remove_file, staged_folder, written_alone
 from ..model import RUN_FILE, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
@@ -157,6 +158,7 @@ def export_onnx(
     begins, once every check has passed."""
     path_argument(model_dir, "model_dir", "export_onnx")
     path_argument(output_dir, "output_dir", "export_onnx")
+    check_name_given(model_dir)  # before Path reads "" as the current folder
     for module in ("onnx", "onnxruntime"):
         require(module, "ONNX export")
     check_export_options(opset, atol)

@@ -163,7 +163,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
     def _answer(self, args: tuple, kwargs: dict[str, Any], batch_size: int | None, first: int = 0):
         """One call's questions answered together; ``first`` numbers the records of a stream's chunk (``input N``)."""
         question, context = question_and_context(args, kwargs.pop("question", None), kwargs.pop("context", None), first)
-        question, context = text_input(question), text_input(context)  # an iterator read once, before it is looked at
+        question, context = text_input(question, "question"), text_input(context, "context")  # an iterator read once, before it is looked at
         examples, single = self.extractor.examples(question, context, first=first)
         if not examples:
             return []

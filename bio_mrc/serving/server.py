@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
+from ..hub import check_name_given
 from ..inference.extract import AnswerExtractor
 from ..io import printable_line
 from .config import ServeConfig
@@ -35,6 +36,7 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     """Serve ``model_dir`` (a bio_mrc model folder, an ONNX export of one, or a hub id) on ``config``'s host and port,
     the model on ``device`` (cpu, cuda, cuda:1, mps; default auto). Ctrl-C raises :class:`KeyboardInterrupt` once the
     server has shut down; SIGTERM returns once it has."""
+    check_name_given(model_dir)
     missing = [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
         raise ConfigError(f"bio-mrc serve needs {' and '.join(missing)}: pip install 'bio_mrc[serve]'")

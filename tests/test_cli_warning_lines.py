@@ -1,0 +1,61 @@
+"""The command line's ``warning:`` lines are its own output: the user's warning filters (``PYTHONWARNINGS=ignore`` or
+``error``, ``python -W error``) neither hide them nor turn them into tracebacks. Python's filters are patched here as
+those settings set them at start-up."""
+
+import json
+import warnings
+
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.cli.console import input_warnings_as_lines
+from bio_mrc.errors import InputWarning
+from bio_mrc.inference.abstention import NeverAbstainsWarning
+from bio_mrc.training.run_start import SharedHeldOutWarning
+
+from .conftest import untrained_model_folder
+
+FILTERS = {"ignore": ("ignore", Warning), "error": ("error", Warning), "error::InputWarning": ("error", InputWarning)}
+
+
+@pytest.mark.parametrize("user_filter", FILTERS)
+def test_input_warnings_are_lines_whatever_the_filters(capsys, user_filter):
+    """Under ``ignore`` the lines vanished; under ``error`` the first one ended the command in a traceback."""
+    with warnings.catch_warnings():
+        warnings.simplefilter(*FILTERS[user_filter])
+        with input_warnings_as_lines():
+            for _ in range(2):  # said twice at one place: one line, as Python's default filter shows it
+                warnings.warn("no tuned threshold", NeverAbstainsWarning, stacklevel=1)
+            warnings.warn(SharedHeldOutWarning("the --eval questions share 1 question"), stacklevel=1)
+    assert capsys.readouterr().err == "warning: no tuned threshold\nwarning: the --eval questions share 1 question\n"
+
+
+def test_other_warnings_keep_the_users_filters():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with input_warnings_as_lines(), pytest.raises(UserWarning, match="^not the command's$"):
+            warnings.warn("not the command's", UserWarning, stacklevel=1)
+
+
+@pytest.fixture(scope="module")
+def misspelt_calibration(tiny_encoder_dir, tmp_path_factory):
+    """A model whose config.json holds a calibrator for no registered decoding: an UnusedSettingWarning when it loads."""
+    folder = untrained_model_folder(tiny_encoder_dir, tmp_path_factory.mktemp("model") / "tiny", max_seq_length=64,
+                                    doc_stride=16, max_query_length=16)
+    config = json.loads((folder / "config.json").read_text())
+    config["calibration"] = {"jiont": {"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0}}
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.mark.parametrize("user_filter", ["ignore", "error::InputWarning"])
+def test_a_command_prints_its_warning_line_whatever_the_filters(misspelt_calibration, capsys, monkeypatch, user_filter):
+    monkeypatch.setattr("bio_mrc.model_folder._WARNED", set())  # said once a process: each case a process of its own
+    with warnings.catch_warnings():
+        warnings.simplefilter(*FILTERS[user_filter])
+        code = main(["extract", "--model", str(misspelt_calibration), "--question", "who?", "--context", "the normans ruled.",
+                     "--device", "cpu", "--precision", "fp32"])
+    assert code == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "jiont" in line] == [
+        f"warning: {misspelt_calibration / 'config.json'}: calibration key 'jiont' names no registered decoding (bio, joint, "
+        "span), so nothing uses it: a misspelt key, or a plug-in decoding's not imported here?"]
