@@ -65,6 +65,9 @@ def test_every_committed_config_passes_a_stock_validator_of_the_published_schema
     ({"eval": {"path": "b", "limit": 0}}, "eval.limit: 0 is less than the minimum of 1"),
     ({"runs": [{"name": "j", "max_seq_length": 64}]}, "runs[0]: doc_stride (128) must leave room"),
     ({"runs": [{"name": "j"}, {"name": "j"}]}, "runs: run names are unique; ['j'] appear more than once"),
+    ({"runs": [{"name": "span"}, {"name": "Span", "heads": "span"}]},
+     "runs: run names differ beyond letter case, since they name files and some systems do not tell case apart; "
+     "['span', 'Span'] differ only in case"),
     ({"defaults": {"training_args": {"nonsense_arg": 1}}}, "defaults: training_args: 'nonsense_arg' is not a TrainingArguments field"),
     ({"cross_validation": {"folds": 1}, "train": None}, "cross_validation.folds: 1 is less than the minimum of 2"),
     ({"runs": [{"name": "j", "batch_size": True}]}, "runs[0].batch_size: True is not of type 'integer'"),
@@ -89,7 +92,7 @@ def test_a_config_file_error_names_the_file_and_the_key_and_the_cli_prints_one_l
 
 # What the loader refuses beyond the schema: a combination of keys, each message naming its key (or the cells).
 BEYOND_THE_SCHEMA = ("unknown cell(s)", "split.fractions sum to 1", "split.part is 0 to", "is not a finite number",
-                     "run names are unique", "a comparison needs a 'train' split", "would not train")
+                     "run names are unique", "run names differ beyond letter case", "a comparison needs a 'train' split", "would not train")
 
 
 def _mutations(raw, path=()):

@@ -120,7 +120,19 @@ def test_answers_agree_is_the_first_seeds_and_the_report_says_so():
     cells = [replace(c, answers=["x"] * len(c.answers)) if c.seed == 2 else c for c in results.cells]
     summary = squad_summary(replace(results, cells=cells))
     assert summary.contrasts[0].agreement == 0.0  # the first seeds' 0 of 200, not the seeds' mean 0.5
-    assert "with several seeds, each cell's first seed's answers" in render_markdown(results, summary, {})
+    assert "with several seeds, the answers of the first seed both cells have" in render_markdown(results, summary, {})
+
+
+def test_answers_agree_compares_the_models_of_the_seed_the_two_cells_share():
+    """Run joint trained seeds 1 and 5, run bio-only 5 and 6: their pair is paired on seed 5, and so is its agreement,
+    not joint's seed 1 against bio-only's seed 5."""
+    results = synthetic_results(runs=("joint", "bio-only"), seeds=(1, 5, 6), n=4, baseline="joint/bio",
+                                contrasts=[["joint/bio", "bio-only/bio"]])
+    texts = {(1, "joint"): ["p", "q", "r", "s"], (5, "joint"): ["a", "b", "c", "d"],
+             (5, "bio-only"): ["a", "b", "c", "z"], (6, "bio-only"): ["p", "q", "r", "s"]}
+    cells = [replace(c, answers=texts[c.seed, c.run]) for c in results.cells if (c.seed, c.run) in texts]
+    contrast = next(c for c in squad_summary(replace(results, cells=cells)).contrasts if str(c.b) == "bio-only/bio")
+    assert contrast.seeds == [5] and contrast.agreement == 0.75  # seed 5: a, b, c agree, d and z do not
 
 
 def test_unknown_cells_are_refused_naming_them():

@@ -76,6 +76,18 @@ def test_a_gap_that_has_closed_or_does_not_shrink_has_no_closing_size(diffs, clo
     assert ("caught up" if closes == "closed" else "never catches up") in describe_trend(trend)
 
 
+@pytest.mark.parametrize("diffs, verdict", [((-1.0, -0.2, -4.0), "never catches up"), ((3.0, -1.0, 4.0), "caught up")])
+def test_a_verdict_without_a_closing_size_still_gets_the_residual_check(diffs, verdict):
+    # Gaps of ±0.2 that zigzag: the line's verdict rests on points far off it (χ² in the hundreds), so the check warns
+    trend = gap_trend([gap(n, diff, 0.2) for n, diff in zip((1_000, 10_000, 100_000), diffs)])
+    assert trend.lack_of_fit_p < 0.05
+    text = describe_trend(trend)
+    assert verdict in text and "**the gaps do not lie on one line** in log-questions, so this verdict is not to be trusted" in text
+    step = ("-3.80 F1 per 10×, and at that rate it does not close." if diffs[-1] < 0
+            else "+5.00 F1 per 10×, to +4.00 F1 at the largest size: there BIO has caught up.")
+    assert f"Between the two largest sizes (10,000 and 100,000 questions) the gap changes by {step}" in text
+
+
 def test_one_size_has_no_trend():
     assert gap_trend([gap(1_000, -3.0), gap(1_000, -2.0, run="s")]) is None
     assert "one size only" in describe_trend(None)

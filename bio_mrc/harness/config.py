@@ -336,6 +336,7 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
                             own.get("length_prior_tuning"), own.get("fold_training_share")))
     if repeated := sorted(name for name, count in collections.Counter(r.name for r in runs).items() if count > 1):
         raise ConfigError(f"runs: run names are unique; {repeated} appear more than once")
+    _check_names_apart_in_any_case([r.name for r in runs])
     evaluating = [r.name for r in runs if r.train.training_args.get("eval_strategy", "no") != "no"]
     if evaluating and raw.get("tune") is None:
         raise ConfigError(f"runs {evaluating} evaluate during training (training_args eval_strategy), which scores the "
@@ -354,6 +355,17 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         raise ConfigError(f"runs {shared}: 'fold_training_share' is a share of each cross-validation fold's training questions; "
                           "add 'cross_validation' or leave it out")
     return config
+
+
+def _check_names_apart_in_any_case(names: list[str]) -> None:
+    """Run names differ beyond letter case: they name files (``predictions/RUN-seedN-DECODING.json``), and a file system
+    that ignores case (macOS's, Windows') would give two such runs one file, the later run's answers over the earlier's."""
+    by_folded = collections.defaultdict(list)
+    for name in names:
+        by_folded[name.lower()].append(name)
+    if clashes := [group for group in by_folded.values() if len(group) > 1]:
+        raise ConfigError(f"runs: run names differ beyond letter case, since they name files and some systems do not tell "
+                          f"case apart; {clashes[0]} differ only in case")
 
 
 def _run_train_config(defaults: dict[str, Any], merged: dict[str, Any], number: int) -> TrainConfig:

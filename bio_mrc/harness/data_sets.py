@@ -26,7 +26,7 @@ def data_set_summaries(results: ComparisonResults, grouped: dict[CellKey, list[C
     summaries = []
     for part, rows in _part_rows(results):
         counts = {label: np.array([c.counts[rows] for c in cells], dtype=np.float64) for label, cells in grouped.items()}
-        answers = {label: [answer_key(a) for a in cells[0].answers[rows]] for label, cells in grouped.items()}
+        answers = {label: [[answer_key(a) for a in c.answers[rows]] for c in cells] for label, cells in grouped.items()}
         seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
         single = _single_span_f1(results, grouped, rows)
         cell_rows = [_part_row(key, cells, rows, single.get(key)) for key, cells in grouped.items()]
@@ -44,7 +44,7 @@ def per_question_data_sets(results: ComparisonResults, grouped: dict[CellKey, li
     summaries = []
     for part, rows in _part_rows(results):
         by_seed = {key: np.array([c.column(task.statistic)[rows] for c in cells], dtype=np.float64) for key, cells in grouped.items()}
-        answers = {key: [task.answer_key(a) for a in cells[0].answers[rows]] for key, cells in grouped.items()}
+        answers = {key: [[task.answer_key(a) for a in c.answers[rows]] for c in cells] for key, cells in grouped.items()}
         seeds = {key: [c.seed for c in cells] for key, cells in grouped.items()}
         cell_rows = [DataSetRow(key, {name: [float(np.mean(c.column(name)[rows])) for c in cells] for name in task.metrics},
                                 float(np.mean([not text for text in cells[0].answers[rows]])),

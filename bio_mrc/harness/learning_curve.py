@@ -138,18 +138,22 @@ def describe_trend(trend: GapTrend | None, statistic: str = "F1") -> str:
             f"interval, over {trend.sizes} sizes: the gap changes by {trend.slope_per_decade:+.2f} {statistic} per 10× "
             f"more questions (95% CI [{slope_low:+.2f}, {slope_high:+.2f}] from the gaps' own errors")
     text += "; two sizes fit a line exactly, so the slope has no residual check). " if trend.sizes == 2 else "). "
+    # Each verdict comes from the line, so each is followed by the check of whether the gaps lie on one.
     if trend.closes == "closed":
-        return text + "At the largest size the fitted gap is already ≥ 0: BIO has caught up with span."
+        text += "At the largest size the fitted gap is already ≥ 0: BIO has caught up with span."
+        return text + _describe_fit(trend, statistic, "this verdict")
     if trend.closes == "never":
-        return text + "The gap does not shrink with more questions: on this trend BIO never catches up."
+        text += "The gap does not shrink with more questions: on this trend BIO never catches up."
+        return text + _describe_fit(trend, statistic, "this verdict")
     flat = " The slope's interval includes 0, so a flat gap fits these points too." if slope_low <= 0 else ""
     text += (f"If the trend holds, the gap closes {_closing_size(trend.closing_questions)} training questions; "
              f"an extrapolation in log-questions beyond the measured sizes.{flat}")
-    return text + _describe_fit(trend, statistic)
+    return text + _describe_fit(trend, statistic, "the closing size above")
 
 
-def _describe_fit(trend: GapTrend, statistic: str) -> str:
-    """The residual check, and when the line does not fit, the slope of the last step instead."""
+def _describe_fit(trend: GapTrend, statistic: str, verdict: str) -> str:
+    """The residual check, and when the line does not fit, that ``verdict`` (what the line said) is not to be trusted
+    and the slope of the last step instead."""
     p = trend.lack_of_fit_p
     if p is None:
         return ""
@@ -157,10 +161,13 @@ def _describe_fit(trend: GapTrend, statistic: str) -> str:
     if p >= 0.05:
         return text + ": the gaps are consistent with one line in log-questions."
     step = trend.last_step
-    text += (": **the gaps do not lie on one line** in log-questions, so the closing size above is not to be trusted. "
+    text += (f": **the gaps do not lie on one line** in log-questions, so {verdict} is not to be trusted. "
              f"Between the two largest sizes ({step.from_questions:,.0f} and {step.to_questions:,.0f} questions) "
              f"the gap changes by {step.slope_per_decade:+.2f} {statistic} per 10×")
     if step.closing_questions is None:
+        reached = step.intercept + step.slope_per_decade * math.log10(step.to_questions)
+        if reached >= 0:  # no closing size ahead, since the gap has closed at the largest size
+            return text + f", to {reached:+.2f} {statistic} at the largest size: there BIO has caught up."
         return text + ", and at that rate it does not close."
     return text + f"; at that rate it would close {_closing_size(step.closing_questions)} training questions."
 

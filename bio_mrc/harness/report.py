@@ -205,7 +205,8 @@ def _contrast_section(results: ComparisonResults, summary: Summary, plots: dict[
              f"the configuration lists. The p-values are adjusted for {_these_contrasts(len(contrasts))} with Holm's step-down "
              "method (significant after Holm: adjusted p ≤ 0.05, a family-wise error of 5%); the intervals are per contrast. "
              f"{sentence} *Answers agree* is the share of questions on which the two cells give the same answer once "
-             "normalised (with several seeds, each cell's first seed's answers). "
+             "normalised (with several seeds, the answers of the first seed both cells have; each cell's first where they share "
+             "none). "
              f"{_pairs_of_cells(n_cells * (n_cells - 1) // 2)} in `report.json` (`summary.comparisons`).", "",
              *_contrast_table(contrasts, _what(results, short=True), mixed=summary.resampling == MIXED_RESAMPLING)]
     return lines

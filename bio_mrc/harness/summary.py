@@ -50,7 +50,7 @@ def span_count_summary(
 ) -> Summary:
     """A task scored by summed span counts (MultiSpanQA): rows of its metrics, the contrasts of the ratio of the
     summed counts (its main statistic), each data set of the evaluation alone, the learning curve."""
-    answers = {label: [task.answer_key(a) for a in cells[0].answers] for label, cells in grouped.items()}
+    answers = {label: [[task.answer_key(a) for a in c.answers] for c in cells] for label, cells in grouped.items()}
     rows = [_multispan_row(label, cells) for label, cells in grouped.items()]
     counts = {label: np.array([c.counts for c in cells], dtype=np.float64) for label, cells in grouped.items()}
     seeds = {label: [c.seed for c in cells] for label, cells in grouped.items()}
@@ -67,7 +67,7 @@ def per_question_summary(
     """A task whose main statistic is a mean over questions (SQuAD's F1): rows of its metrics (on SQuAD 2.0 also the
     HasAns/NoAns subsets), the contrasts of the per-question statistic, the breakdowns by the task's question groups,
     selective QA where cells have confidences, "always abstain" where questions may have no answer, the learning curve."""
-    answers = {label: [task.answer_key(a) for a in cells[0].answers] for label, cells in grouped.items()}
+    answers = {label: [[task.answer_key(a) for a in c.answers] for c in cells] for label, cells in grouped.items()}
     examples = results.eval_examples
     has_answer = np.array([ex.is_answerable for ex in examples])
     v2 = task.no_answer
@@ -167,8 +167,8 @@ def statistics(
     """The baseline, the contrasts (A − B, with Holm-adjusted p-values), every pair of cells (unadjusted)
     and each cell's interval. ``per_question`` maps each cell to its ``(seeds, questions)`` F1 (or, given
     ``ratio``, ``(seeds, questions, k)`` counts whose summed ``ratio`` is compared); ``seeds`` names each
-    row's training seed (default: row index); ``answers`` each cell's answers as the task compares them
-    (:meth:`~bio_mrc.registry.TaskEntry.answer_key`), equal where two cells agree. Two cells pair by the seeds they share (the same model for
+    row's training seed (default: row index); ``answers`` each cell's answers per seed (rows as ``per_question``) as the
+    task compares them (:meth:`~bio_mrc.registry.TaskEntry.answer_key`), equal where two cells agree. Two cells pair by the seeds they share (the same model for
     decodings of one run) and by question; cells with no seed in common compare their seed means."""
     seeds = seeds or {key: list(range(len(values))) for key, values in per_question.items()}
     by_label = {str(key): key for key in per_question}  # the configuration names cells by label
@@ -209,8 +209,10 @@ def _compare(per_question: dict[CellKey, np.ndarray], answers: dict[CellKey, lis
         result = paired_bootstrap(x[0], y[0], n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     else:
         result = paired_bootstrap_ratio(x[0], y[0], ratio, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+    # Agreement describes the pair's models of one training seed: the first both cells have (each cell's first where none).
+    row_a, row_b = (seeds[a].index(shared[0]), seeds[b].index(shared[0])) if shared else (0, 0)
     return Contrast(a=a, b=b, **result.to_dict(), seeds=shared, resampling=resampling(len(x)) if shared else SEED_MEANS,
-                    agreement=agreement(answers[a], answers[b], str))
+                    agreement=agreement(answers[a][row_a], answers[b][row_b], str))
 
 
 # Each way a task's cells are summarised and its questions grouped, by the names task entries give (bio_mrc.registry).
