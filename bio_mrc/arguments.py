@@ -34,16 +34,21 @@ def names_argument(value: Any, name: str, call: str, optional: bool = True) -> A
 
 def count_argument(value: Any, name: str, call: str, optional: bool = True) -> Any:
     """``value`` if it is a positive whole number (None too where ``optional``), else a ConfigError."""
-    if (optional and value is None) or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+    if (optional and value is None) or _positive_whole(value):
         return value
     raise ConfigError(f"{call}: {name} is a positive whole number{' (or None)' if optional else ''}; got {value!r}")
 
 
 def checked_limit(limit: Any) -> int | None:
     """``limit`` if it is None or a positive whole number of questions (True, 2.5, "3", 0 and -1 are not)."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+    if limit is not None and not _positive_whole(limit):
         raise ConfigError(f"limit is a positive number of questions (or none for all); got {limit!r}")
     return limit
+
+
+def _positive_whole(value: Any) -> bool:
+    """Whether ``value`` is an int of at least 1 (a bool is no count)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def task_argument(task: Any, call: str) -> Any:

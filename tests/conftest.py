@@ -301,6 +301,19 @@ def sample_v1():
     return load_squad(SAMPLE_V1)
 
 
+@pytest.fixture
+def three_answers(tmp_path):
+    """Right, right, wrong: the first two questions answered with their gold text, the third with nonsense."""
+    from bio_mrc.data.squad import load_squad
+
+    examples = load_squad(SAMPLE_V1).examples
+    answers = {ex.id: ex.answer_texts()[0][0] for ex in examples[:2]}
+    answers[examples[2].id] = "zzz qqq"
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps(answers))
+    return path, examples
+
+
 @pytest.fixture(scope="session")
 def tiny_bpe_tokenizer():
     """A byte-level BPE fast tokenizer (RoBERTa-style: leading spaces in tokens, trimmed offsets)."""

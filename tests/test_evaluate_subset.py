@@ -11,17 +11,6 @@ from bio_mrc.data.squad import load_squad
 from .conftest import SAMPLE_V1
 
 
-@pytest.fixture
-def three_answers(tmp_path):
-    """Right, right, wrong: the first two questions answered with their gold text, the third with nonsense."""
-    examples = load_squad(SAMPLE_V1).examples
-    answers = {ex.id: ex.answer_texts()[0][0] for ex in examples[:2]}
-    answers[examples[2].id] = "zzz qqq"
-    path = tmp_path / "preds.json"
-    path.write_text(json.dumps(answers))
-    return path, examples
-
-
 def evaluate(capsys, predictions, *options):
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions), *options]) == 0
     captured = capsys.readouterr()

@@ -16,17 +16,6 @@ from bio_mrc.errors import BioMrcError
 from .conftest import SAMPLE_V1
 
 
-@pytest.fixture
-def three_answers(tmp_path):
-    """Right, right, wrong: the first two questions answered with their gold text, the third with nonsense."""
-    examples = load_squad(SAMPLE_V1).examples
-    answers = {ex.id: ex.answer_texts()[0][0] for ex in examples[:2]}
-    answers[examples[2].id] = "zzz qqq"
-    path = tmp_path / "preds.json"
-    path.write_text(json.dumps(answers))
-    return path, examples
-
-
 def cli_metrics(capsys, *argv):
     assert main(list(argv)) == 0
     return json.loads(capsys.readouterr().out)

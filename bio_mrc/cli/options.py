@@ -11,7 +11,6 @@ from ..io import home_expanded, printable_line
 from ..decoding.postprocess import DecodeConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from ..training.config import TrainConfig
-from ..training.run_start import WINDOW_FIELDS, fitted_windows
 
 MAX_COUNT = 10**9  # the largest count an option takes (questions, windows, steps)
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
@@ -26,6 +25,8 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
 def _fitted_windows(args: argparse.Namespace) -> dict[str, int]:
     """The window settings train takes when the command line gave not all of them (``fitted_windows``), said in one
     line on stderr."""
+    from ..training.run_start import WINDOW_FIELDS, fitted_windows  # it imports torch, which --help does without
+
     given = options_given(args) & set(WINDOW_FIELDS)
     windows = {name: getattr(args, name) for name in WINDOW_FIELDS}
     changed, positions = fitted_windows(args.encoder, getattr(args, "init_from", None), windows, given)

@@ -159,8 +159,8 @@ def _add_compare_and_extract(add_command) -> None:
     extract.add_argument("--context-file", nargs="+", metavar="FILE",
                          help="UTF-8 text file(s); several: the answers are ranked across them, each naming its file")
     extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, as --context-file")
-    extract.add_argument("--top-k", type=count_option, help="how many answers, best first (across every document; default: 1, "
-                         "with --multi-span over several documents every span)")
+    extract.add_argument("--top-k", type=count_option, help="how many answers, best first (across every document; with --multi-span over "
+                         "several documents every span, else default: 1)")
     extract.add_argument("--decoding", choices=decoding_choices(), default=registry.AUTO_DECODING, help=AUTO_HELP)
     extract.add_argument("--html", metavar="OUT.html",
                          help="also write a page that shows the question as report.html's browser does: every decoding's best "

@@ -12,7 +12,6 @@ from ..errors import ConfigError
 from ..io import check_file_target, check_folder_target, check_outputs_apart, printable_line
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
-from ..inference.defaults import PRIOR_OPTION
 from .options import decode_config
 
 
@@ -29,24 +28,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
     _check_plots_apart(args)
     check_tunable(args.model)
     with held_for_tuning(target, args.output_dir):
-        return _tune_into(args)
+        return _tune_into(args, target)
 
 
-def _tune_into(args: argparse.Namespace) -> int:
-    """``tune`` once its output is checked and held: the checks that come before the data is read, the data read with
-    the command's options, then :func:`~bio_mrc.inference.tune_model`."""
-    from ..inference import tune_model
-    from ..inference.loading import check_saved_decodings, check_saved_length_prior
+def _tune_into(args: argparse.Namespace, target: Path) -> int:
+    """``tune`` once its output is checked and held: the rest of :func:`~bio_mrc.inference.tune_model`, with the data
+    read by the command's options."""
+    from ..inference.model_tuning import TuningPlan, check_saved_settings, tune_read_questions
 
-    check_saved_decodings(args.model, args.decoding or ())  # before the data is read
-    options = decode_config(args, require_answer=False)
-    check_saved_length_prior(args.model, args.decoding, options.bio_length_prior, PRIOR_OPTION)  # a prior none tuned reads
+    options = check_saved_settings(args.model, args.decoding, decode_config(args, require_answer=False))
     data = load_task_data(args, args.data, args.limit, requested_task(args), needs_gold="bio-mrc tune")
     plots = (lambda tuned: _plot_threshold_curves(tuned, Path(args.plot_dir))) if args.plot_dir else None
-    tuning = tune_model(args.model, data, output_dir=args.output_dir, decodings=args.decoding, options=options,
-                        task=data_task(args, data), limit=args.limit, calibrate=not args.no_calibration,
-                        min_calibration_questions=args.min_calibration_questions, batch_size=args.batch_size,
-                        precision=args.precision, device=args.device, name=args.data, before_saving=plots, progress=True)
+    plan = TuningPlan(args.model, target, args.decoding, options, data_task(args, data), args.data, args.limit,
+                      args.batch_size, args.precision, args.device, progress=True)
+    tuning = tune_read_questions(plan, data.examples, not args.no_calibration, args.min_calibration_questions, plots)
     for line in tuning.lines:
         print(printable_line(line), file=sys.stderr)  # names and keys of the model's config.json: one line each
     print(json.dumps(json_numbers(tuning.report), indent=2))

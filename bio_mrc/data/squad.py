@@ -145,7 +145,7 @@ def validated(
     """The one pass every form goes through: parse each question (numbered from 1 in source order, for
     :func:`generated_id`), refuse a repeated id, raise or skip (into ``result.skipped``), stop at ``limit``;
     ``result.version`` becomes 2.0 at the first unanswerable question (never at an unlabelled one)."""
-    _checked_limit(limit)
+    checked_limit(limit)
     seen: set[str] = set()
     checked: Any = None  # the context last read whole: a paragraph's questions share it (one string)
     places = _AnswerPlaces()
@@ -256,7 +256,7 @@ def _whole_layout(
     """The questions of a layout validated whole (MultiSpanQA), a bad record's error in its place, into ``result`` as
     :func:`validated` takes them: each error raised, or skipped under ``skip_invalid``; where ``needs_gold`` says what
     needs the answers, a question without them (a record with no ``label``) is one; the first ``limit`` kept."""
-    _checked_limit(limit)
+    checked_limit(limit)
     for question in questions:
         if limit is not None and len(result.examples) >= limit:
             break
@@ -271,10 +271,6 @@ def _whole_layout(
         result.examples.append(question)
     result.version = _version_of(result.examples)
     return result
-
-
-def _checked_limit(limit: int | None) -> int | None:
-    return checked_limit(limit)
 
 
 def _questions_of(article: Any, number: int, source: str) -> Iterator[tuple[Any, Any, str]]:

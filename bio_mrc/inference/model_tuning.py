@@ -67,20 +67,14 @@ def tune_model(
     check_outputs_apart([output_dir], [] if isinstance(data, SquadFile) else [data], [model])
     check_tunable(model)
     with held_for_tuning(target, output_dir):
-        from .loading import check_saved_decodings, check_saved_length_prior
-
-        check_saved_decodings(model, decodings or ())  # before the data is read
-        options = options if options is not None else DecodeConfig(require_answer=False)
-        check_saved_length_prior(model, decodings, options.bio_length_prior, PRIOR_OPTION)  # a prior none tuned reads
+        options = check_saved_settings(model, decodings, options)  # before the data is read
         if not isinstance(data, SquadFile):
             data = load_squad(data, limit=limit, needs_gold="tune_model")
-        name = str(name or data.source)
-        examples = data.examples[:limit] if limit else data.examples
         task = registry.scorer(task, data.is_v2) if isinstance(task, str) else task or registry.task_of_data(data.format, data.is_v2)
-        check_span_count_given(options, task, name)
-        check_some_answered(examples, name)
-        plan = _Plan(model, target, decodings, options, task, name, limit, batch_size, precision, device, progress)
-        return _tune_questions(plan, examples, calibrate, min_calibration_questions, before_saving)
+        plan = TuningPlan(model, target, decodings, options, task, str(name or data.source), limit, batch_size, precision,
+                          device, progress)
+        return tune_read_questions(plan, data.examples[:limit] if limit else data.examples, calibrate,
+                                   min_calibration_questions, before_saving)
 
 
 def _check_arguments(model: Any, data: Any, output_dir: Any, decodings: Any, options: Any, task: Any, limit: Any) -> None:
@@ -96,9 +90,21 @@ def _check_arguments(model: Any, data: Any, output_dir: Any, decodings: Any, opt
     checked_limit(limit)
 
 
+def check_saved_settings(model: str | Path, decodings: Sequence[str] | None, options: DecodeConfig | None) -> DecodeConfig:
+    """The decodings asked and the BIO length prior given, checked against the model's saved ``config.json`` before the
+    data is read; returns ``options`` (default: ``DecodeConfig(require_answer=False)``)."""
+    from .loading import check_saved_decodings, check_saved_length_prior
+
+    check_saved_decodings(model, decodings or ())
+    options = options if options is not None else DecodeConfig(require_answer=False)
+    check_saved_length_prior(model, decodings, options.bio_length_prior, PRIOR_OPTION)  # a prior none tuned reads
+    return options
+
+
 @dataclass
-class _Plan:
-    """A tuning's model, folder, settings and data, as :func:`tune_model` checked them."""
+class TuningPlan:
+    """A tuning's model, folder (:func:`tuning_folder`), settings and data, checked and held as :func:`tune_model`
+    checks and holds them."""
 
     model: str | Path
     target: Path
@@ -113,16 +119,19 @@ class _Plan:
     progress: bool
 
 
-def _tune_questions(plan: _Plan, examples: list[Example], calibrate: bool, least: int,
-                    before_saving: Callable[[TunedSettings], None] | None) -> ModelTuning:
-    """:func:`tune_model` once its questions are read and checked: the run record's check, the model's pass, the
-    tuning and the saving."""
+def tune_read_questions(plan: TuningPlan, examples: list[Example], calibrate: bool, least: int,
+                        before_saving: Callable[[TunedSettings], None] | None) -> ModelTuning:
+    """:func:`tune_model` once its folder is checked and held and its questions ``examples`` are read (``bio-mrc tune``
+    reads them with its own options): the questions' checks, the run record's, the model's pass, the tuning and the
+    saving."""
     import copy
 
     from .held_out import check_held_out
     from .loading import TrainedModel, check_length_prior
     from .tuning import tune_for_model, tuning_provenance
 
+    check_span_count_given(plan.options, plan.task, plan.name)
+    check_some_answered(examples, plan.name)
     # from the run record, before the model loads and before the count of questions: no option makes them tunable
     training_questions = check_held_out(plan.model, examples, plan.name)
     calibrate = calibrates(calibrate, least, len(examples), plan.task, plan.name)
@@ -257,5 +266,6 @@ def calibrates(calibrate: bool, least: int, questions: int, task, name: str) -> 
     return True
 
 
-__all__ = ["ModelTuning", "TUNE_STAGING_DIR", "calibrates", "check_some_answered", "check_span_count_given",
-           "check_tunable", "copy_model", "held_for_tuning", "tune_model", "tuning_folder"]
+__all__ = ["ModelTuning", "TUNE_STAGING_DIR", "TuningPlan", "calibrates", "check_saved_settings", "check_some_answered",
+           "check_span_count_given", "check_tunable", "copy_model", "held_for_tuning", "tune_model", "tune_read_questions",
+           "tuning_folder"]

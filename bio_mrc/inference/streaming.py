@@ -288,19 +288,18 @@ def _check_arguments(trained: object, questions: object, plan: object, output: o
         raise TypeError(f"{call}: questions is a list or iterator of Example (a loaded file's .examples, e.g. "
                         f"load_squad(path).examples), got {given_type(questions)}")
     if isinstance(questions, Sequence):
-        first = next((question for question in questions if not isinstance(question, Example)), None)
-        stray = first is not None or any(question is None for question in questions)
+        stray = next((question for question in questions if not isinstance(question, Example)), _NONE)
     else:
         iterator = iter(questions)
         first = next(iterator, _NONE)
         questions = iterator if first is _NONE else itertools.chain([first], iterator)
-        stray = first is not _NONE and not isinstance(first, Example)
-    if stray:
-        raise TypeError(f"{call}: questions holds {given_type(first)}, not an Example (a loaded file's .examples)")
+        stray = _NONE if first is _NONE or isinstance(first, Example) else first
+    if stray is not _NONE:
+        raise TypeError(f"{call}: questions holds {given_type(stray)}, not an Example (a loaded file's .examples)")
     return questions
 
 
-_NONE = object()  # an iterator's first question where it holds none
+_NONE = object()  # no question that is not an Example (None may be one), or an iterator's first where it holds none
 
 
 def answering_plan(trained: TrainedModel, plan: StreamPlan, prior_option: str = "bio_length_prior") -> StreamPlan:
