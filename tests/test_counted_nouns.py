@@ -66,8 +66,8 @@ def test_a_learning_curves_residual_check_counts_its_degrees_of_freedom():
     def fit(dof):
         return SimpleNamespace(lack_of_fit_p=0.5, residual_chi2=1.0, residual_dof=dof)
 
-    assert " on 1 degree of freedom, p = 0.5" in _describe_fit(fit(1), "F1")
-    assert " on 0 degrees of freedom" in _describe_fit(fit(0), "F1")
+    assert " on 1 degree of freedom, p = 0.5" in _describe_fit(fit(1), "F1", "this verdict")
+    assert " on 0 degrees of freedom" in _describe_fit(fit(0), "F1", "this verdict")
 
 
 def test_the_report_counts_one_question_one_contrast_and_one_pair_of_cells_in_the_singular(tmp_path):
