@@ -98,6 +98,24 @@ def test_training_never_deletes_or_replaces_files_it_did_not_write(tiny_encoder_
     train_model(sample_v1.examples[:8], config, own, overwrite=True)
 
 
+def test_training_never_replaces_a_model_no_training_of_its_folder_left(tiny_encoder_dir, tmp_path, sample_v1, trained_dir):
+    """A bio_mrc model without a run record, checkpoints or a staging folder (what convert, tune --output-dir or a copy
+    leave) is no run to resume: training refuses to replace it unless asked."""
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.model_records import RUN_FILE
+    from bio_mrc.training.train import TrainConfig, train_model
+
+    copied = tmp_path / "copied"
+    shutil.copytree(trained_dir, copied)
+    (copied / RUN_FILE).unlink()
+    before = {p.name: p.read_bytes() for p in copied.iterdir() if p.is_file()}
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16, max_query_length=12,
+                         epochs=1, batch_size=8, precision="fp32")
+    with pytest.raises(ConfigError, match="holds a bio_mrc model that no training here left"):
+        train_model(sample_v1.examples[:8], config, copied)
+    assert {p.name: p.read_bytes() for p in copied.iterdir() if p.is_file()} == before
+
+
 @pytest.mark.parametrize("limit", [0, -1, -5, "3", 2.5, True])
 def test_a_limit_that_is_no_positive_count_is_refused(limit):
     from bio_mrc.data.squad import load_squad

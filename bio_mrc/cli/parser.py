@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", action="store_true",
                        help="continue an interrupted run from its last checkpoint in OUTPUT_DIR/checkpoints (same options and data)")
     train.add_argument("--checkpoint-steps", type=count_option, default=DEFAULT_CHECKPOINT_STEPS, help="optimizer steps between checkpoints")
-    train.add_argument("--overwrite", action="store_true", help="replace a finished model, or the files of a folder that holds no bio_mrc model, in OUTPUT_DIR")
+    train.add_argument("--overwrite", action="store_true", help="replace a finished model, a model no training of OUTPUT_DIR "
+                       "left, or the files of a folder that holds no bio_mrc model, in OUTPUT_DIR")
     add_config_options(train, TrainConfig)
     add_device_option(train, pin=True)
     add_data_options(train)

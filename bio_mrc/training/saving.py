@@ -37,9 +37,20 @@ def check_output_folder(folder: Path, overwrite: bool) -> None:
         raise ConfigError(f"{checkpoints} holds files bio_mrc did not write ({', '.join(strangers[:4])}), and training removes "
                           "its checkpoints folder when it ends; choose another output folder")
     others = sorted(p.name for p in folder.iterdir() if p.name not in (CHECKPOINT_DIR, STAGING_DIR, LOG_DIR))
-    if others and not overwrite and not _holds_bio_mrc_model(folder):
-        raise ConfigError(f"{folder} is not empty ({', '.join(others[:4])}) and holds no bio_mrc model; choose another "
-                          "output folder or pass --overwrite (overwrite=True) to replace its files")
+    if not others or overwrite or _holds_training_work(folder):
+        return
+    if _holds_bio_mrc_model(folder):  # a converted, tuned-copy or copied model: no training of this folder's
+        raise ConfigError(f"{folder} holds a bio_mrc model that no training here left (no run record, checkpoints or "
+                          "staging folder: a converted or copied model?); choose another output folder or pass "
+                          "--overwrite (overwrite=True) to replace it")
+    raise ConfigError(f"{folder} is not empty ({', '.join(others[:4])}) and holds no bio_mrc model; choose another "
+                      "output folder or pass --overwrite (overwrite=True) to replace its files")
+
+
+def _holds_training_work(folder: Path) -> bool:
+    """Whether training wrote ``folder``'s model: its run record, or what a run cut short leaves (its checkpoints, or
+    the final model's staging folder), which a resumed run continues."""
+    return any((folder / name).exists() for name in (RUN_FILE, CHECKPOINT_DIR, STAGING_DIR))
 
 
 def _strangers(checkpoints: Path) -> list[str]:
@@ -49,8 +60,6 @@ def _strangers(checkpoints: Path) -> list[str]:
 
 
 def _holds_bio_mrc_model(folder: Path) -> bool:
-    if (folder / RUN_FILE).is_file():
-        return True
     try:
         return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type") == BioMrcConfig.model_type
     except (OSError, ValueError, AttributeError):
