@@ -114,6 +114,22 @@ def test_contrast_p_values_are_adjusted_with_holm():
     assert all(c.p_holm is None and "p_holm" not in c.to_json() for c in summary.comparisons)  # the full matrix is unadjusted
 
 
+def test_a_p_value_no_resample_reaches_is_printed_as_its_bound():
+    results = synthetic_results(runs=("joint", "bio-only"))
+    f1 = np.linspace(0.0, 100.0, 200)
+    # the baseline, joint/span, is below every other cell on every question: no resampled difference reaches 0, p = 0
+    cells = [replace(c, f1=f1 - 1.0 if c.decoding == "span" else f1) for c in results.cells]
+    results = replace(results, cells=cells)
+    summary = squad_summary(results)
+    zero = [c for c in summary.contrasts if c.p_value == 0.0]
+    assert len(zero) == len(summary.contrasts) == 3 and all(c.p_holm == 0.0 for c in zero)
+    table = [line for line in render_markdown(results, summary, {}).splitlines() if line.startswith("| joint/")]
+    rows = [line for line in table if line.startswith("| joint/span | ") and "[-1.00, -1.00]" in line]
+    assert len(rows) == 3 and "0.000" not in "\n".join(rows)
+    # 1000 resamples show a two-sided p no smaller than 2/1000; Holm over the 3 contrasts multiplies that by at most 3
+    assert all("| < 0.002 | < 0.006 |" in row for row in rows)
+
+
 def test_answers_agree_is_the_first_seeds_and_the_report_says_so():
     results = synthetic_results(seeds=(1, 2))
     # seed 1: joint/span answers a0 a1 a2 ..., joint/bio a1 a2 a0 ...: never the same; seed 2: every answer "x"

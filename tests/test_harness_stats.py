@@ -16,6 +16,7 @@ from bio_mrc.harness.stats import (
     Interval,
     agreement,
     format_mean_sd,
+    format_p_value,
     holm,
     mean_sd,
     paired_bootstrap,
@@ -367,6 +368,15 @@ def test_mean_sd_and_format():
     assert format_mean_sd([1.0, 2.0], digits=1) == "1.5 ± 0.7"
     with pytest.raises(ValueError, match="mean_sd of no values"):
         mean_sd([])
+
+
+def test_a_p_value_of_zero_is_printed_as_the_bound_the_resamples_allow():
+    assert format_p_value(0.0412) == "0.041"
+    assert format_p_value(1.0) == "1.000"
+    assert format_p_value(0.0) == "< 0.002"  # 2 / 1000 resamples
+    assert format_p_value(0.0, tests=4) == "< 0.008"  # Holm over 4 tests
+    assert format_p_value(0.0, tests=3, n_resamples=100) == "< 0.060"
+    assert format_p_value(0.0, tests=800) == "< 1.000"
 
 
 # ---------------------------------------------------------------- plots

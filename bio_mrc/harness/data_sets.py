@@ -16,6 +16,7 @@ from .cell_key import CellKey
 from .data_set_records import DataSetRow, DataSetSummary, SingleSpanScores
 from .markdown_html import literal_text
 from .results import Cell, ComparisonResults
+from .stats import format_p_value
 
 
 def data_set_summaries(results: ComparisonResults, grouped: dict[CellKey, list[Cell]], statistics) -> list[DataSetSummary]:
@@ -113,6 +114,6 @@ def data_set_lines(summaries: list[DataSetSummary], resampling: str) -> list[str
                          f"{row.spans_per_question:.2f} | {single_text} |")
         lines += ["", f"{task.statistic_title} A − B on these questions alone (95% paired bootstrap {resampling}):", "",
                   f"| A | B | {task.statistic_title} A − B | 95% CI | Holm p |", "|---|---|---|---|---|"]
-        lines += [f"| {c.a} | {c.b} | {c.diff:+.2f} | [{c.ci_low:+.2f}, {c.ci_high:+.2f}] | {c.p_holm:.3f} |"
+        lines += [f"| {c.a} | {c.b} | {c.diff:+.2f} | [{c.ci_low:+.2f}, {c.ci_high:+.2f}] | {format_p_value(c.p_holm, len(part.contrasts))} |"
                   for c in part.contrasts]
     return lines

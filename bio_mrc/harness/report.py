@@ -21,7 +21,7 @@ from .learning_curve import learning_curve_section
 from .markdown_html import line_text, literal_text, paragraph_text
 from .results import ComparisonResults
 from .selective_section import RISK_COVERAGE_PLOT, selective_section
-from .stats import BOOTSTRAP_RESAMPLES, format_present
+from .stats import BOOTSTRAP_RESAMPLES, format_p_value, format_present
 from .summary import MIXED_RESAMPLING, summarise, task_question_groups
 from .summary_records import CellKey, Contrast, Summary
 from .training_loss import TRAINING_LOSS_PLOT, loss_curves, training_loss_section
@@ -220,8 +220,8 @@ def _contrast_table(contrasts: Sequence[Contrast], what: str, mixed: bool) -> li
     for c in contrasts:
         paired_on = f" seeds {', '.join(map(str, c.seeds))} |" if c.seeds else " seed means |"
         lines.append(
-            f"| {c.a} | {c.b} | {c.diff:+.2f} | [{c.ci_low:+.2f}, {c.ci_high:+.2f}] | {c.p_value:.3f} | "
-            f"{c.p_holm:.3f} | {'yes' if c.significant_holm else 'no'} | {100 * c.agreement:.1f}% |"
+            f"| {c.a} | {c.b} | {c.diff:+.2f} | [{c.ci_low:+.2f}, {c.ci_high:+.2f}] | {format_p_value(c.p_value)} | "
+            f"{format_p_value(c.p_holm, len(contrasts))} | {'yes' if c.significant_holm else 'no'} | {100 * c.agreement:.1f}% |"
             + (paired_on if mixed else "")
         )
     if not contrasts:

@@ -18,7 +18,7 @@ from ..metrics.selective import (
 from .cell_key import CellKey
 from .results import Cell
 from .selective_records import AurcContrast, ConfidenceMeasures, RiskCoverageCurve, SelectiveSummary
-from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_present, paired_bootstrap_recomputed
+from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_p_value, format_present, paired_bootstrap_recomputed
 
 KINDS = ("raw", "calibrated")
 RISK_COVERAGE_PLOT = "risk–coverage curves"  # the key of the figure in the report's plots
@@ -124,7 +124,7 @@ def selective_section(selective: SelectiveSummary | None, plot: str | None) -> l
                   "| A | B | confidence | AURC A − B | 95% CI | p |", "|---|---|---|---|---|---|"]
         for c in selective.contrasts:
             lines.append(f"| {c.a} | {c.b} | {c.confidence} | {c.diff:+.4f} | "
-                         f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {c.p_value:.3f} |")
+                         f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}] | {format_p_value(c.p_value)} |")
     if plot:
         lines += ["", f"![{RISK_COVERAGE_PLOT}]({plot})"]
     return lines

@@ -390,6 +390,17 @@ def format_present(values: Sequence[float | None], digits: int = 2, scale: float
     return format_mean_sd(present, digits) if present else "–"
 
 
+def format_p_value(p: float, tests: int = 1, n_resamples: int = BOOTSTRAP_RESAMPLES) -> str:
+    """A bootstrap p-value to three places; 0 (no resampled difference on one side of 0) as the bound it stands for.
+
+    ``2 / n_resamples`` is the smallest two-sided p the resamples can show; Holm's adjustment over ``tests`` p-values
+    multiplies it by at most ``tests``. So a 0 prints ``"< 0.002"`` (1000 resamples), never ``"0.000"``.
+    """
+    if p > 0:
+        return f"{p:.3f}"
+    return f"< {min(1.0, 2 * tests / n_resamples):.3f}"
+
+
 def format_mean_sd(values: Sequence[float], digits: int = 2) -> str:
     """``"46.51 ± 0.84"`` for several values, ``"46.51"`` for one."""
     m, sd = mean_sd(values)
