@@ -160,6 +160,65 @@ def test_a_gzip_mrqa_context_of_250_million_characters_is_refused_unread(tmp_pat
         load_squad(path)
 
 
+ROW = {"id": "q1", "context": "Newton wrote it.", "question": "Who?", "answers": {"text": ["Newton"], "answer_start": [0]}}
+MRQA_CONTEXT = {"context": "Newton wrote it.", "qas": [{"qid": "q1", "question": "Who?", "detected_answers": [
+    {"text": "Newton", "char_spans": [[0, 5]]}]}]}
+_CSV_HEAD = "id,context,question,answers\n"
+_CSV_ROW = 'q1,Newton wrote it.,Who?,"{""text"": [""Newton""], ""answer_start"": [0]}"\n'
+
+
+@pytest.mark.parametrize("name, head, last", [
+    ("rows.jsonl.gz", json.dumps(ROW) + "\n", "not JSON\n"),
+    ("rows.json.gz", json.dumps(ROW) + "\n", "not JSON\n"),  # any .gz of questions is read as JSON Lines
+    ("mrqa.jsonl.gz", json.dumps({"header": {"dataset": "bomb"}}) + "\n" + json.dumps(MRQA_CONTEXT) + "\n", "not JSON\n"),
+    ("table.csv.gz", _CSV_HEAD + _CSV_ROW, "a,b\n"),
+    ("table.tsv.gz", _CSV_HEAD.replace(",", "\t") + "q1\tNewton wrote it.\tWho?\t\n", "a\tb\n"),
+], ids=["jsonl", "json", "mrqa", "csv", "tsv"])
+def test_a_compressed_data_file_over_the_limit_is_refused_unread_past_it(tmp_path, monkeypatch, name, head, last):
+    """300,000 newlines compress to a few hundred bytes: past BIO_MRC_MAX_DATA_BYTES the reading stops, so the bad
+    last line is never reached (it was read, and the whole file with it, whatever its size)."""
+    path = tmp_path / name
+    with gzip.open(path, "wt") as handle:
+        handle.write(head + "\n" * 300_000 + last)
+    assert path.stat().st_size < 2_000
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "100000")
+    with pytest.raises(DataFormatError, match=r"^the file is larger than 100,000 bytes decompressed "
+                                              r"\(BIO_MRC_MAX_DATA_BYTES raises the limit\); read as .*\(in "):
+        load_squad(path)
+    with pytest.raises(DataFormatError, match="larger than 100,000 bytes decompressed"):
+        list(stream_squad(path))
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "400000")  # within it: on to the bad last line
+    with pytest.raises(DataFormatError) as caught:
+        load_squad(path)
+    assert "BIO_MRC_MAX_DATA_BYTES" not in str(caught.value)
+
+
+def test_a_compressed_data_file_exactly_at_the_limit_is_read(tmp_path, monkeypatch):
+    path = tmp_path / "rows.jsonl.gz"
+    text = json.dumps(ROW) + "\n"
+    with gzip.open(path, "wt") as handle:
+        handle.write(text)
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", str(len(text)))
+    assert [e.id for e in load_squad(path).examples] == ["q1"]
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", str(len(text) - 1))
+    with pytest.raises(DataFormatError, match=f"larger than {len(text) - 1:,} bytes decompressed"):
+        load_squad(path)
+    plain = tmp_path / "rows.jsonl"  # a plain file is read whatever the limit: no decompression makes it larger
+    plain.write_text(text + json.dumps(dict(ROW, id="q2")) + "\n")
+    assert [e.id for e in load_squad(plain).examples] == ["q1", "q2"]
+
+
+def test_train_on_a_compressed_data_file_over_the_limit_is_one_line_before_any_work(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "bomb.jsonl.gz"
+    with gzip.open(path, "wt") as handle:
+        handle.write(json.dumps(ROW) + "\n" + "\n" * 300_000)
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "100000")
+    assert main(["train", "--train", str(path), "--output-dir", str(tmp_path / "out")]) == 2
+    err = one_line_error(capsys)
+    assert err.startswith("error: the file is larger than 100,000 bytes decompressed (BIO_MRC_MAX_DATA_BYTES raises the limit)")
+    assert err.endswith(f"(in {path})") and not (tmp_path / "out").exists()
+
+
 def test_a_context_over_the_limit_is_refused_naming_its_record(tmp_path, monkeypatch):
     row = {"id": "long-one", "context": "Newton wrote it. " * 100, "question": "Who?",
            "answers": {"text": ["Newton"], "answer_start": [0]}}

@@ -283,6 +283,20 @@ def test_the_report_leads_its_statistics_with_the_contrasts(tmp_path):
     assert ("joint/bio", "bio-only/bio") in pairs(saved["summary"]["comparisons"])
 
 
+def test_a_baseline_whose_run_is_not_selected_is_named_not_called_missing(tmp_path):
+    """--runs without the baseline's run: the report said the configuration names no baseline, which it does."""
+    raw = {"train": {"path": "x"}, "eval": {"path": "y"}, "baseline": "joint/bio",
+           "runs": [{"name": "joint", "heads": "span+bio"}, {"name": "bio-only", "heads": "bio"}, {"name": "span-only", "heads": "span"}]}
+    assert parse_config(raw).with_overrides(runs=["joint", "span-only"]).to_dict().get("baseline_left_out") is None
+    kept = parse_config(raw).with_overrides(runs=["bio-only", "span-only"])
+    assert kept.baseline is None
+    _, report, saved = write(synthetic_results(runs=("bio-only", "span-only"), baseline_left_out=kept.to_dict().get("baseline_left_out")), tmp_path)
+    assert ("Baseline: `bio-only/bio` (the first cell: the configuration's baseline `joint/bio` is of the run `joint`, which "
+            "is not among the runs selected (`--runs`), so no cell is compared with it).") in report
+    assert "names no" not in report
+    assert pairs(saved["summary"]["contrasts"]) == [("bio-only/bio", "span-only/span")]
+
+
 def test_a_training_time_of_the_last_sitting_only_is_marked(tmp_path):
     results = synthetic_results(runs=("joint", "span-only"))
     _, report, _ = write(results, tmp_path / "complete")

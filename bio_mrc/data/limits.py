@@ -9,6 +9,9 @@ Each limit has a default and an environment variable that changes it, read when 
   longer line is refused after reading at most this much of it;
 * ``BIO_MRC_MAX_HEADER_BYTES`` (default 1 MiB) and ``BIO_MRC_MAX_COLUMNS`` (default 1,000): a CSV or TSV
   header row, and the fields of any of its rows;
+* ``BIO_MRC_MAX_DATA_BYTES`` (default 8 GiB): a compressed data file (``.jsonl.gz``, ``.csv.gz``, any ``.gz`` of
+  questions), decompressed: about a hundred times SQuAD 1.1's training set as JSON Lines (85 MB), while a gzip file of
+  8 MB can hold it. A larger one is refused once this much is read;
 * ``BIO_MRC_MAX_JSON_BYTES`` (default 1 GiB): a JSON file read whole, decompressed: a predictions or no-answer
   probability file (a million questions' answers take about 100 MB), an earlier comparison's report (the largest
   committed one holds 20 MB). A larger one is refused after reading at most this much of it (a plain file by its
@@ -23,7 +26,8 @@ from typing import BinaryIO
 from ..errors import ConfigError
 
 DEFAULTS = {"BIO_MRC_MAX_CONTEXT_CHARS": 5_000_000, "BIO_MRC_MAX_LINE_BYTES": 64 << 20,
-            "BIO_MRC_MAX_HEADER_BYTES": 1 << 20, "BIO_MRC_MAX_COLUMNS": 1_000, "BIO_MRC_MAX_JSON_BYTES": 1 << 30}
+            "BIO_MRC_MAX_HEADER_BYTES": 1 << 20, "BIO_MRC_MAX_COLUMNS": 1_000, "BIO_MRC_MAX_JSON_BYTES": 1 << 30,
+            "BIO_MRC_MAX_DATA_BYTES": 8 << 30}
 _CHUNK = 1 << 20  # bytes read at a time: a gzip file of 1 MB can hold a gigabyte
 
 
@@ -55,6 +59,10 @@ def max_columns() -> int:
 
 def max_json_bytes() -> int:
     return limit("BIO_MRC_MAX_JSON_BYTES")
+
+
+def max_data_bytes() -> int:
+    return limit("BIO_MRC_MAX_DATA_BYTES")
 
 
 def read_at_most(handle: BinaryIO, most: int, compressed: bool) -> bytearray | None:

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Iterator
 
 from ..types import Example
 from .json_reader import DataFormatError, NotPlainJsonError, loads, not_utf8
-from .limits import max_line_bytes
+from .limits import max_data_bytes, max_line_bytes
 
 SQUAD_COLUMNS = ("id", "context", "question", "answers")
 # Questions to predict need only these: a missing id is generated, missing answers make them unlabelled.
@@ -114,15 +114,22 @@ def jsonl_rows(path: Path) -> Iterator[tuple[str, Any]]:
 
 
 def bounded_lines(handle: Any, source: str) -> Iterator[bytes]:
-    """The lines of a binary (or gzip) handle; one longer than :func:`~bio_mrc.data.limits.max_line_bytes` raises."""
-    most = max_line_bytes()
+    """The lines of a binary (or gzip) handle; one longer than :func:`~bio_mrc.data.limits.max_line_bytes` raises, and
+    so does a gzip handle holding more than :func:`~bio_mrc.data.limits.max_data_bytes`, read no further."""
+    most, compressed = max_line_bytes(), isinstance(handle, gzip.GzipFile)
+    total = max_data_bytes() if compressed else None
+    left = total  # a gzip file of kilobytes can hold gigabytes of lines, each within the line limit
     try:
         number = 0
-        while raw := handle.readline(most + 1):
+        while raw := handle.readline(most + 1 if left is None else min(most, left) + 1):
             number += 1
+            if left is not None and len(raw) > left:
+                raise DataFormatError(f"the file is larger than {total:,} bytes decompressed "
+                                      "(BIO_MRC_MAX_DATA_BYTES raises the limit)", source=source)
             if len(raw) > most:
-                raise DataFormatError(f"line {number} is longer than {most:,} bytes{' decompressed' if isinstance(handle, gzip.GzipFile) else ''}"
+                raise DataFormatError(f"line {number} is longer than {most:,} bytes{' decompressed' if compressed else ''}"
                                       f" (BIO_MRC_MAX_LINE_BYTES raises the limit)", source=source)
+            left = None if left is None else left - len(raw)
             yield raw
     except EOFError:
         raise DataFormatError("the gzip stream ends early (a truncated file?)", source=source) from None

@@ -189,6 +189,7 @@ class CompareConfig:
     contrasts: list[tuple[str, str]] = field(default_factory=list)  # further (A, B) pairs of cells
     checkpoint_steps: int | None = None  # optimizer steps between training checkpoints (None: train_model's default)
     eval_also: list[DataSpec] = field(default_factory=list)  # further evaluation data sets, scored like 'eval'
+    baseline_left_out: str | None = None  # the baseline named, when the runs kept (--runs) leave its run out
 
     def cells(self) -> list[str]:
         """Every cell, ``"run/decoding"``, in report order (runs as listed, decodings as the heads allow)."""
@@ -208,7 +209,9 @@ class CompareConfig:
         kept = [r for r in self.runs if r.name in names]
         cells = [str(CellKey(r.name, d)) for r in kept for d in available_decodings(r.train.heads)]
         contrasts = [pair for pair in self.contrasts if all(cell in cells for cell in pair)]
-        return replace(self, runs=kept, contrasts=contrasts, baseline=self.baseline if self.baseline in cells else None)
+        left_out = self.baseline if self.baseline is not None and self.baseline not in cells else self.baseline_left_out
+        return replace(self, runs=kept, contrasts=contrasts, baseline=self.baseline if self.baseline in cells else None,
+                       baseline_left_out=left_out)
 
     def _with_seeds_and_encoder(self, seeds: list[int] | None, encoder: str | None) -> "CompareConfig":
         runs = self.runs
@@ -234,7 +237,7 @@ class CompareConfig:
             "seeds": self.seeds,
         }
         optional = {"eval_also": [asdict(spec) for spec in self.eval_also], "cross_validation": self.cross_validation,
-                    "baseline": self.baseline, "checkpoint_steps": self.checkpoint_steps,
+                    "baseline": self.baseline, "baseline_left_out": self.baseline_left_out, "checkpoint_steps": self.checkpoint_steps,
                     "contrasts": [list(pair) for pair in self.contrasts]}
         return saved | {key: value for key, value in optional.items() if value}  # older configs' reports read as before
 

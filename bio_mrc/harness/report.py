@@ -197,8 +197,7 @@ def _interval_resampling(summary: Summary) -> str:
 def _contrast_section(results: ComparisonResults, summary: Summary, plots: dict[str, str]) -> list[str]:
     """The contrasts the comparison is about, with p-values adjusted for their family (Holm)."""
     how, sentence = _resampling_text(summary)
-    named = "named by the configuration" if summary.baseline_named_in_config else \
-        "the first cell: the configuration names no `\"baseline\"`"
+    named = "named by the configuration" if summary.baseline_named_in_config else _first_cell_why(results.config)
     contrasts, n_cells = summary.contrasts, len(summary.rows)
     lines = [f"## Paired differences: the contrasts ({_what(results)}, 95% paired bootstrap {how}, {BOOTSTRAP_RESAMPLES} resamples)", "",
              f"Baseline: `{summary.baseline}` ({named}). Each row is A − B: every cell against the baseline, then the pairs "
@@ -210,6 +209,16 @@ def _contrast_section(results: ComparisonResults, summary: Summary, plots: dict[
              f"{_pairs_of_cells(n_cells * (n_cells - 1) // 2)} in `report.json` (`summary.comparisons`).", "",
              *_contrast_table(contrasts, _what(results, short=True), mixed=summary.resampling == MIXED_RESAMPLING)]
     return lines
+
+
+def _first_cell_why(config: dict[str, Any]) -> str:
+    """Why the first cell is the baseline: the configuration names none, or its runs kept leave the one named out."""
+    left_out = config.get("baseline_left_out")
+    if left_out is None:
+        return "the first cell: the configuration names no `\"baseline\"`"
+    run = str(left_out).rpartition("/")[0]
+    return (f"the first cell: the configuration's baseline `{left_out}` is of the run `{run}`, which is not among the runs "
+            "selected (`--runs`), so no cell is compared with it")
 
 
 def _contrast_table(contrasts: Sequence[Contrast], what: str, mixed: bool) -> list[str]:

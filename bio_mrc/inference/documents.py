@@ -112,6 +112,19 @@ def rank_across_documents(
     return ranking.ranked(question, names)
 
 
+Decoder = Callable[[WindowOutputs, list[Example]], list[Prediction]]
+
+
+def rank_chunk(ranking: DocumentRanking, outputs: WindowOutputs, documents: list[Example], decoding: str, single: Decoder,
+               several: Decoder, predictions: Sequence[Prediction] | None = None) -> None:
+    """Add one chunk of documents (``outputs``: their windows) to ``ranking``: each document's single n-best
+    (``predictions`` where already decoded, else ``single``'s), window by window where ``decoding``'s null is a window's;
+    with the ranking's ``multi_span``, each document's multi-span answer (``several``'s), scored by its single n-best."""
+    answers = several(outputs, documents) if ranking.multi_span else None
+    singles = single(outputs, documents) if predictions is None else predictions
+    ranking.add(singles, window_predictions(outputs, documents, decoding, single), answers)
+
+
 # A candidate: its sort key (abstains, -score, document, start, end), its document, its span and its score.
 Candidate = tuple[tuple[bool, float, int, int, int], int, AnswerSpan, float]
 

@@ -26,7 +26,7 @@ from ..progress import WindowBars, window_bars
 from .abstention import check_abstention
 from .answers import decode_answers
 from .defaults import DEFAULT_CHUNK_SIZE
-from .documents import DocumentRanking, document_names, window_predictions
+from .documents import DocumentRanking, document_names, rank_chunk
 from .loading import TrainedModel, check_length_prior
 from .text_inputs import TextBatch, text_input
 
@@ -299,10 +299,11 @@ class AnswerExtractor:
         def decoded(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
             return self.predict(windows, asked, False, decoding, require_answer=single_require, n_best=n_best)
 
-        outputs = self.trained.windows(documents, batch_size=self.batch_size, bars=bars)
-        answers = (self.predict(outputs, documents, True, decoding, require_answer=require_answer, n_best=n_best)
-                   if ranking.multi_span else None)
-        ranking.add(decoded(outputs, documents), window_predictions(outputs, documents, decoding, decoded), answers)
+        def several(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
+            return self.predict(windows, asked, True, decoding, require_answer=require_answer, n_best=n_best)
+
+        rank_chunk(ranking, self.trained.windows(documents, batch_size=self.batch_size, bars=bars), documents, decoding,
+                   decoded, several)
 
 
 # require_answer=False leaves a multi-span BIO answer without spans where the likeliest tag sequence is all O;

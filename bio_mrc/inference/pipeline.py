@@ -69,7 +69,7 @@ from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_mo
 from ..types import AnswerSpan, Example, Prediction
 from .abstention import NeverAbstainsWarning, never_abstains_line
 from .answers import no_answer_probability
-from .documents import DocumentRanking, window_predictions
+from .documents import DocumentRanking, rank_chunk
 from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_flag, check_top_k, question_chunks
 from .loading import TrainedModel, check_folder_to_load, forward_precision, window_settings
 from .onnx_runner import OnnxModel
@@ -225,8 +225,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if (ranking := questions.documents) is not None:  # a chunk of one question's documents: formatted after the last
             windows, asked = model_outputs["windows"], questions.examples
             single = functools.partial(decoded, several=False)  # the scores that rank spans across documents
-            answers = decoded(windows, asked) if multi_span else None
-            ranking.add(single(windows, asked), window_predictions(windows, asked, decoding, single), answers)
+            rank_chunk(ranking, windows, asked, decoding, single, decoded)
             return document_answer_dicts(asked[0].question, ranking, handle_impossible_answer) if questions.last else None
         predictions = decoded(model_outputs["windows"], questions.examples)
         results = [answer_dicts(p, decoding, top_k, multi_span, handle_impossible_answer) for p in predictions]

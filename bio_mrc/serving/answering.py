@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from ..decoding.window_outputs import WindowOutputs
-from ..inference.documents import rank_across_documents, window_predictions
+from ..inference.documents import DocumentRanking, rank_chunk
 from ..inference.extract import AnswerExtractor
 from ..inference.forward import WindowRunner
 from ..inference.loading import TrainedModel
@@ -96,12 +96,10 @@ def ranked_documents(extractor: AnswerExtractor, outputs: WindowOutputs, example
     def decoded(windows: WindowOutputs, asked: list[Example]) -> list[Prediction]:
         return extractor.predict(windows, asked, False, request.decoding, n_best=n_best(extractor, request))
 
-    own, asked = select_examples(outputs, range(begin, end)), list(examples[begin:end])
-    windows = window_predictions(own, asked, request.decoding, decoded)
-    if not request.multi_span:
-        return rank_across_documents(request.examples[0].question, predictions, request.top_k, windows=windows)
-    return rank_across_documents(request.examples[0].question, decoded(own, asked), request.top_k, windows=windows,
-                                 answers=predictions)
+    ranking = DocumentRanking(request.top_k, request.multi_span)
+    rank_chunk(ranking, select_examples(outputs, range(begin, end)), list(examples[begin:end]), request.decoding, decoded,
+               lambda *_: predictions, None if request.multi_span else predictions)  # decoded already, in the batch
+    return ranking.ranked(request.examples[0].question)
 
 
 def answer_batch(extractor: AnswerExtractor, requests: Sequence[Question], runner: WindowRunner | None = None,
