@@ -126,8 +126,8 @@ def main(args: argparse.Namespace) -> None:
         started = time.perf_counter()
         with progress_bars(False):
             record = export_onnx(model_dir, onnx_dir)
-        print(f"exported to {onnx_dir} with {record['exporter']} in {time.perf_counter() - started:.1f} s "
-              f"(logit difference at export {max(record['max_abs_logit_difference'].values()):.2e})", flush=True)
+        print(f"exported to {onnx_dir} with {record.exporter} in {time.perf_counter() - started:.1f} s "
+              f"(logit difference at export {max(record.max_abs_logit_difference.values()):.2e})", flush=True)
 
     data = load_squad(args.data, limit=args.limit or None)
     reference, ours = load_sides(model_dir, onnx_dir, args.threads)

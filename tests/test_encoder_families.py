@@ -140,7 +140,7 @@ def test_modernbert_dropout_rates_are_set_by_their_own_names():
 def test_an_encoder_family_exports_to_onnx(family, tiny_encoder_dir, tmp_path):
     model_dir = trained_family(family, tiny_encoder_dir, tmp_path)
     record = export_onnx(model_dir, tmp_path / "exported")
-    assert "token_type_ids" not in record["inputs"]
+    assert "token_type_ids" not in record.inputs
     spans = {backend: AnswerExtractor.from_pretrained(str(folder))("Who ruled Normandy?", CONTEXT).spans
              for backend, folder in (("torch", model_dir), ("onnx", tmp_path / "exported"))}
     assert [(s.start, s.end) for s in spans["torch"]] == [(s.start, s.end) for s in spans["onnx"]]

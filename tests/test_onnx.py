@@ -180,7 +180,7 @@ def test_an_encoder_without_token_types_and_a_bio_only_model(tiny_bpe_tokenizer,
     assert encoder_inputs(model, tokenizer) == ["input_ids", "attention_mask"]
 
     record = export_onnx(model_dir, tmp_path / "exported")
-    assert record["inputs"] == ["input_ids", "attention_mask"] and record["outputs"] == ["bio_logits"]
+    assert record.inputs == ("input_ids", "attention_mask") and record.outputs == ("bio_logits",)
     examples = load_squad(SAMPLE_V1).examples[:4]
     got, want = TrainedModel.load(tmp_path / "exported").windows(examples), TrainedModel.load(model_dir, precision="fp32").windows(examples)
     assert got.start_logits is None and got.end_logits is None
@@ -249,7 +249,7 @@ def test_the_torchscript_exporter_takes_over_when_dynamo_fails(trained_dir, tmp_
     monkeypatch.setattr(torch.onnx, "export", dynamo_fails)
     with pytest.warns(UserWarning, match="simulated dynamo failure"):
         record = export_onnx(trained_dir, tmp_path / "ts")
-    assert record["exporter"].endswith("(TorchScript)") and "simulated" in record["dynamo_error"]
+    assert record.exporter.endswith("(TorchScript)") and "simulated" in record.dynamo_error
     examples = sample_v1.examples[:3]
     got, want = TrainedModel.load(tmp_path / "ts").windows(examples), TrainedModel.load(trained_dir, precision="fp32").windows(examples)
     np.testing.assert_allclose(got.start_logits, want.start_logits, atol=ATOL, rtol=0)
@@ -339,7 +339,7 @@ def test_an_export_logs_nothing_and_prints_nothing_but_its_record(trained_dir, t
         record = export_onnx(trained_dir, tmp_path / "quiet")
     finally:
         logging.getLogger("torch.onnx").removeHandler(handler)
-    assert record["exporter"] == "torch.onnx.export(dynamo=True)"
+    assert record.exporter == "torch.onnx.export(dynamo=True)"
     # were four lines on standard error, "torchvision is not installed. Skipping torchvision::nms" and the like
     assert [r.getMessage() for r in records if r.levelno >= logging.WARNING] == []
     assert capfd.readouterr() == ("", "")
@@ -367,7 +367,7 @@ def test_a_model_saved_in_bf16_exports_in_fp32(trained_dir, tmp_path, sample_v1)
     shutil.copytree(trained_dir, saved)
     BioMrcForQuestionAnswering.from_pretrained(str(trained_dir)).to(torch.bfloat16).save_pretrained(str(saved))
     record = export_onnx(saved, tmp_path / "exported")
-    assert record["format"] == "onnx"
+    assert record.format == "onnx"
     reference = TrainedModel.load(saved, precision="fp32", device="cpu")
     reference.model.float()
     examples = sample_v1.examples[:3]

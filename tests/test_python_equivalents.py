@@ -59,8 +59,8 @@ def test_export_qa_checkpoint_writes_what_export_writes(trained_dir, tmp_path, c
 
     printed = cli_metrics(capsys, "export", "--model", str(trained_dir), "--output", str(tmp_path / "cli"), "--format", "transformers")
     record = export_qa_checkpoint(trained_dir, tmp_path / "python")
-    assert printed == {"output": str(tmp_path / "cli"), **record}
-    assert record["left_out"] == ["bio"]
+    assert printed == {"output": str(tmp_path / "cli"), **record.to_dict()}
+    assert record.left_out == ("bio",)
     assert sorted(p.name for p in (tmp_path / "cli").iterdir()) == sorted(p.name for p in (tmp_path / "python").iterdir())
 
 
@@ -243,7 +243,7 @@ def test_predict_to_files_writes_what_predict_writes(trained_dir, tmp_path, caps
                  "--precision", "fp32", "--device", "cpu"]) == 0
     trained = TrainedModel.load(trained_dir, precision="fp32", device="cpu")
     files = predict_to_files(trained, load_squad(SAMPLE_V1).examples, StreamPlan(("auto",)), tmp_path / "python" / "p.json")
-    assert list(files) == ["joint"]
+    assert list(files.files) == ["joint"]
     cli, python = ({path.name: path.read_bytes() for path in (tmp_path / name).iterdir()} for name in ("cli", "python"))
     assert sorted(cli) == sorted(python) == ["p.answers.jsonl", "p.answers.run.json", "p.json", "p.na_probs.json", "p.nbest.json"]
     assert {name: data for name, data in cli.items() if name != "p.answers.run.json"} == {

@@ -296,6 +296,13 @@ def test_compare_refuses_an_empty_folder_option_instead_of_its_default(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
 
 
+# The marker's fields (but its source) of a stand-in for the export's graph and its check.
+_FAKE_MARKER = {"format": "onnx", "export_format": 1, "file": "model.onnx", "inputs": ("input_ids", "attention_mask"),
+                "outputs": ("span_start_logits", "span_end_logits"), "dynamic_axes": {"batch": 0, "sequence": 1}, "opset": 18,
+                "exporter": "a stand-in", "checked_shapes": (), "max_abs_logit_difference": {}, "tolerance": 1e-4,
+                "versions": {}, "created": "2026-01-01T00:00:00Z"}
+
+
 def test_an_onnx_export_over_a_trained_model_leaves_none_of_its_weights(trained_dir, tmp_path, monkeypatch):
     """Weights left beside a new export were run by loading in its place (PyTorch comes first): the old model answered."""
     pytest.importorskip("onnxruntime")
@@ -307,7 +314,7 @@ def test_an_onnx_export_over_a_trained_model_leaves_none_of_its_weights(trained_
         (staging / onnx.ONNX_FILE).write_bytes(b"a graph")
         for name in ("config.json", "tokenizer.json"):
             shutil.copyfile(trained_dir / name, staging / name)
-        return {"format": "onnx"}
+        return _FAKE_MARKER
 
     used = tmp_path / "used"
     shutil.copytree(trained_dir, used)
@@ -338,7 +345,7 @@ def _fake_onnx_export(trained_dir):
         (staging / onnx.ONNX_FILE).write_bytes(b"a graph")
         for name in ("config.json", "tokenizer.json", "bio_mrc_run.json"):
             shutil.copyfile(trained_dir / name, staging / name)
-        return {"format": "onnx"}
+        return _FAKE_MARKER
 
     return export
 

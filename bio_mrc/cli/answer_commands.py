@@ -53,7 +53,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True, source=source,
                              name=args.data, limit=args.limit, unanswerable=unanswerable, prior_option=PRIOR_OPTION)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
-    report.update({decoding: {k: str(v) for k, v in paths.items()} for decoding, paths in files.items()})
+    report.update(files.to_dict())
     if shard.writes:  # with --output -, standard output holds the answers only
         print(json.dumps(report, indent=2), file=sys.stderr if output == "-" else sys.stdout)
     shard.close()

@@ -13,13 +13,14 @@ def _export_onnx(args: argparse.Namespace) -> dict:
     from ..inference.onnx import export_onnx
 
     given = {name: getattr(args, name) for name in EXPORT_OPTIONS if getattr(args, name) is not None}
-    return export_onnx(args.model, args.output, overwrite=args.overwrite, progress=True, **given)  # the others: export_onnx's defaults
+    # the others: export_onnx's defaults
+    return export_onnx(args.model, args.output, overwrite=args.overwrite, progress=True, **given).to_dict()
 
 
 def _export_transformers(args: argparse.Namespace) -> dict:
     from ..inference.conversion import export_qa_checkpoint
 
-    return export_qa_checkpoint(args.model, args.output, overwrite=args.overwrite, progress=True)
+    return export_qa_checkpoint(args.model, args.output, overwrite=args.overwrite, progress=True).to_dict()
 
 
 EXPORT_FORMATS = {"onnx": _export_onnx, "transformers": _export_transformers}  # --format: how each is written
@@ -45,5 +46,5 @@ def cmd_convert(args: argparse.Namespace) -> int:
     written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite,
                                     max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
                                     max_query_length=args.max_query_length)
-    print(json.dumps(written, indent=2))
+    print(json.dumps(written.to_dict(), indent=2))
     return 0

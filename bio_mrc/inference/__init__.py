@@ -24,6 +24,7 @@ from typing import Any
 _LAZY = dict(reversed(reference.split(":")) for reference in (
     "bio_mrc.inference.answers:apply_no_answer_threshold", "bio_mrc.inference.answers:decode_with_thresholds",
     "bio_mrc.inference.answers:no_answer_probability", "bio_mrc.inference.answers:threshold_key",
+    "bio_mrc.inference.conversion:QaCheckpointConversion", "bio_mrc.inference.conversion:QaCheckpointExport",
     "bio_mrc.inference.conversion:convert_qa_checkpoint", "bio_mrc.inference.conversion:export_qa_checkpoint",
     "bio_mrc.inference.during_training:TrainingEvaluator",
     "bio_mrc.inference.evaluation:Evaluation", "bio_mrc.inference.evaluation:evaluate_predictions",
@@ -33,9 +34,10 @@ _LAZY = dict(reversed(reference.split(":")) for reference in (
     "bio_mrc.inference.held_out:check_held_out",
     "bio_mrc.inference.loading:TrainedModel", "bio_mrc.inference.loading:check_model_dir",
     "bio_mrc.inference.model_tuning:ModelTuning", "bio_mrc.inference.model_tuning:tune_model",
-    "bio_mrc.inference.onnx:export_onnx",
+    "bio_mrc.inference.onnx:OnnxExport", "bio_mrc.inference.onnx:export_onnx",
     "bio_mrc.inference.pipeline:BioMrcQuestionAnsweringPipeline", "bio_mrc.inference.pipeline:register_pipeline",
     "bio_mrc.inference.sharding:Shard",
+    "bio_mrc.inference.streaming:DecodingFiles", "bio_mrc.inference.streaming:PredictionFiles",
     "bio_mrc.inference.streaming:StreamPlan", "bio_mrc.inference.streaming:predict_to_files",
     "bio_mrc.inference.tuning:save_tuned_settings", "bio_mrc.inference.tuning:tune_settings",
     "bio_mrc.inference.tuning:tuning_provenance",
@@ -53,7 +55,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "Evaluation", "ModelTuning", "Shard", "StreamPlan", "TrainedModel", "TrainingEvaluator",
+    "AnswerExtractor", "BioMrcQuestionAnsweringPipeline", "DecodingFiles", "Evaluation", "ModelTuning", "OnnxExport",
+    "PredictionFiles", "QaCheckpointConversion", "QaCheckpointExport", "Shard", "StreamPlan", "TrainedModel", "TrainingEvaluator",
     "apply_no_answer_threshold", "check_held_out", "check_model_dir", "convert_qa_checkpoint", "decode_with_thresholds",
     "evaluate_predictions", "export_onnx", "export_qa_checkpoint", "no_answer_probability", "predict_to_files",
     "predict_windows", "register_pipeline",

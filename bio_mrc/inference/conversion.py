@@ -6,6 +6,7 @@ runs transformers' QA models."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,48 @@ STAGING_DIR = ".convert-staging"
 EXPORT_STAGING_DIR = ".export-staging"
 
 
+@dataclass(frozen=True)
+class QaCheckpointConversion:
+    """What :func:`convert_qa_checkpoint` wrote: the bio_mrc model folder ``output``, converted from ``source`` (as
+    given), a transformers ``architecture``, into a model of ``heads`` with the windows it saved (``max_seq_length``,
+    ``doc_stride``, ``max_query_length``). :meth:`to_dict` is what ``bio-mrc convert`` prints."""
+
+    output: Path
+    source: str
+    architecture: str
+    heads: str
+    max_seq_length: int
+    doc_stride: int
+    max_query_length: int
+
+    def to_dict(self) -> dict[str, Any]:
+        windows = {"max_seq_length": self.max_seq_length, "doc_stride": self.doc_stride, "max_query_length": self.max_query_length}
+        return {"output": str(self.output), "source": self.source, "architecture": self.architecture, "heads": self.heads,
+                "windows": windows}
+
+
+@dataclass(frozen=True)
+class QaCheckpointExport:
+    """What :func:`export_qa_checkpoint` wrote: transformers' ``architecture`` (``BertForQuestionAnswering``, ...) of
+    the bio_mrc model ``source``, and the heads ``left_out`` (the BIO head, which transformers has no class for).
+    :meth:`to_dict` is what ``bio-mrc export --format transformers`` prints after its output folder."""
+
+    architecture: str
+    source: str
+    left_out: tuple[str, ...]
+    format: str = "transformers"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": self.format, "architecture": self.architecture, "source": self.source, "left_out": list(self.left_out)}
+
+
 def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: bool = False, overwrite: bool = False,
-                          **windows: int | None) -> dict[str, Any]:
+                          **windows: int | None) -> QaCheckpointConversion:
     """Save the span-only bio_mrc model of the extractive QA model ``model`` (a folder or a hub id) in ``output_dir``,
     a new or empty folder (with ``overwrite``, one whose model files it replaces; any other file stays): config,
     weights, tokenizer and model card. ``windows`` (``max_seq_length``, ``doc_stride``, ``max_query_length``) override
-    :data:`bio_mrc.qa_checkpoints.QA_WINDOWS`; ``progress`` shows transformers' bars. Returns what was written."""
+    :data:`bio_mrc.qa_checkpoints.QA_WINDOWS`; ``progress`` shows transformers' bars. Returns what was written
+    (:class:`QaCheckpointConversion`)."""
     path_argument(model, "model", "convert_qa_checkpoint")
     path_argument(output_dir, "output_dir", "convert_qa_checkpoint")
     if unknown := sorted(set(windows) - set(QA_WINDOWS)):  # a misspelt window would be dropped unread
@@ -55,9 +92,9 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
         tokenizer.save_pretrained(str(staging))
         write_model_card(staging, staged_for=output_dir)
         replace_model_files(output_dir, staging)  # the card moves in with the files: a stop after the move leaves it
-    windows_written = {key: getattr(converted.config, key) for key in ("max_seq_length", "doc_stride", "max_query_length")}
-    return {"output": str(output_dir), "source": name, "architecture": architecture, "heads": converted.config.heads,
-            "windows": windows_written}
+    saved = converted.config
+    return QaCheckpointConversion(output_dir, name, architecture, saved.heads, saved.max_seq_length, saved.doc_stride,
+                                  saved.max_query_length)
 
 
 def _source_name(model: str | Path, folder: Path) -> str:
@@ -66,11 +103,13 @@ def _source_name(model: str | Path, folder: Path) -> str:
     return str(folder.resolve()) if Path(os.path.expanduser(model)).exists() else str(model)
 
 
-def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrite: bool = False, progress: bool = False) -> dict[str, Any]:
+def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrite: bool = False,
+                         progress: bool = False) -> QaCheckpointExport:
     """Save the encoder and span head of the bio_mrc model in ``model_dir`` (a folder or hub id) as transformers'
     ``...ForQuestionAnswering`` of its encoder in ``output_dir`` (new or empty, or replaced with ``overwrite``), with
     its tokenizer; its logits are checked against the bio_mrc model's first. A BIO head, which transformers has no class
-    for, is left out, and so are the windows and tuned settings (transformers' QA models keep none)."""
+    for, is left out, and so are the windows and tuned settings (transformers' QA models keep none). Returns what was
+    written (:class:`QaCheckpointExport`)."""
     path_argument(model_dir, "model_dir", "export_qa_checkpoint")
     path_argument(output_dir, "output_dir", "export_qa_checkpoint")
     check_name_given(model_dir)  # before Path reads "" as the current folder
@@ -81,7 +120,7 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
         return _export_qa_into(model_dir, output_dir, overwrite, progress)
 
 
-def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress: bool) -> dict[str, Any]:
+def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress: bool) -> QaCheckpointExport:
     """:func:`export_qa_checkpoint` once its output folder is checked and held."""
     trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")
     if trained.model.span_head is None:
@@ -96,7 +135,7 @@ def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress
         left_out = [name for name in trained.model.config.head_names if name != QA_HEADS]
         write_exported_card(staging, local_folder(model_dir), type(qa).__name__, left_out, staged_for=output_dir)
         replace_model_files(output_dir, staging)  # the card moves in with the files: a stop after the move leaves it
-    return {"format": "transformers", "architecture": type(qa).__name__, "source": str(model_dir), "left_out": left_out}
+    return QaCheckpointExport(type(qa).__name__, str(model_dir), tuple(left_out))
 
 
 def replace_model_files(folder: Path, staging: Path) -> None:
@@ -107,4 +146,4 @@ def replace_model_files(folder: Path, staging: Path) -> None:
     clear_model_card(folder)
 
 
-__all__ = ["convert_qa_checkpoint", "export_qa_checkpoint"]
+__all__ = ["QaCheckpointConversion", "QaCheckpointExport", "convert_qa_checkpoint", "export_qa_checkpoint"]

@@ -266,6 +266,5 @@ def calibrates(calibrate: bool, least: int, questions: int, task, name: str) -> 
     return True
 
 
-__all__ = ["ModelTuning", "TUNE_STAGING_DIR", "TuningPlan", "calibrates", "check_saved_settings", "check_some_answered",
-           "check_span_count_given", "check_tunable", "copy_model", "held_for_tuning", "tune_model", "tune_read_questions",
-           "tuning_folder"]
+# What the package documents (bio_mrc.inference exports it); tune's command imports its helpers by name.
+__all__ = ["ModelTuning", "tune_model"]

@@ -25,6 +25,7 @@ import math
 import shutil
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -50,6 +51,43 @@ MIN_OPSET = 7  # the oldest opset ONNX Runtime runs; the newest is the installed
 TOLERANCE = 1e-4  # the largest logit difference from PyTorch an export may have
 EXTERNAL_DATA_BYTES = 1_500_000_000  # weights above this go to model.onnx.data (one protobuf holds < 2 GB)
 STAGING_DIR = ".export-staging"
+
+
+@dataclass(frozen=True)
+class OnnxExport:
+    """What :func:`export_onnx` wrote, as its marker ``bio_mrc_export.json`` records it (:meth:`to_dict`, which
+    ``bio-mrc export --format onnx`` prints): the graph ``file`` of the marker's ``export_format``, its ``inputs`` and
+    ``outputs`` with their ``dynamic_axes``, the ``opset`` and ``exporter`` (``dynamo_error``: why the dynamo exporter
+    failed, where the TorchScript one wrote it), the ``checked_shapes`` (batch, length) and the
+    ``max_abs_logit_difference`` from PyTorch per output within ``tolerance``, the package ``versions``, when it was
+    ``created`` and the ``source`` model folder."""
+
+    format: str
+    export_format: int
+    file: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    dynamic_axes: dict[str, int]
+    opset: int
+    exporter: str
+    checked_shapes: tuple[tuple[int, int], ...]
+    max_abs_logit_difference: dict[str, float]
+    tolerance: float
+    versions: dict[str, str]
+    created: str
+    source: str
+    dynamo_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The marker's record, its keys in the marker's order (``dynamo_error`` only where there is one)."""
+        failed = {} if self.dynamo_error is None else {"dynamo_error": self.dynamo_error}
+        return {
+            "format": self.format, "export_format": self.export_format, "file": self.file, "inputs": list(self.inputs),
+            "outputs": list(self.outputs), "dynamic_axes": dict(self.dynamic_axes), "opset": self.opset,
+            "exporter": self.exporter, **failed, "checked_shapes": [list(shape) for shape in self.checked_shapes],
+            "max_abs_logit_difference": dict(self.max_abs_logit_difference), "tolerance": self.tolerance,
+            "versions": dict(self.versions), "created": self.created, "source": self.source,
+        }
 
 
 class LogitsModule(torch.nn.Module):
@@ -150,8 +188,8 @@ def logit_differences(module: LogitsModule, runner: OnnxModel, inputs: Mapping[s
 def export_onnx(
     model_dir: str | Path, output_dir: str | Path, opset: int = DEFAULT_OPSET, atol: float = TOLERANCE, overwrite: bool = False,
     progress: bool = False,
-) -> dict[str, Any]:
-    """Export a saved bio_mrc model to a self-describing ONNX folder; returns its marker record.
+) -> OnnxExport:
+    """Export a saved bio_mrc model to a self-describing ONNX folder; returns its marker record (:class:`OnnxExport`).
 
     The graph is checked against PyTorch on random windows of two shapes other than the traced
     one; a logit difference above ``atol`` is an error and leaves no export behind. ``progress`` says when the export
@@ -178,9 +216,9 @@ def export_onnx(
             # PyTorch weights included, which loading would otherwise run in place of the new graph
             remove_file(output_dir / EXPORT_FILE, output_dir)
             remove_replaced_model_files(output_dir, [path.name for path in staging.iterdir()])
-        record["source"] = str(model_dir)
-        atomic_write_json(output_dir / EXPORT_FILE, record, indent=2)
-    return record
+        export = OnnxExport(**record, source=str(model_dir))
+        atomic_write_json(output_dir / EXPORT_FILE, export.to_dict(), indent=2)
+    return export
 
 
 def check_export_options(opset: Any, atol: Any) -> None:
@@ -228,7 +266,7 @@ def checked_differences(module: LogitsModule, runner: OnnxModel, config: BioMrcC
 
 def write_export(trained: TrainedModel, staging: Path, opset: int, atol: float) -> dict[str, Any]:
     """The graph, its check against PyTorch, the tokenizer, the config with its windows written
-    out, and the provenance files, all in ``staging``; returns the marker record."""
+    out, and the provenance files, all in ``staging``; returns the marker record's fields but its source."""
     model, config = trained.model.eval(), trained.model.config
     module, names = LogitsModule(model), encoder_inputs(model, trained.tokenizer)
     exported = export_graph(module, random_inputs(config, names, 2, 16), staging / ONNX_FILE, opset)
@@ -248,9 +286,9 @@ def write_export(trained: TrainedModel, staging: Path, opset: int, atol: float) 
         if (Path(trained.path) / name).is_file():
             shutil.copyfile(Path(trained.path) / name, staging / name)
     return {
-        "format": "onnx", "export_format": EXPORT_FORMAT, "file": ONNX_FILE, "inputs": names,
-        "outputs": module.output_names, "dynamic_axes": {"batch": 0, "sequence": 1}, "opset": opset, **exported,
-        "checked_shapes": shapes, "max_abs_logit_difference": differences, "tolerance": atol,
+        "format": "onnx", "export_format": EXPORT_FORMAT, "file": ONNX_FILE, "inputs": tuple(names),
+        "outputs": tuple(module.output_names), "dynamic_axes": {"batch": 0, "sequence": 1}, "opset": opset, **exported,
+        "checked_shapes": tuple(shapes), "max_abs_logit_difference": differences, "tolerance": atol,
         "versions": {"bio_mrc": __version__, "torch": torch.__version__, **_versions("onnx", "onnxruntime", "onnxscript")},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -60,6 +60,33 @@ class StreamPlan:
         count_argument(self.chunk_size, "chunk_size", "StreamPlan", optional=False)
 
 
+@dataclass(frozen=True)
+class DecodingFiles:
+    """One decoding's files, written from the answers stream: the official ``predictions``, the ``nbest`` and the
+    ``na_probs`` files."""
+
+    predictions: Path
+    nbest: Path
+    na_probs: Path
+
+    def to_dict(self) -> dict[str, str]:
+        return {"predictions": str(self.predictions), "nbest": str(self.nbest), "na_probs": str(self.na_probs)}
+
+
+@dataclass(frozen=True)
+class PredictionFiles:
+    """What :func:`predict_to_files` wrote: the answers ``stream`` and its ``run_record``, and each decoding's
+    :class:`DecodingFiles` in ``files``, in the plan's order (None and none where the answers went to standard output,
+    and on ranks other than 0). :meth:`to_dict` gives each decoding's paths as ``bio-mrc predict`` prints them."""
+
+    stream: Path | None = None
+    run_record: Path | None = None
+    files: dict[str, DecodingFiles] = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, dict[str, str]]:
+        return {decoding: written.to_dict() for decoding, written in self.files.items()}
+
+
 def answers_stream_path(output: str | Path) -> Path:
     """``preds.json`` -> ``preds.answers.jsonl``, beside the official file (:func:`side_file`)."""
     return side_file(Path(output), STREAM_SUFFIX)
@@ -237,7 +264,7 @@ def predict_to_files(
     trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, output: str | Path, resume: bool = False,
     shard: Shard = SINGLE_PROCESS, total: int | None = None, progress: bool = False, source: str | None = None, *,
     name: str | None = None, limit: int | None = None, unanswerable: int | None = None, prior_option: str = "bio_length_prior",
-) -> dict[str, dict[str, Path]]:
+) -> PredictionFiles:
     """Answer ``questions`` into the answers stream beside ``output``, then write each decoding's official, n-best
     and ``na_prob`` files from it (rank 0; every rank of ``shard`` calls this), as ``bio-mrc predict`` does.
     ``plan``'s decodings are settled first (:func:`answering_plan`: ``auto`` is the model's preferred one), and
@@ -248,7 +275,8 @@ def predict_to_files(
     names it in the warning. ``limit``: the first questions alone. ``total``: the number of questions (None: a
     list's length), and ``unanswerable`` how many have no answer (None: counted in a list; questions read once, an
     iterator's, are not counted, so give it for the warning). ``prior_option`` names the BIO length prior in the
-    refusal of one no decoding reads. Returns each decoding's file paths (none for ``-``, nor on ranks other than 0)."""
+    refusal of one no decoding reads. Returns the files written (:class:`PredictionFiles`: none for ``-``, nor on ranks
+    other than 0)."""
     questions = _check_arguments(trained, questions, plan, output, limit)
     plan = answering_plan(trained, plan, prior_option)  # before any file is written
     questions, total = _limited(questions, limit, total)
@@ -338,7 +366,7 @@ def _claim_record(record_path: Path, wanted: dict, resumes: bool) -> None:
 def _predict_into(
     trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, output: str | Path, stream: Path | None,
     shard: Shard, done: list[str], total: int | None, progress: bool,
-) -> dict[str, dict[str, Path]]:
+) -> PredictionFiles:
     """:func:`predict_to_files` once the questions ``done`` are known: the stream grown, then the files written."""
     to_stdout = stream is None
     sink = None if not shard.writes else sys.stdout if to_stdout else open_no_follow(stream, "a" if done else "w")
@@ -351,8 +379,9 @@ def _predict_into(
             if sink is not None and sink is not sys.stdout:
                 sink.close()
     if not shard.writes or stream is None:
-        return {}
+        return PredictionFiles()
     if not stream.is_file():  # removed meanwhile, its lines written on into the removed file: no answers to read back
         gone = "it was" if stream.parent.is_dir() else "the output folder was"
         raise OutputError(f"{gone} removed while the answers were written to it; run predict again", str(stream))
-    return write_files_from_stream(stream, Path(output), plan.decodings, plan.multi_span)
+    written = write_files_from_stream(stream, Path(output), plan.decodings, plan.multi_span)
+    return PredictionFiles(stream, run_record_path(output), {decoding: DecodingFiles(**paths) for decoding, paths in written.items()})
