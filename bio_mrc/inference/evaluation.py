@@ -17,7 +17,7 @@ from ..progress import progress_note
 from .files import check_no_answers_stream
 
 
-@dataclass
+@dataclass(frozen=True)
 class Evaluation:
     """What :func:`evaluate_predictions` found: ``metrics``, the official scores (with a ``scored`` entry for a subset
     of the questions), the questions chosen (``scored``), the task and the number of questions it scored

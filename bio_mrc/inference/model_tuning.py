@@ -24,7 +24,7 @@ from .tuning import TunedSettings
 TUNE_STAGING_DIR = ".tune-staging"  # under tune's output folder while the tuned copy is written
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelTuning:
     """What :func:`tune_model` did: ``tuned``, the settings fitted (``report``: how each scored, as ``bio-mrc tune``
     prints it); ``folder``, the model folder whose ``config.json`` now holds them (the model's own, or the tuned copy);

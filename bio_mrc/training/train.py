@@ -41,7 +41,7 @@ from .trainer import (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrainResult:
     model_dir: Path
     seconds: float
