@@ -6,6 +6,9 @@ so a program can catch them all at once and the CLI prints them without a traceb
 
 from __future__ import annotations
 
+import re
+from typing import Mapping
+
 
 def a_type(value: object) -> str:
     """The type of ``value`` with its article, as an error names what it got: ``a dict``, ``an object``, ``an int``,
@@ -36,8 +39,55 @@ def shown_value(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{a_type(value)} of {len(text):,} characters"
 
 
+# An argument of a public call that a message names sits between these private-use characters, which no message holds
+# otherwise, with its value as Python writes it and as a command line does: one message, read right from either door.
+_OPEN, _SPLIT, _CLOSE = "\ue000", "\ue001", "\ue002"
+_NAMED = re.compile(f"{_OPEN}(\\w+){_SPLIT}([^{_SPLIT}]*){_SPLIT}([^{_CLOSE}]*){_CLOSE}")
+
+
+def argument(name: str, value: object = None) -> str:
+    """The argument ``name`` of a public call as a message names it: a Python caller reads the keyword (``na_probs``,
+    ``overwrite=True``, ``limit=5``; a value in capitals, ``DIR``, stands for one), the command line its flag
+    (:func:`as_flags`: ``--na-probs``, ``--overwrite``, ``--limit 5``)."""
+    if value is None:
+        return f"{_OPEN}{name}{_SPLIT}{_SPLIT}{_CLOSE}"
+    python = value if isinstance(value, str) and value.isupper() else repr(value)
+    return f"{_OPEN}{name}{_SPLIT}={python}{_SPLIT}{value}{_CLOSE}"
+
+
+def as_keywords(text: str) -> str:
+    """``text`` with each argument it names as the Python call's keyword."""
+    return _NAMED.sub(lambda named: named[1] + named[2], text)
+
+
+def as_flags(text: str, flags: Mapping[str, str]) -> str:
+    """``text`` with each argument it names as a command's flag: ``flags`` maps a keyword to its flag, or
+    ``keyword=value`` to a flag that says that value alone (``calibrate=False`` -> ``--no-calibration``). A true value
+    is the flag alone; an argument the command has no flag for stays the keyword."""
+    def flag(named: re.Match) -> str:
+        name, value = named[1], named[3]
+        if f"{name}={value}" in flags:
+            return flags[f"{name}={value}"]
+        if name not in flags:
+            return named[1] + named[2]
+        return flags[name] if value in ("", "True") else f"{flags[name]} {value}"
+
+    return _NAMED.sub(flag, text)
+
+
+def command_line_text(error: BaseException, flags: Mapping[str, str]) -> str:
+    """What ``error`` says with the arguments it names as the command line's flags (:func:`as_flags`)."""
+    return as_flags(getattr(error, "marked", None) or str(error), flags)
+
+
 class BioMrcError(Exception):
-    """Base of the errors bad input can cause (data files, prediction files, model folders)."""
+    """Base of the errors bad input can cause (data files, prediction files, model folders). A message naming an
+    argument (:func:`argument`) reads as the keyword; ``marked`` keeps it for the command line's flags."""
+
+    def __init__(self, *args: object) -> None:
+        marked = args[0] if args and isinstance(args[0], str) else None
+        super().__init__(*((as_keywords(marked), *args[1:]) if marked is not None else args))
+        self.marked = marked
 
 
 class DataFormatError(BioMrcError, ValueError):
@@ -50,7 +100,7 @@ class DataFormatError(BioMrcError, ValueError):
     def __init__(self, problem: str, record: str | None = None, source: str | None = None) -> None:
         where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
         super().__init__(f"{problem} ({where})" if where else problem)
-        self.problem, self.record, self.source = problem, record, source
+        self.problem, self.record, self.source = as_keywords(problem), record, source
 
 
 class ModelFormatError(BioMrcError, ValueError):
@@ -58,7 +108,7 @@ class ModelFormatError(BioMrcError, ValueError):
 
     def __init__(self, problem: str, source: str | None = None) -> None:
         super().__init__(f"{problem} (in {source})" if source else problem)
-        self.problem, self.source = problem, source
+        self.problem, self.source = as_keywords(problem), source
 
 
 class ModelOutputError(BioMrcError, ValueError):
@@ -68,7 +118,7 @@ class ModelOutputError(BioMrcError, ValueError):
     def __init__(self, problem: str, record: str | None = None, source: str | None = None) -> None:
         where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
         super().__init__(f"{problem} ({where})" if where else problem)
-        self.problem, self.record, self.source = problem, record, source
+        self.problem, self.record, self.source = as_keywords(problem), record, source
 
 
 class ConfigError(BioMrcError, ValueError):
@@ -85,4 +135,4 @@ class OutputError(BioMrcError, OSError):
 
     def __init__(self, problem: str, source: str | None = None) -> None:
         super().__init__(f"{problem} (in {source})" if source else problem)
-        self.problem, self.source = problem, source
+        self.problem, self.source = as_keywords(problem), source

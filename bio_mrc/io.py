@@ -24,7 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from .errors import ConfigError, OutputError
+from .errors import ConfigError, OutputError, argument, as_keywords
 
 __all__ = ["check_name_lengths", "check_file_target", "check_folder_target", "check_writable_folder",
            "writes_named", "atomic_write_text", "atomic_write_bytes", "atomic_write_json",
@@ -340,8 +340,9 @@ _LINE_CONTROLS = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{_BIDI_CONTROLS}]")  #
 def printable_line(text: Any) -> str:
     """``text`` (a message naming a file) as one line for a terminal: each control character as Python writes it in
     a string (``\\x1b``, ``\\n``, ``\\u202e``), so a file name holding ``\\x1b[2J`` can neither clear the screen nor break
-    the line, and one holding U+202E cannot show its end reversed (``evil\\u202egnp.exe`` as ``evilexe.png``)."""
-    return _LINE_CONTROLS.sub(lambda match: repr(match.group())[1:-1], str(text))
+    the line, and one holding U+202E cannot show its end reversed (``evil\\u202egnp.exe`` as ``evilexe.png``). An
+    argument a message names (:func:`~bio_mrc.errors.argument`) and no door rendered reads as its keyword."""
+    return _LINE_CONTROLS.sub(lambda match: repr(match.group())[1:-1], as_keywords(str(text)))
 
 
 def atomic_move_files(source_dir: str | Path, target_dir: str | Path) -> list[Path]:
@@ -809,7 +810,7 @@ def prepare_output(output_dir: Path, overwrite: bool, staging_name: str) -> Path
                               "remove it or choose another folder", str(output_dir))
     if existing and not overwrite:
         shown = ", ".join(sorted(existing)[:4])
-        raise OutputError(f"the folder is not empty ({shown}); choose another folder or pass --overwrite", str(output_dir))
+        raise OutputError(f"the folder is not empty ({shown}); choose another folder or pass {argument('overwrite', True)}", str(output_dir))
     staging = output_dir / staging_name
     remove_tree(staging, output_dir)
     staging.mkdir(parents=True)

@@ -329,7 +329,7 @@ def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path, monkeypa
     assert training_arguments(config, tmp_path, False, False, None, network).push_to_hub
     plain = training_arguments(config, tmp_path, False, False, None)
     assert not plain.push_to_hub and plain.report_to == ["tensorboard"]
-    with pytest.raises(ConfigError, match="need --push-to-hub"):
+    with pytest.raises(ConfigError, match="hub_model_id needs push_to_hub=True"):
         training_arguments(config, tmp_path, False, False, None, {"hub_model_id": "me/m"})
 
 

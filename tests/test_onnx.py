@@ -322,7 +322,7 @@ def test_a_graph_onnx_runtime_cannot_run_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(exporter.OnnxModel, "from_file", invalid)
     with pytest.raises(BioMrcError) as caught:
         exporter.checked_runner(tmp_path / ONNX_FILE, None, 26)
-    assert str(caught.value) == ("ONNX Runtime cannot run the graph exported at opset 26 (choose another --opset, e.g. 18): "
+    assert str(caught.value) == ("ONNX Runtime cannot run the graph exported at opset 26 (choose another opset, e.g. 18): "
                                  "[ONNXRuntimeError] : 10 : INVALID_GRAPH : No Op registered for Attention")
 
 

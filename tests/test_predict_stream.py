@@ -301,7 +301,7 @@ def test_resume_refuses_a_multi_span_stream_for_a_run_without_multi_span(tmp_pat
     stream = tmp_path / "preds.answers.jsonl"
     stream.write_text(json.dumps(answer_record(prediction, "joint", multi_span=True)) + "\n", encoding="utf-8")
     assert resume_point(stream, ["joint"], 1, multi_span=True) == ["q1"]
-    with pytest.raises(DataFormatError, match="line 1 was written with --multi-span"):
+    with pytest.raises(DataFormatError, match="line 1 was written with multi_span=True"):
         resume_point(stream, ["joint"], 1, multi_span=False)
 
 
@@ -320,7 +320,7 @@ def test_a_stream_line_or_run_record_nested_past_the_parsers_stack_is_no_traceba
     assert resume_point(stream, ["joint"], 1) == ["q1"] and stream.read_text(encoding="utf-8") == whole
     record = tmp_path / "preds.answers.run.json"
     record.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
-    with pytest.raises(DataFormatError, match="cannot read the record of the answers stream's options .*without --resume"):
+    with pytest.raises(DataFormatError, match="cannot read the record of the answers stream's options .*without resume=True"):
         check_run_record(record, {"model": "m"})
 
 
@@ -335,7 +335,7 @@ def test_resume_with_multi_span_names_a_stream_written_without_it(tmp_path):
     stream.write_text(json.dumps(answer_record(prediction, "joint")) + "\n", encoding="utf-8")
     assert resume_point(stream, ["joint"], 1) == ["q1"]
     # the line is predict's own, written without --multi-span: the options differ, the line is not broken
-    with pytest.raises(DataFormatError, match="line 1 was written without --multi-span .*resume with the same options"):
+    with pytest.raises(DataFormatError, match="line 1 was written without multi_span=True .*resume with the same options"):
         resume_point(stream, ["joint"], 1, multi_span=True)
 
 def test_each_decodings_nbest_file_survives_an_output_without_suffix(tmp_path):

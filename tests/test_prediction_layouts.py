@@ -169,7 +169,7 @@ def test_the_loaders_read_every_layout(tmp_path):
                  compress=True)
     assert load_predictions(path, ["q1"]) == ({"q1": "x"}, [])
     assert load_na_probs(read_prediction_file(path), ["q1"]) == ({"q1": 0.5}, [])
-    with pytest.raises(DataFormatError, match="it is a list of prediction records; give it as --predictions"):
+    with pytest.raises(DataFormatError, match="it is a list of prediction records; give it as predictions, "):
         load_na_probs(path, ["q1"])
 
 

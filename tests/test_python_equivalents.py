@@ -50,7 +50,7 @@ def test_evaluate_predictions_refuses_what_evaluate_refuses(three_answers, tmp_p
         evaluate_predictions(SAMPLE_V1, stream)
     elsewhere = tmp_path / "other.json"
     elsewhere.write_text(json.dumps({"nope": "x"}))
-    with pytest.raises(BioMrcError, match="--only-predicted: no question"):
+    with pytest.raises(BioMrcError, match="only_predicted=True: no question"):
         evaluate_predictions(SAMPLE_V1, elsewhere, only_predicted=True)
 
 
@@ -146,7 +146,7 @@ def test_tune_model_refuses_what_tune_refuses_before_the_model_loads(trained_dir
     unanswered.examples = [dataclasses.replace(example, answers=()) for example in unanswered.examples]
     with pytest.raises(BioMrcError, match="none of its 8 questions has an answer"):
         tune_model(trained_dir, unanswered, calibrate=False)
-    with pytest.raises(BioMrcError, match="--min-span-probability sets the span-count rule"):
+    with pytest.raises(BioMrcError, match="min_span_probability sets the span-count rule"):
         tune_model(trained_dir, SAMPLE_V1, options=DecodeConfig(require_answer=False, min_span_probability=0.5))
     taken = tmp_path / "taken"
     taken.mkdir()

@@ -12,13 +12,13 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-from ..errors import BioMrcError
+from ..errors import BioMrcError, command_line_text
 from ..io import printable_line
 from ..launcher import check_launcher_environment, close_process_group
 from .console import (Terminated, bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error,
                       reader_gone, terminate_as_exit)
 from .leftovers import no_empty_torch_cache_folder
-from .options import check_model_names, expand_home
+from .options import argument_flags, check_model_names, expand_home
 from .parser import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -33,7 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     expand_home(args)
     try:
         check_launcher_environment()  # a WORLD_SIZE or RANK that is no number, before any work
@@ -44,8 +45,8 @@ def _run(argv: Sequence[str] | None) -> int:
             code = args.func(args)
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code
-    except (BioMrcError, FileNotFoundError) as err:
-        print(f"error: {printable_line(err)}", file=sys.stderr)
+    except (BioMrcError, FileNotFoundError) as err:  # the arguments it names as this command's flags
+        print(f"error: {printable_line(command_line_text(err, argument_flags(parser, args.command)))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return reader_gone()

@@ -153,3 +153,19 @@ def expand_home(args: argparse.Namespace) -> None:
             setattr(args, name, home_expanded(value))
         elif isinstance(value, list):
             setattr(args, name, [home_expanded(v) for v in value])
+
+
+# Keywords of the library's calls that a command's option of another name sets (load_squad's data_format is --format),
+# or that a flag sets to one value (tune_model's calibrate=False is --no-calibration).
+KEYWORD_OPTIONS = {"data_format": "format", "calibrate=False": "no_calibration"}
+
+
+def argument_flags(parser: argparse.ArgumentParser, command: str | None) -> dict[str, str]:
+    """Each keyword of the library's calls -> ``command``'s flag for it, read from the command's own options
+    (``na_probs`` -> ``--na-probs``), else another command's (evaluate's advice to predict without ``--multi-span``):
+    what an error naming an argument says on this command line."""
+    commands = next((action.choices for action in parser._actions if isinstance(action, argparse._SubParsersAction)), {})
+    ordered = [*(name for name in commands if name != command), *([command] if command in commands else [])]
+    flags = {action.dest: max(action.option_strings, key=len) for name in ordered for action in commands[name]._actions
+             if action.option_strings and action.dest != "help"}
+    return {**flags, **{keyword: flags[dest] for keyword, dest in KEYWORD_OPTIONS.items() if dest in flags}}

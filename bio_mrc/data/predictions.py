@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
+from ..errors import argument
 from ..io import home_expanded
 from ..types import Example
 from ..plurals import counted, number_form
@@ -102,7 +103,7 @@ def _probability_map(path: str | Path) -> dict[str, Any]:
     found = read_json(home_expanded(path), decompress=True, bounded=True)
     if not isinstance(found, dict):
         records = isinstance(found, list) and any(is_record(entry) for entry in found)
-        hint = (": it is a list of prediction records; give it as --predictions, which reads their "
+        hint = (f": it is a list of prediction records; give it as {argument('predictions')}, which reads their "
                 f"{NO_ANSWER_KEY}") if records else ""
         raise DataFormatError(f"expected an object {{question id: probability}}, got a JSON {type(found).__name__}{hint}",
                               source=str(path))
@@ -143,7 +144,8 @@ def _check_answer(answer: Any, qid: str, source: str, multi_span: bool) -> None:
     elif isinstance(answer, list):  # predict --multi-span's file on questions whose listed answers are alternatives
         raise DataFormatError(f"a prediction must be a string, got the list of spans {_value(answer)}: a multi-span answer "
                               "is scored with MultiSpanQA's metrics, against questions whose listed answers are its "
-                              "parts (--format answer-parts); for SQuAD's metrics predict without --multi-span", qid, source)
+                              f"parts ({argument('data_format', 'answer-parts')}); for SQuAD's metrics predict without "
+                              f"{argument('multi_span', True)}", qid, source)
     elif not isinstance(answer, str):
         raise DataFormatError(f"a prediction must be a string, got {_value(answer)}", qid, source)
 
@@ -173,7 +175,7 @@ def _file_kind(value: Any, expected: str) -> str | None:
 def _other_file(kind: str, source: str, expected: str) -> str:
     """Which file to give instead of ``source``, a file of ``kind`` given where one of ``expected`` values is read."""
     wanted = _KINDS[expected].replace("a predictions file", "an official predictions file")
-    option = {"answer": ("--predictions", "the answers"), "probability": ("--na-probs", "the no-answer probabilities")}
+    option = {"answer": (argument("predictions"), "the answers"), "probability": (argument("na_probs"), "the no-answer probabilities")}
     if kind in option:  # the other file of the pair: each goes to its own option
         return f"this is {_KINDS[kind]}, not {wanted}: give it as {option[kind][0]}, and {option[expected][1]} as {option[expected][0]}"
     stem = next((source[: -len(suffix)] for suffix in _SIDE_FILES.values() if source.endswith(suffix)), None)

@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import registry
-from ..errors import ModelOutputError
+from ..errors import ModelOutputError, argument
 from ..types import Example
 
 
@@ -116,7 +116,7 @@ def check_finite_scores(outputs: WindowOutputs, examples: Sequence[Example], mod
         question, name = found
         raise ModelOutputError(f"the model's {name} for this question hold NaN or infinity, from which no answer can "
                                "be decoded: a damaged model, or a forward pass that overflowed (in bf16: answer with "
-                               "--precision fp32)", examples[question].id, model)
+                               f"{argument('precision', 'fp32')})", examples[question].id, model)
 
 
 def log_softmax(logits: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:

@@ -11,7 +11,7 @@ from ..arguments import checked_limit, path_argument, task_argument
 from ..data.prediction_layouts import NO_ANSWER_KEY, PredictionFile, read_prediction_file
 from ..data.predictions import ScoredQuestions, load_na_probs, load_predictions
 from ..data.squad import SquadFile, load_squad
-from ..errors import ConfigError
+from ..errors import ConfigError, argument
 from ..plurals import counted, number_form
 from ..progress import progress_note
 from .files import check_no_answers_stream
@@ -61,8 +61,8 @@ def evaluate_predictions(
     task = task or registry.task_of_data(data.format, data.is_v2)
     read = read_prediction_file(predictions)  # in its layout, told from its content
     if na_probs and read.na_probs is not None:
-        raise ConfigError(f"--na-probs: {predictions} gives a {NO_ANSWER_KEY} with its answers (Hugging Face's "
-                          f"squad_v2 layout), so the probabilities would be given twice; drop --na-probs {na_probs}, "
+        raise ConfigError(f"{argument('na_probs')}: {predictions} gives a {NO_ANSWER_KEY} with its answers (Hugging Face's "
+                          f"squad_v2 layout), so the probabilities would be given twice; drop {argument('na_probs', str(na_probs))}, "
                           f"or the {NO_ANSWER_KEY} of {predictions}")
     scored = scored_questions(data.examples, read.answers, name, predictions, limit, only_predicted)
     if scored.subset:
@@ -99,7 +99,7 @@ def _no_answer_probabilities(read: PredictionFile, na_probs: str | Path | None, 
         return None, None
     source = str(na_probs) if na_probs else f"the {NO_ANSWER_KEY} of {predictions}"
     if problem := task.no_answer_probabilities_problem():
-        raise ConfigError(f"--na-probs: {problem} (in {na_probs})" if na_probs else f"{source}: {problem}")
+        raise ConfigError(f"{argument('na_probs')}: {problem} (in {na_probs})" if na_probs else f"{source}: {problem}")
     return given, source
 
 
@@ -114,7 +114,7 @@ def scored_questions(examples, answered, data: str, predictions: str | Path, lim
         return ScoredQuestions(list(examples), len(examples), subset)
     kept = [ex for ex in examples if ex.id in answered]
     if not kept:
-        raise ConfigError(f"--only-predicted: no question of {data} has an answer in {predictions}")
+        raise ConfigError(f"{argument('only_predicted', True)}: no question of {data} has an answer in {predictions}")
     among, options = ((f"the first {len(examples)}", f"--limit {limit} --only-predicted") if limit
                       else (str(len(examples)), "--only-predicted"))
     subset = f"the {len(kept)} of {among} {number_form(len(examples), 'question')} of {data} that {predictions} answers ({options})"

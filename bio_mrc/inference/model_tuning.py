@@ -12,13 +12,13 @@ from .. import registry
 from ..arguments import checked_limit, count_argument, instance_argument, names_argument, path_argument, task_argument
 from ..data.squad import SquadFile, load_squad
 from ..decoding.postprocess import DecodeConfig
-from ..errors import ConfigError, DataFormatError
+from ..errors import ConfigError, DataFormatError, argument
 from ..hub import check_name_given
 from ..io import check_folder_target, check_outputs_apart, check_writable_folder, staged_folder, written_alone
 from ..model import BioMrcConfig
 from ..plurals import counted
 from ..types import Example
-from .defaults import FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS, MIN_CALIBRATION_QUESTIONS, PRIOR_OPTION
+from .defaults import FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS, MIN_CALIBRATION_QUESTIONS
 from .tuning import TunedSettings
 
 TUNE_STAGING_DIR = ".tune-staging"  # under tune's output folder while the tuned copy is written
@@ -97,7 +97,7 @@ def check_saved_settings(model: str | Path, decodings: Sequence[str] | None, opt
 
     check_saved_decodings(model, decodings or ())
     options = options if options is not None else DecodeConfig(require_answer=False)
-    check_saved_length_prior(model, decodings, options.bio_length_prior, PRIOR_OPTION)  # a prior none tuned reads
+    check_saved_length_prior(model, decodings, options.bio_length_prior, argument("bio_length_prior"))  # a prior none tuned reads
     return options
 
 
@@ -138,7 +138,7 @@ def tune_read_questions(plan: TuningPlan, examples: list[Example], calibrate: bo
     trained = TrainedModel.load(plan.model, progress=plan.progress, precision=plan.precision, device=plan.device,
                                 decodings=plan.decodings or ())
     check_length_prior(trained.decodings, plan.decodings or trained.decodings, plan.options.bio_length_prior,
-                       PRIOR_OPTION)  # a hub id's, settled now
+                       argument("bio_length_prior"))  # a hub id's, settled now
     before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(examples, batch_size=plan.batch_size, progress=plan.progress)
     tuned = tune_for_model(trained, outputs, examples, plan.options, plan.task, decodings=plan.decodings,
@@ -203,17 +203,17 @@ def tuning_folder(model: str | Path, output_dir: str | Path | None = None) -> Pa
 
     if not output_dir:
         if Path(model).is_dir():  # a missing folder is the loader's to name
-            check_writable_folder(model, "tune saves the tuned settings in its config.json (--output-dir: "
+            check_writable_folder(model, f"tune saves the tuned settings in its config.json ({argument('output_dir')}: "
                                          "in a copy elsewhere)")
         elif is_hub_id(str(model)) and not Path(model).is_symlink():  # a broken link is the loader's to name
             # a mistyped or not yet trained folder reads as a hub id too: say which was assumed
             raise ConfigError(f"{model} is no folder here, so it names a Hugging Face hub id, whose cached snapshot "
-                              "tune does not change; give the model's folder, or --output-dir DIR to save a tuned copy "
+                              f"tune does not change; give the model's folder, or {argument('output_dir', 'DIR')} to save a tuned copy "
                               "of the hub model there")
         return Path(model)
     target = check_folder_target(output_dir)
     if target.exists() and (target.resolve() == Path(model).resolve() or any(target.iterdir())):
-        raise ConfigError(f"--output-dir {target} is not empty; give a new folder (the tuned copy of the model goes there)")
+        raise ConfigError(f"{argument('output_dir', str(target))} is not empty; give a new folder (the tuned copy of the model goes there)")
     return target
 
 
@@ -248,8 +248,9 @@ def check_span_count_given(options: DecodeConfig, task, name: str) -> None:
     """A given ``min_span_probability`` is saved as the span-count rule, which tune sets on questions answered with span
     lists alone: refused, not ignored, on single-span questions."""
     if options.min_span_probability is not None and not task.answers_as_span_lists():
-        raise ConfigError(f"--min-span-probability sets the span-count rule of multi-span answers, which tune saves from "
-                          f"multi-span questions (MultiSpanQA's layout, --format answer-parts or quoref); {name} is read "
+        raise ConfigError(f"{argument('min_span_probability')} sets the span-count rule of multi-span answers, which tune saves "
+                          f"from multi-span questions (MultiSpanQA's layout, {argument('data_format', 'answer-parts')} or "
+                          f"quoref); {name} is read "
                           "as single-span questions: leave it out, or name the format its answers have")
 
 
@@ -260,9 +261,9 @@ def calibrates(calibrate: bool, least: int, questions: int, task, name: str) -> 
         return False
     least = max(least, FEWEST_CALIBRATION_QUESTIONS)  # one question calibrates nothing
     if questions < least:
-        anyway = f", --min-calibration-questions {questions} fits one anyway" if questions >= FEWEST_CALIBRATION_QUESTIONS else ""
+        anyway = f", {argument('min_calibration_questions', questions)} fits one anyway" if questions >= FEWEST_CALIBRATION_QUESTIONS else ""
         raise ConfigError(f"{name}: {questions} question{'s are' if questions != 1 else ' is'} too few to fit a "
-                          f"calibrator (at least {least}); --no-calibration tunes the rest{anyway}")
+                          f"calibrator (at least {least}); {argument('calibrate', False)} tunes the rest{anyway}")
     return True
 
 

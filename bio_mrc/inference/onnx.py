@@ -34,7 +34,7 @@ import torch
 
 from .. import __version__
 from ..arguments import path_argument
-from ..errors import BioMrcError, ConfigError
+from ..errors import BioMrcError, ConfigError, argument
 from ..hub import check_name_given
 from ..features.question_columns import ENCODER_INPUTS
 from ..io import atomic_write_json, atomic_write_text, check_library_path, check_outputs_apart, remove_file, staged_folder, written_alone
@@ -241,7 +241,7 @@ def checked_runner(path: Path, config: BioMrcConfig, opset: int) -> OnnxModel:
         raise
     except Exception as err:  # noqa: BLE001 - onnxruntime's own exception types (InvalidGraph, Fail, ...)
         first = str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__
-        raise BioMrcError(f"ONNX Runtime cannot run the graph exported at opset {opset} (choose another --opset, e.g. "
+        raise BioMrcError(f"ONNX Runtime cannot run the graph exported at opset {opset} (choose another {argument('opset')}, e.g. "
                           f"{DEFAULT_OPSET}): {first}") from None
 
 

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
 from ..arguments import checked_limit, count_argument, given_type, instance_argument, names_argument, path_argument
-from ..errors import DataFormatError, OutputError
+from ..errors import DataFormatError, OutputError, argument
 from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
 from ..hub import cached_folder
 from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
@@ -140,12 +140,12 @@ def check_run_record(record_path: Path, wanted: dict) -> None:
         recorded = json.loads(record_path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested past the parser's stack
         raise DataFormatError(f"cannot read the record of the answers stream's options ({error}); start again without "
-                              "--resume", source=str(record_path)) from None
+                              f"{argument('resume', True)}", source=str(record_path)) from None
     for key, value in wanted.items():
         then = recorded.get(key) if isinstance(recorded, dict) else None
         if then != value:
             raise DataFormatError(f"the answers stream was made with {key} {then!r}, this run has {value!r}; resume with "
-                                  "the same options and data, or start again without --resume", source=str(record_path))
+                                  f"the same options and data, or start again without {argument('resume', True)}", source=str(record_path))
 
 
 def check_resumed_options(output: str | Path, given: dict) -> None:
@@ -216,7 +216,7 @@ def _check_answered(chunk: Sequence[Example], answered: Sequence[str]) -> None:
         if example is None or qid is None or example.id != qid:
             asks = "no more questions" if example is None else f"asks {example.id!r}"
             raise DataFormatError(f"the answers stream answers {qid!r} where the data {asks}: it was made for other "
-                                  "questions or options; resume with the same ones, or start again without --resume")
+                                  f"questions or options; resume with the same ones, or start again without {argument('resume', True)}")
 
 
 def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_span: bool = False) -> list[str]:
@@ -234,13 +234,13 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
                 break
             line = len(ids) * len(decodings) + len(group) + 1
             if multi_span and "answers" not in record and not answer_record_problem(record, False):
-                raise DataFormatError(f"line {line} was written without --multi-span (it lists no span texts), this run "
+                raise DataFormatError(f"line {line} was written without {argument('multi_span', True)} (it lists no span texts), this run "
                                       "has it; resume with the same options", source=str(stream))
             if problem := answer_record_problem(record, multi_span):
                 raise DataFormatError(f"line {line} {problem}: it is no answers line bio-mrc predict wrote; start again "
-                                      "without --resume", source=str(stream))
+                                      f"without {argument('resume', True)}", source=str(stream))
             if not multi_span and "answers" in record:  # only a --multi-span run writes each answer's span texts
-                raise DataFormatError(f"line {line} was written with --multi-span (it lists the answer's span texts), this "
+                raise DataFormatError(f"line {line} was written with {argument('multi_span', True)} (it lists the answer's span texts), this "
                                       "run has none; resume with the same options", source=str(stream))
             if record.get("decoding") != decodings[len(group)] or (group and record.get("id") != group[0]):
                 raise DataFormatError(f"line {line} answers {record.get('id')!r} with decoding {record.get('decoding')!r}, "
@@ -286,7 +286,7 @@ def predict_to_files(
     to_stdout = str(output) == "-"
     stream = None if to_stdout else answers_stream_path(output)
     if resume and to_stdout:
-        raise ValueError("--resume continues an answers file; standard output holds none")
+        raise ValueError("resume=True continues an answers file; standard output (output '-') holds none")
     outputs = [check_file_target(path) for path in prediction_outputs(output, plan.decodings)]  # no FIFO or device
     check_outputs_apart(outputs, [p for p in (source, name) if isinstance(p, (str, os.PathLike))], [trained.path])
     resumes = resume and stream.is_file()

@@ -17,7 +17,7 @@ from transformers import TrainerCallback, set_seed
 
 from ..arguments import count_argument, given_type, instance_argument, path_argument
 from ..encoders import starting_point_digest
-from ..errors import ConfigError, DataFormatError, a_type
+from ..errors import ConfigError, DataFormatError, a_type, argument
 from ..fp32_attention import train_attention_in_fp32
 from ..io import check_outputs_apart, home_expanded, writes_named
 from ..hub import local_folder
@@ -244,8 +244,8 @@ def _refuse_diverged(trainer: Any, config: TrainConfig, output_dir: Path, save_c
     broken = non_finite_weights(trainer.model)
     raise TrainingDivergedError(
         f"training diverged: {len(broken)} weight tensor(s) hold NaN or infinity (first: {broken[0]}), so no model is "
-        f"saved in {output_dir}; train again with a lower learning rate (--learning-rate {config.learning_rate:g}, "
-        f"--head-learning-rate {config.head_learning_rate or config.learning_rate:g})")
+        f"saved in {output_dir}; train again with a lower learning rate ({argument('learning_rate', config.learning_rate)}, "
+        f"{argument('head_learning_rate', config.head_learning_rate or config.learning_rate)})")
 
 
 class TrainingDivergedError(ConfigError):

@@ -16,7 +16,7 @@ import typing
 from dataclasses import fields
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, argument
 
 
 # The TrainingArguments fields the package sets from its own options (or owns outright), each with why.
@@ -52,6 +52,7 @@ NETWORK_TRAINING_ARGS = {
     "hub_token": "--push-to-hub, with the token of `hf auth login` or HF_TOKEN",
     "report_to": "--report-to",
 }
+PUSH = argument("push_to_hub", True)  # as a refusal names the push: network_args' key, train's flag
 LOCAL_REPORTERS = ("none", "tensorboard")  # report_to values that keep everything in the model folder
 TRACKER_EXTRAS = {"tensorboard": "bio_mrc[tensorboard]"}  # the package's extra that installs a tracker
 
@@ -104,8 +105,9 @@ def check_network_args(values: dict[str, Any]) -> None:
     unknown = sorted(set(values) - set(NETWORK_TRAINING_ARGS))
     if unknown:
         raise ConfigError(f"{unknown[0]!r} is no option that sends data off the machine; give it in training_args")
-    if any(name.startswith("hub_") for name in values) and not values.get("push_to_hub"):
-        raise ConfigError("--hub-model-id, --hub-strategy, --hub-private-repo and --hub-revision need --push-to-hub")
+    hub = [name for name in values if name.startswith("hub_")]
+    if hub and not values.get("push_to_hub"):
+        raise ConfigError(f"{' and '.join(argument(name) for name in hub)} need{'s' if len(hub) == 1 else ''} {PUSH}")
     if values.get("push_to_hub"):
         _check_hub_reachable()
     from transformers import TrainingArguments
@@ -122,11 +124,11 @@ def _check_hub_reachable() -> None:
     from huggingface_hub import constants, get_token
 
     if constants.HF_HUB_OFFLINE:
-        raise ConfigError("--push-to-hub needs the Hugging Face Hub, which offline mode (HF_HUB_OFFLINE or "
-                          "TRANSFORMERS_OFFLINE) turns off; unset it or leave out --push-to-hub")
+        raise ConfigError(f"{PUSH} needs the Hugging Face Hub, which offline mode (HF_HUB_OFFLINE or "
+                          f"TRANSFORMERS_OFFLINE) turns off; unset it or leave out {PUSH}")
     token = get_token()
     if token is None:
-        raise ConfigError("--push-to-hub needs a Hugging Face token: run `hf auth login` or set HF_TOKEN")
+        raise ConfigError(f"{PUSH} needs a Hugging Face token: run `hf auth login` or set HF_TOKEN")
     _check_token_accepted(token)
 
 
@@ -146,15 +148,15 @@ def _check_token_accepted(token: str) -> None:
     except HfHubHTTPError as err:
         status = getattr(err.response, "status_code", None)
         if status in (401, 403):
-            raise ConfigError(f"--push-to-hub needs a Hugging Face token the hub accepts, and {constants.ENDPOINT} refuses "
+            raise ConfigError(f"{PUSH} needs a Hugging Face token the hub accepts, and {constants.ENDPOINT} refuses "
                               f"this one (HTTP {status}): run `hf auth login` again or set HF_TOKEN") from None
         if status != 429:  # this request's own strict rate limit says nothing of the push
-            raise ConfigError(f"--push-to-hub needs the Hugging Face Hub, and {constants.ENDPOINT} answers HTTP {status}: "
-                              "try again later, or leave out --push-to-hub") from None
+            raise ConfigError(f"{PUSH} needs the Hugging Face Hub, and {constants.ENDPOINT} answers HTTP {status}: "
+                              f"try again later, or leave out {PUSH}") from None
     except Exception as err:  # no answer at all (no route, name lookup, proxy, TLS, timeout): the push would fail alike
         reason = str(err).strip().splitlines()[0] if str(err).strip() else "no answer"
-        raise ConfigError(f"--push-to-hub needs the Hugging Face Hub, which cannot be reached at {constants.ENDPOINT} "
-                          f"({type(err).__name__}: {reason}); check the network, or leave out --push-to-hub") from None
+        raise ConfigError(f"{PUSH} needs the Hugging Face Hub, which cannot be reached at {constants.ENDPOINT} "
+                          f"({type(err).__name__}: {reason}); check the network, or leave out {PUSH}") from None
 
 
 # Counts TrainingArguments takes unchecked that Trainer divides by or hands to a DataLoader: below these, a run
