@@ -11,7 +11,8 @@ from bio_mrc.cli import main
 from bio_mrc.cli.console import input_warnings_as_lines
 from bio_mrc.errors import InputWarning
 from bio_mrc.inference.abstention import NeverAbstainsWarning
-from bio_mrc.training.run_start import SharedHeldOutWarning
+from bio_mrc.training.run_start import SharedHeldOutWarning, warn_shared_held_out
+from bio_mrc.types import Example
 
 from .conftest import untrained_model_folder
 
@@ -28,6 +29,13 @@ def test_input_warnings_are_lines_whatever_the_filters(capsys, user_filter):
                 warnings.warn("no tuned threshold", NeverAbstainsWarning, stacklevel=1)
             warnings.warn(SharedHeldOutWarning("the --eval questions share 1 question"), stacklevel=1)
     assert capsys.readouterr().err == "warning: no tuned threshold\nwarning: the --eval questions share 1 question\n"
+
+
+def test_one_shared_held_out_question_is_counted_in_the_singular():
+    training = [Example("t1", "who wrote it?", "ada wrote it."), Example("t2", "who read it?", "bob read it.")]
+    held_out = [Example("h1", "who wrote it?", "ada wrote it.")]  # one question, its one paragraph
+    with pytest.warns(SharedHeldOutWarning, match=r"^the evaluator's questions share 1 question and 1 context \(under"):
+        warn_shared_held_out(training, held_out)
 
 
 def test_other_warnings_keep_the_users_filters():

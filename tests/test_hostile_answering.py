@@ -163,7 +163,7 @@ def test_a_json_body_under_two_content_types_is_read_strictly(extractor):
     assert response.status_code == 400 and "appears twice" in response.json()["detail"], response.text
 
 
-@pytest.mark.parametrize("names, words", [("ab", "names is a list of document names"), (["one"], "1 document names for 2")])
+@pytest.mark.parametrize("names, words", [("ab", "names is a list of document names"), (["one"], "got 1 document name for 2 documents")])
 def test_document_names_that_do_not_name_each_document_are_refused_before_the_forward_pass(extractor, no_forward_pass, names, words):
     with pytest.raises(ConfigError, match=words):
         extractor(QUESTION, DOCUMENTS, names=names)

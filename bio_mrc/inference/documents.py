@@ -40,6 +40,7 @@ from .. import registry
 from ..data.text import unwritable_character
 from ..decoding.window_outputs import WindowOutputs
 from ..errors import ConfigError, a_type
+from ..plurals import counted
 from ..types import AnswerSpan, DocumentAnswer, Example, Prediction, RankedAnswers
 
 
@@ -83,7 +84,7 @@ def document_names(names: Sequence[str | None] | None, documents: int) -> list[s
         raise ConfigError(f"names is a list of document names, one a document, got {a_type(names)}")
     names = list(names) if names is not None else [None] * documents
     if len(names) != documents:
-        raise ConfigError(f"got {len(names)} document names for {documents} documents")
+        raise ConfigError(f"got {counted(len(names), 'document name')} for {counted(documents, 'document')}")
     for index, name in enumerate(names):
         _check_name(name, index)
     return names

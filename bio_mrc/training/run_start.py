@@ -11,6 +11,7 @@ from typing import Any, Collection, Mapping, Sequence
 from ..encoders import resolve_encoder
 from ..errors import BioMrcError, ConfigError, InputWarning
 from ..features.config import stride_leaves_new_context
+from ..plurals import counted
 from ..qa_checkpoints import encoder_positions, qa_windows
 from ..types import Example
 from .config import TrainConfig
@@ -95,8 +96,8 @@ def warn_shared_held_out(examples: Sequence[Example], held_out: Sequence[Example
 
     if held_out and any(shared := shared_questions_and_contexts(examples, held_out)):
         warnings.warn(SharedHeldOutWarning(
-            f"{name} share {shared[0]} questions and {shared[1]} contexts (under any id or spacing) with the training "
-            "questions: their scores during training overstate the model (hold out whole articles)"), stacklevel=stacklevel + 1)
+            f"{name} share {counted(shared[0], 'question')} and {counted(shared[1], 'context')} (under any id or spacing) "
+            "with the training questions: their scores during training overstate the model (hold out whole articles)"), stacklevel=stacklevel + 1)
 
 
 __all__ = ["WINDOW_FIELDS", "FinishedModelError", "SharedHeldOutWarning", "WindowsFittedWarning", "finished_run",
