@@ -27,7 +27,7 @@ def _vowel_sound(name: str) -> bool:
     if name[:1] in ("a", "e", "i", "o"):
         return not name.startswith("one")
     if name[:1] == "u":
-        return not name.startswith(("uni", "us", "uu", "ur", "ut"))  # unicode, UserDict, UUID, URL: a "you" sound
+        return not name.startswith(("uni", "uint", "us", "uu", "ur", "ut"))  # unicode, uint8, UserDict, UUID, URL: a "you" sound
     initial = name[:1] in "fhlmnrsx" and name[1:2] not in ("", "a", "e", "i", "o", "u", "y")
     return bool(initial) and not name.startswith(_SAID_AS_WORDS)
 

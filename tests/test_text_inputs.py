@@ -89,8 +89,8 @@ def test_a_type_names_its_article_by_sound():
     """"a ndarray", "a UUID" as "an UUID" would be: the article went by the first letter alone."""
     import uuid
 
-    assert [a_type(value) for value in (np.zeros(1), 5, object(), "x", frozenset(), uuid.uuid4(), {})] == [
-        "an ndarray", "an int", "an object", "a str", "a frozenset", "a UUID", "a dict"]
+    assert [a_type(value) for value in (np.zeros(1), 5, object(), "x", frozenset(), uuid.uuid4(), {}, np.uint8(3))] == [
+        "an ndarray", "an int", "an object", "a str", "a frozenset", "a UUID", "a dict", "a uint8"]
 
 
 def _open_files(tmp_path):
