@@ -219,6 +219,53 @@ def test_train_on_a_compressed_data_file_over_the_limit_is_one_line_before_any_w
     assert err.endswith(f"(in {path})") and not (tmp_path / "out").exists()
 
 
+def _parquet(path, rows):
+    import pyarrow
+    import pyarrow.parquet
+
+    pyarrow.parquet.write_table(pyarrow.Table.from_pylist(rows), path)
+    return pyarrow.parquet.ParquetFile(path).metadata.row_group(0).total_byte_size
+
+
+def test_a_parquet_file_its_footer_states_over_the_limit_is_refused_undecoded(tmp_path, monkeypatch):
+    """300 distinct contexts of 4,000 characters: 1.2 MB as the footer states it, over a limit of 1 MB, so no value is decoded."""
+    import pyarrow.parquet
+
+    path = tmp_path / "big.parquet"
+    rows = [dict(ROW, id=f"q{n}", context=f"{n:04d}" * 1_000) for n in range(300)]
+    assert _parquet(path, rows) > 1_200_000
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "1000000")
+    monkeypatch.setattr(pyarrow.parquet.ParquetFile, "iter_batches", lambda *a, **k: pytest.fail("decoded"))
+    with pytest.raises(DataFormatError, match=r"^the file is larger than 1,000,000 bytes decoded "
+                                              r"\(BIO_MRC_MAX_DATA_BYTES raises the limit\); read as parquet: .*\(in "):
+        load_squad(path)
+
+
+def test_a_parquet_file_of_one_value_repeated_is_refused_by_its_decoded_size(tmp_path, monkeypatch):
+    """Dictionary encoding stores a context repeated 300 times once: the footer states some 13 KB, decoded it is
+    300 x 10,000 = 3,000,000 bytes of text, found in the batches before datasets reads the table."""
+    path = tmp_path / "bomb.parquet"
+    rows = [dict(ROW, id=f"q{n}", context="Newton wrote it. " + "x" * 9_983) for n in range(300)]
+    assert _parquet(path, rows) < 20_000
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "1000000")
+    with pytest.raises(DataFormatError, match=r"^the file is larger than 1,000,000 bytes decoded "
+                                              r"\(BIO_MRC_MAX_DATA_BYTES raises the limit\); read as parquet: .*\(in "):
+        load_squad(path)
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "4000000")  # within it: read as before
+    assert [e.id for e in load_squad(path).examples][:2] == ["q0", "q1"]
+
+
+def test_predict_on_a_parquet_file_over_the_limit_is_one_line_before_any_work(tmp_path, monkeypatch, capsys, model_dir):
+    path = tmp_path / "bomb.parquet"
+    _parquet(path, [dict(ROW, id=f"q{n}", context="Newton wrote it. " + "x" * 9_983) for n in range(300)])
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "1000000")
+    out = tmp_path / "out" / "preds.json"
+    assert main(["predict", "--model", str(model_dir), "--data", str(path), "--output", str(out)]) == 2
+    err = one_line_error(capsys)
+    assert err.startswith("error: the file is larger than 1,000,000 bytes decoded (BIO_MRC_MAX_DATA_BYTES raises the limit)")
+    assert err.endswith(f"(in {path})") and not (tmp_path / "out").exists()
+
+
 def test_a_context_over_the_limit_is_refused_naming_its_record(tmp_path, monkeypatch):
     row = {"id": "long-one", "context": "Newton wrote it. " * 100, "question": "Who?",
            "answers": {"text": ["Newton"], "answer_start": [0]}}

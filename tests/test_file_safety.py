@@ -599,6 +599,6 @@ def test_the_librarys_paths_read_a_leading_tilde_as_home_as_the_command_line_doe
     assert read_json("~/preds.json") == {"q": "Ada"} and read_text_file("~/preds.json") == '{"q": "Ada"}'
     assert load_predictions("~/preds.json", ["q"]) == ({"q": "Ada"}, [])
     paths = write_prediction_files([Prediction("q", [])], "~/out/p.json", with_na_probs=False)
-    assert paths["predictions"] == home / "out" / "p.json" and (home / "out" / "p.json").is_file()
+    assert paths.predictions == home / "out" / "p.json" and (home / "out" / "p.json").is_file()
     assert TrainConfig(init_from="~/model").init_from == str(home / "model")
     assert os.listdir(work) == []

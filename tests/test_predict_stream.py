@@ -348,8 +348,8 @@ def test_each_decodings_nbest_file_survives_an_output_without_suffix(tmp_path):
     stream.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     written = write_files_from_stream(stream, tmp_path / "preds", ["span", "bio"])
     for decoding, text in (("span", "Alpha"), ("bio", "Omega")):
-        nbest = json.loads(written[decoding]["nbest"].read_text(encoding="utf-8"))
-        assert nbest["q1"]["spans"][0]["text"] == text, (decoding, written[decoding]["nbest"])
+        nbest = json.loads(written[decoding].nbest.read_text(encoding="utf-8"))
+        assert nbest["q1"]["spans"][0]["text"] == text, (decoding, written[decoding].nbest)
 
 
 @pytest.mark.parametrize("decodings", [["joint"], ["span", "bio"]])
@@ -549,17 +549,17 @@ def test_answers_with_line_separators_keep_one_line_a_record_and_an_older_raw_st
         answer_record(p, "joint") for p in predictions]
     written = write_files_from_stream(stream, tmp_path / "preds.json", ["joint"])["joint"]
     direct = write_prediction_files(predictions, tmp_path / "direct" / "preds.json")
-    for name in ("predictions", "nbest", "na_probs"):  # from the stream or at once: the same bytes, no raw separator
-        assert written[name].read_bytes() == direct[name].read_bytes()
-        assert not {"\u2028", "\u2029"} & set(written[name].read_text(encoding="utf-8"))
-    assert json.loads(written["predictions"].read_text(encoding="utf-8")) == {"q\u2028one": "Par\u2028is", "q2": "a\u2029b"}
+    for ours, theirs in zip(written.paths(), direct.paths(), strict=True):  # from the stream or at once: the same bytes
+        assert ours.read_bytes() == theirs.read_bytes()
+        assert not {"\u2028", "\u2029"} & set(ours.read_text(encoding="utf-8"))  # no raw separator
+    assert json.loads(written.predictions.read_text(encoding="utf-8")) == {"q\u2028one": "Par\u2028is", "q2": "a\u2029b"}
     # a stream written with the characters raw (as before) is read as values: it resumes, and gives the same files
     stream.write_text("".join(json.dumps(answer_record(p, "joint"), ensure_ascii=False) + "\n" for p in predictions),
                       encoding="utf-8")
     assert "\u2028" in stream.read_text(encoding="utf-8")
     assert resume_point(stream, ["joint"], 1) == ["q\u2028one", "q2"]
     rewritten = write_files_from_stream(stream, tmp_path / "again" / "preds.json", ["joint"])["joint"]
-    assert all(rewritten[name].read_bytes() == direct[name].read_bytes() for name in direct)
+    assert [path.read_bytes() for path in rewritten.paths()] == [path.read_bytes() for path in direct.paths()]
 
 
 def test_a_question_id_and_context_with_a_line_separator_give_one_stream_line_a_record(model_dir, tmp_path, capsys):

@@ -1,7 +1,7 @@
 """The public calls a command runs return frozen dataclasses with typed fields, as ``tune_model`` and
 ``evaluate_predictions`` do: ``export_onnx`` an ``OnnxExport``, ``export_qa_checkpoint`` a ``QaCheckpointExport``,
-``convert_qa_checkpoint`` a ``QaCheckpointConversion`` and ``predict_to_files`` a ``PredictionFiles`` (each was a
-dict); the command prints the result's ``to_dict()``, as it printed the dict."""
+``convert_qa_checkpoint`` a ``QaCheckpointConversion``, ``predict_to_files`` a ``PredictionFiles`` and
+``write_prediction_files`` a ``DecodingFiles`` (each was a dict); the command prints the result's ``to_dict()``, as it printed the dict."""
 
 import dataclasses
 import json
@@ -137,6 +137,25 @@ def test_predict_to_standard_output_writes_no_files(trained_dir, capsys):
     assert len(capsys.readouterr().out.splitlines()) == 2
 
 
+def test_write_prediction_files_returns_decoding_files(tmp_path):
+    from bio_mrc.inference import DecodingFiles, write_prediction_files
+    from bio_mrc.types import AnswerSpan, Prediction
+
+    predictions = [Prediction("q1", [AnswerSpan("Alpha", 0, 5, 0.9)], -1.0), Prediction("q2", [], 2.0)]
+    result = write_prediction_files(predictions, tmp_path / "p.json")
+    assert result == DecodingFiles(tmp_path / "p.json", tmp_path / "p.nbest.json", tmp_path / "p.na_probs.json")
+    _frozen(result)
+    assert result.paths() == [tmp_path / "p.json", tmp_path / "p.nbest.json", tmp_path / "p.na_probs.json"]
+    assert result.to_dict() == {"predictions": str(tmp_path / "p.json"), "nbest": str(tmp_path / "p.nbest.json"),
+                                "na_probs": str(tmp_path / "p.na_probs.json")}
+    assert json.loads(result.predictions.read_text()) == {"q1": "Alpha", "q2": ""}
+    assert sorted(json.loads(result.na_probs.read_text())) == ["q1", "q2"]
+    bare = write_prediction_files(predictions, tmp_path / "bare" / "p.json", with_na_probs=False)
+    assert bare == DecodingFiles(tmp_path / "bare" / "p.json", tmp_path / "bare" / "p.nbest.json", None)
+    assert bare.to_dict() == {"predictions": str(tmp_path / "bare" / "p.json"), "nbest": str(tmp_path / "bare" / "p.nbest.json")}
+    assert sorted(path.name for path in (tmp_path / "bare").iterdir()) == ["p.json", "p.nbest.json"]
+
+
 def test_model_tuning_exports_only_what_the_package_documents():
     """``from bio_mrc.inference.model_tuning import *`` brought tune's helpers (check_saved_settings, calibrates, ...)."""
     import bio_mrc.inference as inference
@@ -152,10 +171,10 @@ def test_model_tuning_exports_only_what_the_package_documents():
 
 def test_the_results_are_exported_where_their_calls_are():
     import bio_mrc.inference as inference
-    from bio_mrc.inference import conversion, onnx, streaming
+    from bio_mrc.inference import conversion, files, onnx, streaming
 
     for module, names in ((onnx, ["OnnxExport"]), (conversion, ["QaCheckpointConversion", "QaCheckpointExport"]),
-                          (streaming, ["DecodingFiles", "PredictionFiles"])):
+                          (files, ["DecodingFiles"]), (streaming, ["PredictionFiles"])):
         for name in names:
             assert getattr(inference, name) is getattr(module, name) and name in inference.__all__
             assert dataclasses.is_dataclass(getattr(module, name)) and getattr(module, name).__dataclass_params__.frozen

@@ -10,8 +10,9 @@ Each limit has a default and an environment variable that changes it, read when 
 * ``BIO_MRC_MAX_HEADER_BYTES`` (default 1 MiB) and ``BIO_MRC_MAX_COLUMNS`` (default 1,000): a CSV or TSV
   header row, and the fields of any of its rows;
 * ``BIO_MRC_MAX_DATA_BYTES`` (default 8 GiB): a compressed data file (``.jsonl.gz``, ``.csv.gz``, any ``.gz`` of
-  questions), decompressed: about a hundred times SQuAD 1.1's training set as JSON Lines (85 MB), while a gzip file of
-  8 MB can hold it. A larger one is refused once this much is read;
+  questions), decompressed, and a Parquet file, decoded: about a hundred times SQuAD 1.1's training set as JSON Lines
+  (85 MB), while a gzip file of 8 MB can hold it (and a Parquet file of kilobytes, one context repeated). A larger one
+  is refused once this much is read;
 * ``BIO_MRC_MAX_JSON_BYTES`` (default 1 GiB): a JSON file read whole, decompressed: a predictions or no-answer
   probability file (a million questions' answers take about 100 MB), an earlier comparison's report (the largest
   committed one holds 20 MB). A larger one is refused after reading at most this much of it (a plain file by its

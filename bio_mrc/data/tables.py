@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .json_reader import DataFormatError, not_utf8
-from .limits import max_columns, max_header_bytes, max_line_bytes
+from .limits import max_columns, max_data_bytes, max_header_bytes, max_line_bytes
 from .sources import Records, bounded_lines, check_columns, dataset_records, first_line, table_rows
 
 PARQUET_MAGIC = b"PAR1"
@@ -40,10 +40,35 @@ def parquet_records(path: Path) -> Records:
     import pyarrow.parquet
 
     try:
-        empty = pyarrow.parquet.ParquetFile(path).metadata.num_rows == 0
-    except Exception as err:  # noqa: BLE001  (Arrow raises its own kinds for a damaged footer)
+        with pyarrow.parquet.ParquetFile(path) as parquet:
+            if parquet.metadata.num_rows == 0:
+                return Records(str(path), rows=iter(()))
+            _check_decoded_size(parquet, str(path))
+    except DataFormatError:
+        raise
+    except Exception as err:  # noqa: BLE001  (Arrow raises its own kinds for a damaged footer or page)
         raise DataFormatError(f"could not read it as parquet: {type(err).__name__}: {first_line(err)}", source=str(path)) from None
-    return Records(str(path), rows=iter(())) if empty else dataset_records(_load("parquet", path), None, str(path))
+    return dataset_records(_load("parquet", path), None, str(path))
+
+
+_PARQUET_BATCH_ROWS = 1_024  # rows decoded at a time: one batch is held before its size is counted
+
+
+def _check_decoded_size(parquet: Any, source: str) -> None:
+    """A Parquet file whose values decode to more than :func:`~bio_mrc.data.limits.max_data_bytes` raises before
+    ``datasets`` reads it: first by the uncompressed sizes its footer states, then, as dictionary encoding stores a
+    repeated value once (a file of kilobytes can decode to gigabytes) and a footer may understate, by the Arrow buffers
+    of each batch of rows, decoded and counted one batch at a time."""
+    most, metadata = max_data_bytes(), parquet.metadata
+    stated = sum(metadata.row_group(index).total_byte_size for index in range(metadata.num_row_groups))
+    decoded = 0
+    for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS) if stated <= most else ():
+        decoded += batch.nbytes
+        if decoded > most:
+            break
+    if max(stated, decoded) > most:
+        raise DataFormatError(f"the file is larger than {most:,} bytes decoded (BIO_MRC_MAX_DATA_BYTES raises the limit)",
+                              source=source)
 
 
 def dataframe_records(frame: Any, name: str = "pandas.DataFrame") -> Records:

@@ -16,7 +16,7 @@ from .conversion import (
 from .during_training import TrainingEvaluator as TrainingEvaluator
 from .evaluation import Evaluation as Evaluation, evaluate_predictions as evaluate_predictions
 from .extract import AnswerExtractor as AnswerExtractor
-from .files import write_prediction_files as write_prediction_files
+from .files import DecodingFiles as DecodingFiles, write_prediction_files as write_prediction_files
 from .forward import predict_windows as predict_windows, run_windows as run_windows
 from .held_out import check_held_out as check_held_out
 from .loading import TrainedModel as TrainedModel, check_model_dir as check_model_dir
@@ -25,7 +25,6 @@ from .onnx import OnnxExport as OnnxExport, export_onnx as export_onnx
 from .pipeline import BioMrcQuestionAnsweringPipeline as BioMrcQuestionAnsweringPipeline, register_pipeline as register_pipeline
 from .sharding import Shard as Shard
 from .streaming import (
-    DecodingFiles as DecodingFiles,
     PredictionFiles as PredictionFiles,
     StreamPlan as StreamPlan,
     predict_to_files as predict_to_files,

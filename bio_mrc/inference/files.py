@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
@@ -15,25 +16,42 @@ STREAM_SUFFIX = ".answers.jsonl"  # predict's answers stream, beside the officia
 RUN_SUFFIX = ".answers.run.json"  # the options and data the stream was made with, checked by --resume
 
 
+@dataclass(frozen=True)
+class DecodingFiles:
+    """One decoding's files: the official ``predictions``, the ``nbest`` and the ``na_probs`` files (None where
+    :func:`write_prediction_files` writes none)."""
+
+    predictions: Path
+    nbest: Path
+    na_probs: Path | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        named = {"predictions": self.predictions, "nbest": self.nbest, "na_probs": self.na_probs}
+        return {name: str(path) for name, path in named.items() if path is not None}
+
+    def paths(self) -> list[Path]:
+        """The files, in the order of :meth:`to_dict`."""
+        return [path for path in (self.predictions, self.nbest, self.na_probs) if path is not None]
+
+
 def write_prediction_files(
     predictions: Sequence[Prediction], output: str | Path, with_na_probs: bool = True, multi_span: bool = False
-) -> dict[str, Path]:
+) -> DecodingFiles:
     """Write ``output`` (official ``{id: answer}``, or MultiSpanQA's ``{id: [span texts]}`` with
     ``multi_span``), its :func:`side_file` ``.nbest.json`` (every span with offsets and scores) and, when asked,
-    ``.na_probs.json``; together (all new, or all as they were)."""
+    ``.na_probs.json``; together (all new, or all as they were). Returns their paths."""
     output = Path(home_expanded(output))
     output.parent.mkdir(parents=True, exist_ok=True)
-    paths = {"predictions": output, "nbest": side_file(output, ".nbest.json")}
+    files = DecodingFiles(output, side_file(output, ".nbest.json"), side_file(output, ".na_probs.json") if with_na_probs else None)
     answers = {p.id: p.answers if multi_span else p.answer for p in predictions}
     # No indent for the n-best: json's C encoder only runs without one (3x faster on a full dev set's n-best lists).
     texts = [printable_json(answers, indent=1), printable_json({p.id: p.to_dict() for p in predictions})]
     if with_na_probs:
-        paths["na_probs"] = side_file(output, ".na_probs.json")
         texts.append(json.dumps({p.id: no_answer_probability(p.no_answer_score) for p in predictions}))
-    with atomic_writers(list(paths.values())) as handles:  # the files agree: all new, or all as they were
+    with atomic_writers(files.paths()) as handles:  # the files agree: all new, or all as they were
         for handle, text in zip(handles, texts):
             handle.write(text)
-    return paths
+    return files
 
 
 # The n-best file's entry of a question: Prediction.to_dict()'s keys; an answer line adds the others.
@@ -84,13 +102,13 @@ def side_file(output: Path, suffix: str) -> Path:
     return output.with_name(_json_stem(output)[0] + suffix)
 
 
-def prediction_paths(output: Path, decoding: str, several: bool) -> dict[str, Path]:
+def prediction_paths(output: Path, decoding: str, several: bool) -> DecodingFiles:
     """Where one decoding's files go: ``output`` itself for a single decoding; for several, ``preds.<decoding>.json``
     (``preds.<decoding>`` for an output without ``.json``); each one's n-best and ``na_prob`` files its
     :func:`side_file`s, so that no two decodings share a file."""
     stem, json_suffix = _json_stem(output)
     path = output.with_name(f"{stem}.{decoding}{json_suffix}") if several else output
-    return {"predictions": path, "nbest": side_file(path, ".nbest.json"), "na_probs": side_file(path, ".na_probs.json")}
+    return DecodingFiles(path, side_file(path, ".nbest.json"), side_file(path, ".na_probs.json"))
 
 
 _OFFICIAL_KINDS = {"predictions": "an official predictions file {id: answer}", "na_probs": "a no-answer probability file"}
@@ -105,7 +123,7 @@ def check_no_answers_stream(path: str | Path, kind: str = "predictions") -> None
         files, several = _files_beside_stream(path, kind)
         beside = f"{several}: {', '.join(map(str, files))}"
     elif _starts_with_an_answer_line(Path(home_expanded(path))):
-        official, one_of_several = (prediction_paths(Path("PREDS.json"), "DECODING", several)[kind] for several in (False, True))
+        official, one_of_several = (getattr(prediction_paths(Path("PREDS.json"), "DECODING", several), kind) for several in (False, True))
         beside = f", as it writes {official} beside PREDS{STREAM_SUFFIX} ({one_of_several} for each of several decodings)"
     else:
         return
@@ -119,7 +137,7 @@ def _files_beside_stream(path: Path, kind: str) -> tuple[list[Path], str]:
     stem = path.name[: -len(STREAM_SUFFIX)]
     decodings = _recorded_decodings(path.with_name(stem + RUN_SUFFIX)) or [None]
     outputs = [path.with_name(stem + ".json"), path.with_name(stem)]  # predict --output preds.json, or run.v1 kept whole
-    files = [[prediction_paths(output, decoding, len(decodings) > 1)[kind] for decoding in decodings] for output in outputs]
+    files = [[getattr(prediction_paths(output, decoding, len(decodings) > 1), kind) for decoding in decodings] for output in outputs]
     named = next((one for one in files if all(file.is_file() for file in one)), files[0])
     return named, " for the decoding to score" if len(decodings) > 1 else ""
 
@@ -151,15 +169,15 @@ def _recorded_decodings(record: Path) -> list[str]:
     return [decoding for decoding in decodings if isinstance(decoding, str)] if isinstance(decodings, list) else []
 
 
-def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str], multi_span: bool = False) -> dict[str, dict[str, Path]]:
+def write_files_from_stream(stream: Path, output: Path, decodings: Sequence[str], multi_span: bool = False) -> dict[str, DecodingFiles]:
     """The official ``{id: answer}`` (MultiSpanQA's ``{id: [texts]}`` with ``multi_span``), n-best and ``na_prob``
     files of each decoding from an answers stream, one line at a time (the three written together, as
     :func:`write_prediction_files` writes it)."""
     written = {}
     for decoding in decodings:
         paths = prediction_paths(output, decoding, len(decodings) > 1)
-        paths["predictions"].parent.mkdir(parents=True, exist_ok=True)
-        with atomic_writers([paths["predictions"], paths["nbest"], paths["na_probs"]]) as (answers, nbest, na_probs):
+        paths.predictions.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_writers(paths.paths()) as (answers, nbest, na_probs):
             writers = (_JsonObjectWriter(answers, indent=1), _JsonObjectWriter(nbest), _JsonObjectWriter(na_probs, ensure_ascii=True))
             for record in read_stream(stream, decoding):
                 writers[0].add(record["id"], record["answers"] if multi_span else record["answer"])

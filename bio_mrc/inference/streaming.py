@@ -34,8 +34,8 @@ from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
 from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
 from .extract import AnswerExtractor
-from .files import (RUN_SUFFIX, STREAM_SUFFIX, answer_record, answer_record_problem, prediction_paths, side_file,
-                    write_files_from_stream)
+from .files import (RUN_SUFFIX, STREAM_SUFFIX, DecodingFiles, answer_record, answer_record_problem, prediction_paths,
+                    side_file, write_files_from_stream)
 from .defaults import DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel, check_length_prior, saved_settings
 from .sharding import Shard, SINGLE_PROCESS
@@ -58,19 +58,6 @@ class StreamPlan:
         names_argument(self.decodings, "decodings", "StreamPlan", optional=False)  # a lone string would be read letter by letter
         object.__setattr__(self, "decodings", tuple(self.decodings))
         count_argument(self.chunk_size, "chunk_size", "StreamPlan", optional=False)
-
-
-@dataclass(frozen=True)
-class DecodingFiles:
-    """One decoding's files, written from the answers stream: the official ``predictions``, the ``nbest`` and the
-    ``na_probs`` files."""
-
-    predictions: Path
-    nbest: Path
-    na_probs: Path
-
-    def to_dict(self) -> dict[str, str]:
-        return {"predictions": str(self.predictions), "nbest": str(self.nbest), "na_probs": str(self.na_probs)}
 
 
 @dataclass(frozen=True)
@@ -162,7 +149,7 @@ def prediction_outputs(output: str | Path, decodings: Sequence[str]) -> list[Pat
     if str(output) == "-":
         return []
     decodings = tuple(dict.fromkeys(decodings))
-    files = [path for decoding in decodings for path in prediction_paths(Path(output), decoding, len(decodings) > 1).values()]
+    files = [path for decoding in decodings for path in prediction_paths(Path(output), decoding, len(decodings) > 1).paths()]
     return [answers_stream_path(output), run_record_path(output), *files]
 
 
@@ -384,4 +371,4 @@ def _predict_into(
         gone = "it was" if stream.parent.is_dir() else "the output folder was"
         raise OutputError(f"{gone} removed while the answers were written to it; run predict again", str(stream))
     written = write_files_from_stream(stream, Path(output), plan.decodings, plan.multi_span)
-    return PredictionFiles(stream, run_record_path(output), {decoding: DecodingFiles(**paths) for decoding, paths in written.items()})
+    return PredictionFiles(stream, run_record_path(output), written)
