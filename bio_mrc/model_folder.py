@@ -227,6 +227,8 @@ def check_reads_both_ways(encoder: Mapping[str, Any], folder: Path, where: str =
                                           f"tokens before it (causal attention); {BIDIRECTIONAL_ONLY} (set it to false "
                                           "where the encoder was trained as one)")
     model_type = encoder.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):  # transformers looks it up as a key of its tables
+        raise fail(folder, "config.json", f"{where}model_type must be a string (\"bert\"), got {shown_value(model_type)}")
     if isinstance(model_type, str) and decoder_only(model_type):
         raise _decoder_only_model(folder, model_type, _base_model_name(model_type), where)
 
@@ -453,8 +455,10 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
         raise fail(folder, "config.json", f"return_dict must be true (the forward pass's outputs by name), got "
                                           f"{shown_value(config['return_dict'])}: delete it")
     heads = config.get("heads", "span+bio")
+    if not isinstance(heads, str):  # named as written, not as the empty name it was checked as
+        raise fail(folder, "config.json", f"heads must be one of {registry.head_choices()}, got {shown_value(heads)}")
     try:
-        registry.head_names(heads if isinstance(heads, str) else "")
+        registry.head_names(heads)
     except ValueError as err:
         raise fail(folder, "config.json", f"heads: {err}") from None
     windows = {name: config.get(name) for name in WINDOW_FIELDS}

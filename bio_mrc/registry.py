@@ -382,6 +382,10 @@ def register_decoding(entry: DecodingEntry, *, replace: bool = False) -> Decodin
         raise ValueError(f"decoding {entry.name!r}: heads must be a frozenset of head names, got {entry.heads!r}")
     if entry.multi_span not in SPAN_COUNT_RULES:
         raise ValueError(f"decoding {entry.name!r}: multi_span must be one of {tuple(SPAN_COUNT_RULES)}, got {entry.multi_span!r}")
+    if (entry.merge_tags is None) != (entry.decode_tags is None):  # rows merged by one are decoded by the other
+        given, missing = ("merge_tags", "decode_tags") if entry.decode_tags is None else ("decode_tags", "merge_tags")
+        raise ValueError(f"decoding {entry.name!r}: names {given} without {missing}; a tag-sequence decoding names both "
+                         "(its windows merged, then decoded), any other neither")
     if entry.name == AUTO_DECODING:  # "auto" picks among the decodings, so one of that name could never be asked for
         raise ValueError(f"a decoding cannot be named {AUTO_DECODING!r}: it asks for the best decoding a model's heads allow; "
                          "give yours another name")

@@ -53,7 +53,8 @@ def test_the_call_overloads_type_what_the_call_takes_and_returns():
     """A type checker reads the overloads: each names every option of the call (a misspelt one is an error there
     too), and one question over a tuple (or a Series, or an iterator) of documents is RankedAnswers, as it is at run time."""
     import inspect
-    from typing import get_overloads, get_type_hints
+    from collections.abc import Sequence
+    from typing import get_args, get_origin, get_overloads, get_type_hints
 
     from bio_mrc.inference.text_inputs import TextBatch
     from bio_mrc.types import RankedAnswers
@@ -63,6 +64,10 @@ def test_the_call_overloads_type_what_the_call_takes_and_returns():
     assert [list(inspect.signature(o).parameters) for o in overloads] == [options] * 3
     documents = get_type_hints(overloads[1])
     assert documents["return"] is RankedAnswers and documents["context"] == TextBatch
+    # a document may go unnamed (None) among named ones, as the call takes it: Sequence[str] refused [None, "b"]
+    for hints in (documents, get_type_hints(AnswerExtractor.answer_documents)):
+        sequence, none = get_args(hints["names"])
+        assert none is type(None) and get_origin(sequence) is Sequence and get_args(sequence) == (str | None,)
 
 def test_extractor_single_and_batched(trained_dir):  # noqa: F811
     extractor = AnswerExtractor.from_pretrained(trained_dir)

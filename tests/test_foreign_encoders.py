@@ -81,6 +81,22 @@ def test_an_encoder_marked_a_decoder_is_refused(tiny_encoder_dir, tmp_path):
     assert problem.startswith("config.json: is_decoder is true: the encoder would read each token with only the tokens before it")
 
 
+def test_a_model_type_that_is_no_string_is_refused_in_one_line(tiny_encoder_dir, saved_model, tmp_path, capsys):
+    """A list or an object as model_type was looked up in transformers' tables: train --encoder ended in a traceback
+    (TypeError: unhashable type: 'list'), and a model folder's encoder was refused as 'unhashable type'."""
+    encoder = copy_with(tiny_encoder_dir, tmp_path / "encoder", model_type=["bert"])
+    code = main(["train", "--train", str(tmp_path / "no-such-data.json"), "--output-dir", str(tmp_path / "out"),
+                 "--encoder", str(encoder), *WINDOW_ARGS])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: config.json: model_type must be a string (\"bert\"), got ['bert'] (in {encoder})")
+    assert not (tmp_path / "out").exists()
+    folder = copy_with(saved_model, tmp_path / "model", encoder=True, model_type={"name": "bert"})
+    with pytest.raises(ModelFormatError) as refused:
+        TrainedModel.load(folder)
+    assert refused.value.problem == "config.json: encoder.model_type must be a string (\"bert\"), got {'name': 'bert'}"
+
+
 def test_a_decoder_only_or_sequence_to_sequence_model_is_refused_naming_what_it_is(tiny_encoder_dir, tmp_path):
     """GPT-2 and T5 given to train --encoder ended in a traceback (ValueError: no attention dropout rate)."""
     from transformers import GPT2Config, GPT2Model, T5Config, T5Model

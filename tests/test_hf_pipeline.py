@@ -4,6 +4,7 @@ import pytest
 
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 from bio_mrc.inference.pipeline import TASK
+from .conftest import untrained_model_folder
 
 
 CONTEXT = "Isaac Newton formulated the laws of motion and universal gravitation in 1687."
@@ -547,6 +548,18 @@ def test_dtype_is_the_precision_and_a_half_precision_folder_answers(trained_dir,
         pipeline(TASK, model=str(trained_dir), device="cpu", dtype=torch.float16)
     with pytest.raises(ConfigError, match="give one of them"):
         pipeline(TASK, model=str(trained_dir), device="cpu", dtype=torch.bfloat16, precision="fp32")
+
+
+def test_a_dtype_that_names_no_torch_dtype_is_refused_in_one_line(tiny_encoder_dir, tmp_path):
+    """A list or a dict as ``dtype`` was looked up as a key of the precisions: TypeError: unhashable type: 'list'."""
+    from transformers import pipeline
+
+    from bio_mrc.errors import ConfigError
+
+    folder = untrained_model_folder(tiny_encoder_dir, tmp_path / "model", max_seq_length=48, doc_stride=16, max_query_length=12)
+    for dtype, shown in ((["float32"], r"\['float32'\]"), ({"dtype": "float32"}, r"\{'dtype': 'float32'\}")):
+        with pytest.raises(ConfigError, match=rf"^dtype {shown}: a bio_mrc model answers in torch.float32 or torch.bfloat16 "):
+            pipeline(TASK, model=str(folder), device="cpu", dtype=dtype)
 
 
 def test_a_streamed_input_is_named_by_its_place_in_the_stream(qa):

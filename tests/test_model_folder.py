@@ -121,6 +121,13 @@ def test_a_tuned_on_that_is_no_object_is_refused(saved_model, tmp_path, value, m
     TrainedModel.load(edit_config(copy_of(saved_model, tmp_path), tuned_on={"description": "dev.json", "questions": 3}))
 
 
+@pytest.mark.parametrize("value, shown", [(["span"], r"\['span'\]"), (5, "5"), (None, "None")])
+def test_heads_that_are_no_string_are_named_as_written(saved_model, tmp_path, value, shown):
+    """They were checked as the empty name, and the line said ``got ''`` of a config that holds ``["span"]``."""
+    refused(edit_config(copy_of(saved_model, tmp_path), heads=value),
+            rf"^config.json: heads must be one of \('span', 'bio', 'span\+bio'\), got {shown} \(in ")
+
+
 @pytest.mark.parametrize("field, value, match", [
     ("description", 5, "tuned_on.description must be a string, got 5"),
     ("description", ["dev.json"], r"tuned_on.description must be a string, got \['dev.json'\]"),

@@ -162,6 +162,13 @@ def test_a_plan_of_one_decoding_named_as_a_string_is_refused_not_read_letter_by_
     assert StreamPlan(["span", "bio"]).decodings == ("span", "bio")
 
 
+def test_predict_to_files_refuses_to_resume_standard_output_naming_the_call(place):
+    """It was a ValueError naming the command's --resume, once the plan was settled and its warnings said."""
+    _refused(place, "predict_to_files", ConfigError, re.escape("predict_to_files: resume continues the answers file beside "
+                                                               "output; output '-' (standard output) holds none"),
+             output="-", resume=True)
+
+
 def test_predict_to_files_refuses_to_write_over_the_data_file_it_names(place):
     """The command keeps its output off --data; the call keeps it off the file its ``source`` or ``name`` names."""
     for named in ({"source": str(place["data"])}, {"name": str(place["data"])}):

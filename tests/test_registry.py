@@ -450,6 +450,13 @@ def test_a_malformed_entry_is_refused_at_registration_in_one_line(monkeypatch, t
         registry.register_decoding(replace(span_decoding, name="two", multi_span="two spans"))
     with pytest.raises(ValueError, match=r"^decoding 'two': heads must be a frozenset of head names, got 'span'$"):
         registry.register_decoding(replace(span_decoding, name="two", heads="span"))
+    # merged rows without a decoder of them ended in TypeError: 'NoneType' object is not callable when tuned or compared
+    bio_decoding = registry.decoding("bio")
+    with pytest.raises(ValueError, match=r"^decoding 'two': names merge_tags without decode_tags; a tag-sequence decoding "
+                                         r"names both \(its windows merged, then decoded\), any other neither$"):
+        registry.register_decoding(replace(bio_decoding, name="two", decode_tags=None))
+    with pytest.raises(ValueError, match=r"^decoding 'two': names decode_tags without merge_tags; "):
+        registry.register_decoding(replace(bio_decoding, name="two", merge_tags=None))
     with pytest.raises(TypeError, match=r"^register a bio_mrc.registry.DecodingEntry, got dict$"):
         registry.register_decoding({"name": "two"})
     with pytest.raises(TypeError, match=r"^register a bio_mrc.registry.TaskEntry, got HeadEntry$"):

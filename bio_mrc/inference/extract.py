@@ -219,14 +219,14 @@ class AnswerExtractor:
     @overload
     def __call__(self, question: str, context: TextBatch, multi_span: bool | None = None,  # type: ignore[overload-overlap]
                  decoding: str | None = None, require_answer: bool | None = None, top_k: int | None = None,
-                 names: Sequence[str] | None = None) -> RankedAnswers: ...
+                 names: Sequence[str | None] | None = None) -> RankedAnswers: ...
     @overload
     def __call__(self, question: TextBatch, context: TextBatch, multi_span: bool | None = None,
                  decoding: str | None = None, require_answer: bool | None = None, top_k: int | None = None,
                  names: None = None) -> list[Prediction]: ...
 
     def __call__(self, question, context, multi_span: bool | None = None, decoding: str | None = None,
-                 require_answer: bool | None = None, top_k: int | None = None, names: Sequence[str] | None = None):
+                 require_answer: bool | None = None, top_k: int | None = None, names: Sequence[str | None] | None = None):
         """One question and one context: a :class:`Prediction` (its ``top_k`` best spans, default 1, or with
         ``multi_span`` every answer span). Lists of questions and contexts: a list of them (a pandas Series, a numpy
         array of strings, any other sequence or an iterator of texts answers as its list). One question and a list
@@ -259,7 +259,7 @@ class AnswerExtractor:
         return predictions[0] if single else predictions
 
     def answer_documents(
-        self, question: str, documents: TextBatch, top_k: int | None = None, names: Sequence[str] | None = None,
+        self, question: str, documents: TextBatch, top_k: int | None = None, names: Sequence[str | None] | None = None,
         multi_span: bool | None = None, decoding: str | None = None, require_answer: bool | None = None,
     ) -> RankedAnswers:
         """Ask ``question`` of every document; the ``top_k`` best single spans across them (None: 1), best first,

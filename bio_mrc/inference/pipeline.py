@@ -274,7 +274,9 @@ def dtype_precision(dtype: Any, precision: str | None) -> str | None:
     not compute in (float16) and a dtype that contradicts ``precision`` are refused."""
     if dtype is None or dtype == "auto":
         return precision
-    chosen = {torch.float32: "fp32", torch.bfloat16: "bf16"}.get(getattr(torch, dtype, None) if isinstance(dtype, str) else dtype)
+    found = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
+    # a list or a dict would be looked up as a key, a TypeError: only a torch dtype names a precision
+    chosen = {torch.float32: "fp32", torch.bfloat16: "bf16"}.get(found) if isinstance(found, torch.dtype) else None
     if chosen is None:
         raise ConfigError(f"dtype {dtype}: a bio_mrc model answers in torch.float32 or torch.bfloat16 "
                           "(precision fp32 or bf16; auto where the device computes bf16 natively)")

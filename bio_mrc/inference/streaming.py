@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
 from ..arguments import checked_limit, count_argument, given_type, instance_argument, names_argument, path_argument
-from ..errors import DataFormatError, OutputError, argument
+from ..errors import ConfigError, DataFormatError, OutputError, argument
 from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
 from ..hub import cached_folder
 from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
@@ -265,6 +265,9 @@ def predict_to_files(
     refusal of one no decoding reads. Returns the files written (:class:`PredictionFiles`: none for ``-``, nor on ranks
     other than 0)."""
     questions = _check_arguments(trained, questions, plan, output, limit)
+    if resume and str(home_expanded(output)) == "-":  # before the plan is settled and its warnings said
+        raise ConfigError("predict_to_files: resume continues the answers file beside output; output '-' (standard "
+                          "output) holds none")
     plan = answering_plan(trained, plan, prior_option)  # before any file is written
     questions, total = _limited(questions, limit, total)
     if shard.writes:
@@ -272,8 +275,6 @@ def predict_to_files(
     output = home_expanded(output)
     to_stdout = str(output) == "-"
     stream = None if to_stdout else answers_stream_path(output)
-    if resume and to_stdout:
-        raise ValueError("resume=True continues an answers file; standard output (output '-') holds none")
     outputs = [check_file_target(path) for path in prediction_outputs(output, plan.decodings)]  # no FIFO or device
     check_outputs_apart(outputs, [p for p in (source, name) if isinstance(p, (str, os.PathLike))], [trained.path])
     resumes = resume and stream.is_file()
