@@ -1,5 +1,7 @@
 """The heads on someone else's encoder: forward, loss and backward with no bio_mrc model around them."""
 
+import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -55,3 +57,72 @@ def test_heads_on_a_transformers_bert():
     assert loss.dim() == 0 and torch.isfinite(loss)
     start_logits, end_logits = span(hidden)
     assert bio(hidden).shape == (2, 8, 3) and start_logits.shape == end_logits.shape == (2, 8)
+
+
+@pytest.mark.parametrize(
+    "build, error, message",
+    [
+        (lambda: BIOHead(0), ValueError, r"hidden_size must be a positive integer, got 0"),
+        (lambda: SpanHead(-1), ValueError, r"hidden_size must be a positive integer, got -1"),
+        (lambda: SpanHead(8.0), TypeError, r"hidden_size must be a positive integer, got 8.0"),
+        (lambda: BIOHead(True), TypeError, r"hidden_size must be a positive integer, got True"),
+        (lambda: BIOHead(8, dropout=float("nan")), ValueError, r"dropout must be a probability in \[0, 1\], got nan"),
+        (lambda: SpanHead(8, dropout="0.1"), TypeError, r"dropout must be a probability in \[0, 1\], got '0.1'"),
+        (lambda: BIOHead(8, class_weights=(float("nan"), 1, 1)), ValueError, r"class_weights must be three positive"),
+        (lambda: BIOHead(8, class_weights=(float("inf"), 1, 1)), ValueError, r"class_weights must be three positive"),
+        (lambda: BIOHead(8, class_weights=2.0), ValueError, r"class_weights must be three positive numbers \(B, I, O\), got 2.0"),
+        (lambda: BIOHead(8, prior="abc"), ValueError, r"prior must be three positive numbers \(B, I, O\), got 'abc'"),
+        (lambda: BIOHead(8, prior="118"), ValueError, r"prior must be three positive numbers \(B, I, O\), got '118'"),
+    ],
+)
+def test_head_arguments_are_refused_when_the_head_is_built(build, error, message):
+    # H = 0 built a head whose logits are all 0, a NaN dropout failed at the first training step, a NaN or infinite
+    # class weight made every logit NaN; the others failed with torch's or Python's words for something else.
+    with pytest.raises(error, match=message) as raised:
+        build()
+    assert "\n" not in str(raised.value)
+
+
+def test_prior_and_class_weights_are_kept_as_plain_numbers():
+    head = BIOHead(4, prior=torch.tensor([1.0, 1.0, 2.0]), class_weights=np.array([4, 2, 1]))
+    assert head.prior == (1.0, 1.0, 2.0) and head.class_weights == (4.0, 2.0, 1.0)
+    assert all(type(value) is float for value in (*head.prior, *head.class_weights))
+    assert torch.allclose(head.classifier.bias, torch.tensor([0.25, 0.25, 0.5]).log())
+
+
+def test_repr_shows_what_changes_the_outputs_and_the_loss():
+    assert "reduction='sum', prior=(0.1, 0.1, 0.8), class_weights=(10.0, 10.0, 1.0)" in repr(
+        BIOHead(4, reduction="sum", prior=(0.1, 0.1, 0.8), class_weights=(10, 10, 1)))
+    assert "reduction='token_mean'" in repr(BIOHead(4))
+
+
+def test_a_head_with_class_weights_traces():
+    # torch.jit.trace checks that a second trace gives the same graph: the class weights made on the first call and
+    # read from the cache on the second gave two graphs.
+    torch.manual_seed(0)
+    head = BIOHead(4, class_weights=(10.0, 10.0, 1.0)).eval()
+    traced = torch.jit.trace(head, torch.randn(2, 3, 4))
+    hidden = torch.randn(3, 5, 4)
+    assert torch.equal(traced(hidden), head(hidden))
+
+
+def test_losses_compile_into_one_graph_on_the_cpu():
+    # The checks of label values branch on the data, which fullgraph=True refused; they are left out of compiled
+    # code, as they are on an accelerator.
+    torch.manual_seed(0)
+    bio, span = BIOHead(4, class_weights=(10.0, 10.0, 1.0)), SpanHead(4)
+    hidden = torch.randn(2, 7, 4)
+    tags, tag_mask, starts, ends = labels(2, 7)
+    attention_mask = torch.ones(2, 7, dtype=torch.long)
+    soft = torch.nn.functional.one_hot(tags, 3).float()
+
+    def step(hidden, tags, soft, tag_mask, starts, ends, attention_mask):
+        start_end = span(hidden)
+        return (bio.loss(bio(hidden), tags, tag_mask) + bio.loss(bio(hidden), soft, tag_mask)
+                + span.loss(start_end, starts, ends, attention_mask)
+                + span.loss(start_end, soft[..., 0], soft[..., 0], attention_mask))
+
+    arguments = (hidden, tags, soft, tag_mask, starts, ends, attention_mask)
+    torch._dynamo.reset()
+    compiled = torch.compile(step, backend="eager", fullgraph=True)
+    assert torch.allclose(compiled(*arguments), step(*arguments))

@@ -7,7 +7,9 @@ anyone can put it on their own encoder.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from numbers import Integral, Real
 from typing import Any
 
 import torch
@@ -43,6 +45,47 @@ class Head(nn.Module):
         raise NotImplementedError
 
 
+def check_hidden_size(hidden_size: Any) -> int:
+    """The width of the states a head reads: a positive integer (H = 0 would build a head whose logits are all 0)."""
+    if isinstance(hidden_size, bool) or not isinstance(hidden_size, Integral):
+        raise TypeError(f"hidden_size must be a positive integer, got {hidden_size!r}")
+    if hidden_size < 1:
+        raise ValueError(f"hidden_size must be a positive integer, got {hidden_size!r}")
+    return int(hidden_size)
+
+
+def check_dropout(dropout: Any) -> float:
+    """A dropout rate in [0, 1]: torch takes a NaN and fails on it at the first training step."""
+    if isinstance(dropout, bool) or not isinstance(dropout, Real):
+        raise TypeError(f"dropout must be a probability in [0, 1], got {dropout!r}")
+    if not 0 <= dropout <= 1:
+        raise ValueError(f"dropout must be a probability in [0, 1], got {dropout!r}")
+    return float(dropout)
+
+
+def three_positive_numbers(name: str, values: Any) -> tuple[float, float, float]:
+    """``values`` (a sequence, array or tensor) as three finite positive floats, one for each of B, I, O, or a
+    ValueError: a 0 is a tag never predicted, an infinity or a NaN makes every logit NaN."""
+    try:  # a string is no sequence of numbers, though "123" reads as one
+        numbers = () if isinstance(values, (str, bytes)) else tuple(float(value) for value in values)
+    except (TypeError, ValueError):
+        numbers = ()
+    if len(numbers) != 3 or not all(0 < number < math.inf for number in numbers):
+        shown = tuple(values.tolist()) if hasattr(values, "tolist") else values
+        raise ValueError(f"{name} must be three positive numbers (B, I, O), got {shown!r}")
+    return numbers
+
+
+def values_checked(*tensors: torch.Tensor | None) -> bool:
+    """Whether the values of labels are checked: where every tensor given is on the CPU, outside compiled code. On an
+    accelerator the answer would cost a device sync every training step, and a branch on values would break a
+    compiled graph (``torch.compile(..., fullgraph=True)`` refuses it)."""
+    compiling = getattr(torch.compiler, "is_compiling", None)  # torch 2.3 and later
+    if compiling is not None and compiling():
+        return False
+    return all(tensor is None or tensor.device.type == "cpu" for tensor in tensors)
+
+
 def as_loss_precision(logits: torch.Tensor) -> torch.Tensor:
     """Logits in the precision a loss is computed in: fp16 and bf16 raised to fp32, fp64 kept (so a loss of
     double-precision logits is exact, as ``torch.autograd.gradcheck`` checks it)."""
@@ -74,8 +117,8 @@ def check_distributions(name: str, targets: torch.Tensor, over: str) -> None:
     summing to 1 (a row of zeros, no label, too), else a ValueError naming the first bad row. A NaN row would
     otherwise be read as no label and a negative entry make the loss unbounded below. Checked where the targets
     are on the CPU: on an accelerator the answer would cost a device sync every training step (the package's own
-    targets are means of annotators' one-hot rows, distributions by construction)."""
-    if targets.device.type != "cpu":
+    targets are means of annotators' one-hot rows, distributions by construction); not in compiled code."""
+    if not values_checked(targets):
         return
     totals = targets.sum(-1)
     tolerance = max(1e-4, 3 * torch.finfo(targets.dtype).eps)
@@ -92,10 +135,10 @@ def check_indices(name: str, targets: torch.Tensor, size: int, over: str, where:
     index past the end: ``one_hot`` and ``gather`` would fail with a bare RuntimeError, or a device-side assert on an
     accelerator. ``where`` (a mask broadcast to ``targets``) limits the check to the labels read. Checked where the
     targets are on the CPU, as :func:`check_distributions` is."""
-    if targets.device.type != "cpu" or targets.is_floating_point():
+    if not values_checked(targets) or targets.is_floating_point():
         return
     bad = targets >= size
-    if where is not None and where.device.type == "cpu":
+    if where is not None and values_checked(where):
         bad = bad & where.bool()
     if bad.any():
         index = tuple(int(i) for i in bad.nonzero()[0])

@@ -7,8 +7,8 @@ from torch import nn
 
 from ..model_defaults import BIO_LOSS_REDUCTIONS
 from .base import (
-    Head, as_loss_precision, check_batch_seq, check_distributions, check_hidden_states, check_indices, check_tensor,
-    soft_cross_entropy,
+    Head, as_loss_precision, check_batch_seq, check_distributions, check_dropout, check_hidden_size, check_hidden_states,
+    check_indices, check_tensor, soft_cross_entropy, three_positive_numbers,
 )
 
 
@@ -62,17 +62,17 @@ class BIOHead(Head):
         super().__init__()
         if reduction not in self.reductions:
             raise ValueError(f"reduction must be one of {self.reductions}, got {reduction!r}")
-        self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(hidden_size, 3)
+        self.dropout = nn.Dropout(check_dropout(dropout))
+        self.classifier = nn.Linear(check_hidden_size(hidden_size), 3)
         self.reduction = reduction
-        self.prior = prior
-        self.class_weights = tuple(class_weights) if class_weights is not None else None
+        self.prior = three_positive_numbers("prior", prior) if prior is not None else None
+        self.class_weights = three_positive_numbers("class_weights", class_weights) if class_weights is not None else None
         self._class_weight_tensors: dict[tuple, torch.Tensor] = {}
-        if self.class_weights is not None and (len(self.class_weights) != 3 or min(self.class_weights) <= 0):
-            raise ValueError(f"class_weights must be three positive numbers (B, I, O), got {class_weights!r}")
-        if prior is not None and (len(prior) != 3 or not all(0 < p < float("inf") for p in prior)):
-            raise ValueError(f"prior must be three positive numbers (B, I, O), got {prior!r}")  # log 0: a tag never predicted
         self.reset_bias()
+
+    def extra_repr(self) -> str:
+        """The settings that change the logits or the loss, beside the layers ``repr`` lists."""
+        return f"reduction={self.reduction!r}, prior={self.prior}, class_weights={self.class_weights}"
 
     def reset_bias(self) -> None:
         """Bias = log prior (zero, i.e. uniform, without a prior), with or without ``class_weights``."""
@@ -93,6 +93,8 @@ class BIOHead(Head):
     def _class_weight_tensor(self, like: torch.Tensor) -> torch.Tensor:
         """``class_weights`` on ``like``'s device in its dtype, made once for each: a tensor made from Python numbers on an
         accelerator is a copy the host waits for, which every training step would otherwise pay two or three times."""
+        if torch.jit.is_tracing():  # made afresh: a trace must record the same graph on every call
+            return like.new_tensor(self.class_weights)
         key = (self.class_weights, like.device, like.dtype)
         if key not in self._class_weight_tensors:
             self._class_weight_tensors[key] = like.new_tensor(self.class_weights)

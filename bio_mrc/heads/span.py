@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from .base import (
-    Head, as_loss_precision, check_batch_seq, check_distributions, check_hidden_states, check_indices, check_tensor,
-    soft_cross_entropy,
+    Head, as_loss_precision, check_batch_seq, check_distributions, check_dropout, check_hidden_size, check_hidden_states,
+    check_indices, check_tensor, soft_cross_entropy, values_checked,
 )
 
 
@@ -24,8 +24,8 @@ class SpanHead(Head):
 
     def __init__(self, hidden_size: int, dropout: float = 0.0) -> None:
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
-        self.qa_outputs = nn.Linear(hidden_size, 2)
+        self.dropout = nn.Dropout(check_dropout(dropout))
+        self.qa_outputs = nn.Linear(check_hidden_size(hidden_size), 2)
 
     def forward(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(batch, seq, hidden) -> ``(start_logits, end_logits)``, each (batch, seq)."""
@@ -86,8 +86,8 @@ class SpanHead(Head):
                 raise ValueError(f"{name} must be {expected}, got {tuple(target.shape)} {target.dtype}")
             if target.is_floating_point():
                 check_distributions(name, target, "the window's positions")
-                on_padding = attention_mask is not None and target.device.type == "cpu" and (target * ~attention_mask.bool()).any()
-                if on_padding:  # log 0 there: an infinite loss (checked on the CPU alone, as check_distributions is)
+                on_padding = attention_mask is not None and values_checked(target, attention_mask) and (target * ~attention_mask.bool()).any()
+                if on_padding:  # log 0 there: an infinite loss (checked where check_distributions checks)
                     raise ValueError(f"{name} puts probability on padding (attention_mask 0), which gets none")
             else:
                 check_indices(name, target, start.shape[1], "positions of the window")
@@ -97,8 +97,8 @@ class SpanHead(Head):
 
 def _check_positions_on_tokens(name: str, positions: torch.Tensor, attention_mask: torch.Tensor) -> None:
     """Integer positions on a padding position (attention_mask 0) refused: it gets no probability, so its loss would
-    be about 1e38, not a label. Checked on the CPU alone, as the distributions are."""
-    if positions.device.type != "cpu" or attention_mask.device.type != "cpu":
+    be about 1e38, not a label. Checked where the distributions are."""
+    if not values_checked(positions, attention_mask):
         return
     labelled = positions >= 0
     on_token = attention_mask.bool().gather(1, positions.clamp(min=0).long().unsqueeze(-1)).squeeze(-1)
