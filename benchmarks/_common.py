@@ -94,17 +94,17 @@ def comparison_inputs(args: argparse.Namespace) -> None:
 def comparison_report(path: str, data_dir: str | None) -> tuple:
     """A multi-span comparison's ``report.json`` (or ``.json.xz``), its config and its questions' splits read from
     the data folder, which must hold the report's evaluation questions in order; else one line saying what is wrong."""
-    from bio_mrc.errors import BioMrcError
+    from bio_mrc.errors import BioMrcError, command_line_text
     from bio_mrc.harness.compare import resolve_splits
     from bio_mrc.harness.config import parse_config
     from bio_mrc.harness.earlier_report import read_report
 
     try:
-        report = read_report(existing_input(path) or path, "--report")
+        report = read_report(existing_input(path) or path)
         config = parse_config(report.results.config)
         splits = resolve_splits(config, Path(data_dir) if data_dir else default_data_dir())
-    except (BioMrcError, OSError) as error:  # one line naming the file and the problem
-        fail(f"error: {error}")
+    except (BioMrcError, OSError) as error:  # one line naming the file and the problem, as this script's options
+        fail(f"error: {command_line_text(error, {'cells_from': '--report', 'data_dir': '--data-dir'})}")
     if splits.eval.ids != report.eval_ids:
         fail(f"error: {path}: its evaluation questions are not the data's (another data folder?)")
     return report, config, splits

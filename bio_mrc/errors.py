@@ -82,7 +82,8 @@ def command_line_text(error: BaseException, flags: Mapping[str, str]) -> str:
 
 class BioMrcError(Exception):
     """Base of the errors bad input can cause (data files, prediction files, model folders). A message naming an
-    argument (:func:`argument`) reads as the keyword; ``marked`` keeps it for the command line's flags."""
+    argument (:func:`argument`) reads as the keyword; ``marked`` keeps it for the command line's flags (and a subclass's
+    ``marked_problem`` its ``problem``, for an error that re-raises it with more said)."""
 
     def __init__(self, *args: object) -> None:
         marked = args[0] if args and isinstance(args[0], str) else None
@@ -101,6 +102,7 @@ class DataFormatError(BioMrcError, ValueError):
         where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
         super().__init__(f"{problem} ({where})" if where else problem)
         self.problem, self.record, self.source = as_keywords(problem), record, source
+        self.marked_problem = problem  # what a re-raise that adds to the problem passes on, its arguments still marked
 
 
 class ModelFormatError(BioMrcError, ValueError):
@@ -109,6 +111,7 @@ class ModelFormatError(BioMrcError, ValueError):
     def __init__(self, problem: str, source: str | None = None) -> None:
         super().__init__(f"{problem} (in {source})" if source else problem)
         self.problem, self.source = as_keywords(problem), source
+        self.marked_problem = problem  # what a re-raise that adds to the problem passes on, its arguments still marked
 
 
 class ModelOutputError(BioMrcError, ValueError):
@@ -119,6 +122,7 @@ class ModelOutputError(BioMrcError, ValueError):
         where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
         super().__init__(f"{problem} ({where})" if where else problem)
         self.problem, self.record, self.source = as_keywords(problem), record, source
+        self.marked_problem = problem  # what a re-raise that adds to the problem passes on, its arguments still marked
 
 
 class ConfigError(BioMrcError, ValueError):
@@ -136,3 +140,4 @@ class OutputError(BioMrcError, OSError):
     def __init__(self, problem: str, source: str | None = None) -> None:
         super().__init__(f"{problem} (in {source})" if source else problem)
         self.problem, self.source = as_keywords(problem), source
+        self.marked_problem = problem  # what a re-raise that adds to the problem passes on, its arguments still marked

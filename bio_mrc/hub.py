@@ -80,7 +80,7 @@ def named_as_given(name: str | Path | None, folder: str | Path) -> Iterator[None
         snapshot = str(folder)
         if name is None or str(name) == snapshot or not is_hub_id(str(name)) or err.source != snapshot:
             raise
-        raise ModelFormatError(err.problem, f"{name}, cached as {snapshot}") from None
+        raise ModelFormatError(err.marked_problem, f"{name}, cached as {snapshot}") from None
 
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")  # either keeps huggingface_hub from the network

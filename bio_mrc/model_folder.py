@@ -37,7 +37,7 @@ import numpy as np
 
 from . import __version__, registry
 from .config_schema import whole_number
-from .errors import InputWarning, ModelFormatError, shown_value
+from .errors import InputWarning, ModelFormatError, argument, shown_value
 from .evaluation_record import EVAL_FILE
 from .io import non_utf8_byte, remove_file, special_file_kind
 from .model_defaults import WORD_UNITS, WORD_UNITS_WHEN_ABSENT
@@ -191,8 +191,8 @@ def check_encoder_folder(folder: str | Path) -> None:
     check_file_kinds(folder)
     config = special_floats(read_json_object(folder, "config.json"))
     if config.get("model_type") == BIO_MRC_MODEL_TYPE:  # its encoder is nested in it
-        raise fail(folder, "config.json", "a trained bio_mrc model, not an encoder: --init-from (a run's init_from) "
-                                          "continues it on its own encoder")
+        raise fail(folder, "config.json", f"a trained bio_mrc model, not an encoder: {argument('init_from')} continues "
+                                          "it on its own encoder")
     check_sizes({"encoder": config}, folder, where="")  # as a model's encoder is checked: a size would end in a traceback
     model = check_bidirectional(config, folder)
     if (folder / SAFETENSORS_FILE).is_file() or (folder / SAFETENSORS_INDEX).is_file():

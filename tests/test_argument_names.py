@@ -183,3 +183,133 @@ def test_a_line_printed_with_an_argument_no_door_rendered_names_the_keyword():
 
     line = printable_line(f"pass {argument('overwrite', True)} or {argument('output_dir', 'DIR')}")
     assert line == "pass overwrite=True or output_dir=DIR"
+
+
+def test_a_length_prior_no_decoding_reads_names_the_argument_at_each_door():
+    """One refusal, the prior's keyword from Python and its flag on the command line: no caller passes its name in."""
+    import inspect
+
+    from bio_mrc.cli.options import argument_flags
+    from bio_mrc.errors import ConfigError, command_line_text
+    from bio_mrc.inference import predict_to_files
+    from bio_mrc.inference.loading import check_length_prior
+
+    with pytest.raises(ConfigError) as refused:
+        check_length_prior(["span"], ["span"], 0.5)
+    assert str(refused.value).startswith("bio_length_prior sets the length prior of the BIO head's spans")
+    said = command_line_text(refused.value, argument_flags(build_parser(), "predict"))
+    assert said.startswith("--bio-length-prior sets the length prior of the BIO head's spans")
+    assert "prior_option" not in inspect.signature(predict_to_files).parameters
+
+
+def _taken(tmp_path):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine")
+    return taken
+
+
+def test_train_model_names_its_keywords_for_its_folder_and_its_evaluations(tiny_encoder_dir, tmp_path):
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.train import train_model
+
+    examples = load_squad(SAMPLE_V1).examples
+    config = TrainConfig(encoder=str(tiny_encoder_dir), epochs=1, batch_size=4, **WINDOWS)
+    taken = _taken(tmp_path)
+    said = python_refusal(train_model, examples[:2], config, taken)
+    assert said == (f"{taken} is not empty (notes.txt) and holds no bio_mrc model; choose another output folder or pass "
+                    "overwrite=True to replace its files")
+    evaluating = TrainConfig(encoder=str(tiny_encoder_dir), epochs=1, batch_size=4, training_args={"eval_strategy": "epoch"},
+                             **WINDOWS)
+    said = python_refusal(train_model, examples[:2], evaluating, tmp_path / "evaluating")
+    assert said == "training_args eval_strategy 'epoch' needs questions to evaluate on (evaluator)"
+
+
+def test_train_names_its_flags_for_a_package_option_and_a_trained_model(tiny_encoder_dir, tmp_path, capsys):
+    train = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), *WINDOW_FLAGS]
+    said = cli_refusal(capsys, *train, "--encoder", str(tiny_encoder_dir), "--training-args", '{"seed": 3}')
+    assert said == "error: training_args: 'seed' is the package's own: set --seed; data_seed may differ from it"
+    model = tmp_path / "trained"
+    model.mkdir()
+    for item in tiny_encoder_dir.iterdir():
+        (model / item.name).write_bytes(item.read_bytes())
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "model_type": "bio_mrc"}))
+    said = cli_refusal(capsys, *train, "--encoder", str(model))
+    assert said.startswith("error: config.json: a trained bio_mrc model, not an encoder: --init-from continues it on its "
+                           "own encoder")
+
+
+def test_train_takes_no_hub_revision(tiny_encoder_dir, tmp_path):
+    """transformers' hub_revision has no flag of train: a push names none, and neither message offers one."""
+    from bio_mrc.cli.options import argument_flags
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.train import train_model
+    from bio_mrc.training.training_args import NETWORK_TRAINING_ARGS
+
+    flags = set(argument_flags(build_parser(), "train").values())
+    assert {flag.split(",")[0] for flag in NETWORK_TRAINING_ARGS.values()} <= flags
+    config = TrainConfig(encoder=str(tiny_encoder_dir), epochs=1, batch_size=4, **WINDOWS)
+    said = python_refusal(train_model, load_squad(SAMPLE_V1).examples[:2], config, tmp_path / "hub",
+                          network_args={"push_to_hub": True, "hub_revision": "main"})
+    assert said == ("'hub_revision' is no option of the hub push bio_mrc makes, which takes hub_model_id, hub_strategy and "
+                    "hub_private_repo=True beside push_to_hub=True")
+    with pytest.raises(ConfigError) as refused:
+        TrainConfig(training_args={"hub_revision": "main"})
+    assert str(refused.value) == ("training_args: 'hub_revision' publishes the model, which only the command line asks for: "
+                                  "bio-mrc train --push-to-hub")
+
+
+@pytest.fixture
+def misplaced_mrqa(tmp_path):
+    """An MRQA file whose one answer's span misses its text, which the format's reader refuses (and re-raises)."""
+    lines = [{"header": {"dataset": "SQuAD", "split": "dev"}},
+             {"context": "Paris is the capital of France.", "qas": [
+                 {"qid": "q1", "question": "Where?", "answers": ["France"],
+                  "detected_answers": [{"text": "France", "char_spans": [[13, 18]], "token_spans": [[0, 0]]}]}]}]
+    path = tmp_path / "moved.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_load_squad_names_fix_offsets_as_its_keyword(misplaced_mrqa):
+    said = python_refusal(load_squad, misplaced_mrqa)
+    assert said.startswith("answer 'France' is not at answer_start 13; the text does occur at 24 (fix_offsets=True relocates it")
+    assert "; read as mrqa" in said
+
+
+def test_a_data_file_refusal_names_the_fix_offsets_flag(misplaced_mrqa, tmp_path, capsys):
+    predictions = tmp_path / "p.json"
+    predictions.write_text(json.dumps({"q1": "France"}))
+    evaluate = ["evaluate", "--data", str(misplaced_mrqa), "--predictions", str(predictions)]
+    said = cli_refusal(capsys, *evaluate)
+    assert said.startswith("error: answer 'France' is not at answer_start 13; the text does occur at 24 (--fix-offsets "
+                           "relocates it") and "; read as mrqa" in said
+    assert main([*evaluate, "--skip-invalid"]) == 2  # no question left
+    skipped = [line for line in capsys.readouterr().err.splitlines() if line.startswith("skipped: ")]
+    assert len(skipped) == 1 and "(--fix-offsets relocates it" in skipped[0], skipped
+
+
+def test_a_comparison_names_its_keywords(tmp_path, tiny_encoder_dir):
+    from bio_mrc.harness.compare import compare
+    from bio_mrc.harness.config import load_config, parse_config
+    from bio_mrc.harness.earlier_report import read_report
+
+    config = parse_config({"name": "c", "train": {"path": "train.json"}, "eval": {"path": str(SAMPLE_V1)},
+                           "defaults": {"encoder": str(tiny_encoder_dir), **WINDOWS}, "runs": [{"name": "a"}]})
+    said = python_refusal(compare, config, tmp_path / "missing", tmp_path / "out")
+    assert said.startswith("train: the path 'train.json' is relative to the data directory") and "; pass data_dir or set " in said
+
+    said = python_refusal(load_config("quick").with_overrides, seeds=[1, 1])
+    assert said == "seeds: 1 is given twice; each seed trains one model, counted once"
+    other = tmp_path / "report.json"
+    other.write_text("[]")
+    said = python_refusal(read_report, other)
+    assert said == f"cells_from='{other}': not a bio_mrc comparison report (its JSON is no object)"
+
+
+def test_compare_names_its_flags(tmp_path, capsys):
+    said = cli_refusal(capsys, "compare", "--config", "quick", "--seeds", "1", "1", "--output-dir", str(tmp_path / "out"))
+    assert said == "error: --seeds: 1 is given twice; each seed trains one model, counted once"
+    assert not (tmp_path / "out").exists()

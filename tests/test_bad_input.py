@@ -71,7 +71,7 @@ def test_wrong_article_and_paragraph_layout(tmp_path):
         ([{k: v for k, v in question("q1").items() if k != "question"}], CONTEXT, "q1", "empty or missing question"),
         ([{**question("q1"), "id": ["q1"]}], CONTEXT, "Paris", "'id' must be a string"),
         ([question("q1"), question("q2"), question("q1")], CONTEXT, "q1", "duplicate question id"),
-        ([question("q1", start=3)], CONTEXT, "q1", "not at answer_start 3; the text does occur at 24 .--fix-offsets"),
+        ([question("q1", start=3)], CONTEXT, "q1", "not at answer_start 3; the text does occur at 24 .fix_offsets=True"),
         ([question("q1", text="Berlin")], CONTEXT, "q1", "answer text 'Berlin' is not in the context"),
         ([question("q1", text="Zu\u0308rich")], "Paris is near Z\u00fcrich.", "q1",
          "is not in the context as written, though it is once both are in one Unicode normalisation form"),

@@ -439,3 +439,12 @@ def test_gpu_training_profile_counts_a_steps_operators_and_host_waits(monkeypatc
     assert summary["operators"] == 3.0 and summary["host_waits"] == 2.0 and summary["wall_ms"] == 250.0
     if not torch.cuda.is_available():
         assert summary["kernels"] is None and summary["device_busy_ms"] is None
+
+
+def test_a_report_that_is_no_comparison_is_named_as_the_scripts_option(tmp_path: Path):
+    """read_report names the file as the argument that gives it; a script reading one names its own --report."""
+    other = tmp_path / "report.json"
+    other.write_text("[]")
+    with pytest.raises(SystemExit) as refused:
+        _common.comparison_report(str(other), str(tmp_path))
+    assert str(refused.value) == f"error: --report {other}: not a bio_mrc comparison report (its JSON is no object)"

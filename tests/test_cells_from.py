@@ -131,7 +131,7 @@ def test_a_run_the_report_holds_with_an_option_at_its_older_value_is_its_own(tmp
 def test_what_is_not_a_readable_report_is_named(tmp_path):
     broken = tmp_path / "report.json.xz"
     broken.write_bytes(lzma.compress(b'{"cells": []}')[:-8])
-    with pytest.raises(ConfigError, match=f"--cells-from {broken}: cannot read it"):
+    with pytest.raises(ConfigError, match=f"cells_from='{broken}': cannot read it"):
         read_report(broken)
     other = tmp_path / "predictions.json"
     other.write_text('{"q1": "an answer"}')
@@ -141,10 +141,10 @@ def test_what_is_not_a_readable_report_is_named(tmp_path):
         read_report(tmp_path / "missing.json")
     for content in ("5", "null", '"cells config eval eval_ids"', "[]"):  # JSON, but no object
         other.write_text(content)
-        with pytest.raises(ConfigError, match=f"--cells-from {other}: not a bio_mrc comparison report"):
+        with pytest.raises(ConfigError, match=f"cells_from='{other}': not a bio_mrc comparison report"):
             read_report(other)
     other.write_text("[" * 100_000 + "]" * 100_000)  # nested past the parser's stack
-    with pytest.raises(ConfigError, match=f"--cells-from {other}: cannot read it as a comparison report"):
+    with pytest.raises(ConfigError, match=f"cells_from='{other}': cannot read it as a comparison report"):
         read_report(other)
 
 
@@ -180,7 +180,7 @@ def test_impossible_numbers_in_a_report_or_a_cached_cell_are_refused_naming_the_
         edited = json.loads(json.dumps(report))
         edited["cells"][0][field] = [value, *edited["cells"][0][field][1:]] if field == "f1" else value
         (tmp_path / "edited.json").write_text(json.dumps(edited))
-        with pytest.raises(ConfigError, match=f"--cells-from {tmp_path / 'edited.json'}: " + match):
+        with pytest.raises(ConfigError, match=f"cells_from='{tmp_path / 'edited.json'}': " + match):
             compare(config, FIXTURES, tmp_path / "out", cells_from=tmp_path / "edited.json")
     mistyped = {**json.loads(json.dumps(report)), "eval_ids": 5}
     (tmp_path / "mistyped.json").write_text(json.dumps(mistyped))
@@ -217,14 +217,14 @@ def test_a_compressed_report_past_the_limit_stops_there_and_a_damaged_gzip_is_on
     bomb.write_bytes(lzma.compress(b"[" + b" " * 2_000_000 + b"]"))  # 2 MB of blanks in about 400 bytes
     assert bomb.stat().st_size < 1_000
     monkeypatch.setenv("BIO_MRC_MAX_JSON_BYTES", "1000000")
-    with pytest.raises(ConfigError, match=rf"^--cells-from {bomb}: larger than 1,000,000 bytes decompressed, more than any "
+    with pytest.raises(ConfigError, match=rf"^cells_from='{bomb}': larger than 1,000,000 bytes decompressed, more than any "
                                           r"comparison report holds \(BIO_MRC_MAX_JSON_BYTES raises the limit\)$"):
         read_report(bomb)
     damaged = tmp_path / "damaged.json.gz"
     raw = bytearray(gzip.compress(json.dumps({"cells": [{"q": i} for i in range(2_000)]}).encode()))
     raw[30:40] = b"\xff" * 10  # the deflate stream broken: zlib.error, which is no OSError
     damaged.write_bytes(bytes(raw))
-    with pytest.raises(ConfigError, match=rf"^--cells-from {damaged}: cannot read it as a comparison report \(Error -3 while decompressing"):
+    with pytest.raises(ConfigError, match=rf"^cells_from='{damaged}': cannot read it as a comparison report \(Error -3 while decompressing"):
         read_report(damaged)
 
 
@@ -233,5 +233,5 @@ def test_a_named_pipe_as_the_earlier_report_is_one_line_not_a_wait(tmp_path):
 
     pipe = tmp_path / "report.json"
     os.mkfifo(pipe)  # opened for reading, it waited for ever for a writer
-    with pytest.raises(ConfigError, match=rf"^--cells-from {pipe}: expected a comparison report file, found a named pipe \(FIFO\)$"):
+    with pytest.raises(ConfigError, match=rf"^cells_from='{pipe}': expected a comparison report file, found a named pipe \(FIFO\)$"):
         read_report(pipe)

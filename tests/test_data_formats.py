@@ -228,7 +228,7 @@ def test_every_char_span_of_every_detected_answer_holds_its_text(tmp_path):
         load_squad(path)
     assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
     assert info.value.problem.startswith("char span #3 [0, 4] holds 'Paris', not the detected answer's text "
-                                         "'Capital  of-France'; --fix-offsets reads the answer where its text is and "
+                                         "'Capital  of-France'; fix_offsets=True reads the answer where its text is and "
                                          "passes over a misplaced occurrence; read as mrqa")
     fixed = load_squad(path, fix_offsets=True)
     assert fixed.examples[0].answers == (((24, 30),), ((13, 30),)) and fixed.fixed_offsets == ["q1"]
@@ -255,7 +255,7 @@ def test_an_mrqa_text_that_is_not_at_its_char_span_is_refused_as_a_squad_answer_
     with pytest.raises(DataFormatError) as info:
         load_squad(path)
     assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
-    assert info.value.problem.startswith("answer 'France' is not at answer_start 13; the text does occur at 24 (--fix-offsets")
+    assert info.value.problem.startswith("answer 'France' is not at answer_start 13; the text does occur at 24 (fix_offsets=True")
     fixed = load_squad(path, fix_offsets=True)
     assert fixed.examples[0].answers[0] == ((24, 30),) and fixed.fixed_offsets == ["q1"]
     answer["text"] = "france"  # a lower-cased text as written is nowhere in the context

@@ -103,7 +103,7 @@ def test_jsonl_by_content_and_gzipped(tmp_path):
 @pytest.mark.parametrize(
     "answer, problem",
     [(("Berlin", 47), "answer text 'Berlin' is not in the context"),
-     (("Spain", 3), "answer 'Spain' is not at answer_start 3; the text does occur at 47 (--fix-offsets relocates it")],
+     (("Spain", 3), "answer 'Spain' is not at answer_start 3; the text does occur at 47 (fix_offsets=True relocates it")],
 )
 def test_a_bad_record_gives_the_same_error_in_every_form(tmp_path, form, answer, problem):
     with pytest.raises(DataFormatError) as info:

@@ -157,7 +157,7 @@ def test_the_command_line_keeps_some_runs(tiny_encoder_dir):
         cfg.with_overrides(runs=["c"])
     # --seeds as the schema checks a config's seeds: a repeated seed (0 too) would count one model twice
     for seeds, problem in (([0, 0], "0 is given twice"), ([1, 2, 1], "1 is given twice"), ([-1], "-1 is no seed")):
-        with pytest.raises(ConfigError, match=rf"--seeds: {problem}"):
+        with pytest.raises(ConfigError, match=rf"^seeds: {problem}"):
             cfg.with_overrides(seeds=seeds)
 
 

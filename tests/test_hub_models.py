@@ -171,7 +171,7 @@ def test_a_bio_mrc_model_given_as_the_encoder_is_one_line_naming_init_from(tiny_
     shutil.copytree(tiny_encoder_dir, model)
     config = json.loads((model / "config.json").read_text())
     (model / "config.json").write_text(json.dumps({**config, "model_type": "bio_mrc"}))
-    with pytest.raises(ModelFormatError, match=rf"^config.json: a trained bio_mrc model, not an encoder: --init-from .*\(in {model}\)$"):
+    with pytest.raises(ModelFormatError, match=rf"^config.json: a trained bio_mrc model, not an encoder: init_from .*\(in {model}\)$"):
         resolve_encoder(str(model))
     assert resolve_encoder(str(tiny_encoder_dir)) == str(tiny_encoder_dir)
 

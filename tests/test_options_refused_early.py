@@ -41,11 +41,10 @@ def _train(encoder, output, *options):
 
 
 @pytest.mark.parametrize("options, expected", [
-    (["--eval", str(SAMPLE_V1)], "questions to evaluate on during training (--eval, evaluator=) need evaluations: add "
+    (["--eval", str(SAMPLE_V1)], "questions to evaluate on during training (--eval) need evaluations: add "
                                  "'{\"eval_strategy\": \"steps\", \"eval_steps\": N}' (or \"epoch\") to the training args"),
     (["--training-args", '{"eval_strategy": "epoch"}'],
-     "training_args eval_strategy 'epoch' needs questions to evaluate on: bio-mrc train --eval FILE, or "
-     "train_model(evaluator=TrainingEvaluator(questions))"),
+     "training_args eval_strategy 'epoch' needs questions to evaluate on (--eval)"),
     (["--eval", str(SAMPLE_V1), "--checkpoint-steps", "10", "--training-args", BEST_EVERY_4],
      "training_args {'load_best_model_at_end': True, 'eval_strategy': 'steps', 'eval_steps': 4, 'metric_for_best_model': "
      "'span_f1'} with the package's own arguments: --load_best_model_at_end requires the saving steps to be a round "
@@ -66,7 +65,7 @@ def test_train_refuses_its_output_folder_before_reading_data(tiny_encoder_dir, t
     (tmp_path / "taken" / "notes.txt").write_text("mine")
     assert _train(tiny_encoder_dir, tmp_path / "taken") == 2
     assert capsys.readouterr().err == (f"error: {tmp_path / 'taken'} is not empty (notes.txt) and holds no bio_mrc model; "
-                                       "choose another output folder or pass --overwrite (overwrite=True) to replace its files\n")
+                                       "choose another output folder or pass --overwrite to replace its files\n")
     encoder = shutil.copytree(tiny_encoder_dir, tmp_path / "encoder")
     assert _train(encoder, encoder / "model") == 2
     assert capsys.readouterr().err == (f"error: this output lies in the model folder {encoder}, which is being read; choose "

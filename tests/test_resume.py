@@ -157,13 +157,13 @@ def test_a_refused_resume_is_refused_before_the_model_loads(config, examples, ki
     monkeypatch.setattr(train, "fresh_model_and_tokenizer", fail)
     with pytest.raises(ResumeError, match=r"learning_rate: 0\.001 then, 0\.002 now"):
         train_model(examples, dataclasses.replace(config, learning_rate=2e-3), killed_dir, checkpoint_steps=EVERY, resume=True)
-    with pytest.raises(ResumeError, match="unfinished run.*resume"):
+    with pytest.raises(ResumeError, match=r"unfinished run.*; resume it \(resume=True\) or delete"):
         train_model(examples, config, killed_dir, checkpoint_steps=EVERY)
     monkeypatch.setattr(train_command, "load_task_data", fail)  # without --resume, before the data is read
     assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(killed_dir), "--encoder", config.encoder,
                  "--max-seq-length", "32", "--doc-stride", "8", "--max-query-length", "12"]) == 2
     assert capsys.readouterr().err == (f"error: {killed_dir / CHECKPOINT_DIR} holds the checkpoints of an unfinished run "
-                                       "(last: checkpoint-15); resume it (resume=True, --resume) or delete that folder to start over\n")
+                                       "(last: checkpoint-15); resume it (--resume) or delete that folder to start over\n")
 
 
 @pytest.mark.slow
@@ -189,7 +189,8 @@ def test_the_train_command_resumes_and_never_overwrites_a_finished_model(tiny_en
     assert main([*command, "--resume"]) == 0
     assert "nothing to resume" in capsys.readouterr().err
     assert main(command) == 2
-    assert "holds a finished model" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines()[-1] == (f"error: {tmp_path} holds a finished model; choose another output "
+                                                        "folder or pass --overwrite")
     assert main([*command, "--overwrite"]) == 0
 
 

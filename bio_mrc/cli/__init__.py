@@ -18,7 +18,7 @@ from ..launcher import check_launcher_environment, close_process_group
 from .console import (Terminated, bars_for_a_log, close_open_bars, escapes_what_stdout_cannot_hold, input_warnings_as_lines, path_error,
                       reader_gone, terminate_as_exit)
 from .leftovers import no_empty_torch_cache_folder
-from .options import argument_flags, check_model_names, expand_home
+from .options import FLAGS, argument_flags, check_model_names, expand_home
 from .parser import build_parser
 
 __all__ = ["build_parser", "main"]
@@ -35,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    setattr(args, FLAGS, argument_flags(parser, args.command))
     expand_home(args)
     try:
         check_launcher_environment()  # a WORLD_SIZE or RANK that is no number, before any work
@@ -46,7 +47,7 @@ def _run(argv: Sequence[str] | None) -> int:
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code
     except (BioMrcError, FileNotFoundError) as err:  # the arguments it names as this command's flags
-        print(f"error: {printable_line(command_line_text(err, argument_flags(parser, args.command)))}", file=sys.stderr)
+        print(f"error: {printable_line(command_line_text(err, getattr(args, FLAGS)))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return reader_gone()

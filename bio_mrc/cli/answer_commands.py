@@ -15,7 +15,6 @@ from ..data.text import read_text_file
 from ..io import check_file_target, check_outputs_apart, printable_json, printable_line
 from ..serving.config import ServeConfig
 from .command_data import check_span_count_option, data_source, format_task, prediction_questions
-from ..inference.defaults import PRIOR_OPTION
 from .options import decode_config
 
 LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context length (about 100 windows)
@@ -36,7 +35,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     shard = Shard.from_environment()  # one process, or this one's share under torchrun / accelerate launch
     task = format_task(args)
     check_saved_decodings(args.model, args.decoding)  # before the data is read
-    check_saved_length_prior(args.model, args.decoding, decode.bio_length_prior, PRIOR_OPTION)
+    check_saved_length_prior(args.model, args.decoding, decode.bio_length_prior)
     questions, read_format, count, unanswerable = prediction_questions(args, task, quiet=not shard.writes)
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
@@ -51,7 +50,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # it refuses a model that may not abstain and a hub id's unread prior, settles auto and warns of untuned abstention
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True, source=source,
-                             name=args.data, limit=args.limit, unanswerable=unanswerable, prior_option=PRIOR_OPTION)
+                             name=args.data, limit=args.limit, unanswerable=unanswerable)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
     report.update(files.to_dict())
     if shard.writes:  # with --output -, standard output holds the answers only
@@ -72,9 +71,9 @@ def cmd_extract(args: argparse.Namespace) -> int:
     texts, names = _extract_documents(args)
     question_context_examples(args.question, texts if len(texts) > 1 else texts[0])  # the texts checked before the model loads
     decode = decode_config(args)
-    check_saved_length_prior(args.model, [args.decoding], decode.bio_length_prior, PRIOR_OPTION)
+    check_saved_length_prior(args.model, [args.decoding], decode.bio_length_prior)
     trained = TrainedModel.load(args.model, precision=args.precision, device=args.device)
-    check_length_prior(trained.decodings, [args.decoding], decode.bio_length_prior, PRIOR_OPTION)  # a hub id's, settled now
+    check_length_prior(trained.decodings, [args.decoding], decode.bio_length_prior)  # a hub id's, settled now
     extractor = AnswerExtractor(trained, decoding=args.decoding, multi_span=args.multi_span, decode_config=decode,
                                 progress=sum(map(len, texts)) >= LONG_CONTEXT_CHARS)
     if len(texts) > 1:  # one question over several documents: answers ranked across them

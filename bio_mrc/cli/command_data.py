@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 from .. import registry
-from ..errors import ConfigError
+from ..errors import ConfigError, command_line_text
 from ..io import printable_line
 from ..plurals import counted
+from .options import FLAGS
 
 
 def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None,
@@ -20,7 +21,7 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, d
 
     data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid, data_format=data_format,
                       needs_gold=needs_gold)
-    _report_read(data, path, len(data.examples))
+    _report_read(args, data, path, len(data.examples))
     return data
 
 
@@ -89,7 +90,7 @@ def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None,
         count += 1
         unanswerable += example.is_labelled and not example.is_answerable
     if not quiet or not count:
-        _report_read(questions, path, count)
+        _report_read(args, questions, path, count)
     return questions, count, unanswerable
 
 
@@ -105,14 +106,15 @@ def prediction_questions(args: argparse.Namespace, task, quiet: bool):
     return examples, task.format, len(examples), sum(example.is_labelled and not example.is_answerable for example in examples)
 
 
-def _report_read(data, path: str, count: int) -> None:
-    """Print the relocated offsets and skipped questions of a read; no question left is an error."""
+def _report_read(args: argparse.Namespace, data, path: str, count: int) -> None:
+    """Print the relocated offsets and skipped questions of a read (the arguments they name as ``args.command``'s
+    flags); no question left is an error."""
     if data.fixed_offsets:
         print(printable_line(f"note: relocated answer_start of {counted(len(data.fixed_offsets), 'question')} in {path}: "
                              f"{', '.join(map(repr, data.fixed_offsets[:10]))}{', ...' if len(data.fixed_offsets) > 10 else ''}"),
               file=sys.stderr)
     for error in data.skipped:
-        print(f"skipped: {printable_line(error)}", file=sys.stderr)
+        print(f"skipped: {printable_line(command_line_text(error, getattr(args, FLAGS, {})))}", file=sys.stderr)
     if data.skipped:
         print(printable_line(f"warning: skipped {counted(len(data.skipped), 'invalid question')} of {path}"), file=sys.stderr)
     if not count:

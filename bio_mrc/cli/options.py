@@ -155,9 +155,12 @@ def expand_home(args: argparse.Namespace) -> None:
             setattr(args, name, [home_expanded(v) for v in value])
 
 
-# Keywords of the library's calls that a command's option of another name sets (load_squad's data_format is --format),
-# or that a flag sets to one value (tune_model's calibrate=False is --no-calibration).
-KEYWORD_OPTIONS = {"data_format": "format", "calibrate=False": "no_calibration"}
+# Keywords of the library's calls that a command's option of another name sets (load_squad's data_format is --format,
+# train_model's evaluator --eval), or that a flag sets to one value (tune_model's calibrate=False is --no-calibration).
+KEYWORD_OPTIONS = {"data_format": "format", "evaluator": "eval", "calibrate=False": "no_calibration"}
+
+
+FLAGS = "argument_flags"  # the namespace's argument_flags for its command, for a line printed before the command ends
 
 
 def argument_flags(parser: argparse.ArgumentParser, command: str | None) -> dict[str, str]:

@@ -49,7 +49,7 @@ def _train_into(args: argparse.Namespace) -> int:
     from ..training.trainer import starting_point
     from ..training.training_args import check_network_args, check_run_trackers
 
-    if (record := finished_run(args.output_dir, args.resume, args.overwrite, ("--output-dir", "--overwrite"))) is not None:
+    if (record := finished_run(args.output_dir, args.resume, args.overwrite)) is not None:
         return _print_finished_run(args.output_dir, record)
     if args.init_from and "encoder" in options_given(args):  # the run would train init_from's encoder, named as this one
         raise ConfigError(f"--encoder {args.encoder} and --init-from {args.init_from} name two starting points: --init-from "

@@ -148,7 +148,7 @@ class Detected:
         try:
             yield
         except DataFormatError as error:
-            raise DataFormatError(f"{error.problem}; read as {self.format}: {FORMATS[self.format].expects}",
+            raise DataFormatError(f"{error.marked_problem}; read as {self.format}: {FORMATS[self.format].expects}",
                                   error.record, error.source) from None
 
 

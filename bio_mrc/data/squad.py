@@ -12,6 +12,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..answer_text import mentions
 from ..arguments import checked_limit
+from ..errors import argument
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
@@ -351,7 +352,7 @@ def _misplaced_occurrences(misplaced: list[str] | None, qid: str, source: str, f
         return
     if fixed is None:
         more = f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else ""
-        raise DataFormatError(f"{misplaced[0]}{more}; --fix-offsets reads the answer where its text is and passes over "
+        raise DataFormatError(f"{misplaced[0]}{more}; {argument('fix_offsets', True)} reads the answer where its text is and passes over "
                               "a misplaced occurrence", qid, source)
     if qid not in fixed:
         fixed.append(qid)
@@ -395,7 +396,7 @@ def _answer_span(
     if fixed is None:
         raise DataFormatError(
             f"answer {text!r} is not at answer_start {start}; the text does occur at {nearest} "
-            "(--fix-offsets relocates it there: the nearest occurrence, a whole word before one inside a word)", qid, source,
+            f"({argument('fix_offsets', True)} relocates it there: the nearest occurrence, a whole word before one inside a word)", qid, source,
         )
     if qid not in fixed:
         fixed.append(qid)

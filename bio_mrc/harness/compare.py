@@ -79,7 +79,7 @@ def _questions(key: str, spec: DataSpec, data_dir: Path) -> Split:
     except ConfigError as err:
         raise ConfigError(f"{key}: {err}") from None
     except DataFormatError as err:  # the file's problem, named with the config key that points to it
-        raise DataFormatError(f"{key}: {err.problem}", err.record, err.source) from None
+        raise DataFormatError(f"{key}: {err.marked_problem}", err.record, err.source) from None
     if not split.examples:
         raise ConfigError(f"{key}: {spec.describe()} holds no questions; a comparison trains, tunes and scores on at least one")
     return split

@@ -15,7 +15,7 @@ from ..data.article_splits import (distinct_questions, folds_of_distinct_questio
                                    shared_questions_and_contexts, split_by_article)
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
-from ..errors import ConfigError
+from ..errors import ConfigError, argument
 from ..plurals import counted, number_form
 from ..question_fingerprint import question_hashes
 from ..types import Example
@@ -112,7 +112,7 @@ def check_data_dir(config: CompareConfig, data_dir: Path, source: str) -> None:
     for key, spec in entries:
         if spec is not None and needs_data_dir(spec):
             raise ConfigError(f"{key}: the path {spec.path!r} is relative to the data directory {data_dir}, which is not "
-                              f"found; pass --data-dir or set BIO_MRC_DATA, or give the path in full (in {source})")
+                              f"found; pass {argument('data_dir')} or set BIO_MRC_DATA, or give the path in full (in {source})")
 
 
 def needs_data_dir(spec: DataSpec) -> bool:

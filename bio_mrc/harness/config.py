@@ -69,7 +69,7 @@ from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_e
 from ..data.json_reader import DataFormatError, read_json
 from .. import model_defaults, registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
-from ..errors import ConfigError
+from ..errors import ConfigError, argument
 from ..plurals import counted
 from ..precision import PRECISIONS
 from ..training.config import TrainConfig
@@ -456,7 +456,7 @@ def _check_seeds(seeds: Sequence[int]) -> None:
     """``--seeds`` as the schema checks a config's ``seeds``: each in range, none twice (a repeated seed trains the
     same model again and would count as another, its scores a mean ± sd of copies)."""
     if (repeated := next((seed for seed in seeds if list(seeds).count(seed) > 1), None)) is not None:
-        raise ConfigError(f"--seeds: {repeated} is given twice; each seed trains one model, counted once")
+        raise ConfigError(f"{argument('seeds')}: {repeated} is given twice; each seed trains one model, counted once")
     if (wrong := next((seed for seed in seeds if not SEED_RANGE["minimum"] <= seed <= SEED_RANGE["maximum"]), None)) is not None:
-        raise ConfigError(f"--seeds: {wrong} is no seed; seeds are whole numbers from {SEED_RANGE['minimum']} to "
+        raise ConfigError(f"{argument('seeds')}: {wrong} is no seed; seeds are whole numbers from {SEED_RANGE['minimum']} to "
                           f"{SEED_RANGE['maximum']:,}")

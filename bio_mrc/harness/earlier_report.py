@@ -22,7 +22,7 @@ import numpy as np
 
 from ..data.limits import max_json_bytes, read_at_most
 from ..decoding.postprocess import available_decodings
-from ..errors import ConfigError
+from ..errors import ConfigError, argument
 from ..io import special_file_kind
 from ..model_folder import special_floats
 from ..plurals import counted
@@ -34,12 +34,13 @@ from .saved_report import SavedReport
 _OPENERS = {b"\x1f\x8b": gzip.open, b"\xfd7zXZ\x00": lzma.open}
 
 
-def read_report(path: str | Path, option: str = "--cells-from") -> SavedReport:
+def read_report(path: str | Path) -> SavedReport:
     """A ``report.json`` as ``compare`` writes it, plain or compressed (xz or gzip, told by its first bytes), typed in this version's
     form (an older form upgraded, a newer one refused: :func:`bio_mrc.harness.results.upgrade_report`); every
-    cell must score each of its evaluation questions. Errors name ``option`` (the flag that gave the path) and the file."""
+    cell must score each of its evaluation questions. Errors name the file as the argument that gives it
+    (``cells_from``, ``--cells-from``)."""
     path = Path(path)
-    source = f"{option} {path}"
+    source = argument("cells_from", str(path))
     try:
         # an infinite threshold is written as {"__float__": "-Infinity"}
         report = special_floats(json.loads(_report_bytes(path, source).decode("utf-8")))
@@ -126,7 +127,7 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
         for seed in config.run_seeds(run):
             held = [cell.decoding for cell in by_model.get((run.name, seed), [])]
             if held and sorted(held) != sorted(available_decodings(run.train.heads)):
-                raise ConfigError(f"--cells-from {path}: run {run.name!r} seed {seed} has the decodings {held} there, "
+                raise ConfigError(f"{argument('cells_from', str(path))}: run {run.name!r} seed {seed} has the decodings {held} there, "
                                   f"not every decoding of its heads ({', '.join(available_decodings(run.train.heads))})")
     source = {"path": str(path), "date": earlier.date, "package_version": earlier.package_version, "code": earlier.code}
     return EarlierCells(source, by_model)
@@ -150,7 +151,7 @@ def _check_same(path: str | Path, what: str, earlier: Any, current: Any) -> None
         how = f"{len(earlier)} there, {len(current)} here; the first difference at position {first}"
     else:
         how = f"{json.dumps(earlier, sort_keys=True)} there, {json.dumps(current, sort_keys=True)} here"
-    raise ConfigError(f"--cells-from {path}: {what} differ from this comparison's ({how}), so its cells are not this comparison's")
+    raise ConfigError(f"{argument('cells_from', str(path))}: {what} differ from this comparison's ({how}), so its cells are not this comparison's")
 
 
 # A run's seeds say which of its models a comparison holds, not how each was trained: a later sitting adds seeds.
@@ -161,5 +162,5 @@ def _check_run(path: str | Path, name: str, earlier: dict[str, Any], current: di
     earlier, current = ({**RUN_OPTIONS_WHEN_ABSENT, **run} for run in (earlier, current))
     differing = sorted(key for key in (earlier.keys() | current.keys()) - _NOT_MODEL_SETTINGS if earlier.get(key) != current.get(key))
     if differing:
-        raise ConfigError(f"--cells-from {path}: run {name!r} has other settings there ({', '.join(differing)}); rename the run "
-                          "here to train it anew, or drop --cells-from")
+        raise ConfigError(f"{argument('cells_from', str(path))}: run {name!r} has other settings there ({', '.join(differing)}); "
+                          f"rename the run here to train it anew, or drop {argument('cells_from')}")

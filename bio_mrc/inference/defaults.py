@@ -17,8 +17,5 @@ FEWEST_CALIBRATION_QUESTIONS = 2
 # follows the questions drawn: even 1,000 SQuAD questions leave the length prior a grid step of noise (RESULTS.md).
 FEW_TUNING_QUESTIONS = 100
 
-# The command-line option a BIO length prior is given by, which the refusal of a prior no decoding reads names.
-PRIOR_OPTION = "--bio-length-prior"
-
-__all__ = ["DEFAULT_CHUNK_SIZE", "FEW_TUNING_QUESTIONS", "GPU_INFERENCE_BATCH_SIZE", "INFERENCE_BATCH_SIZE", "PRIOR_OPTION",
+__all__ = ["DEFAULT_CHUNK_SIZE", "FEW_TUNING_QUESTIONS", "GPU_INFERENCE_BATCH_SIZE", "INFERENCE_BATCH_SIZE",
            "MIN_CALIBRATION_QUESTIONS", "FEWEST_CALIBRATION_QUESTIONS"]

@@ -207,7 +207,7 @@ class AnswerExtractor:
         (None: the extractor's) that none of them reads is refused in one line, as the constructor refuses it."""
         resolved = [registry.resolve_decoding(self.trained.decodings, decoding) for decoding in decodings]
         prior = self.decode_config.bio_length_prior if prior is None else prior
-        check_length_prior(self.trained.decodings, resolved, prior, "bio_length_prior")
+        check_length_prior(self.trained.decodings, resolved, prior)
         return resolved
 
     # The options are spelt out, so a type checker catches a misspelt one (multispan=...) as the call itself does; one

@@ -13,7 +13,7 @@ from transformers import PreTrainedTokenizerBase
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..encoders import load_tokenizer
-from ..errors import ConfigError, ModelFormatError
+from ..errors import ConfigError, ModelFormatError, argument
 from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
 from ..model_folder import check_file_kinds, check_model_folder, check_window_frame, read_json_object, written_format_problem
@@ -276,9 +276,9 @@ def check_saved_decodings(model: str | Path, decodings: Sequence[str]) -> None:
         resolve_decoding(settings[0], decoding)
 
 
-def check_length_prior(available: Sequence[str], decodings: Sequence[str], prior: float | None, option: str) -> None:
+def check_length_prior(available: Sequence[str], decodings: Sequence[str], prior: float | None) -> None:
     """A BIO span-length ``prior`` given where none of ``decodings`` (``auto``: the preferred of ``available``, the
-    model's) reads it: refused in one line naming ``option``, not ignored."""
+    model's) reads it: refused in one line naming the argument (``bio_length_prior``, ``--bio-length-prior``), not ignored."""
     if prior is None:
         return
     readers = registry.length_prior_decodings()
@@ -287,19 +287,19 @@ def check_length_prior(available: Sequence[str], decodings: Sequence[str], prior
         return
     offered = [decoding for decoding in available if decoding in readers]
     fix = f"decode with {' or '.join(offered)}, or leave it out" if offered else "the model has no BIO head: leave it out"
-    raise ConfigError(f"{option} sets the length prior of the BIO head's spans, which the {' and '.join(resolved)} "
+    raise ConfigError(f"{argument('bio_length_prior')} sets the length prior of the BIO head's spans, which the {' and '.join(resolved)} "
                       f"{number_form(len(resolved), 'decoding never reads', 'decodings never read')}; {fix}")
 
 
-def check_saved_length_prior(model: str | Path, decodings: Sequence[str] | None, prior: float | None, option: str) -> None:
+def check_saved_length_prior(model: str | Path, decodings: Sequence[str] | None, prior: float | None) -> None:
     """:func:`check_length_prior` before the model loads: ``auto`` and ``decodings`` None (every decoding the model
     has: ``bio-mrc tune``'s default) settled by the model folder's ``config.json`` (:func:`saved_settings`); a named
     decoding needs no file. What neither settles is left to the loaded model."""
     settings = saved_settings(Path(model)) if Path(model).is_dir() else None
     if settings is not None:
-        check_length_prior(settings[0], settings[0] if decodings is None else decodings, prior, option)
+        check_length_prior(settings[0], settings[0] if decodings is None else decodings, prior)
     elif decodings is not None and registry.AUTO_DECODING not in decodings:
-        check_length_prior(registry.decoding_names(), decodings, prior, option)
+        check_length_prior(registry.decoding_names(), decodings, prior)
 
 
 def _is_number(value: object) -> bool:

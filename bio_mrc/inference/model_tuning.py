@@ -97,7 +97,7 @@ def check_saved_settings(model: str | Path, decodings: Sequence[str] | None, opt
 
     check_saved_decodings(model, decodings or ())
     options = options if options is not None else DecodeConfig(require_answer=False)
-    check_saved_length_prior(model, decodings, options.bio_length_prior, argument("bio_length_prior"))  # a prior none tuned reads
+    check_saved_length_prior(model, decodings, options.bio_length_prior)  # a prior none tuned reads
     return options
 
 
@@ -137,8 +137,7 @@ def tune_read_questions(plan: TuningPlan, examples: list[Example], calibrate: bo
     calibrate = calibrates(calibrate, least, len(examples), plan.task, plan.name)
     trained = TrainedModel.load(plan.model, progress=plan.progress, precision=plan.precision, device=plan.device,
                                 decodings=plan.decodings or ())
-    check_length_prior(trained.decodings, plan.decodings or trained.decodings, plan.options.bio_length_prior,
-                       argument("bio_length_prior"))  # a hub id's, settled now
+    check_length_prior(trained.decodings, plan.decodings or trained.decodings, plan.options.bio_length_prior)  # a hub id's, settled now
     before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(examples, batch_size=plan.batch_size, progress=plan.progress)
     tuned = tune_for_model(trained, outputs, examples, plan.options, plan.task, decodings=plan.decodings,

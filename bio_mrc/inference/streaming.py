@@ -250,7 +250,7 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
 def predict_to_files(
     trained: TrainedModel, questions: Iterable[Example], plan: StreamPlan, output: str | Path, resume: bool = False,
     shard: Shard = SINGLE_PROCESS, total: int | None = None, progress: bool = False, source: str | None = None, *,
-    name: str | None = None, limit: int | None = None, unanswerable: int | None = None, prior_option: str = "bio_length_prior",
+    name: str | None = None, limit: int | None = None, unanswerable: int | None = None,
 ) -> PredictionFiles:
     """Answer ``questions`` into the answers stream beside ``output``, then write each decoding's official, n-best
     and ``na_prob`` files from it (rank 0; every rank of ``shard`` calls this), as ``bio-mrc predict`` does.
@@ -261,14 +261,13 @@ def predict_to_files(
     data in the stream's record of its options (``<stem>.answers.run.json``), which a resume must match; ``name``
     names it in the warning. ``limit``: the first questions alone. ``total``: the number of questions (None: a
     list's length), and ``unanswerable`` how many have no answer (None: counted in a list; questions read once, an
-    iterator's, are not counted, so give it for the warning). ``prior_option`` names the BIO length prior in the
-    refusal of one no decoding reads. Returns the files written (:class:`PredictionFiles`: none for ``-``, nor on ranks
-    other than 0)."""
+    iterator's, are not counted, so give it for the warning). Returns the files written (:class:`PredictionFiles`:
+    none for ``-``, nor on ranks other than 0)."""
     questions = _check_arguments(trained, questions, plan, output, limit)
     if resume and str(home_expanded(output)) == "-":  # before the plan is settled and its warnings said
         raise ConfigError("predict_to_files: resume continues the answers file beside output; output '-' (standard "
                           "output) holds none")
-    plan = answering_plan(trained, plan, prior_option)  # before any file is written
+    plan = answering_plan(trained, plan)  # before any file is written
     questions, total = _limited(questions, limit, total)
     if shard.writes:
         warn_untuned_abstention(trained, plan.decodings, _unanswerable(questions, unanswerable), total, name, limit)
@@ -318,12 +317,12 @@ def _check_arguments(trained: object, questions: object, plan: object, output: o
 _NONE = object()  # no question that is not an Example (None may be one), or an iterator's first where it holds none
 
 
-def answering_plan(trained: TrainedModel, plan: StreamPlan, prior_option: str = "bio_length_prior") -> StreamPlan:
+def answering_plan(trained: TrainedModel, plan: StreamPlan) -> StreamPlan:
     """``plan`` as ``trained`` answers it, each decoding once (``auto``: the model's preferred), once the model may
     abstain by the thresholds it holds (:func:`~bio_mrc.inference.abstention.check_abstention`) and a BIO length
-    prior that none of the decodings reads is refused in one line naming ``prior_option``."""
+    prior that none of the decodings reads is refused in one line."""
     check_abstention(trained)
-    check_length_prior(trained.decodings, plan.decodings, plan.config.bio_length_prior, prior_option)
+    check_length_prior(trained.decodings, plan.decodings, plan.config.bio_length_prior)
     return replace(plan, decodings=tuple(dict.fromkeys(resolve_decoding(trained.decodings, d) for d in plan.decodings)))
 
 

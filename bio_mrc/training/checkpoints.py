@@ -15,7 +15,7 @@ from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_callback import ExportableState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..errors import BioMrcError
+from ..errors import BioMrcError, argument
 from ..data.json_reader import read_json
 from ..io import atomic_write_json, owned_path, remove_tree
 from ..progress import progress_note
@@ -96,7 +96,7 @@ def check_resumable(folder: Path, run_options: dict[str, Any], resume: bool, sav
     if last is not None and not resume and save_checkpoints:
         raise ResumeError(
             f"{folder} holds the checkpoints of an unfinished run (last: {last.name}); resume it "
-            "(resume=True, --resume) or delete that folder to start over"
+            f"({argument('resume', True)}) or delete that folder to start over"
         )
     if last is not None and resume:
         _check_same_run(folder, run_options, last)

@@ -8,7 +8,7 @@ from typing import Sequence
 
 from transformers import TrainingArguments
 
-from ..errors import ConfigError
+from ..errors import ConfigError, argument
 from ..qa_checkpoints import config_positions, windows_that_fit
 from .config import TrainConfig
 from .trainer import source_encoder_config, training_arguments
@@ -27,10 +27,10 @@ def check_run_options(config: TrainConfig, output_dir: str | Path, evaluating: b
 def check_evaluation(eval_strategy: str, evaluating: bool) -> None:
     """Evaluations need questions, and questions to evaluate on need evaluations (never silently unused)."""
     if eval_strategy != "no" and not evaluating:
-        raise ConfigError(f"training_args eval_strategy {eval_strategy!r} needs questions to evaluate on: "
-                          "bio-mrc train --eval FILE, or train_model(evaluator=TrainingEvaluator(questions))")
+        raise ConfigError(f"training_args eval_strategy {eval_strategy!r} needs questions to evaluate on "
+                          f"({argument('evaluator')})")
     if eval_strategy == "no" and evaluating:
-        raise ConfigError("questions to evaluate on during training (--eval, evaluator=) need evaluations: add "
+        raise ConfigError(f"questions to evaluate on during training ({argument('evaluator')}) need evaluations: add "
                           "'{\"eval_strategy\": \"steps\", \"eval_steps\": N}' (or \"epoch\") to the training args")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
 from ..encoders import resolve_encoder
-from ..errors import BioMrcError, ConfigError, InputWarning
+from ..errors import BioMrcError, ConfigError, InputWarning, argument
 from ..features.config import stride_leaves_new_context
 from ..plurals import counted
 from ..qa_checkpoints import encoder_positions, qa_windows
@@ -71,16 +71,15 @@ class FinishedModelError(ConfigError):
     """The output folder holds a finished model, which a run replaces only with ``overwrite``."""
 
 
-def finished_run(output_dir: str | Path, resume: bool, overwrite: bool,
-                 names: tuple[str, str] = ("output folder", "overwrite=True")) -> dict[str, Any] | None:
+def finished_run(output_dir: str | Path, resume: bool, overwrite: bool) -> dict[str, Any] | None:
     """Before any work: the run record of a run that was stopped while saving its finished model, which ``resume``
     completes (:func:`~bio_mrc.training.saving.finish_stopped_save`) rather than training again; None where there is
-    none. A folder holding another finished model is refused (``names``: the folder's and overwrite's names in the
-    refusal) unless ``overwrite``, which replaces even a damaged one."""
+    none. A folder holding another finished model is refused unless ``overwrite``, which replaces even a damaged one."""
     if resume and not overwrite and finish_stopped_save(output_dir):
         return load_run_record(output_dir)
     if not overwrite and load_run_record(output_dir) is not None:
-        raise FinishedModelError(f"{output_dir} holds a finished model; choose another {names[0]} or pass {names[1]}")
+        raise FinishedModelError(f"{output_dir} holds a finished model; choose another output folder or pass "
+                                 f"{argument('overwrite', True)}")
     return None
 
 

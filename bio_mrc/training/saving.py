@@ -9,7 +9,7 @@ from typing import Any
 from transformers import Trainer
 
 from ..data.json_reader import read_json
-from ..errors import ConfigError, DataFormatError
+from ..errors import ConfigError, DataFormatError, argument
 from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_folder_target, check_library_path, remove_file, remove_tree
 from ..model import RUN_FILE, BioMrcConfig
 from ..model_card import clear_model_card, write_model_card
@@ -42,9 +42,9 @@ def check_output_folder(folder: Path, overwrite: bool) -> None:
     if _holds_bio_mrc_model(folder):  # a converted, tuned-copy or copied model: no training of this folder's
         raise ConfigError(f"{folder} holds a bio_mrc model that no training here left (no run record, checkpoints or "
                           "staging folder: a converted or copied model?); choose another output folder or pass "
-                          "--overwrite (overwrite=True) to replace it")
+                          f"{argument('overwrite', True)} to replace it")
     raise ConfigError(f"{folder} is not empty ({', '.join(others[:4])}) and holds no bio_mrc model; choose another "
-                      "output folder or pass --overwrite (overwrite=True) to replace its files")
+                      f"output folder or pass {argument('overwrite', True)} to replace its files")
 
 
 def _holds_training_work(folder: Path) -> bool:

@@ -21,21 +21,21 @@ from ..errors import ConfigError, argument
 
 # The TrainingArguments fields the package sets from its own options (or owns outright), each with why.
 OWNED_TRAINING_ARGS = {
-    "output_dir": "the model folder is the output folder (--output-dir); checkpoints go to its checkpoints/ folder",
-    "num_train_epochs": "set epochs (--epochs)",
-    "learning_rate": "set learning_rate (--learning-rate); the heads' own rate is head_learning_rate",
-    "per_device_train_batch_size": "set batch_size (--batch-size)",
-    "warmup_steps": "set warmup_ratio (--warmup-ratio), the fraction of the steps",
-    "weight_decay": "set weight_decay (--weight-decay)",
-    "seed": "set seed (--seed); data_seed may differ from it",
-    "bf16": "set precision (--precision): fp32, bf16 or auto",
-    "fp16": "set precision (--precision): fp32, bf16 or auto (no fp16 training: it needs a loss scaler the package does not tune)",
-    "fp16_full_eval": "set precision (--precision): evaluation during training answers in the run's precision, fp32 or bf16 (no fp16)",
-    "bf16_full_eval": "set precision (--precision): evaluation during training answers in the run's precision, fp32 or bf16",
+    "output_dir": f"the model folder is the output folder ({argument('output_dir')}); checkpoints go to its checkpoints/ folder",
+    "num_train_epochs": f"set {argument('epochs')}",
+    "learning_rate": f"set {argument('learning_rate')}; the heads' own rate is {argument('head_learning_rate')}",
+    "per_device_train_batch_size": f"set {argument('batch_size')}",
+    "warmup_steps": f"set {argument('warmup_ratio')}, the fraction of the steps",
+    "weight_decay": f"set {argument('weight_decay')}",
+    "seed": f"set {argument('seed')}; data_seed may differ from it",
+    "bf16": f"set {argument('precision')}: fp32, bf16 or auto",
+    "fp16": f"set {argument('precision')}: fp32, bf16 or auto (no fp16 training: it needs a loss scaler the package does not tune)",
+    "fp16_full_eval": f"set {argument('precision')}: evaluation during training answers in the run's precision, fp32 or bf16 (no fp16)",
+    "bf16_full_eval": f"set {argument('precision')}: evaluation during training answers in the run's precision, fp32 or bf16",
     "use_cpu": "the device follows precision and the machine; hide the GPUs (CUDA_VISIBLE_DEVICES='') to train on the CPU",
-    "save_strategy": "checkpoints are the package's (save_checkpoints, checkpoint_steps / --checkpoint-steps): resuming relies on them",
-    "save_steps": "set checkpoint_steps (--checkpoint-steps)",
-    "resume_from_checkpoint": "set resume (--resume): it checks the checkpoint is this run's",
+    "save_strategy": f"checkpoints are the package's (save_checkpoints, {argument('checkpoint_steps')}): resuming relies on them",
+    "save_steps": f"set {argument('checkpoint_steps')}",
+    "resume_from_checkpoint": f"pass {argument('resume', True)}: it checks the checkpoint is this run's",
     "remove_unused_columns": "the windows hold only the model's inputs and targets, which forward takes by name",
     "label_names": "each head names its own targets",
     "label_smoothing_factor": "Trainer smooths a 'labels' input, which the model has none of: each head computes its own loss "
@@ -48,7 +48,7 @@ OWNED_TRAINING_ARGS = {
 # command-line flag that alone turns it on: a config file never does.
 NETWORK_TRAINING_ARGS = {
     "push_to_hub": "--push-to-hub", "hub_model_id": "--hub-model-id", "hub_strategy": "--hub-strategy",
-    "hub_private_repo": "--hub-private-repo", "hub_always_push": "--push-to-hub", "hub_revision": "--hub-revision",
+    "hub_private_repo": "--hub-private-repo", "hub_always_push": "--push-to-hub",
     "hub_token": "--push-to-hub, with the token of `hf auth login` or HF_TOKEN",
     "report_to": "--report-to",
 }
@@ -103,6 +103,9 @@ def check_network_args(values: dict[str, Any]) -> None:
     """The command line's off-machine options (see :data:`NETWORK_TRAINING_ARGS`): known names that TrainingArguments
     takes; a hub option other than the push itself needs the push."""
     unknown = sorted(set(values) - set(NETWORK_TRAINING_ARGS))
+    if unknown and unknown[0].startswith(("hub_", "push_to_hub")):  # training_args refuses it too: no place to give it
+        raise ConfigError(f"{unknown[0]!r} is no option of the hub push bio_mrc makes, which takes {argument('hub_model_id')}, "
+                          f"{argument('hub_strategy')} and {argument('hub_private_repo', True)} beside {PUSH}")
     if unknown:
         raise ConfigError(f"{unknown[0]!r} is no option that sends data off the machine; give it in training_args")
     hub = [name for name in values if name.startswith("hub_")]
