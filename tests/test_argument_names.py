@@ -313,3 +313,24 @@ def test_compare_names_its_flags(tmp_path, capsys):
     said = cli_refusal(capsys, "compare", "--config", "quick", "--seeds", "1", "1", "--output-dir", str(tmp_path / "out"))
     assert said == "error: --seeds: 1 is given twice; each seed trains one model, counted once"
     assert not (tmp_path / "out").exists()
+
+
+def test_a_refusal_rank_0_sends_the_other_ranks_names_each_door_its_form(monkeypatch):
+    """The other ranks of a torchrun job read rank 0's refusal; the command line names its flags there too."""
+    from bio_mrc.errors import OutputError, argument, command_line_text
+    from bio_mrc.inference import sharding
+
+    sent = []
+    monkeypatch.setattr(sharding.Shard, "broadcast", lambda self, value: sent.append(value) or value)
+
+    def refuse():
+        raise OutputError(f"the folder is not empty; pass {argument('overwrite', True)}", "out")
+
+    with pytest.raises(OutputError):
+        sharding.Shard(rank=0, world=2).broadcast_result(refuse)
+    monkeypatch.setattr(sharding.Shard, "broadcast", lambda self, value: sent[0])
+    with pytest.raises(BioMrcError) as refused:
+        sharding.Shard(rank=1, world=2).broadcast_result(refuse)
+    assert str(refused.value) == "rank 0 refused the run: the folder is not empty; pass overwrite=True (in out)"
+    assert command_line_text(refused.value, {"overwrite": "--overwrite"}) == (
+        "rank 0 refused the run: the folder is not empty; pass --overwrite (in out)")

@@ -76,7 +76,7 @@ class Shard:
         try:
             value = call() if self.writes else None
         except BioMrcError as error:
-            self.broadcast(_Refused(str(error)))
+            self.broadcast(_Refused(getattr(error, "marked", None) or str(error)))  # its arguments, for each door to name
             raise
         value = self.broadcast(value)
         if isinstance(value, _Refused):
