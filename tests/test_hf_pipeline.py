@@ -172,6 +172,29 @@ def test_handle_impossible_answer_follows_the_saved_threshold(qa, extractor):
         config.no_answer_thresholds = saved
 
 
+def test_handle_impossible_answer_without_a_threshold_warns_once_a_call_at_the_callers_line(qa, trained_dir):  # noqa: F811
+    """The warning came twice a call (once more for each chunk of a stream), from the pipeline's own lines."""
+    import warnings
+
+    from transformers import pipeline
+
+    from bio_mrc.inference.abstention import NeverAbstainsWarning
+
+    assert not qa.model.config.no_answer_thresholds
+    defaulted = pipeline(TASK, model=str(trained_dir), device="cpu", handle_impossible_answer=True)
+    calls = [lambda: qa(question=QUESTIONS[0], context=CONTEXT, handle_impossible_answer=True),
+             lambda: qa(question=QUESTIONS, context=CONTEXT, handle_impossible_answer=True),
+             lambda: list(qa(({"question": q, "context": CONTEXT} for q in QUESTIONS * 2), handle_impossible_answer=True,
+                             batch_size=1)),
+             lambda: defaulted(question=QUESTIONS[0], context=CONTEXT)]
+    for call in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        never = [w for w in caught if issubclass(w.category, NeverAbstainsWarning)]
+        assert len(never) == 1 and never[0].filename == __file__, [(w.filename, w.lineno) for w in never]
+
+
 def test_an_abstention_carries_its_probability_and_a_span_given_in_its_place_none(qa, extractor):
     config = qa.model.config
     saved = config.no_answer_thresholds, config.calibration

@@ -228,6 +228,27 @@ def test_require_answer_off_where_single_spans_answer_is_refused_not_ignored(ext
         call(extractor)
 
 
+@pytest.mark.parametrize("multi_span", [False, True])
+@pytest.mark.parametrize("call", [
+    lambda e: e(QUESTION, CONTEXT, multi_span=False),
+    lambda e: e(QUESTION, DOCUMENTS, multi_span=False),
+    lambda e: e.answer_documents(QUESTION, DOCUMENTS, multi_span=False),
+])
+def test_require_answer_off_in_the_extractors_decode_config_is_refused_where_single_spans_answer(
+    extractor, no_forward_pass, call, multi_span,
+):
+    """Held by the extractor's DecodeConfig rather than asked by the call, it was dropped unread by single spans."""
+    configured = AnswerExtractor(extractor.trained, multi_span=multi_span, decode_config=DecodeConfig(require_answer=False))
+    with pytest.raises(ConfigError, match=r"^require_answer=False changes only multi_span answers"):
+        call(configured)
+
+
+def test_require_answer_asked_by_the_call_overrides_the_extractors_for_single_spans(extractor):
+    configured = AnswerExtractor(extractor.trained, decode_config=DecodeConfig(require_answer=False))
+    assert configured(QUESTION, CONTEXT, require_answer=True).spans
+    assert configured(QUESTION, DOCUMENTS, require_answer=True).answers
+
+
 def test_require_answer_on_over_several_documents_still_answers(extractor):
     assert extractor(QUESTION, DOCUMENTS, require_answer=True).answers
 

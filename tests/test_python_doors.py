@@ -169,6 +169,16 @@ def test_predict_to_files_refuses_to_resume_standard_output_naming_the_call(plac
              output="-", resume=True)
 
 
+def test_a_plan_of_single_spans_refuses_require_answer_off_rather_than_dropping_it():
+    """Only multi-span answers read it (no BIO span where the tags are all O): single spans dropped it unread."""
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.inference.streaming import StreamPlan
+
+    with pytest.raises(ConfigError, match=r"^require_answer=False changes only multi_span answers"):
+        StreamPlan(("bio",), DecodeConfig(require_answer=False))
+    assert StreamPlan(("bio",), DecodeConfig(require_answer=False), multi_span=True).config.require_answer is False
+
+
 def test_predict_to_files_refuses_to_write_over_the_data_file_it_names(place):
     """The command keeps its output off --data; the call keeps it off the file its ``source`` or ``name`` names."""
     for named in ({"source": str(place["data"])}, {"name": str(place["data"])}):

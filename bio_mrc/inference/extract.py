@@ -235,8 +235,9 @@ class AnswerExtractor:
         question, context = text_input(question, "question"), text_input(context, "context")  # an iterator read once, before it is looked at
         multi_span = self.multi_span if multi_span is None else check_flag(multi_span, "multi_span")
         require_answer = None if require_answer is None else check_flag(require_answer, "require_answer")
-        if require_answer is False and not multi_span and not asks_over_documents(question, context):
-            raise ConfigError(_SINGLE_SPANS_ANSWER)  # never dropped unread
+        asked = self.decode_config.require_answer if require_answer is None else require_answer  # the call's, else the extractor's
+        if not asked and not multi_span and not asks_over_documents(question, context):
+            raise ConfigError(SINGLE_SPANS_ANSWER)  # never dropped unread
         if asks_over_documents(question, context):
             return self.answer_documents(question, context, top_k, names, multi_span, decoding, require_answer)
         if names is not None:  # never dropped unread
@@ -272,8 +273,9 @@ class AnswerExtractor:
         decoded :attr:`chunk_size` at a time, each chunk's windows let go once its spans are ranked, with the answers
         of one pass."""
         multi_span = self.multi_span if multi_span is None else check_flag(multi_span, "multi_span")
-        if require_answer is not None and not check_flag(require_answer, "require_answer") and not multi_span:
-            raise ConfigError(_SINGLE_SPANS_ANSWER)  # never dropped unread
+        asked = self.decode_config.require_answer if require_answer is None else check_flag(require_answer, "require_answer")
+        if not asked and not multi_span:  # the call's, else the extractor's decode_config: never dropped unread
+            raise ConfigError(SINGLE_SPANS_ANSWER)
         top_k = check_top_k(top_k, False)
         top_k = 1 if top_k is None and not multi_span else top_k
         documents = text_input(documents, "list of documents")
@@ -308,9 +310,9 @@ class AnswerExtractor:
 
 # require_answer=False leaves a multi-span BIO answer without spans where the likeliest tag sequence is all O;
 # a single span (one document's, or one ranked over several) is the best span whatever it says.
-_SINGLE_SPANS_ANSWER = ("require_answer=False changes only multi_span answers (no BIO span where the likeliest tag "
-                        "sequence is all O); single spans, several documents' included, abstain only by the no-answer "
-                        "threshold saved with the model")
+SINGLE_SPANS_ANSWER = ("require_answer=False changes only multi_span answers (no BIO span where the likeliest tag "
+                       "sequence is all O); single spans, several documents' included, abstain only by the no-answer "
+                       "threshold saved with the model")
 
 
 def check_batch_size(batch_size: Any) -> int:

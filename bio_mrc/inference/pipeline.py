@@ -134,18 +134,19 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
                                                                 for name in flags)
         if decoding is not None:
             self.extractor.checked_decodings([decoding])  # one the heads can do, and reads a prior the extractor holds
-        if handle_impossible_answer:
-            self._warn_never_abstains(decoding)
         options = dict(top_k=top_k, handle_impossible_answer=handle_impossible_answer, max_answer_len=max_answer_len,
                        decoding=decoding, multi_span=multi_span, align_to_words=align_to_words)
         return {}, {}, {name: value for name, value in options.items() if value is not None}
 
-    def _warn_never_abstains(self, decoding: str | None) -> None:
-        """``handle_impossible_answer=True`` of a decoding without a tuned no-answer threshold returns no empty answer."""
+    def _warn_never_abstains(self, options: dict[str, Any]) -> None:
+        """``handle_impossible_answer=True`` (``options``: the call's, over the constructor's) of a decoding without a
+        tuned no-answer threshold returns no empty answer: one warning a call, naming the caller's line."""
+        if not options.get("handle_impossible_answer"):
+            return
         trained = self.extractor.trained
-        chosen = registry.resolve_decoding(trained.decodings, decoding or self.extractor.decoding)
+        chosen = registry.resolve_decoding(trained.decodings, options.get("decoding") or self.extractor.decoding)
         if line := never_abstains_line(trained, [chosen], "handle_impossible_answer=True asks for no answer where there is none"):
-            warnings.warn(line, NeverAbstainsWarning, stacklevel=4)
+            warnings.warn(line, NeverAbstainsWarning, stacklevel=3)
 
     def __call__(self, *args, batch_size: int | None = None, **kwargs):
         """``qa(question=..., context=...)``, ``qa(question, context)``, ``qa({"question": ..., "context": ...})``
@@ -154,8 +155,10 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         questions at a time).
         A ``datasets.Dataset``, a ``KeyDataset`` or a generator of such dicts in: an iterator of results out,
         answered ``batch_size`` questions at a time, as transformers pipelines stream them."""
+        # refused now (for a stream, not at the first next()); transformers checks them again for each chunk
+        options = {name: value for name, value in kwargs.items() if name not in ("question", "context")}
+        self._warn_never_abstains({**self._postprocess_params, **self._sanitize_parameters(**options)[2]})
         if len(args) == 1 and is_stream(args[0]):
-            self._sanitize_parameters(**kwargs)  # refused now, not at the first next()
             size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or self.extractor.trained.batch_size
             return self._stream(args[0], size, kwargs)
         return self._answer(args, kwargs, batch_size)

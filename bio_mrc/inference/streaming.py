@@ -33,7 +33,7 @@ from ..hub import cached_folder
 from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
 from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
-from .extract import AnswerExtractor
+from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor
 from .files import (RUN_SUFFIX, STREAM_SUFFIX, DecodingFiles, answer_record, answer_record_problem, prediction_paths,
                     side_file, write_files_from_stream)
 from .defaults import DEFAULT_CHUNK_SIZE
@@ -58,6 +58,8 @@ class StreamPlan:
         names_argument(self.decodings, "decodings", "StreamPlan", optional=False)  # a lone string would be read letter by letter
         object.__setattr__(self, "decodings", tuple(self.decodings))
         count_argument(self.chunk_size, "chunk_size", "StreamPlan", optional=False)
+        if isinstance(self.config, DecodeConfig) and not self.config.require_answer and not self.multi_span:
+            raise ConfigError(SINGLE_SPANS_ANSWER)  # single spans never read it: refused, not dropped unread
 
 
 @dataclass(frozen=True)
