@@ -113,6 +113,24 @@ def test_handle_impossible_answer_without_a_threshold_warns_that_the_model_answe
         pipeline("bio-mrc-qa", model=str(tuned), device="cpu")(**asked)
 
 
+def test_handle_impossible_answer_warns_once_a_call(models):
+    """One call warned twice, from two lines of the pipeline (its own check of the options and Pipeline.__call__'s),
+    so Python's default filter showed both."""
+    import warnings
+
+    from transformers import pipeline
+
+    from bio_mrc.inference.abstention import NeverAbstainsWarning
+
+    qa = pipeline("bio-mrc-qa", model=str(models[0]), device="cpu")
+    for asked in (dict(question=QUESTION, context=CONTEXT), dict(question=[QUESTION, QUESTION], context=[CONTEXT, CONTEXT])):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            qa(**asked, decoding="span", handle_impossible_answer=True)
+        warned = [w for w in caught if issubclass(w.category, NeverAbstainsWarning)]
+        assert len(warned) == 1 and warned[0].filename == __file__  # at the caller's line
+
+
 def test_a_threshold_tune_fits_on_held_out_questions_is_the_models_own(models, tmp_path, capsys):
     """tune reads the refused model, and the threshold it fits is one the model abstains by."""
     v1, _, v2_data, _ = models

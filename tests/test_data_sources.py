@@ -192,6 +192,19 @@ def test_choosing_a_split_of_a_dataset_dict(tmp_path):
         load_squad(tmp_path / "plain")
 
 
+def test_a_dataset_dict_in_memory_is_told_to_pass_split():
+    """An object passed to load_squad has no path to add ':SPLIT' to: the line named 'datasets.DatasetDict:SPLIT'."""
+    rows = hf_rows(squad_json())
+    both = datasets.DatasetDict({"train": datasets.Dataset.from_list(rows[:2]), "validation": datasets.Dataset.from_list(rows[2:])})
+    with pytest.raises(DataFormatError, match=r"several splits in this DatasetDict \(it has \['train', 'validation'\]\); "
+                                              r"pass split=, e\.g\. split='train'; read as datasets: .* \(in datasets\.DatasetDict\)$"):
+        load_squad(both)
+    with pytest.raises(DataFormatError, match=r"no split 'test' in this DatasetDict .*; pass split=, e\.g\. split='train'"):
+        load_squad(both, split="test")
+    with pytest.raises(DataFormatError, match=r"^split='train' picks a split of a DatasetDict; this is a single Dataset"):
+        load_squad(both["train"], split="train")
+
+
 def test_hub_ids_go_to_load_dataset_and_fail_clearly_without_a_network(monkeypatch, tmp_path, capsys):
     rows = hf_rows(squad_json())
     calls = []

@@ -1,6 +1,7 @@
 """What the docs quote is what the package does: each error line docs/reliability.md quotes for a command-line case is
 the line ``bio-mrc`` prints for it, word for word, and the ``TrainingArguments`` values docs/training.md names as the
-package's own are the ones it sets, on a CPU and on a CUDA GPU."""
+package's own are the ones it sets, on a CPU and on a CUDA GPU (and the fields it owns are the ones it refuses); the
+signature and limit docs/calibration.md gives are tune_model's and the fingerprint's."""
 
 from __future__ import annotations
 
@@ -137,6 +138,42 @@ def test_training_md_names_the_class_weights_a_bio_only_model_trains_with():
         assert TrainConfig(heads="bio", bio_targets=targets).resolved_bio_class_weights == tuple(map(float, stated.groups()))
     assert TrainConfig(heads="bio", bio_targets="marginal").resolved_bio_class_weights is None
     assert TrainConfig(heads="span+bio").resolved_bio_class_weights is None
+
+
+def test_training_md_names_every_training_argument_the_package_owns():
+    """The list of owned fields and the run_qa.py table name each field training_args refuses as the package's own:
+    label_smoothing_factor was refused but named in neither, and use_cpu had no row."""
+    from bio_mrc.training.training_args import OWNED_TRAINING_ARGS
+
+    text = TRAINING.read_text(encoding="utf-8")
+    listed = re.search(r"The fields the package owns are refused by name, with the option to use instead: (.*?) \(the table", text)
+    assert listed, "training.md does not list the TrainingArguments fields the package owns"
+    assert set(re.findall(r"`(\w+)`", listed.group(1))) == set(OWNED_TRAINING_ARGS)
+    rows = {name for row in re.findall(r"^\| (`--.*?) \|", text, re.M) for name in re.findall(r"`--(\w+)`", row)}
+    assert not set(OWNED_TRAINING_ARGS) - rows, "a field the package owns has no row in the table"
+
+
+def test_calibration_md_gives_tune_models_arguments_as_the_call_takes_them():
+    """The arguments after data are keywords alone: the signature quoted without ``*`` read as if output_dir could be the
+    third positional argument, which is a TypeError."""
+    import inspect
+
+    from bio_mrc.inference import tune_model
+
+    text = (DOCS / "calibration.md").read_text(encoding="utf-8")
+    quoted = re.search(r"`bio_mrc\.inference\.tune_model\((.*?)\)`", text).group(1).split(", ")
+    parameters = inspect.signature(tune_model).parameters
+    positional = [name for name, p in parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert quoted[:len(positional) + 1] == [*positional, "*"]
+    for part in quoted[len(positional) + 1:]:
+        name, _, default = part.partition("=")
+        assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY and repr(parameters[name].default) == default
+
+
+def test_calibration_md_names_the_most_training_questions_a_fingerprint_holds():
+    from bio_mrc.question_fingerprint import MAX_QUESTIONS
+
+    assert f"more than {MAX_QUESTIONS:,} questions" in (DOCS / "calibration.md").read_text(encoding="utf-8")
 
 
 def test_every_commands_model_option_says_it_takes_a_hub_id():

@@ -99,7 +99,7 @@ _HF_COLUMNS = ("the Hugging Face SQuAD columns context, question, and optionally
 
 FORMATS: dict[str, DataFormat] = {
     "datasets": DataFormat(f"a datasets.Dataset or DatasetDict with {_HF_COLUMNS}", lambda s: from_datasets(s.data),
-                           lambda s: dataset_records(s.data, s.split, f"datasets.{s.name}"), takes_split=True),
+                           lambda s: dataset_records(s.data, s.split, f"datasets.{s.name}", in_memory=True), takes_split=True),
     "dataframe": DataFormat(f"a pandas DataFrame with {_HF_COLUMNS}", lambda s: type(s.data).__module__.startswith("pandas"),
                             lambda s: dataframe_records(s.data)),
     "records": DataFormat(f"a list of dicts with {_HF_COLUMNS}", lambda s: isinstance(s.data, (list, tuple)),
@@ -110,7 +110,7 @@ FORMATS: dict[str, DataFormat] = {
     "csv": DataFormat(f"a CSV file with a header row naming {_HF_COLUMNS} (answers as JSON text)",
                       lambda s: s.suffix_is(".csv", ".csv.gz"), lambda s: delimited_records(s.path, ",")),
     "tsv": DataFormat(f"a TSV file with a header row naming {_HF_COLUMNS} (answers as JSON text)",
-                      lambda s: s.suffix_is(".tsv", ".tab", ".tsv.gz"), lambda s: delimited_records(s.path, "\t")),
+                      lambda s: s.suffix_is(".tsv", ".tab", ".tsv.gz", ".tab.gz"), lambda s: delimited_records(s.path, "\t")),
     "parquet": DataFormat(f"a Parquet file with {_HF_COLUMNS}", lambda s: s.is_file and s.head == PARQUET_MAGIC,
                           lambda s: parquet_records(s.path)),
     "mrqa": DataFormat("an MRQA shared-task file: a {\"header\": ...} line (or none), then one context per line with 'qas' "

@@ -167,18 +167,21 @@ def from_datasets(data: Any) -> bool:
     return type(data).__module__.split(".")[0] == "datasets"
 
 
-def dataset_records(data: Any, split: str | None, name: str) -> Records:
-    """The rows of a Dataset, or of one split of a DatasetDict: the one named, or the only one."""
+def dataset_records(data: Any, split: str | None, name: str, in_memory: bool = False) -> Records:
+    """The rows of a Dataset, or of one split of a DatasetDict: the one named, or the only one. ``in_memory``: the
+    object itself was passed, whose split only ``split=`` names (a path takes ``PATH:SPLIT``)."""
     if isinstance(data, Mapping):
         names = list(data)
         if split is None and len(names) == 1:
             split = names[0]
         if split not in data:
             wanted = f"no split {split!r}" if split is not None else "several splits"
-            raise DataFormatError(f"{wanted} in this DatasetDict (it has {names}); name one as {name}:SPLIT", source=name)
+            how = f"pass split=, e.g. split={names[0]!r}" if in_memory and names else f"name one as {name}:SPLIT"
+            raise DataFormatError(f"{wanted} in this DatasetDict (it has {names}); {how}", source=name)
         data, name = data[split], f"{name}:{split}"
     elif split is not None:
-        raise DataFormatError(f"':{split}' picks a split of a DatasetDict; this is a single Dataset", source=name)
+        asked = f"split={split!r}" if in_memory else f"':{split}'"
+        raise DataFormatError(f"{asked} picks a split of a DatasetDict; this is a single Dataset", source=name)
     check_columns(getattr(data, "column_names", None), name, "dataset")
     return Records(name, rows=table_rows(enumerate(data), name))
 
