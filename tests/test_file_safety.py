@@ -272,29 +272,32 @@ def test_check_outputs_apart_accepts_outputs_elsewhere(saved_model, tmp_path):  
 
 # --- nothing leaves the machine unless the command line asks --------------------------------------------------
 
-@pytest.mark.parametrize("values, flag", [
-    ({"push_to_hub": True, "hub_model_id": "someone/model"}, "--push-to-hub"),
-    ({"hub_model_id": "someone/model"}, "--hub-model-id"),
-    ({"hub_token": "hf_x"}, "--push-to-hub"),
-    ({"hub_strategy": "every_save"}, "--hub-strategy"),
-    ({"report_to": "wandb"}, "--report-to wandb"),
-    ({"report_to": ["tensorboard", "mlflow"]}, "--report-to mlflow"),
-    ({"report_to": "all"}, "--report-to all"),
+@pytest.mark.parametrize("values, keyword, flag", [
+    ({"push_to_hub": True, "hub_model_id": "someone/model"}, "push_to_hub=True", "--push-to-hub"),
+    ({"hub_model_id": "someone/model"}, "hub_model_id", "--hub-model-id"),
+    ({"hub_token": "hf_x"}, "push_to_hub=True", "--push-to-hub"),
+    ({"hub_strategy": "every_save"}, "hub_strategy", "--hub-strategy"),
+    ({"report_to": "wandb"}, "report_to='wandb'", "--report-to wandb"),
+    ({"report_to": ["tensorboard", "mlflow"]}, "report_to='mlflow'", "--report-to mlflow"),
+    ({"report_to": "all"}, "report_to='all'", "--report-to all"),
 ])
-def test_options_that_send_data_off_the_machine_are_refused_in_configs(tmp_path, capsys, values, flag):
+def test_options_that_send_data_off_the_machine_are_refused_in_configs(tmp_path, capsys, values, keyword, flag):
     from bio_mrc.errors import ConfigError
     from bio_mrc.harness.config import load_config
     from bio_mrc.training.config import TrainConfig
 
-    with pytest.raises(ConfigError, match=f"only the command line asks for: bio-mrc train {flag}"):
+    asked = "only a training's network options ask for (no comparison does): "
+    with pytest.raises(ConfigError) as refused:
         TrainConfig(training_args=values)
+    assert asked + keyword in str(refused.value)
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"name": "c", "train": {"path": "squad-v1.1/train.json"}, "eval": {"path": "squad-v1.1/dev.json"},
                                   "runs": [{"name": "joint", "training_args": values}]}))
-    with pytest.raises(BioMrcError, match=flag):
+    with pytest.raises(BioMrcError) as refused:
         load_config(config)
+    assert asked + keyword in str(refused.value)
     argv = ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--training-args", json.dumps(values)]
-    assert main(argv) == 2 and flag in capsys.readouterr().err
+    assert main(argv) == 2 and asked + flag in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 

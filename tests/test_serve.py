@@ -463,8 +463,8 @@ def test_serving_without_the_extra_says_what_to_install(monkeypatch, model_dir):
         server.run_server(model_dir)
 
 
-@pytest.mark.parametrize("host, problem", [("", "--host '' names no address"), (" ", "--host ' ' names no address"),
-                                           ("127.0.0.1", "cannot listen on 127.0.0.1:{port} (--host, --port): Address already in use")])
+@pytest.mark.parametrize("host, problem", [("", "host '' names no address"), (" ", "host ' ' names no address"),
+                                           ("127.0.0.1", "cannot listen on 127.0.0.1:{port} (host, port): Address already in use")])
 def test_an_address_the_server_cannot_listen_on_is_refused_before_the_model_loads(monkeypatch, host, problem):
     from bio_mrc.serving import server
 
@@ -479,6 +479,22 @@ def test_an_address_the_server_cannot_listen_on_is_refused_before_the_model_load
         with pytest.raises(ConfigError) as refused:
             server.run_server("no-model", ServeConfig(host=host, port=port))
     assert str(refused.value).startswith(problem.format(port=port))
+
+
+def test_serve_names_the_flags_of_an_address_it_cannot_listen_on(monkeypatch, capsys):
+    from bio_mrc.cli import main
+    from bio_mrc.serving import server
+
+    monkeypatch.setattr(server.AnswerExtractor, "from_pretrained", lambda *a, **k: pytest.fail("the model loaded"))
+    assert main(["serve", "--model", "no-model", "--host", " "]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: --host ' ' names no address")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--model", "no-model", "--host", "127.0.0.1", "--port", str(port)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        f"error: cannot listen on 127.0.0.1:{port} (--host, --port): Address already in use")
 
 
 @pytest.mark.slow  # over 3 s alone on 2 cores

@@ -205,5 +205,16 @@ def test_a_backlog_the_hard_limit_cannot_hold_is_refused_before_the_model_loads(
     monkeypatch.setattr(server.AnswerExtractor, "from_pretrained", lambda *a, **k: pytest.fail("the model was loaded"))
     with pytest.raises(ConfigError) as refused:
         server.run_server("m", ServeConfig(port=free_port(), max_connections=1000, backlog=1000))
-    assert str(refused.value) == ("--max-connections 1000 and --backlog 1000 need about 2128 open files, and this process may "
-                                  "open 1024 (ulimit -n; at most 1024): lower --backlog or raise the limit")
+    assert str(refused.value) == ("max_connections=1000 and backlog=1000 need about 2128 open files, and this process may "
+                                  "open 1024 (ulimit -n; at most 1024): lower backlog or raise the limit")
+
+
+def test_serve_names_the_flags_of_a_backlog_the_hard_limit_cannot_hold(monkeypatch, capsys):
+    from bio_mrc.cli import main
+
+    monkeypatch.setitem(__import__("sys").modules, "resource", FakeLimits(256, 1024))
+    monkeypatch.setattr(server.AnswerExtractor, "from_pretrained", lambda *a, **k: pytest.fail("the model was loaded"))
+    assert main(["serve", "--model", "m", "--port", str(free_port()), "--max-connections", "1000", "--backlog", "1000"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: --max-connections 1000 and --backlog 1000 need about 2128 open files, and this process may open 1024 "
+        "(ulimit -n; at most 1024): lower --backlog or raise the limit")

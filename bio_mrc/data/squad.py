@@ -344,6 +344,19 @@ def _parse_question(
     return Example(qid, question, context, alternatives, title)
 
 
+# What a refusal of a misplaced answer advises, its arguments marked; a reader that takes no fix_offsets (a comparison)
+# advises correcting the file instead (:func:`as_written`).
+RELOCATES = f"{argument('fix_offsets', True)} relocates it there: the nearest occurrence, a whole word before one inside a word"
+PASSES_OVER = f"{argument('fix_offsets', True)} reads the answer where its text is and passes over a misplaced occurrence"
+
+
+def as_written(problem: str) -> str:
+    """``problem`` (a refusal's, its arguments marked) as a comparison, which takes no ``fix_offsets``, says it: the
+    misplaced answer is corrected in the file."""
+    return (problem.replace(RELOCATES, "correct the answer's start in the file: a comparison reads its data as written")
+            .replace(PASSES_OVER, "correct or remove that char span in the file: a comparison reads its data as written"))
+
+
 def _misplaced_occurrences(misplaced: list[str] | None, qid: str, source: str, fixed: list[str] | None) -> None:
     """An MRQA answer's later occurrences (its other char spans) that miss its text: refused, naming the first; with
     ``fixed`` (``fix_offsets``) passed over, the question noted as relocated: the answer is read at its first span,
@@ -352,8 +365,7 @@ def _misplaced_occurrences(misplaced: list[str] | None, qid: str, source: str, f
         return
     if fixed is None:
         more = f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else ""
-        raise DataFormatError(f"{misplaced[0]}{more}; {argument('fix_offsets', True)} reads the answer where its text is and passes over "
-                              "a misplaced occurrence", qid, source)
+        raise DataFormatError(f"{misplaced[0]}{more}; {PASSES_OVER}", qid, source)
     if qid not in fixed:
         fixed.append(qid)
 
@@ -395,8 +407,7 @@ def _answer_span(
     nearest = _nearest(found, start)
     if fixed is None:
         raise DataFormatError(
-            f"answer {text!r} is not at answer_start {start}; the text does occur at {nearest} "
-            f"({argument('fix_offsets', True)} relocates it there: the nearest occurrence, a whole word before one inside a word)", qid, source,
+            f"answer {text!r} is not at answer_start {start}; the text does occur at {nearest} ({RELOCATES})", qid, source,
         )
     if qid not in fixed:
         fixed.append(qid)

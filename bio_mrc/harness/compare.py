@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__, registry
+from ..data.squad import as_written
 from ..decoding.postprocess import available_decodings
 from ..encoders import load_tokenizer, resolve_encoder, starting_point_digest
 from ..errors import ConfigError, DataFormatError
@@ -79,7 +80,7 @@ def _questions(key: str, spec: DataSpec, data_dir: Path) -> Split:
     except ConfigError as err:
         raise ConfigError(f"{key}: {err}") from None
     except DataFormatError as err:  # the file's problem, named with the config key that points to it
-        raise DataFormatError(f"{key}: {err.marked_problem}", err.record, err.source) from None
+        raise DataFormatError(f"{key}: {as_written(err.marked_problem)}", err.record, err.source) from None
     if not split.examples:
         raise ConfigError(f"{key}: {spec.describe()} holds no questions; a comparison trains, tunes and scores on at least one")
     return split

@@ -19,7 +19,7 @@ import time
 import warnings
 from typing import Any
 
-from ..errors import ConfigError, InputWarning
+from ..errors import ConfigError, InputWarning, argument
 
 # The versions whose H11Protocol this subclasses as it is: [from, before).
 UVICORN_VERSIONS = ((0, 29), (1, 0))
@@ -140,8 +140,9 @@ def make_room_for(max_connections: int, backlog: int) -> int:
         most = soft
     held = min(max_connections, most - backlog - OPEN_FILES_SPARE)
     if held < 1:
-        raise ConfigError(f"--max-connections {max_connections} and --backlog {backlog} need about {needed} open files, and "
-                          f"this process may open {most} (ulimit -n; at most {hard}): lower --backlog or raise the limit")
+        raise ConfigError(f"{argument('max_connections', max_connections)} and {argument('backlog', backlog)} need about "
+                          f"{needed} open files, and this process may open {most} (ulimit -n; at most {hard}): lower "
+                          f"{argument('backlog')} or raise the limit")
     if held < max_connections:
         warnings.warn(f"--max-connections {max_connections} lowered to {held}: with --backlog {backlog} that is what "
                       f"{most} open files hold (ulimit -n; at most {hard})", InputWarning, stacklevel=2)

@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..errors import ConfigError
+from ..errors import ConfigError, argument
 from ..hub import check_name_given
 from ..inference.extract import AnswerExtractor
 from ..io import printable_line
@@ -94,7 +94,8 @@ def check_listenable(host: str, port: int) -> None:
     the system's bare reason (``Name or service not known``) and exit with status 3. An empty host would listen on
     every interface, which only ``0.0.0.0`` (or ``::``) asks for."""
     if not host.strip():
-        raise ConfigError(f"--host {host!r} names no address: 127.0.0.1 serves this machine only, 0.0.0.0 every interface")
+        raise ConfigError(f"{argument('host')} {host!r} names no address: 127.0.0.1 serves this machine only, 0.0.0.0 every "
+                          "interface")
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET  # the family uvicorn binds ("localhost": 127.0.0.1)
         family, kind, proto, _, address = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
@@ -102,7 +103,7 @@ def check_listenable(host: str, port: int) -> None:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn listens: a port just closed is free
             probe.bind(address)
     except OSError as err:  # socket.gaierror too: a name that resolves to nothing
-        raise ConfigError(f"cannot listen on {host}:{port} (--host, --port): {err.strerror or err}") from None
+        raise ConfigError(f"cannot listen on {host}:{port} ({argument('host')}, {argument('port')}): {err.strerror or err}") from None
 
 
 def connection_settings(config: ServeConfig) -> dict[str, Any]:

@@ -44,15 +44,16 @@ OWNED_TRAINING_ARGS = {
 }
 
 
-# The TrainingArguments fields that send data off the machine (a hub push, an uploading tracker), each with the
-# command-line flag that alone turns it on: a config file never does.
-NETWORK_TRAINING_ARGS = {
-    "push_to_hub": "--push-to-hub", "hub_model_id": "--hub-model-id", "hub_strategy": "--hub-strategy",
-    "hub_private_repo": "--hub-private-repo", "hub_always_push": "--push-to-hub",
-    "hub_token": "--push-to-hub, with the token of `hf auth login` or HF_TOKEN",
-    "report_to": "--report-to",
-}
 PUSH = argument("push_to_hub", True)  # as a refusal names the push: network_args' key, train's flag
+# The TrainingArguments fields that send data off the machine (a hub push, an uploading tracker), each with the network
+# argument that alone turns it on (train_model's network_args, train's flag): a config never does.
+NETWORK_TRAINING_ARGS = {
+    "push_to_hub": PUSH, "hub_model_id": argument("hub_model_id"), "hub_strategy": argument("hub_strategy"),
+    "hub_private_repo": argument("hub_private_repo", True), "hub_always_push": PUSH,
+    "hub_token": f"{PUSH}, with the token of `hf auth login` or HF_TOKEN",
+    "report_to": argument("report_to"),
+}
+ASKED_FOR = "which only a training's network options ask for (no comparison does)"
 LOCAL_REPORTERS = ("none", "tensorboard")  # report_to values that keep everything in the model folder
 TRACKER_EXTRAS = {"tensorboard": "bio_mrc[tensorboard]"}  # the package's extra that installs a tracker
 
@@ -84,19 +85,16 @@ def check_run_trackers(training_args: dict[str, Any], network_args: dict[str, An
 
 def check_stays_local(values: dict[str, Any], source: str = "training_args") -> None:
     """Refuse options in ``values`` (a config's training_args) that would send data off the machine, naming the
-    command-line flag that asks for them."""
+    network argument that asks for them (:data:`NETWORK_TRAINING_ARGS`)."""
     for name, value in values.items():
         if name == "report_to":
             reporters = [value] if isinstance(value, str) else value if isinstance(value, list) else [value]
             uploading = [r for r in reporters if r not in LOCAL_REPORTERS]
             if uploading:
-                raise ConfigError(f"{source}: report_to {uploading[0]!r} can send the run off this machine, which only the "
-                                  f"command line asks for: bio-mrc train --report-to {uploading[0]} (local here: "
-                                  f"{', '.join(LOCAL_REPORTERS)})")
+                raise ConfigError(f"{source}: report_to {uploading[0]!r} can send the run off this machine, {ASKED_FOR}: "
+                                  f"{argument('report_to', uploading[0])} (local here: {', '.join(LOCAL_REPORTERS)})")
         elif name in NETWORK_TRAINING_ARGS or name.startswith(("hub_", "push_to_hub")):
-            flag = NETWORK_TRAINING_ARGS.get(name, "--push-to-hub")
-            raise ConfigError(f"{source}: {name!r} publishes the model, which only the command line asks for: "
-                              f"bio-mrc train {flag}")
+            raise ConfigError(f"{source}: {name!r} publishes the model, {ASKED_FOR}: {NETWORK_TRAINING_ARGS.get(name, PUSH)}")
 
 
 def check_network_args(values: dict[str, Any]) -> None:
