@@ -76,7 +76,7 @@ def as_flags(text: str, flags: Mapping[str, str]) -> str:
 
 
 def command_line_text(error: BaseException, flags: Mapping[str, str]) -> str:
-    """What ``error`` says with the arguments it names as the command line's flags (:func:`as_flags`)."""
+    """What ``error`` (or a warning) says with the arguments it names as the command line's flags (:func:`as_flags`)."""
     return as_flags(getattr(error, "marked", None) or str(error), flags)
 
 
@@ -86,9 +86,19 @@ class BioMrcError(Exception):
     ``marked_problem`` its ``problem``, for an error that re-raises it with more said)."""
 
     def __init__(self, *args: object) -> None:
-        marked = args[0] if args and isinstance(args[0], str) else None
-        super().__init__(*((as_keywords(marked), *args[1:]) if marked is not None else args))
-        self.marked = marked
+        super().__init__(*as_keyword_args(args))
+        self.marked = marked_text(args)
+
+
+def marked_text(args: tuple[object, ...]) -> str | None:
+    """The message of an error's or a warning's ``args``, its arguments still marked; None where it has none."""
+    return args[0] if args and isinstance(args[0], str) else None
+
+
+def as_keyword_args(args: tuple[object, ...]) -> tuple[object, ...]:
+    """An error's or a warning's ``args`` with the arguments its message names as the keywords."""
+    marked = marked_text(args)
+    return (as_keywords(marked), *args[1:]) if marked is not None else args
 
 
 class DataFormatError(BioMrcError, ValueError):
@@ -129,7 +139,16 @@ class ConfigError(BioMrcError, ValueError):
     """Options that do not fit together, or do not fit the encoder and tokenizer they are used with."""
 
 
-class InputWarning(UserWarning):
+class BioMrcWarning(UserWarning):
+    """Base of the package's warnings. A message naming an argument (:func:`argument`) reads as the keyword, to a Python
+    caller and its warning filters alike; ``marked`` keeps it for the command line's flags (:func:`command_line_text`)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*as_keyword_args(args))
+        self.marked = marked_text(args)
+
+
+class InputWarning(BioMrcWarning):
     """A warning about what the user passed in (training questions, a model folder's settings): the command line
     prints it as one ``warning:`` line, as its other warnings, not as Python's two lines naming the package's source."""
 

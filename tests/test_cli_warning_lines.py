@@ -2,14 +2,19 @@
 ``error``, ``python -W error``) neither hide them nor turn them into tracebacks. Python's filters are patched here as
 those settings set them at start-up."""
 
+import ast
+import importlib
 import json
 import warnings
+from pathlib import Path
 
 import pytest
 
+import bio_mrc
 from bio_mrc.cli import main
 from bio_mrc.cli.console import input_warnings_as_lines
-from bio_mrc.errors import InputWarning
+from bio_mrc import errors
+from bio_mrc.errors import InputWarning, argument
 from bio_mrc.inference.abstention import NeverAbstainsWarning
 from bio_mrc.training.run_start import SharedHeldOutWarning, warn_shared_held_out
 from bio_mrc.types import Example
@@ -67,3 +72,43 @@ def test_a_command_prints_its_warning_line_whatever_the_filters(misspelt_calibra
     assert [line for line in capsys.readouterr().err.splitlines() if "jiont" in line] == [
         f"warning: {misspelt_calibration / 'config.json'}: calibration key 'jiont' names no registered decoding (bio, joint, "
         "span), so nothing uses it: a misspelt key, or a plug-in decoding's not imported here?"]
+
+
+def _package_warning_classes() -> list[tuple[str, str]]:
+    """(module, class) of each warning class the package defines, read from its source."""
+    root = Path(bio_mrc.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(("bio_mrc", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        found += [(module, node.name) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(node, ast.ClassDef) and any(ast.unparse(base).endswith("Warning") for base in node.bases)]
+    return found
+
+
+MARKED = f"{argument('max_connections', 5)} and {argument('overwrite', True)} ({argument('na_probs')})"
+SERVE_FLAGS = {"max_connections": "--max-connections", "overwrite": "--overwrite", "na_probs": "--na-probs"}
+# Warnings whose constructor takes more than the message; None: one that builds its own message from what it counts.
+BUILT = {"UnknownIdsWarning": lambda cls: cls(MARKED, ["q9"], "preds.json"), "UnheldAnswersWarning": None}
+
+
+@pytest.mark.parametrize(("module", "name"), _package_warning_classes())
+def test_every_package_warning_names_arguments_as_each_door_does(module, name, capsys, monkeypatch):
+    """A warning's message read the command line's flags to Python callers (``--max-connections 1000 lowered to …``);
+    now the keyword there, and the flag on the command line's line, as an error does."""
+    cls = getattr(importlib.import_module(module), name)
+    assert issubclass(cls, errors.BioMrcWarning)
+    if "__init__" in vars(cls) and cls is not errors.BioMrcWarning:
+        assert name in BUILT, f"{name} takes more than a message: say in BUILT how to build one"
+    if BUILT.get(name, cls) is None:
+        return
+    warning = BUILT.get(name, lambda cls: cls(MARKED))(cls)
+    assert str(warning) == "max_connections=5 and overwrite=True (na_probs)" and "\ue000" not in str(warning)
+    shown = []  # what Python shows of a warning that is no InputWarning
+    monkeypatch.setattr(warnings, "showwarning", lambda message, category, *rest: shown.append(f"{category.__name__}: {message}"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        with input_warnings_as_lines(SERVE_FLAGS):
+            warnings.warn(warning, stacklevel=1)
+    said = "--max-connections 5 and --overwrite (--na-probs)"
+    lines = capsys.readouterr().err.splitlines() + shown
+    assert lines == [f"warning: {said}"] if issubclass(cls, InputWarning) else [f"{name}: {said}"]

@@ -161,9 +161,22 @@ def test_an_unchecked_uvicorn_runs_its_own_protocol_and_says_so(monkeypatch):
         settings = server.connection_settings(ServeConfig())
     assert settings["http"] == "h11" and settings["timeout_keep_alive"] == 5
     (warning,) = caught
-    assert str(warning.message) == ("--head-timeout-s and --max-connections are off: uvicorn 1.2.0 is not a version these "
-                                    "bounds were checked on; a reverse proxy in front bounds slow and idle clients "
-                                    "(nginx: client_header_timeout)")
+    assert warning.category is InputWarning and str(warning.message) == (
+        "head_timeout_s and max_connections are off: uvicorn 1.2.0 is not a version these bounds were checked on; a "
+        "reverse proxy in front bounds slow and idle clients (nginx: client_header_timeout)")
+
+
+def test_serve_says_an_unchecked_uvicorn_in_one_line_naming_its_flags(monkeypatch, capsys):
+    """The command printed Python's two lines naming the package's source; now one ``warning:`` line, as its others."""
+    from bio_mrc.cli.console import input_warnings_as_lines
+    from bio_mrc.cli.options import argument_flags
+
+    monkeypatch.setattr(uvicorn, "__version__", "1.2.0")
+    with input_warnings_as_lines(argument_flags(build_parser(), "serve")):
+        server.connection_settings(ServeConfig())
+    assert capsys.readouterr().err == (
+        "warning: --head-timeout-s and --max-connections are off: uvicorn 1.2.0 is not a version these bounds were "
+        "checked on; a reverse proxy in front bounds slow and idle clients (nginx: client_header_timeout)\n")
 
 
 class FakeLimits:
@@ -195,9 +208,26 @@ def test_connections_past_the_hard_limit_lower_the_bound_with_a_warning(monkeypa
     """A hard limit of 1,024 files, 100 accepted at once, 128 of the server's own: 796 connections fit, not 1,000."""
     fake = FakeLimits(256, 1024)
     monkeypatch.setitem(__import__("sys").modules, "resource", fake)
-    with pytest.warns(InputWarning, match=r"^--max-connections 1000 lowered to 796: with --backlog 100 that is what 1024 "):
+    with pytest.warns(InputWarning) as caught:
         assert connections.make_room_for(1000, 100) == 796
     assert fake.limits == (1024, 1024)
+    assert [str(warning.message) for warning in caught] == [
+        "max_connections=1000 lowered to 796: with backlog=100 that is what 1024 open files hold (ulimit -n; at most 1024)"]
+
+
+def _no_model(*args, **kwargs):
+    raise ConfigError("no model")
+
+
+def test_serve_names_the_flags_of_the_connections_it_lowers(monkeypatch, capsys):
+    from bio_mrc.cli import main
+
+    monkeypatch.setitem(__import__("sys").modules, "resource", FakeLimits(256, 1024))
+    monkeypatch.setattr(server.AnswerExtractor, "from_pretrained", _no_model)
+    assert main(["serve", "--model", "m", "--port", str(free_port()), "--max-connections", "1000", "--backlog", "100"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: --max-connections 1000 lowered to 796: with --backlog 100 that is what 1024 open files hold (ulimit -n; "
+        "at most 1024)", "error: no model"]
 
 
 def test_a_backlog_the_hard_limit_cannot_hold_is_refused_before_the_model_loads(monkeypatch):

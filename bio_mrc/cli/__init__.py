@@ -42,7 +42,7 @@ def _run(argv: Sequence[str] | None) -> int:
         check_model_names(args)
         if getattr(args, "device", "auto") != "auto":  # an unavailable device, before any work
             args.check_device(args.device)
-        with terminate_as_exit(), bars_for_a_log(sys.stderr), input_warnings_as_lines():
+        with terminate_as_exit(), bars_for_a_log(sys.stderr), input_warnings_as_lines(getattr(args, FLAGS)):
             code = args.func(args)
         sys.stdout.flush()  # a reader that stopped early (| head) is found here, not at exit
         return code

@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 import warnings
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from ..io import printable_line
 
@@ -78,23 +78,25 @@ def escapes_what_stdout_cannot_hold() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def input_warnings_as_lines() -> Iterator[None]:
+def input_warnings_as_lines(flags: Mapping[str, str] | None = None) -> Iterator[None]:
     """A warning about the user's input (``InputWarning``: a model's unused tuned setting, training questions whose
     answer no window holds) as one ``warning:`` line on stderr, as the command's other warnings are, not Python's two
     lines naming the package's source; any other warning as Python shows it. The line is the command's own output, so
     the user's warning filters (``PYTHONWARNINGS=ignore`` or ``error``, ``python -W error``) neither hide it nor make it a
-    traceback; each is shown once where it is said, as Python's default filter shows it."""
-    from ..errors import InputWarning
+    traceback; each is shown once where it is said, as Python's default filter shows it. A package warning names the
+    arguments it names as the command's ``flags`` (:func:`~bio_mrc.cli.options.argument_flags`), as its errors do."""
+    from ..errors import InputWarning, command_line_text
 
     with warnings.catch_warnings():
         warnings.simplefilter("default", InputWarning)  # before the user's filters; a command's own filter goes before it
         shown = warnings.showwarning
 
         def show(message, category, filename, lineno, file=None, line=None):
+            said = command_line_text(message, flags or {}) if getattr(message, "marked", None) else message
             if issubclass(category, InputWarning):
-                print(printable_line(f"warning: {message}"), file=sys.stderr)
+                print(printable_line(f"warning: {said}"), file=sys.stderr)
             else:
-                shown(message, category, filename, lineno, file, line)
+                shown(said, category, filename, lineno, file, line)
 
         warnings.showwarning = show
         yield

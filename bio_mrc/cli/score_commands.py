@@ -8,19 +8,21 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping
 
-from ..errors import ConfigError
+from ..errors import ConfigError, command_line_text
 from ..data.sources import default_data_dir
 from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line
 from ..plurals import counted, number_form
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
+from .options import FLAGS
 
 
 @contextlib.contextmanager
-def _unknown_ids_as_warning_lines() -> Iterator[None]:
-    """Print each ignored-ids warning of the prediction loaders as one ``warning:`` line on stderr."""
+def _unknown_ids_as_warning_lines(flags: Mapping[str, str]) -> Iterator[None]:
+    """Print each ignored-ids warning of the prediction loaders as one ``warning:`` line on stderr, naming the arguments
+    it names as the command's ``flags``."""
     from ..data.predictions import UnknownIdsWarning
 
     with warnings.catch_warnings(record=True) as caught:
@@ -28,7 +30,7 @@ def _unknown_ids_as_warning_lines() -> Iterator[None]:
         yield
     for warning in caught:
         if issubclass(warning.category, UnknownIdsWarning):
-            print(f"warning: {printable_line(warning.message)} (--strict makes this an error)", file=sys.stderr)
+            print(f"warning: {printable_line(command_line_text(warning.message, flags))} (--strict makes this an error)", file=sys.stderr)
         else:  # not ours: shown as Python would have
             warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 
@@ -39,7 +41,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     check_prediction_files(args.predictions, args.na_probs)
     # The whole file is read even under --limit: an answer to a question past the limit is no unknown id.
     data = load_task_data(args, args.data, None, requested_task(args), needs_gold="bio-mrc evaluate")
-    with _unknown_ids_as_warning_lines():
+    with _unknown_ids_as_warning_lines(getattr(args, FLAGS, {})):
         result = evaluate_predictions(data, args.predictions, args.na_probs, task=data_task(args, data), limit=args.limit,
                                       only_predicted=args.only_predicted, strict=args.strict, name=args.data, progress=True)
     questions, missing, missing_probs = result.questions, result.missing, result.missing_probs

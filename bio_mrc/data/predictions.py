@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
-from ..errors import argument
+from ..errors import BioMrcWarning, argument
 from ..io import home_expanded
 from ..types import Example
 from ..plurals import counted, number_form
@@ -38,7 +38,7 @@ def _shown(ids: list[str]) -> str:
     return ", ".join(repr(qid) for qid in ids[:5]) + (", ..." if len(ids) > 5 else "")
 
 
-class UnknownIdsWarning(UserWarning):
+class UnknownIdsWarning(BioMrcWarning):
     """Ids of a predictions (or no-answer probability) file that are not questions of the data were ignored.
 
     ``ids`` lists them in file order and ``source`` names the file.

@@ -144,6 +144,6 @@ def make_room_for(max_connections: int, backlog: int) -> int:
                           f"{needed} open files, and this process may open {most} (ulimit -n; at most {hard}): lower "
                           f"{argument('backlog')} or raise the limit")
     if held < max_connections:
-        warnings.warn(f"--max-connections {max_connections} lowered to {held}: with --backlog {backlog} that is what "
-                      f"{most} open files hold (ulimit -n; at most {hard})", InputWarning, stacklevel=2)
+        warnings.warn(f"{argument('max_connections', max_connections)} lowered to {held}: with {argument('backlog', backlog)} "
+                      f"that is what {most} open files hold (ulimit -n; at most {hard})", InputWarning, stacklevel=2)
     return held

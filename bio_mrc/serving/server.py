@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..errors import ConfigError, argument
+from ..errors import ConfigError, InputWarning, argument
 from ..hub import check_name_given
 from ..inference.extract import AnswerExtractor
 from ..io import printable_line
@@ -112,8 +112,8 @@ def connection_settings(config: ServeConfig) -> dict[str, Any]:
     still hold (h11, which bounds the head's bytes, rather than httptools, which uvicorn may prefer)."""
     protocol = bounded_protocol(config.head_timeout_s, config.max_connections)
     if protocol is None:
-        warnings.warn(f"--head-timeout-s and --max-connections are off: {unsupported()}; a reverse proxy in front "
-                      f"bounds slow and idle clients (nginx: client_header_timeout)", stacklevel=2)
+        warnings.warn(f"{argument('head_timeout_s')} and {argument('max_connections')} are off: {unsupported()}; a reverse "
+                      "proxy in front bounds slow and idle clients (nginx: client_header_timeout)", InputWarning, stacklevel=2)
     return {"http": protocol or "h11", "timeout_keep_alive": config.keep_alive_s,
             "h11_max_incomplete_event_size": config.max_head_bytes, "backlog": config.backlog}
 
