@@ -79,8 +79,13 @@ def test_an_item_that_is_no_string_is_refused_naming_its_place(extractor):
         extractor(np.array(["Who?", 5], dtype=object), "Newton.")
     with pytest.raises(DataFormatError, match=r"^the context is bytes, not text .*\(record 'input 0'\)$"):
         extractor(("Who?",), (b"Newton.",))
-    with pytest.raises(DataFormatError, match=r"^the question is a string or a list of strings; got a set$"):
+    unordered = r"which has no order to answer in: give a list \(sorted\(\.\.\.\), or list\(\.\.\.\) in the order wanted\)$"
+    with pytest.raises(DataFormatError, match=r"^the question is a string or a list of strings; got a set, " + unordered):
         extractor({"Who?"}, "Newton.")
+    with pytest.raises(DataFormatError, match=r"^the context is a string or a list of strings; got a dict_keys, " + unordered):
+        extractor("Who?", {"Newton.": 1, "Leibniz.": 2}.keys())
+    with pytest.raises(DataFormatError, match=r"^the context is a string or a list of strings; got a dict, " + unordered):
+        extractor("Who?", {"Newton.": 1})
     with pytest.raises(DataFormatError, match=r"^the question is a string or a list of strings; got an ndarray$"):
         extractor(np.array([["Who?"]]), "Newton.")
 

@@ -8,6 +8,7 @@ both turn inputs into examples with :meth:`AnswerExtractor.examples`, run the wi
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping, Set, ValuesView
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence, overload
@@ -73,6 +74,9 @@ def _texts(value: Any, name: str) -> list[Any]:
     """One text, or a list or tuple of texts, as a list (a bytes value or a number is no list of texts)."""
     if isinstance(value, (str, bytes, bytearray)):
         return [value]
+    if isinstance(value, (Set, Mapping, ValuesView)):  # answers come back in the order asked, which these have none of
+        raise DataFormatError(f"the {name} is a string or a list of strings; got {a_type(value)}, which has no order to "
+                              "answer in: give a list (sorted(...), or list(...) in the order wanted)")
     if not isinstance(value, (list, tuple)):
         raise DataFormatError(f"the {name} is a string or a list of strings; got {a_type(value)}")
     return list(value)
