@@ -7,6 +7,7 @@ so a program can catch them all at once and the CLI prints them without a traceb
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Mapping
 
 
@@ -43,6 +44,7 @@ def shown_value(value: object, limit: int = 60) -> str:
 # otherwise, with its value as Python writes it and as a command line does: one message, read right from either door.
 _OPEN, _SPLIT, _CLOSE = "\ue000", "\ue001", "\ue002"
 _NAMED = re.compile(f"{_OPEN}(\\w+){_SPLIT}([^{_SPLIT}]*){_SPLIT}([^{_CLOSE}]*){_CLOSE}")
+_PLACEHOLDER = re.compile("[A-Z][A-Z_]*")  # DIR, HELD_OUT: a name standing for a value; /DATA/OUT is a value
 
 
 def argument(name: str, value: object = None) -> str:
@@ -51,7 +53,7 @@ def argument(name: str, value: object = None) -> str:
     (:func:`as_flags`: ``--na-probs``, ``--overwrite``, ``--limit 5``)."""
     if value is None:
         return f"{_OPEN}{name}{_SPLIT}{_SPLIT}{_CLOSE}"
-    python = value if isinstance(value, str) and value.isupper() else repr(value)
+    python = value if isinstance(value, str) and _PLACEHOLDER.fullmatch(value) else repr(value)
     return f"{_OPEN}{name}{_SPLIT}={python}{_SPLIT}{value}{_CLOSE}"
 
 
@@ -70,7 +72,7 @@ def as_flags(text: str, flags: Mapping[str, str]) -> str:
             return flags[f"{name}={value}"]
         if name not in flags:
             return named[1] + named[2]
-        return flags[name] if value in ("", "True") else f"{flags[name]} {value}"
+        return flags[name] if value in ("", "True") else f"{flags[name]} {shlex.quote(value)}"  # a space, a quote: one word
 
     return _NAMED.sub(flag, text)
 

@@ -426,3 +426,24 @@ def test_a_network_option_in_training_args_names_the_network_argument(values, py
     said = cli_refusal(capsys, "train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"),
                        "--training-args", json.dumps(values))
     assert ", which only a training's network options ask for (no comparison does): " + flag in said
+
+
+def test_a_value_the_command_line_names_is_quoted_as_a_shell_reads_it():
+    """A path with a space or a quote was printed bare (``--output-dir my runs/tuned``), two words to a shell; the
+    Python form is the value's repr, quoted already."""
+    from bio_mrc.errors import argument, as_flags, as_keywords
+
+    flags = {"output_dir": "--output-dir", "na_probs": "--na-probs", "precision": "--precision"}
+    text = f"{argument('output_dir', 'my runs/tuned')}, {argument('na_probs', 'it' + chr(39) + 's.json')}, {argument('precision', 'fp32')}"
+    assert as_flags(text, flags) == "--output-dir 'my runs/tuned', --na-probs 'it'\"'\"'s.json', --precision fp32"
+    assert as_keywords(text) == "output_dir='my runs/tuned', na_probs=\"it's.json\", precision='fp32'"
+
+
+def test_a_value_in_capitals_is_a_value_unless_it_is_a_placeholder_name():
+    """``DIR`` stands for a folder; a folder named ``/DATA/TUNED`` is one, and a Python caller reads it quoted."""
+    from bio_mrc.errors import argument, as_flags, as_keywords
+
+    assert as_keywords(argument("output_dir", "DIR")) == "output_dir=DIR"
+    assert as_keywords(argument("output_dir", "/DATA/TUNED")) == "output_dir='/DATA/TUNED'"
+    assert as_keywords(argument("na_probs", "NA.JSON")) == "na_probs='NA.JSON'"
+    assert as_flags(argument("output_dir", "/DATA/TUNED"), {"output_dir": "--output-dir"}) == "--output-dir /DATA/TUNED"

@@ -255,6 +255,27 @@ def test_a_parquet_file_of_one_value_repeated_is_refused_by_its_decoded_size(tmp
     assert [e.id for e in load_squad(path).examples][:2] == ["q0", "q1"]
 
 
+def test_a_parquet_file_whose_repeated_value_reads_back_as_a_dictionary_is_refused_by_its_decoded_size(tmp_path, monkeypatch):
+    """pandas' categories and Arrow's dictionary arrays are written with their Arrow type, so the batches read them back
+    as a dictionary: its one context of 10,000 bytes held once a batch, not 300 times. Decoded, as datasets reads it,
+    the contexts are 300 x 10,000 = 3,000,000 bytes, over a limit of 1,000,000."""
+    import pyarrow
+    import pyarrow.parquet
+
+    path = tmp_path / "categories.parquet"
+    rows = [dict(ROW, id=f"q{n}", context="Newton wrote it. " + "x" * 9_983) for n in range(300)]
+    table = pyarrow.Table.from_pylist(rows)
+    table = table.set_column(table.schema.get_field_index("context"), "context", table["context"].dictionary_encode())
+    pyarrow.parquet.write_table(table, path)
+    assert pyarrow.types.is_dictionary(pyarrow.parquet.ParquetFile(path).schema_arrow.field("context").type)
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "1000000")
+    with pytest.raises(DataFormatError, match=r"^the file is larger than 1,000,000 bytes decoded "
+                                              r"\(BIO_MRC_MAX_DATA_BYTES raises the limit\); read as parquet: .*\(in "):
+        load_squad(path)
+    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "4000000")  # within it: read as before
+    assert [e.id for e in load_squad(path).examples][:2] == ["q0", "q1"]
+
+
 def test_predict_on_a_parquet_file_over_the_limit_is_one_line_before_any_work(tmp_path, monkeypatch, capsys, model_dir):
     path = tmp_path / "bomb.parquet"
     _parquet(path, [dict(ROW, id=f"q{n}", context="Newton wrote it. " + "x" * 9_983) for n in range(300)])

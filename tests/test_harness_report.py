@@ -297,6 +297,21 @@ def test_a_baseline_whose_run_is_not_selected_is_named_not_called_missing(tmp_pa
     assert pairs(saved["summary"]["contrasts"]) == [("bio-only/bio", "span-only/span")]
 
 
+def test_a_configuration_that_left_its_baseline_out_reads_back_as_itself():
+    """The configuration a report keeps (report.json's, report.md's) is given back to --config, and to parse_config by
+    the scripts that read a report: one whose --runs left the baseline's run out was refused for its baseline_left_out."""
+    raw = {"train": {"path": "x"}, "eval": {"path": "y"}, "baseline": "joint/bio",
+           "runs": [{"name": "joint", "heads": "span+bio"}, {"name": "bio-only", "heads": "bio"}, {"name": "span-only", "heads": "span"}]}
+    kept = parse_config(raw).with_overrides(runs=["bio-only", "span-only"])
+    again = parse_config(json.loads(json.dumps(kept.to_dict())))
+    assert again.baseline is None and again.baseline_left_out == "joint/bio"
+    assert again.to_dict() == kept.to_dict()
+    assert again.with_overrides(runs=["span-only"]).baseline_left_out == "joint/bio"
+    with pytest.raises(ConfigError, match="'baseline_left_out' 'span-only/span' is the baseline of a run the runs selected "
+                       "leave out, but the run 'span-only' is among them: name it as 'baseline'"):
+        parse_config({**kept.to_dict(), "baseline_left_out": "span-only/span"})
+
+
 def test_a_training_time_of_the_last_sitting_only_is_marked(tmp_path):
     results = synthetic_results(runs=("joint", "span-only"))
     _, report, _ = write(results, tmp_path / "complete")

@@ -66,7 +66,7 @@ def test_a_hand_edited_summary_is_refused_naming_the_file_and_the_field(tmp_path
     broken = {**stored, "summary": {**stored["summary"], "contrasts": [{"a": "joint/span"}]}}
     path = tmp_path / "report.json"
     path.write_text(json.dumps(broken))
-    with pytest.raises(ConfigError, match=r"report.json: summary: contrast 0 is not a paired difference: it lacks \['b', "):
+    with pytest.raises(ConfigError, match=r"report.json': summary: contrast 0 is not a paired difference: it lacks \['b', "):
         read_report(path)
     path.write_text(json.dumps({**stored, "summary": {**stored["summary"], "baseline": {"cell": "nobody"}}}))
     with pytest.raises(ConfigError, match="summary: baseline: 'nobody' is not a cell label"):

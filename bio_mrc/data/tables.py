@@ -63,12 +63,30 @@ def _check_decoded_size(parquet: Any, source: str) -> None:
     stated = sum(metadata.row_group(index).total_byte_size for index in range(metadata.num_row_groups))
     decoded = 0
     for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS) if stated <= most else ():
-        decoded += batch.nbytes
+        decoded += sum(_decoded_bytes(column) for column in batch.columns)
         if decoded > most:
             break
     if max(stated, decoded) > most:
         raise DataFormatError(f"the file is larger than {most:,} bytes decoded (BIO_MRC_MAX_DATA_BYTES raises the limit)",
                               source=source)
+
+
+def _decoded_bytes(array: Any) -> int:
+    """The bytes of ``array`` as ``datasets`` holds it: a dictionary array (a column written with its Arrow type, as
+    pandas' categories are, reads back as one) holds each value once, and decoded takes it once for each row."""
+    import pyarrow
+    import pyarrow.compute
+
+    if not pyarrow.types.is_dictionary(array.type):
+        return array.nbytes
+    values = array.dictionary
+    if pyarrow.types.is_string(values.type) or pyarrow.types.is_binary(values.type) or \
+            pyarrow.types.is_large_string(values.type) or pyarrow.types.is_large_binary(values.type):
+        sizes = pyarrow.compute.binary_length(values)
+    else:  # any other value: its mean size
+        sizes = pyarrow.array([-(-values.nbytes // max(1, len(values)))] * len(values), pyarrow.int64())
+    taken = pyarrow.compute.sum(pyarrow.compute.take(sizes, array.indices)).as_py() or 0
+    return taken + array.indices.nbytes
 
 
 def dataframe_records(frame: Any, name: str = "pandas.DataFrame") -> Records:

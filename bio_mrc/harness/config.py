@@ -305,6 +305,8 @@ def _comparison_schema_of(data_formats: tuple[str, ...]) -> dict[str, Any]:
         "cross_validation": {"type": ["object", "null"], "additionalProperties": False,
                              "properties": {"folds": {"type": "integer", "minimum": 2}, "seed": {"type": "integer", **SEED_RANGE}}},
         "baseline": {**cells, "type": ["string", "null"]},
+        # written by to_dict where --runs left the baseline's run out: the report's configuration reads back as itself
+        "baseline_left_out": {**cells, "type": ["string", "null"]},
         "contrasts": {"type": "array", "items": {"type": "array", "items": cells, "minItems": 2, "maxItems": 2}},
         "checkpoint_steps": {"type": ["integer", "null"], "minimum": 1},
     }
@@ -348,11 +350,14 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
     config = CompareConfig(
         name=raw.get("name", "comparison"), description=raw.get("description", ""), train=train, eval=evaluation, tune=tune,
         runs=runs, decode=DecodeConfig(**raw.get("decode", {})), seeds=list(raw.get("seeds", [42])),
-        cross_validation=_cross_validation(raw, runs), baseline=raw.get("baseline"),
+        cross_validation=_cross_validation(raw, runs), baseline=raw.get("baseline"), baseline_left_out=raw.get("baseline_left_out"),
         checkpoint_steps=raw.get("checkpoint_steps"), contrasts=_contrast_pairs(raw.get("contrasts", [])),
         eval_also=[_data_spec(entry, f"eval_also[{number}]") for number, entry in enumerate(raw.get("eval_also", []))],
     )
     resolve_contrasts(config.cells(), config.baseline, config.contrasts)  # unknown cells are errors at load time, not after training
+    if (left_out := config.baseline_left_out) is not None and left_out.rpartition("/")[0] in {run.name for run in runs}:
+        raise ConfigError(f"'baseline_left_out' {left_out!r} is the baseline of a run the runs selected leave out, but the "
+                          f"run {left_out.rpartition('/')[0]!r} is among them: name it as 'baseline'")
     _check_length_prior_tuning(config)
     if shared := [run.name for run in runs if run.fold_training_share is not None and not config.cross_validation]:
         raise ConfigError(f"runs {shared}: 'fold_training_share' is a share of each cross-validation fold's training questions; "
