@@ -241,18 +241,23 @@ def test_a_parquet_file_its_footer_states_over_the_limit_is_refused_undecoded(tm
         load_squad(path)
 
 
-def test_a_parquet_file_of_one_value_repeated_is_refused_by_its_decoded_size(tmp_path, monkeypatch):
-    """Dictionary encoding stores a context repeated 300 times once: the footer states some 13 KB, decoded it is
-    300 x 10,000 = 3,000,000 bytes of text, found in the batches before datasets reads the table."""
-    path = tmp_path / "bomb.parquet"
-    rows = [dict(ROW, id=f"q{n}", context="Newton wrote it. " + "x" * 9_983) for n in range(300)]
-    assert _parquet(path, rows) < 20_000
+def _refused_decoded_past_a_million(path, monkeypatch):
+    """``path`` (3,000,000 bytes of contexts decoded) is refused under a limit of 1,000,000 and read under 4,000,000."""
     monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "1000000")
     with pytest.raises(DataFormatError, match=r"^the file is larger than 1,000,000 bytes decoded "
                                               r"\(BIO_MRC_MAX_DATA_BYTES raises the limit\); read as parquet: .*\(in "):
         load_squad(path)
     monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "4000000")  # within it: read as before
     assert [e.id for e in load_squad(path).examples][:2] == ["q0", "q1"]
+
+
+def test_a_parquet_file_of_one_value_repeated_is_refused_by_its_decoded_size(tmp_path, monkeypatch):
+    """Dictionary encoding stores a context repeated 300 times once: the footer states some 13 KB, decoded it is
+    300 x 10,000 = 3,000,000 bytes of text, found in the batches before datasets reads the table."""
+    path = tmp_path / "bomb.parquet"
+    rows = [dict(ROW, id=f"q{n}", context="Newton wrote it. " + "x" * 9_983) for n in range(300)]
+    assert _parquet(path, rows) < 20_000
+    _refused_decoded_past_a_million(path, monkeypatch)
 
 
 def test_a_parquet_file_whose_repeated_value_reads_back_as_a_dictionary_is_refused_by_its_decoded_size(tmp_path, monkeypatch):
@@ -268,12 +273,7 @@ def test_a_parquet_file_whose_repeated_value_reads_back_as_a_dictionary_is_refus
     table = table.set_column(table.schema.get_field_index("context"), "context", table["context"].dictionary_encode())
     pyarrow.parquet.write_table(table, path)
     assert pyarrow.types.is_dictionary(pyarrow.parquet.ParquetFile(path).schema_arrow.field("context").type)
-    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "1000000")
-    with pytest.raises(DataFormatError, match=r"^the file is larger than 1,000,000 bytes decoded "
-                                              r"\(BIO_MRC_MAX_DATA_BYTES raises the limit\); read as parquet: .*\(in "):
-        load_squad(path)
-    monkeypatch.setenv("BIO_MRC_MAX_DATA_BYTES", "4000000")  # within it: read as before
-    assert [e.id for e in load_squad(path).examples][:2] == ["q0", "q1"]
+    _refused_decoded_past_a_million(path, monkeypatch)
 
 
 def test_predict_on_a_parquet_file_over_the_limit_is_one_line_before_any_work(tmp_path, monkeypatch, capsys, model_dir):
