@@ -4,7 +4,8 @@ Seeded random contexts mix characters an uncased normalizer changes in length (`
 forms, decomposed accents), zero-width joiners and spaces, byte-order marks and soft hyphens inside text,
 right-to-left text with bidirectional controls, emoji sequences, CJK and Thai without spaces, control characters,
 CRLF and tabs, Unicode spaces, characters past the Basic Multilingual Plane and words longer than a window. Random
-untrained models of three tokenizers (uncased and cased WordPiece, byte-level BPE) answer them, as any model may:
+untrained models of five tokenizers (uncased and cased WordPiece, byte-level BPE, SentencePiece Unigram under NFKC and
+under ALBERT's NFKD, accent stripping and lower-casing), tagging words or sub-words, answer them, as any model may:
 every answer is the context's own characters at its offsets (``context[start:end] == text``, ``start < end``),
 starts and ends on user-perceived characters (grapheme clusters), has a readable character in its first and last
 cluster (no whitespace, zero-width or bidirectional control alone at either end), and a multi-span answer's spans
@@ -112,6 +113,47 @@ def test_every_answer_is_the_contexts_own_readable_characters(hostile_models, wh
         for answer in ranked.answers:
             check_spans(contexts[answer.document], [(answer.text, answer.start, answer.end)], False)
 
+
+
+@pytest.fixture(scope="module")
+def sentencepiece_encoders(metaspace_tokenizer, tmp_path_factory) -> dict:
+    """Tiny random encoders of SentencePiece tokenizers built offline: the tests' Unigram (NFKC, Metaspace) under an
+    XLM-R, and ALBERT's own tokenizer of that vocabulary (NFKD, accents stripped, lower-cased) under an ALBERT."""
+    from transformers import AlbertConfig, AlbertTokenizer, AutoModel, XLMRobertaConfig
+
+    folder = tmp_path_factory.mktemp("sentencepiece-encoders")
+    vocab = [tuple(entry) for entry in json.loads(metaspace_tokenizer.backend_tokenizer.to_str())["model"]["vocab"]]
+    small = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
+    encoders = {"SentencePiece NFKC": (metaspace_tokenizer, XLMRobertaConfig, {"max_position_embeddings": 66, "type_vocab_size": 1,
+                                                                               "pad_token_id": 0}),
+                "ALBERT": (AlbertTokenizer(vocab=vocab, do_lower_case=True, keep_accents=False), AlbertConfig,
+                           {"embedding_size": 16, "max_position_embeddings": 64})}
+    for name, (tokenizer, config, options) in encoders.items():
+        tokenizer.save_pretrained(str(folder / name))
+        torch.manual_seed(0)
+        AutoModel.from_config(config(vocab_size=len(tokenizer), **small, **options)).save_pretrained(str(folder / name))
+    return {name: folder / name for name in encoders}
+
+
+@pytest.mark.parametrize("which, units", [("SentencePiece NFKC", {"tag_level": "word", "word_units": "punctuation"}),
+                                          ("ALBERT", {"tag_level": "word", "word_units": "tokenizer"}),
+                                          ("ALBERT", {"tag_level": "subword"}),
+                                          ("byte-level BPE", {"tag_level": "subword"})])
+def test_every_answer_of_a_sentencepiece_or_subword_tagger_is_the_contexts_own_characters(
+        which, units, sentencepiece_encoders, hostile_models, tmp_path):
+    """SentencePiece normalizers change text in length (``ﬁ`` to ``fi``, ``㍻`` to ``平成``, ``é`` to ``e``) and its
+    tokens hold the space before their word; a tagger of the tokenizer's own words or of every piece answers whole
+    characters of the context as written, as one of words split at punctuation does."""
+    encoder = sentencepiece_encoders.get(which) or hostile_models[which].parent / "bpe-encoder"
+    folder = untrained_model_folder(encoder, tmp_path / "model", heads="span+bio", **WINDOWS, **units)
+    extractor = AnswerExtractor(TrainedModel.load(folder, precision="fp32"))
+    contexts = [*hostile_contexts(seed=11, n=5), "  ﬁnal ㍻ ＡＢＣ\u3000Café\u00a0naïve\t東京は首都  "]
+    for decoding in DECODINGS:
+        for several in (False, True):
+            options = {"multi_span": True} if several else {"top_k": 5}
+            for context, prediction in zip(contexts, extractor([QUESTION] * len(contexts), contexts, decoding=decoding, **options)):
+                assert prediction.spans and all(type(s.start) is int and type(s.end) is int for s in prediction.spans)
+                check_spans(context, spans_of(s.to_dict() for s in prediction.spans), several)
 
 @pytest.mark.slow
 @pytest.mark.parametrize("which", ["uncased WordPiece", "byte-level BPE"])
