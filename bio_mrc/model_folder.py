@@ -575,6 +575,9 @@ def weight_shapes(folder: Path) -> dict[str, tuple[int, ...]]:
         if pickled:
             raise fail(folder, pickled[0], "pickled weights are never loaded (unpickling can run code); "
                                            "save the weights as model.safetensors")
+        if (folder / ONNX_FILE).is_file():
+            raise fail(folder, None, f"an ONNX export ({ONNX_FILE}), which holds no PyTorch weights: give the PyTorch "
+                                     "model it was made from")
         raise fail(folder, None, f"no weights ({SAFETENSORS_FILE}): an unfinished or partial copy?")
     if not (folder / SAFETENSORS_INDEX).is_file():
         return safetensors_shapes(folder, SAFETENSORS_FILE)

@@ -115,3 +115,21 @@ def test_an_init_from_model_whose_encoder_config_transformers_rejects_is_one_lin
     assert error.startswith("error: config.json: describes no model this version can build: ")
     assert error.endswith(f"(in {broken})")
     assert not (tmp_path / "out").exists()
+
+
+def test_an_onnx_export_to_continue_is_named_so_before_any_work(trained_dir, tmp_path, capsys):
+    """``--init-from`` an ONNX export (``model.onnx``, no PyTorch weights) was called an unfinished or partial copy."""
+    from bio_mrc.cli import main
+
+    from .conftest import SAMPLE_V1
+
+    exported = tmp_path / "exported"
+    shutil.copytree(trained_dir, exported)
+    (exported / "model.safetensors").unlink()
+    (exported / "model.onnx").write_bytes(b"a graph")
+    code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--init-from", str(exported)])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: an ONNX export (model.onnx), which holds no PyTorch weights: give the PyTorch model it was made from "
+        f"(in {exported})")
+    assert not (tmp_path / "out").exists()

@@ -285,6 +285,57 @@ def test_bf16_for_an_onnx_export_is_one_line(tmp_path, capsys, monkeypatch, comm
                                        "computes in fp32: choose precision fp32 or auto\n")
 
 
+@pytest.mark.parametrize("command", [["extract", "--question", "Who?", "--context", "Bob came."], ["serve"],
+                                     ["predict", "--data", str(SAMPLE_V1), "--output", "preds.json"]])
+def test_a_gpu_for_an_onnx_export_is_one_line(tmp_path, capsys, monkeypatch, command):
+    """ONNX Runtime runs an export on the CPU: on a machine with a GPU, --device cuda ran it there unsaid (the pipeline
+    refuses that device); it is refused before anything is read, as bf16 is."""
+    folder = tmp_path / "exported"
+    folder.mkdir()
+    (folder / ONNX_FILE).write_bytes(b"a graph")
+    (folder / "config.json").write_text('{"model_type": "bio_mrc"}')
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a machine with one GPU
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("served"))
+    monkeypatch.chdir(tmp_path)
+    line = (f"device cuda:0 runs PyTorch models; {folder} is an ONNX export, which runs on the CPU (ONNX Runtime's CPU "
+            "provider): choose device cpu or auto")
+    assert main([command[0], "--model", str(folder), "--device", "cuda:0", *command[1:]]) == 2
+    assert capsys.readouterr().err == f"error: {line}\n"
+    from bio_mrc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"^{re.escape(line)}$"):
+        AnswerExtractor.from_pretrained(folder, device="cuda:0")
+    assert not (tmp_path / "preds.json").exists()
+
+
+@pytest.mark.slow
+def test_an_export_runs_on_the_cpu_on_a_machine_with_a_gpu(onnx_dir, monkeypatch, sample_v1, tmp_path):
+    """transformers' pipeline() puts a model on GPU 0 where one is found and no device is given: an export was refused
+    there (``runs on the CPU provider, not on cuda:0``), where every other door runs it on the CPU by default; and a GPU
+    asked of an export is refused by every door, where ``device="cuda"`` ran it on the CPU unsaid."""
+    import transformers.pipelines.base
+    from transformers import pipeline
+
+    monkeypatch.setattr(transformers.pipelines.base, "is_torch_cuda_available", lambda: True)  # a machine with a GPU
+    exported = pipeline("bio-mrc-qa", model=str(onnx_dir))
+    assert exported.device == torch.device("cpu")
+    example = sample_v1.examples[0]
+    assert exported(question=example.question, context=example.context)["answer"] == example.answer_texts()[0][0]
+    with pytest.raises(ModelFormatError, match="runs on the CPU provider, not on cuda:0"):  # asked for, it is refused
+        pipeline("bio-mrc-qa", model=str(onnx_dir), device="cuda:0")
+    from bio_mrc.errors import ConfigError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ConfigError, match="is an ONNX export, which runs on the CPU"):  # and by every other door alike
+        AnswerExtractor.from_pretrained(onnx_dir, device="cuda")
+    assert TrainedModel.load(onnx_dir, device="auto").backend == "onnx"
+    # predict under a launcher: auto is each process's own GPU for a PyTorch model, the CPU for an export
+    monkeypatch.setattr("bio_mrc.inference.sharding.Shard.device", property(lambda self: "cuda:0"))
+    assert main(["predict", "--model", str(onnx_dir), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "preds.json")]) == 0
+
+
 @pytest.mark.parametrize("options, message", [
     ({"opset": 99}, "opset is an ONNX opset version from 7 to "), ({"opset": 6}, "got 6"), ({"opset": True}, "got True"),
     ({"atol": float("nan")}, "a number above 0, got nan"), ({"atol": -1.0}, "got -1.0"), ({"atol": 0}, "got 0")])
@@ -373,3 +424,41 @@ def test_a_model_saved_in_bf16_exports_in_fp32(trained_dir, tmp_path, sample_v1)
     examples = sample_v1.examples[:3]
     expected, actual = reference.windows(examples), TrainedModel.load(tmp_path / "exported").windows(examples)
     np.testing.assert_allclose(actual.start_logits, expected.start_logits, atol=ATOL)
+
+
+@pytest.mark.slow
+def test_an_export_of_a_tuned_model_answers_as_it_does(trained_dir, tmp_path, sample_v1):  # noqa: F811
+    """The settings tuned into config.json travel with the export and apply alike: no-answer thresholds (which abstain
+    on some of these questions), calibrators, the span-count rules and the BIO length prior, every decoding, single and
+    multi-span, and one question over several documents."""
+    import shutil
+
+    from bio_mrc.inference.tuning import save_tuned_settings
+    from bio_mrc.model import BioMrcConfig
+
+    tuned = tmp_path / "tuned"
+    shutil.copytree(trained_dir, tuned)
+    config = BioMrcConfig.from_pretrained(tuned)
+    thresholds = {"span": -15.0, "bio/ratio": -8.0, "joint": -22.0}
+    beta = {"method": "beta", "a": 1.3, "b": 0.7, "c": 0.2, "correct_if": "f1 > 0.5", "questions": 40}
+    settings = {"bio_length_prior": 0.8, "min_span_probabilities": {"span": 0.05, "bio": 0.3, "joint": 0.2},
+                "calibration": {name: beta | {"no_answer_threshold": thresholds[key]}
+                                for name, key in (("span", "span"), ("bio", "bio/ratio"), ("joint", "joint"))}}
+    assert save_tuned_settings(tuned, config, thresholds, settings, {"description": "dev.json", "questions": 40,
+                                                                     "content_hash": "aaaa"})
+    export_onnx(tuned, tmp_path / "exported")
+    questions, contexts = [e.question for e in sample_v1.examples], [e.context for e in sample_v1.examples]
+    abstained = 0
+    for decoding in ("span", "bio", "joint"):
+        ours = AnswerExtractor.from_pretrained(tmp_path / "exported", decoding=decoding)
+        theirs = AnswerExtractor.from_pretrained(tuned, precision="fp32", decoding=decoding)
+        for multi_span in (False, True):
+            got, want = ours(questions, contexts, multi_span=multi_span), theirs(questions, contexts, multi_span=multi_span)
+            for a, b in zip(got, want):
+                assert [(s.text, s.start, s.end) for s in a.spans] == [(s.text, s.start, s.end) for s in b.spans]
+                assert a.abstain == b.abstain and a.probability == pytest.approx(b.probability, abs=1e-5)
+                assert [s.score for s in a.spans] == pytest.approx([s.score for s in b.spans], abs=1e-4)
+                abstained += a.abstain
+            got, want = ours(questions[0], contexts, multi_span=multi_span), theirs(questions[0], contexts, multi_span=multi_span)
+            assert [(x.document, x.start, x.end) for x in got.answers] == [(x.document, x.start, x.end) for x in want.answers]
+    assert abstained > 0

@@ -22,7 +22,7 @@ LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context le
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..inference import TrainedModel
-    from ..inference.loading import check_saved_decodings, check_saved_length_prior
+    from ..inference.loading import check_saved_decodings, check_saved_length_prior, is_onnx_export
     from ..inference.sharding import Shard
     from ..inference.streaming import StreamPlan, check_resumed_options, given_run_record, predict_to_files, prediction_outputs
 
@@ -45,7 +45,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.resume:  # other options, data or model refused before the model loads; the rest once it has
         given = given_run_record(args.model, args.precision, plan, source)
         shard.broadcast_result(lambda: check_resumed_options(output, given))
-    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=shard.device_for(args.device),
+    device = args.device if is_onnx_export(args.model) else shard.device_for(args.device)  # an export: on the CPU
+    trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=device,
                                 decodings=args.decoding)
     started = time.perf_counter()
     # it refuses a model that may not abstain and a hub id's unread prior, settles auto and warns of untuned abstention

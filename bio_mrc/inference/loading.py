@@ -18,7 +18,7 @@ from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
 from ..model_folder import check_file_kinds, check_model_folder, check_window_frame, read_json_object, written_format_problem
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
-from ..hub import check_name_given, local_folder, named_as_given
+from ..hub import cached_folder, check_name_given, local_folder, named_as_given
 from ..qa_checkpoints import QA_HEADS, check_qa_folder, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import WindowBars, progress_bars
@@ -60,27 +60,30 @@ class TrainedModel:
         Face hub id, read from the hub cache first (:func:`bio_mrc.hub.local_folder`). ``precision`` (fp32, bf16,
         auto; default auto) is that of every forward pass; an ONNX model computes in its own. A PyTorch
         model runs on ``device``: ``cpu``, ``cuda``, ``cuda:1``, ``mps`` or ``auto`` (default: the GPU when
-        there is one, else the CPU); one this machine lacks raises :class:`ConfigError`. ``decodings``: those the caller
+        there is one, else the CPU); one this machine lacks raises :class:`ConfigError`, as does a GPU asked of an ONNX
+        model, which runs on ONNX Runtime's CPU provider (``cpu`` or ``auto``). ``decodings``: those the caller
         will ask of it, one its heads cannot do refused (:func:`bio_mrc.registry.resolve_decoding`) before the weights load."""
         check_name_given(model_dir)  # "" would be the current folder
         name = str(model_dir)
         check_precision(precision or DEFAULT_PRECISION)  # options first: refused before any file is read or fetched
-        device = resolve_device(device)
+        asked, device = device, resolve_device(device)
         model_dir = local_folder(model_dir)  # a hub id: its snapshot in the Hugging Face cache
         with named_as_given(name, model_dir):
-            return cls._load_folder(model_dir, name, progress, backend, precision, device, decodings)
+            return cls._load_folder(model_dir, name, progress, backend, precision, device, decodings, asked)
 
     @classmethod
     def _load_folder(
         cls, model_dir: Path, name: str, progress: bool, backend: str, precision: str | None, device: str,
-        decodings: Sequence[str] = (),
+        decodings: Sequence[str] = (), asked_device: str | None = None,
     ) -> "TrainedModel":
-        """:meth:`load` of the local folder ``model_dir`` (``name``: the folder or hub id as given)."""
+        """:meth:`load` of the local folder ``model_dir`` (``name``: the folder or hub id as given; ``asked_device``:
+        the device as given, before ``auto`` resolved to ``device``)."""
         if qa_architecture(model_dir) and backend != "onnx":  # transformers' own extractive QA model: its span head
             _check_decodings(QA_HEADS, decodings)
             return cls.from_qa_checkpoint(model_dir, name, precision, device, progress)
         backend = model_backend(model_dir, backend)
         precision = forward_precision(precision, backend == "onnx", name)
+        check_onnx_device(asked_device, backend == "onnx", name)
         check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
         # sizes, weights (that the config builds: on the meta device), tokenizer, positions; before any allocation
         config = check_model_folder(model_dir, None if backend == "onnx" else BioMrcForQuestionAnswering, onnx=backend == "onnx")
@@ -179,6 +182,14 @@ def forward_precision(precision: str | None, onnx: bool, where: str) -> str:
     return precision
 
 
+def check_onnx_device(device: str | None, onnx: bool, where: str) -> None:
+    """An ONNX export runs on ONNX Runtime's CPU provider: a device other than cpu or auto asked of one (``device`` as
+    given) is refused in one line, as the pipeline refuses it, not ignored."""
+    if onnx and str(device or "auto").strip().lower() not in ("auto", "cpu"):
+        raise ConfigError(f"device {device} runs PyTorch models; {where} is an ONNX export, which runs on the CPU "
+                          "(ONNX Runtime's CPU provider): choose device cpu or auto")
+
+
 def window_settings(config: BioMrcConfig, model_dir: Path) -> FeatureConfig:
     """The windows the model was trained with, from its config; a config without them is refused."""
     values = {name: getattr(config, name, None) for name in WINDOW_SETTINGS}
@@ -207,6 +218,13 @@ def model_backend(model_dir: Path, backend: str = "auto") -> str:
         return backend
     has_weights = any((model_dir / name).is_file() for name in WEIGHT_FILES)
     return "onnx" if not has_weights and (model_dir / ONNX_FILE).is_file() else "torch"
+
+
+def is_onnx_export(model: str | Path) -> bool:
+    """Whether ``model`` (a folder, or a hub id already in the local cache) is an ONNX export, which runs on ONNX
+    Runtime's CPU provider: ``auto`` is the CPU for it, not the GPU a process of several would take."""
+    folder = cached_folder(model)
+    return folder is not None and folder.is_dir() and model_backend(folder) == "onnx"
 
 
 def check_pytorch_model(model_dir: str | Path) -> None:

@@ -111,6 +111,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
                 str(getattr(model, "name_or_path", "")),
             )
         self.extractor = AnswerExtractor(trained_model(model, tokenizer, precision))  # before the options are checked
+        if isinstance(model, OnnxModel) and kwargs.get("device") is None:
+            kwargs["device"] = "cpu"  # transformers' default is GPU 0 where there is one; the export runs on the CPU provider
         super().__init__(model, tokenizer, **kwargs)  # moves the model (in place) to `device`
         if self._batch_size is not None:
             check_batch_size(self._batch_size)
