@@ -110,8 +110,10 @@ class CommandLineParser(argparse.ArgumentParser):
             return f"{where} has no option {name}: {package_name} is an option of {', '.join(elsewhere)} only ({where} --help lists its own)"
         if meaning := AMBIGUOUS_NAMES.get((command, package_name)):
             return f"{where} has no option {name}: {meaning}"
-        guess = difflib.get_close_matches(package_name, options, n=1, cutoff=0.6)
-        hint = f"; did you mean {guess[0]}?" if guess else f"; {where} --help lists its options"
+        # likeness of the names without their dashes, which every option shares (--lr is not like --help)
+        names = {option.lstrip("-"): option for option in options}
+        guess = difflib.get_close_matches(package_name.lstrip("-"), list(names), n=1, cutoff=0.6)
+        hint = f"; did you mean {names[guess[0]]}?" if guess else f"; {where} --help lists its options"
         return f"{where} has no option {name}{hint}"
 
 

@@ -59,7 +59,8 @@ def test_every_field_is_an_option_with_its_default_and_help(command):
             continue
         assert getattr(args, field.name) == _default(field), field.name
         assert field.metadata["help"], f"{cls.__name__}.{field.name} has no help"
-        assert _squeezed(f'{field.metadata["help"]} (default: {_default(field)})') in help_text, field.name
+        shown = " ".join(map(str, _default(field))) if isinstance(_default(field), tuple) else _default(field)  # as typed
+        assert _squeezed(f'{field.metadata["help"]} (default: {shown})') in help_text, field.name
 
 
 def test_defaults_build_the_default_configs():
@@ -239,3 +240,48 @@ def test_train_and_export_refuse_a_folder_tokenizers_cannot_name_under_an_ascii_
     assert run.stderr.splitlines() == [f"error: {shown}: this name is not spelled in UTF-8 under the locale's file-name "
                                        "encoding (ascii); set a UTF-8 locale, e.g. PYTHONUTF8=1"] * 2
     assert not out.exists()
+
+
+def _entry(command: str, option: str) -> str:
+    """``option``'s line and help in ``bio-mrc COMMAND --help``, squeezed."""
+    entries = re.split(r"\n  (?=-)", _subcommands()[command].format_help())
+    (own,) = [_squeezed(entry) for entry in entries if entry.startswith(option + " ")]
+    return own
+
+
+def test_a_required_option_shows_no_default():
+    shown = [f"{name} {action.option_strings[0]}" for name, parser in _subcommands().items() for action in parser._actions
+             if action.required and "(default:None)" in _entry(name, action.option_strings[0])]
+    assert shown == []  # were: train --train and --output-dir, predict --model, --data and --output, ...
+
+
+@pytest.mark.parametrize("command, option, default", [
+    ("train", "--bio-prior", "(default: 0.01 0.02 0.97)"),  # as typed, not Python's (0.01, 0.02, 0.97)
+    ("predict", "--decoding", "(default: auto)"),  # not ['auto']
+    ("serve", "--allowed-hosts", "(default: empty)"),  # not a bare "(default: )"
+    ("train", "--limit", "(default: all)"), ("evaluate", "--limit", "(default: all)"),
+    ("train", "--hub-strategy", "(default: every_save"),  # Trainer's, which an unset option leaves
+])
+def test_a_default_is_shown_as_it_is_typed_or_as_what_it_means(command, option, default):
+    own = _entry(command, option)
+    assert _squeezed(default) in own and "(default:None)" not in own
+
+
+def test_a_none_the_help_offers_is_a_value_the_option_takes():
+    """Help that says what ``none`` means names a value typed on the command line: an option of three values cannot
+    take it, and says what leaving it unset means instead."""
+    for name, (argv, _, _) in COMMANDS.items():
+        for action in _subcommands()[name]._actions:
+            if re.search(r"(^|[(;] ?)none:", action.help or ""):
+                args = build_parser().parse_args([*argv, action.option_strings[0], "none"])
+                assert getattr(args, action.dest) is None, action.option_strings[0]
+
+
+@pytest.mark.parametrize("option", ["--max-seq-length", "--doc-stride", "--max-query-length"])
+def test_train_help_says_a_default_window_is_fitted_to_a_shorter_encoder(option):
+    assert "encoder" in _entry("train", option)  # 384 and its stride and question are cut to a 128-position encoder
+
+
+def test_extract_help_says_it_takes_the_context_one_way():
+    assert "--context" in _entry("extract", "--context-file") and "--context-file" in _entry("extract", "--context")
+    assert "oneofthetwo" in _entry("extract", "--context-file") + _entry("extract", "--context")

@@ -84,6 +84,9 @@ def test_run_qa_names_are_read_as_the_package_options():
      "error: bio-mrc predict has no option --max_seq_length: --max-seq-length is an option of train, convert only "
      "(bio-mrc predict --help lists its own)"),
     (["--verison"], "error: bio-mrc has no option --verison; did you mean --version?"),
+    (["--hlep"], "error: bio-mrc has no option --hlep; did you mean --help?"),
+    # spelt like no option: the dashes every option begins with make no likeness (was: did you mean --help?)
+    (["train", "--lr", "1"], "error: bio-mrc train has no option --lr; bio-mrc train --help lists its options"),
     (["train", "--model", "m"],  # the other commands' --model: two options of train, not the one spelt alike
      "error: bio-mrc train has no option --model: the encoder to start from is --encoder, a trained bio_mrc model to "
      "continue --init-from"),
@@ -103,7 +106,8 @@ def test_serve_takes_the_model_as_an_option_or_an_argument_once(capsys):
     assert build_parser().parse_args(["serve", "m"]).model == "m"
     for argv in (["serve"], ["serve", "--model", "a", "b"]):
         assert main(argv) == 2
-        assert capsys.readouterr().err == "error: serve takes the model once: --model DIR (or DIR alone)\n"
+        # the help's MODEL, which may be a hub id (was: --model DIR (or DIR alone))
+        assert capsys.readouterr().err == "error: serve takes the model once: --model MODEL (or MODEL alone)\n"
 
 
 def test_every_model_command_takes_a_device_checked_before_any_work(capsys):

@@ -336,6 +336,21 @@ def test_the_command_line_flags_are_the_way_to_push_or_report(tmp_path, monkeypa
         training_arguments(config, tmp_path, False, False, None, {"hub_model_id": "me/m"})
 
 
+def test_a_push_without_a_repository_named_goes_to_one_named_as_the_model_folder(tmp_path, monkeypatch):
+    """Trainer names the repository after its own output folder, which is the model's checkpoints/: every model would
+    push to a repository called checkpoints."""
+    import huggingface_hub
+
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.trainer import training_arguments
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_x")
+    hub_answering(monkeypatch, 200)
+    built = training_arguments(TrainConfig(), tmp_path / "squad-bio", False, False, None, {"push_to_hub": True})
+    assert built.hub_model_id == "squad-bio"
+
+
 
 @pytest.mark.parametrize("offline, token, hub, problem", [
     (True, "hf_x", None, "offline mode"),

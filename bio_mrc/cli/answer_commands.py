@@ -109,7 +109,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..serving.server import run_server
 
     if (args.model is None) == (args.model_option is None):
-        raise ConfigError("serve takes the model once: --model DIR (or DIR alone)")
+        raise ConfigError("serve takes the model once: --model MODEL (or MODEL alone)")
     model = args.model if args.model_option is None else args.model_option
     run_server(model, config_from_args(ServeConfig, args), precision=args.precision, device=args.device)
     return 0

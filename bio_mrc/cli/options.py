@@ -69,9 +69,10 @@ def add_network_options(parser: argparse.ArgumentParser) -> None:
     """The only way to send a run off the machine: no config file turns these on."""
     parser.add_argument("--push-to-hub", action="store_true",
                         help="publish to the Hugging Face Hub as Trainer does (needs `hf auth login` or HF_TOKEN)")
-    parser.add_argument("--hub-model-id", metavar="ID", help="the hub repository to push to (with --push-to-hub)")
+    parser.add_argument("--hub-model-id", metavar="ID", help="the hub repository to push to (with --push-to-hub; "
+                                                             "default: OUTPUT_DIR's folder name in your namespace)")
     parser.add_argument("--hub-strategy", choices=("end", "every_save", "checkpoint", "all_checkpoints"),
-                        help="when Trainer pushes (with --push-to-hub)")
+                        help="when Trainer pushes (with --push-to-hub) (default: every_save, Trainer's)")
     parser.add_argument("--hub-private-repo", action="store_true", help="make a new hub repository private (with --push-to-hub)")
     parser.add_argument("--report-to", nargs="+", metavar="TRACKER",
                         help="send logs to these trackers (wandb, mlflow, comet_ml, ...); a config's training_args take only "
@@ -85,12 +86,16 @@ def network_args(args: argparse.Namespace) -> dict[str, object]:
 
 
 class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Each option's help ends with its default, except where the option is unset by default and its help says what
-    that means (``--batch-size``: 16 on a CPU, 128 on a GPU): argparse's ``(default: None)`` would contradict it."""
+    """Each option's help ends with its default as it is typed (``0.01 0.02 0.97``, not a Python tuple), except where
+    the option is required, or unset by default and its help says what that means (``--batch-size``: 16 on a CPU, 128
+    on a GPU): argparse's ``(default: None)`` would contradict it."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None and "default:" in (action.help or ""):
+        if action.required or (action.default is None and "default:" in (action.help or "")):
             return action.help
+        if isinstance(action.default, (list, tuple)) or action.default == "":
+            shown = " ".join(map(str, action.default)) if action.default != "" else "empty"
+            return f"{action.help} (default: {shown})"
         return super()._get_help_string(action)
 
 

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = add_command("train", help="fine-tune a model on SQuAD-format data")
     train.add_argument("--train", required=True, help=DATA_HELP)
-    train.add_argument("--limit", type=count_option, help="first N questions of the file")
+    train.add_argument("--limit", type=count_option, help="train on the first N questions of --train (default: all)")
     train.add_argument("--eval", help="held-out questions scored (official F1 of every decoding) whenever the training "
                                       "args' eval_strategy asks, e.g. --training-args '{\"eval_strategy\": \"steps\", "
                                       "\"eval_steps\": 200}'; any form --train takes")
@@ -95,7 +95,8 @@ def _add_evaluate_command(add_command) -> None:
                                "Lines of such records (answer or prediction for prediction_text); gzip-compressed too")
     evaluate.add_argument("--na-probs", help="{id: no-answer probability} (predict's PREDS.na_probs.json; gzip-compressed too): "
                                              "adds best_exact and best_f1 on SQuAD 2.0 questions")
-    evaluate.add_argument("--limit", type=count_option, help="score the first N questions of --data, as predict --limit answers them")
+    evaluate.add_argument("--limit", type=count_option, help="score the first N questions of --data, as predict --limit answers them "
+                                                                  "(default: all)")
     evaluate.add_argument("--only-predicted", action="store_true",
                           help="score only the questions the predictions file answers (a subset, stated in the output)")
     evaluate.add_argument("--metric", choices=registry.scorers(),
@@ -158,8 +159,9 @@ def _add_compare_and_extract(add_command) -> None:
     add_precision_option(extract)
     extract.add_argument("--question", required=True, help="the question, as text")
     extract.add_argument("--context-file", nargs="+", metavar="FILE",
-                         help="UTF-8 text file(s); several: the answers are ranked across them, each naming its file")
-    extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, as --context-file")
+                         help="UTF-8 text file(s); several: the answers are ranked across them, each naming its file "
+                              "(this or --context, one of the two)")
+    extract.add_argument("--context", nargs="+", metavar="TEXT", help="the text(s) themselves, instead of --context-file")
     extract.add_argument("--top-k", type=count_option, help="how many answers, best first (across every document; with --multi-span over "
                          "several documents every span, else default: 1)")
     extract.add_argument("--decoding", choices=decoding_choices(), default=registry.AUTO_DECODING, help=AUTO_HELP)

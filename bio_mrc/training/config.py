@@ -96,7 +96,7 @@ class TrainConfig:
         "exclusive_minimum": 0, "maximum": 1})
     bio_class_weights: tuple[float, float, float] | None = field(default=None, metadata={
         "help": "weights of B/I/O tokens in the BIO loss, a departure from the plain loss (1 1 1); "
-                "none: 10 10 1 for a BIO-only model of one-hot or soft BIO targets, else 1 1 1",
+                "unset: 10 10 1 for a BIO-only model of one-hot or soft BIO targets, else 1 1 1",
         "metavar": ("B", "I", "O"), "exclusive_minimum": 0, "maximum": MAX_WEIGHT})
     tag_level: str = field(default=FeatureConfig.tag_level, metadata={
         "help": "word: tag the first piece of each word and decode on word boundaries; subword: tag every token",
@@ -115,11 +115,14 @@ class TrainConfig:
         "help": "the encoder's hidden-state dropout while training (none: the encoder's own, 0.1 for BERT-like models)",
         "minimum": 0, "exclusive_maximum": 1})
     max_seq_length: int = field(default=FeatureConfig.max_seq_length, metadata={
-        "help": "tokens per window: question, paragraph piece, special tokens", "minimum": 8, "maximum": MAX_TOKENS})
-    doc_stride: int = field(default=FeatureConfig.doc_stride, metadata={"help": "tokens of overlap between windows", "minimum": 0,
-        "maximum": MAX_TOKENS})
+        "help": "tokens per window: question, paragraph piece, special tokens; the default is cut to the encoder's positions "
+                "where it holds fewer", "minimum": 8, "maximum": MAX_TOKENS})
+    doc_stride: int = field(default=FeatureConfig.doc_stride, metadata={
+        "help": "tokens of overlap between windows; the default is lowered where a window cut to the encoder's positions "
+                "needs it", "minimum": 0, "maximum": MAX_TOKENS})
     max_query_length: int = field(default=FeatureConfig.max_query_length, metadata={
-        "help": "question tokens kept; a longer question is cut", "minimum": 1, "maximum": MAX_TOKENS})
+        "help": "question tokens kept; a longer question is cut; the default is lowered where a window cut to the encoder's "
+                "positions needs it", "minimum": 1, "maximum": MAX_TOKENS})
     epochs: float = field(default=1.0, metadata={"help": "passes over the training windows (may be fractional)", "exclusive_minimum": 0,
         "maximum": MAX_EPOCHS})
     learning_rate: float = field(default=1e-4, metadata={"help": "peak learning rate of the encoder (linear warmup and decay)", "exclusive_minimum": 0})

@@ -276,6 +276,8 @@ def training_arguments(
     if network_args:
         check_network_args(network_args)
         values.update(network_args)
+        if values.get("push_to_hub") and not values.get("hub_model_id"):  # Trainer would name it after checkpoints/
+            values["hub_model_id"] = output_dir.absolute().name
         if "report_to" in network_args:  # the trackers asked for on the command line join the config's local ones
             values["report_to"] = _reporters(config.training_args.get("report_to"), network_args["report_to"])
     try:
