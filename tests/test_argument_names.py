@@ -7,6 +7,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -41,14 +42,28 @@ def cli_refusal(capsys, *argv: str) -> str:
     return lines[-1]
 
 
-def named_arguments() -> set[str]:
-    """Every name the package's messages give ``argument``."""
-    names = set()
+def argument_calls() -> Iterator[tuple[Path, str, ast.Call]]:
+    """Each call of ``argument`` in the package: its file, the function it is in (``Class.method``, ``outer.inner``;
+    empty at a module's top) and the call."""
+    def calls_in(node: ast.AST, path: Path, where: str) -> Iterator[tuple[Path, str, ast.Call]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Call) and getattr(child.func, "id", None) == "argument" and child.args:
+                yield path, where, child
+            named = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            yield from calls_in(child, path, f"{where}.{child.name}".lstrip(".") if named else where)
+
     for path in Path(bio_mrc.__file__).parent.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "argument" and node.args:
-                names |= {node.args[0].value} if isinstance(node.args[0], ast.Constant) else set()
-    return names
+        yield from calls_in(ast.parse(path.read_text(encoding="utf-8")), path, "")
+
+
+def named_arguments() -> set[str]:
+    """Every name the package's messages give ``argument`` as written."""
+    return {call.args[0].value for _, _, call in argument_calls() if isinstance(call.args[0], ast.Constant)}
+
+
+def built_argument_places() -> set[tuple[Path, str]]:
+    """The file and function of each call of ``argument`` whose name is built as it runs (``argument(name)``)."""
+    return {(path, where) for path, where, call in argument_calls() if not isinstance(call.args[0], ast.Constant)}
 
 
 def test_every_argument_a_message_names_is_a_flag_of_the_command_line():
@@ -59,6 +74,79 @@ def test_every_argument_a_message_names_is_a_flag_of_the_command_line():
     assert {"overwrite", "na_probs", "output_dir", "resume", "calibrate", "push_to_hub"} <= names
     assert sorted(name for name in names if name not in flags and f"{name}=False" not in flags) == []
     assert flags["na_probs"] == "--na-probs" and flags["data_format"] == "--format" and flags["calibrate=False"] == "--no-calibration"
+
+
+@pytest.fixture
+def argument_spy(monkeypatch):
+    """Each call of ``argument`` while a test runs, as (name, file, function): every module of the package imported
+    first, so each one's own ``argument`` is the spy until the test ends."""
+    import importlib
+    import pkgutil
+
+    from bio_mrc import errors
+
+    for found in pkgutil.walk_packages(bio_mrc.__path__, "bio_mrc."):
+        importlib.import_module(found.name)
+    calls, real = [], errors.argument
+
+    def spy(name, value=None):
+        code = sys._getframe(1).f_code
+        where = ".".join(part for part in code.co_qualname.split(".") if not part.startswith("<"))  # a genexpr's function
+        calls.append((name, Path(code.co_filename), where))
+        return real(name, value)
+
+    for name, module in list(sys.modules.items()):
+        if (name == "bio_mrc" or name.startswith("bio_mrc.")) and getattr(module, "argument", None) is real:
+            monkeypatch.setattr(module, "argument", spy)
+    return calls
+
+
+def test_every_argument_a_message_builds_is_a_flag_of_the_command_line(argument_spy, tiny_encoder_dir, three_answers,
+                                                                      tmp_path, capsys):
+    """A name built as a message is made (the hub options a training was given, the options that chose an evaluation's
+    questions) is no literal the test above reads: each place that builds one is reached here, from the command line,
+    and every name it gives is a flag."""
+    from bio_mrc.cli.options import argument_flags
+
+    said = cli_refusal(capsys, "train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "hub"), "--encoder",
+                       str(tiny_encoder_dir), "--hub-model-id", "me/m", "--hub-strategy", "end", "--hub-private-repo",
+                       *WINDOW_FLAGS)
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(three_answers[0]), "--limit", "4",
+                 "--only-predicted"]) == 0
+    flags = argument_flags(build_parser(), None)
+    assert sorted({name for name, _, _ in argument_spy if name not in flags and f"{name}=False" not in flags}) == []
+    reached = {(path, where) for _, path, where in argument_spy}
+    assert sorted(built_argument_places() - reached) == []
+    assert said == "error: --hub-model-id and --hub-strategy and --hub-private-repo need --push-to-hub"
+    assert "answers (--limit 4 --only-predicted)" in capsys.readouterr().err
+
+
+MARKED = re.compile("[\ue000-\ue002]")  # the marks of an argument in a message (bio_mrc.errors.argument)
+
+
+def holds_marks(value: object, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        return bool(MARKED.search(value))
+    if isinstance(value, dict):
+        return depth < 4 and any(holds_marks(item, depth + 1) for pair in value.items() for item in pair)
+    return isinstance(value, (tuple, list, set, frozenset)) and depth < 4 and any(holds_marks(v, depth + 1) for v in value)
+
+
+def test_no_public_name_of_the_package_holds_a_marked_argument():
+    """A table a caller reads says each argument as its keyword; the marks that let one message read right from either
+    door stay in the package's private names."""
+    import importlib
+    import pkgutil
+
+    from bio_mrc.training.training_args import NETWORK_TRAINING_ARGS, OWNED_TRAINING_ARGS
+
+    modules = [importlib.import_module(found.name) for found in pkgutil.walk_packages(bio_mrc.__path__, "bio_mrc.")]
+    marked = [f"{module.__name__}.{name}" for module in [bio_mrc, *modules] for name, value in vars(module).items()
+              if not name.startswith("_") and holds_marks(value)]
+    assert marked == []
+    assert OWNED_TRAINING_ARGS["seed"] == "set seed; data_seed may differ from it"
+    assert OWNED_TRAINING_ARGS["resume_from_checkpoint"] == "pass resume=True: it checks the checkpoint is this run's"
+    assert NETWORK_TRAINING_ARGS["hub_token"] == "push_to_hub=True, with the token of `hf auth login` or HF_TOKEN"
 
 
 @pytest.fixture
@@ -247,10 +335,10 @@ def test_train_takes_no_hub_revision(tiny_encoder_dir, tmp_path):
     from bio_mrc.errors import ConfigError, as_flags
     from bio_mrc.training.config import TrainConfig
     from bio_mrc.training.train import train_model
-    from bio_mrc.training.training_args import NETWORK_TRAINING_ARGS
+    from bio_mrc.training.training_args import _NETWORK
 
     flags = argument_flags(build_parser(), "train")
-    assert {as_flags(flag, flags).split(",")[0] for flag in NETWORK_TRAINING_ARGS.values()} <= set(flags.values())
+    assert {as_flags(flag, flags).split(",")[0] for flag in _NETWORK.values()} <= set(flags.values())
     config = TrainConfig(encoder=str(tiny_encoder_dir), epochs=1, batch_size=4, **WINDOWS)
     said = python_refusal(train_model, load_squad(SAMPLE_V1).examples[:2], config, tmp_path / "hub",
                           network_args={"push_to_hub": True, "hub_revision": "main"})

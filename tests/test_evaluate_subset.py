@@ -152,3 +152,23 @@ def test_the_subset_note_names_a_data_file_on_one_line(capsys, three_answers, tm
     assert main(["evaluate", "--data", str(data), "--predictions", str(three_answers[0]), "--only-predicted"]) == 0
     note = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: scoring")]
     assert len(note) == 1 and "dev\\x1b[2J\\u202egnp.json" in note[0] and "\x1b" not in note[0] and "\u202e" not in note[0]
+
+
+def test_evaluate_predictions_states_its_subset_with_its_keywords(three_answers, capsys):
+    """A Python caller's result and note name the keywords that chose the questions, not the command line's flags."""
+    from bio_mrc.inference import evaluate_predictions
+
+    predictions = three_answers[0]
+    result = evaluate_predictions(SAMPLE_V1, predictions, limit=4, only_predicted=True)
+    assert result.metrics["scored"] == {
+        "questions": 3,
+        "subset": f"the 3 of the first 4 questions of {SAMPLE_V1} that {predictions} answers (limit=4, only_predicted=True)"}
+    result = evaluate_predictions(SAMPLE_V1, predictions, limit=2, progress=True)
+    assert result.metrics["scored"]["subset"] == f"the first 2 questions of {SAMPLE_V1} (limit=2)"
+    assert capsys.readouterr().err == f"note: scoring the first 2 questions of {SAMPLE_V1} (limit=2)\n"
+
+
+def test_evaluate_notes_its_subset_with_its_flags(three_answers, capsys):
+    _, err = evaluate(capsys, three_answers[0], "--limit", "4", "--only-predicted")
+    assert f"note: scoring the 3 of the first 4 questions of {SAMPLE_V1} that {three_answers[0]} answers (--limit 4 " \
+           "--only-predicted)" in err.splitlines()

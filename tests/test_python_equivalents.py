@@ -37,8 +37,12 @@ def test_evaluate_predictions_takes_evaluates_subsets(capsys, three_answers):
     predictions, _ = three_answers
     result = evaluate_predictions(load_squad(SAMPLE_V1), predictions, limit=4, only_predicted=True, name=str(SAMPLE_V1))
     assert result.metrics["exact_match"] == pytest.approx(100 * 2 / 3) and result.metrics["scored"]["questions"] == 3
-    assert result.metrics == cli_metrics(capsys, "evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions),
-                                         "--limit", "4", "--only-predicted")
+    printed = cli_metrics(capsys, "evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions), "--limit", "4",
+                          "--only-predicted")
+    said = result.metrics["scored"]["subset"]  # the subset with the arguments that chose it, in each door's form
+    assert said.endswith(" answers (limit=4, only_predicted=True)")
+    flagged = said.replace("(limit=4, only_predicted=True)", "(--limit 4 --only-predicted)")
+    assert printed == {**result.metrics, "scored": {"questions": 3, "subset": flagged}}
 
 
 def test_evaluate_predictions_refuses_what_evaluate_refuses(three_answers, tmp_path):

@@ -41,9 +41,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     check_prediction_files(args.predictions, args.na_probs)
     # The whole file is read even under --limit: an answer to a question past the limit is no unknown id.
     data = load_task_data(args, args.data, None, requested_task(args), needs_gold="bio-mrc evaluate")
-    with _unknown_ids_as_warning_lines(getattr(args, FLAGS, {})):
+    flags = getattr(args, FLAGS, {})
+    with _unknown_ids_as_warning_lines(flags):
         result = evaluate_predictions(data, args.predictions, args.na_probs, task=data_task(args, data), limit=args.limit,
-                                      only_predicted=args.only_predicted, strict=args.strict, name=args.data, progress=True)
+                                      only_predicted=args.only_predicted, strict=args.strict, name=args.data)
+        subset = result.scored.described(flags)  # the subset with the flags that chose it, not the call's keywords
+        if subset:
+            print(printable_line(f"note: scoring {subset}"), file=sys.stderr)
     questions, missing, missing_probs = result.questions, result.missing, result.missing_probs
     if missing:
         print(printable_line(f"warning: {len(missing)} of {counted(questions, 'question')} {number_form(len(missing), 'has', 'have')} "
@@ -54,7 +58,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                              "no no-answer probability in "
                              f"{result.probs_source} (e.g. {missing_probs[0]!r}); best_exact and best_f1 answer them at every threshold "
                              "(--strict makes this an error)"), file=sys.stderr)
-    print(json.dumps(json_numbers(result.metrics), indent=2))
+    scored = {"scored": {**result.metrics["scored"], "subset": subset}} if subset else {}
+    print(json.dumps(json_numbers({**result.metrics, **scored}), indent=2))
     return 0
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 import reprlib
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
-from ..errors import BioMrcWarning, argument
+from ..errors import BioMrcWarning, argument, as_flags, as_keywords
 from ..io import home_expanded
 from ..types import Example
 from ..plurals import counted, number_form
@@ -213,14 +213,25 @@ def load_na_probs(path: str | Path | PredictionFile, question_ids: Collection[st
 
 @dataclass
 class ScoredQuestions:
-    """The questions an evaluation scores, of ``read`` read from the data; ``subset`` describes them when they are
-    not the whole file (None: every question), and is stated where the scores are."""
+    """The questions an evaluation scores, of ``read`` read from the data; ``subset`` describes them in words when they
+    are not the whole file (None: every question), chosen by the call's ``arguments`` (``{"limit": 4}``), and is stated
+    where the scores are (:meth:`described`)."""
 
     examples: list[Example]
     read: int
     subset: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def described(self, flags: Mapping[str, str] | None = None) -> str | None:
+        """The subset with the arguments that chose it: the keywords (``limit=4, only_predicted=True``), or given a
+        command's ``flags`` its flags (``--limit 4 --only-predicted``)."""
+        if not self.subset:
+            return None
+        named = [argument(name, value) for name, value in self.arguments.items()]
+        said = " ".join(as_flags(name, flags) for name in named) if flags is not None else ", ".join(map(as_keywords, named))
+        return f"{self.subset} ({said})" if said else self.subset
 
     @property
     def record(self) -> dict[str, Any]:
-        """The metrics' ``scored`` entry: present only for a subset."""
-        return {"scored": {"questions": len(self.examples), "subset": self.subset}} if self.subset else {}
+        """The metrics' ``scored`` entry, as a Python caller reads it: present only for a subset."""
+        return {"scored": {"questions": len(self.examples), "subset": self.described()}} if self.subset else {}

@@ -346,15 +346,15 @@ def _parse_question(
 
 # What a refusal of a misplaced answer advises, its arguments marked; a reader that takes no fix_offsets (a comparison)
 # advises correcting the file instead (:func:`as_written`).
-RELOCATES = f"{argument('fix_offsets', True)} relocates it there: the nearest occurrence, a whole word before one inside a word"
-PASSES_OVER = f"{argument('fix_offsets', True)} reads the answer where its text is and passes over a misplaced occurrence"
+_RELOCATES = f"{argument('fix_offsets', True)} relocates it there: the nearest occurrence, a whole word before one inside a word"
+_PASSES_OVER = f"{argument('fix_offsets', True)} reads the answer where its text is and passes over a misplaced occurrence"
 
 
 def as_written(problem: str) -> str:
     """``problem`` (a refusal's, its arguments marked) as a comparison, which takes no ``fix_offsets``, says it: the
     misplaced answer is corrected in the file."""
-    return (problem.replace(RELOCATES, "correct the answer's start in the file: a comparison reads its data as written")
-            .replace(PASSES_OVER, "correct or remove that char span in the file: a comparison reads its data as written"))
+    return (problem.replace(_RELOCATES, "correct the answer's start in the file: a comparison reads its data as written")
+            .replace(_PASSES_OVER, "correct or remove that char span in the file: a comparison reads its data as written"))
 
 
 def _misplaced_occurrences(misplaced: list[str] | None, qid: str, source: str, fixed: list[str] | None) -> None:
@@ -365,7 +365,7 @@ def _misplaced_occurrences(misplaced: list[str] | None, qid: str, source: str, f
         return
     if fixed is None:
         more = f" (and {len(misplaced) - 1} more)" if len(misplaced) > 1 else ""
-        raise DataFormatError(f"{misplaced[0]}{more}; {PASSES_OVER}", qid, source)
+        raise DataFormatError(f"{misplaced[0]}{more}; {_PASSES_OVER}", qid, source)
     if qid not in fixed:
         fixed.append(qid)
 
@@ -407,7 +407,7 @@ def _answer_span(
     nearest = _nearest(found, start)
     if fixed is None:
         raise DataFormatError(
-            f"answer {text!r} is not at answer_start {start}; the text does occur at {nearest} ({RELOCATES})", qid, source,
+            f"answer {text!r} is not at answer_start {start}; the text does occur at {nearest} ({_RELOCATES})", qid, source,
         )
     if qid not in fixed:
         fixed.append(qid)

@@ -66,7 +66,7 @@ def evaluate_predictions(
                           f"or the {NO_ANSWER_KEY} of {predictions}")
     scored = scored_questions(data.examples, read.answers, name, predictions, limit, only_predicted)
     if scored.subset:
-        progress_note(progress, f"note: scoring {scored.subset}")
+        progress_note(progress, f"note: scoring {scored.described()}")
     probs_given, probs_source = _no_answer_probabilities(read, na_probs, predictions, task)
     gold = registry.resolve(task.gold)(scored.examples)
     unscored = [ex.id for ex in data.examples if ex.id not in gold]
@@ -109,16 +109,16 @@ def scored_questions(examples, answered, data: str, predictions: str | Path, lim
     those ``answered`` (the predictions file's ``{id: answer}``) answers. A subset is described for the metrics'
     ``scored`` entry."""
     examples = examples[:limit] if limit else examples
+    chosen = {"limit": limit} if limit else {}
     if not only_predicted:
-        subset = f"the first {counted(len(examples), 'question')} of {data} (--limit {limit})" if limit else None
-        return ScoredQuestions(list(examples), len(examples), subset)
+        subset = f"the first {counted(len(examples), 'question')} of {data}" if limit else None
+        return ScoredQuestions(list(examples), len(examples), subset, chosen)
     kept = [ex for ex in examples if ex.id in answered]
     if not kept:
         raise ConfigError(f"{argument('only_predicted', True)}: no question of {data} has an answer in {predictions}")
-    among, options = ((f"the first {len(examples)}", f"--limit {limit} --only-predicted") if limit
-                      else (str(len(examples)), "--only-predicted"))
-    subset = f"the {len(kept)} of {among} {number_form(len(examples), 'question')} of {data} that {predictions} answers ({options})"
-    return ScoredQuestions(kept, len(examples), subset)
+    among = f"the first {len(examples)}" if limit else str(len(examples))
+    subset = f"the {len(kept)} of {among} {number_form(len(examples), 'question')} of {data} that {predictions} answers"
+    return ScoredQuestions(kept, len(examples), subset, {**chosen, "only_predicted": True})
 
 
 __all__ = ["Evaluation", "check_prediction_files", "evaluate_predictions", "scored_questions"]

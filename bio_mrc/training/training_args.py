@@ -16,11 +16,12 @@ import typing
 from dataclasses import fields
 from typing import Any
 
-from ..errors import ConfigError, argument
+from ..errors import ConfigError, argument, as_keywords
 
 
-# The TrainingArguments fields the package sets from its own options (or owns outright), each with why.
-OWNED_TRAINING_ARGS = {
+# The TrainingArguments fields the package sets from its own options (or owns outright), each with why: the arguments
+# it names marked, so a refusal reads each door's form (OWNED_TRAINING_ARGS is the table as a Python caller reads it).
+_OWNED = {
     "output_dir": f"the model folder is the output folder ({argument('output_dir')}); checkpoints go to its checkpoints/ folder",
     "num_train_epochs": f"set {argument('epochs')}",
     "learning_rate": f"set {argument('learning_rate')}; the heads' own rate is {argument('head_learning_rate')}",
@@ -42,17 +43,19 @@ OWNED_TRAINING_ARGS = {
                               "(bio_targets and span_targets soften the targets)",
     "disable_tqdm": "set progress (train_model(progress=...); the CLI shows bars)",
 }
+OWNED_TRAINING_ARGS = {name: as_keywords(why) for name, why in _OWNED.items()}
 
 
-PUSH = argument("push_to_hub", True)  # as a refusal names the push: network_args' key, train's flag
+_PUSH = argument("push_to_hub", True)  # as a refusal names the push: network_args' key, train's flag
 # The TrainingArguments fields that send data off the machine (a hub push, an uploading tracker), each with the network
-# argument that alone turns it on (train_model's network_args, train's flag): a config never does.
-NETWORK_TRAINING_ARGS = {
-    "push_to_hub": PUSH, "hub_model_id": argument("hub_model_id"), "hub_strategy": argument("hub_strategy"),
-    "hub_private_repo": argument("hub_private_repo", True), "hub_always_push": PUSH,
-    "hub_token": f"{PUSH}, with the token of `hf auth login` or HF_TOKEN",
+# argument that alone turns it on (train_model's network_args, train's flag): a config never does. Marked, as _OWNED is.
+_NETWORK = {
+    "push_to_hub": _PUSH, "hub_model_id": argument("hub_model_id"), "hub_strategy": argument("hub_strategy"),
+    "hub_private_repo": argument("hub_private_repo", True), "hub_always_push": _PUSH,
+    "hub_token": f"{_PUSH}, with the token of `hf auth login` or HF_TOKEN",
     "report_to": argument("report_to"),
 }
+NETWORK_TRAINING_ARGS = {name: as_keywords(asks) for name, asks in _NETWORK.items()}
 ASKED_FOR = "which only a training's network options ask for (no comparison does)"
 LOCAL_REPORTERS = ("none", "tensorboard")  # report_to values that keep everything in the model folder
 TRACKER_EXTRAS = {"tensorboard": "bio_mrc[tensorboard]"}  # the package's extra that installs a tracker
@@ -94,7 +97,7 @@ def check_stays_local(values: dict[str, Any], source: str = "training_args") -> 
                 raise ConfigError(f"{source}: report_to {uploading[0]!r} can send the run off this machine, {ASKED_FOR}: "
                                   f"{argument('report_to', uploading[0])} (local here: {', '.join(LOCAL_REPORTERS)})")
         elif name in NETWORK_TRAINING_ARGS or name.startswith(("hub_", "push_to_hub")):
-            raise ConfigError(f"{source}: {name!r} publishes the model, {ASKED_FOR}: {NETWORK_TRAINING_ARGS.get(name, PUSH)}")
+            raise ConfigError(f"{source}: {name!r} publishes the model, {ASKED_FOR}: {_NETWORK.get(name, _PUSH)}")
 
 
 def check_network_args(values: dict[str, Any]) -> None:
@@ -103,12 +106,12 @@ def check_network_args(values: dict[str, Any]) -> None:
     unknown = sorted(set(values) - set(NETWORK_TRAINING_ARGS))
     if unknown and unknown[0].startswith(("hub_", "push_to_hub")):  # training_args refuses it too: no place to give it
         raise ConfigError(f"{unknown[0]!r} is no option of the hub push bio_mrc makes, which takes {argument('hub_model_id')}, "
-                          f"{argument('hub_strategy')} and {argument('hub_private_repo', True)} beside {PUSH}")
+                          f"{argument('hub_strategy')} and {argument('hub_private_repo', True)} beside {_PUSH}")
     if unknown:
         raise ConfigError(f"{unknown[0]!r} is no option that sends data off the machine; give it in training_args")
     hub = [name for name in values if name.startswith("hub_")]
     if hub and not values.get("push_to_hub"):
-        raise ConfigError(f"{' and '.join(argument(name) for name in hub)} need{'s' if len(hub) == 1 else ''} {PUSH}")
+        raise ConfigError(f"{' and '.join(argument(name) for name in hub)} need{'s' if len(hub) == 1 else ''} {_PUSH}")
     if values.get("push_to_hub"):
         _check_hub_reachable()
     from transformers import TrainingArguments
@@ -125,11 +128,11 @@ def _check_hub_reachable() -> None:
     from huggingface_hub import constants, get_token
 
     if constants.HF_HUB_OFFLINE:
-        raise ConfigError(f"{PUSH} needs the Hugging Face Hub, which offline mode (HF_HUB_OFFLINE or "
-                          f"TRANSFORMERS_OFFLINE) turns off; unset it or leave out {PUSH}")
+        raise ConfigError(f"{_PUSH} needs the Hugging Face Hub, which offline mode (HF_HUB_OFFLINE or "
+                          f"TRANSFORMERS_OFFLINE) turns off; unset it or leave out {_PUSH}")
     token = get_token()
     if token is None:
-        raise ConfigError(f"{PUSH} needs a Hugging Face token: run `hf auth login` or set HF_TOKEN")
+        raise ConfigError(f"{_PUSH} needs a Hugging Face token: run `hf auth login` or set HF_TOKEN")
     _check_token_accepted(token)
 
 
@@ -149,15 +152,15 @@ def _check_token_accepted(token: str) -> None:
     except HfHubHTTPError as err:
         status = getattr(err.response, "status_code", None)
         if status in (401, 403):
-            raise ConfigError(f"{PUSH} needs a Hugging Face token the hub accepts, and {constants.ENDPOINT} refuses "
+            raise ConfigError(f"{_PUSH} needs a Hugging Face token the hub accepts, and {constants.ENDPOINT} refuses "
                               f"this one (HTTP {status}): run `hf auth login` again or set HF_TOKEN") from None
         if status != 429:  # this request's own strict rate limit says nothing of the push
-            raise ConfigError(f"{PUSH} needs the Hugging Face Hub, and {constants.ENDPOINT} answers HTTP {status}: "
-                              f"try again later, or leave out {PUSH}") from None
+            raise ConfigError(f"{_PUSH} needs the Hugging Face Hub, and {constants.ENDPOINT} answers HTTP {status}: "
+                              f"try again later, or leave out {_PUSH}") from None
     except Exception as err:  # no answer at all (no route, name lookup, proxy, TLS, timeout): the push would fail alike
         reason = str(err).strip().splitlines()[0] if str(err).strip() else "no answer"
-        raise ConfigError(f"{PUSH} needs the Hugging Face Hub, which cannot be reached at {constants.ENDPOINT} "
-                          f"({type(err).__name__}: {reason}); check the network, or leave out {PUSH}") from None
+        raise ConfigError(f"{_PUSH} needs the Hugging Face Hub, which cannot be reached at {constants.ENDPOINT} "
+                          f"({type(err).__name__}: {reason}); check the network, or leave out {_PUSH}") from None
 
 
 # Counts TrainingArguments takes unchecked that Trainer divides by or hands to a DataLoader: below these, a run
@@ -243,8 +246,8 @@ def check_training_args(values: dict[str, Any]) -> None:
     known = [f.name for f in fields(TrainingArguments) if f.init]
     check_stays_local({name: value for name, value in values.items() if name in known or name.startswith(("hub_", "push_to_hub"))})
     for name in values:
-        if name in OWNED_TRAINING_ARGS:
-            raise ConfigError(f"training_args: {name!r} is the package's own: {OWNED_TRAINING_ARGS[name]}")
+        if name in _OWNED:
+            raise ConfigError(f"training_args: {name!r} is the package's own: {_OWNED[name]}")
         if name not in known:
             guess = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {guess[0]!r}?)" if guess else ""
