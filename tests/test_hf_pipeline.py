@@ -245,7 +245,7 @@ def test_bad_calls_are_refused_before_the_forward_pass(qa):
         qa(question="Who?", context="Newton.", top_k=0)
     with pytest.raises(ValueError, match="windows it was trained with"):
         qa(question="Who?", context="Newton.", doc_stride=64)
-    with pytest.raises(TypeError, match="topk"):
+    with pytest.raises(ValueError, match="topk is transformers 4's spelling of top_k"):
         qa(question="Who?", context="Newton.", topk=2)
 
 
@@ -688,3 +688,41 @@ def test_a_path_that_holds_no_model_is_the_line_every_door_gives(kind, tmp_path,
         pipeline(TASK, model=model, device="cpu")
     assert str(got.value) == str(expected.value)
     assert capfd.readouterr().err == ""  # nothing read: no load report
+
+
+def test_num_workers_is_taken_as_every_transformers_pipeline_takes_it(qa):
+    """``qa(dataset, batch_size=8, num_workers=2)``, as transformers' guides stream a data set, was refused:
+    ``unknown bio-mrc-qa options: ['num_workers']``."""
+    from bio_mrc.errors import ConfigError, DataFormatError
+
+    rows = [{"question": q, "context": CONTEXT} for q in QUESTIONS]
+    assert qa(question=QUESTIONS[0], context=CONTEXT, num_workers=0) == qa(question=QUESTIONS[0], context=CONTEXT)
+    assert list(qa((row for row in rows), batch_size=1, num_workers=2)) == qa(rows)
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(ConfigError, match=f"num_workers is a number of processes, 0 or more, got {bad!r}"):
+            qa(question=QUESTIONS[0], context=CONTEXT, num_workers=bad)
+    with pytest.raises(DataFormatError, match="input 0 holds 'num_workers', an option of the call"):
+        qa({"question": QUESTIONS[0], "context": CONTEXT, "num_workers": 2})
+
+
+def test_input_dicts_given_one_after_another_are_answered_as_their_list(qa):
+    """``qa(dict1, dict2)``, which the old pipeline answered as ``qa([dict1, dict2])``, was refused: ``the question is
+    a string or a list of strings; got a dict``."""
+    rows = [{"question": q, "context": CONTEXT} for q in QUESTIONS]
+    assert qa(*rows) == qa(rows)
+    assert qa(*rows, top_k=2) == qa(rows, top_k=2)
+
+
+@pytest.mark.parametrize("options, line", [
+    (dict(X={"question": "Who?", "context": "Newton."}), "X= is transformers 4's spelling of the inputs"),
+    (dict(data=[{"question": "Who?", "context": "Newton."}]), "data= is transformers 4's spelling of the inputs"),
+    (dict(question="Who?", context="Newton.", topk=2), r"topk is transformers 4's spelling of top_k, .*: give top_k=2"),
+    (dict(question="Who?", context="Newton.", padding="longest"), "padding changes no answer"),
+])
+def test_the_old_pipelines_dropped_spellings_are_refused_naming_what_to_give(qa, options, line):
+    """They were ``TypeError: unknown bio-mrc-qa options: ['X']``, which named nothing to give instead."""
+    from bio_mrc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=line) as refused:
+        qa(**options)
+    assert "\n" not in str(refused.value)

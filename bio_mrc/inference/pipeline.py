@@ -78,6 +78,15 @@ from .text_inputs import text_input
 TASK = "bio-mrc-qa"
 # The window options of transformers' question-answering pipeline: a bio_mrc model reads the windows it was trained with, from its config.
 WINDOW_OPTIONS = ("doc_stride", "max_seq_len", "max_question_len")
+# The old pipeline's spellings that transformers 5 dropped or that change no answer here, each with what to give.
+DROPPED_OPTIONS = {
+    "X": "X= is transformers 4's spelling of the inputs, which transformers 5 dropped: give them first, qa(inputs), "
+         "or as question= and context=",
+    "data": "data= is transformers 4's spelling of the inputs, which transformers 5 dropped: give them first, qa(inputs), "
+            "or as question= and context=",
+    "topk": "topk is transformers 4's spelling of top_k, which transformers 5 dropped: give top_k={value!r}",
+    "padding": "padding changes no answer: a bio_mrc model pads each batch of windows itself; leave it out",
+}
 
 
 class BioMrcQuestionAnsweringPipeline(Pipeline):
@@ -125,6 +134,9 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         windows = [name for name in WINDOW_OPTIONS if name in unknown]
         if windows:
             raise ConfigError(f"{windows}: a bio_mrc model reads the windows it was trained with, from its config.json")
+        for name, line in DROPPED_OPTIONS.items():
+            if name in unknown:
+                raise ConfigError(line.format(value=unknown[name]))
         if unknown:
             raise TypeError(f"unknown {TASK} options: {sorted(unknown)}")
         top_k = check_top_k(top_k, False)  # AnswerExtractor's line for the same value; with multi_span, _answer's
@@ -150,13 +162,16 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if line := never_abstains_line(trained, [chosen], "handle_impossible_answer=True asks for no answer where there is none"):
             warnings.warn(line, NeverAbstainsWarning, stacklevel=3)
 
-    def __call__(self, *args, batch_size: int | None = None, **kwargs):
+    def __call__(self, *args, batch_size: int | None = None, num_workers: int | None = None, **kwargs):
         """``qa(question=..., context=...)``, ``qa(question, context)``, ``qa({"question": ..., "context": ...})``
         or a list of such dicts. One string (or dict) in, one result out; lists in, a list out.
         ``batch_size`` is the number of windows per forward pass (a list is run and decoded the extractor's ``chunk_size``
         questions at a time).
         A ``datasets.Dataset``, a ``KeyDataset`` or a generator of such dicts in: an iterator of results out,
-        answered ``batch_size`` questions at a time, as transformers pipelines stream them."""
+        answered ``batch_size`` questions at a time, as transformers pipelines stream them. ``num_workers`` is taken
+        as every transformers pipeline takes it and changes nothing: the windows are cut in this process."""
+        if num_workers is not None:
+            check_num_workers(num_workers)
         # refused now (for a stream, not at the first next()); transformers checks them again for each chunk
         options = {name: value for name, value in kwargs.items() if name not in ("question", "context")}
         self._warn_never_abstains({**self._postprocess_params, **self._sanitize_parameters(**options)[2]})
@@ -290,9 +305,18 @@ def dtype_precision(dtype: Any, precision: str | None) -> str | None:
     return chosen
 
 
+def check_num_workers(num_workers: Any) -> int:
+    """``num_workers`` if it is a whole number of processes, 0 or more (transformers' DataLoader's); else a ConfigError."""
+    if not whole_number(num_workers) or num_workers < 0:
+        raise ConfigError(f"num_workers is a number of processes, 0 or more, got {num_workers!r}")
+    return int(num_workers)
+
+
 def question_and_context(args: tuple, question, context, first: int = 0):
     """The old pipeline's input shapes -> (question, context) as :meth:`AnswerExtractor.examples` reads them
-    (``first``: the number of the first input, within a stream)."""
+    (``first``: the number of the first input, within a stream). Several dicts one after another are their list."""
+    if len(args) > 1 and all(isinstance(item, dict) for item in args):
+        args = (list(args),)
     if len(args) == 2 and question is None and context is None:
         return args
     if len(args) == 1 and question is None and context is None:
@@ -322,9 +346,10 @@ def _given(item: dict, name: str, index: int) -> Any:
 
 @functools.cache  # read for every input: the signature is the class's, fixed once imported
 def call_options() -> tuple[str, ...]:
-    """The names a call takes as options (``_sanitize_parameters``'s, the refused window options and ``batch_size``)."""
+    """The names a call takes as options (``_sanitize_parameters``'s, the refused window options, ``batch_size`` and
+    ``num_workers``)."""
     named = inspect.signature(BioMrcQuestionAnsweringPipeline._sanitize_parameters).parameters.values()
-    return (*(p.name for p in named if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self"), *WINDOW_OPTIONS, "batch_size")
+    return (*(p.name for p in named if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self"), *WINDOW_OPTIONS, "batch_size", "num_workers")
 
 
 def check_input_keys(item: dict, index: int) -> None:
