@@ -8,7 +8,8 @@ What is checked, in this order, before any tensor is allocated:
   named as such;
 * ``config.json``: a JSON object; the encoder's sizes are integers within :data:`SIZE_LIMITS`, and it is no decoder
   (``is_decoder``), no decoder-only language model (GPT-2, BLOOM) nor an encoder-decoder model; the window settings
-  are positive integers and fit the encoder's ``max_position_embeddings``; tuned settings are numbers;
+  are positive integers and fit the encoder's ``max_position_embeddings``; tuned settings are numbers; the heads'
+  settings (``bio_prior``, ``bio_class_weights``, ``bio_loss_reduction``, ``head_dropout``) are of their kinds;
   ``return_dict`` is not turned off;
 * the weights: pickled checkpoints (``pytorch_model.bin``) are refused; ``model.safetensors`` (or each shard
   of its index) has a header that parses and tensors that tile the file exactly (an empty, cut short or
@@ -40,7 +41,7 @@ from .config_schema import whole_number
 from .errors import InputWarning, ModelFormatError, argument, shown_value
 from .evaluation_record import EVAL_FILE
 from .io import non_utf8_byte, remove_file, special_file_kind
-from .model_defaults import WORD_UNITS, WORD_UNITS_WHEN_ABSENT
+from .model_defaults import BIO_LOSS_REDUCTIONS, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 from .pickled_weights import pickled_shapes
 from .plurals import counted, number_form
@@ -443,10 +444,26 @@ def check_sizes(config: Mapping[str, Any], folder: Path, where: str = "encoder."
     for place, settings in (("", config), (where, encoder)):
         if settings.get("dtype") not in DTYPES:
             raise fail(folder, "config.json", f"{place}dtype must be one of {[d for d in DTYPES if d]}, got {settings['dtype']!r}")
+    _check_encoder_values(encoder, folder, where)
     if "hidden_size" in encoder and encoder["hidden_size"] % encoder.get("num_attention_heads", 1):
         raise fail(folder, "config.json", f"{where}hidden_size {encoder['hidden_size']} is not a multiple of "
                                           f"num_attention_heads {encoder['num_attention_heads']}")
     return encoder
+
+
+def _check_encoder_values(encoder: Mapping[str, Any], folder: Path, where: str) -> None:
+    """The padding token's id is a row of the embeddings, and the activation one transformers knows: otherwise
+    building the encoder ends in ``Padding_idx must be within num_embeddings`` or a bare ``KeyError: '7'``."""
+    pad, vocab_size = encoder.get("pad_token_id"), encoder.get("vocab_size")
+    if pad is not None and not (_is_int(pad) and 0 <= pad < (vocab_size if _is_int(vocab_size) else SIZE_LIMITS["vocab_size"])):
+        raise fail(folder, "config.json", f"{where}pad_token_id must be null or a token id below vocab_size {vocab_size}, "
+                                          f"got {shown_value(pad)}")
+    if "hidden_act" in encoder:
+        from transformers.activations import ACT2FN
+
+        if not isinstance(encoder["hidden_act"], str) or encoder["hidden_act"] not in ACT2FN:
+            raise fail(folder, "config.json", f"{where}hidden_act must be one of transformers' activations "
+                                              f"({', '.join(sorted(ACT2FN)[:6])}, …), got {shown_value(encoder['hidden_act'])}")
 
 
 def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder: Path) -> None:
@@ -480,10 +497,10 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
                                           f"{windows['max_seq_length']}: the encoder cannot read its own windows")
     for key, value in _mapping(config, "no_answer_thresholds", folder).items():
         _check_threshold(value, f"no_answer_thresholds.{key}", folder)
-    numbers = {"bio_length_prior": config.get("bio_length_prior"), "head_dropout": config.get("head_dropout", 0.0)}
-    for name, value in numbers.items():
-        if value is not None and not (_is_number(value) and abs(value) <= MAX_SETTING):
-            raise fail(folder, "config.json", f"{name} must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}], got {value!r}")
+    prior = config.get("bio_length_prior")
+    if prior is not None and not (_is_number(prior) and abs(prior) <= MAX_SETTING):
+        raise fail(folder, "config.json", f"bio_length_prior must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}], got {prior!r}")
+    check_head_settings(config, folder)
     for decoding, probability in _mapping(config, "min_span_probabilities", folder).items():
         if not (_is_number(probability) and 0 <= probability <= 1):
             raise fail(folder, "config.json", f"min_span_probabilities.{decoding} must be a probability in [0, 1], got {probability!r}")
@@ -491,6 +508,26 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
         _check_calibrator(decoding, calibrator, folder)
     _check_tuned_on(_mapping(config, "tuned_on", folder), folder)  # tune reads it as an object when it saves new settings
     _warn_of_unknown_decodings(config, folder)
+
+
+def check_head_settings(config: Mapping[str, Any], folder: Path) -> None:
+    """The settings the heads are built from, each named as ``config.json`` writes it (the heads' own errors name
+    their arguments, or none: ``'int' object is not iterable``), and ``architectures``, which transformers' pipeline
+    iterates over."""
+    dropout = config.get("head_dropout", 0.0)
+    if not (_is_number(dropout) and 0 <= dropout <= 1):
+        raise fail(folder, "config.json", f"head_dropout must be a probability in [0, 1], got {shown_value(dropout)}")
+    if config.get("bio_loss_reduction", BIO_LOSS_REDUCTIONS[0]) not in BIO_LOSS_REDUCTIONS:
+        raise fail(folder, "config.json", f"bio_loss_reduction must be one of {', '.join(BIO_LOSS_REDUCTIONS)}, "
+                                          f"got {shown_value(config['bio_loss_reduction'])}")
+    for name in ("bio_prior", "bio_class_weights"):  # None: a uniform prior, the plain loss
+        value = config.get(name)
+        if value is not None and not (isinstance(value, list) and len(value) == 3
+                                      and all(_is_number(v) and 0 < v <= MAX_SETTING for v in value)):
+            raise fail(folder, "config.json", f"{name} must be null or three positive numbers (B, I, O), got {shown_value(value)}")
+    names = config.get("architectures")
+    if names is not None and not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
+        raise fail(folder, "config.json", f"architectures must be a list of class names, got {shown_value(names)}")
 
 
 # The fields of ``tuned_on`` and what each holds: tune writes the first three (and training_questions where the run record

@@ -847,7 +847,8 @@ def test_an_encoder_without_the_vocabulary_its_named_tokenizer_reads_is_told_whi
                        "Field 'use_cache' expected bool, got str (value: 'x')"),
     ("num_hidden_layers", -1, "num_hidden_layers must be an integer in [1, 96], got -1"),
     ("hidden_size", 10**9, "hidden_size must be an integer in [1, 16,384], got 1000000000"),
-    ("hidden_act", "nope", "describes no model this version can build: 'nope'"),
+    ("hidden_act", "nope", "hidden_act must be one of transformers' activations (gelu, gelu_10, gelu_accurate, gelu_fast, "
+                           "gelu_new, gelu_python, …), got 'nope'"),
 ])
 def test_an_encoder_whose_config_transformers_rejects_is_one_line(tiny_encoder_dir, tmp_path, key, value, problem):
     """Checked as an init_from model's encoder is (sizes, then a build on the meta device): a negative layer count

@@ -260,11 +260,15 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
 def check_folder_to_load(model_dir: Path) -> None:
     """What :meth:`TrainedModel.load` refuses in the local folder ``model_dir`` before it reads a weight, for a door that
     loads the folder through transformers (the pipeline): a folder that holds no bio_mrc model, export of one or
-    transformers' extractive QA model is one :class:`ModelFormatError`."""
+    transformers' extractive QA model is one :class:`ModelFormatError`, and so is a bio_mrc folder that
+    :func:`~bio_mrc.model_folder.check_model_folder` refuses (transformers would otherwise wrap the refusal in its own
+    ``Could not load model … with any of the following classes``, or end in a traceback of its own)."""
     if qa_architecture(model_dir):
         check_qa_folder(model_dir)
-    else:
-        check_model_dir(model_dir, (ONNX_FILE,) if model_backend(model_dir) == "onnx" else WEIGHT_FILES)
+        return
+    onnx = model_backend(model_dir) == "onnx"
+    check_model_dir(model_dir, (ONNX_FILE,) if onnx else WEIGHT_FILES)
+    check_model_folder(model_dir, None if onnx else BioMrcForQuestionAnswering, onnx=onnx)
 
 
 def saved_settings(model_dir: Path) -> tuple[list[str], float] | None:
