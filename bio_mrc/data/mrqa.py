@@ -55,24 +55,30 @@ def _mrqa_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         context, qas = context_line.get("context"), context_line.get("qas")
         if not isinstance(context, str) or not isinstance(qas, list):
             raise DataFormatError(f"{where} needs a 'context' string and a 'qas' list", source=source)
-        for qa in qas:
-            yield where, _row_or_problem(qa, context, title if isinstance(title, str) else "", f"{source}, {where}")
+        for number, qa in enumerate(qas, 1):
+            yield where, _row_or_problem(qa, context, title if isinstance(title, str) else "", f"{source}, {where}", number)
 
 
-def _row_or_problem(qa: Any, context: str, title: str, source: str) -> dict[str, Any] | DataFormatError:
-    """The question's row, or its own problem (a malformed or misplaced span, a text that is no string) in its place:
-    raised where every question's checks are made, so ``skip_invalid`` skips and counts it as any other."""
+def _row_or_problem(qa: Any, context: str, title: str, source: str, number: int = 1) -> dict[str, Any] | DataFormatError:
+    """The question's row (the line's ``number``-th), or its own problem (not an object, a malformed or misplaced span, a
+    text that is no string) in its place: raised where every question's checks are made, so ``skip_invalid`` skips and
+    counts it as any other."""
+    if not isinstance(qa, dict):
+        return DataFormatError(f"'qas' entry {number} is {_JSON_KINDS.get(type(qa), type(qa).__name__)}, not a question object "
+                               "{qid, question, detected_answers}", None, source)
     try:
         return _row(qa, context, title, source)
     except DataFormatError as problem:
         return problem
 
 
-def _row(qa: Any, context: str, title: str, source: str) -> dict[str, Any]:
+_JSON_KINDS = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}
+
+
+def _row(qa: dict[str, Any], context: str, title: str, source: str) -> dict[str, Any]:
     """One question in the Hugging Face columns; ``load_squad`` checks id, question and answers as for any row. Without
     ``detected_answers`` (or with null) it is a question to predict, unlabelled, as a row without ``answers`` is:
     ``is_impossible: false`` says no more, ``true`` makes it unanswerable."""
-    qa = qa if isinstance(qa, dict) else {}
     row = {"id": qa.get("qid"), "title": title, "context": context, "question": qa.get("question")}
     detected, impossible = qa.get("detected_answers"), qa.get("is_impossible")
     if detected is None and (impossible is None or impossible is False):

@@ -76,6 +76,7 @@ def parse_record(record: Any, source: str = "", number: int | None = None) -> tu
         raise DataFormatError(f"missing key(s) {missing}", str(qid) if qid is not None else position, source)
     if not isinstance(qid, str) or not qid:
         raise DataFormatError(f"'id' must be a non-empty string, got {qid!r}", position, source)
+    check_text(qid, "id", position, source)  # an id of spaces alone is refused here as in every other layout
     question = _words(record, "question", qid, source)
     context = _words(record, "context", qid, source)
     if record.get("label") is None:  # a question to predict (MultiSpanQA's test file has no labels)

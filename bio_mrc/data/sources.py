@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import unicodedata
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -195,14 +196,26 @@ def check_columns(columns: Iterable[str] | None, name: str, kind: str) -> None:
 
 
 def check_near_misses(columns: list[str], name: str, kind: str) -> None:
-    """A column that is one bio_mrc reads but for case or surrounding spaces (``' id'``, ``'Answers'``) is refused:
-    read as an unknown column it would be ignored, and with it every question's id, title or answers."""
+    """A column that is one bio_mrc reads but for case or surrounding spaces or invisible characters (``' id'``,
+    ``'Answers'``, ``'\\ufeffid'`` after a second byte-order mark) is refused: read as an unknown column it would be
+    ignored, and with it every question's id, title or answers."""
     known = (*REQUIRED_COLUMNS, *_OPTIONAL)
     for column in columns:
-        meant = str(column).strip().lower()
+        meant = _bare_name(str(column))
         if column not in known and meant in known and meant not in columns:
             raise DataFormatError(f"the {kind} names the column {column!r}, which is not {meant!r} as spelt, so its values "
                                   f"would be ignored; rename it {meant!r}", source=name)
+
+
+def _bare_name(column: str) -> str:
+    """``column`` in lower case without the whitespace and format characters (a byte-order mark, a zero-width space)
+    around it."""
+    start, end = 0, len(column)
+    while start < end and (column[start].isspace() or unicodedata.category(column[start]) == "Cf"):
+        start += 1
+    while end > start and (column[end - 1].isspace() or unicodedata.category(column[end - 1]) == "Cf"):
+        end -= 1
+    return column[start:end].lower()
 
 
 def table_rows(rows: Iterable[tuple[int, Any]], name: str) -> Iterator[tuple[str, Any]]:

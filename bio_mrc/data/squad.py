@@ -150,10 +150,11 @@ def validated(
     seen: set[str] = set()
     checked: Any = None  # the context last read whole: a paragraph's questions share it (one string)
     places = _AnswerPlaces()
-    for position, (qa, context, title, source) in enumerate(questions, 1):
+    for position, (qa, context, title, source, *place) in enumerate(questions, 1):
         try:
             example = _parse_question(qa, context, title, source, result.fixed_offsets if fix_offsets else None, position,
-                                      context_checked=checked is not None and context is checked, places=places)
+                                      context_checked=checked is not None and context is checked, places=places,
+                                      place=place[0] if place else None)
             checked = context
             if example.id in seen:
                 raise DataFormatError("duplicate question id", example.id, source)
@@ -229,8 +230,8 @@ def stream_squad(
     return SquadStream(data, limit, fix_offsets, skip_invalid, split, data_format, needs_gold)
 
 
-def _article_questions(articles: Iterable[Any], source: str) -> Iterator[tuple[Any, Any, str, str]]:
-    """``(qa, context, title, source)`` of every question of ``articles``: whole articles, or the paragraphs (:class:`Paragraph`)
+def _article_questions(articles: Iterable[Any], source: str) -> Iterator[tuple[Any, Any, str, str, str]]:
+    """``(qa, context, title, source, place)`` of every question of ``articles``: whole articles, or the paragraphs (:class:`Paragraph`)
     of an article the stream reads one at a time (each names its article's place)."""
     number = 0
     for article in articles:
@@ -241,8 +242,8 @@ def _article_questions(articles: Iterable[Any], source: str) -> Iterator[tuple[A
         else:
             number += 1
             questions = _questions_of(article, number, source)
-        for qa, context, title in questions:
-            yield qa, context, title, source
+        for qa, context, title, place in questions:
+            yield qa, context, title, source, place
 
 
 def _version_of(examples: Sequence[Example]) -> str:
@@ -274,8 +275,8 @@ def _whole_layout(
     return result
 
 
-def _questions_of(article: Any, number: int, source: str) -> Iterator[tuple[Any, Any, str]]:
-    """``(qa, context, title)`` of every question of one article; a malformed article or paragraph raises."""
+def _questions_of(article: Any, number: int, source: str) -> Iterator[tuple[Any, Any, str, str]]:
+    """``(qa, context, title, place)`` of every question of one article; a malformed article or paragraph raises."""
     title = article.get("title") if isinstance(article, dict) else None
     title = "" if title is None else title
     name = _article_name(title, number)
@@ -290,13 +291,14 @@ def _article_name(title: Any, number: int) -> str:
     return title if isinstance(title, str) and title else f"article #{number}"
 
 
-def _paragraph_questions(paragraph: Any, index: int, title: Any, name: str, source: str) -> Iterator[tuple[Any, Any, str]]:
-    """``(qa, context, title)`` of every question of one paragraph (the ``index``-th of the article ``name``)."""
+def _paragraph_questions(paragraph: Any, index: int, title: Any, name: str, source: str) -> Iterator[tuple[Any, Any, str, str]]:
+    """``(qa, context, title, place)`` of every question of one paragraph (the ``index``-th of the article ``name``);
+    ``place`` (``article #2, paragraph 0, question 1``) names a question whose id and title cannot."""
     qas = paragraph.get("qas") if isinstance(paragraph, dict) else None
     if not isinstance(qas, list):
         raise DataFormatError(f"paragraph {index} has no 'qas' list", name, source)
-    for qa in qas:
-        yield qa, paragraph.get("context"), title
+    for number, qa in enumerate(qas):
+        yield qa, paragraph.get("context"), title, f"{name}, paragraph {index}, question {number}"
 
 
 def generated_id(position: int, question: str, context: str) -> str:
@@ -309,25 +311,28 @@ def generated_id(position: int, question: str, context: str) -> str:
 
 def _parse_question(
     qa: Any, context: Any, title: str, source: str, fixed: list[str] | None, position: int = 1, context_checked: bool = False,
-    places: _AnswerPlaces | None = None,
+    places: _AnswerPlaces | None = None, place: str | None = None,
 ) -> Example:
     """One question as an :class:`Example`, checked; ``context_checked``: the context (this very string) passed the
     checks with an earlier question of its paragraph, which are not made again: they read it whole, so 10,000 questions
     of one 5,000,000-character context took minutes to read (a paragraph's questions share its one string).
-    ``places``: where the answer texts of the questions read before occur in their context, if any."""
+    ``places``: where the answer texts of the questions read before occur in their context, if any. ``place``: where
+    an official file holds the question, its name in an error where neither an id nor a title names it."""
     if isinstance(qa, DataFormatError):  # a question its reader could not make a row of (a bad MRQA span)
         raise qa
+    unnamed = (title if isinstance(title, str) else None) or place  # a row's source already names its line or row
     if not isinstance(qa, dict):
-        raise DataFormatError("question is not an object", title or None, source)
+        raise DataFormatError("question is not an object", unnamed, source)
     given = qa.get("id")
     if not isinstance(title, str):
-        raise DataFormatError(f"'title' must be a string, got {title!r}", given if isinstance(given, str) else None, source)
+        raise DataFormatError(f"'title' must be a string, got {title!r}", given if isinstance(given, str) and given.strip() else place,
+                              source)
     if given not in (None, "") and not isinstance(given, str):
-        raise DataFormatError(f"'id' must be a string, got {given!r}", title or None, source)
-    named = check_text(given, "id", title or None, source) if given else None
+        raise DataFormatError(f"'id' must be a string, got {given!r}", unnamed, source)
+    named = check_text(given, "id", unnamed, source) if given else None
     if not context_checked:
-        check_context_length(check_text(context, "context", named or title or None, source), named or title or None, source)
-    question = check_text(qa.get("question"), "question", named or title or None, source)
+        check_context_length(check_text(context, "context", named or unnamed, source), named or unnamed, source)
+    question = check_text(qa.get("question"), "question", named or unnamed, source)
     qid = named or generated_id(position, question, context)
     answers, impossible = _answers_of(qa, qid, source)
     if answers is None:
