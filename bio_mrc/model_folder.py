@@ -10,7 +10,8 @@ What is checked, in this order, before any tensor is allocated:
   (``is_decoder``), no decoder-only language model (GPT-2, BLOOM) nor an encoder-decoder model; the window settings
   are positive integers and fit the encoder's ``max_position_embeddings``; tuned settings are numbers; the heads'
   settings (``bio_prior``, ``bio_class_weights``, ``bio_loss_reduction``, ``head_dropout``) are of their kinds;
-  ``return_dict`` is not turned off;
+  ``return_dict`` is not turned off; the encoder has no cross-attention and a ``model_type`` transformers knows;
+* the run and evaluation records: of the kinds the card reads, no NaN, and no infinity outside a ``threshold``;
 * the weights: pickled checkpoints (``pytorch_model.bin``) are refused; ``model.safetensors`` (or each shard
   of its index) has a header that parses and tensors that tile the file exactly (an empty, cut short or
   corrupt file is refused; so is a ``__metadata__`` safetensors cannot read); given the model class, every tensor
@@ -18,7 +19,8 @@ What is checked, in this order, before any tensor is allocated:
   (built on the ``meta`` device: no memory);
 * ``tokenizer.json``: present where required, at most :data:`MAX_TOKENIZER_BYTES`, read by ``tokenizers``
   (whose parser limits nesting), and every token id below the encoder's ``vocab_size``; the other tokenizer
-  files parse as JSON objects, and their special tokens are texts of its vocabulary (``cls_token`` and ``sep_token``
+  files parse as JSON objects, ``tokenizer_config.json``'s flags and sides are of their kinds
+  (:data:`TOKENIZER_SETTINGS`), and their special tokens are texts of its vocabulary (``cls_token`` and ``sep_token``
   those its post-processor puts in every window, which loading rebuilds the windows from);
 * an ONNX export's ``model.onnx``: parses, its external data lies inside the folder, its inputs are
   ``(batch, sequence)`` and its outputs those of the config's heads, and no float initializer holds NaN (nor infinity
@@ -175,10 +177,24 @@ def checked_record(folder: Path, name: str) -> dict[str, Any] | None:
     except (UnicodeDecodeError, RecursionError, ValueError) as err:
         raise fail(folder, name, f"cannot be read as JSON ({type(err).__name__}: {str(err)[:120]}); delete it, and the "
                                  "model card leaves out what it said") from None
-    if problem := record_problem(name, record):
+    if problem := record_problem(name, record) or _non_finite_field(record):
         raise fail(folder, name, f"{problem}; a record bio_mrc did not write as it is: delete it, and the model card "
                                  "leaves out what it said")
     return record
+
+
+def _non_finite_field(value: Any, where: str = "") -> str | None:
+    """The first NaN in a record, or infinity outside a no-answer ``threshold`` (where it always or never abstains),
+    named by its field (``evaluations.0.results.joint.f1 must be a finite number, got NaN``): the card would show
+    ``nan`` for a score, a loss or a time; None where every number is one."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if isinstance(item, float) and (math.isnan(item) or math.isinf(item) and key != "threshold"):
+            kind = "a number or ±Infinity" if key == "threshold" else "a finite number"
+            return f"{where}{key} must be {kind}, got {non_finite_as(item, str)}"
+        if problem := _non_finite_field(item, f"{where}{key}."):
+            return problem
+    return None
 
 
 def check_encoder_folder(folder: str | Path) -> None:
@@ -227,11 +243,34 @@ def check_reads_both_ways(encoder: Mapping[str, Any], folder: Path, where: str =
         raise fail(folder, "config.json", f"{where}is_decoder is true: the encoder would read each token with only the "
                                           f"tokens before it (causal attention); {BIDIRECTIONAL_ONLY} (set it to false "
                                           "where the encoder was trained as one)")
+    if encoder.get("add_cross_attention", False) is not False:  # transformers builds its layers for a decoder only
+        raise fail(folder, "config.json", f"{where}add_cross_attention must be false (cross-attention reads a decoder's "
+                                          f"other stack, which an encoder has none of), got {shown_value(encoder['add_cross_attention'])}")
     model_type = encoder.get("model_type")
     if model_type is not None and not isinstance(model_type, str):  # transformers looks it up as a key of its tables
         raise fail(folder, "config.json", f"{where}model_type must be a string (\"bert\"), got {shown_value(model_type)}")
+    if where:  # a model's encoder; an encoder folder's own unknown model_type is named when it loads
+        _check_known_model_type(model_type, folder, where)
     if isinstance(model_type, str) and decoder_only(model_type):
         raise _decoder_only_model(folder, model_type, _base_model_name(model_type), where)
+
+
+def _check_known_model_type(model_type: str | None, folder: Path, where: str) -> None:
+    """A model's encoder names a ``model_type`` transformers builds: otherwise building it ends in ``Cannot resolve
+    `encoder``` or a list of every type transformers knows."""
+    from transformers import CONFIG_MAPPING
+
+    if model_type is None:
+        raise fail(folder, "config.json", f"{where}model_type is missing: give the encoder's (\"bert\")")
+    if model_type not in CONFIG_MAPPING:
+        raise fail(folder, "config.json", f"{where}model_type {model_type!r} is no model type transformers "
+                                          f"{_transformers_version()} knows (a newer transformers', or another library's?)")
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
 
 
 def check_bidirectional(config: Mapping[str, Any], folder: Path) -> Any:
@@ -445,10 +484,34 @@ def check_sizes(config: Mapping[str, Any], folder: Path, where: str = "encoder."
         if settings.get("dtype") not in DTYPES:
             raise fail(folder, "config.json", f"{place}dtype must be one of {[d for d in DTYPES if d]}, got {settings['dtype']!r}")
     _check_encoder_values(encoder, folder, where)
-    if "hidden_size" in encoder and encoder["hidden_size"] % encoder.get("num_attention_heads", 1):
-        raise fail(folder, "config.json", f"{where}hidden_size {encoder['hidden_size']} is not a multiple of "
-                                          f"num_attention_heads {encoder['num_attention_heads']}")
+    _check_heads_divide(encoder, folder, where)
     return encoder
+
+
+def _check_heads_divide(encoder: Mapping[str, Any], folder: Path, where: str) -> None:
+    """``hidden_size`` is a multiple of ``num_attention_heads``, either left out taking its class's default (BERT's
+    768 and 12): named here, as transformers names neither field nor that one fell to a default."""
+    names = ("hidden_size", "num_attention_heads")
+    if not any(name in encoder for name in names):
+        return
+    defaults = _config_defaults(encoder.get("model_type"))
+    size, heads = (encoder.get(name, defaults.get(name)) for name in names)
+    if not (_is_int(size) and _is_int(heads)) or size % heads == 0:
+        return
+    shown = [f"{name} {value}" if name in encoder else f"{name} {value} ({encoder.get('model_type')}'s default: "
+             f"{where}{name} is missing)" for name, value in zip(names, (size, heads))]
+    raise fail(folder, "config.json", f"{where}{shown[0]} is not a multiple of {shown[1]}"
+               + ("" if all(name in encoder for name in names) else ": give the encoder's own"))
+
+
+def _config_defaults(model_type: Any) -> dict[str, Any]:
+    """The sizes transformers' config class of ``model_type`` falls to where a config leaves them out."""
+    from transformers import CONFIG_MAPPING
+
+    if not isinstance(model_type, str) or model_type not in CONFIG_MAPPING:
+        return {}
+    config = CONFIG_MAPPING[model_type]()
+    return {name: getattr(config, name, None) for name in ("hidden_size", "num_attention_heads")}
 
 
 def _check_encoder_values(encoder: Mapping[str, Any], folder: Path, where: str) -> None:
@@ -766,6 +829,7 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
     and their ``cls_token`` and ``sep_token`` those its post-processor puts in every window."""
     settings = {name: read_json_object(folder, name) for name in TOKENIZER_JSON_FILES if (folder / name).is_file()}
     _check_model_max_length(settings.get("tokenizer_config.json", {}), folder)
+    _check_tokenizer_settings(settings.get("tokenizer_config.json", {}), folder)
     path = folder / TOKENIZER_FILE
     if not path.is_file():
         if required:
@@ -877,6 +941,31 @@ def _check_model_max_length(settings: Mapping[str, Any], folder: Path) -> None:
     length = settings.get("model_max_length")
     if length is not None and not (_is_number(length) and length >= 0):
         raise fail(folder, "tokenizer_config.json", f"model_max_length must be a number of tokens (0 or more), got {length!r}")
+
+
+# The settings of tokenizer_config.json transformers' tokenizer classes pass on to ``tokenizers`` or check themselves, as
+# (what each holds, the values it may take): another kind ends the loading in ``'None' is not an instance of 'bool'``.
+FLAG = ("true or false", (True, False))
+TOKENIZER_SETTINGS = {"do_lower_case": FLAG, "tokenize_chinese_chars": FLAG, "split_special_tokens": FLAG,
+                      "strip_accents": ("null, true or false", (None, True, False)),
+                      "padding_side": ("'left' or 'right'", ("left", "right")),
+                      "truncation_side": ("'left' or 'right'", ("left", "right"))}
+
+
+def _check_tokenizer_settings(settings: Mapping[str, Any], folder: Path) -> None:
+    """Each setting of :data:`TOKENIZER_SETTINGS` holds one of its values, ``tokenizer_class`` is a class's name and
+    ``model_input_names`` a list of names, each named in the line."""
+    for name, (kind, values) in TOKENIZER_SETTINGS.items():
+        # by identity: 1 == True, and a 1 ends the loading as "'int' object is not an instance of 'bool'"
+        if name in settings and not any(settings[name] is value or settings[name] == value and isinstance(value, str)
+                                        for value in values):
+            raise fail(folder, "tokenizer_config.json", f"{name} must be {kind}, got {shown_value(settings[name])}")
+    if settings.get("tokenizer_class") is not None and not isinstance(settings["tokenizer_class"], str):
+        raise fail(folder, "tokenizer_config.json", f"tokenizer_class must be a tokenizer class's name (\"BertTokenizer\"), "
+                                                    f"got {shown_value(settings['tokenizer_class'])}")
+    names = settings.get("model_input_names", [])
+    if not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
+        raise fail(folder, "tokenizer_config.json", f"model_input_names must be a list of input names, got {shown_value(names)}")
 
 
 def _special_tokens(settings: Mapping[str, Any]) -> list[tuple[str, Any]]:

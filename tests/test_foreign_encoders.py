@@ -70,7 +70,7 @@ def test_a_bio_mrc_model_whose_model_type_was_edited_is_named_as_not_one(saved_m
     folder = copy_with(saved_model, tmp_path / "model", model_type="nosuch")
     assert main(["extract", "--model", str(folder), "--question", "Who?", "--context", "Ada."]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        f"error: a nosuch model, not a bio_mrc model (model_type 'nosuch'); a bare encoder is trained into one with "
+        f"error: config.json: a nosuch model, not a bio_mrc model (model_type 'nosuch'); a bare encoder is trained into one with "
         f"`bio-mrc train --encoder PATH` (in {folder})")
 
 

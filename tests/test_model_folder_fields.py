@@ -141,3 +141,42 @@ def test_every_field_of_every_file_loads_or_is_one_line_at_every_door(tuned_mode
                     wrong.append(f"{file} {'.'.join(path)}={name}: score {answer['score']}")
         shutil.rmtree(tmp_path / str(number))
     assert not wrong, "\n".join(wrong[:20])
+
+
+# Each was a line naming neither the file nor the field: transformers' "not a multiple of the number of attention
+# heads (12)", "describes no model this version can build: BertLayer(", a model_type named without its file.
+MORE_REFUSED = [
+    ("tokenizer_config.json", ("do_lower_case",), None, "do_lower_case must be true or false"),
+    ("tokenizer_config.json", ("strip_accents",), 7, "strip_accents must be null, true or false"),
+    ("tokenizer_config.json", ("tokenize_chinese_chars",), "7", "tokenize_chinese_chars must be true or false"),
+    ("config.json", ("encoder", "add_cross_attention"), True, "encoder.add_cross_attention must be false"),
+    ("config.json", ("encoder", "num_attention_heads"), ...,
+     r"encoder.hidden_size 32 is not a multiple of num_attention_heads 12 \(bert's default: encoder.num_attention_heads is missing\): give the encoder's own"),
+    ("tokenizer_config.json", ("padding_side",), None, "padding_side must be 'left' or 'right'"),
+    ("tokenizer_config.json", ("tokenizer_class",), 7, "tokenizer_class must be a tokenizer class's name"),
+    ("tokenizer_config.json", ("model_input_names",), None, "model_input_names must be a list of input names"),
+    ("config.json", ("encoder", "model_type"), ..., "encoder.model_type is missing"),
+    ("config.json", ("encoder", "model_type"), "xyz", "encoder.model_type 'xyz' is no model type transformers"),
+    ("config.json", ("model_type",), 7, r"a 7 model, not a bio_mrc model \(model_type 7\)"),
+    ("bio_mrc_run.json", ("seconds",), math.nan, "seconds must be a finite number, got NaN"),
+    ("bio_mrc_run.json", ("final_loss",), math.inf, "final_loss must be a finite number, got Infinity"),
+    ("bio_mrc_eval.json", ("evaluations", 0, "results", "joint", "f1"), math.nan,
+     "evaluations.0.results.joint.f1 must be a finite number, got NaN"),
+    ("bio_mrc_eval.json", ("evaluations", 0, "results", "joint", "threshold"), math.nan,
+     r"evaluations.0.results.joint.threshold must be a number or ±Infinity, got NaN"),
+]
+
+
+@pytest.mark.parametrize("file, path, value, match", MORE_REFUSED)
+def test_a_broken_field_is_one_line_naming_file_and_field(tuned_model, tmp_path, file, path, value, match):
+    folder = edited(tuned_model, tmp_path, file, path, value)
+    with pytest.raises(BioMrcError, match=f"^{file}: {match}") as info:
+        TrainedModel.load(folder)
+    assert info.value.source == str(folder)
+
+
+@pytest.mark.parametrize("file, path, value, match", [MORE_REFUSED[i] for i in (0, 3, 4, 8, 10, 11)])
+def test_the_pipeline_names_the_file_and_field(tuned_model, tmp_path, file, path, value, match):
+    folder = edited(tuned_model, tmp_path, file, path, value)
+    with pytest.raises(BioMrcError, match=f"{file}: {match}"):
+        pipeline_of(folder)

@@ -247,7 +247,7 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
     model_type = config.get("model_type") if isinstance(config, dict) else None
     if model_type != BioMrcConfig.model_type:
         raise ModelFormatError(
-            f"a {model_type or 'non-bio_mrc'} model, not a bio_mrc model (model_type {model_type!r}); "
+            f"config.json: a {model_type or 'non-bio_mrc'} model, not a bio_mrc model (model_type {model_type!r}); "
             "a bare encoder is trained into one with `bio-mrc train --encoder PATH`", source,
         )
     if problem := written_format_problem(config.get("bio_mrc_format", 1), MODEL_FORMAT, "model"):
