@@ -91,6 +91,11 @@ class BioMrcError(Exception):
         super().__init__(*as_keyword_args(args))
         self.marked = marked_text(args)
 
+    def _keep_problem(self, problem: str) -> None:
+        """``problem`` (the message before where it was found) as the keyword text, and as ``marked_problem`` with its
+        arguments still marked, what a re-raise that adds to the problem passes on."""
+        self.problem, self.marked_problem = as_keywords(problem), problem
+
 
 def marked_text(args: tuple[object, ...]) -> str | None:
     """The message of an error's or a warning's ``args``, its arguments still marked; None where it has none."""
@@ -113,8 +118,8 @@ class DataFormatError(BioMrcError, ValueError):
     def __init__(self, problem: str, record: str | None = None, source: str | None = None) -> None:
         where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
         super().__init__(f"{problem} ({where})" if where else problem)
-        self.problem, self.record, self.source = as_keywords(problem), record, source
-        self.marked_problem = problem  # what a re-raise that adds to the problem passes on, its arguments still marked
+        self.record, self.source = record, source
+        self._keep_problem(problem)
 
 
 class ModelFormatError(BioMrcError, ValueError):
@@ -122,8 +127,8 @@ class ModelFormatError(BioMrcError, ValueError):
 
     def __init__(self, problem: str, source: str | None = None) -> None:
         super().__init__(f"{problem} (in {source})" if source else problem)
-        self.problem, self.source = as_keywords(problem), source
-        self.marked_problem = problem  # what a re-raise that adds to the problem passes on, its arguments still marked
+        self.source = source
+        self._keep_problem(problem)
 
 
 class ModelOutputError(BioMrcError, ValueError):
@@ -133,8 +138,8 @@ class ModelOutputError(BioMrcError, ValueError):
     def __init__(self, problem: str, record: str | None = None, source: str | None = None) -> None:
         where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
         super().__init__(f"{problem} ({where})" if where else problem)
-        self.problem, self.record, self.source = as_keywords(problem), record, source
-        self.marked_problem = problem  # what a re-raise that adds to the problem passes on, its arguments still marked
+        self.record, self.source = record, source
+        self._keep_problem(problem)
 
 
 class ConfigError(BioMrcError, ValueError):
@@ -160,5 +165,5 @@ class OutputError(BioMrcError, OSError):
 
     def __init__(self, problem: str, source: str | None = None) -> None:
         super().__init__(f"{problem} (in {source})" if source else problem)
-        self.problem, self.source = as_keywords(problem), source
-        self.marked_problem = problem  # what a re-raise that adds to the problem passes on, its arguments still marked
+        self.source = source
+        self._keep_problem(problem)

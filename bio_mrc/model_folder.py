@@ -494,7 +494,7 @@ def _check_heads_divide(encoder: Mapping[str, Any], folder: Path, where: str) ->
     names = ("hidden_size", "num_attention_heads")
     if not any(name in encoder for name in names):
         return
-    defaults = _config_defaults(encoder.get("model_type"))
+    defaults = {} if all(name in encoder for name in names) else _config_defaults(encoder.get("model_type"))
     size, heads = (encoder.get(name, defaults.get(name)) for name in names)
     if not (_is_int(size) and _is_int(heads)) or size % heads == 0:
         return

@@ -79,13 +79,11 @@ def _decoded_bytes(array: Any) -> int:
 
     if not pyarrow.types.is_dictionary(array.type):
         return array.nbytes
-    values = array.dictionary
-    if pyarrow.types.is_string(values.type) or pyarrow.types.is_binary(values.type) or \
-            pyarrow.types.is_large_string(values.type) or pyarrow.types.is_large_binary(values.type):
-        sizes = pyarrow.compute.binary_length(values)
-    else:  # any other value: its mean size
-        sizes = pyarrow.array([-(-values.nbytes // max(1, len(values)))] * len(values), pyarrow.int64())
-    taken = pyarrow.compute.sum(pyarrow.compute.take(sizes, array.indices)).as_py() or 0
+    values, types = array.dictionary, pyarrow.types
+    if not any(kind(values.type) for kind in (types.is_string, types.is_binary, types.is_large_string, types.is_large_binary)):
+        mean = -(-values.nbytes // max(1, len(values)))  # any other value: its mean size, once a row that holds one
+        return mean * (len(array) - array.null_count) + array.indices.nbytes
+    taken = pyarrow.compute.sum(pyarrow.compute.take(pyarrow.compute.binary_length(values), array.indices)).as_py() or 0
     return taken + array.indices.nbytes
 
 

@@ -79,11 +79,11 @@ TASK = "bio-mrc-qa"
 # The window options of transformers' question-answering pipeline: a bio_mrc model reads the windows it was trained with, from its config.
 WINDOW_OPTIONS = ("doc_stride", "max_seq_len", "max_question_len")
 # The old pipeline's spellings that transformers 5 dropped or that change no answer here, each with what to give.
+_OLD_INPUTS = ("{name}= is transformers 4's spelling of the inputs, which transformers 5 dropped: give them first, "
+               "qa(inputs), or as question= and context=")
 DROPPED_OPTIONS = {
-    "X": "X= is transformers 4's spelling of the inputs, which transformers 5 dropped: give them first, qa(inputs), "
-         "or as question= and context=",
-    "data": "data= is transformers 4's spelling of the inputs, which transformers 5 dropped: give them first, qa(inputs), "
-            "or as question= and context=",
+    "X": _OLD_INPUTS.format(name="X"),
+    "data": _OLD_INPUTS.format(name="data"),
     "topk": "topk is transformers 4's spelling of top_k, which transformers 5 dropped: give top_k={value!r}",
     "padding": "padding changes no answer: a bio_mrc model pads each batch of windows itself; leave it out",
 }
