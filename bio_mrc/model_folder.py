@@ -946,8 +946,10 @@ def _check_model_max_length(settings: Mapping[str, Any], folder: Path) -> None:
 # The settings of tokenizer_config.json transformers' tokenizer classes pass on to ``tokenizers`` or check themselves, as
 # (what each holds, the values it may take): another kind ends the loading in ``'None' is not an instance of 'bool'``.
 FLAG = ("true or false", (True, False))
+FLAG_OR_NULL = ("null, true or false", (None, True, False))  # null: the tokenizer class's own default
 TOKENIZER_SETTINGS = {"do_lower_case": FLAG, "tokenize_chinese_chars": FLAG, "split_special_tokens": FLAG,
-                      "strip_accents": ("null, true or false", (None, True, False)),
+                      "trim_offsets": FLAG, "add_prefix_space": FLAG_OR_NULL, "clean_up_tokenization_spaces": FLAG_OR_NULL,
+                      "strip_accents": FLAG_OR_NULL,
                       "padding_side": ("'left' or 'right'", ("left", "right")),
                       "truncation_side": ("'left' or 'right'", ("left", "right"))}
 

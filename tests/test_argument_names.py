@@ -350,6 +350,24 @@ def test_train_takes_no_hub_revision(tiny_encoder_dir, tmp_path):
                                   "ask for (no comparison does): push_to_hub=True")
 
 
+@pytest.mark.parametrize("name, value, after", [
+    ("hub_token", "hf_x", "; it pushes with the token of `hf auth login` or HF_TOKEN"),
+    ("hub_always_push", True, ""),
+])
+def test_train_takes_no_hub_token_or_always_push(tiny_encoder_dir, tmp_path, name, value, after):
+    """Both were taken from network_args, though train has no flag for them; a token given there was not the one the
+    push's check read (the login's), which refused the push for want of one."""
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.train import train_model
+
+    config = TrainConfig(encoder=str(tiny_encoder_dir), epochs=1, batch_size=4, **WINDOWS)
+    said = python_refusal(train_model, load_squad(SAMPLE_V1).examples[:2], config, tmp_path / "hub",
+                          network_args={"push_to_hub": True, name: value})
+    assert said == (f"{name!r} is no option of the hub push bio_mrc makes, which takes hub_model_id, hub_strategy and "
+                    f"hub_private_repo=True beside push_to_hub=True{after}")
+    assert not (tmp_path / "hub").exists()
+
+
 @pytest.fixture
 def misplaced_mrqa(tmp_path):
     """An MRQA file whose one answer's span misses its text, which the format's reader refuses (and re-raises)."""

@@ -76,6 +76,16 @@ def test_tables_round_trip_to_the_official_json_questions(tmp_path, form):
     assert data.examples[0].answer_texts() == [["France"], ["capital of France"]] and data.examples[2].answers == ()
 
 
+def test_a_parquet_file_is_decoded_once(tmp_path, monkeypatch):
+    """The batches counted against the size limit were thrown away and the file decoded again by datasets' builder."""
+    from bio_mrc.data import tables
+
+    expected = load_squad(as_squad_json(tmp_path / "reference", squad_json())).examples
+    path = as_parquet(tmp_path, hf_rows(squad_json()))
+    monkeypatch.setattr(tables, "_load", lambda builder, *args, **kwargs: pytest.fail(f"{builder} decoded a second time"))
+    assert load_squad(path).examples == expected
+
+
 def test_csv_cells_stay_text_and_a_bad_answers_cell_names_its_row(tmp_path):
     rows = hf_rows(squad_json())
     rows[0] = {**rows[0], "id": "007"}

@@ -172,3 +172,13 @@ def test_evaluate_notes_its_subset_with_its_flags(three_answers, capsys):
     _, err = evaluate(capsys, three_answers[0], "--limit", "4", "--only-predicted")
     assert f"note: scoring the 3 of the first 4 questions of {SAMPLE_V1} that {three_answers[0]} answers (--limit 4 " \
            "--only-predicted)" in err.splitlines()
+
+
+def test_evaluate_notes_its_subset_before_scoring_it(capsys, tmp_path):
+    """The note came once the scores were in, so a question missing under --strict ended the command without it."""
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps({"n1": "a", "n2": "b", "n3": "c"}))  # n4, within --limit 4, has no answer
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(path), "--limit", "4", "--strict"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"note: scoring the first 4 questions of {SAMPLE_V1} (--limit 4)",
+        f"error: 1 of 4 questions has no entry: 'n4' (in {path}, record 'n4')"]

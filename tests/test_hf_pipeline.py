@@ -195,6 +195,25 @@ def test_handle_impossible_answer_without_a_threshold_warns_once_a_call_at_the_c
         assert len(never) == 1 and never[0].filename == __file__, [(w.filename, w.lineno) for w in never]
 
 
+def test_handle_impossible_answer_given_to_the_constructor_warns_once(trained_dir):  # noqa: F811
+    """A standing default warned at every call; a call that asks for it still warns each time."""
+    import warnings
+
+    from transformers import pipeline
+
+    from bio_mrc.inference.abstention import NeverAbstainsWarning
+
+    defaulted = pipeline(TASK, model=str(trained_dir), device="cpu", handle_impossible_answer=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        defaulted(question=QUESTIONS[0], context=CONTEXT)
+        defaulted(question=QUESTIONS, context=CONTEXT)
+        list(defaulted(({"question": q, "context": CONTEXT} for q in QUESTIONS), batch_size=1))
+        defaulted(question=QUESTIONS[0], context=CONTEXT, handle_impossible_answer=True)
+    never = [w for w in caught if issubclass(w.category, NeverAbstainsWarning)]
+    assert [w.filename for w in never] == [__file__, __file__], [(w.filename, w.lineno) for w in never]
+
+
 def test_an_abstention_carries_its_probability_and_a_span_given_in_its_place_none(qa, extractor):
     config = qa.model.config
     saved = config.no_answer_thresholds, config.calibration

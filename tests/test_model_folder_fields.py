@@ -156,6 +156,11 @@ MORE_REFUSED = [
      "evaluations.0.results.joint.f1 must be a finite number, got NaN"),
     ("bio_mrc_eval.json", ("evaluations", 0, "results", "joint", "threshold"), math.nan,
      r"evaluations.0.results.joint.threshold must be a number or ±Infinity, got NaN"),
+    # These three loaded unchecked: a string or a number where a flag belongs.
+    ("tokenizer_config.json", ("add_prefix_space",), "yes", "add_prefix_space must be null, true or false, got 'yes'"),
+    ("tokenizer_config.json", ("trim_offsets",), 1, "trim_offsets must be true or false, got 1"),
+    ("tokenizer_config.json", ("clean_up_tokenization_spaces",), "no",
+     "clean_up_tokenization_spaces must be null, true or false, got 'no'"),
 ]
 
 

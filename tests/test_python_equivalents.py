@@ -204,6 +204,27 @@ def test_train_model_completes_a_run_stopped_while_saving_and_refuses_a_finished
     assert (folder / "model.safetensors").read_bytes() == weights
 
 
+@pytest.mark.parametrize("written, got", [("1e999", "Infinity"), ("NaN", "NaN")])
+def test_resuming_a_run_stopped_while_saving_refuses_a_non_finite_run_record(trained_dir, tmp_path, capsys, written, got):
+    """Resume read the record without loading's check: 1e999 was read as infinity (the card written, the checkpoints
+    removed, the loss reported as inf), and NaN was refused without naming its field."""
+    from bio_mrc.training.train import TrainConfig, train_model
+
+    line = f"bio_mrc_run.json: final_loss must be a finite number, got {got}"
+    folders = [_stopped_while_saving(trained_dir, tmp_path / name) for name in ("cli", "python")]
+    for folder in folders:
+        record = json.loads((folder / "bio_mrc_run.json").read_text())
+        text = json.dumps({**record, "final_loss": "FINAL_LOSS"}).replace('"FINAL_LOSS"', written)
+        (folder / "bio_mrc_run.json").write_text(text)
+    assert main(["train", "--train", str(SAMPLE_V1), "--resume", "--output-dir", str(folders[0])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {line}") and err.count("\n") == 1
+    with pytest.raises(BioMrcError, match=f"^{line}"):
+        train_model(load_squad(SAMPLE_V1).examples, TrainConfig.from_record(record["train"]), folders[1], resume=True)
+    for folder in folders:  # nothing done: no card, the checkpoints kept
+        assert not (folder / "README.md").exists() and (folder / "checkpoints").is_dir()
+
+
 def test_train_model_warns_of_held_out_questions_that_are_training_ones_as_train_does(tiny_encoder_dir, tmp_path, capsys, monkeypatch):
     from bio_mrc.inference import TrainingEvaluator
     from bio_mrc.training import train

@@ -17,17 +17,18 @@ from bio_mrc.errors import BioMrcError, ConfigError
 from .conftest import SAMPLE_V1, StoppedReplace
 
 
-def _parquet_questions(folder):
-    """The sample's questions as a Parquet table (read through a temporary ``datasets`` cache) and empty predictions."""
-    import datasets
+def _table_questions(folder):
+    """The sample's questions as a CSV table (read through a temporary ``datasets`` cache) and empty predictions."""
+    import csv
 
-    rows = [{"id": q["id"], "title": article["title"], "context": paragraph["context"], "question": q["question"],
-             "answers": {"text": [a["text"] for a in q["answers"]], "answer_start": [a["answer_start"] for a in q["answers"]]}}
+    rows = [[q["id"], article["title"], paragraph["context"], q["question"],
+             json.dumps({"text": [a["text"] for a in q["answers"]], "answer_start": [a["answer_start"] for a in q["answers"]]})]
             for article in json.loads(SAMPLE_V1.read_text(encoding="utf-8"))["data"]
             for paragraph in article["paragraphs"] for q in paragraph["qas"]]
-    datasets.Dataset.from_list(rows).to_parquet(str(folder / "questions.parquet"))
-    (folder / "preds.json").write_text(json.dumps({row["id"]: "" for row in rows}))
-    return folder / "questions.parquet", folder / "preds.json"
+    with open(folder / "questions.csv", "w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows([["id", "title", "context", "question", "answers"], *rows])
+    (folder / "preds.json").write_text(json.dumps({row[0]: "" for row in rows}))
+    return folder / "questions.csv", folder / "preds.json"
 
 
 def _terminated_while_reading(monkeypatch, temporary):
@@ -57,7 +58,7 @@ def _raise_terminated(signum, frame):
 def test_sigterm_ends_a_command_with_its_cleanups_and_restores_the_handler(tmp_path, monkeypatch):
     import tempfile
 
-    data, predictions = _parquet_questions(tmp_path)
+    data, predictions = _table_questions(tmp_path)
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temporary))
@@ -205,7 +206,7 @@ sys.exit(main(sys.argv[1:]))
 
 @pytest.mark.slow
 def test_a_command_killed_with_sigterm_leaves_nothing_in_the_temporary_folder(tmp_path):
-    data, predictions = _parquet_questions(tmp_path)
+    data, predictions = _table_questions(tmp_path)
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     done = subprocess.run([sys.executable, "-c", DRIVER, "evaluate", "--data", str(data), "--predictions", str(predictions)],

@@ -36,18 +36,20 @@ def _unknown_ids_as_warning_lines(flags: Mapping[str, str]) -> Iterator[None]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from ..inference.evaluation import check_prediction_files, evaluate_predictions
+    from ..inference.evaluation import check_prediction_files, scored_evaluation
 
     check_prediction_files(args.predictions, args.na_probs)
     # The whole file is read even under --limit: an answer to a question past the limit is no unknown id.
     data = load_task_data(args, args.data, None, requested_task(args), needs_gold="bio-mrc evaluate")
     flags = getattr(args, FLAGS, {})
+
+    def note(scored) -> None:  # before the scoring, naming the flags that chose the subset, not the call's keywords
+        print(printable_line(f"note: scoring {scored.described(flags)}"), file=sys.stderr)
+
     with _unknown_ids_as_warning_lines(flags):
-        result = evaluate_predictions(data, args.predictions, args.na_probs, task=data_task(args, data), limit=args.limit,
-                                      only_predicted=args.only_predicted, strict=args.strict, name=args.data)
-        subset = result.scored.described(flags)  # the subset with the flags that chose it, not the call's keywords
-        if subset:
-            print(printable_line(f"note: scoring {subset}"), file=sys.stderr)
+        result = scored_evaluation(data, args.predictions, args.na_probs, task=data_task(args, data), limit=args.limit,
+                                   only_predicted=args.only_predicted, strict=args.strict, name=args.data, note=note)
+    subset = result.scored.described(flags)
     questions, missing, missing_probs = result.questions, result.missing, result.missing_probs
     if missing:
         print(printable_line(f"warning: {len(missing)} of {counted(questions, 'question')} {number_form(len(missing), 'has', 'have')} "

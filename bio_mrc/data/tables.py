@@ -1,4 +1,4 @@
-"""Tables of questions in the Hugging Face SQuAD columns: CSV, TSV and Parquet files read through ``datasets``,
+"""Tables of questions in the Hugging Face SQuAD columns: CSV, TSV and Parquet files read into ``datasets``,
 a pandas DataFrame and a list of dicts. A table cell cannot hold an object, so ``answers`` may be written as the
 JSON text ``{"text": [...], "answer_start": [...]}``; every other column is read as it is written (a CSV's cells
 as text, so an id ``007`` stays ``"007"``)."""
@@ -36,39 +36,45 @@ def delimited_records(path: Path, delimiter: str) -> Records:
 
 
 def parquet_records(path: Path) -> Records:
-    """A Parquet file's rows; one of no rows has no questions (``datasets`` cannot read it)."""
+    """A Parquet file's rows, decoded once: the batches counted against the size limit are the ``Dataset`` read (as
+    ``datasets`` reads the file: its schema, its features). One of no rows has no questions."""
+    import datasets
+    import pyarrow
     import pyarrow.parquet
 
     try:
         with pyarrow.parquet.ParquetFile(path) as parquet:
             if parquet.metadata.num_rows == 0:
                 return Records(str(path), rows=iter(()))
-            _check_decoded_size(parquet, str(path))
+            table = pyarrow.Table.from_batches(_decoded_batches(parquet, str(path)), parquet.schema_arrow)
+        loaded = datasets.Dataset(datasets.table.InMemoryTable(table))
     except DataFormatError:
         raise
-    except Exception as err:  # noqa: BLE001  (Arrow raises its own kinds for a damaged footer or page)
+    except Exception as err:  # noqa: BLE001  (Arrow raises its own kinds for a damaged footer or page; datasets a type it has none of)
         raise DataFormatError(f"could not read it as parquet: {type(err).__name__}: {first_line(err)}", source=str(path)) from None
-    return dataset_records(_load("parquet", path), None, str(path))
+    return dataset_records(loaded, None, str(path))
 
 
-_PARQUET_BATCH_ROWS = 1_024  # rows decoded at a time: one batch is held before its size is counted
+_PARQUET_BATCH_ROWS = 1_024  # rows decoded at a time: the size is counted as each batch is added
 
 
-def _check_decoded_size(parquet: Any, source: str) -> None:
-    """A Parquet file whose values decode to more than :func:`~bio_mrc.data.limits.max_data_bytes` raises before
-    ``datasets`` reads it: first by the uncompressed sizes its footer states, then, as dictionary encoding stores a
-    repeated value once (a file of kilobytes can decode to gigabytes) and a footer may understate, by the Arrow buffers
-    of each batch of rows, decoded and counted one batch at a time."""
+def _decoded_batches(parquet: Any, source: str) -> list[Any]:
+    """A Parquet file's rows as Arrow batches, raising where they decode to more than
+    :func:`~bio_mrc.data.limits.max_data_bytes`: first by the uncompressed sizes its footer states, then, as dictionary
+    encoding stores a repeated value once (a file of kilobytes can decode to gigabytes) and a footer may understate, by
+    the Arrow buffers of the batches, decoded and counted one batch at a time."""
     most, metadata = max_data_bytes(), parquet.metadata
     stated = sum(metadata.row_group(index).total_byte_size for index in range(metadata.num_row_groups))
-    decoded = 0
+    batches, decoded = [], 0
     for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH_ROWS) if stated <= most else ():
         decoded += sum(_decoded_bytes(column) for column in batch.columns)
         if decoded > most:
             break
+        batches.append(batch)
     if max(stated, decoded) > most:
         raise DataFormatError(f"the file is larger than {most:,} bytes decoded (BIO_MRC_MAX_DATA_BYTES raises the limit)",
                               source=source)
+    return batches
 
 
 def _decoded_bytes(array: Any) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .. import registry
 from ..arguments import checked_limit, path_argument, task_argument
@@ -51,6 +51,19 @@ def evaluate_predictions(
     ``"multispan"``; None: the data's own). ``limit``: the first questions alone; ``only_predicted``: those the file
     answers; ``strict``: unknown or missing ids are errors. ``name`` names the data in messages; ``progress`` prints
     the note of a subset scored. Unknown ids are an :class:`~bio_mrc.data.predictions.UnknownIdsWarning` each."""
+    def note(scored: ScoredQuestions) -> None:
+        progress_note(progress, f"note: scoring {scored.described()}")
+
+    return scored_evaluation(data, predictions, na_probs, task=task, limit=limit, only_predicted=only_predicted,
+                             strict=strict, name=name, note=note)
+
+
+def scored_evaluation(
+    data: str | Path | SquadFile, predictions: str | Path, na_probs: str | Path | None = None, *, task: Any = None,
+    limit: int | None = None, only_predicted: bool = False, strict: bool = False, name: str | None = None,
+    note: Callable[[ScoredQuestions], None] = lambda scored: None,
+) -> Evaluation:
+    """:func:`evaluate_predictions`, which ``note`` says a subset of (before it is scored) as its caller words it."""
     _check_arguments(data, predictions, na_probs, task, limit)
     check_prediction_files(predictions, na_probs)
     if not isinstance(data, SquadFile):
@@ -65,9 +78,9 @@ def evaluate_predictions(
                           f"squad_v2 layout), so the probabilities would be given twice; drop {argument('na_probs', str(na_probs))}, "
                           f"or the {NO_ANSWER_KEY} of {predictions}")
     scored = scored_questions(data.examples, read.answers, name, predictions, limit, only_predicted)
-    if scored.subset:
-        progress_note(progress, f"note: scoring {scored.described()}")
     probs_given, probs_source = _no_answer_probabilities(read, na_probs, predictions, task)
+    if scored.subset:
+        note(scored)
     gold = registry.resolve(task.gold)(scored.examples)
     unscored = [ex.id for ex in data.examples if ex.id not in gold]
     # A task whose official script scores only complete files (MultiSpanQA): a missing question is an error here too.

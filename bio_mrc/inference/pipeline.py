@@ -120,6 +120,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
                 str(getattr(model, "name_or_path", "")),
             )
         self.extractor = AnswerExtractor(trained_model(model, tokenizer, precision))  # before the options are checked
+        self._defaults_warned: set[str] = set()  # decodings warned of for the constructor's handle_impossible_answer
         if isinstance(model, OnnxModel) and kwargs.get("device") is None:
             kwargs["device"] = "cpu"  # transformers' default is GPU 0 where there is one; the export runs on the CPU provider
         super().__init__(model, tokenizer, **kwargs)  # moves the model (in place) to `device`
@@ -152,14 +153,21 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
                        decoding=decoding, multi_span=multi_span, align_to_words=align_to_words)
         return {}, {}, {name: value for name, value in options.items() if value is not None}
 
-    def _warn_never_abstains(self, options: dict[str, Any]) -> None:
-        """``handle_impossible_answer=True`` (``options``: the call's, over the constructor's) of a decoding without a
-        tuned no-answer threshold returns no empty answer: one warning a call, naming the caller's line."""
+    def _warn_never_abstains(self, asked: dict[str, Any]) -> None:
+        """``handle_impossible_answer=True`` of a decoding without a tuned no-answer threshold returns no empty answer:
+        one warning naming the caller's line, each call that asks for it (``asked``: the call's options), once for the
+        constructor's (a standing default, said at the first call it applies to)."""
+        options = {**self._postprocess_params, **asked}
         if not options.get("handle_impossible_answer"):
             return
         trained = self.extractor.trained
         chosen = registry.resolve_decoding(trained.decodings, options.get("decoding") or self.extractor.decoding)
+        default = "handle_impossible_answer" not in asked
+        if default and chosen in self._defaults_warned:
+            return
         if line := never_abstains_line(trained, [chosen], "handle_impossible_answer=True asks for no answer where there is none"):
+            if default:
+                self._defaults_warned.add(chosen)
             warnings.warn(line, NeverAbstainsWarning, stacklevel=3)
 
     def __call__(self, *args, batch_size: int | None = None, num_workers: int | None = None, **kwargs):
@@ -174,7 +182,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             check_num_workers(num_workers)
         # refused now (for a stream, not at the first next()); transformers checks them again for each chunk
         options = {name: value for name, value in kwargs.items() if name not in ("question", "context")}
-        self._warn_never_abstains({**self._postprocess_params, **self._sanitize_parameters(**options)[2]})
+        self._warn_never_abstains(self._sanitize_parameters(**options)[2])
         if len(args) == 1 and is_stream(args[0]):
             size = check_batch_size(batch_size) if batch_size is not None else self._batch_size or self.extractor.trained.batch_size
             return self._stream(args[0], size, kwargs)

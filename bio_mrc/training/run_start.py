@@ -11,6 +11,8 @@ from typing import Any, Collection, Mapping, Sequence
 from ..encoders import resolve_encoder
 from ..errors import BioMrcError, ConfigError, InputWarning, argument
 from ..features.config import stride_leaves_new_context
+from ..model_folder import checked_record
+from ..model_records import RUN_FILE
 from ..plurals import counted
 from ..qa_checkpoints import encoder_positions, qa_windows
 from ..types import Example
@@ -75,8 +77,10 @@ def finished_run(output_dir: str | Path, resume: bool, overwrite: bool) -> dict[
     """Before any work: the run record of a run that was stopped while saving its finished model, which ``resume``
     completes (:func:`~bio_mrc.training.saving.finish_stopped_save`) rather than training again; None where there is
     none. A folder holding another finished model is refused unless ``overwrite``, which replaces even a damaged one."""
-    if resume and not overwrite and finish_stopped_save(output_dir):
-        return load_run_record(output_dir)
+    if resume and not overwrite:
+        checked_record(Path(output_dir), RUN_FILE)  # refused as a model's loading refuses it, before the card is written
+        if finish_stopped_save(output_dir):
+            return load_run_record(output_dir)
     if not overwrite and load_run_record(output_dir) is not None:
         raise FinishedModelError(f"{output_dir} holds a finished model; choose another output folder or pass "
                                  f"{argument('overwrite', True)}")

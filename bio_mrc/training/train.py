@@ -110,9 +110,10 @@ def train_model(
     then; its scores join the log history, kept in the folder as ``training_log.json``. With ``progress``
     off nothing is printed; with it on, bars and log lines go to stderr.
 
-    ``network_args``: the ``TrainingArguments`` that send data off the machine (``push_to_hub``, ``hub_*``,
-    ``report_to`` an uploading tracker), which ``config.training_args`` may not hold; the CLI fills them from
-    ``--push-to-hub``, ``--hub-model-id`` and ``--report-to`` alone.
+    ``network_args``: the ``TrainingArguments`` that send data off the machine, which ``config.training_args`` may
+    not hold: ``push_to_hub``, ``hub_model_id``, ``hub_strategy``, ``hub_private_repo`` and ``report_to`` (an
+    uploading tracker), those ``train``'s flags fill (``--push-to-hub``, ``--hub-model-id``, ``--hub-strategy``,
+    ``--hub-private-repo``, ``--report-to``); the push reads the token of ``hf auth login`` or ``HF_TOKEN``.
     """
     _check_arguments(config, output_dir, checkpoint_steps, callbacks, network_args)
     if (finished := _finished_run(examples, output_dir, resume, overwrite)) is not None:

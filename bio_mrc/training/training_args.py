@@ -56,6 +56,9 @@ _NETWORK = {
     "report_to": argument("report_to"),
 }
 NETWORK_TRAINING_ARGS = {name: as_keywords(asks) for name, asks in _NETWORK.items()}
+# The network arguments a run takes, each one of train's flags; the token is the login's, and Trainer's
+# hub_always_push is no choice of bio_mrc's push, which uploads the finished model whatever the strategy.
+_TAKEN = ("push_to_hub", "hub_model_id", "hub_strategy", "hub_private_repo", "report_to")
 ASKED_FOR = "which only a training's network options ask for (no comparison does)"
 LOCAL_REPORTERS = ("none", "tensorboard")  # report_to values that keep everything in the model folder
 TRACKER_EXTRAS = {"tensorboard": "bio_mrc[tensorboard]"}  # the package's extra that installs a tracker
@@ -101,12 +104,13 @@ def check_stays_local(values: dict[str, Any], source: str = "training_args") -> 
 
 
 def check_network_args(values: dict[str, Any]) -> None:
-    """The command line's off-machine options (see :data:`NETWORK_TRAINING_ARGS`): known names that TrainingArguments
-    takes; a hub option other than the push itself needs the push."""
-    unknown = sorted(set(values) - set(NETWORK_TRAINING_ARGS))
+    """The command line's off-machine options (see :data:`NETWORK_TRAINING_ARGS`): those ``train`` has a flag for, which
+    TrainingArguments takes; a hub option other than the push itself needs the push."""
+    unknown = sorted(set(values) - set(_TAKEN))
     if unknown and unknown[0].startswith(("hub_", "push_to_hub")):  # training_args refuses it too: no place to give it
+        token = "; it pushes with the token of `hf auth login` or HF_TOKEN" if unknown[0] == "hub_token" else ""
         raise ConfigError(f"{unknown[0]!r} is no option of the hub push bio_mrc makes, which takes {argument('hub_model_id')}, "
-                          f"{argument('hub_strategy')} and {argument('hub_private_repo', True)} beside {_PUSH}")
+                          f"{argument('hub_strategy')} and {argument('hub_private_repo', True)} beside {_PUSH}{token}")
     if unknown:
         raise ConfigError(f"{unknown[0]!r} is no option that sends data off the machine; give it in training_args")
     hub = [name for name in values if name.startswith("hub_")]
