@@ -381,6 +381,184 @@ def test_a_push_that_cannot_happen_is_refused_before_training(tiny_encoder_dir, 
     assert not out.exists()  # the folder is not begun
     assert asked == ([] if hub is None else ["http://127.0.0.1:9/api/whoami-v2"])  # offline or no token: not asked
 
+def _recording_hub(monkeypatch, uploads):
+    """A hub that is never reached: each upload is recorded as the files huggingface_hub would send, its patterns and
+    default exclusions applied to the folder as it stands when the upload starts."""
+    import huggingface_hub
+    import transformers.trainer
+    from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
+
+    class Hub:
+        def create_repo(self, name, **kwargs):
+            return type("Repo", (), {"repo_id": name})()
+
+        def upload_folder(self, folder_path=None, repo_id=None, allow_patterns=None, ignore_patterns=None, **kwargs):
+            folder = Path(folder_path)
+            present = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+            ignored = [*(ignore_patterns or []), *DEFAULT_IGNORE_PATTERNS]
+            sent = filter_repo_objects(present, allow_patterns=allow_patterns, ignore_patterns=ignored)
+            uploads.append((repo_id, {name: (folder / name).read_bytes() for name in sent}))
+
+    monkeypatch.setattr(transformers.trainer, "hf_api", Hub)
+    monkeypatch.setattr(huggingface_hub, "HfApi", Hub)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_x")  # a logged-in user
+    hub_answering(monkeypatch, 200)
+
+
+@pytest.mark.slow
+def test_a_push_over_another_folder_uploads_the_model_alone(tiny_encoder_dir, sample_v1, tmp_path, monkeypatch):
+    """--overwrite leaves the folder's other files where they are; the push sends the files of the model it saved, never
+    those (a .env, the data, another run's logs, a README.md of the user's) nor anything the folder held before."""
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.train import train_model
+
+    uploads = []
+    _recording_hub(monkeypatch, uploads)
+    out = tmp_path / "project"
+    (out / "logs").mkdir(parents=True)
+    (out / "logs" / "events.out.tfevents.1.other-host").write_text("another run's log")
+    (out / ".env").write_text("HF_TOKEN=hf_secret")
+    (out / "train.json").write_text("{}")
+    (out / "README.md").write_text("# my project\n")
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span+bio", max_seq_length=48, doc_stride=16,
+                         max_query_length=12, epochs=1, batch_size=4, seed=1)
+    train_model(sample_v1.examples, config, out, save_checkpoints=False, overwrite=True,
+                network_args={"push_to_hub": True, "hub_model_id": "me/m"})
+    assert [repo for repo, _ in uploads] == ["me/m"]
+    sent = set(uploads[0][1])
+    assert sent == {"bio_mrc_run.json", "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                    "training_args.bin", "training_log.json"}  # the README.md is the user's: no card was written over it
+    assert (out / ".env").read_text() == "HF_TOKEN=hf_secret" and (out / "README.md").read_text() == "# my project\n"
+
+
+def test_a_hub_token_given_to_the_push_is_refused_not_saved_with_the_model(tmp_path, monkeypatch):
+    """TrainingArguments keep a hub_token, and Trainer pickles them into the model's training_args.bin, which the push
+    uploads: the token would be published with the model."""
+    import huggingface_hub
+
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.trainer import training_arguments
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_x")
+    hub_answering(monkeypatch, 200)
+    with pytest.raises(ConfigError) as refused:
+        training_arguments(TrainConfig(), tmp_path / "out", False, False, None, {"push_to_hub": True, "hub_token": "hf_secret"})
+    assert str(refused.value) == ("'hub_token' is no option of the hub push bio_mrc makes, which takes hub_model_id, "
+                                  "hub_strategy and hub_private_repo=True beside push_to_hub=True; it pushes with the token "
+                                  "of `hf auth login` or HF_TOKEN")
+    assert "hf_secret" not in str(refused.value) and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["training_log.json", "config.json", "vocab.txt", ".bio_mrc-saving/train.json"])
+def test_train_refuses_a_data_file_it_would_replace_in_its_output_folder(tiny_encoder_dir, tmp_path, capsys, name):
+    """With --overwrite (or --resume), training writes its model's files over those of the same names and removes its
+    checkpoints and staging folders: a data file there would be lost."""
+    out = tmp_path / "out"
+    data = out / name
+    data.parent.mkdir(parents=True)
+    data.write_bytes(SAMPLE_V1.read_bytes())
+    code = main(["train", "--train", str(data), "--limit", "4", "--output-dir", str(out), "--overwrite", "--encoder",
+                 str(tiny_encoder_dir), "--epochs", "1", "--batch-size", "4", "--max-seq-length", "48", "--doc-stride", "16",
+                 "--max-query-length", "12"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and err.count("error:") == 1
+    assert err.strip() == (f"error: training writes or removes {out / name} in its output folder, and it is the input "
+                           f"{data}; move it out or choose another output folder (in {data})")
+    assert data.read_bytes() == SAMPLE_V1.read_bytes()
+
+
+@pytest.mark.parametrize("ours", [True, False])
+def test_a_push_runs_copies_in_its_checkpoints_folder_leave_it_resumable(tmp_path, ours):
+    """Trainer's push during training (--hub-strategy every_save, its default) copies the last checkpoint's weights,
+    config and arguments to the top of the checkpoints folder; a run stopped then is resumed, not refused as a folder
+    of another's files. Without the run's options record there, the folder is not bio_mrc's, and stays refused."""
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.training.checkpoints import TRAIN_CONFIG_FILE
+    from bio_mrc.training.saving import check_output_folder
+
+    checkpoints = tmp_path / "out" / "checkpoints"
+    (checkpoints / "checkpoint-2").mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "training_args.bin", "tokenizer.json", "vocab.txt"):
+        (checkpoints / name).write_text("x")
+    if ours:
+        (checkpoints / TRAIN_CONFIG_FILE).write_text("{}")
+        check_output_folder(tmp_path / "out", overwrite=False)
+    else:
+        with pytest.raises(ConfigError, match="holds files bio_mrc did not write"):
+            check_output_folder(tmp_path / "out", overwrite=True)
+
+
+@pytest.mark.parametrize("folder, hub_id, said", [
+    ("out", "me/bad id!", "error: --hub-model-id 'me/bad id!' is no Hugging Face repository id: a hub repository id is "
+                          "NAME or OWNER/NAME"),
+    ("my model", None, "error: --push-to-hub names the hub repository after the output folder, 'my model', which is no "
+                       "Hugging Face repository id (a hub repository id is NAME or OWNER/NAME"),
+])
+def test_a_push_to_a_repository_id_the_hub_refuses_is_refused_before_any_work(tiny_encoder_dir, tmp_path, capsys, monkeypatch,
+                                                                              folder, hub_id, said):
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "ENDPOINT", "http://127.0.0.1:9")  # nothing listens: never the real hub
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_x")
+    hub_answering(monkeypatch, 200)
+    out = tmp_path / folder
+    code = main(["train", "--train", str(SAMPLE_V1), "--limit", "4", "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--epochs", "1", "--batch-size", "4", "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12",
+                 "--push-to-hub", *(["--hub-model-id", hub_id] if hub_id else [])])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and err.count("error:") == 1
+    assert err.strip().startswith(said) and "training on" not in err
+    assert not out.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("refusing", ["create_repo", "upload_folder"])
+def test_a_push_the_hub_refuses_is_one_line_and_the_model_is_kept(tiny_encoder_dir, tmp_path, capsys, monkeypatch, refusing):
+    """The hub refusing the repository (another's namespace) when Trainer opens it, or the final upload: one line, no
+    traceback; a refused upload comes after the model is saved, which stays complete."""
+    import httpx
+    import huggingface_hub
+    import transformers.trainer
+    from huggingface_hub.errors import HfHubHTTPError
+
+    def refuse(*args, **kwargs):
+        response = httpx.Response(403, request=httpx.Request("POST", "http://127.0.0.1:9/api/repos/create"))
+        raise HfHubHTTPError("403 Forbidden: you may not write to the namespace 'google'.\nRequest ID: x", response=response)
+
+    class Hub:
+        def create_repo(self, name, **kwargs):
+            return refuse() if refusing == "create_repo" else type("Repo", (), {"repo_id": name})()
+
+        def upload_folder(self, **kwargs):
+            refuse()
+
+    monkeypatch.setattr(transformers.trainer, "hf_api", Hub)
+    monkeypatch.setattr(huggingface_hub, "HfApi", Hub)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_x")
+    hub_answering(monkeypatch, 200)
+    out = tmp_path / "out"
+    code = main(["train", "--train", str(SAMPLE_V1), "--limit", "4", "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--epochs", "1", "--batch-size", "4", "--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12",
+                 "--push-to-hub", "--hub-model-id", "google/bert", "--hub-strategy", "end"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and err.count("error:") == 1
+    last = err.strip().splitlines()[-1]
+    reason = "(HfHubHTTPError: 403 Forbidden: you may not write to the namespace 'google'.)"
+    if refusing == "create_repo":
+        assert last == (f"error: --push-to-hub: the Hugging Face Hub would not create or open the repository 'google/bert' "
+                        f"{reason}; check the id, and that your token may write there")
+        assert not (out / "bio_mrc_run.json").exists()
+    else:
+        assert last == (f"error: the model is saved here and complete, but its upload to the hub repository 'google/bert' "
+                        f"failed {reason}; only the upload is missing (in {out})")
+        assert (out / "bio_mrc_run.json").is_file() and (out / "model.safetensors").is_file()
+
+
 # --- a model whose weights are not finite is never saved as complete, nor read -----------------------------------
 
 def test_a_diverged_training_run_saves_no_model(tiny_encoder_dir, tmp_path, capsys):

@@ -21,8 +21,11 @@ from .options import network_args, train_config
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from ..training.saving import check_inputs_kept
+
     check_library_path(check_folder_target(args.output_dir))  # before the data is read
     check_outputs_apart([args.output_dir], [args.train, args.eval])
+    check_inputs_kept(Path(args.output_dir), [args.train, args.eval])  # a data file --overwrite would replace
     with _training_alone(Path(args.output_dir)):
         return _train_into(args)
 
@@ -57,7 +60,7 @@ def _train_into(args: argparse.Namespace) -> int:
                           "run record and model card as the encoder); give one of the two")
     config = train_config(args)
     check_run_trackers(config.training_args, network_args(args))  # before the data is read, as is
-    check_network_args(network_args(args))  # a push that cannot happen (offline, no token)
+    check_network_args(network_args(args), Path(args.output_dir))  # a push that cannot happen (offline, no token, an id the hub refuses)
     task = format_task(args)
     training_args = _checked_options(args, config, starting_point(config))  # before the data is read
     data = load_task_data(args, args.train, args.limit, task, needs_gold="bio-mrc train")

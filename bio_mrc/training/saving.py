@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import glob
 import json
+import os
+from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from transformers import Trainer
 
 from ..data.json_reader import read_json
-from ..errors import ConfigError, DataFormatError, argument
+from ..errors import ConfigError, DataFormatError, OutputError, argument
 from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_folder_target, check_library_path, remove_file, remove_tree
 from ..model import RUN_FILE, BioMrcConfig
-from ..model_card import clear_model_card, write_model_card
-from ..model_folder import TRAINING_LOG_FILE, remove_replaced_model_files
+from ..model_card import CARD_FILE, clear_model_card, write_model_card
+from ..model_folder import MODEL_FILE_NAMES, TRAINING_LOG_FILE, remove_replaced_model_files
 from .checkpoints import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
+from .training_args import hub_failure
 
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
 LOG_DIR = "logs"  # under the output folder: trackers' files (TensorBoard's event files), kept with the model
@@ -47,6 +51,28 @@ def check_output_folder(folder: Path, overwrite: bool) -> None:
                       f"output folder or pass {argument('overwrite', True)} to replace its files")
 
 
+# The names training writes or removes at the top of its output folder: the model's files (a tokenizer's of any kind
+# too), its config and card. Its checkpoints and staging folders are removed whole.
+TRAINING_WRITES = (*MODEL_FILE_NAMES, "config.json", "generation_config.json", "*.model", "chat_template.jinja", CARD_FILE)
+
+
+def check_inputs_kept(folder: Path, inputs: Iterable[str | Path | None]) -> None:
+    """Before any work: no input of the run lies where training writes or removes a file in its output ``folder`` (a
+    data file named ``config.json`` there, replaced under ``overwrite`` or ``resume``; one in its staging folder)."""
+    top = Path(os.path.realpath(folder))
+    for given in (Path(p) for p in inputs if p is not None):
+        if not given.exists():  # a hub data set, a saved dataset's FOLDER:SPLIT
+            continue
+        try:
+            below = Path(os.path.realpath(given)).relative_to(top).parts
+        except ValueError:
+            continue
+        if below and (below[0] in (CHECKPOINT_DIR, STAGING_DIR)
+                      or (len(below) == 1 and any(fnmatchcase(below[0], pattern) for pattern in TRAINING_WRITES))):
+            raise UnsafePathError(f"training writes or removes {folder.joinpath(*below)} in its output folder, and it is the "
+                                  f"input {given}; move it out or choose another output folder", str(given))
+
+
 def _holds_training_work(folder: Path) -> bool:
     """Whether training wrote ``folder``'s model: its run record, or what a run cut short leaves (its checkpoints, or
     the final model's staging folder), which a resumed run continues."""
@@ -54,9 +80,16 @@ def _holds_training_work(folder: Path) -> bool:
 
 
 def _strangers(checkpoints: Path) -> list[str]:
-    """The names in a checkpoints folder that bio_mrc did not write."""
+    """The names in a checkpoints folder that bio_mrc did not write. In one holding its run's options record, a model's
+    files at the top are what Trainer's push during training copies there from the last checkpoint."""
+    pushed = (checkpoints / TRAIN_CONFIG_FILE).is_file()
     return sorted(p.name for p in checkpoints.iterdir()
-                  if p.is_symlink() or (p.name != TRAIN_CONFIG_FILE and checkpoint_step(p) is None))
+                  if p.is_symlink() or (p.name != TRAIN_CONFIG_FILE and checkpoint_step(p) is None
+                                        and not (pushed and p.is_file() and _pushed_copy(p.name))))
+
+
+def _pushed_copy(name: str) -> bool:
+    return name != CARD_FILE and any(fnmatchcase(name, pattern) for pattern in TRAINING_WRITES)
 
 
 def _holds_bio_mrc_model(folder: Path) -> bool:
@@ -66,9 +99,10 @@ def _holds_bio_mrc_model(folder: Path) -> bool:
         return False
 
 
-def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record: dict[str, Any]) -> None:
+def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record: dict[str, Any]) -> list[str]:
     """Save into a staging folder (the weights, the tokenizer, Trainer's log history), move the files into
-    ``output_dir``, then write the run record and the model card (README.md, made from the folder's files).
+    ``output_dir``, then write the run record and the model card (README.md, made from the folder's files). Returns
+    the names of the files written (none on a process other than the main one).
 
     The record is the "complete" marker (the harness reuses a folder that has one), so the old
     record goes first and the new one comes only once every file of the new model is in place;
@@ -80,21 +114,23 @@ def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record:
         remove_tree(staging, output_dir)  # left by a save that was killed
     try:
         # every process: sharded (FSDP/DeepSpeed) saves gather on all of them. Internal: Trainer's own push (of its
-        # checkpoints folder, with transformers' card and no tokenizer) stays out; push_final_model uploads the folder.
+        # checkpoints folder, with transformers' card and no tokenizer) stays out; push_final_model uploads the model.
         trainer.save_model(str(staging), _internal_call=True)
         if not zero:
-            return
+            return []
         tokenizer.save_pretrained(str(staging))
         atomic_write_json(staging / TRAINING_LOG_FILE, trainer.state.log_history, indent=1)
         remove_file(output_dir / RUN_FILE, output_dir)
         clear_model_card(output_dir)
-        remove_replaced_model_files(output_dir, [path.name for path in staging.iterdir()])  # an old export's graph too
+        names = sorted(path.name for path in staging.iterdir())
+        remove_replaced_model_files(output_dir, names)  # an old export's graph too
         atomic_move_files(staging, output_dir)
     finally:  # a full disk or a stop while saving leaves no half-written weights taking the space
         if zero:
             remove_tree(staging, output_dir)
     atomic_write_json(output_dir / RUN_FILE, record, indent=2)
-    write_model_card(output_dir)
+    card = write_model_card(output_dir)  # None where a README.md of the user's stays
+    return [*names, RUN_FILE, *([card.name] if card else [])]
 
 
 def finish_stopped_save(output_dir: str | Path) -> bool:
@@ -121,17 +157,23 @@ def _model_of_checkpoints(output_dir: Path, checkpoints: Path) -> bool:
     return not steps or (bool(logged) and logged[-1] == max(steps))
 
 
-def push_final_model(trainer: Trainer, output_dir: Path) -> None:
-    """With ``push_to_hub`` (``train --push-to-hub``): upload the finished model folder (weights, tokenizer, run
-    record and the bio_mrc model card) to the hub repository Trainer made for it, once every file is in place."""
+def push_final_model(trainer: Trainer, output_dir: Path, files: Sequence[str]) -> None:
+    """With ``push_to_hub`` (``train --push-to-hub``): upload the finished model (``files``, the names
+    :func:`save_final_model` wrote: weights, tokenizer, run record and the bio_mrc model card) to the hub repository
+    Trainer made for it, once every file is in place. Nothing else in the folder goes: one trained into with
+    ``overwrite`` keeps the user's other files (a ``.env``, the data, earlier logs), which are not the model's."""
     if not trainer.args.push_to_hub or not trainer.is_world_process_zero():
         return
     from huggingface_hub import HfApi
 
-    getattr(trainer, "_finish_current_push", lambda: None)()  # a checkpoint's upload still running ends first
-    HfApi().upload_folder(repo_id=trainer.hub_model_id, folder_path=str(output_dir), commit_message="End of training",
-                          token=trainer.args.hub_token, revision=trainer.args.hub_revision,
-                          ignore_patterns=["_*", f"{CHECKPOINT_DIR}/*", f"{STAGING_DIR}/*"])
+    try:
+        getattr(trainer, "_finish_current_push", lambda: None)()  # a checkpoint's upload still running ends first
+        HfApi().upload_folder(repo_id=trainer.hub_model_id, folder_path=str(output_dir), commit_message="End of training",
+                              token=trainer.args.hub_token, revision=trainer.args.hub_revision,
+                              allow_patterns=[glob.escape(name) for name in files])  # each name as written, no pattern
+    except Exception as err:  # a refusal or no network, after the model is saved: it stays, complete
+        raise OutputError(f"the model is saved here and complete, but its upload to the hub repository {trainer.hub_model_id!r} "
+                          f"failed ({hub_failure(err)}); only the upload is missing", str(output_dir)) from None
 
 
 def load_training_log(model_dir: str | Path) -> list[dict[str, Any]] | None:
@@ -153,5 +195,5 @@ def load_run_record(model_dir: str | Path) -> dict[str, Any] | None:
     return record
 
 
-__all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "load_training_log", "check_output_folder", "finish_stopped_save", "load_run_record",
-           "push_final_model", "save_final_model"]
+__all__ = ["LOG_DIR", "STAGING_DIR", "TRAINING_LOG_FILE", "TRAINING_WRITES", "load_training_log", "check_inputs_kept",
+           "check_output_folder", "finish_stopped_save", "load_run_record", "push_final_model", "save_final_model"]

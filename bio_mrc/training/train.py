@@ -135,11 +135,12 @@ def train_model(
     if non_finite_weights(trainer.model):
         _refuse_diverged(trainer, config, output_dir, save_checkpoints)
     with writes_named(output_dir), progress_bars(progress):
-        save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, clock.earlier_seconds, checkpoint, choices,
-                                                                     _unanswerable(examples), _training_questions(examples, config)))
+        record = _run_record(result, config, encoder, clock.earlier_seconds, checkpoint, choices, _unanswerable(examples),
+                             _training_questions(examples, config))
+        saved = save_final_model(trainer, tokenizer, output_dir, record)
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
-    push_final_model(trainer, output_dir)
+    push_final_model(trainer, output_dir, saved)
     return result
 
 

@@ -32,7 +32,7 @@ from ..qa_checkpoints import check_encoder_runs, usable_positions, windows_that_
 from ..types import Example
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
 from .config import TrainConfig
-from .training_args import check_network_args
+from .training_args import check_network_args, default_hub_id, hub_repository_refused
 from .saving import LOG_DIR
 
 
@@ -97,6 +97,13 @@ class HeadRateTrainer(Trainer):
         super().__init__(*args, **kwargs)
         # Not Trainer's processing_class, which would add the tokenizer's files to every checkpoint.
         self.head_learning_rate, self.evaluator, self.evaluation_tokenizer = head_learning_rate, evaluator, evaluation_tokenizer
+
+    def init_hf_repo(self, token: str | None = None, private: bool | None = None) -> None:
+        """The push's hub repository, made or opened as Trainer is built: one the hub refuses is one line, not a traceback."""
+        try:
+            super().init_hf_repo(token, private)
+        except Exception as err:  # an HTTP refusal, no route, a timeout: the push cannot happen alike
+            raise hub_repository_refused(self.args.hub_model_id, err) from None
 
     def evaluate(self, eval_dataset: Any = None, ignore_keys: Any = None, metric_key_prefix: str = "eval") -> dict[str, float]:
         """The evaluator's scores, logged (so in the log history and every tracker) as ``eval_<name>``."""
@@ -274,10 +281,10 @@ def training_arguments(
         raise ValueError(f"checkpoint_steps must be a positive number of optimizer steps, not {checkpoint_steps}")
     values = {**_package_arguments(config, output_dir, save_checkpoints, progress, steps), **config.training_args}
     if network_args:
-        check_network_args(network_args)
+        check_network_args(network_args, output_dir)
         values.update(network_args)
-        if values.get("push_to_hub") and not values.get("hub_model_id"):  # Trainer would name it after checkpoints/
-            values["hub_model_id"] = output_dir.absolute().name
+        if values.get("push_to_hub") and not values.get("hub_model_id"):
+            values["hub_model_id"] = default_hub_id(output_dir)
         if "report_to" in network_args:  # the trackers asked for on the command line join the config's local ones
             values["report_to"] = _reporters(config.training_args.get("report_to"), network_args["report_to"])
     try:

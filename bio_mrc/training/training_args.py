@@ -14,6 +14,7 @@ import re
 import types
 import typing
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, argument, as_keywords
@@ -103,9 +104,10 @@ def check_stays_local(values: dict[str, Any], source: str = "training_args") -> 
             raise ConfigError(f"{source}: {name!r} publishes the model, {ASKED_FOR}: {_NETWORK.get(name, _PUSH)}")
 
 
-def check_network_args(values: dict[str, Any]) -> None:
+def check_network_args(values: dict[str, Any], output_dir: Path | None = None) -> None:
     """The command line's off-machine options (see :data:`NETWORK_TRAINING_ARGS`): those ``train`` has a flag for, which
-    TrainingArguments takes; a hub option other than the push itself needs the push."""
+    TrainingArguments takes; a hub option other than the push itself needs the push, and the push a repository id the
+    hub takes (without ``hub_model_id``, ``output_dir``'s name)."""
     unknown = sorted(set(values) - set(_TAKEN))
     if unknown and unknown[0].startswith(("hub_", "push_to_hub")):  # training_args refuses it too: no place to give it
         token = "; it pushes with the token of `hf auth login` or HF_TOKEN" if unknown[0] == "hub_token" else ""
@@ -117,6 +119,7 @@ def check_network_args(values: dict[str, Any]) -> None:
     if hub and not values.get("push_to_hub"):
         raise ConfigError(f"{' and '.join(argument(name) for name in hub)} need{'s' if len(hub) == 1 else ''} {_PUSH}")
     if values.get("push_to_hub"):
+        _check_hub_id(values.get("hub_model_id"), output_dir)
         _check_hub_reachable()
     from transformers import TrainingArguments
 
@@ -124,6 +127,42 @@ def check_network_args(values: dict[str, Any]) -> None:
         TrainingArguments(output_dir="network-args-check", **{"report_to": "none", **values})
     except (ValueError, TypeError, ImportError, RuntimeError) as err:
         raise ConfigError(f"{values}: {err}") from None
+
+
+def hub_failure(err: BaseException) -> str:
+    """A hub request's failure in one line: its kind and the first line of its message."""
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else "no answer"
+    return f"{type(err).__name__}: {reason}"
+
+
+def hub_repository_refused(repo_id: str | None, err: BaseException) -> ConfigError:
+    """Trainer could not create or open the push's repository (another's namespace, a token that may not write)."""
+    return ConfigError(f"{_PUSH}: the Hugging Face Hub would not create or open the repository {repo_id!r} "
+                       f"({hub_failure(err)}); check the id, and that your token may write there")
+
+
+def default_hub_id(output_dir: Path) -> str:
+    """The repository a push without ``hub_model_id`` goes to: the model folder's name (Trainer would name it after its
+    own output folder, the model's ``checkpoints/``)."""
+    return output_dir.absolute().name
+
+
+def _check_hub_id(given: str | None, output_dir: Path | None) -> None:
+    """A repository id the hub refuses ends the run before any work, not in a traceback once the model is built."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    name = given if given is not None else default_hub_id(output_dir) if output_dir is not None else None
+    if name is None:  # named once the output folder is known (training_arguments)
+        return
+    try:
+        validate_repo_id(name)
+    except HFValidationError:
+        rule = ("a hub repository id is NAME or OWNER/NAME, each of letters, digits, '-', '_' and '.', neither beginning "
+                "nor ending with '-' or '.', at most 96 characters")
+        if given is not None:
+            raise ConfigError(f"{argument('hub_model_id')} {given!r} is no Hugging Face repository id: {rule}") from None
+        raise ConfigError(f"{_PUSH} names the hub repository after the output folder, {name!r}, which is no Hugging Face "
+                          f"repository id ({rule}); give one with {argument('hub_model_id', 'ID')}") from None
 
 
 def _check_hub_reachable() -> None:
@@ -287,4 +326,5 @@ def _check_optimizer_installed(arguments: Any) -> None:
 
 
 __all__ = ["LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TRACKER_EXTRAS", "check_network_args",
-           "check_run_trackers", "check_stays_local", "check_trackers_installed", "check_training_args"]
+           "check_run_trackers", "check_stays_local", "check_trackers_installed", "check_training_args", "default_hub_id",
+           "hub_failure", "hub_repository_refused"]
