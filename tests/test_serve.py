@@ -27,7 +27,7 @@ from bio_mrc.inference import AnswerExtractor, TrainedModel
 from bio_mrc.model import BioMrcForQuestionAnswering
 from bio_mrc.model_card import write_model_card
 from bio_mrc.serving.answering import Question, answer_batch, featurize
-from bio_mrc.serving import windows as windows_module
+from bio_mrc.serving import operator_log, windows as windows_module
 from bio_mrc.serving.app import create_app
 from bio_mrc.serving.windows import run_chunks, window_runner
 from bio_mrc.serving.batching import DynamicBatcher
@@ -83,6 +83,18 @@ def running(app, **settings):
         server.should_exit = True
         thread.join(30)
         sock.close()
+
+
+@pytest.fixture
+def operator_lines(monkeypatch):
+    """The lines the server logs for its operator, none held back by an earlier test's line of the same limit."""
+    class Lines(list):  # the logger's one method the server calls (uvicorn's logging setup replaces handlers)
+        warning = list.append
+
+    lines = Lines()
+    monkeypatch.setattr(operator_log, "_last_warned", {})
+    monkeypatch.setattr(operator_log, "LOGGER", lines)
+    return lines
 
 
 def expected(extractor, question, context, decoding="auto", multi_span=False, top_k=1):

@@ -29,7 +29,7 @@ from bio_mrc.serving.guards import (
 from bio_mrc.serving.scheduler import AnswerScheduler
 from bio_mrc.serving.windows import question_windows
 
-from .test_serve import GOOD, assert_same_answer, extractor, model_dir, running  # noqa: F401  (fixtures)
+from .test_serve import GOOD, assert_same_answer, extractor, model_dir, operator_lines, running  # noqa: F401  (fixtures)
 
 
 def post(client, body: bytes | str, **headers):
@@ -95,9 +95,9 @@ def _guarded(guard, body_parts, reached):
     return guard(scope, receive, send)
 
 
-def test_a_body_not_all_sent_within_the_request_time_is_a_408():
+def test_a_body_not_all_sent_within_the_request_time_is_a_408(operator_lines):  # noqa: F811
     """A client that declares a body, or chunks one, and stops sending: refused once the request's time is up, not
-    held for ever."""
+    held for ever; the refusal tells the client what to do, the log names the option for the operator."""
     async def app(scope, receive, send):
         raise AssertionError("the application never sees a body that did not all come")
 
@@ -106,7 +106,9 @@ def test_a_body_not_all_sent_within_the_request_time_is_a_408():
     asyncio.run(_guarded(BodyGuard(app, 1000, timeout_s=0.2), [b'{"que', b"stion"], reached))
     assert 0.2 <= time.monotonic() - started < 2
     detail = json.loads(reached[1]["body"])["detail"]
-    assert reached[0]["status"] == 408 and "within 0.2 s (--request-timeout-s), 10 bytes of it came" in detail
+    assert reached[0]["status"] == 408
+    assert detail == "the body was not all sent within 0.2 s, 10 bytes of it came: send the whole body at once"
+    assert operator_lines == ["a request's body was not all sent within 0.2 s (--request-timeout-s): answered 408"]
 
 
 def test_a_client_that_stops_sending_its_body_gets_a_408_over_http_and_others_are_answered(extractor):  # noqa: F811
@@ -120,13 +122,13 @@ def test_a_client_that_stops_sending_its_body_gets_a_408_over_http_and_others_ar
             while chunk := stalled.recv(4096):
                 answer += chunk
         assert time.monotonic() - started < 5 and answer.startswith(b"HTTP/1.1 408 ")
-        assert b"within 0.5 s (--request-timeout-s), 11 bytes of it came" in answer
+        assert b"within 0.5 s, 11 bytes of it came" in answer
         assert httpx.post(url + "/answer", json=GOOD, timeout=60).status_code == 200
     (guard,) = [middleware for middleware in create_app(extractor, ServeConfig(max_bodies_bytes=123)).user_middleware
                 if middleware.cls is BodyGuard]
     assert guard.kwargs["budget"] == 123 and guard.kwargs["timeout_s"] == 60
 
-def test_bodies_held_at_once_stay_within_the_budget():
+def test_bodies_held_at_once_stay_within_the_budget(operator_lines):  # noqa: F811
     """Bodies being read or answered hold at most the budget between them: a body that would pass it is a 503 with
     Retry-After; the bytes of a body answered (or refused) are given back, so the next body fits again."""
     answering, release, seen = asyncio.Event(), asyncio.Event(), []
@@ -164,7 +166,10 @@ def test_bodies_held_at_once_stay_within_the_budget():
     first, second, third = asyncio.run(scenario())
     assert first[0]["status"] == 200 and third[0]["status"] == 200 and seen == [b"a" * 100, b"c" * 60]
     assert second[0]["status"] == 503 and (b"retry-after", b"1") in second[0]["headers"]
-    assert "holds 100 bytes of other requests' bodies and holds at most 150" in json.loads(second[1]["body"])["detail"]
+    assert json.loads(second[1]["body"])["detail"] == ("the server holds as many bytes of other requests' bodies as it "
+                                                       "takes at once: try again shortly")
+    assert operator_lines == ["the bodies of the requests being read or answered fill 150 bytes (--max-bodies-bytes): "
+                              "more are answered 503"]
     assert guard.held == 0
     assert BodyGuard(app, limit=100, budget=10).budget == 100  # one largest valid body always fits
 
@@ -193,7 +198,7 @@ async def _never():
     raise AssertionError("a refused request's body is never read")
 
 
-def test_requests_past_the_limit_get_a_json_503_unread_and_the_count_always_comes_back(extractor, monkeypatch):  # noqa: F811
+def test_requests_past_the_limit_get_a_json_503_unread_and_the_count_always_comes_back(extractor, monkeypatch, operator_lines):  # noqa: F811
     """With one request allowed open: a second is refused (503, JSON, Retry-After) before any of its body is read;
     the count comes back to zero after a client that leaves, a request cancelled mid-body and one that fails; then
     requests are answered again. uvicorn's own limit answered such a request in plain text."""
@@ -237,8 +242,9 @@ def test_requests_past_the_limit_get_a_json_503_unread_and_the_count_always_come
         assert start["status"] == 503 and (b"retry-after", b"1") in start["headers"]
         assert (b"content-type", b"application/json") in start["headers"]
         detail = json.loads(body["body"])["detail"]
-        assert detail == ("the server is reading or answering as many requests as it takes at once "
-                          "(1, --max-concurrent-requests): try again shortly")
+        assert detail == "the server is reading or answering as many requests as it takes at once: try again shortly"
+    assert operator_lines == ["1 request at once, the most the server reads or answers (--max-concurrent-requests): "
+                              "more are answered 503"]  # once, for both refusals
     assert over_http.status_code == 503 and over_http.headers["retry-after"] == "1"
     assert over_http.json()["problems"] == [{"location": "body", "message": over_http.json()["detail"]}]
     assert counts == (0, 0, 0, 0)
@@ -376,14 +382,16 @@ def windows_of(extractor, question, context):  # noqa: F811
     return len(question_windows(extractor.trained, [examples])[0])
 
 
-def test_a_request_past_its_time_is_a_504_and_its_windows_are_dropped(extractor, slow_passes):  # noqa: F811
+def test_a_request_past_its_time_is_a_504_and_its_windows_are_dropped(extractor, slow_passes, operator_lines):  # noqa: F811
     config = ServeConfig(request_timeout_s=0.5, max_batch_size=1, max_wait_ms=0)  # one window per forward pass
     with TestClient(create_app(extractor, config), raise_server_exceptions=False) as client:
         response = client.post("/answer", json={"question": "Who built castles?", "context": MANY_WINDOWS})
         time.sleep(0.7)  # any pass already running ends
         ran_then = len(slow_passes)
         time.sleep(0.7)
-    assert response.status_code == 504 and "--request-timeout-s" in response.json()["detail"]
+    assert response.status_code == 504 and response.json()["detail"] == (
+        "the request took longer than 0.5 s; its questions not yet answered were dropped: send fewer or shorter ones")
+    assert operator_lines == ["a request took longer than 0.5 s (--request-timeout-s): answered 504"]
     assert len(slow_passes) == ran_then <= 3 < windows_of(extractor, "Who built castles?", MANY_WINDOWS)
 
 

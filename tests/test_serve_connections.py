@@ -3,7 +3,9 @@ connections past --max-connections are refused at once, idle and oversized ones 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import socket
 import threading
 import time
@@ -20,7 +22,7 @@ from bio_mrc.serving import connections, server
 from bio_mrc.serving.app import create_app
 from bio_mrc.serving.config import ServeConfig
 
-from .test_serve import GOOD, extractor, model_dir, running  # noqa: F401  (fixtures)
+from .test_serve import GOOD, extractor, model_dir, operator_lines, running  # noqa: F401  (fixtures)
 
 
 def serving(extractor, **options):  # noqa: F811
@@ -67,7 +69,7 @@ def trickle(sock: socket.socket, stop: threading.Event) -> None:
 
 
 @pytest.mark.parametrize("client", ["silent", "trickling", "next request unfinished"])
-def test_a_request_head_not_all_sent_in_time_is_a_408_and_the_connection_closed(extractor, client):  # noqa: F811
+def test_a_request_head_not_all_sent_in_time_is_a_408_and_the_connection_closed(extractor, client, operator_lines):  # noqa: F811
     """A connection that sends nothing, one that sends a header line every 0.1 s, and one that begins a second request
     after its first is answered and never finishes it: each gets a 408 in the JSON every refusal has and is closed
     (well within ten times --head-timeout-s), while another client is answered."""
@@ -85,7 +87,9 @@ def test_a_request_head_not_all_sent_in_time_is_a_408_and_the_connection_closed(
         stop.set()
     status, body = refusal(data)
     assert status == 408 and seconds < 5
-    assert body["detail"] == "the request line and headers were not all sent within 0.5 s (--head-timeout-s): send them at once"
+    assert body["detail"] == "the request line and headers were not all sent within 0.5 s: send them at once"
+    assert operator_lines == ["a connection did not send a request's line and headers within 0.5 s (--head-timeout-s): "
+                              "answered 408 and closed"]
 
 
 def test_a_head_sent_in_time_is_answered_and_its_connection_kept_alive(extractor):  # noqa: F811
@@ -98,15 +102,15 @@ def test_a_head_sent_in_time_is_answered_and_its_connection_kept_alive(extractor
             assert client.post("/answer", json=GOOD).status_code == 200
 
 
-def test_connections_past_the_limit_are_refused_at_once_and_room_comes_back(extractor):  # noqa: F811
+def test_connections_past_the_limit_are_refused_at_once_and_room_comes_back(extractor, operator_lines):  # noqa: F811
     with serving(extractor, max_connections=3, head_timeout_s=60) as url:
         held = [socket.create_connection(address(url), timeout=10) for _ in range(3)]
         with socket.create_connection(address(url), timeout=10) as one_more:
             data, _ = read_until_closed(one_more)
         status, body = refusal(data)
         assert status == 503 and b"\r\nretry-after: 1\r\n" in data
-        assert body["detail"] == ("the server holds as many connections as it takes at once (3, --max-connections): "
-                                  "try again shortly")
+        assert body["detail"] == "the server holds as many connections as it takes at once: try again shortly"
+        assert operator_lines == ["3 connections are open (--max-connections): more are refused"]
         for sock in held:
             sock.close()
         deadline = time.monotonic() + 10
@@ -122,14 +126,94 @@ def test_an_idle_connection_is_closed_after_the_keep_alive_time(extractor):  # n
     assert data.startswith(b"HTTP/1.1 200 ") and seconds < 3
 
 
-def test_an_unfinished_head_past_max_head_bytes_is_a_400_at_once(extractor):  # noqa: F811
-    """The server holds at most --max-head-bytes of a head still coming: past it, a 400 and the connection closed,
-    without waiting out --head-timeout-s."""
+def test_an_unfinished_head_past_max_head_bytes_is_a_431_at_once(extractor):  # noqa: F811
+    """The server holds at most --max-head-bytes of a head still coming: past it, a 431 in the JSON every refusal has
+    and the connection closed, without waiting out --head-timeout-s."""
     with serving(extractor, max_head_bytes=2048, head_timeout_s=60) as url, socket.create_connection(address(url), timeout=10) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nx-long: " + b"a" * 3000)
         data, seconds = read_until_closed(sock)
         assert httpx.get(url + "/health", headers={"x-long": "a" * 1000}, timeout=10).status_code == 200
-    assert data.startswith(b"HTTP/1.1 400 ") and seconds < 30
+    assert refusal(data) == (431, {"detail": "the request line and headers pass 2048 bytes: send shorter ones", "problems": [
+        {"location": "request", "message": "the request line and headers pass 2048 bytes: send shorter ones"}]})
+    assert seconds < 30
+
+
+POST_HEAD = b"POST /answer HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
+UNREADABLE = {  # name: (what the client sends, status, detail)
+    "no request line": (b"HELLO\r\n\r\n", 400, "illegal request line: b'HELLO'"),
+    "no Host header": (b"GET /health HTTP/1.1\r\n\r\n", 400, "Missing mandatory Host: header"),
+    "two lengths": (POST_HEAD + b"content-length: 2\r\ncontent-length: 3\r\n\r\n{}", 400, "conflicting Content-Length headers"),
+    "negative length": (POST_HEAD + b"content-length: -2\r\n\r\n{}", 400, "bad Content-Length"),
+    "malformed chunk": (POST_HEAD + b"transfer-encoding: chunked\r\n\r\n2\r\n{}\r\nzz\r\n", 400,
+                        "illegal chunk header: b'zz\\r\\n'"),
+    "gzip transfer coding": (POST_HEAD + b"transfer-encoding: gzip\r\n\r\n{}", 501,
+                             "Only Transfer-Encoding: chunked is supported"),
+}
+
+
+@pytest.mark.parametrize("name", UNREADABLE)
+def test_a_request_that_is_not_http_is_refused_in_json_naming_why_and_others_are_answered(extractor, name):  # noqa: F811
+    """uvicorn answered what h11 cannot read with a bare 400 in plain text (and 400 where the status is 501); the
+    refusal now names h11's reason in the JSON every refusal has."""
+    sent, status, reason = UNREADABLE[name]
+    with serving(extractor) as url, socket.create_connection(address(url), timeout=10) as sock:
+        sock.sendall(sent)
+        data, _ = read_until_closed(sock)
+        assert httpx.post(url + "/answer", json=GOOD, timeout=60).status_code == 200
+    detail = f"not a valid HTTP/1.1 request: {reason}"
+    assert refusal(data) == (status, {"detail": detail, "problems": [{"location": "request", "message": detail}]})
+
+
+def read_response(sock: socket.socket) -> bytes:
+    """One whole response with a content-length, read from ``sock``."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(4096)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")))
+    while len(body) < length:
+        body += sock.recv(4096)
+    return head + b"\r\n\r\n" + body
+
+
+def test_a_body_malformed_after_its_answer_closes_the_connection_and_logs_no_error(extractor, caplog):  # noqa: F811
+    """A GET answered while its chunked body still comes, the body then malformed: uvicorn wrote its 400 after the
+    answer, which h11 refuses, and the log held a traceback (``protocol.data_received() call failed``)."""
+    with serving(extractor) as url, socket.create_connection(address(url), timeout=10) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        answer = read_response(sock)
+        sock.sendall(b"zz\r\n\r\n")
+        rest, _ = read_until_closed(sock)
+        assert httpx.get(url + "/health", timeout=10).status_code == 200
+    assert answer.startswith(b"HTTP/1.1 200 ") and rest == b""
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
+def test_a_client_that_reads_none_of_its_responses_is_closed_and_its_place_comes_back(extractor, operator_lines):  # noqa: F811
+    """A client that pipelines requests and never reads the answers: once the server's buffers to it were full, the
+    request being answered waited for ever to be written, holding its place among --max-concurrent-requests (here
+    one), and every other request was refused 503 for as long as the client kept its socket. Its connection is now
+    closed once it has read nothing for --request-timeout-s, and the place comes back."""
+    config = ServeConfig(max_concurrent_requests=1, request_timeout_s=1, head_timeout_s=60)
+    app = create_app(extractor, config)
+    with running(app, **server.connection_settings(config)) as url, socket.socket() as reader:
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        reader.connect(address(url))
+        reader.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            reader.send(b"GET /openapi.json HTTP/1.1\r\nHost: localhost\r\n\r\n" * 3000)  # megabytes of answers, never read
+        held_since, deadline = None, time.monotonic() + 30
+        while held_since is None or time.monotonic() - held_since < 0.3:  # until one answer waits to be written
+            held_since = (held_since or time.monotonic()) if app.state.open_requests.open else None
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        statuses = [httpx.post(url + "/answer", json=GOOD, timeout=10).status_code]
+        while statuses[-1] != 200:
+            assert time.monotonic() < deadline, f"answered {statuses[-1]} after {len(statuses)} tries"
+            time.sleep(0.05)
+            statuses.append(httpx.post(url + "/answer", json=GOOD, timeout=10).status_code)
+    assert statuses[0] == 503
+    assert "a client read none of its response for 1 s (--request-timeout-s): its connection closed" in operator_lines
 
 
 def test_the_options_reach_uvicorn(monkeypatch):

@@ -9,6 +9,8 @@ from typing import Any, Awaitable, Callable
 
 from starlette.exceptions import HTTPException
 
+from .operator_log import tell_operator
+
 DISCONNECT_POLL_S = 0.05  # how often a waiting request asks whether its client is still there
 
 
@@ -26,8 +28,10 @@ async def bounded(work: Awaitable[Any], timeout_s: float, disconnected: Callable
         while True:
             left = deadline - loop.time()
             if left <= 0:
-                raise HTTPException(504, f"the request took longer than {timeout_s:g} s (--request-timeout-s); "
-                                         "its questions not yet answered were dropped: send fewer or shorter ones")
+                tell_operator("request time", f"a request took longer than {timeout_s:g} s (--request-timeout-s): "
+                                              "answered 504")
+                raise HTTPException(504, f"the request took longer than {timeout_s:g} s; its questions not yet answered "
+                                         "were dropped: send fewer or shorter ones")
             done, _ = await asyncio.wait({task}, timeout=min(DISCONNECT_POLL_S, left))
             if done:
                 return task.result()

@@ -1,32 +1,37 @@
-"""Bounds on connections before a request reaches the application, as uvicorn's h11 protocol with two additions:
+"""Bounds on connections before a request reaches the application, as uvicorn's h11 protocol with four additions:
 
 * a connection must send a request's line and headers within ``head_timeout_s``, counted from its opening or from
   the first byte of its next request; past it the server answers 408 and closes it. uvicorn counts only the idle time
   between requests (``timeout_keep_alive``), so a client that opens a connection and sends nothing, or a header line
   every few seconds, never finishing, held its socket for ever, unseen by the application;
 * at most ``max_connections`` connections are open at once, idle ones included; one more is answered 503 and closed
-  at once. Unbounded, such connections took file descriptors until ``accept`` failed, and then nobody was served.
+  at once. Unbounded, such connections took file descriptors until ``accept`` failed, and then nobody was served;
+* a client that reads none of its responses for ``read_timeout_s`` once the buffers to it are full has its connection
+  closed: uvicorn waited for it for ever, its request holding a place among those open at once;
+* a request h11 cannot read is refused in the JSON every refusal has, naming h11's reason (uvicorn: a bare 400 in
+  plain text), and one whose answer has begun is closed (uvicorn's 400 after it raised a traceback in the log).
 
-Both build on uvicorn's ``H11Protocol`` beyond its settings, so they are used only on the uvicorn and h11 versions
+All build on uvicorn's ``H11Protocol`` beyond its settings, so they are used only on the uvicorn and h11 versions
 checked here (:func:`unsupported`); on any other the server runs uvicorn's own protocol and says so in its log.
 """
 
 from __future__ import annotations
 
+import http
 import json
-import logging
-import time
+import re
 import warnings
 from typing import Any
 
 from ..errors import ConfigError, InputWarning, argument
+from .operator_log import tell_operator
 
 # The versions whose H11Protocol this subclasses as it is: [from, before).
 UVICORN_VERSIONS = ((0, 29), (1, 0))
 H11_VERSIONS = ((0, 14), (1, 0))
+MAX_REASON_CHARS = 200  # h11's reason may quote the client's bytes: cut
+_BYTEARRAY = re.compile(r"bytearray\((b'.*?'|b\".*?\")\)")  # h11 quotes bytes as bytearray(b'...'): b'...' reads better
 OPEN_FILES_SPARE = 128  # descriptors beside the connections: the model's files, the helper's pipes, the log
-WARN_EVERY_S = 60.0  # a flood of refused connections logs one line a minute, not one each
-_last_warned: dict[str, float] = {}
 
 
 def unsupported() -> str | None:
@@ -42,8 +47,10 @@ def unsupported() -> str | None:
         found = _version(getattr(module, "__version__", ""))
         if found is None or not versions[0] <= found < versions[1]:
             return f"{name} {getattr(module, '__version__', '?')} is not a version these bounds were checked on"
-    needed = [name for name in ("connection_made", "connection_lost", "handle_events") if not hasattr(H11Protocol, name)]
-    needed += [name for name in ("their_state", "trailing_data") if not hasattr(h11.Connection, name)]
+    needed = [name for name in ("connection_made", "connection_lost", "handle_events", "send_400_response", "pause_writing",
+                                "resume_writing")
+              if not hasattr(H11Protocol, name)]
+    needed += [name for name in ("their_state", "our_state", "trailing_data", "next_event") if not hasattr(h11.Connection, name)]
     return f"uvicorn's h11 protocol lacks {', '.join(needed)}" if needed else None
 
 
@@ -52,12 +59,16 @@ def _version(text: str) -> tuple[int, int] | None:
     return (int(parts[0]), int(parts[1])) if len(parts) == 2 and all(part.isdigit() for part in parts) else None
 
 
-def bounded_protocol(head_timeout_s: float, max_connections: int) -> type | None:
-    """uvicorn's h11 protocol with the bounds (uvicorn's ``http`` setting), or None where :func:`unsupported`."""
+def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s: float | None = None) -> type | None:
+    """uvicorn's h11 protocol with the bounds (uvicorn's ``http`` setting), or None where :func:`unsupported`.
+    ``read_timeout_s``: how long a client may leave a response unread (its socket's buffers full) before its
+    connection is closed (None: for ever)."""
     if unsupported() is not None:
         return None
     import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    from uvicorn.protocols.http.h11_impl import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE, H11Protocol
+
+    ExplainedConnection = explained_connection()
 
     class BoundedH11Protocol(H11Protocol):
         head_timeout_s: float
@@ -66,20 +77,43 @@ def bounded_protocol(head_timeout_s: float, max_connections: int) -> type | None
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.head_timer: Any = None
+            self.read_timer: Any = None
+            self.max_head_bytes = self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
+            self.conn = ExplainedConnection(h11.SERVER, self.max_head_bytes)
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             limit = self.max_connections
             if len(self.connections) > limit:  # this one included
-                _warn("connections", f"{limit} connections are open (--max-connections): more are refused")
-                close_with(transport, 503, f"the server holds as many connections as it takes at once ({limit}, "
-                                           f"--max-connections): try again shortly", b"retry-after: 1\r\n")
+                tell_operator("connections", f"{limit} connections are open (--max-connections): more are refused")
+                close_with(transport, 503, "the server holds as many connections as it takes at once: try again "
+                                           "shortly", b"retry-after: 1\r\n")
                 return
             self.head_timer = self.loop.call_later(self.head_timeout_s, self.head_timed_out)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self.stop_head_timer()
+            self.resume_writing()  # its read timer stopped too
             super().connection_lost(exc)
+
+        def pause_writing(self) -> None:
+            """The client reads none of what is written: uvicorn waits for it for ever, the request holding its
+            place among those open at once, so a few clients that pipeline requests and never read held them all."""
+            super().pause_writing()
+            if read_timeout_s is not None and self.read_timer is None:
+                self.read_timer = self.loop.call_later(read_timeout_s, self.read_timed_out)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self.read_timer is not None:
+                self.read_timer.cancel()
+                self.read_timer = None
+
+        def read_timed_out(self) -> None:
+            self.read_timer = None
+            tell_operator("reading", f"a client read none of its response for {read_timeout_s:g} s "
+                                     "(--request-timeout-s): its connection closed")
+            self.transport.abort()  # what waits to be written is dropped: the request ends as if its client left
 
         def handle_events(self) -> None:
             super().handle_events()
@@ -87,6 +121,9 @@ def bounded_protocol(head_timeout_s: float, max_connections: int) -> type | None
                 self.stop_head_timer()
             elif self.conn.trailing_data[0] and self.head_timer is None and not self.transport.is_closing():
                 self.head_timer = self.loop.call_later(self.head_timeout_s, self.head_timed_out)  # a next request begins
+
+        def send_400_response(self, msg: str) -> None:
+            refuse_unreadable(self)
 
         def stop_head_timer(self) -> None:
             if self.head_timer is not None:
@@ -96,28 +133,67 @@ def bounded_protocol(head_timeout_s: float, max_connections: int) -> type | None
         def head_timed_out(self) -> None:
             self.head_timer = None
             if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                tell_operator("head", f"a connection did not send a request's line and headers within "
+                                      f"{self.head_timeout_s:g} s (--head-timeout-s): answered 408 and closed")
                 close_with(self.transport, 408, f"the request line and headers were not all sent within "
-                                                f"{self.head_timeout_s:g} s (--head-timeout-s): send them at once")
+                                                f"{self.head_timeout_s:g} s: send them at once")
 
     BoundedH11Protocol.head_timeout_s, BoundedH11Protocol.max_connections = head_timeout_s, max_connections
     return BoundedH11Protocol
 
 
-def close_with(transport: Any, status: int, detail: str, headers: bytes = b"") -> None:
+def explained_connection() -> type:
+    """h11's connection, keeping the reason it refused what the client sent (uvicorn keeps none)."""
+    import h11
+
+    class ExplainedConnection(h11.Connection):
+        refusal: h11.RemoteProtocolError | None = None
+
+        def next_event(self) -> Any:
+            try:
+                return super().next_event()
+            except h11.RemoteProtocolError as error:
+                self.refusal = error
+                raise
+
+    return ExplainedConnection
+
+
+def refuse_unreadable(protocol: Any) -> None:
+    """Refuse what h11 could not read, in JSON naming why, and close; uvicorn answered a bare 400 in plain text, and
+    one written after the request's own response had begun (a GET answered, its chunked body then malformed) raised a
+    traceback in the log, as did the application's own answer to a request so refused while it read the body."""
+    import h11
+
+    cycle = protocol.cycle
+    if cycle is not None and not cycle.response_complete:  # the application reading the body hears the client gone
+        cycle.disconnected = True
+        cycle.message_event.set()
+    if protocol.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):  # a response began: nothing more can go
+        protocol.transport.close()
+        return
+    status, detail = unreadable_request(protocol.conn.refusal, protocol.max_head_bytes)
+    close_with(protocol.transport, status, detail, location="request")
+
+
+def unreadable_request(error: Exception | None, max_head_bytes: int) -> tuple[int, str]:
+    """The status and detail refusing a request h11 could not read (``error``: h11's reason, if it gave one): 431 for a
+    head past ``max_head_bytes``, 501 for a transfer coding other than chunked, else 400."""
+    status = getattr(error, "error_status_hint", 400)
+    if status == 431:
+        return status, f"the request line and headers pass {max_head_bytes} bytes: send shorter ones"
+    reason = _BYTEARRAY.sub(r"\1", str(error))[:MAX_REASON_CHARS] if error is not None else "unreadable"
+    return status, f"not a valid HTTP/1.1 request: {reason}"
+
+
+def close_with(transport: Any, status: int, detail: str, headers: bytes = b"", location: str = "connection") -> None:
     """Answer ``status`` with the JSON every refusal has, then close: written as bytes, since h11 answers only a
     request it has read."""
-    body = json.dumps({"detail": detail, "problems": [{"location": "connection", "message": detail}]}).encode()
-    reason = {408: b"Request Timeout", 503: b"Service Unavailable"}[status]
+    body = json.dumps({"detail": detail, "problems": [{"location": location, "message": detail}]}).encode()
+    reason = http.HTTPStatus(status).phrase.encode()
     transport.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n"
                     % (status, reason, len(body)) + headers + b"\r\n" + body)
     transport.close()
-
-
-def _warn(kind: str, message: str) -> None:
-    now = time.monotonic()
-    if now - _last_warned.get(kind, -WARN_EVERY_S) >= WARN_EVERY_S:
-        _last_warned[kind] = now
-        logging.getLogger("uvicorn.error").warning(message)
 
 
 def make_room_for(max_connections: int, backlog: int) -> int:

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from .body_charset import as_utf8, declared_charset, unknown_charset
 from .helper_process import HelperProcess
+from .operator_log import tell_operator
 
 MAX_JSON_DEPTH = 32  # a request is two levels deep; deeper is never valid
 MAX_INT_DIGITS = 32  # the largest valid integer (top_k) has two digits
@@ -108,8 +109,10 @@ class BodyGuard:
                 try:
                     message = await asyncio.wait_for(receive(), None if deadline is None else max(0.0, deadline - loop.time()))
                 except TimeoutError:
-                    await refuse(send, 408, f"the body was not all sent within {self.timeout_s:g} s "
-                                            f"(--request-timeout-s), {size} bytes of it came: send the whole body at once")
+                    tell_operator("body time", f"a request's body was not all sent within {self.timeout_s:g} s "
+                                               "(--request-timeout-s): answered 408")
+                    await refuse(send, 408, f"the body was not all sent within {self.timeout_s:g} s, {size} bytes of it "
+                                            "came: send the whole body at once")
                     return None
                 if message["type"] == "http.disconnect":
                     return None  # the client left before sending its request: no work for it
@@ -121,8 +124,10 @@ class BodyGuard:
                                             f"no valid request is longer")
                     return None
                 if self.budget is not None and self.held + len(chunk) > self.budget:
-                    await refuse(send, 503, f"the server holds {self.held} bytes of other requests' bodies and holds at "
-                                            f"most {self.budget}: try again shortly", ((b"retry-after", b"1"),))
+                    tell_operator("bodies", f"the bodies of the requests being read or answered fill {self.budget} "
+                                            "bytes (--max-bodies-bytes): more are answered 503")
+                    await refuse(send, 503, "the server holds as many bytes of other requests' bodies as it takes at "
+                                            "once: try again shortly", ((b"retry-after", b"1"),))
                     return None
                 self.held += len(chunk)
                 chunks.append(chunk)

@@ -7,7 +7,9 @@ text; this one refuses with the server's JSON refusal, before the request's body
 
 from __future__ import annotations
 
+from ..plurals import counted
 from .guards import refuse
+from .operator_log import tell_operator
 
 
 class OpenRequests:
@@ -36,9 +38,10 @@ class OpenRequestLimit:
             return
         requests = self.requests
         if requests.open >= requests.limit:
-            await refuse(send, 503, f"the server is reading or answering as many requests as it takes at once "
-                                    f"({requests.limit}, --max-concurrent-requests): try again shortly",
-                         ((b"retry-after", b"1"),))
+            tell_operator("requests", f"{counted(requests.limit, 'request')} at once, the most the server reads or "
+                                      "answers (--max-concurrent-requests): more are answered 503")
+            await refuse(send, 503, "the server is reading or answering as many requests as it takes at once: try "
+                                    "again shortly", ((b"retry-after", b"1"),))
             return
         requests.open += 1
         try:

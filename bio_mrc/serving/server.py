@@ -110,7 +110,7 @@ def connection_settings(config: ServeConfig) -> dict[str, Any]:
     """uvicorn's settings bounding connections before a request reaches the application (:mod:`.connections`). Where
     the installed uvicorn cannot take the head timeout and the connection bound, a warning says so, and the others
     still hold (h11, which bounds the head's bytes, rather than httptools, which uvicorn may prefer)."""
-    protocol = bounded_protocol(config.head_timeout_s, config.max_connections)
+    protocol = bounded_protocol(config.head_timeout_s, config.max_connections, config.request_timeout_s)
     if protocol is None:
         warnings.warn(f"{argument('head_timeout_s')} and {argument('max_connections')} are off: {unsupported()}; a reverse "
                       "proxy in front bounds slow and idle clients (nginx: client_header_timeout)", InputWarning, stacklevel=2)
