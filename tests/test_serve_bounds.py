@@ -252,7 +252,7 @@ def test_requests_past_the_limit_get_a_json_503_unread_and_the_count_always_come
     assert ServeConfig().max_concurrent_requests == 256
 
 
-def test_a_refusal_stays_short_whatever_the_body_holds(extractor):  # noqa: F811
+def test_a_refusal_stays_short_whatever_the_body_holds(extractor, operator_lines):  # noqa: F811
     """More texts than a request may ask are a 413, and more unknown fields than a refusal lists one 422, before any is
     validated; otherwise a refusal lists ten problems and counts the rest, each location cut to 200 characters: a
     900 KB body of 300,000 questions of the wrong type got a 24 MB answer, after seconds of the event loop."""
@@ -265,7 +265,8 @@ def test_a_refusal_stays_short_whatever_the_body_holds(extractor):  # noqa: F811
                                          "top_k": "x", "threshold": "y", "decoding": 3, "multi_span": 4}))
         assert post(client, json.dumps(GOOD)).status_code == 200
     assert many.status_code == 413 and many.json()["detail"] == (
-        "1000 questions in one request; this server answers at most 4 (--max-batch-size): split the batch")
+        "1000 questions in one request; this server answers at most 4 a request: send them in requests of at most 4")
+    assert operator_lines == ["a request asked 1000 questions, more than 4 (--max-batch-size): answered 413"]  # once a minute
     assert documents.status_code == 413 and documents.json()["detail"].startswith("50 documents for one question")
     assert unknown.status_code == 422 and unknown.json()["detail"].startswith(
         "25 unknown fields ('field0', 'field1', 'field2', …); a request has only the fields context, decoding, ")
@@ -840,7 +841,7 @@ def test_a_request_to_a_stopping_server_is_a_503_saying_so(extractor):  # noqa: 
     assert body["problems"] == [{"location": "body", "message": body["detail"]}]
 
 
-def test_a_request_cut_at_the_end_of_a_stops_grace_is_a_503_saying_so():
+def test_a_request_cut_at_the_end_of_a_stops_grace_is_a_503_saying_so(operator_lines):
     """uvicorn cancels the requests still running when a stop's grace ends: one whose response has not begun (its
     body still coming) is answered 503, not uvicorn's 500; one whose response has begun is left to end as it can."""
     from bio_mrc.serving.server import CutAtStop
@@ -864,14 +865,18 @@ def test_a_request_cut_at_the_end_of_a_stops_grace_is_a_503_saying_so():
 
     sent, cancelled = asyncio.run(cut(respond_first=False))
     assert not cancelled and sent[0]["status"] == 503 and (b"retry-after", b"1") in sent[0]["headers"]
-    assert json.loads(sent[1]["body"])["detail"].startswith("the server is stopping: this request was not all sent")
+    assert json.loads(sent[1]["body"])["detail"] == (
+        "the server is stopping: this request was not all sent or answered in the time it gives requests to end; send it "
+        "again (to another server, or to this one once it is back)")
+    assert operator_lines == ["a request was still being sent or answered when the stop's grace ended (--stop-grace-s): "
+                              "answered 503"]
     sent, cancelled = asyncio.run(cut(respond_first=True))
     assert cancelled and [message["status"] for message in sent] == [200]
 
 
 # --- the Host header -----------------------------------------------------------------------------
 
-def test_only_hosts_naming_this_server_are_answered(extractor):  # noqa: F811
+def test_only_hosts_naming_this_server_are_answered(extractor, operator_lines):  # noqa: F811
     names = allowed_host_names("127.0.0.1", "")
     assert names == {"localhost", "127.0.0.1", "::1"}
     assert allowed_host_names("0.0.0.0", "*") is None and allowed_host_names("x", "a.example, B.example") == {
@@ -887,7 +892,11 @@ def test_only_hosts_naming_this_server_are_answered(extractor):  # noqa: F811
             assert client.get("/health", headers={"host": host}).status_code == 200, host
         for host in ("evil.example", "evil.example:8000", "localhost.evil.example", "", *tricks):
             refused = client.get("/health", headers={"host": host})
-            assert refused.status_code == 400 and "--allowed-hosts" in refused.json()["detail"], host
+            assert refused.status_code == 400 and refused.json()["detail"] == (
+                f"the Host header {host!r} names no host this server answers to: send one of 127.0.0.1, ::1, localhost"), host
+    # the client reads what it can do; the flag that adds names is the operator's, in the log
+    assert operator_lines == ["a request's Host header named 'evil.example', no host this server answers to "
+                              "(--allowed-hosts adds others): answered 400"]
 
 
 # --- large bodies off the event loop -------------------------------------------------------------

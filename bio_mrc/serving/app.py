@@ -4,7 +4,9 @@
 Every request is checked before any work: the schema (422), the number of questions (413), the
 texts (:meth:`AnswerExtractor.examples`: 422) and the decoding (one the model's heads allow: 422).
 Refusals answer with :class:`ErrorResponse` (``detail``, ``problems``); nothing answers with a
-traceback. Before the application, :class:`~.open_requests.OpenRequestLimit` bounds the requests open at once
+traceback; a path not served is a 404 naming the one meant, never a redirect. Before the application,
+:class:`~.request_head.RequestHeadGuard` refuses a version, expectation or content coding it cannot honour (505, 417,
+415), :class:`~.open_requests.OpenRequestLimit` bounds the requests open at once
 (503), :class:`~.guards.BodyGuard` bounds the body (413) and refuses JSON it will not read (400); a large body is
 parsed in the server's helper process, so the event loop keeps serving others. Each question is scheduled on its
 own (:mod:`.scheduler`), its windows in chunks, so requests share forward passes fairly; a request that outlives
@@ -13,6 +15,7 @@ begins to stop, a request not yet answered is a 503.
 """
 
 import dataclasses
+import difflib
 import html
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,7 +29,7 @@ from starlette.exceptions import HTTPException
 
 from .. import __version__, registry
 from ..data.text import unwritable_character
-from ..errors import BioMrcError, ModelOutputError
+from ..errors import BioMrcError, ModelOutputError, shown_value
 from ..io import json_with_controls_escaped
 from ..inference.extract import AnswerExtractor, asks_over_documents
 from ..model_card import card_summary
@@ -37,24 +40,31 @@ from .bounded import ClientLeft, bounded, gather_cancelling
 from .config import ServeConfig
 from .guards import PARSED_BODY, BodyGuard, names_json, off_loop, read_utf8_json
 from .open_requests import OpenRequestLimit, OpenRequests
+from .operator_log import tell_operator
+from .request_head import RequestHeadGuard
 from .scheduler import AnswerScheduler
 from .schema import ONE, SEVERAL, Answer, AnswerResponse, ErrorResponse, Health, Limits, Problem, Span, answer_request_model
 
 MAX_PROBLEMS = 10  # a refusal lists this many of a body's problems, then counts the rest
 MAX_LOCATION_CHARS = 200  # a problem's location (a field's name) is cut to this many characters
+NEAR_PATH = 0.6  # how alike a path unknown and one served must be (difflib's ratio) for a 404 to suggest it
 STOPPING = ("the server is stopping: this request's questions not yet answered were dropped; send it again (to "
             "another server, or to this one once it is back)")
 _REFUSALS = {status: {"model": ErrorResponse, "description": description} for status, description in (
     (400, "the body is not UTF-8 JSON, repeats a key in one object, nests deeper than 32 levels or holds an "
           "integer of more than 32 digits; or the Host header names another server"),
-    (408, "the body was not all sent within the server's --request-timeout-s"),
-    (413, "more questions than the server's max batch size, or a body longer than any valid request"),
-    (415, "a body not sent as JSON (its content-type is not application/json, or there is none)"),
+    (408, "the body was not all sent within the time the server gives a request: send it at once"),
+    (413, "more questions than the server answers in one request (GET /health: limits.max_batch_size), or a body "
+          "longer than any valid request"),
+    (415, "a body not sent as JSON (its content-type is not application/json, or there is none), or sent in a "
+          "content-encoding the server does not decode (gzip): send it uncompressed"),
+    (417, "an Expect header asking for more than 100-continue"),
     (422, "a field breaks the schema, a text is empty or holds what no tokenizer reads, or the decoding needs "
           "heads the model lacks"),
-    (503, "the bodies of requests being read or answered already fill the server's --max-bodies-bytes, it reads "
-          "or answers --max-concurrent-requests already, or it is stopping: try again"),
-    (504, "the request took longer than the server's --request-timeout-s"),
+    (503, "the server holds as many requests, bodies or connections as it takes at once, or it is stopping: try "
+          "again (Retry-After)"),
+    (504, "the request took longer than the time the server gives a request: send fewer or shorter questions"),
+    (505, "an HTTP version other than 1.0 and 1.1: send HTTP/1.1"),
 )}
 
 
@@ -81,9 +91,9 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
     async def answer(body: AnswerRequest, request: Request) -> Response:
         extractor, scheduler = request.app.state.extractor, request.app.state.scheduler
         documents = asks_over_documents(body.question, body.context)
-        too_many = too_many_asked(body.question, body.context, config.max_batch_size)
-        if too_many:
-            raise HTTPException(413, too_many)
+        too_many = refused_too_many(body.question, body.context, config.max_batch_size)
+        if too_many is not None:
+            raise too_many
         try:
             examples, _ = extractor.examples(body.question, body.context)
             decoding = registry.resolve_decoding(extractor.trained.decodings, body.decoding)
@@ -151,9 +161,9 @@ def refused_unvalidated(document: Any, fields: set[str], limit: int) -> HTTPExce
     fields than a refusal lists, or one whose name holds a lone surrogate (422). None: the schema decides."""
     if not isinstance(document, dict):
         return None
-    too_many = too_many_asked(document.get("question"), document.get("context"), limit)
-    if too_many:
-        return HTTPException(413, too_many)
+    too_many = refused_too_many(document.get("question"), document.get("context"), limit)
+    if too_many is not None:
+        return too_many
     unknown = [name for name in document if name not in fields]
     unreadable = [name for name in unknown if unwritable_character(name)]
     if unreadable:  # the schema refuses it as the body's, naming neither the field nor that it is unknown
@@ -166,16 +176,19 @@ def refused_unvalidated(document: Any, fields: set[str], limit: int) -> HTTPExce
                               f"{', '.join(sorted(fields))}")
 
 
-def too_many_asked(question: Any, context: Any, limit: int) -> str | None:
-    """Why a request asks more than ``limit`` questions (or documents for one question, or contexts), or None. Read
-    before the schema too: a list of 300,000 texts of the wrong type took seconds of the event loop to refuse."""
+def refused_too_many(question: Any, context: Any, limit: int) -> HTTPException | None:
+    """The 413 refusing a request that asks more than ``limit`` questions (or documents for one question, or contexts),
+    its operator told which option sets the limit; or None. Read before the schema too: a list of 300,000 texts of the
+    wrong type took seconds of the event loop to refuse."""
     documents = asks_over_documents(question, context)
     counts = {"questions": len(question) if isinstance(question, list) else 1,
               "documents for one question" if documents else "contexts": len(context) if isinstance(context, list) else 1}
     what, asked = max(counts.items(), key=lambda count: count[1])
     if asked <= limit:
         return None
-    return f"{asked} {what} in one request; this server answers at most {limit} (--max-batch-size): split the batch"
+    tell_operator("batch size", f"a request asked {asked} {what}, more than {limit} (--max-batch-size): answered 413")
+    return HTTPException(413, f"{asked} {what} in one request; this server answers at most {limit} a request: send "
+                              f"them in requests of at most {limit}")
 
 
 def answer_of(prediction: Prediction | RankedAnswers, threshold: float | None, multi_span: bool = False) -> Answer:
@@ -220,7 +233,10 @@ def _new_app(name: str, scheduler: AnswerScheduler) -> FastAPI:
         yield
         await scheduler.stop()
 
-    app = FastAPI(title=f"bio_mrc: {name}", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, description=(
+    # No redirect of /answer/ to /answer: a 307 with no body, which many clients do not follow for a POST (and those
+    # that do send the body twice); a 404 naming the path (:func:`no_such_path`) tells the client what to fix.
+    app = FastAPI(title=f"bio_mrc: {name}", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  redirect_slashes=False, description=(
         "Extractive question answering: POST a question (or a batch of them) with its context to /answer; the "
         "answers are spans of the context with character offsets, confidence and, for a calibrated model, the "
         "probability of being right. Concurrent requests are answered together in one forward pass."))
@@ -266,14 +282,32 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
         refusal.headers.update(error.headers or {})
         return refusal
 
+    @app.exception_handler(404)
+    async def not_found(request: Request, _error: Exception) -> Response:
+        detail = no_such_path(request.url.path, request.app.routes)
+        return pydantic_json(ErrorResponse(detail=detail, problems=[Problem(location="path", message=detail)]), 404)
+
     @app.exception_handler(Exception)
     async def failed(_request: Request, _error: Exception) -> Response:
         return JSONResponse({"detail": "internal error: the server's log says more", "problems": []}, 500)
 
     app.add_middleware(BodyGuard, limit=config.max_body_bytes, helper=app.state.helper,
                        timeout_s=config.request_timeout_s, budget=config.max_bodies_bytes)
-    # Added last, so it runs first: a request past the limit is refused before its body is read.
+    # Added last, so they run first: a head the server cannot honour, then a request past the limit, is refused
+    # before its body is read (the first uncounted).
     app.add_middleware(OpenRequestLimit, requests=app.state.open_requests)
+    app.add_middleware(RequestHeadGuard)
+
+
+def no_such_path(path: str, routes: list) -> str:
+    """Why ``path`` is answered 404: the path the client likely meant (``/answer/``, ``/Answer``, ``/v1/answer``:
+    ``/answer``), where one is close, and the paths the server answers."""
+    served = [route for route in routes if isinstance(route, APIRoute) and route.include_in_schema]
+    paths = [route.path for route in routes if isinstance(getattr(route, "path", None), str)]
+    near = difflib.get_close_matches(path.rstrip("/").lower() or "/", paths, n=1, cutoff=NEAR_PATH)
+    offered = ", ".join(f"{'/'.join(sorted(route.methods))} {route.path}" for route in served)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return f"no path {shown_value(path)} on this server{hint}; it answers {offered} (its API is described at /docs)"
 
 
 def _unread_media_type(request: Request, error: RequestValidationError) -> str | None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Iterable, TypeVar
 
+from ..errors import shown_value
 from .body_charset import as_utf8, declared_charset, unknown_charset
 from .helper_process import HelperProcess
 from .operator_log import tell_operator
@@ -40,9 +41,9 @@ PARSED_BODY = "bio_mrc.parsed_body"  # the scope key holding the JSON document B
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?\d{%d,}' % (MAX_INT_DIGITS + 1), re.DOTALL)
 
 
-async def refuse(send, status: int, detail: str, headers: tuple = ()) -> None:
-    """Answer ``status`` with an ErrorResponse body, closing the connection's request: the body is the problem."""
-    body = json.dumps({"detail": detail, "problems": [{"location": "body", "message": detail}]}).encode()
+async def refuse(send, status: int, detail: str, headers: tuple = (), location: str = "body") -> None:
+    """Answer ``status`` with an ErrorResponse body, its one problem at ``location``, closing the connection."""
+    body = json.dumps({"detail": detail, "problems": [{"location": location, "message": detail}]}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close"), *headers]})
@@ -280,8 +281,10 @@ class HostGuard:
             host = dict(scope.get("headers", ())).get(b"host", b"").decode("latin-1")
             name = host_name(host)
             if name not in self.names:
-                await refuse(send, 400, f"the Host header {host!r} names no host this server answers to "
-                                        f"({', '.join(sorted(self.names))}; --allowed-hosts adds others)")
+                tell_operator("host", f"a request's Host header named {shown_value(host)}, no host this server answers "
+                                      "to (--allowed-hosts adds others): answered 400")
+                await refuse(send, 400, f"the Host header {host!r} names no host this server answers to: send one of "
+                                        f"{', '.join(sorted(self.names))}")
                 return
         await self.app(scope, receive, send)
 

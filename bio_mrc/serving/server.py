@@ -23,12 +23,13 @@ from ..inference.extract import AnswerExtractor
 from ..io import printable_line
 from .config import ServeConfig
 from .connections import bounded_protocol, make_room_for, unsupported
+from .operator_log import tell_operator
 
 EXTRA_PACKAGES = ("fastapi", "uvicorn")
 # How often the GIL changes hands (Python's default: 5 ms): the event loop gets its turn within half a millisecond
 # while the worker threads tokenize and run forward passes, so a short request is not kept waiting 5 ms at a time.
 SWITCH_INTERVAL_S = 0.0005
-CUT_AT_STOP = ("the server is stopping: this request was not all sent or answered within its --stop-grace-s; "
+CUT_AT_STOP = ("the server is stopping: this request was not all sent or answered in the time it gives requests to end; "
                "send it again (to another server, or to this one once it is back)")
 
 
@@ -86,6 +87,8 @@ class CutAtStop:
                 raise
             from .guards import refuse
 
+            tell_operator("stop grace", "a request was still being sent or answered when the stop's grace ended "
+                                        "(--stop-grace-s): answered 503")
             await refuse(send, 503, CUT_AT_STOP, ((b"retry-after", b"1"),))
 
 
