@@ -41,9 +41,10 @@ def check_name_given(name: object, what: str = "model folder", option: str | Non
         raise ConfigError(f"{where}an empty name ({name!r}) names no {what} and no Hugging Face hub id; give one")
 
 
-def local_folder(name_or_path: str | Path, what: str = "model folder") -> Path:
-    """The folder ``name_or_path`` names: itself where it exists, else the hub id's snapshot (cache first).
-    ``what`` names the thing in the error (``"model folder"``, ``"encoder"``)."""
+def local_folder(name_or_path: str | Path, what: str = "model folder", revision: str | None = None) -> Path:
+    """The folder ``name_or_path`` names: itself where it exists, else the hub id's snapshot (cache first) at
+    ``revision`` (a branch, a tag or a commit hash; None: the default branch). ``what`` names the thing in the error
+    (``"model folder"``, ``"encoder"``)."""
     check_name_given(name_or_path, what)
     path = Path(os.path.expanduser(name_or_path))  # left as it is where no home is known (Path.expanduser raises)
     if problem := broken_link(path):  # a link named like org/name is a local path, not a hub id
@@ -51,8 +52,28 @@ def local_folder(name_or_path: str | Path, what: str = "model folder") -> Path:
     if path.exists() or not is_hub_id(str(name_or_path)):
         if not path.exists():
             raise ModelFormatError(f"no such {what} (and not a Hugging Face hub id)", str(name_or_path))
+        if path.is_file():
+            raise ModelFormatError(file_given(path, what), str(name_or_path))
+        if revision is not None:  # a folder wins over a hub id of its name: the revision would be passed over
+            raise ModelFormatError(f"revision {revision!r} names a version of a Hugging Face hub model, but this is a local "
+                                   f"folder, which has none: drop the revision, or run where no folder has the hub id's name",
+                                   str(name_or_path))
         return path
-    return hub_snapshot(str(name_or_path), what)
+    return hub_snapshot(str(name_or_path), what, revision)
+
+
+# Files of a model or an encoder a path may name by mistake for the folder that holds them.
+FOLDER_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json",
+                "tokenizer_config.json", "model.onnx", "pytorch_model.bin")
+FOLDERS = {"model folder": "a model folder", "encoder": "an encoder's folder"}
+
+
+def file_given(path: Path, what: str) -> str:
+    """Why a file is refused where a ``what`` is read: what it is, and the folder to give where it is one of its files."""
+    kind = FOLDERS.get(what, f"a {what}")
+    if path.name in FOLDER_FILES:
+        return f"is a file ({path.name}), not {kind}: give the folder that holds it, {path.absolute().parent}"
+    return f"is a file, not {kind} (its config.json, weights and tokenizer files)"
 
 
 def cached_folder(name_or_path: str | Path) -> Path | None:
@@ -92,24 +113,26 @@ def offline_variable() -> str:
                 OFFLINE_VARIABLES[0])
 
 
-def hub_snapshot(repo_id: str, what: str = "model folder") -> Path:
-    """The local snapshot of hub repository ``repo_id``: the cached one, else downloaded unless offline."""
+def hub_snapshot(repo_id: str, what: str = "model folder", revision: str | None = None) -> Path:
+    """The local snapshot of hub repository ``repo_id`` at ``revision`` (None: the default branch): the cached one,
+    else downloaded unless offline."""
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     try:
-        return Path(snapshot_download(repo_id, local_files_only=True))
+        return Path(snapshot_download(repo_id, revision=revision, local_files_only=True))
     except LocalEntryNotFoundError:
         if constants.HF_HUB_OFFLINE:
             variable = offline_variable()
+            cached = "the hub id" if revision is None else f"revision {revision!r} of the hub id"
             raise ModelFormatError(
-                f"no such local {what}, and the hub id is not in the Hugging Face cache ({constants.HF_HUB_CACHE}); "
+                f"no such local {what}, and {cached} is not in the Hugging Face cache ({constants.HF_HUB_CACHE}); "
                 f"{variable} is set, so the hub is not asked: unset {variable} to download it, or pass a local folder",
                 repo_id) from None
     try:
-        folder = Path(snapshot_download(repo_id, allow_patterns=list(MODEL_FILES)))
+        folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=list(MODEL_FILES)))
         if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.onnx")):
-            folder = Path(snapshot_download(repo_id, allow_patterns=[*MODEL_FILES, *PICKLED_WEIGHTS]))
+            folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=[*MODEL_FILES, *PICKLED_WEIGHTS]))
         return folder
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

@@ -6,8 +6,10 @@ What is checked, in this order, before any tensor is allocated:
 
 * each file loading reads is a regular file (or a link to one) where present: a folder or FIFO under its name is
   named as such;
-* ``config.json``: a JSON object; the encoder's sizes are integers within :data:`SIZE_LIMITS`, and it is no decoder
-  (``is_decoder``), no decoder-only language model (GPT-2, BLOOM) nor an encoder-decoder model; the window settings
+* ``config.json``: there (a run's folder holding only ``checkpoints/`` is named as unfinished), a bio_mrc model's
+  (a bare encoder's or transformers' QA model's is named as such, with the way to make one), a JSON object; the
+  encoder's sizes are integers within :data:`SIZE_LIMITS`, and it is no decoder (``is_decoder``), no decoder-only
+  language model (GPT-2, BLOOM) nor an encoder-decoder model; the window settings
   are positive integers and fit the encoder's ``max_position_embeddings``; tuned settings are numbers; the heads'
   settings (``bio_prior``, ``bio_class_weights``, ``bio_loss_reduction``, ``head_dropout``) are of their kinds;
   ``return_dict`` is not turned off; the encoder has no cross-attention and a ``model_type`` transformers knows;
@@ -425,11 +427,42 @@ def _no_constant(name: str) -> float:
 
 
 def read_config(folder: Path) -> dict[str, Any]:
-    """``config.json`` with transformers' ``{"__float__": "Infinity"}`` read as the float it stands for."""
+    """``config.json`` with transformers' ``{"__float__": "Infinity"}`` read as the float it stands for; a run's
+    folder without its model yet, and another kind of model, are named as such."""
+    if problem := unfinished_run(folder):
+        raise fail(folder, None, problem)
     config = special_floats(read_json_object(folder, "config.json"))
+    if problem := foreign_model(config):
+        raise fail(folder, "config.json", problem)
     if not isinstance(config.get("encoder"), dict):
         raise fail(folder, "config.json", "has no 'encoder' object (the encoder's config)")
     return config
+
+
+CHECKPOINTS_FOLDER = "checkpoints"  # a training run's, under its output folder, until the model is saved
+
+
+def unfinished_run(folder: Path) -> str | None:
+    """Why ``folder`` holds no model where it has no ``config.json`` but a training run's ``checkpoints/``: the run
+    stopped before it saved one; else None."""
+    if (folder / "config.json").exists() or not (folder / CHECKPOINTS_FOLDER).is_dir():
+        return None
+    return (f"an unfinished training run: {CHECKPOINTS_FOLDER}/ holds its checkpoints, and the model is saved only when "
+            "the run ends; resume it into this folder with its options (`bio-mrc train --resume`) to save the model")
+
+
+def foreign_model(config: Mapping[str, Any]) -> str | None:
+    """What a ``config.json`` of another kind of model holds, and how a bio_mrc model is made from it; None for
+    a bio_mrc model's."""
+    model_type = config.get("model_type")
+    if model_type == BIO_MRC_MODEL_TYPE:
+        return None
+    names = config.get("architectures") if isinstance(config.get("architectures"), list) else []
+    qa = next((name for name in names if isinstance(name, str) and name.endswith("ForQuestionAnswering")
+               and name != "BioMrcForQuestionAnswering"), None)  # bio_mrc's own, its model_type edited: no QA model
+    how = (f"`bio-mrc convert` saves transformers' extractive QA model ({qa}) as one" if qa else
+           "a bare encoder is trained into one with `bio-mrc train --encoder PATH`")
+    return f"a {model_type or 'non-bio_mrc'} model, not a bio_mrc model (model_type {model_type!r}); {how}"
 
 
 def special_floats(value: Any) -> Any:

@@ -70,24 +70,24 @@ def _pipelines_know_bio_mrc(module: ModuleType) -> None:
 def _hub_ids_from_the_cache(module: ModuleType) -> None:
     """``pipeline("bio-mrc-qa", model=HUB_ID)`` reads the id's snapshot as every other door does (:mod:`bio_mrc.hub`:
     the cache first, the hub once, one line naming the id), not through transformers' own lookups, which ask an
-    unreachable hub again and again (some 5 retries a file: minutes) before they read the cache. ``revision=`` is
-    transformers' to resolve. A local folder, or a path that names none, is checked as every other door checks it
-    before transformers reads it, so a folder that holds no model is the same one line, not transformers' error."""
+    unreachable hub again and again (some 5 retries a file: minutes) before they read the cache; ``revision=`` (a
+    branch, a tag or a commit hash) picks the snapshot the same way. A local folder, or a path that names none, is
+    checked as every other door checks it before transformers reads it, so a folder that holds no model is the same
+    one line, not transformers' error."""
     made = module.pipeline
     if getattr(made, "reads_hub_ids_from_the_cache", False):
         return
 
     def pipeline(task: Any = None, model: Any = None, *args: Any, **kwargs: Any):
-        from pathlib import Path, PurePath
+        from pathlib import PurePath
 
         if task == TASK and isinstance(model, (str, PurePath)) and not args:
-            from .hub import is_hub_id, named_as_given
+            from .hub import named_as_given
 
-            name = str(model)
-            if kwargs.get("revision") is None or Path(name).exists() or not is_hub_id(name):
-                folder = import_module(PIPELINE_MODULE).checked_model_folder(name)
-                with named_as_given(name, folder):  # the snapshot's errors name the id given
-                    return made(task, str(folder), *args, **kwargs)
+            name, revision = str(model), kwargs.pop("revision", None)  # the snapshot is the revision: none is left to resolve
+            folder = import_module(PIPELINE_MODULE).checked_model_folder(name, revision)
+            with named_as_given(name, folder):  # the snapshot's errors name the id given
+                return made(task, str(folder), *args, **kwargs)
         return made(task, model, *args, **kwargs)
 
     pipeline.__doc__, pipeline.__wrapped__, pipeline.reads_hub_ids_from_the_cache = made.__doc__, made, True

@@ -249,6 +249,6 @@ def test_windows_longer_than_a_later_runs_encoder_positions_are_refused_before_a
 def test_a_bare_encoder_as_init_from_is_refused_before_any_training(tiny_encoder_dir, tmp_path):
     cfg = config(tiny_encoder_dir, runs=[{"name": "joint", "heads": "span+bio"},
                                          {"name": "second", "heads": "bio", "init_from": str(tiny_encoder_dir)}])
-    with pytest.raises(ConfigError, match=r"^runs\[1\]\.init_from: config.json: has no 'encoder' object"):
+    with pytest.raises(ConfigError, match=r"^runs\[1\]\.init_from: config.json: a bert model, not a bio_mrc model"):
         compare(cfg, FIXTURES, tmp_path / "out")
     assert not (tmp_path / "out" / "models").exists()

@@ -236,3 +236,108 @@ def test_the_pipeline_reads_a_hub_id_through_the_cache_as_every_door_does(offlin
     assert qa.model.name_or_path == str(offline_cache / "models--org--tiny-qa" / "snapshots" / "0123abcd")
     with pytest.raises(ModelFormatError, match=r"^no such local model folder.*HF_HUB_OFFLINE is set.*\(in org/missing\)$"):
         pipeline("bio-mrc-qa", model="org/missing", device="cpu")
+
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"  # a commit hash as the hub writes one: 40 hex digits
+
+
+def test_a_revision_of_a_cached_hub_id_is_read_from_the_cache_as_the_id_is(offline_cache, span_model, tmp_path,
+                                                                           monkeypatch):
+    """pipeline(..., revision=) went to transformers' own lookups: the snapshot got none of the folder checks, and a
+    revision the cache lacked was transformers' several-line OSError naming no id."""
+    from transformers import pipeline
+
+    repo = offline_cache / "models--org--versions"
+    (repo / "refs").mkdir(parents=True)
+    for ref in ("main", "dev", "v1.0"):  # the default branch, another branch, a tag
+        (repo / "refs" / ref).write_text(COMMIT)
+    shutil.copytree(span_model, repo / "snapshots" / COMMIT)
+    for revision in (None, "main", "dev", "v1.0", COMMIT):
+        qa = pipeline("bio-mrc-qa", model="org/versions", revision=revision, device="cpu")
+        assert qa.model.name_or_path == str(repo / "snapshots" / COMMIT), revision
+    with pytest.raises(ModelFormatError, match=r"^no such local model folder, and revision 'v2' of the hub id is not in "
+                                               r"the Hugging Face cache .*HF_HUB_OFFLINE is set.*\(in org/versions\)$"):
+        pipeline("bio-mrc-qa", model="org/versions", revision="v2", device="cpu")
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(span_model, tmp_path / "org" / "versions")  # a folder of the id's name, which the id gives way to
+    with pytest.raises(ModelFormatError, match=r"^revision 'v1.0' names a version of a Hugging Face hub model, but this "
+                                               r"is a local folder, which has none: .*\(in org/versions\)$"):
+        pipeline("bio-mrc-qa", model="org/versions", revision="v1.0", device="cpu")
+
+
+def test_init_from_a_cached_hub_id_reads_the_snapshot_and_asks_no_hub(offline_cache, tmp_path, monkeypatch):
+    """With a network that answers nothing, train --init-from HUB_ID ended in a ConnectError traceback: the model's
+    config and tokenizer were read by transformers' own lookups of the id, which ask the hub first."""
+    import httpx
+    import huggingface_hub.utils
+
+    asked = []
+
+    class Unreachable:
+        def __getattr__(self, name):
+            def request(*args, **kwargs):
+                asked.append(args[:1])
+                raise httpx.ConnectError("[Errno -2] Name or service not known")
+            return request
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.utils, "get_session", Unreachable)
+    monkeypatch.setattr(huggingface_hub.utils._http, "get_session", Unreachable)
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--init-from", "org/tiny-qa",
+                 "--epochs", "1", *WINDOW_ARGS]) == 0
+    assert asked == []
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["model_type"] == "bio_mrc"
+
+
+def refusals(model: str, tmp_path, capsys) -> set[str]:
+    """The refusal of ``model`` by each door that takes a model: the Python loaders, the pipeline and the commands."""
+    from transformers import pipeline
+
+    said = set()
+    for load in (TrainedModel.load, lambda name: pipeline("bio-mrc-qa", model=name, device="cpu")):
+        with pytest.raises(ModelFormatError) as refused:
+            load(model)
+        said.add(str(refused.value))
+    commands = (["extract", "--model", model, "--question", "Who?", "--context", "Ada wrote it."],
+                ["predict", "--model", model, "--data", str(SAMPLE_V1), "--output", str(tmp_path / "preds.json")],
+                ["export", "--model", model, "--output", str(tmp_path / "exported"), "--format", "transformers"],
+                ["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "continued"), "--init-from", model,
+                 *WINDOW_ARGS])
+    for command in commands:
+        assert main(command) == 2, command
+        (line,) = capsys.readouterr().err.splitlines()
+        said.add(line.removeprefix("error: "))
+    assert not (tmp_path / "continued").exists() and not (tmp_path / "exported").exists()
+    return said
+
+
+def test_a_model_file_an_unfinished_run_and_a_bare_encoder_are_one_line_alike_at_every_door(span_model, tiny_encoder_dir,
+                                                                                            tmp_path, capsys):
+    """A model's config.json given for its folder was 'no such model folder' (it is there), and 'config.json: missing'
+    for --init-from; a run's output folder holding only checkpoints/ was 'no config.json (train one with `bio-mrc
+    train`)'; a bare encoder given to --init-from was 'has no 'encoder' object (the encoder's config)'."""
+    config = span_model / "config.json"
+    assert refusals(str(config), tmp_path, capsys) == {
+        f"is a file (config.json), not a model folder: give the folder that holds it, {span_model} (in {config})"}
+    run = tmp_path / "run"
+    shutil.copytree(span_model, run / "checkpoints" / "checkpoint-2")
+    assert refusals(str(run), tmp_path, capsys) == {
+        "an unfinished training run: checkpoints/ holds its checkpoints, and the model is saved only when the run ends; "
+        f"resume it into this folder with its options (`bio-mrc train --resume`) to save the model (in {run})"}
+    assert refusals(str(tiny_encoder_dir), tmp_path, capsys) == {
+        "config.json: a bert model, not a bio_mrc model (model_type 'bert'); a bare encoder is trained into one with "
+        f"`bio-mrc train --encoder PATH` (in {tiny_encoder_dir})"}
+
+
+def test_init_from_transformers_qa_model_names_convert(tiny_encoder_dir, tmp_path, capsys):
+    """It was 'config.json: has no 'encoder' object (the encoder's config)', which named no way on."""
+    from .test_qa_checkpoints import random_qa_model
+
+    qa = random_qa_model("distilbert", tiny_encoder_dir, tmp_path / "qa")
+    capsys.readouterr()
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--init-from", str(qa),
+                 *WINDOW_ARGS]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: config.json: a distilbert model, not a bio_mrc model (model_type 'distilbert'); `bio-mrc convert` saves "
+        f"transformers' extractive QA model (DistilBertForQuestionAnswering) as one (in {qa})"]
+    assert not (tmp_path / "out").exists()

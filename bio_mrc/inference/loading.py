@@ -16,7 +16,8 @@ from ..encoders import load_tokenizer
 from ..errors import ConfigError, ModelFormatError, argument
 from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
-from ..model_folder import check_file_kinds, check_model_folder, check_window_frame, read_json_object, written_format_problem
+from ..model_folder import (check_file_kinds, check_model_folder, check_window_frame, foreign_model, read_json_object, unfinished_run,
+                            written_format_problem)
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import cached_folder, check_name_given, local_folder, named_as_given
 from ..qa_checkpoints import QA_HEADS, check_qa_folder, qa_architecture, span_model_from_qa_checkpoint, usable_positions
@@ -241,15 +242,13 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
     if not model_dir.is_dir():
         raise ModelFormatError("no such model folder", source)
     check_file_kinds(model_dir)  # a folder or FIFO named config.json is that, not a missing file
+    if problem := unfinished_run(model_dir):
+        raise ModelFormatError(problem, source)
     if not (model_dir / "config.json").is_file():
         raise ModelFormatError("not a saved model: no config.json (train one with `bio-mrc train`)", source)
     config = read_json_object(model_dir, "config.json")
-    model_type = config.get("model_type") if isinstance(config, dict) else None
-    if model_type != BioMrcConfig.model_type:
-        raise ModelFormatError(
-            f"config.json: a {model_type or 'non-bio_mrc'} model, not a bio_mrc model (model_type {model_type!r}); "
-            "a bare encoder is trained into one with `bio-mrc train --encoder PATH`", source,
-        )
+    if problem := foreign_model(config):
+        raise ModelFormatError(f"config.json: {problem}", source)
     if problem := written_format_problem(config.get("bio_mrc_format", 1), MODEL_FORMAT, "model"):
         raise ModelFormatError(f"config.json: bio_mrc_format: {problem}", source)
     if not any((model_dir / name).is_file() for name in weights):

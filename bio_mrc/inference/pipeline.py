@@ -277,11 +277,11 @@ class _Questions:
     last: bool = True  # the last chunk of them
 
 
-def checked_model_folder(name: str) -> Path:
-    """The local folder of the model ``name`` (a folder, or a hub id's snapshot, the cache first) as
+def checked_model_folder(name: str, revision: str | None = None) -> Path:
+    """The local folder of the model ``name`` (a folder, or a hub id's snapshot at ``revision``, the cache first) as
     ``pipeline("bio-mrc-qa", model=name)`` reads it, refused in the line every other door gives before transformers
     reads a file of it (:func:`~bio_mrc.inference.loading.check_folder_to_load`); a refusal names it as given."""
-    folder = local_folder(name)
+    folder = local_folder(name, revision=revision)
     with named_as_given(name, folder):
         check_folder_to_load(folder)
     return folder

@@ -210,11 +210,13 @@ class TrainConfig:
         """The transformers config of the encoder this config trains (None where it cannot be read: training
         then says why, in one line, when it loads the encoder)."""
         from ..encoders import resolve_encoder
+        from ..hub import cached_folder
         from ..model import BioMrcConfig
 
         try:
-            if self.init_from:
-                return BioMrcConfig.from_pretrained(self.init_from).encoder
+            if self.init_from:  # a hub id's cached snapshot: transformers' own lookups would ask the hub again
+                folder = cached_folder(self.init_from)
+                return BioMrcConfig.from_pretrained(str(folder)).encoder if folder is not None else None
             from transformers import AutoConfig
 
             return AutoConfig.from_pretrained(resolve_encoder(self.encoder))

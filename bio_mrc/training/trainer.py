@@ -161,8 +161,8 @@ def starting_point(config: TrainConfig) -> str:
         folder = local_folder(config.init_from, "model folder")  # a missing one is one line naming it, not a hub error
         with named_as_given(config.init_from, folder):
             check_model_folder(folder, BioMrcForQuestionAnswering, tokenizer_required=False)  # a config it builds
-        encoder_dropout(config, source_encoder_config(config, config.init_from))
-        return config.init_from
+        encoder_dropout(config, source_encoder_config(config, str(folder)))
+        return str(folder)  # a hub id's snapshot: transformers' own lookups would ask the hub again
     source = resolve_encoder(config.encoder)
     encoder_dropout(config, source_encoder_config(config, source))
     return source
@@ -200,7 +200,7 @@ def fresh_model(config: TrainConfig, source: str | None = None) -> tuple[BioMrcF
     source = source or starting_point(config)
     settings = config.model_settings()
     if config.init_from:
-        model_config = continued_config(BioMrcConfig.from_pretrained(source, **settings), source)
+        model_config = continued_config(BioMrcConfig.from_pretrained(source, **settings), config.init_from)
         set_encoder_dropout(model_config.encoder, **encoder_dropout(config, model_config.encoder))
         return BioMrcForQuestionAnswering.from_pretrained(source, config=model_config), source
     dropout = encoder_dropout(config, source_encoder_config(config, source))
