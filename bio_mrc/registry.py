@@ -96,7 +96,9 @@ class DecodingEntry:
     its answers and its tag-level scores come from one merge. ``rank_windows(outputs)``, for a decoding whose no-answer
     score is the minimum over a question's windows of each window's own null (the [CLS] rule), gives the windows as
     questions of their own, so over several documents each span is measured against the null of the window it was
-    read in (:mod:`bio_mrc.inference.documents`)."""
+    read in (:mod:`bio_mrc.inference.documents`). ``span_starts(outputs)``, for a decoding that reads spans from windows
+    one by one, gives the outputs with the tokens its spans may start on marked (BERT's maximum-context rule: a span
+    starts only in the window where its first token has the most context), before it decodes them or ranks their windows."""
 
     name: str
     heads: frozenset[str]
@@ -111,6 +113,7 @@ class DecodingEntry:
     merge_tags: str | Callable[..., Any] | None = None
     decode_tags: str | Callable[..., Any] | None = None
     rank_windows: str | Callable[..., Any] | None = None
+    span_starts: str | Callable[..., Any] | None = None
 
     @property
     def decodes_tags(self) -> bool:
@@ -118,12 +121,17 @@ class DecodingEntry:
         return self.multi_span == TAG_SEQUENCE
 
     def decode(self, outputs: Any, examples: Any, config: Any) -> list[Any]:
-        return resolve(self.function)(outputs, examples, config)
+        return resolve(self.function)(self.starting(outputs), examples, config)
+
+    def starting(self, outputs: Any) -> Any:
+        """``outputs`` with the tokens its spans may start on marked (``span_starts``); as they are where it names none."""
+        return outputs if self.span_starts is None else resolve(self.span_starts)(outputs)
 
     def ranking_windows(self, outputs: Any) -> Any:
-        """The windows whose spans rank across documents, each as a question of its own (``rank_windows``), or None
-        where the question's null is not a window's (then each document's own spans rank)."""
-        return None if self.rank_windows is None else resolve(self.rank_windows)(outputs)
+        """The windows whose spans rank across documents, each as a question of its own (``rank_windows``), their spans
+        starting where the whole question's would (:meth:`starting`), or None where the question's null is not a
+        window's (then each document's own spans rank)."""
+        return None if self.rank_windows is None else resolve(self.rank_windows)(self.starting(outputs))
 
     def merged_tags(self, outputs: Any, n_questions: int) -> Any:
         """The tag sequence of each question (``merge_tags``), or None for a decoding that reads none."""
@@ -558,9 +566,11 @@ register_head(HeadEntry(
     description="a BIO tagging head (B/I/O per paragraph token: one or several answer spans)",
 ))
 EACH_WINDOW = "bio_mrc.decoding.window_outputs:each_window"  # every window a question of its own
+MAX_CONTEXT_STARTS = "bio_mrc.decoding.window_outputs:max_context_starts"  # BERT's rule: a span starts where its first token has the most context
 register_decoding(DecodingEntry(
     name="span", heads=frozenset({"span"}), function="bio_mrc.decoding.postprocess:decode_span",
     uses_length_prior=False, threshold_key="span", multi_span=NBEST_SPANS, auto_rank=1, rank_windows=EACH_WINDOW,
+    span_starts=MAX_CONTEXT_STARTS,
     description="BERT's n-best start/end spans",
 ))
 register_decoding(DecodingEntry(
@@ -573,6 +583,7 @@ register_decoding(DecodingEntry(
 register_decoding(DecodingEntry(
     name="joint", heads=frozenset({"span", "bio"}), function="bio_mrc.decoding.postprocess:decode_joint",
     uses_length_prior=True, threshold_key="joint", multi_span=TAGS_OR_NBEST, auto_rank=0, rank_windows=EACH_WINDOW,
+    span_starts=MAX_CONTEXT_STARTS,
     description="the span and BIO heads as a product of experts",
     span_probability="where the BIO decoding's multi-span answer holds two or more spans each more likely than not, "
                      "those spans (the threshold is not asked); else its share of the probability of the question's n-best spans",

@@ -285,3 +285,72 @@ def test_an_answer_cut_by_a_window_end_is_answered_whole_from_the_next_window(de
     assert prediction.spans[0].text == "w05 w06"
     if multi_span:
         assert [s.text for s in prediction.spans] == ["w05 w06"]
+
+
+def _two_windows(start_logits, end_logits):
+    """Words ``w00 … w09`` (token ``k`` at characters ``4k..4k+3``) in two windows, ``w00..w05`` and ``w03..w09``, each
+    window's first slot its [CLS] (logits 0) and every logit not given -10; ``*_logits`` map (window, word) to a logit."""
+    from bio_mrc.types import Example
+
+    tokens = [list(range(0, 6)), list(range(3, 10))]
+    offsets = np.full((2, 8, 2), -1)
+    start, end = np.full((2, 8), -10.0), np.full((2, 8), -10.0)
+    start[:, 0] = end[:, 0] = 0.0
+    for w, window in enumerate(tokens):
+        offsets[w, 1:1 + len(window)] = [(4 * k, 4 * k + 3) for k in window]
+    for logits, given in ((start, start_logits), (end, end_logits)):
+        for (w, word), value in given.items():
+            logits[w, 1 + tokens[w].index(word)] = value
+    outputs = WindowOutputs(np.array([0, 0]), offsets, offsets[..., 0] >= 0, start_logits=start, end_logits=end,
+                            bio_logits=np.zeros((2, 8, 3)))  # even tags: the joint decoding's r is 0
+    return outputs, [Example("q", "which?", "".join(f"w{k:02d} " for k in range(10)), None)]
+
+
+def test_each_token_starts_spans_only_in_the_window_where_it_has_the_most_context():
+    from bio_mrc.decoding.window_outputs import max_context_tokens
+
+    outputs, _ = _two_windows({}, {})
+    # w03: 3 left, 2 right in window 0 (2.06), 0 left in window 1 (0.07); w04: 1.06 in window 0, 1.07 in window 1 (longer)
+    np.testing.assert_array_equal(max_context_tokens(outputs), [[0, 1, 1, 1, 1, 0, 0, 0], [0, 0, 1, 1, 1, 1, 1, 1]])
+
+
+@pytest.mark.parametrize("decoding", ["span", "joint"])
+def test_a_window_that_begins_inside_an_answer_does_not_offer_its_tail(decoding):
+    """Window 1 begins at ``w03``, inside the answer ``w02 w03 w04`` of window 0 (start 4 + end 4 = 8), and scores the
+    tail ``w03 w04`` higher (5 + 5 = 10); ``w03`` has its most context in window 0, so window 1 starts no span there."""
+    from bio_mrc.decoding.postprocess import DecodeConfig, decode
+
+    outputs, examples = _two_windows({(0, 2): 4.0, (1, 3): 5.0}, {(0, 4): 4.0, (1, 4): 5.0})
+    (prediction,) = decode(outputs, examples, decoding, DecodeConfig(n_best=2))
+    assert prediction.spans[0].text == "w02 w03 w04"
+    if decoding == "span":
+        # then w04 alone from window 1, where it starts (-10 + 5); w02 alone from window 0 scores -10 + 4
+        assert [(s.text, s.score) for s in prediction.spans] == [("w02 w03 w04", 8.0), ("w04", -5.0)]
+        assert prediction.no_answer_score == 0.0 - 8.0  # the [CLS] null less the best span that may start
+    else:  # log P_start + log P_end in window 0: its [CLS], w02's 4 and five -10s; its [CLS], w04's 4 and five -10s
+        normaliser = np.logaddexp.reduce([0.0, 4.0] + [-10.0] * 5)
+        np.testing.assert_allclose(prediction.spans[0].score, 8.0 - 2 * normaliser)
+
+
+@pytest.mark.parametrize("decoding", ["span", "joint"])
+def test_a_window_offers_the_spans_that_start_where_it_holds_the_most_context(decoding):
+    """Window 1 scores ``w04 w05`` (5 + 5 = 10) above window 0's ``w02 w03 w04`` (4 + 4 = 8), and ``w04`` has its most
+    context in window 1: the rule leaves the answer and its n-best as they were."""
+    from bio_mrc.decoding.postprocess import DecodeConfig, decode
+
+    outputs, examples = _two_windows({(0, 2): 4.0, (1, 4): 5.0}, {(0, 4): 4.0, (1, 5): 5.0})
+    (prediction,) = decode(outputs, examples, decoding, DecodeConfig(n_best=2))
+    assert [s.text for s in prediction.spans] == ["w04 w05", "w02 w03 w04"]
+    if decoding == "span":
+        assert [s.score for s in prediction.spans] == [10.0, 8.0] and prediction.no_answer_score == -10.0
+
+
+def test_windows_ranked_across_documents_start_spans_where_the_whole_question_would():
+    from bio_mrc import registry
+    from bio_mrc.decoding.window_outputs import max_context_tokens
+
+    outputs, _ = _two_windows({}, {})
+    for decoding in ("span", "joint"):
+        windows = registry.decoding(decoding).ranking_windows(outputs)
+        np.testing.assert_array_equal(windows.example_index, [0, 1])  # each window a question of its own
+        np.testing.assert_array_equal(windows.starts, max_context_tokens(outputs))

@@ -3,8 +3,9 @@
 Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
 
 * ``span``: the n-best ``s_i + e_j`` over all windows of a question, each
-  window's spans whatever context their start has there (no maximum-context
-  check), with the ``[CLS]`` null score (minimum over windows).
+  span read only in the window where its start has the most context (BERT's
+  rule; the registry entry's ``span_starts`` marks those starts), with the
+  ``[CLS]`` null score (minimum over windows).
 * ``bio``: the tagged tokens (first word pieces for a word-level tagger) of all
   windows merged token by token (maximum-context rule), then decoded by the
   tag log-likelihood ratio ``r`` against all-O (see :mod:`bio_mrc.decoding.bio_spans`):
@@ -24,7 +25,8 @@ Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
   score is ``log P_start(0) + log P_end(0)`` (all tokens O adds 0). The BIO
   expert's span-length prior (``bio_length_prior``) applies here too. With a
   word-level tagger, spans start on a word's first piece and end on a word's
-  last piece; where no window holds a whole word (every word longer than a
+  last piece; a span is read only in the window where its start has the most
+  context, as for ``span``; where no window holds a whole word (every word longer than a
   window), the question's windows are merged into one row of words and
   searched there. With ``multi_span`` each prediction also carries the BIO
   decoding's multi-span answer with the spans' posteriors (``tag_spans``),
@@ -193,13 +195,14 @@ def _window_null(outputs: WindowOutputs, values: np.ndarray, n_examples: int) ->
 
 
 def decode_span(outputs: WindowOutputs, examples: Sequence[Example], config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
-    """n-best spans by ``s_i + e_j`` across windows; ``no_answer_score = null - best``."""
+    """n-best spans by ``s_i + e_j`` across windows, each starting where ``outputs.starts`` allows; ``no_answer_score = null - best``."""
     if outputs.start_logits is None:
         raise ValueError("span decoding needs a model with a span head")
-    candidates = best_spans(outputs.start_logits, outputs.end_logits, outputs.mask, config.max_answer_length, config.n_best)
+    starts = np.where(outputs.starts, outputs.start_logits, -np.inf)  # the [CLS] null is read from the logits themselves
+    candidates = best_spans(starts, outputs.end_logits, outputs.mask, config.max_answer_length, config.n_best)
     null = _window_null(outputs, null_scores(outputs.start_logits, outputs.end_logits), len(examples))
     columns = _readable_fallback(outputs, examples, _span_candidates_to_chars(outputs, candidates), lambda rows, readable: best_spans(
-        outputs.start_logits[rows], outputs.end_logits[rows], readable, config.max_answer_length, config.n_best))
+        starts[rows], outputs.end_logits[rows], readable, config.max_answer_length, config.n_best))
     return _collect(examples, *columns, config.n_best, null)
 
 
@@ -214,13 +217,14 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     log_tags, tagged, prior = outputs.bio_log_probs, outputs.tagged, config.bio_length_prior or 0.0
     inside_ratio = np.where(tagged, log_tags[..., TAG_I] - log_tags[..., TAG_O] + prior, 0.0)
     begin_bonus = log_tags[..., TAG_B] - log_tags[..., TAG_I] - prior  # the first tag is B: no I gain, no prior
-    starts, ends = np.where(tagged, log_start + begin_bonus, -np.inf), np.where(outputs.word_end, log_end, -np.inf)
+    any_start, ends = np.where(tagged, log_start + begin_bonus, -np.inf), np.where(outputs.word_end, log_end, -np.inf)
+    starts = np.where(outputs.starts, any_start, -np.inf)
     candidates = _whole_word_spans(outputs, starts, ends, inside_ratio, config, len(examples))
     null = _window_null(outputs, log_start[:, 0] + log_end[:, 0], len(examples))
     columns = _span_candidates_to_chars(outputs, candidates)
     unheld = np.flatnonzero(~np.isin(np.arange(len(examples)), columns[0]))
     if len(unheld):  # no window holds a whole word of these: every word is longer than a window's context room
-        across = _spans_across_windows(outputs, starts, ends, inside_ratio, unheld, config.n_best)
+        across = _spans_across_windows(outputs, any_start, ends, inside_ratio, unheld, config.n_best)  # merged: its own max context
         columns = tuple(np.concatenate([ours, theirs]) for ours, theirs in zip(columns, across))
     columns = _readable_fallback(outputs, examples, columns, lambda rows, readable: best_spans(
         np.where(readable, starts[rows], -np.inf), np.where(readable, ends[rows], -np.inf), outputs.mask[rows],

@@ -28,7 +28,8 @@ class WindowOutputs:
     ``word_offsets`` (F, L, 2) give the character span of each paragraph token's
     word and ``tag_mask`` (F, L) the tokens that carry a BIO tag (the first piece
     of each word for a word-level tagger); without them every paragraph token is
-    its own word and carries a tag.
+    its own word and carries a tag. ``start_mask`` (F, L) marks the paragraph tokens a
+    span may start on (:func:`max_context_starts`); without it every one may.
     """
 
     example_index: np.ndarray
@@ -36,15 +37,16 @@ class WindowOutputs:
     mask: np.ndarray
     word_offsets: np.ndarray | None
     tag_mask: np.ndarray | None
+    start_mask: np.ndarray | None
     logits: dict[str, np.ndarray]
 
     def __init__(self, example_index: np.ndarray, offsets: np.ndarray, mask: np.ndarray, *,
                  word_offsets: np.ndarray | None = None, tag_mask: np.ndarray | None = None,
-                 **logits: np.ndarray | None) -> None:
+                 start_mask: np.ndarray | None = None, **logits: np.ndarray | None) -> None:
         if unknown := sorted(set(logits) - set(registry.head_outputs())):
             raise TypeError(f"WindowOutputs got {unknown}, which no registered head outputs ({registry.head_outputs()})")
         self.example_index, self.offsets, self.mask = example_index, offsets, mask
-        self.word_offsets, self.tag_mask = word_offsets, tag_mask
+        self.word_offsets, self.tag_mask, self.start_mask = word_offsets, tag_mask, start_mask
         self.logits = {name: array for name, array in logits.items() if array is not None}
 
     def __getattr__(self, name: str) -> np.ndarray | None:
@@ -54,7 +56,8 @@ class WindowOutputs:
 
     def per_window(self) -> dict[str, np.ndarray | None]:
         """Every per-window array but ``example_index``, by the keyword that rebuilds it."""
-        return {"offsets": self.offsets, "mask": self.mask, "word_offsets": self.word_offsets, "tag_mask": self.tag_mask, **self.logits}
+        return {"offsets": self.offsets, "mask": self.mask, "word_offsets": self.word_offsets, "tag_mask": self.tag_mask,
+                "start_mask": self.start_mask, **self.logits}
 
     def take(self, rows: np.ndarray, example_index: np.ndarray) -> "WindowOutputs":
         """The windows at ``rows``, their examples renumbered as ``example_index`` says."""
@@ -80,6 +83,11 @@ class WindowOutputs:
     @property
     def tagged(self) -> np.ndarray:
         return self.mask if self.tag_mask is None else self.tag_mask
+
+    @property
+    def starts(self) -> np.ndarray:
+        """(F, L): the paragraph tokens a span may start on."""
+        return self.mask if self.start_mask is None else self.mask & self.start_mask
 
     @property
     def word_end(self) -> np.ndarray:
@@ -156,33 +164,71 @@ class MergedTokens:
     mask: np.ndarray
 
 
+@dataclass
+class _SeenTokens:
+    """Every paragraph token of every window (its window and position there, its question and characters), sorted by
+    question and characters, the window where it has the most context first (the earlier window of equal context);
+    ``first`` marks each token's first sighting, so a token seen in several windows is one token."""
+
+    window: np.ndarray
+    position: np.ndarray
+    question: np.ndarray
+    char_start: np.ndarray
+    char_end: np.ndarray
+    first: np.ndarray
+
+    @classmethod
+    def of(cls, outputs: WindowOutputs) -> "_SeenTokens":
+        window, position = np.nonzero(outputs.mask)
+        question = outputs.example_index[window]
+        char_start, char_end = outputs.offsets[window, position, 0], outputs.offsets[window, position, 1]
+        context = max_context_scores(outputs.mask)[window, position]
+        order = np.lexsort((-context, char_end, char_start, question))  # stable: equal context keeps the earlier window
+        window, position, question = window[order], position[order], question[order]
+        char_start, char_end = char_start[order], char_end[order]
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = (question[1:] != question[:-1]) | (char_start[1:] != char_start[:-1]) | (char_end[1:] != char_end[:-1])
+        return cls(window, position, question, char_start, char_end, first)
+
+
+def max_context_tokens(outputs: WindowOutputs) -> np.ndarray:
+    """(F, L): the paragraph tokens of each window that have their most context there among their question's windows
+    (BERT's ``_check_is_max_context``; equal context: the earlier window), the window :func:`merge_windows` reads them from."""
+    seen = _SeenTokens.of(outputs)
+    best_window = seen.window[seen.first][np.cumsum(seen.first) - 1]
+    out = np.zeros(outputs.mask.shape, dtype=bool)
+    out[seen.window, seen.position] = seen.window == best_window
+    return out
+
+
+def max_context_starts(outputs: WindowOutputs) -> WindowOutputs:
+    """``outputs`` whose spans start only where their first token has the most context (:func:`max_context_tokens`),
+    so a window that begins inside an answer cannot offer its tail. Windows already marked keep their marks: a
+    question's windows decoded one by one still start spans where the whole question would."""
+    if outputs.start_mask is not None:
+        return outputs
+    return WindowOutputs(outputs.example_index, **{**outputs.per_window(), "start_mask": max_context_tokens(outputs)})
+
+
 def merge_windows(outputs: WindowOutputs, values: np.ndarray, n_examples: int) -> MergedTokens:
     """Merge per-window, per-token ``values`` (F, L, ...) into per-example token sequences.
 
     Tokens are identified by their character offsets, so the same token seen in
     two overlapping windows is one token. Examples without windows get an empty row.
     """
-    f_idx, p_idx = np.nonzero(outputs.mask)
-    ex = outputs.example_index[f_idx]
-    char_start = outputs.offsets[f_idx, p_idx, 0]
-    char_end = outputs.offsets[f_idx, p_idx, 1]
-    context = max_context_scores(outputs.mask)[f_idx, p_idx]
-    # Best-context window first within each (example, token); keep the first.
-    order = np.lexsort((-context, char_end, char_start, ex))
-    ex, char_start, char_end = ex[order], char_start[order], char_end[order]
-    keep = np.ones(len(order), dtype=bool)
-    keep[1:] = (ex[1:] != ex[:-1]) | (char_start[1:] != char_start[:-1]) | (char_end[1:] != char_end[:-1])
-    order, ex = order[keep], ex[keep]
+    seen = _SeenTokens.of(outputs)
+    keep = seen.first
+    ex = seen.question[keep]
     counts = np.bincount(ex, minlength=n_examples)
     width = max(int(counts.max(initial=0)), 1)
     group_start = np.concatenate([[0], np.cumsum(counts)[:-1]])
     slot = np.arange(len(ex)) - group_start[ex]
 
-    picked = values[f_idx[order], p_idx[order]]
+    picked = values[seen.window[keep], seen.position[keep]]
     merged = np.zeros((n_examples, width, *values.shape[2:]), dtype=values.dtype)
     merged[ex, slot] = picked
     offsets = np.full((n_examples, width, 2), -1, dtype=np.int64)
-    offsets[ex, slot, 0], offsets[ex, slot, 1] = char_start[keep], char_end[keep]
+    offsets[ex, slot, 0], offsets[ex, slot, 1] = seen.char_start[keep], seen.char_end[keep]
     mask = np.zeros((n_examples, width), dtype=bool)
     mask[ex, slot] = True
     return MergedTokens(merged, offsets, mask)
