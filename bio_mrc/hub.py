@@ -41,11 +41,20 @@ def check_name_given(name: object, what: str = "model folder", option: str | Non
         raise ConfigError(f"{where}an empty name ({name!r}) names no {what} and no Hugging Face hub id; give one")
 
 
+def check_revision_given(revision: object) -> None:
+    """Refuse an empty revision (an unset shell variable), which names no branch, tag or commit; None is the default
+    branch."""
+    if revision is not None and (not isinstance(revision, str) or not revision.strip()):
+        raise ConfigError(f"revision {revision!r} names no branch, tag or commit hash of a Hugging Face hub model: give "
+                          "one, or leave it out for the default branch")
+
+
 def local_folder(name_or_path: str | Path, what: str = "model folder", revision: str | None = None) -> Path:
     """The folder ``name_or_path`` names: itself where it exists, else the hub id's snapshot (cache first) at
     ``revision`` (a branch, a tag or a commit hash; None: the default branch). ``what`` names the thing in the error
     (``"model folder"``, ``"encoder"``)."""
     check_name_given(name_or_path, what)
+    check_revision_given(revision)
     path = Path(os.path.expanduser(name_or_path))  # left as it is where no home is known (Path.expanduser raises)
     if problem := broken_link(path):  # a link named like org/name is a local path, not a hub id
         raise ModelFormatError(f"the {what} is {problem}", str(name_or_path))
@@ -76,17 +85,18 @@ def file_given(path: Path, what: str) -> str:
     return f"is a file, not {kind} (its config.json, weights and tokenizer files)"
 
 
-def cached_folder(name_or_path: str | Path) -> Path | None:
+def cached_folder(name_or_path: str | Path, revision: str | None = None) -> Path | None:
     """The folder :func:`local_folder` would give, where it is at hand without a download: the folder itself, or a hub
-    id's snapshot already in the Hugging Face cache; else None (nothing is fetched, nothing raised)."""
+    id's snapshot at ``revision`` already in the Hugging Face cache; else None (nothing is fetched, nothing raised; a
+    folder with a revision too is None, which the loader refuses)."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     path = Path(os.path.expanduser(name_or_path))
     if path.exists() or broken_link(path) or not is_hub_id(str(name_or_path)):
-        return path if path.exists() else None
+        return path if path.exists() and revision is None else None
     try:
-        return Path(snapshot_download(str(name_or_path), local_files_only=True))
+        return Path(snapshot_download(str(name_or_path), revision=revision, local_files_only=True))
     except (LocalEntryNotFoundError, OSError, ValueError):
         return None
 

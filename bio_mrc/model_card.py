@@ -362,7 +362,9 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
     decodings = decodings_of(heads)
     tagging = any(registry.head(name).needs_tag_mask for name in names)
     encoder = public(_encoder_name(config, record))
-    init_from = public(((record or {}).get("train") or {}).get("init_from"))  # its encoder trained, not the record's
+    train = (record or {}).get("train") or {}
+    init_from = public(train.get("init_from"))  # its encoder trained, not the record's
+    at = f" at revision {_code(train['revision'])}" if train.get("revision") else ""  # base_model holds the id alone
     tag_level = config.tag_level
     rows = [
         ("heads", f"`{heads}`"),
@@ -373,7 +375,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
          .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),
         *([("BIO words", _word_units(config.word_units))] if tagging and tag_level == "word" else []),
         ("windows", ", ".join(f"`{k}` {getattr(config, k)}" for k in WINDOW_FIELDS)),
-        ("encoder", f"that of {_code(init_from)}" if init_from else _code(encoder) if encoder else "unknown"),
+        ("encoder", f"that of {_code(init_from)}{at}" if init_from else f"{_code(encoder)}{at}" if encoder else "unknown"),
         ("bio_mrc model format", config.bio_mrc_format),
     ]
     intro = (f"Extractive question answering made with `bio_mrc`: one BERT-style encoder with "

@@ -15,7 +15,7 @@ BIO_PRIOR = (0.01, 0.02, 0.97)
 # Training options added after the first models were saved, and what a run record without one means: the value every
 # model had then, whatever the default is now. Records and model keys leave them out at that value, so older models
 # keep their keys; a model card shows them.
-TRAIN_OPTIONS_WHEN_ABSENT = {"training_args": {}, "tag_mentions": "annotated"}
+TRAIN_OPTIONS_WHEN_ABSENT = {"training_args": {}, "tag_mentions": "annotated", "revision": None}
 # The words BIO tags live on. "punctuation": a piece of punctuation alone is a word of its own where the tokenizer's
 # words hold punctuation (sentencepiece's "Paris." is "Paris" and "."), as BERT's words are; "tokenizer": its words as
 # they are, the rule of every model saved before the setting, which a model config without it keeps.

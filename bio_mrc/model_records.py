@@ -44,7 +44,7 @@ _FINGERPRINT = {
 RUN_RECORD_SCHEMA = {
     "type": "object",
     "properties": {
-        "train": {"type": ["object", "null"], **_NAMES, "properties": {"encoder": _TEXT, "init_from": _TEXT}},
+        "train": {"type": ["object", "null"], **_NAMES, "properties": {"encoder": _TEXT, "init_from": _TEXT, "revision": _TEXT}},
         "encoder_path": _TEXT, "seconds": {"type": "number", "minimum": 0},
         "earlier_seconds": {"type": ["number", "null"], "minimum": 0}, "n_examples": _COUNT, "n_windows": _COUNT,
         "unanswerable_questions": _COUNT, "training_questions": _FINGERPRINT,

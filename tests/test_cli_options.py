@@ -77,7 +77,7 @@ def test_round_trip_train_options():
         "--tag-mentions", "annotated", "--attention-dropout", "0.2", "--hidden-dropout", "none", "--max-seq-length", "256", "--doc-stride", "96",
         "--max-query-length", "32", "--epochs", "0.5",
         "--learning-rate", "3e-5", "--head-learning-rate", "1e-3", "--batch-size", "8", "--warmup-ratio", "0",
-        "--weight-decay", "0", "--seed", "7", "--init-from", "trained", "--precision", "bf16",
+        "--weight-decay", "0", "--seed", "7", "--init-from", "trained", "--revision", "v1.0", "--precision", "bf16",
         "--training-args", '{"gradient_accumulation_steps": 2}',
     ]
     expected = TrainConfig(
@@ -86,7 +86,7 @@ def test_round_trip_train_options():
         tag_level="subword", tag_mentions="annotated", attention_dropout=0.2, hidden_dropout=None, max_seq_length=256,
         doc_stride=96, max_query_length=32, epochs=0.5, learning_rate=3e-5,
         head_learning_rate=1e-3, batch_size=8, warmup_ratio=0.0, weight_decay=0.0, seed=7, init_from="trained",
-        precision="bf16", training_args={"gradient_accumulation_steps": 2},
+        revision="v1.0", precision="bf16", training_args={"gradient_accumulation_steps": 2},
     )
     # every field is set away from its default, so a field the round trip drops shows up
     assert all(getattr(expected, f.name) != _default(f) for f in dataclasses.fields(TrainConfig))

@@ -43,11 +43,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     source = data_source(args.data)
     plan = StreamPlan(tuple(dict.fromkeys(args.decoding)), decode, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
     if args.resume:  # other options, data or model refused before the model loads; the rest once it has
-        given = given_run_record(args.model, args.precision, plan, source)
+        given = given_run_record(args.model, args.precision, plan, source, args.revision)
         shard.broadcast_result(lambda: check_resumed_options(output, given))
-    device = args.device if is_onnx_export(args.model) else shard.device_for(args.device)  # an export: on the CPU
+    device = args.device if is_onnx_export(args.model, args.revision) else shard.device_for(args.device)  # an export: on the CPU
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=device,
-                                decodings=args.decoding)
+                                decodings=args.decoding, revision=args.revision)
     started = time.perf_counter()
     # it refuses a model that may not abstain and a hub id's unread prior, settles auto and warns of untuned abstention
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True, source=source,
@@ -73,7 +73,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     question_context_examples(args.question, texts if len(texts) > 1 else texts[0])  # the texts checked before the model loads
     decode = decode_config(args)
     check_saved_length_prior(args.model, [args.decoding], decode.bio_length_prior)
-    trained = TrainedModel.load(args.model, precision=args.precision, device=args.device)
+    trained = TrainedModel.load(args.model, precision=args.precision, device=args.device, revision=args.revision)
     check_length_prior(trained.decodings, [args.decoding], decode.bio_length_prior)  # a hub id's, settled now
     extractor = AnswerExtractor(trained, decoding=args.decoding, multi_span=args.multi_span, decode_config=decode,
                                 progress=sum(map(len, texts)) >= LONG_CONTEXT_CHARS)
@@ -111,5 +111,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if (args.model is None) == (args.model_option is None):
         raise ConfigError("serve takes the model once: --model MODEL (or MODEL alone)")
     model = args.model if args.model_option is None else args.model_option
-    run_server(model, config_from_args(ServeConfig, args), precision=args.precision, device=args.device)
+    run_server(model, config_from_args(ServeConfig, args), precision=args.precision, device=args.device,
+               revision=args.revision)
     return 0

@@ -14,13 +14,15 @@ def _export_onnx(args: argparse.Namespace) -> dict:
 
     given = {name: getattr(args, name) for name in EXPORT_OPTIONS if getattr(args, name) is not None}
     # the others: export_onnx's defaults
-    return export_onnx(args.model, args.output, overwrite=args.overwrite, progress=True, **given).to_dict()
+    return export_onnx(args.model, args.output, overwrite=args.overwrite, progress=True, revision=args.revision,
+                       **given).to_dict()
 
 
 def _export_transformers(args: argparse.Namespace) -> dict:
     from ..inference.conversion import export_qa_checkpoint
 
-    return export_qa_checkpoint(args.model, args.output, overwrite=args.overwrite, progress=True).to_dict()
+    return export_qa_checkpoint(args.model, args.output, overwrite=args.overwrite, progress=True,
+                                revision=args.revision).to_dict()
 
 
 EXPORT_FORMATS = {"onnx": _export_onnx, "transformers": _export_transformers}  # --format: how each is written
@@ -43,7 +45,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_convert(args: argparse.Namespace) -> int:
     from ..inference.conversion import convert_qa_checkpoint
 
-    written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite,
+    written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite, revision=args.revision,
                                     max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
                                     max_query_length=args.max_query_length)
     print(json.dumps(written.to_dict(), indent=2))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .. import registry
@@ -29,7 +30,8 @@ def _fitted_windows(args: argparse.Namespace) -> dict[str, int]:
 
     given = options_given(args) & set(WINDOW_FIELDS)
     windows = {name: getattr(args, name) for name in WINDOW_FIELDS}
-    changed, positions = fitted_windows(args.encoder, getattr(args, "init_from", None), windows, given)
+    changed, positions = fitted_windows(args.encoder, getattr(args, "init_from", None), windows, given,
+                                        getattr(args, "revision", None))
     if changed:
         why = (f"encoder {args.encoder or 'default'} holds {positions} positions, fewer than the default window of "
                f"{args.max_seq_length} tokens" if "max_seq_length" in changed else
@@ -134,6 +136,12 @@ def decoding_choices() -> tuple[str, ...]:
 
 
 MODEL_HELP = "a saved bio_mrc model folder, an ONNX export of one, or a Hugging Face hub id (read from the hub cache first)"
+REVISION_HELP = ("the branch, tag or commit hash of --model's hub id to read (default: its default branch); refused "
+                 "with a local folder")
+
+
+def add_revision_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--revision", help=REVISION_HELP)
 AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads, for one answer or several)"
 
 
@@ -149,6 +157,23 @@ def check_model_names(args: argparse.Namespace) -> None:
 
     for name in ("model", "model_option"):  # serve takes its model as --model or as MODEL
         check_name_given(getattr(args, name, None), option="--model")
+    check_revision_of_folder(args)
+
+
+def check_revision_of_folder(args: argparse.Namespace) -> None:
+    """``--revision`` with a local folder for the model (train: ``--init-from``, else ``--encoder``) refused before any
+    work, as the loader refuses it; a hub id's revision is read, or found missing, when the model loads."""
+    from ..encoders import is_default_encoder
+    from ..hub import check_revision_given, local_folder
+
+    revision = getattr(args, "revision", None)
+    check_revision_given(revision)
+    named = [getattr(args, name, None) for name in ("model", "model_option", "init_from")]
+    name, what = next(((n, "model folder") for n in named if n), (getattr(args, "encoder", None), "encoder"))
+    if what == "encoder" and is_default_encoder(name):  # the package's folder: refused where the encoder resolves
+        return
+    if revision is not None and isinstance(name, str) and os.path.isdir(os.path.expanduser(name)):
+        local_folder(name, what, revision)
 
 
 def expand_home(args: argparse.Namespace) -> None:

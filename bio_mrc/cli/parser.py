@@ -18,6 +18,7 @@ from ..training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 from .answer_commands import cmd_extract, cmd_predict, cmd_serve
 from .export_commands import EXPORT_FORMATS, cmd_convert, cmd_export
 from .options import (DefaultsHelpFormatter, AUTO_HELP, DATA_HELP, DECODE_NOT_OPTIONS, MODEL_HELP, add_data_options, add_device_option,
+                      add_revision_option,
                       add_network_options, add_precision_option, count_option, decoding_choices)
 from .score_commands import cmd_compare, cmd_evaluate
 from .train_command import cmd_train
@@ -66,6 +67,7 @@ def _add_model_commands(add_command) -> None:
 def _add_predict_command(add_command) -> None:
     predict = add_command("predict", help="write official-format predictions (+ n-best and na_prob files)")
     predict.add_argument("--model", required=True, help=MODEL_HELP)
+    add_revision_option(predict)
     predict.add_argument("--data", required=True, help=DATA_HELP)
     predict.add_argument("--limit", type=count_option, help="answer the first N questions of --data (default: all)")
     predict.add_argument("--decoding", choices=decoding_choices(), nargs="+", default=[registry.AUTO_DECODING],
@@ -114,6 +116,7 @@ def _add_tune_command(add_command) -> None:
                                        "thresholds (multi-span data) and calibrators on held-out questions and save them "
                                        "with the model")
     tune.add_argument("--model", required=True, help=MODEL_HELP)
+    add_revision_option(tune)
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {DATA_HELP}")
     tune.add_argument("--limit", type=count_option, help="tune on the first N questions of --data (default: all)")
     tune.add_argument("--decoding", choices=registry.decoding_names(), nargs="+", help="default: every decoding the model has")
@@ -156,6 +159,7 @@ def _add_compare_and_extract(add_command) -> None:
     compare.set_defaults(func=cmd_compare)
     extract = add_command("extract", help="answer one question about a text, or across several texts, ranked")
     extract.add_argument("--model", required=True, help=MODEL_HELP)
+    add_revision_option(extract)
     add_precision_option(extract)
     extract.add_argument("--question", required=True, help="the question, as text")
     extract.add_argument("--context-file", nargs="+", metavar="FILE",
@@ -183,6 +187,7 @@ def _add_export_command(add_command) -> None:
                                          "transformers' ...ForQuestionAnswering")
     export.add_argument("--model", required=True, help="a saved bio_mrc model folder, transformers' extractive QA "
                                                        "model (...ForQuestionAnswering), or a hub id of one")
+    add_revision_option(export)
     export.add_argument("--output", required=True, help="the folder to write: model.onnx, tokenizer, config.json, "
                                                         "bio_mrc_export.json (onnx); config.json, weights, tokenizer (transformers)")
     export.add_argument("--format", choices=tuple(EXPORT_FORMATS), default="onnx",
@@ -197,6 +202,7 @@ def _add_export_command(add_command) -> None:
     convert = add_command("convert", help="save transformers' extractive QA model (BertForQuestionAnswering and its kin; "
                                           "a folder or hub id) as a bio_mrc model with a span head, for tune and the rest")
     convert.add_argument("--model", required=True, help="the ...ForQuestionAnswering model: a folder or a hub id")
+    add_revision_option(convert)
     convert.add_argument("--output", required=True, help="a new or empty folder for the bio_mrc model")
     convert.add_argument("--overwrite", action="store_true", help="replace the model in a folder that is not empty "
                                                                   "(its model files; any other file stays)")
@@ -218,6 +224,7 @@ def _add_serve_command(add_command) -> None:
     serve.add_argument("--model", dest="model_option", metavar="MODEL",
                        help="a saved bio_mrc model folder, an ONNX export of one, or a hub id (or give it as MODEL)")
     serve.add_argument("model", nargs="?", metavar="MODEL", help="the same as --model")
+    add_revision_option(serve)
     add_precision_option(serve)
     add_config_options(serve, ServeConfig)
     serve.set_defaults(func=cmd_serve)

@@ -26,7 +26,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         check_file_target(plot)
     check_outputs_apart([args.plot_dir, args.output_dir, *plots], [args.data], [args.model])
     _check_plots_apart(args)
-    check_tunable(args.model)
+    check_tunable(args.model, args.revision)
     with held_for_tuning(target, args.output_dir):
         return _tune_into(args, target)
 
@@ -40,7 +40,7 @@ def _tune_into(args: argparse.Namespace, target: Path) -> int:
     data = load_task_data(args, args.data, args.limit, requested_task(args), needs_gold="bio-mrc tune")
     plots = (lambda tuned: _plot_threshold_curves(tuned, Path(args.plot_dir))) if args.plot_dir else None
     plan = TuningPlan(args.model, target, args.decoding, options, data_task(args, data), args.data, args.limit,
-                      args.batch_size, args.precision, args.device, progress=True)
+                      args.batch_size, args.precision, args.device, progress=True, revision=args.revision)
     tuning = tune_read_questions(plan, data.examples, not args.no_calibration, args.min_calibration_questions, plots)
     for line in tuning.lines:
         print(printable_line(line), file=sys.stderr)  # names and keys of the model's config.json: one line each

@@ -407,4 +407,4 @@ def _tokenizer_source(cells: list[Cell], config: CompareConfig) -> str:
     """A model folder of the comparison at hand (cells read from an earlier report may name folders
     that are gone), else the first run's encoder, whose tokenizer its models share."""
     folders = [cell.model_dir for cell in cells if Path(cell.model_dir).is_dir()]
-    return folders[0] if folders else resolve_encoder(config.runs[0].train.encoder)
+    return folders[0] if folders else resolve_encoder(config.runs[0].train.encoder, config.runs[0].train.encoder_revision)

@@ -82,7 +82,7 @@ def _init_from_stages(config: CompareConfig) -> Iterator[tuple[str, np.ndarray]]
             continue
         read.add(folder)
         try:
-            fingerprint = training_fingerprint(folder)
+            fingerprint = training_fingerprint(folder, run.train.revision)
         except ModelFormatError as err:
             raise ConfigError(f"runs[{number}].init_from: {err}") from None
         if fingerprint is not None:
@@ -97,4 +97,4 @@ def _init_from_folder(run: RunSpec) -> str | None:
         folder = resolve_init_from(run.train.init_from)
     except ConfigError:  # a pattern that matches no complete model yet
         return None
-    return str(folder) if folder and cached_folder(folder) is not None else None
+    return str(folder) if folder and cached_folder(folder, run.train.revision) is not None else None

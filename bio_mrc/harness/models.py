@@ -102,7 +102,7 @@ def same_starting_point(record: dict, config: TrainConfig) -> bool:
     if not record.get("starting_point_digest"):
         return True
     try:
-        folder = config.init_from or resolve_encoder(config.encoder)
+        folder = config.init_from or resolve_encoder(config.encoder, config.encoder_revision)
     except (ModelFormatError, ImportError):
         return True
     current = starting_point_digest(folder)
@@ -144,10 +144,10 @@ def check_model_sources(
         try:
             if init_from:
                 # with the model class: a config.json transformers rejects is refused here, as training refuses it
-                folder = str(local_folder(resolve_init_from(init_from), "model folder"))
+                folder = str(local_folder(resolve_init_from(init_from), "model folder", run.train.revision))
                 check_model_folder(folder, BioMrcForQuestionAnswering, tokenizer_required=False)
             else:
-                encoder = folder = resolve_encoder(run.train.encoder)
+                encoder = folder = resolve_encoder(run.train.encoder, run.train.revision)
             encoder_dropout(run.train, source_encoder_config(run.train, folder))  # a rate its encoder cannot take
         except (ConfigError, ModelFormatError) as err:
             raise ConfigError(f"{where}.{'init_from' if init_from else 'encoder'}: {err}") from None

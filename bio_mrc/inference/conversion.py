@@ -63,8 +63,8 @@ class QaCheckpointExport:
 
 
 def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: bool = False, overwrite: bool = False,
-                          **windows: int | None) -> QaCheckpointConversion:
-    """Save the span-only bio_mrc model of the extractive QA model ``model`` (a folder or a hub id) in ``output_dir``,
+                          revision: str | None = None, **windows: int | None) -> QaCheckpointConversion:
+    """Save the span-only bio_mrc model of the extractive QA model ``model`` (a folder, or a hub id at ``revision``) in ``output_dir``,
     a new or empty folder (with ``overwrite``, one whose model files it replaces; any other file stays): config,
     weights, tokenizer and model card. ``windows`` (``max_seq_length``, ``doc_stride``, ``max_query_length``) override
     :data:`bio_mrc.qa_checkpoints.QA_WINDOWS`; ``progress`` shows transformers' bars. Returns what was written
@@ -76,7 +76,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
                         f"{', '.join(QA_WINDOWS)}")
     check_name_given(model)
     name, output_dir = str(model), check_library_path(check_folder_target(output_dir))
-    folder = local_folder(model)
+    folder = local_folder(model, revision=revision)
     architecture = qa_architecture(folder)
     if architecture is None:
         kind = "already a bio_mrc model" if saved_config(folder).get("model_type") == BioMrcConfig.model_type else \
@@ -104,8 +104,8 @@ def _source_name(model: str | Path, folder: Path) -> str:
 
 
 def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrite: bool = False,
-                         progress: bool = False) -> QaCheckpointExport:
-    """Save the encoder and span head of the bio_mrc model in ``model_dir`` (a folder or hub id) as transformers'
+                         progress: bool = False, revision: str | None = None) -> QaCheckpointExport:
+    """Save the encoder and span head of the bio_mrc model in ``model_dir`` (a folder, or a hub id at ``revision``) as transformers'
     ``...ForQuestionAnswering`` of its encoder in ``output_dir`` (new or empty, or replaced with ``overwrite``), with
     its tokenizer; its logits are checked against the bio_mrc model's first. A BIO head, which transformers has no class
     for, is left out, and so are the windows and tuned settings (transformers' QA models keep none). Returns what was
@@ -115,14 +115,15 @@ def export_qa_checkpoint(model_dir: str | Path, output_dir: str | Path, overwrit
     check_name_given(model_dir)  # before Path reads "" as the current folder
     model_dir, output_dir = Path(model_dir), check_library_path(check_folder_target(output_dir))
     check_outputs_apart([output_dir], model_dirs=[model_dir])
-    check_pytorch_model(model_dir)
+    check_pytorch_model(model_dir, revision)
     with written_alone(output_dir):  # before the model is loaded
-        return _export_qa_into(model_dir, output_dir, overwrite, progress)
+        return _export_qa_into(model_dir, output_dir, overwrite, progress, revision)
 
 
-def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress: bool) -> QaCheckpointExport:
+def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress: bool,
+                    revision: str | None = None) -> QaCheckpointExport:
     """:func:`export_qa_checkpoint` once its output folder is checked and held."""
-    trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")
+    trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu", revision=revision)
     if trained.model.span_head is None:
         raise ConfigError(f"{model_dir} has no span head (heads {trained.model.config.heads!r}); transformers' "
                           "extractive QA models are start/end models")
@@ -133,7 +134,7 @@ def _export_qa_into(model_dir: Path, output_dir: Path, overwrite: bool, progress
         qa.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
         left_out = [name for name in trained.model.config.head_names if name != QA_HEADS]
-        write_exported_card(staging, local_folder(model_dir), type(qa).__name__, left_out, staged_for=output_dir)
+        write_exported_card(staging, Path(trained.path), type(qa).__name__, left_out, staged_for=output_dir)
         replace_model_files(output_dir, staging)  # the card moves in with the files: a stop after the move leaves it
     return QaCheckpointExport(type(qa).__name__, str(model_dir), tuple(left_out))
 

@@ -163,14 +163,17 @@ class AnswerExtractor:
                 f"batch_size={self.batch_size})")
 
     @classmethod
-    def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None, **kwargs) -> "AnswerExtractor":
-        """The extractor of a saved model folder or a hub id (read from the hub cache first); ``precision``: auto
+    def from_pretrained(cls, model_dir: str | Path, precision: str | None = None, device: str | None = None,
+                        revision: str | None = None, **kwargs) -> "AnswerExtractor":
+        """The extractor of a saved model folder or a hub id (read from the hub cache first) at ``revision`` (a branch,
+        a tag or a commit hash; None: the default branch; refused with a folder); ``precision``: auto
         (default), fp32 or bf16 (:mod:`bio_mrc.precision`); ``device``: cpu, cuda, cuda:1, mps or auto (default); any other
         keyword (``decoding``, ``multi_span``, ...) is the constructor's: one it lacks (``multispan=``), and a decoding the
         model's heads lack, are refused before the weights load."""
         inspect.signature(cls).bind(None, **kwargs)  # a TypeError naming the keyword, as the constructor's own
         decodings = [kwargs["decoding"]] if isinstance(kwargs.get("decoding"), str) else []
-        return cls(TrainedModel.load(model_dir, precision=precision, device=device, decodings=decodings), **kwargs)
+        return cls(TrainedModel.load(model_dir, precision=precision, device=device, decodings=decodings, revision=revision),
+                   **kwargs)
 
     examples = staticmethod(question_context_examples)
 

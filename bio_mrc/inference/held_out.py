@@ -28,19 +28,20 @@ class TrainingQuestionsWarning(InputWarning):
     """Some of the tuning questions are questions the model was trained on."""
 
 
-def training_fingerprint(model: str | Path) -> dict[str, Any] | None:
-    """The fingerprint of the questions ``model`` (a folder or hub id) was trained on, its run record checked first;
-    None where the record keeps none this version reads."""
-    record = checked_record(local_folder(model), RUN_FILE)  # a crafted record: one line naming the folder
+def training_fingerprint(model: str | Path, revision: str | None = None) -> dict[str, Any] | None:
+    """The fingerprint of the questions ``model`` (a folder, or a hub id at ``revision``) was trained on, its run record
+    checked first; None where the record keeps none this version reads."""
+    record = checked_record(local_folder(model, revision=revision), RUN_FILE)  # a crafted record: one line naming the folder
     fingerprint = record.get("training_questions") if record is not None else None
     return fingerprint if fingerprint and is_readable(fingerprint) else None
 
 
-def check_held_out(model: str | Path, examples: Sequence[Example], data: str | Path) -> int | None:
+def check_held_out(model: str | Path, examples: Sequence[Example], data: str | Path,
+                   revision: str | None = None) -> int | None:
     """How many of ``examples`` (the questions of ``data``) ``model`` was trained on, by its run record; None where the
     record does not say. At least half refused (:class:`TrainingQuestionsError`); fewer but some warned of once
     (:class:`TrainingQuestionsWarning`). What ``tune`` does before the model loads."""
-    fingerprint = training_fingerprint(model)
+    fingerprint = training_fingerprint(model, revision)
     if fingerprint is None:
         return None
     known, asked = known_questions(fingerprint, examples), len(examples)

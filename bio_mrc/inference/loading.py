@@ -54,7 +54,7 @@ class TrainedModel:
     @classmethod
     def load(
         cls, model_dir: str | Path, progress: bool = False, backend: str = "auto", precision: str | None = None,
-        device: str | None = None, decodings: Sequence[str] = (),
+        device: str | None = None, decodings: Sequence[str] = (), revision: str | None = None,
     ) -> "TrainedModel":
         """Load a saved bio_mrc model folder, or an ONNX export of one (``backend``: ``auto`` finds
         which); a folder that is not one raises :class:`ModelFormatError`. ``model_dir`` may be a Hugging
@@ -63,12 +63,13 @@ class TrainedModel:
         model runs on ``device``: ``cpu``, ``cuda``, ``cuda:1``, ``mps`` or ``auto`` (default: the GPU when
         there is one, else the CPU); one this machine lacks raises :class:`ConfigError`, as does a GPU asked of an ONNX
         model, which runs on ONNX Runtime's CPU provider (``cpu`` or ``auto``). ``decodings``: those the caller
-        will ask of it, one its heads cannot do refused (:func:`bio_mrc.registry.resolve_decoding`) before the weights load."""
+        will ask of it, one its heads cannot do refused (:func:`bio_mrc.registry.resolve_decoding`) before the weights load.
+        ``revision``: a hub id's branch, tag or commit hash (None: its default branch); given with a local folder, refused."""
         check_name_given(model_dir)  # "" would be the current folder
         name = str(model_dir)
         check_precision(precision or DEFAULT_PRECISION)  # options first: refused before any file is read or fetched
         asked, device = device, resolve_device(device)
-        model_dir = local_folder(model_dir)  # a hub id: its snapshot in the Hugging Face cache
+        model_dir = local_folder(model_dir, revision=revision)  # a hub id: its snapshot in the Hugging Face cache
         with named_as_given(name, model_dir):
             return cls._load_folder(model_dir, name, progress, backend, precision, device, decodings, asked)
 
@@ -221,17 +222,17 @@ def model_backend(model_dir: Path, backend: str = "auto") -> str:
     return "onnx" if not has_weights and (model_dir / ONNX_FILE).is_file() else "torch"
 
 
-def is_onnx_export(model: str | Path) -> bool:
-    """Whether ``model`` (a folder, or a hub id already in the local cache) is an ONNX export, which runs on ONNX
-    Runtime's CPU provider: ``auto`` is the CPU for it, not the GPU a process of several would take."""
-    folder = cached_folder(model)
+def is_onnx_export(model: str | Path, revision: str | None = None) -> bool:
+    """Whether ``model`` (a folder, or a hub id at ``revision`` already in the local cache) is an ONNX export, which runs
+    on ONNX Runtime's CPU provider: ``auto`` is the CPU for it, not the GPU a process of several would take."""
+    folder = cached_folder(model, revision)
     return folder is not None and folder.is_dir() and model_backend(folder) == "onnx"
 
 
-def check_pytorch_model(model_dir: str | Path) -> None:
+def check_pytorch_model(model_dir: str | Path, revision: str | None = None) -> None:
     """An export reads a PyTorch model: an ONNX export of one (no PyTorch weights, which would otherwise read as a
     partial copy) is refused, naming what to give instead."""
-    if model_backend(local_folder(model_dir)) == "onnx":
+    if model_backend(local_folder(model_dir, revision=revision)) == "onnx":
         raise ConfigError(f"{model_dir} is an ONNX export; export the PyTorch model it was made from")
 
 

@@ -46,9 +46,9 @@ def tune_model(
     decodings: Sequence[str] | None = None, options: DecodeConfig | None = None, task: Any = None,
     limit: int | None = None, calibrate: bool = True, min_calibration_questions: int = MIN_CALIBRATION_QUESTIONS,
     batch_size: int | None = None, precision: str | None = None, device: str | None = None, name: str | None = None,
-    before_saving: Callable[[TunedSettings], None] | None = None, progress: bool = False,
+    before_saving: Callable[[TunedSettings], None] | None = None, progress: bool = False, revision: str | None = None,
 ) -> ModelTuning:
-    """Fit the decoding settings of the bio_mrc model ``model`` (a folder, or a hub id with ``output_dir``) on the
+    """Fit the decoding settings of the bio_mrc model ``model`` (a folder, or a hub id at ``revision`` with ``output_dir``) on the
     held-out labelled questions ``data`` (a file, or what :func:`~bio_mrc.data.squad.load_squad` returned) and save
     them in its ``config.json``, or in a copy of it made in ``output_dir`` (a new or empty folder), as
     ``bio-mrc tune`` does: the length prior, span-count rules, no-answer thresholds and calibrators
@@ -65,14 +65,14 @@ def tune_model(
     check_name_given(model)  # "" would tune the current folder
     target = tuning_folder(model, output_dir)
     check_outputs_apart([output_dir], [] if isinstance(data, SquadFile) else [data], [model])
-    check_tunable(model)
+    check_tunable(model, revision)
     with held_for_tuning(target, output_dir):
         options = check_saved_settings(model, decodings, options)  # before the data is read
         if not isinstance(data, SquadFile):
             data = load_squad(data, limit=limit, needs_gold="tune_model")
         task = registry.scorer(task, data.is_v2) if isinstance(task, str) else task or registry.task_of_data(data.format, data.is_v2)
         plan = TuningPlan(model, target, decodings, options, task, str(name or data.source), limit, batch_size, precision,
-                          device, progress)
+                          device, progress, revision)
         return tune_read_questions(plan, data.examples[:limit] if limit else data.examples, calibrate,
                                    min_calibration_questions, before_saving)
 
@@ -117,6 +117,7 @@ class TuningPlan:
     precision: str | None
     device: str | None
     progress: bool
+    revision: str | None = None  # of a hub id's model
 
 
 def tune_read_questions(plan: TuningPlan, examples: list[Example], calibrate: bool, least: int,
@@ -133,10 +134,10 @@ def tune_read_questions(plan: TuningPlan, examples: list[Example], calibrate: bo
     check_span_count_given(plan.options, plan.task, plan.name)
     check_some_answered(examples, plan.name)
     # from the run record, before the model loads and before the count of questions: no option makes them tunable
-    training_questions = check_held_out(plan.model, examples, plan.name)
+    training_questions = check_held_out(plan.model, examples, plan.name, plan.revision)
     calibrate = calibrates(calibrate, least, len(examples), plan.task, plan.name)
     trained = TrainedModel.load(plan.model, progress=plan.progress, precision=plan.precision, device=plan.device,
-                                decodings=plan.decodings or ())
+                                decodings=plan.decodings or (), revision=plan.revision)
     check_length_prior(trained.decodings, plan.decodings or trained.decodings, plan.options.bio_length_prior)  # a hub id's, settled now
     before = copy.deepcopy(trained.model.config)
     outputs = trained.windows(examples, batch_size=plan.batch_size, progress=plan.progress)
@@ -145,7 +146,7 @@ def tune_read_questions(plan: TuningPlan, examples: list[Example], calibrate: bo
     if before_saving is not None:
         before_saving(tuned)
     description = plan.name + (f" (first {counted(plan.limit, 'question')})" if plan.limit else "")
-    _save(plan.model, plan.target, trained.model.config, tuned, tuning_provenance(description, examples, training_questions))
+    _save(plan.model, plan.target, trained, tuned, tuning_provenance(description, examples, training_questions))
     lines = _tuning_lines(tuned, before, trained.model.config, plan.task, calibrate, outputs, examples)
     lines.append(f"saved in {plan.target / 'config.json'}"
                  + (" (in place)" if plan.target == Path(plan.model) else f" (a tuned copy of {plan.model})"))
@@ -170,17 +171,18 @@ def _tuning_lines(tuned: TunedSettings, before: BioMrcConfig, after: BioMrcConfi
     return lines
 
 
-def _save(model: str | Path, target: Path, config: BioMrcConfig, tuned: TunedSettings, provenance: dict[str, Any]) -> None:
-    """The tuned settings into the model's ``config.json``, or into a copy of the model made whole in a staging folder
-    in ``target``, so a full disk leaves no model that looks complete but is not."""
-    from ..hub import local_folder
+def _save(model: str | Path, target: Path, trained: Any, tuned: TunedSettings, provenance: dict[str, Any]) -> None:
+    """The tuned settings into the model's ``config.json``, or into a copy of the folder ``trained`` was read from (a
+    hub id's snapshot in the cache) made whole in a staging folder in ``target``, so a full disk leaves no model that
+    looks complete but is not."""
     from .tuning import save_tuned_settings
 
+    config = trained.model.config
     if target == Path(model):  # predict, compare and AnswerExtractor apply them from now on
         save_tuned_settings(target, config, tuned.thresholds, tuned.settings, provenance)
         return
     with staged_folder(target, False, TUNE_STAGING_DIR) as staging:
-        copy_model(local_folder(model), staging)  # a hub id: its snapshot in the cache
+        copy_model(Path(trained.path), staging)  # the snapshot of the revision read
         save_tuned_settings(staging, config, tuned.thresholds, tuned.settings, provenance, staged_for=target)
 
 
@@ -223,12 +225,12 @@ def held_for_tuning(target: Path, output_dir: str | Path | None):
     return written_alone(target) if output_dir or target.is_dir() else contextlib.nullcontext()
 
 
-def check_tunable(model: str | Path) -> None:
+def check_tunable(model: str | Path, revision: str | None = None) -> None:
     """tune writes into a bio_mrc model folder: transformers' own QA model is converted into one first."""
     from ..hub import local_folder
     from ..qa_checkpoints import qa_architecture
 
-    if architecture := qa_architecture(local_folder(model)):
+    if architecture := qa_architecture(local_folder(model, revision=revision)):
         raise ConfigError(f"{model} is a {architecture}, which tune cannot save settings into; convert it into a bio_mrc "
                           f"model first (bio-mrc convert --model {model} --output DIR), then tune DIR")
 

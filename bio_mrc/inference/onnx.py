@@ -187,9 +187,10 @@ def logit_differences(module: LogitsModule, runner: OnnxModel, inputs: Mapping[s
 
 def export_onnx(
     model_dir: str | Path, output_dir: str | Path, opset: int = DEFAULT_OPSET, atol: float = TOLERANCE, overwrite: bool = False,
-    progress: bool = False,
+    progress: bool = False, revision: str | None = None,
 ) -> OnnxExport:
-    """Export a saved bio_mrc model to a self-describing ONNX folder; returns its marker record (:class:`OnnxExport`).
+    """Export a saved bio_mrc model (a folder, or a hub id at ``revision``) to a self-describing ONNX folder; returns its
+    marker record (:class:`OnnxExport`).
 
     The graph is checked against PyTorch on random windows of two shapes other than the traced
     one; a logit difference above ``atol`` is an error and leaves no export behind. ``progress`` says when the export
@@ -204,9 +205,9 @@ def export_onnx(
     if output_dir.resolve() == model_dir.resolve():
         raise BioMrcError(f"the export must go to another folder than the model's own ({model_dir})")
     check_outputs_apart([output_dir], model_dirs=[model_dir])
-    check_pytorch_model(model_dir)
+    check_pytorch_model(model_dir, revision)
     with written_alone(output_dir):  # before any work, until the marker is written
-        trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu")  # what the graph computes
+        trained = TrainedModel.load(model_dir, backend="torch", precision="fp32", device="cpu", revision=revision)  # what the graph computes
         trained.model.float()  # weights saved in bf16 or fp16 too: ONNX Runtime's CPU provider has no bf16 Add or MatMul
         with staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # a failed export leaves no folder of its making
             progress_note(progress, f"exporting {model_dir} to onnx in {output_dir}")

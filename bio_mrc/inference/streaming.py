@@ -93,12 +93,13 @@ def run_record(trained: TrainedModel, plan: StreamPlan, source: str | None) -> d
     return _record(trained.path, trained.precision, replace(plan, config=trained.decode_config(plan.config)), source)
 
 
-def given_run_record(model: str, precision: str, plan: StreamPlan, source: str | None) -> dict:
+def given_run_record(model: str, precision: str, plan: StreamPlan, source: str | None, revision: str | None = None) -> dict:
     """The part of :func:`run_record` settled before any weight loads (``model`` and ``precision`` as given, ``plan``
     with the decodings as given): the model's ``config.json``, in its folder or a hub id's snapshot already in the
     local cache, settles an ``auto`` decoding and the tuned BIO length prior. What no file at hand settles (a hub id
-    not cached yet, a config load refuses) is left out, for the check once the model has loaded."""
-    folder = cached_folder(model)
+    not cached yet, a config load refuses) is left out, for the check once the model has loaded. ``revision``: the hub
+    id's."""
+    folder = cached_folder(model, revision)
     settings = saved_settings(folder) if folder is not None and folder.is_dir() else None
     if settings is not None:
         decodings, prior = settings

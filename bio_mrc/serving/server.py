@@ -33,8 +33,9 @@ CUT_AT_STOP = ("the server is stopping: this request was not all sent or answere
                "send it again (to another server, or to this one once it is back)")
 
 
-def run_server(model_dir: str | Path, config: ServeConfig | None = None, precision: str | None = None, device: str | None = None) -> None:
-    """Serve ``model_dir`` (a bio_mrc model folder, an ONNX export of one, or a hub id) on ``config``'s host and port,
+def run_server(model_dir: str | Path, config: ServeConfig | None = None, precision: str | None = None, device: str | None = None,
+               revision: str | None = None) -> None:
+    """Serve ``model_dir`` (a bio_mrc model folder, an ONNX export of one, or a hub id at ``revision``) on ``config``'s host and port,
     the model on ``device`` (cpu, cuda, cuda:1, mps; default auto). Ctrl-C raises :class:`KeyboardInterrupt` once the
     server has shut down; SIGTERM returns once it has."""
     check_name_given(model_dir)
@@ -47,11 +48,12 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     config = config or ServeConfig()
     check_listenable(config.host, config.port)  # before the model loads
     config = dataclasses.replace(config, max_connections=make_room_for(config.max_connections, config.backlog))
-    extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device)
+    extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device, revision=revision)
     application = create_app(extractor, config)
     application.state.helper.start()  # ready before the first request: a long one does not wait for it to start
     app = CutAtStop(HostGuard(application, allowed_host_names(config.host, config.allowed_hosts)))
-    print(printable_line(f"serving {model_dir} on http://{config.host}:{config.port} (API docs at /docs)"), file=sys.stderr)
+    at = f" at revision {revision}" if revision is not None else ""
+    print(printable_line(f"serving {model_dir}{at} on http://{config.host}:{config.port} (API docs at /docs)"), file=sys.stderr)
     gc.collect()
     gc.freeze()  # the model and the libraries live as long as the server: full collections need not walk them
     previous, _ = sys.getswitchinterval(), sys.setswitchinterval(SWITCH_INTERVAL_S)

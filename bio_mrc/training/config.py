@@ -139,6 +139,9 @@ class TrainConfig:
         **SEED_RANGE})
     init_from: str | None = field(default=None, metadata={  # e.g. SQuAD -> MultiSpanQA
         "help": "continue from a trained bio_mrc model instead of a bare encoder", "min_length": 1})
+    revision: str | None = field(default=None, metadata={  # recorded, so a run from a moving branch is reproducible
+        "help": "the branch, tag or commit hash of init_from's Hugging Face hub id, else of the encoder's (none: the "
+                "default branch); refused with a local folder", "min_length": 1})
     precision: str = field(default=DEFAULT_PRECISION, metadata={
         "help": "fp32; bf16: bfloat16 autocast (weights stay fp32); auto: fp32 where bf16 is not native; on a GPU "
                 "with native bf16, bf16; on such a CPU, the faster of the two for this model, measured once and cached",
@@ -173,6 +176,12 @@ class TrainConfig:
             return tuple(self.bio_class_weights)
         tagging_only = all(registry.head(name).needs_tag_mask for name in registry.head_names(self.heads))
         return BIO_ONLY_CLASS_WEIGHTS if tagging_only and self.bio_targets != "marginal" else None
+
+    @property
+    def encoder_revision(self) -> str | None:
+        """The revision of the encoder's hub id: ``revision`` where the model is trained from the encoder; continued from
+        ``init_from``, it is that model's."""
+        return None if self.init_from else self.revision
 
     @property
     def features(self) -> FeatureConfig:
@@ -215,11 +224,11 @@ class TrainConfig:
 
         try:
             if self.init_from:  # a hub id's cached snapshot: transformers' own lookups would ask the hub again
-                folder = cached_folder(self.init_from)
+                folder = cached_folder(self.init_from, self.revision)
                 return BioMrcConfig.from_pretrained(str(folder)).encoder if folder is not None else None
             from transformers import AutoConfig
 
-            return AutoConfig.from_pretrained(resolve_encoder(self.encoder))
+            return AutoConfig.from_pretrained(resolve_encoder(self.encoder, self.encoder_revision))
         except (OSError, ValueError, ImportError, KeyError):
             return None
 

@@ -23,17 +23,17 @@ WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")
 
 
 def fitted_windows(encoder: str | None, init_from: str | None, windows: Mapping[str, int],
-                   given: Collection[str]) -> tuple[dict[str, int], int | None]:
+                   given: Collection[str], revision: str | None = None) -> tuple[dict[str, int], int | None]:
     """The window settings a run takes where not all of ``windows`` were ``given`` (the others are the defaults): a
     window of the encoder's positions where it has fewer than ``windows``' length, and, where the stride and question
     then leave no new context, those ``qa_windows`` fits to it. A given value is kept (one that does not fit is refused
     later). Returns the settings that change and the positions read (None: a window given, an ``init_from`` model, or
-    an encoder whose config cannot be read ahead, whose own load says why)."""
+    an encoder whose config cannot be read ahead, whose own load says why); ``revision``: the encoder hub id's."""
     given = set(given) & set(WINDOW_FIELDS)
     if given == set(WINDOW_FIELDS):
         return {}, None
     fitted = {name: windows[name] for name in WINDOW_FIELDS}
-    positions = None if "max_seq_length" in given or init_from else _positions(encoder)
+    positions = None if "max_seq_length" in given or init_from else _positions(encoder, revision)
     if positions is not None and positions < fitted["max_seq_length"]:
         fitted["max_seq_length"] = positions
     if not stride_leaves_new_context(**fitted):
@@ -42,9 +42,9 @@ def fitted_windows(encoder: str | None, init_from: str | None, windows: Mapping[
     return {name: value for name, value in fitted.items() if value != windows[name]}, positions
 
 
-def _positions(encoder: str | None) -> int | None:
+def _positions(encoder: str | None, revision: str | None = None) -> int | None:
     try:
-        return encoder_positions(resolve_encoder(encoder))
+        return encoder_positions(resolve_encoder(encoder, revision))
     except BioMrcError:
         return None
 
@@ -59,7 +59,7 @@ def fit_default_windows(config: TrainConfig) -> TrainConfig:
     defaults = {field.name: field.default for field in fields(TrainConfig) if field.name in WINDOW_FIELDS}
     windows = {name: getattr(config, name) for name in WINDOW_FIELDS}
     given = {name for name in WINDOW_FIELDS if windows[name] != defaults[name]}
-    changed, positions = fitted_windows(config.encoder, config.init_from, windows, given)
+    changed, positions = fitted_windows(config.encoder, config.init_from, windows, given, config.revision)
     if not changed:
         return config
     chosen = ", ".join(f"{name}={value}" for name, value in {**windows, **changed}.items() if name not in given)

@@ -263,7 +263,7 @@ def _training_questions(examples: Sequence[Example], config: TrainConfig) -> dic
     """The fingerprint of every question the model was trained on: ``examples`` whole (each process of a torchrun job
     holds them all, and Trainer's sampler shares them out), joined with the fingerprint of the model ``init_from``
     continues, so a model continued in stages knows each stage's questions (a resumed run trains on the same ones)."""
-    earlier = load_run_record(local_folder(config.init_from)) if config.init_from else None
+    earlier = load_run_record(local_folder(config.init_from, revision=config.revision)) if config.init_from else None
     return fingerprint(examples, (earlier or {}).get("training_questions"))
 
 

@@ -158,12 +158,12 @@ def starting_point(config: TrainConfig) -> str:
     """What a model is built from: the ``init_from`` model (its folder checked, weights left unread) or the encoder;
     a dropout rate asked that its encoder has no setting for is refused here, before any work (:func:`encoder_dropout`)."""
     if config.init_from:
-        folder = local_folder(config.init_from, "model folder")  # a missing one is one line naming it, not a hub error
+        folder = local_folder(config.init_from, "model folder", config.revision)  # a missing one is one line naming it, not a hub error
         with named_as_given(config.init_from, folder):
             check_model_folder(folder, BioMrcForQuestionAnswering, tokenizer_required=False)  # a config it builds
         encoder_dropout(config, source_encoder_config(config, str(folder)))
         return str(folder)  # a hub id's snapshot: transformers' own lookups would ask the hub again
-    source = resolve_encoder(config.encoder)
+    source = resolve_encoder(config.encoder, config.revision)
     encoder_dropout(config, source_encoder_config(config, source))
     return source
 
