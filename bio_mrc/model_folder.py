@@ -49,6 +49,7 @@ from .model_defaults import BIO_LOSS_REDUCTIONS, WORD_UNITS, WORD_UNITS_WHEN_ABS
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 from .pickled_weights import pickled_shapes
 from .plurals import counted, number_form
+from .run_folder import unfinished_run
 
 # Encoder sizes past these are refused before anything is built; the largest BERT-style encoders stay well
 # inside (some 48 layers of 4,096, vocabularies of some 250,000 tokens).
@@ -437,18 +438,6 @@ def read_config(folder: Path) -> dict[str, Any]:
     if not isinstance(config.get("encoder"), dict):
         raise fail(folder, "config.json", "has no 'encoder' object (the encoder's config)")
     return config
-
-
-CHECKPOINTS_FOLDER = "checkpoints"  # a training run's, under its output folder, until the model is saved
-
-
-def unfinished_run(folder: Path) -> str | None:
-    """Why ``folder`` holds no model where it has no ``config.json`` but a training run's ``checkpoints/``: the run
-    stopped before it saved one; else None."""
-    if (folder / "config.json").exists() or not (folder / CHECKPOINTS_FOLDER).is_dir():
-        return None
-    return (f"an unfinished training run: {CHECKPOINTS_FOLDER}/ holds its checkpoints, and the model is saved only when "
-            "the run ends; resume it into this folder with its options (`bio-mrc train --resume`) to save the model")
 
 
 def foreign_model(config: Mapping[str, Any]) -> str | None:

@@ -322,8 +322,8 @@ def test_a_model_file_an_unfinished_run_and_a_bare_encoder_are_one_line_alike_at
     run = tmp_path / "run"
     shutil.copytree(span_model, run / "checkpoints" / "checkpoint-2")
     assert refusals(str(run), tmp_path, capsys) == {
-        "an unfinished training run: checkpoints/ holds its checkpoints, and the model is saved only when the run ends; "
-        f"resume it into this folder with its options (`bio-mrc train --resume`) to save the model (in {run})"}
+        "an unfinished training run: no model yet, only checkpoints in checkpoints/; run its `bio-mrc train` command again "
+        f"with --resume to finish it, then give the folder the model is saved in: {run} (in {run})"}
     assert refusals(str(tiny_encoder_dir), tmp_path, capsys) == {
         "config.json: a bert model, not a bio_mrc model (model_type 'bert'); a bare encoder is trained into one with "
         f"`bio-mrc train --encoder PATH` (in {tiny_encoder_dir})"}

@@ -788,3 +788,17 @@ def test_a_dropped_app_releases_its_model(model_dir):
     del extractor, app, client
     gc.collect()
     assert model() is None
+
+
+def test_a_method_or_path_the_server_does_not_answer_says_what_it_does(extractor):
+    """A GET with the question in the query string was told only "Method Not Allowed" (located at the body), and a
+    mistyped path "Not Found": each now names what the server answers."""
+    with TestClient(create_app(extractor, ServeConfig(max_batch_size=4))) as client:
+        got = client.get("/answer", params={"question": "Who?", "context": "Ada."})
+        typo = client.post("/answers", json=GOOD)
+    assert got.status_code == 405 and got.json()["detail"] == (
+        "GET /answer is not answered: the path takes POST, a JSON body sent with the header content-type: application/json")
+    assert got.json()["problems"] == [{"location": "path", "message": got.json()["detail"]}]
+    assert typo.status_code == 404 and typo.json()["detail"] == (
+        "no path '/answers' on this server (did you mean /answer?); it answers POST /answer, GET /health (its API is "
+        "described at /docs)")

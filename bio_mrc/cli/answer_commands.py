@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import registry
 from ..errors import ConfigError
 from ..config_options import config_from_args
-from ..data.text import read_text_file
+from ..data.text import check_not_questions, read_text_file
 from ..io import check_file_target, check_outputs_apart, printable_json, printable_line
 from ..serving.config import ServeConfig
 from .command_data import check_span_count_option, data_source, format_task, prediction_questions
@@ -99,6 +99,8 @@ def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] |
     if bool(args.context_file) == bool(args.context):
         raise ConfigError("give --context-file FILE... or --context TEXT..., one of them")
     texts = [read_text_file(path) for path in args.context_file] if args.context_file else list(args.context)
+    for path, text in zip(args.context_file or (), texts):
+        check_not_questions(text, path)
     if len(texts) > 1 and args.html:
         raise ConfigError("--html takes one document; several are answered with spans ranked across them (--top-k, "
                           "--multi-span)")

@@ -6,6 +6,7 @@ format it was read as and what that format expects."""
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from os import PathLike
@@ -94,6 +95,30 @@ def _multispanqa_records(source: Source) -> Records:
     return Records(source.name, examples=multispanqa_questions(source.parsed_json(), source.name))
 
 
+def _json_file(source: Source) -> Source:
+    """``source``, where it starts as JSON does; a file of plain text (questions a line, a document) read as the
+    official SQuAD JSON, which every file no other format claims is, is refused saying what the readers take."""
+    with open(source.path, "rb") as handle:
+        start = handle.read(_TEXT_SNIFF_BYTES).removeprefix(b"\xef\xbb\xbf").lstrip()
+    if _plain_text(start):
+        raise DataFormatError("not JSON, and its name has no suffix of another format: questions are read with their "
+                              "contexts, as JSON Lines (.jsonl, a {\"question\": ..., \"context\": ...} object a line), a table "
+                              "(.csv, .tsv, .parquet) with question and context columns, or SQuAD JSON; a question over a "
+                              "text file is asked with `bio-mrc extract --question Q --context-file FILE`", source=source.name)
+    return source
+
+
+def _plain_text(start: bytes) -> bool:
+    """Whether a file's first bytes (whitespace and a byte-order mark left out) start with a printable ASCII character
+    no JSON value starts with; other bytes (gzip, UTF-16, Latin-1) are left to the reader, which names them."""
+    if not start or not 0x20 < start[0] < 0x7F or start[:1] in b'{["-0123456789':
+        return False
+    return re.match(rb"(true|false|null)\b", start) is None
+
+
+_TEXT_SNIFF_BYTES = 4096  # leading whitespace read past before the first character a JSON value starts with
+
+
 _HF_COLUMNS = ("the Hugging Face SQuAD columns context, question, and optionally id, title and answers "
                "{text: [...], answer_start: [...]} (no answers: a question to predict)")
 
@@ -122,8 +147,8 @@ FORMATS: dict[str, DataFormat] = {
                               "(no label: a question to predict)",
                               _is_multispanqa, _multispanqa_records),
     "squad": DataFormat("official SQuAD JSON: {\"data\": [{title, paragraphs: [{context, qas: [{id, question, answers}]}]}]}",
-                        lambda s: s.is_file, lambda s: Records(s.name, squad=s.parsed_json()),
-                        stream=lambda s: Records(s.name, squad=SquadJsonStream(s.path))),
+                        lambda s: s.is_file, lambda s: Records(s.name, squad=_json_file(s).parsed_json()),
+                        stream=lambda s: Records(s.name, squad=SquadJsonStream(_json_file(s).path))),
     "hub": DataFormat("a Hugging Face hub dataset id with the SQuAD columns, e.g. rajpurkar/squad:validation",
                       lambda s: isinstance(s.data, str) and not s.path.exists() and not s.path.is_symlink() and is_hub_id(s.data),
                       lambda s: hub_records(s.data, s.split), takes_split=True),

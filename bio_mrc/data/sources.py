@@ -188,23 +188,33 @@ def dataset_records(data: Any, split: str | None, name: str, in_memory: bool = F
 
 
 def check_columns(columns: Iterable[str] | None, name: str, kind: str) -> None:
+    columns = None if columns is None else list(columns)
+    check_near_misses(columns or [], name, kind)  # first: 'Question' says to rename it, not only that 'question' lacks
     missing = [column for column in REQUIRED_COLUMNS if columns is not None and column not in columns]
     if missing:
         raise DataFormatError(f"the {kind} lacks the SQuAD columns {missing} (it has {list(columns or [])}; "
                               "id and answers are optional)", source=name)
-    check_near_misses(list(columns or []), name, kind)
 
 
 def check_near_misses(columns: list[str], name: str, kind: str) -> None:
     """A column that is one bio_mrc reads but for case or surrounding spaces or invisible characters (``' id'``,
     ``'Answers'``, ``'\\ufeffid'`` after a second byte-order mark) is refused: read as an unknown column it would be
     ignored, and with it every question's id, title or answers."""
-    known = (*REQUIRED_COLUMNS, *_OPTIONAL)
-    for column in columns:
+    if near := near_miss(columns):
+        column, meant = near
+        raise DataFormatError(f"the {kind} names the column {column!r}, which is not {meant!r} as spelt, so its values "
+                              f"would be ignored; rename it {meant!r}", source=name)
+
+
+def near_miss(names: Iterable[Any]) -> tuple[str, str] | None:
+    """The first of ``names`` (a table's columns, a record's keys) that is a name bio_mrc reads but for case, spaces or
+    invisible characters around it, where the name itself is absent, and that name; None where there is none."""
+    known, names = (*REQUIRED_COLUMNS, *_OPTIONAL), list(names)
+    for column in names:
         meant = _bare_name(str(column))
-        if column not in known and meant in known and meant not in columns:
-            raise DataFormatError(f"the {kind} names the column {column!r}, which is not {meant!r} as spelt, so its values "
-                                  f"would be ignored; rename it {meant!r}", source=name)
+        if column not in known and meant in known and meant not in names:
+            return str(column), meant
+    return None
 
 
 def _bare_name(column: str) -> str:

@@ -17,6 +17,7 @@ from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
 from .json_stream import Paragraph
+from .sources import near_miss
 from .mrqa import MISPLACED_SPANS
 from .text import carries_text, check_context_length, check_text
 
@@ -127,6 +128,9 @@ def _row_question(row: Any, source: str) -> tuple[Any, Any, str, str]:
     """A row as ``(qa, context, title, source)``: in the Hugging Face layout the row is its own qa."""
     fields = row if isinstance(row, dict) else {}
     title = fields.get("title")
+    if near := near_miss(fields):  # {"Question": ...} would read as a question missing, {"ID": ...} as none given
+        row = DataFormatError(f"the record has the key {near[0]!r}, which is not {near[1]!r} as spelt, so its value "
+                              f"would be ignored; rename it {near[1]!r}", None, source)
     return row, fields.get("context"), "" if title is None else title, source
 
 

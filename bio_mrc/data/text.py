@@ -11,6 +11,8 @@ a report with it could not be written, so it is refused when the text is read, n
 
 from __future__ import annotations
 
+import json
+import shlex
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -88,4 +90,36 @@ def read_text_file(path: str | Path) -> str:
     except IsADirectoryError:
         raise DataFormatError("expected a text file, found a folder", source=source) from None
     except UnicodeDecodeError as err:
-        raise DataFormatError(not_utf8(err, otherwise="; convert it first, e.g. iconv -f latin1 -t utf-8"), source=source) from None
+        raise DataFormatError(not_utf8(err), source=source) from None
+
+
+def check_not_questions(text: str, source: str) -> None:
+    """A :class:`DataFormatError` where the text of a document to answer from is a file of questions instead (SQuAD
+    JSON, JSON Lines or a table with question and context columns): its JSON would be answered as prose."""
+    if kind := questions_layout(text):
+        raise DataFormatError(f"{kind}, not a document's text: `bio-mrc predict --model MODEL --data {shlex.quote(source)} "
+                              "--output PREDS.json` answers its questions", source=source)
+
+
+def questions_layout(text: str) -> str | None:
+    """What file of questions ``text`` reads as (its first line or its whole JSON value), or None for prose."""
+    first = text.lstrip().partition("\n")[0].strip()
+    cells = {cell.strip().strip('"').lower() for cell in first.replace("\t", ",").split(",")}
+    if {"question", "context"} <= cells:
+        return "a table of questions (its header names question and context columns)"
+    for value in (_json_value(text), _json_value(first)):
+        if isinstance(value, dict) and isinstance(value.get("data"), list):
+            return "SQuAD JSON (an object with a 'data' list)"
+        record = value[0] if isinstance(value, list) and value else value
+        if isinstance(record, dict) and ({"question", "qas", "header"} & set(record)):
+            return "a file of questions in JSON"
+    return None
+
+
+def _json_value(text: str) -> Any:
+    if not text.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None

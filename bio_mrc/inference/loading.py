@@ -16,9 +16,10 @@ from ..encoders import load_tokenizer
 from ..errors import ConfigError, ModelFormatError, argument
 from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
-from ..model_folder import (check_file_kinds, check_model_folder, check_window_frame, foreign_model, read_json_object, unfinished_run,
+from ..model_folder import (check_file_kinds, check_model_folder, check_window_frame, foreign_model, read_json_object,
                             written_format_problem)
 from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
+from ..run_folder import unfinished_run
 from ..hub import cached_folder, check_name_given, local_folder, named_as_given
 from ..qa_checkpoints import QA_HEADS, check_qa_folder, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
@@ -242,9 +243,9 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
     source = str(model_dir)
     if not model_dir.is_dir():
         raise ModelFormatError("no such model folder", source)
-    check_file_kinds(model_dir)  # a folder or FIFO named config.json is that, not a missing file
     if problem := unfinished_run(model_dir):
         raise ModelFormatError(problem, source)
+    check_file_kinds(model_dir)  # a folder or FIFO named config.json is that, not a missing file
     if not (model_dir / "config.json").is_file():
         raise ModelFormatError("not a saved model: no config.json (train one with `bio-mrc train`)", source)
     config = read_json_object(model_dir, "config.json")

@@ -274,11 +274,13 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
         return pydantic_json(ErrorResponse(detail=detail, problems=problems), 422)
 
     @app.exception_handler(HTTPException)
-    async def refused(_request: Request, error: HTTPException) -> Response:
-        detail = str(error.detail)
-        if isinstance(error.__cause__, UnicodeDecodeError):  # FastAPI's body parser says only "error parsing the body"
+    async def refused(request: Request, error: HTTPException) -> Response:
+        detail, location = str(error.detail), "body"
+        if error.status_code == 405:  # starlette says only "Method Not Allowed" (a 404 is not_found's)
+            detail, location = not_allowed(request, error), "path"
+        elif isinstance(error.__cause__, UnicodeDecodeError):  # FastAPI's body parser says only "error parsing the body"
             detail = f"the body is not UTF-8 JSON: {error.__cause__.reason} at byte {error.__cause__.start}"
-        refusal = pydantic_json(ErrorResponse(detail=detail, problems=[Problem(location="body", message=detail)]), error.status_code)
+        refusal = pydantic_json(ErrorResponse(detail=detail, problems=[Problem(location=location, message=detail)]), error.status_code)
         refusal.headers.update(error.headers or {})
         return refusal
 
@@ -308,6 +310,14 @@ def no_such_path(path: str, routes: list) -> str:
     offered = ", ".join(f"{'/'.join(sorted(route.methods))} {route.path}" for route in served)
     hint = f" (did you mean {near[0]}?)" if near else ""
     return f"no path {shown_value(path)} on this server{hint}; it answers {offered} (its API is described at /docs)"
+
+
+def not_allowed(request: Request, error: HTTPException) -> str:
+    """A request with a method its path does not take (``GET /answer``): the methods it takes."""
+    asked = f"{request.method} {request.url.path}"[:MAX_LOCATION_CHARS]
+    allowed = (error.headers or {}).get("allow", (error.headers or {}).get("Allow", ""))
+    return f"{asked} is not answered: the path takes {allowed or 'other methods'}" + (
+        ", a JSON body sent with the header content-type: application/json" if "POST" in allowed else "")
 
 
 def _unread_media_type(request: Request, error: RequestValidationError) -> str | None:

@@ -20,10 +20,8 @@ from ..data.json_reader import read_json
 from ..io import atomic_write_json, owned_path, remove_tree
 from ..progress import progress_note
 from ..model_defaults import TRAIN_OPTIONS_WHEN_ABSENT, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
+from ..run_folder import CHECKPOINT_DIR, TRAIN_CONFIG_FILE
 from .config import DEFAULT_CHECKPOINT_STEPS  # noqa: F401 (named here too)
-
-CHECKPOINT_DIR = "checkpoints"  # under the output folder; removed once the model is complete
-TRAIN_CONFIG_FILE = "bio_mrc_train_config.json"  # in CHECKPOINT_DIR: the options (and questions) of its checkpoints
 
 
 class ResumeError(BioMrcError, ValueError):
