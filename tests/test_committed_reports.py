@@ -1,4 +1,4 @@
-"""The committed reports (``benchmarks/reports/*/report.json[.xz]``) re-read and re-tested: each cell's score
+"""The committed reports (``benchmarks/reports/**/report.json[.xz]``) re-read and re-tested: each cell's score
 is the mean of its per-question scores, the Markdown report shows the same scores, and the learning curve's
 trend follows from its gaps."""
 
@@ -16,7 +16,7 @@ from bio_mrc.harness.report import _score_table
 from bio_mrc.metrics.multispan_official import metrics_from_counts
 
 REPORTS = Path(__file__).parents[1] / "benchmarks" / "reports"
-REPORT_FILES = sorted(REPORTS.glob("*/report.json*"))
+REPORT_FILES = sorted(REPORTS.glob("**/report.json*"))
 
 
 def test_the_main_reports_are_committed_with_their_data():

@@ -6,9 +6,9 @@ the quick start's model as ``my-model``; here both are a tiny trained joint mode
 The README's quick start runs as printed: its files (``<!-- quick start file: NAME -->``) are written
 and its commands (``<!-- quick start commands -->``) run, with the tiny test encoder (and windows it
 can hold) in place of the default one.
-Every ``docs/`` page is linked from the README, and every relative link of the README and the
-pages (images included) points to a file or folder of the repository, and to a heading of it where
-the link names one.
+Every ``docs/`` page is linked from the README, and every relative link of the README, the pages and
+every Markdown file under ``benchmarks/`` (its notes and the archived comparison reports; images included)
+points to a file or folder of the repository, and to a heading of it where the link names one.
 """
 
 import json
@@ -38,8 +38,9 @@ def pages() -> list[Path]:
 
 
 def linked_pages() -> list[Path]:
-    """Every hand-written page whose links must hold: the README, docs/, the benchmarks' notes and the GPU runner's."""
-    return [*pages(), *(ROOT / "benchmarks" / name for name in ("README.md", "RESULTS.md", "gpu/README.md")), ROOT / "tools" / "gpu" / "README.md"]
+    """Every page whose links must hold: the README, docs/, the GPU runner's notes and every Markdown file under
+    benchmarks/, its notes and the committed comparison reports (a report's figures are committed beside it)."""
+    return [*pages(), *sorted((ROOT / "benchmarks").rglob("*.md")), ROOT / "tools" / "gpu" / "README.md"]
 
 
 def snippets() -> list[tuple[str, str]]:
@@ -140,8 +141,10 @@ def test_relative_links_point_to_files(page):
             continue
         path, _, fragment = target.partition("#")
         resolved = (page.parent / path).resolve() if path else page
-        if not resolved.exists():
-            broken.append(f"{target} (no {resolved.relative_to(ROOT) if resolved.is_relative_to(ROOT) else resolved})")
+        if not resolved.is_relative_to(ROOT):
+            broken.append(f"{target} (outside the repository)")
+        elif not resolved.exists():
+            broken.append(f"{target} (no {resolved.relative_to(ROOT)})")
         elif fragment and resolved.suffix == ".md" and fragment not in anchors(resolved):
             broken.append(f"{target} (no heading #{fragment} in {resolved.relative_to(ROOT)})")
     assert not broken, f"{page.relative_to(ROOT)} links to what does not exist: {broken}"
