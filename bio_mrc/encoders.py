@@ -67,7 +67,9 @@ def resolve_encoder(name_or_path: str | None = None, revision: str | None = None
 
 def _encoder_folder(name_or_path: str | None, revision: str | None = None) -> str:
     from .errors import ConfigError, ModelFormatError, argument
+    from .hub import check_revision_given
 
+    check_revision_given(revision)  # an empty one is refused alike, whatever the encoder
     if not is_default_encoder(name_or_path):
         from .hub import local_folder
 

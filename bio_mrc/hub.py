@@ -145,10 +145,15 @@ def hub_snapshot(repo_id: str, what: str = "model folder", revision: str | None 
             folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=[*MODEL_FILES, *PICKLED_WEIGHTS]))
         return folder
     except (HfHubHTTPError, LocalEntryNotFoundError, OSError, ValueError) as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelFormatError(
-            f"no such local {what}, and the Hugging Face hub could not give it ({type(err).__name__}: {reason}); "
+            f"no such local {what}, and the Hugging Face hub could not give it ({hub_failure(err)}); "
             "without a network, set HF_HUB_OFFLINE=1 to use the cache only, or pass a local folder", repo_id) from None
 
 
-__all__ = ["cached_folder", "hub_snapshot", "is_hub_id", "local_folder", "named_as_given"]
+def hub_failure(err: BaseException) -> str:
+    """A hub request's failure in one line: its kind and the first line of its message."""
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else "no answer"
+    return f"{type(err).__name__}: {reason}"
+
+
+__all__ = ["cached_folder", "hub_failure", "hub_snapshot", "is_hub_id", "local_folder", "named_as_given"]

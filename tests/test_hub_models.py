@@ -81,6 +81,22 @@ def test_an_unreachable_hub_is_one_line_and_one_try(tmp_path, monkeypatch):
     assert [options.get("local_files_only", False) for options in calls] == [True, False]  # the cache, then the hub once
 
 
+def test_a_hub_failure_without_a_message_is_named_as_a_push_names_it(monkeypatch):
+    """A download failing with no message was "(OSError: OSError)"; it reads as the push's checks read it."""
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    def silent(repo_id, **options):
+        raise LocalEntryNotFoundError("not cached") if options.get("local_files_only") else OSError()
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", silent)
+    with pytest.raises(ModelFormatError) as refused:
+        local_folder("org/name")
+    assert refused.value.problem == ("no such local model folder, and the Hugging Face hub could not give it (OSError: no "
+                                     "answer); without a network, set HF_HUB_OFFLINE=1 to use the cache only, or pass a "
+                                     "local folder")
+
+
 def test_encoders_come_from_the_cache_too_and_a_missing_one_is_one_line(offline_cache, tmp_path, capsys):
     assert resolve_encoder("org/tiny-bert") == str(offline_cache / "models--org--tiny-bert" / "snapshots" / "0123abcd")
     with pytest.raises(ModelFormatError, match=r"no such local encoder.*HF_HUB_OFFLINE is set.*\(in org/nothing\)$"):

@@ -181,3 +181,13 @@ def test_a_revision_of_a_local_folder_or_missing_offline_is_one_line_at_every_do
     with pytest.raises(ModelFormatError, match=r"revision 'v2' of the hub id is not in the Hugging Face cache .*\(in org/tiny-bert\)$"):
         resolve_encoder("org/tiny-bert", "v2")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("revision", ["", " "])
+def test_an_empty_revision_of_the_default_encoder_is_named_empty_as_at_every_other_door(revision):
+    """A comparison's encoder or resolve_encoder with the default encoder and an empty revision was told that the
+    package's folder has no versions, where every other door says the revision names none."""
+    with pytest.raises(ConfigError) as refused:
+        resolve_encoder(None, revision)
+    assert str(refused.value) == (f"revision {revision!r} names no branch, tag or commit hash of a Hugging Face hub model: "
+                                  "give one, or leave it out for the default branch")

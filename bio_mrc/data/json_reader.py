@@ -141,13 +141,13 @@ GZIP_HINT = ("; it is gzip-compressed: decompress it first (gunzip), or, for JSO
 LATIN1_HINT = "; convert it first, e.g. iconv -f latin1 -t utf-8"  # most text that is not UTF-8 is Latin-1 (Windows-1252)
 
 
-def not_utf8(err: UnicodeDecodeError, where: str = "", otherwise: str = LATIN1_HINT) -> str:
+def not_utf8(err: UnicodeDecodeError, where: str = "") -> str:
     """The message of text that is not UTF-8: where decoding failed, and, for text that starts with a UTF-16 or UTF-32
     byte-order mark (what Windows editors save as "Unicode"), that encoding and how to convert it; for gzip-compressed
-    bytes under a name without .gz, so; for other text, ``otherwise`` (how to convert Latin-1, unless the caller says)."""
+    bytes under a name without .gz, so; for other text, how to convert Latin-1."""
     head = err.object[:4] if err.start < 4 else b""
     wide = next((name for mark, name in _WIDE_MARKS if head.startswith(mark)), None)
-    hint = f"; it looks like {wide}: convert it first, e.g. iconv -f {wide} -t UTF-8" if wide else otherwise
+    hint = f"; it looks like {wide}: convert it first, e.g. iconv -f {wide} -t UTF-8" if wide else LATIN1_HINT
     hint = GZIP_HINT if head.startswith(GZIP_MAGIC) else hint
     return f"not UTF-8 text ({err.reason} {where or 'at'} byte {err.start}){hint}"
 

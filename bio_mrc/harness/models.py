@@ -147,7 +147,7 @@ def check_model_sources(
                 folder = str(local_folder(resolve_init_from(init_from), "model folder", run.train.revision))
                 check_model_folder(folder, BioMrcForQuestionAnswering, tokenizer_required=False)
             else:
-                encoder = folder = resolve_encoder(run.train.encoder, run.train.revision)
+                encoder = folder = resolve_encoder(run.train.encoder, run.train.encoder_revision)
             encoder_dropout(run.train, source_encoder_config(run.train, folder))  # a rate its encoder cannot take
         except (ConfigError, ModelFormatError) as err:
             raise ConfigError(f"{where}.{'init_from' if init_from else 'encoder'}: {err}") from None

@@ -61,7 +61,7 @@ def evaluate_predictions(
 def scored_evaluation(
     data: str | Path | SquadFile, predictions: str | Path, na_probs: str | Path | None = None, *, task: Any = None,
     limit: int | None = None, only_predicted: bool = False, strict: bool = False, name: str | None = None,
-    note: Callable[[ScoredQuestions], None] = lambda scored: None,
+    note: Callable[[ScoredQuestions], None],
 ) -> Evaluation:
     """:func:`evaluate_predictions`, which ``note`` says a subset of (before it is scored) as its caller words it."""
     _check_arguments(data, predictions, na_probs, task, limit)

@@ -7,9 +7,9 @@
 * at most ``max_connections`` connections are open at once, idle ones included; one more is answered 503 and closed
   at once. Unbounded, such connections took file descriptors until ``accept`` failed, and then nobody was served;
 * a client that reads none of its responses for ``read_timeout_s`` once the buffers to it are full has its connection
-  closed: uvicorn waited for it for ever, its request holding a place among those open at once;
+  closed: uvicorn waits for it for ever, its request holding a place among those open at once;
 * a request h11 cannot read is refused in the JSON every refusal has, naming h11's reason (uvicorn: a bare 400 in
-  plain text), and one whose answer has begun is closed (uvicorn's 400 after it raised a traceback in the log).
+  plain text), and one whose answer has begun is closed (uvicorn's 400 after it raises a traceback in the log).
 
 All build on uvicorn's ``H11Protocol`` beyond its settings, so they are used only on the uvicorn and h11 versions
 checked here (:func:`unsupported`); on any other the server runs uvicorn's own protocol and says so in its log.
@@ -70,14 +70,13 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
 
     ExplainedConnection = explained_connection()
 
-    class BoundedH11Protocol(H11Protocol):
+    class BoundedH11Protocol(ReadTimeout, H11Protocol):
         head_timeout_s: float
         max_connections: int
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.head_timer: Any = None
-            self.read_timer: Any = None
             self.max_head_bytes = self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
             self.conn = ExplainedConnection(h11.SERVER, self.max_head_bytes)
 
@@ -95,25 +94,6 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
             self.stop_head_timer()
             self.resume_writing()  # its read timer stopped too
             super().connection_lost(exc)
-
-        def pause_writing(self) -> None:
-            """The client reads none of what is written: uvicorn waits for it for ever, the request holding its
-            place among those open at once, so a few clients that pipeline requests and never read held them all."""
-            super().pause_writing()
-            if read_timeout_s is not None and self.read_timer is None:
-                self.read_timer = self.loop.call_later(read_timeout_s, self.read_timed_out)
-
-        def resume_writing(self) -> None:
-            super().resume_writing()
-            if self.read_timer is not None:
-                self.read_timer.cancel()
-                self.read_timer = None
-
-        def read_timed_out(self) -> None:
-            self.read_timer = None
-            tell_operator("reading", f"a client read none of its response for {read_timeout_s:g} s "
-                                     "(--request-timeout-s): its connection closed")
-            self.transport.abort()  # what waits to be written is dropped: the request ends as if its client left
 
         def handle_events(self) -> None:
             super().handle_events()
@@ -139,7 +119,35 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
                                                 f"{self.head_timeout_s:g} s: send them at once")
 
     BoundedH11Protocol.head_timeout_s, BoundedH11Protocol.max_connections = head_timeout_s, max_connections
+    BoundedH11Protocol.read_timeout_s = read_timeout_s
     return BoundedH11Protocol
+
+
+class ReadTimeout:
+    """The part of :func:`bounded_protocol`'s protocol that closes a connection whose client leaves a response unread
+    for ``read_timeout_s`` (None: never), put before uvicorn's ``H11Protocol``, whose writing it wraps."""
+
+    read_timeout_s: float | None = None
+    read_timer: Any = None
+
+    def pause_writing(self) -> None:
+        """The client reads none of what is written: uvicorn waits for it for ever, the request holding its place
+        among those open at once, so a few clients that pipeline requests and never read hold them all."""
+        super().pause_writing()
+        if self.read_timeout_s is not None and self.read_timer is None:
+            self.read_timer = self.loop.call_later(self.read_timeout_s, self.read_timed_out)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self.read_timer is not None:
+            self.read_timer.cancel()
+            self.read_timer = None
+
+    def read_timed_out(self) -> None:
+        self.read_timer = None
+        tell_operator("reading", f"a client read none of its response for {self.read_timeout_s:g} s "
+                                 "(--request-timeout-s): its connection closed")
+        self.transport.abort()  # what waits to be written is dropped, as if its client left
 
 
 def explained_connection() -> type:
@@ -160,9 +168,9 @@ def explained_connection() -> type:
 
 
 def refuse_unreadable(protocol: Any) -> None:
-    """Refuse what h11 could not read, in JSON naming why, and close; uvicorn answered a bare 400 in plain text, and
-    one written after the request's own response had begun (a GET answered, its chunked body then malformed) raised a
-    traceback in the log, as did the application's own answer to a request so refused while it read the body."""
+    """Refuse what h11 could not read, in JSON naming why, and close; uvicorn answers a bare 400 in plain text, and
+    one written after the request's own response has begun (a GET answered, its chunked body then malformed) raises a
+    traceback in the log, as does the application's own answer to a request so refused while it reads the body."""
     import h11
 
     cycle = protocol.cycle

@@ -1,8 +1,8 @@
 """What a request's line and headers ask that the server cannot do, refused before anything else is read, as ASGI
 middleware (no FastAPI needed): an HTTP version other than 1.0 and 1.1 (505), an expectation other than
 ``100-continue`` (417), and a body in a content coding (``Content-Encoding: gzip``, ``br``) the server does not decode
-(415, with ``Accept-Encoding: identity``). Left alone, uvicorn answered ``HTTP/9.9`` as 1.1, and the application
-ignored the other two: a gzipped body was refused as "not UTF-8 JSON at byte 1".
+(415, with ``Accept-Encoding: identity``). Left alone, uvicorn answers ``HTTP/9.9`` as 1.1, and the application
+ignores the other two: a gzipped body is refused as "not UTF-8 JSON at byte 1".
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def fit_default_windows(config: TrainConfig) -> TrainConfig:
     defaults = {field.name: field.default for field in fields(TrainConfig) if field.name in WINDOW_FIELDS}
     windows = {name: getattr(config, name) for name in WINDOW_FIELDS}
     given = {name for name in WINDOW_FIELDS if windows[name] != defaults[name]}
-    changed, positions = fitted_windows(config.encoder, config.init_from, windows, given, config.revision)
+    changed, positions = fitted_windows(config.encoder, config.init_from, windows, given, config.encoder_revision)
     if not changed:
         return config
     chosen = ", ".join(f"{name}={value}" for name, value in {**windows, **changed}.items() if name not in given)

@@ -13,12 +13,12 @@ from transformers import Trainer
 
 from ..data.json_reader import read_json
 from ..errors import ConfigError, DataFormatError, OutputError, argument
+from ..hub import hub_failure
 from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_folder_target, check_library_path, remove_file, remove_tree
 from ..model import RUN_FILE, BioMrcConfig
 from ..model_card import CARD_FILE, clear_model_card, write_model_card
 from ..model_folder import MODEL_FILE_NAMES, TRAINING_LOG_FILE, remove_replaced_model_files
 from .checkpoints import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
-from .training_args import hub_failure
 
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
 LOG_DIR = "logs"  # under the output folder: trackers' files (TensorBoard's event files), kept with the model
@@ -68,7 +68,7 @@ def check_inputs_kept(folder: Path, inputs: Iterable[str | Path | None]) -> None
         except ValueError:
             continue
         if below and (below[0] in (CHECKPOINT_DIR, STAGING_DIR)
-                      or (len(below) == 1 and any(fnmatchcase(below[0], pattern) for pattern in TRAINING_WRITES))):
+                      or (len(below) == 1 and _training_writes(below[0]))):
             raise UnsafePathError(f"training writes or removes {folder.joinpath(*below)} in its output folder, and it is the "
                                   f"input {given}; move it out or choose another output folder", str(given))
 
@@ -89,7 +89,12 @@ def _strangers(checkpoints: Path) -> list[str]:
 
 
 def _pushed_copy(name: str) -> bool:
-    return name != CARD_FILE and any(fnmatchcase(name, pattern) for pattern in TRAINING_WRITES)
+    return name != CARD_FILE and _training_writes(name)
+
+
+def _training_writes(name: str) -> bool:
+    """Whether training writes or removes a file of this name at the top of its output folder."""
+    return any(fnmatchcase(name, pattern) for pattern in TRAINING_WRITES)
 
 
 def _holds_bio_mrc_model(folder: Path) -> bool:
@@ -168,8 +173,8 @@ def push_final_model(trainer: Trainer, output_dir: Path, files: Sequence[str]) -
 
     try:
         getattr(trainer, "_finish_current_push", lambda: None)()  # a checkpoint's upload still running ends first
+        # the login's token and the default branch: network_args takes neither hub_token nor hub_revision
         HfApi().upload_folder(repo_id=trainer.hub_model_id, folder_path=str(output_dir), commit_message="End of training",
-                              token=trainer.args.hub_token, revision=trainer.args.hub_revision,
                               allow_patterns=[glob.escape(name) for name in files])  # each name as written, no pattern
     except Exception as err:  # a refusal or no network, after the model is saved: it stays, complete
         raise OutputError(f"the model is saved here and complete, but its upload to the hub repository {trainer.hub_model_id!r} "

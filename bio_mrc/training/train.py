@@ -110,10 +110,9 @@ def train_model(
     then; its scores join the log history, kept in the folder as ``training_log.json``. With ``progress``
     off nothing is printed; with it on, bars and log lines go to stderr.
 
-    ``network_args``: the ``TrainingArguments`` that send data off the machine, which ``config.training_args`` may
-    not hold: ``push_to_hub``, ``hub_model_id``, ``hub_strategy``, ``hub_private_repo`` and ``report_to`` (an
-    uploading tracker), those ``train``'s flags fill (``--push-to-hub``, ``--hub-model-id``, ``--hub-strategy``,
-    ``--hub-private-repo``, ``--report-to``); the push reads the token of ``hf auth login`` or ``HF_TOKEN``.
+    ``network_args``: the ``TrainingArguments`` that send data off the machine, which ``config.training_args`` may not
+    hold, those ``train``'s flags fill: ``push_to_hub``, ``hub_model_id``, ``hub_strategy``, ``hub_private_repo`` and
+    ``report_to`` (an uploading tracker); the push reads the token of ``hf auth login`` or ``HF_TOKEN``.
     """
     _check_arguments(config, output_dir, checkpoint_steps, callbacks, network_args)
     if (finished := _finished_run(examples, output_dir, resume, overwrite)) is not None:
@@ -135,9 +134,8 @@ def train_model(
     if non_finite_weights(trainer.model):
         _refuse_diverged(trainer, config, output_dir, save_checkpoints)
     with writes_named(output_dir), progress_bars(progress):
-        record = _run_record(result, config, encoder, clock.earlier_seconds, checkpoint, choices, _unanswerable(examples),
-                             _training_questions(examples, config))
-        saved = save_final_model(trainer, tokenizer, output_dir, record)
+        saved = save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, clock.earlier_seconds, checkpoint,
+                                                                             choices, _unanswerable(examples), _training_questions(examples, config)))
     if trainer.is_world_process_zero():
         remove_checkpoints(Path(args.output_dir), save_checkpoints)
     push_final_model(trainer, output_dir, saved)

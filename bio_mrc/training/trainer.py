@@ -163,7 +163,7 @@ def starting_point(config: TrainConfig) -> str:
             check_model_folder(folder, BioMrcForQuestionAnswering, tokenizer_required=False)  # a config it builds
         encoder_dropout(config, source_encoder_config(config, str(folder)))
         return str(folder)  # a hub id's snapshot: transformers' own lookups would ask the hub again
-    source = resolve_encoder(config.encoder, config.revision)
+    source = resolve_encoder(config.encoder, config.encoder_revision)
     encoder_dropout(config, source_encoder_config(config, source))
     return source
 

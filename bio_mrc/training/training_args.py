@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, argument, as_keywords
+from ..hub import hub_failure
 
 
 # The TrainingArguments fields the package sets from its own options (or owns outright), each with why: the arguments
@@ -104,7 +105,7 @@ def check_stays_local(values: dict[str, Any], source: str = "training_args") -> 
             raise ConfigError(f"{source}: {name!r} publishes the model, {ASKED_FOR}: {_NETWORK.get(name, _PUSH)}")
 
 
-def check_network_args(values: dict[str, Any], output_dir: Path | None = None) -> None:
+def check_network_args(values: dict[str, Any], output_dir: Path) -> None:
     """The command line's off-machine options (see :data:`NETWORK_TRAINING_ARGS`): those ``train`` has a flag for, which
     TrainingArguments takes; a hub option other than the push itself needs the push, and the push a repository id the
     hub takes (without ``hub_model_id``, ``output_dir``'s name)."""
@@ -129,12 +130,6 @@ def check_network_args(values: dict[str, Any], output_dir: Path | None = None) -
         raise ConfigError(f"{values}: {err}") from None
 
 
-def hub_failure(err: BaseException) -> str:
-    """A hub request's failure in one line: its kind and the first line of its message."""
-    reason = str(err).strip().splitlines()[0] if str(err).strip() else "no answer"
-    return f"{type(err).__name__}: {reason}"
-
-
 def hub_repository_refused(repo_id: str | None, err: BaseException) -> ConfigError:
     """Trainer could not create or open the push's repository (another's namespace, a token that may not write)."""
     return ConfigError(f"{_PUSH}: the Hugging Face Hub would not create or open the repository {repo_id!r} "
@@ -147,13 +142,11 @@ def default_hub_id(output_dir: Path) -> str:
     return output_dir.absolute().name
 
 
-def _check_hub_id(given: str | None, output_dir: Path | None) -> None:
+def _check_hub_id(given: str | None, output_dir: Path) -> None:
     """A repository id the hub refuses ends the run before any work, not in a traceback once the model is built."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
-    name = given if given is not None else default_hub_id(output_dir) if output_dir is not None else None
-    if name is None:  # named once the output folder is known (training_arguments)
-        return
+    name = given if given is not None else default_hub_id(output_dir)
     try:
         validate_repo_id(name)
     except HFValidationError:
@@ -201,9 +194,8 @@ def _check_token_accepted(token: str) -> None:
             raise ConfigError(f"{_PUSH} needs the Hugging Face Hub, and {constants.ENDPOINT} answers HTTP {status}: "
                               f"try again later, or leave out {_PUSH}") from None
     except Exception as err:  # no answer at all (no route, name lookup, proxy, TLS, timeout): the push would fail alike
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else "no answer"
         raise ConfigError(f"{_PUSH} needs the Hugging Face Hub, which cannot be reached at {constants.ENDPOINT} "
-                          f"({type(err).__name__}: {reason}); check the network, or leave out {_PUSH}") from None
+                          f"({hub_failure(err)}); check the network, or leave out {_PUSH}") from None
 
 
 # Counts TrainingArguments takes unchecked that Trainer divides by or hands to a DataLoader: below these, a run
@@ -327,4 +319,4 @@ def _check_optimizer_installed(arguments: Any) -> None:
 
 __all__ = ["LOCAL_REPORTERS", "NETWORK_TRAINING_ARGS", "OWNED_TRAINING_ARGS", "TRACKER_EXTRAS", "check_network_args",
            "check_run_trackers", "check_stays_local", "check_trackers_installed", "check_training_args", "default_hub_id",
-           "hub_failure", "hub_repository_refused"]
+           "hub_repository_refused"]
