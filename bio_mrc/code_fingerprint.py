@@ -12,12 +12,17 @@ import ast
 import functools
 import hashlib
 import re
+import threading
 from pathlib import Path
 from typing import Iterable
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PACKAGE = PACKAGE_DIR.name
 LATE_REFERENCE = re.compile(rf"{PACKAGE}(\.\w+)+:\w+")  # a registry's "module:attribute", imported when called
+# One fingerprint computed at a time: CPython 3.11's ast.parse keeps its depth count per interpreter, so two threads
+# parsing at once (windows cached by runs in several threads) can fail with "AST constructor recursion depth
+# mismatch"; the later callers read the first one's result.
+_ONE_AT_A_TIME = threading.Lock()
 
 
 def module_file(module: str, package_dir: Path = PACKAGE_DIR) -> Path | None:
@@ -74,10 +79,18 @@ def source_closure(roots: Iterable[str], package_dir: Path = PACKAGE_DIR) -> lis
     return sorted(seen)
 
 
-@functools.lru_cache(maxsize=None)
 def sources_fingerprint(roots: tuple[str, ...], package_dir: Path = PACKAGE_DIR) -> str:
-    """A hash of the sources :func:`source_closure` finds (their paths and contents)."""
+    """:func:`sources_digest`, computed once a process."""
+    with _ONE_AT_A_TIME:
+        return _fingerprints(roots, package_dir)
+
+
+def sources_digest(roots: tuple[str, ...], package_dir: Path = PACKAGE_DIR) -> str:
+    """A hash of the sources :func:`source_closure` finds (their paths and contents), read now."""
     digest = hashlib.sha256()
     for path in source_closure(roots, package_dir):
         digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
+
+
+_fingerprints = functools.lru_cache(maxsize=None)(sources_digest)

@@ -10,6 +10,7 @@ answers with it through the span decoding: n-best, a maximum answer length, seve
 from __future__ import annotations
 
 import copy
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -164,17 +165,28 @@ def span_model_from_qa_model(source: PreTrainedModel, tokenizer, **windows: int 
     return model
 
 
+# transformers' verbosity is the process's: quiet blocks open in several threads (models loaded at once) are counted,
+# and the level the first found is restored by the last to end (each restoring what it found would leave it quiet for
+# good where one ends inside another).
+_QUIET = threading.Lock()
+_QUIET_FOUND: list[int] = []  # per open block, the level the first of them found
+
+
 @contextmanager
 def _transformers_quiet() -> Iterator[None]:
-    """transformers' warnings off inside the block (its level restored after)."""
+    """transformers' warnings off inside the block (its level restored after the last open block ends)."""
     from transformers.utils import logging
 
-    level = logging.get_verbosity()
-    logging.set_verbosity_error()
+    with _QUIET:
+        _QUIET_FOUND.append(_QUIET_FOUND[0] if _QUIET_FOUND else logging.get_verbosity())
+        logging.set_verbosity_error()
     try:
         yield
     finally:
-        logging.set_verbosity(level)
+        with _QUIET:
+            found = _QUIET_FOUND.pop()
+            if not _QUIET_FOUND:
+                logging.set_verbosity(found)
 
 
 def windows_that_fit(positions: int) -> str:

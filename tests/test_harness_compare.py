@@ -339,7 +339,7 @@ def test_the_cells_cache_follows_the_code_that_scores_and_nothing_else(tmp_path)
     from pathlib import Path
 
     import bio_mrc
-    from bio_mrc.code_fingerprint import source_closure, sources_fingerprint
+    from bio_mrc.code_fingerprint import source_closure, sources_digest
 
     package = Path(bio_mrc.__file__).parent
     scoring = {path.relative_to(package).as_posix() for path in source_closure(("bio_mrc.harness.scoring",))}
@@ -355,7 +355,7 @@ def test_the_cells_cache_follows_the_code_that_scores_and_nothing_else(tmp_path)
 
     copy = tmp_path / "bio_mrc"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    fingerprint = sources_fingerprint.__wrapped__  # uncached: the sources change under it
+    fingerprint = sources_digest  # uncached: the sources change under it
     before = fingerprint(("bio_mrc.harness.scoring",), copy)
     with (copy / "harness" / "report.py").open("a") as handle:
         handle.write("\n# a report-only change\n")

@@ -179,11 +179,13 @@ def build_features(
             advance(len(chunk))
         return feats
 
-    # An explicit fingerprint: otherwise datasets hashes ``prepare`` with every example it holds.
-    fingerprint = windows_fingerprint(examples, tokenizer, config, with_targets, target_heads)
+    # An explicit fingerprint: otherwise datasets hashes ``prepare`` with every example it holds. Windows held in
+    # memory are looked up by none, so the questions name them: the tokenizer's definition (JSON of its whole
+    # vocabulary, ~95 ms a call for 30,000 words, holding the interpreter lock from every other thread) keys files only.
     if cache_dir is None:
         return index.map(prepare, batched=True, batch_size=batch_size, remove_columns=["example_index"], desc=desc,
-                         new_fingerprint=fingerprint)
+                         new_fingerprint=_examples_digest(examples).hexdigest()[:20])
+    fingerprint = windows_fingerprint(examples, tokenizer, config, with_targets, target_heads)
     budget = cache_budget_bytes()  # a bad setting is refused before the windows are built
     cache_file = windows_cache_file(cache_dir, fingerprint)
     cache_file.parent.mkdir(parents=True, exist_ok=True)
@@ -214,15 +216,21 @@ def windows_fingerprint(
     """What the windows depend on: the questions' content, the tokenizer's whole definition
     (vocabulary, normalizer, pre-tokenizer), the settings, the heads whose labels they carry (and the functions
     that make them), and the code that builds them."""
-    digest = hashlib.sha256()
-    for example in examples:  # every field the windows read, length-prefixed; cheaper than JSON of each example
-        q, c = example.question, example.context
-        digest.update(f"{len(q)}:{q}{len(c)}:{c}{example.answers!r};".encode())
+    digest = _examples_digest(examples)
     for part in (_tokenizer_definition(tokenizer), type(tokenizer).__name__,
                  json.dumps(config.to_dict(), sort_keys=True), str(with_targets), _targets_of(_target_heads(with_targets, heads)),
                  _code_fingerprint()):
         digest.update(part.encode())
     return digest.hexdigest()[:20]
+
+
+def _examples_digest(examples: Sequence[Example]) -> Any:
+    """A sha256 of every field of ``examples`` the windows read, length-prefixed (cheaper than JSON of each example)."""
+    digest = hashlib.sha256()
+    for example in examples:
+        q, c = example.question, example.context
+        digest.update(f"{len(q)}:{q}{len(c)}:{c}{example.answers!r};".encode())
+    return digest
 
 
 def _target_heads(with_targets: bool, heads: Sequence[str] | None) -> tuple[str, ...]:

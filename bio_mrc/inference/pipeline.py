@@ -40,9 +40,11 @@ With ``multi_span``, every document's own multi-span answer's spans (none of one
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import inspect
 import itertools
+import threading
 import unicodedata
 import warnings
 from dataclasses import dataclass, replace
@@ -87,6 +89,7 @@ DROPPED_OPTIONS = {
     "topk": "topk is transformers 4's spelling of top_k, which transformers 5 dropped: give top_k={value!r}",
     "padding": "padding changes no answer: a bio_mrc model pads each batch of windows itself; leave it out",
 }
+_WARNING_ONCE = threading.Lock()  # calls from several threads warn of a constructor's default once between them
 
 
 class BioMrcQuestionAnsweringPipeline(Pipeline):
@@ -163,12 +166,13 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         trained = self.extractor.trained
         chosen = registry.resolve_decoding(trained.decodings, options.get("decoding") or self.extractor.decoding)
         default = "handle_impossible_answer" not in asked
-        if default and chosen in self._defaults_warned:
-            return
-        if line := never_abstains_line(trained, [chosen], "handle_impossible_answer=True asks for no answer where there is none"):
-            if default:
-                self._defaults_warned.add(chosen)
-            warnings.warn(line, NeverAbstainsWarning, stacklevel=3)
+        with _WARNING_ONCE if default else contextlib.nullcontext():
+            if default and chosen in self._defaults_warned:
+                return
+            if line := never_abstains_line(trained, [chosen], "handle_impossible_answer=True asks for no answer where there is none"):
+                if default:
+                    self._defaults_warned.add(chosen)
+                warnings.warn(line, NeverAbstainsWarning, stacklevel=3)
 
     def __call__(self, *args, batch_size: int | None = None, num_workers: int | None = None, **kwargs):
         """``qa(question=..., context=...)``, ``qa(question, context)``, ``qa({"question": ..., "context": ...})``
