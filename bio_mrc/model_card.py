@@ -364,7 +364,7 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
     encoder = public(_encoder_name(config, record))
     train = (record or {}).get("train") or {}
     init_from = public(train.get("init_from"))  # its encoder trained, not the record's
-    at = f" at revision {_code(train['revision'])}" if train.get("revision") else ""  # base_model holds the id alone
+    at = _at_revision(record)  # base_model holds the id alone
     tag_level = config.tag_level
     rows = [
         ("heads", f"`{heads}`"),
@@ -386,6 +386,19 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
 # The words a word-level tagger tags (the config's word_units; a config without it: the tokenizer's, as models had then).
 _WORD_UNITS = {"punctuation": "the tokenizer's words, a piece of punctuation alone a word of its own (`Paris` `.`)",
                "tokenizer": "the tokenizer's own words (sentencepiece's keep punctuation beside letters: `Paris.`)"}
+
+
+def _at_revision(record: Mapping | None) -> str:
+    """`` at revision `dev` `` for a model trained or converted from a hub id at a revision; empty otherwise."""
+    record = record or {}
+    revision = ((record.get("train") or {}).get("revision") or (_conversion(record) or {}).get("revision"))
+    return f" at revision {_code(revision)}" if revision else ""
+
+
+def _conversion(record: Mapping | None) -> Mapping | None:
+    """What a converted model's run record says it was converted from; None for a trained model."""
+    converted = (record or {}).get("converted_from")
+    return converted if isinstance(converted, Mapping) and not (record or {}).get("train") else None
 
 
 def _word_units(units: str) -> str:
@@ -421,7 +434,7 @@ def card_summary(model_dir: str | Path, config: BioMrcConfig | None = None) -> d
                   "bio_length_prior": config.bio_length_prior, "tuned_on": config.tuned_on},
         "calibrated": sorted(config.calibration or {}),
         "training": {key: train.get(key) for key in ("n_examples", "n_windows", "seconds", "final_loss", "finished")}
-        if train else None,
+        if train and not _conversion(train) else None,
         "evaluations": [{"evaluated_on": entry["evaluated_on"], "results": entry["results"]}
                         for entry in _shown_evaluations(evaluation, config)],
     }
@@ -446,6 +459,10 @@ def _training_section(record: Mapping | None, evaluation: Mapping | None, config
     defaults the model resolved as its config holds them)."""
     if not record:
         return f"## Training\n\nNo run record ({RUN_RECORD_FILE}): how this model was trained is not recorded."
+    if converted := _conversion(record):
+        return (f"## Training\n\nConverted by `bio-mrc convert` from transformers' {_code(converted.get('architecture'))} "
+                f"{_code(converted.get('model'))}{_at_revision(record)}: its encoder, and its start/end layer as the span "
+                "head. How that model was trained is not recorded.")
     trained_on = (evaluation or {}).get("trained_on")
     resumed = f", resumed from {_code(record['resumed_from'])}" if record.get("resumed_from") else ""
     sittings = " (its last sitting's)" if training_time_is_partial(record) else " (every sitting's)" if resumed else ""

@@ -50,6 +50,9 @@ RUN_RECORD_SCHEMA = {
         "unanswerable_questions": _COUNT, "training_questions": _FINGERPRINT,
         "final_loss": _NUMBER, "resumed_from": _TEXT, "finished": _DATE,
         "precision_choice": {"type": ["object", "null"], "additionalProperties": _PRECISION_CHOICE},
+        # a model bio-mrc convert made from transformers' extractive QA model
+        "converted_from": {"type": ["object", "null"], "properties": {"model": _TEXT, "revision": _TEXT, "snapshot": _TEXT,
+                                                                      "architecture": _WORDS}},
     },
 }
 

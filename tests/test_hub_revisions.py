@@ -13,7 +13,7 @@ from bio_mrc.errors import BioMrcError, ConfigError, ModelFormatError
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 from bio_mrc.training.config import TrainConfig
 
-from .conftest import SAMPLE_V1, forget_training_questions, offline_hub
+from .conftest import SAMPLE_V1, cache_snapshot, forget_training_questions, offline_hub
 
 WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
 MAIN = "a" * 40  # commit hashes as the hub writes them: 40 hex digits
@@ -68,6 +68,20 @@ def test_the_python_doors_read_the_revision_asked(versions):
         probability = 0.5 if snapshot == versions["dev"] else None
         extractor = AnswerExtractor.from_pretrained("org/versions", device="cpu", revision=revision)
         assert extractor("Who wrote it?", "Ada wrote it.").probability == probability, revision
+
+
+def test_the_constructor_given_a_name_reads_its_revision(versions, span_model):
+    """AnswerExtractor("org/versions", revision=...) was a TypeError: the constructor takes a name, but a revision only
+    through from_pretrained. A revision with a model loaded already is refused, not passed over."""
+    for revision, snapshot in versions.items():
+        extractor = AnswerExtractor("org/versions", revision=revision)
+        assert extractor.trained.path == str(snapshot), revision
+        assert extractor("Who wrote it?", "Ada wrote it.").probability == (0.5 if snapshot == versions["dev"] else None)
+    trained = TrainedModel.load(span_model, device="cpu")
+    with pytest.raises(ConfigError) as refused:
+        AnswerExtractor(trained, revision="dev")
+    assert str(refused.value) == (f"revision 'dev' picks the version of a hub id to load, but this model is loaded already "
+                                  f"({span_model}): give the hub id itself, or load it with TrainedModel.load(..., revision=)")
 
 
 def test_every_command_reads_the_revision_asked(versions, tmp_path, capsys, monkeypatch):
@@ -134,11 +148,36 @@ def test_train_reads_and_records_the_revision_of_init_from_or_the_encoder(versio
     assert resolve_encoder("org/tiny-bert", "dev") == record["encoder_path"]
 
 
+def test_convert_records_the_revision_it_read(versions, tmp_path, capsys):
+    """A model converted from a hub id at a revision named the id alone (its card's encoder row, no run record), so
+    it could not be converted again from the same weights; its run record keeps the revision and the snapshot read."""
+    from bio_mrc.inference import export_qa_checkpoint
+    from bio_mrc.model_card import write_model_card
+
+    export_qa_checkpoint("org/versions", tmp_path / "qa", revision="dev")
+    snapshot = cache_snapshot(tmp_path / "hub", "org/qa", tmp_path / "qa")
+    (snapshot.parent.parent / "refs" / "dev").write_text(snapshot.name)
+    out = tmp_path / "converted"
+    assert main(["convert", "--model", "org/qa", "--revision", "dev", "--output", str(out)]) == 0
+    assert json.loads((out / "bio_mrc_run.json").read_text()) == {"converted_from": {
+        "model": "org/qa", "revision": "dev", "snapshot": str(snapshot.resolve()), "architecture": "BertForQuestionAnswering"}}
+    write_model_card(out)  # remade from the folder's records, as tune remakes it
+    card = (out / "README.md").read_text()
+    assert "| encoder | `org/qa` at revision `dev` |" in card and "base_model: org/qa" in card
+    assert ("Converted by `bio-mrc convert` from transformers' `BertForQuestionAnswering` `org/qa` at revision `dev`: its "
+            "encoder, and its start/end layer as the span head.") in card
+    assert TrainedModel.load(out).decodings == ["span"]
+    assert main(["convert", "--model", "org/qa", "--output", str(out), "--overwrite"]) == 0
+    assert json.loads((out / "bio_mrc_run.json").read_text())["converted_from"]["revision"] is None
+    assert "| encoder | `org/qa` |" in (out / "README.md").read_text()
+
+
 def every_door(model: str, revision: str, tmp_path, capsys) -> set[str]:
     """The refusal of ``model`` at ``revision`` by each door that takes a model: the Python loaders and the commands."""
     said = set()
     for load in (lambda: TrainedModel.load(model, revision=revision),
-                 lambda: AnswerExtractor.from_pretrained(model, revision=revision)):
+                 lambda: AnswerExtractor.from_pretrained(model, revision=revision),
+                 lambda: AnswerExtractor(model, revision=revision)):
         with pytest.raises(BioMrcError) as refused:
             load()
         said.add(str(refused.value))

@@ -504,7 +504,8 @@ def test_convert_replaces_a_model_only_with_overwrite_and_only_its_files(trained
     assert sorted(p.name for p in output.iterdir()) == ["bio_mrc_export.json", "bio_mrc_run.json", "model.onnx", "notes.txt"]
     assert main([*command, "--overwrite"]) == 0
     names = {p.name for p in output.iterdir()}
-    assert not names & {"model.onnx", "bio_mrc_export.json", "bio_mrc_run.json"} and "model.safetensors" in names
+    assert not names & {"model.onnx", "bio_mrc_export.json"} and "model.safetensors" in names
+    assert json.loads((output / "bio_mrc_run.json").read_text())["converted_from"]["model"] == str(trained_qa_dir.resolve())
     assert (output / "notes.txt").read_text() == "old" and TrainedModel.load(output).backend == "torch"
 
 

@@ -91,7 +91,7 @@ def test_convert_qa_checkpoint_returns_a_qa_checkpoint_conversion(trained_dir, t
     assert result == QaCheckpointConversion(tmp_path / "python", str(qa), "BertForQuestionAnswering", "span", 96, 34, 24)
     _frozen(result)
     assert sorted(path.name for path in (tmp_path / "python").iterdir()) == [
-        "README.md", "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+        "README.md", "bio_mrc_run.json", "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
     record = {"output": str(tmp_path / "python"), "source": str(qa), "architecture": "BertForQuestionAnswering", "heads": "span",
               "windows": {"max_seq_length": 96, "doc_stride": 34, "max_query_length": 24}}
     assert result.to_dict() == record

@@ -13,9 +13,10 @@ from typing import Any
 from ..arguments import path_argument
 from ..errors import ConfigError, ModelFormatError
 from ..hub import check_name_given, local_folder
-from ..io import check_folder_target, check_library_path, check_outputs_apart, staged_folder, written_alone
+from ..io import atomic_write_json, check_folder_target, check_library_path, check_outputs_apart, staged_folder, written_alone
 from ..model import BioMrcConfig
 from ..model_defaults import QA_WINDOWS
+from ..model_records import RUN_FILE
 from ..model_card import clear_model_card, write_exported_card, write_model_card
 from ..model_folder import check_bidirectional, remove_replaced_model_files
 from ..progress import progress_bars, progress_note
@@ -90,11 +91,21 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
         converted, tokenizer = span_model_from_qa_checkpoint(folder, _source_name(model, folder), **windows)
         converted.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
+        atomic_write_json(staging / RUN_FILE, conversion_record(_source_name(model, folder), revision, folder, architecture),
+                          indent=2)
         write_model_card(staging, staged_for=output_dir)
         replace_model_files(output_dir, staging)  # the card moves in with the files: a stop after the move leaves it
     saved = converted.config
     return QaCheckpointConversion(output_dir, name, architecture, saved.heads, saved.max_seq_length, saved.doc_stride,
                                   saved.max_query_length)
+
+
+def conversion_record(source: str, revision: str | None, folder: Path, architecture: str) -> dict[str, Any]:
+    """The run record of a converted model: what it was converted from, the hub id's ``revision`` (None: its default
+    branch, or a local folder) and the ``folder`` read (a hub id's snapshot, named by its commit), so the conversion can
+    be repeated on the same weights."""
+    return {"converted_from": {"model": source, "revision": revision, "snapshot": str(folder.resolve()),
+                               "architecture": architecture}}
 
 
 def _source_name(model: str | Path, folder: Path) -> str:

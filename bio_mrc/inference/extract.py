@@ -89,6 +89,17 @@ def _model_source(given: Any) -> str | Path:
     raise TypeError(f"AnswerExtractor takes a TrainedModel, a model folder or a hub id, got {type(given).__name__}")
 
 
+def _loaded(trained: Any, revision: str | None) -> TrainedModel:
+    """The model given to :class:`AnswerExtractor`: a loaded one as it is, a folder or hub id loaded at ``revision``. A
+    revision with a loaded model is refused: it was read at its own, which the revision would be passed over for."""
+    if not isinstance(trained, TrainedModel):
+        return TrainedModel.load(_model_source(trained), revision=revision)
+    if revision is not None:
+        raise ConfigError(f"revision {revision!r} picks the version of a hub id to load, but this model is loaded already "
+                          f"({trained.path}): give the hub id itself, or load it with TrainedModel.load(..., revision=)")
+    return trained
+
+
 class AnswerExtractor:
     """Extract one or several answer spans from contexts of any length.
 
@@ -99,7 +110,8 @@ class AnswerExtractor:
     (The example needs a trained model folder, so doctest skips it.)
 
     ``trained`` is a loaded :class:`TrainedModel`, or a model folder or hub id, loaded as
-    :meth:`from_pretrained` loads it (which also takes ``precision`` and ``device``).
+    :meth:`from_pretrained` loads it (which also takes ``precision`` and ``device``); ``revision``: a branch, tag or
+    commit hash of the hub id, refused with a folder or a loaded model.
 
     Each result is a :class:`~bio_mrc.types.Prediction`: ``spans`` (text,
     character ``start``/``end`` into the context, ``score``; in a multi-span answer each span's
@@ -140,9 +152,10 @@ class AnswerExtractor:
         min_span_probability: float | None = None,
         batch_size: int | None = None,
         progress: bool = False,
+        revision: str | None = None,
     ) -> None:
         # A folder or hub id loads as from_pretrained loads it (precision and device: auto).
-        self.trained = trained if isinstance(trained, TrainedModel) else TrainedModel.load(_model_source(trained))
+        self.trained = _loaded(trained, revision)
         check_abstention(self.trained)  # a threshold on an untrained no-answer score, refused before any work
         self.progress = check_flag(progress, "progress")  # bars for the windows and forward passes (the command line's, on long contexts)
         self.decoding = decoding
