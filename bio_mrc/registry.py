@@ -619,6 +619,7 @@ register_task(TaskEntry(
 register_task(TaskEntry(
     name="multispanqa", format="multispanqa", scorer="multispan", load=None, no_answer=False,
     title="MultiSpanQA official metrics (micro-averaged over spans)", **MULTISPAN_SCORING,
+    folds="bio_mrc.data.article_splits:kfold_by_article",  # no title: the questions of one context are held out together
 ))
 # SQuAD-shaped files whose listed spans are one answer's parts: read by load_squad, scored as MultiSpanQA, folded by article
 ANSWER_PARTS = dict(scorer="multispan", load=None, examples_as="bio_mrc.data.answer_parts:as_answer_parts", no_answer=False,

@@ -9,7 +9,7 @@ from bio_mrc.errors import ConfigError
 from bio_mrc.harness.comparison_splits import Split, cross_validation_folds, joined_split
 from bio_mrc.types import Example
 
-EIGHT = [Example(f"q{n}", f"Who is {n}?", f"Context {n % 3} holds names.") for n in range(8)]
+EIGHT = [Example(f"q{n}", f"Who is {n}?", f"Context {n} holds names.") for n in range(8)]  # a context each
 FIVE_ARTICLES = [Example(f"a{a}-{n}", f"Question {n} on {a}?", f"Paragraph of article {a}.", title=f"article {a}")
                  for a in range(5) for n in range(2)]
 
@@ -26,7 +26,8 @@ def held_out(split, folds, seed):
     (3, 0, [["q1", "q2", "q6"], ["q0", "q3", "q7"], ["q4", "q5"]]),
     (3, 1, [["q1", "q2", "q7"], ["q0", "q4", "q6"], ["q3", "q5"]]),
 ])
-def test_folds_by_question_without_repeats_are_as_drawn_before(folds, seed, expected):
+def test_folds_without_repeats_or_shared_contexts_are_as_drawn_by_question_before(folds, seed, expected):
+    """MultiSpanQA's folds, now by context, are those it drew by question where no two questions share a context."""
     assert held_out(Split(EIGHT, "multispanqa", "eight"), folds, seed) == expected
 
 
@@ -40,7 +41,7 @@ def test_folds_by_article_without_shared_paragraphs_are_as_drawn_before(folds, s
 
 
 def test_a_question_asked_again_under_another_id_or_spacing_is_held_out_with_its_first():
-    again = [Example("again-1", "Who  is 1?", " Context 1 holds\nnames."), Example("again-4", "Who is 4?", "Context 1 holds names.")]
+    again = [Example("again-1", "Who  is 1?", " Context 1 holds\nnames."), Example("again-4", "Who is 4?", "Context 4 holds names.")]
     folds = held_out(Split(EIGHT + again, "multispanqa", "eight and two repeats"), 3, 0)
     # the eight questions' folds of the test above, each repeat beside its first
     assert folds == [["q1", "q2", "q6", "again-1"], ["q0", "q3", "q7"], ["q4", "q5", "again-4"]]
@@ -68,7 +69,7 @@ def test_more_folds_than_distinct_questions_is_refused():
 
 def test_a_question_in_two_evaluation_data_sets_is_refused_in_cross_validation():
     quoref = [Example(f"r{n}", f"Which {n}?", f"Story {n}.", title=f"story {n}") for n in range(3)]
-    copied = Example("r-copy", "Who is 5?", "Context 2 holds names.", title="story 9")  # q5 under another id
+    copied = Example("r-copy", "Who is 5?", "Context 5 holds names.", title="story 9")  # q5 under another id
     split = joined_split([Split(EIGHT, "multispanqa", "eight"), Split([*quoref, copied], "quoref", "stories")])
     with pytest.raises(ConfigError, match=r"cross_validation: 1 question of stories is in eight too \(the same text and context"):
         cross_validation_folds(split, 2, seed=0)

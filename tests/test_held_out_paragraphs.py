@@ -63,7 +63,7 @@ def test_a_question_copied_under_another_id_and_spacing_is_counted_as_shared():
         check_disjoint([("train", train), ("eval", Split([copy], "squad-v1.1", "eval"))])
 
 
-EIGHT = [Example(f"q{n}", f"Who is {n}?", f"Context {n % 3} holds names.") for n in range(8)]
+EIGHT = [Example(f"q{n}", f"Who is {n}?", f"Context {n} holds names.") for n in range(8)]  # a context each
 FIVE_ARTICLES = [Example(f"a{a}-{n}", f"Question {n} on {a}?", f"Paragraph of article {a}.", title=f"article {a}")
                  for a in range(5) for n in range(2)]
 

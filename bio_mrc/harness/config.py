@@ -37,7 +37,7 @@ Cross-validation replaces the training split: ``"cross_validation": {"folds": 5,
 the ``eval`` questions and scores every question with the model that did not see
 it (MultiSpanQA's validation set has no separate training data at CPU scale); the folds are drawn as the
 questions' task says: SQuAD's and Quoref's by article (title, else paragraph), so no paragraph is trained on and
-scored, MultiSpanQA's by question. A run of
+scored, MultiSpanQA's by context (it has no title). A run of
 a cross-validation may say ``"length_prior_tuning": "fold-training"``: each fold's model then
 decodes with the BIO length prior (and, on multi-span questions, each decoding's span-count rule) tuned on that
 fold's training questions, each data set of the evaluation weighed alike (docs/multispan.md). A run may also say
