@@ -97,8 +97,9 @@ class DecodingEntry:
     score is the minimum over a question's windows of each window's own null (the [CLS] rule), gives the windows as
     questions of their own, so over several documents each span is measured against the null of the window it was
     read in (:mod:`bio_mrc.inference.documents`). ``span_starts(outputs)``, for a decoding that reads spans from windows
-    one by one, gives the outputs with the tokens its spans may start on marked (BERT's maximum-context rule: a span
-    starts only in the window where its first token has the most context), before it decodes them or ranks their windows."""
+    one by one, gives the outputs with the tokens its spans may start on and their first ends marked (BERT's
+    maximum-context rule: a span is read only in the window where its first token has the most context among the
+    windows holding the whole span), before it decodes them or ranks their windows."""
 
     name: str
     heads: frozenset[str]
@@ -566,7 +567,7 @@ register_head(HeadEntry(
     description="a BIO tagging head (B/I/O per paragraph token: one or several answer spans)",
 ))
 EACH_WINDOW = "bio_mrc.decoding.window_outputs:each_window"  # every window a question of its own
-MAX_CONTEXT_STARTS = "bio_mrc.decoding.window_outputs:max_context_starts"  # BERT's rule: a span starts where its first token has the most context
+MAX_CONTEXT_STARTS = "bio_mrc.decoding.window_outputs:max_context_starts"  # BERT's rule, among the windows holding the whole span
 register_decoding(DecodingEntry(
     name="span", heads=frozenset({"span"}), function="bio_mrc.decoding.postprocess:decode_span",
     uses_length_prior=False, threshold_key="span", multi_span=NBEST_SPANS, auto_rank=1, rank_windows=EACH_WINDOW,

@@ -19,6 +19,7 @@ import sys
 import traceback
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -448,3 +449,78 @@ def test_a_report_that_is_no_comparison_is_named_as_the_scripts_option(tmp_path:
     with pytest.raises(SystemExit) as refused:
         _common.comparison_report(str(other), str(tmp_path))
     assert str(refused.value) == f"error: --report {other}: not a bio_mrc comparison report (its JSON is no object)"
+
+
+def two_windows_of_one_question():
+    """Context "a b c d e f" (token t at characters 2t..2t+1) in two windows of four tokens, [CLS] first: t0..t3 and
+    t2..t5. By BERT's rule (min(left, right) + 0.04) t2 has its most context in the first window (1.04 against 0.04)
+    and t3 in the second: the second window reads t2's spans only past t3, the first window's last token. The second
+    window begins inside the answer "b c d" and scores its tail "c d" highest."""
+    window = lambda first: [None, *((2 * t, 2 * t + 1) for t in range(first, first + 4))]  # noqa: E731
+    features = [{"example_id": "q", "offset_mapping": window(0)}, {"example_id": "q", "offset_mapping": window(2)}]
+    start = np.array([[-10, -10, 2, 0, -10], [-10, 5, -10, -10, -10]], dtype=np.float32)
+    end = np.array([[-10, -10, -10, -10, 2], [-10, -10, 2, -10, -10]], dtype=np.float32)
+    return features, start, end
+
+
+def test_postprocess_benchmark_classifies_the_max_context_rule_apart_from_pruning(monkeypatch):
+    """Hand-computed: the best span is "c d" (5 + 2, second window, whose first token t2 has more context in the
+    first), the recipe's answer; under the rule the best is "b c d" (2 + 2, first window), ours."""
+    import datasets
+
+    bench = load_benchmark("bench_postprocess", monkeypatch)
+    features, start, end = two_windows_of_one_question()
+    held = bench.max_context_of(datasets.Dataset.from_list(features))
+    # first ends (5: no span starts there); t3 has more context in the second window, t2's ends there from t4 on
+    assert [first_end.tolist() for first_end in held] == [[5, 1, 2, 3, 5], [5, 3, 2, 3, 4]]
+    found = bench.brute_force(features, [0, 1], start, end, "a b c d e f", held)
+    assert found == {"best": ("c d", 7.0), "held": ("b c d", 4.0)}
+    assert bench.recipe_choice(features, [0, 1], start, end, "a b c d e f", held, rule=False) == ("c d", 7.0, False)
+    assert bench.recipe_choice(features, [0, 1], start, end, "a b c d e f", held, rule=True) == ("b c d", 4.0, True)
+    searched = bench.Searched("c d", 7.0, "b c d", 4.0, "c d", 7.0, False)
+    assert bench.classify("c d", "b c d", "c d", searched).startswith("max context:")
+    assert bench.classify("c d", "a", "c d", searched).startswith("other")  # ours is not the best under the rule
+    assert bench.classify("c d", "b c d", "b", searched).startswith("other")  # the band search disagrees
+    assert bench.classify("d", "b c d", "c d", searched).startswith("other")  # the recipe's top candidate is not its answer
+    pruned = bench.Searched("c d", 7.0, "b c d", 4.0, "b", -8.0, True)  # a lower span whose start has its most context
+    assert bench.classify("b", "b c d", "c d", pruned).startswith("pruning: the best span's start or end")
+    nothing = bench.Searched("c d", 7.0, "b c d", 4.0, "", -np.inf, None)
+    assert bench.classify("empty", "b c d", "c d", nothing).startswith("pruning: no top-20")
+    tied = bench.Searched("c d", 7.0, "b c d", 4.0, "b c", 4.0, True)
+    assert bench.classify("b c", "b c d", "c d", tied).startswith("tie")
+
+
+def test_postprocess_benchmark_runs_the_recipe_with_the_max_context_rule(monkeypatch):
+    """The recipe answers the tail "c d" as it is, and "b c d" with its own ``token_is_max_context`` check filled."""
+    import datasets
+
+    bench = load_benchmark("bench_postprocess", monkeypatch)
+    features, start, end = two_windows_of_one_question()
+    examples = datasets.Dataset.from_list([{"id": "q", "context": "a b c d e f"}])
+    assert bench.reference_postprocess_qa_predictions(examples, features, (start, end)) == {"q": "c d"}
+    held = bench.max_context_of(datasets.Dataset.from_list(features))
+    assert bench.reference_with_max_context(examples, datasets.Dataset.from_list(features), (start, end), held) == {"q": "b c d"}
+
+
+def test_postprocess_benchmark_reads_a_span_crossing_a_window_edge_where_it_is_whole(monkeypatch):
+    """t2 has more context in the first window, which lacks t4: "c d e" (5 + 4, second window) is read there, by the
+    brute force, by the recipe with the rule and by ours' decoding, while the tail "c d" stays refused."""
+    import datasets
+
+    from bio_mrc.decoding.postprocess import decode
+    from bio_mrc.decoding.window_outputs import WindowOutputs
+    from bio_mrc.types import Example
+
+    bench = load_benchmark("bench_postprocess", monkeypatch)
+    features, start, end = two_windows_of_one_question()
+    end[1, 3] = 4.0  # t4 in the second window
+    held = bench.max_context_of(datasets.Dataset.from_list(features))
+    assert bench.brute_force(features, [0, 1], start, end, "a b c d e f", held)["held"] == ("c d e", 9.0)
+    assert bench.recipe_choice(features, [0, 1], start, end, "a b c d e f", held, rule=True) == ("c d e", 9.0, True)
+    assert not bench.rule_reads(features[1]["offset_mapping"], held[1], 4, 7)  # "c d": the first window holds it
+    examples = datasets.Dataset.from_list([{"id": "q", "context": "a b c d e f"}])
+    assert bench.reference_with_max_context(examples, datasets.Dataset.from_list(features), (start, end), held) == {"q": "c d e"}
+    offsets = np.array([[(-1, -1), *(o for o in f["offset_mapping"][1:])] for f in features])
+    outputs = WindowOutputs(np.array([0, 0]), offsets, offsets[..., 0] >= 0, start_logits=start, end_logits=end)
+    (ours,) = decode(outputs, [Example("q", "?", "a b c d e f", None)], "span")
+    assert ours.spans[0].text == "c d e"

@@ -324,9 +324,10 @@ def test_a_window_that_begins_inside_an_answer_does_not_offer_its_tail(decoding)
     (prediction,) = decode(outputs, examples, decoding, DecodeConfig(n_best=2))
     assert prediction.spans[0].text == "w02 w03 w04"
     if decoding == "span":
-        # then w04 alone from window 1, where it starts (-10 + 5); w02 alone from window 0 scores -10 + 4
-        assert [(s.text, s.score) for s in prediction.spans] == [("w02 w03 w04", 8.0), ("w04", -5.0)]
-        assert prediction.no_answer_score == 0.0 - 8.0  # the [CLS] null less the best span that may start
+        assert (prediction.spans[0].score, prediction.no_answer_score) == (8.0, 0.0 - 8.0)  # the [CLS] null less the best
+        (wider,) = decode(outputs, examples, decoding, DecodeConfig(n_best=20))
+        # the tail is read in window 0 (w03's -10 + w04's 4), which holds it whole with w03's more context
+        assert [s.score for s in wider.spans if s.text == "w03 w04"] == [-6.0]
     else:  # log P_start + log P_end in window 0: its [CLS], w02's 4 and five -10s; its [CLS], w04's 4 and five -10s
         normaliser = np.logaddexp.reduce([0.0, 4.0] + [-10.0] * 5)
         np.testing.assert_allclose(prediction.spans[0].score, 8.0 - 2 * normaliser)
@@ -345,12 +346,112 @@ def test_a_window_offers_the_spans_that_start_where_it_holds_the_most_context(de
         assert [s.score for s in prediction.spans] == [10.0, 8.0] and prediction.no_answer_score == -10.0
 
 
-def test_windows_ranked_across_documents_start_spans_where_the_whole_question_would():
+def test_windows_ranked_across_documents_read_spans_where_the_whole_question_would():
     from bio_mrc import registry
-    from bio_mrc.decoding.window_outputs import max_context_tokens
+    from bio_mrc.decoding.window_outputs import max_context_spans
 
     outputs, _ = _two_windows({}, {})
+    start_mask, first_end = max_context_spans(outputs)
     for decoding in ("span", "joint"):
         windows = registry.decoding(decoding).ranking_windows(outputs)
         np.testing.assert_array_equal(windows.example_index, [0, 1])  # each window a question of its own
-        np.testing.assert_array_equal(windows.starts, max_context_tokens(outputs))
+        np.testing.assert_array_equal(windows.starts, start_mask)
+        np.testing.assert_array_equal(windows.first_end, first_end)
+
+
+def test_a_start_with_more_context_in_a_window_lacking_the_end_is_read_where_the_span_is_whole():
+    """``w03`` has its most context in window 0 (2.06 against 0.07), which ends at ``w05``. Window 1 still starts spans
+    at ``w03`` that end past ``w05`` (its position 3 on), none that end before (window 0 holds those whole)."""
+    from bio_mrc.decoding.window_outputs import max_context_spans
+
+    outputs, _ = _two_windows({}, {})
+    start_mask, first_end = max_context_spans(outputs)
+    np.testing.assert_array_equal(start_mask, [[0, 1, 1, 1, 1, 0, 0, 0], [0, 1, 1, 1, 1, 1, 1, 1]])
+    # w04 in window 1 (1.07 against 1.06) and every token window 0 lacks: any end; w03 in window 1: past w05
+    np.testing.assert_array_equal(first_end[1], [0, 4, 0, 0, 0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("decoding", ["span", "joint"])
+def test_an_answer_crossing_a_window_edge_from_a_start_of_more_context_is_found(decoding):
+    """The answer ``w03 w04 w05 w06`` (window 1: 5 + 5 = 10) starts at ``w03``, which has more context in window 0,
+    and ends at ``w06``, which window 0 lacks: it is read in window 1, above window 0's ``w02 w03 w04`` (4 + 4 = 8)."""
+    from bio_mrc.decoding.postprocess import DecodeConfig, decode
+
+    outputs, examples = _two_windows({(0, 2): 4.0, (1, 3): 5.0}, {(0, 4): 4.0, (1, 6): 5.0})
+    (prediction,) = decode(outputs, examples, decoding, DecodeConfig(n_best=2))
+    assert prediction.spans[0].text == "w03 w04 w05 w06"
+    if decoding == "span":
+        assert [(s.text, s.score) for s in prediction.spans] == [("w03 w04 w05 w06", 10.0), ("w02 w03 w04", 8.0)]
+
+
+def _sliding_windows(rng):
+    """A random question's windows: tokens ``0..n-1`` (token ``k`` at characters ``2k..2k+1``, some of two pieces of
+    the same characters), each window an interval of them right of the last, at a random place in its row."""
+    n = int(rng.integers(1, 25))
+    pieces = 1 + (rng.random(n) < 0.15)
+    layout, first, last = [], 0, int(rng.integers(1, n + 1))
+    while True:
+        layout.append([k for k in range(first, last) for _ in range(pieces[k])])
+        if last == n:
+            return layout
+        first = int(rng.integers(first + 1, last + 1))
+        last = int(rng.integers(max(first, last) + 1, n + 1))
+
+
+def _spans_read_by_brute_force(offsets, mask, example_index):
+    """(window, start, end) of every span read, by the rule itself: the window where the start has the most context
+    (its best place there) among the windows holding both tokens, equal context the earlier."""
+    context = max_context_scores(mask)
+    tokens = [{} for _ in mask]
+    for w in range(len(mask)):
+        for p in np.flatnonzero(mask[w]):
+            key = tuple(offsets[w, p])
+            tokens[w][key] = max(tokens[w].get(key, -np.inf), context[w, p])
+    read = set()
+    for f in range(len(mask)):
+        for i in np.flatnonzero(mask[f]):
+            for j in np.flatnonzero(mask[f]):
+                t, e = tuple(offsets[f, i]), tuple(offsets[f, j])
+                if j < i:
+                    continue
+                holding = [w for w in range(len(mask)) if example_index[w] == example_index[f] and t in tokens[w] and e in tokens[w]]
+                if max(holding, key=lambda w: (tokens[w][t], -w)) == f:
+                    read.add((f, int(i), int(j)))
+    return read
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_max_context_spans_read_each_span_where_the_rule_says(seed):
+    from bio_mrc.decoding.window_outputs import max_context_spans
+
+    rng = np.random.default_rng(seed)
+    layouts = [(q, window) for q in rng.permutation(2) for window in _sliding_windows(rng)]
+    width = 1 + max(len(window) for _, window in layouts) + 3
+    offsets, mask = np.full((len(layouts), width, 2), -1), np.zeros((len(layouts), width), dtype=bool)
+    for row, (_, window) in enumerate(layouts):
+        at = 1 + int(rng.integers(0, 4))  # a question of 0 to 3 tokens before the paragraph
+        offsets[row, at:at + len(window)] = [(2 * k, 2 * k + 1) for k in window]
+        mask[row, at:at + len(window)] = True
+    example_index = np.array([q for q, _ in layouts])
+    outputs = WindowOutputs(example_index, offsets, mask)
+    start_mask, first_end = max_context_spans(outputs)
+    got = {(f, i, j) for f in range(len(mask)) for i in np.flatnonzero(mask[f] & start_mask[f])
+           for j in np.flatnonzero(mask[f]) if j >= max(i, first_end[f, i])}
+    assert got == _spans_read_by_brute_force(offsets, mask, example_index)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_band_with_first_ends_matches_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n, length, max_len = 3, int(rng.integers(1, 40)), int(rng.integers(1, 12))
+    start, end, extra = rng.normal(size=(3, n, length))
+    start, end = np.round(start, 1), np.round(end, 1)  # ties: the earlier start, then the earlier end
+    mask = rng.random((n, length)) < 0.7
+    first_end = np.where(rng.random((n, length)) < 0.5, 0, rng.integers(0, length + 3, size=(n, length)))
+    top = best_spans(start, end, mask, max_len, n_best=5, first_end=first_end)
+    for row in range(n):
+        expected = [(s, i, j) for s, i, j in brute_force(start[row], end[row], mask[row], max_len) if j >= first_end[row, i]]
+        expected = sorted(expected, key=lambda t: (-t[0], t[1], t[2]))[:5]
+        got = [(s, i, j) for s, i, j in zip(top.score[row], top.start[row], top.end[row]) if i >= 0]
+        assert [(g[1], g[2]) for g in got] == [(e[1], e[2]) for e in expected]
+        np.testing.assert_allclose([g[0] for g in got], [e[0] for e in expected])

@@ -3,8 +3,9 @@
 Framework-agnostic: numpy arrays in, data-model objects out, no I/O.
 
 * ``span``: the n-best ``s_i + e_j`` over all windows of a question, each
-  span read only in the window where its start has the most context (BERT's
-  rule; the registry entry's ``span_starts`` marks those starts), with the
+  span read only in the window where its start has the most context among
+  the windows holding the whole span (BERT's rule; the registry entry's
+  ``span_starts`` marks those starts and their first ends), with the
   ``[CLS]`` null score (minimum over windows).
 * ``bio``: the tagged tokens (first word pieces for a word-level tagger) of all
   windows merged token by token (maximum-context rule), then decoded by the
@@ -199,10 +200,11 @@ def decode_span(outputs: WindowOutputs, examples: Sequence[Example], config: Dec
     if outputs.start_logits is None:
         raise ValueError("span decoding needs a model with a span head")
     starts = np.where(outputs.starts, outputs.start_logits, -np.inf)  # the [CLS] null is read from the logits themselves
-    candidates = best_spans(starts, outputs.end_logits, outputs.mask, config.max_answer_length, config.n_best)
+    candidates = best_spans(starts, outputs.end_logits, outputs.mask, config.max_answer_length, config.n_best,
+                            first_end=outputs.first_end)
     null = _window_null(outputs, null_scores(outputs.start_logits, outputs.end_logits), len(examples))
     columns = _readable_fallback(outputs, examples, _span_candidates_to_chars(outputs, candidates), lambda rows, readable: best_spans(
-        starts[rows], outputs.end_logits[rows], readable, config.max_answer_length, config.n_best))
+        starts[rows], outputs.end_logits[rows], readable, config.max_answer_length, config.n_best, first_end=_rows(outputs.first_end, rows)))
     return _collect(examples, *columns, config.n_best, null)
 
 
@@ -228,7 +230,7 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
         columns = tuple(np.concatenate([ours, theirs]) for ours, theirs in zip(columns, across))
     columns = _readable_fallback(outputs, examples, columns, lambda rows, readable: best_spans(
         np.where(readable, starts[rows], -np.inf), np.where(readable, ends[rows], -np.inf), outputs.mask[rows],
-        config.max_answer_length, config.n_best, extra_token_scores=inside_ratio[rows]))
+        config.max_answer_length, config.n_best, extra_token_scores=inside_ratio[rows], first_end=_rows(outputs.first_end, rows)))
     predictions = _collect(examples, *columns, config.n_best, null)
     if config.multi_span:  # its multi-span answers take the tagger's spans where it holds several likely ones
         tagged = decode_merged_tags(merge_tag_log_probs(outputs, len(examples)), examples, replace(config, require_answer=True))
@@ -242,7 +244,8 @@ def _whole_word_spans(
 ) -> SpanCandidates:
     """The joint decoding's n-best spans of every window, whole words of at most ``max_answer_length`` tokens; a
     question none of whose words fits (each is longer) gets its windows' whole-word spans of any length instead."""
-    candidates = best_spans(starts, ends, outputs.mask, config.max_answer_length, config.n_best, extra_token_scores=inside)
+    candidates = best_spans(starts, ends, outputs.mask, config.max_answer_length, config.n_best, extra_token_scores=inside,
+                            first_end=outputs.first_end)
     found = np.zeros(n_examples, dtype=bool)
     np.logical_or.at(found, outputs.example_index, np.isfinite(candidates.score).any(axis=1))
     rows = np.flatnonzero(~found[outputs.example_index])
@@ -250,7 +253,11 @@ def _whole_word_spans(
     if not len(rows) or config.max_answer_length >= width:
         return candidates
     return _with_rows(candidates, rows, best_spans(starts[rows], ends[rows], outputs.mask[rows], width, config.n_best,
-                                                   extra_token_scores=inside[rows]))
+                                                   extra_token_scores=inside[rows], first_end=_rows(outputs.first_end, rows)))
+
+
+def _rows(array: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    return None if array is None else array[rows]
 
 
 def _with_rows(candidates: SpanCandidates, rows: np.ndarray, other: SpanCandidates) -> SpanCandidates:

@@ -38,6 +38,23 @@ def sliding_max(values: np.ndarray, width: int) -> np.ndarray:
     return np.maximum(padded[:, :length], padded[:, width - span : width - span + length])
 
 
+def range_max(values: np.ndarray, rows: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """``out[k] = max(values[rows[k], low[k] : high[k] + 1])``, ``-inf`` where ``low > high``: a sparse table built
+    one level at a time, each query read at the level of its length from its two ends."""
+    n, length = values.shape
+    size = high - low + 1
+    level = np.floor(np.log2(np.maximum(size, 1))).astype(np.int64)
+    out = np.full(len(rows), NEG_INF)
+    table, span, k = np.concatenate([values, np.full((n, length), NEG_INF)], axis=1), 1, 0
+    while (size >= span).any():  # table[:, i] is the max of values[:, i : i + span]
+        asked = (size > 0) & (level == k)
+        r, a, b = rows[asked], low[asked], high[asked] - span + 1
+        out[asked] = np.maximum(table[r, a], table[r, b])
+        table[:, :-span] = np.maximum(table[:, :-span], table[:, span:])
+        span, k = span * 2, k + 1
+    return out
+
+
 def best_spans(
     start_logits: np.ndarray,
     end_logits: np.ndarray,
@@ -45,6 +62,7 @@ def best_spans(
     max_answer_length: int = 30,
     n_best: int = 20,
     extra_token_scores: np.ndarray | None = None,
+    first_end: np.ndarray | None = None,
 ) -> SpanCandidates:
     """n-best spans of every window by ``s_i + e_j`` (plus ``Σ_{t=i..j} extra_t`` when given).
 
@@ -56,7 +74,8 @@ def best_spans(
     fold into the ends through cumulative sums:
     ``Σ_{t=i..j} x_t = C_j - C_{i-1}``, so ``s'_i = s_i - C_{i-1}``, ``e'_j = e_j + C_j``.
     Equal scores go to the earlier start, then the earlier end (bf16 logits tie often), so a window's spans
-    never depend on the padding other windows of the call give its row.
+    never depend on the padding other windows of the call give its row. ``first_end`` (n, L), where given, is the
+    first position a span starting at each token may end on; ``best_i`` is then the max over those ends alone.
     """
     s = np.where(mask, start_logits, NEG_INF).astype(np.float64)
     e = np.where(mask, end_logits, NEG_INF).astype(np.float64)
@@ -67,12 +86,19 @@ def best_spans(
     n, length = s.shape
     width = max(1, min(max_answer_length, length))
     per_start = s + sliding_max(e, width)
+    if first_end is not None:  # a start whose first end lies past it: the max over its ends from there
+        rows, columns = np.nonzero((first_end > np.arange(length)) & np.isfinite(s))
+        high = np.minimum(columns + width - 1, length - 1)
+        per_start[rows, columns] = s[rows, columns] + range_max(e, rows, first_end[rows, columns], high)
     k = min(n_best, length)
     starts = np.sort(_best_first(per_start, k), axis=1)  # (n, k), in position order: the band's ties by position
     e_padded = np.concatenate([e, np.full((n, width - 1), NEG_INF)], axis=1)
     ends = starts[:, :, None] + np.arange(width)  # (n, k, width)
     rows = np.arange(n)[:, None, None]
-    band = (np.take_along_axis(s, starts, axis=1)[:, :, None] + e_padded[rows, ends]).reshape(n, -1)
+    band = np.take_along_axis(s, starts, axis=1)[:, :, None] + e_padded[rows, ends]
+    if first_end is not None:  # ends before a start's first end are not its spans
+        band = np.where(ends >= np.take_along_axis(first_end, starts, axis=1)[:, :, None], band, NEG_INF)
+    band = band.reshape(n, -1)
     part = _best_first(band, n_best)
     score = np.take_along_axis(band, part, axis=1)
     start = np.take_along_axis(starts, part // width, axis=1)

@@ -29,7 +29,8 @@ class WindowOutputs:
     word and ``tag_mask`` (F, L) the tokens that carry a BIO tag (the first piece
     of each word for a word-level tagger); without them every paragraph token is
     its own word and carries a tag. ``start_mask`` (F, L) marks the paragraph tokens a
-    span may start on (:func:`max_context_starts`); without it every one may.
+    span may start on (:func:`max_context_starts`); without it every one may. ``first_end`` (F, L), with it, is the
+    first position a span starting at each token may end on (a later window reads only the spans no earlier one holds).
     """
 
     example_index: np.ndarray
@@ -38,15 +39,18 @@ class WindowOutputs:
     word_offsets: np.ndarray | None
     tag_mask: np.ndarray | None
     start_mask: np.ndarray | None
+    first_end: np.ndarray | None
     logits: dict[str, np.ndarray]
 
     def __init__(self, example_index: np.ndarray, offsets: np.ndarray, mask: np.ndarray, *,
                  word_offsets: np.ndarray | None = None, tag_mask: np.ndarray | None = None,
-                 start_mask: np.ndarray | None = None, **logits: np.ndarray | None) -> None:
+                 start_mask: np.ndarray | None = None, first_end: np.ndarray | None = None,
+                 **logits: np.ndarray | None) -> None:
         if unknown := sorted(set(logits) - set(registry.head_outputs())):
             raise TypeError(f"WindowOutputs got {unknown}, which no registered head outputs ({registry.head_outputs()})")
         self.example_index, self.offsets, self.mask = example_index, offsets, mask
         self.word_offsets, self.tag_mask, self.start_mask = word_offsets, tag_mask, start_mask
+        self.first_end = first_end
         self.logits = {name: array for name, array in logits.items() if array is not None}
 
     def __getattr__(self, name: str) -> np.ndarray | None:
@@ -57,7 +61,7 @@ class WindowOutputs:
     def per_window(self) -> dict[str, np.ndarray | None]:
         """Every per-window array but ``example_index``, by the keyword that rebuilds it."""
         return {"offsets": self.offsets, "mask": self.mask, "word_offsets": self.word_offsets, "tag_mask": self.tag_mask,
-                "start_mask": self.start_mask, **self.logits}
+                "start_mask": self.start_mask, "first_end": self.first_end, **self.logits}
 
     def take(self, rows: np.ndarray, example_index: np.ndarray) -> "WindowOutputs":
         """The windows at ``rows``, their examples renumbered as ``example_index`` says."""
@@ -202,12 +206,98 @@ def max_context_tokens(outputs: WindowOutputs) -> np.ndarray:
 
 
 def max_context_starts(outputs: WindowOutputs) -> WindowOutputs:
-    """``outputs`` whose spans start only where their first token has the most context (:func:`max_context_tokens`),
-    so a window that begins inside an answer cannot offer its tail. Windows already marked keep their marks: a
-    question's windows decoded one by one still start spans where the whole question would."""
+    """``outputs`` whose spans are read only in the window where their first token has the most context among the
+    windows that hold the whole span (:func:`max_context_spans`), so a window that begins inside an answer cannot
+    offer its tail, and an answer crossing a window's edge is read in the next. Windows already marked keep their
+    marks: a question's windows decoded one by one still read spans where the whole question would."""
     if outputs.start_mask is not None:
         return outputs
-    return WindowOutputs(outputs.example_index, **{**outputs.per_window(), "start_mask": max_context_tokens(outputs)})
+    start_mask, first_end = max_context_spans(outputs)
+    return WindowOutputs(outputs.example_index, **{**outputs.per_window(), "start_mask": start_mask, "first_end": first_end})
+
+
+def max_context_spans(outputs: WindowOutputs) -> tuple[np.ndarray, np.ndarray]:
+    """(F, L) each: the tokens a span may start on, and the first position a span starting there may end on.
+
+    A span is read in the window where its start token has the most context among the windows holding both its
+    tokens (equal context: the earlier window). A question's windows slide right, so those holding a start and an
+    end are the last of the windows holding the start, from the first that holds the end. Window ``f`` reads a start
+    unless a later window gives it more context; it reads the ends that the last earlier window giving the start as
+    much context lacks (all, if none does). Tokens are known by their characters, as in :func:`max_context_tokens`.
+    """
+    pairs = _TokenWindows.of(outputs)
+    rank, context = pairs.rank, pairs.context
+    table = np.full((pairs.n_tokens, int(rank.max(initial=0)) + 1), -np.inf)
+    table[pairs.token, rank] = context
+    later = np.maximum.accumulate(table[:, ::-1], axis=1)[:, ::-1]  # max context from each rank on
+    later = np.concatenate([later[:, 1:], np.full((len(table), 1), -np.inf)], axis=1)[pairs.token, rank]
+    earlier = (np.arange(table.shape[1]) < rank[:, None]) & (table[pairs.token] >= context[:, None])
+    behind = np.where(earlier.any(axis=1), table.shape[1] - 1 - earlier[:, ::-1].argmax(axis=1), -1)
+    first_end = np.zeros(len(rank), dtype=np.int64)
+    shadowed = np.flatnonzero(behind >= 0)  # ends the window at ``behind`` holds are read there
+    holder = pairs.window[pairs.start[pairs.token[shadowed]] + behind[shadowed]]
+    first_end[shadowed] = pairs.position_after(pairs.last_token[holder], pairs.window[shadowed], outputs.mask.shape[1])
+    start_mask = np.zeros(outputs.mask.shape, dtype=bool)
+    ends = np.zeros(outputs.mask.shape, dtype=np.int64)
+    start_mask[pairs.seen_window, pairs.seen_position] = (context >= later)[pairs.seen_pair]
+    ends[pairs.seen_window, pairs.seen_position] = first_end[pairs.seen_pair]
+    return start_mask, ends
+
+
+@dataclass
+class _TokenWindows:
+    """Each (token, window) pair of a question's windows, by token (in character order) then window: the token's
+    best context there (``rank``: its place among the token's windows), the last position it takes there, and each
+    window's last token; ``seen_*`` map every paragraph token of every window to its pair."""
+
+    token: np.ndarray
+    window: np.ndarray
+    rank: np.ndarray
+    start: np.ndarray
+    context: np.ndarray
+    last_position: np.ndarray
+    last_token: np.ndarray
+    n_tokens: int
+    seen_window: np.ndarray
+    seen_position: np.ndarray
+    seen_pair: np.ndarray
+
+    @classmethod
+    def of(cls, outputs: WindowOutputs) -> "_TokenWindows":
+        window, position = np.nonzero(outputs.mask)
+        question = outputs.example_index[window]
+        char_start, char_end = outputs.offsets[window, position, 0], outputs.offsets[window, position, 1]
+        context = max_context_scores(outputs.mask)[window, position]
+        order = np.lexsort((-context, window, char_end, char_start, question))
+        window, position, context = window[order], position[order], context[order]
+        new_token = _changes(question[order], char_start[order], char_end[order])
+        new_pair = new_token | _changes(window)
+        token, pair = np.cumsum(new_token) - 1, np.cumsum(new_pair) - 1
+        heads = np.flatnonzero(new_pair)
+        pair_token, pair_window = token[heads], window[heads]
+        start = np.flatnonzero(_changes(pair_token)) if len(heads) else np.zeros(0, dtype=np.int64)
+        last_position = np.maximum.reduceat(position, heads) if len(heads) else np.zeros(0, dtype=np.int64)
+        last_token = np.full(len(outputs.mask), -1, dtype=np.int64)
+        np.maximum.at(last_token, pair_window, pair_token)
+        return cls(pair_token, pair_window, np.arange(len(heads)) - start[pair_token], start, context[heads],
+                   last_position, last_token, int(token[-1]) + 1 if len(token) else 0, window, position, pair)
+
+    def position_after(self, tokens: np.ndarray, windows: np.ndarray, beyond: int) -> np.ndarray:
+        """The position after the last place of each token in its window; ``beyond`` where the window lacks it."""
+        keys = self.token * (len(self.last_token) + 1) + self.window  # sorted: by token, then window
+        asked = tokens * (len(self.last_token) + 1) + windows
+        at = np.minimum(np.searchsorted(keys, asked), max(len(keys) - 1, 0))
+        found = keys[at] == asked if len(keys) else np.zeros(len(asked), dtype=bool)
+        return np.where(found, self.last_position[at] + 1, beyond)
+
+
+def _changes(*columns: np.ndarray) -> np.ndarray:
+    """Where a sorted run of ``columns`` begins a new value (the first row always does)."""
+    out = np.zeros(len(columns[0]), dtype=bool)
+    out[:1] = True
+    for column in columns:
+        out[1:] |= column[1:] != column[:-1]
+    return out
 
 
 def merge_windows(outputs: WindowOutputs, values: np.ndarray, n_examples: int) -> MergedTokens:
