@@ -183,16 +183,19 @@ class _SeenTokens:
 
     @classmethod
     def of(cls, outputs: WindowOutputs) -> "_SeenTokens":
-        window, position = np.nonzero(outputs.mask)
-        question = outputs.example_index[window]
-        char_start, char_end = outputs.offsets[window, position, 0], outputs.offsets[window, position, 1]
-        context = max_context_scores(outputs.mask)[window, position]
+        window, position, question, char_start, char_end, context = _paragraph_tokens(outputs)
         order = np.lexsort((-context, char_end, char_start, question))  # stable: equal context keeps the earlier window
         window, position, question = window[order], position[order], question[order]
         char_start, char_end = char_start[order], char_end[order]
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = (question[1:] != question[:-1]) | (char_start[1:] != char_start[:-1]) | (char_end[1:] != char_end[:-1])
-        return cls(window, position, question, char_start, char_end, first)
+        return cls(window, position, question, char_start, char_end, _changes(question, char_start, char_end))
+
+
+def _paragraph_tokens(outputs: WindowOutputs) -> tuple[np.ndarray, ...]:
+    """Every paragraph token of every window: its window, position, question, characters and context there."""
+    window, position = np.nonzero(outputs.mask)
+    char_start, char_end = outputs.offsets[window, position, 0], outputs.offsets[window, position, 1]
+    context = max_context_scores(outputs.mask)[window, position]
+    return window, position, outputs.example_index[window], char_start, char_end, context
 
 
 def max_context_tokens(outputs: WindowOutputs) -> np.ndarray:
@@ -264,10 +267,7 @@ class _TokenWindows:
 
     @classmethod
     def of(cls, outputs: WindowOutputs) -> "_TokenWindows":
-        window, position = np.nonzero(outputs.mask)
-        question = outputs.example_index[window]
-        char_start, char_end = outputs.offsets[window, position, 0], outputs.offsets[window, position, 1]
-        context = max_context_scores(outputs.mask)[window, position]
+        window, position, question, char_start, char_end, context = _paragraph_tokens(outputs)
         order = np.lexsort((-context, window, char_end, char_start, question))
         window, position, context = window[order], position[order], context[order]
         new_token = _changes(question[order], char_start[order], char_end[order])
