@@ -140,9 +140,11 @@ REVISION_HELP = ("the branch, tag or commit hash of --model's hub id to read (de
                  "with a local folder")
 
 
+AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads, for one answer or several)"
+
+
 def add_revision_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--revision", help=REVISION_HELP)
-AUTO_HELP = "auto: the best decoding the model's heads allow (joint with both heads, for one answer or several)"
 
 
 # The options naming a file or folder: a leading ~ is the home folder in each, as the shell reads it (which it does not

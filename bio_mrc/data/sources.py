@@ -188,11 +188,13 @@ def dataset_records(data: Any, split: str | None, name: str, in_memory: bool = F
 
 
 def check_columns(columns: Iterable[str] | None, name: str, kind: str) -> None:
-    columns = None if columns is None else list(columns)
-    check_near_misses(columns or [], name, kind)  # first: 'Question' says to rename it, not only that 'question' lacks
-    missing = [column for column in REQUIRED_COLUMNS if columns is not None and column not in columns]
+    if columns is None:  # no column names to check: each row is checked as it is read
+        return
+    columns = list(columns)
+    check_near_misses(columns, name, kind)  # first: 'Question' says to rename it, not only that 'question' lacks
+    missing = [column for column in REQUIRED_COLUMNS if column not in columns]
     if missing:
-        raise DataFormatError(f"the {kind} lacks the SQuAD columns {missing} (it has {list(columns or [])}; "
+        raise DataFormatError(f"the {kind} lacks the SQuAD columns {missing} (it has {columns}; "
                               "id and answers are optional)", source=name)
 
 

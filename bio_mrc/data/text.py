@@ -107,7 +107,7 @@ def questions_layout(text: str) -> str | None:
     cells = {cell.strip().strip('"').lower() for cell in first.replace("\t", ",").split(",")}
     if {"question", "context"} <= cells:
         return "a table of questions (its header names question and context columns)"
-    for value in (_json_value(text), _json_value(first)):
+    for value in (_json_value(part) for part in (text, first)):  # lazily: a file on one line is parsed once
         if isinstance(value, dict) and isinstance(value.get("data"), list):
             return "SQuAD JSON (an object with a 'data' list)"
         record = value[0] if isinstance(value, list) and value else value
