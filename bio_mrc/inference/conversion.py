@@ -88,11 +88,11 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
     check_qa_windows(folder, **windows)  # settings the model cannot take, before its weights load
     with progress_bars(progress), staged_folder(output_dir, overwrite, STAGING_DIR) as staging:  # refused before any work
         progress_note(progress, f"converting {model} into a bio_mrc model in {output_dir}")
-        converted, tokenizer = span_model_from_qa_checkpoint(folder, _source_name(model, folder), **windows)
+        source = _source_name(model, folder)
+        converted, tokenizer = span_model_from_qa_checkpoint(folder, source, **windows)
         converted.save_pretrained(str(staging))
         tokenizer.save_pretrained(str(staging))
-        atomic_write_json(staging / RUN_FILE, conversion_record(_source_name(model, folder), revision, folder, architecture),
-                          indent=2)
+        atomic_write_json(staging / RUN_FILE, conversion_record(source, revision, folder, architecture), indent=2)
         write_model_card(staging, staged_for=output_dir)
         replace_model_files(output_dir, staging)  # the card moves in with the files: a stop after the move leaves it
     saved = converted.config

@@ -256,7 +256,7 @@ class AnswerExtractor:
         multi_span = self.multi_span if multi_span is None else check_flag(multi_span, "multi_span")
         require_answer = None if require_answer is None else check_flag(require_answer, "require_answer")
         asked = self.decode_config.require_answer if require_answer is None else require_answer  # the call's, else the extractor's
-        if not asked and not multi_span and not asks_over_documents(question, context):
+        if not asked and not multi_span:
             raise ConfigError(SINGLE_SPANS_ANSWER)  # never dropped unread
         if asks_over_documents(question, context):
             return self.answer_documents(question, context, top_k, names, multi_span, decoding, require_answer)

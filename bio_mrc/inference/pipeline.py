@@ -40,7 +40,6 @@ With ``multi_span``, every document's own multi-span answer's spans (none of one
 from __future__ import annotations
 
 import bisect
-import contextlib
 import functools
 import inspect
 import itertools
@@ -166,7 +165,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         trained = self.extractor.trained
         chosen = registry.resolve_decoding(trained.decodings, options.get("decoding") or self.extractor.decoding)
         default = "handle_impossible_answer" not in asked
-        with _WARNING_ONCE if default else contextlib.nullcontext():
+        with _WARNING_ONCE:
             if default and chosen in self._defaults_warned:
                 return
             if line := never_abstains_line(trained, [chosen], "handle_impossible_answer=True asks for no answer where there is none"):

@@ -225,6 +225,11 @@ def pydantic_json(model: Any, status_code: int = 200) -> Response:
     return Response(text, status_code=status_code, media_type="application/json")
 
 
+def refusal_of(detail: str, location: str, status_code: int) -> Response:
+    """A refusal with one problem, at ``location``, saying what ``detail`` says."""
+    return pydantic_json(ErrorResponse(detail=detail, problems=[Problem(location=location, message=detail)]), status_code)
+
+
 def _new_app(name: str, scheduler: AnswerScheduler) -> FastAPI:
     """The FastAPI application of model ``name``, its scheduler started and stopped with it, its docs pages added."""
     @asynccontextmanager
@@ -268,7 +273,7 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
     async def invalid(request: Request, error: RequestValidationError) -> Response:
         unread = _unread_media_type(request, error)
         if unread is not None:  # FastAPI reads no JSON out of such a body: say why, not "not a dictionary"
-            return pydantic_json(ErrorResponse(detail=unread, problems=[Problem(location="body", message=unread)]), 415)
+            return refusal_of(unread, "body", 415)
         problems = listed_problems(error.errors())
         detail = f"{problems[0].location}: {problems[0].message}" if problems else "the request is not valid"
         return pydantic_json(ErrorResponse(detail=detail, problems=problems), 422)
@@ -280,14 +285,14 @@ def _add_refusals(app: FastAPI, config: ServeConfig) -> None:
             detail, location = not_allowed(request, error), "path"
         elif isinstance(error.__cause__, UnicodeDecodeError):  # FastAPI's body parser says only "error parsing the body"
             detail = f"the body is not UTF-8 JSON: {error.__cause__.reason} at byte {error.__cause__.start}"
-        refusal = pydantic_json(ErrorResponse(detail=detail, problems=[Problem(location=location, message=detail)]), error.status_code)
+        refusal = refusal_of(detail, location, error.status_code)
         refusal.headers.update(error.headers or {})
         return refusal
 
     @app.exception_handler(404)
     async def not_found(request: Request, _error: Exception) -> Response:
         detail = no_such_path(request.url.path, request.app.routes)
-        return pydantic_json(ErrorResponse(detail=detail, problems=[Problem(location="path", message=detail)]), 404)
+        return refusal_of(detail, "path", 404)
 
     @app.exception_handler(Exception)
     async def failed(_request: Request, _error: Exception) -> Response:
