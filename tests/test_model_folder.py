@@ -876,6 +876,10 @@ def test_train_refuses_an_encoder_whose_config_transformers_rejects_before_any_w
     assert not (tmp_path / "out").exists()
 
 
+LATIN1_NAME_LINE = ("its name holds the byte \\xe8, which is not UTF-8 and which safetensors and tokenizers cannot name a "
+                    "file by (a name written in Latin-1?): rename the folder in UTF-8")
+
+
 def _latin1_named(folder: Path) -> Path:
     """``folder`` renamed with an ``è`` spelled in Latin-1 (the byte 0xe8), as an archive made on another system unpacks
     it."""
@@ -896,14 +900,18 @@ def test_a_model_folder_whose_name_is_not_utf8_is_refused_in_one_line_at_every_d
     from bio_mrc.qa_checkpoints import check_qa_folder
 
     folder = _latin1_named(copy_of(saved_model, tmp_path))
-    line = ("its name holds the byte \\xe8, which is not UTF-8 and which safetensors and tokenizers cannot name a file by "
-            "(a name written in Latin-1?): rename the folder in UTF-8")
-    refused(folder, re.escape(line))
+    refused(folder, re.escape(LATIN1_NAME_LINE))
     for check, copied in ((check_encoder_folder, tiny_encoder_dir), (check_qa_folder, saved_model)):
-        with pytest.raises(ModelFormatError, match=re.escape(line)):
+        with pytest.raises(ModelFormatError, match=re.escape(LATIN1_NAME_LINE)):
             check(_latin1_named(shutil.copytree(copied, tmp_path / check.__name__)))
     with pytest.raises(ConfigError, match=r"this name holds the byte \\xe8, which is not UTF-8 .*; give a name spelled in UTF-8"):
         check_library_path(str(folder) + "-export")
+
+
+@pytest.mark.slow
+def test_the_cli_refuses_a_model_folder_whose_name_is_not_utf8_in_one_line(saved_model, tmp_path):
+    """The command line's refusal is that line alone, naming the folder as Python shows an undecodable name."""
+    folder = _latin1_named(copy_of(saved_model, tmp_path))
     run = subprocess.run([sys.executable, "-m", "bio_mrc", "extract", "--model", str(folder), "--question", "Who?",
                           "--context", "Ada wrote it."], capture_output=True, text=True, encoding="utf-8", errors="replace")
-    assert (run.returncode, run.stderr.splitlines()) == (2, [f"error: {line} (in {tmp_path}/copy-mod\\udce8le)"])
+    assert (run.returncode, run.stderr.splitlines()) == (2, [f"error: {LATIN1_NAME_LINE} (in {tmp_path}/copy-mod\\udce8le)"])

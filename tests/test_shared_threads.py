@@ -45,6 +45,7 @@ def at_once(count: int, work) -> list:
     return results
 
 
+@pytest.mark.slow  # 252 calls, each alone and twice in eight threads
 def test_one_extractor_and_one_pipeline_answer_eight_threads_as_each_call_alone(trained_dir):  # noqa: F811
     from transformers import pipeline
 

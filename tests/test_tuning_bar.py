@@ -76,7 +76,6 @@ def test_tuning_from_a_library_call_is_quiet(monkeypatch, shown_bars, capsys):
     assert capsys.readouterr().err == ""
 
 
-
 def comparison_config(encoder, folder):
     """A comparison of one tiny model: trained on the sample, tuned on the four answered questions above (a length
     prior, then a calibrator per decoding), scored on five others."""
@@ -91,6 +90,7 @@ def comparison_config(encoder, folder):
     return folder / "compare.json"
 
 
+@pytest.mark.slow  # trains a model of its own
 def test_compare_shows_its_tuning_and_scoring_bars(tiny_encoder_dir, tmp_path, shown_bars, capsys):
     assert main(["compare", "--config", str(comparison_config(tiny_encoder_dir, tmp_path)), "--data-dir", str(tmp_path),
                  "--output-dir", str(tmp_path / "out")]) == 0
@@ -100,6 +100,7 @@ def test_compare_shows_its_tuning_and_scoring_bars(tiny_encoder_dir, tmp_path, s
     assert "decoding: 100%" in err and "scoring: 100%" in err and "%|" not in out
 
 
+@pytest.mark.slow  # trains a model of its own
 def test_a_comparison_from_a_library_call_is_quiet(tiny_encoder_dir, tmp_path, shown_bars, capsys):
     from bio_mrc.harness.compare import compare
     from bio_mrc.harness.config import load_config
