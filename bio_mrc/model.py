@@ -216,14 +216,19 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
         return model
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path: Any, *args: Any, **kwargs: Any) -> "BioMrcForQuestionAnswering":
+    def from_pretrained(cls, pretrained_model_name_or_path: Any, *args: Any, checked: Mapping[str, Any] | None = None,
+                        **kwargs: Any) -> "BioMrcForQuestionAnswering":
         """``PreTrainedModel.from_pretrained`` that treats the folder as data (:func:`bio_mrc.encoders.as_data`),
         checks a local folder first (:func:`bio_mrc.model_folder.check_model_folder`: sizes, weights that fit the
-        config, a tokenizer that fits the vocabulary) and refuses NaN or infinite weights, which would answer "" to every question without a word."""
+        config, a tokenizer that fits the vocabulary) and refuses NaN or infinite weights, which would answer "" to every question without a word.
+        ``checked``: the ``config.json`` that check returned where the caller has run it (with this class): the folder
+        is not checked again, and the config is built from it, not read again."""
         folder = Path(str(pretrained_model_name_or_path))
-        if folder.is_dir():  # a local folder is checked whole before anything is built (a hub id is checked once fetched)
+        if folder.is_dir() and checked is None:  # a local folder is checked whole before anything is built (a hub id once fetched)
             check_model_folder(folder, cls, tokenizer_required=False)
         try:
+            if checked is not None:  # built here: a config transformers refuses is named as when it reads the file
+                kwargs["config"] = cls.config_class.from_dict(dict(checked))
             with as_data(pretrained_model_name_or_path):
                 model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
         except (RuntimeError, ValueError, TypeError, KeyError, AttributeError) as err:

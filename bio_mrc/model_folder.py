@@ -131,13 +131,14 @@ def remove_replaced_model_files(folder: str | Path, new_files: Iterable[str]) ->
 
 
 def check_model_folder(folder: str | Path, model_class: type | None = None, tokenizer_required: bool = True,
-                       onnx: bool = False) -> dict[str, Any]:
+                       onnx: bool = False, read: dict[str, Any] | None = None) -> dict[str, Any]:
     """Check a model folder as the module docstring says; returns its ``config.json``. ``model_class``
     (a ``PreTrainedModel`` class) adds the check that the weights are exactly those it builds from the config;
-    ``onnx`` checks ``model.onnx`` instead of PyTorch weights."""
+    ``onnx`` checks ``model.onnx`` instead of PyTorch weights. ``read``: its ``config.json`` as the caller parsed it
+    already (:func:`read_json_object`), which is then not read again."""
     folder = Path(folder)
     check_file_kinds(folder)
-    config = read_config(folder)
+    config = read_config(folder, read)
     encoder = check_sizes(config, folder)
     check_reads_both_ways(encoder, folder)
     check_settings(config, encoder, folder)
@@ -427,12 +428,12 @@ def _no_constant(name: str) -> float:
     return float(name)
 
 
-def read_config(folder: Path) -> dict[str, Any]:
-    """``config.json`` with transformers' ``{"__float__": "Infinity"}`` read as the float it stands for; a run's
-    folder without its model yet, and another kind of model, are named as such."""
+def read_config(folder: Path, read: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``config.json`` (or ``read``, the object it parsed to already) with transformers' ``{"__float__": "Infinity"}``
+    read as the float it stands for; a run's folder without its model yet, and another kind of model, are named as such."""
     if problem := unfinished_run(folder):
         raise fail(folder, None, problem)
-    config = special_floats(read_json_object(folder, "config.json"))
+    config = special_floats(read_json_object(folder, "config.json") if read is None else read)
     if problem := foreign_model(config):
         raise fail(folder, "config.json", problem)
     if not isinstance(config.get("encoder"), dict):

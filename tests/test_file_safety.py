@@ -1,6 +1,7 @@
 """Only what the package wrote is removed or replaced: bookkeeping files are untrusted input, symbolic links are
 never followed to delete or write, and no output replaces an input or a model being read."""
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -398,6 +399,10 @@ def _recording_hub(monkeypatch, uploads):
             ignored = [*(ignore_patterns or []), *DEFAULT_IGNORE_PATTERNS]
             sent = filter_repo_objects(present, allow_patterns=allow_patterns, ignore_patterns=ignored)
             uploads.append((repo_id, {name: (folder / name).read_bytes() for name in sent}))
+            if kwargs.get("run_as_future"):  # Trainer's pushes during training: an upload already done
+                done = concurrent.futures.Future()
+                done.set_result(None)
+                return done
 
     monkeypatch.setattr(transformers.trainer, "hf_api", Hub)
     monkeypatch.setattr(huggingface_hub, "HfApi", Hub)
@@ -430,6 +435,30 @@ def test_a_push_over_another_folder_uploads_the_model_alone(tiny_encoder_dir, sa
     assert sent == {"bio_mrc_run.json", "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
                     "training_args.bin", "training_log.json"}  # the README.md is the user's: no card was written over it
     assert (out / ".env").read_text() == "HF_TOKEN=hf_secret" and (out / "README.md").read_text() == "# my project\n"
+
+
+@pytest.mark.slow
+def test_a_push_during_training_sends_the_model_files_alone(tiny_encoder_dir, sample_v1, tmp_path, monkeypatch):
+    """--hub-strategy every_save: Trainer's push at each checkpoint uploaded its own output folder, the run's
+    checkpoints/, so the run's options record (bio_mrc_train_config.json) went up beside the checkpoint's config and
+    weights, and no tokenizer; each push now sends the model's files, as the final push does."""
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.train import train_model
+
+    uploads = []
+    _recording_hub(monkeypatch, uploads)
+    out = tmp_path / "model"
+    config = TrainConfig(encoder=str(tiny_encoder_dir), heads="span", max_seq_length=48, doc_stride=16,
+                         max_query_length=12, epochs=1, batch_size=4, seed=1)
+    train_model(sample_v1.examples, config, out, checkpoint_steps=1,
+                network_args={"push_to_hub": True, "hub_model_id": "me/m", "hub_strategy": "every_save"})
+    *during, (_, final) = uploads
+    assert during and {repo for repo, _ in uploads} == {"me/m"}  # one push a checkpoint, then the final one
+    model_files = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "training_args.bin"}
+    assert all(set(sent) == model_files for _, sent in during)
+    assert set(final) == model_files | {"README.md", "bio_mrc_run.json", "training_log.json"}
+    assert during[0][1]["tokenizer.json"] == final["tokenizer.json"]
+    assert not (out / "checkpoints").exists()
 
 
 def test_a_hub_token_given_to_the_push_is_refused_not_saved_with_the_model(tmp_path, monkeypatch):
@@ -473,16 +502,18 @@ def test_train_refuses_a_data_file_it_would_replace_in_its_output_folder(tiny_en
 @pytest.mark.parametrize("ours", [True, False])
 def test_a_push_runs_copies_in_its_checkpoints_folder_leave_it_resumable(tmp_path, ours):
     """Trainer's push during training (--hub-strategy every_save, its default) copies the last checkpoint's weights,
-    config and arguments to the top of the checkpoints folder; a run stopped then is resumed, not refused as a folder
-    of another's files. Without the run's options record there, the folder is not bio_mrc's, and stays refused."""
+    config and arguments, with the tokenizer, to the checkpoints folder's hub-push/; a run stopped then is resumed, not
+    refused as a folder of another's files. Without the run's options record there, the folder is not bio_mrc's, and
+    stays refused."""
     from bio_mrc.errors import ConfigError
     from bio_mrc.training.checkpoints import TRAIN_CONFIG_FILE
     from bio_mrc.training.saving import check_output_folder
 
     checkpoints = tmp_path / "out" / "checkpoints"
     (checkpoints / "checkpoint-2").mkdir(parents=True)
+    (checkpoints / "hub-push").mkdir()
     for name in ("config.json", "model.safetensors", "training_args.bin", "tokenizer.json", "vocab.txt"):
-        (checkpoints / name).write_text("x")
+        (checkpoints / "hub-push" / name).write_text("x")
     if ours:
         (checkpoints / TRAIN_CONFIG_FILE).write_text("{}")
         check_output_folder(tmp_path / "out", overwrite=False)

@@ -158,9 +158,12 @@ def test_convert_records_the_revision_it_read(versions, tmp_path, capsys):
     snapshot = cache_snapshot(tmp_path / "hub", "org/qa", tmp_path / "qa")
     (snapshot.parent.parent / "refs" / "dev").write_text(snapshot.name)
     out = tmp_path / "converted"
+    capsys.readouterr()
     assert main(["convert", "--model", "org/qa", "--revision", "dev", "--output", str(out)]) == 0
     assert json.loads((out / "bio_mrc_run.json").read_text()) == {"converted_from": {
         "model": "org/qa", "revision": "dev", "snapshot": str(snapshot.resolve()), "architecture": "BertForQuestionAnswering"}}
+    printed = json.loads(capsys.readouterr().out)  # the summary names the revision as the run record does
+    assert (printed["source"], printed["revision"], printed["architecture"]) == ("org/qa", "dev", "BertForQuestionAnswering")
     write_model_card(out)  # remade from the folder's records, as tune remakes it
     card = (out / "README.md").read_text()
     assert "| encoder | `org/qa` at revision `dev` |" in card and "base_model: org/qa" in card
@@ -169,6 +172,7 @@ def test_convert_records_the_revision_it_read(versions, tmp_path, capsys):
     assert TrainedModel.load(out).decodings == ["span"]
     assert main(["convert", "--model", "org/qa", "--output", str(out), "--overwrite"]) == 0
     assert json.loads((out / "bio_mrc_run.json").read_text())["converted_from"]["revision"] is None
+    assert json.loads(capsys.readouterr().out)["revision"] is None
     assert "| encoder | `org/qa` |" in (out / "README.md").read_text()
 
 

@@ -55,6 +55,33 @@ def _truncate(path: Path, size: int) -> None:
     path.write_bytes(path.read_bytes()[:size])
 
 
+def test_loading_parses_config_json_once_for_its_checks_and_the_model(saved_model, tmp_path, monkeypatch):
+    """TrainedModel.load parsed config.json in its folder check, in the same check again inside
+    BioMrcForQuestionAnswering.from_pretrained, and once more there to build the config: six opens. The model is now
+    built from the config the check parsed. The opens left: the look for transformers' QA architecture, the check, and
+    the tokenizer's (transformers reads the model type there). A config with an infinite threshold builds alike."""
+    import builtins
+    import io
+
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    folder = edit_config(copy_of(saved_model, tmp_path), no_answer_thresholds={"span": {"__float__": "Infinity"}})
+    opened, real_open = [], io.open
+
+    def counting_open(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and Path(file) == folder / "config.json":
+            opened.append(file)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(io, "open", counting_open)
+    trained = TrainedModel.load(folder, device="cpu")
+    monkeypatch.undo()
+    assert len(opened) == 3
+    assert trained.model.config.to_dict() == BioMrcForQuestionAnswering.from_pretrained(str(folder)).config.to_dict()
+    assert trained.thresholds == {"span": math.inf}
+
+
 # --- the weights ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("damage, match", [

@@ -92,8 +92,8 @@ def test_convert_qa_checkpoint_returns_a_qa_checkpoint_conversion(trained_dir, t
     _frozen(result)
     assert sorted(path.name for path in (tmp_path / "python").iterdir()) == [
         "README.md", "bio_mrc_run.json", "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
-    record = {"output": str(tmp_path / "python"), "source": str(qa), "architecture": "BertForQuestionAnswering", "heads": "span",
-              "windows": {"max_seq_length": 96, "doc_stride": 34, "max_query_length": 24}}
+    record = {"output": str(tmp_path / "python"), "source": str(qa), "revision": None, "architecture": "BertForQuestionAnswering",
+              "heads": "span", "windows": {"max_seq_length": 96, "doc_stride": 34, "max_query_length": 24}}
     assert result.to_dict() == record
     capsys.readouterr()
     assert main(["convert", "--model", str(qa), "--output", str(tmp_path / "cli"), "--max-seq-length", "96"]) == 0

@@ -31,8 +31,9 @@ EXPORT_STAGING_DIR = ".export-staging"
 @dataclass(frozen=True)
 class QaCheckpointConversion:
     """What :func:`convert_qa_checkpoint` wrote: the bio_mrc model folder ``output``, converted from ``source`` (as
-    given), a transformers ``architecture``, into a model of ``heads`` with the windows it saved (``max_seq_length``,
-    ``doc_stride``, ``max_query_length``). :meth:`to_dict` is what ``bio-mrc convert`` prints."""
+    given) at ``revision`` (a hub id's; None: its default branch, or a local folder), a transformers ``architecture``,
+    into a model of ``heads`` with the windows it saved (``max_seq_length``, ``doc_stride``, ``max_query_length``).
+    :meth:`to_dict` is what ``bio-mrc convert`` prints."""
 
     output: Path
     source: str
@@ -41,11 +42,13 @@ class QaCheckpointConversion:
     max_seq_length: int
     doc_stride: int
     max_query_length: int
+    revision: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         windows = {"max_seq_length": self.max_seq_length, "doc_stride": self.doc_stride, "max_query_length": self.max_query_length}
-        return {"output": str(self.output), "source": self.source, "architecture": self.architecture, "heads": self.heads,
-                "windows": windows}
+        # "revision" as the run record's converted_from names it
+        return {"output": str(self.output), "source": self.source, "revision": self.revision, "architecture": self.architecture,
+                "heads": self.heads, "windows": windows}
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
         replace_model_files(output_dir, staging)  # the card moves in with the files: a stop after the move leaves it
     saved = converted.config
     return QaCheckpointConversion(output_dir, name, architecture, saved.heads, saved.max_seq_length, saved.doc_stride,
-                                  saved.max_query_length)
+                                  saved.max_query_length, revision)
 
 
 def conversion_record(source: str, revision: str | None, folder: Path, architecture: str) -> dict[str, Any]:

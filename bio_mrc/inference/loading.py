@@ -87,18 +87,19 @@ class TrainedModel:
         backend = model_backend(model_dir, backend)
         precision = forward_precision(precision, backend == "onnx", name)
         check_onnx_device(asked_device, backend == "onnx", name)
-        check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
+        read = check_model_dir(model_dir, (ONNX_FILE,) if backend == "onnx" else WEIGHT_FILES)
         # sizes, weights (that the config builds: on the meta device), tokenizer, positions; before any allocation
-        config = check_model_folder(model_dir, None if backend == "onnx" else BioMrcForQuestionAnswering, onnx=backend == "onnx")
+        config = check_model_folder(model_dir, None if backend == "onnx" else BioMrcForQuestionAnswering, onnx=backend == "onnx",
+                                    read=read)
         _check_decodings(config.get("heads", HEADS), decodings)  # before a weight (and its progress bar) loads
         tokenizer = load_tokenizer(str(model_dir))  # before any weights load: a broken tokenizer is refused at once
         check_window_frame(model_dir, tokenizer)
         if backend == "onnx":
-            model = OnnxModel.load(model_dir, checked=True)
+            model = OnnxModel.load(model_dir, checked=config)
         else:
             with progress_bars(progress):
                 # fp32 weights whatever the folder holds (saved in bf16 or fp16 too): precision decides each forward pass
-                model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir), dtype=torch.float32).to(device)
+                model = BioMrcForQuestionAnswering.from_pretrained(str(model_dir), dtype=torch.float32, checked=config).to(device)
         features = window_settings(model.config, model_dir)
         if backend == "torch":
             check_window_positions(model, features, model_dir)
@@ -237,9 +238,10 @@ def check_pytorch_model(model_dir: str | Path, revision: str | None = None) -> N
         raise ConfigError(f"{model_dir} is an ONNX export; export the PyTorch model it was made from")
 
 
-def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> None:
+def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> dict:
     """Raise :class:`ModelFormatError` naming what makes ``model_dir`` unusable as a bio_mrc model
-    (``weights``: the files one of which must hold the weights)."""
+    (``weights``: the files one of which must hold the weights); returns its ``config.json`` as parsed, for
+    :func:`~bio_mrc.model_folder.check_model_folder` to check without reading it again."""
     source = str(model_dir)
     if not model_dir.is_dir():
         raise ModelFormatError("no such model folder", source)
@@ -256,6 +258,7 @@ def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> N
     if not any((model_dir / name).is_file() for name in weights):
         named = weights[::2] if weights == WEIGHT_FILES else weights
         raise ModelFormatError(f"no weights ({' or '.join(named)}): an unfinished or partial copy?", source)
+    return config
 
 
 def check_folder_to_load(model_dir: Path) -> None:
@@ -268,8 +271,8 @@ def check_folder_to_load(model_dir: Path) -> None:
         check_qa_folder(model_dir)
         return
     onnx = model_backend(model_dir) == "onnx"
-    check_model_dir(model_dir, (ONNX_FILE,) if onnx else WEIGHT_FILES)
-    check_model_folder(model_dir, None if onnx else BioMrcForQuestionAnswering, onnx=onnx)
+    read = check_model_dir(model_dir, (ONNX_FILE,) if onnx else WEIGHT_FILES)
+    check_model_folder(model_dir, None if onnx else BioMrcForQuestionAnswering, onnx=onnx, read=read)
 
 
 def saved_settings(model_dir: Path) -> tuple[list[str], float] | None:

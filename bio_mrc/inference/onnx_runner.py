@@ -78,16 +78,17 @@ class OnnxModel:
 
     @classmethod
     def load(cls, model_dir: str | Path, providers: Sequence[str] | None = None, threads: int | None = None,
-             checked: bool = False) -> "OnnxModel":
+             checked: dict[str, Any] | None = None) -> "OnnxModel":
         """Open an exported folder's ``model.onnx`` with ONNX Runtime (CPU unless ``providers`` say otherwise).
-        ``checked``: the caller has run :func:`~bio_mrc.model_folder.check_model_folder` on it (parsing a large graph
-        and reading its weights again would double the load's cost)."""
+        ``checked``: the ``config.json`` :func:`~bio_mrc.model_folder.check_model_folder` returned where the caller has
+        run it on the folder (parsing a large graph and reading its weights again would double the load's cost); the
+        config is built from it, not read again."""
         model_dir = Path(model_dir)
         require("onnxruntime", "running an ONNX model", str(model_dir))
         check_export_marker(model_dir)
-        if not checked:
-            check_model_folder(model_dir, onnx=True)
-        config = BioMrcConfig.from_pretrained(str(model_dir))
+        if checked is None:
+            checked = check_model_folder(model_dir, onnx=True)
+        config = BioMrcConfig.from_dict(checked)
         return cls.from_file(model_dir / ONNX_FILE, config, providers, threads)
 
     @classmethod

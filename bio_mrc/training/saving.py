@@ -18,6 +18,7 @@ from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_fo
 from ..model import RUN_FILE, BioMrcConfig
 from ..model_card import CARD_FILE, clear_model_card, write_model_card
 from ..model_folder import MODEL_FILE_NAMES, TRAINING_LOG_FILE, remove_replaced_model_files
+from ..run_folder import HUB_PUSH_DIR
 from .checkpoints import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
 
 STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
@@ -80,16 +81,12 @@ def _holds_training_work(folder: Path) -> bool:
 
 
 def _strangers(checkpoints: Path) -> list[str]:
-    """The names in a checkpoints folder that bio_mrc did not write. In one holding its run's options record, a model's
-    files at the top are what Trainer's push during training copies there from the last checkpoint."""
-    pushed = (checkpoints / TRAIN_CONFIG_FILE).is_file()
+    """The names in a checkpoints folder that bio_mrc did not write. In one holding its run's options record, a
+    ``hub-push`` folder is where a push during training copies the model's files to upload them."""
+    ours = (checkpoints / TRAIN_CONFIG_FILE).is_file()
     return sorted(p.name for p in checkpoints.iterdir()
                   if p.is_symlink() or (p.name != TRAIN_CONFIG_FILE and checkpoint_step(p) is None
-                                        and not (pushed and p.is_file() and _pushed_copy(p.name))))
-
-
-def _pushed_copy(name: str) -> bool:
-    return name != CARD_FILE and _training_writes(name)
+                                        and not (ours and p.name == HUB_PUSH_DIR and p.is_dir())))
 
 
 def _training_writes(name: str) -> bool:

@@ -13,6 +13,7 @@ import torch
 from transformers import AutoConfig, PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.integrations import TensorBoardCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
+from transformers.trainer_utils import HubStrategy
 
 from ..config_schema import UnaskedFloat
 from ..encoders import as_data, load_tokenizer, resolve_encoder
@@ -28,6 +29,7 @@ from ..model_folder import check_model_folder
 from ..precision import default_device, pinned_device
 from ..launcher import launcher_number
 from ..progress import progress_bars
+from ..run_folder import HUB_PUSH_DIR
 from ..qa_checkpoints import check_encoder_runs, usable_positions, windows_that_fit
 from ..types import Example
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
@@ -104,6 +106,25 @@ class HeadRateTrainer(Trainer):
             super().init_hf_repo(token, private)
         except Exception as err:  # an HTTP refusal, no route, a timeout: the push cannot happen alike
             raise hub_repository_refused(self.args.hub_model_id, err) from None
+
+    def _push_from_checkpoint(self, checkpoint_folder: str) -> None:
+        """Trainer's push during training, of the model's files alone, as the final push sends them: Trainer copies a
+        checkpoint's config and weights into its output folder, saves its arguments there (``training_args.bin``) and
+        uploads that folder, which is the run's checkpoints folder with its options record; here that folder is
+        ``checkpoints/hub-push/``, which holds them and the run's tokenizer. The ``checkpoint`` and ``all_checkpoints``
+        strategies' upload of the checkpoint itself (``last-checkpoint/``, ``checkpoint-N/``) is Trainer's own."""
+        checkpoints, pushed = self.args.output_dir, Path(self.args.output_dir) / HUB_PUSH_DIR
+        running = getattr(self, "push_in_progress", None)  # set on the main process alone
+        uploading = running is not None and not running.is_done()  # Trainer skips this push
+        if self.is_world_process_zero() and self.args.hub_strategy != HubStrategy.END and not uploading:
+            pushed.mkdir(exist_ok=True)
+            if self.evaluation_tokenizer is not None:
+                self.evaluation_tokenizer.save_pretrained(str(pushed))
+        self.args.output_dir = str(pushed)  # Trainer's copy and upload read it; restored before its checkpoint rotation
+        try:
+            super()._push_from_checkpoint(checkpoint_folder)
+        finally:
+            self.args.output_dir = checkpoints
 
     def evaluate(self, eval_dataset: Any = None, ignore_keys: Any = None, metric_key_prefix: str = "eval") -> dict[str, float]:
         """The evaluator's scores, logged (so in the log history and every tracker) as ``eval_<name>``."""
