@@ -6,13 +6,14 @@ models decode again, once as the report scored them and once told by the gold wh
 
 Each fold's model (the folders the report names, on this machine) reads its held-out questions; each decoding decodes
 them with the fold's recorded BIO length prior and span-count rule, and the counts must equal the report's, question
-for question (else the script stops: another model or other code). Then the same answers with the count told: a
-question whose gold is one span keeps its answer's first span only; a question whose gold holds several keeps the
-spans the rule kept. Per data set and per group of questions (every question, gold of one span, gold of several):
-each decoding's EM and PM F1 both ways, and the paired bootstrap of the EM-F1 differences against the span n-best
-(``multispan_by_gold_size.py``'s). What the told count leaves between two decodings is what no rule for the number of
-spans can close: on one-span questions it is the quality of each decoding's first span. The last line printed is one
-JSON object.
+for question (else the script stops: another model or other code); a report whose cells do not record which questions
+each fold held out (one written before cells recorded them), or record others than the report's config draws here, is
+refused before any model loads. Then the same answers with the count told: a question whose gold is one span keeps its
+answer's first span only; a question whose gold holds several keeps the spans the rule kept. Per data set and per
+group of questions (every question, gold of one span, gold of several): each decoding's EM and PM F1 both ways, and
+the paired bootstrap of the EM-F1 differences against the span n-best (``multispan_by_gold_size.py``'s). What the told
+count leaves between two decodings is what no rule for the number of spans can close: on one-span questions it is the
+quality of each decoding's first span. The last line printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from multispan_by_gold_size import gold_sizes, group_rows, run_cells, size_masks
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.harness.cells import decode_cell, pool
-from bio_mrc.harness.comparison_splits import Split
+from bio_mrc.harness.comparison_splits import Split, held_out_hashes
+from bio_mrc.harness.earlier_report import fold_problem
 from bio_mrc.inference.loading import TrainedModel
 
 ALL_QUESTIONS = "every question"
@@ -50,6 +52,16 @@ class FoldOutputs:
     held_out: Split
     outputs: WindowOutputs
     options: DecodeConfig
+
+
+def check_folds(report_path: str, cells: dict, splits) -> None:
+    """Each cell's folds held out the questions the report's config draws here, as ``compare --cells-from`` checks
+    them: the fold models decode those, and the answers are paired question by question with the report's."""
+    folds = held_out_hashes(splits.folds or [])
+    for name, cell in cells.items():
+        if problem := fold_problem(cell, folds):
+            fail(f"error: {report_path}: the {name} decoding's cell (run {cell.run!r}, seed {cell.seed}) {problem}; "
+                 "run its comparison again with this bio_mrc to decode its folds")
 
 
 def fold_outputs(config, splits, cells: dict, run_name: str) -> list[FoldOutputs]:
@@ -135,6 +147,7 @@ def read_report_again(description: str) -> ReadAgain:
     report, config, splits = comparison_report(args.report, args.data_dir)
     run_name = args.run or config.runs[0].name
     cells = run_cells(report, run_name)
+    check_folds(args.report, cells, splits)
     folds = fold_outputs(config, splits, cells, run_name)
     predictions = fold_predictions(folds, splits, cells)
     as_reported = {name: as_cell(splits.eval.kind, splits.eval, p) for name, p in predictions.items()}

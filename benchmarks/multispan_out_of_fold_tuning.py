@@ -10,10 +10,11 @@ model has trained on and is surer of than of new ones. Here fold k's settings ar
 folds' questions as their own models answered them: questions the model answering them never trained on, and never
 fold k's own (those models trained on fold k's questions, so the few numbers tuned are not wholly independent of
 them). Each fold model reads its held-out questions (the folders the report names, on this machine); the answers
-with the report's settings must equal the report's, question for question. Per data set and group of questions
-(every question, gold of one span, gold of several): each decoding's EM and PM F1 both ways, with the paired
-bootstrap of the EM-F1 differences against the span n-best, and each fold's settings both ways. The last line
-printed is one JSON object.
+with the report's settings must equal the report's, question for question, and its cells must record the questions
+each fold held out, as the report's config draws them here (``multispan_count_oracle.py`` reads the report). Per data
+set and group of questions (every question, gold of one span, gold of several): each decoding's EM and PM F1 both
+ways, with the paired bootstrap of the EM-F1 differences against the span n-best, and each fold's settings both ways.
+The last line printed is one JSON object.
 """
 
 from __future__ import annotations

@@ -235,3 +235,99 @@ def test_a_named_pipe_as_the_earlier_report_is_one_line_not_a_wait(tmp_path):
     os.mkfifo(pipe)  # opened for reading, it waited for ever for a writer
     with pytest.raises(ConfigError, match=rf"^cells_from='{pipe}': expected a comparison report file, found a named pipe \(FIFO\)$"):
         read_report(pipe)
+
+
+def by_question(draw, examples, k, seed):
+    """Folds drawn question by question, as MultiSpanQA's were before its folds held out a context's questions together."""
+    from bio_mrc.data.article_splits import kfold_by_question
+
+    return kfold_by_question(examples, k, seed=seed)
+
+
+def cross_validated(encoder, data):
+    from .test_harness_compare import multispan_file
+
+    raw = tiny_config(encoder, eval={"path": str(multispan_file(data)), "format": "multispanqa"}, cross_validation={"folds": 2, "seed": 0})
+    del raw["train"]
+    return parse_config(raw)
+
+
+@pytest.fixture(scope="module")
+def earlier_folds(tiny_encoder_dir, tmp_path_factory):
+    """A 2-fold comparison over MultiSpanQA (12 questions on 3 contexts) whose folds were drawn question by question."""
+    out = tmp_path_factory.mktemp("earlier-folds")
+    config = cross_validated(tiny_encoder_dir, out)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("bio_mrc.harness.comparison_splits.folds_of_distinct_questions", by_question)
+        results, _ = compare(config, FIXTURES, out / "run")
+    return config, out / "run" / "report.json", results
+
+
+def test_a_cross_validation_cell_records_which_questions_each_fold_held_out(earlier_folds, tmp_path, monkeypatch):
+    """Each fold's held-out ids, sorted, hashed; the cells reused by a later sitting of the same draw keep them."""
+    import hashlib
+
+    from bio_mrc.data.article_splits import id_set_hash
+    from bio_mrc.harness.compare import resolve_splits
+
+    assert id_set_hash(["m2", "m10", "m1"]) == hashlib.sha256(b'["m1", "m10", "m2"]').hexdigest()[:16] == id_set_hash(["m1", "m2", "m10"])
+    config, report, results = earlier_folds
+    monkeypatch.setattr("bio_mrc.harness.comparison_splits.folds_of_distinct_questions", by_question)
+    folds = resolve_splits(config, FIXTURES).folds
+    expected = [id_set_hash(ex.id for ex in held_out.examples) for _, held_out in folds]
+    assert len(set(expected)) == 2 and all(cell.fold_question_hashes == expected for cell in results.cells)
+    again, _ = compare(config, FIXTURES, tmp_path / "out", cells_from=report)
+    assert [cell.fold_question_hashes for cell in again.cells] == [expected]
+    assert again.cells[0].scored_in["date"] == results.date and not (tmp_path / "out" / "models").exists()
+
+
+def test_cells_whose_folds_held_out_other_questions_are_refused(earlier_folds, tmp_path):
+    """Folds now drawn by context (MultiSpanQA has no title) hold out other questions than the report's did: its cells
+    would be paired question by question with cells scored by models that trained on some of those questions."""
+    config, report, _ = earlier_folds
+    with pytest.raises(ConfigError, match=rf"^cells_from='{report}': cell 0 \(span-only/span, seed 1\) held out other questions "
+                                          r"in fold 1 of 2 than this comparison's fold 1 holds out \(their hash [0-9a-f]{16} there, "
+                                          r"[0-9a-f]{16} here\), so its scores cannot be paired with this comparison's; rename the "
+                                          r"run here to train it anew, or drop cells_from$"):
+        compare(config, FIXTURES, tmp_path / "out", cells_from=report)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_cross_validation_cell_that_does_not_record_its_folds_is_refused(earlier_folds, tmp_path, monkeypatch):
+    """A report written before cells recorded their folds' questions cannot say whether its folds are this draw's."""
+    config, report, _ = earlier_folds
+    older = json.loads(report.read_text())
+    for cell in older["cells"]:
+        cell.pop("fold_question_hashes", None)
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    monkeypatch.setattr("bio_mrc.harness.comparison_splits.folds_of_distinct_questions", by_question)  # the same draw
+    with pytest.raises(ConfigError, match=r"cell 0 \(span-only/span, seed 1\) does not record which questions each cross-validation "
+                                          r"fold held out \(a report written before cells recorded them\), so its scores cannot "
+                                          r"be paired"):
+        compare(config, FIXTURES, tmp_path / "out", cells_from=tmp_path / "older.json")
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_multispan_benchmarks_refuse_a_report_of_other_folds_before_any_model_loads(monkeypatch):
+    """``benchmarks/multispan_count_oracle.py`` (and the out-of-fold tuning, which reads the report through it) checks
+    each cell's folds as ``--cells-from`` does."""
+    import importlib
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from bio_mrc.data.article_splits import id_set_hash
+    from bio_mrc.harness.comparison_splits import Split
+    from bio_mrc.harness.results import Cell
+    from bio_mrc.types import Example
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "benchmarks"))
+    oracle = importlib.import_module("multispan_count_oracle")
+    held_out = [Split([Example(qid, "q?", "c.", [])], "multispanqa", qid) for qid in ("a", "b")]
+    splits = SimpleNamespace(folds=[(held_out[1], held_out[0]), (held_out[0], held_out[1])])
+    cell = lambda hashes: Cell("reader", "span", 42, "m", ["x", "y"], 0.0, fold_question_hashes=hashes)  # noqa: E731
+    oracle.check_folds("r.json", {"span": cell([id_set_hash(["a"]), id_set_hash(["b"])])}, splits)
+    with pytest.raises(SystemExit, match=r"^error: r.json: the span decoding's cell \(run 'reader', seed 42\) held out other "
+                                         r"questions in fold 1 of 2 "):
+        oracle.check_folds("r.json", {"span": cell([id_set_hash(["b"]), id_set_hash(["a"])])}, splits)
+    with pytest.raises(SystemExit, match=r"does not record which questions each cross-validation fold held out"):
+        oracle.check_folds("r.json", {"span": cell(None)}, splits)

@@ -4,7 +4,8 @@ of questions share."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable, Sequence
+import json
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -158,3 +159,8 @@ def distinct_questions(examples: Sequence[Example]) -> int:
 def question_set_hash(examples: Sequence[Example]) -> str:
     """A short fingerprint of the evaluated question ids, in order, for reports."""
     return hashlib.sha256("\n".join(ex.id for ex in examples).encode()).hexdigest()[:16]
+
+
+def id_set_hash(ids: Iterable[str]) -> str:
+    """A short fingerprint of a set of question ids, whatever their order (a cross-validation fold's held-out ones)."""
+    return hashlib.sha256(json.dumps(sorted(ids)).encode("ascii")).hexdigest()[:16]

@@ -46,7 +46,8 @@ from .results import PER_QUESTION, Cell, ComparisonResults
 from .scoring import (PREDICTION_SET, cells_code_fingerprint, finish_cell, note_prediction_files, prediction_file_names, score_model,
                       timed_windows, tuned_decoding)
 from .summary_records import CellKey
-from .comparison_splits import Split, Splits, check_data_dir, check_disjoint, cross_validation_folds, joined_split, resolve_split
+from .comparison_splits import (Split, Splits, check_data_dir, check_disjoint, cross_validation_folds, held_out_hashes, joined_split,
+                                resolve_split)
 
 
 def resolve_splits(config: CompareConfig, data_dir: Path) -> Splits:
@@ -92,7 +93,8 @@ def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: 
         return None
     questions = {"eval_ids": splits.eval.ids, "eval_task": splits.eval.task,
                  "tune": splits.tune.describe()["question_hash"] if splits.tune else None,
-                 "train": {run.name: None if splits.folds else splits.train_for(run).describe()["question_hash"] for run in config.runs}}
+                 "train": {run.name: None if splits.folds else splits.train_for(run).describe()["question_hash"] for run in config.runs},
+                 "folds": held_out_hashes(splits.folds) if splits.folds else None}
     return load_earlier_cells(cells_from, config, questions)
 
 
@@ -286,7 +288,8 @@ def _score_folds(
         cells.append(Cell.from_json({
             **cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds, **_fold_settings(fold_settings, decoding),
             "train_seconds": train_seconds, "train_seconds_partial": partial_any, "reused_model": reused_all,
-            "train_questions": len(folds[0][0].examples)}, f"{CellKey(run.name, decoding)}, seed {seed}"))
+            "train_questions": len(folds[0][0].examples), "fold_question_hashes": held_out_hashes(folds)},
+            f"{CellKey(run.name, decoding)}, seed {seed}"))
     return cells, pool_browser_data(browser_parts, splits.eval.ids)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import registry
 from ..data.sources import is_hub_id, locate, split_spec
-from ..data.article_splits import (distinct_questions, folds_of_distinct_questions, paragraphs, question_set_hash,
+from ..data.article_splits import (distinct_questions, folds_of_distinct_questions, id_set_hash, paragraphs, question_set_hash,
                                    shared_questions_and_contexts, split_by_article)
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
@@ -174,6 +174,12 @@ def cross_validation_folds(split: Split, folds: int, seed: int) -> list[tuple[Sp
          split.subset(test, f"{split.description} (fold {k + 1} of {folds})"))
         for k, (train, test) in enumerate(pairs)
     ]
+
+
+def held_out_hashes(folds: list[tuple[Split, Split]]) -> list[str]:
+    """Which questions each fold holds out, as a cross-validation cell records them: a short hash of their sorted ids
+    (the config alone does not fix them: the code that draws the folds does too)."""
+    return [id_set_hash(held_out.ids) for _, held_out in folds]
 
 
 def check_no_question_in_two_parts(parts: list[Split]) -> None:

@@ -5,7 +5,8 @@ models of the earlier sittings are not always at hand; their ``report.json`` is 
 ``report.json.xz``), with every cell's per-question scores. Reading those cells back lets a later
 sitting add runs to the same report without training or scoring the earlier ones again. They are
 reused only where the report is this comparison's: the same evaluation questions in the same order,
-the same tuning and training questions, decoding options and run settings; anything else is an error.
+the same tuning and training questions (in cross-validation, the same questions held out in each fold),
+decoding options and run settings; anything else is an error.
 """
 
 from __future__ import annotations
@@ -100,8 +101,9 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
     """The cells of ``path`` this comparison can reuse: those of its runs and seeds.
 
     ``questions`` describes this comparison's questions: ``eval_ids`` (in order), ``eval_task`` (the task they are
-    scored as), and the question
-    hashes of ``tune`` and of each run's training split (``train``: run name -> hash; None for folds).
+    scored as), the question hashes of ``tune`` and of each run's training split (``train``: run name -> hash; None
+    for folds), and in cross-validation which questions each fold holds out (``folds``:
+    :func:`~.comparison_splits.held_out_hashes`).
     """
     saved = read_report(path)
     earlier = saved.results
@@ -120,8 +122,9 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
             _check_same(path, f"run {run.name!r}'s training questions", trained_on.get("question_hash"), questions["train"][run.name])
     wanted = {(run.name, seed) for run in config.runs for seed in config.run_seeds(run)}
     by_model: dict[tuple[str, int], list[Cell]] = {}
-    for cell in earlier.cells:
+    for number, cell in enumerate(earlier.cells):
         if (cell.run, cell.seed) in wanted:
+            _check_folds(path, number, cell, questions.get("folds"))
             by_model.setdefault((cell.run, cell.seed), []).append(cell)
     for run in config.runs:
         for seed in config.run_seeds(run):
@@ -131,6 +134,32 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
                                   f"not every decoding of its heads ({', '.join(available_decodings(run.train.heads))})")
     source = {"path": str(path), "date": earlier.date, "package_version": earlier.package_version, "code": earlier.code}
     return EarlierCells(source, by_model)
+
+
+def fold_problem(cell: Cell, folds: list[str]) -> str | None:
+    """What keeps a cross-validation cell from being paired with cells of the folds ``folds`` (which questions each
+    holds out: :func:`~.comparison_splits.held_out_hashes`), or None. A cell that does not record its folds' questions
+    is refused too: the draw is the code's as much as the config's (the task's ``folds`` function, how repeats and
+    shared paragraphs are grouped), and nothing else a report keeps tells which questions its folds held out."""
+    recorded = cell.fold_question_hashes
+    if recorded == folds:
+        return None
+    if recorded is None:
+        return "does not record which questions each cross-validation fold held out (a report written before cells recorded them)"
+    if len(recorded) != len(folds):
+        return f"records the held-out questions of {counted(len(recorded), 'fold')}, not of this comparison's {len(folds)}"
+    fold = next(k for k, (a, b) in enumerate(zip(recorded, folds)) if a != b)
+    return (f"held out other questions in fold {fold + 1} of {len(folds)} than this comparison's fold {fold + 1} holds out "
+            f"(their hash {recorded[fold]} there, {folds[fold]} here)")
+
+
+def _check_folds(path: str | Path, number: int, cell: Cell, folds: list[str] | None) -> None:
+    """A reused cross-validation cell held out each fold's questions as this comparison's folds do
+    (:func:`fold_problem`): its scores are paired question by question with those of the cells scored here."""
+    if folds is not None and (problem := fold_problem(cell, folds)):
+        raise ConfigError(f"{argument('cells_from', str(path))}: cell {number} ({cell.label}, seed {cell.seed}) {problem}, so its "
+                          f"scores cannot be paired with this comparison's; rename the run here to train it anew, or drop "
+                          f"{argument('cells_from')}")
 
 
 def _check_cell(source: str, number: int, cell: Cell, n_questions: int) -> None:

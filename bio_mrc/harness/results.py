@@ -150,6 +150,7 @@ _CELL_CHECKS = {
     "fold_model_dirs": _kind(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of folders"),
     "fold_bio_length_priors": _kind(lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v), "a list of numbers"),
     "fold_thresholds": _kind(lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v), "a list of numbers"),
+    "fold_question_hashes": _kind(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of hashes"),
 }
 
 
@@ -157,7 +158,7 @@ _CELL_CHECKS = {
 class Cell:
     """One model decoded one way on the evaluation questions: its per-question scores (SQuAD's ``em``/``f1``
     in 0..100, or MultiSpanQA's span ``counts``), answers, the settings it decoded with, its times, and
-    where it came from (a cross-validation cell: each fold's model and settings; a reused one: ``scored_in``).
+    where it came from (a cross-validation cell: each fold's model, settings and held-out questions; a reused one: ``scored_in``).
     A field that does not apply is None, and left out of the JSON."""
 
     run: str
@@ -188,6 +189,7 @@ class Cell:
     fold_bio_length_priors: list[float | None] | None = None
     fold_thresholds: list[float | None] | None = None
     fold_min_span_probabilities: list[float] | None = None
+    fold_question_hashes: list[str] | None = None  # which questions each fold held out (comparison_splits.held_out_hashes)
     scored_in: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
