@@ -164,6 +164,45 @@ def test_a_request_that_is_not_http_is_refused_in_json_naming_why_and_others_are
     assert refusal(data) == (status, {"detail": detail, "problems": [{"location": "request", "message": detail}]})
 
 
+HALF_CLOSED = {  # name: (what the client sends before it half-closes, the statuses of its answers)
+    "GET": (b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n", [200]),
+    "POST with a body": (POST_HEAD + b"content-length: %d\r\n\r\n%s" % (len(json.dumps(GOOD)), json.dumps(GOOD).encode()),
+                         [200]),
+    "two pipelined": (b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n" * 2, [200, 200]),
+    "a bad one": (POST_HEAD + b"content-length: 2\r\n\r\n[]", [422]),
+}
+
+
+@pytest.mark.parametrize("name", HALF_CLOSED)
+def test_a_client_that_half_closes_after_its_request_gets_its_answer(extractor, name):  # noqa: F811
+    """A client that shuts down its sending side once its request is sent (netcat, some proxies) got no answer: the
+    server closed the connection as soon as it read the end of what the client sent."""
+    sent, statuses = HALF_CLOSED[name]
+    with serving(extractor) as url, socket.create_connection(address(url), timeout=10) as sock:
+        sock.sendall(sent)
+        sock.shutdown(socket.SHUT_WR)
+        data, _ = read_until_closed(sock)
+    answers = []
+    while data:
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")))
+        answers.append((int(head.split()[1]), json.loads(rest[:length])))
+        data = rest[length:]
+    assert [status for status, _ in answers] == statuses
+    if name == "POST with a body":
+        assert len(answers[0][1]["results"]) == 1
+
+
+def test_a_client_that_half_closes_with_its_request_unfinished_is_closed_at_once(extractor):  # noqa: F811
+    """Its request can never end: the connection closes, as before, unanswered and without waiting for the body."""
+    with serving(extractor, request_timeout_s=30) as url, socket.create_connection(address(url), timeout=10) as sock:
+        sock.sendall(POST_HEAD + b"content-length: 100\r\n\r\n{")
+        sock.shutdown(socket.SHUT_WR)
+        data, seconds = read_until_closed(sock)
+        assert httpx.get(url + "/health", timeout=10).status_code == 200
+    assert data == b"" and seconds < 10
+
+
 def read_response(sock: socket.socket) -> bytes:
     """One whole response with a content-length, read from ``sock``."""
     data = b""

@@ -1,9 +1,11 @@
 """bio-mrc serve refuses, in the JSON every refusal has, what a request's line and headers ask that it cannot do: an
 HTTP version other than 1.0 and 1.1 (505), an expectation other than 100-continue (417), a body in a content coding
-(415); and a path it does not serve, a near miss of /answer included, is a 404 naming the path meant."""
+(415), a WebSocket (400), each before the Host header is checked; and a path it does not serve, a near miss of /answer
+included, is a 404 naming the path meant."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import socket
@@ -11,13 +13,16 @@ import socket
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from starlette.testclient import WebSocketDenialResponse
 
+from bio_mrc.serving import server
 from bio_mrc.serving.app import create_app
 from bio_mrc.serving.config import ServeConfig
+from bio_mrc.serving.helper_process import HelperProcess
 from bio_mrc.serving.request_head import unmet_head
 
 from .test_serve import GOOD, extractor, model_dir, operator_lines, running  # noqa: F401  (fixtures)
-from .test_serve_connections import address, read_until_closed, refusal, serving
+from .test_serve_connections import address, free_port, read_until_closed, refusal, serving
 
 OFFERED = "it answers POST /answer, GET /health (its API is described at /docs)"
 
@@ -99,3 +104,77 @@ def test_a_near_miss_of_answer_is_a_404_over_http_too(extractor):  # noqa: F811
         response = httpx.post(url + "/answer/", json=GOOD, timeout=60)
     assert response.status_code == 404 and response.json()["detail"] == (
         f"no path '/answer/' on this server (did you mean /answer?); {OFFERED}")
+
+
+@contextlib.contextmanager
+def served(monkeypatch, extractor):  # noqa: F811
+    """The application ``run_server`` serves (its middleware and uvicorn settings), under uvicorn: its base URL."""
+    calls = []
+    monkeypatch.setattr(server.AnswerExtractor, "from_pretrained", lambda *args, **kwargs: extractor)
+    monkeypatch.setattr(HelperProcess, "start", lambda self: None)  # it starts with its first work, if any comes
+    monkeypatch.setattr(server, "serve_until_stopped", lambda app, host, port, **options: calls.append((app, options)))
+    server.run_server("tiny-joint", ServeConfig(port=free_port()))
+    ((app, options),) = calls
+    with running(app, **options["connections"]) as url:
+        yield url
+
+
+def sent_raw(url: str, request: bytes) -> bytes:
+    """What the server answers ``request`` before it closes the connection."""
+    with socket.create_connection(address(url), timeout=10) as sock:
+        sock.sendall(request)
+        data, _ = read_until_closed(sock)
+    return data
+
+
+WEBSOCKET = (b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+             b"Sec-WebSocket-Version: 13\r\n")
+NO_WEBSOCKETS = ("the request asks to switch to a WebSocket (its Upgrade header), which this server does not speak: it "
+                 "answers HTTP requests with JSON bodies; send the request without Upgrade: websocket (POST /answer takes "
+                 "the questions)")
+
+
+@pytest.mark.parametrize("path", ["/answer", "/health", "/nowhere"])
+def test_a_websocket_handshake_is_a_400_in_json_saying_the_server_speaks_none(monkeypatch, extractor, path):  # noqa: F811
+    """It got Starlette's 403 with an empty body, which reads as a permission refused and says nothing of why."""
+    with served(monkeypatch, extractor) as url:
+        data = sent_raw(url, b"GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n" % (path.encode(), WEBSOCKET))
+        lowered = sent_raw(url, b"GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n" % (path.encode(), WEBSOCKET.lower()))
+        # another protocol offered (curl --http2 on http://) is ignored, as HTTP allows: the request is answered
+        h2c = sent_raw(url, b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, HTTP2-Settings, close\r\n"
+                            b"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n")
+    assert refusal(data) == refused(400, NO_WEBSOCKETS, "request") == refusal(lowered)
+    assert h2c.startswith(b"HTTP/1.1 200 OK\r\n") and json.loads(h2c.partition(b"\r\n\r\n")[2])["status"] == "ok"
+
+
+def test_a_websocket_handshake_reaching_the_application_is_refused_so_too(extractor):  # noqa: F811
+    """``create_app`` under an ASGI server that speaks WebSocket (uvicorn with wsproto installed, Starlette's test
+    client) answered Starlette's bare 403."""
+    with TestClient(create_app(extractor, ServeConfig(max_batch_size=4))) as client:
+        with pytest.raises(WebSocketDenialResponse) as denied:
+            client.websocket_connect("/answer").__enter__()
+    assert (denied.value.status_code, denied.value.json()) == refused(400, NO_WEBSOCKETS, "request")
+
+
+def test_a_websocket_is_asked_by_upgrade_and_connection_together():
+    def head(**headers):
+        return {"type": "http", "headers": [(name.encode(), value.encode()) for name, value in headers.items()]}
+
+    assert unmet_head(head(upgrade="WebSocket/13, h2c", connection="keep-alive, Upgrade"))[0] == 400
+    assert unmet_head(head(upgrade="websocket")) is None  # no Connection: upgrade, no switch asked of this hop
+    assert unmet_head(head(upgrade="h2c", connection="upgrade")) is None
+
+
+@pytest.mark.parametrize("problem, status", [(b"GET /health HTTP/9.9\r\n", 505),
+                                             (b"GET /health HTTP/1.1\r\nExpect: bananas\r\n", 417),
+                                             (b"POST /answer HTTP/1.1\r\nContent-Encoding: gzip\r\n", 415),
+                                             (b"GET /health HTTP/1.1\r\n" + WEBSOCKET, 400)])
+def test_what_a_request_head_asks_is_refused_before_its_host_is_checked(monkeypatch, extractor, problem, status):  # noqa: F811
+    """A request with a Host naming another server and a version, expectation or coding the server cannot honour was
+    refused for its Host; HTTP reads the version, then the expectation and the framing, before the request's target."""
+    with served(monkeypatch, extractor) as url:
+        data = sent_raw(url, problem + b"Host: evil.example\r\nContent-Length: 0\r\n\r\n")
+        host_alone = sent_raw(url, b"GET /health HTTP/1.1\r\nHost: evil.example\r\n\r\n")
+    assert refusal(data)[0] == status and "Host" not in refusal(data)[1]["detail"]
+    assert refusal(host_alone) == refused(400, "the Host header 'evil.example' names no host this server answers to: send "
+                                               "one of 127.0.0.1, ::1, localhost", "body")

@@ -5,8 +5,8 @@ Every request is checked before any work: the schema (422), the number of questi
 texts (:meth:`AnswerExtractor.examples`: 422) and the decoding (one the model's heads allow: 422).
 Refusals answer with :class:`ErrorResponse` (``detail``, ``problems``); nothing answers with a
 traceback; a path not served is a 404 naming the one meant, never a redirect. Before the application,
-:class:`~.request_head.RequestHeadGuard` refuses a version, expectation or content coding it cannot honour (505, 417,
-415), :class:`~.open_requests.OpenRequestLimit` bounds the requests open at once
+:class:`~.request_head.RequestHeadGuard` refuses a version, expectation, content coding or WebSocket it cannot honour
+(505, 417, 415, 400), :class:`~.open_requests.OpenRequestLimit` bounds the requests open at once
 (503), :class:`~.guards.BodyGuard` bounds the body (413) and refuses JSON it will not read (400); a large body is
 parsed in the server's helper process, so the event loop keeps serving others. Each question is scheduled on its
 own (:mod:`.scheduler`), its windows in chunks, so requests share forward passes fairly; a request that outlives
@@ -52,7 +52,8 @@ STOPPING = ("the server is stopping: this request's questions not yet answered w
             "another server, or to this one once it is back)")
 _REFUSALS = {status: {"model": ErrorResponse, "description": description} for status, description in (
     (400, "the body is not UTF-8 JSON, repeats a key in one object, nests deeper than 32 levels or holds an "
-          "integer of more than 32 digits; or the Host header names another server"),
+          "integer of more than 32 digits; the Host header names another server; or the request asks for a WebSocket, "
+          "which the server does not speak"),
     (408, "the body was not all sent within the time the server gives a request: send it at once"),
     (413, "more questions than the server answers in one request (GET /health: limits.max_batch_size), or a body "
           "longer than any valid request"),

@@ -1,4 +1,4 @@
-"""Bounds on connections before a request reaches the application, as uvicorn's h11 protocol with four additions:
+"""Bounds on connections before a request reaches the application, as uvicorn's h11 protocol with five additions:
 
 * a connection must send a request's line and headers within ``head_timeout_s``, counted from its opening or from
   the first byte of its next request; past it the server answers 408 and closes it. uvicorn counts only the idle time
@@ -9,7 +9,10 @@
 * a client that reads none of its responses for ``read_timeout_s`` once the buffers to it are full has its connection
   closed: uvicorn waits for it for ever, its request holding a place among those open at once;
 * a request h11 cannot read is refused in the JSON every refusal has, naming h11's reason (uvicorn: a bare 400 in
-  plain text), and one whose answer has begun is closed (uvicorn's 400 after it raises a traceback in the log).
+  plain text), and one whose answer has begun is closed (uvicorn's 400 after it raises a traceback in the log);
+* a client that half-closes its connection once its request is sent (``shutdown(SHUT_WR)``, as netcat and some
+  proxies do) gets its answer, then the connection closes: uvicorn closed it as soon as it read the client's end, and
+  the request was answered to nobody.
 
 All build on uvicorn's ``H11Protocol`` beyond its settings, so they are used only on the uvicorn and h11 versions
 checked here (:func:`unsupported`); on any other the server runs uvicorn's own protocol and says so in its log.
@@ -48,7 +51,7 @@ def unsupported() -> str | None:
         if found is None or not versions[0] <= found < versions[1]:
             return f"{name} {getattr(module, '__version__', '?')} is not a version these bounds were checked on"
     needed = [name for name in ("connection_made", "connection_lost", "handle_events", "send_400_response", "pause_writing",
-                                "resume_writing")
+                                "resume_writing", "on_response_complete")
               if not hasattr(H11Protocol, name)]
     needed += [name for name in ("their_state", "our_state", "trailing_data", "next_event") if not hasattr(h11.Connection, name)]
     return f"uvicorn's h11 protocol lacks {', '.join(needed)}" if needed else None
@@ -70,7 +73,7 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
 
     ExplainedConnection = explained_connection()
 
-    class BoundedH11Protocol(ReadTimeout, H11Protocol):
+    class BoundedH11Protocol(ReadTimeout, HalfClose, H11Protocol):
         head_timeout_s: float
         max_connections: int
 
@@ -105,6 +108,9 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
         def send_400_response(self, msg: str) -> None:
             refuse_unreadable(self)
 
+        def _unsupported_upgrade_warning(self) -> None:  # uvicorn's advice to install a WebSocket library: none is used
+            self.logger.warning("Unsupported upgrade request.")
+
         def stop_head_timer(self) -> None:
             if self.head_timer is not None:
                 self.head_timer.cancel()
@@ -121,6 +127,29 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
     BoundedH11Protocol.head_timeout_s, BoundedH11Protocol.max_connections = head_timeout_s, max_connections
     BoundedH11Protocol.read_timeout_s = read_timeout_s
     return BoundedH11Protocol
+
+
+class HalfClose:
+    """The part of :func:`bounded_protocol`'s protocol that answers a client which has sent the end of its side of the
+    connection (a half-close): the requests it sent whole are answered, then the connection closes."""
+
+    client_ended = False
+
+    def eof_received(self) -> bool:
+        """True keeps the connection open to write the answer of a request read whole; a request still coming can
+        never end, so its connection closes now, as uvicorn closes it (its application hears the client gone)."""
+        self.client_ended = True
+        return self.answering()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # a next request read whole (pipelined) begins here
+        if self.client_ended and not self.answering() and not self.transport.is_closing():
+            self.transport.close()
+
+    def answering(self) -> bool:
+        """Whether a request read whole, its body included, is being answered."""
+        cycle = self.cycle
+        return cycle is not None and not cycle.response_complete and not cycle.more_body
 
 
 class ReadTimeout:

@@ -41,13 +41,14 @@ PARSED_BODY = "bio_mrc.parsed_body"  # the scope key holding the JSON document B
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?\d{%d,}' % (MAX_INT_DIGITS + 1), re.DOTALL)
 
 
-async def refuse(send, status: int, detail: str, headers: tuple = (), location: str = "body") -> None:
-    """Answer ``status`` with an ErrorResponse body, its one problem at ``location``, closing the connection."""
+async def refuse(send, status: int, detail: str, headers: tuple = (), location: str = "body", kind: str = "http") -> None:
+    """Answer ``status`` with an ErrorResponse body, its one problem at ``location``, closing the connection.
+    ``kind``: ``websocket.http`` answers a WebSocket handshake so (ASGI's WebSocket denial response)."""
     body = json.dumps({"detail": detail, "problems": [{"location": location, "message": detail}]}).encode()
-    await send({"type": "http.response.start", "status": status,
+    await send({"type": f"{kind}.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close"), *headers]})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": f"{kind}.response.body", "body": body})
 
 
 class BodyGuard:

@@ -43,7 +43,6 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     if missing:
         raise ConfigError(f"bio-mrc serve needs {' and '.join(missing)}: pip install 'bio_mrc[serve]'")
     from .app import create_app
-    from .guards import HostGuard, allowed_host_names
 
     config = config or ServeConfig()
     check_listenable(config.host, config.port)  # before the model loads
@@ -51,7 +50,7 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device, revision=revision)
     application = create_app(extractor, config)
     application.state.helper.start()  # ready before the first request: a long one does not wait for it to start
-    app = CutAtStop(HostGuard(application, allowed_host_names(config.host, config.allowed_hosts)))
+    app = guarded(application, config)
     at = f" at revision {revision}" if revision is not None else ""
     print(printable_line(f"serving {model_dir}{at} on http://{config.host}:{config.port} (API docs at /docs)"), file=sys.stderr)
     gc.collect()
@@ -62,6 +61,15 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
                             grace_s=config.stop_grace_s, connections=connection_settings(config))
     finally:
         sys.setswitchinterval(previous)
+
+
+def guarded(application: Any, config: ServeConfig) -> Any:
+    """``application`` as ``bio-mrc serve`` runs it: what its request heads ask checked first, in the order HTTP reads a
+    request (the version, the expectation, the framing), then the Host header, and a request cut at a stop answered."""
+    from .guards import HostGuard, allowed_host_names
+    from .request_head import RequestHeadGuard
+
+    return CutAtStop(RequestHeadGuard(HostGuard(application, allowed_host_names(config.host, config.allowed_hosts))))
 
 
 class CutAtStop:
@@ -119,7 +127,9 @@ def connection_settings(config: ServeConfig) -> dict[str, Any]:
     if protocol is None:
         warnings.warn(f"{argument('head_timeout_s')} and {argument('max_connections')} are off: {unsupported()}; a reverse "
                       "proxy in front bounds slow and idle clients (nginx: client_header_timeout)", InputWarning, stacklevel=2)
-    return {"http": protocol or "h11", "timeout_keep_alive": config.keep_alive_s,
+    # No WebSockets ("ws": "none"): a handshake reaches the application as an HTTP request, refused there in JSON,
+    # alike on every install (uvicorn hands it to a WebSocket library where one is installed, else answers it as HTTP).
+    return {"http": protocol or "h11", "ws": "none", "timeout_keep_alive": config.keep_alive_s,
             "h11_max_incomplete_event_size": config.max_head_bytes, "backlog": config.backlog}
 
 
