@@ -215,20 +215,8 @@ def reference_postprocess_qa_predictions(
         if version_2_with_negative and min_null_prediction is not None:
             prelim_predictions.append(min_null_prediction)
             null_score = min_null_prediction["score"]
-        predictions_ = sorted(prelim_predictions, key=lambda x: x["score"], reverse=True)[:n_best_size]
-        if version_2_with_negative and min_null_prediction is not None and not any(p["offsets"] == (0, 0) for p in predictions_):
-            predictions_.append(min_null_prediction)
-        context = example["context"]
-        for pred in predictions_:
-            offsets = pred.pop("offsets")
-            pred["text"] = context[offsets[0] : offsets[1]]
-        if len(predictions_) == 0 or (len(predictions_) == 1 and predictions_[0]["text"] == ""):
-            predictions_.insert(0, {"text": "empty", "start_logit": 0.0, "end_logit": 0.0, "score": 0.0})
-        scores = np.array([pred.pop("score") for pred in predictions_])
-        exp_scores = np.exp(scores - np.max(scores))
-        probs = exp_scores / exp_scores.sum()
-        for prob, pred in zip(probs, predictions_):
-            pred["probability"] = prob
+        predictions_ = _reference_nbest(prelim_predictions, min_null_prediction, example["context"],
+                                        version_2_with_negative, n_best_size)
         if not version_2_with_negative:
             all_predictions[example["id"]] = predictions_[0]["text"]
         else:
@@ -246,6 +234,25 @@ def reference_postprocess_qa_predictions(
     if output_dir is not None:
         _write_reference_files(output_dir, all_predictions, all_nbest_json, scores_diff_json if version_2_with_negative else None)
     return all_predictions
+
+
+def _reference_nbest(prelim_predictions, min_null_prediction, context, version_2_with_negative, n_best_size):
+    """One example's n-best list as the recipe builds it: the ``n_best_size`` best candidates (the null one added for
+    SQuAD 2.0 where they lack it), each given its text and its softmax probability over the list."""
+    predictions = sorted(prelim_predictions, key=lambda x: x["score"], reverse=True)[:n_best_size]
+    if version_2_with_negative and min_null_prediction is not None and not any(p["offsets"] == (0, 0) for p in predictions):
+        predictions.append(min_null_prediction)
+    for pred in predictions:
+        offsets = pred.pop("offsets")
+        pred["text"] = context[offsets[0] : offsets[1]]
+    if len(predictions) == 0 or (len(predictions) == 1 and predictions[0]["text"] == ""):
+        predictions.insert(0, {"text": "empty", "start_logit": 0.0, "end_logit": 0.0, "score": 0.0})
+    scores = np.array([pred.pop("score") for pred in predictions])
+    exp_scores = np.exp(scores - np.max(scores))
+    probs = exp_scores / exp_scores.sum()
+    for prob, pred in zip(probs, predictions):
+        pred["probability"] = prob
+    return predictions
 
 
 def _reference_window_candidates(start_logits, end_logits, offset_mapping, token_is_max_context, n_best_size, max_answer_length):

@@ -108,18 +108,22 @@ def as_keyword_args(args: tuple[object, ...]) -> tuple[object, ...]:
     return (as_keywords(marked), *args[1:]) if marked is not None else args
 
 
-class DataFormatError(BioMrcError, ValueError):
-    """An input file or record does not fit the expected layout.
-
-    ``problem`` says what is wrong, ``record`` names the record (a question id, or an
-    article title when there is no id to name) and ``source`` the file.
-    """
+class _LocatedError(BioMrcError):
+    """An error whose message ends with where its problem was found: ``source`` (a file, a model) and ``record``."""
 
     def __init__(self, problem: str, record: str | None = None, source: str | None = None) -> None:
         where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
         super().__init__(f"{problem} ({where})" if where else problem)
         self.record, self.source = record, source
         self._keep_problem(problem)
+
+
+class DataFormatError(_LocatedError, ValueError):
+    """An input file or record does not fit the expected layout.
+
+    ``problem`` says what is wrong, ``record`` names the record (a question id, or an
+    article title when there is no id to name) and ``source`` the file.
+    """
 
 
 class ModelFormatError(BioMrcError, ValueError):
@@ -131,15 +135,9 @@ class ModelFormatError(BioMrcError, ValueError):
         self._keep_problem(problem)
 
 
-class ModelOutputError(BioMrcError, ValueError):
+class ModelOutputError(_LocatedError, ValueError):
     """A model's forward pass gave a question scores no decoding can read (NaN or infinity): a damaged model, or a
     forward pass that overflowed. ``record`` names the question, ``source`` the model."""
-
-    def __init__(self, problem: str, record: str | None = None, source: str | None = None) -> None:
-        where = ", ".join(part for part in (f"in {source}" if source else "", f"record {record!r}" if record else "") if part)
-        super().__init__(f"{problem} ({where})" if where else problem)
-        self.record, self.source = record, source
-        self._keep_problem(problem)
 
 
 class ConfigError(BioMrcError, ValueError):

@@ -73,13 +73,11 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
 
     ExplainedConnection = explained_connection()
 
-    class BoundedH11Protocol(ReadTimeout, HalfClose, H11Protocol):
-        head_timeout_s: float
+    class BoundedH11Protocol(HeadTimeout, ReadTimeout, HalfClose, H11Protocol):
         max_connections: int
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.head_timer: Any = None
             self.max_head_bytes = self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
             self.conn = ExplainedConnection(h11.SERVER, self.max_head_bytes)
 
@@ -91,7 +89,7 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
                 close_with(transport, 503, "the server holds as many connections as it takes at once: try again "
                                            "shortly", b"retry-after: 1\r\n")
                 return
-            self.head_timer = self.loop.call_later(self.head_timeout_s, self.head_timed_out)
+            self.start_head_timer()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self.stop_head_timer()
@@ -103,7 +101,7 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
             if self.conn.their_state is not h11.IDLE:  # the head has come (or the connection failed)
                 self.stop_head_timer()
             elif self.conn.trailing_data[0] and self.head_timer is None and not self.transport.is_closing():
-                self.head_timer = self.loop.call_later(self.head_timeout_s, self.head_timed_out)  # a next request begins
+                self.start_head_timer()  # a next request begins
 
         def send_400_response(self, msg: str) -> None:
             refuse_unreadable(self)
@@ -111,22 +109,36 @@ def bounded_protocol(head_timeout_s: float, max_connections: int, read_timeout_s
         def _unsupported_upgrade_warning(self) -> None:  # uvicorn's advice to install a WebSocket library: none is used
             self.logger.warning("Unsupported upgrade request.")
 
-        def stop_head_timer(self) -> None:
-            if self.head_timer is not None:
-                self.head_timer.cancel()
-                self.head_timer = None
-
-        def head_timed_out(self) -> None:
-            self.head_timer = None
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-                tell_operator("head", f"a connection did not send a request's line and headers within "
-                                      f"{self.head_timeout_s:g} s (--head-timeout-s): answered 408 and closed")
-                close_with(self.transport, 408, f"the request line and headers were not all sent within "
-                                                f"{self.head_timeout_s:g} s: send them at once")
-
     BoundedH11Protocol.head_timeout_s, BoundedH11Protocol.max_connections = head_timeout_s, max_connections
     BoundedH11Protocol.read_timeout_s = read_timeout_s
     return BoundedH11Protocol
+
+
+class HeadTimeout:
+    """The part of :func:`bounded_protocol`'s protocol that answers 408 and closes a connection which has not sent a
+    request's line and headers within ``head_timeout_s`` of its timer's start (the connection's opening, or the first
+    byte of its next request)."""
+
+    head_timeout_s: float
+    head_timer: Any = None
+
+    def start_head_timer(self) -> None:
+        self.head_timer = self.loop.call_later(self.head_timeout_s, self.head_timed_out)
+
+    def stop_head_timer(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+
+    def head_timed_out(self) -> None:
+        import h11
+
+        self.head_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            tell_operator("head", f"a connection did not send a request's line and headers within "
+                                  f"{self.head_timeout_s:g} s (--head-timeout-s): answered 408 and closed")
+            close_with(self.transport, 408, f"the request line and headers were not all sent within "
+                                            f"{self.head_timeout_s:g} s: send them at once")
 
 
 class HalfClose:

@@ -126,20 +126,31 @@ def train_model(
     checkpoint = checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
     clock = TrainingClock(time.perf_counter(), TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0)
     trainer = build_trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock], evaluator)
-    # writes_named: a full disk while saving a checkpoint is one line, the checkpoints so far kept
-    with writes_named(output_dir), progress_bars(progress):
-        outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-    result = TrainResult(output_dir, clock.seconds(), len(examples), len(trainer.train_dataset),
-                         _sitting_loss(_mean_over_processes(trainer, outcome.training_loss), trainer.state.global_step, checkpoint))
+    result = _train_sitting(trainer, checkpoint, clock, output_dir, len(examples), progress)
     if non_finite_weights(trainer.model):
         _refuse_diverged(trainer, config, output_dir, save_checkpoints)
     with writes_named(output_dir), progress_bars(progress):
         saved = save_final_model(trainer, tokenizer, output_dir, _run_record(result, config, encoder, clock.earlier_seconds, checkpoint,
                                                                              choices, _unanswerable(examples), _training_questions(examples, config)))
-    if trainer.is_world_process_zero():
-        remove_checkpoints(Path(args.output_dir), save_checkpoints)
-    push_final_model(trainer, output_dir, saved)
+    _remove_checkpoints_and_push(trainer, output_dir, saved, save_checkpoints)
     return result
+
+
+def _train_sitting(trainer: HeadRateTrainer, checkpoint: Path | None, clock: TrainingClock, output_dir: Path,
+                   n_examples: int, progress: bool) -> TrainResult:
+    """Train from ``checkpoint`` (None: from the start); the result of the run, its loss this sitting's."""
+    # writes_named: a full disk while saving a checkpoint is one line, the checkpoints so far kept
+    with writes_named(output_dir), progress_bars(progress):
+        outcome = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    return TrainResult(output_dir, clock.seconds(), n_examples, len(trainer.train_dataset),
+                       _sitting_loss(_mean_over_processes(trainer, outcome.training_loss), trainer.state.global_step, checkpoint))
+
+
+def _remove_checkpoints_and_push(trainer: HeadRateTrainer, output_dir: Path, saved: Sequence[str], save_checkpoints: bool) -> None:
+    """Once the model is saved: its checkpoints are removed (by the first process alone), then it is pushed where asked."""
+    if trainer.is_world_process_zero():
+        remove_checkpoints(Path(trainer.args.output_dir), save_checkpoints)
+    push_final_model(trainer, output_dir, saved)
 
 
 def _fresh_model(config: TrainConfig, choices: dict[str, Any], progress: bool, resumed: Path | None):
