@@ -52,7 +52,12 @@ max answer length 30 tokens) -> ``write_prediction_files`` (predictions,
 n-best and na-prob files). Its stages are timed separately.
 
 Agreement is the share of questions whose answer text is identical; every
-difference is classified from the reference's own logits (see ``classify``).
+difference is classified from the reference's own logits (see ``classify``): the
+recipe's pruning, BERT's maximum-context rule (ours reads each span only in the
+window where its first token has the most context among those holding the whole
+span, the recipe in every window; tested on the recipe's windows as
+``bench_postprocess.py`` tests it, ``recipe_max_context.py``), float noise in a
+near-tie, or logits that differ.
 Official v1.1 EM/F1 of both are printed.
 
     python benchmarks/bench_inference.py [--limit 1000] [--repeats 1] [--model DIR] [--max-seq-length 384 --doc-stride 128]
@@ -90,6 +95,7 @@ from bio_mrc.inference import TrainedModel, write_prediction_files
 from bio_mrc.inference.forward import as_runner, window_logits, window_outputs
 from bio_mrc.metrics.squad_official import squad_metrics
 from bio_mrc.precision import default_device
+from recipe_max_context import MAX_CONTEXT_REASON, Searched, max_context_of, rows_by_question, rule_explains, search
 from reference_recipe import (
     MAX_ANSWER_LENGTH,
     N_BEST,
@@ -218,10 +224,15 @@ def exact_reference_answers(features: datasets.Dataset, logits, examples: datase
     return result
 
 
-def classify(qid: str, ref: str, ours: str, exact: dict[str, tuple[str, float, float]]) -> str:
+def classify(qid: str, ref: str, ours: str, exact: dict[str, tuple[str, float, float]], searched: Searched) -> str:
+    """Why the reference's answer ``ref`` is not ours, on the reference's own logits: ``exact`` (the exact band
+    search's best, unpruned and without the rule) and ``searched`` (``recipe_max_context.search``: the best span
+    under BERT's maximum-context rule, which ours applies, and the recipe's own top candidate)."""
     text, score, runner = exact.get(qid, ("", -np.inf, -np.inf))
     if text == ours:
         return "reference's top-20 x top-20 pruning missed the best span (its own logits' exact best is ours)"
+    if rule_explains(ref, ours, text, searched):
+        return MAX_CONTEXT_REASON
     if text == ref and score - runner < 1e-3:
         return "near-tie flipped by padding-dependent float noise in the logits (margin < 1e-3)"
     if text == ref:
@@ -417,14 +428,17 @@ def print_differences(runs: Runs) -> None:
     if not differing:
         return
     exact = exact_reference_answers(runs.ref_features, runs.ref_logits, _examples_dataset(runs.squad.examples))
-    reasons = collections.Counter(classify(q, ref_answers[q], our_answers[q], exact) for q in differing)
+    held, rows_of = max_context_of(runs.ref_features), rows_by_question(runs.ref_features)
+    contexts = {ex.id: ex.context for ex in runs.squad.examples}
+    reason = {q: classify(q, ref_answers[q], our_answers[q], exact,
+                          search(runs.ref_features, rows_of[q], runs.ref_logits, contexts[q], held)) for q in differing}
     print("differences by reason:")
-    for reason, count in reasons.most_common():
-        print(f"  {count:4d}  {reason}")
+    for text, count in collections.Counter(reason.values()).most_common():
+        print(f"  {count:4d}  {text}")
     print("first differing questions (id | reference | ours | reason):")
     for qid in differing[:10]:
         margin = exact[qid][1] - exact[qid][2] if qid in exact else float("nan")
-        print(f"  {qid} | {ref_answers[qid]!r} | {our_answers[qid]!r} | {classify(qid, ref_answers[qid], our_answers[qid], exact)}"
+        print(f"  {qid} | {ref_answers[qid]!r} | {our_answers[qid]!r} | {reason[qid]}"
               f" | margin of the reference's exact best {margin:.3g}")
 
 

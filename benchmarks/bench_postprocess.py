@@ -28,8 +28,8 @@ prior), which the recipe has no counterpart for.
 Agreement: every question's answer text is compared. Every difference is classified on the
 reference's own logits and offsets: the exact best span (``bench_inference.exact_reference_answers``,
 bio_mrc's band search) and, independently, a brute-force search over every (start, end) pair of
-the question's windows, with BERT's maximum-context rule computed here on the recipe's windows
-(``max_context_rule``: a span is read only in the window where its first token has the most
+the question's windows, with BERT's maximum-context rule computed on the recipe's windows
+(``recipe_max_context.py``, shared with ``bench_inference.py``: a span is read only in the window where its first token has the most
 context among those holding the whole span, as ours decodes). A difference is the recipe's pruning where ours is the best span under
 the rule and the recipe's answer scores lower (or is its ``"empty"`` placeholder); it is the rule
 where ours is that best span and the recipe's span (its own top candidate, found again) starts on
@@ -70,10 +70,18 @@ from bio_mrc.decoding.postprocess import DecodeConfig, decode
 from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.inference import TrainedModel
 from bio_mrc.inference.forward import window_outputs
+from recipe_max_context import (
+    MAX_CONTEXT,
+    MAX_CONTEXT_REASON,
+    Searched,
+    held_best,
+    max_context_of,
+    rule_explains,
+    rule_window_candidates,
+    rows_by_question,
+    search,
+)
 from reference_recipe import (
-    MAX_ANSWER_LENGTH,
-    N_BEST,
-    _reference_window_candidates,
     reference_load_squad,
     reference_postprocess_qa_predictions,
     reference_prepare_validation_features,
@@ -169,144 +177,9 @@ def run_ours(features, logits, examples, decoding: str, config: DecodeConfig) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# Agreement diagnosis: brute force over every pair, independent of bio_mrc
+# Agreement diagnosis: brute force over every pair, independent of bio_mrc (recipe_max_context.py)
 # ---------------------------------------------------------------------------------------------
 
-
-def max_context_rule(offsets_of_windows: list[list]) -> list[np.ndarray]:
-    """Per window of one question, per position: the first position a span starting there is read to, the window's
-    length where none is. BERT's rule among the windows that hold the whole span: a span is read in the window where
-    its first token has the most context (``_check_is_max_context``: ``min(left, right) + 0.01 * the window's context
-    length``, the earlier window where two tie) among those holding both its tokens. So a window reads a start unless
-    a later one gives it more context, and reads only the ends that the last earlier window giving it as much context
-    lacks. A token is known across windows by its characters and its rank among the window's tokens of the same
-    characters; positions outside the context (offsets ``None``) start nothing."""
-    keys_of_windows, scores = [], []
-    for offsets in offsets_of_windows:
-        positions = [p for p, o in enumerate(offsets) if o is not None]
-        seen: collections.Counter = collections.Counter()
-        keys, score = {}, {}
-        for k, p in enumerate(positions):
-            chars = tuple(offsets[p])
-            keys[p] = (*chars, seen[chars])
-            seen[chars] += 1
-            score[keys[p]] = min(k, len(positions) - 1 - k) + 0.01 * len(positions)
-        keys_of_windows.append(keys)
-        scores.append(score)
-    return [_first_ends(window, offsets, keys_of_windows, scores) for window, offsets in enumerate(offsets_of_windows)]
-
-
-def _first_ends(window: int, offsets: list, keys_of_windows: list[dict], scores: list[dict]) -> np.ndarray:
-    """:func:`max_context_rule` of one window."""
-    first_end = np.full(len(offsets), len(offsets), dtype=np.int64)
-    keys = keys_of_windows[window]
-    position_of = {key: p for p, key in keys.items()}
-    for p, key in keys.items():
-        mine = scores[window][key]
-        if any(scores[later].get(key, -np.inf) > mine for later in range(window + 1, len(scores))):
-            continue
-        behind = [w for w in range(window) if scores[w].get(key, -np.inf) >= mine]
-        if not behind:
-            first_end[p] = p
-            continue
-        earlier = keys_of_windows[behind[-1]]
-        last = earlier[max(earlier)]  # the last token the earlier window holds: ends up to it are read there
-        first_end[p] = position_of[last] + 1 if last in position_of else len(offsets)
-    return first_end
-
-
-def max_context_of(ref_features) -> list[np.ndarray]:
-    """:func:`max_context_rule` of every window, question by question (windows in file order)."""
-    rows_of = collections.defaultdict(list)
-    for row, qid in enumerate(ref_features["example_id"]):
-        rows_of[qid].append(row)
-    offsets = ref_features["offset_mapping"]
-    held: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(offsets)
-    for rows in rows_of.values():
-        for row, first_end in zip(rows, max_context_rule([offsets[row] for row in rows])):
-            held[row] = first_end
-    return held
-
-
-def rule_window_candidates(start_logits, end_logits, offset_mapping, first_end: np.ndarray, n_best_size, max_answer_length):
-    """The recipe's candidates of one window with the rule (:func:`max_context_rule`): its own
-    ``token_is_max_context`` check marks the starts read, and a start's ends before its first end are dropped."""
-    check = {str(p): bool(q < len(first_end)) for p, q in enumerate(first_end)}
-    candidates = _reference_window_candidates(start_logits, end_logits, offset_mapping, check, n_best_size, max_answer_length)
-    return [c for c in candidates if rule_reads(offset_mapping, first_end, *c["offsets"])]
-
-
-def rule_reads(offsets: list, first_end: np.ndarray, first: int, last: int) -> bool:
-    """Whether the rule reads the span of characters ``first..last`` in this window (its first token starting at
-    ``first``): its start is read here and its end lies at or past the start's first end."""
-    position = next(p for p, o in enumerate(offsets) if o is not None and o[0] == first)
-    q = int(first_end[position])
-    return q < len(offsets) and (q <= position or last > offsets[q - 1][1])
-
-
-@dataclasses.dataclass(frozen=True)
-class Searched:
-    """A question's spans on the reference's logits. By a brute-force search of every (i, j) of its windows (both
-    in the context, 0 <= j - i < 30): the best span, and the best the rule reads in its window (``held``:
-    :func:`max_context_rule`, which ours applies). By the recipe's own candidates: the span it answers with, its
-    score and whether the rule reads it in its window (-inf and None where it has none)."""
-
-    best_text: str
-    best: float
-    held_text: str
-    held_best: float
-    ref_text: str
-    ref_score: float
-    ref_held: bool | None
-
-
-def pair_scores(offsets: list, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """One window's ``s_i + e_j`` (float64) at ``[i, j]`` over every pair, -inf where the pair is no span."""
-    valid = np.array([o is not None for o in offsets])
-    length = len(offsets)
-    s, e = start[:length].astype(np.float64), end[:length].astype(np.float64)
-    i, j = np.meshgrid(np.arange(length), np.arange(length), indexing="ij")
-    ok = valid[i] & valid[j] & (j >= i) & (j - i < MAX_ANSWER_LENGTH)
-    return np.where(ok, s[:, None] + e[None, :], -np.inf)
-
-
-def brute_force(ref_features, rows: list[int], start: np.ndarray, end: np.ndarray, context: str,
-                held: list[np.ndarray]) -> dict[str, tuple[str, float]]:
-    """The best span of the windows ``rows`` of one question, and the best the rule reads in its window (``held[row]``:
-    :func:`max_context_of`): ``{"best": (text, score), "held": (text, score)}``."""
-    found = {"best": ("", -np.inf), "held": ("", -np.inf)}
-    for row in rows:
-        offsets = ref_features[row]["offset_mapping"]
-        scores = pair_scores(offsets, start[row], end[row])
-        read = np.arange(len(offsets))[None, :] >= held[row][: len(offsets), None]
-        for name, allowed in (("best", scores), ("held", np.where(read, scores, -np.inf))):
-            k = int(np.argmax(allowed))
-            if allowed.flat[k] > found[name][1]:
-                i, j = divmod(k, len(offsets))
-                found[name] = (context[offsets[i][0] : offsets[j][1]], float(allowed.flat[k]))
-    return found
-
-
-def recipe_choice(ref_features, rows: list[int], start: np.ndarray, end: np.ndarray, context: str,
-                  held: list[np.ndarray], rule: bool) -> tuple[str, float, bool | None]:
-    """The span the recipe answers one question with (the first of its candidates by score, as it ranks them; with
-    the rule applied where ``rule``: :func:`rule_window_candidates`): its text, its score and whether the rule reads it
-    in its window; ``("", -inf, None)`` where it has no candidate."""
-    chosen = None
-    for row in rows:
-        offsets = ref_features[row]["offset_mapping"]
-        candidates = (rule_window_candidates(start[row], end[row], offsets, held[row], N_BEST, MAX_ANSWER_LENGTH) if rule
-                      else _reference_window_candidates(start[row], end[row], offsets, None, N_BEST, MAX_ANSWER_LENGTH))
-        for candidate in candidates:
-            if chosen is None or candidate["score"] > chosen[0]:
-                chosen = (candidate["score"], row, candidate["offsets"])
-    if chosen is None:
-        return "", -np.inf, None
-    score, row, (first, last) = chosen
-    return context[first:last], float(score), rule_reads(ref_features[row]["offset_mapping"], held[row], first, last)
-
-
-MAX_CONTEXT = "max context"
 PRUNING = "pruning"
 
 
@@ -314,11 +187,10 @@ def classify(ref: str, ours: str, exact_text: str, searched: Searched) -> str:
     """Why the reference's answer ``ref`` is not ours, on the reference's own logits. Any explanation needs ours to
     be the brute force's best span under the rule, the brute force's unrestricted best to be ``exact_text`` (the
     exact band search's), and the recipe's own top candidate to be its answer."""
-    ours_is_held_best = ours == searched.held_text and searched.best_text == exact_text
+    ours_is_held_best = held_best(ours, exact_text, searched)
     recipe_span = searched.ref_text == ref
-    if ours_is_held_best and recipe_span and searched.ref_held is False:
-        return (f"{MAX_CONTEXT}: the recipe's span starts on a token with more context in another window that holds "
-                "it whole; ours is the best span read where its first token has the most context among those (BERT's rule)")
+    if rule_explains(ref, ours, exact_text, searched):
+        return MAX_CONTEXT_REASON
     if ref == "empty" and searched.ref_held is None and ours_is_held_best:
         return f"{PRUNING}: no top-20 x top-20 pair passes the offset checks; the recipe answers its placeholder 'empty'"
     if ours_is_held_best and recipe_span and searched.ref_held and searched.ref_score < searched.held_best:
@@ -495,16 +367,12 @@ def print_differences(setup: Setup, ref_answers: dict[str, str], our_answers: di
                       held: list[np.ndarray], exact: dict[str, tuple[str, float, float]], rule: bool) -> collections.Counter:
     """Each differing question classified on the reference's own logits (exact search and brute force); the counts."""
     ref_features, ref_logits = setup.ref_features, (setup.logits["start"], setup.logits["end"])
-    rows_of = collections.defaultdict(list)
-    for row, qid in enumerate(ref_features["example_id"]):
-        rows_of[qid].append(row)
+    rows_of = rows_by_question(ref_features)
     contexts = {ex.id: ex.context for ex in setup.examples}
     reasons = collections.Counter()
     details = []
     for qid in differing:
-        found = brute_force(ref_features, rows_of[qid], *ref_logits, contexts[qid], held)
-        chosen = recipe_choice(ref_features, rows_of[qid], *ref_logits, contexts[qid], held, rule)
-        searched = Searched(*found["best"], *found["held"], *chosen)
+        searched = search(ref_features, rows_of[qid], ref_logits, contexts[qid], held, rule)
         reason = classify(ref_answers[qid], our_answers[qid], exact.get(qid, ("",))[0], searched)
         reasons[reason] += 1
         details.append((qid, ref_answers[qid], our_answers[qid], searched, reason))

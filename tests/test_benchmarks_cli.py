@@ -18,6 +18,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -469,24 +470,25 @@ def test_postprocess_benchmark_classifies_the_max_context_rule_apart_from_prunin
     import datasets
 
     bench = load_benchmark("bench_postprocess", monkeypatch)
+    recipe_rule = load_benchmark("recipe_max_context", monkeypatch)
     features, start, end = two_windows_of_one_question()
-    held = bench.max_context_of(datasets.Dataset.from_list(features))
+    held = recipe_rule.max_context_of(datasets.Dataset.from_list(features))
     # first ends (5: no span starts there); t3 has more context in the second window, t2's ends there from t4 on
     assert [first_end.tolist() for first_end in held] == [[5, 1, 2, 3, 5], [5, 3, 2, 3, 4]]
-    found = bench.brute_force(features, [0, 1], start, end, "a b c d e f", held)
+    found = recipe_rule.brute_force(features, [0, 1], start, end, "a b c d e f", held)
     assert found == {"best": ("c d", 7.0), "held": ("b c d", 4.0)}
-    assert bench.recipe_choice(features, [0, 1], start, end, "a b c d e f", held, rule=False) == ("c d", 7.0, False)
-    assert bench.recipe_choice(features, [0, 1], start, end, "a b c d e f", held, rule=True) == ("b c d", 4.0, True)
-    searched = bench.Searched("c d", 7.0, "b c d", 4.0, "c d", 7.0, False)
+    assert recipe_rule.recipe_choice(features, [0, 1], start, end, "a b c d e f", held, rule=False) == ("c d", 7.0, False)
+    assert recipe_rule.recipe_choice(features, [0, 1], start, end, "a b c d e f", held, rule=True) == ("b c d", 4.0, True)
+    searched = recipe_rule.Searched("c d", 7.0, "b c d", 4.0, "c d", 7.0, False)
     assert bench.classify("c d", "b c d", "c d", searched).startswith("max context:")
     assert bench.classify("c d", "a", "c d", searched).startswith("other")  # ours is not the best under the rule
     assert bench.classify("c d", "b c d", "b", searched).startswith("other")  # the band search disagrees
     assert bench.classify("d", "b c d", "c d", searched).startswith("other")  # the recipe's top candidate is not its answer
-    pruned = bench.Searched("c d", 7.0, "b c d", 4.0, "b", -8.0, True)  # a lower span whose start has its most context
+    pruned = recipe_rule.Searched("c d", 7.0, "b c d", 4.0, "b", -8.0, True)  # a lower span whose start has its most context
     assert bench.classify("b", "b c d", "c d", pruned).startswith("pruning: the best span's start or end")
-    nothing = bench.Searched("c d", 7.0, "b c d", 4.0, "", -np.inf, None)
+    nothing = recipe_rule.Searched("c d", 7.0, "b c d", 4.0, "", -np.inf, None)
     assert bench.classify("empty", "b c d", "c d", nothing).startswith("pruning: no top-20")
-    tied = bench.Searched("c d", 7.0, "b c d", 4.0, "b c", 4.0, True)
+    tied = recipe_rule.Searched("c d", 7.0, "b c d", 4.0, "b c", 4.0, True)
     assert bench.classify("b c", "b c d", "c d", tied).startswith("tie")
 
 
@@ -495,10 +497,11 @@ def test_postprocess_benchmark_runs_the_recipe_with_the_max_context_rule(monkeyp
     import datasets
 
     bench = load_benchmark("bench_postprocess", monkeypatch)
+    recipe_rule = load_benchmark("recipe_max_context", monkeypatch)
     features, start, end = two_windows_of_one_question()
     examples = datasets.Dataset.from_list([{"id": "q", "context": "a b c d e f"}])
     assert bench.reference_postprocess_qa_predictions(examples, features, (start, end)) == {"q": "c d"}
-    held = bench.max_context_of(datasets.Dataset.from_list(features))
+    held = recipe_rule.max_context_of(datasets.Dataset.from_list(features))
     assert bench.reference_with_max_context(examples, datasets.Dataset.from_list(features), (start, end), held) == {"q": "b c d"}
 
 
@@ -512,15 +515,40 @@ def test_postprocess_benchmark_reads_a_span_crossing_a_window_edge_where_it_is_w
     from bio_mrc.types import Example
 
     bench = load_benchmark("bench_postprocess", monkeypatch)
+    recipe_rule = load_benchmark("recipe_max_context", monkeypatch)
     features, start, end = two_windows_of_one_question()
     end[1, 3] = 4.0  # t4 in the second window
-    held = bench.max_context_of(datasets.Dataset.from_list(features))
-    assert bench.brute_force(features, [0, 1], start, end, "a b c d e f", held)["held"] == ("c d e", 9.0)
-    assert bench.recipe_choice(features, [0, 1], start, end, "a b c d e f", held, rule=True) == ("c d e", 9.0, True)
-    assert not bench.rule_reads(features[1]["offset_mapping"], held[1], 4, 7)  # "c d": the first window holds it
+    held = recipe_rule.max_context_of(datasets.Dataset.from_list(features))
+    assert recipe_rule.brute_force(features, [0, 1], start, end, "a b c d e f", held)["held"] == ("c d e", 9.0)
+    assert recipe_rule.recipe_choice(features, [0, 1], start, end, "a b c d e f", held, rule=True) == ("c d e", 9.0, True)
+    assert not recipe_rule.rule_reads(features[1]["offset_mapping"], held[1], 4, 7)  # "c d": the first window holds it
     examples = datasets.Dataset.from_list([{"id": "q", "context": "a b c d e f"}])
     assert bench.reference_with_max_context(examples, datasets.Dataset.from_list(features), (start, end), held) == {"q": "c d e"}
     offsets = np.array([[(-1, -1), *(o for o in f["offset_mapping"][1:])] for f in features])
     outputs = WindowOutputs(np.array([0, 0]), offsets, offsets[..., 0] >= 0, start_logits=start, end_logits=end)
     (ours,) = decode(outputs, [Example("q", "?", "a b c d e f", None)], "span")
     assert ours.spans[0].text == "c d e"
+
+
+def test_inference_benchmark_classifies_the_max_context_rule(monkeypatch, capsys):
+    """Two questions on the windows above. The recipe answers "c d" for both: its exact best (7.0, the runner-up "b c d"
+    at 4.0). Ours answers "b c d" for "q", the best span under the rule, and "b" for "r", which no rule explains: "q"
+    is the rule's, "r" the logits' (a margin of 3, no near-tie)."""
+    import datasets
+
+    from bio_mrc.types import Example
+
+    bench = load_benchmark("bench_inference", monkeypatch)
+    features, start, end = two_windows_of_one_question()
+    features += [{**feature, "example_id": "r"} for feature in features]
+    ref_features = datasets.Dataset.from_list(features)
+    logits = (np.concatenate([start, start]), np.concatenate([end, end]))
+    contexts = datasets.Dataset.from_list([{"id": q, "context": "a b c d e f"} for q in ("q", "r")])
+    assert bench.exact_reference_answers(ref_features, logits, contexts) == {"q": ("c d", 7.0, 4.0), "r": ("c d", 7.0, 4.0)}
+    runs = SimpleNamespace(ref_answers={"q": "c d", "r": "c d"}, our_answers={"q": "b c d", "r": "b"}, ref_features=ref_features,
+                           ref_logits=logits, squad=SimpleNamespace(examples=[Example(q, "?", "a b c d e f") for q in ("q", "r")]))
+    bench.print_differences(runs)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].strip().startswith("1  max context: the recipe's span starts on a token with more context")
+    assert lines[2].strip() == "1  the logits differ by more than noise (another runtime, e.g. --onnx)"
+    assert lines[4].startswith("  q | 'c d' | 'b c d' | max context:") and lines[5].startswith("  r | 'c d' | 'b' | the logits")
