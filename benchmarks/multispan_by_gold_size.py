@@ -21,7 +21,7 @@ import numpy as np
 from _common import comparison_report, fail, per_data_set, report_arguments
 
 from bio_mrc.answer_text import normalize_answer
-from bio_mrc.harness.stats import paired_bootstrap_ratio
+from bio_mrc.metrics.stats import paired_bootstrap_ratio
 from bio_mrc.metrics.multispan_official import f1_from_count_sums, metrics_from_counts
 
 GROUPS = {"one-span gold": lambda sizes: sizes == 1, "several-span gold": lambda sizes: sizes > 1}

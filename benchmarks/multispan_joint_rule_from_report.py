@@ -20,7 +20,7 @@ import json
 import numpy as np
 from _common import comparison_report, report_arguments
 
-from bio_mrc.harness.stats import paired_bootstrap_ratio
+from bio_mrc.metrics.stats import paired_bootstrap_ratio
 from bio_mrc.metrics.multispan_official import f1_from_count_sums
 from bio_mrc.metrics.task_scores import span_count_metrics, span_count_scores
 

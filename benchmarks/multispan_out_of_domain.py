@@ -28,7 +28,7 @@ from bio_mrc.data.answer_parts import load_answer_parts
 from bio_mrc.data.sources import default_data_dir
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import BioMrcError
-from bio_mrc.harness.stats import paired_bootstrap_ratio
+from bio_mrc.metrics.stats import paired_bootstrap_ratio
 from bio_mrc.inference.answers import multi_span_answers, span_count_threshold
 from bio_mrc.inference.loading import TrainedModel
 from bio_mrc.inference.tuning import all_multi_span_candidates, best_span_count_threshold

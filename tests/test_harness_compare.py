@@ -348,7 +348,8 @@ def test_the_cells_cache_follows_the_code_that_scores_and_nothing_else(tmp_path)
             "data/multispanqa.py"} <= scoring  # the last two only through the registry's "module:attribute" names
     assert not {"cli/__init__.py", "cli/parser.py", "cli/answer_commands.py",
                 "harness/compare.py", "harness/report.py", "harness/summary.py", "harness/html_report.py",
-                "harness/stats.py", "harness/plots.py", "harness/learning_curve.py", "harness/earlier_report.py",
+                "metrics/stats.py", "metrics/paired_scores.py", "inference/paired_evaluation.py",
+                "harness/plots.py", "harness/learning_curve.py", "harness/earlier_report.py",
                 "harness/summary_records.py", "harness/statistics_records.py", "harness/selective_records.py",
                 "harness/learning_curve_records.py", "harness/data_set_records.py",
                 "training/train.py", "harness/models.py", "features/collate.py"} & scoring

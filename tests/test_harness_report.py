@@ -19,7 +19,7 @@ from bio_mrc.harness.results import Cell, ComparisonResults
 from bio_mrc.harness.summary import summarise
 from bio_mrc.harness.summary_records import AgainstAbstaining, CellKey
 from bio_mrc.harness.selective_section import measure
-from bio_mrc.harness.stats import paired_bootstrap, paired_bootstrap_ratio, paired_bootstrap_recomputed, two_level_bootstrap
+from bio_mrc.metrics.stats import paired_bootstrap, paired_bootstrap_ratio, paired_bootstrap_recomputed, two_level_bootstrap
 from bio_mrc.metrics.selective import aurc, aurc_of_resamples
 from bio_mrc.metrics.multispan_official import f1_from_count_sums
 from bio_mrc.types import Example

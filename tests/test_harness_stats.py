@@ -11,7 +11,7 @@ import pytest
 from bio_mrc.harness.plots import palette_png, plot_breakdown, plot_cell_scores, plot_threshold_curve
 from bio_mrc.harness.summary_records import CellKey
 from bio_mrc.harness.groups import QUESTION_WORDS, bin_labels, breakdown, group_order, length_bins, question_word
-from bio_mrc.harness.stats import (
+from bio_mrc.metrics.stats import (
     BootstrapResult,
     Interval,
     agreement,
@@ -470,7 +470,7 @@ def test_figures_are_saved_with_a_palette_that_keeps_their_look(tmp_path):
 
 
 def test_importing_plots_does_not_import_matplotlib():
-    code = "import sys, bio_mrc.harness.plots, bio_mrc.harness.stats; print('matplotlib' in sys.modules)"
+    code = "import sys, bio_mrc.harness.plots, bio_mrc.metrics.stats; print('matplotlib' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "False"
 

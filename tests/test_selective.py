@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from bio_mrc.harness.stats import paired_bootstrap_recomputed
+from bio_mrc.metrics.stats import paired_bootstrap_recomputed
 from bio_mrc.metrics.calibration_error import expected_calibration_error
 from bio_mrc.metrics.selective import (
     aurc, aurc_of_resamples, coverage_at_accuracy, excess_aurc, macro_calibration_error, risk_coverage, subsample_curve,

@@ -10,6 +10,7 @@ from ..argument_parser import RUN_QA_NOTE, CommandLineParser
 from ..config_options import add_config_options
 from ..decoding.postprocess import DecodeConfig
 from ..harness.config import PRESETS
+from ..metrics.stats import BOOTSTRAP_RESAMPLES
 from ..model_defaults import QA_WINDOWS as QA_WINDOW_DEFAULTS
 from ..inference.defaults import (DEFAULT_CHUNK_SIZE, GPU_INFERENCE_BATCH_SIZE,
                                  INFERENCE_BATCH_SIZE, MIN_CALIBRATION_QUESTIONS)
@@ -107,6 +108,12 @@ def _add_evaluate_command(add_command) -> None:
                           help="a question without a prediction is an error, not a wrong answer, and so is an id "
                                "that is not a question of the data (else ignored with a warning, as the official SQuAD scripts; "
                                "the multi-span metrics, like MultiSpanQA's official script, always refuse both)")
+    evaluate.add_argument("--baseline", help="a second predictions file on the same questions, in the same layout (the code "
+                                             "or model before a change): both files' metrics and the paired difference "
+                                             "--predictions minus --baseline of each, with its 95%% bootstrap interval, and the "
+                                             "answers changed, better and worse")
+    evaluate.add_argument("--resamples", type=count_option, default=BOOTSTRAP_RESAMPLES, metavar="N",
+                          help="bootstrap resamples of the questions for --baseline's intervals, drawn as compare draws them")
     add_data_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
 

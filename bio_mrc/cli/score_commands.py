@@ -38,6 +38,8 @@ def _unknown_ids_as_warning_lines(flags: Mapping[str, str]) -> Iterator[None]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ..inference.evaluation import check_prediction_files, scored_evaluation
 
+    if args.baseline is not None:
+        return _evaluate_against_baseline(args)
     check_prediction_files(args.predictions, args.na_probs)
     # The whole file is read even under --limit: an answer to a question past the limit is no unknown id.
     data = load_task_data(args, args.data, None, requested_task(args), needs_gold="bio-mrc evaluate")
@@ -49,19 +51,55 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     with _unknown_ids_as_warning_lines(flags):
         result = scored_evaluation(data, args.predictions, args.na_probs, task=data_task(args, data), limit=args.limit,
                                    only_predicted=args.only_predicted, strict=args.strict, name=args.data, note=note)
+    _warn_missing(result, args.predictions)
+    print(json.dumps(json_numbers(_with_subset(result, flags)), indent=2))
+    return 0
+
+
+def _with_subset(result, flags: Mapping[str, str]) -> dict:
+    """An evaluation's metrics, a subset's ``scored`` entry naming the flags that chose it."""
     subset = result.scored.described(flags)
+    return {**result.metrics, **({"scored": {**result.metrics["scored"], "subset": subset}} if subset else {})}
+
+
+def _warn_missing(result, predictions: str) -> None:
+    """One ``warning:`` line for the questions ``predictions`` leaves out, one for those without a no-answer probability."""
     questions, missing, missing_probs = result.questions, result.missing, result.missing_probs
     if missing:
         print(printable_line(f"warning: {len(missing)} of {counted(questions, 'question')} {number_form(len(missing), 'has', 'have')} "
-                             f"no prediction in {args.predictions} "
+                             f"no prediction in {predictions} "
                              f"(e.g. {missing[0]!r}); they are scored as wrong (--strict makes this an error)"), file=sys.stderr)
     if missing_probs:
         print(printable_line(f"warning: {len(missing_probs)} of {counted(questions, 'question')} {number_form(len(missing_probs), 'has', 'have')} "
                              "no no-answer probability in "
                              f"{result.probs_source} (e.g. {missing_probs[0]!r}); best_exact and best_f1 answer them at every threshold "
                              "(--strict makes this an error)"), file=sys.stderr)
-    scored = {"scored": {**result.metrics["scored"], "subset": subset}} if subset else {}
-    print(json.dumps(json_numbers({**result.metrics, **scored}), indent=2))
+
+
+def _evaluate_against_baseline(args: argparse.Namespace) -> int:
+    """``evaluate --baseline OLD``: both files' official metrics and the paired difference, new − OLD."""
+    from ..inference.paired_evaluation import check_prediction_pair, compare_predictions
+
+    if args.na_probs:  # whose threshold it would tune is unclear: each file's own probabilities go in its records
+        raise ConfigError(f"--na-probs: one file's no-answer probabilities, while --baseline {args.baseline} scores two; "
+                          "evaluate each file alone for best_exact and best_f1")
+    check_prediction_pair(args.predictions, args.baseline)
+    flags = getattr(args, FLAGS, {})
+    data = load_task_data(args, args.data, None, requested_task(args), needs_gold="bio-mrc evaluate")
+
+    def note(scored) -> None:
+        print(printable_line(f"note: scoring {scored.described(flags)}"), file=sys.stderr)
+
+    with _unknown_ids_as_warning_lines(flags):
+        result = compare_predictions(data, args.predictions, args.baseline, task=data_task(args, data), limit=args.limit,
+                                     only_predicted=args.only_predicted, strict=args.strict, name=args.data,
+                                     n_resamples=args.resamples, note=note)
+    _warn_missing(result.new, args.predictions)
+    _warn_missing(result.baseline, args.baseline)
+    record = result.to_dict(args.predictions, args.baseline)
+    record["predictions"], record["baseline"] = ({"file": name, **_with_subset(side, flags)}
+                                                 for name, side in ((args.predictions, result.new), (args.baseline, result.baseline)))
+    print(json.dumps(json_numbers(record), indent=2))
     return 0
 
 

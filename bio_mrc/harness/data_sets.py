@@ -16,7 +16,7 @@ from .cell_key import CellKey
 from .data_set_records import DataSetRow, DataSetSummary, SingleSpanScores
 from .markdown_html import literal_text
 from .results import Cell, ComparisonResults
-from .stats import format_p_value
+from ..metrics.stats import format_p_value
 
 
 def data_set_summaries(results: ComparisonResults, grouped: dict[CellKey, list[Cell]], statistics) -> list[DataSetSummary]:

@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..plurals import counted
-from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, as_scores
+from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, as_scores
 
 __all__ = ["QUESTION_WORDS", "SMALL_GROUP", "bin_labels", "breakdown", "group_order", "length_bins", "question_word"]
 

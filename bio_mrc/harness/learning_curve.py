@@ -16,7 +16,7 @@ import numpy as np
 from ..plurals import counted
 from .cell_key import CellKey
 from .learning_curve_records import CurvePoint, Gap, GapTrend, LastStep, LearningCurve
-from .stats import Interval
+from ..metrics.stats import Interval
 from .statistics_records import Contrast
 from .summary_records import Row
 

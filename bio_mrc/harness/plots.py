@@ -160,7 +160,7 @@ def plot_breakdown(
 def plot_cell_scores(intervals: Mapping[CellKey, Any], title: str, ylabel: str, path: str | Path) -> Path:
     """Each cell's score with its interval as error bars, one colour per decoding.
 
-    Input is ``{cell: interval}`` (the ``intervals`` of the report's summary: :class:`~.stats.Interval`);
+    Input is ``{cell: interval}`` (the ``intervals`` of the report's summary: :class:`~bio_mrc.metrics.stats.Interval`);
     cells are plotted in order, the value written above each bar. Returns the PNG path.
     """
     _import_matplotlib_leaving_no_cache()

@@ -21,7 +21,7 @@ from .learning_curve import learning_curve_section
 from .markdown_html import line_text, literal_text, paragraph_text
 from .results import ComparisonResults
 from .selective_section import RISK_COVERAGE_PLOT, selective_section
-from .stats import BOOTSTRAP_RESAMPLES, format_p_value, format_present
+from ..metrics.stats import BOOTSTRAP_RESAMPLES, format_p_value, format_present
 from .summary import MIXED_RESAMPLING, summarise, task_question_groups
 from .summary_records import CellKey, Contrast, Summary
 from .training_loss import TRAINING_LOSS_PLOT, loss_curves, training_loss_section

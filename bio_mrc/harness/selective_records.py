@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ConfigError
 from .cell_key import CellKey
 from .record_json import check_kinds, checked, plain_record, refuse_unknown
-from .stats import BootstrapResult
+from ..metrics.stats import BootstrapResult
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from ..metrics.selective import (
 from .cell_key import CellKey
 from .results import Cell
 from .selective_records import AurcContrast, ConfidenceMeasures, RiskCoverageCurve, SelectiveSummary
-from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_p_value, format_present, paired_bootstrap_recomputed
+from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, format_p_value, format_present, paired_bootstrap_recomputed
 
 KINDS = ("raw", "calibrated")
 RISK_COVERAGE_PLOT = "risk–coverage curves"  # the key of the figure in the report's plots

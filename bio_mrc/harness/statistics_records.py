@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ConfigError
 from .cell_key import CellKey
 from .record_json import check_kinds, checked, plain_record, refuse_unknown
-from .stats import BootstrapResult, Interval
+from ..metrics.stats import BootstrapResult, Interval
 
 _CONTRAST_REQUIRED = ("a", "b", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p_value", "significant", "n_questions",
                       "n_resamples")
@@ -20,7 +20,7 @@ STATISTICS_KINDS = {"baseline": dict, "resampling": str, "contrasts": list, "com
 @dataclass(frozen=True, kw_only=True)
 class Contrast(BootstrapResult):
     """A paired difference, cell ``a`` − cell ``b``: the bootstrap's result (the fields of
-    :class:`~.stats.BootstrapResult`), the seeds it paired on and how it resampled, how often the two cells' answers
+    :class:`~bio_mrc.metrics.stats.BootstrapResult`), the seeds it paired on and how it resampled, how often the two cells' answers
     agree, and for a contrast the configuration names, its Holm-adjusted p-value (None in the full matrix of pairs)."""
 
     a: CellKey
@@ -44,7 +44,7 @@ class Contrast(BootstrapResult):
 
 
 def bootstrap_from_json(data: Any, source: str) -> BootstrapResult:
-    """A paired bootstrap's result as :meth:`~.stats.BootstrapResult.to_dict` wrote it."""
+    """A paired bootstrap's result as :meth:`~bio_mrc.metrics.stats.BootstrapResult.to_dict` wrote it."""
     return plain_record(BootstrapResult, data, source, "a paired bootstrap")
 
 

@@ -23,7 +23,7 @@ from .results import Cell, ComparisonResults
 from .summary_records import AgainstAbstaining, CellKey, Contrast, Row, Statistics, Summary
 from .selective_section import selective_summary
 from .groups import breakdown, length_bins, question_word
-from .stats import (
+from ..metrics.stats import (
     BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, agreement, holm, mean_sd, paired_bootstrap, paired_bootstrap_ratio, resampling, score_interval,
     two_level_bootstrap,
 )

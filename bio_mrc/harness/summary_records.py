@@ -20,7 +20,7 @@ from .learning_curve_records import LearningCurve
 from .record_json import check_kinds, checked, per_seed_scores, refuse_unknown
 from .selective_records import SelectiveSummary
 from .statistics_records import STATISTICS_KINDS, Contrast, Statistics, bootstrap_from_json
-from .stats import BootstrapResult
+from ..metrics.stats import BootstrapResult
 
 _ROW_REQUIRED = ("run", "decoding", "seeds", "train_questions", "threshold", "bio_length_prior", "train_seconds",
                  "inference_seconds", "decode_seconds")

@@ -1,4 +1,5 @@
-"""Pure statistics for the comparison report (question groups and their breakdowns: :mod:`.groups`).
+"""Pure statistics for the comparison report and ``bio-mrc evaluate --baseline`` (question groups and their
+breakdowns: :mod:`bio_mrc.harness.groups`).
 
 Every per-question score array handled here is aligned to one fixed list of
 questions: index ``q`` is the same question in every array; with several seeds,

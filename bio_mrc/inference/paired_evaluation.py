@@ -1,0 +1,125 @@
+"""Two predictions files on the same questions scored side by side: each file's official metrics and the paired
+difference of each metric with its bootstrap interval, what ``bio-mrc evaluate --baseline`` does."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..arguments import checked_limit, count_argument, path_argument, task_argument
+from ..data.prediction_layouts import PredictionFile, read_prediction_file
+from ..data.predictions import ScoredQuestions
+from ..data.squad import SquadFile, load_squad
+from ..errors import ConfigError, argument
+from ..io import home_expanded
+from ..metrics.paired_scores import PairedScores, paired_scores
+from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
+from ..plurals import counted
+from ..progress import progress_note
+from .evaluation import Evaluation, check_prediction_files, scored_evaluation
+
+CALL = "compare_predictions"
+_DIFFERENCE_FIELDS = ("diff", "ci_low", "ci_high", "p_value", "significant")
+
+
+@dataclass(frozen=True)
+class PairedEvaluation:
+    """What :func:`compare_predictions` found: each file's :class:`~.evaluation.Evaluation` (``new``, ``baseline``)
+    and their ``paired`` scores, new − baseline, with the bootstrap's ``n_resamples`` and ``seed``."""
+
+    new: Evaluation
+    baseline: Evaluation
+    paired: PairedScores
+    n_resamples: int
+    seed: int
+
+    def to_dict(self, new_name: str, baseline_name: str) -> dict[str, Any]:
+        """The JSON ``bio-mrc evaluate --baseline`` prints: each file's metrics under its role, the differences."""
+        paired = self.paired
+        return {
+            "predictions": {"file": new_name, **self.new.metrics},
+            "baseline": {"file": baseline_name, **self.baseline.metrics},
+            "difference": {metric: {name: getattr(result, name) for name in _DIFFERENCE_FIELDS}
+                           for metric, result in paired.differences.items()},
+            "questions": paired.questions, "answers_changed": paired.changed,
+            "better": paired.better, "worse": paired.worse, "better_or_worse_by": paired.statistic,
+            "bootstrap": {"resamples": self.n_resamples, "seed": self.seed, "confidence": 0.95, "resampling": "questions"},
+        }
+
+
+def compare_predictions(
+    data: str | Path | SquadFile, predictions: str | Path, baseline: str | Path, *, task: Any = None,
+    limit: int | None = None, only_predicted: bool = False, strict: bool = False, name: str | None = None,
+    n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED, progress: bool = False,
+    note: Callable[[ScoredQuestions], None] | None = None,
+) -> PairedEvaluation:
+    """Score ``predictions`` and ``baseline`` (two files in one layout, answering the same questions) on the labelled
+    questions ``data`` as :func:`~.evaluation.evaluate_predictions` scores one, and the paired difference
+    ``predictions`` − ``baseline`` of each metric: a percentile bootstrap over questions (95%; ``n_resamples``
+    resamples from ``seed``, a comparison's defaults). Problems with the pair are refused before anything is scored."""
+    _check_arguments(data, predictions, baseline, task, limit, n_resamples)
+    check_prediction_pair(predictions, baseline)
+    if not isinstance(data, SquadFile):
+        data = load_squad(data, needs_gold=CALL)
+    if limit and limit > len(data.examples):
+        raise ConfigError(f"{argument('limit', limit)}: {name or data.source} has {counted(len(data.examples), 'question')}; "
+                          "a paired difference on fewer questions than asked would not say so (give at most that many)")
+
+    def said(scored: ScoredQuestions) -> None:
+        progress_note(progress, f"note: scoring {scored.described()}")
+
+    options = dict(task=task, limit=limit, only_predicted=only_predicted, strict=strict, name=name, note=note or said)
+    new = scored_evaluation(data, predictions, **options)
+    old = scored_evaluation(data, baseline, **{**options, "note": lambda scored: None})  # the same subset, said once
+    paired = paired_scores(new.task, new.gold, new.answers, old.answers, n_resamples, seed)
+    return PairedEvaluation(new, old, paired, n_resamples, seed)
+
+
+def check_prediction_pair(predictions: str | Path, baseline: str | Path) -> None:
+    """Two files, in one layout, answering the same questions, neither of them ``predict``'s answers stream: refused
+    before the data is read."""
+    if _same_file(predictions, baseline):
+        raise ConfigError(f"{argument('baseline')}: {baseline} is the predictions file itself ({predictions}); a file "
+                          "compared with itself differs nowhere: give the other file to compare it with")
+    check_prediction_files(predictions)
+    check_prediction_files(baseline)
+    _check_pair(read_prediction_file(predictions), read_prediction_file(baseline))
+
+
+def _check_arguments(data: Any, predictions: Any, baseline: Any, task: Any, limit: Any, n_resamples: Any) -> None:
+    """Before any file is read: each argument of a type it takes."""
+    if not isinstance(data, SquadFile):
+        path_argument(data, "data", CALL)
+    path_argument(predictions, "predictions", CALL)
+    path_argument(baseline, "baseline", CALL)
+    task_argument(task, CALL)
+    checked_limit(limit)
+    count_argument(n_resamples, "n_resamples", CALL, optional=False)
+
+
+def _same_file(first: str | Path, second: str | Path) -> bool:
+    one, other = home_expanded(first), home_expanded(second)
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one is missing: its read says so
+        return Path(one).absolute() == Path(other).absolute()
+
+
+def _check_pair(new: PredictionFile, old: PredictionFile) -> None:
+    """The two files in one layout, answering the same questions: the first question one of them leaves out is named."""
+    if new.layout != old.layout:
+        raise ConfigError(f"{argument('baseline')}: {old.source} is {_layout(old)} and {new.source} {_layout(new)}; "
+                          "give both files in one layout, so that both are read and scored alike")
+    for first, second in ((new, old), (old, new)):
+        if missing := next((qid for qid in first.answers if qid not in second.answers), None):
+            raise ConfigError(f"{argument('baseline')}: {second.source} answers no question {missing!r}, which "
+                              f"{first.source} answers; the paired difference needs both files to answer the same questions")
+
+
+def _layout(read: PredictionFile) -> str:
+    return "the official {id: answer} object" if read.layout == "official" else read.layout
+
+
+__all__ = ["PairedEvaluation", "check_prediction_pair", "compare_predictions"]

@@ -1,0 +1,71 @@
+"""Two sets of answers to the same questions, compared question by question: each metric's paired difference with
+its bootstrap interval (:mod:`.stats`, as a comparison's contrasts), and how many answers changed, for better or worse.
+What ``bio-mrc evaluate --baseline`` prints beside each file's official scores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .. import registry
+from ..errors import ConfigError
+from ..types import Prediction
+from .multispan_official import f1_from_count_sums
+from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, BootstrapResult, paired_bootstrap, paired_bootstrap_ratio
+
+
+@dataclass(frozen=True)
+class PairedScores:
+    """``differences``: each metric's bootstrap of new − baseline (percent points); ``changed``: the questions whose
+    answer differs; ``better`` and ``worse``: those whose ``statistic`` (the task's main one) went up or down."""
+
+    differences: dict[str, BootstrapResult]
+    questions: int
+    changed: int
+    better: int
+    worse: int
+    statistic: str
+
+
+def paired_scores(
+    task: registry.TaskEntry, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Any], baseline: Mapping[str, Any],
+    n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+) -> PairedScores:
+    """``answers`` against ``baseline`` (each ``{id: answer}`` as the task scores it; a question left out is answered
+    with nothing) on every question of ``gold``: the resamples draw the same question indices for every metric."""
+    ids = list(gold)
+    new, old = _columns(task, gold, answers, ids), _columns(task, gold, baseline, ids)
+    if task.summary == registry.SUMMED_SPAN_COUNTS:
+        differences = {metric: paired_bootstrap_ratio(new["counts"], old["counts"], _count_f1(metric), n_resamples, seed=seed)
+                       for metric in task.data_set_metrics}
+        step = f1_from_count_sums(new["counts"]) - f1_from_count_sums(old["counts"])  # each question's own EM F1
+    elif task.summary == registry.MEAN_OVER_QUESTIONS:
+        differences = {metric: paired_bootstrap(new[metric], old[metric], n_resamples, seed=seed)
+                       for metric in task.metrics if metric in new}
+        step = np.asarray(new[task.statistic], dtype=np.float64) - np.asarray(old[task.statistic], dtype=np.float64)
+    else:
+        raise ConfigError(f"task {task.name!r} is summarised by {task.summary!r}, which has no paired difference")
+    changed = sum(_given(task, answers, qid) != _given(task, baseline, qid) for qid in ids)
+    return PairedScores(differences, len(ids), int(changed), int(np.sum(step > 0)), int(np.sum(step < 0)), task.statistic)
+
+
+def _given(task: registry.TaskEntry, answers: Mapping[str, Any], qid: str) -> Any:
+    """A question's answer as given, or the task's answer of nothing where it has none."""
+    return answers[qid] if qid in answers else task.answer(Prediction(qid))
+
+
+def _columns(task: registry.TaskEntry, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Any],
+             ids: list[str]) -> dict[str, np.ndarray]:
+    given = {qid: _given(task, answers, qid) for qid in ids}
+    return {name: np.asarray(values, dtype=np.float64) for name, values in registry.resolve(task.score)(task, gold, given, ids).items()}
+
+
+def _count_f1(metric: str):
+    """The F1 of summed span counts that ``metric`` names (``em_f1``, ``pm_f1``)."""
+    column = metric.removesuffix("_f1")
+    return lambda sums: f1_from_count_sums(sums, column)
+
+
+__all__ = ["PairedScores", "paired_scores"]

@@ -1,0 +1,159 @@
+"""``evaluate --baseline OLD``: two predictions files on the same questions, each file's official scores and the paired
+difference of each metric with its bootstrap interval. Four questions whose EM and F1 are computed by hand."""
+
+import json
+
+import numpy as np
+import pytest
+
+from bio_mrc.cli import main
+from bio_mrc.errors import ConfigError
+
+QUESTIONS = [  # (id, context, question, answer)
+    ("q1", "Paris is the capital of France.", "What is the capital of France?", "Paris"),
+    ("q2", "The sky is blue today.", "What colour is the sky?", "blue"),
+    ("q3", "Water boils at 100 degrees.", "When does water boil?", "100 degrees"),
+    ("q4", "Cats chase mice at night.", "What do cats chase?", "mice"),
+]
+# q1 right in both; q2 right (new) against wrong; q3 "100" (EM 0, F1 2/3) against right; q4 wrong in both, changed.
+NEW = {"q1": "Paris", "q2": "blue", "q3": "100", "q4": "cats"}
+OLD = {"q1": "Paris", "q2": "sky", "q3": "100 degrees", "q4": "night"}
+F1_DIFFERENCES = np.array([0.0, 100.0, 100 * 2 / 3 - 100.0, 0.0])
+EM_DIFFERENCES = np.array([0.0, 100.0, -100.0, 0.0])
+
+
+@pytest.fixture
+def four(tmp_path):
+    """The data file and a writer of predictions files beside it."""
+    paragraphs = [{"context": context, "qas": [{"id": qid, "question": question,
+                                                 "answers": [{"text": answer, "answer_start": context.index(answer)}]}]}
+                  for qid, context, question, answer in QUESTIONS]
+    data = tmp_path / "four.json"
+    data.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+
+    def write(name, answers):
+        path = tmp_path / name
+        path.write_text(json.dumps(answers))
+        return path
+
+    return data, write
+
+
+def bootstrap_by_hand(differences, resamples=1000, seed=0):
+    """The percentile interval of resampled means: indices floor(u * n) of default_rng(seed)'s uniform doubles."""
+    n = len(differences)
+    idx = (np.random.default_rng(seed).random((resamples, n)) * n).astype(int)
+    return tuple(np.percentile(differences[idx].mean(axis=1), [2.5, 97.5]))
+
+
+def run(capsys, data, *options):
+    code = main(["evaluate", "--data", str(data), *map(str, options)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_both_files_scores_and_the_paired_difference(capsys, four):
+    data, write = four
+    code, out, err = run(capsys, data, "--predictions", write("new.json", NEW), "--baseline", write("old.json", OLD))
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["predictions"]["exact_match"] == 50.0 and record["predictions"]["f1"] == pytest.approx((200 + 200 / 3) / 4)
+    assert record["baseline"]["exact_match"] == 50.0 and record["baseline"]["f1"] == pytest.approx(50.0)
+    assert record["predictions"]["file"].endswith("new.json") and record["baseline"]["file"].endswith("old.json")
+    f1, em = record["difference"]["f1"], record["difference"]["em"]
+    assert f1["diff"] == pytest.approx(100 / 6) and em["diff"] == 0.0
+    assert (f1["ci_low"], f1["ci_high"]) == pytest.approx(bootstrap_by_hand(F1_DIFFERENCES))
+    assert (em["ci_low"], em["ci_high"]) == pytest.approx(bootstrap_by_hand(EM_DIFFERENCES))
+    assert (record["questions"], record["answers_changed"], record["better"], record["worse"]) == (4, 3, 1, 1)
+    assert record["bootstrap"] == {"resamples": 1000, "seed": 0, "confidence": 0.95, "resampling": "questions"}
+
+
+def test_resamples_and_limit(capsys, four):
+    data, write = four
+    new, old = write("new.json", NEW), write("old.json", OLD)
+    code, out, err = run(capsys, data, "--predictions", new, "--baseline", old, "--limit", "3", "--resamples", "500")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["questions"] == 3 and (record["answers_changed"], record["better"], record["worse"]) == (2, 1, 1)
+    assert (record["difference"]["f1"]["ci_low"], record["difference"]["f1"]["ci_high"]) == pytest.approx(
+        bootstrap_by_hand(F1_DIFFERENCES[:3], resamples=500))
+    assert record["predictions"]["scored"]["subset"].endswith("(--limit 3)")
+    assert err.count("note: scoring the first 3 questions") == 1
+
+
+def test_equal_differences_give_a_zero_width_interval(capsys, four):
+    data, write = four
+    right = {qid: answer for qid, _, _, answer in QUESTIONS}
+    code, out, _ = run(capsys, data, "--predictions", write("right.json", right),
+                       "--baseline", write("wrong.json", dict.fromkeys(right, "zebra")))
+    assert code == 0
+    for metric in ("em", "f1"):
+        difference = json.loads(out)["difference"][metric]
+        assert difference["diff"] == difference["ci_low"] == difference["ci_high"] == 100.0 and difference["significant"]
+
+
+def test_python_call_gives_the_same_numbers(four):
+    from bio_mrc.inference.paired_evaluation import compare_predictions
+
+    data, write = four
+    result = compare_predictions(data, write("new.json", NEW), write("old.json", OLD), n_resamples=200, seed=3)
+    f1 = result.paired.differences["f1"]
+    assert f1.diff == pytest.approx(100 / 6) and f1.n_resamples == 200
+    assert (f1.ci_low, f1.ci_high) == pytest.approx(bootstrap_by_hand(F1_DIFFERENCES, resamples=200, seed=3))
+    assert result.new.metrics["f1"] == pytest.approx((200 + 200 / 3) / 4) and result.baseline.metrics["exact_match"] == 50.0
+    with pytest.raises(ConfigError, match=r"^baseline: .*old\.json is the predictions file itself"):
+        compare_predictions(data, write("old.json", OLD), write("old.json", OLD))
+
+
+@pytest.mark.parametrize("case, expected", [
+    ("same file", "error: --baseline: {old_again} is the predictions file itself ({old}); a file compared with itself "
+                  "differs nowhere: give the other file to compare it with"),
+    ("a question missing", "error: --baseline: {old} answers no question 'q3', which {new} answers; the paired "
+                           "difference needs both files to answer the same questions"),
+    ("a question more", "error: --baseline: {new} answers no question 'q5', which {old} answers; the paired "
+                        "difference needs both files to answer the same questions"),
+    ("another layout", "error: --baseline: {old} is JSON Lines and {new} the official {{id: answer}} object; give both "
+                       "files in one layout, so that both are read and scored alike"),
+    ("limit past the data", "error: --limit 5: {data} has 4 questions; a paired difference on fewer questions than asked "
+                            "would not say so (give at most that many)"),
+    ("na-probs", "error: --na-probs: one file's no-answer probabilities, while --baseline {old} scores two; evaluate "
+                 "each file alone for best_exact and best_f1"),
+])
+def test_a_pair_that_cannot_be_compared_is_one_line(capsys, four, tmp_path, case, expected):
+    data, write = four
+    new, old, options = write("new.json", NEW), write("old.json", OLD), []
+    old_again = old
+    if case == "same file":
+        new, old_again = old, tmp_path / "." / "old.json"
+        options = ["--predictions", old, "--baseline", old_again]
+    elif case == "a question missing":
+        old = write("old.json", {qid: answer for qid, answer in OLD.items() if qid != "q3"})
+    elif case == "a question more":
+        old = write("old.json", {**OLD, "q5": "x"})
+    elif case == "another layout":
+        old = tmp_path / "old.jsonl"
+        old.write_text("".join(json.dumps({"id": qid, "prediction_text": answer}) + "\n" for qid, answer in OLD.items()))
+    elif case == "limit past the data":
+        options = ["--limit", "5"]
+    elif case == "na-probs":
+        options = ["--na-probs", write("probs.json", dict.fromkeys(NEW, 0.5))]
+    options = options if case == "same file" else ["--predictions", new, "--baseline", old, *options]
+    code, out, err = run(capsys, data, *options)
+    assert code == 2 and out == ""
+    assert err.strip() == expected.format(old=old, new=new, data=data, old_again=old_again)
+
+
+def test_multi_span_answers_compare_by_summed_span_counts(capsys, four):
+    """Scored with MultiSpanQA's metrics: one gold span and one predicted span a question, so EM F1 is the share of
+    questions answered exactly, and its resampled difference the mean of the per-question differences."""
+    data, write = four
+    new = write("new.json", {qid: [answer] for qid, answer in NEW.items()})
+    old = write("old.json", {qid: [answer] for qid, answer in OLD.items()})
+    code, out, err = run(capsys, data, "--format", "answer-parts", "--predictions", new, "--baseline", old)
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["predictions"]["em_f1"] == record["baseline"]["em_f1"] == 50.0
+    assert set(record["difference"]) == {"em_f1", "pm_f1"} and record["difference"]["em_f1"]["diff"] == 0.0
+    em_f1 = record["difference"]["em_f1"]
+    assert (em_f1["ci_low"], em_f1["ci_high"]) == pytest.approx(bootstrap_by_hand(EM_DIFFERENCES))
+    assert (record["answers_changed"], record["better"], record["worse"], record["better_or_worse_by"]) == (3, 1, 1, "em_f1")
