@@ -208,6 +208,22 @@ def test_predict_keeps_the_n_best_and_takes_per_call_settings(trained_dir):  # n
     assert len(short.spans) == 5 and all(" " not in s.text for s in short.spans)
 
 
+def test_predict_refuses_examples_other_than_those_the_windows_were_cut_from(trained_dir):  # noqa: F811
+    from bio_mrc.types import Example
+
+    extractor = AnswerExtractor.from_pretrained(trained_dir, decoding="span")
+    examples, _ = extractor.examples("Who formulated the laws?", "Isaac Newton formulated the laws of motion.")  # 43 characters
+    outputs = extractor.trained.windows(examples)
+    other = Example("7", "Who?", "Newton.", None)
+    # an extra example got no answer and an infinite no-answer score; a shorter context an IndexError in the decoding
+    with pytest.raises(DataFormatError, match=r"this question has no window in the outputs: .* \(record '7'\)"):
+        extractor.predict(outputs, [*examples, other])
+    with pytest.raises(DataFormatError, match=r"windows ending at character 43, past its context's 7: .*\(record '7'\)"):
+        extractor.predict(outputs, [other])
+    with pytest.raises(DataFormatError, match=r"windows of question 0 \(numbered from 0\), but 0 examples were given"):
+        extractor.predict(outputs, [])
+
+
 def test_extractor_rejects_bad_input(trained_dir):  # noqa: F811
     extractor = AnswerExtractor.from_pretrained(trained_dir)
     with pytest.raises(ValueError, match="empty or missing context \\(record 'input 0'\\)"):

@@ -4,6 +4,7 @@ Each loss is also pinned to the exact float32 value the heads gave before they t
 logits tensors directly (when ``loss`` read a dict): the refactor changed no number.
 """
 
+import copy
 import math
 
 import pytest
@@ -378,6 +379,11 @@ LOGITS, TAGS, MASK = torch.zeros(2, 5, 3), torch.zeros(2, 5, dtype=torch.long), 
         (LOGITS, torch.tensor([[2, 2, 3, 2, 2]] * 2), MASK, ValueError, r"bio_targets\[0, 2\] is 3, past the 3 tags"),
         (LOGITS, torch.full((2, 5, 2), 2).index_put_((torch.tensor(1), torch.tensor(4), torch.tensor(1)), torch.tensor(7)),
          MASK, ValueError, r"bio_targets\[1, 4, 1\] is 7, past the 3 tags \(B = 0, I = 1, O = 2\)"),
+        # a boolean tensor (a mask passed as the tags) was read as B (False) and I (True)
+        (LOGITS, TAGS > 0, MASK, TypeError, r"bio_targets must be \(batch, seq\) = \(2, 5\) integer tags.*torch.bool: True and False are no labels"),
+        # a mask value other than 0 and 1 (NaN, 0.5) was read as 1: the token counted in full
+        (LOGITS, TAGS, torch.tensor([[1.0, 0.5, 1.0, 0.0, 0.0]] * 2), ValueError, r"tag_mask\[0, 1\] is 0.5: a mask holds 0 and 1"),
+        (LOGITS, TAGS, torch.tensor([[1.0, 1.0, math.nan, 0.0, 0.0]] * 2), ValueError, r"tag_mask\[0, 2\] is nan: a mask holds 0 and 1"),
     ],
 )
 def test_bio_loss_names_wrong_inputs(logits, targets, mask, error, message):
@@ -404,6 +410,10 @@ START, END, POS = torch.zeros(2, 5), torch.zeros(2, 5), torch.tensor([1, 0])
         ((START, END), torch.tensor([1, 3]), torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]), ValueError,
          r"start_positions\[1\] is 3, a padding position \(attention_mask 0\)"),
         ((START, END), POS.to(torch.complex64), None, TypeError, r"start_positions must be a real tensor"),
+        # True and False were read as positions 1 and 0
+        ((START, END), POS.bool(), None, TypeError, r"start_positions must be \(batch,\) = \(2,\) integer .*torch.bool: True and False are no labels"),
+        ((START, END), POS, torch.tensor([[1.0, 1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 2.0, 0.0, 0.0]]), ValueError,
+         r"attention_mask\[1, 2\] is 2.0: a mask holds 0 and 1"),
     ],
 )
 def test_span_loss_names_wrong_inputs(logits, start, mask, error, message):
@@ -419,11 +429,26 @@ def test_span_loss_names_wrong_inputs(logits, start, mask, error, message):
         (torch.zeros(5, 4), ValueError, r"hidden_states must have shape \(batch, seq, 4\)"),
         ({"last_hidden_state": torch.zeros(2, 5, 4)}, TypeError, r"\.last_hidden_state"),
         (torch.zeros(2, 5, 4, dtype=torch.long), TypeError, r"hidden_states must be a floating-point tensor, got torch.int64"),
+        # torch's "mat1 and mat2 must have the same dtype" named neither the argument nor the fix
+        (torch.zeros(2, 5, 4, dtype=torch.bfloat16), TypeError,
+         r"hidden_states are torch.bfloat16, the head's weights torch.float32: cast the head \(head.to\(torch.bfloat16\)\)"),
+        (torch.zeros(2, 5, 4, dtype=torch.float64), TypeError, r"hidden_states are torch.float64, the head's weights torch.float32"),
+        (torch.zeros(2, 5, 4, device="meta"), ValueError, r"hidden_states are on meta, the head's weights on cpu: move the head"),
     ],
 )
 def test_heads_name_wrong_hidden_states(head, hidden, error, message):
     with pytest.raises(error, match=message):
         head(hidden)
+
+
+@pytest.mark.parametrize("head", [BIOHead(4), SpanHead(4)], ids=["bio", "span"])
+def test_heads_read_other_float_states_under_autocast_and_in_their_own_dtype(head):
+    states = torch.ones(2, 5, 4, dtype=torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts the fp32 weights
+        under_autocast = head(states)
+    own = copy.deepcopy(head).to(torch.bfloat16)(states)
+    for logits in (under_autocast, own):
+        assert all(t.dtype == torch.bfloat16 for t in (logits if isinstance(logits, tuple) else (logits,)))
 
 
 def test_negative_integer_tags_are_left_out_of_the_bio_loss():

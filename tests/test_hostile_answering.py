@@ -7,7 +7,7 @@ import pytest
 
 from bio_mrc.decoding.postprocess import DecodeConfig
 from bio_mrc.errors import ConfigError
-from bio_mrc.inference import AnswerExtractor
+from bio_mrc.inference import AnswerExtractor, TrainedModel
 
 QUESTION = "Who formulated the laws of motion?"
 CONTEXT = "Isaac Newton formulated the laws of motion."
@@ -47,6 +47,36 @@ def test_top_k_of_no_answers_over_several_documents_is_refused(extractor, no_for
 def test_a_batch_size_that_is_no_positive_count_is_refused(extractor, batch_size):
     with pytest.raises(ConfigError, match="batch_size is a positive number of windows"):
         AnswerExtractor(extractor.trained, batch_size=batch_size)
+
+
+@pytest.mark.parametrize("batch_size", [-1, 0, 2.5, True])
+def test_a_batch_size_of_no_windows_is_refused_by_trained_model_windows(extractor, monkeypatch, batch_size):
+    # -1 ran no window and blamed the model for the -inf padding left ("a damaged model"), 0 ran the default silently
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError("a window was cut")
+
+    monkeypatch.setattr("bio_mrc.inference.loading.predict_windows", forbidden)
+    examples, _ = extractor.examples(QUESTION, CONTEXT)
+    with pytest.raises(ConfigError, match=f"batch_size is a positive number of windows a forward pass, got {batch_size!r}"):
+        extractor.trained.windows(examples, batch_size=batch_size)
+
+
+@pytest.mark.parametrize("model, options, error, words", [
+    # pathlib's "argument should be a str object or an os.PathLike object", naming no argument
+    (b"model", {}, TypeError, r"TrainedModel.load takes a model folder or a hub id \(a str or a Path\), got a bytes"),
+    (None, {}, TypeError, r"TrainedModel.load takes a model folder or a hub id .*got a NoneType"),
+    # each character was read as a decoding: "decoding must be one of [...], got 's'"
+    ("MODEL", dict(decodings="span"), ConfigError, r"decodings is a list of decoding names, got the string 'span': give \['span'\]"),
+    ("MODEL", dict(backend="ONNX"), ConfigError, r"backend must be one of \('auto', 'torch', 'onnx'\), got 'ONNX'"),  # a ValueError
+])
+def test_trained_model_load_refuses_arguments_of_the_wrong_kind_before_reading_a_file(trained_dir, monkeypatch, model,
+                                                                                       options, error, words):
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError("a file was read")
+
+    monkeypatch.setattr("bio_mrc.inference.loading.local_folder", forbidden)
+    with pytest.raises(error, match=words):
+        TrainedModel.load(trained_dir if model == "MODEL" else model, **options)
 
 
 @pytest.mark.parametrize("options, words", [

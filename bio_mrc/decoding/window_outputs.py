@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import registry
-from ..errors import ModelOutputError, argument
+from ..errors import DataFormatError, ModelOutputError, argument
 from ..types import Example
 
 
@@ -118,6 +118,27 @@ def first_non_finite(outputs: WindowOutputs) -> tuple[int, str] | None:
             if found is None or question < found[0]:
                 found = (question, name)
     return found
+
+
+def check_examples_of(outputs: WindowOutputs, examples: Sequence[Example]) -> None:
+    """Refuse ``examples`` that are not those ``outputs`` were cut from, in one line: a window of no example given, an
+    example without a window, or a window whose tokens end past its example's context. Decoded with other examples,
+    a question got no answer (a no-answer score of infinity) or a span of another context's characters."""
+    index, count = np.asarray(outputs.example_index, dtype=np.int64), len(examples)
+    if index.size and (index.min() < 0 or index.max() >= count):
+        raise DataFormatError(f"the window outputs hold windows of question {int(index.max())} (numbered from 0), but {count} "
+                              f"{'example was' if count == 1 else 'examples were'} given: decode them with the examples "
+                              "they were cut from")
+    ends = np.full(count, -1, dtype=np.int64)
+    np.maximum.at(ends, index, outputs.offsets[..., 1].max(axis=1, initial=-1))
+    windowless = np.bincount(index, minlength=count) == 0
+    past = ends > np.array([len(example.context) for example in examples], dtype=np.int64)
+    if (bad := windowless | past).any():
+        first = int(np.argmax(bad))
+        problem = "has no window in the outputs" if windowless[first] else (
+            f"has windows ending at character {int(ends[first])}, past its context's {len(examples[first].context)}")
+        raise DataFormatError(f"this question {problem}: decode the window outputs with the examples they were cut "
+                              "from", examples[first].id)
 
 
 def check_finite_scores(outputs: WindowOutputs, examples: Sequence[Example], model: str | None = None) -> None:

@@ -146,8 +146,10 @@ def check_indices(name: str, targets: torch.Tensor, size: int, over: str, where:
                          "(a negative value, such as -100, is no label)")
 
 
-def check_hidden_states(hidden_states: Any, hidden_size: int) -> torch.Tensor:
-    """Hidden states as a (batch, seq, hidden_size) tensor, with a hint when an encoder output is passed whole."""
+def check_hidden_states(hidden_states: Any, layer: nn.Linear) -> torch.Tensor:
+    """Hidden states as a (batch, seq, hidden) tensor that ``layer`` (the head's) reads: its width, device and dtype,
+    with a hint when an encoder output is passed whole."""
+    hidden_size = layer.in_features
     if isinstance(hidden_states, Mapping) and "last_hidden_state" in hidden_states:
         raise TypeError("hidden_states must be a tensor: pass the encoder output's .last_hidden_state")
     check_tensor("hidden_states", hidden_states, f"(batch, seq, {hidden_size})", 3)
@@ -155,7 +157,42 @@ def check_hidden_states(hidden_states: Any, hidden_size: int) -> torch.Tensor:
         raise TypeError(f"hidden_states must be a floating-point tensor, got {hidden_states.dtype}")
     if hidden_states.shape[-1] != hidden_size:
         raise ValueError(f"hidden_states must have shape (batch, seq, {hidden_size}), got {tuple(hidden_states.shape)}")
+    check_like_weights(hidden_states, layer.weight)
     return hidden_states
+
+
+def check_like_weights(hidden_states: torch.Tensor, weight: torch.Tensor) -> None:
+    """States on the weights' device, in their dtype (or under autocast, which casts both but a float64): torch's own error
+    (``mat1 and mat2 must have the same dtype``) names neither the argument nor the fix. Weights on the meta device
+    are left alone: an offloading hook on the layer loads them after this check."""
+    if weight.device.type == "meta":
+        return
+    if hidden_states.device != weight.device:
+        raise ValueError(f"hidden_states are on {hidden_states.device}, the head's weights on {weight.device}: move the "
+                         f"head to the states' device (head.to({str(hidden_states.device)!r}))")
+    casts = torch.is_autocast_enabled(hidden_states.device.type) and torch.float64 not in (hidden_states.dtype, weight.dtype)
+    if hidden_states.dtype != weight.dtype and not casts:  # autocast casts every float but float64
+        autocast = "" if torch.float64 in (hidden_states.dtype, weight.dtype) else ", or run both under torch.autocast"
+        raise TypeError(f"hidden_states are {hidden_states.dtype}, the head's weights {weight.dtype}: cast the head "
+                        f"(head.to({hidden_states.dtype})) or the states (hidden_states.to({weight.dtype})){autocast}")
+
+
+def check_not_bool(name: str, targets: torch.Tensor, expected: str) -> None:
+    """Labels that are no booleans: torch reads False and True as 0 and 1, a tag or a position nobody gave (a mask
+    passed as the labels by mistake)."""
+    if targets.dtype == torch.bool:
+        raise TypeError(f"{name} must be {expected}, got {tuple(targets.shape)} torch.bool: True and False are no labels")
+
+
+def check_mask(name: str, mask: torch.Tensor) -> None:
+    """A mask of 0s and 1s (or booleans): a NaN or a 0.5 was read as 1, a token in, without a word. Checked where the
+    mask is on the CPU, as :func:`check_distributions` is."""
+    if mask.dtype == torch.bool or not values_checked(mask):
+        return
+    bad = (mask != 0) & (mask != 1)
+    if bad.any():
+        at = tuple(int(i) for i in bad.nonzero()[0])
+        raise ValueError(f"{name}{list(at)} is {mask[at].item()}: a mask holds 0 and 1 (or False and True) alone")
 
 
 def check_batch_seq(name: str, value: Any, shape: torch.Size) -> torch.Tensor:

@@ -8,7 +8,7 @@ from torch import nn
 from ..model_defaults import BIO_LOSS_REDUCTIONS
 from .base import (
     Head, as_loss_precision, check_batch_seq, check_distributions, check_dropout, check_hidden_size, check_hidden_states,
-    check_indices, check_tensor, soft_cross_entropy, three_positive_numbers,
+    check_indices, check_mask, check_not_bool, check_tensor, soft_cross_entropy, three_positive_numbers,
 )
 
 
@@ -85,7 +85,7 @@ class BIOHead(Head):
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """(batch, seq, hidden) -> (batch, seq, 3) B/I/O logits, prior-corrected under ``class_weights``."""
-        logits = self.classifier(self.dropout(check_hidden_states(hidden_states, self.classifier.in_features)))
+        logits = self.classifier(self.dropout(check_hidden_states(hidden_states, self.classifier)))
         if self.class_weights is not None:
             logits = logits - self._class_weight_tensor(logits).log()
         return logits
@@ -155,12 +155,13 @@ class BIOHead(Head):
             "or (batch, seq, K) integer tags of K annotators"
         )
         check_tensor("bio_targets", bio_targets, expected, (2, 3))
+        check_not_bool("bio_targets", bio_targets, expected)
         if bio_targets.dim() == 2 and bio_targets.is_floating_point():  # .long() would truncate 0.5 to B, 1.7 to I
             raise TypeError(f"bio_targets must be {expected}, got {tuple(bio_targets.shape)} {bio_targets.dtype}")
         distributions = bio_targets.dim() == 3 and bio_targets.is_floating_point()
         if bio_targets.shape[:2] != batch_seq or (distributions and bio_targets.shape[-1] != 3):
             raise ValueError(f"bio_targets must be {expected}, got {tuple(bio_targets.shape)} {bio_targets.dtype}")
-        check_batch_seq("tag_mask", tag_mask, batch_seq)
+        check_mask("tag_mask", check_batch_seq("tag_mask", tag_mask, batch_seq))
         if distributions:
             check_distributions("bio_targets", bio_targets, "B, I, O")
         else:

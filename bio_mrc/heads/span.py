@@ -7,7 +7,7 @@ from torch import nn
 
 from .base import (
     Head, as_loss_precision, check_batch_seq, check_distributions, check_dropout, check_hidden_size, check_hidden_states,
-    check_indices, check_tensor, soft_cross_entropy, values_checked,
+    check_indices, check_mask, check_not_bool, check_tensor, soft_cross_entropy, values_checked,
 )
 
 
@@ -29,7 +29,7 @@ class SpanHead(Head):
 
     def forward(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(batch, seq, hidden) -> ``(start_logits, end_logits)``, each (batch, seq)."""
-        hidden_states = check_hidden_states(hidden_states, self.qa_outputs.in_features)
+        hidden_states = check_hidden_states(hidden_states, self.qa_outputs)
         start, end = self.qa_outputs(self.dropout(hidden_states)).unbind(-1)
         return start, end
 
@@ -78,10 +78,11 @@ class SpanHead(Head):
         start = check_tensor("start_logits", logits[0], "(batch, seq)", 2)
         check_batch_seq("end_logits", logits[1], start.shape)
         if attention_mask is not None:
-            check_batch_seq("attention_mask", attention_mask, start.shape)
+            check_mask("attention_mask", check_batch_seq("attention_mask", attention_mask, start.shape))
         expected = f"(batch,) = ({start.shape[0]},) integer positions or (batch, seq) = {tuple(start.shape)} distributions"
         for name, target in (("start_positions", start_positions), ("end_positions", end_positions)):
             check_tensor(name, target, expected, (1, 2))
+            check_not_bool(name, target, expected)
             if target.shape != (start.shape if target.is_floating_point() else start.shape[:1]):
                 raise ValueError(f"{name} must be {expected}, got {tuple(target.shape)} {target.dtype}")
             if target.is_floating_point():

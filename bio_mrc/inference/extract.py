@@ -19,7 +19,7 @@ from .. import registry
 from ..data.text import check_context_length, check_text
 from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig
-from ..decoding.window_outputs import WindowOutputs, check_finite_scores
+from ..decoding.window_outputs import WindowOutputs, check_examples_of, check_finite_scores
 from ..errors import ConfigError, DataFormatError, a_type
 from ..types import Example, Prediction, RankedAnswers
 from ..plurals import counted
@@ -28,7 +28,7 @@ from .abstention import check_abstention
 from .answers import decode_answers
 from .defaults import DEFAULT_CHUNK_SIZE
 from .documents import DocumentRanking, document_names, rank_chunk
-from .loading import TrainedModel, check_length_prior
+from .loading import TrainedModel, check_batch_size, check_length_prior
 from .text_inputs import TextBatch, text_input
 
 
@@ -216,6 +216,7 @@ class AnswerExtractor:
         overrides = {name: value for name, value in decode_options.items() if value is not None}
         given = replace(self.decode_config, **overrides)
         resolved = self.checked_decodings(decodings, given.bio_length_prior)  # before any decoding
+        check_examples_of(outputs, examples)
         check_finite_scores(outputs, examples, self.trained.name or self.trained.path)
         config = self.trained.decode_config(given)
         return [decode_answers(outputs, examples, decoding, config, self.trained.thresholds, multi_span,
@@ -333,13 +334,6 @@ class AnswerExtractor:
 SINGLE_SPANS_ANSWER = ("require_answer=False changes only multi_span answers (no BIO span where the likeliest tag "
                        "sequence is all O); single spans, several documents' included, abstain only by the no-answer "
                        "threshold saved with the model")
-
-
-def check_batch_size(batch_size: Any) -> int:
-    """``batch_size`` if it is a positive whole number of windows a forward pass; else a ConfigError."""
-    if not whole_number(batch_size) or batch_size < 1:
-        raise ConfigError(f"batch_size is a positive number of windows a forward pass, got {batch_size!r}")
-    return int(batch_size)
 
 
 def is_flag(value: Any) -> bool:

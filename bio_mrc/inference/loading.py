@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..encoders import load_tokenizer
-from ..errors import ConfigError, ModelFormatError, argument
+from ..errors import ConfigError, ModelFormatError, a_type, argument
 from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
 from ..model_folder import (check_file_kinds, check_model_folder, check_window_frame, foreign_model, read_json_object,
@@ -66,6 +68,7 @@ class TrainedModel:
         model, which runs on ONNX Runtime's CPU provider (``cpu`` or ``auto``). ``decodings``: those the caller
         will ask of it, one its heads cannot do refused (:func:`bio_mrc.registry.resolve_decoding`) before the weights load.
         ``revision``: a hub id's branch, tag or commit hash (None: its default branch); given with a local folder, refused."""
+        check_load_arguments(model_dir, backend, decodings)
         check_name_given(model_dir)  # "" would be the current folder
         name = str(model_dir)
         check_precision(precision or DEFAULT_PRECISION)  # options first: refused before any file is read or fetched
@@ -171,10 +174,30 @@ class TrainedModel:
         ``progress`` shows a bar for the questions cut into windows and one for the windows run; ``bars``
         (:func:`bio_mrc.progress.window_bars`) are bars a caller holds over several calls, one chunk of a list each."""
         precision = self.precision if self.backend == "torch" else None
-        outputs = predict_windows(self.model, self.tokenizer, examples, self.features, batch_size or self.batch_size,
+        batch_size = self.batch_size if batch_size is None else check_batch_size(batch_size)  # 0 or -1 ran no window
+        outputs = predict_windows(self.model, self.tokenizer, examples, self.features, batch_size,
                                   progress, precision, bars)
         check_finite_scores(outputs, examples, self.name or self.path)
         return outputs
+
+
+def check_load_arguments(model_dir: Any, backend: Any, decodings: Any) -> None:
+    """:meth:`TrainedModel.load`'s arguments of the wrong kind, refused in one line before any file is read: pathlib's
+    own error names no argument, and a string of decodings was read a character a decoding (``got 's'``)."""
+    if not isinstance(model_dir, (str, os.PathLike)):
+        raise TypeError(f"TrainedModel.load takes a model folder or a hub id (a str or a Path), got {a_type(model_dir)}")
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if isinstance(decodings, (str, bytes)) or not isinstance(decodings, Iterable):
+        given = f"the string {decodings!r}: give [{decodings!r}]" if isinstance(decodings, str) else a_type(decodings)
+        raise ConfigError(f"decodings is a list of decoding names, got {given}")
+
+
+def check_batch_size(batch_size: Any) -> int:
+    """``batch_size`` if it is a positive whole number of windows a forward pass; else a ConfigError."""
+    if not whole_number(batch_size) or batch_size < 1:
+        raise ConfigError(f"batch_size is a positive number of windows a forward pass, got {batch_size!r}")
+    return int(batch_size)
 
 
 def forward_precision(precision: str | None, onnx: bool, where: str) -> str:
@@ -217,7 +240,7 @@ def model_backend(model_dir: Path, backend: str = "auto") -> str:
     """``auto``: PyTorch when the folder has PyTorch weights (the reference), else ONNX when it holds
     an export's ``model.onnx``; ``torch`` and ``onnx`` choose."""
     if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend != "auto":
         return backend
     has_weights = any((model_dir / name).is_file() for name in WEIGHT_FILES)
