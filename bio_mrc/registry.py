@@ -629,6 +629,15 @@ register_task(TaskEntry(
     name="quoref", format="quoref", title="Quoref (listed spans form one answer), MultiSpanQA official metrics", **ANSWER_PARTS,
 ))
 register_task(TaskEntry(
+    name="drop", format="drop", scorer="multispan", load=None, no_answer=False, folds="bio_mrc.data.article_splits:kfold_by_article",
+    title="DROP's span questions (an answer's spans its parts), MultiSpanQA official metrics", **MULTISPAN_SCORING,
+))
+register_task(TaskEntry(
+    name="mash-qa", format="mash-qa", scorer="multispan", load=None, no_answer=False,
+    folds="bio_mrc.data.article_splits:kfold_by_article",
+    title="MASH-QA (an answer's sentences its parts), MultiSpanQA official metrics", **MULTISPAN_SCORING,
+))
+register_task(TaskEntry(
     name="answer-parts", format="answer-parts",
     title="SQuAD-shaped questions whose listed answers are the parts of one answer, MultiSpanQA official metrics", **ANSWER_PARTS,
 ))

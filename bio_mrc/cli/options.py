@@ -55,7 +55,8 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
                         help="leave out bad questions instead of stopping at the first one (each is reported)")
     parser.add_argument("--format", choices=registry.data_formats(),
                         help="what the questions are, as a comparison config's \"format\" says (default: detected: multispanqa "
-                             "for MultiSpanQA's layout, else squad, whose listed answers are alternatives); answer-parts: any "
+                             "for MultiSpanQA's layout, drop, quoref and mash-qa for theirs, each answer's spans its parts, "
+                             "else squad, whose listed answers are alternatives); answer-parts: any "
                              "SQuAD-shaped form whose listed answers are the parts of one answer, scored with MultiSpanQA's "
                              "metrics (your own multi-span questions)")
 
@@ -63,7 +64,7 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
 # The forms load_squad reads (bio_mrc/data/formats.py), for every --data and --train.
 DATA_HELP = ("questions: official SQuAD JSON; JSON Lines with the Hugging Face SQuAD columns "
               "(.jsonl, .jsonl.gz, or by content); CSV, TSV or Parquet with those columns; an MRQA shared-task file "
-              "(.jsonl.gz); MultiSpanQA JSON; a folder saved with datasets' save_to_disk (FOLDER:SPLIT picks "
+              "(.jsonl.gz); MultiSpanQA, DROP, Quoref or MASH-QA JSON; a folder saved with datasets' save_to_disk (FOLDER:SPLIT picks "
               "a DatasetDict's split); or a hub dataset id with a split, e.g. rajpurkar/squad:validation (needs a network)")
 
 

@@ -9,11 +9,13 @@ same way; the article title is kept, so cross-validation folds split by it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import Any
 
 from ..types import Example
+from .one_answer import as_one_answer
 from .squad import load_squad
+
+__all__ = ["as_answer_parts", "as_one_answer", "load_answer_parts"]
 
 
 def load_answer_parts(data: Any, **options: Any) -> list[Example]:
@@ -26,11 +28,3 @@ def as_answer_parts(examples: Iterable[Example]) -> list[Example]:
     """Each question with its listed spans joined into one answer (:func:`as_one_answer`), in order."""
     return [as_one_answer(example) for example in examples]
 
-
-def as_one_answer(example: Example) -> Example:
-    """``example`` with its listed spans (deduplicated, in context order) one alternative; none, or an unlabelled
-    question, stays as it is."""
-    if not example.answers:
-        return example
-    spans = sorted({span for alternative in example.answers for span in alternative})
-    return replace(example, answers=(tuple(spans),))

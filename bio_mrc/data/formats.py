@@ -16,7 +16,10 @@ from typing import Any, Callable, Iterator
 from ..errors import ConfigError
 from ..io import broken_link, home_expanded
 from .json_reader import DataFormatError, check_not_special, read_json
-from .json_stream import SquadJsonStream
+from .drop import SNIFF_BYTES as DROP_SNIFF_BYTES
+from .drop import drop_records, is_drop_start
+from .json_stream import Paragraph, SquadJsonStream
+from .mashqa import is_mashqa_paragraph, mashqa_records
 from .mrqa import is_mrqa_start, mrqa_records
 from .multispanqa import multispanqa_questions
 from .sources import (
@@ -55,6 +58,23 @@ class Source:
             return handle.read(4)
 
     @cached_property
+    def start(self) -> bytes:
+        """The file's first bytes, for a layout told by how its JSON opens."""
+        with open(self.path, "rb") as handle:
+            return handle.read(DROP_SNIFF_BYTES)
+
+    @cached_property
+    def first_record(self) -> Any:
+        """The first record of a JSON object's ``data`` list, as the official SQuAD reader streams it (an article, or a
+        :class:`Paragraph` of one), or None where the file is no such object."""
+        if not self.is_file:
+            return None
+        try:
+            return next(iter(SquadJsonStream(self.path)), None)
+        except DataFormatError:  # not JSON, or not an object with a 'data' list: the squad reader says which
+            return None
+
+    @cached_property
     def json(self) -> Any:
         """The whole file's JSON value; a file that is not JSON raises when its reader asks, not when detected."""
         try:
@@ -82,13 +102,30 @@ class DataFormat:
 def _is_multispanqa(source: Source) -> bool:
     """A JSON file whose first ``data`` record has word labels, or a context of words (a file of questions to predict,
     as MultiSpanQA's test file); only that record is read."""
-    if not source.is_file:
-        return False
-    try:
-        first = next(iter(SquadJsonStream(source.path)), None)
-    except DataFormatError:  # not JSON, or not an object with a 'data' list: the squad reader says which
-        return False
+    first = source.first_record
     return isinstance(first, dict) and ("label" in first or isinstance(first.get("context"), list))
+
+
+def _first_paragraph(source: Source) -> Any:
+    """The first paragraph of an official SQuAD JSON file (None where there is none)."""
+    first = source.first_record
+    if isinstance(first, Paragraph):
+        return first.value
+    paragraphs = first.get("paragraphs") if isinstance(first, dict) else None
+    return paragraphs[0] if isinstance(paragraphs, list) and paragraphs else None
+
+
+def _is_quoref(source: Source) -> bool:
+    """Official SQuAD JSON whose first paragraph has Quoref's ``context_id``: Quoref's files, whose listed answers are
+    the parts of one answer."""
+    paragraph = _first_paragraph(source)
+    return isinstance(paragraph, dict) and "context_id" in paragraph
+
+
+def _squad_records(source: Source, stream: bool, parts: bool = False) -> Records:
+    """An official SQuAD JSON file, whole or streamed; ``parts``: its listed answers are one answer's parts."""
+    path = _json_file(source).path
+    return Records(source.name, squad=SquadJsonStream(path) if stream else source.parsed_json(), parts=parts)
 
 
 def _multispanqa_records(source: Source) -> Records:
@@ -100,6 +137,11 @@ def _json_file(source: Source) -> Source:
     official SQuAD JSON, which every file no other format claims is, is refused saying what the readers take."""
     with open(source.path, "rb") as handle:
         start = handle.read(_TEXT_SNIFF_BYTES).removeprefix(b"\xef\xbb\xbf").lstrip()
+    if _BIOASQ_START.match(start):
+        raise DataFormatError("BioASQ's JSON ({\"questions\": [...]}) gives exact answers as texts beside snippets, not "
+                              "spans: write each question with a snippet holding its answers as a JSON Lines line in the "
+                              "SQuAD columns, each answer text found in the snippet, and give --format answer-parts "
+                              "(docs/data.md, other answers given as span texts)", source=source.name)
     if _plain_text(start):
         raise DataFormatError("not JSON, and its name has no suffix of another format: questions are read with their "
                               "contexts, as JSON Lines (.jsonl, a {\"question\": ..., \"context\": ...} object a line), a table "
@@ -117,6 +159,7 @@ def _plain_text(start: bytes) -> bool:
 
 
 _TEXT_SNIFF_BYTES = 4096  # leading whitespace read past before the first character a JSON value starts with
+_BIOASQ_START = re.compile(rb'\{\s*"questions"\s*:\s*\[')
 
 
 _HF_COLUMNS = ("the Hugging Face SQuAD columns context, question, and optionally id, title and answers "
@@ -143,12 +186,20 @@ FORMATS: dict[str, DataFormat] = {
                        lambda s: mrqa_records(s.path)),
     "jsonl": DataFormat(f"JSON Lines, one question per line in {_HF_COLUMNS}",
                         lambda s: s.suffix_is(*ROW_SUFFIXES) or first_line_is_a_row(s.first_line), lambda s: jsonl_records(s.path)),
+    "drop": DataFormat("DROP JSON: {passage_id: {passage, qa_pairs: [{query_id, question, answer: {spans: [texts], number, "
+                       "date}}]}} (an answer's spans are its parts; a number or date answer is left out)",
+                       lambda s: s.is_file and is_drop_start(s.start), lambda s: drop_records(s.parsed_json(), s.name)),
     "multispanqa": DataFormat("MultiSpanQA JSON: {\"data\": [{id, question: [words], context: [words], label: [B/I/O per word]}]} "
                               "(no label: a question to predict)",
                               _is_multispanqa, _multispanqa_records),
+    "mash-qa": DataFormat("MASH-QA JSON: official SQuAD JSON whose answers list their sentences as answer_starts: "
+                          "[[start, length], ...], the parts of one answer", lambda s: is_mashqa_paragraph(_first_paragraph(s)),
+                          lambda s: mashqa_records(_json_file(s).parsed_json(), s.name)),
+    "quoref": DataFormat("Quoref JSON: official SQuAD JSON whose paragraphs have a context_id, a question's listed "
+                         "answers the parts of one answer", _is_quoref, lambda s: _squad_records(s, False, parts=True),
+                         stream=lambda s: _squad_records(s, True, parts=True)),
     "squad": DataFormat("official SQuAD JSON: {\"data\": [{title, paragraphs: [{context, qas: [{id, question, answers}]}]}]}",
-                        lambda s: s.is_file, lambda s: Records(s.name, squad=_json_file(s).parsed_json()),
-                        stream=lambda s: Records(s.name, squad=SquadJsonStream(_json_file(s).path))),
+                        lambda s: s.is_file, lambda s: _squad_records(s, False), stream=lambda s: _squad_records(s, True)),
     "hub": DataFormat("a Hugging Face hub dataset id with the SQuAD columns, e.g. rajpurkar/squad:validation",
                       lambda s: isinstance(s.data, str) and not s.path.exists() and not s.path.is_symlink() and is_hub_id(s.data),
                       lambda s: hub_records(s.data, s.split), takes_split=True),

@@ -43,12 +43,14 @@ class Records:
     (``(where, row)`` pairs in the Hugging Face SQuAD columns; ``where`` is ``line N`` or ``row N``; a question
     that could not be read as a row has its :class:`DataFormatError` in its place, raised or skipped with its checks) or
     ``examples`` (already validated, from a layout with its own rules such as MultiSpanQA's; a bad record's
-    :class:`DataFormatError` in its place)."""
+    :class:`DataFormatError` in its place). ``parts``: a question's listed answers are the parts of one answer
+    (Quoref's, DROP's, MASH-QA's layouts), not alternatives."""
 
     name: str
     squad: Any = None
     rows: Iterable[tuple[str, Any]] | None = None
     examples: list[Example | DataFormatError] | None = None
+    parts: bool = False
 
 
 def split_spec(text: str) -> tuple[str, str | None]:
@@ -191,11 +193,30 @@ def check_columns(columns: Iterable[str] | None, name: str, kind: str) -> None:
     if columns is None:  # no column names to check: each row is checked as it is read
         return
     columns = list(columns)
+    if hint := foreign_layout(columns):
+        raise DataFormatError(hint, source=name)
     check_near_misses(columns, name, kind)  # first: 'Question' says to rename it, not only that 'question' lacks
     missing = [column for column in REQUIRED_COLUMNS if column not in columns]
     if missing:
         raise DataFormatError(f"the {kind} lacks the SQuAD columns {missing} (it has {columns}; "
                               "id and answers are optional)", source=name)
+
+
+# Published layouts of other data sets, by columns (or keys) they alone have: what to read instead.
+_FOREIGN_LAYOUTS = (
+    ({"passage", "answers_spans"}, "DROP's Hugging Face columns (passage, answers_spans) join the spans of its validated "
+                                   "answers into one list, so an answer's parts cannot be told from its alternatives: give "
+                                   "DROP's own drop_dataset_dev.json (or _train), which is read as drop"),
+    *(({"story_text", ranges}, f"NewsQA's CSV (story_text, {ranges}) is not read: give MRQA's NewsQA file "
+                               "(NewsQA.jsonl.gz), which is read as mrqa") for ranges in ("answer_char_ranges", "answer_token_ranges")),
+)
+
+
+def foreign_layout(names: Iterable[Any]) -> str | None:
+    """What to give instead of a table or record in another data set's published layout (its columns or keys
+    ``names``), or None."""
+    names = set(names)
+    return next((hint for marks, hint in _FOREIGN_LAYOUTS if marks <= names and "context" not in names), None)
 
 
 def check_near_misses(columns: list[str], name: str, kind: str) -> None:

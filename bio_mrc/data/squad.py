@@ -17,8 +17,9 @@ from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
 from .json_stream import Paragraph
-from .sources import near_miss
+from .sources import foreign_layout, near_miss
 from .mrqa import MISPLACED_SPANS
+from .one_answer import as_one_answer
 from .text import carries_text, check_context_length, check_text
 
 
@@ -62,7 +63,8 @@ def load_squad(
     the Hugging Face SQuAD columns, one question per line; a CSV, TSV or Parquet file with those columns (read
     through ``datasets``; a CSV's ``answers`` as JSON text); a ``datasets.Dataset`` or ``DatasetDict`` with those
     columns, or a folder one was saved to with ``save_to_disk``; a pandas DataFrame or a list of dicts with them;
-    an MRQA shared-task file (``.jsonl`` or ``.jsonl.gz``); a MultiSpanQA JSON file; or a hub dataset id.
+    an MRQA shared-task file (``.jsonl`` or ``.jsonl.gz``); a MultiSpanQA, DROP, Quoref or MASH-QA JSON file (each
+    question's spans the parts of one answer); or a hub dataset id.
     ``split`` (or a ``:SPLIT`` suffix on a string) picks a DatasetDict's or a hub dataset's split; a
     DatasetDict with one split needs none. The form is recognised by :func:`bio_mrc.data.formats.detect_format`;
     ``data_format`` (a name of :data:`~bio_mrc.data.formats.FORMATS`) refuses any other.
@@ -96,6 +98,8 @@ def load_squad(
             result = parse_rows(records.rows, records.name, limit, fix_offsets, skip_invalid, needs_gold)
         else:
             result = parse_squad(records.squad, records.name, limit, fix_offsets, skip_invalid, needs_gold)
+    if records.parts:
+        result.examples = [as_one_answer(example) for example in result.examples]
     result.format = detected.format
     return result
 
@@ -128,7 +132,9 @@ def _row_question(row: Any, source: str) -> tuple[Any, Any, str, str]:
     """A row as ``(qa, context, title, source)``: in the Hugging Face layout the row is its own qa."""
     fields = row if isinstance(row, dict) else {}
     title = fields.get("title")
-    if near := near_miss(fields):  # {"Question": ...} would read as a question missing, {"ID": ...} as none given
+    if hint := foreign_layout(fields):
+        row = DataFormatError(hint, None, source)
+    elif near := near_miss(fields):  # {"Question": ...} would read as a question missing, {"ID": ...} as none given
         row = DataFormatError(f"the record has the key {near[0]!r}, which is not {near[1]!r} as spelt, so its value "
                               f"would be ignored; rename it {near[1]!r}", None, source)
     return row, fields.get("context"), "" if title is None else title, source
@@ -215,7 +221,8 @@ class SquadStream:
                 questions = (_row_question(row, f"{records.name}, {where}") for where, row in records.rows)
             else:
                 questions = _article_questions(records.squad, records.name)
-            yield from validated(questions, result, self.limit, self.fix_offsets, self.skip_invalid, self.needs_gold)
+            examples = validated(questions, result, self.limit, self.fix_offsets, self.skip_invalid, self.needs_gold)
+            yield from (map(as_one_answer, examples) if records.parts else examples)
         header = str(getattr(records.squad, "version", None) or "1.1").lstrip("v")
         self.version = "2.0" if result.version == "2.0" else header
 

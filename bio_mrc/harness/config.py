@@ -115,8 +115,8 @@ class DataSpec:
         "minimum": 0, "help": "v1.1 training data: add this many made-up unanswerable questions per question"})
     format: str = field(default="squad", metadata={
         "choices": registry.data_formats,
-        "help": "squad (listed answers are alternatives); multispanqa, or quoref and answer-parts (any SQuAD-shaped form, "
-                "its listed spans the parts of one answer): scored with MultiSpanQA's metrics"})
+        "help": "squad (listed answers are alternatives); multispanqa, drop and mash-qa (their own layouts), or quoref and "
+                "answer-parts (any SQuAD-shaped form, its listed spans the parts of one answer): scored with MultiSpanQA's metrics"})
 
     def __post_init__(self) -> None:
         check_fields(self)
