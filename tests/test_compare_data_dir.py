@@ -51,3 +51,21 @@ def test_a_relative_path_without_its_data_folder_is_refused_naming_the_entry(tmp
         f"error: runs[1].train_data (run 'b'): the path 'squad-v1.1/train.json' is relative to the data directory {missing}, "
         f"which is not found; pass --data-dir or set BIO_MRC_DATA, or give the path in full (in {config})\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_path_beginning_with_a_tilde_is_the_home_folders_as_a_runs_encoder_is(tmp_path, tiny_encoder_dir, monkeypatch):
+    """It was joined under the data folder (DATA/~/sample.json), while a run's "~/encoder" was read from the home folder."""
+    from bio_mrc.harness.comparison_splits import resolve_split
+    from bio_mrc.harness.config import DataSpec
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "sample.json").write_text(SAMPLE_V1.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    spec = DataSpec(path="~/sample.json", limit=3)
+    assert [e.id for e in resolve_split(spec, tmp_path / "missing").examples] == [e.id for e in resolve_split(
+        DataSpec(path=str(SAMPLE_V1), limit=3), tmp_path).examples]
+    _fail_at_training(monkeypatch)
+    config = _config(tmp_path, tiny_encoder_dir, eval={"path": "~/sample.json", "split": {"fractions": [0.5, 0.5], "part": 1}})
+    with pytest.raises(Trained):  # not refused: the home folder's file needs no data folder
+        main(["compare", "--config", str(config), "--data-dir", str(tmp_path / "missing"), "--output-dir", str(tmp_path / "out")])

@@ -140,6 +140,52 @@ def test_the_loader_accepts_exactly_what_the_published_schema_accepts(name):
             assert refusal is not None and re.match(r"^(top level|[\w$]+(\[\d+\])*(\.[\w$]+(\[\d+\])*)*)", refusal), (path, changed, refusal)
 
 
+@pytest.mark.parametrize("key", ["name", "runs"])
+def test_a_name_ending_in_a_newline_is_refused_by_the_loader_and_the_published_schema(key):
+    """Python's "$" matched before a final newline, so "span\\n" passed and named a model folder and report rows."""
+    raw = {**MINIMAL, "name": "quick\n"} if key == "name" else {**MINIMAL, "runs": [{"name": "span\n", "heads": "span"}]}
+    where = "name" if key == "name" else "runs[0].name"
+    with pytest.raises(ConfigError, match=re.escape(where) + ": a name becomes a file name, .*; got '(quick|span)\\\\n'$"):
+        parse_config(raw)
+    assert list(jsonschema.Draft202012Validator(json.loads(PUBLISHED.read_text())).iter_errors(raw))
+    assert parse_config({**MINIMAL, "name": "quick", "runs": [{"name": "span", "heads": "span"}]}).runs[0].name == "span"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"baseline": "joint/spam"}, "baseline: unknown cell(s) ['joint/spam'] (did you mean 'joint/span' for 'joint/spam'?)"),
+    ({"contrasts": [["joint/span", "joint/bio"], ["joint/bio", "jiont/joint"]]},
+     "contrasts[1][1]: unknown cell(s) ['jiont/joint'] (did you mean 'joint/joint' for 'jiont/joint'?)"),
+    ({"contrasts": [["joint/span", "joint/bio"], ["joint/bio", "joint/bio"]]},
+     "contrasts[1]: a contrast compares two different cells; got ['joint/bio', 'joint/bio']"),
+    ({"baseline_left_out": "gone"}, "baseline_left_out: 'gone' is not a cell label of the form run/decoding"),
+    ({"baseline_left_out": "gone/spam"}, "baseline_left_out: 'gone/spam' names no decoding; the decodings are span, bio, joint"),
+])
+def test_a_cell_the_config_names_wrong_is_refused_naming_its_key_path(change, message):
+    with pytest.raises(ConfigError, match="^" + re.escape(message)):
+        parse_config({**MINIMAL, **change})
+    assert parse_config({**MINIMAL, "baseline_left_out": "gone/bio"}).baseline_left_out == "gone/bio"
+
+
+@pytest.mark.parametrize("given", ["", "  "])
+def test_an_empty_config_path_is_refused_not_read_as_the_current_folder(given, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "--config", given, "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: an empty path names no config file; give one, or a preset: {', '.join(PRESETS)} (in {given!r})\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_config_file_past_the_json_limit_is_refused_unread_and_one_beginning_with_a_tilde_is_found(tmp_path, monkeypatch):
+    path = tmp_path / "ablation.json"
+    path.write_text(json.dumps({**MINIMAL, "description": "x" * 500}))
+    monkeypatch.setenv("BIO_MRC_MAX_JSON_BYTES", "100")
+    with pytest.raises(DataFormatError, match=re.escape(f"the file is larger than 100 bytes (BIO_MRC_MAX_JSON_BYTES raises the limit) (in {path})")):
+        load_config(path)
+    monkeypatch.delenv("BIO_MRC_MAX_JSON_BYTES")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert load_config("~/ablation.json").runs[0].name == "joint"
+
+
 def test_a_config_may_name_its_schema_for_editors():
     assert parse_config({"$schema": "compare-config.schema.json", **MINIMAL}).runs[0].name == "joint"
 

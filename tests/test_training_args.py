@@ -95,6 +95,42 @@ def test_a_compile_mode_or_backend_torch_does_not_know_is_refused_before_trainin
     assert known.training_args["torch_compile_backend"] == "inductor" and known.training_args["torch_compile_mode"] == "max-autotune"
 
 
+@pytest.mark.parametrize("given, problem", [
+    ({"lr_scheduler_kwargs": {"num_cycle": 2}}, "lr_scheduler_type 'linear' with lr_scheduler_kwargs {'num_cycle': 2}: "
+                                                ".*unexpected keyword argument 'num_cycle'"),
+    ({"lr_scheduler_kwargs": '{"power": 2}'}, "lr_scheduler_type 'linear' with lr_scheduler_kwargs {'power': 2}: .*'power'"),
+    ({"lr_scheduler_type": "cosine", "lr_scheduler_kwargs": {"num_cycles": "x"}}, "could not convert string to float: 'x'"),
+    ({"lr_scheduler_type": "cosine_with_min_lr"}, "One of min_lr or min_lr_rate should be set"),
+    ({"lr_scheduler_type": "warmup_stable_decay"}, "missing 1 required positional argument: 'num_decay_steps'"),
+    ({"lr_scheduler_kwargs": [1]}, "lr_scheduler_kwargs is an object of the 'linear' schedule's keyword arguments, got \\[1\\]"),
+    ({"gradient_checkpointing": True, "gradient_checkpointing_kwargs": {"use_reentrent": False}},
+     "gradient_checkpointing_kwargs: 'use_reentrent' is no option of the checkpointing \\(did you mean 'use_reentrant'\\?\\)"),
+    ({"gradient_checkpointing_kwargs": "x"}, "gradient_checkpointing_kwargs is an object of the checkpointing's options"),
+    ({"dataloader_persistent_workers": True}, "dataloader_persistent_workers keeps worker processes, which need dataloader_num_workers above 0"),
+])
+def test_a_schedule_checkpointing_or_loader_setting_trainer_fails_on_is_refused_before_training(given, problem):
+    """TrainingArguments keeps these unchecked; Trainer built the schedule, torch checkpointed a layer and the DataLoader
+    started once the model was built, each a TypeError or ValueError traceback with the model's folder begun."""
+    with pytest.raises(ConfigError, match=f"^training_args: .*{problem}"):
+        TrainConfig(training_args=given)
+
+
+def test_a_schedule_checkpointing_or_loader_setting_trainer_takes_is_kept():
+    for given in ({"lr_scheduler_type": "cosine", "lr_scheduler_kwargs": {"num_cycles": 0.25}},
+                  {"lr_scheduler_type": "cosine_with_min_lr", "lr_scheduler_kwargs": {"min_lr": 1e-6}},
+                  {"lr_scheduler_type": "warmup_stable_decay", "lr_scheduler_kwargs": {"num_decay_steps": 2}},
+                  {"lr_scheduler_type": "reduce_lr_on_plateau", "lr_scheduler_kwargs": {"patience": 2}, "eval_strategy": "steps", "eval_steps": 5},
+                  {"gradient_checkpointing": True, "gradient_checkpointing_kwargs": {"use_reentrant": False, "every_n_layers": 2}},
+                  {"dataloader_persistent_workers": True, "dataloader_num_workers": 1}):
+        assert TrainConfig(training_args=given).training_args == given
+
+
+def test_a_comparison_run_whose_schedule_trainer_fails_on_is_refused_with_its_key_path():
+    with pytest.raises(ConfigError, match=r"^runs\[1\]: training_args: lr_scheduler_type 'linear' with lr_scheduler_kwargs \{'a': 1\}"):
+        parse_config({"train": {"path": "t.json"}, "eval": {"path": "e.json"},
+                      "runs": [{"name": "a"}, {"name": "b", "training_args": {"lr_scheduler_kwargs": {"a": 1}}}]})
+
+
 def test_liger_kernels_without_the_package_are_refused_before_training(monkeypatch):
     """Trainer raised an ImportError traceback once the model was built."""
     import transformers.utils

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..io import home_expanded
 from ..types import Example
 from .json_reader import DataFormatError, NotPlainJsonError, loads, not_utf8
 from .limits import max_data_bytes, max_line_bytes
@@ -78,9 +79,16 @@ def default_data_dir(beside: str | Path | None = None) -> Path:
     return Path(os.environ.get(DATA_DIR_VARIABLE) or Path(beside or Path.cwd()).resolve().parent / "shared" / "data")
 
 
+def local_data_path(spec: str, base_dir: Path) -> Path:
+    """A comparison config's data path as a local one: under ``base_dir`` unless it is absolute or begins with ``~`` (the
+    home folder, as a run's encoder reads it and the shell reads a command's paths)."""
+    expanded = Path(home_expanded(spec))
+    return expanded if expanded.is_absolute() else base_dir / spec
+
+
 def locate(spec: str, base_dir: Path) -> str:
-    """A comparison config's data path: under ``base_dir`` unless it is absolute, or a hub id no local path shadows."""
-    local = Path(spec) if Path(spec).is_absolute() else base_dir / spec
+    """A comparison config's data path: :func:`local_data_path`, or a hub id no local path shadows."""
+    local = local_data_path(spec, base_dir)
     if not Path(split_spec(str(local))[0]).exists() and is_hub_id(split_spec(spec)[0]):
         return spec
     return str(local)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..data.sources import is_hub_id, locate, split_spec
+from ..data.sources import is_hub_id, local_data_path, locate, split_spec
 from ..data.article_splits import (distinct_questions, folds_of_distinct_questions, id_set_hash, paragraphs, question_set_hash,
                                    shared_questions_and_contexts, split_by_article)
 from ..data.squad import load_squad
@@ -118,7 +118,7 @@ def check_data_dir(config: CompareConfig, data_dir: Path, source: str) -> None:
 def needs_data_dir(spec: DataSpec) -> bool:
     """Whether an entry's path is read under the data folder: a relative one, unless it is a hub id (read from the hub
     where no local path shadows it) in a format the table of forms reads."""
-    if Path(spec.path).is_absolute():
+    if local_data_path(spec.path, Path()).is_absolute():
         return False
     return registry.task_for(spec.format, False).load is not None or not is_hub_id(split_spec(spec.path)[0])
 
@@ -127,7 +127,7 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
     """The questions a data entry names; the same entry always gives the same questions."""
     task = registry.task_for(spec.format, False)
     if task.load is not None:  # a task whose data the format table does not read
-        path = Path(spec.path) if Path(spec.path).is_absolute() else data_dir / spec.path
+        path = local_data_path(spec.path, data_dir)
         examples, is_v2, detected = task.load_questions(path), False, spec.format
     else:
         # any form load_squad reads: a file, JSON Lines, a table, MRQA, MultiSpanQA, a saved dataset (FOLDER:SPLIT) under

@@ -28,7 +28,8 @@ A data entry is ``{"path", "skip"?, "limit"?}`` (a fixed slice of the file) or
 ``{"path", "split": {"fractions": [...], "part": i, "seed": s}}`` (a part of an
 article-level split of the file), with ``"format": "multispanqa"`` for a
 MultiSpanQA file (scored with its official multi-span metrics; default
-``"squad"``). Paths are relative to the data directory unless absolute. The
+``"squad"``). Paths are relative to the data directory unless absolute or beginning
+with ``~`` (the home folder); a run's ``encoder`` and ``init_from`` folders are relative to the working folder. The
 same entry always yields the same questions, so splits are never re-drawn
 between runs.
 
@@ -56,6 +57,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import difflib
 import functools
 import json
 import math
@@ -70,6 +72,7 @@ from ..data.json_reader import DataFormatError, read_json
 from .. import model_defaults, registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError, argument
+from ..io import home_expanded
 from ..plurals import counted
 from ..precision import PRECISIONS
 from ..training.config import TrainConfig
@@ -92,7 +95,8 @@ FOLD_TRAINING_SHARE_HELP = ("cross-validation only: each fold's model trains on 
 # Windows reserves for a device (CON, NUL, COM1, ..., with an extension too) and no trailing '.', which Windows drops.
 WINDOWS_DEVICES = r"(?:[Cc][Oo][Nn]|[Pp][Rr][Nn]|[Aa][Uu][Xx]|[Nn][Uu][Ll]|[Cc][Oo][Mm][0-9]|[Ll][Pp][Tt][0-9])(?:\.|$)"
 SAFE_NAME = re.compile(rf"(?!{WINDOWS_DEVICES})[A-Za-z0-9](?:[A-Za-z0-9._+-]{{0,98}}[A-Za-z0-9_+-])?")
-NAME_SCHEMA = {"type": "string", "pattern": f"^{SAFE_NAME.pattern}$",
+# "(?!\n)": Python's "$" (jsonschema's) matches before a final newline too, which would pass "name\n" as a folder name.
+NAME_SCHEMA = {"type": "string", "pattern": f"^{SAFE_NAME.pattern}(?!\\n)$",
                "problem": "a name becomes a file name, so it is 1 to 100 letters, digits, '.', '_', '+' or '-', "
                           "beginning with a letter or digit, not ending in '.', and no device name Windows reserves "
                           "(CON, PRN, AUX, NUL, COM0-9, LPT0-9)"}
@@ -106,7 +110,8 @@ SPLIT_SCHEMA = {
 @dataclass(frozen=True)
 class DataSpec:
     path: str = field(metadata={"schema": {"type": "string", "minLength": 1},
-                                "help": "a file (or FOLDER:SPLIT of a saved dataset), relative to the data folder unless absolute"})
+                                "help": "a file (or FOLDER:SPLIT of a saved dataset), relative to the data folder unless absolute "
+                                        "or beginning with ~ (the home folder)"})
     limit: int | None = field(default=None, metadata={"minimum": 1, "help": "take this many questions (after skip)"})
     skip: int = field(default=0, metadata={"minimum": 0, "help": "leave out the first questions (e.g. those a model trains on)"})
     split: dict[str, Any] | None = field(default=None, metadata={
@@ -251,9 +256,13 @@ def resolve_contrasts(
     listed = _contrast_pairs(contrasts)
     if baseline is not None and not isinstance(baseline, str):
         raise ConfigError(f"'baseline' is one cell, \"run/decoding\"; got {baseline!r}")
-    named = ([baseline] if baseline is not None else []) + [name for pair in listed for name in pair]
-    if unknown := list(dict.fromkeys(name for name in named if name not in cells)):
-        raise ConfigError(f"unknown cell(s) {unknown} in 'baseline'/'contrasts'; the cells (run/decoding) are {list(cells)}")
+    named = ([("baseline", baseline)] if baseline is not None else []) + [
+        (f"contrasts[{number}][{side}]", name) for number, pair in enumerate(listed) for side, name in enumerate(pair)]
+    if unknown := list(dict.fromkeys(name for _, name in named if name not in cells)):
+        where = next(key for key, name in named if name == unknown[0])
+        guess = difflib.get_close_matches(unknown[0], list(cells), n=1)
+        hint = f" (did you mean {guess[0]!r} for {unknown[0]!r}?)" if guess else ""
+        raise ConfigError(f"{where}: unknown cell(s) {unknown}{hint}; the cells (run/decoding) are {list(cells)}")
     base = baseline if baseline is not None else cells[0]
     pairs = [(base, cell) for cell in cells if cell != base]
     seen = {frozenset(pair) for pair in pairs}
@@ -269,8 +278,8 @@ def _contrast_pairs(contrasts: Any) -> list[tuple[str, str]]:
     is_pair = lambda p: isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(c, str) for c in p)  # noqa: E731
     if not isinstance(contrasts, (list, tuple)) or not all(is_pair(p) for p in contrasts):
         raise ConfigError(f"'contrasts' is a list of pairs [\"run/decoding\", \"run/decoding\"]; got {contrasts!r}")
-    if same := [list(p) for p in contrasts if p[0] == p[1]]:
-        raise ConfigError(f"a contrast compares two different cells; got {same}")
+    if same := [number for number, p in enumerate(contrasts) if p[0] == p[1]]:
+        raise ConfigError(f"contrasts[{same[0]}]: a contrast compares two different cells; got {list(contrasts[same[0]])}")
     return [(a, b) for a, b in contrasts]
 
 
@@ -355,14 +364,25 @@ def parse_config(raw: dict[str, Any]) -> CompareConfig:
         eval_also=[_data_spec(entry, f"eval_also[{number}]") for number, entry in enumerate(raw.get("eval_also", []))],
     )
     resolve_contrasts(config.cells(), config.baseline, config.contrasts)  # unknown cells are errors at load time, not after training
-    if (left_out := config.baseline_left_out) is not None and left_out.rpartition("/")[0] in {run.name for run in runs}:
-        raise ConfigError(f"'baseline_left_out' {left_out!r} is the baseline of a run the runs selected leave out, but the "
-                          f"run {left_out.rpartition('/')[0]!r} is among them: name it as 'baseline'")
+    _check_baseline_left_out(config.baseline_left_out, [run.name for run in runs])
     _check_length_prior_tuning(config)
     if shared := [run.name for run in runs if run.fold_training_share is not None and not config.cross_validation]:
         raise ConfigError(f"runs {shared}: 'fold_training_share' is a share of each cross-validation fold's training questions; "
                           "add 'cross_validation' or leave it out")
     return config
+
+
+def _check_baseline_left_out(left_out: str | None, runs: list[str]) -> None:
+    """What ``to_dict`` writes where ``--runs`` left out the baseline's run: a cell, ``run/decoding``, of a run not kept
+    (the report names that run, and which cells it compares with)."""
+    if left_out is None:
+        return
+    key = CellKey.parse(left_out, "baseline_left_out")
+    if key.decoding not in registry.decoding_names():
+        raise ConfigError(f"baseline_left_out: {left_out!r} names no decoding; the decodings are {', '.join(registry.decoding_names())}")
+    if key.run in runs:
+        raise ConfigError(f"'baseline_left_out' {left_out!r} is the baseline of a run the runs selected leave out, but the "
+                          f"run {key.run!r} is among them: name it as 'baseline'")
 
 
 def _check_names_apart_in_any_case(names: list[str]) -> None:
@@ -445,10 +465,12 @@ def load_config(path_or_preset: str | Path) -> CompareConfig:
     """
     if str(path_or_preset) in PRESETS:
         return parse_config(json.loads(resources.files("bio_mrc.harness.presets").joinpath(f"{path_or_preset}.json").read_text(encoding="utf-8")))
-    path = Path(path_or_preset)
+    if not str(path_or_preset).strip():  # Path("") is the current folder
+        raise DataFormatError(f"an empty path names no config file; give one, or a preset: {', '.join(PRESETS)}", source=repr(str(path_or_preset)))
+    path = Path(home_expanded(path_or_preset))
     if not path.exists():
         raise DataFormatError(f"no such config file (presets: {', '.join(PRESETS)})", source=str(path))
-    raw = read_json(path)
+    raw = read_json(path, bounded=True)  # within BIO_MRC_MAX_JSON_BYTES: a config is never read whole past it
     if not isinstance(raw, dict):
         raise DataFormatError(f"expected a JSON object, got a JSON {type(raw).__name__}", source=str(path))
     try:

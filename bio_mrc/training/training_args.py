@@ -9,6 +9,7 @@ Light on purpose, as ``config`` is: transformers and torch load inside the check
 from __future__ import annotations
 
 import difflib
+import inspect
 import math
 import re
 import types
@@ -300,6 +301,57 @@ def check_training_args(values: dict[str, Any]) -> None:
         raise ConfigError(f"training_args {values}: {err}") from None
     if "optim" in values:
         _check_optimizer_installed(arguments)
+    _check_scheduler(arguments)
+    _check_checkpointing_kwargs(values, arguments)
+    if arguments.dataloader_persistent_workers and arguments.dataloader_num_workers == 0:  # the DataLoader refuses it
+        raise ConfigError("training_args: dataloader_persistent_workers keeps worker processes, which need "
+                          "dataloader_num_workers above 0")
+
+
+def _check_scheduler(arguments: Any) -> None:
+    """Build the learning-rate schedule as Trainer does, on a stand-in optimizer, and step it through: a keyword
+    ``lr_scheduler_kwargs`` gives that the schedule does not take, one it needs and lacks, or a value it cannot use
+    is refused here, not in a traceback once the model is built and training begins."""
+    import torch
+    from transformers import get_scheduler
+
+    kwargs = arguments.lr_scheduler_kwargs if arguments.lr_scheduler_kwargs is not None else {}
+    kind = getattr(arguments.lr_scheduler_type, "value", arguments.lr_scheduler_type)
+    if not isinstance(kwargs, dict):
+        raise ConfigError(f"training_args: lr_scheduler_kwargs is an object of the {kind!r} schedule's keyword arguments, got {kwargs!r}")
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1e-3)
+    try:
+        schedule = get_scheduler(kind, optimizer, num_warmup_steps=2, num_training_steps=8, scheduler_specific_kwargs=dict(kwargs))
+        if not isinstance(schedule, torch.optim.lr_scheduler.ReduceLROnPlateau):  # that one steps on a metric
+            for _ in range(8):
+                optimizer.step()
+                schedule.step()
+    except (TypeError, ValueError, ArithmeticError) as err:
+        raise ConfigError(f"training_args: lr_scheduler_type {kind!r} with lr_scheduler_kwargs {kwargs}: {err}") from None
+
+
+def _check_checkpointing_kwargs(values: dict[str, Any], arguments: Any) -> None:
+    """The activation checkpointing's keyword arguments (``activation_checkpointing_kwargs``, or its older name
+    ``gradient_checkpointing_kwargs``) are the model's own (``every_n_layers``, ``offload``) and options of
+    ``torch.utils.checkpoint.checkpoint``: torch refuses any other name at the first forward pass, or hands it to a layer."""
+    given = next((name for name in ("activation_checkpointing_kwargs", "gradient_checkpointing_kwargs") if values.get(name) is not None), None)
+    if given is None:
+        return
+    from torch.utils.checkpoint import checkpoint
+    from transformers import PreTrainedModel
+
+    kwargs = getattr(arguments, "activation_checkpointing_kwargs", None) or getattr(arguments, given)  # a JSON string parsed
+    enable = getattr(PreTrainedModel, "activation_checkpointing_enable", PreTrainedModel.gradient_checkpointing_enable)
+    known = [p.name for p in inspect.signature(enable).parameters.values()
+             if p.name != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD and not p.name.endswith("_kwargs")]
+    known += [p.name for p in inspect.signature(checkpoint).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    if not isinstance(kwargs, dict):
+        raise ConfigError(f"training_args: {given} is an object of the checkpointing's options ({', '.join(known)}), got {kwargs!r}")
+    for name in kwargs:
+        if name not in known:
+            guess = difflib.get_close_matches(name, known, n=1)
+            raise ConfigError(f"training_args: {given}: {name!r} is no option of the checkpointing"
+                              f"{f' (did you mean {guess[0]!r}?)' if guess else ''}; its options are {', '.join(known)}")
 
 
 def _check_optimizer_installed(arguments: Any) -> None:
