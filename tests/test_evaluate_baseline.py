@@ -65,7 +65,7 @@ def test_both_files_scores_and_the_paired_difference(capsys, four):
     assert (f1["ci_low"], f1["ci_high"]) == pytest.approx(bootstrap_by_hand(F1_DIFFERENCES))
     assert (em["ci_low"], em["ci_high"]) == pytest.approx(bootstrap_by_hand(EM_DIFFERENCES))
     assert (record["questions"], record["answers_changed"], record["better"], record["worse"]) == (4, 3, 1, 1)
-    assert record["bootstrap"] == {"resamples": 1000, "seed": 0, "confidence": 0.95, "resampling": "questions"}
+    assert record["bootstrap"] == {"n_resamples": 1000, "seed": 0, "confidence": 0.95, "resampling": "questions"}
 
 
 def test_resamples_and_limit(capsys, four):
@@ -157,3 +157,27 @@ def test_multi_span_answers_compare_by_summed_span_counts(capsys, four):
     em_f1 = record["difference"]["em_f1"]
     assert (em_f1["ci_low"], em_f1["ci_high"]) == pytest.approx(bootstrap_by_hand(EM_DIFFERENCES))
     assert (record["answers_changed"], record["better"], record["worse"], record["better_or_worse_by"]) == (3, 1, 1, "em_f1")
+
+
+def test_answers_changed_counts_answers_the_task_tells_apart(capsys, four):
+    """Spans in another order, or a text that normalises alike ("Paris", "paris."), are the same answer, as a
+    comparison's cells agree by: of the four questions only q4 ("cats" against "night") changed."""
+    data, write = four
+    new = write("new.json", {"q1": ["Paris"], "q2": ["blue", "sky"], "q3": ["100 degrees"], "q4": ["cats"]})
+    old = write("old.json", {"q1": ["paris."], "q2": ["sky", "blue"], "q3": ["100 Degrees"], "q4": ["night"]})
+    code, out, err = run(capsys, data, "--format", "answer-parts", "--predictions", new, "--baseline", old)
+    assert code == 0, err
+    record = json.loads(out)
+    assert (record["answers_changed"], record["better"], record["worse"]) == (1, 0, 0)
+    code, out, err = run(capsys, data, "--predictions", write("n.json", {**NEW, "q1": "the Paris"}), "--baseline",
+                         write("o.json", {**NEW, "q1": "Paris"}))
+    assert code == 0 and json.loads(out)["answers_changed"] == 0
+
+
+def test_resamples_without_a_baseline_is_refused(capsys, four):
+    """One file has no paired difference: --resamples was ignored without a word."""
+    data, write = four
+    code, out, err = run(capsys, data, "--predictions", write("new.json", NEW), "--resamples", "500")
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: --resamples 500: the bootstrap resamples of --baseline's paired difference; give "
+                           "--baseline OLD to compare --predictions with, or drop --resamples")

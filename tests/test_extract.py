@@ -224,6 +224,19 @@ def test_predict_refuses_examples_other_than_those_the_windows_were_cut_from(tra
         extractor.predict(outputs, [])
 
 
+def test_a_window_of_no_example_is_named_by_its_own_number():
+    """Windows numbered -1 and 0 of one example: the window out of range is -1 (the largest number, 0, was named)."""
+    import numpy as np
+
+    from bio_mrc.decoding.window_outputs import WindowOutputs, check_examples_of
+    from bio_mrc.types import Example
+
+    offsets = np.array([[[0, 3]], [[0, 3]]])
+    outputs = WindowOutputs(np.array([-1, 0]), offsets, np.ones((2, 1), dtype=bool))
+    with pytest.raises(DataFormatError, match=r"windows of question -1 \(numbered from 0\), but 1 example was given"):
+        check_examples_of(outputs, [Example("q", "Who?", "Ada.", None)])
+
+
 def test_extractor_rejects_bad_input(trained_dir):  # noqa: F811
     extractor = AnswerExtractor.from_pretrained(trained_dir)
     with pytest.raises(ValueError, match="empty or missing context \\(record 'input 0'\\)"):

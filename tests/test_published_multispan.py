@@ -120,6 +120,19 @@ def test_mashqa_answers_are_their_sentences_as_one_answers_parts(tmp_path, capsy
         load_squad(write_mashqa(tmp_path, ranges=((18, 11), (49, 14))))
 
 
+def test_a_mashqa_file_opening_with_an_unanswerable_question_is_read_as_mashqa(tmp_path):
+    """The first question has no answers, so it cannot tell the layout: the first answer does (read as SQuAD, m1's
+    joined text is no span of the context, and the file was refused)."""
+    path = write_mashqa(tmp_path)
+    with open(path, encoding="utf-8") as handle:
+        mash = json.load(handle)
+    mash["data"][0]["paragraphs"][0]["qas"].reverse()
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(mash, handle)
+    data = load_squad(path)
+    assert data.format == "mash-qa" and [(ex.id, ex.answers) for ex in data.examples] == [("m2", ()), ("m1", (((18, 29), (49, 62)),))]
+
+
 def test_drop_and_quoref_files_are_scored_with_multispanqa_metrics_as_read(tmp_path, capsys):
     """Hand-computed. DROP: gold d1 {robbie gould, matt forte}, d4 {gould}; predicted d1 {robbie gould, later}, d4
     {gould}: 2 right of 3 predicted and 3 gold, EM P = R = F1 = 66.67. Quoref: every part given, EM 100."""

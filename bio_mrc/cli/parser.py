@@ -112,8 +112,9 @@ def _add_evaluate_command(add_command) -> None:
                                              "or model before a change): both files' metrics and the paired difference "
                                              "--predictions minus --baseline of each, with its 95%% bootstrap interval, and the "
                                              "answers changed, better and worse")
-    evaluate.add_argument("--resamples", type=count_option, default=BOOTSTRAP_RESAMPLES, metavar="N",
-                          help="bootstrap resamples of the questions for --baseline's intervals, drawn as compare draws them")
+    evaluate.add_argument("--resamples", type=count_option, metavar="N",
+                          help="bootstrap resamples of the questions for --baseline's intervals, drawn as compare draws them "
+                               f"(with --baseline; default: {BOOTSTRAP_RESAMPLES})")
     add_data_options(evaluate)
     evaluate.set_defaults(func=cmd_evaluate)
 

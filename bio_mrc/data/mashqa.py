@@ -14,11 +14,12 @@ from .sources import Records
 
 
 def is_mashqa_paragraph(paragraph: Any) -> bool:
-    """Whether a SQuAD paragraph's first answer lists its sentences as ``answer_starts``."""
+    """Whether a SQuAD paragraph's first answer lists its sentences as ``answer_starts`` (a question before it without
+    answers, SQuAD 2.0's unanswerable one, tells nothing)."""
     qas = paragraph.get("qas") if isinstance(paragraph, dict) else None
-    qa = qas[0] if isinstance(qas, list) and qas else None
-    answers = qa.get("answers") if isinstance(qa, dict) else None
-    return isinstance(answers, list) and bool(answers) and isinstance(answers[0], dict) and "answer_starts" in answers[0]
+    answers = (qa.get("answers") for qa in (qas if isinstance(qas, list) else ()) if isinstance(qa, dict))
+    first = next((listed[0] for listed in answers if isinstance(listed, list) and listed), None)
+    return isinstance(first, dict) and "answer_starts" in first
 
 
 def mashqa_records(raw: Any, source: str) -> Records:

@@ -125,8 +125,8 @@ def check_examples_of(outputs: WindowOutputs, examples: Sequence[Example]) -> No
     example without a window, or a window whose tokens end past its example's context. Decoded with other examples,
     a question got no answer (a no-answer score of infinity) or a span of another context's characters."""
     index, count = np.asarray(outputs.example_index, dtype=np.int64), len(examples)
-    if index.size and (index.min() < 0 or index.max() >= count):
-        raise DataFormatError(f"the window outputs hold windows of question {int(index.max())} (numbered from 0), but {count} "
+    if (outside := index[(index < 0) | (index >= count)]).size:
+        raise DataFormatError(f"the window outputs hold windows of question {int(outside[0])} (numbered from 0), but {count} "
                               f"{'example was' if count == 1 else 'examples were'} given: decode them with the examples "
                               "they were cut from")
     ends = np.full(count, -1, dtype=np.int64)

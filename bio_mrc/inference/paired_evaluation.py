@@ -45,7 +45,7 @@ class PairedEvaluation:
                            for metric, result in paired.differences.items()},
             "questions": paired.questions, "answers_changed": paired.changed,
             "better": paired.better, "worse": paired.worse, "better_or_worse_by": paired.statistic,
-            "bootstrap": {"resamples": self.n_resamples, "seed": self.seed, "confidence": 0.95, "resampling": "questions"},
+            "bootstrap": {"n_resamples": self.n_resamples, "seed": self.seed, "confidence": 0.95, "resampling": "questions"},
         }
 
 

@@ -19,7 +19,8 @@ from .stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, BootstrapResult, paired_
 @dataclass(frozen=True)
 class PairedScores:
     """``differences``: each metric's bootstrap of new − baseline (percent points); ``changed``: the questions whose
-    answer differs; ``better`` and ``worse``: those whose ``statistic`` (the task's main one) went up or down."""
+    answer differs as the task compares answers (:meth:`~bio_mrc.registry.TaskEntry.answer_key`); ``better`` and
+    ``worse``: those whose ``statistic`` (the task's main one) went up or down."""
 
     differences: dict[str, BootstrapResult]
     questions: int
@@ -47,13 +48,21 @@ def paired_scores(
         step = np.asarray(new[task.statistic], dtype=np.float64) - np.asarray(old[task.statistic], dtype=np.float64)
     else:
         raise ConfigError(f"task {task.name!r} is summarised by {task.summary!r}, which has no paired difference")
-    changed = sum(_given(task, answers, qid) != _given(task, baseline, qid) for qid in ids)
+    changed = sum(_key(task, _given(task, answers, qid)) != _key(task, _given(task, baseline, qid)) for qid in ids)
     return PairedScores(differences, len(ids), int(changed), int(np.sum(step > 0)), int(np.sum(step < 0)), task.statistic)
 
 
 def _given(task: registry.TaskEntry, answers: Mapping[str, Any], qid: str) -> Any:
     """A question's answer as given, or the task's answer of nothing where it has none."""
     return answers[qid] if qid in answers else task.answer(Prediction(qid))
+
+
+def _key(task: registry.TaskEntry, answer: Any) -> str:
+    """An answer as two answers agree by, as a comparison's cells agree: spans in another order, or a text that
+    normalises alike ("Paris" and "paris"), is no change."""
+    if isinstance(answer, (list, tuple)):
+        answer = "\n".join(sorted(str(span).replace("\n", " ") for span in answer))
+    return task.answer_key(str(answer))
 
 
 def _columns(task: registry.TaskEntry, gold: Mapping[str, Sequence[str]], answers: Mapping[str, Any],
