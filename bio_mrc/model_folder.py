@@ -45,6 +45,7 @@ from .config_schema import whole_number
 from .errors import InputWarning, ModelFormatError, argument, shown_value
 from .evaluation_record import EVAL_FILE
 from .io import non_utf8_byte, remove_file, special_file_kind
+from .json_syntax import decode_hint
 from .model_defaults import BIO_LOSS_REDUCTIONS, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 from .pickled_weights import pickled_shapes
@@ -179,8 +180,8 @@ def checked_record(folder: Path, name: str) -> dict[str, Any] | None:
     try:  # as bio_mrc writes it: an always-abstaining threshold as -Infinity
         record = special_floats(json.loads(path.read_bytes().decode("utf-8-sig")))
     except (UnicodeDecodeError, RecursionError, ValueError) as err:
-        raise fail(folder, name, f"cannot be read as JSON ({type(err).__name__}: {str(err)[:120]}); delete it, and the "
-                                 "model card leaves out what it said") from None
+        raise fail(folder, name, f"cannot be read as JSON ({type(err).__name__}: {str(err)[:120]}{decode_hint(err)}); delete "
+                                 "it, and the model card leaves out what it said") from None
     if problem := record_problem(name, record) or _non_finite_field(record):
         raise fail(folder, name, f"{problem}; a record bio_mrc did not write as it is: delete it, and the model card "
                                  "leaves out what it said")
@@ -415,7 +416,7 @@ def read_json_object(folder: Path, name: str, limit: int = MAX_CONFIG_BYTES) -> 
     except RecursionError:
         raise fail(folder, name, "nested too deeply to be a model file") from None
     except (json.JSONDecodeError, ValueError) as err:
-        raise fail(folder, name, f"not valid JSON (a truncated or corrupt file?): {err}") from None
+        raise fail(folder, name, f"not valid JSON (a truncated or corrupt file?): {err}{decode_hint(err)}") from None
     if not isinstance(value, dict):
         raise fail(folder, name, f"expected a JSON object, got {type(value).__name__}")
     return value

@@ -20,11 +20,12 @@ RUN_FILE = "bio_mrc_run.json"
 _TEXT = {"type": ["string", "null"]}
 _COUNT = {"type": ["integer", "null"], "minimum": 0}
 _NUMBER = {"type": ["number", "null"]}
-_DATE = {"type": ["string", "null"], "pattern": r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$",
+# "\Z", not "$": jsonschema reads a pattern with Python's re.search, whose "$" matches before a final newline too.
+_DATE = {"type": ["string", "null"], "pattern": r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\Z",
          "problem": "a date and time as bio_mrc writes it (2026-01-31 12:00:00)"}
-_WORDS = {"type": ["string", "null"], "pattern": r"^[A-Za-z0-9 ,.()_+-]{0,100}$",
+_WORDS = {"type": ["string", "null"], "pattern": r"^[A-Za-z0-9 ,.()_+-]{0,100}\Z",
           "problem": "letters, digits, spaces and , . ( ) _ + - alone"}
-_NAMES = {"propertyNames": {"pattern": r"^[A-Za-z0-9_.+-]{1,64}$"}}  # shown in the card as they are
+_NAMES = {"propertyNames": {"pattern": r"^[A-Za-z0-9_.+-]{1,64}\Z"}}  # shown in the card as they are
 
 _PRECISION_CHOICE = {
     "type": ["object", "string", "null"],  # a phase's choice: the card reads an object and passes over the rest
@@ -38,7 +39,7 @@ _FINGERPRINT = {
     "type": ["object", "null"], "required": ["scheme", "version", "questions", "hashes"],
     "properties": {"scheme": {"type": "string", "maxLength": 100}, "version": {"type": "integer", "minimum": 1},
                    "questions": {"type": "integer", "minimum": 0, "maximum": MAX_QUESTIONS},
-                   "hashes": {"type": "string", "maxLength": MAX_BASE64_CHARS, "pattern": r"^[A-Za-z0-9+/]*={0,2}$",
+                   "hashes": {"type": "string", "maxLength": MAX_BASE64_CHARS, "pattern": r"^[A-Za-z0-9+/]*={0,2}\Z",
                               "problem": f"base64 text of at most {MAX_BASE64_CHARS:,} characters"}},
 }
 RUN_RECORD_SCHEMA = {

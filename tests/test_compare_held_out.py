@@ -126,6 +126,22 @@ def test_a_tune_split_holding_questions_of_the_cross_validation_folds_is_refused
         compare(cfg, tmp_path, tmp_path / "out")
 
 
+@pytest.mark.parametrize("tune", [{"path": "eval"}, {"path": "eval", "skip": 1, "limit": 2}])
+def test_a_tune_split_of_the_evaluation_questions_is_refused_naming_both_and_the_count(tiny_encoder_dir, files, tmp_path,
+                                                                                       no_training, tune):
+    """Thresholds, priors and calibrators tuned on the questions scored would inflate the scores: refused before any
+    work, in words of tuning, not of training."""
+    cfg = config(tiny_encoder_dir, files, tune={**tune, "path": str(files[tune["path"]])}, eval_also=[])
+    shared = tune.get("limit", 4)
+    with pytest.raises(ConfigError) as refused:
+        compare(cfg, tmp_path, tmp_path / "out")
+    assert str(refused.value) == (
+        f"the eval and tune splits overlap ({shared} questions, {shared} contexts, under any id or spacing): thresholds, "
+        "priors and calibrators tuned on the questions scored inflate the scores; tune on other articles than the "
+        "evaluation's (split by article)")
+    assert not (tmp_path / "out").exists()
+
+
 def test_held_out_questions_and_an_init_from_model_trained_elsewhere_train(tiny_encoder_dir, files, tmp_path, no_training):
     """The model continued was trained on the training file alone; the comparison goes on to train."""
     model = model_trained_on(tiny_encoder_dir, tmp_path / "reader", files["train"])

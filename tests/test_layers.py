@@ -32,7 +32,8 @@ ALLOWED["cli"] = set(ALLOWED) | {"cli"}
 CORE_MODULES = {"types", "answer_text", "tags", "errors", "io", "progress", "precision", "precision_probe", "launcher", "machine", "fp32_attention", "encoders",
                 "config_options", "config_schema", "model_folder", "model_records", "pickled_weights",
                 "model_defaults", "argument_parser", "hub", "transformers_registration",
-                "registry", "code_fingerprint", "question_fingerprint", "evaluation_record", "plurals", "arguments", "run_folder", "__init__", "__version__"}
+                "registry", "code_fingerprint", "question_fingerprint", "evaluation_record", "plurals", "arguments", "run_folder", "json_syntax",
+                "__init__", "__version__"}
 
 
 MODEL_MODULES = {"model", "model_card", "qa_checkpoints"}  # the model, its card, and transformers' QA models as bio_mrc models

@@ -152,8 +152,9 @@ def _json_file(source: Source) -> Source:
 
 def _plain_text(start: bytes) -> bool:
     """Whether a file's first bytes (whitespace and a byte-order mark left out) start with a printable ASCII character
-    no JSON value starts with; other bytes (gzip, UTF-16, Latin-1) are left to the reader, which names them."""
-    if not start or not 0x20 < start[0] < 0x7F or start[:1] in b'{["-0123456789':
+    no JSON value starts with; other bytes (gzip, UTF-16, Latin-1) are left to the reader, which names them, and so is
+    a comment (JSON with comments), which the reader names as what JSON lacks."""
+    if not start or not 0x20 < start[0] < 0x7F or start[:1] in b'{["-0123456789' or start[:2] in (b"//", b"/*"):
         return False
     return re.match(rb"(true|false|null)\b", start) is None
 

@@ -13,6 +13,7 @@ from typing import Any, BinaryIO
 
 from ..errors import DataFormatError
 from ..io import home_expanded, special_file_kind
+from ..json_syntax import syntax_hint
 from .limits import max_json_bytes, read_at_most
 
 __all__ = ["FLOAT_TOO_LARGE", "DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "lone_surrogate_escape", "loads",
@@ -221,4 +222,5 @@ def parse_json_text(text: str, source: str, finite: bool = False) -> Any:
         # The parser ran out of text (or inside a string that never closes): the file was cut short.
         truncated = not text[err.pos :].strip() or err.msg.startswith("Unterminated string")
         problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
-        raise DataFormatError(f"{problem}: {err.msg} (line {err.lineno}, column {err.colno})", source=source) from None
+        raise DataFormatError(f"{problem}: {err.msg} (line {err.lineno}, column {err.colno}){syntax_hint(text, err.pos)}",
+                              source=source) from None

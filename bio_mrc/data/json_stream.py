@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Iterator
 
 import ijson
 
+from ..json_syntax import syntax_hint
 from .json_reader import FLOAT_TOO_LARGE, DataFormatError, RepeatedKeyError, lone_surrogate_escape, not_utf8
 
 _BOM = b"\xef\xbb\xbf"
@@ -28,6 +29,7 @@ _ESCAPE_WIDTH = 12  # a surrogate pair's two escapes: deciding about one needs t
 #: ``json.dump`` writes every character past ASCII: 30 MB) took time of its length squared over the read size (75 s
 #: in 64 KiB reads); reads inside a string double up to this, and a string's end brings them back to ijson's size.
 _LONGEST_READ = 16 << 20
+_AROUND = 1024  # characters read each side of where the parser stopped, for a hint of what stands there
 
 
 class _SurrogateCheckedReader:
@@ -138,6 +140,16 @@ def _line_and_column(path: Path, index: int | None) -> str:
     return f" (line {line}, column {(seen if index is None else index) - line_start + 1})"
 
 
+def _hint_at(path: Path, index: int) -> str:
+    """:func:`~bio_mrc.json_syntax.syntax_hint` at the character ``index`` of ``path`` (a comment or a trailing comma
+    there), read from the text about it, as :func:`_line_and_column` counts characters."""
+    before, seen = "", 0
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
+        while seen < index and (chunk := handle.read(min(1 << 20, index - seen))):
+            before, seen = (before + chunk)[-_AROUND:], seen + len(chunk)
+        return syntax_hint(before + handle.read(_AROUND), len(before))
+
+
 class _Builder:
     """Objects from ijson's events, a repeated key refused (ijson would keep the last value only)."""
 
@@ -221,7 +233,8 @@ class SquadJsonStream:
             problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
             at = None if truncated else _stop_index(first, self.path)
             where = _line_and_column(self.path, at) if truncated or at is not None else ""
-            raise DataFormatError(f"{problem}: {first}{where}", source=source) from None
+            hint = _hint_at(self.path, at) if at is not None else ""
+            raise DataFormatError(f"{problem}: {first}{where}{hint}", source=source) from None
 
     def _not_utf8(self) -> str | None:
         """:func:`not_utf8`'s message where the file is not UTF-8 text (the byte, and how to convert UTF-16), else None."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..io import home_expanded
+from ..json_syntax import syntax_hint
 from .json_reader import DataFormatError, NotPlainJsonError, loads, parse_json_text, read_json_text
 
 ANSWER_KEYS = ("prediction_text", "prediction", "answer")
@@ -85,7 +86,8 @@ def _parsed_lines(lines: list[tuple[int, str]], source: str) -> Iterator[tuple[s
         except NotPlainJsonError as err:
             raise DataFormatError(str(err) if err.located else f"{err} (line {number})", source=source) from None
         except json.JSONDecodeError as err:
-            raise DataFormatError(f"not valid JSON: {err.msg} (line {number}, column {err.colno})", source=source) from None
+            raise DataFormatError(f"not valid JSON: {err.msg} (line {number}, column {err.colno}){syntax_hint(line, err.pos)}",
+                                  source=source) from None
 
 
 def _from_records(records: list[tuple[str, Any]], layout: str, source: str) -> PredictionFile:

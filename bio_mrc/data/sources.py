@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..io import home_expanded
+from ..json_syntax import syntax_hint
 from ..types import Example
 from .json_reader import DataFormatError, NotPlainJsonError, loads, not_utf8
 from .limits import max_data_bytes, max_line_bytes
@@ -31,8 +32,8 @@ REQUIRED_COLUMNS = ("context", "question")
 _OPTIONAL = ("id", "title", "answers", "is_impossible")
 ROW_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz", ".gz")
 # A split name, optionally with the hub's slice syntax: validation, train[:1000].
-_WITH_SPLIT = re.compile(r"^(?P<base>.+):(?P<split>[A-Za-z0-9_][\w.\-]*(?:\[[^\]]*\])?)$")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)?$")
+_WITH_SPLIT = re.compile(r"^(?P<base>.+):(?P<split>[A-Za-z0-9_][\w.\-]*(?:\[[^\]]*\])?)\Z")  # "\Z": "$" passes "x\n"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(?:/[\w.\-]+)?\Z")
 _FILE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".gz", ".txt", ".csv", ".tsv", ".tab", ".parquet", ".arrow")
 _SNIFF_BYTES = 1 << 20
 _JSON_TYPES = {list: "list", str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
@@ -154,15 +155,17 @@ def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise DataFormatError(not_utf8(err, f"at line {number},"), source=source) from None
+    text = text.lstrip("\ufeff") if number == 1 else text
     try:
-        record = loads(text.lstrip("\ufeff") if number == 1 else text, first_line=number)
+        record = loads(text, first_line=number)
     except NotPlainJsonError as err:
         raise DataFormatError(str(err) if err.located else f"{err} (line {number})", source=source) from None
     except json.JSONDecodeError as err:
         # Only the last line of a file cut short lacks its newline.
         truncated = not text.endswith("\n") and (not text[err.pos :].strip() or err.msg.startswith("Unterminated string"))
         problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
-        raise DataFormatError(f"{problem}: {err.msg} (line {number}, column {err.colno})", source=source) from None
+        raise DataFormatError(f"{problem}: {err.msg} (line {number}, column {err.colno}){syntax_hint(text, err.pos)}",
+                              source=source) from None
     if not isinstance(record, dict):
         kind = _JSON_TYPES.get(type(record), type(record).__name__)
         raise DataFormatError(f"line {number} is a JSON {kind}, not an object (JSON Lines: one question per line)", source=source)

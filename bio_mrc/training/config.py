@@ -18,6 +18,7 @@ from ..config_schema import SEED_RANGE, UnaskedFloat, check_fields
 from ..data.json_reader import loads
 from ..errors import ConfigError
 from ..io import home_expanded, special_file_kind
+from ..json_syntax import decode_hint
 from ..features.config import BIO_TARGET_KINDS, TAG_LEVELS, TAG_MENTIONS, TARGET_KINDS, FeatureConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, default_device, precision_choice
 from .training_args import check_training_args
@@ -47,7 +48,7 @@ def json_object_argument(text: str) -> dict[str, Any]:
     try:
         value = loads(text)  # a repeated key, NaN or a lone surrogate is refused, never a value lost
     except ValueError as err:
-        raise argparse.ArgumentTypeError(f"{source} is not valid JSON: {err}") from None
+        raise argparse.ArgumentTypeError(f"{source} is not valid JSON: {err}{decode_hint(err)}") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"{source} holds a JSON {type(value).__name__}, not an object")
     return value
