@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .errors import ConfigError, a_type
+from .errors import ConfigError, a_type, argument
+from .plurals import counted
+
+MAX_COUNT = 10**9  # the largest count an option or a config takes (questions, windows, steps, candidates)
 
 
 def path_argument(value: Any, name: str, call: str, optional: bool = False) -> Any:
@@ -46,6 +49,14 @@ def checked_limit(limit: Any) -> int | None:
     return limit
 
 
+def limit_past_data(limit: int | None, count: int, data: str) -> str | None:
+    """What a ``limit`` past the ``count`` questions of ``data`` is said as (``limit=5: DATA has 4 questions``, on the
+    command line ``--limit 5``), one wording for every door; None where the limit is within them."""
+    if limit is None or limit <= count:
+        return None
+    return f"{argument('limit', limit)}: {data} has {counted(count, 'question')}"
+
+
 def _positive_whole(value: Any) -> bool:
     """Whether ``value`` is an int of at least 1 (a bool is no count)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
@@ -68,4 +79,5 @@ def given_type(value: Any) -> str:
     return "None" if value is None else a_type(value)
 
 
-__all__ = ["checked_limit", "count_argument", "given_type", "instance_argument", "names_argument", "path_argument", "task_argument"]
+__all__ = ["MAX_COUNT", "checked_limit", "count_argument", "given_type", "instance_argument", "limit_past_data", "names_argument", "path_argument",
+           "task_argument"]

@@ -71,6 +71,21 @@ def test_absurd_counts_are_refused_by_the_parser(capsys, argv, words):
     assert stopped.value.code == 2 and words in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["predict", "tune", "extract"])
+@pytest.mark.parametrize("option", ["n_best", "max_answer_length"])
+def test_decoding_counts_are_held_to_every_counts_bound(model_dir, tmp_path, capsys, command, option):
+    """--n-best and --max-answer-length took 99999999999 where --top-k, --limit and --batch-size stop at 10**9; the
+    bound is DecodeConfig's own, so AnswerExtractor and a comparison config's decode hold to it as well."""
+    from bio_mrc.decoding.postprocess import DecodeConfig
+
+    where = ["--question", "q", "--context", "c"] if command == "extract" else ["--data", str(tmp_path / "no-such-file.json")]
+    argv = [command, "--model", str(model_dir), *where, f"--{option.replace('_', '-')}", "99999999999"]
+    output = {"predict": ["--output", str(tmp_path / "o.json")], "tune": ["--output-dir", str(tmp_path / "tuned")]}
+    assert main(argv + output.get(command, [])) == 2
+    assert f"DecodeConfig: {option}: 99999999999 is greater than the maximum of 1000000000" in one_line_error(capsys)
+    assert getattr(DecodeConfig(**{option: 10**9}), option) == 10**9
+
+
 # --- outputs that cannot be written, found before the work -----------------------------------------
 
 def test_tune_on_a_read_only_model_folder_stops_before_reading_the_data(model_dir, monkeypatch, capsys):

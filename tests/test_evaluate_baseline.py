@@ -114,8 +114,11 @@ def test_python_call_gives_the_same_numbers(four):
                         "difference needs both files to answer the same questions"),
     ("another layout", "error: --baseline: {old} is JSON Lines and {new} the official {{id: answer}} object; give both "
                        "files in one layout, so that both are read and scored alike"),
-    ("limit past the data", "error: --limit 5: {data} has 4 questions; a paired difference on fewer questions than asked "
+    ("limit past the data", "error: --limit 5: {data} has 4 questions; scores of fewer questions than asked "
                             "would not say so (give at most that many)"),
+    ("no-answer probabilities on one side", "error: --baseline: {new} gives a no_answer_probability with its answers and "
+                                            "{old} none; give both files with them or both without, so that both are "
+                                            "scored alike"),
     ("na-probs", "error: --na-probs: one file's no-answer probabilities, while --baseline {old} scores two; evaluate "
                  "each file alone for best_exact and best_f1"),
 ])
@@ -135,6 +138,10 @@ def test_a_pair_that_cannot_be_compared_is_one_line(capsys, four, tmp_path, case
         old.write_text("".join(json.dumps({"id": qid, "prediction_text": answer}) + "\n" for qid, answer in OLD.items()))
     elif case == "limit past the data":
         options = ["--limit", "5"]
+    elif case == "no-answer probabilities on one side":  # best_exact and best_f1 would be one file's alone
+        new = write("new.json", [{"id": qid, "prediction_text": answer, "no_answer_probability": 0.5}
+                                 for qid, answer in NEW.items()])
+        old = write("old.json", [{"id": qid, "prediction_text": answer} for qid, answer in OLD.items()])
     elif case == "na-probs":
         options = ["--na-probs", write("probs.json", dict.fromkeys(NEW, 0.5))]
     options = options if case == "same file" else ["--predictions", new, "--baseline", old, *options]

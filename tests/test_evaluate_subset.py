@@ -7,6 +7,7 @@ import pytest
 
 from bio_mrc.cli import main
 from bio_mrc.data.squad import load_squad
+from bio_mrc.errors import ConfigError
 
 from .conftest import SAMPLE_V1
 
@@ -40,6 +41,22 @@ def test_limit_scores_the_first_questions_as_predict_limit_answers_them(capsys, 
     # of the file's first 4 questions, not of a file of 4
     assert metrics["scored"]["subset"].startswith("the 3 of the first 4 questions of ")
     assert metrics["scored"]["subset"].endswith(" answers (--limit 4 --only-predicted)")
+
+
+def test_limit_past_the_data_is_refused_as_with_a_baseline(capsys, three_answers):
+    """--limit 9 of the sample's 8 questions scored all 8 as "the first 8 questions (--limit 9)", while --baseline
+    refused it: both refuse it now in one line, and so does the Python call; --limit 8 scores them all."""
+    from bio_mrc.inference import evaluate_predictions
+
+    predictions = three_answers[0]
+    assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions), "--limit", "9"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == (f"error: --limit 9: {SAMPLE_V1} has 8 questions; scores of fewer "
+                                                   "questions than asked would not say so (give at most that many)\n")
+    with pytest.raises(ConfigError, match=r"^limit=9: .* has 8 questions; scores of fewer questions than asked"):
+        evaluate_predictions(SAMPLE_V1, predictions, limit=9)
+    metrics, _ = evaluate(capsys, predictions, "--limit", "8")
+    assert metrics["scored"]["questions"] == 8 and metrics["exact_match"] == pytest.approx(100 * 2 / 8)
 
 
 def test_only_predicted_with_no_common_id_is_one_line(capsys, tmp_path):

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from .. import registry
-from ..errors import ConfigError, command_line_text
+from ..arguments import limit_past_data
+from ..errors import ConfigError, as_flags, command_line_text
 from ..io import printable_line
 from ..plurals import counted
 from .options import FLAGS
@@ -21,7 +22,7 @@ def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, d
 
     data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid, data_format=data_format,
                       needs_gold=needs_gold)
-    _report_read(args, data, path, len(data.examples))
+    _report_read(args, data, path, len(data.examples), limit)
     return data
 
 
@@ -39,6 +40,7 @@ def load_task_data(args: argparse.Namespace, path: str, limit: int | None, task,
     examples = task.load_questions(Path(path))[:limit]
     if not examples:
         raise ConfigError(f"no questions to use in {path}")
+    _note_limit_past(args, path, len(examples), limit)
     return SquadFile(examples, "2.0" if any(not ex.is_answerable for ex in examples) else "1.1", str(path), task.format)
 
 
@@ -90,7 +92,7 @@ def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None,
         count += 1
         unanswerable += example.is_labelled and not example.is_answerable
     if not quiet or not count:
-        _report_read(args, questions, path, count)
+        _report_read(args, questions, path, count, limit)
     return questions, count, unanswerable
 
 
@@ -106,9 +108,9 @@ def prediction_questions(args: argparse.Namespace, task, quiet: bool):
     return examples, task.format, len(examples), sum(example.is_labelled and not example.is_answerable for example in examples)
 
 
-def _report_read(args: argparse.Namespace, data, path: str, count: int) -> None:
+def _report_read(args: argparse.Namespace, data, path: str, count: int, limit: int | None = None) -> None:
     """Print the relocated offsets and skipped questions of a read (the arguments they name as ``args.command``'s
-    flags); no question left is an error."""
+    flags), and a ``limit`` past its questions; no question left is an error."""
     if data.fixed_offsets:
         print(printable_line(f"note: relocated answer_start of {counted(len(data.fixed_offsets), 'question')} in {path}: "
                              f"{', '.join(map(repr, data.fixed_offsets[:10]))}{', ...' if len(data.fixed_offsets) > 10 else ''}"),
@@ -119,6 +121,13 @@ def _report_read(args: argparse.Namespace, data, path: str, count: int) -> None:
         print(printable_line(f"warning: skipped {counted(len(data.skipped), 'invalid question')} of {path}"), file=sys.stderr)
     if not count:
         raise ConfigError(f"no questions to use in {path}")
+    _note_limit_past(args, path, count, limit)
+
+
+def _note_limit_past(args: argparse.Namespace, path: str, count: int, limit: int | None) -> None:
+    """A ``limit`` past the ``count`` questions read takes them all, said in one line as evaluate's refusal says it."""
+    if past := limit_past_data(limit, count, path):
+        print(printable_line(f"note: {as_flags(past, getattr(args, FLAGS, {}))}; all {count} are used"), file=sys.stderr)
 
 
 def data_source(data: str) -> str:

@@ -7,13 +7,13 @@ import os
 import sys
 
 from .. import registry
+from ..arguments import MAX_COUNT
 from ..config_options import config_from_args, options_given
 from ..io import home_expanded, printable_line
 from ..decoding.postprocess import DecodeConfig
 from ..precision import DEFAULT_PRECISION, PRECISIONS, pin_process_device, resolve_device
 from ..training.config import TrainConfig
 
-MAX_COUNT = 10**9  # the largest count an option takes (questions, windows, steps)
 # Options from the config dataclasses' fields (help and choices in their metadata), so they cannot drift apart.
 # require_answer is the command's to set: tune never, predict and extract always (abstaining is the saved threshold's decision).
 DECODE_NOT_OPTIONS = ("require_answer", "multi_span")  # tune's; extract and predict take --multi-span

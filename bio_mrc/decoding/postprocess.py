@@ -43,6 +43,7 @@ import numpy as np
 
 from .. import registry
 from ..answer_text import normalize_answer, trimmed_span
+from ..arguments import MAX_COUNT
 from ..config_schema import check_fields
 from ..model_folder import MAX_SETTING
 from ..tags import TAG_B, TAG_I, TAG_O
@@ -63,9 +64,10 @@ class DecodeConfig:
     and saved with the model (0 for a model without one).
     """
 
-    n_best: int = field(default=20, metadata={"help": "answer candidates kept per question (what predict writes to its n-best file)", "minimum": 1})
+    n_best: int = field(default=20, metadata={"help": "answer candidates kept per question (what predict writes to its n-best file)",
+                                               "minimum": 1, "maximum": MAX_COUNT})  # every count's bound
     max_answer_length: int = field(default=30, metadata={
-        "help": "in tokens (in words for the BIO decoding of a word-level tagger)", "minimum": 1})
+        "help": "in tokens (in words for the BIO decoding of a word-level tagger)", "minimum": 1, "maximum": MAX_COUNT})
     multi_span: bool = field(default=False, metadata={
         "help": "return every answer span, not only the best (the BIO decoding: the spans of highest posterior that maximise "
                 "the expected exact-match F1 instead of the n-best single spans; the joint decoding: also those spans)"})

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import registry
-from ..arguments import checked_limit, path_argument, task_argument
+from ..arguments import checked_limit, limit_past_data, path_argument, task_argument
 from ..data.prediction_layouts import NO_ANSWER_KEY, PredictionFile, read_prediction_file
 from ..data.predictions import ScoredQuestions, load_na_probs, load_predictions
 from ..data.squad import SquadFile, load_squad
@@ -72,6 +72,8 @@ def scored_evaluation(
     if not isinstance(data, SquadFile):
         data = load_squad(data, needs_gold="evaluate_predictions")
     name = name or data.source
+    if past := limit_past_data(limit, len(data.examples), name):  # scores of them all would read as the first limit's
+        raise ConfigError(f"{past}; scores of fewer questions than asked would not say so (give at most that many)")
     if isinstance(task, str):
         task = registry.scorer(task, data.is_v2)
     task = task or registry.task_of_data(data.format, data.is_v2)

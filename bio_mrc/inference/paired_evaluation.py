@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..arguments import checked_limit, count_argument, path_argument, task_argument
-from ..data.prediction_layouts import PredictionFile, read_prediction_file
+from ..data.prediction_layouts import NO_ANSWER_KEY, PredictionFile, read_prediction_file
 from ..data.predictions import ScoredQuestions
 from ..data.squad import SquadFile, load_squad
 from ..errors import ConfigError, argument
 from ..io import home_expanded
 from ..metrics.paired_scores import PairedScores, paired_scores
 from ..metrics.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
-from ..plurals import counted
 from ..progress import progress_note
 from .evaluation import Evaluation, check_prediction_files, scored_evaluation
 
@@ -63,9 +62,6 @@ def compare_predictions(
     check_prediction_pair(predictions, baseline)
     if not isinstance(data, SquadFile):
         data = load_squad(data, needs_gold=CALL)
-    if limit and limit > len(data.examples):
-        raise ConfigError(f"{argument('limit', limit)}: {name or data.source} has {counted(len(data.examples), 'question')}; "
-                          "a paired difference on fewer questions than asked would not say so (give at most that many)")
 
     def said(scored: ScoredQuestions) -> None:
         progress_note(progress, f"note: scoring {scored.described()}")
@@ -108,10 +104,15 @@ def _same_file(first: str | Path, second: str | Path) -> bool:
 
 
 def _check_pair(new: PredictionFile, old: PredictionFile) -> None:
-    """The two files in one layout, answering the same questions: the first question one of them leaves out is named."""
+    """The two files in one layout, both giving no-answer probabilities or neither, answering the same questions:
+    the first question one of them leaves out is named."""
     if new.layout != old.layout:
         raise ConfigError(f"{argument('baseline')}: {old.source} is {_layout(old)} and {new.source} {_layout(new)}; "
                           "give both files in one layout, so that both are read and scored alike")
+    if (new.na_probs is None) != (old.na_probs is None):  # best_exact and best_f1 on one side alone compare nothing
+        given, lacking = (new, old) if new.na_probs is not None else (old, new)
+        raise ConfigError(f"{argument('baseline')}: {given.source} gives a {NO_ANSWER_KEY} with its answers and "
+                          f"{lacking.source} none; give both files with them or both without, so that both are scored alike")
     for first, second in ((new, old), (old, new)):
         if missing := next((qid for qid in first.answers if qid not in second.answers), None):
             raise ConfigError(f"{argument('baseline')}: {second.source} answers no question {missing!r}, which "
