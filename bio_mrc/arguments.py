@@ -3,6 +3,7 @@ argument, not Python's own error from deep inside (``expected str, bytes or os.P
 
 from __future__ import annotations
 
+import numbers
 import os
 from typing import Any
 
@@ -38,7 +39,7 @@ def names_argument(value: Any, name: str, call: str, optional: bool = True) -> A
 def count_argument(value: Any, name: str, call: str, optional: bool = True) -> Any:
     """``value`` if it is a positive whole number (None too where ``optional``), else a ConfigError."""
     if (optional and value is None) or _positive_whole(value):
-        return value
+        return count_at_most(value, name, call)
     raise ConfigError(f"{call}: {name} is a positive whole number{' (or None)' if optional else ''}; got {value!r}")
 
 
@@ -49,12 +50,22 @@ def checked_limit(limit: Any) -> int | None:
     return limit
 
 
-def limit_past_data(limit: int | None, count: int, data: str) -> str | None:
+def limit_past_data(limit: int | None, count: int, data: str, skipped: int = 0) -> str | None:
     """What a ``limit`` past the ``count`` questions of ``data`` is said as (``limit=5: DATA has 4 questions``, on the
-    command line ``--limit 5``), one wording for every door; None where the limit is within them."""
+    command line ``--limit 5``), one wording for every door; None where the limit is within them. ``skipped``: the
+    invalid questions left out, which the count is of the valid ones beside (``4 valid questions (2 skipped)``)."""
     if limit is None or limit <= count:
         return None
-    return f"{argument('limit', limit)}: {data} has {counted(count, 'question')}"
+    held = f"{counted(count, 'valid question')} ({skipped} skipped)" if skipped else counted(count, "question")
+    return f"{argument('limit', limit)}: {data} has {held}"
+
+
+def count_at_most(value: Any, name: str, call: str = "") -> Any:
+    """``value`` unless it is a number past :data:`MAX_COUNT`, refused as the command line refuses such an option
+    (``top_k: at most 1,000,000,000, not ...``), naming the keyword (after ``call``, where given)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and value > MAX_COUNT:
+        raise ConfigError(f"{call + ': ' if call else ''}{name}: at most {MAX_COUNT:,}, not {value}")
+    return value
 
 
 def _positive_whole(value: Any) -> bool:
@@ -79,5 +90,5 @@ def given_type(value: Any) -> str:
     return "None" if value is None else a_type(value)
 
 
-__all__ = ["MAX_COUNT", "checked_limit", "count_argument", "given_type", "instance_argument", "limit_past_data", "names_argument", "path_argument",
-           "task_argument"]
+__all__ = ["MAX_COUNT", "checked_limit", "count_argument", "count_at_most", "given_type", "instance_argument", "limit_past_data",
+           "names_argument", "path_argument", "task_argument"]

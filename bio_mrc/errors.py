@@ -158,6 +158,11 @@ class InputWarning(BioMrcWarning):
     prints it as one ``warning:`` line, as its other warnings, not as Python's two lines naming the package's source."""
 
 
+class InputNote(InputWarning):
+    """What the user's input made the work do otherwise than asked, harmlessly (a limit past the questions there takes
+    them all): the command line prints it as one ``note:`` line."""
+
+
 class OutputError(BioMrcError, OSError):
     """An output could not be written: its device is full, or the user's quota is spent."""
 

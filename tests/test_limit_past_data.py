@@ -53,3 +53,36 @@ def test_train_says_so(capsys, tiny_encoder_dir, tmp_path):
                  "--heads", "span", "--epochs", "1", "--limit", "9", *WINDOW_ARGS]) == 0
     err = capsys.readouterr().err.splitlines()
     assert NOTE in err and f"training on 8 questions of {SAMPLE_V1}" in err
+
+
+def test_with_skipped_questions_the_note_counts_the_valid_ones_as_such(capsys, model, tmp_path):
+    """The note said "D has 7 questions" right after "skipped 1 invalid question of D", of a file of 8."""
+    data = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    data["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["text"] = "Rome"  # not at its answer_start: invalid
+    path = tmp_path / "one-invalid.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["predict", "--model", str(model), "--data", str(path), "--output", str(tmp_path / "p.json"),
+                 "--limit", "9", "--skip-invalid"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert f"warning: skipped 1 invalid question of {path}" in err
+    assert f"note: --limit 9: {path} has 7 valid questions (1 skipped); all 7 are used" in err
+
+
+@pytest.mark.parametrize("skip, described, held", [(0, "", "8 questions"), (2, " (from question 3)", "6 questions")])
+def test_a_comparison_entry_past_its_data_says_so_and_is_described_as_what_it_takes(capsys, skip, described, held):
+    """A config's limit past the file's questions took them all, and the report said "(first 9 questions)"."""
+    from bio_mrc.cli.console import input_warnings_as_lines
+    from bio_mrc.harness.comparison_splits import LimitPastDataWarning, resolve_split
+    from bio_mrc.harness.config import DataSpec
+
+    spec = DataSpec(str(SAMPLE_V1), limit=9, skip=skip)
+    said = f"eval: limit=9: {SAMPLE_V1}{described} has {held}; all {8 - skip} are used"
+    with pytest.warns(LimitPastDataWarning) as caught:
+        split = resolve_split(spec, SAMPLE_V1.parent, "eval")
+    assert [str(warning.message) for warning in caught] == [said]
+    assert (split.description, len(split.examples)) == (f"{SAMPLE_V1}{described}", 8 - skip)
+    with input_warnings_as_lines({}):  # the command line's note, as predict's
+        resolve_split(spec, SAMPLE_V1.parent, "eval")
+    assert capsys.readouterr().err.splitlines() == [f"note: {said}"]
+    within = resolve_split(DataSpec(str(SAMPLE_V1), limit=8 - skip, skip=skip), SAMPLE_V1.parent, "eval")
+    assert within.description == f"{SAMPLE_V1} (" + ("questions 3 to 8)" if skip else "first 8 questions)")

@@ -68,10 +68,10 @@ def cmd_extract(args: argparse.Namespace) -> int:
     if args.html:
         check_file_target(args.html)
         check_outputs_apart([args.html], list(args.context_file or []), [args.model])
+    decode = decode_config(args)  # the options' ranges first, as predict and tune check them
     check_span_count_option(args, args.multi_span)
     texts, names = _extract_documents(args)
     question_context_examples(args.question, texts if len(texts) > 1 else texts[0])  # the texts checked before the model loads
-    decode = decode_config(args)
     check_saved_length_prior(args.model, [args.decoding], decode.bio_length_prior)
     trained = TrainedModel.load(args.model, precision=args.precision, device=args.device, revision=args.revision)
     check_length_prior(trained.decodings, [args.decoding], decode.bio_length_prior)  # a hub id's, settled now

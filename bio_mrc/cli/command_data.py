@@ -121,12 +121,13 @@ def _report_read(args: argparse.Namespace, data, path: str, count: int, limit: i
         print(printable_line(f"warning: skipped {counted(len(data.skipped), 'invalid question')} of {path}"), file=sys.stderr)
     if not count:
         raise ConfigError(f"no questions to use in {path}")
-    _note_limit_past(args, path, count, limit)
+    _note_limit_past(args, path, count, limit, len(data.skipped))
 
 
-def _note_limit_past(args: argparse.Namespace, path: str, count: int, limit: int | None) -> None:
-    """A ``limit`` past the ``count`` questions read takes them all, said in one line as evaluate's refusal says it."""
-    if past := limit_past_data(limit, count, path):
+def _note_limit_past(args: argparse.Namespace, path: str, count: int, limit: int | None, skipped: int = 0) -> None:
+    """A ``limit`` past the ``count`` questions read takes them all, said in one line as evaluate's refusal says it
+    (of the valid ones where ``skipped`` invalid ones were left out, as the line before says)."""
+    if past := limit_past_data(limit, count, path, skipped):
         print(printable_line(f"note: {as_flags(past, getattr(args, FLAGS, {}))}; all {count} are used"), file=sys.stderr)
 
 

@@ -85,7 +85,7 @@ def input_warnings_as_lines(flags: Mapping[str, str] | None = None) -> Iterator[
     the user's warning filters (``PYTHONWARNINGS=ignore`` or ``error``, ``python -W error``) neither hide it nor make it a
     traceback; each is shown once where it is said, as Python's default filter shows it. A package warning names the
     arguments it names as the command's ``flags`` (:func:`~bio_mrc.cli.options.argument_flags`), as its errors do."""
-    from ..errors import InputWarning, command_line_text
+    from ..errors import InputNote, InputWarning, command_line_text
 
     with warnings.catch_warnings():
         warnings.simplefilter("default", InputWarning)  # before the user's filters; a command's own filter goes before it
@@ -94,7 +94,7 @@ def input_warnings_as_lines(flags: Mapping[str, str] | None = None) -> Iterator[
         def show(message, category, filename, lineno, file=None, line=None):
             said = command_line_text(message, flags or {}) if getattr(message, "marked", None) else message
             if issubclass(category, InputWarning):
-                print(printable_line(f"warning: {said}"), file=sys.stderr)
+                print(printable_line(f"{'note' if issubclass(category, InputNote) else 'warning'}: {said}"), file=sys.stderr)
             else:
                 shown(said, category, filename, lineno, file, line)
 

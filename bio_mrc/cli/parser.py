@@ -127,7 +127,9 @@ def _add_tune_command(add_command) -> None:
     add_revision_option(tune)
     tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {DATA_HELP}")
     tune.add_argument("--limit", type=count_option, help="tune on the first N questions of --data (default: all)")
-    tune.add_argument("--decoding", choices=registry.decoding_names(), nargs="+", help="default: every decoding the model has")
+    tune.add_argument("--decoding", choices=decoding_choices(), nargs="+",
+                      help="default: every decoding the model has; auto: the one predict and extract use by default, the best "
+                           "the model's heads allow (joint with both heads)")
     tune.add_argument("--batch-size", type=count_option, default=None,
                          help=f"windows per forward batch (default: {INFERENCE_BATCH_SIZE} on a CPU, {GPU_INFERENCE_BATCH_SIZE} on a GPU)")
     add_precision_option(tune)

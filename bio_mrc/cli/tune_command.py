@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..decoding.postprocess import DecodeConfig
 from ..errors import ConfigError
 from ..io import check_file_target, check_folder_target, check_outputs_apart, printable_line
 from .command_data import data_task, load_task_data, requested_task
@@ -18,6 +19,7 @@ from .options import decode_config
 def cmd_tune(args: argparse.Namespace) -> int:
     from ..inference.model_tuning import check_tunable, held_for_tuning, tuning_folder
 
+    options = decode_config(args, require_answer=False)  # its ranges checked first, before the model is looked up
     target = tuning_folder(args.model, args.output_dir)
     plots = _plot_files(args) if args.plot_dir else []
     if args.plot_dir:
@@ -28,15 +30,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     _check_plots_apart(args)
     check_tunable(args.model, args.revision)
     with held_for_tuning(target, args.output_dir):
-        return _tune_into(args, target)
+        return _tune_into(args, target, options)
 
 
-def _tune_into(args: argparse.Namespace, target: Path) -> int:
+def _tune_into(args: argparse.Namespace, target: Path, options: DecodeConfig) -> int:
     """``tune`` once its output is checked and held: the rest of :func:`~bio_mrc.inference.tune_model`, with the data
     read by the command's options."""
     from ..inference.model_tuning import TuningPlan, check_saved_settings, tune_read_questions
 
-    options = check_saved_settings(args.model, args.decoding, decode_config(args, require_answer=False))
+    options = check_saved_settings(args.model, args.decoding, options)
     data = load_task_data(args, args.data, args.limit, requested_task(args), needs_gold="bio-mrc tune")
     plots = (lambda tuned: _plot_threshold_curves(tuned, Path(args.plot_dir))) if args.plot_dir else None
     plan = TuningPlan(args.model, target, args.decoding, options, data_task(args, data), args.data, args.limit,
@@ -60,13 +62,18 @@ def _check_plots_apart(args: argparse.Namespace) -> None:
 
 
 def _plot_files(args: argparse.Namespace) -> list[Path]:
-    """The plots ``--plot-dir`` may receive, one per decoding tuned: those asked for, else the model's (read from its
-    ``config.json``), else every registered one (a folder the loader reads otherwise, a hub id)."""
+    """The plots ``--plot-dir`` may receive, one per decoding tuned: those asked for (``auto``: the model's preferred),
+    else the model's (read from its ``config.json``), else every registered one (a folder the loader reads otherwise,
+    a hub id, where ``auto`` may be any of them)."""
     from .. import registry
     from ..inference.loading import saved_settings
 
     settings = saved_settings(Path(args.model)) if Path(args.model).is_dir() else None
-    decodings = args.decoding or (settings[0] if settings else registry.decoding_names())
+    available = settings[0] if settings else registry.decoding_names()
+    asked = list(args.decoding or available)
+    if registry.AUTO_DECODING in asked:
+        asked += [registry.preferred_decoding(available)] if settings else available
+    decodings = [decoding for decoding in dict.fromkeys(asked) if decoding != registry.AUTO_DECODING]
     return [plot_file(Path(args.plot_dir), decoding) for decoding in decodings]
 
 

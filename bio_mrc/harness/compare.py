@@ -77,7 +77,7 @@ def _questions(key: str, spec: DataSpec, data_dir: Path) -> Split:
     """The questions of the config's entry ``key``; an entry that names none (a ``skip`` past the file's end, an empty
     article part) is a :class:`ConfigError` naming the key, before any model trains."""
     try:
-        split = resolve_split(spec, data_dir)
+        split = resolve_split(spec, data_dir, key)
     except ConfigError as err:
         raise ConfigError(f"{key}: {err}") from None
     except DataFormatError as err:  # the file's problem, named with the config key that points to it

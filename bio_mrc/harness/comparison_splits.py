@@ -5,21 +5,27 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import registry
+from ..arguments import limit_past_data
 from ..data.sources import is_hub_id, local_data_path, locate, split_spec
 from ..data.article_splits import (distinct_questions, folds_of_distinct_questions, id_set_hash, paragraphs, question_set_hash,
                                    shared_questions_and_contexts, split_by_article)
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
-from ..errors import ConfigError, argument
+from ..errors import ConfigError, InputNote, argument
 from ..plurals import counted, number_form
 from ..question_fingerprint import question_hashes
 from ..types import Example
 from .config import CompareConfig, DataSpec, RunSpec
+
+
+class LimitPastDataWarning(InputNote):
+    """A data entry's ``limit`` is past the questions it names: all of them are used."""
 
 
 @dataclass
@@ -123,8 +129,9 @@ def needs_data_dir(spec: DataSpec) -> bool:
     return registry.task_for(spec.format, False).load is not None or not is_hub_id(split_spec(spec.path)[0])
 
 
-def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
-    """The questions a data entry names; the same entry always gives the same questions."""
+def resolve_split(spec: DataSpec, data_dir: Path, key: str = "") -> Split:
+    """The questions a data entry names; the same entry always gives the same questions. A ``limit`` past them takes
+    them all: a :class:`LimitPastDataWarning` says so (naming the config's ``key``), and the description names no limit."""
     task = registry.task_for(spec.format, False)
     if task.load is not None:  # a task whose data the format table does not read
         path = local_data_path(spec.path, data_dir)
@@ -143,6 +150,9 @@ def resolve_split(spec: DataSpec, data_dir: Path) -> Split:
             raise ConfigError(f"split: {err}") from None
         examples = parts[spec.split["part"]]
     examples = examples[spec.skip : spec.skip + spec.limit if spec.limit else None]
+    if examples and (past := limit_past_data(spec.limit, len(examples), replace(spec, limit=None, unanswerable_ratio=0.0).describe())):
+        warnings.warn(LimitPastDataWarning(f"{key + ': ' if key else ''}{past}; all {len(examples)} are used"), stacklevel=2)
+        spec = replace(spec, limit=None)  # described as what it takes, not as "the first N"
     if spec.unanswerable_ratio:
         examples = add_unanswerable(examples, spec.unanswerable_ratio, seed=spec.split.get("seed", 0) if spec.split else 0)
     task = registry.task_of_data(detected, is_v2 or any(not ex.is_answerable for ex in examples))

@@ -16,6 +16,7 @@ from typing import Any, Iterator, Sequence, overload
 import numpy as np
 
 from .. import registry
+from ..arguments import count_at_most
 from ..data.text import check_context_length, check_text
 from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig
@@ -66,7 +67,11 @@ def question_context_examples(question, context, first: int = 0) -> tuple[list[E
 
 
 def question_chunks(examples: Sequence[Example], size: int) -> Iterator[Sequence[Example]]:
-    """``examples`` in slices of ``size``, in order (none for no examples)."""
+    """``examples`` in slices of ``size``, in order (none for no examples); ``size``, an extractor's ``chunk_size``,
+    checked as the command line's ``--chunk-size``."""
+    if not whole_number(size) or size < 1:
+        raise ConfigError(f"chunk_size is a positive number of questions (or documents) at a time, got {size!r}")
+    count_at_most(size, "chunk_size")
     return (examples[begin : begin + size] for begin in range(0, len(examples), size))
 
 
@@ -352,6 +357,7 @@ def check_top_k(top_k: Any, multi_span: bool) -> int | None:
     """``top_k`` as a Python int (None stays None), or a ConfigError."""
     if top_k is not None and (not whole_number(top_k) or top_k < 1):
         raise ConfigError(f"top_k is a positive number of answers, got {top_k!r}")
+    count_at_most(top_k, "top_k")
     if multi_span and top_k not in (None, 1):
         raise ConfigError("top_k > 1 asks for alternative answers, multi_span for one answer of several spans: pick one")
     return None if top_k is None else int(top_k)

@@ -11,6 +11,7 @@ from typing import Any, Iterable, Sequence
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from ..arguments import count_at_most
 from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs, check_finite_scores
@@ -197,7 +198,7 @@ def check_batch_size(batch_size: Any) -> int:
     """``batch_size`` if it is a positive whole number of windows a forward pass; else a ConfigError."""
     if not whole_number(batch_size) or batch_size < 1:
         raise ConfigError(f"batch_size is a positive number of windows a forward pass, got {batch_size!r}")
-    return int(batch_size)
+    return int(count_at_most(batch_size, "batch_size"))
 
 
 def forward_precision(precision: str | None, onnx: bool, where: str) -> str:
