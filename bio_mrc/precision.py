@@ -40,27 +40,65 @@ def default_device() -> str:
 def resolve_device(device: str | None = None) -> str:
     """The device a model runs on: ``auto`` (or None) is :func:`default_device`; ``cpu``, ``cuda``, ``cuda:N``
     and ``mps`` are checked against this machine, and one it lacks is a :class:`ConfigError` in one line."""
+    from .errors import ConfigError
+
+    name = "auto" if device is None or device == "" else str(device).strip().lower()  # 0 names no device: refused, as 1 is
+    if name == "auto":
+        return default_device()
+    checked = _machine_device(name, device)
+    if checked is None:
+        raise ConfigError(f"device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto")
+    return checked
+
+
+def _machine_device(name: str, given: Any) -> str | None:
+    """``name`` (cpu, cuda, cuda:N, mps) if this machine has it, a ConfigError naming ``given`` if not; None: no such name."""
     import torch
 
     from .errors import ConfigError
 
-    name = str(device or "auto").strip().lower()
     kind, _, index = name.partition(":")
-    if name == "auto":
-        return default_device()
     if name == "cpu":
         return name
     if kind == "cuda" and (not index or index.isdigit()):
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if int(index or 0) >= count:
             have = f"{count} CUDA device(s) (cuda:0 to cuda:{count - 1})" if count else "no CUDA GPU that torch can use"
-            raise ConfigError(f"device {device!r}: this machine has {have}")
+            raise ConfigError(f"device {given!r}: this machine has {have}")
         return name
     if name == "mps":
         if not torch.backends.mps.is_available():
-            raise ConfigError(f"device {device!r}: this machine has no Apple GPU (MPS) that torch can use")
+            raise ConfigError(f"device {given!r}: this machine has no Apple GPU (MPS) that torch can use")
         return name
-    raise ConfigError(f"device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto")
+    return None
+
+
+def pipeline_device(device: Any) -> str | None:
+    """A transformers pipeline's ``device`` checked as :func:`resolve_device` checks a name, before transformers reads
+    it: None stays transformers' default; -1 is the CPU; a whole number N the GPU numbered N (``cuda:N``, or ``mps``
+    for 0 where the Apple GPU is the only one, as transformers reads it); a ``torch.device`` its name."""
+    import torch
+
+    from .errors import ConfigError
+
+    if device is None:
+        return None
+    if isinstance(device, int) and not isinstance(device, bool) and device >= -1:  # transformers' GPU numbers
+        if device == -1:
+            return "cpu"
+        if device == 0 and not torch.cuda.is_available() and torch.backends.mps.is_available():
+            return "mps"
+        return _machine_device(f"cuda:{device}", device)
+    if isinstance(device, torch.device):
+        device = str(device)  # named as written: 'cuda:1'
+    name = device.strip().lower() if isinstance(device, str) else None
+    if name == "auto":
+        return default_device()
+    checked = None if name is None else _machine_device(name, device)
+    if checked is None:
+        raise ConfigError(f"device {device!r}: one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto, or a GPU's "
+                          "number N (-1: the CPU)")
+    return checked
 
 
 _PINNED: dict[str, str] = {}  # the device pin_process_device pinned this process to, under "device"

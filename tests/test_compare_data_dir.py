@@ -69,3 +69,29 @@ def test_a_path_beginning_with_a_tilde_is_the_home_folders_as_a_runs_encoder_is(
     config = _config(tmp_path, tiny_encoder_dir, eval={"path": "~/sample.json", "split": {"fractions": [0.5, 0.5], "part": 1}})
     with pytest.raises(Trained):  # not refused: the home folder's file needs no data folder
         main(["compare", "--config", str(config), "--data-dir", str(tmp_path / "missing"), "--output-dir", str(tmp_path / "out")])
+
+
+def test_a_preset_named_like_a_file_here_is_the_preset_with_a_note(tmp_path, monkeypatch, capsys):
+    """``compare --config quick`` beside a file ``quick`` took the preset without a word; it still does (a preset's name
+    means the same run wherever it is typed), and one note line says the file is not read and how to name it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quick").write_text("{}")
+    assert main(["compare", "--config", "quick", "--data-dir", "no-data"]) == 2
+    assert capsys.readouterr().err == (
+        "note: --config quick is the preset quick; the file quick here is not read (give --config ./quick for it)\n"
+        "error: eval: the path 'squad-v1.1/dev.json' is relative to the data directory no-data, which is not found; "
+        "pass --data-dir or set BIO_MRC_DATA, or give the path in full (in quick)\n")
+    assert main(["compare", "--config", "./quick", "--data-dir", "no-data"]) == 2
+    assert capsys.readouterr().err == "error: top level: 'eval' is a required property (and 1 more) (in quick)\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quick"]
+
+
+def test_a_preset_named_like_its_output_folder_is_no_input_of_it(tmp_path, monkeypatch, capsys):
+    """``compare --output-dir quick`` (the preset quick by default) a second time was refused, ``this output is the input
+    quick, which it would replace``: the preset's name was checked as a file beside the output folder of that name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quick").mkdir()
+    (tmp_path / "data").mkdir()
+    assert main(["compare", "--output-dir", "quick", "--data-dir", "data"]) == 2
+    assert capsys.readouterr().err == "error: eval: file not found (in data/squad-v1.1/dev.json)\n"  # past the output check
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "quick"] and not list((tmp_path / "quick").iterdir())

@@ -105,3 +105,86 @@ def test_a_launchers_variables_give_the_shard(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "1")
     monkeypatch.setenv("RANK", " 0 ")
     assert sharding.Shard.from_environment() == sharding.Shard(rank=0, world=1)
+
+
+def _no_gpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+
+
+@pytest.fixture(scope="module")
+def device_model(tiny_encoder_dir, tmp_path_factory):
+    from .conftest import untrained_model_folder
+
+    return untrained_model_folder(tiny_encoder_dir, tmp_path_factory.mktemp("device") / "model", max_seq_length=64,
+                                  doc_stride=16, max_query_length=16)
+
+
+NO_SUCH_NAME = "one of cpu, cuda, cuda:N (the GPU numbered N), mps, auto, or a GPU's number N (-1: the CPU)"
+
+
+@pytest.mark.parametrize("device, line", [
+    ("CUDA", "device 'CUDA': this machine has no CUDA GPU that torch can use"),
+    ("Cuda:0", "device 'Cuda:0': this machine has no CUDA GPU that torch can use"),
+    (torch.device("cuda", 1), "device 'cuda:1': this machine has no CUDA GPU that torch can use"),
+    (0, "device 0: this machine has no CUDA GPU that torch can use"),
+    ("gpu", f"device 'gpu': {NO_SUCH_NAME}"),
+    ("cuda:x", f"device 'cuda:x': {NO_SUCH_NAME}"),
+    (-2, f"device -2: {NO_SUCH_NAME}"),
+    (1.5, f"device 1.5: {NO_SUCH_NAME}"),
+    (True, f"device True: {NO_SUCH_NAME}"),
+])
+def test_the_pipelines_device_is_checked_before_transformers_parses_it(monkeypatch, tmp_path, device_model, device, line):
+    """``pipeline("bio-mrc-qa", model=DIR, device="CUDA")`` (or "gpu", -2, 1.5) ended in torch's RuntimeError ("Expected one
+    of cpu, cuda, ... device type at start of device string") or ran on the CPU; now the package's line, before the
+    folder is read, and for a model given as an object too."""
+    from transformers import AutoTokenizer, pipeline
+
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    _no_gpu(monkeypatch)
+    with pytest.raises(ConfigError, match=f"^{__import__('re').escape(line)}$"):
+        pipeline("bio-mrc-qa", model=str(tmp_path / "no-model"), device=device)  # refused before the folder is looked at
+    model = BioMrcForQuestionAnswering.from_pretrained(str(device_model))
+    with pytest.raises(ConfigError, match=f"^{__import__('re').escape(line)}$"):
+        pipeline("bio-mrc-qa", model=model, tokenizer=AutoTokenizer.from_pretrained(str(device_model)), device=device)
+
+
+def test_the_pipelines_device_names_a_gpu_as_transformers_numbers_them(monkeypatch):
+    from bio_mrc.precision import pipeline_device
+
+    _two_gpus(monkeypatch)
+    assert [pipeline_device(d) for d in (None, -1, 0, 1, " CUDA", "Cuda:1", torch.device("cuda", 1), "auto")] == \
+           [None, "cpu", "cuda:0", "cuda:1", "cuda", "cuda:1", "cuda:1", "cuda"]
+    with pytest.raises(ConfigError, match=r"^device 2: this machine has 2 CUDA device\(s\) \(cuda:0 to cuda:1\)$"):
+        pipeline_device(2)
+
+
+def test_cuda_on_a_machine_without_it_is_one_line_at_every_door(monkeypatch, capsys, tmp_path, device_model):
+    """The command line, AnswerExtractor, serve's Python door and the pipeline refuse ``cuda`` in the same line."""
+    from transformers import pipeline
+
+    from bio_mrc.inference import AnswerExtractor
+    from bio_mrc.serving.server import run_server
+
+    _no_gpu(monkeypatch)
+    line = "device 'cuda': this machine has no CUDA GPU that torch can use"
+    for argv in (["predict", "--model", str(device_model), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")],
+                 ["extract", "--model", str(device_model), "--question", "q", "--context", "c"],
+                 ["serve", "--model", str(device_model)]):
+        assert cli.main([*argv, "--device", "cuda"]) == 2
+        assert capsys.readouterr().err == f"error: {line}\n"
+    for door in (lambda: AnswerExtractor.from_pretrained(device_model, device="cuda"),
+                 lambda: run_server(device_model, device="cuda"),
+                 lambda: pipeline("bio-mrc-qa", model=str(device_model), device="cuda")):
+        with pytest.raises(ConfigError, match=f"^{line}$"):
+            door()
+    assert not list(tmp_path.iterdir())
+
+
+def test_answer_extractor_refuses_a_device_number(device_model):
+    """``AnswerExtractor.from_pretrained(DIR, device=0)`` ran as ``auto`` (0 read as no device given), while 1 was refused."""
+    from bio_mrc.inference import AnswerExtractor
+
+    with pytest.raises(ConfigError, match=r"^device 0: one of cpu, cuda, cuda:N \(the GPU numbered N\), mps, auto$"):
+        AnswerExtractor.from_pretrained(device_model, device=0)

@@ -317,17 +317,18 @@ def test_an_export_runs_on_the_cpu_on_a_machine_with_a_gpu(onnx_dir, monkeypatch
     import transformers.pipelines.base
     from transformers import pipeline
 
+    from bio_mrc.errors import ConfigError
+
     monkeypatch.setattr(transformers.pipelines.base, "is_torch_cuda_available", lambda: True)  # a machine with a GPU
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     exported = pipeline("bio-mrc-qa", model=str(onnx_dir))
     assert exported.device == torch.device("cpu")
+    assert pipeline("bio-mrc-qa", model=str(onnx_dir), device="auto").device == torch.device("cpu")  # auto, as every door
     example = sample_v1.examples[0]
     assert exported(question=example.question, context=example.context)["answer"] == example.answer_texts()[0][0]
     with pytest.raises(ModelFormatError, match="runs on the CPU provider, not on cuda:0"):  # asked for, it is refused
         pipeline("bio-mrc-qa", model=str(onnx_dir), device="cuda:0")
-    from bio_mrc.errors import ConfigError
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     with pytest.raises(ConfigError, match="is an ONNX export, which runs on the CPU"):  # and by every other door alike
         AnswerExtractor.from_pretrained(onnx_dir, device="cuda")
     assert TrainedModel.load(onnx_dir, device="auto").backend == "onnx"

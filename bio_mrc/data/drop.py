@@ -12,20 +12,23 @@ so cross-validation holds a passage's questions out together.
 
 from __future__ import annotations
 
-import logging
 import re
+import warnings
 from typing import Any
 
 from ..answer_text import mentions
+from ..errors import InputWarning
 from ..plurals import counted
 from .json_reader import DataFormatError
 from .sources import Records
 
-logger = logging.getLogger(__name__)
-
 # A JSON object whose first value is an object starting with one of a DROP passage's keys.
 _DROP_START = re.compile(rb'\A\s*\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"(?:passage|qa_pairs|wiki_url)"\s*:')
 SNIFF_BYTES = 4096
+
+
+class NumericAnswersWarning(InputWarning):
+    """DROP questions answered by a number or a date, which no span extracts, were left out (their count and the file)."""
 
 
 def is_drop_start(start: bytes) -> bool:
@@ -48,9 +51,9 @@ def drop_records(raw: Any, source: str) -> Records:
                 numeric += 1
                 continue
             rows.append((where, row))
-    if numeric:
-        logger.warning("left out %s of %d in %s: their answers are numbers or dates, not spans of the passage",
-                       counted(numeric, "question"), numeric + len(rows), source)
+    if numeric:  # a warning, not a log line: a Python caller sees it too, and its filters decide
+        warnings.warn(NumericAnswersWarning(f"left out {counted(numeric, 'question')} of {numeric + len(rows)} in {source}: "
+                                            "their answers are numbers or dates, not spans of the passage"), stacklevel=2)
     return Records(source, rows=iter(rows), parts=True)
 
 

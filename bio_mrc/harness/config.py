@@ -459,7 +459,8 @@ def _cross_validation(raw: dict[str, Any], runs: list[RunSpec]) -> dict[str, int
 
 
 def load_config(path_or_preset: str | Path) -> CompareConfig:
-    """A JSON config file, or the name of a shipped preset (``quick``, ``full``, ``v2-quick``).
+    """A JSON config file, or the name of a shipped preset (``quick``, ``full``, ``v2-quick``). A preset's name is the
+    preset even where a file of that name is in the working folder, which ``./quick`` names.
 
     A file that is not valid JSON or not a valid comparison raises :class:`DataFormatError` naming it.
     """

@@ -65,6 +65,7 @@ from ..errors import ConfigError, DataFormatError, ModelFormatError, a_type
 from ..hub import local_folder, named_as_given
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import check_tokenizer
+from ..precision import pipeline_device
 from ..progress import progress_bars
 from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_model
 from ..types import AnswerSpan, Example, Prediction
@@ -110,6 +111,10 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         on such a CPU the faster of the two for this model, measured once and cached: :mod:`bio_mrc.precision`), fp32 or bf16;
         ``dtype`` (``pipeline(dtype=...)``, ``torch_dtype=``): ``torch.float32`` is fp32, ``torch.bfloat16`` bf16."""
         precision = dtype_precision(dtype, precision)  # refused before the model is read further
+        if isinstance(model, OnnxModel) and str(kwargs.get("device")).strip().lower() in ("none", "auto"):
+            kwargs["device"] = "cpu"  # transformers' default is GPU 0 where there is one; the export runs on the CPU provider
+        if kwargs.get("device") is not None:  # checked as every door checks it, before transformers parses it
+            kwargs["device"] = pipeline_device(kwargs["device"])
         if tokenizer is None:
             raise ModelFormatError(f"the {TASK} pipeline needs the model's (fast) tokenizer", str(getattr(model, "name_or_path", "")))
         if is_qa_model(model):  # transformers' own extractive QA model: its encoder and span head, as a bio_mrc model
@@ -123,8 +128,6 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             )
         self.extractor = AnswerExtractor(trained_model(model, tokenizer, precision))  # before the options are checked
         self._defaults_warned: set[str] = set()  # decodings warned of for the constructor's handle_impossible_answer
-        if isinstance(model, OnnxModel) and kwargs.get("device") is None:
-            kwargs["device"] = "cpu"  # transformers' default is GPU 0 where there is one; the export runs on the CPU provider
         super().__init__(model, tokenizer, **kwargs)  # moves the model (in place) to `device`
         if self._batch_size is not None:
             check_batch_size(self._batch_size)
@@ -280,10 +283,12 @@ class _Questions:
     last: bool = True  # the last chunk of them
 
 
-def checked_model_folder(name: str, revision: str | None = None) -> Path:
+def checked_model_folder(name: str, revision: str | None = None, device: Any = None) -> Path:
     """The local folder of the model ``name`` (a folder, or a hub id's snapshot at ``revision``, the cache first) as
     ``pipeline("bio-mrc-qa", model=name)`` reads it, refused in the line every other door gives before transformers
-    reads a file of it (:func:`~bio_mrc.inference.loading.check_folder_to_load`); a refusal names it as given."""
+    reads a file of it (:func:`~bio_mrc.inference.loading.check_folder_to_load`); a refusal names it as given.
+    ``device`` is checked first (:func:`~bio_mrc.precision.pipeline_device`), as every door checks its options first."""
+    pipeline_device(device)
     folder = local_folder(name, revision=revision)
     with named_as_given(name, folder):
         check_folder_to_load(folder)
