@@ -28,6 +28,10 @@ from ..precision_probe import MatrixShapes
 from ..progress import WindowBars, progress_bars, window_bars
 from ..types import Example
 from .defaults import INFERENCE_BATCH_SIZE
+from .forked_threads import register_fork_handler
+
+# A child forked after a forward pass here would hang in its own first one with more than one thread.
+register_fork_handler()
 
 
 @runtime_checkable
