@@ -6,21 +6,21 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["decode_hint", "syntax_hint"]
+__all__ = ["LOOK", "decode_hint", "syntax_hint"]
 
 _BLANK = " \t\n\r"  # JSON's whitespace
-_LOOK = 1000  # characters read each side of the stop: a longer run of whitespace is read as no hint
+LOOK = 1000  # characters read each side of the stop: a longer run of whitespace is read as no hint
 
 
 def syntax_hint(text: str, at: int) -> str:
     """``"; JSON has no comments: remove the `//` comment"`` (or a block comment's, or a trailing comma's hint) where
     ``text`` holds one at index ``at``, where the parser stopped (whitespace before it passed over); "" otherwise."""
-    after = text[at : at + _LOOK].lstrip(_BLANK)
+    after = text[at : at + LOOK].lstrip(_BLANK)
     if after.startswith("//"):
         return "; JSON has no comments: remove the `//` comment"
     if after.startswith("/*"):
         return "; JSON has no comments: remove the `/* */` comment"
-    if after[:1] in ("}", "]") and text[max(0, at - _LOOK) : at].rstrip(_BLANK).endswith(","):
+    if after[:1] in ("}", "]") and text[max(0, at - LOOK) : at].rstrip(_BLANK).endswith(","):
         return f"; JSON has no trailing commas: remove the `,` before `{after[0]}`"
     return ""
 

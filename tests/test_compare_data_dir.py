@@ -1,6 +1,7 @@
 """compare needs the data folder only where a config path is relative to it."""
 
 import json
+import warnings
 
 import pytest
 
@@ -84,6 +85,25 @@ def test_a_preset_named_like_a_file_here_is_the_preset_with_a_note(tmp_path, mon
     assert main(["compare", "--config", "./quick", "--data-dir", "no-data"]) == 2
     assert capsys.readouterr().err == "error: top level: 'eval' is a required property (and 1 more) (in quick)\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["quick"]
+
+
+def test_a_preset_named_like_a_file_here_is_noted_to_python_callers_too(tmp_path, monkeypatch):
+    """The note was the command's own line, so ``load_config("quick")`` took the preset over the file ``quick`` without
+    a word; it is a ``PresetOverFileWarning`` (an ``InputNote``), naming the keyword."""
+    from bio_mrc.errors import InputNote
+    from bio_mrc.harness.config import PresetOverFileWarning, load_config
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quick").write_text("{}")
+    with pytest.warns(PresetOverFileWarning) as caught:
+        assert load_config("quick").name == "quick"
+    assert issubclass(PresetOverFileWarning, InputNote) and [str(w.message) for w in caught] == [
+        "path_or_preset='quick' is the preset quick; the file quick here is not read (give path_or_preset='./quick' for it)"]
+    (tmp_path / "quick").unlink()
+    (tmp_path / "quick").mkdir()  # a folder is no config: nothing to say
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_config("quick")
 
 
 def test_a_preset_named_like_its_output_folder_is_no_input_of_it(tmp_path, monkeypatch, capsys):

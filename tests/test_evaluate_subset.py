@@ -59,6 +59,21 @@ def test_limit_past_the_data_is_refused_as_with_a_baseline(capsys, three_answers
     assert metrics["scored"]["questions"] == 8 and metrics["exact_match"] == pytest.approx(100 * 2 / 8)
 
 
+def test_limit_past_the_valid_questions_counts_them_as_the_skipped_line_before_it(capsys, three_answers, tmp_path):
+    """Under --skip-invalid the refusal said "D has 7 questions" right after "skipped 1 invalid question of D", where
+    predict's note says "7 valid questions (1 skipped)"."""
+    data = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    data["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["text"] = "Rome"  # not at its answer_start: invalid
+    path = tmp_path / "one-invalid.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["evaluate", "--data", str(path), "--predictions", str(three_answers[0]), "--limit", "9",
+                 "--skip-invalid"]) == 2
+    assert capsys.readouterr().err.splitlines()[-2:] == [
+        f"warning: skipped 1 invalid question of {path}",
+        f"error: --limit 9: {path} has 7 valid questions (1 skipped); scores of fewer questions than asked would not "
+        "say so (give at most that many)"]
+
+
 def test_only_predicted_with_no_common_id_is_one_line(capsys, tmp_path):
     (tmp_path / "other.json").write_text(json.dumps({"nope": "x"}))
     assert main(["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(tmp_path / "other.json"), "--only-predicted"]) == 2

@@ -259,11 +259,14 @@ def test_the_torchscript_exporter_takes_over_when_dynamo_fails(trained_dir, tmp_
 def test_the_pipeline_runs_the_export(onnx_dir, trained_dir, sample_v1):  # noqa: F811
     from transformers import pipeline
 
+    from bio_mrc.errors import ConfigError
     from bio_mrc.inference.onnx import OnnxModel
 
     example = sample_v1.examples[0]
     exported = pipeline("bio-mrc-qa", model=str(onnx_dir), device="cpu")
     assert isinstance(exported.model, OnnxModel)
+    with pytest.raises(ConfigError, match="^device 'None': "):  # the text "None" is no device, given an export object too
+        pipeline("bio-mrc-qa", model=exported.model, tokenizer=exported.tokenizer, device="None")
     original = pipeline("bio-mrc-qa", model=str(trained_dir), device="cpu", precision="fp32")
     for decoding in ("span", "bio", "joint"):
         ours = exported(question=example.question, context=example.context, decoding=decoding, top_k=3)

@@ -107,16 +107,6 @@ def _evaluate_against_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
-def _note_preset_over_file(name: str) -> None:
-    """A preset's name reads the preset wherever it is typed; a file of that name here gets one line naming it as ``./NAME``.
-    A folder of that name is no config, so it needs none."""
-    from ..harness.config import PRESETS
-
-    if name in PRESETS and Path(name).exists() and not Path(name).is_dir():
-        print(printable_line(f"note: --config {name} is the preset {name}; the file {name} here is not read "
-                             f"(give --config ./{name} for it)"), file=sys.stderr)
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
     from ..harness.compare import compare, train_models
     from ..harness.comparison_splits import check_data_dir
@@ -133,7 +123,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if value is not None and not value.strip():
             raise ConfigError(f"{option}: an empty path names no folder; give one")
     config = load_config(args.config).with_overrides(seeds=args.seeds, encoder=args.encoder, runs=args.runs)
-    _note_preset_over_file(args.config)
     data_dir = Path(args.data_dir) if args.data_dir is not None else default_data_dir()
     check_data_dir(config, data_dir, args.config)  # needed only where a config path is relative to it
     output_dir = check_library_path(check_folder_target(args.output_dir if args.output_dir is not None else Path("runs") / config.name))

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, Iterator
 
 import ijson
 
-from ..json_syntax import syntax_hint
+from ..json_syntax import LOOK, syntax_hint
 from .json_reader import FLOAT_TOO_LARGE, DataFormatError, RepeatedKeyError, lone_surrogate_escape, not_utf8
 
 _BOM = b"\xef\xbb\xbf"
@@ -29,7 +29,6 @@ _ESCAPE_WIDTH = 12  # a surrogate pair's two escapes: deciding about one needs t
 #: ``json.dump`` writes every character past ASCII: 30 MB) took time of its length squared over the read size (75 s
 #: in 64 KiB reads); reads inside a string double up to this, and a string's end brings them back to ijson's size.
 _LONGEST_READ = 16 << 20
-_AROUND = 1024  # characters read each side of where the parser stopped, for a hint of what stands there
 
 
 class _SurrogateCheckedReader:
@@ -113,12 +112,15 @@ def utf8_error(path: Path, chunk_size: int = 1 << 20) -> UnicodeDecodeError | No
 
 def _stop_index(message: str, path: Path) -> int | None:
     """The index (in characters, from 0) where ``path`` stops being JSON: yajl names no place, so ijson's Python
-    parser, which names it ("Unexpected symbol '}' at 62"), reads the file again, on this error path only."""
+    parser, which names it ("Unexpected symbol '}' at 62"), reads the file again, on this error path only. It reads
+    values one after another, so text after the first (yajl's "trailing garbage": a comment at the end) is placed too;
+    a second whole value there has no place to name."""
     found = re.search(r" at (\d+)$", message)  # already the Python parser's (after an integer past 64 bits)
     if found is None:
         try:
             with open(path, "rb") as handle:
-                for _ in ijson.get_backend("python").basic_parse(_SurrogateCheckedReader(handle, str(path)), use_float=True):
+                for _ in ijson.get_backend("python").basic_parse(_SurrogateCheckedReader(handle, str(path)), use_float=True,
+                                                                      multiple_values=True):
                     pass
         except ijson.JSONError as err:
             found = re.search(r" at (\d+)$", str(err))
@@ -146,8 +148,8 @@ def _hint_at(path: Path, index: int) -> str:
     before, seen = "", 0
     with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
         while seen < index and (chunk := handle.read(min(1 << 20, index - seen))):
-            before, seen = (before + chunk)[-_AROUND:], seen + len(chunk)
-        return syntax_hint(before + handle.read(_AROUND), len(before))
+            before, seen = (before + chunk)[-LOOK:], seen + len(chunk)
+        return syntax_hint(before + handle.read(LOOK), len(before))
 
 
 class _Builder:

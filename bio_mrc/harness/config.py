@@ -62,6 +62,7 @@ import functools
 import json
 import math
 import re
+import warnings
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -71,7 +72,7 @@ from ..config_schema import SEED_RANGE, check_fields, dataclass_schema, schema_e
 from ..data.json_reader import DataFormatError, read_json
 from .. import model_defaults, registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
-from ..errors import ConfigError, argument
+from ..errors import ConfigError, InputNote, argument
 from ..io import home_expanded
 from ..plurals import counted
 from ..precision import PRECISIONS
@@ -458,13 +459,19 @@ def _cross_validation(raw: dict[str, Any], runs: list[RunSpec]) -> dict[str, int
     return {"folds": cv.get("folds", 5), "seed": cv.get("seed", 0)}
 
 
+class PresetOverFileWarning(InputNote):
+    """A preset's name given where a file of that name is in the working folder: the preset is read, not the file."""
+
+
 def load_config(path_or_preset: str | Path) -> CompareConfig:
     """A JSON config file, or the name of a shipped preset (``quick``, ``full``, ``v2-quick``). A preset's name is the
-    preset even where a file of that name is in the working folder, which ``./quick`` names.
+    preset even where a file of that name is in the working folder, which ``./quick`` names (a
+    :class:`PresetOverFileWarning` says so).
 
     A file that is not valid JSON or not a valid comparison raises :class:`DataFormatError` naming it.
     """
     if str(path_or_preset) in PRESETS:
+        _note_file_named_as_preset(str(path_or_preset))
         return parse_config(json.loads(resources.files("bio_mrc.harness.presets").joinpath(f"{path_or_preset}.json").read_text(encoding="utf-8")))
     if not str(path_or_preset).strip():  # Path("") is the current folder
         raise DataFormatError(f"an empty path names no config file; give one, or a preset: {', '.join(PRESETS)}", source=repr(str(path_or_preset)))
@@ -478,6 +485,14 @@ def load_config(path_or_preset: str | Path) -> CompareConfig:
         return parse_config(raw)
     except ConfigError as err:
         raise DataFormatError(str(err), source=str(path)) from None
+
+
+def _note_file_named_as_preset(name: str) -> None:
+    """A preset's name means the same comparison wherever it is typed; a file of that name here is named once as the
+    one not read, with how to read it. A folder of that name is no config, so it needs no word."""
+    if Path(name).exists() and not Path(name).is_dir():
+        warnings.warn(PresetOverFileWarning(f"{argument('path_or_preset', name)} is the preset {name}; the file {name} here "
+                                            f"is not read (give {argument('path_or_preset', './' + name)} for it)"), stacklevel=3)
 
 
 def _check_seeds(seeds: Sequence[int]) -> None:

@@ -72,7 +72,8 @@ def scored_evaluation(
     if not isinstance(data, SquadFile):
         data = load_squad(data, needs_gold="evaluate_predictions")
     name = name or data.source
-    if past := limit_past_data(limit, len(data.examples), name):  # scores of them all would read as the first limit's
+    # scores of them all would read as the first limit's; of the valid ones where some were skipped, as the note says
+    if past := limit_past_data(limit, len(data.examples), name, len(data.skipped)):
         raise ConfigError(f"{past}; scores of fewer questions than asked would not say so (give at most that many)")
     if isinstance(task, str):
         task = registry.scorer(task, data.is_v2)

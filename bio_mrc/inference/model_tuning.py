@@ -145,7 +145,7 @@ def tune_read_questions(plan: TuningPlan, examples: list[Example], calibrate: bo
                            calibrate=calibrate, progress=plan.progress)
     if before_saving is not None:
         before_saving(tuned)
-    cut = plan.limit and len(examples) == plan.limit  # a limit past the data's questions took them all
+    cut = plan.limit and len(examples) == plan.limit  # a limit past the data's questions takes them all: no first N
     description = plan.name + (f" (first {counted(plan.limit, 'question')})" if cut else "")
     _save(plan.model, plan.target, trained, tuned, tuning_provenance(description, examples, training_questions))
     lines = _tuning_lines(tuned, before, trained.model.config, plan.task, calibrate, outputs, examples)

@@ -111,7 +111,8 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         on such a CPU the faster of the two for this model, measured once and cached: :mod:`bio_mrc.precision`), fp32 or bf16;
         ``dtype`` (``pipeline(dtype=...)``, ``torch_dtype=``): ``torch.float32`` is fp32, ``torch.bfloat16`` bf16."""
         precision = dtype_precision(dtype, precision)  # refused before the model is read further
-        if isinstance(model, OnnxModel) and str(kwargs.get("device")).strip().lower() in ("none", "auto"):
+        device = kwargs.get("device")
+        if isinstance(model, OnnxModel) and (device is None or (isinstance(device, str) and device.strip().lower() == "auto")):
             kwargs["device"] = "cpu"  # transformers' default is GPU 0 where there is one; the export runs on the CPU provider
         if kwargs.get("device") is not None:  # checked as every door checks it, before transformers parses it
             kwargs["device"] = pipeline_device(kwargs["device"])
