@@ -162,6 +162,24 @@ def test_a_plan_of_one_decoding_named_as_a_string_is_refused_not_read_letter_by_
     assert StreamPlan(["span", "bio"]).decodings == ("span", "bio")
 
 
+@pytest.mark.parametrize(("batch_size", "match"), [
+    (0, "StreamPlan: batch_size is a positive whole number (or None); got 0"),
+    (-1, "StreamPlan: batch_size is a positive whole number (or None); got -1"),
+    (2.5, "StreamPlan: batch_size is a positive whole number (or None); got 2.5"),
+    ("8", "StreamPlan: batch_size is a positive whole number (or None); got '8'"),
+    (True, "StreamPlan: batch_size is a positive whole number (or None); got True"),
+    (10**10, "StreamPlan: batch_size: at most 1,000,000,000, not 10000000000"),
+])
+def test_a_plans_batch_size_is_checked_when_it_is_made(batch_size, match):
+    """A plan took any ``batch_size``, which the first chunk refused only once ``predict_to_files`` had begun its answers
+    file and run record in the output folder; it is refused when the plan is made, as ``chunk_size`` is."""
+    from bio_mrc.inference.streaming import StreamPlan
+
+    with pytest.raises(ConfigError, match=re.escape(match)):
+        StreamPlan(("span",), batch_size=batch_size)
+    assert StreamPlan(("span",), batch_size=8).batch_size == 8 and StreamPlan(("span",)).batch_size is None
+
+
 def test_predict_to_files_refuses_to_resume_standard_output_naming_the_call(place):
     """It was a ValueError naming the command's --resume, once the plan was settled and its warnings said."""
     _refused(place, "predict_to_files", ConfigError, re.escape("predict_to_files: resume continues the answers file beside "

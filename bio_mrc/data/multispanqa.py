@@ -10,27 +10,32 @@ alternative, in context order; a question without spans is unanswerable.
 
 The official data is IOB2. An I that follows O (or starts the context) is read
 as starting a span, like seqeval's default and the official evaluation; such
-spans are counted and logged as a warning, never dropped or fixed silently.
+spans are counted in one :class:`IAfterOWarning`, never dropped or fixed silently.
 ``num_span``, ``type`` and ``structure`` are not used.
 """
 
 from __future__ import annotations
 
-import logging
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..errors import InputWarning
 from ..io import home_expanded
+from ..plurals import counted, number_form
 from ..tags import PREFIX_IDS, TAG_B, chunk_bounds
 from ..types import Example
 from .json_reader import DataFormatError, read_json
 from .text import carries_text, check_context_length, check_text
 
-logger = logging.getLogger(__name__)
-
 REQUIRED_KEYS = ("id", "question", "context")
+
+
+class IAfterOWarning(InputWarning):
+    """Spans of a MultiSpanQA file start with an I after an O (or at the context's start), which IOB2 lacks: they are
+    read as span starts, as the official evaluation reads them, and counted (the file and the first few questions named)."""
 
 
 def detokenize(words: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
@@ -124,12 +129,18 @@ def multispanqa_questions(raw: Any, source: str = "") -> list[Example | DataForm
         seen.add(example.id)
         orphan_ids += [example.id] * orphans
         questions.append(example)
-    if orphan_ids:
-        logger.warning(
-            "%d span(s) in %s start with I after O (not IOB2); read as span starts, e.g. in %s",
-            len(orphan_ids), source or "the input", sorted(set(orphan_ids))[:5],
-        )
+    if orphan_ids:  # a warning, not a log line: a Python caller sees it too, and its filters decide
+        warnings.warn(IAfterOWarning(_i_after_o(orphan_ids, source)), stacklevel=2)
     return questions
+
+
+def _i_after_o(orphan_ids: list[str], source: str) -> str:
+    """The warning's line: how many spans start with an I after an O, where, and the first few questions holding one."""
+    ids = list(dict.fromkeys(orphan_ids))
+    shown = ", ".join(repr(qid) for qid in ids[:5]) + (", ..." if len(ids) > 5 else "")
+    starts = number_form(len(orphan_ids), "starts", "start")
+    return (f"{counted(len(orphan_ids), 'span')} in {source or 'the input'} {starts} with I after O (not IOB2); "
+            f"read as span starts, as the official evaluation reads them, e.g. in {shown}")
 
 
 def load_multispanqa(path: str | Path) -> list[Example]:
@@ -138,7 +149,7 @@ def load_multispanqa(path: str | Path) -> list[Example]:
     Raises :class:`DataFormatError` (a ``ValueError``) naming the file and the
     record for a missing key, a label list whose length differs from the
     context's, a tag other than B/I/O, an empty question or context, or a
-    repeated id. Spans that start with an I are kept and logged as a warning.
+    repeated id. Spans that start with an I are kept and counted in an :class:`IAfterOWarning`.
     """
     path = home_expanded(path)
     source = str(path)

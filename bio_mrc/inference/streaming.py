@@ -58,6 +58,7 @@ class StreamPlan:
         names_argument(self.decodings, "decodings", "StreamPlan", optional=False)  # a lone string would be read letter by letter
         object.__setattr__(self, "decodings", tuple(self.decodings))
         count_argument(self.chunk_size, "chunk_size", "StreamPlan", optional=False)
+        count_argument(self.batch_size, "batch_size", "StreamPlan")  # here, not at the first chunk, after files are begun
         if isinstance(self.config, DecodeConfig) and not self.config.require_answer and not self.multi_span:
             raise ConfigError(SINGLE_SPANS_ANSWER)  # single spans never read it: refused, not dropped unread
 
