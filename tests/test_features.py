@@ -403,6 +403,11 @@ def test_feature_config_holds_numpy_integers_as_python_ints():
     assert json.loads(json.dumps(config.to_dict())) == FeatureConfig(max_seq_length=64, doc_stride=16, max_query_length=16).to_dict()
 
 
+def window_rows(column) -> list[list[int]]:
+    """A column of windows (a list or an array a window) as lists, to compare whole."""
+    return [list(map(int, row)) for row in column]
+
+
 def test_one_tokenizer_cuts_windows_in_one_thread_while_another_reads_questions(tiny_tokenizer, monkeypatch):
     # The question thread sets its settings (no truncation) on the shared tokenizer just after the window call has set
     # its own (only_second): held apart, the windows keep their truncation; interleaved, they would be cut with the
@@ -424,15 +429,15 @@ def test_one_tokenizer_cuts_windows_in_one_thread_while_another_reads_questions(
 
     monkeypatch.setattr(tiny_tokenizer, "set_truncation_and_padding", set_and_interleave)
     context = "the cat sat on the mat and the dog lay on the rug " * 20
-    alone = tokenize_windows([Example("0", "where did the cat sit", context, None)], tiny_tokenizer, SMALL)["input_ids"]
+    alone = window_rows(tokenize_windows([Example("0", "where did the cat sit", context, None)], tiny_tokenizer, SMALL)["input_ids"])
     question_alone = truncate_questions(["where did the cat sit on the mat today"], tiny_tokenizer, 4)
     windows_set.clear(), questions_set.clear()  # the calls alone above set both
     results, errors = {}, []
 
     def cut_windows():
         try:
-            results["windows"] = tokenize_windows([Example("0", "where did the cat sit", context, None)], tiny_tokenizer,
-                                                  SMALL)["input_ids"]
+            results["windows"] = window_rows(tokenize_windows([Example("0", "where did the cat sit", context, None)],
+                                                              tiny_tokenizer, SMALL)["input_ids"])
         except Exception as err:  # noqa: BLE001 - the failure is the finding
             errors.append(err)
 

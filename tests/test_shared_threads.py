@@ -138,7 +138,7 @@ def test_copies_of_one_tokenizer_take_turns_as_the_tokenizer_itself_does(tiny_to
     for tokenizer in (windows_copy, questions_copy):
         monkeypatch.setattr(tokenizer, "set_truncation_and_padding", interleaving(tokenizer.set_truncation_and_padding))
     example = Example("0", "where did the cat sit", "the cat sat on the mat and the dog lay on the rug " * 20, None)
-    alone = tokenize_windows([example], windows_copy, SMALL)["input_ids"]
+    alone = [list(ids) for ids in tokenize_windows([example], windows_copy, SMALL)["input_ids"]]
     question = "where did the cat sit on the mat today"
     question_alone = truncate_questions([question], questions_copy, 4)
     windows_set.clear(), questions_set.clear()  # the calls alone above set both
@@ -146,7 +146,7 @@ def test_copies_of_one_tokenizer_take_turns_as_the_tokenizer_itself_does(tiny_to
 
     def cut_windows():
         try:
-            results["windows"] = tokenize_windows([example], windows_copy, SMALL)["input_ids"]
+            results["windows"] = [list(ids) for ids in tokenize_windows([example], windows_copy, SMALL)["input_ids"]]
         except Exception as err:  # noqa: BLE001 - the failure is the finding
             errors.append(err)
 
@@ -226,4 +226,4 @@ def test_windows_held_in_memory_are_named_without_serialising_the_tokenizer(tiny
     monkeypatch.setattr(windows, "_tokenizer_definition", serialised)
     example = Example("0", "where did the cat sit", "the cat sat on the mat", None)
     features = windows.build_features([example], tiny_tokenizer, SMALL, with_targets=False)
-    assert features["input_ids"] == tokenize_windows([example], tiny_tokenizer, SMALL)["input_ids"]
+    assert features["input_ids"] == [list(ids) for ids in tokenize_windows([example], tiny_tokenizer, SMALL)["input_ids"]]

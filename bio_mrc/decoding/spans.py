@@ -55,7 +55,31 @@ def range_max(values: np.ndarray, rows: np.ndarray, low: np.ndarray, high: np.nd
     return out
 
 
+# Windows whose bands are scored at once: a band holds n_best × max_answer_length scores a window (several arrays
+# of 4.8 KB at 20 × 30), which for every window of a long context at once outweighed the windows themselves.
+BLOCK_WINDOWS = 1024
+
+
 def best_spans(
+    start_logits: np.ndarray,
+    end_logits: np.ndarray,
+    mask: np.ndarray,
+    max_answer_length: int = 30,
+    n_best: int = 20,
+    extra_token_scores: np.ndarray | None = None,
+    first_end: np.ndarray | None = None,
+) -> SpanCandidates:
+    """:func:`window_best_spans` of :data:`BLOCK_WINDOWS` windows at a time: each window's spans are its own."""
+    if len(start_logits) <= BLOCK_WINDOWS:
+        return window_best_spans(start_logits, end_logits, mask, max_answer_length, n_best, extra_token_scores, first_end)
+    blocks = [window_best_spans(*(None if a is None else a[begin : begin + BLOCK_WINDOWS]
+                                  for a in (start_logits, end_logits, mask)), max_answer_length, n_best,
+                                *(None if a is None else a[begin : begin + BLOCK_WINDOWS] for a in (extra_token_scores, first_end)))
+              for begin in range(0, len(start_logits), BLOCK_WINDOWS)]
+    return SpanCandidates(*(np.concatenate([getattr(b, name) for b in blocks]) for name in ("score", "start", "end")))
+
+
+def window_best_spans(
     start_logits: np.ndarray,
     end_logits: np.ndarray,
     mask: np.ndarray,

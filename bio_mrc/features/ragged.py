@@ -1,9 +1,9 @@
-"""List columns of a ``datasets.Dataset`` as numpy arrays, read straight from Arrow.
+"""List columns of a ``datasets.Dataset`` as numpy arrays, read straight from Arrow, and rows written to Arrow alike.
 
 Reading a column row by row builds a Python list per window; at inference that costs more than
 decoding. Arrow already stores a list column as one flat buffer of values plus row offsets, so a
 :class:`RaggedColumn` takes those two arrays as they are and pads any set of rows in one numpy
-gather.
+gather; :func:`arrow_list_column` builds such a column from rows in one step.
 """
 
 from __future__ import annotations
@@ -86,3 +86,15 @@ class RaggedColumn:
         out = np.full((len(rows), width, *self.values.shape[1:]), fill, dtype=dtype or self.values.dtype)
         out[inside] = self.values[(self.starts[rows][:, None] + np.arange(width))[inside]]
         return out
+
+
+def arrow_list_column(rows: Sequence[Any], dtype: Any, width: int | None = None) -> pa.ListArray:
+    """Rows (lists or arrays of numbers; with ``width``, (n, width) arrays, each row a list of lists) as one Arrow
+    list column of ``dtype`` values, from one flat buffer: ``datasets`` converts row by row and looks at every value
+    of a Python list for mixed types, which cost a long context's windows more than tokenizing them."""
+    flat = [np.asarray(row, dtype=dtype).reshape(-1) for row in rows]
+    values = pa.array(np.concatenate(flat) if flat else np.zeros(0, dtype=dtype))
+    if width is not None:
+        values = pa.ListArray.from_arrays(pa.array(np.arange(0, len(values) + 1, width, dtype=np.int32)), values)
+    lengths = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat)) // (width or 1)
+    return pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)), values)

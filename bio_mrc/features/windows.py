@@ -17,14 +17,18 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 from datasets import Dataset
+from datasets.arrow_writer import OptimizedTypedSequence
 from transformers import PreTrainedTokenizerBase
 
 from .. import registry
 from ..code_fingerprint import sources_fingerprint
 from ..errors import ConfigError
 from ..types import Example
+from .pair_windows import pair_windows
+from .ragged import arrow_list_column
 from .config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig  # noqa: F401 (imported from here too)
 from .targets import add_targets
 from .tokenizer_lock import tokenizer_lock
@@ -83,28 +87,10 @@ def tokenize_windows(
     check_tokenizer(tokenizer)
     check_window_room(tokenizer, config)
     questions = truncate_questions([ex.question.lstrip() for ex in examples], tokenizer, config.max_query_length)
-    with tokenizer_lock(tokenizer):  # the truncation set for this call stays this call's
-        enc = tokenizer(
-            questions,
-            [ex.context for ex in examples],
-            truncation="only_second",
-            max_length=config.max_seq_length,
-            stride=config.doc_stride,
-            return_overflowing_tokens=True,
-            return_offsets_mapping=True,
-            padding=False,
-            split_special_tokens=True,  # a text's "[SEP]" is its five characters, never the separator the window holds
-        )
-    features: dict[str, list[Any]] = {key: enc[key] for key in enc.keys() if key not in ("offset_mapping", "overflow_to_sample_mapping")}
-    features["example_index"] = list(enc["overflow_to_sample_mapping"])
     contexts = [ex.context for ex in examples]
-    window_offsets, window_in_context = [], []
-    for i, offsets in enumerate(enc["offset_mapping"]):
-        in_context = np.array([sid == 1 for sid in enc.sequence_ids(i)], dtype=bool)
-        offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
-        offsets[~in_context] = -1
-        window_offsets.append(offsets)
-        window_in_context.append(in_context)
+    cut = pair_windows(tokenizer, questions, contexts, config.max_seq_length, config.doc_stride)
+    features: dict[str, list[Any]] = {**cut.inputs, "example_index": cut.example_index}
+    window_offsets, window_in_context = cut.offsets, cut.in_context
     attached = dropped_attached_runs(contexts, _offsets_of_examples(window_offsets, features["example_index"], len(contexts)))
     bounds = grapheme_bounds(contexts)
     columns: dict[str, list[Any]] = {"offset_mapping": [], "paragraph_mask": [], "word_offsets": [], "tag_mask": []}
@@ -116,7 +102,7 @@ def tokenize_windows(
         else:
             words, tagged = offsets, in_context
         for key, value in zip(columns, (offsets, in_context.astype(np.int8), words, tagged.astype(np.int8))):
-            columns[key].append(value)  # numpy: datasets writes it to Arrow without a detour through Python lists
+            columns[key].append(value)  # numpy: written to Arrow from one buffer a column (windows_table)
     features.update(columns)
     return features
 
@@ -129,9 +115,9 @@ def _offsets_of_examples(window_offsets: list[np.ndarray], example_index: Sequen
     return [np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64) for parts in by_example]
 
 
-# Questions tokenized at once: their windows are Python lists (tens of bytes a token) until the batch is written, so
-# a batch holds at most this many questions and, on average, this many characters of context (250 contexts of 9,000
-# characters, 16,500 windows of 64 tokens, held about 700 MB at once; SQuAD's contexts fill 500 questions' batches).
+# Questions tokenized at once: their windows are held (the tokenizer's encodings, then a few arrays a window) until
+# the batch is written, so a batch holds at most this many questions and, on average, this many characters of context
+# (SQuAD's contexts fill 500 questions' batches).
 BATCH_QUESTIONS = 500
 BATCH_CONTEXT_CHARS = 500_000
 
@@ -169,7 +155,7 @@ def build_features(
     batch_size = questions_per_batch(examples) if batch_size is None else batch_size
     index = Dataset.from_dict({"example_index": list(range(len(examples)))})
 
-    def prepare(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    def prepare(batch: dict[str, list[Any]]) -> pa.Table:
         chunk = [examples[i] for i in batch["example_index"]]
         feats = tokenize_windows(chunk, tokenizer, config)
         if with_targets:
@@ -177,7 +163,7 @@ def build_features(
         feats["example_index"] = [batch["example_index"][i] for i in feats["example_index"]]
         if advance is not None:
             advance(len(chunk))
-        return feats
+        return windows_table(feats)
 
     # An explicit fingerprint: otherwise datasets hashes ``prepare`` with every example it holds. Windows held in
     # memory are looked up by none, so the questions name them: the tokenizer's definition (JSON of its whole
@@ -194,6 +180,22 @@ def build_features(
                          new_fingerprint=fingerprint, cache_file_name=str(cache_file))
     mark_used_and_prune(cache_file, budget)
     return features
+
+
+# The windows' list columns: their values' type, as datasets inferred it from the rows (its small integer types for
+# the tokenizer's columns), and each item's width where a row is a list of pairs.
+WINDOW_COLUMNS = {"input_ids": (np.int32, None), "token_type_ids": (np.int8, None), "attention_mask": (np.int8, None),
+                  "offset_mapping": (np.int64, 2), "paragraph_mask": (np.int8, None), "word_offsets": (np.int64, 2),
+                  "tag_mask": (np.int8, None)}
+
+
+def windows_table(features: dict[str, list[Any]]) -> pa.Table:
+    """``features`` as the Arrow table ``datasets`` writes: the window columns (:data:`WINDOW_COLUMNS`) built from
+    one buffer each, the others (the example index, the heads' targets) typed as ``datasets`` types them; the example
+    index first, as ``datasets`` put it."""
+    order = ["example_index", *(name for name in features if name != "example_index")]
+    return pa.table({name: arrow_list_column(features[name], *WINDOW_COLUMNS[name]) if name in WINDOW_COLUMNS
+                     else pa.array(OptimizedTypedSequence(features[name], col=name)) for name in order})
 
 
 def holds_every_window(windows: Dataset, examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase,

@@ -1,0 +1,94 @@
+"""One long context: its windows are cut without the tokenizer's Python lists of every window, written to Arrow from
+one buffer a column, and its spans scored a block of windows at a time, each the same as before to the last bit."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from datasets import Dataset
+
+from bio_mrc.decoding import spans
+from bio_mrc.features import targets
+from bio_mrc.features.pair_windows import pair_windows
+from bio_mrc.features.windows import FeatureConfig, build_features, tokenize_windows, windows_table
+from bio_mrc.inference import AnswerExtractor
+from bio_mrc.types import Example
+
+# A context of 70 windows of 48 tokens (the tiny model's) for the first question, 73 for the second.
+LONG_CONTEXT = " ".join(["The Normans were famed for their martial spirit.", "Rollo ruled Normandy in 911.",
+                         "Their language was Norman French, a dialect of Old French."] * 24)
+ODD_CONTEXT = ("Rollo [SEP] ruled <s> Normandy, café cafe\u0301 首都。Emoji👍🏽 \u200b नहीं 🇫🇷🇩🇪 U.S. 1,000 "
+               "the cat sat on the mat. ") * 6
+
+
+def answers(extractor: AnswerExtractor, multi_span: bool) -> list[dict]:
+    return [dataclasses.asdict(p) for p in extractor(["What were the Normans famed for?", "Who ruled Normandy?"],
+                                                     LONG_CONTEXT, multi_span=multi_span)]
+
+
+@pytest.mark.parametrize("decoding", ["span", "bio", "joint"])
+def test_a_long_contexts_spans_scored_a_few_windows_at_a_time_are_those_scored_at_once(trained_dir, monkeypatch,
+                                                                                        decoding):
+    extractor = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu", decoding=decoding)
+    monkeypatch.setattr(spans, "BLOCK_WINDOWS", 1 << 30)
+    at_once = {multi_span: answers(extractor, multi_span) for multi_span in (False, True)}
+    scored, block = [], spans.window_best_spans
+    monkeypatch.setattr(spans, "window_best_spans", lambda start, *rest: scored.append(len(start)) or block(start, *rest))
+    monkeypatch.setattr(spans, "BLOCK_WINDOWS", 3)
+    for multi_span in (False, True):
+        assert answers(extractor, multi_span) == at_once[multi_span]  # texts, offsets, scores, every field
+    assert scored and max(scored) <= 3  # three windows at a time (BIO: its merged rows, one a question)
+    assert decoding == "bio" or sum(scored) >= 70 + 73  # every window of both questions
+
+
+@pytest.mark.parametrize("name", ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer"])
+def test_the_windows_are_those_the_tokenizers_own_call_cuts_without_its_lists_of_every_window(request, monkeypatch, name):
+    tokenizer = request.getfixturevalue(name)
+    questions, contexts = ["who ruled [SEP] Normandy?", "where?"], [ODD_CONTEXT, "Rollo ruled."]
+    own = tokenizer(questions, contexts, truncation="only_second", max_length=32, stride=8, return_overflowing_tokens=True,
+                    return_offsets_mapping=True, padding=False, split_special_tokens=True)
+    monkeypatch.setattr(tokenizer, "_convert_encoding", lambda *args, **kwargs: pytest.fail("Python lists of every window"))
+    cut = pair_windows(tokenizer, questions, contexts, 32, 8)
+    assert cut.example_index == list(own["overflow_to_sample_mapping"]) and len(cut.example_index) > 10
+    assert set(cut.inputs) == set(own.keys()) - {"offset_mapping", "overflow_to_sample_mapping"}
+    for key, rows in cut.inputs.items():
+        assert [row.tolist() for row in rows] == own[key]
+    for i, (offsets, in_context) in enumerate(zip(cut.offsets, cut.in_context)):
+        assert in_context.tolist() == [sid == 1 for sid in own.sequence_ids(i)]
+        expected = np.asarray(own["offset_mapping"][i], dtype=np.int64).reshape(-1, 2)
+        expected[~in_context] = -1
+        assert offsets.tolist() == expected.tolist()
+
+
+def test_a_tokenizer_that_encodes_its_own_way_cuts_the_windows_with_its_own_call(tiny_tokenizer, monkeypatch):
+    calls = []
+
+    class OwnWay(type(tiny_tokenizer)):  # as LUKE's and LayoutLM's tokenizers add columns of their own
+        def _encode_plus(self, *args, **kwargs):
+            calls.append(kwargs.get("return_overflowing_tokens"))
+            return super()._encode_plus(*args, **kwargs)
+
+    questions, contexts = ["who ruled Normandy?"], [ODD_CONTEXT]
+    expected = pair_windows(tiny_tokenizer, questions, contexts, 32, 8)
+    monkeypatch.setattr(tiny_tokenizer, "__class__", OwnWay)
+    got = pair_windows(tiny_tokenizer, questions, contexts, 32, 8)
+    assert calls == [True]  # the windows of its own call, not the backend's alone
+    assert got.example_index == expected.example_index and set(got.inputs) == set(expected.inputs)
+    for key in expected.inputs:
+        assert [list(row) for row in got.inputs[key]] == [row.tolist() for row in expected.inputs[key]]
+    assert [o.tolist() for o in got.offsets] == [o.tolist() for o in expected.offsets]
+    assert [m.tolist() for m in got.in_context] == [m.tolist() for m in expected.in_context]
+
+
+@pytest.mark.parametrize("tag_level", ["word", "subword"])
+def test_the_windows_table_is_the_one_datasets_builds_from_the_rows(tiny_tokenizer, tag_level):
+    config = FeatureConfig(max_seq_length=32, doc_stride=8, max_query_length=8, tag_level=tag_level)
+    examples = [Example("0", "Who ruled Normandy?", ODD_CONTEXT, (((0, 5),),)),  # Rollo
+                Example("1", "When?", "Rollo ruled Normandy in 911.", (((24, 27),),))]  # 911
+    features = targets.add_targets(tokenize_windows(examples, tiny_tokenizer, config), examples, config, ["span", "bio"])
+    rows = Dataset.from_dict(features)  # datasets' own conversion, a row at a time
+    table = windows_table(features)
+    assert table.schema.names == ["example_index", *(n for n in features if n != "example_index")]
+    assert table.select(rows.column_names).equals(rows.data.table)  # the same types, datasets' small integers included
+    built = build_features(examples, tiny_tokenizer, config, heads=["span", "bio"])
+    assert built.data.table.equals(table)
