@@ -1,6 +1,7 @@
 """One long context: its windows are cut without the tokenizer's Python lists of every window, written to Arrow from
 one buffer a column, and its spans scored a block of windows at a time, each the same as before to the last bit."""
 
+import copy
 import dataclasses
 
 import numpy as np
@@ -92,3 +93,56 @@ def test_the_windows_table_is_the_one_datasets_builds_from_the_rows(tiny_tokeniz
     assert table.select(rows.column_names).equals(rows.data.table)  # the same types, datasets' small integers included
     built = build_features(examples, tiny_tokenizer, config, heads=["span", "bio"])
     assert built.data.table.equals(table)
+
+
+def assert_windows_of_its_own_call(tokenizer, questions, contexts):
+    cut = pair_windows(tokenizer, questions, contexts, 32, 8)  # first: the call may change the tokenizer's state
+    own = tokenizer(questions, contexts, truncation="only_second", max_length=32, stride=8, return_overflowing_tokens=True,
+                    return_offsets_mapping=True, padding=False, split_special_tokens=True)
+    assert cut.example_index == list(own["overflow_to_sample_mapping"])
+    assert {key: [list(map(int, row)) for row in rows] for key, rows in cut.inputs.items()} == {
+        key: own[key] for key in own.keys() if key not in ("offset_mapping", "overflow_to_sample_mapping")}
+    assert [m.tolist() for m in cut.in_context] == [[sid == 1 for sid in own.sequence_ids(i)] for i in range(len(own.encodings))]
+
+
+class TypeIdsOfItsOwn:
+    """A class of its own reading the backend's encodings: its windows' type ids all 0."""
+
+    def _convert_encoding(self, *args, **kwargs):
+        columns, encodings = super()._convert_encoding(*args, **kwargs)
+        columns["token_type_ids"] = [[0] * len(row) for row in columns["token_type_ids"]]
+        return columns, encodings
+
+
+class ShorterWindows:
+    """A class of its own choosing the truncation: windows 4 tokens shorter than asked."""
+
+    def _get_padding_truncation_strategies(self, *args, **kwargs):
+        padding, truncation, max_length, rest = super()._get_padding_truncation_strategies(*args, **kwargs)
+        return padding, truncation, max_length - 4, rest
+
+
+@pytest.mark.parametrize("mixin", [TypeIdsOfItsOwn, ShorterWindows])
+def test_a_class_reading_the_encodings_or_the_truncation_its_own_way_cuts_the_windows_of_its_own_call(
+        tiny_tokenizer, monkeypatch, mixin):
+    monkeypatch.setattr(tiny_tokenizer, "__class__", type("OwnWay", (mixin, type(tiny_tokenizer)), {}))
+    assert_windows_of_its_own_call(tiny_tokenizer, ["who ruled Normandy?"], [ODD_CONTEXT])
+
+
+def test_a_seq2seq_tokenizer_left_in_target_mode_cuts_the_windows_in_input_mode_as_its_call_does(tiny_tokenizer):
+    from tokenizers import processors
+
+    class Seq2Seq(type(tiny_tokenizer)):  # as MBart's and NLLB's tokenizers swap their language tokens
+        def _switch_to_input_mode(self):
+            self.backend_tokenizer.post_processor = processors.TemplateProcessing(
+                single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+
+        def _switch_to_target_mode(self):
+            self.backend_tokenizer.post_processor = processors.TemplateProcessing(
+                single="$A [SEP]", pair="$A [SEP] $B:1 [SEP]:1", special_tokens=[("[SEP]", 3)])
+
+    tokenizer = copy.deepcopy(tiny_tokenizer)  # its post-processor changes
+    tokenizer.__class__ = Seq2Seq
+    assert tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"]) == [2, 3]
+    tokenizer._switch_to_target_mode()  # as a call with text_target that raised leaves it
+    assert_windows_of_its_own_call(tokenizer, ["who ruled Normandy?"], [ODD_CONTEXT])

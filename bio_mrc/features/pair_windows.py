@@ -44,6 +44,8 @@ def pair_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str], c
     names = [name for name in ("input_ids", "token_type_ids", "attention_mask")
              if name == "input_ids" or name in tokenizer.model_input_names]
     with tokenizer_lock(tokenizer):  # the truncation set for this call stays this call's
+        if not getattr(tokenizer, "_in_target_context_manager", False) and hasattr(tokenizer, "_switch_to_input_mode"):
+            tokenizer._switch_to_input_mode()  # as the call does: a seq2seq tokenizer's source-language special tokens
         tokenizer.set_truncation_and_padding(padding_strategy=PaddingStrategy.DO_NOT_PAD,
                                              truncation_strategy=TruncationStrategy.ONLY_SECOND, max_length=max_length,
                                              stride=stride, pad_to_multiple_of=None, padding_side=None)
@@ -84,9 +86,10 @@ def _add_offsets(windows: PairWindows, sample: int, offsets: list, sequence_ids:
 
 def encodes_its_own_way(tokenizer: PreTrainedTokenizerBase) -> bool:
     """Whether the tokenizer's class encodes otherwise than the fast tokenizer's own call (LUKE's entities, LayoutLM's
-    boxes): the backend alone would cut other windows, or lack a column of them."""
+    boxes, a class of its own reading the backend's encodings or choosing the truncation its own way): the backend
+    alone would cut other windows, or lack a column of them."""
     return any(getattr(type(tokenizer), name) is not getattr(PreTrainedTokenizerFast, name)
-               for name in ("__call__", "_encode_plus"))
+               for name in ("__call__", "_encode_plus", "_convert_encoding", "_get_padding_truncation_strategies"))
 
 
 def _windows_of_its_call(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str], contexts: Sequence[str],
