@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numbers
 import os
+import warnings
 from typing import Any
 
-from .errors import ConfigError, a_type, argument
+from .errors import ConfigError, LimitPastDataWarning, a_type, argument
 from .plurals import counted
 
 MAX_COUNT = 10**9  # the largest count an option or a config takes (questions, windows, steps, candidates)
@@ -60,6 +61,14 @@ def limit_past_data(limit: int | None, count: int, data: str, skipped: int = 0) 
     return f"{argument('limit', limit)}: {data} has {held}"
 
 
+def warn_limit_past(limit: int | None, count: int, data: str, skipped: int = 0, key: str = "", stacklevel: int = 2) -> None:
+    """A ``limit`` past the ``count`` questions of ``data`` takes them all: a :class:`LimitPastDataWarning` says so in
+    :func:`limit_past_data`'s words (after a comparison config's ``key``), which the command line prints as its note;
+    ``stacklevel`` counts from the caller."""
+    if past := limit_past_data(limit, count, data, skipped):
+        warnings.warn(LimitPastDataWarning(f"{key + ': ' if key else ''}{past}; all {count} are used"), stacklevel=stacklevel + 1)
+
+
 def count_at_most(value: Any, name: str, call: str = "") -> Any:
     """``value`` unless it is a number past :data:`MAX_COUNT`, refused as the command line refuses such an option
     (``top_k: at most 1,000,000,000, not ...``), naming the keyword (after ``call``, where given)."""
@@ -91,4 +100,4 @@ def given_type(value: Any) -> str:
 
 
 __all__ = ["MAX_COUNT", "checked_limit", "count_argument", "count_at_most", "given_type", "instance_argument", "limit_past_data",
-           "names_argument", "path_argument", "task_argument"]
+           "names_argument", "path_argument", "task_argument", "warn_limit_past"]

@@ -163,6 +163,10 @@ class InputNote(InputWarning):
     them all): the command line prints it as one ``note:`` line."""
 
 
+class LimitPastDataWarning(InputNote):
+    """A ``limit`` is past the questions of the data it cuts: all of them are used."""
+
+
 class OutputError(BioMrcError, OSError):
     """An output could not be written: its device is full, or the user's quota is spent."""
 

@@ -65,14 +65,16 @@ def test_with_skipped_questions_the_note_counts_the_valid_ones_as_such(capsys, m
                  "--limit", "9", "--skip-invalid"]) == 0
     err = capsys.readouterr().err.splitlines()
     assert f"warning: skipped 1 invalid question of {path}" in err
-    assert f"note: --limit 9: {path} has 7 valid questions (1 skipped); all 7 are used" in err
+    assert [line for line in err if line.startswith("note:")] == [
+        f"note: --limit 9: {path} has 7 valid questions (1 skipped); all 7 are used"]
 
 
 @pytest.mark.parametrize("skip, described, held", [(0, "", "8 questions"), (2, " (from question 3)", "6 questions")])
 def test_a_comparison_entry_past_its_data_says_so_and_is_described_as_what_it_takes(capsys, skip, described, held):
     """A config's limit past the file's questions took them all, and the report said "(first 9 questions)"."""
     from bio_mrc.cli.console import input_warnings_as_lines
-    from bio_mrc.harness.comparison_splits import LimitPastDataWarning, resolve_split
+    from bio_mrc.errors import LimitPastDataWarning
+    from bio_mrc.harness.comparison_splits import resolve_split
     from bio_mrc.harness.config import DataSpec
 
     spec = DataSpec(str(SAMPLE_V1), limit=9, skip=skip)
@@ -86,3 +88,44 @@ def test_a_comparison_entry_past_its_data_says_so_and_is_described_as_what_it_ta
     assert capsys.readouterr().err.splitlines() == [f"note: {said}"]
     within = resolve_split(DataSpec(str(SAMPLE_V1), limit=8 - skip, skip=skip), SAMPLE_V1.parent, "eval")
     assert within.description == f"{SAMPLE_V1} (" + ("questions 3 to 8)" if skip else "first 8 questions)")
+
+
+def test_predict_prints_the_warning_python_raises_as_one_note(capsys, model, tmp_path):
+    """The read says it, and predict_to_files, which now says it too, is not given the limit past the data."""
+    assert main(["predict", "--model", str(model), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json"),
+                 "--limit", "9"]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith(("note:", "warning:"))] == [NOTE]
+
+
+def test_tune_model_says_so_as_tune_does(model, tmp_path):
+    """tune_model(..., limit=9) of 8 questions used all 8 without a word."""
+    from bio_mrc.errors import LimitPastDataWarning
+    from bio_mrc.inference import tune_model
+
+    with pytest.warns(LimitPastDataWarning) as caught:
+        tune_model(model, SAMPLE_V1, output_dir=tmp_path / "tuned", limit=9, calibrate=False, name="D")
+    assert [str(warning.message) for warning in caught] == ["limit=9: D has 8 questions; all 8 are used"]
+    tuned_on = json.loads((tmp_path / "tuned" / "config.json").read_text(encoding="utf-8"))["tuned_on"]
+    assert (tuned_on["description"], tuned_on["questions"]) == ("D", 8)
+
+
+def test_predict_to_files_says_so_as_predict_does(model, tmp_path):
+    """predict_to_files(..., limit=9) of 8 questions answered all 8 without a word; of a stream of no known count it
+    cannot say so before the work, and within the data there is nothing to say."""
+    import warnings
+
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.errors import LimitPastDataWarning
+    from bio_mrc.inference import StreamPlan, TrainedModel, predict_to_files
+
+    trained, examples = TrainedModel.load(model), load_squad(SAMPLE_V1).examples
+    with pytest.warns(LimitPastDataWarning) as caught:
+        predict_to_files(trained, examples, StreamPlan(("span",)), tmp_path / "named.json", name="D", limit=9)
+    assert [str(warning.message) for warning in caught] == ["limit=9: D has 8 questions; all 8 are used"]
+    with pytest.warns(LimitPastDataWarning, match=r"^limit=9: the data has 8 questions; all 8 are used$"):
+        predict_to_files(trained, examples, StreamPlan(("span",)), tmp_path / "unnamed.json", limit=9)
+    assert len(json.loads((tmp_path / "named.json").read_text(encoding="utf-8"))) == 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LimitPastDataWarning)
+        predict_to_files(trained, examples, StreamPlan(("span",)), tmp_path / "within.json", limit=8)
+        predict_to_files(trained, iter(examples), StreamPlan(("span",)), tmp_path / "stream.json", limit=9)

@@ -49,9 +49,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     trained = TrainedModel.load(args.model, progress=shard.writes, precision=args.precision, device=device,
                                 decodings=args.decoding, revision=args.revision)
     started = time.perf_counter()
-    # it refuses a model that may not abstain and a hub id's unread prior, settles auto and warns of untuned abstention
+    # it refuses a model that may not abstain and a hub id's unread prior, settles auto and warns of untuned abstention;
+    # a limit past the questions is said as they are read, their skipped ones counted, so it is not passed on
     files = predict_to_files(trained, questions, plan, output, args.resume, shard, total=count, progress=True, source=source,
-                             name=args.data, limit=args.limit, unanswerable=unanswerable)
+                             name=args.data, limit=args.limit if count == args.limit else None, unanswerable=unanswerable)
     report: dict[str, object] = {"questions": count, "seconds": round(time.perf_counter() - started, 1)}
     report.update(files.to_dict())
     if shard.writes:  # with --output -, standard output holds the answers only

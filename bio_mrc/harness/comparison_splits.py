@@ -5,27 +5,22 @@ from __future__ import annotations
 
 import math
 import random
-import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..arguments import limit_past_data
+from ..arguments import warn_limit_past
 from ..data.sources import is_hub_id, local_data_path, locate, split_spec
 from ..data.article_splits import (distinct_questions, folds_of_distinct_questions, id_set_hash, paragraphs, question_set_hash,
                                    shared_questions_and_contexts, split_by_article)
 from ..data.squad import load_squad
 from ..data.unanswerable import add_unanswerable
-from ..errors import ConfigError, InputNote, argument
+from ..errors import ConfigError, LimitPastDataWarning, argument  # noqa: F401 (the warning stays importable from here)
 from ..plurals import counted, number_form
 from ..question_fingerprint import question_hashes
 from ..types import Example
 from .config import CompareConfig, DataSpec, RunSpec
-
-
-class LimitPastDataWarning(InputNote):
-    """A data entry's ``limit`` is past the questions it names: all of them are used."""
 
 
 @dataclass
@@ -150,8 +145,8 @@ def resolve_split(spec: DataSpec, data_dir: Path, key: str = "") -> Split:
             raise ConfigError(f"split: {err}") from None
         examples = parts[spec.split["part"]]
     examples = examples[spec.skip : spec.skip + spec.limit if spec.limit else None]
-    if examples and (past := limit_past_data(spec.limit, len(examples), replace(spec, limit=None, unanswerable_ratio=0.0).describe())):
-        warnings.warn(LimitPastDataWarning(f"{key + ': ' if key else ''}{past}; all {len(examples)} are used"), stacklevel=2)
+    if examples and spec.limit and len(examples) < spec.limit:
+        warn_limit_past(spec.limit, len(examples), replace(spec, limit=None, unanswerable_ratio=0.0).describe(), key=key)
         spec = replace(spec, limit=None)  # described as what it takes, not as "the first N"
     if spec.unanswerable_ratio:
         examples = add_unanswerable(examples, spec.unanswerable_ratio, seed=spec.split.get("seed", 0) if spec.split else 0)

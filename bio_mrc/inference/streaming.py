@@ -26,7 +26,8 @@ from typing import TextIO
 from tqdm.auto import tqdm
 
 from ..decoding.postprocess import DecodeConfig
-from ..arguments import checked_limit, count_argument, given_type, instance_argument, names_argument, path_argument
+from ..arguments import (checked_limit, count_argument, given_type, instance_argument, names_argument, path_argument,
+                         warn_limit_past)
 from ..errors import ConfigError, DataFormatError, OutputError, argument
 from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
 from ..hub import cached_folder
@@ -274,6 +275,8 @@ def predict_to_files(
     plan = answering_plan(trained, plan)  # before any file is written
     questions, total = _limited(questions, limit, total)
     if shard.writes:
+        if total is not None:  # a stream of no count given is not counted before the work
+            warn_limit_past(limit, total, name or "the data")
         warn_untuned_abstention(trained, plan.decodings, _unanswerable(questions, unanswerable), total, name, limit)
     output = home_expanded(output)
     to_stdout = str(output) == "-"
