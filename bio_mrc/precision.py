@@ -30,6 +30,9 @@ CPU_BF16_FEATURES = ("amx_bf16", "avx512_bf16")
 ONEDNN_CAPS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
 
 
+NO_CUDA = "no CUDA GPU that torch can use"  # a machine's lack of CUDA, in one wording at every door
+
+
 def default_device() -> str:
     """Where models train and run unless told otherwise: the GPU when there is one."""
     import torch
@@ -63,7 +66,7 @@ def _machine_device(name: str, given: Any) -> str | None:
     if kind == "cuda" and (not index or index.isdigit()):
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if int(index or 0) >= count:
-            have = f"{count} CUDA device(s) (cuda:0 to cuda:{count - 1})" if count else "no CUDA GPU that torch can use"
+            have = f"{count} CUDA device(s) (cuda:0 to cuda:{count - 1})" if count else NO_CUDA
             raise ConfigError(f"device {given!r}: this machine has {have}")
         return name
     if name == "mps":
@@ -136,10 +139,34 @@ def pin_process_device(device: str | None) -> None:
         os.environ["CUDA_VISIBLE_DEVICES"] = visible[int(index)] if visible else index
         try:
             resolve_device("cuda")
-        except ConfigError:  # named as asked: "device 'cuda'" and "no CUDA GPU" misread a machine with GPUs 0..N-1
-            raise ConfigError(f"device {device!r}: torch finds no CUDA GPU numbered {index} on this machine") from None
+        except ConfigError:
+            _unpin_gpu(shown)
+            raise _missing_gpu(device, index) from None
         return
     resolve_device(name)
+
+
+def _unpin_gpu(shown: str | None) -> None:
+    """CUDA_VISIBLE_DEVICES back as it was (``shown``; None: unset), for a pin refused."""
+    import os
+
+    if shown is None:
+        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    else:
+        os.environ["CUDA_VISIBLE_DEVICES"] = shown
+
+
+def _missing_gpu(device: str, index: str) -> Exception:
+    """The refusal of ``cuda:N`` that torch cannot see: a machine without CUDA in every door's line; one with GPUs
+    but not N by that number (``device 'cuda'`` and "no CUDA GPU" would misread it). Counted with CUDA_VISIBLE_DEVICES
+    as it was: before CUDA starts torch counts through NVML, which reads the variable at each call."""
+    import torch
+
+    from .errors import ConfigError
+
+    if torch.cuda.device_count() == 0:
+        return ConfigError(f"device {device!r}: this machine has {NO_CUDA}")
+    return ConfigError(f"device {device!r}: torch finds no CUDA GPU numbered {index} on this machine")
 
 
 def cpu_features() -> dict[str, bool]:

@@ -47,7 +47,7 @@ def test_train_on_a_gpu_number_the_machine_lacks_names_it(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: int(shown()))
     with pytest.raises(ConfigError, match=r"^device 'cuda:1': torch finds no CUDA GPU numbered 1 on this machine$"):
         pin_process_device("cuda:1")
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert "CUDA_VISIBLE_DEVICES" not in __import__("os").environ  # a refused pin leaves the variable as it was
     pin_process_device("cuda:0")  # the GPU it has
 
 
@@ -177,6 +177,38 @@ def test_cuda_on_a_machine_without_it_is_one_line_at_every_door(monkeypatch, cap
     for door in (lambda: AnswerExtractor.from_pretrained(device_model, device="cuda"),
                  lambda: run_server(device_model, device="cuda"),
                  lambda: pipeline("bio-mrc-qa", model=str(device_model), device="cuda")):
+        with pytest.raises(ConfigError, match=f"^{line}$"):
+            door()
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_gpu_number_on_a_machine_without_cuda_is_one_line_at_every_door(monkeypatch, capsys, tmp_path, device_model):
+    """``train --device cuda:0`` said ``torch finds no CUDA GPU numbered 0 on this machine`` where predict, the other doors
+    and plain ``cuda`` say the machine has no CUDA GPU; the variable the pin set stays as it was."""
+    from transformers import pipeline
+
+    from bio_mrc import precision
+    from bio_mrc.inference import AnswerExtractor
+    from bio_mrc.serving.server import run_server
+
+    _no_gpu(monkeypatch)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(precision, "_PINNED", {})
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    line = "device 'cuda:0': this machine has no CUDA GPU that torch can use"
+    model, data = ["--model", str(device_model)], ["--data", str(SAMPLE_V1)]
+    for argv in (["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out")],
+                 ["compare", "--output-dir", str(tmp_path / "runs")],
+                 ["predict", *model, *data, "--output", str(tmp_path / "p.json")],
+                 ["extract", *model, "--question", "q", "--context", "c"],
+                 ["tune", *model, *data],
+                 ["serve", *model]):
+        assert cli.main([*argv, "--device", "cuda:0"]) == 2
+        assert capsys.readouterr().err == f"error: {line}\n"
+        assert "CUDA_VISIBLE_DEVICES" not in __import__("os").environ
+    for door in (lambda: AnswerExtractor.from_pretrained(device_model, device="cuda:0"),
+                 lambda: run_server(device_model, device="cuda:0"),
+                 lambda: pipeline("bio-mrc-qa", model=str(device_model), device="cuda:0")):
         with pytest.raises(ConfigError, match=f"^{line}$"):
             door()
     assert not list(tmp_path.iterdir())

@@ -318,7 +318,7 @@ def test_an_export_runs_on_the_cpu_on_a_machine_with_a_gpu(onnx_dir, monkeypatch
     there (``runs on the CPU provider, not on cuda:0``), where every other door runs it on the CPU by default; and a GPU
     asked of an export is refused by every door, where ``device="cuda"`` ran it on the CPU unsaid."""
     import transformers.pipelines.base
-    from transformers import pipeline
+    from transformers import AutoTokenizer, pipeline
 
     from bio_mrc.errors import ConfigError
 
@@ -330,9 +330,13 @@ def test_an_export_runs_on_the_cpu_on_a_machine_with_a_gpu(onnx_dir, monkeypatch
     assert pipeline("bio-mrc-qa", model=str(onnx_dir), device="auto").device == torch.device("cpu")  # auto, as every door
     example = sample_v1.examples[0]
     assert exported(question=example.question, context=example.context)["answer"] == example.answer_texts()[0][0]
-    with pytest.raises(ModelFormatError, match="runs on the CPU provider, not on cuda:0"):  # asked for, it is refused
-        pipeline("bio-mrc-qa", model=str(onnx_dir), device="cuda:0")
-    with pytest.raises(ConfigError, match="is an ONNX export, which runs on the CPU"):  # and by every other door alike
+    refusal = "device {} runs PyTorch models; {} is an ONNX export, which runs on the CPU (ONNX Runtime's CPU provider): " \
+              "choose device cpu or auto"
+    with pytest.raises(ConfigError, match=f"^{re.escape(refusal.format('cuda:0', onnx_dir))}$"):  # asked for, it is refused
+        pipeline("bio-mrc-qa", model=str(onnx_dir), device="cuda:0")  # in the line of every other door, not ModelFormatError's
+    with pytest.raises(ConfigError, match=f"^{re.escape(refusal.format(0, onnx_dir))}$"):  # the export given as an object too
+        pipeline("bio-mrc-qa", model=OnnxModel.load(onnx_dir), tokenizer=AutoTokenizer.from_pretrained(str(onnx_dir)), device=0)
+    with pytest.raises(ConfigError, match=f"^{re.escape(refusal.format('cuda', onnx_dir))}$"):  # and by every other door alike
         AnswerExtractor.from_pretrained(onnx_dir, device="cuda")
     assert TrainedModel.load(onnx_dir, device="auto").backend == "onnx"
     # predict under a launcher: auto is each process's own GPU for a PyTorch model, the CPU for an export

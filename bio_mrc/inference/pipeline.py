@@ -73,7 +73,7 @@ from .abstention import NeverAbstainsWarning, never_abstains_line
 from .answers import no_answer_probability
 from .documents import DocumentRanking, rank_chunk
 from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_flag, check_top_k, question_chunks
-from .loading import TrainedModel, check_folder_to_load, forward_precision, window_settings
+from .loading import TrainedModel, check_folder_to_load, check_onnx_device, forward_precision, model_backend, window_settings
 from .onnx_runner import OnnxModel
 from .text_inputs import text_input
 
@@ -115,7 +115,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         if isinstance(model, OnnxModel) and (device is None or (isinstance(device, str) and device.strip().lower() == "auto")):
             kwargs["device"] = "cpu"  # transformers' default is GPU 0 where there is one; the export runs on the CPU provider
         if kwargs.get("device") is not None:  # checked as every door checks it, before transformers parses it
-            kwargs["device"] = pipeline_device(kwargs["device"])
+            kwargs["device"] = export_device(kwargs["device"], isinstance(model, OnnxModel), str(getattr(model, "name_or_path", "")))
         if tokenizer is None:
             raise ModelFormatError(f"the {TASK} pipeline needs the model's (fast) tokenizer", str(getattr(model, "name_or_path", "")))
         if is_qa_model(model):  # transformers' own extractive QA model: its encoder and span head, as a bio_mrc model
@@ -291,9 +291,19 @@ def checked_model_folder(name: str, revision: str | None = None, device: Any = N
     ``device`` is checked first (:func:`~bio_mrc.precision.pipeline_device`), as every door checks its options first."""
     pipeline_device(device)
     folder = local_folder(name, revision=revision)
+    export_device(device, model_backend(folder) == "onnx", name)
     with named_as_given(name, folder):
         check_folder_to_load(folder)
     return folder
+
+
+def export_device(device: Any, onnx: bool, where: str) -> str | None:
+    """``device`` checked (:func:`~bio_mrc.precision.pipeline_device`); a GPU asked of an ONNX export is refused in
+    the line every other door gives (:func:`~bio_mrc.inference.loading.check_onnx_device`)."""
+    checked = pipeline_device(device)
+    if checked not in (None, "cpu"):
+        check_onnx_device(str(device), onnx, where)
+    return checked
 
 
 def trained_model(model: BioMrcForQuestionAnswering | OnnxModel, tokenizer, precision: str | None = None) -> TrainedModel:
