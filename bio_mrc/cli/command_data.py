@@ -40,7 +40,7 @@ def load_task_data(args: argparse.Namespace, path: str, limit: int | None, task,
     examples = task.load_questions(Path(path))[:limit]
     if not examples:
         raise ConfigError(f"no questions to use in {path}")
-    _note_limit_past(path, len(examples), limit)
+    warn_limit_past(limit, len(examples), path)
     return SquadFile(examples, "2.0" if any(not ex.is_answerable for ex in examples) else "1.1", str(path), task.format)
 
 
@@ -121,14 +121,7 @@ def _report_read(args: argparse.Namespace, data, path: str, count: int, limit: i
         print(printable_line(f"warning: skipped {counted(len(data.skipped), 'invalid question')} of {path}"), file=sys.stderr)
     if not count:
         raise ConfigError(f"no questions to use in {path}")
-    _note_limit_past(path, count, limit, len(data.skipped))
-
-
-def _note_limit_past(path: str, count: int, limit: int | None, skipped: int = 0) -> None:
-    """A ``limit`` past the ``count`` questions read takes them all: the Python calls' ``LimitPastDataWarning``, which
-    the command prints as one note worded as evaluate's refusal (of the valid ones where ``skipped`` invalid ones were
-    left out, as the line before says)."""
-    warn_limit_past(limit, count, path, skipped)
+    warn_limit_past(limit, count, path, len(data.skipped))  # printed as one note (of the valid ones, as the line before says)
 
 
 def data_source(data: str) -> str:

@@ -70,12 +70,15 @@ def best_spans(
     first_end: np.ndarray | None = None,
 ) -> SpanCandidates:
     """:func:`window_best_spans` of :data:`BLOCK_WINDOWS` windows at a time: each window's spans are its own."""
+    def block(begin: int) -> SpanCandidates:
+        rows = slice(begin, begin + BLOCK_WINDOWS)
+        s, e, m, extra, first = (None if a is None else a[rows]
+                                 for a in (start_logits, end_logits, mask, extra_token_scores, first_end))
+        return window_best_spans(s, e, m, max_answer_length, n_best, extra, first)
+
     if len(start_logits) <= BLOCK_WINDOWS:
-        return window_best_spans(start_logits, end_logits, mask, max_answer_length, n_best, extra_token_scores, first_end)
-    blocks = [window_best_spans(*(None if a is None else a[begin : begin + BLOCK_WINDOWS]
-                                  for a in (start_logits, end_logits, mask)), max_answer_length, n_best,
-                                *(None if a is None else a[begin : begin + BLOCK_WINDOWS] for a in (extra_token_scores, first_end)))
-              for begin in range(0, len(start_logits), BLOCK_WINDOWS)]
+        return block(0)
+    blocks = [block(begin) for begin in range(0, len(start_logits), BLOCK_WINDOWS)]
     return SpanCandidates(*(np.concatenate([getattr(b, name) for b in blocks]) for name in ("score", "start", "end")))
 
 

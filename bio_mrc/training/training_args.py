@@ -301,7 +301,8 @@ def check_training_args(values: dict[str, Any]) -> None:
         raise ConfigError(f"training_args {values}: {err}") from None
     if "optim" in values:
         _check_optimizer_installed(arguments)
-    _check_scheduler(arguments)
+    if values.keys() & {"lr_scheduler_type", "lr_scheduler_kwargs"}:  # the default schedule needs no look
+        _check_scheduler(arguments)
     _check_checkpointing_kwargs(values, arguments)
     if arguments.dataloader_persistent_workers and arguments.dataloader_num_workers == 0:  # the DataLoader refuses it
         raise ConfigError("training_args: dataloader_persistent_workers keeps worker processes, which need "
