@@ -276,6 +276,21 @@ def test_predicts_other_files_given_in_the_wrong_place_are_named_with_the_file_t
         assert capsys.readouterr().err.splitlines() == [f"error: {line}"]
 
 
+def test_one_number_among_answers_or_one_text_among_probabilities_is_that_value_wrong_not_the_file(tmp_path, capsys):
+    """A number among answers (a year written as 1990) was called a no-answer probability file to give as --na-probs,
+    and a probability written as text among numbers a predictions file; a file of them alone still is one."""
+    data = squad_file(tmp_path, qas=[question("q1"), question("q2")])
+    preds, probs = tmp_path / "preds.json", tmp_path / "probs.json"
+    preds.write_text(json.dumps({"q1": "France", "q2": 1990}), encoding="utf-8")
+    probs.write_text(json.dumps({"q1": "0.25", "q2": 0.5}), encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 2
+    assert capsys.readouterr().err == f"error: a prediction must be a string, got 1990 (in {preds}, record 'q2')\n"
+    preds.write_text(json.dumps({"q1": "France", "q2": "France"}), encoding="utf-8")
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs)]) == 2
+    assert capsys.readouterr().err == (f"error: a no-answer probability or score must be a finite number, got '0.25' "
+                                       f"(in {probs}, record 'q1')\n")
+
+
 EXTRA_IDS = [f"old-{i}" for i in range(7)]  # as a published file made for an older copy of the data
 
 

@@ -5,6 +5,7 @@ naming the file, the record and the problem."""
 import gzip
 import json
 import os
+import re
 import socket
 import stat
 
@@ -311,6 +312,81 @@ def test_a_gzip_file_without_gz_in_its_name_is_named_as_such(tmp_path, suffix):
     with pytest.raises(DataFormatError, match=r"not UTF-8 text \(invalid start byte .*byte 1\); it is gzip-compressed: "
                                               r"decompress it first \(gunzip\), or, for JSON Lines, CSV or TSV, name it with .gz"):
         read_text_file(path) if suffix == ".txt" else load_squad(path)
+
+
+WIDE = [("utf-16-le", "UTF-16LE", 1), ("utf-16-be", "UTF-16BE", 0), ("utf-32-le", "UTF-32LE", 1), ("utf-32-be", "UTF-32BE", 0)]
+WIDE_TEXTS = {".json": json.dumps(OFFICIAL), ".jsonl": '{"question": "Who?", "context": "Newton."}\n',
+              ".csv": "question,context\nWho?,Newton.\n", ".txt": "Newton wrote."}
+
+
+@pytest.mark.parametrize("suffix", list(WIDE_TEXTS))
+@pytest.mark.parametrize("encoding, name, at", WIDE)
+def test_a_utf16_or_utf32_file_without_a_byte_order_mark_is_named_as_such(tmp_path, suffix, encoding, name, at):
+    """Its ASCII characters are UTF-8 bytes with NULs between: JSON was `Expecting property name ... (line 1, column 2)`,
+    a table's columns were named with NULs, and a context file was answered as text of NULs between letters."""
+    from bio_mrc.data.text import read_text_file
+
+    path = tmp_path / f"f{suffix}"
+    path.write_bytes(WIDE_TEXTS[suffix].encode(encoding))
+    says = (f"not UTF-8 text (a NUL byte at byte {at}); it looks like {name} without a byte-order mark: convert it "
+            f"first, e.g. iconv -f {name} -t UTF-8")
+    reads = [read_text_file] if suffix == ".txt" else [load_squad, lambda p: list(stream_squad(p))]
+    for read in reads:
+        with pytest.raises(DataFormatError, match=re.escape(says)):
+            read(path)
+
+
+def test_a_predictions_file_without_a_byte_order_mark_is_named_as_utf16(tmp_path, capsys):
+    data = written(tmp_path / "d.json", json.dumps(OFFICIAL))
+    preds = tmp_path / "p.json"
+    preds.write_bytes(json.dumps({"q1": "beta"}).encode("utf-16-le"))
+    assert main(["evaluate", "--data", str(data), "--predictions", str(preds)]) == 2
+    assert capsys.readouterr().err == (f"error: not UTF-8 text (a NUL byte at byte 1); it looks like UTF-16LE without a "
+                                       f"byte-order mark: convert it first, e.g. iconv -f UTF-16LE -t UTF-8 (in {preds})\n")
+
+
+def _zip(data: bytes) -> bytes:
+    import io
+    import zipfile
+
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as archive:
+        archive.writestr("dev.json", data)
+    return packed.getvalue()
+
+
+COMPRESSED = [
+    (lambda data: __import__("lzma").compress(data), "it is xz-compressed: decompress it first (unxz)"),
+    (lambda data: __import__("bz2").compress(data), "it is bzip2-compressed: decompress it first (bunzip2)"),
+    (lambda data: b"\x28\xb5\x2f\xfd\x24\x00\x81\x9c" + data, "it is zstd-compressed: decompress it first (unzstd)"),
+    (_zip, "it is a zip archive: extract its file first (unzip)"),
+]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl", ".txt"])
+@pytest.mark.parametrize("compress, hint", COMPRESSED, ids=["xz", "bzip2", "zstd", "zip"])
+def test_a_file_compressed_by_another_tool_is_named_as_such(tmp_path, suffix, compress, hint):
+    """xz's and zstd's bytes were called Latin-1 (`iconv -f latin1`), bzip2's (`BZh`) and a zip archive's (`PK`) plain
+    text no format claims."""
+    from bio_mrc.data.text import read_text_file
+
+    path = tmp_path / f"dev{suffix}"
+    path.write_bytes(compress(SAMPLE_V1.read_bytes()))
+    reads = [read_text_file] if suffix == ".txt" else [load_squad, lambda p: list(stream_squad(p))]
+    for read in reads:
+        with pytest.raises(DataFormatError, match=rf"^not UTF-8 text \(invalid .*byte \d+\); {re.escape(hint)}"):
+            read(path)
+
+
+def test_official_json_on_many_lines_gzipped_as_json_gz_names_gunzip(tmp_path):
+    """A .gz file is read as JSON Lines; an official file on many lines said `Expecting property name enclosed in
+    double quotes (line 1, column 1)` alone (the file on one line was named as official JSON already)."""
+    path = tmp_path / "dev.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(OFFICIAL, indent=2).encode()))
+    with pytest.raises(DataFormatError, match=r"^not valid JSON: Expecting property name enclosed in double quotes \(line 1, "
+                                              r"column 1\); a .gz file is read as JSON Lines, one question a line, and official "
+                                              r"SQuAD JSON is read uncompressed: decompress it first \(gunzip\); read as jsonl"):
+        load_squad(path)
 
 
 @pytest.mark.parametrize("argv", [["export", "--model", "m", "--output", ""], ["convert", "--model", "m", "--output", ""]])

@@ -41,6 +41,30 @@ def test_every_hostile_file_is_refused_by_both_readers_naming_the_file(tmp_path,
         assert str(path) in str(caught.value)
 
 
+@pytest.mark.parametrize("text", ["", "  \n\t\n", "\ufeff", "\ufeff \n"])
+def test_an_empty_file_is_named_empty_by_both_readers(tmp_path, text):
+    """The streamed reader (predict's) called it `the JSON ends early (a truncated file?): parse error: premature EOF`."""
+    path = tmp_path / "empty.json"
+    path.write_text(text, encoding="utf-8")
+    for read in (load_squad, lambda p: list(stream_squad(p))):
+        with pytest.raises(DataFormatError, match=r"^the file is empty: it holds no JSON value; read as squad"):
+            read(path)
+
+
+@pytest.mark.parametrize("name", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_named_alike_by_both_readers(tmp_path, name):
+    """The streamed reader called them `not valid JSON: lexical error: invalid char in json text.` (`malformed number`
+    for -Infinity)."""
+    path = tmp_path / "special.json"
+    path.write_text('{"data": [\n' + ARTICLE.replace('"answer_start": 0', f'"answer_start": {name}') + "]}", encoding="utf-8")
+    column = ARTICLE.index('"answer_start": 0') + len('"answer_start": ') + 1
+    says = (f"{name} is not a JSON number (Python writes it, the JSON standard and other readers refuse it) (line 2, "
+            f"column {column}); read as squad")
+    for read in (load_squad, lambda p: list(stream_squad(p))):
+        with pytest.raises(DataFormatError, match=f"^{re.escape(says)}"):
+            read(path)
+
+
 def test_bytes_that_are_not_utf8_are_refused(tmp_path):
     path = tmp_path / "latin1.json"
     path.write_bytes(('{"data": [' + ARTICLE + "]}").replace("Ada wrote", "Adé wrote").encode("latin-1"))

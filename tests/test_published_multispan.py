@@ -87,6 +87,13 @@ def test_a_drop_file_of_number_answers_alone_is_empty_with_the_warning_from_pyth
                                        f"not spans of the passage\nerror: no questions to use in {path}\n")
 
 
+def test_a_drop_number_answer_of_zero_written_as_a_json_number_is_a_number_answer(tmp_path):
+    """`"number": 0` was read as no number: `the answer holds no spans, number or date`, where "0" was left out."""
+    path = write_drop(tmp_path, [{"question": "How many misses?", "answer": drop_answer(number=0), "query_id": "d3"}])
+    with pytest.warns(NumericAnswersWarning, match=r"^left out 2 questions of 4 in "):
+        assert [ex.id for ex in load_squad(path).examples] == ["d1", "d4"]
+
+
 @pytest.mark.filterwarnings("ignore::bio_mrc.data.drop.NumericAnswersWarning")  # its number answer
 def test_a_drop_span_the_passage_lacks_is_refused_naming_it_or_skipped(tmp_path):
     path = write_drop(tmp_path, [{"question": "Who?", "answer": drop_answer(["the Bears"]), "query_id": "d3"}])

@@ -94,8 +94,8 @@ def _spans(answer: Any, qid: str | None, source: str) -> list[str] | None:
         raise DataFormatError("the answer's 'spans' must be a list of strings", qid, source)
     if spans:
         return spans
-    date = answer.get("date")
-    if str(answer.get("number") or "").strip() or (isinstance(date, dict) and any(str(v).strip() for v in date.values())):
-        return None
+    date, number = answer.get("date"), answer.get("number")
+    if str("" if number is None else number).strip() or (isinstance(date, dict) and any(str(v).strip() for v in date.values())):
+        return None  # a number 0 is one, as "0" is
     raise DataFormatError("the answer holds no spans, number or date", qid, source)
 

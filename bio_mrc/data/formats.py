@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import ConfigError
 from ..io import broken_link, home_expanded
-from .json_reader import DataFormatError, check_not_special, read_json
+from .json_reader import DataFormatError, check_not_special, compression_hint, read_json
 from .drop import SNIFF_BYTES as DROP_SNIFF_BYTES
 from .drop import drop_records, is_drop_start
 from .json_stream import Paragraph, SquadJsonStream
@@ -153,8 +153,11 @@ def _json_file(source: Source) -> Source:
 def _plain_text(start: bytes) -> bool:
     """Whether a file's first bytes (whitespace and a byte-order mark left out) start with a printable ASCII character
     no JSON value starts with; other bytes (gzip, UTF-16, Latin-1) are left to the reader, which names them, and so is
-    a comment (JSON with comments), which the reader names as what JSON lacks."""
+    a comment (JSON with comments), which the reader names as what JSON lacks, and a compressed file whose first bytes
+    are letters (bzip2's ``BZh``, a zip archive's ``PK``), which the reader names as compressed."""
     if not start or not 0x20 < start[0] < 0x7F or start[:1] in b'{["-0123456789' or start[:2] in (b"//", b"/*"):
+        return False
+    if compression_hint(start):
         return False
     return re.match(rb"(true|false|null)\b", start) is None
 

@@ -16,8 +16,9 @@ from ..io import home_expanded, special_file_kind
 from ..json_syntax import syntax_hint
 from .limits import max_json_bytes, read_at_most
 
-__all__ = ["FLOAT_TOO_LARGE", "DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "lone_surrogate_escape", "loads",
-           "not_utf8", "parse_json_text", "read_json", "read_json_text"]
+__all__ = ["FLOAT_TOO_LARGE", "DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "compression_hint",
+           "lone_surrogate_escape", "loads", "not_utf8", "parse_json_text", "read_json", "read_json_text", "special_number",
+           "wide_without_mark"]
 
 
 class NotPlainJsonError(ValueError):
@@ -53,8 +54,13 @@ class SpecialNumberError(NotPlainJsonError):
     """``NaN``, ``Infinity`` or ``-Infinity`` where a number is (Python's ``json.dumps`` writes them)."""
 
 
+def special_number(name: str) -> str:
+    """The refusal of ``NaN``, ``Infinity`` or ``-Infinity`` (``name``), alike from the whole-file and streamed readers."""
+    return f"{name} is not a JSON number (Python writes it, the JSON standard and other readers refuse it)"
+
+
 def _no_special_number(name: str) -> Any:
-    raise SpecialNumberError(f"{name} is not a JSON number (Python writes it, the JSON standard and other readers refuse it)")
+    raise SpecialNumberError(special_number(name))
 
 
 # A whole string (skipped, so a "NaN" inside one is text) or a special number outside any string.
@@ -140,16 +146,47 @@ GZIP_HINT = ("; it is gzip-compressed: decompress it first (gunzip), or, for JSO
 
 
 LATIN1_HINT = "; convert it first, e.g. iconv -f latin1 -t utf-8"  # most text that is not UTF-8 is Latin-1 (Windows-1252)
+HEAD_BYTES = 10  # the first bytes that tell a compressed file
+# The first bytes of the other compressed files data sets ship as, and what to do with each.
+_COMPRESSED = ((re.compile(rb"\xfd7zXZ\x00"), "it is xz-compressed: decompress it first (unxz)"),
+               (re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)"), "it is bzip2-compressed: decompress it first (bunzip2)"),
+               (re.compile(rb"\x28\xb5\x2f\xfd"), "it is zstd-compressed: decompress it first (unzstd)"),
+               (re.compile(rb"PK\x03\x04"), "it is a zip archive: extract its file first (unzip)"))
+
+
+def compression_hint(head: bytes) -> str:
+    """``"; it is xz-compressed: decompress it first (unxz)"`` where a file's first bytes ``head`` are those of a
+    gzip, xz, bzip2 or zstd file or a zip archive (whose bytes are no text, or begin as text: ``BZh``, ``PK``);
+    "" otherwise."""
+    if head.startswith(GZIP_MAGIC):
+        return GZIP_HINT
+    return next((f"; {hint}" for magic, hint in _COMPRESSED if magic.match(head)), "")
+
+
+# Which bytes of the first four are NUL, in text whose first two characters are ASCII, as JSON's are (RFC 4627).
+_WIDE_NULS = {(True, True, True, False): "UTF-32BE", (False, True, True, True): "UTF-32LE",
+              (True, False, True, False): "UTF-16BE", (False, True, False, True): "UTF-16LE"}
+
+
+def wide_without_mark(head: bytes) -> str | None:
+    """A text file saved as UTF-16 or UTF-32 without a byte-order mark: its first bytes ``head`` hold NUL bytes where
+    those encodings write an ASCII character (UTF-8 text holds none: JSON refuses a NUL anywhere, and a document of
+    prose has none); the message that names the encoding and how to convert it, or None."""
+    name = _WIDE_NULS.get(tuple(byte == 0 for byte in head[:4])) if len(head) >= 4 else None
+    if name is None:
+        return None
+    return (f"not UTF-8 text (a NUL byte at byte {head.index(0)}); it looks like {name} without a byte-order mark: "
+            f"convert it first, e.g. iconv -f {name} -t UTF-8")
 
 
 def not_utf8(err: UnicodeDecodeError, where: str = "") -> str:
     """The message of text that is not UTF-8: where decoding failed, and, for text that starts with a UTF-16 or UTF-32
-    byte-order mark (what Windows editors save as "Unicode"), that encoding and how to convert it; for gzip-compressed
-    bytes under a name without .gz, so; for other text, how to convert Latin-1."""
+    byte-order mark (what Windows editors save as "Unicode"), that encoding and how to convert it; for compressed
+    bytes under a name that does not say so (:func:`compression_hint`), so; for other text, how to convert Latin-1."""
     head = err.object[:4] if err.start < 4 else b""
     wide = next((name for mark, name in _WIDE_MARKS if head.startswith(mark)), None)
     hint = f"; it looks like {wide}: convert it first, e.g. iconv -f {wide} -t UTF-8" if wide else LATIN1_HINT
-    hint = GZIP_HINT if head.startswith(GZIP_MAGIC) else hint
+    hint = compression_hint(err.object[:HEAD_BYTES]) or hint
     return f"not UTF-8 text ({err.reason} {where or 'at'} byte {err.start}){hint}"
 
 
@@ -182,6 +219,8 @@ def read_json_text(path: str | Path, decompress: bool = False, bounded: bool = F
         raise DataFormatError("file not found", source=source) from None
     except IsADirectoryError:
         raise DataFormatError("expected a JSON file, found a folder", source=source) from None
+    if wide := wide_without_mark(raw[:4]):  # ASCII with NULs between: valid UTF-8, which json calls bad JSON
+        raise DataFormatError(wide, source=source)
     try:
         text = raw.decode("utf-8-sig")  # a byte-order mark is allowed, as Python's json.load allows it
     except UnicodeDecodeError as err:

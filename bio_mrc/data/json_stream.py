@@ -20,7 +20,10 @@ from typing import Any, BinaryIO, Iterator
 import ijson
 
 from ..json_syntax import LOOK, syntax_hint
-from .json_reader import FLOAT_TOO_LARGE, DataFormatError, RepeatedKeyError, lone_surrogate_escape, not_utf8
+from .json_reader import (
+    FLOAT_TOO_LARGE, HEAD_BYTES, DataFormatError, RepeatedKeyError, lone_surrogate_escape, not_utf8, special_number,
+    wide_without_mark,
+)
 
 _BOM = b"\xef\xbb\xbf"
 _ESCAPE_WIDTH = 12  # a surrogate pair's two escapes: deciding about one needs the 12 characters from it on
@@ -92,14 +95,14 @@ def _unescaped_quote(text: str, begin: int) -> bool:
 def utf8_error(path: Path, chunk_size: int = 1 << 20) -> UnicodeDecodeError | None:
     """The first place ``path`` is not UTF-8, read a piece at a time: an error whose ``start`` is the byte offset in
     the file and whose ``object`` holds the file's first bytes (so :func:`not_utf8` names a UTF-16 or UTF-32
-    byte-order mark); None when it all is."""
+    byte-order mark, or a compressed file); None when it all is."""
     import codecs
 
     decoder, offset, head = codecs.getincrementaldecoder("utf-8")(), 0, b""
     with open(path, "rb") as handle:
         while True:
             chunk = handle.read(chunk_size)
-            head, pending = head or chunk[:4], len(decoder.getstate()[0])
+            head, pending = head or chunk[:HEAD_BYTES], len(decoder.getstate()[0])
             try:
                 decoder.decode(chunk, final=not chunk)
             except UnicodeDecodeError as err:
@@ -142,14 +145,28 @@ def _line_and_column(path: Path, index: int | None) -> str:
     return f" (line {line}, column {(seen if index is None else index) - line_start + 1})"
 
 
-def _hint_at(path: Path, index: int) -> str:
-    """:func:`~bio_mrc.json_syntax.syntax_hint` at the character ``index`` of ``path`` (a comment or a trailing comma
-    there), read from the text about it, as :func:`_line_and_column` counts characters."""
+def _around(path: Path, index: int) -> tuple[str, str]:
+    """The :data:`~bio_mrc.json_syntax.LOOK` characters of ``path`` before the character ``index`` and those from it
+    on, as :func:`_line_and_column` counts characters."""
     before, seen = "", 0
     with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
         while seen < index and (chunk := handle.read(min(1 << 20, index - seen))):
             before, seen = (before + chunk)[-LOOK:], seen + len(chunk)
-        return syntax_hint(before + handle.read(LOOK), len(before))
+        return before, handle.read(LOOK)
+
+
+_SPECIAL_NUMBER = re.compile(r"-?Infinity|NaN")
+
+
+def _holds_no_value(path: Path) -> bool:
+    """Whether ``path`` holds nothing but blanks (a byte-order mark at its start aside): an empty file, not one cut short."""
+    with open(path, "rb") as handle:
+        chunk = handle.read(1 << 20).removeprefix(_BOM)
+        while chunk:
+            if chunk.strip():
+                return False
+            chunk = handle.read(1 << 20)
+    return True
 
 
 class _Builder:
@@ -229,17 +246,30 @@ class SquadJsonStream:
                 raise _BeyondInt64() from None
             if "floating point) overflow" in first:  # 1e400: the whole-file reader refuses it in these words
                 raise DataFormatError(FLOAT_TOO_LARGE, source=source) from None
-            truncated = "premature EOF" in first or "Incomplete JSON" in first  # yajl's words, the Python parser's
-            if not truncated and (problem := self._not_utf8()):  # yajl calls bytes that are no UTF-8 (Latin-1, UTF-16) bad JSON
-                raise DataFormatError(problem, source=source) from None
-            problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
-            at = None if truncated else _stop_index(first, self.path)
-            where = _line_and_column(self.path, at) if truncated or at is not None else ""
-            hint = _hint_at(self.path, at) if at is not None else ""
-            raise DataFormatError(f"{problem}: {first}{where}{hint}", source=source) from None
+            raise DataFormatError(self._problem(first), source=source) from None
+
+    def _problem(self, first: str) -> str:
+        """What is wrong where yajl (or ijson's Python parser) stopped with the message ``first``, in the words of
+        :func:`~bio_mrc.data.json_reader.read_json`."""
+        truncated = "premature EOF" in first or "Incomplete JSON" in first  # yajl's words, the Python parser's
+        if truncated and _holds_no_value(self.path):
+            return "the file is empty: it holds no JSON value"
+        if not truncated and (problem := self._not_utf8()):  # yajl calls bytes that are no UTF-8 (Latin-1, UTF-16) bad JSON
+            return problem
+        at = None if truncated else _stop_index(first, self.path)
+        where = _line_and_column(self.path, at) if truncated or at is not None else ""
+        before, after = _around(self.path, at) if at is not None else ("", "")
+        if special := _SPECIAL_NUMBER.match(after):  # yajl: "invalid char in json text"
+            return f"{special_number(special.group())}{where}"
+        problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
+        return f"{problem}: {first}{where}{syntax_hint(before + after, len(before)) if at is not None else ''}"
 
     def _not_utf8(self) -> str | None:
-        """:func:`not_utf8`'s message where the file is not UTF-8 text (the byte, and how to convert UTF-16), else None."""
+        """:func:`not_utf8`'s message where the file is not UTF-8 text (the byte, and how to convert UTF-16), or
+        :func:`wide_without_mark`'s where it is UTF-16 or UTF-32 without a byte-order mark; else None."""
+        with open(self.path, "rb") as handle:
+            if wide := wide_without_mark(handle.read(4)):
+                return wide
         err = utf8_error(self.path)
         return None if err is None else not_utf8(err)
 

@@ -124,14 +124,16 @@ def load_predictions(
     """
     read = path if isinstance(path, PredictionFile) else read_prediction_file(path)
     predictions, missing = _read_id_map(read.answers, read.source, question_ids, "answer", strict, unscored, data)
+    numbers = all(map(_finite_number, predictions.values()))  # only then a probability file, not one answer a number
     for qid, answer in predictions.items():
-        _check_answer(answer, qid, read.source, multi_span)
+        _check_answer(answer, qid, read.source, multi_span, numbers)
     return predictions, missing
 
 
-def _check_answer(answer: Any, qid: str, source: str, multi_span: bool) -> None:
-    """Refuse a prediction that is not a string (with ``multi_span``, a list of strings), saying what it is."""
-    if kind := _file_kind(answer, "answer"):  # a file of another kind: named, with the file to give
+def _check_answer(answer: Any, qid: str, source: str, multi_span: bool, numbers: bool = True) -> None:
+    """Refuse a prediction that is not a string (with ``multi_span``, a list of strings), saying what it is; ``numbers``:
+    every prediction of the file is a number, so a number says which file it is."""
+    if kind := _file_kind(answer, "answer", numbers):  # a file of another kind: named, with the file to give
         raise DataFormatError(f"a prediction must be {'a list of strings' if multi_span else 'a string'}, got "
                               f"{_value(answer)}: {_other_file(kind, source, 'answer')}", qid, source)
     if answer is None:  # the official v2.0 script stops on null with an AttributeError; "" is its abstention
@@ -160,16 +162,18 @@ _KINDS = {"nbest": "predict's n-best file {id: {answer, spans, ...}}", "nbest li
           "probability": "a no-answer probability file {id: probability}", "answer": "a predictions file {id: answer}"}
 
 
-def _file_kind(value: Any, expected: str) -> str | None:
+def _file_kind(value: Any, expected: str, alike: bool = True) -> str | None:
     """The kind of file a value of the wrong kind comes from (a key of :data:`_KINDS`), where it tells: an n-best
-    entry, a probability where an answer is expected, an answer where a probability is; else None."""
+    entry, a probability where an answer is expected, an answer where a probability is; else None. ``alike``: every
+    value of the file is of the value's kind (a number among answers, or a string among probabilities, is one value
+    wrong, not the file)."""
     if isinstance(value, dict) and {"answer", "spans"} <= value.keys():
         return "nbest"
     if isinstance(value, list) and value and all(isinstance(entry, dict) and "text" in entry for entry in value):
         return "nbest list"
-    if expected == "answer" and _finite_number(value):
+    if expected == "answer" and alike and _finite_number(value):
         return "probability"
-    return "answer" if expected == "probability" and isinstance(value, str) else None
+    return "answer" if expected == "probability" and alike and isinstance(value, str) else None
 
 
 def _other_file(kind: str, source: str, expected: str) -> str:
@@ -202,8 +206,9 @@ def load_na_probs(path: str | Path | PredictionFile, question_ids: Collection[st
     found, source = ((path.na_probs or {}, path.source) if isinstance(path, PredictionFile)
                      else (_probability_map(path), str(path)))
     probs, missing = _read_id_map(found, source, question_ids, "probability", strict, unscored, data)
+    texts = all(isinstance(prob, str) for prob in probs.values())  # only then a predictions file, not one value text
     for qid, prob in probs.items():
-        if kind := _file_kind(prob, "probability"):
+        if kind := _file_kind(prob, "probability", texts):
             raise DataFormatError(f"a no-answer probability or score must be a finite number, got {_value(prob)}: "
                                   f"{_other_file(kind, source, 'probability')}", qid, source)
         if not _finite_number(prob):

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 from ..io import home_expanded
 from ..json_syntax import syntax_hint
 from ..types import Example
-from .json_reader import DataFormatError, NotPlainJsonError, loads, not_utf8
+from .json_reader import DataFormatError, NotPlainJsonError, loads, not_utf8, wide_without_mark
 from .limits import max_data_bytes, max_line_bytes
 
 SQUAD_COLUMNS = ("id", "context", "question", "answers")
@@ -149,8 +149,15 @@ def bounded_lines(handle: Any, source: str) -> Iterator[bytes]:
         raise DataFormatError(f"not a readable gzip file: {err}", source=source) from None
 
 
+# A .json.gz file is read as JSON Lines (the .gz suffix says so); a first line that is none is official JSON on many lines.
+_GZIPPED_JSON = ("; a .gz file is read as JSON Lines, one question a line, and official SQuAD JSON is read uncompressed: "
+                 "decompress it first (gunzip)")
+
+
 def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
     """One line's object; errors read as :func:`read_json`'s do, with the line number."""
+    if number == 1 and (wide := wide_without_mark(raw[:4])):  # its lines are cut at the byte 0x0A, NULs between
+        raise DataFormatError(wide, source=source)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -164,8 +171,8 @@ def _json_line(raw: bytes, number: int, source: str) -> dict[str, Any]:
         # Only the last line of a file cut short lacks its newline.
         truncated = not text.endswith("\n") and (not text[err.pos :].strip() or err.msg.startswith("Unterminated string"))
         problem = "the JSON ends early (a truncated file?)" if truncated else "not valid JSON"
-        raise DataFormatError(f"{problem}: {err.msg} (line {number}, column {err.colno}){syntax_hint(text, err.pos)}",
-                              source=source) from None
+        hint = syntax_hint(text, err.pos) or (_GZIPPED_JSON if number == 1 and source.lower().endswith(".json.gz") else "")
+        raise DataFormatError(f"{problem}: {err.msg} (line {number}, column {err.colno}){hint}", source=source) from None
     if not isinstance(record, dict):
         kind = _JSON_TYPES.get(type(record), type(record).__name__)
         raise DataFormatError(f"line {number} is a JSON {kind}, not an object (JSON Lines: one question per line)", source=source)

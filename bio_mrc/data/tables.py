@@ -14,7 +14,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Sequence
 
-from .json_reader import DataFormatError, not_utf8
+from .json_reader import DataFormatError, not_utf8, wide_without_mark
 from .limits import max_columns, max_data_bytes, max_header_bytes, max_line_bytes
 from .sources import Records, bounded_lines, check_columns, dataset_records, first_line, table_rows
 
@@ -110,6 +110,8 @@ def _header(path: Path, delimiter: str) -> list[str]:
     try:
         with (gzip.open if path.suffix.lower() == ".gz" else open)(path, "rb") as handle:
             raw = handle.readline(most + 1)
+        if wide := wide_without_mark(raw[:4]):  # its column names would read with a NUL between letters
+            raise DataFormatError(wide, source=str(path))
         first = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise DataFormatError(not_utf8(err, "in the header row,"), source=str(path)) from None

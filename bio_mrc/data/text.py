@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import DataFormatError, a_type
 from ..io import home_expanded
-from .json_reader import check_not_special, not_utf8
+from .json_reader import check_not_special, not_utf8, wide_without_mark
 from .limits import max_context_chars
 
 
@@ -79,6 +79,9 @@ def read_text_file(path: str | Path) -> str:
     source = str(path)
     check_not_special(path, "a text file")
     try:  # line endings kept as they are: answers' offsets count the file's own characters
+        with open(path, "rb") as handle:  # UTF-16 without a byte-order mark decodes as UTF-8, a NUL between letters
+            if wide := wide_without_mark(handle.read(4)):
+                raise DataFormatError(wide, source=source)
         with open(path, encoding="utf-8-sig", newline="") as handle:
             most = max_context_chars()
             text = handle.read(most + 1)
