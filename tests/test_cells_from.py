@@ -8,6 +8,7 @@ import pytest
 
 from bio_mrc.errors import ConfigError
 from bio_mrc.harness.compare import compare, train_models
+from bio_mrc.harness.comparison_splits import training_share
 from bio_mrc.harness.config import parse_config
 from bio_mrc.harness.earlier_report import read_report
 
@@ -304,6 +305,73 @@ def test_a_cross_validation_cell_that_does_not_record_its_folds_is_refused(earli
     with pytest.raises(ConfigError, match=r"cell 0 \(span-only/span, seed 1\) does not record which questions each cross-validation "
                                           r"fold held out \(a report written before cells recorded them\), so its scores cannot "
                                           r"be paired"):
+        compare(config, FIXTURES, tmp_path / "out", cells_from=tmp_path / "older.json")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def earlier_share(tiny_encoder_dir, tmp_path_factory):
+    """A 2-fold comparison over MultiSpanQA whose one run trains each fold's model on half the fold's training questions."""
+    from .test_harness_compare import multispan_file
+
+    out = tmp_path_factory.mktemp("earlier-share")
+    raw = tiny_config(tiny_encoder_dir, eval={"path": str(multispan_file(out)), "format": "multispanqa"},
+                      cross_validation={"folds": 2, "seed": 0})
+    del raw["train"]
+    raw["runs"][0]["fold_training_share"] = 0.5
+    config = parse_config(raw)
+    results, _ = compare(config, FIXTURES, out / "run")
+    return config, out / "run" / "report.json", results
+
+
+def redrawn_share(split, share, seed):
+    """The other half of each fold's training questions, as another version's draw of the share could take."""
+    kept = set(training_share(split, share, seed).ids)
+    return split.subset([ex for ex in split.examples if ex.id not in kept], split.description)
+
+
+def test_a_cell_of_a_share_records_which_training_questions_each_fold_used(earlier_share, tmp_path):
+    """Beside each fold's held-out questions, the hash of the share of its training questions the run's model trained
+    on (sorted ids); a later sitting of the same draw reuses the cells and keeps them."""
+    from bio_mrc.data.article_splits import id_set_hash
+    from bio_mrc.harness.compare import resolve_splits
+
+    config, report, results = earlier_share
+    splits = resolve_splits(config, FIXTURES)
+    used = splits.folds_for(config.runs[0])
+    expected = [id_set_hash(train.ids) for train, _ in used]
+    assert [len(train.ids) for train, _ in used] == [-(-len(train.ids) // 2) for train, _ in splits.folds]  # half of each
+    assert expected != [id_set_hash(train.ids) for train, _ in splits.folds]
+    assert all(cell.fold_training_hashes == expected for cell in results.cells)
+    assert all(json.loads(report.read_text())["cells"][k]["fold_training_hashes"] == expected for k in range(len(results.cells)))
+    again, _ = compare(config, FIXTURES, tmp_path / "out", cells_from=report)
+    assert [cell.fold_training_hashes for cell in again.cells] == [expected]
+    assert again.cells[0].scored_in["date"] == results.date and not (tmp_path / "out" / "models").exists()
+
+
+def test_cells_whose_share_trained_on_other_questions_are_refused(earlier_share, tmp_path, monkeypatch):
+    """The same held-out folds, but another half of each fold's training questions: its models saw other questions than
+    this comparison's would, so its scores are no point of this comparison's learning curve."""
+    config, report, _ = earlier_share
+    monkeypatch.setattr("bio_mrc.harness.comparison_splits.training_share", redrawn_share)
+    with pytest.raises(ConfigError, match=rf"^cells_from='{report}': cell 0 \(span-only/span, seed 1\) trained on other "
+                                          r"questions in fold 1 of 2 than this comparison's fold 1 trains on \(their hash "
+                                          r"[0-9a-f]{16} there, [0-9a-f]{16} here\), so its scores cannot be paired with this "
+                                          r"comparison's; rename the run here to train it anew, or drop cells_from$"):
+        compare(config, FIXTURES, tmp_path / "out", cells_from=report)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_cell_of_a_share_that_does_not_record_its_training_questions_is_refused(earlier_share, tmp_path):
+    """A report written before cells recorded their folds' training questions cannot say whether its share is this draw's."""
+    config, report, _ = earlier_share
+    older = json.loads(report.read_text())
+    for cell in older["cells"]:
+        cell.pop("fold_training_hashes", None)
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    with pytest.raises(ConfigError, match=r"cell 0 \(span-only/span, seed 1\) does not record which of each cross-validation "
+                                          r"fold's training questions its models trained on \(a report written before cells "
+                                          r"recorded them\), so its scores cannot be paired"):
         compare(config, FIXTURES, tmp_path / "out", cells_from=tmp_path / "older.json")
     assert not (tmp_path / "out").exists()
 

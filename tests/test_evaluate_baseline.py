@@ -60,7 +60,7 @@ def test_both_files_scores_and_the_paired_difference(capsys, four):
     assert record["predictions"]["exact_match"] == 50.0 and record["predictions"]["f1"] == pytest.approx((200 + 200 / 3) / 4)
     assert record["baseline"]["exact_match"] == 50.0 and record["baseline"]["f1"] == pytest.approx(50.0)
     assert record["predictions"]["file"].endswith("new.json") and record["baseline"]["file"].endswith("old.json")
-    f1, em = record["difference"]["f1"], record["difference"]["em"]
+    f1, em = record["difference"]["f1"], record["difference"]["exact_match"]
     assert f1["diff"] == pytest.approx(100 / 6) and em["diff"] == 0.0
     assert (f1["ci_low"], f1["ci_high"]) == pytest.approx(bootstrap_by_hand(F1_DIFFERENCES))
     assert (em["ci_low"], em["ci_high"]) == pytest.approx(bootstrap_by_hand(EM_DIFFERENCES))
@@ -87,9 +87,22 @@ def test_equal_differences_give_a_zero_width_interval(capsys, four):
     code, out, _ = run(capsys, data, "--predictions", write("right.json", right),
                        "--baseline", write("wrong.json", dict.fromkeys(right, "zebra")))
     assert code == 0
-    for metric in ("em", "f1"):
+    for metric in ("exact_match", "f1"):
         difference = json.loads(out)["difference"][metric]
         assert difference["diff"] == difference["ci_low"] == difference["ci_high"] == 100.0 and difference["significant"]
+
+
+@pytest.mark.parametrize("version, em", [("1.1", "exact_match"), ("2.0", "exact")])
+def test_each_difference_is_named_as_the_files_metrics(capsys, four, version, em):
+    """The difference block keys its metrics as each file's official scores do (v1.1's exact_match, v2.0's exact),
+    not by the per-question columns' own name, em."""
+    data, write = four
+    data.write_text(data.read_text().replace('"version": "1.1"', f'"version": "{version}"'))
+    code, out, err = run(capsys, data, "--predictions", write("new.json", NEW), "--baseline", write("old.json", OLD))
+    assert code == 0, err
+    record = json.loads(out)
+    assert set(record["difference"]) == {em, "f1"}
+    assert record["predictions"][em] - record["baseline"][em] == record["difference"][em]["diff"] == 0.0
 
 
 def test_python_call_gives_the_same_numbers(four):
@@ -101,6 +114,7 @@ def test_python_call_gives_the_same_numbers(four):
     assert f1.diff == pytest.approx(100 / 6) and f1.n_resamples == 200
     assert (f1.ci_low, f1.ci_high) == pytest.approx(bootstrap_by_hand(F1_DIFFERENCES, resamples=200, seed=3))
     assert result.new.metrics["f1"] == pytest.approx((200 + 200 / 3) / 4) and result.baseline.metrics["exact_match"] == 50.0
+    assert set(result.paired.differences) == {"exact_match", "f1"}
     with pytest.raises(ConfigError, match=r"^baseline: .*old\.json is the predictions file itself"):
         compare_predictions(data, write("old.json", OLD), write("old.json", OLD))
 

@@ -129,3 +129,53 @@ def test_predict_to_files_says_so_as_predict_does(model, tmp_path):
         warnings.simplefilter("error", LimitPastDataWarning)
         predict_to_files(trained, examples, StreamPlan(("span",)), tmp_path / "within.json", limit=8)
         predict_to_files(trained, iter(examples), StreamPlan(("span",)), tmp_path / "stream.json", limit=9)
+
+
+def test_load_squad_says_a_limit_past_its_questions_once():
+    """load_squad(..., limit=9) of 8 questions returned all 8 without a word, where the commands print a note."""
+    import warnings
+
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.errors import LimitPastDataWarning
+
+    with pytest.warns(LimitPastDataWarning) as caught:
+        data = load_squad(SAMPLE_V1, limit=9)
+    assert [str(warning.message) for warning in caught] == [f"limit=9: {SAMPLE_V1} has 8 questions; all 8 are used"]
+    assert len(data.examples) == 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LimitPastDataWarning)
+        assert len(load_squad(SAMPLE_V1, limit=8).examples) == len(load_squad(SAMPLE_V1).examples) == 8
+
+
+def test_stream_squad_says_it_once_when_every_question_is_read(tmp_path):
+    """A stream reads its source again each time it is iterated: the first full reading says it, counting the valid
+    questions where invalid ones were skipped; a reading stopped early cannot know and says nothing."""
+    import warnings
+
+    from bio_mrc.data.squad import stream_squad
+    from bio_mrc.errors import LimitPastDataWarning
+
+    data = json.loads(SAMPLE_V1.read_text(encoding="utf-8"))
+    data["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["text"] = "Rome"  # not at its answer_start: invalid
+    path = tmp_path / "one-invalid.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    stream = stream_squad(path, limit=9, skip_invalid=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LimitPastDataWarning)
+        assert next(iter(stream)).id  # stopped at the first question
+    with pytest.warns(LimitPastDataWarning) as caught:
+        first, again = list(stream), list(stream)
+    assert [str(warning.message) for warning in caught] == [f"limit=9: {path} has 7 valid questions (1 skipped); all 7 are used"]
+    assert len(first) == len(again) == 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LimitPastDataWarning)
+        assert len(list(stream_squad(path, limit=7, skip_invalid=True))) == 7
+
+
+@pytest.mark.parametrize("command", ["tune", "predict"])
+def test_the_command_line_prints_the_readers_warning_as_one_note(capsys, model, tmp_path, command):
+    """tune reads the questions whole and predict streams them: either read, which now warns from Python, leaves the
+    command its one note."""
+    target = ["--output-dir", str(tmp_path / "tuned"), "--no-calibration"] if command == "tune" else ["--output", str(tmp_path / "p.json")]
+    assert main([command, "--model", str(model), "--data", str(SAMPLE_V1), "--limit", "9", *target]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "--limit" in line] == [NOTE]

@@ -17,10 +17,10 @@ from .options import FLAGS
 def _load_squad(args: argparse.Namespace, path: str, limit: int | None = None, data_format: str | None = None,
                 needs_gold: str | None = None):
     """Questions in any form load_squad reads, under the command's data options,
-    reporting every relocated offset and skipped question; ``needs_gold`` refuses unlabelled ones."""
-    from ..data.squad import load_squad
+    reporting every relocated offset and skipped question, then a limit past them; ``needs_gold`` refuses unlabelled ones."""
+    from ..data.squad import read_squad
 
-    data = load_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid, data_format=data_format,
+    data = read_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid, data_format=data_format,
                       needs_gold=needs_gold)
     _report_read(args, data, path, len(data.examples), limit)
     return data
@@ -87,6 +87,7 @@ def _stream_squad(args: argparse.Namespace, path: str, limit: int | None = None,
 
     questions = stream_squad(path, limit=limit, fix_offsets=args.fix_offsets, skip_invalid=args.skip_invalid,
                              data_format=data_format)
+    questions.limit_noted = True  # _report_read says it, after the questions skipped (on the rank that writes alone)
     count = unanswerable = 0
     for example in questions:
         count += 1

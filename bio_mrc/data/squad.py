@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..answer_text import mentions
-from ..arguments import checked_limit
+from ..arguments import checked_limit, warn_limit_past
 from ..errors import argument
 from ..types import Example
 from .json_reader import DataFormatError
@@ -82,13 +82,24 @@ def load_squad(
     ``skip_invalid`` leaves bad questions out instead of raising, and lists their
     errors in ``skipped`` (a bad MRQA span, a table's ``answers`` text that is not JSON and a bad MultiSpanQA record
     too); a malformed file, line or article still raises. ``limit`` keeps the first ``limit`` questions in file
-    order (a fixed, reproducible slice).
+    order (a fixed, reproducible slice); a ``limit`` past them takes them all, which a
+    :class:`~bio_mrc.errors.LimitPastDataWarning` says (``limit=9: FILE has 8 questions; all 8 are used``).
 
     Questions to predict need neither answers nor ids: a question with no ``answers`` (and no ``is_impossible``)
     is *unlabelled* (``Example.answers is None``: neither answerable nor unanswerable, so such a file never
     becomes SQuAD 2.0), and one with no ``id`` (or an empty one) gets :func:`generated_id`. ``needs_gold``
     (what needs the answers, e.g. ``"training"``) refuses an unlabelled question instead, naming it.
     """
+    result = read_squad(data, limit, fix_offsets, skip_invalid, split, data_format, needs_gold)
+    warn_limit_past(limit, len(result.examples), result.source, len(result.skipped))
+    return result
+
+
+def read_squad(
+    data: Any, limit: int | None = None, fix_offsets: bool = False, skip_invalid: bool = False, split: str | None = None,
+    data_format: str | None = None, needs_gold: str | None = None,
+) -> SquadFile:
+    """What :func:`load_squad` reads, a ``limit`` past the questions unsaid: for a caller that says it in its own words."""
     detected = detect_format(data, split, data_format)
     with detected.errors_described():
         records = detected.read()
@@ -191,6 +202,8 @@ class SquadStream:
     validates every question as :func:`load_squad` does.
 
     After an iteration, ``version``, ``skipped`` and ``fixed_offsets`` describe what it read (see :class:`SquadFile`).
+    The first iteration to read every question says a ``limit`` past them, as :func:`load_squad` does; ``limit_noted``
+    (True once said) keeps the later ones, or every one where a caller says it in its own words, from saying it again.
     """
 
     data: Any
@@ -205,8 +218,18 @@ class SquadStream:
     format: str = ""
     skipped: list[DataFormatError] = field(default_factory=list)
     fixed_offsets: list[str] = field(default_factory=list)
+    limit_noted: bool = False
 
     def __iter__(self) -> Iterator[Example]:
+        count = 0
+        for example in self._read():
+            count += 1
+            yield example
+        if not self.limit_noted:  # every question read: a limit past them is known now
+            self.limit_noted = True
+            warn_limit_past(self.limit, count, self.source, len(self.skipped))
+
+    def _read(self) -> Iterator[Example]:
         detected = detect_format(self.data, self.split, self.data_format)
         with detected.errors_described():
             records = detected.read(stream=True)

@@ -94,7 +94,8 @@ def earlier_cells(cells_from: str | Path | None, config: CompareConfig, splits: 
     questions = {"eval_ids": splits.eval.ids, "eval_task": splits.eval.task,
                  "tune": splits.tune.describe()["question_hash"] if splits.tune else None,
                  "train": {run.name: None if splits.folds else splits.train_for(run).describe()["question_hash"] for run in config.runs},
-                 "folds": held_out_hashes(splits.folds) if splits.folds else None}
+                 "folds": held_out_hashes(splits.folds) if splits.folds else None,
+                 "fold_training": {run.name: splits.training_hashes_for(run) for run in config.runs}}
     return load_earlier_cells(cells_from, config, questions)
 
 
@@ -288,7 +289,8 @@ def _score_folds(
         cells.append(Cell.from_json({
             **cell, "fold_model_dirs": model_dirs, "inference_seconds": inference_seconds, **_fold_settings(fold_settings, decoding),
             "train_seconds": train_seconds, "train_seconds_partial": partial_any, "reused_model": reused_all,
-            "train_questions": len(folds[0][0].examples), "fold_question_hashes": held_out_hashes(folds)},
+            "train_questions": len(folds[0][0].examples), "fold_question_hashes": held_out_hashes(folds),
+            "fold_training_hashes": splits.training_hashes_for(run)},
             f"{CellKey(run.name, decoding)}, seed {seed}"))
     return cells, pool_browser_data(browser_parts, splits.eval.ids)
 

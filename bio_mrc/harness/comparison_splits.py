@@ -14,7 +14,7 @@ from ..arguments import warn_limit_past
 from ..data.sources import is_hub_id, local_data_path, locate, split_spec
 from ..data.article_splits import (distinct_questions, folds_of_distinct_questions, id_set_hash, paragraphs, question_set_hash,
                                    shared_questions_and_contexts, split_by_article)
-from ..data.squad import load_squad
+from ..data.squad import read_squad
 from ..data.unanswerable import add_unanswerable
 from ..errors import ConfigError, LimitPastDataWarning, argument  # noqa: F401 (the warning stays importable from here)
 from ..plurals import counted, number_form
@@ -101,6 +101,13 @@ class Splits:
             return list(self.folds or [])
         return [(training_share(train, run.fold_training_share, self.seed), held_out) for train, held_out in self.folds or []]
 
+    def training_hashes_for(self, run: RunSpec) -> list[str] | None:
+        """Which of each fold's training questions ``run`` trains on (:func:`training_hashes`) where it trains on a share
+        of them; None otherwise, where each fold's held-out questions say which it trains on."""
+        if run.fold_training_share is None or not self.folds:
+            return None
+        return training_hashes(self.folds_for(run))
+
 
 def check_data_dir(config: CompareConfig, data_dir: Path, source: str) -> None:
     """Before any work: a data folder that is not there is refused only where an entry's path is resolved against it,
@@ -135,7 +142,7 @@ def resolve_split(spec: DataSpec, data_dir: Path, key: str = "") -> Split:
         # any form load_squad reads: a file, JSON Lines, a table, MRQA, MultiSpanQA, a saved dataset (FOLDER:SPLIT) under
         # data_dir, or a hub id; MultiSpanQA's "format" insists on its layout, SQuAD's and the answer-parts tasks' take any
         # SQuAD-shaped form (those read their listed answers as one answer's parts)
-        data = load_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
+        data = read_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
                           data_format=task.layout, needs_gold="bio-mrc compare")
         examples, is_v2, detected = task.task_examples(data.examples), data.is_v2, task.format_of_read(data.format)
     if spec.split:
@@ -185,6 +192,12 @@ def held_out_hashes(folds: list[tuple[Split, Split]]) -> list[str]:
     """Which questions each fold holds out, as a cross-validation cell records them: a short hash of their sorted ids
     (the config alone does not fix them: the code that draws the folds does too)."""
     return [id_set_hash(held_out.ids) for _, held_out in folds]
+
+
+def training_hashes(folds: list[tuple[Split, Split]]) -> list[str]:
+    """Which of each fold's training questions its model trained on, as a cell of a run with a ``fold_training_share``
+    records them: the share's draw is the code's as the folds' is."""
+    return [id_set_hash(train.ids) for train, _ in folds]
 
 
 def check_no_question_in_two_parts(parts: list[Split]) -> None:

@@ -103,7 +103,8 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
     ``questions`` describes this comparison's questions: ``eval_ids`` (in order), ``eval_task`` (the task they are
     scored as), the question hashes of ``tune`` and of each run's training split (``train``: run name -> hash; None
     for folds), and in cross-validation which questions each fold holds out (``folds``:
-    :func:`~.comparison_splits.held_out_hashes`).
+    :func:`~.comparison_splits.held_out_hashes`) and which of each fold's training questions each run training on a
+    share of them trains on (``fold_training``: run name -> :func:`~.comparison_splits.training_hashes`, or None).
     """
     saved = read_report(path)
     earlier = saved.results
@@ -124,7 +125,7 @@ def load_earlier_cells(path: str | Path, config: CompareConfig, questions: Mappi
     by_model: dict[tuple[str, int], list[Cell]] = {}
     for number, cell in enumerate(earlier.cells):
         if (cell.run, cell.seed) in wanted:
-            _check_folds(path, number, cell, questions.get("folds"))
+            _check_folds(path, number, cell, questions.get("folds"), (questions.get("fold_training") or {}).get(cell.run))
             by_model.setdefault((cell.run, cell.seed), []).append(cell)
     for run in config.runs:
         for seed in config.run_seeds(run):
@@ -153,10 +154,31 @@ def fold_problem(cell: Cell, folds: list[str]) -> str | None:
             f"(their hash {recorded[fold]} there, {folds[fold]} here)")
 
 
-def _check_folds(path: str | Path, number: int, cell: Cell, folds: list[str] | None) -> None:
-    """A reused cross-validation cell held out each fold's questions as this comparison's folds do
-    (:func:`fold_problem`): its scores are paired question by question with those of the cells scored here."""
-    if folds is not None and (problem := fold_problem(cell, folds)):
+def fold_training_problem(cell: Cell, training: list[str]) -> str | None:
+    """What keeps a cell of a run training on a share of each fold's training questions from being paired with cells
+    whose folds' models trained on ``training`` (:func:`~.comparison_splits.training_hashes`), or None; a cell that does
+    not record them is refused, as one that does not record its held-out questions is."""
+    recorded = cell.fold_training_hashes
+    if recorded == training:
+        return None
+    if recorded is None:
+        return ("does not record which of each cross-validation fold's training questions its models trained on (a report "
+                "written before cells recorded them)")
+    if len(recorded) != len(training):
+        return f"records the training questions of {counted(len(recorded), 'fold')}, not of this comparison's {len(training)}"
+    fold = next(k for k, (a, b) in enumerate(zip(recorded, training)) if a != b)
+    return (f"trained on other questions in fold {fold + 1} of {len(training)} than this comparison's fold {fold + 1} trains "
+            f"on (their hash {recorded[fold]} there, {training[fold]} here)")
+
+
+def _check_folds(path: str | Path, number: int, cell: Cell, folds: list[str] | None, training: list[str] | None) -> None:
+    """A reused cross-validation cell held out each fold's questions as this comparison's folds do (:func:`fold_problem`)
+    and, where its run trains on a share of them, trained on the same ones (:func:`fold_training_problem`): its scores
+    are paired question by question with those of the cells scored here."""
+    problem = fold_problem(cell, folds) if folds is not None else None
+    if problem is None and training is not None:
+        problem = fold_training_problem(cell, training)
+    if problem:
         raise ConfigError(f"{argument('cells_from', str(path))}: cell {number} ({cell.label}, seed {cell.seed}) {problem}, so its "
                           f"scores cannot be paired with this comparison's; rename the run here to train it anew, or drop "
                           f"{argument('cells_from')}")

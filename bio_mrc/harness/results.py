@@ -151,6 +151,7 @@ _CELL_CHECKS = {
     "fold_bio_length_priors": _kind(lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v), "a list of numbers"),
     "fold_thresholds": _kind(lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v), "a list of numbers"),
     "fold_question_hashes": _kind(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of hashes"),
+    "fold_training_hashes": _kind(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of hashes"),
 }
 
 
@@ -190,6 +191,7 @@ class Cell:
     fold_thresholds: list[float | None] | None = None
     fold_min_span_probabilities: list[float] | None = None
     fold_question_hashes: list[str] | None = None  # which questions each fold held out (comparison_splits.held_out_hashes)
+    fold_training_hashes: list[str] | None = None  # a run's share of each fold's training questions (comparison_splits.training_hashes)
     scored_in: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:

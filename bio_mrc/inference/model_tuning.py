@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from .. import registry
 from ..arguments import (checked_limit, count_argument, instance_argument, names_argument, path_argument, task_argument,
                          warn_limit_past)
-from ..data.squad import SquadFile, load_squad
+from ..data.squad import SquadFile, read_squad
 from ..decoding.postprocess import DecodeConfig
 from ..errors import ConfigError, DataFormatError, argument
 from ..hub import check_name_given
@@ -70,7 +70,7 @@ def tune_model(
     with held_for_tuning(target, output_dir):
         options = check_saved_settings(model, decodings, options)  # before the data is read
         if not isinstance(data, SquadFile):
-            data = load_squad(data, limit=limit, needs_gold="tune_model")
+            data = read_squad(data, limit=limit, needs_gold="tune_model")  # a limit past it is said below, by name
         warn_limit_past(limit, len(data.examples), str(name or data.source), len(data.skipped))
         task = registry.scorer(task, data.is_v2) if isinstance(task, str) else task or registry.task_of_data(data.format, data.is_v2)
         plan = TuningPlan(model, target, decodings, options, task, str(name or data.source), limit, batch_size, precision,

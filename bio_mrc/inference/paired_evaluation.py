@@ -4,7 +4,7 @@ difference of each metric with its bootstrap interval, what ``bio-mrc evaluate -
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,6 +21,8 @@ from .evaluation import Evaluation, check_prediction_files, scored_evaluation
 
 CALL = "compare_predictions"
 _DIFFERENCE_FIELDS = ("diff", "ci_low", "ci_high", "p_value", "significant")
+# A per-question column whose mean the official scores name otherwise: SQuAD's EM, as v1.1 and v2.0 name it.
+_OFFICIAL_NAMES = {"em": ("exact_match", "exact")}
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,15 @@ def compare_predictions(
     new = scored_evaluation(data, predictions, **options)
     old = scored_evaluation(data, baseline, **{**options, "note": lambda scored: None})  # the same subset, said once
     paired = paired_scores(new.task, new.gold, new.answers, old.answers, n_resamples, seed)
-    return PairedEvaluation(new, old, paired, n_resamples, seed)
+    named = {_official_name(metric, new.metrics): result for metric, result in paired.differences.items()}
+    return PairedEvaluation(new, old, replace(paired, differences=named), n_resamples, seed)
+
+
+def _official_name(metric: str, official: dict[str, Any]) -> str:
+    """``metric`` as the files' own metrics name it, so that a difference and the scores it is of share a key."""
+    if metric in official:
+        return metric
+    return next((name for name in _OFFICIAL_NAMES.get(metric, ()) if name in official), metric)
 
 
 def check_prediction_pair(predictions: str | Path, baseline: str | Path) -> None:
