@@ -197,3 +197,44 @@ def test_every_door_gives_the_same_spans_of_hostile_text(hostile_models, which, 
                                                                                   decoding=decoding, top_k=3)] == ranked
             served = client.post("/answer", json={"question": QUESTION, "context": contexts, "decoding": decoding, "top_k": 3})
             assert [(s["text"], s["start"], s["end"], s["document"]) for s in served.json()["results"][0]["spans"]] == ranked
+
+
+def test_every_door_gives_the_same_multi_span_answers_over_hostile_documents(hostile_models, tmp_path, capsys):
+    """One question over hostile documents (one of them repeated, one over many windows): each document's spans are
+    the ones it gets asked alone, at its own offsets, and every door ranks the same spans across them."""
+    from fastapi.testclient import TestClient
+    from transformers import pipeline
+
+    from bio_mrc.cli import main
+    from bio_mrc.serving.app import create_app
+    from bio_mrc.serving.config import ServeConfig
+
+    model = str(hostile_models["uncased WordPiece"])
+    # a file's leading byte-order mark is no character of its text, so no document starts with one
+    documents = [d.lstrip("\ufeff") for d in hostile_contexts(seed=11, n=3)]
+    documents += [documents[0], " ".join(documents[1:] * 4)]
+    paths = []
+    for k, document in enumerate(documents):
+        paths.append(tmp_path / f"doc{k}.txt")
+        paths[-1].write_bytes(document.encode("utf-8"))  # CRLF and every other character as written
+    extractor = AnswerExtractor(TrainedModel.load(model, precision="fp32"))
+    qa = pipeline("bio-mrc-qa", model=model, device="cpu", precision="fp32")
+    with TestClient(create_app(extractor, ServeConfig(max_batch_size=len(documents)))) as client:
+        for decoding in DECODINGS:
+            ranked = extractor(QUESTION, tuple(documents), decoding=decoding, multi_span=True)
+            want = [(a.text, a.start, a.end, a.document) for a in ranked.answers]
+            for k, document in enumerate(documents):
+                alone = extractor(QUESTION, document, decoding=decoding, multi_span=True)
+                mine = [(text, start, end) for text, start, end, d in want if d == k]
+                check_spans(document, mine, True)
+                assert sorted(mine) == ([] if alone.abstain else sorted(spans_of(s.to_dict() for s in alone.spans)))
+            assert [(a["answer"], a["start"], a["end"], a["document"])
+                    for a in qa(question=QUESTION, context=iter(documents), decoding=decoding, multi_span=True)] == want
+            served = client.post("/answer", json={"question": QUESTION, "context": documents, "decoding": decoding,
+                                                  "multi_span": True}).json()["results"][0]["spans"]
+            assert [(s["text"], s["start"], s["end"], s["document"]) for s in served] == want
+            capsys.readouterr()
+            assert main(["extract", "--model", model, "--precision", "fp32", "--question", QUESTION, "--context-file",
+                         *map(str, paths), "--decoding", decoding, "--multi-span"]) == 0
+            printed = json.loads(capsys.readouterr().out)["answers"]
+            assert [(a["text"], a["start"], a["end"], a["document"]) for a in printed] == want
