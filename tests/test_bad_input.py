@@ -249,7 +249,7 @@ def test_predicts_other_files_given_in_the_wrong_place_are_named_with_the_file_t
     probs.write_text(json.dumps({"q1": 0.25}), encoding="utf-8")
     lists = tmp_path / "nbest_predictions.json"  # transformers' run_qa.py writes its n-best lists so
     lists.write_text(json.dumps({"q1": [{"text": "France", "probability": 0.9}]}), encoding="utf-8")
-    shown = "{'abstain': False, 'answer': 'France', 'id': 'q1', 'spans': [{'end': 30, 'start': 24, 'text': 'France'}]}"
+    shown = "{'abstain': false, 'answer': 'France', 'id': 'q1', 'spans': [{'end': 30, 'start': 24, 'text': 'France'}]}"
     cases = [
         (["--predictions", nbest], f"a prediction must be a string, got {shown}: this is predict's n-best file {{id: "
                                    f"{{answer, spans, ...}}}}, not an official predictions file {{id: answer}}; give the "

@@ -316,8 +316,22 @@ def test_json_nested_past_the_readers_depth_is_one_error(tmp_path):
 
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(DataFormatError, match="nested deeper than Python's JSON reader follows"):
+    with pytest.raises(DataFormatError, match="nested deeper than 256 levels"):
         load_squad(path)
+
+
+def test_a_document_or_output_folders_json_nested_past_the_parsers_stack_is_no_traceback(tmp_path):
+    """The text of a document and an output folder's config.json are looked into as JSON: nested past Python's
+    parser they raised RecursionError; the document is prose, the folder one that holds other files."""
+    from bio_mrc.data.text import questions_layout
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.training.saving import check_output_folder
+
+    deep = "[" * 100_000 + "]" * 100_000
+    assert questions_layout(deep) is None
+    (tmp_path / "config.json").write_text(deep)
+    with pytest.raises(ConfigError):
+        check_output_folder(tmp_path, overwrite=False)
 
 
 @pytest.mark.parametrize("command", [

@@ -161,11 +161,53 @@ def test_a_control_character_after_an_integer_past_64_bits_is_one_line(tmp_path)
     character in one raised json's own error, a traceback, where yajl's reading refuses it in one line."""
     articles = [ARTICLE.replace('"title": "t"', f'"title": "t", "hash": {2**64}'), ARTICLE.replace("Ada wrote", "Ada\x01 wrote")]
     path = tmp_path / "control.json"
-    path.write_text('{"data": [' + ", ".join(articles) + "]}", encoding="utf-8")
+    path.write_text('{"data": [' + ",\n".join(articles) + "]}", encoding="utf-8")
     with pytest.raises(DataFormatError) as caught:
         list(stream_squad(path))
-    assert caught.value.problem.startswith("not valid JSON: Invalid control character inside a string;")
+    assert caught.value.problem.partition(";")[0] == "not valid JSON: Invalid control character at (line 2, column 47)"
     assert caught.value.source == str(path)
+
+
+@pytest.mark.parametrize(("article", "column"), [
+    (ARTICLE.replace("Ada wrote", "Ada\twrote"), 47),  # a raw tab: {"title": "t", "paragraphs": [{"context": "Ada is 46
+    (ARTICLE.replace("Ada wrote", "Ada\x01wrote"), 47),
+    (ARTICLE.replace('"title": "t"', '"title": "t\\"\\\\"').replace("Ada wrote", "Ada\x1fwrote"), 51),  # \" and \\ passed
+])
+def test_a_raw_control_character_in_a_string_is_located_alike_by_both_readers(tmp_path, article, column):
+    """yajl says `invalid character inside string.` and no place; the streaming reader names the place the
+    whole-file reader names, in its words."""
+    path = tmp_path / "control.json"
+    path.write_text('{"version": "1.1", "data": [\n' + article + "]}", encoding="utf-8")
+    for read in (load_squad, lambda p: list(stream_squad(p))):
+        with pytest.raises(DataFormatError) as caught:
+            read(path)
+        assert caught.value.problem.partition(";")[0] == f"not valid JSON: Invalid control character at (line 2, column {column})"
+        assert caught.value.source == str(path)
+
+
+@pytest.mark.parametrize("where", [
+    '"version": {}, "data": [' + ARTICLE + "]",  # a key no reader uses: 1 level around it
+    '"data": [' + ARTICLE.replace('"title": "t"', '"title": "t", "extra": {}') + "]",  # a key of an article: 3
+    '"data": [' + ARTICLE.replace('"context"', '"extra": {}, "context"') + "]",  # of a paragraph, read on its own: 5
+    '"data": [' + ARTICLE.replace('"id": "q"', '"id": "q", "extra": {}') + "]",  # of a question: 7
+])
+def test_nesting_past_256_levels_is_refused_alike_by_both_readers(tmp_path, where):
+    """100,000 nested arrays under a key no reader uses stopped Python's parser, yet yajl read them; both readers now
+    take 256 levels, the top object's included, and refuse 257."""
+    before = where[: where.index("{}")]
+    outer = 1 + sum(map(before.count, "[{")) - sum(map(before.count, "]}"))
+    path = tmp_path / "deep.json"
+    for inner, refused in ((256 - outer, False), (257 - outer, True)):
+        path.write_text("{" + where.replace("{}", "[" * inner + "]" * inner, 1) + "}", encoding="utf-8")
+        for read in (load_squad, lambda p: list(stream_squad(p))):
+            if refused:
+                with pytest.raises(DataFormatError) as caught:
+                    read(path)
+                assert caught.value.problem.partition(";")[0] == "arrays or objects nested deeper than 256 levels"
+                assert caught.value.source == str(path)
+            else:
+                assert read(path)
+
 
 PIECES = ["a", "ud800", "\\\\", "\\ud83d", "\\ude00", "\\ud800", '"', "\\u0041"]
 

@@ -211,3 +211,30 @@ def test_a_plain_predictions_file_over_the_limit_is_refused_unread(tmp_path, cap
     assert refused(capsys, data, big) == "error: BIO_MRC_MAX_JSON_BYTES='1e9': a positive whole number is needed (default 1073741824)"
     monkeypatch.setenv("BIO_MRC_MAX_JSON_BYTES", "3000")
     assert evaluate(capsys, data, big) == plain
+
+
+@pytest.mark.parametrize(("answers", "said"), [
+    ({"q1": True, "q2": "x"}, "a prediction must be a string, got true"),
+    ({"q1": ["Ada", None], "q2": "x"}, "a prediction must be a string, got the list of spans ['Ada', null]"),
+    ({"q1": {"text": False}, "q2": "x"}, "a prediction must be a string, got {'text': false}"),
+])
+def test_a_prediction_of_the_wrong_kind_is_quoted_as_the_json_file_spells_it(tmp_path, answers, said):
+    """The file holds true, false and null: a message showing True, False and None named values it does not hold."""
+    from bio_mrc.data.predictions import load_predictions
+
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps(answers), encoding="utf-8")
+    with pytest.raises(DataFormatError) as caught:
+        load_predictions(path, ["q1", "q2"])
+    assert caught.value.problem.startswith(said)
+    assert caught.value.record == "q1"
+
+
+def test_a_no_answer_probability_of_null_is_quoted_as_null(tmp_path):
+    from bio_mrc.data.predictions import load_na_probs
+
+    path = tmp_path / "na.json"
+    path.write_text('{"q1": null, "q2": 0.5}', encoding="utf-8")
+    with pytest.raises(DataFormatError) as caught:
+        load_na_probs(path, ["q1", "q2"])
+    assert caught.value.problem == "a no-answer probability or score must be a finite number, got null"

@@ -299,3 +299,17 @@ def test_a_run_of_flags_is_paired_without_looking_back_over_it():
     in_runs = [m for m in matches if m.group().startswith(("\U0001f1eb", "\U0001f1e9"))]
     assert [m.lastgroup for m in in_runs].count(None) == 2  # one a run: the first's last flag, the second's lone indicator
     assert [m.end() for m in matches] == [m.end() for m in regex.finditer(r"\X", context)]
+
+
+def test_overlapping_answer_parts_train_as_one_tagged_span_and_stay_apart_in_the_gold():
+    """Quoref's parts "Bob and" (0) and "and Carl" (4) of "Bob and Carl": no tagging holds both, so the BIO targets
+    tag their union once (B I I), whichever order they are listed in; the gold the metrics read keeps both parts."""
+    from bio_mrc.data.one_answer import as_one_answer
+    from bio_mrc.features.targets import bio_targets
+
+    words = np.array([[0, 3], [4, 7], [8, 12]])
+    tagged = np.ones(3, dtype=bool)
+    example = as_one_answer(Example("q", "Who?", "Bob and Carl", (((4, 12),), ((0, 7),), ((0, 7),))))
+    assert example.answers == (((0, 7), (4, 12)),)
+    targets = bio_targets(words, tagged, example.answers, "marginal")
+    assert targets[:, 0].tolist() == [TAG_B, TAG_I, TAG_I]

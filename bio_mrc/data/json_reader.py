@@ -8,6 +8,7 @@ import json
 import math
 import re
 import zlib
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -16,8 +17,9 @@ from ..io import home_expanded, special_file_kind
 from ..json_syntax import syntax_hint
 from .limits import max_json_bytes, read_at_most
 
-__all__ = ["FLOAT_TOO_LARGE", "DataFormatError", "NotPlainJsonError", "RepeatedKeyError", "check_not_special", "compression_hint",
-           "lone_surrogate_escape", "loads", "not_utf8", "parse_json_text", "read_json", "read_json_text", "special_number",
+__all__ = ["FLOAT_TOO_LARGE", "MAX_NESTING", "NESTED_TOO_DEEP", "DataFormatError", "NotPlainJsonError",
+           "RepeatedKeyError", "check_not_special", "compression_hint", "loads", "lone_surrogate_escape",
+           "nested_too_deep", "not_utf8", "parse_json_text", "read_json", "read_json_text", "special_number",
            "wide_without_mark"]
 
 
@@ -79,6 +81,24 @@ def _located_special_number(err: SpecialNumberError, text: str, first_line: int)
     return located
 
 
+MAX_NESTING = 256  # levels of arrays and objects: real data nests under 10, and Python's parser stops near 1,000
+NESTED_TOO_DEEP = f"arrays or objects nested deeper than {MAX_NESTING} levels"
+_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')
+_NOT_BRACKET = bytes(byte for byte in range(128) if chr(byte) not in "[]{}")
+_STEP = [0] * 128
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
+
+
+def nested_too_deep(text: str) -> bool:
+    """Whether ``text`` (JSON) opens more than :data:`MAX_NESTING` arrays or objects one inside another: counted over
+    its brackets outside strings, in C-speed passes, so both readers refuse at one depth whatever the call stack."""
+    if text.count("[") + text.count("{") <= MAX_NESTING:  # too few brackets to nest so deep: most texts stop here
+        return False
+    brackets = _STRING.sub("", text).encode("ascii", "ignore").translate(None, _NOT_BRACKET)
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > MAX_NESTING
+
+
 FLOAT_TOO_LARGE = "a number too large for a float (it would be read as infinity)"
 
 
@@ -120,22 +140,26 @@ def loads(text: str, first_line: int = 1, finite: bool = False) -> Any:
     """``json.loads`` that refuses what would lose or garble a value (:class:`NotPlainJsonError`): an object with a
     repeated key, ``NaN``/``Infinity``, and a lone UTF-16 surrogate escape (named by line and column, the text's
     first line numbered ``first_line``: a JSON Lines line's number in its file); with ``finite``, a number too large
-    for a float (``1e400``), which the streaming reader of data files refuses too."""
+    for a float (``1e400``), which the streaming reader of data files refuses too; and arrays or objects nested past
+    :data:`MAX_NESTING` levels, as that reader refuses them."""
     if lone := lone_surrogate_escape(text):
         line = text.count("\n", 0, lone.start()) + first_line
         column = lone.start() - text.rfind("\n", 0, lone.start())
         raise LoneSurrogateError(f"{lone.group()} is half of a UTF-16 surrogate pair, no character (line {line}, column {column})")
     try:
-        return json.loads(text, object_pairs_hook=_object_without_repeated_keys, parse_constant=_no_special_number,
-                          parse_float=_finite_float if finite else float)
+        value = json.loads(text, object_pairs_hook=_object_without_repeated_keys, parse_constant=_no_special_number,
+                           parse_float=_finite_float if finite else float)
     except RecursionError:
-        raise NotPlainJsonError("arrays or objects nested deeper than Python's JSON reader follows") from None
+        raise NotPlainJsonError(NESTED_TOO_DEEP) from None
     except SpecialNumberError as err:
         raise _located_special_number(err, text, first_line) from None
     except ValueError as err:  # an integer past Python's digit limit: its int() refuses it, the scanner passes it on
         if isinstance(err, (json.JSONDecodeError, NotPlainJsonError)):
             raise
         raise NotPlainJsonError(f"a number too long to read ({str(err).split(';')[0]})") from None
+    if nested_too_deep(text):  # what Python's parser followed, the streamed reader refuses alike
+        raise NotPlainJsonError(NESTED_TOO_DEEP)
+    return value
 
 
 _WIDE_MARKS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (codecs.BOM_UTF16_LE, "UTF-16"),

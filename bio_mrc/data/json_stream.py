@@ -21,8 +21,8 @@ import ijson
 
 from ..json_syntax import LOOK, syntax_hint
 from .json_reader import (
-    FLOAT_TOO_LARGE, HEAD_BYTES, DataFormatError, RepeatedKeyError, lone_surrogate_escape, not_utf8, special_number,
-    wide_without_mark,
+    FLOAT_TOO_LARGE, HEAD_BYTES, MAX_NESTING, NESTED_TOO_DEEP, DataFormatError, NotPlainJsonError, RepeatedKeyError,
+    lone_surrogate_escape, not_utf8, special_number, wide_without_mark,
 )
 
 _BOM = b"\xef\xbb\xbf"
@@ -156,6 +156,31 @@ def _around(path: Path, index: int) -> tuple[str, str]:
 
 
 _SPECIAL_NUMBER = re.compile(r"-?Infinity|NaN")
+_CONTROL_IN_STRING = "invalid character inside string"  # yajl's words for a raw control character in a string
+CONTROL_CHARACTER = "Invalid control character at"  # json's, which the whole-file reader's messages quote
+# What a scan for a raw control character in a string stops at: a quote, a backslash (whose next character is
+# passed over) or a control character.
+_STRING_STOP = re.compile(r'["\\\x00-\x1f]')
+
+
+def _control_in_string(path: Path) -> int | None:
+    """The index (in characters, as :func:`_line_and_column` counts them) of the first raw control character
+    (U+0000-U+001F) inside a string of ``path``, or None; read a piece at a time, on this error path only."""
+    inside, skip, seen = False, 0, 0
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
+        while chunk := handle.read(1 << 20):
+            for stop in _STRING_STOP.finditer(chunk, max(skip - seen, 0)):
+                at, char = seen + stop.start(), stop.group()
+                if at < skip:  # the character an escape's backslash takes
+                    continue
+                if char == '"':
+                    inside = not inside
+                elif char == "\\":
+                    skip = at + 2
+                elif inside:
+                    return at
+            seen += len(chunk)
+    return None
 
 
 def _holds_no_value(path: Path) -> bool:
@@ -170,9 +195,12 @@ def _holds_no_value(path: Path) -> bool:
 
 
 class _Builder:
-    """Objects from ijson's events, a repeated key refused (ijson would keep the last value only)."""
+    """Objects from ijson's events, a repeated key refused (ijson would keep the last value only), and a value
+    nested past :data:`MAX_NESTING` levels, counting the ``outer`` arrays and objects it sits in (as the whole-file
+    reader refuses it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, outer: int) -> None:
+        self.room = MAX_NESTING - outer
         self.stack: list[Any] = []
         self.keys: list[str | None] = []
         self.value: Any = None
@@ -185,6 +213,8 @@ class _Builder:
             self.keys[-1] = value
             return False
         if kind in ("start_map", "start_array"):
+            if len(self.stack) == self.room:
+                raise NotPlainJsonError(NESTED_TOO_DEEP)
             self.stack.append({} if kind == "start_map" else [])
             self.keys.append(None)
             return False
@@ -232,9 +262,11 @@ class SquadJsonStream:
                 yield from self._articles(parse(_SurrogateCheckedReader(handle, source), use_float=True))
         except IsADirectoryError:
             raise DataFormatError("expected a JSON file, found a folder", source=source) from None
-        except RepeatedKeyError as err:
+        except NotPlainJsonError as err:  # a repeated key, nesting too deep
             raise DataFormatError(str(err), source=source) from None
         except json.JSONDecodeError as err:  # ijson's Python parser (after a >64-bit integer) reads strings with json's
+            if err.msg.startswith("Invalid control character"):  # placed as yajl's refusal of it is
+                raise DataFormatError(self._problem(_CONTROL_IN_STRING), source=source) from None
             raise DataFormatError(f"not valid JSON: {err.msg.removesuffix(' at')} inside a string", source=source) from None
         except UnicodeDecodeError:  # yajl found bytes that are no UTF-8 inside a string
             raise DataFormatError(self._not_utf8() or "not UTF-8 text", source=source) from None
@@ -256,7 +288,10 @@ class SquadJsonStream:
             return "the file is empty: it holds no JSON value"
         if not truncated and (problem := self._not_utf8()):  # yajl calls bytes that are no UTF-8 (Latin-1, UTF-16) bad JSON
             return problem
-        at = None if truncated else _stop_index(first, self.path)
+        if _CONTROL_IN_STRING in first and (control := _control_in_string(self.path)) is not None:
+            first, at = CONTROL_CHARACTER, control  # yajl names no place: found by a scan, worded as json words it
+        else:
+            at = None if truncated else _stop_index(first, self.path)
         where = _line_and_column(self.path, at) if truncated or at is not None else ""
         before, after = _around(self.path, at) if at is not None else ("", "")
         if special := _SPECIAL_NUMBER.match(after):  # yajl: "invalid char in json text"
@@ -288,7 +323,7 @@ class SquadJsonStream:
             if key == "data":
                 yield from self._data_items(events)
             else:
-                value = _whole_value(events)
+                value = _whole_value(events, 1)
                 self.version = value if key == "version" else self.version
         if "data" not in seen:
             raise DataFormatError("expected an object with a 'data' list (official SQuAD layout)", source=str(self.path))
@@ -305,7 +340,7 @@ class SquadJsonStream:
             if kind == "start_map":
                 yield from _article(events, number)
             else:
-                yield _value_from(kind, value, events)
+                yield _value_from(kind, value, events, 2)
 
 
 @dataclass(frozen=True)
@@ -332,18 +367,19 @@ def _article(events: Iterator[tuple[str, Any]], number: int) -> Iterator[Any]:
         kind, value = next(events)
         if key == "paragraphs" and "title" in article and kind == "start_array":
             article[key] = []  # read: a repeated key is still refused
-            for index, paragraph in enumerate(_array_items(events)):
+            for index, paragraph in enumerate(_array_items(events, 4)):
                 streamed += 1
                 yield Paragraph(number, article["title"], index, paragraph)
         else:
-            article[key] = _value_from(kind, value, events)
+            article[key] = _value_from(kind, value, events, 3)
     if not streamed:
         yield article
 
 
-def _array_items(events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
-    """Each element of the array begun (its ``start_array`` read), built one at a time."""
-    builder = _Builder()
+def _array_items(events: Iterator[tuple[str, Any]], outer: int) -> Iterator[Any]:
+    """Each element of the array begun (its ``start_array`` read), built one at a time; ``outer``: the arrays and
+    objects around them."""
+    builder = _Builder(outer)
     for kind, value in events:
         if kind == "end_array" and not builder.stack:
             return
@@ -351,9 +387,9 @@ def _array_items(events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
             yield builder.value
 
 
-def _value_from(kind: str, value: Any, events: Iterator[tuple[str, Any]]) -> Any:
-    """The whole value whose first event is ``(kind, value)``."""
-    builder = _Builder()
+def _value_from(kind: str, value: Any, events: Iterator[tuple[str, Any]], outer: int) -> Any:
+    """The whole value whose first event is ``(kind, value)``, inside ``outer`` arrays and objects."""
+    builder = _Builder(outer)
     if builder.event(kind, value):
         return builder.value
     for kind, value in events:
@@ -362,8 +398,8 @@ def _value_from(kind: str, value: Any, events: Iterator[tuple[str, Any]]) -> Any
     raise DataFormatError("the JSON ends early (a truncated file?)")
 
 
-def _whole_value(events: Iterator[tuple[str, Any]]) -> Any:
+def _whole_value(events: Iterator[tuple[str, Any]], outer: int) -> Any:
     kind, value = next(events, ("end", None))
     if kind == "end":
         raise DataFormatError("the JSON ends early (a truncated file?)")
-    return _value_from(kind, value, events)
+    return _value_from(kind, value, events, outer)

@@ -25,12 +25,23 @@ from .json_reader import DataFormatError, read_json
 from .prediction_layouts import NO_ANSWER_KEY, PredictionFile, is_record, read_prediction_file
 
 
-_SHORT = reprlib.Repr()  # keywords only from Python 3.12
+class _JsonRepr(reprlib.Repr):
+    """``reprlib``'s shortened values with JSON's ``true``, ``false`` and ``null``, as the file holds them."""
+
+    def repr_bool(self, value: bool, level: int) -> str:
+        return "true" if value else "false"
+
+    def repr_NoneType(self, value: None, level: int) -> str:  # noqa: N802 (reprlib's name for the type)
+        return "null"
+
+
+_SHORT = _JsonRepr()  # keywords only from Python 3.12
 _SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 80, 40, 80, 5, 5, 3
 
 
 def _value(value: Any) -> str:
-    """A value of the wrong kind, shortened: an n-best entry or a string of millions of characters would make a line as long."""
+    """A value of the wrong kind as its JSON file spells it, shortened: an n-best entry or a string of millions of
+    characters would make a line as long."""
     return _SHORT.repr(value)
 
 

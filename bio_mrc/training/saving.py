@@ -97,7 +97,7 @@ def _training_writes(name: str) -> bool:
 def _holds_bio_mrc_model(folder: Path) -> bool:
     try:
         return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type") == BioMrcConfig.model_type
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # RecursionError: nested past the parser's stack
         return False
 
 
