@@ -98,12 +98,14 @@ class TakenCharacters:
         self.taken, self.points, self.joined = bytearray(size), bytearray(size), bytearray(size)
 
     def overlaps(self, start: int, end: int) -> bool:
+        """Whether the span shares a character with a taken one, or is an empty span strictly inside one."""
         start, end = start - self.offset, end - self.offset
         if end <= start:
             return end == start and start > 0 and self.joined[start - 1] == 1
         return self.taken.find(1, start, end) >= 0 or self.points.find(1, start + 1, end) >= 0
 
     def take(self, start: int, end: int) -> None:
+        """Mark the span's characters taken (an empty span: its place)."""
         start, end = start - self.offset, end - self.offset
         if end > start:
             self.taken[start:end] = b"\x01" * (end - start)

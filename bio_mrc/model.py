@@ -80,6 +80,7 @@ class BioMrcConfig(PreTrainedConfig):
 
     @property
     def head_names(self) -> list[str]:
+        """The registered heads ``heads`` names (``span+bio``: span, bio)."""
         return registry.head_names(self.heads)
 
     @property
@@ -254,6 +255,7 @@ class BioMrcForQuestionAnswering(PreTrainedModel):
 
     @property
     def heads(self) -> dict[str, torch.nn.Module]:
+        """The model's heads by name."""
         present = ((name, getattr(self, entry.attribute, None)) for name, entry in registry.HEADS.items())
         return {name: head for name, head in present if head is not None}
 

@@ -138,7 +138,7 @@ def span_model_from_qa_checkpoint(folder: Path, name: str | None = None, **windo
 
 def span_model_from_qa_model(source: PreTrainedModel, tokenizer, **windows: int | None) -> BioMrcForQuestionAnswering:
     """The span-only bio_mrc model of an extractive QA model of transformers, in fp32 and eval mode: its encoder, and
-    its ``qa_outputs`` layer as the span head; its window settings :func:`qa_windows`'. A model whose start and end
+    its ``qa_outputs`` layer as the span head; its window settings those :func:`qa_windows` gives. A model whose start and end
     logits are not one such layer on the encoder's output is refused, and so is one whose logits on a question and
     context read with ``tokenizer`` are not the bio_mrc model's (:func:`check_same_logits`)."""
     where = str(source.config._name_or_path or type(source).__name__)

@@ -291,6 +291,7 @@ class TaskEntry:
         return found
 
     def metric_title(self, metric: str) -> str:
+        """How reports title a metric: its entry in ``metric_titles``, else its name."""
         return self.metric_titles.get(metric, metric)
 
     def answer(self, prediction: Any) -> Any:
@@ -349,6 +350,7 @@ class TaskEntry:
         return resolve(self.score)(self, gold, {qid: self.answer(by_id[qid]) for qid in ids}, list(ids))
 
     def metrics_of(self, columns: Mapping[str, Any]) -> dict[str, float]:
+        """The metrics of per-question columns, by the entry's ``aggregate``."""
         return resolve(self.aggregate)(self, columns)
 
 
@@ -376,6 +378,8 @@ def _check_entry(entry: Any, entry_class: type) -> None:
 
 
 def register_head(entry: HeadEntry, *, replace: bool = False) -> HeadEntry:
+    """Add a head to the table every layer reads; a name registered already for another entry is refused unless
+    ``replace``, and so is an ``attribute`` another head holds or that is no identifier. Returns the entry."""
     _check_entry(entry, HeadEntry)
     # every model sets each registered head's attribute (None where it lacks the head): a shared one would unset another's
     shared = next((other.name for other in HEADS.values() if other.attribute == entry.attribute and other.name != entry.name), None)
@@ -386,6 +390,8 @@ def register_head(entry: HeadEntry, *, replace: bool = False) -> HeadEntry:
 
 
 def register_decoding(entry: DecodingEntry, *, replace: bool = False) -> DecodingEntry:
+    """Add a decoding to the table every layer reads; a name registered already for another entry (or ``auto``) is
+    refused unless ``replace``, and so is a malformed entry. Returns the entry."""
     _check_entry(entry, DecodingEntry)
     if not isinstance(entry.heads, (set, frozenset)) or not all(isinstance(name, str) for name in entry.heads):
         raise ValueError(f"decoding {entry.name!r}: heads must be a frozenset of head names, got {entry.heads!r}")
@@ -402,6 +408,8 @@ def register_decoding(entry: DecodingEntry, *, replace: bool = False) -> Decodin
 
 
 def register_task(entry: TaskEntry, *, replace: bool = False) -> TaskEntry:
+    """Add a task to the table every layer reads; a name registered already for another entry is refused unless
+    ``replace``. Returns the entry."""
     _check_entry(entry, TaskEntry)
     return _register(TASKS, "task", entry, lambda e: e.title, replace)
 

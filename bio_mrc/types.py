@@ -23,6 +23,10 @@ Alternative = tuple[CharSpan, ...]
 
 @dataclass(frozen=True)
 class Example:
+    """One question: its id, text, context and gold answers, ``answers`` a tuple of alternatives, each a tuple of
+    ``(start, end)`` character spans into ``context`` (end exclusive); ``()`` for an unanswerable question, None for
+    an unlabelled one; ``title``: its article's, where the data gives one."""
+
     id: str
     question: str
     context: str
@@ -36,6 +40,7 @@ class Example:
 
     @property
     def is_answerable(self) -> bool:
+        """Whether the example has at least one gold answer."""
         return bool(self.answers)
 
     def answer_texts(self) -> list[list[str]]:
@@ -55,6 +60,7 @@ class AnswerSpan:
     probability: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The span as JSON: text, offsets and score, and its probability where it has one."""
         own = {} if self.probability is None else {"probability": float(self.probability)}
         return {"text": self.text, "start": self.start, "end": self.end, "score": float(self.score), **own}
 
@@ -92,6 +98,7 @@ class Prediction:
         return [] if self.abstain else [s.text for s in self.spans]
 
     def to_dict(self) -> dict[str, Any]:
+        """The prediction as JSON: its answer, abstention, scores and spans (what the answers stream writes)."""
         return {
             "id": self.id,
             "answer": self.answer,
@@ -136,6 +143,7 @@ class DocumentAnswer:
     probability: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The answer as JSON, with its document's index and name."""
         return {"text": self.text, "start": self.start, "end": self.end, "score": float(self.score), "document": self.document,
                 "name": self.name, "span_score": float(self.span_score), "abstain": self.abstain, "probability": self.probability}
 
@@ -158,6 +166,7 @@ class RankedAnswers:
         return self.answers[0].text if self.answers and not self.answers[0].abstain else ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The question's answers as JSON, and each document's abstention and no-answer score."""
         return {
             "question": self.question,
             "answer": self.answer,

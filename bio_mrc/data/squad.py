@@ -45,6 +45,7 @@ class SquadFile:
 
     @property
     def is_v2(self) -> bool:
+        """Whether the questions are SQuAD 2.0's (some may have no answer)."""
         return self.version == "2.0"
 
 
@@ -251,6 +252,7 @@ class SquadStream:
 
     @property
     def is_v2(self) -> bool:
+        """Whether the questions are SQuAD 2.0's (some may have no answer)."""
         return self.version == "2.0"
 
 

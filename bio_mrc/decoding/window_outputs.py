@@ -76,16 +76,19 @@ class WindowOutputs:
 
     @property
     def bio_log_probs(self) -> np.ndarray:
+        """(F, L, 3): the BIO head's log-probabilities of B, I and O; a ValueError without a BIO head."""
         if self.bio_logits is None:
             raise ValueError("this model has no BIO head")
         return log_softmax(self.bio_logits)
 
     @property
     def words(self) -> np.ndarray:
+        """(F, L, 2): each paragraph token's word span, or its own offsets where the words are the tokens."""
         return self.offsets if self.word_offsets is None else self.word_offsets
 
     @property
     def tagged(self) -> np.ndarray:
+        """(F, L): the tokens that carry a BIO tag, every paragraph token without a ``tag_mask``."""
         return self.mask if self.tag_mask is None else self.tag_mask
 
     @property

@@ -80,6 +80,7 @@ class FeatureConfig:
             )
 
     def to_dict(self) -> dict[str, Any]:
+        """Every setting by its field name."""
         return asdict(self)
 
 

@@ -1,0 +1,1 @@
+"""bio-mrc compare: a comparison's config -> splits -> models -> cells -> summary -> report."""

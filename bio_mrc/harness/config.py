@@ -182,6 +182,9 @@ def _kept_options(train: TrainConfig) -> dict[str, Any]:
 
 @dataclass
 class CompareConfig:
+    """A comparison as data: its training, evaluation and tuning data, its runs and seeds, how it decodes, its
+    baseline and contrasts; what :func:`load_config` and :func:`parse_config` return, checked in full."""
+
     name: str
     train: DataSpec | None
     eval: DataSpec
@@ -229,9 +232,11 @@ class CompareConfig:
         return replace(self, runs=runs, seeds=seeds or self.seeds)
 
     def run_seeds(self, run: RunSpec) -> list[int]:
+        """The seeds a run trains with: its own, else the comparison's."""
         return list(run.seeds) if run.seeds else self.seeds
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as JSON, as ``report.json`` keeps it and ``parse_config`` reads it back."""
         saved = {
             "name": self.name,
             "description": self.description,

@@ -118,6 +118,7 @@ class Summary(Statistics):
 
     @classmethod
     def from_json(cls, data: Any, source: str = "the summary") -> "Summary":
+        """The summary ``to_json`` wrote, its keys checked; a wrong one is a ConfigError naming ``source`` and the field."""
         data = checked(data, tuple(_SUMMARY_KINDS), source, "a comparison summary")
         check_kinds(data, _SUMMARY_KINDS, source)
         if not all(isinstance(table, dict) for table in data["breakdowns"].values()):

@@ -15,7 +15,7 @@ TRAINING_LOSS_PLOT = "training loss"  # the key of the figure in the report's pl
 def loss_curves(cells: Sequence[Cell]) -> dict[str, list[dict[str, Any]]] | None:
     """``{run: [{"seed", "fold", "model_dir", "steps", "loss"}, …]}``, one entry per model folder (``fold`` None
     unless cross-validation trained one model per fold: the cell's ``fold_model_dirs``), in report order;
-    None when no model folder keeps a log history (models trained before it was kept, or folders gone)."""
+    None when no model folder keeps a log history (folders that keep none, or folders gone)."""
     curves: dict[str, list[dict[str, Any]]] = {}
     seen = set()
     for cell in cells:

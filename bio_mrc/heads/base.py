@@ -29,6 +29,7 @@ class Head(nn.Module):
     """
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, ...]:  # pragma: no cover
+        """(batch, seq, hidden) states -> the head's logits, each (batch, seq, ...)."""
         raise NotImplementedError
 
     def reset_bias(self) -> None:
@@ -42,6 +43,7 @@ class Head(nn.Module):
         tag_mask: torch.Tensor | None = None,
         **labels: torch.Tensor,
     ) -> torch.Tensor:  # pragma: no cover - abstract
+        """The scalar loss of what ``forward`` returned against the labels its registry entry names."""
         raise NotImplementedError
 
 

@@ -45,6 +45,7 @@ class QaCheckpointConversion:
     revision: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """What ``bio-mrc convert`` prints: the output folder, the source model, its architecture, heads and windows."""
         windows = {"max_seq_length": self.max_seq_length, "doc_stride": self.doc_stride, "max_query_length": self.max_query_length}
         # "revision" as the run record's converted_from names it
         return {"output": str(self.output), "source": self.source, "revision": self.revision, "architecture": self.architecture,
@@ -63,6 +64,7 @@ class QaCheckpointExport:
     format: str = "transformers"
 
     def to_dict(self) -> dict[str, Any]:
+        """What ``bio-mrc export --format transformers`` prints."""
         return {"format": self.format, "architecture": self.architecture, "source": self.source, "left_out": list(self.left_out)}
 
 

@@ -26,6 +26,7 @@ class DecodingFiles:
     na_probs: Path | None = None
 
     def to_dict(self) -> dict[str, str]:
+        """Each file's path by its kind, the files written only."""
         named = {"predictions": self.predictions, "nbest": self.nbest, "na_probs": self.na_probs}
         return {name: str(path) for name, path in named.items() if path is not None}
 

@@ -135,14 +135,17 @@ class TrainedModel:
 
     @property
     def backend(self) -> str:
+        """What runs the forward: ``onnx`` (ONNX Runtime) or ``torch``."""
         return "onnx" if isinstance(self.model, OnnxModel) else "torch"
 
     @property
     def decodings(self) -> list[str]:
+        """The decodings the model's heads allow."""
         return available_decodings(self.model.config.heads)
 
     @property
     def thresholds(self) -> dict[str, float]:
+        """The no-answer thresholds saved with the model, by decoding (none before ``tune``)."""
         return dict(self.model.config.no_answer_thresholds or {})
 
     @property

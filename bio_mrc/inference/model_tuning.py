@@ -39,6 +39,7 @@ class ModelTuning:
 
     @property
     def report(self) -> dict[str, Any]:
+        """How each fitted setting scored, as ``bio-mrc tune`` prints it."""
         return self.tuned.report
 
 

@@ -237,6 +237,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
             first += len(chunk)
 
     def preprocess(self, inputs: "_Questions") -> dict[str, Any]:
+        """The questions as read by the call, handed on to the forward step whole."""
         return {"questions": inputs}
 
     def _forward(self, model_inputs: dict[str, Any]) -> dict[str, Any]:

@@ -75,6 +75,7 @@ class PredictionFiles:
     files: dict[str, DecodingFiles] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, dict[str, str]]:
+        """Each decoding's file paths, as ``bio-mrc predict`` prints them."""
         return {decoding: written.to_dict() for decoding, written in self.files.items()}
 
 

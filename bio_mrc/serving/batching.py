@@ -52,9 +52,11 @@ class SharedWorker:
 
     @property
     def running(self) -> bool:
+        """Whether the worker's loop is started and not yet stopped."""
         return self._task is not None and not self._task.done()
 
     async def start(self) -> None:
+        """Start the worker thread and its loop on the running event loop."""
         # An event waited on is bound to its loop: each start (an app started again) has its own.
         self.arrived = asyncio.Event()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)

@@ -186,6 +186,7 @@ class TrainConfig:
 
     @property
     def features(self) -> FeatureConfig:
+        """The window and target settings of this config, as the features layer takes them."""
         return FeatureConfig(**{f.name: getattr(self, f.name) for f in fields(FeatureConfig) if hasattr(self, f.name)})
 
     def model_settings(self) -> dict[str, Any]:
@@ -234,9 +235,9 @@ class TrainConfig:
             return None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config. The fields added
-        after the first models were saved are left out at the value a record without them means: the record, and
-        the key of a model that does not use them, are those of a config that had no such field."""
+        """JSON-shaped (lists, not tuples), so a saved record compares equal to a fresh config. A field of
+        ``model_defaults.TRAIN_OPTIONS_WHEN_ABSENT`` is left out at the value a record without it means: the record,
+        and the key of a model that does not use it, are those of a config without the field."""
         data = json.loads(json.dumps(asdict(self)))
         for name, absent in model_defaults.TRAIN_OPTIONS_WHEN_ABSENT.items():
             if data[name] == absent:
@@ -252,6 +253,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+        """The config of ``to_dict``'s keys (a run record's ``train``); an unknown key is a ValueError naming it."""
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:

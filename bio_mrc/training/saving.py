@@ -180,7 +180,7 @@ def push_final_model(trainer: Trainer, output_dir: Path, files: Sequence[str]) -
 
 def load_training_log(model_dir: str | Path) -> list[dict[str, Any]] | None:
     """The log history a model folder keeps (one dict per logged step: loss, learning_rate, eval_*, step,
-    epoch), or None for a folder trained before it was kept."""
+    epoch), or None for a folder that keeps none."""
     path = Path(model_dir) / TRAINING_LOG_FILE
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 

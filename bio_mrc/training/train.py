@@ -43,6 +43,10 @@ from .trainer import (
 
 @dataclass(frozen=True)
 class TrainResult:
+    """What :func:`train_model` returns: the folder the model is saved in, the training's wall-clock seconds, the
+    questions and windows it trained on, and the mean training loss (of this sitting's steps when resumed; None
+    when it trained none)."""
+
     model_dir: Path
     seconds: float
     n_examples: int
