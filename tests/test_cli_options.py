@@ -285,3 +285,20 @@ def test_train_help_says_a_default_window_is_fitted_to_a_shorter_encoder(option)
 def test_extract_help_says_it_takes_the_context_one_way():
     assert "--context" in _entry("extract", "--context-file") and "--context-file" in _entry("extract", "--context")
     assert "oneofthetwo" in _entry("extract", "--context-file") + _entry("extract", "--context")
+
+
+def test_the_overview_says_what_the_tool_does_and_that_train_reads_more_than_squad():
+    overview = _squeezed(build_parser().format_help())
+    assert "questionanswering" in overview and "thincommandline" not in overview  # was how the CLI is built
+    assert "labelledquestions(SQuADJSON,JSONLines,CSV" in overview  # was "fine-tune a model on SQuAD-format data"
+
+
+def test_tune_data_help_reads_as_one_sentence():
+    own = _entry("tune", "--data")
+    assert "held-out" in own and ".questions:" not in own  # was "...the final evaluation. questions: official SQuAD JSON; ..."
+
+
+@pytest.mark.parametrize("command", ["extract", "tune"])
+def test_n_best_help_says_what_it_is_where_no_n_best_file_is_written(command):
+    own = _entry(command, "--n-best")
+    assert "whatpredictwrites" not in own and "best" in own  # was "(what predict writes to its n-best file)"

@@ -62,10 +62,11 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
 
 
 # The forms load_squad reads (bio_mrc/data/formats.py), for every --data and --train.
-DATA_HELP = ("questions: official SQuAD JSON; JSON Lines with the Hugging Face SQuAD columns "
+DATA_FORMS = ("official SQuAD JSON; JSON Lines with the Hugging Face SQuAD columns "
               "(.jsonl, .jsonl.gz, or by content); CSV, TSV or Parquet with those columns; an MRQA shared-task file "
               "(.jsonl.gz); MultiSpanQA, DROP, Quoref or MASH-QA JSON; a folder saved with datasets' save_to_disk (FOLDER:SPLIT picks "
               "a DatasetDict's split); or a hub dataset id with a split, e.g. rajpurkar/squad:validation (needs a network)")
+DATA_HELP = f"questions: {DATA_FORMS}"
 
 
 def add_network_options(parser: argparse.ArgumentParser) -> None:

@@ -18,14 +18,15 @@ from ..serving.config import ServeConfig
 from ..training.config import DEFAULT_CHECKPOINT_STEPS, TrainConfig
 from .answer_commands import cmd_extract, cmd_predict, cmd_serve
 from .export_commands import EXPORT_FORMATS, cmd_convert, cmd_export
-from .options import (DefaultsHelpFormatter, AUTO_HELP, DATA_HELP, DECODE_NOT_OPTIONS, MODEL_HELP, add_data_options, add_device_option,
+from .options import (DefaultsHelpFormatter, AUTO_HELP, DATA_FORMS, DATA_HELP, DECODE_NOT_OPTIONS, MODEL_HELP, add_data_options, add_device_option,
                       add_revision_option,
                       add_network_options, add_precision_option, count_option, decoding_choices)
 from .score_commands import cmd_compare, cmd_evaluate
 from .train_command import cmd_train
 from .tune_command import cmd_tune
 
-_DESCRIPTION = "bio-mrc: a thin command line over the library. Each command parses, calls, prints."
+_DESCRIPTION = ("bio-mrc: extractive question answering with a BIO tagging head and a start/end span head on one "
+                "encoder: train a model, answer questions with it, score, tune, compare, export and serve it.")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Every option's help ends with its real default, read from the parser (so help and defaults cannot drift).
     add_command = functools.partial(sub.add_parser, formatter_class=DefaultsHelpFormatter)
 
-    train = add_command("train", help="fine-tune a model on SQuAD-format data")
+    train = add_command("train", help="fine-tune a model on labelled questions (SQuAD JSON, JSON Lines, CSV, ...)")
     train.add_argument("--train", required=True, help=DATA_HELP)
     train.add_argument("--limit", type=count_option, help="train on the first N questions of --train (default: all)")
     train.add_argument("--eval", help="held-out questions scored (official F1 of every decoding) whenever the training "
@@ -125,7 +126,7 @@ def _add_tune_command(add_command) -> None:
                                        "with the model")
     tune.add_argument("--model", required=True, help=MODEL_HELP)
     add_revision_option(tune)
-    tune.add_argument("--data", required=True, help=f"questions NOT used for training or the final evaluation. {DATA_HELP}")
+    tune.add_argument("--data", required=True, help=f"held-out questions, used neither for training nor for the final evaluation: {DATA_FORMS}")
     tune.add_argument("--limit", type=count_option, help="tune on the first N questions of --data (default: all)")
     tune.add_argument("--decoding", choices=decoding_choices(), nargs="+",
                       help="default: every decoding the model has; auto: the one predict and extract use by default, the best "

@@ -64,7 +64,8 @@ class DecodeConfig:
     and saved with the model (0 for a model without one).
     """
 
-    n_best: int = field(default=20, metadata={"help": "answer candidates kept per question (what predict writes to its n-best file)",
+    n_best: int = field(default=20, metadata={"help": "answer candidates kept per question, best first: the n-best spans "
+                                                       "(predict's n-best file) and those a multi-span answer is chosen from",
                                                "minimum": 1, "maximum": MAX_COUNT})  # every count's bound
     max_answer_length: int = field(default=30, metadata={
         "help": "in tokens (in words for the BIO decoding of a word-level tagger)", "minimum": 1, "maximum": MAX_COUNT})
