@@ -251,6 +251,30 @@ def test_an_unreadable_windows_file_is_built_again_and_a_folder_in_its_place_is_
         build_features(sample_v1.examples, tiny_tokenizer, SMALL, cache_dir=tmp_path)
 
 
+def test_a_windows_file_whose_feature_types_this_datasets_cannot_read_is_built_again(sample_v1, tiny_tokenizer, tmp_path, monkeypatch):
+    """The cache is shared by every environment: a file a newer datasets wrote names feature types (``List``) that
+    an older one's ``Dataset.from_file`` fails on with a TypeError; it is built again, never a traceback."""
+    import datasets
+
+    expected = build_features(sample_v1.examples, tiny_tokenizer, SMALL).to_dict()
+    build_features(sample_v1.examples, tiny_tokenizer, SMALL, cache_dir=tmp_path)
+    (cached,) = tmp_path.glob("windows-*.arrow")
+    size = cached.stat().st_size
+    read, refused = datasets.Dataset.from_file, []
+
+    def older_datasets(filename, *args, **kwargs):
+        if filename == str(cached) and not refused:  # the file as found; the one built again reads
+            refused.append(filename)
+            raise TypeError("must be called with a dataclass type or instance")  # datasets 2.19 on a 4.x file
+        return read(filename, *args, **kwargs)
+
+    monkeypatch.setattr(datasets.Dataset, "from_file", older_datasets)
+    cached.unlink()
+    cached.write_bytes(b"\0" * size)  # proof that it is written anew
+    again = build_features(sample_v1.examples, tiny_tokenizer, SMALL, cache_dir=tmp_path)
+    assert refused and again.to_dict() == expected and cached.read_bytes() != b"\0" * size
+
+
 def test_no_default_cache_when_datasets_caching_is_off():
     import datasets
     from bio_mrc.features.windows_cache import default_windows_cache

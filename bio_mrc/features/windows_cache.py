@@ -43,7 +43,9 @@ def drop_unreadable(cache_file: Path, complete: Callable[[datasets.Dataset], boo
         raise ConfigError(f"{cache_file} is not a file, yet training caches its windows there: move it away, or delete it")
     try:
         whole = complete(datasets.Dataset.from_file(str(cache_file)))
-    except (OSError, ValueError, KeyError):  # pyarrow's ArrowInvalid is a ValueError, its ArrowIOError an OSError
+    # pyarrow's ArrowInvalid is a ValueError, its ArrowIOError an OSError; a file a newer datasets wrote (the cache is
+    # shared by every environment) names feature types an older one fails on with a TypeError
+    except (OSError, ValueError, KeyError, TypeError):
         whole = False
     if not whole:
         with contextlib.suppress(FileNotFoundError):

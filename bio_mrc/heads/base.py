@@ -82,8 +82,7 @@ def values_checked(*tensors: torch.Tensor | None) -> bool:
     """Whether the values of labels are checked: where every tensor given is on the CPU, outside compiled code. On an
     accelerator the answer would cost a device sync every training step, and a branch on values would break a
     compiled graph (``torch.compile(..., fullgraph=True)`` refuses it)."""
-    compiling = getattr(torch.compiler, "is_compiling", None)  # torch 2.3 and later
-    if compiling is not None and compiling():
+    if torch.compiler.is_compiling():
         return False
     return all(tensor is None or tensor.device.type == "cpu" for tensor in tensors)
 
