@@ -9,8 +9,9 @@ import pytest
 from datasets import Dataset
 
 from bio_mrc.decoding import spans
-from bio_mrc.features import targets
+from bio_mrc.features import targets, windows, words
 from bio_mrc.features.pair_windows import pair_windows
+from bio_mrc.features.words import context_words
 from bio_mrc.features.windows import FeatureConfig, build_features, tokenize_windows, windows_table
 from bio_mrc.inference import AnswerExtractor
 from bio_mrc.types import Example
@@ -59,6 +60,59 @@ def test_the_windows_are_those_the_tokenizers_own_call_cuts_without_its_lists_of
         expected = np.asarray(own["offset_mapping"][i], dtype=np.int64).reshape(-1, 2)
         expected[~in_context] = -1
         assert offsets.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("name", ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer"])
+def test_a_contexts_words_are_those_of_the_tokenizers_own_call_without_its_lists_of_every_token(request, monkeypatch, name):
+    tokenizer = request.getfixturevalue(name)
+    contexts = [ODD_CONTEXT, "Rollo ruled  Normandy.", ODD_CONTEXT]
+    pair_windows(tokenizer, ["who?"] * 3, contexts, 32, 8)  # windows first, as tokenize_windows cuts them: no truncation left
+    calls = []
+
+    class OwnWay(type(tokenizer)):  # the same backend, read through the tokenizer's own call
+        def _encode_plus(self, *args, **kwargs):
+            calls.append(kwargs.get("text", args[0] if args else None))
+            return super()._encode_plus(*args, **kwargs)
+
+    own_way = copy.copy(tokenizer)
+    own_way.__class__ = OwnWay
+    expected = context_words(own_way, contexts)
+    assert any(isinstance(texts, list) and ODD_CONTEXT in texts for texts in calls)  # the contexts by its own call
+    convert = tokenizer._convert_encoding
+    monkeypatch.setattr(tokenizer, "_convert_encoding", lambda encoding, **kwargs: pytest.fail("Python lists of every token")
+                        if len(encoding.ids) > 20 else convert(encoding, **kwargs))  # the words' probe: a few tokens
+    got = context_words(tokenizer, contexts)
+    assert [words.tolist() for words in got] == [words.tolist() for words in expected]
+    assert len(got[0]) > 100 and got[0].tolist() == got[2].tolist()
+    assert [contexts[1][a:b] for a, b in got[1]] == ["Rollo", "ruled", "Normandy", "."]
+
+
+@pytest.mark.parametrize("name", ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer"])
+def test_an_examples_windows_are_tagged_at_once_as_each_window_alone(request, monkeypatch, name):
+    tokenizer = request.getfixturevalue(name)
+    config = FeatureConfig(max_seq_length=24, doc_stride=8, max_query_length=8, tag_level="word")
+    examples = [Example("0", "Who?", ODD_CONTEXT, (((0, 5),),)), Example("1", "When?", "Rollo ruled in 911.", (((15, 18),),)),
+                Example("2", "Who ruled?", ODD_CONTEXT, (((0, 5),),))]
+    calls, order = [], []
+    monkeypatch.setattr(windows, "word_of_tokens", lambda *args: calls.append(len(args[0])) or words.word_of_tokens(*args))
+    alone, cut = windows.tokens_alone, windows.pair_windows  # the contexts alone first, while no window is held
+    monkeypatch.setattr(windows, "tokens_alone", lambda *args: order.append("alone") or alone(*args))
+    monkeypatch.setattr(windows, "pair_windows", lambda *args: order.append("windows") or cut(*args))
+    features = tokenize_windows(examples, tokenizer, config)
+    assert len(calls) == 3 and len(features["example_index"]) > 60  # one call an example, not one a window
+    assert order == ["alone", "windows"]
+    words_of = context_words(tokenizer, [example.context for example in examples])
+    for k, example in enumerate(features["example_index"]):  # each window alone
+        spans, tagged = words.word_of_tokens(features["offset_mapping"][k], features["paragraph_mask"][k] == 1, words_of[example])
+        assert features["word_offsets"][k].tolist() == spans.tolist()
+        assert features["tag_mask"][k].tolist() == tagged.astype(np.int8).tolist()
+
+
+def test_windows_tagged_at_once_each_tag_their_own_first_token_of_a_word():
+    # Two tokens of one character (byte-level BPE), each the last of one window and the first of the next.
+    offsets, in_context, spans = np.array([[0, 1], [0, 1], [2, 5]]), np.array([True, True, True]), np.array([[0, 1], [2, 5]])
+    assert words.word_of_tokens(offsets, in_context, spans)[1].tolist() == [True, False, True]  # one window
+    assert words.word_of_tokens(offsets, in_context, spans, np.array([1]))[1].tolist() == [True, True, True]  # two
 
 
 def test_a_tokenizer_that_encodes_its_own_way_cuts_the_windows_with_its_own_call(tiny_tokenizer, monkeypatch):

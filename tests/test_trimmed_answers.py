@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bio_mrc.decoding.postprocess import DecodeConfig, decode, trimmed_span
+from bio_mrc import answer_text
+from bio_mrc.answer_text import trimmed_span, trimmed_spans
+from bio_mrc.decoding.postprocess import DecodeConfig, decode
 from bio_mrc.features.ragged import RaggedColumn
 from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.inference.forward import window_outputs
@@ -34,6 +36,21 @@ def test_trimmed_span_by_hand():
 def test_blank_clusters_at_the_edges_are_trimmed_whole(context, start, end, kept):
     begin, finish = trimmed_span(context, start, end)
     assert context[begin:finish] == kept and (kept or begin == finish)
+
+
+def test_spans_trimmed_together_are_each_trimmed_alone_and_only_those_with_a_blank_edge_go_one_by_one(monkeypatch):
+    calls = []
+    monkeypatch.setattr(answer_text, "trimmed_span", lambda *span: calls.append(span[1:]) or trimmed_span(*span))
+    begin, end = trimmed_spans(["Ada wrote it. "], [0, 0, 0, 0, 0], [0, 4, 0, 3, 2], [3, 9, 14, 4, 2])
+    assert (begin.tolist(), end.tolist()) == ([0, 4, 0, 4, 2], [3, 9, 13, 4, 2])  # "Ada", "wrote", "Ada wrote it.", ""
+    assert calls == [(0, 14), (3, 4)]  # the others' edges are letters: their own trim
+    contexts = ["\u200bAda\u200b x \u0301y cafe\u0301 \u2069\n 首都。\ud800 👍🏽 \t", "a  \t b", "", "\u00a0 .z"]
+    rng = np.random.default_rng(0)
+    rows = rng.integers(0, len(contexts), 2000)
+    lengths = np.array([len(c) for c in contexts])[rows]
+    start, stop = rng.integers(0, lengths + 1), rng.integers(0, lengths + 1)
+    expected = [trimmed_span(contexts[r], s, e) for r, s, e in zip(rows.tolist(), start.tolist(), stop.tolist())]
+    assert list(zip(*(a.tolist() for a in trimmed_spans(contexts, rows, start, stop)))) == expected
 
 
 def test_a_word_of_a_zero_width_space_alone_is_no_word(tiny_bpe_tokenizer):

@@ -42,7 +42,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import registry
-from ..answer_text import normalize_answer, trimmed_span
+from ..answer_text import normalize_answer, trimmed_spans
 from ..arguments import MAX_COUNT
 from ..config_schema import check_fields
 from ..model_folder import MAX_SETTING
@@ -131,9 +131,7 @@ def _collect(
 
 def _trimmed_columns(examples: Sequence[Example], ex: np.ndarray, char_start: np.ndarray, char_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each character span of ``examples[ex]``'s contexts trimmed (:func:`trimmed_span`): empty where it keeps no text."""
-    spans = [trimmed_span(examples[row].context, begin, end) for row, begin, end in zip(ex.tolist(), char_start.tolist(), char_end.tolist())]
-    trimmed = np.array(spans, dtype=np.int64).reshape(-1, 2)
-    return trimmed[:, 0], trimmed[:, 1]
+    return trimmed_spans([example.context for example in examples], ex, char_start, char_end)
 
 
 def best_shown_scores(

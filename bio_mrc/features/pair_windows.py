@@ -43,15 +43,8 @@ def pair_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str], c
         return _windows_of_its_call(tokenizer, questions, contexts, max_length, stride)
     names = [name for name in ("input_ids", "token_type_ids", "attention_mask")
              if name == "input_ids" or name in tokenizer.model_input_names]
-    with tokenizer_lock(tokenizer):  # the truncation set for this call stays this call's
-        if not getattr(tokenizer, "_in_target_context_manager", False) and hasattr(tokenizer, "_switch_to_input_mode"):
-            tokenizer._switch_to_input_mode()  # as the call does: a seq2seq tokenizer's source-language special tokens
-        tokenizer.set_truncation_and_padding(padding_strategy=PaddingStrategy.DO_NOT_PAD,
-                                             truncation_strategy=TruncationStrategy.ONLY_SECOND, max_length=max_length,
-                                             stride=stride, pad_to_multiple_of=None, padding_side=None)
-        backend = tokenizer.backend_tokenizer
-        backend.encode_special_tokens = True  # a text's "[SEP]" is its five characters, never the separator the window holds
-        encodings = backend.encode_batch(list(zip(questions, contexts)), add_special_tokens=True)
+    encodings = backend_encodings(tokenizer, list(zip(questions, contexts)), True, TruncationStrategy.ONLY_SECOND,
+                                  max_length, stride)
     windows = PairWindows({name: [] for name in names})
     for sample in range(len(encodings)):
         later = encodings[sample].overflowing  # a copy of the windows after the first
@@ -61,6 +54,21 @@ def pair_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str], c
             _read_window(windows, window, sample)
             window = later.pop() if later else None
     return windows
+
+
+def backend_encodings(tokenizer: PreTrainedTokenizerBase, texts: list, add_special_tokens: bool,
+                      truncation: TruncationStrategy = TruncationStrategy.DO_NOT_TRUNCATE, max_length: int | None = None,
+                      stride: int = 0) -> list:
+    """The backend's encodings of ``texts`` (texts, or pairs of them) with the settings the tokenizer's own call
+    (``split_special_tokens=True``, no padding) gives it, without the call's Python lists of every token."""
+    with tokenizer_lock(tokenizer):  # the truncation set for this call stays this call's
+        if not getattr(tokenizer, "_in_target_context_manager", False) and hasattr(tokenizer, "_switch_to_input_mode"):
+            tokenizer._switch_to_input_mode()  # as the call does: a seq2seq tokenizer's source-language special tokens
+        tokenizer.set_truncation_and_padding(padding_strategy=PaddingStrategy.DO_NOT_PAD, truncation_strategy=truncation,
+                                             max_length=max_length, stride=stride, pad_to_multiple_of=None, padding_side=None)
+        backend = tokenizer.backend_tokenizer
+        backend.encode_special_tokens = True  # a text's "[SEP]" is its five characters, never the separator the window holds
+        return backend.encode_batch(texts, add_special_tokens=add_special_tokens)
 
 
 # Where a backend encoding holds each model input.

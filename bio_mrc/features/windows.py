@@ -33,7 +33,8 @@ from .config import BIO_TARGET_KINDS, TAG_LEVELS, TARGET_KINDS, FeatureConfig  #
 from .targets import add_targets
 from .tokenizer_lock import tokenizer_lock
 from .windows_cache import cache_budget_bytes, drop_unreadable, mark_used_and_prune, windows_cache_file
-from .words import context_words, dropped_attached_runs, extend_over_attached, grapheme_bounds, snap_to_graphemes, word_of_tokens
+from .words import (context_words, dropped_attached_runs, extend_over_attached, grapheme_bounds, snap_to_graphemes, tokens_alone,
+                    word_of_tokens)
 
 def check_tokenizer(tokenizer: PreTrainedTokenizerBase) -> None:
     """Offsets are what map tokens back to characters; only fast tokenizers have them."""
@@ -88,23 +89,36 @@ def tokenize_windows(
     check_window_room(tokenizer, config)
     questions = truncate_questions([ex.question.lstrip() for ex in examples], tokenizer, config.max_query_length)
     contexts = [ex.context for ex in examples]
+    tokens = tokens_alone(tokenizer, contexts) if config.tag_level == "word" else None  # before the windows are held
     cut = pair_windows(tokenizer, questions, contexts, config.max_seq_length, config.doc_stride)
     features: dict[str, list[Any]] = {**cut.inputs, "example_index": cut.example_index}
     window_offsets, window_in_context = cut.offsets, cut.in_context
     attached = dropped_attached_runs(contexts, _offsets_of_examples(window_offsets, features["example_index"], len(contexts)))
     bounds = grapheme_bounds(contexts)
     columns: dict[str, list[Any]] = {"offset_mapping": [], "paragraph_mask": [], "word_offsets": [], "tag_mask": []}
-    words_of_context = context_words(tokenizer, contexts, attached, bounds, config.word_units) if config.tag_level == "word" else None
-    for offsets, in_context, example in zip(window_offsets, window_in_context, features["example_index"]):
-        offsets = snap_to_graphemes(extend_over_attached(offsets, attached[example]), bounds[example])
+    words_of_context = context_words(tokenizer, contexts, attached, bounds, config.word_units, tokens) if config.tag_level == "word" else None
+    for example, first, end in _runs_of_examples(features["example_index"]):  # an example's windows at once
+        edges = np.cumsum([0, *map(len, window_offsets[first:end])])
+        offsets = snap_to_graphemes(extend_over_attached(np.concatenate(window_offsets[first:end]), attached[example]),
+                                    bounds[example])
+        in_context = np.concatenate(window_in_context[first:end])
         if words_of_context is not None:
-            words, tagged = word_of_tokens(offsets, in_context, words_of_context[example])
+            words, tagged = word_of_tokens(offsets, in_context, words_of_context[example], edges[1:-1])
         else:
             words, tagged = offsets, in_context
         for key, value in zip(columns, (offsets, in_context.astype(np.int8), words, tagged.astype(np.int8))):
-            columns[key].append(value)  # numpy: written to Arrow from one buffer a column (windows_table)
+            # numpy: written to Arrow from one buffer a column (windows_table)
+            columns[key].extend(value[a:b] for a, b in zip(edges[:-1].tolist(), edges[1:].tolist()))
     features.update(columns)
     return features
+
+
+def _runs_of_examples(example_index: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(example, first window, end window) of each run of consecutive windows of one example, in order."""
+    index = np.asarray(example_index, dtype=np.int64)
+    starts = np.flatnonzero(np.concatenate([[True], index[1:] != index[:-1]])) if len(index) else np.zeros(0, dtype=np.int64)
+    ends = np.append(starts[1:], len(index))
+    return list(zip(index[starts].tolist(), starts.tolist(), ends.tolist()))
 
 
 def _offsets_of_examples(window_offsets: list[np.ndarray], example_index: Sequence[int], n_examples: int) -> list[np.ndarray]:

@@ -5,22 +5,25 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Sequence
+from itertools import chain
+from typing import Iterator, Sequence
 
 import numpy as np
 import regex  # grapheme clusters (\X) and scripts (\p{Script=...}), which re lacks
 from transformers import PreTrainedTokenizerBase
 
-from ..answer_text import trimmed_span
+from ..answer_text import trimmed_spans
+from .pair_windows import backend_encodings, encodes_its_own_way
 from .tokenizer_lock import tokenizer_lock
 
 __all__ = ["context_words", "dropped_attached_runs", "extend_over_attached", "grapheme_bounds", "snap_to_graphemes",
-           "word_of_tokens"]
+           "tokens_alone", "word_of_tokens"]
 
 
 def context_words(
     tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str], attached: Sequence[np.ndarray] | None = None,
     bounds: Sequence[np.ndarray | None] | None = None, units: str = "punctuation",
+    tokens: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> list[np.ndarray]:
     """(W, 2) character spans of the words of each context, in order, without blank edges (whitespace, zero-width and
     bidirectional controls: :func:`~bio_mrc.answer_text.trimmed_span`).
@@ -31,32 +34,62 @@ def context_words(
     ``attached``, ``bounds``: :func:`dropped_attached_runs` and :func:`grapheme_bounds` of ``contexts``,
     when the caller has them. ``units``: ``"punctuation"`` makes punctuation pieces words of their own where the
     tokenizer's words hold punctuation (:func:`_punctuation_apart`); ``"tokenizer"`` keeps its words as they are.
+    ``tokens``: :func:`tokens_alone` of ``contexts``, when the caller has them.
     """
     first: dict[str, int] = {}  # each distinct context once, by its first position
     for i, context in enumerate(contexts):
         first.setdefault(context, i)
-    unique = list(first)
     with tokenizer_lock(tokenizer):
-        # no window: no length warning; special tokens' texts read as written, as the windows read them
-        enc = tokenizer(unique, add_special_tokens=False, return_offsets_mapping=True, verbose=False, split_special_tokens=True)
         punctuation_apart = units == "punctuation" and _words_hold_punctuation(tokenizer)
-    all_offsets = [np.asarray(enc["offset_mapping"][k], dtype=np.int64).reshape(-1, 2) for k in range(len(unique))]
-    runs = dropped_attached_runs(unique, all_offsets) if attached is None else [attached[first[c]] for c in unique]
-    bounds = grapheme_bounds(unique) if bounds is None else [bounds[first[c]] for c in unique]
     spans_by_context = {}
-    for k, context in enumerate(unique):
-        ids = np.array([-1 if w is None else w for w in enc.word_ids(k)], dtype=np.int64)
-        offsets = snap_to_graphemes(extend_over_attached(all_offsets[k], runs[k]), bounds[k])[ids >= 0]
-        ids = _unspaced_pieces_apart(context, offsets, ids[ids >= 0])
-        if punctuation_apart:
-            ids = _punctuation_apart(context, offsets, ids)
-        n_words = int(ids.max(initial=-1)) + 1
-        spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)
-        np.minimum.at(spans[:, 0], ids, offsets[:, 0])
-        np.maximum.at(spans[:, 1], ids, offsets[:, 1])
-        stripped = np.array([trimmed_span(context, a, b) for a, b in spans.tolist()], dtype=np.int64).reshape(-1, 2)
-        spans_by_context[context] = stripped[stripped[:, 0] < stripped[:, 1]]  # blank "words" (a zero-width space) carry no tag
+    for context, (offsets, ids) in (tokens_alone(tokenizer, list(first)) if tokens is None else tokens).items():
+        runs = dropped_attached_runs([context], [offsets])[0] if attached is None else attached[first[context]]
+        bound = grapheme_bounds([context])[0] if bounds is None else bounds[first[context]]
+        offsets = snap_to_graphemes(extend_over_attached(offsets, runs), bound)[ids >= 0]
+        spans_by_context[context] = _word_spans(context, offsets, ids[ids >= 0], punctuation_apart)
     return [spans_by_context[c] for c in contexts]
+
+
+def tokens_alone(tokenizer: PreTrainedTokenizerBase, contexts: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each distinct context's (T, 2) token offsets and word ids (-1: none), the context tokenized alone, as arrays
+    of 24 bytes a token. Tokenizing a long context holds a few hundred bytes a token while it runs, so a caller that
+    cuts windows too does this first, while they are not yet held."""
+    distinct = list(dict.fromkeys(contexts))
+    return dict(zip(distinct, _tokens_of(tokenizer, distinct)))
+
+
+def _tokens_of(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Each text's token offsets and word ids as arrays, one text at a time: the tokenizer's call holds every token
+    of every text as Python objects at once (its offsets as tuples, its ids, type ids and mask as lists), about
+    0.2 KB a token. No window: no length warning; special tokens' texts read as written, as the windows read them."""
+    if encodes_its_own_way(tokenizer):  # its call's own columns
+        with tokenizer_lock(tokenizer):
+            enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True, verbose=False, split_special_tokens=True)
+        for k in range(len(texts)):
+            yield _as_arrays(enc["offset_mapping"][k], enc.word_ids(k))
+        return
+    encodings = backend_encodings(tokenizer, texts, False)
+    for k in range(len(encodings)):
+        encoding, encodings[k] = encodings[k], None  # the backend's copy let go as it is read
+        yield _as_arrays(encoding.offsets, encoding.word_ids)
+
+
+def _as_arrays(offsets: list, word_ids: list) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.nan_to_num(np.array(word_ids, dtype=np.float64), nan=-1).astype(np.int64)  # None: nan, then -1
+    return np.fromiter(chain.from_iterable(offsets), dtype=np.int64, count=2 * len(ids)).reshape(-1, 2), ids
+
+
+def _word_spans(context: str, offsets: np.ndarray, ids: np.ndarray, punctuation_apart: bool) -> np.ndarray:
+    """(W, 2) character spans of the words of one context from its tokens' ``offsets`` and word ``ids``, trimmed."""
+    ids = _unspaced_pieces_apart(context, offsets, ids)
+    if punctuation_apart:
+        ids = _punctuation_apart(context, offsets, ids)
+    n_words = int(ids.max(initial=-1)) + 1
+    spans = np.stack([np.full(n_words, len(context)), np.zeros(n_words, dtype=np.int64)], axis=1)
+    np.minimum.at(spans[:, 0], ids, offsets[:, 0])
+    np.maximum.at(spans[:, 1], ids, offsets[:, 1])
+    stripped = np.stack(trimmed_spans([context], np.zeros(n_words, dtype=np.int64), spans[:, 0], spans[:, 1]), axis=1)
+    return stripped[stripped[:, 0] < stripped[:, 1]]  # blank "words" (a zero-width space) carry no tag
 
 
 # Scripts written without spaces between words, whole (their extension blocks, 々 and 〇 are Han, hentaigana kana).
@@ -235,9 +268,11 @@ def snap_to_graphemes(offsets: np.ndarray, bounds: np.ndarray | None) -> np.ndar
     return snapped
 
 
-def word_of_tokens(offsets: np.ndarray, in_context: np.ndarray, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For the tokens of one window: the character span of each paragraph token's word
-    (-1 elsewhere), and which tokens carry the word's tag (the token holding its first character)."""
+def word_of_tokens(offsets: np.ndarray, in_context: np.ndarray, words: np.ndarray,
+                   window_starts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """For the tokens of one window (or of several, one after another, each but the first starting at a place of
+    ``window_starts``): the character span of each paragraph token's word (-1 elsewhere), and which tokens carry the
+    word's tag (the token holding its first character)."""
     spans = np.full_like(offsets, -1)
     if not len(words):
         return spans, np.zeros(len(offsets), dtype=bool)
@@ -247,5 +282,9 @@ def word_of_tokens(offsets: np.ndarray, in_context: np.ndarray, words: np.ndarra
     spans[belongs] = word[belongs]
     first = belongs & (offsets[:, 0] <= word[:, 0]) & (word[:, 0] < offsets[:, 1])
     # Byte-level BPE splits a character into several tokens with its offsets: tag only the first.
-    first[1:] &= ~(first[:-1] & (spans[1:] == spans[:-1]).all(axis=1))
+    after_first = first[:-1] & (spans[1:] == spans[:-1]).all(axis=1)
+    if window_starts is not None:
+        starts = np.asarray(window_starts, dtype=np.int64)
+        after_first[starts[(starts > 0) & (starts < len(offsets))] - 1] = False  # a window's first token follows none
+    first[1:] &= ~after_first
     return spans, first
