@@ -277,6 +277,18 @@ def trained_dir(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory
     return forget_training_questions(out)
 
 
+@pytest.fixture(scope="session")
+def span_model(tiny_encoder_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny span-only model (one epoch: its answers are arbitrary, but fixed), trained once a session through the CLI
+    and shared by every module that only reads it, its run record without its training questions as ``trained_dir``'s."""
+    from bio_mrc.cli import main
+
+    out = tmp_path_factory.mktemp("span-model")
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
+                 "--heads", "span", "--epochs", "1", *WINDOW_ARGS]) == 0
+    return forget_training_questions(out)
+
+
 def forget_training_questions(model_dir: Path) -> Path:
     """The model's run record without the fingerprint of its training questions, as a record written before it was
     kept: tests tune a model on the few questions it was trained on, which tune refuses where the record knows them."""

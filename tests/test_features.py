@@ -451,11 +451,10 @@ def test_one_tokenizer_cuts_windows_in_one_thread_while_another_reads_questions(
         elif windows_set.is_set():
             questions_set.set()
 
-    monkeypatch.setattr(tiny_tokenizer, "set_truncation_and_padding", set_and_interleave)
     context = "the cat sat on the mat and the dog lay on the rug " * 20
     alone = window_rows(tokenize_windows([Example("0", "where did the cat sit", context, None)], tiny_tokenizer, SMALL)["input_ids"])
     question_alone = truncate_questions(["where did the cat sit on the mat today"], tiny_tokenizer, 4)
-    windows_set.clear(), questions_set.clear()  # the calls alone above set both
+    monkeypatch.setattr(tiny_tokenizer, "set_truncation_and_padding", set_and_interleave)  # after the calls alone: none waits
     results, errors = {}, []
 
     def cut_windows():

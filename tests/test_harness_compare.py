@@ -215,6 +215,7 @@ def test_a_reused_model_keeps_the_values_tuned_on_its_first_tuning_split(tiny_en
     assert json.loads(config_file.read_text()) == saved  # another comparison's tuning never lands in the cached model
 
 
+@pytest.mark.slow  # trains a model of its own and compares twice; the fast tier holds the lock's test on a shared model below
 def test_a_comparison_scores_a_model_another_process_writes_and_leaves_its_folder_as_it_is(tiny_encoder_dir, tmp_path):
     """The evaluation record and card went into a cached model folder without the lock tune holds, as the tuned
     settings did: another process writing the folder (a user's tune) has it kept as it is, and the comparison ends."""

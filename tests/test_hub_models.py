@@ -25,14 +25,6 @@ from .conftest import SAMPLE_V1, cache_snapshot, forget_training_questions, offl
 WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
 
 
-@pytest.fixture(scope="module")
-def span_model(tiny_encoder_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("span-model")
-    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
-                 "--heads", "span", "--epochs", "1", *WINDOW_ARGS]) == 0
-    return forget_training_questions(out)  # tuned on the sample too, the one set of questions at hand
-
-
 @pytest.fixture
 def offline_cache(tmp_path, monkeypatch, span_model, tiny_encoder_dir):
     """HF_HUB_OFFLINE=1 with a cache holding the model as org/tiny-qa and the encoder as org/tiny-bert."""

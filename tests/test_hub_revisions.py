@@ -24,14 +24,6 @@ DEV_BIAS = [0.25, -0.5]  # dev's span head bias, which an export of dev carries
 ASK = ["--question", "Who wrote it?", "--context", "Ada wrote it."]
 
 
-@pytest.fixture(scope="module")
-def span_model(tiny_encoder_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("span-model")
-    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
-                 "--heads", "span", "--epochs", "1", *WINDOW_ARGS]) == 0
-    return forget_training_questions(out)
-
-
 @pytest.fixture
 def versions(tmp_path, monkeypatch, span_model, tiny_encoder_dir):
     """org/versions in an offline cache: main (also tag v1.0) the model as trained; dev another commit, with a

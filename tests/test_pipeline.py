@@ -37,11 +37,8 @@ def test_predict_and_evaluate_every_decoding(trained_dir, tmp_path, capsys, deco
     assert scores["f1"] >= 75.0, scores
 
 
-def test_predict_and_extract_refuse_a_decoding_the_model_cannot_do(tiny_encoder_dir, tmp_path, capsys):
-    out = tmp_path / "span-model"
-    main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
-          "--heads", "span", "--epochs", "1", *WINDOW_ARGS])
-    forget_training_questions(out)  # tuned on its training questions below: the decoding is what is refused
+def test_predict_and_extract_refuse_a_decoding_the_model_cannot_do(span_model, tmp_path, capsys):
+    out = span_model  # its run record forgets its training questions: tuned on them below, the decoding is what is refused
     capsys.readouterr()
     assert main(["predict", "--model", str(out), "--data", str(SAMPLE_V1), "--decoding", "bio", "--output", str(tmp_path / "p.json")]) == 2
     # before the weights load: no loading bar above the line

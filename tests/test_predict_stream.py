@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,16 +18,13 @@ from bio_mrc.data.squad import load_squad
 
 from .conftest import SAMPLE_V1, StoppedReplace, offline_hub
 
-WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
 CALIBRATOR = {"method": "beta", "a": 2.0, "b": 1.0, "c": 0.5, "correct_if": "f1 > 0.5"}
 
 
 @pytest.fixture(scope="module")
-def model_dir(tiny_encoder_dir, tmp_path_factory):
-    """A tiny joint model (one epoch: its answers are arbitrary, but fixed), calibrated as ``tune`` calibrates."""
-    out = tmp_path_factory.mktemp("stream-model")
-    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
-                 "--heads", "span+bio", "--epochs", "1", "--batch-size", "4", *WINDOW_ARGS]) == 0
+def model_dir(trained_dir, tmp_path_factory):
+    """A copy of the session's joint model, calibrated as ``tune`` calibrates."""
+    out = shutil.copytree(trained_dir, tmp_path_factory.mktemp("stream-model") / "model")
     config = json.loads((out / "config.json").read_text())
     config["calibration"] = {decoding: CALIBRATOR for decoding in ("span", "bio", "joint")}
     (out / "config.json").write_text(json.dumps(config))

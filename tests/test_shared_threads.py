@@ -68,6 +68,7 @@ def test_one_extractor_and_one_pipeline_answer_eight_threads_as_each_call_alone(
     assert [job for job, got in shared if got != alone[job]] == []
 
 
+@pytest.mark.slow  # 30 fresh packages, each parsed by four threads switching every microsecond
 def test_threads_asking_for_the_code_fingerprint_at_once_compute_it_once(tmp_path, monkeypatch):
     """A cached windows file is named by the fingerprint of the windows' code, which parses its sources (models trained
     from several threads of one process ask for it at once). CPython 3.11's parser keeps one depth count for the
@@ -135,13 +136,12 @@ def test_copies_of_one_tokenizer_take_turns_as_the_tokenizer_itself_does(tiny_to
                 questions_set.set()
         return set_and_interleave
 
-    for tokenizer in (windows_copy, questions_copy):
-        monkeypatch.setattr(tokenizer, "set_truncation_and_padding", interleaving(tokenizer.set_truncation_and_padding))
     example = Example("0", "where did the cat sit", "the cat sat on the mat and the dog lay on the rug " * 20, None)
     alone = [list(ids) for ids in tokenize_windows([example], windows_copy, SMALL)["input_ids"]]
     question = "where did the cat sit on the mat today"
     question_alone = truncate_questions([question], questions_copy, 4)
-    windows_set.clear(), questions_set.clear()  # the calls alone above set both
+    for tokenizer in (windows_copy, questions_copy):  # after the calls alone: none waits
+        monkeypatch.setattr(tokenizer, "set_truncation_and_padding", interleaving(tokenizer.set_truncation_and_padding))
     results, errors = {}, []
 
     def cut_windows():

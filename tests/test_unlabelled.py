@@ -111,15 +111,11 @@ from bio_mrc.cli import main  # noqa: E402
 
 from .conftest import SAMPLE_V1  # noqa: E402
 
-WINDOW_ARGS = ["--max-seq-length", "48", "--doc-stride", "16", "--max-query-length", "12"]
-
 
 @pytest.fixture(scope="module")
-def model_dir(tiny_encoder_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("unlabelled-model")
-    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out), "--encoder", str(tiny_encoder_dir),
-                 "--heads", "span+bio", "--epochs", "1", "--batch-size", "4", *WINDOW_ARGS]) == 0
-    return out
+def model_dir(trained_dir):
+    """The session's joint model: the tests here only read it."""
+    return trained_dir
 
 
 def unlabelled_copy(tmp_path):

@@ -86,13 +86,11 @@ class _SignalledWhileCollected:
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signal handlers need the main thread")
 def test_sigterm_inside_a_finalizer_still_ends_the_command(capfd):
     """Raised inside ``__del__``, SystemExit was printed as "Exception ignored" and the command went on to exit 0."""
-    import time
-
     from bio_mrc.cli.console import terminate_as_exit
 
     with pytest.raises(SystemExit) as stopped, terminate_as_exit():
         _SignalledWhileCollected()  # collected at once: its finalizer runs here
-        time.sleep(2)
+        _a_while()
     assert stopped.value.code == 128 + signal.SIGTERM
     assert "Exception ignored" not in capfd.readouterr().err
 
@@ -126,9 +124,12 @@ def _command_collecting(monkeypatch, signum, then):
 
 
 def _a_while():
+    """Two seconds in short sleeps: a signal sent again from the timer's thread wakes no sleep of this one, so its
+    handler runs when the sleep under way ends."""
     import time
 
-    time.sleep(2)
+    for _ in range(200):
+        time.sleep(0.01)
 
 
 @pytest.mark.skipif(threading.current_thread() is not threading.main_thread() or
