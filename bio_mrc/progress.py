@@ -64,27 +64,37 @@ def progress_note(shown: bool, message: str) -> None:
         print(printable_line(message), file=sys.stderr)
 
 
-@dataclass(frozen=True)
+@dataclass
 class WindowBars:
     """The bars of answering questions: ``windows`` counts the questions cut into windows, ``inference`` the windows
-    run through the model. No count of windows comes before a chunk's are cut, so :meth:`cut` adds each chunk's to
-    the inference bar's total."""
+    run through the model. No count of windows comes before a chunk's are cut, so the inference bar starts at the
+    first :meth:`cut`, with that chunk's windows as its total (a bar without one draws a bare ``inference: 0window``),
+    and each later chunk's join it."""
 
     windows: tqdm
-    inference: tqdm
+    shown: bool
+    inference: tqdm | None = None
 
-    def cut(self, windows: int) -> None:
-        """A chunk's questions are cut into ``windows`` windows, which the inference bar now waits for."""
-        self.inference.total += windows
-        self.inference.refresh()
+    def cut(self, windows: int) -> tqdm:
+        """A chunk's questions are cut into ``windows`` windows, which the inference bar, returned, now waits for."""
+        if self.inference is None:
+            self.inference = tqdm(total=windows, desc="inference", unit="window", disable=not self.shown)
+        else:
+            self.inference.total += windows
+            self.inference.refresh()
+        return self.inference
 
 
 @contextmanager
 def window_bars(questions: int, shown: bool) -> Iterator[WindowBars]:
     """One bar a stage over ``questions`` questions, on standard error where ``shown`` (library calls stay quiet)."""
-    with (tqdm(total=questions, desc="windows", unit="question", disable=not shown) as windows,
-          tqdm(total=0, desc="inference", unit="window", disable=not shown) as inference):
-        yield WindowBars(windows, inference)
+    with tqdm(total=questions, desc="windows", unit="question", disable=not shown) as windows:
+        bars = WindowBars(windows, shown)
+        try:
+            yield bars
+        finally:
+            if bars.inference is not None:
+                bars.inference.close()
 
 
 # The question bar open in this context: the chunk loops of a stage advance it without each being handed it (a

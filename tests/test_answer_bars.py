@@ -1,6 +1,8 @@
 """The bars of answering a list of questions: one a stage over the whole list, however many chunks it is run in;
 none where the call is quiet."""
 
+import re
+
 import pytest
 
 from bio_mrc.inference import AnswerExtractor, TrainedModel
@@ -67,3 +69,28 @@ def test_the_pipeline_answers_a_list_in_chunks_quietly(model_dir, three_chunks, 
     assert len(qa(question=QUESTIONS, context=CONTEXTS)) == 5
     assert shown_bars == []
     assert capsys.readouterr().err == ""
+
+
+def inference_lines(err: str) -> list[str]:
+    """Each drawing of the inference bar on standard error (tqdm redraws a line after a carriage return)."""
+    return [line for line in re.split(r"[\r\n]", err) if line.startswith("inference:")]
+
+
+def test_the_inference_bar_shows_its_total_from_its_first_line(model_dir, capsys):
+    # tune runs a whole list's windows in one call: its five windows are the bar's total from the start
+    trained = TrainedModel.load(model_dir, precision="fp32", device="cpu")
+    examples, _ = AnswerExtractor.examples(QUESTIONS, CONTEXTS)
+    capsys.readouterr()
+    trained.windows(examples, batch_size=2, progress=True)
+    drawn = inference_lines(capsys.readouterr().err)
+    assert drawn[0].startswith("inference:   0%|") and "| 0/5 [" in drawn[0]  # was "inference: 0window [00:00, ?window/s]"
+    assert all("/5 [" in line for line in drawn) and "| 5/5 [" in drawn[-1]
+
+
+def test_a_list_in_chunks_shows_the_windows_cut_so_far_from_the_first_line(model_dir, three_chunks, capsys):
+    trained = TrainedModel.load(model_dir, precision="fp32", device="cpu")
+    capsys.readouterr()
+    AnswerExtractor(trained, progress=True)(QUESTIONS, CONTEXTS)
+    drawn = inference_lines(capsys.readouterr().err)
+    assert "| 0/2 [" in drawn[0] and "| 5/5 [" in drawn[-1]
+    assert all(re.search(r"\| \d/[245] \[", line) for line in drawn)  # a total on every line: 2, 4, then 5 windows

@@ -270,6 +270,26 @@ def test_extract_command_prints_spans_with_offsets(trained_dir, tmp_path, capsys
         assert context[span["start"]: span["end"]] == span["text"]
 
 
+def test_extract_names_its_answer_as_predict_names_the_question_alone_in_a_file(trained_dir, tmp_path, capsys):  # noqa: F811
+    import hashlib
+    import json
+
+    from bio_mrc.cli import main
+
+    question, context = "Who formulated the laws of motion?", "Isaac Newton formulated the laws of motion in 1687."
+    capsys.readouterr()
+    assert main(["extract", "--model", str(trained_dir), "--question", question, "--context", context]) == 0
+    result = json.loads(capsys.readouterr().out)
+    digest = hashlib.sha256(f"{question}\n{context}".encode("utf-8")).hexdigest()[:8]
+    assert result["id"] == f"q1-{digest}"  # was "0", the extractor's position of its one input
+    data = tmp_path / "ask.jsonl"
+    data.write_text(json.dumps({"question": question, "context": context}) + "\n", encoding="utf-8")
+    assert main(["predict", "--model", str(trained_dir), "--data", str(data), "--output", str(tmp_path / "preds.json")]) == 0
+    line = json.loads((tmp_path / "preds.answers.jsonl").read_text(encoding="utf-8"))
+    assert (line["id"], line["answer"], line["decoding"]) == (result["id"], result["answer"], "joint")
+    assert AnswerExtractor(str(trained_dir))(question, context).id == "0"  # the Python call numbers its inputs as before
+
+
 FOREIGN = [
     ("Wer schrieb das Buch?", "Das Buch wurde von Johann Wolfgang von Goethe geschrieben."),
     ("מי כתב את הספר?", "את הספר כתב חיים נחמן ביאליק בשנת 1908."),

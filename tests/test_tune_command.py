@@ -27,6 +27,29 @@ def test_degenerate_calibrators_are_named():
     assert degenerate_calibrator({"method": "beta", "a": 1.0, "b": 1.0, "c": 0.0}, raw) is None  # p / (p + 1 - p) = p
 
 
+def test_the_prior_is_reported_apart_from_the_best_grid_value_alone(monkeypatch):
+    """The prior is chosen by the F1 averaged with its grid neighbours': a lone higher grid value elsewhere is named as
+    such in the line and the report, not printed beside the prior's F1 as if it were the prior's."""
+    from bio_mrc.decoding.postprocess import DecodeConfig
+    from bio_mrc.inference import tuning
+    from bio_mrc.model import BioMrcConfig
+    from bio_mrc.types import Example
+
+    grid = tuning.LENGTH_PRIOR_GRID
+    statistic = np.zeros(len(grid))
+    statistic[[0, 1, 5, 6, 7]] = [20.0, 50.0, 40.0, 40.0, 40.0]  # a lone 50 at 0.25, 40 from 1.25 to 1.75
+    # averaged within 0.25: 35 at 0, 23.33 at 0.25, 40 at 1.5 (the most), 26.67 at 1.25 and 1.75
+    chosen = grid[tuning.smoothed_argmax(grid, statistic, tuning.LENGTH_PRIOR_BANDWIDTH)]
+    monkeypatch.setattr(tuning, "tune_bio_length_prior", lambda *args, **kwargs: (chosen, statistic))
+    examples = [Example(f"q{k}", "?", "aa bb", (((0, 2),),)) for k in range(2)]
+    tuned = tuning.tune_settings(None, examples, ["bio"], DecodeConfig(), tune_prior=True, tune_thresholds=False)
+    assert tuned.report["bio_length_prior"] == {"value": 1.5, "f1": 40.0, "best_grid_value": 0.25, "best_grid_f1": 50.0,
+                                                "f1_without": 20.0, "questions": 2}
+    assert tuning.tuning_summary(tuned, BioMrcConfig()) == [
+        "bio_length_prior: 1.5 (was none), fitted on 2 answerable questions (F1 40.00 at 1.5, whose grid values within "
+        "0.25 score best on average; 50.00 at 0.25, the best grid value alone; 20.00 at 0)"]
+
+
 def test_too_few_questions_are_refused_before_any_work(trained_dir, capsys):  # noqa: F811
     before = files(trained_dir)
     assert main(["tune", "--model", str(trained_dir), "--data", str(SAMPLE_V1)]) == 2

@@ -81,7 +81,9 @@ def test_bio_mrc_tune_on_multispanqa_questions_tunes_the_prior_by_their_exact_ma
     trained = TrainedModel.load(trained_dir)
     prior, em_f1 = tune_bio_length_prior(trained.windows(examples), examples, DecodeConfig(), task=MULTISPAN)
     at_prior = float(em_f1[LENGTH_PRIOR_GRID.index(prior)])
-    assert report["bio_length_prior"] == {"value": prior, "f1": at_prior, "best_f1": float(em_f1.max()), "f1_without": float(em_f1[0]),
+    best = int(em_f1.argmax())
+    assert report["bio_length_prior"] == {"value": prior, "f1": at_prior, "best_grid_value": LENGTH_PRIOR_GRID[best],
+                                          "best_grid_f1": float(em_f1[best]), "f1_without": float(em_f1[0]),
                                           "questions": len(examples)}
     saved = json.loads((model / "config.json").read_text())
     # no threshold (every question has an answer), no calibrator (multi-span gold); each decoding's span-count rule

@@ -62,6 +62,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
+    from ..data.squad import generated_id
     from ..inference import TrainedModel
     from ..inference.extract import AnswerExtractor, question_context_examples
     from ..inference.loading import check_length_prior, check_saved_length_prior
@@ -82,7 +83,10 @@ def cmd_extract(args: argparse.Namespace) -> int:
         print(printable_json(extractor(args.question, texts, top_k=args.top_k, names=names).to_dict(), indent=2))
         return 0
     context = texts[0]
-    print(printable_json(extractor(args.question, context, top_k=args.top_k).to_dict(), indent=2))
+    answer = extractor(args.question, context, top_k=args.top_k)
+    # the id predict gives this question alone in a file, where the extractor numbers its inputs from 0
+    answer.id = generated_id(1, args.question, context)
+    print(printable_json(answer.to_dict(), indent=2))
     if args.html:
         from ..harness.html_report import extraction_page
         from ..io import atomic_write_text

@@ -169,5 +169,5 @@ def predict_windows(
         with progress_bars(False):  # the windows bar counts the questions, in place of datasets' own bar
             features = build_features(examples, tokenizer, feature_config, with_targets=False, desc="evaluation windows",
                                       advance=bars.windows.update)
-        bars.cut(len(features))
-        return run_windows(model, features, tokenizer.pad_token_id or 0, batch_size, progress, precision, bars.inference)
+        inference = bars.cut(len(features))
+        return run_windows(model, features, tokenizer.pad_token_id or 0, batch_size, progress, precision, inference)

@@ -329,6 +329,15 @@ def _planned_questions(
     return answerable + passes * len(decodings) * len(examples)
 
 
+def prior_report(prior: float, statistic: np.ndarray, questions: int) -> dict[str, Any]:
+    """The report of a fitted length prior: ``f1``, the statistic at ``prior``; the grid value whose own statistic is
+    highest and that statistic (``best_grid_value``, ``best_grid_f1``), which the smoothed rule need not choose; and
+    ``f1_without``, the statistic at 0."""
+    best = int(np.argmax(statistic))
+    return {"value": prior, "f1": float(statistic[LENGTH_PRIOR_GRID.index(prior)]), "best_grid_value": LENGTH_PRIOR_GRID[best],
+            "best_grid_f1": float(statistic[best]), "f1_without": float(statistic[0]), "questions": questions}
+
+
 def _tune_settings(
     outputs: WindowOutputs, examples: Sequence[Example], decodings: Sequence[str], config: DecodeConfig, tune_prior: bool,
     tune_thresholds: bool, calibrate: bool, task: registry.TaskEntry | None, data_sets: DataSets,
@@ -338,9 +347,7 @@ def _tune_settings(
     if tune_prior:
         prior, statistic = tune_bio_length_prior(outputs, examples, config, task=task, data_sets=data_sets)
         tuned.bio_length_prior, tuned.decode_config = prior, replace(config, bio_length_prior=prior)
-        tuned.report["bio_length_prior"] = {"value": prior, "f1": float(statistic[LENGTH_PRIOR_GRID.index(prior)]),
-                                            "best_f1": float(statistic.max()), "f1_without": float(statistic[0]),
-                                            "questions": sum(1 for ex in examples if ex.answers)}
+        tuned.report["bio_length_prior"] = prior_report(prior, statistic, sum(1 for ex in examples if ex.answers))
     for step in task.tuning_steps if task is not None else ():  # the task's own settings (multi-span: span-count rules)
         registry.resolve(step)(tuned, outputs, examples, decodings, task, data_sets)
     if tune_thresholds and (untunable := _untunable_thresholds(examples)):
@@ -434,8 +441,7 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
     elif tuned.bio_length_prior is not None:
         report = tuned.report["bio_length_prior"]
         lines.append(f"bio_length_prior: {tuned.bio_length_prior:g} (was {_shown(before.bio_length_prior)}), fitted on "
-                     f"{counted(report['questions'], 'answerable question')} ({task.statistic_title} {report['f1']:.2f}; "
-                     f"{report['f1_without']:.2f} at 0)")
+                     f"{counted(report['questions'], 'answerable question')} ({_prior_scores(report, task.statistic_title)})")
     old_rules = before.min_span_probabilities or {}
     for decoding, value in tuned.min_span_probabilities.items():
         report = tuned.report[f"min_span_probability/{decoding}"]
@@ -450,7 +456,7 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
     for key, threshold in tuned.thresholds.items():
         report = tuned.report[key]
         lines.append(f"no-answer threshold {key}: {threshold:.4g} (was {_shown(old_thresholds.get(key))}), fitted on "
-                     f"{counted(report['questions'], 'question')} (F1 {report['best_f1']:.2f})")
+                     f"{counted(report['questions'], 'question')} (F1 {report['best_f1']:.2f}, the best of any threshold)")
     if (untunable := tuned.report.get("no_answer_thresholds")) is not None:
         lines.append(f"no-answer thresholds: {untunable}")
     old_calibrators = before.calibration or {}
@@ -462,6 +468,16 @@ def tuning_summary(tuned: TunedSettings, before: BioMrcConfig, task: registry.Ta
     for decoding, reason in tuned.skipped_calibrators.items():
         lines.append(f"warning: no calibrator saved for {decoding}: degenerate ({reason}); its answers get no probability")
     return lines
+
+
+def _prior_scores(report: Mapping[str, Any], title: str) -> str:
+    """What a fitted prior scored: at the prior; where one grid value alone scored more (the prior is chosen by the
+    statistic averaged with its grid neighbours'), at that value too; and at 0."""
+    shown = f"{title} {report['f1']:.2f}"
+    if report["best_grid_f1"] > report["f1"]:
+        shown += (f" at {report['value']:g}, whose grid values within {LENGTH_PRIOR_BANDWIDTH:g} score best on average; "
+                  f"{report['best_grid_f1']:.2f} at {report['best_grid_value']:g}, the best grid value alone")
+    return f"{shown}; {report['f1_without']:.2f} at 0"
 
 
 def dropped_settings(before: BioMrcConfig, after: BioMrcConfig, fitted: Mapping[str, Any] | None = None) -> list[str]:
