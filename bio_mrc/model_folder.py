@@ -51,6 +51,10 @@ from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 from .pickled_weights import pickled_shapes
 from .plurals import counted, number_form
 from .run_folder import unfinished_run
+from .transformers_registration import MODEL_TYPE
+
+QA_HEADS = "span"  # the heads of transformers' extractive QA model read as a bio_mrc model
+BIO_MRC_QA_CLASS = "BioMrcForQuestionAnswering"  # bio_mrc's own class (tests/test_qa_checkpoints.py ties them)
 
 # Encoder sizes past these are refused before anything is built; the largest BERT-style encoders stay well
 # inside (some 48 layers of 4,096, vocabularies of some 250,000 tokens).
@@ -420,6 +424,26 @@ def read_json_object(folder: Path, name: str, limit: int = MAX_CONFIG_BYTES) -> 
     if not isinstance(value, dict):
         raise fail(folder, name, f"expected a JSON object, got {type(value).__name__}")
     return value
+
+
+def saved_config(folder: Path) -> dict:
+    """A model folder's ``config.json`` as a dict (empty where there is none, or it is not a JSON object of a sane size)."""
+    try:
+        return read_json_object(folder, "config.json")
+    except ModelFormatError:
+        return {}
+
+
+def qa_architecture(folder: Path) -> str | None:
+    """The ``...ForQuestionAnswering`` class a model folder's ``config.json`` names, or None (a bio_mrc model,
+    another kind of model, or no readable config)."""
+    config = saved_config(folder)
+    names = config.get("architectures")
+    if config.get("model_type") == MODEL_TYPE or not isinstance(names, list):
+        return None
+    # bio_mrc's own class names a bio_mrc model whose model_type was edited: read as one, and refused as such
+    return next((name for name in names if isinstance(name, str) and name.endswith("ForQuestionAnswering")
+                 and name != BIO_MRC_QA_CLASS), None)
 
 
 def _no_constant(name: str) -> float:

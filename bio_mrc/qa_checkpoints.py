@@ -23,11 +23,10 @@ from .encoders import as_data, load_tokenizer
 from .errors import ConfigError, ModelFormatError
 from .model import BioMrcConfig, BioMrcForQuestionAnswering, check_weight_values
 from .model_defaults import QA_WINDOWS
-from .model_folder import (check_bidirectional, check_file_kinds, check_sizes, check_tokenizer, check_weights_fit, expected_shapes,
-                           read_json_object, weight_shapes)
+from .model_folder import (QA_HEADS, check_bidirectional, check_file_kinds, check_sizes, check_tokenizer, check_weights_fit, expected_shapes,
+                           qa_architecture, read_json_object, saved_config, weight_shapes)
 
 QA_LAYER = "qa_outputs"
-QA_HEADS = "span"
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # A question and context whose logits must be the same through the QA model's own forward pass and the bio_mrc model's.
 CHECK_QUESTION, CHECK_CONTEXT = "Who wrote the first program?", "The first program was written by Ada Lovelace in 1843."
@@ -36,14 +35,6 @@ LOGIT_TOLERANCE = 1e-3
 IGNORED_WEIGHTS = ("pooler.", "position_ids")
 # Files a tokenizer is read from (a fast one, or the vocabulary a fast one is built from).
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
-
-
-def saved_config(folder: Path) -> dict:
-    """A model folder's ``config.json`` as a dict (empty where there is none, or it is not a JSON object of a sane size)."""
-    try:
-        return read_json_object(folder, "config.json")
-    except ModelFormatError:
-        return {}
 
 
 def check_qa_folder(folder: Path) -> dict[str, Any]:
@@ -75,18 +66,6 @@ def _qa_class(config: dict, folder: Path) -> type:
         raise ModelFormatError(f"config.json: transformers {transformers.__version__} has no extractive QA model for "
                                f"model_type {config.get('model_type')!r}", str(folder))
     return getattr(transformers, name)
-
-
-def qa_architecture(folder: Path) -> str | None:
-    """The ``...ForQuestionAnswering`` class a model folder's ``config.json`` names, or None (a bio_mrc model,
-    another kind of model, or no readable config)."""
-    config = saved_config(folder)
-    names = config.get("architectures")
-    if config.get("model_type") == BioMrcConfig.model_type or not isinstance(names, list):
-        return None
-    # bio_mrc's own class names a bio_mrc model whose model_type was edited: read as one, and refused as such
-    return next((name for name in names if isinstance(name, str) and name.endswith("ForQuestionAnswering")
-                 and name != BioMrcForQuestionAnswering.__name__), None)
 
 
 def qa_windows(encoder_config, tokenizer_max_length: int | None = None, positions: int | None = None,

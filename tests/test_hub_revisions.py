@@ -107,13 +107,13 @@ class Served(Exception):
 
 def serving(options: list[str], monkeypatch) -> str:
     """The folder ``bio-mrc serve org/versions OPTIONS`` loads its model from (the server itself is not started)."""
-    from bio_mrc.serving import app, server
+    from bio_mrc.serving import app, listening
 
     def capture(extractor, config):
         raise Served(extractor.trained.path)
 
     monkeypatch.setattr(app, "create_app", capture)
-    monkeypatch.setattr(server, "check_listenable", lambda host, port: None)
+    monkeypatch.setattr(listening, "check_listenable", lambda host, port: None)
     with pytest.raises(Served) as served:
         main(["serve", "org/versions", *options, "--device", "cpu"])
     return str(served.value)

@@ -526,3 +526,12 @@ def test_a_decoder_only_qa_model_is_refused_before_it_is_converted(tiny_encoder_
         f"error: config.json: model_type 'gpt2' builds GPT2Model, a decoder-only model whose tokens read only the tokens "
         f"before them; bio_mrc reads the tokens of a bidirectional encoder (BERT, RoBERTa, DeBERTa, ...) (in {folder})"]
     assert not (tmp_path / "out").exists()
+
+
+def test_the_light_names_of_a_qa_model_are_the_classes_own():
+    """model_folder reads a config.json without importing torch, so it names bio_mrc's class and heads as text."""
+    from bio_mrc import model_folder, qa_checkpoints
+    from bio_mrc.model import BioMrcForQuestionAnswering
+
+    assert model_folder.BIO_MRC_QA_CLASS == BioMrcForQuestionAnswering.__name__
+    assert qa_checkpoints.QA_HEADS == model_folder.QA_HEADS == "span"

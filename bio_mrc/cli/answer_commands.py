@@ -21,13 +21,13 @@ LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context le
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    if args.resume and args.output == "-":  # before torch loads
+        raise ConfigError("--resume continues PREDS.answers.jsonl; with --output - there is no such file")
     from ..inference import TrainedModel
     from ..inference.loading import check_saved_decodings, check_saved_length_prior, is_onnx_export
     from ..inference.sharding import Shard
     from ..inference.streaming import StreamPlan, check_resumed_options, given_run_record, predict_to_files, prediction_outputs
 
-    if args.resume and args.output == "-":
-        raise ConfigError("--resume continues PREDS.answers.jsonl; with --output - there is no such file")
     output = args.output if args.output == "-" else check_file_target(args.output)
     outputs = [check_file_target(path) for path in prediction_outputs(output, args.decoding)]
     check_outputs_apart(outputs, [args.data], [args.model])
@@ -62,17 +62,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from ..data.squad import generated_id
-    from ..inference import TrainedModel
-    from ..inference.extract import AnswerExtractor, question_context_examples
-    from ..inference.loading import check_length_prior, check_saved_length_prior
-
     if args.html:
         check_file_target(args.html)
         check_outputs_apart([args.html], list(args.context_file or []), [args.model])
     decode = decode_config(args)  # the options' ranges first, as predict and tune check them
     check_span_count_option(args, args.multi_span)
-    texts, names = _extract_documents(args)
+    texts, names = _extract_documents(args)  # the checks so far before torch loads
+    from ..data.squad import generated_id
+    from ..inference import TrainedModel
+    from ..inference.extract import AnswerExtractor, question_context_examples
+    from ..inference.loading import check_length_prior, check_saved_length_prior
+
     question_context_examples(args.question, texts if len(texts) > 1 else texts[0])  # the texts checked before the model loads
     check_saved_length_prior(args.model, [args.decoding], decode.bio_length_prior)
     trained = TrainedModel.load(args.model, precision=args.precision, device=args.device, revision=args.revision)
@@ -113,11 +113,14 @@ def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] |
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..serving.server import run_server
+    from ..serving.listening import check_servable
 
     if (args.model is None) == (args.model_option is None):
         raise ConfigError("serve takes the model once: --model MODEL (or MODEL alone)")
     model = args.model if args.model_option is None else args.model_option
-    run_server(model, config_from_args(ServeConfig, args), precision=args.precision, device=args.device,
-               revision=args.revision)
+    config = config_from_args(ServeConfig, args)
+    check_servable(model, config)  # a port in use, a host that resolves to nothing: before torch and the model load
+    from ..serving.server import run_server
+
+    run_server(model, config, precision=args.precision, device=args.device, revision=args.revision)
     return 0

@@ -17,7 +17,7 @@ from .options import decode_config
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from ..inference.model_tuning import check_tunable, held_for_tuning, tuning_folder
+    from ..inference.tuning_checks import check_tunable, held_for_tuning, tuning_folder
 
     options = decode_config(args, require_answer=False)  # its ranges checked first, before the model is looked up
     target = tuning_folder(args.model, args.output_dir)
@@ -36,14 +36,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def _tune_into(args: argparse.Namespace, target: Path, options: DecodeConfig) -> int:
     """``tune`` once its output is checked and held: the rest of :func:`~bio_mrc.inference.tune_model`, with the data
     read by the command's options."""
-    from ..inference.model_tuning import TuningPlan, check_saved_settings, tune_read_questions
+    from ..inference.tuning_checks import check_saved_settings, check_tuning_questions
 
     options = check_saved_settings(args.model, args.decoding, options)
     data = load_task_data(args, args.data, args.limit, requested_task(args), needs_gold="bio-mrc tune")
+    task = data_task(args, data)
+    questions = check_tuning_questions(args.model, data.examples, options, task, args.data, not args.no_calibration,
+                                       args.min_calibration_questions, args.revision)  # each check so far before torch loads
+    from ..inference.model_tuning import TuningPlan, tune_read_questions
+
     plots = (lambda tuned: _plot_threshold_curves(tuned, Path(args.plot_dir))) if args.plot_dir else None
-    plan = TuningPlan(args.model, target, args.decoding, options, data_task(args, data), args.data, args.limit,
+    plan = TuningPlan(args.model, target, args.decoding, options, task, args.data, args.limit,
                       args.batch_size, args.precision, args.device, progress=True, revision=args.revision)
-    tuning = tune_read_questions(plan, data.examples, not args.no_calibration, args.min_calibration_questions, plots)
+    tuning = tune_read_questions(plan, questions, plots)
     for line in tuning.lines:
         print(printable_line(line), file=sys.stderr)  # names and keys of the model's config.json: one line each
     print(json.dumps(json_numbers(tuning.report), indent=2))
@@ -66,7 +71,7 @@ def _plot_files(args: argparse.Namespace) -> list[Path]:
     else the model's (read from its ``config.json``), else every registered one (a folder the loader reads otherwise,
     a hub id, where ``auto`` may be any of them)."""
     from .. import registry
-    from ..inference.loading import saved_settings
+    from ..inference.saved_settings import saved_settings
 
     settings = saved_settings(Path(args.model)) if Path(args.model).is_dir() else None
     available = settings[0] if settings else registry.decoding_names()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +15,7 @@ from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..encoders import load_tokenizer
-from ..errors import ConfigError, ModelFormatError, a_type, argument
+from ..errors import ConfigError, ModelFormatError, a_type
 from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
 from ..model_folder import (check_file_kinds, check_model_folder, check_window_frame, foreign_model, read_json_object,
@@ -27,13 +26,12 @@ from ..hub import cached_folder, check_name_given, local_folder, named_as_given
 from ..qa_checkpoints import QA_HEADS, check_qa_folder, qa_architecture, span_model_from_qa_checkpoint, usable_positions
 from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
 from ..progress import WindowBars, progress_bars
-from .. import registry
-from ..registry import head_names, resolve_decoding
+from ..registry import resolve_decoding
 from ..types import Example
-from ..plurals import number_form
 from .defaults import GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE
 from .forward import predict_windows
 from .onnx_runner import ONNX_FILE, OnnxModel  # the runner only: the exporter (.onnx) builds on this module
+from .saved_settings import check_length_prior, check_saved_decodings, check_saved_length_prior, saved_settings  # noqa: F401 (by name)
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 BACKENDS = ("auto", "torch", "onnx")
@@ -300,63 +298,6 @@ def check_folder_to_load(model_dir: Path) -> None:
     onnx = model_backend(model_dir) == "onnx"
     read = check_model_dir(model_dir, (ONNX_FILE,) if onnx else WEIGHT_FILES)
     check_model_folder(model_dir, None if onnx else BioMrcForQuestionAnswering, onnx=onnx, read=read)
-
-
-def saved_settings(model_dir: Path) -> tuple[list[str], float] | None:
-    """The decodings and the BIO length prior :meth:`TrainedModel.load` gives the model of ``model_dir``, read from its
-    ``config.json`` alone (no weight loads); None where that config is none load reads so (load refuses it, or reads it
-    as something else)."""
-    if qa_architecture(model_dir):
-        return available_decodings(QA_HEADS), 0.0
-    try:
-        config = read_json_object(model_dir, "config.json")
-        heads = config.get("heads", HEADS)
-        names = head_names(heads) if isinstance(heads, str) else []
-    except (ModelFormatError, ValueError):
-        return None
-    prior = config.get("bio_length_prior")
-    if config.get("model_type") != BioMrcConfig.model_type or not names or not (prior is None or _is_number(prior)):
-        return None
-    return available_decodings(names), prior or 0.0
-
-
-def check_saved_decodings(model: str | Path, decodings: Sequence[str]) -> None:
-    """Each of ``decodings`` one the heads of the model folder ``model`` can do, read from its ``config.json`` alone,
-    so a command refuses it before reading its data (:meth:`TrainedModel.load` refuses it alike; a folder it cannot
-    read so is left to the load)."""
-    settings = saved_settings(Path(model)) if Path(model).is_dir() else None
-    for decoding in decodings if settings else ():
-        resolve_decoding(settings[0], decoding)
-
-
-def check_length_prior(available: Sequence[str], decodings: Sequence[str], prior: float | None) -> None:
-    """A BIO span-length ``prior`` given where none of ``decodings`` (``auto``: the preferred of ``available``, the
-    model's) reads it: refused in one line naming the argument (``bio_length_prior``, ``--bio-length-prior``), not ignored."""
-    if prior is None:
-        return
-    readers = registry.length_prior_decodings()
-    resolved = list(dict.fromkeys(resolve_decoding(available, decoding) for decoding in decodings))
-    if any(decoding in readers for decoding in resolved):
-        return
-    offered = [decoding for decoding in available if decoding in readers]
-    fix = f"decode with {' or '.join(offered)}, or leave it out" if offered else "the model has no BIO head: leave it out"
-    raise ConfigError(f"{argument('bio_length_prior')} sets the length prior of the BIO head's spans, which the {' and '.join(resolved)} "
-                      f"{number_form(len(resolved), 'decoding never reads', 'decodings never read')}; {fix}")
-
-
-def check_saved_length_prior(model: str | Path, decodings: Sequence[str] | None, prior: float | None) -> None:
-    """:func:`check_length_prior` before the model loads: ``auto`` and ``decodings`` None (every decoding the model
-    has: ``bio-mrc tune``'s default) settled by the model folder's ``config.json`` (:func:`saved_settings`); a named
-    decoding needs no file. What neither settles is left to the loaded model."""
-    settings = saved_settings(Path(model)) if Path(model).is_dir() else None
-    if settings is not None:
-        check_length_prior(settings[0], settings[0] if decodings is None else decodings, prior)
-    elif decodings is not None and registry.AUTO_DECODING not in decodings:
-        check_length_prior(registry.decoding_names(), decodings, prior)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _check_decodings(heads: str, decodings: Sequence[str]) -> None:

@@ -3,7 +3,6 @@ what ``bio-mrc tune`` does (:func:`tune_model`)."""
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -13,13 +12,14 @@ from ..arguments import (checked_limit, count_argument, instance_argument, names
                          warn_limit_past)
 from ..data.squad import SquadFile, read_squad
 from ..decoding.postprocess import DecodeConfig
-from ..errors import ConfigError, DataFormatError, argument
 from ..hub import check_name_given
-from ..io import check_folder_target, check_outputs_apart, check_writable_folder, staged_folder, written_alone
+from ..io import check_outputs_apart, staged_folder
 from ..model import BioMrcConfig
 from ..plurals import counted
 from ..types import Example
-from .defaults import FEW_TUNING_QUESTIONS, FEWEST_CALIBRATION_QUESTIONS, MIN_CALIBRATION_QUESTIONS
+from .defaults import FEW_TUNING_QUESTIONS, MIN_CALIBRATION_QUESTIONS
+from .tuning_checks import (TuningQuestions, calibrates, check_saved_settings, check_tunable,  # noqa: F401 (tune's helpers, by name)
+                            check_tuning_questions, held_for_tuning, tuning_folder)
 from .tuning import TunedSettings
 
 TUNE_STAGING_DIR = ".tune-staging"  # under tune's output folder while the tuned copy is written
@@ -76,8 +76,9 @@ def tune_model(
         task = registry.scorer(task, data.is_v2) if isinstance(task, str) else task or registry.task_of_data(data.format, data.is_v2)
         plan = TuningPlan(model, target, decodings, options, task, str(name or data.source), limit, batch_size, precision,
                           device, progress, revision)
-        return tune_read_questions(plan, data.examples[:limit] if limit else data.examples, calibrate,
-                                   min_calibration_questions, before_saving)
+        questions = check_tuning_questions(model, data.examples[:limit] if limit else data.examples, options, task,
+                                           plan.name, calibrate, min_calibration_questions, revision)
+        return tune_read_questions(plan, questions, before_saving)
 
 
 def _check_arguments(model: Any, data: Any, output_dir: Any, decodings: Any, options: Any, task: Any, limit: Any) -> None:
@@ -91,17 +92,6 @@ def _check_arguments(model: Any, data: Any, output_dir: Any, decodings: Any, opt
     instance_argument(options, DecodeConfig, "options", call, optional=True)
     task_argument(task, call)
     checked_limit(limit)
-
-
-def check_saved_settings(model: str | Path, decodings: Sequence[str] | None, options: DecodeConfig | None) -> DecodeConfig:
-    """The decodings asked and the BIO length prior given, checked against the model's saved ``config.json`` before the
-    data is read; returns ``options`` (default: ``DecodeConfig(require_answer=False)``)."""
-    from .loading import check_saved_decodings, check_saved_length_prior
-
-    check_saved_decodings(model, decodings or ())
-    options = options if options is not None else DecodeConfig(require_answer=False)
-    check_saved_length_prior(model, decodings, options.bio_length_prior)  # a prior none tuned reads
-    return options
 
 
 @dataclass
@@ -123,22 +113,17 @@ class TuningPlan:
     revision: str | None = None  # of a hub id's model
 
 
-def tune_read_questions(plan: TuningPlan, examples: list[Example], calibrate: bool, least: int,
+def tune_read_questions(plan: TuningPlan, questions: TuningQuestions,
                         before_saving: Callable[[TunedSettings], None] | None) -> ModelTuning:
-    """:func:`tune_model` once its folder is checked and held and its questions ``examples`` are read (``bio-mrc tune``
-    reads them with its own options): the questions' checks, the run record's, the model's pass, the tuning and the
-    saving."""
+    """:func:`tune_model` once its folder is checked and held and its ``questions`` are read and checked
+    (:func:`~bio_mrc.inference.tuning_checks.check_tuning_questions`; ``bio-mrc tune`` reads them with its own options,
+    before torch loads): the model's pass, the tuning and the saving."""
     import copy
 
-    from .held_out import check_held_out
     from .loading import TrainedModel, check_length_prior
     from .tuning import tune_for_model, tuning_provenance
 
-    check_span_count_given(plan.options, plan.task, plan.name)
-    check_some_answered(examples, plan.name)
-    # from the run record, before the model loads and before the count of questions: no option makes them tunable
-    training_questions = check_held_out(plan.model, examples, plan.name, plan.revision)
-    calibrate = calibrates(calibrate, least, len(examples), plan.task, plan.name)
+    examples, calibrate = questions.examples, questions.calibrate
     trained = TrainedModel.load(plan.model, progress=plan.progress, precision=plan.precision, device=plan.device,
                                 decodings=plan.decodings or (), revision=plan.revision)
     check_length_prior(trained.decodings, plan.decodings or trained.decodings, plan.options.bio_length_prior)  # a hub id's, settled now
@@ -150,7 +135,7 @@ def tune_read_questions(plan: TuningPlan, examples: list[Example], calibrate: bo
         before_saving(tuned)
     cut = plan.limit and len(examples) == plan.limit  # a limit past the data's questions takes them all: no first N
     description = plan.name + (f" (first {counted(plan.limit, 'question')})" if cut else "")
-    _save(plan.model, plan.target, trained, tuned, tuning_provenance(description, examples, training_questions))
+    _save(plan.model, plan.target, trained, tuned, tuning_provenance(description, examples, questions.training_questions))
     lines = _tuning_lines(tuned, before, trained.model.config, plan.task, calibrate, outputs, examples)
     lines.append(f"saved in {plan.target / 'config.json'}"
                  + (" (in place)" if plan.target == Path(plan.model) else f" (a tuned copy of {plan.model})"))
@@ -199,77 +184,6 @@ def copy_model(model: Path, target: Path) -> None:
     for file in sorted(model.iterdir()):
         if file.is_file():
             shutil.copy2(file, target / file.name)
-
-
-def tuning_folder(model: str | Path, output_dir: str | Path | None = None) -> Path:
-    """Where a tuning saves: the model folder itself, or ``output_dir``, a new (or empty) folder the model is copied to
-    (a hub id's model only there: its snapshot in the cache is not the user's folder)."""
-    from ..hub import is_hub_id
-
-    if not output_dir:
-        if Path(model).is_dir():  # a missing folder is the loader's to name
-            check_writable_folder(model, f"tune saves the tuned settings in its config.json ({argument('output_dir')}: "
-                                         "in a copy elsewhere)")
-        elif is_hub_id(str(model)) and not Path(model).is_symlink():  # a broken link is the loader's to name
-            # a mistyped or not yet trained folder reads as a hub id too: say which was assumed
-            raise ConfigError(f"{model} is no folder here, so it names a Hugging Face hub id, whose cached snapshot "
-                              f"tune does not change; give the model's folder, or {argument('output_dir', 'DIR')} to save a tuned copy "
-                              "of the hub model there")
-        return Path(model)
-    target = check_folder_target(output_dir)
-    if target.exists() and (target.resolve() == Path(model).resolve() or any(target.iterdir())):
-        raise ConfigError(f"{argument('output_dir', str(target))} is not empty; give a new folder (the tuned copy of the model goes there)")
-    return target
-
-
-def held_for_tuning(target: Path, output_dir: str | Path | None):
-    """The tuning's folder held from the model's reading to the settings' saving: a tune or train writing the folder
-    meanwhile would have its config replaced by one made from the model as it was read (a model folder not here is
-    the loader's to name)."""
-    return written_alone(target) if output_dir or target.is_dir() else contextlib.nullcontext()
-
-
-def check_tunable(model: str | Path, revision: str | None = None) -> None:
-    """tune writes into a bio_mrc model folder: transformers' own QA model is converted into one first."""
-    from ..hub import local_folder
-    from ..qa_checkpoints import qa_architecture
-
-    if architecture := qa_architecture(local_folder(model, revision=revision)):
-        raise ConfigError(f"{model} is a {architecture}, which tune cannot save settings into; convert it into a bio_mrc "
-                          f"model first (bio-mrc convert --model {model} --output DIR), then tune DIR")
-
-
-def check_some_answered(examples: Sequence[Example], name: str) -> None:
-    """Every setting tune fits needs questions with an answer: on none, tune would fit nothing after the model's whole
-    pass (a calibrator would learn only how often the model abstains) and, in place, drop the thresholds saved."""
-    if not any(example.is_answerable for example in examples):
-        raise DataFormatError(f"none of its {counted(len(examples), 'question')} has an answer: tune fits the length prior and "
-                              "span-count rules on answered questions, no-answer thresholds on answered and unanswerable "
-                              "ones, and calibrators on the answers given; tune on held-out questions with and without "
-                              "answers", source=name)
-
-
-def check_span_count_given(options: DecodeConfig, task, name: str) -> None:
-    """A given ``min_span_probability`` is saved as the span-count rule, which tune sets on questions answered with span
-    lists alone: refused, not ignored, on single-span questions."""
-    if options.min_span_probability is not None and not task.answers_as_span_lists():
-        raise ConfigError(f"{argument('min_span_probability')} sets the span-count rule of multi-span answers, which tune saves "
-                          f"from multi-span questions (MultiSpanQA's layout, {argument('data_format', 'answer-parts')} or "
-                          f"quoref); {name} is read "
-                          "as single-span questions: leave it out, or name the format its answers have")
-
-
-def calibrates(calibrate: bool, least: int, questions: int, task, name: str) -> bool:
-    """Whether a tuning fits calibrators: not for a task without a single answer to be right (multi-span gold) nor
-    unless ``calibrate``; fewer questions than ``least`` are refused."""
-    if not calibrate or task.right is None:
-        return False
-    least = max(least, FEWEST_CALIBRATION_QUESTIONS)  # one question calibrates nothing
-    if questions < least:
-        anyway = f", {argument('min_calibration_questions', questions)} fits one anyway" if questions >= FEWEST_CALIBRATION_QUESTIONS else ""
-        raise ConfigError(f"{name}: {questions} question{'s are' if questions != 1 else ' is'} too few to fit a "
-                          f"calibrator (at least {least}); {argument('calibrate', False)} tunes the rest{anyway}")
-    return True
 
 
 # What the package documents (bio_mrc.inference exports it); tune's command imports its helpers by name.

@@ -7,7 +7,6 @@ import contextlib
 import copy
 import dataclasses
 import gc
-import importlib.util
 import os
 import signal
 import socket
@@ -17,15 +16,14 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..errors import ConfigError, InputWarning, argument
-from ..hub import check_name_given
+from ..errors import InputWarning, argument
 from ..inference.extract import AnswerExtractor
 from ..io import printable_line
 from .config import ServeConfig
 from .connections import bounded_protocol, make_room_for, unsupported
+from .listening import check_servable
 from .operator_log import tell_operator
 
-EXTRA_PACKAGES = ("fastapi", "uvicorn")
 # How often the GIL changes hands (Python's default: 5 ms): the event loop gets its turn within half a millisecond
 # while the worker threads tokenize and run forward passes, so a short request is not kept waiting 5 ms at a time.
 SWITCH_INTERVAL_S = 0.0005
@@ -38,14 +36,10 @@ def run_server(model_dir: str | Path, config: ServeConfig | None = None, precisi
     """Serve ``model_dir`` (a bio_mrc model folder, an ONNX export of one, or a hub id at ``revision``) on ``config``'s host and port,
     the model on ``device`` (cpu, cuda, cuda:1, mps; default auto). Ctrl-C raises :class:`KeyboardInterrupt` once the
     server has shut down; SIGTERM returns once it has."""
-    check_name_given(model_dir)
-    missing = [name for name in EXTRA_PACKAGES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise ConfigError(f"bio-mrc serve needs {' and '.join(missing)}: pip install 'bio_mrc[serve]'")
+    config = config or ServeConfig()
+    check_servable(model_dir, config)  # before the model loads
     from .app import create_app
 
-    config = config or ServeConfig()
-    check_listenable(config.host, config.port)  # before the model loads
     config = dataclasses.replace(config, max_connections=make_room_for(config.max_connections, config.backlog))
     extractor = AnswerExtractor.from_pretrained(model_dir, precision=precision, device=device, revision=revision)
     application = create_app(extractor, config)
@@ -100,23 +94,6 @@ class CutAtStop:
             tell_operator("stop grace", "a request was still being sent or answered when the stop's grace ended "
                                         "(--stop-grace-s): answered 503")
             await refuse(send, 503, CUT_AT_STOP, ((b"retry-after", b"1"),))
-
-
-def check_listenable(host: str, port: int) -> None:
-    """Refuse an address the server could not listen on, in one line: uvicorn would load the model first, then log
-    the system's bare reason (``Name or service not known``) and exit with status 3. An empty host would listen on
-    every interface, which only ``0.0.0.0`` (or ``::``) asks for."""
-    if not host.strip():
-        raise ConfigError(f"{argument('host')} {host!r} names no address: 127.0.0.1 serves this machine only, 0.0.0.0 every "
-                          "interface")
-    try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET  # the family uvicorn binds ("localhost": 127.0.0.1)
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn listens: a port just closed is free
-            probe.bind(address)
-    except OSError as err:  # socket.gaierror too: a name that resolves to nothing
-        raise ConfigError(f"cannot listen on {host}:{port} ({argument('host')}, {argument('port')}): {err.strerror or err}") from None
 
 
 def connection_settings(config: ServeConfig) -> dict[str, Any]:
