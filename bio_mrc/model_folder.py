@@ -483,10 +483,16 @@ def foreign_model(config: Mapping[str, Any]) -> str | None:
 def special_floats(value: Any) -> Any:
     """transformers writes infinities (an always-abstaining threshold) and NaN as ``{"__float__": "-Infinity"}``."""
     if isinstance(value, dict):
-        if set(value) == {"__float__"} and value["__float__"] in ("Infinity", "-Infinity", "NaN"):
-            return float(value["__float__"])
-        return {key: special_floats(item) for key, item in value.items()}
+        return special_float({key: special_floats(item) for key, item in value.items()})
     return [special_floats(item) for item in value] if isinstance(value, list) else value
+
+
+def special_float(value: dict[str, Any]) -> Any:
+    """One JSON object as :func:`special_floats` reads it, its members already read: ``json.loads``'s
+    ``object_hook``, which restores them while decoding rather than walking every value after."""
+    if len(value) == 1 and value.get("__float__") in ("Infinity", "-Infinity", "NaN"):
+        return float(value["__float__"])
+    return value
 
 
 def non_finite_as(value: Any, spell: Callable[[str], Any]) -> Any:

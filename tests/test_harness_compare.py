@@ -240,7 +240,13 @@ def test_a_comparison_scores_a_model_another_process_writes_and_leaves_its_folde
     assert {path.name: path.read_bytes() for path in model.iterdir() if path.is_file()} == before
 
 
-def test_a_comparison_saves_its_tuning_only_while_it_alone_writes_the_model_folder(trained_dir, tmp_path):
+def joint_model(comparison) -> Path:
+    """The module comparison's joint model of seed 1: a test that writes into it copies it first."""
+    _, results, _ = comparison
+    return Path(next(c.model_dir for c in results.cells if (c.run, c.seed) == ("joint", 1)))
+
+
+def test_a_comparison_saves_its_tuning_only_while_it_alone_writes_the_model_folder(comparison, tmp_path):
     """A comparison saved its tuned settings into a cached model without the lock tune holds: a user's tune of that
     model at the same time, or one that saved since the comparison read the model, had its settings written over."""
     pytest.importorskip("fcntl")
@@ -254,7 +260,7 @@ def test_a_comparison_saves_its_tuning_only_while_it_alone_writes_the_model_fold
     from bio_mrc.io import sole_process_in
 
     model = tmp_path / "model"
-    shutil.copytree(trained_dir, model)
+    shutil.copytree(joint_model(comparison), model)
     config = model / "config.json"
     tune = Split(load_squad(SAMPLE_V1).examples, "squad-v1.1", "tune questions")
     before = config.read_bytes()
@@ -726,7 +732,7 @@ def test_evaluation_during_training_answers_in_the_precision_the_comparison_scor
     assert [e.precision for e in evaluators] == [expected]
 
 
-def test_a_run_init_from_a_model_whose_encoder_config_transformers_rejects_is_refused_before_training(trained_dir,
+def test_a_run_init_from_a_model_whose_encoder_config_transformers_rejects_is_refused_before_training(comparison,
                                                                                                        tmp_path):
     """Its encoder's ``use_cache`` a string: the run's key names it in one line before any run trains, as training
     would refuse it once the run's turn came."""
@@ -737,7 +743,7 @@ def test_a_run_init_from_a_model_whose_encoder_config_transformers_rejects_is_re
     from bio_mrc.training.config import TrainConfig
 
     broken = tmp_path / "broken"
-    shutil.copytree(trained_dir, broken)
+    shutil.copytree(joint_model(comparison), broken)
     config = json.loads((broken / "config.json").read_text(encoding="utf-8"))
     config["encoder"]["use_cache"] = "x"
     (broken / "config.json").write_text(json.dumps(config), encoding="utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import lzma
+import math
 from pathlib import Path
 
 import numpy as np
@@ -224,6 +225,70 @@ def test_a_cell_keeps_its_confidences_to_seven_significant_digits_however_it_was
     assert cell.selective["right"] == [1, 0, 1, 1]
     again = Cell.from_json(json.loads(json.dumps(cell.to_json())))
     assert again.selective == cell.selective and again.to_json() == cell.to_json()  # idempotent: a report reads back the same
+
+
+def test_confidences_are_rounded_at_once_to_the_digits_pythons_format_gives():
+    """Rounding each confidence through a string was a third of reading a large report; float arithmetic gives the
+    same numbers at once, and leaves to the string only what it may get wrong (ties, zeros, NaN, far exponents)."""
+    from bio_mrc.harness.results import _rounded_at_once, stored_confidences
+
+    below_one = float(np.nextafter(1.0, 0.0))
+    written = [0.123456789012, 0.99999996, below_one, 9.9999996, 1234567.5, 1234568.5, 12345678.9, 1e-20, -2.5e-7, 0.0, -0.0,
+               math.inf]
+    assert stored_confidences(written) == [0.1234568, 1.0, 1.0, 10.0, 1234568.0, 1234568.0, 12345680.0, 1e-20, -2.5e-7, 0.0, 0.0,
+                                           math.inf]  # the ties 1234567.5 and 1234568.5 round to the even digit
+    assert math.copysign(1, stored_confidences([-0.0])[0]) == -1 and math.isnan(stored_confidences([math.nan])[0])
+    assert _rounded_at_once(np.array([0.123456789012, 0.99999996, below_one]))[1].tolist() == [False] * 3  # no string
+    assert _rounded_at_once(np.array([1234567.5, 12345678.9, 1e-20, 0.0, math.nan]))[1].tolist() == [True] * 5
+    rng = np.random.default_rng(0)
+    digits = rng.integers(10**6, 10**7, 2_000)
+    ties = np.concatenate([(digits + 0.5) / 10.0**k for k in range(0, 23, 2)])  # next to a digit tie at every scale
+    values = np.concatenate([rng.random(20_000), 10.0 ** rng.uniform(-17, 7, 20_000), ties, np.nextafter(ties, 0.0),
+                             np.nextafter(ties, 1e9), 10.0 ** np.arange(-16, 7), np.nextafter(10.0 ** np.arange(-16, 7), 0.0)])
+    assert stored_confidences(values) == [float(f"{value:.7g}") for value in values.tolist()]
+
+
+@pytest.mark.parametrize("confidence", [{"raw": [[0.5]]}, {"raw": None}, {"raw": ["high"]}, {"raw": [True]}, [0.5], "raw"])
+def test_a_hand_edited_cells_confidences_are_refused_naming_the_field(tmp_path, confidence):
+    """Confidences that were no flat list of numbers (a list of lists, null, words) ended reading the report in a
+    TypeError, ValueError or AttributeError traceback; true was read as 1."""
+    stored = _stored_json(next(path for path in REPORT_FILES if path.parent.name == "quick"))
+    number = next(k for k, cell in enumerate(stored["cells"]) if (cell.get("selective") or {}).get("confidence"))
+    stored["cells"][number]["selective"]["confidence"] = confidence
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(stored))
+    with pytest.raises(ConfigError, match=rf"^cells_from='{path}': cell {number}: field 'selective' must be an object whose "
+                                          r"confidences are lists of numbers, got \{'right': "):
+        read_report(path)
+
+
+# transformers' form of non-finite floats, each place it may stand, and objects that only look like it
+_SPECIAL_TEXT = """{"top": {"__float__": "-Infinity"}, "listed": [1.5, {"__float__": "NaN"}, [{"__float__": "Infinity"}]],
+ "more_keys": {"__float__": "Infinity", "note": "kept"}, "other_name": {"__float__": "inf"}, "number": {"__float__": 7},
+ "wrapped": {"__float__": {"__float__": "NaN"}}, "empty": {}}"""
+_SPECIAL_READ = {"top": -math.inf, "listed": [1.5, math.nan, [math.inf]], "more_keys": {"__float__": "Infinity", "note": "kept"},
+                 "other_name": {"__float__": "inf"}, "number": {"__float__": 7}, "wrapped": {"__float__": math.nan}, "empty": {}}
+
+
+def test_special_floats_restored_while_decoding_read_as_the_walk_after_decoding_reads_them():
+    """A report's non-finite floats are restored by ``json.loads``'s object hook, not by walking its million values after."""
+    from bio_mrc.model_folder import special_float, special_floats
+
+    expected = json.dumps(_SPECIAL_READ)  # NaN equals nothing; its JSON text compares
+    assert json.dumps(json.loads(_SPECIAL_TEXT, object_hook=special_float)) == expected
+    assert json.dumps(special_floats(json.loads(_SPECIAL_TEXT))) == expected
+
+
+def test_a_reports_special_floats_read_back_as_floats_and_look_alikes_as_written(tmp_path):
+    stored = _stored_json(next(path for path in REPORT_FILES if path.parent.name == "quick"))
+    cells = [dict(cell) for cell in stored["cells"]]
+    cells[0]["threshold"], cells[1]["threshold"] = {"__float__": "-Infinity"}, {"__float__": "Infinity"}
+    cells[0]["scored_in"] = json.loads(_SPECIAL_TEXT)
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({**stored, "cells": cells}))
+    read = read_report(path).results.cells
+    assert (read[0].threshold, read[1].threshold) == (-math.inf, math.inf)
+    assert json.dumps(read[0].scored_in) == json.dumps(_SPECIAL_READ)
 
 
 @pytest.mark.parametrize("description, shown", [

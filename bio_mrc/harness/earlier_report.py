@@ -25,7 +25,7 @@ from ..data.limits import max_json_bytes, read_at_most
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError, argument
 from ..io import special_file_kind
-from ..model_folder import special_floats
+from ..model_folder import special_float
 from ..plurals import counted
 from .config import RUN_OPTIONS_WHEN_ABSENT, CompareConfig
 from .results import Cell
@@ -43,8 +43,8 @@ def read_report(path: str | Path) -> SavedReport:
     path = Path(path)
     source = argument("cells_from", str(path))
     try:
-        # an infinite threshold is written as {"__float__": "-Infinity"}
-        report = special_floats(json.loads(_report_bytes(path, source).decode("utf-8")))
+        # an infinite threshold is written as {"__float__": "-Infinity"}, restored while decoding
+        report = json.loads(_report_bytes(path, source).decode("utf-8"), object_hook=special_float)
     except (OSError, EOFError, lzma.LZMAError, zlib.error, json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{source}: cannot read it as a comparison report ({error})") from None
     except RecursionError:

@@ -78,9 +78,33 @@ PER_QUESTION = ("em", "f1", "counts")  # a cell's per-question scores, arrays in
 CONFIDENCE_DIGITS = 7
 
 
+# 10**k is a float64 exactly up to k = 22: a quotient by one is then correctly rounded, as float() reads a decimal
+_EXACT_POWERS = np.array([float(10**k) for k in range(23)])
+
+
 def stored_confidences(values: Any) -> list[float]:
-    """Confidences as a cell keeps them, in memory and in JSON: each to ``CONFIDENCE_DIGITS`` significant digits."""
-    return [float(f"{value:.{CONFIDENCE_DIGITS}g}") for value in np.asarray(values, dtype=np.float64).tolist()]
+    """Confidences as a cell keeps them, in memory and in JSON: each to ``CONFIDENCE_DIGITS`` significant digits,
+    ``float(f"{value:.7g}")``; float arithmetic gives the same number for nearly all at once, the rest go one by one."""
+    numbers = np.asarray(values, dtype=np.float64)
+    rounded, unsure = _rounded_at_once(numbers)
+    for k in np.flatnonzero(unsure):
+        rounded[k] = float(f"{float(numbers[k]):.{CONFIDENCE_DIGITS}g}")
+    return rounded.tolist()
+
+
+def _rounded_at_once(numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each of a 1-D array of numbers to ``CONFIDENCE_DIGITS`` significant digits by float arithmetic, and a mask of
+    those it may get wrong: a digit tie within the product's rounding error, an exponent ``log10`` misjudged next to a
+    power of ten, a power of ten no float64 holds, a number not positive and finite."""
+    low, high = float(10 ** (CONFIDENCE_DIGITS - 1)), float(10 ** CONFIDENCE_DIGITS)
+    with np.errstate(all="ignore"):  # zeros, negatives, NaN and infinities are masked, their warnings idle
+        places = CONFIDENCE_DIGITS - 1 - np.floor(np.log10(numbers))
+        sure = (numbers > 0) & np.isfinite(places) & (places >= 0) & (places < len(_EXACT_POWERS))
+        scale = _EXACT_POWERS[np.where(sure, places, 0).astype(np.intp)]
+        scaled = numbers * scale  # off the exact product by under 1e-9 below 1e7
+        digits = np.rint(scaled)
+        sure &= (scaled >= low) & (digits <= high) & (np.abs(scaled - np.floor(scaled) - 0.5) > 1e-6)
+    return digits / scale, ~sure
 
 
 def _is_number(value: Any) -> bool:
@@ -94,6 +118,13 @@ def _plain_numbers(flat: np.ndarray) -> bool:
 
 def _numbers_only(flat: np.ndarray) -> bool:
     return _plain_numbers(flat) or all(_is_number(n) for n in flat)
+
+
+def _confidences_listed(value: Any) -> bool:
+    """Whether a cell's ``selective`` is an object whose confidences (where it holds them) are an object of flat lists
+    of numbers: each is rounded as a number (:func:`stored_confidences`)."""
+    confidence = value.get("confidence", {}) if isinstance(value, dict) else None
+    return isinstance(confidence, dict) and all(isinstance(x, list) and set(map(type, x)) <= {int, float} for x in confidence.values())
 
 
 def _kind(check: Any, what: str) -> Any:
@@ -146,7 +177,8 @@ _CELL_CHECKS = {
     "tuning_saved_with_model": _FLAG, "train_seconds_partial": _FLAG, "reused_model": _FLAG,
     "tag_scores": _kind(lambda v: isinstance(v, dict) and all(_is_number(x) and 0 <= x <= 1 for x in v.values()),
                         "an object of scores in [0, 1]"),
-    "calibration": _OBJECT, "selective": _OBJECT, "scored_in": _OBJECT, "calibration_skipped": _TEXT,
+    "calibration": _OBJECT, "selective": _kind(_confidences_listed, "an object whose confidences are lists of numbers"),
+    "scored_in": _OBJECT, "calibration_skipped": _TEXT,
     "fold_model_dirs": _kind(lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of folders"),
     "fold_bio_length_priors": _kind(lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v), "a list of numbers"),
     "fold_thresholds": _kind(lambda v: isinstance(v, list) and all(x is None or _is_number(x) for x in v), "a list of numbers"),
