@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import runpy
 import shutil
@@ -552,3 +553,20 @@ def test_inference_benchmark_classifies_the_max_context_rule(monkeypatch, capsys
     assert lines[1].strip().startswith("1  max context: the recipe's span starts on a token with more context")
     assert lines[2].strip() == "1  the logits differ by more than noise (another runtime, e.g. --onnx)"
     assert lines[4].startswith("  q | 'c d' | 'b c d' | max context:") and lines[5].startswith("  r | 'c d' | 'b' | the logits")
+
+
+@pytest.mark.slow  # three processes each import the package
+def test_read_report_reads_a_report_alike_with_two_packages_and_names_a_missing_one(tmp_path: Path, empty_data: Path):
+    """bench_read_report against a checkout of the same package: both read the committed quick report to one digest,
+    and the table gives each way's CPU seconds and their ratio; a report that is not there is one line."""
+    report = next((REPO / "benchmarks" / "reports" / "quick").glob("report.json*"))
+    result = run_script(REPO, "bench_read_report.py", "root", "--reports", str(report), "--repeats", "1", "--old-tree",
+                        str(REPO), data_dir=empty_data)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["reads_equal"] and summary["ways"] == ["ours", "old"]
+    [row] = summary["rows"]
+    assert row["report"] == str(report.relative_to(REPO)) and row["ours"] > 0 and row["old"] > 0
+    assert "| old / ours |" in result.stdout and "every report read alike" in result.stdout
+    missing = run_script(REPO, "bench_read_report.py", "root", "--reports", str(tmp_path / "report.json"), data_dir=empty_data)
+    assert_one_line_failure(missing, f"no report file {tmp_path / 'report.json'}")
