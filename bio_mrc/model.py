@@ -44,7 +44,9 @@ class BioMrcConfig(PreTrainedConfig):
     ``"bio/ratio"``, ``"joint"``) to the threshold tuned on held-out questions and
     ``bio_length_prior`` is the BIO decoding's tuned span-length prior; both are
     saved with the model so that ``predict``, ``compare`` and ``AnswerExtractor``
-    apply the same values; ``calibration`` maps each decoding's raw confidence to the
+    apply the same values; ``max_answer_length`` is the decodings' answer-length limit in tokens, set at training to
+    the length 99% of the training answer spans fit, at least 30 (None: trained before it was saved; the decodings
+    read 30); ``calibration`` maps each decoding's raw confidence to the
     probability that its answer is right (``bio_mrc.inference.calibrators``); ``min_span_probabilities`` maps a
     decoding to the probability a span after the first needs to join its multi-span answer, tuned on multi-span
     questions (``bio_mrc.inference.span_count``). ``tuned_on`` says on which questions they were tuned
@@ -73,6 +75,7 @@ class BioMrcConfig(PreTrainedConfig):
     max_query_length: int | None = None
     no_answer_thresholds: dict | None = None
     bio_length_prior: float | None = None  # the BIO decoding's span-length prior, tuned on held-out questions
+    max_answer_length: int | None = None  # the decodings' answer-length limit in tokens, from the training answers
     calibration: dict | None = None  # per decoding: the beta calibration of raw confidence to P(answer right)
     min_span_probabilities: dict | None = None  # per decoding: its multi-span answers' span-count rule, tuned on multi-span questions
     tuned_on: dict | None = None

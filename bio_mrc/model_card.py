@@ -375,6 +375,8 @@ def _model_section(config: BioMrcConfig, record: Mapping | None) -> str:
          .get(tag_level, f"`{tag_level}`") if tagging else "no BIO head"),
         *([("BIO words", _word_units(config.word_units))] if tagging and tag_level == "word" else []),
         ("windows", ", ".join(f"`{k}` {getattr(config, k)}" for k in WINDOW_FIELDS)),
+        *([("answer-length limit", f"{config.max_answer_length} tokens, what 99% of the training answer spans fit (at least 30; "
+                                   "`max_answer_length` given to a decoding overrides it)")] if getattr(config, "max_answer_length", None) else []),
         ("encoder", f"that of {_code(init_from)}{at}" if init_from else f"{_code(encoder)}{at}" if encoder else "unknown"),
         ("bio_mrc model format", config.bio_mrc_format),
     ]
@@ -428,6 +430,7 @@ def card_summary(model_dir: str | Path, config: BioMrcConfig | None = None) -> d
         "tag_level": config.tag_level,
         "word_units": config.word_units,
         "windows": {key: getattr(config, key) for key in WINDOW_FIELDS},
+        "max_answer_length": getattr(config, "max_answer_length", None),
         "encoder": _encoder_name(config, train),
         "bio_mrc_format": config.bio_mrc_format,
         "tuned": {"no_answer_thresholds": config.no_answer_thresholds or {},

@@ -26,6 +26,11 @@ WORD_UNITS_WHEN_ABSENT = "tokenizer"
 # (``...ForQuestionAnswering``) are trained and run with, and so the windows bio_mrc answers with them in.
 QA_WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
 
+# The decodings' answer-length limit in tokens where neither the caller nor the model sets one (a model saves the length
+# 99% of its training answer spans fit, at least this: bio_mrc.training.answer_lengths).
+MAX_ANSWER_LENGTH = 30
+ANSWER_LENGTH_COVERAGE = 0.99
+
 # Windows per forward batch when answering. On CPU, batches of 16 length-sorted windows ran 1.14x faster than 64
 # (bench_inference.py --levers; their activations stay in cache). Training measures auto's inference precision at
 # this batch too.
@@ -35,4 +40,4 @@ INFERENCE_BATCH_SIZE = 16
 GPU_INFERENCE_BATCH_SIZE = 128
 
 __all__ = ["BIO_LOSS_REDUCTION", "BIO_LOSS_REDUCTIONS", "BIO_LOSS_WEIGHT", "BIO_PRIOR", "GPU_INFERENCE_BATCH_SIZE", "HEADS",
-           "INFERENCE_BATCH_SIZE", "SPAN_LOSS_WEIGHT", "WORD_UNITS", "WORD_UNITS_NOW", "WORD_UNITS_WHEN_ABSENT"]
+           "INFERENCE_BATCH_SIZE", "MAX_ANSWER_LENGTH", "ANSWER_LENGTH_COVERAGE", "SPAN_LOSS_WEIGHT", "WORD_UNITS", "WORD_UNITS_NOW", "WORD_UNITS_WHEN_ABSENT"]

@@ -41,6 +41,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 from . import __version__, registry
+from .arguments import MAX_COUNT
 from .config_schema import whole_number
 from .errors import InputWarning, ModelFormatError, argument, shown_value
 from .evaluation_record import EVAL_FILE
@@ -614,9 +615,7 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
                                           f"{windows['max_seq_length']}: the encoder cannot read its own windows")
     for key, value in _mapping(config, "no_answer_thresholds", folder).items():
         _check_threshold(value, f"no_answer_thresholds.{key}", folder)
-    prior = config.get("bio_length_prior")
-    if prior is not None and not (_is_number(prior) and abs(prior) <= MAX_SETTING):
-        raise fail(folder, "config.json", f"bio_length_prior must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}], got {prior!r}")
+    _check_decoding_settings(config, folder)
     check_head_settings(config, folder)
     for decoding, probability in _mapping(config, "min_span_probabilities", folder).items():
         if not (_is_number(probability) and 0 <= probability <= 1):
@@ -625,6 +624,16 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
         _check_calibrator(decoding, calibrator, folder)
     _check_tuned_on(_mapping(config, "tuned_on", folder), folder)  # tune reads it as an object when it saves new settings
     _warn_of_unknown_decodings(config, folder)
+
+
+def _check_decoding_settings(config: Mapping[str, Any], folder: Path) -> None:
+    """The BIO length prior and the answer-length limit saved in ``config``: each absent, or in the range a decoding takes."""
+    prior = config.get("bio_length_prior")
+    if prior is not None and not (_is_number(prior) and abs(prior) <= MAX_SETTING):
+        raise fail(folder, "config.json", f"bio_length_prior must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}], got {prior!r}")
+    limit = config.get("max_answer_length")
+    if limit is not None and not (_is_int(limit) and 1 <= limit <= MAX_COUNT):
+        raise fail(folder, "config.json", f"max_answer_length must be a whole number of tokens in [1, {MAX_COUNT:,}], got {limit!r}")
 
 
 def check_head_settings(config: Mapping[str, Any], folder: Path) -> None:

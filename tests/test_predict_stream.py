@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bio_mrc import registry
 from bio_mrc.cli import main
 from bio_mrc.data.squad import load_squad
 
@@ -575,10 +576,10 @@ def test_a_question_id_and_context_with_a_line_separator_give_one_stream_line_a_
     assert [json.loads(line)["id"] for line in out.splitlines()] == ["q\u20280", "q\u20281"]
 
 
-@pytest.mark.parametrize("kind", ["span", "bio", "span+bio", "tuned prior", "qa checkpoint"])
+@pytest.mark.parametrize("kind", ["span", "bio", "span+bio", "tuned prior", "answer-length limit", "qa checkpoint"])
 def test_the_settings_resume_reads_from_the_files_are_those_the_loaded_model_gives(tiny_encoder_dir, tmp_path, kind):
-    """``predict --resume`` settles the decodings and the length prior from ``config.json`` before the model loads
-    (:func:`saved_settings`): they are the loaded model's own."""
+    """``predict --resume`` settles the decodings, the length prior and the answer-length limit from ``config.json``
+    before the model loads (:func:`saved_settings`): they are the loaded model's own."""
     from bio_mrc.decoding.postprocess import DecodeConfig
     from bio_mrc.inference import TrainedModel
     from bio_mrc.inference.loading import saved_settings
@@ -589,11 +590,13 @@ def test_the_settings_resume_reads_from_the_files_are_those_the_loaded_model_giv
     if kind == "qa checkpoint":
         folder = random_qa_model("distilbert", tiny_encoder_dir, tmp_path / "qa")
     else:
-        folder = untrained_model_folder(tiny_encoder_dir, tmp_path / "model", heads="span+bio" if kind == "tuned prior" else kind,
-                                        max_seq_length=48, doc_stride=16, max_query_length=12)
-    if kind == "tuned prior":
+        folder = untrained_model_folder(tiny_encoder_dir, tmp_path / "model", heads=kind if kind in registry.HEADS or "+" in kind
+                                        else "span+bio", max_seq_length=48, doc_stride=16, max_query_length=12)
+    saved = {"tuned prior": {"bio_length_prior": 0.75}, "answer-length limit": {"max_answer_length": 64}}.get(kind)
+    if saved:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        (folder / "config.json").write_text(json.dumps({**config, "bio_length_prior": 0.75}), encoding="utf-8")
+        (folder / "config.json").write_text(json.dumps({**config, **saved}), encoding="utf-8")
     trained = TrainedModel.load(folder, precision="fp32", device="cpu")
-    assert saved_settings(folder) == (trained.decodings, trained.decode_config(DecodeConfig()).bio_length_prior)
-    assert saved_settings(folder)[1] == (0.75 if kind == "tuned prior" else 0.0)
+    resolved = trained.decode_config(DecodeConfig())
+    assert saved_settings(folder) == (trained.decodings, resolved.bio_length_prior, resolved.max_answer_length)
+    assert saved_settings(folder)[1:] == (0.75 if kind == "tuned prior" else 0.0, 64 if kind == "answer-length limit" else 30)

@@ -45,6 +45,7 @@ from .. import registry
 from ..answer_text import normalize_answer, trimmed_spans
 from ..arguments import MAX_COUNT
 from ..config_schema import check_fields
+from ..model_defaults import MAX_ANSWER_LENGTH
 from ..model_folder import MAX_SETTING
 from ..tags import TAG_B, TAG_I, TAG_O
 from ..types import AnswerSpan, Example, Prediction
@@ -61,14 +62,16 @@ class DecodeConfig:
     ``bio_length_prior`` (β) is a geometric span-length prior on the BIO head's
     spans (in the BIO and joint decodings): ``β`` is added to every inside gain
     ``log p_I - log p_O``. ``None`` means the value tuned on held-out questions
-    and saved with the model (0 for a model without one).
+    and saved with the model (0 for a model without one). ``max_answer_length`` ``None`` means the answer-length
+    limit saved with the model at training (:data:`MAX_ANSWER_LENGTH` for a model without one).
     """
 
     n_best: int = field(default=20, metadata={"help": "answer candidates kept per question, best first: the n-best spans "
                                                        "(predict's n-best file) and those a multi-span answer is chosen from",
                                                "minimum": 1, "maximum": MAX_COUNT})  # every count's bound
-    max_answer_length: int = field(default=30, metadata={
-        "help": "in tokens (in words for the BIO decoding of a word-level tagger)", "minimum": 1, "maximum": MAX_COUNT})
+    max_answer_length: int | None = field(default=None, metadata={
+        "help": "in tokens (in words for the BIO decoding of a word-level tagger); none: the limit saved with the model "
+                "(one 99 in 100 of its training answers fit, at least 30), else 30", "minimum": 1, "maximum": MAX_COUNT})
     multi_span: bool = field(default=False, metadata={
         "help": "return every answer span, not only the best (the BIO decoding: the spans of highest posterior that maximise "
                 "the expected exact-match F1 instead of the n-best single spans; the joint decoding: also those spans)"})
@@ -86,6 +89,19 @@ class DecodeConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
+
+
+def with_saved_settings(config: DecodeConfig, bio_length_prior: float | None, max_answer_length: int | None) -> DecodeConfig:
+    """``config`` with a model's saved settings where it leaves them open (None): its tuned BIO length prior (0
+    without one) and its answer-length limit (:data:`MAX_ANSWER_LENGTH` without one); a given value wins."""
+    prior = (bio_length_prior or 0.0) if config.bio_length_prior is None else config.bio_length_prior
+    limit = (max_answer_length or MAX_ANSWER_LENGTH) if config.max_answer_length is None else config.max_answer_length
+    return replace(config, bio_length_prior=prior, max_answer_length=limit)
+
+
+def _limited(config: DecodeConfig) -> DecodeConfig:
+    """``config`` with an open answer-length limit at the default: decoding called with no model's settings."""
+    return config if config.max_answer_length is not None else replace(config, max_answer_length=MAX_ANSWER_LENGTH)
 
 
 def _collect(
@@ -200,6 +216,7 @@ def decode_span(outputs: WindowOutputs, examples: Sequence[Example], config: Dec
     """n-best spans by ``s_i + e_j`` across windows, each starting where ``outputs.starts`` allows; ``no_answer_score = null - best``."""
     if outputs.start_logits is None:
         raise ValueError("span decoding needs a model with a span head")
+    config = _limited(config)
     starts = np.where(outputs.starts, outputs.start_logits, -np.inf)  # the [CLS] null is read from the logits themselves
     candidates = best_spans(starts, outputs.end_logits, outputs.mask, config.max_answer_length, config.n_best,
                             first_end=outputs.first_end)
@@ -213,6 +230,7 @@ def decode_joint(outputs: WindowOutputs, examples: Sequence[Example], config: De
     """Product of the span and BIO experts (see the module docstring)."""
     if outputs.start_logits is None or outputs.bio_logits is None:
         raise ValueError("joint decoding needs a model with both heads")
+    config = _limited(config)
     attended = outputs.mask.copy()
     attended[:, 0] = True  # [CLS] takes part in the start/end softmax: it carries the null score
     log_start = log_softmax(outputs.start_logits, attended)
@@ -341,6 +359,7 @@ def grouped_word_tag_probabilities(grouped: GroupedTags) -> tuple[np.ndarray, np
 
 def decode_merged_tags(merged: MergedTokens, examples: Sequence[Example], config: DecodeConfig = DecodeConfig()) -> list[Prediction]:
     """:func:`decode_bio_predictions` from already merged tag log-probabilities (merge once, decode many ways)."""
+    config = _limited(config)
     log_probs = merged.values + np.where(np.arange(3) == TAG_I, config.bio_length_prior or 0.0, 0.0)
     single = _shown_tag_spans(log_probs, merged, examples, config.max_answer_length, config.n_best)
     probabilities = None

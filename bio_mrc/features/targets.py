@@ -79,6 +79,15 @@ class Window:
     def holds_an_answer(self) -> bool:
         return any(position != (0, 0) for position in self.span_positions())
 
+    def held_span_lengths(self) -> dict[CharSpan, int]:
+        """Each span of every alternative that this window holds whole, with its length in tokens."""
+        held = {}
+        for span in (span for alternative in self.answers for span in alternative):
+            start, end = _span_positions(self.offsets, self.paragraph, *span)
+            if (start, end) != (0, 0):
+                held[span] = end - start + 1
+        return held
+
 
 def span_targets(window: Window, config: Any) -> dict[str, Any]:
     """The span head's ``start_positions``/``end_positions``: the first annotator's tokens (``one-hot``), or
@@ -164,11 +173,12 @@ def add_targets(
     features: dict[str, list[Any]], examples: Sequence[Example], config: Any, heads: Iterable[str]
 ) -> dict[str, list[Any]]:
     """Add each head's labels to tokenized windows, as its registry entry's ``build_targets`` makes them
-    (``config``: the :class:`~bio_mrc.features.config.FeatureConfig`), and ``answer_in_window``: whether the window
-    holds some alternative's first span."""
+    (``config``: the :class:`~bio_mrc.features.config.FeatureConfig`), ``answer_in_window``: whether the window
+    holds some alternative's first span, and ``answer_lengths``: the length in tokens of each answer span that no
+    earlier window of its question held whole (each span counted once, where it is first held)."""
     entries = [registry.head(name) for name in heads]
     columns: dict[str, list[Any]] = {label: [] for entry in entries for label in entry.targets}
-    covered = []
+    covered, lengths, seen = [], [], set()
     gold = [GoldByPlace.of(TAGGER_GOLD[config.tag_mentions](example)) for example in examples]
     answers = [_without_edge_whitespace(example.context, example.answers) for example in examples]
     windows = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"], features["example_index"])
@@ -180,7 +190,10 @@ def add_targets(
             for label, value in entry.window_targets(window, config).items():
                 columns[label].append(value)
         covered.append(window.holds_an_answer())
-    return {**features, **columns, "answer_in_window": covered}
+        held = {(ex_index, span): length for span, length in window.held_span_lengths().items()}
+        lengths.append([length for key, length in held.items() if key not in seen])
+        seen.update(held)
+    return {**features, **columns, "answer_in_window": covered, "answer_lengths": lengths}
 
 
 def _without_edge_whitespace(context: str, alternatives: tuple[Alternative, ...] | None) -> tuple[Alternative, ...] | None:

@@ -197,10 +197,11 @@ def build_features(
 
 
 # The windows' list columns: their values' type, as datasets inferred it from the rows (its small integer types for
-# the tokenizer's columns), and each item's width where a row is a list of pairs.
+# the tokenizer's columns), and each item's width where a row is a list of pairs; answer_lengths typed here too, as a
+# batch of windows holding no answer would leave it a list of nothing.
 WINDOW_COLUMNS = {"input_ids": (np.int32, None), "token_type_ids": (np.int8, None), "attention_mask": (np.int8, None),
                   "offset_mapping": (np.int64, 2), "paragraph_mask": (np.int8, None), "word_offsets": (np.int64, 2),
-                  "tag_mask": (np.int8, None)}
+                  "tag_mask": (np.int8, None), "answer_lengths": (np.int32, None)}
 
 
 def windows_table(features: dict[str, list[Any]]) -> pa.Table:

@@ -45,7 +45,7 @@ class TrainingEvaluator:
             self._features = build_features(self.examples, tokenizer, windows, with_targets=False)
         outputs = run_windows(model, self._features, tokenizer.pad_token_id or 0, self.batch_size, progress=False,
                               precision=self.precision)
-        decode = self.task.decode_config(DecodeConfig())
+        decode = self.task.decode_config(DecodeConfig(max_answer_length=getattr(config, "max_answer_length", None)))  # set as training began
         scores = {}
         for decoding in available_decodings(config.heads):
             predictions = decode_answers(outputs, self.examples, decoding, decode, multi_span=decode.multi_span,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -12,7 +12,7 @@ from transformers import PreTrainedTokenizerBase
 
 from ..arguments import count_at_most
 from ..config_schema import whole_number
-from ..decoding.postprocess import DecodeConfig, available_decodings
+from ..decoding.postprocess import DecodeConfig, available_decodings, with_saved_settings
 from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..encoders import load_tokenizer
 from ..errors import ConfigError, ModelFormatError, a_type
@@ -31,7 +31,7 @@ from ..types import Example
 from .defaults import GPU_INFERENCE_BATCH_SIZE, INFERENCE_BATCH_SIZE
 from .forward import predict_windows
 from .onnx_runner import ONNX_FILE, OnnxModel  # the runner only: the exporter (.onnx) builds on this module
-from .saved_settings import check_length_prior, check_saved_decodings, check_saved_length_prior, saved_settings  # noqa: F401 (by name)
+from .saved_settings import SavedSettings, check_length_prior, check_saved_decodings, check_saved_length_prior, saved_settings  # noqa: F401 (by name)
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
 BACKENDS = ("auto", "torch", "onnx")
@@ -157,10 +157,10 @@ class TrainedModel:
         return dict(getattr(self.model.config, "min_span_probabilities", None) or {})
 
     def decode_config(self, config: DecodeConfig) -> DecodeConfig:
-        """``config`` with the settings tuned for this model (the BIO length prior) where it leaves them open."""
-        if config.bio_length_prior is None:
-            return replace(config, bio_length_prior=self.model.config.bio_length_prior or 0.0)
-        return config
+        """``config`` with the settings saved with this model where it leaves them open: the tuned BIO length prior
+        and the answer-length limit of its training answers (:func:`~bio_mrc.decoding.postprocess.with_saved_settings`)."""
+        saved = self.model.config
+        return with_saved_settings(config, saved.bio_length_prior, getattr(saved, "max_answer_length", None))
 
     @property
     def batch_size(self) -> int:

@@ -1,38 +1,48 @@
-"""A model folder's decodings and BIO length prior read from its ``config.json`` alone, and the options checked against
+"""A model folder's decodings, BIO length prior and answer-length limit read from its ``config.json`` alone, and the options checked against
 them before the data is read or the model loads. Light on purpose (no torch): ``tune`` checks them at once."""
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from .. import registry
+from ..arguments import MAX_COUNT
 from ..decoding.postprocess import available_decodings
 from ..errors import ConfigError, ModelFormatError, argument
-from ..model_defaults import HEADS
+from ..model_defaults import HEADS, MAX_ANSWER_LENGTH
 from ..model_folder import QA_HEADS, qa_architecture, read_json_object
 from ..plurals import number_form
 from ..registry import head_names, resolve_decoding
 from ..transformers_registration import MODEL_TYPE
 
 
-def saved_settings(model_dir: Path) -> tuple[list[str], float] | None:
-    """The decodings and the BIO length prior :meth:`TrainedModel.load` gives the model of ``model_dir``, read from its
-    ``config.json`` alone (no weight loads); None where that config is none load reads so (load refuses it, or reads it
-    as something else)."""
+class SavedSettings(NamedTuple):
+    """What a model folder's ``config.json`` settles before the model loads (:func:`saved_settings`)."""
+
+    decodings: list[str]
+    bio_length_prior: float
+    max_answer_length: int
+
+
+def saved_settings(model_dir: Path) -> SavedSettings | None:
+    """The decodings, the BIO length prior and the answer-length limit :meth:`TrainedModel.load` gives the model of
+    ``model_dir``, read from its ``config.json`` alone (no weight loads); None where that config is none load reads so
+    (load refuses it, or reads it as something else)."""
     if qa_architecture(model_dir):
-        return available_decodings(QA_HEADS), 0.0
+        return SavedSettings(available_decodings(QA_HEADS), 0.0, MAX_ANSWER_LENGTH)
     try:
         config = read_json_object(model_dir, "config.json")
         heads = config.get("heads", HEADS)
         names = head_names(heads) if isinstance(heads, str) else []
     except (ModelFormatError, ValueError):
         return None
-    prior = config.get("bio_length_prior")
-    if config.get("model_type") != MODEL_TYPE or not names or not (prior is None or _is_number(prior)):
+    prior, limit = config.get("bio_length_prior"), config.get("max_answer_length")
+    if config.get("model_type") != MODEL_TYPE or not names or not (prior is None or _is_number(prior)) \
+            or not (limit is None or (_is_int(limit) and 1 <= limit <= MAX_COUNT)):
         return None
-    return available_decodings(names), prior or 0.0
+    return SavedSettings(available_decodings(names), prior or 0.0, limit or MAX_ANSWER_LENGTH)
 
 
 def check_saved_decodings(model: str | Path, decodings: Sequence[str]) -> None:
@@ -68,6 +78,10 @@ def check_saved_length_prior(model: str | Path, decodings: Sequence[str] | None,
         check_length_prior(settings[0], settings[0] if decodings is None else decodings, prior)
     elif decodings is not None and registry.AUTO_DECODING not in decodings:
         check_length_prior(registry.decoding_names(), decodings, prior)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _is_number(value: object) -> bool:

@@ -25,7 +25,7 @@ from typing import TextIO
 
 from tqdm.auto import tqdm
 
-from ..decoding.postprocess import DecodeConfig
+from ..decoding.postprocess import DecodeConfig, with_saved_settings
 from ..arguments import (checked_limit, count_argument, given_type, instance_argument, names_argument, path_argument,
                          warn_limit_past)
 from ..errors import ConfigError, DataFormatError, OutputError, argument
@@ -99,19 +99,18 @@ def run_record(trained: TrainedModel, plan: StreamPlan, source: str | None) -> d
 def given_run_record(model: str, precision: str, plan: StreamPlan, source: str | None, revision: str | None = None) -> dict:
     """The part of :func:`run_record` settled before any weight loads (``model`` and ``precision`` as given, ``plan``
     with the decodings as given): the model's ``config.json``, in its folder or a hub id's snapshot already in the
-    local cache, settles an ``auto`` decoding and the tuned BIO length prior. What no file at hand settles (a hub id
+    local cache, settles an ``auto`` decoding, the tuned BIO length prior and the answer-length limit. What no file at hand settles (a hub id
     not cached yet, a config load refuses) is left out, for the check once the model has loaded. ``revision``: the hub
     id's."""
     folder = cached_folder(model, revision)
     settings = saved_settings(folder) if folder is not None and folder.is_dir() else None
     if settings is not None:
-        decodings, prior = settings
-        resolved = tuple(dict.fromkeys(preferred_decoding(decodings) if d == AUTO_DECODING else d for d in plan.decodings))
-        config = plan.config if plan.config.bio_length_prior is not None else replace(plan.config, bio_length_prior=prior)
+        resolved = tuple(dict.fromkeys(preferred_decoding(settings.decodings) if d == AUTO_DECODING else d for d in plan.decodings))
+        config = with_saved_settings(plan.config, settings.bio_length_prior, settings.max_answer_length)
         plan = replace(plan, decodings=resolved, config=config)
     record = _record(str(folder) if folder is not None else model, precision, plan, source)
     unsettled = {"decodings"} if AUTO_DECODING in plan.decodings else set()
-    unsettled |= {"bio_length_prior"} if plan.config.bio_length_prior is None else set()
+    unsettled |= {name for name in ("bio_length_prior", "max_answer_length") if getattr(plan.config, name) is None}
     unsettled |= set() if folder is not None else {"model"}
     return {key: value for key, value in record.items() if key not in unsettled}
 

@@ -282,7 +282,8 @@ def tune_for_model(
     uses_prior = bool(reading_prior & set(trained.decodings))
     # Fitted only for a decoding being tuned that reads it: tuning the span decoding leaves the BIO decodings' prior.
     tune_prior = options.bio_length_prior is None and bool(reading_prior & set(decodings)) and any(ex.answers for ex in examples)
-    config = options if tune_prior else trained.decode_config(options)
+    config = trained.decode_config(options)  # the prior open where it is tuned, each option as given else the model's
+    config = replace(config, bio_length_prior=None) if tune_prior else config
     calibrate = calibrate and task.right is not None  # a task without a single answer to be right fits no calibrator
     tuned = tune_settings(outputs, examples, decodings, config, tune_prior,
                           tune_thresholds=task.no_answer, calibrate=calibrate, task=task, data_sets=data_sets, progress=progress)

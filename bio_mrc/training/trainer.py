@@ -32,6 +32,7 @@ from ..progress import progress_bars
 from ..run_folder import HUB_PUSH_DIR
 from ..qa_checkpoints import check_encoder_runs, usable_positions, windows_that_fit
 from ..types import Example
+from .answer_lengths import set_answer_length_limit
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
 from .config import TrainConfig
 from .training_args import check_network_args, default_hub_id, hub_repository_refused
@@ -255,7 +256,8 @@ def build_trainer(
                                   cache_dir=default_windows_cache(), heads=model.config.head_names)
     if missed := answers_no_window_holds(features, examples):
         warnings.warn(UnheldAnswersWarning(missed, sum(example.is_answerable for example in examples)), stacklevel=3)
-    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window"])
+    set_answer_length_limit(model, features, progress and args.process_index == 0)  # saved with the model: its decodings' limit
+    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window", "answer_lengths"])
     trainer = HeadRateTrainer(
         model=model,
         head_learning_rate=config.head_learning_rate,
