@@ -53,22 +53,28 @@ def local_folder(name_or_path: str | Path, what: str = "model folder", revision:
     """The folder ``name_or_path`` names: itself where it exists, else the hub id's snapshot (cache first) at
     ``revision`` (a branch, a tag or a commit hash; None: the default branch). ``what`` names the thing in the error
     (``"model folder"``, ``"encoder"``)."""
+    return checked_local_path(name_or_path, what, revision) or hub_snapshot(str(name_or_path), what, revision)
+
+
+def checked_local_path(name_or_path: str | Path, what: str = "model folder", revision: str | None = None) -> Path | None:
+    """What :func:`local_folder` refuses without the hub: an empty name or revision, a broken link, a missing path that
+    is no hub id, a file, a folder given a revision. Returns the existing folder, or None for a hub id to fetch."""
     check_name_given(name_or_path, what)
     check_revision_given(revision)
     path = Path(os.path.expanduser(name_or_path))  # left as it is where no home is known (Path.expanduser raises)
     if problem := broken_link(path):  # a link named like org/name is a local path, not a hub id
         raise ModelFormatError(f"the {what} is {problem}", str(name_or_path))
-    if path.exists() or not is_hub_id(str(name_or_path)):
-        if not path.exists():
-            raise ModelFormatError(f"no such {what} (and not a Hugging Face hub id)", str(name_or_path))
-        if path.is_file():
-            raise ModelFormatError(file_given(path, what), str(name_or_path))
-        if revision is not None:  # a folder wins over a hub id of its name: the revision would be passed over
-            raise ModelFormatError(f"revision {revision!r} names a version of a Hugging Face hub model, but this is a local "
-                                   f"folder, which has none: drop the revision, or run where no folder has the hub id's name",
-                                   str(name_or_path))
-        return path
-    return hub_snapshot(str(name_or_path), what, revision)
+    if not path.exists() and is_hub_id(str(name_or_path)):
+        return None
+    if not path.exists():
+        raise ModelFormatError(f"no such {what} (and not a Hugging Face hub id)", str(name_or_path))
+    if path.is_file():
+        raise ModelFormatError(file_given(path, what), str(name_or_path))
+    if revision is not None:  # a folder wins over a hub id of its name: the revision would be passed over
+        raise ModelFormatError(f"revision {revision!r} names a version of a Hugging Face hub model, but this is a local "
+                               f"folder, which has none: drop the revision, or run where no folder has the hub id's name",
+                               str(name_or_path))
+    return path
 
 
 # Files of a model or an encoder a path may name by mistake for the folder that holds them.
@@ -156,4 +162,4 @@ def hub_failure(err: BaseException) -> str:
     return f"{type(err).__name__}: {reason}"
 
 
-__all__ = ["cached_folder", "hub_failure", "hub_snapshot", "is_hub_id", "local_folder", "named_as_given"]
+__all__ = ["cached_folder", "checked_local_path", "hub_failure", "hub_snapshot", "is_hub_id", "local_folder", "named_as_given"]

@@ -29,12 +29,11 @@ from .evaluation_record import EVAL_FILE, save_evaluation
 from .io import atomic_write_bytes, json_with_controls_escaped, printable_line, remove_file
 from .model import RUN_FILE, BioMrcConfig
 from .model_defaults import TRAIN_OPTIONS_WHEN_ABSENT
-from .model_folder import special_floats
+from .model_folder import CARD_FILE, special_floats
 
 __all__ = ["CARD_FILE", "EVAL_FILE", "card_metadata", "card_summary", "clear_model_card", "model_config", "public", "record_evaluation",
            "remove_generated_card", "render_exported_card", "render_model_card", "write_exported_card", "write_model_card"]
 
-CARD_FILE = "README.md"
 RUN_RECORD_FILE = RUN_FILE
 CARD_MARKER = "<!-- bio_mrc model card:"  # a README.md without it was written by hand and is left alone
 LIBRARY_NAME = "bio_mrc"

@@ -87,6 +87,7 @@ PICKLED_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json")
 SAFETENSORS_FILE, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
 ONNX_FILE = "model.onnx"
 EXPORT_FILE = "bio_mrc_export.json"  # an ONNX export's format marker, written last: an export without it is unfinished
+CARD_FILE = "README.md"  # the model card (bio_mrc.model_card)
 # Written last into a model folder by training (provenance: options, data, time); its presence marks a complete model.
 TRAINING_LOG_FILE = "training_log.json"  # Trainer's log history: loss, learning rate and evaluations by step
 # The names of a saved model's files, as train, export, convert and transformers' save_pretrained write them: weights in

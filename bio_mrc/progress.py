@@ -17,13 +17,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Iterable, Iterator, TypeVar
 
-import datasets.utils.logging as datasets_logging
-import transformers.utils.logging as transformers_logging
 from tqdm.auto import tqdm
 
 from .io import printable_line
 
-_SWITCHES = (datasets_logging, transformers_logging)
 Item = TypeVar("Item")
 
 
@@ -39,21 +36,31 @@ _FOUND: list[bool] = []  # the switches as the first open block found them
 def progress_bars(enabled: bool) -> Iterator[None]:
     """Show (``True``) or hide (``False``) the bars of transformers and datasets inside the block."""
     wish = [bool(enabled)]  # a list of its own: the block is removed by identity, not by value
+    switches = _switches()
     with _LOCK:
         if not _OPEN:
-            _FOUND[:] = [switch.is_progress_bar_enabled() for switch in _SWITCHES]
+            _FOUND[:] = [switch.is_progress_bar_enabled() for switch in switches]
         _OPEN.append(wish)
-        _set(wish * len(_SWITCHES))
+        _set(wish * len(switches))
     try:
         yield
     finally:
         with _LOCK:
             del _OPEN[next(i for i, block in enumerate(_OPEN) if block is wish)]
-            _set(_OPEN[-1] * len(_SWITCHES) if _OPEN else _FOUND)
+            _set(_OPEN[-1] * len(switches) if _OPEN else _FOUND)
+
+
+def _switches() -> tuple:
+    """datasets' and transformers' switches, imported by the first block: a command that needs neither library
+    (evaluate's refusals) does not wait for them."""
+    import datasets.utils.logging as datasets_logging
+    import transformers.utils.logging as transformers_logging
+
+    return datasets_logging, transformers_logging
 
 
 def _set(states: list[bool]) -> None:
-    for switch, state in zip(_SWITCHES, states):
+    for switch, state in zip(_switches(), states):
         switch.enable_progress_bar() if state else switch.disable_progress_bar()
 
 

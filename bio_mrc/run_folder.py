@@ -10,7 +10,13 @@ from pathlib import Path
 CHECKPOINT_DIR = "checkpoints"  # under the output folder; removed once the model is complete
 TRAIN_CONFIG_FILE = "bio_mrc_train_config.json"  # in CHECKPOINT_DIR: the options (and questions) of its checkpoints
 HUB_PUSH_DIR = "hub-push"  # in CHECKPOINT_DIR: the model files a hub push during training uploads, and nothing else
-_CHECKPOINT = re.compile(r"checkpoint-\d+")  # transformers' name of the checkpoint at an optimizer step
+_CHECKPOINT = re.compile(r"checkpoint-(\d+)")  # transformers' name of the checkpoint at an optimizer step
+
+
+def checkpoint_step(path: Path) -> int | None:
+    """N of a ``checkpoint-N`` folder; None for any other name."""
+    match = _CHECKPOINT.fullmatch(path.name)
+    return int(match.group(1)) if match else None
 
 
 def unfinished_run(folder: Path) -> str | None:

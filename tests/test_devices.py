@@ -29,6 +29,7 @@ def test_predict_under_torchrun_runs_on_the_device_asked(monkeypatch, tmp_path, 
         raise ConfigError("stop here")
 
     monkeypatch.setattr(TrainedModel, "load", staticmethod(load))
+    (tmp_path / "model").mkdir()  # a folder, past predict's checks before the model loads
     argv = ["predict", "--model", str(tmp_path / "model"), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")]
     assert cli.main([*argv, "--device", asked]) == 2
     assert loaded == [expected]

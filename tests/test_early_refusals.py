@@ -67,3 +67,102 @@ def test_plain_bad_input_is_refused_before_torch_loads(tmp_path):
         [2, "error: --resume continues PREDS.answers.jsonl; with --output - there is no such file"],
     ]
     assert result["heavy"] == []
+
+
+def test_predict_refuses_its_files_and_options_before_torch_loads(tmp_path):
+    """predict's missing data or model folder, an output that is a folder or the data itself and a misused
+    --min-span-probability were refused once torch and transformers had loaded."""
+    model, folder = tmp_path / "model", tmp_path / "out"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "bio_mrc", "heads": "span+bio"}), encoding="utf-8")
+    folder.mkdir()
+    data, preds = str(SAMPLE_V1), str(tmp_path / "preds.json")
+    missing_model, missing_data = str(tmp_path / "gone" / "model"), str(tmp_path / "gone.json")
+    result = refused([
+        ["predict", "--model", str(model), "--data", missing_data, "--output", preds],
+        ["predict", "--model", missing_model, "--data", data, "--output", preds],
+        ["predict", "--model", str(model), "--data", data, "--output", str(folder)],
+        ["predict", "--model", str(model), "--data", data, "--output", data],
+        ["predict", "--model", str(model), "--data", data, "--output", preds, "--min-span-probability", "0.5"],
+        ["predict", "--model", str(model), "--data", data, "--output", preds, "--multi-span", "--min-span-probability", "2"],
+    ], tmp_path)
+    assert result["lines"] == [
+        [2, f"error: file not found (in {missing_data})"],
+        [2, f"error: no such model folder (and not a Hugging Face hub id) (in {missing_model})"],
+        [2, f"error: a folder has this name; give a file name (in {folder})"],
+        [2, f"error: this output is the input {data}, which it would replace; choose another output (in {data})"],
+        [2, "error: --min-span-probability judges the spans after the first of a multi-span answer; add --multi-span, "
+            "or leave it out for single answers"],
+        [2, "error: DecodeConfig: min_span_probability: 2.0 is greater than the maximum of 1.0"],
+    ]
+    assert result["heavy"] == []
+
+
+def test_evaluate_refuses_resamples_without_a_baseline_before_its_libraries_load(tmp_path):
+    """bio_mrc.progress imported transformers and datasets for their bars' switches, before evaluate refused --resamples
+    without --baseline."""
+    predictions = tmp_path / "preds.json"
+    predictions.write_text("{}", encoding="utf-8")
+    result = refused([["evaluate", "--data", str(SAMPLE_V1), "--predictions", str(predictions), "--resamples", "100"]], tmp_path)
+    assert result["lines"] == [
+        [2, "error: --resamples 100: the bootstrap resamples of --baseline's paired difference; give --baseline OLD to "
+            "compare --predictions with, or drop --resamples"],
+    ]
+    assert result["heavy"] == []
+
+
+def test_train_refuses_its_folder_data_and_starting_points_before_torch_loads(tmp_path):
+    """train's output folder that is a file or not empty, a missing --train or --eval file and --init-from with
+    --encoder were refused once the training modules (Trainer) had loaded torch and transformers."""
+    afile, full = tmp_path / "afile", tmp_path / "full"
+    afile.write_text("x", encoding="utf-8")
+    full.mkdir()
+    (full / "kept.txt").write_text("x", encoding="utf-8")
+    data, new, missing = str(SAMPLE_V1), str(tmp_path / "new"), str(tmp_path / "gone.json")
+    result = refused([
+        ["train", "--train", data, "--output-dir", str(afile)],
+        ["train", "--train", missing, "--output-dir", new],
+        ["train", "--train", data, "--eval", missing, "--output-dir", new],
+        ["train", "--train", data, "--output-dir", str(full)],
+        ["train", "--train", data, "--output-dir", new, "--init-from", str(full), "--encoder", "enc"],
+    ], tmp_path)
+    assert result["lines"] == [
+        [2, f"error: a file has this name; give a folder (in {afile})"],
+        [2, f"error: file not found (in {missing})"],
+        [2, f"error: file not found (in {missing})"],
+        [2, f"error: {full} is not empty (kept.txt) and holds no bio_mrc model; choose another output folder or pass "
+            "--overwrite to replace its files"],
+        [2, f"error: --encoder enc and --init-from {full} name two starting points: --init-from continues a trained model "
+            "on its own encoder, so --encoder would be ignored (and named in the run record and model card as the "
+            "encoder); give one of the two"],
+    ]
+    assert result["heavy"] == []
+    assert not Path(new).exists()
+
+
+def test_compare_export_and_convert_refuse_plain_bad_input_before_torch_loads(tmp_path):
+    """compare's missing or malformed config and empty --data-dir, export's and convert's missing model folder and
+    convert's output that is a file were refused once torch and transformers had loaded."""
+    broken, afile = tmp_path / "broken.json", tmp_path / "afile"
+    broken.write_text("x", encoding="utf-8")
+    afile.write_text("x", encoding="utf-8")
+    missing, out = str(tmp_path / "gone" / "model"), str(tmp_path / "out")
+    result = refused([
+        ["compare", "--config", str(tmp_path / "none.json")],
+        ["compare", "--config", str(broken)],
+        ["compare", "--config", str(broken), "--data-dir", " "],
+        ["export", "--model", missing, "--output", out],
+        ["convert", "--model", missing, "--output", out],
+        ["convert", "--model", missing, "--output", str(afile)],
+    ], tmp_path)
+    assert result["lines"] == [
+        [2, "error: no such config file (presets: quick, full, v2-quick, v2-from-reader, multispanqa-cv, multispan-reader) "
+            f"(in {tmp_path / 'none.json'})"],
+        [2, f"error: not valid JSON: Expecting value (line 1, column 1) (in {broken})"],
+        [2, "error: --data-dir: an empty path names no folder; give one"],
+        [2, f"error: no such model folder (and not a Hugging Face hub id) (in {missing})"],
+        [2, f"error: no such model folder (and not a Hugging Face hub id) (in {missing})"],
+        [2, f"error: a file has this name; give a folder (in {afile})"],
+    ]
+    assert result["heavy"] == []
+    assert not Path(out).exists()

@@ -679,7 +679,7 @@ def test_a_damaged_run_record_in_the_output_folder_is_one_line_before_any_work(t
         record.mkdir()
     else:
         record.write_text('{"train": {"heads": "sp' if damage == "cut" else "[1, 2]")
-    assert main(["train", "--train", str(tmp_path / "absent.json"), "--output-dir", str(out)]) == 2
+    assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(out)]) == 2  # refused before the data is read
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("error: ") and line.endswith(f"(in {record})")
 

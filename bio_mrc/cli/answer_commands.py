@@ -12,6 +12,7 @@ from .. import registry
 from ..errors import ConfigError
 from ..config_options import config_from_args
 from ..data.text import check_not_questions, read_text_file
+from ..hub import checked_local_path
 from ..io import check_file_target, check_outputs_apart, printable_json, printable_line
 from ..serving.config import ServeConfig
 from .command_data import check_span_count_option, data_source, format_task, prediction_questions
@@ -21,13 +22,12 @@ LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context le
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    if args.resume and args.output == "-":  # before torch loads
-        raise ConfigError("--resume continues PREDS.answers.jsonl; with --output - there is no such file")
-    from ..inference import TrainedModel
-    from ..inference.loading import check_saved_decodings, check_saved_length_prior, is_onnx_export
+    from ..inference.files import prediction_outputs
+    from ..inference.saved_settings import check_saved_decodings, check_saved_length_prior
     from ..inference.sharding import Shard
-    from ..inference.streaming import StreamPlan, check_resumed_options, given_run_record, predict_to_files, prediction_outputs
 
+    if args.resume and args.output == "-":
+        raise ConfigError("--resume continues PREDS.answers.jsonl; with --output - there is no such file")
     output = args.output if args.output == "-" else check_file_target(args.output)
     outputs = [check_file_target(path) for path in prediction_outputs(output, args.decoding)]
     check_outputs_apart(outputs, [args.data], [args.model])
@@ -40,6 +40,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
     check_span_count_option(args, multi_span)
+    checked_local_path(args.model, revision=args.revision)  # a missing folder; a hub id is fetched as the model loads
+    from ..inference import TrainedModel  # each check so far before torch loads
+    from ..inference.loading import is_onnx_export
+    from ..inference.streaming import StreamPlan, check_resumed_options, given_run_record, predict_to_files
+
     source = data_source(args.data)
     plan = StreamPlan(tuple(dict.fromkeys(args.decoding)), decode, multi_span, chunk_size=args.chunk_size, batch_size=args.batch_size)
     if args.resume:  # other options, data or model refused before the model loads; the rest once it has

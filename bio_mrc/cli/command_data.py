@@ -55,6 +55,15 @@ def _check_read_as_named(task, read_format: str, path: str, args: argparse.Names
                           f"drop {option} or give {option} {own}")
 
 
+def check_data_found(path: str | None, task) -> None:
+    """A data path that names no file, folder or hub dataset (or one in another layout than ``task``'s) refused before
+    anything heavy loads, as the read that follows would refuse it."""
+    from ..data.formats import detect_format
+
+    if path is not None and (task is None or task.load is None):
+        detect_format(path, None, task.layout if task else None)
+
+
 def format_task(args: argparse.Namespace):
     """The task ``--format`` names (None: the data's own, detected)."""
     return registry.task_for(args.format, False) if args.format else None

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ..errors import ConfigError
+from ..hub import checked_local_path
 from ..io import check_folder_target, check_library_path
 
 
@@ -37,12 +38,15 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ConfigError(f"{named} {'is' if one else 'are'} read by the {EXPORT_OPTIONS[unread[0]]} export alone, not by "
                           f"--format {args.format}: leave {'it' if one else 'them'} out")
     check_library_path(check_folder_target(args.output))  # both formats save a tokenizer
+    checked_local_path(args.model, revision=args.revision)  # a missing folder, before torch loads
     record = EXPORT_FORMATS[args.format](args)
     print(json.dumps({"output": str(args.output), **record}, indent=2))
     return 0
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    check_library_path(check_folder_target(args.output))  # as the conversion checks them, before torch loads
+    checked_local_path(args.model, revision=args.revision)
     from ..inference.conversion import convert_qa_checkpoint
 
     written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite, revision=args.revision,

@@ -108,10 +108,8 @@ def _evaluate_against_baseline(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..harness.compare import compare, train_models
     from ..harness.comparison_splits import check_data_dir
     from ..harness.config import PRESETS, load_config
-    from ..harness.report import console_table
 
     if args.print_schema:
         from ..harness.config import comparison_schema
@@ -127,6 +125,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     check_data_dir(config, data_dir, args.config)  # needed only where a config path is relative to it
     output_dir = check_library_path(check_folder_target(args.output_dir if args.output_dir is not None else Path("runs") / config.name))
     check_outputs_apart([output_dir], [None if args.config in PRESETS else args.config, data_dir])  # a preset is no file here
+    from ..harness.compare import compare, train_models  # each check so far before torch loads
+    from ..harness.report import console_table
+
     if args.train_only:
         for model_dir in train_models(config, data_dir, output_dir, progress=True, cells_from=args.cells_from):
             print(printable_line(model_dir))

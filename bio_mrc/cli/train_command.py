@@ -16,16 +16,22 @@ from ..config_options import options_given
 from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line, written_alone
 from ..launcher import launcher_number
 from ..plurals import counted
-from .command_data import format_task, load_task_data
+from .command_data import check_data_found, format_task, load_task_data
 from .options import network_args, train_config
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ..training.saving import check_inputs_kept
+    from ..training.output_folder import check_inputs_kept
 
     check_library_path(check_folder_target(args.output_dir))  # before the data is read
     check_outputs_apart([args.output_dir], [args.train, args.eval])
     check_inputs_kept(Path(args.output_dir), [args.train, args.eval])  # a data file --overwrite would replace
+    if args.init_from and "encoder" in options_given(args):  # the run would train init_from's encoder, named as this one
+        raise ConfigError(f"--encoder {args.encoder} and --init-from {args.init_from} name two starting points: --init-from "
+                          "continues a trained model on its own encoder, so --encoder would be ignored (and named in the "
+                          "run record and model card as the encoder); give one of the two")
+    for path in (args.train, args.eval):  # a missing file: before the options are checked against the encoder
+        check_data_found(path, format_task(args))
     with _training_alone(Path(args.output_dir)):
         return _train_into(args)
 
@@ -45,6 +51,9 @@ def _training_alone(output_dir: Path) -> Iterator[None]:
 
 def _train_into(args: argparse.Namespace) -> int:
     """``train`` once its output folder is checked and held."""
+    from ..training.output_folder import check_output_folder
+
+    check_output_folder(Path(args.output_dir), args.overwrite)  # each check so far before torch loads
     from ..inference.during_training import TrainingEvaluator
     from ..training.run_start import SharedHeldOutWarning, finished_run, warn_shared_held_out
     from ..training.train import train_model
@@ -54,10 +63,6 @@ def _train_into(args: argparse.Namespace) -> int:
 
     if (record := finished_run(args.output_dir, args.resume, args.overwrite)) is not None:
         return _print_finished_run(args.output_dir, record)
-    if args.init_from and "encoder" in options_given(args):  # the run would train init_from's encoder, named as this one
-        raise ConfigError(f"--encoder {args.encoder} and --init-from {args.init_from} name two starting points: --init-from "
-                          "continues a trained model on its own encoder, so --encoder would be ignored (and named in the "
-                          "run record and model card as the encoder); give one of the two")
     config = train_config(args)
     check_run_trackers(config.training_args, network_args(args))  # before the data is read, as is
     check_network_args(network_args(args), Path(args.output_dir))  # a push that cannot happen (offline, no token, an id the hub refuses)
@@ -86,11 +91,9 @@ def _checked_options(args: argparse.Namespace, config, source: str):
     as training checks them once the data is read and the model built; returns its ``TrainingArguments``."""
     from ..training.checkpoints import CHECKPOINT_DIR, check_resumable
     from ..training.run_checks import check_run_options, check_windows_fit
-    from ..training.saving import check_output_folder
 
     check_windows_fit(config, source)
     training_args = check_run_options(config, args.output_dir, bool(args.eval), True, args.checkpoint_steps)
-    check_output_folder(Path(args.output_dir), args.overwrite)
     if not args.resume:  # an unfinished run's checkpoints, which a resumed run checks against its questions once read
         check_resumable(Path(args.output_dir) / CHECKPOINT_DIR, {}, False, True)
     check_outputs_apart([args.output_dir], model_dirs=[config.encoder, config.init_from])

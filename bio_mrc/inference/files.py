@@ -112,6 +112,27 @@ def prediction_paths(output: Path, decoding: str, several: bool) -> DecodingFile
     return DecodingFiles(path, side_file(path, ".nbest.json"), side_file(path, ".na_probs.json"))
 
 
+def answers_stream_path(output: str | Path) -> Path:
+    """``preds.json`` -> ``preds.answers.jsonl``, beside the official file (:func:`side_file`)."""
+    return side_file(Path(output), STREAM_SUFFIX)
+
+
+def run_record_path(output: str | Path) -> Path:
+    """``preds.json`` -> ``preds.answers.run.json``: what the answers stream beside it was made with."""
+    return side_file(Path(output), RUN_SUFFIX)
+
+
+def prediction_outputs(output: str | Path, decodings: Sequence[str]) -> list[Path]:
+    """Every file :func:`~bio_mrc.inference.streaming.predict_to_files` writes for ``output`` (none for ``-``): the
+    answers stream and its record of what it was made with, then each decoding's official, n-best and ``na_prob``
+    files."""
+    if str(output) == "-":
+        return []
+    decodings = tuple(dict.fromkeys(decodings))
+    files = [path for decoding in decodings for path in prediction_paths(Path(output), decoding, len(decodings) > 1).paths()]
+    return [answers_stream_path(output), run_record_path(output), *files]
+
+
 _OFFICIAL_KINDS = {"predictions": "an official predictions file {id: answer}", "na_probs": "a no-answer probability file"}
 
 

@@ -3,16 +3,14 @@
 The launcher sets ``RANK`` and ``WORLD_SIZE`` (and the rendezvous, ``MASTER_ADDR``/``MASTER_PORT``, across
 machines too); each process answers its share of the questions and sends the answers to rank 0, which
 writes them in the order a single process would. The gloo backend carries the answers (they are text),
-whatever device the model runs on.
+whatever device the model runs on. torch is imported only where several processes need it: a single process's shard is
+known before torch loads, so plain bad input is refused at once.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
-
-import torch
-import torch.distributed as dist
 
 from ..errors import BioMrcError, ConfigError
 from ..launcher import launcher_number
@@ -29,8 +27,11 @@ class Shard:
     def from_environment(cls) -> "Shard":
         """The shard the launcher's environment names; the process group (gloo) is joined when there are several."""
         world, rank = launcher_number("WORLD_SIZE"), launcher_number("RANK")
-        if world > 1 and not dist.is_initialized():
-            dist.init_process_group("gloo")
+        if world > 1:
+            import torch.distributed as dist
+
+            if not dist.is_initialized():
+                dist.init_process_group("gloo")
         return cls(rank, world)
 
     @property
@@ -41,7 +42,11 @@ class Shard:
     @property
     def device(self) -> str | None:
         """Each process's own GPU when there are several processes and GPUs (``LOCAL_RANK``); None: the default."""
-        if self.world > 1 and torch.cuda.is_available():
+        if self.world == 1:
+            return None
+        import torch
+
+        if torch.cuda.is_available():
             return f"cuda:{launcher_number('LOCAL_RANK') % torch.cuda.device_count()}"
         return None
 
@@ -56,6 +61,8 @@ class Shard:
         """Every rank's ``value`` in rank order on rank 0 (None elsewhere)."""
         if self.world == 1:
             return [value]
+        import torch.distributed as dist
+
         gathered: list[Any] | None = [None] * self.world if self.writes else None
         dist.gather_object(value, gathered, dst=0)
         return gathered
@@ -64,6 +71,8 @@ class Shard:
         """Rank 0's ``value`` on every rank."""
         if self.world == 1:
             return value
+        import torch.distributed as dist
+
         box = [value]
         dist.broadcast_object_list(box, src=0)
         return box[0]
@@ -84,7 +93,11 @@ class Shard:
         return value
 
     def close(self) -> None:
-        if self.world > 1 and dist.is_initialized():
+        if self.world == 1:
+            return
+        import torch.distributed as dist
+
+        if dist.is_initialized():
             dist.destroy_process_group()
 
 

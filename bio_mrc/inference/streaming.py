@@ -35,8 +35,8 @@ from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
 from ..types import Example
 from .abstention import check_abstention, warn_untuned_abstention
 from .extract import SINGLE_SPANS_ANSWER, AnswerExtractor
-from .files import (RUN_SUFFIX, STREAM_SUFFIX, DecodingFiles, answer_record, answer_record_problem, prediction_paths,
-                    side_file, write_files_from_stream)
+from .files import (DecodingFiles, answer_record, answer_record_problem, answers_stream_path, prediction_outputs,
+                    run_record_path, write_files_from_stream)
 from .defaults import DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel, check_length_prior, saved_settings
 from .sharding import Shard, SINGLE_PROCESS
@@ -77,16 +77,6 @@ class PredictionFiles:
     def to_dict(self) -> dict[str, dict[str, str]]:
         """Each decoding's file paths, as ``bio-mrc predict`` prints them."""
         return {decoding: written.to_dict() for decoding, written in self.files.items()}
-
-
-def answers_stream_path(output: str | Path) -> Path:
-    """``preds.json`` -> ``preds.answers.jsonl``, beside the official file (:func:`side_file`)."""
-    return side_file(Path(output), STREAM_SUFFIX)
-
-
-def run_record_path(output: str | Path) -> Path:
-    """``preds.json`` -> ``preds.answers.run.json``: what the answers stream beside it was made with."""
-    return side_file(Path(output), RUN_SUFFIX)
 
 
 def run_record(trained: TrainedModel, plan: StreamPlan, source: str | None) -> dict:
@@ -146,16 +136,6 @@ def check_resumed_options(output: str | Path, given: dict) -> None:
     output = home_expanded(output)
     if str(output) != "-" and answers_stream_path(output).is_file():
         check_run_record(run_record_path(output), given)
-
-
-def prediction_outputs(output: str | Path, decodings: Sequence[str]) -> list[Path]:
-    """Every file :func:`predict_to_files` writes for ``output`` (none for ``-``): the answers stream and its record
-    of what it was made with, then each decoding's official, n-best and ``na_prob`` files."""
-    if str(output) == "-":
-        return []
-    decodings = tuple(dict.fromkeys(decodings))
-    files = [path for decoding in decodings for path in prediction_paths(Path(output), decoding, len(decodings) > 1).paths()]
-    return [answers_stream_path(output), run_record_path(output), *files]
 
 
 def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPlan) -> list[str]:

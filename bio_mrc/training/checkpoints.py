@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -13,14 +12,13 @@ from typing import Any
 from transformers import TrainerCallback, TrainingArguments
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_callback import ExportableState
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..errors import BioMrcError, argument
 from ..data.json_reader import read_json
 from ..io import atomic_write_json, owned_path, remove_tree
 from ..progress import progress_note
 from ..model_defaults import TRAIN_OPTIONS_WHEN_ABSENT, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
-from ..run_folder import CHECKPOINT_DIR, TRAIN_CONFIG_FILE
+from ..run_folder import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
 from .config import DEFAULT_CHECKPOINT_STEPS  # noqa: F401 (named here too)
 
 
@@ -146,12 +144,6 @@ def scan_checkpoints(folder: str | Path) -> tuple[list[Path], list[Path]]:
     found = sorted((p for p in folder.iterdir() if p.is_dir() and checkpoint_step(p) is not None), key=checkpoint_step)
     complete = [p for p in found if _reads_as_json(p / TRAINER_STATE_NAME)]
     return complete, [p for p in found if p not in complete]
-
-
-def checkpoint_step(path: Path) -> int | None:
-    """N of a ``checkpoint-N`` folder; None for any other name."""
-    match = re.fullmatch(rf"{PREFIX_CHECKPOINT_DIR}-(\d+)", path.name)
-    return int(match.group(1)) if match else None
 
 
 def _reads_as_json(path: Path) -> bool:

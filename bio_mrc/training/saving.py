@@ -1,104 +1,24 @@
-"""The trained model's folder: what may be trained into, how the model appears in it atomically, and its run record."""
+"""The trained model's folder: how the model appears in it atomically, and its run record (what may be trained into:
+:mod:`.output_folder`)."""
 
 from __future__ import annotations
 
 import glob
 import json
-import os
-from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from transformers import Trainer
 
 from ..data.json_reader import read_json
-from ..errors import ConfigError, DataFormatError, OutputError, argument
+from ..errors import DataFormatError, OutputError
 from ..hub import hub_failure
-from ..io import UnsafePathError, atomic_move_files, atomic_write_json, check_folder_target, check_library_path, remove_file, remove_tree
-from ..model import RUN_FILE, BioMrcConfig
-from ..model_card import CARD_FILE, clear_model_card, write_model_card
-from ..model_folder import MODEL_FILE_NAMES, TRAINING_LOG_FILE, remove_replaced_model_files
-from ..run_folder import HUB_PUSH_DIR
-from .checkpoints import CHECKPOINT_DIR, TRAIN_CONFIG_FILE, checkpoint_step
-
-STAGING_DIR = ".bio_mrc-saving"  # under the output folder while the final model is written
-LOG_DIR = "logs"  # under the output folder: trackers' files (TensorBoard's event files), kept with the model
-
-
-def check_output_folder(folder: Path, overwrite: bool) -> None:
-    """Before any work: train only into a folder that is new, empty or holds bio_mrc's own work, or, with
-    ``overwrite``, replace another folder's files of the same names; never into a checkpoints folder bio_mrc
-    did not write (a finished run removes its checkpoints folder)."""
-    check_library_path(check_folder_target(folder))  # tokenizers writes tokenizer.json by a UTF-8 name
-    if not folder.is_dir():
-        return
-    links = sorted(p.name for p in folder.iterdir() if p.is_symlink())
-    if links:  # a link here would send checkpoints, deletions or the model's files to where it points
-        raise UnsafePathError(f"{folder / links[0]} is a symbolic link, which bio_mrc neither follows nor replaces in "
-                              "an output folder; remove it or choose another output folder", str(folder))
-    checkpoints = folder / CHECKPOINT_DIR
-    strangers = _strangers(checkpoints) if checkpoints.is_dir() else []
-    if strangers:
-        raise ConfigError(f"{checkpoints} holds files bio_mrc did not write ({', '.join(strangers[:4])}), and training removes "
-                          "its checkpoints folder when it ends; choose another output folder")
-    others = sorted(p.name for p in folder.iterdir() if p.name not in (CHECKPOINT_DIR, STAGING_DIR, LOG_DIR))
-    if not others or overwrite or _holds_training_work(folder):
-        return
-    if _holds_bio_mrc_model(folder):  # a converted, tuned-copy or copied model: no training of this folder's
-        raise ConfigError(f"{folder} holds a bio_mrc model that no training here left (no run record, checkpoints or "
-                          "staging folder: a converted or copied model?); choose another output folder or pass "
-                          f"{argument('overwrite', True)} to replace it")
-    raise ConfigError(f"{folder} is not empty ({', '.join(others[:4])}) and holds no bio_mrc model; choose another "
-                      f"output folder or pass {argument('overwrite', True)} to replace its files")
-
-
-# The names training writes or removes at the top of its output folder: the model's files (a tokenizer's of any kind
-# too), its config and card. Its checkpoints and staging folders are removed whole.
-TRAINING_WRITES = (*MODEL_FILE_NAMES, "config.json", "generation_config.json", "*.model", "chat_template.jinja", CARD_FILE)
-
-
-def check_inputs_kept(folder: Path, inputs: Iterable[str | Path | None]) -> None:
-    """Before any work: no input of the run lies where training writes or removes a file in its output ``folder`` (a
-    data file named ``config.json`` there, replaced under ``overwrite`` or ``resume``; one in its staging folder)."""
-    top = Path(os.path.realpath(folder))
-    for given in (Path(p) for p in inputs if p is not None):
-        if not given.exists():  # a hub data set, a saved dataset's FOLDER:SPLIT
-            continue
-        try:
-            below = Path(os.path.realpath(given)).relative_to(top).parts
-        except ValueError:
-            continue
-        if below and (below[0] in (CHECKPOINT_DIR, STAGING_DIR)
-                      or (len(below) == 1 and _training_writes(below[0]))):
-            raise UnsafePathError(f"training writes or removes {folder.joinpath(*below)} in its output folder, and it is the "
-                                  f"input {given}; move it out or choose another output folder", str(given))
-
-
-def _holds_training_work(folder: Path) -> bool:
-    """Whether training wrote ``folder``'s model: its run record, or what a run cut short leaves (its checkpoints, or
-    the final model's staging folder), which a resumed run continues."""
-    return any((folder / name).exists() for name in (RUN_FILE, CHECKPOINT_DIR, STAGING_DIR))
-
-
-def _strangers(checkpoints: Path) -> list[str]:
-    """The names in a checkpoints folder that bio_mrc did not write. In one holding its run's options record, a
-    ``hub-push`` folder is where a push during training copies the model's files to upload them."""
-    ours = (checkpoints / TRAIN_CONFIG_FILE).is_file()
-    return sorted(p.name for p in checkpoints.iterdir()
-                  if p.is_symlink() or (p.name != TRAIN_CONFIG_FILE and checkpoint_step(p) is None
-                                        and not (ours and p.name == HUB_PUSH_DIR and p.is_dir())))
-
-
-def _training_writes(name: str) -> bool:
-    """Whether training writes or removes a file of this name at the top of its output folder."""
-    return any(fnmatchcase(name, pattern) for pattern in TRAINING_WRITES)
-
-
-def _holds_bio_mrc_model(folder: Path) -> bool:
-    try:
-        return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type") == BioMrcConfig.model_type
-    except (OSError, ValueError, AttributeError, RecursionError):  # RecursionError: nested past the parser's stack
-        return False
+from ..io import atomic_move_files, atomic_write_json, remove_file, remove_tree
+from ..model import RUN_FILE
+from ..model_card import clear_model_card, write_model_card
+from ..model_folder import TRAINING_LOG_FILE, remove_replaced_model_files
+from .checkpoints import CHECKPOINT_DIR, checkpoint_step
+from .output_folder import LOG_DIR, STAGING_DIR, TRAINING_WRITES, check_inputs_kept, check_output_folder, checkpoint_strangers  # noqa: F401 (named here too)
 
 
 def save_final_model(trainer: Trainer, tokenizer: Any, output_dir: Path, record: dict[str, Any]) -> list[str]:
@@ -142,7 +62,7 @@ def finish_stopped_save(output_dir: str | Path) -> bool:
     True when there was such a run to finish."""
     output_dir = Path(output_dir)
     checkpoints = output_dir / CHECKPOINT_DIR
-    if load_run_record(output_dir) is None or checkpoints.is_symlink() or not checkpoints.is_dir() or _strangers(checkpoints):
+    if load_run_record(output_dir) is None or checkpoints.is_symlink() or not checkpoints.is_dir() or checkpoint_strangers(checkpoints):
         return False  # (a removal cut short may have taken the checkpoints' options file already)
     if not _model_of_checkpoints(output_dir, checkpoints):
         return False  # another run's (train --overwrite over this model, stopped): refused as a finished model
