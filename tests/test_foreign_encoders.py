@@ -81,11 +81,18 @@ def test_an_encoder_marked_a_decoder_is_refused(tiny_encoder_dir, tmp_path):
     assert problem.startswith("config.json: is_decoder is true: the encoder would read each token with only the tokens before it")
 
 
+def data_cut_short(folder: Path) -> Path:
+    """Official SQuAD JSON cut short after its first article's start: a whole read refuses it, a look at its start does not."""
+    path = folder / "cut-short.json"
+    path.write_text('{"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "Some text.", "qas": [', encoding="utf-8")
+    return path
+
+
 def test_a_model_type_that_is_no_string_is_refused_in_one_line(tiny_encoder_dir, saved_model, tmp_path, capsys):
     """A list or an object as model_type was looked up in transformers' tables: train --encoder ended in a traceback
     (TypeError: unhashable type: 'list'), and a model folder's encoder was refused as 'unhashable type'."""
     encoder = copy_with(tiny_encoder_dir, tmp_path / "encoder", model_type=["bert"])
-    code = main(["train", "--train", str(tmp_path / "no-such-data.json"), "--output-dir", str(tmp_path / "out"),
+    code = main(["train", "--train", str(data_cut_short(tmp_path)), "--output-dir", str(tmp_path / "out"),
                  "--encoder", str(encoder), *WINDOW_ARGS])
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
@@ -169,10 +176,11 @@ def test_a_tokenizer_that_starts_a_window_with_no_special_token_is_refused(tiny_
 
 def test_train_refuses_a_broken_encoder_before_reading_the_data(tiny_encoder_dir, tmp_path, capsys):
     """The data was read (and its errors named) first: a large training file was read whole before a decoder given as
-    the encoder was refused."""
+    the encoder was refused. A file that is there but cut short after its start shows it is not read before the
+    encoder is checked (a missing file is named at once, before either)."""
     encoder = copy_with(tiny_encoder_dir, tmp_path / "encoder", is_decoder=True)
-    missing = tmp_path / "no-such-data.json"
-    code = main(["train", "--train", str(missing), "--output-dir", str(tmp_path / "out"), "--encoder", str(encoder), *WINDOW_ARGS])
+    code = main(["train", "--train", str(data_cut_short(tmp_path)), "--output-dir", str(tmp_path / "out"), "--encoder", str(encoder),
+                 *WINDOW_ARGS])
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith("error: config.json: is_decoder is true")
 

@@ -201,7 +201,7 @@ def build_features(
 # batch of windows holding no answer would leave it a list of nothing.
 WINDOW_COLUMNS = {"input_ids": (np.int32, None), "token_type_ids": (np.int8, None), "attention_mask": (np.int8, None),
                   "offset_mapping": (np.int64, 2), "paragraph_mask": (np.int8, None), "word_offsets": (np.int64, 2),
-                  "tag_mask": (np.int8, None), "answer_lengths": (np.int32, None)}
+                  "tag_mask": (np.int8, None), "answer_lengths": (np.int64, None)}
 
 
 def windows_table(features: dict[str, list[Any]]) -> pa.Table:
