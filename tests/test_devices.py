@@ -163,11 +163,6 @@ def test_the_pipelines_device_names_a_gpu_as_transformers_numbers_them(monkeypat
 
 def test_cuda_on_a_machine_without_it_is_one_line_at_every_door(monkeypatch, capsys, tmp_path, device_model):
     """The command line, AnswerExtractor, serve's Python door and the pipeline refuse ``cuda`` in the same line."""
-    from transformers import pipeline
-
-    from bio_mrc.inference import AnswerExtractor
-    from bio_mrc.serving.server import run_server
-
     _no_gpu(monkeypatch)
     line = "device 'cuda': this machine has no CUDA GPU that torch can use"
     for argv in (["predict", "--model", str(device_model), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")],
@@ -175,22 +170,27 @@ def test_cuda_on_a_machine_without_it_is_one_line_at_every_door(monkeypatch, cap
                  ["serve", "--model", str(device_model)]):
         assert cli.main([*argv, "--device", "cuda"]) == 2
         assert capsys.readouterr().err == f"error: {line}\n"
-    for door in (lambda: AnswerExtractor.from_pretrained(device_model, device="cuda"),
-                 lambda: run_server(device_model, device="cuda"),
-                 lambda: pipeline("bio-mrc-qa", model=str(device_model), device="cuda")):
+    assert_python_doors_refuse(device_model, "cuda", line)
+    assert not list(tmp_path.iterdir())
+
+
+def assert_python_doors_refuse(model, device: str, line: str) -> None:
+    """The extractor, the server and the pipeline each refuse ``device`` with the one ``line``."""
+    from transformers import pipeline
+
+    from bio_mrc.inference import AnswerExtractor
+    from bio_mrc.serving.server import run_server
+
+    for door in (lambda: AnswerExtractor.from_pretrained(model, device=device), lambda: run_server(model, device=device),
+                 lambda: pipeline("bio-mrc-qa", model=str(model), device=device)):
         with pytest.raises(ConfigError, match=f"^{line}$"):
             door()
-    assert not list(tmp_path.iterdir())
 
 
 def test_a_gpu_number_on_a_machine_without_cuda_is_one_line_at_every_door(monkeypatch, capsys, tmp_path, device_model):
     """``train --device cuda:0`` said ``torch finds no CUDA GPU numbered 0 on this machine`` where predict, the other doors
     and plain ``cuda`` say the machine has no CUDA GPU; the variable the pin set stays as it was."""
-    from transformers import pipeline
-
     from bio_mrc import precision
-    from bio_mrc.inference import AnswerExtractor
-    from bio_mrc.serving.server import run_server
 
     _no_gpu(monkeypatch)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
@@ -207,11 +207,7 @@ def test_a_gpu_number_on_a_machine_without_cuda_is_one_line_at_every_door(monkey
         assert cli.main([*argv, "--device", "cuda:0"]) == 2
         assert capsys.readouterr().err == f"error: {line}\n"
         assert "CUDA_VISIBLE_DEVICES" not in __import__("os").environ
-    for door in (lambda: AnswerExtractor.from_pretrained(device_model, device="cuda:0"),
-                 lambda: run_server(device_model, device="cuda:0"),
-                 lambda: pipeline("bio-mrc-qa", model=str(device_model), device="cuda:0")):
-        with pytest.raises(ConfigError, match=f"^{line}$"):
-            door()
+    assert_python_doors_refuse(device_model, "cuda:0", line)
     assert not list(tmp_path.iterdir())
 
 
