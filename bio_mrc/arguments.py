@@ -8,6 +8,8 @@ import os
 import warnings
 from typing import Any
 
+import numpy as np
+
 from .errors import ConfigError, LimitPastDataWarning, a_type, argument
 from .plurals import counted
 
@@ -42,6 +44,18 @@ def count_argument(value: Any, name: str, call: str, optional: bool = True) -> A
     if (optional and value is None) or _positive_whole(value):
         return count_at_most(value, name, call)
     raise ConfigError(f"{call}: {name} is a positive whole number{' (or None)' if optional else ''}; got {value!r}")
+
+
+def is_flag(value: Any) -> bool:
+    """A yes/no as a caller may hold it: a Python or numpy bool (``np.True_``), never a number, a string or None."""
+    return isinstance(value, (bool, np.bool_))
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """``value`` as a Python bool where it :func:`is_flag`; else a ConfigError naming ``name``."""
+    if not is_flag(value):
+        raise ConfigError(f"{name} is true or false, got {value!r}")
+    return bool(value)
 
 
 def checked_limit(limit: Any) -> int | None:
@@ -99,5 +113,5 @@ def given_type(value: Any) -> str:
     return "None" if value is None else a_type(value)
 
 
-__all__ = ["MAX_COUNT", "checked_limit", "count_argument", "count_at_most", "given_type", "instance_argument", "limit_past_data",
-           "names_argument", "path_argument", "task_argument", "warn_limit_past"]
+__all__ = ["MAX_COUNT", "check_flag", "checked_limit", "count_argument", "count_at_most", "given_type", "instance_argument",
+           "is_flag", "limit_past_data", "names_argument", "path_argument", "task_argument", "warn_limit_past"]

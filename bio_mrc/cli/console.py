@@ -94,7 +94,9 @@ def input_warnings_as_lines(flags: Mapping[str, str] | None = None) -> Iterator[
         def show(message, category, filename, lineno, file=None, line=None):
             said = command_line_text(message, flags or {}) if getattr(message, "marked", None) else message
             if issubclass(category, InputWarning):
-                print(printable_line(f"{'note' if issubclass(category, InputNote) else 'warning'}: {said}"), file=sys.stderr)
+                from tqdm import tqdm  # its write clears a bar drawn on stderr and redraws it below the line
+
+                tqdm.write(printable_line(f"{'note' if issubclass(category, InputNote) else 'warning'}: {said}"), file=sys.stderr)
             else:
                 shown(said, category, filename, lineno, file, line)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..answer_text import mentions
-from ..arguments import checked_limit, warn_limit_past
+from ..arguments import check_flag, checked_limit, warn_limit_past
 from ..errors import argument
 from ..types import Example
 from .json_reader import DataFormatError
@@ -91,6 +91,7 @@ def load_squad(
     becomes SQuAD 2.0), and one with no ``id`` (or an empty one) gets :func:`generated_id`. ``needs_gold``
     (what needs the answers, e.g. ``"training"``) refuses an unlabelled question instead, naming it.
     """
+    check_reading(limit, fix_offsets, skip_invalid)
     result = read_squad(data, limit, fix_offsets, skip_invalid, split, data_format, needs_gold)
     warn_limit_past(limit, len(result.examples), result.source, len(result.skipped))
     return result
@@ -263,7 +264,16 @@ def stream_squad(
     """The questions :func:`load_squad` reads, as a :class:`SquadStream`: memory stays flat in their number
     (official JSON is read one paragraph at a time where an article's ``paragraphs`` follow its ``title``, else one
     article at a time; JSON Lines one line at a time), and ``limit`` stops reading the source at the ``limit``-th question."""
+    check_reading(limit, fix_offsets, skip_invalid)
     return SquadStream(data, limit, fix_offsets, skip_invalid, split, data_format, needs_gold)
+
+
+def check_reading(limit: Any, fix_offsets: Any, skip_invalid: Any) -> None:
+    """:func:`load_squad`'s and :func:`stream_squad`'s options, refused before any reading: a string such as ``"no"``
+    is true, and would leave bad questions out unsaid."""
+    checked_limit(limit)
+    check_flag(fix_offsets, "fix_offsets")
+    check_flag(skip_invalid, "skip_invalid")
 
 
 def _article_questions(articles: Iterable[Any], source: str) -> Iterator[tuple[Any, Any, str, str, str]]:

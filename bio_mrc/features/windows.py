@@ -69,13 +69,23 @@ def truncate_questions(questions: Sequence[str], tokenizer: PreTrainedTokenizerB
     one character into several tokens, and keeping that whole character would keep
     more than ``max_query_length`` tokens (the windows then lack room for the stride).
     """
+    return [
+        q if len(offsets) <= max_query_length else q[: offsets[max_query_length][0]].rstrip()
+        for q, offsets in zip(questions, _question_offsets(questions, tokenizer))
+    ]
+
+
+def question_token_counts(questions: Sequence[str], tokenizer: PreTrainedTokenizerBase) -> list[int]:
+    """Each question's number of tokens as the windows count them, against ``max_query_length``."""
+    return [len(offsets) for offsets in _question_offsets([q.lstrip() for q in questions], tokenizer)]
+
+
+def _question_offsets(questions: Sequence[str], tokenizer: PreTrainedTokenizerBase) -> list[list[tuple[int, int]]]:
+    """Each question's token offsets, without special tokens, a special token's text read as written."""
     with tokenizer_lock(tokenizer):
         encoded = tokenizer(list(questions), add_special_tokens=False, return_offsets_mapping=True, verbose=False,
                             split_special_tokens=True)
-    return [
-        q if len(offsets) <= max_query_length else q[: offsets[max_query_length][0]].rstrip()
-        for q, offsets in zip(questions, encoded["offset_mapping"])
-    ]
+    return encoded["offset_mapping"]
 
 
 def tokenize_windows(

@@ -12,6 +12,7 @@
 * :mod:`.streaming`: prediction a chunk of questions at a time into the answers stream, resumable;
   :mod:`.sharding`: its share of the chunks for each process under ``torchrun``;
 * :mod:`.extract`: ``AnswerExtractor``, question + context in, answer spans out;
+* :mod:`.long_questions`: a question past the model's ``max_query_length``, answered as its first tokens, said (``LongQuestionWarning``);
 * :mod:`.during_training`: ``TrainingEvaluator``, the official scores of a model while it trains;
 * :mod:`.pipeline`: the same as transformers' ``pipeline("bio-mrc-qa", model=DIR)`` (transformers knows it from ``import bio_mrc`` on).
 """

@@ -1,7 +1,7 @@
 """``AnswerExtractor``: question + context in, answer spans out (the QA pipeline transformers removed).
 
 The ``bio-mrc-qa`` transformers pipeline (:mod:`.pipeline`) is a front end to the same object:
-both turn inputs into examples with :meth:`AnswerExtractor.examples`, run the windows with
+both turn inputs into examples with :meth:`AnswerExtractor.asked`, run the windows with
 :meth:`TrainedModel.windows` and decode with :meth:`AnswerExtractor.predict`.
 """
 
@@ -13,10 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence, overload
 
-import numpy as np
-
 from .. import registry
-from ..arguments import count_at_most
+from ..arguments import check_flag, count_at_most, is_flag  # noqa: F401 (is_flag: read from here too)
 from ..data.text import check_context_length, check_text
 from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig
@@ -30,6 +28,7 @@ from .answers import decode_answers
 from .defaults import DEFAULT_CHUNK_SIZE
 from .documents import DocumentRanking, document_names, rank_chunk
 from .loading import TrainedModel, check_batch_size, check_length_prior
+from .long_questions import warn_long_questions
 from .text_inputs import TextBatch, text_input
 
 
@@ -195,6 +194,15 @@ class AnswerExtractor:
 
     examples = staticmethod(question_context_examples)
 
+    def asked(self, question, context, first: int = 0) -> tuple[list[Example], bool]:
+        """:meth:`examples` of one call's inputs, as every answering door reads them (the call, the pipeline, ``serve``),
+        and the questions past the model's ``max_query_length``, answered as their first tokens, said in one
+        :class:`~bio_mrc.inference.long_questions.LongQuestionWarning` (in a batch, each named ``input N``)."""
+        examples, single = question_context_examples(question, context, first)
+        name = (lambda _: "the question") if single else (lambda position: f"input {first + position}")
+        warn_long_questions(self.trained, examples, name)
+        return examples, single
+
     def predict(
         self,
         outputs: WindowOutputs,
@@ -269,7 +277,7 @@ class AnswerExtractor:
         if names is not None:  # never dropped unread
             raise ConfigError("names name the documents of one question asked of a list of them; this call asks "
                               "no list of documents (one question, a string, and a list of contexts)")
-        examples, single = self.examples(question, context)
+        examples, single = self.asked(question, context)
         if not examples:
             return []
         self.checked_decodings([self.decoding if decoding is None else decoding])  # refused before the forward pass
@@ -309,7 +317,7 @@ class AnswerExtractor:
             raise DataFormatError("answer_documents asks one question (a string) of a list of documents, got "
                                   f"{a_type(question)} and {a_type(documents)}")
         names = document_names(names, len(documents))  # refused before the forward pass, read once
-        examples, _ = self.examples(question, list(documents))
+        examples, _ = self.asked(question, list(documents))
         decoding = self.checked_decodings([self.decoding if decoding is None else decoding])[0]  # refused before the forward pass
         ranking = DocumentRanking(top_k, multi_span)
         n_best = max(top_k or 1, self.decode_config.n_best) if not multi_span else self.decode_config.n_best
@@ -339,18 +347,6 @@ class AnswerExtractor:
 SINGLE_SPANS_ANSWER = ("require_answer=False changes only multi_span answers (no BIO span where the likeliest tag "
                        "sequence is all O); single spans, several documents' included, abstain only by the no-answer "
                        "threshold saved with the model")
-
-
-def is_flag(value: Any) -> bool:
-    """A yes/no as a caller may hold it: a Python or numpy bool (``np.True_``), never a number or a string."""
-    return isinstance(value, (bool, np.bool_))
-
-
-def check_flag(value: Any, name: str) -> bool:
-    """``value`` as a Python bool where it :func:`is_flag`; else a ConfigError naming ``name``."""
-    if not is_flag(value):
-        raise ConfigError(f"{name} is true or false, got {value!r}")
-    return bool(value)
 
 
 def check_top_k(top_k: Any, multi_span: bool) -> int | None:

@@ -163,6 +163,8 @@ def predict_windows(
     """Tokenize ``examples`` into windows and run the model (or runner) over them. ``bars`` count the questions cut
     and the windows run (None: bars of the call's own, shown with ``progress``): a list answered in chunks passes
     the same bars to each chunk's call, so they run once over the whole list."""
+    if not examples:  # no window to cut or run: the tokenizer and the dataset have no columns for none
+        return no_windows(model.heads)
     with contextlib.ExitStack() as held:
         if bars is None:
             bars = held.enter_context(window_bars(len(examples), progress))
@@ -171,3 +173,11 @@ def predict_windows(
                                       advance=bars.windows.update)
         inference = bars.cut(len(features))
         return run_windows(model, features, tokenizer.pad_token_id or 0, batch_size, progress, precision, inference)
+
+
+def no_windows(heads: Collection[str]) -> WindowOutputs:
+    """The outputs of no windows, as :func:`predict_windows` gives them for no questions: every array without rows."""
+    logits = {name: np.zeros((0, 1, *dims), dtype=np.float32)
+              for entry in map(registry.head, heads) for name, dims in zip(entry.outputs, entry.output_dims)}
+    return WindowOutputs(np.zeros(0, dtype=np.int64), np.full((0, 1, 2), -1, dtype=np.int64), np.zeros((0, 1), dtype=bool),
+                         word_offsets=np.full((0, 1, 2), -1, dtype=np.int64), tag_mask=np.zeros((0, 1), dtype=bool), **logits)

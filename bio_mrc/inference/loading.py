@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Iterable, Sequence
 
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from ..arguments import count_at_most
+from ..arguments import count_at_most, given_type
 from ..config_schema import whole_number
+from ..data.text import check_context_length, check_text
 from ..decoding.postprocess import DecodeConfig, available_decodings, with_saved_settings
 from ..decoding.window_outputs import WindowOutputs, check_finite_scores
 from ..encoders import load_tokenizer
@@ -175,6 +177,7 @@ class TrainedModel:
         decoding can read (NaN, infinity) raise :class:`~bio_mrc.errors.ModelOutputError` naming the question.
         ``progress`` shows a bar for the questions cut into windows and one for the windows run; ``bars``
         (:func:`bio_mrc.progress.window_bars`) are bars a caller holds over several calls, one chunk of a list each."""
+        examples = check_examples(examples, "TrainedModel.windows")
         precision = self.precision if self.backend == "torch" else None
         batch_size = self.batch_size if batch_size is None else check_batch_size(batch_size)  # 0 or -1 ran no window
         outputs = predict_windows(self.model, self.tokenizer, examples, self.features, batch_size,
@@ -193,6 +196,21 @@ def check_load_arguments(model_dir: Any, backend: Any, decodings: Any) -> None:
     if isinstance(decodings, (str, bytes)) or not isinstance(decodings, Iterable):
         given = f"the string {decodings!r}: give [{decodings!r}]" if isinstance(decodings, str) else a_type(decodings)
         raise ConfigError(f"decodings is a list of decoding names, got {given}")
+
+
+def check_examples(examples: Any, call: str) -> Sequence[Example]:
+    """``examples`` if it is a list of :class:`Example` whose texts the windows can read (as the loaders and
+    ``AnswerExtractor`` check them); else one TypeError or DataFormatError naming the call or the question, before
+    any window is cut: a string read as windows failed deep in the tokenizer."""
+    if isinstance(examples, (str, bytes, Mapping)) or not isinstance(examples, Sequence):
+        raise TypeError(f"{call}: examples is a list of Example (a loaded file's .examples), got {given_type(examples)}")
+    for place, example in enumerate(examples):
+        if not isinstance(example, Example):
+            raise TypeError(f"{call}: examples holds {given_type(example)}, not an Example (at {place})")
+        record = f"question {example.id!r}"
+        check_text(example.question, "question", record)
+        check_context_length(check_text(example.context, "context", record), record)
+    return examples
 
 
 def check_batch_size(batch_size: Any) -> int:

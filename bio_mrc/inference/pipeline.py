@@ -3,7 +3,7 @@
 The call shape is the question-answering pipeline's that transformers 5.3 removed (``question=``,
 ``context=``, ``top_k=``, ``handle_impossible_answer=``, ``max_answer_len=``, ``batch_size=``,
 ``device=``), plus ``decoding=`` and ``multi_span=``. Nothing is decoded here: inputs become
-examples through :meth:`AnswerExtractor.examples`, ``_forward`` runs the stride windows through
+examples through :meth:`AnswerExtractor.asked`, ``_forward`` runs the stride windows through
 :meth:`TrainedModel.windows`, and ``postprocess`` decodes with :meth:`AnswerExtractor.predict`
 (the saved thresholds and tuned settings), then only formats the answers as dicts.
 
@@ -199,7 +199,7 @@ class BioMrcQuestionAnsweringPipeline(Pipeline):
         """One call's questions answered together; ``first`` numbers the records of a stream's chunk (``input N``)."""
         question, context = question_and_context(args, kwargs.pop("question", None), kwargs.pop("context", None), first)
         question, context = text_input(question, "question"), text_input(context, "context")  # an iterator read once, before it is looked at
-        examples, single = self.extractor.examples(question, context, first=first)
+        examples, single = self.extractor.asked(question, context, first=first)
         if not examples:
             return []
         options = {**self._postprocess_params, **self._sanitize_parameters(**kwargs)[2]}  # checked before the forward pass

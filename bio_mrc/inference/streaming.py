@@ -39,6 +39,7 @@ from .files import (DecodingFiles, answer_record, answer_record_problem, answers
                     run_record_path, write_files_from_stream)
 from .defaults import DEFAULT_CHUNK_SIZE
 from .loading import TrainedModel, check_length_prior, saved_settings
+from .long_questions import warn_long_questions
 from .sharding import Shard, SINGLE_PROCESS
 
 
@@ -142,6 +143,7 @@ def chunk_lines(trained: TrainedModel, chunk: Sequence[Example], plan: StreamPla
     """The answer lines of one chunk of questions: for each question, one per decoding."""
     if not chunk:
         return []
+    warn_long_questions(trained, chunk, lambda position: f"question {chunk[position].id!r}")
     outputs = trained.windows(chunk, batch_size=plan.batch_size, progress=False)
     # AnswerExtractor's decoding, so predict answers as extract, serve and the pipeline do
     extractor = AnswerExtractor(trained, multi_span=plan.multi_span, decode_config=plan.config,

@@ -2,7 +2,7 @@
 ``/openapi.json``).
 
 Every request is checked before any work: the schema (422), the number of questions (413), the
-texts (:meth:`AnswerExtractor.examples`: 422) and the decoding (one the model's heads allow: 422).
+texts (:meth:`AnswerExtractor.asked`: 422) and the decoding (one the model's heads allow: 422).
 Refusals answer with :class:`ErrorResponse` (``detail``, ``problems``); nothing answers with a
 traceback; a path not served is a 404 naming the one meant, never a redirect. Before the application,
 :class:`~.request_head.RequestHeadGuard` refuses a version, expectation, content coding or WebSocket it cannot honour
@@ -96,7 +96,7 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
         if too_many is not None:
             raise too_many
         try:
-            examples, _ = extractor.examples(body.question, body.context)
+            examples, _ = extractor.asked(body.question, body.context)
             decoding = registry.resolve_decoding(extractor.trained.decodings, body.decoding)
         except (BioMrcError, ValueError) as error:
             raise HTTPException(422, str(error)) from None
