@@ -1,12 +1,16 @@
 """What JSON5 and editors' "JSON with comments" allow and JSON does not, named where a JSON parser stopped: a comment
 (``//`` or ``/* */``) or a comma before ``}`` or ``]``. The parser's own words (``Expecting value``, ``Expecting
-property name enclosed in double quotes``) say neither."""
+property name enclosed in double quotes``) say neither. And a value of a JSON file as an error quotes it: as the file
+spells it (``true``, ``null``, ``"text"``), not as Python writes it (``True``, ``None``, ``'text'``)."""
 
 from __future__ import annotations
 
 import json
+import re
+import reprlib
+from typing import Any
 
-__all__ = ["LOOK", "decode_hint", "syntax_hint"]
+__all__ = ["LOOK", "decode_hint", "json_value", "syntax_hint"]
 
 _BLANK = " \t\n\r"  # JSON's whitespace
 LOOK = 1000  # characters read each side of the stop: a longer run of whitespace is read as no hint
@@ -29,3 +33,43 @@ def decode_hint(err: BaseException) -> str:
     """:func:`syntax_hint` where ``err`` is a :class:`json.JSONDecodeError` (which keeps the text and where it
     stopped); "" for any other error."""
     return syntax_hint(err.doc, err.pos) if isinstance(err, json.JSONDecodeError) else ""
+
+
+_NOT_ASCII = re.compile(r"[^ -~]")  # json.dumps escapes ASCII's controls itself; each other character is looked at
+
+
+def _json_string(text: str) -> str:
+    """``text`` as a JSON string, its letters as they are and each character that shows as nothing (a control, a
+    byte-order mark, a zero-width space, a line separator) escaped, as Python's ``repr`` escapes them."""
+    return _NOT_ASCII.sub(lambda found: found.group() if found.group().isprintable() else json.dumps(found.group())[1:-1],
+                          json.dumps(text, ensure_ascii=False))
+
+
+class _JsonRepr(reprlib.Repr):
+    """``reprlib``'s shortened values, spelt as JSON spells them: ``true``, ``false``, ``null``, ``"text"``, ``NaN``."""
+
+    def repr_bool(self, value: bool, level: int) -> str:
+        return "true" if value else "false"
+
+    def repr_NoneType(self, value: None, level: int) -> str:  # noqa: N802 (reprlib's name for the type)
+        return "null"
+
+    def repr_float(self, value: float, level: int) -> str:
+        return json.dumps(value)  # NaN and Infinity as Python's json reads and writes them
+
+    def repr_str(self, value: str, level: int) -> str:
+        if len(value) <= self.maxstring:
+            return _json_string(value)
+        head = max(0, (self.maxstring - 3) // 2)
+        tail = max(0, self.maxstring - 3 - head)
+        return _json_string(value[:head])[:-1] + self.fillvalue + _json_string(value[len(value) - tail :])[1:]
+
+
+_SHORT = _JsonRepr()  # keywords only from Python 3.12
+_SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 80, 40, 80, 5, 5, 3
+
+
+def json_value(value: Any) -> str:
+    """``value``, read from a JSON file, as an error quotes it: as JSON spells it (``true``, ``null``, ``"text"``,
+    ``{"a": 1}``), shortened (a string of millions of characters, a list of thousands, would make a line as long)."""
+    return _SHORT.repr(value)

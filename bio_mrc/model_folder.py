@@ -43,10 +43,10 @@ import numpy as np
 from . import __version__, registry
 from .arguments import MAX_COUNT
 from .config_schema import whole_number
-from .errors import InputWarning, ModelFormatError, argument, shown_value
+from .errors import InputWarning, ModelFormatError, argument
 from .evaluation_record import EVAL_FILE
 from .io import non_utf8_byte, remove_file, special_file_kind
-from .json_syntax import decode_hint
+from .json_syntax import decode_hint, json_value
 from .model_defaults import BIO_LOSS_REDUCTIONS, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 from .pickled_weights import pickled_shapes
@@ -256,10 +256,10 @@ def check_reads_both_ways(encoder: Mapping[str, Any], folder: Path, where: str =
                                           "where the encoder was trained as one)")
     if encoder.get("add_cross_attention", False) is not False:  # transformers builds its layers for a decoder only
         raise fail(folder, "config.json", f"{where}add_cross_attention must be false (cross-attention reads a decoder's "
-                                          f"other stack, which an encoder has none of), got {shown_value(encoder['add_cross_attention'])}")
+                                          f"other stack, which an encoder has none of), got {json_value(encoder['add_cross_attention'])}")
     model_type = encoder.get("model_type")
     if model_type is not None and not isinstance(model_type, str):  # transformers looks it up as a key of its tables
-        raise fail(folder, "config.json", f"{where}model_type must be a string (\"bert\"), got {shown_value(model_type)}")
+        raise fail(folder, "config.json", f"{where}model_type must be a string (\"bert\"), got {json_value(model_type)}")
     if where:  # a model's encoder; an encoder folder's own unknown model_type is named when it loads
         _check_known_model_type(model_type, folder, where)
     if isinstance(model_type, str) and decoder_only(model_type):
@@ -274,7 +274,7 @@ def _check_known_model_type(model_type: str | None, folder: Path, where: str) ->
     if model_type is None:
         raise fail(folder, "config.json", f"{where}model_type is missing: give the encoder's (\"bert\")")
     if model_type not in CONFIG_MAPPING:
-        raise fail(folder, "config.json", f"{where}model_type {model_type!r} is no model type transformers "
+        raise fail(folder, "config.json", f"{where}model_type {json_value(model_type)} is no model type transformers "
                                           f"{_transformers_version()} knows (a newer transformers', or another library's?)")
 
 
@@ -310,7 +310,7 @@ def _encoder_built(config: dict[str, Any], folder: Path) -> Any:
 
 
 def _decoder_only_model(folder: Path, model_type: str, built: str, where: str = "") -> ModelFormatError:
-    return fail(folder, "config.json", f"{where}model_type {model_type!r} builds {built}, a decoder-only model whose tokens "
+    return fail(folder, "config.json", f"{where}model_type {json_value(model_type)} builds {built}, a decoder-only model whose tokens "
                                        f"read only the tokens before them; {BIDIRECTIONAL_ONLY}")
 
 
@@ -405,7 +405,7 @@ def written_format_problem(value: Any, newest: int, kind: str) -> str | None:
     if whole_number(value) and value > newest:
         return (f"written by a newer bio_mrc ({kind} format {value}); this bio_mrc {__version__} reads formats up to "
                 f"{newest}: upgrade bio_mrc")
-    return f"{kind} format {value!r} is not one bio_mrc writes (a whole number from 1 to {newest})"
+    return f"{kind} format {json_value(value)} is not one bio_mrc writes (a whole number from 1 to {newest})"
 
 
 def read_json_object(folder: Path, name: str, limit: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
@@ -479,7 +479,7 @@ def foreign_model(config: Mapping[str, Any]) -> str | None:
                and name != "BioMrcForQuestionAnswering"), None)  # bio_mrc's own, its model_type edited: no QA model
     how = (f"`bio-mrc convert` saves transformers' extractive QA model ({qa}) as one" if qa else
            "a bare encoder is trained into one with `bio-mrc train --encoder PATH`")
-    return f"a {model_type or 'non-bio_mrc'} model, not a bio_mrc model (model_type {model_type!r}); {how}"
+    return f"a {model_type or 'non-bio_mrc'} model, not a bio_mrc model (model_type {json_value(model_type)}); {how}"
 
 
 def special_floats(value: Any) -> Any:
@@ -530,15 +530,15 @@ def check_sizes(config: Mapping[str, Any], folder: Path, where: str = "encoder."
             continue
         value, least = encoder.get(name), 0 if name == "type_vocab_size" else 1
         if not _is_int(value) or not least <= value <= limit:
-            raise fail(folder, "config.json", f"{where}{name} must be an integer in [{least}, {limit:,}], got {value!r}")
+            raise fail(folder, "config.json", f"{where}{name} must be an integer in [{least}, {limit:,}], got {json_value(value)}")
     for name in ENCODER_RATES:
         if name in encoder and encoder[name] is not None and not (_is_number(encoder[name]) and 0 <= encoder[name] < 1):
-            raise fail(folder, "config.json", f"{where}{name} must be a number in [0, 1), got {encoder[name]!r}")
+            raise fail(folder, "config.json", f"{where}{name} must be a number in [0, 1), got {json_value(encoder[name])}")
     if "layer_norm_eps" in encoder and not (_is_number(encoder["layer_norm_eps"]) and 0 < encoder["layer_norm_eps"] < 1):
-        raise fail(folder, "config.json", f"{where}layer_norm_eps must be a number in (0, 1), got {encoder['layer_norm_eps']!r}")
+        raise fail(folder, "config.json", f"{where}layer_norm_eps must be a number in (0, 1), got {json_value(encoder['layer_norm_eps'])}")
     for place, settings in (("", config), (where, encoder)):
         if settings.get("dtype") not in DTYPES:
-            raise fail(folder, "config.json", f"{place}dtype must be one of {[d for d in DTYPES if d]}, got {settings['dtype']!r}")
+            raise fail(folder, "config.json", f"{place}dtype must be one of {[d for d in DTYPES if d]}, got {json_value(settings['dtype'])}")
     _check_encoder_values(encoder, folder, where)
     _check_heads_divide(encoder, folder, where)
     return encoder
@@ -576,23 +576,23 @@ def _check_encoder_values(encoder: Mapping[str, Any], folder: Path, where: str) 
     pad, vocab_size = encoder.get("pad_token_id"), encoder.get("vocab_size")
     if pad is not None and not (_is_int(pad) and 0 <= pad < (vocab_size if _is_int(vocab_size) else SIZE_LIMITS["vocab_size"])):
         raise fail(folder, "config.json", f"{where}pad_token_id must be null or a token id below vocab_size {vocab_size}, "
-                                          f"got {shown_value(pad)}")
+                                          f"got {json_value(pad)}")
     if "hidden_act" in encoder:
         from transformers.activations import ACT2FN
 
         if not isinstance(encoder["hidden_act"], str) or encoder["hidden_act"] not in ACT2FN:
             raise fail(folder, "config.json", f"{where}hidden_act must be one of transformers' activations "
-                                              f"({', '.join(sorted(ACT2FN)[:6])}, …), got {shown_value(encoder['hidden_act'])}")
+                                              f"({', '.join(sorted(ACT2FN)[:6])}, …), got {json_value(encoder['hidden_act'])}")
 
 
 def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder: Path) -> None:
     """Heads, windows and tuned settings of the right kinds; windows that fit the encoder's positions."""
     if config.get("return_dict", True) is not True:  # bio_mrc reads the heads' outputs by name, never a tuple's places
         raise fail(folder, "config.json", f"return_dict must be true (the forward pass's outputs by name), got "
-                                          f"{shown_value(config['return_dict'])}: delete it")
+                                          f"{json_value(config['return_dict'])}: delete it")
     heads = config.get("heads", "span+bio")
     if not isinstance(heads, str):  # named as written, not as the empty name it was checked as
-        raise fail(folder, "config.json", f"heads must be one of {registry.head_choices()}, got {shown_value(heads)}")
+        raise fail(folder, "config.json", f"heads must be one of {registry.head_choices()}, got {json_value(heads)}")
     try:
         registry.head_names(heads)
     except ValueError as err:
@@ -601,11 +601,11 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     for name, value in windows.items():  # a doc_stride of 0 (windows without overlap) is one train makes
         least, most = WINDOW_MINIMUMS[name], SIZE_LIMITS["max_position_embeddings"]
         if value is not None and (not _is_int(value) or not least <= value <= most):
-            raise fail(folder, "config.json", f"{name} must be an integer in [{least}, {most:,}], got {value!r}")
+            raise fail(folder, "config.json", f"{name} must be an integer in [{least}, {most:,}], got {json_value(value)}")
     if config.get("tag_level", "word") not in TAG_LEVELS:
-        raise fail(folder, "config.json", f"tag_level must be one of {TAG_LEVELS}, got {config.get('tag_level')!r}")
+        raise fail(folder, "config.json", f"tag_level must be one of {TAG_LEVELS}, got {json_value(config.get('tag_level'))}")
     if config.get("word_units", WORD_UNITS_WHEN_ABSENT) not in WORD_UNITS:
-        raise fail(folder, "config.json", f"word_units must be one of {WORD_UNITS}, got {shown_value(config['word_units'])}")
+        raise fail(folder, "config.json", f"word_units must be one of {WORD_UNITS}, got {json_value(config['word_units'])}")
     if None not in windows.values() and windows["doc_stride"] >= windows["max_seq_length"] - windows["max_query_length"] - 3:
         raise fail(folder, "config.json", f"doc_stride {windows['doc_stride']} leaves no new context in a window of "
                                           f"max_seq_length {windows['max_seq_length']} after max_query_length "
@@ -620,7 +620,7 @@ def check_settings(config: Mapping[str, Any], encoder: Mapping[str, Any], folder
     check_head_settings(config, folder)
     for decoding, probability in _mapping(config, "min_span_probabilities", folder).items():
         if not (_is_number(probability) and 0 <= probability <= 1):
-            raise fail(folder, "config.json", f"min_span_probabilities.{decoding} must be a probability in [0, 1], got {probability!r}")
+            raise fail(folder, "config.json", f"min_span_probabilities.{decoding} must be a probability in [0, 1], got {json_value(probability)}")
     for decoding, calibrator in _mapping(config, "calibration", folder).items():
         _check_calibrator(decoding, calibrator, folder)
     _check_tuned_on(_mapping(config, "tuned_on", folder), folder)  # tune reads it as an object when it saves new settings
@@ -631,10 +631,10 @@ def _check_decoding_settings(config: Mapping[str, Any], folder: Path) -> None:
     """The BIO length prior and the answer-length limit saved in ``config``: each absent, or in the range a decoding takes."""
     prior = config.get("bio_length_prior")
     if prior is not None and not (_is_number(prior) and abs(prior) <= MAX_SETTING):
-        raise fail(folder, "config.json", f"bio_length_prior must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}], got {prior!r}")
+        raise fail(folder, "config.json", f"bio_length_prior must be a number in [-{MAX_SETTING:g}, {MAX_SETTING:g}], got {json_value(prior)}")
     limit = config.get("max_answer_length")
     if limit is not None and not (_is_int(limit) and 1 <= limit <= MAX_COUNT):
-        raise fail(folder, "config.json", f"max_answer_length must be a whole number of tokens in [1, {MAX_COUNT:,}], got {limit!r}")
+        raise fail(folder, "config.json", f"max_answer_length must be a whole number of tokens in [1, {MAX_COUNT:,}], got {json_value(limit)}")
 
 
 def check_head_settings(config: Mapping[str, Any], folder: Path) -> None:
@@ -643,18 +643,18 @@ def check_head_settings(config: Mapping[str, Any], folder: Path) -> None:
     iterates over."""
     dropout = config.get("head_dropout", 0.0)
     if not (_is_number(dropout) and 0 <= dropout <= 1):
-        raise fail(folder, "config.json", f"head_dropout must be a probability in [0, 1], got {shown_value(dropout)}")
+        raise fail(folder, "config.json", f"head_dropout must be a probability in [0, 1], got {json_value(dropout)}")
     if config.get("bio_loss_reduction", BIO_LOSS_REDUCTIONS[0]) not in BIO_LOSS_REDUCTIONS:
         raise fail(folder, "config.json", f"bio_loss_reduction must be one of {', '.join(BIO_LOSS_REDUCTIONS)}, "
-                                          f"got {shown_value(config['bio_loss_reduction'])}")
+                                          f"got {json_value(config['bio_loss_reduction'])}")
     for name in ("bio_prior", "bio_class_weights"):  # None: a uniform prior, the plain loss
         value = config.get(name)
         if value is not None and not (isinstance(value, list) and len(value) == 3
                                       and all(_is_number(v) and 0 < v <= MAX_SETTING for v in value)):
-            raise fail(folder, "config.json", f"{name} must be null or three positive numbers (B, I, O), got {shown_value(value)}")
+            raise fail(folder, "config.json", f"{name} must be null or three positive numbers (B, I, O), got {json_value(value)}")
     names = config.get("architectures")
     if names is not None and not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
-        raise fail(folder, "config.json", f"architectures must be a list of class names, got {shown_value(names)}")
+        raise fail(folder, "config.json", f"architectures must be a list of class names, got {json_value(names)}")
 
 
 # The fields of ``tuned_on`` and what each holds: tune writes the first three (and training_questions where the run record
@@ -671,7 +671,7 @@ def _check_tuned_on(tuned_on: Mapping[str, Any], folder: Path) -> None:
         value = tuned_on.get(name)
         fits = _is_int(value) and value >= 0 if name.endswith("questions") else isinstance(value, str)
         if name in tuned_on and not fits:
-            raise fail(folder, "config.json", f"tuned_on.{name} must be {kind}, got {shown_value(value)}")
+            raise fail(folder, "config.json", f"tuned_on.{name} must be {kind}, got {json_value(value)}")
 
 
 def _check_calibrator(decoding: str, calibrator: Any, folder: Path) -> None:
@@ -679,14 +679,15 @@ def _check_calibrator(decoding: str, calibrator: Any, folder: Path) -> None:
     refused as another method, with what to do (``tune`` loads the folder too, so the key goes by hand first)."""
     if isinstance(calibrator, dict) and calibrator.get("method") != "beta":  # the one method calibrate() reads
         raise fail(folder, "config.json", f"calibration.{decoding}.method must be 'beta' (a, b and c are read as beta "
-                                          f"calibration), got {calibrator.get('method')!r}: delete "
+                                          f"calibration), got {json_value(calibrator.get('method'))}: delete "
                                           "'calibration' from config.json, then bio-mrc tune fits them again")
     if not isinstance(calibrator, dict) or not all(_is_number(calibrator.get(key)) and abs(calibrator[key]) <= MAX_SETTING
                                                    for key in ("a", "b", "c")):
-        raise fail(folder, "config.json", f"calibration.{decoding} must hold the numbers a, b and c, got {calibrator!r}")
+        raise fail(folder, "config.json", f"calibration.{decoding} must hold the numbers a, b and c, got {json_value(calibrator)}")
     if calibrator["a"] < 0 or calibrator["b"] < 0:  # fitted ones never are: the map keeps the raw ranking
         raise fail(folder, "config.json", f"calibration.{decoding}: a and b must be 0 or more (a negative one turns "
-                                          f"the map from raw confidence to probability around), got a={calibrator['a']!r}, b={calibrator['b']!r}")
+                                          f"the map from raw confidence to probability around), "
+                                          f"got a={json_value(calibrator['a'])}, b={json_value(calibrator['b'])}")
     if "no_answer_threshold" in calibrator:  # the threshold it was fitted at scores its abstentions
         _check_threshold(calibrator["no_answer_threshold"], f"calibration.{decoding}.no_answer_threshold", folder)
 
@@ -705,7 +706,7 @@ def _warn_of_unknown_decodings(config: Mapping[str, Any], folder: Path) -> None:
              "calibration": ("names no registered decoding", sorted(registry.DECODINGS))}
     for name, (problem, known) in keyed.items():
         for key in _mapping(config, name, folder):
-            message = (f"{folder / 'config.json'}: {name} key {key!r} {problem} ({', '.join(known)}), so nothing uses "
+            message = (f"{folder / 'config.json'}: {name} key {json_value(key)} {problem} ({', '.join(known)}), so nothing uses "
                        "it: a misspelt key, or a plug-in decoding's not imported here?")
             if key not in known and message not in _WARNED:
                 _WARNED.add(message)
@@ -718,7 +719,7 @@ _WARNED: set[str] = set()  # the unused settings already warned of
 def _check_threshold(value: Any, name: str, folder: Path) -> None:
     """A saved no-answer threshold: a number, or ±Infinity (always or never abstain); NaN and the rest are refused."""
     if not (_is_number(value) and abs(value) <= MAX_SETTING or value in (math.inf, -math.inf)):
-        raise fail(folder, "config.json", f"{name} must be a number, got {value!r}")
+        raise fail(folder, "config.json", f"{name} must be a number, got {json_value(value)}")
 
 
 def _is_number(value: Any) -> bool:
@@ -728,7 +729,7 @@ def _is_number(value: Any) -> bool:
 def _mapping(config: Mapping[str, Any], name: str, folder: Path) -> dict[str, Any]:
     value = config.get(name)
     if value is not None and not isinstance(value, dict):
-        raise fail(folder, "config.json", f"{name} must be an object, got {value!r}")
+        raise fail(folder, "config.json", f"{name} must be an object, got {json_value(value)}")
     return value or {}
 
 
@@ -762,7 +763,7 @@ def _pickled_weight_shapes(folder: Path) -> tuple[str, dict[str, tuple[int, ...]
         return single, pickled_shapes(folder, single)
     shards = sorted(set(_index_weight_map(folder, index).values()))
     if missing := [shard for shard in shards if not (folder / shard).is_file()]:
-        raise fail(folder, index, f"names a shard that is missing: {missing[0]!r}")
+        raise fail(folder, index, f"names a shard that is missing: {json_value(missing[0])}")
     shapes: dict[str, tuple[int, ...]] = {}
     for shard in shards:
         shapes.update(pickled_shapes(folder, shard))
@@ -775,7 +776,7 @@ def _index_weight_map(folder: Path, index: str) -> dict[str, str]:
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise fail(folder, index, "has no 'weight_map' of tensor names to shard files")
     if outside := sorted(shard for shard in set(weight_map.values()) if Path(shard).name != shard):
-        raise fail(folder, index, f"names a shard outside the folder: {outside[0]!r}")
+        raise fail(folder, index, f"names a shard outside the folder: {json_value(outside[0])}")
     return weight_map
 
 
@@ -812,9 +813,9 @@ def _tiled_shapes(folder: Path, name: str, header: Mapping[str, Any], data_bytes
         dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
         if (dtype not in DTYPE_BYTES or not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape)
                 or not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_int(o) for o in offsets)):
-            raise fail(folder, name, f"tensor {tensor!r} has a corrupt header entry")
+            raise fail(folder, name, f"tensor {json_value(tensor)} has a corrupt header entry")
         if offsets[1] - offsets[0] != math.prod(shape) * DTYPE_BYTES[dtype]:
-            raise fail(folder, name, f"tensor {tensor!r}: its bytes do not match its shape {shape} (a corrupt file?)")
+            raise fail(folder, name, f"tensor {json_value(tensor)}: its bytes do not match its shape {shape} (a corrupt file?)")
         shapes[tensor] = Shape(shape, dtype)
         spans.append((offsets[0], offsets[1]))
     end = 0
@@ -906,7 +907,7 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
     for name, values in settings.items():
         for key, token in _special_tokens(values):
             if token not in vocabulary:
-                raise fail(folder, name, f"{key} {token!r} is not in {TOKENIZER_FILE}'s vocabulary "
+                raise fail(folder, name, f"{key} {json_value(token)} is not in {TOKENIZER_FILE}'s vocabulary "
                                          "(it would be added with an id past the model's)")
         _check_special_values(folder, name, values, template)
 
@@ -1004,7 +1005,7 @@ def _check_model_max_length(settings: Mapping[str, Any], folder: Path) -> None:
     ``"512"`` in a hand-edited file) would end the first question in a ``TypeError``."""
     length = settings.get("model_max_length")
     if length is not None and not (_is_number(length) and length >= 0):
-        raise fail(folder, "tokenizer_config.json", f"model_max_length must be a number of tokens (0 or more), got {length!r}")
+        raise fail(folder, "tokenizer_config.json", f"model_max_length must be a number of tokens (0 or more), got {json_value(length)}")
 
 
 # The settings of tokenizer_config.json transformers' tokenizer classes pass on to ``tokenizers`` or check themselves, as
@@ -1025,13 +1026,13 @@ def _check_tokenizer_settings(settings: Mapping[str, Any], folder: Path) -> None
         # by identity: 1 == True, and a 1 ends the loading as "'int' object is not an instance of 'bool'"
         if name in settings and not any(settings[name] is value or settings[name] == value and isinstance(value, str)
                                         for value in values):
-            raise fail(folder, "tokenizer_config.json", f"{name} must be {kind}, got {shown_value(settings[name])}")
+            raise fail(folder, "tokenizer_config.json", f"{name} must be {kind}, got {json_value(settings[name])}")
     if settings.get("tokenizer_class") is not None and not isinstance(settings["tokenizer_class"], str):
         raise fail(folder, "tokenizer_config.json", f"tokenizer_class must be a tokenizer class's name (\"BertTokenizer\"), "
-                                                    f"got {shown_value(settings['tokenizer_class'])}")
+                                                    f"got {json_value(settings['tokenizer_class'])}")
     names = settings.get("model_input_names", [])
     if not (isinstance(names, list) and all(isinstance(name, str) for name in names)):
-        raise fail(folder, "tokenizer_config.json", f"model_input_names must be a list of input names, got {shown_value(names)}")
+        raise fail(folder, "tokenizer_config.json", f"model_input_names must be a list of input names, got {json_value(names)}")
 
 
 def _special_tokens(settings: Mapping[str, Any]) -> list[tuple[str, Any]]:

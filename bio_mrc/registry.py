@@ -188,8 +188,9 @@ class TaskEntry:
     """A task: its data ``format`` (the comparison config's) and the official ``scorer`` that names it for
     ``bio-mrc evaluate --metric`` and ``bio-mrc tune --metric``; ``load(path)`` for data the format table
     (:mod:`bio_mrc.data.formats`) does not read (None: :func:`bio_mrc.data.squad.load_squad` reads it);
-    ``examples_as(examples)`` for a task that reads any SQuAD-shaped form but means something else by its answers
-    (the listed spans as the parts of one answer), what the read questions become (None: they stay as read);
+    ``examples_as(examples, source)`` for a task that reads any SQuAD-shaped form but means something else by its answers
+    (the listed spans as the parts of one answer), what the read questions of the file ``source`` become (None: they
+    stay as read);
     ``gold(examples)`` (each question's gold texts); whether questions may have no answer (``no_answer``: SQuAD
     2.0's no-answer thresholds are tuned); whether its answers are span lists (``multi_span_answers``: every span
     of a question, scored as a set) or one text per question; how it scores, each a function:
@@ -264,9 +265,9 @@ class TaskEntry:
             raise DataFormatError(f"the loader of task {self.name!r} could not read it: {type(error).__name__}: {error}",
                                   source=str(path)) from None
 
-    def task_examples(self, examples: Any) -> list[Any]:
-        """The questions ``load_squad`` read, as this task means them (``examples_as``)."""
-        return list(examples) if self.examples_as is None else resolve(self.examples_as)(examples)
+    def task_examples(self, examples: Any, source: str = "") -> list[Any]:
+        """The questions ``load_squad`` read from ``source``, as this task means them (``examples_as``)."""
+        return list(examples) if self.examples_as is None else resolve(self.examples_as)(examples, source)
 
     def format_of_read(self, read_format: str) -> str:
         """The format of questions ``load_squad`` read as ``read_format`` for this task: its own where it means their

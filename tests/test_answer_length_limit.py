@@ -68,6 +68,37 @@ def test_training_saves_the_limit_of_its_answers_and_says_so(long_model):
     assert "answer-length limit: 40 tokens (99% of the 4 training answer spans fit; the default is 30)" in stderr
 
 
+def test_a_continued_model_keeps_its_parents_longer_limit_and_says_so(capsys):
+    """Parent limit 64, the new stage's spans 5 and 7 tokens (limit 30): 64 is kept; a parent of 12 or none, 30."""
+    from types import SimpleNamespace
+
+    from datasets import Dataset
+
+    from bio_mrc.training.answer_lengths import set_answer_length_limit
+
+    windows = Dataset.from_dict({"answer_lengths": [[5], [], [7]]})
+    for parent, limit in ((64, 64), (12, 30), (None, 30)):
+        model = SimpleNamespace(config=SimpleNamespace(max_answer_length=None))
+        set_answer_length_limit(model, windows, True, parent)
+        assert model.config.max_answer_length == limit
+    assert capsys.readouterr().err == ("answer-length limit: 64 tokens, kept from the model this one continues "
+                                       "(99% of the 2 training answer spans fit 30)\n")
+
+
+def test_training_on_from_a_long_answer_model_keeps_its_limit(long_model, tiny_encoder_dir, tmp_path):
+    """A model of 40-token answers continued on the sample's short answers keeps 40, and ``train`` says so."""
+    from .conftest import SAMPLE_V1
+
+    folder, _ = long_model
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "short"), "--init-from", str(folder),
+                     "--epochs", "1", "--batch-size", "4", "--precision", "fp32", *WINDOWS])
+    assert code == 0
+    assert json.loads((tmp_path / "short" / "config.json").read_text(encoding="utf-8"))["max_answer_length"] == ANSWER_WORDS
+    assert "answer-length limit: 40 tokens, kept from the model this one continues (99% of the " in err.getvalue()
+
+
 def test_a_model_of_short_answers_saves_the_default_and_says_nothing(trained_dir):
     assert json.loads((trained_dir / "config.json").read_text(encoding="utf-8"))["max_answer_length"] == 30
 

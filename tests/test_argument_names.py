@@ -382,7 +382,7 @@ def misplaced_mrqa(tmp_path):
 
 def test_load_squad_names_fix_offsets_as_its_keyword(misplaced_mrqa):
     said = python_refusal(load_squad, misplaced_mrqa)
-    assert said.startswith("answer 'France' is not at answer_start 13; the text does occur at 24 (fix_offsets=True relocates it")
+    assert said.startswith("answer \"France\" is not at answer_start 13; the text does occur at 24 (fix_offsets=True relocates it")
     assert "; read as mrqa" in said
 
 
@@ -391,7 +391,7 @@ def test_a_data_file_refusal_names_the_fix_offsets_flag(misplaced_mrqa, tmp_path
     predictions.write_text(json.dumps({"q1": "France"}))
     evaluate = ["evaluate", "--data", str(misplaced_mrqa), "--predictions", str(predictions)]
     said = cli_refusal(capsys, *evaluate)
-    assert said.startswith("error: answer 'France' is not at answer_start 13; the text does occur at 24 (--fix-offsets "
+    assert said.startswith("error: answer \"France\" is not at answer_start 13; the text does occur at 24 (--fix-offsets "
                            "relocates it") and "; read as mrqa" in said
     assert main([*evaluate, "--skip-invalid"]) == 2  # no question left
     skipped = [line for line in capsys.readouterr().err.splitlines() if line.startswith("skipped: ")]
@@ -464,7 +464,7 @@ def test_compare_advises_correcting_a_misplaced_answer_in_its_file(tmp_path, tin
     data = misplaced_start(tmp_path)
     config = comparison_of(tmp_path, data, tiny_encoder_dir)
     said = cli_refusal(capsys, "compare", "--config", str(config), "--output-dir", str(tmp_path / "out"))
-    assert said.startswith("error: eval: answer 'France' is not at answer_start 100; the text does occur at 104 (correct "
+    assert said.startswith("error: eval: answer \"France\" is not at answer_start 100; the text does occur at 104 (correct "
                            "the answer's start in the file: a comparison reads its data as written); read as squad")
     assert said.endswith(f"(in {data}, record 'n1')")
     assert not (tmp_path / "out").exists()

@@ -72,7 +72,7 @@ def test_wrong_article_and_paragraph_layout(tmp_path):
         ([{**question("q1"), "id": ["q1"]}], CONTEXT, "Paris", "'id' must be a string"),
         ([question("q1"), question("q2"), question("q1")], CONTEXT, "q1", "duplicate question id"),
         ([question("q1", start=3)], CONTEXT, "q1", "not at answer_start 3; the text does occur at 24 .fix_offsets=True"),
-        ([question("q1", text="Berlin")], CONTEXT, "q1", "answer text 'Berlin' is not in the context"),
+        ([question("q1", text="Berlin")], CONTEXT, "q1", 'answer text "Berlin" is not in the context'),
         ([question("q1", text="Zu\u0308rich")], "Paris is near Z\u00fcrich.", "q1",
          "is not in the context as written, though it is once both are in one Unicode normalisation form"),
         ([question("q1", text="Z\u00fcrich")], "Paris is near Zu\u0308rich.", "q1", "unicodedata.normalize"),
@@ -163,7 +163,7 @@ def test_cli_skip_invalid_counts(tmp_path, capsys):
     preds.write_text(json.dumps({"q1": "France"}))
     assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--skip-invalid"]) == 0
     err = capsys.readouterr().err
-    assert "skipped: answer text 'Rome'" in err and "skipped 1 invalid question" in err
+    assert 'skipped: answer text "Rome"' in err and "skipped 1 invalid question" in err
 
 
 # --- prediction files --------------------------------------------------------------------------
@@ -249,7 +249,7 @@ def test_predicts_other_files_given_in_the_wrong_place_are_named_with_the_file_t
     probs.write_text(json.dumps({"q1": 0.25}), encoding="utf-8")
     lists = tmp_path / "nbest_predictions.json"  # transformers' run_qa.py writes its n-best lists so
     lists.write_text(json.dumps({"q1": [{"text": "France", "probability": 0.9}]}), encoding="utf-8")
-    shown = "{'abstain': false, 'answer': 'France', 'id': 'q1', 'spans': [{'end': 30, 'start': 24, 'text': 'France'}]}"
+    shown = '{"abstain": false, "answer": "France", "id": "q1", "spans": [{"end": 30, "start": 24, "text": "France"}]}'
     cases = [
         (["--predictions", nbest], f"a prediction must be a string, got {shown}: this is predict's n-best file {{id: "
                                    f"{{answer, spans, ...}}}}, not an official predictions file {{id: answer}}; give the "
@@ -262,10 +262,10 @@ def test_predicts_other_files_given_in_the_wrong_place_are_named_with_the_file_t
                                    "probability}, not an official predictions file {id: answer}: give it as --na-probs, and "
                                    f"the answers as --predictions (in {probs}, record 'q1')"),
         (["--predictions", preds, "--na-probs", preds], "a no-answer probability or score must be a finite number, got "
-                                                        "'France': this is a predictions file {id: answer}, not a no-answer "
+                                                        '"France": this is a predictions file {id: answer}, not a no-answer '
                                                         "probability file {id: probability}: give it as --predictions, and "
                                                         f"the no-answer probabilities as --na-probs (in {preds}, record 'q1')"),
-        (["--predictions", lists], "a prediction must be a string, got [{'probability': 0.9, 'text': 'France'}]: this is an "
+        (["--predictions", lists], 'a prediction must be a string, got [{"probability": 0.9, "text": "France"}]: this is an '
                                    "n-best file {id: [{text, ...}]}, not an official predictions file {id: answer}; give the "
                                    f"one written with it (in {lists}, record 'q1')"),
         (["--predictions", data], f"no question id of {data} is in {data}: it is a data file (a 'data' list of articles), "
@@ -287,7 +287,7 @@ def test_one_number_among_answers_or_one_text_among_probabilities_is_that_value_
     assert capsys.readouterr().err == f"error: a prediction must be a string, got 1990 (in {preds}, record 'q2')\n"
     preds.write_text(json.dumps({"q1": "France", "q2": "France"}), encoding="utf-8")
     assert main(["evaluate", "--data", str(data), "--predictions", str(preds), "--na-probs", str(probs)]) == 2
-    assert capsys.readouterr().err == (f"error: a no-answer probability or score must be a finite number, got '0.25' "
+    assert capsys.readouterr().err == (f"error: a no-answer probability or score must be a finite number, got \"0.25\" "
                                        f"(in {probs}, record 'q1')\n")
 
 
@@ -404,11 +404,11 @@ def test_bad_prediction_values_are_named(tmp_path):
     with pytest.raises(DataFormatError, match="entry 1 is a JSON string, not a record"):
         load_predictions(preds, ["q1"])
     preds.write_text(json.dumps({"q1": "high"}))
-    with pytest.raises(DataFormatError, match=r"a no-answer probability or score must be a finite number, got 'high'") as info:
+    with pytest.raises(DataFormatError, match=r"a no-answer probability or score must be a finite number, got \"high\"") as info:
         load_na_probs(preds, ["q1"])
     assert info.value.record == "q1"
     preds.write_text('{"q1": 1e999}')  # infinity: no threshold can place it
-    with pytest.raises(DataFormatError, match=r"must be a finite number, got inf"):
+    with pytest.raises(DataFormatError, match=r"must be a finite number, got Infinity"):
         load_na_probs(preds, ["q1"])
     preds.write_text('{"q1": 1' + "0" * 400 + "}")  # an integer past the float range, as 1e999
     with pytest.raises(DataFormatError, match=r"must be a finite number, got 10000") as info:
@@ -550,7 +550,7 @@ def test_model_folders_that_cannot_be_run(saved_model, tiny_encoder_dir, tmp_pat
                r"^config.json: bio_mrc_format: written by a newer bio_mrc \(model format 99\); this bio_mrc .* reads formats up to 1: upgrade bio_mrc")
     for number, bad in enumerate((True, 0, -1, 1.0, "1", None)):
         load_fails(copy_model(saved_model, tmp_path / f"f{number}", edit={"bio_mrc_format": bad}),
-                   rf"^config.json: bio_mrc_format: model format {re.escape(repr(bad))} is not one bio_mrc writes")
+                   rf"^config.json: bio_mrc_format: model format {re.escape(json.dumps(bad))} is not one bio_mrc writes")
     load_fails(copy_model(saved_model, tmp_path / "w", drop=["model.safetensors"]), "no weights")
     unwindowed = copy_model(saved_model, tmp_path / "u", edit={"max_seq_length": None, "doc_stride": None, "max_query_length": None})
     load_fails(unwindowed, r"lacks the window settings \['max_seq_length', 'doc_stride', 'max_query_length'\]: set them in config.json")
@@ -612,7 +612,7 @@ def test_a_repeated_key_is_refused_never_a_value_dropped(tmp_path):
     article = {"title": "t", "paragraphs": [{"context": "France is a country.", "qas": [one]}]}
     path = tmp_path / "two_data_keys.json"
     path.write_text('{"version": "1.1", "data": [], "data": ' + json.dumps([article]) + "}")
-    with pytest.raises(DataFormatError, match="the key 'data' appears twice in one object") as info:
+    with pytest.raises(DataFormatError, match='the key "data" appears twice in one object') as info:
         load_squad(str(path))
     assert info.value.source == str(path)
     rows = tmp_path / "rows.jsonl"
@@ -620,7 +620,7 @@ def test_a_repeated_key_is_refused_never_a_value_dropped(tmp_path):
                       "answers": {"text": ["France"], "answer_start": [0]}})
     repeated = row.replace('"q1"', '"q2"')[:-1] + ', "answers": {"text": ["x"], "answer_start": [0]}}'
     rows.write_text(row + "\n" + repeated + "\n")
-    with pytest.raises(DataFormatError, match=r"the key 'answers' appears twice in one object .*\(line 2\)"):
+    with pytest.raises(DataFormatError, match=r'the key "answers" appears twice in one object .*\(line 2\)'):
         load_squad(str(rows))
 
 
@@ -632,7 +632,7 @@ def test_file_names_reach_the_terminal_without_control_sequences(tmp_path, capsy
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err
     shown_data, shown_preds = str(tmp_path) + "/dev\\x1b[2J.json", str(tmp_path) + "/p\\x1b]0;title\\x07.json"
-    assert "skipped: answer 'France' is not at answer_start 3; the text does occur at 24" in err and f"(in {shown_data}, record 'q2')" in err
+    assert 'skipped: answer "France" is not at answer_start 3; the text does occur at 24' in err and f"(in {shown_data}, record 'q2')" in err
     assert f"warning: skipped 1 invalid question of {shown_data}\n" in err
     assert f"ignored, as the official SQuAD scripts do (in {shown_preds}) (--strict makes this an error)\n" in err
     assert f"warning: 1 of 2 questions has no prediction in {shown_preds} (e.g. 'q1')" in err

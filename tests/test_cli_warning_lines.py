@@ -70,7 +70,7 @@ def test_a_command_prints_its_warning_line_whatever_the_filters(misspelt_calibra
                      "--device", "cpu", "--precision", "fp32"])
     assert code == 0
     assert [line for line in capsys.readouterr().err.splitlines() if "jiont" in line] == [
-        f"warning: {misspelt_calibration / 'config.json'}: calibration key 'jiont' names no registered decoding (bio, joint, "
+        f"warning: {misspelt_calibration / 'config.json'}: calibration key \"jiont\" names no registered decoding (bio, joint, "
         "span), so nothing uses it: a misspelt key, or a plug-in decoding's not imported here?"]
 
 

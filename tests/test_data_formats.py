@@ -274,11 +274,11 @@ def test_an_mrqa_text_that_is_not_at_its_char_span_is_refused_as_a_squad_answer_
     with pytest.raises(DataFormatError) as info:
         load_squad(path)
     assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
-    assert info.value.problem.startswith("answer 'France' is not at answer_start 13; the text does occur at 24 (fix_offsets=True")
+    assert info.value.problem.startswith("answer \"France\" is not at answer_start 13; the text does occur at 24 (fix_offsets=True")
     fixed = load_squad(path, fix_offsets=True)
     assert fixed.examples[0].answers[0] == ((24, 30),) and fixed.fixed_offsets == ["q1"]
     answer["text"] = "france"  # a lower-cased text as written is nowhere in the context
-    with pytest.raises(DataFormatError, match="answer text 'france' is not in the context; read as mrqa") as info:
+    with pytest.raises(DataFormatError, match='answer text "france" is not in the context; read as mrqa') as info:
         load_squad(write_jsonl(tmp_path / "lower.jsonl", lines))
     assert info.value.record == "q1"
     answer["text"] = None
@@ -382,7 +382,7 @@ def test_a_known_column_spelt_otherwise_is_refused_not_ignored(tmp_path, header)
     path = tmp_path / "near.csv"
     with open(path, "w", newline="") as handle:
         csv.writer(handle).writerows([[header if c == meant else c for c in columns], list(columns.values())])
-    with pytest.raises(DataFormatError, match=f"names the column '{header}', which is not '{meant}' as spelt"):
+    with pytest.raises(DataFormatError, match=f'names the column "{header}", which is not "{meant}" as spelt'):
         load_squad(path)
 
 

@@ -102,8 +102,8 @@ def test_jsonl_by_content_and_gzipped(tmp_path):
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize(
     "answer, problem",
-    [(("Berlin", 47), "answer text 'Berlin' is not in the context"),
-     (("Spain", 3), "answer 'Spain' is not at answer_start 3; the text does occur at 47 (fix_offsets=True relocates it")],
+    [(("Berlin", 47), 'answer text "Berlin" is not in the context'),
+     (("Spain", 3), 'answer "Spain" is not at answer_start 3; the text does occur at 47 (fix_offsets=True relocates it')],
 )
 def test_a_bad_record_gives_the_same_error_in_every_form(tmp_path, form, answer, problem):
     with pytest.raises(DataFormatError) as info:
@@ -120,7 +120,7 @@ def test_fix_offsets_and_skip_invalid_behave_the_same_in_every_form(tmp_path, fo
     assert fixed.fixed_offsets == ["q2"] and fixed.examples[1].answers == (((47, 52),),)
     skipped = load_squad(FORMS[form](tmp_path / "b", squad_json(q2_answer=("Berlin", 47))), skip_invalid=True)
     assert [ex.id for ex in skipped.examples] == ["q1", "q3", "q4"]
-    assert [(e.record, e.problem) for e in skipped.skipped] == [("q2", "answer text 'Berlin' is not in the context")]
+    assert [(e.record, e.problem) for e in skipped.skipped] == [("q2", 'answer text "Berlin" is not in the context')]
 
 
 def test_row_forms_check_ids_and_is_impossible_like_the_official_layout(tmp_path):
@@ -297,6 +297,6 @@ def test_cli_evaluates_jsonl_and_saved_datasets(tmp_path, capsys):
     bad = as_jsonl(tmp_path / "bad", squad_json(q2_answer=("Spain", 3)))
     assert main(["evaluate", "--data", bad, "--predictions", str(preds)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: answer 'Spain' is not at answer_start 3") and f"{bad}, line 2, record 'q2'" in err
+    assert err.startswith('error: answer "Spain" is not at answer_start 3') and f"{bad}, line 2, record 'q2'" in err
     assert main(["evaluate", "--data", bad, "--predictions", str(preds), "--fix-offsets"]) == 0
     assert "relocated answer_start of 1 question in" in capsys.readouterr().err

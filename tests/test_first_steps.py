@@ -70,8 +70,8 @@ def test_a_column_spelt_in_capitals_says_to_rename_it(tmp_path):
     """'Question' was "lacks the SQuAD columns ['question']", which left the reader to spot the capital."""
     path = tmp_path / "ask.csv"
     path.write_text(f'Question,context\nWho built it?,"{CONTEXT}"\n', encoding="utf-8")
-    with pytest.raises(DataFormatError, match="names the column 'Question', which is not 'question' as spelt, .*"
-                                              "rename it 'question'"):
+    with pytest.raises(DataFormatError, match='names the column "Question", which is not "question" as spelt, .*'
+                                              'rename it "question"'):
         load_squad(path)
 
 
@@ -86,8 +86,8 @@ def test_a_record_key_spelt_otherwise_is_refused_naming_it(tmp_path, key, meant)
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     with pytest.raises(DataFormatError) as caught:
         load_squad(path)
-    assert caught.value.problem.startswith(f"the record has the key {key!r}, which is not {meant!r} as spelt, so its value "
-                                           f"would be ignored; rename it {meant!r}")
+    assert caught.value.problem.startswith(f'the record has the key "{key}", which is not "{meant}" as spelt, so its value '
+                                           f'would be ignored; rename it "{meant}"')
     assert caught.value.source == f"{path}, line 1"
 
 

@@ -53,7 +53,7 @@ def test_a_model_whose_config_turns_return_dict_off_is_refused_not_a_traceback(s
     folder = copy_with(saved_model, tmp_path / "model", return_dict=False)
     with pytest.raises(ModelFormatError) as refused:
         TrainedModel.load(folder)
-    assert str(refused.value) == f"config.json: return_dict must be true (the forward pass's outputs by name), got False: delete it (in {folder})"
+    assert str(refused.value) == f"config.json: return_dict must be true (the forward pass's outputs by name), got false: delete it (in {folder})"
 
 
 def test_a_model_whose_encoder_is_marked_a_decoder_is_refused_not_run_with_causal_attention(saved_model, tmp_path):
@@ -70,7 +70,7 @@ def test_a_bio_mrc_model_whose_model_type_was_edited_is_named_as_not_one(saved_m
     folder = copy_with(saved_model, tmp_path / "model", model_type="nosuch")
     assert main(["extract", "--model", str(folder), "--question", "Who?", "--context", "Ada."]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        f"error: config.json: a nosuch model, not a bio_mrc model (model_type 'nosuch'); a bare encoder is trained into one with "
+        f"error: config.json: a nosuch model, not a bio_mrc model (model_type \"nosuch\"); a bare encoder is trained into one with "
         f"`bio-mrc train --encoder PATH` (in {folder})")
 
 
@@ -96,12 +96,12 @@ def test_a_model_type_that_is_no_string_is_refused_in_one_line(tiny_encoder_dir,
                  "--encoder", str(encoder), *WINDOW_ARGS])
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        f"error: config.json: model_type must be a string (\"bert\"), got ['bert'] (in {encoder})")
+        f"error: config.json: model_type must be a string (\"bert\"), got [\"bert\"] (in {encoder})")
     assert not (tmp_path / "out").exists()
     folder = copy_with(saved_model, tmp_path / "model", encoder=True, model_type={"name": "bert"})
     with pytest.raises(ModelFormatError) as refused:
         TrainedModel.load(folder)
-    assert refused.value.problem == "config.json: encoder.model_type must be a string (\"bert\"), got {'name': 'bert'}"
+    assert refused.value.problem == "config.json: encoder.model_type must be a string (\"bert\"), got {\"name\": \"bert\"}"
 
 
 def test_a_decoder_only_or_sequence_to_sequence_model_is_refused_naming_what_it_is(tiny_encoder_dir, tmp_path):
@@ -115,7 +115,7 @@ def test_a_decoder_only_or_sequence_to_sequence_model_is_refused_naming_what_it_
         model.save_pretrained(str(tmp_path / name))
         shutil.copy(tiny_encoder_dir / "tokenizer.json", tmp_path / name / "tokenizer.json")
         problems[name] = refused_encoder(tmp_path / name)
-    assert problems["gpt2"].startswith("config.json: model_type 'gpt2' builds GPT2Model, a decoder-only model whose tokens "
+    assert problems["gpt2"].startswith("config.json: model_type \"gpt2\" builds GPT2Model, a decoder-only model whose tokens "
                                        "read only the tokens before them")
     assert problems["t5"].startswith("config.json: is_encoder_decoder is true: a sequence-to-sequence model (t5), not an encoder")
 
@@ -205,7 +205,7 @@ def test_a_decoder_only_model_whose_config_does_not_say_causal_is_refused(tiny_e
                                      attention_heads=2, ffn_dim=64)}
     built = {"bloom": "BloomModel", "mpt": "MptModel", "xglm": "XGLMModel"}
     for name, folder in folders.items():
-        assert refused_encoder(folder) == (f"config.json: model_type {name!r} builds {built[name]}, a decoder-only model "
+        assert refused_encoder(folder) == (f"config.json: model_type {json.dumps(name)} builds {built[name]}, a decoder-only model "
                                            "whose tokens read only the tokens before them; bio_mrc reads the tokens of a "
                                            "bidirectional encoder (BERT, RoBERTa, DeBERTa, ...)")
 
@@ -271,9 +271,9 @@ def test_an_encoders_sharded_pickled_weights_are_checked_shard_by_shard(tiny_enc
     assert resolve_encoder(str(kept)) == str(kept)
     first = next(iter(halves))
     partial = sharded(tmp_path / "partial", weight_map, dropped=first)
-    assert refused_encoder(partial) == f"pytorch_model.bin.index.json: names a shard that is missing: {first!r}"
+    assert refused_encoder(partial) == f"pytorch_model.bin.index.json: names a shard that is missing: {json.dumps(first)}"
     outside = sharded(tmp_path / "outside", {**weight_map, names[0]: "../elsewhere.bin"})
-    assert refused_encoder(outside) == "pytorch_model.bin.index.json: names a shard outside the folder: '../elsewhere.bin'"
+    assert refused_encoder(outside) == 'pytorch_model.bin.index.json: names a shard outside the folder: "../elsewhere.bin"'
     lacking = sharded(tmp_path / "lacking", {name: shard for name, shard in weight_map.items() if shard == first}, dropped=None)
     (lacking / list(halves)[1]).unlink()
     assert refused_encoder(lacking).startswith("pytorch_model.bin.index.json: lacks ")
@@ -296,7 +296,7 @@ def test_a_model_saved_on_a_decoder_only_encoder_is_refused_at_load_before_its_w
                                             max_query_length=12).save_pretrained(str(folder))
     AutoTokenizer.from_pretrained(str(tiny_encoder_dir)).save_pretrained(str(folder))
     (folder / "model.safetensors").write_bytes(b"not weights")
-    why = ("config.json: encoder.model_type 'bloom' builds BloomModel, a decoder-only model whose tokens read only the "
+    why = ("config.json: encoder.model_type \"bloom\" builds BloomModel, a decoder-only model whose tokens read only the "
            "tokens before them; bio_mrc reads the tokens of a bidirectional encoder (BERT, RoBERTa, DeBERTa, ...)")
     for load in (TrainedModel.load, AnswerExtractor, BioMrcForQuestionAnswering.from_pretrained,
                  lambda path: check_model_folder(path, onnx=True)):

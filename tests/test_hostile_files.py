@@ -193,7 +193,7 @@ def test_tables_without_rows_have_no_questions(tmp_path, capsys):
 
 def test_a_title_that_is_no_string_is_refused_never_kept_or_dropped(tmp_path):
     raw = {**OFFICIAL, "data": [{**OFFICIAL["data"][0], "title": ["Greek"]}]}
-    assert "'title' must be a string, got ['Greek']" in error_of(written(tmp_path / "dev.json", json.dumps(raw)))
+    assert '\'title\' must be a string, got ["Greek"]' in error_of(written(tmp_path / "dev.json", json.dumps(raw)))
     row = {"id": "r1", "title": 7, "context": CONTEXT, "question": "Which?", "answers": {"text": ["beta"], "answer_start": [6]}}
     message = error_of(written(tmp_path / "dev.jsonl", json.dumps(row) + "\n"))
     assert "'title' must be a string, got 7" in message and "line 1" in message and "'r1'" in message
@@ -204,7 +204,7 @@ def test_a_title_that_is_no_string_is_refused_never_kept_or_dropped(tmp_path):
 def test_an_answer_of_only_whitespace_is_refused(tmp_path):
     qas = [{"id": "q1", "question": "Which?", "answers": [{"text": " ", "answer_start": 5}]}]
     raw = {**OFFICIAL, "data": [{"title": "Greek", "paragraphs": [{"context": CONTEXT, "qas": qas}]}]}
-    assert "answer text ' ' holds no readable text" in error_of(written(tmp_path / "dev.json", json.dumps(raw)))
+    assert 'answer text " " holds no readable text' in error_of(written(tmp_path / "dev.json", json.dumps(raw)))
 
 
 def multispanqa(tmp_path, **record):

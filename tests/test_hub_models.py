@@ -333,7 +333,7 @@ def test_a_model_file_an_unfinished_run_and_a_bare_encoder_are_one_line_alike_at
         "an unfinished training run: no model yet, only checkpoints in checkpoints/; run its `bio-mrc train` command again "
         f"with --resume to finish it, then give the folder the model is saved in: {run} (in {run})"}
     assert refusals(str(tiny_encoder_dir), tmp_path, capsys) == {
-        "config.json: a bert model, not a bio_mrc model (model_type 'bert'); a bare encoder is trained into one with "
+        "config.json: a bert model, not a bio_mrc model (model_type \"bert\"); a bare encoder is trained into one with "
         f"`bio-mrc train --encoder PATH` (in {tiny_encoder_dir})"}
 
 
@@ -346,6 +346,6 @@ def test_init_from_transformers_qa_model_names_convert(tiny_encoder_dir, tmp_pat
     assert main(["train", "--train", str(SAMPLE_V1), "--output-dir", str(tmp_path / "out"), "--init-from", str(qa),
                  *WINDOW_ARGS]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: config.json: a distilbert model, not a bio_mrc model (model_type 'distilbert'); `bio-mrc convert` saves "
+        "error: config.json: a distilbert model, not a bio_mrc model (model_type \"distilbert\"); `bio-mrc convert` saves "
         f"transformers' extractive QA model (DistilBertForQuestionAnswering) as one (in {qa})"]
     assert not (tmp_path / "out").exists()

@@ -148,7 +148,7 @@ MORE_REFUSED = [
     ("tokenizer_config.json", ("tokenizer_class",), 7, "tokenizer_class must be a tokenizer class's name"),
     ("tokenizer_config.json", ("model_input_names",), None, "model_input_names must be a list of input names"),
     ("config.json", ("encoder", "model_type"), ..., "encoder.model_type is missing"),
-    ("config.json", ("encoder", "model_type"), "xyz", "encoder.model_type 'xyz' is no model type transformers"),
+    ("config.json", ("encoder", "model_type"), "xyz", 'encoder.model_type "xyz" is no model type transformers'),
     ("config.json", ("model_type",), 7, r"a 7 model, not a bio_mrc model \(model_type 7\)"),
     ("bio_mrc_run.json", ("seconds",), math.nan, "seconds must be a finite number, got NaN"),
     ("bio_mrc_run.json", ("final_loss",), math.inf, "final_loss must be a finite number, got Infinity"),
@@ -157,10 +157,10 @@ MORE_REFUSED = [
     ("bio_mrc_eval.json", ("evaluations", 0, "results", "joint", "threshold"), math.nan,
      r"evaluations.0.results.joint.threshold must be a number or ±Infinity, got NaN"),
     # These three loaded unchecked: a string or a number where a flag belongs.
-    ("tokenizer_config.json", ("add_prefix_space",), "yes", "add_prefix_space must be null, true or false, got 'yes'"),
+    ("tokenizer_config.json", ("add_prefix_space",), "yes", "add_prefix_space must be null, true or false, got \"yes\""),
     ("tokenizer_config.json", ("trim_offsets",), 1, "trim_offsets must be true or false, got 1"),
     ("tokenizer_config.json", ("clean_up_tokenization_spaces",), "no",
-     "clean_up_tokenization_spaces must be null, true or false, got 'no'"),
+     "clean_up_tokenization_spaces must be null, true or false, got \"no\""),
 ]
 
 

@@ -215,8 +215,8 @@ def test_a_plain_predictions_file_over_the_limit_is_refused_unread(tmp_path, cap
 
 @pytest.mark.parametrize(("answers", "said"), [
     ({"q1": True, "q2": "x"}, "a prediction must be a string, got true"),
-    ({"q1": ["Ada", None], "q2": "x"}, "a prediction must be a string, got the list of spans ['Ada', null]"),
-    ({"q1": {"text": False}, "q2": "x"}, "a prediction must be a string, got {'text': false}"),
+    ({"q1": ["Ada", None], "q2": "x"}, "a prediction must be a string, got the list of spans [\"Ada\", null]"),
+    ({"q1": {"text": False}, "q2": "x"}, 'a prediction must be a string, got {"text": false}'),
 ])
 def test_a_prediction_of_the_wrong_kind_is_quoted_as_the_json_file_spells_it(tmp_path, answers, said):
     """The file holds true, false and null: a message showing True, False and None named values it does not hold."""

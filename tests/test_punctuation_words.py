@@ -186,5 +186,5 @@ def test_a_saved_model_tags_the_words_its_config_names(tiny_encoder_dir, tmp_pat
     (folder / "config.json").write_text(json.dumps({**config, "word_units": "spaces"}))
     with pytest.raises(ModelFormatError) as refused:
         TrainedModel.load(folder)
-    assert "word_units must be one of ('punctuation', 'tokenizer'), got 'spaces'" in str(refused.value)
+    assert "word_units must be one of ('punctuation', 'tokenizer'), got \"spaces\"" in str(refused.value)
     assert "\n" not in str(refused.value)

@@ -523,7 +523,7 @@ def test_a_decoder_only_qa_model_is_refused_before_it_is_converted(tiny_encoder_
     capsys.readouterr()
     assert main(["convert", "--model", str(folder), "--output", str(tmp_path / "out")]) != 0
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"error: config.json: model_type 'gpt2' builds GPT2Model, a decoder-only model whose tokens read only the tokens "
+        f"error: config.json: model_type \"gpt2\" builds GPT2Model, a decoder-only model whose tokens read only the tokens "
         f"before them; bio_mrc reads the tokens of a bidirectional encoder (BERT, RoBERTa, DeBERTa, ...) (in {folder})"]
     assert not (tmp_path / "out").exists()
 

@@ -278,7 +278,7 @@ def test_a_known_column_behind_an_invisible_character_is_refused_not_ignored(tmp
     path = tmp_path / "dev.csv"
     path.write_bytes(("\ufeff" + ",".join(header if c == meant else c for c in columns) + "\n"
                       + ",".join(json.dumps(v) if c == "answers" else v for c, v in columns.items()) + "\n").encode("utf-8"))
-    with pytest.raises(DataFormatError, match=f"names the column {re.escape(repr(header))}, which is not '{meant}' as spelt"):
+    with pytest.raises(DataFormatError, match=f'names the column {re.escape(json.dumps(header))}, which is not "{meant}" as spelt'):
         load_squad(path)
 
 

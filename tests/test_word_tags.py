@@ -301,15 +301,17 @@ def test_a_run_of_flags_is_paired_without_looking_back_over_it():
     assert [m.end() for m in matches] == [m.end() for m in regex.finditer(r"\X", context)]
 
 
-def test_overlapping_answer_parts_train_as_one_tagged_span_and_stay_apart_in_the_gold():
-    """Quoref's parts "Bob and" (0) and "and Carl" (4) of "Bob and Carl": no tagging holds both, so the BIO targets
-    tag their union once (B I I), whichever order they are listed in; the gold the metrics read keeps both parts."""
+def test_overlapping_answer_parts_train_and_score_as_one_part():
+    """Quoref's parts "Bob and" (0) and "and Carl" (4) of "Bob and Carl": no tagging holds both, so they are one part,
+    their union, whichever order they are listed in: the BIO targets tag it once (B I I) and the gold holds it alone."""
+    from bio_mrc.data.multispanqa import multispan_gold_texts
     from bio_mrc.data.one_answer import as_one_answer
     from bio_mrc.features.targets import bio_targets
 
     words = np.array([[0, 3], [4, 7], [8, 12]])
     tagged = np.ones(3, dtype=bool)
     example = as_one_answer(Example("q", "Who?", "Bob and Carl", (((4, 12),), ((0, 7),), ((0, 7),))))
-    assert example.answers == (((0, 7), (4, 12)),)
+    assert example.answers == (((0, 12),),)
     targets = bio_targets(words, tagged, example.answers, "marginal")
     assert targets[:, 0].tolist() == [TAG_B, TAG_I, TAG_I]
+    assert multispan_gold_texts([example]) == {"q": ["Bob and Carl"]}

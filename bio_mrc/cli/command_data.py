@@ -35,7 +35,7 @@ def load_task_data(args: argparse.Namespace, path: str, limit: int | None, task,
         data = _load_squad(args, path, limit, data_format=task.layout if task else None, needs_gold=needs_gold)
         if task is not None:
             _check_read_as_named(task, data.format, path, args)
-            data.examples, data.format = task.task_examples(data.examples), task.format_of_read(data.format)
+            data.examples, data.format = task.task_examples(data.examples, data.source), task.format_of_read(data.format)
         return data
     examples = task.load_questions(Path(path))[:limit]
     if not examples:

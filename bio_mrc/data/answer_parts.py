@@ -12,19 +12,21 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..types import Example
-from .one_answer import as_one_answer
+from .one_answer import JoinedPartsNote, as_one_answer, read_as_parts
 from .squad import load_squad
 
-__all__ = ["as_answer_parts", "as_one_answer", "load_answer_parts"]
+__all__ = ["JoinedPartsNote", "as_answer_parts", "as_one_answer", "load_answer_parts"]
 
 
 def load_answer_parts(data: Any, **options: Any) -> list[Example]:
     """The questions :func:`~bio_mrc.data.squad.load_squad` reads from ``data`` (with its ``options``), each one's
     listed spans one answer (Quoref's training file, one's own multi-span questions)."""
-    return as_answer_parts(load_squad(data, **options).examples)
+    read = load_squad(data, **options)
+    return as_answer_parts(read.examples, read.source)
 
 
-def as_answer_parts(examples: Iterable[Example]) -> list[Example]:
-    """Each question with its listed spans joined into one answer (:func:`as_one_answer`), in order."""
-    return [as_one_answer(example) for example in examples]
+def as_answer_parts(examples: Iterable[Example], source: str = "") -> list[Example]:
+    """Each question with its listed spans joined into one answer (:func:`as_one_answer`), in order; parts that
+    repeat, nest or overlap are counted in one :class:`JoinedPartsNote` naming ``source``."""
+    return list(read_as_parts(examples, source))
 

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 from ..errors import DataFormatError
 from ..io import home_expanded, special_file_kind
-from ..json_syntax import syntax_hint
+from ..json_syntax import json_value, syntax_hint
 from .limits import max_json_bytes, read_at_most
 
 __all__ = ["FLOAT_TOO_LARGE", "MAX_NESTING", "NESTED_TOO_DEEP", "DataFormatError", "NotPlainJsonError",
@@ -40,7 +40,7 @@ class RepeatedKeyError(NotPlainJsonError):
     """An object names one key twice: JSON keeps only the last value, and the other would be lost without a word."""
 
     def __init__(self, key: str) -> None:
-        super().__init__(f"the key {key!r} appears twice in one object (JSON keeps only the last, losing the other)")
+        super().__init__(f"the key {json_value(key)} appears twice in one object (JSON keeps only the last, losing the other)")
         self.key = key
 
 

@@ -11,7 +11,6 @@ its official script asserts that the ids match.
 from __future__ import annotations
 
 import math
-import reprlib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,30 +18,11 @@ from typing import Any, Collection, Mapping
 
 from ..errors import BioMrcWarning, argument, as_flags, as_keywords
 from ..io import home_expanded
+from ..json_syntax import json_value
 from ..types import Example
 from ..plurals import counted, number_form
 from .json_reader import DataFormatError, read_json
 from .prediction_layouts import NO_ANSWER_KEY, PredictionFile, is_record, read_prediction_file
-
-
-class _JsonRepr(reprlib.Repr):
-    """``reprlib``'s shortened values with JSON's ``true``, ``false`` and ``null``, as the file holds them."""
-
-    def repr_bool(self, value: bool, level: int) -> str:
-        return "true" if value else "false"
-
-    def repr_NoneType(self, value: None, level: int) -> str:  # noqa: N802 (reprlib's name for the type)
-        return "null"
-
-
-_SHORT = _JsonRepr()  # keywords only from Python 3.12
-_SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict, _SHORT.maxlevel = 80, 40, 80, 5, 5, 3
-
-
-def _value(value: Any) -> str:
-    """A value of the wrong kind as its JSON file spells it, shortened: an n-best entry or a string of millions of
-    characters would make a line as long."""
-    return _SHORT.repr(value)
 
 
 def _shown(ids: list[str]) -> str:
@@ -146,21 +126,21 @@ def _check_answer(answer: Any, qid: str, source: str, multi_span: bool, numbers:
     every prediction of the file is a number, so a number says which file it is."""
     if kind := _file_kind(answer, "answer", numbers):  # a file of another kind: named, with the file to give
         raise DataFormatError(f"a prediction must be {'a list of strings' if multi_span else 'a string'}, got "
-                              f"{_value(answer)}: {_other_file(kind, source, 'answer')}", qid, source)
+                              f"{json_value(answer)}: {_other_file(kind, source, 'answer')}", qid, source)
     if answer is None:  # the official v2.0 script stops on null with an AttributeError; "" is its abstention
         empty = "[], the empty list" if multi_span else '"", the empty string, as the official SQuAD v2.0 script reads it'
         raise DataFormatError(f"a prediction must be {'a list of strings' if multi_span else 'a string'}, got null: "
                               f"an abstention is written as {empty}", qid, source)
     if multi_span:
         if not _span_strings(answer):
-            raise DataFormatError(f"a multi-span prediction must be a list of strings, got {_value(answer)}", qid, source)
+            raise DataFormatError(f"a multi-span prediction must be a list of strings, got {json_value(answer)}", qid, source)
     elif isinstance(answer, list):  # predict --multi-span's file on questions whose listed answers are alternatives
-        raise DataFormatError(f"a prediction must be a string, got the list of spans {_value(answer)}: a multi-span answer "
+        raise DataFormatError(f"a prediction must be a string, got the list of spans {json_value(answer)}: a multi-span answer "
                               "is scored with MultiSpanQA's metrics, against questions whose listed answers are its "
                               f"parts ({argument('data_format', 'answer-parts')}); for SQuAD's metrics predict without "
                               f"{argument('multi_span', True)}", qid, source)
     elif not isinstance(answer, str):
-        raise DataFormatError(f"a prediction must be a string, got {_value(answer)}", qid, source)
+        raise DataFormatError(f"a prediction must be a string, got {json_value(answer)}", qid, source)
 
 
 def _span_strings(value: Any) -> bool:
@@ -220,10 +200,10 @@ def load_na_probs(path: str | Path | PredictionFile, question_ids: Collection[st
     texts = all(isinstance(prob, str) for prob in probs.values())  # only then a predictions file, not one value text
     for qid, prob in probs.items():
         if kind := _file_kind(prob, "probability", texts):
-            raise DataFormatError(f"a no-answer probability or score must be a finite number, got {_value(prob)}: "
+            raise DataFormatError(f"a no-answer probability or score must be a finite number, got {json_value(prob)}: "
                                   f"{_other_file(kind, source, 'probability')}", qid, source)
         if not _finite_number(prob):
-            raise DataFormatError(f"a no-answer probability or score must be a finite number, got {_value(prob)}", qid, source)
+            raise DataFormatError(f"a no-answer probability or score must be a finite number, got {json_value(prob)}", qid, source)
     return {qid: float(p) for qid, p in probs.items()}, missing
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..io import home_expanded
-from ..json_syntax import syntax_hint
+from ..json_syntax import json_value, syntax_hint
 from ..types import Example
 from .json_reader import DataFormatError, NotPlainJsonError, loads, not_utf8, wide_without_mark
 from .limits import max_data_bytes, max_line_bytes
@@ -243,8 +243,8 @@ def check_near_misses(columns: list[str], name: str, kind: str) -> None:
     ignored, and with it every question's id, title or answers."""
     if near := near_miss(columns):
         column, meant = near
-        raise DataFormatError(f"the {kind} names the column {column!r}, which is not {meant!r} as spelt, so its values "
-                              f"would be ignored; rename it {meant!r}", source=name)
+        raise DataFormatError(f"the {kind} names the column {json_value(column)}, which is not {json_value(meant)} as "
+                              f"spelt, so its values would be ignored; rename it {json_value(meant)}", source=name)
 
 
 def near_miss(names: Iterable[Any]) -> tuple[str, str] | None:

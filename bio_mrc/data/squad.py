@@ -13,13 +13,14 @@ from typing import Any, Iterable, Iterator, Sequence
 from ..answer_text import mentions
 from ..arguments import check_flag, checked_limit, warn_limit_past
 from ..errors import argument
+from ..json_syntax import json_value
 from ..types import Example
 from .json_reader import DataFormatError
 from .formats import detect_format
 from .json_stream import Paragraph
 from .sources import foreign_layout, near_miss
 from .mrqa import MISPLACED_SPANS
-from .one_answer import as_one_answer
+from .one_answer import read_as_parts
 from .text import carries_text, check_context_length, check_text
 
 
@@ -112,7 +113,7 @@ def read_squad(
         else:
             result = parse_squad(records.squad, records.name, limit, fix_offsets, skip_invalid, needs_gold)
     if records.parts:
-        result.examples = [as_one_answer(example) for example in result.examples]
+        result.examples = list(read_as_parts(result.examples, result.source))
     result.format = detected.format
     return result
 
@@ -148,8 +149,8 @@ def _row_question(row: Any, source: str) -> tuple[Any, Any, str, str]:
     if hint := foreign_layout(fields):
         row = DataFormatError(hint, None, source)
     elif near := near_miss(fields):  # {"Question": ...} would read as a question missing, {"ID": ...} as none given
-        row = DataFormatError(f"the record has the key {near[0]!r}, which is not {near[1]!r} as spelt, so its value "
-                              f"would be ignored; rename it {near[1]!r}", None, source)
+        row = DataFormatError(f"the record has the key {json_value(near[0])}, which is not {json_value(near[1])} as "
+                              f"spelt, so its value would be ignored; rename it {json_value(near[1])}", None, source)
     return row, fields.get("context"), "" if title is None else title, source
 
 
@@ -247,7 +248,7 @@ class SquadStream:
             else:
                 questions = _article_questions(records.squad, records.name)
             examples = validated(questions, result, self.limit, self.fix_offsets, self.skip_invalid, self.needs_gold)
-            yield from (map(as_one_answer, examples) if records.parts else examples)
+            yield from (read_as_parts(examples, records.name) if records.parts else examples)
         header = str(getattr(records.squad, "version", None) or "1.1").lstrip("v")
         self.version = "2.0" if result.version == "2.0" else header
 
@@ -371,10 +372,10 @@ def _parse_question(
         raise DataFormatError("question is not an object", unnamed, source)
     given = qa.get("id")
     if not isinstance(title, str):
-        raise DataFormatError(f"'title' must be a string, got {title!r}", given if isinstance(given, str) and given.strip() else place,
+        raise DataFormatError(f"'title' must be a string, got {json_value(title)}", given if isinstance(given, str) and given.strip() else place,
                               source)
     if given not in (None, "") and not isinstance(given, str):
-        raise DataFormatError(f"'id' must be a string, got {given!r}", unnamed, source)
+        raise DataFormatError(f"'id' must be a string, got {json_value(given)}", unnamed, source)
     named = check_text(given, "id", unnamed, source) if given else None
     if not context_checked:
         check_context_length(check_text(context, "context", named or unnamed, source), named or unnamed, source)
@@ -384,7 +385,7 @@ def _parse_question(
     if answers is None:
         return Example(qid, question, context, None, title)
     if not isinstance(impossible, bool):
-        raise DataFormatError(f"'is_impossible' must be true or false, got {impossible!r}", qid, source)
+        raise DataFormatError(f"'is_impossible' must be true or false, got {json_value(impossible)}", qid, source)
     if impossible and answers:
         raise DataFormatError("question marked is_impossible has answers", qid, source)
     if not answers and not impossible:
@@ -449,16 +450,16 @@ def _answer_span(
     if not isinstance(text, str) or not text or not isinstance(start, int) or isinstance(start, bool):
         raise DataFormatError("answer needs a non-empty 'text' and an integer 'answer_start'", qid, source)
     if not carries_text(text):  # the official scripts read such a gold answer as no answer
-        raise DataFormatError(f"answer text {text!r} holds no readable text, only whitespace or invisible characters", qid, source)
+        raise DataFormatError(f"answer text {json_value(text)} holds no readable text, only whitespace or invisible characters", qid, source)
     if 0 <= start and context[start : start + len(text)] == text:
         return start, start + len(text)
     found = places.of(context, text)
     if not found:
-        raise DataFormatError(f"answer text {text!r} is not in the context{_other_normalisation(text, context)}", qid, source)
+        raise DataFormatError(f"answer text {json_value(text)} is not in the context{_other_normalisation(text, context)}", qid, source)
     nearest = _nearest(found, start)
     if fixed is None:
         raise DataFormatError(
-            f"answer {text!r} is not at answer_start {start}; the text does occur at {nearest} ({_RELOCATES})", qid, source,
+            f"answer {json_value(text)} is not at answer_start {start}; the text does occur at {nearest} ({_RELOCATES})", qid, source,
         )
     if qid not in fixed:
         fixed.append(qid)

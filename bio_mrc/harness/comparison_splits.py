@@ -144,7 +144,7 @@ def resolve_split(spec: DataSpec, data_dir: Path, key: str = "") -> Split:
         # SQuAD-shaped form (those read their listed answers as one answer's parts)
         data = read_squad(locate(spec.path, data_dir), limit=None if spec.split or spec.limit is None else spec.skip + spec.limit,
                           data_format=task.layout, needs_gold="bio-mrc compare")
-        examples, is_v2, detected = task.task_examples(data.examples), data.is_v2, task.format_of_read(data.format)
+        examples, is_v2, detected = task.task_examples(data.examples, data.source), data.is_v2, task.format_of_read(data.format)
     if spec.split:
         try:
             parts = split_by_article(examples, spec.split["fractions"], seed=spec.split.get("seed", 0))

@@ -1,5 +1,6 @@
 """The answer-length limit a model saves at training: the length in tokens that 99% of its training answer spans fit,
-at least the decodings' default, so a model trained on long answers (whole sentences) is not cut at the default."""
+at least the decodings' default, so a model trained on long answers (whole sentences) is not cut at the default; a
+model continued from another keeps that one's limit where it is longer, so a stage of short answers forgets none."""
 
 from __future__ import annotations
 
@@ -36,13 +37,19 @@ def window_answer_lengths(windows: Any) -> np.ndarray:
     return pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def set_answer_length_limit(model: Any, windows: Any, say: bool) -> None:
-    """Save the limit of ``windows``' answer spans in ``model``'s config (``max_answer_length``); ``say``: one line on
-    standard error when it is above the default, which the decodings would otherwise read."""
+def set_answer_length_limit(model: Any, windows: Any, say: bool, parent_limit: int | None = None) -> None:
+    """Save the limit of ``windows``' answer spans in ``model``'s config (``max_answer_length``), or ``parent_limit``
+    (the saved limit of the model this one continues; None: none) where that is longer; ``say``: one line on standard
+    error when the limit is above the default, which the decodings would otherwise read."""
     lengths = window_answer_lengths(windows)
     limit = answer_length_limit(lengths)
-    model.config.max_answer_length = limit
-    if say and limit > MAX_ANSWER_LENGTH:
-        spans = f"{len(lengths):,} training answer {number_form(len(lengths), 'span', 'spans')}"
-        print(printable_line(f"answer-length limit: {limit} tokens ({ANSWER_LENGTH_COVERAGE:.0%} of the {spans} fit; "
-                             f"the default is {MAX_ANSWER_LENGTH})"), file=sys.stderr)
+    kept = parent_limit is not None and parent_limit > limit
+    model.config.max_answer_length = parent_limit if kept else limit
+    if not say or model.config.max_answer_length <= MAX_ANSWER_LENGTH:
+        return
+    spans = f"{len(lengths):,} training answer {number_form(len(lengths), 'span', 'spans')}"
+    if kept:
+        line = f"{parent_limit} tokens, kept from the model this one continues ({ANSWER_LENGTH_COVERAGE:.0%} of the {spans} fit {limit})"
+    else:
+        line = f"{limit} tokens ({ANSWER_LENGTH_COVERAGE:.0%} of the {spans} fit; the default is {MAX_ANSWER_LENGTH})"
+    print(printable_line(f"answer-length limit: {line}"), file=sys.stderr)

@@ -256,7 +256,8 @@ def build_trainer(
                                   cache_dir=default_windows_cache(), heads=model.config.head_names)
     if missed := answers_no_window_holds(features, examples):
         warnings.warn(UnheldAnswersWarning(missed, sum(example.is_answerable for example in examples)), stacklevel=3)
-    set_answer_length_limit(model, features, progress and args.process_index == 0)  # saved with the model: its decodings' limit
+    parent_limit = model.config.max_answer_length if config.init_from else None  # the continued model's, kept where longer
+    set_answer_length_limit(model, features, progress and args.process_index == 0, parent_limit)  # saved with the model
     features = features.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window", "answer_lengths"])
     trainer = HeadRateTrainer(
         model=model,

@@ -1,0 +1,68 @@
+"""An error that quotes a value of a JSON file quotes it as the file spells it (``true``, ``null``, ``"text"``), not as
+Python writes it (``True``, ``None``, ``'text'``): the user finds it in the file as quoted."""
+
+import json
+import shutil
+
+import pytest
+
+from bio_mrc.data.json_reader import DataFormatError
+from bio_mrc.data.squad import load_squad
+from bio_mrc.errors import ModelFormatError
+
+CONTEXT = "France is a country."
+
+
+def test_json_value_spells_values_as_json():
+    from bio_mrc.json_syntax import json_value
+
+    assert [json_value(v) for v in (True, False, None, "it's", 3, 1.5, float("nan"))] == [
+        "true", "false", "null", '"it\'s"', "3", "1.5", "NaN"]
+    assert json_value({"a": [1, None, "b"]}) == '{"a": [1, null, "b"]}'
+    assert json_value("\ufeffid\n") == '"\\ufeffid\\n"' and json_value("café") == '"café"'  # unseen escaped, letters kept
+    assert json_value("x" * 1000) == '"' + "x" * 38 + "..." + "x" * 39 + '"'  # 80 characters: a value of megabytes is no line
+
+
+def _squad_file(tmp_path, qa: dict, title="t"):
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps({"data": [{"title": title, "paragraphs": [{"context": CONTEXT, "qas": [qa]}]}]}), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("qa, said", [
+    ({"id": "q", "question": "Where?", "answers": [], "is_impossible": "yes"}, "'is_impossible' must be true or false, got \"yes\""),
+    ({"id": "q", "question": "Where?", "answers": [{"text": "Lyon", "answer_start": 0}]}, 'answer text "Lyon" is not in the context'),
+    ({"id": True, "question": "Where?", "answers": []}, "'id' must be a string, got true"),
+])
+def test_squad_errors_quote_the_files_values_as_json(tmp_path, qa, said):
+    with pytest.raises(DataFormatError) as refused:
+        load_squad(_squad_file(tmp_path, qa))
+    assert said in str(refused.value)
+
+
+def test_a_title_of_false_is_quoted_as_false(tmp_path):
+    with pytest.raises(DataFormatError, match="'title' must be a string, got false"):
+        load_squad(_squad_file(tmp_path, {"id": "q", "question": "Where?", "answers": []}, title=False))
+
+
+def test_a_repeated_key_is_quoted_as_json(tmp_path):
+    path = tmp_path / "twice.json"
+    path.write_text('{"data": [], "data": []}', encoding="utf-8")
+    with pytest.raises(DataFormatError, match='the key "data" appears twice in one object'):
+        load_squad(str(path))
+
+
+@pytest.mark.parametrize("key, value, said", [
+    ("max_answer_length", True, "max_answer_length must be a whole number of tokens in [1, 1,000,000,000], got true"),
+    ("max_answer_length", "40", 'max_answer_length must be a whole number of tokens in [1, 1,000,000,000], got "40"'),
+    ("tag_level", None, "tag_level must be one of ('word', 'subword'), got null"),
+])
+def test_a_model_folders_bad_setting_is_quoted_as_json(trained_dir, tmp_path, key, value, said):
+    from bio_mrc.inference import TrainedModel
+
+    folder = shutil.copytree(trained_dir, tmp_path / "bad")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    (folder / "config.json").write_text(json.dumps({**config, key: value}), encoding="utf-8")
+    with pytest.raises(ModelFormatError) as refused:
+        TrainedModel.load(folder, precision="fp32", device="cpu")
+    assert said in str(refused.value)
