@@ -59,13 +59,14 @@ def resolve_encoder(name_or_path: str | None = None, revision: str | None = None
     from .hub import named_as_given
     from .model_folder import check_encoder_folder
 
-    folder = _encoder_folder(name_or_path, revision)
+    folder = encoder_folder(name_or_path, revision)
     with named_as_given(name_or_path, folder):  # a hub id's snapshot named by the id
         check_encoder_folder(folder)  # a missing config, weights or vocabulary is one line, not a traceback or a 5-token tokenizer
     return folder
 
 
-def _encoder_folder(name_or_path: str | None, revision: str | None = None) -> str:
+def encoder_folder(name_or_path: str | None, revision: str | None = None) -> str:
+    """The folder of the encoder :func:`resolve_encoder` names, its files not yet checked (a hub id fetched as there)."""
     from .errors import ConfigError, ModelFormatError, argument
     from .hub import check_revision_given
 

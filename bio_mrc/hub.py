@@ -77,6 +77,18 @@ def checked_local_path(name_or_path: str | Path, what: str = "model folder", rev
     return path
 
 
+def folder_at_hand(name_or_path: str | Path, what: str = "model folder", revision: str | None = None) -> Path | None:
+    """The folder :func:`local_folder` gives where that needs no download: the local folder, or a hub id's snapshot in
+    the Hugging Face cache; offline, a hub id the cache lacks is refused as :func:`local_folder` refuses it. None for a
+    hub id the loading may download, which is checked once it has (:func:`checked_local_path` refuses the rest)."""
+    path = checked_local_path(name_or_path, what, revision)
+    if path is not None:
+        return path
+    from huggingface_hub import constants
+
+    return hub_snapshot(str(name_or_path), what, revision) if constants.HF_HUB_OFFLINE else cached_folder(name_or_path, revision)
+
+
 # Files of a model or an encoder a path may name by mistake for the folder that holds them.
 FOLDER_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json", "tokenizer.json",
                 "tokenizer_config.json", "model.onnx", "pytorch_model.bin")
@@ -162,4 +174,4 @@ def hub_failure(err: BaseException) -> str:
     return f"{type(err).__name__}: {reason}"
 
 
-__all__ = ["cached_folder", "checked_local_path", "hub_failure", "hub_snapshot", "is_hub_id", "local_folder", "named_as_given"]
+__all__ = ["cached_folder", "checked_local_path", "folder_at_hand", "hub_failure", "hub_snapshot", "is_hub_id", "local_folder", "named_as_given"]

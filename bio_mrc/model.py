@@ -17,10 +17,9 @@ from transformers.utils import ModelOutput
 from . import model_defaults, registry
 from .encoders import as_data
 from .errors import ConfigError, ModelFormatError
+from .model_defaults import MODEL_FORMAT  # noqa: F401 (the layout of a saved model folder; imported from here too)
 from .model_folder import MAX_WEIGHT_MAGNITUDE, RUN_FILE, check_model_folder  # noqa: F401 (RUN_FILE imported from here too)
 
-# The layout of a saved model folder; a folder saved by a newer layout is refused, not misread.
-MODEL_FORMAT = 1
 WINDOW_SETTINGS = ("max_seq_length", "doc_stride", "max_query_length")
 # Where encoder configs keep their dropout rates, by the names transformers' model families use
 # (BERT, RoBERTa, ELECTRA, MiniLM: *_prob; DistilBERT: attention_dropout and dropout; ModernBERT: its embedding

@@ -1,7 +1,10 @@
-"""The model's defaults (heads, losses, the BIO head's prior), defined once for ``BioMrcConfig``, the
-heads and ``TrainConfig``; plain values, so the command line builds its options without loading torch."""
+"""The model's defaults (heads, losses, the BIO head's prior, windows), defined once for ``BioMrcConfig``, the
+heads and ``TrainConfig``; plain values and the window rule on them, so the command line builds its options and checks
+its windows without loading torch."""
 
 from __future__ import annotations
+
+from .errors import ConfigError
 
 HEADS = "span+bio"
 SPAN_LOSS_WEIGHT = 1.0
@@ -25,6 +28,8 @@ WORD_UNITS_WHEN_ABSENT = "tokenizer"
 # transformers' question-answering pipeline reads windows of these sizes: what its extractive QA models
 # (``...ForQuestionAnswering``) are trained and run with, and so the windows bio_mrc answers with them in.
 QA_WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}
+# The layout of a saved model folder; a folder saved by a newer layout is refused, not misread.
+MODEL_FORMAT = 1
 
 # The decodings' answer-length limit in tokens where neither the caller nor the model sets one (a model saves the length
 # 99% of its training answer spans fit, at least this: bio_mrc.training.answer_lengths).
@@ -39,5 +44,41 @@ INFERENCE_BATCH_SIZE = 16
 # passes a second with the GPU near idle, so a model on a GPU answers in passes of this many.
 GPU_INFERENCE_BATCH_SIZE = 128
 
-__all__ = ["BIO_LOSS_REDUCTION", "BIO_LOSS_REDUCTIONS", "BIO_LOSS_WEIGHT", "BIO_PRIOR", "GPU_INFERENCE_BATCH_SIZE", "HEADS",
-           "INFERENCE_BATCH_SIZE", "MAX_ANSWER_LENGTH", "ANSWER_LENGTH_COVERAGE", "SPAN_LOSS_WEIGHT", "WORD_UNITS", "WORD_UNITS_NOW", "WORD_UNITS_WHEN_ABSENT"]
+
+def qa_windows(encoder_config, tokenizer_max_length: int | None = None, positions: int | None = None,
+               **windows: int | None) -> dict[str, int]:
+    """The window settings ``windows`` gives, the others :data:`QA_WINDOWS`' within the encoder's ``positions`` (default:
+    its ``max_position_embeddings``) and the tokenizer's ``model_max_length``: a shorter window keeps a question of at
+    most a quarter of it and a stride that leaves new context in each window. Settings that do not fit are refused
+    (:class:`ConfigError`)."""
+    least = {"doc_stride": 0}  # windows that do not overlap, as train takes them
+    if given := {name: value for name, value in windows.items()
+                 if value is not None and (type(value) is not int or value < least.get(name, 1))}:
+        raise ConfigError(f"window settings are positive integers (doc_stride may be 0); got {given}")
+    configured = getattr(encoder_config, "max_position_embeddings", None)
+    positions = positions or (configured if isinstance(configured, int) and configured > 0 else None)
+    limits = [QA_WINDOWS["max_seq_length"], *[limit for limit in (positions, tokenizer_max_length) if limit]]
+    length = windows.get("max_seq_length") or min(limits)
+    question = windows.get("max_query_length") or min(QA_WINDOWS["max_query_length"], length // 4)
+    stride = windows["doc_stride"] if windows.get("doc_stride") is not None else min(QA_WINDOWS["doc_stride"], max(1, (length - question - 3) // 2))
+    if positions and length > positions:
+        raise ConfigError(f"max_seq_length {length} exceeds the {positions} positions the encoder's windows may fill")
+    if question >= length - 4:
+        raise ConfigError(f"max_query_length {question} leaves no context in a window of max_seq_length {length}")
+    if stride >= length - question - 3:  # [CLS] and two [SEP]: the windows' rule (bio_mrc.features.config)
+        raise ConfigError(f"doc_stride {stride} leaves no new context in a window of max_seq_length {length} after "
+                          f"max_query_length {question} (it must be < max_seq_length - max_query_length - 3)")
+    return {"max_seq_length": length, "doc_stride": stride, "max_query_length": question}
+
+
+def windows_that_fit(positions: int) -> str:
+    """The window settings :func:`qa_windows` takes for an encoder of ``positions``, as ``max_seq_length 128,
+    doc_stride 46, max_query_length 32``: a set that fits as a whole (a shorter window alone leaves the default stride
+    no room)."""
+    return ", ".join(f"{name} {value}" for name, value in qa_windows(None, positions=positions).items())
+
+
+__all__ = ["BIO_LOSS_REDUCTION", "BIO_LOSS_REDUCTIONS", "BIO_LOSS_WEIGHT", "BIO_PRIOR", "GPU_INFERENCE_BATCH_SIZE",
+           "HEADS", "INFERENCE_BATCH_SIZE", "MAX_ANSWER_LENGTH", "MODEL_FORMAT", "QA_WINDOWS",
+           "ANSWER_LENGTH_COVERAGE", "SPAN_LOSS_WEIGHT", "WORD_UNITS", "WORD_UNITS_NOW", "WORD_UNITS_WHEN_ABSENT",
+           "qa_windows", "windows_that_fit"]

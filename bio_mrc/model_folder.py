@@ -36,21 +36,22 @@ import math
 import numbers
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from . import __version__, registry
 from .arguments import MAX_COUNT
 from .config_schema import whole_number
-from .errors import InputWarning, ModelFormatError, argument
+from .errors import ConfigError, InputWarning, ModelFormatError, argument
 from .evaluation_record import EVAL_FILE
 from .io import non_utf8_byte, remove_file, special_file_kind
 from .json_syntax import decode_hint, json_value
-from .model_defaults import BIO_LOSS_REDUCTIONS, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
+from .model_defaults import BIO_LOSS_REDUCTIONS, MODEL_FORMAT, WORD_UNITS, WORD_UNITS_WHEN_ABSENT
 from .model_records import RECORD_SCHEMAS, RUN_FILE, record_problem
 from .pickled_weights import pickled_shapes
 from .plurals import counted, number_form
+from .precision import check_onnx_device, forward_precision
 from .run_folder import unfinished_run
 from .transformers_registration import MODEL_TYPE
 
@@ -77,6 +78,7 @@ MAX_CONFIG_BYTES = 16 * 2**20
 MAX_TOKENIZER_BYTES = 256 * 2**20
 MAX_SAFETENSORS_HEADER = 100 * 2**20  # safetensors' own limit
 TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_MISSING = "missing: a model folder carries its fast tokenizer's file (copy it from the encoder the model was trained from)"
 # The special tokens transformers' tokenizer classes read from the tokenizer files; of them, those its BERT, RoBERTa and
 # most other classes rebuild a window's template from (``[CLS] question [SEP] context [SEP]``), whatever tokenizer.json says.
 SPECIAL_TOKEN_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
@@ -144,12 +146,9 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
     ``onnx`` checks ``model.onnx`` instead of PyTorch weights. ``read``: its ``config.json`` as the caller parsed it
     already (:func:`read_json_object`), which is then not read again."""
     folder = Path(folder)
-    check_file_kinds(folder)
-    config = read_config(folder, read)
-    encoder = check_sizes(config, folder)
-    check_reads_both_ways(encoder, folder)
-    check_settings(config, encoder, folder)
-    check_records(folder)
+    config = check_model_files(folder, tokenizer_required, onnx, read)
+    encoder = config["encoder"]
+    check_encoder_classes(encoder, folder)
     if onnx:
         check_onnx(folder, config)
     else:
@@ -158,6 +157,107 @@ def check_model_folder(folder: str | Path, model_class: type | None = None, toke
             check_weights_fit(folder, shapes, expected_shapes(model_class, config, folder))
     check_tokenizer(folder, encoder["vocab_size"], tokenizer_required)
     return config
+
+
+def check_model_files(folder: Path, tokenizer_required: bool = True, onnx: bool = False,
+                      read: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What :func:`check_model_folder` checks that needs neither torch nor transformers, so a command refuses it at once:
+    the files' kinds, ``config.json`` (a bio_mrc model's, its sizes and settings), the records, weights (not for
+    ``onnx``; their headers are read once the encoder's type is checked) and a tokenizer file where one is
+    ``tokenizer_required``. Returns the config."""
+    check_file_kinds(folder)
+    config = read_config(folder, read)
+    encoder = check_plain_sizes(config, folder)
+    check_settings(config, encoder, folder)
+    check_records(folder)
+    if not onnx:
+        check_weights_present(folder)
+    if tokenizer_required and not (folder / TOKENIZER_FILE).is_file():
+        raise fail(folder, TOKENIZER_FILE, TOKENIZER_MISSING)
+    return config
+
+
+def check_encoder_classes(encoder: Mapping[str, Any], folder: Path, where: str = "encoder.") -> None:
+    """The checks of a model's encoder config against transformers' classes: its activation, its sizes' defaults, and a
+    model type that reads both ways (:func:`check_reads_both_ways`)."""
+    _check_activation(encoder, folder, where)
+    _check_heads_divide(encoder, folder, where)
+    check_reads_both_ways(encoder, folder, where)
+
+
+def check_loadable(folder: Path, name: str | Path, backend: str = "auto", precision: str | None = None,
+                   device: str | None = None) -> None:
+    """What loading the model ``name`` (``bio_mrc.inference.TrainedModel.load``, with ``backend``, ``precision`` and
+    ``device``) refuses in its ``folder`` before torch is imported, in its order: an ONNX export's precision and device,
+    then :func:`check_model_dir` and :func:`check_model_files`. Transformers' own extractive QA model is left to its
+    loading, whose checks build its classes."""
+    if qa_architecture(folder) and backend != "onnx":
+        return
+    onnx = model_backend(folder, backend) == "onnx"
+    forward_precision(precision, onnx, str(name))
+    check_onnx_device(device, onnx, str(name))
+    check_model_files(folder, onnx=onnx, read=check_model_dir(folder, (ONNX_FILE,) if onnx else WEIGHT_FILES))
+
+
+def check_exportable(folder: Path, name: str | Path) -> None:
+    """What an export (``bio-mrc export``) refuses in the model ``folder`` (``name``: as given) before torch is imported."""
+    check_pytorch_folder(folder, name)
+    check_loadable(folder, name, "torch", "fp32", "cpu")
+
+
+def check_pytorch_folder(folder: Path, name: str | Path) -> None:
+    """An export reads a PyTorch model: an ONNX export of one (no PyTorch weights, which would otherwise read as a
+    partial copy) is refused, naming what to give instead."""
+    if model_backend(folder) == "onnx":
+        raise ConfigError(f"{name} is an ONNX export; export the PyTorch model it was made from")
+
+
+WEIGHT_FILES = (SAFETENSORS_FILE, SAFETENSORS_INDEX, *PICKLED_WEIGHTS)
+BACKENDS = ("auto", "torch", "onnx")
+
+
+def model_backend(model_dir: Path, backend: str = "auto") -> str:
+    """``auto``: PyTorch when the folder has PyTorch weights (the reference), else ONNX when it holds
+    an export's ``model.onnx``; ``torch`` and ``onnx`` choose."""
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend != "auto":
+        return backend
+    has_weights = any((model_dir / name).is_file() for name in WEIGHT_FILES)
+    return "onnx" if not has_weights and (model_dir / ONNX_FILE).is_file() else "torch"
+
+
+def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> dict:
+    """Raise :class:`ModelFormatError` naming what makes ``model_dir`` unusable as a bio_mrc model
+    (``weights``: the files one of which must hold the weights); returns its ``config.json`` as parsed, for
+    :func:`check_model_folder` to check without reading it again."""
+    source = str(model_dir)
+    if not model_dir.is_dir():
+        raise ModelFormatError("no such model folder", source)
+    if problem := unfinished_run(model_dir):
+        raise ModelFormatError(problem, source)
+    check_file_kinds(model_dir)  # a folder or FIFO named config.json is that, not a missing file
+    if not (model_dir / "config.json").is_file():
+        raise ModelFormatError("not a saved model: no config.json (train one with `bio-mrc train`)", source)
+    config = read_json_object(model_dir, "config.json")
+    if problem := foreign_model(config):
+        raise ModelFormatError(f"config.json: {problem}", source)
+    if problem := written_format_problem(config.get("bio_mrc_format", 1), MODEL_FORMAT, "model"):
+        raise ModelFormatError(f"config.json: bio_mrc_format: {problem}", source)
+    if not any((model_dir / name).is_file() for name in weights):
+        named = weights[::2] if weights == WEIGHT_FILES else weights
+        raise ModelFormatError(f"no weights ({' or '.join(named)}): an unfinished or partial copy?", source)
+    return config
+
+
+def qa_model_architecture(folder: Path, name: str | Path) -> str:
+    """The ``...ForQuestionAnswering`` class of transformers' extractive QA model in ``folder`` (``name``: as given), which
+    a conversion reads; a bio_mrc model, or another kind of model, is refused."""
+    if architecture := qa_architecture(folder):
+        return architecture
+    kind = "already a bio_mrc model" if saved_config(folder).get("model_type") == BIO_MRC_MODEL_TYPE else \
+        "not an extractive question-answering model of transformers (its config.json names no ...ForQuestionAnswering class)"
+    raise ModelFormatError(f"{kind}; convert reads transformers' extractive question-answering models only", str(name))
 
 
 # A tokenizer's vocabulary is read from one of these; without any, transformers builds a tokenizer of the special
@@ -524,6 +624,14 @@ def check_sizes(config: Mapping[str, Any], folder: Path, where: str = "encoder."
     """The encoder's config, its sizes integers in [1, SIZE_LIMITS] (token types from 0): checked before anything is built;
     a size the config leaves out takes its class's default, which the weights' shapes then check. ``where`` names
     the encoder's config in the file (an encoder folder's is the file itself: ``""``)."""
+    encoder = check_plain_sizes(config, folder, where)
+    _check_activation(encoder, folder, where)
+    _check_heads_divide(encoder, folder, where)
+    return encoder
+
+
+def check_plain_sizes(config: Mapping[str, Any], folder: Path, where: str = "encoder.") -> dict[str, Any]:
+    """What :func:`check_sizes` checks without transformers' classes: the sizes, rates, dtypes and padding id."""
     encoder = config["encoder"]
     for name, limit in SIZE_LIMITS.items():
         if name not in encoder and (name != "vocab_size" or not where):  # a model's tokenizer is checked against it
@@ -539,8 +647,7 @@ def check_sizes(config: Mapping[str, Any], folder: Path, where: str = "encoder."
     for place, settings in (("", config), (where, encoder)):
         if settings.get("dtype") not in DTYPES:
             raise fail(folder, "config.json", f"{place}dtype must be one of {[d for d in DTYPES if d]}, got {json_value(settings['dtype'])}")
-    _check_encoder_values(encoder, folder, where)
-    _check_heads_divide(encoder, folder, where)
+    _check_padding_id(encoder, folder, where)
     return encoder
 
 
@@ -570,13 +677,17 @@ def _config_defaults(model_type: Any) -> dict[str, Any]:
     return {name: getattr(config, name, None) for name in ("hidden_size", "num_attention_heads")}
 
 
-def _check_encoder_values(encoder: Mapping[str, Any], folder: Path, where: str) -> None:
-    """The padding token's id is a row of the embeddings, and the activation one transformers knows: otherwise
-    building the encoder ends in ``Padding_idx must be within num_embeddings`` or a bare ``KeyError: '7'``."""
+def _check_padding_id(encoder: Mapping[str, Any], folder: Path, where: str) -> None:
+    """The padding token's id is a row of the embeddings: otherwise building the encoder ends in ``Padding_idx must be
+    within num_embeddings``."""
     pad, vocab_size = encoder.get("pad_token_id"), encoder.get("vocab_size")
     if pad is not None and not (_is_int(pad) and 0 <= pad < (vocab_size if _is_int(vocab_size) else SIZE_LIMITS["vocab_size"])):
         raise fail(folder, "config.json", f"{where}pad_token_id must be null or a token id below vocab_size {vocab_size}, "
                                           f"got {json_value(pad)}")
+
+
+def _check_activation(encoder: Mapping[str, Any], folder: Path, where: str) -> None:
+    """The activation is one transformers knows: otherwise building the encoder ends in a bare ``KeyError: '7'``."""
     if "hidden_act" in encoder:
         from transformers.activations import ACT2FN
 
@@ -735,15 +846,7 @@ def _mapping(config: Mapping[str, Any], name: str, folder: Path) -> dict[str, An
 
 def weight_shapes(folder: Path) -> dict[str, tuple[int, ...]]:
     """Every tensor's shape by name, from the safetensors headers (one file or the shards of an index)."""
-    if not (folder / SAFETENSORS_FILE).is_file() and not (folder / SAFETENSORS_INDEX).is_file():
-        pickled = [name for name in PICKLED_WEIGHTS if (folder / name).is_file()]
-        if pickled:
-            raise fail(folder, pickled[0], "pickled weights are never loaded (unpickling can run code); "
-                                           "save the weights as model.safetensors")
-        if (folder / ONNX_FILE).is_file():
-            raise fail(folder, None, f"an ONNX export ({ONNX_FILE}), which holds no PyTorch weights: give the PyTorch "
-                                     "model it was made from")
-        raise fail(folder, None, f"no weights ({SAFETENSORS_FILE}): an unfinished or partial copy?")
+    check_weights_present(folder)
     if not (folder / SAFETENSORS_INDEX).is_file():
         return safetensors_shapes(folder, SAFETENSORS_FILE)
     weight_map = _index_weight_map(folder, SAFETENSORS_INDEX)
@@ -753,6 +856,19 @@ def weight_shapes(folder: Path) -> dict[str, tuple[int, ...]]:
     if missing := sorted(set(weight_map) - set(shapes)):
         raise fail(folder, SAFETENSORS_INDEX, f"names tensors no shard holds: {', '.join(missing[:3])}")
     return shapes
+
+
+def check_weights_present(folder: Path) -> None:
+    """``model.safetensors`` or its index is there: pickled weights and an ONNX export alone are named as such."""
+    if not (folder / SAFETENSORS_FILE).is_file() and not (folder / SAFETENSORS_INDEX).is_file():
+        pickled = [name for name in PICKLED_WEIGHTS if (folder / name).is_file()]
+        if pickled:
+            raise fail(folder, pickled[0], "pickled weights are never loaded (unpickling can run code); "
+                                           "save the weights as model.safetensors")
+        if (folder / ONNX_FILE).is_file():
+            raise fail(folder, None, f"an ONNX export ({ONNX_FILE}), which holds no PyTorch weights: give the PyTorch "
+                                     "model it was made from")
+        raise fail(folder, None, f"no weights ({SAFETENSORS_FILE}): an unfinished or partial copy?")
 
 
 def _pickled_weight_shapes(folder: Path) -> tuple[str, dict[str, tuple[int, ...]]]:
@@ -898,8 +1014,7 @@ def check_tokenizer(folder: Path, vocab_size: int, required: bool = True) -> Non
     path = folder / TOKENIZER_FILE
     if not path.is_file():
         if required:
-            raise fail(folder, TOKENIZER_FILE, "missing: a model folder carries its fast tokenizer's file "
-                                               "(copy it from the encoder the model was trained from)")
+            raise fail(folder, TOKENIZER_FILE, TOKENIZER_MISSING)
         return
     tokenizer = _read_tokenizer(folder)
     vocabulary = _check_token_ids(folder, tokenizer, vocab_size)

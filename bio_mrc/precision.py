@@ -280,3 +280,24 @@ def autocast(precision: str, device: str | torch.device = "cpu") -> ContextManag
     if resolve_precision(precision, device) == "bf16":
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def forward_precision(precision: str | None, onnx: bool, where: str) -> str:
+    """The precision of a model's forward passes (None: the default); ONNX exports compute in fp32 only."""
+    from .errors import ConfigError
+
+    precision = check_precision(precision or DEFAULT_PRECISION)
+    if onnx and precision == "bf16":
+        raise ConfigError(f"precision bf16 runs PyTorch models; {where} is an ONNX export, which computes in fp32: "
+                          "choose precision fp32 or auto")
+    return precision
+
+
+def check_onnx_device(device: str | None, onnx: bool, where: str) -> None:
+    """An ONNX export runs on ONNX Runtime's CPU provider: a device other than cpu or auto asked of one (``device`` as
+    given) is refused in one line, as the pipeline refuses it, not ignored."""
+    from .errors import ConfigError
+
+    if onnx and str(device or "auto").strip().lower() not in ("auto", "cpu"):
+        raise ConfigError(f"device {device} runs PyTorch models; {where} is an ONNX export, which runs on the CPU "
+                          "(ONNX Runtime's CPU provider): choose device cpu or auto")

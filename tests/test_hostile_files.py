@@ -18,7 +18,7 @@ from bio_mrc.errors import DataFormatError, OutputError
 from bio_mrc.io import check_file_target
 from bio_mrc.training.config import json_object_argument
 
-from .conftest import SAMPLE_V1
+from .conftest import SAMPLE_V1, saved_model_files
 from .test_bad_input import saved_model  # noqa: F401  (module-scoped fixture: an untrained saved model)
 
 CONTEXT = "Alpha beta gamma delta."
@@ -244,8 +244,8 @@ def test_an_undecodable_byte_is_named_as_such(tmp_path):
 
 
 def test_extract_refuses_a_question_of_no_text_before_loading_the_model(tmp_path, capsys):
-    missing_model = tmp_path / "no-model"  # never read: the question is refused first
-    assert main(["extract", "--model", str(missing_model), "--question", "\u200b", "--context", "Newton wrote."]) != 0
+    model = saved_model_files(tmp_path / "model")  # past the checks before torch loads; never loaded: the question is refused first
+    assert main(["extract", "--model", str(model), "--question", "\u200b", "--context", "Newton wrote."]) != 0
     assert "the question holds no readable text" in capsys.readouterr().err
 
 

@@ -12,11 +12,11 @@ from .. import registry
 from ..errors import ConfigError
 from ..config_options import config_from_args
 from ..data.text import check_not_questions, read_text_file
-from ..hub import checked_local_path
 from ..io import check_file_target, check_outputs_apart, printable_json, printable_line
+from ..model_folder import check_loadable
 from ..serving.config import ServeConfig
 from .command_data import check_span_count_option, data_source, format_task, prediction_questions
-from .options import decode_config
+from .options import check_model_at_hand, decode_config
 
 LONG_CONTEXT_CHARS = 100_000  # extract shows progress bars from this context length (about 100 windows)
 
@@ -40,7 +40,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     # MultiSpanQA's layout: {id: [span texts]}, what its metrics score
     multi_span = registry.task_of_data(read_format, False).answers_as_span_lists(args.multi_span)
     check_span_count_option(args, multi_span)
-    checked_local_path(args.model, revision=args.revision)  # a missing folder; a hub id is fetched as the model loads
+    check_model_at_hand(args.model, args.revision, _loadable(args))
     from ..inference import TrainedModel  # each check so far before torch loads
     from ..inference.loading import is_onnx_export
     from ..inference.streaming import StreamPlan, check_resumed_options, given_run_record, predict_to_files
@@ -72,7 +72,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
         check_outputs_apart([args.html], list(args.context_file or []), [args.model])
     decode = decode_config(args)  # the options' ranges first, as predict and tune check them
     check_span_count_option(args, args.multi_span)
-    texts, names = _extract_documents(args)  # the checks so far before torch loads
+    texts, names = _extract_documents(args)
+    check_model_at_hand(args.model, args.revision, _loadable(args))  # the checks so far before torch loads
     from ..data.squad import generated_id
     from ..inference import TrainedModel
     from ..inference.extract import AnswerExtractor, question_context_examples
@@ -104,6 +105,12 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
+def _loadable(args: argparse.Namespace, model: str | None = None):
+    """The check of a model folder (:func:`~bio_mrc.model_folder.check_loadable`) with the command's model, precision and
+    device, as its loading makes it."""
+    return lambda folder: check_loadable(folder, model or args.model, precision=args.precision, device=args.device)
+
+
 def _extract_documents(args: argparse.Namespace) -> tuple[list[str], list[str] | None]:
     """The texts ``extract`` answers from and their names (the files', or none for --context), checked before any work."""
     if bool(args.context_file) == bool(args.context):
@@ -125,6 +132,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     model = args.model if args.model_option is None else args.model_option
     config = config_from_args(ServeConfig, args)
     check_servable(model, config)  # a port in use, a host that resolves to nothing: before torch and the model load
+    check_model_at_hand(model, args.revision, _loadable(args, model))
     from ..serving.server import run_server
 
     run_server(model, config, precision=args.precision, device=args.device, revision=args.revision)

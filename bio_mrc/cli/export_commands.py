@@ -6,8 +6,9 @@ import argparse
 import json
 
 from ..errors import ConfigError
-from ..hub import checked_local_path
 from ..io import check_folder_target, check_library_path
+from ..model_folder import check_exportable, qa_model_architecture
+from .options import check_model_at_hand
 
 
 def _export_onnx(args: argparse.Namespace) -> dict:
@@ -38,7 +39,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise ConfigError(f"{named} {'is' if one else 'are'} read by the {EXPORT_OPTIONS[unread[0]]} export alone, not by "
                           f"--format {args.format}: leave {'it' if one else 'them'} out")
     check_library_path(check_folder_target(args.output))  # both formats save a tokenizer
-    checked_local_path(args.model, revision=args.revision)  # a missing folder, before torch loads
+    check_model_at_hand(args.model, args.revision, lambda folder: check_exportable(folder, args.model))  # before torch loads
     record = EXPORT_FORMATS[args.format](args)
     print(json.dumps({"output": str(args.output), **record}, indent=2))
     return 0
@@ -46,7 +47,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     check_library_path(check_folder_target(args.output))  # as the conversion checks them, before torch loads
-    checked_local_path(args.model, revision=args.revision)
+    check_model_at_hand(args.model, args.revision, lambda folder: qa_model_architecture(folder, args.model))
     from ..inference.conversion import convert_qa_checkpoint
 
     written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite, revision=args.revision,

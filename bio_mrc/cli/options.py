@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
+from typing import Callable
 
 from .. import registry
 from ..arguments import MAX_COUNT
@@ -26,7 +28,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
 def _fitted_windows(args: argparse.Namespace) -> dict[str, int]:
     """The window settings train takes when the command line gave not all of them (``fitted_windows``), said in one
     line on stderr."""
-    from ..training.run_start import WINDOW_FIELDS, fitted_windows  # it imports torch, which --help does without
+    from ..training.run_start import WINDOW_FIELDS, fitted_windows  # torch loads only for an encoder of fewer positions
 
     given = options_given(args) & set(WINDOW_FIELDS)
     windows = {name: getattr(args, name) for name in WINDOW_FIELDS}
@@ -162,6 +164,20 @@ def check_model_names(args: argparse.Namespace) -> None:
     for name in ("model", "model_option"):  # serve takes its model as --model or as MODEL
         check_name_given(getattr(args, name, None), option="--model")
     check_revision_of_folder(args)
+
+
+def check_model_at_hand(name: str, revision: str | None, check: Callable[[Path], object] | None = None,
+                        what: str = "model folder") -> None:
+    """The model a command reads (``name``: a folder or a hub id) refused before torch loads where its loading would
+    refuse it: a missing folder; offline, a hub id the Hugging Face cache lacks; and what ``check`` (one of
+    :mod:`bio_mrc.model_folder`'s checks, of the folder) finds, in the loading's words. A hub id the loading may still
+    download is checked as it loads."""
+    from ..hub import folder_at_hand, named_as_given
+
+    folder = folder_at_hand(name, what, revision)
+    if folder is not None and check is not None:
+        with named_as_given(name, folder):  # a hub id's snapshot named by the id
+            check(folder)
 
 
 def check_revision_of_folder(args: argparse.Namespace) -> None:

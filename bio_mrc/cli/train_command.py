@@ -13,11 +13,13 @@ from typing import Iterator
 from .. import registry
 from ..errors import ConfigError
 from ..config_options import options_given
+from ..encoders import is_default_encoder
 from ..io import check_folder_target, check_library_path, check_outputs_apart, printable_line, written_alone
 from ..launcher import launcher_number
+from ..model_folder import check_model_files
 from ..plurals import counted
 from .command_data import check_data_found, format_task, load_task_data
-from .options import network_args, train_config
+from .options import check_model_at_hand, network_args, train_config
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -32,8 +34,18 @@ def cmd_train(args: argparse.Namespace) -> int:
                           "run record and model card as the encoder); give one of the two")
     for path in (args.train, args.eval):  # a missing file: before the options are checked against the encoder
         check_data_found(path, format_task(args))
+    _check_starting_point(args)
     with _training_alone(Path(args.output_dir)):
         return _train_into(args)
+
+
+def _check_starting_point(args: argparse.Namespace) -> None:
+    """The model ``--init-from`` continues, checked as training checks it (its tokenizer is read from its encoder's
+    files, not required), or a hub id of ``--encoder`` the cache lacks offline: refused before torch loads."""
+    if args.init_from:
+        check_model_at_hand(args.init_from, args.revision, lambda folder: check_model_files(folder, tokenizer_required=False))
+    elif not is_default_encoder(args.encoder):
+        check_model_at_hand(args.encoder, args.revision, what="encoder")
 
 
 @contextlib.contextmanager
@@ -52,8 +64,12 @@ def _training_alone(output_dir: Path) -> Iterator[None]:
 def _train_into(args: argparse.Namespace) -> int:
     """``train`` once its output folder is checked and held."""
     from ..training.output_folder import check_output_folder
+    from ..training.run_start import check_windows_held
 
-    check_output_folder(Path(args.output_dir), args.overwrite)  # each check so far before torch loads
+    check_output_folder(Path(args.output_dir), args.overwrite)
+    config = train_config(args)  # its options: each check so far before torch loads
+    if "max_seq_length" in options_given(args):  # one left out fits the encoder, or its own load says why it cannot
+        check_windows_held(config)
     from ..inference.during_training import TrainingEvaluator
     from ..training.run_start import SharedHeldOutWarning, finished_run, warn_shared_held_out
     from ..training.train import train_model
@@ -63,7 +79,6 @@ def _train_into(args: argparse.Namespace) -> int:
 
     if (record := finished_run(args.output_dir, args.resume, args.overwrite)) is not None:
         return _print_finished_run(args.output_dir, record)
-    config = train_config(args)
     check_run_trackers(config.training_args, network_args(args))  # before the data is read, as is
     check_network_args(network_args(args), Path(args.output_dir))  # a push that cannot happen (offline, no token, an id the hub refuses)
     task = format_task(args)

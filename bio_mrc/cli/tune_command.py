@@ -11,9 +11,10 @@ from pathlib import Path
 from ..decoding.postprocess import DecodeConfig
 from ..errors import ConfigError
 from ..io import check_file_target, check_folder_target, check_outputs_apart, printable_line
+from ..model_folder import check_loadable
 from .command_data import data_task, load_task_data, requested_task
 from .console import json_numbers
-from .options import decode_config
+from .options import check_model_at_hand, decode_config
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -29,6 +30,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     check_outputs_apart([args.plot_dir, args.output_dir, *plots], [args.data], [args.model])
     _check_plots_apart(args)
     check_tunable(args.model, args.revision)
+    check_model_at_hand(args.model, args.revision,  # before the data is read
+                        lambda folder: check_loadable(folder, args.model, precision=args.precision, device=args.device))
     with held_for_tuning(target, args.output_dir):
         return _tune_into(args, target, options)
 

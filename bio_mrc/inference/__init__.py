@@ -33,7 +33,7 @@ _LAZY = dict(reversed(reference.split(":")) for reference in (
     "bio_mrc.inference.files:DecodingFiles", "bio_mrc.inference.files:write_prediction_files",
     "bio_mrc.inference.forward:predict_windows", "bio_mrc.inference.forward:run_windows",
     "bio_mrc.inference.held_out:check_held_out",
-    "bio_mrc.inference.loading:TrainedModel", "bio_mrc.inference.loading:check_model_dir",
+    "bio_mrc.inference.loading:TrainedModel", "bio_mrc.model_folder:check_model_dir",
     "bio_mrc.inference.model_tuning:ModelTuning", "bio_mrc.inference.model_tuning:tune_model",
     "bio_mrc.inference.onnx:OnnxExport", "bio_mrc.inference.onnx:export_onnx",
     "bio_mrc.inference.pipeline:BioMrcQuestionAnsweringPipeline", "bio_mrc.inference.pipeline:register_pipeline",

@@ -1,6 +1,8 @@
 """Type hints of ``bio_mrc.inference``'s exports, which ``__init__.py`` loads on first use (tests/test_packaging.py
 keeps the two in step)."""
 
+from bio_mrc.model_folder import check_model_dir as check_model_dir
+
 from .answers import (
     apply_no_answer_threshold as apply_no_answer_threshold,
     decode_with_thresholds as decode_with_thresholds,
@@ -19,7 +21,7 @@ from .extract import AnswerExtractor as AnswerExtractor
 from .files import DecodingFiles as DecodingFiles, write_prediction_files as write_prediction_files
 from .forward import predict_windows as predict_windows, run_windows as run_windows
 from .held_out import check_held_out as check_held_out
-from .loading import TrainedModel as TrainedModel, check_model_dir as check_model_dir
+from .loading import TrainedModel as TrainedModel
 from .model_tuning import ModelTuning as ModelTuning, tune_model as tune_model
 from .onnx import OnnxExport as OnnxExport, export_onnx as export_onnx
 from .pipeline import BioMrcQuestionAnsweringPipeline as BioMrcQuestionAnsweringPipeline, register_pipeline as register_pipeline

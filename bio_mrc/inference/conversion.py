@@ -11,16 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from ..arguments import path_argument
-from ..errors import ConfigError, ModelFormatError
+from ..errors import ConfigError
 from ..hub import check_name_given, local_folder
 from ..io import atomic_write_json, check_folder_target, check_library_path, check_outputs_apart, staged_folder, written_alone
-from ..model import BioMrcConfig
 from ..model_defaults import QA_WINDOWS
 from ..model_records import RUN_FILE
 from ..model_card import clear_model_card, write_exported_card, write_model_card
-from ..model_folder import check_bidirectional, remove_replaced_model_files
+from ..model_folder import check_bidirectional, qa_model_architecture, remove_replaced_model_files
 from ..progress import progress_bars, progress_note
-from ..qa_checkpoints import (QA_HEADS, check_qa_windows, qa_architecture, qa_model_from_span_model, reading_inputs, saved_config,
+from ..qa_checkpoints import (QA_HEADS, check_qa_windows, qa_model_from_span_model, reading_inputs, saved_config,
                               span_model_from_qa_checkpoint)
 from .loading import TrainedModel, check_pytorch_model
 
@@ -83,11 +82,7 @@ def convert_qa_checkpoint(model: str | Path, output_dir: str | Path, progress: b
     check_name_given(model)
     name, output_dir = str(model), check_library_path(check_folder_target(output_dir))
     folder = local_folder(model, revision=revision)
-    architecture = qa_architecture(folder)
-    if architecture is None:
-        kind = "already a bio_mrc model" if saved_config(folder).get("model_type") == BioMrcConfig.model_type else \
-            "not an extractive question-answering model of transformers (its config.json names no ...ForQuestionAnswering class)"
-        raise ModelFormatError(f"{kind}; convert reads transformers' extractive question-answering models only", name)
+    architecture = qa_model_architecture(folder, name)
     check_bidirectional(saved_config(folder), folder)  # a GPT-2 or T5 QA model, before the output folder is made
     check_outputs_apart([output_dir], model_dirs=[folder])
     check_qa_windows(folder, **windows)  # settings the model cannot take, before its weights load

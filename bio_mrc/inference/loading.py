@@ -20,13 +20,12 @@ from ..encoders import load_tokenizer
 from ..errors import ConfigError, ModelFormatError, a_type
 from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
-from ..model_folder import (check_file_kinds, check_model_folder, check_window_frame, foreign_model, read_json_object,
-                            written_format_problem)
-from ..model import MODEL_FORMAT, WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
-from ..run_folder import unfinished_run
+from ..model_folder import (BACKENDS, WEIGHT_FILES, check_model_dir, check_model_folder, check_pytorch_folder,  # noqa: F401 (by name)
+                            check_window_frame, model_backend)
+from ..model import WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import cached_folder, check_name_given, local_folder, named_as_given
 from ..qa_checkpoints import QA_HEADS, check_qa_folder, qa_architecture, span_model_from_qa_checkpoint, usable_positions
-from ..precision import DEFAULT_PRECISION, check_precision, resolve_device
+from ..precision import DEFAULT_PRECISION, check_onnx_device, check_precision, forward_precision, resolve_device  # noqa: F401 (by name)
 from ..progress import WindowBars, progress_bars
 from ..registry import resolve_decoding
 from ..types import Example
@@ -35,8 +34,6 @@ from .forward import predict_windows
 from .onnx_runner import ONNX_FILE, OnnxModel  # the runner only: the exporter (.onnx) builds on this module
 from .saved_settings import SavedSettings, check_length_prior, check_saved_decodings, check_saved_length_prior, saved_settings  # noqa: F401 (by name)
 
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
-BACKENDS = ("auto", "torch", "onnx")
 
 
 @dataclass(repr=False)
@@ -220,23 +217,6 @@ def check_batch_size(batch_size: Any) -> int:
     return int(count_at_most(batch_size, "batch_size"))
 
 
-def forward_precision(precision: str | None, onnx: bool, where: str) -> str:
-    """The precision of a model's forward passes (None: the default); ONNX exports compute in fp32 only."""
-    precision = check_precision(precision or DEFAULT_PRECISION)
-    if onnx and precision == "bf16":
-        raise ConfigError(f"precision bf16 runs PyTorch models; {where} is an ONNX export, which computes in fp32: "
-                          "choose precision fp32 or auto")
-    return precision
-
-
-def check_onnx_device(device: str | None, onnx: bool, where: str) -> None:
-    """An ONNX export runs on ONNX Runtime's CPU provider: a device other than cpu or auto asked of one (``device`` as
-    given) is refused in one line, as the pipeline refuses it, not ignored."""
-    if onnx and str(device or "auto").strip().lower() not in ("auto", "cpu"):
-        raise ConfigError(f"device {device} runs PyTorch models; {where} is an ONNX export, which runs on the CPU "
-                          "(ONNX Runtime's CPU provider): choose device cpu or auto")
-
-
 def window_settings(config: BioMrcConfig, model_dir: Path) -> FeatureConfig:
     """The windows the model was trained with, from its config; a config without them is refused."""
     values = {name: getattr(config, name, None) for name in WINDOW_SETTINGS}
@@ -256,17 +236,6 @@ def check_window_positions(model: BioMrcForQuestionAnswering, features: FeatureC
                                "a window of its encoder may fill: the encoder cannot read its own windows", str(model_dir))
 
 
-def model_backend(model_dir: Path, backend: str = "auto") -> str:
-    """``auto``: PyTorch when the folder has PyTorch weights (the reference), else ONNX when it holds
-    an export's ``model.onnx``; ``torch`` and ``onnx`` choose."""
-    if backend not in BACKENDS:
-        raise ConfigError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if backend != "auto":
-        return backend
-    has_weights = any((model_dir / name).is_file() for name in WEIGHT_FILES)
-    return "onnx" if not has_weights and (model_dir / ONNX_FILE).is_file() else "torch"
-
-
 def is_onnx_export(model: str | Path, revision: str | None = None) -> bool:
     """Whether ``model`` (a folder, or a hub id at ``revision`` already in the local cache) is an ONNX export, which runs
     on ONNX Runtime's CPU provider: ``auto`` is the CPU for it, not the GPU a process of several would take."""
@@ -277,31 +246,7 @@ def is_onnx_export(model: str | Path, revision: str | None = None) -> bool:
 def check_pytorch_model(model_dir: str | Path, revision: str | None = None) -> None:
     """An export reads a PyTorch model: an ONNX export of one (no PyTorch weights, which would otherwise read as a
     partial copy) is refused, naming what to give instead."""
-    if model_backend(local_folder(model_dir, revision=revision)) == "onnx":
-        raise ConfigError(f"{model_dir} is an ONNX export; export the PyTorch model it was made from")
-
-
-def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> dict:
-    """Raise :class:`ModelFormatError` naming what makes ``model_dir`` unusable as a bio_mrc model
-    (``weights``: the files one of which must hold the weights); returns its ``config.json`` as parsed, for
-    :func:`~bio_mrc.model_folder.check_model_folder` to check without reading it again."""
-    source = str(model_dir)
-    if not model_dir.is_dir():
-        raise ModelFormatError("no such model folder", source)
-    if problem := unfinished_run(model_dir):
-        raise ModelFormatError(problem, source)
-    check_file_kinds(model_dir)  # a folder or FIFO named config.json is that, not a missing file
-    if not (model_dir / "config.json").is_file():
-        raise ModelFormatError("not a saved model: no config.json (train one with `bio-mrc train`)", source)
-    config = read_json_object(model_dir, "config.json")
-    if problem := foreign_model(config):
-        raise ModelFormatError(f"config.json: {problem}", source)
-    if problem := written_format_problem(config.get("bio_mrc_format", 1), MODEL_FORMAT, "model"):
-        raise ModelFormatError(f"config.json: bio_mrc_format: {problem}", source)
-    if not any((model_dir / name).is_file() for name in weights):
-        named = weights[::2] if weights == WEIGHT_FILES else weights
-        raise ModelFormatError(f"no weights ({' or '.join(named)}): an unfinished or partial copy?", source)
-    return config
+    check_pytorch_folder(local_folder(model_dir, revision=revision), model_dir)
 
 
 def check_folder_to_load(model_dir: Path) -> None:

@@ -9,8 +9,9 @@ from typing import Sequence
 from transformers import TrainingArguments
 
 from ..errors import ConfigError, argument
-from ..qa_checkpoints import config_positions, windows_that_fit
+from ..qa_checkpoints import config_positions
 from .config import TrainConfig
+from .run_start import windows_past_positions
 from .trainer import source_encoder_config, training_arguments
 
 
@@ -53,8 +54,7 @@ def check_windows_fit(config: TrainConfig, source: str) -> None:
         return
     positions = config_positions(encoder_config)
     if positions is not None and config.max_seq_length > positions:
-        raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions a window of encoder "
-                          f"{source} may fill: train with windows that fit, e.g. {windows_that_fit(positions)}")
+        raise ConfigError(windows_past_positions(config.max_seq_length, positions, source))
 
 
 __all__ = ["check_best_metric", "check_evaluation", "check_run_options", "check_windows_fit"]

@@ -1,5 +1,6 @@
 """What a run settles before it trains, as ``train_model`` and ``bio-mrc train`` alike settle it: windows fitted to an
-encoder of fewer positions, a finished model already in its folder, and held-out questions that are training ones."""
+encoder of fewer positions, a finished model already in its folder, and held-out questions that are training ones.
+Light on purpose (torch loads inside the checks that build an encoder): ``bio-mrc train`` settles its windows at once."""
 
 from __future__ import annotations
 
@@ -8,16 +9,16 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Collection, Mapping, Sequence
 
-from ..encoders import resolve_encoder
+from ..encoders import encoder_folder, is_default_encoder, resolve_encoder
 from ..errors import BioMrcError, ConfigError, InputWarning, argument
 from ..features.config import stride_leaves_new_context
-from ..model_folder import checked_record
+from ..hub import folder_at_hand
+from ..model_defaults import qa_windows, windows_that_fit
+from ..model_folder import checked_record, read_json_object
 from ..model_records import RUN_FILE
 from ..plurals import counted
-from ..qa_checkpoints import encoder_positions, qa_windows
 from ..types import Example
 from .config import TrainConfig
-from .saving import finish_stopped_save, load_run_record
 
 WINDOW_FIELDS = ("max_seq_length", "doc_stride", "max_query_length")
 
@@ -33,7 +34,7 @@ def fitted_windows(encoder: str | None, init_from: str | None, windows: Mapping[
     if given == set(WINDOW_FIELDS):
         return {}, None
     fitted = {name: windows[name] for name in WINDOW_FIELDS}
-    positions = None if "max_seq_length" in given or init_from else _positions(encoder, revision)
+    positions = None if "max_seq_length" in given or init_from else _positions(encoder, revision, fitted["max_seq_length"])
     if positions is not None and positions < fitted["max_seq_length"]:
         fitted["max_seq_length"] = positions
     if not stride_leaves_new_context(**fitted):
@@ -42,11 +43,54 @@ def fitted_windows(encoder: str | None, init_from: str | None, windows: Mapping[
     return {name: value for name, value in fitted.items() if value != windows[name]}, positions
 
 
-def _positions(encoder: str | None, revision: str | None = None) -> int | None:
+def _positions(encoder: str | None, revision: str | None = None, needed: int = 0) -> int | None:
+    """The positions a window of ``encoder`` may fill; where its ``config.json`` holds ``needed`` of them whatever its
+    family numbers them from (:func:`position_bounds`), that count, read without torch."""
     try:
+        bounds = position_bounds(read_json_object(Path(encoder_folder(encoder, revision)), "config.json"))
+        if bounds is not None and bounds[0] >= needed:
+            return bounds[0]
+        from ..qa_checkpoints import encoder_positions  # the encoder built on the meta device
+
         return encoder_positions(resolve_encoder(encoder, revision))
     except BioMrcError:
         return None
+
+
+def position_bounds(encoder_config: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The fewest and the most positions a window of the encoder of ``encoder_config`` (its ``config.json`` as read) may
+    fill: its ``max_position_embeddings``, less the ids up to ``pad_token_id`` where its family numbers positions after
+    the padding id (RoBERTa's kin), which only the built encoder tells. None where it holds no such count."""
+    most, pad = encoder_config.get("max_position_embeddings"), encoder_config.get("pad_token_id")
+    if type(most) is not int or most < 1:
+        return None
+    return max(0, most - (pad + 1 if type(pad) is int and pad >= 0 else 0)), most
+
+
+def windows_past_positions(max_seq_length: int, positions: int, source: str) -> str:
+    """The refusal of windows longer than the ``positions`` of the encoder ``source``, with windows that fit."""
+    return (f"max_seq_length {max_seq_length} exceeds the {positions} positions a window of encoder {source} may fill: "
+            f"train with windows that fit, e.g. {windows_that_fit(positions)}")
+
+
+def check_windows_held(config: TrainConfig) -> None:
+    """Windows longer than the most positions the ``config.json`` of the run's starting point (``init_from``'s model, or
+    the encoder) gives its encoder, refused before torch loads as training refuses them once the encoder is built
+    (:func:`~bio_mrc.training.run_checks.check_windows_fit`); a hub id not at hand, or a config that cannot be read,
+    is left to that check. A family that numbers positions after the padding id holds fewer, which it names."""
+    try:
+        if config.init_from:
+            folder = folder_at_hand(config.init_from, "model folder", config.revision)
+            encoder = read_json_object(folder, "config.json").get("encoder") if folder else None
+        else:
+            folder = Path(encoder_folder(None)) if is_default_encoder(config.encoder) else \
+                folder_at_hand(config.encoder, "encoder", config.encoder_revision)
+            encoder = read_json_object(folder, "config.json") if folder else None
+    except BioMrcError:
+        return
+    bounds = position_bounds(encoder) if isinstance(encoder, dict) else None
+    if bounds is not None and config.max_seq_length > bounds[1]:
+        raise ConfigError(windows_past_positions(config.max_seq_length, bounds[1], str(folder)))
 
 
 class WindowsFittedWarning(InputWarning):
@@ -77,6 +121,8 @@ def finished_run(output_dir: str | Path, resume: bool, overwrite: bool) -> dict[
     """Before any work: the run record of a run that was stopped while saving its finished model, which ``resume``
     completes (:func:`~bio_mrc.training.saving.finish_stopped_save`) rather than training again; None where there is
     none. A folder holding another finished model is refused unless ``overwrite``, which replaces even a damaged one."""
+    from .saving import finish_stopped_save, load_run_record  # they import torch
+
     if resume and not overwrite:
         checked_record(Path(output_dir), RUN_FILE)  # refused as a model's loading refuses it, before the card is written
         if finish_stopped_save(output_dir):
@@ -103,5 +149,6 @@ def warn_shared_held_out(examples: Sequence[Example], held_out: Sequence[Example
             "with the training questions: their scores during training overstate the model (hold out whole articles)"), stacklevel=stacklevel + 1)
 
 
-__all__ = ["WINDOW_FIELDS", "FinishedModelError", "SharedHeldOutWarning", "WindowsFittedWarning", "finished_run",
-           "fit_default_windows", "fitted_windows", "warn_shared_held_out"]
+__all__ = ["WINDOW_FIELDS", "FinishedModelError", "SharedHeldOutWarning", "WindowsFittedWarning", "check_windows_held",
+           "finished_run", "fit_default_windows", "fitted_windows", "position_bounds", "warn_shared_held_out",
+           "windows_past_positions"]

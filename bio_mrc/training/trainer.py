@@ -30,11 +30,12 @@ from ..precision import default_device, pinned_device
 from ..launcher import launcher_number
 from ..progress import progress_bars
 from ..run_folder import HUB_PUSH_DIR
-from ..qa_checkpoints import check_encoder_runs, usable_positions, windows_that_fit
+from ..qa_checkpoints import check_encoder_runs, usable_positions
 from ..types import Example
 from .answer_lengths import set_answer_length_limit
 from .checkpoints import CHECKPOINT_DIR, DEFAULT_CHECKPOINT_STEPS
 from .config import TrainConfig
+from .run_start import windows_past_positions
 from .training_args import check_network_args, default_hub_id, hub_repository_refused
 from .saving import LOG_DIR
 
@@ -237,8 +238,7 @@ def fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAns
         model, encoder = fresh_model(config, source)
     positions = usable_positions(model.encoder)  # RoBERTa's kin number positions from after their padding id
     if positions is not None and config.max_seq_length > positions:
-        raise ConfigError(f"max_seq_length {config.max_seq_length} exceeds the {positions} positions a window of "
-                          f"encoder {encoder} may fill: train with windows that fit, e.g. {windows_that_fit(positions)}")
+        raise ConfigError(windows_past_positions(config.max_seq_length, positions, encoder))
     check_encoder_runs(model, tokenizer, config.max_seq_length, encoder)
     return model, tokenizer, encoder
 

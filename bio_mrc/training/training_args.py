@@ -276,21 +276,23 @@ def _check_training_types(values: dict[str, Any]) -> None:
 def check_training_args(values: dict[str, Any]) -> None:
     """Refuse a name that is no TrainingArguments field (with the field it most likely misspells), one
     the package owns (with the option to use instead) or one that sends data off the machine (with the flag
-    that asks for it), then values TrainingArguments itself refuses."""
+    that asks for it), then values TrainingArguments itself refuses. The package's own names, counts and ranges come
+    first, before transformers and torch load."""
+    for name in values:
+        if name in _OWNED:
+            raise ConfigError(f"training_args: {name!r} is the package's own: {_OWNED[name]}")
+    _check_training_counts(values)
+    _check_training_ranges(values)
     from transformers import TrainingArguments
 
     known = [f.name for f in fields(TrainingArguments) if f.init]
     check_stays_local({name: value for name, value in values.items() if name in known or name.startswith(("hub_", "push_to_hub"))})
     for name in values:
-        if name in _OWNED:
-            raise ConfigError(f"training_args: {name!r} is the package's own: {_OWNED[name]}")
         if name not in known:
             guess = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {guess[0]!r}?)" if guess else ""
             raise ConfigError(f"training_args: {name!r} is not a TrainingArguments field{hint}")
-    _check_training_counts(values)
     _check_training_types(values)
-    _check_training_ranges(values)
     _check_compile_names(values)
     # save_steps is the run's checkpoint_steps, not known here: one that fits eval_steps leaves that pair to the run's check
     eval_steps = values.get("eval_steps")
