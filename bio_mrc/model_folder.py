@@ -227,6 +227,21 @@ def model_backend(model_dir: Path, backend: str = "auto") -> str:
     return "onnx" if not has_weights and (model_dir / ONNX_FILE).is_file() else "torch"
 
 
+class ExportBesideWeightsWarning(InputWarning):
+    """PyTorch weights and an ONNX export's ``model.onnx`` side by side in one folder: ``backend="auto"`` runs the
+    weights."""
+
+
+def warn_export_beside_weights(model_dir: Path, backend: str, name: str) -> None:
+    """One :class:`ExportBesideWeightsWarning` where ``backend`` ``auto`` finds PyTorch weights beside a ``model.onnx``
+    in ``model_dir`` (``name``: as given): the weights answer, and the export beside them, which may be another
+    model's, never does; a loader asked for a backend by name runs that one unsaid."""
+    if backend == "auto" and model_backend(model_dir) == "torch" and (model_dir / ONNX_FILE).is_file():
+        warnings.warn(ExportBesideWeightsWarning(
+            f"{name} holds PyTorch weights and an ONNX export ({ONNX_FILE}) side by side: the PyTorch weights answer; "
+            "an export answers from a folder of its own (the one bio-mrc export writes)"), stacklevel=3)
+
+
 def check_model_dir(model_dir: Path, weights: Sequence[str] = WEIGHT_FILES) -> dict:
     """Raise :class:`ModelFormatError` naming what makes ``model_dir`` unusable as a bio_mrc model
     (``weights``: the files one of which must hold the weights); returns its ``config.json`` as parsed, for
@@ -1242,6 +1257,13 @@ def _check_onnx_signature(folder: Path, graph: Any, config: Mapping[str, Any]) -
     for name, dims in inputs.items():
         if len(dims) != 2:
             raise fail(folder, ONNX_FILE, f"input {name!r} has shape {dims}, not (batch, sequence)")
+        if any(isinstance(d, int) for d in dims):  # a graph traced for one shape fails on every other batch
+            longest = config.get("max_seq_length")
+            shape = ", ".join(str(d) if d != "" else "?" for d in dims)
+            raise fail(folder, ONNX_FILE, f"input {name!r} has the fixed shape [{shape}]: windows are batched and padded to "
+                       f"their batch's longest{f', up to max_seq_length {longest}' if longest else ''}, so an export takes "
+                       "any number of windows of any length (dynamic batch and sequence axes); export the PyTorch model "
+                       "again with bio-mrc export")
     if "input_ids" not in inputs:
         raise fail(folder, ONNX_FILE, "has no input_ids input")
     heads = registry.head_names(config.get("heads", "span+bio"))

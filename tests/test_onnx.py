@@ -33,14 +33,6 @@ pytest.importorskip("onnx")
 ATOL = 1e-4
 
 
-@pytest.fixture(scope="module")
-def onnx_dir(trained_dir, tmp_path_factory):  # noqa: F811
-    """The tiny joint model exported through the command line."""
-    out = tmp_path_factory.mktemp("onnx") / "exported"
-    assert main(["export", "--model", str(trained_dir), "--output", str(out), "--format", "onnx"]) == 0
-    return out
-
-
 @pytest.mark.slow
 def test_the_export_folder_describes_itself(onnx_dir, trained_dir):  # noqa: F811
     for name in (ONNX_FILE, EXPORT_FILE, "config.json", "tokenizer.json", "tokenizer_config.json"):

@@ -21,7 +21,7 @@ from ..errors import ConfigError, ModelFormatError, a_type
 from ..features.windows import FeatureConfig
 from ..model_defaults import HEADS
 from ..model_folder import (BACKENDS, WEIGHT_FILES, check_model_dir, check_model_folder, check_pytorch_folder,  # noqa: F401 (by name)
-                            check_window_frame, model_backend)
+                            check_window_frame, model_backend, warn_export_beside_weights)
 from ..model import WINDOW_SETTINGS, BioMrcConfig, BioMrcForQuestionAnswering
 from ..hub import cached_folder, check_name_given, local_folder, named_as_given
 from ..qa_checkpoints import QA_HEADS, check_qa_folder, qa_architecture, span_model_from_qa_checkpoint, usable_positions
@@ -85,6 +85,7 @@ class TrainedModel:
         if qa_architecture(model_dir) and backend != "onnx":  # transformers' own extractive QA model: its span head
             _check_decodings(QA_HEADS, decodings)
             return cls.from_qa_checkpoint(model_dir, name, precision, device, progress)
+        warn_export_beside_weights(model_dir, backend, name)
         backend = model_backend(model_dir, backend)
         precision = forward_precision(precision, backend == "onnx", name)
         check_onnx_device(asked_device, backend == "onnx", name)

@@ -89,7 +89,12 @@ class OnnxModel:
         if checked is None:
             checked = check_model_folder(model_dir, onnx=True)
         config = BioMrcConfig.from_dict(checked)
-        return cls.from_file(model_dir / ONNX_FILE, config, providers, threads)
+        try:
+            return cls.from_file(model_dir / ONNX_FILE, config, providers, threads)
+        except ModelFormatError:
+            raise
+        except Exception as err:  # noqa: BLE001 - onnxruntime's own exception types (Fail, InvalidGraph, ...)
+            raise unrunnable_graph(model_dir, err) from None
 
     @classmethod
     def from_file(
@@ -127,6 +132,20 @@ class OnnxModel:
         feed = {name: np.asarray(batch[name], dtype=np.int64) if name in batch else np.zeros_like(ids)
                 for name in self.input_names}  # a graph with token types gets zeros from windows without them
         return dict(zip(self.output_names, self.session.run(self.output_names, feed)))
+
+
+def unrunnable_graph(model_dir: Path, err: Exception) -> ModelFormatError:
+    """A graph that passed the folder's checks but that the installed ONNX Runtime cannot open (an opset newer than it
+    runs, where the export's onnx knew a newer one), in one line naming the graph's opset and ONNX Runtime's words."""
+    import onnx
+
+    ort = importlib.import_module("onnxruntime")
+    graph = onnx.load(str(model_dir / ONNX_FILE), load_external_data=False)
+    opsets = [entry.version for entry in graph.opset_import if entry.domain in ("", "ai.onnx")]
+    detail = " ".join(str(err).split()) or type(err).__name__
+    return ModelFormatError(f"{ONNX_FILE}: ONNX Runtime {ort.__version__} cannot run its graph (opset "
+                            f"{opsets[0] if opsets else '?'}): export the PyTorch model again at an opset it runs "
+                            f"({detail})", str(model_dir))
 
 
 def check_export_marker(model_dir: Path) -> dict[str, Any]:

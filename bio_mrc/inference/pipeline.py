@@ -64,7 +64,7 @@ from ..encoders import right_sided
 from ..errors import ConfigError, DataFormatError, ModelFormatError, a_type
 from ..hub import local_folder, named_as_given
 from ..model import BioMrcForQuestionAnswering
-from ..model_folder import check_tokenizer
+from ..model_folder import check_tokenizer, warn_export_beside_weights
 from ..precision import pipeline_device
 from ..progress import progress_bars
 from ..qa_checkpoints import check_qa_folder, is_qa_model, span_model_from_qa_model
@@ -295,6 +295,7 @@ def checked_model_folder(name: str, revision: str | None = None, device: Any = N
     export_device(device, model_backend(folder) == "onnx", name)
     with named_as_given(name, folder):
         check_folder_to_load(folder)
+    warn_export_beside_weights(folder, "auto", name)
     return folder
 
 
