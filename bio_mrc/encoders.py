@@ -98,6 +98,7 @@ def as_data(name_or_path: str):
     import pickle
 
     from .errors import ModelFormatError
+    from .json_syntax import json_value
 
     try:
         yield
@@ -113,7 +114,7 @@ def as_data(name_or_path: str):
             import transformers
 
             found = re.search(r"model type `([^`]*)`", str(err))
-            problem = (f"its config.json names model_type {found.group(1) if found else '?'!r}, which transformers "
+            problem = (f"its config.json names model_type {json_value(found.group(1)) if found else '?'}, which transformers "
                        f"{transformers.__version__} does not know (a newer transformers, or another library's model?)")
         else:
             raise

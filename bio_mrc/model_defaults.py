@@ -4,6 +4,8 @@ its windows without loading torch."""
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from .errors import ConfigError
 
 HEADS = "span+bio"
@@ -71,6 +73,29 @@ def qa_windows(encoder_config, tokenizer_max_length: int | None = None, position
     return {"max_seq_length": length, "doc_stride": stride, "max_query_length": question}
 
 
+# The encoder families whose position table holds the padding id and numbers a window's positions from after it
+# (RoBERTa and its kin, as fairseq numbers them): a window fills ``max_position_embeddings`` less ``pad_token_id + 1``.
+POSITIONS_AFTER_PADDING = frozenset({
+    "camembert", "data2vec-text", "ibert", "layoutlmv3", "lilt", "longformer", "luke", "markuplm", "mpnet", "roberta",
+    "roberta-prelayernorm", "xlm-roberta", "xlm-roberta-xl", "xmod"})
+
+
+def window_positions(max_positions: Any, padding_id: Any = None) -> int | None:
+    """The positions a window may fill of an encoder of ``max_positions`` whose positions are numbered from after
+    ``padding_id`` (None: from 0); None where ``max_positions`` is no count."""
+    if type(max_positions) is not int or max_positions < 1:
+        return None
+    return max(0, max_positions - (padding_id + 1)) if type(padding_id) is int and padding_id >= 0 else max_positions
+
+
+def config_window_positions(encoder_config: Mapping[str, Any]) -> int | None:
+    """:func:`window_positions` of the encoder whose ``config.json`` (as read) is ``encoder_config``, without torch: its
+    ``model_type`` says whether positions start after its ``pad_token_id``."""
+    model_type = encoder_config.get("model_type")
+    after_padding = isinstance(model_type, str) and model_type in POSITIONS_AFTER_PADDING  # a list is no family (nor hashable)
+    return window_positions(encoder_config.get("max_position_embeddings"), encoder_config.get("pad_token_id") if after_padding else None)
+
+
 def windows_that_fit(positions: int) -> str:
     """The window settings :func:`qa_windows` takes for an encoder of ``positions``, as ``max_seq_length 128,
     doc_stride 46, max_query_length 32``: a set that fits as a whole (a shorter window alone leaves the default stride
@@ -79,6 +104,6 @@ def windows_that_fit(positions: int) -> str:
 
 
 __all__ = ["BIO_LOSS_REDUCTION", "BIO_LOSS_REDUCTIONS", "BIO_LOSS_WEIGHT", "BIO_PRIOR", "GPU_INFERENCE_BATCH_SIZE",
-           "HEADS", "INFERENCE_BATCH_SIZE", "MAX_ANSWER_LENGTH", "MODEL_FORMAT", "QA_WINDOWS",
+           "HEADS", "INFERENCE_BATCH_SIZE", "MAX_ANSWER_LENGTH", "MODEL_FORMAT", "POSITIONS_AFTER_PADDING", "QA_WINDOWS",
            "ANSWER_LENGTH_COVERAGE", "SPAN_LOSS_WEIGHT", "WORD_UNITS", "WORD_UNITS_NOW", "WORD_UNITS_WHEN_ABSENT",
-           "qa_windows", "windows_that_fit"]
+           "config_window_positions", "qa_windows", "window_positions", "windows_that_fit"]

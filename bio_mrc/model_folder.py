@@ -275,6 +275,26 @@ def qa_model_architecture(folder: Path, name: str | Path) -> str:
     raise ModelFormatError(f"{kind}; convert reads transformers' extractive question-answering models only", str(name))
 
 
+def check_convertible(folder: Path, name: str | Path) -> str:
+    """What a conversion (``bio-mrc convert``) refuses in the QA model ``folder`` (``name``: as given) before torch is
+    imported, in the conversion's words: no ``...ForQuestionAnswering`` class, no weights or no tokenizer of its own.
+    Returns the class."""
+    architecture = qa_model_architecture(folder, name)
+    check_qa_files(folder)
+    return architecture
+
+
+# Files a QA model's tokenizer is read from (a fast one, or the vocabulary a fast one is built from).
+QA_TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
+
+
+def check_qa_files(folder: Path) -> None:
+    """A QA model folder holds the files a conversion reads: safetensors weights and a tokenizer of its own."""
+    check_weights_present(folder)
+    if not any((folder / name).is_file() for name in QA_TOKENIZER_FILES):
+        raise ModelFormatError(f"no tokenizer ({', '.join(QA_TOKENIZER_FILES)}): a QA model is read with its own", str(folder))
+
+
 # A tokenizer's vocabulary is read from one of these; without any, transformers builds a tokenizer of the special
 # tokens alone (5 tokens for a BERT), which reads every word as [UNK] and trains a model on nothing without a word.
 VOCABULARY_FILES = (TOKENIZER_FILE, "vocab.txt", "vocab.json", "*.model")

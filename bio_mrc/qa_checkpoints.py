@@ -21,10 +21,11 @@ from transformers import AutoConfig, AutoModel, AutoModelForQuestionAnswering, P
 
 from .encoders import as_data, load_tokenizer
 from .errors import ConfigError, ModelFormatError
+from .json_syntax import json_value
 from .model import BioMrcConfig, BioMrcForQuestionAnswering, check_weight_values
-from .model_defaults import QA_WINDOWS, qa_windows, windows_that_fit  # noqa: F401 (by name)
-from .model_folder import (QA_HEADS, check_bidirectional, check_file_kinds, check_sizes, check_tokenizer, check_weights_fit, expected_shapes,
-                           qa_architecture, read_json_object, saved_config, weight_shapes)
+from .model_defaults import QA_WINDOWS, qa_windows, window_positions, windows_that_fit  # noqa: F401 (by name)
+from .model_folder import (QA_HEADS, check_bidirectional, check_file_kinds, check_qa_files, check_sizes, check_tokenizer,
+                           check_weights_fit, expected_shapes, qa_architecture, read_json_object, saved_config, weight_shapes)
 
 QA_LAYER = "qa_outputs"
 ENCODER_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -33,8 +34,6 @@ CHECK_QUESTION, CHECK_CONTEXT = "Who wrote the first program?", "The first progr
 LOGIT_TOLERANCE = 1e-3
 # Saved tensors a QA class does not build and never reads: a pooler saved with the encoder, position ids buffers.
 IGNORED_WEIGHTS = ("pooler.", "position_ids")
-# Files a tokenizer is read from (a fast one, or the vocabulary a fast one is built from).
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "tokenizer.model")
 
 
 def check_qa_folder(folder: Path) -> dict[str, Any]:
@@ -50,8 +49,7 @@ def check_qa_folder(folder: Path) -> dict[str, Any]:
     found, expected = ({name: shape for name, shape in shapes.items() if not any(part in name for part in IGNORED_WEIGHTS)}
                        for shapes in read)
     check_weights_fit(folder, found, expected)
-    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
-        raise ModelFormatError(f"no tokenizer ({', '.join(TOKENIZER_FILES)}): a QA model is read with its own", str(folder))
+    check_qa_files(folder)  # its weights read above; its tokenizer, as convert checks both before torch loads
     check_tokenizer(folder, config["vocab_size"], required=False)
     return config
 
@@ -64,7 +62,7 @@ def _qa_class(config: dict, folder: Path) -> type:
     name = MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES.get(str(config.get("model_type")))
     if name is None or not hasattr(transformers, name):
         raise ModelFormatError(f"config.json: transformers {transformers.__version__} has no extractive QA model for "
-                               f"model_type {config.get('model_type')!r}", str(folder))
+                               f"model_type {json_value(config.get('model_type'))}", str(folder))
     return getattr(transformers, name)
 
 
@@ -166,7 +164,7 @@ def usable_positions(encoder: nn.Module) -> int | None:
         return None
     table = getattr(getattr(encoder, "embeddings", None), "position_embeddings", None)
     padding = getattr(table, "padding_idx", None)
-    return positions - (padding + 1) if isinstance(padding, int) and padding >= 0 else positions
+    return window_positions(positions, padding)  # the rule config_window_positions reads from config.json
 
 
 def encoder_positions(encoder: str) -> int | None:

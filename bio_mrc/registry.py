@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .answer_text import normalize_answer
 from .errors import BioMrcError, DataFormatError
+from .json_syntax import json_value
 
 TAG_SEQUENCE = "tag sequence"  # multi-span answers: one tag sequence, the spans its decoder chose by their posteriors
 NBEST_SPANS = "n-best spans"  # multi-span answers: the non-overlapping n-best single spans
@@ -417,7 +418,7 @@ def register_task(entry: TaskEntry, *, replace: bool = False) -> TaskEntry:
 
 def _lookup(table: Mapping[str, Any], kind: str, name: str) -> Any:
     if name not in table:
-        raise ValueError(f"{kind} must be one of {tuple(table)}, got {name!r}")
+        raise ValueError(f"{kind} must be one of {tuple(table)}, got {json_value(name)}")
     return table[name]
 
 
@@ -446,13 +447,13 @@ def head_names(heads: str) -> list[str]:
     names = heads.split("+")
     unknown = [name for name in names if name not in HEADS]
     if unknown:  # a head of one's own is registered in this process before a model naming it is built or loaded
-        raise ValueError(f"heads must be one of {head_choices()}, got {heads!r}: no head named {', '.join(map(repr, unknown))} "
+        raise ValueError(f"heads must be one of {head_choices()}, got {json_value(heads)}: no head named {', '.join(map(json_value, unknown))} "
                          "is registered (a head of your own: import the code that calls bio_mrc.registry.register_head first)")
     if len(set(names)) != len(names):
-        raise ValueError(f"heads must be one of {head_choices()}, got {heads!r}")
+        raise ValueError(f"heads must be one of {head_choices()}, got {json_value(heads)}")
     outputs = head_outputs(names)  # a model's output holds one tensor a name: a second head's would replace the first's
     if shared := sorted({name for name in outputs if outputs.count(name) > 1}):
-        raise ValueError(f"heads {heads!r} name the same logits {shared}: a model carries one head of each output name")
+        raise ValueError(f"heads {json_value(heads)} name the same logits {shared}: a model carries one head of each output name")
     return [name for name in HEADS if name in names]
 
 
@@ -506,9 +507,9 @@ def resolve_decoding(available: Sequence[str], decoding: str) -> str:
     if decoding == AUTO_DECODING:
         return preferred_decoding(available)
     if not isinstance(decoding, str) or decoding not in DECODINGS:
-        raise ConfigError(f"decoding must be one of {[AUTO_DECODING, *DECODINGS]}, got {decoding!r}")
+        raise ConfigError(f"decoding must be one of {[AUTO_DECODING, *DECODINGS]}, got {json_value(decoding)}")
     if decoding not in available:
-        raise ConfigError(f"decoding {decoding!r} needs heads this model lacks; it offers {list(available)}")
+        raise ConfigError(f"decoding {json_value(decoding)} needs heads this model lacks; it offers {list(available)}")
     return decoding
 
 
@@ -517,7 +518,7 @@ def task_for(format: str, has_unanswerable: bool) -> TaskEntry:
     versions), the one whose ``no_answer`` matches whether some question has no answer."""
     matching = [entry for entry in TASKS.values() if entry.format == format]
     if not matching:
-        raise ValueError(f"format must be one of {tuple(dict.fromkeys(e.format for e in TASKS.values()))}, got {format!r}")
+        raise ValueError(f"format must be one of {tuple(dict.fromkeys(e.format for e in TASKS.values()))}, got {json_value(format)}")
     return next((e for e in matching if e.no_answer == has_unanswerable), matching[0]) if len(matching) > 1 else matching[0]
 
 

@@ -481,7 +481,7 @@ def test_a_comparison_from_python_advises_correcting_a_misplaced_occurrence(tmp_
     data = tmp_path / "moved.jsonl"
     data.write_text("".join(json.dumps(line) + "\n" for line in lines))
     said = python_refusal(compare, load_config(comparison_of(tmp_path, data, tiny_encoder_dir)), tmp_path, tmp_path / "out")
-    assert said.startswith("eval: char span #2 [0, 4] holds 'Paris', not the detected answer's text 'France'; correct or "
+    assert said.startswith("eval: char span #2 [0, 4] holds \"Paris\", not the detected answer's text \"France\"; correct or "
                            "remove that char span in the file: a comparison reads its data as written; read as mrqa")
     assert "fix_offsets" not in said
 

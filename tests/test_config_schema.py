@@ -157,8 +157,8 @@ def test_a_name_ending_in_a_newline_is_refused_by_the_loader_and_the_published_s
      "contrasts[1][1]: unknown cell(s) ['jiont/joint'] (did you mean 'joint/joint' for 'jiont/joint'?)"),
     ({"contrasts": [["joint/span", "joint/bio"], ["joint/bio", "joint/bio"]]},
      "contrasts[1]: a contrast compares two different cells; got ['joint/bio', 'joint/bio']"),
-    ({"baseline_left_out": "gone"}, "baseline_left_out: 'gone' is not a cell label of the form run/decoding"),
-    ({"baseline_left_out": "gone/spam"}, "baseline_left_out: 'gone/spam' names no decoding; the decodings are span, bio, joint"),
+    ({"baseline_left_out": "gone"}, 'baseline_left_out: "gone" is not a cell label of the form run/decoding'),
+    ({"baseline_left_out": "gone/spam"}, 'baseline_left_out: "gone/spam" names no decoding; the decodings are span, bio, joint'),
 ])
 def test_a_cell_the_config_names_wrong_is_refused_naming_its_key_path(change, message):
     with pytest.raises(ConfigError, match="^" + re.escape(message)):

@@ -246,14 +246,14 @@ def test_every_char_span_of_every_detected_answer_holds_its_text(tmp_path):
     with pytest.raises(DataFormatError) as info:
         load_squad(path)
     assert info.value.record == "q1" and info.value.source == f"{path}, line 2"
-    assert info.value.problem.startswith("char span #3 [0, 4] holds 'Paris', not the detected answer's text "
-                                         "'Capital  of-France'; fix_offsets=True reads the answer where its text is and "
+    assert info.value.problem.startswith("char span #3 [0, 4] holds \"Paris\", not the detected answer's text "
+                                         "\"Capital  of-France\"; fix_offsets=True reads the answer where its text is and "
                                          "passes over a misplaced occurrence; read as mrqa")
     fixed = load_squad(path, fix_offsets=True)
     assert fixed.examples[0].answers == (((24, 30),), ((13, 30),)) and fixed.fixed_offsets == ["q1"]
     assert fixed.examples[0].answer_texts()[1] == ["capital of France"]
     second["char_spans"][2] = [0, 52]  # the whole context
-    with pytest.raises(DataFormatError, match=r"^char span #3 \[0, 52\] holds 'Paris is the\.\.\.orders Spain\.', not "):
+    with pytest.raises(DataFormatError, match=r'^char span #3 \[0, 52\] holds "Paris is the capital of France\. France borders Spain\.", not '):
         load_squad(write_jsonl(tmp_path / "long.jsonl", lines))
     lines[1]["qas"][0]["detected_answers"] = [first]
     assert load_squad(write_jsonl(tmp_path / "kept.jsonl", lines)).fixed_offsets == []
@@ -282,7 +282,7 @@ def test_an_mrqa_text_that_is_not_at_its_char_span_is_refused_as_a_squad_answer_
         load_squad(write_jsonl(tmp_path / "lower.jsonl", lines))
     assert info.value.record == "q1"
     answer["text"] = None
-    with pytest.raises(DataFormatError, match="a detected answer needs a 'text' string, got None; read as mrqa"):
+    with pytest.raises(DataFormatError, match="a detected answer needs a 'text' string, got null; read as mrqa"):
         load_squad(write_jsonl(tmp_path / "none.jsonl", lines))
 
 
@@ -322,10 +322,10 @@ def test_a_bad_multispanqa_record_is_one_question_skipped_under_skip_invalid(tmp
     data = load_squad(path, skip_invalid=True)
     assert [ex.id for ex in data.examples] == ["m1", "m2"] and data.version == "2.0" and data.format == "multispanqa"
     assert [(error.record, error.problem.split(";")[0]) for error in data.skipped] == [
-        ("m3", "label 'X' at word 1 is not one of B, I, O"), ("m1", "duplicate question id")]
+        ("m3", 'label "X" at word 1 is not one of B, I, O'), ("m1", "duplicate question id")]
     streamed = stream_squad(path, skip_invalid=True, limit=1)
     assert [ex.id for ex in streamed] == ["m1"] and streamed.version == "1.1"
-    with pytest.raises(DataFormatError, match="label 'X' at word 1 is not one of B, I, O; read as multispanqa") as info:
+    with pytest.raises(DataFormatError, match='label "X" at word 1 is not one of B, I, O; read as multispanqa') as info:
         load_squad(path)
     assert info.value.record == "m3" and info.value.source == str(path)
 

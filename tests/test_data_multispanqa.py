@@ -93,9 +93,9 @@ def broken(**changes):
     [
         (broken(label=["B", "O", "O"]), "3 tags for 2 words"),
         (broken(label=["B"]), "1 tags for 2 words"),
-        (broken(label=["B", "X"]), "label 'X' at word 1 is not one of B, I, O"),
-        (broken(label=["b", "O"]), "label 'b' at word 0"),
-        (broken(label=["B-PER", "O"]), "label 'B-PER' at word 0"),
+        (broken(label=["B", "X"]), 'label "X" at word 1 is not one of B, I, O'),
+        (broken(label=["b", "O"]), 'label "b" at word 0'),
+        (broken(label=["B-PER", "O"]), 'label "B-PER" at word 0'),
         (broken(context=None, question=None), r"missing key\(s\) \['question', 'context'\]"),
         (broken(context="a b"), "'context' must be a list of word strings"),
         (broken(context=[], label=[]), "'context' is empty"),

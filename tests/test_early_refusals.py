@@ -168,6 +168,52 @@ def test_compare_export_and_convert_refuse_plain_bad_input_before_torch_loads(tm
     assert not Path(out).exists()
 
 
+def qa_model_files(folder: Path, *names: str) -> Path:
+    """A folder holding a transformers BERT QA model's config.json and the files ``names`` (their bytes unread here)."""
+    folder.mkdir()
+    config = {"model_type": "bert", "architectures": ["BertForQuestionAnswering"], "vocab_size": 50, "hidden_size": 16,
+              "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 64}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    for name in names:
+        (folder / name).write_bytes(b"x")
+    return folder
+
+
+QA_TOKENIZERS = "tokenizer.json, vocab.txt, vocab.json, spiece.model, sentencepiece.bpe.model, tokenizer.model"
+
+
+def test_convert_refuses_a_qa_model_without_weights_or_a_tokenizer_before_torch_loads(tmp_path):
+    """A QA model folder without its weights, or its tokenizer, was refused once torch and transformers had loaded."""
+    weightless, untokenized = qa_model_files(tmp_path / "weightless", "vocab.txt"), qa_model_files(tmp_path / "untokenized", "model.safetensors")
+    out = tmp_path / "out"
+    result = refused([["convert", "--model", str(weightless), "--output", str(out)],
+                      ["convert", "--model", str(untokenized), "--output", str(out)]], tmp_path)
+    assert result["lines"] == [[2, f"error: no weights (model.safetensors): an unfinished or partial copy? (in {weightless})"],
+                               [2, f"error: no tokenizer ({QA_TOKENIZERS}): a QA model is read with its own (in {untokenized})"]]
+    assert result["heavy"] == []
+    assert not out.exists()
+
+
+def test_the_conversion_refuses_a_qa_model_without_weights_or_a_tokenizer_in_the_same_words(tiny_encoder_dir, tmp_path):
+    from bio_mrc.errors import ModelFormatError
+    from bio_mrc.model_folder import check_convertible
+    from bio_mrc.qa_checkpoints import check_qa_folder
+
+    from .test_qa_checkpoints import random_qa_model
+
+    untokenized = random_qa_model("distilbert", tiny_encoder_dir, tmp_path / "untokenized")
+    for name in QA_TOKENIZERS.split(", "):
+        (untokenized / name).unlink(missing_ok=True)
+    weightless = qa_model_files(tmp_path / "weightless", "vocab.txt")
+    for folder, said in [(weightless, "no weights (model.safetensors): an unfinished or partial copy?"),
+                         (untokenized, f"no tokenizer ({QA_TOKENIZERS}): a QA model is read with its own")]:
+        with pytest.raises(ModelFormatError) as early:
+            check_convertible(folder, str(folder))
+        with pytest.raises(ModelFormatError) as late:
+            check_qa_folder(folder)
+        assert str(early.value) == str(late.value) == f"{said} (in {folder})"
+
+
 def free_port() -> str:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -309,6 +355,40 @@ def test_training_refuses_windows_past_the_encoders_positions_in_the_same_words(
         with pytest.raises(ConfigError, match=rf"^max_seq_length {config.max_seq_length} exceeds the {positions} positions "
                                               rf"a window of encoder {re.escape(source)} may fill: train with windows"):
             check_windows_fit(config, source)
+
+
+def roberta_style_encoder(folder: Path) -> Path:
+    """An encoder folder of a config.json alone, of a family numbering positions after its padding id (1): 514 rows."""
+    folder.mkdir()
+    config = {"model_type": "roberta", "architectures": ["RobertaModel"], "vocab_size": 50, "hidden_size": 16,
+              "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32, "max_position_embeddings": 514,
+              "pad_token_id": 1, "type_vocab_size": 1}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def test_train_counts_the_positions_of_an_encoder_numbering_after_its_padding_id_before_torch_loads(tmp_path):
+    """train's line before torch named the 514 rows of RoBERTa's position table, and took windows of 513 and 514 tokens
+    that training refused once the encoder was built, as longer than its 512 positions."""
+    encoder, new = roberta_style_encoder(tmp_path / "roberta"), str(tmp_path / "new")
+    train = ["train", "--train", str(SAMPLE_V1), "--output-dir", new, "--encoder", str(encoder)]
+    result = refused([[*train, "--max-seq-length", "600"], [*train, "--max-seq-length", "513"]], tmp_path)
+    assert result["lines"] == [[2, f"error: max_seq_length {length} exceeds the 512 positions a window of encoder {encoder} may "
+                                   "fill: train with windows that fit, e.g. max_seq_length 384, doc_stride 128, max_query_length 64"]
+                               for length in (600, 513)]
+    assert result["heavy"] == []
+    assert not Path(new).exists()
+
+
+def test_training_counts_an_encoder_numbering_after_its_padding_id_in_the_same_words(tmp_path):
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.training.config import TrainConfig
+    from bio_mrc.training.run_checks import check_windows_fit
+
+    encoder = str(roberta_style_encoder(tmp_path / "roberta"))
+    with pytest.raises(ConfigError, match=rf"^max_seq_length 513 exceeds the 512 positions a window of encoder {re.escape(encoder)} "):
+        check_windows_fit(TrainConfig(encoder=encoder, max_seq_length=513), encoder)
+    check_windows_fit(TrainConfig(encoder=encoder, max_seq_length=512), encoder)
 
 
 def offline_line(cache: Path, what: str = "model folder") -> str:

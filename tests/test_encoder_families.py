@@ -19,6 +19,7 @@ from bio_mrc.data.squad import load_squad
 from bio_mrc.errors import ConfigError
 from bio_mrc.inference.onnx import encoder_inputs, export_onnx
 from bio_mrc.model import BioMrcForQuestionAnswering, set_encoder_dropout
+from bio_mrc.model_defaults import POSITIONS_AFTER_PADDING, config_window_positions
 from bio_mrc.training.train import TrainConfig, train_model
 
 from .conftest import SAMPLE_V1
@@ -107,6 +108,48 @@ def test_xlm_reads_no_token_types_which_it_would_look_up_as_words(tiny_encoder_d
         assert not torch.allclose(model.encoder(**batch).last_hidden_state, words_alone, atol=1e-3)  # the types shift it
         torch.testing.assert_close(model(**batch).start_logits,
                                    model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).start_logits)
+
+
+# A family of each numbering rule, and every family numbering after its padding id; the slow tier sweeps them all.
+COUNTED_FAMILIES = sorted({"bert", "xlm", "distilbert", "electra", "deberta-v2", "modernbert", *POSITIONS_AFTER_PADDING})
+
+
+def meta_built(model_type: str):
+    """A default encoder of ``model_type`` and its config, built on the meta device (no weights allocated)."""
+    config = transformers.AutoConfig.for_model(model_type)
+    with torch.device("meta"):
+        return AutoModel.from_config(config), config
+
+
+@pytest.mark.parametrize("model_type", COUNTED_FAMILIES)
+def test_config_json_counts_a_windows_positions_as_the_built_encoder_does(model_type):
+    """train's check before torch reads the count from config.json; training's, from the built position table."""
+    from bio_mrc.qa_checkpoints import usable_positions
+
+    encoder, config = meta_built(model_type)
+    assert config_window_positions(config.to_dict()) == usable_positions(encoder)
+    if model_type in POSITIONS_AFTER_PADDING:  # the families the rule is for: fewer positions than the table's rows
+        assert usable_positions(encoder) == config.max_position_embeddings - config.pad_token_id - 1
+
+
+@pytest.mark.slow
+def test_every_extractive_qa_family_counts_its_positions_from_config_json_alike():
+    """A family transformers adds that numbers positions after its padding id is named in POSITIONS_AFTER_PADDING: the
+    count read from config.json is the built encoder's wherever config.json holds one."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES
+
+    from bio_mrc.qa_checkpoints import usable_positions
+
+    differ = []
+    for model_type in sorted(set(MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES) - {"lxmert"}):  # LXMERT reads images too
+        try:
+            encoder, config = meta_built(model_type)
+        except Exception:  # noqa: BLE001 - a family whose default config builds no model alone (it needs more packages)
+            continue
+        early = config_window_positions(config.to_dict())  # None: no max_position_embeddings (GPT-2's n_positions)
+        if early is not None and early != usable_positions(encoder):  # None leaves the count to training's check
+            differ.append(model_type)
+    assert differ == []
 
 
 def test_a_window_fills_every_position_of_an_encoder_numbering_from_zero(tiny_encoder_dir):

@@ -166,7 +166,7 @@ def test_from_pretrained_refuses_a_misspelt_keyword_and_a_missing_head_before_th
     monkeypatch.setattr(BioMrcForQuestionAnswering, "from_pretrained", loaded)
     with pytest.raises(TypeError, match="unexpected keyword argument 'multispan'"):
         AnswerExtractor.from_pretrained(trained_dir, multispan=True)
-    with pytest.raises(ConfigError, match="decoding must be one of .*got 'crf'"):
+    with pytest.raises(ConfigError, match='decoding must be one of .*got "crf"'):
         AnswerExtractor.from_pretrained(trained_dir, decoding="crf")
     monkeypatch.setattr(TrainedModel, "load", loaded)
     with pytest.raises(TypeError, match="unexpected keyword argument 'topk'"):

@@ -307,8 +307,8 @@ def test_a_configuration_that_left_its_baseline_out_reads_back_as_itself():
     assert again.baseline is None and again.baseline_left_out == "joint/bio"
     assert again.to_dict() == kept.to_dict()
     assert again.with_overrides(runs=["span-only"]).baseline_left_out == "joint/bio"
-    with pytest.raises(ConfigError, match="'baseline_left_out' 'span-only/span' is the baseline of a run the runs selected "
-                       "leave out, but the run 'span-only' is among them: name it as 'baseline'"):
+    with pytest.raises(ConfigError, match="'baseline_left_out' \"span-only/span\" is the baseline of a run the runs selected "
+                       "leave out, but the run \"span-only\" is among them: name it as 'baseline'"):
         parse_config({**kept.to_dict(), "baseline_left_out": "span-only/span"})
 
 

@@ -162,7 +162,7 @@ DUPLICATE = '{"question": "Who?", "context": "Newton.", "question": "What?"}'
 
 
 @pytest.mark.parametrize("encoding, status, words", [
-    ("utf-8-sig", 400, "the key 'question' appears twice"),
+    ("utf-8-sig", 400, 'the key "question" appears twice'),
     ("utf-16", 400, "not UTF-8 JSON"),
     ("utf-32", 400, "not UTF-8 JSON"),
     ("utf-16-le", 422, "not valid JSON"),

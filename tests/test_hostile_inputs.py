@@ -275,7 +275,7 @@ def test_an_encoder_of_an_unknown_model_type_is_one_error(tiny_encoder_dir, tmp_
     shutil.copytree(tiny_encoder_dir, encoder)
     config = json.loads((encoder / "config.json").read_text())
     (encoder / "config.json").write_text(json.dumps({**config, "model_type": "frobnicator"}))
-    with pytest.raises(ModelFormatError, match="names model_type 'frobnicator', which transformers .* does not know"):
+    with pytest.raises(ModelFormatError, match='names model_type "frobnicator", which transformers .* does not know'):
         BioMrcForQuestionAnswering.from_encoder(str(encoder))
 
 

@@ -66,3 +66,43 @@ def test_a_model_folders_bad_setting_is_quoted_as_json(trained_dir, tmp_path, ke
     with pytest.raises(ModelFormatError) as refused:
         TrainedModel.load(folder, precision="fp32", device="cpu")
     assert said in str(refused.value)
+
+
+def test_a_request_bodys_repeated_key_is_quoted_as_json():
+    from bio_mrc.serving.guards import read_strict_json
+
+    read = read_strict_json(b'{"question": "Who?", "context": "Ada.", "question": "When?"}')
+    assert read.problem == 'body: the key "question" appears twice in one object (JSON leaves which to keep undefined)'
+
+
+@pytest.mark.parametrize("record, said", [
+    ({"id": True, "question": ["Who?"], "context": ["Ada"], "label": ["B"]}, "'id' must be a non-empty string, got true"),
+    ({"id": "m1", "question": ["Who?"], "context": ["Ada", "wrote"], "label": ["B", None]}, "label null at word 1 is not"),
+    ({"id": "m1", "question": ["Who?"], "context": ["Ada"], "label": ["b"]}, 'label "b" at word 0 is not'),
+])
+def test_a_multispanqa_record_is_quoted_as_json(record, said):
+    from bio_mrc.data.multispanqa import parse_record
+
+    with pytest.raises(DataFormatError) as refused:
+        parse_record(record, "ms.json", 1)
+    assert said in str(refused.value)
+
+
+@pytest.mark.parametrize("answer, said", [
+    ({"text": None, "char_spans": [[0, 5]]}, "a detected answer needs a 'text' string, got null"),
+    ({"text": "France", "char_spans": [[0, True]]}, "char span #1 [0, true] of a detected answer is not [start, end] of integers"),
+])
+def test_an_mrqa_detected_answer_is_quoted_as_json(tmp_path, answer, said):
+    line = {"context": CONTEXT, "qas": [{"qid": "q1", "question": "Where?", "detected_answers": [answer]}]}
+    path = tmp_path / "mrqa.jsonl"
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError) as refused:
+        load_squad(str(path))
+    assert said in str(refused.value)
+
+
+def test_a_model_folders_unregistered_heads_are_quoted_as_json():
+    from bio_mrc import registry
+
+    with pytest.raises(ValueError, match='got "span\\+pointer": no head named "pointer" is registered'):
+        registry.head_names("span+pointer")

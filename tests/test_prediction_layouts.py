@@ -119,7 +119,7 @@ def test_an_id_given_twice_is_refused_naming_both_records(tmp_path, capsys, offi
     data = official[0]
     lines = '{"id": "q1", "answer": "France"}\n{"id": "q2", "answer": "Paris"}\n{"id": "q1", "answer": ""}\n'
     assert refused(capsys, data, write(tmp_path / "twice.jsonl", lines)) == (
-        f"error: the id 'q1' is given on line 1 and again on line 3: a question has one prediction (in {tmp_path / 'twice.jsonl'}, record 'q1')")
+        f"error: the id \"q1\" is given on line 1 and again on line 3: a question has one prediction (in {tmp_path / 'twice.jsonl'}, record 'q1')")
     records = [{"id": "q2", "prediction_text": "Paris"}, {"id": "q2", "prediction_text": "France"}]
     assert "given on entry 1 and again on entry 2" in refused(capsys, data, write(tmp_path / "twice.json", json.dumps(records)))
 

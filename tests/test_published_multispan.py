@@ -100,7 +100,7 @@ def test_a_drop_span_the_passage_lacks_is_refused_naming_it_or_skipped(tmp_path)
     with pytest.raises(DataFormatError) as refused:
         load_squad(path)
     message = str(refused.value)
-    assert "answer span 'the Bears' is not in the passage" in message and "read as drop" in message
+    assert 'answer span "the Bears" is not in the passage' in message and "read as drop" in message
     assert "d3" in message and "passage nfl_1" in message and "drop_dataset_dev.json" in message
     skipped = load_squad(path, skip_invalid=True)
     assert [ex.id for ex in skipped.examples] == ["d1", "d4"] and len(skipped.skipped) == 1

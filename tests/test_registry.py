@@ -477,7 +477,8 @@ def test_a_malformed_entry_is_refused_at_registration_in_one_line(monkeypatch, t
 def test_two_heads_naming_the_same_logits_are_refused_together(toy_entries):
     # the toy pointer head names its logits as the span head does: a model of both held only the pointer's
     assert registry.head_names("pointer") == ["pointer"] and registry.head_names("bio+span") == ["span", "bio"]
-    with pytest.raises(ValueError, match=r"^heads 'span\+pointer' name the same logits \['end_logits', 'start_logits'\]: "
+    with pytest.raises(ValueError, match=r'^heads "span\+pointer" name the same logits '
+                                         r"\['end_logits', 'start_logits'\]: "
                                          "a model carries one head of each output name$"):
         registry.head_names("span+pointer")
     with pytest.raises(ValueError, match="name the same logits"):
@@ -495,7 +496,8 @@ def test_a_head_that_is_not_registered_is_named_as_such(trained_dir, tmp_path):
     shutil.copytree(trained_dir, model)
     config = json.loads((model / "config.json").read_text(encoding="utf-8"))
     (model / "config.json").write_text(json.dumps({**config, "heads": "span+pointer"}), encoding="utf-8")  # saved with a plug-in head
-    with pytest.raises(ModelFormatError, match=r"got 'span\+pointer': no head named 'pointer' is registered \(a head of your own: "
+    with pytest.raises(ModelFormatError, match=r'got "span\+pointer": no head named "pointer" is registered '
+                                               r"\(a head of your own: "
                                                r"import the code that calls bio_mrc.registry.register_head first\)"):
         TrainedModel.load(model)
 

@@ -70,7 +70,7 @@ def test_a_hand_edited_summary_is_refused_naming_the_file_and_the_field(tmp_path
     with pytest.raises(ConfigError, match=r"report.json': summary: contrast 0 is not a paired difference: it lacks \['b', "):
         read_report(path)
     path.write_text(json.dumps({**stored, "summary": {**stored["summary"], "baseline": {"cell": "nobody"}}}))
-    with pytest.raises(ConfigError, match="summary: baseline: 'nobody' is not a cell label"):
+    with pytest.raises(ConfigError, match='summary: baseline: "nobody" is not a cell label'):
         read_report(path)
     row = {key: value for key, value in stored["summary"]["rows"][1].items() if key != "decode_seconds"}
     path.write_text(json.dumps({**stored, "summary": {**stored["summary"], "rows": [stored["summary"]["rows"][0], row]}}))
@@ -102,7 +102,7 @@ def _edited(summary: dict, path: tuple, value) -> dict:
 @pytest.mark.parametrize("name, path, value, message", [
     ("v2-from-reader", ("selective", "cells", "joint/span", "raw", "aurc"), ...,
      r"summary: selective: joint/span raw is not a confidence's measures: it lacks \['aurc'\]"),
-    ("v2-from-reader", ("selective", "contrasts", 0, "a"), "joint", "summary: selective: contrast 0: 'joint' is not a cell label"),
+    ("v2-from-reader", ("selective", "contrasts", 0, "a"), "joint", 'summary: selective: contrast 0: "joint" is not a cell label'),
     ("v2-from-reader", ("selective", "cells", "joint/span", "raw", "curve"), [0.5], r"curve is not a risk–coverage curve \(a JSON object\)"),
     ("v2-from-reader", ("always_abstain", "cells", "joint/bio", "diff"), ...,
      r"summary: always_abstain: joint/bio is not a paired bootstrap: it lacks \['diff'\]"),
@@ -162,7 +162,7 @@ def test_a_report_of_a_later_format_is_refused_saying_what_to_do(tmp_path):
     with pytest.raises(ConfigError, match=rf"report format {REPORT_FORMAT + 1}.*upgrade bio_mrc"):
         read_report(path)
     path.write_text(json.dumps({"format_version": True, "config": {}, "eval": {}, "eval_ids": [], "cells": []}))
-    with pytest.raises(ConfigError, match="report format True, but this bio_mrc reads formats 1 to"):
+    with pytest.raises(ConfigError, match="report format true, but this bio_mrc reads formats 1 to"):
         read_report(path)
 
 

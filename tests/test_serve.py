@@ -351,7 +351,7 @@ BAD_REQUESTS = {  # name: (body as bytes or JSON, status, words the message hold
     "unknown decoding": ({**GOOD, "decoding": "crf"}, 422, "body.decoding: Input should be 'auto', 'span', 'bio' or 'joint'"),
     "unknown field": ({**GOOD, "multispan": True}, 422, "body.multispan: Extra inputs are not permitted"),
     "lone surrogate in a field's name": ({**GOOD, "top\udc00k": 2}, 422,
-                                         "an unknown field 'top\\udc00k', its name holding a lone surrogate"),
+                                         'an unknown field "top\\udc00k", its name holding a lone surrogate'),
     "top_k beyond the n-best": ({**GOOD, "top_k": 21}, 422, "body.top_k"),
     "top_k with multi_span": ({**GOOD, "top_k": 2, "multi_span": True}, 422, "pick one"),
     "threshold above 1": ({**GOOD, "threshold": 1.5}, 422, "body.threshold"),
@@ -443,7 +443,7 @@ def test_a_decoding_the_heads_cannot_do_is_refused(tiny_encoder_dir, tmp_path):
     with TestClient(create_app(AnswerExtractor.from_pretrained(tmp_path, precision="fp32"))) as client:
         refused = client.post("/answer", json={**GOOD, "decoding": "bio"})
         auto = client.post("/answer", json={**GOOD, "multi_span": True})
-    assert refused.status_code == 422 and "decoding 'bio' needs heads this model lacks" in refused.json()["detail"]
+    assert refused.status_code == 422 and 'decoding "bio" needs heads this model lacks' in refused.json()["detail"]
     assert auto.status_code == 200 and auto.json()["decoding"] == "span"
 
 

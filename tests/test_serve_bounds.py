@@ -269,7 +269,7 @@ def test_a_refusal_stays_short_whatever_the_body_holds(extractor, operator_lines
     assert operator_lines == ["a request asked 1000 questions, more than 4 (--max-batch-size): answered 413"]  # once a minute
     assert documents.status_code == 413 and documents.json()["detail"].startswith("50 documents for one question")
     assert unknown.status_code == 422 and unknown.json()["detail"].startswith(
-        "25 unknown fields ('field0', 'field1', 'field2', …); a request has only the fields context, decoding, ")
+        '25 unknown fields ("field0", "field1", "field2", …); a request has only the fields context, decoding, ')
     problems = wrong.json()["problems"]
     # 18 problems: four options, four contexts, ten unknown fields (as many as a refusal lists)
     assert wrong.status_code == 422 and len(problems) == 11 and "body.context[3]" in {p["location"] for p in problems}
@@ -282,7 +282,7 @@ def test_a_refusal_stays_short_whatever_the_body_holds(extractor, operator_lines
 
 STRICT = {  # name: (body, words of the 400's detail)
     "duplicate key": ('{"question": "Who?", "context": "Newton.", "question": "What?"}',
-                      "the key 'question' appears twice"),
+                      'the key "question" appears twice'),
     "deep nesting": ('{"question": ' + "[" * 100_000 + "]" * 100_000 + ', "context": "x"}',
                      "nested deeper than 32 levels at character 44"),
     "moderate nesting": ('{"question": ' + "[" * 40 + "]" * 40 + ', "context": "x"}', "at character 44"),
@@ -315,7 +315,7 @@ def test_deep_brackets_inside_a_string_are_text():
 
 @pytest.mark.parametrize("body, read", [
     (b'{"a": 1}', StrictJson(parsed=True, document={"a": 1})),
-    (b'{"a": 1, "a": 2}', StrictJson("body: the key 'a' appears twice in one object (JSON leaves which to keep undefined)")),
+    (b'{"a": 1, "a": 2}', StrictJson('body: the key "a" appears twice in one object (JSON leaves which to keep undefined)')),
     (b'{"a": ', StrictJson()),  # syntax: the application's 422, with its position
     (b'{"a": "\xff"}', StrictJson()),  # not UTF-8: the application's 400
     (b'null', StrictJson(parsed=True, document=None)),
@@ -350,7 +350,7 @@ def test_a_duplicate_key_sent_with_a_content_type_ending_in_a_no_break_space_is_
             reply = b"".join(iter(lambda: sock.recv(65536), b""))
     head, _, payload = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400"), reply
-    assert "the key 'question' appears twice" in json.loads(payload)["detail"]
+    assert 'the key "question" appears twice' in json.loads(payload)["detail"]
 
 # --- time, clients that leave, fairness ----------------------------------------------------------
 

@@ -7,7 +7,7 @@ import json
 
 from ..errors import ConfigError
 from ..io import check_folder_target, check_library_path
-from ..model_folder import check_exportable, qa_model_architecture
+from ..model_folder import check_convertible, check_exportable
 from .options import check_model_at_hand
 
 
@@ -47,7 +47,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_convert(args: argparse.Namespace) -> int:
     check_library_path(check_folder_target(args.output))  # as the conversion checks them, before torch loads
-    check_model_at_hand(args.model, args.revision, lambda folder: qa_model_architecture(folder, args.model))
+    check_model_at_hand(args.model, args.revision, lambda folder: check_convertible(folder, args.model))
     from ..inference.conversion import convert_qa_checkpoint
 
     written = convert_qa_checkpoint(args.model, args.output, progress=True, overwrite=args.overwrite, revision=args.revision,

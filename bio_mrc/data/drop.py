@@ -18,6 +18,7 @@ from typing import Any
 
 from ..answer_text import mentions
 from ..errors import InputWarning
+from ..json_syntax import json_value
 from ..plurals import counted
 from .json_reader import DataFormatError
 from .sources import Records
@@ -79,7 +80,7 @@ def _row_or_problem(qa: Any, passage: Any, passage_id: str, source: str, number:
         whole = mentions(passage, span)
         start = whole[0][0] if whole else passage.find(span)
         if start < 0:
-            return DataFormatError(f"answer span {span!r} is not in the passage (DROP takes some spans from the question), "
+            return DataFormatError(f"answer span {json_value(span)} is not in the passage (DROP takes some spans from the question), "
                                    "so no model can extract it", qid, source)
         starts.append(start)
     return {**row, "answers": {"text": spans, "answer_start": starts}}

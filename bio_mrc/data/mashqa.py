@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from ..json_syntax import json_value
 from .json_reader import DataFormatError
 from .sources import Records
 
@@ -75,7 +76,7 @@ def _ranges(ranges: Any, size: int, qid: Any, source: str) -> list[tuple[int, in
         raise DataFormatError("'answer_starts' must be a non-empty list of [start, length] sentence ranges", record, source)
     for pair in ranges:
         if not (isinstance(pair, list) and len(pair) == 2 and all(type(i) is int for i in pair)):
-            raise DataFormatError(f"'answer_starts' entry {pair!r} is not [start, length] of integers", record, source)
+            raise DataFormatError(f"'answer_starts' entry {json_value(pair)} is not [start, length] of integers", record, source)
         start, length = pair
         if not (0 <= start and 0 < length and start + length <= size):
             raise DataFormatError(f"'answer_starts' range [{start}, {length}] is not inside the context ({size} characters)",

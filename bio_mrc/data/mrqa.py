@@ -13,12 +13,12 @@ unanswerable; one without the key is a question to predict.
 from __future__ import annotations
 
 import itertools
-import reprlib
 import unicodedata
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..answer_text import normalize_answer
+from ..json_syntax import json_value
 from .json_reader import DataFormatError
 from .sources import Records, jsonl_rows
 
@@ -107,7 +107,7 @@ def _answer_text(answer: dict[str, Any], there: str, qid: Any, source: str) -> s
     record would train on other characters."""
     text = answer.get("text")
     if not isinstance(text, str):
-        raise DataFormatError(f"a detected answer needs a 'text' string, got {reprlib.repr(text)}", qid, source)
+        raise DataFormatError(f"a detected answer needs a 'text' string, got {json_value(text)}", qid, source)
     return there if _normalised(text) == _normalised(there) else text
 
 
@@ -124,8 +124,8 @@ def _misplaced_spans(answer: dict[str, Any], context: str) -> list[str]:
         seen.add((start, end))
         there = context[start : end + 1] if end - start < 4 * len(text) + 64 else None
         if there is None or there != text and _normalised(there) != wanted:
-            shown = reprlib.repr(there if there is not None else context[start : start + 40])
-            found.append(f"char span #{number} [{start}, {end}] holds {shown}, not the detected answer's text {reprlib.repr(text)}")
+            shown = json_value(there if there is not None else context[start : start + 40])
+            found.append(f"char span #{number} [{start}, {end}] holds {shown}, not the detected answer's text {json_value(text)}")
     return found
 
 
@@ -147,7 +147,7 @@ def _first_span(answer: Any, length: int, qid: Any, source: str) -> tuple[int, i
         raise DataFormatError("a detected answer needs 'char_spans': [[start, end], ...] of integers", qid, source)
     for number, span in enumerate(spans, 1):
         if not (isinstance(span, list) and len(span) == 2 and all(isinstance(i, int) and not isinstance(i, bool) for i in span)):
-            raise DataFormatError(f"char span #{number} {reprlib.repr(span)} of a detected answer is not [start, end] of integers", qid, source)
+            raise DataFormatError(f"char span #{number} {json_value(span)} of a detected answer is not [start, end] of integers", qid, source)
         start, end = span
         if not 0 <= start <= end < length:
             raise DataFormatError(f"char span [{start}, {end}] is not inside the context ({length} characters; ends are inclusive)",

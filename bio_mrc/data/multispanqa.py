@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import InputWarning
 from ..io import home_expanded
+from ..json_syntax import json_value
 from ..plurals import counted, number_form
 from ..tags import PREFIX_IDS, TAG_B, chunk_bounds
 from ..types import Example
@@ -53,7 +54,7 @@ def label_spans(labels: Sequence[str], record: str = "", source: str = "") -> tu
     bad = np.flatnonzero(ids < 0)
     if bad.size:
         i = int(bad[0])
-        raise DataFormatError(f"label {labels[i]!r} at word {i} is not one of B, I, O", record, source)
+        raise DataFormatError(f"label {json_value(labels[i])} at word {i} is not one of B, I, O", record, source)
     starts, ends = chunk_bounds(ids)  # seqeval's default reading
     orphans = int(np.count_nonzero(ids[starts] != TAG_B))
     return list(zip(starts.tolist(), ends.tolist())), orphans
@@ -80,7 +81,7 @@ def parse_record(record: Any, source: str = "", number: int | None = None) -> tu
     if missing:
         raise DataFormatError(f"missing key(s) {missing}", str(qid) if qid is not None else position, source)
     if not isinstance(qid, str) or not qid:
-        raise DataFormatError(f"'id' must be a non-empty string, got {qid!r}", position, source)
+        raise DataFormatError(f"'id' must be a non-empty string, got {json_value(qid)}", position, source)
     check_text(qid, "id", position, source)  # an id of spaces alone is refused here as in every other layout
     question = _words(record, "question", qid, source)
     context = _words(record, "context", qid, source)
@@ -97,7 +98,7 @@ def parse_record(record: Any, source: str = "", number: int | None = None) -> tu
     chars = tuple((offsets[first][0], offsets[last - 1][1]) for first, last in spans)
     if empty := next((span for span in chars if not carries_text(text[span[0] : span[1]])), None):
         raise DataFormatError(f"the tagged words at characters {empty[0]}-{empty[1]} hold no readable text "
-                              f"({text[empty[0] : empty[1]]!r}), so the answer would be empty", qid, source)
+                              f"({json_value(text[empty[0] : empty[1]])}), so the answer would be empty", qid, source)
     answers = (chars,) if chars else ()
     return Example(qid, " ".join(question), text, answers), orphans
 
@@ -167,6 +168,6 @@ def multispan_gold_texts(examples: Iterable[Example]) -> dict[str, list[str]]:
     for example in examples:
         alternatives = example.answer_texts()
         if len(alternatives) > 1:
-            raise ValueError(f"example {example.id!r} has {len(alternatives)} alternative answers; MultiSpanQA gold has one")
+            raise ValueError(f"example {json_value(example.id)} has {len(alternatives)} alternative answers; MultiSpanQA gold has one")
         gold[example.id] = alternatives[0] if alternatives else []
     return gold

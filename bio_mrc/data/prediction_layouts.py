@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..io import home_expanded
-from ..json_syntax import syntax_hint
+from ..json_syntax import json_value, syntax_hint
 from .json_reader import DataFormatError, NotPlainJsonError, loads, parse_json_text, read_json_text
 
 ANSWER_KEYS = ("prediction_text", "prediction", "answer")
@@ -98,7 +98,7 @@ def _from_records(records: list[tuple[str, Any]], layout: str, source: str) -> P
     for where, record in records:
         qid, key = _record_keys(where, record, source)
         if qid in seen:
-            raise DataFormatError(f"the id {qid!r} is given on {seen[qid]} and again on {where}: a question has one "
+            raise DataFormatError(f"the id {json_value(qid)} is given on {seen[qid]} and again on {where}: a question has one "
                                   "prediction", qid, source)
         seen[qid] = where
         answers[qid] = record[key]
@@ -124,7 +124,7 @@ def _record_keys(where: str, record: Any, source: str) -> tuple[str, str]:
         raise DataFormatError(f"{where} has no answer: a record gives it under one of 'prediction_text', 'prediction' "
                               "or 'answer' (an abstention is \"\")", source=source)
     if not isinstance(record["id"], str):
-        raise DataFormatError(f"{where}: the 'id' must be a string, got {record['id']!r:.80}", source=source)
+        raise DataFormatError(f"{where}: the 'id' must be a string, got {json_value(record['id'])}", source=source)
     if len(keys) > 1:
         raise DataFormatError(f"{where} gives an answer under both {keys[0]!r} and {keys[1]!r}, so which one is meant is "
                               "not known; keep one", record["id"], source)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..json_syntax import json_value
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class CellKey:
         """The key of a ``run/decoding`` label (a decoding's name has no ``/``; a run's may)."""
         run, slash, decoding = label.rpartition("/") if isinstance(label, str) else ("", "", "")
         if not (slash and run and decoding):
-            raise ConfigError(f"{source}: {label!r} is not a cell label of the form run/decoding")
+            raise ConfigError(f"{source}: {json_value(label)} is not a cell label of the form run/decoding")
         return cls(run, decoding)
 
     @classmethod
@@ -31,7 +32,7 @@ class CellKey:
         """The key of a record read back that names its cell by its ``run`` and ``decoding`` fields."""
         for name in ("run", "decoding"):
             if not isinstance(data.get(name), str):
-                raise ConfigError(f"{source}: field {name!r} must be a string, got {data.get(name)!r}")
+                raise ConfigError(f"{source}: field {name!r} must be a string, got {json_value(data.get(name))}")
         return cls(data["run"], data["decoding"])
 
 

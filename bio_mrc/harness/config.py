@@ -74,6 +74,7 @@ from .. import model_defaults, registry
 from ..decoding.postprocess import DecodeConfig, available_decodings
 from ..errors import ConfigError, InputNote, argument
 from ..io import home_expanded
+from ..json_syntax import json_value
 from ..plurals import counted
 from ..precision import PRECISIONS
 from ..training.config import TrainConfig
@@ -261,7 +262,7 @@ def resolve_contrasts(
     cell when ``baseline`` is None. A name that is not one of ``cells`` is a :class:`ConfigError` naming it."""
     listed = _contrast_pairs(contrasts)
     if baseline is not None and not isinstance(baseline, str):
-        raise ConfigError(f"'baseline' is one cell, \"run/decoding\"; got {baseline!r}")
+        raise ConfigError(f"'baseline' is one cell, \"run/decoding\"; got {json_value(baseline)}")
     named = ([("baseline", baseline)] if baseline is not None else []) + [
         (f"contrasts[{number}][{side}]", name) for number, pair in enumerate(listed) for side, name in enumerate(pair)]
     if unknown := list(dict.fromkeys(name for _, name in named if name not in cells)):
@@ -283,7 +284,7 @@ def _contrast_pairs(contrasts: Any) -> list[tuple[str, str]]:
     """The listed contrasts as pairs of two different cell names, or a :class:`ConfigError`."""
     is_pair = lambda p: isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(c, str) for c in p)  # noqa: E731
     if not isinstance(contrasts, (list, tuple)) or not all(is_pair(p) for p in contrasts):
-        raise ConfigError(f"'contrasts' is a list of pairs [\"run/decoding\", \"run/decoding\"]; got {contrasts!r}")
+        raise ConfigError(f"'contrasts' is a list of pairs [\"run/decoding\", \"run/decoding\"]; got {json_value(contrasts)}")
     if same := [number for number, p in enumerate(contrasts) if p[0] == p[1]]:
         raise ConfigError(f"contrasts[{same[0]}]: a contrast compares two different cells; got {list(contrasts[same[0]])}")
     return [(a, b) for a, b in contrasts]
@@ -385,10 +386,10 @@ def _check_baseline_left_out(left_out: str | None, runs: list[str]) -> None:
         return
     key = CellKey.parse(left_out, "baseline_left_out")
     if key.decoding not in registry.decoding_names():
-        raise ConfigError(f"baseline_left_out: {left_out!r} names no decoding; the decodings are {', '.join(registry.decoding_names())}")
+        raise ConfigError(f"baseline_left_out: {json_value(left_out)} names no decoding; the decodings are {', '.join(registry.decoding_names())}")
     if key.run in runs:
-        raise ConfigError(f"'baseline_left_out' {left_out!r} is the baseline of a run the runs selected leave out, but the "
-                          f"run {key.run!r} is among them: name it as 'baseline'")
+        raise ConfigError(f"'baseline_left_out' {json_value(left_out)} is the baseline of a run the runs selected leave out, but the "
+                          f"run {json_value(key.run)} is among them: name it as 'baseline'")
 
 
 def _check_names_apart_in_any_case(names: list[str]) -> None:

@@ -13,6 +13,7 @@ from typing import Callable, NamedTuple
 from ..encoders import resolve_encoder, starting_point_digest
 from ..errors import ConfigError, DataFormatError, ModelFormatError
 from ..hub import local_folder
+from ..json_syntax import json_value
 from ..io import sole_process_in
 from ..model import BioMrcForQuestionAnswering
 from ..model_folder import RUN_FILE, check_model_folder
@@ -90,7 +91,7 @@ def _obtained(model_dir: Path, record: dict, reused: bool) -> ObtainedModel:
     """The model and its run record's training time; a record whose ``seconds`` is no time (edited) is refused."""
     seconds = seconds_trained(record.get("seconds"))
     if seconds is None:
-        raise DataFormatError(f"'seconds' holds {record.get('seconds')!r}, not a number of seconds trained: a record bio_mrc "
+        raise DataFormatError(f"'seconds' holds {json_value(record.get('seconds'))}, not a number of seconds trained: a record bio_mrc "
                               "did not write as it is; train the model again (delete its folder)", source=str(model_dir / RUN_FILE))
     return ObtainedModel(model_dir, seconds, reused, training_time_is_partial(record))
 

@@ -7,6 +7,7 @@ from dataclasses import MISSING, fields
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
+from ..json_syntax import json_value
 
 R = TypeVar("R")
 _KIND_NAMES = {list: "a list", dict: "an object", str: "a string"}
@@ -56,6 +57,6 @@ def per_seed_scores(data: dict[str, Any], other_fields: Any, source: str) -> dic
     scores = {key: value for key, value in data.items() if key not in other}
     for key, value in scores.items():
         if not isinstance(value, list):
-            raise ConfigError(f"{source}: score {key!r} must be a list of per-seed scores, got {value!r}")
+            raise ConfigError(f"{source}: score {key!r} must be a list of per-seed scores, got {json_value(value)}")
     return scores
 

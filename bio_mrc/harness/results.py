@@ -23,6 +23,7 @@ import numpy as np
 from .. import registry
 from ..config_schema import whole_number
 from ..errors import ConfigError
+from ..json_syntax import json_value
 from ..types import Example
 from .cell_key import CellKey
 
@@ -43,7 +44,7 @@ def upgrade_report(report: dict[str, Any], source: str) -> dict[str, Any]:
     version than this package reads is a :class:`ConfigError` naming ``source`` and what to do."""
     version = report_format(report)
     if not whole_number(version) or version > REPORT_FORMAT or version < _FIRST_FORM:  # true is no version
-        raise ConfigError(f"{source}: report format {version!r}, but this bio_mrc reads formats {_FIRST_FORM} to "
+        raise ConfigError(f"{source}: report format {json_value(version)}, but this bio_mrc reads formats {_FIRST_FORM} to "
                           f"{REPORT_FORMAT}: upgrade bio_mrc (pip install -U bio_mrc) or run the comparison again")
     if version == _FIRST_FORM:
         evaluation = dict(report["eval"])

@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..errors import ConfigError
+from ..json_syntax import json_value
 from .cell_key import CellKey
 from .record_json import check_kinds, checked, plain_record, refuse_unknown
 from ..metrics.stats import BootstrapResult, Interval
@@ -85,7 +86,7 @@ class Statistics:
         check_kinds(data, STATISTICS_KINDS, source)
         baseline = data["baseline"]
         if "cell" not in baseline:
-            raise ConfigError(f"{source}: field 'baseline' must name the baseline's cell, got {baseline!r}")
+            raise ConfigError(f"{source}: field 'baseline' must name the baseline's cell, got {json_value(baseline)}")
         return dict(
             baseline=CellKey.parse(baseline["cell"], f"{source}: baseline"),
             baseline_named_in_config=bool(baseline.get("named_in_config")), resampling=data["resampling"],

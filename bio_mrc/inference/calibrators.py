@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import registry
 from ..decoding.shares import nbest_shares
+from ..json_syntax import json_value
 from ..metrics.task_scores import squad_right
 from ..types import Prediction
 from .defaults import FEWEST_CALIBRATION_QUESTIONS
@@ -131,7 +132,7 @@ def degenerate_calibrator(calibrator: Mapping[str, Any], raw: np.ndarray) -> str
 def calibrate(raw: np.ndarray, calibrator: Mapping[str, Any]) -> np.ndarray:
     """Calibrated confidence of raw confidences; a calibrator of another method is refused (tune the model again)."""
     if calibrator.get("method") != "beta":
-        raise ValueError(f"a calibrator of method {calibrator.get('method')!r} is not beta calibration: "
+        raise ValueError(f"a calibrator of method {json_value(calibrator.get('method'))} is not beta calibration: "
                          "tune the model again (bio-mrc tune) to fit its calibrators")
     logit = _beta_features(raw) @ np.array([calibrator["a"], calibrator["b"]]) + calibrator["c"]
     return 1.0 / (1.0 + np.exp(-logit))

@@ -30,6 +30,7 @@ from ..arguments import (checked_limit, count_argument, given_type, instance_arg
                          warn_limit_past)
 from ..errors import ConfigError, DataFormatError, OutputError, argument
 from ..io import atomic_write_json, check_file_target, check_outputs_apart, home_expanded, open_no_follow, printable_json, sole_writer, writes_named
+from ..json_syntax import json_value
 from ..hub import cached_folder
 from ..registry import AUTO_DECODING, preferred_decoding, resolve_decoding
 from ..types import Example
@@ -188,8 +189,8 @@ def _check_answered(chunk: Sequence[Example], answered: Sequence[str]) -> None:
     """The answered ids are the chunk's questions (an id past the data's last question is not)."""
     for example, qid in itertools.zip_longest(chunk, answered):
         if example is None or qid is None or example.id != qid:
-            asks = "no more questions" if example is None else f"asks {example.id!r}"
-            raise DataFormatError(f"the answers stream answers {qid!r} where the data {asks}: it was made for other "
+            asks = "no more questions" if example is None else f"asks {json_value(example.id)}"
+            raise DataFormatError(f"the answers stream answers {json_value(qid)} where the data {asks}: it was made for other "
                                   f"questions or options; resume with the same ones, or start again without {argument('resume', True)}")
 
 
@@ -217,7 +218,7 @@ def resume_point(stream: Path, decodings: Sequence[str], chunk_size: int, multi_
                 raise DataFormatError(f"line {line} was written with {argument('multi_span', True)} (it lists the answer's span texts), this "
                                       "run has none; resume with the same options", source=str(stream))
             if record.get("decoding") != decodings[len(group)] or (group and record.get("id") != group[0]):
-                raise DataFormatError(f"line {line} answers {record.get('id')!r} with decoding {record.get('decoding')!r}, "
+                raise DataFormatError(f"line {line} answers {json_value(record.get('id'))} with decoding {json_value(record.get('decoding'))}, "
                                       f"not what these options write (decodings {list(decodings)}); resume with the same "
                                       "options", source=str(stream))
             group.append(record.get("id"))

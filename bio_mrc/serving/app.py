@@ -31,6 +31,7 @@ from .. import __version__, registry
 from ..data.text import unwritable_character
 from ..errors import BioMrcError, ModelOutputError, shown_value
 from ..io import json_with_controls_escaped
+from ..json_syntax import json_value
 from ..inference.extract import AnswerExtractor, asks_over_documents
 from ..model_card import card_summary
 from ..types import Prediction, RankedAnswers
@@ -168,11 +169,11 @@ def refused_unvalidated(document: Any, fields: set[str], limit: int) -> HTTPExce
     unknown = [name for name in document if name not in fields]
     unreadable = [name for name in unknown if unwritable_character(name)]
     if unreadable:  # the schema refuses it as the body's, naming neither the field nor that it is unknown
-        return HTTPException(422, f"an unknown field {unreadable[0][:MAX_LOCATION_CHARS]!r}, its name holding a lone "
+        return HTTPException(422, f"an unknown field {json_value(unreadable[0][:MAX_LOCATION_CHARS])}, its name holding a lone "
                                   f"surrogate; a request has only the fields {', '.join(sorted(fields))}")
     if len(unknown) <= MAX_PROBLEMS:
         return None
-    named = ", ".join(repr(name[:MAX_LOCATION_CHARS]) for name in unknown[:3])
+    named = ", ".join(json_value(name[:MAX_LOCATION_CHARS]) for name in unknown[:3])
     return HTTPException(422, f"{len(unknown)} unknown fields ({named}, …); a request has only the fields "
                               f"{', '.join(sorted(fields))}")
 

@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any, Callable, Iterable, TypeVar
 
 from ..errors import shown_value
+from ..json_syntax import json_value
 from .body_charset import as_utf8, declared_charset, unknown_charset
 from .helper_process import HelperProcess
 from .operator_log import tell_operator
@@ -191,7 +192,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen = set()
     for key, _ in pairs:
         if key in seen:
-            raise _Refused(f"the key {key!r} appears twice in one object (JSON leaves which to keep undefined)")
+            raise _Refused(f"the key {json_value(key)} appears twice in one object (JSON leaves which to keep undefined)")
         seen.add(key)
     return dict(pairs)
 

@@ -13,7 +13,7 @@ from ..encoders import encoder_folder, is_default_encoder, resolve_encoder
 from ..errors import BioMrcError, ConfigError, InputWarning, argument
 from ..features.config import stride_leaves_new_context
 from ..hub import folder_at_hand
-from ..model_defaults import qa_windows, windows_that_fit
+from ..model_defaults import config_window_positions, qa_windows, windows_that_fit
 from ..model_folder import checked_record, read_json_object
 from ..model_records import RUN_FILE
 from ..plurals import counted
@@ -74,10 +74,11 @@ def windows_past_positions(max_seq_length: int, positions: int, source: str) -> 
 
 
 def check_windows_held(config: TrainConfig) -> None:
-    """Windows longer than the most positions the ``config.json`` of the run's starting point (``init_from``'s model, or
+    """Windows longer than the positions the ``config.json`` of the run's starting point (``init_from``'s model, or
     the encoder) gives its encoder, refused before torch loads as training refuses them once the encoder is built
     (:func:`~bio_mrc.training.run_checks.check_windows_fit`); a hub id not at hand, or a config that cannot be read,
-    is left to that check. A family that numbers positions after the padding id holds fewer, which it names."""
+    is left to that check. A family that numbers positions after the padding id holds fewer, counted as that check
+    counts them (:func:`~bio_mrc.model_defaults.config_window_positions`)."""
     try:
         if config.init_from:
             folder = folder_at_hand(config.init_from, "model folder", config.revision)
@@ -88,9 +89,9 @@ def check_windows_held(config: TrainConfig) -> None:
             encoder = read_json_object(folder, "config.json") if folder else None
     except BioMrcError:
         return
-    bounds = position_bounds(encoder) if isinstance(encoder, dict) else None
-    if bounds is not None and config.max_seq_length > bounds[1]:
-        raise ConfigError(windows_past_positions(config.max_seq_length, bounds[1], str(folder)))
+    positions = config_window_positions(encoder) if isinstance(encoder, dict) else None
+    if positions is not None and config.max_seq_length > positions:
+        raise ConfigError(windows_past_positions(config.max_seq_length, positions, str(folder)))
 
 
 class WindowsFittedWarning(InputWarning):
