@@ -570,3 +570,20 @@ def test_read_report_reads_a_report_alike_with_two_packages_and_names_a_missing_
     assert "| old / ours |" in result.stdout and "every report read alike" in result.stdout
     missing = run_script(REPO, "bench_read_report.py", "root", "--reports", str(tmp_path / "report.json"), data_dir=empty_data)
     assert_one_line_failure(missing, f"no report file {tmp_path / 'report.json'}")
+
+
+@pytest.mark.slow  # trains the tiny letters model, then two processes each import the package
+def test_long_context_memory_answers_alike_with_two_packages_and_prints_the_ratio(empty_data: Path):
+    """bench_long_context_memory against a checkout of the same package: both answer alike, and the table gives each
+    way's peak and growth and their ratio; random letter words stand in where SQuAD is absent."""
+    result = run_script(REPO, "bench_long_context_memory.py", "root", "--chars", "3000", "--old-tree", str(REPO),
+                        data_dir=empty_data)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["answers_equal"] and summary["ways"] == ["ours", "old"]
+    [row] = summary["rows"]
+    assert row["chars"] == 3000 and row["source"] == "random letter words"
+    assert row["ours_peak_mib"] >= row["ours_before_mib"] > 0 and row["ratio"] > 0
+    assert "| old / ours (growth) |" in result.stdout and "machine:" in result.stdout
+    missing = run_script(REPO, "bench_long_context_memory.py", "root", "--old-tree", str(empty_data), data_dir=empty_data)
+    assert_one_line_failure(missing, f"--old-tree {empty_data} holds no bio_mrc package")

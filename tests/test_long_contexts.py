@@ -200,3 +200,42 @@ def test_a_seq2seq_tokenizer_left_in_target_mode_cuts_the_windows_in_input_mode_
     assert tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"]) == [2, 3]
     tokenizer._switch_to_target_mode()  # as a call with text_target that raised leaves it
     assert_windows_of_its_own_call(tokenizer, ["who ruled Normandy?"], [ODD_CONTEXT])
+
+
+@pytest.mark.parametrize("tag_level", ["word", "subword"])
+@pytest.mark.parametrize("batch_size", [1, 2, None])
+def test_windows_kept_in_memory_are_those_build_features_writes(tiny_tokenizer, tag_level, batch_size):
+    config = FeatureConfig(max_seq_length=32, doc_stride=8, max_query_length=8, tag_level=tag_level)
+    examples = [Example("0", "Who ruled Normandy?", ODD_CONTEXT), Example("1", "When?", "Rollo ruled Normandy in 911."),
+                Example("2", "Who?", LONG_CONTEXT)]
+    built = build_features(examples, tiny_tokenizer, config, with_targets=False, batch_size=batch_size)
+    kept = windows.windows_in_memory(examples, tiny_tokenizer, config, batch_size=batch_size)
+    assert len(kept) == len(built) > 100 and kept.features == built.features
+    assert kept.data.table.combine_chunks().equals(built.data.table.combine_chunks())
+    none = windows.windows_in_memory([], tiny_tokenizer, config)
+    assert len(none) == len(build_features([], tiny_tokenizer, config, with_targets=False)) == 0
+
+
+def test_a_long_contexts_windows_are_not_written_through_a_stream_before_they_are_run(trained_dir, monkeypatch):
+    extractor = AnswerExtractor.from_pretrained(trained_dir, precision="fp32", device="cpu", decoding="joint")
+    expected = answers(extractor, True)
+    # Dataset.map writes every window into one growing in-memory stream and reads the dataset back from it: two to
+    # three copies of a long context's windows at once.
+    monkeypatch.setattr(Dataset, "map", lambda *args, **kwargs: pytest.fail("the windows written through Dataset.map"))
+    assert answers(extractor, True) == expected
+
+
+@pytest.mark.parametrize("name", ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer"])
+def test_the_windows_are_sliced_from_the_context_alone_not_cut_by_the_backends_overflow(request, monkeypatch, name):
+    """The backend holds every overflowing window of a pair at once and its binding copies them all again: the windows
+    are slices of the context tokenized alone in each question's frame, the same windows as its own call cuts."""
+    tokenizer = request.getfixturevalue(name)
+    from bio_mrc.features import pair_windows as module
+    from transformers.tokenization_utils_base import TruncationStrategy
+
+    truncations, encode = [], module.backend_encodings
+    monkeypatch.setattr(module, "backend_encodings", lambda *args, **kwargs: truncations.append(
+        args[3] if len(args) > 3 else kwargs.get("truncation", TruncationStrategy.DO_NOT_TRUNCATE)) or encode(*args, **kwargs))
+    questions, contexts = ["who ruled [SEP] Normandy?", "where?", ""], [ODD_CONTEXT, "Rollo ruled.", LONG_CONTEXT]
+    assert_windows_of_its_own_call(tokenizer, questions, contexts)
+    assert truncations and TruncationStrategy.ONLY_SECOND not in truncations

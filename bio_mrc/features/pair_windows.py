@@ -10,6 +10,7 @@ and each window becomes arrays of a few bytes a token, the backend's copy of it 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Sequence
 
 import numpy as np
@@ -43,6 +44,9 @@ def pair_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str], c
         return _windows_of_its_call(tokenizer, questions, contexts, max_length, stride)
     names = [name for name in ("input_ids", "token_type_ids", "attention_mask")
              if name == "input_ids" or name in tokenizer.model_input_names]
+    sliced = _sliced_windows(tokenizer, questions, contexts, max_length, stride, names)
+    if sliced is not None:
+        return sliced
     encodings = backend_encodings(tokenizer, list(zip(questions, contexts)), True, TruncationStrategy.ONLY_SECOND,
                                   max_length, stride)
     windows = PairWindows({name: [] for name in names})
@@ -69,6 +73,94 @@ def backend_encodings(tokenizer: PreTrainedTokenizerBase, texts: list, add_speci
         backend = tokenizer.backend_tokenizer
         backend.encode_special_tokens = True  # a text's "[SEP]" is its five characters, never the separator the window holds
         return backend.encode_batch(texts, add_special_tokens=add_special_tokens)
+
+
+# A context of one token: the frame of a question's windows (its special tokens and question) is read from the
+# backend's own encoding of the question with it.
+_PROBE = "a"
+
+
+@dataclass
+class _Frame:
+    """What a question's windows hold around their slice of the context: the tokens before it and after it (ids, type
+    ids) and the type id of the context's tokens, as the backend's post-processor puts them."""
+
+    before: tuple[np.ndarray, np.ndarray]
+    after: tuple[np.ndarray, np.ndarray]
+    context_type: int
+
+    @classmethod
+    def of(cls, encoding) -> "_Frame | None":
+        """The frame of a pair's encoding; None where its context's tokens are not one run of one type id."""
+        places = np.flatnonzero(np.array([sid == 1 for sid in encoding.sequence_ids], dtype=bool))
+        types = np.array(encoding.type_ids, dtype=np.int64)
+        if not len(places) or places[-1] - places[0] + 1 != len(places) or len(set(types[places].tolist())) != 1:
+            return None
+        ids = np.array(encoding.ids, dtype=np.int64)
+        first, end = int(places[0]), int(places[-1]) + 1
+        return cls((ids[:first], types[:first]), (ids[end:], types[end:]), int(types[first]))
+
+
+def _sliced_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str], contexts: Sequence[str],
+                    max_length: int, stride: int, names: list[str]) -> PairWindows | None:
+    """The windows the backend cuts with overflowing tokens, cut from each context tokenized alone (as the backend
+    tokenizes each text of a pair on its own) and each question's frame, as the backend's truncation steps: slices of
+    the room the frame leaves, each ``stride`` tokens into the one before. The backend holds every window of a pair
+    at once, and its Python binding copies them all again to hand them out: a long context's windows, a token of the
+    context held many times over. None (the backend's own windows) where a frame is not one run of context tokens,
+    a context has no token, or the room is no more than the stride (the backend refuses such windows its own way)."""
+    if getattr(tokenizer, "truncation_side", "right") != "right":
+        return None
+    frames = [_Frame.of(encoding) for encoding in backend_encodings(tokenizer, [(q, _PROBE) for q in questions], True)]
+    rooms = [None if frame is None else max_length - len(frame.before[0]) - len(frame.after[0]) for frame in frames]
+    if any(room is None or room <= stride for room in rooms):
+        return None
+    alone = dict(zip(dict.fromkeys(contexts), _ids_and_offsets(tokenizer, list(dict.fromkeys(contexts)))))
+    if any(not len(ids) for ids, _ in alone.values()):
+        return None
+    windows = PairWindows({name: [] for name in names})
+    for sample, (frame, room, context) in enumerate(zip(frames, rooms, contexts)):
+        ids, offsets = alone[context]
+        for begin, end in _slices(len(ids), room, stride):
+            _add_slice(windows, sample, frame, ids[begin:end], offsets[begin:end])
+    return windows
+
+
+def _ids_and_offsets(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each text's token ids and (T, 2) offsets tokenized alone, as arrays, the backend's copy let go as each is read."""
+    encodings, out = backend_encodings(tokenizer, texts, False), []
+    for k in range(len(encodings)):
+        encoding, encodings[k] = encodings[k], None
+        ids = np.array(encoding.ids, dtype=np.int64)
+        out.append((ids, np.fromiter(chain.from_iterable(encoding.offsets), dtype=np.int64, count=2 * len(ids)).reshape(-1, 2)))
+    return out
+
+
+def _slices(n: int, room: int, stride: int) -> list[tuple[int, int]]:
+    """The backend's windows of ``n`` tokens in ``room`` (its ``Encoding.truncate``): from each start ``room - stride``
+    after the one before, to the first that reaches the end."""
+    if n <= room:
+        return [(0, n)]
+    ends = np.minimum(np.arange(0, n, room - stride) + room, n)
+    last = int(np.argmax(ends == n))
+    return [(begin, end) for begin, end in zip(range(0, n, room - stride), ends[: last + 1].tolist())]
+
+
+def _add_slice(windows: PairWindows, sample: int, frame: _Frame, ids: np.ndarray, offsets: np.ndarray) -> None:
+    """One window of ``frame`` around a slice of its context (``ids``, ``offsets``) appended to ``windows``."""
+    (before_ids, before_types), (after_ids, after_types) = frame.before, frame.after
+    columns = {"input_ids": np.concatenate([before_ids, ids, after_ids]),
+               "token_type_ids": np.concatenate([before_types, np.full(len(ids), frame.context_type), after_types])}
+    columns["attention_mask"] = np.ones(len(columns["input_ids"]), dtype=np.int64)
+    for name, column in windows.inputs.items():
+        column.append(columns[name])
+    in_context = np.zeros(len(columns["input_ids"]), dtype=bool)
+    in_context[len(before_ids) : len(before_ids) + len(ids)] = True
+    window_offsets = np.full((len(in_context), 2), -1, dtype=np.int64)
+    window_offsets[in_context] = offsets
+    windows.example_index.append(sample)
+    windows.offsets.append(window_offsets)
+    windows.in_context.append(in_context)
 
 
 # Where a backend encoding holds each model input.

@@ -180,14 +180,7 @@ def build_features(
     index = Dataset.from_dict({"example_index": list(range(len(examples)))})
 
     def prepare(batch: dict[str, list[Any]]) -> pa.Table:
-        chunk = [examples[i] for i in batch["example_index"]]
-        feats = tokenize_windows(chunk, tokenizer, config)
-        if with_targets:
-            feats = add_targets(feats, chunk, config, target_heads)
-        feats["example_index"] = [batch["example_index"][i] for i in feats["example_index"]]
-        if advance is not None:
-            advance(len(chunk))
-        return windows_table(feats)
+        return _batch_table(examples, batch["example_index"], tokenizer, config, target_heads, advance)
 
     # An explicit fingerprint: otherwise datasets hashes ``prepare`` with every example it holds. Windows held in
     # memory are looked up by none, so the questions name them: the tokenizer's definition (JSON of its whole
@@ -204,6 +197,32 @@ def build_features(
                          new_fingerprint=fingerprint, cache_file_name=str(cache_file))
     mark_used_and_prune(cache_file, budget)
     return features
+
+
+def _batch_table(examples: Sequence[Example], rows: Sequence[int], tokenizer: PreTrainedTokenizerBase,
+                 config: FeatureConfig, target_heads: Sequence[str], advance: Callable[[int], None] | None) -> pa.Table:
+    """The windows of ``examples[rows]`` (with the labels of ``target_heads``) as :func:`windows_table` writes them."""
+    chunk = [examples[i] for i in rows]
+    feats = tokenize_windows(chunk, tokenizer, config)
+    if target_heads:
+        feats = add_targets(feats, chunk, config, target_heads)
+    feats["example_index"] = [rows[i] for i in feats["example_index"]]
+    if advance is not None:
+        advance(len(chunk))
+    return windows_table(feats)
+
+
+def windows_in_memory(examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig,
+                      batch_size: int | None = None, advance: Callable[[int], None] | None = None) -> Dataset:
+    """The windows :func:`build_features` builds without targets or a cache, each batch's Arrow table kept as it is
+    built: ``Dataset.map`` writes every table into one growing in-memory stream and reads the dataset back from it,
+    which held two to three copies of a long context's windows at once."""
+    if not examples:  # no batch: the empty dataset map gives
+        return build_features(examples, tokenizer, config, with_targets=False, batch_size=batch_size, advance=advance)
+    batch_size = questions_per_batch(examples) if batch_size is None else batch_size
+    tables = [_batch_table(examples, range(begin, min(begin + batch_size, len(examples))), tokenizer, config, (), advance)
+              for begin in range(0, len(examples), batch_size)]
+    return Dataset(pa.concat_tables(tables), fingerprint=_examples_digest(examples).hexdigest()[:20])
 
 
 # The windows' list columns: their values' type, as datasets inferred it from the rows (its small integer types for

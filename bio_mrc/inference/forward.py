@@ -21,7 +21,7 @@ from .. import registry
 from ..decoding.window_outputs import WindowOutputs
 from ..features.question_columns import ENCODER_INPUTS
 from ..features.ragged import RaggedColumn
-from ..features.windows import FeatureConfig, build_features
+from ..features.windows import FeatureConfig, windows_in_memory
 from ..model import BioMrcForQuestionAnswering
 from ..precision import autocast, resolve_precision
 from ..precision_probe import MatrixShapes
@@ -169,8 +169,7 @@ def predict_windows(
         if bars is None:
             bars = held.enter_context(window_bars(len(examples), progress))
         with progress_bars(False):  # the windows bar counts the questions, in place of datasets' own bar
-            features = build_features(examples, tokenizer, feature_config, with_targets=False, desc="evaluation windows",
-                                      advance=bars.windows.update)
+            features = windows_in_memory(examples, tokenizer, feature_config, advance=bars.windows.update)
         inference = bars.cut(len(features))
         return run_windows(model, features, tokenizer.pad_token_id or 0, batch_size, progress, precision, inference)
 
