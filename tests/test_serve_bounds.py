@@ -392,7 +392,9 @@ def test_a_request_past_its_time_is_a_504_and_its_windows_are_dropped(extractor,
         time.sleep(0.7)
     assert response.status_code == 504 and response.json()["detail"] == (
         "the request took longer than 0.5 s; its questions not yet answered were dropped: send fewer or shorter ones")
-    assert operator_lines == ["a request took longer than 0.5 s (--request-timeout-s): answered 504"]
+    # the tiny vocabulary spells "castles" a letter a token: a question past max_query_length, logged on its own
+    assert [line for line in operator_lines if "max_query_length" not in line] == [
+        "a request took longer than 0.5 s (--request-timeout-s): answered 504"]
     assert len(slow_passes) == ran_then <= 3 < windows_of(extractor, "Who built castles?", MANY_WINDOWS)
 
 

@@ -88,14 +88,14 @@ def _train_into(args: argparse.Namespace) -> int:
     if held_out:
         warn_shared_held_out(data.examples, held_out.examples, "the --eval questions")
     evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=registry.task_of_data(held_out.format, held_out.is_v2),
-                                  precision=config.precision) if held_out else None  # scored in the run's precision
+                                  precision=config.precision, data_name=str(args.eval)) if held_out else None  # in the run's precision
     check_best_metric(training_args, evaluator.metric_names(config.heads) if evaluator else None)  # the scores of its task
     print(printable_line(f"training on {counted(len(data.examples), 'question')} of {args.train}"), file=sys.stderr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SharedHeldOutWarning)  # said above, before the --eval questions' scoring was set up
         result = train_model(data.examples, config, args.output_dir, progress=True, resume=args.resume,
                              checkpoint_steps=args.checkpoint_steps, overwrite=args.overwrite, evaluator=evaluator,
-                             network_args=network_args(args))
+                             network_args=network_args(args), data_name=str(args.train))
     print(json.dumps({"model_dir": str(result.model_dir), "seconds": round(result.seconds, 1),
                       "questions": result.n_examples, "windows": result.n_windows, "final_loss": result.final_loss}, indent=2))
     return 0

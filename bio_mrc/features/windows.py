@@ -69,10 +69,16 @@ def truncate_questions(questions: Sequence[str], tokenizer: PreTrainedTokenizerB
     one character into several tokens, and keeping that whole character would keep
     more than ``max_query_length`` tokens (the windows then lack room for the stride).
     """
-    return [
-        q if len(offsets) <= max_query_length else q[: offsets[max_query_length][0]].rstrip()
-        for q, offsets in zip(questions, _question_offsets(questions, tokenizer))
-    ]
+    return cut_questions(questions, tokenizer, max_query_length)[0]
+
+
+def cut_questions(questions: Sequence[str], tokenizer: PreTrainedTokenizerBase,
+                  max_query_length: int) -> tuple[list[str], list[int]]:
+    """:func:`truncate_questions` and each question's number of tokens before the cut, from the one tokenization."""
+    offsets = _question_offsets(questions, tokenizer)
+    cut = [q if len(found) <= max_query_length else q[: found[max_query_length][0]].rstrip()
+           for q, found in zip(questions, offsets)]
+    return cut, [len(found) for found in offsets]
 
 
 def question_token_counts(questions: Sequence[str], tokenizer: PreTrainedTokenizerBase) -> list[int]:
@@ -91,17 +97,19 @@ def _question_offsets(questions: Sequence[str], tokenizer: PreTrainedTokenizerBa
 def tokenize_windows(
     examples: Sequence[Example], tokenizer: PreTrainedTokenizerBase, config: FeatureConfig
 ) -> dict[str, list[Any]]:
-    """Tokenize into windows; no targets. Keys are the model inputs plus ``example_index``,
-    ``offset_mapping`` (paragraph tokens only), ``paragraph_mask``, ``word_offsets``
-    (the character span of each paragraph token's word; the token's own span at
-    sub-word level) and ``tag_mask`` (the tokens that carry a BIO tag)."""
+    """Tokenize into windows; no targets. Keys are the model inputs plus ``example_index``, ``question_tokens`` (the
+    tokens of the window's question before it was cut to ``max_query_length``), ``offset_mapping`` (paragraph tokens
+    only), ``paragraph_mask``, ``word_offsets`` (the character span of each paragraph token's word; the token's own
+    span at sub-word level) and ``tag_mask`` (the tokens that carry a BIO tag)."""
     check_tokenizer(tokenizer)
     check_window_room(tokenizer, config)
-    questions = truncate_questions([ex.question.lstrip() for ex in examples], tokenizer, config.max_query_length)
+    questions, question_tokens = cut_questions([ex.question.lstrip() for ex in examples], tokenizer, config.max_query_length)
     contexts = [ex.context for ex in examples]
     tokens = tokens_alone(tokenizer, contexts) if config.tag_level == "word" else None  # before the windows are held
     cut = pair_windows(tokenizer, questions, contexts, config.max_seq_length, config.doc_stride)
-    features: dict[str, list[Any]] = {**cut.inputs, "example_index": cut.example_index}
+    # each window's question's tokens before the cut: the questions read cut are said from the windows, cached too
+    features: dict[str, list[Any]] = {**cut.inputs, "example_index": cut.example_index,
+                                      "question_tokens": [question_tokens[example] for example in cut.example_index]}
     window_offsets, window_in_context = cut.offsets, cut.in_context
     attached = dropped_attached_runs(contexts, _offsets_of_examples(window_offsets, features["example_index"], len(contexts)))
     bounds = grapheme_bounds(contexts)

@@ -70,10 +70,11 @@ def obtain_model(
             return finished
         # A run cut short (a kill, the end of a session) continues from its last checkpoint.
         evaluator = TrainingEvaluator(held_out.examples, held_out.version, task=held_out.kind,  # as the report scores it
-                                      precision=run.evaluation_precision) if evaluates else None
+                                      precision=run.evaluation_precision, data_name=held_out.description) if evaluates else None
         # overwrite: a model of its own name left stale (its starting point changed since) is trained again in place
         train_model(train_split.examples, asked, model_dir, save_checkpoints=True, resume=True, progress=progress,
-                    checkpoint_steps=checkpoint_steps, evaluator=evaluator, overwrite=load_run_record(model_dir) is not None)
+                    checkpoint_steps=checkpoint_steps, evaluator=evaluator, overwrite=load_run_record(model_dir) is not None,
+                    data_name=train_split.description)
     return _obtained(model_dir, load_run_record(model_dir), False)
 
 

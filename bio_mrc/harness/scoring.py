@@ -34,7 +34,7 @@ def cells_code_fingerprint() -> str:
 
 def timed_windows(trained: TrainedModel, split: Split, progress: bool) -> tuple[WindowOutputs, float]:
     started = time.perf_counter()
-    outputs = trained.windows(split.examples, progress=progress)
+    outputs = trained.windows(split.examples, progress=progress, data_name=split.description)
     return outputs, time.perf_counter() - started
 
 

@@ -195,9 +195,10 @@ class AnswerExtractor:
     examples = staticmethod(question_context_examples)
 
     def asked(self, question, context, first: int = 0) -> tuple[list[Example], bool]:
-        """:meth:`examples` of one call's inputs, as every answering door reads them (the call, the pipeline, ``serve``),
-        and the questions past the model's ``max_query_length``, answered as their first tokens, said in one
-        :class:`~bio_mrc.inference.long_questions.LongQuestionWarning` (in a batch, each named ``input N``)."""
+        """:meth:`examples` of one call's inputs, as the answering doors read them (the call, the pipeline; ``serve``
+        marks each answer instead), and the questions past the model's ``max_query_length``, answered as their first
+        tokens, said in one :class:`~bio_mrc.inference.long_questions.LongQuestionWarning` (in a batch, each named
+        ``input N``)."""
         examples, single = question_context_examples(question, context, first)
         name = (lambda _: "the question") if single else (lambda position: f"input {first + position}")
         warn_long_questions(self.trained, examples, name)

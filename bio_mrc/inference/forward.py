@@ -19,6 +19,7 @@ from transformers import PreTrainedTokenizerBase
 
 from .. import registry
 from ..decoding.window_outputs import WindowOutputs
+from ..features.long_questions import note_long_questions
 from ..features.question_columns import ENCODER_INPUTS
 from ..features.ragged import RaggedColumn
 from ..features.windows import FeatureConfig, windows_in_memory
@@ -159,10 +160,12 @@ def predict_windows(
     progress: bool = True,
     precision: str | None = None,
     bars: WindowBars | None = None,
+    data_name: str | None = None,
 ) -> WindowOutputs:
     """Tokenize ``examples`` into windows and run the model (or runner) over them. ``bars`` count the questions cut
     and the windows run (None: bars of the call's own, shown with ``progress``): a list answered in chunks passes
-    the same bars to each chunk's call, so they run once over the whole list."""
+    the same bars to each chunk's call, so they run once over the whole list. With ``data_name`` (the file the
+    questions were read from), those cut to ``max_query_length`` are said in one ``LongQuestionsNote`` naming it."""
     if not examples:  # no window to cut or run: the tokenizer and the dataset have no columns for none
         return no_windows(model.heads)
     with contextlib.ExitStack() as held:
@@ -170,6 +173,8 @@ def predict_windows(
             bars = held.enter_context(window_bars(len(examples), progress))
         with progress_bars(False):  # the windows bar counts the questions, in place of datasets' own bar
             features = windows_in_memory(examples, tokenizer, feature_config, advance=bars.windows.update)
+        if data_name is not None:
+            note_long_questions(features, examples, feature_config.max_query_length, data_name)
         inference = bars.cut(len(features))
         return run_windows(model, features, tokenizer.pad_token_id or 0, batch_size, progress, precision, inference)
 

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Sequence
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from ..arguments import count_at_most, given_type
+from ..arguments import count_at_most, given_type, instance_argument
 from ..config_schema import whole_number
 from ..data.text import check_context_length, check_text
 from ..decoding.postprocess import DecodeConfig, available_decodings, with_saved_settings
@@ -170,16 +170,20 @@ class TrainedModel:
         return GPU_INFERENCE_BATCH_SIZE if getattr(device, "type", None) == "cuda" else INFERENCE_BATCH_SIZE
 
     def windows(self, examples: Sequence[Example], batch_size: int | None = None, progress: bool = False,
-                bars: WindowBars | None = None) -> WindowOutputs:
+                bars: WindowBars | None = None, data_name: str | None = None) -> WindowOutputs:
         """Every window's outputs, ``batch_size`` windows a forward pass (default: :attr:`batch_size`); scores no
         decoding can read (NaN, infinity) raise :class:`~bio_mrc.errors.ModelOutputError` naming the question.
         ``progress`` shows a bar for the questions cut into windows and one for the windows run; ``bars``
-        (:func:`bio_mrc.progress.window_bars`) are bars a caller holds over several calls, one chunk of a list each."""
+        (:func:`bio_mrc.progress.window_bars`) are bars a caller holds over several calls, one chunk of a list each.
+        With ``data_name`` (the file ``examples`` were read from), the questions of more tokens than ``max_query_length``,
+        read as their first tokens, are said in one
+        :class:`~bio_mrc.features.long_questions.LongQuestionsNote` naming it."""
         examples = check_examples(examples, "TrainedModel.windows")
+        instance_argument(data_name, str, "data_name", "TrainedModel.windows", optional=True)
         precision = self.precision if self.backend == "torch" else None
         batch_size = self.batch_size if batch_size is None else check_batch_size(batch_size)  # 0 or -1 ran no window
         outputs = predict_windows(self.model, self.tokenizer, examples, self.features, batch_size,
-                                  progress, precision, bars)
+                                  progress, precision, bars, data_name)
         check_finite_scores(outputs, examples, self.name or self.path)
         return outputs
 

@@ -7,62 +7,54 @@ well as it can; cutting them unsaid would answer a question other than the one a
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..errors import InputWarning
-from ..plurals import number_form
+from ..features.long_questions import NAMED, callers_level, token_count
 
 if TYPE_CHECKING:
     from ..types import Example
     from .loading import TrainedModel
-
-NAMED = 3  # long questions a warning names; the rest are counted
 
 
 class LongQuestionWarning(InputWarning):
     """A question of more tokens than the model's ``max_query_length``: it is answered as its first tokens."""
 
 
+def long_questions(trained: TrainedModel, examples: Sequence[Example]) -> dict[str, int]:
+    """Each question text of ``examples`` past ``trained``'s ``max_query_length``, with its number of tokens, in the
+    order first asked; a question asked of several documents is tokenized once."""
+    from ..features.windows import question_token_counts  # here, so the warning's own module imports no tokenizer
+
+    asked = list(dict.fromkeys(example.question for example in examples))
+    if not asked:
+        return {}
+    most = trained.features.max_query_length
+    return {question: count for question, count in zip(asked, question_token_counts(asked, trained.tokenizer))
+            if count > most}
+
+
 def warn_long_questions(trained: TrainedModel, examples: Sequence[Example], name: Callable[[int], str]) -> None:
     """One :class:`LongQuestionWarning` for the questions of ``examples`` past ``trained``'s ``max_query_length``, each
     named by ``name(position)`` with its number of tokens; a question asked of several documents is said once. It names
     the caller's line, the first outside the package, however deep the door it came through."""
-    from ..features.windows import question_token_counts  # here, so the warning's own module imports no tokenizer
-
-    first = {}  # each question text at its first position
+    found = long_questions(trained, examples)
+    if not found:
+        return
+    first: dict[str, int] = {}  # each question text at its first position
     for position, example in enumerate(examples):
         first.setdefault(example.question, position)
-    if not first:
-        return
+    long = [(first[question], count) for question, count in found.items()]
     most = trained.features.max_query_length
-    counts = question_token_counts(list(first), trained.tokenizer)
-    long = [(position, count) for position, count in zip(first.values(), counts) if count > most]
-    if not long:
-        return
-    cut = f"{_tokens(most)}, as the model's training questions were cut"
+    cut = f"{token_count(most)}, as the model's training questions were cut"
     if len(long) == 1:
         (position, count), = long
-        line = (f"{name(position)} has {_tokens(count)}, more than the {most} the model reads (its "
+        line = (f"{name(position)} has {token_count(count)}, more than the {most} the model reads (its "
                 f"max_query_length): it is answered as its first {cut}")
     else:
-        named = ", ".join(f"{name(position)} ({_tokens(count)})" for position, count in long[:NAMED])
+        named = ", ".join(f"{name(position)} ({token_count(count)})" for position, count in long[:NAMED])
         more = f" and {len(long) - NAMED} more" if len(long) > NAMED else ""
         line = (f"{len(long)} questions have more tokens than the {most} the model reads (its max_query_length): "
                 f"{named}{more}; each is answered as its first {cut}")
-    warnings.warn(LongQuestionWarning(line), stacklevel=_callers_level())
-
-
-def _tokens(count: int) -> str:
-    return f"{count:,} {number_form(count, 'token')}"
-
-
-def _callers_level() -> int:
-    """The ``stacklevel`` of the first frame outside the package, counted from the function that calls this one."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
+    warnings.warn(LongQuestionWarning(line), stacklevel=callers_level())

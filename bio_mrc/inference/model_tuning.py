@@ -128,7 +128,7 @@ def tune_read_questions(plan: TuningPlan, questions: TuningQuestions,
                                 decodings=plan.decodings or (), revision=plan.revision)
     check_length_prior(trained.decodings, plan.decodings or trained.decodings, plan.options.bio_length_prior)  # a hub id's, settled now
     before = copy.deepcopy(trained.model.config)
-    outputs = trained.windows(examples, batch_size=plan.batch_size, progress=plan.progress)
+    outputs = trained.windows(examples, batch_size=plan.batch_size, progress=plan.progress, data_name=str(plan.name))
     tuned = tune_for_model(trained, outputs, examples, plan.options, plan.task, decodings=plan.decodings,
                            calibrate=calibrate, progress=plan.progress)
     if before_saving is not None:

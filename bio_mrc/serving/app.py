@@ -2,7 +2,8 @@
 ``/openapi.json``).
 
 Every request is checked before any work: the schema (422), the number of questions (413), the
-texts (:meth:`AnswerExtractor.asked`: 422) and the decoding (one the model's heads allow: 422).
+texts (:meth:`AnswerExtractor.examples`: 422) and the decoding (one the model's heads allow: 422); a question past the
+model's ``max_query_length`` is answered as its first tokens, its answer marked ``question_cut``.
 Refusals answer with :class:`ErrorResponse` (``detail``, ``problems``); nothing answers with a
 traceback; a path not served is a 404 naming the one meant, never a redirect. Before the application,
 :class:`~.request_head.RequestHeadGuard` refuses a version, expectation, content coding or WebSocket it cannot honour
@@ -33,7 +34,9 @@ from ..errors import BioMrcError, ModelOutputError, shown_value
 from ..io import json_with_controls_escaped
 from ..json_syntax import json_value
 from ..inference.extract import AnswerExtractor, asks_over_documents
+from ..inference.long_questions import long_questions
 from ..model_card import card_summary
+from ..plurals import counted
 from ..types import Prediction, RankedAnswers
 from .answering import Question
 from .batching import Stopping
@@ -97,10 +100,11 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
         if too_many is not None:
             raise too_many
         try:
-            examples, _ = extractor.asked(body.question, body.context)
+            examples, _ = extractor.examples(body.question, body.context)
             decoding = registry.resolve_decoding(extractor.trained.decodings, body.decoding)
         except (BioMrcError, ValueError) as error:
             raise HTTPException(422, str(error)) from None
+        cut = questions_cut(extractor, examples)
         every = documents and body.multi_span and "top_k" not in body.model_fields_set  # every document's every span
         options = Question([], decoding, body.multi_span, None if every else body.top_k, documents)
         work = (answer_whole if documents else answer_each)(scheduler, examples, options)
@@ -114,7 +118,8 @@ def create_app(extractor: AnswerExtractor, config: ServeConfig | None = None, na
             raise HTTPException(500, str(ModelOutputError(error.problem, error.record))) from None
         except BioMrcError as error:  # bad input only the tokenizer could see; anything else is the server's (500)
             raise HTTPException(422, str(error)) from None
-        results = [answer_of(prediction, body.threshold, body.multi_span) for prediction in predictions]
+        results = [answer_of(prediction, body.threshold, body.multi_span).model_copy(update={"question_cut": question in cut})
+                   for prediction, question in zip(predictions, [example.question for example in examples])]
         return pydantic_json(AnswerResponse(model=name, decoding=decoding, results=results))
 
     @app.get("/health", response_model=Health, summary="the model that answers, its card, the limits")
@@ -176,6 +181,18 @@ def refused_unvalidated(document: Any, fields: set[str], limit: int) -> HTTPExce
     named = ", ".join(json_value(name[:MAX_LOCATION_CHARS]) for name in unknown[:3])
     return HTTPException(422, f"{len(unknown)} unknown fields ({named}, …); a request has only the fields "
                               f"{', '.join(sorted(fields))}")
+
+
+def questions_cut(extractor: AnswerExtractor, examples: list) -> set[str]:
+    """The questions of a request past the model's ``max_query_length``, each answered as its first tokens: its
+    answers say so (``question_cut``), and the operator's log once a minute."""
+    cut = long_questions(extractor.trained, examples)
+    if cut:
+        most = extractor.trained.features.max_query_length
+        tell_operator("long questions", f"a request asked {counted(len(cut), 'question')} of more tokens than the {most} "
+                                        f"the model reads (its max_query_length): each was answered as its first {most} "
+                                        "tokens, its answer marked question_cut")
+    return set(cut)
 
 
 def refused_too_many(question: Any, context: Any, limit: int) -> HTTPException | None:

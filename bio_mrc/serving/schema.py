@@ -152,6 +152,9 @@ class Answer(BaseModel):
     document: int | None = Field(None, description=(
         "over several documents, the best span's document (abstain, no_answer_score, confidence and probability "
         "are that document's); null for one context"))
+    question_cut: bool = Field(False, description=(
+        "the question has more tokens than the model reads (its max_query_length: GET /health's card.windows): it was "
+        "answered as its first max_query_length tokens, as the model's training questions were cut"))
 
 
 class AnswerResponse(BaseModel):

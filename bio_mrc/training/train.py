@@ -93,6 +93,7 @@ def train_model(
     overwrite: bool = False,
     evaluator: Evaluator | None = None,
     network_args: dict[str, Any] | None = None,
+    data_name: str | None = None,
 ) -> TrainResult:
     """Train a fresh model on ``examples`` and save it (with its tokenizer and config) in ``output_dir``, as ``bio-mrc
     train`` does (:mod:`.run_start`): window settings left at their defaults fit an encoder of fewer positions (said in
@@ -116,9 +117,10 @@ def train_model(
 
     ``network_args``: the ``TrainingArguments`` that send data off the machine, which ``config.training_args`` may not
     hold, those ``train``'s flags fill: ``push_to_hub``, ``hub_model_id``, ``hub_strategy``, ``hub_private_repo`` and
-    ``report_to`` (an uploading tracker); the push reads the token of ``hf auth login`` or ``HF_TOKEN``.
+    ``report_to`` (an uploading tracker); the push reads the token of ``hf auth login`` or ``HF_TOKEN``. Questions past
+    ``max_query_length``, read as their first tokens, are one ``LongQuestionsNote`` naming ``data_name`` (the file read).
     """
-    _check_arguments(config, output_dir, checkpoint_steps, callbacks, network_args)
+    _check_arguments(config, output_dir, checkpoint_steps, callbacks, network_args, data_name)
     if (finished := _finished_run(examples, output_dir, resume, overwrite)) is not None:
         return finished
     config, choices, output_dir = _checked_run(examples, config, output_dir, overwrite, network_args,
@@ -129,7 +131,7 @@ def train_model(
     model, tokenizer, encoder = _fresh_model(config, choices, progress, last if resume else None)
     checkpoint = checkpoint_to_resume(Path(args.output_dir), run_options, resume, save_checkpoints, args.should_save, progress)
     clock = TrainingClock(time.perf_counter(), TrainingClock.seconds_saved_in(checkpoint) if checkpoint else 0.0)
-    trainer = build_trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock], evaluator)
+    trainer = build_trainer(model, tokenizer, examples, config, args, progress, [*(callbacks or []), clock], evaluator, data_name)
     result = _train_sitting(trainer, checkpoint, clock, output_dir, len(examples), progress)
     if non_finite_weights(trainer.model):
         _refuse_diverged(trainer, config, output_dir, save_checkpoints)
@@ -178,9 +180,11 @@ def _check_examples(examples: Any) -> None:
         raise TypeError(f"train_model takes a list of Example (a loaded file's .examples, e.g. load_squad(path).examples), got {got}")
 
 
-def _check_arguments(config: Any, output_dir: Any, checkpoint_steps: Any, callbacks: Any, network_args: Any) -> None:
+def _check_arguments(config: Any, output_dir: Any, checkpoint_steps: Any, callbacks: Any, network_args: Any,
+                     data_name: Any = None) -> None:
     """Before any work: each argument of :func:`train_model` of a type it takes."""
     call = "train_model"
+    instance_argument(data_name, str, "data_name", call, optional=True)
     instance_argument(config, TrainConfig, "config", call, hint=" (e.g. TrainConfig(encoder=...))")
     path_argument(output_dir, "output_dir", call)
     count_argument(checkpoint_steps, "checkpoint_steps", call)

@@ -19,6 +19,7 @@ from ..config_schema import UnaskedFloat
 from ..encoders import as_data, load_tokenizer, resolve_encoder
 from ..errors import ConfigError, InputWarning
 from ..features.collate import WindowBatches, WindowCollator
+from ..features.long_questions import note_long_questions
 from ..features.targets import answers_no_window_holds
 from ..features.windows import build_features
 from ..features.windows_cache import default_windows_cache
@@ -246,19 +247,24 @@ def fresh_model_and_tokenizer(config: TrainConfig) -> tuple[BioMrcForQuestionAns
 def build_trainer(
     model: BioMrcForQuestionAnswering, tokenizer: Any, examples: Sequence[Example], config: TrainConfig,
     args: TrainingArguments, progress: bool, callbacks: Sequence[TrainerCallback], evaluator: Evaluator | None = None,
+    data_name: str | None = None,
 ) -> HeadRateTrainer:
     """The training windows (targets only; offsets are for decoding) and the Trainer over them, scoring held-out
-    questions with ``evaluator`` when ``args.eval_strategy`` asks, its logs on stderr (progress) or nowhere."""
+    questions with ``evaluator`` when ``args.eval_strategy`` asks, its logs on stderr (progress) or nowhere; questions
+    cut to ``max_query_length`` are said in one note naming ``data_name`` (None: the training questions)."""
     # The main process builds (or finds) the cached windows first; the others of a torchrun job then read them.
     with progress_bars(progress), args.main_process_first(desc="training windows"):
         windows = replace(config.features, word_units=model.config.word_units)  # a resumed run's: its checkpoint's
         features = build_features(examples, tokenizer, windows, desc="training windows",
                                   cache_dir=default_windows_cache(), heads=model.config.head_names)
+    if args.process_index == 0:  # said once, however many processes train
+        note_long_questions(features, examples, windows.max_query_length, data_name or "the training questions")
     if missed := answers_no_window_holds(features, examples):
         warnings.warn(UnheldAnswersWarning(missed, sum(example.is_answerable for example in examples)), stacklevel=3)
     parent_limit = model.config.max_answer_length if config.init_from else None  # the continued model's, kept where longer
     set_answer_length_limit(model, features, progress and args.process_index == 0, parent_limit)  # saved with the model
-    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window", "answer_lengths"])
+    features = features.remove_columns(["offset_mapping", "word_offsets", "example_index", "answer_in_window", "answer_lengths",
+                                       "question_tokens"])
     trainer = HeadRateTrainer(
         model=model,
         head_learning_rate=config.head_learning_rate,
