@@ -83,8 +83,8 @@ def test_torchrun_predict_on_two_processes_writes_what_one_process_writes(tiny_e
     refused = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", *predict,
                     str(tmp_path / "three" / "p.json"), "--resume"], env, attempts=1)
     assert refused.returncode != 0 and "]: Traceback" not in refused.stderr, refused.stderr[-3000:]  # no rank's traceback
-    assert "error: line 1 answers 'n1' with decoding 'bio'" in refused.stderr
-    assert "error: rank 0 refused the run: line 1 answers 'n1'" in refused.stderr
+    assert 'error: line 1 answers "n1" with decoding "bio"' in refused.stderr
+    assert 'error: rank 0 refused the run: line 1 answers "n1"' in refused.stderr
 
 
 # Each rank records how main ended, then waits for the other's record: torchrun stops the other ranks once one exits
