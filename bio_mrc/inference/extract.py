@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, overload
 
 from .. import registry
-from ..arguments import check_flag, count_at_most, is_flag  # noqa: F401 (is_flag: read from here too)
+from ..arguments import check_flag, count_at_most
 from ..data.text import check_context_length, check_text
 from ..config_schema import whole_number
 from ..decoding.postprocess import DecodeConfig

@@ -57,6 +57,7 @@ from transformers.pipelines import PIPELINE_REGISTRY
 
 from .. import registry
 from ..answer_text import TakenCharacters, trimmed_span
+from ..arguments import check_flag
 from ..config_schema import whole_number
 from ..decoding.shares import nbest_shares
 from ..decoding.window_outputs import WindowOutputs
@@ -72,7 +73,7 @@ from ..types import AnswerSpan, Example, Prediction
 from .abstention import NeverAbstainsWarning, never_abstains_line
 from .answers import no_answer_probability
 from .documents import DocumentRanking, rank_chunk
-from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_flag, check_top_k, question_chunks
+from .extract import AnswerExtractor, asks_over_documents, check_batch_size, check_top_k, question_chunks
 from .loading import TrainedModel, check_folder_to_load, check_onnx_device, forward_precision, model_backend, window_settings
 from .onnx_runner import OnnxModel
 from .text_inputs import text_input
