@@ -387,6 +387,99 @@ def metaspace_tokenizer():
                                    sep_token="[SEP]")
 
 
+def _unigram_pieces(metaspace_tokenizer, specials: list[str]) -> list[tuple[str, float]]:
+    """The Unigram pieces and scores ``metaspace_tokenizer`` learned, ``specials`` first in their order."""
+    pieces = json.loads(metaspace_tokenizer.backend_tokenizer.to_str())["model"]["vocab"]
+    return [(special, 0.0) for special in specials] + [(piece, score) for piece, score in pieces if piece not in specials]
+
+
+def _with_template(tokenizer, pair: str):
+    """A copy of a WordPiece tokenizer whose backend puts a pair as ``pair`` says (its special tokens its own)."""
+    import copy
+
+    from tokenizers import processors
+
+    tokenizer = copy.deepcopy(tokenizer)
+    specials = [(token, tokenizer.convert_tokens_to_ids(token)) for token in ("[CLS]", "[SEP]", "[MASK]")]
+    tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair=pair, special_tokens=specials)
+    return tokenizer
+
+
+@pytest.fixture(scope="session")
+def xlmr_style_tokenizer(metaspace_tokenizer):
+    """XLM-R's tokenizer class on Unigram pieces (ALBERT's and T5's kin): NFKC, as sentencepiece's precompiled map
+    normalizes, whitespace split then Metaspace, a ``<s> q </s></s> c </s>`` pair and no type ids."""
+    from tokenizers import normalizers
+    from transformers import XLMRobertaTokenizer
+
+    tokenizer = XLMRobertaTokenizer(vocab=_unigram_pieces(metaspace_tokenizer, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]))
+    tokenizer.backend_tokenizer.normalizer = normalizers.NFKC()
+    return tokenizer
+
+
+@pytest.fixture(scope="session")
+def deberta_v2_style_tokenizer(metaspace_tokenizer):
+    """DeBERTa-v2's tokenizer class on Unigram pieces: Metaspace, ``[CLS] q [SEP] c [SEP]``, type ids after it."""
+    from transformers import DebertaV2Tokenizer
+
+    return DebertaV2Tokenizer(vocab=_unigram_pieces(metaspace_tokenizer, ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]))
+
+
+@pytest.fixture(scope="session")
+def bpe_untrimmed_tokenizer(tiny_bpe_tokenizer):
+    """Byte-level BPE as GPT-2's and Llama 3's: no prefix space, offsets not trimmed (a token's leading space its
+    own), the pair put by a template after the byte-level post-processor."""
+    from tokenizers import Tokenizer, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer.from_str(tiny_bpe_tokenizer.backend_tokenizer.to_str())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.post_processor = processors.Sequence([processors.ByteLevel(trim_offsets=False), processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A </s> $B:1 </s>:1", special_tokens=[("<s>", 0), ("</s>", 2)])])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                   unk_token="<unk>", cls_token="<s>", sep_token="</s>")
+
+
+@pytest.fixture(scope="session")
+def bpe_prefix_space_tokenizer(tiny_bpe_tokenizer):
+    """RoBERTa's tokenizer class with ``add_prefix_space=True``: its post-processor trims a token's leading space from
+    its offsets, except the first token's of an encoding, each window's after the first included."""
+    from transformers import RobertaTokenizer
+
+    model = json.loads(tiny_bpe_tokenizer.backend_tokenizer.to_str())["model"]
+    merges = [tuple(merge.split(" ")) if isinstance(merge, str) else tuple(merge) for merge in model["merges"]]
+    return RobertaTokenizer(vocab=model["vocab"], merges=merges, add_prefix_space=True)
+
+
+@pytest.fixture(scope="session")
+def extra_tokens_tokenizer(tiny_tokenizer):
+    """WordPiece with two separators between question and context (as RoBERTa's pair) and a token after the pair."""
+    return _with_template(tiny_tokenizer, "[CLS] $A [SEP] [SEP]:1 $B:1 [SEP]:1 [MASK]:0")
+
+
+@pytest.fixture(scope="session")
+def context_type_zero_tokenizer(tiny_tokenizer):
+    """WordPiece whose template gives the context type id 0: the backend gives it 1 in the windows after the first."""
+    return _with_template(tiny_tokenizer, "[CLS] $A [SEP] $B [SEP]")
+
+
+@pytest.fixture(scope="session")
+def added_tokens_tokenizer(tiny_tokenizer):
+    """WordPiece with tokens of its own that the contexts hold: special and not, stripping the spaces beside them or
+    not, matched before or after normalization."""
+    import copy
+
+    from tokenizers import AddedToken
+
+    tokenizer = copy.deepcopy(tiny_tokenizer)
+    tokenizer.add_tokens([AddedToken("normandy", lstrip=True, rstrip=True), AddedToken("Rollo", rstrip=True, normalized=False),
+                          AddedToken("ruled", single_word=True)])
+    tokenizer.add_tokens([AddedToken("<s>", lstrip=True, normalized=False, special=True),
+                          AddedToken("911", rstrip=True, special=True)], special_tokens=True)
+    return tokenizer
+
+
 # A context no page may execute or mangle, and one with a character beyond the BMP (two UTF-16 units in JavaScript).
 HOSTILE_TEXT = "</script><script>alert(1)</script>"
 BROWSER_PARAGRAPHS = [

@@ -23,6 +23,13 @@ ODD_CONTEXT = ("Rollo [SEP] ruled <s> Normandy, café cafe\u0301 首都。Emoji�
                "the cat sat on the mat. ") * 6
 
 
+# Tokenizers whose windows are slices of the context alone in each question's frame.
+SLICED = ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer", "xlmr_style_tokenizer", "deberta_v2_style_tokenizer",
+          "bpe_untrimmed_tokenizer", "extra_tokens_tokenizer", "added_tokens_tokenizer"]
+# Tokenizers whose backend cuts windows otherwise than as slices in one frame.
+CUT_BY_THE_BACKEND = ["bpe_prefix_space_tokenizer", "context_type_zero_tokenizer"]
+
+
 def answers(extractor: AnswerExtractor, multi_span: bool) -> list[dict]:
     return [dataclasses.asdict(p) for p in extractor(["What were the Normans famed for?", "Who ruled Normandy?"],
                                                      LONG_CONTEXT, multi_span=multi_span)]
@@ -43,7 +50,7 @@ def test_a_long_contexts_spans_scored_a_few_windows_at_a_time_are_those_scored_a
     assert decoding == "bio" or sum(scored) >= 70 + 73  # every window of both questions
 
 
-@pytest.mark.parametrize("name", ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer"])
+@pytest.mark.parametrize("name", SLICED + CUT_BY_THE_BACKEND)
 def test_the_windows_are_those_the_tokenizers_own_call_cuts_without_its_lists_of_every_window(request, monkeypatch, name):
     tokenizer = request.getfixturevalue(name)
     questions, contexts = ["who ruled [SEP] Normandy?", "where?"], [ODD_CONTEXT, "Rollo ruled."]
@@ -62,7 +69,7 @@ def test_the_windows_are_those_the_tokenizers_own_call_cuts_without_its_lists_of
         assert offsets.tolist() == expected.tolist()
 
 
-@pytest.mark.parametrize("name", ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer"])
+@pytest.mark.parametrize("name", SLICED + CUT_BY_THE_BACKEND)
 def test_a_contexts_words_are_those_of_the_tokenizers_own_call_without_its_lists_of_every_token(request, monkeypatch, name):
     tokenizer = request.getfixturevalue(name)
     contexts = [ODD_CONTEXT, "Rollo ruled  Normandy.", ODD_CONTEXT]
@@ -149,14 +156,18 @@ def test_the_windows_table_is_the_one_datasets_builds_from_the_rows(tiny_tokeniz
     assert built.data.table.equals(table)
 
 
-def assert_windows_of_its_own_call(tokenizer, questions, contexts):
-    cut = pair_windows(tokenizer, questions, contexts, 32, 8)  # first: the call may change the tokenizer's state
-    own = tokenizer(questions, contexts, truncation="only_second", max_length=32, stride=8, return_overflowing_tokens=True,
-                    return_offsets_mapping=True, padding=False, split_special_tokens=True)
+def assert_windows_of_its_own_call(tokenizer, questions, contexts, max_length=32, stride=8):
+    cut = pair_windows(tokenizer, questions, contexts, max_length, stride)  # first: the call may change the tokenizer's state
+    own = tokenizer(questions, contexts, truncation="only_second", max_length=max_length, stride=stride,
+                    return_overflowing_tokens=True, return_offsets_mapping=True, padding=False, split_special_tokens=True)
     assert cut.example_index == list(own["overflow_to_sample_mapping"])
     assert {key: [list(map(int, row)) for row in rows] for key, rows in cut.inputs.items()} == {
         key: own[key] for key in own.keys() if key not in ("offset_mapping", "overflow_to_sample_mapping")}
     assert [m.tolist() for m in cut.in_context] == [[sid == 1 for sid in own.sequence_ids(i)] for i in range(len(own.encodings))]
+    expected = [[list(offsets) if sid == 1 else [-1, -1] for offsets, sid in zip(own["offset_mapping"][i], own.sequence_ids(i))]
+                for i in range(len(own.encodings))]
+    assert [o.tolist() for o in cut.offsets] == expected
+    return cut
 
 
 class TypeIdsOfItsOwn:
@@ -225,17 +236,96 @@ def test_a_long_contexts_windows_are_not_written_through_a_stream_before_they_ar
     assert answers(extractor, True) == expected
 
 
-@pytest.mark.parametrize("name", ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer"])
+def contexts_cut_by_the_backend(monkeypatch) -> list[str]:
+    """The contexts the backend is asked to cut into windows by its overflow, as ``pair_windows`` asks it."""
+    from transformers.tokenization_utils_base import TruncationStrategy
+
+    from bio_mrc.features import pair_windows as module
+
+    cut, encode = [], module.backend_encodings
+
+    def recording(tokenizer, texts, *args, **kwargs):
+        if (args[1] if len(args) > 1 else kwargs.get("truncation")) == TruncationStrategy.ONLY_SECOND:
+            cut.extend(context for _, context in texts)
+        return encode(tokenizer, texts, *args, **kwargs)
+
+    monkeypatch.setattr(module, "backend_encodings", recording)
+    return cut
+
+
+@pytest.mark.parametrize("name", SLICED)
 def test_the_windows_are_sliced_from_the_context_alone_not_cut_by_the_backends_overflow(request, monkeypatch, name):
     """The backend holds every overflowing window of a pair at once and its binding copies them all again: the windows
     are slices of the context tokenized alone in each question's frame, the same windows as its own call cuts."""
     tokenizer = request.getfixturevalue(name)
-    from bio_mrc.features import pair_windows as module
-    from transformers.tokenization_utils_base import TruncationStrategy
+    cut_by_the_backend = contexts_cut_by_the_backend(monkeypatch)
+    questions = ["who ruled [SEP] Normandy?", "where?", "", "when?"]
+    contexts = [ODD_CONTEXT, "Rollo ruled.", LONG_CONTEXT, " \t\n "]
+    assert len(assert_windows_of_its_own_call(tokenizer, questions, contexts).example_index) > 10
+    assert not set(cut_by_the_backend) & set(contexts)  # a probe pair at most
 
-    truncations, encode = [], module.backend_encodings
-    monkeypatch.setattr(module, "backend_encodings", lambda *args, **kwargs: truncations.append(
-        args[3] if len(args) > 3 else kwargs.get("truncation", TruncationStrategy.DO_NOT_TRUNCATE)) or encode(*args, **kwargs))
-    questions, contexts = ["who ruled [SEP] Normandy?", "where?", ""], [ODD_CONTEXT, "Rollo ruled.", LONG_CONTEXT]
-    assert_windows_of_its_own_call(tokenizer, questions, contexts)
-    assert truncations and TruncationStrategy.ONLY_SECOND not in truncations
+
+@pytest.mark.parametrize("name", CUT_BY_THE_BACKEND)
+def test_where_the_backend_cuts_windows_otherwise_than_slices_its_own_windows_are_cut(request, monkeypatch, name):
+    # A window's first token keeps its leading space in its offsets; the windows after the first have type id 1.
+    tokenizer = request.getfixturevalue(name)
+    cut_by_the_backend = contexts_cut_by_the_backend(monkeypatch)
+    assert_windows_of_its_own_call(tokenizer, ["who ruled [SEP] Normandy?", "where?"], [ODD_CONTEXT, "Rollo ruled."])
+    assert ODD_CONTEXT in cut_by_the_backend
+
+
+def context_of(tokenizer, n: int) -> str:
+    """A context of ``n`` tokens, each one word."""
+    context = "the"
+    while len(tokenizer(context, add_special_tokens=False)["input_ids"]) < n:
+        context += " the"
+    assert len(tokenizer(context, add_special_tokens=False)["input_ids"]) == n
+    return context
+
+
+@pytest.mark.parametrize("name", ["tiny_tokenizer", "tiny_bpe_tokenizer", "xlmr_style_tokenizer", "bpe_prefix_space_tokenizer"])
+@pytest.mark.parametrize("shape", ["stride room - 1", "empty question", "blank context", "one token", "room tokens",
+                                   "room + 1 tokens"])
+def test_windows_at_the_edges_of_the_room_are_those_of_its_own_call(request, monkeypatch, name, shape):
+    tokenizer = request.getfixturevalue(name)
+    question = "" if shape == "empty question" else "who ruled Normandy?"
+    room = 24 - len(tokenizer(question, "a")["input_ids"]) + len(tokenizer("a", add_special_tokens=False)["input_ids"])
+    stride = room - 1 if shape == "stride room - 1" else 4
+    context = {"blank context": " \n\t ", "one token": "the", "room tokens": context_of(tokenizer, room),
+               "room + 1 tokens": context_of(tokenizer, room + 1)}.get(shape, LONG_CONTEXT)
+    cut_by_the_backend = contexts_cut_by_the_backend(monkeypatch)
+    cut = assert_windows_of_its_own_call(tokenizer, [question], [context], 24, stride)
+    assert len(cut.example_index) == {"one token": 1, "blank context": 1, "room tokens": 1, "room + 1 tokens": 2}.get(
+        shape, len(cut.example_index))
+    assert (context in cut_by_the_backend) == (name in CUT_BY_THE_BACKEND)
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_a_stride_that_fills_the_room_is_refused_as_its_own_call_refuses_it(tiny_tokenizer, over):
+    question = "who ruled Normandy?"
+    room = 24 - len(tiny_tokenizer(question, "a")["input_ids"]) + 1
+    with pytest.raises(BaseException) as own:  # the backend's panic, no Exception
+        tiny_tokenizer([question], [LONG_CONTEXT], truncation="only_second", max_length=24, stride=room + over,
+                       return_overflowing_tokens=True)
+    with pytest.raises(own.type, match="stride"):
+        pair_windows(tiny_tokenizer, [question], [LONG_CONTEXT], 24, room + over)
+
+
+@pytest.mark.parametrize("tag_level", ["word", "subword"])
+@pytest.mark.parametrize("name", SLICED[3:] + CUT_BY_THE_BACKEND)
+def test_the_training_windows_are_those_the_backends_windows_give(request, monkeypatch, name, tag_level):
+    from bio_mrc.features import pair_windows as module
+
+    tokenizer = request.getfixturevalue(name)
+    config = FeatureConfig(max_seq_length=32, doc_stride=8, max_query_length=8, tag_level=tag_level)
+    normandy = ODD_CONTEXT.index("Normandy")
+    examples = [Example("0", "Who ruled?", ODD_CONTEXT, (((normandy, normandy + 8),),)), Example("1", "", "Rollo ruled in 911.", (((15, 18),),)),
+                Example("2", "When?", LONG_CONTEXT, ()), Example("3", "Who?", " \t ", ())]
+
+    def features():
+        built = targets.add_targets(tokenize_windows(examples, tokenizer, config), examples, config, ["span", "bio"])
+        return {key: [np.asarray(row).tolist() for row in rows] for key, rows in built.items()}
+
+    sliced = features()
+    monkeypatch.setattr(module, "_sliced_windows", lambda *args: None)
+    assert features() == sliced and len(sliced["example_index"]) > 50

@@ -47,6 +47,12 @@ def pair_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str], c
     sliced = _sliced_windows(tokenizer, questions, contexts, max_length, stride, names)
     if sliced is not None:
         return sliced
+    return _backend_windows(tokenizer, questions, contexts, max_length, stride, names)
+
+
+def _backend_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str], contexts: Sequence[str],
+                     max_length: int, stride: int, names: list[str]) -> PairWindows:
+    """The windows the backend cuts with overflowing tokens, each read into arrays as it is handed out."""
     encodings = backend_encodings(tokenizer, list(zip(questions, contexts)), True, TruncationStrategy.ONLY_SECOND,
                                   max_length, stride)
     windows = PairWindows({name: [] for name in names})
@@ -78,6 +84,11 @@ def backend_encodings(tokenizer: PreTrainedTokenizerBase, texts: list, add_speci
 # A context of one token: the frame of a question's windows (its special tokens and question) is read from the
 # backend's own encoding of the question with it.
 _PROBE = "a"
+# A pair whose context's tokens, most after a space, each begin a window of two and end one: where the backend cuts
+# its windows otherwise than as slices in one frame (a byte-level post-processor that trims a token's leading space
+# unless it is the first of its encoding; a template whose context type id the windows after the first lack), it
+# cuts every pair's windows itself.
+_PROBE_PAIR = ("a", "a a  a\ta, a.")
 
 
 @dataclass
@@ -107,23 +118,46 @@ def _sliced_windows(tokenizer: PreTrainedTokenizerBase, questions: Sequence[str]
     tokenizes each text of a pair on its own) and each question's frame, as the backend's truncation steps: slices of
     the room the frame leaves, each ``stride`` tokens into the one before. The backend holds every window of a pair
     at once, and its Python binding copies them all again to hand them out: a long context's windows, a token of the
-    context held many times over. None (the backend's own windows) where a frame is not one run of context tokens,
-    a context has no token, or the room is no more than the stride (the backend refuses such windows its own way)."""
-    if getattr(tokenizer, "truncation_side", "right") != "right":
+    context held many times over. None (the backend's own windows) where the backend cuts a probe pair's windows
+    otherwise (:func:`_slices_as_the_backend`), a frame is not one run of context tokens, or the room is no more
+    than the stride (the backend refuses such windows its own way)."""
+    if getattr(tokenizer, "truncation_side", "right") != "right" or not _slices_as_the_backend(tokenizer, names):
         return None
     frames = [_Frame.of(encoding) for encoding in backend_encodings(tokenizer, [(q, _PROBE) for q in questions], True)]
     rooms = [None if frame is None else max_length - len(frame.before[0]) - len(frame.after[0]) for frame in frames]
     if any(room is None or room <= stride for room in rooms):
         return None
     alone = dict(zip(dict.fromkeys(contexts), _ids_and_offsets(tokenizer, list(dict.fromkeys(contexts)))))
-    if any(not len(ids) for ids, _ in alone.values()):
-        return None
+    return _windows_of_slices(contexts, frames, rooms, stride, alone, names)
+
+
+def _windows_of_slices(contexts: Sequence[str], frames: list[_Frame], rooms: list[int], stride: int,
+                       alone: dict[str, tuple[np.ndarray, np.ndarray]], names: list[str]) -> PairWindows:
+    """Each pair's windows: slices of its context's ``alone`` tokens in its question's frame (a context of no token:
+    the frame alone, as the backend puts it)."""
     windows = PairWindows({name: [] for name in names})
     for sample, (frame, room, context) in enumerate(zip(frames, rooms, contexts)):
         ids, offsets = alone[context]
         for begin, end in _slices(len(ids), room, stride):
             _add_slice(windows, sample, frame, ids[begin:end], offsets[begin:end])
     return windows
+
+
+def _slices_as_the_backend(tokenizer: PreTrainedTokenizerBase, names: list[str]) -> bool:
+    """Whether the windows the backend cuts of ``_PROBE_PAIR``, every token of its context the first of one and the
+    last of one, are the slices of its context in its frame, to the last offset and type id."""
+    question, context = _PROBE_PAIR
+    (frame,) = [_Frame.of(encoding) for encoding in backend_encodings(tokenizer, [(question, _PROBE)], True)]
+    if frame is None:
+        return False
+    max_length = len(frame.before[0]) + len(frame.after[0]) + 2
+    alone = dict(zip([context], _ids_and_offsets(tokenizer, [context])))
+    sliced = _windows_of_slices([context], [frame], [2], 1, alone, names)
+    cut = _backend_windows(tokenizer, [question], [context], max_length, 1, names)
+    return cut.example_index == sliced.example_index and all(
+        len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+        for a, b in [*((cut.inputs[name], sliced.inputs[name]) for name in names), (cut.offsets, sliced.offsets),
+                     (cut.in_context, sliced.in_context)])
 
 
 def _ids_and_offsets(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
