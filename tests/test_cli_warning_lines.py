@@ -15,6 +15,7 @@ from bio_mrc.cli import main
 from bio_mrc.cli.console import input_warnings_as_lines
 from bio_mrc import errors
 from bio_mrc.errors import InputNote, InputWarning, argument
+from bio_mrc.data.drop import NumericAnswersWarning
 from bio_mrc.inference.abstention import NeverAbstainsWarning
 from bio_mrc.training.run_start import SharedHeldOutWarning, warn_shared_held_out
 from bio_mrc.types import Example
@@ -34,6 +35,47 @@ def test_input_warnings_are_lines_whatever_the_filters(capsys, user_filter):
                 warnings.warn("no tuned threshold", NeverAbstainsWarning, stacklevel=1)
             warnings.warn(SharedHeldOutWarning("the --eval questions share 1 question"), stacklevel=1)
     assert capsys.readouterr().err == "warning: no tuned threshold\nwarning: the --eval questions share 1 question\n"
+
+
+def test_a_line_said_again_elsewhere_is_printed_once(capsys):
+    """A command that reads its questions twice (predict counts them, then answers them) printed a reader's warning
+    twice: the second read warns from the same place after Python's filters had forgotten the first."""
+    def say():
+        warnings.warn("left out 1 question of 2 in d.json", NumericAnswersWarning, stacklevel=1)
+
+    with input_warnings_as_lines():
+        say()
+        warnings.warn("left out 1 question of 2 in d.json", NumericAnswersWarning, stacklevel=1)
+        warnings.warn("left out 1 question of 3 in e.json", NumericAnswersWarning, stacklevel=1)
+    assert capsys.readouterr().err == ("warning: left out 1 question of 2 in d.json\n"
+                                       "warning: left out 1 question of 3 in e.json\n")
+
+
+NO_DATE = {"day": "", "month": "", "year": ""}
+READ_WARNINGS = {  # a file whose reading warns, and the line it warns
+    "drop": ({"nfl_1": {"passage": "Robbie Gould kicked a field goal.", "qa_pairs": [
+        {"query_id": "d1", "question": "Who kicked?", "answer": {"number": "", "date": NO_DATE, "spans": ["Robbie Gould"]}},
+        {"query_id": "d2", "question": "How many?", "answer": {"number": "1", "date": NO_DATE, "spans": []}}]}},
+        "warning: left out 1 question of 2 in {path}: their answers are numbers or dates, not spans of the passage"),
+    "multispanqa": ({"data": [{"id": "m1", "question": ["who", "?"], "context": ["Dave", "and", "Barbara", "sang"],
+                               "label": ["I", "O", "B", "O"]}]},
+                    "warning: 1 span in {path} starts with I after O (not IOB2); read as span starts, as the official "
+                    "evaluation reads them, e.g. in 'm1'"),
+}
+
+
+@pytest.mark.parametrize("layout", READ_WARNINGS)
+def test_predict_says_a_warning_of_its_questions_once(layout, tiny_encoder_dir, tmp_path, capsys):
+    """predict printed the reader's warning twice, once as it counted the questions and once as it answered them."""
+    model = untrained_model_folder(tiny_encoder_dir, tmp_path / "model", max_seq_length=48, doc_stride=16,
+                                   max_query_length=12)
+    content, line = READ_WARNINGS[layout]
+    path = tmp_path / f"{layout}.json"
+    path.write_text(json.dumps(content), encoding="utf-8")
+    assert main(["predict", "--model", str(model), "--data", str(path), "--output", str(tmp_path / "preds.json"),
+                 "--device", "cpu", "--precision", "fp32"]) == 0
+    said = [text for text in capsys.readouterr().err.splitlines() if text.startswith("warning:")]
+    assert said == [line.format(path=path)]
 
 
 def test_one_shared_held_out_question_is_counted_in_the_singular():

@@ -1,10 +1,12 @@
 """What the docs quote is what the package does: each error line docs/reliability.md quotes for a command-line case is
-the line ``bio-mrc`` prints for it, word for word, and the ``TrainingArguments`` values docs/training.md names as the
-package's own are the ones it sets, on a CPU and on a CUDA GPU (and the fields it owns are the ones it refuses); the
-signature and limit docs/calibration.md gives are tune_model's and the fingerprint's."""
+the line ``bio-mrc`` prints for it, word for word, as is each problem it quotes for a bad file or config; the
+``TrainingArguments`` values docs/training.md names as the package's own are the ones it sets, on a CPU and on a CUDA
+GPU (and the fields it owns are the ones it refuses); the signature and limit docs/calibration.md gives are
+tune_model's and the fingerprint's."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -183,3 +185,58 @@ def test_every_commands_model_option_says_it_takes_a_hub_id():
     helps = {name: opts["--model"].help for name, opts in _command_options().items() if "--model" in opts}
     assert set(helps) >= {"predict", "extract", "tune", "export", "convert", "serve"}
     assert not [name for name, help_ in helps.items() if "hub id" not in help_], helps
+
+
+
+def _load_problem(tmp_path, name: str, content: str | bytes) -> str:
+    """The problem ``load_squad`` refuses a file of ``content`` with, before what it was read as and where."""
+    from bio_mrc.data.squad import load_squad
+    from bio_mrc.errors import DataFormatError
+
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    with pytest.raises(DataFormatError) as refused:
+        load_squad(str(path))
+    return refused.value.problem.partition("; read as ")[0]
+
+
+def _mrqa_problem(tmp_path, detected: dict, context: str = "Paris is the capital of France.") -> str:
+    """The problem of an MRQA file whose one question has the ``detected`` answer, its option as the command line's."""
+    import gzip
+
+    question = {"qid": "q1", "question": "Capital of?", "detected_answers": [detected]}
+    lines = "".join(json.dumps(line) + "\n" for line in [{"header": {}}, {"context": context, "qas": [question]}])
+    return _load_problem(tmp_path, "d.jsonl.gz", gzip.compress(lines.encode("utf-8"))).replace("fix_offsets=True", "--fix-offsets")
+
+
+def _baseline_of_a_kept_run(tmp_path) -> str:
+    from bio_mrc.errors import ConfigError
+    from bio_mrc.harness.config import parse_config
+
+    config = {"name": "x", "train": {"path": "t.json"}, "eval": {"path": "e.json"}, "runs": [{"name": "span", "heads": "span"}],
+              "baseline_left_out": "span/span"}
+    with pytest.raises(ConfigError) as refused:
+        parse_config(config)
+    return str(refused.value)
+
+
+QUOTED_PROBLEMS = {  # each case's problem, which docs/reliability.md quotes as it is said (values as JSON spells them)
+    "a key misspelt": lambda tmp: _load_problem(tmp, "d.jsonl", json.dumps({"Question": "Who?", "context": "Ada."}) + "\n"),
+    "a column misspelt": lambda tmp: _load_problem(tmp, "d.csv", 'question,context, id\nWho?,"Ada.",x\n'),
+    "a key twice": lambda tmp: _load_problem(tmp, "d.json", '{"data": [], "data": []}'),
+    "a blank answer": lambda tmp: _load_problem(tmp, "d.jsonl", json.dumps(
+        {"question": "Who?", "context": "Ada wrote.", "answers": {"text": [" "], "answer_start": [3]}}) + "\n"),
+    "an MRQA answer elsewhere": lambda tmp: _mrqa_problem(tmp, {"text": "France", "char_spans": [[13, 18]]}),
+    "an MRQA answer absent": lambda tmp: _mrqa_problem(tmp, {"text": "france", "char_spans": [[13, 18]]},
+                                                       "Paris is the capital of Spain."),
+    "an MRQA answer without text": lambda tmp: _mrqa_problem(tmp, {"char_spans": [[13, 18]]}),
+    "a baseline left out of a kept run": _baseline_of_a_kept_run,
+}
+
+
+@pytest.mark.parametrize("case", QUOTED_PROBLEMS)
+def test_reliability_quotes_the_problem_as_it_is_said(case, tmp_path):
+    """The page quoted values in Python's quotes (``'Question'``, ``None``) after the messages had taken JSON's."""
+    problem = QUOTED_PROBLEMS[case](tmp_path)
+    head = problem.partition(" (--fix-offsets relocates it there: ")[0]  # the page shortens the option's explanation
+    assert f"`{head}" in RELIABILITY.read_text(encoding="utf-8"), f"docs/reliability.md does not quote {problem!r}"

@@ -83,20 +83,24 @@ def input_warnings_as_lines(flags: Mapping[str, str] | None = None) -> Iterator[
     answer no window holds) as one ``warning:`` line on stderr, as the command's other warnings are, not Python's two
     lines naming the package's source; any other warning as Python shows it. The line is the command's own output, so
     the user's warning filters (``PYTHONWARNINGS=ignore`` or ``error``, ``python -W error``) neither hide it nor make it a
-    traceback; each is shown once where it is said, as Python's default filter shows it. A package warning names the
+    traceback; each line is shown once, wherever and however often it is said. A package warning names the
     arguments it names as the command's ``flags`` (:func:`~bio_mrc.cli.options.argument_flags`), as its errors do."""
     from ..errors import InputNote, InputWarning, command_line_text
 
     with warnings.catch_warnings():
         warnings.simplefilter("default", InputWarning)  # before the user's filters; a command's own filter goes before it
         shown = warnings.showwarning
+        printed: set[str] = set()  # a file read twice (predict counts its questions, then answers them) warns twice
 
         def show(message, category, filename, lineno, file=None, line=None):
             said = command_line_text(message, flags or {}) if getattr(message, "marked", None) else message
             if issubclass(category, InputWarning):
                 from tqdm import tqdm  # its write clears a bar drawn on stderr and redraws it below the line
 
-                tqdm.write(printable_line(f"{'note' if issubclass(category, InputNote) else 'warning'}: {said}"), file=sys.stderr)
+                text = printable_line(f"{'note' if issubclass(category, InputNote) else 'warning'}: {said}")
+                if text not in printed:
+                    printed.add(text)
+                    tqdm.write(text, file=sys.stderr)
             else:
                 shown(said, category, filename, lineno, file, line)
 
