@@ -480,6 +480,13 @@ def added_tokens_tokenizer(tiny_tokenizer):
     return tokenizer
 
 
+# Every tokenizer family above, by fixture name: the tests of where characters meet tokens (training targets, answers'
+# offsets) run on each.
+TOKENIZER_FAMILIES = ["tiny_tokenizer", "tiny_bpe_tokenizer", "metaspace_tokenizer", "xlmr_style_tokenizer",
+                      "deberta_v2_style_tokenizer", "bpe_untrimmed_tokenizer", "bpe_prefix_space_tokenizer",
+                      "extra_tokens_tokenizer", "context_type_zero_tokenizer", "added_tokens_tokenizer"]
+
+
 # A context no page may execute or mangle, and one with a character beyond the BMP (two UTF-16 units in JavaScript).
 HOSTILE_TEXT = "</script><script>alert(1)</script>"
 BROWSER_PARAGRAPHS = [

@@ -14,6 +14,8 @@ from bio_mrc.features.collate import WindowCollator
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 from bio_mrc.types import Example
 
+from .conftest import TOKENIZER_FAMILIES
+
 SMALL = FeatureConfig(max_seq_length=40, doc_stride=12, max_query_length=10, tag_level="subword")
 
 
@@ -39,18 +41,27 @@ def test_span_targets_map_back_to_answer_text(sample_v1, tiny_tokenizer):
     assert seen_answer == {ex.id for ex in sample_v1.examples}
 
 
-def test_a_gold_span_with_whitespace_at_its_edges_trains_on_its_words(tiny_tokenizer):
+@pytest.mark.parametrize("tag_level", ["word", "subword"])
+@pytest.mark.parametrize("family", TOKENIZER_FAMILIES)
+def test_a_gold_span_with_whitespace_at_its_edges_trains_on_its_words(family, tag_level, request):
     # "france\n" ends past the window's last token and " normans" begins before its first: each window
-    # holds the words, so the span head learns them there (it learned [CLS] in every window).
-    context = " normans came from france\n"
-    examples = [Example("end", "where from ?", context, (((19, 26),),)),
-                Example("start", "who came ?", context, (((0, 8),),))]
-    config = FeatureConfig(64, 16, 16, "one-hot", "one-hot", "subword")
-    learned = {}
-    for row in rows(build_features(examples, tiny_tokenizer, config)):
-        offsets = row["offset_mapping"]
-        learned[examples[row["example_index"]].id] = context[offsets[row["start_positions"]][0]:offsets[row["end_positions"]][1]]
-    assert learned == {"end": "france", "start": "normans"}
+    # holds the words, so the span head learns them there (it learned [CLS] in every window). The tagger
+    # tags the words alone: a token of the spaces beside them (SentencePiece's "▁", GPT-2's "Ġ") is O (it was I).
+    tokenizer = request.getfixturevalue(family)
+    context = " normans  came  from france\n"
+    golds = {"start": ((0, 8), "normans"), "middle": ((8, 16), "came"), "end": ((20, 28), "france")}
+    examples = [Example(name, "where from ?", context, ((span,),)) for name, (span, _) in golds.items()]
+    config = FeatureConfig(64, 16, 16, "one-hot", "one-hot", tag_level)
+    learned, tagged = {}, {}
+    for row in rows(build_features(examples, tokenizer, config)):
+        offsets, name = row["offset_mapping"], examples[row["example_index"]].id
+        learned[name] = context[offsets[row["start_positions"]][0]:offsets[row["end_positions"]][1]].strip()
+        tags = np.asarray(row["bio_targets"]).argmax(-1)
+        units = [(a, b) for (a, b), tag, kept in zip(row["word_offsets"], tags, row["tag_mask"]) if kept and tag != TAG_O]
+        tagged[name] = context[min(a for a, _ in units):max(b for _, b in units)].strip(), [
+            context[a:b] for a, b in units if not context[a:b].strip()]
+    assert learned == {name: word for name, (_, word) in golds.items()}
+    assert {name: (word, []) for name, word in learned.items()} == tagged
 
 
 def test_bio_one_hot_tags_cover_answer_tokens(sample_v1, tiny_tokenizer):

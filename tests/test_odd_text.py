@@ -48,6 +48,8 @@ from bio_mrc.decoding.window_outputs import WindowOutputs
 from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.types import Example
 
+from .conftest import TOKENIZER_FAMILIES
+
 # Fixed seed and no example database: CI runs exactly the same examples every time.
 PROPERTY = settings(
     max_examples=50, deadline=None, derandomize=True, database=None, print_blob=True,
@@ -384,6 +386,46 @@ def test_answers_straddling_a_window_boundary_are_found_in_the_next_window(token
     for k in range(len(examples)):
         rows = np.flatnonzero(outputs.example_index == k)
         assert features[int(rows[0])]["start_positions"] == 0 and features[int(rows[1])]["start_positions"] > 0
+
+
+# Golds every tokenizer family can name at either tag level: at the first and the last character, after several
+# spaces, with punctuation, CJK, combining marks, emoji, compatibility characters, added and special tokens' texts.
+FAMILY_GOLDS = [
+    ("Rollo ruled Normandy in 911.", ["Rollo", "911.", "in 911."]),
+    ("The river  Seine   flows north.", ["Seine", "flows", "north"]),
+    ("He met the U.S. envoy with 1,000 ships!", ["U.S.", "1,000", "ships!"]),
+    ("the capital 首都 is a cafe\u0301 , naïve", ["首都", "cafe\u0301", "naïve"]),
+    ("I like 👍🏽 and 👨\u200d👩\u200d👧 ok", ["👍🏽", "👨\u200d👩\u200d👧"]),
+    ("   Rollo  ruled normandy, (911). It is <s> here  ", ["Rollo", "normandy", "ruled normandy", "911", "<s>", "here"]),
+    ("line one \n\n ﬁnal Ⅻ ＡＢＣ straße", ["ﬁnal", "ＡＢＣ", "straße"]),
+]
+LATER = "The Normans were famed for their martial spirit and their castles . " * 4  # the golds in later windows
+
+
+def family_examples(several: bool) -> list[Example]:
+    """:data:`FAMILY_GOLDS` each alone (``several``: each context's golds as the parts of one answer), in the first
+    window and in later ones."""
+    examples = []
+    for before in ("", LATER):
+        for k, (body, texts) in enumerate(FAMILY_GOLDS):
+            context = before + body
+            spans = [(context.index(text, len(before)), context.index(text, len(before)) + len(text)) for text in texts]
+            parts = [span for n, span in enumerate(spans) if all(span[0] > end for _, end in spans[:n])]  # apart
+            alternatives = [(tuple(parts),)] if several else [((span,),) for span in spans]
+            examples += [Example(f"{len(before)}-{k}-{j}", "who ruled?", context, answer)
+                         for j, answer in enumerate(alternatives)]
+    return examples
+
+
+@pytest.mark.parametrize("tag_level", ["word", "subword"])
+@pytest.mark.parametrize("family", TOKENIZER_FAMILIES)
+def test_golds_round_trip_on_every_tokenizer_family(family, tag_level, request):
+    """Every decoding reads each gold back from its targets exactly, whatever the tokenizer's offsets hold (the space
+    before a word, after an added token, a special token's text). An added token that keeps the spaces after it
+    ("Rollo  ") ended no word to the joint decoding, which answered "Rollo  ruled" for "Rollo"."""
+    tokenizer = request.getfixturevalue(family)
+    assert_round_trip(tokenizer, family_examples(several=False), level_config(tag_level))
+    assert_round_trip(tokenizer, family_examples(several=True), level_config(tag_level), multi_span=True)
 
 
 # ---------------------------------------------------------------- regressions

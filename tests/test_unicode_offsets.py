@@ -27,7 +27,7 @@ import torch
 from bio_mrc.data.text import carries_text
 from bio_mrc.inference import AnswerExtractor, TrainedModel
 
-from .conftest import _vocabulary, untrained_model_folder
+from .conftest import TOKENIZER_FAMILIES, _vocabulary, untrained_model_folder
 
 WINDOWS = {"max_seq_length": 48, "doc_stride": 16, "max_query_length": 12}
 QUESTION = "What is the ﬁrst Straße in İstanbul?"
@@ -154,6 +154,50 @@ def test_every_answer_of_a_sentencepiece_or_subword_tagger_is_the_contexts_own_c
             for context, prediction in zip(contexts, extractor([QUESTION] * len(contexts), contexts, decoding=decoding, **options)):
                 assert prediction.spans and all(type(s.start) is int and type(s.end) is int for s in prediction.spans)
                 check_spans(context, spans_of(s.to_dict() for s in prediction.spans), several)
+
+FAMILY_CONTEXTS = ["   Rollo  ruled normandy, (911). It is <s> here [SEP] too.  ",
+                   "东京是日本的首都。Rollo came\n\nto cafe\u0301 👍🏽 👨\u200d👩\u200d👧 ok",
+                   "He met the U.S. envoy (Rollo), with 1,000 ships!\tThe   end", "ﬁnal Ⅻ ＡＢＣ straße İstanbul"]
+
+
+def family_encoder(tokenizer, folder):
+    """A tiny random BERT saved with ``tokenizer``, as a fast tokenizer of its own backend where its class builds its
+    pair template anew when loaded (BERT's): the saved folder encodes as ``tokenizer`` does."""
+    from transformers import AutoTokenizer, BertConfig, BertModel, PreTrainedTokenizerFast
+
+    def encoded(tok):
+        batch = tok(QUESTION, FAMILY_CONTEXTS[0], return_offsets_mapping=True)
+        return batch["input_ids"], batch["offset_mapping"], batch.get("token_type_ids")
+
+    tokenizer.save_pretrained(str(folder))
+    if encoded(AutoTokenizer.from_pretrained(str(folder))) != encoded(tokenizer):
+        PreTrainedTokenizerFast(tokenizer_object=tokenizer.backend_tokenizer, model_input_names=tokenizer.model_input_names,
+                                **tokenizer.special_tokens_map).save_pretrained(str(folder))
+    assert encoded(AutoTokenizer.from_pretrained(str(folder))) == encoded(tokenizer)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=128)).save_pretrained(str(folder))
+    return folder
+
+
+@pytest.mark.parametrize("family", TOKENIZER_FAMILIES)
+def test_every_tokenizer_familys_answers_are_the_contexts_own_readable_characters(family, request, tmp_path):
+    """A random model on each tokenizer family answers, at every decoding, one span or several, in the first window
+    and later ones: the context's own characters at their offsets, whole user-perceived characters, no blank at either
+    end, and never a marker of the tokenizer's ("▁", "Ġ", "##") that the context lacks."""
+    encoder = family_encoder(request.getfixturevalue(family), tmp_path / "encoder")
+    folder = untrained_model_folder(encoder, tmp_path / "model", heads="span+bio", **WINDOWS)
+    extractor = AnswerExtractor(TrainedModel.load(folder, precision="fp32"))
+    contexts = [*FAMILY_CONTEXTS, *(context * 3 for context in FAMILY_CONTEXTS), *hostile_contexts(seed=5, n=3)]
+    for decoding in DECODINGS:
+        for several, options in ((False, {"top_k": 5}), (True, {"multi_span": True})):
+            for context, prediction in zip(contexts, extractor(["Who ruled?"] * len(contexts), contexts, decoding=decoding,
+                                                               **options)):
+                spans = spans_of(s.to_dict() for s in prediction.spans)
+                assert spans
+                check_spans(context, spans, several)
+                assert not [text for text, _, _ in spans if any(marker in text for marker in ("▁", "Ġ", "##"))]
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("which", ["uncased WordPiece", "byte-level BPE"])

@@ -10,6 +10,8 @@ from bio_mrc.features.windows import FeatureConfig, build_features
 from bio_mrc.tags import TAG_B, TAG_I, TAG_O
 from bio_mrc.types import Example
 
+from .conftest import TOKENIZER_FAMILIES
+
 TAG_OF = {TAG_B: "B", TAG_I: "I", TAG_O: "O"}
 
 
@@ -81,9 +83,9 @@ def gold_outputs(tokenizer, examples, config: FeatureConfig) -> WindowOutputs:
 
 
 @pytest.mark.parametrize("tag_level", ["word", "subword"])
-@pytest.mark.parametrize("which", ["wordpiece", "bpe"])
-def test_gold_targets_round_trip_through_merged_windows(sample_v1, tiny_tokenizer, tiny_bpe_tokenizer, which, tag_level):
-    tokenizer = tiny_tokenizer if which == "wordpiece" else tiny_bpe_tokenizer
+@pytest.mark.parametrize("family", TOKENIZER_FAMILIES)
+def test_gold_targets_round_trip_through_merged_windows(sample_v1, family, tag_level, request):
+    tokenizer = request.getfixturevalue(family)
     config = FeatureConfig(40, 12, 10, "one-hot", "one-hot", tag_level)  # several windows per context
     examples = [ex for ex in sample_v1.examples if ex.answers]
     outputs = gold_outputs(tokenizer, examples, config)
@@ -96,9 +98,9 @@ def test_gold_targets_round_trip_through_merged_windows(sample_v1, tiny_tokenize
         assert prediction.answer == example.context[start:end]
 
 
-@pytest.mark.parametrize("which", ["wordpiece", "bpe"])
-def test_several_gold_spans_round_trip(tiny_tokenizer, tiny_bpe_tokenizer, which):
-    tokenizer = tiny_tokenizer if which == "wordpiece" else tiny_bpe_tokenizer
+@pytest.mark.parametrize("family", TOKENIZER_FAMILIES)
+def test_several_gold_spans_round_trip(family, request):
+    tokenizer = request.getfixturevalue(family)
     context = "The Normans came from Denmark, Iceland and Norway, and they ruled Normandy for a long time in the north."
     spans = tuple((context.index(w), context.index(w) + len(w)) for w in ("Denmark", "Iceland", "Norway"))
     example = Example("s", "Where did the Normans come from?", context, (spans,))

@@ -98,8 +98,9 @@ class WindowOutputs:
 
     @property
     def word_end(self) -> np.ndarray:
-        """(F, L): the paragraph tokens that end a word (every token at sub-word level)."""
-        return self.mask & (self.offsets[..., 1] == self.words[..., 1])
+        """(F, L): the paragraph tokens that end a word (every token at sub-word level): a token whose offsets reach
+        past its word's end holds the spaces after it (an added token that strips them, ``rstrip=True``)."""
+        return self.mask & (self.offsets[..., 1] >= self.words[..., 1]) & (self.words[..., 0] >= 0)
 
     def tag_view(self) -> "WindowOutputs":
         """The tagged tokens only, each standing for its whole word: what the BIO decoding reads."""

@@ -5,7 +5,7 @@ every mention of their texts."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
@@ -179,8 +179,9 @@ def add_targets(
     entries = [registry.head(name) for name in heads]
     columns: dict[str, list[Any]] = {label: [] for entry in entries for label in entry.targets}
     covered, lengths, seen = [], [], set()
-    gold = [GoldByPlace.of(TAGGER_GOLD[config.tag_mentions](example)) for example in examples]
     answers = [_without_edge_whitespace(example.context, example.answers) for example in examples]
+    gold = [GoldByPlace.of(TAGGER_GOLD[config.tag_mentions](replace(example, answers=trimmed)))
+            for example, trimmed in zip(examples, answers)]
     windows = zip(features["offset_mapping"], features["paragraph_mask"], features["word_offsets"], features["tag_mask"], features["example_index"])
     for offsets, para, words, tagged, ex_index in windows:
         words = np.asarray(words)
@@ -198,8 +199,9 @@ def add_targets(
 
 def _without_edge_whitespace(context: str, alternatives: tuple[Alternative, ...] | None) -> tuple[Alternative, ...] | None:
     """Each span without the whitespace at its edges, as every decoder trims its answers (a span of only whitespace
-    as given): a gold text of " Paris" or "Paris\n" ended past the last token of a window that holds "Paris", so the
-    span head learned [CLS] there, and in every window where the context begins or ends with it."""
+    as given), for both heads: a gold text of " Paris" or "Paris\n" ends past the last token of a window that holds
+    "Paris" (the span head would learn [CLS] there), and the tokens of the spaces beside it (a SentencePiece "▁", a
+    GPT-2 " from" after it) would be tagged as the answer."""
     def trimmed(start: int, end: int) -> CharSpan:
         text = context[start:end]
         if not text.strip():
